@@ -1,0 +1,1 @@
+"""State, plugins, profiles, scheduling loop and CLI."""

@@ -1,0 +1,1 @@
+"""Built-in plugins, one module each."""

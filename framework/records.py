@@ -1,0 +1,109 @@
+"""Validated, normalized views of Kubernetes objects.
+
+``manifests.parse_node`` / ``parse_pod`` / ... turn an object dict into one of
+these records once; the state and the query compiler read only records, never
+raw dicts.  Quantities are already integers in canonical units: cpu in
+millicores, memory and storage in bytes, everything else in whole units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str          # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str             # "" with operator Exists tolerates every taint
+    operator: str        # Equal | Exists ("" is normalized to Equal)
+    value: str
+    effect: str          # "" tolerates every effect
+
+
+@dataclass(frozen=True)
+class HostPort:
+    protocol: str        # TCP | UDP | SCTP (default TCP)
+    host_ip: str         # "0.0.0.0" when unset
+    port: int            # > 0
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+@dataclass
+class NodeRecord:
+    name: str
+    labels: dict[str, str]
+    unschedulable: bool
+    taints: list[Taint]
+    allocatable: dict[str, int]      # status.allocatable (capacity when absent)
+    capacity: dict[str, int]
+    images: list[NodeImage]
+    obj: dict = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class PodRecord:
+    namespace: str
+    name: str
+    uid: str
+    node_name: str                   # spec.nodeName, "" when unbound
+    scheduler_name: str              # default "default-scheduler"
+    priority: int | None             # spec.priority as written (None if absent)
+    priority_class_name: str
+    preemption_policy: str           # PreemptLowerPriority | Never
+    labels: dict[str, str]
+    creation_ns: int                 # metadata.creationTimestamp, ns since epoch (0 absent)
+    start_ns: int | None             # status.startTime, ns since epoch
+    deleting: bool                   # metadata.deletionTimestamp set
+    phase: str
+    requests: dict[str, int]         # effective pod request (containers, init
+                                     # containers, sidecars, overhead), canonical units
+    nonzero_cpu: int                 # same aggregation, missing cpu request = 100m
+    nonzero_memory: int              # same aggregation, missing memory = 200Mi
+    tolerations: list[Toleration]
+    node_selector: dict[str, str]
+    node_affinity: dict | None       # spec.affinity.nodeAffinity, validated, as written
+    pod_affinity: dict | None        # spec.affinity.podAffinity (not yet scheduled on)
+    pod_anti_affinity: dict | None
+    topology_spread: list[dict]      # spec.topologySpreadConstraints as written
+    host_ports: list[HostPort]       # containers' ports with hostPort > 0 (and init)
+    images: list[str]                # images of containers then init containers
+    has_restartable_init: bool
+    scheduling_gates: list[str]
+    obj: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the pod's identity everywhere in tensorsched."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class PriorityClassRecord:
+    name: str
+    value: int
+    global_default: bool
+    preemption_policy: str
+    obj: dict = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class PodDisruptionBudgetRecord:
+    namespace: str
+    name: str
+    selector: dict | None            # spec.selector (LabelSelector) as written
+    min_available: int | str | None
+    max_unavailable: int | str | None
+    disruptions_allowed: int | None  # status.disruptionsAllowed when present
+    disrupted_pods: tuple[str, ...]  # status.disruptedPods names
+    obj: dict = field(repr=False, default_factory=dict)

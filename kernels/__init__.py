@@ -1,0 +1,1 @@
+"""Pure array kernels: no Kubernetes objects here."""

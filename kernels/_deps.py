@@ -1,0 +1,35 @@
+"""Optional dependencies, probed once.
+
+``cupy`` is the module or None.  ``TENSORSCHED_DISABLE_CUPY=1`` hides an
+installed CuPy (useful to test the NumPy twin of CuPy paths)."""
+
+from __future__ import annotations
+
+import os
+from importlib.util import find_spec
+
+cupy = None
+if os.environ.get("TENSORSCHED_DISABLE_CUPY", "0") != "1" and find_spec("cupy") is not None:
+    try:
+        import cupy  # noqa: F811
+    except Exception:   # a broken CUDA install must not break the CPU backends
+        cupy = None
+
+CUDA_SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+def cuda_unavailable_reason() -> str | None:
+    """Why the ``cuda`` backend cannot run here, or None when it can."""
+    if CUDA_SIMULATOR:
+        return None
+    try:
+        from numba import cuda
+    except Exception as exc:  # pragma: no cover - numba-cuda is a core dependency
+        return f"numba-cuda is not importable: {exc}"
+    try:
+        if not cuda.is_available():
+            return ("no CUDA device is available (no GPU or no driver); run on a GPU "
+                    "machine, or set NUMBA_ENABLE_CUDASIM=1 to use Numba's CUDA simulator")
+    except Exception as exc:
+        return f"CUDA initialisation failed: {exc}"
+    return None

@@ -1,0 +1,421 @@
+"""Per-node scalar rules shared by the Numba CPU and Numba CUDA backends.
+
+Plain Python on scalars and array rows, no NumPy calls: ``_fused_numba``
+compiles these function objects with ``njit`` and ``_fused_cuda`` with
+``cuda.jit(device=True)``.  Both execute this module's source in a fresh
+namespace and replace each name by its compiled form, so the calls between
+these functions resolve to compiled code on either target.
+
+Integer semantics follow kube-scheduler (Go): ``tdiv`` truncates toward zero
+where Python's ``//`` would floor.  The NumPy twin of every rule lives in
+``filters.py`` / ``scores.py``; tests compare them.
+"""
+
+import math
+
+# Keep in step with kernels/layout.py (plain ints: device code has no globals
+# of NumPy type).
+MAX_SCORE = 100
+R_UNSCHEDULABLE = 1
+R_NODE_NAME = 2
+R_TAINT = 4
+R_ADDED_AFFINITY = 8
+R_NODE_AFFINITY = 16
+R_PREFILTER_NAMES = 32
+R_PORTS = 64
+R_TOO_MANY_PODS = 128
+R_INVALID_ROW = 32768
+INSUFFICIENT_SHIFT = 24
+F_UNSCHEDULABLE = 1
+F_NODE_NAME = 2
+F_TAINT = 4
+F_NODE_AFFINITY = 8
+F_PORTS = 16
+F_FIT = 32
+RES_CPU = 0
+RES_MEMORY = 1
+RES_EPHEMERAL = 2
+RES_PODS = 3
+RK_NONZERO = 0
+RK_NATIVE = 1
+RK_SCALAR = 2
+RK_SKIP = 3
+OP_IN = 0
+OP_NOT_IN = 1
+OP_EXISTS = 2
+OP_DOES_NOT_EXIST = 3
+OP_GT = 4
+OP_LT = 5
+STRATEGY_LEAST = 0
+STRATEGY_MOST = 1
+STRATEGY_RATIO = 2
+
+
+def tdiv(a, b):
+    """Integer division truncating toward zero, as Go's ``/`` on int64."""
+    q = abs(a) // abs(b)
+    if (a < 0) != (b < 0):
+        return -q
+    return q
+
+
+def popcount64(x):
+    """Number of set bits of an int64 bitset word (clears the lowest bit per
+    step; words hold a handful of bits, and this needs no unsigned type)."""
+    n = 0
+    while x != 0:
+        x &= x - 1
+        n += 1
+    return n
+
+
+def bits_intersect(row, mask):
+    """True when a node's bitset row shares a bit with ``mask`` ([W] int64)."""
+    for w in range(mask.shape[0]):
+        if row[w] & mask[w]:
+            return True
+    return False
+
+
+def bits_common_count(row, mask):
+    """Number of bits a node's bitset row shares with ``mask``."""
+    n = 0
+    for w in range(mask.shape[0]):
+        n += popcount64(row[w] & mask[w])
+    return n
+
+
+def requirement_matches(val, num, isnum, op, operand, vals, v0, v1):
+    """One label requirement against one node's label (val -1 = absent)."""
+    if op == OP_IN or op == OP_NOT_IN:
+        found = False
+        if val >= 0:
+            for j in range(v0, v1):
+                if vals[j] == val:
+                    found = True
+                    break
+        return found if op == OP_IN else not found
+    if op == OP_EXISTS:
+        return val >= 0
+    if op == OP_DOES_NOT_EXIST:
+        return val < 0
+    if op == OP_GT:
+        return val >= 0 and isnum and num > operand
+    if op == OP_LT:
+        return val >= 0 and isnum and num < operand
+    return False   # OP_INVALID
+
+
+def term_matches(i, label_vals, label_nums, label_isnum, t,
+                 term_offsets, req_key, req_op, req_num, val_offsets, vals):
+    """Term t (an AND of requirements) on node row i; empty terms never match."""
+    q0 = term_offsets[t]
+    q1 = term_offsets[t + 1]
+    if q0 == q1:
+        return False
+    for q in range(q0, q1):
+        k = req_key[q]
+        val = -1
+        num = 0
+        isnum = False
+        if k >= 0:
+            val = label_vals[i, k]
+            num = label_nums[i, k]
+            isnum = label_isnum[i, k]
+        if not requirement_matches(val, num, isnum, req_op[q], req_num[q],
+                                   vals, val_offsets[q], val_offsets[q + 1]):
+            return False
+    return True
+
+
+def program_matches(i, label_vals, label_nums, label_isnum, t0, t1,
+                    term_offsets, req_key, req_op, req_num, val_offsets, vals):
+    """True when any of the terms t0..t1-1 matches node row i."""
+    for t in range(t0, t1):
+        if term_matches(i, label_vals, label_nums, label_isnum, t,
+                        term_offsets, req_key, req_op, req_num, val_offsets, vals):
+            return True
+    return False
+
+
+def program_weight(i, label_vals, label_nums, label_isnum, t0, t1, term_offsets,
+                   term_weights, req_key, req_op, req_num, val_offsets, vals):
+    """Sum of the weights of the terms t0..t1-1 that match node row i."""
+    s = 0
+    for t in range(t0, t1):
+        if term_matches(i, label_vals, label_nums, label_isnum, t,
+                        term_offsets, req_key, req_op, req_num, val_offsets, vals):
+            s += term_weights[t]
+    return s
+
+
+def fit_reasons(i, allocatable, requested, request, requests_anything, fit_ignored):
+    """NodeResourcesFit filter bits for row i (Too many pods, Insufficient r)."""
+    bits = 0
+    if requested[i, RES_PODS] + 1 > allocatable[i, RES_PODS]:
+        bits |= R_TOO_MANY_PODS
+    if not requests_anything:
+        return bits
+    for r in range(request.shape[0]):
+        want = request[r]
+        if r == RES_PODS or want <= 0 or fit_ignored[r]:
+            continue
+        if want > allocatable[i, r] - requested[i, r]:
+            bits |= 1 << (INSUFFICIENT_SHIFT + r)
+    return bits
+
+
+def resource_pair(i, r, kind, use_requested, allocatable, requested,
+                  nonzero_requested, request, nonzero_request):
+    """(allocatable, requested incl. the pod) of one scoring resource, or
+    (0, 0) when upstream skips it (scalar not requested by the pod, pods)."""
+    if kind == RK_SKIP:
+        return 0, 0
+    if kind == RK_NONZERO and not use_requested:
+        return allocatable[i, r], nonzero_requested[i, r] + nonzero_request[r]
+    want = request[r]
+    if kind == RK_SCALAR and want == 0:
+        return 0, 0
+    return allocatable[i, r], requested[i, r] + want
+
+
+def broken_linear(p, shape_util, shape_score):
+    """RequestedToCapacityRatio's piecewise-linear shape at utilization p."""
+    n = shape_util.shape[0]
+    for k in range(n):
+        if p <= shape_util[k]:
+            if k == 0:
+                return shape_score[0]
+            return shape_score[k - 1] + tdiv(
+                (shape_score[k] - shape_score[k - 1]) * (p - shape_util[k - 1]),
+                shape_util[k] - shape_util[k - 1])
+    return shape_score[n - 1]
+
+
+def fit_score(i, allocatable, requested, nonzero_requested, request, nonzero_request,
+              strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score):
+    """NodeResourcesFit score of row i (LeastAllocated, MostAllocated or
+    RequestedToCapacityRatio), 0..100, upstream integer arithmetic."""
+    total = 0
+    weight_sum = 0
+    for f in range(fit_res.shape[0]):
+        alloc, req = resource_pair(i, fit_res[f], fit_kind[f], False, allocatable,
+                                   requested, nonzero_requested, request, nonzero_request)
+        if alloc == 0:
+            continue
+        w = fit_weights[f]
+        if strategy == STRATEGY_LEAST:
+            s = 0 if req > alloc else ((alloc - req) * MAX_SCORE) // alloc
+        elif strategy == STRATEGY_MOST:
+            s = (min(req, alloc) * MAX_SCORE) // alloc
+        else:
+            if req > alloc:
+                s = broken_linear(100, shape_util, shape_score)
+            else:
+                s = broken_linear((req * 100) // alloc, shape_util, shape_score)
+            if s <= 0:
+                continue      # RTCR counts only resources that score above 0
+        total += s * w
+        weight_sum += w
+    if weight_sum == 0:
+        return 0
+    if strategy == STRATEGY_RATIO:
+        x = total / weight_sum            # float64, then round half away from 0
+        r = math.floor(x)
+        if x - r >= 0.5:
+            r += 1
+        return int(r)
+    return total // weight_sum
+
+
+def balanced_score(i, allocatable, requested, nonzero_requested, request,
+                   nonzero_request, bal_res, bal_kind):
+    """NodeResourcesBalancedAllocation score of row i: (1 - std of the
+    requested fractions) * 100, float64 then truncated, as upstream."""
+    n = 0
+    total = 0.0
+    f0 = 0.0
+    f1 = 0.0
+    for b in range(bal_res.shape[0]):
+        alloc, req = resource_pair(i, bal_res[b], bal_kind[b], True, allocatable,
+                                   requested, nonzero_requested, request, nonzero_request)
+        if alloc == 0:
+            continue
+        f = req / alloc
+        if f > 1.0:
+            f = 1.0
+        if n == 0:
+            f0 = f
+        elif n == 1:
+            f1 = f
+        total += f
+        n += 1
+    std = 0.0
+    if n == 2:
+        std = abs((f0 - f1) / 2)
+    elif n > 2:
+        mean = total / n
+        acc = 0.0
+        for b in range(bal_res.shape[0]):
+            alloc, req = resource_pair(i, bal_res[b], bal_kind[b], True, allocatable,
+                                       requested, nonzero_requested, request,
+                                       nonzero_request)
+            if alloc == 0:
+                continue
+            f = req / alloc
+            if f > 1.0:
+                f = 1.0
+            acc += (f - mean) * (f - mean)
+        std = math.sqrt(acc / n)
+    return int((1.0 - std) * MAX_SCORE)
+
+
+def image_score(i, image_bits, image_entries, image_scaled, image_min, image_max):
+    """ImageLocality score of row i from the pod's (entry, scaled size) pairs."""
+    s = 0
+    for e in range(image_entries.shape[0]):
+        ent = image_entries[e]
+        if (image_bits[i, ent >> 6] >> (ent & 63)) & 1:
+            s += image_scaled[e]
+    if s < image_min:
+        s = image_min
+    elif s > image_max:
+        s = image_max
+    return tdiv(MAX_SCORE * (s - image_min), image_max - image_min)
+
+
+def node_reasons(i, allocatable, requested, unschedulable, valid, label_vals,
+                 label_nums, label_isnum, taint_bits, port_bits,
+                 filter_flags, request, requests_anything, fit_ignored, node_name_row,
+                 prefilter_rows, tolerates_unschedulable, taint_reject,
+                 has_node_selector, has_required, has_added_required, program_terms,
+                 term_offsets, req_key, req_op, req_num, val_offsets, vals,
+                 port_conflicts):
+    """Every enabled built-in filter on node row i, as a reason bitmask
+    (0 = feasible).  All checks run, so ``explain`` can name every reason."""
+    if not valid[i]:
+        return R_INVALID_ROW
+    bits = 0
+    if prefilter_rows.shape[0] > 0 and not prefilter_rows[i]:
+        bits |= R_PREFILTER_NAMES
+    if filter_flags & F_UNSCHEDULABLE:
+        if unschedulable[i] and not tolerates_unschedulable:
+            bits |= R_UNSCHEDULABLE
+    if filter_flags & F_NODE_NAME:
+        if node_name_row == -2 or (node_name_row >= 0 and node_name_row != i):
+            bits |= R_NODE_NAME
+    if filter_flags & F_TAINT:
+        if bits_intersect(taint_bits[i], taint_reject):
+            bits |= R_TAINT
+    if filter_flags & F_NODE_AFFINITY:
+        if has_added_required and not program_matches(
+                i, label_vals, label_nums, label_isnum, program_terms[2],
+                program_terms[3], term_offsets, req_key, req_op, req_num,
+                val_offsets, vals):
+            bits |= R_ADDED_AFFINITY
+        pod_ok = True
+        if has_node_selector:
+            pod_ok = program_matches(i, label_vals, label_nums, label_isnum,
+                                     program_terms[0], program_terms[1], term_offsets,
+                                     req_key, req_op, req_num, val_offsets, vals)
+        if pod_ok and has_required:
+            pod_ok = program_matches(i, label_vals, label_nums, label_isnum,
+                                     program_terms[1], program_terms[2], term_offsets,
+                                     req_key, req_op, req_num, val_offsets, vals)
+        if not pod_ok:
+            bits |= R_NODE_AFFINITY
+    if filter_flags & F_PORTS:
+        if bits_intersect(port_bits[i], port_conflicts):
+            bits |= R_PORTS
+    if filter_flags & F_FIT:
+        bits |= fit_reasons(i, allocatable, requested, request, requests_anything,
+                            fit_ignored)
+    return bits
+
+
+def node_raw_scores(i, j, raw_out, allocatable, requested, nonzero_requested,
+                    label_vals, label_nums, label_isnum, taint_bits, image_bits,
+                    score_flags, request, nonzero_request, taint_prefer, program_terms,
+                    term_offsets, term_weights, req_key, req_op, req_num, val_offsets,
+                    vals, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                    shape_score, bal_res, bal_kind, image_entries, image_scaled,
+                    image_min, image_max):
+    """Raw per-plugin scores of node row i into raw_out[j, slot] (slots in
+    kernels/layout.py); disabled slots are left untouched."""
+    if score_flags & 1:
+        raw_out[j, 0] = fit_score(i, allocatable, requested, nonzero_requested,
+                                  request, nonzero_request, strategy, fit_res,
+                                  fit_kind, fit_weights, shape_util, shape_score)
+    if score_flags & 2:
+        raw_out[j, 1] = balanced_score(i, allocatable, requested, nonzero_requested,
+                                       request, nonzero_request, bal_res, bal_kind)
+    if score_flags & 4:
+        raw_out[j, 2] = bits_common_count(taint_bits[i], taint_prefer)
+    if score_flags & 8:
+        raw_out[j, 3] = program_weight(i, label_vals, label_nums, label_isnum,
+                                       program_terms[3], program_terms[4],
+                                       term_offsets, term_weights, req_key, req_op,
+                                       req_num, val_offsets, vals)
+    if score_flags & 16:
+        raw_out[j, 4] = image_score(i, image_bits, image_entries, image_scaled,
+                                    image_min, image_max)
+
+
+def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode,
+                    weights, ties_scratch):
+    """Normalize, weigh, sum and pick the host, serially over the evaluated rows.
+
+    reasons [M] from the filter pass (0 = feasible); scores [M, S] raw in,
+    normalized out (feasible rows of active slots only); total [M] weighted
+    sum (-1 for rows not scored); norm_mode [S] 0 none, 1 default, 2 reverse
+    (DefaultNormalizeScore); weights [S]; ties_scratch [M] int64 receives
+    the positions of the rows tied at the top total, in order.
+
+    Rows are scanned in evaluation order and scanning stops at the
+    ``num_to_find``-th feasible row, as kube-scheduler's
+    percentageOfNodesToScore does.  Returns (number of tied top rows, rows
+    processed, feasible rows found); the caller draws among the ties.
+    """
+    m = reasons.shape[0]
+    processed = m
+    found = 0
+    for j in range(m):
+        if reasons[j] == 0:
+            found += 1
+            if found == num_to_find:
+                processed = j + 1
+                break
+    n_slots = scores.shape[1]
+    for s in range(n_slots):
+        if not active_slots[s] or norm_mode[s] == 0:
+            continue
+        hi = 0
+        for j in range(processed):
+            if reasons[j] == 0 and scores[j, s] > hi:
+                hi = scores[j, s]
+        for j in range(processed):
+            if reasons[j] != 0:
+                continue
+            if hi == 0:
+                scores[j, s] = MAX_SCORE if norm_mode[s] == 2 else 0
+            else:
+                v = (MAX_SCORE * scores[j, s]) // hi
+                scores[j, s] = MAX_SCORE - v if norm_mode[s] == 2 else v
+    best = -1
+    n_ties = 0
+    for j in range(m):
+        if j >= processed or reasons[j] != 0:
+            total[j] = -1
+            continue
+        t = 0
+        for s in range(n_slots):
+            if active_slots[s]:
+                t += scores[j, s] * weights[s]
+        total[j] = t
+        if t > best:
+            best = t
+            n_ties = 0
+        if t == best:
+            ties_scratch[n_ties] = j
+            n_ties += 1
+    return n_ties, processed, found

@@ -1,0 +1,215 @@
+"""The fused filter + score stage on three backends: ``numpy``, ``numba``, ``cuda``.
+
+``make_backend(name)`` is called once per framework; ``backend.evaluate``
+then answers, for the rows to evaluate, every filter's reasons and every
+score, and finds the rows tied at the top total.  All backends return
+identical arrays; the draw among ties happens in the caller, on the host.
+
+The column source passed to ``evaluate`` is duck-typed: ``columns()`` ->
+NodeColumns, plus ``version``, ``layout_version`` and ``row_version`` [N] for
+the device mirror (only rows written since the last upload are copied).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import filters, layout as L, scores
+from ._deps import cuda_unavailable_reason
+
+
+class StageResult(NamedTuple):
+    """One evaluation; arrays are host NumPy views valid until the next call.
+
+    reasons [M] int64 (0 = feasible); scores [M, S] int64 normalized for
+    scored rows; total [M] int64 (-1 = not scored); ties [T] int64 positions
+    tied at the top total in evaluation order; processed = rows scanned
+    (percentageOfNodesToScore); found = feasible rows among them."""
+
+    reasons: np.ndarray
+    scores: np.ndarray
+    total: np.ndarray
+    ties: np.ndarray
+    processed: int
+    found: int
+
+
+def kernel_args(cols: L.NodeColumns, q: L.PodQuery) -> tuple:
+    """The fused kernels' arguments after ``rows``, before the outputs."""
+    p = q.programs
+    return (cols.allocatable, cols.requested, cols.nonzero_requested, cols.unschedulable,
+            cols.valid, cols.label_vals, cols.label_nums, cols.label_isnum, cols.taint_bits,
+            cols.image_bits, cols.port_bits,
+            np.int64(q.filter_flags), np.int64(q.score_flags), q.request, q.nonzero_request,
+            bool(q.requests_anything), q.fit_ignored, np.int64(q.node_name_row),
+            q.prefilter_rows, bool(q.tolerates_unschedulable), q.taint_reject, q.taint_prefer,
+            bool(q.has_node_selector), bool(q.has_required), bool(q.has_added_required),
+            q.program_terms, p.term_offsets, p.term_weights, p.req_key, p.req_op, p.req_num,
+            p.val_offsets, p.vals, q.port_conflicts, np.int64(q.fit_strategy), q.fit_res,
+            q.fit_kind, q.fit_weights, q.shape_util, q.shape_score, q.bal_res, q.bal_kind,
+            q.image_entries, q.image_scaled, np.int64(L.IMAGE_MIN_THRESHOLD),
+            np.int64(q.image_max))
+
+
+def _pad_bitsets(cols: L.NodeColumns, q: L.PodQuery) -> L.PodQuery:
+    """Query bitsets as wide as the node bitsets (tables may have grown)."""
+    def fit(mask, width):
+        if mask.shape[0] == width:
+            return mask
+        out = np.zeros(width, np.int64)
+        out[: min(width, mask.shape[0])] = mask[:width]
+        return out
+    return q._replace(taint_reject=fit(q.taint_reject, cols.taint_bits.shape[1]),
+                      taint_prefer=fit(q.taint_prefer, cols.taint_bits.shape[1]),
+                      port_conflicts=fit(q.port_conflicts, cols.port_bits.shape[1]))
+
+
+class _Buffers:
+    """Output arrays reused across pods (grown, never shrunk)."""
+
+    def __init__(self):
+        self.cap = 0
+        self.slots = 0
+
+    def get(self, m: int, slots: int):
+        if m > self.cap or slots != self.slots:
+            self.cap = max(m, 2 * self.cap, 16)
+            self.slots = slots
+            self.reasons = np.zeros(self.cap, np.int64)
+            self.raw = np.zeros((self.cap, slots), np.int64)
+            self.total = np.zeros(self.cap, np.int64)
+            self.ties = np.zeros(self.cap, np.int64)
+        raw = self.raw[:m]
+        raw[:] = 0
+        return self.reasons[:m], raw, self.total[:m], self.ties[:m]
+
+
+class NumpyBackend:
+    """Array-namespace kernels (the same source serves CuPy arrays)."""
+
+    name = "numpy"
+
+    def evaluate(self, source, rows, q, num_to_find, active, norm, weights, n_slots,
+                 extra=None) -> StageResult:
+        cols = source.columns()
+        q = _pad_bitsets(cols, q)
+        reasons = filters.node_reasons(cols, rows, q, xp=np)
+        raw = np.zeros((rows.shape[0], n_slots), np.int64)
+        scores.raw_scores(cols, rows, q, raw, reasons == 0, xp=np)
+        if extra is not None:
+            reasons, raw = extra(reasons, raw)
+        sc, total, ties, processed, found = scores.finalize(
+            reasons, raw, num_to_find, active, norm, weights, xp=np)
+        return StageResult(reasons, sc, total, ties, processed, found)
+
+
+class NumbaBackend:
+    """Fused ``njit`` kernels: one ``prange`` pass filters and scores every row."""
+
+    name = "numba"
+
+    def __init__(self):
+        from . import _fused_numba
+        self._k = _fused_numba
+        self._buf = _Buffers()
+
+    def fused(self, cols, rows, q, n_slots):
+        reasons, raw, total, ties = self._buf.get(rows.shape[0], n_slots)
+        self._k.fused_pass(rows, *kernel_args(cols, _pad_bitsets(cols, q)), reasons, raw)
+        return reasons, raw, total, ties
+
+    def evaluate(self, source, rows, q, num_to_find, active, norm, weights, n_slots,
+                 extra=None) -> StageResult:
+        reasons, raw, total, ties = self.fused(source.columns(), rows, q, n_slots)
+        if extra is not None:
+            reasons, raw = extra(reasons, raw)
+        n_ties, processed, found = self._k.finalize(reasons, raw, total, num_to_find, active,
+                                                    norm, weights, ties)
+        return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+
+
+class CudaBackend:
+    """Numba CUDA kernels over device copies of the columns.
+
+    The mirror re-uploads only the node rows written since its last upload
+    (``row_version``), or everything when the arrays were reallocated."""
+
+    name = "cuda"
+
+    def __init__(self):
+        from ._errors import BackendUnavailable
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            raise BackendUnavailable(f"backend 'cuda' cannot run: {reason}")
+        from numba import cuda
+        from . import _fused_cuda, _fused_numba
+        self._cuda = cuda
+        self._k = _fused_cuda
+        self._finalize = _fused_numba.finalize
+        self._dev: dict = {}
+        self._layout = None
+        self._version = -1
+        self._shape = None
+        self.rows_uploaded = 0
+
+    def _sync_columns(self, source) -> dict:
+        cuda = self._cuda
+        cols = source.columns()
+        shape = tuple(a.shape for a in cols)
+        if self._layout != source.layout_version or shape != self._shape:
+            self._dev = {f: cuda.to_device(np.ascontiguousarray(a))
+                         for f, a in zip(cols._fields, cols)}
+            self._layout, self._shape = source.layout_version, shape
+            self.rows_uploaded += cols.allocatable.shape[0]
+        elif source.version != self._version:
+            n = cols.allocatable.shape[0]
+            dirty = np.flatnonzero(source.row_version[:n] > self._version)
+            for i in dirty:
+                for f, a in zip(cols._fields, cols):
+                    self._dev[f][i: i + 1].copy_to_device(np.ascontiguousarray(a[i: i + 1]))
+            self.rows_uploaded += dirty.shape[0]
+        self._version = source.version
+        return self._dev
+
+    def evaluate(self, source, rows, q, num_to_find, active, norm, weights, n_slots,
+                 extra=None) -> StageResult:
+        cuda = self._cuda
+        dev = self._sync_columns(source)
+        cols = source.columns()
+        q = _pad_bitsets(cols, q)
+        dcols = L.NodeColumns(**{f: dev[f] for f in cols._fields})
+        m = rows.shape[0]
+        d_rows = cuda.to_device(rows)
+        d_reasons = cuda.device_array(m, np.int64)
+        d_raw = cuda.to_device(np.zeros((m, n_slots), np.int64))
+        args = kernel_args(dcols, q)
+        args = tuple(cuda.to_device(a) if isinstance(a, np.ndarray) and a.ndim > 0 and i >= 11
+                     else a for i, a in enumerate(args))
+        self._k.launch_fused_pass(m, d_rows, *args, d_reasons, d_raw)
+        reasons = d_reasons.copy_to_host()
+        raw = d_raw.copy_to_host()
+        if extra is not None:
+            reasons, raw = extra(reasons, raw)
+        total = np.zeros(m, np.int64)
+        ties = np.zeros(m, np.int64)
+        n_ties, processed, found = self._finalize(reasons, raw, total, num_to_find, active,
+                                                  norm, weights, ties)
+        return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+
+
+BACKENDS = ("numpy", "numba", "cuda")
+
+
+def make_backend(name: str):
+    """The backend called ``name``; an unknown name or a backend that cannot
+    run here raises (there is no silent fallback)."""
+    from ._errors import BackendUnavailable
+    if name == "numpy":
+        return NumpyBackend()
+    if name == "numba":
+        return NumbaBackend()
+    if name == "cuda":
+        return CudaBackend()
+    raise BackendUnavailable(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")

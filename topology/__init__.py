@@ -1,0 +1,1 @@
+"""GPU / NUMA topology models (placeholder package for later work)."""
