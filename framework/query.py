@@ -256,14 +256,9 @@ def compile_query(state: ClusterState, pod: PodRecord, options: QueryOptions) ->
     if pod.node_name:
         node_name_row = state.node_rows.get(pod.node_name, -2)
 
-    names = prefilter_node_names(pod)
+    # NodeAffinity's PreFilter node set is applied by the runtime when that
+    # plugin is enabled (``prefilter_rows`` stays 'all rows' here).
     prefilter_rows = _EMPTY_BOOL
-    if names is not None:
-        prefilter_rows = np.zeros(max(state.n_rows, 1), np.bool_)
-        for n in names:
-            r = state.node_rows.get(n)
-            if r is not None:
-                prefilter_rows[r] = True
 
     taints = state.taints.items
     reject_ids, prefer_ids = [], []

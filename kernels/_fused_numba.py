@@ -21,7 +21,7 @@ node_raw_scores = core["node_raw_scores"]
 finalize = core["finalize_scores"]
 
 
-@njit(parallel=_PARALLEL, nogil=True, cache=False)
+_FUSED_TEMPLATE = """
 def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, valid,
                label_vals, label_nums, label_isnum, taint_bits, image_bits, port_bits,
                filter_flags, score_flags, request, nonzero_request, requests_anything,
@@ -31,11 +31,6 @@ def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, v
                req_op, req_num, val_offsets, vals, port_conflicts, strategy, fit_res,
                fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind,
                image_entries, image_scaled, image_min, image_max, reasons_out, raw_out):
-    """Filters then scores for rows[j] into reasons_out[j], raw_out[j, :].
-
-    Shapes: rows [M] int64 node rows in evaluation order; reasons_out [M]
-    int64; raw_out [M, S] int64 (untouched for infeasible rows).
-    """
     for j in prange(rows.shape[0]):
         i = rows[j]
         r = node_reasons(i, allocatable, requested, unschedulable, valid, label_vals,
@@ -45,6 +40,7 @@ def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, v
                          has_node_selector, has_required, has_added_required,
                          program_terms, term_offsets, req_key, req_op, req_num,
                          val_offsets, vals, port_conflicts)
+{filter_hooks}
         reasons_out[j] = r
         if r == 0:
             node_raw_scores(i, j, raw_out, allocatable, requested, nonzero_requested,
@@ -54,3 +50,45 @@ def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, v
                             req_num, val_offsets, vals, strategy, fit_res, fit_kind,
                             fit_weights, shape_util, shape_score, bal_res, bal_kind,
                             image_entries, image_scaled, image_min, image_max)
+{score_hooks}
+"""
+
+_FILTER_HOOK = ("        if valid[i] and not user_filter_{k}(allocatable[i], requested[i], "
+                "label_vals[i], request):\n            r |= {bit}")
+_SCORE_HOOK = ("            raw_out[j, {slot}] = user_score_{k}(allocatable[i], requested[i], "
+               "label_vals[i], request)")
+
+_built: dict = {}
+
+
+def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first_score_slot=5):
+    """The fused pass with per-node user functions compiled into the same loop.
+
+    A user filter is ``f(allocatable [R], requested [R], label_vals [K],
+    request [R]) -> bool`` (True = fits) and sets bit first_filter_bit + k
+    when it fails; a user score has the same arguments and returns an int
+    written to slot first_score_slot + k.  Functions are ``njit``-compiled
+    here; one compiled pass is kept per tuple of functions."""
+    key = (tuple(user_filters), tuple(user_scores), first_filter_bit, first_score_slot)
+    fn = _built.get(key)
+    if fn is not None:
+        return fn
+    namespace = {"prange": prange, "node_reasons": node_reasons,
+                 "node_raw_scores": node_raw_scores}
+    hooks_f = []
+    for k, f in enumerate(user_filters):
+        namespace[f"user_filter_{k}"] = f if hasattr(f, "py_func") else njit(f)
+        hooks_f.append(_FILTER_HOOK.format(k=k, bit=1 << (first_filter_bit + k)))
+    hooks_s = []
+    for k, f in enumerate(user_scores):
+        namespace[f"user_score_{k}"] = f if hasattr(f, "py_func") else njit(f)
+        hooks_s.append(_SCORE_HOOK.format(k=k, slot=first_score_slot + k))
+    source = _FUSED_TEMPLATE.replace("{filter_hooks}", "\n".join(hooks_f)).replace(
+        "{score_hooks}", "\n".join(hooks_s))
+    exec(compile(source, f"<fused_pass {len(hooks_f)}f {len(hooks_s)}s>", "exec"), namespace)
+    fn = njit(parallel=_PARALLEL, nogil=True)(namespace["fused_pass"])
+    _built[key] = fn
+    return fn
+
+
+fused_pass = build_fused_pass()

@@ -1,0 +1,69 @@
+"""A loaded cluster: the columnar state, the scheduler configuration, and
+one compiled Framework per (profile, backend)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .config import SchedulerConfig, load_config
+from .errors import StateError
+from .manifests import Objects, parse_objects, parse_pod
+from .plugins import in_tree_registry
+from .records import PodRecord
+from .registry import Registry
+from .runtime import Framework
+from .state import ClusterState
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def pod_from(pod) -> PodRecord:
+    """A PodRecord from a record or a Pod dict."""
+    return pod if isinstance(pod, PodRecord) else parse_pod(pod)
+
+
+@dataclass
+class Cluster:
+    state: ClusterState
+    config: SchedulerConfig
+    registry: Registry
+    objects: Objects
+    pending: list[PodRecord] = field(default_factory=list)
+    _frameworks: dict = field(default_factory=dict)
+
+    def framework_for(self, pod: PodRecord, backend: str) -> Framework:
+        """The Framework of the pod's profile (``spec.schedulerName``)."""
+        profile = self.config.profile_for(pod.scheduler_name)
+        key = (profile.scheduler_name, backend)
+        fw = self._frameworks.get(key)
+        if fw is None:
+            fw = Framework(profile, backend, self.registry,
+                           self.config.percentage_of_nodes_to_score)
+            self._frameworks[key] = fw
+        return fw
+
+
+def build_cluster(objects, config=None, registry: Registry | None = None) -> Cluster:
+    """Parse object dicts (or take parsed ``Objects``) and load them into a
+    fresh state: every node, then every pod bound with spec.nodeName (pods in
+    a terminal phase hold nothing and are skipped).  Unbound pods become
+    ``pending``.  Any error leaves nothing behind."""
+    registry = registry or in_tree_registry()
+    cfg = load_config(config, registry.plugin_points()) if not isinstance(
+        config, SchedulerConfig) else config
+    objs = objects if isinstance(objects, Objects) else parse_objects(objects)
+    state = ClusterState(node_capacity=max(len(objs.nodes), 1))
+    for node in objs.nodes:
+        state.add_node(node)
+    pending = []
+    for pod in objs.pods:
+        if pod.phase in TERMINAL_PHASES:
+            continue
+        if pod.node_name:
+            if pod.node_name not in state.node_rows:
+                raise StateError(f"Pod {pod.key}: spec.nodeName: node {pod.node_name!r} "
+                                 "is not in the cluster")
+            state.add_pod(pod)
+        else:
+            pending.append(pod)
+    return Cluster(state, cfg, registry, objs, pending)

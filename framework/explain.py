@@ -1,0 +1,61 @@
+"""``explain``: one pod's full decision record, the JSON other tools read.
+
+{"pod", "profile", "backend", "nodes_evaluated", "feasible": [names],
+ "filter": {node: {"code", "plugin", "reasons"}} (rejected nodes only),
+ "scores": {node: {plugin: normalized score}}, "total": {node: weighted
+ total}, "selected": node or null}
+
+Every node is evaluated (percentageOfNodesToScore does not apply) and every
+feasible node is scored, even a lone one.
+"""
+
+from __future__ import annotations
+
+from .cluster import Cluster, build_cluster, pod_from
+from .runtime import CycleContext
+
+
+def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) -> dict:
+    """The decision record of ``pod`` (a PodRecord or a Pod dict) on ``cluster``."""
+    pod = pod_from(pod)
+    fw = cluster.framework_for(pod, backend)
+    state = cluster.state
+    result = fw.run_cycle(state, pod, seed=seed, attempt=0, all_nodes=True)
+    ctx = CycleContext(state, pod, fw)
+    feasible, rejected, scores, total = [], {}, {}, {}
+    for j, row in enumerate(result.rows):
+        name = state.node_name(int(row))
+        st = fw.node_status(ctx, result, j)
+        if st is not None:
+            rejected[name] = {"code": st.code.wire_name, "plugin": st.plugin,
+                              "reasons": list(st.reasons)}
+            continue
+        feasible.append(name)
+        scores[name] = {p.name: int(result.scores[j, p.score_slot])
+                        for p in result.active_score_plugins}
+        total[name] = int(result.total[j])
+    selected = state.node_name(result.selected_row) if result.selected_row >= 0 else None
+    return {
+        "pod": pod.key, "profile": fw.profile.scheduler_name, "backend": fw.backend_name,
+        "nodes_evaluated": int(result.rows.shape[0]), "feasible": feasible,
+        "filter": rejected, "scores": scores, "total": total, "selected": selected,
+    }
+
+
+def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) -> dict:
+    """``explain`` as a function: ``objects`` are Kubernetes object dicts
+    (Nodes, Pods bound with spec.nodeName, ...), ``pod`` the pod to place
+    (dict), ``config`` a KubeSchedulerConfiguration dict (None = defaults)."""
+    cluster = build_cluster(objects, config)
+    return explain_pod(cluster, pod, backend=backend, seed=seed)
+
+
+def failed_scheduling_message(cluster: Cluster, pod, backend: str = "numpy") -> str | None:
+    """kube-scheduler's FailedScheduling text for a pod that fits nowhere
+    (None when it fits)."""
+    pod = pod_from(pod)
+    fw = cluster.framework_for(pod, backend)
+    result = fw.run_cycle(cluster.state, pod, all_nodes=True)
+    if result.selected_row >= 0:
+        return None
+    return fw.diagnosis(CycleContext(cluster.state, pod, fw), result).message()

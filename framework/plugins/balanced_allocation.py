@@ -1,0 +1,36 @@
+"""NodeResourcesBalancedAllocation: mirrors plugins/noderesources/balanced_allocation.go.
+
+Score = (1 - standard deviation of the requested/allocatable fractions) * 100
+over the configured resources, with actual (not defaulted) requests.
+PreScore skips pods that request none of those resources (v1.32)."""
+
+from tensorsched.kernels import layout as L
+
+from ..plugin import NORMALIZE_NONE, FusedScore, Plugin
+from ..plugin_args import NodeResourcesBalancedAllocationArgs
+from ..status import SKIP, Status
+from . import names
+
+NAME = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+
+class NodeResourcesBalancedAllocation(Plugin, FusedScore):
+    name = NAME
+    score_slot = L.S_BALANCED
+    normalize = NORMALIZE_NONE
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None):
+        self.args = args or NodeResourcesBalancedAllocationArgs()
+
+    def query_options(self):
+        return {"balanced_resources": tuple((r.name, r.weight) for r in self.args.resources)}
+
+    def pre_score(self, ctx):
+        requests = ctx.pod.requests
+        if all(requests.get(r.name, 0) == 0 for r in self.args.resources):
+            return SKIP
+        return Status.OK
+
+
+def new(args, handle):
+    return NodeResourcesBalancedAllocation(args)

@@ -1,0 +1,22 @@
+"""DefaultBinder: binding confirms the pod assumed on its node.
+
+kube-scheduler's binder posts a Binding to the API server; here the state
+already counts the pod from Reserve (assume), so binding records it."""
+
+from ..plugin import Plugin
+from ..status import Status
+from . import names
+
+NAME = names.DEFAULT_BINDER
+
+
+class DefaultBinder(Plugin):
+    name = NAME
+
+    def bind(self, ctx, node_name: str) -> Status:
+        ctx.bound_node = node_name
+        return Status.OK
+
+
+def new(args, handle):
+    return DefaultBinder()

@@ -1,0 +1,67 @@
+"""NodeAffinity: mirrors plugins/nodeaffinity/node_affinity.go.
+
+PreFilter: Skip when neither the pod (nodeSelector, required terms) nor the
+scheduler-enforced ``addedAffinity`` constrains nodes; restricts the nodes
+to those named by matchFields ``metadata.name In`` when every term does.
+Filter: scheduler-enforced terms first, then nodeSelector AND required terms.
+Score: sum of the weights of matching preferred terms (the pod's and the
+added ones), normalized so the best node gets 100."""
+
+from tensorsched.kernels import layout as L
+
+from ..plugin import NORMALIZE_DEFAULT, FusedFilter, FusedScore, Plugin
+from ..plugin_args import NodeAffinityArgs
+from ..query import prefilter_node_names
+from ..status import SKIP, Code, Status
+from . import names
+
+NAME = names.NODE_AFFINITY
+REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"
+
+
+class NodeAffinity(Plugin, FusedFilter, FusedScore):
+    name = NAME
+    filter_flag = L.F_NODE_AFFINITY
+    reason_bits = int(L.R_NODE_AFFINITY | L.R_ADDED_AFFINITY)
+    score_slot = L.S_NODE_AFFINITY
+    normalize = NORMALIZE_DEFAULT
+
+    def __init__(self, args: NodeAffinityArgs | None = None):
+        added = (args.added_affinity if args else None) or {}
+        req = added.get("requiredDuringSchedulingIgnoredDuringExecution")
+        self.added_required = (tuple((req or {}).get("nodeSelectorTerms") or ())
+                               if req is not None else None)
+        self.added_preferred = tuple(
+            added.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
+
+    def query_options(self):
+        return {"added_required": self.added_required,
+                "added_preferred": self.added_preferred}
+
+    def pre_filter(self, ctx):
+        pod = ctx.pod
+        required = (pod.node_affinity or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        if required is None and self.added_required is None and not pod.node_selector:
+            return SKIP, None
+        node_names = prefilter_node_names(pod)
+        if node_names is not None and not node_names:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_CONFLICT,), NAME), None
+        return Status.OK, node_names
+
+    def pre_score(self, ctx):
+        preferred = (ctx.pod.node_affinity or {}).get(
+            "preferredDuringSchedulingIgnoredDuringExecution")
+        if not preferred and not self.added_preferred:
+            return SKIP
+        return Status.OK
+
+    def explain_reasons(self, ctx, row, bits):
+        reason = REASON_ENFORCED if bits & int(L.R_ADDED_AFFINITY) else REASON_POD
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (reason,), NAME)
+
+
+def new(args, handle):
+    return NodeAffinity(args)

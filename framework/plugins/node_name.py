@@ -1,0 +1,23 @@
+"""NodeName: mirrors plugins/nodename/node_name.go (spec.nodeName must match)."""
+
+from tensorsched.kernels import layout as L
+
+from ..plugin import FusedFilter, Plugin
+from ..status import Code, Status
+from . import names
+
+NAME = names.NODE_NAME
+REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(Plugin, FusedFilter):
+    name = NAME
+    filter_flag = L.F_NODE_NAME
+    reason_bits = int(L.R_NODE_NAME)
+
+    def explain_reasons(self, ctx, row, bits):
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON,), NAME)
+
+
+def new(args, handle):
+    return NodeName()

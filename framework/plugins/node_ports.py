@@ -1,0 +1,30 @@
+"""NodePorts: mirrors plugins/nodeports/node_ports.go.
+
+A host port (protocol, hostIP, port) conflicts with one in use on the node
+when protocol and port match and either IP is 0.0.0.0 or both are equal.
+PreFilter skips pods that ask for no host port."""
+
+from tensorsched.kernels import layout as L
+
+from ..plugin import FusedFilter, Plugin
+from ..status import SKIP, Code, Status
+from . import names
+
+NAME = names.NODE_PORTS
+REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+class NodePorts(Plugin, FusedFilter):
+    name = NAME
+    filter_flag = L.F_PORTS
+    reason_bits = int(L.R_PORTS)
+
+    def pre_filter(self, ctx):
+        return (Status.OK if ctx.pod.host_ports else SKIP), None
+
+    def explain_reasons(self, ctx, row, bits):
+        return Status(Code.UNSCHEDULABLE, (REASON,), NAME)
+
+
+def new(args, handle):
+    return NodePorts()

@@ -1,0 +1,26 @@
+"""NodeUnschedulable: mirrors plugins/nodeunschedulable/node_unschedulable.go.
+
+A node with ``spec.unschedulable`` rejects pods that do not tolerate the
+``node.kubernetes.io/unschedulable:NoSchedule`` taint."""
+
+from tensorsched.kernels import layout as L
+
+from ..plugin import FusedFilter, Plugin
+from ..status import Code, Status
+from . import names
+
+NAME = names.NODE_UNSCHEDULABLE
+REASON = "node(s) were unschedulable"
+
+
+class NodeUnschedulable(Plugin, FusedFilter):
+    name = NAME
+    filter_flag = L.F_UNSCHEDULABLE
+    reason_bits = int(L.R_UNSCHEDULABLE)
+
+    def explain_reasons(self, ctx, row, bits):
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON,), NAME)
+
+
+def new(args, handle):
+    return NodeUnschedulable()

@@ -1,0 +1,29 @@
+"""PrioritySort: mirrors plugins/queuesort/priority_sort.go.
+
+Higher priority first; equal priorities by earlier creation (queue) time."""
+
+from ..plugin import Plugin
+from . import names
+
+NAME = names.PRIORITY_SORT
+
+
+def pod_priority(pod) -> int:
+    return pod.priority if pod.priority is not None else 0
+
+
+class PrioritySort(Plugin):
+    name = NAME
+
+    def less(self, a, b) -> bool:
+        pa, pb = pod_priority(a), pod_priority(b)
+        return pa > pb or (pa == pb and a.creation_ns < b.creation_ns)
+
+    @staticmethod
+    def sort_key(pod) -> tuple:
+        """A key with the same order as ``less`` (for sorting many pods)."""
+        return (-pod_priority(pod), pod.creation_ns)
+
+
+def new(args, handle):
+    return PrioritySort()

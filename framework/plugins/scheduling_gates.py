@@ -1,0 +1,24 @@
+"""SchedulingGates: mirrors plugins/schedulinggates/scheduling_gates.go.
+
+A pod with ``spec.schedulingGates`` stays out of the active queue."""
+
+from ..plugin import Plugin
+from ..status import Code, Status
+from . import names
+
+NAME = names.SCHEDULING_GATES
+
+
+class SchedulingGates(Plugin):
+    name = NAME
+
+    def pre_enqueue(self, pod) -> Status:
+        if not pod.scheduling_gates:
+            return Status.OK
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                      (f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]",),
+                      NAME)
+
+
+def new(args, handle):
+    return SchedulingGates()

@@ -1,0 +1,342 @@
+"""Framework: a profile's plugins compiled into fused stages, run per pod.
+
+A scheduling cycle is PreFilter (per plugin, on the host), one fused
+filter+score pass over every evaluated node (built-in plugins inside the
+kernel, user plugins as array code or compiled per-node functions), then
+normalize/weigh/select on the backend, and a seeded draw among ties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused import make_backend
+
+from .config import Profile
+from .errors import BackendError, ConfigError, TensorschedError
+from .plugin import (NORMALIZE_NONE, FusedFilter, FusedScore, PreFilterPlugin,
+                     PreScorePlugin)
+from .plugins import in_tree_registry
+from .query import QueryCache, QueryOptions
+from .records import PodRecord
+from .registry import Registry
+from .state import ClusterState
+from .status import Code, Diagnosis, Status
+from .user_plugins import ArrayPlugin, ScalarPlugin
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+PREFILTER_REJECT_REASON = "node(s) didn't satisfy plugin(s) [{}]"
+_MASK64 = (1 << 64) - 1
+
+
+def splitmix64(z: int) -> int:
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def tie_break_index(seed: int, attempt: int, n: int) -> int:
+    """Which of n tied nodes (in evaluation order) a cycle picks: a pure
+    function of (seed, attempt), so every backend picks the same node."""
+    return splitmix64((seed * 0x9E3779B97F4A7C15 + attempt) & _MASK64) % n
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """kube-scheduler's numFeasibleNodesToFind (adaptive when percentage is 0)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    if pct >= 100:
+        return num_all_nodes
+    n = num_all_nodes * pct // 100
+    return max(n, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass
+class CycleContext:
+    """What plugins see during one pod's cycle (CycleState's role)."""
+
+    state: ClusterState
+    pod: PodRecord
+    framework: "Framework"
+    data: dict = field(default_factory=dict)
+    bound_node: str | None = None
+
+
+@dataclass
+class CycleResult:
+    """The outcome of filtering and scoring one pod.
+
+    rows [M] node rows in evaluation order; reasons/scores/total as in
+    ``StageResult`` (host copies); selected row or -1."""
+
+    rows: np.ndarray
+    reasons: np.ndarray
+    scores: np.ndarray
+    total: np.ndarray
+    processed: int
+    found: int
+    selected_row: int
+    prefilter_status: Status
+    prefilter_plugin_rejects: dict
+    active_score_plugins: list
+    skipped_filters: set
+
+
+class Framework:
+    """One profile's plugins, ready to run cycles on one backend."""
+
+    def __init__(self, profile: Profile, backend: str = "numpy",
+                 registry: Registry | None = None, percentage_of_nodes_to_score=None):
+        self.profile = profile
+        self.registry = registry or in_tree_registry()
+        try:
+            self.backend = make_backend(backend)
+        except BackendError:
+            raise
+        except Exception as exc:                 # BackendUnavailable from the kernels
+            raise BackendError(str(exc)) from exc
+        self.backend_name = backend
+        self.percentage = (profile.percentage_of_nodes_to_score
+                           if profile.percentage_of_nodes_to_score is not None
+                           else percentage_of_nodes_to_score)
+        self.plugins: dict = {}
+        for point in ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter",
+                      "preScore", "score", "reserve", "permit", "preBind", "bind", "postBind"):
+            for ref in profile.plugins.get(point, ()):
+                if ref.name not in self.plugins:
+                    if ref.name not in self.registry:
+                        raise ConfigError(f"plugins.{point}", f"unknown plugin {ref.name!r}")
+                    factory = self.registry.factory(ref.name)
+                    try:
+                        self.plugins[ref.name] = factory(profile.args.get(ref.name), self)
+                    except TensorschedError:
+                        raise
+                    except Exception as exc:
+                        raise ConfigError(f"plugins.{point}",
+                                          f"initializing plugin {ref.name!r}: {exc}") from exc
+        self._point = {p: [self.plugins[r.name] for r in profile.plugins.get(p, ())]
+                       for p in profile.plugins}
+        self.filters = self._point.get("filter", [])
+        self.score_refs = [(self.plugins[r.name], r.weight)
+                           for r in profile.plugins.get("score", ())]
+        self._assign_slots()
+        self._base_options = self._options()
+        self._queries = QueryCache()
+
+    # ------------------------------------------------------------ compile
+    def _assign_slots(self) -> None:
+        """Reason bits and score slots for user plugins; names per slot."""
+        self.user_filters: list = []           # (plugin, bit)
+        self.user_scores: list = []            # (plugin, slot)
+        bit, slot = L.USER_FILTER_SHIFT, L.N_BUILTIN_SCORES
+        for p in self.filters:
+            if isinstance(p, FusedFilter):
+                continue
+            if bit >= L.USER_FILTER_SHIFT + L.MAX_USER_FILTERS:
+                raise ConfigError("plugins.filter", "too many user filter plugins "
+                                  f"(at most {L.MAX_USER_FILTERS})")
+            p.reason_bits = 1 << bit
+            self.user_filters.append((p, bit))
+            bit += 1
+        for p, _w in self.score_refs:
+            if isinstance(p, FusedScore):
+                continue
+            if hasattr(p, "score"):
+                self.user_scores.append((p, slot))
+                p.score_slot = slot
+                slot += 1
+        self.n_slots = slot
+        scalar_f = [p.filter_fn for p, _ in self.user_filters if isinstance(p, ScalarPlugin)]
+        scalar_s = [p.score_fn for p, _ in self.user_scores if isinstance(p, ScalarPlugin)]
+        self._scalar_in_kernel = False
+        if self.backend_name == "numba" and (scalar_f or scalar_s) and self._scalar_contiguous():
+            from tensorsched.kernels import _fused_numba
+            self._fused_user = _fused_numba.build_fused_pass(
+                tuple(scalar_f), tuple(scalar_s),
+                L.USER_FILTER_SHIFT, L.N_BUILTIN_SCORES)
+            self._scalar_in_kernel = True
+
+    def _scalar_contiguous(self) -> bool:
+        """Scalar plugins compile into the kernel when they come first among
+        the user plugins (their bits/slots are then the kernel's)."""
+        kinds_f = [isinstance(p, ScalarPlugin) for p, _ in self.user_filters]
+        kinds_s = [isinstance(p, ScalarPlugin) for p, _ in self.user_scores]
+        return kinds_f == sorted(kinds_f, reverse=True) and kinds_s == sorted(kinds_s, reverse=True)
+
+    def _options(self) -> dict:
+        opts: dict = {}
+        flags = 0
+        for p in self.filters:
+            if isinstance(p, FusedFilter):
+                flags |= p.filter_flag
+        for p in self.plugins.values():
+            if isinstance(p, FusedScore) or isinstance(p, FusedFilter):
+                qo = getattr(p, "query_options", None)
+                if qo:
+                    opts.update(qo())
+        opts["filter_flags"] = flags
+        return opts
+
+    # -------------------------------------------------------------- cycle
+    def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
+                  attempt: int = 0, start_index: int = 0, all_nodes: bool = False
+                  ) -> CycleResult:
+        """Filter and score ``pod`` against ``state``; nothing is reserved."""
+        ctx = CycleContext(state, pod, self)
+        all_rows = state.valid_rows()
+        skipped: set = set()
+        node_names = None
+        restricted_by = []
+        for p in self._point.get("preFilter", []):
+            if not isinstance(p, PreFilterPlugin):
+                continue
+            st, names_ = p.pre_filter(ctx)
+            if st.code == Code.SKIP:
+                skipped.add(p.name)
+            elif st.rejected or st.code == Code.ERROR:
+                return self._rejected_by_prefilter(all_rows, st.with_plugin(p.name), skipped)
+            if names_ is not None:
+                node_names = names_ if node_names is None else node_names & names_
+                restricted_by.append(p.name)
+
+        filter_flags = 0
+        for p in self.filters:
+            if isinstance(p, FusedFilter) and p.name not in skipped:
+                filter_flags |= p.filter_flag
+        active = np.zeros(self.n_slots, np.bool_)
+        norm = np.zeros(self.n_slots, np.int64)
+        weights = np.zeros(self.n_slots, np.int64)
+        score_flags = 0
+        active_plugins = []
+        for p, w in self.score_refs:
+            if isinstance(p, PreScorePlugin) and p.pre_score(ctx).code == Code.SKIP:
+                continue
+            slot = getattr(p, "score_slot", -1)
+            if slot < 0:
+                continue
+            active[slot] = True
+            norm[slot] = getattr(p, "normalize", NORMALIZE_NONE)
+            weights[slot] = w
+            active_plugins.append(p)
+            if slot < L.N_BUILTIN_SCORES:
+                score_flags |= 1 << slot
+
+        opts = QueryOptions(**{**self._base_options, "filter_flags": filter_flags,
+                               "score_flags": score_flags})
+        q = self._queries.get(state, pod, opts)
+        if node_names is not None:
+            allowed = np.zeros(max(state.n_rows, 1), np.bool_)
+            for n in node_names:
+                r = state.node_rows.get(n)
+                if r is not None:
+                    allowed[r] = True
+            q = q._replace(prefilter_rows=allowed)
+
+        n = all_rows.shape[0]
+        if all_nodes or n == 0:
+            rows, to_find = all_rows, max(n, 1)
+        else:
+            start = start_index % n
+            rows = all_rows if start == 0 else np.concatenate((all_rows[start:], all_rows[:start]))
+            to_find = num_feasible_nodes_to_find(self.percentage, n)
+        extra = self._user_stage(ctx, rows) if (self.user_filters or self.user_scores) else None
+        if self._scalar_in_kernel:
+            res = self._evaluate_with_user_kernel(state, rows, q, to_find, active, norm,
+                                                  weights, extra)
+        else:
+            res = self.backend.evaluate(state, rows, q, to_find, active, norm, weights,
+                                        self.n_slots, extra)
+        sel = -1
+        if res.ties.shape[0]:
+            k = tie_break_index(seed, attempt, int(res.ties.shape[0]))
+            sel = int(rows[int(res.ties[k])])
+        pf_rejects = {}
+        if node_names is not None:
+            pf_rejects = {"plugins": restricted_by}
+        return CycleResult(rows, res.reasons, res.scores, res.total, res.processed, res.found,
+                           sel, Status.OK, pf_rejects, active_plugins, skipped)
+
+    def _evaluate_with_user_kernel(self, state, rows, q, to_find, active, norm, weights,
+                                   extra):
+        from tensorsched.kernels.fused import _pad_bitsets, kernel_args
+        be = self.backend
+        cols = state.columns()
+        reasons, raw, total, ties = be._buf.get(rows.shape[0], self.n_slots)
+        self._fused_user(rows, *kernel_args(cols, _pad_bitsets(cols, q)), reasons, raw)
+        if extra is not None:
+            reasons, raw = extra(reasons, raw)
+        n_ties, processed, found = be._k.finalize(reasons, raw, total, to_find, active, norm,
+                                                  weights, ties)
+        from tensorsched.kernels.fused import StageResult
+        return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+
+    def _user_stage(self, ctx, rows):
+        """Array user plugins (and scalar ones outside the numba kernel) as
+        a post-step of the fused pass."""
+        def run(reasons, raw):
+            for p, bit in self.user_filters:
+                if self._scalar_in_kernel and isinstance(p, ScalarPlugin):
+                    continue
+                ok = np.asarray(p.filter(ctx, rows), dtype=bool)
+                valid = reasons != L.R_INVALID_ROW
+                reasons = reasons | np.where(ok | ~valid, 0, np.int64(1) << bit)
+            feasible = reasons == 0
+            for p, slot in self.user_scores:
+                if self._scalar_in_kernel and isinstance(p, ScalarPlugin):
+                    continue
+                s = np.asarray(p.score(ctx, rows), dtype=np.int64)
+                raw[:, slot] = np.where(feasible, s, 0)
+            return reasons, raw
+        return run
+
+    def _rejected_by_prefilter(self, rows, status, skipped) -> CycleResult:
+        m = rows.shape[0]
+        return CycleResult(rows, np.full(m, -1, np.int64), np.zeros((m, self.n_slots), np.int64),
+                           np.full(m, -1, np.int64), m, 0, -1, status, {}, [], skipped)
+
+    # ------------------------------------------------------------ explain
+    def node_status(self, ctx: CycleContext, result: CycleResult, j: int) -> Status | None:
+        """The rejection of the j-th evaluated node (first rejecting plugin in
+        profile order, as upstream), or None when it is feasible."""
+        if not result.prefilter_status.ok:
+            st = result.prefilter_status
+            return Status(st.code, st.reasons, st.plugin)
+        bits = int(result.reasons[j])
+        if bits == 0:
+            return None
+        row = int(result.rows[j])
+        if bits & int(L.R_PREFILTER_NAMES):
+            plugins = result.prefilter_plugin_rejects.get("plugins", [])
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                          (PREFILTER_REJECT_REASON.format(" ".join(plugins)),),
+                          plugins[0] if plugins else "")
+        for p in self.filters:
+            own = bits & getattr(p, "reason_bits", 0)
+            if own:
+                if isinstance(p, FusedFilter):
+                    return p.explain_reasons(ctx, row, own)
+                return Status(Code.UNSCHEDULABLE, tuple(p.explain_reasons(ctx, row)), p.name)
+        return Status(Code.ERROR, ("unexplained rejection",), "")
+
+    def diagnosis(self, ctx: CycleContext, result: CycleResult) -> Diagnosis:
+        """The FailedScheduling diagnosis of a cycle that found no node."""
+        state = ctx.state
+        diag = Diagnosis(num_all_nodes=state.num_nodes)
+        if not result.prefilter_status.ok:
+            diag.pre_filter_msg = ", ".join(result.prefilter_status.reasons)
+            return diag
+        for j in range(min(result.processed, result.rows.shape[0])):
+            st = self.node_status(ctx, result, j)
+            if st is not None:
+                diag.node_statuses[state.node_name(int(result.rows[j]))] = st
+        return diag

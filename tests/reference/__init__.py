@@ -1,0 +1,1 @@
+"""Scalar reference implementation (the oracle) of kube-scheduler's rules."""
