@@ -42,6 +42,14 @@ class QueryOptions:
     added_required: tuple | None = None      # NodeSelectorTerms (dicts), or None
     added_preferred: tuple = ()              # PreferredSchedulingTerms (dicts)
 
+    def __hash__(self) -> int:
+        # The addedAffinity terms are dicts (unhashable): hash their JSON.
+        return hash((self.filter_flags, self.score_flags, self.fit_strategy,
+                     self.fit_resources, self.shape, self.ignored_resources,
+                     self.ignored_groups, self.balanced_resources,
+                     json.dumps(self.added_required, sort_keys=True),
+                     json.dumps(self.added_preferred, sort_keys=True)))
+
 
 def tolerates(tol: Toleration, taint: Taint) -> bool:
     """Upstream Toleration.ToleratesTaint."""

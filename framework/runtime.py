@@ -130,7 +130,13 @@ class Framework:
         self.score_refs = [(self.plugins[r.name], r.weight)
                            for r in profile.plugins.get("score", ())]
         self._assign_slots()
+        # Resolved once: protocol isinstance checks are too slow per pod.
+        self._prefilters = [p for p in self._point.get("preFilter", [])
+                            if isinstance(p, PreFilterPlugin)]
+        self._fused_filters = [p for p in self.filters if isinstance(p, FusedFilter)]
+        self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
         self._base_options = self._options()
+        self._options_cache: dict = {}
         self._queries = QueryCache()
 
     # ------------------------------------------------------------ compile
@@ -197,9 +203,7 @@ class Framework:
         skipped: set = set()
         node_names = None
         restricted_by = []
-        for p in self._point.get("preFilter", []):
-            if not isinstance(p, PreFilterPlugin):
-                continue
+        for p in self._prefilters:
             st, names_ = p.pre_filter(ctx)
             if st.code == Code.SKIP:
                 skipped.add(p.name)
@@ -210,16 +214,16 @@ class Framework:
                 restricted_by.append(p.name)
 
         filter_flags = 0
-        for p in self.filters:
-            if isinstance(p, FusedFilter) and p.name not in skipped:
+        for p in self._fused_filters:
+            if p.name not in skipped:
                 filter_flags |= p.filter_flag
         active = np.zeros(self.n_slots, np.bool_)
         norm = np.zeros(self.n_slots, np.int64)
         weights = np.zeros(self.n_slots, np.int64)
         score_flags = 0
         active_plugins = []
-        for p, w in self.score_refs:
-            if isinstance(p, PreScorePlugin) and p.pre_score(ctx).code == Code.SKIP:
+        for p, w, has_pre_score in self._scorers:
+            if has_pre_score and p.pre_score(ctx).code == Code.SKIP:
                 continue
             slot = getattr(p, "score_slot", -1)
             if slot < 0:
@@ -231,8 +235,11 @@ class Framework:
             if slot < L.N_BUILTIN_SCORES:
                 score_flags |= 1 << slot
 
-        opts = QueryOptions(**{**self._base_options, "filter_flags": filter_flags,
-                               "score_flags": score_flags})
+        opts = self._options_cache.get((filter_flags, score_flags))
+        if opts is None:
+            opts = QueryOptions(**{**self._base_options, "filter_flags": filter_flags,
+                                   "score_flags": score_flags})
+            self._options_cache[(filter_flags, score_flags)] = opts
         q = self._queries.get(state, pod, opts)
         if node_names is not None:
             allowed = np.zeros(max(state.n_rows, 1), np.bool_)

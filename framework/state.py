@@ -166,8 +166,10 @@ class ClusterState:
         )
 
     def valid_rows(self) -> np.ndarray:
-        """Rows of live nodes in row order, [N] int64 (cached per layout)."""
-        key = (self.layout_version, len(self.node_rows), self.n_rows)
+        """Rows of live nodes in row order, [N] int64 (cached per node set)."""
+        # ``epoch`` changes whenever a node is added or removed; the node count
+        # alone does not (remove one node, add one, remove another).
+        key = (self.layout_version, self.epoch, self.n_rows)
         cached = self._valid_rows_cache
         if cached is None or cached[0] != key:
             rows = np.flatnonzero(self.valid[: self.n_rows]).astype(np.int64)
@@ -219,6 +221,15 @@ class ClusterState:
             self._ensure_cols(attr, i + 1)
         return i
 
+    def _check_resource_room(self, what: str, names) -> None:
+        """Refuse, before anything is interned, an object whose resources
+        would overflow the registry (so a refused operation changes nothing)."""
+        new = [n for n in dict.fromkeys(names) if n != "pods" and n not in self.resources.index]
+        if len(self.resources) + len(new) > L.MAX_RESOURCES:
+            bad = new[L.MAX_RESOURCES - len(self.resources)]
+            raise StateError(f"{what}: resource {bad!r}: more than {L.MAX_RESOURCES} "
+                             "distinct resources are not supported")
+
     def _intern_label(self, key: str, value: str) -> tuple[int, int]:
         k = self.label_keys.intern(key)
         if k == len(self.label_values):
@@ -248,6 +259,7 @@ class ClusterState:
         """Add a node; returns its row.  A duplicate name raises StateError."""
         if node.name in self.node_rows:
             raise StateError(f"Node {node.name}: already in the cluster state")
+        self._check_resource_room(f"Node {node.name}", node.allocatable)
         row = self.free_rows.pop() if self.free_rows else self.n_rows
         try:
             self._ensure_rows(row + 1)
@@ -268,6 +280,7 @@ class ClusterState:
         row = self.node_rows.get(node.name)
         if row is None:
             raise StateError(f"Node {node.name}: not in the cluster state")
+        self._check_resource_room(f"Node {node.name}", node.allocatable)
         old = self.nodes[row]
         self._forget_node_tables(row, old)
         self._write_node_row(row, node, keep_usage=True)
@@ -365,6 +378,7 @@ class ClusterState:
         if row is None:
             raise StateError(f"Pod {key}: spec.nodeName: node {target!r} is not in "
                              "the cluster state")
+        self._check_resource_room(f"Pod {key}", pod.requests)
         req = self.resource_vector(pod.requests, intern=True)
         req[L.RES_PODS] = 1
         port_ids = tuple(self._intern_bit(self.ports, "port_bits",
@@ -413,6 +427,7 @@ class ClusterState:
         if target not in self.node_rows:
             raise StateError(f"Pod {pod.key}: spec.nodeName: node {target!r} is not "
                              "in the cluster state")
+        self._check_resource_room(f"Pod {pod.key}", pod.requests)
         self.remove_pod(pod.key)
         return self.add_pod(pod, target)
 

@@ -13,9 +13,11 @@ from numba import njit, prange
 
 from ._compile import compile_core
 
-_PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "1") != "0"
+# prange over nodes is opt-in: on 2 cores the per-call thread start-up costs
+# more than it saves at these row counts (see bench/results).
+_PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
 
-core = compile_core(lambda f: njit(f, cache=False, nogil=True))
+core = compile_core(lambda f: njit(f, cache=False, nogil=True, _nrt=False))
 node_reasons = core["node_reasons"]
 node_raw_scores = core["node_raw_scores"]
 finalize = core["finalize_scores"]
@@ -86,7 +88,7 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
     source = _FUSED_TEMPLATE.replace("{filter_hooks}", "\n".join(hooks_f)).replace(
         "{score_hooks}", "\n".join(hooks_s))
     exec(compile(source, f"<fused_pass {len(hooks_f)}f {len(hooks_s)}s>", "exec"), namespace)
-    fn = njit(parallel=_PARALLEL, nogil=True)(namespace["fused_pass"])
+    fn = njit(parallel=_PARALLEL, nogil=True, _nrt=False)(namespace["fused_pass"])
     _built[key] = fn
     return fn
 

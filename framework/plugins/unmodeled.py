@@ -43,6 +43,15 @@ class VolumePlugin(_NeverRejects):
     def pre_score(self, ctx):
         return SKIP
 
+    def reserve(self, ctx, node_name):
+        return Status.OK
+
+    def unreserve(self, ctx, node_name):
+        return None
+
+    def pre_bind(self, ctx, node_name):
+        return Status.OK
+
 
 class PodConstraintPlugin(_NeverRejects):
     """PodTopologySpread / InterPodAffinity for pods that do not use them."""

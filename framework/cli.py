@@ -1,0 +1,147 @@
+"""The ``tensorsched`` command: explain, schedule, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import yaml
+
+from .errors import TensorschedError
+
+
+def _load(path):
+    from .manifests import load_objects
+    return load_objects(path)
+
+
+def _config(path):
+    return path  # load_config reads paths itself (None = upstream defaults)
+
+
+def _single_pod(path) -> dict:
+    objs = [o for o in _load(path) if o.get("kind") == "Pod"]
+    if len(objs) != 1:
+        raise TensorschedError(f"{path}: expected exactly one Pod, found {len(objs)}")
+    return objs[0]
+
+
+def cmd_explain(args) -> int:
+    from .cluster import build_cluster
+    from .explain import explain_pod, failed_scheduling_message
+    cluster = build_cluster(_load(args.cluster), _config(args.config))
+    pod = _single_pod(args.pod)
+    record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps(record, indent=2))
+        return 0
+    print(f"pod {record['pod']}  profile {record['profile']}  backend {record['backend']}")
+    print(f"nodes evaluated: {record['nodes_evaluated']}, feasible: {len(record['feasible'])}")
+    top = sorted(record["total"].items(), key=lambda kv: (-kv[1], kv[0]))[: args.top]
+    if top:
+        plugins = list(next(iter(record["scores"].values())).keys())
+        print("\n" + " ".join([f"{'node':<24}", f"{'total':>6}"] + [f"{p[:18]:>18}" for p in plugins]))
+        for name, total in top:
+            row = record["scores"][name]
+            mark = "*" if name == record["selected"] else " "
+            print(" ".join([f"{mark}{name:<23}", f"{total:>6}"] + [f"{row[p]:>18}" for p in plugins]))
+    if record["filter"]:
+        counts: dict[str, int] = {}
+        for st in record["filter"].values():
+            for r in st["reasons"]:
+                counts[r] = counts.get(r, 0) + 1
+        print("\nrejections:")
+        for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"  {n:>5}  {reason}")
+    msg = failed_scheduling_message(cluster, pod, backend=args.backend)
+    print(f"\nselected: {record['selected']}" if msg is None else f"\n{msg}")
+    return 0
+
+
+def cmd_schedule(args) -> int:
+    from . import synthetic
+    from .cluster import build_cluster
+    from .scheduler import Scheduler, summarize
+    if args.cluster:
+        objects = _load(args.cluster)
+        if args.pods:
+            objects = objects + _load(args.pods)
+    else:
+        nodes, pods = synthetic.sample(seed=args.seed)
+        objects = nodes + (_load(args.pods) if args.pods else pods)
+    cluster = build_cluster(objects, _config(args.config))
+    sched = Scheduler(cluster, args.backend, args.seed)
+    bindings = sched.run(cluster.pending)
+    out = {"bindings": [b.to_dict() for b in bindings], "summary": summarize(bindings)}
+    if args.output:
+        with open(args.output, "w") as f:
+            if args.output.endswith(".json"):
+                json.dump(out, f, indent=2)
+            else:
+                yaml.safe_dump(out, f, sort_keys=False)
+    else:
+        for b in bindings:
+            print(f"{b.pod:<32} -> {b.node}" if b.node else f"{b.pod:<32} !! {b.message}")
+    s = out["summary"]
+    print(f"scheduled {s['scheduled']}/{s['pods']} pods on {s['nodes_used']} nodes "
+          f"({s['unschedulable']} unschedulable), backend {args.backend}", file=sys.stderr)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_workload, write_record
+    record = run_workload(args.workload, args.nodes, args.pods, args.backend,
+                          percentage=args.percentage_of_nodes_to_score, seed=args.seed)
+    write_record(record, args.output)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tensorsched",
+                                 description="Kubernetes scheduling decisions as array kernels.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    backends = ("numpy", "numba", "cuda")
+
+    e = sub.add_parser("explain", help="why a pod would land where it lands")
+    e.add_argument("--cluster", required=True, help="file or directory of Node/Pod manifests")
+    e.add_argument("--pod", required=True, help="manifest of the pod to place")
+    e.add_argument("--config", help="KubeSchedulerConfiguration (v1) file")
+    e.add_argument("--backend", choices=backends, default="numpy")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--format", choices=("json", "table"), default="json")
+    e.add_argument("--top", type=int, default=10, help="nodes shown in the table")
+    e.set_defaults(func=cmd_explain)
+
+    s = sub.add_parser("schedule", help="schedule pending pods one by one")
+    s.add_argument("--cluster", help="manifests (default: a built-in synthetic cluster)")
+    s.add_argument("--pods", help="pending pods (default: those in --cluster, or built-in)")
+    s.add_argument("--config", help="KubeSchedulerConfiguration (v1) file")
+    s.add_argument("--backend", choices=backends, default="numpy")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--output", help="write bindings as YAML (or JSON for *.json)")
+    s.set_defaults(func=cmd_schedule)
+
+    b = sub.add_parser("bench", help="scheduler_perf-like workloads")
+    b.add_argument("--workload", default="basic", choices=("basic",))
+    b.add_argument("--nodes", type=int, default=1000)
+    b.add_argument("--pods", type=int, default=1000)
+    b.add_argument("--backend", choices=backends, default="numba")
+    b.add_argument("--percentage-of-nodes-to-score", type=int, default=100)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--output", help="write the JSON record here too")
+    b.set_defaults(func=cmd_bench)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TensorschedError as exc:
+        print(f"tensorsched: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":   # pragma: no cover
+    sys.exit(main())

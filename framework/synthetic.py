@@ -1,0 +1,120 @@
+"""Built-in, seeded synthetic clusters and workloads (no files needed).
+
+``basic`` mirrors kube-scheduler's scheduler_perf SchedulingBasic: identical
+nodes (4 cpu, 32Gi memory, 110 pods) and pods requesting 100m cpu and 500Mi
+memory.  ``sample`` is a small mixed cluster for the README's first command:
+zones, a tainted node, an unschedulable node, a GPU node, pods with
+selectors, affinities, tolerations and priorities.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def node_dict(name: str, cpu: str = "4", memory: str = "32Gi", pods: str = "110",
+              labels: dict | None = None, taints: list | None = None,
+              extra: dict | None = None, unschedulable: bool = False,
+              images: list | None = None) -> dict:
+    alloc = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
+    obj = {"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                                 **(labels or {})}},
+           "spec": {}, "status": {"capacity": dict(alloc), "allocatable": alloc}}
+    if taints:
+        obj["spec"]["taints"] = taints
+    if unschedulable:
+        obj["spec"]["unschedulable"] = True
+    if images:
+        obj["status"]["images"] = images
+    return obj
+
+
+def pod_dict(name: str, namespace: str = "default", cpu: str | None = "100m",
+             memory: str | None = "500Mi", priority: int | None = None,
+             created: int = 0, spec: dict | None = None, labels: dict | None = None,
+             extra: dict | None = None, image: str = "registry.k8s.io/pause:3.10") -> dict:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    requests.update(extra or {})
+    container = {"name": "pause", "image": image, "resources": {"requests": requests}}
+    obj = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": namespace, "labels": labels or {},
+                        "creationTimestamp": _timestamp(created)},
+           "spec": {"containers": [container], **(spec or {})}}
+    if priority is not None:
+        obj["spec"]["priority"] = priority
+    return obj
+
+
+def _timestamp(seconds: int) -> str:
+    import datetime
+    t = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) + \
+        datetime.timedelta(seconds=seconds)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def basic(nodes: int, pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """SchedulingBasic: (node dicts, pending pod dicts)."""
+    del seed   # identical nodes and pods; the seed only breaks ties
+    node_objs = [node_dict(f"node-{i}", labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
+                 for i in range(nodes)]
+    pod_objs = [pod_dict(f"pod-{i}", created=i) for i in range(pods)]
+    return node_objs, pod_objs
+
+
+def sample(seed: int = 0, nodes: int = 12, pods: int = 40) -> tuple[list[dict], list[dict]]:
+    """A small mixed cluster and workload exercising every built-in plugin."""
+    rng = np.random.default_rng(seed)
+    node_objs = []
+    for i in range(nodes):
+        zone = f"zone-{'abc'[i % 3]}"
+        cpu = str(int(rng.choice([2, 4, 8])))
+        mem = f"{int(rng.choice([8, 16, 32]))}Gi"
+        taints, extra, unsched = None, None, False
+        if i == 1:
+            taints = [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
+        if i == 2:
+            taints = [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]
+        if i == 3:
+            unsched = True
+        if i == 4:
+            extra = {"nvidia.com/gpu": "4"}
+        images = [{"names": ["docker.io/library/nginx:1.27"], "sizeBytes": 190 * 2**20}] \
+            if i % 2 == 0 else None
+        node_objs.append(node_dict(f"node-{i}", cpu=cpu, memory=mem,
+                                   labels={"topology.kubernetes.io/zone": zone,
+                                           "node.example.com/generation": str(i % 4)},
+                                   taints=taints, extra=extra, unschedulable=unsched,
+                                   images=images))
+    pod_objs = []
+    for i in range(pods):
+        kind = i % 8
+        spec: dict = {}
+        extra = None
+        image = "registry.k8s.io/pause:3.10"
+        cpu = f"{int(rng.integers(1, 16)) * 100}m"
+        mem = f"{int(rng.integers(1, 16)) * 256}Mi"
+        if kind == 1:
+            spec["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-b"}
+        elif kind == 2:
+            spec["tolerations"] = [{"key": "dedicated", "operator": "Equal",
+                                    "value": "batch", "effect": "NoSchedule"}]
+        elif kind == 3:
+            spec["affinity"] = {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "node.example.com/generation",
+                                           "operator": "Gt", "values": ["1"]}]}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 50, "preference": {"matchExpressions": [
+                        {"key": "topology.kubernetes.io/zone", "operator": "In",
+                         "values": ["zone-a"]}]}}]}}
+        elif kind == 4:
+            extra = {"nvidia.com/gpu": "1"}
+        elif kind == 5:
+            image = "docker.io/library/nginx:1.27"
+        elif kind == 6:
+            cpu = "6"     # large: fits only on the 8-cpu nodes, or nowhere
+        pod_objs.append(pod_dict(f"web-{i}", namespace="shop" if i % 2 else "default",
+                                 cpu=cpu, memory=mem, priority=int(rng.choice([0, 0, 100])),
+                                 created=i, spec=spec, extra=extra, image=image))
+    return node_objs, pod_objs
