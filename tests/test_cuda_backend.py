@@ -1,0 +1,66 @@
+"""The cuda backend: identical to numpy on small clusters (Numba's CUDA
+simulator in CI, the device on a GPU machine), and a clear refusal when
+neither is available."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tensorsched.framework.cluster import build_cluster
+from tensorsched.framework.explain import explain_pod
+from tensorsched.framework.scheduler import Scheduler
+from tensorsched.framework.synthetic import sample
+
+CUDA_READY = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+if not CUDA_READY:
+    try:
+        from numba import cuda
+        CUDA_READY = cuda.is_available()
+    except Exception:
+        CUDA_READY = False
+
+needs_cuda = pytest.mark.skipif(not CUDA_READY, reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1")
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_explain_matches_numpy():
+    nodes, pods = sample(seed=3, nodes=6, pods=8)
+    cluster = build_cluster(nodes)
+    for pod in pods:
+        assert explain_pod(cluster, pod, backend="cuda") == {
+            **explain_pod(cluster, pod, backend="numpy"), "backend": "cuda"}
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_schedule_matches_numpy_and_uploads_only_changed_rows():
+    nodes, pods = sample(seed=5, nodes=6, pods=10)
+    placements = {}
+    for backend in ("numpy", "cuda"):
+        cluster = build_cluster(nodes + pods)
+        sched = Scheduler(cluster, backend, seed=1)
+        placements[backend] = [(b.pod, b.node) for b in sched.run(cluster.pending)]
+        if backend == "cuda":
+            be = cluster.framework_for(cluster.pending[0], "cuda").backend
+            # one full upload of the 6 rows, then one row per placed pod at most
+            placed = sum(1 for _, n in placements["cuda"] if n is not None)
+            assert be.rows_uploaded <= 6 + placed
+    assert placements["numpy"] == placements["cuda"]
+
+
+def test_cuda_without_device_fails_clearly():
+    code = ("from tensorsched.framework.explain import explain\n"
+            "from tensorsched.framework.synthetic import sample\n"
+            "n, p = sample(nodes=3, pods=1)\n"
+            "try:\n    explain(n, p[0], backend='cuda')\n"
+            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120)
+    if "Error" not in out.stdout:
+        pytest.skip("a CUDA device is present")
+    assert "BackendError" in out.stdout
+    assert "NUMBA_ENABLE_CUDASIM" in out.stdout
