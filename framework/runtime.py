@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorsched.kernels import layout as L
-from tensorsched.kernels.fused import make_backend
+from tensorsched.kernels.fused import make_backend, rotated
 
 from .config import Profile
 from .errors import BackendError, ConfigError, TensorschedError
@@ -76,10 +76,12 @@ class CycleContext:
 class CycleResult:
     """The outcome of filtering and scoring one pod.
 
-    rows [M] node rows in evaluation order; reasons/scores/total as in
-    ``StageResult`` (host copies); selected row or -1."""
+    all_rows [M] live node rows; evaluation starts at position ``start``
+    (``rows`` gives them in evaluation order); reasons/scores/total are in
+    evaluation order as in ``StageResult``; selected row or -1."""
 
-    rows: np.ndarray
+    all_rows: np.ndarray
+    start: int
     reasons: np.ndarray
     scores: np.ndarray
     total: np.ndarray
@@ -90,6 +92,10 @@ class CycleResult:
     prefilter_plugin_rejects: dict
     active_score_plugins: list
     skipped_filters: set
+
+    @property
+    def rows(self) -> np.ndarray:
+        return rotated(self.all_rows, self.start)
 
 
 class Framework:
@@ -166,10 +172,8 @@ class Framework:
         scalar_s = [p.score_fn for p, _ in self.user_scores if isinstance(p, ScalarPlugin)]
         self._scalar_in_kernel = False
         if self.backend_name == "numba" and (scalar_f or scalar_s) and self._scalar_contiguous():
-            from tensorsched.kernels import _fused_numba
-            self._fused_user = _fused_numba.build_fused_pass(
-                tuple(scalar_f), tuple(scalar_s),
-                L.USER_FILTER_SHIFT, L.N_BUILTIN_SCORES)
+            self.backend.use_user_functions(tuple(scalar_f), tuple(scalar_s),
+                                            L.USER_FILTER_SHIFT, L.N_BUILTIN_SCORES)
             self._scalar_in_kernel = True
 
     def _scalar_contiguous(self) -> bool:
@@ -195,8 +199,8 @@ class Framework:
 
     # -------------------------------------------------------------- cycle
     def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
-                  attempt: int = 0, start_index: int = 0, all_nodes: bool = False
-                  ) -> CycleResult:
+                  attempt: int = 0, start_index: int = 0, all_nodes: bool = False,
+                  want_scores: bool = True) -> CycleResult:
         """Filter and score ``pod`` against ``state``; nothing is reserved."""
         ctx = CycleContext(state, pod, self)
         all_rows = state.valid_rows()
@@ -251,41 +255,25 @@ class Framework:
 
         n = all_rows.shape[0]
         if all_nodes or n == 0:
-            rows, to_find = all_rows, max(n, 1)
+            start, to_find = 0, max(n, 1)
         else:
             start = start_index % n
-            rows = all_rows if start == 0 else np.concatenate((all_rows[start:], all_rows[:start]))
             to_find = num_feasible_nodes_to_find(self.percentage, n)
-        extra = self._user_stage(ctx, rows) if (self.user_filters or self.user_scores) else None
-        if self._scalar_in_kernel:
-            res = self._evaluate_with_user_kernel(state, rows, q, to_find, active, norm,
-                                                  weights, extra)
-        else:
-            res = self.backend.evaluate(state, rows, q, to_find, active, norm, weights,
-                                        self.n_slots, extra)
+        needs_host = any(not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))
+                         for p, _ in self.user_filters + self.user_scores)
+        extra = self._user_stage(ctx, rotated(all_rows, start)) if needs_host else None
+        res = self.backend.evaluate(state, all_rows, start, q, to_find, active, norm, weights,
+                                    self.n_slots, extra, want_scores)
         sel = -1
         if res.ties.shape[0]:
             k = tie_break_index(seed, attempt, int(res.ties.shape[0]))
-            sel = int(rows[int(res.ties[k])])
+            p = int(res.ties[k]) + start
+            sel = int(all_rows[p - n if p >= n else p])
         pf_rejects = {}
         if node_names is not None:
             pf_rejects = {"plugins": restricted_by}
-        return CycleResult(rows, res.reasons, res.scores, res.total, res.processed, res.found,
-                           sel, Status.OK, pf_rejects, active_plugins, skipped)
-
-    def _evaluate_with_user_kernel(self, state, rows, q, to_find, active, norm, weights,
-                                   extra):
-        from tensorsched.kernels.fused import _pad_bitsets, kernel_args
-        be = self.backend
-        cols = state.columns()
-        reasons, raw, total, ties = be._buf.get(rows.shape[0], self.n_slots)
-        self._fused_user(rows, *kernel_args(cols, _pad_bitsets(cols, q)), reasons, raw)
-        if extra is not None:
-            reasons, raw = extra(reasons, raw)
-        n_ties, processed, found = be._k.finalize(reasons, raw, total, to_find, active, norm,
-                                                  weights, ties)
-        from tensorsched.kernels.fused import StageResult
-        return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+        return CycleResult(all_rows, start, res.reasons, res.scores, res.total, res.processed,
+                           res.found, sel, Status.OK, pf_rejects, active_plugins, skipped)
 
     def _user_stage(self, ctx, rows):
         """Array user plugins (and scalar ones outside the numba kernel) as
@@ -308,8 +296,9 @@ class Framework:
 
     def _rejected_by_prefilter(self, rows, status, skipped) -> CycleResult:
         m = rows.shape[0]
-        return CycleResult(rows, np.full(m, -1, np.int64), np.zeros((m, self.n_slots), np.int64),
-                           np.full(m, -1, np.int64), m, 0, -1, status, {}, [], skipped)
+        return CycleResult(rows, 0, np.full(m, -1, np.int64),
+                           np.zeros((m, self.n_slots), np.int64), np.full(m, -1, np.int64),
+                           m, 0, -1, status, {}, [], skipped)
 
     # ------------------------------------------------------------ explain
     def node_status(self, ctx: CycleContext, result: CycleResult, j: int) -> Status | None:
@@ -321,7 +310,8 @@ class Framework:
         bits = int(result.reasons[j])
         if bits == 0:
             return None
-        row = int(result.rows[j])
+        m = result.all_rows.shape[0]
+        row = int(result.all_rows[(result.start + j) % m])
         if bits & int(L.R_PREFILTER_NAMES):
             plugins = result.prefilter_plugin_rejects.get("plugins", [])
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -342,8 +332,9 @@ class Framework:
         if not result.prefilter_status.ok:
             diag.pre_filter_msg = ", ".join(result.prefilter_status.reasons)
             return diag
-        for j in range(min(result.processed, result.rows.shape[0])):
+        rows = result.rows
+        for j in range(min(result.processed, rows.shape[0])):
             st = self.node_status(ctx, result, j)
             if st is not None:
-                diag.node_statuses[state.node_name(int(result.rows[j]))] = st
+                diag.node_statuses[state.node_name(int(rows[j]))] = st
         return diag

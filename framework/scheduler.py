@@ -76,7 +76,7 @@ class Scheduler:
                 self.latencies.append(time.perf_counter() - t0)
                 return Binding(pod.key, None, "; ".join(st.reasons))
         result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,
-                              start_index=self.next_start_index)
+                              start_index=self.next_start_index, want_scores=False)
         t1 = time.perf_counter()
         self.timer.add("filter_score", t1 - t0)
         self.attempts += 1

@@ -419,3 +419,87 @@ def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode
             ties_scratch[n_ties] = j
             n_ties += 1
     return n_ties, processed, found
+
+
+def dirty_rows(row_version, n, seen, out):
+    """Rows among the first n written after version ``seen`` into out; count."""
+    k = 0
+    for i in range(n):
+        if row_version[i] > seen:
+            out[k] = i
+            k += 1
+    return k
+
+
+def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots,
+                  norm_mode, weights, want_scores, out_scores, out_total, ties_scratch,
+                  hi_scratch):
+    """``finalize_scores`` over results cached by node row, read in evaluation
+    order: position j is row rows[(start + j) % M].  The cache is not
+    modified; normalized scores go to out_scores [M, S] (when want_scores)
+    and weighted totals to out_total [M] (-1 = not scored); hi_scratch [S]
+    receives each slot's maximum.  Returns (number of tied top positions in
+    ties_scratch, rows processed, feasible found)."""
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    processed = m
+    found = 0
+    for j in range(m):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        if reasons_by_row[rows[jj]] == 0:
+            found += 1
+            if found == num_to_find:
+                processed = j + 1
+                break
+    for s in range(n_slots):
+        hi_scratch[s] = 0
+    for j in range(processed):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        i = rows[jj]
+        if reasons_by_row[i] != 0:
+            continue
+        for s in range(n_slots):
+            if active_slots[s] and norm_mode[s] != 0 and raw_by_row[i, s] > hi_scratch[s]:
+                hi_scratch[s] = raw_by_row[i, s]
+    best = -1
+    n_ties = 0
+    for j in range(m):
+        if j >= processed:
+            out_total[j] = -1
+            continue
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        i = rows[jj]
+        if reasons_by_row[i] != 0:
+            out_total[j] = -1
+            continue
+        t = 0
+        for s in range(n_slots):
+            if not active_slots[s]:
+                continue
+            v = raw_by_row[i, s]
+            mode = norm_mode[s]
+            if mode != 0:
+                hi = hi_scratch[s]
+                if hi == 0:
+                    v = MAX_SCORE if mode == 2 else 0
+                else:
+                    v = (MAX_SCORE * v) // hi
+                    if mode == 2:
+                        v = MAX_SCORE - v
+            if want_scores:
+                out_scores[j, s] = v
+            t += v * weights[s]
+        out_total[j] = t
+        if t > best:
+            best = t
+            n_ties = 0
+        if t == best:
+            ties_scratch[n_ties] = j
+            n_ties += 1
+    return n_ties, processed, found

@@ -35,6 +35,7 @@ def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, v
                image_entries, image_scaled, image_min, image_max, reasons_out, raw_out):
     for j in prange(rows.shape[0]):
         i = rows[j]
+        o = {out_index}
         r = node_reasons(i, allocatable, requested, unschedulable, valid, label_vals,
                          label_nums, label_isnum, taint_bits, port_bits, filter_flags,
                          request, requests_anything, fit_ignored, node_name_row,
@@ -43,9 +44,9 @@ def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, v
                          program_terms, term_offsets, req_key, req_op, req_num,
                          val_offsets, vals, port_conflicts)
 {filter_hooks}
-        reasons_out[j] = r
+        reasons_out[o] = r
         if r == 0:
-            node_raw_scores(i, j, raw_out, allocatable, requested, nonzero_requested,
+            node_raw_scores(i, o, raw_out, allocatable, requested, nonzero_requested,
                             label_vals, label_nums, label_isnum, taint_bits, image_bits,
                             score_flags, request, nonzero_request, taint_prefer,
                             program_terms, term_offsets, term_weights, req_key, req_op,
@@ -57,21 +58,26 @@ def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, v
 
 _FILTER_HOOK = ("        if valid[i] and not user_filter_{k}(allocatable[i], requested[i], "
                 "label_vals[i], request):\n            r |= {bit}")
-_SCORE_HOOK = ("            raw_out[j, {slot}] = user_score_{k}(allocatable[i], requested[i], "
+_SCORE_HOOK = ("            raw_out[o, {slot}] = user_score_{k}(allocatable[i], requested[i], "
                "label_vals[i], request)")
 
 _built: dict = {}
 
 
-def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first_score_slot=5):
+def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first_score_slot=5,
+                     by_row=False):
     """The fused pass with per-node user functions compiled into the same loop.
 
     A user filter is ``f(allocatable [R], requested [R], label_vals [K],
     request [R]) -> bool`` (True = fits) and sets bit first_filter_bit + k
     when it fails; a user score has the same arguments and returns an int
     written to slot first_score_slot + k.  Functions are ``njit``-compiled
-    here; one compiled pass is kept per tuple of functions."""
-    key = (tuple(user_filters), tuple(user_scores), first_filter_bit, first_score_slot)
+    here; one compiled pass is kept per tuple of functions.
+
+    With ``by_row`` the outputs are indexed by node row (reasons_out [N],
+    raw_out [N, S]) instead of by position in ``rows``: the cached stage
+    re-runs only the rows that changed and keeps the rest."""
+    key = (tuple(user_filters), tuple(user_scores), first_filter_bit, first_score_slot, by_row)
     fn = _built.get(key)
     if fn is not None:
         return fn
@@ -86,7 +92,7 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
         namespace[f"user_score_{k}"] = f if hasattr(f, "py_func") else njit(f)
         hooks_s.append(_SCORE_HOOK.format(k=k, slot=first_score_slot + k))
     source = _FUSED_TEMPLATE.replace("{filter_hooks}", "\n".join(hooks_f)).replace(
-        "{score_hooks}", "\n".join(hooks_s))
+        "{score_hooks}", "\n".join(hooks_s)).replace("{out_index}", "i" if by_row else "j")
     exec(compile(source, f"<fused_pass {len(hooks_f)}f {len(hooks_s)}s>", "exec"), namespace)
     fn = njit(parallel=_PARALLEL, nogil=True, _nrt=False)(namespace["fused_pass"])
     _built[key] = fn
@@ -94,3 +100,6 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
 
 
 fused_pass = build_fused_pass()
+fused_pass_by_row = build_fused_pass(by_row=True)
+finalize_rows = core["finalize_rows"]
+dirty_rows = core["dirty_rows"]

@@ -12,6 +12,7 @@ the device mirror (only rows written since the last upload are copied).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -73,7 +74,7 @@ class _Buffers:
         self.cap = 0
         self.slots = 0
 
-    def get(self, m: int, slots: int):
+    def get(self, m: int, slots: int, zero: bool = True):
         if m > self.cap or slots != self.slots:
             self.cap = max(m, 2 * self.cap, 16)
             self.slots = slots
@@ -82,7 +83,8 @@ class _Buffers:
             self.total = np.zeros(self.cap, np.int64)
             self.ties = np.zeros(self.cap, np.int64)
         raw = self.raw[:m]
-        raw[:] = 0
+        if zero:
+            raw[:] = 0
         return self.reasons[:m], raw, self.total[:m], self.ties[:m]
 
 
@@ -91,10 +93,11 @@ class NumpyBackend:
 
     name = "numpy"
 
-    def evaluate(self, source, rows, q, num_to_find, active, norm, weights, n_slots,
-                 extra=None) -> StageResult:
+    def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
+                 extra=None, want_scores=True) -> StageResult:
         cols = source.columns()
         q = _pad_bitsets(cols, q)
+        rows = rotated(rows, start)
         reasons = filters.node_reasons(cols, rows, q, xp=np)
         raw = np.zeros((rows.shape[0], n_slots), np.int64)
         scores.raw_scores(cols, rows, q, raw, reasons == 0, xp=np)
@@ -105,29 +108,102 @@ class NumpyBackend:
         return StageResult(reasons, sc, total, ties, processed, found)
 
 
+class _RowCache:
+    """One query's filter reasons and raw scores by node row, valid up to
+    state version ``seen`` (rows written later are recomputed)."""
+
+    def __init__(self, q, key, n_rows, n_slots):
+        self.q = q
+        self.key = key
+        self.seen = -1
+        self.reasons = np.zeros(n_rows, np.int64)
+        self.raw = np.zeros((n_rows, n_slots), np.int64)
+
+
 class NumbaBackend:
-    """Fused ``njit`` kernels: one ``prange`` pass filters and scores every row."""
+    """Fused ``njit`` kernels.
+
+    Results are cached per compiled query by node row: a cycle recomputes
+    only the rows written since that query last ran (after a placement, one
+    row), then one serial pass normalizes, weighs and finds the top rows."""
 
     name = "numba"
+    MAX_CACHED_QUERIES = 32
 
     def __init__(self):
         from . import _fused_numba
         self._k = _fused_numba
+        self._fused = _fused_numba.fused_pass
+        self._fused_by_row = _fused_numba.fused_pass_by_row
         self._buf = _Buffers()
+        self._caches: OrderedDict = OrderedDict()
+        self._dirty = np.zeros(16, np.int64)
+        self._hi = np.zeros(16, np.int64)
+        self.rows_recomputed = 0
+
+    def use_user_functions(self, filters, scores, first_bit, first_slot) -> None:
+        """Compile per-node user functions into the fused passes."""
+        self._fused = self._k.build_fused_pass(filters, scores, first_bit, first_slot)
+        self._fused_by_row = self._k.build_fused_pass(filters, scores, first_bit, first_slot,
+                                                      by_row=True)
+        self._caches.clear()
 
     def fused(self, cols, rows, q, n_slots):
         reasons, raw, total, ties = self._buf.get(rows.shape[0], n_slots)
-        self._k.fused_pass(rows, *kernel_args(cols, _pad_bitsets(cols, q)), reasons, raw)
+        self._fused(rows, *kernel_args(cols, _pad_bitsets(cols, q)), reasons, raw)
         return reasons, raw, total, ties
 
-    def evaluate(self, source, rows, q, num_to_find, active, norm, weights, n_slots,
-                 extra=None) -> StageResult:
-        reasons, raw, total, ties = self.fused(source.columns(), rows, q, n_slots)
+    def _row_cache(self, source, cols, q, n_slots) -> _RowCache:
+        n = cols.allocatable.shape[0]
+        key = (source.layout_version, n, n_slots)
+        c = self._caches.get(id(q))
+        if c is None or c.q is not q or c.key != key:
+            c = _RowCache(q, key, n, n_slots)
+            self._caches[id(q)] = c
+            while len(self._caches) > self.MAX_CACHED_QUERIES:
+                self._caches.popitem(last=False)
+        else:
+            self._caches.move_to_end(id(q))
+        if c.seen != source.version:
+            if self._dirty.shape[0] < n:
+                self._dirty = np.zeros(2 * n, np.int64)
+            k = self._k.dirty_rows(source.row_version, n, c.seen, self._dirty)
+            if k:
+                self._fused_by_row(self._dirty[:k], *kernel_args(cols, _pad_bitsets(cols, q)),
+                                   c.reasons, c.raw)
+                self.rows_recomputed += k
+            c.seen = source.version
+        return c
+
+    def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
+                 extra=None, want_scores=True) -> StageResult:
+        cols = source.columns()
         if extra is not None:
+            # Array user plugins need positional arrays: no row cache.
+            rows = rotated(rows, start)
+            reasons, raw, total, ties = self.fused(cols, rows, q, n_slots)
             reasons, raw = extra(reasons, raw)
-        n_ties, processed, found = self._k.finalize(reasons, raw, total, num_to_find, active,
-                                                    norm, weights, ties)
-        return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+            n_ties, processed, found = self._k.finalize(reasons, raw, total, num_to_find,
+                                                        active, norm, weights, ties)
+            return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+        c = self._row_cache(source, cols, q, n_slots)
+        m = rows.shape[0]
+        reasons, scores_out, total, ties = self._buf.get(m, n_slots, zero=False)
+        if self._hi.shape[0] < n_slots:
+            self._hi = np.zeros(n_slots, np.int64)
+        n_ties, processed, found = self._k.finalize_rows(
+            rows, start, c.reasons, c.raw, num_to_find, active, norm, weights,
+            bool(want_scores), scores_out, total, ties, self._hi)
+        np.take(c.reasons, rows[start:], out=reasons[: m - start])
+        np.take(c.reasons, rows[:start], out=reasons[m - start:])
+        return StageResult(reasons, scores_out, total, ties[:n_ties], processed, found)
+
+
+def rotated(rows, start):
+    """rows in evaluation order from ``start`` (upstream's rotating start index)."""
+    if start == 0:
+        return rows
+    return np.concatenate((rows[start:], rows[:start]))
 
 
 class CudaBackend:
@@ -173,9 +249,10 @@ class CudaBackend:
         self._version = source.version
         return self._dev
 
-    def evaluate(self, source, rows, q, num_to_find, active, norm, weights, n_slots,
-                 extra=None) -> StageResult:
+    def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
+                 extra=None, want_scores=True) -> StageResult:
         cuda = self._cuda
+        rows = rotated(rows, start)
         dev = self._sync_columns(source)
         cols = source.columns()
         q = _pad_bitsets(cols, q)
