@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from tensorsched.kernels import layout as L
 
+from .errors import ConfigError
+from .plugin_args import _LABEL_VALUE, check_qualified_name
 from .records import PodRecord, Taint, Toleration
 from .state import ClusterState, parse_label_int
 
@@ -42,13 +45,17 @@ class QueryOptions:
     added_required: tuple | None = None      # NodeSelectorTerms (dicts), or None
     added_preferred: tuple = ()              # PreferredSchedulingTerms (dicts)
 
-    def __hash__(self) -> int:
+    @cached_property
+    def _hash(self) -> int:
         # The addedAffinity terms are dicts (unhashable): hash their JSON.
         return hash((self.filter_flags, self.score_flags, self.fit_strategy,
                      self.fit_resources, self.shape, self.ignored_resources,
                      self.ignored_groups, self.balanced_resources,
                      json.dumps(self.added_required, sort_keys=True),
                      json.dumps(self.added_preferred, sort_keys=True)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def tolerates(tol: Toleration, taint: Taint) -> bool:
@@ -76,6 +83,18 @@ def is_extended_resource(name: str) -> bool:
         return False
     domain = name.split("/", 1)[0]
     return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def _valid_label_key(key: str) -> bool:
+    try:
+        check_qualified_name(key, "")
+    except ConfigError:
+        return False
+    return True
+
+
+def _valid_label_value(value) -> bool:
+    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.match(value))
 
 
 def _resource_kind(state: ClusterState, name: str) -> tuple[int, int]:
@@ -127,7 +146,9 @@ class _ProgramBuilder:
             ok = key == "metadata.name" and op_name in ("In", "NotIn") and len(values) == 1
             k = L.LABEL_KEY_NAME
         else:
-            ok = True
+            # labels.NewRequirement: a bad key or label value is a parse
+            # error, and a term that fails to parse matches no node.
+            ok = _valid_label_key(key) and all(_valid_label_value(v) for v in values)
             k = self.state.label_keys.get(key)
         op = {"In": L.OP_IN, "NotIn": L.OP_NOT_IN, "Exists": L.OP_EXISTS,
               "DoesNotExist": L.OP_DOES_NOT_EXIST, "Gt": L.OP_GT, "Lt": L.OP_LT
@@ -196,13 +217,18 @@ def prefilter_node_names(pod: PodRecord) -> set[str] | None:
 
 
 def pod_signature(pod: PodRecord) -> tuple:
-    """Everything about a pod the compiled query depends on."""
-    return (
-        tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory,
-        pod.node_name, tuple(pod.tolerations), tuple(sorted(pod.node_selector.items())),
-        json.dumps(pod.node_affinity, sort_keys=True) if pod.node_affinity else "",
-        tuple(pod.host_ports), tuple(pod.images),
-    )
+    """Everything about a pod the compiled query depends on (computed once
+    per record: records are not mutated after parsing)."""
+    sig = pod.__dict__.get("_signature")
+    if sig is None:
+        sig = (
+            tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory,
+            pod.node_name, tuple(pod.tolerations), tuple(sorted(pod.node_selector.items())),
+            json.dumps(pod.node_affinity, sort_keys=True) if pod.node_affinity else "",
+            tuple(pod.host_ports), tuple(pod.images),
+        )
+        pod.__dict__["_signature"] = sig
+    return sig
 
 
 @dataclass

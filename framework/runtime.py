@@ -143,6 +143,7 @@ class Framework:
         self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
         self._base_options = self._options()
         self._options_cache: dict = {}
+        self._score_setups: dict = {}
         self._queries = QueryCache()
 
     # ------------------------------------------------------------ compile
@@ -221,23 +222,10 @@ class Framework:
         for p in self._fused_filters:
             if p.name not in skipped:
                 filter_flags |= p.filter_flag
-        active = np.zeros(self.n_slots, np.bool_)
-        norm = np.zeros(self.n_slots, np.int64)
-        weights = np.zeros(self.n_slots, np.int64)
-        score_flags = 0
-        active_plugins = []
-        for p, w, has_pre_score in self._scorers:
-            if has_pre_score and p.pre_score(ctx).code == Code.SKIP:
-                continue
-            slot = getattr(p, "score_slot", -1)
-            if slot < 0:
-                continue
-            active[slot] = True
-            norm[slot] = getattr(p, "normalize", NORMALIZE_NONE)
-            weights[slot] = w
-            active_plugins.append(p)
-            if slot < L.N_BUILTIN_SCORES:
-                score_flags |= 1 << slot
+        scoring = tuple(p for p, _w, has_pre_score in self._scorers
+                        if getattr(p, "score_slot", -1) >= 0
+                        and not (has_pre_score and p.pre_score(ctx).code == Code.SKIP))
+        active, norm, weights, score_flags, active_plugins = self._score_setup(scoring)
 
         opts = self._options_cache.get((filter_flags, score_flags))
         if opts is None:
@@ -265,8 +253,8 @@ class Framework:
         res = self.backend.evaluate(state, all_rows, start, q, to_find, active, norm, weights,
                                     self.n_slots, extra, want_scores)
         sel = -1
-        if res.ties.shape[0]:
-            k = tie_break_index(seed, attempt, int(res.ties.shape[0]))
+        if len(res.ties):
+            k = tie_break_index(seed, attempt, len(res.ties))
             p = int(res.ties[k]) + start
             sel = int(all_rows[p - n if p >= n else p])
         pf_rejects = {}
@@ -293,6 +281,27 @@ class Framework:
                 raw[:, slot] = np.where(feasible, s, 0)
             return reasons, raw
         return run
+
+    def _score_setup(self, scoring: tuple):
+        """(active [S] bool, norm [S], weights [S], score_flags, plugins) for a
+        set of score plugins that passed PreScore (memoized: few distinct sets)."""
+        got = self._score_setups.get(scoring)
+        if got is None:
+            active = np.zeros(self.n_slots, np.bool_)
+            norm = np.zeros(self.n_slots, np.int64)
+            weights = np.zeros(self.n_slots, np.int64)
+            flags = 0
+            weight_of = {id(p): w for p, w, _ in self._scorers}
+            for p in scoring:
+                slot = p.score_slot
+                active[slot] = True
+                norm[slot] = getattr(p, "normalize", NORMALIZE_NONE)
+                weights[slot] = weight_of[id(p)]
+                if slot < L.N_BUILTIN_SCORES:
+                    flags |= 1 << slot
+            got = (active, norm, weights, flags, list(scoring))
+            self._score_setups[scoring] = got
+        return got
 
     def _rejected_by_prefilter(self, rows, status, skipped) -> CycleResult:
         m = rows.shape[0]

@@ -53,15 +53,17 @@ class ResourceRegistry:
 class Dictionary:
     """A growing string -> dense id map."""
 
-    def __init__(self) -> None:
+    def __init__(self, growth: list | None = None) -> None:
         self.ids: dict = {}
         self.items: list = []
         self.grown = False      # set on every new item; the state clears it
+        self._growth = growth if growth is not None else [0]   # shared counter
 
     def intern(self, item) -> int:
         i = self.ids.get(item)
         if i is None:
             self.grown = True
+            self._growth[0] += 1
             i = len(self.items)
             self.ids[item] = i
             self.items.append(item)
@@ -111,13 +113,15 @@ class ClusterState:
     def __init__(self, node_capacity: int = 64) -> None:
         cap = max(1, node_capacity)
         self.resources = ResourceRegistry()
-        self.label_keys = Dictionary()
+        self._growth = [0]          # bumped by every dictionary of this state
+        self._growth_seen = 0
+        self.label_keys = Dictionary(self._growth)
         self.label_keys.intern("metadata.name")          # column LABEL_KEY_NAME
-        self.label_values: list[Dictionary] = [Dictionary()]
-        self.taints = Dictionary()                       # (key, value, effect)
-        self.images = Dictionary()                       # (name, size)
+        self.label_values: list[Dictionary] = [Dictionary(self._growth)]
+        self.taints = Dictionary(self._growth)           # (key, value, effect)
+        self.images = Dictionary(self._growth)           # (name, size)
         self.image_name_nodes: dict[str, int] = {}       # name -> nodes having it
-        self.ports = Dictionary()                        # (protocol, ip, port)
+        self.ports = Dictionary(self._growth)            # (protocol, ip, port)
         r = len(self.resources)
         self.allocatable = np.zeros((cap, 8), np.int64)
         self.requested = np.zeros((cap, 8), np.int64)
@@ -143,6 +147,7 @@ class ClusterState:
         self.layout_version = 0
         self.epoch = 0          # bumped when a table grows or the node set changes
         self._valid_rows_cache: tuple[int, np.ndarray] | None = None
+        self._columns_cache: tuple | None = None
 
     # ------------------------------------------------------------------ views
     @property
@@ -150,7 +155,18 @@ class ClusterState:
         return len(self.node_rows)
 
     def columns(self) -> L.NodeColumns:
-        """The node columns, trimmed to the rows in use (views, no copies)."""
+        """The node columns, trimmed to the rows in use (views, no copies;
+        memoized until a row, key or table is added)."""
+        key = (self.layout_version, self.n_rows, len(self.resources), len(self.label_keys),
+               len(self.taints), len(self.images), len(self.ports))
+        cached = self._columns_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        cols = self._columns()
+        self._columns_cache = (key, cols)
+        return cols
+
+    def _columns(self) -> L.NodeColumns:
         n = max(self.n_rows, 1)
         r = len(self.resources)
         k = len(self.label_keys)
@@ -233,7 +249,7 @@ class ClusterState:
     def _intern_label(self, key: str, value: str) -> tuple[int, int]:
         k = self.label_keys.intern(key)
         if k == len(self.label_values):
-            self.label_values.append(Dictionary())
+            self.label_values.append(Dictionary(self._growth))
             for attr, fill in (("label_vals", -1), ("label_nums", 0), ("label_isnum", False)):
                 self._ensure_cols(attr, k + 1, fill)
         return k, self.label_values[k].intern(value)
@@ -434,9 +450,9 @@ class ClusterState:
     def _touch(self, row: int) -> None:
         self.version += 1
         self.row_version[row] = self.version
-        tables = (self.label_keys, self.taints, self.images, self.ports, *self.label_values)
-        if any(t.grown for t in tables):
-            for t in tables:
+        if self._growth[0] != self._growth_seen:
+            self._growth_seen = self._growth[0]
+            for t in (self.label_keys, self.taints, self.images, self.ports, *self.label_values):
                 t.grown = False
             self.epoch += 1
 

@@ -503,3 +503,188 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
             ties_scratch[n_ties] = j
             n_ties += 1
     return n_ties, processed, found
+
+
+# ---------------------------------------------------------------------------
+# Incremental top-total selection (every node scored): a max/count segment
+# tree over node rows keeps each cycle O(changed rows x log N) instead of
+# O(N) while the normalization maxima stay put.
+# ---------------------------------------------------------------------------
+
+def row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi):
+    """Weighted total of row i under the maxima ``hi`` (-1 when infeasible)."""
+    if reasons_by_row[i] != 0:
+        return -1
+    t = 0
+    for s in range(raw_by_row.shape[1]):
+        if not active_slots[s]:
+            continue
+        v = raw_by_row[i, s]
+        mode = norm_mode[s]
+        if mode != 0:
+            if hi[s] == 0:
+                v = MAX_SCORE if mode == 2 else 0
+            else:
+                v = (MAX_SCORE * v) // hi[s]
+                if mode == 2:
+                    v = MAX_SCORE - v
+        t += v * weights[s]
+    return t
+
+
+def tree_set(tmax, tcnt, size, i, value):
+    """Set leaf i to value and refresh its ancestors (max, count of max)."""
+    p = size + i
+    tmax[p] = value
+    tcnt[p] = 1
+    p >>= 1
+    while p >= 1:
+        a = 2 * p
+        b = a + 1
+        if tmax[a] > tmax[b]:
+            tmax[p] = tmax[a]
+            tcnt[p] = tcnt[a]
+        elif tmax[a] < tmax[b]:
+            tmax[p] = tmax[b]
+            tcnt[p] = tcnt[b]
+        else:
+            tmax[p] = tmax[a]
+            tcnt[p] = tcnt[a] + tcnt[b]
+        p >>= 1
+
+
+def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
+                total_by_row, tmax, tcnt, size):
+    """Recompute maxima, totals and the whole tree; returns feasible rows."""
+    n_slots = raw_by_row.shape[1]
+    for s in range(n_slots):
+        hi[s] = 0
+        hi_cnt[s] = 0
+    feasible = 0
+    for i in range(n):
+        if reasons_by_row[i] != 0:
+            continue
+        feasible += 1
+        for s in range(n_slots):
+            if active_slots[s] and norm_mode[s] != 0:
+                v = raw_by_row[i, s]
+                if v > hi[s]:
+                    hi[s] = v
+                    hi_cnt[s] = 1
+                elif v == hi[s]:
+                    hi_cnt[s] += 1
+    for p in range(2 * size):
+        tmax[p] = -1
+        tcnt[p] = 0
+    for i in range(n):
+        t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
+        total_by_row[i] = t
+        tmax[size + i] = t
+        tcnt[size + i] = 1
+    for i in range(n, size):
+        tmax[size + i] = -1
+        tcnt[size + i] = 1
+    for p in range(size - 1, 0, -1):
+        a = 2 * p
+        b = a + 1
+        if tmax[a] > tmax[b]:
+            tmax[p] = tmax[a]
+            tcnt[p] = tcnt[a]
+        elif tmax[a] < tmax[b]:
+            tmax[p] = tmax[b]
+            tcnt[p] = tcnt[b]
+        else:
+            tmax[p] = tmax[a]
+            tcnt[p] = tcnt[a] + tcnt[b]
+    return feasible
+
+
+def update_top(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
+               norm_mode, weights, hi, hi_cnt, total_by_row, tmax, tcnt, size):
+    """Fold the k re-evaluated rows dirty[:k] (their previous reasons/raw in
+    old_reasons/old_raw [k], [k, S]) into maxima, totals and tree.
+
+    Returns the change in feasible rows, or -1000000000 when a normalization
+    maximum moved (every total changes: the caller rebuilds)."""
+    n_slots = raw_by_row.shape[1]
+    delta = 0
+    for d in range(k):
+        i = dirty[d]
+        was = old_reasons[d] == 0
+        now = reasons_by_row[i] == 0
+        if was:
+            delta -= 1
+        if now:
+            delta += 1
+    for s in range(n_slots):
+        if not active_slots[s] or norm_mode[s] == 0:
+            continue
+        cnt = hi_cnt[s]
+        new_hi = -1
+        new_at = 0
+        for d in range(k):
+            if old_reasons[d] == 0 and old_raw[d, s] == hi[s]:
+                cnt -= 1
+            i = dirty[d]
+            if reasons_by_row[i] == 0:
+                v = raw_by_row[i, s]
+                if v > new_hi:
+                    new_hi = v
+                    new_at = 1
+                elif v == new_hi:
+                    new_at += 1
+        if new_hi > hi[s]:
+            return -1000000000
+        if new_hi == hi[s]:
+            cnt += new_at
+        if cnt <= 0 and hi[s] != 0:
+            return -1000000000
+        hi_cnt[s] = cnt
+    for d in range(k):
+        i = dirty[d]
+        t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
+        total_by_row[i] = t
+        tree_set(tmax, tcnt, size, i, t)
+    return delta
+
+
+def tree_count_eq(tmax, tcnt, size, lo, hi_excl, best):
+    """Rows in [lo, hi_excl) whose total equals best (best = global max)."""
+    c = 0
+    a = lo + size
+    b = hi_excl + size
+    while a < b:
+        if a & 1:
+            if tmax[a] == best:
+                c += tcnt[a]
+            a += 1
+        if b & 1:
+            b -= 1
+            if tmax[b] == best:
+                c += tcnt[b]
+        a >>= 1
+        b >>= 1
+    return c
+
+
+def tree_kth_eq(tmax, tcnt, size, k, best):
+    """The row of the k-th (0-based, by row) total equal to best."""
+    p = 1
+    while p < size:
+        a = 2 * p
+        if tmax[a] == best:
+            if k < tcnt[a]:
+                p = a
+                continue
+            k -= tcnt[a]
+        p = a + 1
+    return p - size
+
+
+def snapshot_rows(dirty, k, reasons_by_row, raw_by_row, old_reasons, old_raw):
+    """Copy the cached results of rows dirty[:k] before they are recomputed."""
+    for d in range(k):
+        i = dirty[d]
+        old_reasons[d] = reasons_by_row[i]
+        for s in range(raw_by_row.shape[1]):
+            old_raw[d, s] = raw_by_row[i, s]

@@ -103,3 +103,8 @@ fused_pass = build_fused_pass()
 fused_pass_by_row = build_fused_pass(by_row=True)
 finalize_rows = core["finalize_rows"]
 dirty_rows = core["dirty_rows"]
+snapshot_rows = core["snapshot_rows"]
+rebuild_top = core["rebuild_top"]
+update_top = core["update_top"]
+tree_count_eq = core["tree_count_eq"]
+tree_kth_eq = core["tree_kth_eq"]

@@ -23,6 +23,8 @@ from ._deps import cuda_unavailable_reason
 
 class StageResult(NamedTuple):
     """One evaluation; arrays are host NumPy views valid until the next call.
+    When every node is scored for a placement (no explain), ``scores`` and
+    ``total`` are None, and so is ``reasons`` when a node was found.
 
     reasons [M] int64 (0 = feasible); scores [M, S] int64 normalized for
     scored rows; total [M] int64 (-1 = not scored); ties [T] int64 positions
@@ -110,7 +112,11 @@ class NumpyBackend:
 
 class _RowCache:
     """One query's filter reasons and raw scores by node row, valid up to
-    state version ``seen`` (rows written later are recomputed)."""
+    state version ``seen`` (rows written later are recomputed).
+
+    When every node is scored it also keeps the weighted total of every row
+    and a max/count segment tree over them (``top_*``), so a cycle costs the
+    changed rows times log N while the normalization maxima stay put."""
 
     def __init__(self, q, key, n_rows, n_slots):
         self.q = q
@@ -118,6 +124,50 @@ class _RowCache:
         self.seen = -1
         self.reasons = np.zeros(n_rows, np.int64)
         self.raw = np.zeros((n_rows, n_slots), np.int64)
+        self.top_params = None          # (active, norm, weights) the totals use
+        self.size = 1
+        while self.size < max(n_rows, 1):
+            self.size *= 2
+        self.total = np.full(n_rows, -1, np.int64)
+        self.hi = np.zeros(n_slots, np.int64)
+        self.hi_cnt = np.zeros(n_slots, np.int64)
+        self.tmax = np.full(2 * self.size, -1, np.int64)
+        self.tcnt = np.zeros(2 * self.size, np.int64)
+        self.feasible = 0
+
+
+class TreeTies:
+    """The rows tied at the top total, in evaluation order, read from the
+    segment tree on demand: ``len(ties)`` and ``ties[k]`` -> position."""
+
+    def __init__(self, k, cache, rows, start):
+        self._k = k
+        self._c = cache
+        self._rows = rows
+        self._start = start
+        best = int(cache.tmax[1])
+        self.best = best
+        self.n = int(cache.tcnt[1]) if best >= 0 else 0
+        m = rows.shape[0]
+        self._r0 = int(rows[start]) if m else 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def shape(self):
+        return (self.n,)
+
+    def __getitem__(self, k: int) -> int:
+        c, K = self._c, self._k
+        before = K.tree_count_eq(c.tmax, c.tcnt, c.size, 0, self._r0, self.best)
+        after = self.n - before
+        if k < after:
+            row = K.tree_kth_eq(c.tmax, c.tcnt, c.size, before + k, self.best)
+        else:
+            row = K.tree_kth_eq(c.tmax, c.tcnt, c.size, k - after, self.best)
+        m = self._rows.shape[0]
+        return (int(np.searchsorted(self._rows, row)) - self._start) % m
 
 
 class NumbaBackend:
@@ -169,11 +219,41 @@ class NumbaBackend:
                 self._dirty = np.zeros(2 * n, np.int64)
             k = self._k.dirty_rows(source.row_version, n, c.seen, self._dirty)
             if k:
-                self._fused_by_row(self._dirty[:k], *kernel_args(cols, _pad_bitsets(cols, q)),
+                dirty = self._dirty[:k]
+                track = c.top_params is not None and k < n
+                if track:
+                    old_reasons = np.empty(k, np.int64)
+                    old_raw = np.empty((k, n_slots), np.int64)
+                    self._k.snapshot_rows(dirty, k, c.reasons, c.raw, old_reasons, old_raw)
+                self._fused_by_row(dirty, *kernel_args(cols, _pad_bitsets(cols, q)),
                                    c.reasons, c.raw)
                 self.rows_recomputed += k
+                if track:
+                    active, norm, weights = c.top_params[:3]
+                    delta = self._k.update_top(dirty, k, old_reasons, old_raw, c.reasons, c.raw,
+                                               active, norm, weights, c.hi, c.hi_cnt, c.total,
+                                               c.tmax, c.tcnt, c.size)
+                    if delta == -1000000000:
+                        c.top_params = None
+                    else:
+                        c.feasible += delta
+                else:
+                    c.top_params = None
             c.seen = source.version
         return c
+
+    def _select_top(self, c, n, rows, start, active, norm, weights):
+        """Every node scored: the top rows straight from the segment tree."""
+        params = c.top_params
+        if params is None or not (params[3] is active and params[4] is norm
+                                  and params[5] is weights) and not (
+                np.array_equal(params[0], active) and np.array_equal(params[1], norm)
+                and np.array_equal(params[2], weights)):
+            # Copies for the kernels, the callers' arrays for a cheap identity test.
+            c.top_params = (active.copy(), norm.copy(), weights.copy(), active, norm, weights)
+            c.feasible = self._k.rebuild_top(n, c.reasons, c.raw, *c.top_params[:3], c.hi,
+                                             c.hi_cnt, c.total, c.tmax, c.tcnt, c.size)
+        return TreeTies(self._k, c, rows, start)
 
     def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                  extra=None, want_scores=True) -> StageResult:
@@ -189,6 +269,15 @@ class NumbaBackend:
         c = self._row_cache(source, cols, q, n_slots)
         m = rows.shape[0]
         reasons, scores_out, total, ties = self._buf.get(m, n_slots, zero=False)
+        if not want_scores and num_to_find >= m:
+            tree_ties = self._select_top(c, cols.allocatable.shape[0], rows, start, active,
+                                         norm, weights)
+            if len(tree_ties):
+                # A placement needs no per-node reasons: skip the gather.
+                return StageResult(None, None, None, tree_ties, m, c.feasible)
+            np.take(c.reasons, rows[start:], out=reasons[: m - start])
+            np.take(c.reasons, rows[:start], out=reasons[m - start:])
+            return StageResult(reasons, None, None, tree_ties, m, c.feasible)
         if self._hi.shape[0] < n_slots:
             self._hi = np.zeros(n_slots, np.int64)
         n_ties, processed, found = self._k.finalize_rows(
