@@ -1,0 +1,102 @@
+"""The command line: explain (json/table), schedule (built-in sample and
+files), bench, and clear errors for bad input."""
+
+import json
+
+import yaml
+
+from tensorsched.framework.cli import main
+from tensorsched.framework.synthetic import node_dict, pod_dict
+
+
+def _write(tmp_path, name, objs):
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump_all(objs))
+    return str(p)
+
+
+def _cluster(tmp_path):
+    nodes = [node_dict("a", cpu="2"), node_dict("b", cpu="8"),
+             node_dict("c", cpu="8", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])]
+    return _write(tmp_path, "cluster.yaml", nodes)
+
+
+def test_explain_json(tmp_path, capsys):
+    pod = _write(tmp_path, "pod.yaml", [pod_dict("web", cpu="3")])
+    assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod, "--backend", "numba"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"pod", "profile", "backend", "nodes_evaluated", "feasible", "filter",
+                        "scores", "total", "selected"}
+    assert out["pod"] == "default/web" and out["backend"] == "numba"
+    assert out["feasible"] == ["b"] and out["selected"] == "b"
+    assert out["filter"]["a"] == {"code": "Unschedulable", "plugin": "NodeResourcesFit",
+                                  "reasons": ["Insufficient cpu"]}
+    assert out["filter"]["c"]["plugin"] == "TaintToleration"
+
+
+def test_explain_table_groups_reasons_like_failed_scheduling(tmp_path, capsys):
+    pod = _write(tmp_path, "pod.yaml", [pod_dict("big", cpu="9")])
+    assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod,
+                 "--format", "table"]) == 0
+    text = capsys.readouterr().out
+    assert "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, " \
+           "2 Insufficient cpu." in text
+
+
+def test_schedule_builtin_sample_writes_bindings(tmp_path, capsys):
+    out = tmp_path / "bindings.json"
+    assert main(["schedule", "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["summary"]["pods"] == len(data["bindings"]) > 0
+    assert data["summary"]["scheduled"] == sum(1 for b in data["bindings"] if b["node"])
+    assert all("message" in b for b in data["bindings"] if b["node"] is None)
+    assert "scheduled" in capsys.readouterr().err
+
+
+def test_schedule_files_yaml(tmp_path):
+    pods = _write(tmp_path, "pods.yaml", [pod_dict(f"p{i}", cpu="1500m", created=i)
+                                          for i in range(6)])
+    out = tmp_path / "bindings.yaml"
+    assert main(["schedule", "--cluster", _cluster(tmp_path), "--pods", pods,
+                 "--output", str(out)]) == 0
+    data = yaml.safe_load(out.read_text())
+    nodes = [b["node"] for b in data["bindings"]]
+    # a (2 cpu) takes one 1.5-cpu pod, b (8 cpu) five; c is tainted
+    assert nodes.count("a") + nodes.count("b") == 6 and "c" not in nodes
+
+
+def test_bench_writes_record(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["bench", "--workload", "basic", "--nodes", "50", "--pods", "40",
+                 "--backend", "numpy", "--output", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    for key in ("workload", "nodes", "pods", "backend", "pods_per_second", "p50_us", "p99_us",
+                "stages", "placements_sha256"):
+        assert key in rec
+    assert rec["scheduled"] == 40
+
+
+def test_bad_manifest_is_a_clear_error(tmp_path, capsys):
+    bad = pod_dict("web")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    pod = _write(tmp_path, "pod.yaml", [bad])
+    assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod]) == 2
+    err = capsys.readouterr().err
+    assert "Pod default/web" in err and "spec.containers[0].resources.requests.cpu" in err
+
+
+def test_bad_config_is_a_clear_error(tmp_path, capsys):
+    cfg = tmp_path / "sched.yaml"
+    cfg.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                   "kind": "KubeSchedulerConfiguration",
+                                   "percentageOfNodesToScore": 101}))
+    pod = _write(tmp_path, "pod.yaml", [pod_dict("web")])
+    assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod,
+                 "--config", str(cfg)]) == 2
+    assert "percentageOfNodesToScore" in capsys.readouterr().err
+
+
+def test_unknown_scheduler_name(tmp_path, capsys):
+    pod = _write(tmp_path, "pod.yaml", [pod_dict("web", spec={"schedulerName": "other"})])
+    assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod]) == 2
+    assert "other" in capsys.readouterr().err
