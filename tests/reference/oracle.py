@@ -1180,7 +1180,8 @@ def _check_profile(profile: dict) -> tuple[list[str], dict[str, int], dict[str, 
 # The scheduling cycle
 # ---------------------------------------------------------------------------
 
-def oracle_explain(objects: list[dict], pod: dict, profile: dict, seed: int = 0) -> dict:
+def oracle_explain(objects: list[dict], pod: dict, profile: dict, seed: int = 0,
+                   attempt: int = 0) -> dict:
     """Explain one scheduling decision for ``pod`` (see the module docstring).
 
     Differences from a literal kube-scheduler run, on purpose: every node is
@@ -1253,7 +1254,7 @@ def oracle_explain(objects: list[dict], pod: dict, profile: dict, seed: int = 0)
     if feasible_names:
         best = max(total.values())
         ties = [n for n in feasible_names if total[n] == best]
-        selected = ties[tie_break_index(seed, 0, len(ties))]
+        selected = ties[tie_break_index(seed, attempt, len(ties))]
 
     return {
         "pod": pod_key(pod),
