@@ -116,7 +116,7 @@ class ClusterState:
         self._growth = [0]          # bumped by every dictionary of this state
         self._growth_seen = 0
         self.label_keys = Dictionary(self._growth)
-        self.label_keys.intern("metadata.name")          # column LABEL_KEY_NAME
+        self.label_keys.intern(L.NAME_COLUMN_KEY)        # column LABEL_KEY_NAME
         self.label_values: list[Dictionary] = [Dictionary(self._growth)]
         self.taints = Dictionary(self._growth)           # (key, value, effect)
         self.images = Dictionary(self._growth)           # (name, size)
@@ -343,7 +343,7 @@ class ClusterState:
         # Intern first (may grow arrays), then write the row.
         alloc_idx = [(self._intern_resource(n), v) for n, v in node.allocatable.items()]
         labels = [self._intern_label(k, v) for k, v in node.labels.items()]
-        name_val = self._intern_label("metadata.name", node.name)[1]
+        name_val = self._intern_label(L.NAME_COLUMN_KEY, node.name)[1]
         taint_ids = [self._intern_bit(self.taints, "taint_bits",
                                       (t.key, t.value, t.effect)) for t in node.taints]
         image_ids = []

@@ -95,6 +95,9 @@ PROG_PREFERRED = 3
 LABEL_KEY_NAME = 0
 """Label column 0 holds each node's name, so matchFields on metadata.name is a
 label requirement like any other."""
+NAME_COLUMN_KEY = "#metadata.name"
+"""The key of column 0: '#' cannot occur in a label key, so no node label
+can collide with it."""
 
 
 class NodeColumns(NamedTuple):

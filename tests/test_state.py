@@ -1,0 +1,694 @@
+"""ClusterState behaviour (framework/state.py): columns stay consistent with a
+from-scratch rebuild, pod events touch O(1) rows, rows are reused, refused
+operations change nothing, ports and image spread are accounted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tensorsched.framework.errors import StateError
+from tensorsched.framework.manifests import parse_node, parse_pod
+from tensorsched.framework.records import HostPort, NodeImage, NodeRecord, PodRecord, Taint
+from tensorsched.framework.state import ClusterState, parse_label_int
+from tensorsched.kernels import layout as L
+
+Mi = 1024 * 1024
+Gi = 1024 * Mi
+GPU = "nvidia.com/gpu"
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+def node(name, cpu=4000, mem=8 * Gi, pods=110, labels=None, taints=(), images=(),
+         unschedulable=False, extra=None) -> NodeRecord:
+    alloc = {"cpu": cpu, "memory": mem, "pods": pods, **(extra or {})}
+    return NodeRecord(name=name, labels=dict(labels or {}), unschedulable=unschedulable,
+                      taints=list(taints), allocatable=alloc, capacity=dict(alloc),
+                      images=list(images), obj={"metadata": {"name": name}})
+
+
+def pod(name, node_name="", cpu=100, mem=128 * Mi, ns="default", ports=(), extra=None,
+        labels=None, priority=None) -> PodRecord:
+    requests = {"cpu": cpu, "memory": mem, **(extra or {})}
+    return PodRecord(
+        namespace=ns, name=name, uid=f"uid-{ns}-{name}", node_name=node_name,
+        scheduler_name="default-scheduler", priority=priority, priority_class_name="",
+        preemption_policy="PreemptLowerPriority", labels=dict(labels or {}), creation_ns=0,
+        start_ns=None, deleting=False, phase="Running", requests=requests,
+        nonzero_cpu=cpu or L.DEFAULT_MILLI_CPU_REQUEST,
+        nonzero_memory=mem or L.DEFAULT_MEMORY_REQUEST,
+        tolerations=[], node_selector={}, node_affinity=None, pod_affinity=None,
+        pod_anti_affinity=None, topology_spread=[],
+        host_ports=[HostPort(*p) if isinstance(p, tuple) else HostPort("TCP", "0.0.0.0", p)
+                    for p in ports],
+        images=[], has_restartable_init=False, scheduling_gates=[],
+        obj={"metadata": {"name": name, "namespace": ns}})
+
+
+def snapshot(s: ClusterState) -> dict:
+    """Everything a refused operation must leave alone."""
+    cols = {k: np.array(v, copy=True) for k, v in s.columns()._asdict().items()}
+    return {
+        "cols": cols,
+        "row_version": s.row_version.copy(),
+        "version": s.version,
+        "epoch": s.epoch,
+        "layout_version": s.layout_version,
+        "resources": list(s.resources.names),
+        "label_keys": list(s.label_keys.items),
+        "label_values": [list(d.items) for d in s.label_values],
+        "taints": list(s.taints.items),
+        "images": list(s.images.items),
+        "ports": list(s.ports.items),
+        "image_name_nodes": dict(s.image_name_nodes),
+        "node_rows": dict(s.node_rows),
+        "free_rows": list(s.free_rows),
+        "n_rows": s.n_rows,
+        "pods": {k: (e.record, e.node_row) for k, e in s.pods.items()},
+        "pods_on_node": [set(x) for x in s.pods_on_node[: s.n_rows]],
+        "port_counts": [dict(x) for x in s.port_counts[: s.n_rows]],
+    }
+
+
+def assert_same(before: dict, after: dict) -> None:
+    assert before.keys() == after.keys()
+    for k in before:
+        if k == "cols":
+            for name, a in before["cols"].items():
+                b = after["cols"][name]
+                assert a.shape == b.shape and a.dtype == b.dtype, name
+                np.testing.assert_array_equal(a, b, err_msg=name)
+        elif k == "row_version":
+            np.testing.assert_array_equal(before[k], after[k])
+        else:
+            assert before[k] == after[k], k
+
+
+def bits(row_words: np.ndarray) -> set[int]:
+    out = set()
+    for w, word in enumerate(row_words.tolist()):
+        for b in range(64):
+            if (word >> b) & 1:
+                out.add(w * 64 + b)
+    return out
+
+
+def node_view(s: ClusterState, name: str) -> dict:
+    """A node's columns decoded by name (independent of rows and ids)."""
+    row = s.node_rows[name]
+    res = s.resources.names
+    labels = {}
+    nums = {}
+    for k, key in enumerate(s.label_keys.items):
+        v = s.label_vals[row, k]
+        if v >= 0:
+            labels[key] = s.label_values[k].items[v]
+            if s.label_isnum[row, k]:
+                nums[key] = int(s.label_nums[row, k])
+            else:
+                assert s.label_nums[row, k] == 0
+    return {
+        "valid": bool(s.valid[row]),
+        "allocatable": {r: int(s.allocatable[row, i]) for i, r in enumerate(res)
+                        if s.allocatable[row, i]},
+        "requested": {r: int(s.requested[row, i]) for i, r in enumerate(res)
+                      if s.requested[row, i]},
+        "nonzero": tuple(s.nonzero_requested[row].tolist()),
+        "unschedulable": bool(s.unschedulable[row]),
+        "labels": labels,
+        "label_nums": nums,
+        "taints": {s.taints.items[b] for b in bits(s.taint_bits[row])},
+        "images": {s.images.items[b] for b in bits(s.image_bits[row])},
+        "ports": {s.ports.items[b] for b in bits(s.port_bits[row])},
+        "pods": set(s.pods_on_node[row]),
+    }
+
+
+def free_row_is_clear(s: ClusterState, row: int) -> None:
+    assert not s.valid[row]
+    assert s.nodes[row] is None
+    for a in (s.allocatable, s.requested, s.nonzero_requested, s.label_nums,
+              s.taint_bits, s.image_bits, s.port_bits):
+        assert not a[row].any()
+    assert not s.unschedulable[row] and not s.label_isnum[row].any()
+    assert (s.label_vals[row] == -1).all()
+    assert not s.pods_on_node[row] and not s.port_counts[row]
+
+
+# --------------------------------------------------------------------------
+# basics
+
+def test_add_node_writes_its_row():
+    s = ClusterState()
+    rec = node("n1", labels={"zone": "a", "rank": "-7", "big": str(1 << 70)},
+               taints=[Taint("dedicated", "gpu", "NoSchedule")],
+               images=[NodeImage(("nginx:1", "nginx@sha"), 100 * Mi)], extra={GPU: 4},
+               unschedulable=True)
+    row = s.add_node(rec)
+    assert row == 0 and s.num_nodes == 1 and s.node("n1") is rec
+    v = node_view(s, "n1")
+    assert v["allocatable"] == {"cpu": 4000, "memory": 8 * Gi, "pods": 110, GPU: 4}
+    assert v["labels"] == {"#metadata.name": "n1", "zone": "a", "rank": "-7",
+                           "big": str(1 << 70)}
+    assert v["label_nums"] == {"rank": -7}            # 2**70 does not fit int64
+    assert v["taints"] == {("dedicated", "gpu", "NoSchedule")}
+    assert v["images"] == {("nginx:1", 100 * Mi), ("nginx@sha", 100 * Mi)}
+    assert v["unschedulable"] and v["valid"]
+    assert s.label_vals[row, L.LABEL_KEY_NAME] == s.label_values[0].get("n1")
+    assert s.columns().allocatable.shape == (1, 5)
+
+
+def test_parse_label_int_follows_strconv():
+    assert parse_label_int("42") == 42
+    assert parse_label_int("+3") == 3
+    assert parse_label_int("-9223372036854775808") == -(1 << 63)
+    assert parse_label_int("9223372036854775808") is None
+    assert parse_label_int("1.5") is None
+    assert parse_label_int("") is None
+    assert parse_label_int(" 1") is None
+
+
+def test_pod_requests_are_summed_on_its_node():
+    s = ClusterState()
+    s.add_node(node("n1", extra={GPU: 8}))
+    s.add_node(node("n2"))
+    s.add_pod(pod("a", "n1", cpu=250, mem=Gi, extra={GPU: 2}))
+    s.add_pod(pod("b", "n1", cpu=0, mem=0))           # best effort: non-zero defaults
+    s.add_pod(pod("c", "n2", cpu=500, mem=Gi), node_name="n2")
+    v1 = node_view(s, "n1")
+    assert v1["requested"] == {"cpu": 250, "memory": Gi, "pods": 2, GPU: 2}
+    assert v1["nonzero"] == (250 + L.DEFAULT_MILLI_CPU_REQUEST, Gi + L.DEFAULT_MEMORY_REQUEST)
+    assert v1["pods"] == {"default/a", "default/b"}
+    assert s.pods_on("n1") == [s.pods["default/a"].record, s.pods["default/b"].record]
+    s.remove_pod("default/a")
+    v1 = node_view(s, "n1")
+    assert v1["requested"] == {"pods": 1}
+    assert v1["nonzero"] == (L.DEFAULT_MILLI_CPU_REQUEST, L.DEFAULT_MEMORY_REQUEST)
+
+
+def test_explicit_node_overrides_spec_node_name():
+    s = ClusterState()
+    s.add_node(node("n1"))
+    s.add_node(node("n2"))
+    s.add_pod(pod("p", "n1"), node_name="n2")         # assumed on n2
+    assert s.pods["default/p"].node_row == s.node_rows["n2"]
+    assert node_view(s, "n1")["requested"] == {}
+
+
+def test_update_pod_moves_and_resizes_atomically():
+    s = ClusterState()
+    s.add_node(node("n1"))
+    s.add_node(node("n2"))
+    s.add_pod(pod("p", "n1", cpu=100, ports=[80]))
+    s.update_pod(pod("p", "n2", cpu=300, ports=[81]))
+    assert node_view(s, "n1")["requested"] == {}
+    assert node_view(s, "n1")["ports"] == set()
+    assert node_view(s, "n2")["requested"] == {"cpu": 300, "memory": 128 * Mi, "pods": 1}
+    assert node_view(s, "n2")["ports"] == {("TCP", "0.0.0.0", 81)}
+    # no node in the record and none given: stays where it is
+    s.update_pod(pod("p", "", cpu=50))
+    assert s.pods["default/p"].node_row == s.node_rows["n2"]
+    assert node_view(s, "n2")["requested"]["cpu"] == 50
+
+
+def test_update_node_keeps_usage_and_rewrites_spec():
+    s = ClusterState()
+    s.add_node(node("n1", labels={"zone": "a"}, taints=[Taint("k", "v", "NoSchedule")]))
+    s.add_pod(pod("p", "n1", cpu=700, ports=[8080]))
+    row = s.update_node(node("n1", cpu=8000, labels={"disk": "ssd"}, unschedulable=True))
+    assert row == 0
+    v = node_view(s, "n1")
+    assert v["allocatable"]["cpu"] == 8000
+    assert v["requested"] == {"cpu": 700, "memory": 128 * Mi, "pods": 1}
+    assert v["labels"] == {"#metadata.name": "n1", "disk": "ssd"}
+    assert v["taints"] == set() and v["unschedulable"]
+    assert v["ports"] == {("TCP", "0.0.0.0", 8080)}
+    assert v["pods"] == {"default/p"}
+
+
+def test_remove_node_removes_its_pods_and_clears_the_row():
+    s = ClusterState()
+    s.add_node(node("n1", images=[NodeImage(("img",), 10)]))
+    s.add_node(node("n2"))
+    s.add_pod(pod("a", "n1", ports=[80]))
+    s.add_pod(pod("b", "n1"))
+    s.add_pod(pod("c", "n2"))
+    s.remove_node("n1")
+    assert set(s.pods) == {"default/c"}
+    assert s.num_nodes == 1 and s.free_rows == [0] and s.n_rows == 2
+    free_row_is_clear(s, 0)
+    assert s.node_name(0) == "<free row 0>"
+    assert s.image_name_nodes == {}
+    assert s.valid_rows().tolist() == [1]
+    cols = s.columns()
+    assert cols.valid.tolist() == [False, True]
+
+
+# --------------------------------------------------------------------------
+# O(1) rows
+
+def test_pod_add_touches_one_row_without_reallocation():
+    s = ClusterState(node_capacity=8)
+    for i in range(6):
+        s.add_node(node(f"n{i}", extra={GPU: 4}))
+    # intern the port and resources first so capacity suffices
+    s.add_pod(pod("warm", "n0", ports=[80], extra={GPU: 1}))
+    arrays = {name: getattr(s, name) for name in (
+        "allocatable", "requested", "nonzero_requested", "unschedulable", "valid",
+        "label_vals", "label_nums", "label_isnum", "taint_bits", "image_bits", "port_bits",
+        "row_version")}
+    layout, epoch = s.layout_version, s.epoch
+    cols_before = {k: v.copy() for k, v in s.columns()._asdict().items()}
+    rv = s.row_version.copy()
+
+    row = s.add_pod(pod("p", "n3", cpu=300, ports=[80], extra={GPU: 2}))
+    assert row == 3
+    assert np.flatnonzero(rv != s.row_version).tolist() == [3]
+    assert s.row_version[3] == s.version
+    for name, a in arrays.items():
+        assert getattr(s, name) is a, f"{name} was reallocated"
+    assert s.layout_version == layout and s.epoch == epoch
+    # only row 3 changed in any column
+    for name, before in cols_before.items():
+        after = getattr(s.columns(), name)
+        diff = np.flatnonzero((before != after).reshape(before.shape[0], -1).any(axis=1))
+        assert set(diff.tolist()) <= {3}, name
+
+    rv = s.row_version.copy()
+    s.remove_pod("default/p")
+    assert np.flatnonzero(rv != s.row_version).tolist() == [3]
+    for name, a in arrays.items():
+        assert getattr(s, name) is a
+    for name, before in cols_before.items():
+        np.testing.assert_array_equal(before, getattr(s.columns(), name), err_msg=name)
+
+    rv = s.row_version.copy()
+    s.add_pod(pod("q", "n2"))
+    s.update_pod(pod("q", "n2", cpu=900))
+    assert np.flatnonzero(rv != s.row_version).tolist() == [2]
+
+
+def test_pod_move_touches_two_rows():
+    s = ClusterState(node_capacity=4)
+    for i in range(4):
+        s.add_node(node(f"n{i}"))
+    s.add_pod(pod("p", "n0"))
+    rv = s.row_version.copy()
+    s.update_pod(pod("p", "n2"))
+    assert np.flatnonzero(rv != s.row_version).tolist() == [0, 2]
+
+
+def test_new_table_entry_bumps_epoch_not_layout_when_room():
+    s = ClusterState(node_capacity=2)
+    s.add_node(node("n0"))
+    layout, epoch = s.layout_version, s.epoch
+    s.add_pod(pod("p", "n0", ports=[80]))              # new port table entry
+    assert s.epoch == epoch + 1 and s.layout_version == layout
+    s.add_pod(pod("q", "n0", ports=[80]))              # no new entry
+    assert s.epoch == epoch + 1
+
+
+def test_growth_reallocates_and_preserves_rows():
+    s = ClusterState(node_capacity=2)
+    s.add_node(node("a", labels={"z": "1"}))
+    s.add_node(node("b"))
+    s.add_pod(pod("p", "a", cpu=123))
+    layout = s.layout_version
+    before = node_view(s, "a")
+    s.add_node(node("c"))
+    assert s.layout_version > layout
+    assert s.allocatable.shape[0] >= 3
+    assert node_view(s, "a") == before
+    for i in range(70):                                 # many label keys, taints and images
+        s.add_node(node(f"x{i}", labels={f"k{i}": "v"}, taints=[Taint(f"t{i}", "", "NoSchedule")],
+                        images=[NodeImage((f"img{i}",), i)]))
+    assert node_view(s, "a") == before
+    assert node_view(s, "x69")["taints"] == {("t69", "", "NoSchedule")}
+    assert s.columns().taint_bits.shape[1] == 2
+
+
+def test_removed_rows_are_reused_last_freed_first():
+    s = ClusterState(node_capacity=4)
+    for n in "abcd":
+        s.add_node(node(n))
+    s.remove_node("b")
+    s.remove_node("d")
+    assert s.free_rows == [1, 3] and s.n_rows == 4
+    layout = s.layout_version
+    assert s.add_node(node("e", labels={"new": "yes"})) == 3
+    assert s.add_node(node("f")) == 1
+    assert s.add_node(node("g")) == 4                   # no free row left: a new one
+    assert s.n_rows == 5 and s.free_rows == []
+    assert s.layout_version > layout                   # capacity 4 exceeded
+    # the reused row carries nothing from its previous node
+    v = node_view(s, "f")
+    assert v["labels"] == {"#metadata.name": "f"} and v["requested"] == {}
+
+
+def test_valid_rows_tracks_node_set_changes():
+    # Regression: the cache was keyed by the node count, so removing one node,
+    # adding one and removing another returned the stale row set.
+    s = ClusterState(node_capacity=8)
+    for n in "abcd":
+        s.add_node(node(n))
+    s.remove_node("b")
+    assert s.valid_rows().tolist() == [0, 2, 3]
+    s.add_node(node("e"))                               # reuses row 1
+    s.remove_node("c")
+    assert s.valid_rows().tolist() == [0, 1, 3]
+    assert s.valid_rows() is s.valid_rows()            # still cached when unchanged
+
+
+# --------------------------------------------------------------------------
+# refused operations
+
+def _populated() -> ClusterState:
+    s = ClusterState(node_capacity=4)
+    s.add_node(node("n1", labels={"zone": "a"}, taints=[Taint("k", "v", "NoExecute")],
+                    images=[NodeImage(("img",), 5)], extra={GPU: 2}))
+    s.add_node(node("n2"))
+    s.add_node(node("n3"))
+    s.remove_node("n3")
+    s.add_pod(pod("p", "n1", ports=[80], extra={GPU: 1}))
+    return s
+
+
+REFUSED = [
+    ("duplicate node", lambda s: s.add_node(node("n1", labels={"new-key": "x"}, extra={"x/y": 1})),
+     "Node n1"),
+    ("update unknown node", lambda s: s.update_node(node("ghost", extra={"x/y": 1})), "Node ghost"),
+    ("remove unknown node", lambda s: s.remove_node("ghost"), "Node ghost"),
+    ("remove deleted node", lambda s: s.remove_node("n3"), "Node n3"),
+    ("pod on unknown node", lambda s: s.add_pod(pod("q", "ghost", ports=[99], extra={"x/y": 1})),
+     "Pod default/q.*'ghost'"),
+    ("pod without node", lambda s: s.add_pod(pod("q", "")), "Pod default/q"),
+    ("duplicate pod", lambda s: s.add_pod(pod("p", "n2", ports=[99])), "Pod default/p"),
+    ("remove unknown pod", lambda s: s.remove_pod("default/ghost"), "Pod default/ghost"),
+    ("update unknown pod", lambda s: s.update_pod(pod("ghost", "n1")), "Pod default/ghost"),
+    ("update pod to unknown node", lambda s: s.update_pod(pod("p", "ghost", ports=[99])),
+     "Pod default/p.*'ghost'"),
+    ("pod with too many resources",
+     lambda s: s.add_pod(pod("q", "n2", extra={f"ex.com/r{i}": 1 for i in range(40)})),
+     "Pod default/q: resource"),
+    ("update pod with too many resources",
+     lambda s: s.update_pod(pod("p", "n2", extra={f"ex.com/r{i}": 1 for i in range(40)})),
+     "Pod default/p: resource"),
+    ("node with too many resources",
+     lambda s: s.add_node(node("n9", extra={f"ex.com/r{i}": 1 for i in range(40)})),
+     "Node n9: resource"),
+    ("node update with too many resources",
+     lambda s: s.update_node(node("n2", extra={f"ex.com/r{i}": 1 for i in range(40)})),
+     "Node n2: resource"),
+]
+
+
+@pytest.mark.parametrize("what,op,match", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_operation_changes_nothing(what, op, match):
+    s = _populated()
+    s.valid_rows()
+    before = snapshot(s)
+    with pytest.raises(StateError, match=match):
+        op(s)
+    assert_same(before, snapshot(s))
+    # and the state still works
+    s.add_pod(pod("later", "n2"))
+    assert node_view(s, "n2")["pods"] == {"default/later"}
+
+
+def test_resource_limit_allows_exactly_max():
+    s = ClusterState()
+    room = L.MAX_RESOURCES - len(L.FIXED_RESOURCES)
+    s.add_node(node("n", extra={f"ex.com/r{i}": 1 for i in range(room)}))
+    assert len(s.resources) == L.MAX_RESOURCES
+    with pytest.raises(StateError, match="more than"):
+        s.add_pod(pod("p", "n", extra={"ex.com/one-more": 1}))
+    s.add_pod(pod("p", "n", extra={"ex.com/r0": 1, "pods": 3}))   # known names only
+    assert node_view(s, "n")["requested"]["pods"] == 1
+
+
+# --------------------------------------------------------------------------
+# ports and images
+
+def test_ports_released_when_last_pod_leaves():
+    s = ClusterState()
+    s.add_node(node("n1"))
+    s.add_node(node("n2"))
+    s.add_pod(pod("a", "n1", ports=[80, ("UDP", "0.0.0.0", 53)]))
+    s.add_pod(pod("b", "n1", ports=[80]))
+    s.add_pod(pod("c", "n2", ports=[80]))
+    tcp80, udp53 = ("TCP", "0.0.0.0", 80), ("UDP", "0.0.0.0", 53)
+    assert node_view(s, "n1")["ports"] == {tcp80, udp53}
+    assert s.port_counts[0] == {s.ports.get(tcp80): 2, s.ports.get(udp53): 1}
+    s.remove_pod("default/a")
+    assert node_view(s, "n1")["ports"] == {tcp80}
+    s.remove_pod("default/b")
+    assert node_view(s, "n1")["ports"] == set() and s.port_counts[0] == {}
+    assert node_view(s, "n2")["ports"] == {tcp80}   # other nodes untouched
+    assert len(s.ports) == 2                          # the table never shrinks
+    s.update_pod(pod("c", "n2", ports=[443]))
+    assert node_view(s, "n2")["ports"] == {("TCP", "0.0.0.0", 443)}
+
+
+def test_same_port_twice_in_one_pod():
+    s = ClusterState()
+    s.add_node(node("n1"))
+    s.add_pod(pod("a", "n1", ports=[80, 80]))
+    s.add_pod(pod("b", "n1", ports=[80]))
+    s.remove_pod("default/a")
+    assert node_view(s, "n1")["ports"] == {("TCP", "0.0.0.0", 80)}
+    s.remove_pod("default/b")
+    assert node_view(s, "n1")["ports"] == set()
+
+
+def test_image_spread_counts():
+    s = ClusterState()
+    nginx = NodeImage(("nginx:1.25", "docker.io/nginx@sha256:abc"), 50 * Mi)
+    redis = NodeImage(("redis:7",), 30 * Mi)
+    s.add_node(node("a", images=[nginx, redis]))
+    s.add_node(node("b", images=[nginx]))
+    s.add_node(node("c", images=[NodeImage(("redis:7", "redis:7"), 31 * Mi)]))
+    assert s.image_name_nodes == {"nginx:1.25": 2, "docker.io/nginx@sha256:abc": 2,
+                                  "redis:7": 2}
+    # a name with two sizes is two table entries
+    assert s.images.get(("redis:7", 30 * Mi)) >= 0 and s.images.get(("redis:7", 31 * Mi)) >= 0
+    s.update_node(node("b", images=[redis]))
+    assert s.image_name_nodes == {"nginx:1.25": 1, "docker.io/nginx@sha256:abc": 1,
+                                  "redis:7": 3}
+    s.remove_node("a")
+    assert s.image_name_nodes == {"redis:7": 2}
+    s.remove_node("b")
+    s.remove_node("c")
+    assert s.image_name_nodes == {}
+
+
+def test_state_from_manifests():
+    s = ClusterState()
+    s.add_node(parse_node({
+        "kind": "Node", "metadata": {"name": "w1", "labels": {"zone": "a"}},
+        "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110",
+                                   GPU: "2"}}}))
+    s.add_pod(parse_pod({
+        "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"nodeName": "w1", "containers": [
+            {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1500m"},
+                                                      "limits": {GPU: "1"}},
+             "ports": [{"containerPort": 80, "hostPort": 8080}]}]}}))
+    v = node_view(s, "w1")
+    assert v["requested"] == {"cpu": 1500, "pods": 1, GPU: 1}
+    assert v["nonzero"] == (1500, L.DEFAULT_MEMORY_REQUEST)
+    assert v["ports"] == {("TCP", "0.0.0.0", 8080)}
+    assert v["taints"] == {("gpu", "", "NoSchedule")}
+
+
+# --------------------------------------------------------------------------
+# property: random operations == a fresh rebuild from the survivors
+
+NODE_NAMES = ["n0", "n1", "n2"]
+POD_NAMES = ["p0", "p1", "p2"]
+NAMESPACES = ["default", "default", "kube-system"]
+
+label_st = st.dictionaries(st.sampled_from(["zone", "rack", "gen", "disk"]),
+                           st.sampled_from(["a", "b", "1", "-2", "99"]), max_size=3)
+taint_st = st.lists(st.builds(Taint, st.sampled_from(["k1", "k2"]), st.sampled_from(["", "v"]),
+                              st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute"])),
+                    max_size=2, unique=True)
+image_st = st.lists(st.builds(NodeImage, st.lists(st.sampled_from(["i1", "i2", "i3"]), min_size=1,
+                                                  max_size=2).map(tuple),
+                              st.sampled_from([10, 20])), max_size=2)
+extra_st = st.dictionaries(st.sampled_from([GPU, "example.com/fpga", "hugepages-2Mi"]),
+                           st.integers(0, 8), max_size=2)
+node_st = st.builds(node, st.sampled_from(NODE_NAMES), cpu=st.integers(0, 8000),
+                    mem=st.integers(0, 16).map(lambda g: g * Gi), labels=label_st,
+                    taints=taint_st, images=image_st, unschedulable=st.booleans(),
+                    extra=extra_st)
+
+
+def pod_st(names=st.sampled_from(POD_NAMES), namespaces=st.sampled_from(NAMESPACES)):
+    return st.builds(
+        pod, names, st.sampled_from(NODE_NAMES + [""]),
+        cpu=st.integers(0, 1000), mem=st.integers(0, 4).map(lambda g: g * Gi), ns=namespaces,
+        ports=st.lists(st.sampled_from([80, 443, ("UDP", "0.0.0.0", 53), ("TCP", "10.0.0.1", 80)]),
+                       max_size=2),
+        extra=extra_st)
+
+
+def draw_op(data, model_nodes: dict, model_pods: dict):
+    """One operation, mostly on objects that exist (so most succeed), sometimes
+    on unknown ones (so refusals are exercised too)."""
+    kind = data.draw(st.sampled_from(["add_node", "update_node", "remove_node", "add_pod",
+                                      "add_pod", "update_pod", "update_pod", "remove_pod",
+                                      "remove_pod"]))
+    target = st.sampled_from([None, *NODE_NAMES])
+    if kind in ("add_node", "update_node"):
+        return (kind, data.draw(node_st))
+    if kind == "remove_node":
+        names = sorted(model_nodes) if model_nodes and data.draw(st.booleans()) else NODE_NAMES
+        return (kind, data.draw(st.sampled_from(names)))
+    if kind == "add_pod":
+        return (kind, data.draw(pod_st()), data.draw(target))
+    keys = sorted(model_pods)
+    if keys and data.draw(st.integers(0, 4)) > 0:
+        key = data.draw(st.sampled_from(keys))
+    else:
+        key = f"default/{data.draw(st.sampled_from(POD_NAMES + ['ghost']))}"
+    if kind == "remove_pod":
+        return (kind, key)
+    ns, name = key.split("/")
+    return (kind, data.draw(pod_st(st.just(name), st.just(ns))), data.draw(target))
+
+
+def _apply(s: ClusterState, model_nodes: dict, model_pods: dict, op) -> None:
+    """Apply ``op`` to the state and to a dict model; a refused op must raise
+    StateError and change nothing."""
+    kind = op[0]
+    ok = True
+    if kind == "add_node":
+        ok = op[1].name not in model_nodes
+    elif kind in ("update_node", "remove_node"):
+        name = op[1].name if kind == "update_node" else op[1]
+        ok = name in model_nodes
+    elif kind == "add_pod":
+        p, target = op[1], op[2] or op[1].node_name
+        ok = p.key not in model_pods and target in model_nodes
+    elif kind == "update_pod":
+        p = op[1]
+        old = model_pods.get(p.key)
+        target = op[2] or p.node_name or (old[1] if old else None)
+        ok = old is not None and target in model_nodes
+    elif kind == "remove_pod":
+        ok = op[1] in model_pods
+
+    if not ok:
+        before = snapshot(s)
+        with pytest.raises(StateError):
+            getattr(s, kind)(*[a for a in op[1:] if a is not None])
+        assert_same(before, snapshot(s))
+        return
+    getattr(s, kind)(*[a for a in op[1:] if a is not None])
+    if kind in ("add_node", "update_node"):
+        model_nodes[op[1].name] = op[1]
+    elif kind == "remove_node":
+        del model_nodes[op[1]]
+        for k in [k for k, (_, n) in model_pods.items() if n == op[1]]:
+            del model_pods[k]
+    elif kind in ("add_pod", "update_pod"):
+        model_pods[op[1].key] = (op[1], target)
+    else:
+        del model_pods[op[1]]
+
+
+def _words(n: int) -> int:
+    return max(1, (n + 63) // 64)
+
+
+def _check_columns_view(s: ClusterState) -> None:
+    """columns() (memoized) shows exactly the rows, resources, keys and words in use."""
+    n, r, k = max(s.n_rows, 1), len(s.resources), len(s.label_keys)
+    want = {
+        "allocatable": s.allocatable[:n, :r], "requested": s.requested[:n, :r],
+        "nonzero_requested": s.nonzero_requested[:n], "unschedulable": s.unschedulable[:n],
+        "valid": s.valid[:n], "label_vals": s.label_vals[:n, :k],
+        "label_nums": s.label_nums[:n, :k], "label_isnum": s.label_isnum[:n, :k],
+        "taint_bits": s.taint_bits[:n, :_words(len(s.taints))],
+        "image_bits": s.image_bits[:n, :_words(len(s.images))],
+        "port_bits": s.port_bits[:n, :_words(len(s.ports))],
+    }
+    got = s.columns()._asdict()
+    assert got.keys() == want.keys()
+    for name, a in want.items():
+        assert got[name].shape == a.shape, name
+        np.testing.assert_array_equal(got[name], a, err_msg=name)
+
+
+def _check_invariants(s: ClusterState) -> None:
+    _check_columns_view(s)
+    live = set(s.node_rows.values())
+    assert sorted([*live, *s.free_rows]) == list(range(s.n_rows))
+    assert s.valid[: s.n_rows].tolist() == [r in live for r in range(s.n_rows)]
+    assert s.valid_rows().tolist() == sorted(live)
+    for r in s.free_rows:
+        free_row_is_clear(s, r)
+    for name, r in s.node_rows.items():
+        assert s.nodes[r].name == name
+        want = np.zeros(len(s.resources), np.int64)
+        nz = [0, 0]
+        for key in s.pods_on_node[r]:
+            e = s.pods[key]
+            assert e.node_row == r
+            want[: e.request.shape[0]] += e.request
+            nz[0] += e.nonzero[0]
+            nz[1] += e.nonzero[1]
+        np.testing.assert_array_equal(s.requested[r, : len(s.resources)], want)
+        assert s.nonzero_requested[r].tolist() == nz
+    assert sum(len(x) for x in s.pods_on_node) == len(s.pods)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(node_st, max_size=3, unique_by=lambda n: n.name), st.integers(4, 60),
+       st.integers(1, 6), st.data())
+def test_random_operations_match_fresh_rebuild(initial, n_ops, capacity, data):
+    s = ClusterState(node_capacity=capacity)
+    model_nodes: dict[str, NodeRecord] = {}
+    model_pods: dict[str, tuple[PodRecord, str]] = {}
+    for n in initial:
+        _apply(s, model_nodes, model_pods, ("add_node", n))
+    for _ in range(n_ops):
+        _apply(s, model_nodes, model_pods, draw_op(data, model_nodes, model_pods))
+        if data.draw(st.booleans()):        # cached views read between events
+            assert s.valid_rows().tolist() == sorted(s.node_rows.values())
+            _check_columns_view(s)
+    _check_invariants(s)
+
+    fresh = ClusterState()
+    for rec in model_nodes.values():
+        fresh.add_node(rec)
+    for p, target in model_pods.values():
+        fresh.add_pod(p, target)
+    assert set(s.node_rows) == set(fresh.node_rows) == set(model_nodes)
+    assert set(s.pods) == set(fresh.pods)
+    for name in model_nodes:
+        assert node_view(s, name) == node_view(fresh, name), name
+        assert s.node(name) is model_nodes[name]
+    for key, (p, target) in model_pods.items():
+        assert s.pods[key].record is p
+        assert s.node_name(s.pods[key].node_row) == target
+    assert s.image_name_nodes == fresh.image_name_nodes
+    assert s.num_nodes == len(model_nodes)
+
+
+def test_a_label_named_like_the_name_column_does_not_collide():
+    """matchFields metadata.name reads column 0; a node label literally keyed
+    'metadata.name' is an ordinary label in its own column."""
+    from tensorsched.framework.explain import explain
+    from tensorsched.framework.synthetic import node_dict, pod_dict
+    nodes = [node_dict("real", labels={"metadata.name": "fake"}), node_dict("fake")]
+    pod = pod_dict("p", spec={"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "NotIn",
+                              "values": ["fake"]}]}]}}}})
+    assert explain(nodes, pod)["feasible"] == ["real"]
