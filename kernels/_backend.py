@@ -28,3 +28,16 @@ def to_host(a):
     if hasattr(a, "copy_to_host"):
         return a.copy_to_host()
     return np.asarray(a)
+
+
+def popcount(words, *, xp):
+    """Set bits per element of an int64 array, as int64."""
+    count = getattr(xp, "bitwise_count", None)       # NumPy >= 2.0
+    if count is not None:
+        return count(words.astype(xp.uint64)).astype(xp.int64)   # two's complement bits
+    x = words.astype(xp.uint64)
+    n = xp.zeros(x.shape, dtype=xp.int64)
+    for _ in range(64):
+        n += (x & xp.uint64(1)).astype(xp.int64)
+        x = x >> xp.uint64(1)
+    return n

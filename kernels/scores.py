@@ -8,7 +8,7 @@ Shapes: rows [M] int64 node rows; score arrays [M] int64; raw [M, S] int64.
 from __future__ import annotations
 
 from . import layout as L
-from ._backend import array_namespace
+from ._backend import array_namespace, popcount
 from .filters import program_matches
 
 
@@ -107,19 +107,11 @@ def balanced_score(cols, rows, q, *, xp):
     return ((1.0 - std) * L.MAX_NODE_SCORE).astype(xp.int64)
 
 
-def popcount(words, *, xp):
-    """Set bits per element of an int64 array."""
-    x = words.astype(xp.uint64)
-    n = xp.zeros(x.shape, dtype=xp.int64)
-    for _ in range(64):
-        n += (x & xp.uint64(1)).astype(xp.int64)
-        x = x >> xp.uint64(1)
-    return n
-
-
 def taint_count(cols, rows, q, *, xp):
     """TaintToleration raw score: untolerated PreferNoSchedule taints, [M]."""
     w = q.taint_prefer.shape[0]
+    if not q.taint_prefer.any():          # host array: no device sync
+        return xp.zeros(rows.shape[0], dtype=xp.int64)
     common = cols.taint_bits[rows][:, :w] & xp.asarray(q.taint_prefer)[None, :]
     return popcount(common, xp=xp).sum(axis=1)
 

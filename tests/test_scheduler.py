@@ -103,3 +103,11 @@ def test_tie_break_is_deterministic_and_in_range():
     picks = [tie_break_index(42, a, 7) for a in range(200)]
     assert picks == [tie_break_index(42, a, 7) for a in range(200)]
     assert set(picks) == set(range(7))
+
+
+def test_popcount_counts_twos_complement_bits():
+    import numpy as np
+
+    from tensorsched.kernels._backend import popcount
+    words = np.array([0, 1, -1, 7, 1 << 62, -(1 << 63)], np.int64)
+    assert popcount(words, xp=np).tolist() == [0, 1, 64, 3, 1, 1]
