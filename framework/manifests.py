@@ -535,7 +535,9 @@ def _parse_container(ctx: _Ctx, c, path: str, init: bool, host_network: bool,
         ctx.string(p.get("name"), f"{ppath}.name")
         if host_port == 0 and host_network:
             host_port = container_port
-        if host_port > 0:
+        # GetHostPorts: regular containers and restartable (sidecar) init
+        # containers only; an ordinary init container has exited by then.
+        if host_port > 0 and (not init or restart_policy == "Always"):
             host_ports.append(HostPort(protocol=protocol, host_ip=host_ip, port=host_port))
 
     return _Container(requests=requests, restartable=init and restart_policy == "Always")

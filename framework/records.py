@@ -76,7 +76,7 @@ class PodRecord:
     pod_affinity: dict | None        # spec.affinity.podAffinity (not yet scheduled on)
     pod_anti_affinity: dict | None
     topology_spread: list[dict]      # spec.topologySpreadConstraints as written
-    host_ports: list[HostPort]       # containers' ports with hostPort > 0 (and init)
+    host_ports: list[HostPort]       # ports with hostPort > 0 of containers and restartable init containers
     images: list[str]                # images of containers then init containers
     has_restartable_init: bool
     scheduling_gates: list[str]

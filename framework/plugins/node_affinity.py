@@ -54,7 +54,9 @@ class NodeAffinity(Plugin, FusedFilter, FusedScore):
     def pre_score(self, ctx):
         preferred = (ctx.pod.node_affinity or {}).get(
             "preferredDuringSchedulingIgnoredDuringExecution")
-        if not preferred and not self.added_preferred:
+        # Upstream skips only when the pod's preferred list is nil: an empty
+        # (non-nil) list still scores (every node 0).
+        if preferred is None and not self.added_preferred:
             return SKIP
         return Status.OK
 

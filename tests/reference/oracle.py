@@ -442,6 +442,15 @@ def balanced_args(args: dict | None) -> dict:
     """Defaulted, validated NodeResourcesBalancedAllocationArgs."""
     args = dict(args or {})
     args["resources"] = _resource_specs(args.get("resources"), "resources")
+    # ValidateNodeResourcesBalancedAllocationArgs: no duplicate names, and
+    # every weight (after v1 defaulting) must be exactly 1.
+    seen = set()
+    for i, r in enumerate(args["resources"]):
+        if r["name"] in seen:
+            raise OracleConfigError(f"resources[{i}].name", f"duplicate value {r['name']!r}")
+        seen.add(r["name"])
+        if r["weight"] != 1:
+            raise OracleConfigError(f"resources[{i}].weight", f"{r['weight']}: must be 1")
     return args
 
 

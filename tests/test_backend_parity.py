@@ -1,0 +1,91 @@
+"""Property tests: the project's ``explain`` on every backend against the
+scalar oracle (tests/reference/oracle.py) on random clusters, pods and
+profiles, and the backends against each other.
+
+The oracle's profile format is turned into a KubeSchedulerConfiguration by
+``golden.golden_profile_to_config`` so both sides see the same profile; a
+``None`` profile is the default configuration (``config=None``) for the
+project and ``strategies.DEFAULT_PROFILE`` for the oracle.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import strategies as S
+from conftest import backend_params
+from golden import golden_profile_to_config
+from reference.oracle import OracleConfigError, oracle_explain
+from tensorsched.framework.errors import ConfigError
+from tensorsched.framework.explain import explain
+
+COMPARED = ("pod", "nodes_evaluated", "feasible", "filter", "scores", "total", "selected")
+
+_SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
+                 print_blob=True)
+
+
+def _oracle(objects, pod, profile, seed):
+    return oracle_explain(objects, pod, profile if profile is not None else S.DEFAULT_PROFILE,
+                          seed=seed)
+
+
+def _project(objects, pod, profile, seed, backend):
+    config = golden_profile_to_config(profile) if profile is not None else None
+    return explain(objects, pod, config, backend=backend, seed=seed)
+
+
+def _view(out):
+    return {k: out[k] for k in COMPARED}
+
+
+def check_against_oracle(scenario, backends):
+    objects, pod, profile, seed = scenario
+    try:
+        want = _oracle(objects, pod, profile, seed)
+    except OracleConfigError as err:
+        for b in backends:
+            with pytest.raises(ConfigError):
+                _project(objects, pod, profile, seed, b)
+        return err
+    first = None
+    for b in backends:
+        got = _project(objects, pod, profile, seed, b)
+        assert got["backend"] == b
+        assert _view(got) == _view(want), f"backend {b} differs from the oracle"
+        if first is None:
+            first = got
+        else:
+            assert _view(got) == _view(first)
+    return want
+
+
+@settings(max_examples=150, **_SETTINGS)
+@given(S.scenarios(3, 40))
+def test_numpy_and_numba_match_oracle(scenario):
+    check_against_oracle(scenario, ("numpy", "numba"))
+
+
+@pytest.mark.parametrize("backend", [p for p in backend_params() if p.values[0] == "cuda"])
+@settings(max_examples=10, **_SETTINGS)
+@given(S.scenarios(3, 5))
+def test_cudasim_matches_oracle(backend, scenario):
+    check_against_oracle(scenario, ("numpy", backend))
+
+
+def test_default_profile_matches_oracle_profile():
+    """DEFAULT_PROFILE is what config=None runs (weights and filter order)."""
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n", "labels": {"zone": "z1"}},
+            "spec": {"taints": [{"key": "k", "effect": "PreferNoSchedule"}]},
+            "status": {"allocatable": {"cpu": "2", "memory": "2Gi", "pods": "10"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "nginx",
+                                    "resources": {"requests": {"cpu": "1"}}}],
+                    "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 5, "preference": {"matchExpressions": [
+                            {"key": "zone", "operator": "In", "values": ["z1"]}]}}]}}}}
+    got = explain([node], pod, None, backend="numpy")
+    assert set(got["scores"]["n"]) == set(S.DEFAULT_PROFILE["scores"])
+    assert _view(got) == _view(_oracle([node], pod, None, 0))
