@@ -1,1 +1,9 @@
-"""State, plugins, profiles, scheduling loop and CLI."""
+"""State, plugins, profiles, scheduling loop and CLI.
+
+``tensorsched.framework.explain(objects, pod, config=None, backend="numpy",
+seed=0) -> dict`` is the library form of ``tensorsched explain``.
+"""
+
+from .explainer import explain
+
+__all__ = ["explain"]

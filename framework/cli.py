@@ -29,7 +29,7 @@ def _single_pod(path) -> dict:
 
 def cmd_explain(args) -> int:
     from .cluster import build_cluster
-    from .explain import explain_pod, failed_scheduling_message
+    from .explainer import explain_pod, failed_scheduling_message
     cluster = build_cluster(_load(args.cluster), _config(args.config))
     pod = _single_pod(args.pod)
     record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)

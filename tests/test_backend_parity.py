@@ -18,7 +18,7 @@ from conftest import backend_params
 from golden import golden_profile_to_config
 from reference.oracle import OracleConfigError, oracle_explain
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.explain import explain
+from tensorsched.framework.explainer import explain
 
 COMPARED = ("pod", "nodes_evaluated", "feasible", "filter", "scores", "total", "selected")
 

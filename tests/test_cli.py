@@ -100,3 +100,18 @@ def test_unknown_scheduler_name(tmp_path, capsys):
     pod = _write(tmp_path, "pod.yaml", [pod_dict("web", spec={"schedulerName": "other"})])
     assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod]) == 2
     assert "other" in capsys.readouterr().err
+
+
+def test_explain_function_contract():
+    """tensorsched.framework.explain(objects, pod, config=None, backend="numpy", seed=0)."""
+    import inspect
+
+    import tensorsched.framework as framework
+    sig = inspect.signature(framework.explain)
+    assert list(sig.parameters) == ["objects", "pod", "config", "backend", "seed"]
+    assert sig.parameters["config"].default is None
+    assert sig.parameters["backend"].default == "numpy"
+    assert sig.parameters["seed"].default == 0
+    nodes = [node_dict("a"), node_dict("b", cpu="1")]
+    out = framework.explain(nodes, pod_dict("p", cpu="2"), backend="numba", seed=4)
+    assert out["feasible"] == ["a"] and out["selected"] == "a"

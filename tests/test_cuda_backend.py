@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.explain import explain_pod
+from tensorsched.framework.explainer import explain_pod
 from tensorsched.framework.scheduler import Scheduler
 from tensorsched.framework.synthetic import sample
 
@@ -52,7 +52,7 @@ def test_cuda_schedule_matches_numpy_and_uploads_only_changed_rows():
 
 
 def test_cuda_without_device_fails_clearly():
-    code = ("from tensorsched.framework.explain import explain\n"
+    code = ("from tensorsched.framework import explain\n"
             "from tensorsched.framework.synthetic import sample\n"
             "n, p = sample(nodes=3, pods=1)\n"
             "try:\n    explain(n, p[0], backend='cuda')\n"

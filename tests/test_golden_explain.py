@@ -30,7 +30,7 @@ from conftest import backend_params
 from golden import golden_available, golden_profile_to_config, load_cases
 from tensorsched.framework.config import load_config
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.explain import explain
+from tensorsched.framework.explainer import explain
 from tensorsched.framework.plugins import in_tree_registry
 
 # Exactly the cases the golden loader marks with a skip_reason (no others:

@@ -684,7 +684,7 @@ def test_random_operations_match_fresh_rebuild(initial, n_ops, capacity, data):
 def test_a_label_named_like_the_name_column_does_not_collide():
     """matchFields metadata.name reads column 0; a node label literally keyed
     'metadata.name' is an ordinary label in its own column."""
-    from tensorsched.framework.explain import explain
+    from tensorsched.framework.explainer import explain
     from tensorsched.framework.synthetic import node_dict, pod_dict
     nodes = [node_dict("real", labels={"metadata.name": "fake"}), node_dict("fake")]
     pod = pod_dict("p", spec={"affinity": {"nodeAffinity": {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.explain import explain_pod
+from tensorsched.framework.explainer import explain_pod
 from tensorsched.framework.manifests import parse_pod
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.synthetic import node_dict, pod_dict
