@@ -25,7 +25,7 @@ from .records import PodRecord
 from .registry import Registry
 from .state import ClusterState
 from .status import Code, Diagnosis, Status
-from .user_plugins import ArrayPlugin, ScalarPlugin
+from .user_plugins import ScalarPlugin
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

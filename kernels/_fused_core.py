@@ -532,6 +532,21 @@ def row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, h
     return t
 
 
+def tree_pull(tmax, tcnt, p):
+    """Node p becomes the max of its children and the count attaining it."""
+    a = 2 * p
+    b = a + 1
+    if tmax[a] > tmax[b]:
+        tmax[p] = tmax[a]
+        tcnt[p] = tcnt[a]
+    elif tmax[a] < tmax[b]:
+        tmax[p] = tmax[b]
+        tcnt[p] = tcnt[b]
+    else:
+        tmax[p] = tmax[a]
+        tcnt[p] = tcnt[a] + tcnt[b]
+
+
 def tree_set(tmax, tcnt, size, i, value):
     """Set leaf i to value and refresh its ancestors (max, count of max)."""
     p = size + i
@@ -539,17 +554,7 @@ def tree_set(tmax, tcnt, size, i, value):
     tcnt[p] = 1
     p >>= 1
     while p >= 1:
-        a = 2 * p
-        b = a + 1
-        if tmax[a] > tmax[b]:
-            tmax[p] = tmax[a]
-            tcnt[p] = tcnt[a]
-        elif tmax[a] < tmax[b]:
-            tmax[p] = tmax[b]
-            tcnt[p] = tcnt[b]
-        else:
-            tmax[p] = tmax[a]
-            tcnt[p] = tcnt[a] + tcnt[b]
+        tree_pull(tmax, tcnt, p)
         p >>= 1
 
 
@@ -585,17 +590,7 @@ def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
         tmax[size + i] = -1
         tcnt[size + i] = 1
     for p in range(size - 1, 0, -1):
-        a = 2 * p
-        b = a + 1
-        if tmax[a] > tmax[b]:
-            tmax[p] = tmax[a]
-            tcnt[p] = tcnt[a]
-        elif tmax[a] < tmax[b]:
-            tmax[p] = tmax[b]
-            tcnt[p] = tcnt[b]
-        else:
-            tmax[p] = tmax[a]
-            tcnt[p] = tcnt[a] + tcnt[b]
+        tree_pull(tmax, tcnt, p)
     return feasible
 
 
