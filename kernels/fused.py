@@ -314,10 +314,26 @@ class CudaBackend:
         self._k = _fused_cuda
         self._finalize = _fused_numba.finalize
         self._dev: dict = {}
+        self._qargs: OrderedDict = OrderedDict()
         self._layout = None
         self._version = -1
         self._shape = None
         self.rows_uploaded = 0
+
+    def _query_args(self, cols, q) -> tuple:
+        """The query's kernel arguments on the device, uploaded once per
+        compiled query (and bitset width)."""
+        key = (id(q), cols.taint_bits.shape[1], cols.port_bits.shape[1])
+        hit = self._qargs.get(key)
+        if hit is not None and hit[0] is q:
+            return hit[1]
+        host = kernel_args(cols, _pad_bitsets(cols, q))[len(cols):]
+        args = tuple(self._cuda.to_device(a) if isinstance(a, np.ndarray) and a.ndim > 0 else a
+                     for a in host)
+        self._qargs[key] = (q, args)
+        while len(self._qargs) > 32:
+            self._qargs.popitem(last=False)
+        return args
 
     def _sync_columns(self, source) -> dict:
         cuda = self._cuda
@@ -344,16 +360,13 @@ class CudaBackend:
         rows = rotated(rows, start)
         dev = self._sync_columns(source)
         cols = source.columns()
-        q = _pad_bitsets(cols, q)
-        dcols = L.NodeColumns(**{f: dev[f] for f in cols._fields})
+        dcols = tuple(dev[f] for f in cols._fields)
         m = rows.shape[0]
         d_rows = cuda.to_device(rows)
         d_reasons = cuda.device_array(m, np.int64)
         d_raw = cuda.to_device(np.zeros((m, n_slots), np.int64))
-        args = kernel_args(dcols, q)
-        args = tuple(cuda.to_device(a) if isinstance(a, np.ndarray) and a.ndim > 0 and i >= 11
-                     else a for i, a in enumerate(args))
-        self._k.launch_fused_pass(m, d_rows, *args, d_reasons, d_raw)
+        self._k.launch_fused_pass(m, d_rows, *dcols, *self._query_args(cols, q), d_reasons,
+                                  d_raw)
         reasons = d_reasons.copy_to_host()
         raw = d_raw.copy_to_host()
         if extra is not None:
