@@ -20,7 +20,8 @@ from .cluster import build_cluster
 from .manifests import parse_pod
 from .scheduler import Scheduler
 
-WORKLOADS = ("basic",)
+WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
+             "preemption")
 
 
 def placements_sha256(bindings) -> str:
@@ -64,7 +65,13 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     """Build the workload, warm up, schedule ``pods`` pods, return the record."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
-    node_objs, pod_objs = synthetic.basic(nodes, pods, seed)
+    if workload == "preemption":
+        from .bench_preemption import run_preemption
+        return run_preemption(nodes, pods, backend, percentage, seed)
+    if workload == "basic":
+        node_objs, pod_objs = synthetic.basic(nodes, pods, seed)
+    else:
+        node_objs, pod_objs = synthetic.pod_to_pod(workload, nodes, pods, seed)
     cluster = build_cluster(node_objs, basic_config(percentage))
     records = [parse_pod(p) for p in pod_objs]
     sched = Scheduler(cluster, backend, seed)
@@ -78,6 +85,12 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     fw.run_cycle(cluster.state, warm, seed=seed, want_scores=False)
     cluster.state.remove_pod(warm.key)
     fw.run_cycle(cluster.state, warm, seed=seed, want_scores=False)
+    if workload != "basic" and pod_objs:
+        # The workload's own pod shape takes the host-plugin path: compile it too.
+        shaped = dict(pod_objs[0], metadata=dict(pod_objs[0]["metadata"], name="warm-up-shaped"))
+        shaped = parse_pod(shaped)
+        fw.run_cycle(cluster.state, shaped, seed=seed)
+        fw.run_cycle(cluster.state, shaped, seed=seed, want_scores=False)
     order = sched.queue_order(records)
     t0 = time.perf_counter()
     bindings = [sched.schedule_one(p) for p in order]

@@ -73,7 +73,8 @@ def cmd_schedule(args) -> int:
     cluster = build_cluster(objects, _config(args.config))
     sched = Scheduler(cluster, args.backend, args.seed)
     bindings = sched.run(cluster.pending)
-    out = {"bindings": [b.to_dict() for b in bindings], "summary": summarize(bindings)}
+    out = {"bindings": [b.to_dict() for b in bindings], "evictions": sched.evictions,
+           "summary": summarize(bindings)}
     if args.output:
         with open(args.output, "w") as f:
             if args.output.endswith(".json"):
@@ -94,6 +95,20 @@ def cmd_bench(args) -> int:
     record = run_workload(args.workload, args.nodes, args.pods, args.backend,
                           percentage=args.percentage_of_nodes_to_score, seed=args.seed)
     write_record(record, args.output)
+    return 0
+
+
+def cmd_replay(args) -> int:
+    from .replay import run_replay
+    try:
+        res, paths = run_replay(args.nodes, args.pods, args.policy, seed=args.seed,
+                                tune=args.tune, output=args.output)
+    except (OSError, ValueError, KeyError) as exc:
+        raise TensorschedError(f"replay: {exc}") from exc
+    print(f"{args.policy} seed {args.seed}: {res.scheduled}/{res.pods} pods scheduled in "
+          f"{res.seconds:.2f}s; GPU allocation at 100% demand {res.alloc[100]}%, "
+          f"at {int(round(args.tune * 100))}% {res.alloc[min(130, int(round(args.tune * 100)))]}%"
+          + (f"; wrote {', '.join(paths)}" if paths else ""), file=sys.stderr)
     return 0
 
 
@@ -123,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_schedule)
 
     b = sub.add_parser("bench", help="scheduler_perf-like workloads")
-    b.add_argument("--workload", default="basic", choices=("basic",))
+    b.add_argument("--workload", default="basic",
+                   choices=("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
+                            "preemption"))
     b.add_argument("--nodes", type=int, default=1000)
     b.add_argument("--pods", type=int, default=1000)
     b.add_argument("--backend", choices=backends, default="numba")
@@ -131,6 +148,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--output", help="write the JSON record here too")
     b.set_defaults(func=cmd_bench)
+
+    r = sub.add_parser("replay", help="openb GPU trace replay (Weng et al., ATC'23)")
+    r.add_argument("--nodes", required=True, help="openb node CSV")
+    r.add_argument("--pods", required=True, help="openb pod CSV")
+    r.add_argument("--policy", required=True,
+                   choices=("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD"))
+    r.add_argument("--seed", type=int, default=42)
+    r.add_argument("--tune", type=float, default=1.3)
+    r.add_argument("--output", help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it")
+    r.set_defaults(func=cmd_replay)
     return ap
 
 

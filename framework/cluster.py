@@ -9,6 +9,7 @@ from .config import SchedulerConfig, load_config
 from .errors import StateError
 from .manifests import Objects, parse_objects, parse_pod
 from .plugins import in_tree_registry
+from .priorities import PriorityResolver
 from .records import PodRecord
 from .registry import Registry
 from .runtime import Framework
@@ -30,6 +31,21 @@ class Cluster:
     objects: Objects
     pending: list[PodRecord] = field(default_factory=list)
     _frameworks: dict = field(default_factory=dict)
+    resolver: PriorityResolver = field(default_factory=PriorityResolver)
+    _pod_table: object = None
+
+    def resolve(self, pod) -> PodRecord:
+        """A PodRecord (from a record or a Pod dict) with its priority and
+        preemption policy resolved against the loaded PriorityClasses."""
+        return self.resolver.resolve(pod_from(pod))
+
+    def pod_table(self):
+        """The preemption victim table of this cluster's state (kept in step
+        with the state by row version), with the loaded PDBs."""
+        if self._pod_table is None:
+            from .preemption import PodTable
+            self._pod_table = PodTable(self.state, self.objects.pdbs)
+        return self._pod_table
 
     def framework_for(self, pod: PodRecord, backend: str) -> Framework:
         """The Framework of the pod's profile (``spec.schedulerName``)."""
@@ -52,11 +68,13 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     cfg = load_config(config, registry.plugin_points()) if not isinstance(
         config, SchedulerConfig) else config
     objs = objects if isinstance(objects, Objects) else parse_objects(objects)
+    resolver = PriorityResolver(objs.priority_classes)
     state = ClusterState(node_capacity=max(len(objs.nodes), 1))
     for node in objs.nodes:
         state.add_node(node)
     pending = []
     for pod in objs.pods:
+        pod = resolver.resolve(pod)
         if pod.phase in TERMINAL_PHASES:
             continue
         if pod.node_name:
@@ -66,4 +84,4 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
             state.add_pod(pod)
         else:
             pending.append(pod)
-    return Cluster(state, cfg, registry, objs, pending)
+    return Cluster(state, cfg, registry, objs, pending, resolver=resolver)

@@ -3,7 +3,9 @@
 {"pod", "profile", "backend", "nodes_evaluated", "feasible": [names],
  "filter": {node: {"code", "plugin", "reasons"}} (rejected nodes only),
  "scores": {node: {plugin: normalized score}}, "total": {node: weighted
- total}, "selected": node or null}
+ total}, "selected": node or null,
+ "preemption": null when the pod fits, else {"nominated_node": node or null,
+ "victims": ["ns/name", ...]} (DefaultPreemption's dry run: nothing is deleted)}
 
 Every node is evaluated (percentageOfNodesToScore does not apply) and every
 feasible node is scored, even a lone one.
@@ -11,13 +13,13 @@ feasible node is scored, even a lone one.
 
 from __future__ import annotations
 
-from .cluster import Cluster, build_cluster, pod_from
+from .cluster import Cluster, build_cluster
 from .runtime import CycleContext
 
 
 def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) -> dict:
     """The decision record of ``pod`` (a PodRecord or a Pod dict) on ``cluster``."""
-    pod = pod_from(pod)
+    pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
     state = cluster.state
     result = fw.run_cycle(state, pod, seed=seed, attempt=0, all_nodes=True)
@@ -35,11 +37,26 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
                         for p in result.active_score_plugins}
         total[name] = int(result.total[j])
     selected = state.node_name(result.selected_row) if result.selected_row >= 0 else None
+    preemption = None
+    if selected is None:
+        outcome = run_post_filter(cluster, fw, ctx, result, seed=seed)
+        preemption = {"nominated_node": outcome.nominated_node if outcome else None,
+                      "victims": list(outcome.victims) if outcome else []}
     return {
         "pod": pod.key, "profile": fw.profile.scheduler_name, "backend": fw.backend_name,
         "nodes_evaluated": int(result.rows.shape[0]), "feasible": feasible,
         "filter": rejected, "scores": scores, "total": total, "selected": selected,
+        "preemption": preemption,
     }
+
+
+def run_post_filter(cluster: Cluster, fw, ctx, result, seed: int = 0, attempt: int = 0):
+    """The profile's PostFilter (DefaultPreemption) for a failed cycle: a
+    ``PreemptionResult``, or None when the profile has no PostFilter."""
+    for p in fw._point.get("postFilter", []):
+        if hasattr(p, "post_filter"):
+            return p.post_filter(ctx, result, cluster.pod_table(), seed=seed, attempt=attempt)
+    return None
 
 
 def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) -> dict:
@@ -53,7 +70,7 @@ def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) ->
 def failed_scheduling_message(cluster: Cluster, pod, backend: str = "numpy") -> str | None:
     """kube-scheduler's FailedScheduling text for a pod that fits nowhere
     (None when it fits)."""
-    pod = pod_from(pod)
+    pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)
     if result.selected_row >= 0:

@@ -61,6 +61,18 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(n, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+def processed_rows(feasible: np.ndarray, num_to_find: int) -> int:
+    """How many rows (in evaluation order) a cycle scans: up to the
+    ``num_to_find``-th feasible one (as ``finalize_scores`` counts them)."""
+    m = feasible.shape[0]
+    if num_to_find <= 0:
+        return m
+    csum = np.cumsum(feasible)
+    if m == 0 or csum[-1] < num_to_find:
+        return m
+    return int(np.argmax(csum >= num_to_find)) + 1
+
+
 @dataclass
 class CycleContext:
     """What plugins see during one pod's cycle (CycleState's role)."""
@@ -92,6 +104,7 @@ class CycleResult:
     prefilter_plugin_rejects: dict
     active_score_plugins: list
     skipped_filters: set
+    query: object = None        # the compiled PodQuery (None after a PreFilter reject)
 
     @property
     def rows(self) -> np.ndarray:
@@ -152,7 +165,10 @@ class Framework:
         self.user_filters: list = []           # (plugin, bit)
         self.user_scores: list = []            # (plugin, slot)
         bit, slot = L.USER_FILTER_SHIFT, L.N_BUILTIN_SCORES
-        for p in self.filters:
+        # Scalar plugins take the first bits/slots (the numba kernel compiles
+        # them in); explanations still follow profile order.
+        scalar_first = lambda p: not isinstance(p, ScalarPlugin)  # noqa: E731
+        for p in sorted(self.filters, key=scalar_first):
             if isinstance(p, FusedFilter):
                 continue
             if bit >= L.USER_FILTER_SHIFT + L.MAX_USER_FILTERS:
@@ -161,7 +177,7 @@ class Framework:
             p.reason_bits = 1 << bit
             self.user_filters.append((p, bit))
             bit += 1
-        for p, _w in self.score_refs:
+        for p, _w in sorted(self.score_refs, key=lambda pw: scalar_first(pw[0])):
             if isinstance(p, FusedScore):
                 continue
             if hasattr(p, "score"):
@@ -247,9 +263,16 @@ class Framework:
         else:
             start = start_index % n
             to_find = num_feasible_nodes_to_find(self.percentage, n)
-        needs_host = any(not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))
-                         for p, _ in self.user_filters + self.user_scores)
-        extra = self._user_stage(ctx, rotated(all_rows, start)) if needs_host else None
+        # Host-side plugins that run for this pod: filters whose PreFilter did
+        # not Skip, scores that passed PreScore (a skipped plugin keeps the
+        # numba backend on its cached per-row path).
+        host_filters = [(p, b) for p, b in self.user_filters if p.name not in skipped
+                        and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
+        host_scores = [(p, s) for p, s in self.user_scores if p in scoring
+                       and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
+        extra = (self._user_stage(ctx, rotated(all_rows, start), host_filters, host_scores,
+                                  to_find)
+                 if host_filters or host_scores else None)
         res = self.backend.evaluate(state, all_rows, start, q, to_find, active, norm, weights,
                                     self.n_slots, extra, want_scores)
         sel = -1
@@ -261,23 +284,31 @@ class Framework:
         if node_names is not None:
             pf_rejects = {"plugins": restricted_by}
         return CycleResult(all_rows, start, res.reasons, res.scores, res.total, res.processed,
-                           res.found, sel, Status.OK, pf_rejects, active_plugins, skipped)
+                           res.found, sel, Status.OK, pf_rejects, active_plugins, skipped, q)
 
-    def _user_stage(self, ctx, rows):
+    def _user_stage(self, ctx, rows, host_filters, host_scores, to_find):
         """Array user plugins (and scalar ones outside the numba kernel) as
-        a post-step of the fused pass."""
+        a post-step of the fused pass.
+
+        A score plugin with ``normalize_scores(ctx, rows, raw, scored) ->
+        [M] int64`` normalizes itself here, on the host: ``scored`` marks the
+        rows that will be scored (feasible, within percentageOfNodesToScore),
+        and its slot's kernel normalization is NORMALIZE_NONE."""
         def run(reasons, raw):
-            for p, bit in self.user_filters:
-                if self._scalar_in_kernel and isinstance(p, ScalarPlugin):
-                    continue
+            for p, bit in host_filters:
                 ok = np.asarray(p.filter(ctx, rows), dtype=bool)
                 valid = reasons != L.R_INVALID_ROW
                 reasons = reasons | np.where(ok | ~valid, 0, np.int64(1) << bit)
             feasible = reasons == 0
-            for p, slot in self.user_scores:
-                if self._scalar_in_kernel and isinstance(p, ScalarPlugin):
-                    continue
+            scored = None
+            for p, slot in host_scores:
                 s = np.asarray(p.score(ctx, rows), dtype=np.int64)
+                norm = getattr(p, "normalize_scores", None)
+                if norm is not None:
+                    if scored is None:
+                        scored = feasible & (np.arange(feasible.shape[0])
+                                             < processed_rows(feasible, to_find))
+                    s = np.asarray(norm(ctx, rows, s, scored), dtype=np.int64)
                 raw[:, slot] = np.where(feasible, s, 0)
             return reasons, raw
         return run
@@ -331,6 +362,8 @@ class Framework:
             if own:
                 if isinstance(p, FusedFilter):
                     return p.explain_reasons(ctx, row, own)
+                if hasattr(p, "explain_status"):        # code and reasons of its own
+                    return p.explain_status(ctx, row)
                 return Status(Code.UNSCHEDULABLE, tuple(p.explain_reasons(ctx, row)), p.name)
         return Status(Code.ERROR, ("unexplained rejection",), "")
 

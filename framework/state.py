@@ -142,6 +142,9 @@ class ClusterState:
         self.free_rows: list[int] = []
         self.n_rows = 0                                   # high-water mark
         self.pods: dict[str, PodRow] = {}
+        # Called as fn(record, node_row, +1 | -1) after a pod is added to or
+        # removed from a node (derived indexes, e.g. per-domain pod counts).
+        self.listeners: list = []
         self.pods_on_node: list[set[str]] = [set() for _ in range(cap)]
         self.version = 0
         self.layout_version = 0
@@ -413,6 +416,8 @@ class ClusterState:
                                 port_ids)
         self.pods_on_node[row].add(key)
         self._touch(row)
+        for fn in self.listeners:
+            fn(pod, row, 1)
         return row
 
     def remove_pod(self, key: str) -> PodRow:
@@ -432,6 +437,8 @@ class ClusterState:
                 self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
         self.pods_on_node[row].discard(key)
         self._touch(row)
+        for fn in self.listeners:
+            fn(entry.record, row, -1)
         return entry
 
     def update_pod(self, pod: PodRecord, node_name: str | None = None) -> int:

@@ -118,3 +118,57 @@ def sample(seed: int = 0, nodes: int = 12, pods: int = 40) -> tuple[list[dict], 
                                  cpu=cpu, memory=mem, priority=int(rng.choice([0, 0, 100])),
                                  created=i, spec=spec, extra=extra, image=image))
     return node_objs, pod_objs
+
+
+# ---------------------------------------------------------------------------
+# Pod-to-pod workloads, after scheduler_perf's TopologySpreading,
+# SchedulingPodAntiAffinity, SchedulingPodAffinity and
+# SchedulingPreferredPodAffinity (test/integration/scheduler_perf): nodes in
+# 3 zones; ``init`` pods placed first (part of the workload's state), then
+# the measured pods.  Approximations: the init pods are scheduled by the
+# same scheduler (not created bound), and one namespace is used.
+# ---------------------------------------------------------------------------
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+def _affinity_pod(name: str, created: int, labels: dict, spec: dict) -> dict:
+    return pod_dict(name, created=created, labels=labels, spec=spec)
+
+
+def pod_to_pod(workload: str, nodes: int, pods: int, seed: int = 0):
+    """(node dicts, pending pod dicts) for spread | antiaffinity | affinity |
+    preferred-affinity (the init pods come first in the pending list)."""
+    del seed
+    node_objs = [node_dict(f"node-{i}", labels={ZONE: f"zone-{i % 3}"}) for i in range(nodes)]
+    out = []
+    if workload == "spread":
+        sel = {"matchLabels": {"color": "blue"}}
+        spec = {"topologySpreadConstraints": [
+            {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": sel}]}
+        for i in range(pods):
+            out.append(_affinity_pod(f"spread-{i}", i, {"color": "blue"}, spec))
+    elif workload == "antiaffinity":
+        term = {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": HOST}
+        spec = {"affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+        for i in range(pods):
+            out.append(_affinity_pod(f"anti-{i}", i, {"color": "green"}, spec))
+    elif workload == "affinity":
+        term = {"labelSelector": {"matchLabels": {"color": "blue"}}, "topologyKey": ZONE}
+        spec = {"affinity": {"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+        for i in range(pods):
+            out.append(_affinity_pod(f"aff-{i}", i, {"color": "blue"}, spec))
+    elif workload == "preferred-affinity":
+        term = {"labelSelector": {"matchLabels": {"color": "red"}}, "topologyKey": HOST}
+        spec = {"affinity": {"podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": term}]}}}
+        for i in range(pods):
+            out.append(_affinity_pod(f"pref-{i}", i, {"color": "red"}, spec))
+    else:
+        raise ValueError(f"unknown workload {workload!r}")
+    return node_objs, out

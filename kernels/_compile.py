@@ -28,3 +28,18 @@ def compile_core(decorate: Callable) -> dict:
     for name in CORE_FUNCTIONS:
         namespace[name] = decorate(namespace[name])
     return namespace
+
+
+def compile_module(module, decorate: Callable, base: dict) -> dict:
+    """Compile another scalar core module the same way, on top of ``base``
+    (an already compiled namespace, e.g. ``compile_core``'s): the module's
+    functions can call every compiled function of ``base``."""
+    source = inspect.getsource(module)
+    namespace: dict = {"__name__": f"{module.__name__}_compiled"}
+    namespace.update({k: v for k, v in base.items() if k in CORE_FUNCTIONS})
+    exec(compile(source, module.__file__, "exec"), namespace)
+    own = [name for name, obj in vars(module).items()
+           if isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__]
+    for name in own:
+        namespace[name] = decorate(namespace[name])
+    return namespace

@@ -29,8 +29,9 @@ SCORES = ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "TaintToleratio
 # (PodTopologySpread / InterPodAffinity skip for pods without constraints and
 # clusters without pod affinity; the volume plugins accept every node).
 DEFAULT_PROFILE = {
-    "filters": list(FILTERS),
+    "filters": list(FILTERS) + ["PodTopologySpread", "InterPodAffinity"],
     "scores": {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+               "PodTopologySpread": 2, "InterPodAffinity": 2,
                "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1},
     "args": {},
 }

@@ -26,7 +26,7 @@ def test_explain_json(tmp_path, capsys):
     assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod, "--backend", "numba"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"pod", "profile", "backend", "nodes_evaluated", "feasible", "filter",
-                        "scores", "total", "selected"}
+                        "scores", "total", "selected", "preemption"}
     assert out["pod"] == "default/web" and out["backend"] == "numba"
     assert out["feasible"] == ["b"] and out["selected"] == "b"
     assert out["filter"]["a"] == {"code": "Unschedulable", "plugin": "NodeResourcesFit",

@@ -1115,6 +1115,330 @@ def score_image_locality(pod: dict, node: dict, ctx: dict) -> int:
 
 
 # ---------------------------------------------------------------------------
+# Pod label selectors (apimachinery metav1.LabelSelectorAsSelector)
+# ---------------------------------------------------------------------------
+
+HOSTNAME_KEY = "kubernetes.io/hostname"
+NS_NAME_LABEL = "kubernetes.io/metadata.name"
+REASON_SPREAD_MISSING = ("node(s) didn't match pod topology spread constraints "
+                         "(missing required label)")
+REASON_SPREAD_SKEW = "node(s) didn't match pod topology spread constraints"
+REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+def label_selector_matches(selector, labels: dict, extra=()) -> bool:
+    """A LabelSelector on a label map: null matches nothing, {} everything;
+    ``extra`` are (key, value) equality requirements ANDed in."""
+    if selector is None and not extra:
+        return False
+    selector = selector or {}
+    for k, v in extra:
+        if labels.get(k) != v:
+            return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if k not in labels or labels[k] != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), list(e.get("values") or [])
+        if op == "In" and not (key in labels and labels[key] in values):
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def _pod_ns(pod: dict) -> str:
+    return _meta(pod).get("namespace") or "default"
+
+
+def _terminating(pod: dict) -> bool:
+    return bool(_meta(pod).get("deletionTimestamp"))
+
+
+# ---------------------------------------------------------------------------
+# PodTopologySpread (plugins/podtopologyspread/{common,filtering,scoring}.go)
+# Feature gates on (NodeInclusionPolicy, MatchLabelKeys); no Services,
+# ReplicaSets, StatefulSets or ReplicationControllers exist, so default
+# constraints never apply.
+# ---------------------------------------------------------------------------
+
+def spread_constraints(pod: dict, action: str) -> list[dict]:
+    out = []
+    for c in _spec(pod).get("topologySpreadConstraints") or []:
+        if c.get("whenUnsatisfiable") != action:
+            continue
+        labels = _labels(pod)
+        extra = tuple((k, labels[k]) for k in c.get("matchLabelKeys") or [] if k in labels)
+        out.append({"maxSkew": c.get("maxSkew", 1), "key": c.get("topologyKey"),
+                    "selector": c.get("labelSelector"), "extra": extra,
+                    "minDomains": c.get("minDomains") or 1,
+                    "affinityPolicy": c.get("nodeAffinityPolicy") or "Honor",
+                    "taintsPolicy": c.get("nodeTaintsPolicy") or "Ignore"})
+    return out
+
+
+def _untolerated_no_schedule(pod: dict, node: dict) -> bool:
+    tols = _spec(pod).get("tolerations") or []
+    for taint in (_spec(node).get("taints") or []):
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerations_tolerate(tols, taint):
+            return True
+    return False
+
+
+def _spread_node_counts(pod, node, c, bound) -> bool:
+    """matchNodeInclusionPolicies."""
+    if c["affinityPolicy"] == "Honor" and not pod_required_affinity_matches(pod, node):
+        return False
+    if c["taintsPolicy"] == "Honor" and _untolerated_no_schedule(pod, node):
+        return False
+    return True
+
+
+def _count_matching(pods: list[dict], c: dict, ns: str) -> int:
+    n = 0
+    for p in pods:
+        if _terminating(p) or _pod_ns(p) != ns:
+            continue
+        if label_selector_matches(c["selector"], _labels(p), c["extra"]):
+            n += 1
+    return n
+
+
+def filter_pod_topology_spread(pod: dict, node: dict, ctx: dict):
+    constraints = spread_constraints(pod, "DoNotSchedule")
+    if not constraints:
+        return None
+    all_nodes, bound = ctx["all_nodes"], ctx["bound"]
+    ns = _pod_ns(pod)
+    for c in constraints:
+        key = c["key"]
+        if key not in _labels(node):
+            return UNRESOLVABLE, [REASON_SPREAD_MISSING]
+        domain_counts: dict[str, int] = {}
+        for other in all_nodes:
+            ol = _labels(other)
+            if not all(x["key"] in ol for x in constraints):
+                continue
+            if not _spread_node_counts(pod, other, c, bound):
+                continue
+            v = ol[key]
+            domain_counts[v] = domain_counts.get(v, 0) + _count_matching(bound[_name(other)], c, ns)
+        if len(domain_counts) < c["minDomains"] or not domain_counts:
+            global_min = 0
+        else:
+            global_min = min(domain_counts.values())
+        self_match = 1 if label_selector_matches(c["selector"], _labels(pod), c["extra"]) else 0
+        match_num = domain_counts.get(_labels(node)[key], 0)
+        if match_num + self_match - global_min > c["maxSkew"]:
+            return UNSCHEDULABLE, [REASON_SPREAD_SKEW]
+    return None
+
+
+def prescore_pod_topology_spread(pod: dict, args: dict) -> str:
+    return SUCCESS if spread_constraints(pod, "ScheduleAnyway") else SKIP
+
+
+def scores_pod_topology_spread(pod, candidates, all_nodes, bound, args) -> dict[str, int]:
+    """Score + NormalizeScore over the candidate (feasible) nodes."""
+    constraints = spread_constraints(pod, "ScheduleAnyway")
+    ns = _pod_ns(pod)
+    ignored = {_name(n) for n in candidates
+               if not all(c["key"] in _labels(n) for c in constraints)}
+    kept = [n for n in candidates if _name(n) not in ignored]
+    weights = []
+    domain_counts = []
+    for c in constraints:
+        key = c["key"]
+        if key == HOSTNAME_KEY:
+            size = len(candidates) - len(ignored)
+        else:
+            size = len({_labels(n)[key] for n in kept})
+        weights.append(math.log(float(size + 2)))
+        counts = {}
+        if key != HOSTNAME_KEY:
+            wanted = {_labels(n)[key] for n in kept}
+            for other in all_nodes:
+                ol = _labels(other)
+                if not all(x["key"] in ol for x in constraints):
+                    continue
+                if not _spread_node_counts(pod, other, c, bound):
+                    continue
+                if ol[key] in wanted:
+                    counts[ol[key]] = counts.get(ol[key], 0) + _count_matching(
+                        bound[_name(other)], c, ns)
+        domain_counts.append(counts)
+    raw = {}
+    for n in candidates:
+        if _name(n) in ignored:
+            continue
+        score = 0.0
+        for c, w, counts in zip(constraints, weights, domain_counts):
+            v = _labels(n)[c["key"]]
+            cnt = (_count_matching(bound[_name(n)], c, ns) if c["key"] == HOSTNAME_KEY
+                   else counts.get(v, 0))
+            score += float(cnt) * w + float(c["maxSkew"] - 1)
+        raw[_name(n)] = go_round(score)
+    lo = min(raw.values()) if raw else 0
+    hi = max(raw.values()) if raw else 0
+    out = {}
+    for n in candidates:
+        name = _name(n)
+        if name in ignored:
+            out[name] = 0
+        elif hi == 0:
+            out[name] = MAX_NODE_SCORE
+        else:
+            out[name] = go_div(MAX_NODE_SCORE * (hi + lo - raw[name]), hi)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# InterPodAffinity (plugins/interpodaffinity/{filtering,scoring}.go)
+# Namespaces carry only the label kubernetes.io/metadata.name.
+# ---------------------------------------------------------------------------
+
+def _affinity_terms(pod: dict, which: str, kind: str) -> list[dict]:
+    """Terms of spec.affinity.<which> (podAffinity / podAntiAffinity), kind
+    required or preferred; each {"weight", "term"}."""
+    aff = (_spec(pod).get("affinity") or {}).get(which) or {}
+    if kind == "required":
+        return [{"weight": 1, "term": t}
+                for t in aff.get("requiredDuringSchedulingIgnoredDuringExecution") or []]
+    return [{"weight": w.get("weight", 0), "term": w.get("podAffinityTerm") or {}}
+            for w in aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+
+
+def affinity_term_matches(owner: dict, term: dict, target: dict) -> bool:
+    """Does ``target`` match ``term`` of pod ``owner`` (namespaces, then selector)?"""
+    namespaces = term.get("namespaces") or []
+    ns_sel = term.get("namespaceSelector")
+    target_ns = _pod_ns(target)
+    if not namespaces and ns_sel is None:
+        in_ns = target_ns == _pod_ns(owner)
+    else:
+        in_ns = target_ns in namespaces or label_selector_matches(
+            ns_sel, {NS_NAME_LABEL: target_ns})
+    return in_ns and label_selector_matches(term.get("labelSelector"), _labels(target))
+
+
+def _all_bound(all_nodes, bound):
+    for n in all_nodes:
+        for p in bound[_name(n)]:
+            yield n, p
+
+
+def filter_inter_pod_affinity(pod: dict, node: dict, ctx: dict):
+    all_nodes, bound = ctx["all_nodes"], ctx["bound"]
+    labels = _labels(node)
+    req_aff = [t["term"] for t in _affinity_terms(pod, "podAffinity", "required")]
+    req_anti = [t["term"] for t in _affinity_terms(pod, "podAntiAffinity", "required")]
+    # 1. the pod's required affinity
+    if req_aff:
+        counts = {}
+        for n, p in _all_bound(all_nodes, bound):
+            if all(affinity_term_matches(pod, t, p) for t in req_aff):
+                for t in req_aff:
+                    k = t.get("topologyKey")
+                    if k in _labels(n):
+                        pair = (k, _labels(n)[k])
+                        counts[pair] = counts.get(pair, 0) + 1
+        exist = True
+        for t in req_aff:
+            k = t.get("topologyKey")
+            if k not in labels:
+                return UNRESOLVABLE, [REASON_POD_AFFINITY]
+            if counts.get((k, labels[k]), 0) <= 0:
+                exist = False
+        if not exist and not (not counts and all(affinity_term_matches(pod, t, pod)
+                                                  for t in req_aff)):
+            return UNRESOLVABLE, [REASON_POD_AFFINITY]
+    # 2. the pod's required anti-affinity
+    for t in req_anti:
+        k = t.get("topologyKey")
+        if k not in labels:
+            continue
+        for n, p in _all_bound(all_nodes, bound):
+            if _labels(n).get(k) == labels[k] and k in _labels(n) and affinity_term_matches(pod, t, p):
+                return UNSCHEDULABLE, [REASON_POD_ANTI_AFFINITY]
+    # 3. bound pods' required anti-affinity against the pod
+    for n, p in _all_bound(all_nodes, bound):
+        for t in _affinity_terms(p, "podAntiAffinity", "required"):
+            k = t["term"].get("topologyKey")
+            if k in _labels(n) and k in labels and _labels(n)[k] == labels[k] and \
+                    affinity_term_matches(p, t["term"], pod):
+                return UNSCHEDULABLE, [REASON_EXISTING_ANTI_AFFINITY]
+    return None
+
+
+def _ipa_topology_score(pod, all_nodes, bound, args):
+    """{(key, value): score} and whether anything was recorded."""
+    hard = args.get("hardPodAffinityWeight", 1)
+    if hard is None:
+        hard = 1
+    topo: dict = {}
+    recorded = False
+    own_aff = _affinity_terms(pod, "podAffinity", "preferred")
+    own_anti = _affinity_terms(pod, "podAntiAffinity", "preferred")
+
+    def process(owner, wt, target, node, mult):
+        nonlocal recorded
+        nl = _labels(node)
+        if not nl:
+            return
+        k = wt["term"].get("topologyKey")
+        if k in nl and affinity_term_matches(owner, wt["term"], target):
+            topo[(k, nl[k])] = topo.get((k, nl[k]), 0) + wt["weight"] * mult
+            recorded = True
+
+    for n, p in _all_bound(all_nodes, bound):
+        for wt in own_aff:
+            process(pod, wt, p, n, 1)
+        for wt in own_anti:
+            process(pod, wt, p, n, -1)
+        if hard > 0:
+            for wt in _affinity_terms(p, "podAffinity", "required"):
+                process(p, {"weight": hard, "term": wt["term"]}, pod, n, 1)
+        for wt in _affinity_terms(p, "podAffinity", "preferred"):
+            process(p, wt, pod, n, 1)
+        for wt in _affinity_terms(p, "podAntiAffinity", "preferred"):
+            process(p, wt, pod, n, -1)
+    return topo, recorded
+
+
+def prescore_inter_pod_affinity_full(pod, all_nodes, bound, args) -> str:
+    own = _affinity_terms(pod, "podAffinity", "preferred") + \
+        _affinity_terms(pod, "podAntiAffinity", "preferred")
+    if args.get("ignorePreferredTermsOfExistingPods") and not own:
+        return SKIP
+    _, recorded = _ipa_topology_score(pod, all_nodes, bound, args)
+    return SUCCESS if recorded else SKIP
+
+
+def scores_inter_pod_affinity(pod, candidates, all_nodes, bound, args) -> dict[str, int]:
+    topo, _ = _ipa_topology_score(pod, all_nodes, bound, args)
+    raw = {}
+    for n in candidates:
+        nl = _labels(n)
+        raw[_name(n)] = sum(v for (k, val), v in topo.items() if nl.get(k) == val and k in nl)
+    lo, hi = min(raw.values()), max(raw.values())
+    out = {}
+    for name, s in raw.items():
+        f = 0.0
+        if hi - lo > 0:
+            f = float(MAX_NODE_SCORE) * (float(s - lo) / float(hi - lo))
+        out[name] = int(f)
+    return out
+
+
+# ---------------------------------------------------------------------------
 # Normalization (framework/plugins/helper/normalize_score.go)
 # ---------------------------------------------------------------------------
 
@@ -1144,6 +1468,15 @@ FILTERS = {
     "NodeAffinity": filter_node_affinity,
     "NodePorts": filter_node_ports,
     "NodeResourcesFit": filter_fit,
+    "PodTopologySpread": filter_pod_topology_spread,
+    "InterPodAffinity": filter_inter_pod_affinity,
+}
+
+# Score plugins whose Score/NormalizeScore depend on the whole candidate set:
+# fn(pod, candidates, all_nodes, bound, args) -> {node: final score}.
+SET_SCORES = {
+    "PodTopologySpread": scores_pod_topology_spread,
+    "InterPodAffinity": scores_inter_pod_affinity,
 }
 
 SCORES = {
@@ -1175,7 +1508,7 @@ def _check_profile(profile: dict) -> tuple[list[str], dict[str, int], dict[str, 
         if f not in FILTERS:
             raise OracleConfigError("filters", f"unsupported filter plugin {f!r}")
     for s, w in scores.items():
-        if s not in SCORES:
+        if s not in SCORES and s not in SET_SCORES:
             raise OracleConfigError("scores", f"unsupported score plugin {s!r}")
         if not isinstance(w, int) or w < 0:
             raise OracleConfigError(f"scores.{s}", f"invalid weight {w!r}")
@@ -1228,7 +1561,7 @@ def oracle_explain(objects: list[dict], pod: dict, profile: dict, seed: int = 0,
 
     feasible = []
     for node in candidates:
-        ctx_base = {"pods_on_node": bound[_name(node)], "all_nodes": nodes}
+        ctx_base = {"pods_on_node": bound[_name(node)], "all_nodes": nodes, "bound": bound}
         verdict = None
         for plugin in filters:
             if plugin == "NodeAffinity" and skip_affinity_filter:
@@ -1246,7 +1579,18 @@ def oracle_explain(objects: list[dict], pod: dict, profile: dict, seed: int = 0,
     scores: dict[str, dict[str, int]] = {n: {} for n in feasible_names}
     if feasible:
         for plugin, _w in weights.items():
-            if prescore_status(plugin, pod, args[plugin]) == SKIP:
+            if plugin == "PodTopologySpread":
+                if prescore_pod_topology_spread(pod, args[plugin]) == SKIP:
+                    continue
+            elif plugin == "InterPodAffinity":
+                if prescore_inter_pod_affinity_full(pod, nodes, bound, args[plugin]) == SKIP:
+                    continue
+            elif prescore_status(plugin, pod, args[plugin]) == SKIP:
+                continue
+            if plugin in SET_SCORES:
+                final = SET_SCORES[plugin](pod, feasible, nodes, bound, args[plugin])
+                for n in feasible_names:
+                    scores[n][plugin] = final[n]
                 continue
             raw = {}
             for node in feasible:
@@ -1320,9 +1664,175 @@ def oracle_prefilter(pod: dict, plugin: str, args: dict | None) -> dict:
     return {"code": SUCCESS, "reasons": [], "node_names": None}
 
 
+
+# ---------------------------------------------------------------------------
+# DefaultPreemption, per node (framework/preemption/preemption.go,
+# plugins/defaultpreemption/default_preemption.go SelectVictimsOnNode,
+# filterPodsWithPDBViolation; pickOneNodeForPreemption)
+# ---------------------------------------------------------------------------
+
+NOW = float("inf")          # a pod without status.startTime started "now"
+
+
+def pod_priority_of(pod: dict) -> int:
+    p = _spec(pod).get("priority")
+    return int(p) if p is not None else 0
+
+
+def pod_start_time(pod: dict):
+    """status.startTime in nanoseconds since the epoch (or NOW)."""
+    t = (pod.get("status") or {}).get("startTime")
+    if not t:
+        return NOW
+    m = re.match(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z$", t)
+    import calendar
+    secs = calendar.timegm(tuple(int(x) for x in m.groups()[:6]))
+    frac = (m.group(7) or "").ljust(9, "0")[:9]
+    return secs * 1_000_000_000 + int(frac)
+
+
+def _selector_matches(selector, labels: dict) -> bool:
+    if not selector:
+        return False
+    ml = selector.get("matchLabels") or {}
+    me = selector.get("matchExpressions") or []
+    if not ml and not me:
+        return False
+    if any(labels.get(k) != v for k, v in ml.items()):
+        return False
+    for e in me:
+        k, op, vals = e["key"], e["operator"], e.get("values") or []
+        if op == "In" and not (k in labels and labels[k] in vals):
+            return False
+        if op == "NotIn" and k in labels and labels[k] in vals:
+            return False
+        if op == "Exists" and k not in labels:
+            return False
+        if op == "DoesNotExist" and k in labels:
+            return False
+    return True
+
+
+def _more_important(a: dict, b: dict) -> bool:
+    pa, pb = pod_priority_of(a), pod_priority_of(b)
+    if pa != pb:
+        return pa > pb
+    sa, sb = pod_start_time(a), pod_start_time(b)
+    if sa != sb:
+        return sa < sb
+    return pod_key(a) < pod_key(b)
+
+
+def _sort_by_importance(pods: list[dict]) -> list[dict]:
+    out = []
+    for p in pods:                      # insertion sort, spelled out
+        i = len(out)
+        while i > 0 and _more_important(p, out[i - 1]):
+            i -= 1
+        out.insert(i, p)
+    return out
+
+
+def _pdb_violating(pods: list[dict], pdbs: list[dict]) -> list[bool]:
+    """For pods in importance order: does evicting it break a PDB (running
+    copies of disruptionsAllowed, disruptedPods ignored, same namespace)?"""
+    allowed = [int((p.get("status") or {}).get("disruptionsAllowed") or 0) for p in pdbs]
+    out = []
+    for pod in pods:
+        ns = _meta(pod).get("namespace") or "default"
+        violating = False
+        for i, pdb in enumerate(pdbs):
+            if (_meta(pdb).get("namespace") or "default") != ns:
+                continue
+            if not _selector_matches((pdb.get("spec") or {}).get("selector"), _labels(pod)):
+                continue
+            if _name(pod) in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violating = True
+        out.append(violating)
+    return out
+
+
+def oracle_select_victims_on_node(preemptor: dict, node: dict, pods_on_node: list[dict],
+                                  filters: list[str], args: dict, pdbs: list[dict],
+                                  all_nodes: list[dict]) -> dict:
+    """{"status": "ok" | "no_victims" | "unfit" | "none_left", "victims":
+    [keys, most important first], "num_pdb_violations", "filter_calls"}."""
+    prio = pod_priority_of(preemptor)
+    lower = [p for p in pods_on_node if pod_priority_of(p) < prio]
+    if not lower:
+        return {"status": "no_victims", "victims": [], "num_pdb_violations": 0,
+                "filter_calls": 0}
+    remaining = [p for p in pods_on_node if pod_priority_of(p) >= prio]
+    calls = 0
+
+    def fits() -> bool:
+        nonlocal calls
+        calls += 1
+        for f in filters:
+            ctx = {"pods_on_node": list(remaining), "all_nodes": all_nodes,
+                   "args": args.get(f)}
+            if FILTERS[f](preemptor, node, ctx) is not None:
+                return False
+        return True
+
+    if not fits():
+        return {"status": "unfit", "victims": [], "num_pdb_violations": 0,
+                "filter_calls": calls}
+    ordered = _sort_by_importance(lower)
+    violating = _pdb_violating(ordered, pdbs)
+    victims = []
+    n_viol = 0
+    for want in (True, False):
+        for pod, v in zip(ordered, violating):
+            if v != want:
+                continue
+            remaining.append(pod)
+            if not fits():
+                remaining.remove(pod)
+                victims.append(pod)
+                if v:
+                    n_viol += 1
+    victims = _sort_by_importance(victims)
+    if not victims:
+        return {"status": "none_left", "victims": [], "num_pdb_violations": 0,
+                "filter_calls": calls}
+    return {"status": "ok", "victims": [pod_key(p) for p in victims],
+            "victim_pods": victims, "num_pdb_violations": n_viol, "filter_calls": calls}
+
+
+def oracle_pick_one_node(candidates: list[tuple[str, dict]]) -> str | None:
+    """pickOneNodeForPreemption over (node, victim result) in candidate order."""
+    if not candidates:
+        return None
+    alive = list(candidates)
+
+    def keep_best(score):
+        nonlocal alive
+        best = max(score(c) for c in alive)
+        alive = [c for c in alive if score(c) == best]
+
+    def earliest(c):
+        vs = c[1]["victim_pods"]
+        top = pod_priority_of(vs[0])
+        return min(pod_start_time(p) for p in vs if pod_priority_of(p) == top)
+
+    for score in (lambda c: -c[1]["num_pdb_violations"],
+                  lambda c: -pod_priority_of(c[1]["victim_pods"][0]),
+                  lambda c: -sum(pod_priority_of(p) + 2 ** 31 for p in c[1]["victim_pods"]),
+                  lambda c: -len(c[1]["victim_pods"]),
+                  earliest):
+        if len(alive) == 1:
+            break
+        keep_best(score)
+    return alive[0][0]
+
 __all__ = [
     "OracleConfigError", "OracleSchedulingError",
     "oracle_explain", "oracle_raw_score", "oracle_raw_filter", "oracle_prefilter",
     "tie_break_index", "splitmix64", "broken_linear_function", "normalized_image_name",
     "pod_requests", "pod_nonzero_requests", "go_div", "go_round",
+    "oracle_select_victims_on_node", "oracle_pick_one_node",
 ]

@@ -1,0 +1,88 @@
+"""PodDisruptionBudgets as preemption sees them.
+
+Matching (upstream's filterPodsWithPDBViolation): a PDB applies to a pod in
+the same namespace whose labels its selector matches; an empty or missing
+selector matches nothing; a pod named in ``status.disruptedPods`` is
+ignored by that PDB.
+
+``disruptionsAllowed`` as the disruption controller would publish it
+(pkg/controller/disruption): ``status.disruptionsAllowed`` when the object
+has one; otherwise computed over the matching pods the state holds (a
+simulator has no workload controllers, so the expected count is the number
+of matching pods):
+  maxUnavailable (int or %, percentages rounded up):
+      desiredHealthy = max(0, expected - maxUnavailable)
+  minAvailable int: desiredHealthy = minAvailable
+  minAvailable %: desiredHealthy = ceil(minAvailable% * expected)
+  neither: expected = 0
+  currentHealthy = matching pods that are not terminating and not in
+  disruptedPods; allowed = currentHealthy - desiredHealthy, or 0 when that
+  is negative or expected <= 0.
+"""
+
+from __future__ import annotations
+
+from .records import PodDisruptionBudgetRecord, PodRecord
+
+
+def selector_matches(selector: dict | None, labels: dict) -> bool:
+    """A metav1.LabelSelector on a label map; empty/None matches nothing here."""
+    if not selector:
+        return False
+    ml = selector.get("matchLabels") or {}
+    me = selector.get("matchExpressions") or []
+    if not ml and not me:
+        return False
+    for k, v in ml.items():
+        if labels.get(k) != v:
+            return False
+    for e in me:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In":
+            if key not in labels or labels[key] not in values:
+                return False
+        elif op == "NotIn":
+            if key in labels and labels[key] in values:
+                return False
+        elif op == "Exists":
+            if key not in labels:
+                return False
+        elif op == "DoesNotExist":
+            if key in labels:
+                return False
+        else:
+            return False
+    return True
+
+
+def applies(pdb: PodDisruptionBudgetRecord, pod: PodRecord) -> bool:
+    """The PDB counts this pod's eviction (namespace, selector, not disrupted)."""
+    return (pdb.namespace == pod.namespace and pod.name not in pdb.disrupted_pods
+            and selector_matches(pdb.selector, pod.labels))
+
+
+def _scaled(value, total: int) -> int:
+    if isinstance(value, str):
+        pct = int(value[:-1])
+        return -(-pct * total // 100)       # rounded up
+    return int(value)
+
+
+def disruptions_allowed(pdb: PodDisruptionBudgetRecord, pods) -> int:
+    """``status.disruptionsAllowed``, or the controller's rule over ``pods``
+    (an iterable of PodRecords bound in the cluster)."""
+    if pdb.disruptions_allowed is not None:
+        return int(pdb.disruptions_allowed)
+    matching = [p for p in pods if p.namespace == pdb.namespace
+                and selector_matches(pdb.selector, p.labels)]
+    healthy = sum(1 for p in matching if not p.deleting and p.name not in pdb.disrupted_pods)
+    if pdb.max_unavailable is not None:
+        expected = len(matching)
+        desired = max(0, expected - _scaled(pdb.max_unavailable, expected))
+    elif pdb.min_available is not None:
+        expected = len(matching)
+        desired = _scaled(pdb.min_available, expected)
+    else:
+        expected, desired = 0, 0
+    allowed = healthy - desired
+    return allowed if expected > 0 and allowed > 0 else 0

@@ -1,0 +1,30 @@
+"""DefaultPreemption (PostFilter): mirrors plugins/defaultpreemption/default_preemption.go.
+
+The evaluator lives in ``tensorsched.framework.preemption``; this plugin
+holds the args (minCandidateNodesPercentage / minCandidateNodesAbsolute) and
+the per-cluster pod table the victim kernel reads."""
+
+from __future__ import annotations
+
+from ..plugin import Plugin
+from ..plugin_args import DefaultPreemptionArgs
+from . import names
+
+NAME = names.DEFAULT_PREEMPTION
+
+
+class DefaultPreemption(Plugin):
+    name = NAME
+
+    def __init__(self, args: DefaultPreemptionArgs | None = None):
+        self.args = args or DefaultPreemptionArgs()
+
+    def post_filter(self, ctx, result, table, *, seed: int = 0, attempt: int = 0, **kw):
+        """Run preemption for the failed cycle ``result``; a PreemptionResult."""
+        from ..preemption import preempt
+        return preempt(ctx.framework, ctx, result, self.args, table, seed=seed,
+                       attempt=attempt, **kw)
+
+
+def new(args, handle):
+    return DefaultPreemption(args)

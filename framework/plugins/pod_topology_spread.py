@@ -1,0 +1,253 @@
+"""PodTopologySpread: mirrors plugins/podtopologyspread (v1.32 semantics,
+feature gates at their defaults: NodeInclusionPolicy and MatchLabelKeys on).
+
+Constraints come from the pod's ``topologySpreadConstraints``; a pod without
+any gets the cluster defaults, whose selector upstream is built from the
+Services, ReplicationControllers, ReplicaSets and StatefulSets selecting the
+pod.  tensorsched loads none of those objects, so that selector is always
+empty and default constraints (System or List) never apply: such pods Skip
+both PreFilter and PreScore, as they do upstream in a cluster without
+controllers.  Counting by owner reference (newer upstream) is not used: pods
+are counted by selector, as in v1.32.
+
+Filter (DoNotSchedule): a node lacking a constraint's key is
+UnschedulableAndUnresolvable; otherwise the matching pods in its domain
+(counted over eligible nodes: every constraint key present, node affinity
+honoured unless ``nodeAffinityPolicy: Ignore``, taints honoured only with
+``nodeTaintsPolicy: Honor``) plus one when the pod matches its own selector,
+minus the global minimum (0 when fewer domains than minDomains), must not
+exceed maxSkew.
+
+Score (ScheduleAnyway): sum over constraints of count * ln(size + 2) +
+(maxSkew - 1), rounded; size = distinct domains among the scored nodes (for
+kubernetes.io/hostname: the scored nodes, counted per node); nodes lacking a
+key are ignored (score 0); then 100 * (max + min - s) / max.
+
+Counts per node come from ``pod_counts`` (incremental); the kernels in
+``tensorsched.kernels.topology`` turn them into domain counts each cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.kernels import filters as KF
+from tensorsched.kernels import layout as L
+from tensorsched.kernels import topology as T
+
+from ..plugin import NORMALIZE_NONE, Plugin
+from ..plugin_args import PodTopologySpreadArgs
+from ..pod_counts import pod_count_index
+from ..pod_selectors import compile_selector, selector_matches
+from ..query import QueryOptions, compile_query, pod_signature
+from ..status import SKIP, Code, Status
+from . import names
+
+NAME = names.POD_TOPOLOGY_SPREAD
+HOSTNAME = "kubernetes.io/hostname"
+REASON_MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
+REASON_SKEW = "node(s) didn't match pod topology spread constraints"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    max_skew: int
+    key: str
+    selector: tuple
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+
+
+def pod_constraints(pod, action: str) -> tuple:
+    """The pod's constraints for ``action`` (DoNotSchedule / ScheduleAnyway),
+    with matchLabelKeys merged into the selector (memoized on the record)."""
+    cache = pod.__dict__.setdefault("_spread_constraints", {})
+    got = cache.get(action)
+    if got is None:
+        out = []
+        for c in pod.topology_spread or ():
+            if c.get("whenUnsatisfiable") != action:
+                continue
+            extra = tuple((k, "In", (pod.labels[k],)) for k in c.get("matchLabelKeys") or ()
+                          if k in pod.labels)
+            # A null selector is labels.Nothing(); merged with matchLabelKeys
+            # it becomes just those requirements, as upstream merges them.
+            sel = (compile_selector(c.get("labelSelector") or {}, extra) if extra
+                   else compile_selector(c.get("labelSelector")))
+            out.append(Constraint(int(c.get("maxSkew", 1)), c.get("topologyKey", ""), sel,
+                                  int(c.get("minDomains") or 1),
+                                  c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+                                  c.get("nodeTaintsPolicy", "Ignore") == "Honor"))
+        got = tuple(out)
+        cache[action] = got
+    return got
+
+
+def node_policy_masks(state, pod, rows):
+    """([N] node affinity matches, [N] all NoSchedule/NoExecute taints
+    tolerated) over ``rows``, memoized per pod shape and node set."""
+    key = (pod_signature(pod), state.epoch, state.layout_version, state.n_rows)
+    cache = state.__dict__.setdefault("_spread_policy_masks", {})
+    got = cache.get(key)
+    if got is None:
+        if len(cache) > 64:
+            cache.clear()
+        q = compile_query(state, pod, QueryOptions(filter_flags=L.F_NODE_AFFINITY | L.F_TAINT))
+        bits = KF.node_reasons(state.columns(), rows, q, xp=np)
+        got = ((bits & (L.R_NODE_AFFINITY | L.R_INVALID_ROW)) == 0,
+               (bits & (L.R_TAINT | L.R_INVALID_ROW)) == 0)
+        cache[key] = got
+    return got
+
+
+def _count_key(pod, c: Constraint):
+    ns = pod.namespace
+    sel = c.selector
+    return ("spread", ns, sel), (
+        lambda r: not r.deleting and r.namespace == ns and selector_matches(sel, r.labels))
+
+
+class PodTopologySpread(Plugin):
+    name = NAME
+    normalize = NORMALIZE_NONE
+    score_slot = -1
+    reason_bits = 0
+
+    def __init__(self, args: PodTopologySpreadArgs | None = None):
+        self.args = args or PodTopologySpreadArgs()
+        self._codes = None          # (pod, version, {row: code})
+
+    # ----------------------------------------------------------- helpers
+    def _key_col(self, state, key: str) -> int:
+        return state.label_keys.get(key)
+
+    def _eligible(self, state, pod, cons, rows, lv):
+        """Per constraint, [N] bool over ``rows``: counted nodes."""
+        has_all = np.ones(rows.shape[0], bool)
+        for c in cons:
+            k = self._key_col(state, c.key)
+            has_all &= (lv[:, k] >= 0) if k >= 0 else False
+        aff = taint = None
+        out = []
+        for c in cons:
+            e = has_all.copy()
+            if c.honor_affinity or c.honor_taints:
+                if aff is None:
+                    aff, taint = node_policy_masks(state, pod, rows)
+                if c.honor_affinity:
+                    e &= aff
+                if c.honor_taints:
+                    e &= taint
+            out.append(e)
+        return has_all, out
+
+    # ------------------------------------------------------------ filter
+    def pre_filter(self, ctx):
+        if not pod_constraints(ctx.pod, "DoNotSchedule"):
+            return SKIP, None
+        return Status.OK, None
+
+    def filter_codes(self, state, pod, rows) -> np.ndarray:
+        """[M] int: 0 fits, 1 missing key (unresolvable), 2 skew too large."""
+        cons = pod_constraints(pod, "DoNotSchedule")
+        all_rows = state.valid_rows()
+        lv_all = state.label_vals[all_rows]
+        _, elig = self._eligible(state, pod, cons, all_rows, lv_all)
+        index = pod_count_index(state)
+        codes = np.zeros(rows.shape[0], np.int64)
+        lv = state.label_vals[rows]
+        for c, e in zip(cons, elig):
+            k = self._key_col(state, c.key)
+            if k < 0:
+                codes = np.where(codes == 0, 1, codes)
+                continue
+            key, pred = _count_key(pod, c)
+            node_cnt = index.counts(key, pred)[all_rows]
+            sums, present = T.domain_sums(lv_all[:, k], node_cnt, e,
+                                          len(state.label_values[k]), xp=np)
+            gmin = T.min_match(sums, present, c.min_domains)
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            dom = lv[:, k]
+            fail = np.where(dom < 0, 1,
+                            np.where(T.spread_skew_fails(dom, sums, self_match, gmin,
+                                                         c.max_skew, xp=np), 2, 0))
+            codes = np.where(codes == 0, fail, codes)
+        return codes
+
+    def filter(self, ctx, rows):
+        codes = self.filter_codes(ctx.state, ctx.pod, rows)
+        self._codes = (ctx.pod, ctx.state.version, rows.copy(), codes)
+        return codes == 0
+
+    def explain_status(self, ctx, row: int) -> Status:
+        c = self._codes
+        hit = None
+        if c is not None and c[0] is ctx.pod and c[1] == ctx.state.version:
+            where = np.flatnonzero(c[2] == row)
+            hit = int(c[3][where[0]]) if where.shape[0] else None
+        if hit is None:
+            rows = ctx.state.valid_rows()
+            codes = self.filter_codes(ctx.state, ctx.pod, rows)
+            self._codes = (ctx.pod, ctx.state.version, rows.copy(), codes)
+            where = np.flatnonzero(rows == row)
+            hit = int(codes[where[0]]) if where.shape[0] else 0
+        code = hit
+        if code == 1:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_MISSING,), NAME)
+        return Status(Code.UNSCHEDULABLE, (REASON_SKEW,), NAME)
+
+    def explain_reasons(self, ctx, row):
+        return list(self.explain_status(ctx, row).reasons)
+
+    # ------------------------------------------------------------- score
+    def pre_score(self, ctx):
+        if ctx.state.num_nodes == 0 or not pod_constraints(ctx.pod, "ScheduleAnyway"):
+            return SKIP
+        return Status.OK
+
+    def score(self, ctx, rows):
+        return np.zeros(rows.shape[0], np.int64)      # see normalize_scores
+
+    def normalize_scores(self, ctx, rows, raw, scored):
+        """Final scores of the scored rows: the raw score needs the set of
+        scored nodes (topology sizes), so it is computed here."""
+        state, pod = ctx.state, ctx.pod
+        cons = pod_constraints(pod, "ScheduleAnyway")
+        lv = state.label_vals[rows]
+        has_all = np.ones(rows.shape[0], bool)
+        for c in cons:
+            k = self._key_col(state, c.key)
+            has_all &= (lv[:, k] >= 0) if k >= 0 else False
+        counted = scored & has_all
+        n_counted = int(counted.sum())
+        all_rows = state.valid_rows()
+        lv_all = state.label_vals[all_rows]
+        _, elig = self._eligible(state, pod, cons, all_rows, lv_all)
+        index = pod_count_index(state)
+        acc = np.zeros(rows.shape[0], np.float64)
+        for c, e in zip(cons, elig):
+            k = self._key_col(state, c.key)
+            if k < 0 or n_counted == 0:
+                continue
+            key, pred = _count_key(pod, c)
+            counts_by_row = index.counts(key, pred)
+            dom = lv[:, k]
+            if c.key == HOSTNAME:
+                cnt = counts_by_row[rows]
+                size = n_counted
+            else:
+                size = int(np.unique(dom[counted]).shape[0])
+                sums, _ = T.domain_sums(lv_all[:, k], counts_by_row[all_rows], e,
+                                        len(state.label_values[k]), xp=np)
+                cnt = T.at_domain(sums, dom, xp=np)
+            acc = acc + (cnt.astype(np.float64) * T.topology_weight(size)
+                         + float(c.max_skew - 1))
+        raw_scores = np.where(counted, T.go_round(acc, xp=np), 0)
+        return T.spread_normalize(raw_scores, counted, xp=np)
+
+
+def new(args, handle):
+    return PodTopologySpread(args)

@@ -1,0 +1,113 @@
+"""Label selectors and pod affinity terms over pods' labels (host side).
+
+A compiled selector is a hashable tuple of requirements, so equal selectors
+share one per-node count array (see ``pod_counts``):
+
+* ``None`` selector (``labelSelector: null``) matches nothing
+  (``labels.Nothing()``), ``{}`` matches everything;
+* requirements are (key, op, values) with op In / NotIn / Exists /
+  DoesNotExist, ``matchLabels`` entries being ``In`` with one value, as
+  apimachinery's ``LabelSelectorAsSelector`` builds them.
+
+Namespaces carry no labels in tensorsched (Namespace objects are not
+loaded): a ``namespaceSelector`` is matched against the one label every
+namespace has, ``kubernetes.io/metadata.name=<namespace>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NS_NAME_LABEL = "kubernetes.io/metadata.name"
+
+NOTHING = ("nothing",)
+EVERYTHING = ()
+
+
+def compile_selector(sel: dict | None, extra: tuple = ()) -> tuple:
+    """A LabelSelector dict -> hashable requirements (see module doc)."""
+    if sel is None:
+        return NOTHING
+    reqs = []
+    for k, v in sorted((sel.get("matchLabels") or {}).items()):
+        reqs.append((k, "In", (v,)))
+    for e in sel.get("matchExpressions") or []:
+        reqs.append((e.get("key", ""), e.get("operator", ""),
+                     tuple(sorted(set(e.get("values") or ())))))
+    return tuple(sorted(set(reqs) | set(extra)))
+
+
+def selector_matches(sel: tuple, labels: dict) -> bool:
+    if sel == NOTHING:
+        return False
+    for key, op, values in sel:
+        has = key in labels
+        if op == "In":
+            if not has or labels[key] not in values:
+                return False
+        elif op == "NotIn":
+            if has and labels[key] in values:
+                return False
+        elif op == "Exists":
+            if not has:
+                return False
+        elif op == "DoesNotExist":
+            if has:
+                return False
+        else:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class AffinityTerm:
+    """A PodAffinityTerm of some pod, resolved (upstream's ``AffinityTerm``):
+    namespaces (the owner's own when neither namespaces nor a selector is
+    given), namespace selector, label selector, topology key; ``weight`` for
+    preferred terms (1 for required ones)."""
+
+    namespaces: frozenset
+    ns_selector: tuple
+    selector: tuple
+    topology_key: str
+    weight: int = 1
+
+    def matches(self, namespace: str, labels: dict) -> bool:
+        if namespace in self.namespaces or selector_matches(
+                self.ns_selector, {NS_NAME_LABEL: namespace}):
+            return selector_matches(self.selector, labels)
+        return False
+
+
+def affinity_term(owner_ns: str, term: dict, weight: int = 1) -> AffinityTerm:
+    namespaces = frozenset(term.get("namespaces") or ())
+    ns_sel_raw = term.get("namespaceSelector")
+    if not namespaces and ns_sel_raw is None:
+        namespaces = frozenset((owner_ns,))
+    return AffinityTerm(namespaces, compile_selector(ns_sel_raw),
+                        compile_selector(term.get("labelSelector")),
+                        term.get("topologyKey", ""), int(weight))
+
+
+def required_terms(owner_ns: str, aff: dict | None) -> tuple:
+    return tuple(affinity_term(owner_ns, t)
+                 for t in (aff or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+
+
+def preferred_terms(owner_ns: str, aff: dict | None) -> tuple:
+    return tuple(affinity_term(owner_ns, w.get("podAffinityTerm") or {}, w.get("weight", 0))
+                 for w in (aff or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or ())
+
+
+def pod_terms(record) -> dict:
+    """The pod's resolved affinity terms by kind (memoized on the record):
+    req_aff, req_anti, pref_aff, pref_anti."""
+    got = record.__dict__.get("_affinity_terms")
+    if got is None:
+        ns = record.namespace
+        got = {"req_aff": required_terms(ns, record.pod_affinity),
+               "req_anti": required_terms(ns, record.pod_anti_affinity),
+               "pref_aff": preferred_terms(ns, record.pod_affinity),
+               "pref_anti": preferred_terms(ns, record.pod_anti_affinity)}
+        record.__dict__["_affinity_terms"] = got
+    return got

@@ -1,0 +1,39 @@
+"""The victim search compiled for the CPU with Numba: one ``prange`` over
+the candidate nodes, each running ``_victims_core.victims_node`` (which
+calls the fused filter core compiled by ``_fused_numba``)."""
+
+from __future__ import annotations
+
+import os
+
+from numba import njit, prange
+
+from . import _fused_numba, _victims_core
+from ._compile import compile_module
+
+_PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
+
+core = compile_module(_victims_core,
+                      lambda f: njit(f, cache=False, nogil=True, _nrt=False),
+                      _fused_numba.core)
+victims_node = core["victims_node"]
+
+
+@njit(parallel=_PARALLEL, nogil=True, _nrt=False)
+def victims_pass(rows, allocatable, requested, unschedulable, valid, label_vals, label_nums,
+                 label_isnum, taint_bits, port_bits, filter_flags, request, requests_anything,
+                 fit_ignored, node_name_row, prefilter_rows, tolerates_unschedulable,
+                 taint_reject, has_node_selector, has_required, has_added_required,
+                 program_terms, term_offsets, req_key, req_op, req_num, val_offsets, vals,
+                 port_conflicts, prio, pod_count, pod_prio, pod_start, pod_req, pod_ports,
+                 pod_pdb, pdb_allowed, work_req, work_ports, save_ports, order, flags,
+                 pdb_left, victims, stats):
+    for j in prange(rows.shape[0]):
+        victims_node(j, rows[j], allocatable, requested, unschedulable, valid, label_vals,
+                     label_nums, label_isnum, taint_bits, port_bits, filter_flags, request,
+                     requests_anything, fit_ignored, node_name_row, prefilter_rows,
+                     tolerates_unschedulable, taint_reject, has_node_selector, has_required,
+                     has_added_required, program_terms, term_offsets, req_key, req_op,
+                     req_num, val_offsets, vals, port_conflicts, prio, pod_count, pod_prio,
+                     pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed, work_req,
+                     work_ports, save_ports, order, flags, pdb_left, victims, stats)
