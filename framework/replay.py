@@ -1,0 +1,344 @@
+"""openb trace replay: the experiment of Weng et al., "Beware of
+Fragmentation" (USENIX ATC'23), on the GPU kernels.
+
+The experiment, as the paper's simulator runs it (re-implemented here):
+
+1. workload = every pod of the trace; cluster capacity C = GPUs x 1000 milli;
+2. "tune": while the arrived GPU demand is below ``tune`` x C, draw a pod of
+   the trace uniformly with replacement and append it (the simulator stops
+   when demand + the drawn pod's per-GPU milli would exceed tune x C; above
+   tune x C it removes random pods instead);
+3. shuffle the pods (seeded), schedule them one by one in that order, no
+   departures; a pod that fits nowhere fails and is counted as arrived;
+4. after each pod record arrived / allocated GPU milli and the cluster's
+   fragmentation (FGD's measure under the typical pods: the pod shapes of the
+   trace, most frequent first, that cover 95 % of its pods, CPU-only ones
+   included);
+5. report, for k = 0..130, the mean over the records whose arrived demand
+   rounds to k % of C (else within k +- 1) of the allocation ratio (%), the
+   fragmentation amount (% of C) and the fragmentation ratio (% of idle GPU).
+
+Node choice: the policy's score (``tensorsched.kernels.gpu_share``), ties
+broken uniformly at random (kube-scheduler's selectHost).  GPU choice:
+Random picks a random GPU that fits a share; DotProd, GpuClustering,
+GpuPacking and BestFit the fitting GPU with the least free milli; FGD the
+GPU with the best FGD score; whole GPUs are the first free ones.
+
+The random streams differ from the Go simulator's (math/rand), so single
+runs differ; means over seeds are what is compared.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.kernels import gpu_share as K
+from tensorsched.topology.gpu import MILLI, GpuInventory, read_openb_nodes
+
+POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.SEL_BEST,
+              "GpuPacking": K.SEL_BEST, "BestFit": K.SEL_BEST, "FGD": K.SEL_FGD}
+POLICY_DIR = {"Random": "01-Random", "DotProd": "02-DotProd", "GpuClustering": "03-GpuClustering",
+              "GpuPacking": "04-GpuPacking", "BestFit": "05-BestFit", "FGD": "06-FGD"}
+BACKENDS = ("numba", "numpy")
+TYPICAL_POD_THRESHOLD = 95   # percent of pods covered by the typical shapes
+N_COLS = 131                 # 0..130 % of capacity
+
+
+@dataclass
+class PodTable:
+    names: list
+    cpu: np.ndarray
+    mem: np.ndarray
+    num: np.ndarray
+    milli: np.ndarray
+    spec: list       # allowed models string ('' = any), '|'-separated
+
+    def __len__(self):
+        return len(self.names)
+
+    @property
+    def cpu_nz(self):
+        return np.where(self.cpu > 0, self.cpu, 100)
+
+    @property
+    def gpu_total(self):
+        return np.where(self.milli > 0, self.num * self.milli, 0)
+
+
+def read_openb_pods(path) -> PodTable:
+    names, cpu, mem, num, milli, spec = [], [], [], [], [], []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            names.append(row["name"])
+            cpu.append(int(row["cpu_milli"]))
+            mem.append(int(row["memory_mib"]))
+            n = int(row["num_gpu"] or 0)
+            m = int(row["gpu_milli"] or 0)
+            if n == 0 or m == 0:
+                n, m = 0, 0
+            num.append(n)
+            milli.append(m)
+            spec.append((row.get("gpu_spec") or "").strip())
+    order = np.argsort(np.array(names), kind="stable")   # the simulator keeps pods by name
+    pick = lambda a: [a[i] for i in order]
+    return PodTable(pick(names), np.array(pick(cpu), np.int64), np.array(pick(mem), np.int64),
+                    np.array(pick(num), np.int64), np.array(pick(milli), np.int64), pick(spec))
+
+
+def typical_pods(pods: PodTable, threshold: int = TYPICAL_POD_THRESHOLD):
+    """(cpu_nz, num, milli, spec, freq) of the most frequent shapes covering
+    ``threshold`` % of pods, frequencies renormalized to sum 1."""
+    counts: dict = {}
+    cnz = pods.cpu_nz
+    for i in range(len(pods)):
+        key = (int(cnz[i]), int(pods.milli[i]), int(pods.num[i]), pods.spec[i])
+        counts[key] = counts.get(key, 0) + 1
+    # decreasing count; ties: decreasing (cpu, milli, num, spec) like the simulator's sort
+    shapes = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+    total = float(len(pods))
+    need = threshold * total / 100.0
+    chosen, cum = [], 0.0
+    for key, c in shapes:
+        if cum >= need:
+            break
+        chosen.append((key, c))
+        cum += c
+    return [(k[0], k[2], k[1], k[3], c / cum) for k, c in chosen]
+
+
+def draw_workload(pods: PodTable, capacity_milli: int, tune: float, rng) -> np.ndarray:
+    """Indices into ``pods`` of the arrival sequence, in the simulator's order:
+    every pod of the trace once, shuffled (seeded); then, while the arrived GPU
+    demand stays within ``tune`` x capacity, pods drawn uniformly with
+    replacement are appended in draw order (the simulator stops at the first
+    draw whose per-GPU milli would exceed the target).  Above the target,
+    random pods are removed instead."""
+    n = len(pods)
+    gt = pods.gpu_total
+    seq = list(rng.permutation(n))
+    total = int(gt.sum())
+    target = tune * capacity_milli
+    if tune > 0 and total < target:
+        while True:
+            j = int(rng.integers(n))
+            if total + int(pods.milli[j]) > target:
+                break
+            total += int(gt[j])
+            seq.append(j)
+    elif tune > 0 and total > target:
+        while total > target and seq:
+            k = int(rng.integers(len(seq)))
+            total -= int(gt[seq[k]])
+            seq.pop(k)
+    return np.array(seq, dtype=np.int64)
+
+
+def _discrete(arrive_pct, values):
+    """Mean of ``values`` per k = round(arrive_pct) (k +- 1 when empty)."""
+    key = np.round(arrive_pct)          # round half to even, as pandas/python round
+    out = np.full(N_COLS, np.nan)
+    for k in range(N_COLS):
+        sel = key == k
+        if not sel.any():
+            sel = (key >= k - 1) & (key <= k + 1)
+            if not sel.any():
+                continue
+        out[k] = values[sel].mean()
+    return out
+
+
+@dataclass
+class ReplayResult:
+    policy: str
+    seed: int
+    tune: float
+    total_gpus: int
+    pods: int
+    scheduled: int
+    seconds: float
+    alloc: np.ndarray          # [131] allocation ratio %, rounded to 2
+    frag_amount: np.ndarray    # [131] fragmentation, % of capacity
+    frag_ratio: np.ndarray     # [131] fragmentation, % of idle GPU milli
+    placements: list           # (pod name, node index, gpu indices) per pod
+
+
+def replay(nodes: GpuInventory, pods: PodTable, policy: str, seed: int = 42, tune: float = 1.3,
+           record_placements: bool = False, check_memory: bool = True,
+           backend: str = "numba") -> ReplayResult:
+    """One experiment.  ``check_memory``: filter on memory too, as the
+    simulator's kube-scheduler does (NodeResourcesFit stays enabled next to
+    the GPU filter).  ``backend``: ``numba`` (njit kernels) or ``numpy``
+    (array code); both give the same placements."""
+    if policy not in POLICY_SEL:
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(K.POLICIES)}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    score_nodes, select_gpus = ((K.score_nodes, K.select_gpus) if backend == "numba"
+                                else (K.score_nodes_np, K.select_gpus_np))
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    inv = nodes.copy()
+    cap = inv.total_gpus * MILLI
+    seq = draw_workload(pods, cap, tune, rng)
+    # The simulator prefixes node names with a seeded random permutation and
+    # its kube-scheduler fork breaks score ties by the smallest node name: a
+    # fixed random node priority for the whole run (not a fresh draw per pod).
+    rank = rng.permutation(nodes.n_nodes).astype(np.int64)
+    tie = (nodes.n_nodes - 1) - rank
+
+    tp = typical_pods(pods)
+    tp_cpu = np.array([t[0] for t in tp], np.int64)
+    tp_num = np.array([t[1] for t in tp], np.int64)
+    tp_milli = np.array([t[2] for t in tp], np.int64)
+    tp_mask = np.array([inv.model_mask(t[3].split("|")) for t in tp], np.int64)
+    tp_freq = np.array([t[4] for t in tp], np.float64)
+
+    # pod shapes: the FGD cache is per (shape, node)
+    cpu_nz = pods.cpu_nz
+    masks = np.array([inv.model_mask(s.split("|")) for s in pods.spec], np.int64)
+    shape_of = {}
+    shape_id = np.empty(len(pods), np.int64)
+    for i in range(len(pods)):
+        key = (int(pods.cpu[i]), int(pods.mem[i]), int(pods.num[i]), int(pods.milli[i]), int(masks[i]))
+        shape_id[i] = shape_of.setdefault(key, len(shape_of))
+    n = inv.n_nodes
+    pid = K.POLICIES.index(policy)
+    sel = POLICY_SEL[policy]
+    fgd = pid == K.P_FGD
+    s_count = len(shape_of) if fgd else 1
+    cache_score = np.zeros((s_count, n), np.int64)
+    cache_gpu = np.zeros((s_count, n), np.int64)
+    cache_ver = np.full((s_count, n), -1, np.int64)
+    node_ver = np.zeros(n, np.int64)
+    aff = np.zeros((n, 18), np.int64)
+    out_gpu = np.empty(n, np.int64)
+    gidx = np.empty(16, np.int64)
+
+    typical = (tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+    if backend == "numba":
+        node_frag = K.cluster_frag(inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left,
+                                   *typical, np.zeros(n))
+        frag_of = lambda i: K.node_frag(int(inv.gpu_count[i]), int(inv.model[i]), inv.gpu_left[i],
+                                        int(inv.cpu_left[i]), *typical)
+    else:
+        node_frag = K.frag_np(inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left, *typical)
+        frag_of = lambda i: float(K.frag_np(inv.gpu_count[i:i + 1], inv.model[i:i + 1],
+                                            inv.gpu_left[i:i + 1], inv.cpu_left[i:i + 1], *typical)[0])
+    frag_total = float(node_frag.sum())
+    idle = int(inv.gpu_left.sum())
+    used = 0
+    arrived = 0
+    m = len(seq)
+    rec_arr = np.empty(m)
+    rec_used = np.empty(m)
+    rec_frag = np.empty(m)
+    rec_idle = np.empty(m)
+    placements = []
+    scheduled = 0
+    for t, j in enumerate(seq):
+        num, milli = int(pods.num[j]), int(pods.milli[j])
+        s = int(shape_id[j]) if fgd else 0
+        scores = score_nodes(pid, inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left,
+                               inv.mem_left, aff, int(pods.cpu[j]), int(cpu_nz[j]), int(pods.mem[j]) if check_memory else 0,
+                               num, milli, int(masks[j]), tp_cpu, tp_num, tp_milli, tp_mask,
+                               tp_freq, cache_score[s], cache_gpu[s], cache_ver[s], node_ver, out_gpu)
+        arrived += num * milli
+        node = -1
+        if pid == K.P_RANDOM:
+            # RandomScore: one feasible node, uniformly at random, gets the max score
+            cand = np.flatnonzero(scores >= 0)
+            if len(cand):
+                node = int(cand[rng.integers(len(cand))])
+        else:
+            k_best = int(np.argmax(scores * n + tie))
+            if scores[k_best] >= 0:
+                node = k_best
+        if node >= 0:
+            u = rng.random() if sel == K.SEL_RANDOM else 0.0
+            if sel == K.SEL_FGD and num == 1 and 0 < milli < MILLI:
+                gidx[0] = out_gpu[node]
+                k = 1
+            else:
+                k = select_gpus(K.SEL_RANDOM if sel == K.SEL_RANDOM else K.SEL_BEST,
+                                  int(inv.gpu_count[node]), inv.gpu_left[node], num, milli, u, gidx)
+            for q in range(k):
+                g = gidx[q]
+                assert inv.gpu_left[node, g] >= milli
+                inv.gpu_left[node, g] -= milli
+            inv.cpu_left[node] -= pods.cpu[j]
+            inv.mem_left[node] -= pods.mem[j]
+            aff[node, K.affinity_tag(num, milli)] += 1
+            node_ver[node] += 1
+            used += k * milli
+            idle -= k * milli
+            old = node_frag[node]
+            node_frag[node] = frag_of(node)
+            frag_total += node_frag[node] - old
+            scheduled += 1
+            if record_placements:
+                placements.append((pods.names[j], node, [int(x) for x in gidx[:k]]))
+        elif record_placements:
+            placements.append((pods.names[j], -1, []))
+        rec_arr[t] = arrived
+        rec_used[t] = used
+        rec_frag[t] = frag_total
+        rec_idle[t] = idle
+    tg = inv.total_gpus
+    arr_pct = rec_arr / tg / 10
+    alloc = np.round(_discrete(arr_pct, np.round(rec_used / tg / 10, 2)), 2)
+    famt = _discrete(arr_pct, rec_frag / tg / 10)
+    fratio = _discrete(arr_pct, np.where(rec_idle > 0, 100.0 * rec_frag / np.maximum(rec_idle, 1), 0.0))
+    return ReplayResult(policy, seed, tune, tg, m, scheduled, time.perf_counter() - t0,
+                        alloc, famt, fratio, placements)
+
+
+def _fmt(v):
+    return "" if np.isnan(v) else repr(round(float(v), 6))
+
+
+def write_results(results, output: str, workload: str) -> list[str]:
+    """Write the three CSVs in the expected_results layout: ``output`` (the
+    allocation ratio), ``<output stem>_frag.csv`` (amount) and
+    ``<output stem>_frag_ratio.csv``.  Returns the paths."""
+    stem = output[:-4] if output.endswith(".csv") else output
+    paths = [output, stem + "_frag.csv", stem + "_frag_ratio.csv"]
+    cols = [str(k) for k in range(N_COLS)]
+    d = os.path.dirname(os.path.abspath(output))
+    os.makedirs(d, exist_ok=True)
+    for path, attr, with_total in ((paths[0], "alloc", True), (paths[1], "frag_amount", False),
+                                   (paths[2], "frag_ratio", False)):
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["workload", "sc_policy", "tune", "seed"] + (["total_gpus"] if with_total else []) + cols)
+            for r in results:
+                w.writerow([workload, POLICY_DIR[r.policy], r.tune, r.seed]
+                           + ([r.total_gpus] if with_total else [])
+                           + [_fmt(v) for v in getattr(r, attr)])
+    return paths
+
+
+def workload_name(pods_path: str) -> str:
+    return os.path.splitext(os.path.basename(pods_path))[0]
+
+
+def run_replay(nodes_path, pods_path, policy, seed=42, tune=1.3, output=None):
+    nodes = read_openb_nodes(nodes_path)
+    pods = read_openb_pods(pods_path)
+    res = replay(nodes, pods, policy, seed=seed, tune=tune)
+    paths = write_results([res], output, workload_name(pods_path)) if output else []
+    return res, paths
+
+
+def read_expected(path, workload, policy, col):
+    """Published values (one per seed) of column ``col`` for a workload/policy."""
+    vals = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["workload"] == workload and row["sc_policy"] == POLICY_DIR[policy] and row[str(col)]:
+                vals.append(float(row[str(col)]))
+    return vals

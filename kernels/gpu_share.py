@@ -1,0 +1,514 @@
+"""GPU sharing kernels: feasibility, fragmentation, the openb score policies
+and GPU selection, for all nodes at once.
+
+Node columns (see ``tensorsched.topology.gpu``): gpu_count [N], model [N]
+(-1 none), gpu_left [N, G] milli, cpu_left [N], mem_left [N] (MiB).
+A pod is (cpu, cpu_nz, mem, num, milli, model_mask): cpu_nz is the CPU the
+policies score with (kube-scheduler's non-zero default, 100m, when 0);
+model_mask is a bitmask over model ids, 0 = any model.
+
+Typical pods (the workload's pod-shape distribution for FGD) are arrays
+tp_cpu, tp_num, tp_milli, tp_mask, tp_freq.
+
+Definitions follow Weng et al., "Beware of Fragmentation" (USENIX ATC'23) and
+its public simulator (hkust-adsl/kubernetes-scheduler-simulator); the code is
+written from those definitions:
+
+* fragmentation of a node for a typical pod p: all its free GPU milli when p
+  cannot run there (needs no GPU, wrong model, too few GPUs with enough free
+  milli, or not enough CPU), else the free milli of the GPUs too small for p;
+  a node's fragmentation is the frequency-weighted sum over typical pods.
+* FGD scores a node by sigmoid((F_before - F_after) / 1000) * 100 and, for a
+  GPU share, picks the GPU that gives the best score.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+MILLI = 1000
+MAX_SPEC_CPU = 128000.0
+MAX_SPEC_GPU = 8000.0
+
+POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
+P_RANDOM, P_DOTPROD, P_CLUSTERING, P_PACKING, P_BESTFIT, P_FGD = range(6)
+SEL_BEST, SEL_RANDOM, SEL_FGD = 0, 1, 2
+
+# ---------------------------------------------------------------------------
+# per-node scalar rules (njit; the NumPy versions below are vectorised)
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def model_ok(model, mask):
+    if mask == 0:
+        return True
+    if model < 0:
+        return False
+    return (mask >> model) & 1 == 1
+
+
+@njit(cache=True)
+def node_fits(count, model, left, cpu_left, mem_left, cpu, mem, num, milli, mask):
+    if cpu_left < cpu or mem_left < mem:
+        return False
+    if milli <= 0 or num <= 0:
+        return True
+    if count == 0 or not model_ok(model, mask):
+        return False
+    c = 0
+    for g in range(count):
+        if left[g] >= milli:
+            c += 1
+    return c >= num
+
+
+@njit(cache=True)
+def node_frag(count, model, left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq):
+    """Expected fragmented GPU milli of one node under the typical pods."""
+    total = 0
+    for g in range(count):
+        total += left[g]
+    if total == 0:
+        return 0.0
+    out = 0.0
+    for p in range(tp_freq.shape[0]):
+        m = tp_milli[p]
+        if m <= 0 or not model_ok(model, tp_mask[p]):
+            out += tp_freq[p] * total
+            continue
+        fit = 0
+        small = 0
+        for g in range(count):
+            if left[g] >= m:
+                fit += 1
+            else:
+                small += left[g]
+        if fit >= tp_num[p] and cpu_left >= tp_cpu[p]:
+            out += tp_freq[p] * small
+        else:
+            out += tp_freq[p] * total
+    return out
+
+
+@njit(cache=True)
+def _sigmoid_score(before, after):
+    return np.int64(100.0 / (1.0 + math.exp(-(before - after) / 1000.0)))
+
+
+@njit(cache=True)
+def first_free_gpus(count, left, num, out):
+    """Whole GPUs: the first ``num`` fully free GPUs in index order."""
+    k = 0
+    for g in range(count):
+        if k >= num:
+            break
+        if left[g] == MILLI:
+            out[k] = g
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def pack_take(count, left, num, milli, out):
+    """The simulator's Sub rule: GPUs in ascending free milli (stable), take
+    the first ``num`` with enough free milli."""
+    order = np.argsort(left[:count], kind="mergesort")
+    k = 0
+    for j in range(count):
+        g = order[j]
+        if k >= num:
+            break
+        if left[g] >= milli:
+            out[k] = g
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def fgd_node(count, model, left, cpu_left, cpu_nz, num, milli,
+             tp_cpu, tp_num, tp_milli, tp_mask, tp_freq):
+    """(score, gpu) of FGD for one feasible node; gpu = -1 when not a share."""
+    before = node_frag(count, model, left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+    work = left.copy()
+    if num == 1 and 0 < milli < MILLI:
+        best = np.int64(-1)
+        best_g = -1
+        for g in range(count):
+            if left[g] >= milli:
+                work[g] -= milli
+                after = node_frag(count, model, work, cpu_left - cpu_nz,
+                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+                work[g] += milli
+                s = _sigmoid_score(before, after)
+                if best_g == -1 or s > best:
+                    best = s
+                    best_g = g
+        return best, best_g
+    if num > 0 and milli > 0:
+        idx = np.empty(num, np.int64)
+        k = pack_take(count, left, num, milli, idx)
+        for j in range(k):
+            work[idx[j]] -= milli
+    after = node_frag(count, model, work, cpu_left - cpu_nz, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+    return _sigmoid_score(before, after), -1
+
+
+@njit(cache=True)
+def packing_node(count, left, num, milli):
+    if milli <= 0:
+        return np.int64(0)
+    full = 0
+    for g in range(count):
+        if left[g] == MILLI:
+            full += 1
+    if full == count:
+        return np.int64(max(33 - full, full))
+    idx = np.empty(num, np.int64)
+    k = pack_take(count, left, num, milli, idx)
+    if k < num:
+        return np.int64(0)
+    full_used = 0
+    ratio = 0
+    for j in range(k):
+        if left[idx[j]] == MILLI:
+            full_used += 1
+        ratio += left[idx[j]] * 100 // MILLI
+    if full_used > 0:
+        return np.int64(max(50 - full_used, 33))
+    return np.int64(max(100 - ratio // 10, 50))
+
+
+@njit(cache=True)
+def affinity_tag(num, milli):
+    """0 = no GPU, 1 = share, 1 + k = k whole GPUs (k <= 8)."""
+    if num <= 0 or milli <= 0:
+        return 0
+    if num == 1 and milli < MILLI:
+        return 1
+    return 1 + min(num, 16)
+
+
+@njit(cache=True)
+def clustering_node(left_total, aff_row, tag):
+    if tag == 0:
+        return np.int64(0)
+    distinct = 0
+    for t in range(1, aff_row.shape[0]):
+        if aff_row[t] > 0:
+            distinct += 1
+    base = 25 * (8000 - left_total) // 8000
+    if aff_row[tag] > 0:
+        return np.int64(base + (75 if distinct == 1 else 50))
+    return np.int64(base + (25 if distinct == 0 else 0))
+
+
+@njit(cache=True)
+def dotprod_node(cpu_left, left_total, cpu_nz, pod_gpu):
+    if cpu_left < cpu_nz:
+        return np.int64(0)
+    dot = (cpu_left / MAX_SPEC_CPU) * (cpu_nz / MAX_SPEC_CPU) + \
+          (left_total / MAX_SPEC_GPU) * (pod_gpu / MAX_SPEC_GPU)
+    s = 1.0 - dot / 2.0
+    return np.int64(100.0 * s)
+
+
+@njit(cache=True)
+def bestfit_raw(cpu_left, left_total, cpu_nz, pod_gpu):
+    s = 0.0
+    s += (cpu_left - cpu_nz) / MAX_SPEC_CPU * 0.5
+    s += (left_total - pod_gpu) / MAX_SPEC_GPU * 0.5
+    return np.int64((1.0 - s) * 100.0)
+
+
+@njit(cache=True)
+def score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
+                cpu, cpu_nz, mem, num, milli, mask,
+                tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                cache_score, cache_gpu, cache_ver, node_ver, out_gpu):
+    """Score every node for one pod: -1 = infeasible, else the policy's
+    (normalized) score.  FGD results are cached per node by ``node_ver``
+    (``cache_*`` rows of this pod's shape); ``out_gpu`` gets FGD's share GPU."""
+    n = gpu_count.shape[0]
+    out = np.empty(n, np.int64)
+    pod_gpu = num * milli if milli > 0 else 0
+    tag = affinity_tag(num, milli)
+    lo = np.int64(1) << 62
+    hi = -lo
+    for i in range(n):
+        c = gpu_count[i]
+        if not node_fits(c, model[i], gpu_left[i], cpu_left[i], mem_left[i], cpu, mem, num, milli, mask):
+            out[i] = -1
+            out_gpu[i] = -1
+            continue
+        out_gpu[i] = -2
+        lt = 0
+        for g in range(c):
+            lt += gpu_left[i, g]
+        if policy == P_RANDOM:
+            s = np.int64(0)
+        elif policy == P_DOTPROD:
+            s = dotprod_node(cpu_left[i], lt, cpu_nz, pod_gpu)
+        elif policy == P_CLUSTERING:
+            s = clustering_node(lt, aff[i], tag)
+        elif policy == P_PACKING:
+            s = packing_node(c, gpu_left[i], num, milli)
+        elif policy == P_BESTFIT:
+            s = bestfit_raw(cpu_left[i], lt, cpu_nz, pod_gpu)
+            lo = min(lo, s)
+            hi = max(hi, s)
+        else:
+            if cache_ver[i] == node_ver[i]:
+                s = cache_score[i]
+                out_gpu[i] = cache_gpu[i]
+            else:
+                s, gg = fgd_node(c, model[i], gpu_left[i, :c], cpu_left[i], cpu_nz, num, milli,
+                                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+                cache_score[i] = s
+                cache_gpu[i] = gg
+                cache_ver[i] = node_ver[i]
+                out_gpu[i] = gg
+        out[i] = s
+    if policy == P_BESTFIT:
+        rng = hi - lo
+        for i in range(n):
+            if out_gpu[i] == -2:
+                out[i] = 0 if rng == 0 else (out[i] - lo) * 100 // rng
+    return out
+
+
+@njit(cache=True)
+def select_gpus(sel, count, left, num, milli, u, out):
+    """Concrete GPU indices for a pod on a node (into ``out``; returns how
+    many).  Whole GPUs: the first free ones.  A share: SEL_BEST = the GPU
+    with the least free milli that fits (lowest index on ties); SEL_RANDOM =
+    uniform among the GPUs that fit, by ``u`` in [0, 1)."""
+    if num <= 0 or milli <= 0:
+        return 0
+    if not (num == 1 and milli < MILLI):
+        return first_free_gpus(count, left, num, out)
+    best = -1
+    nfit = 0
+    for g in range(count):
+        if left[g] >= milli:
+            nfit += 1
+            if best == -1 or left[g] < left[best]:
+                best = g
+    if nfit == 0:
+        return 0
+    if sel == SEL_RANDOM:
+        pick = int(u * nfit)
+        for g in range(count):
+            if left[g] >= milli:
+                if pick == 0:
+                    out[0] = g
+                    return 1
+                pick -= 1
+    out[0] = best
+    return 1
+
+
+@njit(cache=True)
+def cluster_frag(gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, out):
+    for i in range(gpu_count.shape[0]):
+        out[i] = node_frag(gpu_count[i], model[i], gpu_left[i], cpu_left[i],
+                           tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# NumPy versions (array code over all nodes; the same answers)
+# ---------------------------------------------------------------------------
+
+
+def _valid_gpu(gpu_count, gpu_left):
+    g = gpu_left.shape[1]
+    return np.arange(g)[None, :] < gpu_count[:, None]
+
+
+def _model_ok_np(model, mask):
+    if mask == 0:
+        return np.ones(model.shape[0], bool)
+    return (model >= 0) & (((np.int64(mask) >> np.maximum(model, 0)) & 1) == 1)
+
+
+def feasible_np(gpu_count, model, gpu_left, cpu_left, mem_left, cpu, mem, num, milli, mask):
+    ok = (cpu_left >= cpu) & (mem_left >= mem)
+    if milli <= 0 or num <= 0:
+        return ok
+    valid = _valid_gpu(gpu_count, gpu_left)
+    fit = ((gpu_left >= milli) & valid).sum(axis=1)
+    return ok & (gpu_count > 0) & _model_ok_np(model, mask) & (fit >= num)
+
+
+def frag_np(gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq):
+    valid = _valid_gpu(gpu_count, gpu_left)
+    left = np.where(valid, gpu_left, 0)
+    total = left.sum(axis=1).astype(np.float64)
+    out = np.zeros(gpu_count.shape[0])
+    for p in range(len(tp_freq)):
+        m = tp_milli[p]
+        if m <= 0:
+            out += tp_freq[p] * total
+            continue
+        acc = _model_ok_np(model, int(tp_mask[p]))
+        fit = ((left >= m) & valid).sum(axis=1)
+        small = np.where(left < m, left, 0).sum(axis=1).astype(np.float64)
+        q3 = acc & (fit >= tp_num[p]) & (cpu_left >= tp_cpu[p])
+        out += tp_freq[p] * np.where(q3, small, total)
+    return np.where(total == 0, 0.0, out)
+
+
+# ---------------------------------------------------------------------------
+# NumPy score policies: the same answers as ``score_nodes`` (same float
+# operations in the same order, so the integer scores are identical), as
+# array code over all nodes at once.
+# ---------------------------------------------------------------------------
+
+_exp = np.frompyfunc(math.exp, 1, 1)   # libm exp, as the njit code calls it
+
+
+def _sigmoid_score_np(before, after):
+    e = _exp(-(before - after) / 1000.0).astype(np.float64)
+    return (100.0 / (1.0 + e)).astype(np.int64)
+
+
+def pack_take_np(gpu_count, gpu_left, num, milli):
+    """Boolean [N, G]: the GPUs the simulator's Sub rule takes on each node
+    (ascending free milli, stable, the first ``num`` with enough free)."""
+    valid = _valid_gpu(gpu_count, gpu_left)
+    big = np.iinfo(np.int64).max
+    order = np.argsort(np.where(valid, gpu_left, big), axis=1, kind="stable")
+    sl = np.take_along_axis(gpu_left, order, axis=1)
+    sv = np.take_along_axis(valid, order, axis=1)
+    ok = sv & (sl >= milli)
+    take_sorted = ok & (np.cumsum(ok, axis=1) <= num)
+    take = np.zeros_like(take_sorted)
+    np.put_along_axis(take, order, take_sorted, axis=1)
+    return take
+
+
+def packing_np(gpu_count, gpu_left, num, milli):
+    n = gpu_count.shape[0]
+    if milli <= 0:
+        return np.zeros(n, np.int64)
+    valid = _valid_gpu(gpu_count, gpu_left)
+    full = ((gpu_left == MILLI) & valid).sum(axis=1)
+    take = pack_take_np(gpu_count, gpu_left, num, milli)
+    k = take.sum(axis=1)
+    full_used = (take & (gpu_left == MILLI)).sum(axis=1)
+    ratio = np.where(take, gpu_left * 100 // MILLI, 0).sum(axis=1)
+    s = np.where(full_used > 0, np.maximum(50 - full_used, 33), np.maximum(100 - ratio // 10, 50))
+    s = np.where(k < num, 0, s)
+    return np.where(full == gpu_count, np.maximum(33 - full, full), s).astype(np.int64)
+
+
+def clustering_np(left_total, aff, tag):
+    n = left_total.shape[0]
+    if tag == 0:
+        return np.zeros(n, np.int64)
+    distinct = (aff[:, 1:] > 0).sum(axis=1)
+    base = 25 * (8000 - left_total) // 8000
+    same = aff[:, tag] > 0
+    return (base + np.where(same, np.where(distinct == 1, 75, 50),
+                            np.where(distinct == 0, 25, 0))).astype(np.int64)
+
+
+def dotprod_np(cpu_left, left_total, cpu_nz, pod_gpu):
+    dot = (cpu_left / MAX_SPEC_CPU) * (cpu_nz / MAX_SPEC_CPU) + \
+          (left_total / MAX_SPEC_GPU) * (pod_gpu / MAX_SPEC_GPU)
+    s = (100.0 * (1.0 - dot / 2.0)).astype(np.int64)
+    return np.where(cpu_left < cpu_nz, 0, s)
+
+
+def bestfit_raw_np(cpu_left, left_total, cpu_nz, pod_gpu):
+    s = 0.0 + (cpu_left - cpu_nz) / MAX_SPEC_CPU * 0.5
+    s = s + (left_total - pod_gpu) / MAX_SPEC_GPU * 0.5
+    return ((1.0 - s) * 100.0).astype(np.int64)
+
+
+def fgd_np(gpu_count, model, gpu_left, cpu_left, cpu_nz, num, milli,
+           tp_cpu, tp_num, tp_milli, tp_mask, tp_freq):
+    """(score [M], gpu [M]) of FGD for M feasible nodes; gpu = -1 unless a share."""
+    m, g = gpu_left.shape
+    before = frag_np(gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+    cpu_after = cpu_left - cpu_nz
+    if num == 1 and 0 < milli < MILLI:
+        # every candidate GPU at once: rows (node, gpu) with that GPU reduced
+        valid = _valid_gpu(gpu_count, gpu_left)
+        cand = valid & (gpu_left >= milli)
+        work = np.repeat(gpu_left[:, None, :], g, axis=1)           # [M, G(cand), G]
+        work[:, np.arange(g), np.arange(g)] -= milli
+        after = frag_np(np.repeat(gpu_count, g), np.repeat(model, g), work.reshape(m * g, g),
+                        np.repeat(cpu_after, g), tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+        sc = _sigmoid_score_np(np.repeat(before, g), after).reshape(m, g)
+        sc = np.where(cand, sc, -1)
+        best_g = np.argmax(sc, axis=1)                                # first maximum
+        return sc[np.arange(m), best_g], best_g.astype(np.int64)
+    work = gpu_left
+    if num > 0 and milli > 0:
+        work = gpu_left - np.where(pack_take_np(gpu_count, gpu_left, num, milli), milli, 0)
+    after = frag_np(gpu_count, model, work, cpu_after, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+    return _sigmoid_score_np(before, after), np.full(m, -1, np.int64)
+
+
+def score_nodes_np(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
+                   cpu, cpu_nz, mem, num, milli, mask,
+                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                   cache_score, cache_gpu, cache_ver, node_ver, out_gpu):
+    """NumPy twin of ``score_nodes`` (same arguments, same results, same
+    FGD cache protocol)."""
+    n = gpu_count.shape[0]
+    ok = feasible_np(gpu_count, model, gpu_left, cpu_left, mem_left, cpu, mem, num, milli, mask)
+    valid = _valid_gpu(gpu_count, gpu_left)
+    lt = np.where(valid, gpu_left, 0).sum(axis=1)
+    pod_gpu = num * milli if milli > 0 else 0
+    out_gpu[:] = np.where(ok, -2, -1)
+    if policy == P_RANDOM:
+        s = np.zeros(n, np.int64)
+    elif policy == P_DOTPROD:
+        s = dotprod_np(cpu_left, lt, cpu_nz, pod_gpu)
+    elif policy == P_CLUSTERING:
+        s = clustering_np(lt, aff, affinity_tag(num, milli))
+    elif policy == P_PACKING:
+        s = packing_np(gpu_count, gpu_left, num, milli)
+    elif policy == P_BESTFIT:
+        s = bestfit_raw_np(cpu_left, lt, cpu_nz, pod_gpu)
+        if ok.any():
+            lo, hi = s[ok].min(), s[ok].max()
+            rng = hi - lo
+            s = np.zeros(n, np.int64) if rng == 0 else (s - lo) * 100 // rng
+    else:
+        stale = np.flatnonzero(ok & (cache_ver != node_ver))
+        if len(stale):
+            c = gpu_count[stale]
+            sc, gg = fgd_np(c, model[stale], gpu_left[stale], cpu_left[stale], cpu_nz, num, milli,
+                            tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+            cache_score[stale] = sc
+            cache_gpu[stale] = gg
+            cache_ver[stale] = node_ver[stale]
+        s = cache_score
+        out_gpu[ok] = cache_gpu[ok]
+    return np.where(ok, s, -1).astype(np.int64)
+
+
+def select_gpus_np(sel, count, left, num, milli, u, out):
+    """Python twin of ``select_gpus`` for one node."""
+    if num <= 0 or milli <= 0:
+        return 0
+    lv = left[:count]
+    if not (num == 1 and milli < MILLI):
+        free = np.flatnonzero(lv == MILLI)[:num]
+        out[:len(free)] = free
+        return len(free)
+    fit = np.flatnonzero(lv >= milli)
+    if len(fit) == 0:
+        return 0
+    if sel == SEL_RANDOM:
+        out[0] = fit[int(u * len(fit))]
+    else:
+        out[0] = fit[np.argmin(lv[fit])]
+    return 1
