@@ -99,16 +99,57 @@ def cmd_bench(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from .replay import run_replay
+    import os
+    import time
+    from . import replay as R
+    if args.plot:
+        try:
+            R._pyplot()
+        except ImportError as exc:
+            raise TensorschedError(f"replay --plot: {exc}") from exc
+    if not args.sweep:
+        if not args.policy:
+            raise TensorschedError("replay: --policy is required (or use --sweep)")
+        if len(args.pods) != 1:
+            raise TensorschedError("replay: one --pods CSV per run (several need --sweep)")
+        try:
+            res, paths = R.run_replay(args.nodes, args.pods[0], args.policy, seed=args.seed,
+                                      tune=args.tune, output=args.output, backend=args.backend)
+            if args.plot:
+                paths.append(R.plot_allocation([(R.workload_name(args.pods[0]), res)], args.plot,
+                                               expected=args.expected))
+        except (OSError, ValueError, KeyError) as exc:
+            raise TensorschedError(f"replay: {exc}") from exc
+        print(f"{args.policy} seed {args.seed}: {res.scheduled}/{res.pods} pods scheduled in "
+              f"{res.seconds:.2f}s; GPU allocation at 100% demand {res.alloc[100]}%, "
+              f"at {int(round(args.tune * 100))}% {res.alloc[min(130, int(round(args.tune * 100)))]}%"
+              + (f"; wrote {', '.join(paths)}" if paths else ""), file=sys.stderr)
+        return 0
+    if not args.output:
+        raise TensorschedError("replay --sweep: --output CSV is required")
     try:
-        res, paths = run_replay(args.nodes, args.pods, args.policy, seed=args.seed,
-                                tune=args.tune, output=args.output)
+        policies = [p.strip() for p in (args.policies or (args.policy or ",".join(R.K.POLICIES))).split(",")
+                    if p.strip()]
+        seeds = R.parse_seeds(args.seeds if args.seeds else str(args.seed))
+        done = [0]
+        total = len(args.pods) * len(policies) * len(seeds)
+
+        def progress(wl, res):
+            done[0] += 1
+            print(f"[{done[0]}/{total}] {wl} {res.policy} seed {res.seed}: {res.alloc[100]}% at 100%, "
+                  f"{res.seconds:.2f}s", file=sys.stderr)
+
+        t0 = time.perf_counter()
+        out = R.sweep(args.nodes, args.pods, policies, seeds, tune=args.tune, workers=args.workers,
+                      backend=args.backend, output=args.output, progress=progress)
+        paths = [args.output]
+        if args.plot:
+            paths.append(R.plot_allocation(out, args.plot, expected=args.expected))
     except (OSError, ValueError, KeyError) as exc:
         raise TensorschedError(f"replay: {exc}") from exc
-    print(f"{args.policy} seed {args.seed}: {res.scheduled}/{res.pods} pods scheduled in "
-          f"{res.seconds:.2f}s; GPU allocation at 100% demand {res.alloc[100]}%, "
-          f"at {int(round(args.tune * 100))}% {res.alloc[min(130, int(round(args.tune * 100)))]}%"
-          + (f"; wrote {', '.join(paths)}" if paths else ""), file=sys.stderr)
+    workers = max(1, min(args.workers or os.cpu_count() or 1, total))
+    print(f"sweep: {total} runs on {workers} worker(s) in {time.perf_counter() - t0:.1f}s; "
+          f"wrote {', '.join(paths)}", file=sys.stderr)
     return 0
 
 
@@ -150,13 +191,24 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_bench)
 
     r = sub.add_parser("replay", help="openb GPU trace replay (Weng et al., ATC'23)")
-    r.add_argument("--nodes", required=True, help="openb node CSV")
-    r.add_argument("--pods", required=True, help="openb pod CSV")
-    r.add_argument("--policy", required=True,
+    r.add_argument("--nodes", required=True, help="openb node CSV (the paper uses the GPU nodes: "
+                   "data/openb/csv/openb_node_list_gpu_node.csv)")
+    r.add_argument("--pods", required=True, nargs="+", help="openb pod CSV (several with --sweep)")
+    r.add_argument("--policy",
                    choices=("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD"))
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--tune", type=float, default=1.3)
-    r.add_argument("--output", help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it")
+    r.add_argument("--backend", choices=("numba", "numpy"), default="numba")
+    r.add_argument("--output", help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it "
+                   "(with --sweep: the one sweep CSV)")
+    r.add_argument("--sweep", action="store_true",
+                   help="run policies x pod CSVs x seeds in parallel and write one CSV")
+    r.add_argument("--policies", help="with --sweep: comma-separated policies (default: all six)")
+    r.add_argument("--seeds", help="with --sweep: e.g. 42-51 or 42,43 (default: --seed)")
+    r.add_argument("--workers", type=int, default=None, help="with --sweep: processes (default: all cores)")
+    r.add_argument("--plot", metavar="PNG", help="draw the allocation curves (needs the 'plot' extra)")
+    r.add_argument("--expected", metavar="CSV",
+                   help="with --plot: analysis_allo_discrete.csv to draw the published means dashed")
     r.set_defaults(func=cmd_replay)
     return ap
 

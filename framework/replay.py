@@ -3,13 +3,17 @@ Fragmentation" (USENIX ATC'23), on the GPU kernels.
 
 The experiment, as the paper's simulator runs it (re-implemented here):
 
+0. the cluster is the trace's 1,213 GPU nodes (``openb_node_list_gpu_node.csv``:
+   the simulator's input preparation copies only that node list), 6,212 GPUs;
 1. workload = every pod of the trace; cluster capacity C = GPUs x 1000 milli;
-2. "tune": while the arrived GPU demand is below ``tune`` x C, draw a pod of
-   the trace uniformly with replacement and append it (the simulator stops
+2. arrival order: all pods of the trace once, shuffled (seeded); then "tune":
+   while the arrived GPU demand stays within ``tune`` x C, pods drawn
+   uniformly with replacement are appended in draw order (the simulator stops
    when demand + the drawn pod's per-GPU milli would exceed tune x C; above
    tune x C it removes random pods instead);
-3. shuffle the pods (seeded), schedule them one by one in that order, no
-   departures; a pod that fits nowhere fails and is counted as arrived;
+3. pods are scheduled one by one in that order, no departures; a pod that
+   fits nowhere fails and is counted as arrived.  Filters: CPU and memory
+   (kube-scheduler's NodeResourcesFit stays on) and the GPU filter;
 4. after each pod record arrived / allocated GPU milli and the cluster's
    fragmentation (FGD's measure under the typical pods: the pod shapes of the
    trace, most frequent first, that cover 95 % of its pods, CPU-only ones
@@ -18,11 +22,18 @@ The experiment, as the paper's simulator runs it (re-implemented here):
    rounds to k % of C (else within k +- 1) of the allocation ratio (%), the
    fragmentation amount (% of C) and the fragmentation ratio (% of idle GPU).
 
-Node choice: the policy's score (``tensorsched.kernels.gpu_share``), ties
-broken uniformly at random (kube-scheduler's selectHost).  GPU choice:
-Random picks a random GPU that fits a share; DotProd, GpuClustering,
-GpuPacking and BestFit the fitting GPU with the least free milli; FGD the
-GPU with the best FGD score; whole GPUs are the first free ones.
+Node choice: the policy's score (``tensorsched.kernels.gpu_share``), and only
+it (the simulator's scheduler config disables every default score plugin).
+Ties: the simulator prefixes node names with a seeded random permutation and
+its kube-scheduler fork (selectHost) keeps the lexicographically smallest
+name among the best, so ties go to a fixed, random node order drawn once per
+run -- not to a fresh uniform draw per pod.  This matters: FGD scores most
+nodes alike for CPU-only pods, and a fixed order packs them onto few nodes
+instead of spreading them over all GPU nodes' CPU.  Random: one feasible node
+uniformly at random (its PreScore).  GPU choice: Random picks a random GPU
+that fits a share; DotProd, GpuClustering, GpuPacking and BestFit the fitting
+GPU with the least free milli; FGD the GPU with the best FGD score; whole
+GPUs are the first free ones.
 
 The random streams differ from the Go simulator's (math/rand), so single
 runs differ; means over seeds are what is compared.
@@ -326,12 +337,189 @@ def workload_name(pods_path: str) -> str:
     return os.path.splitext(os.path.basename(pods_path))[0]
 
 
-def run_replay(nodes_path, pods_path, policy, seed=42, tune=1.3, output=None):
+def run_replay(nodes_path, pods_path, policy, seed=42, tune=1.3, output=None, backend="numba"):
     nodes = read_openb_nodes(nodes_path)
     pods = read_openb_pods(pods_path)
-    res = replay(nodes, pods, policy, seed=seed, tune=tune)
+    res = replay(nodes, pods, policy, seed=seed, tune=tune, backend=backend)
     paths = write_results([res], output, workload_name(pods_path)) if output else []
     return res, paths
+
+
+# ---------------------------------------------------------------------------
+# sweep: policies x traces x seeds on all cores, one CSV
+# ---------------------------------------------------------------------------
+
+SWEEP_METRICS = (("alloc", "alloc"), ("frag_amount", "frag_amount"), ("frag_ratio", "frag_ratio"))
+_LOADED: dict = {}
+
+
+def _load_cached(kind, path):
+    key = (kind, os.path.abspath(path))
+    if key not in _LOADED:
+        _LOADED[key] = read_openb_nodes(path) if kind == "nodes" else read_openb_pods(path)
+    return _LOADED[key]
+
+
+def _sweep_job(job):
+    i, nodes_path, pods_path, policy, seed, tune, backend = job
+    res = replay(_load_cached("nodes", nodes_path), _load_cached("pods", pods_path), policy,
+                 seed=seed, tune=tune, backend=backend)
+    return i, workload_name(pods_path), res
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``42-51``, ``42,43,44`` or a mix (``42-44,50``)."""
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = (int(x) for x in part.split("-", 1))
+            if hi < lo:
+                raise ValueError(f"seed range {part!r} runs backwards")
+            out.extend(range(lo, hi + 1))
+        else:
+            out.append(int(part))
+    if not out:
+        raise ValueError(f"no seeds in {text!r}")
+    return out
+
+
+def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,
+          backend="numba", output=None, progress=None):
+    """Run every (trace, policy, seed) once, ``workers`` processes at a time
+    (default: all cores), and write one CSV to ``output`` (see
+    ``write_sweep``).  Returns [(workload, ReplayResult)] in job order."""
+    for pol in policies:
+        if pol not in POLICY_SEL:
+            raise ValueError(f"unknown policy {pol!r}; choose one of {', '.join(K.POLICIES)}")
+    for path in [nodes_path, *pods_paths]:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such file")
+    jobs = [(0, nodes_path, pp, pol, int(sd), tune, backend)
+            for pp in pods_paths for pol in policies for sd in seeds]
+    jobs = [(i,) + j[1:] for i, j in enumerate(jobs)]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    out = [None] * len(jobs)
+    if workers == 1:
+        it = map(_sweep_job, jobs)
+        for i, wl, res in it:
+            out[i] = (wl, res)
+            if progress:
+                progress(wl, res)
+    else:
+        import multiprocessing as mp
+        methods = mp.get_all_start_methods()
+        ctx = mp.get_context("fork" if "fork" in methods else None)
+        with ctx.Pool(workers) as pool:
+            for i, wl, res in pool.imap_unordered(_sweep_job, jobs, chunksize=1):
+                out[i] = (wl, res)
+                if progress:
+                    progress(wl, res)
+    if output:
+        write_sweep(out, output)
+    return out
+
+
+def write_sweep(results, output: str) -> str:
+    """One CSV, one row per (workload, policy, seed, metric):
+    workload, sc_policy, tune, seed, metric (alloc | frag_amount |
+    frag_ratio, as in the three expected_results files), total_gpus, pods,
+    scheduled, seconds, then the values at 0..130 % of arrived demand."""
+    d = os.path.dirname(os.path.abspath(output))
+    os.makedirs(d, exist_ok=True)
+    cols = [str(k) for k in range(N_COLS)]
+    with open(output, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "sc_policy", "tune", "seed", "metric", "total_gpus", "pods",
+                    "scheduled", "seconds"] + cols)
+        for wl, r in results:
+            for metric, attr in SWEEP_METRICS:
+                w.writerow([wl, POLICY_DIR[r.policy], r.tune, r.seed, metric, r.total_gpus, r.pods,
+                            r.scheduled, round(r.seconds, 3)] + [_fmt(v) for v in getattr(r, attr)])
+    return output
+
+
+def read_sweep(path, metric="alloc"):
+    """{(workload, policy): [values per seed as arrays of 131]} from a sweep CSV."""
+    inv_dir = {v: k for k, v in POLICY_DIR.items()}
+    out: dict = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["metric"] != metric:
+                continue
+            vals = np.array([float(row[str(k)]) if row[str(k)] else np.nan for k in range(N_COLS)])
+            out.setdefault((row["workload"], inv_dir.get(row["sc_policy"], row["sc_policy"])), []).append(vals)
+    return out
+
+
+PLOT_NEEDS = ("drawing the allocation curves needs matplotlib, which the core install leaves out; "
+              "install the extra: pip install 'tensorsched[plot]'")
+
+
+def _pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(PLOT_NEEDS) from exc
+    return plt
+
+
+def plot_allocation(curves, path, expected=None):
+    """One PNG: per workload a panel with the GPU allocation ratio (mean over
+    seeds) against arrived GPU demand, one line per policy, like Fig. 9(a)
+    of the paper.  ``curves``: {(workload, policy): [arrays of 131]} (see
+    ``read_sweep``) or [(workload, ReplayResult)].  ``expected``: an
+    ``analysis_allo_discrete.csv`` whose published means are drawn dashed."""
+    plt = _pyplot()
+    if not isinstance(curves, dict):
+        acc: dict = {}
+        for wl, r in curves:
+            acc.setdefault((wl, r.policy), []).append(np.asarray(r.alloc, float))
+        curves = acc
+    workloads = sorted({wl for wl, _ in curves})
+    pub = {}
+    if expected and os.path.exists(expected):
+        with open(expected, newline="") as f:
+            for row in csv.DictReader(f):
+                vals = np.array([float(row[str(k)]) if row[str(k)] else np.nan for k in range(N_COLS)])
+                pub.setdefault((row["workload"], row["sc_policy"]), []).append(vals)
+    ncol = min(3, len(workloads))
+    nrow = (len(workloads) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 4.0 * nrow), squeeze=False)
+    x = np.arange(N_COLS)
+    colors = dict(zip(K.POLICIES, ("tab:gray", "tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:red")))
+    for ax, wl in zip(axes.flat, workloads):
+        for pol in K.POLICIES:
+            if (wl, pol) not in curves:
+                continue
+            runs = np.vstack(curves[(wl, pol)])
+            ax.plot(x, np.nanmean(runs, axis=0), color=colors[pol], lw=1.6,
+                    label=f"{pol} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+            if (wl, POLICY_DIR[pol]) in pub:
+                ax.plot(x, np.nanmean(np.vstack(pub[(wl, POLICY_DIR[pol])]), axis=0),
+                        color=colors[pol], lw=1.0, ls="--")
+        ax.plot(x, x, color="black", lw=0.6, ls=":")
+        ax.set_xlim(0, 130)
+        ax.set_ylim(0, 100)
+        ax.set_title(wl.replace("openb_pod_list_", ""))
+        ax.set_xlabel("arrived GPU demand (% of capacity)")
+        ax.set_ylabel("GPU allocation ratio (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    for ax in list(axes.flat)[len(workloads):]:
+        ax.set_visible(False)
+    if pub:
+        fig.suptitle("solid: tensorsched, dashed: published (paper simulator, seeds 42-51)", fontsize=9)
+    fig.tight_layout()
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def read_expected(path, workload, policy, col):

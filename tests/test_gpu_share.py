@@ -159,3 +159,34 @@ def test_inventory_and_asks_from_objects():
     with pytest.raises(ValueError):
         pod_gpu_ask({"metadata": {"name": "x", "annotations": {"alibabacloud.com/gpu-milli": "500",
                      "alibabacloud.com/gpu-count": "2"}}})
+
+
+@settings(max_examples=60, deadline=None)
+@given(cluster(), pod(), st.lists(pod(), min_size=1, max_size=5), st.sampled_from(K.POLICIES))
+def test_numpy_scores_equal_numba(inv, p, typ, policy):
+    """score_nodes_np is the array twin of score_nodes: same scores, same FGD GPU."""
+    n = inv.n_nodes
+    mask = inv.model_mask(p["models"])
+    tp = (np.array([t["cpu"] or 100 for t in typ], np.int64), np.array([t["num"] for t in typ], np.int64),
+          np.array([t["milli"] for t in typ], np.int64),
+          np.array([inv.model_mask(t["models"]) for t in typ], np.int64), np.full(len(typ), 1.0 / len(typ)))
+    aff = np.zeros((n, 18), np.int64)
+    for i in range(n):
+        aff[i, (i * 7) % 18] += i % 3          # some affinity history
+    ver = np.zeros(n, np.int64)
+    outs = []
+    for fn in (K.score_nodes, K.score_nodes_np):
+        og = np.empty(n, np.int64)
+        sc = fn(K.POLICIES.index(policy), inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left, inv.mem_left,
+                aff, p["cpu"], p["cpu"] or 100, 0, p["num"], p["milli"], mask, *tp,
+                np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), ver, og)
+        outs.append((sc, og))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    if policy == "FGD":
+        np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    gi, gj = np.empty(16, np.int64), np.empty(16, np.int64)
+    for i in np.flatnonzero(outs[0][0] >= 0):
+        for sel in (K.SEL_BEST, K.SEL_RANDOM):
+            ka = K.select_gpus(sel, int(inv.gpu_count[i]), inv.gpu_left[i], p["num"], p["milli"], 0.37, gi)
+            kb = K.select_gpus_np(sel, int(inv.gpu_count[i]), inv.gpu_left[i], p["num"], p["milli"], 0.37, gj)
+            assert ka == kb and list(gi[:ka]) == list(gj[:kb])
