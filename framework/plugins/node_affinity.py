@@ -23,6 +23,7 @@ REASON_CONFLICT = "pod affinity terms conflict"
 
 class NodeAffinity(Plugin, FusedFilter, FusedScore):
     name = NAME
+    events = frozenset({"Node/Add", "Node/Update"})
     filter_flag = L.F_NODE_AFFINITY
     reason_bits = int(L.R_NODE_AFFINITY | L.R_ADDED_AFFINITY)
     score_slot = L.S_NODE_AFFINITY

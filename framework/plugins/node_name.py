@@ -12,6 +12,7 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName(Plugin, FusedFilter):
     name = NAME
+    events = frozenset({"Node/Add"})
     filter_flag = L.F_NODE_NAME
     reason_bits = int(L.R_NODE_NAME)
 

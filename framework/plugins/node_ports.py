@@ -16,6 +16,7 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 
 class NodePorts(Plugin, FusedFilter):
     name = NAME
+    events = frozenset({"Pod/Delete", "Node/Add"})
     filter_flag = L.F_PORTS
     reason_bits = int(L.R_PORTS)
 

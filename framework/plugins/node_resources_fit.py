@@ -20,6 +20,7 @@ _NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
 
 class NodeResourcesFit(Plugin, FusedFilter, FusedScore):
     name = NAME
+    events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
     filter_flag = L.F_FIT
     reason_bits = int(L.R_TOO_MANY_PODS) | ~((1 << L.INSUFFICIENT_SHIFT) - 1)
     score_slot = L.S_FIT

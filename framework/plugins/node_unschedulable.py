@@ -15,6 +15,7 @@ REASON = "node(s) were unschedulable"
 
 class NodeUnschedulable(Plugin, FusedFilter):
     name = NAME
+    events = frozenset({"Node/Add", "Node/Update"})
     filter_flag = L.F_UNSCHEDULABLE
     reason_bits = int(L.R_UNSCHEDULABLE)
 

@@ -11,6 +11,7 @@ NAME = names.SCHEDULING_GATES
 
 class SchedulingGates(Plugin):
     name = NAME
+    events = frozenset({"Pod/Update"})     # the pod's own update only
 
     def pre_enqueue(self, pod) -> Status:
         if not pod.scheduling_gates:

@@ -17,6 +17,7 @@ NAME = names.TAINT_TOLERATION
 
 class TaintToleration(Plugin, FusedFilter, FusedScore):
     name = NAME
+    events = frozenset({"Node/Add", "Node/Update"})
     filter_flag = L.F_TAINT
     reason_bits = int(L.R_TAINT)
     score_slot = L.S_TAINT

@@ -1,0 +1,171 @@
+"""The scheduling queue: activeQ order, backoff timings, unschedulable pods
+moved by the events their plugins declare, the 5-minute flush, the move
+request during a cycle, SchedulingGates -- checked after every step."""
+
+import pytest
+from sched_checks import check
+from tensorsched.framework.clock import SimulatedClock
+from tensorsched.framework.cluster import build_cluster
+from tensorsched.framework.manifests import parse_pod
+from tensorsched.framework.queue import (
+    ACTIVE,
+    BACKOFF,
+    NODE_ADD,
+    POD_DELETE,
+    UNSCHEDULABLE,
+    SchedulingQueue,
+)
+from tensorsched.framework.scheduler import Scheduler
+from tensorsched.framework.synthetic import node_dict, pod_dict
+
+
+def _q(**kw):
+    return SchedulingQueue(SimulatedClock(), **kw)
+
+
+def _p(name, prio=0, created=0, **kw):
+    return parse_pod(pod_dict(name, priority=prio, created=created, **kw))
+
+
+def test_active_order_priority_creation_then_fifo():
+    q = _q()
+    for name, prio, created in [("a", 0, 5), ("b", 10, 9), ("c", 0, 1), ("d", 0, 5),
+                                ("e", 10, 9)]:
+        q.add(_p(name, prio, created))
+    order = []
+    while (pi := q.pop()) is not None:
+        order.append(pi.pod.name)
+    assert order == ["b", "e", "c", "a", "d"]          # ties: first in, first out
+
+
+@pytest.mark.parametrize("initial,maximum,want", [
+    (1, 10, [1, 2, 4, 8, 10, 10]), (2, 5, [2, 4, 5, 5, 5, 5])])
+def test_backoff_durations(initial, maximum, want):
+    q = _q(initial_backoff=initial, max_backoff=maximum)
+    pi = q.add(_p("a"))
+    got = []
+    for _ in want:
+        pi.attempts += 1
+        got.append(q.backoff_duration(pi))
+    assert got == want
+
+
+def test_backoff_from_config():
+    cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "podInitialBackoffSeconds": 3, "podMaxBackoffSeconds": 7}
+    sched = Scheduler(build_cluster([node_dict("n0")], cfg))
+    assert (sched.queue.initial_backoff, sched.queue.max_backoff) == (3.0, 7.0)
+
+
+def test_error_goes_to_backoff_then_active_on_time():
+    q = _q()
+    q.add(_p("a"))
+    pi = q.pop()
+    q.requeue(pi, error=True)
+    assert pi.where == BACKOFF and q.next_backoff_expiry() == 1.0
+    assert q.pop() is None
+    q.clock.advance(0.999)
+    assert q.pop() is None
+    q.clock.advance(0.001)
+    assert q.pop().pod.name == "a"
+    q.requeue(pi, error=True)                      # second failure: 2 s
+    q.clock.advance(1.5)
+    assert q.pop() is None
+    q.clock.advance(0.5)
+    assert q.pop() is pi
+
+
+def test_unschedulable_moved_only_by_interesting_events():
+    class P:
+        def __init__(self, name, events):
+            self.name, self.events = name, frozenset(events)
+    plugins = {"Fit": P("Fit", {POD_DELETE, NODE_ADD}), "Taint": P("Taint", {"Node/Update"})}
+    q = _q(plugin_of=plugins.get)
+    q.add(_p("fit"))
+    q.add(_p("taint"))
+    a, b = q.pop(), q.pop()
+    q.requeue(a, {"Fit"})
+    q.requeue(b, {"Taint"})
+    assert (a.where, b.where) == (UNSCHEDULABLE, UNSCHEDULABLE)
+    assert q.move_all(POD_DELETE) == 1
+    assert a.where == BACKOFF and b.where == UNSCHEDULABLE       # 1 s backoff not over
+    assert q.move_all("Node/Update") == 1 and b.where == BACKOFF
+    q.clock.advance(1)
+    assert {q.pop().pod.name, q.pop().pod.name} == {"fit", "taint"}
+
+
+def test_move_request_during_cycle_goes_to_backoff():
+    q = _q()
+    q.add(_p("a"))
+    pi = q.pop()
+    q.move_all(NODE_ADD)                   # arrives while "a" is being scheduled
+    q.requeue(pi, {"Whatever"})
+    assert pi.where == BACKOFF
+
+
+def test_flush_after_max_in_unschedulable():
+    q = _q()
+    q.add(_p("a"))
+    pi = q.pop()
+    q.requeue(pi, {"X"})
+    q.clock.advance(299.9)
+    assert q.pop() is None and pi.where == UNSCHEDULABLE
+    q.clock.advance(0.1)
+    assert q.pop() is pi
+
+
+def _sched(nodes, **kw):
+    return Scheduler(build_cluster(nodes), "numpy", 0, **kw)
+
+
+def test_scheduler_requeue_and_event_moves():
+    """A pod rejected by taints is not moved by a pod deletion; a node update
+    that removes the taint moves it and it binds once its backoff ends."""
+    taint = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    sched = _sched([node_dict("n0", cpu="2", taints=taint)])
+    sched.add_pod(pod_dict("bound", cpu="100m", spec={"nodeName": "n0"}))
+    sched.add_pod(pod_dict("p", cpu="500m"))
+    keys = ["default/bound", "default/p"]
+    b = sched.schedule_one()
+    assert b.node is None and "untolerated taint" in b.message
+    pi = sched.queue.infos["default/p"]
+    assert pi.where == UNSCHEDULABLE and pi.unschedulable_plugins == {"TaintToleration"}
+    check(sched, keys)
+    sched.delete_pod("default/bound")
+    assert pi.where == UNSCHEDULABLE                 # Pod/Delete: TaintToleration doesn't care
+    check(sched, keys, deleted={"default/bound"})
+    sched.update_node(node_dict("n0", cpu="2"))
+    assert pi.where == BACKOFF
+    assert sched.schedule_one() is None
+    sched.advance(1.0)
+    b = sched.schedule_one()
+    assert b.node == "n0"
+    check(sched, keys, deleted={"default/bound"})
+    assert sched.metrics()["e2e_latency_seconds"]["max"] == 1.0
+
+
+def test_scheduler_node_add_moves_insufficient_pod():
+    sched = _sched([node_dict("n0", cpu="1")])
+    sched.add_pod(pod_dict("big", cpu="2"))
+    assert sched.schedule_one().node is None
+    sched.advance(5)                                   # backoff over meanwhile
+    sched.add_node(node_dict("n1", cpu="4"))
+    assert sched.queue.infos["default/big"].where == ACTIVE
+    assert sched.schedule_one().node == "n1"
+    check(sched, ["default/big"])
+
+
+def test_scheduling_gates_hold_until_update():
+    sched = _sched([node_dict("n0")])
+    gated = pod_dict("g", spec={"schedulingGates": [{"name": "wait"}]})
+    sched.add_pod(gated)
+    pi = sched.queue.infos["default/g"]
+    assert pi.gated and pi.where == UNSCHEDULABLE
+    assert sched.schedule_one() is None
+    sched.add_node(node_dict("n1"))
+    sched.advance(600)
+    assert sched.run_until_idle() == [] and pi.where == UNSCHEDULABLE   # events, flush: still gated
+    sched.update_pod(pod_dict("g"))
+    assert pi.where == ACTIVE and not pi.gated
+    assert sched.schedule_one().node in ("n0", "n1")
+    check(sched, ["default/g"])
