@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorsched.kernels import layout as L
+from tensorsched.kernels import topology as _T
 from tensorsched.kernels.fused import make_backend, rotated
 
 from .config import Profile
@@ -149,6 +150,8 @@ class Framework:
         self.score_refs = [(self.plugins[r.name], r.weight)
                            for r in profile.plugins.get("score", ())]
         self._assign_slots()
+        if self.user_filters or self.user_scores:
+            _T.warm()       # host-stage kernels: once per process (cached on disk)
         # Resolved once: protocol isinstance checks are too slow per pod.
         self._prefilters = [p for p in self._point.get("preFilter", [])
                             if isinstance(p, PreFilterPlugin)]
@@ -295,22 +298,29 @@ class Framework:
         rows that will be scored (feasible, within percentageOfNodesToScore),
         and its slot's kernel normalization is NORMALIZE_NONE."""
         def run(reasons, raw):
+            # One compiled pass per plugin (kernels.topology.host); reasons and
+            # raw are the backend's own arrays for this cycle, updated in place.
+            reasons = np.ascontiguousarray(reasons, dtype=np.int64)
+            if not (raw.dtype == np.int64 and raw.flags.c_contiguous):
+                raw = np.ascontiguousarray(raw, dtype=np.int64)
             for p, bit in host_filters:
-                ok = np.asarray(p.filter(ctx, rows), dtype=bool)
-                valid = reasons != L.R_INVALID_ROW
-                reasons = reasons | np.where(ok | ~valid, 0, np.int64(1) << bit)
-            feasible = reasons == 0
+                ok = np.ascontiguousarray(p.filter(ctx, rows), dtype=np.bool_)
+                _T.host.or_filter_bits(reasons, ok, int(np.int64(1) << bit),
+                                       int(L.R_INVALID_ROW))
             scored = None
             for p, slot in host_scores:
-                s = np.asarray(p.score(ctx, rows), dtype=np.int64)
+                s = np.ascontiguousarray(p.score(ctx, rows), dtype=np.int64)
                 norm = getattr(p, "normalize_scores", None)
                 if norm is not None:
                     if scored is None:
-                        scored = feasible & (np.arange(feasible.shape[0])
-                                             < processed_rows(feasible, to_find))
-                    s = np.asarray(norm(ctx, rows, s, scored), dtype=np.int64)
-                raw[:, slot] = np.where(feasible, s, 0)
+                        scored = np.empty(reasons.shape[0], np.bool_)
+                        _T.host.scored_rows(reasons, int(to_find), scored)
+                    s = np.ascontiguousarray(norm(ctx, rows, s, scored), dtype=np.int64)
+                _T.host.put_slot(raw, slot, s, reasons)
             return reasons, raw
+        # The slots ``run`` writes at every position (a backend may take the
+        # other slots from elsewhere, e.g. its per-row cache).
+        run.slots = tuple(slot for _p, slot in host_scores)
         return run
 
     def _score_setup(self, scoring: tuple):

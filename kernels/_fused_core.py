@@ -683,3 +683,133 @@ def snapshot_rows(dirty, k, reasons_by_row, raw_by_row, old_reasons, old_raw):
         old_reasons[d] = reasons_by_row[i]
         for s in range(raw_by_row.shape[1]):
             old_raw[d, s] = raw_by_row[i, s]
+
+
+def gather_rows(rows, start, reasons_by_row, raw_by_row, reasons_out, raw_out):
+    """Cached results by node row -> evaluation order (position j is row
+    rows[(start + j) % M]), as the positional fused pass leaves them: raw
+    scores of infeasible rows are 0."""
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    for j in range(m):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        i = rows[jj]
+        r = reasons_by_row[i]
+        reasons_out[j] = r
+        if r == 0:
+            for s in range(n_slots):
+                raw_out[j, s] = raw_by_row[i, s]
+        else:
+            for s in range(n_slots):
+                raw_out[j, s] = 0
+
+
+# ---------------------------------------------------------------------------
+# Cycles with host (array) plugins on the per-row cache: the built-in slots'
+# weighted, normalized sum is kept per row (``partial``) for given
+# normalization maxima, so a cycle adds only the host plugins' slots.
+# ---------------------------------------------------------------------------
+
+def scan_mixed(rows, start, reasons, raw_by_row, raw_pos, from_pos, num_to_find,
+               active_slots, norm_mode, hi_scratch):
+    """Rows processed and feasible found (as ``finalize_scores`` scans), and
+    each normalized active slot's maximum over the processed feasible rows
+    into hi_scratch (raw_pos[j, s] when from_pos[s], else the cached row)."""
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    processed = m
+    found = 0
+    for j in range(m):
+        if reasons[j] == 0:
+            found += 1
+            if found == num_to_find:
+                processed = j + 1
+                break
+    for s in range(n_slots):
+        hi_scratch[s] = 0
+    for s in range(n_slots):
+        if not active_slots[s] or norm_mode[s] == 0:
+            continue
+        h = 0
+        if from_pos[s]:
+            for j in range(processed):
+                if reasons[j] == 0 and raw_pos[j, s] > h:
+                    h = raw_pos[j, s]
+        else:
+            for j in range(processed):
+                if reasons[j] != 0:
+                    continue
+                jj = start + j
+                if jj >= m:
+                    jj -= m
+                v = raw_by_row[rows[jj], s]
+                if v > h:
+                    h = v
+        hi_scratch[s] = h
+    return processed, found
+
+
+def partial_totals(dirty, k, raw_by_row, use_slot, norm_mode, weights, hi, out):
+    """out[i] for the rows dirty[:k]: the weighted sum of the slots in
+    use_slot, normalized under the maxima hi (as ``finalize_scores``)."""
+    n_slots = raw_by_row.shape[1]
+    for d in range(k):
+        i = dirty[d]
+        t = 0
+        for s in range(n_slots):
+            if not use_slot[s]:
+                continue
+            v = raw_by_row[i, s]
+            mode = norm_mode[s]
+            if mode != 0:
+                h = hi[s]
+                if h == 0:
+                    v = MAX_SCORE if mode == 2 else 0
+                else:
+                    v = (MAX_SCORE * v) // h
+                    if mode == 2:
+                        v = MAX_SCORE - v
+            t += v * weights[s]
+        out[i] = t
+
+
+def finalize_partial(rows, start, reasons, partial, raw_pos, pos_slots, norm_mode, weights,
+                     hi, processed, out_total, ties_scratch):
+    """Totals in evaluation order: partial[row] plus the slots listed in
+    pos_slots [P] read from raw_pos; -1 for rows not scored.  Returns the
+    number of tied top positions written to ties_scratch."""
+    m = rows.shape[0]
+    n_pos = pos_slots.shape[0]
+    best = -1
+    n_ties = 0
+    for j in range(m):
+        if j >= processed or reasons[j] != 0:
+            out_total[j] = -1
+            continue
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        t = partial[rows[jj]]
+        for p in range(n_pos):
+            s = pos_slots[p]
+            v = raw_pos[j, s]
+            mode = norm_mode[s]
+            if mode != 0:
+                h = hi[s]
+                if h == 0:
+                    v = MAX_SCORE if mode == 2 else 0
+                else:
+                    v = (MAX_SCORE * v) // h
+                    if mode == 2:
+                        v = MAX_SCORE - v
+            t += v * weights[s]
+        out_total[j] = t
+        if t > best:
+            best = t
+            n_ties = 0
+        if t == best:
+            ties_scratch[n_ties] = j
+            n_ties += 1
+    return n_ties

@@ -58,6 +58,11 @@ def kernel_args(cols: L.NodeColumns, q: L.PodQuery) -> tuple:
 
 def _pad_bitsets(cols: L.NodeColumns, q: L.PodQuery) -> L.PodQuery:
     """Query bitsets as wide as the node bitsets (tables may have grown)."""
+    if (q.taint_reject.shape[0] == cols.taint_bits.shape[1]
+            and q.taint_prefer.shape[0] == cols.taint_bits.shape[1]
+            and q.port_conflicts.shape[0] == cols.port_bits.shape[1]):
+        return q
+
     def fit(mask, width):
         if mask.shape[0] == width:
             return mask
@@ -134,6 +139,11 @@ class _RowCache:
         self.tmax = np.full(2 * self.size, -1, np.int64)
         self.tcnt = np.zeros(2 * self.size, np.int64)
         self.feasible = 0
+        self.args = None                # kernel_args for ``args_cols``
+        self.args_cols = None
+        self.mix_key = None             # parameters ``mix_total`` was computed with
+        self.mix_params = None          # (use_slot, norm, weights, hi)
+        self.mix_total = None           # [N] built-in slots' weighted sum per row
 
 
 class TreeTies:
@@ -175,7 +185,13 @@ class NumbaBackend:
 
     Results are cached per compiled query by node row: a cycle recomputes
     only the rows written since that query last ran (after a placement, one
-    row), then one serial pass normalizes, weighs and finds the top rows."""
+    row), then one serial pass normalizes, weighs and finds the top rows.
+
+    With host (array) plugins active (``extra``) the built-in part still
+    comes from the cache: an explain cycle gathers it into evaluation order
+    for ``extra``; a placement cycle gathers only the reasons, and the
+    totals add the host plugins' slots to a per-row sum of the cached slots
+    (``mix_total``, kept for the cycle's normalization maxima)."""
 
     name = "numba"
     MAX_CACHED_QUERIES = 32
@@ -189,7 +205,9 @@ class NumbaBackend:
         self._caches: OrderedDict = OrderedDict()
         self._dirty = np.zeros(16, np.int64)
         self._hi = np.zeros(16, np.int64)
+        self._all_rows = np.zeros(0, np.int64)
         self.rows_recomputed = 0
+        _warm_numba(self._k)
 
     def use_user_functions(self, filters, scores, first_bit, first_slot) -> None:
         """Compile per-node user functions into the fused passes."""
@@ -225,9 +243,13 @@ class NumbaBackend:
                     old_reasons = np.empty(k, np.int64)
                     old_raw = np.empty((k, n_slots), np.int64)
                     self._k.snapshot_rows(dirty, k, c.reasons, c.raw, old_reasons, old_raw)
-                self._fused_by_row(dirty, *kernel_args(cols, _pad_bitsets(cols, q)),
-                                   c.reasons, c.raw)
+                if c.args_cols is not cols:
+                    c.args = kernel_args(cols, _pad_bitsets(cols, q))
+                    c.args_cols = cols
+                self._fused_by_row(dirty, *c.args, c.reasons, c.raw)
                 self.rows_recomputed += k
+                if c.mix_key is not None:
+                    self._k.partial_totals(dirty, k, c.raw, *c.mix_params, c.mix_total)
                 if track:
                     active, norm, weights = c.top_params[:3]
                     delta = self._k.update_top(dirty, k, old_reasons, old_raw, c.reasons, c.raw,
@@ -241,6 +263,25 @@ class NumbaBackend:
                     c.top_params = None
             c.seen = source.version
         return c
+
+    def _partial(self, c, cols, active, norm, weights, from_pos, hi):
+        """The cache's per-row sum of the built-in (cached) slots, weighted
+        and normalized under this cycle's maxima ``hi``: kept while the
+        parameters and those slots' maxima stay put (dirty rows are
+        refreshed by ``_row_cache``), rebuilt for every row otherwise."""
+        use = active & ~from_pos
+        key = (use.tobytes(), norm.tobytes(), weights.tobytes(),
+               np.where(use & (norm != 0), hi, 0).tobytes())
+        if c.mix_key != key:
+            n = cols.allocatable.shape[0]
+            if c.mix_total is None or c.mix_total.shape[0] != n:
+                c.mix_total = np.zeros(n, np.int64)
+            if self._all_rows.shape[0] != n:
+                self._all_rows = np.arange(n, dtype=np.int64)
+            c.mix_params = (use, norm.copy(), weights.copy(), hi.copy())
+            self._k.partial_totals(self._all_rows, n, c.raw, *c.mix_params, c.mix_total)
+            c.mix_key = key
+        return c.mix_total
 
     def _select_top(self, c, n, rows, start, active, norm, weights):
         """Every node scored: the top rows straight from the segment tree."""
@@ -259,9 +300,30 @@ class NumbaBackend:
                  extra=None, want_scores=True) -> StageResult:
         cols = source.columns()
         if extra is not None:
-            # Array user plugins need positional arrays: no row cache.
-            rows = rotated(rows, start)
-            reasons, raw, total, ties = self.fused(cols, rows, q, n_slots)
+            # Array user plugins need positional arrays: the built-in part
+            # comes from the row cache (only rows written since the query
+            # last ran are recomputed), gathered into evaluation order.
+            c = self._row_cache(source, cols, q, n_slots)
+            m = rows.shape[0]
+            reasons, raw, total, ties = self._buf.get(m, n_slots, zero=False)
+            host_slots = getattr(extra, "slots", None)
+            if not want_scores and host_slots is not None:
+                # A placement: only the host plugins' slots are positional;
+                # finalize reads the built-in ones from the cache by row.
+                np.take(c.reasons, rows[start:], out=reasons[: m - start])
+                np.take(c.reasons, rows[:start], out=reasons[m - start:])
+                reasons, raw = extra(reasons, raw)
+                from_pos = np.zeros(n_slots, np.bool_)
+                from_pos[list(host_slots)] = True
+                hi = np.zeros(n_slots, np.int64)
+                processed, found = self._k.scan_mixed(
+                    rows, start, reasons, c.raw, raw, from_pos, num_to_find, active, norm, hi)
+                partial = self._partial(c, cols, active, norm, weights, from_pos, hi)
+                n_ties = self._k.finalize_partial(rows, start, reasons, partial, raw,
+                                                  np.flatnonzero(active & from_pos),
+                                                  norm, weights, hi, processed, total, ties)
+                return StageResult(reasons, None, total, ties[:n_ties], processed, found)
+            self._k.gather_rows(rows, start, c.reasons, c.raw, reasons, raw)
             reasons, raw = extra(reasons, raw)
             n_ties, processed, found = self._k.finalize(reasons, raw, total, num_to_find,
                                                         active, norm, weights, ties)
@@ -286,6 +348,34 @@ class NumbaBackend:
         np.take(c.reasons, rows[start:], out=reasons[: m - start])
         np.take(c.reasons, rows[:start], out=reasons[m - start:])
         return StageResult(reasons, scores_out, total, ties[:n_ties], processed, found)
+
+
+_numba_warmed = False
+
+
+def _warm_numba(k) -> None:
+    """Compile the kernels of the host-plugin path (gather, finalize, and the
+    host plugins' own in ``topology``) once per process, so the first cycle
+    with an array plugin does not pay it (the other backends compile the
+    host kernels they use on first use)."""
+    global _numba_warmed
+    if _numba_warmed:
+        return
+    from . import topology
+    topology.warm()
+    rows = np.zeros(1, np.int64)
+    reasons = np.zeros(1, np.int64)
+    raw = np.zeros((1, 1), np.int64)
+    k.gather_rows(rows, 0, reasons, raw, reasons.copy(), raw.copy())
+    k.finalize(reasons, raw.copy(), np.zeros(1, np.int64), 1, np.ones(1, np.bool_),
+               np.zeros(1, np.int64), np.ones(1, np.int64), np.zeros(1, np.int64))
+    one, zero, no = np.ones(1, np.bool_), np.zeros(1, np.int64), np.zeros(1, np.bool_)
+    k.scan_mixed(rows, 0, reasons, raw, raw.copy(), no, 1, one, zero, zero.copy())
+    k.partial_totals(rows, 1, raw, one, zero, np.ones(1, np.int64), zero, zero.copy())
+    k.finalize_partial(rows, 0, reasons, zero, raw, np.flatnonzero(no), zero,
+                       np.ones(1, np.int64), zero, 1, zero.copy(), zero.copy())
+    _numba_warmed = True
+    topology._collect_compiler_garbage()
 
 
 def rotated(rows, start):

@@ -111,5 +111,164 @@ def value_in(dom, values, *, xp=None):
     return (dom >= 0) & xp.isin(dom, values)
 
 
-__all__ = ["domain_sums", "at_domain", "min_match", "spread_skew_fails", "topology_weight",
-           "go_round", "spread_normalize", "minmax_normalize", "value_in", "np"]
+# ---------------------------------------------------------------------------
+# Per-node answers from per-domain counts, compiled for the host (the plugins
+# run on the host whatever the backend; these are one pass over the nodes
+# with no temporaries).  ``domp1`` [N] is a node's domain id plus one (0 =
+# the node lacks the key), ``sums`` [D] the per-domain counts.
+# ---------------------------------------------------------------------------
+
+def _domain_rule(codes, domp1, sums, thresh, code_absent, code_above, code_not_above):
+    """Where codes[i] == 0: code_absent when node i lacks the key, else
+    code_above when sums[its domain] > thresh, else code_not_above."""
+    for i in range(codes.shape[0]):
+        if codes[i] != 0:
+            continue
+        d = domp1[i]
+        if d == 0:
+            codes[i] = code_absent
+        elif sums[d - 1] > thresh:
+            codes[i] = code_above
+        else:
+            codes[i] = code_not_above
+
+
+def _add_domain_scores(out, domp1, sums, weight):
+    """out[i] += weight * sums[domain of i] (nothing when i lacks the key)."""
+    for i in range(out.shape[0]):
+        d = domp1[i]
+        if d != 0:
+            out[i] += weight * sums[d - 1]
+
+
+def _or_filter_bits(reasons, ok, bit, invalid):
+    """reasons[j] |= bit where the plugin rejects j (not on invalid rows)."""
+    for j in range(reasons.shape[0]):
+        if not ok[j] and reasons[j] != invalid:
+            reasons[j] |= bit
+
+
+def _put_slot(raw, slot, values, reasons):
+    """raw[j, slot] = values[j] on feasible rows, 0 elsewhere."""
+    for j in range(raw.shape[0]):
+        raw[j, slot] = values[j] if reasons[j] == 0 else 0
+
+
+def _scored_rows(reasons, num_to_find, out):
+    """out[j]: feasible and within the rows scanned up to the
+    ``num_to_find``-th feasible one (percentageOfNodesToScore)."""
+    found = 0
+    m = reasons.shape[0]
+    stop = m
+    for j in range(m):
+        if reasons[j] == 0:
+            found += 1
+            if num_to_find > 0 and found == num_to_find:
+                stop = j + 1
+                break
+    for j in range(m):
+        out[j] = j < stop and reasons[j] == 0
+
+
+def _minmax_normalize(raw, scored, out):
+    """``minmax_normalize`` in one pass for the extremes and one to write."""
+    lo = 0
+    hi = 0
+    seen = False
+    for j in range(raw.shape[0]):
+        if scored[j]:
+            v = raw[j]
+            if not seen:
+                lo = v
+                hi = v
+                seen = True
+            elif v < lo:
+                lo = v
+            elif v > hi:
+                hi = v
+    span = hi - lo
+    for j in range(raw.shape[0]):
+        if not seen or span <= 0 or not scored[j]:
+            out[j] = 0
+        else:
+            out[j] = int(math.trunc(100.0 * (float(raw[j] - lo) / float(span))))
+
+
+class _Compiled:
+    """The host kernels above, ``njit``-compiled on first use (or by warm())."""
+
+    _fns = None
+
+    def __getattr__(self, name):
+        fns = _Compiled._fns
+        if fns is None:
+            from numba import njit
+            # cache=True: later processes load the machine code from
+            # __pycache__ instead of compiling (as kernels/gpu_share.py does).
+            fns = {n: njit(cache=True, nogil=True)(f) for n, f in (
+                ("domain_rule", _domain_rule), ("add_domain_scores", _add_domain_scores),
+                ("or_filter_bits", _or_filter_bits), ("put_slot", _put_slot),
+                ("scored_rows", _scored_rows), ("minmax_normalize", _minmax_normalize))}
+            _Compiled._fns = fns
+        try:
+            return fns[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+host = _Compiled()
+_warmed = False
+
+
+def warm() -> None:
+    """Compile the host kernels now (outside any timed cycle)."""
+    global _warmed
+    if _warmed:
+        return
+    i64 = np.zeros(2, np.int64)
+    b = np.ones(2, np.bool_)
+    ro = i64.copy()                 # the plugins' memoized domain maps are read-only
+    ro.flags.writeable = False
+    for dom in (i64, ro):
+        host.domain_rule(i64.copy(), dom, i64, 0, 1, 2, 0)
+        host.add_domain_scores(i64.copy(), dom, i64, 1)
+    host.or_filter_bits(i64.copy(), b, 1, 2)
+    host.put_slot(np.zeros((2, 2), np.int64), 1, i64, i64)
+    host.scored_rows(i64, 1, b.copy())
+    host.minmax_normalize(i64, b, i64.copy())
+    _warmed = True
+    _collect_compiler_garbage()
+
+
+def _collect_compiler_garbage() -> None:
+    """A full collection after a one-time JIT compile: the compiler leaves
+    many cyclic objects behind, which would otherwise bring the next full
+    collection (tens of ms on a large cluster state) into a later cycle."""
+    import gc
+    gc.collect()
+
+
+def minmax_normalize_host(raw, scored):
+    """``minmax_normalize`` on NumPy arrays with the compiled kernel (same
+    results: the same float64 operations in the same order)."""
+    out = np.empty(raw.shape[0], np.int64)
+    host.minmax_normalize(np.ascontiguousarray(raw, dtype=np.int64),
+                          np.ascontiguousarray(scored, dtype=np.bool_), out)
+    return out
+
+
+__all__ = [
+    "at_domain",
+    "domain_sums",
+    "go_round",
+    "host",
+    "min_match",
+    "minmax_normalize",
+    "minmax_normalize_host",
+    "np",
+    "spread_normalize",
+    "spread_skew_fails",
+    "topology_weight",
+    "value_in",
+    "warm",
+]

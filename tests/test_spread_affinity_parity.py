@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import strategies as S
 from conftest import backend_params
 from test_backend_parity import check_against_oracle
 

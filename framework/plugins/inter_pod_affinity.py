@@ -36,7 +36,7 @@ from tensorsched.kernels import topology as T
 
 from ..plugin import NORMALIZE_NONE, Plugin
 from ..plugin_args import InterPodAffinityArgs
-from ..pod_counts import pod_count_index
+from ..pod_counts import node_domains, node_domains_p1, pod_count_index, structure_tag
 from ..pod_selectors import pod_terms
 from ..status import SKIP, Code, Status
 from . import names
@@ -47,20 +47,51 @@ REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 
-def _term_counts(index, term):
-    return index.counts(("term", term), lambda r: term.matches(r.namespace, r.labels))
-
-
-def _all_terms_counts(index, terms):
-    return index.counts(("all-terms", terms),
-                        lambda r: all(t.matches(r.namespace, r.labels) for t in terms))
-
-
 def _has_labels(state, rows):
     lv = state.label_vals[rows]
     keep = np.ones(lv.shape[1], bool)
     keep[L.LABEL_KEY_NAME] = False
     return (lv[:, keep] >= 0).any(axis=1)
+
+
+def _labelled_by_row(state) -> np.ndarray:
+    """[n_rows] bool: live node with some label (memoized per structure)."""
+    tag = structure_tag(state)
+    got = state.__dict__.get("_labelled_by_row")
+    if got is None or got[0] != tag:
+        n = state.n_rows
+        out = np.zeros(n, bool)
+        rows = state.valid_rows()
+        out[rows] = _has_labels(state, rows)
+        got = (tag, out)
+        state.__dict__["_labelled_by_row"] = got
+    return got[1]
+
+
+def _labelled_domains(state, k) -> np.ndarray:
+    """``node_domains`` of key column k where the node has some label, -1
+    elsewhere (memoized per structure, read-only)."""
+    tag = structure_tag(state)
+    cache = state.__dict__.get("_labelled_domains")
+    if cache is None or cache[0] != tag:
+        cache = (tag, {})
+        state.__dict__["_labelled_domains"] = cache
+    got = cache[1].get(k)
+    if got is None:
+        got = np.where(_labelled_by_row(state), node_domains(state, k), -1)
+        got.flags.writeable = False
+        cache[1][k] = got
+    return got
+
+
+def _n_domains(state, k) -> int:
+    return max(len(state.label_values[k]), 1)
+
+
+def _all_sums(state, index, key, pred, k):
+    """DomainSums of count ``key`` per value of key column k over live nodes."""
+    return index.domain_sums(key, pred, (structure_tag(state), k, "all"),
+                             lambda: node_domains(state, k), _n_domains(state, k))
 
 
 class InterPodAffinity(Plugin):
@@ -71,27 +102,30 @@ class InterPodAffinity(Plugin):
 
     def __init__(self, args: InterPodAffinityArgs | None = None):
         self.args = args or InterPodAffinityArgs()
-        self._codes = None
+        self._codes = None          # (pod, state version, codes by row) of the last filter
+        self._by_row = None         # (state, signature, codes by row, fits by row)
+        self._scores = None         # (state, signature, raw score by row)
 
     # ----------------------------------------------------------- filter
     def _existing_anti(self, state, pod):
-        """[(key column, blocked value ids)] from bound pods' required
-        anti-affinity terms that match ``pod``."""
+        """[(key column, DomainSums)] of bound pods' required anti-affinity
+        terms that match ``pod`` and block some domain (sum > 0)."""
         index = pod_count_index(state)
         out = []
-        all_rows = None
-        for term, cnt in index.group_counts("req_anti").items():
+        tag = None
+        for term in index.group_counts("req_anti"):
             if not term.matches(pod.namespace, pod.labels):
                 continue
             k = state.label_keys.get(term.topology_key)
             if k < 0:
                 continue
-            if all_rows is None:
-                all_rows = state.valid_rows()
-            dom = state.label_vals[all_rows, k]
-            vals = np.unique(dom[(cnt[all_rows] > 0) & (dom >= 0)])
-            if vals.shape[0]:
-                out.append((k, vals))
+            if tag is None:
+                tag = structure_tag(state)
+            ds = index.group_domain_sums("req_anti", term, (tag, k, "all"),
+                                         lambda k=k: node_domains(state, k),
+                                         _n_domains(state, k))
+            if ds.positive:
+                out.append((k, ds))
         return out
 
     def pre_filter(self, ctx):
@@ -105,70 +139,75 @@ class InterPodAffinity(Plugin):
     def filter_codes(self, state, pod, rows, existing=None) -> np.ndarray:
         """[M] int: 0 fits, 1 affinity, 2 anti-affinity, 3 existing pods'
         anti-affinity."""
+        return np.take(self.codes_by_row(state, pod, existing), rows)
+
+    def codes_by_row(self, state, pod, existing=None) -> np.ndarray:
+        """``filter_codes`` of every node row ([n_rows] int64; read-only,
+        reused while no count it depends on changed)."""
         if existing is None:
             existing = self._existing_anti(state, pod)
         terms = pod_terms(pod)
         index = pod_count_index(state)
-        lv = state.label_vals[rows]
-        m = rows.shape[0]
-        codes = np.zeros(m, np.int64)
+        # (code, key column or -1, DomainSums) per condition, in upstream's order.
+        parts = []
         req_aff = terms["req_aff"]
+        first_of_group = False
         if req_aff:
-            all_rows = state.valid_rows()
-            node_cnt = _all_terms_counts(index, req_aff)[all_rows]
-            missing = np.zeros(m, bool)
-            pods_exist = np.ones(m, bool)
+            key = ("all-terms", req_aff)
+            pred = lambda r: all(t.matches(r.namespace, r.labels) for t in req_aff)
             any_pair = False
             for t in req_aff:
                 k = state.label_keys.get(t.topology_key)
                 if k < 0:
-                    missing[:] = True
+                    parts.append((1, -1, None))
                     continue
-                dom_all = state.label_vals[all_rows, k]
-                sums, _ = T.domain_sums(dom_all, node_cnt, np.ones(all_rows.shape[0], bool),
-                                        len(state.label_values[k]), xp=np)
-                any_pair = any_pair or bool(((node_cnt > 0) & (dom_all >= 0)).any())
-                dom = lv[:, k]
-                missing |= dom < 0
-                pods_exist &= T.at_domain(sums, dom, xp=np) > 0
+                ds = _all_sums(state, index, key, pred, k)
+                any_pair = any_pair or ds.positive > 0
+                parts.append((1, k, ds))
             first_of_group = not any_pair and all(
                 t.matches(pod.namespace, pod.labels) for t in req_aff)
-            ok = ~missing & (pods_exist | first_of_group)
-            codes = np.where(ok, 0, 1)
         for t in terms["req_anti"]:
             k = state.label_keys.get(t.topology_key)
             if k < 0:
                 continue
-            all_rows = state.valid_rows()
-            cnt = _term_counts(index, t)[all_rows]
-            sums, _ = T.domain_sums(state.label_vals[all_rows, k], cnt,
-                                    np.ones(all_rows.shape[0], bool),
-                                    len(state.label_values[k]), xp=np)
-            fail = T.at_domain(sums, lv[:, k], xp=np) > 0
-            codes = np.where((codes == 0) & fail, 2, codes)
-        for k, vals in existing:
-            fail = T.value_in(lv[:, k], vals, xp=np)
-            codes = np.where((codes == 0) & fail, 3, codes)
+            ds = _all_sums(state, index, ("term", t),
+                           lambda r, t=t: t.matches(r.namespace, r.labels), k)
+            parts.append((2, k, ds))
+        for k, ds in existing:
+            parts.append((3, k, ds))
+        sig = (structure_tag(state), first_of_group) + tuple(
+            (code, k, ds.serial, ds.version) if ds is not None else (code, k)
+            for code, k, ds in parts)
+        got = self._by_row
+        if got is not None and got[0] is state and got[1] == sig:
+            return got[2]
+        codes = np.zeros(state.n_rows, np.int64)
+        for code, k, ds in parts:
+            if code == 1:
+                if ds is None:
+                    codes[codes == 0] = 1
+                else:
+                    # Nodes lacking the key fail; others need a matching pod
+                    # in their domain (unless first of the group).
+                    T.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, 0, 1, 0,
+                                       0 if first_of_group else 1)
+            elif ds.positive:
+                T.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, 0, 0, code, 0)
+        codes.flags.writeable = False
+        self._by_row = (state, sig, codes, codes == 0)
         return codes
 
     def filter(self, ctx, rows):
-        codes = self.filter_codes(ctx.state, ctx.pod, rows, ctx.data.get(NAME))
-        self._codes = (ctx.pod, ctx.state.version, rows.copy(), codes)
-        return codes == 0
+        codes = self.codes_by_row(ctx.state, ctx.pod, ctx.data.get(NAME))
+        self._codes = (ctx.pod, ctx.state.version, codes)
+        return np.take(self._by_row[3], rows)
 
     def explain_status(self, ctx, row: int) -> Status:
         c = self._codes
-        hit = None
-        if c is not None and c[0] is ctx.pod and c[1] == ctx.state.version:
-            where = np.flatnonzero(c[2] == row)
-            hit = int(c[3][where[0]]) if where.shape[0] else None
-        if hit is None:
-            rows = ctx.state.valid_rows()
-            codes = self.filter_codes(ctx.state, ctx.pod, rows)
-            self._codes = (ctx.pod, ctx.state.version, rows.copy(), codes)
-            where = np.flatnonzero(rows == row)
-            hit = int(codes[where[0]]) if where.shape[0] else 0
-        code = hit
+        if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version:
+            c = (ctx.pod, ctx.state.version, self.codes_by_row(ctx.state, ctx.pod))
+            self._codes = c
+        code = int(c[2][row]) if 0 <= row < c[2].shape[0] else 0
         if code == 1:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_AFFINITY,), NAME)
         if code == 2:
@@ -180,38 +219,47 @@ class InterPodAffinity(Plugin):
 
     # ------------------------------------------------------------ score
     def topology_scores(self, state, pod):
-        """[(key column, per-node weight [N] over valid rows)] and whether
-        anything contributed (upstream's non-empty topologyScore)."""
+        """[(key column, weight, DomainSums over labelled nodes)] and whether
+        anything contributed (upstream's non-empty topologyScore): a node's
+        raw score is the sum of weight x its domain's count."""
         terms = pod_terms(pod)
         index = pod_count_index(state)
-        all_rows = state.valid_rows()
-        labelled = _has_labels(state, all_rows)
+        tag = structure_tag(state)
         contrib = []
         any_event = False
 
-        def add(term, weight, cnt):
+        def dom_fn(k):
+            return _labelled_domains(state, k)
+
+        def add(src, term, weight):
             nonlocal any_event
             k = state.label_keys.get(term.topology_key)
             if k < 0:
                 return
-            c = cnt[all_rows] * labelled
-            dom = state.label_vals[all_rows, k]
-            if ((c > 0) & (dom >= 0)).any():
+            if src is None:
+                ds = index.domain_sums(("term", term),
+                                       lambda r: term.matches(r.namespace, r.labels),
+                                       (tag, k, "labelled"), lambda: dom_fn(k),
+                                       _n_domains(state, k))
+            else:
+                ds = index.group_domain_sums(src, term, (tag, k, "labelled"),
+                                             lambda: dom_fn(k), _n_domains(state, k))
+            if ds.positive:
                 any_event = True
-                contrib.append((k, c * int(weight)))
+                contrib.append((k, int(weight), ds))
 
         for t in terms["pref_aff"]:
-            add(t, t.weight, _term_counts(index, t))
+            add(None, t, t.weight)
         for t in terms["pref_anti"]:
-            add(t, -t.weight, _term_counts(index, t))
+            add(None, t, -t.weight)
         hard = self.args.hard_pod_affinity_weight
         for kind, sign in (("req_aff", 1), ("pref_aff", 1), ("pref_anti", -1)):
             if kind == "req_aff" and hard <= 0:
                 continue
-            for t, cnt in index.group_counts(kind).items():
+            for t in list(index.group_counts(kind)):
                 if t.matches(pod.namespace, pod.labels):
-                    add(t, sign * (hard if kind == "req_aff" else t.weight), cnt)
-        return all_rows, contrib, any_event
+                    add(kind, t, sign * (hard if kind == "req_aff" else t.weight))
+        return None, contrib, any_event
 
     def pre_score(self, ctx):
         terms = pod_terms(ctx.pod)
@@ -220,30 +268,34 @@ class InterPodAffinity(Plugin):
             return SKIP
         if not has_own and pod_count_index(ctx.state).pods_with_affinity == 0:
             return SKIP                 # nothing can contribute
-        all_rows, contrib, any_event = self.topology_scores(ctx.state, ctx.pod)
+        _, contrib, any_event = self.topology_scores(ctx.state, ctx.pod)
         if not any_event:
             return SKIP
-        ctx.data[NAME + "/score"] = (all_rows, contrib)
+        ctx.data[NAME + "/score"] = contrib
         return Status.OK
 
-    def score(self, ctx, rows):
-        got = ctx.data.get(NAME + "/score")
-        if got is None:
-            all_rows, contrib, _ = self.topology_scores(ctx.state, ctx.pod)
-        else:
-            all_rows, contrib = got
-        state = ctx.state
-        lv = state.label_vals[rows]
-        out = np.zeros(rows.shape[0], np.int64)
-        for k, w in contrib:
-            sums, _ = T.domain_sums(state.label_vals[all_rows, k], w,
-                                    np.ones(all_rows.shape[0], bool),
-                                    len(state.label_values[k]), xp=np)
-            out += T.at_domain(sums, lv[:, k], xp=np)
+    def scores_by_row(self, state, contrib) -> np.ndarray:
+        """[n_rows] int64 raw scores (read-only; reused while unchanged)."""
+        sig = (structure_tag(state),) + tuple((k, w, ds.serial, ds.version)
+                                              for k, w, ds in contrib)
+        got = self._scores
+        if got is not None and got[0] is state and got[1] == sig:
+            return got[2]
+        out = np.zeros(state.n_rows, np.int64)
+        for k, w, ds in contrib:
+            T.host.add_domain_scores(out, node_domains_p1(state, k), ds.sums, w)
+        out.flags.writeable = False
+        self._scores = (state, sig, out)
         return out
 
+    def score(self, ctx, rows):
+        contrib = ctx.data.get(NAME + "/score")
+        if contrib is None:
+            _, contrib, _ = self.topology_scores(ctx.state, ctx.pod)
+        return np.take(self.scores_by_row(ctx.state, contrib), rows)
+
     def normalize_scores(self, ctx, rows, raw, scored):
-        return T.minmax_normalize(raw, scored, xp=np)
+        return T.minmax_normalize_host(raw, scored)
 
 
 def new(args, handle):

@@ -39,7 +39,7 @@ from tensorsched.kernels import topology as T
 
 from ..plugin import NORMALIZE_NONE, Plugin
 from ..plugin_args import PodTopologySpreadArgs
-from ..pod_counts import pod_count_index
+from ..pod_counts import node_domains, node_domains_p1, pod_count_index, structure_tag
 from ..pod_selectors import compile_selector, selector_matches
 from ..query import QueryOptions, compile_query, pod_signature
 from ..status import SKIP, Code, Status
@@ -118,7 +118,8 @@ class PodTopologySpread(Plugin):
 
     def __init__(self, args: PodTopologySpreadArgs | None = None):
         self.args = args or PodTopologySpreadArgs()
-        self._codes = None          # (pod, version, {row: code})
+        self._codes = None          # (pod, state version, codes by row) of the last filter
+        self._by_row = None         # (state, signature, codes by row, fits by row)
 
     # ----------------------------------------------------------- helpers
     def _key_col(self, state, key: str) -> int:
@@ -152,49 +153,83 @@ class PodTopologySpread(Plugin):
 
     def filter_codes(self, state, pod, rows) -> np.ndarray:
         """[M] int: 0 fits, 1 missing key (unresolvable), 2 skew too large."""
+        return np.take(self.codes_by_row(state, pod), rows)
+
+    def _eligible_doms(self, state, pod, cons):
+        """Per constraint, [n_rows] domain ids of the counted nodes (-1 for
+        the others), memoized per structure and policy-relevant pod shape."""
+        honor = any(c.honor_affinity or c.honor_taints for c in cons)
+        key = (structure_tag(state), tuple((c.key, c.honor_affinity, c.honor_taints)
+                                           for c in cons),
+               pod_signature(pod) if honor else None)
+        cache = state.__dict__.setdefault("_spread_eligible_doms", {})
+        got = cache.get(key)
+        if got is None:
+            if len(cache) > 64:
+                cache.clear()
+            all_rows = state.valid_rows()
+            _, elig = self._eligible(state, pod, cons, all_rows, state.label_vals[all_rows])
+            got = []
+            for c, e in zip(cons, elig):
+                k = self._key_col(state, c.key)
+                if k < 0:
+                    got.append(None)
+                    continue
+                dom = np.full(state.n_rows, -1, np.int64)
+                dom[all_rows[e]] = state.label_vals[all_rows[e], k]
+                got.append(dom)
+            got = (key, tuple(got))
+            cache[key] = got
+        return got
+
+    def codes_by_row(self, state, pod) -> np.ndarray:
+        """``filter_codes`` of every node row ([n_rows] int64, read-only;
+        reused while no count it depends on changed)."""
         cons = pod_constraints(pod, "DoNotSchedule")
-        all_rows = state.valid_rows()
-        lv_all = state.label_vals[all_rows]
-        _, elig = self._eligible(state, pod, cons, all_rows, lv_all)
         index = pod_count_index(state)
-        codes = np.zeros(rows.shape[0], np.int64)
-        lv = state.label_vals[rows]
-        for c, e in zip(cons, elig):
+        elig_key, doms = self._eligible_doms(state, pod, cons)
+        parts = []
+        for i, c in enumerate(cons):
             k = self._key_col(state, c.key)
             if k < 0:
-                codes = np.where(codes == 0, 1, codes)
+                parts.append((c, k, None))
                 continue
             key, pred = _count_key(pod, c)
-            node_cnt = index.counts(key, pred)[all_rows]
-            sums, present = T.domain_sums(lv_all[:, k], node_cnt, e,
-                                          len(state.label_values[k]), xp=np)
-            gmin = T.min_match(sums, present, c.min_domains)
+            ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
+                                   max(len(state.label_values[k]), 1))
+            parts.append((c, k, ds))
+        sig = (structure_tag(state), pod.namespace, tuple(
+            (c, k) if ds is None else
+            (c, k, ds.serial, ds.version, selector_matches(c.selector, pod.labels))
+            for c, k, ds in parts))
+        got = self._by_row
+        if got is not None and got[0] is state and got[1] == sig:
+            return got[2]
+        codes = np.zeros(state.n_rows, np.int64)
+        for c, k, ds in parts:
+            if ds is None:
+                codes[codes == 0] = 1
+                continue
+            gmin = T.min_match(ds.sums, ds.present, c.min_domains)
             self_match = 1 if selector_matches(c.selector, pod.labels) else 0
-            dom = lv[:, k]
-            fail = np.where(dom < 0, 1,
-                            np.where(T.spread_skew_fails(dom, sums, self_match, gmin,
-                                                         c.max_skew, xp=np), 2, 0))
-            codes = np.where(codes == 0, fail, codes)
+            # Lacking the key: 1; sums + self - min > maxSkew: 2.
+            T.host.domain_rule(codes, node_domains_p1(state, k), ds.sums,
+                               c.max_skew - self_match + gmin, 1, 2, 0)
+        codes.flags.writeable = False
+        self._by_row = (state, sig, codes, codes == 0)
         return codes
 
     def filter(self, ctx, rows):
-        codes = self.filter_codes(ctx.state, ctx.pod, rows)
-        self._codes = (ctx.pod, ctx.state.version, rows.copy(), codes)
-        return codes == 0
+        codes = self.codes_by_row(ctx.state, ctx.pod)
+        self._codes = (ctx.pod, ctx.state.version, codes)
+        return np.take(self._by_row[3], rows)
 
     def explain_status(self, ctx, row: int) -> Status:
         c = self._codes
-        hit = None
-        if c is not None and c[0] is ctx.pod and c[1] == ctx.state.version:
-            where = np.flatnonzero(c[2] == row)
-            hit = int(c[3][where[0]]) if where.shape[0] else None
-        if hit is None:
-            rows = ctx.state.valid_rows()
-            codes = self.filter_codes(ctx.state, ctx.pod, rows)
-            self._codes = (ctx.pod, ctx.state.version, rows.copy(), codes)
-            where = np.flatnonzero(rows == row)
-            hit = int(codes[where[0]]) if where.shape[0] else 0
-        code = hit
+        if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version:
+            c = (ctx.pod, ctx.state.version, self.codes_by_row(ctx.state, ctx.pod))
+            self._codes = c
+        code = int(c[2][row]) if 0 <= row < c[2].shape[0] else 0
         if code == 1:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_MISSING,), NAME)
         return Status(Code.UNSCHEDULABLE, (REASON_SKEW,), NAME)
@@ -216,33 +251,31 @@ class PodTopologySpread(Plugin):
         scored nodes (topology sizes), so it is computed here."""
         state, pod = ctx.state, ctx.pod
         cons = pod_constraints(pod, "ScheduleAnyway")
-        lv = state.label_vals[rows]
+        ks = [self._key_col(state, c.key) for c in cons]
+        doms_at = {k: np.take(node_domains(state, k), rows) for k in set(ks) if k >= 0}
         has_all = np.ones(rows.shape[0], bool)
-        for c in cons:
-            k = self._key_col(state, c.key)
-            has_all &= (lv[:, k] >= 0) if k >= 0 else False
+        for k in ks:
+            has_all &= (doms_at[k] >= 0) if k >= 0 else False
         counted = scored & has_all
         n_counted = int(counted.sum())
-        all_rows = state.valid_rows()
-        lv_all = state.label_vals[all_rows]
-        _, elig = self._eligible(state, pod, cons, all_rows, lv_all)
         index = pod_count_index(state)
         acc = np.zeros(rows.shape[0], np.float64)
-        for c, e in zip(cons, elig):
-            k = self._key_col(state, c.key)
+        elig_key = doms = None
+        for i, (c, k) in enumerate(zip(cons, ks)):
             if k < 0 or n_counted == 0:
                 continue
             key, pred = _count_key(pod, c)
-            counts_by_row = index.counts(key, pred)
-            dom = lv[:, k]
+            dom = doms_at[k]
             if c.key == HOSTNAME:
-                cnt = counts_by_row[rows]
+                cnt = index.counts(key, pred)[rows]
                 size = n_counted
             else:
                 size = int(np.unique(dom[counted]).shape[0])
-                sums, _ = T.domain_sums(lv_all[:, k], counts_by_row[all_rows], e,
-                                        len(state.label_values[k]), xp=np)
-                cnt = T.at_domain(sums, dom, xp=np)
+                if elig_key is None:
+                    elig_key, doms = self._eligible_doms(state, pod, cons)
+                ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i, d=doms: d[i],
+                                       max(len(state.label_values[k]), 1))
+                cnt = T.at_domain(ds.sums, dom, xp=np)
             acc = acc + (cnt.astype(np.float64) * T.topology_weight(size)
                          + float(c.max_skew - 1))
         raw_scores = np.where(counted, T.go_round(acc, xp=np), 0)
