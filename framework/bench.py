@@ -21,7 +21,7 @@ from .manifests import parse_pod
 from .scheduler import Scheduler
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-             "preemption")
+             "preemption", "gpu")
 
 
 def placements_sha256(bindings) -> str:
@@ -68,11 +68,15 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     if workload == "preemption":
         from .bench_preemption import run_preemption
         return run_preemption(nodes, pods, backend, percentage, seed)
+    config = basic_config(percentage)
     if workload == "basic":
         node_objs, pod_objs = synthetic.basic(nodes, pods, seed)
+    elif workload == "gpu":
+        node_objs, pod_objs = synthetic.gpu(nodes, pods, seed)
+        config = synthetic.gpu_config(percentage)
     else:
         node_objs, pod_objs = synthetic.pod_to_pod(workload, nodes, pods, seed)
-    cluster = build_cluster(node_objs, basic_config(percentage))
+    cluster = build_cluster(node_objs, config)
     records = [parse_pod(p) for p in pod_objs]
     sched = Scheduler(cluster, backend, seed)
     warm = parse_pod(synthetic.pod_dict("warm-up"))
@@ -91,11 +95,18 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         shaped = parse_pod(shaped)
         fw.run_cycle(cluster.state, shaped, seed=seed)
         fw.run_cycle(cluster.state, shaped, seed=seed, want_scores=False)
+    if workload == "gpu":
+        from .bench_gpu import warm_up
+        warm_up(cluster, fw, pod_objs, seed)
     order = sched.queue_order(records)
     t0 = time.perf_counter()
     bindings = [sched.schedule_one(p) for p in order]
     elapsed = time.perf_counter() - t0
     lat = np.array(sched.latencies) * 1e6
+    extra = {}
+    if workload == "gpu":
+        from .bench_gpu import gpu_summary
+        extra = gpu_summary(cluster, bindings)
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage,
@@ -107,6 +118,7 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         "placements_sha256": placements_sha256(bindings),
         "seed": seed, "commit": git_commit(), "machine": machine_info(),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **extra,
     }
 
 

@@ -75,6 +75,11 @@ def cmd_schedule(args) -> int:
     bindings = sched.run(cluster.pending)
     out = {"bindings": [b.to_dict() for b in bindings], "evictions": sched.evictions,
            "summary": summarize(bindings)}
+    from tensorsched.topology.gpu_table import binding_gpus   # GPU indices, only for pods holding GPUs
+    gpus = binding_gpus(cluster.state)
+    for d in out["bindings"]:
+        if d.get("node") is not None and d["pod"] in gpus:
+            d["gpus"] = gpus[d["pod"]]["indices"]
     if args.output:
         with open(args.output, "w") as f:
             if args.output.endswith(".json"):
@@ -181,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="scheduler_perf-like workloads")
     b.add_argument("--workload", default="basic",
                    choices=("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-                            "preemption"))
+                            "preemption", "gpu"))
     b.add_argument("--nodes", type=int, default=1000)
     b.add_argument("--pods", type=int, default=1000)
     b.add_argument("--backend", choices=backends, default="numba")

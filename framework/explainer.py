@@ -6,6 +6,8 @@
  total}, "selected": node or null,
  "preemption": null when the pod fits, else {"nominated_node": node or null,
  "victims": ["ns/name", ...]} (DefaultPreemption's dry run: nothing is deleted)}
+plus, only when the profile enables GpuShareFit, "gpus": {"node", "indices":
+[GPU indices], "milli": per-GPU milli-GPU} (what Reserve would pick) or null.
 
 Every node is evaluated (percentageOfNodesToScore does not apply) and every
 feasible node is scored, even a lone one.
@@ -42,12 +44,19 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
         outcome = run_post_filter(cluster, fw, ctx, result, seed=seed)
         preemption = {"nominated_node": outcome.nominated_node if outcome else None,
                       "victims": list(outcome.victims) if outcome else []}
-    return {
+    record = {
         "pod": pod.key, "profile": fw.profile.scheduler_name, "backend": fw.backend_name,
         "nodes_evaluated": int(result.rows.shape[0]), "feasible": feasible,
         "filter": rejected, "scores": scores, "total": total, "selected": selected,
         "preemption": preemption,
     }
+    # Plugins that report more (GpuShareFit: "gpus") add their fields; a
+    # profile without such plugins keeps the record above unchanged.
+    for p in fw.plugins.values():
+        fields = getattr(p, "explain_fields", None)
+        if fields is not None:
+            record.update(fields(ctx, selected))
+    return record
 
 
 def run_post_filter(cluster: Cluster, fw, ctx, result, seed: int = 0, attempt: int = 0):

@@ -21,4 +21,6 @@ def in_tree_registry():
         reg.register(mod.NAME, mod.new, DEFAULT_PLUGIN_POINTS[mod.NAME])
     for name, factory in unmodeled.FACTORIES.items():
         reg.register(name, factory, DEFAULT_PLUGIN_POINTS[name])
+    from . import gpu_share          # GPU plugins: registered, not in the default profile
+    gpu_share.register(reg)
     return reg

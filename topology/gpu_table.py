@@ -1,0 +1,546 @@
+"""Per-node GPU state that follows a ClusterState.
+
+``GpuTable.of(state)`` attaches one table to a state (registered in its
+``listeners``): a pod added to or removed from a node updates only that
+node's GPUs (its milli per GPU, its NUMA node's pinned CPU/memory, the
+per-node count of pod shapes GpuClustering scores with, and the node's
+version the FGD cache keys on).  Node adds/updates/removals are picked up
+lazily (by the state's ``epoch``) on the next use.
+
+Every GPU pod on the state holds an allocation: concrete GPU indices.  When
+the scheduler assumes a pod, the listener allocates provisionally (the
+default rule: the tightest topology subset for whole GPUs, best fit for a
+share); the Reserve plugin then re-picks with its profile's policy rule
+(``GpuTable.repick``).  A pod bound with the openb annotation
+``alibabacloud.com/gpu-index`` ("0-1" or "0,1") gets those GPUs when they
+are free.  A pod whose GPUs cannot be found (a bound pod over the node's
+GPUs) holds none (``unplaced``): GPUs are never over-allocated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from tensorsched.kernels import gpu_share as K
+from tensorsched.kernels import gpu_topology as KT
+
+from .gpu import (
+    ANNO_GPU_COUNT,
+    ANNO_GPU_INDEX,
+    ANNO_GPU_MODEL,
+    LABEL_GFD_MEMORY,
+    LABEL_GFD_PRODUCT,
+    MILLI,
+    MODEL_MEMORY_MIB,
+    RES_NVIDIA_GPU,
+    GpuAsk,
+    pod_gpu_ask,
+)
+from .gpu_topology import (
+    C_NUMA,
+    MAX_GPUS,
+    MAX_ZONES,
+    NodeTopology,
+    from_nrt,
+    node_topology,
+    pod_constraint,
+)
+
+N_AFF = 18
+_ATTR = "_tensorsched_gpu_table"
+
+
+@dataclass
+class Allocation:
+    row: int
+    indices: tuple[int, ...]
+    milli: int
+    zone: int = -1             # NUMA node pinned (single-numa-node), -1 none
+    cpu: int = 0               # millicores pinned on ``zone``
+    mem: int = 0               # bytes pinned on ``zone``
+    unplaced: bool = False
+
+
+@dataclass(frozen=True)
+class PodGpu:
+    """What the table needs of a pod: its ask, constraint bits, QoS."""
+
+    ask: GpuAsk
+    cons: int
+    guaranteed: bool
+    cpu: int
+    mem: int
+    cpu_nz: int
+    fixed: tuple[int, ...] | None = None   # alibabacloud.com/gpu-index
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.ask.num > 0 and self.ask.milli > 0
+
+
+def _u(key: str) -> float:
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0 ** 64
+
+
+class GpuTable:
+    def __init__(self, state):
+        self.state = state
+        self.cap = 0
+        self.g = 1
+        self.models: list[str] = []
+        self.topos: list[tuple] = []              # (count, islands, numa)
+        self.topo_ids: dict[tuple, int] = {}
+        self._tables: dict[int, tuple] = {}       # k -> stacked tables
+        self.nrt: dict[str, NodeTopology] = {}
+        self.alloc: dict[str, Allocation] = {}
+        self.version = 0
+        self._seen = (-1, -1)
+        self._asks: dict[str, tuple] = {}
+        self._just_released: tuple | None = None
+        self._adding: str | None = None
+        self._alloc_arrays(max(state.allocatable.shape[0], 1), 1)
+        self.node_recs: list = [None] * self.cap
+        self.row_keys: list[set] = [set() for _ in range(self.cap)]
+        self.sync()                 # loads every node and the pods already on it
+        state.listeners.append(self.on_pod)
+
+    # ----------------------------------------------------------- attach
+    @classmethod
+    def of(cls, state) -> GpuTable:
+        t = getattr(state, _ATTR, None)
+        if t is None:
+            t = cls(state)
+            setattr(state, _ATTR, t)
+        t.sync()
+        return t
+
+    @staticmethod
+    def attached(state) -> GpuTable | None:
+        return getattr(state, _ATTR, None)
+
+    def set_node_resource_topologies(self, objects) -> None:
+        """Topology from NodeResourceTopology objects (by node name)."""
+        for obj in objects:
+            name, topo = from_nrt(obj)
+            self.nrt[name] = topo
+            row = self.state.node_rows.get(name)
+            if row is not None:
+                self.node_recs[row] = None     # reload on the next sync
+        self._seen = (-1, -1)
+        self.sync()
+
+    # ----------------------------------------------------------- arrays
+    def _alloc_arrays(self, cap: int, g: int) -> None:
+        old = self.__dict__.get("count")
+        n_old = self.cap
+        g_old = self.g
+        self.cap, self.g = cap, g
+
+        def grow(name, shape, dtype, fill=0):
+            shape = shape if isinstance(shape, tuple) else (shape,)
+            a = np.full(shape, fill, dtype)
+            if old is not None:
+                prev = getattr(self, name)
+                sl = tuple(slice(0, min(s, p)) for s, p in zip(shape, prev.shape))
+                a[sl] = prev[sl]
+            setattr(self, name, a)
+        z = MAX_ZONES
+        grow("count", cap, np.int64)
+        grow("model", cap, np.int64, -1)
+        grow("left", (cap, g), np.int64)
+        grow("gmem", (cap, g), np.int64)
+        grow("island", (cap, g), np.int64, -1)
+        grow("numa", (cap, g), np.int64, -1)
+        grow("topo", cap, np.int64, -1)
+        grow("zcpu", (cap, z), np.int64)
+        grow("zmem", (cap, z), np.int64)
+        grow("zcpu_used", (cap, z), np.int64)
+        grow("zmem_used", (cap, z), np.int64)
+        grow("nzones", cap, np.int64)
+        grow("single_policy", cap, np.bool_)
+        grow("aff", (cap, N_AFF), np.int64)
+        grow("ver", cap, np.int64)
+        if old is not None and cap > n_old:
+            self.node_recs.extend([None] * (cap - n_old))
+            self.row_keys.extend(set() for _ in range(cap - n_old))
+        del g_old
+
+    def _bump(self, row: int) -> None:
+        self.version += 1
+        self.ver[row] = self.version
+
+    # ------------------------------------------------------------- nodes
+    def sync(self) -> None:
+        st = self.state
+        seen = (st.layout_version, st.epoch)
+        if seen == self._seen:
+            return
+        self._seen = seen
+        if st.allocatable.shape[0] > self.cap:
+            self._alloc_arrays(st.allocatable.shape[0], self.g)
+        for row in range(st.n_rows):
+            rec = st.nodes[row]
+            if rec is not self.node_recs[row]:
+                self._load_row(row, rec)
+
+    def _node_gpu(self, rec) -> tuple[int, str, int]:
+        alloc = rec.allocatable
+        annos = ((rec.obj or {}).get("metadata") or {}).get("annotations") or {}
+        count = alloc.get(RES_NVIDIA_GPU)
+        if count is None:
+            v = rec.labels.get(ANNO_GPU_COUNT, annos.get(ANNO_GPU_COUNT))
+            count = int(v) if v not in (None, "") else 0
+        model = rec.labels.get(LABEL_GFD_PRODUCT) or rec.labels.get(ANNO_GPU_MODEL) \
+            or annos.get(ANNO_GPU_MODEL) or ""
+        mem = rec.labels.get(LABEL_GFD_MEMORY)
+        mem = int(mem) if mem and str(mem).isdigit() else MODEL_MEMORY_MIB.get(model, 0)
+        return int(count), (model if count else ""), mem
+
+    def _topo_id(self, count: int, topo: NodeTopology | None) -> int:
+        if topo is None:
+            key = (count, (-1,) * count, (-1,) * count)
+        else:
+            isl, nm = topo.signature(count)
+            key = (count, isl, nm)
+        t = self.topo_ids.get(key)
+        if t is None:
+            t = len(self.topos)
+            self.topos.append(key)
+            self.topo_ids[key] = t
+            self._tables.clear()
+        return t
+
+    def _load_row(self, row: int, rec) -> None:
+        prev = {k: self.alloc[k].indices for k in self.row_keys[row]
+                if k in self.alloc and self.alloc[k].row == row}
+        self.node_recs[row] = rec
+        for key in self.row_keys[row]:
+            a = self.alloc.get(key)
+            if a is not None and a.row == row:
+                del self.alloc[key]
+        self.row_keys[row] = set()
+        self.count[row] = 0
+        self.model[row] = -1
+        self.left[row] = 0
+        self.gmem[row] = 0
+        self.island[row] = -1
+        self.numa[row] = -1
+        self.topo[row] = -1
+        self.zcpu[row] = 0
+        self.zmem[row] = 0
+        self.zcpu_used[row] = 0
+        self.zmem_used[row] = 0
+        self.nzones[row] = 0
+        self.single_policy[row] = False
+        self.aff[row] = 0
+        self._bump(row)
+        if rec is None:
+            return
+        count, model, mem = self._node_gpu(rec)
+        if count > MAX_GPUS:
+            raise ValueError(f"Node {rec.name}: {count} GPUs; at most {MAX_GPUS} are supported")
+        if count > self.g:
+            self._alloc_arrays(self.cap, count)
+        if model:
+            if model not in self.models:
+                if len(self.models) >= 62:
+                    raise ValueError("more than 62 GPU models")
+                self.models.append(model)
+            self.model[row] = self.models.index(model)
+        self.count[row] = count
+        self.left[row, :count] = MILLI
+        self.gmem[row, :count] = mem
+        topo = self.nrt.get(rec.name) or node_topology(rec.obj)
+        if topo is not None:
+            isl, nm = topo.signature(count)
+            self.island[row, :count] = isl
+            self.numa[row, :count] = nm
+            nz = max([len(topo.numa_cpu), len(topo.numa_mem)] + [x + 1 for x in nm])
+            nz = min(nz, MAX_ZONES)
+            self.nzones[row] = nz
+            cpu_all = rec.allocatable.get("cpu", 0)
+            mem_all = rec.allocatable.get("memory", 0)
+            for z in range(nz):
+                c = topo.numa_cpu[z] if z < len(topo.numa_cpu) else -1
+                m = topo.numa_mem[z] if z < len(topo.numa_mem) else -1
+                self.zcpu[row, z] = c if c >= 0 else cpu_all // max(nz, 1)
+                self.zmem[row, z] = m if m >= 0 else mem_all // max(nz, 1)
+            self.single_policy[row] = topo.single_numa_policy
+        self.topo[row] = self._topo_id(count, topo)
+        # re-apply the pods already on the node
+        for key in sorted(self.state.pods_on_node[row]):
+            pr = self.state.pods.get(key)
+            if pr is not None and key != self._adding:
+                self._place(pr.record, row, prefer=prev.get(key))
+
+    # -------------------------------------------------------------- pods
+    def pod_info(self, rec) -> PodGpu:
+        got = self._asks.get(rec.key)
+        if got is not None and got[0] is rec:
+            return got[1]
+        obj = rec.obj or {}
+        ask = pod_gpu_ask(obj)
+        cons, guaranteed = pod_constraint(obj)
+        annos = (obj.get("metadata") or {}).get("annotations") or {}
+        fixed = None
+        s = annos.get(ANNO_GPU_INDEX)
+        if s:
+            fixed = tuple(int(x) for x in str(s).replace(",", "-").split("-") if x.strip() != "")
+        info = PodGpu(ask, cons, guaranteed, int(rec.requests.get("cpu", 0)),
+                      int(rec.requests.get("memory", 0)), int(rec.nonzero_cpu), fixed)
+        if len(self._asks) > 100000:
+            self._asks.clear()
+        self._asks[rec.key] = (rec, info)
+        return info
+
+    def constraint_at(self, info: PodGpu, row: int) -> int:
+        c = info.cons
+        if info.guaranteed and self.single_policy[row]:
+            c |= C_NUMA
+        return c
+
+    def on_pod(self, rec, row: int, delta: int) -> None:
+        self._adding = rec.key if delta > 0 else None
+        try:
+            self.sync()
+        finally:
+            self._adding = None
+        if delta > 0:
+            prefer = None
+            jr = self._just_released
+            if jr is not None and jr[0] == rec.key and jr[1] == row:
+                prefer = jr[2]
+            self._just_released = None
+            self._place(rec, row, prefer=prefer)
+        else:
+            a = self.release(rec.key)
+            self._just_released = (rec.key, row, a.indices) if a is not None else None
+            if rec.key in self.row_keys[row]:
+                self.row_keys[row].discard(rec.key)
+                info = self.pod_info(rec)
+                self.aff[row, K.affinity_tag(info.ask.num, info.ask.milli)] -= 1
+            self._bump(row)
+
+    def _place(self, rec, row: int, prefer=None) -> None:
+        info = self.pod_info(rec)
+        self.row_keys[row].add(rec.key)
+        self.aff[row, K.affinity_tag(info.ask.num, info.ask.milli)] += 1
+        self._bump(row)
+        cons = self.constraint_at(info, row)
+        if not info.has_gpu and not (cons & C_NUMA):
+            return
+        pick = None
+        for want in (info.fixed, prefer):
+            if want is not None and self._valid_pick(row, info, cons, tuple(want)):
+                pick = (tuple(want), self._zone_of(row, info, cons, tuple(want)))
+                break
+        if pick is None:
+            pick = self.pick(row, info, topology_aware=True)
+        if pick is None:
+            self.alloc[rec.key] = Allocation(row, (), info.ask.milli, unplaced=True)
+            return
+        self.apply(rec.key, row, info, cons, *pick)
+
+    def _zone_of(self, row, info, cons, indices) -> int:
+        if not (cons & C_NUMA):
+            return -1
+        if indices:
+            return int(self.numa[row, indices[0]])
+        return self._cpu_zone(row, info)
+
+    def _cpu_zone(self, row, info) -> int:
+        for z in range(int(self.nzones[row])):
+            if (self.zcpu[row, z] - self.zcpu_used[row, z] >= info.cpu
+                    and self.zmem[row, z] - self.zmem_used[row, z] >= info.mem):
+                return z
+        return -1
+
+    def _valid_pick(self, row, info, cons, indices) -> bool:
+        c = int(self.count[row])
+        if len(indices) != (info.ask.num if info.has_gpu else 0) or len(set(indices)) != len(indices):
+            return False
+        for g in indices:
+            if not (0 <= g < c) or self.left[row, g] < info.ask.milli:
+                return False
+        if (cons & 1) and len(indices) > 1:
+            isl = {int(self.island[row, g]) for g in indices}
+            if len(isl) != 1 or -1 in isl:
+                return False
+        if cons & C_NUMA:
+            if indices:
+                nm = {int(self.numa[row, g]) for g in indices}
+                if len(nm) != 1 or -1 in nm:
+                    return False
+                z = nm.pop()
+                if (self.zcpu[row, z] - self.zcpu_used[row, z] < info.cpu
+                        or self.zmem[row, z] - self.zmem_used[row, z] < info.mem):
+                    return False
+            elif self._cpu_zone(row, info) < 0:
+                return False
+        return True
+
+    def apply(self, key, row, info: PodGpu, cons, indices, zone) -> Allocation:
+        for g in indices:
+            if self.left[row, g] < info.ask.milli:        # never over-allocate
+                raise AssertionError(f"GPU {g} of row {row} over-allocated by {key}")
+        for g in indices:
+            self.left[row, g] -= info.ask.milli
+        a = Allocation(row, tuple(int(g) for g in indices), info.ask.milli)
+        if zone >= 0:
+            a.zone, a.cpu, a.mem = zone, info.cpu, info.mem
+            self.zcpu_used[row, zone] += info.cpu
+            self.zmem_used[row, zone] += info.mem
+        self.alloc[key] = a
+        self._bump(row)
+        return a
+
+    def release(self, key) -> Allocation | None:
+        a = self.alloc.pop(key, None)
+        if a is None:
+            return None
+        for g in a.indices:
+            self.left[a.row, g] += a.milli
+        if a.zone >= 0:
+            self.zcpu_used[a.row, a.zone] -= a.cpu
+            self.zmem_used[a.row, a.zone] -= a.mem
+        self._bump(a.row)
+        return a
+
+    # ------------------------------------------------------------ choice
+    def tables(self, k: int):
+        got = self._tables.get(k)
+        if got is None:
+            got = KT.stack_tables([KT.topology_table(c, isl, nm, k) for c, isl, nm in self.topos])
+            self._tables[k] = got
+        return got
+
+    def pick(self, row: int, info: PodGpu, *, topology_aware: bool, sel: int = K.SEL_BEST,
+             key: str = "", fgd=None, cpu_left: int | None = None):
+        """(indices, zone) for ``info`` on ``row`` given the current GPUs
+        (the pod itself not allocated), or None.  Whole GPUs: the tightest
+        allowed subset when ``topology_aware`` or constrained, else the
+        first free GPUs.  A share: among the allowed GPUs, best fit
+        (SEL_BEST), uniform by the pod key (SEL_RANDOM) or the best FGD
+        score (SEL_FGD with ``fgd`` = (typical arrays, frag function))."""
+        cons = self.constraint_at(info, row)
+        c = int(self.count[row])
+        if not info.has_gpu:
+            if cons & C_NUMA:
+                z = self._cpu_zone(row, info)
+                return ((), z) if z >= 0 else None
+            return (), -1
+        ask = info.ask
+        if c == 0 or not K.model_ok(int(self.model[row]), self.model_mask(ask.models)):
+            return None
+        allowed = (1 << c) - 1
+        if cons & C_NUMA:
+            allowed = 0
+            for g in range(c):
+                z = int(self.numa[row, g])
+                if z >= 0 and (self.zcpu[row, z] - self.zcpu_used[row, z] >= info.cpu
+                               and self.zmem[row, z] - self.zmem_used[row, z] >= info.mem):
+                    allowed |= 1 << g
+        free = 0
+        for g in range(c):
+            if self.left[row, g] >= ask.milli:
+                free |= 1 << g
+        free &= allowed
+        if ask.is_share:
+            cand = KT.mask_indices(free)
+            if not cand:
+                return None
+            if sel == K.SEL_RANDOM:
+                g = cand[int(_u(key) * len(cand))]
+            elif sel == K.SEL_FGD and fgd is not None:
+                g = self._fgd_pick(row, info, cand, fgd, cpu_left)
+            else:
+                lv = self.left[row]
+                g = min(cand, key=lambda x: (lv[x], x))
+            return (g,), (int(self.numa[row, g]) if cons & C_NUMA else -1)
+        if topology_aware or cons:
+            sub, cost, iok, nok = self.tables(ask.num)
+            t = int(self.topo[row])
+            oc = np.empty(1, np.int64)
+            oi = np.empty(1, np.int64)
+            KT.best_subsets_np(np.array([t], np.int64), np.array([free], np.int64),
+                               np.array([cons], np.int64), sub, cost, iok, nok, oc, oi)
+            if oi[0] < 0:
+                return None
+            idx = tuple(KT.mask_indices(int(sub[t, oi[0]])))
+        else:
+            cands = KT.mask_indices(free)
+            if len(cands) < ask.num:
+                return None
+            idx = tuple(cands[:ask.num])
+        return idx, (int(self.numa[row, idx[0]]) if cons & C_NUMA else -1)
+
+    def _fgd_pick(self, row, info, cand, fgd, cpu_left):
+        typical, frag = fgd
+        c = int(self.count[row])
+        left = self.left[row, :c].copy()
+        cl = int(cpu_left if cpu_left is not None else 0)
+        before = frag(c, int(self.model[row]), left, cl, typical)
+        best, best_g = None, None
+        for g in cand:
+            left[g] -= info.ask.milli
+            after = frag(c, int(self.model[row]), left, cl - info.cpu_nz, typical)
+            left[g] += info.ask.milli
+            s = int(K._sigmoid_score.py_func(before, after))
+            if best is None or s > best:
+                best, best_g = s, g
+        return best_g
+
+    def model_mask(self, models) -> int:
+        mask = 0
+        for m in models:
+            if m:
+                mask |= (1 << self.models.index(m)) if m in self.models else (1 << 62)
+        return mask
+
+    def repick(self, key: str, rec, **kw) -> Allocation | None:
+        """Release ``key``'s allocation and allocate again with ``pick(**kw)``
+        (Reserve); None (nothing held) when no choice fits."""
+        a = self.alloc.get(key)
+        row = a.row if a is not None else self.state.pods[key].node_row
+        self.release(key)
+        info = self.pod_info(rec)
+        cons = self.constraint_at(info, row)
+        p = self.pick(row, info, key=key, **kw)
+        if p is None:
+            return None
+        return self.apply(key, row, info, cons, *p)
+
+    # ------------------------------------------------------------ checks
+    def check(self) -> None:
+        """Invariants: no GPU over-allocated, usage = allocations."""
+        n = self.state.n_rows
+        used = np.zeros((self.cap, self.g), np.int64)
+        zc = np.zeros((self.cap, MAX_ZONES), np.int64)
+        for a in self.alloc.values():
+            for g in a.indices:
+                used[a.row, g] += a.milli
+            if a.zone >= 0:
+                zc[a.row, a.zone] += a.cpu
+        valid = np.arange(self.g)[None, :] < self.count[:n, None]
+        assert (self.left[:n] >= 0).all(), "negative free milli"
+        assert (np.where(valid, self.left[:n] + used[:n], 0) == valid * MILLI).all(), \
+            "GPU accounting mismatch"
+        assert (self.zcpu_used[:n] == zc[:n]).all()
+
+    def binding_gpus(self, key: str) -> dict | None:
+        a = self.alloc.get(key)
+        if a is None or not a.indices:
+            return None
+        return {"node": self.state.node_name(a.row), "indices": list(a.indices),
+                "milli": a.milli}
+
+
+def binding_gpus(state) -> dict:
+    """pod key -> {"node", "indices", "milli"} for every pod holding GPUs
+    (empty when no GPU plugin ever ran on this state)."""
+    t = GpuTable.attached(state)
+    if t is None:
+        return {}
+    return {k: t.binding_gpus(k) for k, a in t.alloc.items() if a.indices}
