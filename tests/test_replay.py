@@ -1,7 +1,6 @@
 """openb replay: CLI contract, sweep, NumPy == Numba placements, and the published results."""
 import builtins
 import csv
-import os
 import statistics
 
 import numpy as np
@@ -134,26 +133,12 @@ def test_plot_without_matplotlib_fails_clearly(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "s.csv").exists()         # fails before running anything
 
 
-def test_published_means_ci_variant():
-    """CI-sized: one seed, the default trace, FGD and Random, against the
-    published means (seeds 42-51) at 100 % and 130 % of demand."""
-    nodes, pods = read_openb_nodes(NODES), read_openb_pods(DEFAULT)
-    ours = {}
-    for pol in ("FGD", "Random"):
-        r = replay(nodes, pods, pol, seed=42)
-        for col in (100, 130):
-            pub = statistics.mean(read_expected(EXP + "analysis_allo_discrete.csv", "openb_pod_list_default",
-                                                pol, col))
-            assert abs(float(r.alloc[col]) - pub) <= 1.0, (pol, col, float(r.alloc[col]), pub)
-            ours[(pol, col)] = float(r.alloc[col])
-    assert ours[("FGD", 100)] > ours[("Random", 100)] + 5
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("TENSORSCHED_SLOW"),
-                    reason="360 replays, about 4 min on 2 cores: set TENSORSCHED_SLOW=1 "
-                           "(bench/openb_replay.py records the table)")
 def test_published_means_within_one_point():
+    """The issue's acceptance test, in CI: for the six traces with published
+    results, the mean over seeds 42-51 of every policy's GPU allocation ratio
+    at 100 % and 130 % of arrived demand is within 1 point of the paper
+    simulator's published mean, with FGD first and Random last (360 replays,
+    about 2 min on 2 cores)."""
     seeds = list(range(42, 52))
     paths = [f"data/openb/csv/openb_pod_list_{t}.csv" for t in TRACES]
     res = R.sweep(NODES, paths, POLICIES, seeds)
