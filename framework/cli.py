@@ -59,6 +59,50 @@ def cmd_explain(args) -> int:
     return 0
 
 
+_OUTCOMES = ("Bound", "FailedScheduling", "BindFailed")
+
+
+def schedule_queue(sched, pods) -> tuple[list, list[dict]]:
+    """Every pod of ``pods`` through ``sched``'s scheduling queue, run until
+    idle on its clock.  Returns the final Binding of each pod, in the order
+    those final outcomes happened (pods never attempted, e.g. gated ones,
+    last, with their PreEnqueue message), and the preemptions in the order
+    they happened: ``{"preemptor", "nominated_node", "victims"}``."""
+    from .scheduler import Binding
+    last: dict[str, dict] = {}                    # pod -> its latest outcome event
+    preemptions: list[dict] = []
+
+    def on_event(e: dict) -> None:
+        if e["event"] not in _OUTCOMES:
+            return
+        last.pop(e["pod"], None)                  # re-insert: dict order = outcome order
+        last[e["pod"]] = e
+        if e.get("nominated_node") is not None:
+            preemptions.append({"preemptor": e["pod"], "nominated_node": e["nominated_node"],
+                                "victims": list(e.get("victims") or ())})
+
+    unsubscribe = sched.subscribe("*", on_event)
+    try:
+        for pod in pods:
+            sched.add_pod(pod)
+        sched.run_until_idle()
+    finally:
+        unsubscribe()
+    out = []
+    for key, e in last.items():
+        if e["event"] == "Bound":
+            out.append(sched.outcomes[key])       # carries the nomination and victims
+        else:
+            out.append(Binding(key, None, e["message"], e.get("nominated_node"),
+                               list(e.get("victims") or ())))
+    infos = sched.queue.infos
+    for pod in sched.queue_order([p for p in pods if p.key not in last]):
+        pi = infos.get(pod.key)
+        out.append(Binding(pod.key, None, (pi.gated_message if pi is not None else "")
+                           or "not attempted"))
+    return out, preemptions
+
+
 def cmd_schedule(args) -> int:
     from . import synthetic
     from .cluster import build_cluster
@@ -72,9 +116,13 @@ def cmd_schedule(args) -> int:
         objects = nodes + (_load(args.pods) if args.pods else pods)
     cluster = build_cluster(objects, _config(args.config))
     sched = Scheduler(cluster, args.backend, args.seed)
-    bindings = sched.run(cluster.pending)
-    out = {"bindings": [b.to_dict() for b in bindings], "evictions": sched.evictions,
-           "summary": summarize(bindings)}
+    bindings, preemptions = schedule_queue(sched, cluster.pending)
+    summary = summarize(bindings)
+    # the final bindings show only the last preemption of each preemptor
+    summary["preemptions"] = len(preemptions)
+    summary["evictions"] = len(sched.evictions)
+    out = {"bindings": [b.to_dict() for b in bindings], "preemptions": preemptions,
+           "evictions": sched.evictions, "summary": summary}
     from tensorsched.topology.gpu_table import binding_gpus   # GPU indices, only for pods holding GPUs
     gpus = binding_gpus(cluster.state)
     for d in out["bindings"]:
@@ -91,7 +139,8 @@ def cmd_schedule(args) -> int:
             print(f"{b.pod:<32} -> {b.node}" if b.node else f"{b.pod:<32} !! {b.message}")
     s = out["summary"]
     print(f"scheduled {s['scheduled']}/{s['pods']} pods on {s['nodes_used']} nodes "
-          f"({s['unschedulable']} unschedulable), backend {args.backend}", file=sys.stderr)
+          f"({s['unschedulable']} unschedulable, {s['preemptions']} preemptions, "
+          f"{s['evictions']} evictions), backend {args.backend}", file=sys.stderr)
     return 0
 
 
@@ -174,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--top", type=int, default=10, help="nodes shown in the table")
     e.set_defaults(func=cmd_explain)
 
-    s = sub.add_parser("schedule", help="schedule pending pods one by one")
+    s = sub.add_parser("schedule", help="schedule pending pods through the scheduling queue")
     s.add_argument("--cluster", help="manifests (default: a built-in synthetic cluster)")
     s.add_argument("--pods", help="pending pods (default: those in --cluster, or built-in)")
     s.add_argument("--config", help="KubeSchedulerConfiguration (v1) file")

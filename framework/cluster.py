@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from .config import SchedulerConfig, load_config
 from .errors import StateError
 from .manifests import Objects, parse_objects, parse_pod
+from .nrt import attach as attach_nrt
 from .plugins import in_tree_registry
 from .priorities import PriorityResolver
 from .records import PodRecord
 from .registry import Registry
 from .runtime import Framework
 from .state import ClusterState
+from .workloads import WorkloadIndex
+from .workloads import attach as attach_workloads
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -70,6 +73,8 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     objs = objects if isinstance(objects, Objects) else parse_objects(objects)
     resolver = PriorityResolver(objs.priority_classes)
     state = ClusterState(node_capacity=max(len(objs.nodes), 1))
+    attach_workloads(state, WorkloadIndex.from_objects(objs))   # PodTopologySpread defaults
+    attach_nrt(state, objs.node_resource_topologies)           # GPU table topology
     for node in objs.nodes:
         state.add_node(node)
     pending = []

@@ -15,8 +15,11 @@ feasible node is scored, even a lone one.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .cluster import Cluster, build_cluster
 from .runtime import CycleContext
+from .status import Code, Status
 
 
 def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) -> dict:
@@ -60,12 +63,27 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
 
 
 def run_post_filter(cluster: Cluster, fw, ctx, result, seed: int = 0, attempt: int = 0):
-    """The profile's PostFilter (DefaultPreemption) for a failed cycle: a
-    ``PreemptionResult``, or None when the profile has no PostFilter."""
+    """The profile's PostFilter plugins (DefaultPreemption, Coscheduling...)
+    for a failed cycle, in order, as upstream's RunPostFilterPlugins: the
+    first that nominates a node, or returns anything but Unschedulable,
+    decides; otherwise one ``PreemptionResult`` whose status joins every
+    plugin's reasons with ", " (Status.Message).  None when the profile has
+    no PostFilter."""
+    outcomes = []
     for p in fw._point.get("postFilter", []):
-        if hasattr(p, "post_filter"):
-            return p.post_filter(ctx, result, cluster.pod_table(), seed=seed, attempt=attempt)
-    return None
+        if not hasattr(p, "post_filter"):
+            continue
+        out = p.post_filter(ctx, result, cluster.pod_table(), seed=seed, attempt=attempt)
+        if out.nominated_node is not None or out.status.code != Code.UNSCHEDULABLE:
+            return out
+        outcomes.append(out)
+    if len(outcomes) <= 1:
+        return outcomes[0] if outcomes else None
+    reasons = [r for o in outcomes for r in o.status.reasons if r]
+    # the first plugin stays the rejector, as upstream records it
+    status = Status(Code.UNSCHEDULABLE, (", ".join(reasons),) if reasons else (),
+                    outcomes[0].status.plugin)
+    return dataclasses.replace(outcomes[0], status=status)
 
 
 def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) -> dict:

@@ -86,7 +86,9 @@ PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
-_HANDLED_KINDS = ("Node", "Pod", "PriorityClass", "PodDisruptionBudget")
+_HANDLED_KINDS = ("Node", "Pod", "PriorityClass", "PodDisruptionBudget", "PodGroup")
+_HANDLED_KINDS += ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")  # workloads.py
+_HANDLED_KINDS += ("NodeResourceTopology",)  # nrt.py
 
 
 # --------------------------------------------------------------------------
@@ -723,6 +725,18 @@ def _validate_spread(ctx: _Ctx, value, path: str) -> list[dict]:
     return out
 
 
+def _validate_owner_references(ctx: _Ctx, value, path: str) -> None:
+    """metadata.ownerReferences: structure only (PodTopologySpread's default
+    selector follows the controller, see ``workloads.controller_of``)."""
+    for i, ref in enumerate(ctx.list(value, path)):
+        rpath = f"{path}[{i}]"
+        ref = ctx.mapping(ref, rpath)
+        for key in ("apiVersion", "kind", "name", "uid"):
+            ctx.string(ref.get(key), f"{rpath}.{key}")
+        for key in ("controller", "blockOwnerDeletion"):
+            ctx.boolean(ref.get(key), f"{rpath}.{key}")
+
+
 def _parse_tolerations(ctx: _Ctx, value, path: str) -> list[Toleration]:
     out = []
     for i, t in enumerate(ctx.list(value, path)):
@@ -764,6 +778,7 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     uid = ctx.string(meta.get("uid"), "metadata.uid")
     creation = ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
     deletion = ctx.timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
+    _validate_owner_references(ctx, meta.get("ownerReferences"), "metadata.ownerReferences")
     spec = ctx.mapping(obj.get("spec"), "spec")
     status = ctx.mapping(obj.get("status"), "status")
 
@@ -916,19 +931,31 @@ class Objects:
     pods: list[PodRecord] = field(default_factory=list)
     priority_classes: list[PriorityClassRecord] = field(default_factory=list)
     pdbs: list[PodDisruptionBudgetRecord] = field(default_factory=list)
+    pod_groups: list = field(default_factory=list)     # podgroups.PodGroup (Coscheduling)
+    # workloads.ServiceRecord / ControllerRecord (PodTopologySpread's default selector)
+    services: list = field(default_factory=list)
+    replication_controllers: list = field(default_factory=list)
+    replica_sets: list = field(default_factory=list)
+    stateful_sets: list = field(default_factory=list)
+    node_resource_topologies: list = field(default_factory=list)   # nrt.NrtRecord (GPU topology)
     ignored_kinds: dict[str, int] = field(default_factory=dict)
 
 
 def parse_objects(objs: Iterable[dict], *, source: str = "objects") -> Objects:
     """Parse every object; all or nothing.
 
-    Nodes, Pods, PriorityClasses and PodDisruptionBudgets become records;
-    any other kind (Namespace, Service, ...) is counted in ``ignored_kinds``.
+    Nodes, Pods, PriorityClasses, PodDisruptionBudgets and PodGroups
+    (scheduling.x-k8s.io, see ``podgroups``) become records; any other
+    kind (Namespace, Deployment, ...) is counted in ``ignored_kinds``.
+    Services, ReplicationControllers, ReplicaSets and StatefulSets become
+    ``workloads`` records (their selectors only).
     ``List`` objects are expanded.  The first malformed object, or a second
     object with the name of an earlier one (same kind; namespace/name for
     namespaced kinds), raises :class:`ManifestError`; nothing is returned then.
     Objects without a name are named ``<source>#<index>`` in errors.
     """
+    from .podgroups import is_coscheduling_pod_group, parse_pod_group   # imports this module
+    from .workloads import loaders as _workload_loaders                 # imports this module
     out = Objects()
     seen: dict[str, set[str]] = {k: set() for k in _HANDLED_KINDS}
     parsers = {
@@ -937,12 +964,16 @@ def parse_objects(objs: Iterable[dict], *, source: str = "objects") -> Objects:
         "PriorityClass": (parse_priority_class, out.priority_classes, lambda r: r.name, "PriorityClass {}"),
         "PodDisruptionBudget": (parse_pdb, out.pdbs, lambda r: f"{r.namespace}/{r.name}",
                                 "PodDisruptionBudget {}"),
+        "PodGroup": (parse_pod_group, out.pod_groups, lambda r: r.full_name, "PodGroup {}"),
     }
+    parsers.update(_workload_loaders(out))
+    from .nrt import loaders as _nrt_loaders                             # imports this module
+    parsers.update(_nrt_loaders(out))                                    # NodeResourceTopology
     for index, raw in enumerate(objs):
         where = f"{source}#{index}"
         for obj in _flatten(raw, where):
             kind = obj["kind"]
-            if kind not in parsers:
+            if kind not in parsers or (kind == "PodGroup" and not is_coscheduling_pod_group(obj)):
                 out.ignored_kinds[kind] = out.ignored_kinds.get(kind, 0) + 1
                 continue
             parse, bucket, key_of, label = parsers[kind]

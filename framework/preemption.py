@@ -17,10 +17,14 @@ Order of work, as upstream:
 
 The caller (the scheduler loop) deletes the victims and retries the pod.
 
-Filters that depend on pods are modelled exactly for the built-in ones
-(NodeResourcesFit, NodePorts: see kernels/_victims_core.py).  User filter
-plugins are evaluated once against the current state (their verdict is part
-of the cycle's statuses) and are not re-run while pods are removed.
+"The pod fits" means every filter of the profile that runs for the pod, as
+upstream's SelectVictimsOnNode runs them.  The kernel re-runs the fused
+built-in ones (NodeResourcesFit, NodePorts: see kernels/_victims_core.py).
+When a host-side filter applies to the pod (PodTopologySpread or
+InterPodAffinity that did not Skip, GpuShareFit for a GPU pod, user
+plugins), the kernel is a pre-pass and every node it leaves open is searched
+again on the host with all filters (``victims_host``), on every backend
+alike; pods without such filters keep the all-kernel path.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .records import PodRecord
 from .runtime import PREFILTER_REJECT_REASON, splitmix64
 from .state import ClusterState
 from .status import Code, Status
+from .victims_host import HostVictimSearch, active_host_filters
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -202,9 +207,14 @@ def nodes_where_preemption_might_help(codes) -> np.ndarray:
     return (codes != int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)) & (codes != int(Code.SUCCESS))
 
 
-def status_codes(fw, reasons: np.ndarray) -> np.ndarray:
+def status_codes(fw, reasons: np.ndarray, ctx=None, rows: np.ndarray | None = None) -> np.ndarray:
     """[M] the status code of the first rejecting filter plugin (profile order)
-    per node, from the fused reason bits; -1 for free rows."""
+    per node, from the fused reason bits; -1 for free rows.
+
+    ``ctx`` and ``rows`` ([M] node rows, evaluation order) let a host filter
+    with ``unresolvable(ctx, rows) -> [M] bool`` (PodTopologySpread's missing
+    key, InterPodAffinity's required affinity) report
+    UnschedulableAndUnresolvable where it does upstream."""
     reasons = np.asarray(reasons, np.int64)
     codes = np.full(reasons.shape[0], int(Code.SUCCESS), np.int64)
     undecided = reasons != 0
@@ -218,6 +228,10 @@ def status_codes(fw, reasons: np.ndarray) -> np.ndarray:
         hit = undecided & ((reasons & rb) != 0)
         if isinstance(p, FusedFilter) and p.name in UNRESOLVABLE_PLUGINS:
             codes[hit] = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        elif ctx is not None and hit.any() and hasattr(p, "unresolvable"):
+            unres = np.asarray(p.unresolvable(ctx, rows), bool)
+            codes[hit] = np.where(unres[hit], int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                                  int(Code.UNSCHEDULABLE))
         else:
             codes[hit] = int(Code.UNSCHEDULABLE)
         undecided &= ~hit
@@ -260,6 +274,7 @@ class PreemptionResult:
     filter_calls: int = 0
     eligible: bool = True
     query: object = None            # the preemptor's PodQuery (for the retry)
+    host_filters: list = field(default_factory=list)   # non-fused filters that ran
 
     @property
     def message(self) -> str:
@@ -318,7 +333,7 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
         codes_rows = np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
     else:
         m = all_rows.shape[0]
-        codes_eval = status_codes(fw, result.reasons)
+        codes_eval = status_codes(fw, result.reasons, ctx, result.rows)
         # Evaluation order -> row order.
         codes_rows = np.empty(m, np.int64)
         pos = (result.start + np.arange(m)) % max(m, 1)
@@ -340,32 +355,14 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     q = result.query
     prio = pod_priority(pod)
     scan = potential[(off + np.arange(n)) % n]
-    nv_list: list = []
-    v_list: list = []
-    calls = 0
-    pos = 0
-    batch = max(cap, 64)
-    stopped = False
-    failures: list[tuple[int, int]] = []
-    while pos < n and not stopped:
-        rows = scan[pos: pos + batch]
-        res = V.select_victims(fw.backend_name, state.columns(), q, rows, prio, pods)
-        st = res.stats
-        for j in range(rows.shape[0]):
-            calls += int(st[j, V.STAT_FILTER_CALLS])
-            code = int(st[j, V.STAT_CODE])
-            if code == 0:
-                target = v_list if st[j, V.STAT_N_VIOLATIONS] > 0 else nv_list
-                if len(target) < cap:
-                    target.append((int(rows[j]), st[j].copy(),
-                                   res.victims[j, : int(st[j, V.STAT_N_VICTIMS])].copy()))
-            else:
-                failures.append((int(rows[j]), code))
-            nvc, vc = len(nv_list), len(v_list)
-            if nvc > 0 and nvc + vc >= cap:
-                stopped = True
-                break
-        pos += rows.shape[0]
+    host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
+    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys) if host else None
+    try:
+        nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
+                                                    search)
+    finally:
+        if search is not None:
+            search.close()
     cands = []
     for row, stats, slots in nv_list + v_list:
         keys = table.keys[row]
@@ -375,7 +372,9 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:
         for row, code in failures:
-            if code == V.CODE_NO_VICTIMS:
+            if isinstance(code, tuple):         # a host filter's reasons
+                reasons = code
+            elif code == V.CODE_NO_VICTIMS:
                 reasons = (NO_VICTIMS,)
             elif code == V.CODE_NONE_LEFT:
                 reasons = (f"expected at least one victim pod on node {state.node_name(row)!r}",)
@@ -390,15 +389,60 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     best = pick_one_node(np.array([c.stats for c in cands], np.int64))
     chosen = cands[best]
     return PreemptionResult(chosen.node, list(chosen.victims), Status.OK, cands, calls,
-                            query=q)
+                            query=q, host_filters=host)
 
 
-def fits_on_row(state: ClusterState, q, row: int) -> bool:
-    """The built-in filters of query ``q`` pass on node ``row`` now."""
+def _dry_run(fw, state, q, prio, pods, scan, cap, search):
+    """DryRunPreemption over the visit order ``scan`` [n] (node rows):
+    (non-violating candidates, violating candidates, failures, filter calls).
+
+    Candidates are (row, stats [7], victim slots); failures (row, code) with
+    code a kernel code or a tuple of reasons.  The kernel runs per batch of
+    rows; with host filters (``search`` not None) it is a pre-pass: nodes it
+    leaves open (fit with every lower-priority pod gone, on the built-in
+    filters) are searched again, exactly, with all filters.  The visit stops
+    where upstream's serial visit would."""
+    n = scan.shape[0]
+    nv_list: list = []
+    v_list: list = []
+    failures: list = []
+    calls = 0
+    pos = 0
+    batch = max(cap, 64)
+    while pos < n:
+        rows = scan[pos: pos + batch]
+        res = V.select_victims(fw.backend_name, state.columns(), q, rows, prio, pods)
+        for j in range(rows.shape[0]):
+            row = int(rows[j])
+            st = res.stats[j]
+            code = int(st[V.STAT_CODE])
+            if search is not None and code in (0, V.CODE_NONE_LEFT):
+                code, st, slots = search.on_node(row)
+            else:
+                slots = res.victims[j, : int(st[V.STAT_N_VICTIMS])]
+            calls += int(st[V.STAT_FILTER_CALLS])
+            if isinstance(code, int) and code == 0:
+                target = v_list if st[V.STAT_N_VIOLATIONS] > 0 else nv_list
+                if len(target) < cap:
+                    target.append((row, st.copy(), slots.copy()))
+            else:
+                failures.append((row, code))
+            if nv_list and len(nv_list) + len(v_list) >= cap:
+                return nv_list, v_list, failures, calls
+        pos += rows.shape[0]
+    return nv_list, v_list, failures, calls
+
+
+def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> bool:
+    """The built-in filters of query ``q`` pass on node ``row`` now, and so
+    do ``host_filters`` (``PreemptionResult.host_filters``, run with ``ctx``)."""
     from tensorsched.kernels import filters
     cols = state.columns()
     q2 = V.pad_query(cols, q)
-    return int(filters.node_reasons(cols, np.array([row], np.int64), q2, xp=np)[0]) == 0
+    one = np.array([row], np.int64)
+    if int(filters.node_reasons(cols, one, q2, xp=np)[0]) != 0:
+        return False
+    return all(bool(np.asarray(p.filter(ctx, one))[0]) for p in host_filters)
 
 
 def fw_name() -> str:

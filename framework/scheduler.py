@@ -196,6 +196,7 @@ class Scheduler:
         self._handled: set = set()
         self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
         self.outcomes: dict[str, Binding] = {}         # key -> latest outcome
+        self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
 
     # ----------------------------------------------------------- plumbing
     def _fw(self, pod) -> Framework:
@@ -450,6 +451,8 @@ class Scheduler:
         return added
 
     def _remove(self, keys) -> None:
+        """Take the nominated pods added for this cycle back out."""
+        self.cycle_nominated = ()
         for k in keys:
             self.cluster.state.remove_pod(k)
 
@@ -468,6 +471,8 @@ class Scheduler:
                         self._emit("FailedScheduling", pod.key, None, msg)
                         return Binding(pod.key, None, msg)
         temp = self._add_nominated(pod) if self.nominator else ()
+        # plugins that must see the state without them (Coscheduling) read this
+        self.cycle_nominated = temp
         try:
             result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,
                                   start_index=self.next_start_index, want_scores=False)
@@ -586,7 +591,9 @@ class Scheduler:
         self.preemptions += 1
         self.preempted_for[pod.key] = (node, list(outcome.victims))
         if outcome.query is not None and fits_on_row(state, outcome.query,
-                                                     state.node_rows[node]):
+                                                     state.node_rows[node],
+                                                     outcome.host_filters,
+                                                     CycleContext(state, pod, fw)):
             b = self._assume_and_permit(fw, pod, node, None)
         else:
             result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,

@@ -405,20 +405,35 @@ class ClusterState:
                          for p in pod.host_ports)
         if req.shape[0] > self.requested.shape[1]:
             self._ensure_cols("requested", req.shape[0])
+        self._account(PodRow(pod, row, req, (pod.nonzero_cpu, pod.nonzero_memory), port_ids))
+        return row
+
+    def restore_pod(self, entry: PodRow) -> int:
+        """Put back a pod that ``remove_pod`` returned, on the same row, as it
+        was (its PodRow reused: nothing is re-interned or re-validated)."""
+        key = entry.record.key
+        if key in self.pods:
+            raise StateError(f"Pod {key}: already in the cluster state")
+        if not self.valid[entry.node_row]:
+            raise StateError(f"Pod {key}: its node row {entry.node_row} is gone")
+        self._account(entry)
+        return entry.node_row
+
+    def _account(self, entry: PodRow) -> None:
+        """Add a pod's request, non-zero request and host ports to its row."""
+        row, pod, req = entry.node_row, entry.record, entry.request
         self.requested[row, : req.shape[0]] += req
-        self.nonzero_requested[row, 0] += pod.nonzero_cpu
-        self.nonzero_requested[row, 1] += pod.nonzero_memory
+        self.nonzero_requested[row, 0] += entry.nonzero[0]
+        self.nonzero_requested[row, 1] += entry.nonzero[1]
         counts = self.port_counts[row]
-        for b in port_ids:
+        for b in entry.port_ids:
             counts[b] = counts.get(b, 0) + 1
             self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
-        self.pods[key] = PodRow(pod, row, req, (pod.nonzero_cpu, pod.nonzero_memory),
-                                port_ids)
-        self.pods_on_node[row].add(key)
+        self.pods[pod.key] = entry
+        self.pods_on_node[row].add(pod.key)
         self._touch(row)
         for fn in self.listeners:
             fn(pod, row, 1)
-        return row
 
     def remove_pod(self, key: str) -> PodRow:
         """Release a pod's resources and ports on its node."""

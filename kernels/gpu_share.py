@@ -20,6 +20,11 @@ written from those definitions:
   a node's fragmentation is the frequency-weighted sum over typical pods.
 * FGD scores a node by sigmoid((F_before - F_after) / 1000) * 100 and, for a
   GPU share, picks the GPU that gives the best score.
+
+Three versions with identical answers: the per-node rules of ``_gpu_core``
+compiled with njit (below: ``score_nodes``, ``select_gpus``, ...), the same
+rules as CUDA device functions one thread per node (``score_nodes_cuda``,
+``_gpu_cuda``), and NumPy array code (``*_np``).
 """
 
 from __future__ import annotations
@@ -29,293 +34,102 @@ import math
 import numpy as np
 from numba import njit
 
-MILLI = 1000
-MAX_SPEC_CPU = 128000.0
-MAX_SPEC_GPU = 8000.0
+from . import _gpu_core
+from ._compile import compile_module
+
+MILLI = _gpu_core.MILLI
+MAX_SPEC_CPU = _gpu_core.MAX_SPEC_CPU
+MAX_SPEC_GPU = _gpu_core.MAX_SPEC_GPU
+GPU_SLOTS = _gpu_core.GPU_SLOTS
 
 POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
 P_RANDOM, P_DOTPROD, P_CLUSTERING, P_PACKING, P_BESTFIT, P_FGD = range(6)
 SEL_BEST, SEL_RANDOM, SEL_FGD = 0, 1, 2
+assert (P_FGD, P_BESTFIT, SEL_RANDOM) == (_gpu_core.P_FGD, _gpu_core.P_BESTFIT,
+                                          _gpu_core.SEL_RANDOM)
 
 # ---------------------------------------------------------------------------
-# per-node scalar rules (njit; the NumPy versions below are vectorised)
+# per-node scalar rules and their CPU loops: ``_gpu_core`` compiled with njit
+# (the cuda backend compiles the same source as device functions,
+# ``_gpu_cuda``).  Cached on disk, so a CLI start does not recompile them:
+# the exec'd namespace is registered as a module because Numba's cache
+# rebuilds a function's globals by importing its module by name.  The rules
+# are inlined into the loops (a call per node with ~30 array arguments cost
+# ~0.4 us, 7x the whole FGD-cached rule) and need no NRT (no allocation).
+# Numba's cache key is the source file's stamp, not these flags: after
+# changing them, delete kernels/__pycache__/_gpu_core.*.nb[ic].
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def model_ok(model, mask):
-    if mask == 0:
-        return True
-    if model < 0:
-        return False
-    return (mask >> model) & 1 == 1
+def _compile_njit() -> dict:
+    import sys
+    import types
+    ns = compile_module(_gpu_core, lambda f: njit(f, cache=True, nogil=True, _nrt=False,
+                                                  inline="always"), {})
+    mod = types.ModuleType(ns["__name__"])
+    mod.__dict__.update(ns)
+    sys.modules[ns["__name__"]] = mod
+    return ns
 
 
-@njit(cache=True)
-def node_fits(count, model, left, cpu_left, mem_left, cpu, mem, num, milli, mask):
-    if cpu_left < cpu or mem_left < mem:
-        return False
-    if milli <= 0 or num <= 0:
-        return True
-    if count == 0 or not model_ok(model, mask):
-        return False
-    c = 0
-    for g in range(count):
-        if left[g] >= milli:
-            c += 1
-    return c >= num
+core = _compile_njit()
+model_ok = core["model_ok"]
+node_fits = core["node_fits"]
+node_frag = core["node_frag"]
+_sigmoid_score = core["sigmoid_score"]
+affinity_tag = core["affinity_tag"]
+packing_node = core["packing_node"]
+clustering_node = core["clustering_node"]
+dotprod_node = core["dotprod_node"]
+bestfit_raw = core["bestfit_raw"]
+first_free_gpus = core["first_free_gpus"]
+select_gpus = core["select_gpus"]
 
 
-@njit(cache=True)
-def node_frag(count, model, left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq):
-    """Expected fragmented GPU milli of one node under the typical pods."""
-    total = 0
-    for g in range(count):
-        total += left[g]
-    if total == 0:
-        return 0.0
-    out = 0.0
-    for p in range(tp_freq.shape[0]):
-        m = tp_milli[p]
-        if m <= 0 or not model_ok(model, tp_mask[p]):
-            out += tp_freq[p] * total
-            continue
-        fit = 0
-        small = 0
-        for g in range(count):
-            if left[g] >= m:
-                fit += 1
-            else:
-                small += left[g]
-        if fit >= tp_num[p] and cpu_left >= tp_cpu[p]:
-            out += tp_freq[p] * small
-        else:
-            out += tp_freq[p] * total
-    return out
-
-
-@njit(cache=True)
-def _sigmoid_score(before, after):
-    return np.int64(100.0 / (1.0 + math.exp(-(before - after) / 1000.0)))
-
-
-@njit(cache=True)
-def first_free_gpus(count, left, num, out):
-    """Whole GPUs: the first ``num`` fully free GPUs in index order."""
-    k = 0
-    for g in range(count):
-        if k >= num:
-            break
-        if left[g] == MILLI:
-            out[k] = g
-            k += 1
-    return k
-
-
-@njit(cache=True)
-def pack_take(count, left, num, milli, out):
-    """The simulator's Sub rule: GPUs in ascending free milli (stable), take
-    the first ``num`` with enough free milli."""
-    order = np.argsort(left[:count], kind="mergesort")
-    k = 0
-    for j in range(count):
-        g = order[j]
-        if k >= num:
-            break
-        if left[g] >= milli:
-            out[k] = g
-            k += 1
-    return k
-
-
-@njit(cache=True)
 def fgd_node(count, model, left, cpu_left, cpu_nz, num, milli,
              tp_cpu, tp_num, tp_milli, tp_mask, tp_freq):
     """(score, gpu) of FGD for one feasible node; gpu = -1 when not a share."""
-    before = node_frag(count, model, left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-    work = left.copy()
-    if num == 1 and 0 < milli < MILLI:
-        best = np.int64(-1)
-        best_g = -1
-        for g in range(count):
-            if left[g] >= milli:
-                work[g] -= milli
-                after = node_frag(count, model, work, cpu_left - cpu_nz,
-                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-                work[g] += milli
-                s = _sigmoid_score(before, after)
-                if best_g == -1 or s > best:
-                    best = s
-                    best_g = g
-        return best, best_g
-    if num > 0 and milli > 0:
-        idx = np.empty(num, np.int64)
-        k = pack_take(count, left, num, milli, idx)
-        for j in range(k):
-            work[idx[j]] -= milli
-    after = node_frag(count, model, work, cpu_left - cpu_nz, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-    return _sigmoid_score(before, after), -1
+    return core["fgd_node"](count, model, left, cpu_left, cpu_nz, num, milli,
+                            tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                            np.empty(GPU_SLOTS, np.int64))
 
 
-@njit(cache=True)
-def packing_node(count, left, num, milli):
-    if milli <= 0:
-        return np.int64(0)
-    full = 0
-    for g in range(count):
-        if left[g] == MILLI:
-            full += 1
-    if full == count:
-        return np.int64(max(33 - full, full))
-    idx = np.empty(num, np.int64)
-    k = pack_take(count, left, num, milli, idx)
-    if k < num:
-        return np.int64(0)
-    full_used = 0
-    ratio = 0
-    for j in range(k):
-        if left[idx[j]] == MILLI:
-            full_used += 1
-        ratio += left[idx[j]] * 100 // MILLI
-    if full_used > 0:
-        return np.int64(max(50 - full_used, 33))
-    return np.int64(max(100 - ratio // 10, 50))
-
-
-@njit(cache=True)
-def affinity_tag(num, milli):
-    """0 = no GPU, 1 = share, 1 + k = k whole GPUs (k <= 8)."""
-    if num <= 0 or milli <= 0:
-        return 0
-    if num == 1 and milli < MILLI:
-        return 1
-    return 1 + min(num, 16)
-
-
-@njit(cache=True)
-def clustering_node(left_total, aff_row, tag):
-    if tag == 0:
-        return np.int64(0)
-    distinct = 0
-    for t in range(1, aff_row.shape[0]):
-        if aff_row[t] > 0:
-            distinct += 1
-    base = 25 * (8000 - left_total) // 8000
-    if aff_row[tag] > 0:
-        return np.int64(base + (75 if distinct == 1 else 50))
-    return np.int64(base + (25 if distinct == 0 else 0))
-
-
-@njit(cache=True)
-def dotprod_node(cpu_left, left_total, cpu_nz, pod_gpu):
-    if cpu_left < cpu_nz:
-        return np.int64(0)
-    dot = (cpu_left / MAX_SPEC_CPU) * (cpu_nz / MAX_SPEC_CPU) + \
-          (left_total / MAX_SPEC_GPU) * (pod_gpu / MAX_SPEC_GPU)
-    s = 1.0 - dot / 2.0
-    return np.int64(100.0 * s)
-
-
-@njit(cache=True)
-def bestfit_raw(cpu_left, left_total, cpu_nz, pod_gpu):
-    s = 0.0
-    s += (cpu_left - cpu_nz) / MAX_SPEC_CPU * 0.5
-    s += (left_total - pod_gpu) / MAX_SPEC_GPU * 0.5
-    return np.int64((1.0 - s) * 100.0)
-
-
-@njit(cache=True)
 def score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
                 cpu, cpu_nz, mem, num, milli, mask,
                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 cache_score, cache_gpu, cache_ver, node_ver, out_gpu):
-    """Score every node for one pod: -1 = infeasible, else the policy's
-    (normalized) score.  FGD results are cached per node by ``node_ver``
-    (``cache_*`` rows of this pod's shape); ``out_gpu`` gets FGD's share GPU."""
-    n = gpu_count.shape[0]
-    out = np.empty(n, np.int64)
-    pod_gpu = num * milli if milli > 0 else 0
-    tag = affinity_tag(num, milli)
-    lo = np.int64(1) << 62
-    hi = -lo
-    for i in range(n):
-        c = gpu_count[i]
-        if not node_fits(c, model[i], gpu_left[i], cpu_left[i], mem_left[i], cpu, mem, num, milli, mask):
-            out[i] = -1
-            out_gpu[i] = -1
-            continue
-        out_gpu[i] = -2
-        lt = 0
-        for g in range(c):
-            lt += gpu_left[i, g]
-        if policy == P_RANDOM:
-            s = np.int64(0)
-        elif policy == P_DOTPROD:
-            s = dotprod_node(cpu_left[i], lt, cpu_nz, pod_gpu)
-        elif policy == P_CLUSTERING:
-            s = clustering_node(lt, aff[i], tag)
-        elif policy == P_PACKING:
-            s = packing_node(c, gpu_left[i], num, milli)
-        elif policy == P_BESTFIT:
-            s = bestfit_raw(cpu_left[i], lt, cpu_nz, pod_gpu)
-            lo = min(lo, s)
-            hi = max(hi, s)
-        else:
-            if cache_ver[i] == node_ver[i]:
-                s = cache_score[i]
-                out_gpu[i] = cache_gpu[i]
-            else:
-                s, gg = fgd_node(c, model[i], gpu_left[i, :c], cpu_left[i], cpu_nz, num, milli,
-                                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-                cache_score[i] = s
-                cache_gpu[i] = gg
-                cache_ver[i] = node_ver[i]
-                out_gpu[i] = gg
-        out[i] = s
-    if policy == P_BESTFIT:
-        rng = hi - lo
-        for i in range(n):
-            if out_gpu[i] == -2:
-                out[i] = 0 if rng == 0 else (out[i] - lo) * 100 // rng
+    """Score every node for one pod: out [N] int64, -1 = infeasible, else
+    the policy's (normalized) score.  FGD results are cached per node by
+    ``node_ver`` [N] (``cache_*`` [N] rows of this pod's shape, updated in
+    place); ``out_gpu`` [N] gets FGD's share GPU (-2 feasible otherwise)."""
+    out = np.empty(gpu_count.shape[0], np.int64)
+    core["score_nodes_into"](policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
+                             cpu, cpu_nz, mem, num, milli, mask,
+                             tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                             cache_score, cache_gpu, cache_ver, node_ver, out, out_gpu,
+                             np.empty(GPU_SLOTS, np.int64))
     return out
 
 
-@njit(cache=True)
-def select_gpus(sel, count, left, num, milli, u, out):
-    """Concrete GPU indices for a pod on a node (into ``out``; returns how
-    many).  Whole GPUs: the first free ones.  A share: SEL_BEST = the GPU
-    with the least free milli that fits (lowest index on ties); SEL_RANDOM =
-    uniform among the GPUs that fit, by ``u`` in [0, 1)."""
-    if num <= 0 or milli <= 0:
-        return 0
-    if not (num == 1 and milli < MILLI):
-        return first_free_gpus(count, left, num, out)
-    best = -1
-    nfit = 0
-    for g in range(count):
-        if left[g] >= milli:
-            nfit += 1
-            if best == -1 or left[g] < left[best]:
-                best = g
-    if nfit == 0:
-        return 0
-    if sel == SEL_RANDOM:
-        pick = int(u * nfit)
-        for g in range(count):
-            if left[g] >= milli:
-                if pick == 0:
-                    out[0] = g
-                    return 1
-                pick -= 1
-    out[0] = best
-    return 1
+def score_nodes_cuda(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
+                     cpu, cpu_nz, mem, num, milli, mask,
+                     tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                     cache_score, cache_gpu, cache_ver, node_ver, out_gpu):
+    """``score_nodes`` as a CUDA kernel, one thread per node (same arguments,
+    results and FGD cache protocol; host arrays in and out).  Raises
+    ``BackendUnavailable`` without a device or the simulator."""
+    from . import _gpu_cuda
+    return _gpu_cuda.score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
+                                 cpu, cpu_nz, mem, num, milli, mask,
+                                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                                 cache_score, cache_gpu, cache_ver, node_ver, out_gpu)
 
 
-@njit(cache=True)
-def cluster_frag(gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, out):
-    for i in range(gpu_count.shape[0]):
-        out[i] = node_frag(gpu_count[i], model[i], gpu_left[i], cpu_left[i],
-                           tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+def cluster_frag(gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                 out):
+    """[N] float fragmentation of every node (into ``out``)."""
+    core["cluster_frag_into"](gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num, tp_milli,
+                              tp_mask, tp_freq, out)
     return out
 
 

@@ -20,7 +20,10 @@ apply on that node).  The answer per node is the cheapest allowed subset
 (the first in enumeration order among equals) and its cost, or -1.
 
 ``best_subsets`` (numba) and ``best_subsets_np`` (NumPy: one evaluation per
-distinct (topology, free mask, constraint) key) give identical answers.
+distinct (topology, free mask, constraint) key) give identical answers; so
+do ``subset_costs`` / ``subset_costs_np`` / ``subset_costs_cuda`` (NUMA
+room, free mask and subset search fused per node; the cuda one runs
+``_gpu_core.subset_cost_node`` one thread per node), which the plugins use.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from numba import njit
+
+from .gpu_share import core as _core
 
 PAD = np.int64(1) << np.int64(62)
 C_ISLAND = 1
@@ -82,62 +86,57 @@ def stack_tables(tables):
 
 
 # --------------------------------------------------------------- numba
+# Thin wrappers over ``_gpu_core``'s njit loops (compiled once in
+# ``gpu_share``); ``_gpu_cuda`` runs the same per-node rules one thread per
+# node.  The wrappers allocate the outputs.
 
-@njit(cache=True)
 def free_masks(gpu_count, gpu_left, milli, allowed):
     """[N] bitmask of the GPUs with at least ``milli`` free, within ``allowed``
     ([N] bitmask; -1 = all)."""
-    n = gpu_count.shape[0]
-    out = np.zeros(n, np.int64)
-    for i in range(n):
-        m = np.int64(0)
-        for g in range(gpu_count[i]):
-            if gpu_left[i, g] >= milli:
-                m |= np.int64(1) << np.int64(g)
-        out[i] = m & allowed[i]
+    out = np.zeros(gpu_count.shape[0], np.int64)
+    _core["free_masks_into"](gpu_count, gpu_left, milli, allowed, out)
     return out
 
 
-@njit(cache=True)
 def best_subsets(topo, free, cons, sub, cost, isl_ok, numa_ok, out_cost, out_idx):
-    n = topo.shape[0]
-    s_n = sub.shape[1]
-    for i in range(n):
-        t = topo[i]
-        e = free[i]
-        c = cons[i]
-        best = np.int64(-1)
-        bi = -1
-        if t >= 0:
-            for s in range(s_n):
-                m = sub[t, s]
-                if m & ~e:
-                    continue
-                if (c & C_ISLAND) and not isl_ok[t, s]:
-                    continue
-                if (c & C_NUMA) and not numa_ok[t, s]:
-                    continue
-                if bi < 0 or cost[t, s] < best:
-                    best = cost[t, s]
-                    bi = s
-        out_cost[i] = best
-        out_idx[i] = bi
+    _core["best_subsets_into"](topo, free, cons, sub, cost, isl_ok, numa_ok, out_cost, out_idx)
     return out_cost
 
 
-@njit(cache=True)
 def zone_allowed(gpu_count, numa, zone_cpu_free, zone_mem_free, cpu, mem):
     """[N] bitmask of GPUs whose NUMA node has room for (cpu, mem)."""
-    n = gpu_count.shape[0]
-    out = np.zeros(n, np.int64)
-    for i in range(n):
-        m = np.int64(0)
-        for g in range(gpu_count[i]):
-            z = numa[i, g]
-            if z >= 0 and zone_cpu_free[i, z] >= cpu and zone_mem_free[i, z] >= mem:
-                m |= np.int64(1) << np.int64(g)
-        out[i] = m
+    out = np.zeros(gpu_count.shape[0], np.int64)
+    _core["zone_allowed_into"](gpu_count, numa, zone_cpu_free, zone_mem_free, cpu, mem, out)
     return out
+
+
+def subset_costs(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo, cons,
+                 cpu, mem, milli, sub, cost, isl_ok, numa_ok, out_cost, out_idx):
+    """Per node [N]: the cheapest allowed subset (cost, index into the
+    table) for a pod asking ``milli`` per GPU with constraint bits
+    ``cons`` [N]: ``zone_allowed`` (C_NUMA nodes only), ``free_masks`` and
+    ``best_subsets`` fused into one pass; fills out_cost / out_idx."""
+    _core["subset_costs_into"](gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo,
+                               cons, cpu, mem, milli, sub, cost, isl_ok, numa_ok, out_cost,
+                               out_idx)
+    return out_cost
+
+
+def subset_costs_np(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo, cons,
+                    cpu, mem, milli, sub, cost, isl_ok, numa_ok, out_cost, out_idx):
+    """NumPy twin of ``subset_costs``."""
+    allowed = np.where((cons & C_NUMA) != 0,
+                       zone_allowed_np(gpu_count, numa, zone_cpu_free, zone_mem_free, cpu, mem),
+                       -1)
+    free = free_masks_np(gpu_count, gpu_left, milli, allowed)
+    return best_subsets_np(topo, free, cons, sub, cost, isl_ok, numa_ok, out_cost, out_idx)
+
+
+def subset_costs_cuda(*args):
+    """``subset_costs`` as a CUDA kernel, one thread per node (host arrays
+    in and out; ``out_cost`` / ``out_idx`` are filled)."""
+    from . import _gpu_cuda
+    return _gpu_cuda.subset_costs(*args)
 
 
 # --------------------------------------------------------------- numpy
@@ -212,24 +211,18 @@ def topology_score(cost):
     return np.where(cost < 0, 0, np.where(lv <= 1, 100, np.where(lv == 2, 50, 0))).astype(np.int64)
 
 
-@njit(cache=True)
 def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
     """[N] bool: ``num`` GPUs with ``milli`` free each, of an allowed model
     (the GPU part of ``gpu_share.node_fits``)."""
-    n = gpu_count.shape[0]
-    out = np.zeros(n, np.bool_)
-    for i in range(n):
-        c = gpu_count[i]
-        if c == 0:
-            continue
-        if mask != 0 and (model[i] < 0 or ((mask >> model[i]) & 1) == 0):
-            continue
-        k = 0
-        for g in range(c):
-            if gpu_left[i, g] >= milli:
-                k += 1
-        out[i] = k >= num
+    out = np.zeros(gpu_count.shape[0], np.bool_)
+    _core["gpu_fit_into"](gpu_count, model, gpu_left, num, milli, mask, out)
     return out
+
+
+def gpu_fit_nodes_cuda(gpu_count, model, gpu_left, num, milli, mask):
+    """``gpu_fit_nodes`` as a CUDA kernel, one thread per node."""
+    from . import _gpu_cuda
+    return _gpu_cuda.gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask)
 
 
 def gpu_fit_nodes_np(gpu_count, model, gpu_left, num, milli, mask):

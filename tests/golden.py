@@ -418,12 +418,7 @@ def golden_available(files=GOLDEN_FILES) -> bool:
 PREEMPTION_FILES = ("default_preemption.json", "preemption_framework.json")
 _PREEMPTION_PREFILTER = {"NodeResourcesFit", "PodTopologySpread", "NodePorts", "NodeAffinity"}
 _HARNESS_PLUGINS = {"PrioritySort", "DefaultBinder", "FakeFilter"}
-PREEMPTION_SKIPS = {
-    "preemption to resolve pod topology spread filter failure":
-        "PodTopologySpread is a host-side filter (issue 4); the victim kernel re-runs only "
-        "the fused built-in filters (resources, pod count, host ports), so preemption "
-        "driven by spread constraints is not modelled yet",
-}
+PREEMPTION_SKIPS: dict[str, str] = {}
 
 
 def preemption_config(plugins, args) -> dict:

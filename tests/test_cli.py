@@ -115,3 +115,51 @@ def test_explain_function_contract():
     nodes = [node_dict("a"), node_dict("b", cpu="1")]
     out = framework.explain(nodes, pod_dict("p", cpu="2"), backend="numba", seed=4)
     assert out["feasible"] == ["a"] and out["selected"] == "a"
+
+
+def _preemption_cluster(tmp_path):
+    """n0 (2 cpu) full of priority-0 pods; n1 (1 cpu) empty.  Pending: vip
+    (2 cpu, priority 1000) must preempt both pods of n0; huge fits nowhere;
+    late (1 cpu) fits n1."""
+    low = {"nodeName": "n0"}
+    objs = [node_dict("n0", cpu="2"), node_dict("n1", cpu="1"),
+            pod_dict("low-a", cpu="1", priority=0, spec=low),
+            pod_dict("low-b", cpu="1", priority=0, created=1, spec=low),
+            pod_dict("huge", cpu="64", priority=0, created=2),
+            pod_dict("late", cpu="1", priority=0, created=3),
+            pod_dict("vip", cpu="2", priority=1000, created=4)]
+    return _write(tmp_path, "cluster.yaml", objs)
+
+
+def test_schedule_queue_preemption_then_preemptor_bound(tmp_path, capsys):
+    out = tmp_path / "bindings.json"
+    assert main(["schedule", "--cluster", _preemption_cluster(tmp_path),
+                 "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["preemptions"] == [{"preemptor": "default/vip", "nominated_node": "n0",
+                                    "victims": ["default/low-a", "default/low-b"]}]
+    assert data["evictions"] == [{"pod": f"default/low-{x}", "node": "n0",
+                                  "preemptor": "default/vip"} for x in "ab"]
+    # one final entry per pending pod, in the order of the final outcomes
+    by_pod = {b["pod"]: b for b in data["bindings"]}
+    assert [b["pod"] for b in data["bindings"]] == ["default/huge", "default/late", "default/vip"]
+    assert by_pod["default/vip"] == {"pod": "default/vip", "node": "n0", "nominated_node": "n0",
+                                     "preempted": ["default/low-a", "default/low-b"]}
+    assert by_pod["default/late"]["node"] == "n1"
+    assert by_pod["default/huge"]["node"] is None
+    assert by_pod["default/huge"]["message"].startswith(
+        "0/2 nodes are available: 2 Insufficient cpu.")
+    assert data["summary"] == {"pods": 3, "scheduled": 2, "unschedulable": 1, "nodes_used": 2,
+                               "preemptions": 1, "evictions": 2}
+    assert "1 preemptions, 2 evictions" in capsys.readouterr().err
+
+
+def test_schedule_queue_never_fits_prints_failed_scheduling(tmp_path, capsys):
+    pods = _write(tmp_path, "pods.yaml", [pod_dict("huge", cpu="64")])
+    assert main(["schedule", "--cluster", _cluster(tmp_path), "--pods", pods]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == (
+        "default/huge                     !! 0/3 nodes are available: 1 node(s) had untolerated "
+        "taint {k: v}, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption "
+        "is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
+    assert "scheduled 0/1 pods" in captured.err and "0 preemptions, 0 evictions" in captured.err

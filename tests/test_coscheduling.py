@@ -1,9 +1,17 @@
 """Coscheduling (out of tree): members wait in Permit until the group's
 quorum is reserved, else all are rejected and their reservations released;
-QueueSort keeps the group together; PreFilter needs minMember pods."""
+QueueSort keeps the group together; PreFilter needs minMember pods and
+minResources of free capacity; PostFilter rejects the gang (and backs it
+off) when a member fails; PodGroup objects come from the manifests."""
 
+import copy
+
+import pytest
 from sched_checks import check
+
 from tensorsched.framework.cluster import build_cluster
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.manifests import parse_objects
 from tensorsched.framework.plugins import coscheduling as C
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.scheduler import Scheduler
@@ -124,3 +132,190 @@ def test_prefilter_needs_min_member_pods_label_min_member():
     st = sched.cluster.state
     assert "default/a" in st.pods and "default/b" in st.pods
     check(sched, ["default/a", "default/b"])
+
+
+# ------------------------------------------------ PodGroup objects, loaded
+
+
+def _cfg(post_filter=True, **args):
+    """CFG plus Coscheduling at postFilter (after DefaultPreemption) and args."""
+    cfg = copy.deepcopy(CFG)
+    prof = cfg["profiles"][0]
+    if post_filter:
+        prof["plugins"]["postFilter"] = {"enabled": [{"name": "Coscheduling"}]}
+    prof["pluginConfig"][0]["args"].update(args)
+    return cfg
+
+
+def _built(objects, cfg):
+    """A Scheduler on a cluster built from objects (PodGroups included) and
+    its Coscheduling plugin; nothing handed over by hand."""
+    sched = Scheduler(build_cluster(objects, cfg, C.registry()))
+    _ = sched.queue
+    return sched, next(iter(sched.cluster._frameworks.values())).plugins["Coscheduling"]
+
+
+def _pg_res(name, min_member, **min_resources):
+    pg = _pg(name, min_member)
+    pg["spec"]["minResources"] = min_resources
+    return pg
+
+
+def test_pod_groups_loaded_from_manifests_and_handed_to_plugin():
+    volcano = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+               "metadata": {"name": "v"}, "spec": {"minMember": 1}}
+    objs = [node_dict("n0", cpu="4"), _pg_res("g", 3, cpu="1500m", memory="1Gi"), volcano,
+            *(_member(f"g{i}", "g", i) for i in range(3))]
+    parsed = parse_objects(objs)
+    assert parsed.ignored_kinds == {"PodGroup": 1}            # another API group's PodGroup
+    (pg,) = parsed.pod_groups
+    assert (pg.full_name, pg.min_member, pg.min_resources, pg.timeout) == \
+        ("default/g", 3, {"cpu": 1500, "memory": 2**30}, None)
+    sched, plugin = _built(objs, _cfg())
+    assert plugin.groups[("default", "g")].min_member == 3
+    keys = [f"default/g{i}" for i in range(3)]
+    for p in sched.cluster.pending:
+        sched.add_pod(p)
+    sched.run_until_idle()
+    assert all(k in sched.cluster.state.pods for k in keys) and not sched.waiting
+    check(sched, keys)
+
+
+@pytest.mark.parametrize("spec, field, problem", [
+    ({"minMember": 0}, "spec.minMember", "must be a positive integer, got 0"),
+    ({"minMember": "3"}, "spec.minMember", "must be a positive integer, got '3'"),
+    ({}, "spec.minMember", "must be a positive integer, got nothing"),
+    ({"minMember": 2, "scheduleTimeoutSeconds": -1}, "spec.scheduleTimeoutSeconds",
+     "must be a non-negative integer, got -1"),
+    ({"minMember": 2, "minResources": {"cpu": "lots"}}, "spec.minResources.cpu", None),
+    ({"minMember": 2, "minResources": [1]}, "spec.minResources", "must be a mapping, got a list"),
+])
+def test_malformed_pod_group_names_the_field(spec, field, problem):
+    obj = _pg("g", 1)
+    obj["spec"] = spec
+    with pytest.raises(ManifestError) as err:
+        parse_objects([node_dict("n0"), obj])
+    assert (err.value.obj, err.value.field) == ("PodGroup default/g", field)
+    if problem is not None:
+        assert str(err.value) == f"PodGroup default/g: {field}: {problem}"
+
+
+# ------------------------------------------------ PreFilter: minResources
+def test_prefilter_min_resources_against_free_capacity():
+    """Free cpu summed over nodes: 2 + (2 - 1) = 3 cpu < 4 -> unresolvable
+    (no preemption of the low-priority pod); the group's own bound member
+    counts as free, so 4 cpu fit once it is there."""
+    other = pod_dict("other", cpu="1", memory="1Mi", priority=0, spec={"nodeName": "n1"})
+    objs = [node_dict("n0", cpu="2"), node_dict("n1", cpu="2"), other,
+            _pg_res("g", 2, cpu="4")]
+    sched, plugin = _built(objs, _cfg())
+    st = sched.cluster.state
+    sched.add_pod(_member("g0", "g", 0, cpu="500m"))
+    sched.add_pod(_member("g1", "g", 1, cpu="500m"))
+    keys = ["default/other", "default/g0", "default/g1"]
+    b = sched.schedule_one()
+    assert b.node is None and b.message.startswith(
+        "0/2 nodes are available: resource gap: cpu=1000m.")
+    assert not sched.evictions and "default/other" in st.pods          # no preemption
+    assert sched.queue.infos["default/g0"].unschedulable_plugins == {"Coscheduling"}
+    assert ("default", "g") not in plugin.permitted
+    check(sched, keys)
+    # pods are part of the demand too: minMember pods must have room
+    assert plugin.resource_gap(st, C.PodGroup("default", "x", 300, min_resources={})) == \
+        {"pods": 300 - 219}
+    # a resource no node has: nothing free (a zero demand is met, as upstream)
+    assert plugin.resource_gap(st, C.PodGroup("default", "x", 1, min_resources={
+        "example.com/foo": 2, "example.com/bar": 0})) == {"example.com/foo": 2}
+    # a member bound on n1 in place of "other": its 500m counts as free for the group
+    sched.delete_pod("default/other")
+    bound = _member("g2", "g", 2, cpu="500m")
+    bound["spec"]["nodeName"] = "n1"
+    sched.add_pod(bound)
+    keys = keys[1:] + ["default/g2"]
+    assert plugin.resource_gap(st, plugin.groups[("default", "g")]) == {}
+    sched.run_until_idle()
+    assert all(k in st.pods for k in keys) and not sched.waiting
+    check(sched, keys)
+
+
+def test_prefilter_min_resources_cached_for_permit_wait():
+    """A group that passed the check is not checked again for
+    permitWaitingTimeSeconds (upstream's permittedPG)."""
+    objs = [node_dict("n0", cpu="4"), _pg_res("g", 2, cpu="3")]
+    sched, plugin = _built(objs, _cfg(permitWaitingTimeSeconds=10))
+    st = sched.cluster.state
+    for i in range(2):
+        sched.add_pod(_member(f"g{i}", "g", i))
+    keys = ["default/g0", "default/g1"]
+    b = sched.schedule_one()                         # g0 passes, waits in Permit
+    assert "waiting" in b.message and plugin.permitted[("default", "g")] == 10.0
+    sched.add_pod(pod_dict("hog", cpu="2", memory="1Mi", spec={"nodeName": "n0"}))
+    # 4 - 2 (hog) = 2 free (+1 for g0, a member) < 3, but the cached pass holds
+    b = sched.schedule_one()
+    assert b.node == "n0" and not sched.waiting and st.requested[0, 0] == 4000
+    check(sched, keys)
+    assert plugin.resource_gap(st, plugin.groups[("default", "g")]) == {"cpu": 1000}
+
+
+# ------------------------------------------------ PostFilter
+def test_postfilter_rejects_gang_releases_and_backs_off():
+    objs = [node_dict("n0", cpu="2"), _pg("g", 3)]
+    sched, plugin = _built(objs, _cfg(podGroupBackoffSeconds=5))
+    st = sched.cluster.state
+    keys = [f"default/g{i}" for i in range(3)]
+    for i in range(3):
+        sched.add_pod(_member(f"g{i}", "g", i))
+    failed = []
+    sched.subscribe("FailedScheduling", failed.append)
+    for _ in range(2):
+        assert "waiting" in sched.schedule_one().message
+        check(sched, keys)
+    assert len(sched.waiting) == 2 and st.requested[0, 0] == 2000
+    b = sched.schedule_one()                         # g2: no room, gang 2/3 -> all rejected
+    assert b.pod == "default/g2" and b.node is None
+    assert b.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod., PodGroup default/g gets rejected "
+        "due to Pod g2 is unschedulable even after PostFilter.")
+    assert not sched.waiting and not st.pods and st.requested[0, 0] == 0    # released
+    assert sorted(e["pod"] for e in failed) == keys
+    # one waiting member rejected here; its Unreserve rejects the other
+    assert {e["message"] for e in failed[:2]} == {
+        "optimistic rejection in PostFilter",
+        "rejection in Unreserve: a member of pod group default/g was rejected"}
+    assert plugin.backed_off[("default", "g")] == 5.0
+    check(sched, keys)
+    # within the backoff a member fails fast, holding nothing
+    sched.advance(1.0)
+    b = sched.schedule_one()
+    assert b.node is None and "podGroup default/g failed recently" in b.message
+    assert not st.pods
+    check(sched, keys)
+    # room appears after the backoff: the gang binds
+    sched.advance(10.0)
+    sched.add_node(node_dict("n1", cpu="2"))
+    sched.run_until_idle()
+    assert all(k in st.pods for k in keys) and not sched.waiting
+    check(sched, keys)
+
+
+def test_postfilter_leaves_gang_within_ten_percent_of_quorum():
+    """9 of 10 members reserved (gap 10%): the 10th failing rejects nobody;
+    a lone pod gets upstream's "can not find pod group"."""
+    objs = [node_dict("n0", cpu="950m"), _pg("g", 10)]
+    sched, _ = _built(objs, _cfg(podGroupBackoffSeconds=5))
+    keys = [f"default/g{i}" for i in range(10)]
+    for i in range(10):
+        sched.add_pod(_member(f"g{i}", "g", i, cpu="100m"))
+    for _ in range(9):
+        sched.schedule_one()
+    assert len(sched.waiting) == 9
+    b = sched.schedule_one()
+    assert b.node is None and "PodGroup" not in b.message
+    assert len(sched.waiting) == 9
+    check(sched, keys)
+    sched.add_pod(pod_dict("lone", cpu="1", memory="1Mi", created=20))
+    b = sched.schedule_one()
+    assert b.pod == "default/lone" and b.message.endswith(
+        "No preemption victims found for incoming pod., can not find pod group.")
+    check(sched, keys + ["default/lone"])

@@ -10,8 +10,10 @@ through the project's real ``explain()`` on every backend.
 
 Feature gates: the cases' NodeInclusionPolicyInPodTopologySpread=false
 flags select legacy behaviour that coincides with the default for these
-inputs (the files' notes say so, and every such case passes here).  Left out
-(exactly the cases the loader marks):
+inputs (the files' notes say so, and every such case passes here).  The
+scoring case the JSON only names under "skipped" ("system defaulting, nodes
+don't have zone, pods match service", needs a Service) is transcribed in
+test_spread_defaults.py.  Left out (exactly the cases the loader marks):
 """
 
 from __future__ import annotations

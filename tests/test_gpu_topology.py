@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import cuda_available
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorsched.framework.cluster import build_cluster
@@ -182,8 +183,8 @@ NODE_TOPOS = [
 
 
 @st.composite
-def gpu_world(draw):
-    n = draw(st.integers(1, 5))
+def gpu_world(draw, max_nodes=5, max_ops=30):
+    n = draw(st.integers(1, max_nodes))
     nodes = []
     for i in range(n):
         tp = draw(st.sampled_from(range(len(NODE_TOPOS))))
@@ -194,7 +195,7 @@ def gpu_world(draw):
             nd["metadata"]["annotations"] = {ANNO_NODE_TOPOLOGY: json.dumps(NODE_TOPOS[tp])}
         nodes.append(nd)
     ops = []
-    for j in range(draw(st.integers(1, 30))):
+    for j in range(draw(st.integers(1, max_ops))):
         if ops and draw(st.integers(0, 5)) == 0:
             ops.append(("delete", draw(st.integers(0, len(ops) - 1))))
             continue
@@ -231,6 +232,9 @@ def _run(nodes, ops, backend, policy):
             key = placed[x % len(placed)] if placed else None
             if key is not None and key in state.pods:
                 state.remove_pod(key)
+                t = GpuTable.of(state)
+                t.check()
+                _assert_safe(t)          # a deletion frees exactly the pod's GPUs
             continue
         rec = cluster.resolve(parse_pod(x))
         b = sched.schedule_one(rec)
@@ -238,6 +242,7 @@ def _run(nodes, ops, backend, policy):
         if b.node is not None:
             placed.append(b.pod)
         t.check()
+        _assert_safe(t)
     t = GpuTable.of(state)
     return t, [(k, a.row, a.indices, a.zone) for k, a in sorted(t.alloc.items())]
 
@@ -279,4 +284,18 @@ def test_random_arrivals_never_violate_topology_or_overallocate(world, policy):
     _assert_safe(t1)
     t2, a2 = _run(nodes, ops, "numpy", policy)
     _assert_safe(t2)
+    assert a1 == a2
+
+
+@pytest.mark.cudasim
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1")
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(world=gpu_world(max_nodes=3, max_ops=8),
+       policy=st.sampled_from(["FGD", "BestFit", "GpuPacking", "Random", "DotProd",
+                               "GpuClustering"]))
+def test_random_arrivals_cuda_safe_and_same_as_numpy(world, policy):
+    nodes, ops = world
+    t1, a1 = _run(nodes, ops, "cuda", policy)
+    _assert_safe(t1)
+    _, a2 = _run(nodes, ops, "numpy", policy)
     assert a1 == a2

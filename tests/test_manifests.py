@@ -1013,7 +1013,9 @@ def test_parse_objects_sorts_kinds_and_counts_ignored():
     assert [p.key for p in out.pods] == ["shop/web-7d4b9c-abcde", "other/web-7d4b9c-abcde"]
     assert [c.name for c in out.priority_classes] == ["high"]
     assert [b.name for b in out.pdbs] == ["web-pdb"]
-    assert out.ignored_kinds == {"Namespace": 1, "Service": 2, "ConfigMap": 1}
+    # Services are loaded (PodTopologySpread's default selector).
+    assert [f"{s.namespace}/{s.name}" for s in out.services] == ["shop/web", "shop/db"]
+    assert out.ignored_kinds == {"Namespace": 1, "ConfigMap": 1}
 
 
 def test_parse_objects_duplicates():

@@ -50,6 +50,7 @@ from .gpu_topology import (
 
 N_AFF = 18
 _ATTR = "_tensorsched_gpu_table"
+_ATTR_NRT = "_tensorsched_node_topologies"
 
 
 @dataclass
@@ -93,7 +94,8 @@ class GpuTable:
         self.topos: list[tuple] = []              # (count, islands, numa)
         self.topo_ids: dict[tuple, int] = {}
         self._tables: dict[int, tuple] = {}       # k -> stacked tables
-        self.nrt: dict[str, NodeTopology] = {}
+        # NodeResourceTopology objects loaded with the cluster (framework.nrt)
+        self.nrt: dict[str, NodeTopology] = dict(getattr(state, _ATTR_NRT, None) or {})
         self.alloc: dict[str, Allocation] = {}
         self.version = 0
         self._seen = (-1, -1)
@@ -535,6 +537,24 @@ class GpuTable:
             return None
         return {"node": self.state.node_name(a.row), "indices": list(a.indices),
                 "milli": a.milli}
+
+
+def attach_node_topologies(state, topologies: dict) -> None:
+    """Node name -> NodeTopology (from NodeResourceTopology objects) for the
+    GPU table of ``state``: kept on the state for a table created later, and
+    applied now to a table already attached."""
+    merged = dict(getattr(state, _ATTR_NRT, None) or {})
+    merged.update(topologies)
+    setattr(state, _ATTR_NRT, merged)
+    t = GpuTable.attached(state)
+    if t is not None:
+        t.nrt.update(topologies)
+        for name in topologies:
+            row = state.node_rows.get(name)
+            if row is not None:
+                t.node_recs[row] = None     # reload on the next sync
+        t._seen = (-1, -1)
+        t.sync()
 
 
 def binding_gpus(state) -> dict:

@@ -7,8 +7,9 @@ whether the node's topology manager runs the single-numa-node policy.
 Sources (documented contract; the first that is present wins):
 
 1. A NodeResourceTopology object (``topology.node.k8s.io/v1alpha2``, named
-   after the node), given to ``GpuTable.set_node_resource_topologies`` (the
-   manifest loader does not keep NRT objects):
+   after the node): in the cluster manifests (``framework/nrt.py`` validates
+   it and ``build_cluster`` attaches it to the state's GPU table), or given
+   to ``GpuTable.set_node_resource_topologies``:
 
    - zones of ``type: Node`` are NUMA nodes, in list order; each one's
      resources ``cpu``, ``memory`` (``allocatable``, else ``capacity``) are

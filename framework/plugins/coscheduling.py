@@ -1,71 +1,97 @@
 """Coscheduling (gang scheduling), after kubernetes-sigs/scheduler-plugins'
-pkg/coscheduling -- out of tree: not in the in-tree registry nor the default
+pkg/coscheduling (the version whose CoschedulingArgs has
+permitWaitingTimeSeconds and podGroupBackoffSeconds, PostFilter with the
+10% quorum gap) -- out of tree: not in the in-tree registry nor the default
 profile; ``register(registry)`` adds it (or use ``registry()``), then a
 profile enables it at queueSort (instead of PrioritySort), preFilter,
-reserve and permit.
+postFilter, reserve and permit.
 
 A pod belongs to the PodGroup named by its label
-``scheduling.x-k8s.io/pod-group`` (same namespace).  The group's
-``minMember`` comes from a PodGroup object given to ``add_pod_group``
-(``spec.minMember``, ``spec.scheduleTimeoutSeconds``, creation time); for
-a label without such an object, from the pod label
-``scheduling.x-k8s.io/min-member`` (a convenience of this port; without
-either the pod is scheduled alone).
+``scheduling.x-k8s.io/pod-group`` (same namespace).  PodGroup objects
+(``framework.podgroups``) come from the cluster's manifests (handed over
+when a Scheduler takes the plugin, ``set_handle``) or ``add_pod_group``;
+for a label without such an object the group's minMember comes from the
+pod label ``scheduling.x-k8s.io/min-member`` (a convenience of this port;
+without either the pod is scheduled alone).
 
 - QueueSort: priority (higher first), then the group's creation time (the
   PodGroup's, else the first member's creation time seen), then the group's
   (or the pod's) namespaced name, so members of a group pop together.
-- PreFilter: a pod whose group has fewer than minMember pods known to the
-  scheduler (pending, waiting, assumed or bound) is UnschedulableAndUnresolvable.
+- PreFilter (every failure UnschedulableAndUnresolvable, so no preemption):
+  1. a group backed off by PostFilter is rejected until the backoff ends
+     ("podGroup ns/name failed recently");
+  2. a group with fewer than minMember pods known to the scheduler
+     (pending, waiting, assumed or bound) is rejected;
+  3. with spec.minResources: minResources plus ``pods: minMember`` must fit
+     in the cluster's free capacity, summed over nodes (upstream's
+     CheckClusterResource: per node allocatable minus requested, the
+     group's own assumed or bound members counted as free since they are
+     part of the demand; pods free = allocatable pods minus pods on the
+     node).  Not a per-node fit: affinity, taints or fragmentation may still
+     fail the pods in Filter.  Nodes are added in row order and a resource
+     is satisfied as soon as the running sum reaches it (as upstream's loop
+     over the snapshot, which matters only for overcommitted nodes).  A
+     passing group is remembered for ``permitWaitingTimeSeconds`` on the
+     clock and not checked again meanwhile (upstream's permittedPG cache).
+- PostFilter (a member failed PreFilter or Filter, and preemption found
+  nothing when DefaultPreemption runs first): nothing happens when the
+  group already has minMember members assumed or bound, or when the
+  missing ones are at most 10% of minMember; otherwise every waiting member
+  of the group is rejected (its reservation released, back to the queue),
+  the minResources check is forgotten, and with ``podGroupBackoffSeconds``
+  > 0 (default 0, off, as upstream) a group with at least minMember pods is
+  backed off: its members fail PreFilter at once for that long.  A pod
+  without a group gets Unschedulable "can not find pod group", as upstream.
 - Permit: when the group's assumed-or-bound members (this pod included)
   reach minMember, every waiting member is allowed and the pod passes;
   otherwise it waits (scheduleTimeoutSeconds, else the args'
   ``permitWaitingTimeSeconds``, 60 by default).
 - Unreserve (a member rejected, timed out or failed to bind): every waiting
   member of the group is rejected, so their reservations are released and
-  they go back to the queue.
+  they go back to the queue; the minResources check is forgotten.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import numpy as np
 
+from ..errors import ConfigError
 from ..plugin import Plugin
+from ..podgroups import PodGroup, parse_pod_group
 from ..priorities import pod_priority
 from ..status import Code, Status
 
 NAME = "Coscheduling"
-POINTS = frozenset({"queueSort", "preFilter", "reserve", "permit"})
+POINTS = frozenset({"queueSort", "preFilter", "postFilter", "reserve", "permit"})
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 MIN_MEMBER_LABEL = "scheduling.x-k8s.io/min-member"
 DEFAULT_PERMIT_WAITING_SECONDS = 60.0
+REJECT_GAP_PERCENT = 10           # PostFilter leaves a group this close to quorum alone
+
+__all__ = ["Coscheduling", "PodGroup", "parse_pod_group", "register", "registry"]
 
 
-@dataclass
-class PodGroup:
-    namespace: str
-    name: str
-    min_member: int
-    creation_ns: int | None = None
-    timeout: float | None = None          # spec.scheduleTimeoutSeconds
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.namespace}/{self.name}"
+def _unschedulable(message: str = ""):
+    """A PostFilter outcome that nominates nothing."""
+    from ..preemption import PreemptionResult
+    return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE,
+                                                (message,) if message else (), NAME))
 
 
-def parse_pod_group(obj: dict) -> PodGroup:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    created = None
-    ts = meta.get("creationTimestamp")
-    if ts:
-        from ..manifests import parse_timestamp
-        created = parse_timestamp(ts)
-    to = spec.get("scheduleTimeoutSeconds")
-    return PodGroup(meta.get("namespace") or "default", meta["name"],
-                    int(spec.get("minMember") or 0), created,
-                    float(to) if to is not None else None)
+def _unresolvable(message: str):
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), NAME), None
+
+
+def _columns(a: np.ndarray, rows: np.ndarray, width: int) -> np.ndarray:
+    """a[rows, :width], zero-padded when ``a`` has fewer columns."""
+    out = np.zeros((rows.shape[0], width), np.int64)
+    k = min(width, a.shape[1])
+    out[:, :k] = a[rows, :k]
+    return out
+
+
+def _format_gap(gap: dict) -> str:
+    return ", ".join(f"{n}={v}m" if n == "cpu" else f"{n}={v}" for n, v in sorted(gap.items()))
 
 
 class Coscheduling(Plugin):
@@ -78,17 +104,26 @@ class Coscheduling(Plugin):
         get = args.get if isinstance(args, dict) else (lambda k, d=None: getattr(args, k, d))
         self.permit_timeout = float(get("permitWaitingTimeSeconds",
                                         DEFAULT_PERMIT_WAITING_SECONDS))
+        self.backoff = float(get("podGroupBackoffSeconds", 0) or 0)
+        if self.backoff < 0:
+            raise ConfigError("pluginConfig[Coscheduling].args.podGroupBackoffSeconds",
+                              f"must be >= 0, got {self.backoff:g}")
         self.groups: dict[tuple, PodGroup] = {}
         self.first_seen: dict[tuple, int] = {}
         self.counts: dict[tuple, int] = {}          # group -> members in the state
+        self.permitted: dict[tuple, float] = {}     # group -> clock time its minResources check ends
+        self.backed_off: dict[tuple, float] = {}    # group -> clock time its backoff ends
         self.handle = None
 
     # ----------------------------------------------------------- groups
     def set_handle(self, scheduler) -> None:
-        """Called by the Scheduler: waiting pods, allow/reject, the queue."""
+        """Called by the Scheduler: waiting pods, allow/reject, the queue,
+        the clock; the cluster's PodGroup objects are registered."""
         if self.handle is scheduler:
             return
         self.handle = scheduler
+        for pg in getattr(scheduler.cluster.objects, "pod_groups", ()):
+            self.add_pod_group(pg)
         state = scheduler.cluster.state
         self.counts = {}
         for entry in state.pods.values():
@@ -133,6 +168,35 @@ class Coscheduling(Plugin):
                 out.append(k)
         return out
 
+    def _now(self) -> float | None:
+        return self.handle.clock.now() if self.handle is not None else None
+
+    def _cycle_extra(self, state) -> list[str]:
+        """Pods the Scheduler added to the state for this cycle only (pods
+        nominated elsewhere): upstream's snapshot does not hold them."""
+        h = self.handle
+        return [k for k in (h.cycle_nominated if h is not None else ()) if k in state.pods]
+
+    def _assigned(self, g, state) -> int:
+        """Members assumed or bound (upstream's CalculateAssignedPods)."""
+        extra = sum(1 for k in self._cycle_extra(state)
+                    if self.group_key(state.pods[k].record) == g)
+        return self.counts.get(g, 0) - extra
+
+    def _members(self, g, pod, state) -> int:
+        """Pods of the group known to the scheduler, ``pod`` included:
+        assumed or bound, waiting, or in the scheduling queue."""
+        total = self._assigned(g, state)
+        extra = set(self._cycle_extra(state))
+        seen_self = pod.key in state.pods and pod.key not in extra
+        h = self.handle
+        if h is not None and h._queue is not None:
+            for k, pi in h._queue.infos.items():
+                if self.group_key(pi.pod) == g and (k not in state.pods or k in extra):
+                    total += 1
+                    seen_self |= k == pod.key
+        return total + (0 if seen_self else 1)
+
     # --------------------------------------------------------- QueueSort
     def sort_key(self, pod) -> tuple:
         g = self.group_key(pod)
@@ -153,24 +217,84 @@ class Coscheduling(Plugin):
         pg = self.group(ctx.pod)
         if pg is None:
             return Status.OK, None
-        total = self.counts.get((pg.namespace, pg.name), 0)
-        h = self.handle
-        key = ctx.pod.key
-        seen_self = key in ctx.state.pods
-        if h is not None and h._queue is not None:
-            g = (pg.namespace, pg.name)
-            for k, pi in h._queue.infos.items():
-                if self.group_key(pi.pod) == g and k not in ctx.state.pods:
-                    total += 1
-                    seen_self |= k == key
-        if not seen_self:
-            total += 1
+        g = (pg.namespace, pg.name)
+        now = self._now()
+        until = self.backed_off.get(g)
+        if until is not None and now is not None:
+            if now < until:
+                return _unresolvable(f"podGroup {pg.full_name} failed recently")
+            del self.backed_off[g]
+        total = self._members(g, ctx.pod, ctx.state)
         if total < pg.min_member:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                          ((f"pre-filter pod {ctx.pod.name} cannot find enough sibling pods, "
-                           f"current pods number: {total}, minMember of group: "
-                           f"{pg.min_member}"),), NAME), None
+            return _unresolvable(f"pre-filter pod {ctx.pod.name} cannot find enough sibling pods, "
+                                 f"current pods number: {total}, minMember of group: "
+                                 f"{pg.min_member}")
+        if pg.min_resources is None:
+            return Status.OK, None
+        if now is not None and self.permitted.get(g, -1.0) > now:
+            return Status.OK, None
+        gap = self.resource_gap(ctx.state, pg)
+        if gap:
+            return _unresolvable(f"resource gap: {_format_gap(gap)}")
+        if now is not None:
+            self.permitted[g] = now + self.permit_timeout
         return Status.OK, None
+
+    def resource_gap(self, state, pg: PodGroup) -> dict[str, int]:
+        """What the cluster's free capacity lacks for minResources plus
+        ``pods: minMember`` (name -> amount still missing after every node;
+        empty when it fits); see the module docstring for the rule."""
+        need = dict(pg.min_resources or {})
+        need["pods"] = pg.min_member
+        rows = state.valid_rows()
+        width = len(state.resources)
+        free = _columns(state.allocatable, rows, width) - _columns(state.requested, rows, width)
+        # the group's own members are part of the demand: their room counts as free;
+        # pods added for this cycle only are not in upstream's snapshot
+        g = (pg.namespace, pg.name)
+        extra = set(self._cycle_extra(state))
+        pos = {int(r): i for i, r in enumerate(rows)}
+        for key, e in state.pods.items():
+            if key in extra or self.group_key(e.record) == g:
+                free[pos[e.node_row], : e.request.shape[0]] += e.request
+        if rows.shape[0]:
+            reached = np.cumsum(free, axis=0).max(axis=0)
+            total = free.sum(axis=0)
+        else:
+            reached = total = np.zeros(width, np.int64)
+        gap = {}
+        for name, amount in need.items():
+            i = state.resources.get(name)                 # -1: no node has it, 0 free
+            best = int(reached[i]) if i >= 0 else 0
+            if not rows.shape[0] or best < amount:
+                gap[name] = amount - (int(total[i]) if i >= 0 else 0)
+        return gap
+
+    # --------------------------------------------------------- PostFilter
+    def post_filter(self, ctx, result=None, table=None, **_):
+        """Reject the whole gang when a member cannot be placed and the
+        group is not within 10% of its quorum (a PreemptionResult that
+        nominates nothing)."""
+        pg = self.group(ctx.pod)
+        if pg is None:
+            return _unschedulable("can not find pod group")
+        g = (pg.namespace, pg.name)
+        assigned = self._assigned(g, ctx.state)
+        if assigned >= pg.min_member:
+            return _unschedulable()
+        # integer form of upstream's (minMember - assigned) / minMember <= 0.1
+        if (pg.min_member - assigned) * 100 <= REJECT_GAP_PERCENT * pg.min_member:
+            return _unschedulable()
+        h = self.handle
+        if h is not None:
+            # it is inferred the other members would fail too: free their room now
+            for k in self._siblings(pg, list(h.waiting)):
+                h.reject(k, NAME, "optimistic rejection in PostFilter")
+            if self.backoff > 0 and self._members(g, ctx.pod, ctx.state) >= pg.min_member:
+                self.backed_off[g] = self._now() + self.backoff
+        self.permitted.pop(g, None)
+        return _unschedulable(f"PodGroup {pg.full_name} gets rejected due to Pod "
+                              f"{ctx.pod.name} is unschedulable even after PostFilter")
 
     # ------------------------------------------------- Reserve / Permit
     def reserve(self, ctx, node_name):
@@ -184,6 +308,7 @@ class Coscheduling(Plugin):
             if k != ctx.pod.key:
                 self.handle.reject(k, NAME, f"rejection in Unreserve: a member of pod group "
                                             f"{pg.full_name} was rejected")
+        self.permitted.pop((pg.namespace, pg.name), None)
 
     def permit(self, ctx, node_name):
         pg = self.group(ctx.pod)

@@ -30,9 +30,13 @@ ClusterState through its listeners).
   node, 0 otherwise; other pods skip it.  With it enabled Reserve takes the
   tightest subset (fewest loose links) for whole GPUs.
 
-Backends: ``numba`` runs the njit kernels, ``numpy`` the array twins (same
-answers); ``cuda`` runs the numba host kernels (GPU plugins stay on the
-host).
+Backends (the Framework's): ``numba`` runs the njit kernels, ``numpy`` the
+array twins, ``cuda`` the same per-node rules (``kernels/_gpu_core.py``) as
+Numba CUDA kernels, one thread per node (``kernels/_gpu_cuda.py``): the
+GPU fit, the topology subset search and the GpuShareScore policies; the
+answers are identical.  On every backend the GPU table stays on the host
+(it changes per pod), and Reserve's pick for the one chosen node and
+BestFit's raw score (array arithmetic) run on the host.
 """
 
 from __future__ import annotations
@@ -59,8 +63,16 @@ POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.
 TYPICAL_THRESHOLD = 95
 
 
-def _numpy(handle) -> bool:
-    return getattr(handle, "backend_name", "numba") == "numpy"
+# Kernels per backend name; a handle without a backend (a bare test
+# handle) gets numba, as before backends were threaded through.
+_FIT = {"numpy": KT.gpu_fit_nodes_np, "numba": KT.gpu_fit_nodes, "cuda": KT.gpu_fit_nodes_cuda}
+_SUBSETS = {"numpy": KT.subset_costs_np, "numba": KT.subset_costs, "cuda": KT.subset_costs_cuda}
+_SCORE = {"numpy": K.score_nodes_np, "numba": K.score_nodes, "cuda": K.score_nodes_cuda}
+
+
+def _backend(handle) -> str:
+    name = getattr(handle, "backend_name", "numba")
+    return name if name in _FIT else "numba"
 
 
 def _cons_per_node(t: GpuTable, info, n: int) -> np.ndarray:
@@ -74,28 +86,17 @@ def _zone_free(t: GpuTable, n: int):
     return t.zcpu[:n] - t.zcpu_used[:n], t.zmem[:n] - t.zmem_used[:n]
 
 
-def subset_costs(t: GpuTable, info, n: int, use_numpy: bool, topology_aware: bool = False):
+def subset_costs(t: GpuTable, info, n: int, backend: str):
     """(cons [n], cost [n], idx [n]) of the cheapest allowed GPU subset per
-    node for a GPU pod (cost -1: none)."""
+    node for a GPU pod (cost -1: none), on ``backend``'s kernel."""
     cons = _cons_per_node(t, info, n)
     zc, zm = _zone_free(t, n)
-    count, left = t.count[:n], t.left[:n]
-    ask = info.ask
-    if use_numpy:
-        allowed = np.where((cons & C_NUMA) != 0,
-                           KT.zone_allowed_np(count, t.numa[:n], zc, zm, info.cpu, info.mem), -1)
-        free = KT.free_masks_np(count, left, ask.milli, allowed)
-    else:
-        allowed = np.where((cons & C_NUMA) != 0,
-                           KT.zone_allowed(count, np.ascontiguousarray(t.numa[:n]),
-                                           np.ascontiguousarray(zc), np.ascontiguousarray(zm),
-                                           info.cpu, info.mem), -1).astype(np.int64)
-        free = KT.free_masks(count, left, ask.milli, allowed)
-    sub, cost, iok, nok = t.tables(ask.num)
+    sub, cost, iok, nok = t.tables(info.ask.num)
     out_c = np.empty(n, np.int64)
     out_i = np.empty(n, np.int64)
-    fn = KT.best_subsets_np if use_numpy else KT.best_subsets
-    fn(t.topo[:n], free, cons, sub, cost, iok, nok, out_c, out_i)
+    _SUBSETS[backend](t.count[:n], t.left[:n], np.ascontiguousarray(t.numa[:n]),
+                      np.ascontiguousarray(zc), np.ascontiguousarray(zm), t.topo[:n], cons,
+                      info.cpu, info.mem, info.ask.milli, sub, cost, iok, nok, out_c, out_i)
     return cons, out_c, out_i
 
 
@@ -104,7 +105,7 @@ class GpuShareFit(ArrayPlugin):
 
     def __init__(self, args, handle):
         self.handle = handle
-        self.use_numpy = _numpy(handle)
+        self.backend = _backend(handle)
 
     # ------------------------------------------------------------ filter
     def filter(self, ctx, rows):
@@ -117,12 +118,11 @@ class GpuShareFit(ArrayPlugin):
         ok = np.ones(n, np.bool_)
         if info.has_gpu:
             ask = info.ask
-            fit = KT.gpu_fit_nodes_np if self.use_numpy else KT.gpu_fit_nodes
-            ok = fit(t.count[:n], t.model[:n], t.left[:n], ask.num, ask.milli,
+            ok = _FIT[self.backend](t.count[:n], t.model[:n], t.left[:n], ask.num, ask.milli,
                      t.model_mask(ask.models))
         if cons_any:
             if info.has_gpu:
-                cons, cost, _ = subset_costs(t, info, n, self.use_numpy)
+                cons, cost, _ = subset_costs(t, info, n, self.backend)
                 ok = ok & ((cons == 0) | (cost >= 0))
             else:
                 cons = _cons_per_node(t, info, n)
@@ -222,7 +222,7 @@ class GpuShareScore(ArrayPlugin):
         self.policy = str(args.get("policy", "FGD"))
         if self.policy not in K.POLICIES:
             raise ValueError(f"policy {self.policy!r}: choose one of {', '.join(K.POLICIES)}")
-        self.use_numpy = _numpy(handle)
+        self.backend = _backend(handle)
         self._fixed = args.get("typicalPods")
         self._seen: dict = {}
         self._seen_keys: set = set()
@@ -281,8 +281,9 @@ class GpuShareScore(ArrayPlugin):
 
     def fgd_context(self, t: GpuTable):
         """(typical arrays, frag(count, model, left, cpu_left, typical)) for
-        Reserve's FGD pick on one node, on this plugin's backend."""
-        if self.use_numpy:
+        Reserve's FGD pick on one node: the NumPy twin on numpy, the njit
+        rule otherwise (one node on the host; cuda launches nothing here)."""
+        if self.backend == "numpy":
             def frag(c, model, left, cpu_left, typ):
                 return float(K.frag_np(np.array([c], np.int64), np.array([model], np.int64),
                                        np.asarray(left, np.int64)[None, :],
@@ -320,8 +321,7 @@ class GpuShareScore(ArrayPlugin):
             cache = (np.zeros(size, np.int64), np.zeros(size, np.int64), np.full(size, -1, np.int64))
             self._cache[skey] = cache
         out_gpu = np.empty(n, np.int64)
-        fn = K.score_nodes_np if self.use_numpy else K.score_nodes
-        s = fn(K.POLICIES.index(self.policy), t.count[:n], t.model[:n], t.left[:n], cpu_left,
+        s = _SCORE[self.backend](K.POLICIES.index(self.policy), t.count[:n], t.model[:n], t.left[:n], cpu_left,
                np.zeros(n, np.int64), t.aff[:n], 0, info.cpu_nz, 0, num, milli, mask, *typ,
                cache[0][:n], cache[1][:n], cache[2][:n], t.ver[:n], out_gpu)
         return np.maximum(s, 0)[rows]
@@ -342,7 +342,7 @@ class GpuTopologyScore(ArrayPlugin):
     name = NAME_TOPO
 
     def __init__(self, args, handle):
-        self.use_numpy = _numpy(handle)
+        self.backend = _backend(handle)
 
     def pre_score(self, ctx) -> Status:
         t = GpuTable.of(ctx.state)
@@ -355,7 +355,7 @@ class GpuTopologyScore(ArrayPlugin):
         t = GpuTable.of(ctx.state)
         info = t.pod_info(ctx.pod)
         n = max(ctx.state.n_rows, 1)
-        _, cost, _ = subset_costs(t, info, n, self.use_numpy)
+        _, cost, _ = subset_costs(t, info, n, self.backend)
         return KT.topology_score(cost)[rows]
 
 

@@ -202,6 +202,11 @@ class InterPodAffinity(Plugin):
         self._codes = (ctx.pod, ctx.state.version, codes)
         return np.take(self._by_row[3], rows)
 
+    def unresolvable(self, ctx, rows):
+        """[M] bool: rows failing the pod's required affinity (a status
+        preemption cannot change: UnschedulableAndUnresolvable)."""
+        return self.filter_codes(ctx.state, ctx.pod, rows, ctx.data.get(NAME)) == 1
+
     def explain_status(self, ctx, row: int) -> Status:
         c = self._codes
         if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version:

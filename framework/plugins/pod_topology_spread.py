@@ -2,13 +2,20 @@
 feature gates at their defaults: NodeInclusionPolicy and MatchLabelKeys on).
 
 Constraints come from the pod's ``topologySpreadConstraints``; a pod without
-any gets the cluster defaults, whose selector upstream is built from the
+any gets the cluster defaults (``defaultConstraints`` with defaultingType
+List, or the System ones: hostname maxSkew 3 and zone maxSkew 5,
+ScheduleAnyway) of the action, all with one selector built from the loaded
 Services, ReplicationControllers, ReplicaSets and StatefulSets selecting the
-pod.  tensorsched loads none of those objects, so that selector is always
-empty and default constraints (System or List) never apply: such pods Skip
-both PreFilter and PreScore, as they do upstream in a cluster without
-controllers.  Counting by owner reference (newer upstream) is not used: pods
-are counted by selector, as in v1.32.
+pod (``workloads.WorkloadIndex.default_selector``, upstream
+``buildDefaultConstraints`` + ``helper.DefaultSelector``).  When that
+selector is empty the pod has no constraints and Skips PreFilter / PreScore.
+A default constraint's minDomains and node inclusion policies apply; its
+matchLabelKeys do not (upstream replaces the merged selector).  With System
+defaulting, Score does not ignore nodes lacking one of the keys: they score
+by the constraints whose key they have (upstream ``requireAllTopologies``),
+and for a non-hostname key the nodes lacking it form the domain of the
+empty value.  Counting by owner reference (newer upstream) is not used:
+pods are counted by selector, as in v1.32.
 
 Filter (DoNotSchedule): a node lacking a constraint's key is
 UnschedulableAndUnresolvable; otherwise the matching pods in its domain
@@ -38,11 +45,12 @@ from tensorsched.kernels import layout as L
 from tensorsched.kernels import topology as T
 
 from ..plugin import NORMALIZE_NONE, Plugin
-from ..plugin_args import PodTopologySpreadArgs
+from ..plugin_args import SYSTEM_DEFAULT_CONSTRAINTS, SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from ..pod_counts import node_domains, node_domains_p1, pod_count_index, structure_tag
 from ..pod_selectors import compile_selector, selector_matches
 from ..query import QueryOptions, compile_query, pod_signature
 from ..status import SKIP, Code, Status
+from ..workloads import workloads_of
 from . import names
 
 NAME = names.POD_TOPOLOGY_SPREAD
@@ -120,15 +128,48 @@ class PodTopologySpread(Plugin):
         self.args = args or PodTopologySpreadArgs()
         self._codes = None          # (pod, state version, codes by row) of the last filter
         self._by_row = None         # (state, signature, codes by row, fits by row)
+        self._system = self.args.defaulting_type == SYSTEM_DEFAULTING
+        defaults = SYSTEM_DEFAULT_CONSTRAINTS if self._system else self.args.default_constraints
+        # action -> (maxSkew, key, minDomains, honor affinity, honor taints) per default
+        # constraint (upstream filterTopologySpreadConstraints; the selector comes later).
+        self._defaults = {a: tuple(
+            (int(d.max_skew), d.topology_key, int(d.min_domains or 1),
+             d.node_affinity_policy != "Ignore", d.node_taints_policy == "Honor")
+            for d in defaults if d.when_unsatisfiable == a)
+            for a in ("DoNotSchedule", "ScheduleAnyway")}
+        self._default_memo: dict = {}   # (action, selector) -> constraints
 
     # ----------------------------------------------------------- helpers
+    def constraints(self, state, pod, action: str) -> tuple[tuple, bool]:
+        """(constraints, require_all) of ``pod`` for ``action``: its own, or
+        the default ones (upstream ``buildDefaultConstraints``).
+        ``require_all`` is False only for System defaults: Score then keeps
+        nodes lacking some topology key (upstream ``requireAllTopologies``)."""
+        if pod.topology_spread:
+            return pod_constraints(pod, action), True
+        shapes = self._defaults[action]
+        if not shapes:
+            return (), True
+        wl = workloads_of(state)
+        sel = wl.default_selector(pod) if wl else ()
+        if not sel:
+            return (), True
+        got = self._default_memo.get((action, sel))
+        if got is None:
+            if len(self._default_memo) > 256:
+                self._default_memo.clear()
+            got = tuple(Constraint(ms, key, sel, md, ha, ht) for ms, key, md, ha, ht in shapes)
+            self._default_memo[(action, sel)] = got
+        return got, not self._system
+
     def _key_col(self, state, key: str) -> int:
         return state.label_keys.get(key)
 
-    def _eligible(self, state, pod, cons, rows, lv):
-        """Per constraint, [N] bool over ``rows``: counted nodes."""
+    def _eligible(self, state, pod, cons, rows, lv, require_all: bool = True):
+        """Per constraint, [N] bool over ``rows``: counted nodes (those with
+        every constraint key, unless not ``require_all``)."""
         has_all = np.ones(rows.shape[0], bool)
-        for c in cons:
+        for c in cons if require_all else ():
             k = self._key_col(state, c.key)
             has_all &= (lv[:, k] >= 0) if k >= 0 else False
         aff = taint = None
@@ -147,7 +188,7 @@ class PodTopologySpread(Plugin):
 
     # ------------------------------------------------------------ filter
     def pre_filter(self, ctx):
-        if not pod_constraints(ctx.pod, "DoNotSchedule"):
+        if not self.constraints(ctx.state, ctx.pod, "DoNotSchedule")[0]:
             return SKIP, None
         return Status.OK, None
 
@@ -155,20 +196,23 @@ class PodTopologySpread(Plugin):
         """[M] int: 0 fits, 1 missing key (unresolvable), 2 skew too large."""
         return np.take(self.codes_by_row(state, pod), rows)
 
-    def _eligible_doms(self, state, pod, cons):
+    def _eligible_doms(self, state, pod, cons, require_all: bool = True):
         """Per constraint, [n_rows] domain ids of the counted nodes (-1 for
-        the others), memoized per structure and policy-relevant pod shape."""
+        the others), memoized per structure and policy-relevant pod shape.
+        Not ``require_all`` (System defaults): a node lacking the key counts
+        in the domain of the empty value (upstream reads ``labels[key]``)."""
         honor = any(c.honor_affinity or c.honor_taints for c in cons)
         key = (structure_tag(state), tuple((c.key, c.honor_affinity, c.honor_taints)
                                            for c in cons),
-               pod_signature(pod) if honor else None)
+               pod_signature(pod) if honor else None, require_all)
         cache = state.__dict__.setdefault("_spread_eligible_doms", {})
         got = cache.get(key)
         if got is None:
             if len(cache) > 64:
                 cache.clear()
             all_rows = state.valid_rows()
-            _, elig = self._eligible(state, pod, cons, all_rows, state.label_vals[all_rows])
+            _, elig = self._eligible(state, pod, cons, all_rows, state.label_vals[all_rows],
+                                     require_all)
             got = []
             for c, e in zip(cons, elig):
                 k = self._key_col(state, c.key)
@@ -177,6 +221,10 @@ class PodTopologySpread(Plugin):
                     continue
                 dom = np.full(state.n_rows, -1, np.int64)
                 dom[all_rows[e]] = state.label_vals[all_rows[e], k]
+                if not require_all:
+                    empty = state.label_values[k].get("")
+                    if empty is not None and empty >= 0:
+                        dom[all_rows[e & (state.label_vals[all_rows, k] < 0)]] = empty
                 got.append(dom)
             got = (key, tuple(got))
             cache[key] = got
@@ -185,7 +233,7 @@ class PodTopologySpread(Plugin):
     def codes_by_row(self, state, pod) -> np.ndarray:
         """``filter_codes`` of every node row ([n_rows] int64, read-only;
         reused while no count it depends on changed)."""
-        cons = pod_constraints(pod, "DoNotSchedule")
+        cons = self.constraints(state, pod, "DoNotSchedule")[0]
         index = pod_count_index(state)
         elig_key, doms = self._eligible_doms(state, pod, cons)
         parts = []
@@ -224,6 +272,11 @@ class PodTopologySpread(Plugin):
         self._codes = (ctx.pod, ctx.state.version, codes)
         return np.take(self._by_row[3], rows)
 
+    def unresolvable(self, ctx, rows):
+        """[M] bool: rows failing for a missing topology key (a status
+        preemption cannot change: UnschedulableAndUnresolvable)."""
+        return self.filter_codes(ctx.state, ctx.pod, rows) == 1
+
     def explain_status(self, ctx, row: int) -> Status:
         c = self._codes
         if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version:
@@ -239,7 +292,8 @@ class PodTopologySpread(Plugin):
 
     # ------------------------------------------------------------- score
     def pre_score(self, ctx):
-        if ctx.state.num_nodes == 0 or not pod_constraints(ctx.pod, "ScheduleAnyway"):
+        if ctx.state.num_nodes == 0 or not self.constraints(ctx.state, ctx.pod,
+                                                            "ScheduleAnyway")[0]:
             return SKIP
         return Status.OK
 
@@ -250,11 +304,11 @@ class PodTopologySpread(Plugin):
         """Final scores of the scored rows: the raw score needs the set of
         scored nodes (topology sizes), so it is computed here."""
         state, pod = ctx.state, ctx.pod
-        cons = pod_constraints(pod, "ScheduleAnyway")
+        cons, require_all = self.constraints(state, pod, "ScheduleAnyway")
         ks = [self._key_col(state, c.key) for c in cons]
         doms_at = {k: np.take(node_domains(state, k), rows) for k in set(ks) if k >= 0}
         has_all = np.ones(rows.shape[0], bool)
-        for k in ks:
+        for k in ks if require_all else ():
             has_all &= (doms_at[k] >= 0) if k >= 0 else False
         counted = scored & has_all
         n_counted = int(counted.sum())
@@ -270,14 +324,22 @@ class PodTopologySpread(Plugin):
                 cnt = index.counts(key, pred)[rows]
                 size = n_counted
             else:
-                size = int(np.unique(dom[counted]).shape[0])
+                vals = dom[counted]
+                if not require_all:
+                    # Nodes lacking the key are the empty value's domain.
+                    empty = state.label_values[k].get("")
+                    if empty is not None and empty >= 0:
+                        vals = np.where(vals < 0, empty, vals)
+                size = int(np.unique(vals).shape[0])
                 if elig_key is None:
-                    elig_key, doms = self._eligible_doms(state, pod, cons)
+                    elig_key, doms = self._eligible_doms(state, pod, cons, require_all)
                 ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i, d=doms: d[i],
                                        max(len(state.label_values[k]), 1))
                 cnt = T.at_domain(ds.sums, dom, xp=np)
-            acc = acc + (cnt.astype(np.float64) * T.topology_weight(size)
-                         + float(c.max_skew - 1))
+            term = cnt.astype(np.float64) * T.topology_weight(size) + float(c.max_skew - 1)
+            if not require_all:
+                term = np.where(dom >= 0, term, 0.0)    # a node scores only keys it has
+            acc = acc + term
         raw_scores = np.where(counted, T.go_round(acc, xp=np), 0)
         return T.spread_normalize(raw_scores, counted, xp=np)
 

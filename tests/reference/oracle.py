@@ -1165,14 +1165,108 @@ def _terminating(pod: dict) -> bool:
 
 # ---------------------------------------------------------------------------
 # PodTopologySpread (plugins/podtopologyspread/{common,filtering,scoring}.go)
-# Feature gates on (NodeInclusionPolicy, MatchLabelKeys); no Services,
-# ReplicaSets, StatefulSets or ReplicationControllers exist, so default
-# constraints never apply.
+# Feature gates on (NodeInclusionPolicy, MatchLabelKeys).  A pod without
+# constraints gets the default ones (System: hostname 3 / zone 5,
+# ScheduleAnyway; List: args.defaultConstraints) with the selector
+# helper.DefaultSelector deduces from the Services / ReplicationControllers /
+# ReplicaSets / StatefulSets among the objects (``args["_objects"]``).
 # ---------------------------------------------------------------------------
 
-def spread_constraints(pod: dict, action: str) -> list[dict]:
+SYSTEM_SPREAD_DEFAULTS = [
+    {"maxSkew": 3, "topologyKey": HOSTNAME_KEY, "whenUnsatisfiable": "ScheduleAnyway"},
+    {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
+     "whenUnsatisfiable": "ScheduleAnyway"},
+]
+_OWNER_KINDS = {("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"),
+                ("apps/v1", "StatefulSet")}
+
+
+def _with_spread_objects(args: dict, objects: list[dict]) -> dict:
+    if "PodTopologySpread" in args:
+        args = dict(args)
+        args["PodTopologySpread"] = dict(args["PodTopologySpread"], _objects=objects)
+    return args
+
+
+def _selector_requirements_ok(sel: dict) -> bool:
+    """metav1.LabelSelectorAsSelector succeeds (operators and value counts)."""
+    for e in sel.get("matchExpressions") or []:
+        op, values = e.get("operator"), e.get("values") or []
+        if op in ("In", "NotIn") and not values:
+            return False
+        if op in ("Exists", "DoesNotExist") and values:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def default_spread_selector(pod: dict, objects: list[dict]):
+    """helper.DefaultSelector as a LabelSelector dict; None when it has no
+    requirement (then the pod gets no default constraints)."""
+    ns = _pod_ns(pod)
+    labels = _labels(pod)
+    merged: dict = {}
+    exprs: list = []
+    for o in objects:
+        if o.get("kind") != "Service" or _pod_ns(o) != ns:
+            continue
+        sel = _spec(o).get("selector")
+        if sel is None:
+            continue        # a Service without a selector selects nothing
+        if all(labels.get(k) == v for k, v in sel.items()):
+            merged.update(sel)
+    owner = None
+    for ref in _meta(pod).get("ownerReferences") or []:
+        if ref.get("controller") is True:
+            owner = ref
+            break
+    if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in _OWNER_KINDS:
+        for o in objects:
+            if (o.get("kind") != owner.get("kind") or _pod_ns(o) != ns
+                    or _name(o) != owner.get("name")):
+                continue
+            sel = _spec(o).get("selector")
+            if o["kind"] == "ReplicationController":
+                if not sel:
+                    sel = ((_spec(o).get("template") or {}).get("metadata") or {}).get(
+                        "labels") or {}
+                merged.update(sel)
+            elif sel is not None and _selector_requirements_ok(sel):
+                exprs += [{"key": k, "operator": "In", "values": [v]}
+                          for k, v in (sel.get("matchLabels") or {}).items()]
+                exprs += list(sel.get("matchExpressions") or [])
+            break
+    if not merged and not exprs:
+        return None
+    return {"matchLabels": merged, "matchExpressions": exprs}
+
+
+def spread_require_all(pod: dict, args: dict | None) -> bool:
+    """scoring.go requireAllTopologies: False only for System defaults."""
+    return bool(_spec(pod).get("topologySpreadConstraints")) or (
+        (args or {}).get("defaultingType") or "System") != "System"
+
+
+def spread_constraints(pod: dict, action: str, args: dict | None = None) -> list[dict]:
+    own = _spec(pod).get("topologySpreadConstraints") or []
+    if not own:
+        args = args or {}
+        system = (args.get("defaultingType") or "System") == "System"
+        defaults = SYSTEM_SPREAD_DEFAULTS if system else (args.get("defaultConstraints") or [])
+        defaults = [c for c in defaults if c.get("whenUnsatisfiable") == action]
+        if not defaults:
+            return []
+        sel = default_spread_selector(pod, args.get("_objects") or [])
+        if sel is None:
+            return []
+        # The selector replaces labelSelector and matchLabelKeys.
+        return [{"maxSkew": c.get("maxSkew", 1), "key": c.get("topologyKey"),
+                 "selector": sel, "extra": (), "minDomains": c.get("minDomains") or 1,
+                 "affinityPolicy": c.get("nodeAffinityPolicy") or "Honor",
+                 "taintsPolicy": c.get("nodeTaintsPolicy") or "Ignore"} for c in defaults]
     out = []
-    for c in _spec(pod).get("topologySpreadConstraints") or []:
+    for c in own:
         if c.get("whenUnsatisfiable") != action:
             continue
         labels = _labels(pod)
@@ -1213,7 +1307,7 @@ def _count_matching(pods: list[dict], c: dict, ns: str) -> int:
 
 
 def filter_pod_topology_spread(pod: dict, node: dict, ctx: dict):
-    constraints = spread_constraints(pod, "DoNotSchedule")
+    constraints = spread_constraints(pod, "DoNotSchedule", ctx.get("args"))
     if not constraints:
         return None
     all_nodes, bound = ctx["all_nodes"], ctx["bound"]
@@ -1243,15 +1337,19 @@ def filter_pod_topology_spread(pod: dict, node: dict, ctx: dict):
 
 
 def prescore_pod_topology_spread(pod: dict, args: dict) -> str:
-    return SUCCESS if spread_constraints(pod, "ScheduleAnyway") else SKIP
+    return SUCCESS if spread_constraints(pod, "ScheduleAnyway", args) else SKIP
 
 
 def scores_pod_topology_spread(pod, candidates, all_nodes, bound, args) -> dict[str, int]:
-    """Score + NormalizeScore over the candidate (feasible) nodes."""
-    constraints = spread_constraints(pod, "ScheduleAnyway")
+    """Score + NormalizeScore over the candidate (feasible) nodes.  With
+    System defaults (not requireAllTopologies) no node is ignored: a node
+    lacking a key reads it as "" when counting domains and skips that
+    constraint when scored."""
+    constraints = spread_constraints(pod, "ScheduleAnyway", args)
+    require_all = spread_require_all(pod, args)
     ns = _pod_ns(pod)
     ignored = {_name(n) for n in candidates
-               if not all(c["key"] in _labels(n) for c in constraints)}
+               if require_all and not all(c["key"] in _labels(n) for c in constraints)}
     kept = [n for n in candidates if _name(n) not in ignored]
     weights = []
     domain_counts = []
@@ -1260,20 +1358,20 @@ def scores_pod_topology_spread(pod, candidates, all_nodes, bound, args) -> dict[
         if key == HOSTNAME_KEY:
             size = len(candidates) - len(ignored)
         else:
-            size = len({_labels(n)[key] for n in kept})
+            size = len({_labels(n).get(key, "") for n in kept})
         weights.append(math.log(float(size + 2)))
         counts = {}
         if key != HOSTNAME_KEY:
-            wanted = {_labels(n)[key] for n in kept}
+            wanted = {_labels(n).get(key, "") for n in kept}
             for other in all_nodes:
                 ol = _labels(other)
-                if not all(x["key"] in ol for x in constraints):
+                if require_all and not all(x["key"] in ol for x in constraints):
                     continue
                 if not _spread_node_counts(pod, other, c, bound):
                     continue
-                if ol[key] in wanted:
-                    counts[ol[key]] = counts.get(ol[key], 0) + _count_matching(
-                        bound[_name(other)], c, ns)
+                ov = ol.get(key, "")
+                if ov in wanted:
+                    counts[ov] = counts.get(ov, 0) + _count_matching(bound[_name(other)], c, ns)
         domain_counts.append(counts)
     raw = {}
     for n in candidates:
@@ -1281,6 +1379,8 @@ def scores_pod_topology_spread(pod, candidates, all_nodes, bound, args) -> dict[
             continue
         score = 0.0
         for c, w, counts in zip(constraints, weights, domain_counts):
+            if c["key"] not in _labels(n):
+                continue        # only without requireAllTopologies
             v = _labels(n)[c["key"]]
             cnt = (_count_matching(bound[_name(n)], c, ns) if c["key"] == HOSTNAME_KEY
                    else counts.get(v, 0))
@@ -1531,6 +1631,7 @@ def oracle_explain(objects: list[dict], pod: dict, profile: dict, seed: int = 0,
     reported even when only one node is feasible (upstream then skips
     scoring; the selected node is the same)."""
     filters, weights, args = _check_profile(profile)
+    args = _with_spread_objects(args, objects)
     nodes, bound = split_objects(objects)
     names = [_name(n) for n in nodes]
 
@@ -1757,10 +1858,19 @@ def _pdb_violating(pods: list[dict], pdbs: list[dict]) -> list[bool]:
 
 def oracle_select_victims_on_node(preemptor: dict, node: dict, pods_on_node: list[dict],
                                   filters: list[str], args: dict, pdbs: list[dict],
-                                  all_nodes: list[dict]) -> dict:
+                                  all_nodes: list[dict], bound: dict | None = None) -> dict:
     """{"status": "ok" | "no_victims" | "unfit" | "none_left", "victims":
-    [keys, most important first], "num_pdb_violations", "filter_calls"}."""
+    [keys, most important first], "num_pdb_violations", "filter_calls"}.
+
+    ``bound`` ({node name: pods}) is every node's pods, which the pod-to-pod
+    filters (PodTopologySpread, InterPodAffinity) count; each Filter call
+    sees this node's pods as they stand at that step (upstream's RemovePod /
+    AddPod PreFilter extensions keep the counts in step the same way; here
+    they are recounted from scratch).  Without ``bound`` the other nodes
+    hold no pods."""
     prio = pod_priority_of(preemptor)
+    name = _name(node)
+    others = dict(bound) if bound is not None else {_name(n): [] for n in all_nodes}
     lower = [p for p in pods_on_node if pod_priority_of(p) < prio]
     if not lower:
         return {"status": "no_victims", "victims": [], "num_pdb_violations": 0,
@@ -1771,9 +1881,10 @@ def oracle_select_victims_on_node(preemptor: dict, node: dict, pods_on_node: lis
     def fits() -> bool:
         nonlocal calls
         calls += 1
+        now = {**others, name: list(remaining)}
         for f in filters:
             ctx = {"pods_on_node": list(remaining), "all_nodes": all_nodes,
-                   "args": args.get(f)}
+                   "bound": now, "args": args.get(f)}
             if FILTERS[f](preemptor, node, ctx) is not None:
                 return False
         return True

@@ -1,0 +1,304 @@
+"""SelectVictimsOnNode with every filter of the profile, one node at a time.
+
+The victim kernel (``tensorsched.kernels.victims``) re-runs only the fused
+built-in filters, which read node columns alone.  Filters that run on the
+host (PodTopologySpread, InterPodAffinity, GpuShareFit, user plugins) read
+state that other pods make: per-domain pod counts (``pod_counts``), the GPU
+table, any column a user function looks at.  For a preemptor that such a
+filter applies to, upstream's rule is followed literally on the real state:
+
+1. take every lower-priority pod off the node (``ClusterState.remove_pod``:
+   the listeners update domain counts and GPU shares as upstream's
+   RemovePod PreFilter extensions update CycleState);
+2. run all of the pod's filters on that one row: the built-in ones (those
+   pods do not change through the NumPy filter path once per node,
+   NodePorts and NodeResourcesFit as scalar code at every step), then the
+   host filters in profile order;
+3. reprieve, PDB-violating pods first, each group most important first: put
+   the pod back, keep it if the preemptor still fits, else take it off again
+   and count it as a victim;
+4. put everything back (``Suspension``): the state is exactly as before,
+   down to the iteration order of the pod dict and the rows' pod sets (only
+   the version counters moved on, so mirrors re-read the touched rows).
+
+Only the nodes that the kernel pre-pass leaves open (the pod fits on the
+built-in filters with all lower-priority pods gone) come here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from tensorsched.kernels import filters as KF
+from tensorsched.kernels import layout as L
+from tensorsched.kernels import victims as V
+
+from .plugin import FusedFilter
+
+GPU_SHARE_FIT = "GpuShareFit"
+
+
+def active_host_filters(fw, ctx, skipped) -> list:
+    """The profile's non-fused filters that run for ``ctx.pod``, profile order.
+
+    ``skipped``: plugin names whose PreFilter returned Skip this cycle
+    (their Filter does not run, during preemption neither).  GpuShareFit
+    counts only when the pod asks for GPUs or a NUMA placement: otherwise
+    its Filter passes every node whatever the pods on it."""
+    out = []
+    for p in fw.filters:
+        if isinstance(p, FusedFilter) or p.name in skipped:
+            continue
+        if p.name == GPU_SHARE_FIT and not _gpu_filter_active(ctx):
+            continue
+        out.append(p)
+    return out
+
+
+def _gpu_filter_active(ctx) -> bool:
+    """GpuShareFit's own test for "this pod has nothing to check"."""
+    from tensorsched.topology.gpu_table import GpuTable
+    t = GpuTable.of(ctx.state)
+    info = t.pod_info(ctx.pod)
+    n = max(ctx.state.n_rows, 1)
+    return bool(info.has_gpu or info.cons or (info.guaranteed and t.single_policy[:n].any()))
+
+
+class Suspension:
+    """Bound pods taken off their nodes for a while, then put back exactly.
+
+    Numeric columns (requested, ports, pod counts, domain sums, GPU shares)
+    return through the symmetric ``remove_pod`` / ``restore_pod`` (the pod's
+    own PodRow goes back: nothing is re-interned).  Containers
+    whose iteration order a remove/add pair could change are swapped for
+    copies on first touch and the untouched originals reinstalled by
+    ``restore``: ``state.pods`` and, per touched row, ``pods_on_node`` and
+    ``port_counts``.  A pod put back re-takes the GPUs it held."""
+
+    def __init__(self, state):
+        from tensorsched.topology.gpu_table import GpuTable
+        self.state = state
+        self.orig_pods = None
+        self.rows: dict = {}            # row -> (pods_on_node set, port_counts dict)
+        self.gone: dict = {}            # key -> PodRow (as it was)
+        self.gpu = GpuTable.attached(state)
+        self.gpu_alloc: dict = {}       # key -> Allocation held before
+        self.gpu_released = self.gpu._just_released if self.gpu is not None else None
+
+    def remove(self, key: str) -> None:
+        st = self.state
+        if self.orig_pods is None:
+            self.orig_pods = st.pods
+            st.pods = dict(st.pods)
+        entry = st.pods[key]
+        row = entry.node_row
+        if row not in self.rows:
+            self.rows[row] = (st.pods_on_node[row], st.port_counts[row])
+            st.pods_on_node[row] = set(st.pods_on_node[row])
+            st.port_counts[row] = dict(st.port_counts[row])
+        if self.gpu is not None and key not in self.gpu_alloc:
+            self.gpu_alloc[key] = self.gpu.alloc.get(key)
+        st.remove_pod(key)
+        self.gone[key] = entry
+
+    def add(self, key: str) -> None:
+        entry = self.gone.pop(key)
+        self.state.restore_pod(entry)
+        self._regain_gpus(key, entry)
+
+    def put_back(self) -> None:
+        """Every suspended pod back on its node."""
+        for key in list(self.gone):
+            self.add(key)
+
+    def restore(self) -> None:
+        """``put_back`` plus the original containers (call once, at the end)."""
+        self.put_back()
+        st = self.state
+        if self.orig_pods is not None:
+            st.pods = self.orig_pods
+            self.orig_pods = None
+        for row, (pods, ports) in self.rows.items():
+            st.pods_on_node[row] = pods
+            st.port_counts[row] = ports
+        self.rows.clear()
+        if self.gpu is not None:
+            self.gpu._just_released = self.gpu_released
+
+    def _regain_gpus(self, key: str, entry) -> None:
+        """The GPUs (and NUMA pin) the pod held before it was taken off: the
+        table may have picked others when it came back."""
+        t = self.gpu
+        if t is None:
+            return
+        want, got = self.gpu_alloc.get(key), t.alloc.get(key)
+        if want is None or got is None or (got.indices, got.zone, got.unplaced) == \
+                (want.indices, want.zone, want.unplaced):
+            return
+        t.release(key)
+        if want.indices or want.zone >= 0:
+            info = t.pod_info(entry.record)
+            t.apply(key, entry.node_row, info, t.constraint_at(info, entry.node_row),
+                    want.indices, want.zone)
+        t.alloc[key] = want
+
+
+def _importance_order(prio, start, slots) -> list:
+    """``slots`` most important first (priority desc, start asc, slot asc)."""
+    return sorted(slots, key=lambda s: (-int(prio[s]), int(start[s]), s))
+
+
+def _pdb_violating(pods: V.VictimPods, row: int, order) -> list:
+    """filterPodsWithPDBViolation over ``order``: [len(order)] bool, on a
+    running copy of disruptionsAllowed (as the kernel does)."""
+    left = pods.pdb_allowed.copy()
+    out = []
+    for s in order:
+        hit = False
+        for w in range(pods.pod_pdb.shape[2]):
+            word = int(pods.pod_pdb[row, s, w]) & ((1 << 64) - 1)
+            while word:
+                low = word & -word
+                p = w * 64 + low.bit_length() - 1
+                word ^= low
+                left[p] -= 1
+                hit = hit or left[p] < 0
+        out.append(hit)
+    return out
+
+
+class _PodDependentFilters:
+    """NodePorts and NodeResourcesFit of one query on one node row, as
+    scalar code (``kernels.filters.fit_reasons`` and the ports test of
+    ``node_reasons`` for M = 1): these are the built-in filters whose answer
+    changes while pods come and go, so they run at every reprieve step."""
+
+    def __init__(self, q):
+        flags = int(q.filter_flags)
+        self.ports = bool(flags & L.F_PORTS)
+        self.fit = bool(flags & L.F_FIT)
+        self.conflicts = np.asarray(q.port_conflicts, np.int64)
+        # (resource column, amount) the fit test compares; the pod count aside.
+        self.asks = [(r, int(w)) for r, w in enumerate(q.request)
+                     if r != L.RES_PODS and int(w) > 0 and not bool(q.fit_ignored[r])] \
+            if q.requests_anything else []
+
+    def bits(self, state, row: int) -> int:
+        out = 0
+        if self.ports and self.conflicts.shape[0]:
+            w = min(self.conflicts.shape[0], state.port_bits.shape[1])
+            if (state.port_bits[row, :w] & self.conflicts[:w]).any():
+                out |= int(L.R_PORTS)
+        if self.fit:
+            alloc, used = state.allocatable[row], state.requested[row]
+            if int(used[L.RES_PODS]) + 1 > int(alloc[L.RES_PODS]):
+                out |= int(L.R_TOO_MANY_PODS)
+            for r, want in self.asks:
+                if want > int(alloc[r]) - int(used[r]):
+                    out |= 1 << (L.INSUFFICIENT_SHIFT + r)
+        return out
+
+
+class HostVictimSearch:
+    """SelectVictimsOnNode with the built-in and the host filters.
+
+    ``q`` the preemptor's compiled query (built-in filters), ``filters`` the
+    active host filters (``active_host_filters``), ``pods`` / ``keys`` the
+    victim table and its pod keys per row.  ``on_node(row)`` gives
+    (code, stats [7] int64, victim slots [n] int64) as one kernel row would;
+    ``code`` is a tuple of reason strings when a host filter rejects the node
+    with every lower-priority pod gone."""
+
+    def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys):
+        from .runtime import CycleContext
+        self.state = ctx.state
+        # A fresh cycle state: host filters recompute what they derived from
+        # the pods (InterPodAffinity's existing anti-affinity terms).
+        self.ctx = CycleContext(ctx.state, ctx.pod, ctx.framework)
+        self.q = q
+        self.filters = filters
+        self.prio = int(prio)
+        self.pods = pods
+        self.keys = keys
+        self.susp = Suspension(ctx.state)
+        self.static: dict = {}          # row -> reason bits of the pod-independent filters
+        self.dynamic = _PodDependentFilters(q)
+
+    def close(self) -> None:
+        self.susp.restore()
+
+    def misfit(self, row: int):
+        """None when the pod passes every filter on ``row`` now; else the
+        built-in reason bits (int) or the first rejecting host filter's
+        reasons (tuple of str), profile order (built-ins come first)."""
+        bits = self.builtin_bits(row)
+        if bits:
+            return bits
+        one = np.array([row], np.int64)
+        for p in self.filters:
+            if not bool(np.asarray(p.filter(self.ctx, one))[0]):
+                if hasattr(p, "explain_status"):
+                    return tuple(p.explain_status(self.ctx, row).reasons)
+                return tuple(p.explain_reasons(self.ctx, row))
+        return None
+
+    def builtin_bits(self, row: int) -> int:
+        """The fused built-in filters' reason bits on ``row`` now: the filters
+        that pods do not change come from the NumPy filter path once per row,
+        NodePorts and NodeResourcesFit are re-evaluated on every call."""
+        static = self.static.get(row)
+        if static is None:
+            cols = self.state.columns()
+            q = V.pad_query(cols, self.q)
+            q = q._replace(filter_flags=int(q.filter_flags) & ~(L.F_PORTS | L.F_FIT))
+            static = int(KF.node_reasons(cols, np.array([row], np.int64), q, xp=np)[0])
+            self.static[row] = static
+        return static | self.dynamic.bits(self.state, row)
+
+    def on_node(self, row: int):
+        pods, keys = self.pods, self.keys[row]
+        prio, start = pods.pod_prio[row], pods.pod_start[row]
+        stats = np.zeros(V.N_STATS, np.int64)
+        lower = [s for s in range(int(pods.pod_count[row])) if prio[s] < self.prio]
+        if not lower:
+            stats[V.STAT_CODE] = V.CODE_NO_VICTIMS
+            return V.CODE_NO_VICTIMS, stats, np.zeros(0, np.int64)
+        try:
+            return self._select(row, lower, keys, prio, start, stats)
+        finally:
+            self.susp.put_back()
+
+    def _select(self, row, lower, keys, prio, start, stats):
+        for s in lower:
+            self.susp.remove(keys[s])
+        calls = 1
+        why = self.misfit(row)
+        if why is not None:
+            stats[V.STAT_FILTER_CALLS] = calls
+            stats[V.STAT_CODE] = why if isinstance(why, int) else 0
+            return why, stats, np.zeros(0, np.int64)
+        order = _importance_order(prio, start, lower)
+        violating = _pdb_violating(self.pods, row, order)
+        victims, n_viol = [], 0
+        for want in (True, False):
+            for s, v in zip(order, violating):
+                if v != want:
+                    continue
+                self.susp.add(keys[s])
+                calls += 1
+                if self.misfit(row) is not None:
+                    self.susp.remove(keys[s])
+                    victims.append(s)
+                    n_viol += int(v)
+        stats[V.STAT_FILTER_CALLS] = calls
+        if not victims:
+            stats[V.STAT_CODE] = V.CODE_NONE_LEFT
+            return V.CODE_NONE_LEFT, stats, np.zeros(0, np.int64)
+        slots = np.array(_importance_order(prio, start, victims), np.int64)
+        vp = prio[slots]
+        top = int(vp[0])
+        stats[V.STAT_N_VICTIMS] = slots.shape[0]
+        stats[V.STAT_N_VIOLATIONS] = n_viol
+        stats[V.STAT_TOP_PRIORITY] = top
+        stats[V.STAT_PRIORITY_SUM] = int((vp + V.PRIORITY_OFFSET).sum())
+        stats[V.STAT_EARLIEST_START] = int(start[slots][vp == top].min())
+        return 0, stats, slots
