@@ -9,7 +9,7 @@ from .config import SchedulerConfig, load_config
 from .errors import StateError
 from .manifests import Objects, parse_objects, parse_pod
 from .nrt import attach as attach_nrt
-from .plugins import in_tree_registry
+from .plugins import default_registry
 from .priorities import PriorityResolver
 from .records import PodRecord
 from .registry import Registry
@@ -67,7 +67,7 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     fresh state: every node, then every pod bound with spec.nodeName (pods in
     a terminal phase hold nothing and are skipped).  Unbound pods become
     ``pending``.  Any error leaves nothing behind."""
-    registry = registry or in_tree_registry()
+    registry = registry or default_registry()
     cfg = load_config(config, registry.plugin_points()) if not isinstance(
         config, SchedulerConfig) else config
     objs = objects if isinstance(objects, Objects) else parse_objects(objects)

@@ -20,7 +20,7 @@ from .config import Profile
 from .errors import BackendError, ConfigError, TensorschedError
 from .plugin import (NORMALIZE_NONE, FusedFilter, FusedScore, PreFilterPlugin,
                      PreScorePlugin)
-from .plugins import in_tree_registry
+from .plugins import default_registry
 from .query import QueryCache, QueryOptions
 from .records import PodRecord
 from .registry import Registry
@@ -118,7 +118,7 @@ class Framework:
     def __init__(self, profile: Profile, backend: str = "numpy",
                  registry: Registry | None = None, percentage_of_nodes_to_score=None):
         self.profile = profile
-        self.registry = registry or in_tree_registry()
+        self.registry = registry or default_registry()
         try:
             self.backend = make_backend(backend)
         except BackendError:

@@ -163,3 +163,37 @@ def test_schedule_queue_never_fits_prints_failed_scheduling(tmp_path, capsys):
         "taint {k: v}, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption "
         "is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
     assert "scheduled 0/1 pods" in captured.err and "0 preemptions, 0 evictions" in captured.err
+
+
+def test_schedule_gang_from_config_and_pod_groups(tmp_path):
+    """Coscheduling is enabled by a config file alone (no code): a group with
+    its quorum binds together; a group short of minMember is rejected whole."""
+    group = lambda name: {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                          "metadata": {"name": name, "namespace": "default"},
+                          "spec": {"minMember": 3}}
+    cluster = _write(tmp_path, "cluster.yaml", [node_dict("n1", cpu="4"), node_dict("n2", cpu="4"),
+                                                group("train"), group("short")])
+    pods = []
+    for g, n, cpu in (("train", 3, "2"), ("short", 2, "1")):
+        for i in range(n):
+            p = pod_dict(f"{g}-{i}", cpu=cpu, created=i)
+            p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": g}
+            pods.append(p)
+    gang = {"enabled": [{"name": "Coscheduling"}]}
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+            "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+            "preFilter": gang, "postFilter": gang, "reserve": gang, "permit": gang}}]}))
+    out = tmp_path / "b.json"
+    assert main(["schedule", "--cluster", cluster, "--pods", _write(tmp_path, "p.yaml", pods),
+                 "--config", str(cfg), "--output", str(out)]) == 0
+    by_pod = {b["pod"]: b for b in json.loads(out.read_text())["bindings"]}
+    assert len(by_pod) == 5
+    assert all(by_pod[f"default/train-{i}"]["node"] in ("n1", "n2") for i in range(3))
+    for i in range(2):
+        b = by_pod[f"default/short-{i}"]
+        assert b["node"] is None
+        assert "cannot find enough sibling pods" in b["message"]
+        assert "PodGroup default/short gets rejected" in b["message"]

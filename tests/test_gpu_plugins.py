@@ -12,7 +12,7 @@ from tensorsched.framework.cluster import build_cluster
 from tensorsched.framework.config import DEFAULT_PLUGINS
 from tensorsched.framework.explainer import explain_pod
 from tensorsched.framework.manifests import parse_pod
-from tensorsched.framework.plugins import in_tree_registry
+from tensorsched.framework.plugins import default_registry, in_tree_registry
 from tensorsched.framework.plugins.gpu_share import GPU_PLUGINS
 from tensorsched.framework.scheduler import Scheduler
 from tensorsched.framework.synthetic import gpu_config, gpu_node, node_dict, pod_dict
@@ -51,9 +51,9 @@ def whole(name, n, created=0, place=None, node=None):
 
 
 def test_registered_but_not_default():
-    reg = in_tree_registry()
+    reg = default_registry()
     for name in GPU_PLUGINS:
-        assert name in reg
+        assert name in reg and name not in in_tree_registry()
     assert not set(GPU_PLUGINS) & {n for n, _ in DEFAULT_PLUGINS}
 
 
@@ -285,7 +285,7 @@ def test_bench_gpu_workload_backends_agree():
 
 def test_gpu_config_is_valid():
     from tensorsched.framework.config import load_config
-    reg = in_tree_registry()
+    reg = default_registry()
     c = load_config(gpu_config(), reg.plugin_points())
     prof = c.profiles[0]
     assert "GpuShareFit" in [r.name for r in prof.plugins["reserve"]]

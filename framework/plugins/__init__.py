@@ -1,10 +1,16 @@
-"""Built-in plugins, one module each; ``in_tree_registry()`` lists them."""
+"""Plugins, one module each.
+
+``in_tree_registry()`` holds kube-scheduler's in-tree plugins;
+``default_registry()`` adds the plugins tensorsched ships out of tree (the
+GPU plugins and Coscheduling), registered by name but not in the default
+profile: a KubeSchedulerConfiguration enables them.
+"""
 
 from __future__ import annotations
 
 
 def in_tree_registry():
-    """A fresh Registry with every built-in plugin."""
+    """A fresh Registry with every in-tree plugin."""
     from ..config import DEFAULT_PLUGIN_POINTS
     from ..registry import Registry
     from . import (balanced_allocation, default_binder, default_preemption, image_locality,
@@ -21,6 +27,14 @@ def in_tree_registry():
         reg.register(mod.NAME, mod.new, DEFAULT_PLUGIN_POINTS[mod.NAME])
     for name, factory in unmodeled.FACTORIES.items():
         reg.register(name, factory, DEFAULT_PLUGIN_POINTS[name])
-    from . import gpu_share          # GPU plugins: registered, not in the default profile
+    return reg
+
+
+def default_registry():
+    """The in-tree plugins plus GpuShareFit, GpuShareScore, GpuTopologyScore
+    and Coscheduling: what clusters, the CLI and ``explain`` use."""
+    from . import coscheduling, gpu_share
+    reg = in_tree_registry()
     gpu_share.register(reg)
+    coscheduling.register(reg)
     return reg
