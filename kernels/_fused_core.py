@@ -436,10 +436,15 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
                   hi_scratch):
     """``finalize_scores`` over results cached by node row, read in evaluation
     order: position j is row rows[(start + j) % M].  The cache is not
-    modified; normalized scores go to out_scores [M, S] (when want_scores)
-    and weighted totals to out_total [M] (-1 = not scored); hi_scratch [S]
-    receives each slot's maximum.  Returns (number of tied top positions in
-    ties_scratch, rows processed, feasible found)."""
+    modified; weighted totals go to out_total [M] (-1 = not scored) and,
+    when want_scores, every element of out_scores [M, S] is written as
+    ``gather_rows`` + ``finalize_scores`` would leave it (normalized scores
+    of active slots on scored rows, the cached raw value on other feasible
+    rows and slots, 0 on infeasible rows): the caller reuses out_scores
+    across cycles, so a slot left unwritten (a plugin skipped this cycle)
+    would show an earlier cycle's score.  hi_scratch [S] receives each
+    slot's maximum.  Returns (number of tied top positions in ties_scratch,
+    rows processed, feasible found)."""
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
     processed = m
@@ -468,7 +473,7 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
     best = -1
     n_ties = 0
     for j in range(m):
-        if j >= processed:
+        if j >= processed and not want_scores:
             out_total[j] = -1
             continue
         jj = start + j
@@ -477,10 +482,20 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
         i = rows[jj]
         if reasons_by_row[i] != 0:
             out_total[j] = -1
+            if want_scores:
+                for s in range(n_slots):
+                    out_scores[j, s] = 0
+            continue
+        if j >= processed:
+            out_total[j] = -1
+            for s in range(n_slots):
+                out_scores[j, s] = raw_by_row[i, s]
             continue
         t = 0
         for s in range(n_slots):
             if not active_slots[s]:
+                if want_scores:
+                    out_scores[j, s] = raw_by_row[i, s]
                 continue
             v = raw_by_row[i, s]
             mode = norm_mode[s]

@@ -23,8 +23,9 @@ from ._deps import cuda_unavailable_reason
 
 class StageResult(NamedTuple):
     """One evaluation; arrays are host NumPy views valid until the next call.
-    When every node is scored for a placement (no explain), ``scores`` and
-    ``total`` are None, and so is ``reasons`` when a node was found.
+    For a placement (no explain) ``scores`` may be None; when every node is
+    scored for one, ``total`` is None too, and so is ``reasons`` when a node
+    was found.
 
     reasons [M] int64 (0 = feasible); scores [M, S] int64 normalized for
     scored rows; total [M] int64 (-1 = not scored); ties [T] int64 positions
@@ -347,7 +348,9 @@ class NumbaBackend:
             bool(want_scores), scores_out, total, ties, self._hi)
         np.take(c.reasons, rows[start:], out=reasons[: m - start])
         np.take(c.reasons, rows[:start], out=reasons[m - start:])
-        return StageResult(reasons, scores_out, total, ties[:n_ties], processed, found)
+        # scores_out is reused across cycles and written only when asked for.
+        return StageResult(reasons, scores_out if want_scores else None, total,
+                           ties[:n_ties], processed, found)
 
 
 _numba_warmed = False

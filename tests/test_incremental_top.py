@@ -71,3 +71,37 @@ def test_tree_matches_full_finalize(m, seed, steps):
             idx = before + j if j < n - before else j - (n - before)
             got.append(int(K.tree_kth_eq(tmax, tcnt, size, idx, best)))
         assert got == want
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(1, 30), st.integers(0, 10_000), st.integers(0, 31))
+def test_finalize_rows_writes_every_score_as_the_positional_finalize(m, seed, to_find):
+    """``finalize_rows`` over the per-row cache leaves out_scores exactly as
+    ``gather_rows`` + ``finalize_scores`` do (inactive slots, unscored and
+    infeasible rows included), whatever the reused buffer held before."""
+    rng = np.random.default_rng(seed)
+    slots = 4
+    active = rng.integers(0, 2, slots).astype(np.bool_)
+    norm = rng.integers(0, 3, slots).astype(np.int64)
+    weights = rng.integers(1, 4, slots).astype(np.int64)
+    reasons = np.where(rng.random(m) < 0.3, 1, 0).astype(np.int64)
+    raw = rng.integers(0, 4, (m, slots)).astype(np.int64)
+    rows = np.sort(rng.choice(m, size=m, replace=False)).astype(np.int64)
+    start = int(rng.integers(0, m))
+    want_r = np.empty(m, np.int64)
+    want_s = np.empty((m, slots), np.int64)
+    K.gather_rows(rows, start, reasons, raw, want_r, want_s)
+    want_t = np.zeros(m, np.int64)
+    ties = np.zeros(m, np.int64)
+    want_n, want_p, want_f = K.finalize(want_r, want_s, want_t, to_find, active, norm,
+                                        weights, ties)
+    want_ties = ties[:want_n].copy()
+    got_s = np.full((m, slots), 12345, np.int64)        # an earlier cycle's leftovers
+    got_t = np.full(m, 777, np.int64)
+    hi = np.zeros(slots, np.int64)
+    n, processed, found = K.finalize_rows(rows, start, reasons, raw, to_find, active, norm,
+                                          weights, True, got_s, got_t, ties, hi)
+    assert (n, processed, found) == (want_n, want_p, want_f)
+    assert np.array_equal(ties[:n], want_ties)
+    assert np.array_equal(got_t, want_t)
+    assert np.array_equal(got_s, want_s)
