@@ -8,6 +8,12 @@ node with distinct start times (3.9 cpu used, 100m free).  High pods
 the basic workload's fields; ``pods_per_second`` counts preemptors placed,
 ``p50_us``/``p99_us`` are per preempting attempt (cycle + PostFilter +
 eviction + bind), ``placements_sha256`` covers placements and victims.
+
+The ``preemption-spread`` variant (``spread=True``): the low pods carry
+``app: web`` and so does every preemptor, which also has two DoNotSchedule
+spread constraints selecting ``app: web`` (zone maxSkew 1, hostname maxSkew
+1), so PodTopologySpread runs on the host during the victim search
+(``framework.victims_host``).
 """
 
 from __future__ import annotations
@@ -40,15 +46,27 @@ def preemption_sha256(bindings) -> str:
     return h.hexdigest()
 
 
-def build(nodes: int, pods: int, percentage: int):
-    """(cluster, pending high-priority PodRecords)."""
+SPREAD_LABELS = {"app": "web"}
+SPREAD_CONSTRAINTS = [
+    {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+     "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": SPREAD_LABELS}},
+    {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+     "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": SPREAD_LABELS}},
+]
+
+
+def build(nodes: int, pods: int, percentage: int, spread: bool = False):
+    """(cluster, pending high-priority PodRecords); ``spread``: the
+    preemption-spread variant (labels and spread constraints)."""
+    labels = dict(SPREAD_LABELS) if spread else None
+    high_spec = {"topologySpreadConstraints": SPREAD_CONSTRAINTS} if spread else None
     from .bench import basic_config
     node_objs = [synthetic.node_dict(f"node-{i}",
                                      labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
                  for i in range(nodes)]
     cluster = build_cluster(node_objs, basic_config(percentage))
     low = cluster.resolve(parse_pod(synthetic.pod_dict("low", cpu="130m", memory="1Gi",
-                                                       priority=LOW_PRIORITY)))
+                                                       priority=LOW_PRIORITY, labels=labels)))
     state = cluster.state
     for i in range(nodes):
         node = f"node-{i}"
@@ -57,16 +75,17 @@ def build(nodes: int, pods: int, percentage: int):
             state.add_pod(dataclasses.replace(low, name=name, uid=name, node_name=node,
                                               start_ns=(k * nodes + i) * 1_000_000_000), node)
     high = cluster.resolve(parse_pod(synthetic.pod_dict("high", cpu="500m", memory="1Gi",
-                                                        priority=HIGH_PRIORITY)))
+                                                        priority=HIGH_PRIORITY, labels=labels,
+                                                        spec=high_spec)))
     pending = [dataclasses.replace(high, name=f"high-{j}", uid=f"high-{j}", creation_ns=j)
                for j in range(pods)]
     return cluster, pending
 
 
 def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
-                   seed: int = 0) -> dict:
+                   seed: int = 0, spread: bool = False) -> dict:
     from .bench import git_commit, machine_info
-    cluster, pending = build(nodes, pods, percentage)
+    cluster, pending = build(nodes, pods, percentage, spread)
     sched = Scheduler(cluster, backend, seed)
     # Warm-up outside the timed run: JIT of the fused pass and the victim
     # kernel, the first full sync of the victim table (a dry run: nothing
@@ -93,7 +112,7 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
     lat = np.array(sched.preemption_latencies) * 1e6
     return {
-        "workload": "preemption", "nodes": nodes, "pods": pods, "backend": backend,
+        "workload": "preemption-spread" if spread else "preemption", "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage,
         "low_priority_pods": nodes * LOW_PER_NODE,
         "pods_per_second": round(placed / elapsed, 1) if elapsed > 0 else None,

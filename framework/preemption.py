@@ -412,6 +412,10 @@ def _dry_run(fw, state, q, prio, pods, scan, cap, search):
     while pos < n:
         rows = scan[pos: pos + batch]
         res = V.select_victims(fw.backend_name, state.columns(), q, rows, prio, pods)
+        if search is not None:
+            code = res.stats[: rows.shape[0], V.STAT_CODE]
+            search.prefetch(rows[(code == 0) | (code == V.CODE_NONE_LEFT)])
+            search.batch(rows[(code == 0) | (code == V.CODE_NONE_LEFT)])
         for j in range(rows.shape[0]):
             row = int(rows[j])
             st = res.stats[j]

@@ -23,6 +23,14 @@ filter applies to, upstream's rule is followed literally on the real state:
 
 Only the nodes that the kernel pre-pass leaves open (the pod fits on the
 built-in filters with all lower-priority pods gone) come here.
+
+When PodTopologySpread is the only host filter, steps 1-4 are replayed on
+counts instead (``HostVictimSearch.batch``, ``kernels.victims_spread``):
+taking a node's pods off moves only its own domain's sum, so each test is
+O(constraints) with the rest of the global minimum from the baseline
+(``SpreadProbe``), and a whole batch of nodes is searched in one compiled
+pass, the state untouched.  Same victims, codes and Filter-call counts
+(``tests/test_victims_spread_fast.py``).
 """
 
 from __future__ import annotations
@@ -222,6 +230,19 @@ class HostVictimSearch:
         self.susp = Suspension(ctx.state)
         self.static: dict = {}          # row -> reason bits of the pod-independent filters
         self.dynamic = _PodDependentFilters(q)
+        # Only PodTopologySpread on the host: the search is simulated on
+        # counts (``batch``) instead of moving pods in the state.
+        from .plugins.pod_topology_spread import PodTopologySpread
+        spread = [p for p in filters if type(p) is PodTopologySpread]
+        self.spread = spread[0] if len(filters) == 1 and spread else None
+        # Beside other host filters, ``_select`` moves pods in the state but
+        # answers PodTopologySpread from a probe: (row, probe parts, matching
+        # pods taken off per constraint) while a row is searched.
+        self.spread_any = spread[0] if spread else None
+        self.on_row = None
+        self.probe = None               # SpreadProbe of the baseline state
+        self.simulated = 0              # nodes searched by ``batch``
+        self.ready: dict = {}           # row -> on_node's answer, from ``batch``
 
     def close(self) -> None:
         self.susp.restore()
@@ -234,7 +255,14 @@ class HostVictimSearch:
         if bits:
             return bits
         one = np.array([row], np.int64)
+        on_row = self.on_row
         for p in self.filters:
+            if p is self.spread_any and on_row is not None and on_row[0] == row:
+                from .plugins.pod_topology_spread import REASON_MISSING, REASON_SKEW, SpreadProbe
+                code = SpreadProbe.code(on_row[1], on_row[2])
+                if code:
+                    return (REASON_MISSING,) if code == 1 else (REASON_SKEW,)
+                continue
             if not bool(np.asarray(p.filter(self.ctx, one))[0]):
                 if hasattr(p, "explain_status"):
                     return tuple(p.explain_status(self.ctx, row).reasons)
@@ -247,14 +275,32 @@ class HostVictimSearch:
         NodePorts and NodeResourcesFit are re-evaluated on every call."""
         static = self.static.get(row)
         if static is None:
-            cols = self.state.columns()
-            q = V.pad_query(cols, self.q)
-            q = q._replace(filter_flags=int(q.filter_flags) & ~(L.F_PORTS | L.F_FIT))
-            static = int(KF.node_reasons(cols, np.array([row], np.int64), q, xp=np)[0])
-            self.static[row] = static
+            self.prefetch(np.array([row], np.int64))
+            static = self.static[row]
         return static | self.dynamic.bits(self.state, row)
 
+    def prefetch(self, rows) -> None:
+        """The pod-independent filters' bits of ``rows`` in one NumPy pass
+        (``builtin_bits`` reads them)."""
+        rows = np.asarray([r for r in np.asarray(rows, np.int64).tolist()
+                           if r not in self.static], np.int64)
+        if rows.shape[0] == 0:
+            return
+        cols = self.state.columns()
+        q = V.pad_query(cols, self.q)
+        q = q._replace(filter_flags=int(q.filter_flags) & ~(L.F_PORTS | L.F_FIT))
+        bits = KF.node_reasons(cols, rows, q, xp=np)
+        for r, b in zip(rows.tolist(), np.asarray(bits).tolist()):
+            self.static[r] = int(b)
+
     def on_node(self, row: int):
+        if self.spread is not None:
+            if row not in self.ready:
+                self.batch(np.array([row], np.int64))
+            got = self.ready.pop(row, None)
+            if got is not None:
+                self.simulated += 1
+                return got
         pods, keys = self.pods, self.keys[row]
         prio, start = pods.pod_prio[row], pods.pod_start[row]
         stats = np.zeros(V.N_STATS, np.int64)
@@ -262,12 +308,119 @@ class HostVictimSearch:
         if not lower:
             stats[V.STAT_CODE] = V.CODE_NO_VICTIMS
             return V.CODE_NO_VICTIMS, stats, np.zeros(0, np.int64)
+        self.probe = None               # the state moves: rebuild after
         try:
             return self._select(row, lower, keys, prio, start, stats)
         finally:
             self.susp.put_back()
 
+    def batch(self, rows) -> None:
+        """Search ``rows`` now, when PodTopologySpread is the only host
+        filter: ``kernels.victims_spread`` replays ``_select`` on counts
+        (nothing in the state moves) for all of them in one compiled pass;
+        ``on_node`` then hands out the stored answers.  Rows where a
+        lower-priority pod holds host ports that NodePorts could see are
+        left to ``_select``.  The state must be the baseline (every pod in
+        place) and stay so until those rows are read."""
+        from tensorsched.kernels import victims_spread as VS
+        rows = np.asarray(rows, np.int64)
+        rows = rows[[int(r) not in self.ready for r in rows.tolist()]] if self.ready else rows
+        if self.spread is None or rows.shape[0] == 0:
+            return
+        st, dyn, pods = self.state, self.dynamic, self.pods
+        if self.probe is None:
+            self.probe = self.spread.victim_probe(st, self.ctx.pod)
+        probe = self.probe
+        self.prefetch(rows)
+        m = rows.shape[0]
+        fixed = np.array([self.static[r] for r in rows.tolist()], np.int64)
+        check_ports = bool(dyn.ports and dyn.conflicts.shape[0] and
+                           (dyn.conflicts != 0).any())
+        if check_ports:
+            w = min(dyn.conflicts.shape[0], st.port_bits.shape[1])
+            hit = (st.port_bits[rows, :w] & dyn.conflicts[:w]).any(axis=1)
+            fixed |= np.where(hit, int(L.R_PORTS), 0)
+        cols = np.array([L.RES_PODS] + [r for r, _ in dyn.asks], np.int64)
+        wants = np.array([1] + [w for _, w in dyn.asks], np.int64)
+        reason = np.array([int(L.R_TOO_MANY_PODS)] +
+                          [1 << (L.INSUFFICIENT_SHIFT + r) for r, _ in dyn.asks], np.int64)
+        free0 = st.allocatable[rows][:, cols] - st.requested[rows][:, cols]
+        valid, counted, base, bound, other, here = probe.arrays(rows)
+        c_max = pods.pod_prio.shape[1]
+        match = np.zeros((m, c_max, len(probe.parts)), np.int64)
+        n_on = pods.pod_count[rows]
+        slot = np.arange(c_max)
+        j = 0
+        for ci, p in enumerate(probe.parts):
+            if p is None:
+                continue
+            counts = probe.counts[j]()
+            pred = probe.preds[j]
+            j += 1
+            got = counts[rows]
+            # Every pod on the row matches, or none does: no per-pod test.
+            match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
+                keys = self.keys[int(rows[i])]
+                for s_, key in enumerate(keys):
+                    match[i, s_, ci] = 1 if pred(st.pods[key].record) else 0
+        kind = np.zeros(m, np.int64)
+        bits = np.zeros(m, np.int64)
+        stats = np.zeros((m, V.N_STATS), np.int64)
+        victims = np.zeros((m, c_max), np.int64)
+        VS.select_spread(rows, np.int64(self.prio), pods.pod_count, pods.pod_prio,
+                         pods.pod_start, pods.pod_req, pods.pod_ports, pods.pod_pdb,
+                         pods.pdb_allowed, check_ports, fixed, bool(dyn.fit), cols, wants,
+                         reason, free0, match, valid, counted, base, bound, other, here,
+                         kind, bits, stats, victims)
+        from .plugins.pod_topology_spread import REASON_MISSING, REASON_SKEW
+        empty = np.zeros(0, np.int64)
+        for i, r in enumerate(rows.tolist()):
+            k = int(kind[i])
+            st_i = stats[i]
+            if k == VS.KIND_ON_STATE:
+                continue
+            if k == VS.KIND_OK:
+                out = (0, st_i, victims[i, : int(st_i[V.STAT_N_VICTIMS])].copy())
+            elif k == VS.KIND_BITS:
+                out = (int(bits[i]), st_i, empty)
+            elif k == VS.KIND_MISSING:
+                out = ((REASON_MISSING,), st_i, empty)
+            elif k == VS.KIND_SKEW:
+                out = ((REASON_SKEW,), st_i, empty)
+            elif k == VS.KIND_NONE_LEFT:
+                out = (V.CODE_NONE_LEFT, st_i, empty)
+            else:
+                st_i[V.STAT_CODE] = V.CODE_NO_VICTIMS
+                out = (V.CODE_NO_VICTIMS, st_i, empty)
+            self.ready[r] = out
+
     def _select(self, row, lower, keys, prio, start, stats):
+        gain = None
+        if self.spread_any is not None:
+            # A probe of the baseline (the previous row's pods are back).
+            probe = self.spread_any.victim_probe(self.state, self.ctx.pod)
+            parts = probe.at(row)
+            idx = [i for i, p in enumerate(parts) if p is not None]
+            taken = [0] * len(parts)
+            gain = {}
+            for s in lower:
+                rec = self.state.pods[keys[s]].record
+                gain[s] = [1 if pred(rec) else 0 for pred in probe.preds]
+                for i, x in zip(idx, gain[s]):
+                    taken[i] += x
+            self.on_row = (row, parts, taken)
+        try:
+            return self._reprieve(row, lower, keys, prio, start, stats, gain)
+        finally:
+            self.on_row = None
+
+    def _reprieve(self, row, lower, keys, prio, start, stats, gain):
+        """``_select`` proper; ``gain`` (slot -> matches per probe constraint)
+        keeps ``self.on_row``'s counts in step when set."""
+        if gain is not None:
+            taken = self.on_row[2]
+            idx = [i for i, p in enumerate(self.on_row[1]) if p is not None]
         for s in lower:
             self.susp.remove(keys[s])
         calls = 1
@@ -284,11 +437,21 @@ class HostVictimSearch:
                 if v != want:
                     continue
                 self.susp.add(keys[s])
+                if gain is not None:
+                    for i, x in zip(idx, gain[s]):
+                        taken[i] -= x
                 calls += 1
                 if self.misfit(row) is not None:
                     self.susp.remove(keys[s])
+                    if gain is not None:
+                        for i, x in zip(idx, gain[s]):
+                            taken[i] += x
                     victims.append(s)
                     n_viol += int(v)
+        return self._finish(calls, victims, n_viol, prio, start, stats)
+
+    @staticmethod
+    def _finish(calls, victims, n_viol, prio, start, stats):
         stats[V.STAT_FILTER_CALLS] = calls
         if not victims:
             stats[V.STAT_CODE] = V.CODE_NONE_LEFT

@@ -267,6 +267,26 @@ class PodTopologySpread(Plugin):
         self._by_row = (state, sig, codes, codes == 0)
         return codes
 
+    def victim_probe(self, state, pod):
+        """A :class:`SpreadProbe` of this pod's DoNotSchedule constraints on
+        ``state`` as it is now (the preemption victim search's baseline)."""
+        cons = self.constraints(state, pod, "DoNotSchedule")[0]
+        index = pod_count_index(state)
+        elig_key, doms = self._eligible_doms(state, pod, cons)
+        parts = []
+        for i, c in enumerate(cons):
+            k = self._key_col(state, c.key)
+            if k < 0:
+                parts.append(None)
+                continue
+            key, pred = _count_key(pod, c)
+            ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
+                                   max(len(state.label_values[k]), 1))
+            parts.append((c, node_domains(state, k), ds, pred,
+                          1 if selector_matches(c.selector, pod.labels) else 0,
+                          lambda key=key, pred=pred: index.counts(key, pred)))
+        return SpreadProbe(parts)
+
     def filter(self, ctx, rows):
         codes = self.codes_by_row(ctx.state, ctx.pod)
         self._codes = (ctx.pod, ctx.state.version, codes)
@@ -346,3 +366,122 @@ class PodTopologySpread(Plugin):
 
 def new(args, handle):
     return PodTopologySpread(args)
+
+
+class SpreadProbe:
+    """The DoNotSchedule filter on one node row while only that row's pods
+    change (preemption's SelectVictimsOnNode), in O(constraints) per test.
+
+    Built on a baseline state (``PodTopologySpread.victim_probe``); the
+    per-domain sums then differ from the baseline in the row's own domain
+    only, so the global minimum (upstream's critical paths after RemovePod)
+    is min(least sum over the other present domains, the row's domain sum
+    when present): the baseline's two smallest present sums give the first
+    term in O(1).  Zero when fewer than minDomains domains are present, as
+    ``kernels.topology.min_match``.
+
+    ``at(row)`` once per row, then ``code(parts, deltas)`` per test.
+
+    ``tests/test_preemption_host_filters.py`` checks it against the filter
+    on the real state."""
+
+    INF = 1 << 62
+
+    def __init__(self, parts):
+        self.parts = []
+        self.counts = []        # per constraint with a key: () -> [rows] matching pods
+        self.preds = []         # per constraint with a key: record -> counts
+        for p in parts:
+            if p is None:
+                self.parts.append(None)
+                continue
+            c, dom, ds, pred, self_match, counts = p
+            self.counts.append(counts)
+            self.preds.append(pred)
+            present = ds.present
+            n_present = int(present.sum())
+            vals = ds.sums[present]
+            if vals.shape[0]:
+                m1 = int(vals.min())
+                n_m1 = int((vals == m1).sum())
+                rest = vals[vals > m1]
+                m2 = int(rest.min()) if rest.shape[0] else self.INF
+            else:
+                m1, n_m1, m2 = self.INF, 0, self.INF
+            enforce = n_present >= c.min_domains and n_present > 0
+            self.parts.append((c.max_skew - self_match, dom, ds, pred, present,
+                               enforce, m1, n_m1, m2))
+
+    def at(self, row: int) -> list:
+        """Per constraint on ``row``: None when the row lacks its key (the
+        missing-label failure whatever the pods), else (counts predicate,
+        the row is counted, baseline sum of its domain, maxSkew - self,
+        least sum over the other present domains, the row's domain is
+        present) for :meth:`code`."""
+        out = []
+        for p in self.parts:
+            if p is None:
+                out.append(None)
+                continue
+            bound, dom, ds, pred, present, enforce, m1, n_m1, m2 = p
+            d = int(dom[row]) if row < dom.shape[0] else -1
+            if d < 0:
+                out.append(None)
+                continue
+            counted = row < ds.dom.shape[0] and int(ds.dom[row]) >= 0
+            base = int(ds.sums[d])
+            here = bool(present[d])
+            if not enforce:
+                other, here = 0, False          # the minimum is 0
+            elif here and base == m1:
+                other = m1 if n_m1 > 1 else m2
+            else:
+                other = m1
+            out.append((pred, counted, base, bound, other, here))
+        return out
+
+    def arrays(self, rows):
+        """``at`` for many rows as [M, S] arrays (S constraints): valid (the
+        row has the key), counted, base, bound, other, here
+        (``kernels.victims_spread``)."""
+        m, n = rows.shape[0], len(self.parts)
+        valid = np.zeros((m, n), np.bool_)
+        counted = np.zeros((m, n), np.bool_)
+        here = np.zeros((m, n), np.bool_)
+        base = np.zeros((m, n), np.int64)
+        bound = np.zeros((m, n), np.int64)
+        other = np.zeros((m, n), np.int64)
+        for j, p in enumerate(self.parts):
+            if p is None:
+                continue
+            b, dom, ds, _, present, enforce, m1, n_m1, m2 = p
+            d = np.where(rows < dom.shape[0], dom[np.minimum(rows, dom.shape[0] - 1)], -1)
+            ok = d >= 0
+            dd = np.where(ok, d, 0)
+            valid[:, j] = ok
+            dd_rows = np.minimum(rows, ds.dom.shape[0] - 1)
+            counted[:, j] = ok & (rows < ds.dom.shape[0]) & (ds.dom[dd_rows] >= 0)
+            base[:, j] = np.where(ok, ds.sums[dd], 0)
+            bound[:, j] = b
+            if not enforce:
+                other[:, j] = 0
+                continue
+            h = ok & present[dd]
+            here[:, j] = h
+            other[:, j] = np.where(h & (base[:, j] == m1), m1 if n_m1 > 1 else m2, m1)
+        return valid, counted, base, bound, other, here
+
+    @staticmethod
+    def code(parts, deltas) -> int:
+        """``PodTopologySpread.filter_codes`` of the row (0 fits, 1 missing
+        key, 2 skew) with ``deltas[i]`` pods matching constraint ``i`` taken
+        off the row since the baseline; the first failing constraint decides."""
+        for p, dlt in zip(parts, deltas):
+            if p is None:
+                return 1
+            _, counted, base, bound, other, here = p
+            s = base - dlt if counted else base
+            gmin = min(other, s) if here else other
+            if s - gmin > bound:
+                return 2
+        return 0
