@@ -138,7 +138,7 @@ def test_published_means_within_one_point():
     results, the mean over seeds 42-51 of every policy's GPU allocation ratio
     at 100 % and 130 % of arrived demand is within 1 point of the paper
     simulator's published mean, with FGD first and Random last (360 replays,
-    about 2 min on 2 cores)."""
+    about 35 s on 2 cores)."""
     seeds = list(range(42, 52))
     paths = [f"data/openb/csv/openb_pod_list_{t}.csv" for t in TRACES]
     res = R.sweep(NODES, paths, POLICIES, seeds)
