@@ -361,6 +361,18 @@ def node_raw_scores(i, j, raw_out, allocatable, requested, nonzero_requested,
                                     image_min, image_max)
 
 
+def normalized(v, mode, hi):
+    """DefaultNormalizeScore of raw score v given the maximum hi over the
+    scored rows: mode 0 leaves v as is, 1 scales to [0, MAX_SCORE], 2 scales
+    and reverses (all zero maxima give 0, or MAX_SCORE reversed)."""
+    if mode == 0:
+        return v
+    if hi == 0:
+        return MAX_SCORE if mode == 2 else 0
+    v = (MAX_SCORE * v) // hi
+    return MAX_SCORE - v if mode == 2 else v
+
+
 def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode,
                     weights, ties_scratch):
     """Normalize, weigh, sum and pick the host, serially over the evaluated rows.
@@ -396,11 +408,7 @@ def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode
         for j in range(processed):
             if reasons[j] != 0:
                 continue
-            if hi == 0:
-                scores[j, s] = MAX_SCORE if norm_mode[s] == 2 else 0
-            else:
-                v = (MAX_SCORE * scores[j, s]) // hi
-                scores[j, s] = MAX_SCORE - v if norm_mode[s] == 2 else v
+            scores[j, s] = normalized(scores[j, s], norm_mode[s], hi)
     best = -1
     n_ties = 0
     for j in range(m):
@@ -497,16 +505,7 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
                 if want_scores:
                     out_scores[j, s] = raw_by_row[i, s]
                 continue
-            v = raw_by_row[i, s]
-            mode = norm_mode[s]
-            if mode != 0:
-                hi = hi_scratch[s]
-                if hi == 0:
-                    v = MAX_SCORE if mode == 2 else 0
-                else:
-                    v = (MAX_SCORE * v) // hi
-                    if mode == 2:
-                        v = MAX_SCORE - v
+            v = normalized(raw_by_row[i, s], norm_mode[s], hi_scratch[s])
             if want_scores:
                 out_scores[j, s] = v
             t += v * weights[s]
@@ -534,16 +533,7 @@ def row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, h
     for s in range(raw_by_row.shape[1]):
         if not active_slots[s]:
             continue
-        v = raw_by_row[i, s]
-        mode = norm_mode[s]
-        if mode != 0:
-            if hi[s] == 0:
-                v = MAX_SCORE if mode == 2 else 0
-            else:
-                v = (MAX_SCORE * v) // hi[s]
-                if mode == 2:
-                    v = MAX_SCORE - v
-        t += v * weights[s]
+        t += normalized(raw_by_row[i, s], norm_mode[s], hi[s]) * weights[s]
     return t
 
 
@@ -776,16 +766,7 @@ def partial_totals(dirty, k, raw_by_row, use_slot, norm_mode, weights, hi, out):
         for s in range(n_slots):
             if not use_slot[s]:
                 continue
-            v = raw_by_row[i, s]
-            mode = norm_mode[s]
-            if mode != 0:
-                h = hi[s]
-                if h == 0:
-                    v = MAX_SCORE if mode == 2 else 0
-                else:
-                    v = (MAX_SCORE * v) // h
-                    if mode == 2:
-                        v = MAX_SCORE - v
+            v = normalized(raw_by_row[i, s], norm_mode[s], hi[s])
             t += v * weights[s]
         out[i] = t
 
@@ -809,16 +790,7 @@ def finalize_partial(rows, start, reasons, partial, raw_pos, pos_slots, norm_mod
         t = partial[rows[jj]]
         for p in range(n_pos):
             s = pos_slots[p]
-            v = raw_pos[j, s]
-            mode = norm_mode[s]
-            if mode != 0:
-                h = hi[s]
-                if h == 0:
-                    v = MAX_SCORE if mode == 2 else 0
-                else:
-                    v = (MAX_SCORE * v) // h
-                    if mode == 2:
-                        v = MAX_SCORE - v
+            v = normalized(raw_pos[j, s], norm_mode[s], hi[s])
             t += v * weights[s]
         out_total[j] = t
         if t > best:
