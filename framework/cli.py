@@ -59,50 +59,6 @@ def cmd_explain(args) -> int:
     return 0
 
 
-_OUTCOMES = ("Bound", "FailedScheduling", "BindFailed")
-
-
-def schedule_queue(sched, pods) -> tuple[list, list[dict]]:
-    """Every pod of ``pods`` through ``sched``'s scheduling queue, run until
-    idle on its clock.  Returns the final Binding of each pod, in the order
-    those final outcomes happened (pods never attempted, e.g. gated ones,
-    last, with their PreEnqueue message), and the preemptions in the order
-    they happened: ``{"preemptor", "nominated_node", "victims"}``."""
-    from .scheduler import Binding
-    last: dict[str, dict] = {}                    # pod -> its latest outcome event
-    preemptions: list[dict] = []
-
-    def on_event(e: dict) -> None:
-        if e["event"] not in _OUTCOMES:
-            return
-        last.pop(e["pod"], None)                  # re-insert: dict order = outcome order
-        last[e["pod"]] = e
-        if e.get("nominated_node") is not None:
-            preemptions.append({"preemptor": e["pod"], "nominated_node": e["nominated_node"],
-                                "victims": list(e.get("victims") or ())})
-
-    unsubscribe = sched.subscribe("*", on_event)
-    try:
-        for pod in pods:
-            sched.add_pod(pod)
-        sched.run_until_idle()
-    finally:
-        unsubscribe()
-    out = []
-    for key, e in last.items():
-        if e["event"] == "Bound":
-            out.append(sched.outcomes[key])       # carries the nomination and victims
-        else:
-            out.append(Binding(key, None, e["message"], e.get("nominated_node"),
-                               list(e.get("victims") or ())))
-    infos = sched.queue.infos
-    for pod in sched.queue_order([p for p in pods if p.key not in last]):
-        pi = infos.get(pod.key)
-        out.append(Binding(pod.key, None, (pi.gated_message if pi is not None else "")
-                           or "not attempted"))
-    return out, preemptions
-
-
 def cmd_schedule(args) -> int:
     from . import synthetic
     from .cluster import build_cluster
@@ -116,7 +72,7 @@ def cmd_schedule(args) -> int:
         objects = nodes + (_load(args.pods) if args.pods else pods)
     cluster = build_cluster(objects, _config(args.config))
     sched = Scheduler(cluster, args.backend, args.seed)
-    bindings, preemptions = schedule_queue(sched, cluster.pending)
+    bindings, preemptions = sched.schedule_pending(cluster.pending)
     summary = summarize(bindings)
     # the final bindings show only the last preemption of each preemptor
     summary["preemptions"] = len(preemptions)

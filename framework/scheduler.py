@@ -145,6 +145,10 @@ def _with_status(pod: PodRecord, **status) -> PodRecord:
     return dataclasses.replace(pod, obj=obj)
 
 
+# The events that end a pod's attempt; the last one is its outcome.
+OUTCOME_EVENTS = ("Bound", "FailedScheduling", "BindFailed")
+
+
 class Scheduler:
     """Drives the cycles for one cluster on one backend.
 
@@ -430,6 +434,46 @@ class Scheduler:
                 break
             self.clock.set(max(t, self.clock.now()))
         return out
+
+    def schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
+        """Add ``pods`` to the scheduling queue and run until idle on the
+        clock (what ``tensorsched schedule`` does).  Returns the final
+        Binding of each pod, in the order those final outcomes happened
+        (pods never attempted, e.g. gated ones, last, with their PreEnqueue
+        message), and the preemptions in the order they happened:
+        ``{"preemptor", "nominated_node", "victims"}``."""
+        last: dict[str, dict] = {}                    # pod -> its latest outcome event
+        preemptions: list[dict] = []
+
+        def on_event(e: dict) -> None:
+            if e["event"] not in OUTCOME_EVENTS:
+                return
+            last.pop(e["pod"], None)              # re-insert: dict order = outcome order
+            last[e["pod"]] = e
+            if e.get("nominated_node") is not None:
+                preemptions.append({"preemptor": e["pod"], "nominated_node": e["nominated_node"],
+                                    "victims": list(e.get("victims") or ())})
+
+        unsubscribe = self.subscribe("*", on_event)
+        try:
+            for pod in pods:
+                self.add_pod(pod)
+            self.run_until_idle()
+        finally:
+            unsubscribe()
+        out = []
+        for key, e in last.items():
+            if e["event"] == "Bound":
+                out.append(self.outcomes[key])   # carries the nomination and victims
+            else:
+                out.append(Binding(key, None, e["message"], e.get("nominated_node"),
+                                   list(e.get("victims") or ())))
+        infos = self.queue.infos
+        for pod in self.queue_order([p for p in pods if p.key not in last]):
+            pi = infos.get(pod.key)
+            out.append(Binding(pod.key, None, (pi.gated_message if pi is not None else "")
+                               or "not attempted"))
+        return out, preemptions
 
     # ----------------------------------------------------------- a cycle
     def _add_nominated(self, pod: PodRecord) -> list[str]:
