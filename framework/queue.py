@@ -333,12 +333,14 @@ class SchedulingQueue:
             self._interest_cache[(plugins, event)] = got
         return got
 
-    def move_all(self, event: str) -> int:
+    def move_all(self, event: str, exclude: str | None = None) -> int:
         """A cluster event: unschedulable pods it may help go back to
-        activeQ/backoffQ.  Returns how many moved."""
+        activeQ/backoffQ (all but the pod keyed ``exclude``).  Returns how
+        many moved."""
         self.move_request_cycle = self.scheduling_cycle
         moved = [pi for pi in self.unschedulable.values()
-                 if not pi.gated and self._interested(pi.unschedulable_plugins, event)]
+                 if not pi.gated and pi.key != exclude
+                 and self._interested(pi.unschedulable_plugins, event)]
         for pi in moved:
             self._move(pi)
         return len(moved)

@@ -667,17 +667,25 @@ class Scheduler:
         if key in self.cluster.state.pods:
             self.cluster.state.remove_pod(key)
 
-    def _requeue_after_assume(self, pod, pi, status: Status, error: bool) -> None:
-        """Forgotten after assume: a move request (the freed room), then the
-        pod back to the queue with backoff."""
+    def _requeue_after_assume(self, pod, pi, status: Status, error: bool,
+                              in_cycle: bool = False) -> None:
+        """Forgotten after assume: the freed room is a move request (an
+        assigned-pod delete) and the pod goes back to the queue.  As
+        upstream, a failure inside the scheduling cycle (Reserve, Permit)
+        requeues the pod first and then moves every other pod, so a pod a
+        plugin rejected waits in the unschedulable pool; a failure in the
+        binding cycle moves first, so the pod itself backs off."""
         q = self.queue
-        q.move_all(POD_DELETE)
+        if not in_cycle:
+            q.move_all(POD_DELETE)
         if pi is None:
             now = self.clock.now()
             pi = QueuedPodInfo(pod, now, now, attempts=1, cycle=q.scheduling_cycle)
         else:
             pi.pod = pod
         q.requeue(pi, {status.plugin} if status.plugin else (), error=error)
+        if in_cycle:
+            q.move_all(POD_DELETE, exclude=pod.key)
 
     def _assume_and_permit(self, fw: Framework, pod: PodRecord, node: str,
                            pi: QueuedPodInfo | None) -> Binding:
@@ -695,7 +703,8 @@ class Scheduler:
                 msg = f"running Reserve plugin {p.name!r}: " + "; ".join(st.reasons)
                 self._result("error")
                 if pi is not None:
-                    self._requeue_after_assume(pod, pi, st.with_plugin(p.name), error=True)
+                    self._requeue_after_assume(pod, pi, st.with_plugin(p.name), error=True,
+                                               in_cycle=True)
                 self._emit("FailedScheduling", pod.key, node, msg)
                 return Binding(pod.key, None, msg)
         self._emit("Scheduled", pod.key, node)
@@ -714,7 +723,7 @@ class Scheduler:
                 elif not st.ok:
                     st = st if st.plugin else st.with_plugin(p.name)
                     msg = "; ".join(st.reasons) or f"rejected by Permit plugin {p.name!r}"
-                    self._fail_permit(w, st, msg)
+                    self._fail_permit(w, st, msg, in_cycle=True)
                     return Binding(pod.key, None, msg)
             if w.pending:
                 w.timeout = float(timeout)
@@ -747,10 +756,10 @@ class Scheduler:
     def waiting_pods(self) -> list[str]:
         return list(self.waiting)
 
-    def _fail_permit(self, w: WaitingPod, st: Status, msg: str) -> None:
+    def _fail_permit(self, w: WaitingPod, st: Status, msg: str, in_cycle: bool = False) -> None:
         self._unreserve(w.fw, w.ctx, w.node)
         self._result("unschedulable")
-        self._requeue_after_assume(w.pod, w.pi, st, error=False)
+        self._requeue_after_assume(w.pod, w.pi, st, error=False, in_cycle=in_cycle)
         b = Binding(w.pod.key, None, msg)
         self.outcomes[w.pod.key] = b
         self._emit("FailedScheduling", w.pod.key, w.node, msg)

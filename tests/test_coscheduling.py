@@ -319,3 +319,26 @@ def test_postfilter_leaves_gang_within_ten_percent_of_quorum():
     assert b.pod == "default/lone" and b.message.endswith(
         "No preemption victims found for incoming pod., can not find pod group.")
     check(sched, keys + ["default/lone"])
+
+
+def test_permit_rejects_a_pod_of_a_missing_group():
+    """Labelled with a group that has no PodGroup object (and no min-member
+    label): Permit is Unschedulable "PodGroup not found", as upstream; the
+    reservation is released and the pod stays pending."""
+    nodes = [node_dict("n1", cpu="4")]
+    p = pod_dict("orphan", cpu="1")
+    p["metadata"]["labels"] = {C.POD_GROUP_LABEL: "nowhere"}
+    solo = pod_dict("solo", cpu="1", created=1)
+    sched = Scheduler(build_cluster(nodes, CFG, C.registry()))
+    sched.add_pod(p)
+    sched.add_pod(solo)
+    out = {b.pod: b for b in sched.run_until_idle()}
+    check(sched, ["default/orphan", "default/solo"])
+    assert out["default/orphan"].node is None
+    assert "PodGroup not found" in out["default/orphan"].message
+    assert out["default/solo"].node == "n1"
+    assert "default/orphan" not in sched.cluster.state.pods
+    # rejected inside the scheduling cycle: it waits in the unschedulable pool
+    # (upstream moves the others after requeueing it), it is not retried
+    assert sched.queue.infos["default/orphan"].where == "unschedulable"
+    assert sched.metrics()["attempts"].get("unschedulable") == 1

@@ -12,7 +12,7 @@ A pod belongs to the PodGroup named by its label
 when a Scheduler takes the plugin, ``set_handle``) or ``add_pod_group``;
 for a label without such an object the group's minMember comes from the
 pod label ``scheduling.x-k8s.io/min-member`` (a convenience of this port;
-without either the pod is scheduled alone).
+without either, Permit rejects the pod as upstream: "PodGroup not found").
 
 - QueueSort: priority (higher first), then the group's creation time (the
   PodGroup's, else the first member's creation time seen), then the group's
@@ -313,6 +313,9 @@ class Coscheduling(Plugin):
     def permit(self, ctx, node_name):
         pg = self.group(ctx.pod)
         if pg is None:
+            if self.group_key(ctx.pod) is not None:
+                # labelled with a group that does not exist: upstream rejects
+                return Status(Code.UNSCHEDULABLE, ("PodGroup not found",), NAME)
             return Status.OK
         assigned = self.counts.get((pg.namespace, pg.name), 0)   # this pod is assumed
         if assigned >= pg.min_member:
