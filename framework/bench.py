@@ -22,7 +22,7 @@ from .manifests import parse_pod
 from .scheduler import Scheduler
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-             "preemption", "preemption-spread", "gpu")
+             "preemption", "preemption-spread", "preemption-antiaffinity", "gpu")
 
 
 def placements_sha256(bindings) -> str:
@@ -66,10 +66,11 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     """Build the workload, warm up, schedule ``pods`` pods, return the record."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
-    if workload in ("preemption", "preemption-spread"):
+    if workload in ("preemption", "preemption-spread", "preemption-antiaffinity"):
         from .bench_preemption import run_preemption
         return run_preemption(nodes, pods, backend, percentage, seed,
-                              spread=workload == "preemption-spread")
+                              spread=workload == "preemption-spread",
+                              anti=workload == "preemption-antiaffinity")
     config = basic_config(percentage)
     if workload == "basic":
         node_objs, pod_objs = synthetic.basic(nodes, pods, seed)

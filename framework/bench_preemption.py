@@ -14,6 +14,12 @@ The ``preemption-spread`` variant (``spread=True``): the low pods carry
 spread constraints selecting ``app: web`` (zone maxSkew 1, hostname maxSkew
 1), so PodTopologySpread runs on the host during the victim search
 (``framework.victims_host``).
+
+The ``preemption-antiaffinity`` variant (``anti=True``): two of the low
+pods on every node (k = 0 and 15) carry ``tier: batch``, and every
+preemptor has a required pod anti-affinity term against ``tier: batch`` by
+hostname, so InterPodAffinity runs on the host during the victim search
+and both of a node's batch pods must go with the two newest other pods.
 """
 
 from __future__ import annotations
@@ -55,11 +61,20 @@ SPREAD_CONSTRAINTS = [
 ]
 
 
-def build(nodes: int, pods: int, percentage: int, spread: bool = False):
+ANTI_LABELS = {"tier": "batch"}
+ANTI_BATCH_SLOTS = (0, 15)
+ANTI_AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": ANTI_LABELS}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+def build(nodes: int, pods: int, percentage: int, spread: bool = False, anti: bool = False):
     """(cluster, pending high-priority PodRecords); ``spread``: the
-    preemption-spread variant (labels and spread constraints)."""
+    preemption-spread variant (labels and spread constraints); ``anti``: the
+    preemption-antiaffinity variant (batch pods, anti-affinity)."""
     labels = dict(SPREAD_LABELS) if spread else None
     high_spec = {"topologySpreadConstraints": SPREAD_CONSTRAINTS} if spread else None
+    if anti:
+        high_spec = dict(high_spec or {}, affinity=ANTI_AFFINITY)
     from .bench import basic_config
     node_objs = [synthetic.node_dict(f"node-{i}",
                                      labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
@@ -67,12 +82,16 @@ def build(nodes: int, pods: int, percentage: int, spread: bool = False):
     cluster = build_cluster(node_objs, basic_config(percentage))
     low = cluster.resolve(parse_pod(synthetic.pod_dict("low", cpu="130m", memory="1Gi",
                                                        priority=LOW_PRIORITY, labels=labels)))
+    batch = cluster.resolve(parse_pod(synthetic.pod_dict(
+        "batch", cpu="130m", memory="1Gi", priority=LOW_PRIORITY,
+        labels=dict(labels or {}, **ANTI_LABELS)))) if anti else None
     state = cluster.state
     for i in range(nodes):
         node = f"node-{i}"
         for k in range(LOW_PER_NODE):
             name = f"low-{i}-{k}"
-            state.add_pod(dataclasses.replace(low, name=name, uid=name, node_name=node,
+            base = batch if anti and k in ANTI_BATCH_SLOTS else low
+            state.add_pod(dataclasses.replace(base, name=name, uid=name, node_name=node,
                                               start_ns=(k * nodes + i) * 1_000_000_000), node)
     high = cluster.resolve(parse_pod(synthetic.pod_dict("high", cpu="500m", memory="1Gi",
                                                         priority=HIGH_PRIORITY, labels=labels,
@@ -83,9 +102,9 @@ def build(nodes: int, pods: int, percentage: int, spread: bool = False):
 
 
 def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
-                   seed: int = 0, spread: bool = False) -> dict:
+                   seed: int = 0, spread: bool = False, anti: bool = False) -> dict:
     from .bench import git_commit, machine_info
-    cluster, pending = build(nodes, pods, percentage, spread)
+    cluster, pending = build(nodes, pods, percentage, spread, anti)
     sched = Scheduler(cluster, backend, seed)
     # Warm-up outside the timed run: JIT of the fused pass and the victim
     # kernel, the first full sync of the victim table (a dry run: nothing
@@ -112,7 +131,8 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
     lat = np.array(sched.preemption_latencies) * 1e6
     return {
-        "workload": "preemption-spread" if spread else "preemption", "nodes": nodes, "pods": pods, "backend": backend,
+        "workload": ("preemption-antiaffinity" if anti else
+                     "preemption-spread" if spread else "preemption"), "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage,
         "low_priority_pods": nodes * LOW_PER_NODE,
         "pods_per_second": round(placed / elapsed, 1) if elapsed > 0 else None,

@@ -191,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="scheduler_perf-like workloads")
     b.add_argument("--workload", default="basic",
                    choices=("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-                            "preemption", "preemption-spread", "gpu"))
+                            "preemption", "preemption-spread", "preemption-antiaffinity",
+                            "gpu"))
     b.add_argument("--nodes", type=int, default=1000)
     b.add_argument("--pods", type=int, default=1000)
     b.add_argument("--backend", choices=backends, default="numba")

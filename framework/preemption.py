@@ -73,6 +73,11 @@ class PodTable:
         self.shape = None
         self.keys: list[list[str]] = []
         self._allowed_cache = (-1, None)
+        # Pods alike for the pod-to-pod filters (namespace, labels, required
+        # anti-affinity terms): ``cls[row, slot]`` a class id (-1: no pod),
+        # ``class_records[id]`` one record of the class.
+        self._class_ids: dict = {}
+        self.class_records: list = []
 
     def _alloc(self, n, c, r, wp, wb):
         self.shape = (n, c, r, wp, wb)
@@ -82,6 +87,7 @@ class PodTable:
         self.req = np.zeros((n, c, r), np.int64)
         self.ports = np.zeros((n, c, wp), np.int64)
         self.pdb = np.zeros((n, c, wb), np.int64)
+        self.cls = np.full((n, c), -1, np.int64)
         self.keys = [[] for _ in range(n)]
 
     def sync(self) -> V.VictimPods:
@@ -120,9 +126,11 @@ class PodTable:
         self.pdb[i] = 0
         self.start[i] = V.START_NOW
         self.prio[i] = 0
+        self.cls[i] = -1
         for s, key in enumerate(keys):
             entry = st.pods[key]
             rec = entry.record
+            self.cls[i, s] = self._class_of(rec)
             self.prio[i, s] = pod_priority(rec)
             self.start[i, s] = rec.start_ns if rec.start_ns is not None else V.START_NOW
             req = entry.request
@@ -133,6 +141,16 @@ class PodTable:
             for p, pdb in enumerate(self.pdbs):
                 if applies(pdb, rec):
                     self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
+
+    def _class_of(self, rec) -> int:
+        from .pod_selectors import pod_terms
+        key = (rec.namespace, frozenset((rec.labels or {}).items()),
+               pod_terms(rec)["req_anti"])
+        got = self._class_ids.get(key)
+        if got is None:
+            got = self._class_ids[key] = len(self.class_records)
+            self.class_records.append(rec)
+        return got
 
     def allowed(self) -> np.ndarray:
         """[P] disruptionsAllowed of every PDB (at least one entry)."""
@@ -356,7 +374,8 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     prio = pod_priority(pod)
     scan = potential[(off + np.arange(n)) % n]
     host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
-    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys) if host else None
+    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
+                              classes=(table.cls, table.class_records)) if host else None
     try:
         nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
                                                     search)

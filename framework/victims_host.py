@@ -24,13 +24,19 @@ filter applies to, upstream's rule is followed literally on the real state:
 Only the nodes that the kernel pre-pass leaves open (the pod fits on the
 built-in filters with all lower-priority pods gone) come here.
 
-When PodTopologySpread is the only host filter, steps 1-4 are replayed on
-counts instead (``HostVictimSearch.batch``, ``kernels.victims_spread``):
-taking a node's pods off moves only its own domain's sum, so each test is
-O(constraints) with the rest of the global minimum from the baseline
-(``SpreadProbe``), and a whole batch of nodes is searched in one compiled
-pass, the state untouched.  Same victims, codes and Filter-call counts
-(``tests/test_victims_spread_fast.py``).
+When PodTopologySpread and/or InterPodAffinity are the only host filters,
+steps 1-4 are replayed on counts instead (``HostVictimSearch.batch``,
+``kernels.victims_spread``): taking a node's pods off moves only its own
+domains' sums, so each test is O(constraints) with the rest of the global
+minimum from the baseline (``SpreadProbe``) and InterPodAffinity's
+conditions (affinity terms with the first-pod-of-a-group rule, own and
+bound pods' anti-affinity terms) from the baseline domain sums and counts
+of positive domains (``AffinityProbe``); a whole batch of nodes is
+searched in one compiled pass, the state untouched.  Which pods each
+condition counts is decided per class of alike pods of the victim table
+(``PodTable.cls``), not per pod.  Same victims, codes and Filter-call
+counts (``tests/test_victims_spread_fast.py``,
+``tests/test_victims_affinity_fast.py``).
 """
 
 from __future__ import annotations
@@ -216,7 +222,7 @@ class HostVictimSearch:
     ``code`` is a tuple of reason strings when a host filter rejects the node
     with every lower-priority pod gone."""
 
-    def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys):
+    def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys, classes=None):
         from .runtime import CycleContext
         self.state = ctx.state
         # A fresh cycle state: host filters recompute what they derived from
@@ -227,19 +233,37 @@ class HostVictimSearch:
         self.prio = int(prio)
         self.pods = pods
         self.keys = keys
+        # (cls [rows, C] class id per slot, one record per class) of the
+        # victim table (``PodTable``): pods alike in namespace, labels and
+        # required anti-affinity, so ``batch`` matches classes, not pods.
+        self.classes = classes
         self.susp = Suspension(ctx.state)
         self.static: dict = {}          # row -> reason bits of the pod-independent filters
         self.dynamic = _PodDependentFilters(q)
-        # Only PodTopologySpread on the host: the search is simulated on
-        # counts (``batch``) instead of moving pods in the state.
+        # Only PodTopologySpread and/or InterPodAffinity on the host: the
+        # search is simulated on counts (``batch``) instead of moving pods.
+        from .plugins.inter_pod_affinity import InterPodAffinity
         from .plugins.pod_topology_spread import PodTopologySpread
         spread = [p for p in filters if type(p) is PodTopologySpread]
-        self.spread = spread[0] if len(filters) == 1 and spread else None
+        ipa = [p for p in filters if type(p) is InterPodAffinity]
+        on_counts = bool(filters) and len(spread) + len(ipa) == len(filters) \
+            and len(spread) <= 1 and len(ipa) <= 1
+        # PodTopologySpread / InterPodAffinity searched by ``batch`` (None:
+        # absent, or another host filter keeps the search on the state).
+        self.spread = spread[0] if on_counts and spread else None
+        self.affinity = ipa[0] if on_counts and ipa else None
+        self.ipa_first = bool(on_counts and spread and ipa
+                              and filters.index(ipa[0]) < filters.index(spread[0]))
+        self.ia_probe = None            # AffinityProbe of the baseline state
         # Beside other host filters, ``_select`` moves pods in the state but
         # answers PodTopologySpread from a probe: (row, probe parts, matching
         # pods taken off per constraint) while a row is searched.
         self.spread_any = spread[0] if spread else None
         self.on_row = None
+        # The same for InterPodAffinity: (row, AffinityProbe, valid [P],
+        # base [P], matching pods taken off per condition, slot -> matches).
+        self.affinity_any = ipa[0] if ipa else None
+        self.on_row_ia = None
         self.probe = None               # SpreadProbe of the baseline state
         self.simulated = 0              # nodes searched by ``batch``
         self.ready: dict = {}           # row -> on_node's answer, from ``batch``
@@ -262,6 +286,14 @@ class HostVictimSearch:
                 code = SpreadProbe.code(on_row[1], on_row[2])
                 if code:
                     return (REASON_MISSING,) if code == 1 else (REASON_SKEW,)
+                continue
+            ia = self.on_row_ia
+            if p is self.affinity_any and ia is not None and ia[0] == row:
+                from .plugins.inter_pod_affinity import (
+                    REASON_AFFINITY, REASON_ANTI, REASON_EXISTING)
+                code = ia[1].code(ia[2], ia[3], ia[4])
+                if code:
+                    return ((REASON_AFFINITY,), (REASON_ANTI,), (REASON_EXISTING,))[code - 1]
                 continue
             if not bool(np.asarray(p.filter(self.ctx, one))[0]):
                 if hasattr(p, "explain_status"):
@@ -293,8 +325,14 @@ class HostVictimSearch:
         for r, b in zip(rows.tolist(), np.asarray(bits).tolist()):
             self.static[r] = int(b)
 
+    @property
+    def on_counts(self) -> bool:
+        """``batch`` searches the nodes (PodTopologySpread and/or
+        InterPodAffinity are the only host filters)."""
+        return self.spread is not None or self.affinity is not None
+
     def on_node(self, row: int):
-        if self.spread is not None:
+        if self.on_counts:
             if row not in self.ready:
                 self.batch(np.array([row], np.int64))
             got = self.ready.pop(row, None)
@@ -308,15 +346,15 @@ class HostVictimSearch:
         if not lower:
             stats[V.STAT_CODE] = V.CODE_NO_VICTIMS
             return V.CODE_NO_VICTIMS, stats, np.zeros(0, np.int64)
-        self.probe = None               # the state moves: rebuild after
+        self.probe = self.ia_probe = None   # the state moves: rebuild after
         try:
             return self._select(row, lower, keys, prio, start, stats)
         finally:
             self.susp.put_back()
 
     def batch(self, rows) -> None:
-        """Search ``rows`` now, when PodTopologySpread is the only host
-        filter: ``kernels.victims_spread`` replays ``_select`` on counts
+        """Search ``rows`` now, when PodTopologySpread and/or InterPodAffinity
+        are the only host filters: ``kernels.victims_spread`` replays ``_select`` on counts
         (nothing in the state moves) for all of them in one compiled pass;
         ``on_node`` then hands out the stored answers.  Rows where a
         lower-priority pod holds host ports that NodePorts could see are
@@ -325,12 +363,14 @@ class HostVictimSearch:
         from tensorsched.kernels import victims_spread as VS
         rows = np.asarray(rows, np.int64)
         rows = rows[[int(r) not in self.ready for r in rows.tolist()]] if self.ready else rows
-        if self.spread is None or rows.shape[0] == 0:
+        if not self.on_counts or rows.shape[0] == 0:
             return
         st, dyn, pods = self.state, self.dynamic, self.pods
-        if self.probe is None:
+        if self.probe is None and self.spread is not None:
             self.probe = self.spread.victim_probe(st, self.ctx.pod)
-        probe = self.probe
+        if self.ia_probe is None and self.affinity is not None:
+            self.ia_probe = self.affinity.victim_probe(st, self.ctx.pod)
+        probe, ia = self.probe, self.ia_probe
         self.prefetch(rows)
         m = rows.shape[0]
         fixed = np.array([self.static[r] for r in rows.tolist()], np.int64)
@@ -345,13 +385,26 @@ class HostVictimSearch:
         reason = np.array([int(L.R_TOO_MANY_PODS)] +
                           [1 << (L.INSUFFICIENT_SHIFT + r) for r, _ in dyn.asks], np.int64)
         free0 = st.allocatable[rows][:, cols] - st.requested[rows][:, cols]
-        valid, counted, base, bound, other, here = probe.arrays(rows)
+        n_sp = len(probe.parts) if probe is not None else 0
+        if probe is not None:
+            valid, counted, base, bound, other, here = probe.arrays(rows)
+        else:
+            valid = counted = here = np.zeros((m, 0), np.bool_)
+            base = bound = other = np.zeros((m, 0), np.int64)
+        n_ia = len(ia.parts) if ia is not None else 0
+        if ia is not None:
+            ia_valid, ia_base = ia.arrays(rows)
+            ia_code, ia_pos, ia_self = ia.codes, ia.pos, ia.self_all
+        else:
+            ia_valid, ia_base = np.zeros((m, 0), np.bool_), np.zeros((m, 0), np.int64)
+            ia_code = ia_pos = np.zeros(0, np.int64)
+            ia_self = False
         c_max = pods.pod_prio.shape[1]
-        match = np.zeros((m, c_max, len(probe.parts)), np.int64)
+        match = np.zeros((m, c_max, n_sp + n_ia), np.int64)
         n_on = pods.pod_count[rows]
         slot = np.arange(c_max)
         j = 0
-        for ci, p in enumerate(probe.parts):
+        for ci, p in enumerate(probe.parts if probe is not None else ()):
             if p is None:
                 continue
             counts = probe.counts[j]()
@@ -364,6 +417,29 @@ class HostVictimSearch:
                 keys = self.keys[int(rows[i])]
                 for s_, key in enumerate(keys):
                     match[i, s_, ci] = 1 if pred(st.pods[key].record) else 0
+        cls = None
+        if ia is not None and self.classes is not None:
+            cls = self.classes[0][rows][:, :c_max]
+            recs = self.classes[1]
+        for j, (_, dom, _, counts_fn, _, fn) in enumerate(ia.parts if ia is not None else ()):
+            ci = n_sp + j
+            if dom is None:
+                continue                # the key is nowhere: the row fails whatever its pods
+            if cls is not None:
+                per_class = np.array([fn(r) for r in recs] + [0], np.int64)
+                match[:, :, ci] = per_class[cls]        # -1 (no pod) -> the trailing 0
+                continue
+            got = counts_fn()
+            if got is None:
+                continue                # no bound pod counted: zeros
+            got = got[rows]
+            both = ia.codes[j] != 3     # 0/1 per pod: "all" needs no per-pod test
+            if both:
+                match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            mixed = (got != n_on) & (got != 0) if both else got != 0
+            for i in np.flatnonzero(mixed).tolist():
+                for s_, key in enumerate(self.keys[int(rows[i])]):
+                    match[i, s_, ci] = fn(st.pods[key].record)
         kind = np.zeros(m, np.int64)
         bits = np.zeros(m, np.int64)
         stats = np.zeros((m, V.N_STATS), np.int64)
@@ -372,7 +448,9 @@ class HostVictimSearch:
                          pods.pod_start, pods.pod_req, pods.pod_ports, pods.pod_pdb,
                          pods.pdb_allowed, check_ports, fixed, bool(dyn.fit), cols, wants,
                          reason, free0, match, valid, counted, base, bound, other, here,
-                         kind, bits, stats, victims)
+                         ia_code, ia_valid, ia_base, ia_pos, bool(ia_self),
+                         bool(self.ipa_first), kind, bits, stats, victims)
+        from .plugins.inter_pod_affinity import REASON_AFFINITY, REASON_ANTI, REASON_EXISTING
         from .plugins.pod_topology_spread import REASON_MISSING, REASON_SKEW
         empty = np.zeros(0, np.int64)
         for i, r in enumerate(rows.tolist()):
@@ -388,6 +466,12 @@ class HostVictimSearch:
                 out = ((REASON_MISSING,), st_i, empty)
             elif k == VS.KIND_SKEW:
                 out = ((REASON_SKEW,), st_i, empty)
+            elif k == VS.KIND_AFFINITY:
+                out = ((REASON_AFFINITY,), st_i, empty)
+            elif k == VS.KIND_ANTI:
+                out = ((REASON_ANTI,), st_i, empty)
+            elif k == VS.KIND_EXISTING:
+                out = ((REASON_EXISTING,), st_i, empty)
             elif k == VS.KIND_NONE_LEFT:
                 out = (V.CODE_NONE_LEFT, st_i, empty)
             else:
@@ -410,10 +494,28 @@ class HostVictimSearch:
                 for i, x in zip(idx, gain[s]):
                     taken[i] += x
             self.on_row = (row, parts, taken)
+        if self.affinity_any is not None:
+            # InterPodAffinity from a probe of the baseline likewise.
+            ia = self.affinity_any.victim_probe(self.state, self.ctx.pod)
+            valid, base = ia.arrays(np.array([row], np.int64))
+            ia_taken = [0] * len(ia.parts)
+            ia_gain = {}
+            for s in lower:
+                ia_gain[s] = ia.matches(self.state.pods[keys[s]].record)
+                for j, x in enumerate(ia_gain[s]):
+                    ia_taken[j] += x
+            self.on_row_ia = (row, ia, valid[0], base[0], ia_taken, ia_gain)
         try:
             return self._reprieve(row, lower, keys, prio, start, stats, gain)
         finally:
-            self.on_row = None
+            self.on_row = self.on_row_ia = None
+
+    def _shift_ia(self, s, sign: int) -> None:
+        """Slot ``s`` taken off (+1) or put back (-1): the probe's counts."""
+        ia = self.on_row_ia
+        if ia is not None:
+            for j, x in enumerate(ia[5][s]):
+                ia[4][j] += sign * x
 
     def _reprieve(self, row, lower, keys, prio, start, stats, gain):
         """``_select`` proper; ``gain`` (slot -> matches per probe constraint)
@@ -440,12 +542,14 @@ class HostVictimSearch:
                 if gain is not None:
                     for i, x in zip(idx, gain[s]):
                         taken[i] -= x
+                self._shift_ia(s, -1)
                 calls += 1
                 if self.misfit(row) is not None:
                     self.susp.remove(keys[s])
                     if gain is not None:
                         for i, x in zip(idx, gain[s]):
                             taken[i] += x
+                    self._shift_ia(s, 1)
                     victims.append(s)
                     n_viol += int(v)
         return self._finish(calls, victims, n_viol, prio, start, stats)

@@ -1,5 +1,6 @@
-"""SelectVictimsOnNode for a preemptor whose only host filter is
-PodTopologySpread, simulated on counts for a batch of node rows.
+"""SelectVictimsOnNode for a preemptor whose only host filters are
+PodTopologySpread and/or InterPodAffinity, simulated on counts for a batch
+of node rows.
 
 ``framework.victims_host.HostVictimSearch`` takes every lower-priority pod
 off the node in the real state and runs the filters at each reprieve step.
@@ -19,15 +20,23 @@ Per row i (``rows[i]``; C victim-table slots, K fit columns, S constraints):
   test failing when ``wants[k] > free`` with reason bit ``reason[k]``
   (only when ``fit``);
 * ``match[i, s, c]``: slot s matches constraint c (counts in its domain);
+  the InterPodAffinity conditions follow the S spread constraints;
 * spread per constraint: ``sp_valid`` (the node has the key), ``sp_counted``
   (the node's pods count in its domain), ``sp_base`` (baseline domain sum),
   ``sp_bound`` (maxSkew - self), ``sp_other`` (least sum over the other
   present domains), ``sp_here`` (the node's domain is present).
 
+* InterPodAffinity per condition j (``AffinityProbe``): ``ia_code[j]`` (1
+  required affinity term, 2 own anti-affinity term, 3 bound pods'
+  anti-affinity term), ``ia_valid[i, j]`` (the node has the key),
+  ``ia_base[i, j]`` (baseline domain sum), ``ia_pos[j]`` (positive domains
+  of a code-1 term, -1 when its key is nowhere), ``ia_self`` (the pod
+  matches all its affinity terms), ``ia_first`` (it runs before spread).
+
 Outputs: ``kind[i]`` (0 candidate, 1 built-in misfit with ``bits[i]``, 2
 spread missing key, 3 spread skew, 4 none left, 5 search on the state: a
 lower-priority pod holds host ports the preemptor's NodePorts could see,
-6 no lower-priority pod), ``stats[i]`` as the victim kernel's (STAT_*),
+6 no lower-priority pod, 7-9 InterPodAffinity's codes 1-3), ``stats[i]`` as the victim kernel's (STAT_*),
 ``victims[i, :n]`` slot ids most important first.
 """
 
@@ -44,11 +53,46 @@ KIND_SKEW = 3
 KIND_NONE_LEFT = 4
 KIND_ON_STATE = 5
 KIND_NO_VICTIMS = 6
+KIND_AFFINITY = 7       # InterPodAffinity codes 1-3 (``_misfit`` 4-6 + 3)
+KIND_ANTI = 8
+KIND_EXISTING = 9
+
+
+def _ipa_code(i, off, ia_code, ia_valid, ia_base, ia_pos, ia_self, taken):
+    """InterPodAffinity's filter code of row i (0 fits, 1 affinity, 2
+    anti-affinity, 3 existing pods' anti-affinity) with ``taken[off + j]``
+    pods of condition j off the row (``AffinityProbe.code``)."""
+    n = ia_code.shape[0]
+    any_pair = False
+    for j in range(n):
+        if ia_code[j] == 1 and ia_pos[j] >= 0:
+            p = ia_pos[j]
+            if ia_valid[i, j]:
+                if ia_base[i, j] - taken[off + j] > 0:
+                    p += 1
+                if ia_base[i, j] > 0:
+                    p -= 1
+            if p > 0:
+                any_pair = True
+    first = (not any_pair) and ia_self
+    for j in range(n):
+        s = ia_base[i, j] - taken[off + j]
+        if ia_code[j] == 1:
+            if not ia_valid[i, j]:
+                return 1
+            if s <= 0 and not first:
+                return 1
+        elif ia_valid[i, j] and s > 0:
+            return ia_code[j]
+    return 0
 
 
 def _misfit(fixed, fit, free, wants, reason, i, valid, counted, base, bound, other, here,
-            taken, out_bits):
-    """0 fits; 1 built-in bits (out_bits[0]); 2 missing key; 3 skew (row i)."""
+            taken, out_bits, ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first):
+    """0 fits; 1 built-in bits (out_bits[0]); 2 missing key; 3 skew; 4
+    affinity, 5 anti-affinity, 6 existing pods' anti-affinity (row i).
+    ``ia_first``: InterPodAffinity comes before PodTopologySpread in the
+    profile."""
     bits = fixed
     if fit:
         for k in range(free.shape[0]):
@@ -57,7 +101,12 @@ def _misfit(fixed, fit, free, wants, reason, i, valid, counted, base, bound, oth
     if bits != 0:
         out_bits[0] = bits
         return 1
-    for c in range(valid.shape[1]):
+    n_cons = valid.shape[1]
+    if ia_first:
+        r = _ipa_code(i, n_cons, ia_code, ia_valid, ia_base, ia_pos, ia_self, taken)
+        if r != 0:
+            return 3 + r
+    for c in range(n_cons):
         if not valid[i, c]:
             return 2
         s = base[i, c] - taken[c] if counted[i, c] else base[i, c]
@@ -66,17 +115,22 @@ def _misfit(fixed, fit, free, wants, reason, i, valid, counted, base, bound, oth
             g = s
         if s - g > bound[i, c]:
             return 3
+    if not ia_first:
+        r = _ipa_code(i, n_cons, ia_code, ia_valid, ia_base, ia_pos, ia_self, taken)
+        if r != 0:
+            return 3 + r
     return 0
 
 
 def _select_spread(rows, prio_self, pod_count, pod_prio, pod_start, pod_req, pod_ports,
                    pod_pdb, pdb_allowed, check_ports, fixed, fit, cols, wants, reason, free0,
                    match, sp_valid, sp_counted, sp_base, sp_bound, sp_other, sp_here,
+                   ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first,
                    kind, bits_out, stats, victims):
     m = rows.shape[0]
     c_max = pod_prio.shape[1]
     n_cols = cols.shape[0]
-    n_cons = sp_valid.shape[1]
+    n_cons = match.shape[2]
     order = np.empty(c_max, np.int64)
     viol = np.zeros(c_max, np.bool_)
     is_victim = np.zeros(c_max, np.bool_)
@@ -132,7 +186,8 @@ def _select_spread(rows, prio_self, pod_count, pod_prio, pod_start, pod_req, pod
                 taken[c] += match[i, s, c]
         calls = 1
         r = _misfit(fixed[i], fit, free, wants, reason, i, sp_valid, sp_counted,
-                    sp_base, sp_bound, sp_other, sp_here, taken, one)
+                    sp_base, sp_bound, sp_other, sp_here, taken, one,
+                    ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first)
         if r != 0:
             stats[i, 3] = calls
             if r == 1:
@@ -140,7 +195,7 @@ def _select_spread(rows, prio_self, pod_count, pod_prio, pod_start, pod_req, pod
                 bits_out[i] = one[0]
                 stats[i, 0] = one[0]
             else:
-                kind[i] = KIND_MISSING if r == 2 else KIND_SKEW
+                kind[i] = r if r <= 3 else r + 3
             continue
         # filterPodsWithPDBViolation on a running copy of disruptionsAllowed.
         for p in range(left.shape[0]):
@@ -176,7 +231,8 @@ def _select_spread(rows, prio_self, pod_count, pod_prio, pod_start, pod_req, pod
                     taken[c] -= match[i, s, c]
                 calls += 1
                 if _misfit(fixed[i], fit, free, wants, reason, i, sp_valid, sp_counted,
-                           sp_base, sp_bound, sp_other, sp_here, taken, one) != 0:
+                           sp_base, sp_bound, sp_other, sp_here, taken, one,
+                    ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first) != 0:
                     for k in range(n_cols):
                         if cols[k] < pod_req.shape[2]:
                             free[k] += pod_req[row, s, cols[k]]
@@ -221,10 +277,11 @@ _compiled = None
 def select_spread(*args) -> None:
     """``_select_spread`` compiled by Numba on first use (host code: the
     plugins run on the host whatever the backend)."""
-    global _compiled, _misfit
+    global _compiled, _misfit, _ipa_code
     if _compiled is None:
         from numba import njit
-        # Numba resolves the global at compilation: make it the compiled one.
+        # Numba resolves the globals at compilation: make them the compiled ones.
+        _ipa_code = njit(cache=True, nogil=True)(_ipa_code)
         _misfit = njit(cache=True, nogil=True)(_misfit)
         _compiled = njit(cache=True, nogil=True)(_select_spread)
     _compiled(*args)

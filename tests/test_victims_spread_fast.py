@@ -101,12 +101,12 @@ def test_batch_matches_search_on_state(case):
             continue
         rows = state.valid_rows()
         fast = make()                       # the batch on counts (spread alone)
-        assert (fast.spread is not None) == (names == ["PodTopologySpread"])
+        assert fast.on_counts == (set(names) <= {"PodTopologySpread", "InterPodAffinity"})
         fast.batch(rows)
         probed = make()                     # on the state, spread from a probe
-        probed.spread = None
+        probed.spread = probed.affinity = None
         ref = make()                        # on the state, the plugin's filter
-        ref.spread = ref.spread_any = None
+        ref.spread = ref.spread_any = ref.affinity = ref.affinity_any = None
         try:
             for row in rows.tolist():
                 want = ref.on_node(row)
@@ -139,7 +139,7 @@ def test_preemption_spread_bench_same_with_search_on_state(tmp_path, monkeypatch
 
     def on_state(self, *a, **k):
         init(self, *a, **k)
-        self.spread = self.spread_any = None
+        self.spread = self.spread_any = self.affinity = self.affinity_any = None
 
     monkeypatch.setattr(victims_host.HostVictimSearch, "__init__", on_state)
     assert run("numpy")["placements_sha256"] == recs[0]["placements_sha256"]

@@ -222,6 +222,11 @@ class InterPodAffinity(Plugin):
     def explain_reasons(self, ctx, row):
         return list(self.explain_status(ctx, row).reasons)
 
+    def victim_probe(self, state, pod):
+        """An :class:`AffinityProbe` of ``pod``'s filter on ``state`` as it
+        is now (the preemption victim search's baseline)."""
+        return _victim_probe(state, pod)
+
     # ------------------------------------------------------------ score
     def topology_scores(self, state, pod):
         """[(key column, weight, DomainSums over labelled nodes)] and whether
@@ -305,3 +310,133 @@ class InterPodAffinity(Plugin):
 
 def new(args, handle):
     return InterPodAffinity(args)
+
+
+def _record_matches(rec, key, fn) -> bool:
+    """``fn(rec)`` memoized on the record under ``key`` (a term or the
+    all-terms key: a record's namespace and labels do not change)."""
+    memo = rec.__dict__.get("_ipa_matches")
+    if memo is None:
+        memo = rec.__dict__["_ipa_matches"] = {}
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = bool(fn(rec))
+    return got
+
+
+class AffinityProbe:
+    """InterPodAffinity's filter on one node row while only that row's pods
+    change (preemption's SelectVictimsOnNode), in O(conditions) per test.
+
+    Built on a baseline state (``InterPodAffinity.victim_probe``): the
+    conditions of ``codes_by_row`` in its order (code 1 per required
+    affinity term, 2 per own anti-affinity term, 3 per bound pods'
+    anti-affinity term matching the pod), each with its per-domain sums.
+    With ``taken[j]`` pods counted by condition j gone from the row, only
+    the row's own domain sum moves (base - taken); the first-of-group rule
+    needs "some affinity pair is positive anywhere": a term's count of
+    positive domains moves by the row's domain alone, so it is
+    ``positive - (base > 0) + (base - taken > 0)``.  Bound pods'
+    anti-affinity terms carried only by pods taken off leave no positive
+    domain, as the filter on the state (which recomputes them) sees.
+
+    ``arrays(rows)`` per batch (``kernels.victims_spread``), ``matches(rec)``
+    per pod, ``code(row_arrays, taken)`` in Python."""
+
+    def __init__(self, parts, self_all: bool):
+        # (code, domain ids [rows] or None, DomainSums or None, per-node
+        # counts fn or None, match key, record -> int)
+        self.parts = parts
+        self.self_all = bool(self_all)
+        self.codes = np.array([p[0] for p in parts], np.int64)
+        self.pos = np.array([p[2].positive if p[2] is not None else -1 for p in parts],
+                            np.int64)
+
+    def arrays(self, rows):
+        """[M, P] valid (the row has the condition's key) and base (the
+        baseline sum of the row's domain)."""
+        m, n = rows.shape[0], len(self.parts)
+        valid = np.zeros((m, n), np.bool_)
+        base = np.zeros((m, n), np.int64)
+        for j, (_, dom, ds, _, _, _) in enumerate(self.parts):
+            if dom is None:
+                continue
+            d = np.where(rows < dom.shape[0], dom[np.minimum(rows, dom.shape[0] - 1)], -1)
+            ok = d >= 0
+            valid[:, j] = ok
+            base[:, j] = np.where(ok, ds.sums[np.where(ok, d, 0)], 0)
+        return valid, base
+
+    def matches(self, rec) -> list:
+        """Per condition, how many times the pod ``rec`` is counted by it."""
+        return [fn(rec) for (_, _, _, _, _, fn) in self.parts]
+
+    def code(self, valid, base, taken) -> int:
+        """``filter_codes`` of the row (valid/base: one row of ``arrays``)
+        with ``taken[j]`` pods of condition j off the row."""
+        any_pair = False
+        for j, c in enumerate(self.codes.tolist()):
+            if c == 1 and self.parts[j][1] is not None:
+                p = int(self.pos[j])
+                if valid[j]:
+                    p += (1 if base[j] - taken[j] > 0 else 0) - (1 if base[j] > 0 else 0)
+                any_pair = any_pair or p > 0
+        first = not any_pair and self.self_all
+        for j, c in enumerate(self.codes.tolist()):
+            if c == 1:
+                if not valid[j]:
+                    return 1
+                if base[j] - taken[j] <= 0 and not first:
+                    return 1
+            elif valid[j] and base[j] - taken[j] > 0:
+                return c
+        return 0
+
+
+def _victim_probe(state, pod) -> AffinityProbe:
+    """An :class:`AffinityProbe` of ``pod`` on ``state`` as it is now."""
+    terms = pod_terms(pod)
+    index = pod_count_index(state)
+    tag = structure_tag(state)
+    parts = []
+    req_aff = terms["req_aff"]
+    if req_aff:
+        a_key = ("all-terms", req_aff)
+        a_pred = lambda r: all(t.matches(r.namespace, r.labels) for t in req_aff)  # noqa: E731
+        a_fn = lambda r: 1 if _record_matches(r, a_key, a_pred) else 0  # noqa: E731
+        for t in req_aff:
+            k = state.label_keys.get(t.topology_key)
+            if k < 0:
+                parts.append((1, None, None, None, a_key, a_fn))
+                continue
+            ds = _all_sums(state, index, a_key, a_pred, k)
+            parts.append((1, node_domains(state, k), ds,
+                          lambda: index.counts(a_key, a_pred), a_key, a_fn))
+    for t in terms["req_anti"]:
+        k = state.label_keys.get(t.topology_key)
+        if k < 0:
+            continue
+        key = ("term", t)
+        pred = lambda r, t=t: t.matches(r.namespace, r.labels)  # noqa: E731
+        ds = _all_sums(state, index, key, pred, k)
+        parts.append((2, node_domains(state, k), ds,
+                      lambda key=key, pred=pred: index.counts(key, pred), key,
+                      lambda r, key=key, pred=pred: 1 if _record_matches(r, key, pred) else 0))
+    for term in list(index.group_counts("req_anti")):
+        if not term.matches(pod.namespace, pod.labels):
+            continue
+        k = state.label_keys.get(term.topology_key)
+        if k < 0:
+            continue
+        ds = index.group_domain_sums("req_anti", term, (tag, k, "all"),
+                                     lambda k=k: node_domains(state, k), _n_domains(state, k))
+        if not ds.positive:
+            continue
+        parts.append((3, node_domains(state, k), ds,
+                      lambda term=term: index.group_counts("req_anti").get(term),
+                      ("carries", term),
+                      lambda r, term=term: sum(1 for x in pod_terms(r)["req_anti"]
+                                               if x == term)))
+    return AffinityProbe(parts, bool(req_aff) and all(
+        t.matches(pod.namespace, pod.labels) for t in req_aff))
+
