@@ -361,6 +361,20 @@ def node_raw_scores(i, j, raw_out, allocatable, requested, nonzero_requested,
                                     image_min, image_max)
 
 
+def scan_limit(reasons, num_to_find):
+    """(rows processed, feasible rows found) when scanning reasons [M] in
+    evaluation order stops at the ``num_to_find``-th feasible row, as
+    kube-scheduler's percentageOfNodesToScore does (all M rows otherwise)."""
+    m = reasons.shape[0]
+    found = 0
+    for j in range(m):
+        if reasons[j] == 0:
+            found += 1
+            if found == num_to_find:
+                return j + 1, found
+    return m, found
+
+
 def normalized(v, mode, hi):
     """DefaultNormalizeScore of raw score v given the maximum hi over the
     scored rows: mode 0 leaves v as is, 1 scales to [0, MAX_SCORE], 2 scales
@@ -389,14 +403,7 @@ def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode
     processed, feasible rows found); the caller draws among the ties.
     """
     m = reasons.shape[0]
-    processed = m
-    found = 0
-    for j in range(m):
-        if reasons[j] == 0:
-            found += 1
-            if found == num_to_find:
-                processed = j + 1
-                break
+    processed, found = scan_limit(reasons, num_to_find)
     n_slots = scores.shape[1]
     for s in range(n_slots):
         if not active_slots[s] or norm_mode[s] == 0:
@@ -724,14 +731,7 @@ def scan_mixed(rows, start, reasons, raw_by_row, raw_pos, from_pos, num_to_find,
     into hi_scratch (raw_pos[j, s] when from_pos[s], else the cached row)."""
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
-    processed = m
-    found = 0
-    for j in range(m):
-        if reasons[j] == 0:
-            found += 1
-            if found == num_to_find:
-                processed = j + 1
-                break
+    processed, found = scan_limit(reasons, num_to_find)
     for s in range(n_slots):
         hi_scratch[s] = 0
     for s in range(n_slots):
