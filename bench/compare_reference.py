@@ -23,10 +23,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from reference.oracle import oracle_explain  # noqa: E402
 
-from tensorsched.framework import synthetic  # noqa: E402
-from tensorsched.framework.bench import (git_commit, machine_info,  # noqa: E402
-                                         placements_sha256, run_workload)
-from tensorsched.framework.scheduler import Binding  # noqa: E402
+from tensorsched.framework.objects import synthetic  # noqa: E402
+from tensorsched.framework.scheduler.scheduler import Binding  # noqa: E402
+
+from .workloads import git_commit, machine_info, placements_sha256, run_workload
 
 DEFAULT_PROFILE = {
     "filters": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",

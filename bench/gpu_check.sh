@@ -7,14 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/.gpu-path${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p .gpu-path/tensorsched
-# Map the three code folders into the package without pip (no network there).
-cp tensorsched_pkg/__init__.py .gpu-path/tensorsched/__init__.py
-for d in kernels framework topology; do ln -sfn "$PWD/$d" ".gpu-path/tensorsched/$d"; done
+# Map the code folders into the package without pip (no network there).
+for f in tensorsched_pkg/*.py; do cp "$f" .gpu-path/tensorsched/; done
+for d in kernels framework topology bench; do ln -sfn "$PWD/$d" ".gpu-path/tensorsched/$d"; done
 out="${OUT:-bench/results}"
 mkdir -p "$out"
 unset NUMBA_ENABLE_CUDASIM
 timeout 300 python -m pytest -q -m cudasim -p no:cacheprovider 2>&1 | tail -n 15
 for backend in cuda numba; do
-  timeout 240 python -m tensorsched.framework.cli bench --workload basic --nodes 10000 \
+  timeout 240 python -m tensorsched.cli bench --workload basic --nodes 10000 \
     --pods 2000 --backend "$backend" --output "$out/basic-10000-$backend-gpu.json" | tail -n 12
 done

@@ -7,11 +7,17 @@ Runs the sweep (policies x traces x seeds, all cores) on the paper's cluster
 allocation ratio at 100 % and 130 % of arrived demand, the published mean
 (seeds 42-51), and the time per run.
 """
-import argparse, json, os, statistics, sys, time
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
 
-from tensorsched.framework import bench as B
-from tensorsched.framework import replay as R
 from tensorsched.kernels.gpu_share import POLICIES
+from tensorsched.topology.openb import replay as R
+
+from . import workloads as B
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "openb")

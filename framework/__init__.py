@@ -4,6 +4,6 @@
 seed=0) -> dict`` is the library form of ``tensorsched explain``.
 """
 
-from .explainer import explain
+from tensorsched.framework.scheduler.explain import explain
 
 __all__ = ["explain"]

@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import filters, layout as L, scores
+from . import filters, scores
+from . import layout as L
 from ._deps import cuda_unavailable_reason
 
 
@@ -364,7 +365,7 @@ def _warm_numba(k) -> None:
     global _numba_warmed
     if _numba_warmed:
         return
-    from . import topology
+    from . import domains as topology
     topology.warm()
     rows = np.zeros(1, np.int64)
     reasons = np.zeros(1, np.int64)
@@ -402,6 +403,7 @@ class CudaBackend:
         if reason is not None:
             raise BackendUnavailable(f"backend 'cuda' cannot run: {reason}")
         from numba import cuda
+
         from . import _fused_cuda, _fused_numba
         self._cuda = cuda
         self._k = _fused_cuda

@@ -12,8 +12,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from test_state import node, pod
 
-from tensorsched.framework.arrow_io import (
+from tensorsched.framework.objects.manifests import parse_node, parse_pod
+from tensorsched.framework.objects.records import NodeImage, Taint
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.state.arrow_io import (
     FORMAT,
     FORMAT_VERSION,
     TABLES,
@@ -23,12 +27,7 @@ from tensorsched.framework.arrow_io import (
     state_to_arrow,
     write_parquet,
 )
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.manifests import parse_node, parse_pod
-from tensorsched.framework.records import NodeImage, Taint
-from tensorsched.framework.state import ClusterState
-
-from test_state import node, pod
+from tensorsched.framework.state.cluster_state import ClusterState
 
 Mi = 1024 * 1024
 Gi = 1024 * Mi

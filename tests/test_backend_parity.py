@@ -11,14 +11,14 @@ project and ``strategies.DEFAULT_PROFILE`` for the oracle.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 import strategies as S
 from conftest import backend_params
 from golden import golden_profile_to_config
+from hypothesis import HealthCheck, given, settings
 from reference.oracle import OracleConfigError, oracle_explain
+
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.explainer import explain
+from tensorsched.framework.scheduler.explain import explain
 
 COMPARED = ("pod", "nodes_evaluated", "feasible", "filter", "scores", "total", "selected")
 

@@ -5,8 +5,8 @@ import json
 
 import yaml
 
-from tensorsched.framework.cli import main
-from tensorsched.framework.synthetic import node_dict, pod_dict
+from tensorsched.cli import main
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 
 
 def _write(tmp_path, name, objs):

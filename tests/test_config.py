@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tensorsched.framework.config import (
+from tensorsched.framework.config.kube_config import (
     DEFAULT_PLUGIN_POINTS,
     POINTS,
     PluginRef,
@@ -15,8 +15,7 @@ from tensorsched.framework.config import (
     load_config,
     profile_to_dict,
 )
-from tensorsched.framework.errors import ConfigError, TensorschedError
-from tensorsched.framework.plugin_args import (
+from tensorsched.framework.config.plugin_args import (
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
@@ -31,6 +30,7 @@ from tensorsched.framework.plugin_args import (
     default_args,
     register_args_decoder,
 )
+from tensorsched.framework.errors import ConfigError, TensorschedError
 
 API = "kubescheduler.config.k8s.io/v1"
 

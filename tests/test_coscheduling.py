@@ -9,13 +9,13 @@ import copy
 import pytest
 from sched_checks import check
 
-from tensorsched.framework.cluster import build_cluster
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.manifests import parse_objects
+from tensorsched.framework.objects.manifests import parse_objects
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.plugins import coscheduling as C
 from tensorsched.framework.plugins import in_tree_registry
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.synthetic import node_dict, pod_dict
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 CFG = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
        "profiles": [{"schedulerName": "default-scheduler", "plugins": {

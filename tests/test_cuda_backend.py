@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.explainer import explain_pod
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.synthetic import sample
+from tensorsched.framework.objects.synthetic import sample
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 CUDA_READY = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 if not CUDA_READY:
@@ -53,7 +53,7 @@ def test_cuda_schedule_matches_numpy_and_uploads_only_changed_rows():
 
 def test_cuda_without_device_fails_clearly():
     code = ("from tensorsched.framework import explain\n"
-            "from tensorsched.framework.synthetic import sample\n"
+            "from tensorsched.framework.objects.synthetic import sample\n"
             "n, p = sample(nodes=3, pods=1)\n"
             "try:\n    explain(n, p[0], backend='cuda')\n"
             "except Exception as e:\n    print(type(e).__name__, e)\n")

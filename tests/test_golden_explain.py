@@ -25,13 +25,13 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from conftest import backend_params
 from golden import golden_available, golden_profile_to_config, load_cases
-from tensorsched.framework.config import load_config
+
+from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.explainer import explain
 from tensorsched.framework.plugins import in_tree_registry
+from tensorsched.framework.scheduler.explain import explain
 
 # Exactly the cases the golden loader marks with a skip_reason (no others:
 # every filter / score / config_error case is expressible through explain).

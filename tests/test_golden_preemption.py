@@ -26,13 +26,14 @@ import numpy as np
 import pytest
 from conftest import backend_params
 from golden import PREEMPTION_SKIPS, load_preemption_cases, preemption_golden_available
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.preemption import (
+
+from tensorsched.framework.preemption.evaluator import (
     nodes_where_preemption_might_help,
     pod_eligible_to_preempt_others,
 )
-from tensorsched.framework.runtime import CycleContext
-from tensorsched.framework.status import Code
+from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.status import Code
+from tensorsched.framework.scheduler.cluster import build_cluster
 
 LEFT_OUT = dict(PREEMPTION_SKIPS)
 

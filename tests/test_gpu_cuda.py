@@ -7,12 +7,13 @@ import pytest
 from conftest import cuda_available
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.explainer import explain_pod
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.synthetic import gpu, gpu_config
+
+from tensorsched.framework.objects.synthetic import gpu, gpu_config
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
+from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import gpu_share as K
-from tensorsched.kernels import gpu_topology as KT
+from tensorsched.kernels import gpu_subsets as KT
 from tensorsched.topology.gpu_table import binding_gpus
 
 needs_cuda = pytest.mark.skipif(not cuda_available(),

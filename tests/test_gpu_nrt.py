@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tensorsched.framework.cli import main
-from tensorsched.framework.cluster import build_cluster
+
+from tensorsched.cli import main
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.explainer import explain_pod
-from tensorsched.framework.manifests import load_objects, parse_objects
+from tensorsched.framework.objects.manifests import load_objects, parse_objects
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.topology.gpu_table import GpuTable, attach_node_topologies
-from tensorsched.topology.gpu_topology import from_annotation
+from tensorsched.topology.node_topology import from_annotation
 
 FIX = Path(__file__).parent / "fixtures" / "gpu_nrt"
 

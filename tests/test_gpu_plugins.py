@@ -6,18 +6,19 @@ import json
 import numpy as np
 import pytest
 import yaml
-from tensorsched.framework.bench import run_workload
-from tensorsched.framework.cli import main
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.config import DEFAULT_PLUGINS
-from tensorsched.framework.explainer import explain_pod
-from tensorsched.framework.manifests import parse_pod
+
+from tensorsched.bench.workloads import run_workload
+from tensorsched.cli import main
+from tensorsched.framework.config.kube_config import DEFAULT_PLUGINS
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.objects.synthetic import gpu_config, gpu_node, node_dict, pod_dict
 from tensorsched.framework.plugins import default_registry, in_tree_registry
-from tensorsched.framework.plugins.gpu_share import GPU_PLUGINS
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.synthetic import gpu_config, gpu_node, node_dict, pod_dict
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
+from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import gpu_share as K
 from tensorsched.topology.gpu_table import GpuTable, binding_gpus
+from tensorsched.topology.plugins import GPU_PLUGINS
 
 BACKENDS = ["numpy", "numba"]
 
@@ -133,7 +134,7 @@ def test_island_and_numa_filter(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_topology_score_prefers_tightest(backend):
-    from tensorsched.topology.gpu_topology import ANNO_NODE_TOPOLOGY
+    from tensorsched.topology.node_topology import ANNO_NODE_TOPOLOGY
     # a: GPUs 2 and 6 used -> no island nor NUMA node has 4 free: 0
     # b: fresh DGX -> one island: 100
     # c: islands of 2, NUMA nodes of 4 -> 4 GPUs at best on one NUMA node: 50
@@ -225,7 +226,7 @@ def test_table_follows_state_bound_pods_and_node_updates():
     assert t.alloc["default/pinned"].indices == (5, 6)
     assert t.alloc["default/other"].indices == (0,)
     # node update keeps allocations
-    from tensorsched.framework.manifests import parse_node
+    from tensorsched.framework.objects.manifests import parse_node
     cl.state.update_node(parse_node(gpu_node("a")))
     t = GpuTable.of(cl.state)
     assert t.alloc["default/pinned"].indices == (5, 6)
@@ -284,7 +285,7 @@ def test_bench_gpu_workload_backends_agree():
 
 
 def test_gpu_config_is_valid():
-    from tensorsched.framework.config import load_config
+    from tensorsched.framework.config.kube_config import load_config
     reg = default_registry()
     c = load_config(gpu_config(), reg.plugin_points())
     prof = c.profiles[0]

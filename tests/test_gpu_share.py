@@ -1,12 +1,18 @@
 """GPU inventory, sharing kernels (numpy == numba == scalar oracle) and placement safety."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import gpu_oracle as O
 
 from tensorsched.kernels import gpu_share as K
-from tensorsched.topology.gpu import (GpuAsk, build_inventory, inventory_from_nodes, pod_gpu_ask,
-                                      read_openb_nodes)
-from reference import gpu_oracle as O
+from tensorsched.topology.gpu import (
+    GpuAsk,
+    build_inventory,
+    inventory_from_nodes,
+    pod_gpu_ask,
+    read_openb_nodes,
+)
 
 MODELS = ["A10", "T4", "V100M32"]
 

@@ -8,13 +8,14 @@ import pytest
 from conftest import cuda_available
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.synthetic import node_dict, pod_dict
-from tensorsched.kernels import gpu_topology as KT
+
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.kernels import gpu_subsets as KT
 from tensorsched.topology.gpu import MILLI
 from tensorsched.topology.gpu_table import GpuTable
-from tensorsched.topology.gpu_topology import (
+from tensorsched.topology.node_topology import (
     ANNO_NODE_TOPOLOGY,
     ANNO_POD_PLACEMENT,
     from_annotation,
@@ -222,7 +223,7 @@ def gpu_world(draw, max_nodes=5, max_ops=30):
 
 
 def _run(nodes, ops, backend, policy):
-    from tensorsched.framework.manifests import parse_pod
+    from tensorsched.framework.objects.manifests import parse_pod
     cluster = build_cluster(nodes, _config(policy))
     sched = Scheduler(cluster, backend, 7)
     state = cluster.state

@@ -21,12 +21,19 @@ import numpy as np
 from golden import golden_profile_to_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tensorsched.framework import synthetic
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.explainer import explain_pod
-from tensorsched.framework.manifests import parse_pod
-from test_spread_affinity_parity import (_SETTINGS, NAMESPACES, _pod, pod_affinity, pod_labels,
-                                         spread_scenarios)
+from test_spread_affinity_parity import (
+    _SETTINGS,
+    NAMESPACES,
+    _pod,
+    pod_affinity,
+    pod_labels,
+    spread_scenarios,
+)
+
+from tensorsched.framework.objects import synthetic
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
 
 
 def _config(profile):

@@ -9,7 +9,6 @@ set of cases the loader marks with a skip_reason.
 from __future__ import annotations
 
 import pytest
-
 from golden import (
     EXPLAIN_KINDS,
     GOLDEN_FILES,

@@ -16,13 +16,14 @@ from reference.oracle import (
     plugin_args,
     split_objects,
 )
-from tensorsched.framework.cluster import build_cluster
+
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.explainer import explain
-from tensorsched.framework.manifests import parse_objects
-from tensorsched.framework.pdb import disruptions_allowed
-from tensorsched.framework.runtime import CycleContext
-from tensorsched.framework.scheduler import Scheduler
+from tensorsched.framework.objects.manifests import parse_objects
+from tensorsched.framework.objects.pdb import disruptions_allowed
+from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 FILTERS = ["NodePorts", "NodeResourcesFit"]
 CONFIG = {

@@ -16,10 +16,11 @@ from reference.oracle import (
     plugin_args,
     split_objects,
 )
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.pod_counts import DomainSums, PodCountIndex, pod_count_index
-from tensorsched.framework.runtime import CycleContext
-from tensorsched.framework.scheduler import Scheduler
+
+from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.framework.state.domain_counts import DomainSums, PodCountIndex, pod_count_index
 
 FILTERS = ["NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
 CONFIG = {
@@ -290,7 +291,7 @@ GPU_CONFIG = {
 
 
 def _share(name, milli, prio, node=None, start=None):
-    from tensorsched.framework.synthetic import pod_dict
+    from tensorsched.framework.objects.synthetic import pod_dict
     p = pod_dict(name, cpu="1", memory="1Gi", priority=prio)
     p["metadata"]["annotations"] = {"alibabacloud.com/gpu-milli": str(milli)}
     if node:
@@ -307,7 +308,7 @@ def _gpu_snapshot(t):
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_gpu_share_preemption_frees_one_gpu(backend):
-    from tensorsched.framework.synthetic import gpu_node
+    from tensorsched.framework.objects.synthetic import gpu_node
     from tensorsched.topology.gpu_table import GpuTable
     # Eight 600m shares, one per GPU of the node: a 700m share fits only when
     # one of them goes; resources alone would reprieve them all.  Reprieved
@@ -337,7 +338,7 @@ def test_gpu_share_preemption_frees_one_gpu(backend):
 
 def _few_pods_registry():
     from tensorsched.framework.plugins import in_tree_registry
-    from tensorsched.framework.user_plugins import ArrayPlugin
+    from tensorsched.framework.runtime.user_plugins import ArrayPlugin
 
     class FewPods(ArrayPlugin):
         """Passes nodes holding fewer than two pods."""

@@ -2,9 +2,9 @@
 with its own plugins, weights and percentageOfNodesToScore."""
 
 from tensorsched.framework import explain
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.manifests import parse_pod
-from tensorsched.framework.synthetic import node_dict, pod_dict
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.scheduler.cluster import build_cluster
 
 CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",

@@ -4,10 +4,12 @@ request during a cycle, SchedulingGates -- checked after every step."""
 
 import pytest
 from sched_checks import check
-from tensorsched.framework.clock import SimulatedClock
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.manifests import parse_pod
-from tensorsched.framework.queue import (
+
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.runtime.clock import SimulatedClock
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.queue import (
     ACTIVE,
     BACKOFF,
     NODE_ADD,
@@ -15,8 +17,7 @@ from tensorsched.framework.queue import (
     UNSCHEDULABLE,
     SchedulingQueue,
 )
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.synthetic import node_dict, pod_dict
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 
 def _q(**kw):

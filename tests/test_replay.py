@@ -6,10 +6,15 @@ import statistics
 import numpy as np
 import pytest
 
-from tensorsched.framework import replay as R
-from tensorsched.framework.cli import main
-from tensorsched.framework.replay import read_expected, read_openb_nodes, read_openb_pods, replay
+from tensorsched.cli import main
 from tensorsched.kernels.gpu_share import POLICIES
+from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.replay import (
+    read_expected,
+    read_openb_nodes,
+    read_openb_pods,
+    replay,
+)
 
 NODES = "data/openb/csv/openb_node_list_gpu_node.csv"      # the paper's cluster: the GPU nodes
 DEFAULT = "data/openb/csv/openb_pod_list_default.csv"

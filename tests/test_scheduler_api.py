@@ -5,12 +5,13 @@ after every step (nothing double-counted, nothing lost)."""
 
 import pytest
 from sched_checks import check
-from tensorsched.framework.cluster import build_cluster
+
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry
-from tensorsched.framework.queue import BACKOFF
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.status import Code, Status
-from tensorsched.framework.synthetic import node_dict, pod_dict
+from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.queue import BACKOFF
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 PREEMPT_CFG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",

@@ -10,10 +10,9 @@ after random binds and deletes.
 from __future__ import annotations
 
 import pytest
+from conftest import backend_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import backend_params
 from test_backend_parity import check_against_oracle
 
 _SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
@@ -189,10 +188,10 @@ def test_incremental_counts_equal_recount(scenario, ops):
     """Counts kept by the state listener equal a fresh count after binds/deletes."""
     import numpy as np
 
-    from tensorsched.framework.cluster import build_cluster
-    from tensorsched.framework.manifests import parse_pod
-    from tensorsched.framework.pod_counts import PodCountIndex, pod_count_index
-    from tensorsched.framework.pod_selectors import pod_terms
+    from tensorsched.framework.objects.manifests import parse_pod
+    from tensorsched.framework.objects.selectors import pod_terms
+    from tensorsched.framework.scheduler.cluster import build_cluster
+    from tensorsched.framework.state.domain_counts import PodCountIndex, pod_count_index
     objects, pod, _profile, _seed = scenario
     cluster = build_cluster(objects, None)
     state = cluster.state

@@ -18,12 +18,12 @@ from test_backend_parity import check_against_oracle
 from test_incremental_constraints import _cycle, _same
 from test_spread_affinity_parity import _SETTINGS, spread_scenarios
 
-from tensorsched.framework.cluster import build_cluster
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.explainer import explain
-from tensorsched.framework.manifests import parse_objects, parse_pod
-from tensorsched.framework.scheduler import Scheduler
-from tensorsched.framework.workloads import WorkloadIndex
+from tensorsched.framework.objects.manifests import parse_objects, parse_pod
+from tensorsched.framework.objects.workloads import WorkloadIndex
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.explainer import explain_pod
-from tensorsched.framework.manifests import parse_pod
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry
-from tensorsched.framework.synthetic import node_dict, pod_dict
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "plugins"
 

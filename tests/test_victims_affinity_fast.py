@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_preemption_host_filters import CONFIG, HOST, _check, _node
 
-from tensorsched.framework.cluster import build_cluster
-from tensorsched.framework.priorities import pod_priority
-from tensorsched.framework.runtime import CycleContext
-from tensorsched.framework.victims_host import HostVictimSearch, active_host_filters
+from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.preemption.host_search import HostVictimSearch, active_host_filters
+from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.scheduler.cluster import build_cluster
 
 KEYS = st.sampled_from(["zone", HOST, "rack"])
 APPS = st.sampled_from(["a", "b"])
@@ -176,8 +176,8 @@ def test_preemption_antiaffinity_bench_same_with_search_on_state(tmp_path, monke
     both agree with the search on the state (counts and probes off)."""
     import json
 
-    from tensorsched.framework import victims_host
-    from tensorsched.framework.cli import main
+    from tensorsched.cli import main
+    from tensorsched.framework.preemption import host_search as victims_host
 
     def run(backend):
         out = tmp_path / f"{backend}.json"

@@ -23,8 +23,9 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+
 from tensorsched.kernels import gpu_share as K
-from tensorsched.kernels import gpu_topology as KT
+from tensorsched.kernels import gpu_subsets as KT
 
 from .gpu import (
     ANNO_GPU_COUNT,
@@ -38,7 +39,7 @@ from .gpu import (
     GpuAsk,
     pod_gpu_ask,
 )
-from .gpu_topology import (
+from .node_topology import (
     C_NUMA,
     MAX_GPUS,
     MAX_ZONES,

@@ -13,8 +13,8 @@ Register and use it::
     # then enable "CpuHeadroom" under filter/score in a KubeSchedulerConfiguration
 """
 
-from tensorsched.framework.plugin import NORMALIZE_DEFAULT
-from tensorsched.framework.user_plugins import ScalarPlugin
+from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT
+from tensorsched.framework.runtime.user_plugins import ScalarPlugin
 
 CPU = 0   # the cpu column of every resource row
 

@@ -6,7 +6,7 @@ and others 0, and filters out nodes without a zone label.
 
 import numpy as np
 
-from tensorsched.framework.user_plugins import ArrayPlugin
+from tensorsched.framework.runtime.user_plugins import ArrayPlugin
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 

@@ -11,13 +11,26 @@ from __future__ import annotations
 
 def in_tree_registry():
     """A fresh Registry with every in-tree plugin."""
-    from ..config import DEFAULT_PLUGIN_POINTS
-    from ..registry import Registry
-    from . import (balanced_allocation, default_binder, default_preemption, image_locality,
-                   inter_pod_affinity,
-                   node_affinity, node_name, node_ports, node_resources_fit,
-                   node_unschedulable, pod_topology_spread, priority_sort, scheduling_gates,
-                   taint_toleration, unmodeled)
+    from tensorsched.framework.config.kube_config import DEFAULT_PLUGIN_POINTS
+    from tensorsched.framework.runtime.registry import Registry
+
+    from . import (
+        balanced_allocation,
+        default_binder,
+        default_preemption,
+        image_locality,
+        inter_pod_affinity,
+        node_affinity,
+        node_name,
+        node_ports,
+        node_resources_fit,
+        node_unschedulable,
+        pod_topology_spread,
+        priority_sort,
+        scheduling_gates,
+        taint_toleration,
+        unmodeled,
+    )
 
     reg = Registry()
     for mod in (balanced_allocation, default_binder, default_preemption, image_locality,
@@ -33,7 +46,9 @@ def in_tree_registry():
 def default_registry():
     """The in-tree plugins plus GpuShareFit, GpuShareScore, GpuTopologyScore
     and Coscheduling: what clusters, the CLI and ``explain`` use."""
-    from . import coscheduling, gpu_share
+    from tensorsched.topology import plugins as gpu_share
+
+    from . import coscheduling
     reg = in_tree_registry()
     gpu_share.register(reg)
     coscheduling.register(reg)

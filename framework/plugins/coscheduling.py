@@ -55,11 +55,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..plugin import Plugin
-from ..podgroups import PodGroup, parse_pod_group
-from ..priorities import pod_priority
-from ..status import Code, Status
+from tensorsched.framework.errors import ConfigError
+from tensorsched.framework.objects.podgroups import PodGroup, parse_pod_group
+from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.runtime.plugin import Plugin
+from tensorsched.framework.runtime.status import Code, Status
 
 NAME = "Coscheduling"
 POINTS = frozenset({"queueSort", "preFilter", "postFilter", "reserve", "permit"})
@@ -73,7 +73,7 @@ __all__ = ["Coscheduling", "PodGroup", "parse_pod_group", "register", "registry"
 
 def _unschedulable(message: str = ""):
     """A PostFilter outcome that nominates nothing."""
-    from ..preemption import PreemptionResult
+    from tensorsched.framework.preemption.evaluator import PreemptionResult
     return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE,
                                                 (message,) if message else (), NAME))
 

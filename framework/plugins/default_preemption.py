@@ -1,13 +1,14 @@
 """DefaultPreemption (PostFilter): mirrors plugins/defaultpreemption/default_preemption.go.
 
-The evaluator lives in ``tensorsched.framework.preemption``; this plugin
+The evaluator lives in ``tensorsched.framework.preemption.evaluator``; this plugin
 holds the args (minCandidateNodesPercentage / minCandidateNodesAbsolute) and
 the per-cluster pod table the victim kernel reads."""
 
 from __future__ import annotations
 
-from ..plugin import Plugin
-from ..plugin_args import DefaultPreemptionArgs
+from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
+from tensorsched.framework.runtime.plugin import Plugin
+
 from . import names
 
 NAME = names.DEFAULT_PREEMPTION
@@ -21,7 +22,7 @@ class DefaultPreemption(Plugin):
 
     def post_filter(self, ctx, result, table, *, seed: int = 0, attempt: int = 0, **kw):
         """Run preemption for the failed cycle ``result``; a PreemptionResult."""
-        from ..preemption import preempt
+        from tensorsched.framework.preemption.evaluator import preempt
         return preempt(ctx.framework, ctx, result, self.args, table, seed=seed,
                        attempt=attempt, **kw)
 

@@ -31,14 +31,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.config.plugin_args import InterPodAffinityArgs
+from tensorsched.framework.objects.selectors import pod_terms
+from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, Plugin
+from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.domain_counts import (
+    node_domains,
+    node_domains_p1,
+    pod_count_index,
+    structure_tag,
+)
+from tensorsched.kernels import domains as T
 from tensorsched.kernels import layout as L
-from tensorsched.kernels import topology as T
 
-from ..plugin import NORMALIZE_NONE, Plugin
-from ..plugin_args import InterPodAffinityArgs
-from ..pod_counts import node_domains, node_domains_p1, pod_count_index, structure_tag
-from ..pod_selectors import pod_terms
-from ..status import SKIP, Code, Status
 from . import names
 
 NAME = names.INTER_POD_AFFINITY

@@ -7,12 +7,12 @@ Filter: scheduler-enforced terms first, then nodeSelector AND required terms.
 Score: sum of the weights of matching preferred terms (the pod's and the
 added ones), normalized so the best node gets 100."""
 
+from tensorsched.framework.config.plugin_args import NodeAffinityArgs
+from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, FusedFilter, FusedScore, Plugin
+from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.query import prefilter_node_names
 from tensorsched.kernels import layout as L
 
-from ..plugin import NORMALIZE_DEFAULT, FusedFilter, FusedScore, Plugin
-from ..plugin_args import NodeAffinityArgs
-from ..query import prefilter_node_names
-from ..status import SKIP, Code, Status
 from . import names
 
 NAME = names.NODE_AFFINITY

@@ -1,9 +1,9 @@
 """NodeName: mirrors plugins/nodename/node_name.go (spec.nodeName must match)."""
 
+from tensorsched.framework.runtime.plugin import FusedFilter, Plugin
+from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.kernels import layout as L
 
-from ..plugin import FusedFilter, Plugin
-from ..status import Code, Status
 from . import names
 
 NAME = names.NODE_NAME

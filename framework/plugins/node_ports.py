@@ -4,10 +4,10 @@ A host port (protocol, hostIP, port) conflicts with one in use on the node
 when protocol and port match and either IP is 0.0.0.0 or both are equal.
 PreFilter skips pods that ask for no host port."""
 
+from tensorsched.framework.runtime.plugin import FusedFilter, Plugin
+from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.kernels import layout as L
 
-from ..plugin import FusedFilter, Plugin
-from ..status import SKIP, Code, Status
 from . import names
 
 NAME = names.NODE_PORTS

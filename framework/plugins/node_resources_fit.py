@@ -6,11 +6,15 @@ Filter: 'Too many pods', then (when the pod requests anything) 'Insufficient
 resource not ignored.  Score: the configured strategy over the configured
 resources, with non-zero request defaults for cpu and memory."""
 
+from tensorsched.framework.config.plugin_args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    NodeResourcesFitArgs,
+)
+from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, FusedFilter, FusedScore, Plugin
+from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.kernels import layout as L
 
-from ..plugin import NORMALIZE_NONE, FusedFilter, FusedScore, Plugin
-from ..plugin_args import (LEAST_ALLOCATED, MOST_ALLOCATED, NodeResourcesFitArgs)
-from ..status import Code, Status
 from . import names
 
 NAME = names.NODE_RESOURCES_FIT

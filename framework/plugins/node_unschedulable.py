@@ -3,10 +3,10 @@
 A node with ``spec.unschedulable`` rejects pods that do not tolerate the
 ``node.kubernetes.io/unschedulable:NoSchedule`` taint."""
 
+from tensorsched.framework.runtime.plugin import FusedFilter, Plugin
+from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.kernels import layout as L
 
-from ..plugin import FusedFilter, Plugin
-from ..status import Code, Status
 from . import names
 
 NAME = names.NODE_UNSCHEDULABLE

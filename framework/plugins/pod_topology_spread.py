@@ -31,7 +31,7 @@ kubernetes.io/hostname: the scored nodes, counted per node); nodes lacking a
 key are ignored (score 0); then 100 * (max + min - s) / max.
 
 Counts per node come from ``pod_counts`` (incremental); the kernels in
-``tensorsched.kernels.topology`` turn them into domain counts each cycle.
+``tensorsched.kernels.domains`` turn them into domain counts each cycle.
 """
 
 from __future__ import annotations
@@ -40,17 +40,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tensorsched.framework.config.plugin_args import (
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    SYSTEM_DEFAULTING,
+    PodTopologySpreadArgs,
+)
+from tensorsched.framework.objects.selectors import compile_selector, selector_matches
+from tensorsched.framework.objects.workloads import workloads_of
+from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, Plugin
+from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.domain_counts import (
+    node_domains,
+    node_domains_p1,
+    pod_count_index,
+    structure_tag,
+)
+from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
+from tensorsched.kernels import domains as T
 from tensorsched.kernels import filters as KF
 from tensorsched.kernels import layout as L
-from tensorsched.kernels import topology as T
 
-from ..plugin import NORMALIZE_NONE, Plugin
-from ..plugin_args import SYSTEM_DEFAULT_CONSTRAINTS, SYSTEM_DEFAULTING, PodTopologySpreadArgs
-from ..pod_counts import node_domains, node_domains_p1, pod_count_index, structure_tag
-from ..pod_selectors import compile_selector, selector_matches
-from ..query import QueryOptions, compile_query, pod_signature
-from ..status import SKIP, Code, Status
-from ..workloads import workloads_of
 from . import names
 
 NAME = names.POD_TOPOLOGY_SPREAD

@@ -2,7 +2,8 @@
 
 Higher priority first; equal priorities by earlier creation (queue) time."""
 
-from ..plugin import Plugin
+from tensorsched.framework.runtime.plugin import Plugin
+
 from . import names
 
 NAME = names.PRIORITY_SORT

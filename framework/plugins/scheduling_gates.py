@@ -2,8 +2,9 @@
 
 A pod with ``spec.schedulingGates`` stays out of the active queue."""
 
-from ..plugin import Plugin
-from ..status import Code, Status
+from tensorsched.framework.runtime.plugin import Plugin
+from tensorsched.framework.runtime.status import Code, Status
+
 from . import names
 
 NAME = names.SCHEDULING_GATES

@@ -5,11 +5,11 @@ tolerates rejects it.  Score: the number of PreferNoSchedule taints not
 tolerated (by tolerations with an empty or PreferNoSchedule effect),
 reverse-normalized so the fewest gets 100."""
 
+from tensorsched.framework.runtime.plugin import NORMALIZE_REVERSE, FusedFilter, FusedScore, Plugin
+from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.state.query import tolerates
 from tensorsched.kernels import layout as L
 
-from ..plugin import NORMALIZE_REVERSE, FusedFilter, FusedScore, Plugin
-from ..query import tolerates
-from ..status import Code, Status
 from . import names
 
 NAME = names.TAINT_TOLERATION

@@ -10,9 +10,10 @@
   framework/preemption.py.)
 """
 
-from ..errors import TensorschedError
-from ..plugin import FusedFilter, Plugin
-from ..status import SKIP, Status
+from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.runtime.plugin import FusedFilter, Plugin
+from tensorsched.framework.runtime.status import SKIP, Status
+
 from . import names
 
 

@@ -1,0 +1,50 @@
+"""Helpers of ``tensorsched bench --workload gpu`` (see ``synthetic.gpu``)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from tensorsched.framework.objects.manifests import parse_pod
+
+
+def warm_up(cluster, fw, pod_objs, seed: int) -> None:
+    """Compile every GPU pod shape's path (filter, scores, Reserve's pick)
+    outside the timed run; the state is left as it was."""
+    state = cluster.state
+    seen = set()
+    node = state.node_name(int(state.valid_rows()[0]))
+    for obj in pod_objs:
+        annos = tuple(sorted((obj["metadata"].get("annotations") or {}).items()))
+        req = tuple(sorted(obj["spec"]["containers"][0]["resources"]["requests"].items()))
+        if (annos, req) in seen:
+            continue
+        seen.add((annos, req))
+        warm = parse_pod(dict(obj, metadata=dict(obj["metadata"], name="warm-up-gpu")))
+        fw.run_cycle(state, warm, seed=seed)
+        fw.run_cycle(state, warm, seed=seed, want_scores=False)
+        state.add_pod(warm, node)
+        from tensorsched.framework.runtime.framework import CycleContext
+        for p in fw._point.get("reserve", ()):
+            p.reserve(CycleContext(state, warm, fw), node)
+        for p in reversed(fw._point.get("reserve", ())):
+            p.unreserve(CycleContext(state, warm, fw), node)
+        state.remove_pod(warm.key)
+
+
+def gpu_summary(cluster, bindings) -> dict:
+    """GPU fields of the record: GPUs allocated, and a sha256 over the
+    ordered (pod, node, GPU indices) placements; checks the table's
+    invariants (nothing over-allocated)."""
+    from tensorsched.topology.gpu_table import GpuTable
+    t = GpuTable.of(cluster.state)
+    t.check()
+    h = hashlib.sha256()
+    milli = 0
+    for b in bindings:
+        a = t.alloc.get(b.pod) if b.node is not None else None
+        idx = ",".join(str(g) for g in a.indices) if a is not None else ""
+        if a is not None:
+            milli += a.milli * len(a.indices)
+        h.update(f"{b.pod} {b.node if b.node is not None else '-'} {idx}\n".encode())
+    return {"gpu_placements_sha256": h.hexdigest(), "gpu_milli_allocated": milli,
+            "gpus_total": int(t.count[:cluster.state.n_rows].sum())}

@@ -1,0 +1,609 @@
+"""Plugin arguments of the built-in plugins: defaults, strict decoding, validation.
+
+Each ``*Args`` class is a frozen dataclass whose default instance is what
+kube-scheduler (config v1, 1.31/1.32) fills in when a profile has no
+``pluginConfig`` entry for the plugin. ``decode_args`` turns the raw
+``pluginConfig[i].args`` mapping into one of these, field by field:
+
+- strict: a key the args type does not have is an error, as in the
+  scheduler's strict decoding;
+- defaulting as upstream (e.g. a resource weight of 0 or unset becomes 1);
+- validation as upstream; every problem is a ``ConfigError`` whose field is the
+  full path, ``<path>.scoringStrategy.resources[0].weight``.
+
+Plugins without a decoder here (out-of-tree ones) keep their raw mapping unless
+they register their own with ``register_args_decoder``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from tensorsched.framework.errors import ConfigError
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+SYSTEM_DEFAULTING = "System"
+LIST_DEFAULTING = "List"
+
+MAX_CUSTOM_PRIORITY_SCORE = 10  # y axis of a utilization shape
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+# --------------------------------------------------------------------------
+# argument types
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A resource taken into account by a scoring strategy, and its weight."""
+
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
+
+
+@dataclass(frozen=True)
+class UtilizationShapePoint:
+    """One point of a piecewise-linear score function: utilization 0..100 -> score 0..10."""
+
+    utilization: int
+    score: int
+
+
+@dataclass(frozen=True)
+class RequestedToCapacityRatioParam:
+    shape: tuple[UtilizationShapePoint, ...]
+
+
+@dataclass(frozen=True)
+class ScoringStrategy:
+    type: str = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    # set only (and then always) when type is RequestedToCapacityRatio
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
+
+
+@dataclass(frozen=True)
+class NodeResourcesFitArgs:
+    ignored_resources: tuple[str, ...] = ()
+    ignored_resource_groups: tuple[str, ...] = ()
+    scoring_strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
+
+
+@dataclass(frozen=True)
+class NodeResourcesBalancedAllocationArgs:
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+
+
+@dataclass(frozen=True)
+class NodeAffinityArgs:
+    # The NodeAffinity object as written in the config (camelCase keys, as in
+    # a pod's spec.affinity.nodeAffinity), validated; None when absent.
+    added_affinity: dict | None = None
+
+
+@dataclass(frozen=True)
+class DefaultPreemptionArgs:
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+
+@dataclass(frozen=True)
+class TopologySpreadConstraint:
+    """A default spread constraint (``PodTopologySpreadArgs.defaultConstraints[i]``).
+
+    Never has a label selector: it is deduced per pod from its owners."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None  # Honor | Ignore; None = plugin default
+    node_taints_policy: str | None = None  # Honor | Ignore; None = plugin default
+    match_label_keys: tuple[str, ...] = ()
+
+
+# The constraints the plugin applies when defaultingType is System
+# (a plugin-side constant, listed here so that callers find it with the args).
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
+    TopologySpreadConstraint(3, "kubernetes.io/hostname", "ScheduleAnyway"),
+    TopologySpreadConstraint(5, "topology.kubernetes.io/zone", "ScheduleAnyway"),
+)
+
+
+@dataclass(frozen=True)
+class PodTopologySpreadArgs:
+    default_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    defaulting_type: str = SYSTEM_DEFAULTING
+
+
+@dataclass(frozen=True)
+class InterPodAffinityArgs:
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass(frozen=True)
+class VolumeBindingArgs:
+    bind_timeout_seconds: int = 600
+
+
+# --------------------------------------------------------------------------
+# small strict-decoding helpers
+
+
+def _join(path: str, child: str) -> str:
+    return f"{path}.{child}" if path else child
+
+
+def _mapping(raw: Any, path: str) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(path, f"must be an object, got {type(raw).__name__}")
+    for k in raw:
+        if not isinstance(k, str):
+            raise ConfigError(path, f"field name {k!r} is not a string")
+    return dict(raw)
+
+
+def _only(raw: Mapping, allowed: tuple[str, ...], path: str) -> None:
+    for k in raw:
+        if k not in allowed:
+            raise ConfigError(_join(path, k), f"unknown field (known: {', '.join(allowed)})")
+
+
+def _int(value: Any, path: str, lo: int = _INT32_MIN, hi: int = _INT32_MAX) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer, got {value!r}")
+    if value < lo or value > hi:
+        raise ConfigError(path, f"{value} does not fit the field's integer type")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(path, f"must be a string, got {value!r}")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(path, f"must be a boolean, got {value!r}")
+    return value
+
+
+def _list(value: Any, path: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(path, f"must be a list, got {type(value).__name__}")
+    return list(value)
+
+
+_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def check_qualified_name(value: str, path: str) -> None:
+    """A label key / resource name: ``[prefix/]name``, prefix a DNS subdomain
+    (<= 253), name <= 63 alphanumerics, '-', '_', '.' starting and ending alphanumeric."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            raise ConfigError(path, f"{value!r}: prefix part must be non-empty")
+        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+            raise ConfigError(path, f"{value!r}: prefix part must be a lowercase DNS-1123 subdomain")
+    else:
+        raise ConfigError(path, f"{value!r}: a qualified name has at most one '/'")
+    if not name:
+        raise ConfigError(path, f"{value!r}: name part must be non-empty")
+    if len(name) > 63:
+        raise ConfigError(path, f"{value!r}: name part must be no more than 63 characters")
+    if not _NAME_PART.match(name):
+        raise ConfigError(
+            path,
+            f"{value!r}: name part must consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character",
+        )
+
+
+def _check_label_value(value: str, path: str) -> None:
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ConfigError(path, f"{value!r} is not a valid label value")
+
+
+def _type_meta(raw: dict, kind: str, path: str) -> None:
+    """Args may carry apiVersion/kind; when they do they must name this args type."""
+    if "apiVersion" in raw:
+        v = _str(raw.pop("apiVersion"), _join(path, "apiVersion"))
+        if v != API_VERSION:
+            raise ConfigError(_join(path, "apiVersion"), f"must be {API_VERSION!r}, got {v!r}")
+    if "kind" in raw:
+        k = _str(raw.pop("kind"), _join(path, "kind"))
+        if k != kind:
+            raise ConfigError(_join(path, "kind"), f"args of this plugin are of kind {kind!r}, got {k!r}")
+
+
+# --------------------------------------------------------------------------
+# decoders (raw mapping or None -> args, defaulted and validated)
+
+
+def _decode_resources(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
+    items = _list(raw, path)
+    if not items:
+        return DEFAULT_RESOURCES
+    out = []
+    for i, item in enumerate(items):
+        p = f"{path}[{i}]"
+        m = _mapping(item, p)
+        _only(m, ("name", "weight"), p)
+        if "name" not in m:
+            raise ConfigError(_join(p, "name"), "required")
+        name = _str(m["name"], _join(p, "name"))
+        weight = _int(m.get("weight", 0), _join(p, "weight"), _INT64_MIN, _INT64_MAX)
+        out.append(ResourceSpec(name, 1 if weight == 0 else weight))  # 0 or unset -> 1
+    return tuple(out)
+
+
+def _decode_shape(raw: Any, path: str) -> tuple[UtilizationShapePoint, ...]:
+    items = _list(raw, path)
+    if not items:
+        raise ConfigError(path, "required: at least one point must be specified")
+    pts = []
+    for i, item in enumerate(items):
+        p = f"{path}[{i}]"
+        m = _mapping(item, p)
+        _only(m, ("utilization", "score"), p)
+        pts.append(
+            UtilizationShapePoint(
+                _int(m.get("utilization", 0), _join(p, "utilization")),
+                _int(m.get("score", 0), _join(p, "score")),
+            )
+        )
+    for i in range(1, len(pts)):
+        if pts[i - 1].utilization >= pts[i].utilization:
+            raise ConfigError(f"{path}[{i}].utilization", "values must be sorted in increasing order")
+    for i, pt in enumerate(pts):
+        if not 0 <= pt.utilization <= 100:
+            raise ConfigError(f"{path}[{i}].utilization", f"{pt.utilization} not in valid range [0, 100]")
+        if not 0 <= pt.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise ConfigError(
+                f"{path}[{i}].score", f"{pt.score} not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
+            )
+    return tuple(pts)
+
+
+def _decode_node_resources_fit(raw: Any, path: str) -> NodeResourcesFitArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "NodeResourcesFitArgs", path)
+    _only(m, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"), path)
+
+    ignored = []
+    p = _join(path, "ignoredResources")
+    for i, v in enumerate(_list(m.get("ignoredResources"), p)):
+        check_qualified_name(_str(v, f"{p}[{i}]"), f"{p}[{i}]")
+        ignored.append(v)
+    groups = []
+    p = _join(path, "ignoredResourceGroups")
+    for i, v in enumerate(_list(m.get("ignoredResourceGroups"), p)):
+        _str(v, f"{p}[{i}]")
+        if "/" in v:
+            raise ConfigError(f"{p}[{i}]", f"{v!r}: resource group name can't contain '/'")
+        check_qualified_name(v, f"{p}[{i}]")
+        groups.append(v)
+
+    sp = _join(path, "scoringStrategy")
+    if m.get("scoringStrategy") is None:
+        strategy = ScoringStrategy()
+    else:
+        s = _mapping(m["scoringStrategy"], sp)
+        _only(s, ("type", "resources", "requestedToCapacityRatio"), sp)
+        # no defaulting of the type once a strategy is given, as upstream
+        stype = _str(s.get("type", ""), _join(sp, "type"))
+        if stype not in SCORING_STRATEGY_TYPES:
+            raise ConfigError(
+                _join(sp, "type"), f"unsupported value {stype!r}: supported values: {', '.join(SCORING_STRATEGY_TYPES)}"
+            )
+        resources = _decode_resources(s.get("resources"), _join(sp, "resources"))
+        for i, r in enumerate(resources):
+            if not 0 < r.weight <= 100:
+                raise ConfigError(
+                    f"{sp}.resources[{i}].weight", f"resource weight of {r.name} not in valid range (0, 100]"
+                )
+        rp = _join(sp, "requestedToCapacityRatio")
+        rtcr = None
+        if stype == REQUESTED_TO_CAPACITY_RATIO:
+            if s.get("requestedToCapacityRatio") is None:
+                raise ConfigError(rp, "required: must be specified when type is RequestedToCapacityRatio")
+            r = _mapping(s["requestedToCapacityRatio"], rp)
+            _only(r, ("shape",), rp)
+            rtcr = RequestedToCapacityRatioParam(_decode_shape(r.get("shape"), _join(rp, "shape")))
+        elif s.get("requestedToCapacityRatio") is not None:
+            raise ConfigError(rp, "forbidden: must be nil when type is not RequestedToCapacityRatio")
+        strategy = ScoringStrategy(stype, resources, rtcr)
+    return NodeResourcesFitArgs(tuple(ignored), tuple(groups), strategy)
+
+
+def _decode_balanced_allocation(raw: Any, path: str) -> NodeResourcesBalancedAllocationArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "NodeResourcesBalancedAllocationArgs", path)
+    _only(m, ("resources",), path)
+    rp = _join(path, "resources")
+    resources = _decode_resources(m.get("resources"), rp)
+    seen = set()
+    for i, r in enumerate(resources):
+        if r.name in seen:
+            raise ConfigError(f"{rp}[{i}].name", f"duplicate value {r.name!r}")
+        seen.add(r.name)
+        if r.weight != 1:
+            raise ConfigError(f"{rp}[{i}].weight", f"{r.weight}: must be 1")
+    return NodeResourcesBalancedAllocationArgs(resources)
+
+
+_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _check_requirement(raw: Any, path: str, for_fields: bool) -> dict:
+    m = _mapping(raw, path)
+    _only(m, ("key", "operator", "values"), path)
+    key = _str(m.get("key", ""), _join(path, "key"))
+    op = _str(m.get("operator", ""), _join(path, "operator"))
+    vp = _join(path, "values")
+    values = [_str(v, f"{vp}[{i}]") for i, v in enumerate(_list(m.get("values"), vp))]
+    if for_fields:
+        if key != "metadata.name":
+            raise ConfigError(_join(path, "key"), f"unsupported value {key!r}: supported values: metadata.name")
+        if op not in ("In", "NotIn"):
+            raise ConfigError(_join(path, "operator"), f"unsupported value {op!r}: supported values: In, NotIn")
+        if len(values) != 1:
+            raise ConfigError(vp, "must have one element")
+        return {"key": key, "operator": op, "values": values}
+    if op not in _SELECTOR_OPS:
+        raise ConfigError(_join(path, "operator"), f"unsupported value {op!r}: supported values: {', '.join(_SELECTOR_OPS)}")
+    check_qualified_name(key, _join(path, "key"))
+    if op in ("In", "NotIn") and not values:
+        raise ConfigError(vp, "for 'In', 'NotIn' operators, values set can't be empty")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise ConfigError(vp, "values set must be empty for Exists and DoesNotExist")
+    if op in ("Gt", "Lt"):
+        if len(values) != 1:
+            raise ConfigError(vp, "for 'Gt', 'Lt' operators, exactly one value is required")
+        try:
+            int(values[0], 10)
+        except ValueError:
+            raise ConfigError(f"{vp}[0]", "for 'Gt', 'Lt' operators, the value must be an integer") from None
+    for i, v in enumerate(values):
+        _check_label_value(v, f"{vp}[{i}]")
+    out = {"key": key, "operator": op}
+    if values:
+        out["values"] = values
+    return out
+
+
+def _check_term(raw: Any, path: str) -> dict:
+    m = _mapping(raw, path)
+    _only(m, ("matchExpressions", "matchFields"), path)
+    out = {}
+    for name, for_fields in (("matchExpressions", False), ("matchFields", True)):
+        p = _join(path, name)
+        reqs = [_check_requirement(r, f"{p}[{i}]", for_fields) for i, r in enumerate(_list(m.get(name), p))]
+        if reqs:
+            out[name] = reqs
+    return out
+
+
+def _decode_node_affinity(raw: Any, path: str) -> NodeAffinityArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "NodeAffinityArgs", path)
+    _only(m, ("addedAffinity",), path)
+    if m.get("addedAffinity") is None:
+        return NodeAffinityArgs(None)
+    ap = _join(path, "addedAffinity")
+    a = _mapping(m["addedAffinity"], ap)
+    req_key, pref_key = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
+    _only(a, (req_key, pref_key), ap)
+    out: dict = {}
+    if a.get(req_key) is not None:
+        rp = _join(ap, req_key)
+        sel = _mapping(a[req_key], rp)
+        _only(sel, ("nodeSelectorTerms",), rp)
+        tp = _join(rp, "nodeSelectorTerms")
+        terms = _list(sel.get("nodeSelectorTerms"), tp)
+        if not terms:
+            raise ConfigError(tp, "required: must have at least one node selector term")
+        out[req_key] = {"nodeSelectorTerms": [_check_term(t, f"{tp}[{i}]") for i, t in enumerate(terms)]}
+    if a.get(pref_key) is not None:
+        pp = _join(ap, pref_key)
+        prefs = []
+        for i, item in enumerate(_list(a[pref_key], pp)):
+            ip = f"{pp}[{i}]"
+            t = _mapping(item, ip)
+            _only(t, ("weight", "preference"), ip)
+            if "weight" not in t:
+                raise ConfigError(_join(ip, "weight"), "required")
+            w = _int(t["weight"], _join(ip, "weight"))
+            if not 1 <= w <= 100:
+                raise ConfigError(_join(ip, "weight"), f"{w} must be in the range 1-100")
+            prefs.append({"weight": w, "preference": _check_term(t.get("preference"), _join(ip, "preference"))})
+        if prefs:
+            out[pref_key] = prefs
+    return NodeAffinityArgs(copy.deepcopy(out))
+
+
+def _decode_default_preemption(raw: Any, path: str) -> DefaultPreemptionArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "DefaultPreemptionArgs", path)
+    pk, ak = "minCandidateNodesPercentage", "minCandidateNodesAbsolute"
+    _only(m, (pk, ak), path)
+    pct = 10 if m.get(pk) is None else _int(m[pk], _join(path, pk))
+    ab = 100 if m.get(ak) is None else _int(m[ak], _join(path, ak))
+    if not 0 <= pct <= 100:
+        raise ConfigError(_join(path, pk), f"{pct} not in valid range [0, 100]")
+    if ab < 0:
+        raise ConfigError(_join(path, ak), f"{ab} not in valid range [0, inf)")
+    if pct == 0 and ab == 0:
+        raise ConfigError(_join(path, pk), f"cannot be zero at the same time as {ak}")
+    return DefaultPreemptionArgs(pct, ab)
+
+
+_CONSTRAINT_FIELDS = (
+    "maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector",
+    "minDomains", "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys",
+)
+
+
+def _decode_topology_spread(raw: Any, path: str) -> PodTopologySpreadArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "PodTopologySpreadArgs", path)
+    _only(m, ("defaultConstraints", "defaultingType"), path)
+    cp = _join(path, "defaultConstraints")
+    items = _list(m.get("defaultConstraints"), cp)
+    dt = _str(m.get("defaultingType") or SYSTEM_DEFAULTING, _join(path, "defaultingType"))
+    if dt not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
+        raise ConfigError(_join(path, "defaultingType"), f"unsupported value {dt!r}: supported values: System, List")
+    if dt == SYSTEM_DEFAULTING and items:
+        raise ConfigError(_join(path, "defaultingType"), "must be List when defaultConstraints are not empty")
+    out: list[TopologySpreadConstraint] = []
+    for i, item in enumerate(items):
+        p = f"{cp}[{i}]"
+        c = _mapping(item, p)
+        _only(c, _CONSTRAINT_FIELDS, p)
+        skew = _int(c.get("maxSkew", 0), _join(p, "maxSkew"))
+        if skew <= 0:
+            raise ConfigError(_join(p, "maxSkew"), f"{skew} not in valid range (0, inf)")
+        key = _str(c.get("topologyKey", ""), _join(p, "topologyKey"))
+        if not key:
+            raise ConfigError(_join(p, "topologyKey"), "required: can not be empty")
+        check_qualified_name(key, _join(p, "topologyKey"))
+        wu = _str(c.get("whenUnsatisfiable", ""), _join(p, "whenUnsatisfiable"))
+        if not wu:
+            raise ConfigError(_join(p, "whenUnsatisfiable"), "required: can not be empty")
+        if wu not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise ConfigError(
+                _join(p, "whenUnsatisfiable"), f"unsupported value {wu!r}: supported values: DoNotSchedule, ScheduleAnyway"
+            )
+        if c.get("labelSelector") is not None:
+            raise ConfigError(
+                _join(p, "labelSelector"), "forbidden: constraint must not define a selector, as they deduced for each pod"
+            )
+        min_domains = None
+        if c.get("minDomains") is not None:
+            min_domains = _int(c["minDomains"], _join(p, "minDomains"))
+            if min_domains <= 0:
+                raise ConfigError(_join(p, "minDomains"), f"{min_domains} must be greater than 0")
+            if wu != "DoNotSchedule":
+                raise ConfigError(
+                    _join(p, "minDomains"), "can only use minDomains if whenUnsatisfiable=DoNotSchedule"
+                )
+        policies = []
+        for k in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            v = c.get(k)
+            if v is not None:
+                _str(v, _join(p, k))
+                if v not in ("Honor", "Ignore"):
+                    raise ConfigError(_join(p, k), f"unsupported value {v!r}: supported values: Honor, Ignore")
+            policies.append(v)
+        mk = _join(p, "matchLabelKeys")
+        keys = []
+        for j, k in enumerate(_list(c.get("matchLabelKeys"), mk)):
+            check_qualified_name(_str(k, f"{mk}[{j}]"), f"{mk}[{j}]")
+            keys.append(k)
+        for j in range(i):
+            if out[j].topology_key == key and out[j].when_unsatisfiable == wu:
+                raise ConfigError(p, f"duplicate value {{{key}, {wu}}}")
+        out.append(TopologySpreadConstraint(skew, key, wu, min_domains, policies[0], policies[1], tuple(keys)))
+    return PodTopologySpreadArgs(tuple(out), dt)
+
+
+def _decode_inter_pod_affinity(raw: Any, path: str) -> InterPodAffinityArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "InterPodAffinityArgs", path)
+    wk, ik = "hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"
+    _only(m, (wk, ik), path)
+    w = 1 if m.get(wk) is None else _int(m[wk], _join(path, wk))
+    if not 0 <= w <= 100:
+        raise ConfigError(_join(path, wk), f"{w} not in valid range [0, 100]")
+    ignore = False if m.get(ik) is None else _bool(m[ik], _join(path, ik))
+    return InterPodAffinityArgs(w, ignore)
+
+
+def _decode_volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "VolumeBindingArgs", path)
+    _only(m, ("bindTimeoutSeconds", "shape"), path)
+    t = 600 if m.get("bindTimeoutSeconds") is None else _int(
+        m["bindTimeoutSeconds"], _join(path, "bindTimeoutSeconds"), _INT64_MIN, _INT64_MAX
+    )
+    if t < 0:
+        raise ConfigError(_join(path, "bindTimeoutSeconds"), f"{t}: invalid BindTimeoutSeconds, should not be a negative value")
+    if "shape" in m:
+        # feature gate VolumeCapacityPriority is alpha and off in 1.31/1.32
+        raise ConfigError(_join(path, "shape"), "unexpected field `shape`, the VolumeCapacityPriority feature is off")
+    return VolumeBindingArgs(t)
+
+
+ArgsDecoder = Callable[[Any, str], object]
+
+_BUILTIN_DECODERS: dict[str, ArgsDecoder] = {
+    "NodeResourcesFit": _decode_node_resources_fit,
+    "NodeResourcesBalancedAllocation": _decode_balanced_allocation,
+    "NodeAffinity": _decode_node_affinity,
+    "DefaultPreemption": _decode_default_preemption,
+    "PodTopologySpread": _decode_topology_spread,
+    "InterPodAffinity": _decode_inter_pod_affinity,
+    "VolumeBinding": _decode_volume_binding,
+}
+_DECODERS: dict[str, ArgsDecoder] = dict(_BUILTIN_DECODERS)
+
+
+def register_args_decoder(name: str, fn: ArgsDecoder) -> None:
+    """Let an out-of-tree plugin decode its own args.
+
+    ``fn(raw, path)`` gets the raw ``args`` mapping (or None: then it returns
+    the plugin's default args) and the field path to name in a ``ConfigError``.
+    Built-in decoders cannot be replaced."""
+    if name in _BUILTIN_DECODERS:
+        raise ValueError(f"plugin {name!r} is built in; its args decoder cannot be replaced")
+    if not callable(fn):
+        raise TypeError("args decoder must be callable")
+    _DECODERS[name] = fn
+
+
+def has_args_decoder(plugin_name: str) -> bool:
+    return plugin_name in _DECODERS
+
+
+def decode_args(plugin_name: str, raw: dict | None, path: str) -> object:
+    """Decode, default and validate the args of one plugin.
+
+    Plugins with a decoder get their args object; others keep ``raw``
+    (a deep copy; None stays None)."""
+    fn = _DECODERS.get(plugin_name)
+    if fn is None:
+        if raw is not None and not isinstance(raw, Mapping):
+            raise ConfigError(path, f"must be an object, got {type(raw).__name__}")
+        return copy.deepcopy(raw)
+    return fn(copy.deepcopy(raw), path)
+
+
+def default_args(plugin_name: str) -> object:
+    """The args a plugin gets when no pluginConfig names it; None if it has none."""
+    fn = _DECODERS.get(plugin_name)
+    return None if fn is None else fn(None, "")

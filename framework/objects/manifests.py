@@ -1,0 +1,988 @@
+"""Loading and validating Kubernetes manifests into records.
+
+``load_objects`` reads files as ``kubectl get ... -o yaml|json`` prints them
+(single objects, multi-document YAML, ``kind: List`` / ``*List``); the
+``parse_*`` functions turn one object dict into a validated record of
+:mod:`tensorsched.framework.objects.records`; ``parse_objects`` does a whole set,
+all-or-nothing.
+
+Every problem raises :class:`~tensorsched.framework.errors.ManifestError`
+naming the object (``"Pod ns/name"``, ``"Node name"``, or ``"<file>#<doc>"``
+before the object has a name) and the field path
+(``spec.containers[0].resources.requests.cpu``; map keys that are not plain
+identifiers are written ``metadata.labels["kubernetes.io/hostname"]``).
+
+API-server defaulting that real (``kubectl get``) objects already carry but
+hand-written manifests may lack is applied here, so both give the same record:
+
+* every ResourceList value (requests, limits, overhead, capacity,
+  allocatable) is rounded up to a whole milli-unit (``SetDefaults_ResourceList``);
+* a container's ``requests`` takes ``limits[r]`` for every resource ``r`` it
+  limits but does not request (``SetDefaults_Pod``);
+* ``status.allocatable`` is ``status.capacity`` when absent (``SetDefaults_NodeStatus``);
+* with ``spec.hostNetwork: true`` a port without ``hostPort`` gets
+  ``hostPort = containerPort`` (``SetDefaults_Pod``);
+* ``schedulerName`` defaults to ``default-scheduler``, ``preemptionPolicy`` to
+  ``PreemptLowerPriority``, a port's protocol to TCP and its hostIP to 0.0.0.0.
+
+Semantic oddities that kube-scheduler tolerates (``In`` with no values, ``Gt``
+with a non-integer value, ...) are kept as written: such a term just never
+matches.  Only structural errors (wrong types, unknown enum values, missing
+required keys) are load errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import yaml
+
+from tensorsched.framework.errors import ManifestError
+
+from .quantity import INT64_MAX, milli_value, parse_quantity
+from .records import (
+    HostPort,
+    NodeImage,
+    NodeRecord,
+    PodDisruptionBudgetRecord,
+    PodRecord,
+    PriorityClassRecord,
+    Taint,
+    Toleration,
+)
+
+__all__ = [
+    "Objects",
+    "load_objects",
+    "parse_objects",
+    "parse_node",
+    "parse_pod",
+    "parse_priority_class",
+    "parse_pdb",
+    "parse_timestamp",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "DEFAULT_MEMORY_REQUEST",
+    "MANIFEST_SUFFIXES",
+]
+
+#: kube-scheduler's defaults for a container without a cpu / memory request
+#: (pkg/scheduler/util: DefaultMilliCPURequest, DefaultMemoryRequest).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+TOLERATION_OPERATORS = ("", "Equal", "Exists")
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+_HANDLED_KINDS = ("Node", "Pod", "PriorityClass", "PodDisruptionBudget", "PodGroup")
+_HANDLED_KINDS += ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")  # workloads.py
+_HANDLED_KINDS += ("NodeResourceTopology",)  # nrt.py
+
+
+# --------------------------------------------------------------------------
+# YAML / JSON loading
+
+
+def _make_loader():
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class _Loader(base):  # type: ignore[misc, valid-type]
+        """SafeLoader that keeps timestamps as strings (RFC3339 is parsed
+        exactly, to the nanosecond, by this module)."""
+
+    _Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return _Loader
+
+
+_YamlLoader = _make_loader()
+
+
+def _manifest_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(
+            p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
+        )
+    return [path]
+
+
+def _read_documents(path: Path) -> Iterable[tuple[int, object]]:
+    """(index, document) pairs of one file; empty documents included as None."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(source, "", f"cannot read file: {exc}") from exc
+    if path.suffix.lower() == ".json":
+        if not text.strip():
+            return
+        try:
+            yield 0, json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"{source}#0", "", f"invalid JSON: {exc}") from exc
+        return
+    index = 0
+    documents = yaml.load_all(text, Loader=_YamlLoader)
+    while True:
+        try:
+            doc = next(documents)
+        except StopIteration:
+            return
+        except yaml.YAMLError as exc:
+            raise ManifestError(f"{source}#{index}", "", f"invalid YAML: {exc}") from exc
+        yield index, doc
+        index += 1
+
+
+def _flatten(doc: object, where: str, field_prefix: str = "") -> list[dict]:
+    """One document -> its objects (a ``List`` / ``*List`` gives its items)."""
+    if not isinstance(doc, dict):
+        raise ManifestError(where, field_prefix, f"expected an object (a mapping), got {_type_name(doc)}")
+    kind = doc.get("kind")
+    if kind is None or kind == "":
+        raise ManifestError(where, _join(field_prefix, "kind"), "missing (every object needs a kind)")
+    if not isinstance(kind, str):
+        raise ManifestError(where, _join(field_prefix, "kind"), f"must be a string, got {_type_name(kind)}")
+    if kind == "List" or (kind.endswith("List") and "items" in doc):
+        items = doc.get("items")
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise ManifestError(where, _join(field_prefix, "items"), f"must be a list, got {_type_name(items)}")
+        item_kind = kind[: -len("List")] if kind != "List" else None
+        out: list[dict] = []
+        for j, item in enumerate(items):
+            item_field = f"{_join(field_prefix, 'items')}[{j}]"
+            if item_kind and isinstance(item, dict) and not item.get("kind"):
+                # typed lists from the API (PodList, ...) leave the items' kind out
+                item = {"kind": item_kind, **item}
+            out.extend(_flatten(item, where, item_field))
+        return out
+    return [doc]
+
+
+def load_objects(path) -> list[dict]:
+    """Every Kubernetes object in ``path``.
+
+    ``path`` is a file, a directory (searched recursively for ``*.yaml``,
+    ``*.yml`` and ``*.json``, in sorted path order) or a list of those.  A
+    file is read as JSON when it ends in ``.json``, else as (multi-document)
+    YAML.  Empty documents are skipped; ``kind: List`` and typed lists
+    (``PodList``...) are replaced by their items.  A file that cannot be read
+    or parsed, a document that is not a mapping, or an object without a kind
+    raises :class:`ManifestError` naming ``<file>#<document index>``.
+    """
+    if isinstance(path, (str, os.PathLike)):
+        paths = [Path(path)]
+    else:
+        paths = [Path(p) for p in path]
+    objects: list[dict] = []
+    for top in paths:
+        if not top.exists():
+            raise ManifestError(str(top), "", "no such file or directory")
+        for file in _manifest_files(top):
+            for index, doc in _read_documents(file):
+                if doc is None:
+                    continue
+                objects.extend(_flatten(doc, f"{file}#{index}"))
+    return objects
+
+
+# --------------------------------------------------------------------------
+# small typed accessors; each raises ManifestError(ident, field, problem)
+
+_SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _join(base: str, key: str) -> str:
+    if _SIMPLE_KEY.fullmatch(key):
+        return f"{base}.{key}" if base else key
+    return f"{base}[{json.dumps(key)}]"
+
+
+def _type_name(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+class _Ctx:
+    """The object being parsed: its identity for error messages."""
+
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: str):
+        self.ident = ident
+
+    def fail(self, path: str, problem: str):
+        raise ManifestError(self.ident, path, problem)
+
+    def mapping(self, value, path: str) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail(path, f"must be a mapping, got {_type_name(value)}")
+        return value
+
+    def list(self, value, path: str) -> list:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(path, f"must be a list, got {_type_name(value)}")
+        return value
+
+    def string(self, value, path: str, default: str = "", required: bool = False) -> str:
+        if value is None:
+            if required:
+                self.fail(path, "required")
+            return default
+        if not isinstance(value, str):
+            self.fail(path, f"must be a string, got {_type_name(value)}")
+        if required and value == "":
+            self.fail(path, "must not be empty")
+        return value
+
+    def integer(self, value, path: str, lo: int | None = None, hi: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer, got {_type_name(value)} {value!r}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            if hi is None:
+                self.fail(path, f"must be >= {lo}, got {value}")
+            if lo is None:
+                self.fail(path, f"must be <= {hi}, got {value}")
+            self.fail(path, f"must be in {lo}..{hi}, got {value}")
+        return value
+
+    def boolean(self, value, path: str, default: bool = False) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(path, f"must be true or false, got {_type_name(value)} {value!r}")
+        return value
+
+    def enum(self, value, path: str, allowed: tuple[str, ...], default: str = "") -> str:
+        text = self.string(value, path, default=default)
+        if text not in allowed:
+            shown = ", ".join(repr(a) if a == "" else a for a in allowed)
+            self.fail(path, f"must be one of {shown}, got {text!r}")
+        return text
+
+    def str_map(self, value, path: str) -> dict[str, str]:
+        m = self.mapping(value, path)
+        out: dict[str, str] = {}
+        for k, v in m.items():
+            if not isinstance(k, str):
+                self.fail(path, f"keys must be strings, got {_type_name(k)} {k!r}")
+            if not isinstance(v, str):
+                self.fail(_join(path, k), f"must be a string, got {_type_name(v)} {v!r} (quote it in YAML)")
+            out[k] = v
+        return out
+
+    def str_list(self, value, path: str) -> list[str]:
+        items = self.list(value, path)
+        for i, v in enumerate(items):
+            if not isinstance(v, str):
+                self.fail(f"{path}[{i}]", f"must be a string, got {_type_name(v)} {v!r}")
+        return list(items)
+
+    def quantity_map(self, value, path: str) -> dict[str, int]:
+        """A ResourceList: name -> non-negative quantity in milli-units.
+
+        The API server rounds every ResourceList value up to a whole
+        milli-unit, so integer milli-units hold it exactly and sums of them
+        are the exact sums upstream computes."""
+        m = self.mapping(value, path)
+        out: dict[str, int] = {}
+        for k, v in m.items():
+            if not isinstance(k, str) or not k:
+                self.fail(path, f"resource names must be non-empty strings, got {k!r}")
+            try:
+                q = parse_quantity(v)
+            except ValueError as exc:
+                self.fail(_join(path, k), str(exc))
+            if q < 0:
+                self.fail(_join(path, k), f"must be non-negative, got {v!r}")
+            out[k] = milli_value(q)
+        return out
+
+    def timestamp(self, value, path: str) -> int | None:
+        if value is None:
+            return None
+        try:
+            return parse_timestamp(value)
+        except ValueError as exc:
+            self.fail(path, str(exc))
+
+
+def _unset_if_empty(value):
+    """"" means unset for defaulted enum fields (as in Go's zero value)."""
+    return None if value == "" else value
+
+
+def _canonical(ctx: _Ctx, millis: Mapping[str, int], path: str) -> dict[str, int]:
+    """milli-units -> canonical units: cpu stays in millicores, anything else
+    is ``Quantity.Value()``, the ceiling of the whole units."""
+    out = {}
+    for name, m in millis.items():
+        v = m if name == "cpu" else -(-m // 1000)
+        if v > INT64_MAX:
+            ctx.fail(_join(path, name), f"{v} does not fit an int64")
+        out[name] = v
+    return out
+
+
+# --------------------------------------------------------------------------
+# timestamps
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|([+-])(\d{2}):(\d{2}))"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def parse_timestamp(value) -> int:
+    """RFC3339 (``2024-05-01T10:00:00Z``, optional fraction up to ns, ``Z`` or
+    ``+hh:mm``) -> integer nanoseconds since the Unix epoch.  A ``datetime``
+    (naive = UTC) is accepted too."""
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        delta = dt - _EPOCH
+        return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+    if not isinstance(value, str):
+        raise ValueError(f"must be an RFC3339 timestamp string, got {_type_name(value)} {value!r}")
+    m = _RFC3339.fullmatch(value.strip())
+    if m is None:
+        raise ValueError(f"invalid RFC3339 timestamp {value!r} (expected e.g. 2024-05-01T10:00:00Z)")
+    year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+    frac = m.group(7) or ""
+    if m.group(8) == "Z":
+        offset = timedelta(0)
+    else:
+        oh, om = int(m.group(10)), int(m.group(11))
+        if oh > 23 or om > 59:
+            raise ValueError(f"invalid RFC3339 timestamp {value!r}: bad UTC offset")
+        offset = timedelta(hours=oh, minutes=om)
+        if m.group(9) == "-":
+            offset = -offset
+    try:
+        dt = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
+    except ValueError as exc:
+        raise ValueError(f"invalid RFC3339 timestamp {value!r}: {exc}") from None
+    delta = dt - _EPOCH
+    seconds = delta.days * 86400 + delta.seconds
+    return seconds * 10**9 + int(frac.ljust(9, "0") or "0")
+
+
+# --------------------------------------------------------------------------
+# identity and metadata
+
+
+def _identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[_Ctx, dict, str, str]:
+    """(ctx, metadata, namespace, name); checks kind, metadata.name/namespace.
+
+    An object without ``kind`` is taken to be of the expected kind (the
+    caller chose the parser); a different kind is an error."""
+    fallback = where or f"{kind} <unnamed>"
+    if not isinstance(obj, dict):
+        raise ManifestError(fallback, "", f"expected an object (a mapping), got {_type_name(obj)}")
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise ManifestError(fallback, "metadata", f"must be a mapping, got {_type_name(meta)}")
+    meta = meta or {}
+    name = meta.get("name")
+    actual = obj.get("kind")
+    if actual is not None and actual != kind:
+        named = isinstance(actual, str) and isinstance(name, str) and name
+        raise ManifestError(f"{actual} {name}" if named else fallback, "kind",
+                            f"expected {kind}, got {actual!r}")
+    if name is None or name == "":
+        raise ManifestError(fallback, "metadata.name", "required")
+    if not isinstance(name, str):
+        raise ManifestError(fallback, "metadata.name", f"must be a string, got {_type_name(name)} {name!r}")
+    namespace = ""
+    if namespaced:
+        namespace = meta.get("namespace")
+        if namespace is None or namespace == "":
+            namespace = "default"
+        elif not isinstance(namespace, str):
+            raise ManifestError(f"{kind} {name}", "metadata.namespace",
+                                f"must be a string, got {_type_name(namespace)} {namespace!r}")
+        return _Ctx(f"{kind} {namespace}/{name}"), meta, namespace, name
+    return _Ctx(f"{kind} {name}"), meta, namespace, name
+
+
+# --------------------------------------------------------------------------
+# Node
+
+
+def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
+    """A Node object -> :class:`NodeRecord` (validated).
+
+    ``where`` names the object in errors raised before its name is known
+    (e.g. ``"nodes.yaml#3"``).  An object without ``kind`` is taken to be a
+    Node; any other kind is an error.
+    """
+    ctx, meta, _, name = _identity(obj, "Node", False, where)
+    labels = ctx.str_map(meta.get("labels"), "metadata.labels")
+    spec = ctx.mapping(obj.get("spec"), "spec")
+    status = ctx.mapping(obj.get("status"), "status")
+
+    unschedulable = ctx.boolean(spec.get("unschedulable"), "spec.unschedulable")
+    taints = []
+    for i, t in enumerate(ctx.list(spec.get("taints"), "spec.taints")):
+        path = f"spec.taints[{i}]"
+        t = ctx.mapping(t, path)
+        key = ctx.string(t.get("key"), f"{path}.key", required=True)
+        value = ctx.string(t.get("value"), f"{path}.value")
+        if t.get("effect") is None:
+            ctx.fail(f"{path}.effect", "required (NoSchedule, PreferNoSchedule or NoExecute)")
+        effect = ctx.enum(t.get("effect"), f"{path}.effect", TAINT_EFFECTS)
+        taints.append(Taint(key=key, value=value, effect=effect))
+
+    capacity_q = ctx.quantity_map(status.get("capacity"), "status.capacity")
+    if status.get("allocatable") is None:
+        allocatable_q, alloc_path = capacity_q, "status.capacity"
+    else:
+        allocatable_q = ctx.quantity_map(status.get("allocatable"), "status.allocatable")
+        alloc_path = "status.allocatable"
+    capacity = _canonical(ctx, capacity_q, "status.capacity")
+    allocatable = _canonical(ctx, allocatable_q, alloc_path)
+
+    images = []
+    for i, img in enumerate(ctx.list(status.get("images"), "status.images")):
+        path = f"status.images[{i}]"
+        img = ctx.mapping(img, path)
+        names = ctx.str_list(img.get("names"), f"{path}.names")
+        size = img.get("sizeBytes")
+        size = 0 if size is None else ctx.integer(size, f"{path}.sizeBytes", lo=0)
+        images.append(NodeImage(names=tuple(names), size_bytes=size))
+
+    return NodeRecord(
+        name=name,
+        labels=labels,
+        unschedulable=unschedulable,
+        taints=taints,
+        allocatable=allocatable,
+        capacity=capacity,
+        images=images,
+        obj=obj,
+    )
+
+
+# --------------------------------------------------------------------------
+# Pod: containers and effective requests
+
+
+@dataclass
+class _Container:
+    requests: dict[str, int]        # milli-units, after limits-as-requests defaulting, "pods" dropped
+    restartable: bool               # init container with restartPolicy: Always
+
+
+def _parse_container(ctx: _Ctx, c, path: str, init: bool, host_network: bool,
+                     images: list[str], host_ports: list[HostPort]) -> _Container:
+    c = ctx.mapping(c, path)
+    ctx.string(c.get("name"), f"{path}.name")
+    image = ctx.string(c.get("image"), f"{path}.image")
+    if image:
+        images.append(image)
+
+    resources = ctx.mapping(c.get("resources"), f"{path}.resources")
+    requests = ctx.quantity_map(resources.get("requests"), f"{path}.resources.requests")
+    limits = ctx.quantity_map(resources.get("limits"), f"{path}.resources.limits")
+    for name, q in limits.items():  # SetDefaults_Pod: requests default to limits
+        requests.setdefault(name, q)
+    requests.pop("pods", None)
+
+    # Only an init container with restartPolicy Always is a sidecar; other
+    # values (container restart rules) do not change scheduling.
+    restart_policy = ctx.string(c.get("restartPolicy"), f"{path}.restartPolicy")
+
+    for j, p in enumerate(ctx.list(c.get("ports"), f"{path}.ports")):
+        ppath = f"{path}.ports[{j}]"
+        p = ctx.mapping(p, ppath)
+        if p.get("containerPort") is None:
+            ctx.fail(f"{ppath}.containerPort", "required")
+        container_port = ctx.integer(p.get("containerPort"), f"{ppath}.containerPort", 1, 65535)
+        host_port = p.get("hostPort")
+        host_port = 0 if host_port is None else ctx.integer(host_port, f"{ppath}.hostPort", 0, 65535)
+        protocol = ctx.enum(_unset_if_empty(p.get("protocol")), f"{ppath}.protocol", PROTOCOLS, "TCP")
+        host_ip = ctx.string(p.get("hostIP"), f"{ppath}.hostIP") or "0.0.0.0"
+        ctx.string(p.get("name"), f"{ppath}.name")
+        if host_port == 0 and host_network:
+            host_port = container_port
+        # GetHostPorts: regular containers and restartable (sidecar) init
+        # containers only; an ordinary init container has exited by then.
+        if host_port > 0 and (not init or restart_policy == "Always"):
+            host_ports.append(HostPort(protocol=protocol, host_ip=host_ip, port=host_port))
+
+    return _Container(requests=requests, restartable=init and restart_policy == "Always")
+
+
+def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        if k not in into or v > into[k]:
+            into[k] = v
+
+
+def _aggregate(containers: list[_Container], init_containers: list[_Container],
+               overhead: Mapping[str, int],
+               non_missing: Mapping[str, int] | None = None) -> dict[str, int]:
+    """component-helpers ``PodRequests`` (sidecars on, no pod-level resources),
+    in milli-units."""
+
+    def effective(c: _Container) -> dict[str, int]:
+        reqs = dict(c.requests)
+        if non_missing:
+            for k, v in non_missing.items():
+                reqs.setdefault(k, v)  # only a *missing* key; an explicit 0 stays 0
+        return reqs
+
+    total: dict[str, int] = {}
+    for c in containers:
+        _add(total, effective(c))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in init_containers:
+        reqs = effective(c)
+        if c.restartable:
+            _add(total, reqs)
+            _add(sidecars, reqs)
+            step = dict(sidecars)
+        else:
+            step = dict(reqs)
+            _add(step, sidecars)
+        _max(init_peak, step)
+    _max(total, init_peak)
+    _add(total, overhead)
+    return total
+
+
+def _pod_requests(containers: list[_Container], init_containers: list[_Container],
+                  overhead: Mapping[str, int]) -> tuple[dict[str, int], int, int]:
+    """(requests, nonzero cpu, nonzero memory) in exact milli-units.
+
+    ``requests`` follows ``PodRequests``: the sum over regular containers; each
+    init container in order contributes a step value (a restartable one: the
+    running sum of restartable init containers including itself, which is also
+    added to the total; any other: its own requests plus that running sum);
+    the total is the per-resource max of the sum and every step; then
+    ``spec.overhead`` is added.  The non-zero variant is the same with a
+    missing cpu (memory) request read as 100m (200Mi) in every container.
+    """
+    requests = _aggregate(containers, init_containers, overhead)
+    nonzero = _aggregate(containers, init_containers, overhead, {
+        "cpu": DEFAULT_MILLI_CPU_REQUEST,
+        "memory": DEFAULT_MEMORY_REQUEST * 1000,
+    })
+    return requests, nonzero.get("cpu", 0), nonzero.get("memory", 0)
+
+
+# --------------------------------------------------------------------------
+# Pod: scheduling constraints
+
+
+def _node_selector_requirements(ctx: _Ctx, value, path: str) -> None:
+    for i, req in enumerate(ctx.list(value, path)):
+        rpath = f"{path}[{i}]"
+        req = ctx.mapping(req, rpath)
+        ctx.string(req.get("key"), f"{rpath}.key", required=True)
+        if req.get("operator") is None:
+            ctx.fail(f"{rpath}.operator", "required (" + ", ".join(NODE_SELECTOR_OPERATORS) + ")")
+        ctx.enum(req.get("operator"), f"{rpath}.operator", NODE_SELECTOR_OPERATORS)
+        ctx.str_list(req.get("values"), f"{rpath}.values")
+
+
+def _node_selector_term(ctx: _Ctx, term, path: str) -> None:
+    term = ctx.mapping(term, path)
+    _node_selector_requirements(ctx, term.get("matchExpressions"), f"{path}.matchExpressions")
+    _node_selector_requirements(ctx, term.get("matchFields"), f"{path}.matchFields")
+
+
+def _validate_node_affinity(ctx: _Ctx, na, path: str) -> dict | None:
+    if na is None:
+        return None
+    na = ctx.mapping(na, path)
+    req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+    required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None:
+        required = ctx.mapping(required, req_path)
+        terms_path = f"{req_path}.nodeSelectorTerms"
+        for i, term in enumerate(ctx.list(required.get("nodeSelectorTerms"), terms_path)):
+            _node_selector_term(ctx, term, f"{terms_path}[{i}]")
+    pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, pref in enumerate(ctx.list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)):
+        ppath = f"{pref_path}[{i}]"
+        pref = ctx.mapping(pref, ppath)
+        if pref.get("weight") is None:
+            ctx.fail(f"{ppath}.weight", "required (1..100)")
+        ctx.integer(pref.get("weight"), f"{ppath}.weight", 1, 100)
+        if pref.get("preference") is None:
+            ctx.fail(f"{ppath}.preference", "required")
+        _node_selector_term(ctx, pref.get("preference"), f"{ppath}.preference")
+    return na
+
+
+def _validate_label_selector(ctx: _Ctx, sel, path: str) -> dict | None:
+    if sel is None:
+        return None
+    sel = ctx.mapping(sel, path)
+    ctx.str_map(sel.get("matchLabels"), f"{path}.matchLabels")
+    exprs_path = f"{path}.matchExpressions"
+    for i, req in enumerate(ctx.list(sel.get("matchExpressions"), exprs_path)):
+        rpath = f"{exprs_path}[{i}]"
+        req = ctx.mapping(req, rpath)
+        ctx.string(req.get("key"), f"{rpath}.key", required=True)
+        if req.get("operator") is None:
+            ctx.fail(f"{rpath}.operator", "required (" + ", ".join(LABEL_SELECTOR_OPERATORS) + ")")
+        ctx.enum(req.get("operator"), f"{rpath}.operator", LABEL_SELECTOR_OPERATORS)
+        ctx.str_list(req.get("values"), f"{rpath}.values")
+    return sel
+
+
+def _validate_pod_affinity(ctx: _Ctx, pa, path: str) -> dict | None:
+    """podAffinity / podAntiAffinity: structure only, kept as written."""
+    if pa is None:
+        return None
+    pa = ctx.mapping(pa, path)
+
+    def term(t, tpath):
+        t = ctx.mapping(t, tpath)
+        ctx.string(t.get("topologyKey"), f"{tpath}.topologyKey", required=True)
+        _validate_label_selector(ctx, t.get("labelSelector"), f"{tpath}.labelSelector")
+        _validate_label_selector(ctx, t.get("namespaceSelector"), f"{tpath}.namespaceSelector")
+        ctx.str_list(t.get("namespaces"), f"{tpath}.namespaces")
+        ctx.str_list(t.get("matchLabelKeys"), f"{tpath}.matchLabelKeys")
+        ctx.str_list(t.get("mismatchLabelKeys"), f"{tpath}.mismatchLabelKeys")
+
+    req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+    for i, t in enumerate(ctx.list(pa.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)):
+        term(t, f"{req_path}[{i}]")
+    pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, w in enumerate(ctx.list(pa.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)):
+        wpath = f"{pref_path}[{i}]"
+        w = ctx.mapping(w, wpath)
+        if w.get("weight") is None:
+            ctx.fail(f"{wpath}.weight", "required (1..100)")
+        ctx.integer(w.get("weight"), f"{wpath}.weight", 1, 100)
+        if w.get("podAffinityTerm") is None:
+            ctx.fail(f"{wpath}.podAffinityTerm", "required")
+        term(w.get("podAffinityTerm"), f"{wpath}.podAffinityTerm")
+    return pa
+
+
+def _validate_spread(ctx: _Ctx, value, path: str) -> list[dict]:
+    out = []
+    for i, c in enumerate(ctx.list(value, path)):
+        cpath = f"{path}[{i}]"
+        c = ctx.mapping(c, cpath)
+        if c.get("maxSkew") is None:
+            ctx.fail(f"{cpath}.maxSkew", "required (an integer >= 1)")
+        ctx.integer(c.get("maxSkew"), f"{cpath}.maxSkew", lo=1)
+        ctx.string(c.get("topologyKey"), f"{cpath}.topologyKey", required=True)
+        if c.get("whenUnsatisfiable") is None:
+            ctx.fail(f"{cpath}.whenUnsatisfiable", "required (DoNotSchedule or ScheduleAnyway)")
+        ctx.enum(c.get("whenUnsatisfiable"), f"{cpath}.whenUnsatisfiable", WHEN_UNSATISFIABLE)
+        _validate_label_selector(ctx, c.get("labelSelector"), f"{cpath}.labelSelector")
+        if c.get("minDomains") is not None:
+            ctx.integer(c.get("minDomains"), f"{cpath}.minDomains", lo=1)
+        ctx.str_list(c.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")
+        for key in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            if c.get(key) is not None:
+                ctx.enum(c.get(key), f"{cpath}.{key}", ("Honor", "Ignore"))
+        out.append(c)
+    return out
+
+
+def _validate_owner_references(ctx: _Ctx, value, path: str) -> None:
+    """metadata.ownerReferences: structure only (PodTopologySpread's default
+    selector follows the controller, see ``workloads.controller_of``)."""
+    for i, ref in enumerate(ctx.list(value, path)):
+        rpath = f"{path}[{i}]"
+        ref = ctx.mapping(ref, rpath)
+        for key in ("apiVersion", "kind", "name", "uid"):
+            ctx.string(ref.get(key), f"{rpath}.{key}")
+        for key in ("controller", "blockOwnerDeletion"):
+            ctx.boolean(ref.get(key), f"{rpath}.{key}")
+
+
+def _parse_tolerations(ctx: _Ctx, value, path: str) -> list[Toleration]:
+    out = []
+    for i, t in enumerate(ctx.list(value, path)):
+        tpath = f"{path}[{i}]"
+        t = ctx.mapping(t, tpath)
+        key = ctx.string(t.get("key"), f"{tpath}.key")
+        operator = ctx.enum(t.get("operator"), f"{tpath}.operator", TOLERATION_OPERATORS) or "Equal"
+        val = ctx.string(t.get("value"), f"{tpath}.value")
+        effect = ctx.enum(t.get("effect"), f"{tpath}.effect", ("",) + TAINT_EFFECTS)
+        if operator == "Exists" and val:
+            ctx.fail(f"{tpath}.value", f"must be empty when operator is Exists, got {val!r}")
+        if not key and operator != "Exists":
+            ctx.fail(f"{tpath}.operator", "must be Exists when key is empty (that tolerates every taint)")
+        if t.get("tolerationSeconds") is not None:
+            ctx.integer(t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds")
+            if effect != "NoExecute":
+                ctx.fail(f"{tpath}.effect", "must be NoExecute when tolerationSeconds is set")
+        out.append(Toleration(key=key, operator=operator, value=val, effect=effect))
+    return out
+
+
+def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
+    """A Pod object -> :class:`PodRecord` (validated).
+
+    Effective requests follow kube-scheduler (component-helpers ``PodRequests``
+    with sidecar containers, see :func:`_pod_requests`), after the API server's
+    defaulting: a container's ``resources.requests[r]`` is ``limits[r]`` when
+    it limits ``r`` without requesting it (``kubectl get`` output already has
+    this, hand-written manifests often do not), and every quantity is rounded
+    up to a milli-unit.  ``requests`` has a key for every resource named by
+    any container or the overhead (even at 0) but never ``pods``.
+
+    Not modelled: pod-level ``spec.resources`` (the PodLevelResources
+    feature, which replaces the container sum for cpu/memory/hugepages when
+    set), in-place resize status, DRA claims.  ``spec.resources`` is ignored.
+    """
+    ctx, meta, namespace, name = _identity(obj, "Pod", True, where)
+    labels = ctx.str_map(meta.get("labels"), "metadata.labels")
+    uid = ctx.string(meta.get("uid"), "metadata.uid")
+    creation = ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+    deletion = ctx.timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
+    _validate_owner_references(ctx, meta.get("ownerReferences"), "metadata.ownerReferences")
+    spec = ctx.mapping(obj.get("spec"), "spec")
+    status = ctx.mapping(obj.get("status"), "status")
+
+    node_name = ctx.string(spec.get("nodeName"), "spec.nodeName")
+    scheduler_name = ctx.string(spec.get("schedulerName"), "spec.schedulerName") or "default-scheduler"
+    priority = spec.get("priority")
+    if priority is not None:
+        priority = ctx.integer(priority, "spec.priority", INT32_MIN, INT32_MAX)
+    priority_class_name = ctx.string(spec.get("priorityClassName"), "spec.priorityClassName")
+    preemption_policy = ctx.enum(_unset_if_empty(spec.get("preemptionPolicy")), "spec.preemptionPolicy",
+                                 PREEMPTION_POLICIES, "PreemptLowerPriority")
+    host_network = ctx.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
+
+    images: list[str] = []
+    init_images: list[str] = []
+    host_ports: list[HostPort] = []
+    containers = [
+        _parse_container(ctx, c, f"spec.containers[{i}]", False, host_network, images, host_ports)
+        for i, c in enumerate(ctx.list(spec.get("containers"), "spec.containers"))
+    ]
+    init_containers = [
+        _parse_container(ctx, c, f"spec.initContainers[{i}]", True, host_network, init_images, host_ports)
+        for i, c in enumerate(ctx.list(spec.get("initContainers"), "spec.initContainers"))
+    ]
+    overhead = ctx.quantity_map(spec.get("overhead"), "spec.overhead")
+    overhead.pop("pods", None)
+
+    requests_q, nonzero_cpu_q, nonzero_mem_q = _pod_requests(containers, init_containers, overhead)
+    total_path = "spec.containers[*].resources.requests"
+    requests = _canonical(ctx, requests_q, total_path)
+    nonzero = _canonical(ctx, {"cpu": nonzero_cpu_q, "memory": nonzero_mem_q}, total_path)
+
+    tolerations = _parse_tolerations(ctx, spec.get("tolerations"), "spec.tolerations")
+    node_selector = ctx.str_map(spec.get("nodeSelector"), "spec.nodeSelector")
+    affinity = ctx.mapping(spec.get("affinity"), "spec.affinity")
+    node_affinity = _validate_node_affinity(ctx, affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+    pod_affinity = _validate_pod_affinity(ctx, affinity.get("podAffinity"), "spec.affinity.podAffinity")
+    pod_anti_affinity = _validate_pod_affinity(ctx, affinity.get("podAntiAffinity"),
+                                               "spec.affinity.podAntiAffinity")
+    topology_spread = _validate_spread(ctx, spec.get("topologySpreadConstraints"),
+                                       "spec.topologySpreadConstraints")
+    gates = []
+    for i, g in enumerate(ctx.list(spec.get("schedulingGates"), "spec.schedulingGates")):
+        g = ctx.mapping(g, f"spec.schedulingGates[{i}]")
+        gates.append(ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True))
+
+    phase = ctx.string(status.get("phase"), "status.phase")
+    start = ctx.timestamp(status.get("startTime"), "status.startTime")
+
+    return PodRecord(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        node_name=node_name,
+        scheduler_name=scheduler_name,
+        priority=priority,
+        priority_class_name=priority_class_name,
+        preemption_policy=preemption_policy,
+        labels=labels,
+        creation_ns=creation or 0,
+        start_ns=start,
+        deleting=deletion is not None,
+        phase=phase,
+        requests=requests,
+        nonzero_cpu=nonzero["cpu"],
+        nonzero_memory=nonzero["memory"],
+        tolerations=tolerations,
+        node_selector=node_selector,
+        node_affinity=node_affinity,
+        pod_affinity=pod_affinity,
+        pod_anti_affinity=pod_anti_affinity,
+        topology_spread=topology_spread,
+        host_ports=host_ports,
+        images=images + init_images,
+        has_restartable_init=any(c.restartable for c in init_containers),
+        scheduling_gates=gates,
+        obj=obj,
+    )
+
+
+# --------------------------------------------------------------------------
+# PriorityClass, PodDisruptionBudget
+
+
+def parse_priority_class(obj: dict, *, where: str | None = None) -> PriorityClassRecord:
+    """A scheduling.k8s.io PriorityClass -> :class:`PriorityClassRecord`."""
+    ctx, _, _, name = _identity(obj, "PriorityClass", False, where)
+    if obj.get("value") is None:
+        ctx.fail("value", "required (an integer)")
+    value = ctx.integer(obj.get("value"), "value", INT32_MIN, INT32_MAX)
+    global_default = ctx.boolean(obj.get("globalDefault"), "globalDefault")
+    policy = ctx.enum(_unset_if_empty(obj.get("preemptionPolicy")), "preemptionPolicy",
+                      PREEMPTION_POLICIES, "PreemptLowerPriority")
+    return PriorityClassRecord(name=name, value=value, global_default=global_default,
+                               preemption_policy=policy, obj=obj)
+
+
+_PERCENT = re.compile(r"[0-9]+%")
+
+
+def _int_or_percent(ctx: _Ctx, value, path: str) -> int | str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not _PERCENT.fullmatch(value):
+            ctx.fail(path, f"must be an integer or a percentage like '50%', got {value!r}")
+        return value
+    return ctx.integer(value, path, lo=0)
+
+
+def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetRecord:
+    """A policy/v1 PodDisruptionBudget -> :class:`PodDisruptionBudgetRecord`."""
+    ctx, _, namespace, name = _identity(obj, "PodDisruptionBudget", True, where)
+    spec = ctx.mapping(obj.get("spec"), "spec")
+    status = ctx.mapping(obj.get("status"), "status")
+    selector = _validate_label_selector(ctx, spec.get("selector"), "spec.selector")
+    min_available = _int_or_percent(ctx, spec.get("minAvailable"), "spec.minAvailable")
+    max_unavailable = _int_or_percent(ctx, spec.get("maxUnavailable"), "spec.maxUnavailable")
+    if min_available is not None and max_unavailable is not None:
+        ctx.fail("spec.maxUnavailable", "minAvailable and maxUnavailable cannot both be set")
+    allowed = status.get("disruptionsAllowed")
+    if allowed is not None:
+        allowed = ctx.integer(allowed, "status.disruptionsAllowed", lo=0)
+    disrupted = ctx.mapping(status.get("disruptedPods"), "status.disruptedPods")
+    for pod_name, when in disrupted.items():
+        if not isinstance(pod_name, str):
+            ctx.fail("status.disruptedPods", f"keys must be pod names, got {pod_name!r}")
+        ctx.timestamp(when, _join("status.disruptedPods", pod_name))
+    return PodDisruptionBudgetRecord(
+        namespace=namespace,
+        name=name,
+        selector=selector,
+        min_available=min_available,
+        max_unavailable=max_unavailable,
+        disruptions_allowed=allowed,
+        disrupted_pods=tuple(disrupted),
+        obj=obj,
+    )
+
+
+# --------------------------------------------------------------------------
+# whole sets
+
+
+@dataclass
+class Objects:
+    """The records of a set of objects; other kinds are counted, not kept."""
+
+    nodes: list[NodeRecord] = field(default_factory=list)
+    pods: list[PodRecord] = field(default_factory=list)
+    priority_classes: list[PriorityClassRecord] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudgetRecord] = field(default_factory=list)
+    pod_groups: list = field(default_factory=list)     # podgroups.PodGroup (Coscheduling)
+    # workloads.ServiceRecord / ControllerRecord (PodTopologySpread's default selector)
+    services: list = field(default_factory=list)
+    replication_controllers: list = field(default_factory=list)
+    replica_sets: list = field(default_factory=list)
+    stateful_sets: list = field(default_factory=list)
+    node_resource_topologies: list = field(default_factory=list)   # nrt.NrtRecord (GPU topology)
+    ignored_kinds: dict[str, int] = field(default_factory=dict)
+
+
+def parse_objects(objs: Iterable[dict], *, source: str = "objects") -> Objects:
+    """Parse every object; all or nothing.
+
+    Nodes, Pods, PriorityClasses, PodDisruptionBudgets and PodGroups
+    (scheduling.x-k8s.io, see ``podgroups``) become records; any other
+    kind (Namespace, Deployment, ...) is counted in ``ignored_kinds``.
+    Services, ReplicationControllers, ReplicaSets and StatefulSets become
+    ``workloads`` records (their selectors only).
+    ``List`` objects are expanded.  The first malformed object, or a second
+    object with the name of an earlier one (same kind; namespace/name for
+    namespaced kinds), raises :class:`ManifestError`; nothing is returned then.
+    Objects without a name are named ``<source>#<index>`` in errors.
+    """
+    from .podgroups import is_coscheduling_pod_group, parse_pod_group  # imports this module
+    from .workloads import loaders as _workload_loaders  # imports this module
+    out = Objects()
+    seen: dict[str, set[str]] = {k: set() for k in _HANDLED_KINDS}
+    parsers = {
+        "Node": (parse_node, out.nodes, lambda r: r.name, "Node {}"),
+        "Pod": (parse_pod, out.pods, lambda r: r.key, "Pod {}"),
+        "PriorityClass": (parse_priority_class, out.priority_classes, lambda r: r.name, "PriorityClass {}"),
+        "PodDisruptionBudget": (parse_pdb, out.pdbs, lambda r: f"{r.namespace}/{r.name}",
+                                "PodDisruptionBudget {}"),
+        "PodGroup": (parse_pod_group, out.pod_groups, lambda r: r.full_name, "PodGroup {}"),
+    }
+    parsers.update(_workload_loaders(out))
+    from tensorsched.topology.nrt import loaders as _nrt_loaders  # imports this module
+    parsers.update(_nrt_loaders(out))                                    # NodeResourceTopology
+    for index, raw in enumerate(objs):
+        where = f"{source}#{index}"
+        for obj in _flatten(raw, where):
+            kind = obj["kind"]
+            if kind not in parsers or (kind == "PodGroup" and not is_coscheduling_pod_group(obj)):
+                out.ignored_kinds[kind] = out.ignored_kinds.get(kind, 0) + 1
+                continue
+            parse, bucket, key_of, label = parsers[kind]
+            record = parse(obj, where=where)
+            key = key_of(record)
+            if key in seen[kind]:
+                raise ManifestError(label.format(key), "metadata.name",
+                                    f"duplicate {kind} (another object already has this name)")
+            seen[kind].add(key)
+            bucket.append(record)
+    return out

@@ -1,0 +1,473 @@
+"""DefaultPreemption's evaluator (pkg/scheduler/framework/preemption/preemption.go
+and plugins/defaultpreemption/default_preemption.go), on columnar state.
+
+Order of work, as upstream:
+1. eligibility (``pod_eligible_to_preempt_others``);
+2. the nodes where preemption might help: every node whose filter status is
+   not UnschedulableAndUnresolvable (``nodes_where_preemption_might_help``);
+3. ``numCandidates`` and a seeded ``offset``; nodes are visited from the
+   offset, wrapping around, and the victim search of the visited nodes runs
+   as ONE kernel call per batch (``tensorsched.kernels.victims``) on the
+   framework's backend; the visit stops, exactly where upstream's serial
+   DryRunPreemption would, once there is a non-violating candidate and the
+   candidate lists hold numCandidates;
+4. ``pick_one_node`` (fewest PDB violations, lowest highest-victim priority,
+   smallest sum of priority + 2^31, fewest victims, latest earliest start of
+   the highest-priority victims, then the first candidate).
+
+The caller (the scheduler loop) deletes the victims and retries the pod.
+
+"The pod fits" means every filter of the profile that runs for the pod, as
+upstream's SelectVictimsOnNode runs them.  The kernel re-runs the fused
+built-in ones (NodeResourcesFit, NodePorts: see kernels/_victims_core.py).
+When a host-side filter applies to the pod (PodTopologySpread or
+InterPodAffinity that did not Skip, GpuShareFit for a GPU pod, user
+plugins), the kernel is a pre-pass and every node it leaves open is searched
+again on the host with all filters (``victims_host``), on every backend
+alike; pods without such filters keep the all-kernel path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
+from tensorsched.framework.objects.pdb import applies, disruptions_allowed
+from tensorsched.framework.objects.priorities import NEVER, pod_priority
+from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
+from tensorsched.framework.runtime.plugin import FusedFilter
+from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.state.cluster_state import ClusterState
+from tensorsched.kernels import layout as L
+from tensorsched.kernels import victims as V
+
+from .host_search import HostVictimSearch, active_host_filters
+
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_ELIGIBLE_POLICY = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+UNRESOLVABLE_PLUGINS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration",
+                                  "NodeAffinity"})
+_OFFSET_SALT = 0x5EED0FF5E7
+
+
+def _words(n: int) -> int:
+    return max(1, (n + 63) // 64)
+
+
+# ---------------------------------------------------------------------------
+# The pods of every node as the victim kernel's table
+# ---------------------------------------------------------------------------
+
+class PodTable:
+    """``VictimPods`` kept in step with a ClusterState: rows written since the
+    last sync (``row_version``) are re-read, the rest are kept."""
+
+    def __init__(self, state: ClusterState, pdbs=()):
+        self.state = state
+        self.pdbs = list(pdbs)
+        self.seen = -1
+        self.shape = None
+        self.keys: list[list[str]] = []
+        self._allowed_cache = (-1, None)
+        # Pods alike for the pod-to-pod filters (namespace, labels, required
+        # anti-affinity terms): ``cls[row, slot]`` a class id (-1: no pod),
+        # ``class_records[id]`` one record of the class.
+        self._class_ids: dict = {}
+        self.class_records: list = []
+
+    def _alloc(self, n, c, r, wp, wb):
+        self.shape = (n, c, r, wp, wb)
+        self.count = np.zeros(n, np.int64)
+        self.prio = np.zeros((n, c), np.int64)
+        self.start = np.full((n, c), V.START_NOW, np.int64)
+        self.req = np.zeros((n, c, r), np.int64)
+        self.ports = np.zeros((n, c, wp), np.int64)
+        self.pdb = np.zeros((n, c, wb), np.int64)
+        self.cls = np.full((n, c), -1, np.int64)
+        self.keys = [[] for _ in range(n)]
+
+    def sync(self) -> V.VictimPods:
+        st = self.state
+        n = max(st.n_rows, 1)
+        r = len(st.resources)
+        wp = _words(len(st.ports))
+        wb = _words(len(self.pdbs))
+        c = self.shape[1] if self.shape else 1
+        need_c = max((len(st.pods_on_node[i]) for i in range(st.n_rows)), default=1) \
+            if self.shape is None else c
+        if self.shape is None or self.shape[0] != n or self.shape[2] != r \
+                or self.shape[3] != wp:
+            self._alloc(n, max(need_c, 1), r, wp, wb)
+            rows = range(st.n_rows)
+        else:
+            rows = np.flatnonzero(st.row_version[: st.n_rows] > self.seen)
+            biggest = max((len(st.pods_on_node[i]) for i in rows), default=0)
+            if biggest > c:
+                self._alloc(n, max(biggest, 2 * c), r, wp, wb)
+                rows = range(st.n_rows)
+        for i in rows:
+            self._write_row(int(i))
+        self.seen = st.version
+        return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
+                            self.pdb, self.allowed())
+
+    def _write_row(self, i: int) -> None:
+        st = self.state
+        keys = sorted(st.pods_on_node[i])
+        self.keys[i] = keys
+        self.count[i] = len(keys)
+        r = self.req.shape[2]
+        self.req[i] = 0
+        self.ports[i] = 0
+        self.pdb[i] = 0
+        self.start[i] = V.START_NOW
+        self.prio[i] = 0
+        self.cls[i] = -1
+        for s, key in enumerate(keys):
+            entry = st.pods[key]
+            rec = entry.record
+            self.cls[i, s] = self._class_of(rec)
+            self.prio[i, s] = pod_priority(rec)
+            self.start[i, s] = rec.start_ns if rec.start_ns is not None else V.START_NOW
+            req = entry.request
+            m = min(r, req.shape[0])
+            self.req[i, s, :m] = req[:m]
+            for b in entry.port_ids:
+                self.ports[i, s, b >> 6] |= np.int64(1) << np.int64(b & 63)
+            for p, pdb in enumerate(self.pdbs):
+                if applies(pdb, rec):
+                    self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
+
+    def _class_of(self, rec) -> int:
+        from tensorsched.framework.objects.selectors import pod_terms
+        key = (rec.namespace, frozenset((rec.labels or {}).items()),
+               pod_terms(rec)["req_anti"])
+        got = self._class_ids.get(key)
+        if got is None:
+            got = self._class_ids[key] = len(self.class_records)
+            self.class_records.append(rec)
+        return got
+
+    def allowed(self) -> np.ndarray:
+        """[P] disruptionsAllowed of every PDB (at least one entry)."""
+        if not self.pdbs:
+            return np.zeros(1, np.int64)
+        if self._allowed_cache[0] == self.state.version:
+            return self._allowed_cache[1]
+        pods = [e.record for e in self.state.pods.values()]
+        out = np.array([disruptions_allowed(p, pods) for p in self.pdbs], np.int64)
+        self._allowed_cache = (self.state.version, out)
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Rules
+# ---------------------------------------------------------------------------
+
+def num_candidates(num_nodes: int, args: DefaultPreemptionArgs) -> int:
+    """GetOffsetAndNumCandidates' count."""
+    n = num_nodes * args.min_candidate_nodes_percentage // 100
+    n = max(n, args.min_candidate_nodes_absolute)
+    return min(n, num_nodes)
+
+
+def seeded_offset(seed: int, attempt: int, num_nodes: int) -> int:
+    """The random offset in [0, num_nodes), a pure function of (seed, attempt)."""
+    if num_nodes <= 0:
+        return 0
+    return splitmix64((seed * 0x9E3779B97F4A7C15 + attempt + _OFFSET_SALT)
+                      & ((1 << 64) - 1)) % num_nodes
+
+
+def _terminating_by_preemption(pod: PodRecord) -> bool:
+    if not pod.deleting:
+        return False
+    for c in ((pod.obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == "DisruptionTarget" and c.get("status") == "True" \
+                and c.get("reason") == "PreemptionByScheduler":
+            return True
+    return False
+
+
+def nominated_node_name(pod: PodRecord) -> str:
+    return ((pod.obj or {}).get("status") or {}).get("nominatedNodeName") or ""
+
+
+def pod_eligible_to_preempt_others(pod: PodRecord, state: ClusterState,
+                                   nominated_status_code: Code | None) -> tuple[bool, str]:
+    """(eligible, message): preemptionPolicy Never; a nominated node whose
+    status is not UnschedulableAndUnresolvable and that holds a lower-priority
+    pod terminating because of preemption makes the pod wait."""
+    if pod.preemption_policy == NEVER:
+        return False, NOT_ELIGIBLE_POLICY
+    nominated = nominated_node_name(pod)
+    if nominated:
+        if nominated_status_code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return True, ""
+        row = state.node_rows.get(nominated)
+        if row is not None:
+            prio = pod_priority(pod)
+            for key in state.pods_on_node[row]:
+                other = state.pods[key].record
+                if pod_priority(other) < prio and _terminating_by_preemption(other):
+                    return False, NOT_ELIGIBLE_TERMINATING
+    return True, ""
+
+
+def nodes_where_preemption_might_help(codes) -> np.ndarray:
+    """[M] bool: preemption is attempted on nodes whose status code is not
+    UnschedulableAndUnresolvable (nor Success: a feasible node never reaches here)."""
+    codes = np.asarray(codes, np.int64)
+    return (codes != int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)) & (codes != int(Code.SUCCESS))
+
+
+def status_codes(fw, reasons: np.ndarray, ctx=None, rows: np.ndarray | None = None) -> np.ndarray:
+    """[M] the status code of the first rejecting filter plugin (profile order)
+    per node, from the fused reason bits; -1 for free rows.
+
+    ``ctx`` and ``rows`` ([M] node rows, evaluation order) let a host filter
+    with ``unresolvable(ctx, rows) -> [M] bool`` (PodTopologySpread's missing
+    key, InterPodAffinity's required affinity) report
+    UnschedulableAndUnresolvable where it does upstream."""
+    reasons = np.asarray(reasons, np.int64)
+    codes = np.full(reasons.shape[0], int(Code.SUCCESS), np.int64)
+    undecided = reasons != 0
+    pf = undecided & ((reasons & int(L.R_PREFILTER_NAMES)) != 0)
+    codes[pf] = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    undecided &= ~pf
+    for p in fw.filters:
+        rb = int(getattr(p, "reason_bits", 0))
+        if not rb:
+            continue
+        hit = undecided & ((reasons & rb) != 0)
+        if isinstance(p, FusedFilter) and p.name in UNRESOLVABLE_PLUGINS:
+            codes[hit] = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        elif ctx is not None and hit.any() and hasattr(p, "unresolvable"):
+            unres = np.asarray(p.unresolvable(ctx, rows), bool)
+            codes[hit] = np.where(unres[hit], int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                                  int(Code.UNSCHEDULABLE))
+        else:
+            codes[hit] = int(Code.UNSCHEDULABLE)
+        undecided &= ~hit
+    codes[undecided] = int(Code.ERROR)
+    codes[reasons == int(L.R_INVALID_ROW)] = -1
+    return codes
+
+
+def status_of_bits(fw, ctx, row: int, bits: int) -> Status:
+    """The Status the first rejecting filter reports for reason ``bits``."""
+    if bits & int(L.R_PREFILTER_NAMES):
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                      (PREFILTER_REJECT_REASON.format(""),), "")
+    for p in fw.filters:
+        own = bits & int(getattr(p, "reason_bits", 0))
+        if own:
+            if isinstance(p, FusedFilter):
+                return p.explain_reasons(ctx, row, own)
+            return Status(Code.UNSCHEDULABLE, tuple(p.explain_reasons(ctx, row)), p.name)
+    return Status(Code.ERROR, ("unexplained rejection",), "")
+
+
+@dataclass
+class Candidate:
+    row: int
+    node: str
+    victims: list[str]              # pod keys, most important first
+    num_pdb_violations: int
+    stats: tuple
+
+
+@dataclass
+class PreemptionResult:
+    """What PostFilter decided: the nominated node (None = none) and victims."""
+
+    nominated_node: str | None
+    victims: list[str] = field(default_factory=list)
+    status: Status = Status.OK
+    candidates: list[Candidate] = field(default_factory=list)
+    filter_calls: int = 0
+    eligible: bool = True
+    query: object = None            # the preemptor's PodQuery (for the retry)
+    host_filters: list = field(default_factory=list)   # non-fused filters that ran
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.status.reasons)
+
+
+def pick_one_node(stats: np.ndarray) -> int:
+    """pickOneNodeForPreemption over candidate stats [K, 7] (candidate order):
+    the index of the chosen candidate."""
+    k = stats.shape[0]
+    if k == 0:
+        return -1
+    alive = np.arange(k)
+    criteria = ((V.STAT_N_VIOLATIONS, -1), (V.STAT_TOP_PRIORITY, -1),
+                (V.STAT_PRIORITY_SUM, -1), (V.STAT_N_VICTIMS, -1),
+                (V.STAT_EARLIEST_START, 1))
+    for col, sign in criteria:
+        if alive.shape[0] == 1:
+            break
+        score = stats[alive, col] * sign if sign == 1 else -stats[alive, col]
+        best = score.max()
+        alive = alive[score == best]
+    return int(alive[0])
+
+
+def _fail_message(num_all: int, counts: dict[str, int]) -> str:
+    parts = sorted(f"{n} {r}" for r, n in counts.items())
+    return f"preemption: 0/{num_all} nodes are available: {', '.join(parts)}."
+
+
+def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
+            seed: int = 0, attempt: int = 0, offset: int | None = None,
+            num_cands: int | None = None, nominated_status_code: Code | None = None,
+            dry_run_all: bool = False, node_codes: dict | None = None,
+            absent_code: Code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            potential_rows: np.ndarray | None = None) -> PreemptionResult:
+    """DefaultPreemption's PostFilter for the failed cycle ``result``.
+
+    ``offset`` / ``num_cands`` override the seeded offset and the count from
+    ``args`` (tests); ``dry_run_all`` returns every candidate found while
+    visiting (upstream's DryRunPreemption output) without selecting.
+    ``node_codes`` ({node: Code}, others ``absent_code``) replaces the
+    cycle's filter statuses and ``potential_rows`` the nodes where
+    preemption might help, as upstream's unit tests feed them."""
+    state, pod = ctx.state, ctx.pod
+    ok, why = pod_eligible_to_preempt_others(pod, state, nominated_status_code)
+    if not ok:
+        return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE, (why,), fw_name()),
+                                eligible=False)
+    all_rows = result.all_rows
+    num_all = state.num_nodes
+    if node_codes is not None:
+        codes_rows = np.array([int(node_codes.get(state.node_name(int(r)), absent_code))
+                               for r in all_rows], np.int64)
+    elif not result.prefilter_status.ok:
+        codes_rows = np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
+    else:
+        m = all_rows.shape[0]
+        codes_eval = status_codes(fw, result.reasons, ctx, result.rows)
+        # Evaluation order -> row order.
+        codes_rows = np.empty(m, np.int64)
+        pos = (result.start + np.arange(m)) % max(m, 1)
+        codes_rows[pos] = codes_eval
+    helps = nodes_where_preemption_might_help(codes_rows)
+    potential = all_rows[helps] if potential_rows is None else np.asarray(potential_rows,
+                                                                          np.int64)
+    counts: dict[str, int] = {}
+    unhelpful = int((~helps & (codes_rows >= 0)).sum())
+    if unhelpful:
+        counts[NOT_HELPFUL] = unhelpful
+    n = potential.shape[0]
+    if n == 0:
+        return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE,
+                                                    (_fail_message(num_all, counts),), fw_name()))
+    cap = num_cands if num_cands is not None else num_candidates(n, args)
+    off = offset if offset is not None else seeded_offset(seed, attempt, n)
+    pods = table.sync()
+    q = result.query
+    prio = pod_priority(pod)
+    scan = potential[(off + np.arange(n)) % n]
+    host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
+    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
+                              classes=(table.cls, table.class_records)) if host else None
+    try:
+        nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
+                                                    search)
+    finally:
+        if search is not None:
+            search.close()
+    cands = []
+    for row, stats, slots in nv_list + v_list:
+        keys = table.keys[row]
+        cands.append(Candidate(row, state.node_name(row), [keys[s] for s in slots],
+                               int(stats[V.STAT_N_VIOLATIONS]), tuple(int(x) for x in stats)))
+    if dry_run_all:
+        return PreemptionResult(None, candidates=cands, filter_calls=calls)
+    if not cands:
+        for row, code in failures:
+            if isinstance(code, tuple):         # a host filter's reasons
+                reasons = code
+            elif code == V.CODE_NO_VICTIMS:
+                reasons = (NO_VICTIMS,)
+            elif code == V.CODE_NONE_LEFT:
+                reasons = (f"expected at least one victim pod on node {state.node_name(row)!r}",)
+            else:
+                reasons = status_of_bits(fw, ctx, row, code).reasons
+            for r in reasons:
+                counts[r] = counts.get(r, 0) + 1
+        return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE,
+                                                    (_fail_message(num_all, counts),),
+                                                    fw_name()),
+                                candidates=cands, filter_calls=calls)
+    best = pick_one_node(np.array([c.stats for c in cands], np.int64))
+    chosen = cands[best]
+    return PreemptionResult(chosen.node, list(chosen.victims), Status.OK, cands, calls,
+                            query=q, host_filters=host)
+
+
+def _dry_run(fw, state, q, prio, pods, scan, cap, search):
+    """DryRunPreemption over the visit order ``scan`` [n] (node rows):
+    (non-violating candidates, violating candidates, failures, filter calls).
+
+    Candidates are (row, stats [7], victim slots); failures (row, code) with
+    code a kernel code or a tuple of reasons.  The kernel runs per batch of
+    rows; with host filters (``search`` not None) it is a pre-pass: nodes it
+    leaves open (fit with every lower-priority pod gone, on the built-in
+    filters) are searched again, exactly, with all filters.  The visit stops
+    where upstream's serial visit would."""
+    n = scan.shape[0]
+    nv_list: list = []
+    v_list: list = []
+    failures: list = []
+    calls = 0
+    pos = 0
+    batch = max(cap, 64)
+    while pos < n:
+        rows = scan[pos: pos + batch]
+        res = V.select_victims(fw.backend_name, state.columns(), q, rows, prio, pods)
+        if search is not None:
+            code = res.stats[: rows.shape[0], V.STAT_CODE]
+            search.prefetch(rows[(code == 0) | (code == V.CODE_NONE_LEFT)])
+            search.batch(rows[(code == 0) | (code == V.CODE_NONE_LEFT)])
+        for j in range(rows.shape[0]):
+            row = int(rows[j])
+            st = res.stats[j]
+            code = int(st[V.STAT_CODE])
+            if search is not None and code in (0, V.CODE_NONE_LEFT):
+                code, st, slots = search.on_node(row)
+            else:
+                slots = res.victims[j, : int(st[V.STAT_N_VICTIMS])]
+            calls += int(st[V.STAT_FILTER_CALLS])
+            if isinstance(code, int) and code == 0:
+                target = v_list if st[V.STAT_N_VIOLATIONS] > 0 else nv_list
+                if len(target) < cap:
+                    target.append((row, st.copy(), slots.copy()))
+            else:
+                failures.append((row, code))
+            if nv_list and len(nv_list) + len(v_list) >= cap:
+                return nv_list, v_list, failures, calls
+        pos += rows.shape[0]
+    return nv_list, v_list, failures, calls
+
+
+def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> bool:
+    """The built-in filters of query ``q`` pass on node ``row`` now, and so
+    do ``host_filters`` (``PreemptionResult.host_filters``, run with ``ctx``)."""
+    from tensorsched.kernels import filters
+    cols = state.columns()
+    q2 = V.pad_query(cols, q)
+    one = np.array([row], np.int64)
+    if int(filters.node_reasons(cols, one, q2, xp=np)[0]) != 0:
+        return False
+    return all(bool(np.asarray(p.filter(ctx, one))[0]) for p in host_filters)
+
+
+def fw_name() -> str:
+    return "DefaultPreemption"

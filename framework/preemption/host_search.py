@@ -1,0 +1,582 @@
+"""SelectVictimsOnNode with every filter of the profile, one node at a time.
+
+The victim kernel (``tensorsched.kernels.victims``) re-runs only the fused
+built-in filters, which read node columns alone.  Filters that run on the
+host (PodTopologySpread, InterPodAffinity, GpuShareFit, user plugins) read
+state that other pods make: per-domain pod counts (``pod_counts``), the GPU
+table, any column a user function looks at.  For a preemptor that such a
+filter applies to, upstream's rule is followed literally on the real state:
+
+1. take every lower-priority pod off the node (``ClusterState.remove_pod``:
+   the listeners update domain counts and GPU shares as upstream's
+   RemovePod PreFilter extensions update CycleState);
+2. run all of the pod's filters on that one row: the built-in ones (those
+   pods do not change through the NumPy filter path once per node,
+   NodePorts and NodeResourcesFit as scalar code at every step), then the
+   host filters in profile order;
+3. reprieve, PDB-violating pods first, each group most important first: put
+   the pod back, keep it if the preemptor still fits, else take it off again
+   and count it as a victim;
+4. put everything back (``Suspension``): the state is exactly as before,
+   down to the iteration order of the pod dict and the rows' pod sets (only
+   the version counters moved on, so mirrors re-read the touched rows).
+
+Only the nodes that the kernel pre-pass leaves open (the pod fits on the
+built-in filters with all lower-priority pods gone) come here.
+
+When PodTopologySpread and/or InterPodAffinity are the only host filters,
+steps 1-4 are replayed on counts instead (``HostVictimSearch.batch``,
+``kernels.victims_spread``): taking a node's pods off moves only its own
+domains' sums, so each test is O(constraints) with the rest of the global
+minimum from the baseline (``SpreadProbe``) and InterPodAffinity's
+conditions (affinity terms with the first-pod-of-a-group rule, own and
+bound pods' anti-affinity terms) from the baseline domain sums and counts
+of positive domains (``AffinityProbe``); a whole batch of nodes is
+searched in one compiled pass, the state untouched.  Which pods each
+condition counts is decided per class of alike pods of the victim table
+(``PodTable.cls``), not per pod.  Same victims, codes and Filter-call
+counts (``tests/test_victims_spread_fast.py``,
+``tests/test_victims_affinity_fast.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorsched.framework.runtime.plugin import FusedFilter
+from tensorsched.kernels import filters as KF
+from tensorsched.kernels import layout as L
+from tensorsched.kernels import victims as V
+
+GPU_SHARE_FIT = "GpuShareFit"
+
+
+def active_host_filters(fw, ctx, skipped) -> list:
+    """The profile's non-fused filters that run for ``ctx.pod``, profile order.
+
+    ``skipped``: plugin names whose PreFilter returned Skip this cycle
+    (their Filter does not run, during preemption neither).  GpuShareFit
+    counts only when the pod asks for GPUs or a NUMA placement: otherwise
+    its Filter passes every node whatever the pods on it."""
+    out = []
+    for p in fw.filters:
+        if isinstance(p, FusedFilter) or p.name in skipped:
+            continue
+        if p.name == GPU_SHARE_FIT and not _gpu_filter_active(ctx):
+            continue
+        out.append(p)
+    return out
+
+
+def _gpu_filter_active(ctx) -> bool:
+    """GpuShareFit's own test for "this pod has nothing to check"."""
+    from tensorsched.topology.gpu_table import GpuTable
+    t = GpuTable.of(ctx.state)
+    info = t.pod_info(ctx.pod)
+    n = max(ctx.state.n_rows, 1)
+    return bool(info.has_gpu or info.cons or (info.guaranteed and t.single_policy[:n].any()))
+
+
+class Suspension:
+    """Bound pods taken off their nodes for a while, then put back exactly.
+
+    Numeric columns (requested, ports, pod counts, domain sums, GPU shares)
+    return through the symmetric ``remove_pod`` / ``restore_pod`` (the pod's
+    own PodRow goes back: nothing is re-interned).  Containers
+    whose iteration order a remove/add pair could change are swapped for
+    copies on first touch and the untouched originals reinstalled by
+    ``restore``: ``state.pods`` and, per touched row, ``pods_on_node`` and
+    ``port_counts``.  A pod put back re-takes the GPUs it held."""
+
+    def __init__(self, state):
+        from tensorsched.topology.gpu_table import GpuTable
+        self.state = state
+        self.orig_pods = None
+        self.rows: dict = {}            # row -> (pods_on_node set, port_counts dict)
+        self.gone: dict = {}            # key -> PodRow (as it was)
+        self.gpu = GpuTable.attached(state)
+        self.gpu_alloc: dict = {}       # key -> Allocation held before
+        self.gpu_released = self.gpu._just_released if self.gpu is not None else None
+
+    def remove(self, key: str) -> None:
+        st = self.state
+        if self.orig_pods is None:
+            self.orig_pods = st.pods
+            st.pods = dict(st.pods)
+        entry = st.pods[key]
+        row = entry.node_row
+        if row not in self.rows:
+            self.rows[row] = (st.pods_on_node[row], st.port_counts[row])
+            st.pods_on_node[row] = set(st.pods_on_node[row])
+            st.port_counts[row] = dict(st.port_counts[row])
+        if self.gpu is not None and key not in self.gpu_alloc:
+            self.gpu_alloc[key] = self.gpu.alloc.get(key)
+        st.remove_pod(key)
+        self.gone[key] = entry
+
+    def add(self, key: str) -> None:
+        entry = self.gone.pop(key)
+        self.state.restore_pod(entry)
+        self._regain_gpus(key, entry)
+
+    def put_back(self) -> None:
+        """Every suspended pod back on its node."""
+        for key in list(self.gone):
+            self.add(key)
+
+    def restore(self) -> None:
+        """``put_back`` plus the original containers (call once, at the end)."""
+        self.put_back()
+        st = self.state
+        if self.orig_pods is not None:
+            st.pods = self.orig_pods
+            self.orig_pods = None
+        for row, (pods, ports) in self.rows.items():
+            st.pods_on_node[row] = pods
+            st.port_counts[row] = ports
+        self.rows.clear()
+        if self.gpu is not None:
+            self.gpu._just_released = self.gpu_released
+
+    def _regain_gpus(self, key: str, entry) -> None:
+        """The GPUs (and NUMA pin) the pod held before it was taken off: the
+        table may have picked others when it came back."""
+        t = self.gpu
+        if t is None:
+            return
+        want, got = self.gpu_alloc.get(key), t.alloc.get(key)
+        if want is None or got is None or (got.indices, got.zone, got.unplaced) == \
+                (want.indices, want.zone, want.unplaced):
+            return
+        t.release(key)
+        if want.indices or want.zone >= 0:
+            info = t.pod_info(entry.record)
+            t.apply(key, entry.node_row, info, t.constraint_at(info, entry.node_row),
+                    want.indices, want.zone)
+        t.alloc[key] = want
+
+
+def _importance_order(prio, start, slots) -> list:
+    """``slots`` most important first (priority desc, start asc, slot asc)."""
+    return sorted(slots, key=lambda s: (-int(prio[s]), int(start[s]), s))
+
+
+def _pdb_violating(pods: V.VictimPods, row: int, order) -> list:
+    """filterPodsWithPDBViolation over ``order``: [len(order)] bool, on a
+    running copy of disruptionsAllowed (as the kernel does)."""
+    left = pods.pdb_allowed.copy()
+    out = []
+    for s in order:
+        hit = False
+        for w in range(pods.pod_pdb.shape[2]):
+            word = int(pods.pod_pdb[row, s, w]) & ((1 << 64) - 1)
+            while word:
+                low = word & -word
+                p = w * 64 + low.bit_length() - 1
+                word ^= low
+                left[p] -= 1
+                hit = hit or left[p] < 0
+        out.append(hit)
+    return out
+
+
+class _PodDependentFilters:
+    """NodePorts and NodeResourcesFit of one query on one node row, as
+    scalar code (``kernels.filters.fit_reasons`` and the ports test of
+    ``node_reasons`` for M = 1): these are the built-in filters whose answer
+    changes while pods come and go, so they run at every reprieve step."""
+
+    def __init__(self, q):
+        flags = int(q.filter_flags)
+        self.ports = bool(flags & L.F_PORTS)
+        self.fit = bool(flags & L.F_FIT)
+        self.conflicts = np.asarray(q.port_conflicts, np.int64)
+        # (resource column, amount) the fit test compares; the pod count aside.
+        self.asks = [(r, int(w)) for r, w in enumerate(q.request)
+                     if r != L.RES_PODS and int(w) > 0 and not bool(q.fit_ignored[r])] \
+            if q.requests_anything else []
+
+    def bits(self, state, row: int) -> int:
+        out = 0
+        if self.ports and self.conflicts.shape[0]:
+            w = min(self.conflicts.shape[0], state.port_bits.shape[1])
+            if (state.port_bits[row, :w] & self.conflicts[:w]).any():
+                out |= int(L.R_PORTS)
+        if self.fit:
+            alloc, used = state.allocatable[row], state.requested[row]
+            if int(used[L.RES_PODS]) + 1 > int(alloc[L.RES_PODS]):
+                out |= int(L.R_TOO_MANY_PODS)
+            for r, want in self.asks:
+                if want > int(alloc[r]) - int(used[r]):
+                    out |= 1 << (L.INSUFFICIENT_SHIFT + r)
+        return out
+
+
+class HostVictimSearch:
+    """SelectVictimsOnNode with the built-in and the host filters.
+
+    ``q`` the preemptor's compiled query (built-in filters), ``filters`` the
+    active host filters (``active_host_filters``), ``pods`` / ``keys`` the
+    victim table and its pod keys per row.  ``on_node(row)`` gives
+    (code, stats [7] int64, victim slots [n] int64) as one kernel row would;
+    ``code`` is a tuple of reason strings when a host filter rejects the node
+    with every lower-priority pod gone."""
+
+    def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys, classes=None):
+        from tensorsched.framework.runtime.framework import CycleContext
+        self.state = ctx.state
+        # A fresh cycle state: host filters recompute what they derived from
+        # the pods (InterPodAffinity's existing anti-affinity terms).
+        self.ctx = CycleContext(ctx.state, ctx.pod, ctx.framework)
+        self.q = q
+        self.filters = filters
+        self.prio = int(prio)
+        self.pods = pods
+        self.keys = keys
+        # (cls [rows, C] class id per slot, one record per class) of the
+        # victim table (``PodTable``): pods alike in namespace, labels and
+        # required anti-affinity, so ``batch`` matches classes, not pods.
+        self.classes = classes
+        self.susp = Suspension(ctx.state)
+        self.static: dict = {}          # row -> reason bits of the pod-independent filters
+        self.dynamic = _PodDependentFilters(q)
+        # Only PodTopologySpread and/or InterPodAffinity on the host: the
+        # search is simulated on counts (``batch``) instead of moving pods.
+        from tensorsched.framework.plugins.inter_pod_affinity import InterPodAffinity
+        from tensorsched.framework.plugins.pod_topology_spread import PodTopologySpread
+        spread = [p for p in filters if type(p) is PodTopologySpread]
+        ipa = [p for p in filters if type(p) is InterPodAffinity]
+        on_counts = bool(filters) and len(spread) + len(ipa) == len(filters) \
+            and len(spread) <= 1 and len(ipa) <= 1
+        # PodTopologySpread / InterPodAffinity searched by ``batch`` (None:
+        # absent, or another host filter keeps the search on the state).
+        self.spread = spread[0] if on_counts and spread else None
+        self.affinity = ipa[0] if on_counts and ipa else None
+        self.ipa_first = bool(on_counts and spread and ipa
+                              and filters.index(ipa[0]) < filters.index(spread[0]))
+        self.ia_probe = None            # AffinityProbe of the baseline state
+        # Beside other host filters, ``_select`` moves pods in the state but
+        # answers PodTopologySpread from a probe: (row, probe parts, matching
+        # pods taken off per constraint) while a row is searched.
+        self.spread_any = spread[0] if spread else None
+        self.on_row = None
+        # The same for InterPodAffinity: (row, AffinityProbe, valid [P],
+        # base [P], matching pods taken off per condition, slot -> matches).
+        self.affinity_any = ipa[0] if ipa else None
+        self.on_row_ia = None
+        self.probe = None               # SpreadProbe of the baseline state
+        self.simulated = 0              # nodes searched by ``batch``
+        self.ready: dict = {}           # row -> on_node's answer, from ``batch``
+
+    def close(self) -> None:
+        self.susp.restore()
+
+    def misfit(self, row: int):
+        """None when the pod passes every filter on ``row`` now; else the
+        built-in reason bits (int) or the first rejecting host filter's
+        reasons (tuple of str), profile order (built-ins come first)."""
+        bits = self.builtin_bits(row)
+        if bits:
+            return bits
+        one = np.array([row], np.int64)
+        on_row = self.on_row
+        for p in self.filters:
+            if p is self.spread_any and on_row is not None and on_row[0] == row:
+                from tensorsched.framework.plugins.pod_topology_spread import (
+                    REASON_MISSING,
+                    REASON_SKEW,
+                    SpreadProbe,
+                )
+                code = SpreadProbe.code(on_row[1], on_row[2])
+                if code:
+                    return (REASON_MISSING,) if code == 1 else (REASON_SKEW,)
+                continue
+            ia = self.on_row_ia
+            if p is self.affinity_any and ia is not None and ia[0] == row:
+                from tensorsched.framework.plugins.inter_pod_affinity import (
+                    REASON_AFFINITY,
+                    REASON_ANTI,
+                    REASON_EXISTING,
+                )
+                code = ia[1].code(ia[2], ia[3], ia[4])
+                if code:
+                    return ((REASON_AFFINITY,), (REASON_ANTI,), (REASON_EXISTING,))[code - 1]
+                continue
+            if not bool(np.asarray(p.filter(self.ctx, one))[0]):
+                if hasattr(p, "explain_status"):
+                    return tuple(p.explain_status(self.ctx, row).reasons)
+                return tuple(p.explain_reasons(self.ctx, row))
+        return None
+
+    def builtin_bits(self, row: int) -> int:
+        """The fused built-in filters' reason bits on ``row`` now: the filters
+        that pods do not change come from the NumPy filter path once per row,
+        NodePorts and NodeResourcesFit are re-evaluated on every call."""
+        static = self.static.get(row)
+        if static is None:
+            self.prefetch(np.array([row], np.int64))
+            static = self.static[row]
+        return static | self.dynamic.bits(self.state, row)
+
+    def prefetch(self, rows) -> None:
+        """The pod-independent filters' bits of ``rows`` in one NumPy pass
+        (``builtin_bits`` reads them)."""
+        rows = np.asarray([r for r in np.asarray(rows, np.int64).tolist()
+                           if r not in self.static], np.int64)
+        if rows.shape[0] == 0:
+            return
+        cols = self.state.columns()
+        q = V.pad_query(cols, self.q)
+        q = q._replace(filter_flags=int(q.filter_flags) & ~(L.F_PORTS | L.F_FIT))
+        bits = KF.node_reasons(cols, rows, q, xp=np)
+        for r, b in zip(rows.tolist(), np.asarray(bits).tolist()):
+            self.static[r] = int(b)
+
+    @property
+    def on_counts(self) -> bool:
+        """``batch`` searches the nodes (PodTopologySpread and/or
+        InterPodAffinity are the only host filters)."""
+        return self.spread is not None or self.affinity is not None
+
+    def on_node(self, row: int):
+        if self.on_counts:
+            if row not in self.ready:
+                self.batch(np.array([row], np.int64))
+            got = self.ready.pop(row, None)
+            if got is not None:
+                self.simulated += 1
+                return got
+        pods, keys = self.pods, self.keys[row]
+        prio, start = pods.pod_prio[row], pods.pod_start[row]
+        stats = np.zeros(V.N_STATS, np.int64)
+        lower = [s for s in range(int(pods.pod_count[row])) if prio[s] < self.prio]
+        if not lower:
+            stats[V.STAT_CODE] = V.CODE_NO_VICTIMS
+            return V.CODE_NO_VICTIMS, stats, np.zeros(0, np.int64)
+        self.probe = self.ia_probe = None   # the state moves: rebuild after
+        try:
+            return self._select(row, lower, keys, prio, start, stats)
+        finally:
+            self.susp.put_back()
+
+    def batch(self, rows) -> None:
+        """Search ``rows`` now, when PodTopologySpread and/or InterPodAffinity
+        are the only host filters: ``kernels.victims_spread`` replays ``_select`` on counts
+        (nothing in the state moves) for all of them in one compiled pass;
+        ``on_node`` then hands out the stored answers.  Rows where a
+        lower-priority pod holds host ports that NodePorts could see are
+        left to ``_select``.  The state must be the baseline (every pod in
+        place) and stay so until those rows are read."""
+        from tensorsched.kernels import victims_spread as VS
+        rows = np.asarray(rows, np.int64)
+        rows = rows[[int(r) not in self.ready for r in rows.tolist()]] if self.ready else rows
+        if not self.on_counts or rows.shape[0] == 0:
+            return
+        st, dyn, pods = self.state, self.dynamic, self.pods
+        if self.probe is None and self.spread is not None:
+            self.probe = self.spread.victim_probe(st, self.ctx.pod)
+        if self.ia_probe is None and self.affinity is not None:
+            self.ia_probe = self.affinity.victim_probe(st, self.ctx.pod)
+        probe, ia = self.probe, self.ia_probe
+        self.prefetch(rows)
+        m = rows.shape[0]
+        fixed = np.array([self.static[r] for r in rows.tolist()], np.int64)
+        check_ports = bool(dyn.ports and dyn.conflicts.shape[0] and
+                           (dyn.conflicts != 0).any())
+        if check_ports:
+            w = min(dyn.conflicts.shape[0], st.port_bits.shape[1])
+            hit = (st.port_bits[rows, :w] & dyn.conflicts[:w]).any(axis=1)
+            fixed |= np.where(hit, int(L.R_PORTS), 0)
+        cols = np.array([L.RES_PODS] + [r for r, _ in dyn.asks], np.int64)
+        wants = np.array([1] + [w for _, w in dyn.asks], np.int64)
+        reason = np.array([int(L.R_TOO_MANY_PODS)] +
+                          [1 << (L.INSUFFICIENT_SHIFT + r) for r, _ in dyn.asks], np.int64)
+        free0 = st.allocatable[rows][:, cols] - st.requested[rows][:, cols]
+        n_sp = len(probe.parts) if probe is not None else 0
+        if probe is not None:
+            valid, counted, base, bound, other, here = probe.arrays(rows)
+        else:
+            valid = counted = here = np.zeros((m, 0), np.bool_)
+            base = bound = other = np.zeros((m, 0), np.int64)
+        n_ia = len(ia.parts) if ia is not None else 0
+        if ia is not None:
+            ia_valid, ia_base = ia.arrays(rows)
+            ia_code, ia_pos, ia_self = ia.codes, ia.pos, ia.self_all
+        else:
+            ia_valid, ia_base = np.zeros((m, 0), np.bool_), np.zeros((m, 0), np.int64)
+            ia_code = ia_pos = np.zeros(0, np.int64)
+            ia_self = False
+        c_max = pods.pod_prio.shape[1]
+        match = np.zeros((m, c_max, n_sp + n_ia), np.int64)
+        n_on = pods.pod_count[rows]
+        slot = np.arange(c_max)
+        j = 0
+        for ci, p in enumerate(probe.parts if probe is not None else ()):
+            if p is None:
+                continue
+            counts = probe.counts[j]()
+            pred = probe.preds[j]
+            j += 1
+            got = counts[rows]
+            # Every pod on the row matches, or none does: no per-pod test.
+            match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
+                keys = self.keys[int(rows[i])]
+                for s_, key in enumerate(keys):
+                    match[i, s_, ci] = 1 if pred(st.pods[key].record) else 0
+        cls = None
+        if ia is not None and self.classes is not None:
+            cls = self.classes[0][rows][:, :c_max]
+            recs = self.classes[1]
+        for j, (_, dom, _, counts_fn, _, fn) in enumerate(ia.parts if ia is not None else ()):
+            ci = n_sp + j
+            if dom is None:
+                continue                # the key is nowhere: the row fails whatever its pods
+            if cls is not None:
+                per_class = np.array([fn(r) for r in recs] + [0], np.int64)
+                match[:, :, ci] = per_class[cls]        # -1 (no pod) -> the trailing 0
+                continue
+            got = counts_fn()
+            if got is None:
+                continue                # no bound pod counted: zeros
+            got = got[rows]
+            both = ia.codes[j] != 3     # 0/1 per pod: "all" needs no per-pod test
+            if both:
+                match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            mixed = (got != n_on) & (got != 0) if both else got != 0
+            for i in np.flatnonzero(mixed).tolist():
+                for s_, key in enumerate(self.keys[int(rows[i])]):
+                    match[i, s_, ci] = fn(st.pods[key].record)
+        kind = np.zeros(m, np.int64)
+        bits = np.zeros(m, np.int64)
+        stats = np.zeros((m, V.N_STATS), np.int64)
+        victims = np.zeros((m, c_max), np.int64)
+        VS.select_spread(rows, np.int64(self.prio), pods.pod_count, pods.pod_prio,
+                         pods.pod_start, pods.pod_req, pods.pod_ports, pods.pod_pdb,
+                         pods.pdb_allowed, check_ports, fixed, bool(dyn.fit), cols, wants,
+                         reason, free0, match, valid, counted, base, bound, other, here,
+                         ia_code, ia_valid, ia_base, ia_pos, bool(ia_self),
+                         bool(self.ipa_first), kind, bits, stats, victims)
+        from tensorsched.framework.plugins.inter_pod_affinity import (
+            REASON_AFFINITY,
+            REASON_ANTI,
+            REASON_EXISTING,
+        )
+        from tensorsched.framework.plugins.pod_topology_spread import REASON_MISSING, REASON_SKEW
+        empty = np.zeros(0, np.int64)
+        for i, r in enumerate(rows.tolist()):
+            k = int(kind[i])
+            st_i = stats[i]
+            if k == VS.KIND_ON_STATE:
+                continue
+            if k == VS.KIND_OK:
+                out = (0, st_i, victims[i, : int(st_i[V.STAT_N_VICTIMS])].copy())
+            elif k == VS.KIND_BITS:
+                out = (int(bits[i]), st_i, empty)
+            elif k == VS.KIND_MISSING:
+                out = ((REASON_MISSING,), st_i, empty)
+            elif k == VS.KIND_SKEW:
+                out = ((REASON_SKEW,), st_i, empty)
+            elif k == VS.KIND_AFFINITY:
+                out = ((REASON_AFFINITY,), st_i, empty)
+            elif k == VS.KIND_ANTI:
+                out = ((REASON_ANTI,), st_i, empty)
+            elif k == VS.KIND_EXISTING:
+                out = ((REASON_EXISTING,), st_i, empty)
+            elif k == VS.KIND_NONE_LEFT:
+                out = (V.CODE_NONE_LEFT, st_i, empty)
+            else:
+                st_i[V.STAT_CODE] = V.CODE_NO_VICTIMS
+                out = (V.CODE_NO_VICTIMS, st_i, empty)
+            self.ready[r] = out
+
+    def _select(self, row, lower, keys, prio, start, stats):
+        gain = None
+        if self.spread_any is not None:
+            # A probe of the baseline (the previous row's pods are back).
+            probe = self.spread_any.victim_probe(self.state, self.ctx.pod)
+            parts = probe.at(row)
+            idx = [i for i, p in enumerate(parts) if p is not None]
+            taken = [0] * len(parts)
+            gain = {}
+            for s in lower:
+                rec = self.state.pods[keys[s]].record
+                gain[s] = [1 if pred(rec) else 0 for pred in probe.preds]
+                for i, x in zip(idx, gain[s]):
+                    taken[i] += x
+            self.on_row = (row, parts, taken)
+        if self.affinity_any is not None:
+            # InterPodAffinity from a probe of the baseline likewise.
+            ia = self.affinity_any.victim_probe(self.state, self.ctx.pod)
+            valid, base = ia.arrays(np.array([row], np.int64))
+            ia_taken = [0] * len(ia.parts)
+            ia_gain = {}
+            for s in lower:
+                ia_gain[s] = ia.matches(self.state.pods[keys[s]].record)
+                for j, x in enumerate(ia_gain[s]):
+                    ia_taken[j] += x
+            self.on_row_ia = (row, ia, valid[0], base[0], ia_taken, ia_gain)
+        try:
+            return self._reprieve(row, lower, keys, prio, start, stats, gain)
+        finally:
+            self.on_row = self.on_row_ia = None
+
+    def _shift_ia(self, s, sign: int) -> None:
+        """Slot ``s`` taken off (+1) or put back (-1): the probe's counts."""
+        ia = self.on_row_ia
+        if ia is not None:
+            for j, x in enumerate(ia[5][s]):
+                ia[4][j] += sign * x
+
+    def _reprieve(self, row, lower, keys, prio, start, stats, gain):
+        """``_select`` proper; ``gain`` (slot -> matches per probe constraint)
+        keeps ``self.on_row``'s counts in step when set."""
+        if gain is not None:
+            taken = self.on_row[2]
+            idx = [i for i, p in enumerate(self.on_row[1]) if p is not None]
+        for s in lower:
+            self.susp.remove(keys[s])
+        calls = 1
+        why = self.misfit(row)
+        if why is not None:
+            stats[V.STAT_FILTER_CALLS] = calls
+            stats[V.STAT_CODE] = why if isinstance(why, int) else 0
+            return why, stats, np.zeros(0, np.int64)
+        order = _importance_order(prio, start, lower)
+        violating = _pdb_violating(self.pods, row, order)
+        victims, n_viol = [], 0
+        for want in (True, False):
+            for s, v in zip(order, violating):
+                if v != want:
+                    continue
+                self.susp.add(keys[s])
+                if gain is not None:
+                    for i, x in zip(idx, gain[s]):
+                        taken[i] -= x
+                self._shift_ia(s, -1)
+                calls += 1
+                if self.misfit(row) is not None:
+                    self.susp.remove(keys[s])
+                    if gain is not None:
+                        for i, x in zip(idx, gain[s]):
+                            taken[i] += x
+                    self._shift_ia(s, 1)
+                    victims.append(s)
+                    n_viol += int(v)
+        return self._finish(calls, victims, n_viol, prio, start, stats)
+
+    @staticmethod
+    def _finish(calls, victims, n_viol, prio, start, stats):
+        stats[V.STAT_FILTER_CALLS] = calls
+        if not victims:
+            stats[V.STAT_CODE] = V.CODE_NONE_LEFT
+            return V.CODE_NONE_LEFT, stats, np.zeros(0, np.int64)
+        slots = np.array(_importance_order(prio, start, victims), np.int64)
+        vp = prio[slots]
+        top = int(vp[0])
+        stats[V.STAT_N_VICTIMS] = slots.shape[0]
+        stats[V.STAT_N_VIOLATIONS] = n_viol
+        stats[V.STAT_TOP_PRIORITY] = top
+        stats[V.STAT_PRIORITY_SUM] = int((vp + V.PRIORITY_OFFSET).sum())
+        stats[V.STAT_EARLIEST_START] = int(start[slots][vp == top].min())
+        return 0, stats, slots

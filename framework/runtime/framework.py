@@ -1,0 +1,391 @@
+"""Framework: a profile's plugins compiled into fused stages, run per pod.
+
+A scheduling cycle is PreFilter (per plugin, on the host), one fused
+filter+score pass over every evaluated node (built-in plugins inside the
+kernel, user plugins as array code or compiled per-node functions), then
+normalize/weigh/select on the backend, and a seeded draw among ties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tensorsched.framework.config.kube_config import Profile
+from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
+from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.plugins import default_registry
+from tensorsched.framework.state.cluster_state import ClusterState
+from tensorsched.framework.state.query import QueryCache, QueryOptions
+from tensorsched.kernels import domains as _T
+from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused import make_backend, rotated
+
+from .plugin import NORMALIZE_NONE, FusedFilter, FusedScore, PreFilterPlugin, PreScorePlugin
+from .registry import Registry
+from .status import Code, Diagnosis, Status
+from .user_plugins import ScalarPlugin
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+PREFILTER_REJECT_REASON = "node(s) didn't satisfy plugin(s) [{}]"
+_MASK64 = (1 << 64) - 1
+
+
+def splitmix64(z: int) -> int:
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def tie_break_index(seed: int, attempt: int, n: int) -> int:
+    """Which of n tied nodes (in evaluation order) a cycle picks: a pure
+    function of (seed, attempt), so every backend picks the same node."""
+    return splitmix64((seed * 0x9E3779B97F4A7C15 + attempt) & _MASK64) % n
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """kube-scheduler's numFeasibleNodesToFind (adaptive when percentage is 0)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        if pct < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            pct = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    if pct >= 100:
+        return num_all_nodes
+    n = num_all_nodes * pct // 100
+    return max(n, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def processed_rows(feasible: np.ndarray, num_to_find: int) -> int:
+    """How many rows (in evaluation order) a cycle scans: up to the
+    ``num_to_find``-th feasible one (as ``finalize_scores`` counts them)."""
+    m = feasible.shape[0]
+    if num_to_find <= 0:
+        return m
+    csum = np.cumsum(feasible)
+    if m == 0 or csum[-1] < num_to_find:
+        return m
+    return int(np.argmax(csum >= num_to_find)) + 1
+
+
+@dataclass
+class CycleContext:
+    """What plugins see during one pod's cycle (CycleState's role)."""
+
+    state: ClusterState
+    pod: PodRecord
+    framework: "Framework"
+    data: dict = field(default_factory=dict)
+    bound_node: str | None = None
+
+
+@dataclass
+class CycleResult:
+    """The outcome of filtering and scoring one pod.
+
+    all_rows [M] live node rows; evaluation starts at position ``start``
+    (``rows`` gives them in evaluation order); reasons/scores/total are in
+    evaluation order as in ``StageResult``; selected row or -1."""
+
+    all_rows: np.ndarray
+    start: int
+    reasons: np.ndarray
+    scores: np.ndarray
+    total: np.ndarray
+    processed: int
+    found: int
+    selected_row: int
+    prefilter_status: Status
+    prefilter_plugin_rejects: dict
+    active_score_plugins: list
+    skipped_filters: set
+    query: object = None        # the compiled PodQuery (None after a PreFilter reject)
+
+    @property
+    def rows(self) -> np.ndarray:
+        return rotated(self.all_rows, self.start)
+
+
+class Framework:
+    """One profile's plugins, ready to run cycles on one backend."""
+
+    def __init__(self, profile: Profile, backend: str = "numpy",
+                 registry: Registry | None = None, percentage_of_nodes_to_score=None):
+        self.profile = profile
+        self.registry = registry or default_registry()
+        try:
+            self.backend = make_backend(backend)
+        except BackendError:
+            raise
+        except Exception as exc:                 # BackendUnavailable from the kernels
+            raise BackendError(str(exc)) from exc
+        self.backend_name = backend
+        self.percentage = (profile.percentage_of_nodes_to_score
+                           if profile.percentage_of_nodes_to_score is not None
+                           else percentage_of_nodes_to_score)
+        self.plugins: dict = {}
+        for point in ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter",
+                      "preScore", "score", "reserve", "permit", "preBind", "bind", "postBind"):
+            for ref in profile.plugins.get(point, ()):
+                if ref.name not in self.plugins:
+                    if ref.name not in self.registry:
+                        raise ConfigError(f"plugins.{point}", f"unknown plugin {ref.name!r}")
+                    factory = self.registry.factory(ref.name)
+                    try:
+                        self.plugins[ref.name] = factory(profile.args.get(ref.name), self)
+                    except TensorschedError:
+                        raise
+                    except Exception as exc:
+                        raise ConfigError(f"plugins.{point}",
+                                          f"initializing plugin {ref.name!r}: {exc}") from exc
+        self._point = {p: [self.plugins[r.name] for r in profile.plugins.get(p, ())]
+                       for p in profile.plugins}
+        self.filters = self._point.get("filter", [])
+        self.score_refs = [(self.plugins[r.name], r.weight)
+                           for r in profile.plugins.get("score", ())]
+        self._assign_slots()
+        if self.user_filters or self.user_scores:
+            _T.warm()       # host-stage kernels: once per process (cached on disk)
+        # Resolved once: protocol isinstance checks are too slow per pod.
+        self._prefilters = [p for p in self._point.get("preFilter", [])
+                            if isinstance(p, PreFilterPlugin)]
+        self._fused_filters = [p for p in self.filters if isinstance(p, FusedFilter)]
+        self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
+        self._base_options = self._options()
+        self._options_cache: dict = {}
+        self._score_setups: dict = {}
+        self._queries = QueryCache()
+
+    # ------------------------------------------------------------ compile
+    def _assign_slots(self) -> None:
+        """Reason bits and score slots for user plugins; names per slot."""
+        self.user_filters: list = []           # (plugin, bit)
+        self.user_scores: list = []            # (plugin, slot)
+        bit, slot = L.USER_FILTER_SHIFT, L.N_BUILTIN_SCORES
+        # Scalar plugins take the first bits/slots (the numba kernel compiles
+        # them in); explanations still follow profile order.
+        scalar_first = lambda p: not isinstance(p, ScalarPlugin)  # noqa: E731
+        for p in sorted(self.filters, key=scalar_first):
+            if isinstance(p, FusedFilter):
+                continue
+            if bit >= L.USER_FILTER_SHIFT + L.MAX_USER_FILTERS:
+                raise ConfigError("plugins.filter", "too many user filter plugins "
+                                  f"(at most {L.MAX_USER_FILTERS})")
+            p.reason_bits = 1 << bit
+            self.user_filters.append((p, bit))
+            bit += 1
+        for p, _w in sorted(self.score_refs, key=lambda pw: scalar_first(pw[0])):
+            if isinstance(p, FusedScore):
+                continue
+            if hasattr(p, "score"):
+                self.user_scores.append((p, slot))
+                p.score_slot = slot
+                slot += 1
+        self.n_slots = slot
+        scalar_f = [p.filter_fn for p, _ in self.user_filters if isinstance(p, ScalarPlugin)]
+        scalar_s = [p.score_fn for p, _ in self.user_scores if isinstance(p, ScalarPlugin)]
+        self._scalar_in_kernel = False
+        if self.backend_name == "numba" and (scalar_f or scalar_s) and self._scalar_contiguous():
+            self.backend.use_user_functions(tuple(scalar_f), tuple(scalar_s),
+                                            L.USER_FILTER_SHIFT, L.N_BUILTIN_SCORES)
+            self._scalar_in_kernel = True
+
+    def _scalar_contiguous(self) -> bool:
+        """Scalar plugins compile into the kernel when they come first among
+        the user plugins (their bits/slots are then the kernel's)."""
+        kinds_f = [isinstance(p, ScalarPlugin) for p, _ in self.user_filters]
+        kinds_s = [isinstance(p, ScalarPlugin) for p, _ in self.user_scores]
+        return kinds_f == sorted(kinds_f, reverse=True) and kinds_s == sorted(kinds_s, reverse=True)
+
+    def _options(self) -> dict:
+        opts: dict = {}
+        flags = 0
+        for p in self.filters:
+            if isinstance(p, FusedFilter):
+                flags |= p.filter_flag
+        for p in self.plugins.values():
+            if isinstance(p, FusedScore) or isinstance(p, FusedFilter):
+                qo = getattr(p, "query_options", None)
+                if qo:
+                    opts.update(qo())
+        opts["filter_flags"] = flags
+        return opts
+
+    # -------------------------------------------------------------- cycle
+    def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
+                  attempt: int = 0, start_index: int = 0, all_nodes: bool = False,
+                  want_scores: bool = True) -> CycleResult:
+        """Filter and score ``pod`` against ``state``; nothing is reserved."""
+        ctx = CycleContext(state, pod, self)
+        all_rows = state.valid_rows()
+        skipped: set = set()
+        node_names = None
+        restricted_by = []
+        for p in self._prefilters:
+            st, names_ = p.pre_filter(ctx)
+            if st.code == Code.SKIP:
+                skipped.add(p.name)
+            elif st.rejected or st.code == Code.ERROR:
+                return self._rejected_by_prefilter(all_rows, st.with_plugin(p.name), skipped)
+            if names_ is not None:
+                node_names = names_ if node_names is None else node_names & names_
+                restricted_by.append(p.name)
+
+        filter_flags = 0
+        for p in self._fused_filters:
+            if p.name not in skipped:
+                filter_flags |= p.filter_flag
+        scoring = tuple(p for p, _w, has_pre_score in self._scorers
+                        if getattr(p, "score_slot", -1) >= 0
+                        and not (has_pre_score and p.pre_score(ctx).code == Code.SKIP))
+        active, norm, weights, score_flags, active_plugins = self._score_setup(scoring)
+
+        opts = self._options_cache.get((filter_flags, score_flags))
+        if opts is None:
+            opts = QueryOptions(**{**self._base_options, "filter_flags": filter_flags,
+                                   "score_flags": score_flags})
+            self._options_cache[(filter_flags, score_flags)] = opts
+        q = self._queries.get(state, pod, opts)
+        if node_names is not None:
+            allowed = np.zeros(max(state.n_rows, 1), np.bool_)
+            for n in node_names:
+                r = state.node_rows.get(n)
+                if r is not None:
+                    allowed[r] = True
+            q = q._replace(prefilter_rows=allowed)
+
+        n = all_rows.shape[0]
+        if all_nodes or n == 0:
+            start, to_find = 0, max(n, 1)
+        else:
+            start = start_index % n
+            to_find = num_feasible_nodes_to_find(self.percentage, n)
+        # Host-side plugins that run for this pod: filters whose PreFilter did
+        # not Skip, scores that passed PreScore (a skipped plugin keeps the
+        # numba backend on its cached per-row path).
+        host_filters = [(p, b) for p, b in self.user_filters if p.name not in skipped
+                        and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
+        host_scores = [(p, s) for p, s in self.user_scores if p in scoring
+                       and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
+        extra = (self._user_stage(ctx, rotated(all_rows, start), host_filters, host_scores,
+                                  to_find)
+                 if host_filters or host_scores else None)
+        res = self.backend.evaluate(state, all_rows, start, q, to_find, active, norm, weights,
+                                    self.n_slots, extra, want_scores)
+        sel = -1
+        if len(res.ties):
+            k = tie_break_index(seed, attempt, len(res.ties))
+            p = int(res.ties[k]) + start
+            sel = int(all_rows[p - n if p >= n else p])
+        pf_rejects = {}
+        if node_names is not None:
+            pf_rejects = {"plugins": restricted_by}
+        return CycleResult(all_rows, start, res.reasons, res.scores, res.total, res.processed,
+                           res.found, sel, Status.OK, pf_rejects, active_plugins, skipped, q)
+
+    def _user_stage(self, ctx, rows, host_filters, host_scores, to_find):
+        """Array user plugins (and scalar ones outside the numba kernel) as
+        a post-step of the fused pass.
+
+        A score plugin with ``normalize_scores(ctx, rows, raw, scored) ->
+        [M] int64`` normalizes itself here, on the host: ``scored`` marks the
+        rows that will be scored (feasible, within percentageOfNodesToScore),
+        and its slot's kernel normalization is NORMALIZE_NONE."""
+        def run(reasons, raw):
+            # One compiled pass per plugin (kernels.topology.host); reasons and
+            # raw are the backend's own arrays for this cycle, updated in place.
+            reasons = np.ascontiguousarray(reasons, dtype=np.int64)
+            if not (raw.dtype == np.int64 and raw.flags.c_contiguous):
+                raw = np.ascontiguousarray(raw, dtype=np.int64)
+            for p, bit in host_filters:
+                ok = np.ascontiguousarray(p.filter(ctx, rows), dtype=np.bool_)
+                _T.host.or_filter_bits(reasons, ok, int(np.int64(1) << bit),
+                                       int(L.R_INVALID_ROW))
+            scored = None
+            for p, slot in host_scores:
+                s = np.ascontiguousarray(p.score(ctx, rows), dtype=np.int64)
+                norm = getattr(p, "normalize_scores", None)
+                if norm is not None:
+                    if scored is None:
+                        scored = np.empty(reasons.shape[0], np.bool_)
+                        _T.host.scored_rows(reasons, int(to_find), scored)
+                    s = np.ascontiguousarray(norm(ctx, rows, s, scored), dtype=np.int64)
+                _T.host.put_slot(raw, slot, s, reasons)
+            return reasons, raw
+        # The slots ``run`` writes at every position (a backend may take the
+        # other slots from elsewhere, e.g. its per-row cache).
+        run.slots = tuple(slot for _p, slot in host_scores)
+        return run
+
+    def _score_setup(self, scoring: tuple):
+        """(active [S] bool, norm [S], weights [S], score_flags, plugins) for a
+        set of score plugins that passed PreScore (memoized: few distinct sets)."""
+        got = self._score_setups.get(scoring)
+        if got is None:
+            active = np.zeros(self.n_slots, np.bool_)
+            norm = np.zeros(self.n_slots, np.int64)
+            weights = np.zeros(self.n_slots, np.int64)
+            flags = 0
+            weight_of = {id(p): w for p, w, _ in self._scorers}
+            for p in scoring:
+                slot = p.score_slot
+                active[slot] = True
+                norm[slot] = getattr(p, "normalize", NORMALIZE_NONE)
+                weights[slot] = weight_of[id(p)]
+                if slot < L.N_BUILTIN_SCORES:
+                    flags |= 1 << slot
+            got = (active, norm, weights, flags, list(scoring))
+            self._score_setups[scoring] = got
+        return got
+
+    def _rejected_by_prefilter(self, rows, status, skipped) -> CycleResult:
+        m = rows.shape[0]
+        return CycleResult(rows, 0, np.full(m, -1, np.int64),
+                           np.zeros((m, self.n_slots), np.int64), np.full(m, -1, np.int64),
+                           m, 0, -1, status, {}, [], skipped)
+
+    # ------------------------------------------------------------ explain
+    def node_status(self, ctx: CycleContext, result: CycleResult, j: int) -> Status | None:
+        """The rejection of the j-th evaluated node (first rejecting plugin in
+        profile order, as upstream), or None when it is feasible."""
+        if not result.prefilter_status.ok:
+            st = result.prefilter_status
+            return Status(st.code, st.reasons, st.plugin)
+        bits = int(result.reasons[j])
+        if bits == 0:
+            return None
+        m = result.all_rows.shape[0]
+        row = int(result.all_rows[(result.start + j) % m])
+        if bits & int(L.R_PREFILTER_NAMES):
+            plugins = result.prefilter_plugin_rejects.get("plugins", [])
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                          (PREFILTER_REJECT_REASON.format(" ".join(plugins)),),
+                          plugins[0] if plugins else "")
+        for p in self.filters:
+            own = bits & getattr(p, "reason_bits", 0)
+            if own:
+                if isinstance(p, FusedFilter):
+                    return p.explain_reasons(ctx, row, own)
+                if hasattr(p, "explain_status"):        # code and reasons of its own
+                    return p.explain_status(ctx, row)
+                return Status(Code.UNSCHEDULABLE, tuple(p.explain_reasons(ctx, row)), p.name)
+        return Status(Code.ERROR, ("unexplained rejection",), "")
+
+    def diagnosis(self, ctx: CycleContext, result: CycleResult) -> Diagnosis:
+        """The FailedScheduling diagnosis of a cycle that found no node."""
+        state = ctx.state
+        diag = Diagnosis(num_all_nodes=state.num_nodes)
+        if not result.prefilter_status.ok:
+            diag.pre_filter_msg = ", ".join(result.prefilter_status.reasons)
+            return diag
+        rows = result.rows
+        for j in range(min(result.processed, rows.shape[0])):
+            st = self.node_status(ctx, result, j)
+            if st is not None:
+                diag.node_statuses[state.node_name(int(rows[j]))] = st
+        return diag

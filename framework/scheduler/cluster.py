@@ -1,0 +1,92 @@
+"""A loaded cluster: the columnar state, the scheduler configuration, and
+one compiled Framework per (profile, backend)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
+from tensorsched.framework.errors import StateError
+from tensorsched.framework.objects.manifests import Objects, parse_objects, parse_pod
+from tensorsched.framework.objects.priorities import PriorityResolver
+from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.objects.workloads import WorkloadIndex
+from tensorsched.framework.objects.workloads import attach as attach_workloads
+from tensorsched.framework.plugins import default_registry
+from tensorsched.framework.runtime.framework import Framework
+from tensorsched.framework.runtime.registry import Registry
+from tensorsched.framework.state.cluster_state import ClusterState
+from tensorsched.topology.nrt import attach as attach_nrt
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def pod_from(pod) -> PodRecord:
+    """A PodRecord from a record or a Pod dict."""
+    return pod if isinstance(pod, PodRecord) else parse_pod(pod)
+
+
+@dataclass
+class Cluster:
+    state: ClusterState
+    config: SchedulerConfig
+    registry: Registry
+    objects: Objects
+    pending: list[PodRecord] = field(default_factory=list)
+    _frameworks: dict = field(default_factory=dict)
+    resolver: PriorityResolver = field(default_factory=PriorityResolver)
+    _pod_table: object = None
+
+    def resolve(self, pod) -> PodRecord:
+        """A PodRecord (from a record or a Pod dict) with its priority and
+        preemption policy resolved against the loaded PriorityClasses."""
+        return self.resolver.resolve(pod_from(pod))
+
+    def pod_table(self):
+        """The preemption victim table of this cluster's state (kept in step
+        with the state by row version), with the loaded PDBs."""
+        if self._pod_table is None:
+            from tensorsched.framework.preemption.evaluator import PodTable
+            self._pod_table = PodTable(self.state, self.objects.pdbs)
+        return self._pod_table
+
+    def framework_for(self, pod: PodRecord, backend: str) -> Framework:
+        """The Framework of the pod's profile (``spec.schedulerName``)."""
+        profile = self.config.profile_for(pod.scheduler_name)
+        key = (profile.scheduler_name, backend)
+        fw = self._frameworks.get(key)
+        if fw is None:
+            fw = Framework(profile, backend, self.registry,
+                           self.config.percentage_of_nodes_to_score)
+            self._frameworks[key] = fw
+        return fw
+
+
+def build_cluster(objects, config=None, registry: Registry | None = None) -> Cluster:
+    """Parse object dicts (or take parsed ``Objects``) and load them into a
+    fresh state: every node, then every pod bound with spec.nodeName (pods in
+    a terminal phase hold nothing and are skipped).  Unbound pods become
+    ``pending``.  Any error leaves nothing behind."""
+    registry = registry or default_registry()
+    cfg = load_config(config, registry.plugin_points()) if not isinstance(
+        config, SchedulerConfig) else config
+    objs = objects if isinstance(objects, Objects) else parse_objects(objects)
+    resolver = PriorityResolver(objs.priority_classes)
+    state = ClusterState(node_capacity=max(len(objs.nodes), 1))
+    attach_workloads(state, WorkloadIndex.from_objects(objs))   # PodTopologySpread defaults
+    attach_nrt(state, objs.node_resource_topologies)           # GPU table topology
+    for node in objs.nodes:
+        state.add_node(node)
+    pending = []
+    for pod in objs.pods:
+        pod = resolver.resolve(pod)
+        if pod.phase in TERMINAL_PHASES:
+            continue
+        if pod.node_name:
+            if pod.node_name not in state.node_rows:
+                raise StateError(f"Pod {pod.key}: spec.nodeName: node {pod.node_name!r} "
+                                 "is not in the cluster")
+            state.add_pod(pod)
+        else:
+            pending.append(pod)
+    return Cluster(state, cfg, registry, objs, pending, resolver=resolver)

@@ -1,0 +1,106 @@
+"""``explain``: one pod's full decision record, the JSON other tools read.
+
+{"pod", "profile", "backend", "nodes_evaluated", "feasible": [names],
+ "filter": {node: {"code", "plugin", "reasons"}} (rejected nodes only),
+ "scores": {node: {plugin: normalized score}}, "total": {node: weighted
+ total}, "selected": node or null,
+ "preemption": null when the pod fits, else {"nominated_node": node or null,
+ "victims": ["ns/name", ...]} (DefaultPreemption's dry run: nothing is deleted)}
+plus, only when the profile enables GpuShareFit, "gpus": {"node", "indices":
+[GPU indices], "milli": per-GPU milli-GPU} (what Reserve would pick) or null.
+
+Every node is evaluated (percentageOfNodesToScore does not apply) and every
+feasible node is scored, even a lone one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.status import Code, Status
+
+from .cluster import Cluster, build_cluster
+
+
+def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) -> dict:
+    """The decision record of ``pod`` (a PodRecord or a Pod dict) on ``cluster``."""
+    pod = cluster.resolve(pod)
+    fw = cluster.framework_for(pod, backend)
+    state = cluster.state
+    result = fw.run_cycle(state, pod, seed=seed, attempt=0, all_nodes=True)
+    ctx = CycleContext(state, pod, fw)
+    feasible, rejected, scores, total = [], {}, {}, {}
+    for j, row in enumerate(result.rows):
+        name = state.node_name(int(row))
+        st = fw.node_status(ctx, result, j)
+        if st is not None:
+            rejected[name] = {"code": st.code.wire_name, "plugin": st.plugin,
+                              "reasons": list(st.reasons)}
+            continue
+        feasible.append(name)
+        scores[name] = {p.name: int(result.scores[j, p.score_slot])
+                        for p in result.active_score_plugins}
+        total[name] = int(result.total[j])
+    selected = state.node_name(result.selected_row) if result.selected_row >= 0 else None
+    preemption = None
+    if selected is None:
+        outcome = run_post_filter(cluster, fw, ctx, result, seed=seed)
+        preemption = {"nominated_node": outcome.nominated_node if outcome else None,
+                      "victims": list(outcome.victims) if outcome else []}
+    record = {
+        "pod": pod.key, "profile": fw.profile.scheduler_name, "backend": fw.backend_name,
+        "nodes_evaluated": int(result.rows.shape[0]), "feasible": feasible,
+        "filter": rejected, "scores": scores, "total": total, "selected": selected,
+        "preemption": preemption,
+    }
+    # Plugins that report more (GpuShareFit: "gpus") add their fields; a
+    # profile without such plugins keeps the record above unchanged.
+    for p in fw.plugins.values():
+        fields = getattr(p, "explain_fields", None)
+        if fields is not None:
+            record.update(fields(ctx, selected))
+    return record
+
+
+def run_post_filter(cluster: Cluster, fw, ctx, result, seed: int = 0, attempt: int = 0):
+    """The profile's PostFilter plugins (DefaultPreemption, Coscheduling...)
+    for a failed cycle, in order, as upstream's RunPostFilterPlugins: the
+    first that nominates a node, or returns anything but Unschedulable,
+    decides; otherwise one ``PreemptionResult`` whose status joins every
+    plugin's reasons with ", " (Status.Message).  None when the profile has
+    no PostFilter."""
+    outcomes = []
+    for p in fw._point.get("postFilter", []):
+        if not hasattr(p, "post_filter"):
+            continue
+        out = p.post_filter(ctx, result, cluster.pod_table(), seed=seed, attempt=attempt)
+        if out.nominated_node is not None or out.status.code != Code.UNSCHEDULABLE:
+            return out
+        outcomes.append(out)
+    if len(outcomes) <= 1:
+        return outcomes[0] if outcomes else None
+    reasons = [r for o in outcomes for r in o.status.reasons if r]
+    # the first plugin stays the rejector, as upstream records it
+    status = Status(Code.UNSCHEDULABLE, (", ".join(reasons),) if reasons else (),
+                    outcomes[0].status.plugin)
+    return dataclasses.replace(outcomes[0], status=status)
+
+
+def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) -> dict:
+    """``explain`` as a function: ``objects`` are Kubernetes object dicts
+    (Nodes, Pods bound with spec.nodeName, ...), ``pod`` the pod to place
+    (dict), ``config`` a KubeSchedulerConfiguration dict (None = defaults)."""
+    cluster = build_cluster(objects, config)
+    return explain_pod(cluster, pod, backend=backend, seed=seed)
+
+
+def failed_scheduling_message(cluster: Cluster, pod, backend: str = "numpy") -> str | None:
+    """kube-scheduler's FailedScheduling text for a pod that fits nowhere
+    (None when it fits)."""
+    pod = cluster.resolve(pod)
+    fw = cluster.framework_for(pod, backend)
+    result = fw.run_cycle(cluster.state, pod, all_nodes=True)
+    if result.selected_row >= 0:
+        return None
+    return fw.diagnosis(CycleContext(cluster.state, pod, fw), result).message()

@@ -1,0 +1,369 @@
+"""The scheduling queue (kube-scheduler's PriorityQueue, pkg/scheduler/
+internal/queue), on a clock the caller controls.
+
+Three parts, as upstream:
+
+- activeQ: a heap of ``(sort key, seq)`` entries.  The sort key comes from
+  the profile's QueueSort plugin (``sort_key(pod)`` when it has one, else
+  its ``less`` through ``cmp_to_key``); ``seq`` is a push counter, so ties
+  pop first-in first-out and runs are deterministic (SimPy-like).
+- backoffQ: a heap of ``(backoff expiry, seq)``.  A pod's backoff is
+  ``podInitialBackoffSeconds * 2^(attempts-1)``, capped at
+  ``podMaxBackoffSeconds``, counted from the time it was last put back.
+- unschedulable pods, kept aside with the plugins that rejected them.  A
+  cluster event (``"Node/Add"``, ``"Node/Update"``, ``"Node/Delete"``,
+  ``"Pod/Add"``, ``"Pod/Update"``, ``"Pod/Delete"`` for assigned pods)
+  moves the pods whose rejecting plugins declared interest in it (a
+  plugin's ``events`` attribute, else ``DEFAULT_EVENTS``; a pod rejected by
+  no named plugin moves on any event) to backoffQ while backing off, else
+  to activeQ.  Pods left there longer than podMaxInUnschedulablePodsDuration
+  (300 s) are flushed the same way.
+
+PreEnqueue plugins (SchedulingGates) run when a pod is added or updated; a
+gated pod waits among the unschedulable pods and only an update of the pod
+itself can release it.  A pod that fails while a move request arrived
+during its own cycle goes to backoffQ (or activeQ when its backoff is
+over), not to the unschedulable pods, as upstream's moveRequestCycle does;
+an error (not a rejection) always goes to backoffQ.
+
+Deviation: upstream flushes backoffQ every second and the unschedulable
+pods every 30 s; here both are checked exactly whenever the queue is read
+(``flush``), which is deterministic on a simulated clock.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.runtime.clock import Clock, SimulatedClock
+
+DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
+
+NODE_ADD, NODE_UPDATE, NODE_DELETE = "Node/Add", "Node/Update", "Node/Delete"
+POD_ADD, POD_UPDATE, POD_DELETE = "Pod/Add", "Pod/Update", "Pod/Delete"
+UNSCHEDULED_POD_ADD = "UnscheduledPod/Add"       # a pending pod joined the queue
+ALL_EVENTS = frozenset({NODE_ADD, NODE_UPDATE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE,
+                        UNSCHEDULED_POD_ADD})
+
+# Plugins without an ``events`` attribute (the ones this module may not
+# edit, and the unmodeled volume plugins): what upstream's EventsToRegister
+# says for them.
+DEFAULT_EVENTS: dict[str, frozenset] = {
+    "PodTopologySpread": frozenset({POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE,
+                                    NODE_DELETE}),
+    "InterPodAffinity": frozenset({POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE}),
+}
+
+ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT = "active", "backoff", "unschedulable", "in-flight"
+
+
+def plugin_events(plugin) -> frozenset:
+    """The cluster events that may make a pod rejected by ``plugin`` schedulable."""
+    ev = getattr(plugin, "events", None)
+    if ev is not None:
+        return frozenset(ev)
+    return DEFAULT_EVENTS.get(getattr(plugin, "name", ""), ALL_EVENTS)
+
+
+@dataclass
+class QueuedPodInfo:
+    """A pending pod and its queue bookkeeping (upstream's QueuedPodInfo)."""
+
+    pod: PodRecord
+    initial_timestamp: float              # first time it entered the queue
+    timestamp: float                      # last time it was (re)queued
+    attempts: int = 0                     # scheduling attempts so far
+    unschedulable_plugins: frozenset = frozenset()
+    gated: bool = False
+    gated_message: str = ""
+    where: str = ACTIVE
+    cycle: int = 0                        # scheduling cycle of its last pop
+    data: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+
+class Nominator:
+    """Pods nominated to nodes by preemption (upstream's nominator)."""
+
+    def __init__(self) -> None:
+        self.node_of: dict[str, str] = {}
+        self.pods: dict[str, PodRecord] = {}
+        self.by_node: dict[str, list[str]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.node_of)
+
+    def add(self, pod: PodRecord, node: str) -> None:
+        self.delete(pod.key)
+        self.node_of[pod.key] = node
+        self.pods[pod.key] = pod
+        self.by_node.setdefault(node, []).append(pod.key)
+
+    def update(self, pod: PodRecord) -> None:
+        if pod.key in self.pods:
+            self.pods[pod.key] = pod
+
+    def delete(self, key: str) -> None:
+        node = self.node_of.pop(key, None)
+        if node is None:
+            return
+        self.pods.pop(key, None)
+        keys = self.by_node.get(node, [])
+        if key in keys:
+            keys.remove(key)
+        if not keys:
+            self.by_node.pop(node, None)
+
+    def nominated_on(self, node: str) -> list[PodRecord]:
+        return [self.pods[k] for k in self.by_node.get(node, ())]
+
+
+class SchedulingQueue:
+    """activeQ + backoffQ + unschedulable pods on ``clock``.
+
+    ``sort_plugin``: the QueueSort plugin; ``pre_enqueue(pod) -> Status``
+    runs the PreEnqueue plugins of the pod's profile; ``plugin_of(name)``
+    resolves a rejecting plugin's name to the plugin (for its events)."""
+
+    def __init__(self, clock: Clock | None = None, *, sort_plugin=None,
+                 pre_enqueue: Callable | None = None, plugin_of: Callable | None = None,
+                 initial_backoff: float = 1.0, max_backoff: float = 10.0,
+                 max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
+                 nominator: Nominator | None = None):
+        self.clock = clock or SimulatedClock()
+        if sort_plugin is not None and hasattr(sort_plugin, "sort_key"):
+            self._key = sort_plugin.sort_key
+        elif sort_plugin is not None:
+            less = sort_plugin.less
+            cmp = lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)
+            wrap = functools.cmp_to_key(cmp)
+            self._key = wrap
+        else:
+            from tensorsched.framework.plugins.priority_sort import PrioritySort
+            self._key = PrioritySort.sort_key
+        self.pre_enqueue = pre_enqueue
+        self.plugin_of = plugin_of or (lambda name: None)
+        self.initial_backoff = float(initial_backoff)
+        self.max_backoff = float(max_backoff)
+        self.max_in_unschedulable = float(max_in_unschedulable)
+        self.infos: dict[str, QueuedPodInfo] = {}
+        self._active: list = []
+        self._backoff: list = []
+        self._token: dict[str, int] = {}           # key -> live heap entry token
+        self.unschedulable: dict[str, QueuedPodInfo] = {}
+        self._seq = 0
+        self.scheduling_cycle = 0
+        self.move_request_cycle = -1
+        self.nominator = nominator if nominator is not None else Nominator()
+        self._interest_cache: dict = {}
+
+    # ------------------------------------------------------------ helpers
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _push_active(self, pi: QueuedPodInfo) -> None:
+        pi.where = ACTIVE
+        seq = self._next_seq()
+        self._token[pi.key] = seq
+        heapq.heappush(self._active, (self._key(pi.pod), seq, pi.key))
+
+    def _push_backoff(self, pi: QueuedPodInfo) -> None:
+        pi.where = BACKOFF
+        seq = self._next_seq()
+        self._token[pi.key] = seq
+        heapq.heappush(self._backoff, (self.backoff_expiry(pi), seq, pi.key))
+
+    def _push_unschedulable(self, pi: QueuedPodInfo) -> None:
+        pi.where = UNSCHEDULABLE
+        self._token.pop(pi.key, None)
+        self.unschedulable[pi.key] = pi
+
+    def _detach(self, pi: QueuedPodInfo) -> None:
+        """Out of whichever part holds it (heap entries die lazily)."""
+        self._token.pop(pi.key, None)
+        self.unschedulable.pop(pi.key, None)
+
+    def backoff_duration(self, pi: QueuedPodInfo) -> float:
+        d = self.initial_backoff
+        for _ in range(1, pi.attempts):
+            d *= 2
+            if d >= self.max_backoff:
+                return self.max_backoff
+        return min(d, self.max_backoff)
+
+    def backoff_expiry(self, pi: QueuedPodInfo) -> float:
+        return pi.timestamp + (self.backoff_duration(pi) if pi.attempts else 0.0)
+
+    def backing_off(self, pi: QueuedPodInfo) -> bool:
+        return pi.attempts > 0 and self.backoff_expiry(pi) > self.clock.now()
+
+    def _gate(self, pi: QueuedPodInfo) -> bool:
+        """Run PreEnqueue; True when the pod may enter activeQ."""
+        if self.pre_enqueue is None:
+            pi.gated = False
+            return True
+        st = self.pre_enqueue(pi.pod)
+        pi.gated = not st.ok
+        pi.gated_message = "; ".join(st.reasons) if pi.gated else ""
+        if pi.gated:
+            pi.unschedulable_plugins = frozenset({st.plugin}) if st.plugin else frozenset()
+        return not pi.gated
+
+    # ---------------------------------------------------------------- API
+    def __contains__(self, key: str) -> bool:
+        return key in self.infos
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def add(self, pod: PodRecord) -> QueuedPodInfo:
+        """A new pending pod: PreEnqueue, then activeQ (or kept aside, gated)."""
+        if pod.key in self.infos:
+            raise KeyError(f"Pod {pod.key}: already in the scheduling queue")
+        now = self.clock.now()
+        pi = QueuedPodInfo(pod, now, now)
+        self.infos[pod.key] = pi
+        if self._gate(pi):
+            self._push_active(pi)
+        else:
+            self._push_unschedulable(pi)
+        return pi
+
+    def update(self, pod: PodRecord) -> QueuedPodInfo | None:
+        """A pending pod changed: a gated or unschedulable pod is
+        re-evaluated (PreEnqueue, then activeQ or backoffQ)."""
+        pi = self.infos.get(pod.key)
+        if pi is None:
+            return None
+        pi.pod = pod
+        self.nominator.update(pod)
+        if pi.where == ACTIVE:
+            if self._gate(pi):
+                self._push_active(pi)              # the sort key may have changed
+            else:
+                self._push_unschedulable(pi)
+        elif pi.where == UNSCHEDULABLE:
+            was_gated = pi.gated
+            if self._gate(pi):
+                self.unschedulable.pop(pi.key, None)
+                if not was_gated and self.backing_off(pi):
+                    self._push_backoff(pi)
+                else:
+                    self._push_active(pi)
+        return pi
+
+    def delete(self, key: str) -> QueuedPodInfo | None:
+        pi = self.infos.pop(key, None)
+        if pi is not None:
+            self._detach(pi)
+        self.nominator.delete(key)
+        return pi
+
+    def flush(self) -> None:
+        """Backoff over -> activeQ; unschedulable too long -> activeQ/backoffQ."""
+        now = self.clock.now()
+        bq = self._backoff
+        while bq and bq[0][0] <= now:
+            _, seq, key = heapq.heappop(bq)
+            if self._token.get(key) == seq:
+                self._push_active(self.infos[key])
+        if self.unschedulable:
+            stale = [pi for pi in self.unschedulable.values()
+                     if not pi.gated and now - pi.timestamp >= self.max_in_unschedulable]
+            for pi in stale:
+                self._move(pi)
+
+    def pop(self) -> QueuedPodInfo | None:
+        """The head of activeQ (after a flush), now in flight; None when empty."""
+        self.flush()
+        aq = self._active
+        while aq:
+            _, seq, key = heapq.heappop(aq)
+            if self._token.get(key) == seq:
+                del self._token[key]
+                pi = self.infos[key]
+                pi.where = IN_FLIGHT
+                self.scheduling_cycle += 1
+                pi.cycle = self.scheduling_cycle
+                pi.attempts += 1
+                return pi
+        return None
+
+    def done(self, key: str) -> None:
+        """The pod left the queue for good (assumed on a node)."""
+        pi = self.infos.pop(key, None)
+        if pi is not None:
+            self._detach(pi)
+
+    def requeue(self, pi: QueuedPodInfo, plugins=frozenset(), *, error: bool = False) -> None:
+        """Upstream's AddUnschedulableIfNotPresent for a pod back from a
+        failed attempt (scheduling, permit or binding)."""
+        if pi.key not in self.infos:
+            self.infos[pi.key] = pi
+        pi.timestamp = self.clock.now()
+        pi.unschedulable_plugins = frozenset(plugins)
+        if error:
+            self._push_backoff(pi)
+        elif self.move_request_cycle >= pi.cycle:
+            self._move(pi)
+        else:
+            self._push_unschedulable(pi)
+
+    def _move(self, pi: QueuedPodInfo) -> None:
+        self.unschedulable.pop(pi.key, None)
+        if self.backing_off(pi):
+            self._push_backoff(pi)
+        else:
+            self._push_active(pi)
+
+    def _interested(self, plugins: frozenset, event: str) -> bool:
+        if not plugins:
+            return True
+        got = self._interest_cache.get((plugins, event))
+        if got is None:
+            got = any(event in plugin_events(self.plugin_of(n)) for n in plugins)
+            self._interest_cache[(plugins, event)] = got
+        return got
+
+    def move_all(self, event: str, exclude: str | None = None) -> int:
+        """A cluster event: unschedulable pods it may help go back to
+        activeQ/backoffQ (all but the pod keyed ``exclude``).  Returns how
+        many moved."""
+        self.move_request_cycle = self.scheduling_cycle
+        moved = [pi for pi in self.unschedulable.values()
+                 if not pi.gated and pi.key != exclude
+                 and self._interested(pi.unschedulable_plugins, event)]
+        for pi in moved:
+            self._move(pi)
+        return len(moved)
+
+    def activate(self, keys) -> None:
+        """Move the named pods (unschedulable or backing off) to activeQ."""
+        for key in keys:
+            pi = self.infos.get(key)
+            if pi is not None and pi.where in (UNSCHEDULABLE, BACKOFF) and not pi.gated:
+                self.unschedulable.pop(key, None)
+                self._push_active(pi)
+
+    def next_backoff_expiry(self) -> float | None:
+        bq = self._backoff
+        while bq and self._token.get(bq[0][2]) != bq[0][1]:
+            heapq.heappop(bq)
+        return bq[0][0] if bq else None
+
+    def counts(self) -> dict:
+        c = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
+        for pi in self.infos.values():
+            c[pi.where] = c.get(pi.where, 0) + 1
+        return c
+
+    def pending(self, where: str | None = None) -> list[QueuedPodInfo]:
+        return [pi for pi in self.infos.values() if where is None or pi.where == where]

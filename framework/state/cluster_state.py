@@ -1,0 +1,482 @@
+"""ClusterState: nodes and bound pods as columns.
+
+Nodes occupy rows of preallocated arrays that grow by doubling; a deleted
+node leaves a free row (``valid`` False) that the next added node reuses, so
+adding, updating or removing a node or a pod touches O(1) rows.  Labels are
+dictionary-encoded per key; taints, images and host ports are global tables
+with a per-node bitset (int64 words).  Every mutation validates first and
+writes second, so a refused operation leaves the state as it was.
+
+``version`` counts mutations; ``row_version[i]`` is the version that last
+wrote node row i, so a device mirror re-uploads only rows newer than its copy.
+``layout_version`` changes when arrays are reallocated (a full re-upload).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.framework.errors import StateError
+from tensorsched.framework.objects.records import NodeRecord, PodRecord
+from tensorsched.kernels import layout as L
+
+_INT64_LABEL = re.compile(r"[+-]?[0-9]+\Z")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def parse_label_int(value: str) -> int | None:
+    """The label value as Go's strconv.ParseInt(v, 10, 64) reads it, or None."""
+    if not _INT64_LABEL.match(value):
+        return None
+    n = int(value)
+    return n if _INT64_MIN <= n <= _INT64_MAX else None
+
+
+class ResourceRegistry:
+    """Resource names <-> column ids; cpu, memory, ephemeral-storage, pods first."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = list(L.FIXED_RESOURCES)
+        self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def get(self, name: str) -> int:
+        return self.index.get(name, -1)
+
+
+class Dictionary:
+    """A growing string -> dense id map."""
+
+    def __init__(self, growth: list | None = None) -> None:
+        self.ids: dict = {}
+        self.items: list = []
+        self.grown = False      # set on every new item; the state clears it
+        self._growth = growth if growth is not None else [0]   # shared counter
+
+    def intern(self, item) -> int:
+        i = self.ids.get(item)
+        if i is None:
+            self.grown = True
+            self._growth[0] += 1
+            i = len(self.items)
+            self.ids[item] = i
+            self.items.append(item)
+        return i
+
+    def get(self, item) -> int:
+        return self.ids.get(item, -1)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _grow(a: np.ndarray, rows: int | None = None, cols: int | None = None, fill=0):
+    """A copy of ``a`` enlarged to (rows, cols), new cells set to ``fill``."""
+    shape = list(a.shape)
+    if rows is not None:
+        shape[0] = rows
+    if cols is not None:
+        shape[1] = cols
+    out = np.full(shape, fill, dtype=a.dtype)
+    out[tuple(slice(0, s) for s in a.shape)] = a
+    return out
+
+
+def _words(nbits: int) -> int:
+    return max(1, (nbits + 63) // 64)
+
+
+@dataclass
+class PodRow:
+    """Where a bound pod is accounted."""
+
+    record: PodRecord
+    node_row: int
+    request: np.ndarray        # [R] int64 at bind time (pods slot = 1)
+    nonzero: tuple[int, int]
+    port_ids: tuple[int, ...]
+
+
+class ClusterState:
+    """Columnar nodes plus the pods bound (or assumed) on them.
+
+    Shapes: allocatable/requested [N, R] int64 (N = row capacity), see
+    ``tensorsched.kernels.layout.NodeColumns`` for every column.
+    """
+
+    def __init__(self, node_capacity: int = 64) -> None:
+        cap = max(1, node_capacity)
+        self.resources = ResourceRegistry()
+        self._growth = [0]          # bumped by every dictionary of this state
+        self._growth_seen = 0
+        self.label_keys = Dictionary(self._growth)
+        self.label_keys.intern(L.NAME_COLUMN_KEY)        # column LABEL_KEY_NAME
+        self.label_values: list[Dictionary] = [Dictionary(self._growth)]
+        self.taints = Dictionary(self._growth)           # (key, value, effect)
+        self.images = Dictionary(self._growth)           # (name, size)
+        self.image_name_nodes: dict[str, int] = {}       # name -> nodes having it
+        self.ports = Dictionary(self._growth)            # (protocol, ip, port)
+        r = len(self.resources)
+        self.allocatable = np.zeros((cap, 8), np.int64)
+        self.requested = np.zeros((cap, 8), np.int64)
+        self.nonzero_requested = np.zeros((cap, 2), np.int64)
+        self.unschedulable = np.zeros(cap, np.bool_)
+        self.valid = np.zeros(cap, np.bool_)
+        self.label_vals = np.full((cap, 8), -1, np.int32)
+        self.label_nums = np.zeros((cap, 8), np.int64)
+        self.label_isnum = np.zeros((cap, 8), np.bool_)
+        self.taint_bits = np.zeros((cap, 1), np.int64)
+        self.image_bits = np.zeros((cap, 1), np.int64)
+        self.port_bits = np.zeros((cap, 1), np.int64)
+        self.port_counts: list[dict[int, int]] = [dict() for _ in range(cap)]
+        self.row_version = np.zeros(cap, np.int64)
+        del r
+        self.nodes: list[NodeRecord | None] = [None] * cap
+        self.node_rows: dict[str, int] = {}
+        self.free_rows: list[int] = []
+        self.n_rows = 0                                   # high-water mark
+        self.pods: dict[str, PodRow] = {}
+        # Called as fn(record, node_row, +1 | -1) after a pod is added to or
+        # removed from a node (derived indexes, e.g. per-domain pod counts).
+        self.listeners: list = []
+        self.pods_on_node: list[set[str]] = [set() for _ in range(cap)]
+        self.version = 0
+        self.layout_version = 0
+        self.epoch = 0          # bumped when a table grows or the node set changes
+        self._valid_rows_cache: tuple[int, np.ndarray] | None = None
+        self._columns_cache: tuple | None = None
+
+    # ------------------------------------------------------------------ views
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_rows)
+
+    def columns(self) -> L.NodeColumns:
+        """The node columns, trimmed to the rows in use (views, no copies;
+        memoized until a row, key or table is added)."""
+        key = (self.layout_version, self.n_rows, len(self.resources), len(self.label_keys),
+               len(self.taints), len(self.images), len(self.ports))
+        cached = self._columns_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        cols = self._columns()
+        self._columns_cache = (key, cols)
+        return cols
+
+    def _columns(self) -> L.NodeColumns:
+        n = max(self.n_rows, 1)
+        r = len(self.resources)
+        k = len(self.label_keys)
+        return L.NodeColumns(
+            allocatable=self.allocatable[:n, :r], requested=self.requested[:n, :r],
+            nonzero_requested=self.nonzero_requested[:n],
+            unschedulable=self.unschedulable[:n], valid=self.valid[:n],
+            label_vals=self.label_vals[:n, :k], label_nums=self.label_nums[:n, :k],
+            label_isnum=self.label_isnum[:n, :k],
+            taint_bits=self.taint_bits[:n, :_words(len(self.taints))],
+            image_bits=self.image_bits[:n, :_words(len(self.images))],
+            port_bits=self.port_bits[:n, :_words(len(self.ports))],
+        )
+
+    def valid_rows(self) -> np.ndarray:
+        """Rows of live nodes in row order, [N] int64 (cached per node set)."""
+        # ``epoch`` changes whenever a node is added or removed; the node count
+        # alone does not (remove one node, add one, remove another).
+        key = (self.layout_version, self.epoch, self.n_rows)
+        cached = self._valid_rows_cache
+        if cached is None or cached[0] != key:
+            rows = np.flatnonzero(self.valid[: self.n_rows]).astype(np.int64)
+            self._valid_rows_cache = (key, rows)
+            return rows
+        return cached[1]
+
+    def node_name(self, row: int) -> str:
+        rec = self.nodes[row]
+        return rec.name if rec is not None else f"<free row {row}>"
+
+    def node(self, name: str) -> NodeRecord:
+        return self.nodes[self.node_rows[name]]
+
+    # --------------------------------------------------------------- capacity
+    def _ensure_rows(self, need: int) -> None:
+        cap = self.allocatable.shape[0]
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+        for name in ("allocatable", "requested", "nonzero_requested", "unschedulable",
+                     "valid", "label_nums", "label_isnum", "taint_bits", "image_bits",
+                     "port_bits", "row_version"):
+            setattr(self, name, _grow(getattr(self, name), rows=new))
+        self.label_vals = _grow(self.label_vals, rows=new, fill=-1)
+        self.nodes.extend([None] * (new - cap))
+        self.port_counts.extend(dict() for _ in range(new - cap))
+        self.pods_on_node.extend(set() for _ in range(new - cap))
+        self.layout_version += 1
+
+    def _ensure_cols(self, attr: str, need: int, fill=0) -> None:
+        a = getattr(self, attr)
+        if need > a.shape[1]:
+            setattr(self, attr, _grow(a, cols=max(need, a.shape[1] * 2), fill=fill))
+            self.layout_version += 1
+
+    def _intern_resource(self, name: str) -> int:
+        i = self.resources.get(name)
+        if i >= 0:
+            return i
+        if len(self.resources) >= L.MAX_RESOURCES:
+            raise StateError(f"resource {name!r}: more than {L.MAX_RESOURCES} distinct "
+                             "resources are not supported")
+        i = len(self.resources)
+        self.epoch += 1
+        self.resources.names.append(name)
+        self.resources.index[name] = i
+        for attr in ("allocatable", "requested"):
+            self._ensure_cols(attr, i + 1)
+        return i
+
+    def _check_resource_room(self, what: str, names) -> None:
+        """Refuse, before anything is interned, an object whose resources
+        would overflow the registry (so a refused operation changes nothing)."""
+        new = [n for n in dict.fromkeys(names) if n != "pods" and n not in self.resources.index]
+        if len(self.resources) + len(new) > L.MAX_RESOURCES:
+            bad = new[L.MAX_RESOURCES - len(self.resources)]
+            raise StateError(f"{what}: resource {bad!r}: more than {L.MAX_RESOURCES} "
+                             "distinct resources are not supported")
+
+    def _intern_label(self, key: str, value: str) -> tuple[int, int]:
+        k = self.label_keys.intern(key)
+        if k == len(self.label_values):
+            self.label_values.append(Dictionary(self._growth))
+            for attr, fill in (("label_vals", -1), ("label_nums", 0), ("label_isnum", False)):
+                self._ensure_cols(attr, k + 1, fill)
+        return k, self.label_values[k].intern(value)
+
+    def _intern_bit(self, table: Dictionary, attr: str, item) -> int:
+        b = table.intern(item)
+        self._ensure_cols(attr, _words(len(table)))
+        return b
+
+    def resource_vector(self, amounts: dict[str, int], intern: bool) -> np.ndarray:
+        """[R] int64 from a name -> amount map (unknown names interned when
+        ``intern``, otherwise they must already exist)."""
+        idx = [(self._intern_resource(n) if intern else self.resources.get(n), v)
+               for n, v in amounts.items() if n != "pods"]
+        vec = np.zeros(len(self.resources), np.int64)
+        for i, v in idx:
+            if i >= 0:
+                vec[i] = v
+        return vec
+
+    # ------------------------------------------------------------------ nodes
+    def add_node(self, node: NodeRecord) -> int:
+        """Add a node; returns its row.  A duplicate name raises StateError."""
+        if node.name in self.node_rows:
+            raise StateError(f"Node {node.name}: already in the cluster state")
+        self._check_resource_room(f"Node {node.name}", node.allocatable)
+        row = self.free_rows.pop() if self.free_rows else self.n_rows
+        try:
+            self._ensure_rows(row + 1)
+            self._write_node_row(row, node)
+        except Exception:
+            if row < self.n_rows:
+                self.free_rows.append(row)
+            raise
+        self.n_rows = max(self.n_rows, row + 1)
+        self.node_rows[node.name] = row
+        self.nodes[row] = node
+        self.epoch += 1
+        self._touch(row)
+        return row
+
+    def update_node(self, node: NodeRecord) -> int:
+        """Replace a node's spec/status, keeping its pods; returns its row."""
+        row = self.node_rows.get(node.name)
+        if row is None:
+            raise StateError(f"Node {node.name}: not in the cluster state")
+        self._check_resource_room(f"Node {node.name}", node.allocatable)
+        old = self.nodes[row]
+        self._forget_node_tables(row, old)
+        self._write_node_row(row, node, keep_usage=True)
+        self.nodes[row] = node
+        self.epoch += 1
+        self._touch(row)
+        return row
+
+    def remove_node(self, name: str) -> None:
+        """Remove a node and the pods bound to it."""
+        row = self.node_rows.get(name)
+        if row is None:
+            raise StateError(f"Node {name}: not in the cluster state")
+        for key in list(self.pods_on_node[row]):
+            self.remove_pod(key)
+        self._forget_node_tables(row, self.nodes[row])
+        self.valid[row] = False
+        self.allocatable[row] = 0
+        self.requested[row] = 0
+        self.nonzero_requested[row] = 0
+        self.unschedulable[row] = False
+        self.label_vals[row] = -1
+        self.label_nums[row] = 0
+        self.label_isnum[row] = False
+        self.taint_bits[row] = 0
+        self.image_bits[row] = 0
+        self.port_bits[row] = 0
+        self.port_counts[row] = {}
+        self.nodes[row] = None
+        del self.node_rows[name]
+        self.free_rows.append(row)
+        self.epoch += 1
+        self._touch(row)
+
+    def _forget_node_tables(self, row: int, node: NodeRecord) -> None:
+        for name in {n for img in node.images for n in img.names}:
+            left = self.image_name_nodes.get(name, 0) - 1
+            if left > 0:
+                self.image_name_nodes[name] = left
+            else:
+                self.image_name_nodes.pop(name, None)
+
+    def _write_node_row(self, row: int, node: NodeRecord, keep_usage: bool = False) -> None:
+        # Intern first (may grow arrays), then write the row.
+        alloc_idx = [(self._intern_resource(n), v) for n, v in node.allocatable.items()]
+        labels = [self._intern_label(k, v) for k, v in node.labels.items()]
+        name_val = self._intern_label(L.NAME_COLUMN_KEY, node.name)[1]
+        taint_ids = [self._intern_bit(self.taints, "taint_bits",
+                                      (t.key, t.value, t.effect)) for t in node.taints]
+        image_ids = []
+        names_seen = set()
+        for img in node.images:
+            for n in img.names:
+                if n not in names_seen:
+                    names_seen.add(n)
+                    image_ids.append(self._intern_bit(self.images, "image_bits",
+                                                      (n, img.size_bytes)))
+        self.allocatable[row] = 0
+        for i, v in alloc_idx:
+            self.allocatable[row, i] = v
+        if not keep_usage:
+            self.requested[row] = 0
+            self.nonzero_requested[row] = 0
+            self.port_bits[row] = 0
+            self.port_counts[row] = {}
+        self.unschedulable[row] = node.unschedulable
+        self.valid[row] = True
+        self.label_vals[row] = -1
+        self.label_nums[row] = 0
+        self.label_isnum[row] = False
+        self.label_vals[row, L.LABEL_KEY_NAME] = name_val
+        for (k, v), value in zip(labels, node.labels.values()):
+            self.label_vals[row, k] = v
+            num = parse_label_int(value)
+            if num is not None:
+                self.label_nums[row, k] = num
+                self.label_isnum[row, k] = True
+        self.taint_bits[row] = 0
+        for b in taint_ids:
+            self.taint_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
+        self.image_bits[row] = 0
+        for b in image_ids:
+            self.image_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
+        for n in names_seen:
+            self.image_name_nodes[n] = self.image_name_nodes.get(n, 0) + 1
+
+    # ------------------------------------------------------------------- pods
+    def add_pod(self, pod: PodRecord, node_name: str | None = None) -> int:
+        """Account a pod on a node (``node_name`` or ``pod.node_name``)."""
+        key = pod.key
+        target = node_name or pod.node_name
+        if key in self.pods:
+            raise StateError(f"Pod {key}: already in the cluster state")
+        row = self.node_rows.get(target)
+        if row is None:
+            raise StateError(f"Pod {key}: spec.nodeName: node {target!r} is not in "
+                             "the cluster state")
+        self._check_resource_room(f"Pod {key}", pod.requests)
+        req = self.resource_vector(pod.requests, intern=True)
+        req[L.RES_PODS] = 1
+        port_ids = tuple(self._intern_bit(self.ports, "port_bits",
+                                          (p.protocol, p.host_ip, p.port))
+                         for p in pod.host_ports)
+        if req.shape[0] > self.requested.shape[1]:
+            self._ensure_cols("requested", req.shape[0])
+        self._account(PodRow(pod, row, req, (pod.nonzero_cpu, pod.nonzero_memory), port_ids))
+        return row
+
+    def restore_pod(self, entry: PodRow) -> int:
+        """Put back a pod that ``remove_pod`` returned, on the same row, as it
+        was (its PodRow reused: nothing is re-interned or re-validated)."""
+        key = entry.record.key
+        if key in self.pods:
+            raise StateError(f"Pod {key}: already in the cluster state")
+        if not self.valid[entry.node_row]:
+            raise StateError(f"Pod {key}: its node row {entry.node_row} is gone")
+        self._account(entry)
+        return entry.node_row
+
+    def _account(self, entry: PodRow) -> None:
+        """Add a pod's request, non-zero request and host ports to its row."""
+        row, pod, req = entry.node_row, entry.record, entry.request
+        self.requested[row, : req.shape[0]] += req
+        self.nonzero_requested[row, 0] += entry.nonzero[0]
+        self.nonzero_requested[row, 1] += entry.nonzero[1]
+        counts = self.port_counts[row]
+        for b in entry.port_ids:
+            counts[b] = counts.get(b, 0) + 1
+            self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
+        self.pods[pod.key] = entry
+        self.pods_on_node[row].add(pod.key)
+        self._touch(row)
+        for fn in self.listeners:
+            fn(pod, row, 1)
+
+    def remove_pod(self, key: str) -> PodRow:
+        """Release a pod's resources and ports on its node."""
+        entry = self.pods.pop(key, None)
+        if entry is None:
+            raise StateError(f"Pod {key}: not in the cluster state")
+        row = entry.node_row
+        self.requested[row, : entry.request.shape[0]] -= entry.request
+        self.nonzero_requested[row, 0] -= entry.nonzero[0]
+        self.nonzero_requested[row, 1] -= entry.nonzero[1]
+        counts = self.port_counts[row]
+        for b in entry.port_ids:
+            counts[b] -= 1
+            if counts[b] == 0:
+                del counts[b]
+                self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
+        self.pods_on_node[row].discard(key)
+        self._touch(row)
+        for fn in self.listeners:
+            fn(entry.record, row, -1)
+        return entry
+
+    def update_pod(self, pod: PodRecord, node_name: str | None = None) -> int:
+        """Replace a bound pod (new requests, labels...); atomic."""
+        old = self.pods.get(pod.key)
+        if old is None:
+            raise StateError(f"Pod {pod.key}: not in the cluster state")
+        target = node_name or pod.node_name or self.node_name(old.node_row)
+        if target not in self.node_rows:
+            raise StateError(f"Pod {pod.key}: spec.nodeName: node {target!r} is not "
+                             "in the cluster state")
+        self._check_resource_room(f"Pod {pod.key}", pod.requests)
+        self.remove_pod(pod.key)
+        return self.add_pod(pod, target)
+
+    def _touch(self, row: int) -> None:
+        self.version += 1
+        self.row_version[row] = self.version
+        if self._growth[0] != self._growth_seen:
+            self._growth_seen = self._growth[0]
+            for t in (self.label_keys, self.taints, self.images, self.ports, *self.label_values):
+                t.grown = False
+            self.epoch += 1
+
+    def pods_on(self, node_name: str) -> list[PodRecord]:
+        row = self.node_rows[node_name]
+        return [self.pods[k].record for k in sorted(self.pods_on_node[row])]

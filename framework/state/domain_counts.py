@@ -1,0 +1,263 @@
+"""Per-node counts of bound pods, kept incrementally for the pod-to-pod plugins.
+
+``pod_count_index(state)`` attaches one :class:`PodCountIndex` to a
+ClusterState (as a ``state.listeners`` hook).  It keeps:
+
+* ``counts(key, predicate)``: [rows] int64, how many bound pods on each node
+  satisfy ``predicate(record)``; built once by one pass over the bound pods,
+  then updated by +-1 on the pod's node row when a pod is bound or removed
+  (an LRU of the most recently used keys is kept);
+* ``groups[kind]``: the affinity terms that bound pods carry (kind is
+  req_aff, req_anti, pref_aff or pref_anti) -> [rows] int64 count of pods
+  carrying that term on each node, so "existing pods' terms" are evaluated
+  once per distinct term, not once per pod.
+
+* ``domain_sums(...)`` / ``group_domain_sums(...)``: a count array summed
+  per topology domain over a fixed set of nodes (:class:`DomainSums`), kept
+  current by the same +-1 updates, so a cycle reads per-domain counts
+  without a pass over the nodes.  Each is tagged by what its node -> domain
+  map depends on (state layout and epoch, the key column, the node mask);
+  a different tag builds a new one.
+
+The kernels (``tensorsched.kernels.domains``) turn these counts into the
+per-node answers of each cycle.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+
+import numpy as np
+
+from tensorsched.framework.objects.selectors import pod_terms
+
+KINDS = ("req_aff", "req_anti", "pref_aff", "pref_anti")
+
+
+class DomainSums:
+    """Per-domain sums of one per-node count array over a node mask.
+
+    ``dom`` [rows] int64: the domain id of each node row, -1 for rows not
+    counted (masked out, lacking the key, or not live); ``sums`` [D] int64;
+    ``present`` [D] bool: some counted node is in the domain; ``positive``:
+    how many domains have a positive sum; ``version`` counts the updates and
+    ``serial`` names the object (a derived per-node answer can be reused
+    while both are unchanged)."""
+
+    __slots__ = ("dom", "positive", "present", "serial", "sums", "version")
+    _serials = itertools.count()
+
+    def __init__(self, dom, counts, n_domains: int):
+        self.serial = next(DomainSums._serials)    # unique per object, never reused
+        n = max(int(n_domains), 1)
+        self.dom = dom
+        m = dom >= 0
+        d = dom[m]
+        self.present = np.bincount(d, minlength=n) > 0
+        w = counts[: dom.shape[0]][m]
+        if w.shape[0]:
+            # Exact in float64 for any realistic count (< 2**53).
+            self.sums = np.rint(np.bincount(d, weights=w.astype(np.float64),
+                                            minlength=n)).astype(np.int64)
+        else:
+            self.sums = np.zeros(n, np.int64)
+        self.positive = int(np.count_nonzero(self.sums > 0))
+        self.version = 0
+
+    def bump(self, row: int, delta: int) -> None:
+        if row >= self.dom.shape[0]:
+            return              # a row added after this was built: its tag is stale
+        d = self.dom[row]
+        if d < 0:
+            return
+        old = int(self.sums[d])
+        new = old + delta
+        self.sums[d] = new
+        if old <= 0 < new:
+            self.positive += 1
+        elif new <= 0 < old:
+            self.positive -= 1
+        self.version += 1
+
+
+class PodCountIndex:
+    MAX_KEYS = 128
+    MAX_SUMS = 256
+
+    def __init__(self, state):
+        self.state = state
+        self._entries: OrderedDict = OrderedDict()   # key -> (predicate, counts)
+        self._sums: OrderedDict = OrderedDict()      # (source, tag) -> DomainSums
+        self._sums_by_source: dict = {}              # source -> {tag: DomainSums}
+        self.groups: dict = {k: {} for k in KINDS}   # kind -> {term: counts}
+        self.pods_with_affinity = 0
+        for entry in state.pods.values():
+            self._group(entry.record, entry.node_row, 1)
+
+    def _cap(self) -> int:
+        return max(self.state.allocatable.shape[0], self.state.n_rows, 1)
+
+    def _grown(self, arr):
+        cap = self._cap()
+        if arr.shape[0] >= cap:
+            return arr
+        out = np.zeros(cap, np.int64)
+        out[: arr.shape[0]] = arr
+        return out
+
+    def on_pod(self, record, row: int, delta: int) -> None:
+        by_source = self._sums_by_source
+        for key, (pred, arr) in list(self._entries.items()):
+            if pred(record):
+                if row >= arr.shape[0]:
+                    arr = self._grown(arr)
+                    self._entries[key] = (pred, arr)
+                arr[row] += delta
+                if by_source:
+                    for ds in by_source.get(("e", key), {}).values():
+                        ds.bump(row, delta)
+        self._group(record, row, delta)
+
+    def _group(self, record, row, delta):
+        if not (record.pod_affinity or record.pod_anti_affinity):
+            return
+        self.pods_with_affinity += delta
+        terms = pod_terms(record)
+        for kind in KINDS:
+            table = self.groups[kind]
+            for t in terms[kind]:
+                arr = table.get(t)
+                if arr is None:
+                    arr = np.zeros(self._cap(), np.int64)
+                elif row >= arr.shape[0]:
+                    arr = self._grown(arr)
+                arr[row] += delta
+                for ds in self._sums_by_source.get(("g", kind, t), {}).values():
+                    ds.bump(row, delta)
+                if delta < 0 and not arr.any():
+                    table.pop(t, None)
+                else:
+                    table[t] = arr
+
+    def counts(self, key, predicate) -> np.ndarray:
+        """[>= n_rows] int64 pods per node row satisfying ``predicate``."""
+        got = self._entries.get(key)
+        if got is None:
+            arr = np.zeros(self._cap(), np.int64)
+            for entry in self.state.pods.values():
+                if predicate(entry.record):
+                    arr[entry.node_row] += 1
+            self._entries[key] = (predicate, arr)
+            while len(self._entries) > self.MAX_KEYS:
+                old, _ = self._entries.popitem(last=False)
+                # No longer updated: drop the domain sums built on it.
+                for tag in self._sums_by_source.pop(("e", old), {}):
+                    self._sums.pop((("e", old), tag), None)
+            return arr
+        self._entries.move_to_end(key)
+        arr = got[1]
+        if arr.shape[0] < self.state.n_rows:
+            arr = self._grown(arr)
+            self._entries[key] = (got[0], arr)
+        return arr
+
+    def group_counts(self, kind: str) -> dict:
+        """{term: [>= n_rows] int64} for one kind of existing pods' terms."""
+        table = self.groups[kind]
+        for t, arr in list(table.items()):
+            if arr.shape[0] < self.state.n_rows:
+                table[t] = self._grown(arr)
+        return table
+
+
+    # ------------------------------------------------------ domain sums
+    def domain_sums(self, key, predicate, tag, dom_fn, n_domains: int) -> DomainSums:
+        """Per-domain sums of ``counts(key, predicate)``; ``dom_fn()`` -> [rows]
+        domain ids (-1 = not counted) is called only to build, and ``tag``
+        must change whenever its answer could."""
+        source = ("e", key)
+        got = self._sums.get((source, tag))
+        if got is not None:
+            self._sums.move_to_end((source, tag))
+            self._entries.move_to_end(key)      # keep the counts it follows alive
+            return got
+        counts = self.counts(key, predicate)
+        return self._add_sums(source, tag, DomainSums(dom_fn(), counts, n_domains))
+
+    def group_domain_sums(self, kind: str, term, tag, dom_fn, n_domains: int) -> DomainSums:
+        """``domain_sums`` over ``groups[kind][term]`` (zeros when no bound
+        pod carries the term)."""
+        source = ("g", kind, term)
+        got = self._sums.get((source, tag))
+        if got is not None:
+            self._sums.move_to_end((source, tag))
+            return got
+        dom = dom_fn()
+        counts = self.groups[kind].get(term)
+        if counts is None:
+            counts = np.zeros(dom.shape[0], np.int64)
+        elif counts.shape[0] < dom.shape[0]:
+            counts = self._grown(counts)
+        return self._add_sums(source, tag, DomainSums(dom, counts, n_domains))
+
+    def _add_sums(self, source, tag, ds: DomainSums) -> DomainSums:
+        self._sums[(source, tag)] = ds
+        self._sums_by_source.setdefault(source, {})[tag] = ds
+        while len(self._sums) > self.MAX_SUMS:
+            (src, tg), _ = self._sums.popitem(last=False)
+            tags = self._sums_by_source.get(src)
+            if tags is not None:
+                tags.pop(tg, None)
+                if not tags:
+                    del self._sums_by_source[src]
+        return ds
+
+
+def structure_tag(state) -> tuple:
+    """Changes whenever a node's labels, the node set or a label dictionary
+    may have changed (what the node -> domain maps depend on)."""
+    return (state.layout_version, state.epoch, state.n_rows)
+
+
+def node_domains(state, k: int) -> np.ndarray:
+    """[n_rows] int64 label value id of key column ``k`` per node row (-1
+    where the node lacks the key or the row is not live), memoized per
+    structure; callers must not modify it."""
+    tag = structure_tag(state)
+    cache = state.__dict__.get("_node_domains")
+    if cache is None or cache[0] != tag:
+        cache = (tag, {})
+        state.__dict__["_node_domains"] = cache
+    got = cache[1].get(k)
+    if got is None:
+        n = state.n_rows
+        got = np.where(state.valid[:n], state.label_vals[:n, k], -1).astype(np.int64)
+        got.flags.writeable = False
+        cache[1][k] = got
+    return got
+
+
+def node_domains_p1(state, k: int) -> np.ndarray:
+    """``node_domains`` plus one ([n_rows] int64, 0 = lacks the key): an index
+    into a [D + 1] per-domain table (memoized per structure, read-only)."""
+    tag = structure_tag(state)
+    cache = state.__dict__.get("_node_domains_p1")
+    if cache is None or cache[0] != tag:
+        cache = (tag, {})
+        state.__dict__["_node_domains_p1"] = cache
+    got = cache[1].get(k)
+    if got is None:
+        got = node_domains(state, k) + 1
+        got.flags.writeable = False
+        cache[1][k] = got
+    return got
+
+
+def pod_count_index(state) -> PodCountIndex:
+    idx = state.__dict__.get("_pod_count_index")
+    if idx is None:
+        idx = PodCountIndex(state)
+        state.__dict__["_pod_count_index"] = idx
+        state.listeners.append(idx.on_pod)
+    return idx

@@ -1,0 +1,251 @@
+"""GPU interconnect topology of a node, and pods' topology asks.
+
+Per node: the NVLink/NVSwitch island and the NUMA node of each GPU, the
+CPU and memory of each NUMA node, the distances between NUMA nodes, and
+whether the node's topology manager runs the single-numa-node policy.
+
+Sources (documented contract; the first that is present wins):
+
+1. A NodeResourceTopology object (``topology.node.k8s.io/v1alpha2``, named
+   after the node): in the cluster manifests (``framework/nrt.py`` validates
+   it and ``build_cluster`` attaches it to the state's GPU table), or given
+   to ``GpuTable.set_node_resource_topologies``:
+
+   - zones of ``type: Node`` are NUMA nodes, in list order; each one's
+     resources ``cpu``, ``memory`` (``allocatable``, else ``capacity``) are
+     that NUMA node's CPU (millicores) and memory (bytes); its
+     ``nvidia.com/gpu`` count gives it the next GPU indices in order (or the
+     zone attribute ``gpu-indices``, e.g. ``"0,1,2,3"``, names them);
+     ``costs`` give the NUMA distances (10 = local, as the kubelet reports);
+   - zones of ``type: NVLinkIsland`` (a tensorsched convention: NRT has no
+     type for GPU interconnects) are NVLink/NVSwitch islands, GPUs named by
+     the attribute ``gpu-indices`` or, failing that, by their
+     ``nvidia.com/gpu`` count taking the next GPU indices in order;
+   - ``topologyPolicies`` containing ``SingleNUMANodePodLevel`` or
+     ``SingleNUMANodeContainerLevel``, or the attribute
+     ``topologyManagerPolicy: single-numa-node``, sets the node's
+     single-numa-node policy (Guaranteed pods must then fit one NUMA node,
+     as scheduler-plugins' NodeResourceTopologyMatch filters).
+
+2. The node annotation ``topology.tensorsched.io/gpu``, JSON, either an NRT
+   ``zones`` list (same rules as above; also ``{"zones": [...],
+   "topologyPolicies": [...]}``) or the compact form
+   ``{"islands": [0,0,0,0,1,1,1,1], "numa": [0,0,0,0,1,1,1,1],
+   "numaCpu": ["64", "64"], "numaMemory": ["512Gi", "512Gi"],
+   "singleNumaNodePolicy": false}`` (one entry per GPU for islands/numa,
+   -1 = unknown; one per NUMA node for numaCpu/numaMemory).
+
+Without either the node's topology is unknown: every GPU pair counts as the
+loosest link, a pod that asks for one island or one NUMA node does not fit
+there (nothing can be guaranteed), and NUMA CPU/memory is unknown.  When the
+GPUs' NUMA nodes are known but their CPU/memory is not, each NUMA node gets
+an equal share of the node's allocatable CPU and memory (an approximation).
+
+Pods ask through the annotation ``topology.tensorsched.io/gpu-placement``:
+``nvlink-island`` (all GPUs in one island), ``single-numa-node`` (all GPUs
+on one NUMA node, together with the pod's CPU and memory requests, which
+are then accounted on that NUMA node), or both, comma-separated.  A
+Guaranteed pod (every container's cpu and memory limits equal to its
+requests) on a node with the single-numa-node policy gets
+``single-numa-node`` too.  Only pods pinned this way consume a NUMA node's
+CPU/memory here (other pods run in the shared pool, as with the kubelet's
+CPU manager).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ANNO_NODE_TOPOLOGY = "topology.tensorsched.io/gpu"
+ANNO_POD_PLACEMENT = "topology.tensorsched.io/gpu-placement"
+NRT_API = "topology.node.k8s.io/v1alpha2"
+ZONE_NUMA = "Node"
+ZONE_ISLAND = "NVLinkIsland"
+SINGLE_NUMA_POLICIES = ("SingleNUMANodePodLevel", "SingleNUMANodeContainerLevel")
+
+C_ISLAND = 1          # pod constraint bits
+C_NUMA = 2
+MAX_ZONES = 8
+MAX_GPUS = 16
+
+
+@dataclass
+class NodeTopology:
+    """One node's GPU topology; lists are per GPU / per NUMA node."""
+
+    islands: list[int] = field(default_factory=list)       # per GPU, -1 unknown
+    numa: list[int] = field(default_factory=list)          # per GPU, -1 unknown
+    numa_cpu: list[int] = field(default_factory=list)      # millicores per NUMA node (-1 unknown)
+    numa_mem: list[int] = field(default_factory=list)      # bytes per NUMA node (-1 unknown)
+    distances: list[list[int]] | None = None               # NUMA distance matrix
+    single_numa_policy: bool = False
+
+    def signature(self, count: int) -> tuple:
+        isl = tuple((self.islands + [-1] * count)[:count])
+        nm = tuple((self.numa + [-1] * count)[:count])
+        return isl, nm
+
+
+def _qty_int(v, kind: str) -> int:
+    """cpu -> millicores, memory -> bytes; -1 when absent."""
+    from tensorsched.framework.objects.quantity import resource_value
+    if v is None:
+        return -1
+    return resource_value("cpu" if kind == "cpu" else "memory", str(v))
+
+
+def _zone_res(zone: dict, name: str):
+    for r in zone.get("resources") or []:
+        if r.get("name") == name:
+            return r.get("allocatable", r.get("capacity"))
+    return None
+
+
+def _indices(zone: dict) -> list[int] | None:
+    for a in zone.get("attributes") or []:
+        if a.get("name") == "gpu-indices":
+            s = str(a.get("value", "")).strip()
+            return [int(x) for x in s.replace("-", ",").split(",") if x.strip() != ""]
+    return None
+
+
+def _count(zone: dict) -> int:
+    v = _zone_res(zone, "nvidia.com/gpu")
+    return int(str(v)) if v is not None else 0
+
+
+def from_zones(zones: list, policies=(), attributes=()) -> NodeTopology:
+    """A NodeTopology from NRT ``zones`` (see the module doc)."""
+    numa_zones = [z for z in zones if z.get("type") == ZONE_NUMA]
+    islands = [z for z in zones if z.get("type") == ZONE_ISLAND]
+    topo = NodeTopology()
+    gpu_numa: dict[int, int] = {}
+    nxt = 0
+    for zi, z in enumerate(numa_zones):
+        idx = _indices(z)
+        if idx is None:
+            idx = list(range(nxt, nxt + _count(z)))
+        for g in idx:
+            gpu_numa[g] = zi
+        nxt = max([nxt] + [g + 1 for g in idx])
+        topo.numa_cpu.append(_qty_int(_zone_res(z, "cpu"), "cpu"))
+        topo.numa_mem.append(_qty_int(_zone_res(z, "memory"), "mem"))
+    gpu_island: dict[int, int] = {}
+    nxt = 0
+    for ii, z in enumerate(islands):
+        idx = _indices(z)
+        if idx is None:
+            idx = list(range(nxt, nxt + _count(z)))
+        for g in idx:
+            gpu_island[g] = ii
+        nxt = max([nxt] + [g + 1 for g in idx])
+    n = max([g + 1 for g in list(gpu_numa) + list(gpu_island)] + [0])
+    topo.islands = [gpu_island.get(g, -1) for g in range(n)]
+    topo.numa = [gpu_numa.get(g, -1) for g in range(n)]
+    names = [z.get("name") for z in numa_zones]
+    if any(z.get("costs") for z in numa_zones):
+        d = [[10 if i == j else 20 for j in range(len(names))] for i in range(len(names))]
+        for i, z in enumerate(numa_zones):
+            for c in z.get("costs") or []:
+                if c.get("name") in names:
+                    d[i][names.index(c["name"])] = int(c.get("value", 20))
+        topo.distances = d
+    single = any(p in SINGLE_NUMA_POLICIES for p in (policies or ()))
+    for a in attributes or ():
+        if a.get("name") == "topologyManagerPolicy" and a.get("value") == "single-numa-node":
+            single = True
+    topo.single_numa_policy = single
+    return topo
+
+
+def from_nrt(obj: dict) -> tuple[str, NodeTopology]:
+    """(node name, topology) of a NodeResourceTopology object."""
+    if obj.get("kind") != "NodeResourceTopology":
+        raise ValueError(f"expected a NodeResourceTopology, got {obj.get('kind')!r}")
+    name = (obj.get("metadata") or {}).get("name", "")
+    return name, from_zones(obj.get("zones") or [], obj.get("topologyPolicies") or (),
+                            obj.get("attributes") or ())
+
+
+def from_annotation(value: str) -> NodeTopology:
+    """The node annotation ``topology.tensorsched.io/gpu`` (module doc)."""
+    data = json.loads(value)
+    if isinstance(data, list):
+        return from_zones(data)
+    if "zones" in data:
+        return from_zones(data["zones"], data.get("topologyPolicies") or (),
+                          data.get("attributes") or ())
+    t = NodeTopology(islands=[int(x) for x in data.get("islands") or []],
+                     numa=[int(x) for x in data.get("numa") or []],
+                     single_numa_policy=bool(data.get("singleNumaNodePolicy", False)))
+    t.numa_cpu = [_qty_int(x, "cpu") for x in data.get("numaCpu") or []]
+    t.numa_mem = [_qty_int(x, "mem") for x in data.get("numaMemory") or []]
+    if data.get("distances"):
+        t.distances = [[int(x) for x in row] for row in data["distances"]]
+    return t
+
+
+def node_topology(node_obj: dict) -> NodeTopology | None:
+    annos = ((node_obj or {}).get("metadata") or {}).get("annotations") or {}
+    v = annos.get(ANNO_NODE_TOPOLOGY)
+    if not v:
+        return None
+    return from_annotation(v)
+
+
+def _guaranteed(pod_obj: dict) -> bool:
+    spec = (pod_obj or {}).get("spec") or {}
+    cs = spec.get("containers") or []
+    if not cs:
+        return False
+    for c in cs + list(spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        lim = res.get("limits") or {}
+        req = res.get("requests") or lim
+        for r in ("cpu", "memory"):
+            if r not in lim or str(req.get(r)) != str(lim.get(r)):
+                return False
+    return True
+
+
+def pod_constraint(pod_obj: dict) -> tuple[int, bool]:
+    """(constraint bits C_ISLAND | C_NUMA asked by annotation, Guaranteed QoS)."""
+    annos = ((pod_obj or {}).get("metadata") or {}).get("annotations") or {}
+    bits = 0
+    for part in str(annos.get(ANNO_POD_PLACEMENT, "")).split(","):
+        p = part.strip()
+        if p in ("nvlink-island", "island"):
+            bits |= C_ISLAND
+        elif p in ("single-numa-node", "numa"):
+            bits |= C_NUMA
+        elif p:
+            raise ValueError(f"metadata.annotations[{ANNO_POD_PLACEMENT}]: unknown value {p!r} "
+                             "(nvlink-island, single-numa-node)")
+    return bits, _guaranteed(pod_obj)
+
+
+def dgx_annotation(gpus: int = 8, islands: int = 2, numa: int = 2,
+                   numa_cpu: str = "64", numa_memory: str = "512Gi") -> str:
+    """The compact annotation of a DGX-like node (GPUs split evenly)."""
+    per_i = max(gpus // islands, 1)
+    per_n = max(gpus // numa, 1)
+    return json.dumps({"islands": [g // per_i for g in range(gpus)],
+                       "numa": [g // per_n for g in range(gpus)],
+                       "numaCpu": [numa_cpu] * numa, "numaMemory": [numa_memory] * numa},
+                      separators=(",", ":"))
+
+
+def link_levels(islands: np.ndarray, numa: np.ndarray) -> np.ndarray:
+    """[G, G] link level between GPUs: 0 self, 1 same NVLink island, 2 same
+    NUMA node (PCIe), 3 across NUMA nodes or unknown."""
+    g = islands.shape[0]
+    lv = np.full((g, g), 3, np.int64)
+    same_n = (numa[:, None] == numa[None, :]) & (numa[:, None] >= 0)
+    same_i = (islands[:, None] == islands[None, :]) & (islands[:, None] >= 0)
+    lv[same_n] = 2
+    lv[same_i] = 1
+    np.fill_diagonal(lv, 0)
+    return lv

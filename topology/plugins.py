@@ -1,0 +1,378 @@
+"""GPU sharing and GPU topology plugins (out of the default profile; enable
+them in a profile).  Array plugins over all nodes at once on the kernels of
+``kernels/gpu_share.py`` and ``kernels/gpu_topology.py``, with the per-node
+GPU state in ``topology.gpu_table.GpuTable`` (kept in step with the
+ClusterState through its listeners).
+
+- ``GpuShareFit`` (filter, reserve): the pod's GPU ask (see
+  ``topology/gpu.py``: ``nvidia.com/gpu`` or the openb annotations) fits on
+  actual GPUs of the node: a share on one GPU with enough free milli-GPU,
+  N whole GPUs on N free GPUs, of an allowed model; and, when the pod asks
+  for it (``topology.tensorsched.io/gpu-placement``, or a Guaranteed pod
+  on a node whose topology manager runs single-numa-node), within one
+  NVLink island and/or on one NUMA node together with its CPU and memory
+  (``topology/gpu_topology.py``).  Reserve picks the concrete GPU indices
+  with the rule of the profile's policy and records them; Unreserve
+  releases them.  ``explain`` gets a ``"gpus"`` field and ``tensorsched
+  schedule`` bindings a ``gpus`` entry from it.
+- ``GpuShareScore`` (score), args ``{policy: Random | DotProd |
+  GpuClustering | GpuPacking | BestFit | FGD}`` (default FGD) and, for FGD,
+  ``typicalPods``: the target workload's pod shapes, a list of ``{cpu
+  (millicores), gpuCount, gpuMilli, models ("A|B"), weight}``; without it,
+  the shapes of the pods this plugin has scored so far (the most frequent
+  covering 95%, as the openb simulator takes them from its trace).  One
+  plugin with a policy arg rather than six plugins: a profile scores with
+  one policy, and the policy also decides how Reserve picks GPUs.  Scores
+  are the policies' own 0..100 (BestFit min-max normalized over the scored
+  nodes), as in ``tensorsched replay``.
+- ``GpuTopologyScore`` (preScore, score): for a pod asking for two or more
+  whole GPUs, 100 when they can sit in one NVLink island, 50 on one NUMA
+  node, 0 otherwise; other pods skip it.  With it enabled Reserve takes the
+  tightest subset (fewest loose links) for whole GPUs.
+
+Backends (the Framework's): ``numba`` runs the njit kernels, ``numpy`` the
+array twins, ``cuda`` the same per-node rules (``kernels/_gpu_core.py``) as
+Numba CUDA kernels, one thread per node (``kernels/_gpu_cuda.py``): the
+GPU fit, the topology subset search and the GpuShareScore policies; the
+answers are identical.  On every backend the GPU table stays on the host
+(it changes per pod), and Reserve's pick for the one chosen node and
+BestFit's raw score (array arithmetic) run on the host.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.runtime.user_plugins import ArrayPlugin
+from tensorsched.kernels import gpu_share as K
+from tensorsched.kernels import gpu_subsets as KT
+
+from .gpu import MILLI
+from .gpu_table import GpuTable
+from .node_topology import C_ISLAND, C_NUMA
+
+NAME_FIT = "GpuShareFit"
+NAME_SCORE = "GpuShareScore"
+NAME_TOPO = "GpuTopologyScore"
+POINTS_FIT = frozenset({"filter", "reserve"})
+POINTS_SCORE = frozenset({"score"})
+POINTS_TOPO = frozenset({"preScore", "score"})
+GPU_PLUGINS = (NAME_FIT, NAME_SCORE, NAME_TOPO)
+POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.SEL_BEST,
+              "GpuPacking": K.SEL_BEST, "BestFit": K.SEL_BEST, "FGD": K.SEL_FGD}
+TYPICAL_THRESHOLD = 95
+
+
+# Kernels per backend name; a handle without a backend (a bare test
+# handle) gets numba, as before backends were threaded through.
+_FIT = {"numpy": KT.gpu_fit_nodes_np, "numba": KT.gpu_fit_nodes, "cuda": KT.gpu_fit_nodes_cuda}
+_SUBSETS = {"numpy": KT.subset_costs_np, "numba": KT.subset_costs, "cuda": KT.subset_costs_cuda}
+_SCORE = {"numpy": K.score_nodes_np, "numba": K.score_nodes, "cuda": K.score_nodes_cuda}
+
+
+def _backend(handle) -> str:
+    name = getattr(handle, "backend_name", "numba")
+    return name if name in _FIT else "numba"
+
+
+def _cons_per_node(t: GpuTable, info, n: int) -> np.ndarray:
+    cons = np.full(n, info.cons, np.int64)
+    if info.guaranteed:
+        cons |= np.where(t.single_policy[:n], C_NUMA, 0)
+    return cons
+
+
+def _zone_free(t: GpuTable, n: int):
+    return t.zcpu[:n] - t.zcpu_used[:n], t.zmem[:n] - t.zmem_used[:n]
+
+
+def subset_costs(t: GpuTable, info, n: int, backend: str):
+    """(cons [n], cost [n], idx [n]) of the cheapest allowed GPU subset per
+    node for a GPU pod (cost -1: none), on ``backend``'s kernel."""
+    cons = _cons_per_node(t, info, n)
+    zc, zm = _zone_free(t, n)
+    sub, cost, iok, nok = t.tables(info.ask.num)
+    out_c = np.empty(n, np.int64)
+    out_i = np.empty(n, np.int64)
+    _SUBSETS[backend](t.count[:n], t.left[:n], np.ascontiguousarray(t.numa[:n]),
+                      np.ascontiguousarray(zc), np.ascontiguousarray(zm), t.topo[:n], cons,
+                      info.cpu, info.mem, info.ask.milli, sub, cost, iok, nok, out_c, out_i)
+    return cons, out_c, out_i
+
+
+class GpuShareFit(ArrayPlugin):
+    name = NAME_FIT
+
+    def __init__(self, args, handle):
+        self.handle = handle
+        self.backend = _backend(handle)
+
+    # ------------------------------------------------------------ filter
+    def filter(self, ctx, rows):
+        t = GpuTable.of(ctx.state)
+        info = t.pod_info(ctx.pod)
+        n = max(ctx.state.n_rows, 1)
+        cons_any = info.cons or (info.guaranteed and bool(t.single_policy[:n].any()))
+        if not info.has_gpu and not cons_any:
+            return np.ones(rows.shape[0], np.bool_)
+        ok = np.ones(n, np.bool_)
+        if info.has_gpu:
+            ask = info.ask
+            ok = _FIT[self.backend](t.count[:n], t.model[:n], t.left[:n], ask.num, ask.milli,
+                     t.model_mask(ask.models))
+        if cons_any:
+            if info.has_gpu:
+                cons, cost, _ = subset_costs(t, info, n, self.backend)
+                ok = ok & ((cons == 0) | (cost >= 0))
+            else:
+                cons = _cons_per_node(t, info, n)
+                zc, zm = _zone_free(t, n)
+                zone_ok = ((zc >= info.cpu) & (zm >= info.mem)
+                           & (np.arange(zc.shape[1])[None, :] < t.nzones[:n, None])).any(axis=1)
+                ok = ok & (((cons & C_NUMA) == 0) | zone_ok)
+        return ok[rows]
+
+    def explain_status(self, ctx, row: int) -> Status:
+        t = GpuTable.of(ctx.state)
+        info = t.pod_info(ctx.pod)
+        ask = info.ask
+        c = int(t.count[row])
+        reason = "node(s) didn't fit the pod's GPUs"
+        if info.has_gpu:
+            if c == 0:
+                reason = "node(s) had no GPUs"
+            elif not K.model_ok(int(t.model[row]), t.model_mask(ask.models)):
+                reason = "node(s) had no GPU of an allowed model"
+            elif sum(1 for g in range(c) if t.left[row, g] >= ask.milli) < ask.num:
+                reason = (f"node(s) didn't have a GPU with {ask.milli} free milli-GPU"
+                          if ask.is_share else f"node(s) didn't have {ask.num} free GPU(s)")
+            else:
+                cons = t.constraint_at(info, row)
+                reason = ("node(s) couldn't align the pod's GPUs, CPU and memory on a single "
+                          "NUMA node" if cons & C_NUMA else
+                          "node(s) couldn't fit the pod's GPUs in one NVLink island")
+                if cons == (C_ISLAND | C_NUMA):
+                    reason = ("node(s) couldn't fit the pod's GPUs in one NVLink island on a "
+                              "single NUMA node with its CPU and memory")
+        else:
+            reason = "node(s) couldn't align the pod's CPU and memory on a single NUMA node"
+        return Status(Code.UNSCHEDULABLE, (reason,), self.name)
+
+    # ----------------------------------------------------------- reserve
+    def rule(self, fw, t: GpuTable) -> dict:
+        """How GPUs are picked in this profile: the GpuShareScore policy's
+        rule (FGD: its best GPU for a share; Random: uniform; others: best
+        fit), and the tightest subset for whole GPUs with GpuTopologyScore."""
+        plugins = getattr(fw, "plugins", {}) if fw is not None else {}
+        sc = plugins.get(NAME_SCORE)
+        kw = {"topology_aware": NAME_TOPO in plugins, "sel": K.SEL_BEST, "fgd": None}
+        if sc is not None:
+            kw["sel"] = POLICY_SEL[sc.policy]
+            if sc.policy == "FGD":
+                kw["fgd"] = sc.fgd_context(t)
+        return kw
+
+    def _cpu_left(self, state, row: int, extra: int = 0) -> int:
+        return int(state.allocatable[row, 0] - state.requested[row, 0]) + extra
+
+    def reserve(self, ctx, node_name: str) -> Status:
+        state = ctx.state
+        t = GpuTable.of(state)
+        info = t.pod_info(ctx.pod)
+        key = ctx.pod.key
+        row = state.node_rows[node_name]
+        if not info.has_gpu and not (t.constraint_at(info, row) & C_NUMA):
+            return Status.OK
+        a = t.repick(key, ctx.pod, cpu_left=self._cpu_left(state, row, info.cpu),
+                     **self.rule(ctx.framework, t))
+        if a is None:
+            return Status(Code.UNSCHEDULABLE, (f"node {node_name} has no GPUs left for the pod",),
+                          self.name)
+        return Status.OK
+
+    def unreserve(self, ctx, node_name: str) -> None:
+        t = GpuTable.attached(ctx.state)
+        if t is not None:
+            t.release(ctx.pod.key)
+
+    def explain_fields(self, ctx, selected: str | None) -> dict:
+        """``{"gpus": {"node", "indices", "milli"}}`` of the pod on the
+        selected node (what Reserve would pick now), or ``{"gpus": None}``."""
+        if selected is None:
+            return {"gpus": None}
+        state = ctx.state
+        t = GpuTable.of(state)
+        info = t.pod_info(ctx.pod)
+        if not info.has_gpu:
+            return {"gpus": None}
+        row = state.node_rows[selected]
+        p = t.pick(row, info, key=ctx.pod.key, cpu_left=self._cpu_left(state, row),
+                   **self.rule(ctx.framework, t))
+        if p is None:
+            return {"gpus": None}
+        return {"gpus": {"node": selected, "indices": [int(g) for g in p[0]],
+                         "milli": info.ask.milli}}
+
+
+class GpuShareScore(ArrayPlugin):
+    name = NAME_SCORE
+
+    def __init__(self, args, handle):
+        args = args or {}
+        self.policy = str(args.get("policy", "FGD"))
+        if self.policy not in K.POLICIES:
+            raise ValueError(f"policy {self.policy!r}: choose one of {', '.join(K.POLICIES)}")
+        self.backend = _backend(handle)
+        self._fixed = args.get("typicalPods")
+        self._seen: dict = {}
+        self._seen_keys: set = set()
+        self._typical = None
+        self._typical_sig = None
+        self._cache: dict = {}
+        self._cache_owner = None
+        self._cache_cap = -1
+        self._typical_spec: list = []
+        if self._fixed is not None:
+            self._typical_from([(int(self._cpu(p.get("cpu", 0))), int(p.get("gpuCount", 0)),
+                                  int(p.get("gpuMilli", 0)), str(p.get("models", "")),
+                                  float(p.get("weight", 1.0))) for p in self._fixed], None)
+
+    @staticmethod
+    def _cpu(v) -> int:
+        if isinstance(v, (int, float)):
+            return int(v)
+        from tensorsched.framework.objects.quantity import resource_value
+        return resource_value("cpu", str(v))
+
+    def _typical_from(self, shapes, t):
+        tot = sum(s[4] for s in shapes) or 1.0
+        self._typical_spec = [(c, num, milli, models, w / tot) for c, num, milli, models, w in shapes]
+        self._typical = None
+
+    def _observe(self, ctx, info) -> None:
+        key = ctx.pod.key
+        if self._fixed is not None or key in self._seen_keys:
+            return
+        self._seen_keys.add(key)
+        shape = (info.cpu_nz, info.ask.milli, info.ask.num, "|".join(info.ask.models))
+        self._seen[shape] = self._seen.get(shape, 0) + 1
+        shapes = sorted(self._seen.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        need = TYPICAL_THRESHOLD * len(self._seen_keys) / 100.0
+        chosen, cum = [], 0
+        for k, c in shapes:
+            if cum >= need:
+                break
+            chosen.append((k[0], k[2], k[1], k[3], float(c)))
+            cum += c
+        self._typical_from(chosen, None)
+
+    def typical(self, t: GpuTable):
+        spec = self._typical_spec
+        sig = (tuple(spec), tuple(t.models))
+        if self._typical is None or self._typical_sig != sig:
+            self._typical = (np.array([s[0] for s in spec], np.int64),
+                             np.array([s[1] for s in spec], np.int64),
+                             np.array([s[2] for s in spec], np.int64),
+                             np.array([t.model_mask(s[3].split("|")) for s in spec], np.int64),
+                             np.array([s[4] for s in spec], np.float64))
+            self._typical_sig = sig
+            self._cache.clear()
+        return self._typical
+
+    def fgd_context(self, t: GpuTable):
+        """(typical arrays, frag(count, model, left, cpu_left, typical)) for
+        Reserve's FGD pick on one node: the NumPy twin on numpy, the njit
+        rule otherwise (one node on the host; cuda launches nothing here)."""
+        if self.backend == "numpy":
+            def frag(c, model, left, cpu_left, typ):
+                return float(K.frag_np(np.array([c], np.int64), np.array([model], np.int64),
+                                       np.asarray(left, np.int64)[None, :],
+                                       np.array([cpu_left], np.int64), *typ)[0])
+        else:
+            def frag(c, model, left, cpu_left, typ):
+                return float(K.node_frag(c, model, np.asarray(left, np.int64), cpu_left, *typ))
+        return self.typical(t), frag
+
+    def score(self, ctx, rows):
+        state = ctx.state
+        t = GpuTable.of(state)
+        info = t.pod_info(ctx.pod)
+        n = max(state.n_rows, 1)
+        cpu_left = (state.allocatable[:n, 0] - state.requested[:n, 0]).astype(np.int64)
+        ask = info.ask
+        num, milli = (ask.num, ask.milli) if info.has_gpu else (0, 0)
+        if self.policy == "Random":
+            return np.zeros(rows.shape[0], np.int64)
+        if self.policy == "BestFit":
+            valid = np.arange(t.g)[None, :] < t.count[:n, None]
+            lt = np.where(valid, t.left[:n], 0).sum(axis=1)
+            raw = K.bestfit_raw_np(cpu_left, lt, info.cpu_nz, num * milli)
+            return raw[rows]
+        self._observe(ctx, info)
+        typ = self.typical(t)
+        if self._cache_owner is not t or self._cache_cap != t.cap:
+            self._cache.clear()
+            self._cache_owner, self._cache_cap = t, t.cap
+        mask = t.model_mask(ask.models)
+        skey = (info.cpu_nz, num, milli, mask)
+        cache = self._cache.get(skey)
+        if cache is None:
+            size = t.cap
+            cache = (np.zeros(size, np.int64), np.zeros(size, np.int64), np.full(size, -1, np.int64))
+            self._cache[skey] = cache
+        out_gpu = np.empty(n, np.int64)
+        s = _SCORE[self.backend](K.POLICIES.index(self.policy), t.count[:n], t.model[:n], t.left[:n], cpu_left,
+               np.zeros(n, np.int64), t.aff[:n], 0, info.cpu_nz, 0, num, milli, mask, *typ,
+               cache[0][:n], cache[1][:n], cache[2][:n], t.ver[:n], out_gpu)
+        return np.maximum(s, 0)[rows]
+
+    def normalize_scores(self, ctx, rows, raw, scored):
+        if self.policy != "BestFit":
+            return raw
+        if not scored.any():
+            return raw
+        lo, hi = raw[scored].min(), raw[scored].max()
+        rng = hi - lo
+        if rng == 0:
+            return np.zeros_like(raw)
+        return (raw - lo) * 100 // rng
+
+
+class GpuTopologyScore(ArrayPlugin):
+    name = NAME_TOPO
+
+    def __init__(self, args, handle):
+        self.backend = _backend(handle)
+
+    def pre_score(self, ctx) -> Status:
+        t = GpuTable.of(ctx.state)
+        info = t.pod_info(ctx.pod)
+        if info.has_gpu and info.ask.num >= 2 and info.ask.milli >= MILLI:
+            return Status.OK
+        return Status(Code.SKIP)
+
+    def score(self, ctx, rows):
+        t = GpuTable.of(ctx.state)
+        info = t.pod_info(ctx.pod)
+        n = max(ctx.state.n_rows, 1)
+        _, cost, _ = subset_costs(t, info, n, self.backend)
+        return KT.topology_score(cost)[rows]
+
+
+def new_fit(args, handle):
+    return GpuShareFit(args, handle)
+
+
+def new_score(args, handle):
+    return GpuShareScore(args, handle)
+
+
+def new_topology(args, handle):
+    return GpuTopologyScore(args, handle)
+
+
+def register(registry) -> None:
+    registry.register(NAME_FIT, new_fit, POINTS_FIT)
+    registry.register(NAME_SCORE, new_score, POINTS_SCORE)
+    registry.register(NAME_TOPO, new_topology, POINTS_TOPO)
