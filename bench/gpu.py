@@ -23,7 +23,7 @@ def warm_up(cluster, fw, pod_objs, seed: int) -> None:
         fw.run_cycle(state, warm, seed=seed)
         fw.run_cycle(state, warm, seed=seed, want_scores=False)
         state.add_pod(warm, node)
-        from tensorsched.framework.runtime.framework import CycleContext
+        from tensorsched.framework.runtime.plugin import CycleContext
         for p in fw._point.get("reserve", ()):
             p.reserve(CycleContext(state, warm, fw), node)
         for p in reversed(fw._point.get("reserve", ())):

@@ -33,7 +33,7 @@ import numpy as np
 
 from tensorsched.framework.objects import synthetic
 from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import run_post_filter
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -21,7 +21,7 @@ import math
 # Keep in step with gpu_share.py / gpu_topology.py / topology.gpu_topology
 # (plain ints: device code has no globals of NumPy type).
 MILLI = 1000
-GPU_SLOTS = 16                 # topology.gpu_topology.MAX_GPUS
+GPU_SLOTS = 16                 # GPUs per node at most
 MAX_SPEC_CPU = 128000.0
 MAX_SPEC_GPU = 8000.0
 P_RANDOM = 0
@@ -32,8 +32,8 @@ P_BESTFIT = 4
 P_FGD = 5
 SEL_BEST = 0
 SEL_RANDOM = 1
-C_ISLAND = 1
-C_NUMA = 2
+C_ISLAND = 1                   # pod constraint bits: all GPUs in one NVLink island
+C_NUMA = 2                     # ... on one NUMA node with the pod's CPU and memory
 
 
 def model_ok(model, mask):

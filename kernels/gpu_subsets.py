@@ -32,12 +32,25 @@ import itertools
 
 import numpy as np
 
+from ._gpu_core import C_ISLAND, C_NUMA
 from .gpu_share import core as _core
 
 PAD = np.int64(1) << np.int64(62)
-C_ISLAND = 1
-C_NUMA = 2
 LEVEL = 1000
+
+
+def link_levels(islands: np.ndarray, numa: np.ndarray) -> np.ndarray:
+    """[G, G] link level between GPUs: 0 self, 1 same NVLink island, 2 same
+    NUMA node (PCIe), 3 across NUMA nodes or unknown (-1 island / NUMA ids
+    are unknown)."""
+    g = islands.shape[0]
+    lv = np.full((g, g), 3, np.int64)
+    same_n = (numa[:, None] == numa[None, :]) & (numa[:, None] >= 0)
+    same_i = (islands[:, None] == islands[None, :]) & (islands[:, None] >= 0)
+    lv[same_n] = 2
+    lv[same_i] = 1
+    np.fill_diagonal(lv, 0)
+    return lv
 
 
 def subset_masks(count: int, k: int) -> np.ndarray:
@@ -50,7 +63,6 @@ def subset_masks(count: int, k: int) -> np.ndarray:
 
 def topology_table(count: int, islands, numa, k: int):
     """(sub [S], cost [S], isl_ok [S], numa_ok [S]) of one node topology."""
-    from tensorsched.topology.node_topology import link_levels
     isl = np.asarray(list(islands)[:count] + [-1] * max(0, count - len(islands)), np.int64)
     nm = np.asarray(list(numa)[:count] + [-1] * max(0, count - len(numa)), np.int64)
     lv = link_levels(isl, nm)

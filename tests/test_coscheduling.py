@@ -28,6 +28,13 @@ CFG = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerCon
                              "args": {"permitWaitingTimeSeconds": 10}}]}]}
 
 
+def _registry():
+    """The in-tree plugins plus Coscheduling (an out-of-tree registration)."""
+    reg = in_tree_registry()
+    C.register(reg)
+    return reg
+
+
 def _member(name, group, created, cpu="1", min_member=None):
     labels = {C.POD_GROUP_LABEL: group}
     if min_member is not None:
@@ -37,7 +44,7 @@ def _member(name, group, created, cpu="1", min_member=None):
 
 def _sched(nodes, groups=()):
     assert "Coscheduling" not in in_tree_registry()          # out of tree
-    sched = Scheduler(build_cluster(nodes, CFG, C.registry()))
+    sched = Scheduler(build_cluster(nodes, CFG, _registry()))
     _ = sched.queue                                           # builds the frameworks
     plugin = next(iter(sched.cluster._frameworks.values())).plugins["Coscheduling"]
     for g in groups:
@@ -150,7 +157,7 @@ def _cfg(post_filter=True, **args):
 def _built(objects, cfg):
     """A Scheduler on a cluster built from objects (PodGroups included) and
     its Coscheduling plugin; nothing handed over by hand."""
-    sched = Scheduler(build_cluster(objects, cfg, C.registry()))
+    sched = Scheduler(build_cluster(objects, cfg, _registry()))
     _ = sched.queue
     return sched, next(iter(sched.cluster._frameworks.values())).plugins["Coscheduling"]
 
@@ -329,7 +336,7 @@ def test_permit_rejects_a_pod_of_a_missing_group():
     p = pod_dict("orphan", cpu="1")
     p["metadata"]["labels"] = {C.POD_GROUP_LABEL: "nowhere"}
     solo = pod_dict("solo", cpu="1", created=1)
-    sched = Scheduler(build_cluster(nodes, CFG, C.registry()))
+    sched = Scheduler(build_cluster(nodes, CFG, _registry()))
     sched.add_pod(p)
     sched.add_pod(solo)
     out = {b.pod: b for b in sched.run_until_idle()}

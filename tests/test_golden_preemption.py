@@ -31,7 +31,7 @@ from tensorsched.framework.preemption.evaluator import (
     nodes_where_preemption_might_help,
     pod_eligible_to_preempt_others,
 )
-from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code
 from tensorsched.framework.scheduler.cluster import build_cluster
 

@@ -15,9 +15,15 @@ from tensorsched.framework.objects.manifests import load_objects, parse_objects
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.topology.gpu_table import GpuTable, attach_node_topologies
+from tensorsched.topology import nrt
 from tensorsched.topology.node_topology import from_annotation
 
 FIX = Path(__file__).parent / "fixtures" / "gpu_nrt"
+
+
+def _parse(objs):
+    """parse_objects with the kind the GPU plugin set registers."""
+    return parse_objects(objs, kinds=[nrt.OBJECT_KIND])
 
 
 def _objs():
@@ -29,9 +35,9 @@ def _nrt():
 
 
 def test_loader_keeps_nrt_objects():
-    objs = parse_objects(_objs())
+    objs = _parse(_objs())
     assert "NodeResourceTopology" not in objs.ignored_kinds
-    (rec,) = objs.node_resource_topologies
+    (rec,) = objs.extra["NodeResourceTopology"]
     assert rec.name == "dgx-a"
     assert rec.topology.islands == [0, 0, 0, 0, 1, 1, 1, 1]
     assert rec.topology.numa == [0, 0, 0, 0, 1, 1, 1, 1]
@@ -102,14 +108,14 @@ def _bad(path, value):
 ])
 def test_malformed_nrt_names_object_and_field(path, value, field):
     with pytest.raises(ManifestError) as exc:
-        parse_objects([_bad(path, value)])
+        _parse([_bad(path, value)])
     assert exc.value.obj == "NodeResourceTopology dgx-a"
     assert exc.value.field == field
 
 
 def test_duplicate_nrt_is_refused():
     with pytest.raises(ManifestError, match="duplicate NodeResourceTopology"):
-        parse_objects([_nrt(), _nrt()])
+        _parse([_nrt(), _nrt()])
 
 
 def test_nrt_wins_over_annotation_and_reaches_an_attached_table():

@@ -20,7 +20,6 @@ from tensorsched.topology.node_topology import (
     ANNO_POD_PLACEMENT,
     from_annotation,
     from_nrt,
-    link_levels,
     pod_constraint,
 )
 
@@ -87,7 +86,7 @@ def test_pod_constraint_annotation_and_qos():
 
 
 def test_link_levels():
-    lv = link_levels(np.array([0, 0, 1, 1, -1]), np.array([0, 0, 0, 1, -1]))
+    lv = KT.link_levels(np.array([0, 0, 1, 1, -1]), np.array([0, 0, 0, 1, -1]))
     assert lv[0, 1] == 1 and lv[0, 2] == 2 and lv[0, 3] == 3 and lv[0, 4] == 3 and lv[2, 2] == 0
 
 
@@ -103,7 +102,7 @@ TOPOS = [
 
 
 def brute(count, isl, nm, k, free, cons):
-    lv = link_levels(np.array(isl), np.array(nm))
+    lv = KT.link_levels(np.array(isl), np.array(nm))
     best = None
     for c in itertools.combinations(range(count), k):
         if any(not (free >> g) & 1 for g in c):

@@ -20,7 +20,7 @@ from reference.oracle import (
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import parse_objects
 from tensorsched.framework.objects.pdb import disruptions_allowed
-from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -17,7 +17,7 @@ from reference.oracle import (
     split_objects,
 )
 
-from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.framework.state.domain_counts import DomainSums, PodCountIndex, pod_count_index

@@ -20,7 +20,7 @@ from test_spread_affinity_parity import _SETTINGS, spread_scenarios
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import parse_objects, parse_pod
-from tensorsched.framework.objects.workloads import WorkloadIndex
+from tensorsched.framework.state.workload_index import WorkloadIndex
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -21,7 +21,7 @@ from test_preemption_host_filters import CONFIG, HOST, _check, _node
 
 from tensorsched.framework.objects.priorities import pod_priority
 from tensorsched.framework.preemption.host_search import HostVictimSearch, active_host_filters
-from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 
 KEYS = st.sampled_from(["zone", HOST, "rack"])

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MILLI = 1000
+from tensorsched.kernels.gpu_share import MILLI
+
 ANNO_GPU_MILLI = "alibabacloud.com/gpu-milli"
 ANNO_GPU_COUNT = "alibabacloud.com/gpu-count"
 ANNO_GPU_MODEL = "alibabacloud.com/gpu-card-model"

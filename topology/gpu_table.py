@@ -50,8 +50,8 @@ from .node_topology import (
 )
 
 N_AFF = 18
-_ATTR = "_tensorsched_gpu_table"
-_ATTR_NRT = "_tensorsched_node_topologies"
+EXTENSION = "gpu_table"                     # ClusterState.extension name of the table
+EXTENSION_NRT = "node_topologies"           # ... of NRT topologies by node name
 
 
 @dataclass
@@ -82,6 +82,10 @@ class PodGpu:
         return self.ask.num > 0 and self.ask.milli > 0
 
 
+def _no_topologies(state) -> dict:
+    return {}
+
+
 def _u(key: str) -> float:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0 ** 64
 
@@ -96,7 +100,7 @@ class GpuTable:
         self.topo_ids: dict[tuple, int] = {}
         self._tables: dict[int, tuple] = {}       # k -> stacked tables
         # NodeResourceTopology objects loaded with the cluster (framework.nrt)
-        self.nrt: dict[str, NodeTopology] = dict(getattr(state, _ATTR_NRT, None) or {})
+        self.nrt: dict[str, NodeTopology] = dict(state.extension(EXTENSION_NRT, _no_topologies))
         self.alloc: dict[str, Allocation] = {}
         self.version = 0
         self._seen = (-1, -1)
@@ -108,20 +112,18 @@ class GpuTable:
         self.row_keys: list[set] = [set() for _ in range(self.cap)]
         self.sync()                 # loads every node and the pods already on it
         state.listeners.append(self.on_pod)
+        state.restorers.append(self)
 
     # ----------------------------------------------------------- attach
     @classmethod
     def of(cls, state) -> GpuTable:
-        t = getattr(state, _ATTR, None)
-        if t is None:
-            t = cls(state)
-            setattr(state, _ATTR, t)
+        t = state.extension(EXTENSION, cls)
         t.sync()
         return t
 
     @staticmethod
     def attached(state) -> GpuTable | None:
-        return getattr(state, _ATTR, None)
+        return state.extension_if_any(EXTENSION)
 
     def set_node_resource_topologies(self, objects) -> None:
         """Topology from NodeResourceTopology objects (by node name)."""
@@ -136,7 +138,7 @@ class GpuTable:
 
     # ----------------------------------------------------------- arrays
     def _alloc_arrays(self, cap: int, g: int) -> None:
-        old = self.__dict__.get("count")
+        old = getattr(self, "count", None)      # None on the first call
         n_old = self.cap
         g_old = self.g
         self.cap, self.g = cap, g
@@ -325,6 +327,30 @@ class GpuTable:
                 info = self.pod_info(rec)
                 self.aff[row, K.affinity_tag(info.ask.num, info.ask.milli)] -= 1
             self._bump(row)
+
+    # ------------------------------------------- ClusterState ``PodRestorer``
+    def checkpoint(self):
+        return self._just_released
+
+    def rollback(self, mark) -> None:
+        self._just_released = mark
+
+    def hold(self, key: str):
+        """The allocation ``key`` holds now (before a temporary removal)."""
+        return self.alloc.get(key)
+
+    def regain(self, key: str, rec, row: int, held) -> None:
+        """After a temporary removal: the GPUs (and NUMA pin) the pod held
+        before, which the table may not have picked again."""
+        got = self.alloc.get(key)
+        if held is None or got is None or (got.indices, got.zone, got.unplaced) == \
+                (held.indices, held.zone, held.unplaced):
+            return
+        self.release(key)
+        if held.indices or held.zone >= 0:
+            info = self.pod_info(rec)
+            self.apply(key, row, info, self.constraint_at(info, row), held.indices, held.zone)
+        self.alloc[key] = held
 
     def _place(self, rec, row: int, prefer=None) -> None:
         info = self.pod_info(rec)
@@ -544,9 +570,7 @@ def attach_node_topologies(state, topologies: dict) -> None:
     """Node name -> NodeTopology (from NodeResourceTopology objects) for the
     GPU table of ``state``: kept on the state for a table created later, and
     applied now to a table already attached."""
-    merged = dict(getattr(state, _ATTR_NRT, None) or {})
-    merged.update(topologies)
-    setattr(state, _ATTR_NRT, merged)
+    state.extension(EXTENSION_NRT, _no_topologies).update(topologies)
     t = GpuTable.attached(state)
     if t is not None:
         t.nrt.update(topologies)

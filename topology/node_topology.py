@@ -7,7 +7,7 @@ whether the node's topology manager runs the single-numa-node policy.
 Sources (documented contract; the first that is present wins):
 
 1. A NodeResourceTopology object (``topology.node.k8s.io/v1alpha2``, named
-   after the node): in the cluster manifests (``framework/nrt.py`` validates
+   after the node): in the cluster manifests (``topology/nrt.py`` validates
    it and ``build_cluster`` attaches it to the state's GPU table), or given
    to ``GpuTable.set_node_resource_topologies``:
 
@@ -57,7 +57,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-import numpy as np
+from tensorsched.framework.objects.quantity import resource_value
+from tensorsched.kernels.gpu_share import GPU_SLOTS
+from tensorsched.kernels.gpu_subsets import C_ISLAND, C_NUMA
 
 ANNO_NODE_TOPOLOGY = "topology.tensorsched.io/gpu"
 ANNO_POD_PLACEMENT = "topology.tensorsched.io/gpu-placement"
@@ -66,10 +68,8 @@ ZONE_NUMA = "Node"
 ZONE_ISLAND = "NVLinkIsland"
 SINGLE_NUMA_POLICIES = ("SingleNUMANodePodLevel", "SingleNUMANodeContainerLevel")
 
-C_ISLAND = 1          # pod constraint bits
-C_NUMA = 2
 MAX_ZONES = 8
-MAX_GPUS = 16
+MAX_GPUS = GPU_SLOTS
 
 
 @dataclass
@@ -91,7 +91,6 @@ class NodeTopology:
 
 def _qty_int(v, kind: str) -> int:
     """cpu -> millicores, memory -> bytes; -1 when absent."""
-    from tensorsched.framework.objects.quantity import resource_value
     if v is None:
         return -1
     return resource_value("cpu" if kind == "cpu" else "memory", str(v))
@@ -236,16 +235,3 @@ def dgx_annotation(gpus: int = 8, islands: int = 2, numa: int = 2,
                        "numa": [g // per_n for g in range(gpus)],
                        "numaCpu": [numa_cpu] * numa, "numaMemory": [numa_memory] * numa},
                       separators=(",", ":"))
-
-
-def link_levels(islands: np.ndarray, numa: np.ndarray) -> np.ndarray:
-    """[G, G] link level between GPUs: 0 self, 1 same NVLink island, 2 same
-    NUMA node (PCIe), 3 across NUMA nodes or unknown."""
-    g = islands.shape[0]
-    lv = np.full((g, g), 3, np.int64)
-    same_n = (numa[:, None] == numa[None, :]) & (numa[:, None] >= 0)
-    same_i = (islands[:, None] == islands[None, :]) & (islands[:, None] >= 0)
-    lv[same_n] = 2
-    lv[same_i] = 1
-    np.fill_diagonal(lv, 0)
-    return lv

@@ -1,14 +1,15 @@
 """NodeResourceTopology objects (``topology.node.k8s.io/v1alpha2``, as the
 NFD topology-updater or the resource-topology-exporter publish them):
-loaded by ``manifests.parse_objects`` and attached to the ClusterState by
+read by ``manifests.parse_objects`` when the GPU plugin set is registered
+(``topology.plugins.register``) and attached to the ClusterState by
 ``build_cluster``, so the GPU plugins' table (``topology.gpu_table``) takes
 each node's NUMA nodes, NVLink islands and single-numa-node policy from the
 NRT named after it, with no extra flag.  The field mapping is the one of
-``topology.gpu_topology`` (module doc); an NRT wins over the node's
+``topology.node_topology`` (module doc); an NRT wins over the node's
 ``topology.tensorsched.io/gpu`` annotation.
 
 Validated here, with the object and field path in the error (the parser in
-``topology.gpu_topology`` then trusts its input): ``apiVersion`` (group
+``topology.node_topology`` then trusts its input): ``apiVersion`` (group
 ``topology.node.k8s.io``), ``metadata.name``, ``topologyPolicies`` (strings),
 ``attributes`` and each zone's ``attributes`` ({name, value} strings; a
 zone's ``gpu-indices`` a comma list of GPU indices 0..15), ``zones[i]``
@@ -22,16 +23,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tensorsched.framework.objects.meta import ObjectKind, identity
+from tensorsched.framework.objects.quantity import parse_quantity
+
+from .gpu_table import attach_node_topologies
+from .node_topology import MAX_GPUS, NodeTopology, from_nrt
+
 KIND = "NodeResourceTopology"
 API_GROUP = "topology.node.k8s.io"
 _QTY_FIELDS = ("capacity", "allocatable", "available")
-_MAX_GPU_INDEX = 15            # topology.gpu_topology.MAX_GPUS - 1
+_MAX_GPU_INDEX = MAX_GPUS - 1
 
 
 @dataclass
 class NrtRecord:
     name: str                  # the node's name
-    topology: object           # topology.gpu_topology.NodeTopology
+    topology: NodeTopology
     obj: dict = field(repr=False, default_factory=dict)
 
 
@@ -52,7 +59,6 @@ def _attributes(ctx, value, path: str) -> None:
 
 
 def _resources(ctx, value, path: str) -> None:
-    from tensorsched.framework.objects.quantity import parse_quantity
     for j, r in enumerate(ctx.list(value, path)):
         rpath = f"{path}[{j}]"
         r = ctx.mapping(r, rpath)
@@ -75,10 +81,7 @@ def _resources(ctx, value, path: str) -> None:
 
 def parse_nrt(obj: dict, *, where: str | None = None) -> NrtRecord:
     """An NrtRecord from a NodeResourceTopology object (module doc)."""
-    from tensorsched.framework.objects.manifests import _identity
-
-    from .node_topology import MAX_GPUS, from_nrt
-    ctx, _meta, _ns, name = _identity(obj, KIND, False, where)
+    ctx, _meta, _ns, name = identity(obj, KIND, False, where)
     api = obj.get("apiVersion")
     if api is not None:
         api = ctx.string(api, "apiVersion")
@@ -108,16 +111,12 @@ def parse_nrt(obj: dict, *, where: str | None = None) -> NrtRecord:
     return NrtRecord(name, topo, obj)
 
 
-def loaders(out) -> dict:
-    """``parse_objects`` entries (kind -> parser, bucket, key, label),
-    filling ``out.node_resource_topologies`` (a ``manifests.Objects``)."""
-    return {KIND: (parse_nrt, out.node_resource_topologies, lambda r: r.name, KIND + " {}")}
-
-
 def attach(state, records) -> None:
     """Give the loaded NRTs to ``state``'s GPU table (now, or when the first
     GPU plugin creates it)."""
-    if not records:
-        return
-    from .gpu_table import attach_node_topologies
-    attach_node_topologies(state, {r.name: r.topology for r in records})
+    if records:
+        attach_node_topologies(state, {r.name: r.topology for r in records})
+
+
+#: How ``parse_objects`` reads the kind (the GPU plugin set registers it).
+OBJECT_KIND = ObjectKind(KIND, parse_nrt, lambda r: r.name, KIND + " {}")

@@ -48,6 +48,7 @@ from tensorsched.framework.runtime.user_plugins import ArrayPlugin
 from tensorsched.kernels import gpu_share as K
 from tensorsched.kernels import gpu_subsets as KT
 
+from . import nrt
 from .gpu import MILLI
 from .gpu_table import GpuTable
 from .node_topology import C_ISLAND, C_NUMA
@@ -65,7 +66,7 @@ TYPICAL_THRESHOLD = 95
 
 
 # Kernels per backend name; a handle without a backend (a bare test
-# handle) gets numba, as before backends were threaded through.
+# handle) gets numba.
 _FIT = {"numpy": KT.gpu_fit_nodes_np, "numba": KT.gpu_fit_nodes, "cuda": KT.gpu_fit_nodes_cuda}
 _SUBSETS = {"numpy": KT.subset_costs_np, "numba": KT.subset_costs, "cuda": KT.subset_costs_cuda}
 _SCORE = {"numpy": K.score_nodes_np, "numba": K.score_nodes, "cuda": K.score_nodes_cuda}
@@ -132,6 +133,15 @@ class GpuShareFit(ArrayPlugin):
                            & (np.arange(zc.shape[1])[None, :] < t.nzones[:n, None])).any(axis=1)
                 ok = ok & (((cons & C_NUMA) == 0) | zone_ok)
         return ok[rows]
+
+    def ignores_pods(self, ctx) -> bool:
+        """``PodIndependentWhen``: a pod that asks no GPU and no NUMA
+        placement passes every node whatever pods run there."""
+        t = GpuTable.of(ctx.state)
+        info = t.pod_info(ctx.pod)
+        n = max(ctx.state.n_rows, 1)
+        return not (info.has_gpu or info.cons
+                    or (info.guaranteed and bool(t.single_policy[:n].any())))
 
     def explain_status(self, ctx, row: int) -> Status:
         t = GpuTable.of(ctx.state)
@@ -373,6 +383,10 @@ def new_topology(args, handle):
 
 
 def register(registry) -> None:
+    """The GPU plugin set: GpuShareFit, GpuShareScore, GpuTopologyScore and
+    the NodeResourceTopology kind they read (the ``tensorsched.plugins``
+    entry point ``gpu``)."""
+    registry.register_kind(nrt.OBJECT_KIND, nrt.attach)
     registry.register(NAME_FIT, new_fit, POINTS_FIT)
     registry.register(NAME_SCORE, new_score, POINTS_SCORE)
     registry.register(NAME_TOPO, new_topology, POINTS_TOPO)

@@ -38,14 +38,24 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
 
 from tensorsched.framework.errors import ManifestError
 
-from .quantity import INT64_MAX, milli_value, parse_quantity
+from .meta import (
+    ObjectContext,
+    ObjectKind,
+    canonical,
+    identity,
+    join_path,
+    parse_timestamp,
+    type_name,
+    unset_if_empty,
+    validate_label_selector,
+)
+from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
 from .records import (
     HostPort,
     NodeImage,
@@ -56,6 +66,8 @@ from .records import (
     Taint,
     Toleration,
 )
+from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
+from .workloads import ControllerRecord, ServiceRecord
 
 __all__ = [
     "Objects",
@@ -81,15 +93,11 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS = ("", "Equal", "Exists")
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
-_HANDLED_KINDS = ("Node", "Pod", "PriorityClass", "PodDisruptionBudget", "PodGroup")
-_HANDLED_KINDS += ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")  # workloads.py
-_HANDLED_KINDS += ("NodeResourceTopology",)  # nrt.py
 
 
 # --------------------------------------------------------------------------
@@ -152,22 +160,22 @@ def _read_documents(path: Path) -> Iterable[tuple[int, object]]:
 def _flatten(doc: object, where: str, field_prefix: str = "") -> list[dict]:
     """One document -> its objects (a ``List`` / ``*List`` gives its items)."""
     if not isinstance(doc, dict):
-        raise ManifestError(where, field_prefix, f"expected an object (a mapping), got {_type_name(doc)}")
+        raise ManifestError(where, field_prefix, f"expected an object (a mapping), got {type_name(doc)}")
     kind = doc.get("kind")
     if kind is None or kind == "":
-        raise ManifestError(where, _join(field_prefix, "kind"), "missing (every object needs a kind)")
+        raise ManifestError(where, join_path(field_prefix, "kind"), "missing (every object needs a kind)")
     if not isinstance(kind, str):
-        raise ManifestError(where, _join(field_prefix, "kind"), f"must be a string, got {_type_name(kind)}")
+        raise ManifestError(where, join_path(field_prefix, "kind"), f"must be a string, got {type_name(kind)}")
     if kind == "List" or (kind.endswith("List") and "items" in doc):
         items = doc.get("items")
         if items is None:
             return []
         if not isinstance(items, list):
-            raise ManifestError(where, _join(field_prefix, "items"), f"must be a list, got {_type_name(items)}")
+            raise ManifestError(where, join_path(field_prefix, "items"), f"must be a list, got {type_name(items)}")
         item_kind = kind[: -len("List")] if kind != "List" else None
         out: list[dict] = []
         for j, item in enumerate(items):
-            item_field = f"{_join(field_prefix, 'items')}[{j}]"
+            item_field = f"{join_path(field_prefix, 'items')}[{j}]"
             if item_kind and isinstance(item, dict) and not item.get("kind"):
                 # typed lists from the API (PodList, ...) leave the items' kind out
                 item = {"kind": item_kind, **item}
@@ -204,241 +212,6 @@ def load_objects(path) -> list[dict]:
 
 
 # --------------------------------------------------------------------------
-# small typed accessors; each raises ManifestError(ident, field, problem)
-
-_SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _join(base: str, key: str) -> str:
-    if _SIMPLE_KEY.fullmatch(key):
-        return f"{base}.{key}" if base else key
-    return f"{base}[{json.dumps(key)}]"
-
-
-def _type_name(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-class _Ctx:
-    """The object being parsed: its identity for error messages."""
-
-    __slots__ = ("ident",)
-
-    def __init__(self, ident: str):
-        self.ident = ident
-
-    def fail(self, path: str, problem: str):
-        raise ManifestError(self.ident, path, problem)
-
-    def mapping(self, value, path: str) -> dict:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            self.fail(path, f"must be a mapping, got {_type_name(value)}")
-        return value
-
-    def list(self, value, path: str) -> list:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            self.fail(path, f"must be a list, got {_type_name(value)}")
-        return value
-
-    def string(self, value, path: str, default: str = "", required: bool = False) -> str:
-        if value is None:
-            if required:
-                self.fail(path, "required")
-            return default
-        if not isinstance(value, str):
-            self.fail(path, f"must be a string, got {_type_name(value)}")
-        if required and value == "":
-            self.fail(path, "must not be empty")
-        return value
-
-    def integer(self, value, path: str, lo: int | None = None, hi: int | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path, f"must be an integer, got {_type_name(value)} {value!r}")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            if hi is None:
-                self.fail(path, f"must be >= {lo}, got {value}")
-            if lo is None:
-                self.fail(path, f"must be <= {hi}, got {value}")
-            self.fail(path, f"must be in {lo}..{hi}, got {value}")
-        return value
-
-    def boolean(self, value, path: str, default: bool = False) -> bool:
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            self.fail(path, f"must be true or false, got {_type_name(value)} {value!r}")
-        return value
-
-    def enum(self, value, path: str, allowed: tuple[str, ...], default: str = "") -> str:
-        text = self.string(value, path, default=default)
-        if text not in allowed:
-            shown = ", ".join(repr(a) if a == "" else a for a in allowed)
-            self.fail(path, f"must be one of {shown}, got {text!r}")
-        return text
-
-    def str_map(self, value, path: str) -> dict[str, str]:
-        m = self.mapping(value, path)
-        out: dict[str, str] = {}
-        for k, v in m.items():
-            if not isinstance(k, str):
-                self.fail(path, f"keys must be strings, got {_type_name(k)} {k!r}")
-            if not isinstance(v, str):
-                self.fail(_join(path, k), f"must be a string, got {_type_name(v)} {v!r} (quote it in YAML)")
-            out[k] = v
-        return out
-
-    def str_list(self, value, path: str) -> list[str]:
-        items = self.list(value, path)
-        for i, v in enumerate(items):
-            if not isinstance(v, str):
-                self.fail(f"{path}[{i}]", f"must be a string, got {_type_name(v)} {v!r}")
-        return list(items)
-
-    def quantity_map(self, value, path: str) -> dict[str, int]:
-        """A ResourceList: name -> non-negative quantity in milli-units.
-
-        The API server rounds every ResourceList value up to a whole
-        milli-unit, so integer milli-units hold it exactly and sums of them
-        are the exact sums upstream computes."""
-        m = self.mapping(value, path)
-        out: dict[str, int] = {}
-        for k, v in m.items():
-            if not isinstance(k, str) or not k:
-                self.fail(path, f"resource names must be non-empty strings, got {k!r}")
-            try:
-                q = parse_quantity(v)
-            except ValueError as exc:
-                self.fail(_join(path, k), str(exc))
-            if q < 0:
-                self.fail(_join(path, k), f"must be non-negative, got {v!r}")
-            out[k] = milli_value(q)
-        return out
-
-    def timestamp(self, value, path: str) -> int | None:
-        if value is None:
-            return None
-        try:
-            return parse_timestamp(value)
-        except ValueError as exc:
-            self.fail(path, str(exc))
-
-
-def _unset_if_empty(value):
-    """"" means unset for defaulted enum fields (as in Go's zero value)."""
-    return None if value == "" else value
-
-
-def _canonical(ctx: _Ctx, millis: Mapping[str, int], path: str) -> dict[str, int]:
-    """milli-units -> canonical units: cpu stays in millicores, anything else
-    is ``Quantity.Value()``, the ceiling of the whole units."""
-    out = {}
-    for name, m in millis.items():
-        v = m if name == "cpu" else -(-m // 1000)
-        if v > INT64_MAX:
-            ctx.fail(_join(path, name), f"{v} does not fit an int64")
-        out[name] = v
-    return out
-
-
-# --------------------------------------------------------------------------
-# timestamps
-
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|([+-])(\d{2}):(\d{2}))"
-)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def parse_timestamp(value) -> int:
-    """RFC3339 (``2024-05-01T10:00:00Z``, optional fraction up to ns, ``Z`` or
-    ``+hh:mm``) -> integer nanoseconds since the Unix epoch.  A ``datetime``
-    (naive = UTC) is accepted too."""
-    if isinstance(value, datetime):
-        dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-        delta = dt - _EPOCH
-        return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
-    if not isinstance(value, str):
-        raise ValueError(f"must be an RFC3339 timestamp string, got {_type_name(value)} {value!r}")
-    m = _RFC3339.fullmatch(value.strip())
-    if m is None:
-        raise ValueError(f"invalid RFC3339 timestamp {value!r} (expected e.g. 2024-05-01T10:00:00Z)")
-    year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
-    frac = m.group(7) or ""
-    if m.group(8) == "Z":
-        offset = timedelta(0)
-    else:
-        oh, om = int(m.group(10)), int(m.group(11))
-        if oh > 23 or om > 59:
-            raise ValueError(f"invalid RFC3339 timestamp {value!r}: bad UTC offset")
-        offset = timedelta(hours=oh, minutes=om)
-        if m.group(9) == "-":
-            offset = -offset
-    try:
-        dt = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
-    except ValueError as exc:
-        raise ValueError(f"invalid RFC3339 timestamp {value!r}: {exc}") from None
-    delta = dt - _EPOCH
-    seconds = delta.days * 86400 + delta.seconds
-    return seconds * 10**9 + int(frac.ljust(9, "0") or "0")
-
-
-# --------------------------------------------------------------------------
-# identity and metadata
-
-
-def _identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[_Ctx, dict, str, str]:
-    """(ctx, metadata, namespace, name); checks kind, metadata.name/namespace.
-
-    An object without ``kind`` is taken to be of the expected kind (the
-    caller chose the parser); a different kind is an error."""
-    fallback = where or f"{kind} <unnamed>"
-    if not isinstance(obj, dict):
-        raise ManifestError(fallback, "", f"expected an object (a mapping), got {_type_name(obj)}")
-    meta = obj.get("metadata")
-    if meta is not None and not isinstance(meta, dict):
-        raise ManifestError(fallback, "metadata", f"must be a mapping, got {_type_name(meta)}")
-    meta = meta or {}
-    name = meta.get("name")
-    actual = obj.get("kind")
-    if actual is not None and actual != kind:
-        named = isinstance(actual, str) and isinstance(name, str) and name
-        raise ManifestError(f"{actual} {name}" if named else fallback, "kind",
-                            f"expected {kind}, got {actual!r}")
-    if name is None or name == "":
-        raise ManifestError(fallback, "metadata.name", "required")
-    if not isinstance(name, str):
-        raise ManifestError(fallback, "metadata.name", f"must be a string, got {_type_name(name)} {name!r}")
-    namespace = ""
-    if namespaced:
-        namespace = meta.get("namespace")
-        if namespace is None or namespace == "":
-            namespace = "default"
-        elif not isinstance(namespace, str):
-            raise ManifestError(f"{kind} {name}", "metadata.namespace",
-                                f"must be a string, got {_type_name(namespace)} {namespace!r}")
-        return _Ctx(f"{kind} {namespace}/{name}"), meta, namespace, name
-    return _Ctx(f"{kind} {name}"), meta, namespace, name
-
-
-# --------------------------------------------------------------------------
 # Node
 
 
@@ -449,7 +222,7 @@ def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
     (e.g. ``"nodes.yaml#3"``).  An object without ``kind`` is taken to be a
     Node; any other kind is an error.
     """
-    ctx, meta, _, name = _identity(obj, "Node", False, where)
+    ctx, meta, _, name = identity(obj, "Node", False, where)
     labels = ctx.str_map(meta.get("labels"), "metadata.labels")
     spec = ctx.mapping(obj.get("spec"), "spec")
     status = ctx.mapping(obj.get("status"), "status")
@@ -472,8 +245,8 @@ def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
     else:
         allocatable_q = ctx.quantity_map(status.get("allocatable"), "status.allocatable")
         alloc_path = "status.allocatable"
-    capacity = _canonical(ctx, capacity_q, "status.capacity")
-    allocatable = _canonical(ctx, allocatable_q, alloc_path)
+    capacity = canonical(ctx, capacity_q, "status.capacity")
+    allocatable = canonical(ctx, allocatable_q, alloc_path)
 
     images = []
     for i, img in enumerate(ctx.list(status.get("images"), "status.images")):
@@ -506,7 +279,7 @@ class _Container:
     restartable: bool               # init container with restartPolicy: Always
 
 
-def _parse_container(ctx: _Ctx, c, path: str, init: bool, host_network: bool,
+def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network: bool,
                      images: list[str], host_ports: list[HostPort]) -> _Container:
     c = ctx.mapping(c, path)
     ctx.string(c.get("name"), f"{path}.name")
@@ -533,7 +306,7 @@ def _parse_container(ctx: _Ctx, c, path: str, init: bool, host_network: bool,
         container_port = ctx.integer(p.get("containerPort"), f"{ppath}.containerPort", 1, 65535)
         host_port = p.get("hostPort")
         host_port = 0 if host_port is None else ctx.integer(host_port, f"{ppath}.hostPort", 0, 65535)
-        protocol = ctx.enum(_unset_if_empty(p.get("protocol")), f"{ppath}.protocol", PROTOCOLS, "TCP")
+        protocol = ctx.enum(unset_if_empty(p.get("protocol")), f"{ppath}.protocol", PROTOCOLS, "TCP")
         host_ip = ctx.string(p.get("hostIP"), f"{ppath}.hostIP") or "0.0.0.0"
         ctx.string(p.get("name"), f"{ppath}.name")
         if host_port == 0 and host_network:
@@ -614,7 +387,7 @@ def _pod_requests(containers: list[_Container], init_containers: list[_Container
 # Pod: scheduling constraints
 
 
-def _node_selector_requirements(ctx: _Ctx, value, path: str) -> None:
+def _node_selector_requirements(ctx: ObjectContext, value, path: str) -> None:
     for i, req in enumerate(ctx.list(value, path)):
         rpath = f"{path}[{i}]"
         req = ctx.mapping(req, rpath)
@@ -625,13 +398,13 @@ def _node_selector_requirements(ctx: _Ctx, value, path: str) -> None:
         ctx.str_list(req.get("values"), f"{rpath}.values")
 
 
-def _node_selector_term(ctx: _Ctx, term, path: str) -> None:
+def _node_selector_term(ctx: ObjectContext, term, path: str) -> None:
     term = ctx.mapping(term, path)
     _node_selector_requirements(ctx, term.get("matchExpressions"), f"{path}.matchExpressions")
     _node_selector_requirements(ctx, term.get("matchFields"), f"{path}.matchFields")
 
 
-def _validate_node_affinity(ctx: _Ctx, na, path: str) -> dict | None:
+def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
     if na is None:
         return None
     na = ctx.mapping(na, path)
@@ -655,24 +428,9 @@ def _validate_node_affinity(ctx: _Ctx, na, path: str) -> dict | None:
     return na
 
 
-def _validate_label_selector(ctx: _Ctx, sel, path: str) -> dict | None:
-    if sel is None:
-        return None
-    sel = ctx.mapping(sel, path)
-    ctx.str_map(sel.get("matchLabels"), f"{path}.matchLabels")
-    exprs_path = f"{path}.matchExpressions"
-    for i, req in enumerate(ctx.list(sel.get("matchExpressions"), exprs_path)):
-        rpath = f"{exprs_path}[{i}]"
-        req = ctx.mapping(req, rpath)
-        ctx.string(req.get("key"), f"{rpath}.key", required=True)
-        if req.get("operator") is None:
-            ctx.fail(f"{rpath}.operator", "required (" + ", ".join(LABEL_SELECTOR_OPERATORS) + ")")
-        ctx.enum(req.get("operator"), f"{rpath}.operator", LABEL_SELECTOR_OPERATORS)
-        ctx.str_list(req.get("values"), f"{rpath}.values")
-    return sel
 
 
-def _validate_pod_affinity(ctx: _Ctx, pa, path: str) -> dict | None:
+def _validate_pod_affinity(ctx: ObjectContext, pa, path: str) -> dict | None:
     """podAffinity / podAntiAffinity: structure only, kept as written."""
     if pa is None:
         return None
@@ -681,8 +439,8 @@ def _validate_pod_affinity(ctx: _Ctx, pa, path: str) -> dict | None:
     def term(t, tpath):
         t = ctx.mapping(t, tpath)
         ctx.string(t.get("topologyKey"), f"{tpath}.topologyKey", required=True)
-        _validate_label_selector(ctx, t.get("labelSelector"), f"{tpath}.labelSelector")
-        _validate_label_selector(ctx, t.get("namespaceSelector"), f"{tpath}.namespaceSelector")
+        validate_label_selector(ctx, t.get("labelSelector"), f"{tpath}.labelSelector")
+        validate_label_selector(ctx, t.get("namespaceSelector"), f"{tpath}.namespaceSelector")
         ctx.str_list(t.get("namespaces"), f"{tpath}.namespaces")
         ctx.str_list(t.get("matchLabelKeys"), f"{tpath}.matchLabelKeys")
         ctx.str_list(t.get("mismatchLabelKeys"), f"{tpath}.mismatchLabelKeys")
@@ -703,7 +461,7 @@ def _validate_pod_affinity(ctx: _Ctx, pa, path: str) -> dict | None:
     return pa
 
 
-def _validate_spread(ctx: _Ctx, value, path: str) -> list[dict]:
+def _validate_spread(ctx: ObjectContext, value, path: str) -> list[dict]:
     out = []
     for i, c in enumerate(ctx.list(value, path)):
         cpath = f"{path}[{i}]"
@@ -715,7 +473,7 @@ def _validate_spread(ctx: _Ctx, value, path: str) -> list[dict]:
         if c.get("whenUnsatisfiable") is None:
             ctx.fail(f"{cpath}.whenUnsatisfiable", "required (DoNotSchedule or ScheduleAnyway)")
         ctx.enum(c.get("whenUnsatisfiable"), f"{cpath}.whenUnsatisfiable", WHEN_UNSATISFIABLE)
-        _validate_label_selector(ctx, c.get("labelSelector"), f"{cpath}.labelSelector")
+        validate_label_selector(ctx, c.get("labelSelector"), f"{cpath}.labelSelector")
         if c.get("minDomains") is not None:
             ctx.integer(c.get("minDomains"), f"{cpath}.minDomains", lo=1)
         ctx.str_list(c.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")
@@ -726,7 +484,7 @@ def _validate_spread(ctx: _Ctx, value, path: str) -> list[dict]:
     return out
 
 
-def _validate_owner_references(ctx: _Ctx, value, path: str) -> None:
+def _validate_owner_references(ctx: ObjectContext, value, path: str) -> None:
     """metadata.ownerReferences: structure only (PodTopologySpread's default
     selector follows the controller, see ``workloads.controller_of``)."""
     for i, ref in enumerate(ctx.list(value, path)):
@@ -738,7 +496,7 @@ def _validate_owner_references(ctx: _Ctx, value, path: str) -> None:
             ctx.boolean(ref.get(key), f"{rpath}.{key}")
 
 
-def _parse_tolerations(ctx: _Ctx, value, path: str) -> list[Toleration]:
+def _parse_tolerations(ctx: ObjectContext, value, path: str) -> list[Toleration]:
     out = []
     for i, t in enumerate(ctx.list(value, path)):
         tpath = f"{path}[{i}]"
@@ -774,7 +532,7 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     feature, which replaces the container sum for cpu/memory/hugepages when
     set), in-place resize status, DRA claims.  ``spec.resources`` is ignored.
     """
-    ctx, meta, namespace, name = _identity(obj, "Pod", True, where)
+    ctx, meta, namespace, name = identity(obj, "Pod", True, where)
     labels = ctx.str_map(meta.get("labels"), "metadata.labels")
     uid = ctx.string(meta.get("uid"), "metadata.uid")
     creation = ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
@@ -789,7 +547,7 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     if priority is not None:
         priority = ctx.integer(priority, "spec.priority", INT32_MIN, INT32_MAX)
     priority_class_name = ctx.string(spec.get("priorityClassName"), "spec.priorityClassName")
-    preemption_policy = ctx.enum(_unset_if_empty(spec.get("preemptionPolicy")), "spec.preemptionPolicy",
+    preemption_policy = ctx.enum(unset_if_empty(spec.get("preemptionPolicy")), "spec.preemptionPolicy",
                                  PREEMPTION_POLICIES, "PreemptLowerPriority")
     host_network = ctx.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
 
@@ -809,8 +567,8 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
 
     requests_q, nonzero_cpu_q, nonzero_mem_q = _pod_requests(containers, init_containers, overhead)
     total_path = "spec.containers[*].resources.requests"
-    requests = _canonical(ctx, requests_q, total_path)
-    nonzero = _canonical(ctx, {"cpu": nonzero_cpu_q, "memory": nonzero_mem_q}, total_path)
+    requests = canonical(ctx, requests_q, total_path)
+    nonzero = canonical(ctx, {"cpu": nonzero_cpu_q, "memory": nonzero_mem_q}, total_path)
 
     tolerations = _parse_tolerations(ctx, spec.get("tolerations"), "spec.tolerations")
     node_selector = ctx.str_map(spec.get("nodeSelector"), "spec.nodeSelector")
@@ -866,12 +624,12 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
 
 def parse_priority_class(obj: dict, *, where: str | None = None) -> PriorityClassRecord:
     """A scheduling.k8s.io PriorityClass -> :class:`PriorityClassRecord`."""
-    ctx, _, _, name = _identity(obj, "PriorityClass", False, where)
+    ctx, _, _, name = identity(obj, "PriorityClass", False, where)
     if obj.get("value") is None:
         ctx.fail("value", "required (an integer)")
     value = ctx.integer(obj.get("value"), "value", INT32_MIN, INT32_MAX)
     global_default = ctx.boolean(obj.get("globalDefault"), "globalDefault")
-    policy = ctx.enum(_unset_if_empty(obj.get("preemptionPolicy")), "preemptionPolicy",
+    policy = ctx.enum(unset_if_empty(obj.get("preemptionPolicy")), "preemptionPolicy",
                       PREEMPTION_POLICIES, "PreemptLowerPriority")
     return PriorityClassRecord(name=name, value=value, global_default=global_default,
                                preemption_policy=policy, obj=obj)
@@ -880,7 +638,7 @@ def parse_priority_class(obj: dict, *, where: str | None = None) -> PriorityClas
 _PERCENT = re.compile(r"[0-9]+%")
 
 
-def _int_or_percent(ctx: _Ctx, value, path: str) -> int | str | None:
+def _int_or_percent(ctx: ObjectContext, value, path: str) -> int | str | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -892,10 +650,10 @@ def _int_or_percent(ctx: _Ctx, value, path: str) -> int | str | None:
 
 def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetRecord:
     """A policy/v1 PodDisruptionBudget -> :class:`PodDisruptionBudgetRecord`."""
-    ctx, _, namespace, name = _identity(obj, "PodDisruptionBudget", True, where)
+    ctx, _, namespace, name = identity(obj, "PodDisruptionBudget", True, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
     status = ctx.mapping(obj.get("status"), "status")
-    selector = _validate_label_selector(ctx, spec.get("selector"), "spec.selector")
+    selector = validate_label_selector(ctx, spec.get("selector"), "spec.selector")
     min_available = _int_or_percent(ctx, spec.get("minAvailable"), "spec.minAvailable")
     max_unavailable = _int_or_percent(ctx, spec.get("maxUnavailable"), "spec.maxUnavailable")
     if min_available is not None and max_unavailable is not None:
@@ -907,7 +665,7 @@ def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetReco
     for pod_name, when in disrupted.items():
         if not isinstance(pod_name, str):
             ctx.fail("status.disruptedPods", f"keys must be pod names, got {pod_name!r}")
-        ctx.timestamp(when, _join("status.disruptedPods", pod_name))
+        ctx.timestamp(when, join_path("status.disruptedPods", pod_name))
     return PodDisruptionBudgetRecord(
         namespace=namespace,
         name=name,
@@ -932,56 +690,67 @@ class Objects:
     pods: list[PodRecord] = field(default_factory=list)
     priority_classes: list[PriorityClassRecord] = field(default_factory=list)
     pdbs: list[PodDisruptionBudgetRecord] = field(default_factory=list)
-    pod_groups: list = field(default_factory=list)     # podgroups.PodGroup (Coscheduling)
-    # workloads.ServiceRecord / ControllerRecord (PodTopologySpread's default selector)
-    services: list = field(default_factory=list)
-    replication_controllers: list = field(default_factory=list)
-    replica_sets: list = field(default_factory=list)
-    stateful_sets: list = field(default_factory=list)
-    node_resource_topologies: list = field(default_factory=list)   # nrt.NrtRecord (GPU topology)
+    pod_groups: list[PodGroup] = field(default_factory=list)        # Coscheduling
+    # PodTopologySpread's default selector (``objects.workloads``)
+    services: list[ServiceRecord] = field(default_factory=list)
+    replication_controllers: list[ControllerRecord] = field(default_factory=list)
+    replica_sets: list[ControllerRecord] = field(default_factory=list)
+    stateful_sets: list[ControllerRecord] = field(default_factory=list)
+    # Records of the kinds a caller adds (``parse_objects(kinds=...)``,
+    # e.g. NodeResourceTopology from the GPU plugin set), by kind.
+    extra: dict[str, list] = field(default_factory=dict)
     ignored_kinds: dict[str, int] = field(default_factory=dict)
 
 
-def parse_objects(objs: Iterable[dict], *, source: str = "objects") -> Objects:
+#: The kinds every cluster reads, with the ``Objects`` field each fills.
+OBJECT_KINDS = (
+    (ObjectKind("Node", parse_node, lambda r: r.name, "Node {}"), "nodes"),
+    (ObjectKind("Pod", parse_pod, lambda r: r.key, "Pod {}"), "pods"),
+    (ObjectKind("PriorityClass", parse_priority_class, lambda r: r.name, "PriorityClass {}"),
+     "priority_classes"),
+    (ObjectKind("PodDisruptionBudget", parse_pdb, lambda r: f"{r.namespace}/{r.name}",
+                "PodDisruptionBudget {}"), "pdbs"),
+    (ObjectKind("PodGroup", parse_pod_group, lambda r: r.full_name, "PodGroup {}",
+                accepts=is_coscheduling_pod_group), "pod_groups"),
+    *WORKLOAD_KINDS,
+)
+
+
+def parse_objects(objs: Iterable[dict], *, source: str = "objects",
+                  kinds: Iterable[ObjectKind] = ()) -> Objects:
     """Parse every object; all or nothing.
 
-    Nodes, Pods, PriorityClasses, PodDisruptionBudgets and PodGroups
-    (scheduling.x-k8s.io, see ``podgroups``) become records; any other
-    kind (Namespace, Deployment, ...) is counted in ``ignored_kinds``.
-    Services, ReplicationControllers, ReplicaSets and StatefulSets become
-    ``workloads`` records (their selectors only).
+    The kinds of ``OBJECT_KINDS`` (Nodes, Pods, PriorityClasses,
+    PodDisruptionBudgets, PodGroups of scheduling.x-k8s.io, and the
+    workloads: Services, ReplicationControllers, ReplicaSets, StatefulSets)
+    and the extra ``kinds`` (into ``Objects.extra``) become records; any
+    other kind (Namespace, Deployment, ...) is counted in ``ignored_kinds``.
     ``List`` objects are expanded.  The first malformed object, or a second
     object with the name of an earlier one (same kind; namespace/name for
     namespaced kinds), raises :class:`ManifestError`; nothing is returned then.
     Objects without a name are named ``<source>#<index>`` in errors.
     """
-    from .podgroups import is_coscheduling_pod_group, parse_pod_group  # imports this module
-    from .workloads import loaders as _workload_loaders  # imports this module
     out = Objects()
-    seen: dict[str, set[str]] = {k: set() for k in _HANDLED_KINDS}
-    parsers = {
-        "Node": (parse_node, out.nodes, lambda r: r.name, "Node {}"),
-        "Pod": (parse_pod, out.pods, lambda r: r.key, "Pod {}"),
-        "PriorityClass": (parse_priority_class, out.priority_classes, lambda r: r.name, "PriorityClass {}"),
-        "PodDisruptionBudget": (parse_pdb, out.pdbs, lambda r: f"{r.namespace}/{r.name}",
-                                "PodDisruptionBudget {}"),
-        "PodGroup": (parse_pod_group, out.pod_groups, lambda r: r.full_name, "PodGroup {}"),
-    }
-    parsers.update(_workload_loaders(out))
-    from tensorsched.topology.nrt import loaders as _nrt_loaders  # imports this module
-    parsers.update(_nrt_loaders(out))                                    # NodeResourceTopology
+    table: dict[str, tuple[ObjectKind, list]] = {
+        k.kind: (k, getattr(out, bucket)) for k, bucket in OBJECT_KINDS}
+    for k in kinds:
+        if k.kind in table:
+            raise ValueError(f"kind {k.kind!r} is already read by parse_objects")
+        table[k.kind] = (k, out.extra.setdefault(k.kind, []))
+    seen: dict[str, set[str]] = {kind: set() for kind in table}
     for index, raw in enumerate(objs):
         where = f"{source}#{index}"
         for obj in _flatten(raw, where):
             kind = obj["kind"]
-            if kind not in parsers or (kind == "PodGroup" and not is_coscheduling_pod_group(obj)):
+            entry = table.get(kind)
+            if entry is None or (entry[0].accepts is not None and not entry[0].accepts(obj)):
                 out.ignored_kinds[kind] = out.ignored_kinds.get(kind, 0) + 1
                 continue
-            parse, bucket, key_of, label = parsers[kind]
-            record = parse(obj, where=where)
-            key = key_of(record)
+            spec, bucket = entry
+            record = spec.parse(obj, where=where)
+            key = spec.key(record)
             if key in seen[kind]:
-                raise ManifestError(label.format(key), "metadata.name",
+                raise ManifestError(spec.label.format(key), "metadata.name",
                                     f"duplicate {kind} (another object already has this name)")
             seen[kind].add(key)
             bucket.append(record)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .manifests import _canonical, _identity
+from .meta import canonical, identity
 
 API_GROUP = "scheduling.x-k8s.io"
 _INT32_MAX = (1 << 31) - 1
@@ -58,7 +58,7 @@ def _positive(ctx, value, path: str, lo: int) -> int | None:
 def parse_pod_group(obj: dict, *, where: str | None = None) -> PodGroup:
     """A PodGroup object -> :class:`PodGroup`; ManifestError naming the
     field otherwise (``PodGroup ns/name: spec.minMember: ...``)."""
-    ctx, meta, namespace, name = _identity(obj, "PodGroup", True, where)
+    ctx, meta, namespace, name = identity(obj, "PodGroup", True, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
     min_member = _positive(ctx, spec.get("minMember"), "spec.minMember", 1)
     if min_member is None:
@@ -66,7 +66,7 @@ def parse_pod_group(obj: dict, *, where: str | None = None) -> PodGroup:
     timeout = _positive(ctx, spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", 0)
     res = None
     if spec.get("minResources") is not None:
-        res = _canonical(ctx, ctx.quantity_map(spec["minResources"], "spec.minResources"),
+        res = canonical(ctx, ctx.quantity_map(spec["minResources"], "spec.minResources"),
                          "spec.minResources")
     return PodGroup(namespace, name, min_member,
                     ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),

@@ -81,6 +81,10 @@ class PodRecord:
     has_restartable_init: bool
     scheduling_gates: list[str]
     obj: dict = field(repr=False, default_factory=dict)
+    # Values derived from this record alone (its query signature, compiled
+    # affinity terms, spread constraints, ...), keyed by the deriving
+    # function; a copy (``dataclasses.replace``) starts empty.
+    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:

@@ -102,12 +102,12 @@ def preferred_terms(owner_ns: str, aff: dict | None) -> tuple:
 def pod_terms(record) -> dict:
     """The pod's resolved affinity terms by kind (memoized on the record):
     req_aff, req_anti, pref_aff, pref_anti."""
-    got = record.__dict__.get("_affinity_terms")
+    got = record.memo.get("affinity_terms")
     if got is None:
         ns = record.namespace
         got = {"req_aff": required_terms(ns, record.pod_affinity),
                "req_anti": required_terms(ns, record.pod_anti_affinity),
                "pref_aff": preferred_terms(ns, record.pod_affinity),
                "pref_anti": preferred_terms(ns, record.pod_anti_affinity)}
-        record.__dict__["_affinity_terms"] = got
+        record.memo["affinity_terms"] = got
     return got

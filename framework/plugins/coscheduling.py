@@ -68,7 +68,7 @@ MIN_MEMBER_LABEL = "scheduling.x-k8s.io/min-member"
 DEFAULT_PERMIT_WAITING_SECONDS = 60.0
 REJECT_GAP_PERCENT = 10           # PostFilter leaves a group this close to quorum alone
 
-__all__ = ["Coscheduling", "PodGroup", "parse_pod_group", "register", "registry"]
+__all__ = ["Coscheduling", "PodGroup", "parse_pod_group", "register"]
 
 
 def _unschedulable(message: str = ""):
@@ -336,10 +336,3 @@ def register(registry) -> None:
     """Add Coscheduling to ``registry`` (an out-of-tree registration)."""
     registry.register(NAME, new, POINTS)
 
-
-def registry():
-    """The in-tree registry plus Coscheduling."""
-    from . import in_tree_registry
-    reg = in_tree_registry()
-    register(reg)
-    return reg

@@ -33,13 +33,12 @@ import numpy as np
 
 from tensorsched.framework.config.plugin_args import InterPodAffinityArgs
 from tensorsched.framework.objects.selectors import pod_terms
-from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, Plugin
+from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, PROBE_AFFINITY, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.domain_counts import (
     node_domains,
     node_domains_p1,
     pod_count_index,
-    structure_tag,
 )
 from tensorsched.kernels import domains as T
 from tensorsched.kernels import layout as L
@@ -61,31 +60,25 @@ def _has_labels(state, rows):
 
 def _labelled_by_row(state) -> np.ndarray:
     """[n_rows] bool: live node with some label (memoized per structure)."""
-    tag = structure_tag(state)
-    got = state.__dict__.get("_labelled_by_row")
-    if got is None or got[0] != tag:
-        n = state.n_rows
-        out = np.zeros(n, bool)
+    cache = state.memo("labelled_by_row", state.structure_tag())
+    got = cache.get("rows")
+    if got is None:
+        got = np.zeros(state.n_rows, bool)
         rows = state.valid_rows()
-        out[rows] = _has_labels(state, rows)
-        got = (tag, out)
-        state.__dict__["_labelled_by_row"] = got
-    return got[1]
+        got[rows] = _has_labels(state, rows)
+        cache["rows"] = got
+    return got
 
 
 def _labelled_domains(state, k) -> np.ndarray:
     """``node_domains`` of key column k where the node has some label, -1
     elsewhere (memoized per structure, read-only)."""
-    tag = structure_tag(state)
-    cache = state.__dict__.get("_labelled_domains")
-    if cache is None or cache[0] != tag:
-        cache = (tag, {})
-        state.__dict__["_labelled_domains"] = cache
-    got = cache[1].get(k)
+    cache = state.memo("labelled_domains", state.structure_tag())
+    got = cache.get(k)
     if got is None:
         got = np.where(_labelled_by_row(state), node_domains(state, k), -1)
         got.flags.writeable = False
-        cache[1][k] = got
+        cache[k] = got
     return got
 
 
@@ -95,7 +88,7 @@ def _n_domains(state, k) -> int:
 
 def _all_sums(state, index, key, pred, k):
     """DomainSums of count ``key`` per value of key column k over live nodes."""
-    return index.domain_sums(key, pred, (structure_tag(state), k, "all"),
+    return index.domain_sums(key, pred, (state.structure_tag(), k, "all"),
                              lambda: node_domains(state, k), _n_domains(state, k))
 
 
@@ -125,7 +118,7 @@ class InterPodAffinity(Plugin):
             if k < 0:
                 continue
             if tag is None:
-                tag = structure_tag(state)
+                tag = state.structure_tag()
             ds = index.group_domain_sums("req_anti", term, (tag, k, "all"),
                                          lambda k=k: node_domains(state, k),
                                          _n_domains(state, k))
@@ -180,7 +173,7 @@ class InterPodAffinity(Plugin):
             parts.append((2, k, ds))
         for k, ds in existing:
             parts.append((3, k, ds))
-        sig = (structure_tag(state), first_of_group) + tuple(
+        sig = (state.structure_tag(), first_of_group) + tuple(
             (code, k, ds.serial, ds.version) if ds is not None else (code, k)
             for code, k, ds in parts)
         got = self._by_row
@@ -227,6 +220,11 @@ class InterPodAffinity(Plugin):
     def explain_reasons(self, ctx, row):
         return list(self.explain_status(ctx, row).reasons)
 
+    # Victim search on counts (``preemption.host_search``): the probe's codes
+    # 1.. map to these rejections.
+    probe_kind = PROBE_AFFINITY
+    probe_reasons = ((REASON_AFFINITY,), (REASON_ANTI,), (REASON_EXISTING,))
+
     def victim_probe(self, state, pod):
         """An :class:`AffinityProbe` of ``pod``'s filter on ``state`` as it
         is now (the preemption victim search's baseline)."""
@@ -239,7 +237,7 @@ class InterPodAffinity(Plugin):
         raw score is the sum of weight x its domain's count."""
         terms = pod_terms(pod)
         index = pod_count_index(state)
-        tag = structure_tag(state)
+        tag = state.structure_tag()
         contrib = []
         any_event = False
 
@@ -291,7 +289,7 @@ class InterPodAffinity(Plugin):
 
     def scores_by_row(self, state, contrib) -> np.ndarray:
         """[n_rows] int64 raw scores (read-only; reused while unchanged)."""
-        sig = (structure_tag(state),) + tuple((k, w, ds.serial, ds.version)
+        sig = (state.structure_tag(),) + tuple((k, w, ds.serial, ds.version)
                                               for k, w, ds in contrib)
         got = self._scores
         if got is not None and got[0] is state and got[1] == sig:
@@ -320,9 +318,7 @@ def new(args, handle):
 def _record_matches(rec, key, fn) -> bool:
     """``fn(rec)`` memoized on the record under ``key`` (a term or the
     all-terms key: a record's namespace and labels do not change)."""
-    memo = rec.__dict__.get("_ipa_matches")
-    if memo is None:
-        memo = rec.__dict__["_ipa_matches"] = {}
+    memo = rec.memo.setdefault("ipa_matches", {})
     got = memo.get(key)
     if got is None:
         got = memo[key] = bool(fn(rec))
@@ -402,7 +398,7 @@ def _victim_probe(state, pod) -> AffinityProbe:
     """An :class:`AffinityProbe` of ``pod`` on ``state`` as it is now."""
     terms = pod_terms(pod)
     index = pod_count_index(state)
-    tag = structure_tag(state)
+    tag = state.structure_tag()
     parts = []
     req_aff = terms["req_aff"]
     if req_aff:

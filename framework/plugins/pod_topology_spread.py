@@ -46,14 +46,12 @@ from tensorsched.framework.config.plugin_args import (
     PodTopologySpreadArgs,
 )
 from tensorsched.framework.objects.selectors import compile_selector, selector_matches
-from tensorsched.framework.objects.workloads import workloads_of
-from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, Plugin
+from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, PROBE_SPREAD, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.domain_counts import (
     node_domains,
     node_domains_p1,
     pod_count_index,
-    structure_tag,
 )
 from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
 from tensorsched.kernels import domains as T
@@ -81,7 +79,7 @@ class Constraint:
 def pod_constraints(pod, action: str) -> tuple:
     """The pod's constraints for ``action`` (DoNotSchedule / ScheduleAnyway),
     with matchLabelKeys merged into the selector (memoized on the record)."""
-    cache = pod.__dict__.setdefault("_spread_constraints", {})
+    cache = pod.memo.setdefault("spread_constraints", {})
     got = cache.get(action)
     if got is None:
         out = []
@@ -107,7 +105,7 @@ def node_policy_masks(state, pod, rows):
     """([N] node affinity matches, [N] all NoSchedule/NoExecute taints
     tolerated) over ``rows``, memoized per pod shape and node set."""
     key = (pod_signature(pod), state.epoch, state.layout_version, state.n_rows)
-    cache = state.__dict__.setdefault("_spread_policy_masks", {})
+    cache = state.memo("spread_policy_masks")
     got = cache.get(key)
     if got is None:
         if len(cache) > 64:
@@ -159,7 +157,7 @@ class PodTopologySpread(Plugin):
         shapes = self._defaults[action]
         if not shapes:
             return (), True
-        wl = workloads_of(state)
+        wl = state.workloads
         sel = wl.default_selector(pod) if wl else ()
         if not sel:
             return (), True
@@ -211,10 +209,10 @@ class PodTopologySpread(Plugin):
         Not ``require_all`` (System defaults): a node lacking the key counts
         in the domain of the empty value (upstream reads ``labels[key]``)."""
         honor = any(c.honor_affinity or c.honor_taints for c in cons)
-        key = (structure_tag(state), tuple((c.key, c.honor_affinity, c.honor_taints)
+        key = (state.structure_tag(), tuple((c.key, c.honor_affinity, c.honor_taints)
                                            for c in cons),
                pod_signature(pod) if honor else None, require_all)
-        cache = state.__dict__.setdefault("_spread_eligible_doms", {})
+        cache = state.memo("spread_eligible_doms")
         got = cache.get(key)
         if got is None:
             if len(cache) > 64:
@@ -255,7 +253,7 @@ class PodTopologySpread(Plugin):
             ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
                                    max(len(state.label_values[k]), 1))
             parts.append((c, k, ds))
-        sig = (structure_tag(state), pod.namespace, tuple(
+        sig = (state.structure_tag(), pod.namespace, tuple(
             (c, k) if ds is None else
             (c, k, ds.serial, ds.version, selector_matches(c.selector, pod.labels))
             for c, k, ds in parts))
@@ -275,6 +273,11 @@ class PodTopologySpread(Plugin):
         codes.flags.writeable = False
         self._by_row = (state, sig, codes, codes == 0)
         return codes
+
+    # Victim search on counts (``preemption.host_search``): the probe's codes
+    # 1.. map to these rejections.
+    probe_kind = PROBE_SPREAD
+    probe_reasons = ((REASON_MISSING,), (REASON_SKEW,))
 
     def victim_probe(self, state, pod):
         """A :class:`SpreadProbe` of this pod's DoNotSchedule constraints on

@@ -43,38 +43,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.framework.runtime.plugin import FusedFilter
+from tensorsched.framework.runtime.plugin import (
+    PROBE_AFFINITY,
+    PROBE_SPREAD,
+    CountProbePlugin,
+    CycleContext,
+    FusedFilter,
+    PodIndependentWhen,
+)
 from tensorsched.kernels import filters as KF
 from tensorsched.kernels import layout as L
 from tensorsched.kernels import victims as V
+from tensorsched.kernels import victims_spread as VS
 
-GPU_SHARE_FIT = "GpuShareFit"
 
+def _probe_kind(plugin) -> str | None:
+    return plugin.probe_kind if isinstance(plugin, CountProbePlugin) else None
 
 def active_host_filters(fw, ctx, skipped) -> list:
     """The profile's non-fused filters that run for ``ctx.pod``, profile order.
 
     ``skipped``: plugin names whose PreFilter returned Skip this cycle
-    (their Filter does not run, during preemption neither).  GpuShareFit
-    counts only when the pod asks for GPUs or a NUMA placement: otherwise
-    its Filter passes every node whatever the pods on it."""
+    (their Filter does not run, during preemption neither).  A filter that
+    says it ignores the pods on a node for this pod (``PodIndependentWhen``,
+    e.g. GpuShareFit for a pod without GPUs) is left out: its answer cannot
+    change whoever is evicted."""
     out = []
     for p in fw.filters:
         if isinstance(p, FusedFilter) or p.name in skipped:
             continue
-        if p.name == GPU_SHARE_FIT and not _gpu_filter_active(ctx):
+        if isinstance(p, PodIndependentWhen) and p.ignores_pods(ctx):
             continue
         out.append(p)
     return out
-
-
-def _gpu_filter_active(ctx) -> bool:
-    """GpuShareFit's own test for "this pod has nothing to check"."""
-    from tensorsched.topology.gpu_table import GpuTable
-    t = GpuTable.of(ctx.state)
-    info = t.pod_info(ctx.pod)
-    n = max(ctx.state.n_rows, 1)
-    return bool(info.has_gpu or info.cons or (info.guaranteed and t.single_policy[:n].any()))
 
 
 class Suspension:
@@ -86,17 +87,18 @@ class Suspension:
     whose iteration order a remove/add pair could change are swapped for
     copies on first touch and the untouched originals reinstalled by
     ``restore``: ``state.pods`` and, per touched row, ``pods_on_node`` and
-    ``port_counts``.  A pod put back re-takes the GPUs it held."""
+    ``port_counts``.  Derived state that a remove/restore pair could change
+    (``state.restorers``, e.g. which GPUs a pod holds) is checkpointed and
+    put back exactly."""
 
     def __init__(self, state):
-        from tensorsched.topology.gpu_table import GpuTable
         self.state = state
         self.orig_pods = None
         self.rows: dict = {}            # row -> (pods_on_node set, port_counts dict)
         self.gone: dict = {}            # key -> PodRow (as it was)
-        self.gpu = GpuTable.attached(state)
-        self.gpu_alloc: dict = {}       # key -> Allocation held before
-        self.gpu_released = self.gpu._just_released if self.gpu is not None else None
+        self.restorers = list(state.restorers)
+        self.marks = [r.checkpoint() for r in self.restorers]
+        self.held: dict = {}            # key -> what each restorer held for it
 
     def remove(self, key: str) -> None:
         st = self.state
@@ -109,15 +111,16 @@ class Suspension:
             self.rows[row] = (st.pods_on_node[row], st.port_counts[row])
             st.pods_on_node[row] = set(st.pods_on_node[row])
             st.port_counts[row] = dict(st.port_counts[row])
-        if self.gpu is not None and key not in self.gpu_alloc:
-            self.gpu_alloc[key] = self.gpu.alloc.get(key)
+        if self.restorers and key not in self.held:
+            self.held[key] = [r.hold(key) for r in self.restorers]
         st.remove_pod(key)
         self.gone[key] = entry
 
     def add(self, key: str) -> None:
         entry = self.gone.pop(key)
         self.state.restore_pod(entry)
-        self._regain_gpus(key, entry)
+        for r, held in zip(self.restorers, self.held.get(key, ())):
+            r.regain(key, entry.record, entry.node_row, held)
 
     def put_back(self) -> None:
         """Every suspended pod back on its node."""
@@ -135,25 +138,8 @@ class Suspension:
             st.pods_on_node[row] = pods
             st.port_counts[row] = ports
         self.rows.clear()
-        if self.gpu is not None:
-            self.gpu._just_released = self.gpu_released
-
-    def _regain_gpus(self, key: str, entry) -> None:
-        """The GPUs (and NUMA pin) the pod held before it was taken off: the
-        table may have picked others when it came back."""
-        t = self.gpu
-        if t is None:
-            return
-        want, got = self.gpu_alloc.get(key), t.alloc.get(key)
-        if want is None or got is None or (got.indices, got.zone, got.unplaced) == \
-                (want.indices, want.zone, want.unplaced):
-            return
-        t.release(key)
-        if want.indices or want.zone >= 0:
-            info = t.pod_info(entry.record)
-            t.apply(key, entry.node_row, info, t.constraint_at(info, entry.node_row),
-                    want.indices, want.zone)
-        t.alloc[key] = want
+        for r, mark in zip(self.restorers, self.marks):
+            r.rollback(mark)
 
 
 def _importance_order(prio, start, slots) -> list:
@@ -223,7 +209,6 @@ class HostVictimSearch:
     with every lower-priority pod gone."""
 
     def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys, classes=None):
-        from tensorsched.framework.runtime.framework import CycleContext
         self.state = ctx.state
         # A fresh cycle state: host filters recompute what they derived from
         # the pods (InterPodAffinity's existing anti-affinity terms).
@@ -240,12 +225,11 @@ class HostVictimSearch:
         self.susp = Suspension(ctx.state)
         self.static: dict = {}          # row -> reason bits of the pod-independent filters
         self.dynamic = _PodDependentFilters(q)
-        # Only PodTopologySpread and/or InterPodAffinity on the host: the
-        # search is simulated on counts (``batch``) instead of moving pods.
-        from tensorsched.framework.plugins.inter_pod_affinity import InterPodAffinity
-        from tensorsched.framework.plugins.pod_topology_spread import PodTopologySpread
-        spread = [p for p in filters if type(p) is PodTopologySpread]
-        ipa = [p for p in filters if type(p) is InterPodAffinity]
+        # Only count-probe filters on the host (PodTopologySpread and/or
+        # InterPodAffinity): the search is simulated on counts (``batch``)
+        # instead of moving pods.
+        spread = [p for p in filters if _probe_kind(p) == PROBE_SPREAD]
+        ipa = [p for p in filters if _probe_kind(p) == PROBE_AFFINITY]
         on_counts = bool(filters) and len(spread) + len(ipa) == len(filters) \
             and len(spread) <= 1 and len(ipa) <= 1
         # PodTopologySpread / InterPodAffinity searched by ``batch`` (None:
@@ -282,25 +266,15 @@ class HostVictimSearch:
         on_row = self.on_row
         for p in self.filters:
             if p is self.spread_any and on_row is not None and on_row[0] == row:
-                from tensorsched.framework.plugins.pod_topology_spread import (
-                    REASON_MISSING,
-                    REASON_SKEW,
-                    SpreadProbe,
-                )
-                code = SpreadProbe.code(on_row[1], on_row[2])
+                code = on_row[3].code(on_row[1], on_row[2])
                 if code:
-                    return (REASON_MISSING,) if code == 1 else (REASON_SKEW,)
+                    return p.probe_reasons[code - 1]
                 continue
             ia = self.on_row_ia
             if p is self.affinity_any and ia is not None and ia[0] == row:
-                from tensorsched.framework.plugins.inter_pod_affinity import (
-                    REASON_AFFINITY,
-                    REASON_ANTI,
-                    REASON_EXISTING,
-                )
                 code = ia[1].code(ia[2], ia[3], ia[4])
                 if code:
-                    return ((REASON_AFFINITY,), (REASON_ANTI,), (REASON_EXISTING,))[code - 1]
+                    return p.probe_reasons[code - 1]
                 continue
             if not bool(np.asarray(p.filter(self.ctx, one))[0]):
                 if hasattr(p, "explain_status"):
@@ -367,7 +341,6 @@ class HostVictimSearch:
         lower-priority pod holds host ports that NodePorts could see are
         left to ``_select``.  The state must be the baseline (every pod in
         place) and stay so until those rows are read."""
-        from tensorsched.kernels import victims_spread as VS
         rows = np.asarray(rows, np.int64)
         rows = rows[[int(r) not in self.ready for r in rows.tolist()]] if self.ready else rows
         if not self.on_counts or rows.shape[0] == 0:
@@ -457,12 +430,8 @@ class HostVictimSearch:
                          reason, free0, match, valid, counted, base, bound, other, here,
                          ia_code, ia_valid, ia_base, ia_pos, bool(ia_self),
                          bool(self.ipa_first), kind, bits, stats, victims)
-        from tensorsched.framework.plugins.inter_pod_affinity import (
-            REASON_AFFINITY,
-            REASON_ANTI,
-            REASON_EXISTING,
-        )
-        from tensorsched.framework.plugins.pod_topology_spread import REASON_MISSING, REASON_SKEW
+        spread_reasons = self.spread.probe_reasons if self.spread is not None else ()
+        ipa_reasons = self.affinity.probe_reasons if self.affinity is not None else ()
         empty = np.zeros(0, np.int64)
         for i, r in enumerate(rows.tolist()):
             k = int(kind[i])
@@ -473,16 +442,10 @@ class HostVictimSearch:
                 out = (0, st_i, victims[i, : int(st_i[V.STAT_N_VICTIMS])].copy())
             elif k == VS.KIND_BITS:
                 out = (int(bits[i]), st_i, empty)
-            elif k == VS.KIND_MISSING:
-                out = ((REASON_MISSING,), st_i, empty)
-            elif k == VS.KIND_SKEW:
-                out = ((REASON_SKEW,), st_i, empty)
-            elif k == VS.KIND_AFFINITY:
-                out = ((REASON_AFFINITY,), st_i, empty)
-            elif k == VS.KIND_ANTI:
-                out = ((REASON_ANTI,), st_i, empty)
-            elif k == VS.KIND_EXISTING:
-                out = ((REASON_EXISTING,), st_i, empty)
+            elif k in (VS.KIND_MISSING, VS.KIND_SKEW):
+                out = (spread_reasons[k - VS.KIND_MISSING], st_i, empty)
+            elif k in (VS.KIND_AFFINITY, VS.KIND_ANTI, VS.KIND_EXISTING):
+                out = (ipa_reasons[k - VS.KIND_AFFINITY], st_i, empty)
             elif k == VS.KIND_NONE_LEFT:
                 out = (V.CODE_NONE_LEFT, st_i, empty)
             else:
@@ -504,7 +467,7 @@ class HostVictimSearch:
                 gain[s] = [1 if pred(rec) else 0 for pred in probe.preds]
                 for i, x in zip(idx, gain[s]):
                     taken[i] += x
-            self.on_row = (row, parts, taken)
+            self.on_row = (row, parts, taken, probe)
         if self.affinity_any is not None:
             # InterPodAffinity from a probe of the baseline likewise.
             ia = self.affinity_any.victim_probe(self.state, self.ctx.pod)

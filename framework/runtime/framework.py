@@ -8,21 +8,27 @@ normalize/weigh/select on the backend, and a seeded draw among ties.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from tensorsched.framework.config.kube_config import Profile
 from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
 from tensorsched.framework.objects.records import PodRecord
-from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.query import QueryCache, QueryOptions
 from tensorsched.kernels import domains as _T
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused import make_backend, rotated
 
-from .plugin import NORMALIZE_NONE, FusedFilter, FusedScore, PreFilterPlugin, PreScorePlugin
+from .plugin import (
+    NORMALIZE_NONE,
+    CycleContext,
+    FusedFilter,
+    FusedScore,
+    PreFilterPlugin,
+    PreScorePlugin,
+)
 from .registry import Registry
 from .status import Code, Diagnosis, Status
 from .user_plugins import ScalarPlugin
@@ -74,17 +80,6 @@ def processed_rows(feasible: np.ndarray, num_to_find: int) -> int:
 
 
 @dataclass
-class CycleContext:
-    """What plugins see during one pod's cycle (CycleState's role)."""
-
-    state: ClusterState
-    pod: PodRecord
-    framework: "Framework"
-    data: dict = field(default_factory=dict)
-    bound_node: str | None = None
-
-
-@dataclass
 class CycleResult:
     """The outcome of filtering and scoring one pod.
 
@@ -114,10 +109,10 @@ class CycleResult:
 class Framework:
     """One profile's plugins, ready to run cycles on one backend."""
 
-    def __init__(self, profile: Profile, backend: str = "numpy",
-                 registry: Registry | None = None, percentage_of_nodes_to_score=None):
+    def __init__(self, profile: Profile, backend: str, registry: Registry,
+                 percentage_of_nodes_to_score=None):
         self.profile = profile
-        self.registry = registry or default_registry()
+        self.registry = registry
         try:
             self.backend = make_backend(backend)
         except BackendError:

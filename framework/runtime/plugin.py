@@ -4,23 +4,45 @@ fused kernel stages.
 
 Filter and Score plugins answer for all evaluated nodes at once: ``rows`` is
 an [M] int64 array of node rows of ``ctx.state`` in evaluation order.
+
+The loop and the preemption evaluator never name a plugin: what a plugin can
+do beyond its extension points it offers through the capability protocols at
+the end of this module (``PodIndependentWhen``, ``CountProbePlugin``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.state.cluster_state import ClusterState
 
 from .status import Status
 
 if TYPE_CHECKING:   # pragma: no cover
-    from .framework import CycleContext
+    from .framework import Framework
 
 NORMALIZE_NONE = 0
 NORMALIZE_DEFAULT = 1      # DefaultNormalizeScore(100, reverse=False)
 NORMALIZE_REVERSE = 2      # DefaultNormalizeScore(100, reverse=True)
+
+
+@dataclass
+class CycleContext:
+    """What plugins see during one pod's cycle (upstream's CycleState).
+
+    ``data`` holds what a plugin's PreFilter/PreScore computed for its own
+    Filter/Score of this cycle, keyed by the plugin's name."""
+
+    state: ClusterState
+    pod: PodRecord
+    framework: "Framework"
+    data: dict = field(default_factory=dict)
+    bound_node: str | None = None
 
 
 class Plugin:
@@ -142,3 +164,36 @@ class FusedScore:
     def query_options(self) -> dict:
         """QueryOptions fields this plugin sets from its args."""
         return {}
+
+
+# ---------------------------------------------------------------- capabilities
+@runtime_checkable
+class PodIndependentWhen(Protocol):
+    """A host filter that, for some pods, passes every node whatever pods run
+    there (GpuShareFit for a pod that asks no GPU): preemption's victim
+    search then leaves it out."""
+
+    def ignores_pods(self, ctx: CycleContext) -> bool: ...
+
+
+PROBE_SPREAD = "spread"         # CountProbePlugin.probe_kind: PodTopologySpread's count model
+PROBE_AFFINITY = "affinity"     # ... InterPodAffinity's
+
+
+@runtime_checkable
+class CountProbePlugin(Protocol):
+    """A host filter whose victim search can run on per-domain counts, the
+    state untouched (``preemption.host_search``).
+
+    ``probe_kind`` names the count model the probe answers for ("spread":
+    per-constraint domain counts with a global minimum; "affinity":
+    affinity / anti-affinity conditions over domain sums);
+    ``victim_probe(state, pod)`` builds the probe on the baseline state;
+    ``probe_reasons[code - 1]`` is the rejection (a tuple of reasons) of a
+    probe's non-zero ``code``.
+    """
+
+    probe_kind: str
+    probe_reasons: tuple
+
+    def victim_probe(self, state: ClusterState, pod: PodRecord) -> Any: ...

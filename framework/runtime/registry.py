@@ -1,19 +1,39 @@
-"""Plugin registry: name -> (factory, extension points).
+"""Plugin registry: name -> (factory, extension points), plus the object
+kinds out-of-tree plugin sets read.
 
 A factory is ``factory(args, handle) -> plugin``.  Out-of-tree plugins are
-added with ``register``; a duplicate name is an error."""
+added with ``register``; a duplicate name is an error.  A plugin set that
+reads objects the core does not know (NodeResourceTopology) registers the
+kind with ``register_kind``: ``build_cluster`` then parses those objects and
+hands the records to the kind's ``attach(state, records)``."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.objects.meta import ObjectKind
 
 
 class Registry:
     def __init__(self) -> None:
         self._factories: dict[str, Callable] = {}
         self._points: dict[str, frozenset[str]] = {}
+        self._kinds: dict[str, tuple[ObjectKind, Callable | None]] = {}
+
+    def register_kind(self, kind: ObjectKind, attach: Callable | None = None) -> None:
+        """Read objects of ``kind`` with the cluster; ``attach(state,
+        records)`` gives their records to a fresh state (before its nodes)."""
+        if kind.kind in self._kinds:
+            raise TensorschedError(f"object kind {kind.kind!r} is already registered")
+        self._kinds[kind.kind] = (kind, attach)
+
+    def object_kinds(self) -> list[ObjectKind]:
+        return [k for k, _ in self._kinds.values()]
+
+    def kind_attachers(self) -> list[tuple[str, Callable]]:
+        """(kind, attach) of the registered kinds that attach records."""
+        return [(k.kind, a) for k, a in self._kinds.values() if a is not None]
 
     def register(self, name: str, factory: Callable, points) -> None:
         if name in self._factories:
@@ -30,6 +50,8 @@ class Registry:
     def merge(self, other: "Registry") -> None:
         for name in other._factories:
             self.register(name, other._factories[name], other._points[name])
+        for kind, attach in other._kinds.values():
+            self.register_kind(kind, attach)
 
     def plugin_points(self) -> dict[str, frozenset[str]]:
         """Every name -> the extension points it implements (for the config)."""

@@ -10,13 +10,12 @@ from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.manifests import Objects, parse_objects, parse_pod
 from tensorsched.framework.objects.priorities import PriorityResolver
 from tensorsched.framework.objects.records import PodRecord
-from tensorsched.framework.objects.workloads import WorkloadIndex
-from tensorsched.framework.objects.workloads import attach as attach_workloads
 from tensorsched.framework.plugins import default_registry
+from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.registry import Registry
 from tensorsched.framework.state.cluster_state import ClusterState
-from tensorsched.topology.nrt import attach as attach_nrt
+from tensorsched.framework.state.workload_index import WorkloadIndex
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -46,7 +45,6 @@ class Cluster:
         """The preemption victim table of this cluster's state (kept in step
         with the state by row version), with the loaded PDBs."""
         if self._pod_table is None:
-            from tensorsched.framework.preemption.evaluator import PodTable
             self._pod_table = PodTable(self.state, self.objects.pdbs)
         return self._pod_table
 
@@ -70,11 +68,13 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     registry = registry or default_registry()
     cfg = load_config(config, registry.plugin_points()) if not isinstance(
         config, SchedulerConfig) else config
-    objs = objects if isinstance(objects, Objects) else parse_objects(objects)
+    objs = objects if isinstance(objects, Objects) else parse_objects(
+        objects, kinds=registry.object_kinds())
     resolver = PriorityResolver(objs.priority_classes)
     state = ClusterState(node_capacity=max(len(objs.nodes), 1))
-    attach_workloads(state, WorkloadIndex.from_objects(objs))   # PodTopologySpread defaults
-    attach_nrt(state, objs.node_resource_topologies)           # GPU table topology
+    state.workloads = WorkloadIndex.from_objects(objs)      # PodTopologySpread defaults
+    for kind, attach in registry.kind_attachers():            # e.g. NRTs for the GPU table
+        attach(state, objs.extra.get(kind, []))
     for node in objs.nodes:
         state.add_node(node)
     pending = []

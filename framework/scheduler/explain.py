@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tensorsched.framework.runtime.framework import CycleContext
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Status
 
 from .cluster import Cluster, build_cluster

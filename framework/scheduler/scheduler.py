@@ -66,7 +66,8 @@ from tensorsched.framework.objects.records import NodeRecord, PodRecord
 from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
-from tensorsched.framework.runtime.framework import CycleContext, Framework
+from tensorsched.framework.runtime.framework import Framework
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Status
 
 from .cluster import Cluster

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
+from tensorsched.framework.state.workload_index import WorkloadIndex
 from tensorsched.kernels import layout as L
 
 _INT64_LABEL = re.compile(r"[+-]?[0-9]+\Z")
@@ -102,6 +104,23 @@ class PodRow:
     port_ids: tuple[int, ...]
 
 
+class PodRestorer(Protocol):
+    """Derived state kept beside a ClusterState whose answer for a pod can
+    differ after ``remove_pod`` then ``restore_pod`` (which GPUs it holds)."""
+
+    def checkpoint(self) -> object:
+        """A mark of the whole derived state's transient parts."""
+
+    def rollback(self, mark: object) -> None:
+        """Back to ``mark`` (after every suspended pod is restored)."""
+
+    def hold(self, key: str) -> object:
+        """What pod ``key`` holds now, before it is taken off for a while."""
+
+    def regain(self, key: str, record: PodRecord, row: int, held: object) -> None:
+        """Pod ``key`` is back on ``row``: make it hold ``held`` again."""
+
+
 class ClusterState:
     """Columnar nodes plus the pods bound (or assumed) on them.
 
@@ -144,12 +163,52 @@ class ClusterState:
         # Called as fn(record, node_row, +1 | -1) after a pod is added to or
         # removed from a node (derived indexes, e.g. per-domain pod counts).
         self.listeners: list = []
+        # Derived state that a remove_pod/restore_pod pair may not return
+        # exactly (``PodRestorer``: the GPU table picks GPUs anew); a
+        # temporary removal (preemption's victim search) checkpoints it.
+        self.restorers: list[PodRestorer] = []
+        # Services and controllers of the loaded objects (PodTopologySpread's
+        # default constraints take their selectors).
+        self.workloads: WorkloadIndex = WorkloadIndex()
+        self._memos: dict[str, tuple] = {}              # name -> (tag, dict), see memo()
+        self._extensions: dict[str, object] = {}        # name -> object, see extension()
         self.pods_on_node: list[set[str]] = [set() for _ in range(cap)]
         self.version = 0
         self.layout_version = 0
         self.epoch = 0          # bumped when a table grows or the node set changes
         self._valid_rows_cache: tuple[int, np.ndarray] | None = None
         self._columns_cache: tuple | None = None
+
+    # --------------------------------------------------------- derived data
+    def memo(self, name: str, tag=None) -> dict:
+        """The cache ``name`` of data derived from this state (a dict its
+        user fills), emptied whenever ``tag`` differs from the last call's.
+        A tag names what the data depends on, e.g. ``structure_tag()`` for
+        maps from node rows to label domains."""
+        got = self._memos.get(name)
+        if got is None or got[0] != tag:
+            got = (tag, {})
+            self._memos[name] = got
+        return got[1]
+
+    def extension(self, name: str, build):
+        """The long-lived object ``name`` kept beside this state (an index
+        that follows its pods, the GPU table), built by ``build(state)`` on
+        first use."""
+        got = self._extensions.get(name)
+        if got is None:
+            got = build(self)
+            self._extensions[name] = got
+        return got
+
+    def extension_if_any(self, name: str):
+        """The object ``name`` if it was built, else None."""
+        return self._extensions.get(name)
+
+    def structure_tag(self) -> tuple:
+        """Changes whenever a node's labels, the node set or a label
+        dictionary may have changed (what node -> domain maps depend on)."""
+        return (self.layout_version, self.epoch, self.n_rows)
 
     # ------------------------------------------------------------------ views
     @property

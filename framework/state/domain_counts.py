@@ -214,50 +214,39 @@ class PodCountIndex:
         return ds
 
 
-def structure_tag(state) -> tuple:
-    """Changes whenever a node's labels, the node set or a label dictionary
-    may have changed (what the node -> domain maps depend on)."""
-    return (state.layout_version, state.epoch, state.n_rows)
-
-
 def node_domains(state, k: int) -> np.ndarray:
     """[n_rows] int64 label value id of key column ``k`` per node row (-1
     where the node lacks the key or the row is not live), memoized per
     structure; callers must not modify it."""
-    tag = structure_tag(state)
-    cache = state.__dict__.get("_node_domains")
-    if cache is None or cache[0] != tag:
-        cache = (tag, {})
-        state.__dict__["_node_domains"] = cache
-    got = cache[1].get(k)
+    cache = state.memo("node_domains", state.structure_tag())
+    got = cache.get(k)
     if got is None:
         n = state.n_rows
         got = np.where(state.valid[:n], state.label_vals[:n, k], -1).astype(np.int64)
         got.flags.writeable = False
-        cache[1][k] = got
+        cache[k] = got
     return got
 
 
 def node_domains_p1(state, k: int) -> np.ndarray:
     """``node_domains`` plus one ([n_rows] int64, 0 = lacks the key): an index
     into a [D + 1] per-domain table (memoized per structure, read-only)."""
-    tag = structure_tag(state)
-    cache = state.__dict__.get("_node_domains_p1")
-    if cache is None or cache[0] != tag:
-        cache = (tag, {})
-        state.__dict__["_node_domains_p1"] = cache
-    got = cache[1].get(k)
+    cache = state.memo("node_domains_p1", state.structure_tag())
+    got = cache.get(k)
     if got is None:
         got = node_domains(state, k) + 1
         got.flags.writeable = False
-        cache[1][k] = got
+        cache[k] = got
     return got
 
 
-def pod_count_index(state) -> PodCountIndex:
-    idx = state.__dict__.get("_pod_count_index")
-    if idx is None:
-        idx = PodCountIndex(state)
-        state.__dict__["_pod_count_index"] = idx
-        state.listeners.append(idx.on_pod)
+def _new_pod_count_index(state) -> PodCountIndex:
+    idx = PodCountIndex(state)
+    state.listeners.append(idx.on_pod)
     return idx
+
+
+def pod_count_index(state) -> PodCountIndex:
+    """The state's PodCountIndex (built on first use, then kept in step by
+    the state's listeners)."""
+    return state.extension("pod_count_index", _new_pod_count_index)

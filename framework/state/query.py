@@ -219,7 +219,7 @@ def prefilter_node_names(pod: PodRecord) -> set[str] | None:
 def pod_signature(pod: PodRecord) -> tuple:
     """Everything about a pod the compiled query depends on (computed once
     per record: records are not mutated after parsing)."""
-    sig = pod.__dict__.get("_signature")
+    sig = pod.memo.get("signature")
     if sig is None:
         sig = (
             tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory,
@@ -227,7 +227,7 @@ def pod_signature(pod: PodRecord) -> tuple:
             json.dumps(pod.node_affinity, sort_keys=True) if pod.node_affinity else "",
             tuple(pod.host_ports), tuple(pod.images),
         )
-        pod.__dict__["_signature"] = sig
+        pod.memo["signature"] = sig
     return sig
 
 

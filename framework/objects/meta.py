@@ -1,0 +1,289 @@
+"""What every object parser shares: typed field accessors that name the
+object and field path in errors (``ObjectContext``), identity and metadata
+checks, quantities in canonical units, RFC3339 timestamps and LabelSelector
+validation.  ``manifests``, ``podgroups``, ``workloads`` and out-of-tree
+object kinds (``topology.nrt``) parse with these.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from tensorsched.framework.errors import ManifestError
+
+from .quantity import INT64_MAX, milli_value, parse_quantity
+
+LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    """How ``manifests.parse_objects`` reads one kind of object.
+
+    ``parse(obj, where=...)`` returns its record (or raises ManifestError);
+    ``key(record)`` must be unique among the objects of this kind (the
+    duplicate error shows ``label.format(key)``); ``accepts(obj)``, when set,
+    tells objects of this kind name that belong to another API group apart
+    (they are counted as ignored)."""
+
+    kind: str
+    parse: Callable
+    key: Callable
+    label: str
+    accepts: Callable | None = None
+
+# --------------------------------------------------------------------------
+# small typed accessors; each raises ManifestError(ident, field, problem)
+
+_SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def join_path(base: str, key: str) -> str:
+    if _SIMPLE_KEY.fullmatch(key):
+        return f"{base}.{key}" if base else key
+    return f"{base}[{json.dumps(key)}]"
+
+
+def type_name(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+class ObjectContext:
+    """The object being parsed: its identity for error messages."""
+
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: str):
+        self.ident = ident
+
+    def fail(self, path: str, problem: str):
+        raise ManifestError(self.ident, path, problem)
+
+    def mapping(self, value, path: str) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail(path, f"must be a mapping, got {type_name(value)}")
+        return value
+
+    def list(self, value, path: str) -> list:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(path, f"must be a list, got {type_name(value)}")
+        return value
+
+    def string(self, value, path: str, default: str = "", required: bool = False) -> str:
+        if value is None:
+            if required:
+                self.fail(path, "required")
+            return default
+        if not isinstance(value, str):
+            self.fail(path, f"must be a string, got {type_name(value)}")
+        if required and value == "":
+            self.fail(path, "must not be empty")
+        return value
+
+    def integer(self, value, path: str, lo: int | None = None, hi: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer, got {type_name(value)} {value!r}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            if hi is None:
+                self.fail(path, f"must be >= {lo}, got {value}")
+            if lo is None:
+                self.fail(path, f"must be <= {hi}, got {value}")
+            self.fail(path, f"must be in {lo}..{hi}, got {value}")
+        return value
+
+    def boolean(self, value, path: str, default: bool = False) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(path, f"must be true or false, got {type_name(value)} {value!r}")
+        return value
+
+    def enum(self, value, path: str, allowed: tuple[str, ...], default: str = "") -> str:
+        text = self.string(value, path, default=default)
+        if text not in allowed:
+            shown = ", ".join(repr(a) if a == "" else a for a in allowed)
+            self.fail(path, f"must be one of {shown}, got {text!r}")
+        return text
+
+    def str_map(self, value, path: str) -> dict[str, str]:
+        m = self.mapping(value, path)
+        out: dict[str, str] = {}
+        for k, v in m.items():
+            if not isinstance(k, str):
+                self.fail(path, f"keys must be strings, got {type_name(k)} {k!r}")
+            if not isinstance(v, str):
+                self.fail(join_path(path, k), f"must be a string, got {type_name(v)} {v!r} (quote it in YAML)")
+            out[k] = v
+        return out
+
+    def str_list(self, value, path: str) -> list[str]:
+        items = self.list(value, path)
+        for i, v in enumerate(items):
+            if not isinstance(v, str):
+                self.fail(f"{path}[{i}]", f"must be a string, got {type_name(v)} {v!r}")
+        return list(items)
+
+    def quantity_map(self, value, path: str) -> dict[str, int]:
+        """A ResourceList: name -> non-negative quantity in milli-units.
+
+        The API server rounds every ResourceList value up to a whole
+        milli-unit, so integer milli-units hold it exactly and sums of them
+        are the exact sums upstream computes."""
+        m = self.mapping(value, path)
+        out: dict[str, int] = {}
+        for k, v in m.items():
+            if not isinstance(k, str) or not k:
+                self.fail(path, f"resource names must be non-empty strings, got {k!r}")
+            try:
+                q = parse_quantity(v)
+            except ValueError as exc:
+                self.fail(join_path(path, k), str(exc))
+            if q < 0:
+                self.fail(join_path(path, k), f"must be non-negative, got {v!r}")
+            out[k] = milli_value(q)
+        return out
+
+    def timestamp(self, value, path: str) -> int | None:
+        if value is None:
+            return None
+        try:
+            return parse_timestamp(value)
+        except ValueError as exc:
+            self.fail(path, str(exc))
+
+
+def unset_if_empty(value):
+    """"" means unset for defaulted enum fields (as in Go's zero value)."""
+    return None if value == "" else value
+
+
+def canonical(ctx: ObjectContext, millis: Mapping[str, int], path: str) -> dict[str, int]:
+    """milli-units -> canonical units: cpu stays in millicores, anything else
+    is ``Quantity.Value()``, the ceiling of the whole units."""
+    out = {}
+    for name, m in millis.items():
+        v = m if name == "cpu" else -(-m // 1000)
+        if v > INT64_MAX:
+            ctx.fail(join_path(path, name), f"{v} does not fit an int64")
+        out[name] = v
+    return out
+
+
+# --------------------------------------------------------------------------
+# timestamps
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|([+-])(\d{2}):(\d{2}))"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def parse_timestamp(value) -> int:
+    """RFC3339 (``2024-05-01T10:00:00Z``, optional fraction up to ns, ``Z`` or
+    ``+hh:mm``) -> integer nanoseconds since the Unix epoch.  A ``datetime``
+    (naive = UTC) is accepted too."""
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        delta = dt - _EPOCH
+        return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+    if not isinstance(value, str):
+        raise ValueError(f"must be an RFC3339 timestamp string, got {type_name(value)} {value!r}")
+    m = _RFC3339.fullmatch(value.strip())
+    if m is None:
+        raise ValueError(f"invalid RFC3339 timestamp {value!r} (expected e.g. 2024-05-01T10:00:00Z)")
+    year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+    frac = m.group(7) or ""
+    if m.group(8) == "Z":
+        offset = timedelta(0)
+    else:
+        oh, om = int(m.group(10)), int(m.group(11))
+        if oh > 23 or om > 59:
+            raise ValueError(f"invalid RFC3339 timestamp {value!r}: bad UTC offset")
+        offset = timedelta(hours=oh, minutes=om)
+        if m.group(9) == "-":
+            offset = -offset
+    try:
+        dt = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
+    except ValueError as exc:
+        raise ValueError(f"invalid RFC3339 timestamp {value!r}: {exc}") from None
+    delta = dt - _EPOCH
+    seconds = delta.days * 86400 + delta.seconds
+    return seconds * 10**9 + int(frac.ljust(9, "0") or "0")
+
+
+# --------------------------------------------------------------------------
+# identity and metadata
+
+
+def identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[ObjectContext, dict, str, str]:
+    """(ctx, metadata, namespace, name); checks kind, metadata.name/namespace.
+
+    An object without ``kind`` is taken to be of the expected kind (the
+    caller chose the parser); a different kind is an error."""
+    fallback = where or f"{kind} <unnamed>"
+    if not isinstance(obj, dict):
+        raise ManifestError(fallback, "", f"expected an object (a mapping), got {type_name(obj)}")
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise ManifestError(fallback, "metadata", f"must be a mapping, got {type_name(meta)}")
+    meta = meta or {}
+    name = meta.get("name")
+    actual = obj.get("kind")
+    if actual is not None and actual != kind:
+        named = isinstance(actual, str) and isinstance(name, str) and name
+        raise ManifestError(f"{actual} {name}" if named else fallback, "kind",
+                            f"expected {kind}, got {actual!r}")
+    if name is None or name == "":
+        raise ManifestError(fallback, "metadata.name", "required")
+    if not isinstance(name, str):
+        raise ManifestError(fallback, "metadata.name", f"must be a string, got {type_name(name)} {name!r}")
+    namespace = ""
+    if namespaced:
+        namespace = meta.get("namespace")
+        if namespace is None or namespace == "":
+            namespace = "default"
+        elif not isinstance(namespace, str):
+            raise ManifestError(f"{kind} {name}", "metadata.namespace",
+                                f"must be a string, got {type_name(namespace)} {namespace!r}")
+        return ObjectContext(f"{kind} {namespace}/{name}"), meta, namespace, name
+    return ObjectContext(f"{kind} {name}"), meta, namespace, name
+
+
+
+def validate_label_selector(ctx: ObjectContext, sel, path: str) -> dict | None:
+    if sel is None:
+        return None
+    sel = ctx.mapping(sel, path)
+    ctx.str_map(sel.get("matchLabels"), f"{path}.matchLabels")
+    exprs_path = f"{path}.matchExpressions"
+    for i, req in enumerate(ctx.list(sel.get("matchExpressions"), exprs_path)):
+        rpath = f"{exprs_path}[{i}]"
+        req = ctx.mapping(req, rpath)
+        ctx.string(req.get("key"), f"{rpath}.key", required=True)
+        if req.get("operator") is None:
+            ctx.fail(f"{rpath}.operator", "required (" + ", ".join(LABEL_SELECTOR_OPERATORS) + ")")
+        ctx.enum(req.get("operator"), f"{rpath}.operator", LABEL_SELECTOR_OPERATORS)
+        ctx.str_list(req.get("values"), f"{rpath}.values")
+    return sel
