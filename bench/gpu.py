@@ -1,10 +1,12 @@
-"""Helpers of ``tensorsched bench --workload gpu`` (see ``synthetic.gpu``)."""
+"""Helpers of ``tensorsched bench --workload gpu`` (``topology.synthetic.gpu``)."""
 
 from __future__ import annotations
 
 import hashlib
 
 from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.topology.gpu_table import GpuTable
 
 
 def warm_up(cluster, fw, pod_objs, seed: int) -> None:
@@ -23,7 +25,6 @@ def warm_up(cluster, fw, pod_objs, seed: int) -> None:
         fw.run_cycle(state, warm, seed=seed)
         fw.run_cycle(state, warm, seed=seed, want_scores=False)
         state.add_pod(warm, node)
-        from tensorsched.framework.runtime.plugin import CycleContext
         for p in fw._point.get("reserve", ()):
             p.reserve(CycleContext(state, warm, fw), node)
         for p in reversed(fw._point.get("reserve", ())):
@@ -35,7 +36,6 @@ def gpu_summary(cluster, bindings) -> dict:
     """GPU fields of the record: GPUs allocated, and a sha256 over the
     ordered (pod, node, GPU indices) placements; checks the table's
     invariants (nothing over-allocated)."""
-    from tensorsched.topology.gpu_table import GpuTable
     t = GpuTable.of(cluster.state)
     t.check()
     h = hashlib.sha256()

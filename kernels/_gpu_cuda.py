@@ -1,7 +1,7 @@
 """The GPU-sharing and GPU-topology kernels as Numba CUDA kernels: one
 thread per node, running ``_gpu_core``'s per-node rules compiled with
 ``cuda.jit(device=True)`` (the njit versions in ``gpu_share`` /
-``gpu_topology`` compile the same source).
+``gpu_subsets`` compile the same source).
 
 Host arrays in, host arrays out: each call uploads the columns it reads
 (the GPU table is host state, edited per pod) and copies the outputs back;
@@ -115,7 +115,7 @@ def score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
 
 
 def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
-    """Same contract as ``gpu_topology.gpu_fit_nodes``: [N] bool."""
+    """Same contract as ``gpu_subsets.gpu_fit_nodes``: [N] bool."""
     n = gpu_count.shape[0]
     d_out = cuda.device_array(n, np.bool_)
     if n:
@@ -127,7 +127,7 @@ def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
 
 def subset_costs(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo, cons,
                  cpu, mem, milli, sub, cost, isl_ok, numa_ok, out_cost, out_idx):
-    """Same contract as ``gpu_topology.subset_costs``: fills out_cost /
+    """Same contract as ``gpu_subsets.subset_costs``: fills out_cost /
     out_idx [N] and returns out_cost."""
     n = gpu_count.shape[0]
     if n == 0:

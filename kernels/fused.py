@@ -17,9 +17,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import filters, scores
+from . import domains, filters, scores
 from . import layout as L
 from ._deps import cuda_unavailable_reason
+from ._errors import BackendUnavailable
 
 
 class StageResult(NamedTuple):
@@ -365,8 +366,7 @@ def _warm_numba(k) -> None:
     global _numba_warmed
     if _numba_warmed:
         return
-    from . import domains as topology
-    topology.warm()
+    domains.warm()
     rows = np.zeros(1, np.int64)
     reasons = np.zeros(1, np.int64)
     raw = np.zeros((1, 1), np.int64)
@@ -379,7 +379,7 @@ def _warm_numba(k) -> None:
     k.finalize_partial(rows, 0, reasons, zero, raw, np.flatnonzero(no), zero,
                        np.ones(1, np.int64), zero, 1, zero.copy(), zero.copy())
     _numba_warmed = True
-    topology._collect_compiler_garbage()
+    domains._collect_compiler_garbage()
 
 
 def rotated(rows, start):
@@ -398,7 +398,6 @@ class CudaBackend:
     name = "cuda"
 
     def __init__(self):
-        from ._errors import BackendUnavailable
         reason = cuda_unavailable_reason()
         if reason is not None:
             raise BackendUnavailable(f"backend 'cuda' cannot run: {reason}")
@@ -479,7 +478,6 @@ BACKENDS = ("numpy", "numba", "cuda")
 def make_backend(name: str):
     """The backend called ``name``; an unknown name or a backend that cannot
     run here raises (there is no silent fallback)."""
-    from ._errors import BackendUnavailable
     if name == "numpy":
         return NumpyBackend()
     if name == "numba":

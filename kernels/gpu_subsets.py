@@ -34,6 +34,7 @@ import numpy as np
 
 from ._gpu_core import C_ISLAND, C_NUMA
 from .gpu_share import core as _core
+from .gpu_share import feasible_np
 
 PAD = np.int64(1) << np.int64(62)
 LEVEL = 1000
@@ -238,6 +239,5 @@ def gpu_fit_nodes_cuda(gpu_count, model, gpu_left, num, milli, mask):
 
 
 def gpu_fit_nodes_np(gpu_count, model, gpu_left, num, milli, mask):
-    from .gpu_share import feasible_np
     z = np.zeros(gpu_count.shape[0], np.int64)
     return feasible_np(gpu_count, model, gpu_left, z, z, 0, 0, num, milli, mask)

@@ -2,7 +2,7 @@
 PodTopologySpread and/or InterPodAffinity, simulated on counts for a batch
 of node rows.
 
-``framework.victims_host.HostVictimSearch`` takes every lower-priority pod
+``framework.preemption.host_search.HostVictimSearch`` takes every lower-priority pod
 off the node in the real state and runs the filters at each reprieve step.
 When PodTopologySpread is the only host filter, what those steps read is
 small: per node, the free amount of each resource the fit test compares,

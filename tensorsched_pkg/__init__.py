@@ -1,8 +1,59 @@
 """tensorsched: Kubernetes scheduling decisions as array kernels.
 
-The code lives in three top-level folders mapped into this namespace:
-``tensorsched.kernels`` (array math), ``tensorsched.framework`` (state,
-plugins, profiles, CLI) and ``tensorsched.topology`` (GPU/NUMA models).
+The facade (a contract other tools read)::
+
+    import tensorsched as ts
+    objects = ts.load_manifests(path)            # files or directories -> list of dicts
+    cluster = ts.build_cluster(objects, config=None)
+    sched = ts.Scheduler(cluster, backend="numba", seed=0)
+    outcomes, preemptions = sched.schedule_pending(pods)   # manifest dicts or parsed records
+    ts.explain(objects, pod, config=None, backend="numpy", seed=0)
+    nodes, pods = ts.synthetic.workload("basic", n_nodes, n_pods, seed)
+
+The code lives in folders mapped into this namespace: ``tensorsched.kernels``
+(array math, no Kubernetes objects), ``tensorsched.framework`` (objects,
+config, state, plugin runtime, preemption, plugins, the scheduling loop),
+``tensorsched.topology`` (GPU/NUMA: inventory, NVLink, NRT, the GPU plugin
+set, the openb replay) and ``tensorsched.bench`` (benchmarks).  This package
+itself is the composition root: the CLI (``tensorsched.cli``) and
+``tensorsched.synthetic``.  Names are imported on first use, so importing a
+sub-package stays cheap.
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
+
+# facade name -> (module, attribute or None for the module itself)
+_EXPORTS = {
+    "load_manifests": ("tensorsched.framework.objects.manifests", "load_objects"),
+    "build_cluster": ("tensorsched.framework.scheduler.cluster", "build_cluster"),
+    "Cluster": ("tensorsched.framework.scheduler.cluster", "Cluster"),
+    "Scheduler": ("tensorsched.framework.scheduler.scheduler", "Scheduler"),
+    "Binding": ("tensorsched.framework.scheduler.scheduler", "Binding"),
+    "explain": ("tensorsched.framework.scheduler.explain", "explain"),
+    "explain_pod": ("tensorsched.framework.scheduler.explain", "explain_pod"),
+    "default_registry": ("tensorsched.framework.plugins", "default_registry"),
+    "load_config": ("tensorsched.framework.config.kube_config", "load_config"),
+    "TensorschedError": ("tensorsched.framework.errors", "TensorschedError"),
+    "synthetic": ("tensorsched.synthetic", None),
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'tensorsched' has no attribute {name!r}") from None
+    mod = importlib.import_module(module)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

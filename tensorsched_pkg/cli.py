@@ -1,18 +1,34 @@
-"""The ``tensorsched`` command: explain, schedule, bench."""
+"""The ``tensorsched`` command: explain, schedule, bench, replay.
+
+The composition root with ``tensorsched.synthetic``: it may import every
+package (the framework, the GPU plugin set, the benchmarks).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 
 import yaml
 
+from tensorsched.bench.harness import write_record
+from tensorsched.bench.workloads import run_workload
 from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.objects.manifests import load_objects
+from tensorsched.framework.objects.synthetic import sample
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
+from tensorsched.framework.scheduler.scheduler import Scheduler, summarize
+from tensorsched.topology.gpu_table import binding_gpus
+from tensorsched.topology.openb import replay as R
+
+from .synthetic import WORKLOADS
 
 
 def _load(path):
-    from tensorsched.framework.objects.manifests import load_objects
     return load_objects(path)
 
 
@@ -28,8 +44,6 @@ def _single_pod(path) -> dict:
 
 
 def cmd_explain(args) -> int:
-    from tensorsched.framework.scheduler.cluster import build_cluster
-    from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
     cluster = build_cluster(_load(args.cluster), _config(args.config))
     pod = _single_pod(args.pod)
     record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
@@ -60,15 +74,12 @@ def cmd_explain(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    from tensorsched.framework.objects import synthetic
-    from tensorsched.framework.scheduler.cluster import build_cluster
-    from tensorsched.framework.scheduler.scheduler import Scheduler, summarize
     if args.cluster:
         objects = _load(args.cluster)
         if args.pods:
             objects = objects + _load(args.pods)
     else:
-        nodes, pods = synthetic.sample(seed=args.seed)
+        nodes, pods = sample(seed=args.seed)
         objects = nodes + (_load(args.pods) if args.pods else pods)
     cluster = build_cluster(objects, _config(args.config))
     sched = Scheduler(cluster, args.backend, args.seed)
@@ -79,10 +90,7 @@ def cmd_schedule(args) -> int:
     summary["evictions"] = len(sched.evictions)
     out = {"bindings": [b.to_dict() for b in bindings], "preemptions": preemptions,
            "evictions": sched.evictions, "summary": summary}
-    from tensorsched.topology.gpu_table import (
-        binding_gpus,  # GPU indices, only for pods holding GPUs
-    )
-    gpus = binding_gpus(cluster.state)
+    gpus = binding_gpus(cluster.state)      # GPU indices, only for pods holding GPUs
     for d in out["bindings"]:
         if d.get("node") is not None and d["pod"] in gpus:
             d["gpus"] = gpus[d["pod"]]["indices"]
@@ -103,7 +111,6 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from tensorsched.bench.workloads import run_workload, write_record
     record = run_workload(args.workload, args.nodes, args.pods, args.backend,
                           percentage=args.percentage_of_nodes_to_score, seed=args.seed)
     write_record(record, args.output)
@@ -111,10 +118,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    import os
-    import time
-
-    from tensorsched.topology.openb import replay as R
     if args.plot:
         try:
             R._pyplot()
@@ -192,10 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_schedule)
 
     b = sub.add_parser("bench", help="scheduler_perf-like workloads")
-    b.add_argument("--workload", default="basic",
-                   choices=("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-                            "preemption", "preemption-spread", "preemption-antiaffinity",
-                            "gpu"))
+    b.add_argument("--workload", default="basic", choices=WORKLOADS)
     b.add_argument("--nodes", type=int, default=1000)
     b.add_argument("--pods", type=int, default=1000)
     b.add_argument("--backend", choices=backends, default="numba")

@@ -8,7 +8,7 @@ from conftest import cuda_available
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.objects.synthetic import gpu, gpu_config
+from tensorsched.topology.synthetic import gpu, gpu_config
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler

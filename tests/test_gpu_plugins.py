@@ -11,7 +11,8 @@ from tensorsched.bench.workloads import run_workload
 from tensorsched.cli import main
 from tensorsched.framework.config.kube_config import DEFAULT_PLUGINS
 from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import gpu_config, gpu_node, node_dict, pod_dict
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.topology.synthetic import gpu_config, gpu_node
 from tensorsched.framework.plugins import default_registry, in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod

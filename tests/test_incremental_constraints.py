@@ -1,5 +1,5 @@
 """PodTopologySpread and InterPodAffinity keep per-domain counts and per-node
-answers across cycles (``pod_counts.DomainSums``, the plugins' by-row
+answers across cycles (``state.domain_counts.DomainSums``, the plugins' by-row
 caches) and the numba backend reads the built-in part of a cycle with an
 array plugin from its per-row cache.  These tests check that
 

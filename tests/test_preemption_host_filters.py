@@ -308,7 +308,7 @@ def _gpu_snapshot(t):
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_gpu_share_preemption_frees_one_gpu(backend):
-    from tensorsched.framework.objects.synthetic import gpu_node
+    from tensorsched.topology.synthetic import gpu_node
     from tensorsched.topology.gpu_table import GpuTable
     # Eight 600m shares, one per GPU of the node: a 700m share fits only when
     # one of them goes; resources alone would reprieve them all.  Reprieved

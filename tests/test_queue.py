@@ -17,10 +17,12 @@ from tensorsched.framework.scheduler.queue import (
     UNSCHEDULABLE,
     SchedulingQueue,
 )
+from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
 
 def _q(**kw):
+    kw.setdefault("sort_plugin", PrioritySort())
     return SchedulingQueue(SimulatedClock(), **kw)
 
 

@@ -123,7 +123,7 @@ def test_preemption_spread_bench_same_with_search_on_state(tmp_path, monkeypatch
     import json
 
     from tensorsched.cli import main
-    from tensorsched.framework.preemption import host_search as victims_host
+    from tensorsched.framework.preemption import host_search
 
     def run(backend):
         out = tmp_path / f"{backend}.json"
@@ -135,11 +135,11 @@ def test_preemption_spread_bench_same_with_search_on_state(tmp_path, monkeypatch
     assert recs[0]["workload"] == "preemption-spread"
     assert recs[0]["preemptions"] == recs[0]["scheduled"] == 8
     assert recs[0]["placements_sha256"] == recs[1]["placements_sha256"]
-    init = victims_host.HostVictimSearch.__init__
+    init = host_search.HostVictimSearch.__init__
 
     def on_state(self, *a, **k):
         init(self, *a, **k)
         self.spread = self.spread_any = self.affinity = self.affinity_any = None
 
-    monkeypatch.setattr(victims_host.HostVictimSearch, "__init__", on_state)
+    monkeypatch.setattr(host_search.HostVictimSearch, "__init__", on_state)
     assert run("numpy")["placements_sha256"] == recs[0]["placements_sha256"]

@@ -1,6 +1,6 @@
 """GPU sharing and GPU topology plugins (out of the default profile; enable
 them in a profile).  Array plugins over all nodes at once on the kernels of
-``kernels/gpu_share.py`` and ``kernels/gpu_topology.py``, with the per-node
+``kernels/gpu_share.py`` and ``kernels/gpu_subsets.py``, with the per-node
 GPU state in ``topology.gpu_table.GpuTable`` (kept in step with the
 ClusterState through its listeners).
 
@@ -11,7 +11,7 @@ ClusterState through its listeners).
   for it (``topology.tensorsched.io/gpu-placement``, or a Guaranteed pod
   on a node whose topology manager runs single-numa-node), within one
   NVLink island and/or on one NUMA node together with its CPU and memory
-  (``topology/gpu_topology.py``).  Reserve picks the concrete GPU indices
+  (``topology/node_topology.py``).  Reserve picks the concrete GPU indices
   with the rule of the profile's policy and records them; Unreserve
   releases them.  ``explain`` gets a ``"gpus"`` field and ``tensorsched
   schedule`` bindings a ``gpus`` entry from it.
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.objects.quantity import resource_value
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
 from tensorsched.kernels import gpu_share as K
@@ -252,7 +253,6 @@ class GpuShareScore(ArrayPlugin):
     def _cpu(v) -> int:
         if isinstance(v, (int, float)):
             return int(v)
-        from tensorsched.framework.objects.quantity import resource_value
         return resource_value("cpu", str(v))
 
     def _typical_from(self, shapes, t):

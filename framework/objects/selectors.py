@@ -1,7 +1,7 @@
 """Label selectors and pod affinity terms over pods' labels (host side).
 
 A compiled selector is a hashable tuple of requirements, so equal selectors
-share one per-node count array (see ``pod_counts``):
+share one per-node count array (see ``state.domain_counts``):
 
 * ``None`` selector (``labelSelector: null``) matches nothing
   (``labels.Nothing()``), ``{}`` matches everything;

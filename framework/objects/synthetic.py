@@ -4,10 +4,14 @@
 nodes (4 cpu, 32Gi memory, 110 pods) and pods requesting 100m cpu and 500Mi
 memory.  ``sample`` is a small mixed cluster for the README's first command:
 zones, a tainted node, an unschedulable node, a GPU node, pods with
-selectors, affinities, tolerations and priorities.
+selectors, affinities, tolerations and priorities.  ``pod_to_pod`` and
+``preemption`` are the other scheduler_perf-like workloads of ``tensorsched
+bench``; the GPU workload is ``topology.synthetic.gpu``.
 """
 
 from __future__ import annotations
+
+import datetime
 
 import numpy as np
 
@@ -46,11 +50,11 @@ def pod_dict(name: str, namespace: str = "default", cpu: str | None = "100m",
     return obj
 
 
+_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+
 def _timestamp(seconds: int) -> str:
-    import datetime
-    t = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) + \
-        datetime.timedelta(seconds=seconds)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (_EPOCH + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def basic(nodes: int, pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
@@ -175,74 +179,72 @@ def pod_to_pod(workload: str, nodes: int, pods: int, seed: int = 0):
 
 
 # ---------------------------------------------------------------------------
-# GPU workload: DGX-like nodes (8 GPUs in two NVLink islands of 4, two NUMA
-# nodes of 64 cpu / 512Gi, GPUs 0-3 on NUMA 0 and 4-7 on NUMA 1) and a mix
-# of GPU-sharing pods (openb annotations) and whole-GPU pods
-# (nvidia.com/gpu), some asking for one NVLink island or a single NUMA node.
+# Preemption workloads (scheduler_perf's preemption test): every node filled
+# with LOW_PER_NODE low-priority pods (130m cpu, 1Gi; 3.9 cpu used, 100m
+# free), then high-priority pods (500m cpu, 1Gi) that each need four victims.
+# "spread": low pods and preemptors carry app: web and every preemptor has
+# two DoNotSchedule spread constraints on it (zone and hostname, maxSkew 1);
+# "antiaffinity": two low pods per node (slots ANTI_BATCH_SLOTS) carry
+# tier: batch and every preemptor a required anti-affinity against it by
+# hostname.
 # ---------------------------------------------------------------------------
 
-GPU_PRODUCT = "A100"
-# (kind, weight, cpu, memory, gpus, milli, placement)
-GPU_MIX = (
-    ("share", 10, "2", "8Gi", 1, 100, ""),
-    ("share", 10, "2", "8Gi", 1, 250, ""),
-    ("share", 12, "4", "16Gi", 1, 500, ""),
-    ("share", 8, "4", "16Gi", 1, 750, ""),
-    ("whole", 25, "8", "32Gi", 1, 1000, ""),
-    ("whole", 15, "16", "64Gi", 2, 1000, "nvlink-island"),
-    ("whole", 10, "32", "128Gi", 4, 1000, "nvlink-island"),
-    ("whole", 5, "32", "128Gi", 4, 1000, "single-numa-node"),
-    ("whole", 5, "64", "256Gi", 8, 1000, ""),
-)
+LOW_PER_NODE = 30
+LOW_PRIORITY = 0
+HIGH_PRIORITY = 1000
+SPREAD_LABELS = {"app": "web"}
+SPREAD_CONSTRAINTS = [
+    {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+     "labelSelector": {"matchLabels": SPREAD_LABELS}},
+    {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule",
+     "labelSelector": {"matchLabels": SPREAD_LABELS}},
+]
+ANTI_LABELS = {"tier": "batch"}
+ANTI_BATCH_SLOTS = (0, 15)
+ANTI_AFFINITY = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": ANTI_LABELS}, "topologyKey": HOST}]}}
+PREEMPTION_VARIANTS = ("", "spread", "antiaffinity")
 
 
-def gpu_typical_pods() -> list[dict]:
-    """The workload's pod shapes, as GpuShareScore's ``typicalPods`` arg."""
-    from .quantity import resource_value
-    return [{"cpu": resource_value("cpu", cpu), "gpuCount": n, "gpuMilli": m, "weight": w}
-            for _k, w, cpu, _mem, n, m, _p in GPU_MIX]
+def preemption_templates(variant: str = "") -> tuple[dict, dict | None, dict]:
+    """(low pod, batch pod or None, high pod) dicts of a preemption variant."""
+    if variant not in PREEMPTION_VARIANTS:
+        raise ValueError(f"unknown preemption variant {variant!r}")
+    labels = dict(SPREAD_LABELS) if variant == "spread" else None
+    high_spec = {"topologySpreadConstraints": SPREAD_CONSTRAINTS} if variant == "spread" else None
+    low = pod_dict("low", cpu="130m", memory="1Gi", priority=LOW_PRIORITY, labels=labels)
+    batch = None
+    if variant == "antiaffinity":
+        high_spec = {"affinity": ANTI_AFFINITY}
+        batch = pod_dict("batch", cpu="130m", memory="1Gi", priority=LOW_PRIORITY,
+                         labels=dict(ANTI_LABELS))
+    high = pod_dict("high", cpu="500m", memory="1Gi", priority=HIGH_PRIORITY, labels=labels,
+                    spec=high_spec)
+    return low, batch, high
 
 
-def gpu_config(percentage: int = 100, policy: str = "FGD") -> dict:
-    """The default profile plus GpuShareFit, GpuShareScore and GpuTopologyScore."""
-    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-            "percentageOfNodesToScore": percentage,
-            "profiles": [{"schedulerName": "default-scheduler", "plugins": {
-                "filter": {"enabled": [{"name": "GpuShareFit"}]},
-                "reserve": {"enabled": [{"name": "GpuShareFit"}]},
-                "preScore": {"enabled": [{"name": "GpuTopologyScore"}]},
-                "score": {"enabled": [{"name": "GpuShareScore", "weight": 5},
-                                      {"name": "GpuTopologyScore", "weight": 2}]}},
-                "pluginConfig": [{"name": "GpuShareScore",
-                                  "args": {"policy": policy, "typicalPods": gpu_typical_pods()}}]}]}
+def low_pod_start_seconds(node: int, slot: int, nodes: int) -> int:
+    """Start time of low pod ``slot`` on node ``node`` (all distinct)."""
+    return slot * nodes + node
 
 
-def gpu_node(name: str, zone: str = "zone-0") -> dict:
-    from tensorsched.topology.node_topology import ANNO_NODE_TOPOLOGY, dgx_annotation
-    n = node_dict(name, cpu="128", memory="1Ti", pods="110", extra={"nvidia.com/gpu": "8"},
-                  labels={ZONE: zone, "nvidia.com/gpu.product": GPU_PRODUCT})
-    n["metadata"]["annotations"] = {ANNO_NODE_TOPOLOGY: dgx_annotation()}
-    return n
-
-
-def gpu(nodes: int, pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
-    """(node dicts, pending pod dicts) of the GPU workload (seeded mix)."""
-    rng = np.random.default_rng(seed)
-    node_objs = [gpu_node(f"dgx-{i}", f"zone-{i % 3}") for i in range(nodes)]
-    w = np.array([m[1] for m in GPU_MIX], np.float64)
-    kinds = rng.choice(len(GPU_MIX), size=pods, p=w / w.sum())
+def preemption(nodes: int, pods: int, seed: int = 0, variant: str = ""):
+    """(node dicts, pod dicts): the low pods bound (``spec.nodeName``, a
+    ``status.startTime`` each) followed by the pending high-priority pods."""
+    del seed
+    low, batch, high = preemption_templates(variant)
+    node_objs = [node_dict(f"node-{i}", labels={ZONE: f"zone-{i % 3}"}) for i in range(nodes)]
     out = []
-    for i, k in enumerate(kinds):
-        kind, _w, cpu, mem, n, milli, place = GPU_MIX[int(k)]
-        if kind == "share":
-            p = pod_dict(f"gpu-{i}", cpu=cpu, memory=mem, created=i)
-            p["metadata"]["annotations"] = {"alibabacloud.com/gpu-milli": str(milli),
-                                            "alibabacloud.com/gpu-count": "1"}
-        else:
-            p = pod_dict(f"gpu-{i}", cpu=cpu, memory=mem, created=i,
-                         extra={"nvidia.com/gpu": str(n)})
-        if place:
-            p["metadata"].setdefault("annotations", {})[
-                "topology.tensorsched.io/gpu-placement"] = place
-        out.append(p)
+    for i in range(nodes):
+        for k in range(LOW_PER_NODE):
+            base = batch if batch is not None and k in ANTI_BATCH_SLOTS else low
+            name = f"low-{i}-{k}"
+            meta = dict(base["metadata"], name=name, uid=name)
+            spec = dict(base["spec"], nodeName=f"node-{i}")
+            status = {"phase": "Running",
+                      "startTime": _timestamp(low_pod_start_seconds(i, k, nodes))}
+            out.append(dict(base, metadata=meta, spec=spec, status=status))
+    for j in range(pods):
+        out.append(dict(high, metadata=dict(high["metadata"], name=f"high-{j}", uid=f"high-{j}",
+                                            creationTimestamp=_timestamp(j))))
     return node_objs, out

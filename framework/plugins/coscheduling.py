@@ -58,6 +58,7 @@ import numpy as np
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.objects.podgroups import PodGroup, parse_pod_group
 from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import Code, Status
 
@@ -73,7 +74,6 @@ __all__ = ["Coscheduling", "PodGroup", "parse_pod_group", "register"]
 
 def _unschedulable(message: str = ""):
     """A PostFilter outcome that nominates nothing."""
-    from tensorsched.framework.preemption.evaluator import PreemptionResult
     return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE,
                                                 (message,) if message else (), NAME))
 

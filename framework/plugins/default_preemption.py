@@ -7,6 +7,7 @@ the per-cluster pod table the victim kernel reads."""
 from __future__ import annotations
 
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
+from tensorsched.framework.preemption.evaluator import preempt
 from tensorsched.framework.runtime.plugin import Plugin
 
 from . import names
@@ -22,7 +23,6 @@ class DefaultPreemption(Plugin):
 
     def post_filter(self, ctx, result, table, *, seed: int = 0, attempt: int = 0, **kw):
         """Run preemption for the failed cycle ``result``; a PreemptionResult."""
-        from tensorsched.framework.preemption.evaluator import preempt
         return preempt(ctx.framework, ctx, result, self.args, table, seed=seed,
                        attempt=attempt, **kw)
 

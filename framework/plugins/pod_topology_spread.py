@@ -30,7 +30,7 @@ Score (ScheduleAnyway): sum over constraints of count * ln(size + 2) +
 kubernetes.io/hostname: the scored nodes, counted per node); nodes lacking a
 key are ignored (score 0); then 100 * (max + min - s) / max.
 
-Counts per node come from ``pod_counts`` (incremental); the kernels in
+Counts per node come from ``state.domain_counts`` (incremental); the kernels in
 ``tensorsched.kernels.domains`` turn them into domain counts each cycle.
 """
 
@@ -390,7 +390,7 @@ class SpreadProbe:
     is min(least sum over the other present domains, the row's domain sum
     when present): the baseline's two smallest present sums give the first
     term in O(1).  Zero when fewer than minDomains domains are present, as
-    ``kernels.topology.min_match``.
+    ``kernels.domains.min_match``.
 
     ``at(row)`` once per row, then ``code(parts, deltas)`` per test.
 

@@ -23,7 +23,7 @@ built-in ones (NodeResourcesFit, NodePorts: see kernels/_victims_core.py).
 When a host-side filter applies to the pod (PodTopologySpread or
 InterPodAffinity that did not Skip, GpuShareFit for a GPU pod, user
 plugins), the kernel is a pre-pass and every node it leaves open is searched
-again on the host with all filters (``victims_host``), on every backend
+again on the host with all filters (``preemption.host_search``), on every backend
 alike; pods without such filters keep the all-kernel path.
 """
 
@@ -37,10 +37,12 @@ from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
 from tensorsched.framework.objects.pdb import applies, disruptions_allowed
 from tensorsched.framework.objects.priorities import NEVER, pod_priority
 from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.objects.selectors import pod_terms
 from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
 from tensorsched.framework.runtime.plugin import FusedFilter
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.cluster_state import ClusterState
+from tensorsched.kernels import filters
 from tensorsched.kernels import layout as L
 from tensorsched.kernels import victims as V
 
@@ -144,7 +146,6 @@ class PodTable:
                     self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
 
     def _class_of(self, rec) -> int:
-        from tensorsched.framework.objects.selectors import pod_terms
         key = (rec.namespace, frozenset((rec.labels or {}).items()),
                pod_terms(rec)["req_anti"])
         got = self._class_ids.get(key)
@@ -460,7 +461,6 @@ def _dry_run(fw, state, q, prio, pods, scan, cap, search):
 def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> bool:
     """The built-in filters of query ``q`` pass on node ``row`` now, and so
     do ``host_filters`` (``PreemptionResult.host_filters``, run with ``ctx``)."""
-    from tensorsched.kernels import filters
     cols = state.columns()
     q2 = V.pad_query(cols, q)
     one = np.array([row], np.int64)

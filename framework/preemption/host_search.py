@@ -3,7 +3,7 @@
 The victim kernel (``tensorsched.kernels.victims``) re-runs only the fused
 built-in filters, which read node columns alone.  Filters that run on the
 host (PodTopologySpread, InterPodAffinity, GpuShareFit, user plugins) read
-state that other pods make: per-domain pod counts (``pod_counts``), the GPU
+state that other pods make: per-domain pod counts (``state.domain_counts``), the GPU
 table, any column a user function looks at.  For a preemptor that such a
 filter applies to, upstream's rule is followed literally on the real state:
 

@@ -8,6 +8,7 @@ normalize/weigh/select on the backend, and a seeded draw among ties.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ from .plugin import (
     CycleContext,
     FusedFilter,
     FusedScore,
+    PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
 )
@@ -292,7 +294,7 @@ class Framework:
         rows that will be scored (feasible, within percentageOfNodesToScore),
         and its slot's kernel normalization is NORMALIZE_NONE."""
         def run(reasons, raw):
-            # One compiled pass per plugin (kernels.topology.host); reasons and
+            # One compiled pass per plugin (kernels.domains.host); reasons and
             # raw are the backend's own arrays for this cycle, updated in place.
             reasons = np.ascontiguousarray(reasons, dtype=np.int64)
             if not (raw.dtype == np.int64 and raw.flags.c_contiguous):
@@ -343,6 +345,32 @@ class Framework:
         return CycleResult(rows, 0, np.full(m, -1, np.int64),
                            np.zeros((m, self.n_slots), np.int64), np.full(m, -1, np.int64),
                            m, 0, -1, status, {}, [], skipped)
+
+    # --------------------------------------------------------- PostFilter
+    def run_post_filter(self, ctx: CycleContext, result: CycleResult, victims,
+                        seed: int = 0, attempt: int = 0):
+        """The profile's PostFilter plugins (DefaultPreemption, Coscheduling...)
+        for a failed cycle, in order, as upstream's RunPostFilterPlugins: the
+        first that nominates a node, or returns anything but Unschedulable,
+        decides; otherwise one outcome whose status joins every plugin's
+        reasons with ", " (Status.Message).  ``victims`` is the cluster's
+        victim table (``preemption.PodTable``).  None when the profile has
+        no PostFilter."""
+        outcomes = []
+        for p in self._point.get("postFilter", []):
+            if not isinstance(p, PostFilterPlugin):
+                continue
+            out = p.post_filter(ctx, result, victims, seed=seed, attempt=attempt)
+            if out.nominated_node is not None or out.status.code != Code.UNSCHEDULABLE:
+                return out
+            outcomes.append(out)
+        if len(outcomes) <= 1:
+            return outcomes[0] if outcomes else None
+        reasons = [r for o in outcomes for r in o.status.reasons if r]
+        # the first plugin stays the rejector, as upstream records it
+        status = Status(Code.UNSCHEDULABLE, (", ".join(reasons),) if reasons else (),
+                        outcomes[0].status.plugin)
+        return dataclasses.replace(outcomes[0], status=status)
 
     # ------------------------------------------------------------ explain
     def node_status(self, ctx: CycleContext, result: CycleResult, j: int) -> Status | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -22,9 +22,6 @@ from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.state.cluster_state import ClusterState
 
 from .status import Status
-
-if TYPE_CHECKING:   # pragma: no cover
-    from .framework import Framework
 
 NORMALIZE_NONE = 0
 NORMALIZE_DEFAULT = 1      # DefaultNormalizeScore(100, reverse=False)
@@ -40,7 +37,7 @@ class CycleContext:
 
     state: ClusterState
     pod: PodRecord
-    framework: "Framework"
+    framework: Any                  # the runtime.framework.Framework running the cycle
     data: dict = field(default_factory=dict)
     bound_node: str | None = None
 
@@ -84,9 +81,13 @@ class FilterPlugin(Protocol):
 
 @runtime_checkable
 class PostFilterPlugin(Protocol):
-    """Runs when no node fits (e.g. preemption)."""
+    """Runs when no node fits (e.g. preemption).  ``result`` is the failed
+    cycle's ``CycleResult``, ``victims`` the cluster's victim table; returns
+    an outcome with ``status``, ``nominated_node`` (None: none), ``victims``
+    and ``message`` (``preemption.PreemptionResult``)."""
 
-    def post_filter(self, ctx: "CycleContext", diagnosis) -> Status: ...
+    def post_filter(self, ctx: "CycleContext", result, victims, *, seed: int = 0,
+                    attempt: int = 0): ...
 
 
 @runtime_checkable

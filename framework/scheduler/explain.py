@@ -15,10 +15,7 @@ feasible node is scored, even a lone one.
 
 from __future__ import annotations
 
-import dataclasses
-
 from tensorsched.framework.runtime.plugin import CycleContext
-from tensorsched.framework.runtime.status import Code, Status
 
 from .cluster import Cluster, build_cluster
 
@@ -45,7 +42,7 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
     selected = state.node_name(result.selected_row) if result.selected_row >= 0 else None
     preemption = None
     if selected is None:
-        outcome = run_post_filter(cluster, fw, ctx, result, seed=seed)
+        outcome = fw.run_post_filter(ctx, result, cluster.pod_table(), seed=seed)
         preemption = {"nominated_node": outcome.nominated_node if outcome else None,
                       "victims": list(outcome.victims) if outcome else []}
     record = {
@@ -63,28 +60,6 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
     return record
 
 
-def run_post_filter(cluster: Cluster, fw, ctx, result, seed: int = 0, attempt: int = 0):
-    """The profile's PostFilter plugins (DefaultPreemption, Coscheduling...)
-    for a failed cycle, in order, as upstream's RunPostFilterPlugins: the
-    first that nominates a node, or returns anything but Unschedulable,
-    decides; otherwise one ``PreemptionResult`` whose status joins every
-    plugin's reasons with ", " (Status.Message).  None when the profile has
-    no PostFilter."""
-    outcomes = []
-    for p in fw._point.get("postFilter", []):
-        if not hasattr(p, "post_filter"):
-            continue
-        out = p.post_filter(ctx, result, cluster.pod_table(), seed=seed, attempt=attempt)
-        if out.nominated_node is not None or out.status.code != Code.UNSCHEDULABLE:
-            return out
-        outcomes.append(out)
-    if len(outcomes) <= 1:
-        return outcomes[0] if outcomes else None
-    reasons = [r for o in outcomes for r in o.status.reasons if r]
-    # the first plugin stays the rejector, as upstream records it
-    status = Status(Code.UNSCHEDULABLE, (", ".join(reasons),) if reasons else (),
-                    outcomes[0].status.plugin)
-    return dataclasses.replace(outcomes[0], status=status)
 
 
 def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) -> dict:

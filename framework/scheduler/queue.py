@@ -128,26 +128,23 @@ class Nominator:
 class SchedulingQueue:
     """activeQ + backoffQ + unschedulable pods on ``clock``.
 
-    ``sort_plugin``: the QueueSort plugin; ``pre_enqueue(pod) -> Status``
+    ``sort_plugin``: the QueueSort plugin (``sort_key(pod)`` or ``less(a,
+    b)``); ``pre_enqueue(pod) -> Status``
     runs the PreEnqueue plugins of the pod's profile; ``plugin_of(name)``
     resolves a rejecting plugin's name to the plugin (for its events)."""
 
-    def __init__(self, clock: Clock | None = None, *, sort_plugin=None,
+    def __init__(self, clock: Clock | None = None, *, sort_plugin,
                  pre_enqueue: Callable | None = None, plugin_of: Callable | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
                  nominator: Nominator | None = None):
         self.clock = clock or SimulatedClock()
-        if sort_plugin is not None and hasattr(sort_plugin, "sort_key"):
-            self._key = sort_plugin.sort_key
-        elif sort_plugin is not None:
-            less = sort_plugin.less
-            cmp = lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)
-            wrap = functools.cmp_to_key(cmp)
-            self._key = wrap
+        if hasattr(sort_plugin, "sort_key"):
+            self.sort_key = sort_plugin.sort_key
         else:
-            from tensorsched.framework.plugins.priority_sort import PrioritySort
-            self._key = PrioritySort.sort_key
+            less = sort_plugin.less
+            cmp = lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)  # noqa: E731
+            self.sort_key = functools.cmp_to_key(cmp)
         self.pre_enqueue = pre_enqueue
         self.plugin_of = plugin_of or (lambda name: None)
         self.initial_backoff = float(initial_backoff)
@@ -173,7 +170,7 @@ class SchedulingQueue:
         pi.where = ACTIVE
         seq = self._next_seq()
         self._token[pi.key] = seq
-        heapq.heappush(self._active, (self._key(pi.pod), seq, pi.key))
+        heapq.heappush(self._active, (self.sort_key(pi.pod), seq, pi.key))
 
     def _push_backoff(self, pi: QueuedPodInfo) -> None:
         pi.where = BACKOFF

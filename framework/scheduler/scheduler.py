@@ -63,15 +63,13 @@ from types import SimpleNamespace
 from tensorsched.framework.objects.manifests import parse_node
 from tensorsched.framework.objects.priorities import pod_priority
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
-from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Status
 
-from .cluster import Cluster
-from .explain import run_post_filter
+from .cluster import Cluster, pod_from
 from .queue import (
     DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
     NODE_ADD,
@@ -222,9 +220,10 @@ class Scheduler:
         if self._queue is None:
             name = self.cluster.config.profiles[0].scheduler_name
             fw = self._fw(SimpleNamespace(scheduler_name=name))
-            sorts = fw._point.get("queueSort", [])
+            # The configuration has checked that every profile has exactly one.
+            (sort,) = fw._point["queueSort"]
             self._queue = SchedulingQueue(
-                self.clock, sort_plugin=sorts[0] if sorts else None,
+                self.clock, sort_plugin=sort,
                 pre_enqueue=self._pre_enqueue, plugin_of=self._plugin_of,
                 initial_backoff=self._backoff[0], max_backoff=self._backoff[1],
                 max_in_unschedulable=self._max_in_unschedulable, nominator=self.nominator)
@@ -274,7 +273,7 @@ class Scheduler:
 
     def queue_order(self, pods: list[PodRecord]) -> list[PodRecord]:
         """Pods in activeQ order (the QueueSort plugin's order)."""
-        return sorted(pods, key=PrioritySort.sort_key)
+        return sorted(pods, key=self.queue.sort_key)
 
     # -------------------------------------------------------- cluster API
     def _node(self, node) -> NodeRecord:
@@ -438,12 +437,13 @@ class Scheduler:
         return out
 
     def schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
-        """Add ``pods`` to the scheduling queue and run until idle on the
+        """Add ``pods`` (Pod dicts or PodRecords) to the scheduling queue and run until idle on the
         clock (what ``tensorsched schedule`` does).  Returns the final
         Binding of each pod, in the order those final outcomes happened
         (pods never attempted, e.g. gated ones, last, with their PreEnqueue
         message), and the preemptions in the order they happened:
         ``{"preemptor", "nominated_node", "victims"}``."""
+        pods = [pod_from(p) for p in pods]
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []
 
@@ -541,7 +541,7 @@ class Scheduler:
             return binding
         ctx = CycleContext(state, pod, fw)
         try:
-            outcome = run_post_filter(self.cluster, fw, ctx, result, seed=self.seed,
+            outcome = fw.run_post_filter(ctx, result, self.cluster.pod_table(), seed=self.seed,
                                       attempt=self.attempts - 1)
         finally:
             self._remove(temp)

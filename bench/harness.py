@@ -1,0 +1,86 @@
+"""What every benchmark record shares: the machine, the commit, placement
+hashes, a timed run with the cyclic GC kept out of it, and the JSON output."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+
+import numba
+import numpy as np
+
+
+def placements_sha256(bindings) -> str:
+    """sha256 over the ordered (pod, node) placements, one 'pod node' line each."""
+    h = hashlib.sha256()
+    for b in bindings:
+        h.update(f"{b.pod} {b.node if b.node is not None else '-'}\n".encode())
+    return h.hexdigest()
+
+
+def preemption_sha256(bindings) -> str:
+    """sha256 over 'pod node victim,victim,...' lines, in scheduling order."""
+    h = hashlib.sha256()
+    for b in bindings:
+        h.update(f"{b.pod} {b.node if b.node is not None else '-'} "
+                 f"{','.join(b.victims)}\n".encode())
+    return h.hexdigest()
+
+
+def machine_info() -> dict:
+    return {"machine": platform.machine(), "processor": platform.processor() or "",
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "numba": numba.__version__}
+
+
+def git_commit() -> str:
+    try:
+        here = os.path.dirname(os.path.realpath(__file__))
+        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def timed_schedule(sched, pods) -> tuple[list, float]:
+    """(bindings, seconds) of ``sched.schedule_one`` over ``pods`` in order.
+
+    The set-up's objects are long-lived: freezing them keeps the cyclic
+    GC's full collections, which walk every one of them, out of the timing."""
+    gc.collect()
+    gc.freeze()
+    try:
+        t0 = time.perf_counter()
+        bindings = [sched.schedule_one(p) for p in pods]
+        elapsed = time.perf_counter() - t0
+    finally:
+        gc.unfreeze()
+    return bindings, elapsed
+
+
+def latency_fields(seconds) -> dict:
+    """p50_us / p99_us of per-attempt latencies given in seconds."""
+    lat = np.asarray(seconds, np.float64) * 1e6
+    return {"p50_us": round(float(np.percentile(lat, 50)), 1) if lat.size else None,
+            "p99_us": round(float(np.percentile(lat, 99)), 1) if lat.size else None}
+
+
+def record_stamp(seed: int) -> dict:
+    """The fields that say where and when a record was taken."""
+    return {"seed": seed, "commit": git_commit(), "machine": machine_info(),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def write_record(record: dict, path: str | None) -> None:
+    text = json.dumps(record, indent=2, sort_keys=True)
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text + "\n")
+    print(text)
