@@ -11,11 +11,11 @@ project and ``strategies.DEFAULT_PROFILE`` for the oracle.
 from __future__ import annotations
 
 import pytest
-import strategies as S
-from conftest import backend_params
-from golden import golden_profile_to_config
 from hypothesis import HealthCheck, given, settings
 from reference.oracle import OracleConfigError, oracle_explain
+from support import strategies as S
+from support.backends import backend_params
+from support.golden import golden_profile_to_config
 
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.scheduler.explain import explain

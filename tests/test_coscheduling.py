@@ -7,7 +7,7 @@ off) when a member fails; PodGroup objects come from the manifests."""
 import copy
 
 import pytest
-from sched_checks import check
+from support.checks import check
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import parse_objects

@@ -7,21 +7,12 @@ import subprocess
 import sys
 
 import pytest
+from support.backends import needs_cuda
 
 from tensorsched.framework.objects.synthetic import sample
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
-
-CUDA_READY = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-if not CUDA_READY:
-    try:
-        from numba import cuda
-        CUDA_READY = cuda.is_available()
-    except Exception:
-        CUDA_READY = False
-
-needs_cuda = pytest.mark.skipif(not CUDA_READY, reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1")
 
 
 @pytest.mark.cudasim

@@ -25,8 +25,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import backend_params
-from golden import golden_available, golden_profile_to_config, load_cases
+from support.backends import backend_params
+from support.golden import LEFT_OUT, golden_available, golden_profile_to_config, load_cases
 
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import ConfigError
@@ -35,17 +35,6 @@ from tensorsched.framework.scheduler.explain import explain
 
 # Exactly the cases the golden loader marks with a skip_reason (no others:
 # every filter / score / config_error case is expressible through explain).
-LEFT_OUT = {
-    "fit:27:not allow pod with restartable init containers if sidecar containers is disabled":
-        "needs feature gate SidecarContainers=false; the gate is on by default in v1.29-v1.32 "
-        "(GA in v1.33) and is not modelled",
-    "least_allocated:02:Resources not set, pods scheduled with error":
-        "nil scoringStrategy.resources only exists in internal args; v1 defaulting fills "
-        "cpu:1, memory:1, so the Score Error status is unreachable through a config",
-    "most_allocated:06:resource with zero weight":
-        "weight 0 is invalid only in internal args; v1 defaulting turns it into 1, so the "
-        "config loads without error",
-}
 
 UNNAMED_NODE = "unnamed-node"
 

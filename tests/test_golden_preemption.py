@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import backend_params
-from golden import PREEMPTION_SKIPS, load_preemption_cases, preemption_golden_available
+from support.backends import backend_params
+from support.golden import PREEMPTION_SKIPS, load_preemption_cases, preemption_golden_available
 
 from tensorsched.framework.preemption.evaluator import (
     nodes_where_preemption_might_help,

@@ -19,8 +19,8 @@ test_spread_defaults.py.  Left out (exactly the cases the loader marks):
 from __future__ import annotations
 
 import pytest
-from conftest import backend_params
-from golden import SPREAD_FILES, golden_available, golden_profile_to_config, load_cases
+from support.backends import backend_params
+from support.golden import SPREAD_FILES, golden_available, golden_profile_to_config, load_cases
 from test_golden_explain import named
 
 from tensorsched.framework.scheduler.explain import explain

@@ -4,17 +4,17 @@ and numpy, kernel by kernel on random small GPU clusters and through
 explain / schedule on the GPU profile; a clear refusal with neither."""
 import numpy as np
 import pytest
-from conftest import cuda_available
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backends import cuda_available
 
-from tensorsched.topology.synthetic import gpu, gpu_config
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import gpu_share as K
 from tensorsched.kernels import gpu_subsets as KT
 from tensorsched.topology.gpu_table import binding_gpus
+from tensorsched.topology.synthetic import gpu, gpu_config
 
 needs_cuda = pytest.mark.skipif(not cuda_available(),
                                 reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1")

@@ -14,8 +14,8 @@ from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import load_objects, parse_objects
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
-from tensorsched.topology.gpu_table import GpuTable, attach_node_topologies
 from tensorsched.topology import nrt
+from tensorsched.topology.gpu_table import GpuTable, attach_node_topologies
 from tensorsched.topology.node_topology import from_annotation
 
 FIX = Path(__file__).parent / "fixtures" / "gpu_nrt"

@@ -12,7 +12,6 @@ from tensorsched.cli import main
 from tensorsched.framework.config.kube_config import DEFAULT_PLUGINS
 from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
-from tensorsched.topology.synthetic import gpu_config, gpu_node
 from tensorsched.framework.plugins import default_registry, in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
@@ -20,6 +19,7 @@ from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import gpu_share as K
 from tensorsched.topology.gpu_table import GpuTable, binding_gpus
 from tensorsched.topology.plugins import GPU_PLUGINS
+from tensorsched.topology.synthetic import gpu_config, gpu_node
 
 BACKENDS = ["numpy", "numba"]
 

@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import cuda_available
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backends import cuda_available
 
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster

@@ -18,9 +18,9 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from golden import golden_profile_to_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.golden import golden_profile_to_config
 from test_spread_affinity_parity import (
     _SETTINGS,
     NAMESPACES,

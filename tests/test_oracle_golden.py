@@ -9,13 +9,6 @@ set of cases the loader marks with a skip_reason.
 from __future__ import annotations
 
 import pytest
-from golden import (
-    EXPLAIN_KINDS,
-    GOLDEN_FILES,
-    golden_available,
-    golden_profile_to_config,
-    load_cases,
-)
 from reference.oracle import (
     OracleConfigError,
     broken_linear_function,
@@ -31,18 +24,14 @@ from reference.oracle import (
     splitmix64,
     tie_break_index,
 )
-
-LEFT_OUT = {
-    "fit:27:not allow pod with restartable init containers if sidecar containers is disabled":
-        "needs feature gate SidecarContainers=false; the gate is on by default in v1.29-v1.32 "
-        "(GA in v1.33) and is not modelled",
-    "least_allocated:02:Resources not set, pods scheduled with error":
-        "nil scoringStrategy.resources only exists in internal args; v1 defaulting fills "
-        "cpu:1, memory:1, so the Score Error status is unreachable through a config",
-    "most_allocated:06:resource with zero weight":
-        "weight 0 is invalid only in internal args; v1 defaulting turns it into 1, so the "
-        "config loads without error",
-}
+from support.golden import (
+    EXPLAIN_KINDS,
+    GOLDEN_FILES,
+    LEFT_OUT,
+    golden_available,
+    golden_profile_to_config,
+    load_cases,
+)
 
 _CASES = load_cases() if golden_available() else []
 _RUNNABLE = [c for c in _CASES if c.skip_reason is None]

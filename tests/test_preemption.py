@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import cudasim_enabled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference.oracle import (
@@ -16,6 +15,7 @@ from reference.oracle import (
     plugin_args,
     split_objects,
 )
+from support.backends import needs_cuda
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import parse_objects
@@ -135,7 +135,7 @@ def test_victims_match_oracle_numpy_numba(case):
 
 
 @pytest.mark.cudasim
-@pytest.mark.skipif(not cudasim_enabled(), reason="needs NUMBA_ENABLE_CUDASIM=1")
+@needs_cuda
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(clusters(max_nodes=3, max_pods=3))
 def test_victims_match_oracle_cuda(case):

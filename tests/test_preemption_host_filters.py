@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import cudasim_enabled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference.oracle import (
@@ -16,6 +15,7 @@ from reference.oracle import (
     plugin_args,
     split_objects,
 )
+from support.backends import cudasim_enabled
 
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
@@ -308,8 +308,8 @@ def _gpu_snapshot(t):
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_gpu_share_preemption_frees_one_gpu(backend):
-    from tensorsched.topology.synthetic import gpu_node
     from tensorsched.topology.gpu_table import GpuTable
+    from tensorsched.topology.synthetic import gpu_node
     # Eight 600m shares, one per GPU of the node: a 700m share fits only when
     # one of them goes; resources alone would reprieve them all.  Reprieved
     # in the reverse of their binding order, they must get their own GPUs back.

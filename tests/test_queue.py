@@ -3,10 +3,11 @@ moved by the events their plugins declare, the 5-minute flush, the move
 request during a cycle, SchedulingGates -- checked after every step."""
 
 import pytest
-from sched_checks import check
+from support.checks import check
 
 from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import (
@@ -17,7 +18,6 @@ from tensorsched.framework.scheduler.queue import (
     UNSCHEDULABLE,
     SchedulingQueue,
 )
-from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
 

@@ -4,7 +4,7 @@ while filtering, and preemption through the queue -- with the state checked
 after every step (nothing double-counted, nothing lost)."""
 
 import pytest
-from sched_checks import check
+from support.checks import check
 
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry

@@ -10,9 +10,9 @@ after random binds and deletes.
 from __future__ import annotations
 
 import pytest
-from conftest import backend_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backends import backend_params
 from test_backend_parity import check_against_oracle
 
 _SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),

@@ -10,20 +10,20 @@ import copy
 from collections import Counter
 
 import pytest
-from conftest import backend_params
-from golden import golden_profile_to_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.backends import backend_params
+from support.golden import golden_profile_to_config
 from test_backend_parity import check_against_oracle
 from test_incremental_constraints import _cycle, _same
 from test_spread_affinity_parity import _SETTINGS, spread_scenarios
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import parse_objects, parse_pod
-from tensorsched.framework.state.workload_index import WorkloadIndex
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.framework.state.workload_index import WorkloadIndex
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

@@ -40,7 +40,20 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Golden cases that cannot run through a v1 configuration, with the reason.
+LEFT_OUT = {
+    "fit:27:not allow pod with restartable init containers if sidecar containers is disabled":
+        "needs feature gate SidecarContainers=false; the gate is on by default in v1.29-v1.32 "
+        "(GA in v1.33) and is not modelled",
+    "least_allocated:02:Resources not set, pods scheduled with error":
+        "nil scoringStrategy.resources only exists in internal args; v1 defaulting fills "
+        "cpu:1, memory:1, so the Score Error status is unreachable through a config",
+    "most_allocated:06:resource with zero weight":
+        "weight 0 is invalid only in internal args; v1 defaulting turns it into 1, so the "
+        "config loads without error",
+}
 
 GOLDEN_FILES = (
     "fit.json",
