@@ -21,7 +21,8 @@ from tensorsched.framework.objects.manifests import load_objects
 from tensorsched.framework.objects.synthetic import sample
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
-from tensorsched.framework.scheduler.scheduler import Scheduler, summarize
+from tensorsched.framework.scheduler.metrics import summarize
+from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.topology.gpu_table import binding_gpus
 from tensorsched.topology.openb import replay as R
 

@@ -1,0 +1,226 @@
+"""The binding cycle (upstream ``schedule_one.go``'s bindingCycle and the
+framework's Reserve/Permit/Bind runners): assume (the state counts the pod
+at once), Reserve (Unreserve in reverse on failure), Permit (``permit(ctx,
+node) -> Status`` or ``(Status, timeout_seconds)``: Allow, Reject, or Wait
+until ``allow``/``reject`` or the timeout on the clock), then PreBind, Bind,
+PostBind.  A failure after assume (Reserve, Permit reject or timeout,
+PreBind, Bind, including the injectable binder failure: ``binder_fault_rate``
+with a seeded RNG or a ``binder(pod, node)`` callback) unreserves, forgets
+the pod (the state no longer counts it), and requeues it with backoff:
+nothing is counted twice and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.runtime.framework import Framework
+from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.runtime.status import Code, Status
+
+from .events import Binding
+from .queue import POD_DELETE, QueuedPodInfo
+
+DEFAULT_PERMIT_TIMEOUT = 60.0
+
+
+@dataclass
+class WaitingPod:
+    """An assumed pod between Permit and its binding cycle."""
+
+    pod: PodRecord
+    node: str
+    fw: Framework
+    ctx: CycleContext
+    pi: QueuedPodInfo | None
+    deadline: float = 0.0
+    timeout: float = 0.0
+    pending: set = field(default_factory=set)       # plugins that said Wait
+
+
+class BindingCycle:
+    """The binding side of ``Scheduler``: assume, Reserve, Permit (waiting
+    pods), PreBind, Bind, PostBind."""
+
+    def _unreserve(self, fw, ctx, node, upto=None) -> None:
+        """Unreserve (reverse order) and forget the assumed pod."""
+        plugins = fw._point.get("reserve", [])
+        if upto is not None:
+            plugins = plugins[: upto + 1]
+        for q in reversed(plugins):
+            q.unreserve(ctx, node)
+        key = ctx.pod.key
+        self.assumed.pop(key, None)
+        if key in self.cluster.state.pods:
+            self.cluster.state.remove_pod(key)
+
+    def _requeue_after_assume(self, pod, pi, status: Status, error: bool,
+                              in_cycle: bool = False) -> None:
+        """Forgotten after assume: the freed room is a move request (an
+        assigned-pod delete) and the pod goes back to the queue.  As
+        upstream, a failure inside the scheduling cycle (Reserve, Permit)
+        requeues the pod first and then moves every other pod, so a pod a
+        plugin rejected waits in the unschedulable pool; a failure in the
+        binding cycle moves first, so the pod itself backs off."""
+        q = self.queue
+        if not in_cycle:
+            q.move_all(POD_DELETE)
+        if pi is None:
+            now = self.clock.now()
+            pi = QueuedPodInfo(pod, now, now, attempts=1, cycle=q.scheduling_cycle)
+        else:
+            pi.pod = pod
+        q.requeue(pi, {status.plugin} if status.plugin else (), error=error)
+        if in_cycle:
+            q.move_all(POD_DELETE, exclude=pod.key)
+
+    def _assume_and_permit(self, fw: Framework, pod: PodRecord, node: str,
+                           pi: QueuedPodInfo | None) -> Binding:
+        state = self.cluster.state
+        ctx = CycleContext(state, pod, fw)
+        state.add_pod(pod, node)                       # assume: counted at once
+        if pi is not None:
+            self.queue.done(pod.key)
+        for i, p in enumerate(fw._point.get("reserve", ())):
+            t = time.perf_counter()
+            st = p.reserve(ctx, node)
+            self._time_plugin("Reserve", p.name, time.perf_counter() - t)
+            if not st.ok:
+                self._unreserve(fw, ctx, node, upto=i)
+                msg = f"running Reserve plugin {p.name!r}: " + "; ".join(st.reasons)
+                self._result("error")
+                if pi is not None:
+                    self._requeue_after_assume(pod, pi, st.with_plugin(p.name), error=True,
+                                               in_cycle=True)
+                self._emit("FailedScheduling", pod.key, node, msg)
+                return Binding(pod.key, None, msg)
+        self._emit("Scheduled", pod.key, node)
+        permits = fw._point.get("permit", ())
+        if permits:
+            w = WaitingPod(pod, node, fw, ctx, pi)
+            timeout = None
+            for p in permits:
+                t = time.perf_counter()
+                r = p.permit(ctx, node)
+                self._time_plugin("Permit", p.name, time.perf_counter() - t)
+                st, to = r if isinstance(r, tuple) else (r, DEFAULT_PERMIT_TIMEOUT)
+                if st.code == Code.WAIT:
+                    w.pending.add(p.name)
+                    timeout = to if timeout is None else min(timeout, to)
+                elif not st.ok:
+                    st = st if st.plugin else st.with_plugin(p.name)
+                    msg = "; ".join(st.reasons) or f"rejected by Permit plugin {p.name!r}"
+                    self._fail_permit(w, st, msg, in_cycle=True)
+                    return Binding(pod.key, None, msg)
+            if w.pending:
+                w.timeout = float(timeout)
+                w.deadline = self.clock.now() + w.timeout
+                self.waiting[pod.key] = w
+                return Binding(pod.key, None, "waiting on permit plugin(s) "
+                               + ", ".join(sorted(w.pending)))
+            return self._binding_cycle(w)
+        return self._binding_cycle(WaitingPod(pod, node, fw, ctx, pi))
+
+    def allow(self, key: str, plugin: str) -> None:
+        """A Permit plugin lets a waiting pod go (it binds when every
+        waiting plugin has allowed it; the binding cycle runs after the
+        current step)."""
+        w = self.waiting.get(key)
+        if w is None:
+            return
+        w.pending.discard(plugin)
+        if not w.pending:
+            del self.waiting[key]
+            self._to_bind.append(w)
+
+    def reject(self, key: str, plugin: str, message: str) -> None:
+        """Reject a waiting pod: unreserve, forget, requeue."""
+        w = self.waiting.pop(key, None)
+        if w is None:
+            return
+        self._fail_permit(w, Status(Code.UNSCHEDULABLE, (message,), plugin), message)
+
+    def waiting_pods(self) -> list[str]:
+        return list(self.waiting)
+
+    def _fail_permit(self, w: WaitingPod, st: Status, msg: str, in_cycle: bool = False) -> None:
+        self._unreserve(w.fw, w.ctx, w.node)
+        self._result("unschedulable")
+        self._requeue_after_assume(w.pod, w.pi, st, error=False, in_cycle=in_cycle)
+        b = Binding(w.pod.key, None, msg)
+        self.outcomes[w.pod.key] = b
+        self._emit("FailedScheduling", w.pod.key, w.node, msg)
+
+    def _drain(self) -> None:
+        while self._to_bind:
+            self._binding_cycle(self._to_bind.pop(0))
+
+    def _binder_fails(self, pod, node) -> Status | None:
+        if self.binder is not None:
+            r = self.binder(pod, node)
+            if isinstance(r, Status):
+                return None if r.ok else r
+            return None if r in (True, None) else Status(Code.ERROR, ("binder failed",),
+                                                         "binder")
+        if self.binder_fault_rate > 0 and self._rng.random() < self.binder_fault_rate:
+            return Status(Code.ERROR, ("injected binder failure",), "binder")
+        return None
+
+    def _binding_cycle(self, w: WaitingPod) -> Binding:
+        fw, ctx, node, pod = w.fw, w.ctx, w.node, w.pod
+        failed = None
+        for p in fw._point.get("preBind", ()):
+            t = time.perf_counter()
+            st = p.pre_bind(ctx, node)
+            self._time_plugin("PreBind", p.name, time.perf_counter() - t)
+            if not st.ok:
+                failed = (st if st.plugin else st.with_plugin(p.name), "PreBind", p.name)
+                break
+        if failed is None:
+            st = self._binder_fails(pod, node)
+            if st is not None:
+                failed = (st, "Bind", "binder")
+        if failed is None:
+            for p in fw._point.get("bind", ()):
+                t = time.perf_counter()
+                st = p.bind(ctx, node)
+                self._time_plugin("Bind", p.name, time.perf_counter() - t)
+                if st.code == Code.SKIP:
+                    continue
+                if not st.ok:
+                    failed = (st if st.plugin else st.with_plugin(p.name), "Bind", p.name)
+                break
+        if failed is not None:
+            st, point, name = failed
+            msg = f"running {point} plugin {name!r}: " + "; ".join(st.reasons)
+            self._unreserve(fw, ctx, node)
+            self.bind_failures += 1
+            self._result("error")
+            self._requeue_after_assume(pod, w.pi, st, error=True)
+            self._emit("BindFailed", pod.key, node, msg)
+            b = Binding(pod.key, None, msg)
+            self.outcomes[pod.key] = b
+            return b
+        for p in fw._point.get("postBind", ()):
+            t = time.perf_counter()
+            p.post_bind(ctx, node)
+            self._time_plugin("PostBind", p.name, time.perf_counter() - t)
+        if self.assume_ttl is not None:
+            self.assumed[pod.key] = self.clock.now() + self.assume_ttl
+        self._result("scheduled")
+        if self.nominator:
+            self.nominator.delete(pod.key)
+        now = self.clock.now()
+        if w.pi is not None:
+            self.e2e_latencies.append(now - w.pi.initial_timestamp)
+        b = Binding(pod.key, node)
+        pre = self.preempted_for.pop(pod.key, None) if self.preempted_for else None
+        if pre is not None:
+            b.nominated_node, b.victims = pre[0], list(pre[1])
+        if self.events.active:
+            self._emit("Bound", pod.key, node)
+        if w.pi is not None or self.waiting or self.events.active:
+            self.outcomes[pod.key] = b
+        return b

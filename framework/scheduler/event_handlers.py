@@ -1,0 +1,101 @@
+"""Informer-style event handlers of the Scheduler: nodes and pods added,
+updated or deleted through the embedding API, each a cluster event that may
+move pods out of the unschedulable pool (upstream ``eventhandlers.go``)."""
+
+from __future__ import annotations
+
+from tensorsched.framework.objects.manifests import parse_node
+from tensorsched.framework.objects.records import NodeRecord
+
+from .queue import (
+    NODE_ADD,
+    NODE_DELETE,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_DELETE,
+    POD_UPDATE,
+    UNSCHEDULED_POD_ADD,
+)
+
+
+class EventHandlers:
+    """``add_node`` / ``update_node`` / ``delete_node``, ``add_pod`` /
+    ``update_pod`` / ``delete_pod`` and ``confirm`` of ``Scheduler``."""
+
+    def _node(self, node) -> NodeRecord:
+        return node if isinstance(node, NodeRecord) else parse_node(node)
+
+    def add_node(self, node) -> None:
+        self.cluster.state.add_node(self._node(node))
+        self.queue.move_all(NODE_ADD)
+
+    def update_node(self, node) -> None:
+        self.cluster.state.update_node(self._node(node))
+        self.queue.move_all(NODE_UPDATE)
+
+    def delete_node(self, name: str) -> None:
+        state = self.cluster.state
+        for key, w in list(self.waiting.items()):
+            if w.node == name:
+                self.reject(key, "", f"node {name!r} deleted")
+        row = state.node_rows.get(name)
+        if row is not None:
+            for key in list(state.pods_on_node[row]):
+                self.assumed.pop(key, None)
+        state.remove_node(name)
+        for pod in self.nominator.nominated_on(name):
+            self.nominator.delete(pod.key)
+        self.queue.move_all(NODE_DELETE)
+
+    def add_pod(self, pod) -> None:
+        """A pod bound with spec.nodeName joins the state (an assigned-pod
+        add event); any other joins the scheduling queue."""
+        pod = self.cluster.resolve(pod)
+        if pod.node_name:
+            self.cluster.state.add_pod(pod)
+            self.queue.move_all(POD_ADD)
+        else:
+            self.queue.add(pod)
+            if self.queue.unschedulable:
+                self.queue.move_all(UNSCHEDULED_POD_ADD)
+
+    def update_pod(self, pod) -> None:
+        """A pending pod is re-evaluated by the queue (PreEnqueue: gates);
+        a bound one is replaced in the state (confirming it when assumed)."""
+        pod = self.cluster.resolve(pod)
+        key = pod.key
+        if key in self.queue:
+            self.queue.update(pod)
+            return
+        state = self.cluster.state
+        if key in state.pods:
+            if key in self.assumed and pod.node_name:
+                self.assumed.pop(key)
+            state.update_pod(pod, pod.node_name or None)
+            self.queue.move_all(POD_UPDATE)
+            return
+        if key in self.waiting:
+            self.waiting[key].pod = pod
+            return
+        raise KeyError(f"Pod {key}: not known to the scheduler")
+
+    def delete_pod(self, key: str) -> None:
+        """Delete a pod wherever it is (queue, permit wait, assumed, bound)."""
+        if not isinstance(key, str):
+            key = self.cluster.resolve(key).key
+        self.nominator.delete(key)
+        w = self.waiting.pop(key, None)
+        if w is not None:
+            self._unreserve(w.fw, w.ctx, w.node)
+        self._to_bind = [x for x in self._to_bind if x.pod.key != key]
+        if self._queue is not None:
+            self._queue.delete(key)
+        self.assumed.pop(key, None)
+        self.preempted_for.pop(key, None)
+        if key in self.cluster.state.pods:
+            self.cluster.state.remove_pod(key)
+            self.queue.move_all(POD_DELETE)
+
+    def confirm(self, key: str) -> None:
+        """The binding of an assumed pod is confirmed (informer add)."""
+        self.assumed.pop(key, None)

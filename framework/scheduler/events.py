@@ -1,0 +1,76 @@
+"""What the scheduler reports: ``Binding`` (one scheduling outcome) and the
+event bus behind ``Scheduler.subscribe``.
+
+Events: Scheduled (node chosen and assumed), Bound, FailedScheduling,
+Preempted (one per victim), BindFailed, AssumeExpired.  Each callback gets a
+dict: event, pod, node, message, time (clock seconds), plus
+``victims``/``preemptor``/``nominated_node`` where they apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tensorsched.framework.runtime.clock import Clock
+
+EVENTS = ("Scheduled", "Bound", "FailedScheduling", "Preempted", "BindFailed",
+          "AssumeExpired")
+# The events that end a pod's attempt; the last one is its outcome.
+OUTCOME_EVENTS = ("Bound", "FailedScheduling", "BindFailed")
+
+
+@dataclass
+class Binding:
+    """One scheduling outcome: a node, or the FailedScheduling message."""
+
+    pod: str
+    node: str | None
+    message: str = ""
+    nominated_node: str | None = None
+    victims: list = field(default_factory=list)     # "ns/name" evicted for this pod
+
+    def to_dict(self) -> dict:
+        d = {"pod": self.pod, "node": self.node}
+        if self.node is None:
+            d["message"] = self.message
+        if self.nominated_node is not None:
+            d["nominated_node"] = self.nominated_node
+            d["preempted"] = list(self.victims)
+        return d
+
+
+class EventBus:
+    """Subscribers per event name ("*" for all), called in subscription order."""
+
+    def __init__(self, clock: Clock):
+        self.clock = clock
+        self._subs: dict[str, list] = {}
+
+    @property
+    def active(self) -> bool:
+        """Anyone subscribed since the bus was made (an unsubscribed event
+        keeps its empty list: callers that record outcomes for subscribers
+        keep doing so)."""
+        return bool(self._subs)
+
+    def subscribe(self, event: str, callback: Callable) -> Callable:
+        """Call ``callback(dict)`` on each ``event`` (one of EVENTS, or "*"
+        for all); returns a function that unsubscribes."""
+        if event not in EVENTS and event != "*":
+            raise ValueError(f"unknown event {event!r}; known: {', '.join(EVENTS)}")
+        subs = self._subs.setdefault(event, [])
+        subs.append(callback)
+        return lambda: subs.remove(callback)
+
+    def emit(self, event: str, pod: str, node: str | None = None, message: str = "",
+             **extra) -> None:
+        if not self._subs:
+            return
+        subs = self._subs.get(event, []) + self._subs.get("*", [])
+        if not subs:
+            return
+        payload = {"event": event, "pod": pod, "node": node, "message": message,
+                   "time": self.clock.now(), **extra}
+        for cb in subs:
+            cb(payload)

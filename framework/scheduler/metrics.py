@@ -1,0 +1,72 @@
+"""What the scheduler measures: attempts by result, host seconds per stage
+and per plugin, end-to-end latency on the clock, queue sizes, preemptions,
+evictions and binder failures (``Scheduler.metrics()``), and the CLI's
+summary of a run's outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .events import Binding
+
+
+@dataclass
+class StageTimer:
+    """Seconds spent per stage, summed over cycles."""
+
+    seconds: dict = field(default_factory=dict)
+
+    def add(self, stage: str, dt: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + dt
+
+
+class Metrics:
+    """The metric side of ``Scheduler`` (its counters are set up in
+    ``Scheduler.__init__``: results, timer, plugin_seconds, e2e_latencies,
+    preemptions, evictions, bind_failures)."""
+
+    def _result(self, kind: str) -> None:
+        self.results[kind] = self.results.get(kind, 0) + 1
+
+    def _time_plugin(self, point: str, name: str, dt: float) -> None:
+        k = f"{point}/{name}"
+        self.plugin_seconds[k] = self.plugin_seconds.get(k, 0.0) + dt
+
+    def metrics(self) -> dict:
+        """Attempts by result, per-stage and per-plugin seconds (host time),
+        end-to-end latency in clock seconds (first enqueue -> bound), queue
+        sizes, preemptions, evictions, binder failures."""
+        lat = sorted(self.e2e_latencies)
+
+        def pct(q):
+            if not lat:
+                return None
+            return lat[min(len(lat) - 1, round(q / 100 * (len(lat) - 1)))]
+        return {
+            "attempts": dict(self.results),
+            "stage_seconds": dict(self.timer.seconds),
+            "plugin_seconds": dict(self.plugin_seconds),
+            "e2e_latency_seconds": {"count": len(lat), "p50": pct(50), "p99": pct(99),
+                                    "max": lat[-1] if lat else None,
+                                    "mean": sum(lat) / len(lat) if lat else None},
+            "queue": self._queue.counts() if self._queue is not None else {},
+            "waiting_on_permit": len(self.waiting),
+            "assumed_unconfirmed": len(self.assumed),
+            "nominated": len(self.nominator.node_of),
+            "preemptions": self.preemptions,
+            "evictions": len(self.evictions),
+            "bind_failures": self.bind_failures,
+        }
+
+
+def summarize(bindings: list[Binding]) -> dict:
+    """Counts for the CLI summary."""
+    placed = sum(1 for b in bindings if b.node is not None)
+    per_node: dict[str, int] = {}
+    for b in bindings:
+        if b.node is not None:
+            per_node[b.node] = per_node.get(b.node, 0) + 1
+    return {"pods": len(bindings), "scheduled": placed, "unschedulable": len(bindings) - placed,
+            "nodes_used": len(per_node),
+            "preemptions": sum(1 for b in bindings if b.nominated_node is not None),
+            "evictions": sum(len(b.victims) for b in bindings)}
