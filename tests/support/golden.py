@@ -498,3 +498,30 @@ def load_preemption_cases(directory: Path | None = None) -> list[dict]:
 
 def preemption_golden_available() -> bool:
     return all((golden_dir() / f).is_file() for f in PREEMPTION_FILES)
+
+
+
+UNNAMED_NODE = "unnamed-node"
+
+
+def named(case):
+    """(objects, pod, node-name map) with placeholder names for nameless
+    objects; the map sends a golden node key to the name explain reports."""
+    objects = copy.deepcopy(case.objects)
+    pod = copy.deepcopy(case.pod)
+    rename = {}
+    k = 0
+    for obj in objects + [pod]:
+        meta = obj.setdefault("metadata", {})
+        if meta.get("name"):
+            continue
+        if obj["kind"] == "Node":
+            assert "" not in rename, "two nameless nodes"
+            rename[""] = meta["name"] = UNNAMED_NODE
+        else:
+            meta["name"] = f"unnamed-pod-{k}"
+            k += 1
+    if rename:
+        # A node's name only matters to matchFields; none may be in play.
+        assert "matchFields" not in repr(pod) and "matchFields" not in repr(case.profile)
+    return objects, pod, (lambda n: rename.get(n, n))

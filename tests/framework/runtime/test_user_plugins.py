@@ -12,7 +12,7 @@ from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "plugins"
+DATA = Path(__file__).resolve().parents[3] / "data" / "plugins"
 
 
 def _module(name):

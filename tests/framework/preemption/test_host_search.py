@@ -9,71 +9,19 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference.oracle import (
-    oracle_pick_one_node,
-    oracle_select_victims_on_node,
-    plugin_args,
-    split_objects,
-)
 from support.backends import cudasim_enabled
+from support.preemption import (
+    HOST,
+    PREEMPTION_CONFIG,
+    check_victims,
+    preemption_node,
+    preemption_pod,
+)
 
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.framework.state.domain_counts import DomainSums, PodCountIndex, pod_count_index
-
-FILTERS = ["NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
-CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-    "profiles": [{"schedulerName": "default-scheduler", "plugins": {
-        "multiPoint": {"disabled": [{"name": "*"}]},
-        "queueSort": {"enabled": [{"name": "PrioritySort"}]},
-        "bind": {"enabled": [{"name": "DefaultBinder"}]},
-        "preFilter": {"enabled": [{"name": f} for f in FILTERS]},
-        "filter": {"enabled": [{"name": f} for f in FILTERS]},
-        "postFilter": {"enabled": [{"name": "DefaultPreemption"}]}}}],
-}
-HOST = "kubernetes.io/hostname"
-
-
-def _pod(name, node=None, prio=0, cpu=100, app="a", start=None, port=None, spread=(),
-         anti=None, aff=None):
-    c = {"name": "c", "image": "pause",
-         "resources": {"requests": {"cpu": f"{cpu}m", "memory": "1Mi"}}}
-    if port:
-        c["ports"] = [{"containerPort": port, "hostPort": port}]
-    spec = {"containers": [c], "priority": prio}
-    if node:
-        spec["nodeName"] = node
-    if spread:
-        spec["topologySpreadConstraints"] = [
-            {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
-             "labelSelector": {"matchLabels": {"app": sel}}} for key, skew, sel in spread]
-    affinity = {}
-    if anti:
-        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": anti[1]}}, "topologyKey": anti[0]}]}
-    if aff:
-        affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": aff[1]}}, "topologyKey": aff[0]}]}
-    if affinity:
-        spec["affinity"] = affinity
-    obj = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
-           "spec": spec}
-    if start is not None:
-        obj["status"] = {"startTime": f"2024-01-01T00:00:{start:02d}Z"}
-    return obj
-
-
-def _node(name, cpu, pods, zone):
-    alloc = {"cpu": f"{cpu}m", "memory": "1Gi", "pods": str(pods)}
-    labels = {HOST: name}
-    if zone is not None:
-        labels["zone"] = zone
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "status": {"capacity": dict(alloc), "allocatable": alloc}}
-
 
 KEYS = st.sampled_from(["zone", HOST])
 APPS = st.sampled_from(["a", "b"])
@@ -84,11 +32,11 @@ def clusters(draw, max_nodes=5, max_pods=5):
     objs = []
     for i in range(draw(st.integers(1, max_nodes))):
         zone = draw(st.sampled_from(["z1", "z2", "z3", "z1", "z2", None]))
-        objs.append(_node(f"n{i}", draw(st.sampled_from([400, 600, 1000])),
+        objs.append(preemption_node(f"n{i}", draw(st.sampled_from([400, 600, 1000])),
                           draw(st.integers(3, 8)), zone))
         for k in range(draw(st.integers(0, max_pods))):
             anti = (draw(KEYS), draw(APPS)) if draw(st.integers(0, 7)) == 0 else None
-            objs.append(_pod(f"p{i}-{k}", f"n{i}", prio=draw(st.sampled_from([-5, 0, 3, 7])),
+            objs.append(preemption_pod(f"p{i}-{k}", f"n{i}", prio=draw(st.sampled_from([-5, 0, 3, 7])),
                              cpu=draw(st.sampled_from([50, 100, 200])), app=draw(APPS),
                              start=draw(st.one_of(st.none(), st.integers(0, 5))),
                              port=draw(st.sampled_from([None, None, None, 8080])), anti=anti))
@@ -104,49 +52,11 @@ def clusters(draw, max_nodes=5, max_pods=5):
                        for key in draw(st.lists(KEYS, min_size=1, max_size=2, unique=True)))
     anti = (draw(KEYS), draw(APPS)) if kind in ("anti", "both") else None
     aff = (draw(KEYS), draw(APPS)) if kind == "affinity" else None
-    pre = _pod("preemptor", prio=draw(st.sampled_from([3, 7, 10])),
+    pre = preemption_pod("preemptor", prio=draw(st.sampled_from([3, 7, 10])),
                cpu=draw(st.sampled_from([50, 200, 400])), app=draw(APPS),
                port=draw(st.sampled_from([None, None, 8080])), spread=spread, anti=anti,
                aff=aff)
     return objs, pre
-
-
-def _oracle(objs, pre):
-    nodes, bound = split_objects(objs)
-    pdbs = [o for o in objs if o["kind"] == "PodDisruptionBudget"]
-    args = {f: plugin_args(f, None) for f in FILTERS}
-    return {n["metadata"]["name"]: oracle_select_victims_on_node(
-        pre, n, bound[n["metadata"]["name"]], FILTERS, args, pdbs, nodes, bound)
-        for n in nodes}
-
-
-def _ours(objs, pre, backend):
-    cluster = build_cluster(objs, CONFIG)
-    pod = cluster.resolve(pre)
-    fw = cluster.framework_for(pod, backend)
-    result = fw.run_cycle(cluster.state, pod, all_nodes=True)
-    plugin = fw._point["postFilter"][0]
-    ctx = CycleContext(cluster.state, pod, fw)
-    rows = cluster.state.valid_rows()
-    n = rows.shape[0]
-    kw = dict(offset=0, num_cands=n, potential_rows=rows)
-    dry = plugin.post_filter(ctx, result, cluster.pod_table(), dry_run_all=True, **kw)
-    full = plugin.post_filter(ctx, result, cluster.pod_table(), **kw)
-    return dry, full
-
-
-def _check(objs, pre, backend):
-    want = _oracle(objs, pre)
-    dry, full = _ours(objs, pre, backend)
-    got = {c.node: (c.victims, c.num_pdb_violations) for c in dry.candidates}
-    exp = {n: (r["victims"], r["num_pdb_violations"]) for n, r in want.items()
-           if r["status"] == "ok"}
-    assert got == exp
-    assert dry.filter_calls == sum(r["filter_calls"] for r in want.values())
-    order = [c.node for c in dry.candidates]
-    assert full.nominated_node == oracle_pick_one_node([(n, want[n]) for n in order])
-    if full.nominated_node is not None:
-        assert full.victims == want[full.nominated_node]["victims"]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -154,7 +64,7 @@ def _check(objs, pre, backend):
 def test_host_filter_victims_match_oracle_numpy_numba(case):
     objs, pre = case
     for backend in ("numpy", "numba"):
-        _check(objs, pre, backend)
+        check_victims(objs, pre, backend)
 
 
 @pytest.mark.cudasim
@@ -163,7 +73,7 @@ def test_host_filter_victims_match_oracle_numpy_numba(case):
 @given(clusters(max_nodes=3, max_pods=3))
 def test_host_filter_victims_match_oracle_cuda(case):
     objs, pre = case
-    _check(objs, pre, "cuda")
+    check_victims(objs, pre, "cuda")
 
 
 # ---------------------------------------------------------------------------
@@ -177,12 +87,12 @@ def _zone_cluster():
     app=b per zone) fits n0's resources already: only the host filters ask
     for victims, a0-1 (spread) and b0 (anti-affinity); a0-0 is reprieved.
     b0 carries an anti-affinity term of its own (an affinity-term group)."""
-    objs = [_node("n0", 1000, 10, "z1"), _node("n1", 400, 10, "z2"),
-            _node("n2", 400, 10, "z3")]
-    objs += [_pod(f"a0-{k}", "n0", prio=0, cpu=200, start=k) for k in range(2)]
-    objs += [_pod("b0", "n0", prio=0, cpu=100, app="b", start=2, anti=("zone", "c")),
-             _pod("a1", "n1", prio=100, cpu=400), _pod("a2", "n2", prio=100, cpu=400)]
-    pre = _pod("pre", prio=10, cpu=300, spread=(("zone", 1, "a"),), anti=("zone", "b"))
+    objs = [preemption_node("n0", 1000, 10, "z1"), preemption_node("n1", 400, 10, "z2"),
+            preemption_node("n2", 400, 10, "z3")]
+    objs += [preemption_pod(f"a0-{k}", "n0", prio=0, cpu=200, start=k) for k in range(2)]
+    objs += [preemption_pod("b0", "n0", prio=0, cpu=100, app="b", start=2, anti=("zone", "c")),
+             preemption_pod("a1", "n1", prio=100, cpu=400), preemption_pod("a2", "n2", prio=100, cpu=400)]
+    pre = preemption_pod("pre", prio=10, cpu=300, spread=(("zone", 1, "a"),), anti=("zone", "b"))
     return objs, pre
 
 
@@ -217,7 +127,7 @@ def _same(a, b):
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_victim_search_leaves_state_identical(backend):
     objs, pre = _zone_cluster()
-    cluster = build_cluster(objs, CONFIG)
+    cluster = build_cluster(objs, PREEMPTION_CONFIG)
     pod = cluster.resolve(pre)
     fw = cluster.framework_for(pod, backend)
     state = cluster.state
@@ -261,7 +171,7 @@ def _recount_matches(state):
 def test_scheduler_eviction_keeps_domain_counts(backend):
     objs, pre = _zone_cluster()
     objs.append(pre)
-    cluster = build_cluster(objs, CONFIG)
+    cluster = build_cluster(objs, PREEMPTION_CONFIG)
     sched = Scheduler(cluster, backend, seed=3)
     bindings = sched.run(cluster.pending)
     (b,) = bindings
@@ -362,10 +272,10 @@ def test_user_filter_is_rerun_while_pods_are_removed(backend):
                "preFilter": {"enabled": [{"name": "NodeResourcesFit"}]},
                "filter": {"enabled": [{"name": "NodeResourcesFit"}, {"name": "FewPods"}]},
                "postFilter": {"enabled": [{"name": "DefaultPreemption"}]}}}]}
-    objs = [_node("n0", 1000, 10, "z1")]
-    objs += [_pod(f"p{k}", "n0", prio=0, cpu=50, start=k) for k in range(3)]
+    objs = [preemption_node("n0", 1000, 10, "z1")]
+    objs += [preemption_pod(f"p{k}", "n0", prio=0, cpu=50, start=k) for k in range(3)]
     cluster = build_cluster(objs, cfg, _few_pods_registry())
-    pod = cluster.resolve(_pod("pre", prio=10, cpu=50))
+    pod = cluster.resolve(preemption_pod("pre", prio=10, cpu=50))
     fw = cluster.framework_for(pod, backend)
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)
     out = fw._point["postFilter"][0].post_filter(CycleContext(cluster.state, pod, fw), result,
@@ -382,10 +292,10 @@ def test_missing_spread_key_is_not_helpful(backend):
     # UnschedulableAndUnresolvable: preemption does not try it (upstream's
     # nodesWherePreemptionMightHelp); the zoned node is tried and has no
     # lower-priority pod.
-    objs = [_node("n0", 1000, 10, None), _node("n1", 100, 10, "z1"),
-            _pod("low", "n0", prio=0, cpu=100), _pod("high", "n1", prio=50, cpu=100)]
-    cluster = build_cluster(objs, CONFIG)
-    pod = cluster.resolve(_pod("pre", prio=10, cpu=100, spread=(("zone", 1, "a"),)))
+    objs = [preemption_node("n0", 1000, 10, None), preemption_node("n1", 100, 10, "z1"),
+            preemption_pod("low", "n0", prio=0, cpu=100), preemption_pod("high", "n1", prio=50, cpu=100)]
+    cluster = build_cluster(objs, PREEMPTION_CONFIG)
+    pod = cluster.resolve(preemption_pod("pre", prio=10, cpu=100, spread=(("zone", 1, "a"),)))
     fw = cluster.framework_for(pod, backend)
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)
     out = fw._point["postFilter"][0].post_filter(CycleContext(cluster.state, pod, fw), result,

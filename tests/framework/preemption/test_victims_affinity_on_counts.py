@@ -17,7 +17,7 @@ import copy
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_preemption_host_filters import CONFIG, HOST, _check, _node
+from support.preemption import HOST, PREEMPTION_CONFIG, check_victims, preemption_node
 
 from tensorsched.framework.objects.priorities import pod_priority
 from tensorsched.framework.preemption.host_search import HostVictimSearch, active_host_filters
@@ -29,7 +29,7 @@ APPS = st.sampled_from(["a", "b"])
 NSS = st.sampled_from(["default", "default", "other"])
 
 # The same profile with InterPodAffinity's Filter before PodTopologySpread's.
-CONFIG_IPA_FIRST = copy.deepcopy(CONFIG)
+CONFIG_IPA_FIRST = copy.deepcopy(PREEMPTION_CONFIG)
 _plugins = CONFIG_IPA_FIRST["profiles"][0]["plugins"]
 _plugins["filter"]["enabled"] = [{"name": n} for n in
                                  ["NodePorts", "NodeResourcesFit", "InterPodAffinity",
@@ -84,7 +84,7 @@ def _pod(draw, name, node, prio, aff_terms=(), anti_terms=()):
 def cases(draw, max_nodes=7, max_pods=6):
     objs = []
     for i in range(draw(st.integers(1, max_nodes))):
-        node = _node(f"n{i}", draw(st.sampled_from([400, 600, 1000])),
+        node = preemption_node(f"n{i}", draw(st.sampled_from([400, 600, 1000])),
                      draw(st.integers(3, 8)), draw(st.sampled_from(["z1", "z2", "z3", None])))
         if draw(st.booleans()):
             node["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r1", "r2"]))
@@ -120,7 +120,7 @@ def _same(a, b):
 @given(cases())
 def test_affinity_batch_matches_search_on_state(case):
     objs, pre, ipa_first = case
-    cluster = build_cluster(objs, CONFIG_IPA_FIRST if ipa_first else CONFIG)
+    cluster = build_cluster(objs, CONFIG_IPA_FIRST if ipa_first else PREEMPTION_CONFIG)
     pod = cluster.resolve(pre)
     fw = cluster.framework_for(pod, "numpy")
     state = cluster.state
@@ -168,7 +168,7 @@ def test_affinity_batch_matches_search_on_state(case):
 def test_affinity_victims_match_oracle(case):
     objs, pre, _ = case
     for backend in ("numpy", "numba"):
-        _check(objs, pre, backend)
+        check_victims(objs, pre, backend)
 
 
 def test_preemption_antiaffinity_bench_same_with_search_on_state(tmp_path, monkeypatch):

@@ -14,9 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.backends import backend_params
 from support.golden import golden_profile_to_config
-from test_backend_parity import check_against_oracle
-from test_incremental_constraints import _cycle, _same
-from test_spread_affinity_parity import _SETTINGS, spread_scenarios
+from support.parity import (
+    SETTINGS,
+    check_against_oracle,
+    cycle_answers,
+    same_answers,
+    spread_scenarios,
+)
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import parse_objects, parse_pod
@@ -345,20 +349,20 @@ def workload_scenarios(draw, min_nodes=2, max_nodes=10):
     return objects + extra, pod, profile, seed
 
 
-@settings(max_examples=150, **_SETTINGS)
+@settings(max_examples=150, **SETTINGS)
 @given(workload_scenarios())
 def test_default_constraints_numpy_and_numba_match_oracle(scenario):
     check_against_oracle(scenario, ("numpy", "numba"))
 
 
 @pytest.mark.parametrize("backend", [p for p in backend_params() if p.values[0] == "cuda"])
-@settings(max_examples=6, **_SETTINGS)
+@settings(max_examples=6, **SETTINGS)
 @given(workload_scenarios(2, 4))
 def test_default_constraints_cudasim_match_oracle(backend, scenario):
     check_against_oracle(scenario, ("numpy", backend))
 
 
-@settings(max_examples=30, **_SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(workload_scenarios(), st.lists(st.tuples(st.booleans(), st.integers(0, 50)),
                                       min_size=1, max_size=8),
        st.sampled_from(("numpy", "numba")))
@@ -378,7 +382,7 @@ def test_default_constraint_cycles_after_binds_and_deletes_equal_fresh(scenario,
     cluster = build_cluster(objects, config)
     state = cluster.state
     rec = parse_pod(pod)
-    _cycle(cluster, rec, backend, seed)
+    cycle_answers(cluster, rec, backend, seed)
     names = [state.node_name(int(r)) for r in state.valid_rows()]
     for added, (add, x) in enumerate(ops):
         if add or not state.pods:
@@ -393,6 +397,6 @@ def test_default_constraint_cycles_after_binds_and_deletes_equal_fresh(scenario,
             key = sorted(state.pods)[x % len(state.pods)]
             state.remove_pod(key)
             bound.pop(key)
-        got = _cycle(cluster, rec, backend, seed)
+        got = cycle_answers(cluster, rec, backend, seed)
         fresh = build_cluster(others + list(bound.values()), config)
-        _same(got, _cycle(fresh, parse_pod(pod), backend, seed))
+        same_answers(got, cycle_answers(fresh, parse_pod(pod), backend, seed))

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from test_state import node, pod
+from support.records import node, pod
 
 from tensorsched.framework.objects.manifests import parse_node, parse_pod
 from tensorsched.framework.objects.records import NodeImage, Taint

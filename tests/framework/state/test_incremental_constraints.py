@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.golden import golden_profile_to_config
-from test_spread_affinity_parity import (
-    _SETTINGS,
+from support.parity import (
     NAMESPACES,
-    _pod,
+    SETTINGS,
+    cycle_answers,
     pod_affinity,
     pod_labels,
+    same_answers,
+    scenario_pod,
     spread_scenarios,
 )
 
@@ -48,24 +49,7 @@ def _named(pod: dict, name: str, node: str | None = None) -> dict:
     return p
 
 
-def _cycle(cluster, rec, backend, seed):
-    fw = cluster.framework_for(rec, backend)
-    return fw.run_cycle(cluster.state, rec, seed=seed, all_nodes=True)
-
-
-def _same(a, b) -> None:
-    assert a.prefilter_status.code == b.prefilter_status.code
-    assert a.selected_row == b.selected_row
-    if a.reasons is not None or b.reasons is not None:
-        assert np.array_equal(a.reasons, b.reasons)
-    if a.total is not None and b.total is not None:
-        assert np.array_equal(a.total, b.total)
-    if a.scores is not None and b.scores is not None:
-        fs = a.reasons == 0
-        assert np.array_equal(a.scores[fs], b.scores[fs])
-
-
-@settings(max_examples=40, **_SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(spread_scenarios(), st.lists(st.tuples(st.booleans(), st.integers(0, 50)),
                                     min_size=1, max_size=10),
        st.sampled_from(("numpy", "numba")))
@@ -78,7 +62,7 @@ def test_cycles_after_binds_and_deletes_equal_fresh_cluster(scenario, ops, backe
     cluster = build_cluster(objects, config)
     state = cluster.state
     rec = parse_pod(pod)
-    _cycle(cluster, rec, backend, seed)                  # fill the caches
+    cycle_answers(cluster, rec, backend, seed)                  # fill the caches
     names = [state.node_name(int(r)) for r in state.valid_rows()]
     added = 0
     for add, x in ops:
@@ -93,10 +77,10 @@ def test_cycles_after_binds_and_deletes_equal_fresh_cluster(scenario, ops, backe
             key = sorted(state.pods)[x % len(state.pods)]
             state.remove_pod(key)
             bound.pop(key)
-        got = _cycle(cluster, rec, backend, seed)
+        got = cycle_answers(cluster, rec, backend, seed)
         fresh = build_cluster(nodes + list(bound.values()), config)
-        want = _cycle(fresh, parse_pod(pod), backend, seed)
-        _same(got, want)
+        want = cycle_answers(fresh, parse_pod(pod), backend, seed)
+        same_answers(got, want)
 
 
 def _sequence(objects, pods, config, backend, want_scores, seed=0):
@@ -120,7 +104,7 @@ def _sequence(objects, pods, config, backend, want_scores, seed=0):
     return out
 
 
-@settings(max_examples=25, **_SETTINGS)
+@settings(max_examples=25, **SETTINGS)
 @given(spread_scenarios(), st.integers(2, 8))
 def test_placement_sequences_agree(scenario, count):
     objects, pod, profile, seed = scenario
@@ -185,30 +169,30 @@ def test_removed_pod_with_terms_leaves_no_stale_affinity_score():
     on every backend, on the mutated state as on a fresh cluster."""
     nodes = [_zone_node("node-0", "z1"), _zone_node("node-1", "z1"),
              _zone_node("node-2", "z2")]
-    e0 = _pod("e0", "default", {"app": "e"}, {"nodeName": "node-0", "affinity": {
+    e0 = scenario_pod("e0", "default", {"app": "e"}, {"nodeName": "node-0", "affinity": {
         "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "e"}}, "topologyKey": "zone"}]},
         "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}]}}})
     e0["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    pod = _pod("incoming", "default", {"app": "e"}, {
+    pod = scenario_pod("incoming", "default", {"app": "e"}, {
         "nodeSelector": {"zone": "z1"},
         "affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 5, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "e"}},
                                               "topologyKey": "kubernetes.io/hostname"}}]}}})
     fresh = build_cluster(nodes, _NO_SPREAD)
-    want = {b: _cycle_view(_cycle(fresh, parse_pod(pod), b, 0)) for b in ("numpy", "numba")}
+    want = {b: _cycle_view(cycle_answers(fresh, parse_pod(pod), b, 0)) for b in ("numpy", "numba")}
     assert want["numba"] == want["numpy"]
     want_explain = _explain_view(explain_pod(fresh, pod, "numpy"))
     for backend in ("numpy", "numba"):
         cluster = build_cluster(nodes + [e0], _NO_SPREAD)
         rec = parse_pod(pod)
-        before = _cycle(cluster, rec, backend, 0)
+        before = cycle_answers(cluster, rec, backend, 0)
         ipa = before.active_score_plugins[
             [p.name for p in before.active_score_plugins].index("InterPodAffinity")]
         assert before.scores[0, ipa.score_slot] == 100          # node-0, before e0 goes
         cluster.state.remove_pod("default/e0")
-        got = _cycle(cluster, rec, backend, 0)
+        got = cycle_answers(cluster, rec, backend, 0)
         assert got.scores[0, ipa.score_slot] == 0, backend
         assert _cycle_view(got) == want["numpy"], backend
         assert _explain_view(explain_pod(cluster, pod, backend)) == want_explain, backend
@@ -218,7 +202,7 @@ _OP = st.tuples(st.booleans(), st.integers(0, 50), pod_affinity(0.5), pod_labels
                 st.booleans(), st.booleans())
 
 
-@settings(max_examples=25, **_SETTINGS)
+@settings(max_examples=25, **SETTINGS)
 @given(spread_scenarios(2, 6), st.lists(_OP, min_size=1, max_size=6))
 def test_explain_after_adds_and_removes_of_pods_with_terms(scenario, ops):
     """Random adds (pods with required/preferred (anti-)affinity, terminating
@@ -239,7 +223,7 @@ def test_explain_after_adds_and_removes_of_pods_with_terms(scenario, ops):
         explain_pod(cluster, pod, b, seed)                # fill the caches
     for i, (add, x, aff, labels, terminating, place) in enumerate(ops):
         if add or not state.pods:
-            p = _pod(f"op-{i}", NAMESPACES[x % len(NAMESPACES)], labels,
+            p = scenario_pod(f"op-{i}", NAMESPACES[x % len(NAMESPACES)], labels,
                      {"nodeName": names[x % len(names)]})
             if aff:
                 p["spec"]["affinity"] = aff
@@ -257,7 +241,7 @@ def test_explain_after_adds_and_removes_of_pods_with_terms(scenario, ops):
             fw.run_cycle(state, rec, seed=seed, attempt=i, start_index=x, want_scores=False)
         fresh = build_cluster(nodes + list(bound.values()), config)
         want = _explain_view(explain_pod(fresh, pod, "numpy", seed))
-        want_cycle = _cycle_view(_cycle(fresh, parse_pod(pod), "numpy", seed))
+        want_cycle = _cycle_view(cycle_answers(fresh, parse_pod(pod), "numpy", seed))
         for b in ("numpy", "numba"):
             assert _explain_view(explain_pod(cluster, pod, b, seed)) == want, (b, i)
-            assert _cycle_view(_cycle(cluster, rec, b, seed)) == want_cycle, (b, i)
+            assert _cycle_view(cycle_answers(cluster, rec, b, seed)) == want_cycle, (b, i)

@@ -22,11 +22,15 @@ matchFields (checked below), so the node name is never read.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from support.backends import backend_params
-from support.golden import LEFT_OUT, golden_available, golden_profile_to_config, load_cases
+from support.golden import (
+    LEFT_OUT,
+    golden_available,
+    golden_profile_to_config,
+    load_cases,
+    named,
+)
 
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import ConfigError
@@ -36,7 +40,6 @@ from tensorsched.framework.scheduler.explain import explain
 # Exactly the cases the golden loader marks with a skip_reason (no others:
 # every filter / score / config_error case is expressible through explain).
 
-UNNAMED_NODE = "unnamed-node"
 
 _CASES = load_cases() if golden_available() else []
 _EXPLAINABLE = [c for c in _CASES if c.kind in ("filter", "score", "config_error")]
@@ -50,29 +53,6 @@ needs_golden = pytest.mark.skipif(not golden_available(), reason="golden data no
 
 def _ids(cases):
     return [c.id for c in cases]
-
-
-def named(case):
-    """(objects, pod, node-name map) with placeholder names for nameless
-    objects; the map sends a golden node key to the name explain reports."""
-    objects = copy.deepcopy(case.objects)
-    pod = copy.deepcopy(case.pod)
-    rename = {}
-    k = 0
-    for obj in objects + [pod]:
-        meta = obj.setdefault("metadata", {})
-        if meta.get("name"):
-            continue
-        if obj["kind"] == "Node":
-            assert "" not in rename, "two nameless nodes"
-            rename[""] = meta["name"] = UNNAMED_NODE
-        else:
-            meta["name"] = f"unnamed-pod-{k}"
-            k += 1
-    if rename:
-        # A node's name only matters to matchFields; none may be in play.
-        assert "matchFields" not in repr(pod) and "matchFields" not in repr(case.profile)
-    return objects, pod, (lambda n: rename.get(n, n))
 
 
 @needs_golden

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.records import node, pod
 
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.manifests import parse_node, parse_pod
-from tensorsched.framework.objects.records import HostPort, NodeImage, NodeRecord, PodRecord, Taint
+from tensorsched.framework.objects.records import NodeImage, NodeRecord, PodRecord, Taint
 from tensorsched.framework.state.cluster_state import ClusterState, parse_label_int
 from tensorsched.kernels import layout as L
 
@@ -22,31 +23,6 @@ GPU = "nvidia.com/gpu"
 
 # --------------------------------------------------------------------------
 # helpers
-
-def node(name, cpu=4000, mem=8 * Gi, pods=110, labels=None, taints=(), images=(),
-         unschedulable=False, extra=None) -> NodeRecord:
-    alloc = {"cpu": cpu, "memory": mem, "pods": pods, **(extra or {})}
-    return NodeRecord(name=name, labels=dict(labels or {}), unschedulable=unschedulable,
-                      taints=list(taints), allocatable=alloc, capacity=dict(alloc),
-                      images=list(images), obj={"metadata": {"name": name}})
-
-
-def pod(name, node_name="", cpu=100, mem=128 * Mi, ns="default", ports=(), extra=None,
-        labels=None, priority=None) -> PodRecord:
-    requests = {"cpu": cpu, "memory": mem, **(extra or {})}
-    return PodRecord(
-        namespace=ns, name=name, uid=f"uid-{ns}-{name}", node_name=node_name,
-        scheduler_name="default-scheduler", priority=priority, priority_class_name="",
-        preemption_policy="PreemptLowerPriority", labels=dict(labels or {}), creation_ns=0,
-        start_ns=None, deleting=False, phase="Running", requests=requests,
-        nonzero_cpu=cpu or L.DEFAULT_MILLI_CPU_REQUEST,
-        nonzero_memory=mem or L.DEFAULT_MEMORY_REQUEST,
-        tolerations=[], node_selector={}, node_affinity=None, pod_affinity=None,
-        pod_anti_affinity=None, topology_spread=[],
-        host_ports=[HostPort(*p) if isinstance(p, tuple) else HostPort("TCP", "0.0.0.0", p)
-                    for p in ports],
-        images=[], has_restartable_init=False, scheduling_gates=[],
-        obj={"metadata": {"name": name, "namespace": ns}})
 
 
 def snapshot(s: ClusterState) -> dict:

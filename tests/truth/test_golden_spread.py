@@ -20,8 +20,13 @@ from __future__ import annotations
 
 import pytest
 from support.backends import backend_params
-from support.golden import SPREAD_FILES, golden_available, golden_profile_to_config, load_cases
-from test_golden_explain import named
+from support.golden import (
+    SPREAD_FILES,
+    golden_available,
+    golden_profile_to_config,
+    load_cases,
+    named,
+)
 
 from tensorsched.framework.scheduler.explain import explain
 

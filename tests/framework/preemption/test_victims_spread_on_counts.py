@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_preemption_host_filters import CONFIG, HOST, _node, _pod
+from support.preemption import HOST, PREEMPTION_CONFIG, preemption_node, preemption_pod
 
 from tensorsched.framework.objects.priorities import pod_priority
 from tensorsched.framework.preemption.host_search import HostVictimSearch, active_host_filters
@@ -27,7 +27,7 @@ APPS = st.sampled_from(["a", "b"])
 def cases(draw):
     objs = []
     for i in range(draw(st.integers(1, 7))):
-        node = _node(f"n{i}", draw(st.sampled_from([400, 600, 1000])),
+        node = preemption_node(f"n{i}", draw(st.sampled_from([400, 600, 1000])),
                      draw(st.integers(3, 8)), draw(st.sampled_from(["z1", "z2", "z3", None])))
         if draw(st.booleans()):
             node["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r1", "r2"]))
@@ -35,7 +35,7 @@ def cases(draw):
             node["spec"] = {"taints": [{"key": "t", "value": "x", "effect": "NoSchedule"}]}
         objs.append(node)
         for k in range(draw(st.integers(0, 6))):
-            objs.append(_pod(f"p{i}-{k}", f"n{i}", prio=draw(st.sampled_from([-5, 0, 3, 7])),
+            objs.append(preemption_pod(f"p{i}-{k}", f"n{i}", prio=draw(st.sampled_from([-5, 0, 3, 7])),
                              cpu=draw(st.sampled_from([50, 100, 200])), app=draw(APPS),
                              start=draw(st.one_of(st.none(), st.integers(0, 5))),
                              port=draw(st.sampled_from([None, None, None, 8080]))))
@@ -44,7 +44,7 @@ def cases(draw):
                      "metadata": {"name": f"pdb{j}", "namespace": "default"},
                      "spec": {"selector": {"matchLabels": {"app": draw(APPS)}}},
                      "status": {"disruptionsAllowed": draw(st.integers(0, 2))}})
-    pre = _pod("preemptor", prio=draw(st.sampled_from([3, 7, 10])),
+    pre = preemption_pod("preemptor", prio=draw(st.sampled_from([3, 7, 10])),
                cpu=draw(st.sampled_from([50, 200, 400])), app=draw(APPS),
                port=draw(st.sampled_from([None, None, 8080])))
     cons = []
@@ -69,7 +69,7 @@ def cases(draw):
 
 
 def _searches(objs, pre, backend):
-    cluster = build_cluster(objs, CONFIG)
+    cluster = build_cluster(objs, PREEMPTION_CONFIG)
     pod = cluster.resolve(pre)
     fw = cluster.framework_for(pod, backend)
     state = cluster.state

@@ -12,53 +12,14 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from reference.oracle import OracleConfigError, oracle_explain
 from support import strategies as S
 from support.backends import backend_params
-from support.golden import golden_profile_to_config
+from support.parity import _oracle, _view, check_against_oracle
 
-from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.scheduler.explain import explain
-
-COMPARED = ("pod", "nodes_evaluated", "feasible", "filter", "scores", "total", "selected")
 
 _SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
                  print_blob=True)
-
-
-def _oracle(objects, pod, profile, seed):
-    return oracle_explain(objects, pod, profile if profile is not None else S.DEFAULT_PROFILE,
-                          seed=seed)
-
-
-def _project(objects, pod, profile, seed, backend):
-    config = golden_profile_to_config(profile) if profile is not None else None
-    return explain(objects, pod, config, backend=backend, seed=seed)
-
-
-def _view(out):
-    return {k: out[k] for k in COMPARED}
-
-
-def check_against_oracle(scenario, backends):
-    objects, pod, profile, seed = scenario
-    try:
-        want = _oracle(objects, pod, profile, seed)
-    except OracleConfigError as err:
-        for b in backends:
-            with pytest.raises(ConfigError):
-                _project(objects, pod, profile, seed, b)
-        return err
-    first = None
-    for b in backends:
-        got = _project(objects, pod, profile, seed, b)
-        assert got["backend"] == b
-        assert _view(got) == _view(want), f"backend {b} differs from the oracle"
-        if first is None:
-            first = got
-        else:
-            assert _view(got) == _view(first)
-    return want
 
 
 @settings(max_examples=150, **_SETTINGS)
