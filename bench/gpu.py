@@ -25,9 +25,9 @@ def warm_up(cluster, fw, pod_objs, seed: int) -> None:
         fw.run_cycle(state, warm, seed=seed)
         fw.run_cycle(state, warm, seed=seed, want_scores=False)
         state.add_pod(warm, node)
-        for p in fw._point.get("reserve", ()):
+        for p in fw.plugins_at("reserve"):
             p.reserve(CycleContext(state, warm, fw), node)
-        for p in reversed(fw._point.get("reserve", ())):
+        for p in reversed(fw.plugins_at("reserve")):
             p.unreserve(CycleContext(state, warm, fw), node)
         state.remove_pod(warm.key)
 

@@ -23,42 +23,21 @@ of matching pods):
 from __future__ import annotations
 
 from .records import PodDisruptionBudgetRecord, PodRecord
+from .selectors import EVERYTHING, NOTHING, compile_selector, selector_matches
 
 
-def selector_matches(selector: dict | None, labels: dict) -> bool:
-    """A metav1.LabelSelector on a label map; empty/None matches nothing here."""
-    if not selector:
-        return False
-    ml = selector.get("matchLabels") or {}
-    me = selector.get("matchExpressions") or []
-    if not ml and not me:
-        return False
-    for k, v in ml.items():
-        if labels.get(k) != v:
-            return False
-    for e in me:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In":
-            if key not in labels or labels[key] not in values:
-                return False
-        elif op == "NotIn":
-            if key in labels and labels[key] in values:
-                return False
-        elif op == "Exists":
-            if key not in labels:
-                return False
-        elif op == "DoesNotExist":
-            if key in labels:
-                return False
-        else:
-            return False
-    return True
+def pdb_selects(selector: dict | None, labels: dict) -> bool:
+    """Whether a PDB's ``spec.selector`` selects a pod with ``labels``, by
+    preemption's rule (filterPodsWithPDBViolation): a nil or empty selector
+    selects nothing (where a LabelSelector elsewhere selects everything)."""
+    reqs = compile_selector(selector)
+    return reqs not in (NOTHING, EVERYTHING) and selector_matches(reqs, labels)
 
 
 def applies(pdb: PodDisruptionBudgetRecord, pod: PodRecord) -> bool:
     """The PDB counts this pod's eviction (namespace, selector, not disrupted)."""
     return (pdb.namespace == pod.namespace and pod.name not in pdb.disrupted_pods
-            and selector_matches(pdb.selector, pod.labels))
+            and pdb_selects(pdb.selector, pod.labels))
 
 
 def _scaled(value, total: int) -> int:
@@ -74,7 +53,7 @@ def disruptions_allowed(pdb: PodDisruptionBudgetRecord, pods) -> int:
     if pdb.disruptions_allowed is not None:
         return int(pdb.disruptions_allowed)
     matching = [p for p in pods if p.namespace == pdb.namespace
-                and selector_matches(pdb.selector, p.labels)]
+                and pdb_selects(pdb.selector, p.labels)]
     healthy = sum(1 for p in matching if not p.deleting and p.name not in pdb.disrupted_pods)
     if pdb.max_unavailable is not None:
         expected = len(matching)

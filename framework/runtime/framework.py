@@ -140,16 +140,16 @@ class Framework:
                     except Exception as exc:
                         raise ConfigError(f"plugins.{point}",
                                           f"initializing plugin {ref.name!r}: {exc}") from exc
-        self._point = {p: [self.plugins[r.name] for r in profile.plugins.get(p, ())]
+        self._at = {p: [self.plugins[r.name] for r in profile.plugins.get(p, ())]
                        for p in profile.plugins}
-        self.filters = self._point.get("filter", [])
+        self.filters = self.plugins_at("filter")
         self.score_refs = [(self.plugins[r.name], r.weight)
                            for r in profile.plugins.get("score", ())]
         self._assign_slots()
         if self.user_filters or self.user_scores:
             _T.warm()       # host-stage kernels: once per process (cached on disk)
         # Resolved once: protocol isinstance checks are too slow per pod.
-        self._prefilters = [p for p in self._point.get("preFilter", [])
+        self._prefilters = [p for p in self.plugins_at("preFilter")
                             if isinstance(p, PreFilterPlugin)]
         self._fused_filters = [p for p in self.filters if isinstance(p, FusedFilter)]
         self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
@@ -157,6 +157,11 @@ class Framework:
         self._options_cache: dict = {}
         self._score_setups: dict = {}
         self._queries = QueryCache()
+
+    def plugins_at(self, point: str) -> list:
+        """The profile's plugins at extension point ``point`` (its config
+        name, e.g. "reserve"), in profile order."""
+        return self._at.get(point, [])
 
     # ------------------------------------------------------------ compile
     def _assign_slots(self) -> None:
@@ -357,7 +362,7 @@ class Framework:
         victim table (``preemption.PodTable``).  None when the profile has
         no PostFilter."""
         outcomes = []
-        for p in self._point.get("postFilter", []):
+        for p in self.plugins_at("postFilter"):
             if not isinstance(p, PostFilterPlugin):
                 continue
             out = p.post_filter(ctx, result, victims, seed=seed, attempt=attempt)

@@ -46,7 +46,7 @@ class BindingCycle:
 
     def _unreserve(self, fw, ctx, node, upto=None) -> None:
         """Unreserve (reverse order) and forget the assumed pod."""
-        plugins = fw._point.get("reserve", [])
+        plugins = fw.plugins_at("reserve")
         if upto is not None:
             plugins = plugins[: upto + 1]
         for q in reversed(plugins):
@@ -83,7 +83,7 @@ class BindingCycle:
         state.add_pod(pod, node)                       # assume: counted at once
         if pi is not None:
             self.queue.done(pod.key)
-        for i, p in enumerate(fw._point.get("reserve", ())):
+        for i, p in enumerate(fw.plugins_at("reserve")):
             t = time.perf_counter()
             st = p.reserve(ctx, node)
             self._time_plugin("Reserve", p.name, time.perf_counter() - t)
@@ -97,7 +97,7 @@ class BindingCycle:
                 self._emit("FailedScheduling", pod.key, node, msg)
                 return Binding(pod.key, None, msg)
         self._emit("Scheduled", pod.key, node)
-        permits = fw._point.get("permit", ())
+        permits = fw.plugins_at("permit")
         if permits:
             w = WaitingPod(pod, node, fw, ctx, pi)
             timeout = None
@@ -171,7 +171,7 @@ class BindingCycle:
     def _binding_cycle(self, w: WaitingPod) -> Binding:
         fw, ctx, node, pod = w.fw, w.ctx, w.node, w.pod
         failed = None
-        for p in fw._point.get("preBind", ()):
+        for p in fw.plugins_at("preBind"):
             t = time.perf_counter()
             st = p.pre_bind(ctx, node)
             self._time_plugin("PreBind", p.name, time.perf_counter() - t)
@@ -183,7 +183,7 @@ class BindingCycle:
             if st is not None:
                 failed = (st, "Bind", "binder")
         if failed is None:
-            for p in fw._point.get("bind", ()):
+            for p in fw.plugins_at("bind"):
                 t = time.perf_counter()
                 st = p.bind(ctx, node)
                 self._time_plugin("Bind", p.name, time.perf_counter() - t)
@@ -203,7 +203,7 @@ class BindingCycle:
             b = Binding(pod.key, None, msg)
             self.outcomes[pod.key] = b
             return b
-        for p in fw._point.get("postBind", ()):
+        for p in fw.plugins_at("postBind"):
             t = time.perf_counter()
             p.post_bind(ctx, node)
             self._time_plugin("PostBind", p.name, time.perf_counter() - t)

@@ -32,7 +32,7 @@ class Cluster:
     registry: Registry
     objects: Objects
     pending: list[PodRecord] = field(default_factory=list)
-    _frameworks: dict = field(default_factory=dict)
+    frameworks: dict = field(default_factory=dict)     # (profile, backend) -> Framework
     resolver: PriorityResolver = field(default_factory=PriorityResolver)
     _pod_table: object = None
 
@@ -52,11 +52,11 @@ class Cluster:
         """The Framework of the pod's profile (``spec.schedulerName``)."""
         profile = self.config.profile_for(pod.scheduler_name)
         key = (profile.scheduler_name, backend)
-        fw = self._frameworks.get(key)
+        fw = self.frameworks.get(key)
         if fw is None:
             fw = Framework(profile, backend, self.registry,
                            self.config.percentage_of_nodes_to_score)
-            self._frameworks[key] = fw
+            self.frameworks[key] = fw
         return fw
 
 

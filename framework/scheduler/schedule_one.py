@@ -72,7 +72,7 @@ class SchedulingCycle:
         fw = self._fw(pod)
         state = self.cluster.state
         if pi is None:
-            for p in fw._point.get("preEnqueue", ()):
+            for p in fw.plugins_at("preEnqueue"):
                 if hasattr(p, "pre_enqueue"):
                     st = p.pre_enqueue(pod)
                     if not st.ok:

@@ -135,7 +135,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
             name = self.cluster.config.profiles[0].scheduler_name
             fw = self._fw(SimpleNamespace(scheduler_name=name))
             # The configuration has checked that every profile has exactly one.
-            (sort,) = fw._point["queueSort"]
+            (sort,) = fw.plugins_at("queueSort")
             self._queue = SchedulingQueue(
                 self.clock, sort_plugin=sort,
                 pre_enqueue=self._pre_enqueue, plugin_of=self._plugin_of,
@@ -145,7 +145,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
 
     def _pre_enqueue(self, pod: PodRecord) -> Status:
         fw = self._fw(pod)
-        for p in fw._point.get("preEnqueue", []):
+        for p in fw.plugins_at("preEnqueue"):
             if hasattr(p, "pre_enqueue"):
                 st = p.pre_enqueue(pod)
                 if not st.ok:
@@ -153,7 +153,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
         return Status.OK
 
     def _plugin_of(self, name: str):
-        for fw in self.cluster._frameworks.values():
+        for fw in self.cluster.frameworks.values():
             if name in fw.plugins:
                 return fw.plugins[name]
         return None

@@ -412,7 +412,7 @@ def state_from_arrow(tables) -> ClusterState:
     state = ClusterState(node_capacity=max(n_rows, 1))
     try:
         for name in resources[len(L.FIXED_RESOURCES):]:
-            state._intern_resource(name)
+            state.intern_resource(name)
     except StateError as exc:
         res.fail("name", str(exc))
     _restore_dictionaries(state, rd)
@@ -453,7 +453,7 @@ def _restore_dictionaries(state: ClusterState, rd: dict[str, _Reader]) -> None:
         for v in values:
             if v is None or (k < len(state.label_values) and v in state.label_values[k].ids):
                 lk.fail("values", f"row {k} (key {key!r}): null or duplicate value {v!r}")
-            state._intern_label(key, v)          # the state's own path: ids in order
+            state.intern_label(key, v)          # the state's own path: ids in order
 
     def restore(name, attr, parts):
         r = rd[name]
@@ -462,7 +462,7 @@ def _restore_dictionaries(state: ClusterState, rd: dict[str, _Reader]) -> None:
         table = getattr(state, attr)
         for i in range(n):
             item = tuple(c[i] for c in cols)
-            if state._intern_bit(table, f"{attr[:-1]}_bits", item) != i:
+            if state.intern_bit(table, f"{attr[:-1]}_bits", item) != i:
                 r.fail("", f"row {i}: duplicate entry {item!r}")
 
     restore("taints", "taints", [("key", _STR), ("value", _STR), ("effect", _STR)])

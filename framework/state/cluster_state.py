@@ -283,7 +283,7 @@ class ClusterState:
             setattr(self, attr, _grow(a, cols=max(need, a.shape[1] * 2), fill=fill))
             self.layout_version += 1
 
-    def _intern_resource(self, name: str) -> int:
+    def intern_resource(self, name: str) -> int:
         i = self.resources.get(name)
         if i >= 0:
             return i
@@ -307,7 +307,7 @@ class ClusterState:
             raise StateError(f"{what}: resource {bad!r}: more than {L.MAX_RESOURCES} "
                              "distinct resources are not supported")
 
-    def _intern_label(self, key: str, value: str) -> tuple[int, int]:
+    def intern_label(self, key: str, value: str) -> tuple[int, int]:
         k = self.label_keys.intern(key)
         if k == len(self.label_values):
             self.label_values.append(Dictionary(self._growth))
@@ -315,7 +315,7 @@ class ClusterState:
                 self._ensure_cols(attr, k + 1, fill)
         return k, self.label_values[k].intern(value)
 
-    def _intern_bit(self, table: Dictionary, attr: str, item) -> int:
+    def intern_bit(self, table: Dictionary, attr: str, item) -> int:
         b = table.intern(item)
         self._ensure_cols(attr, _words(len(table)))
         return b
@@ -323,7 +323,7 @@ class ClusterState:
     def resource_vector(self, amounts: dict[str, int], intern: bool) -> np.ndarray:
         """[R] int64 from a name -> amount map (unknown names interned when
         ``intern``, otherwise they must already exist)."""
-        idx = [(self._intern_resource(n) if intern else self.resources.get(n), v)
+        idx = [(self.intern_resource(n) if intern else self.resources.get(n), v)
                for n, v in amounts.items() if n != "pods"]
         vec = np.zeros(len(self.resources), np.int64)
         for i, v in idx:
@@ -402,10 +402,10 @@ class ClusterState:
 
     def _write_node_row(self, row: int, node: NodeRecord, keep_usage: bool = False) -> None:
         # Intern first (may grow arrays), then write the row.
-        alloc_idx = [(self._intern_resource(n), v) for n, v in node.allocatable.items()]
-        labels = [self._intern_label(k, v) for k, v in node.labels.items()]
-        name_val = self._intern_label(L.NAME_COLUMN_KEY, node.name)[1]
-        taint_ids = [self._intern_bit(self.taints, "taint_bits",
+        alloc_idx = [(self.intern_resource(n), v) for n, v in node.allocatable.items()]
+        labels = [self.intern_label(k, v) for k, v in node.labels.items()]
+        name_val = self.intern_label(L.NAME_COLUMN_KEY, node.name)[1]
+        taint_ids = [self.intern_bit(self.taints, "taint_bits",
                                       (t.key, t.value, t.effect)) for t in node.taints]
         image_ids = []
         names_seen = set()
@@ -413,7 +413,7 @@ class ClusterState:
             for n in img.names:
                 if n not in names_seen:
                     names_seen.add(n)
-                    image_ids.append(self._intern_bit(self.images, "image_bits",
+                    image_ids.append(self.intern_bit(self.images, "image_bits",
                                                       (n, img.size_bytes)))
         self.allocatable[row] = 0
         for i, v in alloc_idx:
@@ -458,7 +458,7 @@ class ClusterState:
         self._check_resource_room(f"Pod {key}", pod.requests)
         req = self.resource_vector(pod.requests, intern=True)
         req[L.RES_PODS] = 1
-        port_ids = tuple(self._intern_bit(self.ports, "port_bits",
+        port_ids = tuple(self.intern_bit(self.ports, "port_bits",
                                           (p.protocol, p.host_ip, p.port))
                          for p in pod.host_ports)
         if req.shape[0] > self.requested.shape[1]:

@@ -258,46 +258,20 @@ def state_epoch(state: ClusterState) -> tuple:
     return (state.epoch, state.layout_version)
 
 
-def compile_query(state: ClusterState, pod: PodRecord, options: QueryOptions) -> L.PodQuery:
-    """Build the kernels' view of ``pod`` under ``options`` (see PodQuery)."""
-    n_res = len(state.resources)
-    request = state.resource_vector(pod.requests, intern=False)
-    unknown = [n for n, v in pod.requests.items()
-               if n != "pods" and state.resources.get(n) < 0 and v > 0]
-    requests_anything = bool(
-        request[L.RES_CPU] or request[L.RES_MEMORY] or request[L.RES_EPHEMERAL_STORAGE]
-        or any(v > 0 for n, v in pod.requests.items()
-               if n not in ("cpu", "memory", "ephemeral-storage", "pods")))
-    fit_ignored = np.zeros(n_res, np.bool_)
-    for name, r in state.resources.index.items():
-        if is_extended_resource(name) and (
-                name in options.ignored_resources
-                or name.split("/", 1)[0] in options.ignored_groups):
-            fit_ignored[r] = True
-    # A requested resource no node has: every node lacks it ("Insufficient x").
-    # Give it a column so the kernels can say so.
-    if unknown and options.filter_flags & L.F_FIT:
-        unknown = [n for n in unknown
-                   if not (is_extended_resource(n) and (
-                       n in options.ignored_resources
-                       or n.split("/", 1)[0] in options.ignored_groups))]
-        if unknown:
-            for n in unknown:
-                state._intern_resource(n)
-            return compile_query(state, pod, options)
+def _ignored_by_fit(name: str, options: QueryOptions) -> bool:
+    """NodeResourcesFit's ignoredResources / ignoredResourceGroups (extended
+    resources only)."""
+    return is_extended_resource(name) and (
+        name in options.ignored_resources or name.split("/", 1)[0] in options.ignored_groups)
 
-    node_name_row = -1
-    if pod.node_name:
-        node_name_row = state.node_rows.get(pod.node_name, -2)
 
-    # NodeAffinity's PreFilter node set is applied by the runtime when that
-    # plugin is enabled (``prefilter_rows`` stays 'all rows' here).
-    prefilter_rows = _EMPTY_BOOL
-
-    taints = state.taints.items
+def _taint_ids(state: ClusterState, pod: PodRecord) -> tuple[list[int], list[int], bool]:
+    """(taint ids the pod does not tolerate with NoSchedule/NoExecute, ids of
+    untolerated PreferNoSchedule taints, whether it tolerates the
+    unschedulable taint)."""
     reject_ids, prefer_ids = [], []
     prefer_tols = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
-    for b, (key, value, effect) in enumerate(taints):
+    for b, (key, value, effect) in enumerate(state.taints.items):
         taint = Taint(key, value, effect)
         if effect in _NO_SCHEDULE_EFFECTS:
             if not any(tolerates(t, taint) for t in pod.tolerations):
@@ -305,8 +279,13 @@ def compile_query(state: ClusterState, pod: PodRecord, options: QueryOptions) ->
         elif effect == "PreferNoSchedule":
             if not any(tolerates(t, taint) for t in prefer_tols):
                 prefer_ids.append(b)
-    tolerates_unschedulable = any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations)
+    return reject_ids, prefer_ids, any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations)
 
+
+def _node_affinity_programs(state: ClusterState, pod: PodRecord, options: QueryOptions):
+    """(programs, [5] term offsets, required terms or None): nodeSelector,
+    required terms, the plugin's addedAffinity, then the weighted preferred
+    terms (the pod's and the added ones), as label programs."""
     progs = _ProgramBuilder(state)
     terms = [0]
     progs.add_selector(pod.node_selector)
@@ -323,20 +302,25 @@ def compile_query(state: ClusterState, pod: PodRecord, options: QueryOptions) ->
     for pref in preferred + list(options.added_preferred):
         progs.add_term(pref.get("preference"), int(pref.get("weight", 0)))
     terms.append(progs.n_terms)
+    return progs.build(), terms, required
 
+
+def _port_conflicts(state: ClusterState, pod: PodRecord) -> list[int]:
+    """Ids of the host ports in use that conflict with the pod's (same
+    protocol and port, and the same IP or either one 0.0.0.0)."""
     conflicts = []
     for hp in pod.host_ports:
         for b, (proto, ip, port) in enumerate(state.ports.items):
             if proto == hp.protocol and port == hp.port and (
                     hp.host_ip == "0.0.0.0" or ip == "0.0.0.0" or ip == hp.host_ip):
                 conflicts.append(b)
+    return conflicts
 
-    fit_res, fit_kind = zip(*(_resource_kind(state, n) for n, _ in options.fit_resources)) \
-        if options.fit_resources else ((), ())
-    bal_res, bal_kind = zip(*(_resource_kind(state, n) for n, _ in options.balanced_resources)) \
-        if options.balanced_resources else ((), ())
 
-    image_entries, image_scaled = [], []
+def _image_entries(state: ClusterState, pod: PodRecord) -> tuple[list[int], list[int]]:
+    """(image table entries of the pod's images, their sizes scaled by the
+    fraction of nodes that have them): ImageLocality's sum terms."""
+    entries, scaled = [], []
     total_nodes = state.num_nodes
     by_name: dict[str, list[int]] = {}
     for e, (name, _size) in enumerate(state.images.items):
@@ -346,22 +330,51 @@ def compile_query(state: ClusterState, pod: PodRecord, options: QueryOptions) ->
         for e in by_name.get(name, ()):
             size = state.images.items[e][1]
             spread = state.image_name_nodes.get(name, 0) / total_nodes
-            image_entries.append(e)
-            image_scaled.append(int(float(size) * spread))
+            entries.append(e)
+            scaled.append(int(float(size) * spread))
+    return entries, scaled
 
-    nonzero = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
+
+def compile_query(state: ClusterState, pod: PodRecord, options: QueryOptions) -> L.PodQuery:
+    """Build the kernels' view of ``pod`` under ``options`` (see PodQuery)."""
+    # A requested resource no node has: every node lacks it ("Insufficient x").
+    # Give it a column first so the kernels can say so.
+    if options.filter_flags & L.F_FIT:
+        for n, v in pod.requests.items():
+            if n != "pods" and v > 0 and state.resources.get(n) < 0 \
+                    and not _ignored_by_fit(n, options):
+                state.intern_resource(n)
+    request = state.resource_vector(pod.requests, intern=False)
+    requests_anything = bool(
+        request[L.RES_CPU] or request[L.RES_MEMORY] or request[L.RES_EPHEMERAL_STORAGE]
+        or any(v > 0 for n, v in pod.requests.items()
+               if n not in ("cpu", "memory", "ephemeral-storage", "pods")))
+    fit_ignored = np.zeros(len(state.resources), np.bool_)
+    for name, r in state.resources.index.items():
+        fit_ignored[r] = _ignored_by_fit(name, options)
+    node_name_row = state.node_rows.get(pod.node_name, -2) if pod.node_name else -1
+    reject_ids, prefer_ids, tolerates_unschedulable = _taint_ids(state, pod)
+    programs, terms, required = _node_affinity_programs(state, pod, options)
+    fit_res, fit_kind = zip(*(_resource_kind(state, n) for n, _ in options.fit_resources)) \
+        if options.fit_resources else ((), ())
+    bal_res, bal_kind = zip(*(_resource_kind(state, n) for n, _ in options.balanced_resources)) \
+        if options.balanced_resources else ((), ())
+    image_entries, image_scaled = _image_entries(state, pod)
+    n_taints = len(state.taints)
     a = lambda x: np.asarray(x, np.int64)  # noqa: E731
     return L.PodQuery(
         filter_flags=options.filter_flags, score_flags=options.score_flags,
-        request=request, nonzero_request=nonzero, requests_anything=requests_anything,
-        fit_ignored=fit_ignored, node_name_row=node_name_row,
-        prefilter_rows=prefilter_rows, tolerates_unschedulable=tolerates_unschedulable,
-        taint_reject=_bitset(len(taints), reject_ids),
-        taint_prefer=_bitset(len(taints), prefer_ids),
+        request=request, nonzero_request=a([pod.nonzero_cpu, pod.nonzero_memory]),
+        requests_anything=requests_anything, fit_ignored=fit_ignored,
+        node_name_row=node_name_row,
+        # NodeAffinity's PreFilter node set is applied by the runtime when
+        # that plugin is enabled (here: 'all rows').
+        prefilter_rows=_EMPTY_BOOL, tolerates_unschedulable=tolerates_unschedulable,
+        taint_reject=_bitset(n_taints, reject_ids), taint_prefer=_bitset(n_taints, prefer_ids),
         has_node_selector=bool(pod.node_selector), has_required=required is not None,
         has_added_required=options.added_required is not None,
-        programs=progs.build(), program_terms=a(terms),
-        port_conflicts=_bitset(len(state.ports), conflicts),
+        programs=programs, program_terms=a(terms),
+        port_conflicts=_bitset(len(state.ports), _port_conflicts(state, pod)),
         fit_strategy=options.fit_strategy, fit_res=a(fit_res), fit_kind=a(fit_kind),
         fit_weights=a([w for _, w in options.fit_resources]),
         shape_util=a([u for u, _ in options.shape]),

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensorsched.kernels import _fused_numba as K
+from tensorsched.kernels import _fused_numba as FN
 
 
 def _full(reasons, raw, active, norm, weights, start):
@@ -16,7 +16,7 @@ def _full(reasons, raw, active, norm, weights, start):
     total = np.zeros(m, np.int64)
     ties = np.zeros(m, np.int64)
     hi = np.zeros(raw.shape[1], np.int64)
-    n, processed, found = K.finalize_rows(rows, start, reasons, raw, m, active, norm, weights,
+    n, processed, found = FN.finalize_rows(rows, start, reasons, raw, m, active, norm, weights,
                                           False, scores, total, ties, hi)
     return [int(rows[(start + int(j)) % m]) for j in ties[:n]], found
 
@@ -39,7 +39,7 @@ def test_tree_matches_full_finalize(m, seed, steps):
     hi_cnt = np.zeros(slots, np.int64)
     tmax = np.zeros(2 * size, np.int64)
     tcnt = np.zeros(2 * size, np.int64)
-    feasible = K.rebuild_top(m, reasons, raw, active, norm, weights, hi, hi_cnt, total,
+    feasible = FN.rebuild_top(m, reasons, raw, active, norm, weights, hi, hi_cnt, total,
                              tmax, tcnt, size)
     for step in [None] + steps:
         if step is not None:
@@ -48,13 +48,13 @@ def test_tree_matches_full_finalize(m, seed, steps):
             dirty = np.sort(srng.choice(m, size=k, replace=False)).astype(np.int64)
             old_r = np.empty(k, np.int64)
             old_raw = np.empty((k, slots), np.int64)
-            K.snapshot_rows(dirty, k, reasons, raw, old_r, old_raw)
+            FN.snapshot_rows(dirty, k, reasons, raw, old_r, old_raw)
             reasons[dirty] = np.where(srng.random(k) < 0.3, 1, 0)
             raw[dirty] = srng.integers(0, 4, (k, slots))
-            delta = K.update_top(dirty, k, old_r, old_raw, reasons, raw, active, norm, weights,
+            delta = FN.update_top(dirty, k, old_r, old_raw, reasons, raw, active, norm, weights,
                                  hi, hi_cnt, total, tmax, tcnt, size)
             if delta == -1000000000:
-                feasible = K.rebuild_top(m, reasons, raw, active, norm, weights, hi, hi_cnt,
+                feasible = FN.rebuild_top(m, reasons, raw, active, norm, weights, hi, hi_cnt,
                                          total, tmax, tcnt, size)
             else:
                 feasible += delta
@@ -65,11 +65,11 @@ def test_tree_matches_full_finalize(m, seed, steps):
         n = int(tcnt[1]) if best >= 0 else 0
         assert n == len(want)
         r0 = start
-        before = K.tree_count_eq(tmax, tcnt, size, 0, r0, best) if n else 0
+        before = FN.tree_count_eq(tmax, tcnt, size, 0, r0, best) if n else 0
         got = []
         for j in range(n):
             idx = before + j if j < n - before else j - (n - before)
-            got.append(int(K.tree_kth_eq(tmax, tcnt, size, idx, best)))
+            got.append(int(FN.tree_kth_eq(tmax, tcnt, size, idx, best)))
         assert got == want
 
 
@@ -90,16 +90,16 @@ def test_finalize_rows_writes_every_score_as_the_positional_finalize(m, seed, to
     start = int(rng.integers(0, m))
     want_r = np.empty(m, np.int64)
     want_s = np.empty((m, slots), np.int64)
-    K.gather_rows(rows, start, reasons, raw, want_r, want_s)
+    FN.gather_rows(rows, start, reasons, raw, want_r, want_s)
     want_t = np.zeros(m, np.int64)
     ties = np.zeros(m, np.int64)
-    want_n, want_p, want_f = K.finalize(want_r, want_s, want_t, to_find, active, norm,
+    want_n, want_p, want_f = FN.finalize(want_r, want_s, want_t, to_find, active, norm,
                                         weights, ties)
     want_ties = ties[:want_n].copy()
     got_s = np.full((m, slots), 12345, np.int64)        # an earlier cycle's leftovers
     got_t = np.full(m, 777, np.int64)
     hi = np.zeros(slots, np.int64)
-    n, processed, found = K.finalize_rows(rows, start, reasons, raw, to_find, active, norm,
+    n, processed, found = FN.finalize_rows(rows, start, reasons, raw, to_find, active, norm,
                                           weights, True, got_s, got_t, ties, hi)
     assert (n, processed, found) == (want_n, want_p, want_f)
     assert np.array_equal(ties[:n], want_ties)

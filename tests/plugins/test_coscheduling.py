@@ -46,7 +46,7 @@ def _sched(nodes, groups=()):
     assert "Coscheduling" not in in_tree_registry()          # out of tree
     sched = Scheduler(build_cluster(nodes, CFG, _registry()))
     _ = sched.queue                                           # builds the frameworks
-    plugin = next(iter(sched.cluster._frameworks.values())).plugins["Coscheduling"]
+    plugin = next(iter(sched.cluster.frameworks.values())).plugins["Coscheduling"]
     for g in groups:
         plugin.add_pod_group(g)
     return sched, plugin
@@ -159,7 +159,7 @@ def _built(objects, cfg):
     its Coscheduling plugin; nothing handed over by hand."""
     sched = Scheduler(build_cluster(objects, cfg, _registry()))
     _ = sched.queue
-    return sched, next(iter(sched.cluster._frameworks.values())).plugins["Coscheduling"]
+    return sched, next(iter(sched.cluster.frameworks.values())).plugins["Coscheduling"]
 
 
 def _pg_res(name, min_member, **min_resources):

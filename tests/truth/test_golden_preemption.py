@@ -56,7 +56,7 @@ def _setup(case, pod, backend):
     pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)
-    plugin = fw._point["postFilter"][0]
+    plugin = fw.plugins_at("postFilter")[0]
     return cluster, fw, CycleContext(cluster.state, pod, fw), result, plugin
 
 

@@ -61,7 +61,7 @@ N_COLS = 131                 # 0..130 % of capacity
 
 
 @dataclass
-class PodTable:
+class TracePods:
     names: list
     cpu: np.ndarray
     mem: np.ndarray
@@ -81,7 +81,7 @@ class PodTable:
         return np.where(self.milli > 0, self.num * self.milli, 0)
 
 
-def read_openb_pods(path) -> PodTable:
+def read_openb_pods(path) -> TracePods:
     names, cpu, mem, num, milli, spec = [], [], [], [], [], []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -97,11 +97,11 @@ def read_openb_pods(path) -> PodTable:
             spec.append((row.get("gpu_spec") or "").strip())
     order = np.argsort(np.array(names), kind="stable")   # the simulator keeps pods by name
     pick = lambda a: [a[i] for i in order]
-    return PodTable(pick(names), np.array(pick(cpu), np.int64), np.array(pick(mem), np.int64),
+    return TracePods(pick(names), np.array(pick(cpu), np.int64), np.array(pick(mem), np.int64),
                     np.array(pick(num), np.int64), np.array(pick(milli), np.int64), pick(spec))
 
 
-def typical_pods(pods: PodTable, threshold: int = TYPICAL_POD_THRESHOLD):
+def typical_pods(pods: TracePods, threshold: int = TYPICAL_POD_THRESHOLD):
     """(cpu_nz, num, milli, spec, freq) of the most frequent shapes covering
     ``threshold`` % of pods, frequencies renormalized to sum 1."""
     counts: dict = {}
@@ -122,7 +122,7 @@ def typical_pods(pods: PodTable, threshold: int = TYPICAL_POD_THRESHOLD):
     return [(k[0], k[2], k[1], k[3], c / cum) for k, c in chosen]
 
 
-def draw_workload(pods: PodTable, capacity_milli: int, tune: float, rng) -> np.ndarray:
+def draw_workload(pods: TracePods, capacity_milli: int, tune: float, rng) -> np.ndarray:
     """Indices into ``pods`` of the arrival sequence, in the simulator's order:
     every pod of the trace once, shuffled (seeded); then, while the arrived GPU
     demand stays within ``tune`` x capacity, pods drawn uniformly with
@@ -178,7 +178,7 @@ class ReplayResult:
     placements: list           # (pod name, node index, gpu indices) per pod
 
 
-def replay(nodes: GpuInventory, pods: PodTable, policy: str, seed: int = 42, tune: float = 1.3,
+def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tune: float = 1.3,
            record_placements: bool = False, check_memory: bool = True,
            backend: str = "numba") -> ReplayResult:
     """One experiment.  ``check_memory``: filter on memory too, as the

@@ -99,7 +99,7 @@ def _ours(objs, pre, backend):
     pod = cluster.resolve(pre)
     fw = cluster.framework_for(pod, backend)
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)
-    plugin = fw._point["postFilter"][0]
+    plugin = fw.plugins_at("postFilter")[0]
     ctx = CycleContext(cluster.state, pod, fw)
     rows = cluster.state.valid_rows()
     n = rows.shape[0]

@@ -135,7 +135,7 @@ def test_victim_search_leaves_state_identical(backend):
     assert result.selected_row < 0
     before = _snapshot(state)
     pods_obj = state.pods
-    out = fw._point["postFilter"][0].post_filter(CycleContext(state, pod, fw), result,
+    out = fw.plugins_at("postFilter")[0].post_filter(CycleContext(state, pod, fw), result,
                                                  cluster.pod_table())
     assert out.nominated_node == "n0"
     assert out.victims == ["default/a0-1", "default/b0"]
@@ -233,7 +233,7 @@ def test_gpu_share_preemption_frees_one_gpu(backend):
     assert result.selected_row < 0
     t = GpuTable.of(state)
     before, pods_before = _gpu_snapshot(t), list(state.pods)
-    out = fw._point["postFilter"][0].post_filter(CycleContext(state, pod, fw), result,
+    out = fw.plugins_at("postFilter")[0].post_filter(CycleContext(state, pod, fw), result,
                                                  cluster.pod_table())
     assert (out.nominated_node, out.victims) == ("dgx", ["default/low0"])
     after = _gpu_snapshot(t)
@@ -278,7 +278,7 @@ def test_user_filter_is_rerun_while_pods_are_removed(backend):
     pod = cluster.resolve(preemption_pod("pre", prio=10, cpu=50))
     fw = cluster.framework_for(pod, backend)
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)
-    out = fw._point["postFilter"][0].post_filter(CycleContext(cluster.state, pod, fw), result,
+    out = fw.plugins_at("postFilter")[0].post_filter(CycleContext(cluster.state, pod, fw), result,
                                                  cluster.pod_table())
     # p0 (oldest) is reprieved: one pod left on the node; p1 and p2 go.
     assert (out.nominated_node, out.victims) == ("n0", ["default/p1", "default/p2"])
@@ -298,7 +298,7 @@ def test_missing_spread_key_is_not_helpful(backend):
     pod = cluster.resolve(preemption_pod("pre", prio=10, cpu=100, spread=(("zone", 1, "a"),)))
     fw = cluster.framework_for(pod, backend)
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)
-    out = fw._point["postFilter"][0].post_filter(CycleContext(cluster.state, pod, fw), result,
+    out = fw.plugins_at("postFilter")[0].post_filter(CycleContext(cluster.state, pod, fw), result,
                                                  cluster.pod_table())
     assert out.nominated_node is None
     assert out.message == ("preemption: 0/2 nodes are available: 1 No preemption victims found "
