@@ -15,7 +15,7 @@ import math
 
 # Keep in step with kernels/layout.py (plain ints: device code has no globals
 # of NumPy type).
-MAX_SCORE = 100
+MAX_NODE_SCORE = 100
 R_UNSCHEDULABLE = 1
 R_NODE_NAME = 2
 R_TAINT = 4
@@ -34,7 +34,7 @@ F_PORTS = 16
 F_FIT = 32
 RES_CPU = 0
 RES_MEMORY = 1
-RES_EPHEMERAL = 2
+RES_EPHEMERAL_STORAGE = 2
 RES_PODS = 3
 RK_NONZERO = 0
 RK_NATIVE = 1
@@ -205,9 +205,9 @@ def fit_score(i, allocatable, requested, nonzero_requested, request, nonzero_req
             continue
         w = fit_weights[f]
         if strategy == STRATEGY_LEAST:
-            s = 0 if req > alloc else ((alloc - req) * MAX_SCORE) // alloc
+            s = 0 if req > alloc else ((alloc - req) * MAX_NODE_SCORE) // alloc
         elif strategy == STRATEGY_MOST:
-            s = (min(req, alloc) * MAX_SCORE) // alloc
+            s = (min(req, alloc) * MAX_NODE_SCORE) // alloc
         else:
             if req > alloc:
                 s = broken_linear(100, shape_util, shape_score)
@@ -267,7 +267,7 @@ def balanced_score(i, allocatable, requested, nonzero_requested, request,
                 f = 1.0
             acc += (f - mean) * (f - mean)
         std = math.sqrt(acc / n)
-    return int((1.0 - std) * MAX_SCORE)
+    return int((1.0 - std) * MAX_NODE_SCORE)
 
 
 def image_score(i, image_bits, image_entries, image_scaled, image_min, image_max):
@@ -281,7 +281,7 @@ def image_score(i, image_bits, image_entries, image_scaled, image_min, image_max
         s = image_min
     elif s > image_max:
         s = image_max
-    return tdiv(MAX_SCORE * (s - image_min), image_max - image_min)
+    return tdiv(MAX_NODE_SCORE * (s - image_min), image_max - image_min)
 
 
 def node_reasons(i, allocatable, requested, unschedulable, valid, label_vals,
@@ -377,14 +377,14 @@ def scan_limit(reasons, num_to_find):
 
 def normalized(v, mode, hi):
     """DefaultNormalizeScore of raw score v given the maximum hi over the
-    scored rows: mode 0 leaves v as is, 1 scales to [0, MAX_SCORE], 2 scales
-    and reverses (all zero maxima give 0, or MAX_SCORE reversed)."""
+    scored rows: mode 0 leaves v as is, 1 scales to [0, MAX_NODE_SCORE], 2 scales
+    and reverses (all zero maxima give 0, or MAX_NODE_SCORE reversed)."""
     if mode == 0:
         return v
     if hi == 0:
-        return MAX_SCORE if mode == 2 else 0
-    v = (MAX_SCORE * v) // hi
-    return MAX_SCORE - v if mode == 2 else v
+        return MAX_NODE_SCORE if mode == 2 else 0
+    v = (MAX_NODE_SCORE * v) // hi
+    return MAX_NODE_SCORE - v if mode == 2 else v
 
 
 def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode,

@@ -325,6 +325,61 @@ def _fail_message(num_all: int, counts: dict[str, int]) -> str:
     return f"preemption: 0/{num_all} nodes are available: {', '.join(parts)}."
 
 
+def _codes_by_row(fw, ctx, result, node_codes, absent_code) -> np.ndarray:
+    """[M] int64 Status code of each live node row (row order) in the failed
+    cycle: its filter status, the PreFilter's for all, or ``node_codes``."""
+    state, all_rows = ctx.state, result.all_rows
+    if node_codes is not None:
+        return np.array([int(node_codes.get(state.node_name(int(r)), absent_code))
+                         for r in all_rows], np.int64)
+    if not result.prefilter_status.ok:
+        return np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
+    m = all_rows.shape[0]
+    codes_eval = status_codes(fw, result.reasons, ctx, result.rows)
+    # Evaluation order -> row order.
+    codes_rows = np.empty(m, np.int64)
+    codes_rows[(result.start + np.arange(m)) % max(m, 1)] = codes_eval
+    return codes_rows
+
+
+def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
+    """Count into ``counts`` why each visited node gave no candidate."""
+    for row, code in failures:
+        if isinstance(code, tuple):         # a host filter's reasons
+            reasons = code
+        elif code == V.CODE_NO_VICTIMS:
+            reasons = (NO_VICTIMS,)
+        elif code == V.CODE_NONE_LEFT:
+            reasons = (f"expected at least one victim pod on node {ctx.state.node_name(row)!r}",)
+        else:
+            reasons = status_of_bits(fw, ctx, row, code).reasons
+        for r in reasons:
+            counts[r] = counts.get(r, 0) + 1
+
+
+def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int):
+    """(candidates, failures, Filter calls, active host filters) of the dry
+    run over the nodes ``scan`` in visiting order, at most ``cap`` found."""
+    state, q = ctx.state, result.query
+    prio = pod_priority(ctx.pod)
+    pods = table.sync()
+    host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
+    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
+                              classes=(table.cls, table.class_records)) if host else None
+    try:
+        nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
+                                                    search)
+    finally:
+        if search is not None:
+            search.close()
+    cands = []
+    for row, stats, slots in nv_list + v_list:
+        keys = table.keys[row]
+        cands.append(Candidate(row, state.node_name(row), [keys[s] for s in slots],
+                               int(stats[V.STAT_N_VIOLATIONS]), tuple(int(x) for x in stats)))
+    return cands, failures, calls, host
+
+
 def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
             seed: int = 0, attempt: int = 0, offset: int | None = None,
             num_cands: int | None = None, nominated_status_code: Code | None = None,
@@ -340,77 +395,39 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     cycle's filter statuses and ``potential_rows`` the nodes where
     preemption might help, as upstream's unit tests feed them."""
     state, pod = ctx.state, ctx.pod
+    # 0) The preemptor may preempt at all.
     ok, why = pod_eligible_to_preempt_others(pod, state, nominated_status_code)
     if not ok:
         return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE, (why,), fw_name()),
                                 eligible=False)
-    all_rows = result.all_rows
-    num_all = state.num_nodes
-    if node_codes is not None:
-        codes_rows = np.array([int(node_codes.get(state.node_name(int(r)), absent_code))
-                               for r in all_rows], np.int64)
-    elif not result.prefilter_status.ok:
-        codes_rows = np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
-    else:
-        m = all_rows.shape[0]
-        codes_eval = status_codes(fw, result.reasons, ctx, result.rows)
-        # Evaluation order -> row order.
-        codes_rows = np.empty(m, np.int64)
-        pos = (result.start + np.arange(m)) % max(m, 1)
-        codes_rows[pos] = codes_eval
+    # 1) The nodes where evicting pods might help.
+    codes_rows = _codes_by_row(fw, ctx, result, node_codes, absent_code)
     helps = nodes_where_preemption_might_help(codes_rows)
-    potential = all_rows[helps] if potential_rows is None else np.asarray(potential_rows,
-                                                                          np.int64)
+    potential = result.all_rows[helps] if potential_rows is None else np.asarray(
+        potential_rows, np.int64)
     counts: dict[str, int] = {}
     unhelpful = int((~helps & (codes_rows >= 0)).sum())
     if unhelpful:
         counts[NOT_HELPFUL] = unhelpful
     n = potential.shape[0]
+    fail = lambda: Status(Code.UNSCHEDULABLE,  # noqa: E731
+                          (_fail_message(state.num_nodes, counts),), fw_name())
     if n == 0:
-        return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE,
-                                                    (_fail_message(num_all, counts),), fw_name()))
+        return PreemptionResult(None, status=fail())
+    # 2) The dry run from a seeded offset, up to the candidate count.
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)
-    pods = table.sync()
-    q = result.query
-    prio = pod_priority(pod)
-    scan = potential[(off + np.arange(n)) % n]
-    host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
-    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
-                              classes=(table.cls, table.class_records)) if host else None
-    try:
-        nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
-                                                    search)
-    finally:
-        if search is not None:
-            search.close()
-    cands = []
-    for row, stats, slots in nv_list + v_list:
-        keys = table.keys[row]
-        cands.append(Candidate(row, state.node_name(row), [keys[s] for s in slots],
-                               int(stats[V.STAT_N_VIOLATIONS]), tuple(int(x) for x in stats)))
+    cands, failures, calls, host = _candidates(fw, ctx, result, table,
+                                               potential[(off + np.arange(n)) % n], cap)
     if dry_run_all:
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:
-        for row, code in failures:
-            if isinstance(code, tuple):         # a host filter's reasons
-                reasons = code
-            elif code == V.CODE_NO_VICTIMS:
-                reasons = (NO_VICTIMS,)
-            elif code == V.CODE_NONE_LEFT:
-                reasons = (f"expected at least one victim pod on node {state.node_name(row)!r}",)
-            else:
-                reasons = status_of_bits(fw, ctx, row, code).reasons
-            for r in reasons:
-                counts[r] = counts.get(r, 0) + 1
-        return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE,
-                                                    (_fail_message(num_all, counts),),
-                                                    fw_name()),
-                                candidates=cands, filter_calls=calls)
-    best = pick_one_node(np.array([c.stats for c in cands], np.int64))
-    chosen = cands[best]
+        _failure_reasons(fw, ctx, failures, counts)
+        return PreemptionResult(None, status=fail(), candidates=cands, filter_calls=calls)
+    # 3) The best candidate.
+    chosen = cands[pick_one_node(np.array([c.stats for c in cands], np.int64))]
     return PreemptionResult(chosen.node, list(chosen.victims), Status.OK, cands, calls,
-                            query=q, host_filters=host)
+                            query=result.query, host_filters=host)
 
 
 def _dry_run(fw, state, q, prio, pods, scan, cap, search):
