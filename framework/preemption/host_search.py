@@ -350,76 +350,20 @@ class HostVictimSearch:
             self.probe = self.spread.victim_probe(st, self.ctx.pod)
         if self.ia_probe is None and self.affinity is not None:
             self.ia_probe = self.affinity.victim_probe(st, self.ctx.pod)
-        probe, ia = self.probe, self.ia_probe
         self.prefetch(rows)
-        m = rows.shape[0]
-        fixed = np.array([self.static[r] for r in rows.tolist()], np.int64)
-        check_ports = bool(dyn.ports and dyn.conflicts.shape[0] and
-                           (dyn.conflicts != 0).any())
-        if check_ports:
-            w = min(dyn.conflicts.shape[0], st.port_bits.shape[1])
-            hit = (st.port_bits[rows, :w] & dyn.conflicts[:w]).any(axis=1)
-            fixed |= np.where(hit, int(L.R_PORTS), 0)
+        m, c_max = rows.shape[0], pods.pod_prio.shape[1]
+        fixed, check_ports = self._fixed_bits(rows)
         cols = np.array([L.RES_PODS] + [r for r, _ in dyn.asks], np.int64)
         wants = np.array([1] + [w for _, w in dyn.asks], np.int64)
         reason = np.array([int(L.R_TOO_MANY_PODS)] +
                           [1 << (L.INSUFFICIENT_SHIFT + r) for r, _ in dyn.asks], np.int64)
         free0 = st.allocatable[rows][:, cols] - st.requested[rows][:, cols]
-        n_sp = len(probe.parts) if probe is not None else 0
-        if probe is not None:
-            valid, counted, base, bound, other, here = probe.arrays(rows)
-        else:
-            valid = counted = here = np.zeros((m, 0), np.bool_)
-            base = bound = other = np.zeros((m, 0), np.int64)
-        n_ia = len(ia.parts) if ia is not None else 0
-        if ia is not None:
-            ia_valid, ia_base = ia.arrays(rows)
-            ia_code, ia_pos, ia_self = ia.codes, ia.pos, ia.self_all
-        else:
-            ia_valid, ia_base = np.zeros((m, 0), np.bool_), np.zeros((m, 0), np.int64)
-            ia_code = ia_pos = np.zeros(0, np.int64)
-            ia_self = False
-        c_max = pods.pod_prio.shape[1]
-        match = np.zeros((m, c_max, n_sp + n_ia), np.int64)
-        n_on = pods.pod_count[rows]
-        slot = np.arange(c_max)
-        j = 0
-        for ci, p in enumerate(probe.parts if probe is not None else ()):
-            if p is None:
-                continue
-            counts = probe.counts[j]()
-            pred = probe.preds[j]
-            j += 1
-            got = counts[rows]
-            # Every pod on the row matches, or none does: no per-pod test.
-            match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
-            for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
-                keys = self.keys[int(rows[i])]
-                for s_, key in enumerate(keys):
-                    match[i, s_, ci] = 1 if pred(st.pods[key].record) else 0
-        cls = None
-        if ia is not None and self.classes is not None:
-            cls = self.classes[0][rows][:, :c_max]
-            recs = self.classes[1]
-        for j, (_, dom, _, counts_fn, _, fn) in enumerate(ia.parts if ia is not None else ()):
-            ci = n_sp + j
-            if dom is None:
-                continue                # the key is nowhere: the row fails whatever its pods
-            if cls is not None:
-                per_class = np.array([fn(r) for r in recs] + [0], np.int64)
-                match[:, :, ci] = per_class[cls]        # -1 (no pod) -> the trailing 0
-                continue
-            got = counts_fn()
-            if got is None:
-                continue                # no bound pod counted: zeros
-            got = got[rows]
-            both = ia.codes[j] != 3     # 0/1 per pod: "all" needs no per-pod test
-            if both:
-                match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
-            mixed = (got != n_on) & (got != 0) if both else got != 0
-            for i in np.flatnonzero(mixed).tolist():
-                for s_, key in enumerate(self.keys[int(rows[i])]):
-                    match[i, s_, ci] = fn(st.pods[key].record)
+        spread_arrays = self._spread_arrays(rows)
+        ia_code, ia_valid, ia_base, ia_pos, ia_self = self._affinity_arrays(rows)
+        match = np.zeros((m, c_max, len(self.probe.parts) if self.probe is not None else 0),
+                         np.int64)
+        self._spread_matches(rows, match)
+        match = np.concatenate([match, self._affinity_matches(rows, c_max)], axis=2)
         kind = np.zeros(m, np.int64)
         bits = np.zeros(m, np.int64)
         stats = np.zeros((m, V.N_STATS), np.int64)
@@ -427,9 +371,101 @@ class HostVictimSearch:
         VS.select_spread(rows, np.int64(self.prio), pods.pod_count, pods.pod_prio,
                          pods.pod_start, pods.pod_req, pods.pod_ports, pods.pod_pdb,
                          pods.pdb_allowed, check_ports, fixed, bool(dyn.fit), cols, wants,
-                         reason, free0, match, valid, counted, base, bound, other, here,
+                         reason, free0, match, *spread_arrays,
                          ia_code, ia_valid, ia_base, ia_pos, bool(ia_self),
                          bool(self.ipa_first), kind, bits, stats, victims)
+        self._store(rows, kind, bits, stats, victims)
+
+    def _fixed_bits(self, rows) -> tuple[np.ndarray, bool]:
+        """([m] int64 reason bits of the filters whose answer the victims do
+        not change, incl. NodePorts against the ports of pods that stay;
+        whether the ports test is on at all)."""
+        st, dyn = self.state, self.dynamic
+        fixed = np.array([self.static[r] for r in rows.tolist()], np.int64)
+        check_ports = bool(dyn.ports and dyn.conflicts.shape[0] and (dyn.conflicts != 0).any())
+        if check_ports:
+            w = min(dyn.conflicts.shape[0], st.port_bits.shape[1])
+            hit = (st.port_bits[rows, :w] & dyn.conflicts[:w]).any(axis=1)
+            fixed |= np.where(hit, int(L.R_PORTS), 0)
+        return fixed, check_ports
+
+    def _spread_arrays(self, rows) -> tuple:
+        """(valid, counted, base, bound, other, here), each [m, constraints],
+        of the spread probe on ``rows`` (zero columns without one)."""
+        if self.probe is not None:
+            return self.probe.arrays(rows)
+        m = rows.shape[0]
+        none_b, none_i = np.zeros((m, 0), np.bool_), np.zeros((m, 0), np.int64)
+        return none_b, none_b, none_i, none_i, none_i, none_b
+
+    def _affinity_arrays(self, rows) -> tuple:
+        """(codes [P], valid [m, P], base [m, P], positive [P], self_all) of the
+        affinity probe on ``rows`` (P = 0 without one)."""
+        ia = self.ia_probe
+        if ia is None:
+            m = rows.shape[0]
+            none = np.zeros(0, np.int64)
+            return none, np.zeros((m, 0), np.bool_), np.zeros((m, 0), np.int64), none, False
+        ia_valid, ia_base = ia.arrays(rows)
+        return ia.codes, ia_valid, ia_base, ia.pos, ia.self_all
+
+    def _spread_matches(self, rows, match) -> None:
+        """Fill ``match`` [m, slots, constraints]: 1 where the pod in a slot
+        matches a spread constraint's selector."""
+        probe, st = self.probe, self.state
+        n_on = self.pods.pod_count[rows]
+        slot = np.arange(match.shape[1])
+        j = 0
+        for ci, p in enumerate(probe.parts if probe is not None else ()):
+            if p is None:
+                continue
+            got = probe.counts[j]()[rows]
+            pred = probe.preds[j]
+            j += 1
+            # Every pod on the row matches, or none does: no per-pod test.
+            match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
+                for s_, key in enumerate(self.keys[int(rows[i])]):
+                    match[i, s_, ci] = 1 if pred(st.pods[key].record) else 0
+
+    def _affinity_matches(self, rows, c_max: int) -> np.ndarray:
+        """[m, slots, conditions] int64: what the pod in a slot counts for
+        each InterPodAffinity condition (by class of alike pods when the
+        victim table has them)."""
+        ia, st = self.ia_probe, self.state
+        m = rows.shape[0]
+        out = np.zeros((m, c_max, len(ia.parts) if ia is not None else 0), np.int64)
+        if ia is None:
+            return out
+        n_on = self.pods.pod_count[rows]
+        slot = np.arange(c_max)
+        cls = recs = None
+        if self.classes is not None:
+            cls = self.classes[0][rows][:, :c_max]
+            recs = self.classes[1]
+        for j, (_, dom, _, counts_fn, _, fn) in enumerate(ia.parts):
+            if dom is None:
+                continue                # the key is nowhere: the row fails whatever its pods
+            if cls is not None:
+                per_class = np.array([fn(r) for r in recs] + [0], np.int64)
+                out[:, :, j] = per_class[cls]           # -1 (no pod) -> the trailing 0
+                continue
+            got = counts_fn()
+            if got is None:
+                continue                # no bound pod counted: zeros
+            got = got[rows]
+            both = ia.codes[j] != 3     # 0/1 per pod: "all" needs no per-pod test
+            if both:
+                out[:, :, j] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            mixed = (got != n_on) & (got != 0) if both else got != 0
+            for i in np.flatnonzero(mixed).tolist():
+                for s_, key in enumerate(self.keys[int(rows[i])]):
+                    out[i, s_, j] = fn(st.pods[key].record)
+        return out
+
+    def _store(self, rows, kind, bits, stats, victims) -> None:
+        """``on_node``'s answers from the compiled pass (rows it left to the
+        state search stay out of ``ready``)."""
         spread_reasons = self.spread.probe_reasons if self.spread is not None else ()
         ipa_reasons = self.affinity.probe_reasons if self.affinity is not None else ()
         empty = np.zeros(0, np.int64)
