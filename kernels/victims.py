@@ -168,74 +168,26 @@ def _reasons_with(cols, q, rows, req_rows, port_rows):
     return filters.node_reasons(cols._replace(requested=req, port_bits=ports), rows, q, xp=np)
 
 
-def _select_numpy(cols, q, rows, prio, pods) -> VictimResult:
-    m = rows.shape[0]
-    c = max(pods.pod_prio.shape[1], 1)
-    stats = np.zeros((m, N_STATS), np.int64)
-    victims = np.zeros((m, c), np.int64)
-    if m == 0 or pods.pod_prio.shape[1] == 0:
-        stats[:, STAT_CODE] = CODE_NO_VICTIMS
-        return VictimResult(stats, victims)
-    slot = np.arange(c)
-    cnt = pods.pod_count[rows]
-    present = slot[None, :] < cnt[:, None]
-    p_prio = pods.pod_prio[rows]
-    p_start = pods.pod_start[rows]
-    p_req = pods.pod_req[rows]                       # [M, C, R]
-    p_ports = pods.pod_ports[rows]                   # [M, C, WP]
-    lower = present & (p_prio < prio)
-    k = lower.sum(axis=1)
-    work_req = cols.requested[rows] - (p_req * lower[:, :, None]).sum(axis=1)
-    keep = present & ~lower
-    work_ports = np.bitwise_or.reduce(np.where(keep[:, :, None], p_ports, 0), axis=1)
-    reasons0 = _reasons_with(cols, q, rows, work_req, work_ports)
-    # Importance order of the lower-priority pods (others sorted last).
-    big = np.iinfo(np.int64).max
-    key_prio = np.where(lower, -p_prio, big)
-    order = _lexsort_rows(key_prio, p_start, slot, m, c)
-    o_lower = np.take_along_axis(lower, order, axis=1)
-    # PDB violations on running copies of disruptionsAllowed.
-    o_pdb = np.take_along_axis(pods.pod_pdb[rows], order[:, :, None], axis=1)   # [M, C, WB]
-    left = np.broadcast_to(pods.pdb_allowed, (m, pods.pdb_allowed.shape[0])).copy()
+def _pdb_violating(o_lower, o_pdb, allowed, m: int, c: int) -> np.ndarray:
+    """[M, C] bool: the lower-priority pod at each importance position would
+    violate a PDB, on running copies of disruptionsAllowed ([P] int64)."""
+    left = np.broadcast_to(allowed, (m, allowed.shape[0])).copy()
     violating = np.zeros((m, c), bool)
-    n_pdb = pods.pdb_allowed.shape[0]
     for a in range(c):
         active = o_lower[:, a]
-        for p in range(n_pdb):
+        for p in range(allowed.shape[0]):
             member = active & (((o_pdb[:, a, p >> 6] >> (p & 63)) & 1) == 1)
             left[:, p] -= member
             violating[:, a] |= member & (left[:, p] < 0)
-    # Reprieve order: violating ones first, then the rest, each by importance.
-    rank = np.where(o_lower, np.where(violating, 0, 1), 2)
-    perm = np.argsort(rank, axis=1, kind="stable")
-    r_slot = np.take_along_axis(order, perm, axis=1)
-    r_lower = np.take_along_axis(o_lower, perm, axis=1)
-    r_viol = np.take_along_axis(violating, perm, axis=1)
-    fits0 = reasons0 == 0
-    is_victim = np.zeros((m, c), bool)               # by slot
-    calls = np.where(k > 0, 1, 0)
-    n_viol = np.zeros(m, np.int64)
+    return violating
+
+
+def _victim_stats(stats, victims, order, is_victim, p_prio, p_start, k, fits0, reasons0,
+                  n_viol, calls) -> None:
+    """Write each row's victims (importance order) and ranking statistics."""
+    m, c = is_victim.shape
+    slot = np.arange(c)
     idx = np.arange(m)
-    for a in range(c):
-        step = r_lower[:, a] & fits0
-        if not step.any():
-            continue
-        s = r_slot[:, a]
-        add_req = p_req[idx, s] * step[:, None]
-        add_ports = np.where(step[:, None], p_ports[idx, s], 0)
-        trial_req = work_req + add_req
-        trial_ports = work_ports | add_ports
-        sub = np.flatnonzero(step)
-        bits = _reasons_with(cols, q, rows[sub], trial_req[sub], trial_ports[sub])
-        fits = np.zeros(m, bool)
-        fits[sub] = bits == 0
-        calls += step
-        keep_it = step & fits
-        work_req = np.where(keep_it[:, None], trial_req, work_req)
-        work_ports = np.where(keep_it[:, None], trial_ports, work_ports)
-        lost = step & ~fits
-        is_victim[idx[lost], s[lost]] = True
-        n_viol += lost & r_viol[:, a]
     o_victim = np.take_along_axis(is_victim, order, axis=1)
     nv = o_victim.sum(axis=1)
     vpos = np.argsort(~o_victim, axis=1, kind="stable")
@@ -258,6 +210,66 @@ def _select_numpy(cols, q, rows, prio, pods) -> VictimResult:
     stats[:, STAT_PRIORITY_SUM] = np.where(ok, total, 0)
     stats[:, STAT_EARLIEST_START] = np.where(ok, earliest, 0)
     victims[~ok] = 0
+
+
+def _select_numpy(cols, q, rows, prio, pods) -> VictimResult:
+    m = rows.shape[0]
+    c = max(pods.pod_prio.shape[1], 1)
+    stats = np.zeros((m, N_STATS), np.int64)
+    victims = np.zeros((m, c), np.int64)
+    if m == 0 or pods.pod_prio.shape[1] == 0:
+        stats[:, STAT_CODE] = CODE_NO_VICTIMS
+        return VictimResult(stats, victims)
+    slot = np.arange(c)
+    cnt = pods.pod_count[rows]
+    present = slot[None, :] < cnt[:, None]
+    p_prio = pods.pod_prio[rows]
+    p_start = pods.pod_start[rows]
+    p_req = pods.pod_req[rows]                       # [M, C, R]
+    p_ports = pods.pod_ports[rows]                   # [M, C, WP]
+    lower = present & (p_prio < prio)
+    k = lower.sum(axis=1)
+    work_req = cols.requested[rows] - (p_req * lower[:, :, None]).sum(axis=1)
+    keep = present & ~lower
+    work_ports = np.bitwise_or.reduce(np.where(keep[:, :, None], p_ports, 0), axis=1)
+    reasons0 = _reasons_with(cols, q, rows, work_req, work_ports)
+    # Importance order of the lower-priority pods (others sorted last).
+    key_prio = np.where(lower, -p_prio, np.iinfo(np.int64).max)
+    order = _lexsort_rows(key_prio, p_start, slot, m, c)
+    o_lower = np.take_along_axis(lower, order, axis=1)
+    o_pdb = np.take_along_axis(pods.pod_pdb[rows], order[:, :, None], axis=1)   # [M, C, WB]
+    violating = _pdb_violating(o_lower, o_pdb, pods.pdb_allowed, m, c)
+    # Reprieve order: violating ones first, then the rest, each by importance.
+    rank = np.where(o_lower, np.where(violating, 0, 1), 2)
+    perm = np.argsort(rank, axis=1, kind="stable")
+    r_slot = np.take_along_axis(order, perm, axis=1)
+    r_lower = np.take_along_axis(o_lower, perm, axis=1)
+    r_viol = np.take_along_axis(violating, perm, axis=1)
+    fits0 = reasons0 == 0
+    is_victim = np.zeros((m, c), bool)               # by slot
+    calls = np.where(k > 0, 1, 0)
+    n_viol = np.zeros(m, np.int64)
+    idx = np.arange(m)
+    for a in range(c):
+        step = r_lower[:, a] & fits0
+        if not step.any():
+            continue
+        s = r_slot[:, a]
+        trial_req = work_req + p_req[idx, s] * step[:, None]
+        trial_ports = work_ports | np.where(step[:, None], p_ports[idx, s], 0)
+        sub = np.flatnonzero(step)
+        bits = _reasons_with(cols, q, rows[sub], trial_req[sub], trial_ports[sub])
+        fits = np.zeros(m, bool)
+        fits[sub] = bits == 0
+        calls += step
+        keep_it = step & fits
+        work_req = np.where(keep_it[:, None], trial_req, work_req)
+        work_ports = np.where(keep_it[:, None], trial_ports, work_ports)
+        lost = step & ~fits
+        is_victim[idx[lost], s[lost]] = True
+        n_viol += lost & r_viol[:, a]
+    _victim_stats(stats, victims, order, is_victim, p_prio, p_start, k, fits0, reasons0,
+                  n_viol, calls)
     return VictimResult(stats, victims)
 
 
