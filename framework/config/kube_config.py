@@ -462,15 +462,8 @@ def _queue_sort_section(raw_profile: Any) -> Any:
     )
 
 
-def load_config(source: Any, plugin_points: Mapping[str, frozenset[str]] = DEFAULT_PLUGIN_POINTS) -> SchedulerConfig:
-    """Load, default, merge and validate a KubeSchedulerConfiguration.
-
-    ``source``: a path to a YAML or JSON file, a mapping, or None (the
-    defaults: one ``default-scheduler`` profile with the default plugins).
-    ``plugin_points``: every known plugin name -> the extension points it
-    implements (a superset of ``DEFAULT_PLUGIN_POINTS`` for out-of-tree plugins).
-    Raises ``ConfigError`` naming the field path of the first problem."""
-    raw = _read(source)
+def _check_top_level(raw: Mapping) -> None:
+    """None; ConfigError for a bad apiVersion/kind, an unknown or ill-typed field, extenders."""
     for k in raw:
         if not isinstance(k, str):
             raise ConfigError("", f"field name {k!r} is not a string")
@@ -492,9 +485,16 @@ def load_config(source: Any, plugin_points: Mapping[str, frozenset[str]] = DEFAU
     if _list(raw.get("extenders"), "extenders"):
         raise ConfigError("extenders", "scheduler extenders are not supported")
 
-    parallelism = 16 if raw.get("parallelism") is None else _int(raw["parallelism"], "parallelism", -(2**31), _INT32_MAX)
+
+def _global_settings(raw: Mapping) -> dict[str, int]:
+    """SchedulerConfig kwargs: parallelism, percentage_of_nodes_to_score, backoffs (seconds)."""
+    parallelism = 16 if raw.get("parallelism") is None else _int(
+        raw["parallelism"], "parallelism", -(2**31), _INT32_MAX
+    )
     if parallelism <= 0:
-        raise ConfigError("parallelism", f"{parallelism}: should be an integer value greater than zero")
+        raise ConfigError(
+            "parallelism", f"{parallelism}: should be an integer value greater than zero"
+        )
     pct = _percentage(raw.get("percentageOfNodesToScore"), "percentageOfNodesToScore")
     if pct is None:
         pct = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
@@ -508,43 +508,73 @@ def load_config(source: Any, plugin_points: Mapping[str, frozenset[str]] = DEFAU
         raise ConfigError("podInitialBackoffSeconds", f"{initial}: must be greater than 0")
     if maximum < initial:
         raise ConfigError(
-            "podMaxBackoffSeconds", f"{maximum}: must be greater than or equal to podInitialBackoffSeconds ({initial})"
+            "podMaxBackoffSeconds",
+            f"{maximum}: must be greater than or equal to podInitialBackoffSeconds ({initial})",
         )
+    return dict(parallelism=parallelism, percentage_of_nodes_to_score=pct,
+                pod_initial_backoff_seconds=initial, pod_max_backoff_seconds=maximum)
 
-    raw_profiles = _list(raw.get("profiles"), "profiles") or [{}]
+
+def _build_profiles(
+    raw_profiles: list, plugin_points: Mapping[str, frozenset[str]]
+) -> tuple[list[Profile], list[dict[str, int]]]:
+    """(profiles, per profile: plugin name -> its pluginConfig index), scheduler names unique."""
     profiles: list[Profile] = []
     config_indexes: list[dict[str, int]] = []
     seen: dict[str, int] = {}
     for i, rp in enumerate(raw_profiles):
         prof, idx = _build_profile(i, rp, plugin_points, len(raw_profiles))
         if prof.scheduler_name in seen:
+            first = seen[prof.scheduler_name]
             raise ConfigError(
                 f"profiles[{i}].schedulerName",
-                f"duplicate value {prof.scheduler_name!r} (also profiles[{seen[prof.scheduler_name]}].schedulerName)",
+                f"duplicate value {prof.scheduler_name!r} (also profiles[{first}].schedulerName)",
             )
         seen[prof.scheduler_name] = i
         profiles.append(prof)
         config_indexes.append(idx)
+    return profiles, config_indexes
 
+
+def _check_shared_queue_sort(
+    raw_profiles: list, profiles: list[Profile], config_indexes: list[dict[str, int]]
+) -> None:
+    """None; ConfigError unless every profile has profile 0's queueSort section, plugin, args."""
     # all profiles share one queue: same queueSort section, plugin and args
     canon = _queue_sort_section(raw_profiles[0])
     qs0 = profiles[0].plugins["queueSort"][0].name
     for i in range(1, len(profiles)):
-        if _queue_sort_section(raw_profiles[i]) != canon or profiles[i].plugins["queueSort"][0].name != qs0:
-            raise ConfigError(f"profiles[{i}].plugins.queueSort", "must be the same for all profiles")
+        if (_queue_sort_section(raw_profiles[i]) != canon
+                or profiles[i].plugins["queueSort"][0].name != qs0):
+            raise ConfigError(f"profiles[{i}].plugins.queueSort",
+                              "must be the same for all profiles")
         a0 = profiles[0].args.get(qs0)
         if profiles[i].args.get(qs0) != a0:
             j = config_indexes[i].get(qs0)
-            where = f"profiles[{i}].pluginConfig[{j}].args" if j is not None else f"profiles[{i}].pluginConfig"
-            raise ConfigError(where, f"args of queueSort plugin {qs0!r} must be the same for all profiles")
+            where = (f"profiles[{i}].pluginConfig[{j}].args" if j is not None
+                     else f"profiles[{i}].pluginConfig")
+            raise ConfigError(
+                where, f"args of queueSort plugin {qs0!r} must be the same for all profiles"
+            )
 
-    return SchedulerConfig(
-        profiles=tuple(profiles),
-        percentage_of_nodes_to_score=pct,
-        pod_initial_backoff_seconds=initial,
-        pod_max_backoff_seconds=maximum,
-        parallelism=parallelism,
-    )
+
+def load_config(
+    source: Any, plugin_points: Mapping[str, frozenset[str]] = DEFAULT_PLUGIN_POINTS
+) -> SchedulerConfig:
+    """Load, default, merge and validate a KubeSchedulerConfiguration.
+
+    ``source``: a path to a YAML or JSON file, a mapping, or None (the
+    defaults: one ``default-scheduler`` profile with the default plugins).
+    ``plugin_points``: every known plugin name -> the extension points it
+    implements (a superset of ``DEFAULT_PLUGIN_POINTS`` for out-of-tree plugins).
+    Raises ``ConfigError`` naming the field path of the first problem."""
+    raw = _read(source)
+    _check_top_level(raw)
+    settings = _global_settings(raw)
+    raw_profiles = _list(raw.get("profiles"), "profiles") or [{}]
+    profiles, config_indexes = _build_profiles(raw_profiles, plugin_points)
+    _check_shared_queue_sort(raw_profiles, profiles, config_indexes)
+    return SchedulerConfig(profiles=tuple(profiles), **settings)
 
 
 # --------------------------------------------------------------------------

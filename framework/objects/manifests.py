@@ -517,6 +517,82 @@ def _parse_tolerations(ctx: ObjectContext, value, path: str) -> list[Toleration]
     return out
 
 
+def _pod_metadata(ctx: ObjectContext, meta: dict) -> dict:
+    """PodRecord kwargs from metadata: labels, uid, creation_ns (ns, 0 if unset), deleting."""
+    labels = ctx.str_map(meta.get("labels"), "metadata.labels")
+    uid = ctx.string(meta.get("uid"), "metadata.uid")
+    creation = ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+    deletion = ctx.timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
+    _validate_owner_references(ctx, meta.get("ownerReferences"), "metadata.ownerReferences")
+    return dict(labels=labels, uid=uid, creation_ns=creation or 0, deleting=deletion is not None)
+
+
+def _pod_queueing(ctx: ObjectContext, spec: dict) -> dict:
+    """PodRecord kwargs node_name, scheduler_name, priority(_class_name), preemption_policy."""
+    node_name = ctx.string(spec.get("nodeName"), "spec.nodeName")
+    scheduler_name = ctx.string(spec.get("schedulerName"), "spec.schedulerName")
+    priority = spec.get("priority")
+    if priority is not None:
+        priority = ctx.integer(priority, "spec.priority", INT32_MIN, INT32_MAX)
+    priority_class_name = ctx.string(spec.get("priorityClassName"), "spec.priorityClassName")
+    preemption_policy = ctx.enum(unset_if_empty(spec.get("preemptionPolicy")),
+                                 "spec.preemptionPolicy", PREEMPTION_POLICIES,
+                                 "PreemptLowerPriority")
+    return dict(node_name=node_name, scheduler_name=scheduler_name or "default-scheduler",
+                priority=priority, priority_class_name=priority_class_name,
+                preemption_policy=preemption_policy)
+
+
+def _pod_resources(ctx: ObjectContext, spec: dict) -> dict:
+    """PodRecord kwargs from containers + overhead; requests and nonzero_* in canonical units."""
+    host_network = ctx.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
+    images: list[str] = []
+    init_images: list[str] = []
+    host_ports: list[HostPort] = []
+    containers = [
+        _parse_container(ctx, c, f"spec.containers[{i}]", False, host_network, images,
+                         host_ports)
+        for i, c in enumerate(ctx.list(spec.get("containers"), "spec.containers"))
+    ]
+    init_containers = [
+        _parse_container(ctx, c, f"spec.initContainers[{i}]", True, host_network, init_images,
+                         host_ports)
+        for i, c in enumerate(ctx.list(spec.get("initContainers"), "spec.initContainers"))
+    ]
+    overhead = ctx.quantity_map(spec.get("overhead"), "spec.overhead")
+    overhead.pop("pods", None)
+
+    requests_q, nonzero_cpu_q, nonzero_mem_q = _pod_requests(containers, init_containers, overhead)
+    total_path = "spec.containers[*].resources.requests"
+    requests = canonical(ctx, requests_q, total_path)
+    nonzero = canonical(ctx, {"cpu": nonzero_cpu_q, "memory": nonzero_mem_q}, total_path)
+    return dict(requests=requests, nonzero_cpu=nonzero["cpu"], nonzero_memory=nonzero["memory"],
+                host_ports=host_ports, images=images + init_images,
+                has_restartable_init=any(c.restartable for c in init_containers))
+
+
+def _pod_constraints(ctx: ObjectContext, spec: dict) -> dict:
+    """PodRecord kwargs restricting nodes: tolerations, selector, affinities, spread, gates."""
+    tolerations = _parse_tolerations(ctx, spec.get("tolerations"), "spec.tolerations")
+    node_selector = ctx.str_map(spec.get("nodeSelector"), "spec.nodeSelector")
+    affinity = ctx.mapping(spec.get("affinity"), "spec.affinity")
+    node_affinity = _validate_node_affinity(ctx, affinity.get("nodeAffinity"),
+                                            "spec.affinity.nodeAffinity")
+    pod_affinity = _validate_pod_affinity(ctx, affinity.get("podAffinity"),
+                                          "spec.affinity.podAffinity")
+    pod_anti_affinity = _validate_pod_affinity(ctx, affinity.get("podAntiAffinity"),
+                                               "spec.affinity.podAntiAffinity")
+    topology_spread = _validate_spread(ctx, spec.get("topologySpreadConstraints"),
+                                       "spec.topologySpreadConstraints")
+    gates = []
+    for i, g in enumerate(ctx.list(spec.get("schedulingGates"), "spec.schedulingGates")):
+        g = ctx.mapping(g, f"spec.schedulingGates[{i}]")
+        gates.append(ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True))
+    return dict(tolerations=tolerations, node_selector=node_selector, node_affinity=node_affinity,
+                pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity,
+                topology_spread=topology_spread, scheduling_gates=gates)
+
+
 def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     """A Pod object -> :class:`PodRecord` (validated).
 
@@ -533,89 +609,17 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     set), in-place resize status, DRA claims.  ``spec.resources`` is ignored.
     """
     ctx, meta, namespace, name = identity(obj, "Pod", True, where)
-    labels = ctx.str_map(meta.get("labels"), "metadata.labels")
-    uid = ctx.string(meta.get("uid"), "metadata.uid")
-    creation = ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
-    deletion = ctx.timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
-    _validate_owner_references(ctx, meta.get("ownerReferences"), "metadata.ownerReferences")
+    # The helpers run in field order so the first bad field is the one reported.
+    metadata = _pod_metadata(ctx, meta)
     spec = ctx.mapping(obj.get("spec"), "spec")
     status = ctx.mapping(obj.get("status"), "status")
-
-    node_name = ctx.string(spec.get("nodeName"), "spec.nodeName")
-    scheduler_name = ctx.string(spec.get("schedulerName"), "spec.schedulerName") or "default-scheduler"
-    priority = spec.get("priority")
-    if priority is not None:
-        priority = ctx.integer(priority, "spec.priority", INT32_MIN, INT32_MAX)
-    priority_class_name = ctx.string(spec.get("priorityClassName"), "spec.priorityClassName")
-    preemption_policy = ctx.enum(unset_if_empty(spec.get("preemptionPolicy")), "spec.preemptionPolicy",
-                                 PREEMPTION_POLICIES, "PreemptLowerPriority")
-    host_network = ctx.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
-
-    images: list[str] = []
-    init_images: list[str] = []
-    host_ports: list[HostPort] = []
-    containers = [
-        _parse_container(ctx, c, f"spec.containers[{i}]", False, host_network, images, host_ports)
-        for i, c in enumerate(ctx.list(spec.get("containers"), "spec.containers"))
-    ]
-    init_containers = [
-        _parse_container(ctx, c, f"spec.initContainers[{i}]", True, host_network, init_images, host_ports)
-        for i, c in enumerate(ctx.list(spec.get("initContainers"), "spec.initContainers"))
-    ]
-    overhead = ctx.quantity_map(spec.get("overhead"), "spec.overhead")
-    overhead.pop("pods", None)
-
-    requests_q, nonzero_cpu_q, nonzero_mem_q = _pod_requests(containers, init_containers, overhead)
-    total_path = "spec.containers[*].resources.requests"
-    requests = canonical(ctx, requests_q, total_path)
-    nonzero = canonical(ctx, {"cpu": nonzero_cpu_q, "memory": nonzero_mem_q}, total_path)
-
-    tolerations = _parse_tolerations(ctx, spec.get("tolerations"), "spec.tolerations")
-    node_selector = ctx.str_map(spec.get("nodeSelector"), "spec.nodeSelector")
-    affinity = ctx.mapping(spec.get("affinity"), "spec.affinity")
-    node_affinity = _validate_node_affinity(ctx, affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
-    pod_affinity = _validate_pod_affinity(ctx, affinity.get("podAffinity"), "spec.affinity.podAffinity")
-    pod_anti_affinity = _validate_pod_affinity(ctx, affinity.get("podAntiAffinity"),
-                                               "spec.affinity.podAntiAffinity")
-    topology_spread = _validate_spread(ctx, spec.get("topologySpreadConstraints"),
-                                       "spec.topologySpreadConstraints")
-    gates = []
-    for i, g in enumerate(ctx.list(spec.get("schedulingGates"), "spec.schedulingGates")):
-        g = ctx.mapping(g, f"spec.schedulingGates[{i}]")
-        gates.append(ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True))
-
+    queueing = _pod_queueing(ctx, spec)
+    resources = _pod_resources(ctx, spec)
+    constraints = _pod_constraints(ctx, spec)
     phase = ctx.string(status.get("phase"), "status.phase")
     start = ctx.timestamp(status.get("startTime"), "status.startTime")
-
-    return PodRecord(
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        node_name=node_name,
-        scheduler_name=scheduler_name,
-        priority=priority,
-        priority_class_name=priority_class_name,
-        preemption_policy=preemption_policy,
-        labels=labels,
-        creation_ns=creation or 0,
-        start_ns=start,
-        deleting=deletion is not None,
-        phase=phase,
-        requests=requests,
-        nonzero_cpu=nonzero["cpu"],
-        nonzero_memory=nonzero["memory"],
-        tolerations=tolerations,
-        node_selector=node_selector,
-        node_affinity=node_affinity,
-        pod_affinity=pod_affinity,
-        pod_anti_affinity=pod_anti_affinity,
-        topology_spread=topology_spread,
-        host_ports=host_ports,
-        images=images + init_images,
-        has_restartable_init=any(c.restartable for c in init_containers),
-        scheduling_gates=gates,
-        obj=obj,
-    )
+    return PodRecord(namespace=namespace, name=name, phase=phase, start_ns=start,
+                     **metadata, **queueing, **resources, **constraints, obj=obj)
 
 
 # --------------------------------------------------------------------------

@@ -178,86 +178,96 @@ class ReplayResult:
     placements: list           # (pod name, node index, gpu indices) per pod
 
 
-def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tune: float = 1.3,
-           record_placements: bool = False, check_memory: bool = True,
-           backend: str = "numba") -> ReplayResult:
-    """One experiment.  ``check_memory``: filter on memory too, as the
-    simulator's kube-scheduler does (NodeResourcesFit stays enabled next to
-    the GPU filter).  ``backend``: ``numba`` (njit kernels) or ``numpy``
-    (array code); both give the same placements."""
+def _kernels(policy: str, backend: str) -> tuple:
+    """(score_nodes, select_gpus) of ``backend``, once the policy and backend names are known."""
     if policy not in POLICY_SEL:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(K.POLICIES)}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    score_nodes, select_gpus = ((K.score_nodes, K.select_gpus) if backend == "numba"
-                                else (K.score_nodes_np, K.select_gpus_np))
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    inv = nodes.copy()
-    cap = inv.total_gpus * MILLI
-    seq = draw_workload(pods, cap, tune, rng)
-    # The simulator prefixes node names with a seeded random permutation and
-    # its kube-scheduler fork breaks score ties by the smallest node name: a
-    # fixed random node priority for the whole run (not a fresh draw per pod).
-    rank = rng.permutation(nodes.n_nodes).astype(np.int64)
-    tie = (nodes.n_nodes - 1) - rank
+    if backend == "numba":
+        return K.score_nodes, K.select_gpus
+    return K.score_nodes_np, K.select_gpus_np
 
+
+def _typical_arrays(pods: TracePods, inv: GpuInventory) -> tuple:
+    """[T] arrays of the typical pods: cpu_nz (milli), num, milli, model mask (int64), freq."""
     tp = typical_pods(pods)
-    tp_cpu = np.array([t[0] for t in tp], np.int64)
-    tp_num = np.array([t[1] for t in tp], np.int64)
-    tp_milli = np.array([t[2] for t in tp], np.int64)
-    tp_mask = np.array([inv.model_mask(t[3].split("|")) for t in tp], np.int64)
-    tp_freq = np.array([t[4] for t in tp], np.float64)
+    return (np.array([t[0] for t in tp], np.int64),
+            np.array([t[1] for t in tp], np.int64),
+            np.array([t[2] for t in tp], np.int64),
+            np.array([inv.model_mask(t[3].split("|")) for t in tp], np.int64),
+            np.array([t[4] for t in tp], np.float64))
 
-    # pod shapes: the FGD cache is per (shape, node)
-    cpu_nz = pods.cpu_nz
+
+def _pod_shapes(pods: TracePods, inv: GpuInventory) -> tuple[np.ndarray, np.ndarray, int]:
+    """(model mask [P] int64, shape id [P] int64, number of shapes) of the trace's pods."""
     masks = np.array([inv.model_mask(s.split("|")) for s in pods.spec], np.int64)
     shape_of = {}
     shape_id = np.empty(len(pods), np.int64)
     for i in range(len(pods)):
-        key = (int(pods.cpu[i]), int(pods.mem[i]), int(pods.num[i]), int(pods.milli[i]), int(masks[i]))
+        key = (int(pods.cpu[i]), int(pods.mem[i]), int(pods.num[i]), int(pods.milli[i]),
+               int(masks[i]))
         shape_id[i] = shape_of.setdefault(key, len(shape_of))
+    return masks, shape_id, len(shape_of)
+
+
+def _frag_tracker(inv: GpuInventory, typical: tuple, backend: str) -> tuple:
+    """(fragmentation per node [N] float64 in GPU milli, node index -> its current value)."""
+    n = inv.n_nodes
+    if backend == "numba":
+        node_frag = K.cluster_frag(inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left,
+                                   *typical, np.zeros(n))
+
+        def frag_of(i):
+            return K.node_frag(int(inv.gpu_count[i]), int(inv.model[i]), inv.gpu_left[i],
+                               int(inv.cpu_left[i]), *typical)
+    else:
+        node_frag = K.frag_np(inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left, *typical)
+
+        def frag_of(i):
+            return float(K.frag_np(inv.gpu_count[i:i + 1], inv.model[i:i + 1],
+                                   inv.gpu_left[i:i + 1], inv.cpu_left[i:i + 1], *typical)[0])
+    return node_frag, frag_of
+
+
+def _kernel_buffers(s_count: int, n: int) -> tuple:
+    """int64 scratch: caches [S, N] x3, node_ver [N], aff [N, 18], out_gpu [N], gidx [16]."""
+    return (np.zeros((s_count, n), np.int64), np.zeros((s_count, n), np.int64),
+            np.full((s_count, n), -1, np.int64), np.zeros(n, np.int64),
+            np.zeros((n, 18), np.int64), np.empty(n, np.int64), np.empty(16, np.int64))
+
+
+def _place_pods(inv, pods, seq, policy, kernels, rng, tie, typical, shapes, frag,
+                check_memory, record_placements) -> tuple:
+    """((arrived, used, frag, idle) [len(seq)] milli after each pod, scheduled, placements)."""
+    score_nodes, select_gpus = kernels
+    tp_cpu, tp_num, tp_milli, tp_mask, tp_freq = typical
+    masks, shape_id, n_shapes = shapes
+    node_frag, frag_of = frag
+    cpu_nz = pods.cpu_nz
     n = inv.n_nodes
     pid = K.POLICIES.index(policy)
     sel = POLICY_SEL[policy]
     fgd = pid == K.P_FGD
-    s_count = len(shape_of) if fgd else 1
-    cache_score = np.zeros((s_count, n), np.int64)
-    cache_gpu = np.zeros((s_count, n), np.int64)
-    cache_ver = np.full((s_count, n), -1, np.int64)
-    node_ver = np.zeros(n, np.int64)
-    aff = np.zeros((n, 18), np.int64)
-    out_gpu = np.empty(n, np.int64)
-    gidx = np.empty(16, np.int64)
-
-    typical = (tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-    if backend == "numba":
-        node_frag = K.cluster_frag(inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left,
-                                   *typical, np.zeros(n))
-        frag_of = lambda i: K.node_frag(int(inv.gpu_count[i]), int(inv.model[i]), inv.gpu_left[i],
-                                        int(inv.cpu_left[i]), *typical)
-    else:
-        node_frag = K.frag_np(inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left, *typical)
-        frag_of = lambda i: float(K.frag_np(inv.gpu_count[i:i + 1], inv.model[i:i + 1],
-                                            inv.gpu_left[i:i + 1], inv.cpu_left[i:i + 1], *typical)[0])
+    # the FGD cache is per (pod shape, node)
+    cache_score, cache_gpu, cache_ver, node_ver, aff, out_gpu, gidx = _kernel_buffers(
+        n_shapes if fgd else 1, n)
     frag_total = float(node_frag.sum())
     idle = int(inv.gpu_left.sum())
     used = 0
     arrived = 0
-    m = len(seq)
-    rec_arr = np.empty(m)
-    rec_used = np.empty(m)
-    rec_frag = np.empty(m)
-    rec_idle = np.empty(m)
+    rec_arr, rec_used, rec_frag, rec_idle = (np.empty(len(seq)) for _ in range(4))
     placements = []
     scheduled = 0
     for t, j in enumerate(seq):
         num, milli = int(pods.num[j]), int(pods.milli[j])
         s = int(shape_id[j]) if fgd else 0
         scores = score_nodes(pid, inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left,
-                               inv.mem_left, aff, int(pods.cpu[j]), int(cpu_nz[j]), int(pods.mem[j]) if check_memory else 0,
-                               num, milli, int(masks[j]), tp_cpu, tp_num, tp_milli, tp_mask,
-                               tp_freq, cache_score[s], cache_gpu[s], cache_ver[s], node_ver, out_gpu)
+                             inv.mem_left, aff, int(pods.cpu[j]), int(cpu_nz[j]),
+                             int(pods.mem[j]) if check_memory else 0,
+                             num, milli, int(masks[j]), tp_cpu, tp_num, tp_milli, tp_mask,
+                             tp_freq, cache_score[s], cache_gpu[s], cache_ver[s], node_ver,
+                             out_gpu)
         arrived += num * milli
         node = -1
         if pid == K.P_RANDOM:
@@ -276,7 +286,8 @@ def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tu
                 k = 1
             else:
                 k = select_gpus(K.SEL_RANDOM if sel == K.SEL_RANDOM else K.SEL_BEST,
-                                  int(inv.gpu_count[node]), inv.gpu_left[node], num, milli, u, gidx)
+                                int(inv.gpu_count[node]), inv.gpu_left[node], num, milli, u,
+                                gidx)
             for q in range(k):
                 g = gidx[q]
                 assert inv.gpu_left[node, g] >= milli
@@ -299,13 +310,49 @@ def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tu
         rec_used[t] = used
         rec_frag[t] = frag_total
         rec_idle[t] = idle
-    tg = inv.total_gpus
+    return (rec_arr, rec_used, rec_frag, rec_idle), scheduled, placements
+
+
+def _curves(records: tuple, total_gpus: int) -> tuple:
+    """(allocation %, fragmentation % of capacity, fragmentation % of idle): [N_COLS] each."""
+    rec_arr, rec_used, rec_frag, rec_idle = records
+    tg = total_gpus
     arr_pct = rec_arr / tg / 10
     alloc = np.round(_discrete(arr_pct, np.round(rec_used / tg / 10, 2)), 2)
     famt = _discrete(arr_pct, rec_frag / tg / 10)
-    fratio = _discrete(arr_pct, np.where(rec_idle > 0, 100.0 * rec_frag / np.maximum(rec_idle, 1), 0.0))
-    return ReplayResult(policy, seed, tune, tg, m, scheduled, time.perf_counter() - t0,
-                        alloc, famt, fratio, placements)
+    fratio = _discrete(arr_pct, np.where(rec_idle > 0,
+                                         100.0 * rec_frag / np.maximum(rec_idle, 1), 0.0))
+    return alloc, famt, fratio
+
+
+def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tune: float = 1.3,
+           record_placements: bool = False, check_memory: bool = True,
+           backend: str = "numba") -> ReplayResult:
+    """One experiment.  ``check_memory``: filter on memory too, as the
+    simulator's kube-scheduler does (NodeResourcesFit stays enabled next to
+    the GPU filter).  ``backend``: ``numba`` (njit kernels) or ``numpy``
+    (array code); both give the same placements."""
+    kernels = _kernels(policy, backend)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    inv = nodes.copy()
+    cap = inv.total_gpus * MILLI
+    seq = draw_workload(pods, cap, tune, rng)
+    # The simulator prefixes node names with a seeded random permutation and
+    # its kube-scheduler fork breaks score ties by the smallest node name: a
+    # fixed random node priority for the whole run (not a fresh draw per pod).
+    rank = rng.permutation(nodes.n_nodes).astype(np.int64)
+    tie = (nodes.n_nodes - 1) - rank
+
+    typical = _typical_arrays(pods, inv)
+    shapes = _pod_shapes(pods, inv)
+    frag = _frag_tracker(inv, typical, backend)
+    records, scheduled, placements = _place_pods(
+        inv, pods, seq, policy, kernels, rng, tie, typical, shapes, frag,
+        check_memory, record_placements)
+    tg = inv.total_gpus
+    return ReplayResult(policy, seed, tune, tg, len(seq), scheduled, time.perf_counter() - t0,
+                        *_curves(records, tg), placements)
 
 
 def _fmt(v):
