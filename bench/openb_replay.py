@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 
-from tensorsched.kernels.gpu_share import POLICIES
+from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import replay as R
 
 from . import workloads as B

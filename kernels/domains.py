@@ -204,7 +204,7 @@ class _Compiled:
         if fns is None:
             from numba import njit
             # cache=True: later processes load the machine code from
-            # __pycache__ instead of compiling (as kernels/gpu_share.py does).
+            # __pycache__ instead of compiling (as kernels/gpu/share.py does).
             fns = {n: njit(cache=True, nogil=True)(f) for n, f in (
                 ("domain_rule", _domain_rule), ("add_domain_scores", _add_domain_scores),
                 ("or_filter_bits", _or_filter_bits), ("put_slot", _put_slot),

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tensorsched.kernels.gpu_share import MILLI
+from tensorsched.kernels.gpu.share import MILLI
 
 ANNO_GPU_MILLI = "alibabacloud.com/gpu-milli"
 ANNO_GPU_COUNT = "alibabacloud.com/gpu-count"

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tensorsched.kernels import gpu_share as K
-from tensorsched.kernels import gpu_subsets as KT
+from tensorsched.kernels.gpu import share as K
+from tensorsched.kernels.gpu import subsets as KT
 
 from .gpu import (
     ANNO_GPU_COUNT,

@@ -58,8 +58,8 @@ import json
 from dataclasses import dataclass, field
 
 from tensorsched.framework.objects.quantity import resource_value
-from tensorsched.kernels.gpu_share import GPU_SLOTS
-from tensorsched.kernels.gpu_subsets import C_ISLAND, C_NUMA
+from tensorsched.kernels.gpu.share import GPU_SLOTS
+from tensorsched.kernels.gpu.subsets import C_ISLAND, C_NUMA
 
 ANNO_NODE_TOPOLOGY = "topology.tensorsched.io/gpu"
 ANNO_POD_PLACEMENT = "topology.tensorsched.io/gpu-placement"

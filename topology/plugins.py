@@ -1,6 +1,6 @@
 """GPU sharing and GPU topology plugins (out of the default profile; enable
 them in a profile).  Array plugins over all nodes at once on the kernels of
-``kernels/gpu_share.py`` and ``kernels/gpu_subsets.py``, with the per-node
+``kernels/gpu/share.py`` and ``kernels/gpu/subsets.py``, with the per-node
 GPU state in ``topology.gpu_table.GpuTable`` (kept in step with the
 ClusterState through its listeners).
 
@@ -31,8 +31,8 @@ ClusterState through its listeners).
   tightest subset (fewest loose links) for whole GPUs.
 
 Backends (the Framework's): ``numba`` runs the njit kernels, ``numpy`` the
-array twins, ``cuda`` the same per-node rules (``kernels/_gpu_core.py``) as
-Numba CUDA kernels, one thread per node (``kernels/_gpu_cuda.py``): the
+array twins, ``cuda`` the same per-node rules (``kernels/gpu/_core.py``) as
+Numba CUDA kernels, one thread per node (``kernels/gpu/_cuda.py``): the
 GPU fit, the topology subset search and the GpuShareScore policies; the
 answers are identical.  On every backend the GPU table stays on the host
 (it changes per pod), and Reserve's pick for the one chosen node and
@@ -46,8 +46,8 @@ import numpy as np
 from tensorsched.framework.objects.quantity import resource_value
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
-from tensorsched.kernels import gpu_share as K
-from tensorsched.kernels import gpu_subsets as KT
+from tensorsched.kernels.gpu import share as K
+from tensorsched.kernels.gpu import subsets as KT
 
 from . import nrt
 from .gpu import MILLI

@@ -341,7 +341,7 @@ class AffinityProbe:
     anti-affinity terms carried only by pods taken off leave no positive
     domain, as the filter on the state (which recomputes them) sees.
 
-    ``arrays(rows)`` per batch (``kernels.victims_spread``), ``matches(rec)``
+    ``arrays(rows)`` per batch (``kernels.victims.on_counts``), ``matches(rec)``
     per pod, ``code(row_arrays, taken)`` in Python."""
 
     def __init__(self, parts, self_all: bool):

@@ -55,8 +55,8 @@ from tensorsched.framework.state.domain_counts import (
 )
 from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
 from tensorsched.kernels import domains as T
-from tensorsched.kernels import filters as KF
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused import filters as KF
 
 from . import names
 
@@ -455,7 +455,7 @@ class SpreadProbe:
     def arrays(self, rows):
         """``at`` for many rows as [M, S] arrays (S constraints): valid (the
         row has the key), counted, base, bound, other, here
-        (``kernels.victims_spread``)."""
+        (``kernels.victims.on_counts``)."""
         m, n = rows.shape[0], len(self.parts)
         valid = np.zeros((m, n), np.bool_)
         counted = np.zeros((m, n), np.bool_)

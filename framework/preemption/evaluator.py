@@ -7,7 +7,7 @@ Order of work, as upstream:
    not UnschedulableAndUnresolvable (``nodes_where_preemption_might_help``);
 3. ``numCandidates`` and a seeded ``offset``; nodes are visited from the
    offset, wrapping around, and the victim search of the visited nodes runs
-   as ONE kernel call per batch (``tensorsched.kernels.victims``) on the
+   as ONE kernel call per batch (``tensorsched.kernels.victims.search``) on the
    framework's backend; the visit stops, exactly where upstream's serial
    DryRunPreemption would, once there is a non-violating candidate and the
    candidate lists hold numCandidates;
@@ -19,7 +19,7 @@ The caller (the scheduler loop) deletes the victims and retries the pod.
 
 "The pod fits" means every filter of the profile that runs for the pod, as
 upstream's SelectVictimsOnNode runs them.  The kernel re-runs the fused
-built-in ones (NodeResourcesFit, NodePorts: see kernels/_victims_core.py).
+built-in ones (NodeResourcesFit, NodePorts: see kernels/victims/_core.py).
 When a host-side filter applies to the pod (PodTopologySpread or
 InterPodAffinity that did not Skip, GpuShareFit for a GPU pod, user
 plugins), the kernel is a pre-pass and every node it leaves open is searched
@@ -42,9 +42,9 @@ from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, spl
 from tensorsched.framework.runtime.plugin import FusedFilter
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.cluster_state import ClusterState
-from tensorsched.kernels import filters
 from tensorsched.kernels import layout as L
-from tensorsched.kernels import victims as V
+from tensorsched.kernels.fused import filters
+from tensorsched.kernels.victims import search as V
 
 from .host_search import HostVictimSearch, active_host_filters
 

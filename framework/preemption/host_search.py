@@ -1,6 +1,6 @@
 """SelectVictimsOnNode with every filter of the profile, one node at a time.
 
-The victim kernel (``tensorsched.kernels.victims``) re-runs only the fused
+The victim kernel (``tensorsched.kernels.victims.search``) re-runs only the fused
 built-in filters, which read node columns alone.  Filters that run on the
 host (PodTopologySpread, InterPodAffinity, GpuShareFit, user plugins) read
 state that other pods make: per-domain pod counts (``state.domain_counts``), the GPU
@@ -26,7 +26,7 @@ built-in filters with all lower-priority pods gone) come here.
 
 When PodTopologySpread and/or InterPodAffinity are the only host filters,
 steps 1-4 are replayed on counts instead (``HostVictimSearch.batch``,
-``kernels.victims_spread``): taking a node's pods off moves only its own
+``kernels.victims.on_counts``): taking a node's pods off moves only its own
 domains' sums, so each test is O(constraints) with the rest of the global
 minimum from the baseline (``SpreadProbe``) and InterPodAffinity's
 conditions (affinity terms with the first-pod-of-a-group rule, own and
@@ -51,10 +51,10 @@ from tensorsched.framework.runtime.plugin import (
     FusedFilter,
     PodIndependentWhen,
 )
-from tensorsched.kernels import filters as KF
 from tensorsched.kernels import layout as L
-from tensorsched.kernels import victims as V
-from tensorsched.kernels import victims_spread as VS
+from tensorsched.kernels.fused import filters as KF
+from tensorsched.kernels.victims import on_counts as VS
+from tensorsched.kernels.victims import search as V
 
 
 def _probe_kind(plugin) -> str | None:
@@ -168,7 +168,7 @@ def _pdb_violating(pods: V.VictimPods, row: int, order) -> list:
 
 class _PodDependentFilters:
     """NodePorts and NodeResourcesFit of one query on one node row, as
-    scalar code (``kernels.filters.fit_reasons`` and the ports test of
+    scalar code (``kernels.fused.filters.fit_reasons`` and the ports test of
     ``node_reasons`` for M = 1): these are the built-in filters whose answer
     changes while pods come and go, so they run at every reprieve step."""
 
@@ -335,7 +335,7 @@ class HostVictimSearch:
 
     def batch(self, rows) -> None:
         """Search ``rows`` now, when PodTopologySpread and/or InterPodAffinity
-        are the only host filters: ``kernels.victims_spread`` replays ``_select`` on counts
+        are the only host filters: ``kernels.victims.on_counts`` replays ``_select`` on counts
         (nothing in the state moves) for all of them in one compiled pass;
         ``on_node`` then hands out the stored answers.  Rows where a
         lower-priority pod holds host ports that NodePorts could see are

@@ -20,7 +20,7 @@ from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.query import QueryCache, QueryOptions
 from tensorsched.kernels import domains as _T
 from tensorsched.kernels import layout as L
-from tensorsched.kernels.fused import make_backend, rotated
+from tensorsched.kernels.fused.backends import make_backend, rotated
 
 from .plugin import (
     NORMALIZE_NONE,

@@ -22,8 +22,9 @@ import numpy as np
 
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
-from tensorsched.framework.state.workload_index import WorkloadIndex
 from tensorsched.kernels import layout as L
+
+from .workload_index import WorkloadIndex
 
 _INT64_LABEL = re.compile(r"[+-]?[0-9]+\Z")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1

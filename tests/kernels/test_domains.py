@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
-from tensorsched.kernels import scores as SC
+from tensorsched.kernels.fused import scores as SC
 
 SETTINGS = {"max_examples": 25, "deadline": None, "derandomize": True,
                 "suppress_health_check": list(HealthCheck)}

@@ -1,4 +1,4 @@
-"""kernels/_fused_core.py re-declares layout constants as plain ints (device
+"""kernels/fused/_core.py re-declares layout constants as plain ints (device
 code cannot read NumPy-typed globals); the two are kept in step by hand.
 Every module-level UPPER_CASE constant of the core must be a plain int equal
 to the constant of the same name in kernels/layout.py, which must define it."""
@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from tensorsched.kernels import _fused_core as C
 from tensorsched.kernels import layout as L
-from tensorsched.kernels._compile import compile_core
+from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels.fused import _core as C
 
 UPPER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -50,15 +50,15 @@ def test_core_constant_equals_layout(name):
     # Plain Python ints (not NumPy scalars, not bools) for device code.
     assert type(value) is int, (name, type(value))
     assert hasattr(L, name), f"kernels/layout.py does not define {name} (re-declared in " \
-                             "kernels/_fused_core.py)"
+                             "kernels/fused/_core.py)"
     other = getattr(L, name)
     assert int(other) == value, f"{name}: _fused_core {value} != layout {other}"
 
 
 def test_compiled_namespace_keeps_the_values():
-    # compile_core re-executes the source; the constants the compiled
+    # compile_module re-executes the source; the constants the compiled
     # functions read are the same values.
-    ns = compile_core(lambda f: f)
+    ns = compile_module(C, lambda f: f)
     assert {n: ns[n] for n in CONSTS} == CONSTS
 
 

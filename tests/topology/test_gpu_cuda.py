@@ -11,8 +11,8 @@ from support.backends import cuda_available
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.kernels import gpu_share as K
-from tensorsched.kernels import gpu_subsets as KT
+from tensorsched.kernels.gpu import share as K
+from tensorsched.kernels.gpu import subsets as KT
 from tensorsched.topology.gpu_table import binding_gpus
 from tensorsched.topology.synthetic import gpu, gpu_config
 
@@ -96,7 +96,7 @@ def test_gpu_kernels_cuda_match_numba_and_numpy(cols, ask, cpu_nz, mask, cons):
 @needs_cuda
 @pytest.mark.parametrize("policy", ["FGD", "GpuPacking"])
 def test_gpu_profile_explain_and_schedule_cuda_match_numpy(policy, monkeypatch):
-    from tensorsched.kernels import _gpu_cuda
+    from tensorsched.kernels.gpu import _cuda as _gpu_cuda
     launched = {"score_nodes": 0, "gpu_fit_nodes": 0, "subset_costs": 0}
 
     def counting(name):

@@ -16,7 +16,7 @@ from tensorsched.framework.plugins import default_registry, in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.kernels import gpu_share as K
+from tensorsched.kernels.gpu import share as K
 from tensorsched.topology.gpu_table import GpuTable, binding_gpus
 from tensorsched.topology.plugins import GPU_PLUGINS
 from tensorsched.topology.synthetic import gpu_config, gpu_node

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import gpu_oracle as O
 
-from tensorsched.kernels import gpu_share as K
+from tensorsched.kernels.gpu import share as K
 from tensorsched.topology.gpu import (
     GpuAsk,
     build_inventory,

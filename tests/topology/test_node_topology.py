@@ -12,7 +12,7 @@ from support.backends import cuda_available
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.kernels import gpu_subsets as KT
+from tensorsched.kernels.gpu import subsets as KT
 from tensorsched.topology.gpu import MILLI
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.node_topology import (

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tensorsched.cli import main
-from tensorsched.kernels.gpu_share import POLICIES
+from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.replay import (
     read_expected,

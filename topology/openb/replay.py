@@ -22,7 +22,7 @@ The experiment, as the paper's simulator runs it (re-implemented here):
    rounds to k % of C (else within k +- 1) of the allocation ratio (%), the
    fragmentation amount (% of C) and the fragmentation ratio (% of idle GPU).
 
-Node choice: the policy's score (``tensorsched.kernels.gpu_share``), and only
+Node choice: the policy's score (``tensorsched.kernels.gpu.share``), and only
 it (the simulator's scheduler config disables every default score plugin).
 Ties: the simulator prefixes node names with a seeded random permutation and
 its kube-scheduler fork (selectHost) keeps the lexicographically smallest
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tensorsched.kernels import gpu_share as K
+from tensorsched.kernels.gpu import share as K
 from tensorsched.topology.gpu import MILLI, GpuInventory, read_openb_nodes
 
 POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.SEL_BEST,

@@ -1,6 +1,6 @@
 """The victim search on counts with InterPodAffinity (alone or beside
 PodTopologySpread: ``HostVictimSearch.batch`` with ``AffinityProbe`` and
-``kernels.victims_spread``) gives what the search on the real state with
+``kernels.victims.on_counts``) gives what the search on the real state with
 the plugins' own filters gives: same code, stats (Filter calls included)
 and victims on every node, on random clusters with required affinity
 (several terms, self-affinity: the first-pod-of-a-group rule), own and

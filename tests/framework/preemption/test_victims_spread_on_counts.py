@@ -1,5 +1,5 @@
 """The PodTopologySpread-only victim search on counts
-(``HostVictimSearch.batch`` with ``kernels.victims_spread`` and
+(``HostVictimSearch.batch`` with ``kernels.victims.on_counts`` and
 ``SpreadProbe``), and the search on the state that answers the spread
 filter from a ``SpreadProbe`` (beside InterPodAffinity), give what the
 search on the real state with the plugin's own filter gives:

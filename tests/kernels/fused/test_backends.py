@@ -1,4 +1,4 @@
-"""kernels/fused.py: the backends' ``evaluate`` (filter + score + finalize)
+"""kernels/fused/backends.py: the backends' ``evaluate`` (filter + score + finalize)
 give identical reasons, scores, totals and ties on the same inputs, with
 percentageOfNodesToScore (``num_to_find``) and the rotated start index; the
 numba backend's per-row cache and segment tree stay right while the state
@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernel_inputs import (
+from support import strategies as S
+from support.backends import needs_cuda
+from support.kernel_inputs import (
     ALL_FILTERS,
     ALL_SCORES,
     DEFAULT_NORM,
@@ -21,13 +23,11 @@ from kernel_inputs import (
     query,
     state_of,
 )
-from support import strategies as S
-from support.backends import needs_cuda
 
 from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
-from tensorsched.kernels import fused
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused import backends as fused
 
 SETTINGS = {"max_examples": 25, "deadline": None, "derandomize": True,
                 "suppress_health_check": list(HealthCheck)}

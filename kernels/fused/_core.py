@@ -1,7 +1,7 @@
 """Per-node scalar rules shared by the Numba CPU and Numba CUDA backends.
 
-Plain Python on scalars and array rows, no NumPy calls: ``_fused_numba``
-compiles these function objects with ``njit`` and ``_fused_cuda`` with
+Plain Python on scalars and array rows, no NumPy calls: ``fused._numba``
+compiles these function objects with ``njit`` and ``fused._cuda`` with
 ``cuda.jit(device=True)``.  Both execute this module's source in a fresh
 namespace and replace each name by its compiled form, so the calls between
 these functions resolve to compiled code on either target.

@@ -1,7 +1,7 @@
 """The GPU-sharing and GPU-topology kernels as Numba CUDA kernels: one
-thread per node, running ``_gpu_core``'s per-node rules compiled with
-``cuda.jit(device=True)`` (the njit versions in ``gpu_share`` /
-``gpu_subsets`` compile the same source).
+thread per node, running ``gpu._core``'s per-node rules compiled with
+``cuda.jit(device=True)`` (the njit versions in ``gpu.share`` /
+``gpu.subsets`` compile the same source).
 
 Host arrays in, host arrays out: each call uploads the columns it reads
 (the GPU table is host state, edited per pod) and copies the outputs back;
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._deps import cuda_unavailable_reason
-from ._errors import BackendUnavailable
+from tensorsched.kernels._deps import cuda_unavailable_reason
+from tensorsched.kernels._errors import BackendUnavailable
 
 _reason = cuda_unavailable_reason()
 if _reason is not None:
@@ -23,12 +23,13 @@ if _reason is not None:
 
 from numba import cuda, int64
 
-from . import _gpu_core
-from ._compile import compile_module
+from tensorsched.kernels._compile import compile_module
+
+from . import _core as _gpu_core
 
 GPU_SLOTS = _gpu_core.GPU_SLOTS
 
-core = compile_module(_gpu_core, lambda f: cuda.jit(f, device=True), {})
+core = compile_module(_gpu_core, lambda f: cuda.jit(f, device=True))
 _score_node = core["score_node"]
 _gpu_fit = core["gpu_fit"]
 _subset_cost_node = core["subset_cost_node"]
@@ -83,7 +84,7 @@ def score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
                 cpu, cpu_nz, mem, num, milli, mask,
                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 cache_score, cache_gpu, cache_ver, node_ver, out_gpu):
-    """Same contract as ``gpu_share.score_nodes``: returns out [N] int64,
+    """Same contract as ``gpu.share.score_nodes``: returns out [N] int64,
     fills ``out_gpu`` [N] and updates the FGD cache rows in place."""
     n = gpu_count.shape[0]
     if n == 0:
@@ -115,7 +116,7 @@ def score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
 
 
 def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
-    """Same contract as ``gpu_subsets.gpu_fit_nodes``: [N] bool."""
+    """Same contract as ``gpu.subsets.gpu_fit_nodes``: [N] bool."""
     n = gpu_count.shape[0]
     d_out = cuda.device_array(n, np.bool_)
     if n:
@@ -127,7 +128,7 @@ def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
 
 def subset_costs(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo, cons,
                  cpu, mem, milli, sub, cost, isl_ok, numa_ok, out_cost, out_idx):
-    """Same contract as ``gpu_subsets.subset_costs``: fills out_cost /
+    """Same contract as ``gpu.subsets.subset_costs``: fills out_cost /
     out_idx [N] and returns out_cost."""
     n = gpu_count.shape[0]
     if n == 0:

@@ -1,4 +1,4 @@
-"""kernels/scores.py on its own: every raw score with hand-checked
+"""kernels/fused/scores.py on its own: every raw score with hand-checked
 arithmetic (Go integer semantics), finalize (normalization, totals, ties,
 percentageOfNodesToScore), the NumPy twin against the Numba-compiled scalar
 core, and the raw scores against the scalar oracle on random clusters."""
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from kernel_inputs import (
+from reference import oracle as O
+from support import strategies as S
+from support.kernel_inputs import (
     ALL_SCORES,
     DEFAULT_NORM,
     DEFAULT_WEIGHTS,
@@ -21,13 +23,11 @@ from kernel_inputs import (
     req,
     state_of,
 )
-from reference import oracle as O
-from support import strategies as S
 
-from tensorsched.kernels import _fused_numba as FN
 from tensorsched.kernels import layout as L
-from tensorsched.kernels import scores as SC
-from tensorsched.kernels.fused import _pad_bitsets, kernel_args
+from tensorsched.kernels.fused import _numba as FN
+from tensorsched.kernels.fused import scores as SC
+from tensorsched.kernels.fused.backends import _pad_bitsets, kernel_args
 
 SETTINGS = {"max_examples": 25, "deadline": None, "derandomize": True,
                 "suppress_health_check": list(HealthCheck)}

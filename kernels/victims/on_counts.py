@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._victims_core import CODE_NONE_LEFT, PRIORITY_OFFSET, START_NOW
+from ._core import CODE_NONE_LEFT, PRIORITY_OFFSET, START_NOW
 
 KIND_OK = 0
 KIND_BITS = 1

@@ -1,6 +1,6 @@
 """The fused filter/score pass as a Numba CUDA kernel: one thread per node.
 
-The device functions are ``_fused_core`` compiled with
+The device functions are ``fused._core`` compiled with
 ``cuda.jit(device=True)``; only this driver and its launcher are CUDA-specific.
 Import this module only after ``_deps.cuda_unavailable_reason()`` said yes.
 """
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from numba import cuda
 
-from ._compile import compile_core
+from tensorsched.kernels._compile import compile_module
+
+from . import _core
 
 THREADS_PER_BLOCK = 128
 
-core = compile_core(lambda f: cuda.jit(f, device=True))
+core = compile_module(_core, lambda f: cuda.jit(f, device=True))
 node_reasons = core["node_reasons"]
 node_raw_scores = core["node_raw_scores"]
 

@@ -1,13 +1,15 @@
 """The victim search as a Numba CUDA kernel: one thread per candidate node,
-running ``_victims_core.victims_node`` compiled as a device function on top
-of the fused filter core's device functions (``_fused_cuda.core``)."""
+running ``victims._core.victims_node`` compiled as a device function on top
+of the fused filter core's device functions (``fused._cuda.core``)."""
 
 from __future__ import annotations
 
 from numba import cuda
 
-from . import _fused_cuda, _victims_core
-from ._compile import compile_module
+from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels.fused import _cuda as _fused_cuda
+
+from . import _core as _victims_core
 
 THREADS_PER_BLOCK = 128
 

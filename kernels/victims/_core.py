@@ -1,8 +1,8 @@
 """Per-node victim selection (DefaultPreemption's SelectVictimsOnNode) as plain
-scalar code, compiled like ``_fused_core``: ``_victims_numba`` with ``njit``
-(``prange`` over candidate nodes) and ``_victims_cuda`` with
+scalar code, compiled like ``fused._core``: ``victims._numba`` with ``njit``
+(``prange`` over candidate nodes) and ``victims._cuda`` with
 ``cuda.jit(device=True)`` (one thread per node).  ``node_reasons`` is the
-fused filter core of ``_fused_core``, compiled for the same target.
+fused filter core of ``fused._core``, compiled for the same target.
 
 Why the fused filter core is enough for "the pod fits with every filter":
 removing or adding back pods changes only a node's requested resources
@@ -12,7 +12,7 @@ node columns that pods do not touch.  So each Filter call of upstream's
 SelectVictimsOnNode is ``node_reasons`` on row i with ``work_req[i]`` and
 ``work_ports[i]`` standing in for the node's requested and port columns.
 
-Pod table (one row per node, C slots, see kernels/victims.py):
+Pod table (one row per node, C slots, see kernels/victims/search.py):
   pod_count [N]; pod_prio, pod_start [N, C] int64 (start ns; a pod without
   start time holds START_NOW); pod_req [N, C, R] int64 (pods slot = 1);
   pod_ports [N, C, WP] int64 host-port bitset; pod_pdb [N, C, WB] int64

@@ -21,21 +21,24 @@ written from those definitions:
 * FGD scores a node by sigmoid((F_before - F_after) / 1000) * 100 and, for a
   GPU share, picks the GPU that gives the best score.
 
-Three versions with identical answers: the per-node rules of ``_gpu_core``
+Three versions with identical answers: the per-node rules of ``gpu._core``
 compiled with njit (below: ``score_nodes``, ``select_gpus``, ...), the same
 rules as CUDA device functions one thread per node (``score_nodes_cuda``,
-``_gpu_cuda``), and NumPy array code (``*_np``).
+``gpu._cuda``), and NumPy array code (``*_np``).
 """
 
 from __future__ import annotations
 
 import math
+import sys
+import types
 
 import numpy as np
 from numba import njit
 
-from . import _gpu_core
-from ._compile import compile_module
+from tensorsched.kernels._compile import compile_module
+
+from . import _core as _gpu_core
 
 MILLI = _gpu_core.MILLI
 MAX_SPEC_CPU = _gpu_core.MAX_SPEC_CPU
@@ -49,23 +52,21 @@ assert (P_FGD, P_BESTFIT, SEL_RANDOM) == (_gpu_core.P_FGD, _gpu_core.P_BESTFIT,
                                           _gpu_core.SEL_RANDOM)
 
 # ---------------------------------------------------------------------------
-# per-node scalar rules and their CPU loops: ``_gpu_core`` compiled with njit
+# per-node scalar rules and their CPU loops: ``gpu._core`` compiled with njit
 # (the cuda backend compiles the same source as device functions,
-# ``_gpu_cuda``).  Cached on disk, so a CLI start does not recompile them:
+# ``gpu._cuda``).  Cached on disk, so a CLI start does not recompile them:
 # the exec'd namespace is registered as a module because Numba's cache
 # rebuilds a function's globals by importing its module by name.  The rules
 # are inlined into the loops (a call per node with ~30 array arguments cost
 # ~0.4 us, 7x the whole FGD-cached rule) and need no NRT (no allocation).
 # Numba's cache key is the source file's stamp, not these flags: after
-# changing them, delete kernels/__pycache__/_gpu_core.*.nb[ic].
+# changing them, delete kernels/gpu/__pycache__/_core.*.nb[ic].
 # ---------------------------------------------------------------------------
 
 
 def _compile_njit() -> dict:
-    import sys
-    import types
     ns = compile_module(_gpu_core, lambda f: njit(f, cache=True, nogil=True, _nrt=False,
-                                                  inline="always"), {})
+                                                  inline="always"))
     mod = types.ModuleType(ns["__name__"])
     mod.__dict__.update(ns)
     sys.modules[ns["__name__"]] = mod
@@ -118,7 +119,7 @@ def score_nodes_cuda(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff
     """``score_nodes`` as a CUDA kernel, one thread per node (same arguments,
     results and FGD cache protocol; host arrays in and out).  Raises
     ``BackendUnavailable`` without a device or the simulator."""
-    from . import _gpu_cuda
+    from . import _cuda as _gpu_cuda
     return _gpu_cuda.score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
                                  cpu, cpu_nz, mem, num, milli, mask,
                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,

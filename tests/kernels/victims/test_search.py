@@ -1,4 +1,4 @@
-"""kernels/victims.py: DefaultPreemption's SelectVictimsOnNode on every
+"""kernels/victims/search.py: DefaultPreemption's SelectVictimsOnNode on every
 candidate node at once.  Hand-checked nodes (codes, reprieve order, PDB
 violations, host ports, ranking statistics), numpy == numba (== cuda under
 the simulator), and both against a small plain-Python restatement of the
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernel_inputs import cols, query
 from support.backends import needs_cuda
+from support.kernel_inputs import cols, query
 
 from tensorsched.kernels import layout as L
-from tensorsched.kernels import victims as V
+from tensorsched.kernels.victims import search as V
 
 SETTINGS = {"max_examples": 25, "deadline": None, "derandomize": True,
                 "suppress_health_check": list(HealthCheck)}

@@ -17,10 +17,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import domains, filters, scores
-from . import layout as L
-from ._deps import cuda_unavailable_reason
-from ._errors import BackendUnavailable
+from tensorsched.kernels import domains
+from tensorsched.kernels import layout as L
+from tensorsched.kernels._deps import cuda_unavailable_reason
+from tensorsched.kernels._errors import BackendUnavailable
+
+from . import filters, scores
 
 
 class StageResult(NamedTuple):
@@ -200,7 +202,7 @@ class NumbaBackend:
     MAX_CACHED_QUERIES = 32
 
     def __init__(self):
-        from . import _fused_numba
+        from . import _numba as _fused_numba
         self._k = _fused_numba
         self._fused = _fused_numba.fused_pass
         self._fused_by_row = _fused_numba.fused_pass_by_row
@@ -403,7 +405,8 @@ class CudaBackend:
             raise BackendUnavailable(f"backend 'cuda' cannot run: {reason}")
         from numba import cuda
 
-        from . import _fused_cuda, _fused_numba
+        from . import _cuda as _fused_cuda
+        from . import _numba as _fused_numba
         self._cuda = cuda
         self._k = _fused_cuda
         self._finalize = _fused_numba.finalize

@@ -1,6 +1,6 @@
 """The victim search compiled for the CPU with Numba: one ``prange`` over
-the candidate nodes, each running ``_victims_core.victims_node`` (which
-calls the fused filter core compiled by ``_fused_numba``)."""
+the candidate nodes, each running ``victims._core.victims_node`` (which
+calls the fused filter core compiled by ``fused._numba``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import os
 
 from numba import njit, prange
 
-from . import _fused_numba, _victims_core
-from ._compile import compile_module
+from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels.fused import _numba as _fused_numba
+
+from . import _core as _victims_core
 
 _PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
 

@@ -23,7 +23,7 @@ apply on that node).  The answer per node is the cheapest allowed subset
 distinct (topology, free mask, constraint) key) give identical answers; so
 do ``subset_costs`` / ``subset_costs_np`` / ``subset_costs_cuda`` (NUMA
 room, free mask and subset search fused per node; the cuda one runs
-``_gpu_core.subset_cost_node`` one thread per node), which the plugins use.
+``gpu._core.subset_cost_node`` one thread per node), which the plugins use.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import itertools
 
 import numpy as np
 
-from ._gpu_core import C_ISLAND, C_NUMA
-from .gpu_share import core as _core
-from .gpu_share import feasible_np
+from ._core import C_ISLAND, C_NUMA
+from .share import core as _core
+from .share import feasible_np
 
 PAD = np.int64(1) << np.int64(62)
 LEVEL = 1000
@@ -99,8 +99,8 @@ def stack_tables(tables):
 
 
 # --------------------------------------------------------------- numba
-# Thin wrappers over ``_gpu_core``'s njit loops (compiled once in
-# ``gpu_share``); ``_gpu_cuda`` runs the same per-node rules one thread per
+# Thin wrappers over ``gpu._core``'s njit loops (compiled once in
+# ``gpu.share``); ``gpu._cuda`` runs the same per-node rules one thread per
 # node.  The wrappers allocate the outputs.
 
 def free_masks(gpu_count, gpu_left, milli, allowed):
@@ -148,7 +148,7 @@ def subset_costs_np(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, top
 def subset_costs_cuda(*args):
     """``subset_costs`` as a CUDA kernel, one thread per node (host arrays
     in and out; ``out_cost`` / ``out_idx`` are filled)."""
-    from . import _gpu_cuda
+    from . import _cuda as _gpu_cuda
     return _gpu_cuda.subset_costs(*args)
 
 
@@ -226,7 +226,7 @@ def topology_score(cost):
 
 def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
     """[N] bool: ``num`` GPUs with ``milli`` free each, of an allowed model
-    (the GPU part of ``gpu_share.node_fits``)."""
+    (the GPU part of ``gpu.share.node_fits``)."""
     out = np.zeros(gpu_count.shape[0], np.bool_)
     _core["gpu_fit_into"](gpu_count, model, gpu_left, num, milli, mask, out)
     return out
@@ -234,7 +234,7 @@ def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
 
 def gpu_fit_nodes_cuda(gpu_count, model, gpu_left, num, milli, mask):
     """``gpu_fit_nodes`` as a CUDA kernel, one thread per node."""
-    from . import _gpu_cuda
+    from . import _cuda as _gpu_cuda
     return _gpu_cuda.gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensorsched.kernels import _fused_numba as FN
+from tensorsched.kernels.fused import _numba as FN
 
 
 def _full(reasons, raw, active, norm, weights, start):

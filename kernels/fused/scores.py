@@ -1,14 +1,15 @@
 """Raw per-plugin scores, normalization and host selection for all evaluated
 nodes at once, written against the array namespace (NumPy or CuPy): the
-NumPy twin of ``_fused_core.node_raw_scores`` and ``finalize_scores``.
+NumPy twin of ``fused._core.node_raw_scores`` and ``finalize_scores``.
 
 Shapes: rows [M] int64 node rows; score arrays [M] int64; raw [M, S] int64.
 """
 
 from __future__ import annotations
 
-from . import layout as L
-from ._backend import array_namespace, popcount
+from tensorsched.kernels import layout as L
+from tensorsched.kernels._backend import array_namespace, popcount
+
 from .filters import program_matches
 
 
@@ -154,7 +155,7 @@ def raw_scores(cols, rows, q, raw, feasible, *, xp=None):
 
 
 def finalize(reasons, scores, num_to_find, active_slots, norm_mode, weights, *, xp=None):
-    """Array form of ``_fused_core.finalize_scores``.
+    """Array form of ``fused._core.finalize_scores``.
 
     Returns (scores normalized in place, total [M] (-1 where not scored),
     ties [T] positions tied at the top total in order, processed, found)."""

@@ -1,13 +1,13 @@
 """Filter reasons for all evaluated nodes at once, written against the array
-namespace (NumPy or CuPy): the NumPy twin of ``_fused_core.node_reasons``.
+namespace (NumPy or CuPy): the NumPy twin of ``fused._core.node_reasons``.
 
 Shapes: rows [M] int64 node rows; every function returns [M] arrays.
 """
 
 from __future__ import annotations
 
-from . import layout as L
-from ._backend import array_namespace
+from tensorsched.kernels import layout as L
+from tensorsched.kernels._backend import array_namespace
 
 
 def any_common_bit(bits, mask, *, xp):

@@ -1,7 +1,7 @@
-"""kernels/filters.py on its own: any_common_bit, term/program_matches,
+"""kernels/fused/filters.py on its own: any_common_bit, term/program_matches,
 fit_reasons and node_reasons on hand-built columns with hand-checked
 answers, the NumPy twin against the Numba-compiled scalar core
-(``_fused_core``) row by row, and the filters against the scalar oracle
+(``fused._core``) row by row, and the filters against the scalar oracle
 (tests/reference/oracle.py) on random clusters."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernel_inputs import (
+from reference import oracle as O
+from support import strategies as S
+from support.kernel_inputs import (
     ALL_FILTERS,
     cols,
     compiled,
@@ -21,13 +23,11 @@ from kernel_inputs import (
     resource_names,
     state_of,
 )
-from reference import oracle as O
-from support import strategies as S
 
-from tensorsched.kernels import _fused_numba as FN
-from tensorsched.kernels import filters as F
 from tensorsched.kernels import layout as L
-from tensorsched.kernels.victims import filter_args, pad_query
+from tensorsched.kernels.fused import _numba as FN
+from tensorsched.kernels.fused import filters as F
+from tensorsched.kernels.victims.search import filter_args, pad_query
 
 SETTINGS = {"max_examples": 25, "deadline": None, "derandomize": True,
                 "suppress_health_check": list(HealthCheck)}

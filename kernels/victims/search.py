@@ -3,13 +3,13 @@ nodes in one kernel call, on three backends with identical answers:
 
 * ``numpy``: array code over all candidate nodes at once, stepping through
   the reprieve order (one vectorized filter evaluation per step);
-* ``numba``: ``_victims_core.victims_node`` under ``njit``, ``prange`` over nodes;
+* ``numba``: ``victims._core.victims_node`` under ``njit``, ``prange`` over nodes;
 * ``cuda``: the same core as a ``cuda.jit`` device function, one thread per node.
 
 Inputs are the node columns, the preemptor's compiled ``PodQuery`` (its
-built-in filters are what "the pod fits" means, see ``_victims_core``), the
+built-in filters are what "the pod fits" means, see ``victims._core``), the
 candidate rows in evaluation order, the preemptor's priority and a
-``VictimPods`` table.  Output: ``VictimResult`` (see ``_victims_core`` for
+``VictimPods`` table.  Output: ``VictimResult`` (see ``victims._core`` for
 the meaning of every column).
 """
 
@@ -19,9 +19,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import filters
-from . import layout as L
-from ._victims_core import CODE_NO_VICTIMS, CODE_NONE_LEFT, PRIORITY_OFFSET, START_NOW
+from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused import filters
+
+from ._core import CODE_NO_VICTIMS, CODE_NONE_LEFT, PRIORITY_OFFSET, START_NOW
 
 __all__ = [
     "CODE_NONE_LEFT",
@@ -138,14 +139,14 @@ def select_victims(backend: str, cols: L.NodeColumns, q: L.PodQuery, rows: np.nd
     work_req, work_ports, save_ports, order, flags, pdb_left, victims, stats = \
         _scratch(cols, rows, pods)
     if backend == "numba":
-        from . import _victims_numba
+        from . import _numba as _victims_numba
         _victims_numba.victims_pass(*args, work_req, work_ports, save_ports, order, flags,
                                     pdb_left, victims, stats)
         return VictimResult(stats, victims)
     if backend == "cuda":
         from numba import cuda
 
-        from . import _victims_cuda
+        from . import _cuda as _victims_cuda
         dev = tuple(cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray)
                     and a.ndim > 0 else a for a in args)
         outs = [cuda.to_device(a) for a in (work_req, work_ports, save_ports, order, flags,

@@ -1,13 +1,13 @@
 """Per-node scalar GPU rules shared by the Numba CPU and Numba CUDA backends.
 
 Plain Python on scalars and array rows, no NumPy calls, no allocation:
-``gpu_share`` / ``gpu_subsets`` compile these function objects with
-``njit`` (and drive them with serial loops over nodes), ``_gpu_cuda`` with
+``gpu.share`` / ``gpu.subsets`` compile these function objects with
+``njit`` (and drive them with serial loops over nodes), ``gpu._cuda`` with
 ``cuda.jit(device=True)`` (one thread per node).  Both go through
 ``_compile.compile_module``: the source runs in a fresh namespace and each
 function is replaced by its compiled form, so calls between these functions
 resolve to compiled code of the same target.  The NumPy twins live in
-``gpu_share.py`` / ``gpu_subsets.py``; tests compare all three.
+``gpu.share.py`` / ``gpu.subsets.py``; tests compare all three.
 
 Units: GPU shares in milli-GPU (1000 = one GPU), CPU in millicores, memory
 in bytes (topology) or MiB (openb inventory); every per-GPU row holds at
@@ -18,7 +18,7 @@ the CPU loop, a thread-local array on the GPU).
 
 import math
 
-# Keep in step with gpu_share.py / gpu_subsets.py / topology.node_topology
+# Keep in step with share.py / subsets.py / topology.node_topology
 # (plain ints: device code has no globals of NumPy type).
 MILLI = 1000
 GPU_SLOTS = 16                 # GPUs per node at most
@@ -369,7 +369,7 @@ def subset_cost_node(i, gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free,
 
 # --------------------------------------------------------------- CPU loops
 # The njit target's drivers: serial loops over all nodes (the cuda target
-# runs the per-node rules one thread per node instead, ``_gpu_cuda``).  They
+# runs the per-node rules one thread per node instead, ``gpu._cuda``).  They
 # live in this module so that Numba's on-disk cache, keyed by this file's
 # stamp, never pairs a cached loop with changed rules; outputs are the
 # caller's arrays, so the module stays allocation-free.

@@ -11,13 +11,15 @@ import os
 
 from numba import njit, prange
 
-from ._compile import compile_core
+from tensorsched.kernels._compile import compile_module
+
+from . import _core
 
 # prange over nodes is opt-in: on 2 cores the per-call thread start-up costs
 # more than it saves at these row counts (see bench/results).
 _PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
 
-core = compile_core(lambda f: njit(f, cache=False, nogil=True, _nrt=False))
+core = compile_module(_core, lambda f: njit(f, cache=False, nogil=True, _nrt=False))
 node_reasons = core["node_reasons"]
 node_raw_scores = core["node_raw_scores"]
 finalize = core["finalize_scores"]
