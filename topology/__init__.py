@@ -1,1 +1,16 @@
-"""GPU / NUMA topology models (placeholder package for later work)."""
+"""GPU / NUMA: everything GPU that knows Kubernetes objects, on top of the
+framework (the framework core never imports it; ``default_registry()`` loads
+its plugin set through the ``tensorsched.plugins`` entry point).
+
+- ``gpu``: GPU inventory of nodes and GPU asks of pods (``nvidia.com/gpu``,
+  the openb ``alibabacloud.com/*`` annotations), openb node CSVs;
+- ``node_topology``: NVLink islands and NUMA nodes of a node (annotation or
+  NodeResourceTopology), pods' placement asks;
+- ``nrt``: NodeResourceTopology objects (parsing, attaching to a state);
+- ``gpu_table``: per-GPU state that follows a ClusterState (allocations);
+- ``plugins``: GpuShareFit, GpuShareScore, GpuTopologyScore, ``register``;
+- ``synthetic``: the GPU benchmark workload;
+- ``openb``: the openb trace replay (FGD paper).
+
+The array math they run is ``kernels.gpu``.
+"""

@@ -202,7 +202,7 @@ class NumbaBackend:
     MAX_CACHED_QUERIES = 32
 
     def __init__(self):
-        from . import _numba as _fused_numba
+        from . import _numba as _fused_numba     # numba: compiled when first used
         self._k = _fused_numba
         self._fused = _fused_numba.fused_pass
         self._fused_by_row = _fused_numba.fused_pass_by_row
@@ -405,7 +405,7 @@ class CudaBackend:
             raise BackendUnavailable(f"backend 'cuda' cannot run: {reason}")
         from numba import cuda
 
-        from . import _cuda as _fused_cuda
+        from . import _cuda as _fused_cuda       # numba-cuda: only with the cuda backend
         from . import _numba as _fused_numba
         self._cuda = cuda
         self._k = _fused_cuda

@@ -119,7 +119,7 @@ def score_nodes_cuda(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff
     """``score_nodes`` as a CUDA kernel, one thread per node (same arguments,
     results and FGD cache protocol; host arrays in and out).  Raises
     ``BackendUnavailable`` without a device or the simulator."""
-    from . import _cuda as _gpu_cuda
+    from . import _cuda as _gpu_cuda     # numba-cuda: only with the cuda backend
     return _gpu_cuda.score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
                                  cpu, cpu_nz, mem, num, milli, mask,
                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,

@@ -148,7 +148,7 @@ def subset_costs_np(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, top
 def subset_costs_cuda(*args):
     """``subset_costs`` as a CUDA kernel, one thread per node (host arrays
     in and out; ``out_cost`` / ``out_idx`` are filled)."""
-    from . import _cuda as _gpu_cuda
+    from . import _cuda as _gpu_cuda     # numba-cuda: only with the cuda backend
     return _gpu_cuda.subset_costs(*args)
 
 
@@ -234,7 +234,7 @@ def gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask):
 
 def gpu_fit_nodes_cuda(gpu_count, model, gpu_left, num, milli, mask):
     """``gpu_fit_nodes`` as a CUDA kernel, one thread per node."""
-    from . import _cuda as _gpu_cuda
+    from . import _cuda as _gpu_cuda     # numba-cuda: only with the cuda backend
     return _gpu_cuda.gpu_fit_nodes(gpu_count, model, gpu_left, num, milli, mask)
 
 

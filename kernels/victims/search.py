@@ -139,14 +139,14 @@ def select_victims(backend: str, cols: L.NodeColumns, q: L.PodQuery, rows: np.nd
     work_req, work_ports, save_ports, order, flags, pdb_left, victims, stats = \
         _scratch(cols, rows, pods)
     if backend == "numba":
-        from . import _numba as _victims_numba
+        from . import _numba as _victims_numba   # numba: compiled when first used
         _victims_numba.victims_pass(*args, work_req, work_ports, save_ports, order, flags,
                                     pdb_left, victims, stats)
         return VictimResult(stats, victims)
     if backend == "cuda":
         from numba import cuda
 
-        from . import _cuda as _victims_cuda
+        from . import _cuda as _victims_cuda     # numba-cuda: only with the cuda backend
         dev = tuple(cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray)
                     and a.ndim > 0 else a for a in args)
         outs = [cuda.to_device(a) for a in (work_req, work_ports, save_ports, order, flags,
