@@ -4,7 +4,7 @@ The oracle (tests/reference/oracle.py) rebuilds its view of the cluster for
 every pod, so it runs at a smaller size; the backends run the same size in
 the same process and all placements must hash the same.
 
-    python bench/compare_reference.py --nodes 200 --pods 100 --output bench/results/reference-200x100.json
+    python -m tensorsched.bench.compare_reference --nodes 200 --pods 100 --output bench/results/reference-200x100.json
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from reference.oracle import oracle_explain  # noqa: E402
 from tensorsched.framework.objects import synthetic  # noqa: E402
 from tensorsched.framework.scheduler.events import Binding  # noqa: E402
 
-from .workloads import git_commit, machine_info, placements_sha256, run_workload
+from .harness import git_commit, machine_info, placements_sha256
+from .workloads import run_workload
 
 DEFAULT_PROFILE = {
     "filters": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",

@@ -1,7 +1,7 @@
 """openb replay benchmark: ours vs the paper simulator's published means.
 
-python bench/openb_replay.py [--traces default,...] [--seeds 42-51] [--workers N]
-                             [--output bench/results/openb-replay.json] [--csv sweep.csv]
+python -m tensorsched.bench.openb_replay [--traces default,...] [--seeds 42-51] [--workers N]
+                                        [--output bench/results/openb-replay.json] [--csv sweep.csv]
 Runs the sweep (policies x traces x seeds, all cores) on the paper's cluster
 (the 1,213 GPU nodes), then records per trace and policy our mean
 allocation ratio at 100 % and 130 % of arrived demand, the published mean
@@ -17,9 +17,9 @@ import time
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import replay as R
 
-from . import workloads as B
+from .harness import git_commit, machine_info
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.realpath(__file__))     # the repository's bench/
 DATA = os.path.join(HERE, "..", "data", "openb")
 TRACES = "default,cpu100,gpushare40,gpushare80,gpuspec10,multigpu20"
 
@@ -61,7 +61,7 @@ def main(argv=None):
            "sweep_wall_seconds": round(wall, 1), "backend": a.backend,
            "nodes": "data/openb/csv/openb_node_list_gpu_node.csv (1213 GPU nodes, 6212 GPUs)",
            "max_abs_diff": max(max(abs(r["diff_100"]), abs(r["diff_130"])) for r in rows),
-           "commit": B.git_commit(), "machine": B.machine_info(),
+           "commit": git_commit(), "machine": machine_info(),
            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "note": "seconds_per_run is one replay (one core); the first run in each worker "
                    "includes loading Numba's on-disk cache"}

@@ -1,8 +1,8 @@
 """Array layouts shared by the cluster state and the kernels.
 
-The state (``tensorsched.framework.state.cluster_state``) produces these columns, the query
-compiler (``tensorsched.framework.state.query``) produces a ``PodQuery``, and every
-kernel backend consumes both.  Nothing here knows what a Pod object is.
+A caller (the framework's cluster state and query compiler) produces these
+columns and a ``PodQuery``, and every kernel backend consumes both.  Nothing
+here knows what a Pod object is.
 
 Axes: N node rows, R resources, K label keys, WT/WI/WP 64-bit words of the
 taint, image and host-port bitsets, S score slots.

@@ -4,7 +4,7 @@
 ``default_registry()`` adds the plugin sets tensorsched ships out of tree:
 Coscheduling, and every set installed under the ``tensorsched.plugins``
 entry-point group (a callable ``register(registry)``; the GPU plugins of
-``tensorsched.topology`` are one).  They are registered by name but not in
+the topology package are one).  They are registered by name but not in
 the default profile: a KubeSchedulerConfiguration enables them.
 
 May import: ``preemption`` (DefaultPreemption's evaluator), ``runtime``,

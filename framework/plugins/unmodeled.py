@@ -7,11 +7,11 @@
 * (PodTopologySpread and InterPodAffinity are modeled: see
   pod_topology_spread.py and inter_pod_affinity.py.)
 * (DefaultPreemption is modeled: see default_preemption.py and
-  framework/preemption.py.)
+  framework/preemption/.)
 """
 
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.runtime.plugin import FusedFilter, Plugin
+from tensorsched.framework.runtime.plugin import FusedFilter, FusedScore, Plugin
 from tensorsched.framework.runtime.status import SKIP, Status
 
 from . import names
@@ -31,8 +31,9 @@ class _NeverRejects(Plugin, FusedFilter):
         return Status.OK
 
 
-class VolumePlugin(_NeverRejects):
-    """Accepts every node (no volume objects are modeled)."""
+class VolumePlugin(_NeverRejects, FusedScore):
+    """Accepts every node and scores none (no volume objects are modeled):
+    its PreScore skips, and it has no slot in the fused pass (score_slot -1)."""
 
     def __init__(self, name: str):
         self.name = name

@@ -1,7 +1,7 @@
 """GPU sharing kernels: feasibility, fragmentation, the openb score policies
 and GPU selection, for all nodes at once.
 
-Node columns (see ``tensorsched.topology.gpu``): gpu_count [N], model [N]
+Node columns (the caller's GPU inventory): gpu_count [N], model [N]
 (-1 none), gpu_left [N, G] milli, cpu_left [N], mem_left [N] (MiB).
 A pod is (cpu, cpu_nz, mem, num, milli, model_mask): cpu_nz is the CPU the
 policies score with (kube-scheduler's non-zero default, 100m, when 0);
