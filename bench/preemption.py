@@ -63,8 +63,12 @@ def build(nodes: int, pods: int, percentage: int, variant: str = ""):
 
 
 def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
-                   seed: int = 0, variant: str = "") -> dict:
+                   seed: int = 0, variant: str = "", progress=None) -> dict:
+    """The record of one preemption run; ``progress(stage)`` after building,
+    warming up and scheduling."""
+    progress = progress or (lambda stage: None)
     cluster, pending = build(nodes, pods, percentage, variant)
+    progress("built")
     sched = Scheduler(cluster, backend, seed)
     # Warm-up outside the timed run: JIT of the fused pass and the victim
     # kernel, the first full sync of the victim table (a dry run: nothing
@@ -79,7 +83,9 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     cluster.state.remove_pod(warm.key)
     result = fw.run_cycle(cluster.state, warm, seed=seed, want_scores=False)
     fw.run_post_filter(CycleContext(cluster.state, warm, fw), result, cluster.pod_table(), seed=seed)
+    progress("warmed up")
     bindings, elapsed = timed_schedule(sched, sched.queue_order(pending))
+    progress("scheduled")
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
     return {
         "workload": "preemption-" + variant if variant else "preemption",

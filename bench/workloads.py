@@ -16,6 +16,11 @@ from .harness import latency_fields, placements_sha256, record_stamp, timed_sche
 from .preemption import run_preemption
 
 WORKLOADS = synthetic.WORKLOADS
+BENCH_STAGES = ("built", "warmed up", "scheduled")     # ``progress`` is called after each
+
+
+def _no_progress(stage: str) -> None:
+    return None
 
 
 def warm_up(cluster, fw, pod_objs, seed: int, shaped: bool) -> None:
@@ -39,23 +44,27 @@ def warm_up(cluster, fw, pod_objs, seed: int, shaped: bool) -> None:
 
 
 def run_workload(workload: str, nodes: int, pods: int, backend: str,
-                 percentage: int = 100, seed: int = 0) -> dict:
-    """Build the workload, warm up, schedule ``pods`` pods, return the record."""
+                 percentage: int = 100, seed: int = 0, progress=_no_progress) -> dict:
+    """Build the workload, warm up, schedule ``pods`` pods, return the record;
+    ``progress(stage)`` after each of ``BENCH_STAGES``."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if workload.startswith("preemption"):
         return run_preemption(nodes, pods, backend, percentage, seed,
-                              variant=workload.partition("-")[2])
+                              variant=workload.partition("-")[2], progress=progress)
     node_objs, pod_objs = synthetic.workload(workload, nodes, pods, seed)
     cluster = build_cluster(node_objs, synthetic.config(workload, percentage))
     records = [parse_pod(p) for p in pod_objs]
     sched = Scheduler(cluster, backend, seed)
+    progress(BENCH_STAGES[0])
     fw = cluster.framework_for(records[0] if records else parse_pod(synthetic.pod_dict("w")),
                                backend)
     warm_up(cluster, fw, pod_objs, seed, shaped=workload != "basic")
     if workload == "gpu":
         G.warm_up(cluster, fw, pod_objs, seed)
+    progress(BENCH_STAGES[1])
     bindings, elapsed = timed_schedule(sched, sched.queue_order(records))
+    progress(BENCH_STAGES[2])
     extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,

@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 
 import yaml
+from tqdm import tqdm
 
 from tensorsched.bench.harness import write_record
-from tensorsched.bench.workloads import run_workload
+from tensorsched.bench.workloads import BENCH_STAGES, run_workload
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.objects.manifests import load_objects
 from tensorsched.framework.objects.synthetic import sample
 from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
 from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
 from tensorsched.framework.scheduler.metrics import summarize
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu_table import binding_gpus
 from tensorsched.topology.openb import replay as R
 
@@ -33,10 +37,6 @@ def _load(path):
     return load_objects(path)
 
 
-def _config(path):
-    return path  # load_config reads paths itself (None = upstream defaults)
-
-
 def _single_pod(path) -> dict:
     objs = [o for o in _load(path) if o.get("kind") == "Pod"]
     if len(objs) != 1:
@@ -44,31 +44,62 @@ def _single_pod(path) -> dict:
     return objs[0]
 
 
-def cmd_explain(args) -> int:
-    cluster = build_cluster(_load(args.cluster), _config(args.config))
-    pod = _single_pod(args.pod)
-    record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
-    if args.format == "json":
-        print(json.dumps(record, indent=2))
-        return 0
-    print(f"pod {record['pod']}  profile {record['profile']}  backend {record['backend']}")
-    print(f"nodes evaluated: {record['nodes_evaluated']}, feasible: {len(record['feasible'])}")
-    top = sorted(record["total"].items(), key=lambda kv: (-kv[1], kv[0]))[: args.top]
-    if top:
+def _progress(total: int, what: str) -> tqdm:
+    """A progress bar on stderr when it is a terminal (quiet when piped)."""
+    return tqdm(total=total, desc=what, unit="pod", file=sys.stderr, disable=None, leave=False)
+
+
+def _explain_table(record: dict, top: int) -> list[str]:
+    """The table form of an explain record: the best nodes with each
+    plugin's score and weight, the rejections by reason, the preemption."""
+    lines = [f"pod {record['pod']}  profile {record['profile']}  backend {record['backend']}"]
+    if record.get("bound_node"):
+        lines.append(f"bound to {record['bound_node']} (explained without its own usage)")
+    lines.append(f"nodes evaluated: {record['nodes_evaluated']}, "
+                 f"feasible: {len(record['feasible'])}")
+    ranked = sorted(record["total"].items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    if ranked:
+        weights = record.get("weights", {})
         plugins = list(next(iter(record["scores"].values())).keys())
-        print("\n" + " ".join([f"{'node':<24}", f"{'total':>6}"] + [f"{p[:18]:>18}" for p in plugins]))
-        for name, total in top:
+        heads = [f"{p} x{weights.get(p, 1)}" for p in plugins]
+        node_w = max(len("node"), *(len(n) for n, _ in ranked)) + 1
+        widths = [max(len(h), 5) for h in heads]
+        lines.append("")
+        lines.append(" ".join([f"{'node':<{node_w}}", f"{'total':>6}"]
+                              + [f"{h:>{w}}" for h, w in zip(heads, widths)]))
+        for name, total in ranked:
             row = record["scores"][name]
             mark = "*" if name == record["selected"] else " "
-            print(" ".join([f"{mark}{name:<23}", f"{total:>6}"] + [f"{row[p]:>18}" for p in plugins]))
+            lines.append(" ".join([f"{mark}{name:<{node_w - 1}}", f"{total:>6}"]
+                                  + [f"{row[p]:>{w}}" for p, w in zip(plugins, widths)]))
     if record["filter"]:
         counts: dict[str, int] = {}
         for st in record["filter"].values():
             for r in st["reasons"]:
                 counts[r] = counts.get(r, 0) + 1
-        print("\nrejections:")
+        lines.append("")
+        lines.append("rejections:")
         for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            print(f"  {n:>5}  {reason}")
+            lines.append(f"  {n:>5}  {reason}")
+    pre = record.get("preemption")
+    if pre is not None:
+        lines.append("")
+        if pre["nominated_node"] is None:
+            lines.append("preemption: no node (no victims would make room)")
+        else:
+            lines.append(f"preemption: nominated {pre['nominated_node']}, evicting "
+                         + (", ".join(pre["victims"]) or "nothing"))
+    return lines
+
+
+def cmd_explain(args) -> int:
+    cluster = build_cluster(_load(args.cluster), args.config)
+    pod = _single_pod(args.pod)
+    record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps(record, indent=2))
+        return 0
+    print("\n".join(_explain_table(record, args.top)))
     msg = failed_scheduling_message(cluster, pod, backend=args.backend)
     print(f"\nselected: {record['selected']}" if msg is None else f"\n{msg}")
     return 0
@@ -82,9 +113,20 @@ def cmd_schedule(args) -> int:
     else:
         nodes, pods = sample(seed=args.seed)
         objects = nodes + (_load(args.pods) if args.pods else pods)
-    cluster = build_cluster(objects, _config(args.config))
+    cluster = build_cluster(objects, args.config)
     sched = Scheduler(cluster, args.backend, args.seed)
-    bindings, preemptions = sched.schedule_pending(cluster.pending)
+    with _progress(len(cluster.pending), "scheduling") as bar:
+        done: set = set()
+
+        def advance(e: dict) -> None:
+            if e["event"] in OUTCOME_EVENTS and e["pod"] not in done:
+                done.add(e["pod"])
+                bar.update(1)
+        unsubscribe = sched.subscribe("*", advance)
+        try:
+            bindings, preemptions = sched.schedule_pending(cluster.pending)
+        finally:
+            unsubscribe()
     summary = summarize(bindings)
     # the final bindings show only the last preemption of each preemptor
     summary["preemptions"] = len(preemptions)
@@ -105,15 +147,22 @@ def cmd_schedule(args) -> int:
         for b in bindings:
             print(f"{b.pod:<32} -> {b.node}" if b.node else f"{b.pod:<32} !! {b.message}")
     s = out["summary"]
+    ignored = f", {s['ignored']} for other schedulers" if s["ignored"] else ""
     print(f"scheduled {s['scheduled']}/{s['pods']} pods on {s['nodes_used']} nodes "
-          f"({s['unschedulable']} unschedulable, {s['preemptions']} preemptions, "
+          f"({s['unschedulable']} unschedulable{ignored}, {s['preemptions']} preemptions, "
           f"{s['evictions']} evictions), backend {args.backend}", file=sys.stderr)
     return 0
 
 
 def cmd_bench(args) -> int:
-    record = run_workload(args.workload, args.nodes, args.pods, args.backend,
-                          percentage=args.percentage_of_nodes_to_score, seed=args.seed)
+    with tqdm(total=len(BENCH_STAGES), desc="bench", unit="stage", file=sys.stderr,
+              disable=None, leave=False) as bar:
+        def stage(name: str) -> None:
+            bar.set_postfix_str(name)
+            bar.update(1)
+        record = run_workload(args.workload, args.nodes, args.pods, args.backend,
+                              percentage=args.percentage_of_nodes_to_score, seed=args.seed,
+                              progress=stage)
     write_record(record, args.output)
     return 0
 
@@ -148,17 +197,16 @@ def cmd_replay(args) -> int:
         policies = [p.strip() for p in (args.policies or (args.policy or ",".join(R.K.POLICIES))).split(",")
                     if p.strip()]
         seeds = R.parse_seeds(args.seeds if args.seeds else str(args.seed))
-        done = [0]
         total = len(args.pods) * len(policies) * len(seeds)
-
-        def progress(wl, res):
-            done[0] += 1
-            print(f"[{done[0]}/{total}] {wl} {res.policy} seed {res.seed}: {res.alloc[100]}% at 100%, "
-                  f"{res.seconds:.2f}s", file=sys.stderr)
-
         t0 = time.perf_counter()
-        out = R.sweep(args.nodes, args.pods, policies, seeds, tune=args.tune, workers=args.workers,
-                      backend=args.backend, output=args.output, progress=progress)
+        with tqdm(total=total, desc="replays", unit="run", file=sys.stderr, disable=None,
+                  leave=False) as bar:
+            def progress(wl, res):
+                bar.set_postfix_str(f"{wl} {res.policy} seed {res.seed}: {res.alloc[100]}%")
+                bar.update(1)
+            out = R.sweep(args.nodes, args.pods, policies, seeds, tune=args.tune,
+                          workers=args.workers, backend=args.backend, output=args.output,
+                          progress=progress)
         paths = [args.output]
         if args.plot:
             paths.append(R.plot_allocation(out, args.plot, expected=args.expected))
@@ -170,58 +218,131 @@ def cmd_replay(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tensorsched",
-                                 description="Kubernetes scheduling decisions as array kernels.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    backends = ("numpy", "numba", "cuda")
+# ------------------------------------------------------------------ arguments
+# Checked by argparse before any work starts: a bad value is one line and
+# exit status 2, naming the flag.
 
-    e = sub.add_parser("explain", help="why a pod would land where it lands")
-    e.add_argument("--cluster", required=True, help="file or directory of Node/Pod manifests")
-    e.add_argument("--pod", required=True, help="manifest of the pod to place")
-    e.add_argument("--config", help="KubeSchedulerConfiguration (v1) file")
-    e.add_argument("--backend", choices=backends, default="numpy")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--format", choices=("json", "table"), default="json")
-    e.add_argument("--top", type=int, default=10, help="nodes shown in the table")
+def _int_in(lo: int, hi: int | None = None):
+    def check(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(
+                f"must be {lo}..{hi}, got {v}" if hi is not None else f"must be >= {lo}, got {v}")
+        return v
+    check.__name__ = "integer"
+    return check
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return v
+
+
+def _output_file(text: str) -> str:
+    """A file to write: its directory must exist and be writable now."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"directory {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"directory {folder!r} is not writable")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line refusal (no usage dump): status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+_SEED = _int_in(0, (1 << 63) - 1)
+_BACKENDS = ("numpy", "numba", "cuda")
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Every flag's default in its help, where it has one."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _parser(sub, name: str, help_text: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Help)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="tensorsched",
+                 description="Kubernetes scheduling decisions as array kernels.")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    e = _parser(sub, "explain", "why a pod would land where it lands")
+    e.add_argument("--cluster", required=True,
+                   help="file or directory of manifests (kubectl get ... -o yaml|json)")
+    e.add_argument("--pod", required=True, help="manifest holding the one pod to place")
+    e.add_argument("--config", help="KubeSchedulerConfiguration (v1) file; default: "
+                   "kube-scheduler's default profile")
+    e.add_argument("--backend", choices=_BACKENDS, default="numpy", help="kernel backend")
+    e.add_argument("--seed", type=_SEED, default=0, help="seed of the tie-break among equal nodes")
+    e.add_argument("--format", choices=("json", "table"), default="json", help="output form")
+    e.add_argument("--top", type=_int_in(1), default=10, help="nodes shown in the table")
     e.set_defaults(func=cmd_explain)
 
-    s = sub.add_parser("schedule", help="schedule pending pods through the scheduling queue")
-    s.add_argument("--cluster", help="manifests (default: a built-in synthetic cluster)")
-    s.add_argument("--pods", help="pending pods (default: those in --cluster, or built-in)")
-    s.add_argument("--config", help="KubeSchedulerConfiguration (v1) file")
-    s.add_argument("--backend", choices=backends, default="numpy")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--output", help="write bindings as YAML (or JSON for *.json)")
+    s = _parser(sub, "schedule", "schedule pending pods through the scheduling queue")
+    s.add_argument("--cluster", help="manifests; default: a built-in synthetic cluster")
+    s.add_argument("--pods", help="more pending pods; default: the pending pods of --cluster "
+                   "(or the built-in ones)")
+    s.add_argument("--config", help="KubeSchedulerConfiguration (v1) file; default: "
+                   "kube-scheduler's default profile")
+    s.add_argument("--backend", choices=_BACKENDS, default="numpy", help="kernel backend")
+    s.add_argument("--seed", type=_SEED, default=0, help="seed of tie-breaks and of the "
+                   "built-in cluster")
+    s.add_argument("--output", type=_output_file,
+                   help="write the bindings as YAML (JSON for *.json) instead of printing them")
     s.set_defaults(func=cmd_schedule)
 
-    b = sub.add_parser("bench", help="scheduler_perf-like workloads")
-    b.add_argument("--workload", default="basic", choices=WORKLOADS)
-    b.add_argument("--nodes", type=int, default=1000)
-    b.add_argument("--pods", type=int, default=1000)
-    b.add_argument("--backend", choices=backends, default="numba")
-    b.add_argument("--percentage-of-nodes-to-score", type=int, default=100)
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--output", help="write the JSON record here too")
+    b = _parser(sub, "bench", "scheduler_perf-like workloads, one JSON record")
+    b.add_argument("--workload", default="basic", choices=WORKLOADS, help="workload")
+    b.add_argument("--nodes", type=_int_in(1, 10_000_000), default=1000, help="nodes")
+    b.add_argument("--pods", type=_int_in(1, 100_000_000), default=1000, help="pods to schedule")
+    b.add_argument("--backend", choices=_BACKENDS, default="numba", help="kernel backend")
+    b.add_argument("--percentage-of-nodes-to-score", type=_int_in(0, 100), default=100,
+                   help="percentageOfNodesToScore (0: kube-scheduler's adaptive default)")
+    b.add_argument("--seed", type=_SEED, default=0, help="seed of the workload and tie-breaks")
+    b.add_argument("--output", type=_output_file, help="write the JSON record here too")
     b.set_defaults(func=cmd_bench)
 
-    r = sub.add_parser("replay", help="openb GPU trace replay (Weng et al., ATC'23)")
+    r = _parser(sub, "replay", "openb GPU trace replay (Weng et al., ATC'23)")
     r.add_argument("--nodes", required=True, help="openb node CSV (the paper uses the GPU nodes: "
                    "data/openb/csv/openb_node_list_gpu_node.csv)")
     r.add_argument("--pods", required=True, nargs="+", help="openb pod CSV (several with --sweep)")
-    r.add_argument("--policy",
-                   choices=("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD"))
-    r.add_argument("--seed", type=int, default=42)
-    r.add_argument("--tune", type=float, default=1.3)
-    r.add_argument("--backend", choices=("numba", "numpy"), default="numba")
-    r.add_argument("--output", help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it "
+    r.add_argument("--policy", choices=POLICIES, help="score policy (required without --sweep)")
+    r.add_argument("--seed", type=_SEED, default=42, help="seed of the workload draw")
+    r.add_argument("--tune", type=_positive_float, default=1.3,
+                   help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")
+    r.add_argument("--backend", choices=("numba", "numpy"), default="numba", help="backend")
+    r.add_argument("--output", type=_output_file,
+                   help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it "
                    "(with --sweep: the one sweep CSV)")
     r.add_argument("--sweep", action="store_true",
                    help="run policies x pod CSVs x seeds in parallel and write one CSV")
     r.add_argument("--policies", help="with --sweep: comma-separated policies (default: all six)")
     r.add_argument("--seeds", help="with --sweep: e.g. 42-51 or 42,43 (default: --seed)")
-    r.add_argument("--workers", type=int, default=None, help="with --sweep: processes (default: all cores)")
-    r.add_argument("--plot", metavar="PNG", help="draw the allocation curves (needs the 'plot' extra)")
+    r.add_argument("--workers", type=_int_in(1, 1024), default=None,
+                   help="with --sweep: processes (default: all cores)")
+    r.add_argument("--plot", metavar="PNG", type=_output_file,
+                   help="draw the allocation curves (needs the 'plot' extra)")
     r.add_argument("--expected", metavar="CSV",
                    help="with --plot: analysis_allo_discrete.csv to draw the published means dashed")
     r.set_defaults(func=cmd_replay)

@@ -3,6 +3,7 @@ files), bench, and clear errors for bad input."""
 
 import json
 
+import pytest
 import yaml
 
 from tensorsched.cli import main
@@ -26,7 +27,11 @@ def test_explain_json(tmp_path, capsys):
     assert main(["explain", "--cluster", _cluster(tmp_path), "--pod", pod, "--backend", "numba"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"pod", "profile", "backend", "nodes_evaluated", "feasible", "filter",
-                        "scores", "total", "selected", "preemption"}
+                        "scores", "total", "selected", "preemption", "weights"}
+    # the default profile's weights of the plugins that scored (the others Skip)
+    assert out["weights"] == {"TaintToleration": 3, "NodeResourcesFit": 1,
+                              "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+    assert list(out["weights"]) == list(out["scores"]["b"])
     assert out["pod"] == "default/web" and out["backend"] == "numba"
     assert out["feasible"] == ["b"] and out["selected"] == "b"
     assert out["filter"]["a"] == {"code": "Unschedulable", "plugin": "NodeResourcesFit",
@@ -149,8 +154,8 @@ def test_schedule_queue_preemption_then_preemptor_bound(tmp_path, capsys):
     assert by_pod["default/huge"]["node"] is None
     assert by_pod["default/huge"]["message"].startswith(
         "0/2 nodes are available: 2 Insufficient cpu.")
-    assert data["summary"] == {"pods": 3, "scheduled": 2, "unschedulable": 1, "nodes_used": 2,
-                               "preemptions": 1, "evictions": 2}
+    assert data["summary"] == {"pods": 3, "scheduled": 2, "unschedulable": 1, "ignored": 0,
+                               "nodes_used": 2, "preemptions": 1, "evictions": 2}
     assert "1 preemptions, 2 evictions" in capsys.readouterr().err
 
 
@@ -197,3 +202,85 @@ def test_schedule_gang_from_config_and_pod_groups(tmp_path):
         assert b["node"] is None
         assert "cannot find enough sibling pods" in b["message"]
         assert "PodGroup default/short gets rejected" in b["message"]
+
+
+# ----------------------------------------------------------- bad arguments
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["bench", "--nodes", "0"], "--nodes: must be 1..10000000, got 0"),
+    (["bench", "--pods", "-3"], "--pods: must be 1..100000000, got -3"),
+    (["bench", "--nodes", "ten"], "--nodes: not an integer: 'ten'"),
+    (["bench", "--percentage-of-nodes-to-score", "101"],
+     "--percentage-of-nodes-to-score: must be 0..100, got 101"),
+    (["explain", "--cluster", "c", "--pod", "p", "--top", "0"], "--top: must be >= 1, got 0"),
+    (["explain", "--cluster", "c", "--pod", "p", "--seed", "-1"], "--seed: must be 0.."),
+    (["replay", "--nodes", "n", "--pods", "p", "--tune", "nan"],
+     "--tune: must be a finite number > 0, got 'nan'"),
+    (["replay", "--nodes", "n", "--pods", "p", "--tune", "-1"],
+     "--tune: must be a finite number > 0, got '-1'"),
+    (["schedule", "--output", "/no/such/dir/out.yaml"],
+     "--output: directory '/no/such/dir' does not exist"),
+])
+def test_bad_arguments_are_one_line_and_status_2(argv, flag, capsys):
+    """Checked before any work: one line naming the flag, exit status 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err
+
+
+def test_help_shows_every_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    out = capsys.readouterr().out
+    for text in ("(default: basic)", "(default: 1000)", "(default: numba)", "(default: 100)",
+                 "(default: 0)"):
+        assert text in out
+
+
+def test_explain_table_shows_weights_and_preemption(tmp_path, capsys):
+    # b (8 cpu) full of a low-priority pod; the high-priority pod must preempt it
+    low = dict(pod_dict("low", cpu="7", priority=0), spec=dict(
+        pod_dict("low", cpu="7")["spec"], nodeName="b"))
+    cluster = _write(tmp_path, "cluster.yaml",
+                     [node_dict("b", cpu="8"), node_dict("NodeWithAVeryLongName", cpu="1"), low])
+    pod = _write(tmp_path, "pod.yaml", [pod_dict("vip", cpu="4", priority=100)])
+    assert main(["explain", "--cluster", cluster, "--pod", pod, "--format", "table"]) == 0
+    out = capsys.readouterr().out
+    assert "preemption: nominated b, evicting default/low" in out
+    pod2 = _write(tmp_path, "pod2.yaml", [pod_dict("small", cpu="100m")])
+    assert main(["explain", "--cluster", cluster, "--pod", pod2, "--format", "table"]) == 0
+    out = capsys.readouterr().out
+    # whole plugin names with their weights; the long node name uncut
+    assert "NodeResourcesBalancedAllocation x1" in out and "TaintToleration x3" in out
+    assert "NodeWithAVeryLongName" in out
+
+
+def test_schedule_leaves_other_schedulers_pods_alone(tmp_path, capsys):
+    other = pod_dict("batch", spec={"schedulerName": "volcano"})
+    cluster = _write(tmp_path, "cluster.yaml", [node_dict("n0"), pod_dict("web"), other])
+    out = tmp_path / "out.json"
+    assert main(["schedule", "--cluster", cluster, "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    by_pod = {b["pod"]: b for b in data["bindings"]}
+    assert by_pod["default/web"]["node"] == "n0"
+    assert by_pod["default/batch"] == {
+        "pod": "default/batch", "node": None, "ignored": True,
+        "message": "not scheduled here: no profile has schedulerName 'volcano'"}
+    assert data["summary"]["ignored"] == 1 and data["summary"]["unschedulable"] == 0
+    assert "1 for other schedulers" in capsys.readouterr().err
+
+
+def test_explain_of_a_running_pod_leaves_its_own_usage_out(tmp_path, capsys):
+    # the pod as `kubectl get pod -o yaml` prints it: bound to n0, which it fills
+    running = pod_dict("web", cpu="3")
+    running["spec"]["nodeName"] = "n0"
+    running["status"] = {"phase": "Running"}
+    cluster = _write(tmp_path, "cluster.yaml", [node_dict("n0", cpu="4"), running])
+    pod = _write(tmp_path, "pod.yaml", [running])
+    assert main(["explain", "--cluster", cluster, "--pod", pod]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bound_node"] == "n0"
+    assert out["feasible"] == ["n0"] and out["filter"] == {}     # not "Insufficient cpu"

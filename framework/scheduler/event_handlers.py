@@ -49,11 +49,16 @@ class EventHandlers:
 
     def add_pod(self, pod) -> None:
         """A pod bound with spec.nodeName joins the state (an assigned-pod
-        add event); any other joins the scheduling queue."""
+        add event); a pending one joins the scheduling queue when a profile
+        has its schedulerName, else it is left alone (``ignored``), as
+        kube-scheduler leaves other schedulers' pods."""
         pod = self.cluster.resolve(pod)
         if pod.node_name:
             self.cluster.state.add_pod(pod)
             self.queue.move_all(POD_ADD)
+        elif not self.handles(pod):
+            self.ignored[pod.key] = (f"not scheduled here: no profile has schedulerName "
+                                     f"{pod.scheduler_name!r}")
         else:
             self.queue.add(pod)
             if self.queue.unschedulable:
@@ -92,6 +97,7 @@ class EventHandlers:
             self._queue.delete(key)
         self.assumed.pop(key, None)
         self.preempted_for.pop(key, None)
+        self.ignored.pop(key, None)
         if key in self.cluster.state.pods:
             self.cluster.state.remove_pod(key)
             self.queue.move_all(POD_DELETE)

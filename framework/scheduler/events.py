@@ -29,11 +29,14 @@ class Binding:
     message: str = ""
     nominated_node: str | None = None
     victims: list = field(default_factory=list)     # "ns/name" evicted for this pod
+    ignored: bool = False       # no profile has the pod's schedulerName: left alone
 
     def to_dict(self) -> dict:
         d = {"pod": self.pod, "node": self.node}
         if self.node is None:
             d["message"] = self.message
+        if self.ignored:
+            d["ignored"] = True
         if self.nominated_node is not None:
             d["nominated_node"] = self.nominated_node
             d["preempted"] = list(self.victims)

@@ -6,7 +6,9 @@
  total}, "selected": node or null,
  "preemption": null when the pod fits, else {"nominated_node": node or null,
  "victims": ["ns/name", ...]} (DefaultPreemption's dry run: nothing is deleted)}
-plus, only when the profile enables GpuShareFit, "gpus": {"node", "indices":
+plus "weights": {plugin: weight} of the plugins that scored, "bound_node"
+when the pod is already bound in the cluster (explained without its own
+usage), and, only when the profile enables GpuShareFit, "gpus": {"node", "indices":
 [GPU indices], "milli": per-GPU milli-GPU} (what Reserve would pick) or null.
 
 Every node is evaluated (percentageOfNodesToScore does not apply) and every
@@ -15,15 +17,36 @@ feasible node is scored, even a lone one.
 
 from __future__ import annotations
 
+from tensorsched.framework.preemption.host_search import Suspension
 from tensorsched.framework.runtime.plugin import CycleContext
 
 from .cluster import Cluster, build_cluster
 
 
 def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) -> dict:
-    """The decision record of ``pod`` (a PodRecord or a Pod dict) on ``cluster``."""
+    """The decision record of ``pod`` (a PodRecord or a Pod dict) on ``cluster``.
+
+    A pod the cluster already holds (a running pod, as ``kubectl get pod -o
+    yaml`` prints it) is explained without its own usage: it is taken off
+    its node for the cycle and put back exactly, and the record says where
+    it is bound (``"bound_node"``)."""
     pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
+    state = cluster.state
+    if pod.key not in state.pods:
+        return _explain(cluster, fw, pod, seed)
+    held = Suspension(state)
+    bound_node = state.node_name(state.pods[pod.key].node_row)
+    held.remove(pod.key)
+    try:
+        record = _explain(cluster, fw, pod, seed)
+    finally:
+        held.restore()
+    record["bound_node"] = bound_node
+    return record
+
+
+def _explain(cluster: Cluster, fw, pod, seed: int) -> dict:
     state = cluster.state
     result = fw.run_cycle(state, pod, seed=seed, attempt=0, all_nodes=True)
     ctx = CycleContext(state, pod, fw)
@@ -50,6 +73,8 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
         "nodes_evaluated": int(result.rows.shape[0]), "feasible": feasible,
         "filter": rejected, "scores": scores, "total": total, "selected": selected,
         "preemption": preemption,
+        "weights": {p.name: int(w) for p, w in fw.score_refs
+                    if any(p is q for q in result.active_score_plugins)},
     }
     # Plugins that report more (GpuShareFit: "gpus") add their fields; a
     # profile without such plugins keeps the record above unchanged.

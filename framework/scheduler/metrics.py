@@ -66,7 +66,9 @@ def summarize(bindings: list[Binding]) -> dict:
     for b in bindings:
         if b.node is not None:
             per_node[b.node] = per_node.get(b.node, 0) + 1
-    return {"pods": len(bindings), "scheduled": placed, "unschedulable": len(bindings) - placed,
+    ignored = sum(1 for b in bindings if b.ignored)
+    return {"pods": len(bindings), "scheduled": placed,
+            "unschedulable": len(bindings) - placed - ignored, "ignored": ignored,
             "nodes_used": len(per_node),
             "preemptions": sum(1 for b in bindings if b.nominated_node is not None),
             "evictions": sum(len(b.victims) for b in bindings)}

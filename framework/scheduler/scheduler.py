@@ -115,6 +115,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
         self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
         self.outcomes: dict[str, Binding] = {}         # key -> latest outcome
         self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
+        self.ignored: dict[str, str] = {}              # key -> why no profile takes it
+        self._profile_names = frozenset(p.scheduler_name for p in cluster.config.profiles)
 
     # ----------------------------------------------------------- plumbing
     def _fw(self, pod) -> Framework:
@@ -166,6 +168,10 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
     def _emit(self, event: str, pod: str, node: str | None = None, message: str = "",
               **extra) -> None:
         self.events.emit(event, pod, node, message, **extra)
+
+    def handles(self, pod) -> bool:
+        """A profile of this scheduler has the pod's ``spec.schedulerName``."""
+        return pod.scheduler_name in self._profile_names
 
     def queue_order(self, pods: list[PodRecord]) -> list[PodRecord]:
         """Pods in activeQ order (the QueueSort plugin's order)."""
@@ -258,7 +264,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
         clock (what ``tensorsched schedule`` does).  Returns the final
         Binding of each pod, in the order those final outcomes happened
         (pods never attempted, e.g. gated ones, last, with their PreEnqueue
-        message), and the preemptions in the order they happened:
+        message; pods of another scheduler, left alone, with ``ignored``),
+        and the preemptions in the order they happened:
         ``{"preemptor", "nominated_node", "victims"}``."""
         pods = [pod_from(p) for p in pods]
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
@@ -289,6 +296,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
                                    list(e.get("victims") or ())))
         infos = self.queue.infos
         for pod in self.queue_order([p for p in pods if p.key not in last]):
+            if pod.key in self.ignored:
+                out.append(Binding(pod.key, None, self.ignored[pod.key], ignored=True))
+                continue
             pi = infos.get(pod.key)
             out.append(Binding(pod.key, None, (pi.gated_message if pi is not None else "")
                                or "not attempted"))
