@@ -19,24 +19,46 @@ class ManifestError(TensorschedError, ValueError):
     ``obj`` is ``"Kind namespace/name"`` (or ``"Kind name"`` for cluster-scoped
     objects, ``"<source>#<index>"`` when the object has no name yet) and
     ``field`` the field path, e.g. ``spec.containers[0].resources.requests.cpu``.
+    ``source`` is where the object was read (``"<file>#<doc>"``) when it came
+    from a file; the message then starts with it
+    (``cluster.yaml#3: Pod shop/web: spec...cpu: invalid quantity 'abc'``).
     """
 
-    def __init__(self, obj: str, field: str, problem: str):
+    def __init__(self, obj: str, field: str, problem: str, source: str | None = None):
         self.obj = obj
         self.field = field
         self.problem = problem
+        self.source = source if source and source != obj else None
         where = f"{obj}: {field}" if field else obj
+        if self.source:
+            where = f"{self.source}: {where}"
         super().__init__(f"{where}: {problem}")
+
+    def with_source(self, source: str | None) -> "ManifestError":
+        """This error naming ``source`` (itself when it already names one,
+        when ``source`` is empty or when it is the object's name)."""
+        if not source or self.source or self.obj == source:
+            return self
+        return ManifestError(self.obj, self.field, self.problem, source)
 
 
 class ConfigError(TensorschedError, ValueError):
     """An invalid KubeSchedulerConfiguration; ``field`` is the field path,
-    e.g. ``profiles[0].plugins.score.enabled[1].weight``."""
+    e.g. ``profiles[0].plugins.score.enabled[1].weight``; ``source`` the
+    file it was read from, when it was (the message then starts with it)."""
 
-    def __init__(self, field: str, problem: str):
+    def __init__(self, field: str, problem: str, source: str | None = None):
         self.field = field
         self.problem = problem
-        super().__init__(f"{field}: {problem}" if field else problem)
+        self.source = source or None
+        text = f"{field}: {problem}" if field else problem
+        super().__init__(f"{source}: {text}" if source else text)
+
+    def with_source(self, source: str | None) -> "ConfigError":
+        """This error naming the file ``source`` (itself when it already names one)."""
+        if not source or self.source:
+            return self
+        return ConfigError(self.field, self.problem, source)
 
 
 class BackendError(TensorschedError, BackendUnavailable):

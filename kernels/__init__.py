@@ -8,5 +8,6 @@
   PodTopologySpread / InterPodAffinity, and the host-plugin stage;
 - ``gpu``: GPU sharing policies and NVLink/NUMA subset search;
 - ``_backend`` (array namespace), ``_deps`` (optional CUDA), ``_compile``
-  (one per-node rule module compiled for a target), ``_errors``.
+  (a per-node rule module or generated pass compiled for a target; the njit
+  ones are kept on disk, compiled once per machine), ``_errors``.
 """

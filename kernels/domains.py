@@ -203,8 +203,10 @@ class _Compiled:
         fns = _Compiled._fns
         if fns is None:
             from numba import njit
-            # cache=True: later processes load the machine code from
-            # __pycache__ instead of compiling (as kernels/gpu/share.py does).
+            # cache=True: later processes load the machine code from the
+            # __pycache__ next to this file instead of compiling (functions of
+            # a real source file that call nothing compiled elsewhere; the
+            # exec'd rule modules are cached through kernels/_compile.py).
             fns = {n: njit(cache=True, nogil=True)(f) for n, f in (
                 ("domain_rule", _domain_rule), ("add_domain_scores", _add_domain_scores),
                 ("or_filter_bits", _or_filter_bits), ("put_slot", _put_slot),

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from tensorsched.bench.harness import write_record
 from tensorsched.bench.workloads import BENCH_STAGES, run_workload
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.manifests import load_objects
+from tensorsched.framework.objects.manifests import ignored_kinds_warning, load_objects
 from tensorsched.framework.objects.synthetic import sample
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
@@ -35,6 +35,16 @@ from .synthetic import WORKLOADS
 
 def _load(path):
     return load_objects(path)
+
+
+def _build(objects, config):
+    """The cluster of ``objects``, after a warning line on stderr naming the
+    kinds it read but ignores (Deployments, Services without pods, typos)."""
+    cluster = build_cluster(objects, config)
+    warning = ignored_kinds_warning(cluster.objects)
+    if warning:
+        print(warning, file=sys.stderr)
+    return cluster
 
 
 def _single_pod(path) -> dict:
@@ -93,7 +103,7 @@ def _explain_table(record: dict, top: int) -> list[str]:
 
 
 def cmd_explain(args) -> int:
-    cluster = build_cluster(_load(args.cluster), args.config)
+    cluster = _build(_load(args.cluster), args.config)
     pod = _single_pod(args.pod)
     record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
     if args.format == "json":
@@ -113,7 +123,7 @@ def cmd_schedule(args) -> int:
     else:
         nodes, pods = sample(seed=args.seed)
         objects = nodes + (_load(args.pods) if args.pods else pods)
-    cluster = build_cluster(objects, args.config)
+    cluster = _build(objects, args.config)
     sched = Scheduler(cluster, args.backend, args.seed)
     with _progress(len(cluster.pending), "scheduling") as bar:
         done: set = set()

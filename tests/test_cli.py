@@ -284,3 +284,14 @@ def test_explain_of_a_running_pod_leaves_its_own_usage_out(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["bound_node"] == "n0"
     assert out["feasible"] == ["n0"] and out["filter"] == {}     # not "Insufficient cpu"
+
+
+def test_ignored_kinds_are_named_in_one_warning(tmp_path, capsys):
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    cluster = _write(tmp_path, "cluster.yaml", [node_dict("n0"), pod_dict("web"),
+                                                deployment, config_map, dict(config_map)])
+    assert main(["schedule", "--cluster", cluster]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("warning: ignored 3 objects of kinds tensorsched does not read: "
+                      "ConfigMap (2), Deployment (1)")

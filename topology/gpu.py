@@ -37,11 +37,15 @@ Mapping from Kubernetes objects (documented contract):
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from tensorsched.kernels.gpu.share import MILLI
+from tensorsched.framework.errors import ManifestError, TensorschedError
+from tensorsched.framework.objects.meta import join_path
+from tensorsched.framework.objects.quantity import parse_quantity, resource_value
+from tensorsched.kernels.gpu.share import GPU_SLOTS, MILLI
 
 ANNO_GPU_MILLI = "alibabacloud.com/gpu-milli"
 ANNO_GPU_COUNT = "alibabacloud.com/gpu-count"
@@ -51,11 +55,144 @@ RES_NVIDIA_GPU = "nvidia.com/gpu"
 LABEL_GFD_PRODUCT = "nvidia.com/gpu.product"
 LABEL_GFD_MEMORY = "nvidia.com/gpu.memory"
 
+MAX_NODE_GPUS = GPU_SLOTS          # GPUs per node (and per pod) supported
+MAX_GPU_MEMORY_MIB = 1 << 30       # per-GPU memory label bound (1 PiB)
+MAX_CPU_MILLI = 1 << 40            # CSV bounds: far above any real node, far below overflow
+MAX_MEMORY_MIB = 1 << 40
+
 # GPU memory (MiB) of the openb models, as the paper's simulator lists them
 # (G2/G3 are undisclosed: unknown memory, 0).
 MODEL_MEMORY_MIB = {"P4": 7611, "2080": 11019, "1080": 11178, "M40": 11448, "T4": 15109,
                     "V100M16": 16160, "P100": 16280, "A10": 22731, "3090": 24268,
                     "V100M32": 32510, "A100": 81251}
+
+
+class CsvError(TensorschedError, ValueError):
+    """An openb CSV that cannot be read: ``file:line: column: problem``
+    (``line`` None for the file as a whole, ``column`` empty for a row)."""
+
+    def __init__(self, path, line: int | None, column: str, problem: str):
+        self.path = str(path)
+        self.line = line
+        self.column = column
+        self.problem = problem
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {column}: {problem}" if column else f"{where}: {problem}")
+
+    def __reduce__(self):                 # picklable across sweep worker processes
+        return (type(self), (self.path, self.line, self.column, self.problem))
+
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+def read_csv_rows(path, required: tuple[str, ...]):
+    """Yield (line number, row dict) of a CSV whose header has every
+    ``required`` column; a row with fewer or more fields than the header,
+    a missing column or unreadable text is a CsvError."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            try:
+                header = reader.fieldnames
+            except csv.Error as exc:
+                raise CsvError(path, 1, "", f"not a CSV file: {exc}") from None
+            if not header:
+                raise CsvError(path, 1, "", "empty file: expected a header row with the columns "
+                               + ", ".join(required))
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise CsvError(path, 1, ", ".join(missing),
+                               f"missing column{'s' if len(missing) > 1 else ''} in the header "
+                               f"(it has: {', '.join(str(h) for h in header)})")
+            while True:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as exc:
+                    raise CsvError(path, reader.line_num, "", f"not a CSV row: {exc}") from None
+                line = reader.line_num
+                if None in row:
+                    raise CsvError(path, line, "", f"{len(row[None])} more field(s) than the "
+                                   f"header's {len(header)}")
+                for c in required:
+                    if row[c] is None:
+                        raise CsvError(path, line, c, f"missing: the row has fewer fields than "
+                                       f"the header's {len(header)}")
+                yield line, row
+    except UnicodeDecodeError as exc:
+        raise CsvError(path, None, "", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def csv_int(path, line: int, column: str, text, lo: int, hi: int, default: int | None = None) -> int:
+    """A whole number lo..hi from a CSV cell (``default`` when empty, if given)."""
+    s = (text or "").strip()
+    if s == "" and default is not None:
+        return default
+    if not _INT_TEXT.fullmatch(s):
+        raise CsvError(path, line, column, f"must be an integer {lo}..{hi}, got {text!r}")
+    v = int(s)
+    if not lo <= v <= hi:
+        raise CsvError(path, line, column, f"must be an integer {lo}..{hi}, got {v}")
+    return v
+
+
+def csv_name(path, line: int, column: str, text) -> str:
+    s = (text or "").strip()
+    if not s:
+        raise CsvError(path, line, column, "must not be empty")
+    return s
+
+
+def _object_ident(obj: dict, kind: str) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name") or "<unnamed>"
+    if kind == "Node":
+        return f"Node {name}"
+    return f"{kind} {meta.get('namespace') or 'default'}/{name}"
+
+
+def sourced(err: ManifestError, obj) -> ManifestError:
+    """``err`` naming the file and document ``obj`` was read from, when the
+    object carries one (manifests read from files do)."""
+    src = getattr(obj, "source", None)
+    add = getattr(err, "with_source", None)
+    return add(src) if src and add is not None else err
+
+
+def _int_field(ident: str, path: str, value, lo: int, hi: int, what: str = "an integer") -> int:
+    """A whole number lo..hi given as text (an annotation/label) or an integer."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ManifestError(ident, path, f"must be {what} {lo}..{hi}, got {value!r}")
+    s = value.strip() if isinstance(value, str) else str(value)
+    if not _INT_TEXT.fullmatch(s):
+        raise ManifestError(ident, path, f"must be {what} {lo}..{hi}, got {value!r}")
+    v = int(s)
+    if not lo <= v <= hi:
+        raise ManifestError(ident, path, f"must be {what} {lo}..{hi}, got {value!r}")
+    return v
+
+
+def _anno_path(where: str, key: str) -> str:
+    return join_path(f"metadata.{where}", key)
+
+
+def gpu_indices(ident: str, value) -> tuple[int, ...]:
+    """The annotation ``alibabacloud.com/gpu-index`` ("0-1" or "0,1") of a pod."""
+    path = _anno_path("annotations", ANNO_GPU_INDEX)
+    s = str(value)
+    out = []
+    for part in s.replace(",", "-").split("-"):
+        part = part.strip()
+        if part == "":
+            continue
+        if not part.isdigit() or int(part) >= MAX_NODE_GPUS:
+            raise ManifestError(ident, path, f"must be GPU indices 0..{MAX_NODE_GPUS - 1} "
+                                f"separated by ',' or '-', got {s!r}")
+        out.append(int(part))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -85,6 +222,7 @@ class GpuInventory:
     mem_left: np.ndarray
     cpu_cap: np.ndarray = field(default=None)
     mem_cap: np.ndarray = field(default=None)
+    source: str = ""            # the CSV it was read from, for error messages
 
     def __post_init__(self):
         if self.cpu_cap is None:
@@ -104,7 +242,7 @@ class GpuInventory:
         return GpuInventory(list(self.names), list(self.models), self.gpu_count.copy(),
                             self.model.copy(), self.gpu_left.copy(), self.gpu_mem.copy(),
                             self.cpu_left.copy(), self.mem_left.copy(),
-                            self.cpu_cap.copy(), self.mem_cap.copy())
+                            self.cpu_cap.copy(), self.mem_cap.copy(), self.source)
 
     def model_mask(self, models) -> int:
         """Bitmask over ``self.models`` of the allowed models (0 = any).
@@ -137,66 +275,130 @@ def build_inventory(names, cpu, mem, counts, models_per_node, gpu_mem_per_node=N
                         np.asarray(cpu, dtype=np.int64), np.asarray(mem, dtype=np.int64))
 
 
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu")
+
+
 def read_openb_nodes(path) -> GpuInventory:
-    """Nodes from the openb node CSV (sn, cpu_milli, memory_mib, gpu, model)."""
+    """Nodes from the openb node CSV (sn, cpu_milli, memory_mib, gpu, model).
+    A malformed cell, a missing column or a file without nodes is a
+    CsvError naming the file, line and column."""
     names, cpu, mem, cnt, mdl = [], [], [], [], []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            names.append(row["sn"])
-            cpu.append(int(row["cpu_milli"]))
-            mem.append(int(row["memory_mib"]))
-            cnt.append(int(row["gpu"] or 0))
-            mdl.append((row.get("model") or "").strip())
-    return build_inventory(names, cpu, mem, cnt, mdl)
+    seen: dict[str, int] = {}
+    for line, row in read_csv_rows(path, NODE_COLUMNS):
+        name = csv_name(path, line, "sn", row["sn"])
+        if name in seen:
+            raise CsvError(path, line, "sn", f"duplicate node {name!r} (first on line {seen[name]})")
+        seen[name] = line
+        names.append(name)
+        cpu.append(csv_int(path, line, "cpu_milli", row["cpu_milli"], 0, MAX_CPU_MILLI))
+        mem.append(csv_int(path, line, "memory_mib", row["memory_mib"], 0, MAX_MEMORY_MIB))
+        cnt.append(csv_int(path, line, "gpu", row["gpu"], 0, MAX_NODE_GPUS, default=0))
+        mdl.append((row.get("model") or "").strip())
+    if not names:
+        raise CsvError(path, None, "", "no nodes: the file has a header but no rows")
+    if len({m for m in mdl if m}) > 62:
+        raise CsvError(path, None, "model", "more than 62 GPU models")
+    inv = build_inventory(names, cpu, mem, cnt, mdl)
+    inv.source = str(path)
+    return inv
 
-def _to_int(v, default=0) -> int:
-    if v is None or v == "":
-        return default
+
+def _cpu_milli(ident: str, path: str, v) -> int:
     try:
-        return int(str(v))
-    except ValueError:
-        return int(float(str(v)))
+        return resource_value("cpu", v)
+    except ValueError as exc:
+        raise ManifestError(ident, path, str(exc)) from None
 
 
-def _cpu_milli(v) -> int:
-    s = str(v)
-    if s.endswith("m"):
-        return int(s[:-1])
-    return int(round(float(s) * 1000))
+def _mem_mib(ident: str, path: str, v) -> int:
+    try:
+        return resource_value("memory", v) // 1048576
+    except ValueError as exc:
+        raise ManifestError(ident, path, str(exc)) from None
 
 
-def _mem_mib(v) -> int:
-    s = str(v)
-    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024,
-             "K": 1000 / 1048576, "M": 1e6 / 1048576, "G": 1e9 / 1048576}
-    for u in ("Ki", "Mi", "Gi", "Ti", "K", "M", "G"):
-        if s.endswith(u):
-            return int(float(s[: -len(u)]) * units[u])
-    return int(float(s) / 1048576)
+def _gpu_quantity(ident: str, path: str, v, hi: int | None = None) -> int:
+    """A whole number of GPUs (``nvidia.com/gpu`` quantity)."""
+    try:
+        q = parse_quantity(v)
+    except ValueError as exc:
+        raise ManifestError(ident, path, str(exc)) from None
+    if q < 0 or q.denominator != 1:
+        raise ManifestError(ident, path, f"must be a whole number of GPUs, got {v!r}")
+    n = int(q)
+    if hi is not None and n > hi:
+        raise ManifestError(ident, path, f"{n} GPUs; at most {hi} per node are supported")
+    return n
+
+
+def node_gpu_count(ident: str, alloc: dict, alloc_path: str, labels: dict, annos: dict,
+                   count=None) -> int:
+    """The GPU count of a node: ``alloc_path["nvidia.com/gpu"]`` (``count``
+    when already parsed), else the label / annotation ``alibabacloud.com/gpu-count``;
+    at most MAX_NODE_GPUS."""
+    path = join_path(alloc_path, RES_NVIDIA_GPU)
+    if count is None and RES_NVIDIA_GPU in alloc:
+        count = _gpu_quantity(ident, path, alloc[RES_NVIDIA_GPU])
+    if count is None and ANNO_GPU_COUNT in alloc:
+        path = join_path(alloc_path, ANNO_GPU_COUNT)
+        count = _gpu_quantity(ident, path, alloc[ANNO_GPU_COUNT])
+    if count is not None:
+        if count > MAX_NODE_GPUS:
+            raise ManifestError(ident, path, f"{count} GPUs; at most {MAX_NODE_GPUS} per node "
+                                "are supported")
+        return int(count)
+    for where, src in (("labels", labels), ("annotations", annos)):
+        v = src.get(ANNO_GPU_COUNT)
+        if v not in (None, ""):
+            return _int_field(ident, _anno_path(where, ANNO_GPU_COUNT), v, 0, MAX_NODE_GPUS)
+    return 0
+
+
+def node_gpu_memory(ident: str, labels: dict, model: str) -> int:
+    v = labels.get(LABEL_GFD_MEMORY)
+    if v in (None, ""):
+        return MODEL_MEMORY_MIB.get(model, 0)
+    return _int_field(ident, _anno_path("labels", LABEL_GFD_MEMORY), v, 0, MAX_GPU_MEMORY_MIB,
+                      "an integer number of MiB")
+
+
+def _meta(obj: dict) -> tuple[dict, dict, dict]:
+    meta = obj.get("metadata") or {}
+    return meta, meta.get("labels") or {}, meta.get("annotations") or {}
 
 
 def node_gpu_info(node: dict) -> tuple[int, str, int]:
-    """(gpu count, model, per-GPU memory MiB) of a Node object."""
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    annos = meta.get("annotations") or {}
-    alloc = ((node.get("status") or {}).get("allocatable") or {})
-    count = _to_int(alloc.get(RES_NVIDIA_GPU, alloc.get(ANNO_GPU_COUNT,
-                    labels.get(ANNO_GPU_COUNT, annos.get(ANNO_GPU_COUNT)))))
+    """(gpu count, model, per-GPU memory MiB) of a Node object; malformed
+    GPU fields are a ManifestError naming the node and the field."""
+    try:
+        return _node_gpu_info(node)
+    except ManifestError as exc:
+        raise sourced(exc, node) from None
+
+
+def _node_gpu_info(node: dict) -> tuple[int, str, int]:
+    ident = _object_ident(node, "Node")
+    _meta_, labels, annos = _meta(node)
+    status = node.get("status") or {}
+    alloc_path = "status.allocatable" if status.get("allocatable") is not None else "status.capacity"
+    alloc = status.get("allocatable") if status.get("allocatable") is not None else (
+        status.get("capacity") or {})
+    count = node_gpu_count(ident, alloc, alloc_path, labels, annos)
     model = (labels.get(LABEL_GFD_PRODUCT) or labels.get(ANNO_GPU_MODEL)
              or annos.get(ANNO_GPU_MODEL) or "")
-    mem = _to_int(labels.get(LABEL_GFD_MEMORY), MODEL_MEMORY_MIB.get(model, 0))
+    mem = node_gpu_memory(ident, labels, model)
     return count, (model if count else ""), mem
 
 
 def inventory_from_nodes(nodes: list[dict]) -> GpuInventory:
     names, cpu, mem, cnt, mdl, gm = [], [], [], [], [], []
     for node in nodes:
+        ident = _object_ident(node, "Node")
         meta = node.get("metadata") or {}
         alloc = ((node.get("status") or {}).get("allocatable") or {})
         names.append(meta.get("name", ""))
-        cpu.append(_cpu_milli(alloc.get("cpu", "0")))
-        mem.append(_mem_mib(alloc.get("memory", "0")))
+        cpu.append(_cpu_milli(ident, "status.allocatable.cpu", alloc.get("cpu", "0")))
+        mem.append(_mem_mib(ident, "status.allocatable.memory", alloc.get("memory", "0")))
         c, m, g = node_gpu_info(node)
         cnt.append(c)
         mdl.append(m)
@@ -205,29 +407,44 @@ def inventory_from_nodes(nodes: list[dict]) -> GpuInventory:
 
 
 def pod_gpu_ask(pod: dict) -> GpuAsk:
-    """The GPU ask of a Pod object (see the module doc for the mapping)."""
-    meta = pod.get("metadata") or {}
-    annos = meta.get("annotations") or {}
+    """The GPU ask of a Pod object (see the module doc for the mapping);
+    malformed GPU fields are a ManifestError naming the pod and the field."""
+    try:
+        return _pod_gpu_ask(pod)
+    except ManifestError as exc:
+        raise sourced(exc, pod) from None
+
+
+def _pod_gpu_ask(pod: dict) -> GpuAsk:
+    ident = _object_ident(pod, "Pod")
+    _meta_, _labels, annos = _meta(pod)
     spec = pod.get("spec") or {}
     if ANNO_GPU_MILLI in annos or ANNO_GPU_COUNT in annos:
-        milli = _to_int(annos.get(ANNO_GPU_MILLI))
-        num = _to_int(annos.get(ANNO_GPU_COUNT), 1 if milli > 0 else 0)
+        milli_path = _anno_path("annotations", ANNO_GPU_MILLI)
+        count_path = _anno_path("annotations", ANNO_GPU_COUNT)
+        v = annos.get(ANNO_GPU_MILLI)
+        milli = 0 if v in (None, "") else _int_field(ident, milli_path, v, 0, MILLI)
+        v = annos.get(ANNO_GPU_COUNT)
+        num = (1 if milli > 0 else 0) if v in (None, "") else _int_field(
+            ident, count_path, v, 0, MAX_NODE_GPUS)
         if num == 0 or milli == 0:
             return GpuAsk(0, 0, ())
-        if milli > MILLI or milli < 0:
-            raise ValueError(f"Pod {meta.get('name')}: metadata.annotations[{ANNO_GPU_MILLI}]: "
-                             f"{milli} is outside 0..1000")
         if milli < MILLI and num != 1:
-            raise ValueError(f"Pod {meta.get('name')}: a GPU share ({milli} milli) must ask for "
-                             f"exactly one GPU, not {num}")
+            raise ManifestError(ident, count_path, f"a GPU share ({milli} milli) must ask for "
+                                f"exactly one GPU, not {num}")
         models = tuple(m for m in str(annos.get(ANNO_GPU_MODEL, "")).split("|") if m)
         return GpuAsk(num, milli, models)
     num = 0
-    for c in spec.get("containers") or []:
-        req = ((c.get("resources") or {}).get("requests") or
-               (c.get("resources") or {}).get("limits") or {})
-        num += _to_int(req.get(RES_NVIDIA_GPU))
+    for i, c in enumerate(spec.get("containers") or []):
+        res = c.get("resources") or {}
+        key = "requests" if res.get("requests") else "limits"
+        req = res.get(key) or {}
+        if req.get(RES_NVIDIA_GPU) is not None:
+            num += _gpu_quantity(ident, join_path(f"spec.containers[{i}].resources.{key}",
+                                                  RES_NVIDIA_GPU), req[RES_NVIDIA_GPU])
     if num == 0:
         return GpuAsk(0, 0, ())
+    # more GPUs than any node has fits nowhere; kept bounded for the kernels
+    num = min(num, MAX_NODE_GPUS + 1)
     sel = (spec.get("nodeSelector") or {}).get(LABEL_GFD_PRODUCT)
     return GpuAsk(num, MILLI, (sel,) if sel else ())

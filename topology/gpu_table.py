@@ -27,26 +27,29 @@ import numpy as np
 from tensorsched.kernels.gpu import share as K
 from tensorsched.kernels.gpu import subsets as KT
 
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.meta import identity, join_path
+
 from .gpu import (
-    ANNO_GPU_COUNT,
     ANNO_GPU_INDEX,
     ANNO_GPU_MODEL,
-    LABEL_GFD_MEMORY,
     LABEL_GFD_PRODUCT,
     MILLI,
-    MODEL_MEMORY_MIB,
     RES_NVIDIA_GPU,
     GpuAsk,
+    gpu_indices,
+    node_gpu_count,
+    node_gpu_memory,
     pod_gpu_ask,
+    sourced,
 )
 from .node_topology import (
     C_NUMA,
-    MAX_GPUS,
     MAX_ZONES,
     NodeTopology,
-    from_nrt,
     node_topology,
     pod_constraint,
+    validated_nrt,
 )
 
 N_AFF = 18
@@ -127,8 +130,12 @@ class GpuTable:
 
     def set_node_resource_topologies(self, objects) -> None:
         """Topology from NodeResourceTopology objects (by node name)."""
-        for obj in objects:
-            name, topo = from_nrt(obj)
+        got = []
+        for i, obj in enumerate(objects):       # all validated before any is applied
+            ctx, _meta, _ns, name = identity(obj, "NodeResourceTopology", False,
+                                             f"<NodeResourceTopology>#{i}")
+            got.append((name, validated_nrt(ctx, obj)))
+        for name, topo in got:
             self.nrt[name] = topo
             row = self.state.node_rows.get(name)
             if row is not None:
@@ -182,26 +189,52 @@ class GpuTable:
         seen = (st.layout_version, st.epoch)
         if seen == self._seen:
             return
-        self._seen = seen
         if st.allocatable.shape[0] > self.cap:
             self._alloc_arrays(st.allocatable.shape[0], self.g)
         for row in range(st.n_rows):
             rec = st.nodes[row]
             if rec is not self.node_recs[row]:
                 self._load_row(row, rec)
+        self._seen = seen            # not before: a refused node is refused again next time
 
     def _node_gpu(self, rec) -> tuple[int, str, int]:
-        alloc = rec.allocatable
+        """(count, model, MiB per GPU) of a node record; malformed GPU
+        fields are a ManifestError naming the node and the field."""
+        ident = f"Node {rec.name}"
+        status = (rec.obj or {}).get("status") or {}
+        alloc_path = ("status.allocatable" if status.get("allocatable") is not None
+                      else "status.capacity")
         annos = ((rec.obj or {}).get("metadata") or {}).get("annotations") or {}
-        count = alloc.get(RES_NVIDIA_GPU)
-        if count is None:
-            v = rec.labels.get(ANNO_GPU_COUNT, annos.get(ANNO_GPU_COUNT))
-            count = int(v) if v not in (None, "") else 0
+        raw = status.get("allocatable") if status.get("allocatable") is not None else (
+            status.get("capacity") or {})
+        if not isinstance(raw, dict) or RES_NVIDIA_GPU not in raw:
+            raw = {}
+        count = node_gpu_count(ident, {RES_NVIDIA_GPU: raw[RES_NVIDIA_GPU]} if raw else {},
+                               alloc_path, rec.labels, annos,
+                               count=None if raw else rec.allocatable.get(RES_NVIDIA_GPU))
         model = rec.labels.get(LABEL_GFD_PRODUCT) or rec.labels.get(ANNO_GPU_MODEL) \
             or annos.get(ANNO_GPU_MODEL) or ""
-        mem = rec.labels.get(LABEL_GFD_MEMORY)
-        mem = int(mem) if mem and str(mem).isdigit() else MODEL_MEMORY_MIB.get(model, 0)
+        mem = node_gpu_memory(ident, rec.labels, model)
         return int(count), (model if count else ""), mem
+
+    def _node_inputs(self, rec) -> tuple:
+        """Everything ``_load_row`` reads of a node, validated before the
+        row changes: (count, model, memory, topology)."""
+        try:
+            return self._node_inputs_of(rec)
+        except ManifestError as exc:
+            raise sourced(exc, rec.obj) from None
+
+    def _node_inputs_of(self, rec) -> tuple:
+        count, model, mem = self._node_gpu(rec)
+        if model and model not in self.models and len(self.models) >= 62:
+            where = ("labels", LABEL_GFD_PRODUCT) if rec.labels.get(LABEL_GFD_PRODUCT) else (
+                ("labels", ANNO_GPU_MODEL) if rec.labels.get(ANNO_GPU_MODEL)
+                else ("annotations", ANNO_GPU_MODEL))
+            raise ManifestError(f"Node {rec.name}", join_path(f"metadata.{where[0]}", where[1]),
+                                f"GPU model {model!r}: at most 62 GPU models are supported")
+        topo = self.nrt.get(rec.name) or node_topology(rec.obj)
+        return count, model, mem, topo
 
     def _topo_id(self, count: int, topo: NodeTopology | None) -> int:
         if topo is None:
@@ -218,6 +251,7 @@ class GpuTable:
         return t
 
     def _load_row(self, row: int, rec) -> None:
+        inputs = self._node_inputs(rec) if rec is not None else None
         prev = {k: self.alloc[k].indices for k in self.row_keys[row]
                 if k in self.alloc and self.alloc[k].row == row}
         self.node_recs[row] = rec
@@ -243,21 +277,16 @@ class GpuTable:
         self._bump(row)
         if rec is None:
             return
-        count, model, mem = self._node_gpu(rec)
-        if count > MAX_GPUS:
-            raise ValueError(f"Node {rec.name}: {count} GPUs; at most {MAX_GPUS} are supported")
+        count, model, mem, topo = inputs
         if count > self.g:
             self._alloc_arrays(self.cap, count)
         if model:
             if model not in self.models:
-                if len(self.models) >= 62:
-                    raise ValueError("more than 62 GPU models")
                 self.models.append(model)
             self.model[row] = self.models.index(model)
         self.count[row] = count
         self.left[row, :count] = MILLI
         self.gmem[row, :count] = mem
-        topo = self.nrt.get(rec.name) or node_topology(rec.obj)
         if topo is not None:
             isl, nm = topo.signature(count)
             self.island[row, :count] = isl
@@ -286,13 +315,16 @@ class GpuTable:
         if got is not None and got[0] is rec:
             return got[1]
         obj = rec.obj or {}
-        ask = pod_gpu_ask(obj)
-        cons, guaranteed = pod_constraint(obj)
-        annos = (obj.get("metadata") or {}).get("annotations") or {}
-        fixed = None
-        s = annos.get(ANNO_GPU_INDEX)
-        if s:
-            fixed = tuple(int(x) for x in str(s).replace(",", "-").split("-") if x.strip() != "")
+        try:
+            ask = pod_gpu_ask(obj)
+            cons, guaranteed = pod_constraint(obj)
+            annos = (obj.get("metadata") or {}).get("annotations") or {}
+            fixed = None
+            s = annos.get(ANNO_GPU_INDEX)
+            if s:
+                fixed = gpu_indices(f"Pod {rec.key}", s)
+        except ManifestError as exc:
+            raise sourced(exc, obj) from None
         info = PodGpu(ask, cons, guaranteed, int(rec.requests.get("cpu", 0)),
                       int(rec.requests.get("memory", 0)), int(rec.nonzero_cpu), fixed)
         if len(self._asks) > 100000:

@@ -57,7 +57,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from tensorsched.framework.objects.quantity import resource_value
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.meta import ObjectContext, join_path, type_name
+from tensorsched.framework.objects.quantity import parse_quantity, resource_value
 from tensorsched.kernels.gpu.share import GPU_SLOTS
 from tensorsched.kernels.gpu.subsets import C_ISLAND, C_NUMA
 
@@ -70,6 +72,10 @@ SINGLE_NUMA_POLICIES = ("SingleNUMANodePodLevel", "SingleNUMANodeContainerLevel"
 
 MAX_ZONES = 8
 MAX_GPUS = GPU_SLOTS
+MAX_DISTANCE = 255                 # NUMA distances are a byte (ACPI SLIT)
+MAX_QUANTITY = 1 << 62             # a NUMA node's CPU (millicores) / memory (bytes) bound
+_QTY_FIELDS = ("capacity", "allocatable", "available")
+_COMPACT_KEYS = ("islands", "numa", "numaCpu", "numaMemory", "distances", "singleNumaNodePolicy")
 
 
 @dataclass
@@ -87,6 +93,175 @@ class NodeTopology:
         isl = tuple((self.islands + [-1] * count)[:count])
         nm = tuple((self.numa + [-1] * count)[:count])
         return isl, nm
+
+
+# --------------------------------------------------------------- validation
+# Everything below ``from_zones`` trusts its input: NRT objects (``nrt``) and
+# the node annotation are validated here first, with the object and field.
+
+
+def validate_attributes(ctx: ObjectContext, value, path: str) -> None:
+    """NRT ``attributes``: {name, value} strings; ``gpu-indices`` a comma
+    list of GPU indices 0..MAX_GPUS-1."""
+    for j, a in enumerate(ctx.list(value, path)):
+        apath = f"{path}[{j}]"
+        a = ctx.mapping(a, apath)
+        name = ctx.string(a.get("name"), f"{apath}.name", required=True)
+        text = ctx.string(a.get("value"), f"{apath}.value")
+        if name == "gpu-indices":
+            for part in text.replace("-", ",").split(","):
+                part = part.strip()
+                if part == "":
+                    continue
+                if not part.isdigit() or int(part) > MAX_GPUS - 1:
+                    ctx.fail(f"{apath}.value", f"GPU indices must be integers 0..{MAX_GPUS - 1} "
+                             f"separated by commas, got {text!r}")
+
+
+def validate_resources(ctx: ObjectContext, value, path: str) -> None:
+    """NRT zone ``resources``: {name, capacity / allocatable / available};
+    ``nvidia.com/gpu`` a whole number 0..MAX_GPUS."""
+    for j, r in enumerate(ctx.list(value, path)):
+        rpath = f"{path}[{j}]"
+        r = ctx.mapping(r, rpath)
+        name = ctx.string(r.get("name"), f"{rpath}.name", required=True)
+        for key in _QTY_FIELDS:
+            v = r.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                ctx.fail(f"{rpath}.{key}", f"must be a quantity, got {v!r}")
+            try:
+                q = parse_quantity(v)
+            except ValueError as exc:
+                ctx.fail(f"{rpath}.{key}", str(exc))
+            if q < 0:
+                ctx.fail(f"{rpath}.{key}", f"must be non-negative, got {v!r}")
+            if q * 1000 > MAX_QUANTITY:
+                ctx.fail(f"{rpath}.{key}", f"{v!r} is too large")
+            if name == "nvidia.com/gpu":
+                if not str(v).strip().isdigit():
+                    ctx.fail(f"{rpath}.{key}", f"a GPU count must be a whole number, got {v!r}")
+                if int(str(v).strip()) > MAX_GPUS:
+                    ctx.fail(f"{rpath}.{key}", f"{v} GPUs; at most {MAX_GPUS} are supported")
+
+
+def validate_zones(ctx: ObjectContext, value, path: str) -> None:
+    """NRT ``zones`` (names, types, costs, resources, attributes), at most
+    MAX_ZONES NUMA nodes (zones of type Node)."""
+    numa = 0
+    for i, z in enumerate(ctx.list(value, path)):
+        zpath = f"{path}[{i}]"
+        z = ctx.mapping(z, zpath)
+        ctx.string(z.get("name"), f"{zpath}.name", required=True)
+        if ctx.string(z.get("type"), f"{zpath}.type", required=True) == ZONE_NUMA:
+            numa += 1
+            if numa > MAX_ZONES:
+                ctx.fail(zpath, f"more than {MAX_ZONES} NUMA nodes (zones of type {ZONE_NUMA}) "
+                         "are not supported")
+        ctx.string(z.get("parent"), f"{zpath}.parent")
+        for j, c in enumerate(ctx.list(z.get("costs"), f"{zpath}.costs")):
+            cpath = f"{zpath}.costs[{j}]"
+            c = ctx.mapping(c, cpath)
+            ctx.string(c.get("name"), f"{cpath}.name", required=True)
+            ctx.integer(c.get("value"), f"{cpath}.value", lo=0, hi=MAX_DISTANCE)
+        validate_resources(ctx, z.get("resources"), f"{zpath}.resources")
+        validate_attributes(ctx, z.get("attributes"), f"{zpath}.attributes")
+
+
+def check_gpu_count(ctx: ObjectContext, topo: "NodeTopology", path: str) -> None:
+    if len(topo.islands) > MAX_GPUS:
+        ctx.fail(path, f"{len(topo.islands)} GPUs; at most {MAX_GPUS} are supported")
+
+
+def validated_nrt(ctx: ObjectContext, obj: dict) -> "NodeTopology":
+    """The topology of a NodeResourceTopology object after validating the
+    fields ``from_zones`` reads (policies, attributes, zones, GPU count)."""
+    ctx.str_list(obj.get("topologyPolicies"), "topologyPolicies")
+    validate_attributes(ctx, obj.get("attributes"), "attributes")
+    validate_zones(ctx, obj.get("zones"), "zones")
+    try:
+        _, topo = from_nrt(dict(obj, kind="NodeResourceTopology"))
+    except ValueError as exc:
+        ctx.fail("zones", str(exc))
+    check_gpu_count(ctx, topo, "zones")
+    return topo
+
+
+def _compact_quantities(ctx: ObjectContext, value, path: str, kind: str) -> list[int]:
+    out = []
+    items = ctx.list(value, path)
+    if len(items) > MAX_ZONES:
+        ctx.fail(path, f"{len(items)} NUMA nodes; at most {MAX_ZONES} are supported")
+    for i, v in enumerate(items):
+        p = f"{path}[{i}]"
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            ctx.fail(p, f"must be a quantity, got {type_name(v)} {v!r}")
+        try:
+            q = resource_value("cpu" if kind == "cpu" else "memory", v)
+        except ValueError as exc:
+            ctx.fail(p, str(exc))
+        if q < 0 or q > MAX_QUANTITY:
+            ctx.fail(p, f"must be a non-negative quantity up to {MAX_QUANTITY}, got {v!r}")
+        out.append(q)
+    return out
+
+
+def _compact_ints(ctx: ObjectContext, value, path: str, lo: int, hi: int, most: int) -> list[int]:
+    items = ctx.list(value, path)
+    if len(items) > most:
+        ctx.fail(path, f"{len(items)} entries; at most {most} are supported")
+    return [ctx.integer(v, f"{path}[{i}]", lo=lo, hi=hi) for i, v in enumerate(items)]
+
+
+def parse_annotation(value, ctx: ObjectContext, path: str) -> "NodeTopology":
+    """The node annotation ``topology.tensorsched.io/gpu`` (module doc),
+    validated: anything malformed is a ManifestError at ``path`` (plus the
+    position inside the JSON)."""
+    if not isinstance(value, str):
+        ctx.fail(path, f"must be a JSON string, got {type_name(value)}")
+    try:
+        data = json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        ctx.fail(path, f"invalid JSON: {exc}")
+    if isinstance(data, list):
+        validate_zones(ctx, data, f"{path}.zones")
+        topo = from_zones(data)
+        check_gpu_count(ctx, topo, path)
+        return topo
+    if not isinstance(data, dict):
+        ctx.fail(path, "must be a JSON list of NRT zones or an object with 'zones' or "
+                 f"{', '.join(_COMPACT_KEYS)}; got {type_name(data)}")
+    if "zones" in data:
+        for k in data:
+            if k not in ("zones", "topologyPolicies", "attributes"):
+                ctx.fail(join_path(path, k), "unknown field (known: zones, topologyPolicies, "
+                         "attributes)")
+        validate_zones(ctx, data["zones"], f"{path}.zones")
+        ctx.str_list(data.get("topologyPolicies"), f"{path}.topologyPolicies")
+        validate_attributes(ctx, data.get("attributes"), f"{path}.attributes")
+        topo = from_zones(data["zones"] or [], data.get("topologyPolicies") or (),
+                          data.get("attributes") or ())
+        check_gpu_count(ctx, topo, path)
+        return topo
+    for k in data:
+        if k not in _COMPACT_KEYS:
+            ctx.fail(join_path(path, str(k)), f"unknown field (known: zones, {', '.join(_COMPACT_KEYS)})")
+    t = NodeTopology(
+        islands=_compact_ints(ctx, data.get("islands"), f"{path}.islands", -1, MAX_GPUS - 1,
+                              MAX_GPUS),
+        numa=_compact_ints(ctx, data.get("numa"), f"{path}.numa", -1, MAX_ZONES - 1, MAX_GPUS),
+        single_numa_policy=ctx.boolean(data.get("singleNumaNodePolicy"),
+                                       f"{path}.singleNumaNodePolicy"))
+    t.numa_cpu = _compact_quantities(ctx, data.get("numaCpu"), f"{path}.numaCpu", "cpu")
+    t.numa_mem = _compact_quantities(ctx, data.get("numaMemory"), f"{path}.numaMemory", "mem")
+    if data.get("distances"):
+        rows = ctx.list(data["distances"], f"{path}.distances")
+        if len(rows) > MAX_ZONES:
+            ctx.fail(f"{path}.distances", f"{len(rows)} rows; at most {MAX_ZONES} are supported")
+        t.distances = [_compact_ints(ctx, row, f"{path}.distances[{i}]", 0, MAX_DISTANCE,
+                                     MAX_ZONES) for i, row in enumerate(rows)]
+    return t
 
 
 def _qty_int(v, kind: str) -> int:
@@ -169,30 +344,20 @@ def from_nrt(obj: dict) -> tuple[str, NodeTopology]:
                             obj.get("attributes") or ())
 
 
-def from_annotation(value: str) -> NodeTopology:
-    """The node annotation ``topology.tensorsched.io/gpu`` (module doc)."""
-    data = json.loads(value)
-    if isinstance(data, list):
-        return from_zones(data)
-    if "zones" in data:
-        return from_zones(data["zones"], data.get("topologyPolicies") or (),
-                          data.get("attributes") or ())
-    t = NodeTopology(islands=[int(x) for x in data.get("islands") or []],
-                     numa=[int(x) for x in data.get("numa") or []],
-                     single_numa_policy=bool(data.get("singleNumaNodePolicy", False)))
-    t.numa_cpu = [_qty_int(x, "cpu") for x in data.get("numaCpu") or []]
-    t.numa_mem = [_qty_int(x, "mem") for x in data.get("numaMemory") or []]
-    if data.get("distances"):
-        t.distances = [[int(x) for x in row] for row in data["distances"]]
-    return t
+def from_annotation(value: str, ident: str = "Node <annotation>") -> NodeTopology:
+    """The node annotation ``topology.tensorsched.io/gpu`` (module doc) of
+    the node ``ident`` (``"Node name"``); malformed: a ManifestError."""
+    return parse_annotation(value, ObjectContext(ident),
+                            join_path("metadata.annotations", ANNO_NODE_TOPOLOGY))
 
 
 def node_topology(node_obj: dict) -> NodeTopology | None:
-    annos = ((node_obj or {}).get("metadata") or {}).get("annotations") or {}
+    meta = (node_obj or {}).get("metadata") or {}
+    annos = meta.get("annotations") or {}
     v = annos.get(ANNO_NODE_TOPOLOGY)
     if not v:
         return None
-    return from_annotation(v)
+    return from_annotation(v, f"Node {meta.get('name') or '<unnamed>'}")
 
 
 def _guaranteed(pod_obj: dict) -> bool:
@@ -221,8 +386,11 @@ def pod_constraint(pod_obj: dict) -> tuple[int, bool]:
         elif p in ("single-numa-node", "numa"):
             bits |= C_NUMA
         elif p:
-            raise ValueError(f"metadata.annotations[{ANNO_POD_PLACEMENT}]: unknown value {p!r} "
-                             "(nvlink-island, single-numa-node)")
+            meta = (pod_obj or {}).get("metadata") or {}
+            raise ManifestError(f"Pod {meta.get('namespace') or 'default'}/"
+                                f"{meta.get('name') or '<unnamed>'}",
+                                join_path("metadata.annotations", ANNO_POD_PLACEMENT),
+                                f"unknown value {p!r} (nvlink-island, single-numa-node)")
     return bits, _guaranteed(pod_obj)
 
 

@@ -41,8 +41,13 @@ BestFit's raw score (array arithmetic) run on the host.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
+from tensorsched.framework.config.plugin_args import register_args_decoder
+from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.objects.quantity import resource_value
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
@@ -50,7 +55,7 @@ from tensorsched.kernels.gpu import share as K
 from tensorsched.kernels.gpu import subsets as KT
 
 from . import nrt
-from .gpu import MILLI
+from .gpu import MAX_CPU_MILLI, MAX_NODE_GPUS, MILLI
 from .gpu_table import GpuTable
 from .node_topology import C_ISLAND, C_NUMA
 
@@ -64,6 +69,130 @@ GPU_PLUGINS = (NAME_FIT, NAME_SCORE, NAME_TOPO)
 POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.SEL_BEST,
               "GpuPacking": K.SEL_BEST, "BestFit": K.SEL_BEST, "FGD": K.SEL_FGD}
 TYPICAL_THRESHOLD = 95
+
+
+MAX_TYPICAL_PODS = 10000
+MAX_WEIGHT = 1e12
+_TYPICAL_KEYS = ("cpu", "gpuCount", "gpuMilli", "models", "weight")
+
+
+# --------------------------------------------------------------------- args
+
+
+@dataclass(frozen=True)
+class GpuShareScoreArgs:
+    """Decoded GpuShareScore args: the policy and, when given, the typical
+    pods as (cpu millicores, gpu count, gpu milli, models "A|B", weight)."""
+
+    policy: str = "FGD"
+    typical_pods: tuple[tuple[int, int, int, str, float], ...] | None = None
+
+
+def _args_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _args_mapping(raw, path: str) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(path, f"must be an object, got {type(raw).__name__} {raw!r}")
+    for k in raw:
+        if not isinstance(k, str):
+            raise ConfigError(path, f"field name {k!r} is not a string")
+    return raw
+
+
+def _args_int(value, path: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer {lo}..{hi}, got {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(path, f"must be an integer {lo}..{hi}, got {value}")
+    return value
+
+
+def _args_cpu(value, path: str) -> int:
+    """Millicores: an integer, or a CPU quantity string ("500m", "2")."""
+    if isinstance(value, str):
+        try:
+            v = resource_value("cpu", value)
+        except ValueError as exc:
+            raise ConfigError(path, str(exc)) from None
+        if not 0 <= v <= MAX_CPU_MILLI:
+            raise ConfigError(path, f"must be 0..{MAX_CPU_MILLI} millicores, got {value!r}")
+        return v
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, "must be millicores (an integer) or a CPU quantity string, "
+                          f"got {value!r}")
+    return _args_int(value, path, 0, MAX_CPU_MILLI)
+
+
+def _typical_pod(raw, path: str) -> tuple[int, int, int, str, float]:
+    m = _args_mapping(raw, path)
+    if raw is None:
+        raise ConfigError(path, "must be an object with cpu, gpuCount, gpuMilli, models, weight")
+    for k in m:
+        if k not in _TYPICAL_KEYS:
+            raise ConfigError(_args_path(path, k), f"unknown field (known: {', '.join(_TYPICAL_KEYS)})")
+    cpu = _args_cpu(m.get("cpu", 0), _args_path(path, "cpu"))
+    num = _args_int(m.get("gpuCount", 0), _args_path(path, "gpuCount"), 0, MAX_NODE_GPUS)
+    milli = _args_int(m.get("gpuMilli", 0), _args_path(path, "gpuMilli"), 0, MILLI)
+    models = m.get("models", "")
+    if models is None:
+        models = ""
+    if not isinstance(models, str):
+        raise ConfigError(_args_path(path, "models"), f"must be a string of '|'-separated GPU "
+                          f"models, got {models!r}")
+    w = m.get("weight", 1.0)
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) \
+            or not 0 < w <= MAX_WEIGHT:
+        raise ConfigError(_args_path(path, "weight"), f"must be a number > 0 and <= {MAX_WEIGHT:g}, "
+                          f"got {w!r}")
+    return cpu, num, milli, models, float(w)
+
+
+def decode_score_args(raw, path: str) -> GpuShareScoreArgs:
+    """GpuShareScore's args, strictly: ``policy`` (one of the six),
+    ``typicalPods`` (a list of {cpu, gpuCount, gpuMilli, models, weight});
+    every problem a ConfigError at its field path."""
+    if isinstance(raw, GpuShareScoreArgs):
+        return raw
+    m = _args_mapping(raw, path)
+    for k in m:
+        if k not in ("policy", "typicalPods"):
+            raise ConfigError(_args_path(path, k), "unknown field (known: policy, typicalPods)")
+    policy = m.get("policy", "FGD")
+    if policy is None:
+        policy = "FGD"
+    if not isinstance(policy, str) or policy not in K.POLICIES:
+        raise ConfigError(_args_path(path, "policy"),
+                          f"must be one of {', '.join(K.POLICIES)}, got {policy!r}")
+    typical = m.get("typicalPods")
+    if typical is not None:
+        tp = _args_path(path, "typicalPods")
+        if not isinstance(typical, (list, tuple)):
+            raise ConfigError(tp, f"must be a list of pod shapes, got {type(typical).__name__} "
+                              f"{typical!r}")
+        if len(typical) > MAX_TYPICAL_PODS:
+            raise ConfigError(tp, f"{len(typical)} shapes; at most {MAX_TYPICAL_PODS}")
+        typical = tuple(_typical_pod(p, f"{tp}[{i}]") for i, p in enumerate(typical))
+    return GpuShareScoreArgs(policy, typical)
+
+
+def _no_args(name: str):
+    def decode(raw, path: str):
+        m = _args_mapping(raw, path)
+        if m:
+            raise ConfigError(_args_path(path, next(iter(m))), f"unknown field ({name} takes no args)")
+        return None
+    return decode
+
+
+def register_decoders() -> None:
+    """The GPU plugins' args decoders (``register_args_decoder``)."""
+    register_args_decoder(NAME_SCORE, decode_score_args)
+    register_args_decoder(NAME_FIT, _no_args(NAME_FIT))
+    register_args_decoder(NAME_TOPO, _no_args(NAME_TOPO))
 
 
 # Kernels per backend name; a handle without a backend (a bare test
@@ -230,12 +359,11 @@ class GpuShareScore(ArrayPlugin):
     name = NAME_SCORE
 
     def __init__(self, args, handle):
-        args = args or {}
-        self.policy = str(args.get("policy", "FGD"))
-        if self.policy not in K.POLICIES:
-            raise ValueError(f"policy {self.policy!r}: choose one of {', '.join(K.POLICIES)}")
+        # decoded by the config (decode_score_args) or, given raw, here
+        args = decode_score_args(args, f"pluginConfig[{NAME_SCORE}].args")
+        self.policy = args.policy
         self.backend = _backend(handle)
-        self._fixed = args.get("typicalPods")
+        self._fixed = args.typical_pods
         self._seen: dict = {}
         self._seen_keys: set = set()
         self._typical = None
@@ -245,15 +373,7 @@ class GpuShareScore(ArrayPlugin):
         self._cache_cap = -1
         self._typical_spec: list = []
         if self._fixed is not None:
-            self._typical_from([(int(self._cpu(p.get("cpu", 0))), int(p.get("gpuCount", 0)),
-                                  int(p.get("gpuMilli", 0)), str(p.get("models", "")),
-                                  float(p.get("weight", 1.0))) for p in self._fixed], None)
-
-    @staticmethod
-    def _cpu(v) -> int:
-        if isinstance(v, (int, float)):
-            return int(v)
-        return resource_value("cpu", str(v))
+            self._typical_from(list(self._fixed), None)
 
     def _typical_from(self, shapes, t):
         tot = sum(s[4] for s in shapes) or 1.0
@@ -386,7 +506,11 @@ def register(registry) -> None:
     """The GPU plugin set: GpuShareFit, GpuShareScore, GpuTopologyScore and
     the NodeResourceTopology kind they read (the ``tensorsched.plugins``
     entry point ``gpu``)."""
+    register_decoders()
     registry.register_kind(nrt.OBJECT_KIND, nrt.attach)
     registry.register(NAME_FIT, new_fit, POINTS_FIT)
     registry.register(NAME_SCORE, new_score, POINTS_SCORE)
     registry.register(NAME_TOPO, new_topology, POINTS_TOPO)
+
+
+register_decoders()        # a config loaded once this module is imported decodes the args

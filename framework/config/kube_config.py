@@ -36,9 +36,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import yaml
-
 from tensorsched.framework.errors import ConfigError, TensorschedError
+from tensorsched.framework.objects.manifests import (
+    DocumentError,
+    check_shape,
+    parse_yaml_documents,
+    read_text,
+)
 
 from .plugin_args import API_VERSION, decode_args, default_args, has_args_decoder
 
@@ -169,48 +173,55 @@ class SchedulerConfig:
 # reading
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys (strict decoding)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
-    out: dict = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in out:
-            raise ConfigError(
-                "", f"line {key_node.start_mark.line + 1}: duplicate field {key!r}"
-            )
-        out[key] = loader.construct_object(value_node, deep=deep)
+def _config_path(path) -> str:
+    """Keys and list indices -> ``profiles[0].pluginConfig[1].args``."""
+    out = ""
+    for p in path:
+        if isinstance(p, int) and not isinstance(p, bool):
+            out = f"{out}[{p}]"
+        else:
+            out = f"{out}.{p}" if out else str(p)
     return out
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+def _read_file(source) -> dict:
+    """A configuration file, strictly (the manifests' reader: UTF-8, one
+    document, no duplicate keys, bounded nesting and aliases); every problem
+    is one ConfigError naming the file."""
+    name = os.fspath(source)
+    try:
+        text = read_text(source)
+        docs = parse_yaml_documents(text)        # JSON is YAML
+    except DocumentError as exc:
+        problem = exc.problem
+        if problem.startswith("invalid YAML: "):
+            problem = "not valid YAML/JSON: " + problem[len("invalid YAML: "):]
+        elif problem.startswith("cannot read file: "):
+            problem = "cannot read file: " + problem[len("cannot read file: "):]
+        if exc.line is not None:
+            problem = f"{problem} (line {exc.line})"
+        raise ConfigError(_config_path(exc.path), problem, name) from None
+    docs = [d for _, d in docs if d is not None]
+    if len(docs) > 1:
+        raise ConfigError("", f"must hold one object, got {len(docs)} documents", name)
+    data = docs[0] if docs else {}
+    if not isinstance(data, Mapping):
+        raise ConfigError("", f"must hold one object (a mapping), got {type(data).__name__}",
+                          name)
+    return dict(data)
 
 
 def _read(source: Any) -> dict:
     if source is None:
         return {"apiVersion": API_VERSION, "kind": KIND}
     if isinstance(source, Mapping):
+        try:
+            check_shape(dict(source))
+        except DocumentError as exc:
+            raise ConfigError("", exc.problem) from None
         return dict(source)
     if isinstance(source, (str, os.PathLike)):
-        try:
-            with open(source, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as exc:
-            raise ConfigError("", f"cannot read {os.fspath(source)}: {exc.strerror or exc}") from exc
-        try:
-            data = yaml.load(text, Loader=_StrictLoader)  # JSON is YAML
-        except ConfigError as exc:
-            raise ConfigError(exc.field, f"{os.fspath(source)}: {exc.problem}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError("", f"{os.fspath(source)}: not valid YAML/JSON: {exc}") from exc
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
-            raise ConfigError("", f"{os.fspath(source)}: must hold one object, got {type(data).__name__}")
-        return dict(data)
+        return _read_file(source)
     raise TypeError(f"config source must be a path, a mapping or None, not {type(source).__name__}")
 
 
@@ -569,11 +580,16 @@ def load_config(
     implements (a superset of ``DEFAULT_PLUGIN_POINTS`` for out-of-tree plugins).
     Raises ``ConfigError`` naming the field path of the first problem."""
     raw = _read(source)
-    _check_top_level(raw)
-    settings = _global_settings(raw)
-    raw_profiles = _list(raw.get("profiles"), "profiles") or [{}]
-    profiles, config_indexes = _build_profiles(raw_profiles, plugin_points)
-    _check_shared_queue_sort(raw_profiles, profiles, config_indexes)
+    try:
+        _check_top_level(raw)
+        settings = _global_settings(raw)
+        raw_profiles = _list(raw.get("profiles"), "profiles") or [{}]
+        profiles, config_indexes = _build_profiles(raw_profiles, plugin_points)
+        _check_shared_queue_sort(raw_profiles, profiles, config_indexes)
+    except ConfigError as exc:
+        # errors of a file name it
+        raise exc.with_source(os.fspath(source) if isinstance(source, (str, os.PathLike))
+                              else None) from None
     return SchedulerConfig(profiles=tuple(profiles), **settings)
 
 

@@ -23,6 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from tensorsched.framework.errors import ConfigError
+from tensorsched.framework.objects.meta import (
+    LABEL_VALUE_FMT,
+    invalid_value,
+    label_value_errors,
+    qualified_name_errors,
+)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 
@@ -193,40 +199,27 @@ def _list(value: Any, path: str) -> list:
     return list(value)
 
 
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Label keys and values are validated by the objects layer's shared
+# implementation (apimachinery's rules and messages); ``_LABEL_VALUE`` is a
+# ``.match``-anchored form of its regex for callers that test strings.
+_LABEL_VALUE = re.compile(LABEL_VALUE_FMT + r"\Z")
+_GO_INT64 = re.compile(r"[+-]?[0-9]+")
 
 
 def check_qualified_name(value: str, path: str) -> None:
-    """A label key / resource name: ``[prefix/]name``, prefix a DNS subdomain
-    (<= 253), name <= 63 alphanumerics, '-', '_', '.' starting and ending alphanumeric."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            raise ConfigError(path, f"{value!r}: prefix part must be non-empty")
-        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            raise ConfigError(path, f"{value!r}: prefix part must be a lowercase DNS-1123 subdomain")
-    else:
-        raise ConfigError(path, f"{value!r}: a qualified name has at most one '/'")
-    if not name:
-        raise ConfigError(path, f"{value!r}: name part must be non-empty")
-    if len(name) > 63:
-        raise ConfigError(path, f"{value!r}: name part must be no more than 63 characters")
-    if not _NAME_PART.match(name):
-        raise ConfigError(
-            path,
-            f"{value!r}: name part must consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character",
-        )
+    """A label key / resource name (``IsQualifiedName``): ``[prefix/]name``,
+    prefix a DNS subdomain (<= 253), name <= 63 alphanumerics, '-', '_',
+    '.' starting and ending alphanumeric.  ConfigError at ``path`` with
+    upstream's message otherwise."""
+    errs = qualified_name_errors(value)
+    if errs:
+        raise ConfigError(path, invalid_value(value, errs))
 
 
 def _check_label_value(value: str, path: str) -> None:
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
-        raise ConfigError(path, f"{value!r} is not a valid label value")
+    errs = label_value_errors(value)
+    if errs:
+        raise ConfigError(path, invalid_value(value, errs))
 
 
 def _type_meta(raw: dict, kind: str, path: str) -> None:
@@ -385,10 +378,9 @@ def _check_requirement(raw: Any, path: str, for_fields: bool) -> dict:
     if op in ("Gt", "Lt"):
         if len(values) != 1:
             raise ConfigError(vp, "for 'Gt', 'Lt' operators, exactly one value is required")
-        try:
-            int(values[0], 10)
-        except ValueError:
-            raise ConfigError(f"{vp}[0]", "for 'Gt', 'Lt' operators, the value must be an integer") from None
+        # strconv.ParseInt(v, 10, 64): digits with an optional sign, in int64
+        if not _GO_INT64.fullmatch(values[0]) or not _INT64_MIN <= int(values[0]) <= _INT64_MAX:
+            raise ConfigError(f"{vp}[0]", "for 'Gt', 'Lt' operators, the value must be an integer")
     for i, v in enumerate(values):
         _check_label_value(v, f"{vp}[{i}]")
     out = {"key": key, "operator": op}
@@ -600,10 +592,29 @@ def decode_args(plugin_name: str, raw: dict | None, path: str) -> object:
         if raw is not None and not isinstance(raw, Mapping):
             raise ConfigError(path, f"must be an object, got {type(raw).__name__}")
         return copy.deepcopy(raw)
-    return fn(copy.deepcopy(raw), path)
+    return _run_decoder(plugin_name, fn, copy.deepcopy(raw), path)
 
 
 def default_args(plugin_name: str) -> object:
     """The args a plugin gets when no pluginConfig names it; None if it has none."""
     fn = _DECODERS.get(plugin_name)
-    return None if fn is None else fn(None, "")
+    return None if fn is None else _run_decoder(plugin_name, fn, None, "")
+
+
+def _run_decoder(plugin_name: str, fn: ArgsDecoder, raw: Any, path: str) -> object:
+    """``fn(raw, path)``; any exception but a ConfigError (an out-of-tree
+    decoder reading a string as a mapping...) becomes a ConfigError at the
+    args' path, without Python's internals in its text."""
+    try:
+        return fn(raw, path)
+    except ConfigError:
+        raise
+    except RecursionError:
+        raise ConfigError(path, f"invalid {plugin_name} args: nested too deeply") from None
+    except Exception as exc:  # noqa: BLE001 -- a plugin's decoder may raise anything
+        if isinstance(exc, ValueError) and not isinstance(exc, UnicodeError) and str(exc):
+            problem = f"invalid {plugin_name} args: {exc}"
+        else:
+            problem = (f"invalid {plugin_name} args: not what the plugin expects "
+                       f"(its decoder failed with {type(exc).__name__})")
+        raise ConfigError(path, problem) from exc

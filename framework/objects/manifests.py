@@ -25,14 +25,25 @@ hand-written manifests may lack is applied here, so both give the same record:
 * ``schedulerName`` defaults to ``default-scheduler``, ``preemptionPolicy`` to
   ``PreemptLowerPriority``, a port's protocol to TCP and its hostIP to 0.0.0.0.
 
-Semantic oddities that kube-scheduler tolerates (``In`` with no values, ``Gt``
-with a non-integer value, ...) are kept as written: such a term just never
-matches.  Only structural errors (wrong types, unknown enum values, missing
-required keys) are load errors.
+Semantic oddities that kube-scheduler tolerates in node selector terms
+(``In`` with no values, ``Gt`` with a non-integer value, ...) are kept as
+written: such a term just never matches.  Structural errors (wrong types,
+unknown enum values, missing required keys) are load errors, and so is every
+LabelSelector (pod (anti-)affinity labelSelector / namespaceSelector, spread
+constraints, PDBs, ReplicaSets, StatefulSets) that apimachinery's
+``ValidateLabelSelector`` refuses, with its messages (``meta.validate_label_selector``).
+
+Files are read strictly (``load_objects``): UTF-8 only, no duplicate keys,
+nesting at most :data:`MAX_DEPTH` deep, no YAML alias bombs; every object
+remembers its ``<file>#<doc>`` (a :class:`~.meta.SourcedObject`) and every
+error about it starts with that.  A case typo of a kind that is read
+(``kind: pod``) is an error; other unread kinds are counted
+(``Objects.ignored_kinds``, :func:`ignored_kinds_warning`).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -47,17 +58,23 @@ from tensorsched.framework.errors import ManifestError
 from .meta import (
     ObjectContext,
     ObjectKind,
+    SourcedObject,
     canonical,
     identity,
     join_path,
     parse_timestamp,
+    source_of,
     type_name,
+    invalid_value,
+    label_value_errors,
+    qualified_name_errors,
     unset_if_empty,
     validate_label_selector,
 )
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
 from .records import (
     HostPort,
+    NamespaceRecord,
     NodeImage,
     NodeRecord,
     PodDisruptionBudgetRecord,
@@ -66,6 +83,7 @@ from .records import (
     Taint,
     Toleration,
 )
+from .selectors import NS_NAME_LABEL
 from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
 from .workloads import ControllerRecord, ServiceRecord
 
@@ -77,7 +95,15 @@ __all__ = [
     "parse_pod",
     "parse_priority_class",
     "parse_pdb",
+    "parse_namespace",
     "parse_timestamp",
+    "ignored_kinds_warning",
+    "read_text",
+    "parse_yaml_documents",
+    "parse_json_document",
+    "check_shape",
+    "DocumentError",
+    "MAX_DEPTH",
     "DEFAULT_MILLI_CPU_REQUEST",
     "DEFAULT_MEMORY_REQUEST",
     "MANIFEST_SUFFIXES",
@@ -101,7 +127,27 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 # --------------------------------------------------------------------------
-# YAML / JSON loading
+# YAML / JSON loading (shared with ``config.kube_config``)
+
+#: Deepest nesting a manifest or configuration document may have.  kubectl's
+#: objects nest about 15 levels; deeper documents are refused before any code
+#: walks them recursively (Python's recursion limit; YAML alias cycles).
+MAX_DEPTH = 128
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class DocumentError(ValueError):
+    """A file or document that cannot be read as YAML/JSON: ``problem``, and
+    where: ``index`` (document), ``path`` (keys and list indices down to the
+    offending value), ``line`` (1-based, YAML only)."""
+
+    def __init__(self, problem: str, index: int | None = None, path: tuple = (),
+                 line: int | None = None):
+        super().__init__(problem)
+        self.problem = problem
+        self.index = index
+        self.path = tuple(path)
+        self.line = line
 
 
 def _make_loader():
@@ -109,16 +155,189 @@ def _make_loader():
 
     class _Loader(base):  # type: ignore[misc, valid-type]
         """SafeLoader that keeps timestamps as strings (RFC3339 is parsed
-        exactly, to the nanosecond, by this module)."""
+        exactly, to the nanosecond, by this module) and records duplicate
+        keys (``duplicates``: (mapping, key, line)) instead of keeping the
+        last value silently."""
+
+        def __init__(self, stream):
+            super().__init__(stream)
+            self.duplicates: list = []
+
+    def construct_mapping(loader, node):
+        data: dict = {}
+        yield data          # filled after its parent: no recursion per level
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:
+                continue    # merged keys may be overridden (YAML merge rules)
+            key = loader.construct_object(key_node)
+            try:
+                if key in seen:
+                    loader.duplicates.append((data, key, key_node.start_mark.line + 1))
+                seen.add(key)
+            except TypeError:
+                pass        # unhashable: construct_mapping reports it
+        data.update(loader.construct_mapping(node))
 
     _Loader.yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in base.yaml_implicit_resolvers.items()
     }
+    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     return _Loader
 
 
 _YamlLoader = _make_loader()
+
+
+def read_text(path) -> str:
+    """A file's text (UTF-8, a leading byte-order mark dropped);
+    :class:`DocumentError` when it cannot be read or is not UTF-8."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                            f"{exc.start} cannot be decoded)") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _path_to(root, target) -> tuple | None:
+    """The keys / indices from ``root`` down to the container ``target``."""
+    stack = [(root, ())]
+    seen = set()
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for k, v in items:
+            if isinstance(v, (dict, list)):
+                stack.append((v, path + (k,)))
+    return None
+
+
+def check_shape(doc, index: int | None = None, budget: int = 50_000_000) -> None:
+    """Refuse a document nested deeper than :data:`MAX_DEPTH` (or with an
+    alias cycle), or whose YAML aliases expand it past ``budget`` values."""
+    stack = [(doc, 1)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise DocumentError(f"nested too deeply (more than {MAX_DEPTH} levels)", index)
+        count += len(children)
+        if count > budget:
+            raise DocumentError("too many values once YAML aliases are expanded "
+                                "(excessive aliasing)", index)
+        for c in children:
+            if isinstance(c, (dict, list)):
+                stack.append((c, depth + 1))
+
+
+def _duplicate_error(doc, duplicates: list, index: int | None) -> DocumentError:
+    container, key, line = duplicates[0]
+    path = _path_to(doc, container)
+    return DocumentError(f"duplicate field {key!r}", index, (path or ()) + (key,), line)
+
+
+def parse_yaml_documents(text: str) -> list[tuple[int, object]]:
+    """(index, document) of every document of a YAML stream (empty ones as
+    None), strictly: duplicate keys, nesting deeper than :data:`MAX_DEPTH`
+    and alias bombs are :class:`DocumentError`, as is invalid YAML."""
+    loader = _YamlLoader(text)
+    budget = 4 * len(text) + 100_000
+    out = []
+    index = 0
+    try:
+        while True:
+            try:
+                if not loader.check_data():
+                    break
+                doc = loader.get_data()
+            except RecursionError:
+                raise DocumentError(f"nested too deeply (more than {MAX_DEPTH} levels)",
+                                    index) from None
+            except yaml.YAMLError as exc:
+                if "maximum nesting depth" in str(exc):
+                    raise DocumentError(f"nested too deeply (more than {MAX_DEPTH} levels)",
+                                        index) from None
+                raise DocumentError(f"invalid YAML: {_yaml_problem(exc, text)}", index) from None
+            check_shape(doc, index, budget)
+            if loader.duplicates:
+                raise _duplicate_error(doc, loader.duplicates, index)
+            out.append((index, doc))
+            index += 1
+    finally:
+        loader.dispose()
+    return out
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """A YAML error on one line, with the line (and column) it is at."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or "?")
+        return f"unacceptable character #x{char:04x}: {exc.reason} (line {line})"
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        out = ", ".join(p for p in (exc.context, exc.problem) if p)
+        mark = exc.problem_mark or exc.context_mark
+        if mark is not None:
+            out += f" (line {mark.line + 1}, column {mark.column + 1})"
+        return " ".join(out.split())
+    return " ".join(str(exc).split())
+
+
+def _json_constant(name: str):
+    raise DocumentError(f"invalid JSON: {name} is not a JSON value", 0)
+
+
+def parse_json_document(text: str) -> object:
+    """One JSON document, strictly (duplicate keys, NaN/Infinity, nesting
+    deeper than :data:`MAX_DEPTH` are :class:`DocumentError`)."""
+    duplicates: list = []
+
+    def pairs(items):
+        out = dict(items)
+        if len(out) != len(items):          # rare: find the first repeated key
+            seen: set = set()
+            for k, _ in items:
+                if k in seen:
+                    duplicates.append((out, k, None))
+                    break
+                seen.add(k)
+        return out
+
+    try:
+        doc = json.loads(text, object_pairs_hook=pairs, parse_constant=_json_constant)
+    except RecursionError:
+        raise DocumentError(f"nested too deeply (more than {MAX_DEPTH} levels)", 0) from None
+    except json.JSONDecodeError as exc:
+        raise DocumentError(f"invalid JSON: {exc}", 0) from None
+    check_shape(doc, 0)
+    if duplicates:
+        raise _duplicate_error(doc, duplicates, 0)
+    return doc
+
+
+def field_path(path) -> str:
+    """Keys and list indices -> ``spec.containers[0].name`` (see ``join_path``)."""
+    out = ""
+    for p in path:
+        out = f"{out}[{p}]" if isinstance(p, int) and not isinstance(p, bool) else join_path(out, str(p))
+    return out
 
 
 def _manifest_files(path: Path) -> list[Path]:
@@ -129,36 +348,72 @@ def _manifest_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _read_documents(path: Path) -> Iterable[tuple[int, object]]:
+def _object_label(obj) -> str | None:
+    """``Kind ns/name`` (``Kind name`` without a namespace) of a raw object."""
+    if not isinstance(obj, dict):
+        return None
+    kind, meta = obj.get("kind"), obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not (isinstance(kind, str) and kind and isinstance(name, str) and name):
+        return None
+    ns = meta.get("namespace")
+    return f"{kind} {ns}/{name}" if isinstance(ns, str) and ns else f"{kind} {name}"
+
+
+def _document_error(source: str, exc: DocumentError, doc=None) -> ManifestError:
+    """A DocumentError of ``source`` (a file) as a ManifestError naming the
+    document, the object (when the path leads into a named one) and the field."""
+    where = source if exc.index is None else f"{source}#{exc.index}"
+    path = exc.path
+    # Down through List items to the object the path is in.
+    while (isinstance(doc, dict) and len(path) >= 2 and path[0] == "items"
+           and isinstance(doc.get("items"), list) and isinstance(path[1], int)):
+        where = f"{where}.items[{path[1]}]"
+        doc, path = doc["items"][path[1]], path[2:]
+    problem = exc.problem if exc.line is None else f"{exc.problem} (line {exc.line})"
+    label = _object_label(doc) if path else None
+    if label:
+        return ManifestError(label, field_path(path), problem, where)
+    return ManifestError(where, field_path(path), problem)
+
+
+def _read_documents(path: Path) -> list[tuple[int, object]]:
     """(index, document) pairs of one file; empty documents included as None."""
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(source, "", f"cannot read file: {exc}") from exc
-    if path.suffix.lower() == ".json":
-        if not text.strip():
-            return
-        try:
-            yield 0, json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{source}#0", "", f"invalid JSON: {exc}") from exc
-        return
-    index = 0
-    documents = yaml.load_all(text, Loader=_YamlLoader)
-    while True:
-        try:
-            doc = next(documents)
-        except StopIteration:
-            return
-        except yaml.YAMLError as exc:
-            raise ManifestError(f"{source}#{index}", "", f"invalid YAML: {exc}") from exc
-        yield index, doc
-        index += 1
+        text = read_text(path)
+        if path.suffix.lower() == ".json":
+            return [(0, parse_json_document(text))] if text.strip() else []
+        return parse_yaml_documents(text)
+    except DocumentError as exc:
+        raise _document_error(source, exc, _reparse_loose(path, exc)) from None
 
 
-def _flatten(doc: object, where: str, field_prefix: str = "") -> list[dict]:
-    """One document -> its objects (a ``List`` / ``*List`` gives its items)."""
+def _reparse_loose(path: Path, exc: DocumentError):
+    """The document a duplicate-field error is in, read without the strict
+    checks (to name the object it belongs to); None otherwise."""
+    if not exc.path or exc.index is None:
+        return None
+    try:
+        text = read_text(path)
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        for i, doc in enumerate(yaml.load_all(text, Loader=_LooseLoader)):
+            if i == exc.index:
+                return doc
+    except Exception:  # noqa: BLE001 -- only used to word an error better
+        return None
+    return None
+
+
+class _LooseLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """A plain safe loader (the last of duplicate keys wins)."""
+
+
+def _flatten(doc: object, where: str, field_prefix: str = "",
+             item_sources: bool = False) -> list[tuple[dict, str]]:
+    """One document -> its (object, source) pairs (a ``List`` / ``*List``
+    gives its items, named ``<where>.items[i]``)."""
     if not isinstance(doc, dict):
         raise ManifestError(where, field_prefix, f"expected an object (a mapping), got {type_name(doc)}")
     kind = doc.get("kind")
@@ -173,15 +428,15 @@ def _flatten(doc: object, where: str, field_prefix: str = "") -> list[dict]:
         if not isinstance(items, list):
             raise ManifestError(where, join_path(field_prefix, "items"), f"must be a list, got {type_name(items)}")
         item_kind = kind[: -len("List")] if kind != "List" else None
-        out: list[dict] = []
+        out: list[tuple[dict, str]] = []
         for j, item in enumerate(items):
             item_field = f"{join_path(field_prefix, 'items')}[{j}]"
             if item_kind and isinstance(item, dict) and not item.get("kind"):
                 # typed lists from the API (PodList, ...) leave the items' kind out
                 item = {"kind": item_kind, **item}
-            out.extend(_flatten(item, where, item_field))
+            out.extend(_flatten(item, where, item_field, item_sources))
         return out
-    return [doc]
+    return [(doc, f"{where}.{field_prefix}" if field_prefix and item_sources else where)]
 
 
 def load_objects(path) -> list[dict]:
@@ -190,10 +445,17 @@ def load_objects(path) -> list[dict]:
     ``path`` is a file, a directory (searched recursively for ``*.yaml``,
     ``*.yml`` and ``*.json``, in sorted path order) or a list of those.  A
     file is read as JSON when it ends in ``.json``, else as (multi-document)
-    YAML.  Empty documents are skipped; ``kind: List`` and typed lists
+    YAML, strictly: a duplicate key, nesting deeper than :data:`MAX_DEPTH`,
+    YAML aliases that expand without bound, or text that is not UTF-8 is an
+    error.  Empty documents are skipped; ``kind: List`` and typed lists
     (``PodList``...) are replaced by their items.  A file that cannot be read
     or parsed, a document that is not a mapping, or an object without a kind
-    raises :class:`ManifestError` naming ``<file>#<document index>``.
+    raises :class:`ManifestError` naming ``<file>#<document index>``; nothing
+    is returned then.
+
+    Every object is a :class:`~.meta.SourcedObject` (a dict) that remembers
+    its ``<file>#<document>`` (``.items[i]`` for an item of a List): every
+    later error about it (``parse_objects``, ``parse_pod``) names it.
     """
     if isinstance(path, (str, os.PathLike)):
         paths = [Path(path)]
@@ -207,7 +469,8 @@ def load_objects(path) -> list[dict]:
             for index, doc in _read_documents(file):
                 if doc is None:
                     continue
-                objects.extend(_flatten(doc, f"{file}#{index}"))
+                for obj, where in _flatten(doc, f"{file}#{index}", item_sources=True):
+                    objects.append(SourcedObject(obj, where))
     return objects
 
 
@@ -688,7 +951,8 @@ def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetReco
 
 @dataclass
 class Objects:
-    """The records of a set of objects; other kinds are counted, not kept."""
+    """The records of a set of objects; other kinds are counted, not kept
+    (``ignored_kinds``; :func:`ignored_kinds_warning` words them)."""
 
     nodes: list[NodeRecord] = field(default_factory=list)
     pods: list[PodRecord] = field(default_factory=list)
@@ -704,6 +968,50 @@ class Objects:
     # e.g. NodeResourceTopology from the GPU plugin set), by kind.
     extra: dict[str, list] = field(default_factory=dict)
     ignored_kinds: dict[str, int] = field(default_factory=dict)
+    # Namespaces (InterPodAffinity's namespaceSelector reads their labels).
+    namespaces: list[NamespaceRecord] = field(default_factory=list)
+    # ignored kind -> a kind that is read and spelled closely ("Nodes" -> "Node")
+    ignored_suggestions: dict[str, str] = field(default_factory=dict)
+
+    def ignored(self) -> list[tuple[str, int, str | None]]:
+        """(kind, objects, a read kind it may be a typo of) of every ignored
+        kind, by kind."""
+        return [(k, n, self.ignored_suggestions.get(k))
+                for k, n in sorted(self.ignored_kinds.items())]
+
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        """Namespace name -> its labels (``kubernetes.io/metadata.name`` included)."""
+        return {ns.name: dict(ns.labels) for ns in self.namespaces}
+
+
+def ignored_kinds_warning(objects: Objects) -> str | None:
+    """One line naming every kind that was read but ignored, with counts
+    (and "did you mean" for near misses of a kind that is read); None when
+    nothing was ignored.  For the CLI to print on stderr."""
+    ignored = objects.ignored()
+    if not ignored:
+        return None
+    total = sum(n for _, n, _ in ignored)
+    parts = [f"{k} ({n}" + (f", did you mean {hint}?" if hint else "") + ")"
+             for k, n, hint in ignored]
+    noun = "object" if total == 1 else "objects"
+    return f"warning: ignored {total} {noun} of kinds tensorsched does not read: " + ", ".join(parts)
+
+
+def parse_namespace(obj: dict, *, where: str | None = None) -> NamespaceRecord:
+    """A v1 Namespace -> :class:`NamespaceRecord` (``metadata.labels``, with
+    ``kubernetes.io/metadata.name: <name>`` set as the API server sets it)."""
+    ctx, meta, _, name = identity(obj, "Namespace", False, where)
+    labels = ctx.str_map(meta.get("labels"), "metadata.labels")
+    for k, v in labels.items():
+        errs = qualified_name_errors(k)
+        if errs:
+            ctx.fail("metadata.labels", invalid_value(k, errs))
+        errs = label_value_errors(v)
+        if errs:
+            ctx.fail(join_path("metadata.labels", k), invalid_value(v, errs))
+    labels = {**labels, NS_NAME_LABEL: name}     # SetDefaults_Namespace overwrites it
+    return NamespaceRecord(name=name, labels=labels, obj=obj)
 
 
 #: The kinds every cluster reads, with the ``Objects`` field each fills.
@@ -716,23 +1024,34 @@ OBJECT_KINDS = (
                 "PodDisruptionBudget {}"), "pdbs"),
     (ObjectKind("PodGroup", parse_pod_group, lambda r: r.full_name, "PodGroup {}",
                 accepts=is_coscheduling_pod_group), "pod_groups"),
+    (ObjectKind("Namespace", parse_namespace, lambda r: r.name, "Namespace {}"), "namespaces"),
     *WORKLOAD_KINDS,
 )
 
 
-def parse_objects(objs: Iterable[dict], *, source: str = "objects",
+def _near_kind(kind: str, known) -> str | None:
+    close = difflib.get_close_matches(kind, list(known), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def parse_objects(objs: Iterable[dict], *, source: str | None = None,
                   kinds: Iterable[ObjectKind] = ()) -> Objects:
     """Parse every object; all or nothing.
 
     The kinds of ``OBJECT_KINDS`` (Nodes, Pods, PriorityClasses,
-    PodDisruptionBudgets, PodGroups of scheduling.x-k8s.io, and the
-    workloads: Services, ReplicationControllers, ReplicaSets, StatefulSets)
-    and the extra ``kinds`` (into ``Objects.extra``) become records; any
-    other kind (Namespace, Deployment, ...) is counted in ``ignored_kinds``.
-    ``List`` objects are expanded.  The first malformed object, or a second
-    object with the name of an earlier one (same kind; namespace/name for
+    PodDisruptionBudgets, PodGroups of scheduling.x-k8s.io, Namespaces and
+    the workloads: Services, ReplicationControllers, ReplicaSets,
+    StatefulSets) and the extra ``kinds`` (into ``Objects.extra``) become
+    records; any other kind (Deployment, ConfigMap, ...) is counted in
+    ``ignored_kinds``, except a read kind spelled in another case
+    (``kind: pod``), which is an error ("did you mean Pod?").  ``List``
+    objects are expanded.  The first malformed object, or a second object
+    with the name of an earlier one (same kind; namespace/name for
     namespaced kinds), raises :class:`ManifestError`; nothing is returned then.
-    Objects without a name are named ``<source>#<index>`` in errors.
+
+    Errors name where the object was read: its ``<file>#<doc>`` for objects
+    of ``load_objects``, else ``<source>#<index>`` when ``source`` is given
+    (objects without a name are ``objects#<index>`` otherwise).
     """
     out = Objects()
     table: dict[str, tuple[ObjectKind, list]] = {
@@ -741,21 +1060,40 @@ def parse_objects(objs: Iterable[dict], *, source: str = "objects",
         if k.kind in table:
             raise ValueError(f"kind {k.kind!r} is already read by parse_objects")
         table[k.kind] = (k, out.extra.setdefault(k.kind, []))
-    seen: dict[str, set[str]] = {kind: set() for kind in table}
+    by_lower = {k.lower(): k for k in table}
+    seen: dict[str, dict[str, str | None]] = {kind: {} for kind in table}
     for index, raw in enumerate(objs):
-        where = f"{source}#{index}"
-        for obj in _flatten(raw, where):
+        origin = source_of(raw) or (f"{source}#{index}" if source else None)
+        for obj, where in _flatten(raw, origin or f"objects#{index}"):
+            obj_source = source_of(obj) or (where if origin else None)
             kind = obj["kind"]
             entry = table.get(kind)
+            if entry is None and kind.lower() in by_lower:
+                right = by_lower[kind.lower()]
+                raise ManifestError(_object_label(obj) or where, "kind",
+                                    f"unknown kind {kind!r} (did you mean {right}? "
+                                    "kinds are case-sensitive)", obj_source)
             if entry is None or (entry[0].accepts is not None and not entry[0].accepts(obj)):
                 out.ignored_kinds[kind] = out.ignored_kinds.get(kind, 0) + 1
+                hint = _near_kind(kind, table) if entry is None else None
+                if hint:
+                    out.ignored_suggestions[kind] = hint
                 continue
             spec, bucket = entry
-            record = spec.parse(obj, where=where)
+            try:
+                record = spec.parse(obj, where=where)
+            except ManifestError as exc:
+                raise exc.with_source(obj_source) from None
+            except RecursionError:
+                raise ManifestError(where, "", f"nested too deeply (more than {MAX_DEPTH} "
+                                    "levels)") from None
             key = spec.key(record)
             if key in seen[kind]:
+                first = seen[kind][key]
+                also = f" ({first})" if first else ""
                 raise ManifestError(spec.label.format(key), "metadata.name",
-                                    f"duplicate {kind} (another object already has this name)")
-            seen[kind].add(key)
+                                    f"duplicate {kind} (another object already has this "
+                                    f"name{also})", obj_source)
+            seen[kind][key] = obj_source
             bucket.append(record)
     return out

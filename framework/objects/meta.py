@@ -7,11 +7,14 @@ object kinds (``topology.nrt``) parse with these.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+
+import yaml
 
 from tensorsched.framework.errors import ManifestError
 
@@ -66,16 +69,53 @@ def type_name(value) -> str:
     return type(value).__name__
 
 
+class SourcedObject(dict):
+    """An object dict read from a file (``manifests.load_objects``):
+    ``source`` is ``"<file>#<document>"`` (``"<file>#<document>.items[i]"``
+    for an item of a List), named by every error about the object."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, data=(), source: str = ""):
+        super().__init__(data)
+        self.source = source
+
+    def __reduce__(self):
+        return (SourcedObject, (dict(self), self.source))
+
+    def __copy__(self):
+        return SourcedObject(self, self.source)
+
+    def __deepcopy__(self, memo):
+        out = SourcedObject((), self.source)
+        memo[id(self)] = out
+        for k, v in self.items():
+            out[copy.deepcopy(k, memo)] = copy.deepcopy(v, memo)
+        return out
+
+
+# Dumped as plain mappings by every PyYAML dumper (safe or not, C or Python).
+for _representer in (yaml.representer.SafeRepresenter, yaml.representer.Representer):
+    _representer.add_representer(SourcedObject, yaml.representer.SafeRepresenter.represent_dict)
+
+
+def source_of(obj) -> str | None:
+    """Where ``obj`` was read (``"<file>#<doc>"``), None when not from a file."""
+    return obj.source or None if isinstance(obj, SourcedObject) else None
+
+
 class ObjectContext:
-    """The object being parsed: its identity for error messages."""
+    """The object being parsed: its identity (and, for an object read from
+    a file, its source) for error messages."""
 
-    __slots__ = ("ident",)
+    __slots__ = ("ident", "source")
 
-    def __init__(self, ident: str):
+    def __init__(self, ident: str, source: str | None = None):
         self.ident = ident
+        self.source = source
 
     def fail(self, path: str, problem: str):
-        raise ManifestError(self.ident, path, problem)
+        raise ManifestError(self.ident, path, problem, self.source)
 
     def mapping(self, value, path: str) -> dict:
         if value is None:
@@ -162,7 +202,14 @@ class ObjectContext:
                 self.fail(join_path(path, k), str(exc))
             if q < 0:
                 self.fail(join_path(path, k), f"must be non-negative, got {v!r}")
-            out[k] = milli_value(q)
+            m = milli_value(q)
+            # One value must fit the state's int64 unit (millicores for cpu,
+            # whole units otherwise); upstream's int64 accessors would wrap.
+            if (m if k == "cpu" else -(-m // 1000)) > INT64_MAX:
+                unit = "millicores" if k == "cpu" else "units"
+                self.fail(join_path(path, k),
+                          f"quantity {v!r} does not fit an int64 (more than {INT64_MAX} {unit})")
+            out[k] = m
         return out
 
     def timestamp(self, value, path: str) -> int | None:
@@ -186,6 +233,8 @@ def canonical(ctx: ObjectContext, millis: Mapping[str, int], path: str) -> dict[
     for name, m in millis.items():
         v = m if name == "cpu" else -(-m // 1000)
         if v > INT64_MAX:
+            # A sum (the pod's containers, overhead...) past int64: upstream
+            # adds int64s and would wrap; refused here.
             ctx.fail(join_path(path, name), f"{v} does not fit an int64")
         out[name] = v
     return out
@@ -241,24 +290,29 @@ def identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[Objec
     """(ctx, metadata, namespace, name); checks kind, metadata.name/namespace.
 
     An object without ``kind`` is taken to be of the expected kind (the
-    caller chose the parser); a different kind is an error."""
-    fallback = where or f"{kind} <unnamed>"
+    caller chose the parser); a different kind is an error.  An object read
+    from a file (:class:`SourcedObject`) names its source in every error;
+    ``where`` (else the source) names it before its name is known."""
+    source = source_of(obj)
+    fallback = where or source or f"{kind} <unnamed>"
     if not isinstance(obj, dict):
         raise ManifestError(fallback, "", f"expected an object (a mapping), got {type_name(obj)}")
     meta = obj.get("metadata")
     if meta is not None and not isinstance(meta, dict):
-        raise ManifestError(fallback, "metadata", f"must be a mapping, got {type_name(meta)}")
+        raise ManifestError(fallback, "metadata", f"must be a mapping, got {type_name(meta)}",
+                            source)
     meta = meta or {}
     name = meta.get("name")
     actual = obj.get("kind")
     if actual is not None and actual != kind:
         named = isinstance(actual, str) and isinstance(name, str) and name
         raise ManifestError(f"{actual} {name}" if named else fallback, "kind",
-                            f"expected {kind}, got {actual!r}")
+                            f"expected {kind}, got {actual!r}", source)
     if name is None or name == "":
-        raise ManifestError(fallback, "metadata.name", "required")
+        raise ManifestError(fallback, "metadata.name", "required", source)
     if not isinstance(name, str):
-        raise ManifestError(fallback, "metadata.name", f"must be a string, got {type_name(name)} {name!r}")
+        raise ManifestError(fallback, "metadata.name",
+                            f"must be a string, got {type_name(name)} {name!r}", source)
     namespace = ""
     if namespaced:
         namespace = meta.get("namespace")
@@ -266,24 +320,168 @@ def identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[Objec
             namespace = "default"
         elif not isinstance(namespace, str):
             raise ManifestError(f"{kind} {name}", "metadata.namespace",
-                                f"must be a string, got {type_name(namespace)} {namespace!r}")
-        return ObjectContext(f"{kind} {namespace}/{name}"), meta, namespace, name
-    return ObjectContext(f"{kind} {name}"), meta, namespace, name
+                                f"must be a string, got {type_name(namespace)} {namespace!r}",
+                                source)
+        return ObjectContext(f"{kind} {namespace}/{name}", source), meta, namespace, name
+    return ObjectContext(f"{kind} {name}", source), meta, namespace, name
 
 
 
-def validate_label_selector(ctx: ObjectContext, sel, path: str) -> dict | None:
+# --------------------------------------------------------------------------
+# label keys, label values and LabelSelectors, as apimachinery validates them
+# (util/validation IsQualifiedName / IsValidLabelValue / IsDNS1123Subdomain,
+# metav1validation.ValidateLabelSelector), with upstream's messages.  Go's
+# regexps are anchored with ^...$ that never match before a trailing newline:
+# ``fullmatch`` here.
+
+QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QUALIFIED_NAME_MAX_LENGTH = 63
+LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
+LABEL_VALUE_MAX_LENGTH = 63
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+
+QUALIFIED_NAME_RE = re.compile(QUALIFIED_NAME_FMT)
+LABEL_VALUE_RE = re.compile(LABEL_VALUE_FMT)
+DNS1123_SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN_FMT)
+
+_QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must "
+                       "start and end with an alphanumeric character")
+_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an "
+                    "alphanumeric character")
+_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case "
+                          "alphanumeric characters, '-' or '.', and must start and end with "
+                          "an alphanumeric character")
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's RegexError text."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _max_len_error(n: int) -> str:
+    return f"must be no more than {n} characters"
+
+
+def _go_len(value: str) -> int:
+    return len(value.encode("utf-8", "surrogatepass"))   # Go's len(): bytes
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """``IsDNS1123Subdomain``: the problems of ``value`` (empty when valid)."""
+    errs = []
+    if _go_len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errs.append(_max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if not DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """``IsQualifiedName`` (a label key, a resource name): ``[prefix/]name``,
+    prefix a DNS-1123 subdomain, name at most 63 characters matching
+    ``QUALIFIED_NAME_FMT``.  The problems, in upstream's words (empty when valid)."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
+    else:
+        return ["a qualified name " + _regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT,
+                                                   "MyName", "my.name", "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif _go_len(name) > QUALIFIED_NAME_MAX_LENGTH:
+        errs.append("name part " + _max_len_error(QUALIFIED_NAME_MAX_LENGTH))
+    if not QUALIFIED_NAME_RE.fullmatch(name):
+        errs.append("name part " + _regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT,
+                                                "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def label_value_errors(value: str) -> list[str]:
+    """``IsValidLabelValue``: the problems of ``value`` (empty when valid)."""
+    errs = []
+    if _go_len(value) > LABEL_VALUE_MAX_LENGTH:
+        errs.append(_max_len_error(LABEL_VALUE_MAX_LENGTH))
+    if not LABEL_VALUE_RE.fullmatch(value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def is_qualified_name(value) -> bool:
+    return isinstance(value, str) and not qualified_name_errors(value)
+
+
+def is_label_value(value) -> bool:
+    return isinstance(value, str) and not label_value_errors(value)
+
+
+def invalid_value(value, errs: list[str]) -> str:
+    """field.Invalid's text: ``Invalid value: "v": problem[; problem]``."""
+    return f"Invalid value: {json.dumps(value, ensure_ascii=False)}: " + "; ".join(errs)
+
+
+LABEL_SELECTOR_OPERATORS_MSG = "not a valid selector operator"
+
+
+def validate_label_selector(ctx: ObjectContext, sel, path: str,
+                            values_required: bool = True) -> dict | None:
+    """A metav1.LabelSelector: structure, then ``ValidateLabelSelector``
+    (keys qualified names, values label values, In/NotIn with values,
+    Exists/DoesNotExist without, no other operator).  The selector as written.
+
+    ``values_required=False`` lets In/NotIn go without values (for the
+    workload selectors, whose index treats a selector that
+    ``LabelSelectorAsSelector`` rejects as adding nothing, see
+    ``state.workload_index``)."""
     if sel is None:
         return None
     sel = ctx.mapping(sel, path)
-    ctx.str_map(sel.get("matchLabels"), f"{path}.matchLabels")
+    labels_path = f"{path}.matchLabels"
+    for k, v in ctx.str_map(sel.get("matchLabels"), labels_path).items():
+        errs = qualified_name_errors(k)
+        if errs:
+            ctx.fail(labels_path, invalid_value(k, errs))
+        errs = label_value_errors(v)
+        if errs:
+            ctx.fail(join_path(labels_path, k), invalid_value(v, errs))
     exprs_path = f"{path}.matchExpressions"
     for i, req in enumerate(ctx.list(sel.get("matchExpressions"), exprs_path)):
         rpath = f"{exprs_path}[{i}]"
         req = ctx.mapping(req, rpath)
-        ctx.string(req.get("key"), f"{rpath}.key", required=True)
-        if req.get("operator") is None:
+        key = ctx.string(req.get("key"), f"{rpath}.key", required=req.get("key") is None)
+        op = req.get("operator")
+        if op is None:
             ctx.fail(f"{rpath}.operator", "required (" + ", ".join(LABEL_SELECTOR_OPERATORS) + ")")
-        ctx.enum(req.get("operator"), f"{rpath}.operator", LABEL_SELECTOR_OPERATORS)
-        ctx.str_list(req.get("values"), f"{rpath}.values")
+        op = ctx.string(op, f"{rpath}.operator")
+        values = ctx.str_list(req.get("values"), f"{rpath}.values")
+        if op in ("In", "NotIn"):
+            if not values and values_required:
+                ctx.fail(f"{rpath}.values",
+                         "Required value: must be specified when `operator` is 'In' or 'NotIn'")
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                ctx.fail(f"{rpath}.values", "Forbidden: may not be specified when `operator` "
+                         "is 'Exists' or 'DoesNotExist'")
+        else:
+            ctx.fail(f"{rpath}.operator", invalid_value(op, [LABEL_SELECTOR_OPERATORS_MSG]))
+        errs = qualified_name_errors(key)
+        if errs:
+            ctx.fail(f"{rpath}.key", invalid_value(key, errs))
+        for j, v in enumerate(values):
+            errs = label_value_errors(v)
+            if errs:
+                ctx.fail(f"{rpath}.values[{j}]", invalid_value(v, errs))
     return sel

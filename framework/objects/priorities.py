@@ -17,6 +17,7 @@ import dataclasses
 
 from tensorsched.framework.errors import ManifestError
 
+from .meta import source_of
 from .records import PodRecord, PriorityClassRecord
 
 SYSTEM_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -41,7 +42,8 @@ class PriorityResolver:
             cls = self.classes.get(pod.priority_class_name)
             if cls is None and pod.priority_class_name not in SYSTEM_CLASSES:
                 raise ManifestError(f"Pod {pod.key}", "spec.priorityClassName",
-                                    f"no PriorityClass named {pod.priority_class_name!r}")
+                                    f"no PriorityClass named {pod.priority_class_name!r}",
+                                    source_of(pod.obj))
         elif pod.priority is None:
             cls = self.default
         priority = pod.priority

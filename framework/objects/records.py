@@ -111,3 +111,10 @@ class PodDisruptionBudgetRecord:
     disruptions_allowed: int | None  # status.disruptionsAllowed when present
     disrupted_pods: tuple[str, ...]  # status.disruptedPods names
     obj: dict = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class NamespaceRecord:
+    name: str
+    labels: dict[str, str]           # metadata.labels + kubernetes.io/metadata.name
+    obj: dict = field(repr=False, default_factory=dict)

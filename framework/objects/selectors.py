@@ -9,16 +9,28 @@ share one per-node count array (see ``state.domain_counts``):
   DoesNotExist, ``matchLabels`` entries being ``In`` with one value, as
   apimachinery's ``LabelSelectorAsSelector`` builds them.
 
-Namespaces carry no labels in tensorsched (Namespace objects are not
-loaded): a ``namespaceSelector`` is matched against the one label every
-namespace has, ``kubernetes.io/metadata.name=<namespace>``.
+A ``namespaceSelector`` is matched against the labels of the namespace
+(upstream's ``GetNamespaceLabelsSnapshot``): those of its loaded Namespace
+object (``kubernetes.io/metadata.name=<name>`` included, as the API server
+sets it), given as a name -> labels mapping (``ClusterState.namespace_labels``).
+A namespace without a loaded object has only ``kubernetes.io/metadata.name``
+(upstream's lister would not find it and see no labels at all; kept so that
+clusters dumped without their Namespaces still select by name).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def namespace_labels_of(namespace: str, table: Mapping | None = None) -> Mapping:
+    """The labels of ``namespace``: its entry of ``table`` (name -> labels),
+    else only ``kubernetes.io/metadata.name``."""
+    got = table.get(namespace) if table else None
+    return got if got is not None else {NS_NAME_LABEL: namespace}
 
 NOTHING = ("nothing",)
 EVERYTHING = ()
@@ -72,9 +84,13 @@ class AffinityTerm:
     topology_key: str
     weight: int = 1
 
-    def matches(self, namespace: str, labels: dict) -> bool:
-        if namespace in self.namespaces or selector_matches(
-                self.ns_selector, {NS_NAME_LABEL: namespace}):
+    def matches(self, namespace: str, labels: dict, ns_labels: Mapping | None = None) -> bool:
+        """A pod in ``namespace`` with ``labels`` matches the term
+        (upstream ``AffinityTerm.Matches``); ``ns_labels`` maps namespace
+        names to their labels (see :func:`namespace_labels_of`)."""
+        if namespace in self.namespaces or (
+                self.ns_selector != NOTHING and selector_matches(
+                    self.ns_selector, namespace_labels_of(namespace, ns_labels))):
             return selector_matches(self.selector, labels)
         return False
 

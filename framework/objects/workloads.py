@@ -81,7 +81,11 @@ def parse_replication_controller(obj: dict, *, where: str | None = None) -> Cont
 def _parse_selector_owner(kind: str, obj: dict, where: str | None) -> ControllerRecord:
     ctx, _, namespace, name = identity(obj, kind, True, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
-    selector = validate_label_selector(ctx, spec.get("selector"), "spec.selector")
+    # In/NotIn without values is tolerated here: the workload index drops
+    # such a selector as the scheduler's DefaultSelector does when
+    # LabelSelectorAsSelector fails (every other rule is enforced).
+    selector = validate_label_selector(ctx, spec.get("selector"), "spec.selector",
+                                       values_required=False)
     return ControllerRecord(kind, namespace, name, selector, obj)
 
 

@@ -45,16 +45,26 @@ without either, Permit rejects the pod as upstream: "PodGroup not found").
 - Permit: when the group's assumed-or-bound members (this pod included)
   reach minMember, every waiting member is allowed and the pod passes;
   otherwise it waits (scheduleTimeoutSeconds, else the args'
-  ``permitWaitingTimeSeconds``, 60 by default).
+  ``permitWaitingTimeSeconds``, 60 by default; 0 also means the default,
+  as upstream's GetWaitTimeDuration, so no member ever waits 0 seconds).
 - Unreserve (a member rejected, timed out or failed to bind): every waiting
   member of the group is rejected, so their reservations are released and
   they go back to the queue; the minResources check is forgotten.
+
+Args (``CoschedulingArgs``, decoded strictly with ``register_args_decoder``
+when a configuration is loaded): ``permitWaitingTimeSeconds`` and
+``podGroupBackoffSeconds``, integers >= 0 (upstream's
+ValidateCoschedulingArgs: negative values are refused), at most
+MAX_SECONDS; anything else is a ConfigError at its field path.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from tensorsched.framework.config.plugin_args import register_args_decoder
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.objects.podgroups import PodGroup, parse_pod_group
 from tensorsched.framework.objects.priorities import pod_priority
@@ -68,8 +78,49 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 MIN_MEMBER_LABEL = "scheduling.x-k8s.io/min-member"
 DEFAULT_PERMIT_WAITING_SECONDS = 60.0
 REJECT_GAP_PERCENT = 10           # PostFilter leaves a group this close to quorum alone
+MAX_SECONDS = (2**63 - 1) // 10**9  # upstream turns the seconds into an int64 time.Duration
+_ARG_KEYS = ("permitWaitingTimeSeconds", "podGroupBackoffSeconds")
 
-__all__ = ["Coscheduling", "PodGroup", "parse_pod_group", "register"]
+
+@dataclass(frozen=True)
+class CoschedulingArgs:
+    permit_waiting_time_seconds: int = int(DEFAULT_PERMIT_WAITING_SECONDS)
+    pod_group_backoff_seconds: int = 0
+
+
+def _seconds(value, path: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer number of seconds, got {value!r}")
+    if value < 0:
+        raise ConfigError(path, f"must be greater than or equal to 0, got {value}")
+    if value > MAX_SECONDS:
+        raise ConfigError(path, f"must be at most {MAX_SECONDS} seconds, got {value}")
+    return value
+
+
+def decode_args(raw, path: str) -> CoschedulingArgs:
+    """CoschedulingArgs from a pluginConfig ``args`` mapping (None: the
+    defaults); every problem a ConfigError naming ``path`` + the field."""
+    if isinstance(raw, CoschedulingArgs):
+        return raw
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(path, f"must be an object, got {type(raw).__name__} {raw!r}")
+    sub = (lambda k: f"{path}.{k}" if path else k)
+    for k in raw:
+        if k not in _ARG_KEYS:
+            raise ConfigError(sub(str(k)), f"unknown field (known: {', '.join(_ARG_KEYS)})")
+    wait = raw.get("permitWaitingTimeSeconds")
+    wait = (int(DEFAULT_PERMIT_WAITING_SECONDS) if wait is None
+            else _seconds(wait, sub("permitWaitingTimeSeconds")))
+    backoff = raw.get("podGroupBackoffSeconds")
+    backoff = 0 if backoff is None else _seconds(backoff, sub("podGroupBackoffSeconds"))
+    return CoschedulingArgs(wait, backoff)
+
+__all__ = ["Coscheduling", "CoschedulingArgs", "PodGroup", "decode_args", "parse_pod_group", "register"]
 
 
 def _unschedulable(message: str = ""):
@@ -100,14 +151,13 @@ class Coscheduling(Plugin):
                         "Node/Update"})
 
     def __init__(self, args=None):
-        args = args or {}
-        get = args.get if isinstance(args, dict) else (lambda k, d=None: getattr(args, k, d))
-        self.permit_timeout = float(get("permitWaitingTimeSeconds",
-                                        DEFAULT_PERMIT_WAITING_SECONDS))
-        self.backoff = float(get("podGroupBackoffSeconds", 0) or 0)
-        if self.backoff < 0:
-            raise ConfigError("pluginConfig[Coscheduling].args.podGroupBackoffSeconds",
-                              f"must be >= 0, got {self.backoff:g}")
+        # decoded by the configuration (decode_args) or, given raw, here
+        args = decode_args(args, f"pluginConfig[{NAME}].args")
+        # 0 = the default wait (upstream's GetWaitTimeDuration): a member never
+        # waits 0 seconds, which would reject it before its siblings arrive
+        self.permit_timeout = float(args.permit_waiting_time_seconds
+                                    or DEFAULT_PERMIT_WAITING_SECONDS)
+        self.backoff = float(args.pod_group_backoff_seconds)
         self.groups: dict[tuple, PodGroup] = {}
         self.first_seen: dict[tuple, int] = {}
         self.counts: dict[tuple, int] = {}          # group -> members in the state
@@ -334,5 +384,9 @@ def new(args, handle):
 
 def register(registry) -> None:
     """Add Coscheduling to ``registry`` (an out-of-tree registration)."""
+    register_args_decoder(NAME, decode_args)
     registry.register(NAME, new, POINTS)
+
+
+register_args_decoder(NAME, decode_args)    # configs loaded after import decode the args
 

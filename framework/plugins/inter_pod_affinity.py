@@ -1,9 +1,11 @@
 """InterPodAffinity: mirrors plugins/interpodaffinity (v1.32 semantics).
 
 Terms: a term without namespaces and namespaceSelector applies to its
-owner's namespace; a namespaceSelector is matched against the namespace's
-only label ``kubernetes.io/metadata.name`` (Namespace objects are not
-loaded); ``labelSelector: null`` matches no pod.  matchLabelKeys /
+owner's namespace; a namespaceSelector is matched against the labels of the
+namespace's loaded Namespace object (``ClusterState.namespace_labels``),
+only ``kubernetes.io/metadata.name`` for a namespace without one
+(``objects.selectors.namespace_labels_of``); ``labelSelector: null``
+matches no pod.  matchLabelKeys /
 mismatchLabelKeys of pod affinity terms are merged into the selector by the
 API server at pod creation (KEP-3633), not by the scheduler: manifests are
 taken as the API server stores them.
@@ -111,8 +113,9 @@ class InterPodAffinity(Plugin):
         index = pod_count_index(state)
         out = []
         tag = None
+        nsl = _ns_labels(state)
         for term in index.group_counts("req_anti"):
-            if not term.matches(pod.namespace, pod.labels):
+            if not term.matches(pod.namespace, pod.labels, nsl):
                 continue
             k = state.label_keys.get(term.topology_key)
             if k < 0:
@@ -150,9 +153,10 @@ class InterPodAffinity(Plugin):
         parts = []
         req_aff = terms["req_aff"]
         first_of_group = False
+        nsl = _ns_labels(state)
         if req_aff:
             key = ("all-terms", req_aff)
-            pred = lambda r: all(t.matches(r.namespace, r.labels) for t in req_aff)
+            pred = lambda r: all(t.matches(r.namespace, r.labels, nsl) for t in req_aff)
             any_pair = False
             for t in req_aff:
                 k = state.label_keys.get(t.topology_key)
@@ -163,13 +167,13 @@ class InterPodAffinity(Plugin):
                 any_pair = any_pair or ds.positive > 0
                 parts.append((1, k, ds))
             first_of_group = not any_pair and all(
-                t.matches(pod.namespace, pod.labels) for t in req_aff)
+                t.matches(pod.namespace, pod.labels, nsl) for t in req_aff)
         for t in terms["req_anti"]:
             k = state.label_keys.get(t.topology_key)
             if k < 0:
                 continue
             ds = _all_sums(state, index, ("term", t),
-                           lambda r, t=t: t.matches(r.namespace, r.labels), k)
+                           lambda r, t=t: t.matches(r.namespace, r.labels, nsl), k)
             parts.append((2, k, ds))
         for k, ds in existing:
             parts.append((3, k, ds))
@@ -240,6 +244,7 @@ class InterPodAffinity(Plugin):
         tag = state.structure_tag()
         contrib = []
         any_event = False
+        nsl = _ns_labels(state)
 
         def dom_fn(k):
             return _labelled_domains(state, k)
@@ -251,7 +256,7 @@ class InterPodAffinity(Plugin):
                 return
             if src is None:
                 ds = index.domain_sums(("term", term),
-                                       lambda r: term.matches(r.namespace, r.labels),
+                                       lambda r: term.matches(r.namespace, r.labels, nsl),
                                        (tag, k, "labelled"), lambda: dom_fn(k),
                                        _n_domains(state, k))
             else:
@@ -270,7 +275,7 @@ class InterPodAffinity(Plugin):
             if kind == "req_aff" and hard <= 0:
                 continue
             for t in list(index.group_counts(kind)):
-                if t.matches(pod.namespace, pod.labels):
+                if t.matches(pod.namespace, pod.labels, nsl):
                     add(kind, t, sign * (hard if kind == "req_aff" else t.weight))
         return None, contrib, any_event
 
@@ -313,6 +318,22 @@ class InterPodAffinity(Plugin):
 
 def new(args, handle):
     return InterPodAffinity(args)
+
+
+def _ns_labels(state):
+    """The state's namespace name -> labels (``namespaceSelector``)."""
+    return getattr(state, "namespace_labels", None)
+
+
+def _ns_tag(state):
+    """A hashable stand-in for the state's namespace labels (memoized)."""
+    table = _ns_labels(state) or {}
+    cache = state.memo("ipa_ns_tag", (id(table), len(table)))
+    got = cache.get("tag")
+    if got is None:
+        got = cache["tag"] = tuple(sorted((ns, tuple(sorted(labels.items())))
+                                          for ns, labels in table.items()))
+    return got
 
 
 def _record_matches(rec, key, fn) -> bool:
@@ -401,10 +422,13 @@ def _victim_probe(state, pod) -> AffinityProbe:
     tag = state.structure_tag()
     parts = []
     req_aff = terms["req_aff"]
+    nsl = _ns_labels(state)
+    # the record memo outlives this state: its namespace labels are in the key
+    ns_tag = _ns_tag(state)
     if req_aff:
         a_key = ("all-terms", req_aff)
-        a_pred = lambda r: all(t.matches(r.namespace, r.labels) for t in req_aff)  # noqa: E731
-        a_fn = lambda r: 1 if _record_matches(r, a_key, a_pred) else 0  # noqa: E731
+        a_pred = lambda r: all(t.matches(r.namespace, r.labels, nsl) for t in req_aff)  # noqa: E731
+        a_fn = lambda r: 1 if _record_matches(r, (a_key, ns_tag), a_pred) else 0  # noqa: E731
         for t in req_aff:
             k = state.label_keys.get(t.topology_key)
             if k < 0:
@@ -418,13 +442,14 @@ def _victim_probe(state, pod) -> AffinityProbe:
         if k < 0:
             continue
         key = ("term", t)
-        pred = lambda r, t=t: t.matches(r.namespace, r.labels)  # noqa: E731
+        pred = lambda r, t=t: t.matches(r.namespace, r.labels, nsl)  # noqa: E731
         ds = _all_sums(state, index, key, pred, k)
         parts.append((2, node_domains(state, k), ds,
                       lambda key=key, pred=pred: index.counts(key, pred), key,
-                      lambda r, key=key, pred=pred: 1 if _record_matches(r, key, pred) else 0))
+                      lambda r, key=key, pred=pred: 1 if _record_matches(
+                          r, (key, ns_tag), pred) else 0))
     for term in list(index.group_counts("req_anti")):
-        if not term.matches(pod.namespace, pod.labels):
+        if not term.matches(pod.namespace, pod.labels, nsl):
             continue
         k = state.label_keys.get(term.topology_key)
         if k < 0:
@@ -439,5 +464,5 @@ def _victim_probe(state, pod) -> AffinityProbe:
                       lambda r, term=term: sum(1 for x in pod_terms(r)["req_anti"]
                                                if x == term)))
     return AffinityProbe(parts, bool(req_aff) and all(
-        t.matches(pod.namespace, pod.labels) for t in req_aff))
+        t.matches(pod.namespace, pod.labels, nsl) for t in req_aff))
 

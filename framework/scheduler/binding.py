@@ -116,6 +116,7 @@ class BindingCycle:
                     return Binding(pod.key, None, msg)
             if w.pending:
                 w.timeout = float(timeout)
+                self.longest_permit_wait = max(self.longest_permit_wait, w.timeout)
                 w.deadline = self.clock.now() + w.timeout
                 self.waiting[pod.key] = w
                 return Binding(pod.key, None, "waiting on permit plugin(s) "

@@ -73,6 +73,7 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     resolver = PriorityResolver(objs.priority_classes)
     state = ClusterState(node_capacity=max(len(objs.nodes), 1))
     state.workloads = WorkloadIndex.from_objects(objs)      # PodTopologySpread defaults
+    state.namespace_labels = objs.namespace_labels()         # namespaceSelector
     for kind, attach in registry.kind_attachers():            # e.g. NRTs for the GPU table
         attach(state, objs.extra.get(kind, []))
     for node in objs.nodes:

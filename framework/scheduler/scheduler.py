@@ -116,6 +116,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
         self.outcomes: dict[str, Binding] = {}         # key -> latest outcome
         self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
         self.ignored: dict[str, str] = {}              # key -> why no profile takes it
+        self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
         self._profile_names = frozenset(p.scheduler_name for p in cluster.config.profiles)
 
     # ----------------------------------------------------------- plumbing
@@ -246,8 +247,17 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
     def run_until_idle(self, max_cycles: int = 1_000_000) -> list[Binding]:
         """Pop and schedule until activeQ is empty; while pods back off,
         wait in Permit or victims terminate, a simulated clock jumps to the
-        next of those times.  Pods left unschedulable stay aside."""
+        next of those times.  Pods left unschedulable stay aside.
+
+        A simulated run also stops when nothing can change any more: no pod
+        was bound for ``stall_horizon()`` seconds of clock and no victim is
+        still terminating (e.g. a gang that can never reach its quorum keeps
+        cycling through Permit waits and backoff, as it would forever in a
+        real cluster; every pending pod has been retried more than once
+        against the same cluster by then)."""
         out = []
+        bound = self.results.get("scheduled", 0)
+        progress_at = self.clock.now()
         for _ in range(max_cycles):
             b = self.schedule_one()
             if b is not None:
@@ -256,8 +266,19 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
             t = self._next_wakeup()
             if t is None or not self.clock.simulated:
                 break
+            now_bound = self.results.get("scheduled", 0)
+            if now_bound != bound:
+                bound, progress_at = now_bound, self.clock.now()
+            elif not self.terminating and t - progress_at > self.stall_horizon():
+                break
             self.clock.set(max(t, self.clock.now()))
         return out
+
+    def stall_horizon(self) -> float:
+        """Clock seconds without a binding after which a simulated run stops:
+        twice the longest retry cycle (the unschedulable pool's flush, the
+        longest backoff and the longest Permit wait seen)."""
+        return 2.0 * (self._max_in_unschedulable + self._backoff[1] + self.longest_permit_wait)
 
     def schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
         """Add ``pods`` (Pod dicts or PodRecords) to the scheduling queue and run until idle on the

@@ -171,6 +171,10 @@ class ClusterState:
         # Services and controllers of the loaded objects (PodTopologySpread's
         # default constraints take their selectors).
         self.workloads: WorkloadIndex = WorkloadIndex()
+        # Namespace name -> labels of the loaded Namespace objects (a pod
+        # affinity term's namespaceSelector reads them, ``selectors.
+        # namespace_labels_of``); namespaces without an object are absent.
+        self.namespace_labels: dict[str, dict[str, str]] = {}
         self._memos: dict[str, tuple] = {}              # name -> (tag, dict), see memo()
         self._extensions: dict[str, object] = {}        # name -> object, see extension()
         self.pods_on_node: list[set[str]] = [set() for _ in range(cap)]
@@ -457,6 +461,7 @@ class ClusterState:
             raise StateError(f"Pod {key}: spec.nodeName: node {target!r} is not in "
                              "the cluster state")
         self._check_resource_room(f"Pod {key}", pod.requests)
+        self._check_sum_room(pod, row)
         req = self.resource_vector(pod.requests, intern=True)
         req[L.RES_PODS] = 1
         port_ids = tuple(self.intern_bit(self.ports, "port_bits",
@@ -525,8 +530,40 @@ class ClusterState:
             raise StateError(f"Pod {pod.key}: spec.nodeName: node {target!r} is not "
                              "in the cluster state")
         self._check_resource_room(f"Pod {pod.key}", pod.requests)
+        self._check_sum_room(pod, self.node_rows[target],
+                             old if old.node_row == self.node_rows[target] else None)
         self.remove_pod(pod.key)
         return self.add_pod(pod, target)
+
+    def _check_sum_room(self, pod: PodRecord, row: int, minus: PodRow | None = None) -> None:
+        """Refuse (StateError naming the pod and field, nothing changed) a pod
+        whose requests would take the node's ``requested`` (or non-zero
+        requested) sum past int64.  Upstream adds int64s (NodeInfo.Requested)
+        and would silently wrap to a negative sum; neither wrapping nor
+        saturating gives a meaningful fit, so the pod is refused."""
+        def current(col: int, arr) -> int:
+            got = int(arr[row, col]) if col < arr.shape[1] else 0
+            if minus is not None:
+                vec = minus.request if arr is self.requested else minus.nonzero
+                got -= int(vec[col]) if col < len(vec) else 0
+            return got
+
+        for name, v in pod.requests.items():
+            col = self.resources.get(name) if name in self.resources.index else None
+            have = current(col, self.requested) if col is not None else 0
+            if have + int(v) > _INT64_MAX:
+                raise StateError(
+                    f"Pod {pod.key}: spec.containers[*].resources.requests.{name}: "
+                    f"{v} more on node {self.node_name(row)!r} (requested {have}) "
+                    "overflows int64")
+        for col, (name, v) in enumerate((("cpu", pod.nonzero_cpu),
+                                          ("memory", pod.nonzero_memory))):
+            have = current(col, self.nonzero_requested)
+            if have + int(v) > _INT64_MAX:
+                raise StateError(
+                    f"Pod {pod.key}: spec.containers[*].resources.requests.{name}: "
+                    f"{v} more on node {self.node_name(row)!r} (non-zero requested "
+                    f"{have}) overflows int64")
 
     def _touch(self, row: int) -> None:
         self.version += 1

@@ -7,11 +7,14 @@ normalizes, weighs and finds the tied top rows (``finalize``).
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import os
+import sys
 
 from numba import njit, prange
 
-from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels._compile import KEY, compile_module, compile_source
 
 from . import _core
 
@@ -19,7 +22,8 @@ from . import _core
 # more than it saves at these row counts (see bench/results).
 _PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
 
-core = compile_module(_core, lambda f: njit(f, cache=False, nogil=True, _nrt=False))
+# Compiled once per machine: the machine code is kept on disk (kernels/_compile.py).
+core = compile_module(_core, njit, options={"nogil": True, "_nrt": False}, cache=True)
 node_reasons = core["node_reasons"]
 node_raw_scores = core["node_raw_scores"]
 finalize = core["finalize_scores"]
@@ -66,6 +70,29 @@ _SCORE_HOOK = ("            raw_out[o, {slot}] = user_score_{k}(allocatable[i], 
 _built: dict = {}
 
 
+def _user_function_key(f):
+    """What a compiled user function depends on: its file's text (Numba
+    freezes the file's globals into the code), name and bytecode.  None
+    (the pass then compiles in memory) when it has no source file, or when
+    its module is not importable by name (``sys.modules``): a cached pass
+    rebuilds the environments of the functions it calls by importing their
+    modules."""
+    py = getattr(f, "py_func", f)
+    module = inspect.getmodule(py)
+    if module is None or sys.modules.get(py.__module__) is not module:
+        return None
+    try:
+        path = inspect.getsourcefile(py)
+        with open(path, "rb") as fh:
+            text = fh.read()
+    except (OSError, TypeError):
+        return None
+    h = hashlib.sha256(text)
+    h.update(f"\0{path}\0{py.__module__}.{py.__qualname__}\0".encode())
+    h.update(py.__code__.co_code)
+    return h.hexdigest()
+
+
 def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first_score_slot=5,
                      by_row=False):
     """The fused pass with per-node user functions compiled into the same loop.
@@ -74,7 +101,9 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
     request [R]) -> bool`` (True = fits) and sets bit first_filter_bit + k
     when it fails; a user score has the same arguments and returns an int
     written to slot first_score_slot + k.  Functions are ``njit``-compiled
-    here; one compiled pass is kept per tuple of functions.
+    here; one compiled pass is kept per tuple of functions, and on disk
+    keyed by the generated source, the rules it calls and the user
+    functions' source files (see ``_user_function_key``).
 
     With ``by_row`` the outputs are indexed by node row (reasons_out [N],
     raw_out [N, S]) instead of by position in ``rows``: the cached stage
@@ -85,18 +114,24 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
         return fn
     namespace = {"prange": prange, "node_reasons": node_reasons,
                  "node_raw_scores": node_raw_scores}
+    depends = [core[KEY]]
     hooks_f = []
     for k, f in enumerate(user_filters):
         namespace[f"user_filter_{k}"] = f if hasattr(f, "py_func") else njit(f)
+        depends.append(_user_function_key(f))
         hooks_f.append(_FILTER_HOOK.format(k=k, bit=1 << (first_filter_bit + k)))
     hooks_s = []
     for k, f in enumerate(user_scores):
         namespace[f"user_score_{k}"] = f if hasattr(f, "py_func") else njit(f)
+        depends.append(_user_function_key(f))
         hooks_s.append(_SCORE_HOOK.format(k=k, slot=first_score_slot + k))
     source = _FUSED_TEMPLATE.replace("{filter_hooks}", "\n".join(hooks_f)).replace(
         "{score_hooks}", "\n".join(hooks_s)).replace("{out_index}", "i" if by_row else "j")
-    exec(compile(source, f"<fused_pass {len(hooks_f)}f {len(hooks_s)}s>", "exec"), namespace)
-    fn = njit(parallel=_PARALLEL, nogil=True, _nrt=False)(namespace["fused_pass"])
+    ns = compile_source(f"{__name__}.fused_pass", source, njit, ("fused_pass",), namespace,
+                        options={"parallel": _PARALLEL, "nogil": True, "_nrt": False},
+                        cache=True, depends=depends,
+                        filename=f"<fused_pass {len(hooks_f)}f {len(hooks_s)}s>")
+    fn = ns["fused_pass"]
     _built[key] = fn
     return fn
 

@@ -30,8 +30,6 @@ rules as CUDA device functions one thread per node (``score_nodes_cuda``,
 from __future__ import annotations
 
 import math
-import sys
-import types
 
 import numpy as np
 from numba import njit
@@ -54,23 +52,16 @@ assert (P_FGD, P_BESTFIT, SEL_RANDOM) == (_gpu_core.P_FGD, _gpu_core.P_BESTFIT,
 # ---------------------------------------------------------------------------
 # per-node scalar rules and their CPU loops: ``gpu._core`` compiled with njit
 # (the cuda backend compiles the same source as device functions,
-# ``gpu._cuda``).  Cached on disk, so a CLI start does not recompile them:
-# the exec'd namespace is registered as a module because Numba's cache
-# rebuilds a function's globals by importing its module by name.  The rules
-# are inlined into the loops (a call per node with ~30 array arguments cost
-# ~0.4 us, 7x the whole FGD-cached rule) and need no NRT (no allocation).
-# Numba's cache key is the source file's stamp, not these flags: after
-# changing them, delete kernels/gpu/__pycache__/_core.*.nb[ic].
+# ``gpu._cuda``), kept on disk so that a CLI start does not recompile them
+# (kernels/_compile.py).  The rules are inlined into the loops (a call per
+# node with ~30 array arguments cost ~0.4 us, 7x the whole FGD-cached rule)
+# and need no NRT (no allocation).
 # ---------------------------------------------------------------------------
 
 
 def _compile_njit() -> dict:
-    ns = compile_module(_gpu_core, lambda f: njit(f, cache=True, nogil=True, _nrt=False,
-                                                  inline="always"))
-    mod = types.ModuleType(ns["__name__"])
-    mod.__dict__.update(ns)
-    sys.modules[ns["__name__"]] = mod
-    return ns
+    return compile_module(_gpu_core, njit,
+                          options={"nogil": True, "_nrt": False, "inline": "always"}, cache=True)
 
 
 core = _compile_njit()

@@ -4,24 +4,24 @@ calls the fused filter core compiled by ``fused._numba``)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 
 from numba import njit, prange
 
-from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels._compile import KEY, compile_module, compile_source
 from tensorsched.kernels.fused import _numba as _fused_numba
 
 from . import _core as _victims_core
 
 _PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
 
-core = compile_module(_victims_core,
-                      lambda f: njit(f, cache=False, nogil=True, _nrt=False),
-                      _fused_numba.core)
+# Compiled once per machine, like the fused rules (kernels/_compile.py).
+core = compile_module(_victims_core, njit, _fused_numba.core,
+                      options={"nogil": True, "_nrt": False}, cache=True)
 victims_node = core["victims_node"]
 
 
-@njit(parallel=_PARALLEL, nogil=True, _nrt=False)
 def victims_pass(rows, allocatable, requested, unschedulable, valid, label_vals, label_nums,
                  label_isnum, taint_bits, port_bits, filter_flags, request, requests_anything,
                  fit_ignored, node_name_row, prefilter_rows, tolerates_unschedulable,
@@ -39,3 +39,12 @@ def victims_pass(rows, allocatable, requested, unschedulable, valid, label_vals,
                      req_num, val_offsets, vals, port_conflicts, prio, pod_count, pod_prio,
                      pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed, work_req,
                      work_ports, save_ports, order, flags, pdb_left, victims, stats)
+
+
+# The driver compiles from its source text like the rules, so that its
+# on-disk cache is keyed by the rules it calls too.
+victims_pass = compile_source(
+    f"{__name__}.victims_pass", inspect.getsource(victims_pass), njit, ("victims_pass",),
+    {"prange": prange, "victims_node": victims_node},
+    options={"parallel": _PARALLEL, "nogil": True, "_nrt": False}, cache=True,
+    depends=(core[KEY],))["victims_pass"]

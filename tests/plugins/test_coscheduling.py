@@ -9,7 +9,7 @@ import copy
 import pytest
 from support.checks import check
 
-from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.errors import ConfigError, ManifestError
 from tensorsched.framework.objects.manifests import parse_objects
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.plugins import coscheduling as C
@@ -349,3 +349,78 @@ def test_permit_rejects_a_pod_of_a_missing_group():
     # (upstream moves the others after requeueing it), it is not retried
     assert sched.queue.infos["default/orphan"].where == "unschedulable"
     assert sched.metrics()["attempts"].get("unschedulable") == 1
+
+
+# ------------------------------------------------ args: validated, never a spinning loop
+
+ARGS_PATH = "profiles[0].pluginConfig[0].args"
+
+
+@pytest.mark.parametrize("args, field, text", [
+    ({"permitWaitingTimeSeconds": -1}, "permitWaitingTimeSeconds", "greater than or equal to 0"),
+    ({"permitWaitingTimeSeconds": "x"}, "permitWaitingTimeSeconds", "integer"),
+    ({"permitWaitingTimeSeconds": 0.5}, "permitWaitingTimeSeconds", "integer"),
+    ({"permitWaitingTimeSeconds": True}, "permitWaitingTimeSeconds", "integer"),
+    ({"permitWaitingTimeSeconds": 10**30}, "permitWaitingTimeSeconds", "at most"),
+    ({"podGroupBackoffSeconds": -5}, "podGroupBackoffSeconds", "greater than or equal to 0"),
+    ({"podGroupBackoffSecs": 5}, "podGroupBackoffSecs", "unknown field"),
+])
+def test_invalid_args_are_refused_with_the_field_path(args, field, text):
+    cfg = _cfg(post_filter=False)
+    cfg["profiles"][0]["pluginConfig"][0]["args"] = args
+    with pytest.raises(ConfigError) as exc:
+        build_cluster([node_dict("n0", cpu="4")], cfg, _registry())
+    assert exc.value.field == f"{ARGS_PATH}.{field}" and text in exc.value.problem
+
+
+def test_args_not_a_mapping_refused():
+    cfg = _cfg(post_filter=False)
+    cfg["profiles"][0]["pluginConfig"][0]["args"] = "lots"
+    with pytest.raises(ConfigError) as exc:
+        build_cluster([node_dict("n0", cpu="4")], cfg, _registry())
+    assert exc.value.field == ARGS_PATH
+
+
+def test_raw_args_given_to_the_plugin_are_checked_too():
+    with pytest.raises(ConfigError, match="permitWaitingTimeSeconds"):
+        C.Coscheduling({"permitWaitingTimeSeconds": -3})
+    assert C.Coscheduling({"permitWaitingTimeSeconds": 7}).permit_timeout == 7.0
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("post_filter", [False, True])
+def test_zero_wait_means_the_default_and_the_gang_binds(post_filter):
+    """permitWaitingTimeSeconds 0 is upstream's "unset" (GetWaitTimeDuration
+    falls back to 60s): members wait for their siblings instead of being
+    rejected at once over and over until the cycle cap."""
+    objs = [node_dict("n0", cpu="4"), _pg("g", 3)] + [_member(f"g{i}", "g", i) for i in range(3)]
+    sched, plugin = _built(objs, _cfg(post_filter=post_filter, permitWaitingTimeSeconds=0))
+    assert plugin.permit_timeout == C.DEFAULT_PERMIT_WAITING_SECONDS
+    for p in sched.cluster.pending:
+        sched.add_pod(p)
+    sched.run_until_idle(max_cycles=1000)
+    st = sched.cluster.state
+    assert all(f"default/g{i}" in st.pods for i in range(3)) and not sched.waiting
+    assert sched.clock.now() == 0.0
+
+
+@pytest.mark.timeout(60)
+def test_gang_that_can_never_reach_quorum_stops_the_run():
+    """Room for two members of a gang of three: kube-scheduler would retry
+    forever; the simulated run stops once no pod was bound for the stall
+    horizon, with every member's last outcome."""
+    cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+               "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+               "queueSort": {"disabled": [{"name": "*"}], "enabled": [{"name": "Coscheduling"}]}}}]}
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 3}}
+    pods = [pod_dict(f"m{i}", cpu="3", labels={"scheduling.x-k8s.io/pod-group": "g"})
+            for i in range(3)]
+    sched = Scheduler(build_cluster([node_dict("a", cpu="4"), node_dict("b", cpu="4"), group],
+                                    cfg, _registry()))
+    outcomes, _ = sched.schedule_pending(pods)
+    assert sorted(b.pod for b in outcomes) == ["default/m0", "default/m1", "default/m2"]
+    assert all(b.node is None for b in outcomes)
+    assert sched.clock.now() <= 2 * sched.stall_horizon()
+    assert not sched.cluster.state.pods          # nothing left assumed

@@ -42,14 +42,27 @@ runs differ; means over seeds are what is compared.
 from __future__ import annotations
 
 import csv
+import math
 import os
+import re
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from tensorsched.kernels.gpu import share as K
-from tensorsched.topology.gpu import MILLI, GpuInventory, read_openb_nodes
+from tensorsched.topology.gpu import (
+    MAX_CPU_MILLI,
+    MAX_MEMORY_MIB,
+    MAX_NODE_GPUS,
+    MILLI,
+    CsvError,
+    GpuInventory,
+    csv_int,
+    csv_name,
+    read_csv_rows,
+    read_openb_nodes,
+)
 
 POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.SEL_BEST,
               "GpuPacking": K.SEL_BEST, "BestFit": K.SEL_BEST, "FGD": K.SEL_FGD}
@@ -58,6 +71,11 @@ POLICY_DIR = {"Random": "01-Random", "DotProd": "02-DotProd", "GpuClustering": "
 BACKENDS = ("numba", "numpy")
 TYPICAL_POD_THRESHOLD = 95   # percent of pods covered by the typical shapes
 N_COLS = 131                 # 0..130 % of capacity
+MAX_TUNE = 10.0              # arrived demand up to 10x capacity
+MAX_SEEDS = 10_000           # seeds in one sweep
+MAX_SEED = 2**63 - 1
+MAX_DRAWS = 2_000_000        # pods drawn with replacement to reach tune x capacity
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 
 
 @dataclass
@@ -68,6 +86,7 @@ class TracePods:
     num: np.ndarray
     milli: np.ndarray
     spec: list       # allowed models string ('' = any), '|'-separated
+    source: str = ""  # the CSV it was read from, for error messages
 
     def __len__(self):
         return len(self.names)
@@ -82,23 +101,72 @@ class TracePods:
 
 
 def read_openb_pods(path) -> TracePods:
+    """Pods of an openb pod CSV (name, cpu_milli, memory_mib, num_gpu,
+    gpu_milli, gpu_spec).  A malformed cell (gpu_milli outside 0..1000,
+    num_gpu outside 0..16, ...), a missing column or a file without pods is
+    a CsvError naming the file, line and column."""
     names, cpu, mem, num, milli, spec = [], [], [], [], [], []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            names.append(row["name"])
-            cpu.append(int(row["cpu_milli"]))
-            mem.append(int(row["memory_mib"]))
-            n = int(row["num_gpu"] or 0)
-            m = int(row["gpu_milli"] or 0)
-            if n == 0 or m == 0:
-                n, m = 0, 0
-            num.append(n)
-            milli.append(m)
-            spec.append((row.get("gpu_spec") or "").strip())
+    for line, row in read_csv_rows(path, POD_COLUMNS):
+        names.append(csv_name(path, line, "name", row["name"]))
+        cpu.append(csv_int(path, line, "cpu_milli", row["cpu_milli"], 0, MAX_CPU_MILLI))
+        mem.append(csv_int(path, line, "memory_mib", row["memory_mib"], 0, MAX_MEMORY_MIB))
+        n = csv_int(path, line, "num_gpu", row["num_gpu"], 0, MAX_NODE_GPUS, default=0)
+        m = csv_int(path, line, "gpu_milli", row["gpu_milli"], 0, MILLI, default=0)
+        if n > 1 and 0 < m < MILLI:
+            raise CsvError(path, line, "num_gpu", f"a GPU share ({m} milli) must ask for exactly "
+                           f"one GPU, not {n}")
+        if n == 0 or m == 0:
+            n, m = 0, 0
+        num.append(n)
+        milli.append(m)
+        spec.append((row.get("gpu_spec") or "").strip())
+    if not names:
+        raise CsvError(path, None, "", "no pods: the file has a header but no rows")
     order = np.argsort(np.array(names), kind="stable")   # the simulator keeps pods by name
     pick = lambda a: [a[i] for i in order]
     return TracePods(pick(names), np.array(pick(cpu), np.int64), np.array(pick(mem), np.int64),
-                    np.array(pick(num), np.int64), np.array(pick(milli), np.int64), pick(spec))
+                    np.array(pick(num), np.int64), np.array(pick(milli), np.int64), pick(spec),
+                    str(path))
+
+
+def _where(obj, what: str) -> str:
+    src = getattr(obj, "source", "")
+    return f"{src}: " if src else f"{what}: "
+
+
+def check_tune(tune) -> float:
+    """``tune``: a finite number in (0, MAX_TUNE] (the arrived GPU demand's
+    target, as a multiple of the cluster's GPU capacity)."""
+    if isinstance(tune, bool) or not isinstance(tune, (int, float, np.integer, np.floating)):
+        raise ValueError(f"tune must be a number in (0, {MAX_TUNE:g}], got {tune!r}")
+    t = float(tune)
+    if not math.isfinite(t) or not 0 < t <= MAX_TUNE:
+        raise ValueError(f"tune must be a finite number in (0, {MAX_TUNE:g}] (a multiple of the "
+                         f"cluster's GPU capacity), got {tune!r}")
+    return t
+
+
+def check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) \
+            or not 0 <= int(seed) <= MAX_SEED:
+        raise ValueError(f"seed must be an integer 0..{MAX_SEED}, got {seed!r}")
+    return int(seed)
+
+
+def check_inputs(nodes: GpuInventory, pods: TracePods) -> None:
+    """The replay's inputs make sense: some nodes with GPUs, some pods, and
+    GPU demand (the experiment stops on arrived GPU demand)."""
+    if nodes.n_nodes == 0:
+        raise ValueError(f"{_where(nodes, 'nodes')}no nodes")
+    if nodes.total_gpus <= 0:
+        raise ValueError(f"{_where(nodes, 'nodes')}no node has a GPU: the replay measures GPU "
+                         "allocation against the cluster's GPU capacity")
+    if len(pods) == 0:
+        raise ValueError(f"{_where(pods, 'pods')}no pods")
+    if not (pods.gpu_total > 0).any():
+        raise ValueError(f"{_where(pods, 'pods')}no pod asks for a GPU (num_gpu and gpu_milli "
+                         "> 0): the workload is drawn until its GPU demand reaches tune x "
+                         "capacity, which it never would")
 
 
 def typical_pods(pods: TracePods, threshold: int = TYPICAL_POD_THRESHOLD):
@@ -131,16 +199,29 @@ def draw_workload(pods: TracePods, capacity_milli: int, tune: float, rng) -> np.
     random pods are removed instead."""
     n = len(pods)
     gt = pods.gpu_total
-    seq = list(rng.permutation(n))
     total = int(gt.sum())
     target = tune * capacity_milli
     if tune > 0 and total < target:
-        while True:
+        # each draw adds the mean demand on average: refuse what would not end
+        mean = float(gt.mean()) if n else 0.0
+        if mean <= 0:
+            raise ValueError(f"{_where(pods, 'pods')}no pod asks for a GPU: the draw up to "
+                             f"tune x capacity ({target:g} milli-GPU) would never end")
+        if (target - total) / mean > MAX_DRAWS:
+            raise ValueError(f"{_where(pods, 'pods')}reaching tune x capacity ({target:g} "
+                             f"milli-GPU) would take about {(target - total) / mean:.3g} pods "
+                             f"drawn at {mean:.3g} milli-GPU each (at most {MAX_DRAWS})")
+    seq = list(rng.permutation(n))
+    if tune > 0 and total < target:
+        for _ in range(4 * MAX_DRAWS):
             j = int(rng.integers(n))
             if total + int(pods.milli[j]) > target:
                 break
             total += int(gt[j])
             seq.append(j)
+        else:
+            raise ValueError(f"{_where(pods, 'pods')}drew {4 * MAX_DRAWS} pods without reaching "
+                             f"tune x capacity ({target:g} milli-GPU)")
     elif tune > 0 and total > target:
         while total > target and seq:
             k = int(rng.integers(len(seq)))
@@ -333,6 +414,9 @@ def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tu
     the GPU filter).  ``backend``: ``numba`` (njit kernels) or ``numpy``
     (array code); both give the same placements."""
     kernels = _kernels(policy, backend)
+    tune = check_tune(tune)
+    seed = check_seed(seed)
+    check_inputs(nodes, pods)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     inv = nodes.copy()
@@ -385,6 +469,9 @@ def workload_name(pods_path: str) -> str:
 
 
 def run_replay(nodes_path, pods_path, policy, seed=42, tune=1.3, output=None, backend="numba"):
+    _kernels(policy, backend)                 # names checked before reading anything
+    check_tune(tune)
+    check_seed(seed)
     nodes = read_openb_nodes(nodes_path)
     pods = read_openb_pods(pods_path)
     res = replay(nodes, pods, policy, seed=seed, tune=tune, backend=backend)
@@ -414,20 +501,31 @@ def _sweep_job(job):
     return i, workload_name(pods_path), res
 
 
+_SEED = re.compile(r"[0-9]+")
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``42-51``, ``42,43,44`` or a mix (``42-44,50``)."""
+    """``42-51``, ``42,43,44`` or a mix (``42-44,50``): non-negative
+    integers, at most MAX_SEEDS of them (checked before any list is built)."""
     out = []
     for part in str(text).split(","):
         part = part.strip()
         if not part:
             continue
-        if "-" in part:
-            lo, hi = (int(x) for x in part.split("-", 1))
-            if hi < lo:
-                raise ValueError(f"seed range {part!r} runs backwards")
-            out.extend(range(lo, hi + 1))
-        else:
-            out.append(int(part))
+        lo_s, sep, hi_s = part.partition("-")
+        lo_s, hi_s = lo_s.strip(), hi_s.strip()
+        if not _SEED.fullmatch(lo_s) or (sep and not _SEED.fullmatch(hi_s)):
+            raise ValueError(f"seeds {part!r}: expected a non-negative integer or a range "
+                             "like 42-51")
+        lo = int(lo_s)
+        hi = int(hi_s) if sep else lo
+        if hi > MAX_SEED:
+            raise ValueError(f"seeds {part!r}: a seed must be at most {MAX_SEED}")
+        if hi < lo:
+            raise ValueError(f"seed range {part!r} runs backwards")
+        if len(out) + (hi - lo + 1) > MAX_SEEDS:
+            raise ValueError(f"seeds {text!r}: more than {MAX_SEEDS} seeds")
+        out.extend(range(lo, hi + 1))
     if not out:
         raise ValueError(f"no seeds in {text!r}")
     return out
@@ -437,13 +535,36 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
           backend="numba", output=None, progress=None):
     """Run every (trace, policy, seed) once, ``workers`` processes at a time
     (default: all cores), and write one CSV to ``output`` (see
-    ``write_sweep``).  Returns [(workload, ReplayResult)] in job order."""
+    ``write_sweep``).  Returns [(workload, ReplayResult)] in job order.
+    Every argument and input file is checked before the first run."""
+    policies = list(policies)
+    if not policies:
+        raise ValueError("no policies to sweep")
     for pol in policies:
         if pol not in POLICY_SEL:
             raise ValueError(f"unknown policy {pol!r}; choose one of {', '.join(K.POLICIES)}")
+    _kernels(policies[0], backend)
+    pods_paths = list(pods_paths)
+    if not pods_paths:
+        raise ValueError("no pod CSV to sweep")
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("no seeds to sweep")
+    if len(seeds) > MAX_SEEDS:
+        raise ValueError(f"{len(seeds)} seeds; at most {MAX_SEEDS}")
+    seeds = [check_seed(sd) for sd in seeds]
+    tune = check_tune(tune)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 0):
+        raise ValueError(f"workers must be a non-negative integer, got {workers!r}")
     for path in [nodes_path, *pods_paths]:
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such file")
+    # read (and check) every input here: a bad file fails before any run, and
+    # the forked workers find them loaded
+    nodes = _load_cached("nodes", nodes_path)
+    for pp in pods_paths:
+        check_inputs(nodes, _load_cached("pods", pp))
     jobs = [(0, nodes_path, pp, pol, int(sd), tune, backend)
             for pp in pods_paths for pol in policies for sd in seeds]
     jobs = [(i,) + j[1:] for i, j in enumerate(jobs)]
@@ -492,13 +613,31 @@ def read_sweep(path, metric="alloc"):
     """{(workload, policy): [values per seed as arrays of 131]} from a sweep CSV."""
     inv_dir = {v: k for k, v in POLICY_DIR.items()}
     out: dict = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row["metric"] != metric:
-                continue
-            vals = np.array([float(row[str(k)]) if row[str(k)] else np.nan for k in range(N_COLS)])
-            out.setdefault((row["workload"], inv_dir.get(row["sc_policy"], row["sc_policy"])), []).append(vals)
+    cols = ("workload", "sc_policy", "metric") + tuple(str(k) for k in range(N_COLS))
+    for line, row in read_csv_rows(path, cols):
+        if row["metric"] != metric:
+            continue
+        vals = _csv_values(path, line, row)
+        out.setdefault((row["workload"], inv_dir.get(row["sc_policy"], row["sc_policy"])), []).append(vals)
     return out
+
+
+def _csv_float(path, line: int, column: str, text) -> float:
+    """A finite number (or NaN for an empty cell) of a results CSV."""
+    s = (text or "").strip()
+    if s == "":
+        return np.nan
+    try:
+        v = float(s)
+    except ValueError:
+        raise CsvError(path, line, column, f"must be a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise CsvError(path, line, column, f"must be a finite number, got {text!r}")
+    return v
+
+
+def _csv_values(path, line: int, row) -> np.ndarray:
+    return np.array([_csv_float(path, line, str(k), row[str(k)]) for k in range(N_COLS)])
 
 
 PLOT_NEEDS = ("drawing the allocation curves needs matplotlib, which the core install leaves out; "
@@ -530,10 +669,10 @@ def plot_allocation(curves, path, expected=None):
     workloads = sorted({wl for wl, _ in curves})
     pub = {}
     if expected and os.path.exists(expected):
-        with open(expected, newline="") as f:
-            for row in csv.DictReader(f):
-                vals = np.array([float(row[str(k)]) if row[str(k)] else np.nan for k in range(N_COLS)])
-                pub.setdefault((row["workload"], row["sc_policy"]), []).append(vals)
+        cols = ("workload", "sc_policy") + tuple(str(k) for k in range(N_COLS))
+        for line, row in read_csv_rows(expected, cols):
+            pub.setdefault((row["workload"], row["sc_policy"]), []).append(
+                _csv_values(expected, line, row))
     ncol = min(3, len(workloads))
     nrow = (len(workloads) + ncol - 1) // ncol
     fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 4.0 * nrow), squeeze=False)
@@ -572,8 +711,7 @@ def plot_allocation(curves, path, expected=None):
 def read_expected(path, workload, policy, col):
     """Published values (one per seed) of column ``col`` for a workload/policy."""
     vals = []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row["workload"] == workload and row["sc_policy"] == POLICY_DIR[policy] and row[str(col)]:
-                vals.append(float(row[str(col)]))
+    for line, row in read_csv_rows(path, ("workload", "sc_policy", str(col))):
+        if row["workload"] == workload and row["sc_policy"] == POLICY_DIR[policy] and row[str(col)]:
+            vals.append(_csv_float(path, line, str(col), row[str(col)]))
     return vals

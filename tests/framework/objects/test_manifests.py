@@ -1015,7 +1015,9 @@ def test_parse_objects_sorts_kinds_and_counts_ignored():
     assert [b.name for b in out.pdbs] == ["web-pdb"]
     # Services are loaded (PodTopologySpread's default selector).
     assert [f"{s.namespace}/{s.name}" for s in out.services] == ["shop/web", "shop/db"]
-    assert out.ignored_kinds == {"Namespace": 1, "ConfigMap": 1}
+    # Namespaces are loaded (a namespaceSelector reads their labels).
+    assert [n.name for n in out.namespaces] == ["shop"]
+    assert out.ignored_kinds == {"ConfigMap": 1}
 
 
 def test_parse_objects_duplicates():

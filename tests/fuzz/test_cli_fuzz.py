@@ -1,0 +1,206 @@
+"""Fuzzing every CLI command with mutated inputs: valid manifests, configs
+and openb CSVs with wrong types, deleted fields, huge, negative and
+non-finite numbers, bad UTF-8 and deep nesting.  Each run must end cleanly:
+status 0 (a valid result) or status 2 with one line on stderr; never a
+traceback, a hang (pytest-timeout) or a numpy warning."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tensorsched.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "data" / "examples"
+CLUSTER = yaml.safe_load((EXAMPLES / "cluster.yaml").read_text())
+CONFIG = yaml.safe_load((EXAMPLES / "scheduler-config.yaml").read_text())
+POD = yaml.safe_load((EXAMPLES / "pod.yaml").read_text())
+GPU_CONFIG = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+                  "filter": {"enabled": [{"name": "GpuShareFit"}]},
+                  "reserve": {"enabled": [{"name": "GpuShareFit"}]},
+                  "score": {"enabled": [{"name": "GpuShareScore", "weight": 5}]}},
+                  "pluginConfig": [{"name": "GpuShareScore", "args": {"policy": "FGD"}}]}]}
+GPU_NODE = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "gpu-0", "labels": {"alibabacloud.com/gpu-card-model": "T4"},
+                         "annotations": {"topology.tensorsched.io/gpu": '{"islands": [0, 0], '
+                                                                         '"numa": [0, 0]}'}},
+            "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110",
+                                       "nvidia.com/gpu": "2"}}}
+GPU_POD = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "share", "namespace": "default",
+                        "annotations": {"alibabacloud.com/gpu-milli": "500",
+                                        "alibabacloud.com/gpu-count": "1"}},
+           "spec": {"containers": [{"name": "c", "image": "x",
+                                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+NODE_CSV = (ROOT / "data/openb/csv/openb_node_list_gpu_node.csv").read_text().splitlines()[:41]
+POD_CSV = (ROOT / "data/openb/csv/openb_pod_list_default.csv").read_text().splitlines()[:301]
+
+pytestmark = [pytest.mark.filterwarnings("error::RuntimeWarning"), pytest.mark.timeout(600)]
+SETTINGS = dict(max_examples=20, deadline=None, derandomize=True,
+                suppress_health_check=list(HealthCheck))
+
+NASTY = st.sampled_from([
+    "lots", "", "-1", "1e400", "nan", "0x10", "{{.bad-value.}}", "∞", "a" * 300, -1, -(2**63),
+    2**63, 10**30, 0, 1.5, float("nan"), float("inf"), True, None, [], {}, [1, "x"],
+    {"k": "v"}])
+
+
+def _paths(obj, prefix=()):
+    """Every (path to a value) inside nested dicts and lists."""
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def _set(obj, path, value, delete=False):
+    parent = obj
+    for p in path[:-1]:
+        parent = parent[p]
+    if delete:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+
+
+@st.composite
+def mutated(draw, doc):
+    """``doc`` with one to three mutations: a value replaced by a nasty one,
+    a field deleted, or a value wrapped in deep nesting."""
+    doc = copy.deepcopy(doc)
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if p]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        action = draw(st.sampled_from(("replace", "replace", "delete", "nest")))
+        if action == "delete":
+            _set(doc, path, None, delete=True)
+        elif action == "nest":
+            # a placeholder that _dump turns into flow-style nesting: building
+            # the nested lists in Python would hit the recursion limit here
+            _set(doc, path, f"DEEP-{draw(st.sampled_from((50, 3000)))}")
+        else:
+            _set(doc, path, draw(NASTY))
+    return doc
+
+
+DEEP = re.compile(r"DEEP-(\d+)")
+
+
+def _dump(tmp_path, name, doc, corrupt: bytes | None = None) -> str:
+    p = tmp_path / name
+    text = yaml.safe_dump(doc, sort_keys=False, width=1 << 30)
+    text = DEEP.sub(lambda m: "[" * int(m.group(1)) + "x" + "]" * int(m.group(1)), text)
+    data = text.encode()
+    if corrupt:
+        data = data[: len(data) // 2] + corrupt + data[len(data) // 2:]
+    p.write_bytes(data)
+    return str(p)
+
+
+def _run_cleanly(argv, capsys) -> int:
+    """The command's status; 0, or 2 with exactly one line on stderr."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:               # argparse refusals
+        code = exc.code
+    out = capsys.readouterr()
+    assert code in (0, 2), (code, out.err[-2000:])
+    if code == 2:
+        lines = [x for x in out.err.splitlines() if x.strip()]
+        assert len(lines) == 1, out.err[-2000:]
+        assert "Traceback" not in out.err
+    return code
+
+
+CORRUPT = st.sampled_from([None, None, None, b"\xff\xfe\x80", b"\x00"])
+
+
+@settings(**SETTINGS)
+@given(cluster=mutated(CLUSTER), corrupt=CORRUPT)
+def test_explain_and_schedule_with_mutated_cluster(tmp_path_factory, capsys, cluster, corrupt):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    c = _dump(tmp, "cluster.yaml", cluster, corrupt)
+    pod = _dump(tmp, "pod.yaml", POD)
+    _run_cleanly(["explain", "--cluster", c, "--pod", pod], capsys)
+    _run_cleanly(["schedule", "--cluster", c, "--output", str(tmp / "out.json")], capsys)
+
+
+@settings(**SETTINGS)
+@given(pod=mutated(POD), config=mutated(CONFIG), corrupt=CORRUPT)
+def test_explain_with_mutated_pod_and_config(tmp_path_factory, capsys, pod, config, corrupt):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    c = _dump(tmp, "cluster.yaml", CLUSTER)
+    p = _dump(tmp, "pod.yaml", pod)
+    cfg = _dump(tmp, "config.yaml", config, corrupt)
+    _run_cleanly(["explain", "--cluster", c, "--pod", p], capsys)
+    _run_cleanly(["explain", "--cluster", c, "--pod", _dump(tmp, "ok.yaml", POD),
+                  "--config", cfg, "--format", "table"], capsys)
+
+
+@settings(**SETTINGS)
+@given(objs=mutated([GPU_NODE, GPU_POD]), config=mutated(GPU_CONFIG))
+def test_gpu_paths_with_mutated_annotations_and_args(tmp_path_factory, capsys, objs, config):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    if not isinstance(objs, list):
+        objs = [objs]
+    c = _dump(tmp, "cluster.yaml", {"apiVersion": "v1", "kind": "List", "items": objs})
+    cfg = _dump(tmp, "config.yaml", config)
+    _run_cleanly(["schedule", "--cluster", c, "--config", cfg, "--output",
+                  str(tmp / "out.yaml")], capsys)
+
+
+def _mutate_csv(draw, lines):
+    rows = [r.split(",") for r in lines]
+    for _ in range(draw(st.integers(1, 3))):
+        action = draw(st.sampled_from(("cell", "cell", "drop_col", "drop_rows", "bytes")))
+        if action == "cell":
+            i = draw(st.integers(1, len(rows) - 1))
+            j = draw(st.integers(0, len(rows[i]) - 1))
+            rows[i][j] = str(draw(st.sampled_from(
+                ["abc", "", "-1", "-500", "1e30", "nan", "inf", "99999999999999999999", "0",
+                 "3.5", "2000"])))
+        elif action == "drop_col":
+            j = draw(st.integers(0, len(rows[0]) - 1))
+            rows = [r[:j] + r[j + 1:] for r in rows]
+        elif action == "drop_rows":
+            rows = rows[:draw(st.integers(1, 3))]
+        else:
+            i = draw(st.integers(1, len(rows) - 1))
+            rows[i][0] = rows[i][0] + "\udcff"
+    return "\n".join(",".join(r) for r in rows) + "\n"
+
+
+@settings(**SETTINGS)
+@given(data=st.data())
+def test_replay_with_mutated_csvs(tmp_path_factory, capsys, data):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    nodes, pods = tmp / "nodes.csv", tmp / "pods.csv"
+    nodes.write_bytes(_mutate_csv(data.draw, NODE_CSV).encode("utf-8", "surrogateescape")
+                      if data.draw(st.booleans()) else "\n".join(NODE_CSV).encode())
+    pods.write_bytes(_mutate_csv(data.draw, POD_CSV).encode("utf-8", "surrogateescape"))
+    _run_cleanly(["replay", "--nodes", str(nodes), "--pods", str(pods), "--policy", "FGD",
+                  "--backend", "numpy", "--output", str(tmp / "alloc.csv")], capsys)
+
+
+@settings(**SETTINGS)
+@given(args=st.lists(st.sampled_from(
+    ["--nodes", "--pods", "--seed", "--percentage-of-nodes-to-score", "--workload", "--backend",
+     "0", "-3", "1", "2", "nan", "x", "basic", "numpy", "1e9", "99999999999999999999"]),
+    max_size=6))
+def test_bench_with_random_arguments(capsys, args):
+    code = _run_cleanly(["bench", "--nodes", "3", "--pods", "2", "--backend", "numpy"] + args,
+                        capsys)
+    assert code in (0, 2)
