@@ -3,6 +3,7 @@ one compiled Framework per (profile, backend)."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
@@ -77,17 +78,31 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     for kind, attach in registry.kind_attachers():            # e.g. NRTs for the GPU table
         attach(state, objs.extra.get(kind, []))
     for node in objs.nodes:
-        state.add_node(node)
+        with _named_source(node):
+            state.add_node(node)
     pending = []
     for pod in objs.pods:
         pod = resolver.resolve(pod)
         if pod.phase in TERMINAL_PHASES:
             continue
         if pod.node_name:
-            if pod.node_name not in state.node_rows:
-                raise StateError(f"Pod {pod.key}: spec.nodeName: node {pod.node_name!r} "
-                                 "is not in the cluster")
-            state.add_pod(pod)
+            with _named_source(pod):
+                if pod.node_name not in state.node_rows:
+                    raise StateError(f"Pod {pod.key}: spec.nodeName: node {pod.node_name!r} "
+                                     "is not in the cluster")
+                state.add_pod(pod)
         else:
             pending.append(pod)
     return Cluster(state, cfg, registry, objs, pending, resolver=resolver)
+
+
+@contextmanager
+def _named_source(record):
+    """A StateError about ``record`` names the file it was read from."""
+    try:
+        yield
+    except StateError as exc:
+        source = getattr(record.obj, "source", None)
+        if not source:
+            raise
+        raise StateError(f"{source}: {exc}") from exc
