@@ -8,8 +8,10 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import subprocess
 import time
+import tracemalloc
 
 import numba
 import numpy as np
@@ -62,6 +64,50 @@ def timed_schedule(sched, pods) -> tuple[list, float]:
     finally:
         gc.unfreeze()
     return bindings, elapsed
+
+
+def timed_pending(sched, pods) -> tuple[list, float]:
+    """(outcomes, seconds) of ``sched.schedule_pending(pods)``: the pods
+    added to the scheduling queue and the scheduler run until idle, as
+    scheduler_perf measures (GC kept out as in ``timed_schedule``)."""
+    gc.collect()
+    gc.freeze()
+    try:
+        t0 = time.perf_counter()
+        outcomes, _ = sched.schedule_pending(pods)
+        elapsed = time.perf_counter() - t0
+    finally:
+        gc.unfreeze()
+    return outcomes, elapsed
+
+
+def rss_bytes() -> int:
+    """The process's resident set size now (Linux), 0 where unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def peak_rss_bytes() -> int:
+    """The process's peak resident set size so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def state_bytes_per_pod(add_pod, pods: list) -> float:
+    """Bytes the cluster state keeps per bound pod, its record and name
+    included: Python allocations (tracemalloc) while ``add_pod`` binds
+    ``pods``, divided by their number."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for pod in pods:
+            add_pod(pod)
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return round((after - before) / max(len(pods), 1), 1)
 
 
 def latency_fields(seconds) -> dict:

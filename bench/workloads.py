@@ -6,13 +6,23 @@ are undone), so the measured run starts from the loaded cluster.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tensorsched import synthetic
 from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
 from . import gpu as G
-from .harness import latency_fields, placements_sha256, record_stamp, timed_schedule
+from .harness import (
+    latency_fields,
+    peak_rss_bytes,
+    placements_sha256,
+    record_stamp,
+    rss_bytes,
+    state_bytes_per_pod,
+    timed_pending,
+)
 from .preemption import run_preemption
 
 WORKLOADS = synthetic.WORKLOADS
@@ -44,9 +54,12 @@ def warm_up(cluster, fw, pod_objs, seed: int, shaped: bool) -> None:
 
 
 def run_workload(workload: str, nodes: int, pods: int, backend: str,
-                 percentage: int = 100, seed: int = 0, progress=_no_progress) -> dict:
-    """Build the workload, warm up, schedule ``pods`` pods, return the record;
-    ``progress(stage)`` after each of ``BENCH_STAGES``."""
+                 percentage: int = 100, seed: int = 0, progress=_no_progress,
+                 batch: bool = True) -> dict:
+    """Build the workload, warm up, then add ``pods`` pods to the scheduling
+    queue and run the scheduler until idle (what scheduler_perf measures);
+    return the record.  ``progress(stage)`` after each of ``BENCH_STAGES``;
+    ``batch``: runs of alike pods in one compiled call."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if workload.startswith("preemption"):
@@ -55,25 +68,55 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     node_objs, pod_objs = synthetic.workload(workload, nodes, pods, seed)
     cluster = build_cluster(node_objs, synthetic.config(workload, percentage))
     records = [parse_pod(p) for p in pod_objs]
-    sched = Scheduler(cluster, backend, seed)
+    sched = Scheduler(cluster, backend, seed, batch=batch)
     progress(BENCH_STAGES[0])
     fw = cluster.framework_for(records[0] if records else parse_pod(synthetic.pod_dict("w")),
                                backend)
     warm_up(cluster, fw, pod_objs, seed, shaped=workload != "basic")
     if workload == "gpu":
         G.warm_up(cluster, fw, pod_objs, seed)
+    if batch and records:
+        warm_up_run(cluster, fw, records[0], seed)
     progress(BENCH_STAGES[1])
-    bindings, elapsed = timed_schedule(sched, sched.queue_order(records))
+    rss0 = rss_bytes()
+    bindings, elapsed = timed_pending(sched, records)
+    rss1 = rss_bytes()
     progress(BENCH_STAGES[2])
     extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}
+    runs = sched.run_lengths
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,
-        "percentage_of_nodes_to_score": percentage,
+        "percentage_of_nodes_to_score": percentage, "batch": batch,
         "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,
+        "mean_run_length": round(sum(runs) / len(runs), 1) if runs else 1.0,
+        "compiled_runs": len(runs),
         **latency_fields(sched.latencies),
         "stages": {k: round(v, 4) for k, v in sched.timer.seconds.items()},
         "scheduled": sum(1 for b in bindings if b.node is not None),
         "placements_sha256": placements_sha256(bindings),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "rss_bytes_per_pod": round((rss1 - rss0) / max(pods, 1), 1),
+        "state_bytes_per_pod": _state_bytes_per_pod(),
         **record_stamp(seed),
         **extra,
     }
+
+
+def warm_up_run(cluster, fw, pod, seed: int) -> None:
+    """Compile the run kernel outside the timed run (two pods placed in one
+    run, then taken off again)."""
+    state = cluster.state
+    pods = [dataclasses.replace(pod, name=f"warm-up-run-{i}") for i in range(2)]
+    rows = fw.place_run(state, pods, seed=seed, attempt=0, start_index=0)
+    for p in pods[: 0 if rows is None else rows.shape[0]]:
+        state.remove_pod(p.key)
+
+
+def _state_bytes_per_pod(n: int = 20000) -> float:
+    """``harness.state_bytes_per_pod`` for basic pods bound on 100 nodes."""
+    node_objs, pod_objs = synthetic.workload("basic", 100, n, 0)
+    cluster = build_cluster(node_objs)
+    records = [parse_pod(p) for p in pod_objs]
+    names = [f"node-{i % 100}" for i in range(n)]
+    it = iter(names)
+    return state_bytes_per_pod(lambda pod: cluster.state.add_pod(pod, next(it)), records)

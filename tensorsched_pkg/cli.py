@@ -124,7 +124,7 @@ def cmd_schedule(args) -> int:
         nodes, pods = sample(seed=args.seed)
         objects = nodes + (_load(args.pods) if args.pods else pods)
     cluster = _build(objects, args.config)
-    sched = Scheduler(cluster, args.backend, args.seed)
+    sched = Scheduler(cluster, args.backend, args.seed, batch=not args.no_batch)
     with _progress(len(cluster.pending), "scheduling") as bar:
         done: set = set()
 
@@ -172,7 +172,7 @@ def cmd_bench(args) -> int:
             bar.update(1)
         record = run_workload(args.workload, args.nodes, args.pods, args.backend,
                               percentage=args.percentage_of_nodes_to_score, seed=args.seed,
-                              progress=stage)
+                              progress=stage, batch=not args.no_batch)
     write_record(record, args.output)
     return 0
 
@@ -320,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "built-in cluster")
     s.add_argument("--output", type=_output_file,
                    help="write the bindings as YAML (JSON for *.json) instead of printing them")
+    s.add_argument("--no-batch", action="store_true",
+                   help="schedule every pod on its own (no compiled runs of alike pods)")
     s.set_defaults(func=cmd_schedule)
 
     b = _parser(sub, "bench", "scheduler_perf-like workloads, one JSON record")
@@ -330,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--percentage-of-nodes-to-score", type=_int_in(0, 100), default=100,
                    help="percentageOfNodesToScore (0: kube-scheduler's adaptive default)")
     b.add_argument("--seed", type=_SEED, default=0, help="seed of the workload and tie-breaks")
+    b.add_argument("--no-batch", action="store_true",
+                   help="schedule every pod on its own (no compiled runs of alike pods)")
     b.add_argument("--output", type=_output_file, help="write the JSON record here too")
     b.set_defaults(func=cmd_bench)
 

@@ -31,6 +31,8 @@ own).  NormalizeScore: int64(100 * (s - min) / (max - min)).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import InterPodAffinityArgs
@@ -96,6 +98,13 @@ def _all_sums(state, index, key, pred, k):
 
 class InterPodAffinity(Plugin):
     name = NAME
+
+    def sign(self, pod) -> tuple:
+        """What its answers read of a pod: namespace, labels (bound pods'
+        anti-affinity may match them) and its own affinity terms."""
+        dump = lambda a: json.dumps(a, sort_keys=True) if a else ""  # noqa: E731
+        return (pod.namespace, tuple(sorted(pod.labels.items())), dump(pod.pod_affinity),
+                dump(pod.pod_anti_affinity))
     normalize = NORMALIZE_NONE
     score_slot = -1
     reason_bits = 0

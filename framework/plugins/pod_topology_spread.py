@@ -36,6 +36,7 @@ Counts per node come from ``state.domain_counts`` (incremental); the kernels in
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,7 @@ from tensorsched.framework.config.plugin_args import (
     PodTopologySpreadArgs,
 )
 from tensorsched.framework.objects.selectors import compile_selector, selector_matches
+from tensorsched.framework.objects.workloads import controller_of
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, PROBE_SPREAD, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.domain_counts import (
@@ -127,6 +129,13 @@ def _count_key(pod, c: Constraint):
 
 class PodTopologySpread(Plugin):
     name = NAME
+
+    def sign(self, pod) -> tuple:
+        """What its answers read of a pod: namespace, labels, constraints
+        and (for the default constraints) the owning controller."""
+        return (pod.namespace, tuple(sorted(pod.labels.items())),
+                json.dumps(pod.topology_spread, sort_keys=True) if pod.topology_spread else "",
+                controller_of(pod))
     normalize = NORMALIZE_NONE
     score_slot = -1
     reason_bits = 0

@@ -35,6 +35,8 @@ class VolumePlugin(_NeverRejects, FusedScore):
     """Accepts every node and scores none (no volume objects are modeled):
     its PreScore skips, and it has no slot in the fused pass (score_slot -1)."""
 
+    run_safe = True             # Reserve and PreBind accept at once and hold nothing
+
     def __init__(self, name: str):
         self.name = name
 

@@ -100,11 +100,12 @@ class PodTable:
         wp = _words(len(st.ports))
         wb = _words(len(self.pdbs))
         c = self.shape[1] if self.shape else 1
-        need_c = max((len(st.pods_on_node[i]) for i in range(st.n_rows)), default=1) \
-            if self.shape is None else c
         if self.shape is None or self.shape[0] != n or self.shape[2] != r \
                 or self.shape[3] != wp:
-            self._alloc(n, max(need_c, 1), r, wp, wb)
+            # A fresh table holds the fullest row (it may have more pods than
+            # the old table's slots: a node came while pods were bound).
+            need_c = max((len(st.pods_on_node[i]) for i in range(st.n_rows)), default=1)
+            self._alloc(n, max(need_c, c, 1), r, wp, wb)
             rows = range(st.n_rows)
         else:
             rows = np.flatnonzero(st.row_version[: st.n_rows] > self.seen)

@@ -17,7 +17,7 @@ from tensorsched.framework.config.kube_config import Profile
 from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.state.cluster_state import ClusterState
-from tensorsched.framework.state.query import QueryCache, QueryOptions
+from tensorsched.framework.state.query import QueryCache, QueryOptions, pod_signature
 from tensorsched.kernels import domains as _T
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused.backends import make_backend, rotated
@@ -30,11 +30,16 @@ from .plugin import (
     PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    RunSafePlugin,
+    SignPlugin,
 )
 from .registry import Registry
 from .status import Code, Diagnosis, Status
 from .user_plugins import ScalarPlugin
 
+DECISION_POINTS = ("preFilter", "filter", "preScore", "score", "reserve", "permit", "preBind",
+                   "bind", "postBind")
+BINDING_POINTS = ("reserve", "permit", "preBind", "bind", "postBind")
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 PREFILTER_REJECT_REASON = "node(s) didn't satisfy plugin(s) [{}]"
@@ -108,6 +113,25 @@ class CycleResult:
         return rotated(self.all_rows, self.start)
 
 
+@dataclass
+class CyclePlan:
+    """What PreFilter and PreScore decided for one pod: its compiled query,
+    the plugins that skipped, the node names a PreFilter allows (None: all,
+    with the plugins that restricted them), the score setup, and the host
+    plugins that run for it."""
+
+    query: object
+    skipped: set
+    node_names: set | None
+    restricted_by: list
+    active: np.ndarray
+    norm: np.ndarray
+    weights: np.ndarray
+    active_plugins: list
+    host_filters: list
+    host_scores: list
+
+
 class Framework:
     """One profile's plugins, ready to run cycles on one backend."""
 
@@ -155,8 +179,32 @@ class Framework:
         self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
         self._base_options = self._options()
         self._options_cache: dict = {}
+        # Compiled runs: the plugins whose answers a pod's signature must
+        # cover, and whether the binding-cycle plugins may be left out.
+        deciding = {id(p): p for point in DECISION_POINTS for p in self._at.get(point, [])}
+        signers = [p for p in deciding.values() if isinstance(p, SignPlugin)]
+        self._signable = len(signers) == len(deciding)
+        # Fused plugins sign () (the query signature covers them): skip them.
+        self._signers = [p for p in signers if not isinstance(p, (FusedFilter, FusedScore))]
+        self.run_safe = all(isinstance(p, RunSafePlugin) and p.run_safe
+                            for point in BINDING_POINTS for p in self._at.get(point, []))
         self._score_setups: dict = {}
         self._queries = QueryCache()
+
+    def signature(self, pod: PodRecord) -> tuple | None:
+        """The pod's scheduling signature under this profile: its compiled
+        query's signature and every deciding plugin's ``sign``; pods with
+        equal signatures get equal answers.  None when some plugin cannot
+        sign it (the pod is then scheduled on its own)."""
+        if not self._signable:
+            return None
+        parts = [pod_signature(pod)]
+        for p in self._signers:
+            s = p.sign(pod)
+            if s is None:
+                return None
+            parts.append(s)
+        return tuple(parts)
 
     def plugins_at(self, point: str) -> list:
         """The profile's plugins at extension point ``point`` (its config
@@ -219,12 +267,11 @@ class Framework:
         return opts
 
     # -------------------------------------------------------------- cycle
-    def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
-                  attempt: int = 0, start_index: int = 0, all_nodes: bool = False,
-                  want_scores: bool = True) -> CycleResult:
-        """Filter and score ``pod`` against ``state``; nothing is reserved."""
-        ctx = CycleContext(state, pod, self)
-        all_rows = state.valid_rows()
+    def _plan(self, ctx: CycleContext):
+        """PreFilter and PreScore for ``ctx.pod``, then its compiled query:
+        a ``CyclePlan``, or the rejecting PreFilter's Status (with the
+        plugins that skipped so far)."""
+        state, pod = ctx.state, ctx.pod
         skipped: set = set()
         node_names = None
         restricted_by = []
@@ -233,7 +280,7 @@ class Framework:
             if st.code == Code.SKIP:
                 skipped.add(p.name)
             elif st.rejected or st.code == Code.ERROR:
-                return self._rejected_by_prefilter(all_rows, st.with_plugin(p.name), skipped)
+                return st.with_plugin(p.name), skipped
             if names_ is not None:
                 node_names = names_ if node_names is None else node_names & names_
                 restricted_by.append(p.name)
@@ -260,13 +307,6 @@ class Framework:
                 if r is not None:
                     allowed[r] = True
             q = q._replace(prefilter_rows=allowed)
-
-        n = all_rows.shape[0]
-        if all_nodes or n == 0:
-            start, to_find = 0, max(n, 1)
-        else:
-            start = start_index % n
-            to_find = num_feasible_nodes_to_find(self.percentage, n)
         # Host-side plugins that run for this pod: filters whose PreFilter did
         # not Skip, scores that passed PreScore (a skipped plugin keeps the
         # numba backend on its cached per-row path).
@@ -274,21 +314,77 @@ class Framework:
                         and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
         host_scores = [(p, s) for p, s in self.user_scores if p in scoring
                        and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
-        extra = (self._user_stage(ctx, rotated(all_rows, start), host_filters, host_scores,
-                                  to_find)
-                 if host_filters or host_scores else None)
-        res = self.backend.evaluate(state, all_rows, start, q, to_find, active, norm, weights,
-                                    self.n_slots, extra, want_scores)
+        return CyclePlan(q, skipped, node_names, restricted_by, active, norm, weights,
+                         active_plugins, host_filters, host_scores), skipped
+
+    def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
+                  attempt: int = 0, start_index: int = 0, all_nodes: bool = False,
+                  want_scores: bool = True) -> CycleResult:
+        """Filter and score ``pod`` against ``state``; nothing is reserved."""
+        ctx = CycleContext(state, pod, self)
+        all_rows = state.valid_rows()
+        plan, skipped = self._plan(ctx)
+        if not isinstance(plan, CyclePlan):
+            return self._rejected_by_prefilter(all_rows, plan, skipped)
+        n = all_rows.shape[0]
+        if all_nodes or n == 0:
+            start, to_find = 0, max(n, 1)
+        else:
+            start = start_index % n
+            to_find = num_feasible_nodes_to_find(self.percentage, n)
+        extra = (self._user_stage(ctx, rotated(all_rows, start), plan.host_filters,
+                                  plan.host_scores, to_find)
+                 if plan.host_filters or plan.host_scores else None)
+        res = self.backend.evaluate(state, all_rows, start, plan.query, to_find, plan.active,
+                                    plan.norm, plan.weights, self.n_slots, extra, want_scores)
         sel = -1
         if len(res.ties):
             k = tie_break_index(seed, attempt, len(res.ties))
             p = int(res.ties[k]) + start
             sel = int(all_rows[p - n if p >= n else p])
         pf_rejects = {}
-        if node_names is not None:
-            pf_rejects = {"plugins": restricted_by}
+        if plan.node_names is not None:
+            pf_rejects = {"plugins": plan.restricted_by}
         return CycleResult(all_rows, start, res.reasons, res.scores, res.total, res.processed,
-                           res.found, sel, Status.OK, pf_rejects, active_plugins, skipped, q)
+                           res.found, sel, Status.OK, pf_rejects, plan.active_plugins,
+                           skipped, plan.query)
+
+    def place_run(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
+                  start_index: int) -> np.ndarray | None:
+        """Schedule ``pods`` (alike: one signature) in one compiled call, as
+        their cycles one after another would: each takes the best node (ties
+        broken by (seed, attempt + i)), is accounted on it and recorded in
+        the state (``ClusterState.register_run``), and that node's answers
+        are recomputed.  Returns the rows chosen, [p] int64 with p <=
+        len(pods): the run stops before the first pod that fits nowhere
+        (pods[p] then takes the usual cycle).
+
+        None (nothing done) when such a run cannot be compiled: the backend
+        has none, a PreFilter rejects the pod or narrows its nodes, a host
+        plugin runs for it, not every node is scored, or the pod holds host
+        ports."""
+        place = getattr(self.backend, "place_run", None)
+        pod = pods[0]
+        if place is None or pod.host_ports or any(
+                n != "pods" and n not in state.resources.index for n in pod.requests):
+            return None
+        plan, _ = self._plan(CycleContext(state, pod, self))
+        if not isinstance(plan, CyclePlan) or plan.node_names is not None \
+                or plan.host_filters or plan.host_scores:
+            return None
+        all_rows = state.valid_rows()
+        n = all_rows.shape[0]
+        if n == 0 or num_feasible_nodes_to_find(self.percentage, n) < n:
+            return None
+        request = state.resource_vector(pod.requests, intern=False)
+        request[L.RES_PODS] = 1
+        nonzero = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
+        if not state.room_for(request, nonzero, len(pods)):
+            return None
+        nz = (pod.nonzero_cpu, pod.nonzero_memory)
+        return place(state, all_rows, start_index % n, plan.query, plan.active, plan.norm,
+                     plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
+                     lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz))
 
     def _user_stage(self, ctx, rows, host_filters, host_scores, to_find):
         """Array user plugins (and scalar ones outside the numba kernel) as

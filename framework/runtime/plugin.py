@@ -7,7 +7,8 @@ an [M] int64 array of node rows of ``ctx.state`` in evaluation order.
 
 The loop and the preemption evaluator never name a plugin: what a plugin can
 do beyond its extension points it offers through the capability protocols at
-the end of this module (``PodIndependentWhen``, ``CountProbePlugin``).
+the end of this module (``PodIndependentWhen``, ``CountProbePlugin``,
+``SignPlugin``, ``RunSafePlugin``).
 """
 
 from __future__ import annotations
@@ -155,12 +156,22 @@ class FusedFilter(ABC):
         """The rejection of node ``row`` given its reason bits (a non-zero
         subset of ``reason_bits``)."""
 
+    def sign(self, pod) -> tuple:
+        """``SignPlugin``: a fused plugin reads only the pod's compiled
+        query, which the framework's signature covers."""
+        return ()
+
 
 class FusedScore:
     """A built-in score computed inside the fused kernel pass (``score_slot``)."""
 
     score_slot: int = -1
     normalize: int = NORMALIZE_NONE
+
+    def sign(self, pod) -> tuple:
+        """``SignPlugin``: a fused plugin reads only the pod's compiled
+        query, which the framework's signature covers."""
+        return ()
 
     def query_options(self) -> dict:
         """QueryOptions fields this plugin sets from its args."""
@@ -198,3 +209,25 @@ class CountProbePlugin(Protocol):
     probe_reasons: tuple
 
     def victim_probe(self, state: ClusterState, pod: PodRecord) -> Any: ...
+
+
+@runtime_checkable
+class SignPlugin(Protocol):
+    """A plugin that states what of a pod its decisions depend on (upstream's
+    SignPlugin, KEP-5598): pods whose signatures are equal get the same
+    answers from it, so a run of them can be scheduled in one compiled call.
+    ``sign(pod)`` returns a hashable tuple, or None when this pod cannot be
+    batched.  A plugin without ``sign`` keeps every pod on the one-by-one
+    path."""
+
+    def sign(self, pod: PodRecord) -> tuple | None: ...
+
+
+@runtime_checkable
+class RunSafePlugin(Protocol):
+    """A Reserve / Permit / PreBind / Bind / PostBind plugin whose methods
+    always succeed at once and change nothing another pod's cycle reads
+    (``run_safe = True``): a compiled run may leave them out.  Any other
+    plugin at those points keeps pods on the one-by-one path."""
+
+    run_safe: bool

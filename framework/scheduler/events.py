@@ -68,12 +68,17 @@ class EventBus:
 
     def emit(self, event: str, pod: str, node: str | None = None, message: str = "",
              **extra) -> None:
-        if not self._subs:
-            return
-        subs = self._subs.get(event, []) + self._subs.get("*", [])
+        subs = self._subs
         if not subs:
             return
+        own, every = subs.get(event), subs.get("*")
+        if not own and not every:
+            return
         payload = {"event": event, "pod": pod, "node": node, "message": message,
-                   "time": self.clock.now(), **extra}
-        for cb in subs:
+                   "time": self.clock.now()}
+        if extra:
+            payload.update(extra)
+        for cb in own or ():
+            cb(payload)
+        for cb in every or ():
             cb(payload)

@@ -156,6 +156,7 @@ class SchedulingQueue:
         self._token: dict[str, int] = {}           # key -> live heap entry token
         self.unschedulable: dict[str, QueuedPodInfo] = {}
         self._seq = 0
+        self._seq_of_pop = 0                        # heap token of the last pod popped
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
         self.nominator = nominator if nominator is not None else Nominator()
@@ -234,6 +235,26 @@ class SchedulingQueue:
             self._push_unschedulable(pi)
         return pi
 
+    def add_many(self, pods: list[PodRecord]) -> None:
+        """``add`` for many new pods at once, as adding them one by one would
+        leave the queue (one heapify instead of a push per pod)."""
+        now = self.clock.now()
+        entries = []
+        for pod in pods:
+            if pod.key in self.infos:
+                raise KeyError(f"Pod {pod.key}: already in the scheduling queue")
+            pi = QueuedPodInfo(pod, now, now)
+            self.infos[pod.key] = pi
+            if self._gate(pi):
+                pi.where = ACTIVE
+                self._seq += 1
+                self._token[pi.key] = self._seq
+                entries.append((self.sort_key(pod), self._seq, pi.key))
+            else:
+                self._push_unschedulable(pi)
+        self._active.extend(entries)
+        heapq.heapify(self._active)
+
     def update(self, pod: PodRecord) -> QueuedPodInfo | None:
         """A pending pod changed: a gated or unschedulable pod is
         re-evaluated (PreEnqueue, then activeQ or backoffQ)."""
@@ -285,6 +306,7 @@ class SchedulingQueue:
         while aq:
             _, seq, key = heapq.heappop(aq)
             if self._token.get(key) == seq:
+                self._seq_of_pop = seq
                 del self._token[key]
                 pi = self.infos[key]
                 pi.where = IN_FLIGHT
@@ -293,6 +315,48 @@ class SchedulingQueue:
                 pi.attempts += 1
                 return pi
         return None
+
+    def pop_run(self, run_key, limit: int) -> tuple[list[QueuedPodInfo], list[tuple]]:
+        """The head of activeQ (as ``pop``) and the heads after it, popped
+        one by one as ``pop`` would, while ``run_key(pod)`` is the head's and
+        not None, at most ``limit`` pods: (pods, their heap entries for
+        ``unpop``).  Empty lists when activeQ is empty."""
+        first = self.pop()
+        if first is None:
+            return [], []
+        key = run_key(first.pod)
+        run, entries = [first], [(self.sort_key(first.pod), self._seq_of_pop, first.key)]
+        if key is None:
+            return run, entries
+        aq = self._active
+        while aq and len(run) < limit:
+            entry = aq[0]
+            if self._token.get(entry[2]) != entry[1]:
+                heapq.heappop(aq)                   # a dead entry, as pop skips it
+                continue
+            pi = self.infos[entry[2]]
+            if run_key(pi.pod) != key:
+                break
+            heapq.heappop(aq)
+            del self._token[pi.key]
+            pi.where = IN_FLIGHT
+            self.scheduling_cycle += 1
+            pi.cycle = self.scheduling_cycle
+            pi.attempts += 1
+            run.append(pi)
+            entries.append(entry)
+        return run, entries
+
+    def unpop(self, pods: list[QueuedPodInfo], entries: list[tuple]) -> None:
+        """Put pods that ``pop_run`` handed out (and nothing happened to)
+        back at the head of activeQ exactly as they were: same heap entries,
+        attempts and cycle counter."""
+        for pi, entry in zip(pods, entries):
+            heapq.heappush(self._active, entry)
+            self._token[pi.key] = entry[1]
+            pi.where = ACTIVE
+            pi.attempts -= 1
+            self.scheduling_cycle -= 1
 
     def done(self, key: str) -> None:
         """The pod left the queue for good (assumed on a node)."""

@@ -60,10 +60,11 @@ from .queue import (
     QueuedPodInfo,
     SchedulingQueue,
 )
+from .runs import CompiledRuns
 from .schedule_one import SchedulingCycle
 
 
-class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
+class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metrics):
     """Drives the cycles for one cluster on one backend.
 
     ``next_start_index`` rotates as upstream's nextStartNodeIndex: after each
@@ -75,7 +76,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
                  termination_grace_seconds: float = 0.0,
                  pod_initial_backoff_seconds: float | None = None,
                  pod_max_backoff_seconds: float | None = None,
-                 pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS):
+                 pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
+                 batch: bool = True, max_run: int = 1_000_000):
         self.cluster = cluster
         self.backend = backend
         self.seed = seed
@@ -112,16 +114,25 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
         self._to_bind: list[WaitingPod] = []
         self.events = EventBus(self.clock)
         self._handled: set = set()
+        self._fw_by_name: dict[str, Framework] = {}      # schedulerName -> its Framework
         self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
         self.outcomes: dict[str, Binding] = {}         # key -> latest outcome
         self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
         self.ignored: dict[str, str] = {}              # key -> why no profile takes it
+        # Runs of alike pods in one compiled call (``runs``): on by default.
+        self.batch = bool(batch)
+        self.max_run = int(max_run)
+        self.run_lengths: list[int] = []               # pods placed per compiled run
         self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
         self._profile_names = frozenset(p.scheduler_name for p in cluster.config.profiles)
 
     # ----------------------------------------------------------- plumbing
     def _fw(self, pod) -> Framework:
+        fw = self._fw_by_name.get(pod.scheduler_name)
+        if fw is not None:
+            return fw
         fw = self.cluster.framework_for(pod, self.backend)
+        self._fw_by_name[pod.scheduler_name] = fw
         if id(fw) not in self._handled:
             self._handled.add(id(fw))
             for p in fw.plugins.values():
@@ -233,6 +244,11 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
                 self._drain()
             return b
         self._tick()
+        return self._schedule_head()
+
+    def _schedule_head(self) -> Binding | None:
+        """Pop the head of activeQ and schedule it (``schedule_one`` after
+        the timers fired)."""
         pi = self.queue.pop()
         if pi is None:
             return None
@@ -259,7 +275,19 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
         bound = self.results.get("scheduled", 0)
         progress_at = self.clock.now()
         for _ in range(max_cycles):
-            b = self.schedule_one()
+            if self.batch:
+                self._tick()
+                if self._batching():
+                    done = self._schedule_run()
+                    self._drain()
+                    if done:
+                        out.extend(done)
+                        continue
+                    b = None
+                else:
+                    b = self._schedule_head()
+            else:
+                b = self.schedule_one()
             if b is not None:
                 out.append(b)
                 continue
@@ -273,6 +301,24 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
                 break
             self.clock.set(max(t, self.clock.now()))
         return out
+
+    def _add_pending(self, pods: list[PodRecord]) -> None:
+        """``add_pod`` of each pod, in order; pending pods of a known profile
+        without scheduling gates go into the queue at once (``add_many``)
+        while no pod waits in the unschedulable pool (adding them one by one
+        would then move nothing either)."""
+        batch: list[PodRecord] = []
+        for pod in pods:
+            if (not pod.node_name and not pod.scheduling_gates and self.handles(pod)
+                    and not self.queue.unschedulable):
+                batch.append(self.cluster.resolve(pod))
+                continue
+            if batch:
+                self.queue.add_many(batch)
+                batch = []
+            self.add_pod(pod)
+        if batch:
+            self.queue.add_many(batch)
 
     def stall_horizon(self) -> float:
         """Clock seconds without a binding after which a simulated run stops:
@@ -303,8 +349,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, Metrics):
 
         unsubscribe = self.subscribe("*", on_event)
         try:
-            for pod in pods:
-                self.add_pod(pod)
+            self._add_pending(pods)
             self.run_until_idle()
         finally:
             unsubscribe()

@@ -94,7 +94,7 @@ def _words(nbits: int) -> int:
     return max(1, (nbits + 63) // 64)
 
 
-@dataclass
+@dataclass(slots=True)
 class PodRow:
     """Where a bound pod is accounted."""
 
@@ -471,6 +471,38 @@ class ClusterState:
             self._ensure_cols("requested", req.shape[0])
         self._account(PodRow(pod, row, req, (pod.nonzero_cpu, pod.nonzero_memory), port_ids))
         return row
+
+    def room_for(self, request: np.ndarray, nonzero: np.ndarray, count: int) -> bool:
+        """Whether ``count`` more pods of ``request`` ([R] int64) and non-zero
+        request ([2] int64) on any one node keep its sums within int64 (a
+        compiled run accounts pods without ``add_pod``'s per-pod check)."""
+        n = max(self.n_rows, 1)
+        r = min(request.shape[0], self.requested.shape[1])
+        if request.shape[0] > self.requested.shape[1]:
+            return False
+        head_req = _INT64_MAX - self.requested[:n, :r].max(axis=0, initial=0)
+        head_nz = _INT64_MAX - self.nonzero_requested[:n].max(axis=0, initial=0)
+        return bool((request[:r] <= head_req // max(count, 1)).all()
+                    and (nonzero <= head_nz // max(count, 1)).all())
+
+    def register_run(self, pods: list[PodRecord], rows: np.ndarray, request: np.ndarray,
+                     nonzero: tuple[int, int]) -> None:
+        """Record ``pods`` on ``rows`` ([len(pods)] int64) after a compiled run
+        has already added their requests (``request`` [R] and ``nonzero``,
+        the same for every pod of a run) to the requested columns: the pod
+        entries, the rows' pod sets, one version bump and the listeners, in
+        order.  The pods hold no host ports (runs refuse those)."""
+        entries = self.pods
+        on_node = self.pods_on_node
+        for pod, row in zip(pods, rows.tolist()):
+            entries[pod.key] = PodRow(pod, row, request, nonzero, ())
+            on_node[row].add(pod.key)
+        if len(pods):
+            self.version += 1
+            self.row_version[rows] = self.version
+            for fn in self.listeners:
+                for pod, row in zip(pods, rows.tolist()):
+                    fn(pod, row, 1)
 
     def restore_pod(self, entry: PodRow) -> int:
         """Put back a pod that ``remove_pod`` returned, on the same row, as it

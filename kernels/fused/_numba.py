@@ -12,7 +12,7 @@ import inspect
 import os
 import sys
 
-from numba import njit, prange
+from numba import int64, njit, prange, uint64
 
 from tensorsched.kernels._compile import KEY, compile_module, compile_source
 
@@ -68,6 +68,7 @@ _SCORE_HOOK = ("            raw_out[o, {slot}] = user_score_{k}(allocatable[i], 
                "label_vals[i], request)")
 
 _built: dict = {}
+_built_keys: dict = {}          # fused pass -> its cache key (a run's key depends on it)
 
 
 def _user_function_key(f):
@@ -133,6 +134,7 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
                         filename=f"<fused_pass {len(hooks_f)}f {len(hooks_s)}s>")
     fn = ns["fused_pass"]
     _built[key] = fn
+    _built_keys[fn] = ns.get(KEY)
     return fn
 
 
@@ -149,3 +151,88 @@ gather_rows = core["gather_rows"]
 scan_mixed = core["scan_mixed"]
 partial_totals = core["partial_totals"]
 finalize_partial = core["finalize_partial"]
+
+
+# ---------------------------------------------------------------------------
+# Compiled runs: many alike pods placed in one call, each exactly as its own
+# cycle would place it (every node scored, per-row cache and segment tree).
+
+_RUN_TEMPLATE = """
+def tie_index(seed_mix, attempt, n):
+    z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return int64(z % uint64(n))
+
+
+def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
+              reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
+              total_by_row, tmax, tcnt, size, n_rows, feasible, one_row, old_reasons,
+              old_raw, out_rows):
+    requested = fargs[1]
+    nonzero_requested = fargs[2]
+    for i in range(count):
+        best = tmax[1]
+        if best < 0:
+            return i, feasible
+        n_ties = tcnt[1]
+        t = tie_index(seed_mix, attempt0 + i, n_ties)
+        before = tree_count_eq(tmax, tcnt, size, 0, r0, best)
+        after = n_ties - before
+        if t < after:
+            row = tree_kth_eq(tmax, tcnt, size, before + t, best)
+        else:
+            row = tree_kth_eq(tmax, tcnt, size, t - after, best)
+        out_rows[i] = row
+        for r in range(pod_request.shape[0]):
+            requested[row, r] += pod_request[r]
+        nonzero_requested[row, 0] += pod_nonzero[0]
+        nonzero_requested[row, 1] += pod_nonzero[1]
+        one_row[0] = row
+        snapshot_rows(one_row, 1, reasons_by_row, raw_by_row, old_reasons, old_raw)
+        fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
+        delta = update_top(one_row, 1, old_reasons, old_raw, reasons_by_row, raw_by_row,
+                           active_slots, norm_mode, weights, hi, hi_cnt, total_by_row, tmax,
+                           tcnt, size)
+        if delta == -1000000000:
+            feasible = rebuild_top(n_rows, reasons_by_row, raw_by_row, active_slots,
+                                   norm_mode, weights, hi, hi_cnt, total_by_row, tmax, tcnt,
+                                   size)
+        else:
+            feasible += delta
+    return count, feasible
+"""
+
+_runs: dict = {}
+
+
+def build_place_run(by_row_pass):
+    """The compiled run over ``by_row_pass`` (a ``build_fused_pass(...,
+    by_row=True)`` pass): ``place_run(count, seed_mix, attempt0, r0,
+    pod_request [R], pod_nonzero [2], fargs (kernel_args), the row cache's
+    reasons [N] / raw [N, S], the score setup, maxima, totals, segment tree,
+    feasible count, scratch, out_rows [count]) -> (placed, feasible)``.
+
+    Pod i takes the tie ``tie_index(seed_mix, attempt0 + i, ties)`` among the
+    rows at the top total, counted in evaluation order from row ``r0``
+    (``seed_mix`` = seed * 0x9E3779B97F4A7C15 mod 2**64, as the runtime's
+    ``tie_break_index``); its request is added to that row of ``fargs``'
+    requested columns, the row is recomputed and folded into the tree.  The
+    run stops before the first pod with no feasible row."""
+    fn = _runs.get(by_row_pass)
+    if fn is not None:
+        return fn
+    namespace = {"fused_pass_by_row": by_row_pass, "uint64": uint64, "int64": int64,
+                 "tree_count_eq": core["tree_count_eq"], "tree_kth_eq": core["tree_kth_eq"],
+                 "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
+                 "rebuild_top": core["rebuild_top"]}
+    depends = [core[KEY], _built_keys.get(by_row_pass)]
+    ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
+                        ("tie_index", "place_run"), namespace,
+                        options={"nogil": True, "_nrt": False},
+                        cache=None not in depends, depends=[d or "" for d in depends],
+                        filename="<place_run>")
+    fn = ns["place_run"]
+    _runs[by_row_pass] = fn
+    return fn

@@ -185,6 +185,10 @@ class TreeTies:
         return (int(np.searchsorted(self._rows, row)) - self._start) % m
 
 
+_SEED_MIX = 0x9E3779B97F4A7C15     # the runtime's tie-break mixes the seed with this
+_MASK64 = (1 << 64) - 1
+
+
 class NumbaBackend:
     """Fused ``njit`` kernels.
 
@@ -300,6 +304,35 @@ class NumbaBackend:
             c.feasible = self._k.rebuild_top(n, c.reasons, c.raw, *c.top_params[:3], c.hi,
                                              c.hi_cnt, c.total, c.tmax, c.tcnt, c.size)
         return TreeTies(self._k, c, rows, start)
+
+    def place_run(self, source, rows, start, q, active, norm, weights, n_slots, count, seed,
+                  attempt, request, nonzero, register) -> np.ndarray:
+        """Place ``count`` pods of query ``q`` one after another in one
+        compiled call (every node scored; see ``_numba.build_place_run``):
+        [p] int64 rows chosen, p <= count (stops before a pod that fits
+        nowhere).  Their requests are added to ``source``'s requested
+        columns; ``register(rows)`` then records the pods in the source,
+        after which the row cache is current again (only those rows moved,
+        and the run already recomputed them)."""
+        cols = source.columns()
+        c = self._row_cache(source, cols, q, n_slots)
+        n = cols.allocatable.shape[0]
+        self._select_top(c, n, rows, start, active, norm, weights)
+        if c.args_cols is not cols:
+            c.args = kernel_args(cols, _pad_bitsets(cols, q))
+            c.args_cols = cols
+        run = self._k.build_place_run(self._fused_by_row)
+        out = np.empty(count, np.int64)
+        placed, feasible = run(count, np.uint64((seed * _SEED_MIX) & _MASK64), attempt,
+                               int(rows[start]), request, nonzero, c.args, c.reasons, c.raw,
+                               *c.top_params[:3], c.hi, c.hi_cnt, c.total, c.tmax, c.tcnt,
+                               c.size, n, c.feasible, np.zeros(1, np.int64),
+                               np.zeros(1, np.int64), np.zeros((1, n_slots), np.int64), out)
+        c.feasible = feasible
+        register(out[:placed])
+        c.seen = source.version
+        self.rows_recomputed += placed
+        return out[:placed]
 
     def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                  extra=None, want_scores=True) -> StageResult:

@@ -1,0 +1,103 @@
+"""Runs of alike pods scheduled in one compiled call (upstream's
+opportunistic batching, KEP-5598, extended to every plugin that can sign a
+pod).
+
+The queue hands the loop the longest run of consecutive heads (QueueSort
+order) that share a signature (``Framework.signature``: the compiled query's
+signature and every deciding plugin's ``sign``).  ``Framework.place_run``
+then places the run in one call exactly as one cycle after another would
+(same nodes, same tie-breaks: attempt numbers advance per pod), accounts and
+records each pod on its node, and stops before the first pod that fits
+nowhere; that pod takes the usual cycle (diagnosis, PostFilter, preemption)
+and the rest go back to the head of the queue untouched.
+
+A run is not formed (the pod is scheduled on its own) when anything must
+happen between two pods: pods nominated by preemption, pods waiting in
+Permit, a binder that may fail, a binding-cycle plugin that is not
+``run_safe``, a plugin that cannot sign the pod, a host plugin that runs for
+it, a percentageOfNodesToScore below every node, or a backend without
+compiled runs (numpy, cuda).  Events of a run go out after it, in the order
+one-by-one cycles would send them; a subscriber that must see the state
+between two pods uses ``Scheduler(batch=False)``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .events import Binding
+
+
+class CompiledRuns:
+    """The run side of ``Scheduler`` (``batch``, ``max_run`` and
+    ``run_lengths`` are set up in ``Scheduler.__init__``)."""
+
+    def _run_key(self, pod):
+        """The pod's run key, or None when it must be scheduled on its own."""
+        if pod.scheduler_name not in self._profile_names:
+            return None
+        fw = self._fw(pod)
+        if not fw.run_safe or not hasattr(fw.backend, "place_run"):
+            return None
+        sig = fw.signature(pod)
+        return None if sig is None else (pod.scheduler_name, sig)
+
+    def _batching(self) -> bool:
+        return (self.batch and not self.nominator and not self.waiting and not self._to_bind
+                and self.binder is None and self.binder_fault_rate <= 0)
+
+    def _schedule_run(self) -> list[Binding]:
+        """Pop the longest run of alike heads and schedule it; [] when
+        activeQ is empty."""
+        pis, entries = self.queue.pop_run(self._run_key, self.max_run)
+        if len(pis) <= 1:
+            return [self._attempt(pis[0].pod, pis[0])] if pis else []
+        t0 = time.perf_counter()
+        fw = self._fw(pis[0].pod)
+        rows = fw.place_run(self.cluster.state, [pi.pod for pi in pis], seed=self.seed,
+                            attempt=self.attempts, start_index=self.next_start_index)
+        if rows is None:
+            self.queue.unpop(pis[1:], entries[1:])
+            return [self._attempt(pis[0].pod, pis[0])]
+        placed = rows.shape[0]
+        # Every node was processed: the rotating start index stays where it was.
+        self.attempts += placed
+        t1 = time.perf_counter()
+        out = self._bind_run(pis[:placed], rows)
+        t2 = time.perf_counter()
+        self.timer.add("filter_score", t1 - t0)
+        self.timer.add("reserve_bind", t2 - t1)
+        if placed:
+            self.latencies.extend([(t2 - t0) / placed] * placed)
+            self.run_lengths.append(placed)
+        if placed < len(pis):
+            self.queue.unpop(pis[placed + 1:], entries[placed + 1:])
+            out.append(self._attempt(pis[placed].pod, pis[placed]))
+        return out
+
+    def _bind_run(self, pis, rows) -> list[Binding]:
+        """The binding cycles of a placed run (its plugins are ``run_safe``:
+        nothing to call), in order: outcomes, latencies and events."""
+        state, queue, now = self.cluster.state, self.queue, self.clock.now()
+        names = [state.nodes[r].name for r in rows.tolist()]
+        emit = self.events.active
+        ttl = self.assume_ttl
+        out = []
+        for pi, node in zip(pis, names):
+            key = pi.pod.key
+            queue.done(key)
+            b = Binding(key, node)
+            if emit:
+                self._emit("Scheduled", key, node)
+            if ttl is not None:
+                self.assumed[key] = now + ttl
+            self.e2e_latencies.append(now - pi.initial_timestamp)
+            pre = self.preempted_for.pop(key, None) if self.preempted_for else None
+            if pre is not None:
+                b.nominated_node, b.victims = pre[0], list(pre[1])
+            if emit:
+                self._emit("Bound", key, node)
+            self.outcomes[key] = b
+            out.append(b)
+        self.results["scheduled"] = self.results.get("scheduled", 0) + len(out)
+        return out

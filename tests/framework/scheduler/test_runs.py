@@ -1,0 +1,138 @@
+"""Compiled runs of alike pods (``Scheduler(batch=True)``) place every pod
+exactly where one-by-one cycles would: same nodes, same order, same
+messages, same state, whatever mix of signatures, failures, deletions,
+node events and Permit waits comes between."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.backends import needs_cuda
+from support.checks import check
+
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.plugins import in_tree_registry
+from tensorsched.framework.plugins import coscheduling as C
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+
+ALL_NODES = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+             "kind": "KubeSchedulerConfiguration", "percentageOfNodesToScore": 100}
+TAINT = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+TOLERATE = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+
+
+@st.composite
+def workloads(draw):
+    """(nodes, [pod batches], [(event, arg)] between batches, seed)."""
+    n = draw(st.integers(1, 12))
+    nodes = [node_dict(f"n{i}", cpu=str(draw(st.sampled_from([1, 2, 4, 8]))),
+                       memory=f"{draw(st.sampled_from([2, 4, 16]))}Gi",
+                       labels={"zone": f"z{i % 3}"},
+                       taints=TAINT if draw(st.integers(0, 4)) == 0 else None)
+             for i in range(n)]
+    templates = draw(st.lists(st.tuples(
+        st.sampled_from(["100m", "250m", "500m", "1", "3"]),
+        st.sampled_from(["100Mi", "500Mi", "1Gi", "3Gi"]),
+        st.booleans(), st.sampled_from([None, "z0", "z1"]),
+        st.sampled_from([None, 0, 10])), min_size=1, max_size=3))
+    batches, events = [], []
+    created = 0
+    for b in range(draw(st.integers(1, 3))):
+        pods = []
+        for _ in range(draw(st.integers(1, 40))):
+            cpu, mem, tol, zone, prio = templates[draw(st.integers(0, len(templates) - 1))]
+            spec = {}
+            if tol:
+                spec["tolerations"] = TOLERATE
+            if zone:
+                spec["nodeSelector"] = {"zone": zone}
+            pods.append(pod_dict(f"p{created}", cpu=cpu, memory=mem, priority=prio,
+                                 created=created // 3, spec=spec))
+            created += 1
+        batches.append(pods)
+        events.append(draw(st.sampled_from(["none", "delete", "add_node", "delete_node"])))
+    return nodes, batches, events, draw(st.integers(0, 2**32))
+
+
+def _play(nodes, batches, events, seed, backend, batch, config=ALL_NODES):
+    sched = Scheduler(build_cluster(nodes, config), backend, seed, batch=batch)
+    log = []
+    for i, (pods, event) in enumerate(zip(batches, events)):
+        outcomes, preemptions = sched.schedule_pending(pods)
+        log.append([(b.pod, b.node, b.message) for b in outcomes])
+        log.append(preemptions)
+        # preemption victims are deleted (their controllers would recreate them)
+        check(sched, [p["metadata"]["namespace"] + "/" + p["metadata"]["name"] for p in pods],
+              deleted={e["pod"] for e in sched.evictions})
+        state = sched.cluster.state
+        if event == "delete" and state.pods:
+            sched.delete_pod(sorted(state.pods)[0])
+        elif event == "add_node":
+            sched.add_node(node_dict(f"extra{i}", cpu="4", labels={"zone": "z1"}))
+        elif event == "delete_node" and state.num_nodes > 1:
+            sched.delete_node(state.node_name(int(state.valid_rows()[-1])))
+    state = sched.cluster.state
+    return log, state.requested.copy(), sorted(state.pods), sched
+
+
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("RUNS_EXAMPLES", "60")), deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@SETTINGS
+@given(workloads())
+def test_runs_place_exactly_as_one_by_one(case):
+    nodes, batches, events, seed = case
+    one_by_one = _play(nodes, batches, events, seed, "numba", batch=False)
+    runs = _play(nodes, batches, events, seed, "numba", batch=True)
+    assert runs[0] == one_by_one[0]
+    assert np.array_equal(runs[1], one_by_one[1]) and runs[2] == one_by_one[2]
+    numpy = _play(nodes, batches, events, seed, "numpy", batch=True)     # no compiled runs
+    assert numpy[0] == one_by_one[0]
+
+
+def test_a_run_is_one_compiled_call_and_stops_at_the_first_misfit():
+    nodes = [node_dict(f"n{i}", cpu="1") for i in range(4)]
+    pods = [pod_dict(f"p{i}", cpu="300m", created=i) for i in range(14)]   # 4 x 3 fit
+    sched = Scheduler(build_cluster(nodes, ALL_NODES), "numba", 3)
+    outcomes, _ = sched.schedule_pending(pods)
+    placed = [b for b in outcomes if b.node is not None]
+    assert len(placed) == 12 and sched.run_lengths[0] == 12
+    # the 13th took the usual cycle: kube-scheduler's FailedScheduling message
+    failed = [b for b in outcomes if b.node is None]
+    assert [b.pod for b in failed] == ["default/p12", "default/p13"]
+    assert failed[0].message.startswith("0/4 nodes are available: 4 Insufficient cpu.")
+    one = Scheduler(build_cluster(nodes, ALL_NODES), "numba", 3, batch=False)
+    assert [(b.pod, b.node) for b in one.schedule_pending(pods)[0]] == \
+        [(b.pod, b.node) for b in outcomes]
+
+
+def test_pods_with_a_waiting_permit_are_not_batched():
+    cfg = {**ALL_NODES, "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+        "queueSort": {"disabled": [{"name": "*"}], "enabled": [{"name": "Coscheduling"}]}}}]}
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 3}}
+    pods = [pod_dict(f"m{i}", cpu="1", labels={"scheduling.x-k8s.io/pod-group": "g"})
+            for i in range(3)]
+    reg = in_tree_registry()
+    C.register(reg)
+    nodes = [node_dict(f"n{i}") for i in range(3)]
+    out = {}
+    for batch in (True, False):
+        sched = Scheduler(build_cluster(nodes + [group], cfg, reg), "numba", 0, batch=batch)
+        out[batch] = [(b.pod, b.node) for b in sched.schedule_pending(pods)[0]]
+        assert not sched.run_lengths          # Coscheduling's Permit is not run-safe
+    assert out[True] == out[False] and all(node for _, node in out[True])
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_places_as_numba_runs():
+    nodes = [node_dict(f"n{i}", cpu=str(1 + i % 3)) for i in range(5)]
+    pods = [pod_dict(f"p{i}", cpu="250m", created=i) for i in range(20)]
+    got = {b: [(o.pod, o.node) for o in Scheduler(build_cluster(nodes, ALL_NODES), b, 1)
+               .schedule_pending(pods)[0]] for b in ("numba", "cuda")}
+    assert got["numba"] == got["cuda"]
