@@ -39,6 +39,8 @@ _EXPORTS = {
     "load_config": ("tensorsched.framework.config.kube_config", "load_config"),
     "TensorschedError": ("tensorsched.framework.errors", "TensorschedError"),
     "synthetic": ("tensorsched.synthetic", None),
+    "read_pods_parquet": ("tensorsched.framework.objects.pod_tables", "read_pods_parquet"),
+    "read_pods_table": ("tensorsched.framework.objects.pod_tables", "read_pods_table"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

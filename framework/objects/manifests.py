@@ -44,6 +44,7 @@ error about it starts with that.  A case typo of a kind that is read
 from __future__ import annotations
 
 import difflib
+import gc
 import json
 import os
 import re
@@ -61,16 +62,17 @@ from .meta import (
     SourcedObject,
     canonical,
     identity,
+    invalid_value,
     join_path,
+    label_value_errors,
     parse_timestamp,
+    qualified_name_errors,
     source_of,
     type_name,
-    invalid_value,
-    label_value_errors,
-    qualified_name_errors,
     unset_if_empty,
     validate_label_selector,
 )
+from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
 from .records import (
     HostPort,
@@ -261,6 +263,10 @@ def parse_yaml_documents(text: str) -> list[tuple[int, object]]:
     budget = 4 * len(text) + 100_000
     out = []
     index = 0
+    # The cyclic GC would walk every object built so far, again and again,
+    # while a large dump loads (most of the time of a 100,000-pod file).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         while True:
             try:
@@ -282,6 +288,8 @@ def parse_yaml_documents(text: str) -> list[tuple[int, object]]:
             index += 1
     finally:
         loader.dispose()
+        if collecting:
+            gc.enable()
     return out
 
 
@@ -1062,6 +1070,9 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
         table[k.kind] = (k, out.extra.setdefault(k.kind, []))
     by_lower = {k.lower(): k for k in table}
     seen: dict[str, dict[str, str | None]] = {kind: {} for kind in table}
+    # Pods of one template (a ReplicaSet's...) are parsed once (pod_templates).
+    pod_kind = table["Pod"][0]
+    pods = PodTemplates(parse_pod) if pod_kind.parse is parse_pod else None
     for index, raw in enumerate(objs):
         origin = source_of(raw) or (f"{source}#{index}" if source else None)
         for obj, where in _flatten(raw, origin or f"objects#{index}"):
@@ -1081,7 +1092,10 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
                 continue
             spec, bucket = entry
             try:
-                record = spec.parse(obj, where=where)
+                if spec is pod_kind and pods is not None:
+                    record = pods.parse(obj, where=where)
+                else:
+                    record = spec.parse(obj, where=where)
             except ManifestError as exc:
                 raise exc.with_source(obj_source) from None
             except RecursionError:

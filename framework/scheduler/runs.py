@@ -40,7 +40,13 @@ class CompiledRuns:
         if not fw.run_safe or not hasattr(fw.backend, "place_run"):
             return None
         sig = fw.signature(pod)
-        return None if sig is None else (pod.scheduler_name, sig)
+        if sig is None:
+            return None
+        key = (pod.scheduler_name, sig)
+        # A signature that could not be compiled (a host plugin runs for it)
+        # is not popped as a run again until idle: popping and putting back
+        # the rest of the queue for every pod would cost O(pods^2).
+        return None if key in self._unrunnable else key
 
     def _batching(self) -> bool:
         return (self.batch and not self.nominator and not self.waiting and not self._to_bind
@@ -57,6 +63,7 @@ class CompiledRuns:
         rows = fw.place_run(self.cluster.state, [pi.pod for pi in pis], seed=self.seed,
                             attempt=self.attempts, start_index=self.next_start_index)
         if rows is None:
+            self._unrunnable.add(self._run_key(pis[0].pod))
             self.queue.unpop(pis[1:], entries[1:])
             return [self._attempt(pis[0].pod, pis[0])]
         placed = rows.shape[0]

@@ -123,6 +123,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         self.batch = bool(batch)
         self.max_run = int(max_run)
         self.run_lengths: list[int] = []               # pods placed per compiled run
+        self._unrunnable: set = set()                  # run keys that did not compile
         self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
         self._profile_names = frozenset(p.scheduler_name for p in cluster.config.profiles)
 
@@ -272,6 +273,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         real cluster; every pending pod has been retried more than once
         against the same cluster by then)."""
         out = []
+        self._unrunnable.clear()
         bound = self.results.get("scheduled", 0)
         progress_at = self.clock.now()
         for _ in range(max_cycles):

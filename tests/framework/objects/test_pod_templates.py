@@ -1,0 +1,228 @@
+"""Template sharing in parse_objects (framework/objects/pod_templates.py):
+records and errors exactly those of parse_pod, pod by pod."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects import pod_templates
+from tensorsched.framework.objects.manifests import load_objects, parse_objects, parse_pod
+from tensorsched.framework.objects.pod_templates import PodTemplates, template_key
+
+BASE = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "web-0", "namespace": "shop", "uid": "u-0",
+        "labels": {"app": "web", "pod-template-hash": "7d4b9c"},
+        "annotations": {"a": "b"},
+        "creationTimestamp": "2024-03-01T10:00:01Z",
+        "ownerReferences": [{"kind": "ReplicaSet", "name": "web-7d4b9c", "uid": "x",
+                             "controller": True}],
+    },
+    "spec": {
+        "containers": [{
+            "name": "web", "image": "nginx:1.25",
+            "ports": [{"containerPort": 80, "hostPort": 8080}],
+            "resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                          "limits": {"cpu": "500m", "memory": "128Mi"}},
+            "volumeMounts": [{"mountPath": "/var/run/secrets", "name": "kube-api-access-0"}],
+        }],
+        "initContainers": [{"name": "side", "image": "envoy", "restartPolicy": "Always",
+                            "resources": {"requests": {"cpu": "10m"}}}],
+        "priority": 0,
+        "schedulerName": "default-scheduler",
+        "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute",
+                         "tolerationSeconds": 300}],
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "podAffinityTerm": {"topologyKey": "zone",
+                                               "labelSelector": {"matchLabels": {"app": "web"}}}}]}},
+        "volumes": [{"name": "kube-api-access-0", "projected": {"sources": []}}],
+    },
+    "status": {"phase": "Pending"},
+}
+
+# (path, values): places and values a pod may differ in, valid or not
+VARIATIONS = [
+    (("metadata", "name"), ["web-1", "web-2", "", None, 5]),
+    (("metadata", "uid"), ["u-1", None, 7, ""]),
+    (("metadata", "creationTimestamp"), ["2024-03-01T10:00:02Z", "2024-03-01T10:00:02.5+01:00",
+                                         None, "yesterday", 12]),
+    (("metadata", "deletionTimestamp"), ["2024-03-01T11:00:00Z", "bad"]),
+    (("metadata", "namespace"), ["shop", "", None, "other", 3]),
+    (("metadata", "labels"), [{"app": "web"}, {"app": 1}, {1: "web"}, {"1": "web"}, {True: "x"},
+                              {"true": "x"}, None, "x"]),
+    (("metadata", "ownerReferences"), [[], [{"kind": 5}], ({"kind": "ReplicaSet"},), None]),
+    (("metadata", "annotations"), [{"x": "y"}, None]),
+    (("metadata",), [None, "m"]),
+    (("kind",), ["Pod", "Node", None]),
+    (("spec", "nodeName"), ["n1", "n2", "", None, 1]),
+    (("spec", "priority"), [0, 1, True, 1.0, None, 2**40, "1"]),
+    (("spec", "schedulerName"), ["other", "", None]),
+    (("spec", "preemptionPolicy"), ["Never", "never", ""]),
+    (("spec", "hostNetwork"), [True, False, 1]),
+    (("spec", "containers", 0, "resources", "requests", "cpu"),
+     ["250m", "1", 1, 1.5, "abc", -1, "0.25", True]),
+    (("spec", "containers", 0, "ports", 0, "hostPort"), [0, 8081, 70000, None]),
+    (("spec", "containers", 0, "volumeMounts", 0, "name"), ["kube-api-access-1", "kube-api-access-2"]),
+    (("spec", "containers", 0, "image"), ["nginx:1.26", 5]),
+    (("spec", "containers"), [[], None, "c", ({"name": "t"},), [5]]),
+    (("spec", "initContainers", 0, "restartPolicy"), ["Always", "OnFailure", None]),
+    (("spec", "tolerations", 0, "operator"), ["Exists", "Equal", "bad"]),
+    (("spec", "volumes", 0, "name"), ["kube-api-access-1", "kube-api-access-2"]),
+    (("spec",), [None, [], "s"]),
+    (("status",), [None, {}, "s", {"phase": "Running", "startTime": "2024-03-01T10:00:05Z"},
+                   {"phase": 5}, {"startTime": "never"}]),
+]
+DELETE = object()
+
+
+def _set(obj, path, value):
+    node = obj
+    for p in path[:-1]:
+        node = node[p]
+    if value is DELETE:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = copy.deepcopy(value)
+
+
+@st.composite
+def pod_lists(draw):
+    pods = []
+    for i in range(draw(st.integers(1, 12))):
+        pod = copy.deepcopy(BASE)
+        pod["metadata"]["name"] = f"web-{i}"
+        for k in draw(st.lists(st.integers(0, len(VARIATIONS) - 1), max_size=3)):
+            path, values = VARIATIONS[k]
+            try:
+                _set(pod, path, draw(st.sampled_from(values + [DELETE])))
+            except (KeyError, IndexError, TypeError, AttributeError):
+                pass            # the path was replaced by an earlier variation
+        if i and draw(st.booleans()):      # a repeat of an earlier pod, renamed
+            pod = copy.deepcopy(pods[draw(st.integers(0, i - 1))])
+            if isinstance(pod.get("metadata"), dict):
+                pod["metadata"]["name"] = f"web-{i}"
+        pods.append(pod)
+    return pods
+
+
+class share_templates:
+    """PodTemplates.share set to ``on`` inside the block."""
+
+    def __init__(self, on):
+        self.on = on
+
+    def __enter__(self):
+        self.old = PodTemplates.share
+        PodTemplates.share = self.on
+
+    def __exit__(self, *exc):
+        PodTemplates.share = self.old
+
+
+def _outcome(fn):
+    try:
+        return "ok", fn()
+    except ManifestError as exc:
+        return "error", str(exc)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pod_lists())
+def test_templates_give_parse_pod_records_and_errors(pods):
+    cache = PodTemplates(parse_pod)
+    for i, pod in enumerate(pods):
+        where = f"pods.yaml#{i}"
+        assert _outcome(lambda p=pod, w=where: cache.parse(p, where=w)) == \
+            _outcome(lambda p=pod, w=where: parse_pod(p, where=w))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pod_lists())
+def test_parse_objects_equals_one_by_one(pods):
+    shared = _outcome(lambda: parse_objects(pods, source="pods.yaml").pods)
+    with share_templates(False):
+        alone = _outcome(lambda: parse_objects(pods, source="pods.yaml").pods)
+    assert shared == alone
+
+
+def _replicas(n):
+    out = []
+    for i in range(n):
+        pod = copy.deepcopy(BASE)
+        pod["metadata"].update(name=f"web-{i}", uid=f"u-{i}",
+                               creationTimestamp=f"2024-03-01T10:00:{i % 60:02d}Z")
+        pod["spec"]["nodeName"] = f"node-{i % 3}" if i % 2 else None
+        pod["spec"]["volumes"][0]["name"] = f"kube-api-access-{i}"
+        pod["spec"]["containers"][0]["volumeMounts"][0]["name"] = f"kube-api-access-{i}"
+        out.append(pod)
+    return out
+
+
+def test_replicas_share_one_template_and_get_fresh_memo():
+    pods = _replicas(50)
+    cache = PodTemplates(parse_pod)
+    records = [cache.parse(p) for p in pods]
+    assert cache.misses == 1 and cache.hits == 49
+    assert records == [parse_pod(p) for p in pods]
+    assert [r.obj for r in records] == pods and records[3].obj is pods[3]
+    records[0].memo["x"] = 1
+    assert records[1].memo == {}
+
+
+def test_key_tells_types_apart():
+    def key(path, value):
+        pod = copy.deepcopy(BASE)
+        _set(pod, path, value)
+        return template_key(pod)
+    labels = ("metadata", "labels")
+    assert key(labels, {1: "a"}) != key(labels, {"1": "a"}) != key(labels, {True: "a"})
+    assert key(("spec", "priority"), 1) != key(("spec", "priority"), True)
+    assert key(("spec", "priority"), 1) != key(("spec", "priority"), 1.0)
+    assert key(("spec", "tolerations"), []) != key(("spec", "tolerations"), ())
+    # per-pod fields and fields parse_pod does not read do not split templates
+    assert key(("spec", "nodeName"), "a") == key(("spec", "nodeName"), "b")
+    assert key(("spec", "volumes"), []) == key(("metadata", "annotations"), {"z": "1"})
+
+    class Str(str):
+        pass
+    assert key(("spec", "schedulerName"), Str("x")) is None
+
+
+def test_load_objects_errors_name_the_document(tmp_path):
+    pods = _replicas(5)
+    pods[3]["status"] = {"startTime": "never"}
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    objs = load_objects(path)
+    with pytest.raises(ManifestError) as shared:
+        parse_objects(objs)
+    with share_templates(False), pytest.raises(ManifestError) as alone:
+        parse_objects(objs)
+    assert str(shared.value) == str(alone.value)
+    assert str(shared.value).startswith(f"{path}#0.items[3]: Pod shop/web-3: status.startTime:")
+    # the same 100 replicas in YAML give the records pod by pod
+    path = tmp_path / "pods.yaml"
+    import yaml
+    path.write_text(yaml.safe_dump_all(_replicas(100)))
+    objs = load_objects(path)
+    records = parse_objects(objs).pods
+    assert records == [parse_pod(o) for o in objs]
+
+
+def test_module_is_used_by_parse_objects(monkeypatch):
+    calls = []
+    orig = pod_templates.PodTemplates.parse
+
+    def spy(self, obj, *, where=None):
+        calls.append(obj)
+        return orig(self, obj, where=where)
+    monkeypatch.setattr(pod_templates.PodTemplates, "parse", spy)
+    assert len(parse_objects(_replicas(3)).pods) == 3 and len(calls) == 3
