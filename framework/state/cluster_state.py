@@ -176,6 +176,8 @@ class ClusterState:
         # namespace_labels_of``); namespaces without an object are absent.
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self._memos: dict[str, tuple] = {}              # name -> (tag, dict), see memo()
+        self._requests: dict[bytes, np.ndarray] = {}    # shared request vectors of pods
+        self._nonzeros: dict[tuple, tuple] = {}         # shared non-zero request pairs
         self._extensions: dict[str, object] = {}        # name -> object, see extension()
         self.pods_on_node: list[set[str]] = [set() for _ in range(cap)]
         self.version = 0
@@ -469,8 +471,24 @@ class ClusterState:
                          for p in pod.host_ports)
         if req.shape[0] > self.requested.shape[1]:
             self._ensure_cols("requested", req.shape[0])
-        self._account(PodRow(pod, row, req, (pod.nonzero_cpu, pod.nonzero_memory), port_ids))
+        self._account(PodRow(pod, row, self._shared_request(req),
+                             self._shared_nonzero(pod.nonzero_cpu, pod.nonzero_memory),
+                             port_ids))
         return row
+
+    def _shared_request(self, req: np.ndarray) -> np.ndarray:
+        """One read-only array per distinct request vector: pods of one
+        template share it (a bound pod's state is a few words, not arrays)."""
+        key = req.tobytes()
+        got = self._requests.get(key)
+        if got is None:
+            req.flags.writeable = False
+            got = self._requests[key] = req
+        return got
+
+    def _shared_nonzero(self, cpu: int, memory: int) -> tuple[int, int]:
+        key = (cpu, memory)
+        return self._nonzeros.setdefault(key, key)
 
     def room_for(self, request: np.ndarray, nonzero: np.ndarray, count: int) -> bool:
         """Whether ``count`` more pods of ``request`` ([R] int64) and non-zero
@@ -494,9 +512,12 @@ class ClusterState:
         order.  The pods hold no host ports (runs refuse those)."""
         entries = self.pods
         on_node = self.pods_on_node
+        request = self._shared_request(request)
+        nonzero = self._shared_nonzero(*nonzero)
         for pod, row in zip(pods, rows.tolist()):
-            entries[pod.key] = PodRow(pod, row, request, nonzero, ())
-            on_node[row].add(pod.key)
+            key = pod.key
+            entries[key] = PodRow(pod, row, request, nonzero, ())
+            on_node[row].add(key)
         if len(pods):
             self.version += 1
             self.row_version[rows] = self.version
@@ -525,8 +546,9 @@ class ClusterState:
         for b in entry.port_ids:
             counts[b] = counts.get(b, 0) + 1
             self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
-        self.pods[pod.key] = entry
-        self.pods_on_node[row].add(pod.key)
+        key = pod.key           # one string object for the dict and the row's set
+        self.pods[key] = entry
+        self.pods_on_node[row].add(key)
         self._touch(row)
         for fn in self.listeners:
             fn(pod, row, 1)
