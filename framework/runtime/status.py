@@ -37,10 +37,11 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
     plugin: str = ""
+    # Whether the code is SUCCESS, set once: the loop asks it per pod.
+    ok: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def ok(self) -> bool:
-        return self.code == Code.SUCCESS
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", self.code == Code.SUCCESS)
 
     @property
     def rejected(self) -> bool:

@@ -349,12 +349,13 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
                 preemptions.append({"preemptor": e["pod"], "nominated_node": e["nominated_node"],
                                     "victims": list(e.get("victims") or ())})
 
-        unsubscribe = self.subscribe("*", on_event)
+        unsubscribes = [self.subscribe(event, on_event) for event in OUTCOME_EVENTS]
         try:
             self._add_pending(pods)
             self.run_until_idle()
         finally:
-            unsubscribe()
+            for unsubscribe in unsubscribes:
+                unsubscribe()
         out = []
         for key, e in last.items():
             if e["event"] == "Bound":
