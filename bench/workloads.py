@@ -107,8 +107,8 @@ def warm_up_run(cluster, fw, pod, seed: int) -> None:
     run, then taken off again)."""
     state = cluster.state
     pods = [dataclasses.replace(pod, name=f"warm-up-run-{i}") for i in range(2)]
-    rows = fw.place_run(state, pods, seed=seed, attempt=0, start_index=0)
-    for p in pods[: 0 if rows is None else rows.shape[0]]:
+    got = fw.place_run(state, pods, seed=seed, attempt=0, start_index=0)
+    for p in pods[: 0 if got is None else got[0].shape[0]]:
         state.remove_pod(p.key)
 
 

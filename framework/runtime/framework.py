@@ -350,19 +350,20 @@ class Framework:
                            skipped, plan.query)
 
     def place_run(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
-                  start_index: int) -> np.ndarray | None:
+                  start_index: int) -> tuple[np.ndarray, int] | None:
         """Schedule ``pods`` (alike: one signature) in one compiled call, as
         their cycles one after another would: each takes the best node (ties
         broken by (seed, attempt + i)), is accounted on it and recorded in
         the state (``ClusterState.register_run``), and that node's answers
-        are recomputed.  Returns the rows chosen, [p] int64 with p <=
-        len(pods): the run stops before the first pod that fits nowhere
-        (pods[p] then takes the usual cycle).
+        are recomputed; with percentageOfNodesToScore below every node each
+        pod scans from where the previous one stopped.  Returns (the rows
+        chosen, [p] int64 with p <= len(pods); the next start index): the
+        run stops before the first pod that fits nowhere (pods[p] then takes
+        the usual cycle).
 
         None (nothing done) when such a run cannot be compiled: the backend
         has none, a PreFilter rejects the pod or narrows its nodes, a host
-        plugin runs for it, not every node is scored, or the pod holds host
-        ports."""
+        plugin runs for it, or the pod holds host ports."""
         place = getattr(self.backend, "place_run", None)
         pod = pods[0]
         if place is None or pod.host_ports or any(
@@ -374,7 +375,7 @@ class Framework:
             return None
         all_rows = state.valid_rows()
         n = all_rows.shape[0]
-        if n == 0 or num_feasible_nodes_to_find(self.percentage, n) < n:
+        if n == 0:
             return None
         request = state.resource_vector(pod.requests, intern=False)
         request[L.RES_PODS] = 1
@@ -382,7 +383,8 @@ class Framework:
         if not state.room_for(request, nonzero, len(pods)):
             return None
         nz = (pod.nonzero_cpu, pod.nonzero_memory)
-        return place(state, all_rows, start_index % n, plan.query, plan.active, plan.norm,
+        return place(state, all_rows, start_index % n, plan.query,
+                     num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
                      lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz))
 

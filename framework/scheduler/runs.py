@@ -60,14 +60,14 @@ class CompiledRuns:
             return [self._attempt(pis[0].pod, pis[0])] if pis else []
         t0 = time.perf_counter()
         fw = self._fw(pis[0].pod)
-        rows = fw.place_run(self.cluster.state, [pi.pod for pi in pis], seed=self.seed,
-                            attempt=self.attempts, start_index=self.next_start_index)
-        if rows is None:
+        got = fw.place_run(self.cluster.state, [pi.pod for pi in pis], seed=self.seed,
+                           attempt=self.attempts, start_index=self.next_start_index)
+        if got is None:
             self._unrunnable.add(self._run_key(pis[0].pod))
             self.queue.unpop(pis[1:], entries[1:])
             return [self._attempt(pis[0].pod, pis[0])]
+        rows, self.next_start_index = got
         placed = rows.shape[0]
-        # Every node was processed: the rotating start index stays where it was.
         self.attempts += placed
         t1 = time.perf_counter()
         out = self._bind_run(pis[:placed], rows)

@@ -202,14 +202,45 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
         else:
             feasible += delta
     return count, feasible
+
+
+def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
+                   pod_nonzero, fargs, reasons_by_row, raw_by_row, active_slots, norm_mode,
+                   weights, scores_scratch, total_scratch, ties_scratch, hi_scratch, one_row,
+                   out_rows):
+    requested = fargs[1]
+    nonzero_requested = fargs[2]
+    m = rows.shape[0]
+    for i in range(count):
+        n_ties, processed, found = finalize_rows(
+            rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots, norm_mode,
+            weights, False, scores_scratch, total_scratch, ties_scratch, hi_scratch)
+        if n_ties == 0:
+            return i, start
+        t = tie_index(seed_mix, attempt0 + i, n_ties)
+        p = ties_scratch[t] + start
+        if p >= m:
+            p -= m
+        row = rows[p]
+        out_rows[i] = row
+        for r in range(pod_request.shape[0]):
+            requested[row, r] += pod_request[r]
+        nonzero_requested[row, 0] += pod_nonzero[0]
+        nonzero_requested[row, 1] += pod_nonzero[1]
+        one_row[0] = row
+        fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
+        start = (start + processed) % m
+    return count, start
 """
 
 _runs: dict = {}
 
 
 def build_place_run(by_row_pass):
-    """The compiled run over ``by_row_pass`` (a ``build_fused_pass(...,
-    by_row=True)`` pass): ``place_run(count, seed_mix, attempt0, r0,
+    """The compiled runs over ``by_row_pass`` (a ``build_fused_pass(...,
+    by_row=True)`` pass): (``place_run``, ``place_run_scan``).
+
+    ``place_run`` is for every node scored: ``place_run(count, seed_mix, attempt0, r0,
     pod_request [R], pod_nonzero [2], fargs (kernel_args), the row cache's
     reasons [N] / raw [N, S], the score setup, maxima, totals, segment tree,
     feasible count, scratch, out_rows [count]) -> (placed, feasible)``.
@@ -219,20 +250,26 @@ def build_place_run(by_row_pass):
     (``seed_mix`` = seed * 0x9E3779B97F4A7C15 mod 2**64, as the runtime's
     ``tie_break_index``); its request is added to that row of ``fargs``'
     requested columns, the row is recomputed and folded into the tree.  The
-    run stops before the first pod with no feasible row."""
+    run stops before the first pod with no feasible row.
+
+    ``place_run_scan`` is for percentageOfNodesToScore below every node:
+    each pod's cycle scans ``rows`` (evaluation order from position
+    ``start``) until ``num_to_find`` feasible rows, as ``finalize_rows``
+    does, takes the tie, and the next pod starts where that scan stopped;
+    returns (placed, the next start position)."""
     fn = _runs.get(by_row_pass)
     if fn is not None:
         return fn
     namespace = {"fused_pass_by_row": by_row_pass, "uint64": uint64, "int64": int64,
                  "tree_count_eq": core["tree_count_eq"], "tree_kth_eq": core["tree_kth_eq"],
                  "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
-                 "rebuild_top": core["rebuild_top"]}
+                 "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"]}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
-                        ("tie_index", "place_run"), namespace,
+                        ("tie_index", "place_run", "place_run_scan"), namespace,
                         options={"nogil": True, "_nrt": False},
                         cache=None not in depends, depends=[d or "" for d in depends],
                         filename="<place_run>")
-    fn = ns["place_run"]
+    fn = (ns["place_run"], ns["place_run_scan"])
     _runs[by_row_pass] = fn
     return fn

@@ -305,34 +305,47 @@ class NumbaBackend:
                                              c.hi_cnt, c.total, c.tmax, c.tcnt, c.size)
         return TreeTies(self._k, c, rows, start)
 
-    def place_run(self, source, rows, start, q, active, norm, weights, n_slots, count, seed,
-                  attempt, request, nonzero, register) -> np.ndarray:
+    def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
+                  count, seed, attempt, request, nonzero, register) -> tuple[np.ndarray, int]:
         """Place ``count`` pods of query ``q`` one after another in one
         compiled call (every node scored; see ``_numba.build_place_run``):
         [p] int64 rows chosen, p <= count (stops before a pod that fits
-        nowhere).  Their requests are added to ``source``'s requested
-        columns; ``register(rows)`` then records the pods in the source,
-        after which the row cache is current again (only those rows moved,
-        and the run already recomputed them)."""
+        nowhere) and the next start position.  Their requests are added to
+        ``source``'s requested columns; ``register(rows)`` then records the
+        pods in the source, after which the row cache is current again (only
+        those rows moved, and the run already recomputed them)."""
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots)
         n = cols.allocatable.shape[0]
-        self._select_top(c, n, rows, start, active, norm, weights)
         if c.args_cols is not cols:
             c.args = kernel_args(cols, _pad_bitsets(cols, q))
             c.args_cols = cols
-        run = self._k.build_place_run(self._fused_by_row)
+        whole, scan = self._k.build_place_run(self._fused_by_row)
         out = np.empty(count, np.int64)
-        placed, feasible = run(count, np.uint64((seed * _SEED_MIX) & _MASK64), attempt,
-                               int(rows[start]), request, nonzero, c.args, c.reasons, c.raw,
-                               *c.top_params[:3], c.hi, c.hi_cnt, c.total, c.tmax, c.tcnt,
-                               c.size, n, c.feasible, np.zeros(1, np.int64),
-                               np.zeros(1, np.int64), np.zeros((1, n_slots), np.int64), out)
-        c.feasible = feasible
+        seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
+        m = rows.shape[0]
+        if num_to_find >= m:
+            self._select_top(c, n, rows, start, active, norm, weights)
+            placed, feasible = whole(
+                count, seed_mix, attempt, int(rows[start]), request, nonzero, c.args, c.reasons,
+                c.raw, *c.top_params[:3], c.hi, c.hi_cnt, c.total, c.tmax, c.tcnt, c.size, n,
+                c.feasible, np.zeros(1, np.int64), np.zeros(1, np.int64),
+                np.zeros((1, n_slots), np.int64), out)
+            c.feasible = feasible
+            next_start = start
+        else:
+            reasons, scores, total, ties = self._buf.get(m, n_slots, zero=False)
+            if self._hi.shape[0] < n_slots:
+                self._hi = np.zeros(n_slots, np.int64)
+            placed, next_start = scan(
+                count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
+                c.reasons, c.raw, active, norm, weights, scores, total, ties, self._hi,
+                np.zeros(1, np.int64), out)
+            c.top_params = None         # rows moved outside the tree: rebuild when used
         register(out[:placed])
         c.seen = source.version
         self.rows_recomputed += placed
-        return out[:placed]
+        return out[:placed], int(next_start)
 
     def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                  extra=None, want_scores=True) -> StageResult:

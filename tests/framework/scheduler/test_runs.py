@@ -136,3 +136,21 @@ def test_cuda_places_as_numba_runs():
     got = {b: [(o.pod, o.node) for o in Scheduler(build_cluster(nodes, ALL_NODES), b, 1)
                .schedule_pending(pods)[0]] for b in ("numba", "cuda")}
     assert got["numba"] == got["cuda"]
+
+
+@pytest.mark.parametrize("percentage", [0, 10, 50])
+def test_runs_follow_percentage_of_nodes_to_score_rotation(percentage):
+    """Fewer nodes scored than exist: each pod of a run scans from where the
+    previous one stopped, as one-by-one cycles rotate nextStartNodeIndex."""
+    nodes = [node_dict(f"n{i:03d}", cpu=str(1 + i % 4), labels={"zone": f"z{i % 3}"})
+             for i in range(250)]
+    pods = [pod_dict(f"p{i}", cpu="200m", created=i // 7) for i in range(900)]
+    cfg = {**ALL_NODES, "percentageOfNodesToScore": percentage}
+    out = {}
+    for batch in (True, False):
+        sched = Scheduler(build_cluster(nodes, cfg), "numba", 5, batch=batch)
+        out[batch] = ([(b.pod, b.node, b.message) for b in sched.schedule_pending(pods)[0]],
+                      sched.next_start_index % 250)
+        if batch:
+            assert sched.run_lengths and max(sched.run_lengths) > 100
+    assert out[True] == out[False]
