@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -19,9 +18,7 @@ from tqdm import tqdm
 from tensorsched.bench.harness import write_record
 from tensorsched.bench.workloads import BENCH_STAGES, run_workload
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.manifests import ignored_kinds_warning, load_objects
 from tensorsched.framework.objects.synthetic import sample
-from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
 from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
 from tensorsched.framework.scheduler.metrics import summarize
@@ -30,33 +27,27 @@ from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu_table import binding_gpus
 from tensorsched.topology.openb import replay as R
 
+from . import capacity_cli
+from .cli_args import (
+    BACKENDS,
+    SEED,
+    Parser,
+    int_in,
+    load,
+    load_cluster,
+    output_file,
+    positive_float,
+    progress,
+    subcommand,
+)
 from .synthetic import WORKLOADS
 
 
-def _load(path):
-    return load_objects(path)
-
-
-def _build(objects, config):
-    """The cluster of ``objects``, after a warning line on stderr naming the
-    kinds it read but ignores (Deployments, Services without pods, typos)."""
-    cluster = build_cluster(objects, config)
-    warning = ignored_kinds_warning(cluster.objects)
-    if warning:
-        print(warning, file=sys.stderr)
-    return cluster
-
-
 def _single_pod(path) -> dict:
-    objs = [o for o in _load(path) if o.get("kind") == "Pod"]
+    objs = [o for o in load(path) if o.get("kind") == "Pod"]
     if len(objs) != 1:
         raise TensorschedError(f"{path}: expected exactly one Pod, found {len(objs)}")
     return objs[0]
-
-
-def _progress(total: int, what: str) -> tqdm:
-    """A progress bar on stderr when it is a terminal (quiet when piped)."""
-    return tqdm(total=total, desc=what, unit="pod", file=sys.stderr, disable=None, leave=False)
 
 
 def _explain_table(record: dict, top: int) -> list[str]:
@@ -103,7 +94,7 @@ def _explain_table(record: dict, top: int) -> list[str]:
 
 
 def cmd_explain(args) -> int:
-    cluster = _build(_load(args.cluster), args.config)
+    cluster = load_cluster(load(args.cluster), args.config)
     pod = _single_pod(args.pod)
     record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
     if args.format == "json":
@@ -117,15 +108,15 @@ def cmd_explain(args) -> int:
 
 def cmd_schedule(args) -> int:
     if args.cluster:
-        objects = _load(args.cluster)
+        objects = load(args.cluster)
         if args.pods:
-            objects = objects + _load(args.pods)
+            objects = objects + load(args.pods)
     else:
         nodes, pods = sample(seed=args.seed)
-        objects = nodes + (_load(args.pods) if args.pods else pods)
-    cluster = _build(objects, args.config)
+        objects = nodes + (load(args.pods) if args.pods else pods)
+    cluster = load_cluster(objects, args.config)
     sched = Scheduler(cluster, args.backend, args.seed, batch=not args.no_batch)
-    with _progress(len(cluster.pending), "scheduling") as bar:
+    with progress(len(cluster.pending), "scheduling") as bar:
         done: set = set()
 
         def advance(e: dict) -> None:
@@ -228,138 +219,75 @@ def cmd_replay(args) -> int:
     return 0
 
 
-# ------------------------------------------------------------------ arguments
-# Checked by argparse before any work starts: a bad value is one line and
-# exit status 2, naming the flag.
-
-def _int_in(lo: int, hi: int | None = None):
-    def check(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(
-                f"must be {lo}..{hi}, got {v}" if hi is not None else f"must be >= {lo}, got {v}")
-        return v
-    check.__name__ = "integer"
-    return check
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return v
-
-
-def _output_file(text: str) -> str:
-    """A file to write: its directory must exist and be writable now."""
-    folder = os.path.dirname(os.path.abspath(text))
-    if os.path.isdir(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is a directory")
-    if not os.path.isdir(folder):
-        raise argparse.ArgumentTypeError(f"directory {folder!r} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(f"directory {folder!r} is not writable")
-    return text
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line refusal (no usage dump): status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-_SEED = _int_in(0, (1 << 63) - 1)
-_BACKENDS = ("numpy", "numba", "cuda")
-
-
-class _Help(argparse.ArgumentDefaultsHelpFormatter):
-    """Every flag's default in its help, where it has one."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
-            return action.help
-        return super()._get_help_string(action)
-
-
-def _parser(sub, name: str, help_text: str) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Help)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="tensorsched",
+    ap = Parser(prog="tensorsched",
                  description="Kubernetes scheduling decisions as array kernels.")
     sub = ap.add_subparsers(dest="command", required=True)
 
-    e = _parser(sub, "explain", "why a pod would land where it lands")
+    e = subcommand(sub, "explain", "why a pod would land where it lands")
     e.add_argument("--cluster", required=True,
                    help="file or directory of manifests (kubectl get ... -o yaml|json)")
     e.add_argument("--pod", required=True, help="manifest holding the one pod to place")
     e.add_argument("--config", help="KubeSchedulerConfiguration (v1) file; default: "
                    "kube-scheduler's default profile")
-    e.add_argument("--backend", choices=_BACKENDS, default="numpy", help="kernel backend")
-    e.add_argument("--seed", type=_SEED, default=0, help="seed of the tie-break among equal nodes")
+    e.add_argument("--backend", choices=BACKENDS, default="numpy", help="kernel backend")
+    e.add_argument("--seed", type=SEED, default=0, help="seed of the tie-break among equal nodes")
     e.add_argument("--format", choices=("json", "table"), default="json", help="output form")
-    e.add_argument("--top", type=_int_in(1), default=10, help="nodes shown in the table")
+    e.add_argument("--top", type=int_in(1), default=10, help="nodes shown in the table")
     e.set_defaults(func=cmd_explain)
 
-    s = _parser(sub, "schedule", "schedule pending pods through the scheduling queue")
+    s = subcommand(sub, "schedule", "schedule pending pods through the scheduling queue")
     s.add_argument("--cluster", help="manifests; default: a built-in synthetic cluster")
     s.add_argument("--pods", help="more pending pods; default: the pending pods of --cluster "
                    "(or the built-in ones)")
     s.add_argument("--config", help="KubeSchedulerConfiguration (v1) file; default: "
                    "kube-scheduler's default profile")
-    s.add_argument("--backend", choices=_BACKENDS, default="numpy", help="kernel backend")
-    s.add_argument("--seed", type=_SEED, default=0, help="seed of tie-breaks and of the "
+    s.add_argument("--backend", choices=BACKENDS, default="numpy", help="kernel backend")
+    s.add_argument("--seed", type=SEED, default=0, help="seed of tie-breaks and of the "
                    "built-in cluster")
-    s.add_argument("--output", type=_output_file,
+    s.add_argument("--output", type=output_file,
                    help="write the bindings as YAML (JSON for *.json) instead of printing them")
     s.add_argument("--no-batch", action="store_true",
                    help="schedule every pod on its own (no compiled runs of alike pods)")
     s.set_defaults(func=cmd_schedule)
 
-    b = _parser(sub, "bench", "scheduler_perf-like workloads, one JSON record")
+    b = subcommand(sub, "bench", "scheduler_perf-like workloads, one JSON record")
     b.add_argument("--workload", default="basic", choices=WORKLOADS, help="workload")
-    b.add_argument("--nodes", type=_int_in(1, 10_000_000), default=1000, help="nodes")
-    b.add_argument("--pods", type=_int_in(1, 100_000_000), default=1000, help="pods to schedule")
-    b.add_argument("--backend", choices=_BACKENDS, default="numba", help="kernel backend")
-    b.add_argument("--percentage-of-nodes-to-score", type=_int_in(0, 100), default=100,
+    b.add_argument("--nodes", type=int_in(1, 10_000_000), default=1000, help="nodes")
+    b.add_argument("--pods", type=int_in(1, 100_000_000), default=1000, help="pods to schedule")
+    b.add_argument("--backend", choices=BACKENDS, default="numba", help="kernel backend")
+    b.add_argument("--percentage-of-nodes-to-score", type=int_in(0, 100), default=100,
                    help="percentageOfNodesToScore (0: kube-scheduler's adaptive default)")
-    b.add_argument("--seed", type=_SEED, default=0, help="seed of the workload and tie-breaks")
+    b.add_argument("--seed", type=SEED, default=0, help="seed of the workload and tie-breaks")
     b.add_argument("--no-batch", action="store_true",
                    help="schedule every pod on its own (no compiled runs of alike pods)")
-    b.add_argument("--output", type=_output_file, help="write the JSON record here too")
+    b.add_argument("--output", type=output_file, help="write the JSON record here too")
     b.set_defaults(func=cmd_bench)
 
-    r = _parser(sub, "replay", "openb GPU trace replay (Weng et al., ATC'23)")
+    r = subcommand(sub, "replay", "openb GPU trace replay (Weng et al., ATC'23)")
     r.add_argument("--nodes", required=True, help="openb node CSV (the paper uses the GPU nodes: "
                    "data/openb/csv/openb_node_list_gpu_node.csv)")
     r.add_argument("--pods", required=True, nargs="+", help="openb pod CSV (several with --sweep)")
     r.add_argument("--policy", choices=POLICIES, help="score policy (required without --sweep)")
-    r.add_argument("--seed", type=_SEED, default=42, help="seed of the workload draw")
-    r.add_argument("--tune", type=_positive_float, default=1.3,
+    r.add_argument("--seed", type=SEED, default=42, help="seed of the workload draw")
+    r.add_argument("--tune", type=positive_float, default=1.3,
                    help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")
     r.add_argument("--backend", choices=("numba", "numpy"), default="numba", help="backend")
-    r.add_argument("--output", type=_output_file,
+    r.add_argument("--output", type=output_file,
                    help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it "
                    "(with --sweep: the one sweep CSV)")
     r.add_argument("--sweep", action="store_true",
                    help="run policies x pod CSVs x seeds in parallel and write one CSV")
     r.add_argument("--policies", help="with --sweep: comma-separated policies (default: all six)")
     r.add_argument("--seeds", help="with --sweep: e.g. 42-51 or 42,43 (default: --seed)")
-    r.add_argument("--workers", type=_int_in(1, 1024), default=None,
+    r.add_argument("--workers", type=int_in(1, 1024), default=None,
                    help="with --sweep: processes (default: all cores)")
-    r.add_argument("--plot", metavar="PNG", type=_output_file,
+    r.add_argument("--plot", metavar="PNG", type=output_file,
                    help="draw the allocation curves (needs the 'plot' extra)")
     r.add_argument("--expected", metavar="CSV",
                    help="with --plot: analysis_allo_discrete.csv to draw the published means dashed")
     r.set_defaults(func=cmd_replay)
+    capacity_cli.add_parser(sub)
     return ap
 
 

@@ -415,6 +415,13 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
                           (_fail_message(state.num_nodes, counts),), fw_name())
     if n == 0:
         return PreemptionResult(None, status=fail())
+    if not state.has_pod_below(pod_priority(pod)):
+        # No bound pod anywhere has a lower priority: every node the dry run
+        # would visit has no victims (no table to sync for that).
+        if dry_run_all:
+            return PreemptionResult(None, candidates=[], filter_calls=0)
+        counts[NO_VICTIMS] = counts.get(NO_VICTIMS, 0) + n
+        return PreemptionResult(None, status=fail(), candidates=[], filter_calls=0)
     # 2) The dry run from a seeded offset, up to the candidate count.
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)

@@ -177,6 +177,8 @@ class ClusterState:
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self._memos: dict[str, tuple] = {}              # name -> (tag, dict), see memo()
         self._requests: dict[bytes, np.ndarray] = {}    # shared request vectors of pods
+        # Bound pods per priority (preemption asks whether any is lower).
+        self.priority_counts: dict[int, int] = {}
         self._nonzeros: dict[tuple, tuple] = {}         # shared non-zero request pairs
         self._extensions: dict[str, object] = {}        # name -> object, see extension()
         self.pods_on_node: list[set[str]] = [set() for _ in range(cap)]
@@ -490,6 +492,10 @@ class ClusterState:
         key = (cpu, memory)
         return self._nonzeros.setdefault(key, key)
 
+    def has_pod_below(self, priority: int) -> bool:
+        """Whether any bound pod has a priority lower than ``priority``."""
+        return any(p < priority for p in self.priority_counts)
+
     def room_for(self, request: np.ndarray, nonzero: np.ndarray, count: int) -> bool:
         """Whether ``count`` more pods of ``request`` ([R] int64) and non-zero
         request ([2] int64) on any one node keep its sums within int64 (a
@@ -514,7 +520,10 @@ class ClusterState:
         on_node = self.pods_on_node
         request = self._shared_request(request)
         nonzero = self._shared_nonzero(*nonzero)
+        counts = self.priority_counts
         for pod, row in zip(pods, rows.tolist()):
+            prio = pod.priority or 0
+            counts[prio] = counts.get(prio, 0) + 1
             key = pod.key
             entries[key] = PodRow(pod, row, request, nonzero, ())
             on_node[row].add(key)
@@ -547,6 +556,8 @@ class ClusterState:
             counts[b] = counts.get(b, 0) + 1
             self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
         key = pod.key           # one string object for the dict and the row's set
+        prio = pod.priority or 0
+        self.priority_counts[prio] = self.priority_counts.get(prio, 0) + 1
         self.pods[key] = entry
         self.pods_on_node[row].add(key)
         self._touch(row)
@@ -558,6 +569,12 @@ class ClusterState:
         entry = self.pods.pop(key, None)
         if entry is None:
             raise StateError(f"Pod {key}: not in the cluster state")
+        prio = entry.record.priority or 0
+        left = self.priority_counts[prio] - 1
+        if left:
+            self.priority_counts[prio] = left
+        else:
+            del self.priority_counts[prio]
         row = entry.node_row
         self.requested[row, : entry.request.shape[0]] -= entry.request
         self.nonzero_requested[row, 0] -= entry.nonzero[0]

@@ -1,0 +1,176 @@
+"""What the capacity analyses share: fresh copies of a cluster (an analysis
+never mutates the Cluster it is given), templates parsed and copied into
+many pods or nodes cheaply, resource bounds, and the cyclic GC held off
+while hundreds of thousands of records are made."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+from contextlib import contextmanager
+
+import numpy as np
+
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.manifests import Objects, parse_node, parse_pod
+from tensorsched.framework.objects.meta import source_of
+from tensorsched.framework.objects.records import NodeRecord, PodRecord
+from tensorsched.framework.scheduler.cluster import TERMINAL_PHASES, Cluster, build_cluster
+from tensorsched.kernels import layout as L
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+_new = object.__new__
+
+
+@contextmanager
+def no_gc():
+    """The cyclic GC off (records are acyclic; a gen-2 pass over 400,000
+    of them costs more than the scheduling)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def fresh_cluster(cluster: Cluster, nodes=None, pods=None) -> Cluster:
+    """A new Cluster of ``cluster``'s objects (its configuration and
+    registry), with ``nodes`` / ``pods`` (records) in place of the loaded
+    ones when given.  The given cluster is not touched."""
+    objs: Objects = cluster.objects
+    changes = {}
+    if nodes is not None:
+        changes["nodes"] = list(nodes)
+    if pods is not None:
+        changes["pods"] = list(pods)
+    if changes:
+        objs = dataclasses.replace(objs, **changes)
+    return build_cluster(objs, cluster.config, cluster.registry)
+
+
+def bound_pods(cluster: Cluster) -> list[PodRecord]:
+    """The loaded pods bound to a node (not in a terminal phase)."""
+    return [p for p in cluster.objects.pods if p.node_name and p.phase not in TERMINAL_PHASES]
+
+
+def pod_template(cluster: Cluster, template, what: str = "template") -> PodRecord:
+    """A Pod template (a dict or a PodRecord) parsed, checked and resolved
+    (priority) against ``cluster``.  A template must be a pending Pod."""
+    if isinstance(template, PodRecord):
+        rec = template
+    else:
+        if not isinstance(template, dict):
+            raise ManifestError(what, "", f"expected a Pod object, got {type(template).__name__}")
+        kind = template.get("kind", "Pod")
+        if kind != "Pod":
+            raise ManifestError(source_of(template) or what, "kind",
+                                f"a {what} must be a Pod, got {kind!r}")
+        rec = parse_pod(template)
+    if rec.node_name:
+        raise ManifestError(f"Pod {rec.key}", "spec.nodeName",
+                            f"a {what} must not be bound to a node", source_of(rec.obj))
+    return cluster.resolve(rec)
+
+
+def node_template(template, what: str = "node template") -> NodeRecord:
+    """A Node template (a dict or a NodeRecord), parsed."""
+    if isinstance(template, NodeRecord):
+        return template
+    if not isinstance(template, dict):
+        raise ManifestError(what, "", f"expected a Node object, got {type(template).__name__}")
+    kind = template.get("kind", "Node")
+    if kind != "Node":
+        raise ManifestError(source_of(template) or what, "kind",
+                            f"a {what} must be a Node, got {kind!r}")
+    return parse_node(template)
+
+
+def pod_copies(template: PodRecord, names) -> list[PodRecord]:
+    """Pods of ``template`` named ``names`` (same namespace).  Copies share
+    the template's fields, its object and its memo (derived values: the
+    query signature, compiled terms; none depends on the name), so a
+    copy costs a dict copy."""
+    base = dict(template.__dict__)
+    base["uid"] = ""
+    out = []
+    for name in names:
+        fields = base.copy()
+        fields["name"] = name
+        rec = _new(PodRecord)
+        rec.__dict__ = fields
+        out.append(rec)
+    return out
+
+
+def node_copies(template: NodeRecord, names) -> list[NodeRecord]:
+    """Nodes of ``template`` named ``names`` (``kubernetes.io/hostname`` set
+    to each name, as the kubelet sets it)."""
+    out = []
+    for name in names:
+        labels = dict(template.labels)
+        labels[HOSTNAME_LABEL] = name
+        out.append(dataclasses.replace(template, name=name, labels=labels))
+    return out
+
+
+def unique_names(prefix: str, taken, count: int, start: int = 0) -> list[str]:
+    """``count`` names ``<prefix>-<i>`` (i from ``start``) not in ``taken``."""
+    out = []
+    i = start
+    while len(out) < count:
+        name = f"{prefix}-{i}"
+        if name not in taken:
+            out.append(name)
+        i += 1
+    return out
+
+
+def free_bound(state, requests: dict[str, int]) -> int:
+    """An upper bound on how many more pods requesting ``requests`` fit on
+    the state's nodes by resources alone (per node the least of free /
+    request over the requested resources and the free pod slots)."""
+    rows = state.valid_rows()
+    if rows.size == 0:
+        return 0
+    cols = state.columns()
+    nres = cols.allocatable.shape[1]
+    free = np.maximum(cols.allocatable[rows] - cols.requested[rows], 0)
+    per_node = free[:, L.RES_PODS].copy()
+    for name, amount in requests.items():
+        if amount <= 0 or name == "pods":
+            continue
+        col = state.resources.get(name)
+        if col < 0 or col >= nres:
+            return 0
+        per_node = np.minimum(per_node, free[:, col] // amount)
+    per_node[state.unschedulable[rows]] = 0
+    return int(per_node.sum())
+
+
+def node_utilization(state, name: str) -> float:
+    """The node's largest requested / allocatable share over cpu and memory
+    (cluster-autoscaler's utilization)."""
+    row = state.node_rows[name]
+    best = 0.0
+    for col in (L.RES_CPU, L.RES_MEMORY):
+        alloc = int(state.allocatable[row, col])
+        if alloc > 0:
+            best = max(best, int(state.requested[row, col]) / alloc)
+    return best
+
+
+def is_daemon_or_mirror(pod: PodRecord) -> bool:
+    """A DaemonSet-owned or mirror (static) pod: it stays with its node, as
+    cluster-autoscaler treats it on scale-down."""
+    meta = (pod.obj or {}).get("metadata") or {}
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        return True
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True \
+                and ref.get("kind") == "DaemonSet":
+            return True
+    return False

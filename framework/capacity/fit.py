@@ -1,0 +1,229 @@
+"""How many more pods of some templates fit (cluster-capacity's question),
+answered by the Scheduler itself.
+
+``how_many_fit(cluster, templates)`` copies the cluster (its bound pods;
+pending pods are left out, as cluster-capacity leaves them) and places
+pods of the templates one after another, round-robin over the templates,
+each template until its first pod that does not fit: that pod's
+FailedScheduling message is the template's stop reason.  A pod that
+preempts (a template with a higher priority than pods on the nodes, when
+the profile enables DefaultPreemption) is nominated, its victims are
+evicted and it binds on a later attempt, as in ``schedule``; the report
+lists the preemptions and evictions.
+
+With a single template (or once only one is still placing) the pods go
+into the scheduling queue in chunks and identical heads are placed by the
+Scheduler's compiled runs (one call for a run of alike pods, exactly as
+cycle after cycle would place them); a chunk is as large as the free
+resources allow (plus one) and never more than twice what was placed so
+far (at least 1,024), and the pods left after the stop are deleted from the
+queue.  With several templates pods alternate, one at a time, so a
+template's pod sees the pods of the others placed before it.
+
+``how_many_fit(cluster, templates, replicas=[...])`` asks instead whether
+that set of pods fits when it arrives at once (``schedule_pending`` of the
+replicas, interleaved over the templates), and which do not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.scheduler.cluster import Cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+
+from .common import free_bound, fresh_cluster, no_gc, pod_copies, pod_template, unique_names
+from .report import FitReport, TemplateFit
+
+__all__ = ["how_many_fit"]
+
+MIN_CHUNK = 1024
+MAX_CHUNK = 1 << 20
+MAX_IDLE = 1000          # run_until_idle calls in a row that settle nothing
+
+
+def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "numba",
+                 seed: int = 0, limit: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> FitReport:
+    """How many more pods of each template (Pod dicts or PodRecords) fit in
+    ``cluster``; with ``replicas`` (one count per template) whether that set
+    fits.  ``limit`` caps the pods tried per template; ``progress(n)`` is
+    called with the number of pods settled since the last call.  The
+    cluster is not modified."""
+    if not templates:
+        raise ValueError("how_many_fit: at least one template")
+    if replicas is not None:
+        replicas = list(replicas)
+        if len(replicas) != len(templates):
+            raise ValueError(f"how_many_fit: {len(replicas)} replica counts for "
+                             f"{len(templates)} templates")
+        for i, r in enumerate(replicas):
+            if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+                raise ManifestError(f"template {i}", "replicas",
+                                    f"must be an integer >= 0, got {r!r}")
+    t0 = time.perf_counter()
+    with no_gc():
+        work = fresh_cluster(cluster, pods=[p for p in cluster.objects.pods if p.node_name])
+        recs = [pod_template(work, t) for t in templates]
+        names = [r.key for r in recs]
+        seen: set[str] = set()
+        for i, n in enumerate(names):
+            if n in seen:
+                raise ManifestError(f"Pod {n}", "metadata.name",
+                                    f"template {i} has the name of an earlier template")
+            seen.add(n)
+        sched = Scheduler(work, backend, seed, batch=True)
+        if replicas is not None:
+            report = _replicas(sched, recs, replicas, progress)
+        else:
+            report = _fill(sched, recs, limit, progress)
+        report.backend, report.seed = backend, seed
+        report.evictions = list(sched.evictions)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _taken(sched: Scheduler) -> set[str]:
+    state = sched.cluster.state
+    return {k.partition("/")[2] for k in state.pods} | {
+        p.name for p in sched.cluster.objects.pods}
+
+
+def _replicas(sched: Scheduler, recs, replicas, progress) -> FitReport:
+    taken = _taken(sched)
+    per = [pod_copies(r, unique_names(r.name, taken, n)) for r, n in zip(recs, replicas)]
+    order = []
+    for i in range(max(replicas, default=0)):
+        for t, pods in enumerate(per):
+            if i < len(pods):
+                order.append(pods[i])
+    owner = {p.key: t for t, pods in enumerate(per) for p in pods}
+    bindings, preemptions = sched.schedule_pending(order)
+    fits = [TemplateFit(r.key, replicas=n) for r, n in zip(recs, replicas)]
+    for b in bindings:
+        tf = fits[owner[b.pod]]
+        if b.node is not None:
+            tf.count += 1
+            tf.per_node[b.node] = tf.per_node.get(b.node, 0) + 1
+        else:
+            tf.unschedulable.append({"pod": b.pod, "message": b.message})
+    for tf in fits:
+        if tf.unschedulable:
+            tf.stop_reason = tf.unschedulable[0]["message"]
+    if progress is not None:
+        progress(len(bindings))
+    return FitReport("Replicas", "", 0, fits, fits=all(not f.unschedulable for f in fits),
+                     preemptions=preemptions)
+
+
+class _Filler:
+    """Places pods of the templates in turn until each stops."""
+
+    def __init__(self, sched: Scheduler, recs, limit, progress):
+        self.sched = sched
+        self.recs = recs
+        self.limit = limit
+        self.progress = progress
+        self.fits = [TemplateFit(r.key) for r in recs]
+        self.tried = [0] * len(recs)          # pods of each template made so far
+        self.active = list(range(len(recs)))
+        self.taken = _taken(sched)
+        self.next_index = [0] * len(recs)
+        self.preemptions: list[dict] = []
+
+    def make(self, t: int, n: int):
+        rec = self.recs[t]
+        names = unique_names(rec.name, self.taken, n, self.next_index[t])
+        self.next_index[t] = int(names[-1].rsplit("-", 1)[1]) + 1
+        self.tried[t] += n
+        return pod_copies(rec, names)
+
+    def room(self, t: int) -> int:
+        return None if self.limit is None else self.limit - self.tried[t]
+
+    def stop(self, t: int, reason: str | None) -> None:
+        if t in self.active:            # the first reason stays
+            self.fits[t].stop_reason = reason
+            self.active.remove(t)
+
+    def run(self) -> None:
+        last = -1
+        while self.active:
+            for t in list(self.active):
+                if self.room(t) == 0:
+                    self.stop(t, None)
+            if not self.active:
+                break
+            if len(self.active) == 1:
+                t = self.active[0]
+                bound = free_bound(self.sched.cluster.state, self.recs[t].requests) + 1
+                k = min(bound, max(MIN_CHUNK, self.fits[t].count), MAX_CHUNK)
+                if self.room(t) is not None:
+                    k = min(k, self.room(t))
+                self.drive([(t, p) for p in self.make(t, k)])
+            else:
+                # the next active template after the last one, cyclically
+                t = next((a for a in self.active if a > last), self.active[0])
+                last = t
+                self.drive([(t, p) for p in self.make(t, 1)])
+
+    def drive(self, chunk) -> None:
+        """Add the chunk's pods to the queue, in order, and run the
+        scheduler a cycle (or a compiled run) at a time until each is bound
+        or its template stopped."""
+        sched = self.sched
+        pending = {pod.key: t for t, pod in chunk}
+        pods = [pod for _, pod in chunk]
+        if (not sched.queue.unschedulable and all(sched.handles(p) for p in self.recs)
+                and not any(p.scheduling_gates for p in self.recs)):
+            # what add_pod does for each, with one heapify (pods of a known
+            # profile, no gates, nothing in the unschedulable pool to move)
+            sched.queue.add_many(pods)
+        else:
+            for pod in pods:
+                sched.add_pod(pod)
+        idle = 0
+        while pending:
+            out = sched.run_until_idle(max_cycles=1)
+            if not out:
+                idle += 1
+                if idle > MAX_IDLE:
+                    for key, t in list(pending.items()):
+                        self.stop(t, "stalled: no binding after retries")
+                        sched.delete_pod(key)
+                    pending.clear()
+                continue
+            idle = 0
+            settled = 0
+            for b in out:
+                t = pending.get(b.pod)
+                if t is None:
+                    continue
+                if b.node is not None:
+                    pending.pop(b.pod)
+                    settled += 1
+                    tf = self.fits[t]
+                    tf.count += 1
+                    tf.per_node[b.node] = tf.per_node.get(b.node, 0) + 1
+                    if b.nominated_node is not None:
+                        self.preemptions.append({"preemptor": b.pod,
+                                                 "nominated_node": b.nominated_node,
+                                                 "victims": list(b.victims)})
+                elif b.nominated_node is None:
+                    # the template's first pod that does not fit: it stops
+                    self.stop(t, b.message)
+                    for key, tt in list(pending.items()):
+                        if tt == t and (key == b.pod or key not in sched.outcomes):
+                            pending.pop(key)
+                            sched.delete_pod(key)
+                            settled += 1
+            if settled and self.progress is not None:
+                self.progress(settled)
+
+
+def _fill(sched: Scheduler, recs, limit, progress) -> FitReport:
+    f = _Filler(sched, recs, limit, progress)
+    f.run()
+    return FitReport("HowManyFit", "", 0, f.fits, limit=limit, preemptions=f.preemptions)

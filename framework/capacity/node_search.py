@@ -1,0 +1,229 @@
+"""The fewest nodes to add so that every pod of some workloads schedules
+(cluster-autoscaler's scale-up question), answered by the Scheduler.
+
+``nodes_to_add(cluster, workloads, node_templates)``: for each node
+template on its own (a node group, as cluster-autoscaler's expanders choose
+one), a lower bound from resources, then a search on the count of added
+nodes in which every probe is a real ``schedule_pending`` of all the
+workload pods on a fresh cluster (the loaded bound pods plus ``n`` nodes of
+the template; the given cluster is never modified):
+
+- lower bound: for every resource the pods request (and the pod count), the
+  part of the pods' total that the existing nodes' free room (allocatable
+  minus requested, plus what pods of lower priority than the workloads
+  hold, which preemption may take) cannot take, divided by what one
+  template node offers, rounded up; the largest over resources;
+- the bound is probed; if some pod does not schedule, the count grows
+  exponentially (steps 1, 2, 4, ..., each at least the nodes the pods left
+  over by the last probe need by resources) until every pod schedules, and a
+  binary search between the last failing and the first succeeding count
+  finds the smallest count that schedules everything, at most ``max_nodes``
+  (default: the bound plus the number of pods).
+
+Scores and spreading make "schedules with n nodes" not monotone in n in
+general; the answer ``n`` is verified (``search: "...verified"``): the
+probe with ``n`` nodes scheduled every pod (its placement is the report's)
+and the probe with ``n - 1`` did not (or ``n`` is the resource bound, below
+which nothing can fit).  The best template is the one needing the fewest
+nodes (the first given on a tie).
+
+Workloads are Pod dicts, controllers (Deployments, ReplicaSets,
+StatefulSets, Jobs, ReplicationControllers: expanded into their pods by
+``objects.controllers.expand_workloads``) or PodRecords; added nodes are
+named ``<template>-<i>`` with ``kubernetes.io/hostname`` set to the name.
+Pending pods of the cluster itself are not part of the question (as in
+``how_many_fit``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from tensorsched.framework.objects.controllers import expand_workloads
+from tensorsched.framework.objects.manifests import parse_objects
+from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.scheduler.cluster import Cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+
+from .common import bound_pods, fresh_cluster, no_gc, node_copies, node_template, unique_names
+from .report import NodesReport, NodeTemplateResult, Probe
+
+__all__ = ["nodes_to_add", "workload_pods", "lower_bound"]
+
+
+def workload_pods(cluster: Cluster, workloads) -> list[PodRecord]:
+    """The pods of ``workloads`` (dicts of Pods and controllers, or
+    PodRecords), parsed and resolved against ``cluster``'s PriorityClasses."""
+    records = [w for w in workloads if isinstance(w, PodRecord)]
+    dicts = [w for w in workloads if not isinstance(w, PodRecord)]
+    if dicts:
+        pods, _ = expand_workloads(dicts)
+        records.extend(parse_objects(pods).pods)
+    return [cluster.resolve(p) for p in records]
+
+
+def lower_bound(cluster: Cluster, pods: list[PodRecord], template) -> int | None:
+    """The resource lower bound on template nodes to add (see the module
+    doc); None when the template lacks a resource the pods need beyond the
+    existing nodes' room."""
+    need: dict[str, int] = {"pods": len(pods)}
+    for p in pods:
+        for name, amount in p.requests.items():
+            if name != "pods" and amount > 0:
+                need[name] = need.get(name, 0) + amount
+    # pods of lower priority than a preempting workload pod may be evicted
+    preempting = [pod_priority(p) for p in pods if p.preemption_policy != "Never"]
+    top = max(preempting, default=None)
+    room: dict[str, int] = {}
+    for node in cluster.objects.nodes:
+        if node.unschedulable:
+            continue
+        for name in need:
+            room[name] = room.get(name, 0) + node.allocatable.get(name, 0)
+    schedulable = {n.name for n in cluster.objects.nodes if not n.unschedulable}
+    held: dict[str, int] = {}
+    for p in bound_pods(cluster):
+        if p.node_name not in schedulable or (top is not None and pod_priority(p) < top):
+            continue
+        held["pods"] = held.get("pods", 0) + 1
+        for name, amount in p.requests.items():
+            if name in need:
+                held[name] = held.get(name, 0) + amount
+    best = 0
+    for name, total in need.items():
+        short = total - max(room.get(name, 0) - held.get(name, 0), 0)
+        if short <= 0:
+            continue
+        per_node = template.allocatable.get(name, 0)
+        if per_node <= 0:
+            return None
+        best = max(best, math.ceil(short / per_node))
+    return best
+
+
+class _Search:
+    def __init__(self, cluster, pods, template, backend, seed, progress):
+        self.cluster = cluster
+        self.pods = pods
+        self.template = template
+        self.backend = backend
+        self.seed = seed
+        self.progress = progress
+        taken = {n.name for n in cluster.objects.nodes}
+        self.taken = taken
+        self.names: list[str] = []
+        self.nodes: list = []
+        self.base_nodes = list(cluster.objects.nodes)
+        self.base_pods = bound_pods(cluster)
+        self.probes: dict[int, tuple[Probe, list]] = {}
+
+    def added(self, n: int) -> list:
+        if n > len(self.nodes):
+            more = unique_names(self.template.name, self.taken | set(self.names),
+                                n - len(self.nodes),
+                                start=len(self.nodes) and int(self.names[-1].rsplit("-", 1)[1]) + 1)
+            self.names.extend(more)
+            self.nodes.extend(node_copies(self.template, more))
+        return self.nodes[:n]
+
+    def probe(self, n: int) -> bool:
+        got = self.probes.get(n)
+        if got is None:
+            t0 = time.perf_counter()
+            work = fresh_cluster(self.cluster, nodes=self.base_nodes + self.added(n),
+                                 pods=self.base_pods)
+            sched = Scheduler(work, self.backend, self.seed, batch=True)
+            bindings, _ = sched.schedule_pending(self.pods)
+            ok = sum(1 for b in bindings if b.node is not None)
+            got = (Probe(n, ok, len(bindings) - ok, time.perf_counter() - t0), bindings)
+            self.probes[n] = got
+            if self.progress is not None:
+                self.progress(n)
+        return got[0].unschedulable == 0
+
+    def shortfall(self, n: int) -> int:
+        """Template nodes the pods left unscheduled by probe ``n`` need by
+        resources (a step for the search, not a bound)."""
+        left = {b.pod for b in self.probes[n][1] if b.node is None}
+        need: dict[str, int] = {"pods": len(left)}
+        for p in self.pods:
+            if p.key in left:
+                for name, amount in p.requests.items():
+                    need[name] = need.get(name, 0) + amount
+        best = 0
+        for name, total in need.items():
+            per_node = self.template.allocatable.get(name, 0)
+            if per_node > 0 and total > 0:
+                best = max(best, math.ceil(total / per_node))
+        return best
+
+    def run(self, max_nodes: int | None) -> NodeTemplateResult:
+        name = self.template.name
+        lb = lower_bound(self.cluster, self.pods, self.template)
+        if lb is None:
+            return NodeTemplateResult(name, False, None, 0,
+                                      "none: the template lacks a resource the pods need")
+        cap = max_nodes if max_nodes is not None else lb + len(self.pods)
+        if lb > cap:
+            self.probe(cap)                 # to say which pods do not fit
+            return self._result(None, lb, f"none: the resource bound {lb} is above "
+                                          f"max nodes {cap}")
+        if self.probe(lb):
+            return self._result(lb, lb, "resource lower bound, verified (schedules every pod)")
+        lo, step = lb, 1
+        hi = None
+        while True:
+            # grow exponentially, at least by what the pods left over need
+            n = min(lo + max(step, self.shortfall(lo)), cap)
+            if self.probe(n):
+                hi = n
+                break
+            lo = n
+            if n >= cap:
+                break
+            step *= 2
+        if hi is None:
+            res = self._result(None, lb, f"exponential up to max nodes {cap}: "
+                                         "some pods never schedule")
+            return res
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.probe(mid):
+                hi = mid
+            else:
+                lo = mid
+        return self._result(hi, lb, f"exponential+binary, verified ({hi} schedules every pod, "
+                                    f"{hi - 1} does not)")
+
+    def _result(self, n: int | None, lb: int, search: str) -> NodeTemplateResult:
+        probes = [p for p, _ in self.probes.values()]
+        shown = n if n is not None else max(self.probes)
+        bindings = self.probes[shown][1]
+        placement = {b.pod: b.node for b in bindings if b.node is not None}
+        unsched = [{"pod": b.pod, "message": b.message} for b in bindings if b.node is None]
+        return NodeTemplateResult(self.template.name, n is not None, n, lb, search, probes,
+                                  self.names[:n] if n is not None else [], placement, unsched)
+
+
+def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = "numba",
+                 seed: int = 0, max_nodes: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> NodesReport:
+    """The fewest nodes of the template(s) (Node dicts or NodeRecords) to add
+    to ``cluster`` so every pod of ``workloads`` schedules; see the module
+    doc.  ``progress(n)`` is called after each probe (``n`` nodes added).
+    The cluster is not modified."""
+    if not node_templates:
+        raise ValueError("nodes_to_add: at least one node template")
+    if max_nodes is not None and max_nodes < 0:
+        raise ValueError(f"nodes_to_add: max_nodes must be >= 0, got {max_nodes}")
+    t0 = time.perf_counter()
+    with no_gc():
+        templates = [node_template(t) for t in node_templates]
+        pods = workload_pods(cluster, workloads)
+        results = [_Search(cluster, pods, t, backend, seed, progress).run(max_nodes)
+                   for t in templates]
+    return NodesReport(backend, seed, len(pods), results, max_nodes,
+                       time.perf_counter() - t0)

@@ -1,0 +1,102 @@
+"""What every ``tensorsched`` subcommand shares: argument types checked by
+argparse before any work starts (a bad value is one line and exit status 2,
+naming the flag), every default shown in ``--help``, the manifest loading
+with its ignored-kinds warning, and a progress bar that stays quiet when
+stderr is not a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+from tqdm import tqdm
+
+from tensorsched.framework.objects.manifests import ignored_kinds_warning, load_objects
+from tensorsched.framework.scheduler.cluster import build_cluster
+
+BACKENDS = ("numpy", "numba", "cuda")
+
+
+def int_in(lo: int, hi: int | None = None):
+    """An argparse type: an integer in lo..hi (hi None: no upper bound)."""
+    def check(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(
+                f"must be {lo}..{hi}, got {v}" if hi is not None else f"must be >= {lo}, got {v}")
+        return v
+    check.__name__ = "integer"
+    return check
+
+
+SEED = int_in(0, (1 << 63) - 1)
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return v
+
+
+def output_file(text: str) -> str:
+    """An argparse type: a file to write; its directory must exist and be
+    writable now."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"directory {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"directory {folder!r} is not writable")
+    return text
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line refusal (no usage dump): status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Every flag's default in its help, where it has one."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def subcommand(sub, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A subcommand parser with the shared help format."""
+    return sub.add_parser(name, help=help_text, description=help_text, formatter_class=Help)
+
+
+def progress(total, what: str, unit: str = "pod") -> tqdm:
+    """A progress bar on stderr when it is a terminal (quiet when piped)."""
+    return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=None, leave=False)
+
+
+def load_cluster(objects, config):
+    """The cluster of ``objects``, after a warning line on stderr naming the
+    kinds it read but ignores (Deployments, ConfigMaps, typos...)."""
+    cluster = build_cluster(objects, config)
+    warning = ignored_kinds_warning(cluster.objects)
+    if warning:
+        print(warning, file=sys.stderr)
+    return cluster
+
+
+def load(path):
+    """The objects of a manifest file or directory."""
+    return load_objects(path)

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tensorsched.cli import main
+
+CLUSTER = "data/examples/cluster.yaml"
+POD = """apiVersion: v1
+kind: Pod
+metadata: {name: cap, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+"""
+NODE = """apiVersion: v1
+kind: Node
+metadata: {name: pool, labels: {topology.kubernetes.io/zone: zone-a}}
+status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+"""
+DEPLOY = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 12
+  template:
+    metadata: {labels: {app: web2}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+"""
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "wl").mkdir()
+    (tmp_path / "wl" / "web.yaml").write_text(DEPLOY)
+    return tmp_path
+
+
+def _run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_how_many_and_replicas(files, capsys):
+    out_file = files / "r.json"
+    rc, out, _ = _run(capsys, "capacity", "--cluster", CLUSTER, "--pod", str(files / "pod.yaml"),
+                      "--backend", "numpy", "--output", str(out_file))
+    assert rc == 0 and "default/cap" in out and "total" in out
+    doc = json.loads(out_file.read_text())
+    assert doc["kind"] == "CapacityReport" and doc["spec"]["mode"] == "HowManyFit"
+    assert doc["status"]["total"] > 0 and doc["status"]["templates"][0]["stopReason"]
+    rc, out, _ = _run(capsys, "capacity", "--cluster", CLUSTER, "--pod", str(files / "pod.yaml"),
+                      "--replicas", "2", "--backend", "numpy")
+    assert rc == 0 and out.strip().endswith("fits")
+
+
+def test_nodes_to_add_and_drain(files, capsys):
+    out_file = files / "r.yaml"
+    rc, out, _ = _run(capsys, "capacity", "--cluster", CLUSTER, "--workloads", str(files / "wl"),
+                      "--node-template", str(files / "node.yaml"), "--backend", "numpy",
+                      "--output", str(out_file))
+    assert rc == 0 and "add " in out
+    doc = yaml.safe_load(out_file.read_text())
+    assert doc["spec"]["mode"] == "NodesToAdd" and doc["status"]["fits"] is True
+    assert len(doc["status"]["placement"]) == 12
+    rc, out, _ = _run(capsys, "capacity", "--cluster", CLUSTER, "--drain", "--backend", "numpy")
+    assert rc == 0 and "removable together" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--pod", "missing.yaml"], "missing.yaml"),
+    (["--pod", "{node}"], "expected exactly one Pod"),
+    (["--pod", "{bad}"], "bad.yaml"),
+    (["--pod", "{pod}", "--replicas", "-1"], "--replicas"),
+    (["--pod", "{pod}", "--replicas", "1", "--replicas", "2"], "one per --pod"),
+    ([], "exactly one of"),
+    (["--workloads", "{wl}"], "--node-template"),
+    (["--workloads", "{wl}", "--node-template", "{pod}"], "expected exactly one Node"),
+    (["--drain", "--nodes", "nope"], "Node nope"),
+    (["--drain", "--output", "/no/such/dir/r.json"], "does not exist"),
+])
+def test_bad_input_is_one_line_exit_2(files, capsys, argv, words):
+    (files / "bad.yaml").write_text("kind: Pod\nmetadata: {name: x\n")
+    subs = {"{node}": str(files / "node.yaml"), "{pod}": str(files / "pod.yaml"),
+            "{bad}": str(files / "bad.yaml"), "{wl}": str(files / "wl")}
+    argv = [subs.get(a, a) for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        rc = main(["capacity", "--cluster", CLUSTER, "--backend", "numpy", *argv])
+        raise SystemExit(rc)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
