@@ -41,6 +41,8 @@ _EXPORTS = {
     "synthetic": ("tensorsched.synthetic", None),
     "read_pods_parquet": ("tensorsched.framework.objects.pod_tables", "read_pods_parquet"),
     "read_pods_table": ("tensorsched.framework.objects.pod_tables", "read_pods_table"),
+    "Simulation": ("tensorsched.framework.simulation.simulation", "Simulation"),
+    "read_trace": ("tensorsched.framework.simulation.trace", "read_trace"),
     "how_many_fit": ("tensorsched.framework.capacity.fit", "how_many_fit"),
     "nodes_to_add": ("tensorsched.framework.capacity.node_search", "nodes_to_add"),
     "removable_nodes": ("tensorsched.framework.capacity.drain", "removable_nodes"),

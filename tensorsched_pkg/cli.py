@@ -40,6 +40,7 @@ from .cli_args import (
     progress,
     subcommand,
 )
+from . import simulate_cli
 from .synthetic import WORKLOADS
 
 
@@ -288,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --plot: analysis_allo_discrete.csv to draw the published means dashed")
     r.set_defaults(func=cmd_replay)
     capacity_cli.add_parser(sub)
+    simulate_cli.add_parser(sub)
     return ap
 
 

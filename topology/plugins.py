@@ -234,6 +234,10 @@ def subset_costs(t: GpuTable, info, n: int, backend: str):
 
 class GpuShareFit(ArrayPlugin):
     name = NAME_FIT
+    # The cluster events that can make a pod it rejected fit (as
+    # NodeResourcesFit's): GPUs freed or nodes added/changed.  Not pod adds:
+    # a pending pod rejected for GPUs is not retried on every arrival.
+    events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
 
     def __init__(self, args, handle):
         self.handle = handle

@@ -2,5 +2,9 @@
 simulated clock (arrivals, departures, node events, scenarios), traces, and
 the per-interval time series of a run.
 
+- ``simulation``: ``Simulation`` (the driver, its time series, snapshots)
+- ``trace``: the generic trace schema (CSV, Parquet, Arrow) and its reader
+- ``scenario``: timed steps from YAML (create/delete, cordon, drain, nodes)
+
 May import: ``scheduler`` and everything below it in ``framework``.
 """

@@ -166,6 +166,8 @@ def _mutate_csv(draw, lines):
     rows = [r.split(",") for r in lines]
     for _ in range(draw(st.integers(1, 3))):
         action = draw(st.sampled_from(("cell", "cell", "drop_col", "drop_rows", "bytes")))
+        if action in ("cell", "bytes") and len(rows) < 2:
+            action = "drop_col"          # only the header is left: no cell to change
         if action == "cell":
             i = draw(st.integers(1, len(rows) - 1))
             j = draw(st.integers(0, len(rows[i]) - 1))

@@ -1,0 +1,199 @@
+"""Simulation: departures free exactly what arrivals took (the state equals a
+fresh build of the pods alive), snapshot/restore continues identically,
+determinism for a seed, scenario steps, time series."""
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import tensorsched as ts
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
+from tensorsched.framework.simulation.simulation import (
+    TIMESERIES_COLUMNS,
+    Simulation,
+    SimulationError,
+)
+
+
+def nodes(n=6):
+    return [node_dict(f"n{i}", cpu="4", memory="16Gi", pods="30",
+                      labels={"topology.kubernetes.io/zone": f"z{i % 2}"}) for i in range(n)]
+
+
+def churn(n=300, seed=1):
+    rng = np.random.default_rng(seed)
+    arrival = np.sort(rng.integers(0, 200, n)).astype(float)
+    dur = rng.integers(5, 60, n).astype(float)
+    dep = np.where(rng.random(n) < 0.3, arrival + rng.integers(0, 80, n), np.nan)
+    dur = np.where(np.isnan(dep), dur, np.nan)
+    cpu = rng.choice([250, 500, 1000], n)
+    return pa.table({"name": [f"p{i}" for i in range(n)], "arrival": arrival,
+                     "departure": pa.array(dep, mask=np.isnan(dep)),
+                     "duration": pa.array(dur, mask=np.isnan(dur)),
+                     "cpu": cpu, "memory": cpu * (1 << 21),
+                     "priority": rng.choice([0, 10], n)})
+
+
+def bound(sim):
+    st = sim.cluster.state
+    return {k: st.node_name(e.node_row) for k, e in st.pods.items()}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_state_equals_a_fresh_build_of_the_pods_alive(backend):
+    sim = Simulation(nodes(), backend=backend, seed=3, interval=10)
+    sim.submit(churn())
+    for t in (17, 45, 80, 133, 190, 260):
+        sim.step(until=t)
+        st = sim.cluster.state
+        alive = [dict(e.record.obj, spec=dict(e.record.obj["spec"],
+                                              nodeName=st.node_name(e.node_row)))
+                 for e in st.pods.values()]
+        fresh = build_cluster(nodes() + alive).state
+        assert set(fresh.pods) == set(st.pods)
+        for name, row in st.node_rows.items():
+            r2 = fresh.node_rows[name]
+            np.testing.assert_array_equal(st.requested[row, :4], fresh.requested[r2, :4])
+            np.testing.assert_array_equal(st.nonzero_requested[row], fresh.nonzero_requested[r2])
+            assert st.pods_on_node[row] == fresh.pods_on_node[r2]
+    s = sim.run()
+    assert s["running"] == 0 and s["pending"] == 0
+    assert s["departed"] + s["deleted"] + s["preemptions"] == s["arrived"] == 300
+    assert not sim.cluster.state.requested.any()
+    assert not sim.scheduler.outcomes            # nothing kept per departed pod
+
+
+def test_events_and_determinism():
+    def run(seed):
+        sim = Simulation(nodes(4), backend="numpy", seed=seed, interval=20)
+        sim.submit(churn(200, seed=2))
+        got = []
+        sim.on("*", got.append)
+        sim.run()
+        return got, sim.timeseries()
+    a, ta = run(5)
+    b, tb = run(5)
+    assert a == b and ta.equals(tb)
+    kinds = {e["event"] for e in a}
+    assert {"Arrived", "Scheduled", "Bound", "Departed"} <= kinds
+    times = [e["time"] for e in a]
+    assert times == sorted(times)
+    assert tuple(ta.column_names) == TIMESERIES_COLUMNS
+    assert sum(ta.column("arrived").to_pylist()) == 200
+
+
+def test_snapshot_restore_continues_identically():
+    def fresh():
+        sim = Simulation(nodes(4), backend="numba", seed=7, interval=15)
+        sim.submit(churn(250, seed=4))
+        sim.submit([pod_dict("late", cpu="2")], at=70, duration=30)
+        sim.cordon("n1", at=40)
+        return sim
+    whole = fresh()
+    whole.step(until=60)
+    rest = []
+    whole.on("*", rest.append)
+    whole.run()
+    part = fresh()
+    part.step(until=60)
+    snap = part.snapshot()
+    assert isinstance(snap, pa.Table) and snap.schema.metadata
+    back = Simulation.restore(snap)
+    assert back.now == 60 and bound(back) == bound(part)
+    got = []
+    back.on("*", got.append)
+    back.run()
+    assert got == rest
+    assert back.timeseries().equals(whole.timeseries())
+
+
+def test_unschedulable_pool_moves_on_departures():
+    sim = Simulation([node_dict("only", cpu="2", memory="8Gi")], backend="numpy", interval=None)
+    sim.submit([pod_dict("big-a", cpu="2")], at=0, duration=100)
+    sim.submit([pod_dict("big-b", cpu="2")], at=1)
+    ev = sim.step(until=50)
+    assert any(e["event"] == "FailedScheduling" and e["pod"] == "default/big-b" for e in ev)
+    ev = sim.step(until=500)
+    dep = next(e for e in ev if e["event"] == "Departed")
+    bnd = next(e for e in ev if e["event"] == "Bound" and e["pod"] == "default/big-b")
+    assert dep["time"] == 100 and bnd["time"] == 100       # the Pod/Delete moved it at once
+
+
+def test_scenario_steps(tmp_path):
+    p = tmp_path / "sc.yaml"
+    p.write_text("""
+steps:
+- at: 0
+  create: {apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
+  replicas: 4
+  duration: 300
+- {at: 10, cordon: n0}
+- {at: 20, drain: n1}
+- at: 30
+  addNodes: {template: {apiVersion: v1, kind: Node, metadata: {name: extra}, status: {allocatable: {cpu: "8", memory: 8Gi, pods: "10"}}}, count: 2}
+- {at: 40, uncordon: n0}
+- {at: 50, removeNodes: [extra-1]}
+- at: 60
+  delete: {kind: Pod, name: web, namespace: default}
+  replicas: 2
+""")
+    sim = Simulation(nodes(2), backend="numpy", interval=10)
+    assert sim.scenario(str(p)) == 7
+    ev = sim.step(until=100)
+    names = [(e["event"], e["pod"] or e["node"]) for e in ev]
+    assert ("NodeUpdated", "n0") in names and ("NodeAdded", "extra-0") in names
+    assert ("NodeDeleted", "extra-1") in names
+    evicted = [e for e in ev if e["event"] == "Evicted"]
+    assert all(e["node"] == "n1" for e in evicted)
+    assert sum(e["event"] == "Deleted" for e in ev) >= 1
+    assert sim.cluster.state.node("n1").unschedulable
+    assert not sim.cluster.state.node("n0").unschedulable
+    assert sim.summary()["nodes"] == 3
+
+
+@pytest.mark.parametrize("doc, where", [
+    ({"steps": [{"at": -1, "cordon": "n0"}]}, "steps[0].at"),
+    ({"steps": [{"at": 0}]}, "steps[0]: needs exactly one action"),
+    ({"steps": [{"at": 0, "cordon": 7}]}, "steps[0].cordon"),
+    ({"steps": [{"at": 0, "cordon": "n0", "drain": "n1"}]}, "steps[0]: needs exactly one"),
+    ({"steps": [{"at": 0, "create": {"kind": "Pod", "metadata": {"name": "x"},
+                                    "spec": {"containers": [{"name": "c", "resources": {
+                                        "requests": {"cpu": "abc"}}}]}}}]},
+     "steps[0].create: Pod default/x: spec.containers[0].resources.requests.cpu"),
+    ({"steps": [{"at": 0, "uncordon": "n0", "replicas": 2}]}, "steps[0].replicas"),
+    ({"steps": [{"at": 0, "addNodes": {"template": {"kind": "Pod"}, "count": 1}}]},
+     "steps[0].addNodes.template.kind"),
+    ({"steps": [{"at": 0, "delete": {"kind": "Secret", "name": "x"}}]}, "steps[0].delete.kind"),
+    ({"stepz": []}, "stepz: unknown field"),
+])
+def test_scenario_errors_name_the_field(doc, where):
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(doc)
+    assert where in str(e.value)
+
+
+def test_scenario_refers_to_known_nodes(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("steps:\n- {at: 5, drain: ghost}\n")
+    sim = Simulation(nodes(2), backend="numpy")
+    with pytest.raises(ScenarioError, match=r"s.yaml: steps\[0\].drain: node 'ghost'"):
+        sim.scenario(str(p))
+    p.write_text("steps:\n- {at: 5, drain: n0}\n  cordon: x\n")
+    with pytest.raises(ScenarioError, match="s.yaml"):
+        load_scenario(str(p))
+
+
+def test_inputs_refused():
+    sim = Simulation(nodes(2), backend="numpy")
+    sim.step(until=10)
+    with pytest.raises(SimulationError, match="before the simulation's time"):
+        sim.submit([pod_dict("x")], at=5)
+    with pytest.raises(SimulationError, match="interval"):
+        Simulation(nodes(2), interval=0)
+    with pytest.raises(ValueError, match="unknown event"):
+        sim.on("Nope", print)
+    assert ts.Simulation is Simulation
+    assert math.isinf(float("inf"))

@@ -1,0 +1,119 @@
+"""Trace readers: the generic schema (CSV, Parquet, Arrow) and its errors
+naming file, line or row and column; the openb adapter."""
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tensorsched.framework.objects.synthetic import node_dict
+from tensorsched.framework.simulation.simulation import Simulation
+from tensorsched.framework.simulation.trace import TraceError, read_trace, trace_from_table
+from tensorsched.topology.gpu import CsvError
+from tensorsched.topology.openb.trace import read_openb_trace
+
+HEAD = "name,namespace,arrival,departure,duration,cpu,memory,labels,annotations,priority\n"
+
+
+def test_csv_trace_reads_and_sorts(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text(HEAD + "b,,5,,10,500m,1Gi,app=web;tier=fe,,\n"
+                 'a,ns1,1,3,,2,2Gi,"{""app"": ""db""}",alibabacloud.com/gpu-milli=500,7\n')
+    tr = read_trace(p)
+    assert tr.table.column("name").to_pylist() == ["a", "b"]
+    assert tr.where(0) == f"{p}:3"
+    recs = tr.records(0, 2)
+    assert recs[0].key == "ns1/a" and recs[0].requests["cpu"] == 2000 and recs[0].priority == 7
+    assert recs[0].obj["metadata"]["annotations"] == {"alibabacloud.com/gpu-milli": "500"}
+    assert recs[1].labels == {"app": "web", "tier": "fe"} and recs[1].requests["memory"] == 1 << 30
+    assert tr.departure[0] == 3 and tr.duration[1] == 10
+
+
+@pytest.mark.parametrize("body, expect", [
+    ("a,,soon,,,1,1Gi,,,\n", ":2: arrival: must be a number of seconds"),
+    ("a,,5,4,,1,1Gi,,,\n", ":2: departure: 4 is before the arrival 5"),
+    ("a,,5,6,7,1,1Gi,,,\n", ":2: duration: give departure or duration, not both"),
+    ("a,,1,,,abc,1Gi,,,\n", ":2: cpu: "),
+    ("a,,1,,,1,1Gi,noequals,,\n", ":2: labels: expected key=value"),
+    ("a,,1,,,1,1Gi,,,1e99\n", ":2: priority: must be an integer"),
+    ("a,,1,,,1,1Gi,,,\na,,2,,,1,1Gi,,,\n", ":3: name: duplicate pod default/a"),
+    (",,1,,,1,1Gi,,,\n", ":2: name: required"),
+    ("a,,1,,,1\n", ":2: 6 fields; the header has 10"),
+])
+def test_csv_errors_name_file_line_column(tmp_path, body, expect):
+    p = tmp_path / "bad.csv"
+    p.write_text(HEAD + body)
+    with pytest.raises(TraceError) as e:
+        read_trace(p)
+    assert str(e.value).startswith(str(p)) and expect in str(e.value)
+
+
+def test_header_and_file_errors(tmp_path):
+    p = tmp_path / "h.csv"
+    p.write_text("name,arrival,colour\na,1,red\n")
+    with pytest.raises(TraceError, match=r"h.csv:1: colour: unknown column"):
+        read_trace(p)
+    p.write_text("name\na\n")
+    with pytest.raises(TraceError, match=r"h.csv:1: arrival: missing"):
+        read_trace(p)
+    p.write_bytes(b"name,arrival\n\xff,1\n")
+    with pytest.raises(TraceError, match="not UTF-8"):
+        read_trace(p)
+    with pytest.raises(TraceError, match="expected a .csv or .parquet"):
+        read_trace(tmp_path / "h.txt") if (tmp_path / "h.txt").write_text("x") else None
+    with pytest.raises(TraceError, match="no such file"):
+        read_trace(tmp_path / "missing.csv")
+
+
+def test_parquet_and_table_errors(tmp_path):
+    good = pa.table({"name": ["a", "b"], "arrival": [0.0, 1.5], "cpu": [100, 200],
+                     "annotations": pa.array([[("k", "v")], None], pa.map_(pa.string(),
+                                                                           pa.string()))})
+    p = tmp_path / "t.parquet"
+    pq.write_table(good, p)
+    assert len(read_trace(p)) == 2
+    for table, expect in [
+        (good.set_column(1, "arrival", pa.array([0.0, -1.0])), "row 1: arrival"),
+        (good.set_column(1, "arrival", pa.array(["x", "y"])), "arrival: must be a numeric"),
+        (good.set_column(2, "cpu", pa.array([100, -5])), "row 1: cpu"),
+        (good.append_column("departure", pa.array([None, 1.0])), "row 1: departure"),
+        (good.set_column(0, "name", pa.array(["a", "a"])), "row 1: name: duplicate"),
+        (good.append_column("template", pa.array([0, 1])), "template: cannot be combined"),
+    ]:
+        pq.write_table(table, p)
+        with pytest.raises(TraceError) as e:
+            read_trace(p)
+        assert str(e.value).startswith(str(p)) and expect in str(e.value), str(e.value)
+    with pytest.raises(TraceError, match="trace table: name: missing"):
+        trace_from_table(good.drop(["name"]))
+
+
+def test_templates_by_id():
+    tmpl = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"app": "x"}},
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}}]
+    tr = trace_from_table(pa.table({"name": ["a", "b"], "arrival": [0, 1], "template": [0, 0]}),
+                          tmpl)
+    assert [r.requests["cpu"] for r in tr.records(0, 2)] == [3000, 3000]
+    with pytest.raises(TraceError, match="row 1: template: no template 3"):
+        trace_from_table(pa.table({"name": ["a", "b"], "arrival": [0, 1], "template": [0, 3]}),
+                         tmpl)
+
+
+def test_openb_trace_adapter(tmp_path):
+    tr = read_openb_trace("data/openb/csv/openb_pod_list_default.csv")
+    assert len(tr) == 8152 and tr.lines
+    r = tr.records(0, 1)[0]
+    assert r.name == "openb-pod-0000" and r.requests["cpu"] == 12000
+    assert r.obj["metadata"]["annotations"]["alibabacloud.com/gpu-milli"] == "1000"
+    assert tr.departure[0] == 12537496
+    p = tmp_path / "o.csv"
+    p.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+                 "x,1000,1024,1,500,10,5\n")
+    with pytest.raises(CsvError, match=r"o.csv:2: deletion_time: 5 is before creation_time 10"):
+        read_openb_trace(p)
+
+
+def test_trace_arrivals_in_the_past_are_refused():
+    sim = Simulation([node_dict("n")], backend="numpy")
+    sim.step(until=10)
+    from_table = pa.table({"name": ["a"], "arrival": [1.0]})
+    with pytest.raises(Exception, match="before the simulation's time"):
+        sim.submit(from_table)
