@@ -277,6 +277,39 @@ class GpuShareFit(ArrayPlugin):
         return not (info.has_gpu or info.cons
                     or (info.guaranteed and bool(t.single_policy[:n].any())))
 
+    def explain_many(self, ctx, rows: np.ndarray):
+        """``explain_status`` of many rejected nodes at once: (ids [K] into
+        the returned statuses) for a diagnosis; the NUMA/NVLink cases, rare
+        and per node, still go through ``explain_status``."""
+        t = GpuTable.of(ctx.state)
+        info = t.pod_info(ctx.pod)
+        if not info.has_gpu:
+            return np.zeros(rows.shape[0], np.int64), [self.explain_status(ctx, int(rows[0]))]
+        ask = info.ask
+        count = t.count[rows]
+        mask = int(t.model_mask(ask.models))
+        model = t.model[rows].astype(np.int64)
+        model_ok = np.ones(rows.shape[0], np.bool_) if mask == 0 else \
+            (model >= 0) & (((mask >> np.maximum(model, 0)) & 1) == 1)
+        left = t.left[rows]
+        fits = ((left >= ask.milli) & (np.arange(left.shape[1])[None, :] < count[:, None]))
+        short = fits.sum(axis=1) < ask.num
+        code = np.where(count == 0, 0, np.where(~model_ok, 1, np.where(short, 2, 3)))
+        texts = ["node(s) had no GPUs", "node(s) had no GPU of an allowed model",
+                 f"node(s) didn't have a GPU with {ask.milli} free milli-GPU" if ask.is_share
+                 else f"node(s) didn't have {ask.num} free GPU(s)"]
+        table = [Status(Code.UNSCHEDULABLE, (r,), self.name) for r in texts]
+        ids = code.astype(np.int64)
+        for j in np.flatnonzero(code == 3).tolist():       # topology: per node
+            st = self.explain_status(ctx, int(rows[j]))
+            if st not in table:
+                table.append(st)
+            ids[j] = table.index(st)
+        used = np.unique(ids)
+        remap = np.full(len(table), -1, np.int64)
+        remap[used] = np.arange(used.shape[0])
+        return remap[ids], [table[i] for i in used.tolist()]
+
     def explain_status(self, ctx, row: int) -> Status:
         t = GpuTable.of(ctx.state)
         info = t.pod_info(ctx.pod)

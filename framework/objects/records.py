@@ -8,6 +8,7 @@ millicores, memory and storage in bytes, everything else in whole units.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 
@@ -86,9 +87,11 @@ class PodRecord:
     # function; a copy (``dataclasses.replace``) starts empty.
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """``namespace/name``, the pod's identity everywhere in tensorsched."""
+        """``namespace/name``, the pod's identity everywhere in tensorsched
+        (made once: the loop asks it a dozen times per pod; a copy made by
+        copying ``__dict__`` under another name must drop ``"key"``)."""
         return f"{self.namespace}/{self.name}"
 
 

@@ -26,6 +26,7 @@ class NodeAffinity(Plugin, FusedFilter, FusedScore):
     events = frozenset({"Node/Add", "Node/Update"})
     filter_flag = L.F_NODE_AFFINITY
     reason_bits = int(L.R_NODE_AFFINITY | L.R_ADDED_AFFINITY)
+    explains_by_bits = True
     score_slot = L.S_NODE_AFFINITY
     normalize = NORMALIZE_DEFAULT
 

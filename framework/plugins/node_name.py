@@ -15,6 +15,7 @@ class NodeName(Plugin, FusedFilter):
     events = frozenset({"Node/Add"})
     filter_flag = L.F_NODE_NAME
     reason_bits = int(L.R_NODE_NAME)
+    explains_by_bits = True
 
     def explain_reasons(self, ctx, row, bits):
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON,), NAME)

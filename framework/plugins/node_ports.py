@@ -19,6 +19,7 @@ class NodePorts(Plugin, FusedFilter):
     events = frozenset({"Pod/Delete", "Node/Add"})
     filter_flag = L.F_PORTS
     reason_bits = int(L.R_PORTS)
+    explains_by_bits = True
 
     def pre_filter(self, ctx):
         return (Status.OK if ctx.pod.host_ports else SKIP), None

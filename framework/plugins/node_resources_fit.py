@@ -27,6 +27,7 @@ class NodeResourcesFit(Plugin, FusedFilter, FusedScore):
     events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
     filter_flag = L.F_FIT
     reason_bits = int(L.R_TOO_MANY_PODS) | ~((1 << L.INSUFFICIENT_SHIFT) - 1)
+    explains_by_bits = True
     score_slot = L.S_FIT
     normalize = NORMALIZE_NONE
 

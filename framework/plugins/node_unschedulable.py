@@ -18,6 +18,7 @@ class NodeUnschedulable(Plugin, FusedFilter):
     events = frozenset({"Node/Add", "Node/Update"})
     filter_flag = L.F_UNSCHEDULABLE
     reason_bits = int(L.R_UNSCHEDULABLE)
+    explains_by_bits = True
 
     def explain_reasons(self, ctx, row, bits):
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON,), NAME)

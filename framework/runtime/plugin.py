@@ -146,10 +146,13 @@ class FusedFilter(ABC):
 
     ``filter_flag`` enables its checks (``layout.F_*``); ``reason_bits`` are
     the reason bits it owns; ``explain_reasons`` turns a node's bits into
-    (code, reasons) text, only at the edge."""
+    (code, reasons) text, only at the edge; ``explains_by_bits``: that text
+    depends on the bits alone, not on the node (a diagnosis then explains
+    each distinct bit pattern once)."""
 
     filter_flag: int = 0
     reason_bits: int = 0
+    explains_by_bits: bool = False
 
     @abstractmethod
     def explain_reasons(self, ctx: "CycleContext", row: int, bits: int) -> Status:

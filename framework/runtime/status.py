@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+
+import numpy as np
 
 
 class Code(IntEnum):
@@ -55,12 +58,55 @@ Status.OK = Status()          # type: ignore[attr-defined]
 SKIP = Status(Code.SKIP)
 
 
+class NodeStatuses(Mapping):
+    """The rejected nodes of a cycle as columns: node ``names_of(rows[i])``
+    was rejected with ``table[ids[i]]``.  Reads as a ``{node name: Status}``
+    mapping; the names are looked up only when someone iterates it (the
+    FailedScheduling message needs only the counts per status).
+
+    ``rows`` [K] int64 node rows; ``ids`` [K] int64 indexes into ``table``
+    (the distinct statuses, each used at least once); ``nodes``: the
+    cluster's node records at the cycle (row -> record with ``.name``)."""
+
+    def __init__(self, rows=None, ids=None, table=(), nodes=()):
+        self.rows = np.zeros(0, np.int64) if rows is None else rows
+        self.ids = np.zeros(0, np.int64) if ids is None else ids
+        self.table = list(table)
+        self._nodes = nodes
+        self._dict: dict | None = None if rows is not None else {}
+
+    def _as_dict(self) -> dict:
+        if self._dict is None:
+            nodes, table = self._nodes, self.table
+            self._dict = {nodes[r].name: table[i]
+                          for r, i in zip(self.rows.tolist(), self.ids.tolist())}
+        return self._dict
+
+    def __getitem__(self, name):
+        return self._as_dict()[name]
+
+    def __iter__(self):
+        return iter(self._as_dict())
+
+    def __len__(self) -> int:
+        return len(self._dict) if self._dict is not None else int(self.ids.shape[0])
+
+    def counts(self) -> list[tuple[Status, int]]:
+        """(status, number of nodes) for each distinct status."""
+        n = np.bincount(self.ids, minlength=len(self.table)) if len(self.table) else []
+        return [(st, int(c)) for st, c in zip(self.table, n) if c]
+
+    def plugins(self) -> set[str]:
+        """The plugins that rejected at least one node."""
+        return {st.plugin for st, _ in self.counts() if st.plugin}
+
+
 @dataclass
 class Diagnosis:
     """Why a pod did not fit: per-node statuses plus any PreFilter message."""
 
     num_all_nodes: int
-    node_statuses: dict[str, Status] = field(default_factory=dict)
+    node_statuses: NodeStatuses = field(default_factory=NodeStatuses)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
 
@@ -71,9 +117,9 @@ class Diagnosis:
             msg += f" {self.pre_filter_msg}."
         else:
             counts: dict[str, int] = {}
-            for st in self.node_statuses.values():
+            for st, n in self.node_statuses.counts():
                 for r in st.reasons:
-                    counts[r] = counts.get(r, 0) + 1
+                    counts[r] = counts.get(r, 0) + n
             parts = sorted(f"{n} {r}" for r, n in counts.items())
             if parts:
                 msg += f" {', '.join(parts)}."

@@ -92,7 +92,8 @@ class EventHandlers:
         w = self.waiting.pop(key, None)
         if w is not None:
             self._unreserve(w.fw, w.ctx, w.node)
-        self._to_bind = [x for x in self._to_bind if x.pod.key != key]
+        if self._to_bind:
+            self._to_bind = [x for x in self._to_bind if x.pod.key != key]
         if self._queue is not None:
             self._queue.delete(key)
         self.assumed.pop(key, None)

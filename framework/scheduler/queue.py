@@ -69,6 +69,49 @@ def plugin_events(plugin) -> frozenset:
     return DEFAULT_EVENTS.get(getattr(plugin, "name", ""), ALL_EVENTS)
 
 
+class UnschedulablePool(dict):
+    """The unschedulable pods, ``{key: QueuedPodInfo}`` in arrival order,
+    also grouped by the plugins that rejected them: a cluster event visits
+    only the groups whose plugins care about it, so a pod arriving while
+    thousands wait costs a few set lookups, not a scan of them all.
+
+    A pod's group is its ``unschedulable_plugins`` when it entered (they
+    do not change while it waits)."""
+
+    def __init__(self):
+        super().__init__()
+        self.groups: dict[frozenset, dict[str, int]] = {}   # plugins -> {key: order}
+        self._group_of: dict[str, frozenset] = {}
+        self._order = 0
+
+    def __setitem__(self, key: str, pi) -> None:
+        if key in self:
+            super().__setitem__(key, pi)        # keeps its place, as dict does
+            return
+        super().__setitem__(key, pi)
+        self._order += 1
+        plugins = pi.unschedulable_plugins
+        self.groups.setdefault(plugins, {})[key] = self._order
+        self._group_of[key] = plugins
+
+    def pop(self, key: str, *default):
+        if key in self:
+            plugins = self._group_of.pop(key)
+            group = self.groups[plugins]
+            del group[key]
+            if not group:
+                del self.groups[plugins]
+        return super().pop(key, *default)
+
+    def interested(self, wants: Callable[[frozenset], bool]) -> list:
+        """The waiting pods whose group ``wants(plugins)``, in arrival order."""
+        hits = [g for plugins, g in self.groups.items() if wants(plugins)]
+        if len(hits) == 1:
+            return [self[k] for k in hits[0]]
+        return [self[k] for k, _ in sorted(((k, o) for g in hits for k, o in g.items()),
+                                           key=lambda ko: ko[1])]
+
+
 @dataclass
 class QueuedPodInfo:
     """A pending pod and its queue bookkeeping (upstream's QueuedPodInfo)."""
@@ -154,7 +197,7 @@ class SchedulingQueue:
         self._active: list = []
         self._backoff: list = []
         self._token: dict[str, int] = {}           # key -> live heap entry token
-        self.unschedulable: dict[str, QueuedPodInfo] = {}
+        self.unschedulable: UnschedulablePool = UnschedulablePool()
         self._seq = 0
         self._seq_of_pop = 0                        # heap token of the last pod popped
         self.scheduling_cycle = 0
@@ -293,7 +336,7 @@ class SchedulingQueue:
             _, seq, key = heapq.heappop(bq)
             if self._token.get(key) == seq:
                 self._push_active(self.infos[key])
-        if self.unschedulable:
+        if self.unschedulable and self.max_in_unschedulable != float("inf"):
             stale = [pi for pi in self.unschedulable.values()
                      if not pi.gated and now - pi.timestamp >= self.max_in_unschedulable]
             for pi in stale:
@@ -399,9 +442,11 @@ class SchedulingQueue:
         activeQ/backoffQ (all but the pod keyed ``exclude``).  Returns how
         many moved."""
         self.move_request_cycle = self.scheduling_cycle
-        moved = [pi for pi in self.unschedulable.values()
-                 if not pi.gated and pi.key != exclude
-                 and self._interested(pi.unschedulable_plugins, event)]
+        if not self.unschedulable:
+            return 0
+        moved = [pi for pi in self.unschedulable.interested(
+                 lambda plugins: self._interested(plugins, event))
+                 if not pi.gated and pi.key != exclude]
         for pi in moved:
             self._move(pi)
         return len(moved)

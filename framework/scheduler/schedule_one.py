@@ -137,7 +137,7 @@ class SchedulingCycle:
 
     @staticmethod
     def _rejectors(result, diag) -> set:
-        plugins = {st.plugin for st in diag.node_statuses.values() if st.plugin}
+        plugins = diag.node_statuses.plugins()
         if not result.prefilter_status.ok and result.prefilter_status.plugin:
             plugins.add(result.prefilter_status.plugin)
         return plugins

@@ -186,6 +186,7 @@ class ClusterState:
         self.layout_version = 0
         self.epoch = 0          # bumped when a table grows or the node set changes
         self._valid_rows_cache: tuple[int, np.ndarray] | None = None
+        self._ceiling: tuple | None = None      # see _ceilings
         self._columns_cache: tuple | None = None
 
     # --------------------------------------------------------- derived data
@@ -496,16 +497,41 @@ class ClusterState:
         """Whether any bound pod has a priority lower than ``priority``."""
         return any(p < priority for p in self.priority_counts)
 
+    def _ceilings(self) -> tuple[np.ndarray, np.ndarray]:
+        """Upper bounds of the requested ([R]) and non-zero requested ([2])
+        columns over the live rows: exact when the rows or columns change,
+        then raised as pods are accounted (never lowered when they leave,
+        so a bound, which is all ``room_for`` needs, at O(R) per run)."""
+        key = (self.layout_version, self.epoch, self.n_rows, self.requested.shape)
+        c = self._ceiling
+        if c is None or c[0] != key:
+            n = max(self.n_rows, 1)
+            c = (key, self.requested[:n].max(axis=0, initial=0),
+                 self.nonzero_requested[:n].max(axis=0, initial=0))
+            self._ceiling = c
+        return c[1], c[2]
+
+    def _raise_ceilings(self, rows) -> None:
+        """``rows``: one row (int) or an array of rows just accounted."""
+        if self._ceiling is not None:
+            _, req, nz = self._ceiling
+            if not isinstance(rows, np.ndarray):
+                np.maximum(req, self.requested[rows], out=req)
+                np.maximum(nz, self.nonzero_requested[rows], out=nz)
+            else:
+                np.maximum(req, self.requested[rows].max(axis=0), out=req)
+                np.maximum(nz, self.nonzero_requested[rows].max(axis=0), out=nz)
+
     def room_for(self, request: np.ndarray, nonzero: np.ndarray, count: int) -> bool:
         """Whether ``count`` more pods of ``request`` ([R] int64) and non-zero
         request ([2] int64) on any one node keep its sums within int64 (a
         compiled run accounts pods without ``add_pod``'s per-pod check)."""
-        n = max(self.n_rows, 1)
         r = min(request.shape[0], self.requested.shape[1])
         if request.shape[0] > self.requested.shape[1]:
             return False
-        head_req = _INT64_MAX - self.requested[:n, :r].max(axis=0, initial=0)
-        head_nz = _INT64_MAX - self.nonzero_requested[:n].max(axis=0, initial=0)
+        req_max, nz_max = self._ceilings()
+        head_req = _INT64_MAX - req_max[:r]
+        head_nz = _INT64_MAX - nz_max
         return bool((request[:r] <= head_req // max(count, 1)).all()
                     and (nonzero <= head_nz // max(count, 1)).all())
 
@@ -528,6 +554,7 @@ class ClusterState:
             entries[key] = PodRow(pod, row, request, nonzero, ())
             on_node[row].add(key)
         if len(pods):
+            self._raise_ceilings(rows)
             self.version += 1
             self.row_version[rows] = self.version
             for fn in self.listeners:
@@ -551,6 +578,7 @@ class ClusterState:
         self.requested[row, : req.shape[0]] += req
         self.nonzero_requested[row, 0] += entry.nonzero[0]
         self.nonzero_requested[row, 1] += entry.nonzero[1]
+        self._raise_ceilings(row)
         counts = self.port_counts[row]
         for b in entry.port_ids:
             counts[b] = counts.get(b, 0) + 1

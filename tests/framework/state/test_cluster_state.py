@@ -668,3 +668,31 @@ def test_a_label_named_like_the_name_column_does_not_collide():
             {"matchFields": [{"key": "metadata.name", "operator": "NotIn",
                               "values": ["fake"]}]}]}}}})
     assert explain(nodes, pod)["feasible"] == ["real"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.integers(0, 2**40)),
+                max_size=30))
+def test_room_for_bounds_stay_above_the_columns(ops):
+    """room_for's ceilings (raised on accounting, exact on node changes) are
+    never below the live columns, so the int64 headroom check stays safe."""
+    s = ClusterState()
+    for i in range(4):
+        s.add_node(node(f"n{i}"))
+    alive = []
+    req = np.array([1, 1, 1], np.int64)
+    for k, (add, row, cpu) in enumerate(ops):
+        s.room_for(req, np.array([1, 1], np.int64), 1)          # builds the ceilings
+        if add or not alive:
+            s.add_pod(pod(f"p{k}", f"n{row}", cpu=cpu))
+            alive.append(f"default/p{k}")
+        else:
+            s.remove_pod(alive.pop(row % len(alive)))
+        up_req, up_nz = s._ceilings()
+        n = s.n_rows
+        assert (up_req >= s.requested[:n].max(axis=0)).all()
+        assert (up_nz >= s.nonzero_requested[:n].max(axis=0)).all()
+    top = int(s.requested[:s.n_rows, 0].max())
+    big = np.array([(2**63 - 1 - top) // 2 + 1, 0, 0], np.int64)
+    assert not s.room_for(big, np.zeros(2, np.int64), 2)
+    assert s.room_for(np.zeros(3, np.int64), np.zeros(2, np.int64), 2)
