@@ -43,13 +43,17 @@ _EXPORTS = {
     "read_pods_table": ("tensorsched.framework.objects.pod_tables", "read_pods_table"),
     "Simulation": ("tensorsched.framework.simulation.simulation", "Simulation"),
     "read_trace": ("tensorsched.framework.simulation.trace", "read_trace"),
+    "SchedulingEnv": ("tensorsched.framework.simulation.gym_env", "SchedulingEnv"),  # gym extra
     "how_many_fit": ("tensorsched.framework.capacity.fit", "how_many_fit"),
     "nodes_to_add": ("tensorsched.framework.capacity.node_search", "nodes_to_add"),
     "removable_nodes": ("tensorsched.framework.capacity.drain", "removable_nodes"),
     "expand_workloads": ("tensorsched.framework.objects.controllers", "expand_workloads"),
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+# Names that need an optional extra stay out of ``import *`` (which would
+# fail without it); they are still ``tensorsched.<name>``.
+_NEEDS_EXTRA = frozenset({"SchedulingEnv"})
+__all__ = sorted(set(_EXPORTS) - _NEEDS_EXTRA) + ["__version__"]
 
 
 def __getattr__(name: str):

@@ -50,7 +50,8 @@ class CompiledRuns:
 
     def _batching(self) -> bool:
         return (self.batch and not self.nominator and not self.waiting and not self._to_bind
-                and self.binder is None and self.binder_fault_rate <= 0)
+                and self.binder is None and self.binder_fault_rate <= 0
+                and self.choose_node is None)
 
     def _schedule_run(self) -> list[Binding]:
         """Pop the longest run of alike heads and schedule it; [] when

@@ -98,7 +98,11 @@ class SchedulingCycle:
             self.next_start_index = (self.next_start_index + result.processed) % n
         if result.selected_row >= 0:
             self._remove(temp)
-            node = state.node_name(result.selected_row)
+            row = result.selected_row
+            if self.choose_node is not None:
+                # a learning agent decides among the feasible nodes (gym_env)
+                row = self.choose_node(pod, fw, result)
+            node = state.node_name(row)
             binding = self._assume_and_permit(fw, pod, node, pi)
             t2 = time.perf_counter()
             self.timer.add("reserve_bind", t2 - t1)

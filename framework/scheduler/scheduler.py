@@ -125,6 +125,11 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         self.run_lengths: list[int] = []               # pods placed per compiled run
         self._unrunnable: set = set()                  # run keys that did not compile
         self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
+        # Decision hook (the Gymnasium environment): when set, a cycle that
+        # found a node binds the row ``choose_node(pod, fw, result)`` returns
+        # (one that passed the filters) instead of the selected one; runs are
+        # then off, so every pod gets its own cycle.
+        self.choose_node: Callable | None = None
         self._profile_names = frozenset(p.scheduler_name for p in cluster.config.profiles)
 
     # ----------------------------------------------------------- plumbing

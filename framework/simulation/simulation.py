@@ -41,6 +41,7 @@ import heapq
 import json
 import math
 import os
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -99,6 +100,10 @@ class HorizonClock(SimulatedClock):
         super().set(t)
 
 
+_gc_lock = threading.Lock()
+_gc_depth = [0, None]          # simulations running now, the thresholds before the first
+
+
 @contextlib.contextmanager
 def _few_collections():
     """Fewer garbage collections while a simulation runs: it makes and drops
@@ -107,15 +112,23 @@ def _few_collections():
     (a young collection every 700 allocations, a full one as the heap
     grows) spends a fifth of a long run rescanning that heap.  The objects
     alive before the run are frozen (never rescanned) and young collections
-    come every 50,000 allocations; both undone afterwards."""
-    old = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(old[0], 50_000), old[1], old[2])
+    come every 50,000 allocations; both undone when the last of the
+    simulations running at once (threads, nested calls) is done."""
+    with _gc_lock:
+        if _gc_depth[0] == 0:
+            _gc_depth[1] = gc.get_threshold()
+            gc.freeze()
+            old = _gc_depth[1]
+            gc.set_threshold(max(old[0], 50_000), old[1], old[2])
+        _gc_depth[0] += 1
     try:
         yield
     finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
+        with _gc_lock:
+            _gc_depth[0] -= 1
+            if _gc_depth[0] == 0:
+                gc.set_threshold(*_gc_depth[1])
+                gc.unfreeze()
 
 
 def _pct(values: list, q: float):
@@ -176,6 +189,7 @@ class Simulation:
             if name in TIMESERIES_COLUMNS:
                 raise SimulationError(f"metric {name!r} would replace a built-in column")
         self._heap: list = []
+        self._driving = False
         self._counter = 0
         self._traces: list[Trace] = []
         self._cursor: list[int] = []
@@ -207,6 +221,8 @@ class Simulation:
     def _push(self, t: float, prio: int, kind: str, payload) -> None:
         self._counter += 1
         heapq.heappush(self._heap, (float(t), prio, self._counter, kind, payload))
+        if self._driving and t < self.clock.horizon:
+            self.clock.horizon = float(t)     # the scheduler stops there: _drive
 
     def _when(self, at) -> float:
         now = self.clock.now()
@@ -538,18 +554,22 @@ class Simulation:
 
     # -------------------------------------------------------------- loop
     def _drive(self, horizon: float) -> None:
-        """Run the scheduler until idle, its clock at most ``horizon``; then
-        the clock stands at ``horizon`` (when finite)."""
+        """Run the scheduler until idle, its clock at most ``horizon``, or
+        less when a pod it binds is due to leave sooner (``_push`` lowers
+        the horizon then); the clock then stands at that horizon (when
+        finite)."""
         clock = self.clock
         clock.horizon = horizon
+        self._driving = True
         try:
             self.scheduler.run_until_idle()
         except _PastHorizon:
             pass
         finally:
-            clock.horizon = math.inf
-        if math.isfinite(horizon) and clock.now() < horizon:
-            SimulatedClock.set(clock, horizon)
+            self._driving = False
+            stop, clock.horizon = clock.horizon, math.inf
+        if math.isfinite(stop) and clock.now() < stop:
+            SimulatedClock.set(clock, stop)
 
     def _next_time(self) -> float:
         return self._heap[0][0] if self._heap else math.inf
@@ -580,14 +600,9 @@ class Simulation:
             until = self._when(until)
         self._logged("run", until)
         self._run(math.inf if until is None else until)
-        if until is None:
-            self._drive(math.inf)
-            while self._heap:       # that last drive bound pods that leave later
-                self._run(math.inf)
-                self._drive(math.inf)
-            if self.interval is not None and (not self._series["time"]
-                                              or self._series["time"][-1] < self.clock.now()):
-                self._sample(self.clock.now())
+        if until is None and self.interval is not None and (
+                not self._series["time"] or self._series["time"][-1] < self.clock.now()):
+            self._sample(self.clock.now())
         return self.summary()
 
     def _run(self, until: float, once: bool = False) -> None:
@@ -595,16 +610,25 @@ class Simulation:
             self._run_events(until, once)
 
     def _run_events(self, until: float, once: bool) -> None:
+        """Events, samples and scheduling in time order up to ``until``
+        (events at ``until`` included; ``inf``: until nothing is left to
+        come and the scheduler is idle); ``once``: stop after the first
+        event time."""
         heap = self._heap
         while True:
             t_ev = heap[0][0] if heap else math.inf
+            nxt = min(t_ev, self._next_sample, until)
             if not heap and not math.isfinite(until):
-                break           # run(): nothing left to come
-            nxt = min(t_ev, self._next_sample)
-            if nxt > until or not math.isfinite(nxt):
+                # nothing left to come: the scheduler's own timers only
+                self._drive(math.inf)
+                if heap:
+                    continue        # it bound pods that leave later
                 break
             self._drive(nxt)
-            if t_ev <= nxt:
+            if heap and heap[0][0] <= self.clock.now():
+                # events due now (or sooner than ``nxt``: a pod bound in that
+                # pass leaves first), before the scheduler runs again
+                t_ev = heap[0][0]
                 while heap and heap[0][0] == t_ev:
                     _t, _p, _c, kind, payload = heapq.heappop(heap)
                     self._apply(kind, payload)
@@ -612,10 +636,11 @@ class Simulation:
                     self._drive(t_ev)
                     return
                 continue
-            self._sample(nxt)
-            self._next_sample = nxt + self.interval
-        if math.isfinite(until):
-            self._drive(until)
+            if self._next_sample <= nxt:
+                self._sample(nxt)
+                self._next_sample = nxt + self.interval
+                continue
+            break                   # at ``until``
 
     # ------------------------------------------------------------ metrics
     def _sample(self, t: float) -> None:

@@ -197,3 +197,21 @@ def test_inputs_refused():
         sim.on("Nope", print)
     assert ts.Simulation is Simulation
     assert math.isinf(float("inf"))
+
+
+def test_a_departure_due_mid_pass_comes_before_the_schedulers_later_timers():
+    """At 1 s, B preempts A (its victim terminates for 30 s) and E binds,
+    due to leave at 3 s: the pass stops at 3 s, E leaves then, and the clock
+    goes on to A's termination (events in time order)."""
+    one = [node_dict("n0", cpu="1", memory="4Gi", pods="10")]
+    sim = Simulation(one, backend="numpy", interval=None, termination_grace_seconds=30)
+    sim.submit([pod_dict("a", cpu="1", priority=0)], at=0)
+    sim.submit([pod_dict("b", cpu="1", priority=100)], at=1)
+    sim.submit([pod_dict("e", cpu="0", memory="1Mi", priority=0)], at=1, duration=2)
+    seen = []
+    sim.on("*", lambda e: seen.append((e["time"], e["event"], e["pod"])))
+    sim.run()
+    times = [t for t, _, _ in seen]
+    assert times == sorted(times)
+    assert (3.0, "Departed", "default/e") in seen
+    assert [t for t, ev, p in seen if ev == "Bound" and p == "default/b"] == [31.0]
