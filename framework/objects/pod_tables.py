@@ -49,8 +49,8 @@ invalid quantity 'abc' (templates[1])``.
 Records are built by copying a base record per distinct (template or
 requests, priority, scheduler_name, node_name, namespace, labels) with the
 row's ``name``, ``creation_ns`` and ``obj``; rows of one group share their
-``labels``, ``requests``, ... containers and their ``spec`` dict (records
-are read-only everywhere).
+``labels``, ``requests``, ... containers, their ``spec`` dict and their
+``memo`` (records are read-only everywhere).
 """
 
 from __future__ import annotations
@@ -562,6 +562,10 @@ def read_pods_table(table, templates=None, *, source: str | None = None) -> list
 
 
 def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
+    # Rows of one group share their memo as they share the fields it is
+    # derived from (query signature, compiled terms; none reads the name or
+    # the creation time): a trace of a few shapes signs each shape once.
+    memos: dict = {}
     out = []
     append = out.append
     new = _NEW
@@ -576,7 +580,7 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
             f = fields.copy()
             f["name"] = name
             f["obj"] = obj
-            f["memo"] = {}
+            f["memo"] = memos.setdefault(g, {})
             r = new(cls)
             r.__dict__ = f
             append(r)
@@ -593,7 +597,7 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
         f["name"] = name
         f["creation_ns"] = ns
         f["obj"] = obj
-        f["memo"] = {}
+        f["memo"] = memos.setdefault(g, {})
         r = new(cls)
         r.__dict__ = f
         append(r)

@@ -78,7 +78,16 @@ def test_basic_shape_from_parquet(tmp_path):
         assert r.obj == expected_manifest(row)
         assert r == parse_pod(expected_manifest(row))
     assert recs[0].requests == {"cpu": 100, "memory": 500 * Mi}
-    assert recs[0].creation_ns == T0 and recs[0].memo is not recs[1].memo
+    # one group (same requests and labels): one memo, derived values made once
+    assert recs[0].creation_ns == T0 and recs[0].memo is recs[1].memo
+
+
+def test_groups_do_not_share_derived_values(tmp_path):
+    table = basic_table(4)
+    table = table.set_column(table.schema.get_field_index("labels"), "labels",
+                             pa.array([[("app", "web")], [("app", "db")]] * 2, LABELS))
+    recs = read_pods_table(table)
+    assert recs[0].memo is recs[2].memo and recs[0].memo is not recs[1].memo
 
 
 names = st.text("abc-", min_size=1, max_size=4)
