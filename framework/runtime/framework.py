@@ -9,6 +9,7 @@ normalize/weigh/select on the backend, and a seeded draw among ties.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,6 +133,8 @@ class CyclePlan:
     host_scores: list
 
 
+_FRAMEWORK_NUMBERS = itertools.count()
+
 class Framework:
     """One profile's plugins, ready to run cycles on one backend."""
 
@@ -184,6 +187,9 @@ class Framework:
         deciding = {id(p): p for point in DECISION_POINTS for p in self._at.get(point, [])}
         signers = [p for p in deciding.values() if isinstance(p, SignPlugin)]
         self._signable = len(signers) == len(deciding)
+        # the pod memo key of this framework's signatures (a fresh number per
+        # framework: ``id`` could be reused by a later one)
+        self._signature_key = ("framework.signature", next(_FRAMEWORK_NUMBERS))
         # Fused plugins sign () (the query signature covers them): skip them.
         self._signers = [p for p in signers if not isinstance(p, (FusedFilter, FusedScore))]
         self.run_safe = all(isinstance(p, RunSafePlugin) and p.run_safe
@@ -198,13 +204,19 @@ class Framework:
         sign it (the pod is then scheduled on its own)."""
         if not self._signable:
             return None
+        memo = pod.memo
+        key = self._signature_key
+        if key in memo:         # ``sign`` reads only the pod: once per record
+            return memo[key]
         parts = [pod_signature(pod)]
         for p in self._signers:
             s = p.sign(pod)
             if s is None:
+                memo[key] = None
                 return None
             parts.append(s)
-        return tuple(parts)
+        memo[key] = got = tuple(parts)
+        return got
 
     def plugins_at(self, point: str) -> list:
         """The profile's plugins at extension point ``point`` (its config

@@ -220,8 +220,9 @@ class SignPlugin(Protocol):
     SignPlugin, KEP-5598): pods whose signatures are equal get the same
     answers from it, so a run of them can be scheduled in one compiled call.
     ``sign(pod)`` returns a hashable tuple, or None when this pod cannot be
-    batched.  A plugin without ``sign`` keeps every pod on the one-by-one
-    path."""
+    batched; it reads the pod alone (never the cluster), so the framework
+    keeps its answer in the pod's memo.  A plugin without ``sign`` keeps
+    every pod on the one-by-one path."""
 
     def sign(self, pod: PodRecord) -> tuple | None: ...
 
