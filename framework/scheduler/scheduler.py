@@ -130,6 +130,10 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         # (one that passed the filters) instead of the selected one; runs are
         # then off, so every pod gets its own cycle.
         self.choose_node: Callable | None = None
+        # run_until_idle's (pods bound, clock) at its last progress, and the
+        # wakeup it was heading to when a simulation paused it (resume)
+        self._progress: tuple = (0, 0.0)
+        self._wakeup: float | None = None
         self._profile_names = frozenset(p.scheduler_name for p in cluster.config.profiles)
 
     # ----------------------------------------------------------- plumbing
@@ -266,7 +270,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         """Schedule ``pods`` in queue order; returns one Binding per pod."""
         return [self.schedule_one(p) for p in self.queue_order(pods)]
 
-    def run_until_idle(self, max_cycles: int = 1_000_000) -> list[Binding]:
+    def run_until_idle(self, max_cycles: int = 1_000_000, *,
+                       resume: bool = False) -> list[Binding]:
         """Pop and schedule until activeQ is empty; while pods back off,
         wait in Permit or victims terminate, a simulated clock jumps to the
         next of those times.  Pods left unschedulable stay aside.
@@ -276,11 +281,23 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         still terminating (e.g. a gang that can never reach its quorum keeps
         cycling through Permit waits and backoff, as it would forever in a
         real cluster; every pending pod has been retried more than once
-        against the same cluster by then)."""
+        against the same cluster by then).
+
+        ``resume=True`` continues a run that an embedding simulation paused
+        (its clock refused to be set past the next event): the run goes on
+        waiting for the time it was heading to, with its stall measured from
+        where it started or last bound a pod, exactly as if never paused; a
+        run that had ended (idle or stalled) stays ended until the caller
+        changes something and calls without ``resume``."""
         out = []
         self._unrunnable.clear()
-        bound = self.results.get("scheduled", 0)
-        progress_at = self.clock.now()
+        if resume:
+            if self._wakeup is None:
+                return out
+            self._set_clock(self._wakeup)
+        else:
+            self._progress = (self.results.get("scheduled", 0), self.clock.now())
+        bound, progress_at = self._progress
         for _ in range(max_cycles):
             if self.batch:
                 self._tick()
@@ -304,10 +321,18 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
             now_bound = self.results.get("scheduled", 0)
             if now_bound != bound:
                 bound, progress_at = now_bound, self.clock.now()
+                self._progress = (bound, progress_at)
             elif not self.terminating and t - progress_at > self.stall_horizon():
                 break
-            self.clock.set(max(t, self.clock.now()))
+            self._set_clock(t)
         return out
+
+    def _set_clock(self, t: float) -> None:
+        """Move the simulated clock to wakeup ``t``; ``_wakeup`` keeps ``t``
+        while a simulation's clock refuses it (see ``resume``)."""
+        self._wakeup = t
+        self.clock.set(max(t, self.clock.now()))
+        self._wakeup = None
 
     def _add_pending(self, pods: list[PodRecord]) -> None:
         """``add_pod`` of each pod, in order; pending pods of a known profile

@@ -190,6 +190,7 @@ class Simulation:
                 raise SimulationError(f"metric {name!r} would replace a built-in column")
         self._heap: list = []
         self._driving = False
+        self._fresh = True            # an event was applied since the last drive
         self._counter = 0
         self._traces: list[Trace] = []
         self._cursor: list[int] = []
@@ -517,6 +518,7 @@ class Simulation:
         self._sim_event("NodeUpdated", None, name, "cordoned" if value else "uncordoned")
 
     def _apply(self, kind: str, payload) -> None:
+        self._fresh = True
         if kind == "trace":
             self._arrive_trace(payload)
         elif kind == "pods":
@@ -559,10 +561,13 @@ class Simulation:
         the horizon then); the clock then stands at that horizon (when
         finite)."""
         clock = self.clock
+        # A drive after no event continues the paused pass, so sample times
+        # and ``step``/``run`` boundaries change nothing that happens.
+        resume, self._fresh = not self._fresh, False
         clock.horizon = horizon
         self._driving = True
         try:
-            self.scheduler.run_until_idle()
+            self.scheduler.run_until_idle(resume=resume)
         except _PastHorizon:
             pass
         finally:

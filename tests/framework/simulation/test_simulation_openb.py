@@ -47,3 +47,41 @@ def test_random_policy_matches_replay_in_the_mean(tmp_path):
     b = np.array([[simulate_replay(nodes, pods, "Random", seed=s).alloc[c] for c in (100, 130)]
                   for s in range(42, 52)])
     assert np.abs(a.mean(axis=0) - b.mean(axis=0)).max() <= 1.0
+
+
+def test_where_a_run_pauses_changes_nothing(tmp_path):
+    """The same trace with samples every hour, every day or never, run in
+    one call or in 100 steps, schedules the same pods on the same nodes
+    (a small slice where the scheduler stalls between arrivals)."""
+    from tensorsched.framework.simulation.simulation import Simulation
+    from tensorsched.topology.openb.trace import (
+        openb_config,
+        openb_node_objects,
+        read_openb_trace,
+    )
+    from tensorsched.topology.sim_metrics import trace_shapes, typical_shapes
+
+    out = []
+    for src, dst, n in ((NODES, tmp_path / "n.csv", 10),
+                        ("data/openb/csv/openb_pod_list_default.csv", tmp_path / "p.csv", 400)):
+        with open(src) as f:
+            dst.write_text("".join(f.readlines()[:n + 1]))
+        out.append(str(dst))
+    trace = read_openb_trace(out[1])
+    cfg = openb_config("FGD", typical_shapes(trace_shapes(trace)))
+    runs = []
+    for interval, steps in ((None, 1), (3600.0, 1), (86400.0, 1), (None, 100)):
+        sim = Simulation(openb_node_objects(out[0]), cfg, "numba", 1, interval=interval)
+        sim.submit(read_openb_trace(out[1]))
+        bound = []
+        sim.on("Bound", lambda e, bound=bound: bound.append((e["time"], e["pod"], e["node"])))
+        if steps == 1:
+            sim.run()
+        else:
+            end = float(trace.arrival.max()) + 1
+            for k in range(1, steps + 1):
+                sim.run(until=end * k / steps)
+            sim.run()
+        s = sim.summary()
+        runs.append((bound, s["scheduled"], s["failed_attempts"], s["time"]))
+    assert all(r == runs[0] for r in runs[1:])
