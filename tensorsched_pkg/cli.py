@@ -27,7 +27,7 @@ from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu_table import binding_gpus
 from tensorsched.topology.openb import replay as R
 
-from . import capacity_cli
+from . import capacity_cli, simulate_cli, sweep_cli
 from .cli_args import (
     BACKENDS,
     SEED,
@@ -40,7 +40,6 @@ from .cli_args import (
     progress,
     subcommand,
 )
-from . import simulate_cli
 from .synthetic import WORKLOADS
 
 
@@ -290,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_replay)
     capacity_cli.add_parser(sub)
     simulate_cli.add_parser(sub)
+    sweep_cli.add_parser(sub)
     return ap
 
 

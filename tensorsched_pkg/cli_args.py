@@ -61,6 +61,13 @@ def output_file(text: str) -> str:
     return text
 
 
+def existing_path(text: str) -> str:
+    """An argparse type: a file or directory that exists now."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
+    return text
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line refusal (no usage dump): status 2."""
 

@@ -9,7 +9,6 @@ set (openb node lists and traces, the GPU columns) and the CLI's helpers.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
@@ -20,22 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tensorsched.bench.harness import peak_rss_bytes
-from tensorsched.framework.errors import ManifestError, TensorschedError
-from tensorsched.framework.objects.manifests import load_objects
+from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.scenario import load_scenario
-from tensorsched.framework.simulation.simulation import Simulation
-from tensorsched.framework.simulation.trace import Trace, TraceError, read_trace
 from tensorsched.kernels.gpu.share import POLICIES
-from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.openb import replay as R
-from tensorsched.topology.openb.trace import (
-    openb_config,
-    openb_node_objects,
-    read_openb_trace,
-)
-from tensorsched.topology.sim_metrics import gpu_metrics, trace_shapes, typical_shapes
 
-from .cli_args import BACKENDS, SEED, positive_float, progress, subcommand
+from . import simulate_run as run
+from .cli_args import BACKENDS, SEED, existing_path, positive_float, progress, subcommand
 
 #: Events written to events.parquet (one row per outcome; Scheduled and
 #: Arrived are counted in the time series instead).
@@ -43,7 +33,6 @@ EVENT_ROWS = ("Bound", "FailedScheduling", "Preempted", "BindFailed", "AssumeExp
               "Departed", "Deleted", "Evicted", "NodeAdded", "NodeUpdated", "NodeDeleted")
 EVENT_SCHEMA = pa.schema([("time", pa.float64()), ("event", pa.string()), ("pod", pa.string()),
                           ("node", pa.string()), ("message", pa.string())])
-OPENB_COLUMNS = ("cpu_milli", "creation_time")
 
 
 def _output_dir(text: str) -> str:
@@ -56,12 +45,6 @@ def _output_dir(text: str) -> str:
         raise argparse.ArgumentTypeError(f"directory {probe!r} does not exist")
     if not os.access(probe, os.W_OK):
         raise argparse.ArgumentTypeError(f"directory {probe!r} is not writable")
-    return text
-
-
-def _existing(text: str) -> str:
-    if not os.path.exists(text):
-        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
     return text
 
 
@@ -96,39 +79,6 @@ class EventWriter:
     def close(self) -> None:
         self.flush()
         self.writer.close()
-
-
-def _is_openb(path: str) -> bool:
-    """An openb pod CSV (``cpu_milli`` and ``creation_time`` in its header)."""
-    if not path.lower().endswith(".csv"):
-        return False
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            header = next(csv.reader(f), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return False
-    return all(c in [h.strip() for h in header] for c in OPENB_COLUMNS)
-
-
-def _read_trace(path: str) -> Trace:
-    return read_openb_trace(path) if _is_openb(path) else read_trace(path)
-
-
-def _shapes(trace: Trace) -> list[tuple]:
-    """GPU shapes of the trace's rows; a bad GPU annotation names its row."""
-    try:
-        return trace_shapes(trace)
-    except ManifestError as exc:
-        annos = trace.table.column("annotations").to_pylist()
-        for r, a in enumerate(annos):
-            try:
-                trace_shapes(Trace(trace.table.slice(r, 1), trace.source,
-                                   trace.origin[r:r + 1], trace.lines))
-            except ManifestError:
-                raise TraceError(trace.where(r), "annotations",
-                                 f"{exc.field}: {exc.problem}") from None
-            del a
-        raise
 
 
 def _plot(ts: pa.Table, path: str) -> str:
@@ -169,26 +119,19 @@ def cmd_simulate(args) -> int:
     if args.policy and args.config:
         raise TensorschedError("simulate: --policy and --config exclude each other")
     t0 = time.perf_counter()
-    trace = _read_trace(args.trace) if args.trace else None
+    trace = run.read_trace_file(args.trace) if args.trace else None
     scenario = load_scenario(args.scenario) if args.scenario else None
-    shapes = _shapes(trace) if trace is not None else []
-    typical = typical_shapes(shapes) if any(s[2] for s in shapes) else None
-    config = args.config
-    if args.nodes:
-        try:
-            objects = openb_node_objects(args.nodes)
-        except (OSError, ValueError) as exc:
-            raise TensorschedError(f"simulate: {exc}") from exc
-        if config is None:
-            config = openb_config(args.policy or "FGD", typical)
-    else:
-        objects = load_objects(args.cluster)
-    sim = Simulation(objects, config, args.backend, args.seed, interval=args.interval,
-                     batch=not args.no_batch)
-    if int(GpuTable.of(sim.cluster.state).count.sum()):
-        sim.metrics.update(gpu_metrics(typical))
-        for name in sim.metrics:
-            sim._series.setdefault(name, [])
+    typical = run.typical_of(trace)
+    try:
+        objects = run.cluster_objects(args.nodes, args.cluster)
+    except (OSError, ValueError) as exc:
+        if not args.nodes:
+            raise
+        raise TensorschedError(f"simulate: {exc}") from exc
+    config = run.choose_config(args.config, args.policy, bool(args.nodes), typical)
+    sim = run.build_simulation(objects, config, args.backend, args.seed,
+                               interval=args.interval, batch=not args.no_batch,
+                               typical=typical)
     if scenario is not None:
         sim.scenario(scenario)
     if trace is not None:
@@ -196,29 +139,13 @@ def cmd_simulate(args) -> int:
     os.makedirs(args.output, exist_ok=True)
     events = EventWriter(os.path.join(args.output, "events.parquet"))
     unsubscribe = sim.on("*", events)
-    end = args.until
-    if end is None:
-        ends = [float(trace.arrival[-1])] if trace is not None else []
-        if trace is not None:
-            dep = trace.departure[~(trace.departure != trace.departure)]
-            if dep.size:
-                ends.append(float(dep.max()))
-        if scenario is not None and scenario.steps:
-            ends.append(scenario.steps[-1].at)
-        horizon = max(ends) if ends else 0.0
-    else:
-        horizon = end
+    horizon = run.horizon(trace, scenario, args.until)
     try:
-        with progress(100, "simulate", unit="%") as bar:
-            done = 0
-            for k in range(1, 101):
-                t = horizon * k / 100
-                if t > sim.now:
-                    sim.run(until=t)
+        with progress(run.STEPS, "simulate", unit="%") as bar:
+            def step(k, sim):
                 bar.set_postfix_str(f"t={sim.now:.0f}s pending={sim.summary()['pending']}")
-                bar.update(k - done)
-                done = k
-            summary = sim.run() if end is None else sim.summary()
+                bar.update(k - bar.n)
+            summary = run.run_to_end(sim, horizon, args.until, step)
     finally:
         unsubscribe()
         events.close()
@@ -254,15 +181,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
     m = subcommand(sub, "simulate", "a cluster and a workload trace in simulated time "
                 "(arrivals, departures, node events)")
     where = m.add_mutually_exclusive_group(required=True)
-    where.add_argument("--cluster", type=_existing,
+    where.add_argument("--cluster", type=existing_path,
                        help="manifests (file or directory) of the nodes and bound pods")
-    where.add_argument("--nodes", type=_existing,
+    where.add_argument("--nodes", type=existing_path,
                        help="openb node CSV (e.g. data/openb/csv/openb_node_list_gpu_node.csv)")
-    m.add_argument("--trace", type=_existing,
+    m.add_argument("--trace", type=existing_path,
                    help="pods over time: an openb pod CSV, or a CSV/Parquet of the generic "
                    "trace schema (README: Simulation)")
-    m.add_argument("--scenario", type=_existing, help="YAML of timed steps (README: Simulation)")
-    m.add_argument("--config", type=_existing,
+    m.add_argument("--scenario", type=existing_path, help="YAML of timed steps (README: Simulation)")
+    m.add_argument("--config", type=existing_path,
                    help="KubeSchedulerConfiguration (v1); default: kube-scheduler's default "
                    "profile, or with --nodes the openb profile of --policy")
     m.add_argument("--policy", choices=POLICIES,

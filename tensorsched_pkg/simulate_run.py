@@ -1,0 +1,146 @@
+"""One simulation from its input files, with no CLI in it: what
+``tensorsched simulate`` runs, and each ``simulate`` job of
+``tensorsched sweep`` (``tensorsched.sweep``), so both give the same
+numbers for the same inputs.
+
+- ``read_trace_file(path)``: an openb pod CSV as it is (``cpu_milli`` and
+  ``creation_time`` in its header), else a trace of the generic schema;
+- ``typical_of(trace)``: GpuShareScore's ``typicalPods`` of the trace's
+  shapes, None when no row asks for a GPU (a bad GPU annotation names its
+  row);
+- ``cluster_objects(nodes=..., cluster=...)``: Node dicts of an openb node
+  CSV, or the objects of manifests;
+- ``choose_config(config, policy, openb, typical)``: the configuration a run
+  gets (the openb profile of ``policy`` on an openb node list);
+- ``build_simulation(...)``: a ``Simulation`` with the GPU columns when the
+  cluster has GPUs;
+- ``horizon(trace, scenario, until)`` and ``run_to_end(sim, ...)``: the run
+  in 100 steps to the horizon (a progress callback between steps), then on
+  until nothing can change (or stop at ``until``).
+
+Part of the composition root: it may import the framework and the GPU
+plugin set.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.manifests import load_objects
+from tensorsched.framework.simulation.scenario import Scenario
+from tensorsched.framework.simulation.simulation import Simulation
+from tensorsched.framework.simulation.trace import Trace, TraceError, read_trace
+from tensorsched.topology.gpu_table import GpuTable
+from tensorsched.topology.openb.trace import (
+    openb_config,
+    openb_node_objects,
+    read_openb_trace,
+)
+from tensorsched.topology.sim_metrics import gpu_metrics, trace_shapes, typical_shapes
+
+OPENB_COLUMNS = ("cpu_milli", "creation_time")
+DEFAULT_POLICY = "FGD"            # the openb profile's policy when none is given
+STEPS = 100                       # progress steps to the horizon
+
+
+def is_openb(path: str) -> bool:
+    """An openb pod CSV (``cpu_milli`` and ``creation_time`` in its header)."""
+    if not str(path).lower().endswith(".csv"):
+        return False
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return all(c in [h.strip() for h in header] for c in OPENB_COLUMNS)
+
+
+def read_trace_file(path: str) -> Trace:
+    """The trace of an openb pod CSV or of a generic CSV/Parquet trace."""
+    return read_openb_trace(path) if is_openb(path) else read_trace(path)
+
+
+def _shapes(trace: Trace) -> list[tuple]:
+    """GPU shapes of the trace's rows; a bad GPU annotation names its row."""
+    try:
+        return trace_shapes(trace)
+    except ManifestError as exc:
+        for r in range(len(trace)):
+            try:
+                trace_shapes(Trace(trace.table.slice(r, 1), trace.source,
+                                   trace.origin[r:r + 1], trace.lines))
+            except ManifestError:
+                raise TraceError(trace.where(r), "annotations",
+                                 f"{exc.field}: {exc.problem}") from None
+        raise
+
+
+def typical_of(trace: Trace | None) -> list[dict] | None:
+    """``typicalPods`` of the trace (``typical_shapes``), None without a
+    trace or when no row asks for a GPU."""
+    shapes = _shapes(trace) if trace is not None else []
+    return typical_shapes(shapes) if any(s[2] for s in shapes) else None
+
+
+def cluster_objects(nodes: str | None = None, cluster: str | None = None) -> list[dict]:
+    """Node dicts of the openb node CSV ``nodes``, else the objects of the
+    manifests ``cluster`` (a file or directory).  An unreadable openb CSV
+    raises OSError/ValueError (``CsvError`` names file, line and column)."""
+    if nodes:
+        return openb_node_objects(nodes)
+    return load_objects(cluster)
+
+
+def choose_config(config, policy: str | None, openb: bool, typical: list[dict] | None):
+    """``config`` when given; on an openb node list the openb profile of
+    ``policy`` (FGD by default) with the trace's typical pods; else None
+    (kube-scheduler's default profile)."""
+    if config is not None:
+        return config
+    if openb:
+        return openb_config(policy or DEFAULT_POLICY, typical)
+    return None
+
+
+def build_simulation(objects, config, backend: str, seed: int, *, interval: float,
+                     batch: bool = True, typical: list[dict] | None = None) -> Simulation:
+    """A Simulation of ``objects`` under ``config``; when the cluster has
+    GPUs, with the GPU columns (``gpu_alloc_pct``, and with ``typical`` the
+    fragmentation ones) in its time series."""
+    sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch)
+    if int(GpuTable.of(sim.cluster.state).count.sum()):
+        # the metrics are known only once the cluster is built (does it have GPUs?)
+        sim.metrics.update(gpu_metrics(typical))
+        for name in sim.metrics:
+            sim._series.setdefault(name, [])
+    return sim
+
+
+def horizon(trace: Trace | None, scenario: Scenario | None, until: float | None) -> float:
+    """Simulated seconds the progress steps cover: ``until``, else the last
+    arrival, departure or scenario step."""
+    if until is not None:
+        return until
+    ends = []
+    if trace is not None:
+        ends.append(float(trace.arrival[-1]))
+        dep = trace.departure[~(trace.departure != trace.departure)]
+        if dep.size:
+            ends.append(float(dep.max()))
+    if scenario is not None and scenario.steps:
+        ends.append(scenario.steps[-1].at)
+    return max(ends) if ends else 0.0
+
+
+def run_to_end(sim: Simulation, end: float, until: float | None, on_step=None) -> dict:
+    """Run ``sim`` to ``end`` in ``STEPS`` steps (``on_step(k, sim)`` after
+    step k = 1..STEPS), then, without ``until``, until nothing can change.
+    Returns ``sim.summary()``."""
+    for k in range(1, STEPS + 1):
+        t = end * k / STEPS
+        if t > sim.now:
+            sim.run(until=t)
+        if on_step is not None:
+            on_step(k, sim)
+    return sim.run() if until is None else sim.summary()

@@ -1,0 +1,665 @@
+"""Sweeps: every (trace, config, seed) run, on local processes or on Ray,
+into one Arrow table (one row per run), with no CLI in it
+(``tensorsched sweep`` is ``sweep_cli``).
+
+A ``Job`` is a small picklable description of one run.  Two kinds:
+
+- ``simulate``: a ``Simulation`` of the cluster (an openb node CSV or
+  manifests) with the trace, under a configuration (a
+  KubeSchedulerConfiguration file, or on an openb node list the openb
+  profile of a GpuShareScore policy), exactly as ``tensorsched simulate``
+  runs it (``simulate_run``).  Row: ``SIMULATE_SCHEMA``.
+- ``experiment``: the openb paper's experiment through the framework
+  (``tensorsched.topology.openb.trace.simulate_replay``: arrivals only, GPU
+  demand up to ``tune`` x capacity).  Row: ``EXPERIMENT_SCHEMA``.
+
+``load_inputs(jobs)`` reads and checks every input file once, before any
+run (an error names the file, line and field); the parsed inputs go to the
+workers once (a process pool's initializer, or one object in Ray's store),
+not per job.  ``run_sweep(jobs)`` runs the jobs on a
+``ProcessPoolExecutor`` (default: all cores; ``workers=1`` in this process)
+or on Ray (``ray="auto"``, an address, or ``"local"`` for a fresh local
+instance), and returns the rows in job order: the table is the same
+whatever ran it (but ``wall_seconds``).  ``comparison(table)`` is the
+side-by-side table (rows: traces, columns: configs, cells: mean and standard
+deviation over the seeds), ``plot_comparison`` its bar chart.
+
+Part of the composition root: it may import the framework, the GPU plugin
+set and the openb experiment.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+from tqdm import tqdm
+
+from tensorsched.framework.config.kube_config import load_config
+from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.objects.manifests import parse_yaml_documents, read_text
+from tensorsched.framework.plugins import default_registry
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import MILLI, read_openb_nodes
+from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.trace import simulate_replay
+
+from . import simulate_run as run
+
+KINDS = ("simulate", "experiment")
+DEFAULT_INTERVAL = 3600.0       # seconds per time-series row, as ``simulate``
+DEFAULT_TUNE = 1.3              # the paper's arrived GPU demand, x capacity
+RAY_NEEDS = ("sweeps on Ray need the 'ray' package, which the core install leaves out; "
+             "install the extra: pip install 'tensorsched[ray]'")
+
+#: One row per ``simulate`` run: identifiers, the Simulation's summary
+#: totals at the end, time-weighted means of the time series (each row
+#: weighs the seconds of its interval; null when the cluster has no such
+#: resource), and the run's wall-clock seconds.
+SIMULATE_SCHEMA = pa.schema([
+    ("trace", pa.string()), ("config", pa.string()), ("seed", pa.int64()),
+    ("sim_seconds", pa.float64()),          # simulated time at the end
+    ("arrived", pa.int64()), ("scheduled", pa.int64()), ("failed_attempts", pa.int64()),
+    ("preemptions", pa.int64()), ("departed", pa.int64()), ("deleted", pa.int64()),
+    ("evicted", pa.int64()), ("pending", pa.int64()), ("running", pa.int64()),
+    ("latency_p50", pa.float64()), ("latency_p99", pa.float64()),   # simulated seconds
+    ("mean_cpu_alloc_pct", pa.float64()), ("mean_memory_alloc_pct", pa.float64()),
+    ("mean_gpu_alloc_pct", pa.float64()), ("mean_gpu_frag_pct", pa.float64()),
+    ("wall_seconds", pa.float64()),
+])
+#: One row per ``experiment`` run: the curves' values where the arrived GPU
+#: demand is 100 % and 130 % of capacity (null when the run stops before),
+#: and the curves themselves (131 values, k = 0..130 % of capacity, as
+#: ``replay``'s CSVs).
+_CURVE = pa.list_(pa.float64())
+EXPERIMENT_SCHEMA = pa.schema([
+    ("trace", pa.string()), ("policy", pa.string()), ("seed", pa.int64()),
+    ("tune", pa.float64()), ("total_gpus", pa.int64()), ("pods", pa.int64()),
+    ("scheduled", pa.int64()),
+    ("alloc_at_100", pa.float64()), ("alloc_at_130", pa.float64()),     # % of GPU capacity
+    ("frag_at_100", pa.float64()), ("frag_at_130", pa.float64()),       # % of GPU capacity
+    ("alloc_curve", _CURVE), ("frag_curve", _CURVE),
+    ("frag_ratio_curve", _CURVE),                                       # % of idle GPU milli
+    ("wall_seconds", pa.float64()),
+])
+SCHEMAS = {"simulate": SIMULATE_SCHEMA, "experiment": EXPERIMENT_SCHEMA}
+#: The column of the config a run had, per kind.
+CONFIG_COLUMN = {"simulate": "config", "experiment": "policy"}
+#: Metrics of the comparison table and plot, per kind (all-null ones left out).
+HEADLINE = {"simulate": ("scheduled", "mean_cpu_alloc_pct", "mean_gpu_alloc_pct",
+                         "mean_gpu_frag_pct", "latency_p99"),
+            "experiment": ("alloc_at_100", "alloc_at_130", "frag_at_100")}
+
+
+class SweepError(TensorschedError, ValueError):
+    """A sweep that cannot start, or a run that failed (named)."""
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run.  ``kind``: ``simulate`` or ``experiment``; ``trace``: a
+    trace file; ``config``: a KubeSchedulerConfiguration file (simulate);
+    ``policy``: GpuShareScore's policy (the openb profile's on ``nodes``, or
+    the experiment's); ``nodes``: an openb node CSV, or ``cluster``:
+    manifests (simulate); ``scenario``: a scenario file (simulate);
+    ``interval``/``until``: seconds (simulate); ``tune``: the experiment's
+    arrived GPU demand as a multiple of capacity."""
+
+    kind: str
+    trace: str
+    seed: int
+    config: str | None = None
+    policy: str | None = None
+    nodes: str | None = None
+    cluster: str | None = None
+    scenario: str | None = None
+    backend: str = "numba"
+    interval: float = DEFAULT_INTERVAL
+    until: float | None = None
+    tune: float = DEFAULT_TUNE
+    batch: bool = True
+
+    @property
+    def trace_name(self) -> str:
+        """The trace's file stem (``openb_pod_list_default``)."""
+        return _stem(self.trace)
+
+    @property
+    def config_name(self) -> str:
+        """The config file's stem, else the policy, else what ``simulate``
+        runs by default (``FGD`` on openb nodes, ``default``)."""
+        if self.config:
+            return _stem(self.config)
+        if self.policy:
+            return self.policy
+        return run.DEFAULT_POLICY if self.nodes else "default"
+
+    @property
+    def label(self) -> str:
+        return f"trace {self.trace_name}, {CONFIG_COLUMN[self.kind]} {self.config_name}, " \
+               f"seed {self.seed}"
+
+
+def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = False,
+              nodes: str | None = None, cluster: str | None = None,
+              scenario: str | None = None, backend: str = "numba",
+              interval: float = DEFAULT_INTERVAL, until: float | None = None,
+              tune: float = DEFAULT_TUNE, batch: bool = True) -> list[Job]:
+    """Every (trace, config, seed), traces outermost, seeds innermost.
+    Configs: the ``configs`` files then the ``policies`` (none given: the
+    default one; with ``experiment`` every policy).  Names (file stems,
+    policies) must be unique: they label the rows."""
+    traces, seeds = list(traces), list(seeds)
+    configs, policies = list(configs), list(policies)
+    if not traces:
+        raise SweepError("no trace to sweep")
+    if not seeds:
+        raise SweepError("no seeds to sweep")
+    try:
+        seeds = [R.check_seed(s) for s in seeds]
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
+    for p in policies:
+        if p not in POLICIES:
+            raise SweepError(f"unknown policy {p!r}; choose one of {', '.join(POLICIES)}")
+    if bool(nodes) == bool(cluster):
+        raise SweepError("give the cluster as an openb node CSV (nodes) or manifests (cluster)")
+    kind = "experiment" if experiment else "simulate"
+    if experiment:
+        if not nodes:
+            raise SweepError("the experiment runs on an openb node CSV (nodes)")
+        if configs or scenario or until is not None:
+            raise SweepError("the experiment takes policies, not configs, scenarios or until")
+        try:
+            tune = R.check_tune(tune)
+        except ValueError as exc:
+            raise SweepError(str(exc)) from None
+        choices = [(None, p) for p in (policies or POLICIES)]
+    else:
+        if policies and not nodes:
+            raise SweepError("policies go with an openb node CSV (the openb profile)")
+        choices = [(c, None) for c in configs] + [(None, p) for p in policies] or [(None, None)]
+    jobs = [Job(kind, t, s, config=c, policy=p, nodes=nodes, cluster=cluster,
+                scenario=scenario, backend=backend, interval=float(interval),
+                until=None if until is None else float(until), tune=float(tune), batch=batch)
+            for t in traces for c, p in choices for s in seeds]
+    for what, given in (("trace", traces), ("config", configs), ("policy", policies),
+                        ("seed", seeds)):
+        twice = [x for i, x in enumerate(given) if x in given[:i]]
+        if twice:
+            raise SweepError(f"{what} {twice[0]} is given twice")
+    _unique("trace", [(j.trace_name, j.trace) for j in jobs])
+    _unique(CONFIG_COLUMN[kind], [(j.config_name, j.config or j.policy) for j in jobs])
+    return jobs
+
+
+def _unique(what: str, pairs) -> None:
+    """Names label the rows: two sources may not share one."""
+    seen: dict = {}
+    for name, source in pairs:
+        first = seen.setdefault(name, source)
+        if first != source:
+            raise SweepError(f"two {what}s named {name!r} ({first}, {source}): rename one")
+
+
+# ---------------------------------------------------------------------------
+# inputs: read and checked once, before any run
+
+
+def _read_config(path: str) -> dict:
+    """A configuration file as a dict (after ``load_config`` checked it and
+    named the file), so workers need not read it."""
+    docs = [d for _, d in parse_yaml_documents(read_text(path)) if d is not None]
+    return dict(docs[0]) if docs else {}
+
+
+def load_inputs(jobs) -> dict:
+    """Every input of ``jobs``, parsed and checked: {(what, path): value}.
+    Raises the reader's error (file, line, field) or ``SweepError``."""
+    jobs = list(jobs)
+    kinds = {j.kind for j in jobs}
+    if not jobs:
+        raise SweepError("no jobs")
+    if len(kinds) != 1 or not kinds <= set(KINDS):
+        raise SweepError(f"jobs of one kind ({' or '.join(KINDS)}), got {sorted(kinds)}")
+    inputs: dict = {}
+    try:
+        if kinds == {"experiment"}:
+            _load_experiment(jobs, inputs)
+        else:
+            _load_simulate(jobs, inputs)
+    except TensorschedError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise SweepError(str(exc)) from exc
+    return inputs
+
+
+def _load_experiment(jobs, inputs: dict) -> None:
+    for j in jobs:
+        R._kernels(j.policy, "numba")       # a bad policy name, before any file
+    for path in dict.fromkeys(j.nodes for j in jobs):
+        inputs[("inventory", path)] = read_openb_nodes(path)
+    for j in jobs:
+        key = ("pods", j.trace)
+        if key in inputs:
+            continue
+        inv = inputs[("inventory", j.nodes)]
+        pods = inputs[key] = R.read_openb_pods(j.trace)
+        R.check_inputs(inv, pods)
+        # the draw refuses demand it could not reach; its checks come before
+        # the seeded loop, so one seed tells for all
+        R.draw_workload(pods, inv.total_gpus * MILLI, R.check_tune(j.tune),
+                        np.random.default_rng(0))
+
+
+def _load_simulate(jobs, inputs: dict) -> None:
+    for path in dict.fromkeys(j.trace for j in jobs):
+        trace = inputs[("trace", path)] = run.read_trace_file(path)
+        inputs[("typical", path)] = run.typical_of(trace)
+    registry = default_registry()
+    for path in dict.fromkeys(j.config for j in jobs if j.config):
+        load_config(path, registry.plugin_points())      # errors name the file
+        inputs[("config", path)] = _read_config(path)
+    for path in dict.fromkeys(j.scenario for j in jobs if j.scenario):
+        inputs[("scenario", path)] = load_scenario(path)
+    for path in dict.fromkeys(j.nodes for j in jobs if j.nodes):
+        inputs[("nodes", path)] = run.cluster_objects(nodes=path)
+    for path in dict.fromkeys(j.cluster for j in jobs if j.cluster):
+        inputs[("cluster", path)] = run.cluster_objects(cluster=path)
+    # each configuration once on its cluster (from the file, so its errors
+    # name it): plugin arguments, the backend, the scenario's node names
+    checked = set()
+    for j in jobs:
+        key = (j.nodes, j.cluster, j.config, j.policy, j.scenario, j.backend)
+        if key in checked:
+            continue
+        checked.add(key)
+        typical = inputs[("typical", j.trace)]
+        sim = run.build_simulation(_objects(j, inputs), run.choose_config(
+            j.config, j.policy, bool(j.nodes), typical), j.backend, j.seed,
+            interval=j.interval, batch=j.batch, typical=typical)
+        if j.scenario:
+            sim.scenario(copy.deepcopy(inputs[("scenario", j.scenario)]))
+
+
+def _objects(job: Job, inputs: dict) -> list[dict]:
+    # a fresh copy per run: nothing one run does can reach the next
+    key = ("nodes", job.nodes) if job.nodes else ("cluster", job.cluster)
+    return copy.deepcopy(inputs[key])
+
+
+# ---------------------------------------------------------------------------
+# one run
+
+
+def _finite(v):
+    """None for None and NaN (nulls in the table), else a float."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _time_mean(ts: pa.Table, column: str):
+    """Mean of a time-series column, each row weighing the seconds of its
+    interval (rows hold the state at their interval's end); None when the
+    column is missing or null."""
+    if column not in ts.column_names or ts.num_rows == 0:
+        return None
+    t = ts.column("time").to_numpy()
+    v = np.asarray(ts.column(column).to_numpy(zero_copy_only=False), dtype=np.float64)
+    w = np.diff(t, prepend=0.0)
+    ok = ~np.isnan(v) & (w > 0)
+    if not ok.any():
+        return None
+    return float((v[ok] * w[ok]).sum() / w[ok].sum())
+
+
+def _run_simulate(job: Job, inputs: dict) -> dict:
+    t0 = time.perf_counter()
+    trace = inputs[("trace", job.trace)]
+    typical = inputs[("typical", job.trace)]
+    scenario = inputs.get(("scenario", job.scenario))
+    config = copy.deepcopy(inputs[("config", job.config)]) if job.config else None
+    config = run.choose_config(config, job.policy, bool(job.nodes), typical)
+    sim = run.build_simulation(_objects(job, inputs), config, job.backend, job.seed,
+                               interval=job.interval, batch=job.batch, typical=typical)
+    if scenario is not None:
+        sim.scenario(copy.deepcopy(scenario))
+    sim.submit(trace)
+    s = run.run_to_end(sim, run.horizon(trace, scenario, job.until), job.until)
+    ts = sim.timeseries()
+    row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed,
+           "sim_seconds": _finite(s["time"])}
+    for k in ("arrived", "scheduled", "failed_attempts", "preemptions", "departed", "deleted",
+              "evicted", "pending", "running"):
+        row[k] = int(s[k])
+    row["latency_p50"] = _finite(s["latency_p50"])
+    row["latency_p99"] = _finite(s["latency_p99"])
+    for col in ("cpu_alloc_pct", "memory_alloc_pct", "gpu_alloc_pct", "gpu_frag_pct"):
+        row[f"mean_{col}"] = _time_mean(ts, col)
+    row["wall_seconds"] = time.perf_counter() - t0
+    return row
+
+
+def _run_experiment(job: Job, inputs: dict) -> dict:
+    t0 = time.perf_counter()
+    res = simulate_replay(inputs[("inventory", job.nodes)], inputs[("pods", job.trace)],
+                          job.policy, seed=job.seed, tune=job.tune, backend=job.backend)
+    def curve(a) -> list:
+        return [_finite(v) for v in np.asarray(a, np.float64)]
+    return {"trace": job.trace_name, "policy": job.policy, "seed": job.seed,
+            "tune": job.tune, "total_gpus": int(res.total_gpus), "pods": int(res.pods),
+            "scheduled": int(res.scheduled),
+            "alloc_at_100": _finite(res.alloc[100]), "alloc_at_130": _finite(res.alloc[130]),
+            "frag_at_100": _finite(res.frag_amount[100]),
+            "frag_at_130": _finite(res.frag_amount[130]),
+            "alloc_curve": curve(res.alloc), "frag_curve": curve(res.frag_amount),
+            "frag_ratio_curve": curve(res.frag_ratio),
+            "wall_seconds": time.perf_counter() - t0}
+
+
+def run_job(job: Job, inputs: dict | None = None) -> dict:
+    """The result row of one run (``inputs``: ``load_inputs([job])`` or a
+    superset; read now when None)."""
+    inputs = load_inputs([job]) if inputs is None else inputs
+    return _run_experiment(job, inputs) if job.kind == "experiment" \
+        else _run_simulate(job, inputs)
+
+
+def _guarded(job: Job, inputs: dict) -> tuple:
+    """(row, None), or (None, one-line message) when the run refused its
+    input: a plain string crosses process and Ray boundaries intact."""
+    try:
+        return run_job(job, inputs), None
+    except (TensorschedError, ValueError) as exc:
+        return None, f"{job.label}: {exc}"
+
+
+# ---------------------------------------------------------------------------
+# executors
+
+_WORKER_INPUTS: dict = {}        # this process's inputs: the pool initializer's, or Ray's
+
+
+def _pool_init(inputs: dict) -> None:
+    global _WORKER_INPUTS
+    _WORKER_INPUTS = inputs
+
+
+def _pool_job(i: int, job: Job) -> tuple:
+    return (i, *_guarded(job, _WORKER_INPUTS))
+
+
+_RAY_KEY: list = [None]
+
+
+def _ray_job(i: int, job: Job, box: list) -> tuple:
+    """A Ray task: ``box`` holds the ObjectRef of the inputs (boxed, so Ray
+    does not resolve it per task); each worker process fetches it once."""
+    global _WORKER_INPUTS
+    ref = box[0]
+    if _RAY_KEY[0] != ref.hex():
+        import ray
+        _WORKER_INPUTS = ray.get(ref)
+        _RAY_KEY[0] = ref.hex()
+    return (i, *_guarded(job, _WORKER_INPUTS))
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise SweepError(RAY_NEEDS) from None
+    return ray
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _run_local(jobs, inputs, workers: int, done) -> None:
+    if workers == 1:
+        for i, job in enumerate(jobs):
+            done(i, *_guarded(job, inputs))
+        return
+    # fork: the workers start with the inputs in memory (spawn pickles them once each)
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init,
+                             initargs=(inputs,)) as ex:
+        pending = {ex.submit(_pool_job, i, job) for i, job in enumerate(jobs)}
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    done(*f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+
+def _run_ray(jobs, inputs, address: str, workers: int | None, done) -> None:
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        try:
+            # quiet: the runs' outcomes come back as values, not worker logs
+            quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
+            if address == "local":
+                ray.init(num_cpus=workers, include_dashboard=False, **quiet)
+            else:
+                ray.init(address=address, **quiet)
+        except (OSError, RuntimeError, ValueError) as exc:    # ConnectionError, TimeoutError...
+            raise SweepError(f"Ray at {address!r}: {_first_line(exc)}") from None
+        started = True
+    try:
+        box = [ray.put(inputs)]
+        task = ray.remote(num_cpus=1)(_ray_job)
+        todo = list(enumerate(jobs))[::-1]
+        limit = workers or len(jobs)        # Ray's CPU count bounds it too
+        pending: list = []
+        try:
+            while todo or pending:
+                while todo and len(pending) < limit:
+                    i, job = todo.pop()
+                    pending.append(task.remote(i, job, box))
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    done(*ray.get(ref))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref)
+            raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress=None,
+              inputs: dict | None = None) -> pa.Table:
+    """Run every job; one row per job, in job order (``SCHEMAS[kind]``).
+
+    ``workers``: processes (default ``os.cpu_count()``; 1: in this process);
+    with ``ray`` the most tasks in flight (default: all).  ``ray``: None
+    (local processes), ``"auto"`` (the Ray cluster this machine belongs to),
+    an address (``"ray://host:10001"``, ``"host:6379"``) or ``"local"`` (a
+    fresh local instance of ``workers`` CPUs); an initialized Ray is used as
+    it is.  ``progress``: True for a bar on stderr (quiet when not a
+    terminal), or ``fn(job, row)`` after each run.  ``inputs``:
+    ``load_inputs(jobs)`` when already read.  A run that fails raises
+    ``SweepError`` naming it, and the runs not started are cancelled."""
+    jobs = list(jobs)
+    inputs = load_inputs(jobs) if inputs is None else inputs
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise SweepError(f"workers must be an integer >= 1, got {workers!r}")
+    rows: list = [None] * len(jobs)
+    bar = None
+    if progress is True:
+        bar = tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr, disable=None,
+                   leave=False)
+        progress = None
+
+    def done(i: int, row, error) -> None:
+        if error is not None:
+            raise SweepError(error)
+        rows[i] = row
+        if bar is not None:
+            bar.set_postfix_str(jobs[i].label)
+            bar.update(1)
+        if progress:
+            progress(jobs[i], row)
+
+    try:
+        if ray is not None:
+            _run_ray(jobs, inputs, ray, workers, done)
+        else:
+            n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+            _run_local(jobs, inputs, n, done)
+    finally:
+        if bar is not None:
+            bar.close()
+    return results_table(jobs, rows)
+
+
+def results_table(jobs, rows) -> pa.Table:
+    """The rows as a table of ``SCHEMAS[kind]``, the sweep's inputs in its
+    metadata (``tensorsched.sweep``: JSON of every job's fields)."""
+    kind = jobs[0].kind
+    schema = SCHEMAS[kind]
+    table = pa.Table.from_pylist(rows, schema=schema)
+    meta = {"kind": kind, "jobs": [asdict(j) for j in jobs]}
+    return table.replace_schema_metadata({"tensorsched.sweep": json.dumps(meta)})
+
+
+# ---------------------------------------------------------------------------
+# comparison
+
+
+def _kind(table: pa.Table) -> str:
+    return "experiment" if "policy" in table.column_names else "simulate"
+
+
+def comparison(table: pa.Table, metrics=None) -> pa.Table:
+    """Side by side: one row per (metric, trace), per config two columns
+    ``<config>_mean`` and ``<config>_std`` (sample standard deviation over
+    the seeds; null for one seed).  ``metrics``: numeric columns of the
+    results (default ``HEADLINE``, all-null ones left out); traces and
+    configs in the order of the table."""
+    kind = _kind(table)
+    by = CONFIG_COLUMN[kind]
+    if metrics is None:
+        metrics = [m for m in HEADLINE[kind] if table.column(m).null_count < table.num_rows]
+    for m in metrics:
+        if m not in table.column_names or not pa.types.is_integer(table.schema.field(m).type) \
+                and not pa.types.is_floating(table.schema.field(m).type):
+            raise SweepError(f"metric {m!r} is not a numeric column of the results")
+    traces = list(dict.fromkeys(table.column("trace").to_pylist()))
+    configs = list(dict.fromkeys(table.column(by).to_pylist()))
+    keys = list(zip(table.column("trace").to_pylist(), table.column(by).to_pylist()))
+    cols: dict = {"metric": [], "trace": []}
+    for c in configs:
+        cols[f"{c}_mean"], cols[f"{c}_std"] = [], []
+    for m in metrics:
+        values = table.column(m).to_pylist()
+        cells: dict = {}
+        for key, v in zip(keys, values):
+            if v is not None:
+                cells.setdefault(key, []).append(float(v))
+        for t in traces:
+            cols["metric"].append(m)
+            cols["trace"].append(t)
+            for c in configs:
+                v = cells.get((t, c), [])
+                cols[f"{c}_mean"].append(float(np.mean(v)) if v else None)
+                cols[f"{c}_std"].append(float(np.std(v, ddof=1)) if len(v) > 1 else None)
+    return pa.table({k: pa.array(v, pa.string() if k in ("metric", "trace") else pa.float64())
+                     for k, v in cols.items()})
+
+
+def _configs(cmp: pa.Table) -> list[str]:
+    return [c[:-5] for c in cmp.column_names if c.endswith("_mean")]
+
+
+def _cell(mean, std) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+
+
+def format_comparison(cmp: pa.Table, seeds: int | None = None) -> str:
+    """The comparison as text: a block per metric, a line per trace, a
+    column per config (``mean ± std``)."""
+    configs = _configs(cmp)
+    d = cmp.to_pydict()
+    traces = list(dict.fromkeys(d["trace"]))
+    tw = max([len("trace")] + [len(t) for t in traces])
+    over = f" over {seeds} seeds" if seeds else " over the seeds"
+    lines: list[str] = []
+    for m in dict.fromkeys(d["metric"]):
+        idx = [i for i, x in enumerate(d["metric"]) if x == m]
+        cells = [[_cell(d[f"{c}_mean"][i], d[f"{c}_std"][i]) for c in configs] for i in idx]
+        widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(configs)]
+        if lines:
+            lines.append("")
+        lines.append(f"{m} (mean ± std{over})")
+        lines.append("  ".join([f"{'trace':<{tw}}"] + [f"{c:>{w}}"
+                                                       for c, w in zip(configs, widths)]))
+        for i, r in zip(idx, cells):
+            lines.append("  ".join([f"{d['trace'][i]:<{tw}}"]
+                                   + [f"{x:>{w}}" for x, w in zip(r, widths)]))
+    return "\n".join(lines)
+
+
+def plot_comparison(cmp: pa.Table, path: str) -> str:
+    """A PNG: a panel per metric, per trace a group of bars (one per
+    config, its mean) with the standard deviation as error bars (the
+    ``plot`` extra)."""
+    plt = R._pyplot()
+    configs = _configs(cmp)
+    d = cmp.to_pydict()
+    metrics = list(dict.fromkeys(d["metric"]))
+    traces = list(dict.fromkeys(d["trace"]))
+    width = 0.8 / max(len(configs), 1)
+    fig_w = max(6.0, 1.0 + len(traces) * (0.35 * len(configs) + 0.5))
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(fig_w, 2.8 * len(metrics)),
+                             squeeze=False)
+    x = np.arange(len(traces))
+    def nan(v):
+        return np.nan if v is None else v
+    for ax, m in zip(axes[:, 0], metrics):
+        idx = [d["trace"].index(t, d["metric"].index(m)) for t in traces]
+        for k, c in enumerate(configs):
+            means = [nan(d[f"{c}_mean"][i]) for i in idx]
+            stds = [nan(d[f"{c}_std"][i]) for i in idx]
+            ax.bar(x - 0.4 + width * (k + 0.5), means, width, yerr=stds, capsize=2, label=c)
+        ax.set_ylabel(m, fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels([t.replace("openb_pod_list_", "") for t in traces], rotation=30,
+                           ha="right", fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize=7, ncol=min(len(configs), 6), loc="lower left",
+                      bbox_to_anchor=(0, 1.02), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,190 @@
+"""``tensorsched sweep``: every (trace, config, seed) run on local processes
+or on Ray (``tensorsched.sweep``); writes the results Parquet (one row per
+run), prints the side-by-side comparison of the configs and writes it as
+``<output stem>.csv`` (``<output stem>.png`` with ``--plot``).
+
+Every input is read and checked before the first run; a bad one is one
+line naming the file, line and field (exit status 2).
+
+Part of the composition root: it may import the sweep runner and the CLI's
+helpers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tensorsched.framework.errors import TensorschedError
+from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.openb import replay as R
+
+from . import sweep as S
+from .cli_args import (
+    BACKENDS,
+    existing_path,
+    int_in,
+    output_file,
+    positive_float,
+    subcommand,
+)
+
+DEFAULT_SEED = {"simulate": 0, "experiment": 42}     # as ``simulate`` and ``replay``
+
+
+def _seeds(text: str) -> list[int]:
+    """An argparse type: ``42-51``, ``1,2,5`` or a mix (replay's grammar)."""
+    try:
+        return R.parse_seeds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _parquet_output(text: str) -> str:
+    """An argparse type: a ``.parquet`` file to write (the comparison goes
+    beside it as ``.csv`` and ``.png``)."""
+    if not text.lower().endswith(".parquet"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a .parquet file name")
+    return output_file(text)
+
+
+def _check_flags(args) -> None:
+    """Flags that do not go together, refused before anything is read."""
+    if args.experiment:
+        given = [flag for flag, v in (("--cluster", args.cluster), ("--config", args.config),
+                                      ("--scenario", args.scenario), ("--until", args.until),
+                                      ("--interval", args.interval),
+                                      ("--no-batch", args.no_batch)) if v]
+        if given:
+            raise TensorschedError(f"sweep --experiment: {given[0]} does not apply (the "
+                                   "experiment takes --nodes, --trace, --policy, --seeds, --tune)")
+        if not args.nodes:
+            raise TensorschedError("sweep --experiment: give --nodes (an openb node CSV)")
+    else:
+        if args.tune is not None:
+            raise TensorschedError("sweep: --tune goes with --experiment")
+        if args.policy and not args.nodes:
+            raise TensorschedError("sweep: --policy goes with --nodes (the openb profile) "
+                                   "or --experiment")
+
+
+def _check_metrics(kind: str, metrics) -> None:
+    schema = S.SCHEMAS[kind]
+    numeric = [f.name for f in schema if f.name not in ("seed", "wall_seconds")
+               and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
+    for m in metrics or ():
+        if m not in numeric:
+            raise TensorschedError(f"sweep: --metric {m!r}: not a result column of this "
+                                   f"sweep; choose of {', '.join(numeric)}")
+
+
+def _write_csv(cmp: pa.Table, path: str) -> str:
+    d = cmp.to_pydict()
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cmp.column_names)
+        for i in range(cmp.num_rows):
+            w.writerow(["" if d[c][i] is None else d[c][i] for c in cmp.column_names])
+    return path
+
+
+def cmd_sweep(args) -> int:
+    if args.plot:
+        try:
+            R._pyplot()
+        except ImportError as exc:
+            raise TensorschedError(f"sweep --plot: {exc}") from exc
+    _check_flags(args)
+    kind = "experiment" if args.experiment else "simulate"
+    _check_metrics(kind, args.metric)
+    seeds = args.seeds or [DEFAULT_SEED[kind]]
+    jobs = S.make_jobs(args.trace, seeds, configs=args.config or (),
+                       policies=args.policy or (), experiment=args.experiment,
+                       nodes=args.nodes, cluster=args.cluster, scenario=args.scenario,
+                       backend=args.backend,
+                       interval=args.interval if args.interval else S.DEFAULT_INTERVAL,
+                       until=args.until, tune=args.tune if args.tune else S.DEFAULT_TUNE,
+                       batch=not args.no_batch)
+    t0 = time.perf_counter()
+    inputs = S.load_inputs(jobs)                # every file checked before the first run
+    table = S.run_sweep(jobs, workers=args.workers, ray=args.ray, progress=True,
+                        inputs=inputs)
+    pq.write_table(table, args.output)
+    stem = os.path.splitext(args.output)[0]
+    cmp = S.comparison(table, args.metric)
+    print(S.format_comparison(cmp, len(seeds)))
+    paths = [args.output, _write_csv(cmp, stem + ".csv")]
+    if args.plot:
+        paths.append(S.plot_comparison(cmp, stem + ".png"))
+    where = (f"Ray ({args.ray})" if args.ray else
+             f"{max(1, min(args.workers or os.cpu_count() or 1, len(jobs)))} process(es)")
+    print(f"sweep: {len(jobs)} runs on {where} in {time.perf_counter() - t0:.1f}s; "
+          f"wrote {', '.join(paths)}", file=sys.stderr)
+    return 0
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """The ``sweep`` sub-command (the CLI's helpers: defaults in --help,
+    arguments refused before any work starts)."""
+    m = subcommand(sub, "sweep", "every (trace, config, seed) simulation on local processes "
+                   "or on Ray: one Parquet of results and a comparison of the configs")
+    m.add_argument("--trace", type=existing_path, nargs="+", action="extend", required=True,
+                   help="traces (repeatable): openb pod CSVs or CSV/Parquet of the generic "
+                   "trace schema (README: Simulation); with --experiment openb pod CSVs")
+    where = m.add_mutually_exclusive_group(required=True)
+    where.add_argument("--nodes", type=existing_path,
+                       help="openb node CSV (e.g. data/openb/csv/openb_node_list_gpu_node.csv)")
+    where.add_argument("--cluster", type=existing_path,
+                       help="manifests (file or directory) of the nodes and bound pods")
+    m.add_argument("--config", type=existing_path, nargs="+", action="extend",
+                   help="KubeSchedulerConfiguration files (repeatable), each named by its "
+                   "file stem; default: simulate's (kube-scheduler's default profile, or "
+                   "with --nodes the openb profile of FGD)")
+    m.add_argument("--policy", choices=POLICIES, nargs="+", action="extend",
+                   help="with --nodes: the openb profile with GpuShareScore's policy "
+                   "(repeatable, beside --config); with --experiment the policies "
+                   "(default: all six)")
+    m.add_argument("--seeds", type=_seeds,
+                   help="e.g. 42-51, 1,2,5 or 42-44,50 (default: 0, as simulate; with "
+                   "--experiment 42, as replay)")
+    m.add_argument("--output", type=_parquet_output, required=True,
+                   help="results Parquet, one row per run (README: Sweeps); the comparison "
+                   "goes beside it as <stem>.csv (and <stem>.png with --plot)")
+    m.add_argument("--workers", type=int_in(1, 1024),
+                   help="processes (default: all cores; 1: in this process); with --ray the "
+                   "most runs in flight")
+    m.add_argument("--ray", nargs="?", const="auto", metavar="auto|local|ADDRESS",
+                   help="run on Ray (the 'ray' extra): auto (this machine's cluster, the "
+                   "default of a bare --ray), local (a fresh local instance) or an address")
+    m.add_argument("--backend", choices=BACKENDS, default="numba", help="kernel backend")
+    m.add_argument("--scenario", type=existing_path,
+                   help="YAML of timed steps for every run (README: Simulation)")
+    m.add_argument("--until", type=positive_float,
+                   help="stop each run at this simulated second (default: when nothing can "
+                   "change)")
+    m.add_argument("--interval", type=positive_float,
+                   help=f"seconds per time-series row, the time-weighted means' resolution "
+                   f"(default {S.DEFAULT_INTERVAL:g})")
+    m.add_argument("--experiment", action="store_true",
+                   help="the openb paper's experiment (simulate_replay: arrivals only, GPU "
+                   "demand up to --tune x capacity) per (trace, policy, seed)")
+    m.add_argument("--tune", type=positive_float,
+                   help=f"with --experiment: arrived GPU demand as a multiple of the GPU "
+                   f"capacity, at most {R.MAX_TUNE:g} (default {S.DEFAULT_TUNE:g})")
+    m.add_argument("--metric", nargs="+", action="extend",
+                   help="result columns compared (default: scheduled, the mean allocations "
+                   "and fragmentation, latency_p99; with --experiment alloc_at_100, "
+                   "alloc_at_130, frag_at_100)")
+    m.add_argument("--plot", action="store_true",
+                   help="draw the comparison as grouped bars with std error bars "
+                   "(<stem>.png; needs the 'plot' extra)")
+    m.add_argument("--no-batch", action="store_true",
+                   help="schedule every pod on its own (no compiled runs of alike pods)")
+    m.set_defaults(func=cmd_sweep)
+    return m
