@@ -55,6 +55,7 @@ from .node_topology import (
 N_AFF = 18
 EXTENSION = "gpu_table"                     # ClusterState.extension name of the table
 EXTENSION_NRT = "node_topologies"           # ... of NRT topologies by node name
+_MEMO_INFO = "gpu_table.pod_info"           # PodRecord.memo key of pod_info's answers
 
 
 @dataclass
@@ -102,6 +103,7 @@ class GpuTable:
         self.topos: list[tuple] = []              # (count, islands, numa)
         self.topo_ids: dict[tuple, int] = {}
         self._tables: dict[int, tuple] = {}       # k -> stacked tables
+        self._subsets: dict[int, tuple] = {}      # k -> (its sub table, {(t, free, cons): idx})
         # NodeResourceTopology objects loaded with the cluster (framework.nrt)
         self.nrt: dict[str, NodeTopology] = dict(state.extension(EXTENSION_NRT, _no_topologies))
         self.alloc: dict[str, Allocation] = {}
@@ -315,6 +317,32 @@ class GpuTable:
         if got is not None and got[0] is rec:
             return got[1]
         obj = rec.obj or {}
+        # The ask derives from the pod alone: its annotations, spec and
+        # requests.  Records of one table group share their memo (and spec
+        # and requests) but not always their annotations, so the memo entry
+        # is keyed by those objects' identities (held, so never reused).
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        src = (meta.get("annotations") if isinstance(meta, dict) else None,
+               obj.get("spec") if isinstance(obj, dict) else None, rec.requests)
+        mkey = (id(src[0]), id(src[1]), id(src[2]), rec.nonzero_cpu)
+        memo = getattr(rec, "memo", None)
+        known = memo.get(_MEMO_INFO) if memo is not None else None
+        hit = known.get(mkey) if known is not None else None
+        if hit is not None and hit[0] is src[0] and hit[1] is src[1] and hit[2] is src[2]:
+            info = hit[3]
+        else:
+            info = self._pod_info_of(rec, obj)
+            if memo is not None:
+                if known is None or len(known) >= 64:
+                    known = memo[_MEMO_INFO] = {}
+                known[mkey] = (*src, info)
+        if len(self._asks) > 100000:
+            self._asks.clear()
+        self._asks[rec.key] = (rec, info)
+        return info
+
+    @staticmethod
+    def _pod_info_of(rec, obj) -> PodGpu:
         try:
             ask = pod_gpu_ask(obj)
             cons, guaranteed = pod_constraint(obj)
@@ -325,12 +353,8 @@ class GpuTable:
                 fixed = gpu_indices(f"Pod {rec.key}", s)
         except ManifestError as exc:
             raise sourced(exc, obj) from None
-        info = PodGpu(ask, cons, guaranteed, int(rec.requests.get("cpu", 0)),
+        return PodGpu(ask, cons, guaranteed, int(rec.requests.get("cpu", 0)),
                       int(rec.requests.get("memory", 0)), int(rec.nonzero_cpu), fixed)
-        if len(self._asks) > 100000:
-            self._asks.clear()
-        self._asks[rec.key] = (rec, info)
-        return info
 
     def constraint_at(self, info: PodGpu, row: int) -> int:
         c = info.cons
@@ -504,8 +528,10 @@ class GpuTable:
                                and self.zmem[row, z] - self.zmem_used[row, z] >= info.mem):
                     allowed |= 1 << g
         free = 0
+        lv = self.left[row, :c].tolist()
+        milli = ask.milli
         for g in range(c):
-            if self.left[row, g] >= ask.milli:
+            if lv[g] >= milli:
                 free |= 1 << g
         free &= allowed
         if ask.is_share:
@@ -517,25 +543,37 @@ class GpuTable:
             elif sel == K.SEL_FGD and fgd is not None:
                 g = self._fgd_pick(row, info, cand, fgd, cpu_left)
             else:
-                lv = self.left[row]
                 g = min(cand, key=lambda x: (lv[x], x))
             return (g,), (int(self.numa[row, g]) if cons & C_NUMA else -1)
         if topology_aware or cons:
-            sub, cost, iok, nok = self.tables(ask.num)
-            t = int(self.topo[row])
-            oc = np.empty(1, np.int64)
-            oi = np.empty(1, np.int64)
-            KT.best_subsets_np(np.array([t], np.int64), np.array([free], np.int64),
-                               np.array([cons], np.int64), sub, cost, iok, nok, oc, oi)
-            if oi[0] < 0:
+            idx = self._best_subset(ask.num, int(self.topo[row]), free, cons)
+            if idx is None:
                 return None
-            idx = tuple(KT.mask_indices(int(sub[t, oi[0]])))
         else:
             cands = KT.mask_indices(free)
             if len(cands) < ask.num:
                 return None
             idx = tuple(cands[:ask.num])
         return idx, (int(self.numa[row, idx[0]]) if cons & C_NUMA else -1)
+
+    def _best_subset(self, k: int, t: int, free: int, cons: int):
+        """The GPU indices of the tightest allowed ``k``-subset of topology
+        ``t`` within ``free`` (``best_subsets_np`` for one node), or None;
+        kept per (k, t, free, cons) for as long as the tables stand."""
+        sub, cost, iok, nok = self.tables(k)
+        memo = self._subsets.get(k)
+        if memo is None or memo[0] is not sub:
+            memo = self._subsets[k] = (sub, {})
+        key = (t, free, cons)
+        got = memo[1].get(key, False)
+        if got is False:
+            oc = np.empty(1, np.int64)
+            oi = np.empty(1, np.int64)
+            KT.best_subsets_np(np.array([t], np.int64), np.array([free], np.int64),
+                               np.array([cons], np.int64), sub, cost, iok, nok, oc, oi)
+            got = None if oi[0] < 0 else tuple(KT.mask_indices(int(sub[t, oi[0]])))
+            memo[1][key] = got
+        return got
 
     def _fgd_pick(self, row, info, cand, fgd, cpu_left):
         typical, frag = fgd

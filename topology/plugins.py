@@ -286,15 +286,18 @@ class GpuShareFit(ArrayPlugin):
         if not info.has_gpu:
             return np.zeros(rows.shape[0], np.int64), [self.explain_status(ctx, int(rows[0]))]
         ask = info.ask
-        count = t.count[rows]
         mask = int(t.model_mask(ask.models))
-        model = t.model[rows].astype(np.int64)
-        model_ok = np.ones(rows.shape[0], np.bool_) if mask == 0 else \
-            (model >= 0) & (((mask >> np.maximum(model, 0)) & 1) == 1)
-        left = t.left[rows]
-        fits = ((left >= ask.milli) & (np.arange(left.shape[1])[None, :] < count[:, None]))
-        short = fits.sum(axis=1) < ask.num
-        code = np.where(count == 0, 0, np.where(~model_ok, 1, np.where(short, 2, 3)))
+        # code: 0 no GPUs, 1 no allowed model, 2 too few GPUs with the milli
+        # free, 3 enough of them (a topology rejection).  The filter's own
+        # fit kernel (GPUs, model, then enough free) tells 3 from the rest.
+        n = max(ctx.state.n_rows, 1)
+        fit = np.asarray(_FIT[self.backend](t.count[:n], t.model[:n], t.left[:n], ask.num,
+                                            ask.milli, mask), np.bool_)[rows]
+        code = np.where(fit, 3, 2)
+        if mask != 0:
+            model = t.model[rows].astype(np.int64)
+            code[~((model >= 0) & (((mask >> np.maximum(model, 0)) & 1) == 1))] = 1
+        code[t.count[rows] == 0] = 0
         texts = ["node(s) had no GPUs", "node(s) had no GPU of an allowed model",
                  f"node(s) didn't have a GPU with {ask.milli} free milli-GPU" if ask.is_share
                  else f"node(s) didn't have {ask.num} free GPU(s)"]
@@ -305,7 +308,7 @@ class GpuShareFit(ArrayPlugin):
             if st not in table:
                 table.append(st)
             ids[j] = table.index(st)
-        used = np.unique(ids)
+        used = np.flatnonzero(np.bincount(ids, minlength=len(table)))   # np.unique(ids)
         remap = np.full(len(table), -1, np.int64)
         remap[used] = np.arange(used.shape[0])
         return remap[ids], [table[i] for i in used.tolist()]
@@ -409,6 +412,11 @@ class GpuShareScore(ArrayPlugin):
         self._cache_owner = None
         self._cache_cap = -1
         self._typical_spec: list = []
+        self._zeros = np.zeros(0, np.int64)
+        self._out_gpu = np.zeros(0, np.int64)
+        self._lt_owner = None
+        self._lt = np.zeros(0, np.int64)
+        self._lt_ver = np.zeros(0, np.int64)
         if self._fixed is not None:
             self._typical_from(list(self._fixed), None)
 
@@ -436,15 +444,23 @@ class GpuShareScore(ArrayPlugin):
 
     def typical(self, t: GpuTable):
         spec = self._typical_spec
-        sig = (tuple(spec), tuple(t.models))
-        if self._typical is None or self._typical_sig != sig:
+        # ``_typical_spec`` is only ever replaced (``_typical_from``, which
+        # also drops ``_typical``), never changed in place: its identity
+        # stands for its value here.
+        models = t.models
+        if (self._typical is not None and self._typical_sig is not None
+                and self._typical_sig[2] is spec and len(models) == self._typical_sig[3]
+                and self._typical_sig[1] == tuple(models)):
+            return self._typical
+        sig = (tuple(spec), tuple(models), spec, len(models))
+        if self._typical is None or self._typical_sig[:2] != sig[:2]:
             self._typical = (np.array([s[0] for s in spec], np.int64),
                              np.array([s[1] for s in spec], np.int64),
                              np.array([s[2] for s in spec], np.int64),
                              np.array([t.model_mask(s[3].split("|")) for s in spec], np.int64),
                              np.array([s[4] for s in spec], np.float64))
-            self._typical_sig = sig
             self._cache.clear()
+        self._typical_sig = sig
         return self._typical
 
     def fgd_context(self, t: GpuTable):
@@ -466,15 +482,13 @@ class GpuShareScore(ArrayPlugin):
         t = GpuTable.of(state)
         info = t.pod_info(ctx.pod)
         n = max(state.n_rows, 1)
-        cpu_left = (state.allocatable[:n, 0] - state.requested[:n, 0]).astype(np.int64)
+        cpu_left = (state.allocatable[:n, 0] - state.requested[:n, 0]).astype(np.int64, copy=False)
         ask = info.ask
         num, milli = (ask.num, ask.milli) if info.has_gpu else (0, 0)
         if self.policy == "Random":
             return np.zeros(rows.shape[0], np.int64)
         if self.policy == "BestFit":
-            valid = np.arange(t.g)[None, :] < t.count[:n, None]
-            lt = np.where(valid, t.left[:n], 0).sum(axis=1)
-            raw = K.bestfit_raw_np(cpu_left, lt, info.cpu_nz, num * milli)
+            raw = K.bestfit_raw_np(cpu_left, self._gpu_left_total(t, n), info.cpu_nz, num * milli)
             return raw[rows]
         self._observe(ctx, info)
         typ = self.typical(t)
@@ -488,18 +502,43 @@ class GpuShareScore(ArrayPlugin):
             size = t.cap
             cache = (np.zeros(size, np.int64), np.zeros(size, np.int64), np.full(size, -1, np.int64))
             self._cache[skey] = cache
-        out_gpu = np.empty(n, np.int64)
+        if self._zeros.shape[0] < n:
+            # inputs the kernel only reads (no memory asked) / its unread GPU output
+            self._zeros = np.zeros(n, np.int64)
+            self._out_gpu = np.empty(n, np.int64)
         s = _SCORE[self.backend](K.POLICIES.index(self.policy), t.count[:n], t.model[:n], t.left[:n], cpu_left,
-               np.zeros(n, np.int64), t.aff[:n], 0, info.cpu_nz, 0, num, milli, mask, *typ,
-               cache[0][:n], cache[1][:n], cache[2][:n], t.ver[:n], out_gpu)
+               self._zeros[:n], t.aff[:n], 0, info.cpu_nz, 0, num, milli, mask, *typ,
+               cache[0][:n], cache[1][:n], cache[2][:n], t.ver[:n], self._out_gpu[:n])
         return np.maximum(s, 0)[rows]
+
+    def _gpu_left_total(self, t: GpuTable, n: int) -> np.ndarray:
+        """[n] free milli per node (its GPUs' ``left`` summed), recounted
+        only for the rows whose table version moved."""
+        if self._lt_owner is not t or self._lt.shape[0] != n:
+            self._lt_owner = t
+            self._lt = np.zeros(n, np.int64)
+            self._lt_ver = np.full(n, -1, np.int64)
+        tv = t.ver[:n]
+        rows = np.flatnonzero(tv != self._lt_ver)
+        if rows.size > 16:
+            valid = np.arange(t.g)[None, :] < t.count[rows, None]
+            self._lt[rows] = np.where(valid, t.left[rows], 0).sum(axis=1)
+            self._lt_ver[rows] = tv[rows]
+        elif rows.size:                 # a few rows (one pod placed): no 2-D temporaries
+            lt, count, left = self._lt, t.count, t.left
+            for r in rows.tolist():
+                c = int(count[r])
+                lt[r] = int(left[r, :c].sum()) if c > 0 else 0
+            self._lt_ver[rows] = tv[rows]
+        return self._lt
 
     def normalize_scores(self, ctx, rows, raw, scored):
         if self.policy != "BestFit":
             return raw
         if not scored.any():
             return raw
-        lo, hi = raw[scored].min(), raw[scored].max()
+        picked = raw[scored]
+        lo, hi = picked.min(), picked.max()
         rng = hi - lo
         if rng == 0:
             return np.zeros_like(raw)

@@ -83,6 +83,8 @@ class GpuTracker:
         self._ver = np.zeros(0, np.int64)
         self._frag = np.zeros(0)
         self._owner = None
+        self._tot_owner = None
+        self._tv = np.zeros(0, np.int64)
 
     def _typical(self, t: GpuTable):
         if self._arrays is None or self._models != tuple(t.models):
@@ -98,16 +100,42 @@ class GpuTracker:
             self._ver = np.zeros(0, np.int64)
         return self._arrays
 
+    def _totals(self, t: GpuTable, n: int, valid: np.ndarray) -> tuple[int, int]:
+        """(GPUs, idle milli) of the valid rows, kept as running sums: a
+        row is recounted only when the table's row version or the row's
+        validity changed."""
+        if self._tot_owner is not t or self._tv.shape[0] != n:
+            self._tot_owner = t
+            self._tv = np.full(n, -1, np.int64)
+            self._tvalid = np.zeros(n, np.bool_)
+            self._cnt_r = [0] * n
+            self._idle_r = [0] * n
+            self._gpus = self._idle = 0
+        tv = t.ver[:n]
+        ch = tv != self._tv
+        ch |= valid != self._tvalid
+        rows = np.flatnonzero(ch)
+        if rows.size:
+            count, left = t.count, t.left
+            cnt_r, idle_r = self._cnt_r, self._idle_r
+            for r in rows.tolist():
+                c = int(count[r]) if valid[r] else 0
+                i = int(left[r, :c].sum()) if c > 0 else 0
+                self._gpus += c - cnt_r[r]
+                self._idle += i - idle_r[r]
+                cnt_r[r], idle_r[r] = c, i
+            self._tv[rows] = tv[rows]
+            self._tvalid[rows] = valid[rows]
+        return self._gpus, self._idle
+
     def measure(self, cluster) -> tuple[int, int, int, float]:
         """(capacity, used, idle, fragmented) GPU milli."""
         state = cluster.state
         t = GpuTable.of(state)
         n = state.n_rows
         valid = state.valid[:n]
-        count = np.where(valid, t.count[:n], 0)
-        slot = np.arange(t.g)[None, :] < count[:, None]
-        cap = int(count.sum()) * MILLI
-        idle = int(np.where(slot, t.left[:n], 0).sum())
+        gpus, idle = self._totals(t, n, valid)
+        cap = gpus * MILLI
         used = cap - idle
         if not self.typical or cap == 0:
             return cap, used, idle, 0.0
@@ -119,11 +147,12 @@ class GpuTracker:
         rv = state.row_version[:n]
         changed = np.flatnonzero(rv != self._ver)
         if changed.size:
-            cpu_left = (state.allocatable[:n, 0] - state.requested[:n, 0]).astype(np.int64)
+            alloc, req = state.allocatable, state.requested
+            count, model, left = t.count, t.model, t.left
             for r in changed.tolist():
-                c = int(count[r])
-                self._frag[r] = (K.node_frag(c, int(t.model[r]), np.ascontiguousarray(t.left[r]),
-                                             int(cpu_left[r]), *typ) if c else 0.0)
+                c = int(count[r]) if valid[r] else 0
+                self._frag[r] = (K.node_frag(c, int(model[r]), np.ascontiguousarray(left[r]),
+                                             int(alloc[r, 0] - req[r, 0]), *typ) if c else 0.0)
             self._ver[changed] = rv[changed]
         return cap, used, idle, float(self._frag[valid].sum())
 

@@ -63,7 +63,9 @@ class PriorityResolver:
         out.__dict__.update(pod.__dict__)
         out.priority = priority
         out.preemption_policy = policy
-        out.memo = {}
+        # Copies resolved alike from one memo (pods of one table group) share
+        # theirs, kept inside it: derived values are made once per group.
+        out.memo = pod.memo.setdefault(("resolved", priority, policy), {})
         return out
 
 

@@ -438,19 +438,29 @@ class Simulation:
         start = self._cursor[i]
         arr = trace.arrival
         t = arr[start]
-        stop = int(np.searchsorted(arr, t, side="right"))
+        nxt = start + 1
+        # arrival times are non-decreasing: one row at ``t`` needs no search
+        stop = nxt if nxt >= len(arr) or arr[nxt] > t else int(
+            np.searchsorted(arr, t, side="right"))
         recs = self._trace_records(i, start, stop)
         dep, dur = trace.departure, trace.duration
-        durations = []
-        for r in range(start, stop):
-            d = dep[r]
-            if not np.isnan(d):
-                self._push(d + off, PRIO_LEAVE, "depart", recs[r - start].key)
-            durations.append(dur[r])
+        if stop == nxt:
+            # one row (the usual case): scalar NaN tests (NaN != NaN)
+            d = dep[start]
+            if d == d:
+                self._push(d + off, PRIO_LEAVE, "depart", recs[0].key)
+            d = dur[start]
+            timed = (0,) if d == d else ()
+        else:
+            # rows without a departure / duration (NaN) skipped at once
+            for r in np.flatnonzero(~np.isnan(dep[start:stop])).tolist():
+                self._push(dep[start + r] + off, PRIO_LEAVE, "depart", recs[r].key)
+            timed = np.flatnonzero(~np.isnan(dur[start:stop])).tolist()
         self._add_pods(recs, None)
-        now = self.clock.now()
-        for rec, d in zip(recs, durations):
-            if not np.isnan(d):
+        if timed:
+            now = self.clock.now()
+            for r in timed:
+                rec, d = recs[r], dur[start + r]
                 if rec.key in self._arrived_at:
                     self._duration[rec.key] = float(d)
                 elif rec.key in self.cluster.state.pods:
@@ -654,8 +664,9 @@ class Simulation:
         s = self._series
         rows = state.valid_rows()
         ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
-        alloc = state.allocatable[rows]
-        req = state.requested[rows]
+        alloc, req = state.allocatable, state.requested
+        # every row live: the rows are 0..n-1, a slice (no gather) reads them
+        sel = slice(0, len(rows)) if len(rows) == state.n_rows else rows
         s["time"].append(float(t))
         s["nodes"].append(len(rows))
         s["running"].append(len(state.pods))
@@ -665,8 +676,8 @@ class Simulation:
             self.totals[k] += v
             self._win[k] = 0
         for col, i in (("cpu_alloc_pct", ci), ("memory_alloc_pct", mi)):
-            cap = int(alloc[:, i].sum()) if len(rows) else 0
-            s[col].append(100.0 * int(req[:, i].sum()) / cap if cap else None)
+            cap = int(alloc[sel, i].sum()) if len(rows) else 0
+            s[col].append(100.0 * int(req[sel, i].sum()) / cap if cap else None)
         lat = self._win_lat
         s["latency_p50"].append(_pct(lat, 50))
         s["latency_p99"].append(_pct(lat, 99))

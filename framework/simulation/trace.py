@@ -148,6 +148,9 @@ class Trace:
                         d = shared[key] = dict(pairs)
                     meta = rec.obj.get("metadata")
                     meta["annotations"] = d
+                    # the table's groups ignore annotations: records of one
+                    # group share a memo only with the same annotations
+                    rec.memo = rec.memo.setdefault(("annotations", key), {})
         return recs
 
     def _error(self, exc: ManifestError, offset: int) -> TraceError:

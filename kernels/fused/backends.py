@@ -215,6 +215,8 @@ class NumbaBackend:
         self._dirty = np.zeros(16, np.int64)
         self._hi = np.zeros(16, np.int64)
         self._all_rows = np.zeros(0, np.int64)
+        self._from_pos: dict = {}         # (host slots, n_slots) -> [S] bool
+        self._mix_static = None           # see _partial
         self.rows_recomputed = 0
         _warm_numba(self._k)
 
@@ -278,10 +280,20 @@ class NumbaBackend:
         and normalized under this cycle's maxima ``hi``: kept while the
         parameters and those slots' maxima stay put (dirty rows are
         refreshed by ``_row_cache``), rebuilt for every row otherwise."""
-        use = active & ~from_pos
-        key = (use.tobytes(), norm.tobytes(), weights.tobytes(),
-               np.where(use & (norm != 0), hi, 0).tobytes())
+        # The parts of the key that do not depend on ``hi``, kept while the
+        # same arrays come back (the caller's memoized parameter arrays:
+        # identity stands for equality, as in ``_select_top``).
+        st = self._mix_static
+        if st is None or not (st[0] is active and st[1] is norm and st[2] is weights
+                              and st[3] is from_pos):
+            u = active & ~from_pos
+            st = (active, norm, weights, from_pos, u, u.tobytes(), norm.tobytes(),
+                  weights.tobytes(), u & (norm != 0))
+            self._mix_static = st
+        use = st[4]
+        key = (st[5], st[6], st[7], np.where(st[8], hi, 0).tobytes())
         if c.mix_key != key:
+            use = use.copy()
             n = cols.allocatable.shape[0]
             if c.mix_total is None or c.mix_total.shape[0] != n:
                 c.mix_total = np.zeros(n, np.int64)
@@ -364,8 +376,12 @@ class NumbaBackend:
                 np.take(c.reasons, rows[start:], out=reasons[: m - start])
                 np.take(c.reasons, rows[:start], out=reasons[m - start:])
                 reasons, raw = extra(reasons, raw)
-                from_pos = np.zeros(n_slots, np.bool_)
-                from_pos[list(host_slots)] = True
+                fkey = (tuple(host_slots), n_slots)
+                from_pos = self._from_pos.get(fkey)
+                if from_pos is None:        # kept per slot set, never written
+                    from_pos = np.zeros(n_slots, np.bool_)
+                    from_pos[list(host_slots)] = True
+                    self._from_pos[fkey] = from_pos
                 hi = np.zeros(n_slots, np.int64)
                 processed, found = self._k.scan_mixed(
                     rows, start, reasons, c.raw, raw, from_pos, num_to_find, active, norm, hi)

@@ -227,6 +227,10 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
         "name": pa.array([f"{pods.names[j]}-{i}" for i, j in enumerate(seq.tolist())]),
         "arrival": pa.array(np.arange(1, n + 1, dtype=np.float64)),
         "cpu": pa.array(pods.cpu[seq]), "memory": pa.array(pods.mem[seq] * 1048576),
+        # priority 0 written out (what an unset one resolves to, with no
+        # PriorityClass loaded): the records then need no resolved copy, so
+        # the pods of one shape share their memo (signature, GPU ask, ...)
+        "priority": pa.array(np.zeros(n, np.int64)),
         "annotations": pa.array(annos, pa.map_(pa.string(), pa.string()))})
     tracker = GpuTracker(typical)
     last: dict = {}
