@@ -1,11 +1,17 @@
 """openb replay benchmark: ours vs the paper simulator's published means.
 
-python -m tensorsched.bench.openb_replay [--traces default,...] [--seeds 42-51] [--workers N]
+python -m tensorsched.bench.openb_replay [--traces default,...|all] [--seeds 42-51] [--workers N]
+                                        [--data DIR] [--framework] [--compare-replay]
                                         [--output bench/results/openb-replay.json] [--csv sweep.csv]
 Runs the sweep (policies x traces x seeds, all cores) on the paper's cluster
 (the 1,213 GPU nodes), then records per trace and policy our mean
 allocation ratio at 100 % and 130 % of arrived demand, the published mean
-(seeds 42-51), and the time per run.
+(seeds 42-51), and the time per run.  ``--framework``: every run through
+the Scheduler and a Simulation (``tensorsched sweep --experiment``)
+instead of ``replay``'s own loop; ``--compare-replay`` also runs
+``replay`` on the same jobs and records the largest difference per run.
+``--data``: a directory with ``csv/`` and ``expected_results/`` (the
+public trace has all 17 traces; ``all`` takes every pod list there).
 """
 import argparse
 import json
@@ -14,6 +20,7 @@ import statistics
 import sys
 import time
 
+from tensorsched import sweep as S
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import replay as R
 
@@ -33,25 +40,45 @@ def main(argv=None):
     ap.add_argument("--backend", default="numba")
     ap.add_argument("--output", default=os.path.join(HERE, "results", "openb-replay.json"))
     ap.add_argument("--csv", help="also keep the sweep CSV here")
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--framework", action="store_true")
+    ap.add_argument("--compare-replay", action="store_true")
     a = ap.parse_args(argv)
-    nodes = os.path.join(DATA, "csv", "openb_node_list_gpu_node.csv")
-    exp = os.path.join(DATA, "expected_results", "analysis_allo_discrete.csv")
-    traces = a.traces.split(",")
+    nodes = os.path.join(a.data, "csv", "openb_node_list_gpu_node.csv")
+    exp = os.path.join(a.data, "expected_results", "analysis_allo_discrete.csv")
+    if a.traces == "all":
+        traces = sorted(f[len("openb_pod_list_"):-4] for f in os.listdir(os.path.join(a.data, "csv"))
+                        if f.startswith("openb_pod_list_") and f.endswith(".csv"))
+    else:
+        traces = a.traces.split(",")
     policies = a.policies.split(",")
     seeds = R.parse_seeds(a.seeds)
-    pods = [os.path.join(DATA, "csv", f"openb_pod_list_{t}.csv") for t in traces]
+    pods = [os.path.join(a.data, "csv", f"openb_pod_list_{t}.csv") for t in traces]
     t0 = time.perf_counter()
-    out = R.sweep(nodes, pods, policies, seeds, workers=a.workers, backend=a.backend, output=a.csv)
+    if a.framework:
+        out = _framework_sweep(nodes, pods, policies, seeds, a.workers, a.backend)
+    else:
+        out = [(w, _row(r)) for w, r in R.sweep(nodes, pods, policies, seeds,
+                                                workers=a.workers, backend=a.backend,
+                                                output=a.csv)]
     wall = time.perf_counter() - t0
+    versus = None
+    if a.compare_replay:
+        theirs = R.sweep(nodes, pods, policies, seeds, workers=a.workers, backend=a.backend)
+        versus = {(w, r.policy, r.seed): r for w, r in theirs}
     rows = []
     for trace in traces:
         wl = f"openb_pod_list_{trace}"
         for pol in policies:
-            res = [r for w, r in out if w == wl and r.policy == pol]
+            res = [r for w, r in out if w == wl and r["policy"] == pol]
             row = {"trace": trace, "policy": pol, "seeds": a.seeds,
-                   "seconds_per_run": round(statistics.mean(r.seconds for r in res), 3)}
+                   "seconds_per_run": round(statistics.mean(r["seconds"] for r in res), 3)}
+            if versus is not None:
+                row["max_abs_diff_to_replay"] = max(
+                    abs(r[col] - float(versus[(wl, pol, r["seed"])].alloc[col]))
+                    for r in res for col in (100, 130))
             for col in (100, 130):
-                row[f"ours_{col}"] = round(statistics.mean(float(r.alloc[col]) for r in res), 2)
+                row[f"ours_{col}"] = round(statistics.mean(r[col] for r in res), 2)
                 pub = R.read_expected(exp, wl, pol, col)
                 row[f"published_{col}"] = round(statistics.mean(pub), 2)
                 row[f"diff_{col}"] = round(row[f"ours_{col}"] - row[f"published_{col}"], 2)
@@ -59,6 +86,7 @@ def main(argv=None):
             print(json.dumps(row), flush=True)
     rec = {"rows": rows, "runs": len(out), "workers": a.workers or os.cpu_count(),
            "sweep_wall_seconds": round(wall, 1), "backend": a.backend,
+           "through": "framework (Simulation + Scheduler)" if a.framework else "replay",
            "nodes": "data/openb/csv/openb_node_list_gpu_node.csv (1213 GPU nodes, 6212 GPUs)",
            "max_abs_diff": max(max(abs(r["diff_100"]), abs(r["diff_130"])) for r in rows),
            "commit": git_commit(), "machine": machine_info(),
@@ -69,6 +97,23 @@ def main(argv=None):
     with open(a.output, "w") as f:
         json.dump(rec, f, indent=2)
     return 0
+
+
+def _row(r: R.ReplayResult) -> dict:
+    return {"policy": r.policy, "seed": r.seed, "seconds": r.seconds,
+            100: float(r.alloc[100]), 130: float(r.alloc[130])}
+
+
+def _framework_sweep(nodes, pods, policies, seeds, workers, backend) -> list:
+    """The same jobs as ``R.sweep`` through ``tensorsched.sweep``'s
+    experiment preset: [(workload, {policy, seed, seconds, 100, 130})]."""
+    jobs = S.make_jobs(pods, seeds, policies=policies, experiment=True, nodes=nodes,
+                       backend=backend)
+    table = S.run_sweep(jobs, workers=workers, progress=True).to_pylist()
+    return [(R.workload_name(j.trace), {"policy": r["policy"], "seed": r["seed"],
+                                       "seconds": r["wall_seconds"], 100: r["alloc_at_100"],
+                                       130: r["alloc_at_130"]})
+            for j, r in zip(jobs, table)]
 
 
 if __name__ == "__main__":
