@@ -135,6 +135,7 @@ class CyclePlan:
 
 _FRAMEWORK_NUMBERS = itertools.count()
 
+
 class Framework:
     """One profile's plugins, ready to run cycles on one backend."""
 

@@ -59,7 +59,7 @@ SKIP = Status(Code.SKIP)
 
 
 class NodeStatuses(Mapping):
-    """The rejected nodes of a cycle as columns: node ``names_of(rows[i])``
+    """The rejected nodes of a cycle as columns: node ``nodes[rows[i]]``
     was rejected with ``table[ids[i]]``.  Reads as a ``{node name: Status}``
     mapping; the names are looked up only when someone iterates it (the
     FailedScheduling message needs only the counts per status).

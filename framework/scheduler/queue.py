@@ -76,7 +76,8 @@ class UnschedulablePool(dict):
     thousands wait costs a few set lookups, not a scan of them all.
 
     A pod's group is its ``unschedulable_plugins`` when it entered (they
-    do not change while it waits)."""
+    do not change while it waits).  Pods enter and leave through ``[]=``,
+    ``pop`` and ``del`` only."""
 
     def __init__(self):
         super().__init__()
@@ -102,6 +103,9 @@ class UnschedulablePool(dict):
             if not group:
                 del self.groups[plugins]
         return super().pop(key, *default)
+
+    def __delitem__(self, key: str) -> None:
+        self.pop(key)
 
     def interested(self, wants: Callable[[frozenset], bool]) -> list:
         """The waiting pods whose group ``wants(plugins)``, in arrival order."""
