@@ -36,6 +36,7 @@ import logging
 import math
 import multiprocessing as mp
 import os
+import socket
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -457,10 +458,27 @@ def _run_local(jobs, inputs, workers: int, done) -> None:
             raise
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A ``host:port`` or ``ray://host:port`` address answers a TCP connect
+    within ``timeout`` seconds (``ray.init`` itself retries a dead address
+    for minutes)."""
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        return                  # not host:port: Ray's own checks and errors
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise SweepError(f"Ray at {address!r}: cannot connect to {hostport} "
+                         f"({exc.strerror or exc})") from None
+
+
 def _run_ray(jobs, inputs, address: str, workers: int | None, done) -> None:
     ray = _import_ray()
     started = False
     if not ray.is_initialized():
+        if address not in ("local", "auto"):
+            _check_reachable(address)
         try:
             # quiet: the runs' outcomes come back as values, not worker logs
             quiet = {"log_to_driver": False, "logging_level": logging.WARNING}

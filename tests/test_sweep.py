@@ -244,3 +244,13 @@ def test_bad_inputs_one_line_before_any_run(openb, tmp_path, capsys):
         err = capsys.readouterr().err
         assert msg in err and err.count("\n") == 1, (extra, err)
         assert not out.exists()
+
+
+def test_unreachable_ray_address_one_line(openb, tmp_path, capsys):
+    """A dead address is refused in seconds, not after Ray's retries."""
+    pytest.importorskip("ray")
+    nodes, pods, _ = openb
+    assert main(["sweep", "--nodes", nodes, "--trace", pods, "--ray", "127.0.0.1:1",
+                 "--output", str(tmp_path / "r.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot connect to 127.0.0.1:1" in err
