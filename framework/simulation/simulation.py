@@ -9,10 +9,13 @@ event time every event due is applied (pods added to the scheduling queue,
 deleted, nodes added, cordoned, drained, deleted: each a cluster event that
 moves the unschedulable pool exactly as the Scheduler's embedding API does),
 then the Scheduler runs until idle without its clock passing the next event
-time (its backoff, permit and termination timers fire on the way).  Bound
-pods with a departure (an absolute time, or a duration counted from the
-binding) leave then and free what they took; a pod still pending at its
-departure is deleted from the queue.
+time (its backoff, permit and termination timers fire on the way; a pod it
+binds that is due to leave sooner moves that limit down).  Bound pods with a
+departure (an absolute time, or a duration counted from the binding) leave
+then and free what they took; a pod still pending at its departure is
+deleted from the queue.  Sample times and ``step``/``run`` boundaries are
+not events: the scheduler's run paused there resumes as if never paused,
+so they change nothing that happens.
 
 A trace is read row by row as the clock reaches it (``trace.Trace``): pod
 records exist only for pods that arrived and are still alive, and nothing
