@@ -111,17 +111,15 @@ _gc_depth = [0, None]          # simulations running now, the thresholds before 
 def _few_collections():
     """Fewer garbage collections while a simulation runs: it makes and drops
     millions of small objects (records, queue entries, events) beside a
-    large live heap (the cluster, the pods alive), and Python's default
-    (a young collection every 700 allocations, a full one as the heap
-    grows) spends a fifth of a long run rescanning that heap.  The objects
-    alive before the run are frozen (never rescanned) and young collections
-    come every 50,000 allocations; both undone when the last of the
-    simulations running at once (threads, nested calls) is done."""
+    large live heap (the cluster, the pods alive), and Python's default (a
+    young collection every 700 allocations) spends a fifth of a long run
+    rescanning it; young collections come every 50,000 allocations instead,
+    restored when the last of the simulations running at once (threads,
+    nested calls) is done.  (Nothing is frozen: ``gc.freeze`` would also
+    freeze the garbage of earlier runs, which then piles up.)"""
     with _gc_lock:
         if _gc_depth[0] == 0:
-            _gc_depth[1] = gc.get_threshold()
-            gc.freeze()
-            old = _gc_depth[1]
+            _gc_depth[1] = old = gc.get_threshold()
             gc.set_threshold(max(old[0], 50_000), old[1], old[2])
         _gc_depth[0] += 1
     try:
@@ -131,7 +129,6 @@ def _few_collections():
             _gc_depth[0] -= 1
             if _gc_depth[0] == 0:
                 gc.set_threshold(*_gc_depth[1])
-                gc.unfreeze()
 
 
 def _pct(values: list, q: float):
