@@ -5,8 +5,15 @@ bench/results/simulate.json (``replay_equal``)."""
 import numpy as np
 import pytest
 
+from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.topology.openb import replay as R
-from tensorsched.topology.openb.trace import simulate_replay
+from tensorsched.topology.openb.trace import (
+    openb_config,
+    openb_node_objects,
+    read_openb_trace,
+    simulate_replay,
+)
+from tensorsched.topology.sim_metrics import trace_shapes, typical_shapes
 
 NODES = "data/openb/csv/openb_node_list_gpu_node.csv"
 
@@ -53,14 +60,6 @@ def test_where_a_run_pauses_changes_nothing(tmp_path):
     """The same trace with samples every hour, every day or never, run in
     one call or in 100 steps, schedules the same pods on the same nodes
     (a small slice where the scheduler stalls between arrivals)."""
-    from tensorsched.framework.simulation.simulation import Simulation
-    from tensorsched.topology.openb.trace import (
-        openb_config,
-        openb_node_objects,
-        read_openb_trace,
-    )
-    from tensorsched.topology.sim_metrics import trace_shapes, typical_shapes
-
     out = []
     for src, dst, n in ((NODES, tmp_path / "n.csv", 10),
                         ("data/openb/csv/openb_pod_list_default.csv", tmp_path / "p.csv", 400)):
