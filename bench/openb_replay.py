@@ -46,7 +46,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     nodes = os.path.join(a.data, "csv", "openb_node_list_gpu_node.csv")
     exp = os.path.join(a.data, "expected_results", "analysis_allo_discrete.csv")
-    if a.traces == "all":
+    if a.traces == "all":           # every pod list (published means for some of them)
         traces = sorted(f[len("openb_pod_list_"):-4] for f in os.listdir(os.path.join(a.data, "csv"))
                         if f.startswith("openb_pod_list_") and f.endswith(".csv"))
     else:
@@ -72,7 +72,8 @@ def main(argv=None):
         for pol in policies:
             res = [r for w, r in out if w == wl and r["policy"] == pol]
             row = {"trace": trace, "policy": pol, "seeds": a.seeds,
-                   "seconds_per_run": round(statistics.mean(r["seconds"] for r in res), 3)}
+                   "seconds_per_run": round(statistics.mean(r["seconds"] for r in res), 3),
+                   "runs": len(res)}
             if versus is not None:
                 row["max_abs_diff_to_replay"] = max(
                     abs(r[col] - float(versus[(wl, pol, r["seed"])].alloc[col]))
@@ -80,15 +81,17 @@ def main(argv=None):
             for col in (100, 130):
                 row[f"ours_{col}"] = round(statistics.mean(r[col] for r in res), 2)
                 pub = R.read_expected(exp, wl, pol, col)
-                row[f"published_{col}"] = round(statistics.mean(pub), 2)
-                row[f"diff_{col}"] = round(row[f"ours_{col}"] - row[f"published_{col}"], 2)
+                row[f"published_{col}"] = round(statistics.mean(pub), 2) if pub else None
+                row[f"diff_{col}"] = (round(row[f"ours_{col}"] - row[f"published_{col}"], 2)
+                                      if pub else None)
             rows.append(row)
             print(json.dumps(row), flush=True)
     rec = {"rows": rows, "runs": len(out), "workers": a.workers or os.cpu_count(),
            "sweep_wall_seconds": round(wall, 1), "backend": a.backend,
            "through": "framework (Simulation + Scheduler)" if a.framework else "replay",
            "nodes": "data/openb/csv/openb_node_list_gpu_node.csv (1213 GPU nodes, 6212 GPUs)",
-           "max_abs_diff": max(max(abs(r["diff_100"]), abs(r["diff_130"])) for r in rows),
+           "max_abs_diff": max((max(abs(r["diff_100"]), abs(r["diff_130"])) for r in rows
+                                if r["diff_100"] is not None), default=None),
            "commit": git_commit(), "machine": machine_info(),
            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "note": "seconds_per_run is one replay (one core); the first run in each worker "
