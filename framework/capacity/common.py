@@ -95,7 +95,6 @@ def pod_copies(template: PodRecord, names) -> list[PodRecord]:
     query signature, compiled terms; none depends on the name), so a
     copy costs a dict copy."""
     base = dict(template.__dict__)
-    base.pop("key", None)               # PodRecord.key is cached per record
     base["uid"] = ""
     out = []
     for name in names:

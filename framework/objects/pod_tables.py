@@ -460,7 +460,6 @@ def _template_group(t: _Table, spec_source, row: int, overrides: dict, name: str
         field = f"{exc.field}: " if exc.field else ""
         t.fail(row, "template", f"{field}{exc.problem}{label}")
     fields = dict(record.__dict__)
-    fields.pop("key", None)             # PodRecord.key is cached per record
     top = {**top, "spec": spec}
     meta = dict(meta)
     return fields, top, meta

@@ -179,7 +179,6 @@ class PodTemplates:
         if deletion is not None:
             self._time(deletion)
         fields = template.__dict__.copy()
-        fields.pop("key", None)         # PodRecord.key is cached per record
         fields["name"] = name
         fields["uid"] = uid or ""
         fields["creation_ns"] = creation or 0

@@ -8,7 +8,6 @@ millicores, memory and storage in bytes, everything else in whole units.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 
@@ -87,11 +86,11 @@ class PodRecord:
     # function; a copy (``dataclasses.replace``) starts empty.
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    @functools.cached_property
+    @property
     def key(self) -> str:
         """``namespace/name``, the pod's identity everywhere in tensorsched
-        (made once: the loop asks it a dozen times per pod; a copy made by
-        copying ``__dict__`` under another name must drop ``"key"``)."""
+        (made on each call, not cached: an extra attribute would cost each
+        bound pod ~64 bytes of instance dict)."""
         return f"{self.namespace}/{self.name}"
 
 
