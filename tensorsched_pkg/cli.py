@@ -38,6 +38,7 @@ from .cli_args import (
     output_file,
     positive_float,
     progress,
+    require_plotting,
     subcommand,
 )
 from .synthetic import WORKLOADS
@@ -170,10 +171,7 @@ def cmd_bench(args) -> int:
 
 def cmd_replay(args) -> int:
     if args.plot:
-        try:
-            R._pyplot()
-        except ImportError as exc:
-            raise TensorschedError(f"replay --plot: {exc}") from exc
+        require_plotting("replay")
     if not args.sweep:
         if not args.policy:
             raise TensorschedError("replay: --policy is required (or use --sweep)")

@@ -13,8 +13,10 @@ import sys
 
 from tqdm import tqdm
 
+from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.objects.manifests import ignored_kinds_warning, load_objects
 from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.topology.openb.replay import _pyplot
 
 BACKENDS = ("numpy", "numba", "cuda")
 
@@ -107,3 +109,12 @@ def load_cluster(objects, config):
 def load(path):
     """The objects of a manifest file or directory."""
     return load_objects(path)
+
+
+def require_plotting(command: str) -> None:
+    """Refuse ``<command> --plot`` up front (one line) when matplotlib, the
+    ``plot`` extra, is missing, before any work is done."""
+    try:
+        _pyplot()
+    except ImportError as exc:
+        raise TensorschedError(f"{command} --plot: {exc}") from exc

@@ -25,7 +25,15 @@ from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import replay as R
 
 from . import simulate_run as run
-from .cli_args import BACKENDS, SEED, existing_path, positive_float, progress, subcommand
+from .cli_args import (
+    BACKENDS,
+    SEED,
+    existing_path,
+    positive_float,
+    progress,
+    require_plotting,
+    subcommand,
+)
 
 #: Events written to events.parquet (one row per outcome; Scheduled and
 #: Arrived are counted in the time series instead).
@@ -108,10 +116,7 @@ def _plot(ts: pa.Table, path: str) -> str:
 
 def cmd_simulate(args) -> int:
     if args.plot:
-        try:
-            R._pyplot()
-        except ImportError as exc:
-            raise TensorschedError(f"simulate --plot: {exc}") from exc
+        require_plotting("simulate")
     if not args.trace and not args.scenario:
         raise TensorschedError("simulate: give --trace, --scenario or both")
     if args.policy and not args.nodes:

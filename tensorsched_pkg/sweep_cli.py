@@ -32,6 +32,7 @@ from .cli_args import (
     int_in,
     output_file,
     positive_float,
+    require_plotting,
     subcommand,
 )
 
@@ -96,10 +97,7 @@ def _write_csv(cmp: pa.Table, path: str) -> str:
 
 def cmd_sweep(args) -> int:
     if args.plot:
-        try:
-            R._pyplot()
-        except ImportError as exc:
-            raise TensorschedError(f"sweep --plot: {exc}") from exc
+        require_plotting("sweep")
     _check_flags(args)
     kind = "experiment" if args.experiment else "simulate"
     _check_metrics(kind, args.metric)
