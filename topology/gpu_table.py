@@ -317,25 +317,15 @@ class GpuTable:
         if got is not None and got[0] is rec:
             return got[1]
         obj = rec.obj or {}
-        # The ask derives from the pod alone: its annotations, spec and
-        # requests.  Records of one table group share their memo (and spec
-        # and requests) but not always their annotations, so the memo entry
-        # is keyed by those objects' identities (held, so never reused).
-        meta = obj.get("metadata") if isinstance(obj, dict) else None
-        src = (meta.get("annotations") if isinstance(meta, dict) else None,
-               obj.get("spec") if isinstance(obj, dict) else None, rec.requests)
-        mkey = (id(src[0]), id(src[1]), id(src[2]), rec.nonzero_cpu)
+        # The ask derives from the pod alone (annotations, spec, requests):
+        # kept in its memo, which records share only when those are equal
+        # (one table group with the same annotations: Trace.records).
         memo = getattr(rec, "memo", None)
-        known = memo.get(_MEMO_INFO) if memo is not None else None
-        hit = known.get(mkey) if known is not None else None
-        if hit is not None and hit[0] is src[0] and hit[1] is src[1] and hit[2] is src[2]:
-            info = hit[3]
-        else:
+        info = memo.get(_MEMO_INFO) if memo is not None else None
+        if info is None:
             info = self._pod_info_of(rec, obj)
             if memo is not None:
-                if known is None or len(known) >= 64:
-                    known = memo[_MEMO_INFO] = {}
-                known[mkey] = (*src, info)
+                memo[_MEMO_INFO] = info
         if len(self._asks) > 100000:
             self._asks.clear()
         self._asks[rec.key] = (rec, info)
