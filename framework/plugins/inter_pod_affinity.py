@@ -31,13 +31,16 @@ own).  NormalizeScore: int64(100 * (s - min) / (max - min)).
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import InterPodAffinityArgs
 from tensorsched.framework.objects.selectors import pod_terms
-from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, PROBE_AFFINITY, Plugin
+from tensorsched.framework.runtime.plugin import (
+    NORMALIZE_NONE,
+    PROBE_AFFINITY,
+    Plugin,
+    sign_value,
+)
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.domain_counts import (
     node_domains,
@@ -46,6 +49,7 @@ from tensorsched.framework.state.domain_counts import (
 )
 from tensorsched.kernels import domains as T
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.domain_rules import DomainRule
 
 from . import names
 
@@ -102,9 +106,8 @@ class InterPodAffinity(Plugin):
     def sign(self, pod) -> tuple:
         """What its answers read of a pod: namespace, labels (bound pods'
         anti-affinity may match them) and its own affinity terms."""
-        dump = lambda a: json.dumps(a, sort_keys=True) if a else ""  # noqa: E731
-        return (pod.namespace, tuple(sorted(pod.labels.items())), dump(pod.pod_affinity),
-                dump(pod.pod_anti_affinity))
+        return (pod.namespace, tuple(sorted(pod.labels.items())), sign_value(pod.pod_affinity),
+                sign_value(pod.pod_anti_affinity))
     normalize = NORMALIZE_NONE
     score_slot = -1
     reason_bits = 0
@@ -207,6 +210,44 @@ class InterPodAffinity(Plugin):
         codes.flags.writeable = False
         self._by_row = (state, sig, codes, codes == 0)
         return codes
+
+    def run_rules(self, ctx) -> list | None:
+        """The filter as per-domain rules for a compiled run of pods alike to
+        ``ctx.pod``: a domain fails while a pod matching one of its required
+        anti-affinity terms is there (the run counts placed pods that match
+        it), or a bound pod whose anti-affinity matches it.  None for pods
+        with affinity or preferred terms: a placed pod of the run would then
+        change how the next one is filtered or scored in ways no count rule
+        states (first pod of a group, hardPodAffinityWeight)."""
+        state, pod = ctx.state, ctx.pod
+        terms = pod_terms(pod)
+        if terms["req_aff"] or terms["pref_aff"] or terms["pref_anti"]:
+            return None
+        existing = ctx.data.get(NAME)
+        if existing is None:
+            existing = self._existing_anti(state, pod)
+        index = pod_count_index(state)
+        nsl = _ns_labels(state)
+        out = []
+
+        def rule(k, sums, increment):
+            return DomainRule(bit=self.reason_bits, domp1=node_domains_p1(state, k),
+                              count_dom=node_domains(state, k), sums=sums, present=None,
+                              thresh=0, track_min=False, fail_absent=False, fail_above=True,
+                              fail_not_above=False, increment=increment)
+        for t in terms["req_anti"]:
+            k = state.label_keys.get(t.topology_key)
+            if k < 0:
+                continue
+            ds = _all_sums(state, index, ("term", t),
+                           lambda r, t=t: t.matches(r.namespace, r.labels, nsl), k)
+            counts_self = t.matches(pod.namespace, pod.labels, nsl)
+            if counts_self or ds.positive:
+                out.append(rule(k, ds.sums, counts_self))
+        # A placed pod of the run that owns a term matching the next pods is
+        # counted by that term's own rule above (same key, same domain).
+        out.extend(rule(k, ds.sums, False) for k, ds in existing)
+        return out
 
     def filter(self, ctx, rows):
         codes = self.codes_by_row(ctx.state, ctx.pod, ctx.data.get(NAME))

@@ -36,7 +36,6 @@ Counts per node come from ``state.domain_counts`` (incremental); the kernels in
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +47,12 @@ from tensorsched.framework.config.plugin_args import (
 )
 from tensorsched.framework.objects.selectors import compile_selector, selector_matches
 from tensorsched.framework.objects.workloads import controller_of
-from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, PROBE_SPREAD, Plugin
+from tensorsched.framework.runtime.plugin import (
+    NORMALIZE_NONE,
+    PROBE_SPREAD,
+    Plugin,
+    sign_value,
+)
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.domain_counts import (
     node_domains,
@@ -58,6 +62,7 @@ from tensorsched.framework.state.domain_counts import (
 from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
 from tensorsched.kernels import domains as T
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.domain_rules import DomainRule
 from tensorsched.kernels.fused import filters as KF
 
 from . import names
@@ -134,7 +139,7 @@ class PodTopologySpread(Plugin):
         """What its answers read of a pod: namespace, labels, constraints
         and (for the default constraints) the owning controller."""
         return (pod.namespace, tuple(sorted(pod.labels.items())),
-                json.dumps(pod.topology_spread, sort_keys=True) if pod.topology_spread else "",
+                sign_value(pod.topology_spread),
                 controller_of(pod))
     normalize = NORMALIZE_NONE
     score_slot = -1
@@ -282,6 +287,33 @@ class PodTopologySpread(Plugin):
         codes.flags.writeable = False
         self._by_row = (state, sig, codes, codes == 0)
         return codes
+
+    def run_rules(self, ctx) -> list | None:
+        """The DoNotSchedule filter as per-domain rules for a compiled run of
+        pods alike to ``ctx.pod``: per constraint, a node lacking the key
+        fails and a domain fails when its count exceeds maxSkew - self match
+        + the global minimum (kept by the run as it counts placed pods that
+        match the selector).  None when a constraint's key is on no node."""
+        state, pod = ctx.state, ctx.pod
+        cons = self.constraints(state, pod, "DoNotSchedule")[0]
+        index = pod_count_index(state)
+        elig_key, doms = self._eligible_doms(state, pod, cons)
+        out = []
+        for i, c in enumerate(cons):
+            k = self._key_col(state, c.key)
+            if k < 0:
+                return None
+            key, pred = _count_key(pod, c)
+            ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
+                                   max(len(state.label_values[k]), 1))
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            n_present = int(np.count_nonzero(ds.present))
+            out.append(DomainRule(
+                bit=self.reason_bits, domp1=node_domains_p1(state, k), count_dom=ds.dom,
+                sums=ds.sums, present=ds.present, thresh=c.max_skew - self_match,
+                track_min=n_present >= c.min_domains and n_present > 0, fail_absent=True,
+                fail_above=True, fail_not_above=False, increment=bool(pred(pod))))
+        return out
 
     # Victim search on counts (``preemption.host_search``): the probe's codes
     # 1.. map to these rejections.

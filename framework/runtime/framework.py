@@ -18,9 +18,11 @@ from tensorsched.framework.config.kube_config import Profile
 from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.state.cluster_state import ClusterState
+from tensorsched.framework.state.domain_counts import grouped_rows
 from tensorsched.framework.state.query import QueryCache, QueryOptions, pod_signature
 from tensorsched.kernels import domains as _T
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.domain_rules import stack_rules
 from tensorsched.kernels.fused.backends import make_backend, rotated
 
 from .plugin import (
@@ -31,6 +33,7 @@ from .plugin import (
     PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    RunFilterPlugin,
     RunSafePlugin,
     SignPlugin,
 )
@@ -374,32 +377,47 @@ class Framework:
         run stops before the first pod that fits nowhere (pods[p] then takes
         the usual cycle).
 
+        Host filter plugins take part through their per-domain rules
+        (``RunFilterPlugin.run_rules``: PodTopologySpread's DoNotSchedule
+        skew, InterPodAffinity's required anti-affinity), which the run
+        keeps current as it places pods.
+
         None (nothing done) when such a run cannot be compiled: the backend
         has none, a PreFilter rejects the pod or narrows its nodes, a host
-        plugin runs for it, or the pod holds host ports."""
+        score plugin runs for it, a host filter has no rules for it, or the
+        pod holds host ports."""
         place = getattr(self.backend, "place_run", None)
         pod = pods[0]
         if place is None or pod.host_ports or any(
                 n != "pods" and n not in state.resources.index for n in pod.requests):
             return None
-        plan, _ = self._plan(CycleContext(state, pod, self))
+        ctx = CycleContext(state, pod, self)
+        plan, _ = self._plan(ctx)
         if not isinstance(plan, CyclePlan) or plan.node_names is not None \
-                or plan.host_filters or plan.host_scores:
+                or plan.host_scores:
             return None
         all_rows = state.valid_rows()
         n = all_rows.shape[0]
         if n == 0:
             return None
+        rules = []
+        for p, _bit in plan.host_filters:
+            got = p.run_rules(ctx) if isinstance(p, RunFilterPlugin) else None
+            if got is None:
+                return None
+            rules.extend(got)
         request = state.resource_vector(pod.requests, intern=False)
         request[L.RES_PODS] = 1
         nonzero = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
         if not state.room_for(request, nonzero, len(pods)):
             return None
         nz = (pod.nonzero_cpu, pod.nonzero_memory)
+        stacked = stack_rules(rules, state.n_rows, grouped_rows(state)) if rules else None
         return place(state, all_rows, start_index % n, plan.query,
                      num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
-                     lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz))
+                     lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
+                     rules=stacked)
 
     def _user_stage(self, ctx, rows, host_filters, host_scores, to_find):
         """Array user plugins (and scalar ones outside the numba kernel) as

@@ -31,6 +31,7 @@ from collections import OrderedDict
 import numpy as np
 
 from tensorsched.framework.objects.selectors import pod_terms
+from tensorsched.kernels.domain_rules import rows_by_domain
 
 KINDS = ("req_aff", "req_anti", "pref_aff", "pref_anti")
 
@@ -238,6 +239,25 @@ def node_domains_p1(state, k: int) -> np.ndarray:
         got.flags.writeable = False
         cache[k] = got
     return got
+
+
+def grouped_rows(state):
+    """``grouped(rule) -> (ptr, rows)`` for ``kernels.domain_rules.stack_rules``:
+    the node rows of each domain of a rule's key, memoized per structure
+    for the memoized ``node_domains_p1`` maps (a rule built on another map
+    is grouped afresh)."""
+    cache = state.memo("rows_by_domain", state.structure_tag())
+
+    def grouped(rule):
+        key = (id(rule.domp1), int(rule.sums.shape[0]))
+        got = cache.get(key)
+        if got is None or got[0] is not rule.domp1:
+            got = (rule.domp1, rows_by_domain(rule.domp1, int(rule.sums.shape[0])))
+            if rule.domp1.flags.writeable:      # not a memoized map: do not keep it
+                return got[1]
+            cache[key] = got
+        return got[1]
+    return grouped
 
 
 def _new_pod_count_index(state) -> PodCountIndex:

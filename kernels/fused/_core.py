@@ -606,12 +606,11 @@ def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
     return feasible
 
 
-def update_top(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
-               norm_mode, weights, hi, hi_cnt, total_by_row, tmax, tcnt, size):
-    """Fold the k re-evaluated rows dirty[:k] (their previous reasons/raw in
-    old_reasons/old_raw [k], [k, S]) into maxima, totals and tree.
-
-    Returns the change in feasible rows, or -1000000000 when a normalization
+def fold_maxima(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
+                norm_mode, hi, hi_cnt):
+    """The normalization maxima after the k re-evaluated rows dirty[:k]
+    (previous reasons/raw in old_reasons/old_raw [k], [k, S]): updates
+    hi_cnt and returns the change in feasible rows, or -1000000000 when a
     maximum moved (every total changes: the caller rebuilds)."""
     n_slots = raw_by_row.shape[1]
     delta = 0
@@ -647,6 +646,32 @@ def update_top(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, activ
         if cnt <= 0 and hi[s] != 0:
             return -1000000000
         hi_cnt[s] = cnt
+    return delta
+
+
+def update_top(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
+               norm_mode, weights, hi, hi_cnt, total_by_row, tmax, tcnt, size):
+    """Fold the k re-evaluated rows dirty[:k] (their previous reasons/raw in
+    old_reasons/old_raw [k], [k, S]) into maxima, totals and tree.
+
+    Returns the change in feasible rows, or -1000000000 when a normalization
+    maximum moved (every total changes: the caller rebuilds).  Many rows
+    (over a sixteenth of the leaves) are written as leaves first and the
+    tree pulled once bottom-up, cheaper than a path per row."""
+    delta = fold_maxima(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row,
+                        active_slots, norm_mode, hi, hi_cnt)
+    if delta == -1000000000:
+        return delta
+    if k * 16 > size:
+        for d in range(k):
+            i = dirty[d]
+            t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
+            total_by_row[i] = t
+            tmax[size + i] = t
+            tcnt[size + i] = 1
+        for p in range(size - 1, 0, -1):
+            tree_pull(tmax, tcnt, p)
+        return delta
     for d in range(k):
         i = dirty[d]
         t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)

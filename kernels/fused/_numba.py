@@ -166,12 +166,120 @@ def tie_index(seed_mix, attempt, n):
     return int64(z % uint64(n))
 
 
+def rule_domain_fails(r, d, s, params, thr):
+    if s > thr[r]:
+        return params[r, 4] != 0
+    return params[r, 5] != 0
+
+
+def rule_bits(i, domp1, sums, params, thr):
+    bits = 0
+    for r in range(params.shape[0]):
+        d1 = domp1[r, i]
+        if d1 == 0:
+            fail = params[r, 3] != 0
+        else:
+            fail = rule_domain_fails(r, d1 - 1, sums[r, d1 - 1], params, thr)
+        if fail:
+            bits |= params[r, 0]
+    return bits
+
+
+def rule_min(r, sums, present, params):
+    lo = -1
+    cnt = 0
+    for d in range(params[r, 7]):
+        if present[r, d]:
+            v = sums[r, d]
+            if lo < 0 or v < lo:
+                lo = v
+                cnt = 1
+            elif v == lo:
+                cnt += 1
+    return lo, cnt
+
+
+def rules_start(n_rows, base_reasons, reasons_run, domp1, sums, present, params, thr, at_min):
+    for r in range(params.shape[0]):
+        thr[r] = params[r, 1]
+        at_min[r] = 0
+        if params[r, 2] != 0:
+            lo, cnt = rule_min(r, sums, present, params)
+            if lo >= 0:
+                thr[r] += lo
+                at_min[r] = cnt
+    for i in range(n_rows):
+        reasons_run[i] = base_reasons[i] | rule_bits(i, domp1, sums, params, thr)
+
+
+def add_domain_rows(r, d, dom_ptr, dom_rows, mark, stamp, dirty, k, limit):
+    for x in range(dom_ptr[r, d], dom_ptr[r, d + 1]):
+        i = dom_rows[r, x]
+        if mark[i] != stamp:
+            if k >= limit:
+                return -1
+            mark[i] = stamp
+            dirty[k] = i
+            k += 1
+    return k
+
+
+def rules_count(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom_rows,
+                mark, stamp, dirty, k, limit):
+    over = False
+    for r in range(params.shape[0]):
+        if params[r, 6] == 0:
+            continue
+        d = count_dom[r, row]
+        if d < 0:
+            continue
+        old_thr = thr[r]
+        before = rule_domain_fails(r, d, sums[r, d], params, thr)
+        sums[r, d] += 1
+        moved = False
+        if params[r, 2] != 0 and present[r, d] and sums[r, d] - 1 == old_thr - params[r, 1]:
+            at_min[r] -= 1
+            if at_min[r] == 0:
+                lo, cnt = rule_min(r, sums, present, params)
+                thr[r] = params[r, 1] + lo
+                at_min[r] = cnt
+                moved = thr[r] != old_thr
+        if over:
+            continue            # every row is re-tested anyway: only count
+        if moved:
+            for dd in range(params[r, 7]):
+                now = rule_domain_fails(r, dd, sums[r, dd], params, thr)
+                s_old = sums[r, dd] - 1 if dd == d else sums[r, dd]
+                if s_old > old_thr:
+                    was = params[r, 4] != 0
+                else:
+                    was = params[r, 5] != 0
+                if now != was:
+                    k = add_domain_rows(r, dd, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
+                    if k < 0:
+                        over = True
+                        break
+        elif rule_domain_fails(r, d, sums[r, d], params, thr) != before:
+            k = add_domain_rows(r, d, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
+            if k < 0:
+                over = True
+    return -1 if over else k
+
+
 def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
-              reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
-              total_by_row, tmax, tcnt, size, n_rows, feasible, one_row, old_reasons,
-              old_raw, out_rows):
+              base_reasons, reasons_run, raw_by_row, active_slots, norm_mode, weights, hi,
+              hi_cnt, total_by_row, tmax, tcnt, size, n_rows, feasible, one_row, old_reasons,
+              old_raw, out_rows, r_domp1, r_count_dom, r_sums, r_present, r_params, r_dom_ptr,
+              r_dom_rows, r_thr, r_at_min, mark, dirty):
     requested = fargs[1]
     nonzero_requested = fargs[2]
+    n_rules = r_params.shape[0]
+    limit = old_reasons.shape[0]
+    if n_rules > 0:
+        rules_start(n_rows, base_reasons, reasons_run, r_domp1, r_sums, r_present, r_params,
+                    r_thr, r_at_min)
+        feasible = rebuild_top(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
+                               weights, hi, hi_cnt, total_by_row, tmax, tcnt, size)
     for i in range(count):
         best = tmax[1]
         if best < 0:
@@ -189,14 +297,34 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
             requested[row, r] += pod_request[r]
         nonzero_requested[row, 0] += pod_nonzero[0]
         nonzero_requested[row, 1] += pod_nonzero[1]
+        # The rows whose answers move: the chosen one, and those of the
+        # domains a rule's answer flipped for (all of them when too many).
+        mark[row] = i + 1
+        dirty[0] = row
+        k = 1
+        if n_rules > 0:
+            k = rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
+                            r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, limit)
+        if k > 0:
+            snapshot_rows(dirty, k, reasons_run, raw_by_row, old_reasons, old_raw)
         one_row[0] = row
-        snapshot_rows(one_row, 1, reasons_by_row, raw_by_row, old_reasons, old_raw)
-        fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
-        delta = update_top(one_row, 1, old_reasons, old_raw, reasons_by_row, raw_by_row,
-                           active_slots, norm_mode, weights, hi, hi_cnt, total_by_row, tmax,
-                           tcnt, size)
+        fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
+        if k < 0:
+            for x in range(n_rows):
+                reasons_run[x] = base_reasons[x] | rule_bits(x, r_domp1, r_sums, r_params,
+                                                             r_thr)
+            delta = -1000000000
+        else:
+            if n_rules > 0:
+                for x in range(k):
+                    j = dirty[x]
+                    reasons_run[j] = base_reasons[j] | rule_bits(j, r_domp1, r_sums,
+                                                                 r_params, r_thr)
+            delta = update_top(dirty, k, old_reasons, old_raw, reasons_run, raw_by_row,
+                               active_slots, norm_mode, weights, hi, hi_cnt, total_by_row,
+                               tmax, tcnt, size)
         if delta == -1000000000:
-            feasible = rebuild_top(n_rows, reasons_by_row, raw_by_row, active_slots,
+            feasible = rebuild_top(n_rows, reasons_run, raw_by_row, active_slots,
                                    norm_mode, weights, hi, hi_cnt, total_by_row, tmax, tcnt,
                                    size)
         else:
@@ -205,15 +333,20 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
 
 
 def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
-                   pod_nonzero, fargs, reasons_by_row, raw_by_row, active_slots, norm_mode,
-                   weights, scores_scratch, total_scratch, ties_scratch, hi_scratch, one_row,
-                   out_rows):
+                   pod_nonzero, fargs, base_reasons, reasons_run, raw_by_row, active_slots,
+                   norm_mode, weights, scores_scratch, total_scratch, ties_scratch, hi_scratch,
+                   one_row, out_rows, r_domp1, r_count_dom, r_sums, r_present, r_params, r_dom_ptr,
+                   r_dom_rows, r_thr, r_at_min, mark, dirty):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
+    n_rules = r_params.shape[0]
+    if n_rules > 0:
+        rules_start(base_reasons.shape[0], base_reasons, reasons_run, r_domp1, r_sums,
+                    r_present, r_params, r_thr, r_at_min)
     for i in range(count):
         n_ties, processed, found = finalize_rows(
-            rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots, norm_mode,
+            rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
             weights, False, scores_scratch, total_scratch, ties_scratch, hi_scratch)
         if n_ties == 0:
             return i, start
@@ -227,8 +360,19 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
             requested[row, r] += pod_request[r]
         nonzero_requested[row, 0] += pod_nonzero[0]
         nonzero_requested[row, 1] += pod_nonzero[1]
+        mark[row] = i + 1
+        dirty[0] = row
+        k = 1
+        if n_rules > 0:
+            k = rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
+                            r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, dirty.shape[0])
         one_row[0] = row
-        fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
+        fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
+        if n_rules > 0:
+            for x in range(k):
+                j = dirty[x]
+                reasons_run[j] = base_reasons[j] | rule_bits(j, r_domp1, r_sums, r_params,
+                                                             r_thr)
         start = (start + processed) % m
     return count, start
 """
@@ -240,17 +384,24 @@ def build_place_run(by_row_pass):
     """The compiled runs over ``by_row_pass`` (a ``build_fused_pass(...,
     by_row=True)`` pass): (``place_run``, ``place_run_scan``).
 
-    ``place_run`` is for every node scored: ``place_run(count, seed_mix, attempt0, r0,
-    pod_request [R], pod_nonzero [2], fargs (kernel_args), the row cache's
-    reasons [N] / raw [N, S], the score setup, maxima, totals, segment tree,
-    feasible count, scratch, out_rows [count]) -> (placed, feasible)``.
+    ``place_run`` is for every node scored: ``place_run(count, seed_mix,
+    attempt0, r0, pod_request [R], pod_nonzero [2], fargs (kernel_args), the
+    row cache's reasons [N], the run's reasons [N] (the same array without
+    rules), raw [N, S], the score setup, maxima, totals, segment tree over
+    the run's reasons, feasible count, scratch (one_row [1], old reasons /
+    raw [L], [L, S]), out_rows [count], the ``domain_rules.RuleArrays``
+    fields, thresholds / at-minimum counts [R], mark [N] zeros, dirty [L])
+    -> (placed, feasible)``.
 
     Pod i takes the tie ``tie_index(seed_mix, attempt0 + i, ties)`` among the
     rows at the top total, counted in evaluation order from row ``r0``
     (``seed_mix`` = seed * 0x9E3779B97F4A7C15 mod 2**64, as the runtime's
     ``tie_break_index``); its request is added to that row of ``fargs``'
-    requested columns, the row is recomputed and folded into the tree.  The
-    run stops before the first pod with no feasible row.
+    requested columns, the row is recomputed and folded into the tree.  A
+    rule that counts the pod adds one to the row's domain; the rows of every
+    domain whose answer flipped are re-tested and folded in too (more than
+    L rows: every row, and the tree rebuilt).  The run stops before the
+    first pod with no feasible row.
 
     ``place_run_scan`` is for percentageOfNodesToScore below every node:
     each pod's cycle scans ``rows`` (evaluation order from position
@@ -266,7 +417,9 @@ def build_place_run(by_row_pass):
                  "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"]}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
-                        ("tie_index", "place_run", "place_run_scan"), namespace,
+                        ("tie_index", "rule_domain_fails", "rule_bits", "rule_min",
+                         "rules_start", "add_domain_rows", "rules_count", "place_run",
+                         "place_run_scan"), namespace,
                         options={"nogil": True, "_nrt": False},
                         cache=None not in depends, depends=[d or "" for d in depends],
                         filename="<place_run>")

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tensorsched.kernels import domain_rules as DR
 from tensorsched.kernels import domains
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._deps import cuda_unavailable_reason
@@ -318,14 +319,19 @@ class NumbaBackend:
         return TreeTies(self._k, c, rows, start)
 
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
-                  count, seed, attempt, request, nonzero, register) -> tuple[np.ndarray, int]:
+                  count, seed, attempt, request, nonzero, register,
+                  rules=None) -> tuple[np.ndarray, int]:
         """Place ``count`` pods of query ``q`` one after another in one
-        compiled call (every node scored; see ``_numba.build_place_run``):
-        [p] int64 rows chosen, p <= count (stops before a pod that fits
-        nowhere) and the next start position.  Their requests are added to
-        ``source``'s requested columns; ``register(rows)`` then records the
-        pods in the source, after which the row cache is current again (only
-        those rows moved, and the run already recomputed them)."""
+        compiled call (see ``_numba.build_place_run``): [p] int64 rows
+        chosen, p <= count (stops before a pod that fits nowhere) and the
+        next start position.  Their requests are added to ``source``'s
+        requested columns; ``register(rows)`` then records the pods in the
+        source, after which the row cache is current again (only those rows
+        moved, and the run already recomputed them).
+
+        ``rules`` (``domain_rules.RuleArrays``, the kernel counts placed pods
+        in its ``sums``): per-domain filters of host plugins, kept current
+        by the run; the row cache keeps the built-in answers only."""
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots)
         n = cols.allocatable.shape[0]
@@ -336,14 +342,30 @@ class NumbaBackend:
         out = np.empty(count, np.int64)
         seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
         m = rows.shape[0]
+        with_rules = rules is not None and rules.params.shape[0] > 0
+        if not with_rules:
+            rules = DR.no_rules(n)
+        n_rules = rules.params.shape[0]
+        # With rules the run ranks rows by their own reasons (built-in | rule
+        # bits); the cache keeps the built-in ones.
+        reasons_run = np.empty(n, np.int64) if with_rules else c.reasons
+        thr = np.zeros(n_rules, np.int64)
+        at_min = np.zeros(n_rules, np.int64)
+        mark = np.zeros(n, np.int64)
+        one_row = np.zeros(1, np.int64)
         if num_to_find >= m:
             self._select_top(c, n, rows, start, active, norm, weights)
+            limit = max(64, n // 2) if with_rules else 1
+            dirty = np.zeros(limit, np.int64)
             placed, feasible = whole(
                 count, seed_mix, attempt, int(rows[start]), request, nonzero, c.args, c.reasons,
-                c.raw, *c.top_params[:3], c.hi, c.hi_cnt, c.total, c.tmax, c.tcnt, c.size, n,
-                c.feasible, np.zeros(1, np.int64), np.zeros(1, np.int64),
-                np.zeros((1, n_slots), np.int64), out)
-            c.feasible = feasible
+                reasons_run, c.raw, *c.top_params[:3], c.hi, c.hi_cnt, c.total, c.tmax, c.tcnt,
+                c.size, n, c.feasible, one_row, np.zeros(limit, np.int64),
+                np.zeros((limit, n_slots), np.int64), out, *rules, thr, at_min, mark, dirty)
+            if with_rules:
+                c.top_params = None     # the tree ranked the rule bits too: rebuild when used
+            else:
+                c.feasible = feasible
             next_start = start
         else:
             reasons, scores, total, ties = self._buf.get(m, n_slots, zero=False)
@@ -351,10 +373,14 @@ class NumbaBackend:
                 self._hi = np.zeros(n_slots, np.int64)
             placed, next_start = scan(
                 count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
-                c.reasons, c.raw, active, norm, weights, scores, total, ties, self._hi,
-                np.zeros(1, np.int64), out)
+                c.reasons, reasons_run, c.raw, active, norm, weights, scores, total, ties,
+                self._hi, one_row, out, *rules, thr, at_min, mark,
+                np.zeros(n + 1 if with_rules else 1, np.int64))
             c.top_params = None         # rows moved outside the tree: rebuild when used
         register(out[:placed])
+        if c.mix_key is not None and placed:
+            # the host-plugin path's per-row sums follow the rows the run moved
+            self._k.partial_totals(out, placed, c.raw, *c.mix_params, c.mix_total)
         c.seen = source.version
         self.rows_recomputed += placed
         return out[:placed], int(next_start)

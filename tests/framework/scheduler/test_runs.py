@@ -154,3 +154,116 @@ def test_runs_follow_percentage_of_nodes_to_score_rotation(percentage):
         if batch:
             assert sched.run_lengths and max(sched.run_lengths) > 100
     assert out[True] == out[False]
+
+
+# ---------------------------------------------------------------------------
+# Pod-to-pod filters inside runs: PodTopologySpread (DoNotSchedule) and
+# InterPodAffinity (required anti-affinity) as per-domain rules the run
+# keeps current.
+
+HOST = "kubernetes.io/hostname"
+
+
+def _spread(key, skew, app, min_domains=None, affinity_policy=None, taints_policy=None):
+    c = {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": app}}}
+    if min_domains:
+        c["minDomains"] = min_domains
+    if affinity_policy:
+        c["nodeAffinityPolicy"] = affinity_policy
+    if taints_policy:
+        c["nodeTaintsPolicy"] = taints_policy
+    return c
+
+
+def _anti(key, app):
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}]}}
+
+
+@st.composite
+def pod_to_pod_workloads(draw):
+    """(nodes, [pod batches], events, seed): nodes in zones (some without the
+    zone label), templates mixing spread constraints, anti-affinity and
+    plain pods, in runs of alike pods."""
+    n = draw(st.integers(2, 14))
+    nodes = []
+    for i in range(n):
+        labels = {HOST: f"n{i}"}
+        if draw(st.integers(0, 5)):
+            labels["zone"] = f"z{draw(st.integers(0, 3))}"
+        nodes.append(node_dict(f"n{i}", cpu=str(draw(st.sampled_from([1, 2, 4]))),
+                               labels=labels,
+                               taints=TAINT if draw(st.integers(0, 5)) == 0 else None))
+    kinds = st.tuples(
+        st.sampled_from(["plain", "spread", "spread2", "anti", "both"]),
+        st.sampled_from(["web", "db"]), st.sampled_from(["web", "db"]),
+        st.sampled_from(["zone", HOST]), st.integers(1, 3),
+        st.sampled_from([None, 2, 4]), st.sampled_from([None, "Ignore"]),
+        st.sampled_from([None, "Honor"]), st.booleans(), st.sampled_from(["100m", "300m"]))
+    templates = draw(st.lists(kinds, min_size=1, max_size=3))
+    batches, events, created = [], [], 0
+    for b in range(draw(st.integers(1, 3))):
+        pods = []
+        t = 0
+        for _ in range(draw(st.integers(1, 30))):
+            if draw(st.integers(0, 4)) == 0:          # runs of alike pods, then a change
+                t = draw(st.integers(0, len(templates) - 1))
+            kind, own, other, key, skew, md, ap, tp, zone_sel, cpu = templates[t]
+            spec = {}
+            if kind in ("spread", "both"):
+                spec["topologySpreadConstraints"] = [_spread(key, skew, other, md, ap, tp)]
+            elif kind == "spread2":
+                spec["topologySpreadConstraints"] = [_spread("zone", skew, own, md, ap, tp),
+                                                     _spread(HOST, 1, own)]
+            if kind in ("anti", "both"):
+                spec["affinity"] = _anti(key, other)
+            if zone_sel:
+                spec["nodeSelector"] = {"zone": "z1"}
+            if tp:
+                spec["tolerations"] = TOLERATE
+            pods.append(pod_dict(f"p{created}", cpu=cpu, labels={"app": own},
+                                 created=created, spec=spec))
+            created += 1
+        batches.append(pods)
+        events.append(draw(st.sampled_from(["none", "delete", "add_node", "delete_node"])))
+    return nodes, batches, events, draw(st.integers(0, 2**32))
+
+
+@SETTINGS
+@given(pod_to_pod_workloads())
+def test_runs_with_spread_and_anti_affinity_place_exactly_as_one_by_one(case):
+    nodes, batches, events, seed = case
+    one_by_one = _play(nodes, batches, events, seed, "numba", batch=False)
+    runs = _play(nodes, batches, events, seed, "numba", batch=True)
+    assert runs[0] == one_by_one[0]
+    assert np.array_equal(runs[1], one_by_one[1]) and runs[2] == one_by_one[2]
+
+
+@pytest.mark.parametrize("percentage", [100, 30])
+@pytest.mark.parametrize("workload", ["zone-spread", "host-spread", "anti", "mixed"])
+def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
+    """Long runs whose rules flip whole zones (spread at the skew limit),
+    single hosts (anti-affinity, hostname spread) or both, every node scored
+    and percentageOfNodesToScore below: one compiled call per run, the
+    placements of one-by-one cycles, the misfits' FailedScheduling messages."""
+    nodes = [node_dict(f"n{i:03d}", cpu=str(1 + i % 3),
+                       labels={"zone": f"z{i % 4}", HOST: f"n{i:03d}"}
+                       if i % 17 else {HOST: f"n{i:03d}"})
+             for i in range(120)]
+    spec = {"zone-spread": {"topologySpreadConstraints": [_spread("zone", 2, "web")]},
+            "host-spread": {"topologySpreadConstraints": [_spread(HOST, 1, "web", 60)]},
+            "anti": {"affinity": _anti(HOST, "web")},
+            "mixed": {"topologySpreadConstraints": [_spread("zone", 1, "web")],
+                      "affinity": _anti(HOST, "web")}}[workload]
+    pods = [pod_dict(f"p{i}", cpu="900m", labels={"app": "web"}, created=i, spec=spec)
+            for i in range(260)]
+    cfg = {**ALL_NODES, "percentageOfNodesToScore": percentage}
+    out = {}
+    for batch in (True, False):
+        sched = Scheduler(build_cluster(nodes, cfg), "numba", 11, batch=batch)
+        out[batch] = [(b.pod, b.node, b.message) for b in sched.schedule_pending(pods)[0]]
+        if batch:
+            assert sched.run_lengths and max(sched.run_lengths) > 50
+    assert out[True] == out[False]
+    assert any(node is None for _, node, _ in out[True])       # some fit nowhere

@@ -1,0 +1,134 @@
+"""Per-domain filter rules that a compiled run keeps current as it places pods.
+
+A pod-to-pod filter (PodTopologySpread's DoNotSchedule, InterPodAffinity's
+required anti-affinity) answers per topology domain: whether the matching
+pods counted in a node's domain exceed a threshold.  Within a run every pod
+is alike, so a placed pod either counts in a rule (it matches the rule's
+selector) or never does; the run adds one to the placed node's domain and
+re-tests only the nodes of domains whose answer moved.
+
+``DomainRule`` is one such rule as arrays (no pods, no selectors);
+``stack_rules`` packs rules into the fixed-shape arrays the run kernel takes
+(``_numba.build_place_run``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+# Columns of ``RuleArrays.params`` (one row per rule).
+P_BIT = 0               # reason bit a failing node gets
+P_THRESH = 1            # fails "above" when count > threshold (+ the minimum, see P_TRACK_MIN)
+P_TRACK_MIN = 2         # 1: threshold + least count over present domains (spread skew)
+P_FAIL_ABSENT = 3       # 1: a node lacking the key fails
+P_FAIL_ABOVE = 4        # 1: a node whose domain count is above the threshold fails
+P_FAIL_NOT_ABOVE = 5    # 1: a node whose domain count is not above it fails
+P_INCREMENT = 6         # 1: a pod of the run counts in this rule
+P_N_DOMAINS = 7         # D of this rule (its domain table's length)
+N_PARAMS = 8
+
+
+class DomainRule(NamedTuple):
+    """One filter rule over per-domain counts.
+
+    domp1 [N] int64: the node row's domain id plus one under the rule's key
+    (0 = the node lacks the key); count_dom [N] int64: the domain a pod
+    placed on the row counts in (-1: not counted); sums [D] int64: the
+    counts now; present [D] bool: domains the minimum is taken over (used
+    with ``track_min``).  A node fails when it lacks the key and
+    ``fail_absent``, else by whether its domain's count exceeds
+    ``thresh`` (+ the minimum over present domains with ``track_min``)."""
+
+    bit: int
+    domp1: np.ndarray
+    count_dom: np.ndarray
+    sums: np.ndarray
+    present: np.ndarray
+    thresh: int
+    track_min: bool
+    fail_absent: bool
+    fail_above: bool
+    fail_not_above: bool
+    increment: bool
+
+
+class RuleArrays(NamedTuple):
+    """Rules stacked for the run kernel (R rules, N rows, D the largest
+    domain table): domp1 / count_dom [R, N] int64, sums [R, D] int64 (the
+    kernel's own copy: it counts placed pods in it), present [R, D] bool,
+    params [R, N_PARAMS] int64, and each rule's rows grouped by domain
+    (dom_ptr [R, D + 1], dom_rows [R, N]: the rows of domain d are
+    dom_rows[r, dom_ptr[r, d]:dom_ptr[r, d + 1]])."""
+
+    domp1: np.ndarray
+    count_dom: np.ndarray
+    sums: np.ndarray
+    present: np.ndarray
+    params: np.ndarray
+    dom_ptr: np.ndarray
+    dom_rows: np.ndarray
+
+
+def rows_by_domain(domp1: np.ndarray, n_domains: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr [D + 1], rows [N]) grouping the rows that have the key by domain,
+    rows ascending within a domain (rows lacking the key come last, outside
+    every domain's range)."""
+    order = np.argsort(domp1 == 0, kind="stable")       # rows with the key first
+    with_key = order[: int(np.count_nonzero(domp1))]
+    order = with_key[np.argsort(domp1[with_key], kind="stable")]
+    counts = np.bincount(domp1[order] - 1, minlength=n_domains)[:n_domains]
+    ptr = np.zeros(n_domains + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    rows = np.full(domp1.shape[0], -1, np.int64)
+    rows[: order.shape[0]] = order
+    return ptr, rows
+
+
+def stack_rules(rules: list[DomainRule], n_rows: int, grouped=None) -> RuleArrays:
+    """``RuleArrays`` of ``rules`` over ``n_rows`` node rows (no rules: every
+    array with R = 0).  ``grouped(rule) -> (ptr, rows)`` may supply memoized
+    ``rows_by_domain`` answers."""
+    r = len(rules)
+    d = max([max(int(x.sums.shape[0]), 1) for x in rules] or [1])
+    domp1 = np.zeros((r, n_rows), np.int64)
+    count_dom = np.full((r, n_rows), -1, np.int64)
+    sums = np.zeros((r, d), np.int64)
+    present = np.zeros((r, d), np.bool_)
+    params = np.zeros((r, N_PARAMS), np.int64)
+    dom_ptr = np.zeros((r, d + 1), np.int64)
+    dom_rows = np.full((r, n_rows), -1, np.int64)
+    for i, x in enumerate(rules):
+        n = min(n_rows, x.domp1.shape[0])
+        domp1[i, :n] = x.domp1[:n]
+        m = min(n_rows, x.count_dom.shape[0])
+        count_dom[i, :m] = x.count_dom[:m]
+        nd = int(x.sums.shape[0])
+        # The kernel indexes sums by these ids unchecked.
+        if (n and int(domp1[i].max()) > nd) or (m and int(count_dom[i].max()) >= nd):
+            raise ValueError(f"domain rule {i}: a node's domain id is outside its "
+                             f"{nd} domains")
+        sums[i, :nd] = x.sums
+        if x.present is not None:
+            present[i, : x.present.shape[0]] = x.present
+        params[i] = (x.bit, x.thresh, int(x.track_min), int(x.fail_absent),
+                     int(x.fail_above), int(x.fail_not_above), int(x.increment), nd)
+        ptr, rows = grouped(x) if grouped is not None else rows_by_domain(domp1[i], nd)
+        dom_ptr[i, : nd + 1] = ptr[: nd + 1]
+        dom_ptr[i, nd + 1:] = ptr[nd]
+        dom_rows[i, : min(n_rows, rows.shape[0])] = rows[:n_rows]
+    return RuleArrays(domp1, count_dom, sums, present, params, dom_ptr, dom_rows)
+
+
+NO_RULES_CACHE: dict = {}
+
+
+def no_rules(n_rows: int) -> RuleArrays:
+    """The empty ``RuleArrays`` for ``n_rows`` rows (shared, never written)."""
+    got = NO_RULES_CACHE.get(n_rows)
+    if got is None:
+        got = stack_rules([], n_rows)
+        NO_RULES_CACHE.clear()
+        NO_RULES_CACHE[n_rows] = got
+    return got
