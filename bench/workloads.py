@@ -10,7 +10,7 @@ import dataclasses
 
 from tensorsched import synthetic
 from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
 from . import gpu as G
@@ -67,7 +67,8 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
                               variant=workload.partition("-")[2], progress=progress)
     node_objs, pod_objs = synthetic.workload(workload, nodes, pods, seed)
     cluster = build_cluster(node_objs, synthetic.config(workload, percentage))
-    records = [parse_pod(p) for p in pod_objs]
+    # parsed as any client of ours parses Pod dicts: one template, one parse
+    records = pods_from(pod_objs)
     sched = Scheduler(cluster, backend, seed, batch=batch)
     progress(BENCH_STAGES[0])
     fw = cluster.framework_for(records[0] if records else parse_pod(synthetic.pod_dict("w")),
@@ -116,7 +117,8 @@ def _state_bytes_per_pod(n: int = 20000) -> float:
     """``harness.state_bytes_per_pod`` for basic pods bound on 100 nodes."""
     node_objs, pod_objs = synthetic.workload("basic", 100, n, 0)
     cluster = build_cluster(node_objs)
-    records = [parse_pod(p) for p in pod_objs]
+    # parsed as any client of ours parses Pod dicts: one template, one parse
+    records = pods_from(pod_objs)
     names = [f"node-{i % 100}" for i in range(n)]
     it = iter(names)
     return state_bytes_per_pod(lambda pod: cluster.state.add_pod(pod, next(it)), records)

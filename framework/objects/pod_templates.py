@@ -7,7 +7,10 @@ parses the first pod of each template with ``parse_pod`` (validation,
 effective requests, tolerations, affinity...) and builds every later pod of
 that template as a copy of its record with the per-pod fields set: ``name``,
 ``uid``, ``creation_ns``, ``start_ns``, ``node_name``, ``phase``, ``deleting``
-and ``obj`` (a fresh ``memo``).  ``manifests.parse_objects`` reads every Pod
+and ``obj``.  Pods of one template with equal annotations share one ``memo``
+(what is derived from a pod and kept on its record -- its signature, spread
+constraints, affinity terms, GPU ask -- reads only the fields the key covers
+and the annotations), so those are worked out once per template.  ``manifests.parse_objects`` reads every Pod
 through one, so ``build_cluster`` and the CLI share templates too.
 
 The template key is exact: ``marshal`` (format 0) of everything ``parse_pod``
@@ -91,6 +94,14 @@ def template_key(obj) -> bytes | None:
         return None         # a type marshal refuses (subclass, object...): parse alone
 
 
+def _annotations_key(obj) -> bytes | None:
+    """The exact key of a pod's annotations (None: not shareable)."""
+    try:
+        return marshal.dumps(obj["metadata"].get("annotations"), 0)
+    except (ValueError, TypeError, RecursionError, AttributeError, KeyError):
+        return None
+
+
 class _Unusual(Exception):
     """A per-pod field the fast path does not take: parse the pod alone."""
 
@@ -112,6 +123,7 @@ class PodTemplates:
     def __init__(self, parse_pod: Callable):
         self._parse_pod = parse_pod
         self._records: dict[bytes, PodRecord] = {}
+        self._memos: dict[tuple, dict] = {}     # (template key, annotations) -> shared memo
         self._times: dict[str, int] = {}
         self.hits = 0
         self.misses = 0
@@ -129,14 +141,28 @@ class PodTemplates:
                 except _Unusual:
                     return self._parse_pod(obj, where=where)
                 self.hits += 1
+                self._share_memo(record, key, obj)
                 return record
         record = self._parse_pod(obj, where=where)
         self.misses += 1
         if key is not None and len(self._records) < self.max_templates:
             self._records[key] = record
+            self._share_memo(record, key, obj)
         if self.hits == 0 and self.misses >= self.give_up_after:
             self._on = False            # nothing repeats: stop paying for keys
         return record
+
+    def _share_memo(self, record: PodRecord, key: bytes, obj) -> None:
+        """Give ``record`` the memo of its template's pods with the same
+        annotations (the first such pod's; at most 4 x max_templates kept)."""
+        ann = _annotations_key(obj)
+        if ann is None:
+            return
+        shared = self._memos.get((key, ann))
+        if shared is not None:
+            record.memo = shared
+        elif len(self._memos) < 4 * self.max_templates:
+            self._memos[(key, ann)] = record.memo
 
     def _time(self, value) -> int | None:
         if value is None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.manifests import Objects, parse_objects, parse_pod
+from tensorsched.framework.objects.pod_templates import PodTemplates
 from tensorsched.framework.objects.priorities import PriorityResolver
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.plugins import default_registry
@@ -24,6 +25,13 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 def pod_from(pod) -> PodRecord:
     """A PodRecord from a record or a Pod dict."""
     return pod if isinstance(pod, PodRecord) else parse_pod(pod)
+
+
+def pods_from(pods) -> list[PodRecord]:
+    """``pod_from`` of each, Pod dicts of one template parsed once
+    (``PodTemplates``: equal records, the same errors)."""
+    templates = PodTemplates(parse_pod)
+    return [p if isinstance(p, PodRecord) else templates.parse(p) for p in pods]
 
 
 @dataclass

@@ -130,10 +130,12 @@ class QueuedPodInfo:
     where: str = ACTIVE
     cycle: int = 0                        # scheduling cycle of its last pop
     data: dict = field(default_factory=dict)
+    # "namespace/name", made once: the queue reads it at every step, and a
+    # pod's later versions (status updates) keep it
+    key: str = field(init=False, default="")
 
-    @property
-    def key(self) -> str:
-        return self.pod.key
+    def __post_init__(self):
+        self.key = self.pod.key
 
 
 class Nominator:

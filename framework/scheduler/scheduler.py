@@ -49,7 +49,7 @@ from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.status import Status
 
 from .binding import BindingCycle, WaitingPod
-from .cluster import Cluster, pod_from
+from .cluster import Cluster, pods_from
 from .event_handlers import EventHandlers
 from .events import OUTCOME_EVENTS, Binding, EventBus
 from .metrics import Metrics, StageTimer
@@ -366,7 +366,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         message; pods of another scheduler, left alone, with ``ignored``),
         and the preemptions in the order they happened:
         ``{"preemptor", "nominated_node", "victims"}``."""
-        pods = [pod_from(p) for p in pods]
+        pods = pods_from(pods)
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []
 

@@ -166,15 +166,21 @@ def _replicas(n):
     return out
 
 
-def test_replicas_share_one_template_and_get_fresh_memo():
+def test_replicas_share_one_template_and_a_memo_per_annotations():
     pods = _replicas(50)
+    for i, p in enumerate(pods):
+        if i % 10 == 9:                 # what GPU plugins read: the memo must differ
+            p["metadata"]["annotations"] = {"alibabacloud.com/gpu-milli": str(i)}
     cache = PodTemplates(parse_pod)
     records = [cache.parse(p) for p in pods]
     assert cache.misses == 1 and cache.hits == 49
     assert records == [parse_pod(p) for p in pods]
     assert [r.obj for r in records] == pods and records[3].obj is pods[3]
     records[0].memo["x"] = 1
-    assert records[1].memo == {}
+    plain = [r for i, r in enumerate(records) if i % 10 != 9]
+    assert all(r.memo is records[0].memo for r in plain)
+    annotated = [r.memo for i, r in enumerate(records) if i % 10 == 9]
+    assert all(m == {} for m in annotated) and len({id(m) for m in annotated}) == 5
 
 
 def test_key_tells_types_apart():
