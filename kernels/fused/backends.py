@@ -563,6 +563,45 @@ class CudaBackend:
         return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
 
 
+    def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
+                  count, seed, attempt, request, nonzero, register,
+                  rules=None) -> tuple[np.ndarray, int] | None:
+        """``NumbaBackend.place_run`` device-resident: one fused pass fills a
+        device row cache, then one block places the whole run
+        (``_cuda.place_run_kernel``, one launch); the host columns then get
+        the same requests added.  None (nothing done) with per-domain rules
+        or more score slots than the block keeps maxima for: those pods are
+        scheduled one by one."""
+        if (rules is not None and rules.params.shape[0] > 0) or n_slots > self._k.MAX_RUN_SLOTS:
+            return None
+        cuda = self._cuda
+        dev = self._sync_columns(source)
+        cols = source.columns()
+        dcols = tuple(dev[f] for f in cols._fields)
+        qargs = self._query_args(cols, q)
+        n = cols.allocatable.shape[0]
+        d_reasons = cuda.device_array(n, np.int64)
+        d_raw = cuda.to_device(np.zeros((n, n_slots), np.int64))
+        self._k.launch_fused_pass(n, cuda.to_device(np.arange(n, dtype=np.int64)), *dcols,
+                                  *qargs, d_reasons, d_raw)       # by position = by row
+        d_out = cuda.to_device(np.full(max(count, 1), -1, np.int64))
+        d_meta = cuda.to_device(np.zeros(2, np.int64))
+        seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
+        self._k.launch_place_run(
+            rows.shape[0], count, seed_mix, attempt, cuda.to_device(rows), start,
+            num_to_find, cuda.to_device(request), cuda.to_device(nonzero), *dcols, *qargs,
+            d_reasons, d_raw, cuda.to_device(active), cuda.to_device(norm),
+            cuda.to_device(weights), d_out, d_meta)
+        placed, next_start = (int(v) for v in d_meta.copy_to_host())
+        out = d_out.copy_to_host()[:placed]
+        # The host columns follow (the state's copy is the truth; the mirror
+        # re-uploads these rows after ``register`` bumps their version).
+        np.add.at(cols.requested, out, request)
+        np.add.at(cols.nonzero_requested, out, nonzero)
+        register(out)
+        return out, next_start
+
+
 BACKENDS = ("numpy", "numba", "cuda")
 
 

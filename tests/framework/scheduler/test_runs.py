@@ -130,12 +130,27 @@ def test_pods_with_a_waiting_permit_are_not_batched():
 
 @pytest.mark.cudasim
 @needs_cuda
-def test_cuda_places_as_numba_runs():
-    nodes = [node_dict(f"n{i}", cpu=str(1 + i % 3)) for i in range(5)]
-    pods = [pod_dict(f"p{i}", cpu="250m", created=i) for i in range(20)]
-    got = {b: [(o.pod, o.node) for o in Scheduler(build_cluster(nodes, ALL_NODES), b, 1)
-               .schedule_pending(pods)[0]] for b in ("numba", "cuda")}
-    assert got["numba"] == got["cuda"]
+@pytest.mark.parametrize("percentage", [100, 40])
+def test_cuda_runs_are_one_launch_and_place_as_numba(percentage):
+    """The cuda backend places a run in one block launch (device row cache,
+    the same tie draws and percentageOfNodesToScore rotation): the placements
+    and messages of numba's runs and of one-by-one cycles."""
+    nodes = [node_dict(f"n{i}", cpu=str(1 + i % 3), labels={"zone": f"z{i % 2}"})
+             for i in range(7)]
+    pods = [pod_dict(f"p{i}", cpu="250m", created=i) for i in range(60)]
+    cfg = {**ALL_NODES, "percentageOfNodesToScore": percentage}
+    got = {}
+    for backend, batch in (("numba", False), ("numba", True), ("cuda", True)):
+        sched = Scheduler(build_cluster(nodes, cfg), backend, 1, batch=batch)
+        got[backend, batch] = ([(o.pod, o.node, o.message)
+                                for o in sched.schedule_pending(pods)[0]],
+                               sched.next_start_index % 7, sched.cluster.state.requested.copy())
+        if batch:
+            assert sched.run_lengths and max(sched.run_lengths) > 10
+    one = got["numba", False]
+    for key in (("numba", True), ("cuda", True)):
+        assert got[key][:2] == one[:2] and np.array_equal(got[key][2], one[2])
+    assert any(node is None for _, node, _ in one[0])
 
 
 @pytest.mark.parametrize("percentage", [0, 10, 50])
