@@ -412,7 +412,12 @@ class Framework:
         if not state.room_for(request, nonzero, len(pods)):
             return None
         nz = (pod.nonzero_cpu, pod.nonzero_memory)
-        stacked = stack_rules(rules, state.n_rows, grouped_rows(state)) if rules else None
+        stacked = None
+        if rules:
+            try:
+                stacked = stack_rules(rules, state.n_rows, grouped_rows(state))
+            except ValueError:          # a rule whose domains do not cover the nodes
+                return None
         return place(state, all_rows, start_index % n, plan.query,
                      num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
