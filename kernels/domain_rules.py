@@ -132,3 +132,98 @@ def no_rules(n_rows: int) -> RuleArrays:
         NO_RULES_CACHE.clear()
         NO_RULES_CACHE[n_rows] = got
     return got
+
+
+# ---------------------------------------------------------------------------
+# PodTopologySpread's ScheduleAnyway score inside a run.  Unlike a filter it
+# cannot be kept per row: the weight of a constraint is ln(domains among the
+# scored nodes + 2) and the score is normalized over the scored nodes, so
+# the run computes it over every scanned position for each pod.
+
+# Columns of ``SpreadArrays.params`` (one row per constraint).
+S_HOSTNAME = 0          # 1: counted per node; the size is the number of counted nodes
+S_SKEW_MINUS_ONE = 1    # maxSkew - 1, added to each term
+S_INCREMENT = 2         # 1: a pod of the run counts in this constraint
+S_SIZE_DOMAINS = 3      # entries of this constraint's size_dom ids (distinct-domain count)
+N_SPREAD_PARAMS = 4
+
+
+class SpreadTerm(NamedTuple):
+    """One ScheduleAnyway constraint: domp1 [N] int64 index + 1 into sums of
+    the node's count (0: the node lacks the key, its term is left out where
+    the constraint set does not require every key); count_dom [N] int64
+    where a pod placed on the row counts (-1: nowhere); sums [D] int64;
+    size_dom [N] int64 the value a counted node adds to the distinct
+    domains (non-hostname keys; every id < size_domains)."""
+
+    domp1: np.ndarray
+    count_dom: np.ndarray
+    sums: np.ndarray
+    size_dom: np.ndarray
+    size_domains: int
+    hostname: bool
+    max_skew: int
+    increment: bool
+
+
+class SpreadScore(NamedTuple):
+    """The score of one pod's ScheduleAnyway constraints: its score slot,
+    whether counted nodes need every key (``require_all``; then ``has_all``
+    [N] bool marks them) and the terms."""
+
+    slot: int
+    require_all: bool
+    has_all: np.ndarray
+    terms: list
+
+
+class SpreadArrays(NamedTuple):
+    """``SpreadScore`` packed for the run kernel (C constraints, N rows):
+    domp1 / count_dom / size_dom [C, N] int64, sums [C, D] int64 (the
+    kernel's own copy), params [C, N_SPREAD_PARAMS] int64, has_all [N] bool,
+    meta [3] int64 (slot, require_all, C), marks [C, K] int64 scratch for
+    the distinct-domain count."""
+
+    domp1: np.ndarray
+    count_dom: np.ndarray
+    size_dom: np.ndarray
+    sums: np.ndarray
+    params: np.ndarray
+    has_all: np.ndarray
+    meta: np.ndarray
+    marks: np.ndarray
+
+
+def stack_spread(score: SpreadScore | None, n_rows: int) -> SpreadArrays:
+    """``SpreadArrays`` of ``score`` (None: no constraint, C = 0)."""
+    terms = list(score.terms) if score is not None else []
+    c = len(terms)
+    d = max([max(int(t.sums.shape[0]), 1) for t in terms] or [1])
+    k = max([max(int(t.size_domains), 1) for t in terms] or [1])
+    domp1 = np.zeros((c, n_rows), np.int64)
+    count_dom = np.full((c, n_rows), -1, np.int64)
+    size_dom = np.zeros((c, n_rows), np.int64)
+    sums = np.zeros((c, d), np.int64)
+    params = np.zeros((c, N_SPREAD_PARAMS), np.int64)
+    for i, t in enumerate(terms):
+        nd = int(t.sums.shape[0])
+        for name, dst, src in (("domp1", domp1, t.domp1), ("count_dom", count_dom, t.count_dom),
+                               ("size_dom", size_dom, t.size_dom)):
+            n = min(n_rows, src.shape[0])
+            dst[i, :n] = src[:n]
+        # The kernel indexes by these ids unchecked.
+        if (n_rows and (int(domp1[i].max()) > nd or int(count_dom[i].max()) >= nd
+                        or int(size_dom[i].max()) >= max(int(t.size_domains), 1)
+                        or int(size_dom[i].min()) < 0)):
+            raise ValueError(f"spread term {i}: a node's domain id is outside its counts")
+        sums[i, :nd] = t.sums
+        params[i] = (int(t.hostname), t.max_skew - 1, int(t.increment), t.size_domains)
+    has_all = np.ones(n_rows, np.bool_)
+    meta = np.zeros(3, np.int64)
+    if score is not None:
+        m = min(n_rows, score.has_all.shape[0])
+        has_all[:m] = score.has_all[:m]
+        has_all[m:] = False
+        meta[:] = (score.slot, int(score.require_all), c)
+    return SpreadArrays(domp1, count_dom, size_dom, sums, params, has_all, meta,
+                        np.zeros((c, k), np.int64))

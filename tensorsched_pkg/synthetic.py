@@ -24,8 +24,8 @@ from tensorsched.framework.objects.synthetic import (
 from tensorsched.topology.synthetic import gpu, gpu_config, gpu_node
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-             "preemption", "preemption-spread", "preemption-antiaffinity", "gpu")
-POD_TO_POD = ("spread", "antiaffinity", "affinity", "preferred-affinity")
+             "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu")
+POD_TO_POD = ("spread", "antiaffinity", "affinity", "preferred-affinity", "replicaset")
 
 __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "preemption",
            "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]

@@ -143,7 +143,8 @@ def _affinity_pod(name: str, created: int, labels: dict, spec: dict) -> dict:
 
 def pod_to_pod(workload: str, nodes: int, pods: int, seed: int = 0):
     """(node dicts, pending pod dicts) for spread | antiaffinity | affinity |
-    preferred-affinity (the init pods come first in the pending list)."""
+    preferred-affinity | replicaset (the init pods come first in the pending
+    list; replicaset's ReplicaSet object comes after the nodes)."""
     del seed
     node_objs = [node_dict(f"node-{i}", labels={ZONE: f"zone-{i % 3}"}) for i in range(nodes)]
     out = []
@@ -166,6 +167,18 @@ def pod_to_pod(workload: str, nodes: int, pods: int, seed: int = 0):
             "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
         for i in range(pods):
             out.append(_affinity_pod(f"aff-{i}", i, {"color": "blue"}, spec))
+    elif workload == "replicaset":
+        # a ReplicaSet's pods: no constraints of their own, so the System
+        # default spread constraints (ScheduleAnyway, hostname and zone) score
+        node_objs.append({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                          "metadata": {"name": "web", "namespace": "default"},
+                          "spec": {"selector": {"matchLabels": {"app": "web"}}}})
+        owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+                  "uid": "uid-web", "controller": True}]
+        for i in range(pods):
+            pod = _affinity_pod(f"web-{i}", i, {"app": "web"}, {})
+            pod["metadata"]["ownerReferences"] = owner
+            out.append(pod)
     elif workload == "preferred-affinity":
         term = {"labelSelector": {"matchLabels": {"color": "red"}}, "topologyKey": HOST}
         spec = {"affinity": {"podAffinity": {

@@ -62,7 +62,7 @@ from tensorsched.framework.state.domain_counts import (
 from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
 from tensorsched.kernels import domains as T
 from tensorsched.kernels import layout as L
-from tensorsched.kernels.domain_rules import DomainRule
+from tensorsched.kernels.domain_rules import DomainRule, SpreadScore, SpreadTerm
 from tensorsched.kernels.fused import filters as KF
 
 from . import names
@@ -372,6 +372,56 @@ class PodTopologySpread(Plugin):
 
     def score(self, ctx, rows):
         return np.zeros(rows.shape[0], np.int64)      # see normalize_scores
+
+    def run_score(self, ctx) -> SpreadScore | None:
+        """The ScheduleAnyway score (``normalize_scores``) as arrays for a
+        compiled run of pods alike to ``ctx.pod``: per constraint with a key
+        on some node, each node's count (per node for the hostname key, per
+        eligible domain otherwise), where a placed pod of the run counts,
+        and the value each node adds to the distinct domains; the run
+        recomputes weights, rounding and normalization over the scanned
+        nodes for every pod.  None when no constraint's key is on a node."""
+        state, pod = ctx.state, ctx.pod
+        cons, require_all = self.constraints(state, pod, "ScheduleAnyway")
+        n = state.n_rows
+        ks = [self._key_col(state, c.key) for c in cons]
+        has_all = np.ones(n, bool)
+        for k in ks if require_all else ():
+            has_all &= (node_domains(state, k) >= 0) if k >= 0 else False
+        index = pod_count_index(state)
+        elig_key = doms = None
+        rows = np.arange(n, dtype=np.int64)
+        terms = []
+        for i, (c, k) in enumerate(zip(cons, ks)):
+            if k < 0:
+                continue
+            key, pred = _count_key(pod, c)
+            dom = node_domains(state, k)
+            increment = bool(pred(pod))
+            if c.key == HOSTNAME:
+                terms.append(SpreadTerm(
+                    domp1=np.where(dom >= 0, rows + 1, 0), count_dom=rows,
+                    sums=index.counts(key, pred)[:n], size_dom=np.zeros(n, np.int64),
+                    size_domains=1, hostname=True, max_skew=c.max_skew, increment=increment))
+                continue
+            if elig_key is None:
+                elig_key, doms = self._eligible_doms(state, pod, cons, require_all)
+            nd = max(len(state.label_values[k]), 1)
+            ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i, d=doms: d[i], nd)
+            size_dom = dom
+            if not require_all:
+                # Nodes lacking the key are the empty value's domain.
+                empty = state.label_values[k].get("")
+                if empty is not None and empty >= 0:
+                    size_dom = np.where(dom < 0, empty, dom)
+            # A node still lacking it adds the "no value" domain of its own.
+            terms.append(SpreadTerm(
+                domp1=node_domains_p1(state, k), count_dom=ds.dom, sums=ds.sums,
+                size_dom=np.where(size_dom < 0, nd, size_dom), size_domains=nd + 1,
+                hostname=False, max_skew=c.max_skew, increment=increment))
+        if not terms:
+            return None
+        return SpreadScore(self.score_slot, require_all, has_all, terms)
 
     def normalize_scores(self, ctx, rows, raw, scored):
         """Final scores of the scored rows: the raw score needs the set of

@@ -22,7 +22,7 @@ from tensorsched.framework.state.domain_counts import grouped_rows
 from tensorsched.framework.state.query import QueryCache, QueryOptions, pod_signature
 from tensorsched.kernels import domains as _T
 from tensorsched.kernels import layout as L
-from tensorsched.kernels.domain_rules import stack_rules
+from tensorsched.kernels.domain_rules import stack_rules, stack_spread
 from tensorsched.kernels.fused.backends import make_backend, rotated
 
 from .plugin import (
@@ -35,6 +35,7 @@ from .plugin import (
     PreScorePlugin,
     RunFilterPlugin,
     RunSafePlugin,
+    RunScorePlugin,
     SignPlugin,
 )
 from .registry import Registry
@@ -380,12 +381,14 @@ class Framework:
         Host filter plugins take part through their per-domain rules
         (``RunFilterPlugin.run_rules``: PodTopologySpread's DoNotSchedule
         skew, InterPodAffinity's required anti-affinity), which the run
-        keeps current as it places pods.
+        keeps current as it places pods; a host score plugin through its
+        compiled form (``RunScorePlugin.run_score``: PodTopologySpread's
+        ScheduleAnyway score, its own constraints or the cluster defaults).
 
         None (nothing done) when such a run cannot be compiled: the backend
         has none, a PreFilter rejects the pod or narrows its nodes, a host
-        score plugin runs for it, a host filter has no rules for it, or the
-        pod holds host ports."""
+        filter or score plugin has no compiled form for it, or the pod holds
+        host ports."""
         place = getattr(self.backend, "place_run", None)
         pod = pods[0]
         if place is None or pod.host_ports or any(
@@ -393,13 +396,18 @@ class Framework:
             return None
         ctx = CycleContext(state, pod, self)
         plan, _ = self._plan(ctx)
-        if not isinstance(plan, CyclePlan) or plan.node_names is not None \
-                or plan.host_scores:
+        if not isinstance(plan, CyclePlan) or plan.node_names is not None:
             return None
         all_rows = state.valid_rows()
         n = all_rows.shape[0]
         if n == 0:
             return None
+        spread = None
+        for p, _slot in plan.host_scores:
+            got = p.run_score(ctx) if isinstance(p, RunScorePlugin) else None
+            if got is None or spread is not None:
+                return None
+            spread = got
         rules = []
         for p, _bit in plan.host_filters:
             got = p.run_rules(ctx) if isinstance(p, RunFilterPlugin) else None
@@ -418,11 +426,16 @@ class Framework:
                 stacked = stack_rules(rules, state.n_rows, grouped_rows(state))
             except ValueError:          # a rule whose domains do not cover the nodes
                 return None
+        if spread is not None:
+            try:
+                spread = stack_spread(spread, state.n_rows)
+            except ValueError:
+                return None
         return place(state, all_rows, start_index % n, plan.query,
                      num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
                      lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
-                     rules=stacked)
+                     rules=stacked, spread=spread)
 
     def _user_stage(self, ctx, rows, host_filters, host_scores, to_find):
         """Array user plugins (and scalar ones outside the numba kernel) as

@@ -255,6 +255,16 @@ class RunFilterPlugin(Protocol):
 
 
 @runtime_checkable
+class RunScorePlugin(Protocol):
+    """A host score plugin whose score for a run of alike pods the compiled
+    run can compute itself: ``run_score(ctx)`` returns it as arrays
+    (``kernels.domain_rules.SpreadScore``) for ``ctx.pod`` after PreScore,
+    or None (the pod is then scheduled on its own)."""
+
+    def run_score(self, ctx): ...
+
+
+@runtime_checkable
 class RunSafePlugin(Protocol):
     """A Reserve / Permit / PreBind / Bind / PostBind plugin whose methods
     always succeed at once and change nothing another pod's cycle reads

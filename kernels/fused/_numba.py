@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import math
 import os
 import sys
 
@@ -266,6 +267,145 @@ def rules_count(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom
     return -1 if over else k
 
 
+def go_round(x):
+    t = float(int64(x))
+    frac = x - t
+    if abs(frac) >= 0.5:
+        if x > 0:
+            t += 1.0
+        elif x < 0:
+            t -= 1.0
+    return int64(t)
+
+
+def base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot):
+    t = 0
+    for s in range(raw_by_row.shape[1]):
+        if active_slots[s] and s != skip_slot:
+            t += normalized(raw_by_row[i, s], norm_mode[s], hi[s]) * weights[s]
+    return t
+
+
+def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots,
+                    norm_mode, weights, ties_scratch, hi_scratch, sp_domp1, sp_sums,
+                    sp_size_dom, sp_params, sp_has_all, sp_meta, sp_marks, stamp, sp_sizes,
+                    sp_weights, raw_scratch, sp_base, sp_base_hi):
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    slot = sp_meta[0]
+    require_all = sp_meta[1] != 0
+    n_terms = sp_meta[2]
+    processed = m
+    found = 0
+    for j in range(m):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        if reasons_by_row[rows[jj]] == 0:
+            found += 1
+            if found == num_to_find:
+                processed = j + 1
+                break
+    for s in range(n_slots):
+        hi_scratch[s] = 0
+    for c in range(n_terms):
+        sp_sizes[c] = 0
+    n_counted = 0
+    for j in range(processed):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        i = rows[jj]
+        if reasons_by_row[i] != 0:
+            continue
+        for s in range(n_slots):
+            if active_slots[s] and norm_mode[s] != 0 and raw_by_row[i, s] > hi_scratch[s]:
+                hi_scratch[s] = raw_by_row[i, s]
+        if sp_has_all[i]:
+            n_counted += 1
+            for c in range(n_terms):
+                if sp_params[c, 0] == 0:
+                    d = sp_size_dom[c, i]
+                    if sp_marks[c, d] != stamp:
+                        sp_marks[c, d] = stamp
+                        sp_sizes[c] += 1
+    # The other slots' weighted sum per row, kept while their maxima stay
+    # (only the placed row's raw scores move between two pods).
+    same = sp_base_hi[n_slots] != 0
+    for s in range(n_slots):
+        if sp_base_hi[s] != hi_scratch[s]:
+            same = False
+    if not same:
+        for s in range(n_slots):
+            sp_base_hi[s] = hi_scratch[s]
+        sp_base_hi[n_slots] = 1
+        for i in range(raw_by_row.shape[0]):
+            sp_base[i] = base_total(i, raw_by_row, active_slots, norm_mode, weights,
+                                    hi_scratch, slot)
+    for c in range(n_terms):
+        size = n_counted if sp_params[c, 0] != 0 else sp_sizes[c]
+        sp_weights[c] = math.log(float(size + 2))
+    lo = 0
+    hi = 0
+    seen = False
+    for j in range(processed):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        i = rows[jj]
+        if reasons_by_row[i] != 0 or not sp_has_all[i]:
+            continue
+        acc = 0.0
+        for c in range(n_terms):
+            d1 = sp_domp1[c, i]
+            if d1 == 0 and not require_all:
+                term = 0.0
+            else:
+                cnt = sp_sums[c, d1 - 1] if d1 > 0 else 0
+                term = float(cnt) * sp_weights[c] + float(sp_params[c, 1])
+            acc = acc + term
+        r = go_round(acc)
+        raw_scratch[j] = r
+        if not seen:
+            lo = r
+            hi = r
+            seen = True
+        elif r < lo:
+            lo = r
+        elif r > hi:
+            hi = r
+    best = -1
+    n_ties = 0
+    for j in range(processed):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        i = rows[jj]
+        if reasons_by_row[i] != 0:
+            continue
+        t = sp_base[i]
+        if active_slots[slot] and sp_has_all[i]:
+            if hi == 0:
+                t += 100 * weights[slot]
+            else:
+                t += ((100 * (hi + lo - raw_scratch[j])) // hi) * weights[slot]
+        if t > best:
+            best = t
+            n_ties = 0
+        if t == best:
+            ties_scratch[n_ties] = j
+            n_ties += 1
+    return n_ties, processed, found
+
+
+def spread_count(row, sp_count_dom, sp_sums, sp_params, sp_meta):
+    for c in range(sp_meta[2]):
+        if sp_params[c, 2] != 0:
+            d = sp_count_dom[c, row]
+            if d >= 0:
+                sp_sums[c, d] += 1
+
+
 def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
               base_reasons, reasons_run, raw_by_row, active_slots, norm_mode, weights, hi,
               hi_cnt, total_by_row, tmax, tcnt, size, n_rows, feasible, one_row, old_reasons,
@@ -336,7 +476,9 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                    pod_nonzero, fargs, base_reasons, reasons_run, raw_by_row, active_slots,
                    norm_mode, weights, scores_scratch, total_scratch, ties_scratch, hi_scratch,
                    one_row, out_rows, r_domp1, r_count_dom, r_sums, r_present, r_params, r_dom_ptr,
-                   r_dom_rows, r_thr, r_at_min, mark, dirty):
+                   r_dom_rows, r_thr, r_at_min, mark, dirty, sp_domp1, sp_count_dom,
+                   sp_size_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
+                   sp_weights, sp_raw, sp_base, sp_base_hi):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
@@ -345,9 +487,16 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
         rules_start(base_reasons.shape[0], base_reasons, reasons_run, r_domp1, r_sums,
                     r_present, r_params, r_thr, r_at_min)
     for i in range(count):
-        n_ties, processed, found = finalize_rows(
-            rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
-            weights, False, scores_scratch, total_scratch, ties_scratch, hi_scratch)
+        if sp_meta[2] > 0:
+            n_ties, processed, found = finalize_spread(
+                rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
+                weights, ties_scratch, hi_scratch, sp_domp1, sp_sums, sp_size_dom, sp_params,
+                sp_has_all, sp_meta, sp_marks, i + 1, sp_sizes, sp_weights, sp_raw, sp_base,
+                sp_base_hi)
+        else:
+            n_ties, processed, found = finalize_rows(
+                rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
+                weights, False, scores_scratch, total_scratch, ties_scratch, hi_scratch)
         if n_ties == 0:
             return i, start
         t = tie_index(seed_mix, attempt0 + i, n_ties)
@@ -366,8 +515,12 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
         if n_rules > 0:
             k = rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
                             r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, dirty.shape[0])
+        spread_count(row, sp_count_dom, sp_sums, sp_params, sp_meta)
         one_row[0] = row
         fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
+        if sp_meta[2] > 0 and sp_base_hi[raw_by_row.shape[1]] != 0:
+            sp_base[row] = base_total(row, raw_by_row, active_slots, norm_mode, weights,
+                                      sp_base_hi, sp_meta[0])
         if n_rules > 0:
             for x in range(k):
                 j = dirty[x]
@@ -414,12 +567,14 @@ def build_place_run(by_row_pass):
     namespace = {"fused_pass_by_row": by_row_pass, "uint64": uint64, "int64": int64,
                  "tree_count_eq": core["tree_count_eq"], "tree_kth_eq": core["tree_kth_eq"],
                  "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
-                 "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"]}
+                 "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"],
+                 "normalized": core["normalized"], "math": math}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_domain_fails", "rule_bits", "rule_min",
-                         "rules_start", "add_domain_rows", "rules_count", "place_run",
-                         "place_run_scan"), namespace,
+                         "rules_start", "add_domain_rows", "rules_count", "go_round",
+                         "base_total", "finalize_spread", "spread_count", "place_run", "place_run_scan"),
+                        namespace,
                         options={"nogil": True, "_nrt": False},
                         cache=None not in depends, depends=[d or "" for d in depends],
                         filename="<place_run>")

@@ -320,7 +320,7 @@ class NumbaBackend:
 
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
-                  rules=None) -> tuple[np.ndarray, int]:
+                  rules=None, spread=None) -> tuple[np.ndarray, int]:
         """Place ``count`` pods of query ``q`` one after another in one
         compiled call (see ``_numba.build_place_run``): [p] int64 rows
         chosen, p <= count (stops before a pod that fits nowhere) and the
@@ -331,7 +331,11 @@ class NumbaBackend:
 
         ``rules`` (``domain_rules.RuleArrays``, the kernel counts placed pods
         in its ``sums``): per-domain filters of host plugins, kept current
-        by the run; the row cache keeps the built-in answers only."""
+        by the run; the row cache keeps the built-in answers only.
+        ``spread`` (``domain_rules.SpreadArrays``): PodTopologySpread's
+        ScheduleAnyway score, computed over the scanned rows for each pod
+        (the run then takes the scan form even with every node scored: the
+        same placements as the segment tree's, see ``_numba``)."""
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots)
         n = cols.allocatable.shape[0]
@@ -353,7 +357,17 @@ class NumbaBackend:
         at_min = np.zeros(n_rules, np.int64)
         mark = np.zeros(n, np.int64)
         one_row = np.zeros(1, np.int64)
-        if num_to_find >= m:
+        with_spread = spread is not None and spread.params.shape[0] > 0
+        if not with_spread:
+            spread = DR.stack_spread(None, n)
+        n_terms = spread.params.shape[0]
+        # sizes [C], weights [C], raw by position [M], the other slots' sum by
+        # row [N] and the maxima it was taken under (+ a valid flag) [S + 1]
+        spread_scratch = (np.zeros(n_terms, np.int64), np.zeros(n_terms, np.float64),
+                          np.zeros(m if with_spread else 1, np.int64),
+                          np.zeros(n if with_spread else 1, np.int64),
+                          np.zeros(n_slots + 1, np.int64))
+        if num_to_find >= m and not with_spread:
             self._select_top(c, n, rows, start, active, norm, weights)
             limit = max(64, n // 2) if with_rules else 1
             dirty = np.zeros(limit, np.int64)
@@ -375,7 +389,7 @@ class NumbaBackend:
                 count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
                 c.reasons, reasons_run, c.raw, active, norm, weights, scores, total, ties,
                 self._hi, one_row, out, *rules, thr, at_min, mark,
-                np.zeros(n + 1 if with_rules else 1, np.int64))
+                np.zeros(n + 1 if with_rules else 1, np.int64), *spread, *spread_scratch)
             c.top_params = None         # rows moved outside the tree: rebuild when used
         register(out[:placed])
         if c.mix_key is not None and placed:
@@ -565,14 +579,16 @@ class CudaBackend:
 
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
-                  rules=None) -> tuple[np.ndarray, int] | None:
+                  rules=None, spread=None) -> tuple[np.ndarray, int] | None:
         """``NumbaBackend.place_run`` device-resident: one fused pass fills a
         device row cache, then one block places the whole run
         (``_cuda.place_run_kernel``, one launch); the host columns then get
-        the same requests added.  None (nothing done) with per-domain rules
-        or more score slots than the block keeps maxima for: those pods are
-        scheduled one by one."""
-        if (rules is not None and rules.params.shape[0] > 0) or n_slots > self._k.MAX_RUN_SLOTS:
+        the same requests added.  None (nothing done) with per-domain rules,
+        a spread score, or more score slots than the block keeps maxima for:
+        those pods are scheduled one by one."""
+        if ((rules is not None and rules.params.shape[0] > 0)
+                or (spread is not None and spread.params.shape[0] > 0)
+                or n_slots > self._k.MAX_RUN_SLOTS):
             return None
         cuda = self._cuda
         dev = self._sync_columns(source)

@@ -179,8 +179,9 @@ def test_runs_follow_percentage_of_nodes_to_score_rotation(percentage):
 HOST = "kubernetes.io/hostname"
 
 
-def _spread(key, skew, app, min_domains=None, affinity_policy=None, taints_policy=None):
-    c = {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+def _spread(key, skew, app, min_domains=None, affinity_policy=None, taints_policy=None,
+            action="DoNotSchedule"):
+    c = {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": action,
          "labelSelector": {"matchLabels": {"app": app}}}
     if min_domains:
         c["minDomains"] = min_domains
@@ -211,7 +212,8 @@ def pod_to_pod_workloads(draw):
                                labels=labels,
                                taints=TAINT if draw(st.integers(0, 5)) == 0 else None))
     kinds = st.tuples(
-        st.sampled_from(["plain", "spread", "spread2", "anti", "both"]),
+        st.sampled_from(["plain", "spread", "spread2", "anti", "both", "soft", "soft2",
+                         "owned"]),
         st.sampled_from(["web", "db"]), st.sampled_from(["web", "db"]),
         st.sampled_from(["zone", HOST]), st.integers(1, 3),
         st.sampled_from([None, 2, 4]), st.sampled_from([None, "Ignore"]),
@@ -231,18 +233,35 @@ def pod_to_pod_workloads(draw):
             elif kind == "spread2":
                 spec["topologySpreadConstraints"] = [_spread("zone", skew, own, md, ap, tp),
                                                      _spread(HOST, 1, own)]
+            elif kind == "soft":
+                spec["topologySpreadConstraints"] = [
+                    _spread(key, skew, other, md, ap, tp, action="ScheduleAnyway")]
+            elif kind == "soft2":
+                spec["topologySpreadConstraints"] = [
+                    _spread("zone", skew, own, md, ap, tp, action="ScheduleAnyway"),
+                    _spread(HOST, 2, own, action="ScheduleAnyway"),
+                    _spread("zone", 2, own, action="DoNotSchedule")]
             if kind in ("anti", "both"):
                 spec["affinity"] = _anti(key, other)
             if zone_sel:
                 spec["nodeSelector"] = {"zone": "z1"}
             if tp:
                 spec["tolerations"] = TOLERATE
-            pods.append(pod_dict(f"p{created}", cpu=cpu, labels={"app": own},
-                                 created=created, spec=spec))
+            pod = pod_dict(f"p{created}", cpu=cpu, labels={"app": own}, created=created,
+                           spec=spec)
+            if kind == "owned":         # the System default constraints (ScheduleAnyway)
+                pod["metadata"]["ownerReferences"] = [
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"rs-{own}",
+                     "uid": f"uid-{own}", "controller": True}]
+            pods.append(pod)
             created += 1
         batches.append(pods)
         events.append(draw(st.sampled_from(["none", "delete", "add_node", "delete_node"])))
-    return nodes, batches, events, draw(st.integers(0, 2**32))
+    replica_sets = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                     "metadata": {"name": f"rs-{app}", "namespace": "default"},
+                     "spec": {"selector": {"matchLabels": {"app": app}}}}
+                    for app in ("web", "db")]
+    return nodes + replica_sets, batches, events, draw(st.integers(0, 2**32))
 
 
 @SETTINGS
@@ -256,7 +275,8 @@ def test_runs_with_spread_and_anti_affinity_place_exactly_as_one_by_one(case):
 
 
 @pytest.mark.parametrize("percentage", [100, 30])
-@pytest.mark.parametrize("workload", ["zone-spread", "host-spread", "anti", "mixed"])
+@pytest.mark.parametrize("workload", ["zone-spread", "host-spread", "anti", "mixed",
+                                      "soft-spread", "owned"])
 def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
     """Long runs whose rules flip whole zones (spread at the skew limit),
     single hosts (anti-affinity, hostname spread) or both, every node scored
@@ -267,12 +287,23 @@ def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
                        if i % 17 else {HOST: f"n{i:03d}"})
              for i in range(120)]
     spec = {"zone-spread": {"topologySpreadConstraints": [_spread("zone", 2, "web")]},
+            "soft-spread": {"topologySpreadConstraints": [
+                _spread("zone", 1, "web", action="ScheduleAnyway"),
+                _spread(HOST, 1, "web", action="ScheduleAnyway")]},
             "host-spread": {"topologySpreadConstraints": [_spread(HOST, 1, "web", 60)]},
             "anti": {"affinity": _anti(HOST, "web")},
+            "owned": {},          # a ReplicaSet's pods: the System default constraints
             "mixed": {"topologySpreadConstraints": [_spread("zone", 1, "web")],
                       "affinity": _anti(HOST, "web")}}[workload]
     pods = [pod_dict(f"p{i}", cpu="900m", labels={"app": "web"}, created=i, spec=spec)
             for i in range(260)]
+    if workload == "owned":
+        nodes = nodes + [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                          "metadata": {"name": "web", "namespace": "default"},
+                          "spec": {"selector": {"matchLabels": {"app": "web"}}}}]
+        for p in pods:
+            p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                 "name": "web", "uid": "u", "controller": True}]
     cfg = {**ALL_NODES, "percentageOfNodesToScore": percentage}
     out = {}
     for batch in (True, False):
