@@ -289,7 +289,7 @@ def base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot):
 def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots,
                     norm_mode, weights, ties_scratch, hi_scratch, sp_domp1, sp_sums,
                     sp_size_dom, sp_params, sp_has_all, sp_meta, sp_marks, stamp, sp_sizes,
-                    sp_weights, raw_scratch, sp_base, sp_base_hi):
+                    sp_weights, raw_scratch, sp_base, sp_base_hi, norm_slots):
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
     slot = sp_meta[0]
@@ -297,7 +297,7 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
     n_terms = sp_meta[2]
     processed = m
     found = 0
-    for j in range(m):
+    for j in range(m if num_to_find < m else 0):
         jj = start + j
         if jj >= m:
             jj -= m
@@ -318,8 +318,9 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         i = rows[jj]
         if reasons_by_row[i] != 0:
             continue
-        for s in range(n_slots):
-            if active_slots[s] and norm_mode[s] != 0 and raw_by_row[i, s] > hi_scratch[s]:
+        for x in range(norm_slots.shape[0]):
+            s = norm_slots[x]
+            if raw_by_row[i, s] > hi_scratch[s]:
                 hi_scratch[s] = raw_by_row[i, s]
         if sp_has_all[i]:
             n_counted += 1
@@ -478,7 +479,7 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                    one_row, out_rows, r_domp1, r_count_dom, r_sums, r_present, r_params, r_dom_ptr,
                    r_dom_rows, r_thr, r_at_min, mark, dirty, sp_domp1, sp_count_dom,
                    sp_size_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
-                   sp_weights, sp_raw, sp_base, sp_base_hi):
+                   sp_weights, sp_raw, sp_base, sp_base_hi, norm_slots):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
@@ -492,7 +493,7 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                 rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
                 weights, ties_scratch, hi_scratch, sp_domp1, sp_sums, sp_size_dom, sp_params,
                 sp_has_all, sp_meta, sp_marks, i + 1, sp_sizes, sp_weights, sp_raw, sp_base,
-                sp_base_hi)
+                sp_base_hi, norm_slots)
         else:
             n_ties, processed, found = finalize_rows(
                 rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,

@@ -362,11 +362,13 @@ class NumbaBackend:
             spread = DR.stack_spread(None, n)
         n_terms = spread.params.shape[0]
         # sizes [C], weights [C], raw by position [M], the other slots' sum by
-        # row [N] and the maxima it was taken under (+ a valid flag) [S + 1]
+        # row [N] and the maxima it was taken under (+ a valid flag) [S + 1],
+        # the normalized slots
         spread_scratch = (np.zeros(n_terms, np.int64), np.zeros(n_terms, np.float64),
                           np.zeros(m if with_spread else 1, np.int64),
                           np.zeros(n if with_spread else 1, np.int64),
-                          np.zeros(n_slots + 1, np.int64))
+                          np.zeros(n_slots + 1, np.int64),
+                          np.flatnonzero(active & (norm != 0)).astype(np.int64))
         if num_to_find >= m and not with_spread:
             self._select_top(c, n, rows, start, active, norm, weights)
             limit = max(64, n // 2) if with_rules else 1
