@@ -211,6 +211,19 @@ class InterPodAffinity(Plugin):
         self._by_row = (state, sig, codes, codes == 0)
         return codes
 
+    def run_keeps_skip(self, ctx, point: str) -> bool:
+        """``RunSkipPlugin``: a pod without required terms that PreFilter
+        skipped stays skipped (alike pods add no anti-affinity term); a pod
+        that PreScore skipped stays skipped unless it carries terms that
+        score (preferred ones, or required affinity with
+        hardPodAffinityWeight): once one such pod is placed, the next see
+        it."""
+        if point == "preFilter":
+            return True
+        terms = pod_terms(ctx.pod)
+        return not (terms["pref_aff"] or terms["pref_anti"]
+                    or (terms["req_aff"] and self.args.hard_pod_affinity_weight > 0))
+
     def run_rules(self, ctx) -> list | None:
         """The filter as per-domain rules for a compiled run of pods alike to
         ``ctx.pod``: a domain fails while a pod matching one of its required

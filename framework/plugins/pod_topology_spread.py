@@ -288,6 +288,12 @@ class PodTopologySpread(Plugin):
         self._by_row = (state, sig, codes, codes == 0)
         return codes
 
+    def run_keeps_skip(self, ctx, point: str) -> bool:
+        """``RunSkipPlugin``: PreFilter and PreScore skip by the pod's own
+        constraints and the loaded Services and controllers, which placing
+        pods does not change."""
+        return True
+
     def run_rules(self, ctx) -> list | None:
         """The DoNotSchedule filter as per-domain rules for a compiled run of
         pods alike to ``ctx.pod``: per constraint, a node lacking the key

@@ -36,6 +36,7 @@ from .plugin import (
     RunFilterPlugin,
     RunSafePlugin,
     RunScorePlugin,
+    RunSkipPlugin,
     SignPlugin,
 )
 from .registry import Registry
@@ -402,6 +403,16 @@ class Framework:
         n = all_rows.shape[0]
         if n == 0:
             return None
+        # A host plugin that skipped this pod must skip every alike pod however
+        # the run places them (a pod's preferred affinity, say, scores the
+        # next pods once the first is placed): asked of the plugin.
+        running = {id(p) for p, _ in plan.host_filters} | {id(p) for p, _ in plan.host_scores}
+        for point, hosts in (("preFilter", self.user_filters), ("preScore", self.user_scores)):
+            for p, _ in hosts:
+                if id(p) in running or (self._scalar_in_kernel and isinstance(p, ScalarPlugin)):
+                    continue
+                if not (isinstance(p, RunSkipPlugin) and p.run_keeps_skip(ctx, point)):
+                    return None
         spread = None
         for p, _slot in plan.host_scores:
             got = p.run_score(ctx) if isinstance(p, RunScorePlugin) else None

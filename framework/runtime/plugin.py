@@ -265,6 +265,18 @@ class RunScorePlugin(Protocol):
 
 
 @runtime_checkable
+class RunSkipPlugin(Protocol):
+    """A host filter or score plugin that can promise its PreFilter /
+    PreScore Skip holds for a whole run: ``run_keeps_skip(ctx, point)``
+    (point "preFilter" or "preScore") is True when it skipped ``ctx.pod``
+    and would skip every alike pod whatever the run places before it.  A
+    host plugin that skipped a pod without this promise keeps the pod on
+    the one-by-one path."""
+
+    def run_keeps_skip(self, ctx, point: str) -> bool: ...
+
+
+@runtime_checkable
 class RunSafePlugin(Protocol):
     """A Reserve / Permit / PreBind / Bind / PostBind plugin whose methods
     always succeed at once and change nothing another pod's cycle reads

@@ -213,7 +213,7 @@ def pod_to_pod_workloads(draw):
                                taints=TAINT if draw(st.integers(0, 5)) == 0 else None))
     kinds = st.tuples(
         st.sampled_from(["plain", "spread", "spread2", "anti", "both", "soft", "soft2",
-                         "owned"]),
+                         "owned", "prefer", "avoid"]),
         st.sampled_from(["web", "db"]), st.sampled_from(["web", "db"]),
         st.sampled_from(["zone", HOST]), st.integers(1, 3),
         st.sampled_from([None, 2, 4]), st.sampled_from([None, "Ignore"]),
@@ -243,6 +243,12 @@ def pod_to_pod_workloads(draw):
                     _spread("zone", 2, own, action="DoNotSchedule")]
             if kind in ("anti", "both"):
                 spec["affinity"] = _anti(key, other)
+            elif kind in ("prefer", "avoid"):   # scores the next pods once one is placed
+                term = {"labelSelector": {"matchLabels": {"app": own}}, "topologyKey": key}
+                spec["affinity"] = {
+                    "podAffinity" if kind == "prefer" else "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 10 * skew, "podAffinityTerm": term}]}}
             if zone_sel:
                 spec["nodeSelector"] = {"zone": "z1"}
             if tp:
