@@ -219,7 +219,7 @@ def stack_spread(score: SpreadScore | None, n_rows: int) -> SpreadArrays:
         sums[i, :nd] = t.sums
         params[i] = (int(t.hostname), t.max_skew - 1, int(t.increment), t.size_domains)
     has_all = np.ones(n_rows, np.bool_)
-    meta = np.zeros(3, np.int64)
+    meta = np.array([-1, 0, 0], np.int64)
     if score is not None:
         m = min(n_rows, score.has_all.shape[0])
         has_all[:m] = score.has_all[:m]
@@ -227,3 +227,67 @@ def stack_spread(score: SpreadScore | None, n_rows: int) -> SpreadArrays:
         meta[:] = (score.slot, int(score.require_all), c)
     return SpreadArrays(domp1, count_dom, size_dom, sums, params, has_all, meta,
                         np.zeros((c, k), np.int64))
+
+
+# ---------------------------------------------------------------------------
+# InterPodAffinity's score inside a run: per node, the sum over terms of
+# weight x the matching pods in the node's domain, min-max normalized over
+# the scanned feasible nodes for each pod.
+
+
+class AffinityTerm(NamedTuple):
+    """One term of the score: domp1 [N] int64 index + 1 into sums (0: the
+    node has no domain, no contribution); count_dom [N] int64 where a pod
+    placed on the row counts (-1: nowhere); sums [D] int64; weight (signed);
+    increment: a pod of the run counts in it."""
+
+    domp1: np.ndarray
+    count_dom: np.ndarray
+    sums: np.ndarray
+    weight: int
+    increment: bool
+
+
+class AffinityScore(NamedTuple):
+    """A pod's InterPodAffinity score for a run: its score slot and terms."""
+
+    slot: int
+    terms: list
+
+
+class AffinityArrays(NamedTuple):
+    """``AffinityScore`` packed for the run kernel (C terms, N rows):
+    domp1 / count_dom [C, N] int64, sums [C, D] int64 (the kernel's own
+    copy), params [C, 2] int64 (weight, increment), meta [3] int64 (slot,
+    C, the plugin's weight in the profile)."""
+
+    domp1: np.ndarray
+    count_dom: np.ndarray
+    sums: np.ndarray
+    params: np.ndarray
+    meta: np.ndarray
+
+
+def stack_affinity(score: AffinityScore | None, n_rows: int,
+                   plugin_weight: int = 0) -> AffinityArrays:
+    """``AffinityArrays`` of ``score`` (None: C = 0) scoring with the
+    plugin's profile weight."""
+    terms = list(score.terms) if score is not None else []
+    c = len(terms)
+    d = max([max(int(t.sums.shape[0]), 1) for t in terms] or [1])
+    domp1 = np.zeros((c, n_rows), np.int64)
+    count_dom = np.full((c, n_rows), -1, np.int64)
+    sums = np.zeros((c, d), np.int64)
+    params = np.zeros((c, 2), np.int64)
+    for i, t in enumerate(terms):
+        nd = int(t.sums.shape[0])
+        for dst, src in ((domp1, t.domp1), (count_dom, t.count_dom)):
+            n = min(n_rows, src.shape[0])
+            dst[i, :n] = src[:n]
+        # The kernel indexes by these ids unchecked.
+        if n_rows and (int(domp1[i].max()) > nd or int(count_dom[i].max()) >= nd):
+            raise ValueError(f"affinity term {i}: a node's domain id is outside its counts")
+        sums[i, :nd] = t.sums
+        params[i] = (t.weight, int(t.increment))
+    meta = np.array([score.slot if score is not None else -1, c, plugin_weight], np.int64)
+    return AffinityArrays(domp1, count_dom, sums, params, meta)

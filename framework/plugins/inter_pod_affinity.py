@@ -49,7 +49,8 @@ from tensorsched.framework.state.domain_counts import (
 )
 from tensorsched.kernels import domains as T
 from tensorsched.kernels import layout as L
-from tensorsched.kernels.domain_rules import DomainRule
+from tensorsched.kernels.domain_rules import AffinityScore, DomainRule
+from tensorsched.kernels.domain_rules import AffinityTerm as AffinityScoreTerm
 
 from . import names
 
@@ -374,6 +375,59 @@ class InterPodAffinity(Plugin):
         if contrib is None:
             _, contrib, _ = self.topology_scores(ctx.state, ctx.pod)
         return np.take(self.scores_by_row(ctx.state, contrib), rows)
+
+    def run_score(self, ctx) -> AffinityScore | None:
+        """The score (``topology_scores``) as arrays for a compiled run of
+        pods alike to ``ctx.pod``: every contribution, plus those the run's
+        own pods add once placed (a preferred term matching the pod itself
+        counts them twice, as incoming and as existing pod, as upstream
+        does).  None for pods with required affinity terms (their filter's
+        first-pod-of-a-group rule has no run form)."""
+        state, pod = ctx.state, ctx.pod
+        terms = pod_terms(pod)
+        if terms["req_aff"]:
+            return None
+        index = pod_count_index(state)
+        tag = state.structure_tag()
+        nsl = _ns_labels(state)
+        out = []
+
+        def add(src, term, weight, increment):
+            k = state.label_keys.get(term.topology_key)
+            if k < 0:
+                return
+            dom = _labelled_domains(state, k)
+            if src is None:
+                ds = index.domain_sums(("term", term),
+                                       lambda r: term.matches(r.namespace, r.labels, nsl),
+                                       (tag, k, "labelled"), lambda: dom, _n_domains(state, k))
+            else:
+                ds = index.group_domain_sums(src, term, (tag, k, "labelled"), lambda: dom,
+                                             _n_domains(state, k))
+            if ds.positive or increment:
+                out.append(AffinityScoreTerm(domp1=dom + 1, count_dom=dom, sums=ds.sums,
+                                             weight=int(weight), increment=increment))
+
+        def own_match(t):
+            return t.matches(pod.namespace, pod.labels, nsl)
+        for t in terms["pref_aff"]:
+            add(None, t, t.weight, own_match(t))
+        for t in terms["pref_anti"]:
+            add(None, t, -t.weight, own_match(t))
+        hard = self.args.hard_pod_affinity_weight
+        for kind, sign in (("req_aff", 1), ("pref_aff", 1), ("pref_anti", -1)):
+            if kind == "req_aff" and hard <= 0:
+                continue
+            groups = index.group_counts(kind)
+            own = set(terms[kind])
+            for t in list(groups):
+                if own_match(t):
+                    add(kind, t, sign * (hard if kind == "req_aff" else t.weight), t in own)
+            # terms no bound pod carries yet, which the run's pods will
+            for t in terms[kind]:
+                if t not in groups and own_match(t):
+                    add(kind, t, sign * (hard if kind == "req_aff" else t.weight), True)
+        return AffinityScore(self.score_slot, out)
 
     def normalize_scores(self, ctx, rows, raw, scored):
         return T.minmax_normalize_host(raw, scored)

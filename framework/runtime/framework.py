@@ -22,7 +22,13 @@ from tensorsched.framework.state.domain_counts import grouped_rows
 from tensorsched.framework.state.query import QueryCache, QueryOptions, pod_signature
 from tensorsched.kernels import domains as _T
 from tensorsched.kernels import layout as L
-from tensorsched.kernels.domain_rules import stack_rules, stack_spread
+from tensorsched.kernels.domain_rules import (
+    AffinityScore,
+    SpreadScore,
+    stack_affinity,
+    stack_rules,
+    stack_spread,
+)
 from tensorsched.kernels.fused.backends import make_backend, rotated
 
 from .plugin import (
@@ -186,6 +192,7 @@ class Framework:
                             if isinstance(p, PreFilterPlugin)]
         self._fused_filters = [p for p in self.filters if isinstance(p, FusedFilter)]
         self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
+        self._weight_of = {id(p): w for p, w in self.score_refs}
         self._base_options = self._options()
         self._options_cache: dict = {}
         # Compiled runs: the plugins whose answers a pod's signature must
@@ -406,19 +413,32 @@ class Framework:
         # A host plugin that skipped this pod must skip every alike pod however
         # the run places them (a pod's preferred affinity, say, scores the
         # next pods once the first is placed): asked of the plugin.
+        # A score plugin whose skip does not hold scores in the run from the
+        # start (nothing to score yet gives every node the same value).
         running = {id(p) for p, _ in plan.host_filters} | {id(p) for p, _ in plan.host_scores}
+        scoring = [p for p, _ in plan.host_scores]
         for point, hosts in (("preFilter", self.user_filters), ("preScore", self.user_scores)):
             for p, _ in hosts:
                 if id(p) in running or (self._scalar_in_kernel and isinstance(p, ScalarPlugin)):
                     continue
-                if not (isinstance(p, RunSkipPlugin) and p.run_keeps_skip(ctx, point)):
-                    return None
-        spread = None
-        for p, _slot in plan.host_scores:
-            got = p.run_score(ctx) if isinstance(p, RunScorePlugin) else None
-            if got is None or spread is not None:
+                if isinstance(p, RunSkipPlugin) and p.run_keeps_skip(ctx, point):
+                    continue
+                if point == "preScore" and isinstance(p, RunScorePlugin):
+                    scoring.append(p)
+                    continue
                 return None
-            spread = got
+        spread = affinity = None
+        for p in scoring:
+            got = p.run_score(ctx) if isinstance(p, RunScorePlugin) else None
+            if isinstance(got, SpreadScore) and spread is None:
+                spread = got
+            elif isinstance(got, AffinityScore) and affinity is None:
+                try:
+                    affinity = stack_affinity(got, state.n_rows, self._weight_of[id(p)])
+                except ValueError:      # a term whose domains do not cover the nodes
+                    return None
+            else:
+                return None
         rules = []
         for p, _bit in plan.host_filters:
             got = p.run_rules(ctx) if isinstance(p, RunFilterPlugin) else None
@@ -446,7 +466,7 @@ class Framework:
                      num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
                      lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
-                     rules=stacked, spread=spread)
+                     rules=stacked, spread=spread, affinity=affinity)
 
     def _user_stage(self, ctx, rows, host_filters, host_scores, to_find):
         """Array user plugins (and scalar ones outside the numba kernel) as

@@ -289,7 +289,8 @@ def base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot):
 def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots,
                     norm_mode, weights, ties_scratch, hi_scratch, sp_domp1, sp_sums,
                     sp_size_dom, sp_params, sp_has_all, sp_meta, sp_marks, stamp, sp_sizes,
-                    sp_weights, raw_scratch, sp_base, sp_base_hi, norm_slots):
+                    sp_weights, raw_scratch, sp_base, sp_base_hi, norm_slots, af_domp1, af_sums,
+                    af_params, af_meta, af_raw):
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
     slot = sp_meta[0]
@@ -342,7 +343,7 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         sp_base_hi[n_slots] = 1
         for i in range(raw_by_row.shape[0]):
             sp_base[i] = base_total(i, raw_by_row, active_slots, norm_mode, weights,
-                                    hi_scratch, slot)
+                                    hi_scratch, slot if n_terms > 0 else -1)
     for c in range(n_terms):
         size = n_counted if sp_params[c, 0] != 0 else sp_sizes[c]
         sp_weights[c] = math.log(float(size + 2))
@@ -375,6 +376,33 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
             lo = r
         elif r > hi:
             hi = r
+    # InterPodAffinity: weights x domain counts, min-max over the scanned rows
+    n_af = af_meta[1]
+    af_lo = 0
+    af_hi = 0
+    af_seen = False
+    for j in range(processed if n_af > 0 else 0):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        i = rows[jj]
+        if reasons_by_row[i] != 0:
+            continue
+        r = 0
+        for c in range(n_af):
+            d1 = af_domp1[c, i]
+            if d1 > 0:
+                r += af_params[c, 0] * af_sums[c, d1 - 1]
+        af_raw[j] = r
+        if not af_seen:
+            af_lo = r
+            af_hi = r
+            af_seen = True
+        elif r < af_lo:
+            af_lo = r
+        elif r > af_hi:
+            af_hi = r
+    af_span = af_hi - af_lo
     best = -1
     n_ties = 0
     for j in range(processed):
@@ -385,7 +413,10 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         if reasons_by_row[i] != 0:
             continue
         t = sp_base[i]
-        if active_slots[slot] and sp_has_all[i]:
+        if n_af > 0 and af_span > 0:
+            t += int64(math.trunc(100.0 * (float(af_raw[j] - af_lo) / float(af_span)))) \
+                * af_meta[2]
+        if n_terms > 0 and active_slots[slot] and sp_has_all[i]:
             if hi == 0:
                 t += 100 * weights[slot]
             else:
@@ -479,7 +510,8 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                    one_row, out_rows, r_domp1, r_count_dom, r_sums, r_present, r_params, r_dom_ptr,
                    r_dom_rows, r_thr, r_at_min, mark, dirty, sp_domp1, sp_count_dom,
                    sp_size_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
-                   sp_weights, sp_raw, sp_base, sp_base_hi, norm_slots):
+                   sp_weights, sp_raw, sp_base, sp_base_hi, norm_slots, af_domp1, af_count_dom,
+                   af_sums, af_params, af_meta, af_raw):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
@@ -488,12 +520,12 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
         rules_start(base_reasons.shape[0], base_reasons, reasons_run, r_domp1, r_sums,
                     r_present, r_params, r_thr, r_at_min)
     for i in range(count):
-        if sp_meta[2] > 0:
+        if sp_meta[2] > 0 or af_meta[1] > 0:
             n_ties, processed, found = finalize_spread(
                 rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
                 weights, ties_scratch, hi_scratch, sp_domp1, sp_sums, sp_size_dom, sp_params,
                 sp_has_all, sp_meta, sp_marks, i + 1, sp_sizes, sp_weights, sp_raw, sp_base,
-                sp_base_hi, norm_slots)
+                sp_base_hi, norm_slots, af_domp1, af_sums, af_params, af_meta, af_raw)
         else:
             n_ties, processed, found = finalize_rows(
                 rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
@@ -517,11 +549,14 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
             k = rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
                             r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, dirty.shape[0])
         spread_count(row, sp_count_dom, sp_sums, sp_params, sp_meta)
+        for c in range(af_meta[1]):
+            if af_params[c, 1] != 0 and af_count_dom[c, row] >= 0:
+                af_sums[c, af_count_dom[c, row]] += 1
         one_row[0] = row
         fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
-        if sp_meta[2] > 0 and sp_base_hi[raw_by_row.shape[1]] != 0:
+        if sp_base_hi[raw_by_row.shape[1]] != 0:
             sp_base[row] = base_total(row, raw_by_row, active_slots, norm_mode, weights,
-                                      sp_base_hi, sp_meta[0])
+                                      sp_base_hi, sp_meta[0] if sp_meta[2] > 0 else -1)
         if n_rules > 0:
             for x in range(k):
                 j = dirty[x]

@@ -320,7 +320,7 @@ class NumbaBackend:
 
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
-                  rules=None, spread=None) -> tuple[np.ndarray, int]:
+                  rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int]:
         """Place ``count`` pods of query ``q`` one after another in one
         compiled call (see ``_numba.build_place_run``): [p] int64 rows
         chosen, p <= count (stops before a pod that fits nowhere) and the
@@ -333,7 +333,8 @@ class NumbaBackend:
         in its ``sums``): per-domain filters of host plugins, kept current
         by the run; the row cache keeps the built-in answers only.
         ``spread`` (``domain_rules.SpreadArrays``): PodTopologySpread's
-        ScheduleAnyway score, computed over the scanned rows for each pod
+        ScheduleAnyway score, and ``affinity`` (``AffinityArrays``):
+        InterPodAffinity's score, computed over the scanned rows for each pod
         (the run then takes the scan form even with every node scored: the
         same placements as the segment tree's, see ``_numba``)."""
         cols = source.columns()
@@ -360,16 +361,20 @@ class NumbaBackend:
         with_spread = spread is not None and spread.params.shape[0] > 0
         if not with_spread:
             spread = DR.stack_spread(None, n)
+        with_affinity = affinity is not None and affinity.params.shape[0] > 0
+        if not with_affinity:
+            affinity = DR.stack_affinity(None, n)
+        dense = with_spread or with_affinity
         n_terms = spread.params.shape[0]
         # sizes [C], weights [C], raw by position [M], the other slots' sum by
         # row [N] and the maxima it was taken under (+ a valid flag) [S + 1],
         # the normalized slots
         spread_scratch = (np.zeros(n_terms, np.int64), np.zeros(n_terms, np.float64),
-                          np.zeros(m if with_spread else 1, np.int64),
-                          np.zeros(n if with_spread else 1, np.int64),
+                          np.zeros(m if dense else 1, np.int64),
+                          np.zeros(n if dense else 1, np.int64),
                           np.zeros(n_slots + 1, np.int64),
                           np.flatnonzero(active & (norm != 0)).astype(np.int64))
-        if num_to_find >= m and not with_spread:
+        if num_to_find >= m and not dense:
             self._select_top(c, n, rows, start, active, norm, weights)
             limit = max(64, n // 2) if with_rules else 1
             dirty = np.zeros(limit, np.int64)
@@ -391,7 +396,8 @@ class NumbaBackend:
                 count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
                 c.reasons, reasons_run, c.raw, active, norm, weights, scores, total, ties,
                 self._hi, one_row, out, *rules, thr, at_min, mark,
-                np.zeros(n + 1 if with_rules else 1, np.int64), *spread, *spread_scratch)
+                np.zeros(n + 1 if with_rules else 1, np.int64), *spread, *spread_scratch,
+                *affinity, np.zeros(m if with_affinity else 1, np.int64))
             c.top_params = None         # rows moved outside the tree: rebuild when used
         register(out[:placed])
         if c.mix_key is not None and placed:
@@ -581,7 +587,7 @@ class CudaBackend:
 
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
-                  rules=None, spread=None) -> tuple[np.ndarray, int] | None:
+                  rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
         """``NumbaBackend.place_run`` device-resident: one fused pass fills a
         device row cache, then one block places the whole run
         (``_cuda.place_run_kernel``, one launch); the host columns then get
@@ -590,6 +596,7 @@ class CudaBackend:
         those pods are scheduled one by one."""
         if ((rules is not None and rules.params.shape[0] > 0)
                 or (spread is not None and spread.params.shape[0] > 0)
+                or (affinity is not None and affinity.params.shape[0] > 0)
                 or n_slots > self._k.MAX_RUN_SLOTS):
             return None
         cuda = self._cuda

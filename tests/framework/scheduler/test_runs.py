@@ -282,7 +282,7 @@ def test_runs_with_spread_and_anti_affinity_place_exactly_as_one_by_one(case):
 
 @pytest.mark.parametrize("percentage", [100, 30])
 @pytest.mark.parametrize("workload", ["zone-spread", "host-spread", "anti", "mixed",
-                                      "soft-spread", "owned"])
+                                      "soft-spread", "owned", "prefer-zone", "helm"])
 def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
     """Long runs whose rules flip whole zones (spread at the skew limit),
     single hosts (anti-affinity, hostname spread) or both, every node scored
@@ -299,11 +299,22 @@ def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
             "host-spread": {"topologySpreadConstraints": [_spread(HOST, 1, "web", 60)]},
             "anti": {"affinity": _anti(HOST, "web")},
             "owned": {},          # a ReplicaSet's pods: the System default constraints
+            "prefer-zone": {"affinity": {"podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 30, "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "topologyKey": "zone"}}]}}},
+            # a chart's replicas: default spread and preferred anti-affinity by host
+            "helm": {"affinity": {"podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100, "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "topologyKey": HOST}}]}}},
             "mixed": {"topologySpreadConstraints": [_spread("zone", 1, "web")],
                       "affinity": _anti(HOST, "web")}}[workload]
     pods = [pod_dict(f"p{i}", cpu="900m", labels={"app": "web"}, created=i, spec=spec)
             for i in range(260)]
-    if workload == "owned":
+    if workload in ("owned", "helm"):
         nodes = nodes + [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
                           "metadata": {"name": "web", "namespace": "default"},
                           "spec": {"selector": {"matchLabels": {"app": "web"}}}}]
