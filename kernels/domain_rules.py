@@ -27,7 +27,8 @@ P_FAIL_ABOVE = 4        # 1: a node whose domain count is above the threshold fa
 P_FAIL_NOT_ABOVE = 5    # 1: a node whose domain count is not above it fails
 P_INCREMENT = 6         # 1: a pod of the run counts in this rule
 P_N_DOMAINS = 7         # D of this rule (its domain table's length)
-N_PARAMS = 8
+P_FIRST_GROUP = 8       # 1: "not above" passes until the run counts its first pod
+N_PARAMS = 9
 
 
 class DomainRule(NamedTuple):
@@ -39,7 +40,10 @@ class DomainRule(NamedTuple):
     counts now; present [D] bool: domains the minimum is taken over (used
     with ``track_min``).  A node fails when it lacks the key and
     ``fail_absent``, else by whether its domain's count exceeds
-    ``thresh`` (+ the minimum over present domains with ``track_min``)."""
+    ``thresh`` (+ the minimum over present domains with ``track_min``).
+    ``first_group`` (required pod affinity, the first pod of a group): no
+    matching pod exists yet, so a domain without one passes until the run
+    places the first (then ``fail_not_above`` holds for every such rule)."""
 
     bit: int
     domp1: np.ndarray
@@ -52,6 +56,7 @@ class DomainRule(NamedTuple):
     fail_above: bool
     fail_not_above: bool
     increment: bool
+    first_group: bool = False
 
 
 class RuleArrays(NamedTuple):
@@ -113,7 +118,8 @@ def stack_rules(rules: list[DomainRule], n_rows: int, grouped=None) -> RuleArray
         if x.present is not None:
             present[i, : x.present.shape[0]] = x.present
         params[i] = (x.bit, x.thresh, int(x.track_min), int(x.fail_absent),
-                     int(x.fail_above), int(x.fail_not_above), int(x.increment), nd)
+                     int(x.fail_above), int(x.fail_not_above and not x.first_group),
+                     int(x.increment), nd, int(x.first_group))
         ptr, rows = grouped(x) if grouped is not None else rows_by_domain(domp1[i], nd)
         dom_ptr[i, : nd + 1] = ptr[: nd + 1]
         dom_ptr[i, nd + 1:] = ptr[nd]

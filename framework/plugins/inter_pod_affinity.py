@@ -227,16 +227,15 @@ class InterPodAffinity(Plugin):
 
     def run_rules(self, ctx) -> list | None:
         """The filter as per-domain rules for a compiled run of pods alike to
-        ``ctx.pod``: a domain fails while a pod matching one of its required
-        anti-affinity terms is there (the run counts placed pods that match
-        it), or a bound pod whose anti-affinity matches it.  None for pods
-        with affinity or preferred terms: a placed pod of the run would then
-        change how the next one is filtered or scored in ways no count rule
-        states (first pod of a group, hardPodAffinityWeight)."""
+        ``ctx.pod`` (the run counts placed pods that match a term): a node
+        fails without a pod matching all the required affinity terms in
+        each term's domain (unless the group has no pod yet and this one
+        matches them: until the run places it), or while a pod matching one
+        of its required anti-affinity terms is in the domain, or a bound pod
+        whose anti-affinity matches it.  None when a required affinity
+        term's key is on no node."""
         state, pod = ctx.state, ctx.pod
         terms = pod_terms(pod)
-        if terms["req_aff"] or terms["pref_aff"] or terms["pref_anti"]:
-            return None
         existing = ctx.data.get(NAME)
         if existing is None:
             existing = self._existing_anti(state, pod)
@@ -249,6 +248,27 @@ class InterPodAffinity(Plugin):
                               count_dom=node_domains(state, k), sums=sums, present=None,
                               thresh=0, track_min=False, fail_absent=False, fail_above=True,
                               fail_not_above=False, increment=increment)
+        req_aff = terms["req_aff"]
+        if req_aff:
+            # A node needs every term's key and, in each term's domain, a pod
+            # matching all the terms -- unless none exists anywhere and the
+            # pod matches them all (the first pod of its group).
+            key = ("all-terms", req_aff)
+            pred = lambda r: all(t.matches(r.namespace, r.labels, nsl) for t in req_aff)  # noqa: E731
+            sums = []
+            for t in req_aff:
+                k = state.label_keys.get(t.topology_key)
+                if k < 0:
+                    return None             # no node has the key: every node fails
+                sums.append((k, _all_sums(state, index, key, pred, k)))
+            counts_self = bool(pred(pod))
+            first = counts_self and not any(ds.positive for _, ds in sums)
+            for k, ds in sums:
+                out.append(DomainRule(bit=self.reason_bits, domp1=node_domains_p1(state, k),
+                                      count_dom=node_domains(state, k), sums=ds.sums,
+                                      present=None, thresh=0, track_min=False,
+                                      fail_absent=True, fail_above=False, fail_not_above=True,
+                                      increment=counts_self, first_group=first))
         for t in terms["req_anti"]:
             k = state.label_keys.get(t.topology_key)
             if k < 0:
@@ -381,12 +401,10 @@ class InterPodAffinity(Plugin):
         pods alike to ``ctx.pod``: every contribution, plus those the run's
         own pods add once placed (a preferred term matching the pod itself
         counts them twice, as incoming and as existing pod, as upstream
-        does).  None for pods with required affinity terms (their filter's
-        first-pod-of-a-group rule has no run form)."""
+        does; a required affinity term matching it counts with
+        hardPodAffinityWeight once such pods are bound)."""
         state, pod = ctx.state, ctx.pod
         terms = pod_terms(pod)
-        if terms["req_aff"]:
-            return None
         index = pod_count_index(state)
         tag = state.structure_tag()
         nsl = _ns_labels(state)

@@ -234,6 +234,14 @@ def rules_count(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom
         d = count_dom[r, row]
         if d < 0:
             continue
+        if params[r, 8] != 0:
+            # the group's first pod is placed: domains without one now fail,
+            # for every such rule (every row is re-tested)
+            for rr in range(params.shape[0]):
+                if params[rr, 8] != 0:
+                    params[rr, 8] = 0
+                    params[rr, 5] = 1
+            over = True
         old_thr = thr[r]
         before = rule_domain_fails(r, d, sums[r, d], params, thr)
         sums[r, d] += 1
@@ -557,7 +565,11 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
         if sp_base_hi[raw_by_row.shape[1]] != 0:
             sp_base[row] = base_total(row, raw_by_row, active_slots, norm_mode, weights,
                                       sp_base_hi, sp_meta[0] if sp_meta[2] > 0 else -1)
-        if n_rules > 0:
+        if k < 0:
+            for x in range(base_reasons.shape[0]):
+                reasons_run[x] = base_reasons[x] | rule_bits(x, r_domp1, r_sums, r_params,
+                                                             r_thr)
+        elif n_rules > 0:
             for x in range(k):
                 j = dirty[x]
                 reasons_run[j] = base_reasons[j] | rule_bits(j, r_domp1, r_sums, r_params,

@@ -213,7 +213,7 @@ def pod_to_pod_workloads(draw):
                                taints=TAINT if draw(st.integers(0, 5)) == 0 else None))
     kinds = st.tuples(
         st.sampled_from(["plain", "spread", "spread2", "anti", "both", "soft", "soft2",
-                         "owned", "prefer", "avoid"]),
+                         "owned", "prefer", "avoid", "affine"]),
         st.sampled_from(["web", "db"]), st.sampled_from(["web", "db"]),
         st.sampled_from(["zone", HOST]), st.integers(1, 3),
         st.sampled_from([None, 2, 4]), st.sampled_from([None, "Ignore"]),
@@ -243,6 +243,10 @@ def pod_to_pod_workloads(draw):
                     _spread("zone", 2, own, action="DoNotSchedule")]
             if kind in ("anti", "both"):
                 spec["affinity"] = _anti(key, other)
+            elif kind == "affine":      # required affinity (first pod of a group or not)
+                spec["affinity"] = {"podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": other}}, "topologyKey": key}]}}
             elif kind in ("prefer", "avoid"):   # scores the next pods once one is placed
                 term = {"labelSelector": {"matchLabels": {"app": own}}, "topologyKey": key}
                 spec["affinity"] = {
@@ -282,7 +286,8 @@ def test_runs_with_spread_and_anti_affinity_place_exactly_as_one_by_one(case):
 
 @pytest.mark.parametrize("percentage", [100, 30])
 @pytest.mark.parametrize("workload", ["zone-spread", "host-spread", "anti", "mixed",
-                                      "soft-spread", "owned", "prefer-zone", "helm"])
+                                      "soft-spread", "owned", "prefer-zone", "helm",
+                                      "affinity"])
 def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
     """Long runs whose rules flip whole zones (spread at the skew limit),
     single hosts (anti-affinity, hostname spread) or both, every node scored
@@ -299,6 +304,10 @@ def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
             "host-spread": {"topologySpreadConstraints": [_spread(HOST, 1, "web", 60)]},
             "anti": {"affinity": _anti(HOST, "web")},
             "owned": {},          # a ReplicaSet's pods: the System default constraints
+            "affinity": {"affinity": {"podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "web"}},
+                     "topologyKey": "zone"}]}}},
             "prefer-zone": {"affinity": {"podAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
                     {"weight": 30, "podAffinityTerm": {
