@@ -9,7 +9,9 @@ re-tests only the nodes of domains whose answer moved.
 
 ``DomainRule`` is one such rule as arrays (no pods, no selectors);
 ``stack_rules`` packs rules into the fixed-shape arrays the run kernel takes
-(``_numba.build_place_run``).
+(``_numba.build_place_run``).  The pod-to-pod scores (``SpreadScore``,
+``AffinityScore``) are packed the same way; the run recomputes them over
+the scanned nodes for each pod.
 """
 
 from __future__ import annotations

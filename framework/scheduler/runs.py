@@ -14,15 +14,21 @@ and the rest go back to the head of the queue untouched.
 A run is not formed (the pod is scheduled on its own) when anything must
 happen between two pods: pods nominated by preemption, pods waiting in
 Permit, a binder that may fail, a binding-cycle plugin that is not
-``run_safe``, a plugin that cannot sign the pod, a host score plugin that
-runs for it, a host filter without per-domain rules for it, or a backend
-without compiled runs (numpy, cuda).  PodTopologySpread's DoNotSchedule
-constraints and InterPodAffinity's required anti-affinity run inside the
-compiled call as per-domain rules (``kernels.domain_rules``): the run counts
-each placed pod in its node's domain and re-tests the domains whose answer
-flipped, as upstream's batching cannot (it refuses pods with either).  Events of a run go out after it, in the order
-one-by-one cycles would send them; a subscriber that must see the state
-between two pods uses ``Scheduler(batch=False)``.
+``run_safe``, a plugin that cannot sign the pod, a host plugin without a
+compiled form for it (the GPU plugins, user plugins), a host plugin that
+skipped the pod without promising the skip holds for the run
+(``RunSkipPlugin``), or a backend without compiled runs (numpy; cuda takes
+runs without pod-to-pod plugins).
+
+The pod-to-pod plugins, which upstream's batching refuses, run inside the
+compiled call: PodTopologySpread's DoNotSchedule constraints and
+InterPodAffinity's required (anti-)affinity as per-domain rules
+(``kernels.domain_rules``: the run counts each placed pod in its node's
+domain and re-tests the domains whose answer flipped), their scores
+(ScheduleAnyway spread, System defaults included, and pod affinity weights)
+recomputed over the scanned nodes for each pod.  Events of a run go out
+after it, in the order one-by-one cycles would send them; a subscriber
+that must see the state between two pods uses ``Scheduler(batch=False)``.
 """
 
 from __future__ import annotations
