@@ -67,8 +67,9 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
                               variant=workload.partition("-")[2], progress=progress)
     node_objs, pod_objs = synthetic.workload(workload, nodes, pods, seed)
     cluster = build_cluster(node_objs, synthetic.config(workload, percentage))
-    # parsed as any client of ours parses Pod dicts: one template, one parse
-    records = pods_from(pod_objs)
+    # parsed as schedule_pending parses Pod dicts: one parse and one priority
+    # resolution per template
+    records = pods_from(pod_objs, cluster.resolve)
     sched = Scheduler(cluster, backend, seed, batch=batch)
     progress(BENCH_STAGES[0])
     fw = cluster.framework_for(records[0] if records else parse_pod(synthetic.pod_dict("w")),
@@ -117,8 +118,9 @@ def _state_bytes_per_pod(n: int = 20000) -> float:
     """``harness.state_bytes_per_pod`` for basic pods bound on 100 nodes."""
     node_objs, pod_objs = synthetic.workload("basic", 100, n, 0)
     cluster = build_cluster(node_objs)
-    # parsed as any client of ours parses Pod dicts: one template, one parse
-    records = pods_from(pod_objs)
+    # parsed as schedule_pending parses Pod dicts: one parse and one priority
+    # resolution per template
+    records = pods_from(pod_objs, cluster.resolve)
     names = [f"node-{i % 100}" for i in range(n)]
     it = iter(names)
     return state_bytes_per_pod(lambda pod: cluster.state.add_pod(pod, next(it)), records)

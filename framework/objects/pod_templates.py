@@ -110,7 +110,7 @@ class PodTemplates:
     """Parses Pod objects, sharing the work of pods with the same template.
 
     ``parse(obj, where=None)`` returns exactly ``parse_pod(obj, where=where)``
-    (equal records, the same errors).  One instance per set of objects:
+    (equal records, the same errors), or ``finish`` of it when given.  One instance per set of objects:
     it keeps the template records it has seen (at most ``max_templates``;
     keys stop being computed when ``give_up_after`` pods in a row had a new
     template and none repeated)."""
@@ -120,8 +120,13 @@ class PodTemplates:
     max_templates = 10_000
     give_up_after = 2_048
 
-    def __init__(self, parse_pod: Callable):
-        self._parse_pod = parse_pod
+    def __init__(self, parse_pod: Callable, finish: Callable | None = None):
+        # ``finish(record) -> record`` completes a parsed pod (priority
+        # resolution); a template's pods are copies of its finished record
+        if finish is not None:
+            self._parse_pod = lambda obj, *, where=None: finish(parse_pod(obj, where=where))
+        else:
+            self._parse_pod = parse_pod
         self._records: dict[bytes, PodRecord] = {}
         self._memos: dict[tuple, dict] = {}     # (template key, annotations) -> shared memo
         self._times: dict[str, int] = {}

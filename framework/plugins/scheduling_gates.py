@@ -13,6 +13,9 @@ NAME = names.SCHEDULING_GATES
 class SchedulingGates(Plugin):
     name = NAME
     events = frozenset({"Pod/Update"})     # the pod's own update only
+    # PreEnqueue reads the pod's gates alone: a pod without any passes
+    # (the queue then leaves the call out)
+    gates_only = True
 
     def pre_enqueue(self, pod) -> Status:
         if not pod.scheduling_gates:

@@ -27,10 +27,12 @@ def pod_from(pod) -> PodRecord:
     return pod if isinstance(pod, PodRecord) else parse_pod(pod)
 
 
-def pods_from(pods) -> list[PodRecord]:
+def pods_from(pods, resolve=None) -> list[PodRecord]:
     """``pod_from`` of each, Pod dicts of one template parsed once
-    (``PodTemplates``: equal records, the same errors)."""
-    templates = PodTemplates(parse_pod)
+    (``PodTemplates``: equal records, the same errors); with ``resolve``
+    (``Cluster.resolve``) the parsed records come with their priority
+    resolved, once per template (records passed in are left as they are)."""
+    templates = PodTemplates(parse_pod, finish=resolve)
     return [p if isinstance(p, PodRecord) else templates.parse(p) for p in pods]
 
 

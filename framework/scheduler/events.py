@@ -57,6 +57,11 @@ class EventBus:
         keep doing so)."""
         return bool(self._subs)
 
+    def listening(self, event: str) -> bool:
+        """Someone is subscribed to ``event`` now (or to every event)."""
+        subs = self._subs
+        return bool(subs.get(event) or subs.get("*"))
+
     def subscribe(self, event: str, callback: Callable) -> Callable:
         """Call ``callback(dict)`` on each ``event`` (one of EVENTS, or "*"
         for all); returns a function that unsubscribes."""

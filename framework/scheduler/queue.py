@@ -413,6 +413,15 @@ class SchedulingQueue:
         if pi is not None:
             self._detach(pi)
 
+    def done_many(self, pis: list[QueuedPodInfo]) -> None:
+        """``done`` for the pods of a placed run (popped by ``pop_run``)."""
+        infos, token, unschedulable = self.infos, self._token, self.unschedulable
+        for pi in pis:
+            key = pi.key
+            if infos.pop(key, None) is not None:
+                token.pop(key, None)
+                unschedulable.pop(key, None)
+
     def requeue(self, pi: QueuedPodInfo, plugins=frozenset(), *, error: bool = False) -> None:
         """Upstream's AddUnschedulableIfNotPresent for a pod back from a
         failed attempt (scheduling, permit or binding)."""

@@ -96,26 +96,32 @@ class CompiledRuns:
     def _bind_run(self, pis, rows) -> list[Binding]:
         """The binding cycles of a placed run (its plugins are ``run_safe``:
         nothing to call), in order: outcomes, latencies and events."""
-        state, queue, now = self.cluster.state, self.queue, self.clock.now()
-        names = [state.nodes[r].name for r in rows.tolist()]
-        emit = self.events.active
+        state, now = self.cluster.state, self.clock.now()
+        nodes = state.nodes
+        names = [nodes[r].name for r in rows.tolist()]
+        self.queue.done_many(pis)
+        events = self.events
+        # asked once per run: no subscriber appears between two pods of it
+        scheduled, bound = events.listening("Scheduled"), events.listening("Bound")
+        emit = events.emit
         ttl = self.assume_ttl
+        preempted = self.preempted_for
+        outcomes = self.outcomes
         out = []
         for pi, node in zip(pis, names):
-            key = pi.pod.key
-            queue.done(key)
+            key = pi.key
             b = Binding(key, node)
-            if emit:
-                self._emit("Scheduled", key, node)
+            if scheduled:
+                emit("Scheduled", key, node)
             if ttl is not None:
                 self.assumed[key] = now + ttl
-            self.e2e_latencies.append(now - pi.initial_timestamp)
-            pre = self.preempted_for.pop(key, None) if self.preempted_for else None
+            pre = preempted.pop(key, None) if preempted else None
             if pre is not None:
                 b.nominated_node, b.victims = pre[0], list(pre[1])
-            if emit:
-                self._emit("Bound", key, node)
-            self.outcomes[key] = b
+            if bound:
+                emit("Bound", key, node)
+            outcomes[key] = b
             out.append(b)
+        self.e2e_latencies.extend([now - pi.initial_timestamp for pi in pis])
         self.results["scheduled"] = self.results.get("scheduled", 0) + len(out)
         return out

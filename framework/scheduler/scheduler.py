@@ -169,8 +169,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
 
     def _pre_enqueue(self, pod: PodRecord) -> Status:
         fw = self._fw(pod)
+        gated = bool(pod.scheduling_gates)
         for p in fw.plugins_at("preEnqueue"):
-            if hasattr(p, "pre_enqueue"):
+            if hasattr(p, "pre_enqueue") and (gated or not getattr(p, "gates_only", False)):
                 st = p.pre_enqueue(pod)
                 if not st.ok:
                     return st if st.plugin else st.with_plugin(p.name)
@@ -366,7 +367,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         message; pods of another scheduler, left alone, with ``ignored``),
         and the preemptions in the order they happened:
         ``{"preemptor", "nominated_node", "victims"}``."""
-        pods = pods_from(pods)
+        pods = pods_from(pods, self.cluster.resolve)
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []
 

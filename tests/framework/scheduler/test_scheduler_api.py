@@ -6,10 +6,12 @@ after every step (nothing double-counted, nothing lost)."""
 import pytest
 from support.checks import check
 
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.runtime.status import Code, Status
-from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
 from tensorsched.framework.scheduler.queue import BACKOFF
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
@@ -315,3 +317,29 @@ def test_retry_while_victim_terminates_is_not_eligible():
     sched.run_until_idle()
     assert sched.cluster.state.pods["default/high"].node_row == 0
     check(sched, ["default/l0", "default/high"], deleted={"default/l0"})
+
+
+def test_schedule_pending_resolves_priorities_once_per_template_and_refuses_before_adding():
+    """Pod dicts are parsed and their priorities resolved once per template:
+    the records equal one-by-one resolution, and a pod naming an unknown
+    PriorityClass is refused before any pod of the call enters the queue."""
+    classes = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"},
+               {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": "dflt"}, "value": 7, "globalDefault": True}]
+    cluster = build_cluster([node_dict("n0")] + classes)
+    pods = [pod_dict(f"p{i}", created=i) for i in range(6)]
+    for p in pods[3:]:
+        p["spec"]["priorityClassName"] = "high"
+    got = pods_from(pods, cluster.resolve)
+    assert got == [cluster.resolve(parse_pod(p)) for p in pods]
+    assert [(r.priority, r.preemption_policy) for r in got] == \
+        [(7, "PreemptLowerPriority")] * 3 + [(1000, "Never")] * 3
+    assert got[1].memo is got[2].memo and got[4].memo is got[5].memo
+
+    sched = Scheduler(cluster, "numba", 0)
+    bad = pod_dict("bad", created=9)
+    bad["spec"]["priorityClassName"] = "nope"
+    with pytest.raises(ManifestError, match="spec.priorityClassName"):
+        sched.schedule_pending(pods + [bad])
+    assert len(sched.queue) == 0 and not sched.cluster.state.pods
