@@ -369,7 +369,9 @@ class SchedulingQueue:
         """The head of activeQ (as ``pop``) and the heads after it, popped
         one by one as ``pop`` would, while ``run_key(pod)`` is the head's and
         not None, at most ``limit`` pods: (pods, their heap entries for
-        ``unpop``).  Empty lists when activeQ is empty."""
+        ``unpop``).  Empty lists when activeQ is empty.  ``run_key`` must
+        read only what a pod's ``memo`` covers (pods sharing a memo share
+        the key)."""
         first = self.pop()
         if first is None:
             return [], []
@@ -377,6 +379,9 @@ class SchedulingQueue:
         run, entries = [first], [(self.sort_key(first.pod), self._seq_of_pop, first.key)]
         if key is None:
             return run, entries
+        # Pods sharing the first one's memo (one template, equal annotations)
+        # have its run key: ``run_key`` reads only what the memo covers.
+        memo = first.pod.memo
         aq = self._active
         while aq and len(run) < limit:
             entry = aq[0]
@@ -384,7 +389,7 @@ class SchedulingQueue:
                 heapq.heappop(aq)                   # a dead entry, as pop skips it
                 continue
             pi = self.infos[entry[2]]
-            if run_key(pi.pod) != key:
+            if pi.pod.memo is not memo and run_key(pi.pod) != key:
                 break
             heapq.heappop(aq)
             del self._token[pi.key]
