@@ -20,7 +20,7 @@ EVENTS = ("Scheduled", "Bound", "FailedScheduling", "Preempted", "BindFailed",
 OUTCOME_EVENTS = ("Bound", "FailedScheduling", "BindFailed")
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     """One scheduling outcome: a node, or the FailedScheduling message."""
 
