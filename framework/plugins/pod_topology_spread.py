@@ -251,9 +251,10 @@ class PodTopologySpread(Plugin):
             cache[key] = got
         return got
 
-    def codes_by_row(self, state, pod) -> np.ndarray:
-        """``filter_codes`` of every node row ([n_rows] int64, read-only;
-        reused while no count it depends on changed)."""
+    def _filter_sums(self, state, pod) -> list:
+        """Per DoNotSchedule constraint: (constraint, key column, count key,
+        count predicate, DomainSums over the counted nodes); the last three
+        None when no node has the key."""
         cons = self.constraints(state, pod, "DoNotSchedule")[0]
         index = pod_count_index(state)
         elig_key, doms = self._eligible_doms(state, pod, cons)
@@ -261,12 +262,18 @@ class PodTopologySpread(Plugin):
         for i, c in enumerate(cons):
             k = self._key_col(state, c.key)
             if k < 0:
-                parts.append((c, k, None))
+                parts.append((c, k, None, None, None))
                 continue
             key, pred = _count_key(pod, c)
             ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
                                    max(len(state.label_values[k]), 1))
-            parts.append((c, k, ds))
+            parts.append((c, k, key, pred, ds))
+        return parts
+
+    def codes_by_row(self, state, pod) -> np.ndarray:
+        """``filter_codes`` of every node row ([n_rows] int64, read-only;
+        reused while no count it depends on changed)."""
+        parts = [(c, k, ds) for c, k, _, _, ds in self._filter_sums(state, pod)]
         sig = (state.structure_tag(), pod.namespace, tuple(
             (c, k) if ds is None else
             (c, k, ds.serial, ds.version, selector_matches(c.selector, pod.labels))
@@ -301,17 +308,10 @@ class PodTopologySpread(Plugin):
         + the global minimum (kept by the run as it counts placed pods that
         match the selector).  None when a constraint's key is on no node."""
         state, pod = ctx.state, ctx.pod
-        cons = self.constraints(state, pod, "DoNotSchedule")[0]
-        index = pod_count_index(state)
-        elig_key, doms = self._eligible_doms(state, pod, cons)
         out = []
-        for i, c in enumerate(cons):
-            k = self._key_col(state, c.key)
-            if k < 0:
+        for c, k, _, pred, ds in self._filter_sums(state, pod):
+            if ds is None:
                 return None
-            key, pred = _count_key(pod, c)
-            ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
-                                   max(len(state.label_values[k]), 1))
             self_match = 1 if selector_matches(c.selector, pod.labels) else 0
             n_present = int(np.count_nonzero(ds.present))
             out.append(DomainRule(
@@ -329,18 +329,12 @@ class PodTopologySpread(Plugin):
     def victim_probe(self, state, pod):
         """A :class:`SpreadProbe` of this pod's DoNotSchedule constraints on
         ``state`` as it is now (the preemption victim search's baseline)."""
-        cons = self.constraints(state, pod, "DoNotSchedule")[0]
         index = pod_count_index(state)
-        elig_key, doms = self._eligible_doms(state, pod, cons)
         parts = []
-        for i, c in enumerate(cons):
-            k = self._key_col(state, c.key)
-            if k < 0:
+        for c, k, key, pred, ds in self._filter_sums(state, pod):
+            if ds is None:
                 parts.append(None)
                 continue
-            key, pred = _count_key(pod, c)
-            ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
-                                   max(len(state.label_values[k]), 1))
             parts.append((c, node_domains(state, k), ds, pred,
                           1 if selector_matches(c.selector, pod.labels) else 0,
                           lambda key=key, pred=pred: index.counts(key, pred)))

@@ -446,6 +446,23 @@ def dirty_rows(row_version, n, seen, out):
     return k
 
 
+def scan_stop(rows, start, reasons_by_row, num_to_find):
+    """``scan_limit`` over results cached by node row, read in evaluation
+    order (position j is row rows[(start + j) % M]): (rows processed,
+    feasible found)."""
+    m = rows.shape[0]
+    found = 0
+    for j in range(m):
+        jj = start + j
+        if jj >= m:
+            jj -= m
+        if reasons_by_row[rows[jj]] == 0:
+            found += 1
+            if found == num_to_find:
+                return j + 1, found
+    return m, found
+
+
 def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots,
                   norm_mode, weights, want_scores, out_scores, out_total, ties_scratch,
                   hi_scratch):
@@ -462,17 +479,7 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
     rows processed, feasible found)."""
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
-    processed = m
-    found = 0
-    for j in range(m):
-        jj = start + j
-        if jj >= m:
-            jj -= m
-        if reasons_by_row[rows[jj]] == 0:
-            found += 1
-            if found == num_to_find:
-                processed = j + 1
-                break
+    processed, found = scan_stop(rows, start, reasons_by_row, num_to_find)
     for s in range(n_slots):
         hi_scratch[s] = 0
     for j in range(processed):

@@ -306,15 +306,8 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
     n_terms = sp_meta[2]
     processed = m
     found = 0
-    for j in range(m if num_to_find < m else 0):
-        jj = start + j
-        if jj >= m:
-            jj -= m
-        if reasons_by_row[rows[jj]] == 0:
-            found += 1
-            if found == num_to_find:
-                processed = j + 1
-                break
+    if num_to_find < m:         # every node scored: no stop to find
+        processed, found = scan_stop(rows, start, reasons_by_row, num_to_find)
     for s in range(n_slots):
         hi_scratch[s] = 0
     for c in range(n_terms):
@@ -616,7 +609,8 @@ def build_place_run(by_row_pass):
                  "tree_count_eq": core["tree_count_eq"], "tree_kth_eq": core["tree_kth_eq"],
                  "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
                  "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"],
-                 "normalized": core["normalized"], "math": math}
+                 "normalized": core["normalized"], "scan_stop": core["scan_stop"],
+                 "math": math}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_domain_fails", "rule_bits", "rule_min",
