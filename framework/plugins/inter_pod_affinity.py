@@ -155,41 +155,50 @@ class InterPodAffinity(Plugin):
         anti-affinity."""
         return np.take(self.codes_by_row(state, pod, existing), rows)
 
-    def codes_by_row(self, state, pod, existing=None) -> np.ndarray:
-        """``filter_codes`` of every node row ([n_rows] int64; read-only,
-        reused while no count it depends on changed)."""
+    def _filter_parts(self, state, pod, existing=None) -> tuple[list, bool]:
+        """(parts, first of its group): per condition in upstream's order,
+        (code, key column or -1, DomainSums or None, whether the pod itself
+        counts in it): 1 each required affinity term (counting pods that
+        match all the terms), 2 each required anti-affinity term, 3 each
+        bound pod's anti-affinity term matching the pod."""
         if existing is None:
             existing = self._existing_anti(state, pod)
         terms = pod_terms(pod)
         index = pod_count_index(state)
-        # (code, key column or -1, DomainSums) per condition, in upstream's order.
         parts = []
         req_aff = terms["req_aff"]
         first_of_group = False
         nsl = _ns_labels(state)
         if req_aff:
             key = ("all-terms", req_aff)
-            pred = lambda r: all(t.matches(r.namespace, r.labels, nsl) for t in req_aff)
+            pred = lambda r: all(t.matches(r.namespace, r.labels, nsl) for t in req_aff)  # noqa: E731
+            counts_self = bool(pred(pod))
             any_pair = False
             for t in req_aff:
                 k = state.label_keys.get(t.topology_key)
                 if k < 0:
-                    parts.append((1, -1, None))
+                    parts.append((1, -1, None, counts_self))
                     continue
                 ds = _all_sums(state, index, key, pred, k)
                 any_pair = any_pair or ds.positive > 0
-                parts.append((1, k, ds))
-            first_of_group = not any_pair and all(
-                t.matches(pod.namespace, pod.labels, nsl) for t in req_aff)
+                parts.append((1, k, ds, counts_self))
+            first_of_group = not any_pair and counts_self
         for t in terms["req_anti"]:
             k = state.label_keys.get(t.topology_key)
             if k < 0:
                 continue
             ds = _all_sums(state, index, ("term", t),
                            lambda r, t=t: t.matches(r.namespace, r.labels, nsl), k)
-            parts.append((2, k, ds))
+            parts.append((2, k, ds, t.matches(pod.namespace, pod.labels, nsl)))
         for k, ds in existing:
-            parts.append((3, k, ds))
+            parts.append((3, k, ds, False))
+        return parts, first_of_group
+
+    def codes_by_row(self, state, pod, existing=None) -> np.ndarray:
+        """``filter_codes`` of every node row ([n_rows] int64; read-only,
+        reused while no count it depends on changed)."""
+        full, first_of_group = self._filter_parts(state, pod, existing)
+        parts = [(code, k, ds) for code, k, ds, _ in full]
         sig = (state.structure_tag(), first_of_group) + tuple(
             (code, k, ds.serial, ds.version) if ds is not None else (code, k)
             for code, k, ds in parts)
@@ -234,53 +243,28 @@ class InterPodAffinity(Plugin):
         of its required anti-affinity terms is in the domain, or a bound pod
         whose anti-affinity matches it.  None when a required affinity
         term's key is on no node."""
-        state, pod = ctx.state, ctx.pod
-        terms = pod_terms(pod)
-        existing = ctx.data.get(NAME)
-        if existing is None:
-            existing = self._existing_anti(state, pod)
-        index = pod_count_index(state)
-        nsl = _ns_labels(state)
+        state = ctx.state
+        parts, first = self._filter_parts(state, ctx.pod, ctx.data.get(NAME))
         out = []
-
-        def rule(k, sums, increment):
-            return DomainRule(bit=self.reason_bits, domp1=node_domains_p1(state, k),
-                              count_dom=node_domains(state, k), sums=sums, present=None,
-                              thresh=0, track_min=False, fail_absent=False, fail_above=True,
-                              fail_not_above=False, increment=increment)
-        req_aff = terms["req_aff"]
-        if req_aff:
-            # A node needs every term's key and, in each term's domain, a pod
-            # matching all the terms -- unless none exists anywhere and the
-            # pod matches them all (the first pod of its group).
-            key = ("all-terms", req_aff)
-            pred = lambda r: all(t.matches(r.namespace, r.labels, nsl) for t in req_aff)  # noqa: E731
-            sums = []
-            for t in req_aff:
-                k = state.label_keys.get(t.topology_key)
-                if k < 0:
-                    return None             # no node has the key: every node fails
-                sums.append((k, _all_sums(state, index, key, pred, k)))
-            counts_self = bool(pred(pod))
-            first = counts_self and not any(ds.positive for _, ds in sums)
-            for k, ds in sums:
+        for code, k, ds, counts_self in parts:
+            if code == 1 and ds is None:
+                return None                 # no node has the key: every node fails
+            if code == 1:
+                # the first pod of the group passes every domain with the key
+                # until the run places it
                 out.append(DomainRule(bit=self.reason_bits, domp1=node_domains_p1(state, k),
                                       count_dom=node_domains(state, k), sums=ds.sums,
                                       present=None, thresh=0, track_min=False,
                                       fail_absent=True, fail_above=False, fail_not_above=True,
                                       increment=counts_self, first_group=first))
-        for t in terms["req_anti"]:
-            k = state.label_keys.get(t.topology_key)
-            if k < 0:
-                continue
-            ds = _all_sums(state, index, ("term", t),
-                           lambda r, t=t: t.matches(r.namespace, r.labels, nsl), k)
-            counts_self = t.matches(pod.namespace, pod.labels, nsl)
-            if counts_self or ds.positive:
-                out.append(rule(k, ds.sums, counts_self))
-        # A placed pod of the run that owns a term matching the next pods is
-        # counted by that term's own rule above (same key, same domain).
-        out.extend(rule(k, ds.sums, False) for k, ds in existing)
+            elif counts_self or ds.positive:
+                # A placed pod of the run owning a term that matches the next
+                # pods is counted by the term's own rule (same key and domain).
+                out.append(DomainRule(bit=self.reason_bits, domp1=node_domains_p1(state, k),
+                                      count_dom=node_domains(state, k), sums=ds.sums,
+                                      present=None, thresh=0, track_min=False,
+                                      fail_absent=False, fail_above=True, fail_not_above=False,
+                                      increment=counts_self))
         return out
 
     def filter(self, ctx, rows):
