@@ -386,17 +386,11 @@ class Framework:
         run stops before the first pod that fits nowhere (pods[p] then takes
         the usual cycle).
 
-        Host filter plugins take part through their per-domain rules
-        (``RunFilterPlugin.run_rules``: PodTopologySpread's DoNotSchedule
-        skew, InterPodAffinity's required anti-affinity), which the run
-        keeps current as it places pods; a host score plugin through its
-        compiled form (``RunScorePlugin.run_score``: PodTopologySpread's
-        ScheduleAnyway score, its own constraints or the cluster defaults).
+        Host plugins take part through their compiled forms (``_run_forms``).
 
         None (nothing done) when such a run cannot be compiled: the backend
         has none, a PreFilter rejects the pod or narrows its nodes, a host
-        filter or score plugin has no compiled form for it, or the pod holds
-        host ports."""
+        plugin has no compiled form for it, or the pod holds host ports."""
         place = getattr(self.backend, "place_run", None)
         pod = pods[0]
         if place is None or pod.host_ports or any(
@@ -410,14 +404,39 @@ class Framework:
         n = all_rows.shape[0]
         if n == 0:
             return None
-        # A host plugin that skipped this pod must skip every alike pod however
-        # the run places them (a pod's preferred affinity, say, scores the
-        # next pods once the first is placed): asked of the plugin.
-        # A score plugin whose skip does not hold scores in the run from the
-        # start (nothing to score yet gives every node the same value).
-        running = {id(p) for p, _ in plan.host_filters} | {id(p) for p, _ in plan.host_scores}
+        forms = self._run_forms(ctx, plan)
+        if forms is None:
+            return None
+        request = state.resource_vector(pod.requests, intern=False)
+        request[L.RES_PODS] = 1
+        nonzero = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
+        if not state.room_for(request, nonzero, len(pods)):
+            return None
+        nz = (pod.nonzero_cpu, pod.nonzero_memory)
+        return place(state, all_rows, start_index % n, plan.query,
+                     num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
+                     plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
+                     lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
+                     **forms)
+
+    def _run_forms(self, ctx, plan: CyclePlan) -> dict | None:
+        """The host plugins of a run as the arrays the compiled run keeps
+        current (``kernels.domain_rules``), as ``place_run`` keywords:
+        ``rules`` from the filters' ``RunFilterPlugin.run_rules``
+        (PodTopologySpread's DoNotSchedule skew, InterPodAffinity's required
+        affinity and anti-affinity), ``spread`` / ``affinity`` from the
+        scores' ``RunScorePlugin.run_score`` (ScheduleAnyway spread, pod
+        affinity weights).  A host plugin that skipped ``ctx.pod`` must
+        promise the skip holds for every alike pod whatever the run places
+        (``RunSkipPlugin``; a pod's preferred affinity, say, scores the next
+        pods once the first is placed), or, for a score, take part from the
+        start (nothing to score yet gives every node the same value).  None
+        when some plugin has no such form."""
+        state = ctx.state
         scoring = [p for p, _ in plan.host_scores]
-        for point, hosts in (("preFilter", self.user_filters), ("preScore", self.user_scores)):
+        for point, hosts, running in (
+                ("preFilter", self.user_filters, {id(p) for p, _ in plan.host_filters}),
+                ("preScore", self.user_scores, {id(p) for p in scoring})):
             for p, _ in hosts:
                 if id(p) in running or (self._scalar_in_kernel and isinstance(p, ScalarPlugin)):
                     continue
@@ -427,46 +446,28 @@ class Framework:
                     scoring.append(p)
                     continue
                 return None
-        spread = affinity = None
-        for p in scoring:
-            got = p.run_score(ctx) if isinstance(p, RunScorePlugin) else None
-            if isinstance(got, SpreadScore) and spread is None:
-                spread = got
-            elif isinstance(got, AffinityScore) and affinity is None:
-                try:
-                    affinity = stack_affinity(got, state.n_rows, self._weight_of[id(p)])
-                except ValueError:      # a term whose domains do not cover the nodes
-                    return None
-            else:
-                return None
         rules = []
         for p, _bit in plan.host_filters:
             got = p.run_rules(ctx) if isinstance(p, RunFilterPlugin) else None
             if got is None:
                 return None
             rules.extend(got)
-        request = state.resource_vector(pod.requests, intern=False)
-        request[L.RES_PODS] = 1
-        nonzero = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
-        if not state.room_for(request, nonzero, len(pods)):
+        forms = {"rules": None, "spread": None, "affinity": None}
+        try:        # ValueError: domains that do not cover the nodes (no run then)
+            if rules:
+                forms["rules"] = stack_rules(rules, state.n_rows, grouped_rows(state))
+            for p in scoring:
+                got = p.run_score(ctx) if isinstance(p, RunScorePlugin) else None
+                if isinstance(got, SpreadScore) and forms["spread"] is None:
+                    forms["spread"] = stack_spread(got, state.n_rows)
+                elif isinstance(got, AffinityScore) and forms["affinity"] is None:
+                    forms["affinity"] = stack_affinity(got, state.n_rows,
+                                                       self._weight_of[id(p)])
+                else:
+                    return None
+        except ValueError:
             return None
-        nz = (pod.nonzero_cpu, pod.nonzero_memory)
-        stacked = None
-        if rules:
-            try:
-                stacked = stack_rules(rules, state.n_rows, grouped_rows(state))
-            except ValueError:          # a rule whose domains do not cover the nodes
-                return None
-        if spread is not None:
-            try:
-                spread = stack_spread(spread, state.n_rows)
-            except ValueError:
-                return None
-        return place(state, all_rows, start_index % n, plan.query,
-                     num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
-                     plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
-                     lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
-                     rules=stacked, spread=spread, affinity=affinity)
+        return forms
 
     def _user_stage(self, ctx, rows, host_filters, host_scores, to_find):
         """Array user plugins (and scalar ones outside the numba kernel) as

@@ -339,3 +339,21 @@ def test_pod_to_pod_runs_are_compiled_and_exact(workload, percentage):
             assert sched.run_lengths and max(sched.run_lengths) > 50
     assert out[True] == out[False]
     assert any(node is None for _, node, _ in out[True])       # some fit nowhere
+
+
+def test_required_affinity_pods_score_the_next_ones_of_their_run():
+    """Pods with required affinity and no bound pod carrying affinity terms:
+    InterPodAffinity's PreScore skips the first, and once it is bound its
+    term scores the next with hardPodAffinityWeight (found by hypothesis)."""
+    nodes = [node_dict(f"n{i}", cpu="1", taints=TAINT) for i in range(3)]
+    nodes += [node_dict("n3", cpu="1", labels={"zone": "z0"}),
+              node_dict("n4", cpu="1", labels={"zone": "z1"})]
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]}}
+    pods = [pod_dict(f"p{i}", labels={"app": "web"}, created=i) for i in range(4)]
+    pods += [pod_dict(f"p{i}", labels={"app": "web"}, created=i, spec={"affinity": aff})
+             for i in range(4, 8)]
+    one = _play(nodes, [pods], ["none"], 0, "numba", batch=False)
+    runs = _play(nodes, [pods], ["none"], 0, "numba", batch=True)
+    assert runs[0] == one[0] and runs[3].run_lengths == [4, 4]
+    assert [node for _, node, _ in one[0][0][4:]] == ["n3"] * 4
