@@ -20,7 +20,7 @@ from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Status
 
-from .events import Binding
+from .events import BOUND, Binding
 from .queue import POD_DELETE, QueuedPodInfo
 
 DEFAULT_PERMIT_TIMEOUT = 60.0
@@ -222,6 +222,10 @@ class BindingCycle:
             b.nominated_node, b.victims = pre[0], list(pre[1])
         if self.events.active:
             self._emit("Bound", pod.key, node)
-        if w.pi is not None or self.waiting or self.events.active:
+        log = self._bound_log
+        if log is not None:
+            log.pop(pod.key, None)          # re-insert: dict order = outcome order
+            log[pod.key] = BOUND
+        if w.pi is not None or self.waiting or self.events.active or log is not None:
             self.outcomes[pod.key] = b
         return b

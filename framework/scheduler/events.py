@@ -18,6 +18,9 @@ EVENTS = ("Scheduled", "Bound", "FailedScheduling", "Preempted", "BindFailed",
           "AssumeExpired")
 # The events that end a pod's attempt; the last one is its outcome.
 OUTCOME_EVENTS = ("Bound", "FailedScheduling", "BindFailed")
+# What ``Scheduler.schedule_pending`` records for a pod bound (its Binding is
+# in ``Scheduler.outcomes``): bindings are logged without building an event.
+BOUND = {"event": "Bound"}
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 
-from .events import Binding
+from .events import BOUND, Binding
 
 
 class CompiledRuns:
@@ -122,6 +122,11 @@ class CompiledRuns:
                 emit("Bound", key, node)
             outcomes[key] = b
             out.append(b)
+        log = self._bound_log
+        if log is not None:
+            for pi in pis:
+                log.pop(pi.key, None)       # re-insert: dict order = outcome order
+                log[pi.key] = BOUND
         self.e2e_latencies.extend([now - pi.initial_timestamp for pi in pis])
         self.results["scheduled"] = self.results.get("scheduled", 0) + len(out)
         return out

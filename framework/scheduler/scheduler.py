@@ -51,7 +51,7 @@ from tensorsched.framework.runtime.status import Status
 from .binding import BindingCycle, WaitingPod
 from .cluster import Cluster, pods_from
 from .event_handlers import EventHandlers
-from .events import OUTCOME_EVENTS, Binding, EventBus
+from .events import BOUND, OUTCOME_EVENTS, Binding, EventBus
 from .metrics import Metrics, StageTimer
 from .queue import (
     DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
@@ -117,6 +117,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         self._fw_by_name: dict[str, Framework] = {}      # schedulerName -> its Framework
         self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
         self.outcomes: dict[str, Binding] = {}         # key -> latest outcome
+        self._bound_log: dict | None = None     # schedule_pending's outcome order
         self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
         self.ignored: dict[str, str] = {}              # key -> why no profile takes it
         # Runs of alike pods in one compiled call (``runs``): on by default.
@@ -380,16 +381,21 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
                 preemptions.append({"preemptor": e["pod"], "nominated_node": e["nominated_node"],
                                     "victims": list(e.get("victims") or ())})
 
-        unsubscribes = [self.subscribe(event, on_event) for event in OUTCOME_EVENTS]
+        # Bindings go to ``last`` directly (``_bound_log``): a run of alike
+        # pods then builds no event for a caller that only wants outcomes.
+        unsubscribes = [self.subscribe(event, on_event) for event in OUTCOME_EVENTS
+                        if event != "Bound"]
+        outer, self._bound_log = self._bound_log, last
         try:
             self._add_pending(pods)
             self.run_until_idle()
         finally:
+            self._bound_log = outer
             for unsubscribe in unsubscribes:
                 unsubscribe()
         out = []
         for key, e in last.items():
-            if e["event"] == "Bound":
+            if e is BOUND:
                 out.append(self.outcomes[key])   # carries the nomination and victims
             else:
                 out.append(Binding(key, None, e["message"], e.get("nominated_node"),
