@@ -187,8 +187,11 @@ class SchedulingQueue:
                  pre_enqueue: Callable | None = None, plugin_of: Callable | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
-                 nominator: Nominator | None = None):
+                 nominator: Nominator | None = None, gate_free: Callable | None = None):
         self.clock = clock or SimulatedClock()
+        # gate_free(pod) -> True when PreEnqueue certainly lets the pod in
+        # (no plugin to ask): the call is left out
+        self.gate_free = gate_free
         if hasattr(sort_plugin, "sort_key"):
             self.sort_key = sort_plugin.sort_key
         else:
@@ -291,19 +294,31 @@ class SchedulingQueue:
 
     def add_many(self, pods: list[PodRecord]) -> None:
         """``add`` for many new pods at once, as adding them one by one would
-        leave the queue (one heapify instead of a push per pod)."""
+        leave the queue (sorted into the lane instead of a push per pod).
+        A pod already queued (or twice in ``pods``) is refused before any
+        is added."""
         now = self.clock.now()
+        infos = self.infos
+        keys = [pod.key for pod in pods]
+        if len(set(keys)) != len(keys) or any(k in infos for k in keys):
+            seen: set = set()
+            for k in keys:
+                if k in infos or k in seen:
+                    raise KeyError(f"Pod {k}: already in the scheduling queue")
+                seen.add(k)
+        gate_free = self.gate_free
+        token = self._token
+        sort_key = self.sort_key
         entries = []
         for pod in pods:
-            if pod.key in self.infos:
-                raise KeyError(f"Pod {pod.key}: already in the scheduling queue")
             pi = QueuedPodInfo(pod, now, now)
-            self.infos[pod.key] = pi
-            if self._gate(pi):
+            key = pi.key
+            infos[key] = pi
+            if (gate_free is not None and gate_free(pod)) or self._gate(pi):
                 pi.where = ACTIVE
                 self._seq += 1
-                self._token[pi.key] = self._seq
-                entries.append((self.sort_key(pod), self._seq, pi.key))
+                token[key] = self._seq
+                entries.append((sort_key(pod), self._seq, key))
             else:
                 self._push_unschedulable(pi)
         entries.sort()

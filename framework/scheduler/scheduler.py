@@ -118,6 +118,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
         self.outcomes: dict[str, Binding] = {}         # key -> latest outcome
         self._bound_log: dict | None = None     # schedule_pending's outcome order
+        self._gates_only: dict = {}             # framework -> its PreEnqueue reads gates only
         self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
         self.ignored: dict[str, str] = {}              # key -> why no profile takes it
         # Runs of alike pods in one compiled call (``runs``): on by default.
@@ -163,10 +164,24 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
             (sort,) = fw.plugins_at("queueSort")
             self._queue = SchedulingQueue(
                 self.clock, sort_plugin=sort,
-                pre_enqueue=self._pre_enqueue, plugin_of=self._plugin_of,
+                pre_enqueue=self._pre_enqueue, gate_free=self._gate_free,
+                plugin_of=self._plugin_of,
                 initial_backoff=self._backoff[0], max_backoff=self._backoff[1],
                 max_in_unschedulable=self._max_in_unschedulable, nominator=self.nominator)
         return self._queue
+
+    def _gate_free(self, pod: PodRecord) -> bool:
+        """No PreEnqueue plugin of the pod's profile needs asking: it has no
+        scheduling gates and every plugin there reads gates only."""
+        if pod.scheduling_gates:
+            return False
+        fw = self._fw(pod)
+        got = self._gates_only.get(fw)
+        if got is None:
+            got = all(getattr(p, "gates_only", False) for p in fw.plugins_at("preEnqueue")
+                      if hasattr(p, "pre_enqueue"))
+            self._gates_only[fw] = got
+        return got
 
     def _pre_enqueue(self, pod: PodRecord) -> Status:
         fw = self._fw(pod)

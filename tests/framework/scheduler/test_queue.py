@@ -172,3 +172,25 @@ def test_scheduling_gates_hold_until_update():
     assert pi.where == ACTIVE and not pi.gated
     assert sched.schedule_one().node in ("n0", "n1")
     check(sched, ["default/g"])
+
+
+def test_add_many_interleaves_with_the_heap_and_refuses_duplicates_whole():
+    """Pods added together (the sorted lane) and one by one (the heap) pop
+    in activeQ order; a batch with a pod already queued, or twice in it, is
+    refused before any of it is added."""
+    q = _q()
+    q.add(_p("h1", 5, 3))
+    q.add_many([_p(f"m{i}", prio, created) for i, (prio, created) in
+                enumerate([(0, 1), (5, 2), (0, 0), (9, 7)])])
+    q.add(_p("h2", 5, 2))
+    q.add_many([_p("n0", 5, 1)])
+    with pytest.raises(KeyError, match="h1"):
+        q.add_many([_p("x", 0, 0), _p("h1", 0, 0)])
+    with pytest.raises(KeyError, match="y"):
+        q.add_many([_p("y", 0, 0), _p("y", 0, 0)])
+    assert "default/x" not in q and "default/y" not in q
+    order = []
+    while (pi := q.pop()) is not None:
+        order.append(pi.pod.name)
+    # priority, then creation, then arrival in the queue
+    assert order == ["m3", "n0", "m1", "h2", "h1", "m2", "m0"]
