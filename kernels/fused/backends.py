@@ -366,9 +366,10 @@ class NumbaBackend:
             affinity = DR.stack_affinity(None, n)
         dense = with_spread or with_affinity
         n_terms = spread.params.shape[0]
-        # sizes [C], weights [C], raw by position [M], the other slots' sum by
-        # row [N] and the maxima it was taken under (+ a valid flag) [S + 1],
-        # the normalized slots
+        # The dense scores' scratch: spread sizes [C] and weights [C], raw
+        # spread by position [M], the other slots' weighted sum by row [N]
+        # with the maxima it was taken under (+ a valid flag) [S + 1], the
+        # normalized slots.
         spread_scratch = (np.zeros(n_terms, np.int64), np.zeros(n_terms, np.float64),
                           np.zeros(m if dense else 1, np.int64),
                           np.zeros(n if dense else 1, np.int64),
@@ -583,7 +584,6 @@ class CudaBackend:
         n_ties, processed, found = self._finalize(reasons, raw, total, num_to_find, active,
                                                   norm, weights, ties)
         return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
-
 
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
