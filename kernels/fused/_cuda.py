@@ -69,7 +69,9 @@ def launch_fused_pass(n_rows: int, *args) -> None:
 # chunks; per pod they count feasible rows (percentageOfNodesToScore stop),
 # take the normalization maxima, the top total and the ties in evaluation
 # order; thread 0 draws the tie, accounts the pod on its row and recomputes
-# that row of the device row cache.
+# that row of the device row cache.  Per-domain rules
+# (``kernels.domain_rules``) are evaluated per row as the threads scan and
+# counted by thread 0 after each placement.
 
 # The tie draw's arithmetic wraps mod 2**64 by design; under the CUDA
 # simulator it runs as NumPy scalar operations (on the simulator's threads,
@@ -93,8 +95,81 @@ def _tie_index(seed_mix, attempt, n):
 
 
 @cuda.jit(device=True)
-def _row_total(row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi):
+def _feasible(row, reasons_by_row, r_domp1, r_sums, r_params, r_thr):
+    """The row passes the built-in filters and every per-domain rule
+    (``kernels.domain_rules``; evaluated here, not kept per row)."""
     if reasons_by_row[row] != 0:
+        return False
+    for r in range(r_params.shape[0]):
+        d1 = r_domp1[r, row]
+        if d1 == 0:
+            if r_params[r, 3] != 0:
+                return False
+        elif r_sums[r, d1 - 1] > r_thr[r]:
+            if r_params[r, 4] != 0:
+                return False
+        elif r_params[r, 5] != 0:
+            return False
+    return True
+
+
+@cuda.jit(device=True)
+def _rule_min(r, r_sums, r_present, r_params):
+    lo = -1
+    cnt = 0
+    for d in range(r_params[r, 7]):
+        if r_present[r, d]:
+            v = r_sums[r, d]
+            if lo < 0 or v < lo:
+                lo = v
+                cnt = 1
+            elif v == lo:
+                cnt += 1
+    return lo, cnt
+
+
+@cuda.jit(device=True)
+def _rules_start(r_sums, r_present, r_params, r_thr, r_at_min):
+    for r in range(r_params.shape[0]):
+        r_thr[r] = r_params[r, 1]
+        r_at_min[r] = 0
+        if r_params[r, 2] != 0:
+            lo, cnt = _rule_min(r, r_sums, r_present, r_params)
+            if lo >= 0:
+                r_thr[r] += lo
+                r_at_min[r] = cnt
+
+
+@cuda.jit(device=True)
+def _rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min):
+    """A pod placed on ``row``: counted in every rule that counts it (the
+    numba run's ``rules_count`` without the flipped-row lists)."""
+    for r in range(r_params.shape[0]):
+        if r_params[r, 6] == 0:
+            continue
+        d = r_count_dom[r, row]
+        if d < 0:
+            continue
+        if r_params[r, 8] != 0:             # the group's first pod is placed
+            for rr in range(r_params.shape[0]):
+                if r_params[rr, 8] != 0:
+                    r_params[rr, 8] = 0
+                    r_params[rr, 5] = 1
+        old_thr = r_thr[r]
+        r_sums[r, d] += 1
+        if (r_params[r, 2] != 0 and r_present[r, d]
+                and r_sums[r, d] - 1 == old_thr - r_params[r, 1]):
+            r_at_min[r] -= 1
+            if r_at_min[r] == 0:
+                lo, cnt = _rule_min(r, r_sums, r_present, r_params)
+                r_thr[r] = r_params[r, 1] + lo
+                r_at_min[r] = cnt
+
+
+@cuda.jit(device=True)
+def _row_total(row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
+               r_domp1, r_sums, r_params, r_thr):
+    if not _feasible(row, reasons_by_row, r_domp1, r_sums, r_params, r_thr):
         return -1
     t = 0
     for s in range(raw_by_row.shape[1]):
@@ -115,7 +190,8 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                      strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
                      bal_kind, image_entries, image_scaled, image_min, image_max,
                      reasons_by_row, raw_by_row, active_slots, norm_mode, weights, out_rows,
-                     out_meta):
+                     out_meta, r_domp1, r_count_dom, r_sums, r_present, r_params, r_thr,
+                     r_at_min):
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     m = rows.shape[0]
@@ -131,6 +207,7 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
         run[0] = start0
         run[1] = 0
         run[2] = 0
+        _rules_start(r_sums, r_present, r_params, r_thr, r_at_min)
     cuda.syncthreads()
     for i in range(count):
         start = run[0]
@@ -140,7 +217,7 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
             jj = start + j
             if jj >= m:
                 jj -= m
-            if reasons_by_row[rows[jj]] == 0:
+            if _feasible(rows[jj], reasons_by_row, r_domp1, r_sums, r_params, r_thr):
                 c += 1
         per_a[tid] = c
         cuda.syncthreads()
@@ -155,7 +232,8 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                         jj = start + j
                         if jj >= m:
                             jj -= m
-                        if reasons_by_row[rows[jj]] == 0:
+                        if _feasible(rows[jj], reasons_by_row, r_domp1, r_sums, r_params,
+                                     r_thr):
                             f += 1
                             if f == need:
                                 processed = j + 1
@@ -174,7 +252,7 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
             if jj >= m:
                 jj -= m
             row = rows[jj]
-            if reasons_by_row[row] != 0:
+            if not _feasible(row, reasons_by_row, r_domp1, r_sums, r_params, r_thr):
                 continue
             for s in range(n_slots):
                 if active_slots[s] and norm_mode[s] != 0 and raw_by_row[row, s] > hi[tid, s]:
@@ -195,7 +273,7 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
             if jj >= m:
                 jj -= m
             t = _row_total(rows[jj], reasons_by_row, raw_by_row, active_slots, norm_mode,
-                           weights, hi)
+                           weights, hi, r_domp1, r_sums, r_params, r_thr)
             if t > best:
                 best = t
                 cnt = 1
@@ -229,7 +307,8 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                         if jj >= m:
                             jj -= m
                         if _row_total(rows[jj], reasons_by_row, raw_by_row, active_slots,
-                                      norm_mode, weights, hi) == top:
+                                      norm_mode, weights, hi, r_domp1, r_sums, r_params,
+                                      r_thr) == top:
                             if k == 0:
                                 row = rows[jj]
                                 break
@@ -257,6 +336,7 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                                     strategy, fit_res, fit_kind, fit_weights, shape_util,
                                     shape_score, bal_res, bal_kind, image_entries, image_scaled,
                                     image_min, image_max)
+                _rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min)
                 run[0] = (start + processed) % m
                 run[1] = i + 1
         cuda.syncthreads()

@@ -590,12 +590,12 @@ class CudaBackend:
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
         """``NumbaBackend.place_run`` device-resident: one fused pass fills a
         device row cache, then one block places the whole run
-        (``_cuda.place_run_kernel``, one launch); the host columns then get
-        the same requests added.  None (nothing done) with per-domain rules,
-        a spread score, or more score slots than the block keeps maxima for:
+        (``_cuda.place_run_kernel``, one launch; per-domain ``rules`` are
+        evaluated by the block and counted by it); the host columns then get
+        the same requests added.  None (nothing done) with a spread or
+        affinity score, or more score slots than the block keeps maxima for:
         those pods are scheduled one by one."""
-        if ((rules is not None and rules.params.shape[0] > 0)
-                or (spread is not None and spread.params.shape[0] > 0)
+        if ((spread is not None and spread.params.shape[0] > 0)
                 or (affinity is not None and affinity.params.shape[0] > 0)
                 or n_slots > self._k.MAX_RUN_SLOTS):
             return None
@@ -612,11 +612,17 @@ class CudaBackend:
         d_out = cuda.to_device(np.full(max(count, 1), -1, np.int64))
         d_meta = cuda.to_device(np.zeros(2, np.int64))
         seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
+        if rules is None or rules.params.shape[0] == 0:
+            rules = _never_fails(n)     # one rule no row fails: no empty device arrays
+        r = len(rules.params)
         self._k.launch_place_run(
             rows.shape[0], count, seed_mix, attempt, cuda.to_device(rows), start,
             num_to_find, cuda.to_device(request), cuda.to_device(nonzero), *dcols, *qargs,
             d_reasons, d_raw, cuda.to_device(active), cuda.to_device(norm),
-            cuda.to_device(weights), d_out, d_meta)
+            cuda.to_device(weights), d_out, d_meta,
+            *(cuda.to_device(np.ascontiguousarray(a)) for a in (
+                rules.domp1, rules.count_dom, rules.sums, rules.present, rules.params)),
+            cuda.to_device(np.zeros(r, np.int64)), cuda.to_device(np.zeros(r, np.int64)))
         placed, next_start = (int(v) for v in d_meta.copy_to_host())
         out = d_out.copy_to_host()[:placed]
         # The host columns follow (the state's copy is the truth; the mirror
@@ -625,6 +631,15 @@ class CudaBackend:
         np.add.at(cols.nonzero_requested, out, nonzero)
         register(out)
         return out, next_start
+
+
+def _never_fails(n: int) -> DR.RuleArrays:
+    """One per-domain rule over ``n`` rows that no row fails and no pod
+    counts in (the device run's stand-in for none)."""
+    return DR.stack_rules([DR.DomainRule(
+        bit=0, domp1=np.zeros(n, np.int64), count_dom=np.full(n, -1, np.int64),
+        sums=np.zeros(1, np.int64), present=None, thresh=0, track_min=False,
+        fail_absent=False, fail_above=False, fail_not_above=False, increment=False)], n)
 
 
 BACKENDS = ("numpy", "numba", "cuda")

@@ -357,3 +357,35 @@ def test_required_affinity_pods_score_the_next_ones_of_their_run():
     runs = _play(nodes, [pods], ["none"], 0, "numba", batch=True)
     assert runs[0] == one[0] and runs[3].run_lengths == [4, 4]
     assert [node for _, node, _ in one[0][0][4:]] == ["n3"] * 4
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("kind", ["zone-spread", "anti", "affinity"])
+def test_cuda_runs_keep_per_domain_rules_on_the_device(kind):
+    """The device run evaluates and counts the pod-to-pod rules itself: the
+    placements and messages of one-by-one cycles."""
+    nodes = [node_dict(f"n{i}", cpu=str(1 + i % 2),
+                       labels={"zone": f"z{i % 3}"} if i % 5 else {}) for i in range(8)]
+    spec = {"zone-spread": {"topologySpreadConstraints": [_spread("zone", 1, "web")]},
+            "anti": {"affinity": _anti(HOST, "web")},
+            "affinity": {"affinity": {"podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "web"}},
+                     "topologyKey": "zone"}]}}}}[kind]
+    cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "percentageOfNodesToScore": 100, "profiles": [{
+               "schedulerName": "default-scheduler", "plugins": {"multiPoint": {"disabled": [
+                   {"name": "InterPodAffinity"}] if kind == "zone-spread" else []}}}]}
+    if kind == "affinity":      # its score is computed over the nodes: not on the device
+        cfg["profiles"][0]["pluginConfig"] = [{"name": "InterPodAffinity", "args": {
+            "hardPodAffinityWeight": 0}}]
+    pods = [pod_dict(f"p{i}", cpu="400m", labels={"app": "web"}, created=i, spec=spec)
+            for i in range(14)]
+    got = {}
+    for backend, batch in (("numba", False), ("cuda", True)):
+        sched = Scheduler(build_cluster(nodes, cfg), backend, 2, batch=batch)
+        got[backend] = [(o.pod, o.node, o.message) for o in sched.schedule_pending(pods)[0]]
+        if batch:
+            assert sched.run_lengths and max(sched.run_lengths) > 3
+    assert got["cuda"] == got["numba"]
