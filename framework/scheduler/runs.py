@@ -18,7 +18,7 @@ Permit, a binder that may fail, a binding-cycle plugin that is not
 compiled form for it (the GPU plugins, user plugins), a host plugin that
 skipped the pod without promising the skip holds for the run
 (``RunSkipPlugin``), or a backend without compiled runs (numpy; cuda takes
-runs without pod-to-pod plugins).
+runs with the pod-to-pod filters, not with their scores).
 
 The pod-to-pod plugins, which upstream's batching refuses, run inside the
 compiled call: PodTopologySpread's DoNotSchedule constraints and
