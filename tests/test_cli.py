@@ -295,3 +295,18 @@ def test_ignored_kinds_are_named_in_one_warning(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0] == ("warning: ignored 3 objects of kinds tensorsched does not read: "
                       "ConfigMap (2), Deployment (1)")
+
+
+@pytest.mark.parametrize("workload", ["replicaset", "spread", "affinity"])
+def test_bench_runs_place_as_one_by_one(tmp_path, workload):
+    """The pod-to-pod workloads through the queue: the compiled runs (one
+    run of all pods) place exactly as --no-batch."""
+    recs = {}
+    for flag in ([], ["--no-batch"]):
+        out = tmp_path / f"r{len(flag)}.json"
+        assert main(["bench", "--workload", workload, "--nodes", "60", "--pods", "50",
+                     "--output", str(out), *flag]) == 0
+        recs[bool(flag)] = json.loads(out.read_text())
+    assert recs[False]["placements_sha256"] == recs[True]["placements_sha256"]
+    assert recs[False]["mean_run_length"] == 50 and recs[True]["mean_run_length"] == 1
+    assert recs[False]["scheduled"] == 50
