@@ -177,6 +177,7 @@ def test_runs_follow_percentage_of_nodes_to_score_rotation(percentage):
 # keeps current.
 
 HOST = "kubernetes.io/hostname"
+WELL_KNOWN_ZONE = "topology.kubernetes.io/zone"
 
 
 def _spread(key, skew, app, min_domains=None, affinity_policy=None, taints_policy=None,
@@ -208,6 +209,9 @@ def pod_to_pod_workloads(draw):
         labels = {HOST: f"n{i}"}
         if draw(st.integers(0, 5)):
             labels["zone"] = f"z{draw(st.integers(0, 3))}"
+            # the well-known key, which the System default constraints use;
+            # sometimes empty (its own domain where keys are not all required)
+            labels[WELL_KNOWN_ZONE] = draw(st.sampled_from(["", labels["zone"]]))
         nodes.append(node_dict(f"n{i}", cpu=str(draw(st.sampled_from([1, 2, 4]))),
                                labels=labels,
                                taints=TAINT if draw(st.integers(0, 5)) == 0 else None))
