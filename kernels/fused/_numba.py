@@ -298,7 +298,7 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
                     norm_mode, weights, ties_scratch, hi_scratch, sp_domp1, sp_sums,
                     sp_size_dom, sp_params, sp_has_all, sp_meta, sp_marks, stamp, sp_sizes,
                     sp_weights, raw_scratch, sp_base, sp_base_hi, norm_slots, af_domp1, af_sums,
-                    af_params, af_meta, af_raw):
+                    af_params, af_meta, af_raw, feas_pos):
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
     slot = sp_meta[0]
@@ -313,6 +313,7 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
     for c in range(n_terms):
         sp_sizes[c] = 0
     n_counted = 0
+    n_feas = 0              # the scanned feasible positions, for the later passes
     for j in range(processed):
         jj = start + j
         if jj >= m:
@@ -320,6 +321,8 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         i = rows[jj]
         if reasons_by_row[i] != 0:
             continue
+        feas_pos[n_feas] = j
+        n_feas += 1
         for x in range(norm_slots.shape[0]):
             s = norm_slots[x]
             if raw_by_row[i, s] > hi_scratch[s]:
@@ -351,12 +354,13 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
     lo = 0
     hi = 0
     seen = False
-    for j in range(processed):
+    for x in range(n_feas if n_terms > 0 else 0):
+        j = feas_pos[x]
         jj = start + j
         if jj >= m:
             jj -= m
         i = rows[jj]
-        if reasons_by_row[i] != 0 or not sp_has_all[i]:
+        if not sp_has_all[i]:
             continue
         acc = 0.0
         for c in range(n_terms):
@@ -382,13 +386,12 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
     af_lo = 0
     af_hi = 0
     af_seen = False
-    for j in range(processed if n_af > 0 else 0):
+    for x in range(n_feas if n_af > 0 else 0):
+        j = feas_pos[x]
         jj = start + j
         if jj >= m:
             jj -= m
         i = rows[jj]
-        if reasons_by_row[i] != 0:
-            continue
         r = 0
         for c in range(n_af):
             d1 = af_domp1[c, i]
@@ -406,13 +409,12 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
     af_span = af_hi - af_lo
     best = -1
     n_ties = 0
-    for j in range(processed):
+    for x in range(n_feas):
+        j = feas_pos[x]
         jj = start + j
         if jj >= m:
             jj -= m
         i = rows[jj]
-        if reasons_by_row[i] != 0:
-            continue
         t = sp_base[i]
         if n_af > 0 and af_span > 0:
             t += int64(math.trunc(100.0 * (float(af_raw[j] - af_lo) / float(af_span)))) \
@@ -512,7 +514,7 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                    r_dom_rows, r_thr, r_at_min, mark, dirty, sp_domp1, sp_count_dom,
                    sp_size_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
                    sp_weights, sp_raw, sp_base, sp_base_hi, norm_slots, af_domp1, af_count_dom,
-                   af_sums, af_params, af_meta, af_raw):
+                   af_sums, af_params, af_meta, af_raw, feas_pos):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
@@ -526,7 +528,8 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                 rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,
                 weights, ties_scratch, hi_scratch, sp_domp1, sp_sums, sp_size_dom, sp_params,
                 sp_has_all, sp_meta, sp_marks, i + 1, sp_sizes, sp_weights, sp_raw, sp_base,
-                sp_base_hi, norm_slots, af_domp1, af_sums, af_params, af_meta, af_raw)
+                sp_base_hi, norm_slots, af_domp1, af_sums, af_params, af_meta, af_raw,
+                feas_pos)
         else:
             n_ties, processed, found = finalize_rows(
                 rows, start, reasons_run, raw_by_row, num_to_find, active_slots, norm_mode,

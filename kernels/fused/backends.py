@@ -398,7 +398,8 @@ class NumbaBackend:
                 c.reasons, reasons_run, c.raw, active, norm, weights, scores, total, ties,
                 self._hi, one_row, out, *rules, thr, at_min, mark,
                 np.zeros(n + 1 if with_rules else 1, np.int64), *spread, *spread_scratch,
-                *affinity, np.zeros(m if with_affinity else 1, np.int64))
+                *affinity, np.zeros(m if with_affinity else 1, np.int64),
+                np.zeros(m if dense else 1, np.int64))
             c.top_params = None         # rows moved outside the tree: rebuild when used
         register(out[:placed])
         if c.mix_key is not None and placed:
