@@ -18,7 +18,9 @@ with it, as cluster-autoscaler treats them; pending pods of the cluster
 take no part.
 
 The set: nodes that can go together, every pod of all of them rescheduled
-at once and the PDBs counted over all of them.  With at most
+at once (queued node by node in candidate order, each node's pods in load
+order: with equal priorities and creation times the queue keeps that order,
+which can decide whether they fit) and the PDBs counted over all of them.  With at most
 ``exact_limit`` candidates every subset is tried, largest first (ties: the
 first in candidate order), so the set is a largest removable one; beyond
 that the search is cluster-autoscaler's: candidates by ascending

@@ -10,13 +10,20 @@ from tensorsched.framework.capacity.drain import removable_nodes
 
 
 def _drain_ok(nodes, pods, gone):
+    """Every pod of the ``gone`` nodes rebound elsewhere without preemption,
+    the pods queued as removable_nodes queues them: node by node in node
+    order, each node's pods in load order (with equal priorities and
+    creation times the queue keeps that order, and it can decide the fit)."""
     keep = [n for n in nodes if n["metadata"]["name"] not in gone]
     stay = [p for p in pods if p["spec"]["nodeName"] not in gone]
     move = []
-    for p in pods:
-        if p["spec"]["nodeName"] in gone:
-            q = {**p, "spec": {k: v for k, v in p["spec"].items() if k != "nodeName"}}
-            move.append(q)
+    for name in (n["metadata"]["name"] for n in nodes):
+        if name not in gone:
+            continue
+        for p in pods:
+            if p["spec"]["nodeName"] == name:
+                q = {**p, "spec": {k: v for k, v in p["spec"].items() if k != "nodeName"}}
+                move.append(q)
     if not move:
         return True
     return all(b.node is not None and not b.victims for b in schedule(keep + stay, move))
