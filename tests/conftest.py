@@ -8,10 +8,12 @@ parameter carries the ``cudasim`` mark so ``-m cudasim`` selects it.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # tests/ holds the helper packages ``support`` (builders, strategies, the
 # golden cases, the backend gate) and ``reference`` (the scalar oracles).
@@ -20,6 +22,12 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 from support.backends import backend_params  # noqa: E402
+
+# Property tests draw the same examples on every run, so a CI run is
+# reproducible; HYPOTHESIS_RANDOM=1 draws new ones (for exploring locally).
+settings.register_profile("reproducible", derandomize=True)
+if os.environ.get("HYPOTHESIS_RANDOM") != "1":
+    settings.load_profile("reproducible")
 
 
 @pytest.fixture(params=backend_params())

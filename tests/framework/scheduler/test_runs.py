@@ -5,6 +5,8 @@ node events and Permit waits comes between."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -78,7 +80,9 @@ def _play(nodes, batches, events, seed, backend, batch, config=ALL_NODES):
     return log, state.requested.copy(), sorted(state.pods), sched
 
 
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("RUNS_EXAMPLES", "60")), deadline=None, suppress_health_check=list(HealthCheck))
+# RUNS_EXAMPLES=N (with HYPOTHESIS_RANDOM=1 for new examples) explores more.
+SETTINGS = settings(max_examples=int(os.environ.get("RUNS_EXAMPLES", "60")), deadline=None,
+                    suppress_health_check=list(HealthCheck))
 
 
 @SETTINGS
