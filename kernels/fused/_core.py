@@ -720,6 +720,79 @@ def tree_kth_eq(tmax, tcnt, size, k, best):
     return p - size
 
 
+# ---------------------------------------------------------------------------
+# Per-domain rules of a compiled run (``kernels.domain_rules``: params
+# columns bit, thresh, track_min, fail_absent, fail_above, fail_not_above,
+# increment, n_domains, first_group), shared by the numba and cuda runs.
+# ---------------------------------------------------------------------------
+
+def rule_fails_count(r, s, params, thr):
+    """Rule r's answer for a domain holding s counted pods."""
+    if s > thr[r]:
+        return params[r, 4] != 0
+    return params[r, 5] != 0
+
+
+def rule_fails_row(r, i, domp1, sums, params, thr):
+    """Rule r's answer for node row i (by its domain; a row lacking the
+    key fails when fail_absent)."""
+    d1 = domp1[r, i]
+    if d1 == 0:
+        return params[r, 3] != 0
+    return rule_fails_count(r, sums[r, d1 - 1], params, thr)
+
+
+def rule_min(r, sums, present, params):
+    """(least count over rule r's present domains or -1, domains at it)."""
+    lo = -1
+    cnt = 0
+    for d in range(params[r, 7]):
+        if present[r, d]:
+            v = sums[r, d]
+            if lo < 0 or v < lo:
+                lo = v
+                cnt = 1
+            elif v == lo:
+                cnt += 1
+    return lo, cnt
+
+
+def rule_thresholds(sums, present, params, thr, at_min):
+    """Each rule's threshold (+ the least count where it tracks one)."""
+    for r in range(params.shape[0]):
+        thr[r] = params[r, 1]
+        at_min[r] = 0
+        if params[r, 2] != 0:
+            lo, cnt = rule_min(r, sums, present, params)
+            if lo >= 0:
+                thr[r] += lo
+                at_min[r] = cnt
+
+
+def rule_count(r, d, sums, present, params, thr, at_min):
+    """Count a placed pod in domain d of rule r, keeping its threshold
+    (the least count moves only when the last domain at it grows);
+    returns the threshold before."""
+    old_thr = thr[r]
+    sums[r, d] += 1
+    if params[r, 2] != 0 and present[r, d] and sums[r, d] - 1 == old_thr - params[r, 1]:
+        at_min[r] -= 1
+        if at_min[r] == 0:
+            lo, cnt = rule_min(r, sums, present, params)
+            thr[r] = params[r, 1] + lo
+            at_min[r] = cnt
+    return old_thr
+
+
+def rules_group_placed(params):
+    """The first pod of a required-affinity group is placed: domains without
+    a matching pod now fail, for every such rule."""
+    for r in range(params.shape[0]):
+        if params[r, 8] != 0:
+            params[r, 8] = 0
+            params[r, 5] = 1
+
+
 def snapshot_rows(dirty, k, reasons_by_row, raw_by_row, old_reasons, old_raw):
     """Copy the cached results of rows dirty[:k] before they are recomputed."""
     for d in range(k):

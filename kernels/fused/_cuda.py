@@ -83,6 +83,10 @@ RUN_THREADS = 256           # the most threads a run block uses
 MAX_RUN_SLOTS = 16          # score slots the block keeps maxima for
 
 normalized = core["normalized"]
+rule_fails_row = core["rule_fails_row"]
+rule_thresholds = core["rule_thresholds"]
+rule_count = core["rule_count"]
+rules_group_placed = core["rules_group_placed"]
 
 
 @cuda.jit(device=True)
@@ -101,43 +105,9 @@ def _feasible(row, reasons_by_row, r_domp1, r_sums, r_params, r_thr):
     if reasons_by_row[row] != 0:
         return False
     for r in range(r_params.shape[0]):
-        d1 = r_domp1[r, row]
-        if d1 == 0:
-            if r_params[r, 3] != 0:
-                return False
-        elif r_sums[r, d1 - 1] > r_thr[r]:
-            if r_params[r, 4] != 0:
-                return False
-        elif r_params[r, 5] != 0:
+        if rule_fails_row(r, row, r_domp1, r_sums, r_params, r_thr):
             return False
     return True
-
-
-@cuda.jit(device=True)
-def _rule_min(r, r_sums, r_present, r_params):
-    lo = -1
-    cnt = 0
-    for d in range(r_params[r, 7]):
-        if r_present[r, d]:
-            v = r_sums[r, d]
-            if lo < 0 or v < lo:
-                lo = v
-                cnt = 1
-            elif v == lo:
-                cnt += 1
-    return lo, cnt
-
-
-@cuda.jit(device=True)
-def _rules_start(r_sums, r_present, r_params, r_thr, r_at_min):
-    for r in range(r_params.shape[0]):
-        r_thr[r] = r_params[r, 1]
-        r_at_min[r] = 0
-        if r_params[r, 2] != 0:
-            lo, cnt = _rule_min(r, r_sums, r_present, r_params)
-            if lo >= 0:
-                r_thr[r] += lo
-                r_at_min[r] = cnt
 
 
 @cuda.jit(device=True)
@@ -150,20 +120,9 @@ def _rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min)
         d = r_count_dom[r, row]
         if d < 0:
             continue
-        if r_params[r, 8] != 0:             # the group's first pod is placed
-            for rr in range(r_params.shape[0]):
-                if r_params[rr, 8] != 0:
-                    r_params[rr, 8] = 0
-                    r_params[rr, 5] = 1
-        old_thr = r_thr[r]
-        r_sums[r, d] += 1
-        if (r_params[r, 2] != 0 and r_present[r, d]
-                and r_sums[r, d] - 1 == old_thr - r_params[r, 1]):
-            r_at_min[r] -= 1
-            if r_at_min[r] == 0:
-                lo, cnt = _rule_min(r, r_sums, r_present, r_params)
-                r_thr[r] = r_params[r, 1] + lo
-                r_at_min[r] = cnt
+        if r_params[r, 8] != 0:
+            rules_group_placed(r_params)
+        rule_count(r, d, r_sums, r_present, r_params, r_thr, r_at_min)
 
 
 @cuda.jit(device=True)
@@ -207,7 +166,7 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
         run[0] = start0
         run[1] = 0
         run[2] = 0
-        _rules_start(r_sums, r_present, r_params, r_thr, r_at_min)
+        rule_thresholds(r_sums, r_present, r_params, r_thr, r_at_min)
     cuda.syncthreads()
     for i in range(count):
         start = run[0]

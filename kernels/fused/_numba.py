@@ -167,48 +167,16 @@ def tie_index(seed_mix, attempt, n):
     return int64(z % uint64(n))
 
 
-def rule_domain_fails(r, d, s, params, thr):
-    if s > thr[r]:
-        return params[r, 4] != 0
-    return params[r, 5] != 0
-
-
 def rule_bits(i, domp1, sums, params, thr):
     bits = 0
     for r in range(params.shape[0]):
-        d1 = domp1[r, i]
-        if d1 == 0:
-            fail = params[r, 3] != 0
-        else:
-            fail = rule_domain_fails(r, d1 - 1, sums[r, d1 - 1], params, thr)
-        if fail:
+        if rule_fails_row(r, i, domp1, sums, params, thr):
             bits |= params[r, 0]
     return bits
 
 
-def rule_min(r, sums, present, params):
-    lo = -1
-    cnt = 0
-    for d in range(params[r, 7]):
-        if present[r, d]:
-            v = sums[r, d]
-            if lo < 0 or v < lo:
-                lo = v
-                cnt = 1
-            elif v == lo:
-                cnt += 1
-    return lo, cnt
-
-
 def rules_start(n_rows, base_reasons, reasons_run, domp1, sums, present, params, thr, at_min):
-    for r in range(params.shape[0]):
-        thr[r] = params[r, 1]
-        at_min[r] = 0
-        if params[r, 2] != 0:
-            lo, cnt = rule_min(r, sums, present, params)
-            if lo >= 0:
-                thr[r] += lo
-                at_min[r] = cnt
+    rule_thresholds(sums, present, params, thr, at_min)
     for i in range(n_rows):
         reasons_run[i] = base_reasons[i] | rule_bits(i, domp1, sums, params, thr)
 
@@ -235,40 +203,23 @@ def rules_count(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom
         if d < 0:
             continue
         if params[r, 8] != 0:
-            # the group's first pod is placed: domains without one now fail,
-            # for every such rule (every row is re-tested)
-            for rr in range(params.shape[0]):
-                if params[rr, 8] != 0:
-                    params[rr, 8] = 0
-                    params[rr, 5] = 1
-            over = True
-        old_thr = thr[r]
-        before = rule_domain_fails(r, d, sums[r, d], params, thr)
-        sums[r, d] += 1
-        moved = False
-        if params[r, 2] != 0 and present[r, d] and sums[r, d] - 1 == old_thr - params[r, 1]:
-            at_min[r] -= 1
-            if at_min[r] == 0:
-                lo, cnt = rule_min(r, sums, present, params)
-                thr[r] = params[r, 1] + lo
-                at_min[r] = cnt
-                moved = thr[r] != old_thr
+            rules_group_placed(params)
+            over = True             # every row is re-tested
+        before = rule_fails_count(r, sums[r, d], params, thr)
+        old_thr = rule_count(r, d, sums, present, params, thr, at_min)
         if over:
-            continue            # every row is re-tested anyway: only count
-        if moved:
+            continue                # every row is re-tested anyway: only count
+        if thr[r] != old_thr:
             for dd in range(params[r, 7]):
-                now = rule_domain_fails(r, dd, sums[r, dd], params, thr)
                 s_old = sums[r, dd] - 1 if dd == d else sums[r, dd]
-                if s_old > old_thr:
-                    was = params[r, 4] != 0
-                else:
-                    was = params[r, 5] != 0
-                if now != was:
+                # its answer under the old threshold
+                was = params[r, 4] != 0 if s_old > old_thr else params[r, 5] != 0
+                if rule_fails_count(r, sums[r, dd], params, thr) != was:
                     k = add_domain_rows(r, dd, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
                     if k < 0:
                         over = True
                         break
-        elif rule_domain_fails(r, d, sums[r, d], params, thr) != before:
+        elif rule_fails_count(r, sums[r, d], params, thr) != before:
             k = add_domain_rows(r, d, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
             if k < 0:
                 over = True
@@ -613,11 +564,14 @@ def build_place_run(by_row_pass):
                  "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
                  "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"],
                  "normalized": core["normalized"], "scan_stop": core["scan_stop"],
+                 **{n: core[n] for n in ("rule_fails_count", "rule_fails_row",
+                                         "rule_thresholds", "rule_count",
+                                         "rules_group_placed")},
                  "math": math}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
-                        ("tie_index", "rule_domain_fails", "rule_bits", "rule_min",
-                         "rules_start", "add_domain_rows", "rules_count", "go_round",
+                        ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
+                         "rules_count", "go_round",
                          "base_total", "finalize_spread", "spread_count", "place_run", "place_run_scan"),
                         namespace,
                         options={"nogil": True, "_nrt": False},
