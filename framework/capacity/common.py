@@ -100,6 +100,7 @@ def pod_copies(template: PodRecord, names) -> list[PodRecord]:
     for name in names:
         fields = base.copy()
         fields["name"] = name
+        fields["key"] = f"{template.namespace}/{name}"
         rec = _new(PodRecord)
         rec.__dict__ = fields
         out.append(rec)

@@ -578,6 +578,7 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
             obj["metadata"] = m
             f = fields.copy()
             f["name"] = name
+            f["key"] = f"{f['namespace']}/{name}"
             f["obj"] = obj
             f["memo"] = memos.setdefault(g, {})
             r = new(cls)
@@ -594,6 +595,7 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
         obj["metadata"] = m
         f = fields.copy()
         f["name"] = name
+        f["key"] = f"{f['namespace']}/{name}"
         f["creation_ns"] = ns
         f["obj"] = obj
         f["memo"] = memos.setdefault(g, {})

@@ -211,6 +211,7 @@ class PodTemplates:
             self._time(deletion)
         fields = template.__dict__.copy()
         fields["name"] = name
+        fields["key"] = f"{fields['namespace']}/{name}"
         fields["uid"] = uid or ""
         fields["creation_ns"] = creation or 0
         fields["start_ns"] = start

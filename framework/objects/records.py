@@ -86,12 +86,13 @@ class PodRecord:
     # function; a copy (``dataclasses.replace``) starts empty.
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        """``namespace/name``, the pod's identity everywhere in tensorsched
-        (made on each call, not cached: an extra attribute would cost each
-        bound pod ~64 bytes of instance dict)."""
-        return f"{self.namespace}/{self.name}"
+    # ``namespace/name``, the pod's identity everywhere in tensorsched: made
+    # once (the queue, the state and the outcomes all read it per pod); the
+    # fast constructors that set ``__dict__`` directly set it too.
+    key: str = field(default="", init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.key = f"{self.namespace}/{self.name}"
 
 
 @dataclass

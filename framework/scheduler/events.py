@@ -46,6 +46,46 @@ class Binding:
         return d
 
 
+class Outcomes(dict):
+    """Pod key -> its latest outcome (``Binding``).  A pod bound by a
+    compiled run without a nomination is kept as its node's name (a run
+    records thousands at once with one C-level ``update``); reading it
+    gives its Binding, as for any other pod."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Binding:
+        v = dict.__getitem__(self, key)
+        return Binding(key, v) if type(v) is str else v
+
+    def get(self, key: str, default=None):
+        v = dict.get(self, key, _MISSING)
+        if v is _MISSING:
+            return default
+        return Binding(key, v) if type(v) is str else v
+
+    def pop(self, key: str, *default):
+        v = dict.pop(self, key, _MISSING)
+        if v is _MISSING:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        return Binding(key, v) if type(v) is str else v
+
+    def values(self) -> list:
+        return [self[k] for k in self]
+
+    def items(self) -> list:
+        return [(k, self[k]) for k in self]
+
+    def bound(self, keys: list, nodes: list) -> None:
+        """Pods ``keys`` bound on ``nodes`` (node names), in order."""
+        self.update(zip(keys, nodes))
+
+
+_MISSING = object()
+
+
 class EventBus:
     """Subscribers per event name ("*" for all), called in subscription order."""
 

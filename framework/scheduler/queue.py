@@ -37,7 +37,7 @@ import functools
 import heapq
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from itertools import repeat
 
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
@@ -117,26 +117,36 @@ class UnschedulablePool(dict):
                                            key=lambda ko: ko[1])]
 
 
-@dataclass(slots=True)
 class QueuedPodInfo:
-    """A pending pod and its queue bookkeeping (upstream's QueuedPodInfo)."""
+    """A pending pod and its queue bookkeeping (upstream's QueuedPodInfo).
 
-    pod: PodRecord
-    initial_timestamp: float              # first time it entered the queue
-    timestamp: float                      # last time it was (re)queued
-    attempts: int = 0                     # scheduling attempts so far
-    unschedulable_plugins: frozenset = frozenset()
-    gated: bool = False
-    gated_message: str = ""
-    where: str = ACTIVE
-    cycle: int = 0                        # scheduling cycle of its last pop
-    data: dict = field(default_factory=dict)
-    # "namespace/name", made once: the queue reads it at every step, and a
-    # pod's later versions (status updates) keep it
-    key: str = field(init=False, default="")
+    A plain slots class (not a dataclass): the queue makes one per pending
+    pod, and a run of alike pods makes thousands per call."""
 
-    def __post_init__(self):
-        self.key = self.pod.key
+    __slots__ = ("pod", "key", "initial_timestamp", "timestamp", "attempts",
+                 "unschedulable_plugins", "gated", "gated_message", "where", "cycle")
+
+    def __init__(self, pod: PodRecord, initial_timestamp: float, timestamp: float,
+                 attempts: int = 0, cycle: int = 0, where: str = ACTIVE):
+        self.pod = pod
+        # "namespace/name": the queue reads it at every step, and a pod's
+        # later versions (status updates) keep it
+        self.key = pod.key
+        self.initial_timestamp = initial_timestamp   # first time it entered the queue
+        self.timestamp = timestamp                   # last time it was (re)queued
+        self.attempts = attempts                     # scheduling attempts so far
+        self.unschedulable_plugins: frozenset = _NO_PLUGINS
+        self.gated = False
+        self.gated_message = ""
+        self.where = where
+        self.cycle = cycle                           # scheduling cycle of its last pop
+
+    def __repr__(self) -> str:
+        return (f"QueuedPodInfo({self.key}, {self.where}, attempts={self.attempts}, "
+                f"timestamp={self.timestamp:g})")
+
+
+_NO_PLUGINS: frozenset = frozenset()
 
 
 class Nominator:
@@ -192,6 +202,8 @@ class SchedulingQueue:
         # gate_free(pod) -> True when PreEnqueue certainly lets the pod in
         # (no plugin to ask): the call is left out
         self.gate_free = gate_free
+        # ``sort_keys(pods)``, when the plugin has it: the keys of many pods
+        self.sort_keys = getattr(sort_plugin, "sort_keys", None)
         if hasattr(sort_plugin, "sort_key"):
             self.sort_key = sort_plugin.sort_key
         else:
@@ -300,27 +312,57 @@ class SchedulingQueue:
         now = self.clock.now()
         infos = self.infos
         keys = [pod.key for pod in pods]
-        if len(set(keys)) != len(keys) or any(k in infos for k in keys):
+        if len(set(keys)) != len(keys) or not infos.keys().isdisjoint(keys):
             seen: set = set()
             for k in keys:
                 if k in infos or k in seen:
                     raise KeyError(f"Pod {k}: already in the scheduling queue")
                 seen.add(k)
         gate_free = self.gate_free
+        if gate_free is not None and self.sort_keys is not None and self._gate_free_all(pods):
+            self._add_active_many(pods, keys, now)
+            return
         token = self._token
         sort_key = self.sort_key
         entries = []
+        append = entries.append
+        seq = self._seq
+        # pods sharing a memo (one template) share gates and profile: one
+        # gate_free answer for each stretch of them
+        memo, free = None, False
         for pod in pods:
             pi = QueuedPodInfo(pod, now, now)
             key = pi.key
             infos[key] = pi
-            if (gate_free is not None and gate_free(pod)) or self._gate(pi):
-                pi.where = ACTIVE
-                self._seq += 1
-                token[key] = self._seq
-                entries.append((sort_key(pod), self._seq, key))
+            if pod.memo is not memo:
+                memo = pod.memo
+                free = gate_free is not None and gate_free(pod)
+            if free or self._gate(pi):
+                seq += 1
+                token[key] = seq
+                append((sort_key(pod), seq, key))
             else:
                 self._push_unschedulable(pi)
+        self._seq = seq
+        entries.sort()
+        lane = self._lane
+        self._lane = deque(heapq.merge(lane, entries) if lane else entries)
+
+    def _gate_free_all(self, pods: list[PodRecord]) -> bool:
+        """Whether no pod of ``pods`` needs PreEnqueue asked (asked once per
+        memo: pods sharing one share their gates and profile)."""
+        gate_free = self.gate_free
+        return all(gate_free(p) for p in {id(p.memo): p for p in pods}.values())
+
+    def _add_active_many(self, pods: list[PodRecord], keys: list[str], now: float) -> None:
+        """``add_many`` for pods that all go to activeQ: the per-pod steps
+        as bulk dict updates and one sort."""
+        n = len(pods)
+        self.infos.update(zip(keys, map(QueuedPodInfo, pods, repeat(now), repeat(now))))
+        seqs = range(self._seq + 1, self._seq + n + 1)
+        self._seq += n
+        self._token.update(zip(keys, seqs))
+        entries = list(zip(self.sort_keys(pods), seqs, keys))
         entries.sort()
         lane = self._lane
         self._lane = deque(heapq.merge(lane, entries) if lane else entries)
@@ -421,22 +463,46 @@ class SchedulingQueue:
         # Pods sharing the first one's memo (one template, equal annotations)
         # have its run key: ``run_key`` reads only what the memo covers.
         memo = first.pod.memo
+        aq, lane, token, infos = self._active, self._lane, self._token, self.infos
+        cycle = self.scheduling_cycle
+        heap_head = self._live_heap_head()
+        append_run, append_entry = run.append, entries.append
         while len(run) < limit:
-            entry, in_lane = self._head()
-            if entry is None:
+            # ``_head`` inlined: the heap is only read again after a pod is
+            # taken from it
+            while lane and token.get(lane[0][2]) != lane[0][1]:
+                lane.popleft()
+            if lane and (heap_head is None or lane[0] < heap_head):
+                entry, in_lane = lane[0], True
+            elif heap_head is not None:
+                entry, in_lane = heap_head, False
+            else:
                 break
-            pi = self.infos[entry[2]]
+            k = entry[2]
+            pi = infos[k]
             if pi.pod.memo is not memo and run_key(pi.pod) != key:
                 break
-            self._take(in_lane)
-            del self._token[pi.key]
+            if in_lane:
+                lane.popleft()
+            else:
+                heapq.heappop(aq)
+                heap_head = self._live_heap_head()
+            del token[k]
             pi.where = IN_FLIGHT
-            self.scheduling_cycle += 1
-            pi.cycle = self.scheduling_cycle
+            cycle += 1
+            pi.cycle = cycle
             pi.attempts += 1
-            run.append(pi)
-            entries.append(entry)
+            append_run(pi)
+            append_entry(entry)
+        self.scheduling_cycle = cycle
         return run, entries
+
+    def _live_heap_head(self):
+        """The heap's smallest live entry (dead ones dropped), or None."""
+        aq, token = self._active, self._token
+        while aq and token.get(aq[0][2]) != aq[0][1]:
+            heapq.heappop(aq)
+        return aq[0] if aq else None
 
     def unpop(self, pods: list[QueuedPodInfo], entries: list[tuple]) -> None:
         """Put pods that ``pop_run`` handed out (and nothing happened to)
@@ -458,11 +524,13 @@ class SchedulingQueue:
     def done_many(self, pis: list[QueuedPodInfo]) -> None:
         """``done`` for the pods of a placed run (popped by ``pop_run``)."""
         infos, token, unschedulable = self.infos, self._token, self.unschedulable
+        pop, drop = infos.pop, token.pop
         for pi in pis:
             key = pi.key
-            if infos.pop(key, None) is not None:
-                token.pop(key, None)
-                unschedulable.pop(key, None)
+            if pop(key, None) is not None:
+                drop(key, None)
+                if unschedulable:
+                    unschedulable.pop(key, None)
 
     def requeue(self, pi: QueuedPodInfo, plugins=frozenset(), *, error: bool = False) -> None:
         """Upstream's AddUnschedulableIfNotPresent for a pod back from a

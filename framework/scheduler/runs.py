@@ -34,6 +34,7 @@ that must see the state between two pods uses ``Scheduler(batch=False)``.
 from __future__ import annotations
 
 import time
+from itertools import repeat
 
 from .events import BOUND, Binding
 
@@ -63,9 +64,10 @@ class CompiledRuns:
                 and self.binder is None and self.binder_fault_rate <= 0
                 and self.choose_node is None)
 
-    def _schedule_run(self) -> list[Binding]:
-        """Pop the longest run of alike heads and schedule it; [] when
-        activeQ is empty."""
+    def _schedule_run(self, collect: bool = True) -> list:
+        """Pop the longest run of alike heads and schedule it: the Bindings
+        (``collect``; else a list as long, of keys); [] when activeQ is
+        empty."""
         pis, entries = self.queue.pop_run(self._run_key, self.max_run)
         if len(pis) <= 1:
             return [self._attempt(pis[0].pod, pis[0])] if pis else []
@@ -81,7 +83,7 @@ class CompiledRuns:
         placed = rows.shape[0]
         self.attempts += placed
         t1 = time.perf_counter()
-        out = self._bind_run(pis[:placed], rows)
+        out = self._bind_run(pis[:placed], rows, collect)
         t2 = time.perf_counter()
         self.timer.add("filter_score", t1 - t0)
         self.timer.add("reserve_bind", t2 - t1)
@@ -93,40 +95,45 @@ class CompiledRuns:
             out.append(self._attempt(pis[placed].pod, pis[placed]))
         return out
 
-    def _bind_run(self, pis, rows) -> list[Binding]:
+    def _bind_run(self, pis, rows, collect: bool = True) -> list:
         """The binding cycles of a placed run (its plugins are ``run_safe``:
-        nothing to call), in order: outcomes, latencies and events."""
+        nothing to call), in order: outcomes, latencies and events.  Returns
+        the Bindings (``collect``), else the pods' keys."""
         state, now = self.cluster.state, self.clock.now()
         nodes = state.nodes
         names = [nodes[r].name for r in rows.tolist()]
+        keys = [pi.key for pi in pis]
         self.queue.done_many(pis)
         events = self.events
         # asked once per run: no subscriber appears between two pods of it
         scheduled, bound = events.listening("Scheduled"), events.listening("Bound")
-        emit = events.emit
         ttl = self.assume_ttl
+        if ttl is not None:
+            self.assumed.update(zip(keys, repeat(now + ttl)))
         preempted = self.preempted_for
         outcomes = self.outcomes
-        out = []
-        for pi, node in zip(pis, names):
-            key = pi.key
-            b = Binding(key, node)
-            if scheduled:
-                emit("Scheduled", key, node)
-            if ttl is not None:
-                self.assumed[key] = now + ttl
-            pre = preempted.pop(key, None) if preempted else None
-            if pre is not None:
-                b.nominated_node, b.victims = pre[0], list(pre[1])
-            if bound:
-                emit("Bound", key, node)
-            outcomes[key] = b
-            out.append(b)
+        if scheduled or bound or (preempted and not preempted.keys().isdisjoint(keys)):
+            emit = events.emit
+            for key, node in zip(keys, names):
+                b = Binding(key, node)
+                if scheduled:
+                    emit("Scheduled", key, node)
+                pre = preempted.pop(key, None) if preempted else None
+                if pre is not None:
+                    b.nominated_node, b.victims = pre[0], list(pre[1])
+                if bound:
+                    emit("Bound", key, node)
+                outcomes[key] = b if pre is not None else node
+        else:
+            outcomes.bound(keys, names)
         log = self._bound_log
         if log is not None:
-            for pi in pis:
-                log.pop(pi.key, None)       # re-insert: dict order = outcome order
-                log[pi.key] = BOUND
+            drop = log.pop
+            for key in keys:
+                drop(key, None)         # re-insert: dict order = outcome order
+            log.update(zip(keys, repeat(BOUND)))
         self.e2e_latencies.extend([now - pi.initial_timestamp for pi in pis])
-        self.results["scheduled"] = self.results.get("scheduled", 0) + len(out)
-        return out
+        self.results["scheduled"] = self.results.get("scheduled", 0) + len(keys)
+        if collect:
+            return [outcomes[key] for key in keys]
+        return keys

@@ -39,6 +39,7 @@ API server treats the binding as lost).  Default: confirmed at bind.
 from __future__ import annotations
 
 import heapq
+import operator
 import random
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -46,12 +47,13 @@ from types import SimpleNamespace
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 from tensorsched.framework.runtime.framework import Framework
+from tensorsched.framework.runtime.gc_pacing import few_collections
 from tensorsched.framework.runtime.status import Status
 
 from .binding import BindingCycle, WaitingPod
 from .cluster import Cluster, pods_from
 from .event_handlers import EventHandlers
-from .events import BOUND, OUTCOME_EVENTS, Binding, EventBus
+from .events import BOUND, OUTCOME_EVENTS, Binding, EventBus, Outcomes
 from .metrics import Metrics, StageTimer
 from .queue import (
     DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
@@ -62,6 +64,8 @@ from .queue import (
 )
 from .runs import CompiledRuns
 from .schedule_one import SchedulingCycle
+
+_NODE_NAME = operator.attrgetter("node_name")
 
 
 class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metrics):
@@ -116,7 +120,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         self._handled: set = set()
         self._fw_by_name: dict[str, Framework] = {}      # schedulerName -> its Framework
         self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
-        self.outcomes: dict[str, Binding] = {}         # key -> latest outcome
+        self.outcomes: Outcomes = Outcomes()           # key -> latest outcome
         self._bound_log: dict | None = None     # schedule_pending's outcome order
         self._gates_only: dict = {}             # framework -> its PreEnqueue reads gates only
         self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
@@ -288,7 +292,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         return [self.schedule_one(p) for p in self.queue_order(pods)]
 
     def run_until_idle(self, max_cycles: int = 1_000_000, *,
-                       resume: bool = False) -> list[Binding]:
+                       resume: bool = False, collect: bool = True) -> list[Binding]:
         """Pop and schedule until activeQ is empty; while pods back off,
         wait in Permit or victims terminate, a simulated clock jumps to the
         next of those times.  Pods left unschedulable stay aside.
@@ -305,7 +309,10 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         waiting for the time it was heading to, with its stall measured from
         where it started or last bound a pod, exactly as if never paused; a
         run that had ended (idle or stalled) stays ended until the caller
-        changes something and calls without ``resume``."""
+        changes something and calls without ``resume``.
+
+        ``collect=False``: return [] (the outcomes are in ``outcomes`` and
+        the events): a compiled run then builds no Binding per pod."""
         out = []
         self._unrunnable.clear()
         if resume:
@@ -319,10 +326,11 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
             if self.batch:
                 self._tick()
                 if self._batching():
-                    done = self._schedule_run()
+                    done = self._schedule_run(collect)
                     self._drain()
                     if done:
-                        out.extend(done)
+                        if collect:
+                            out.extend(done)
                         continue
                     b = None
                 else:
@@ -352,15 +360,25 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         self._wakeup = None
 
     def _add_pending(self, pods: list[PodRecord]) -> None:
-        """``add_pod`` of each pod, in order; pending pods of a known profile
-        without scheduling gates go into the queue at once (``add_many``)
-        while no pod waits in the unschedulable pool (adding them one by one
-        would then move nothing either)."""
+        """``add_pod`` of each pod (resolved already: ``cluster.resolve``), in
+        order; pending pods of a known profile without scheduling gates go
+        into the queue at once (``add_many``) while no pod waits in the
+        unschedulable pool (adding them one by one would then move nothing
+        either)."""
+        queue = self.queue
+        names = self._profile_names
+        if (not queue.unschedulable and not any(map(_NODE_NAME, pods))
+                and all(not p.scheduling_gates and p.scheduler_name in names
+                        for p in {id(p.memo): p for p in pods}.values())):
+            # the usual call: every pod goes in at once (pods sharing a memo
+            # share their gates and scheduler name)
+            queue.add_many(pods)
+            return
         batch: list[PodRecord] = []
         for pod in pods:
-            if (not pod.node_name and not pod.scheduling_gates and self.handles(pod)
-                    and not self.queue.unschedulable):
-                batch.append(self.cluster.resolve(pod))
+            if (not pod.node_name and not pod.scheduling_gates and pod.scheduler_name in names
+                    and not queue.unschedulable):
+                batch.append(pod)
                 continue
             if batch:
                 self.queue.add_many(batch)
@@ -383,6 +401,10 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         message; pods of another scheduler, left alone, with ``ignored``),
         and the preemptions in the order they happened:
         ``{"preemptor", "nominated_node", "victims"}``."""
+        with few_collections():
+            return self._schedule_pending(pods)
+
+    def _schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
         pods = pods_from(pods, self.cluster.resolve)
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []
@@ -403,15 +425,19 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         outer, self._bound_log = self._bound_log, last
         try:
             self._add_pending(pods)
-            self.run_until_idle()
+            self.run_until_idle(collect=False)
         finally:
             self._bound_log = outer
             for unsubscribe in unsubscribes:
                 unsubscribe()
         out = []
+        append = out.append
+        outcomes = self.outcomes
+        raw = dict.__getitem__      # what Outcomes keeps: a Binding or a node name
         for key, e in last.items():
             if e is BOUND:
-                out.append(self.outcomes[key])   # carries the nomination and victims
+                b = raw(outcomes, key)          # carries the nomination and victims
+                append(Binding(key, b) if type(b) is str else b)
             else:
                 out.append(Binding(key, None, e["message"], e.get("nominated_node"),
                                    list(e.get("victims") or ())))

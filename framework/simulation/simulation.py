@@ -36,15 +36,12 @@ digest, so a restored simulation continues exactly as the original would
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import gc
 import hashlib
 import heapq
 import json
 import math
 import os
-import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -59,6 +56,7 @@ from tensorsched.framework.objects.manifests import (
 )
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import SimulatedClock
+from tensorsched.framework.runtime.gc_pacing import few_collections
 from tensorsched.framework.scheduler.cluster import Cluster, build_cluster, pod_from
 from tensorsched.framework.scheduler.events import EVENTS as SCHEDULER_EVENTS
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -101,34 +99,6 @@ class HorizonClock(SimulatedClock):
         if t > self.horizon:
             raise _PastHorizon
         super().set(t)
-
-
-_gc_lock = threading.Lock()
-_gc_depth = [0, None]          # simulations running now, the thresholds before the first
-
-
-@contextlib.contextmanager
-def _few_collections():
-    """Fewer garbage collections while a simulation runs: it makes and drops
-    millions of small objects (records, queue entries, events) beside a
-    large live heap (the cluster, the pods alive), and Python's default (a
-    young collection every 700 allocations) spends a fifth of a long run
-    rescanning it; young collections come every 50,000 allocations instead,
-    restored when the last of the simulations running at once (threads,
-    nested calls) is done.  (Nothing is frozen: ``gc.freeze`` would also
-    freeze the garbage of earlier runs, which then piles up.)"""
-    with _gc_lock:
-        if _gc_depth[0] == 0:
-            _gc_depth[1] = old = gc.get_threshold()
-            gc.set_threshold(max(old[0], 50_000), old[1], old[2])
-        _gc_depth[0] += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_depth[0] -= 1
-            if _gc_depth[0] == 0:
-                gc.set_threshold(*_gc_depth[1])
 
 
 def _pct(values: list, q: float):
@@ -621,7 +591,7 @@ class Simulation:
         return self.summary()
 
     def _run(self, until: float, once: bool = False) -> None:
-        with _few_collections():
+        with few_collections():
             self._run_events(until, once)
 
     def _run_events(self, until: float, once: bool) -> None:

@@ -162,8 +162,10 @@ class ClusterState:
         self.n_rows = 0                                   # high-water mark
         self.pods: dict[str, PodRow] = {}
         # Called as fn(record, node_row, +1 | -1) after a pod is added to or
-        # removed from a node (derived indexes, e.g. per-domain pod counts).
+        # removed from a node (derived indexes, e.g. per-domain pod counts);
+        # ``listen`` adds one, with its form for many pods at once.
         self.listeners: list = []
+        self._listeners_many: dict = {}                 # fn -> fn(records, rows [k], +1)
         # Derived state that a remove_pod/restore_pod pair may not return
         # exactly (``PodRestorer``: the GPU table picks GPUs anew); a
         # temporary removal (preemption's victim search) checkpoints it.
@@ -454,6 +456,14 @@ class ClusterState:
         for n in names_seen:
             self.image_name_nodes[n] = self.image_name_nodes.get(n, 0) + 1
 
+    def listen(self, fn, many=None) -> None:
+        """Call ``fn(record, node_row, +1 | -1)`` after each pod is added to
+        or removed from a node; ``many(records, rows, +1)`` (rows [k] int64),
+        when given, for the pods of a compiled run at once."""
+        self.listeners.append(fn)
+        if many is not None:
+            self._listeners_many[fn] = many
+
     # ------------------------------------------------------------------- pods
     def add_pod(self, pod: PodRecord, node_name: str | None = None) -> int:
         """Account a pod on a node (``node_name`` or ``pod.node_name``)."""
@@ -542,23 +552,35 @@ class ClusterState:
         the same for every pod of a run) to the requested columns: the pod
         entries, the rows' pod sets, one version bump and the listeners, in
         order.  The pods hold no host ports (runs refuse those)."""
+        if not len(pods):
+            return
         entries = self.pods
         on_node = self.pods_on_node
         request = self._shared_request(request)
         nonzero = self._shared_nonzero(*nonzero)
         counts = self.priority_counts
-        for pod, row in zip(pods, rows.tolist()):
-            prio = pod.priority or 0
-            counts[prio] = counts.get(prio, 0) + 1
+        rl = rows.tolist()
+        first = pods[0].priority
+        if all(pod.priority == first for pod in pods):
+            counts[first or 0] = counts.get(first or 0, 0) + len(pods)
+        else:
+            for pod in pods:
+                prio = pod.priority or 0
+                counts[prio] = counts.get(prio, 0) + 1
+        for pod, row in zip(pods, rl):
             key = pod.key
             entries[key] = PodRow(pod, row, request, nonzero, ())
             on_node[row].add(key)
-        if len(pods):
-            self._raise_ceilings(rows)
-            self.version += 1
-            self.row_version[rows] = self.version
-            for fn in self.listeners:
-                for pod, row in zip(pods, rows.tolist()):
+        self._raise_ceilings(rows)
+        self.version += 1
+        self.row_version[rows] = self.version
+        many = self._listeners_many
+        for fn in self.listeners:
+            bulk = many.get(fn)
+            if bulk is not None:
+                bulk(pods, rows, 1)
+            else:
+                for pod, row in zip(pods, rl):
                     fn(pod, row, 1)
 
     def restore_pod(self, entry: PodRow) -> int:

@@ -26,6 +26,7 @@ per-node answers of each cycle.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections import OrderedDict
 
 import numpy as np
@@ -34,6 +35,8 @@ from tensorsched.framework.objects.selectors import pod_terms
 from tensorsched.kernels.domain_rules import rows_by_domain
 
 KINDS = ("req_aff", "req_anti", "pref_aff", "pref_anti")
+_AFFINITY = operator.attrgetter("pod_affinity")
+_ANTI_AFFINITY = operator.attrgetter("pod_anti_affinity")
 
 
 class DomainSums:
@@ -82,6 +85,18 @@ class DomainSums:
         self.version += 1
 
 
+    def bump_many(self, rows: np.ndarray, delta: int) -> None:
+        """``bump`` of each row of ``rows`` ([k] int64), one version step."""
+        rows = rows[rows < self.dom.shape[0]]
+        d = self.dom[rows]
+        d = d[d >= 0]
+        if d.shape[0] == 0:
+            return
+        np.add.at(self.sums, d, delta)
+        self.positive = int(np.count_nonzero(self.sums > 0))
+        self.version += 1
+
+
 class PodCountIndex:
     MAX_KEYS = 128
     MAX_SUMS = 256
@@ -119,6 +134,39 @@ class PodCountIndex:
                     for ds in by_source.get(("e", key), {}).values():
                         ds.bump(row, delta)
         self._group(record, row, delta)
+
+    def on_pods(self, records: list, rows: np.ndarray, delta: int) -> None:
+        """``on_pod`` for many pods at once (a compiled run's): ``rows`` [k]
+        int64.  The count predicates read a pod's namespace, labels and
+        deletion mark only, so they are asked once per stretch of pods
+        sharing those (pods of one template share their labels object)."""
+        entries = list(self._entries.items())
+        if not entries and not any(map(_AFFINITY, records)) and not any(
+                map(_ANTI_AFFINITY, records)):
+            return
+        n = len(records)
+        alike = len({(id(r.labels), r.namespace, r.deleting) for r in records}) == 1
+        i = 0
+        while i < n:
+            first = records[i]
+            j = n if alike else i + 1
+            while (j < n and records[j].labels is first.labels
+                   and records[j].namespace == first.namespace
+                   and records[j].deleting == first.deleting):
+                j += 1
+            part = rows[i:j]
+            for key, (pred, arr) in entries:
+                if pred(first):
+                    if int(part.max()) >= arr.shape[0]:
+                        arr = self._grown(arr)
+                        self._entries[key] = (pred, arr)
+                    np.add.at(arr, part, delta)
+                    for ds in self._sums_by_source.get(("e", key), {}).values():
+                        ds.bump_many(part, delta)
+            if first.pod_affinity or first.pod_anti_affinity:
+                for k in range(i, j):
+                    self._group(records[k], int(rows[k]), delta)
+            i = j
 
     def _group(self, record, row, delta):
         if not (record.pod_affinity or record.pod_anti_affinity):
@@ -262,7 +310,7 @@ def grouped_rows(state):
 
 def _new_pod_count_index(state) -> PodCountIndex:
     idx = PodCountIndex(state)
-    state.listeners.append(idx.on_pod)
+    state.listen(idx.on_pod, idx.on_pods)
     return idx
 
 

@@ -232,3 +232,21 @@ def test_module_is_used_by_parse_objects(monkeypatch):
         return orig(self, obj, where=where)
     monkeypatch.setattr(pod_templates.PodTemplates, "parse", spy)
     assert len(parse_objects(_replicas(3)).pods) == 3 and len(calls) == 3
+
+
+def test_fast_copies_carry_their_own_key():
+    """Records made by copying a template's fields (templates, capacity's
+    pod copies, a resolved priority) have their own ``namespace/name`` key
+    (the key is part of record equality, so the equality tests above check
+    it for the table and template paths too)."""
+    from tensorsched.framework.capacity.common import pod_copies
+    from tensorsched.framework.objects.priorities import PriorityResolver
+
+    cache = PodTemplates(parse_pod)
+    recs = [cache.parse(p, where="x") for p in _replicas(3)]
+    assert [r.key for r in recs] == [f"{r.namespace}/web-{i}" for i, r in enumerate(recs)]
+    copies = pod_copies(recs[0], ["a", "b"])
+    assert [c.key for c in copies] == [f"{recs[0].namespace}/a", f"{recs[0].namespace}/b"]
+    recs[1].priority = None
+    resolved = PriorityResolver().resolve(recs[1])
+    assert resolved is not recs[1] and resolved.key == recs[1].key

@@ -174,11 +174,13 @@ def test_scheduling_gates_hold_until_update():
     check(sched, ["default/g"])
 
 
-def test_add_many_interleaves_with_the_heap_and_refuses_duplicates_whole():
+@pytest.mark.parametrize("gate_free", [None, lambda pod: True, lambda pod: pod.name != "m1"])
+def test_add_many_interleaves_with_the_heap_and_refuses_duplicates_whole(gate_free):
     """Pods added together (the sorted lane) and one by one (the heap) pop
     in activeQ order; a batch with a pod already queued, or twice in it, is
-    refused before any of it is added."""
-    q = _q()
+    refused before any of it is added.  The same with every pod known to
+    pass PreEnqueue (the bulk path) and with one that must be asked."""
+    q = _q(gate_free=gate_free)
     q.add(_p("h1", 5, 3))
     q.add_many([_p(f"m{i}", prio, created) for i, (prio, created) in
                 enumerate([(0, 1), (5, 2), (0, 0), (9, 7)])])
@@ -194,3 +196,35 @@ def test_add_many_interleaves_with_the_heap_and_refuses_duplicates_whole():
         order.append(pi.pod.name)
     # priority, then creation, then arrival in the queue
     assert order == ["m3", "n0", "m1", "h2", "h1", "m2", "m0"]
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_pop_run_takes_alike_heads_across_lane_and_heap_in_order(bulk):
+    """pop_run hands out the heads one by one as pop would (lane and heap
+    interleaved in activeQ order) while the run key holds; unpop puts them
+    back exactly: the next pops see the same order, attempts and cycles."""
+    def fresh():
+        q = _q(gate_free=(lambda pod: True) if bulk else None)
+        q.add_many([_p(f"a{i}", 0, c) for i, c in enumerate([3, 1, 2, 5])])
+        q.add(_p("h", 0, 4))
+        q.add_many([_p(f"b{i}", 1, c) for i, c in enumerate([9, 8])])
+        return q
+
+    q = fresh()
+    want = []
+    while (pi := q.pop()) is not None:
+        want.append((pi.pod.name, pi.attempts, pi.cycle))
+    assert [w[0] for w in want] == ["b1", "b0", "a1", "a2", "a0", "h", "a3"]
+    q = fresh()
+    run, entries = q.pop_run(lambda pod: "k", 4)
+    assert [pi.pod.name for pi in run] == ["b1", "b0", "a1", "a2"]
+    q.unpop(run[1:], entries[1:])
+    got = [(run[0].pod.name, run[0].attempts, run[0].cycle)]
+    while (pi := q.pop()) is not None:
+        got.append((pi.pod.name, pi.attempts, pi.cycle))
+    assert got == want
+    q = fresh()
+    run, _ = q.pop_run(lambda pod: pod.priority, 10)        # stops where the key changes
+    assert [pi.pod.name for pi in run] == ["b1", "b0"]
+    q.done_many(run)
+    assert "default/b1" not in q and len(q) == 5

@@ -696,3 +696,50 @@ def test_room_for_bounds_stay_above_the_columns(ops):
     big = np.array([(2**63 - 1 - top) // 2 + 1, 0, 0], np.int64)
     assert not s.room_for(big, np.zeros(2, np.int64), 2)
     assert s.room_for(np.zeros(3, np.int64), np.zeros(2, np.int64), 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["a", "b"]),
+                          st.sampled_from(["default", "other"]), st.booleans(),
+                          st.booleans(), st.booleans()), min_size=1, max_size=30))
+def test_pod_count_index_on_pods_equals_on_pod(spec):
+    """The count index's form for a compiled run's pods (``on_pods``) leaves
+    the per-row counts, the domain sums and the affinity term groups as
+    ``on_pod`` of each pod in order does, with stretches of pods sharing a
+    labels object and pods that differ (namespace, deletion, labels)."""
+    from tensorsched.framework.state.domain_counts import PodCountIndex
+
+    def index():
+        st_ = ClusterState()
+        for i in range(6):
+            st_.add_node(node(f"n{i}", labels={"zone": f"z{i % 2}"}))
+        idx = PodCountIndex(st_)
+        pred = lambda r: not r.deleting and r.namespace == "default" and r.labels.get("app") == "a"  # noqa: E731
+        idx.counts("app=a", pred)
+        dom = np.array([i % 2 for i in range(6)], np.int64)
+        sums = idx.domain_sums("app=a", pred, "zone", lambda: dom, 2)
+        return idx, sums
+
+    shared = {"a": {"app": "a"}, "b": {"app": "b"}}
+    anti = {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "zone"}]}
+    records, rows = [], []
+    for k, (row, app, ns, deleting, own_labels, has_anti) in enumerate(spec):
+        r = pod(f"p{k}", ns=ns)
+        r.labels = dict(shared[app]) if own_labels else shared[app]
+        r.deleting = deleting
+        r.pod_anti_affinity = anti if has_anti else None
+        records.append(r)
+        rows.append(row)
+    one, one_sums = index()
+    many, many_sums = index()
+    for r, row in zip(records, rows):
+        one.on_pod(r, row, 1)
+    many.on_pods(records, np.array(rows, np.int64), 1)
+    assert (one.counts("app=a", None) == many.counts("app=a", None)).all()
+    assert (one_sums.sums == many_sums.sums).all() and one_sums.positive == many_sums.positive
+    assert one.pods_with_affinity == many.pods_with_affinity
+    for kind in one.groups:
+        assert one.groups[kind].keys() == many.groups[kind].keys()
+        for t, arr in one.groups[kind].items():
+            assert (arr == many.groups[kind][t]).all()
