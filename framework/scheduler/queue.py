@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import functools
 import heapq
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import repeat
 
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
+
+from .queue_lane import LaneBlock, QueueRun
 
 DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
 
@@ -215,17 +216,19 @@ class SchedulingQueue:
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
         self.max_in_unschedulable = float(max_in_unschedulable)
-        self.infos: dict[str, QueuedPodInfo] = {}
+        # key -> QueuedPodInfo, or the LaneBlock of a pod without one yet
+        # (``queue_lane``); ``infos`` reads it with every value an info
+        self._infos: dict = {}
         self._active: list = []
-        # Pods added together (``add_many``) wait in a sorted lane beside the
-        # heap: popping its head costs O(1) instead of a heap pop; the head
-        # of activeQ is the smaller of the two heads.
-        self._lane: deque = deque()
+        # Pods added together (``add_many``) wait in lane blocks beside the
+        # heap: popping costs O(1) instead of a heap pop, and a run of them
+        # is handed out without an info per pod; the head of activeQ is the
+        # smallest of the heads.
+        self._lane: list[LaneBlock] = []
         self._backoff: list = []
         self._token: dict[str, int] = {}           # key -> live heap entry token
         self.unschedulable: UnschedulablePool = UnschedulablePool()
         self._seq = 0
-        self._seq_of_pop = 0                        # heap token of the last pod popped
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
         self.nominator = nominator if nominator is not None else Nominator()
@@ -284,20 +287,66 @@ class SchedulingQueue:
             pi.unschedulable_plugins = frozenset({st.plugin}) if st.plugin else frozenset()
         return not pi.gated
 
+    # ----------------------------------------------------- pods as columns
+    @property
+    def infos(self) -> InfoView:
+        """key -> QueuedPodInfo of every pod in the queue (read-only; a pod
+        still in a lane block gets its info when read)."""
+        return InfoView(self)
+
+    def _pi(self, key: str):
+        """The info of ``key`` (made now for a pod still in a lane block),
+        or None."""
+        v = self._infos.get(key)
+        if type(v) is not LaneBlock:
+            return v
+        i = v.index(key)
+        if i >= v.pos:          # waiting in the lane: its position stays live
+            pi = QueuedPodInfo(v.pods[i], v.now, v.now)
+            self._token[key] = v.seq0 + i
+        else:                   # taken by a run: in flight
+            pi = QueuedPodInfo(v.pods[i], v.now, v.now, attempts=1,
+                               cycle=self.scheduling_cycle, where=IN_FLIGHT)
+        self._infos[key] = pi
+        return pi
+
+    def _lane_live(self, b: LaneBlock, i: int) -> bool:
+        k = b.keys[i]
+        v = self._infos.get(k)
+        return v is b or (v is not None and self._token.get(k) == b.seq0 + i)
+
+    def _lane_head(self):
+        """(entry, block) of the smallest live lane position, dead positions
+        and spent blocks dropped on the way; (None, None) when none."""
+        best = best_b = None
+        lane = self._lane
+        for b in list(lane):
+            i, n = b.pos, len(b.keys)
+            while i < n and not self._lane_live(b, i):
+                i += 1
+            b.pos = i
+            if i == n:
+                lane.remove(b)
+                continue
+            e = b.entry(i)
+            if best is None or e < best:
+                best, best_b = e, b
+        return best, best_b
+
     # ---------------------------------------------------------------- API
     def __contains__(self, key: str) -> bool:
-        return key in self.infos
+        return key in self._infos
 
     def __len__(self) -> int:
-        return len(self.infos)
+        return len(self._infos)
 
     def add(self, pod: PodRecord) -> QueuedPodInfo:
         """A new pending pod: PreEnqueue, then activeQ (or kept aside, gated)."""
-        if pod.key in self.infos:
+        if pod.key in self._infos:
             raise KeyError(f"Pod {pod.key}: already in the scheduling queue")
         now = self.clock.now()
         pi = QueuedPodInfo(pod, now, now)
-        self.infos[pod.key] = pi
+        self._infos[pod.key] = pi
         if self._gate(pi):
             self._push_active(pi)
         else:
@@ -306,11 +355,13 @@ class SchedulingQueue:
 
     def add_many(self, pods: list[PodRecord]) -> None:
         """``add`` for many new pods at once, as adding them one by one would
-        leave the queue (sorted into the lane instead of a push per pod).
-        A pod already queued (or twice in ``pods``) is refused before any
-        is added."""
+        leave the queue: those that pass PreEnqueue go into one lane block
+        (stably sorted by sort key: equal keys keep their order, as their
+        increasing heap sequence numbers would), the others aside.  A pod
+        already queued (or twice in ``pods``) is refused before any is
+        added."""
         now = self.clock.now()
-        infos = self.infos
+        infos = self._infos
         keys = [pod.key for pod in pods]
         if len(set(keys)) != len(keys) or not infos.keys().isdisjoint(keys):
             seen: set = set()
@@ -319,34 +370,40 @@ class SchedulingQueue:
                     raise KeyError(f"Pod {k}: already in the scheduling queue")
                 seen.add(k)
         gate_free = self.gate_free
-        if gate_free is not None and self.sort_keys is not None and self._gate_free_all(pods):
-            self._add_active_many(pods, keys, now)
+        if not (gate_free is not None and self._gate_free_all(pods)):
+            # ask PreEnqueue pod by pod (pods sharing a memo share gates and
+            # profile: one gate_free answer for each stretch of them)
+            active, memo, free = [], None, False
+            for pod in pods:
+                if pod.memo is not memo:
+                    memo = pod.memo
+                    free = gate_free is not None and gate_free(pod)
+                if free:
+                    active.append(pod)
+                    continue
+                pi = QueuedPodInfo(pod, now, now)
+                infos[pi.key] = pi
+                if self._gate(pi):
+                    active.append(pod)
+                    del infos[pi.key]       # it goes into the block without an info
+                else:
+                    self._push_unschedulable(pi)
+            if len(active) != len(pods):
+                pods = active
+                keys = [pod.key for pod in pods]
+        if not pods:
             return
-        token = self._token
-        sort_key = self.sort_key
-        entries = []
-        append = entries.append
-        seq = self._seq
-        # pods sharing a memo (one template) share gates and profile: one
-        # gate_free answer for each stretch of them
-        memo, free = None, False
-        for pod in pods:
-            pi = QueuedPodInfo(pod, now, now)
-            key = pi.key
-            infos[key] = pi
-            if pod.memo is not memo:
-                memo = pod.memo
-                free = gate_free is not None and gate_free(pod)
-            if free or self._gate(pi):
-                seq += 1
-                token[key] = seq
-                append((sort_key(pod), seq, key))
-            else:
-                self._push_unschedulable(pi)
-        self._seq = seq
-        entries.sort()
-        lane = self._lane
-        self._lane = deque(heapq.merge(lane, entries) if lane else entries)
+        sort_keys = (self.sort_keys(pods) if self.sort_keys is not None
+                     else [self.sort_key(p) for p in pods])
+        if sorted(sort_keys) != sort_keys:       # C-level: cheap when already in order
+            order = sorted(range(len(pods)), key=sort_keys.__getitem__)
+            pods = [pods[i] for i in order]
+            keys = [keys[i] for i in order]
+            sort_keys = [sort_keys[i] for i in order]
+        block = LaneBlock(pods, keys, sort_keys, self._seq + 1, now)
+        self._seq += len(pods)
+        infos.update(zip(keys, repeat(block)))
+        self._lane.append(block)
 
     def _gate_free_all(self, pods: list[PodRecord]) -> bool:
         """Whether no pod of ``pods`` needs PreEnqueue asked (asked once per
@@ -354,23 +411,10 @@ class SchedulingQueue:
         gate_free = self.gate_free
         return all(gate_free(p) for p in {id(p.memo): p for p in pods}.values())
 
-    def _add_active_many(self, pods: list[PodRecord], keys: list[str], now: float) -> None:
-        """``add_many`` for pods that all go to activeQ: the per-pod steps
-        as bulk dict updates and one sort."""
-        n = len(pods)
-        self.infos.update(zip(keys, map(QueuedPodInfo, pods, repeat(now), repeat(now))))
-        seqs = range(self._seq + 1, self._seq + n + 1)
-        self._seq += n
-        self._token.update(zip(keys, seqs))
-        entries = list(zip(self.sort_keys(pods), seqs, keys))
-        entries.sort()
-        lane = self._lane
-        self._lane = deque(heapq.merge(lane, entries) if lane else entries)
-
     def update(self, pod: PodRecord) -> QueuedPodInfo | None:
         """A pending pod changed: a gated or unschedulable pod is
         re-evaluated (PreEnqueue, then activeQ or backoffQ)."""
-        pi = self.infos.get(pod.key)
+        pi = self._pi(pod.key)
         if pi is None:
             return None
         pi.pod = pod
@@ -391,8 +435,9 @@ class SchedulingQueue:
         return pi
 
     def delete(self, key: str) -> QueuedPodInfo | None:
-        pi = self.infos.pop(key, None)
+        pi = self._pi(key)
         if pi is not None:
+            del self._infos[key]
             self._detach(pi)
         self.nominator.delete(key)
         return pi
@@ -404,7 +449,7 @@ class SchedulingQueue:
         while bq and bq[0][0] <= now:
             _, seq, key = heapq.heappop(bq)
             if self._token.get(key) == seq:
-                self._push_active(self.infos[key])
+                self._push_active(self._infos[key])
         if self.unschedulable and self.max_in_unschedulable != float("inf"):
             stale = [pi for pi in self.unschedulable.values()
                      if not pi.gated and now - pi.timestamp >= self.max_in_unschedulable]
@@ -413,89 +458,13 @@ class SchedulingQueue:
 
     def _head(self) -> tuple:
         """The smallest live activeQ entry (dead ones are dropped on the way)
-        and whether it heads the lane; (None, False) when activeQ is empty."""
-        aq, lane, token = self._active, self._lane, self._token
-        while aq and token.get(aq[0][2]) != aq[0][1]:
-            heapq.heappop(aq)
-        while lane and token.get(lane[0][2]) != lane[0][1]:
-            lane.popleft()
-        if lane and (not aq or lane[0] < aq[0]):
-            return lane[0], True
-        return (aq[0], False) if aq else (None, False)
-
-    def _take(self, in_lane: bool) -> None:
-        if in_lane:
-            self._lane.popleft()
-        else:
-            heapq.heappop(self._active)
-
-    def pop(self) -> QueuedPodInfo | None:
-        """The head of activeQ (after a flush), now in flight; None when empty."""
-        self.flush()
-        entry, in_lane = self._head()
-        if entry is None:
-            return None
-        self._take(in_lane)
-        _, seq, key = entry
-        self._seq_of_pop = seq
-        del self._token[key]
-        pi = self.infos[key]
-        pi.where = IN_FLIGHT
-        self.scheduling_cycle += 1
-        pi.cycle = self.scheduling_cycle
-        pi.attempts += 1
-        return pi
-
-    def pop_run(self, run_key, limit: int) -> tuple[list[QueuedPodInfo], list[tuple]]:
-        """The head of activeQ (as ``pop``) and the heads after it, popped
-        one by one as ``pop`` would, while ``run_key(pod)`` is the head's and
-        not None, at most ``limit`` pods: (pods, their heap entries for
-        ``unpop``).  Empty lists when activeQ is empty.  ``run_key`` must
-        read only what a pod's ``memo`` covers (pods sharing a memo share
-        the key)."""
-        first = self.pop()
-        if first is None:
-            return [], []
-        key = run_key(first.pod)
-        run, entries = [first], [(self.sort_key(first.pod), self._seq_of_pop, first.key)]
-        if key is None:
-            return run, entries
-        # Pods sharing the first one's memo (one template, equal annotations)
-        # have its run key: ``run_key`` reads only what the memo covers.
-        memo = first.pod.memo
-        aq, lane, token, infos = self._active, self._lane, self._token, self.infos
-        cycle = self.scheduling_cycle
-        heap_head = self._live_heap_head()
-        append_run, append_entry = run.append, entries.append
-        while len(run) < limit:
-            # ``_head`` inlined: the heap is only read again after a pod is
-            # taken from it
-            while lane and token.get(lane[0][2]) != lane[0][1]:
-                lane.popleft()
-            if lane and (heap_head is None or lane[0] < heap_head):
-                entry, in_lane = lane[0], True
-            elif heap_head is not None:
-                entry, in_lane = heap_head, False
-            else:
-                break
-            k = entry[2]
-            pi = infos[k]
-            if pi.pod.memo is not memo and run_key(pi.pod) != key:
-                break
-            if in_lane:
-                lane.popleft()
-            else:
-                heapq.heappop(aq)
-                heap_head = self._live_heap_head()
-            del token[k]
-            pi.where = IN_FLIGHT
-            cycle += 1
-            pi.cycle = cycle
-            pi.attempts += 1
-            append_run(pi)
-            append_entry(entry)
-        self.scheduling_cycle = cycle
-        return run, entries
+        and the lane block it heads (None: the heap); (None, None) when
+        activeQ is empty."""
+        h = self._live_heap_head()
+        e, b = self._lane_head() if self._lane else (None, None)
+        if e is not None and (h is None or e < h):
+            return e, b
+        return h, None
 
     def _live_heap_head(self):
         """The heap's smallest live entry (dead ones dropped), or None."""
@@ -504,39 +473,155 @@ class SchedulingQueue:
             heapq.heappop(aq)
         return aq[0] if aq else None
 
-    def unpop(self, pods: list[QueuedPodInfo], entries: list[tuple]) -> None:
-        """Put pods that ``pop_run`` handed out (and nothing happened to)
-        back at the head of activeQ exactly as they were: same heap entries,
-        attempts and cycle counter."""
-        for pi, entry in zip(pods, entries):
-            heapq.heappush(self._active, entry)
-            self._token[pi.key] = entry[1]
-            pi.where = ACTIVE
-            pi.attempts -= 1
-            self.scheduling_cycle -= 1
+    def _take(self, entry: tuple, block: LaneBlock | None) -> QueuedPodInfo:
+        """Take the head ``entry`` (from ``block`` or the heap) into flight."""
+        key = entry[2]
+        if block is None:
+            heapq.heappop(self._active)
+            pi = self._infos[key]
+        else:
+            pi = self._pi(key)      # made while its position is still ahead: active
+            block.pos = entry[1] - block.seq0 + 1
+        self._token.pop(key, None)
+        pi.where = IN_FLIGHT
+        self.scheduling_cycle += 1
+        pi.cycle = self.scheduling_cycle
+        pi.attempts += 1
+        return pi
+
+    def pop(self) -> QueuedPodInfo | None:
+        """The head of activeQ (after a flush), now in flight; None when empty."""
+        self.flush()
+        entry, block = self._head()
+        if entry is None:
+            return None
+        return self._take(entry, block)
+
+    def pop_run(self, run_key, limit: int) -> QueueRun | None:
+        """The head of activeQ (as ``pop``) and the heads after it, popped
+        as ``pop`` would one by one, while ``run_key(pod)`` is the head's
+        and not None, at most ``limit`` pods; None when activeQ is empty.
+        ``run_key`` must read only what a pod's ``memo`` covers (pods
+        sharing a memo share the key).
+
+        When the heads after the first are a stretch of one lane block, the
+        run is that stretch (no info is made for its pods); otherwise the
+        heads one by one (``QueueRun.rest``)."""
+        self.flush()
+        entry, block = self._head()
+        if entry is None:
+            return None
+        first = self._take(entry, block)
+        run = QueueRun(first, entry)
+        key = run_key(first.pod)
+        if key is None or limit <= 1:
+            return run
+        # Pods sharing the first one's memo (one template, equal annotations)
+        # have its run key: ``run_key`` reads only what the memo covers.
+        memo = first.pod.memo
+        entry, block = self._head()
+        if block is not None:
+            # the fast form: the block's live positions from its head on,
+            # while they stay below every other head (the heap's and the
+            # other blocks')
+            others = [self._live_heap_head()]
+            others += [o.entry(o.pos) for o in self._lane if o is not block and o.pos < len(o)]
+            bound = min((o for o in others if o is not None), default=None)
+            infos, keys, pods, sort_keys = self._infos, block.keys, block.pods, block.sort_keys
+            start = i = block.pos
+            stop = min(len(keys), start + limit - 1)
+            seq0 = block.seq0
+            while i < stop and infos.get(keys[i]) is block:
+                if bound is not None and (sort_keys[i], seq0 + i) > bound[:2]:
+                    break
+                pod = pods[i]
+                if pod.memo is not memo and run_key(pod) != key:
+                    break
+                i += 1
+            if i > start:
+                block.pos = i
+                self.scheduling_cycle += i - start
+                run.block, run.start, run.stop = block, start, i
+                return run
+        while entry is not None and 1 + len(run.rest) < limit:
+            pi = self._pi(entry[2])
+            if pi.pod.memo is not memo and run_key(pi.pod) != key:
+                break
+            run.rest.append(self._take(entry, block))
+            run.entries.append(entry)
+            entry, block = self._head()
+        return run
+
+    def unpop(self, run: QueueRun, start: int) -> None:
+        """Put pods ``start:`` of a run ``pop_run`` handed out (and nothing
+        happened to) back at the head of activeQ exactly as they were: same
+        entries, attempts and cycle counter."""
+        n = len(run) - start
+        if n <= 0:
+            return
+        if run.block is not None:
+            # the stretch's pods have no info: their positions come back
+            run.block.pos = run.start + max(start - 1, 0)
+            if run.block not in self._lane:
+                self._lane.append(run.block)
+            self.scheduling_cycle -= min(n, run.stop - run.start)
+            if start == 0:
+                self._unpop_info(run.first, run.first_entry)
+            return
+        pis = [run.first] + run.rest
+        entries = [run.first_entry] + run.entries
+        for pi, entry in zip(pis[start:], entries[start:]):
+            self._unpop_info(pi, entry)
+
+    def _unpop_info(self, pi: QueuedPodInfo, entry: tuple) -> None:
+        heapq.heappush(self._active, entry)
+        self._token[pi.key] = entry[1]
+        pi.where = ACTIVE
+        pi.attempts -= 1
+        self.scheduling_cycle -= 1
+
+    def info(self, run: QueueRun, i: int) -> QueuedPodInfo:
+        """The info of pod ``i`` of ``run`` (in flight; made now for a pod
+        of a stretch)."""
+        if i == 0:
+            return run.first
+        if run.block is None:
+            return run.rest[i - 1]
+        pos = run.start + i - 1
+        key = run.block.keys[pos]
+        v = self._infos.get(key)
+        if type(v) is not LaneBlock:
+            return v
+        pi = QueuedPodInfo(run.block.pods[pos], run.block.now, run.block.now, attempts=1,
+                           cycle=run.first.cycle + i, where=IN_FLIGHT)
+        self._infos[key] = pi
+        return pi
 
     def done(self, key: str) -> None:
         """The pod left the queue for good (assumed on a node)."""
-        pi = self.infos.pop(key, None)
-        if pi is not None:
+        pi = self._infos.pop(key, None)
+        if pi is not None and type(pi) is not LaneBlock:
             self._detach(pi)
 
-    def done_many(self, pis: list[QueuedPodInfo]) -> None:
-        """``done`` for the pods of a placed run (popped by ``pop_run``)."""
-        infos, token, unschedulable = self.infos, self._token, self.unschedulable
-        pop, drop = infos.pop, token.pop
-        for pi in pis:
-            key = pi.key
-            if pop(key, None) is not None:
-                drop(key, None)
-                if unschedulable:
-                    unschedulable.pop(key, None)
+    def done_run(self, run: QueueRun, count: int) -> None:
+        """``done`` for pods ``:count`` of a run (placed)."""
+        if count <= 0:
+            return
+        self.done(run.first.key)
+        if run.block is not None:
+            keys = run.block.keys[run.start:run.start + count - 1]
+            pop = self._infos.pop
+            for key in keys:
+                pop(key, None)
+        else:
+            for pi in run.rest[:count - 1]:
+                self.done(pi.key)
 
     def requeue(self, pi: QueuedPodInfo, plugins=frozenset(), *, error: bool = False) -> None:
         """Upstream's AddUnschedulableIfNotPresent for a pod back from a
         failed attempt (scheduling, permit or binding)."""
-        if pi.key not in self.infos:
-            self.infos[pi.key] = pi
+        if type(self._infos.get(pi.key)) is not QueuedPodInfo:
+            self._infos[pi.key] = pi
         pi.timestamp = self.clock.now()
         pi.unschedulable_plugins = frozenset(plugins)
         if error:
@@ -579,7 +664,7 @@ class SchedulingQueue:
     def activate(self, keys) -> None:
         """Move the named pods (unschedulable or backing off) to activeQ."""
         for key in keys:
-            pi = self.infos.get(key)
+            pi = self._pi(key)
             if pi is not None and pi.where in (UNSCHEDULABLE, BACKOFF) and not pi.gated:
                 self.unschedulable.pop(key, None)
                 self._push_active(pi)
@@ -592,9 +677,40 @@ class SchedulingQueue:
 
     def counts(self) -> dict:
         c = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
-        for pi in self.infos.values():
-            c[pi.where] = c.get(pi.where, 0) + 1
+        for v in self._infos.values():
+            if type(v) is LaneBlock:
+                continue
+            c[v.where] = c.get(v.where, 0) + 1
+        for b in self._lane:
+            for i in range(len(b)):
+                if self._infos.get(b.keys[i]) is b:
+                    c[ACTIVE if i >= b.pos else IN_FLIGHT] += 1
         return c
 
     def pending(self, where: str | None = None) -> list[QueuedPodInfo]:
         return [pi for pi in self.infos.values() if where is None or pi.where == where]
+
+
+class InfoView(Mapping):
+    """``SchedulingQueue.infos``: key -> QueuedPodInfo, made on read for a
+    pod still in a lane block (``queue_lane``)."""
+
+    __slots__ = ("_q",)
+
+    def __init__(self, queue: SchedulingQueue):
+        self._q = queue
+
+    def __getitem__(self, key: str) -> QueuedPodInfo:
+        pi = self._q._pi(key)
+        if pi is None:
+            raise KeyError(key)
+        return pi
+
+    def __iter__(self):
+        return iter(list(self._q._infos))
+
+    def __len__(self) -> int:
+        return len(self._q._infos)
+
+    def __contains__(self, key) -> bool:
+        return key in self._q._infos

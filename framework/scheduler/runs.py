@@ -68,42 +68,49 @@ class CompiledRuns:
         """Pop the longest run of alike heads and schedule it: the Bindings
         (``collect``; else a list as long, of keys); [] when activeQ is
         empty."""
-        pis, entries = self.queue.pop_run(self._run_key, self.max_run)
-        if len(pis) <= 1:
-            return [self._attempt(pis[0].pod, pis[0])] if pis else []
+        queue = self.queue
+        run = queue.pop_run(self._run_key, self.max_run)
+        if run is None:
+            return []
+        first = run.first
+        if len(run) == 1:
+            return [self._attempt(first.pod, first)]
         t0 = time.perf_counter()
-        fw = self._fw(pis[0].pod)
-        got = fw.place_run(self.cluster.state, [pi.pod for pi in pis], seed=self.seed,
+        fw = self._fw(first.pod)
+        pods = run.pods
+        got = fw.place_run(self.cluster.state, pods, seed=self.seed,
                            attempt=self.attempts, start_index=self.next_start_index)
         if got is None:
-            self._unrunnable.add(self._run_key(pis[0].pod))
-            self.queue.unpop(pis[1:], entries[1:])
-            return [self._attempt(pis[0].pod, pis[0])]
+            self._unrunnable.add(self._run_key(first.pod))
+            queue.unpop(run, 1)
+            return [self._attempt(first.pod, first)]
         rows, self.next_start_index = got
         placed = rows.shape[0]
         self.attempts += placed
         t1 = time.perf_counter()
-        out = self._bind_run(pis[:placed], rows, collect)
+        out = self._bind_run(run, placed, rows, collect)
         t2 = time.perf_counter()
         self.timer.add("filter_score", t1 - t0)
         self.timer.add("reserve_bind", t2 - t1)
         if placed:
             self.latencies.extend([(t2 - t0) / placed] * placed)
             self.run_lengths.append(placed)
-        if placed < len(pis):
-            self.queue.unpop(pis[placed + 1:], entries[placed + 1:])
-            out.append(self._attempt(pis[placed].pod, pis[placed]))
+        if placed < len(run):
+            failed = queue.info(run, placed)
+            queue.unpop(run, placed + 1)
+            out.append(self._attempt(failed.pod, failed))
         return out
 
-    def _bind_run(self, pis, rows, collect: bool = True) -> list:
-        """The binding cycles of a placed run (its plugins are ``run_safe``:
-        nothing to call), in order: outcomes, latencies and events.  Returns
-        the Bindings (``collect``), else the pods' keys."""
+    def _bind_run(self, run, placed: int, rows, collect: bool = True) -> list:
+        """The binding cycles of the first ``placed`` pods of a run (its
+        plugins are ``run_safe``: nothing to call), in order: outcomes,
+        latencies and events.  Returns the Bindings (``collect``), else the
+        pods' keys."""
         state, now = self.cluster.state, self.clock.now()
         nodes = state.nodes
         names = [nodes[r].name for r in rows.tolist()]
-        keys = [pi.key for pi in pis]
-        self.queue.done_many(pis)
+        keys = run.keys[:placed]
+        self.queue.done_run(run, placed)
         events = self.events
         # asked once per run: no subscriber appears between two pods of it
         scheduled, bound = events.listening("Scheduled"), events.listening("Bound")
@@ -132,7 +139,7 @@ class CompiledRuns:
             for key in keys:
                 drop(key, None)         # re-insert: dict order = outcome order
             log.update(zip(keys, repeat(BOUND)))
-        self.e2e_latencies.extend([now - pi.initial_timestamp for pi in pis])
+        self.e2e_latencies.extend([now - t for t in run.initial_timestamps()[:placed]])
         self.results["scheduled"] = self.results.get("scheduled", 0) + len(keys)
         if collect:
             return [outcomes[key] for key in keys]

@@ -2,7 +2,11 @@
 moved by the events their plugins declare, the 5-minute flush, the move
 request during a cycle, SchedulingGates -- checked after every step."""
 
+import os
+
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from support.checks import check
 
 from tensorsched.framework.objects.manifests import parse_pod
@@ -200,9 +204,10 @@ def test_add_many_interleaves_with_the_heap_and_refuses_duplicates_whole(gate_fr
 
 @pytest.mark.parametrize("bulk", [False, True])
 def test_pop_run_takes_alike_heads_across_lane_and_heap_in_order(bulk):
-    """pop_run hands out the heads one by one as pop would (lane and heap
-    interleaved in activeQ order) while the run key holds; unpop puts them
-    back exactly: the next pops see the same order, attempts and cycles."""
+    """pop_run hands out the heads one by one as pop would (lane blocks and
+    heap interleaved in activeQ order) while the run key holds; unpop puts
+    them back exactly: the next pops see the same order, attempts and
+    cycles; done_run removes the placed ones."""
     def fresh():
         q = _q(gate_free=(lambda pod: True) if bulk else None)
         q.add_many([_p(f"a{i}", 0, c) for i, c in enumerate([3, 1, 2, 5])])
@@ -215,16 +220,135 @@ def test_pop_run_takes_alike_heads_across_lane_and_heap_in_order(bulk):
     while (pi := q.pop()) is not None:
         want.append((pi.pod.name, pi.attempts, pi.cycle))
     assert [w[0] for w in want] == ["b1", "b0", "a1", "a2", "a0", "h", "a3"]
+    for cut in range(4):
+        q = fresh()
+        run = q.pop_run(lambda pod: "k", 4)       # a run ends with its lane block
+        assert [p.name for p in run.pods] == ["b1", "b0"]
+        q.done_run(run, 2)
+        run = q.pop_run(lambda pod: "k", 4)       # ... or below the heap's head (h)
+        assert [p.name for p in run.pods] == ["a1", "a2", "a0"]
+        infos = [q.info(run, i) for i in range(cut)]
+        assert [(pi.pod.name, pi.attempts, pi.cycle) for pi in infos] == want[2:2 + cut]
+        q.unpop(run, cut)
+        got = want[:2] + [(pi.pod.name, pi.attempts, pi.cycle) for pi in infos]
+        while (pi := q.pop()) is not None:
+            got.append((pi.pod.name, pi.attempts, pi.cycle))
+        assert got == want
     q = fresh()
-    run, entries = q.pop_run(lambda pod: "k", 4)
-    assert [pi.pod.name for pi in run] == ["b1", "b0", "a1", "a2"]
-    q.unpop(run[1:], entries[1:])
-    got = [(run[0].pod.name, run[0].attempts, run[0].cycle)]
-    while (pi := q.pop()) is not None:
-        got.append((pi.pod.name, pi.attempts, pi.cycle))
-    assert got == want
-    q = fresh()
-    run, _ = q.pop_run(lambda pod: pod.priority, 10)        # stops where the key changes
-    assert [pi.pod.name for pi in run] == ["b1", "b0"]
-    q.done_many(run)
+    run = q.pop_run(lambda pod: pod.priority, 10)        # stops where the key changes
+    assert [p.name for p in run.pods] == ["b1", "b0"]
+    q.done_run(run, 2)
     assert "default/b1" not in q and len(q) == 5
+    assert q.counts()["active"] == 5
+
+
+@pytest.mark.parametrize("touch", ["update", "delete", "read", "activate"])
+def test_lane_pods_read_updated_or_deleted_keep_their_place(touch):
+    """A pod still in a lane block gets its info when something looks at it
+    alone; reading it changes nothing, updating a priority moves it, deleting
+    it drops it; runs stop at it and pops go on in activeQ order."""
+    q = _q(gate_free=lambda pod: True)
+    q.add_many([_p(f"a{i}", 0, i) for i in range(6)])
+    if touch == "update":
+        q.update(_p("a3", 5, 3))
+    elif touch == "delete":
+        q.delete("default/a3")
+    elif touch == "read":
+        assert q.infos["default/a3"].where == ACTIVE and q.infos["default/a1"].attempts == 0
+    else:
+        q.activate(["default/a3"])
+    run = q.pop_run(lambda pod: "k", 10)
+    names = [p.name for p in run.pods]
+    q.done_run(run, len(run))
+    while (pi := q.pop()) is not None:
+        names.append(pi.pod.name)
+        q.done(pi.key)
+    expect = {"update": ["a3", "a0", "a1", "a2", "a4", "a5"],
+              "delete": ["a0", "a1", "a2", "a4", "a5"]}.get(touch, [f"a{i}" for i in range(6)])
+    assert names == expect and len(q) == 0
+
+
+_OPS = st.lists(st.one_of(
+    st.tuples(st.just("add_many"), st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4)),
+                                             min_size=1, max_size=6)),
+    st.tuples(st.just("pop"), st.booleans()),
+    st.tuples(st.just("run"), st.integers(1, 6), st.integers(0, 6), st.booleans()),
+    st.tuples(st.just("update"), st.integers(0, 30), st.integers(0, 2)),
+    st.tuples(st.just("delete"), st.integers(0, 30)),
+    st.tuples(st.just("activate"), st.integers(0, 30)),
+    st.tuples(st.just("move"))), max_size=25)
+
+
+# QUEUE_EXAMPLES=N (with HYPOTHESIS_RANDOM=1) explores more
+@settings(max_examples=int(os.environ.get("QUEUE_EXAMPLES", "1000")), deadline=None)
+@given(_OPS)
+@example([("add_many", [(2, 0), (2, 1)]), ("add_many", [(2, 0), (2, 1)]), ("run", 3, 3, False)])
+def test_lane_blocks_and_runs_equal_one_by_one_adds_and_pops(ops):
+    """A queue fed by add_many (lane blocks, pods without infos) and read by
+    pop_run / info / unpop / done_run hands out the same pods, attempts and
+    cycles as one fed pod by pod (the heap) and read by pop, through
+    updates, deletes, requeues, moves and activations."""
+    lane, heap = _q(gate_free=lambda pod: True), _q()
+    made = 0
+    names: list[str] = []
+
+    def seen(pi):
+        return (pi.pod.name, pi.attempts, pi.cycle, pi.where)
+
+    def finish(a, b, requeue):
+        for q, pi in ((lane, a), (heap, b)):
+            if requeue:
+                q.requeue(pi, frozenset({"NodeResourcesFit"}))
+            else:
+                q.done(pi.key)
+
+    for op in ops:
+        kind = op[0]
+        if kind == "add_many":
+            pods = []
+            for prio, created in op[1]:
+                pods.append(_p(f"p{made}", prio, created))
+                names.append(f"p{made}")
+                made += 1
+            lane.add_many(pods)
+            for pod in pods:
+                heap.add(pod)
+        elif kind == "pop":
+            a, b = lane.pop(), heap.pop()
+            assert (a and seen(a)) == (b and seen(b))
+            if a is not None:
+                finish(a, b, op[1])
+        elif kind == "run":
+            run = lane.pop_run(lambda pod: pod.priority, op[1])
+            if run is None:
+                assert heap.pop() is None
+                continue
+            cut = min(op[2], len(run))
+            got = [lane.info(run, i) for i in range(max(cut, 1))]
+            lane.unpop(run, max(cut, 1))
+            want = [heap.pop() for _ in range(max(cut, 1))]
+            assert [seen(p) for p in got] == [seen(p) for p in want]
+            for a, b in zip(got, want):
+                finish(a, b, op[3])
+        elif names and kind != "move":
+            key = f"default/{names[op[1] % len(names)]}"
+            if kind == "update":
+                pod = _p(key.split("/")[1], op[2], 0)
+                for q in (lane, heap):
+                    q.update(pod)
+            elif kind == "delete":
+                for q in (lane, heap):
+                    q.delete(key)
+            elif kind == "activate":
+                for q in (lane, heap):
+                    q.activate([key])
+        if kind == "move":
+            assert lane.move_all(NODE_ADD) == heap.move_all(NODE_ADD)
+        assert len(lane) == len(heap) and lane.counts() == heap.counts()
+    while True:
+        a, b = lane.pop(), heap.pop()
+        assert (a and seen(a)) == (b and seen(b))
+        if a is None:
+            break
+        lane.done(a.key)
+        heap.done(b.key)

@@ -1,0 +1,96 @@
+"""Pending pods as columns: the scheduling queue's lane of pods added
+together, and the runs the queue hands out of it.
+
+``add_many`` puts pods that all go to activeQ into a ``LaneBlock``: lists of
+the pods, their keys and their sort keys in activeQ order, position ``i``
+being the activeQ entry ``(sort_keys[i], seq0 + i, keys[i])``.  Such a pod
+has no ``QueuedPodInfo`` until something looks at it alone (a single pop,
+an update, a delete, a read of ``SchedulingQueue.infos``); the queue's
+``infos`` maps its key to the block meanwhile.  A position is live while its
+key still maps to the block (the pod was not deleted, updated or popped
+alone) or, once the pod has an info, while the queue's token for the key is
+``seq0 + i``.
+
+``QueueRun`` is what ``SchedulingQueue.pop_run`` hands out: the first head
+(an info, popped as ``pop`` would) and either a stretch of block positions
+``[start, stop)`` (the fast form: the pods stay without infos unless one is
+asked for) or a list of further infos (any other mix of heads).
+"""
+
+from __future__ import annotations
+
+from tensorsched.framework.objects.records import PodRecord
+
+
+class LaneBlock:
+    """Pods added together, in activeQ order (module doc).  ``pos``: the
+    first position not taken yet; ``now``: when they were added."""
+
+    __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index")
+
+    def __init__(self, pods: list[PodRecord], keys: list[str], sort_keys: list, seq0: int,
+                 now: float):
+        self.pods = pods
+        self.keys = keys
+        self.sort_keys = sort_keys
+        self.seq0 = seq0
+        self.pos = 0
+        self.now = now
+        self._index: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def index(self, key: str) -> int:
+        """The position of ``key`` (a map made on the first ask)."""
+        if self._index is None:
+            self._index = dict(zip(self.keys, range(len(self.keys))))
+        return self._index[key]
+
+    def entry(self, i: int) -> tuple:
+        """Position ``i`` as an activeQ heap entry."""
+        return (self.sort_keys[i], self.seq0 + i, self.keys[i])
+
+
+class QueueRun:
+    """Heads of activeQ popped together (module doc): ``first`` (an info),
+    then block positions ``[start, stop)`` of ``block``, or ``rest`` (infos)
+    with their activeQ ``entries``."""
+
+    __slots__ = ("first", "first_entry", "block", "start", "stop", "rest", "entries")
+
+    def __init__(self, first, first_entry: tuple, block: LaneBlock | None = None,
+                 start: int = 0, stop: int = 0, rest: list | None = None,
+                 entries: list | None = None):
+        self.first = first
+        self.first_entry = first_entry
+        self.block = block
+        self.start = start
+        self.stop = stop
+        self.rest = rest if rest is not None else []
+        self.entries = entries if entries is not None else []
+
+    def __len__(self) -> int:
+        if self.block is not None:
+            return 1 + self.stop - self.start
+        return 1 + len(self.rest)
+
+    @property
+    def pods(self) -> list[PodRecord]:
+        """[len] the pods, in order."""
+        if self.block is not None:
+            return [self.first.pod] + self.block.pods[self.start:self.stop]
+        return [self.first.pod] + [pi.pod for pi in self.rest]
+
+    @property
+    def keys(self) -> list[str]:
+        if self.block is not None:
+            return [self.first.key] + self.block.keys[self.start:self.stop]
+        return [self.first.key] + [pi.key for pi in self.rest]
+
+    def initial_timestamps(self) -> list[float]:
+        """When each pod first entered the queue."""
+        first = self.first.initial_timestamp
+        if self.block is not None:
+            return [first] + [self.block.now] * (self.stop - self.start)
+        return [first] + [pi.initial_timestamp for pi in self.rest]
