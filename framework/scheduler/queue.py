@@ -6,7 +6,11 @@ Three parts, as upstream:
 - activeQ: a heap of ``(sort key, seq)`` entries.  The sort key comes from
   the profile's QueueSort plugin (``sort_key(pod)`` when it has one, else
   its ``less`` through ``cmp_to_key``); ``seq`` is a push counter, so ties
-  pop first-in first-out and runs are deterministic (SimPy-like).
+  pop first-in first-out and runs are deterministic (SimPy-like).  Pods
+  added together (``add_many``) wait beside the heap in lane blocks, as
+  columns (``queue_lane``), and activeQ's head is the smallest of the
+  heads; ``pop_run`` hands out a stretch of a block without a
+  QueuedPodInfo per pod.
 - backoffQ: a heap of ``(backoff expiry, seq)``.  A pod's backoff is
   ``podInitialBackoffSeconds * 2^(attempts-1)``, capped at
   ``podMaxBackoffSeconds``, counted from the time it was last put back.

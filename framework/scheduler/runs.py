@@ -4,7 +4,9 @@ pod).
 
 The queue hands the loop the longest run of consecutive heads (QueueSort
 order) that share a signature (``Framework.signature``: the compiled query's
-signature and every deciding plugin's ``sign``).  ``Framework.place_run``
+signature and every deciding plugin's ``sign``): usually a stretch of a lane
+block (``queue_lane``: pods added together, kept as columns, without a
+QueuedPodInfo per pod).  ``Framework.place_run``
 then places the run in one call exactly as one cycle after another would
 (same nodes, same tie-breaks: attempt numbers advance per pod), accounts and
 records each pod on its node, and stops before the first pod that fits
@@ -26,9 +28,12 @@ InterPodAffinity's required (anti-)affinity as per-domain rules
 (``kernels.domain_rules``: the run counts each placed pod in its node's
 domain and re-tests the domains whose answer flipped), their scores
 (ScheduleAnyway spread, System defaults included, and pod affinity weights)
-recomputed over the scanned nodes for each pod.  Events of a run go out
-after it, in the order one-by-one cycles would send them; a subscriber
-that must see the state between two pods uses ``Scheduler(batch=False)``.
+recomputed over the scanned nodes for each pod.  A run's outcomes are
+recorded in bulk (``Scheduler.outcomes`` keeps its bindings as node names,
+read back as Bindings); its events go out after it, per pod and only when
+someone listens, in the order one-by-one cycles would send them; a
+subscriber that must see the state between two pods uses
+``Scheduler(batch=False)``.
 """
 
 from __future__ import annotations
