@@ -19,8 +19,7 @@ Permit, a binder that may fail, a binding-cycle plugin that is not
 ``run_safe``, a plugin that cannot sign the pod, a host plugin without a
 compiled form for it (the GPU plugins, user plugins), a host plugin that
 skipped the pod without promising the skip holds for the run
-(``RunSkipPlugin``), or a backend without compiled runs (numpy; cuda takes
-runs with the pod-to-pod filters, not with their scores).
+(``RunSkipPlugin``), or a backend without compiled runs (numpy).
 
 The pod-to-pod plugins, which upstream's batching refuses, run inside the
 compiled call: PodTopologySpread's DoNotSchedule constraints and

@@ -905,3 +905,92 @@ def finalize_partial(rows, start, reasons, partial, raw_pos, pos_slots, norm_mod
             ties_scratch[n_ties] = j
             n_ties += 1
     return n_ties
+
+
+# ----------------------------------------------------------- dense run scores
+# PodTopologySpread's ScheduleAnyway score and InterPodAffinity's score in a
+# compiled run (``kernels.domain_rules`` packs their arrays): recomputed over
+# the scanned feasible rows for each pod (their normalization, and the
+# spread's per-constraint weights, depend on that set).  The numba run and
+# the device run both call these.
+
+def go_round(x):
+    """math.Round of Go: half away from zero."""
+    t = float(int(x))
+    frac = x - t
+    if abs(frac) >= 0.5:
+        if x > 0:
+            t += 1.0
+        elif x < 0:
+            t -= 1.0
+    return int(t)
+
+
+def base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot):
+    """Row ``i``'s weighted sum of the normalized active slots but ``skip_slot``."""
+    t = 0
+    for s in range(raw_by_row.shape[1]):
+        if active_slots[s] and s != skip_slot:
+            t += normalized(raw_by_row[i, s], norm_mode[s], hi[s]) * weights[s]
+    return t
+
+
+def spread_raw(i, domp1, sums, params, term_weights, require_all, n_terms):
+    """Row ``i``'s raw spread score: per constraint, the matching pods in its
+    domain times the constraint's weight (log(domains + 2)) plus its skew
+    offset, summed and rounded."""
+    acc = 0.0
+    for c in range(n_terms):
+        d1 = domp1[c, i]
+        if d1 == 0 and not require_all:
+            term = 0.0
+        else:
+            cnt = sums[c, d1 - 1] if d1 > 0 else 0
+            term = float(cnt) * term_weights[c] + float(params[c, 1])
+        acc = acc + term
+    return go_round(acc)
+
+
+def affinity_raw(i, domp1, sums, params, n_terms):
+    """Row ``i``'s raw pod affinity score: each term's weight times the
+    matching pods in the row's domain of its key."""
+    r = 0
+    for c in range(n_terms):
+        d1 = domp1[c, i]
+        if d1 > 0:
+            r += params[c, 0] * sums[c, d1 - 1]
+    return r
+
+
+def dense_total(base, has_all, sp_raw, sp_lo, sp_hi, sp_on, sp_weight, af_raw, af_lo, af_span,
+                af_weight):
+    """A row's total: ``base`` (the other slots) plus InterPodAffinity's
+    min-max normalized score and PodTopologySpread's (lower raw is better,
+    normalized by the maximum; a row without every key gets none)."""
+    t = base
+    if af_span > 0:
+        t += int(math.trunc(100.0 * (float(af_raw - af_lo) / float(af_span)))) * af_weight
+    if sp_on and has_all:
+        if sp_hi == 0:
+            t += MAX_NODE_SCORE * sp_weight
+        else:
+            t += ((MAX_NODE_SCORE * (sp_hi + sp_lo - sp_raw)) // sp_hi) * sp_weight
+    return t
+
+
+def spread_count(row, count_dom, sums, params, n_terms):
+    """A pod placed on ``row``: one more in each constraint that counts it."""
+    for c in range(n_terms):
+        if params[c, 2] != 0:
+            d = count_dom[c, row]
+            if d >= 0:
+                sums[c, d] += 1
+
+
+def affinity_count(row, count_dom, sums, params, n_terms):
+    """A pod placed on ``row``: one more in each term that counts it."""
+    for c in range(n_terms):
+        if params[c, 1] != 0:
+            d = count_dom[c, row]
+            if d >= 0:
+                sums[c, d] += 1

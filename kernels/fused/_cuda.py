@@ -8,6 +8,7 @@ Import this module only after ``_deps.cuda_unavailable_reason()`` said yes.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from numba import cuda, int64, uint64
@@ -71,7 +72,12 @@ def launch_fused_pass(n_rows: int, *args) -> None:
 # order; thread 0 draws the tie, accounts the pod on its row and recomputes
 # that row of the device row cache.  Per-domain rules
 # (``kernels.domain_rules``) are evaluated per row as the threads scan and
-# counted by thread 0 after each placement.
+# counted by thread 0 after each placement.  The pod-to-pod scores
+# (ScheduleAnyway spread, pod affinity weights) are recomputed per pod over
+# the scanned feasible rows with ``_core``'s formulas, as the numba run
+# does: each spread constraint's distinct domains counted by atomics (the
+# first thread to stamp a domain for this pod counts it), the raw scores
+# stored by position, their minima and maxima reduced by the block.
 
 # The tie draw's arithmetic wraps mod 2**64 by design; under the CUDA
 # simulator it runs as NumPy scalar operations (on the simulator's threads,
@@ -83,6 +89,12 @@ RUN_THREADS = 256           # the most threads a run block uses
 MAX_RUN_SLOTS = 16          # score slots the block keeps maxima for
 
 normalized = core["normalized"]
+base_total = core["base_total"]
+spread_raw = core["spread_raw"]
+affinity_raw = core["affinity_raw"]
+dense_total = core["dense_total"]
+spread_count = core["spread_count"]
+affinity_count = core["affinity_count"]
 rule_fails_row = core["rule_fails_row"]
 rule_thresholds = core["rule_thresholds"]
 rule_count = core["rule_count"]
@@ -126,15 +138,24 @@ def _rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min)
 
 
 @cuda.jit(device=True)
-def _row_total(row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
-               r_domp1, r_sums, r_params, r_thr):
+def _run_total(j, row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi0,
+               r_domp1, r_sums, r_params, r_thr, skip_slot, dense, sp_has_all, sp_raw, dstat,
+               sp_on, sp_w, af_raw, n_af, af_weight):
+    """Position ``j`` (row ``row``)'s total for the pod at hand, -1 when it
+    is not feasible; with the dense scores (``dense``) PodTopologySpread's
+    and InterPodAffinity's normalized scores over the scanned rows
+    (``dstat``: their minima and maxima) replace the spread slot."""
     if not _feasible(row, reasons_by_row, r_domp1, r_sums, r_params, r_thr):
         return -1
-    t = 0
-    for s in range(raw_by_row.shape[1]):
-        if active_slots[s]:
-            t += normalized(raw_by_row[row, s], norm_mode[s], hi[0, s]) * weights[s]
+    t = base_total(row, raw_by_row, active_slots, norm_mode, weights, hi0, skip_slot)
+    if dense:
+        t = dense_total(t, sp_has_all[row], sp_raw[j], dstat[1], dstat[2], sp_on, sp_w,
+                        af_raw[j] if n_af > 0 else 0, dstat[3],
+                        dstat[4] - dstat[3] if n_af > 0 else 0, af_weight)
     return t
+
+
+_BIG = 1 << 62
 
 
 @cuda.jit
@@ -150,7 +171,9 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                      bal_kind, image_entries, image_scaled, image_min, image_max,
                      reasons_by_row, raw_by_row, active_slots, norm_mode, weights, out_rows,
                      out_meta, r_domp1, r_count_dom, r_sums, r_present, r_params, r_thr,
-                     r_at_min):
+                     r_at_min, sp_domp1, sp_count_dom, sp_size_dom, sp_sums, sp_params,
+                     sp_has_all, sp_meta, sp_marks, sp_sizes, sp_weights, sp_raw, af_domp1,
+                     af_count_dom, af_sums, af_params, af_meta, af_raw):
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     m = rows.shape[0]
@@ -159,6 +182,17 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
     per_b = cuda.shared.array(RUN_THREADS, int64)
     hi = cuda.shared.array((RUN_THREADS, MAX_RUN_SLOTS), int64)
     run = cuda.shared.array(4, int64)       # start, placed, stop, rows processed
+    # the dense scores' per-pod figures: rows counted, spread min / max,
+    # affinity min / max (over the scanned feasible rows)
+    dstat = cuda.shared.array(5, int64)
+    n_terms = sp_meta[2]
+    n_af = af_meta[1]
+    dense = n_terms > 0 or n_af > 0
+    sp_slot = sp_meta[0]
+    require_all = sp_meta[1] != 0
+    sp_on = n_terms > 0 and active_slots[sp_slot]
+    sp_w = weights[sp_slot] if sp_on else 0
+    skip_slot = sp_slot if n_terms > 0 else -1
     chunk = (m + nt - 1) // nt
     lo = tid * chunk
     hi_pos = min(m, lo + chunk)
@@ -224,6 +258,75 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                     v = hi[t, s]
             hi[0, s] = v
         cuda.syncthreads()
+        hi0 = hi[0]
+        if dense:
+            # the spread constraints' weights: log(domains counted + 2)
+            if tid == 0:
+                dstat[0] = 0
+                for c in range(n_terms):
+                    sp_sizes[c] = 0
+            cuda.syncthreads()
+            counted = 0
+            for j in range(lo, stop if n_terms > 0 else lo):
+                jj = start + j
+                if jj >= m:
+                    jj -= m
+                row = rows[jj]
+                if not (sp_has_all[row] and _feasible(row, reasons_by_row, r_domp1, r_sums,
+                                                      r_params, r_thr)):
+                    continue
+                counted += 1
+                for c in range(n_terms):
+                    if sp_params[c, 0] == 0:
+                        # the first thread to mark a domain for this pod counts it
+                        if cuda.atomic.max(sp_marks, (c, sp_size_dom[c, row]), i + 1) < i + 1:
+                            cuda.atomic.add(sp_sizes, c, 1)
+            cuda.atomic.add(dstat, 0, counted)
+            cuda.syncthreads()
+            if tid == 0:
+                for c in range(n_terms):
+                    size = dstat[0] if sp_params[c, 0] != 0 else sp_sizes[c]
+                    sp_weights[c] = math.log(float(size + 2))
+            cuda.syncthreads()
+            # raw scores by position, and their minima and maxima per chunk
+            s_lo = _BIG
+            s_hi = -_BIG
+            a_lo = _BIG
+            a_hi = -_BIG
+            for j in range(lo, stop):
+                jj = start + j
+                if jj >= m:
+                    jj -= m
+                row = rows[jj]
+                if not _feasible(row, reasons_by_row, r_domp1, r_sums, r_params, r_thr):
+                    continue
+                if n_terms > 0 and sp_has_all[row]:
+                    r = spread_raw(row, sp_domp1, sp_sums, sp_params, sp_weights, require_all,
+                                   n_terms)
+                    sp_raw[j] = r
+                    s_lo = min(s_lo, r)
+                    s_hi = max(s_hi, r)
+                if n_af > 0:
+                    r = affinity_raw(row, af_domp1, af_sums, af_params, n_af)
+                    af_raw[j] = r
+                    a_lo = min(a_lo, r)
+                    a_hi = max(a_hi, r)
+            for k in range(2):
+                per_a[tid] = s_lo if k == 0 else a_lo
+                per_b[tid] = s_hi if k == 0 else a_hi
+                cuda.syncthreads()
+                if tid == 0:
+                    v_lo = _BIG
+                    v_hi = -_BIG
+                    for t in range(nt):
+                        v_lo = min(v_lo, per_a[t])
+                        v_hi = max(v_hi, per_b[t])
+                    if v_lo == _BIG:        # nothing scored: both 0
+                        v_lo = 0
+                        v_hi = 0
+                    dstat[1 + 2 * k] = v_lo
+                    dstat[2 + 2 * k] = v_hi
+                cuda.syncthreads()
         # the top total and its ties, per chunk
         best = -1
         cnt = 0
@@ -231,8 +334,9 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
             jj = start + j
             if jj >= m:
                 jj -= m
-            t = _row_total(rows[jj], reasons_by_row, raw_by_row, active_slots, norm_mode,
-                           weights, hi, r_domp1, r_sums, r_params, r_thr)
+            t = _run_total(j, rows[jj], reasons_by_row, raw_by_row, active_slots, norm_mode,
+                           weights, hi0, r_domp1, r_sums, r_params, r_thr, skip_slot, dense,
+                           sp_has_all, sp_raw, dstat, sp_on, sp_w, af_raw, n_af, af_meta[2])
             if t > best:
                 best = t
                 cnt = 1
@@ -265,9 +369,10 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                         jj = start + j
                         if jj >= m:
                             jj -= m
-                        if _row_total(rows[jj], reasons_by_row, raw_by_row, active_slots,
-                                      norm_mode, weights, hi, r_domp1, r_sums, r_params,
-                                      r_thr) == top:
+                        if _run_total(j, rows[jj], reasons_by_row, raw_by_row,
+                                      active_slots, norm_mode, weights, hi0, r_domp1, r_sums,
+                                      r_params, r_thr, skip_slot, dense, sp_has_all, sp_raw,
+                                      dstat, sp_on, sp_w, af_raw, n_af, af_meta[2]) == top:
                             if k == 0:
                                 row = rows[jj]
                                 break
@@ -296,6 +401,8 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                                     shape_score, bal_res, bal_kind, image_entries, image_scaled,
                                     image_min, image_max)
                 _rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min)
+                spread_count(row, sp_count_dom, sp_sums, sp_params, n_terms)
+                affinity_count(row, af_count_dom, af_sums, af_params, n_af)
                 run[0] = (start + processed) % m
                 run[1] = i + 1
         cuda.syncthreads()

@@ -226,25 +226,6 @@ def rules_count(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom
     return -1 if over else k
 
 
-def go_round(x):
-    t = float(int64(x))
-    frac = x - t
-    if abs(frac) >= 0.5:
-        if x > 0:
-            t += 1.0
-        elif x < 0:
-            t -= 1.0
-    return int64(t)
-
-
-def base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot):
-    t = 0
-    for s in range(raw_by_row.shape[1]):
-        if active_slots[s] and s != skip_slot:
-            t += normalized(raw_by_row[i, s], norm_mode[s], hi[s]) * weights[s]
-    return t
-
-
 def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots,
                     norm_mode, weights, ties_scratch, hi_scratch, sp_domp1, sp_sums,
                     sp_size_dom, sp_params, sp_has_all, sp_meta, sp_marks, stamp, sp_sizes,
@@ -313,16 +294,7 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         i = rows[jj]
         if not sp_has_all[i]:
             continue
-        acc = 0.0
-        for c in range(n_terms):
-            d1 = sp_domp1[c, i]
-            if d1 == 0 and not require_all:
-                term = 0.0
-            else:
-                cnt = sp_sums[c, d1 - 1] if d1 > 0 else 0
-                term = float(cnt) * sp_weights[c] + float(sp_params[c, 1])
-            acc = acc + term
-        r = go_round(acc)
+        r = spread_raw(i, sp_domp1, sp_sums, sp_params, sp_weights, require_all, n_terms)
         raw_scratch[j] = r
         if not seen:
             lo = r
@@ -343,11 +315,7 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         if jj >= m:
             jj -= m
         i = rows[jj]
-        r = 0
-        for c in range(n_af):
-            d1 = af_domp1[c, i]
-            if d1 > 0:
-                r += af_params[c, 0] * af_sums[c, d1 - 1]
+        r = affinity_raw(i, af_domp1, af_sums, af_params, n_af)
         af_raw[j] = r
         if not af_seen:
             af_lo = r
@@ -358,6 +326,8 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         elif r > af_hi:
             af_hi = r
     af_span = af_hi - af_lo
+    sp_on = n_terms > 0 and active_slots[slot]
+    sp_w = weights[slot] if sp_on else 0
     best = -1
     n_ties = 0
     for x in range(n_feas):
@@ -366,15 +336,9 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
         if jj >= m:
             jj -= m
         i = rows[jj]
-        t = sp_base[i]
-        if n_af > 0 and af_span > 0:
-            t += int64(math.trunc(100.0 * (float(af_raw[j] - af_lo) / float(af_span)))) \
-                * af_meta[2]
-        if n_terms > 0 and active_slots[slot] and sp_has_all[i]:
-            if hi == 0:
-                t += 100 * weights[slot]
-            else:
-                t += ((100 * (hi + lo - raw_scratch[j])) // hi) * weights[slot]
+        t = dense_total(sp_base[i], sp_has_all[i], raw_scratch[j], lo, hi, sp_on, sp_w,
+                        af_raw[j] if n_af > 0 else 0, af_lo,
+                        af_span if n_af > 0 else 0, af_meta[2])
         if t > best:
             best = t
             n_ties = 0
@@ -382,14 +346,6 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
             ties_scratch[n_ties] = j
             n_ties += 1
     return n_ties, processed, found
-
-
-def spread_count(row, sp_count_dom, sp_sums, sp_params, sp_meta):
-    for c in range(sp_meta[2]):
-        if sp_params[c, 2] != 0:
-            d = sp_count_dom[c, row]
-            if d >= 0:
-                sp_sums[c, d] += 1
 
 
 def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
@@ -503,10 +459,8 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
         if n_rules > 0:
             k = rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
                             r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, dirty.shape[0])
-        spread_count(row, sp_count_dom, sp_sums, sp_params, sp_meta)
-        for c in range(af_meta[1]):
-            if af_params[c, 1] != 0 and af_count_dom[c, row] >= 0:
-                af_sums[c, af_count_dom[c, row]] += 1
+        spread_count(row, sp_count_dom, sp_sums, sp_params, sp_meta[2])
+        affinity_count(row, af_count_dom, af_sums, af_params, af_meta[1])
         one_row[0] = row
         fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
         if sp_base_hi[raw_by_row.shape[1]] != 0:
@@ -564,6 +518,9 @@ def build_place_run(by_row_pass):
                  "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
                  "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"],
                  "normalized": core["normalized"], "scan_stop": core["scan_stop"],
+                 **{n: core[n] for n in ("go_round", "base_total", "spread_raw",
+                                         "affinity_raw", "dense_total", "spread_count",
+                                         "affinity_count")},
                  **{n: core[n] for n in ("rule_fails_count", "rule_fails_row",
                                          "rule_thresholds", "rule_count",
                                          "rules_group_placed")},
@@ -571,8 +528,7 @@ def build_place_run(by_row_pass):
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
-                         "rules_count", "go_round",
-                         "base_total", "finalize_spread", "spread_count", "place_run", "place_run_scan"),
+                         "rules_count", "finalize_spread", "place_run", "place_run_scan"),
                         namespace,
                         options={"nogil": True, "_nrt": False},
                         cache=None not in depends, depends=[d or "" for d in depends],

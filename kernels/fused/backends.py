@@ -586,19 +586,35 @@ class CudaBackend:
                                                   norm, weights, ties)
         return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
 
+    def _dense_args(self, spread, affinity, n: int, m: int) -> tuple:
+        """The device run's spread and affinity arrays (``domain_rules``;
+        stand-ins of no term when absent) and their scratch: sizes [C],
+        weights [C], raw scores by position [M] each."""
+        if spread is None:
+            spread = DR.stack_spread(None, n)
+        if affinity is None:
+            affinity = DR.stack_affinity(None, n)
+        dense = spread.params.shape[0] > 0 or affinity.params.shape[0] > 0
+        c = max(spread.params.shape[0], 1)
+        to = self._cuda.to_device
+        return (*(to(_at_least_one(a)) for a in spread),
+                to(np.zeros(c, np.int64)), to(np.zeros(c, np.float64)),
+                to(np.zeros(m if dense else 1, np.int64)),
+                *(to(_at_least_one(a)) for a in affinity),
+                to(np.zeros(m if dense else 1, np.int64)))
+
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
         """``NumbaBackend.place_run`` device-resident: one fused pass fills a
         device row cache, then one block places the whole run
         (``_cuda.place_run_kernel``, one launch; per-domain ``rules`` are
-        evaluated by the block and counted by it); the host columns then get
-        the same requests added.  None (nothing done) with a spread or
-        affinity score, or more score slots than the block keeps maxima for:
-        those pods are scheduled one by one."""
-        if ((spread is not None and spread.params.shape[0] > 0)
-                or (affinity is not None and affinity.params.shape[0] > 0)
-                or n_slots > self._k.MAX_RUN_SLOTS):
+        evaluated by the block and counted by it, the ``spread`` and
+        ``affinity`` scores recomputed by it over the scanned rows for each
+        pod); the host columns then get the same requests added.  None
+        (nothing done) with more score slots than the block keeps maxima
+        for: those pods are scheduled one by one."""
+        if n_slots > self._k.MAX_RUN_SLOTS:
             return None
         cuda = self._cuda
         dev = self._sync_columns(source)
@@ -623,7 +639,8 @@ class CudaBackend:
             cuda.to_device(weights), d_out, d_meta,
             *(cuda.to_device(np.ascontiguousarray(a)) for a in (
                 rules.domp1, rules.count_dom, rules.sums, rules.present, rules.params)),
-            cuda.to_device(np.zeros(r, np.int64)), cuda.to_device(np.zeros(r, np.int64)))
+            cuda.to_device(np.zeros(r, np.int64)), cuda.to_device(np.zeros(r, np.int64)),
+            *self._dense_args(spread, affinity, n, rows.shape[0]))
         placed, next_start = (int(v) for v in d_meta.copy_to_host())
         out = d_out.copy_to_host()[:placed]
         # The host columns follow (the state's copy is the truth; the mirror
@@ -632,6 +649,14 @@ class CudaBackend:
         np.add.at(cols.nonzero_requested, out, nonzero)
         register(out)
         return out, next_start
+
+
+def _at_least_one(a: np.ndarray) -> np.ndarray:
+    """``a`` with one zero row when it has none (no empty device arrays)."""
+    a = np.ascontiguousarray(a)
+    if a.shape[0] == 0:
+        return np.zeros((1,) + a.shape[1:], a.dtype)
+    return a
 
 
 def _never_fails(n: int) -> DR.RuleArrays:

@@ -369,31 +369,69 @@ def test_required_affinity_pods_score_the_next_ones_of_their_run():
 
 @pytest.mark.cudasim
 @needs_cuda
-@pytest.mark.parametrize("kind", ["zone-spread", "anti", "affinity"])
-def test_cuda_runs_keep_per_domain_rules_on_the_device(kind):
-    """The device run evaluates and counts the pod-to-pod rules itself: the
-    placements and messages of one-by-one cycles."""
+@pytest.mark.parametrize("percentage", [100, 40])
+@pytest.mark.parametrize("kind", ["zone-spread", "anti", "affinity", "affinity-weighted",
+                                  "soft-spread", "owned", "prefer"])
+def test_cuda_runs_keep_pod_to_pod_plugins_on_the_device(kind, percentage):
+    """The device run evaluates and counts the pod-to-pod rules itself and
+    recomputes their scores (ScheduleAnyway spread, the System defaults of a
+    ReplicaSet's pods, pod affinity weights with and without
+    hardPodAffinityWeight) over the scanned nodes for each pod: the
+    placements and messages of one-by-one cycles, in runs."""
     nodes = [node_dict(f"n{i}", cpu=str(1 + i % 2),
-                       labels={"zone": f"z{i % 3}"} if i % 5 else {}) for i in range(8)]
+                       labels={"zone": f"z{i % 3}", HOST: f"n{i}",
+                               **({WELL_KNOWN_ZONE: f"z{i % 3}"} if i % 5 else {})})
+             for i in range(8)]
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
     spec = {"zone-spread": {"topologySpreadConstraints": [_spread("zone", 1, "web")]},
             "anti": {"affinity": _anti(HOST, "web")},
             "affinity": {"affinity": {"podAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app": "web"}},
-                     "topologyKey": "zone"}]}}}}[kind]
+                "requiredDuringSchedulingIgnoredDuringExecution": [term]}}},
+            "soft-spread": {"topologySpreadConstraints": [
+                _spread("zone", 1, "web", action="ScheduleAnyway"),
+                _spread(HOST, 2, "web", action="ScheduleAnyway")]},
+            "owned": {},
+            "prefer": {"affinity": {"podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 30, "podAffinityTerm": term}]}}}}[kind.replace("-weighted", "")]
     cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-           "percentageOfNodesToScore": 100, "profiles": [{
+           "percentageOfNodesToScore": percentage, "profiles": [{
                "schedulerName": "default-scheduler", "plugins": {"multiPoint": {"disabled": [
                    {"name": "InterPodAffinity"}] if kind == "zone-spread" else []}}}]}
-    if kind == "affinity":      # its score is computed over the nodes: not on the device
+    if kind == "affinity":      # no score between the run's own pods
         cfg["profiles"][0]["pluginConfig"] = [{"name": "InterPodAffinity", "args": {
             "hardPodAffinityWeight": 0}}]
     pods = [pod_dict(f"p{i}", cpu="400m", labels={"app": "web"}, created=i, spec=spec)
             for i in range(14)]
+    objects = list(nodes)
+    if kind == "owned":
+        for pod in pods:
+            pod["metadata"]["ownerReferences"] = [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs-web",
+                 "uid": "uid-web", "controller": True}]
+        objects.append({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                        "metadata": {"name": "rs-web", "namespace": "default"},
+                        "spec": {"selector": {"matchLabels": {"app": "web"}}}})
     got = {}
     for backend, batch in (("numba", False), ("cuda", True)):
-        sched = Scheduler(build_cluster(nodes, cfg), backend, 2, batch=batch)
+        sched = Scheduler(build_cluster(objects, cfg), backend, 2, batch=batch)
         got[backend] = [(o.pod, o.node, o.message) for o in sched.schedule_pending(pods)[0]]
         if batch:
             assert sched.run_lengths and max(sched.run_lengths) > 3
     assert got["cuda"] == got["numba"]
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@settings(max_examples=int(os.environ.get("CUDA_RUNS_EXAMPLES", "5")), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(pod_to_pod_workloads())
+def test_cuda_runs_with_pod_to_pod_plugins_place_as_one_by_one(case):
+    """Random mixes of the pod-to-pod rules and scores, failures and node
+    events between batches: cuda runs (under the simulator here) place as
+    numba's one-by-one cycles.  CUDA_RUNS_EXAMPLES=N checks more."""
+    nodes, batches, events, seed = case
+    one_by_one = _play(nodes, batches, events, seed, "numba", batch=False)
+    device = _play(nodes, batches, events, seed, "cuda", batch=True)
+    assert device[0] == one_by_one[0]
+    assert np.array_equal(device[1], one_by_one[1]) and device[2] == one_by_one[2]
