@@ -978,19 +978,12 @@ def dense_total(base, has_all, sp_raw, sp_lo, sp_hi, sp_on, sp_weight, af_raw, a
     return t
 
 
-def spread_count(row, count_dom, sums, params, n_terms):
-    """A pod placed on ``row``: one more in each constraint that counts it."""
+def count_placed(row, count_dom, sums, params, n_terms, counts_col):
+    """A pod placed on ``row``: one more in the domain of each term that
+    counts it (``params[c, counts_col]`` set: the spread's column 2, the
+    affinity's column 1)."""
     for c in range(n_terms):
-        if params[c, 2] != 0:
-            d = count_dom[c, row]
-            if d >= 0:
-                sums[c, d] += 1
-
-
-def affinity_count(row, count_dom, sums, params, n_terms):
-    """A pod placed on ``row``: one more in each term that counts it."""
-    for c in range(n_terms):
-        if params[c, 1] != 0:
+        if params[c, counts_col] != 0:
             d = count_dom[c, row]
             if d >= 0:
                 sums[c, d] += 1

@@ -93,8 +93,7 @@ base_total = core["base_total"]
 spread_raw = core["spread_raw"]
 affinity_raw = core["affinity_raw"]
 dense_total = core["dense_total"]
-spread_count = core["spread_count"]
-affinity_count = core["affinity_count"]
+count_placed = core["count_placed"]
 rule_fails_row = core["rule_fails_row"]
 rule_thresholds = core["rule_thresholds"]
 rule_count = core["rule_count"]
@@ -401,8 +400,8 @@ def place_run_kernel(count, seed_mix, attempt0, rows, start0, num_to_find, pod_r
                                     shape_score, bal_res, bal_kind, image_entries, image_scaled,
                                     image_min, image_max)
                 _rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min)
-                spread_count(row, sp_count_dom, sp_sums, sp_params, n_terms)
-                affinity_count(row, af_count_dom, af_sums, af_params, n_af)
+                count_placed(row, sp_count_dom, sp_sums, sp_params, n_terms, 2)
+                count_placed(row, af_count_dom, af_sums, af_params, n_af, 1)
                 run[0] = (start + processed) % m
                 run[1] = i + 1
         cuda.syncthreads()

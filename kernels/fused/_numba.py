@@ -468,8 +468,8 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
         if n_rules > 0:
             k = rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
                             r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, dirty.shape[0])
-        spread_count(row, sp_count_dom, sp_sums, sp_params, sp_meta[2])
-        affinity_count(row, af_count_dom, af_sums, af_params, af_meta[1])
+        count_placed(row, sp_count_dom, sp_sums, sp_params, sp_meta[2], 2)
+        count_placed(row, af_count_dom, af_sums, af_params, af_meta[1], 1)
         one_row[0] = row
         fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
         if sp_base_hi[raw_by_row.shape[1]] != 0:
@@ -528,8 +528,7 @@ def build_place_run(by_row_pass):
                  "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"],
                  "normalized": core["normalized"], "scan_stop": core["scan_stop"],
                  **{n: core[n] for n in ("go_round", "base_total", "spread_raw",
-                                         "affinity_raw", "dense_total", "spread_count",
-                                         "affinity_count")},
+                                         "affinity_raw", "dense_total", "count_placed")},
                  **{n: core[n] for n in ("rule_fails_count", "rule_fails_row",
                                          "rule_thresholds", "rule_count",
                                          "rules_group_placed")},

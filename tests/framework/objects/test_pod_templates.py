@@ -10,10 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tensorsched.framework.capacity.common import pod_copies
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects import pod_templates
 from tensorsched.framework.objects.manifests import load_objects, parse_objects, parse_pod
 from tensorsched.framework.objects.pod_templates import PodTemplates, template_key
+from tensorsched.framework.objects.priorities import PriorityResolver
 
 BASE = {
     "apiVersion": "v1",
@@ -239,9 +241,6 @@ def test_fast_copies_carry_their_own_key():
     pod copies, a resolved priority) have their own ``namespace/name`` key
     (the key is part of record equality, so the equality tests above check
     it for the table and template paths too)."""
-    from tensorsched.framework.capacity.common import pod_copies
-    from tensorsched.framework.objects.priorities import PriorityResolver
-
     cache = PodTemplates(parse_pod)
     recs = [cache.parse(p, where="x") for p in _replicas(3)]
     assert [r.key for r in recs] == [f"{r.namespace}/web-{i}" for i, r in enumerate(recs)]

@@ -14,6 +14,7 @@ from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.manifests import parse_node, parse_pod
 from tensorsched.framework.objects.records import NodeImage, NodeRecord, PodRecord, Taint
 from tensorsched.framework.state.cluster_state import ClusterState, parse_label_int
+from tensorsched.framework.state.domain_counts import PodCountIndex
 from tensorsched.kernels import layout as L
 
 Mi = 1024 * 1024
@@ -707,8 +708,6 @@ def test_pod_count_index_on_pods_equals_on_pod(spec):
     the per-row counts, the domain sums and the affinity term groups as
     ``on_pod`` of each pod in order does, with stretches of pods sharing a
     labels object and pods that differ (namespace, deletion, labels)."""
-    from tensorsched.framework.state.domain_counts import PodCountIndex
-
     def index():
         st_ = ClusterState()
         for i in range(6):
