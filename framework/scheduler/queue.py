@@ -681,13 +681,17 @@ class SchedulingQueue:
 
     def counts(self) -> dict:
         c = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
+        blocks = {}
         for v in self._infos.values():
             if type(v) is LaneBlock:
-                continue
-            c[v.where] = c.get(v.where, 0) + 1
-        for b in self._lane:
-            for i in range(len(b)):
-                if self._infos.get(b.keys[i]) is b:
+                blocks[id(v)] = v
+            else:
+                c[v.where] = c.get(v.where, 0) + 1
+        # pods without an info: waiting ahead of their block's position, or
+        # taken by a run (even from a block no longer in the lane)
+        for b in blocks.values():
+            for i, k in enumerate(b.keys):
+                if self._infos.get(k) is b:
                     c[ACTIVE if i >= b.pos else IN_FLIGHT] += 1
         return c
 

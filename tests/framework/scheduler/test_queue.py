@@ -324,6 +324,8 @@ def test_lane_blocks_and_runs_equal_one_by_one_adds_and_pops(ops):
                 assert heap.pop() is None
                 continue
             cut = min(op[2], len(run))
+            counts = lane.counts()              # mid-run: every pod counted once
+            assert sum(counts.values()) == len(lane) and counts["in-flight"] == len(run)
             got = [lane.info(run, i) for i in range(max(cut, 1))]
             lane.unpop(run, max(cut, 1))
             want = [heap.pop() for _ in range(max(cut, 1))]
