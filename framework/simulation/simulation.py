@@ -547,7 +547,7 @@ class Simulation:
         clock.horizon = horizon
         self._driving = True
         try:
-            self.scheduler.run_until_idle(resume=resume)
+            self.scheduler.run_until_idle(resume=resume, collect=False)
         except _PastHorizon:
             pass
         finally:
