@@ -59,8 +59,8 @@ def workloads(draw):
     return nodes, batches, events, draw(st.integers(0, 2**32))
 
 
-def _play(nodes, batches, events, seed, backend, batch, config=ALL_NODES):
-    sched = Scheduler(build_cluster(nodes, config), backend, seed, batch=batch)
+def _play(nodes, batches, events, seed, backend, batch, config=ALL_NODES, registry=None):
+    sched = Scheduler(build_cluster(nodes, config, registry), backend, seed, batch=batch)
     log = []
     for i, (pods, event) in enumerate(zip(batches, events)):
         outcomes, preemptions = sched.schedule_pending(pods)
@@ -95,6 +95,71 @@ def test_runs_place_exactly_as_one_by_one(case):
     assert np.array_equal(runs[1], one_by_one[1]) and runs[2] == one_by_one[2]
     numpy = _play(nodes, batches, events, seed, "numpy", batch=True)     # no compiled runs
     assert numpy[0] == one_by_one[0]
+
+
+GANG_SORT = {"disabled": [{"name": "*"}], "enabled": [{"name": "Coscheduling"}]}
+GANG_ARGS = [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 5}}]
+GANG_CONFIG = {**ALL_NODES, "profiles": [     # queueSort is one for every profile
+    {"schedulerName": "default-scheduler", "plugins": {"queueSort": GANG_SORT},
+     "pluginConfig": GANG_ARGS},
+    {"schedulerName": "gang-scheduler", "plugins": {
+        "multiPoint": {"enabled": [{"name": "Coscheduling"}]}, "queueSort": GANG_SORT},
+     "pluginConfig": GANG_ARGS}]}
+
+
+@st.composite
+def gang_workloads(draw):
+    """``workloads()`` plus gangs of a second profile (Coscheduling): pod
+    groups whose members wait in Permit for the rest (some never come and
+    time out) between runs of the default profile's alike pods."""
+    nodes, batches, events, seed = draw(workloads())
+    groups = []
+    for b, pods in enumerate(batches):
+        for g in range(draw(st.integers(0, 2))):
+            name = f"g{b}-{g}"
+            need = draw(st.integers(2, 3))
+            groups.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                           "metadata": {"name": name, "namespace": "default"},
+                           "spec": {"minMember": need}})
+            for k in range(draw(st.integers(1, need))):      # fewer than need: it waits
+                at = draw(st.integers(0, len(pods)))
+                pods.insert(at, pod_dict(f"{name}-m{k}", cpu=draw(st.sampled_from(["250m", "1"])),
+                                         created=at, labels={C.POD_GROUP_LABEL: name},
+                                         spec={"schedulerName": "gang-scheduler"}))
+    return nodes + groups, batches, events, seed
+
+
+@SETTINGS
+@given(gang_workloads())
+def test_runs_between_permit_waits_place_exactly_as_one_by_one(case):
+    """Runs of the default profile's pods while gang members of another
+    profile wait in Permit (and time out): the same outcomes, state and pods
+    with runs on and off."""
+    nodes, batches, events, seed = case
+    reg = in_tree_registry()
+    C.register(reg)
+    one_by_one = _play(nodes, batches, events, seed, "numba", False, GANG_CONFIG, reg)
+    runs = _play(nodes, batches, events, seed, "numba", True, GANG_CONFIG, reg)
+    assert runs[0] == one_by_one[0]
+    assert np.array_equal(runs[1], one_by_one[1]) and runs[2] == one_by_one[2]
+
+
+def test_runs_form_around_permit_waits():
+    """With gang members waiting in Permit under one profile, the other
+    profile's alike pods still form runs once no pod waits."""
+    nodes = [node_dict(f"n{i}", cpu="4") for i in range(4)]
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 3}}
+    pods = [pod_dict("g-m0", cpu="1", created=0, labels={C.POD_GROUP_LABEL: "g"},
+                     spec={"schedulerName": "gang-scheduler"})]
+    pods += [pod_dict(f"p{i}", cpu="250m", created=1 + i) for i in range(12)]
+    reg = in_tree_registry()
+    C.register(reg)
+    log, _, _, sched = _play(nodes + [group], [pods], ["none"], 0, "numba", True,
+                             GANG_CONFIG, reg)
+    one = _play(nodes + [group], [pods], ["none"], 0, "numba", False, GANG_CONFIG, reg)
+    assert log == one[0] and sched.run_lengths and max(sched.run_lengths) > 1
+    assert dict((p, n) for p, n, _ in log[0])["default/g-m0"] is None     # timed out
 
 
 def test_a_run_is_one_compiled_call_and_stops_at_the_first_misfit():
