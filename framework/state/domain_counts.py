@@ -84,7 +84,6 @@ class DomainSums:
             self.positive -= 1
         self.version += 1
 
-
     def bump_many(self, rows: np.ndarray, delta: int) -> None:
         """``bump`` of each row of ``rows`` ([k] int64), one version step."""
         rows = rows[rows < self.dom.shape[0]]
