@@ -94,7 +94,7 @@ class Suspension:
     def __init__(self, state):
         self.state = state
         self.orig_pods = None
-        self.rows: dict = {}            # row -> (pods_on_node set, port_counts dict)
+        self.rows: dict = {}            # row -> (pods_on_node dict, port_counts dict)
         self.gone: dict = {}            # key -> PodRow (as it was)
         self.restorers = list(state.restorers)
         self.marks = [r.checkpoint() for r in self.restorers]
@@ -109,7 +109,7 @@ class Suspension:
         row = entry.node_row
         if row not in self.rows:
             self.rows[row] = (st.pods_on_node[row], st.port_counts[row])
-            st.pods_on_node[row] = set(st.pods_on_node[row])
+            st.pods_on_node[row] = dict(st.pods_on_node[row])
             st.port_counts[row] = dict(st.port_counts[row])
         if self.restorers and key not in self.held:
             self.held[key] = [r.hold(key) for r in self.restorers]

@@ -96,13 +96,23 @@ def _words(nbits: int) -> int:
 
 @dataclass(slots=True)
 class PodRow:
-    """Where a bound pod is accounted."""
+    """Where a bound pod is accounted: its record, its node row, the shape
+    it was accounted with (``request`` [R] int64 at bind time, pods slot 1,
+    and the ``nonzero`` (cpu, memory) pair: one shared pair per distinct
+    shape, so a bound pod costs four words) and its host port ids."""
 
     record: PodRecord
     node_row: int
-    request: np.ndarray        # [R] int64 at bind time (pods slot = 1)
-    nonzero: tuple[int, int]
+    shape: tuple               # (request [R] int64, (nonzero cpu, nonzero memory))
     port_ids: tuple[int, ...]
+
+    @property
+    def request(self) -> np.ndarray:
+        return self.shape[0]
+
+    @property
+    def nonzero(self) -> tuple[int, int]:
+        return self.shape[1]
 
 
 class PodRestorer(Protocol):
@@ -178,12 +188,13 @@ class ClusterState:
         # namespace_labels_of``); namespaces without an object are absent.
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self._memos: dict[str, tuple] = {}              # name -> (tag, dict), see memo()
-        self._requests: dict[bytes, np.ndarray] = {}    # shared request vectors of pods
+        self._shapes: dict[tuple, tuple] = {}           # shared (request, nonzero) of pods
         # Bound pods per priority (preemption asks whether any is lower).
         self.priority_counts: dict[int, int] = {}
-        self._nonzeros: dict[tuple, tuple] = {}         # shared non-zero request pairs
         self._extensions: dict[str, object] = {}        # name -> object, see extension()
-        self.pods_on_node: list[set[str]] = [set() for _ in range(cap)]
+        # Keys of the pods on each row, in the order they came (a dict as an
+        # ordered set: a third of a set's bytes at tens of pods a node).
+        self.pods_on_node: list[dict[str, None]] = [{} for _ in range(cap)]
         self.version = 0
         self.layout_version = 0
         self.epoch = 0          # bumped when a table grows or the node set changes
@@ -286,7 +297,7 @@ class ClusterState:
         self.label_vals = _grow(self.label_vals, rows=new, fill=-1)
         self.nodes.extend([None] * (new - cap))
         self.port_counts.extend(dict() for _ in range(new - cap))
-        self.pods_on_node.extend(set() for _ in range(new - cap))
+        self.pods_on_node.extend({} for _ in range(new - cap))
         self.layout_version += 1
 
     def _ensure_cols(self, attr: str, need: int, fill=0) -> None:
@@ -484,24 +495,20 @@ class ClusterState:
                          for p in pod.host_ports)
         if req.shape[0] > self.requested.shape[1]:
             self._ensure_cols("requested", req.shape[0])
-        self._account(PodRow(pod, row, self._shared_request(req),
-                             self._shared_nonzero(pod.nonzero_cpu, pod.nonzero_memory),
-                             port_ids))
+        self._account(PodRow(pod, row, self._shared_shape(req, pod.nonzero_cpu,
+                                                          pod.nonzero_memory), port_ids))
         return row
 
-    def _shared_request(self, req: np.ndarray) -> np.ndarray:
-        """One read-only array per distinct request vector: pods of one
-        template share it (a bound pod's state is a few words, not arrays)."""
-        key = req.tobytes()
-        got = self._requests.get(key)
+    def _shared_shape(self, req: np.ndarray, cpu: int, memory: int) -> tuple:
+        """One (read-only request vector, non-zero pair) per distinct shape:
+        pods of one template share it (a bound pod's state is a few words,
+        not arrays)."""
+        key = (req.tobytes(), cpu, memory)
+        got = self._shapes.get(key)
         if got is None:
             req.flags.writeable = False
-            got = self._requests[key] = req
+            got = self._shapes[key] = (req, (cpu, memory))
         return got
-
-    def _shared_nonzero(self, cpu: int, memory: int) -> tuple[int, int]:
-        key = (cpu, memory)
-        return self._nonzeros.setdefault(key, key)
 
     def has_pod_below(self, priority: int) -> bool:
         """Whether any bound pod has a priority lower than ``priority``."""
@@ -556,8 +563,7 @@ class ClusterState:
             return
         entries = self.pods
         on_node = self.pods_on_node
-        request = self._shared_request(request)
-        nonzero = self._shared_nonzero(*nonzero)
+        shape = self._shared_shape(request, *nonzero)
         counts = self.priority_counts
         rl = rows.tolist()
         first = pods[0].priority
@@ -569,8 +575,8 @@ class ClusterState:
                 counts[prio] = counts.get(prio, 0) + 1
         for pod, row in zip(pods, rl):
             key = pod.key
-            entries[key] = PodRow(pod, row, request, nonzero, ())
-            on_node[row].add(key)
+            entries[key] = PodRow(pod, row, shape, ())
+            on_node[row][key] = None
         self._raise_ceilings(rows)
         self.version += 1
         self.row_version[rows] = self.version
@@ -609,7 +615,7 @@ class ClusterState:
         prio = pod.priority or 0
         self.priority_counts[prio] = self.priority_counts.get(prio, 0) + 1
         self.pods[key] = entry
-        self.pods_on_node[row].add(key)
+        self.pods_on_node[row][key] = None
         self._touch(row)
         for fn in self.listeners:
             fn(pod, row, 1)
@@ -635,7 +641,7 @@ class ClusterState:
             if counts[b] == 0:
                 del counts[b]
                 self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
-        self.pods_on_node[row].discard(key)
+        self.pods_on_node[row].pop(key, None)
         self._touch(row)
         for fn in self.listeners:
             fn(entry.record, row, -1)

@@ -1,0 +1,54 @@
+"""Bytes of cluster state per bound pod at scale:
+``python -m tensorsched.bench.state_bytes``.
+
+10,000 basic nodes filled with 400,000 bound pods (40 a node, the basic
+workload's 100m / 500Mi pods parsed as ``schedule_pending`` parses them),
+each added with ``ClusterState.add_pod``; the bytes are Python allocations
+(tracemalloc) while they are added plus each pod's key string
+(``harness.state_bytes_per_pod``).  Per-workload bench records carry the
+same figure for 20,000 pods on 100 nodes (cheap enough for every record);
+this one is at the scale the state is meant for.  Written to
+``bench/results/state-<nodes>x<pods>.json`` with the machine and commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tensorsched import synthetic
+from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
+
+from .harness import peak_rss_bytes, record_stamp, state_bytes_per_pod, write_record
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def measure(nodes: int, pods: int) -> dict:
+    """The record for ``pods`` basic pods bound round-robin on ``nodes`` nodes."""
+    node_objs, pod_objs = synthetic.workload("basic", nodes, pods, 0)
+    cluster = build_cluster(node_objs)
+    records = pods_from(pod_objs, cluster.resolve)
+    del pod_objs
+    names = [f"node-{i % nodes}" for i in range(pods)]
+    target = iter(names)
+    per_pod = state_bytes_per_pod(lambda pod: cluster.state.add_pod(pod, next(target)),
+                                  records)
+    return {"workload": "basic", "nodes": nodes, "bound_pods": pods,
+            "state_bytes_per_pod": per_pod, "peak_rss_bytes": peak_rss_bytes(),
+            **record_stamp(0)}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--pods", type=int, default=400_000)
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args(argv)
+    rec = measure(args.nodes, args.pods)
+    write_record(rec, args.output or str(RESULTS / f"state-{args.nodes}x{args.pods}.json"))
+    return rec
+
+
+if __name__ == "__main__":
+    main()
