@@ -621,9 +621,12 @@ class Framework:
                         plugins[0] if plugins else "")
             assign(own, np.zeros(int(own.sum()), np.int64), [st])
             left &= ~own
+        # the reason bits any rejected node carries: filters with none of
+        # them rejected no node (most of them, most of the time)
+        seen = int(np.bitwise_or.reduce(bits)) if bits.shape[0] else 0
         for p in self.filters:
             rb = getattr(p, "reason_bits", 0)
-            if not rb:
+            if not (rb & seen):
                 continue
             mask = left & ((bits & rb) != 0)
             if not mask.any():
