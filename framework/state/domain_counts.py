@@ -138,10 +138,15 @@ class PodCountIndex:
         """``on_pod`` for many pods at once (a compiled run's): ``rows`` [k]
         int64.  The count predicates read a pod's namespace, labels and
         deletion mark only, so they are asked once per stretch of pods
-        sharing those (pods of one template share their labels object)."""
+        sharing those (pods of one template share their labels object); a
+        pod's own affinity terms are grouped pod by pod."""
         entries = list(self._entries.items())
-        if not entries and not any(map(_AFFINITY, records)) and not any(
-                map(_ANTI_AFFINITY, records)):
+        with_terms = any(map(_AFFINITY, records)) or any(map(_ANTI_AFFINITY, records))
+        if with_terms:      # the pods' own terms, pod by pod (labels do not tell them)
+            for k, r in enumerate(records):
+                if r.pod_affinity or r.pod_anti_affinity:
+                    self._group(r, int(rows[k]), delta)
+        if not entries:
             return
         n = len(records)
         alike = len({(id(r.labels), r.namespace, r.deleting) for r in records}) == 1
@@ -162,9 +167,6 @@ class PodCountIndex:
                     np.add.at(arr, part, delta)
                     for ds in self._sums_by_source.get(("e", key), {}).values():
                         ds.bump_many(part, delta)
-            if first.pod_affinity or first.pod_anti_affinity:
-                for k in range(i, j):
-                    self._group(records[k], int(rows[k]), delta)
             i = j
 
     def _group(self, record, row, delta):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.records import node, pod
 
@@ -703,6 +703,7 @@ def test_room_for_bounds_stay_above_the_columns(ops):
 @given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["a", "b"]),
                           st.sampled_from(["default", "other"]), st.booleans(),
                           st.booleans(), st.booleans()), min_size=1, max_size=30))
+@example([(0, "a", "default", False, False, False), (0, "a", "default", False, False, True)])
 def test_pod_count_index_on_pods_equals_on_pod(spec):
     """The count index's form for a compiled run's pods (``on_pods``) leaves
     the per-row counts, the domain sums and the affinity term groups as
