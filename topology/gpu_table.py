@@ -90,7 +90,8 @@ def _no_topologies(state) -> dict:
     return {}
 
 
-def _u(key: str) -> float:
+def key_uniform(key: str) -> float:
+    """A uniform number in [0, 1) drawn from the pod key (Random's GPU pick)."""
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0 ** 64
 
 
@@ -112,6 +113,7 @@ class GpuTable:
         self._asks: dict[str, tuple] = {}
         self._just_released: tuple | None = None
         self._adding: str | None = None
+        self._adopted: set = set()     # pods a compiled block placed (``adopt``)
         self._alloc_arrays(max(state.allocatable.shape[0], 1), 1)
         self.node_recs: list = [None] * self.cap
         self.row_keys: list[set] = [set() for _ in range(self.cap)]
@@ -353,6 +355,9 @@ class GpuTable:
         return c
 
     def on_pod(self, rec, row: int, delta: int) -> None:
+        if delta > 0 and self._adopted and rec.key in self._adopted:
+            self._adopted.discard(rec.key)      # its GPUs were taken by the block
+            return
         self._adding = rec.key if delta > 0 else None
         try:
             self.sync()
@@ -471,6 +476,19 @@ class GpuTable:
         self._bump(row)
         return a
 
+    def adopt(self, keys: list, rows: list, gpus: list, milli: list) -> None:
+        """Pods a compiled block placed (``kernels.gpu.block``), which already
+        took their GPUs in ``left``/``aff``/``ver``: pod ``keys[i]`` on row
+        ``rows[i]`` holds GPUs ``gpus[i]`` (a tuple, empty without GPUs) of
+        ``milli[i]`` each.  The state's add of each pod that follows is
+        then a no-op here."""
+        alloc, row_keys = self.alloc, self.row_keys
+        for key, row, idx, m in zip(keys, rows, gpus, milli):
+            row_keys[row].add(key)
+            if idx:
+                alloc[key] = Allocation(row, idx, m)
+        self._adopted.update(keys)
+
     def release(self, key) -> Allocation | None:
         a = self.alloc.pop(key, None)
         if a is None:
@@ -529,7 +547,7 @@ class GpuTable:
             if not cand:
                 return None
             if sel == K.SEL_RANDOM:
-                g = cand[int(_u(key) * len(cand))]
+                g = cand[int(key_uniform(key) * len(cand))]
             elif sel == K.SEL_FGD and fgd is not None:
                 g = self._fgd_pick(row, info, cand, fgd, cpu_left)
             else:

@@ -49,14 +49,16 @@ import numpy as np
 from tensorsched.framework.config.plugin_args import register_args_decoder
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.objects.quantity import resource_value
+from tensorsched.framework.runtime.blocks import BlockOutput
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
+from tensorsched.kernels.gpu import block as KB
 from tensorsched.kernels.gpu import share as K
 from tensorsched.kernels.gpu import subsets as KT
 
 from . import nrt
 from .gpu import MAX_CPU_MILLI, MAX_NODE_GPUS, MILLI
-from .gpu_table import GpuTable
+from .gpu_table import GpuTable, key_uniform
 from .node_topology import C_ISLAND, C_NUMA
 
 NAME_FIT = "GpuShareFit"
@@ -69,6 +71,9 @@ GPU_PLUGINS = (NAME_FIT, NAME_SCORE, NAME_TOPO)
 POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.SEL_BEST,
               "GpuPacking": K.SEL_BEST, "BestFit": K.SEL_BEST, "FGD": K.SEL_FGD}
 TYPICAL_THRESHOLD = 95
+# FGD's typical pods for a policy that reads none (the block kernel's arguments)
+_NO_TYPICAL = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
+               np.zeros(1, np.int64), np.zeros(1, np.float64))
 
 
 MAX_TYPICAL_PODS = 10000
@@ -298,10 +303,7 @@ class GpuShareFit(ArrayPlugin):
             model = t.model[rows].astype(np.int64)
             code[~((model >= 0) & (((mask >> np.maximum(model, 0)) & 1) == 1))] = 1
         code[t.count[rows] == 0] = 0
-        texts = ["node(s) had no GPUs", "node(s) had no GPU of an allowed model",
-                 f"node(s) didn't have a GPU with {ask.milli} free milli-GPU" if ask.is_share
-                 else f"node(s) didn't have {ask.num} free GPU(s)"]
-        table = [Status(Code.UNSCHEDULABLE, (r,), self.name) for r in texts]
+        table = [self._reject_status(ask, c) for c in range(3)]
         ids = code.astype(np.int64)
         for j in np.flatnonzero(code == 3).tolist():       # topology: per node
             st = self.explain_status(ctx, int(rows[j]))
@@ -312,6 +314,103 @@ class GpuShareFit(ArrayPlugin):
         remap = np.full(len(table), -1, np.int64)
         remap[used] = np.arange(used.shape[0])
         return remap[ids], [table[i] for i in used.tolist()]
+
+    def _reject_status(self, ask, code: int) -> Status:
+        """The rejection of a node by ``explain_many``'s code: 0 no GPUs, 1
+        no GPU of an allowed model, 2 too few GPUs with the milli free."""
+        text = ("node(s) had no GPUs", "node(s) had no GPU of an allowed model",
+                f"node(s) didn't have a GPU with {ask.milli} free milli-GPU" if ask.is_share
+                else f"node(s) didn't have {ask.num} free GPU(s)")[code]
+        return Status(Code.UNSCHEDULABLE, (text,), self.name)
+
+    def block_status(self, ctx, code: int) -> Status:
+        """A node this plugin rejected in a block (``place_block``), by the
+        code the block kernel gave it."""
+        return self._reject_status(GpuTable.of(ctx.state).pod_info(ctx.pod).ask, code)
+
+    # ------------------------------------------------------------- block
+    block_scores = frozenset({NAME_SCORE})
+
+    def place_block(self, ctx, inputs):
+        """``BlockPlacerPlugin``: the block's pods placed by
+        ``kernels.gpu.block.place_block`` on the numba backend (fit, this
+        filter, GpuShareScore's policy, the node-only scores, the
+        tie-break; Reserve's GPU pick by the profile's rule), recorded in
+        the GPU table.  The block ends before the first pod asking for an
+        NVLink/NUMA placement or fixed GPU indices; None (no block) with
+        GpuTopologyScore, on another backend, or when FGD learns its
+        typical pods from the pods it scores."""
+        fw = ctx.framework
+        if self.backend != "numba" or NAME_TOPO in fw.plugins:
+            return None
+        state = ctx.state
+        t = GpuTable.of(state)
+        n = inputs.n
+        sc = fw.plugins.get(NAME_SCORE)
+        weight = inputs.weights.get(NAME_SCORE, 0)
+        policy = K.P_RANDOM
+        typ = _NO_TYPICAL
+        if sc is not None and weight:
+            if sc.policy == "FGD" and sc._fixed is None:
+                return None
+            policy = K.POLICIES.index(sc.policy)
+            if sc.policy == "FGD":
+                typ = sc.typical(t)
+        sel = self.rule(fw, t)["sel"]
+        if sel == K.SEL_FGD and policy != K.P_FGD:
+            return None             # Reserve's FGD pick without FGD's scores to take it from
+        first = inputs.first
+        single_any = bool(t.single_policy[:n].any())
+        asks = np.zeros((len(first), 4), np.int64)      # num, milli, model mask, cpu_nz
+        bad = np.zeros(len(first), np.bool_)
+        for c, pod in enumerate(first):
+            info = t.pod_info(pod)
+            bad[c] = bool(info.cons or info.fixed is not None or (info.guaranteed and single_any))
+            if info.has_gpu:
+                asks[c, :3] = info.ask.num, info.ask.milli, t.model_mask(info.ask.models)
+            asks[c, 3] = info.cpu_nz
+        count = inputs.cls.shape[0]
+        stop = np.flatnonzero(bad[inputs.cls])
+        if stop.shape[0]:
+            count = int(stop[0])
+        pods = inputs.pods[:count]
+        u = np.zeros(count, np.float64)
+        if sel == K.SEL_RANDOM:
+            u[:] = [key_uniform(p.key) for p in pods]
+        g = max(t.g, 1)
+        out_rows = np.full(count, -1, np.int64)
+        out_gpus = np.full((count, K.GPU_SLOTS), -1, np.int64)
+        codes = np.empty((min(count, inputs.max_failures), n), np.int16)
+        keys = np.zeros((inputs.max_keys, 3), np.int64)
+        version = np.array([t.version], np.int64)
+        shapes = np.arange(len(first), dtype=np.int64)
+        cache = (np.zeros((1, n), np.int64), np.zeros((1, n), np.int64),
+                 np.full((1, n), -1, np.int64))
+        if policy == K.P_FGD:
+            shapes = np.array(sc.fgd_cache_rows(t, [(int(a[3]), int(a[0]), int(a[1]), int(a[2]))
+                                                     for a in asks]), np.int64)
+            cache = (sc._cs, sc._cg, sc._cv)
+        else:
+            shapes[:] = 0
+        handled, _failed = KB.place_block(
+            count, np.uint64(inputs.seed_mix), inputs.attempt, inputs.start, n, inputs.cls,
+            u, inputs.c_req, inputs.c_nz, inputs.c_anything, asks[:, 0], asks[:, 1],
+            asks[:, 2], asks[:, 3], shapes, inputs.static_reasons,
+            inputs.fit_ignored, inputs.placer_bit, state.allocatable, state.requested,
+            state.nonzero_requested, t.count[:n], t.model[:n], t.left[:n, :g], t.aff[:n],
+            t.ver[:n], version, policy, sel, *typ, *cache, weight,
+            inputs.static_total, np.empty(n, np.int64), np.empty(n, np.int64),
+            np.zeros(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+            np.empty(K.GPU_SLOTS, np.int64), keys, np.zeros(1, np.int64), out_rows,
+            out_gpus, codes)
+        t.version = int(version[0])
+        rows = out_rows[:handled]
+        placed = np.flatnonzero(rows >= 0).tolist()
+        milli = asks[:, 1]
+        t.adopt([pods[j].key for j in placed], rows[placed].tolist(),
+                [tuple(int(x) for x in out_gpus[j] if x >= 0) for j in placed],
+                [int(milli[inputs.cls[j]]) for j in placed])
+        return BlockOutput(handled, rows, codes, keys)
 
     def explain_status(self, ctx, row: int) -> Status:
         t = GpuTable.of(ctx.state)
@@ -408,9 +507,10 @@ class GpuShareScore(ArrayPlugin):
         self._seen_keys: set = set()
         self._typical = None
         self._typical_sig = None
-        self._cache: dict = {}
+        self._cache: dict = {}          # pod shape -> its row of the FGD cache
         self._cache_owner = None
         self._cache_cap = -1
+        self._cs = self._cg = self._cv = np.zeros((0, 0), np.int64)
         self._typical_spec: list = []
         self._zeros = np.zeros(0, np.int64)
         self._out_gpu = np.zeros(0, np.int64)
@@ -459,7 +559,7 @@ class GpuShareScore(ArrayPlugin):
                              np.array([s[2] for s in spec], np.int64),
                              np.array([t.model_mask(s[3].split("|")) for s in spec], np.int64),
                              np.array([s[4] for s in spec], np.float64))
-            self._cache.clear()
+            self._cache_owner = None        # new typical pods: the FGD answers start afresh
         self._typical_sig = sig
         return self._typical
 
@@ -492,16 +592,9 @@ class GpuShareScore(ArrayPlugin):
             return raw[rows]
         self._observe(ctx, info)
         typ = self.typical(t)
-        if self._cache_owner is not t or self._cache_cap != t.cap:
-            self._cache.clear()
-            self._cache_owner, self._cache_cap = t, t.cap
         mask = t.model_mask(ask.models)
-        skey = (info.cpu_nz, num, milli, mask)
-        cache = self._cache.get(skey)
-        if cache is None:
-            size = t.cap
-            cache = (np.zeros(size, np.int64), np.zeros(size, np.int64), np.full(size, -1, np.int64))
-            self._cache[skey] = cache
+        c = self.fgd_cache_rows(t, [(info.cpu_nz, num, milli, mask)])[0]
+        cache = (self._cs[c], self._cg[c], self._cv[c])
         if self._zeros.shape[0] < n:
             # inputs the kernel only reads (no memory asked) / its unread GPU output
             self._zeros = np.zeros(n, np.int64)
@@ -510,6 +603,31 @@ class GpuShareScore(ArrayPlugin):
                self._zeros[:n], t.aff[:n], 0, info.cpu_nz, 0, num, milli, mask, *typ,
                cache[0][:n], cache[1][:n], cache[2][:n], t.ver[:n], self._out_gpu[:n])
         return np.maximum(s, 0)[rows]
+
+    def fgd_cache_rows(self, t: GpuTable, shapes: list) -> list:
+        """The rows of the FGD answer cache (``_cs`` score, ``_cg`` GPU,
+        ``_cv`` the node version they were computed at; [S, cap] int64
+        each, one row per pod shape (cpu_nz, num, milli, model mask)) of
+        ``shapes``, added as needed; the cache starts afresh with a new
+        table, a new capacity or new typical pods."""
+        if self._cache_owner is not t or self._cache_cap != t.cap or self._cs.shape[1] != t.cap:
+            self._cache.clear()
+            self._cache_owner, self._cache_cap = t, t.cap
+            self._cs = np.zeros((8, t.cap), np.int64)
+            self._cg = np.zeros((8, t.cap), np.int64)
+            self._cv = np.full((8, t.cap), -1, np.int64)
+        out = []
+        for skey in shapes:
+            c = self._cache.get(skey)
+            if c is None:
+                c = self._cache[skey] = len(self._cache)
+                if c >= self._cs.shape[0]:
+                    grow = self._cs.shape[0]
+                    self._cs = np.vstack([self._cs, np.zeros((grow, t.cap), np.int64)])
+                    self._cg = np.vstack([self._cg, np.zeros((grow, t.cap), np.int64)])
+                    self._cv = np.vstack([self._cv, np.full((grow, t.cap), -1, np.int64)])
+            out.append(c)
+        return out
 
     def _gpu_left_total(self, t: GpuTable, n: int) -> np.ndarray:
         """[n] free milli per node (its GPUs' ``left`` summed), recounted

@@ -31,6 +31,7 @@ from tensorsched.kernels.domain_rules import (
 )
 from tensorsched.kernels.fused.backends import make_backend, rotated
 
+from .blocks import block_setup, place_block
 from .plugin import (
     NORMALIZE_NONE,
     CycleContext,
@@ -209,6 +210,7 @@ class Framework:
                             for point in BINDING_POINTS for p in self._at.get(point, []))
         self._score_setups: dict = {}
         self._queries = QueryCache()
+        self.block_setup = block_setup(self)
 
     def signature(self, pod: PodRecord) -> tuple | None:
         """The pod's scheduling signature under this profile: its compiled
@@ -418,6 +420,17 @@ class Framework:
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
                      lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
                      **forms)
+
+    def place_block(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
+                    start_index: int):
+        """Unlike pods placed in one compiled call (``runtime.blocks``): a
+        ``BlockResult`` for a prefix of ``pods``, or None when this profile
+        or the state has no block form."""
+        n = state.num_nodes
+        if self.block_setup is None or num_feasible_nodes_to_find(self.percentage, n) < n:
+            return None
+        return place_block(self, state, pods, seed=seed, attempt=attempt,
+                           start_index=start_index)
 
     def _run_forms(self, ctx, plan: CyclePlan) -> dict | None:
         """The host plugins of a run as the arrays the compiled run keeps

@@ -284,3 +284,32 @@ class RunSafePlugin(Protocol):
     plugin at those points keeps pods on the one-by-one path."""
 
     run_safe: bool
+
+
+@runtime_checkable
+class StaticScorePlugin(Protocol):
+    """A host score plugin whose scores read the nodes only, never the pod
+    or the pods on the nodes: ``static_scores(state)`` returns them for
+    rows 0..n_rows-1 ([n_rows] int64, not normalized).  A block of unlike
+    pods (``BlockPlacerPlugin``) adds them as they are."""
+
+    def static_scores(self, state: ClusterState) -> Any: ...
+
+
+@runtime_checkable
+class BlockPlacerPlugin(Protocol):
+    """A host filter plugin that can place a block of unlike pods one after
+    another in one compiled call, together with the fused filters'
+    answers the framework hands it (``runtime.blocks.BlockInputs``), as
+    their cycles one by one would: ``place_block(ctx, inputs)`` returns a
+    ``runtime.blocks.BlockOutput`` or None (nothing done).  Its Reserve is
+    part of the block (it records what it picked); ``block_scores`` names
+    the host score plugins whose scores it computes itself, and
+    ``block_status(ctx, code)`` is its rejection of a node whose code
+    (``BlockOutput.keys``) it gave."""
+
+    block_scores: frozenset
+
+    def place_block(self, ctx: CycleContext, inputs: Any) -> Any: ...
+
+    def block_status(self, ctx: CycleContext, code: int) -> Status: ...

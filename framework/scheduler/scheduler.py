@@ -50,6 +50,7 @@ from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.gc_pacing import few_collections
 from tensorsched.framework.runtime.status import Status
 
+from .arrival_blocks import ArrivalBlocks
 from .binding import BindingCycle, WaitingPod
 from .cluster import Cluster, pods_from
 from .event_handlers import EventHandlers
@@ -68,7 +69,8 @@ from .schedule_one import SchedulingCycle
 _NODE_NAME = operator.attrgetter("node_name")
 
 
-class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metrics):
+class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, ArrivalBlocks,
+                Metrics):
     """Drives the cycles for one cluster on one backend.
 
     ``next_start_index`` rotates as upstream's nextStartNodeIndex: after each
@@ -130,6 +132,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Metr
         self.max_run = int(max_run)
         self.run_lengths: list[int] = []               # pods placed per compiled run
         self._unrunnable: set = set()                  # run keys that did not compile
+        self._blocks_refused: dict = {}     # framework id -> node layout it had no block form on
+        self.block_pods = 0                 # pods placed by arrival blocks (``arrival_blocks``)
         self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
         # Decision hook (the Gymnasium environment): when set, a cycle that
         # found a node binds the row ``choose_node(pod, fw, result)`` returns

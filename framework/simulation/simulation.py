@@ -74,8 +74,10 @@ SNAPSHOT_VERSION = 1
 TIMESERIES_COLUMNS = ("time", "nodes", "running", "pending", "arrived", "scheduled", "departed",
                       "failed_attempts", "preemptions", "cpu_alloc_pct", "memory_alloc_pct",
                       "latency_p50", "latency_p99")
-_KEEP_LATENCIES = 100_000
-CHUNK = 4096                   # trace rows made into pod records at a time      # Scheduler latency lists are trimmed to this many entries
+_KEEP_LATENCIES = 100_000      # Scheduler latency lists are trimmed to this many entries
+CHUNK = 4096                   # trace rows made into pod records at a time
+BLOCK_ROWS = 4096              # trace arrivals offered to the scheduler as one block, at most
+FIRST_BLOCK_ROWS = 64          # ... at first and after a block the scheduler cut short
 
 
 class SimulationError(TensorschedError, ValueError):
@@ -184,6 +186,7 @@ class Simulation:
         self._lat_all: list[float] = []              # bounded sample for the summary
         self._lat_seen = 0
         self._rng = np.random.default_rng(seed)
+        self._block_rows = FIRST_BLOCK_ROWS
         pending = list(self.cluster.pending)
         if pending:
             self._push(0.0, PRIO_ARRIVE, "pods", (pending, None))
@@ -442,6 +445,89 @@ class Simulation:
             # the trace is done: its columns can go
             self._traces[i] = None
 
+    def _arrival_block(self, until: float) -> bool:
+        """The trace arrival at the head of the events and the ones after it
+        placed as one block (``Scheduler.schedule_arrivals``) when nothing
+        else happens between them: arrivals one at a time (no two at one
+        time), before the next other event, the next sample and ``until``,
+        and before any of them is due to leave.  False when the scheduler
+        took none (the arrival is then applied as usual)."""
+        heap = self._heap
+        sched = self.scheduler
+        if not sched.batch:
+            return False
+        i = heap[0][4]
+        trace, off = self._traces[i], self._offset[i]
+        start = self._cursor[i]
+        if not sched.block_ready(self._trace_records(i, start, start + 1)[0], heap[0][0]):
+            return False
+        stop = min(len(trace), start + self._block_rows)
+        other = min((e[0] for e in heap[1:3]), default=math.inf)
+        times = trace.arrival[start:stop + 1] + off
+        # rows sharing an arrival time are scheduled in queue order, not
+        # one by one: the block ends before them
+        ok = times[:stop - start] < np.append(times[1:], math.inf)[:stop - start]
+        t = times[:stop - start]
+        ok &= (t < other) & (t <= self._next_sample) & (t <= until)
+        dep = trace.departure[start:stop] + off
+        leave = np.where(np.isnan(dep), t + trace.duration[start:stop], dep)
+        leave = np.where(np.isnan(leave), math.inf, leave)
+        due = np.minimum.accumulate(np.concatenate(([math.inf], leave[:-1])))
+        ok &= t < due
+        bad = np.flatnonzero(~ok)
+        count = int(bad[0]) if bad.shape[0] else stop - start
+        if count < 2:
+            return False
+        recs = self._trace_records(i, start, start + count)
+        keys = [r.key for r in recs]
+        if len(set(keys)) < count:
+            seen: set = set()
+            for j, k in enumerate(keys):
+                if k in seen:
+                    count = j
+                    break
+                seen.add(k)
+            recs = recs[:count]
+        recs = [self.cluster.resolve(r) for r in recs]
+        emit = self._collect is not None or bool(self._subs)
+        arrived = self._arrived_at
+
+        def on_outcome(j: int) -> None:
+            arrived[recs[j].key] = float(t[j])
+            if emit:
+                self._sim_event("Arrived", recs[j].key)
+
+        done = sched.schedule_arrivals(recs, t[:count], on_outcome)
+        # offer more next time while whole blocks go through, few after a
+        # refusal (gathering the arrivals costs as much as their number)
+        self._block_rows = (min(2 * self._block_rows, BLOCK_ROWS) if done == count
+                            else FIRST_BLOCK_ROWS)
+        if done == 0:
+            return False
+        heapq.heappop(heap)
+        self._fresh = True
+        self._win["arrived"] += done
+        dur = trace.duration[start:start + done]
+        timed = np.flatnonzero(~np.isnan(dep[:done]) | ~np.isnan(dur)).tolist()
+        state = self.cluster.state
+        for j in timed:             # in arrival order, as one arrival at a time pushes them
+            key = recs[j].key
+            if dep[j] == dep[j]:
+                self._push(float(dep[j]), PRIO_LEAVE, "depart", key)
+            d = float(dur[j])
+            if d == d:
+                if key in arrived:                  # pending: leaves after it binds
+                    self._duration[key] = d
+                elif key in state.pods:             # bound at its arrival
+                    self._push(float(t[j]) + d, PRIO_LEAVE, "depart", key)
+        nxt = start + done
+        self._cursor[i] = nxt
+        if nxt < len(trace):
+            self._push(trace.arrival[nxt] + off, PRIO_ARRIVE, "trace", i)
+        else:
+            self._traces[i] = None
+        return True
+
     def _trace_records(self, i: int, start: int, stop: int) -> list:
         """Records of rows start:stop of trace ``i``, made ``CHUNK`` rows
         ahead at a time (one read of the table per chunk, not per time)."""
@@ -614,6 +700,8 @@ class Simulation:
                 # events due now (or sooner than ``nxt``: a pod bound in that
                 # pass leaves first), before the scheduler runs again
                 t_ev = heap[0][0]
+                if not once and heap[0][3] == "trace" and self._arrival_block(until):
+                    continue
                 while heap and heap[0][0] == t_ev:
                     _t, _p, _c, kind, payload = heapq.heappop(heap)
                     self._apply(kind, payload)

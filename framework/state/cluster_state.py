@@ -589,6 +589,43 @@ class ClusterState:
                 for pod, row in zip(pods, rl):
                     fn(pod, row, 1)
 
+    def register_block(self, pods: list[PodRecord], rows: np.ndarray, cls: np.ndarray,
+                       requests: np.ndarray, nonzeros: np.ndarray) -> None:
+        """Record unlike ``pods`` on ``rows`` ([len(pods)] int64) after a
+        compiled block has already added their requests to the requested
+        columns: pod i is of class ``cls[i]``, whose request is
+        ``requests[c]`` [R] int64 and non-zero (cpu, memory) ``nonzeros[c]``.
+        As ``register_run`` otherwise (pods of one class share a shape);
+        the pods hold no host ports."""
+        if not len(pods):
+            return
+        entries = self.pods
+        on_node = self.pods_on_node
+        counts = self.priority_counts
+        shapes: dict = {}
+        for pod, row, c in zip(pods, rows.tolist(), cls.tolist()):
+            key = pod.key
+            shape = shapes.get(c)
+            if shape is None:
+                shape = shapes[c] = self._shared_shape(requests[c][:len(self.resources)].copy(),
+                                                       *(int(v) for v in nonzeros[c]))
+            entries[key] = PodRow(pod, row, shape, ())
+            on_node[row][key] = None
+            prio = pod.priority or 0
+            counts[prio] = counts.get(prio, 0) + 1
+        self._raise_ceilings(rows)
+        self.version += 1
+        self.row_version[rows] = self.version
+        many = self._listeners_many
+        rl = rows.tolist()
+        for fn in self.listeners:
+            bulk = many.get(fn)
+            if bulk is not None:
+                bulk(pods, rows, 1)
+            else:
+                for pod, row in zip(pods, rl):
+                    fn(pod, row, 1)
+
     def restore_pod(self, entry: PodRow) -> int:
         """Put back a pod that ``remove_pod`` returned, on the same row, as it
         was (its PodRow reused: nothing is re-interned or re-validated)."""

@@ -20,7 +20,8 @@ through the framework (``simulate_replay``), which gives ``replay``'s means.
   experiment as a ``Simulation``: the same arrival sequence (one pod per
   simulated second, no departures), the same fixed random node order for
   ties (a ``OpenbTieRank`` score below GpuShareScore's weight), and the same
-  curves from the time series.
+  curves, rebuilt after the run from each pod's outcome (the Simulation
+  takes no samples; ``_curves_from_outcomes``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import Trace, trace_from_table
+from tensorsched.kernels.gpu import share as K
 
 from ..gpu import (
     ANNO_GPU_COUNT,
@@ -51,6 +53,7 @@ from ..gpu import (
     read_csv_rows,
     read_openb_nodes,
 )
+from ..gpu_table import GpuTable
 from ..sim_metrics import GpuTracker
 from . import replay as R
 
@@ -170,8 +173,8 @@ class OpenbTieRank(ArrayPlugin):
         self._key = None
         self._ranks = np.zeros(1, np.int64)
 
-    def score(self, ctx, rows):
-        st = ctx.state
+    def static_scores(self, st):
+        """``StaticScorePlugin``: the rank of every row ([n_rows] int64)."""
         key = (id(st), st.epoch, st.n_rows, st.layout_version)
         if key != self._key:
             ranks = np.zeros(max(st.n_rows, 1), np.int64)
@@ -180,7 +183,10 @@ class OpenbTieRank(ArrayPlugin):
                 if nd is not None:
                     ranks[r] = int(nd.labels.get(TIE_LABEL, 0))
             self._key, self._ranks = key, ranks
-        return self._ranks[rows]
+        return self._ranks
+
+    def score(self, ctx, rows):
+        return self.static_scores(ctx.state)[rows]
 
 
 def experiment_registry():
@@ -203,6 +209,24 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
     seed = R.check_seed(seed)
     R.check_inputs(nodes, pods)
     t0 = time.perf_counter()
+    records, scheduled = _experiment(nodes, pods, policy, seed, tune, backend)
+    tg = nodes.total_gpus
+    return R.ReplayResult(policy, seed, tune, tg, len(records[0]), scheduled,
+                          time.perf_counter() - t0, *R._curves(records, tg), [])
+
+
+def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, tune: float,
+                backend: str, sampled: bool = False) -> tuple:
+    """((arrived, used, frag, idle) [pods] GPU milli after each pod of the
+    arrival sequence, scheduled pods) of the experiment's ``Simulation``.
+
+    The curves come from each pod's outcome after the run
+    (``_curves_from_outcomes``): with one pod arriving per simulated second,
+    each scheduled at its arrival or never (no departures, no retry), the
+    state after pod t is the initial one plus the placements of pods 0..t.
+    ``sampled``: the Simulation samples the GPU metrics (``GpuTracker``)
+    every second instead, as before (~12 % of the run; the tests check both
+    agree).  The arguments as ``simulate_replay`` checked them."""
     rng = np.random.default_rng(seed)
     cap = nodes.total_gpus * MILLI
     seq = R.draw_workload(pods, cap, tune, rng)
@@ -223,8 +247,9 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
             annos.append(a)
         else:
             annos.append(None)
+    names = [f"{pods.names[j]}-{i}" for i, j in enumerate(seq.tolist())]
     table = pa.table({
-        "name": pa.array([f"{pods.names[j]}-{i}" for i, j in enumerate(seq.tolist())]),
+        "name": pa.array(names),
         "arrival": pa.array(np.arange(1, n + 1, dtype=np.float64)),
         "cpu": pa.array(pods.cpu[seq]), "memory": pa.array(pods.mem[seq] * 1048576),
         # priority 0 written out (what an unset one resolves to, with no
@@ -232,6 +257,48 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
         # the pods of one shape share their memo (signature, GPU ask, ...)
         "priority": pa.array(np.zeros(n, np.int64)),
         "annotations": pa.array(annos, pa.map_(pa.string(), pa.string()))})
+    metrics = _sampled_metrics(typical) if sampled else None
+    sim = Simulation(objs, cfg, backend, seed, interval=1.0 if sampled else None,
+                     metrics=metrics, registry=experiment_registry(),
+                     pod_max_in_unschedulable_seconds=float("inf"))
+    sim.submit(table)
+    sim.run()
+    scheduled = int(sim.summary()["scheduled"])
+    arrived = np.cumsum(pods.gpu_total[seq]).astype(np.float64)
+    if sampled:
+        ts = sim.timeseries()
+        rows = min(n, ts.num_rows)
+        return (arrived[:rows],
+                *(ts.column(c).to_numpy()[:rows]
+                  for c in ("gpu_used_milli", "gpu_frag_milli", "gpu_idle_milli"))), scheduled
+    state = sim.cluster.state
+    gt = GpuTable.attached(state)
+    alloc = gt.alloc if gt is not None else {}
+    placed = state.pods
+    # node index of each state row (the Simulation adds the nodes in order)
+    node_of_row = np.full(max(state.n_rows, 1), -1, np.int64)
+    for i, name in enumerate(nodes.names):
+        node_of_row[state.node_rows[name]] = i
+    where = np.full(n, -1, np.int64)
+    gpu_idx: list = [()] * n
+    milli = np.zeros(n, np.int64)
+    for t, name in enumerate(names):
+        key = "default/" + name
+        pr = placed.get(key)
+        if pr is None:
+            continue
+        where[t] = node_of_row[pr.node_row]
+        a = alloc.get(key)
+        if a is not None and a.indices:
+            gpu_idx[t], milli[t] = a.indices, a.milli
+    inv = nodes.copy()
+    used, frag, idle = _curves_from_outcomes(inv, _tracker_typical(typical, inv), seq, pods,
+                                             where, gpu_idx, milli)
+    return (arrived, used, frag, idle), scheduled
+
+
+def _sampled_metrics(typical: list[dict]) -> dict:
+    """Used, idle and fragmented GPU milli as ``Simulation`` metrics."""
     tracker = GpuTracker(typical)
     last: dict = {}
 
@@ -240,20 +307,54 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
             last["v"], last["m"] = cluster.state.version, tracker.measure(cluster)
         return last["m"]
 
-    metrics = {"gpu_used_milli": lambda c: measured(c)[1], "gpu_idle_milli": lambda c: measured(c)[2],
-               "gpu_frag_milli": lambda c: measured(c)[3]}
-    sim = Simulation(objs, cfg, backend, seed, interval=1.0, metrics=metrics,
-                     registry=experiment_registry(),
-                     pod_max_in_unschedulable_seconds=float("inf"))
-    sim.submit(table)
-    sim.run()
-    ts = sim.timeseries()
-    rows = min(n, ts.num_rows)
-    used = ts.column("gpu_used_milli").to_numpy()[:rows]
-    frag = ts.column("gpu_frag_milli").to_numpy()[:rows]
-    idle = ts.column("gpu_idle_milli").to_numpy()[:rows]
-    arrived = np.cumsum(pods.gpu_total[seq])[:rows].astype(np.float64)
-    tg = nodes.total_gpus
-    return R.ReplayResult(policy, seed, tune, tg, n, int(sim.summary()["scheduled"]),
-                          time.perf_counter() - t0,
-                          *R._curves((arrived, used, frag, idle), tg), [])
+    return {"gpu_used_milli": lambda c: measured(c)[1], "gpu_idle_milli": lambda c: measured(c)[2],
+            "gpu_frag_milli": lambda c: measured(c)[3]}
+
+
+def _tracker_typical(typical: list[dict], inv: GpuInventory) -> tuple:
+    """The typical pods as ``K.node_frag``'s arrays over ``inv``'s models,
+    the frequencies computed as ``GpuTracker`` does (bit for bit)."""
+    tot = sum(p["weight"] for p in typical) or 1.0
+    return (np.array([p["cpu"] for p in typical], np.int64),
+            np.array([p["gpuCount"] for p in typical], np.int64),
+            np.array([p["gpuMilli"] for p in typical], np.int64),
+            np.array([inv.model_mask((p.get("models") or "").split("|")) for p in typical],
+                     np.int64),
+            np.array([p["weight"] / tot for p in typical], np.float64))
+
+
+def _curves_from_outcomes(inv: GpuInventory, typical: tuple, seq: np.ndarray,
+                          pods: R.TracePods, where: np.ndarray, gpu_idx: list,
+                          milli: np.ndarray) -> tuple:
+    """(used, frag, idle) [len(seq)] GPU milli after each pod of ``seq``,
+    replaying the outcomes on ``inv`` (modified; reset to empty first):
+    pod t went to node ``where[t]`` (-1: failed) on GPUs ``gpu_idx[t]``,
+    ``milli[t]`` each.  Fragmentation as ``GpuTracker`` measures it (node
+    rows in inventory order): per node, recomputed for the node a pod lands
+    on, and the cluster's the sum over the nodes."""
+    n = len(seq)
+    count, model, left, cpu_left = inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left
+    left[:] = np.where(np.arange(left.shape[1])[None, :] < count[:, None], MILLI, 0)
+    cpu_left[:] = inv.cpu_cap
+    node_frag = K.cluster_frag(count, model, left, cpu_left, *typical, np.zeros(inv.n_nodes))
+    frag0 = float(node_frag.sum())
+    gpu_milli = np.fromiter((len(g) for g in gpu_idx), np.int64, n) * milli
+    used = np.cumsum(gpu_milli)
+    idle = int(left.sum()) - used
+    placed = np.flatnonzero(where >= 0)
+    fr = np.empty(len(placed) + 1)
+    fr[0] = frag0
+    frag_of = K.node_frag
+    cpu = pods.cpu[seq]
+    for q, t in enumerate(placed.tolist(), 1):
+        i = int(where[t])
+        m = int(milli[t])
+        row = left[i]
+        for g in gpu_idx[t]:
+            row[g] -= m
+        cpu_left[i] -= cpu[t]
+        node_frag[i] = frag_of(int(count[i]), int(model[i]), row, int(cpu_left[i]), *typical)
+        fr[q] = node_frag.sum()
+    # after pod t: as after the last pod placed at or before t (none: the start)
+    frag = fr[np.cumsum(where >= 0)]
+    return used.astype(np.float64), frag, idle.astype(np.float64)

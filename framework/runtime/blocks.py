@@ -1,0 +1,270 @@
+"""Blocks of unlike pods: many pods, each with its own requests and GPU ask,
+placed in one compiled call, exactly as their cycles one after another
+would place them (same nodes, same tie-breaks, same FailedScheduling
+statuses).  The compiled form of a profile such as openb's (NodeResourcesFit
+and GpuShareFit as filters, GpuShareScore and node-only scores), where pods
+rarely repeat a shape so runs of alike pods (``scheduler.runs``) do not form.
+
+The framework's part (``place_block``): per distinct pod (records that share
+a memo are alike) its plan (PreFilter, PreScore, compiled query) and the
+fused filters' answers that read no pod on the node (taints, affinity,
+unschedulable...: ``BlockInputs.static_reasons``); the node-only scores
+summed (``StaticScorePlugin``).  The placer plugin's part
+(``BlockPlacerPlugin.place_block``): the loop over the pods (fit, its own
+filter and score, the tie-break, accounting) and its Reserve.  The
+framework then records the placed pods in the state and builds each failed
+pod's diagnosis from the per-node codes the block returned.
+
+A block is refused (None: the pods take the usual path) when the profile has
+a PostFilter (a failure would need it), a binding-cycle plugin other than
+the placer that is not ``run_safe``, a host plugin the placer does not cover,
+a score plugin on the fused path, percentageOfNodesToScore below every node,
+or deleted-node holes in the rows.  A pod whose plan differs (a PreFilter
+that narrows or rejects, host ports, unknown resources, another score set)
+ends the block before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.kernels import layout as L
+
+from .plugin import (
+    BlockPlacerPlugin,
+    CycleContext,
+    FusedFilter,
+    RunSafePlugin,
+    StaticScorePlugin,
+)
+from .status import Code, Diagnosis, NodeStatuses, Status
+
+MAX_BLOCK = 4096                 # pods per compiled call (bounds the failure codes)
+MAX_FAILURES = MAX_BLOCK         # failed pods per compiled call (int16 codes: 10 MB at 1,213 nodes)
+MAX_KEYS = 256                   # distinct (reason bits, placer code) per call
+_FIT_BITS = int(L.R_TOO_MANY_PODS) | (((1 << L.MAX_RESOURCES) - 1) << L.INSUFFICIENT_SHIFT)
+_SEED_MIX = 0x9E3779B97F4A7C15
+_MASK64 = (1 << 64) - 1
+
+
+@dataclass
+class BlockInputs:
+    """What the framework hands a ``BlockPlacerPlugin`` for pods ``pods``
+    on rows 0..n-1 (every row a live node).
+
+    ``cls`` [P] int64: each pod's class (alike pods); ``first`` [C]: the
+    first pod of each class; ``c_req`` [C, R] int64 its request vector
+    (pods = 1, R = the state's resource columns), ``c_nz`` [C, 2] its
+    non-zero cpu/memory, ``c_anything`` [C] bool (NodeResourcesFit's "asks
+    for something"); ``static_reasons`` [C, n] int64: the fused filters'
+    reason bits that read no pod on the node; ``fit_ignored`` [R] bool;
+    ``placer_bit``: the placer's own reason bit; ``static_total`` [n]
+    int64: the weighted node-only scores; ``weights``: score plugin name
+    -> weight of the placer's scores; ``seed_mix``, ``attempt``, ``start``:
+    the tie-break of pod j is ``tie_break_index(seed, attempt + j, ties)``
+    over the top rows in order from row ``start``."""
+
+    pods: list
+    cls: np.ndarray
+    first: list
+    c_req: np.ndarray
+    c_nz: np.ndarray
+    c_anything: np.ndarray
+    static_reasons: np.ndarray
+    fit_ignored: np.ndarray
+    placer_bit: int
+    static_total: np.ndarray
+    weights: dict
+    seed_mix: int
+    attempt: int
+    start: int
+    n: int
+    max_failures: int = MAX_FAILURES
+    max_keys: int = MAX_KEYS
+
+
+@dataclass
+class BlockOutput:
+    """A placer's answer: ``handled`` pods done (a prefix of the block);
+    ``rows`` [handled] int64 the row each took, -1 when it fit nowhere;
+    failed pod f (in order) rejected node i for ``keys[codes[f, i]]`` =
+    (reason bits, placer code or -1, an example row)."""
+
+    handled: int
+    rows: np.ndarray
+    codes: np.ndarray
+    keys: np.ndarray
+
+
+@dataclass
+class BlockResult:
+    """``place_block``'s answer: ``rows`` [k] int64 (-1: fits nowhere) for
+    the first k pods, and the Diagnosis of each failed one by position."""
+
+    rows: np.ndarray
+    diagnoses: dict
+
+
+def block_setup(fw) -> tuple | None:
+    """(placer, static scorers) when ``fw``'s profile has a block form, else
+    None (see the module doc); once per framework."""
+    placers = [p for p in fw.filters if isinstance(p, BlockPlacerPlugin)]
+    if len(placers) != 1 or fw.plugins_at("postFilter"):
+        return None
+    placer = placers[0]
+    for point in ("reserve", "permit", "preBind", "bind", "postBind"):
+        for p in fw.plugins_at(point):
+            if p is not placer and not (isinstance(p, RunSafePlugin) and p.run_safe):
+                return None
+    static = []
+    for p, _slot in fw.user_scores:
+        if p.name in placer.block_scores:
+            continue
+        if not isinstance(p, StaticScorePlugin) or getattr(p, "normalize", 0) != 0:
+            return None
+        static.append(p)
+    return placer, static
+
+
+def _class_plan(fw, state, pod, placer, scoring):
+    """(plan, reasons) of a pod starting a class, or None when it cannot
+    join a block."""
+    if pod.host_ports or any(r != "pods" and r not in state.resources.index
+                             for r in pod.requests):
+        return None
+    ctx = CycleContext(state, pod, fw)
+    plan, _ = fw._plan(ctx)
+    if not hasattr(plan, "query") or plan.node_names is not None:
+        return None
+    if plan.active[:L.N_BUILTIN_SCORES].any():
+        return None
+    if any(p is not placer for p, _b in plan.host_filters):
+        return None
+    if scoring is not None and tuple(plan.active_plugins) != scoring:
+        return None
+    n = state.n_rows
+    res = fw.backend.evaluate(state, state.valid_rows(), 0, plan.query, n, plan.active,
+                              plan.norm, plan.weights, fw.n_slots, None, True)
+    return plan, np.asarray(res.reasons[:n], np.int64) & ~_FIT_BITS
+
+
+def place_block(fw, state, pods: list, *, seed: int, attempt: int,
+                start_index: int) -> BlockResult | None:
+    """Place ``pods`` (in order, each at its own attempt number) in one
+    compiled call: a ``BlockResult`` for a prefix of them (empty when the
+    first cannot join a block), or None when the profile or the state has
+    no block form (module doc; the caller has checked that every node is
+    scored).  The placed pods are recorded in the state."""
+    setup = fw.block_setup
+    if setup is None or not pods:
+        return None
+    placer, static = setup
+    n = state.n_rows
+    if n == 0 or state.valid_rows().shape[0] != n:
+        return None
+    width = state.requested.shape[1]
+    classes: dict[int, int] = {}
+    first, reqs, nzs, anything, static_rows = [], [], [], [], []
+    cls = np.empty(min(len(pods), MAX_BLOCK), np.int64)
+    scoring = None
+    fit_ignored = np.zeros(width, np.bool_)
+    plan0 = None
+    count = 0
+    for pod in pods[:MAX_BLOCK]:
+        c = classes.get(id(pod.memo))
+        if c is None:
+            got = _class_plan(fw, state, pod, placer, scoring)
+            if got is None:
+                break
+            plan, reasons = got
+            req = state.resource_vector(pod.requests, intern=False)
+            req[L.RES_PODS] = 1
+            nz = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
+            if req.shape[0] > width or not state.room_for(req, nz, len(pods)):
+                break
+            if plan0 is None:
+                plan0, scoring = plan, tuple(plan.active_plugins)
+                ign = np.asarray(plan.query.fit_ignored, np.bool_)
+                fit_ignored[:ign.shape[0]] = ign[:width]
+            c = classes[id(pod.memo)] = len(first)
+            first.append(pod)
+            row = np.zeros(width, np.int64)
+            row[:req.shape[0]] = req
+            reqs.append(row)
+            nzs.append(nz)
+            anything.append(bool(plan.query.requests_anything))
+            static_rows.append(reasons)
+        cls[count] = c
+        count += 1
+    if count == 0:
+        return BlockResult(np.zeros(0, np.int64), {})
+    weight_of = {p.name: int(w) for p, w in fw.score_refs}
+    static_total = np.zeros(n, np.int64)
+    for p in static:
+        if p in scoring:
+            static_total += weight_of[p.name] * np.asarray(p.static_scores(state), np.int64)[:n]
+    inputs = BlockInputs(
+        pods[:count], cls[:count], first, np.array(reqs, np.int64), np.array(nzs, np.int64),
+        np.array(anything, np.bool_), np.array(static_rows, np.int64), fit_ignored,
+        int(placer.reason_bits), static_total,
+        {name: w for name, w in weight_of.items()
+         if name in placer.block_scores and any(p.name == name for p in scoring)},
+        (seed * _SEED_MIX) & _MASK64, attempt, start_index % n, n)
+    out = placer.place_block(CycleContext(state, pods[0], fw), inputs)
+    if out is None:
+        return None
+    k = out.handled
+    rows = out.rows[:k]
+    placed = np.flatnonzero(rows >= 0)
+    if placed.shape[0]:
+        state.register_block([inputs.pods[j] for j in placed.tolist()], rows[placed],
+                             inputs.cls[placed], inputs.c_req, inputs.c_nz)
+    diagnoses = {}
+    failed = np.flatnonzero(rows < 0).tolist()
+    if failed:
+        nodes = list(state.nodes)
+        all_rows = np.arange(n, dtype=np.int64)
+        memo: dict = {}
+        for f, j in enumerate(failed):
+            diagnoses[j] = _diagnosis(fw, state, inputs.pods[j], int(inputs.cls[j]), placer,
+                                      out.codes[f, :n], out.keys, nodes, all_rows, memo)
+    return BlockResult(rows, diagnoses)
+
+
+def _key_status(fw, ctx, placer, bits: int, code: int, row: int) -> Status:
+    """A node's rejection from its (reason bits, placer code): the first
+    rejecting filter in profile order, as ``Framework.node_status``."""
+    for p in fw.filters:
+        own = bits & getattr(p, "reason_bits", 0)
+        if not own:
+            continue
+        if p is placer:
+            return placer.block_status(ctx, code)
+        if isinstance(p, FusedFilter):
+            return p.explain_reasons(ctx, row, own)
+        if hasattr(p, "explain_status"):
+            return p.explain_status(ctx, row)
+        return Status(Code.UNSCHEDULABLE, tuple(p.explain_reasons(ctx, row)), p.name)
+    return Status(Code.ERROR, ("unexplained rejection",), "")
+
+
+def _diagnosis(fw, state, pod, c: int, placer, codes, keys, nodes, all_rows, memo) -> Diagnosis:
+    used = np.flatnonzero(np.bincount(codes, minlength=keys.shape[0]))
+    remap = np.zeros(keys.shape[0], np.int64)
+    table: list[Status] = []
+    index: dict[Status, int] = {}
+    ctx = None
+    for k in used.tolist():
+        st = memo.get((c, k))
+        if st is None:
+            if ctx is None:
+                ctx = CycleContext(state, pod, fw)
+            bits, code, row = (int(v) for v in keys[k])
+            st = memo[(c, k)] = _key_status(fw, ctx, placer, bits, code, row)
+        remap[k] = index.setdefault(st, len(table))
+        if remap[k] == len(table):
+            table.append(st)
+    return Diagnosis(num_all_nodes=state.num_nodes,
+                     node_statuses=NodeStatuses(all_rows, remap[codes], table, nodes))

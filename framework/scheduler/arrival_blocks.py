@@ -1,0 +1,170 @@
+"""Arrivals in blocks: pods that arrive one after another, each into an idle
+scheduler, placed by one compiled call (``Framework.place_block``) with the
+outcomes, queue bookkeeping and events each pod's own arrival and cycle
+would have left, at its own arrival time.
+
+An embedding simulation (``Simulation``) hands the scheduler the arrivals it
+has up to its next other event; ``schedule_arrivals`` takes the longest
+prefix it can place as a block and leaves the rest.  Equivalence holds
+because nothing but the arrival itself happens between two of them:
+activeQ and backoffQ are empty, no pod waits in Permit, is nominated,
+terminating, assumed with a TTL or due to bind, and the unschedulable pool
+holds no pod that an arriving pod (``UnscheduledPod/Add``) would move back,
+nor one that its flush interval would move back before the last arrival.
+A pod that fits nowhere goes to the unschedulable pool as its cycle would
+send it (the block's profile has no PostFilter).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tensorsched.framework.runtime.clock import SimulatedClock
+from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
+
+from .events import BOUND, Binding
+from .queue import UNSCHEDULED_POD_ADD
+
+
+class ArrivalBlocks:
+    """The arrival-block side of ``Scheduler``."""
+
+    def _block_idle(self, until: float) -> bool:
+        """Whether arrivals up to time ``until`` can be placed as a block
+        (module doc)."""
+        q = self.queue
+        if not (self.batch and self._batching() and self.assume_ttl is None
+                and not self.terminating and len(q) == len(q.unschedulable)):
+            return False
+        pool = q.unschedulable
+        if not pool:
+            return True
+        if any(q._interested(plugins, UNSCHEDULED_POD_ADD) for plugins in pool.groups):
+            return False
+        if q.max_in_unschedulable != float("inf"):
+            oldest = min(pi.timestamp for pi in pool.values())
+            if until >= oldest + q.max_in_unschedulable:
+                return False
+        return True
+
+    def _block_layout(self) -> tuple:
+        st = self.cluster.state
+        return (st.layout_version, st.epoch, st.n_rows, st.num_nodes)
+
+    def block_ready(self, pod, at: float) -> bool:
+        """A quick test before a caller gathers arrivals from time ``at``
+        for ``schedule_arrivals``: the pod's profile has a block form with
+        every node scored and the scheduler is idle."""
+        if pod.scheduler_name not in self._profile_names:
+            return False
+        fw = self._fw(pod)
+        n = self.cluster.state.num_nodes
+        refused = self._blocks_refused.get(id(fw))
+        if refused is not None and refused == self._block_layout():
+            return False
+        return (fw.block_setup is not None and n > 0
+                and num_feasible_nodes_to_find(fw.percentage, n) >= n and self._block_idle(at))
+
+    def schedule_arrivals(self, pods: list, times, on_outcome=None) -> int:
+        """Place ``pods`` (resolved PodRecords, pending, in arrival order)
+        arriving at ``times`` (seconds, non-decreasing, the first >= now) as
+        a block when possible: how many of them were handled (a prefix;
+        0 when none could be).  The clock ends at the last handled pod's
+        time; ``on_outcome(i)`` is called with the clock at pod i's time
+        before its outcome events go out (the simulation's Arrived event)."""
+        if not pods:
+            return 0
+        times = np.asarray(times, np.float64)
+        limit = float(times[-1])
+        q = self.queue
+        if q.max_in_unschedulable != float("inf"):
+            # a pod failing in the block must not flush back before its end
+            limit_rows = int(np.searchsorted(times, times[0] + q.max_in_unschedulable,
+                                             side="left"))
+            pods, times = pods[:limit_rows], times[:limit_rows]
+            limit = float(times[-1]) if len(times) else limit
+        if not pods or not self._block_idle(limit):
+            return 0
+        name = pods[0].scheduler_name
+        if name not in self._profile_names:
+            return 0
+        count = 0
+        for pod in pods:
+            if (pod.scheduler_name != name or pod.node_name or not self._gate_free(pod)
+                    or pod.key in q or pod.key in self.cluster.state.pods):
+                break
+            count += 1
+        if count == 0:
+            return 0
+        fw = self._fw(pods[0])
+        t0 = time.perf_counter()
+        got = fw.place_block(self.cluster.state, pods[:count], seed=self.seed,
+                             attempt=self.attempts, start_index=self.next_start_index)
+        if got is None:
+            # the profile or the state has no block form: not asked again
+            # until the nodes change
+            self._blocks_refused[id(fw)] = self._block_layout()
+            return 0
+        if got.rows.shape[0] == 0:
+            return 0
+        rows = got.rows
+        k = rows.shape[0]
+        self.attempts += k
+        self.block_pods += int((rows >= 0).sum())
+        wall = (time.perf_counter() - t0) / k
+        self.timer.add("filter_score", wall * k)
+        self._block_outcomes(pods[:k], times[:k], rows, got.diagnoses, wall, on_outcome)
+        return k
+
+    def _block_outcomes(self, pods, times, rows, diagnoses, wall, on_outcome) -> None:
+        """Each pod's outcome in order at its own time (see ``_bind_run``
+        and ``_attempt``): queue cycles, bindings, unschedulable entries,
+        events."""
+        q = self.queue
+        clock = self.clock
+        events = self.events
+        scheduled, bound = events.listening("Scheduled"), events.listening("Bound")
+        failed_ev = events.listening("FailedScheduling")
+        nodes = self.cluster.state.nodes
+        outcomes = self.outcomes
+        log = self._bound_log
+        keys = []
+        set_clock = SimulatedClock.set if clock.simulated else None
+        for i, (pod, row) in enumerate(zip(pods, rows.tolist())):
+            t = float(times[i])
+            if set_clock is not None and t > clock.now():
+                set_clock(clock, t)
+            if q.unschedulable:             # the arrival's UnscheduledPod/Add (moves none)
+                q.move_request_cycle = q.scheduling_cycle
+            if on_outcome is not None:
+                on_outcome(i)
+            key = pod.key
+            if row >= 0:
+                q.scheduling_cycle += 1
+                node = nodes[row].name
+                keys.append(key)
+                outcomes[key] = node
+                if scheduled:
+                    events.emit("Scheduled", key, node)
+                if bound:
+                    events.emit("Bound", key, node)
+                if log is not None:
+                    log.pop(key, None)
+                    log[key] = BOUND
+                continue
+            diag = diagnoses[i]
+            msg = diag.message()
+            pi = q.add(pod)
+            q.pop()
+            q.requeue(pi, diag.node_statuses.plugins())
+            self._result("unschedulable")
+            if failed_ev:
+                events.emit("FailedScheduling", key, None, msg)
+            outcomes[key] = Binding(key, None, msg)
+        if keys:
+            self.results["scheduled"] = self.results.get("scheduled", 0) + len(keys)
+            self.e2e_latencies.extend([0.0] * len(keys))
+            self.run_lengths.append(len(keys))
+        self.latencies.extend([wall] * len(pods))

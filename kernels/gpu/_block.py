@@ -1,0 +1,202 @@
+"""Blocks of unlike pods placed one after another in one compiled call: the
+per-pod rules of a GPU-sharing profile (NodeResourcesFit's fit, GpuShareFit,
+GpuShareScore's policy, node-only scores, the tie-break) over every node.
+
+Plain Python compiled by ``gpu.block`` with ``njit`` on top of the GPU rules
+(``gpu._core``) and the fused filters' ``fit_reasons``; no allocation.
+
+Units as in ``gpu._core``: GPU shares in milli-GPU, CPU in millicores; the
+resource columns are the ClusterState's (int64 [N, R]).
+"""
+
+from numba import int64, uint64
+
+# The GPU rules (model_ok, gpu_fit, affinity_tag, score_node, select_gpus)
+# and fit_reasons are the compiled namespace's (``gpu.block``), not names
+# of this file.
+# ruff: noqa: F821
+
+MILLI = 1000
+SEL_BEST = 0
+SEL_RANDOM = 1
+SEL_FGD = 2
+P_RANDOM = 0
+P_BESTFIT = 4
+P_FGD = 5
+
+
+def tie_pick(seed_mix, attempt, n):
+    """Which of ``n`` tied rows pod ``attempt`` takes: the runtime's
+    ``tie_break_index`` (splitmix64 of seed * golden + attempt)."""
+    z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return int64(z % uint64(n))
+
+
+def gpu_reject_code(count, model, mask):
+    """GpuShareFit's rejection of one node as ``explain_many`` codes it:
+    0 no GPUs, 1 no GPU of an allowed model, 2 too few with the milli free."""
+    if count == 0:
+        return 0
+    if not model_ok(model, mask):
+        return 1
+    return 2
+
+
+def key_of(keys, n_keys, bits, code, row):
+    """Index of (bits, code) in ``keys`` [K, 3] (bits, code, first row),
+    appended when new; -1 when the table is full."""
+    for k in range(n_keys[0]):
+        if keys[k, 0] == bits and keys[k, 1] == code:
+            return k
+    k = n_keys[0]
+    if k >= keys.shape[0]:
+        return -1
+    keys[k, 0] = bits
+    keys[k, 1] = code
+    keys[k, 2] = row
+    n_keys[0] = k + 1
+    return k
+
+
+def place_block(count, seed_mix, attempt0, start, n, cls, u,
+                c_req, c_nz, c_anything, c_num, c_milli, c_mask, c_cpu_nz, c_shape,
+                static_reasons, fit_ignored, gpu_bit, allocatable, requested,
+                nonzero_requested, gpu_count, model, gpu_left, aff, node_ver, version,
+                policy, sel, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
+                reasons, cpu_left, mem_zero, score, out_gpu, work,
+                keys, n_keys, out_rows, out_gpus, out_codes):
+    """Place pods 0..count-1 in order, each as its own cycle would with every
+    node scored: pod j (class ``cls[j]``: request ``c_req[c]`` [R], non-zero
+    request ``c_nz[c]`` [2], GPU ask ``c_num``/``c_milli``/``c_mask``,
+    ``c_cpu_nz``, FGD cache row ``c_shape``) is rejected by a node for
+    ``static_reasons[c, i]`` (the filters that read no pod on the node),
+    NodeResourcesFit and, when it asks GPUs, GpuShareFit (``gpu_bit``);
+    feasible nodes total ``gpu_weight * policy score + static_total[i]``;
+    the tie ``tie_pick(seed_mix, attempt0 + j, ties)`` among the top rows
+    in order from row ``start`` wins.  The pod's requests are added to its
+    row, its GPUs taken (FGD's GPU for a share under FGD, ``u[j]`` for
+    Random, else the best fit; whole GPUs: the first free) and the row's
+    GPU version bumped (``version``[0] is the table's counter).
+
+    Outputs: ``out_rows[j]`` the row or -1 when no node fits; ``out_gpus[j]``
+    the GPU indices (-1 padded); a pod that fits nowhere takes the next row
+    of ``out_codes`` [F, N]: per node the index of its (reason bits, GPU
+    code) in ``keys`` [K, 3].  Returns (pods handled, failures): fewer than
+    ``count`` when the failure rows or the key table run out (the next pod
+    has not been touched)."""
+    failures = 0
+    cpu_col = 0
+    for j in range(count):
+        c = cls[j]
+        num = c_num[c]
+        milli = c_milli[c]
+        mask = c_mask[c]
+        asks_gpu = num > 0 and milli > 0
+        req = c_req[c]
+        feasible = 0
+        for i in range(n):
+            b = static_reasons[c, i] | fit_reasons(i, allocatable, requested, req,
+                                                   c_anything[c], fit_ignored)
+            if asks_gpu and gpu_bit != 0 and not gpu_fit(gpu_count[i], model[i], gpu_left[i],
+                                                          num, milli, mask):
+                b |= gpu_bit
+            reasons[i] = b
+            if b == 0:
+                feasible += 1
+        if feasible == 0:
+            if failures >= out_codes.shape[0]:
+                return j, failures
+            mark = n_keys[0]
+            for i in range(n):
+                b = reasons[i]
+                code = -1
+                if b & gpu_bit:
+                    code = gpu_reject_code(gpu_count[i], model[i], mask)
+                k = key_of(keys, n_keys, b, code, i)
+                if k < 0:
+                    n_keys[0] = mark            # forget this pod's new keys
+                    return j, failures
+                out_codes[failures, i] = k
+            out_rows[j] = -1
+            for g in range(out_gpus.shape[1]):
+                out_gpus[j, g] = -1
+            failures += 1
+            continue
+        # the policy's score of each feasible node (GpuShareScore.score)
+        lo = 1 << 62
+        hi = -lo
+        for i in range(n):
+            cpu_left[i] = allocatable[i, cpu_col] - requested[i, cpu_col]
+        pod_gpu = num * milli if milli > 0 else 0
+        tag = affinity_tag(num, milli)
+        for i in range(n):
+            if reasons[i] != 0:
+                continue
+            if policy == P_RANDOM:
+                score[i] = 0
+                continue
+            score_node(i, policy, gpu_count, model, gpu_left, cpu_left, mem_zero, aff,
+                       0, c_cpu_nz[c], 0, num if asks_gpu else 0, milli if asks_gpu else 0,
+                       mask, tag, pod_gpu, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                       cache_score[c_shape[c]], cache_gpu[c_shape[c]], cache_ver[c_shape[c]],
+                       node_ver, score, out_gpu, work)
+            if score[i] < 0:
+                score[i] = 0
+            if policy == P_BESTFIT:
+                lo = min(lo, score[i])
+                hi = max(hi, score[i])
+        best = -(1 << 62)
+        ties = 0
+        for p in range(n):
+            i = start + p
+            if i >= n:
+                i -= n
+            if reasons[i] != 0:
+                continue
+            s = score[i]
+            if policy == P_BESTFIT:
+                s = 0 if hi == lo else (s - lo) * 100 // (hi - lo)
+            t = gpu_weight * s + static_total[i]
+            score[i] = t
+            if t > best:
+                best = t
+                ties = 1
+            elif t == best:
+                ties += 1
+        k = tie_pick(seed_mix, attempt0 + j, ties)
+        row = -1
+        for p in range(n):
+            i = start + p
+            if i >= n:
+                i -= n
+            if reasons[i] == 0 and score[i] == best:
+                if k == 0:
+                    row = i
+                    break
+                k -= 1
+        # account the pod on its row (ClusterState.add_pod, GpuTable.apply)
+        for r in range(req.shape[0]):
+            requested[row, r] += req[r]
+        nonzero_requested[row, 0] += c_nz[c, 0]
+        nonzero_requested[row, 1] += c_nz[c, 1]
+        for g in range(out_gpus.shape[1]):
+            out_gpus[j, g] = -1
+        if asks_gpu:
+            left = gpu_left[row]
+            if sel == SEL_FGD and num == 1 and milli < MILLI:
+                out_gpus[j, 0] = out_gpu[row]
+                took = 1
+            else:
+                took = select_gpus(SEL_RANDOM if sel == SEL_RANDOM else SEL_BEST,
+                                   gpu_count[row], left, num, milli, u[j], out_gpus[j])
+            for q in range(took):
+                left[out_gpus[j, q]] -= milli
+        aff[row, tag] += 1
+        version[0] += 1
+        node_ver[row] = version[0]
+        out_rows[j] = row
+    return count, failures

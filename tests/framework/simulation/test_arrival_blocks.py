@@ -1,0 +1,172 @@
+"""Arrivals placed in blocks (``Scheduler.schedule_arrivals`` over
+``Framework.place_block`` and GpuShareFit's compiled block) leave exactly
+what one arrival at a time leaves: the same events in the same order at
+the same times, the same placements and GPUs, time series, summary and
+queue; on openb traces (with their departures) under every policy, and on
+random GPU clusters mixing what ends a block (other events, shared arrival
+times, departures, pods that cannot join, the unschedulable flush)."""
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tensorsched.framework.simulation.simulation import Simulation
+from tensorsched.framework.simulation.trace import trace_from_table
+from tensorsched.topology.gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL
+from tensorsched.topology.gpu_table import binding_gpus
+from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.trace import (
+    experiment_registry,
+    openb_config,
+    openb_node_objects,
+    read_openb_trace,
+)
+from tensorsched.topology.sim_metrics import trace_shapes, typical_shapes
+
+NODES = "data/openb/csv/openb_node_list_gpu_node.csv"
+POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
+
+
+def _run(objs, cfg, trace, *, batch, interval=None, extra=(), seed=3, **options):
+    sim = Simulation(objs, cfg, "numba", seed, interval=interval, registry=experiment_registry(),
+                     batch=batch, **options)
+    sim.submit(trace)
+    for pods, at in extra:
+        sim.submit(pods, at=at)
+    events = []
+    sim.on("*", events.append)
+    sim.run()
+    state = sim.cluster.state
+    placed = {k: state.node_name(e.node_row) for k, e in state.pods.items()}
+    q = sim.scheduler.queue
+    queue = sorted((k, pi.where, pi.attempts, pi.timestamp, sorted(pi.unschedulable_plugins))
+                   for k, pi in q.infos.items())
+    out = {"events": events, "placed": placed, "gpus": binding_gpus(state),
+           "summary": sim.summary(), "queue": queue, "digest": sim.digest(),
+           "requested": state.requested[:state.n_rows].copy(),
+           "series": sim.timeseries().to_pydict() if interval else None}
+    return out, sim
+
+
+def _same(a, b):
+    assert a["events"] == b["events"]
+    assert a["placed"] == b["placed"]
+    assert a["gpus"] == b["gpus"]
+    assert a["summary"] == b["summary"]
+    assert a["queue"] == b["queue"]
+    assert a["digest"] == b["digest"]
+    np.testing.assert_array_equal(a["requested"], b["requested"])
+    assert a["series"] == b["series"]
+
+
+def _slice(tmp_path, trace, n_nodes, n_pods):
+    out = []
+    for src, dst, n in ((NODES, tmp_path / "nodes.csv", n_nodes),
+                        (f"data/openb/csv/openb_pod_list_{trace}.csv", tmp_path / "pods.csv",
+                         n_pods)):
+        with open(src) as f:
+            dst.write_text("".join(f.readlines()[:n + 1]))
+        out.append(str(dst))
+    return out
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("trace, tie", [("default", True), ("gpuspec10", False)])
+def test_openb_trace_with_departures_block_equals_one_by_one(tmp_path, policy, trace, tie):
+    nodes_csv, pods_csv = _slice(tmp_path, trace, 12, 700)
+    tr = read_openb_trace(pods_csv)
+    inv = R.read_openb_nodes(nodes_csv)
+    ranks = np.arange(inv.n_nodes)[::-1].copy() if tie else None
+    cfg = openb_config(policy, typical_shapes(trace_shapes(tr)),
+                       inv.n_nodes + 1 if tie else None)
+    a, sim = _run(openb_node_objects(inv, ranks), cfg, tr, batch=True, interval=3600.0)
+    b, _ = _run(openb_node_objects(inv, ranks), cfg, tr, batch=False, interval=3600.0)
+    _same(a, b)
+    assert sim.scheduler.block_pods > 100         # the blocks did the work
+    assert a["summary"]["failed_attempts"] > 0    # failures inside blocks too
+    assert any(e["event"] == "Departed" for e in a["events"])
+
+
+def _gpu_nodes(draw):
+    n = draw(st.integers(2, 9))
+    nodes = []
+    for i in range(n):
+        count = draw(st.sampled_from([0, 1, 2, 4, 8]))
+        alloc = {"cpu": str(draw(st.sampled_from([2, 4, 8, 16]))),
+                 "memory": f"{draw(st.sampled_from([4, 16, 64]))}Gi",
+                 "pods": str(draw(st.sampled_from([3, 110])))}
+        labels = {"kubernetes.io/hostname": f"n{i}", "openb.tensorsched.io/tie": str(i)}
+        if count:
+            alloc["nvidia.com/gpu"] = str(count)
+            labels["nvidia.com/gpu.product"] = draw(st.sampled_from(["A100", "T4"]))
+        spec = {}
+        if draw(st.integers(0, 7)) == 0:
+            spec["unschedulable"] = True
+        if draw(st.integers(0, 7)) == 0:
+            spec["taints"] = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+        nodes.append({"apiVersion": "v1", "kind": "Node",
+                      "metadata": {"name": f"n{i}", "labels": labels}, "spec": spec,
+                      "status": {"capacity": dict(alloc), "allocatable": alloc}})
+    return nodes
+
+
+@st.composite
+def _clusters(draw):
+    nodes = _gpu_nodes(draw)
+    m = draw(st.integers(1, 40))
+    t = 0.0
+    rows = {k: [] for k in ("name", "arrival", "departure", "duration", "cpu", "memory",
+                            "annotations", "priority")}
+    for j in range(m):
+        t += draw(st.sampled_from([0.0, 1.0, 1.0, 2.0, 5.0]))
+        rows["name"].append(f"p{j}")
+        rows["arrival"].append(t)
+        leave = draw(st.sampled_from(["none", "none", "dep", "dur"]))
+        life = float(draw(st.integers(1, 30)))
+        rows["departure"].append(t + life if leave == "dep" else None)
+        rows["duration"].append(life if leave == "dur" else None)
+        rows["cpu"].append(draw(st.sampled_from([0, 500, 1000, 3000])))
+        rows["memory"].append(draw(st.sampled_from([0, 2**30, 8 * 2**30])))
+        kind = draw(st.sampled_from(["none", "share", "whole"]))
+        annos = None
+        if kind != "none":
+            milli = draw(st.sampled_from([100, 300, 500])) if kind == "share" else 1000
+            num = 1 if kind == "share" else draw(st.sampled_from([1, 2, 4]))
+            annos = [(ANNO_GPU_MILLI, str(milli)), (ANNO_GPU_COUNT, str(num))]
+            if draw(st.booleans()):
+                annos.append((ANNO_GPU_MODEL, draw(st.sampled_from(["A100", "T4", "A100|T4"]))))
+        rows["annotations"].append(annos)
+        rows["priority"].append(draw(st.sampled_from([0, 0, 5])))
+    types = {"annotations": pa.map_(pa.string(), pa.string()), "arrival": pa.float64(),
+             "departure": pa.float64(), "duration": pa.float64()}
+    table = pa.table({k: pa.array(v, types.get(k)) for k, v in rows.items()})
+    extra = []
+    for j in range(draw(st.integers(0, 3))):
+        at = float(draw(st.integers(0, int(t) + 2)))
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": f"x{j}", "namespace": "default"},
+               "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+        if draw(st.booleans()):
+            pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        extra.append(([pod], at))
+    policy = draw(st.sampled_from(POLICIES))
+    tie = draw(st.booleans())
+    flush = draw(st.sampled_from([math.inf, 3.0, 20.0]))
+    interval = draw(st.sampled_from([None, 4.0]))
+    return nodes, table, extra, policy, tie, flush, interval
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_clusters())
+def test_random_gpu_clusters_block_equals_one_by_one(case):
+    nodes, table, extra, policy, tie, flush, interval = case
+    trace = trace_from_table(table)
+    cfg = openb_config(policy, typical_shapes(trace_shapes(trace)),
+                       len(nodes) + 1 if tie else None)
+    runs = [_run(nodes, cfg, trace_from_table(table), batch=batch, interval=interval,
+                 extra=extra, pod_max_in_unschedulable_seconds=flush)[0]
+            for batch in (True, False)]
+    _same(*runs)
