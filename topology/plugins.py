@@ -401,7 +401,7 @@ class GpuShareFit(ArrayPlugin):
             t.ver[:n], version, policy, sel, *typ, *cache, weight,
             inputs.static_total, np.empty(n, np.int64), np.empty(n, np.int64),
             np.zeros(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
-            np.empty(K.GPU_SLOTS, np.int64), keys, np.zeros(1, np.int64), out_rows,
+            np.empty(n, np.int64), np.empty(K.GPU_SLOTS, np.int64), keys, np.zeros(1, np.int64), out_rows,
             out_gpus, codes)
         t.version = int(version[0])
         rows = out_rows[:handled]

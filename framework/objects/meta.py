@@ -18,7 +18,7 @@ import yaml
 
 from tensorsched.framework.errors import ManifestError
 
-from .quantity import INT64_MAX, milli_value, parse_quantity
+from .quantity import INT64_MAX, quantity_milli
 
 LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -197,12 +197,11 @@ class ObjectContext:
             if not isinstance(k, str) or not k:
                 self.fail(path, f"resource names must be non-empty strings, got {k!r}")
             try:
-                q = parse_quantity(v)
+                m = quantity_milli(v)
             except ValueError as exc:
                 self.fail(join_path(path, k), str(exc))
-            if q < 0:
+            if m < 0:
                 self.fail(join_path(path, k), f"must be non-negative, got {v!r}")
-            m = milli_value(q)
             # One value must fit the state's int64 unit (millicores for cpu,
             # whole units otherwise); upstream's int64 accessors would wrap.
             if (m if k == "cpu" else -(-m // 1000)) > INT64_MAX:

@@ -166,6 +166,20 @@ def milli_value(q: Fraction) -> int:
     return _scaled(Fraction(q), _MILLI)
 
 
+@lru_cache(maxsize=8192)
+def _milli_of_text(text: str) -> int:
+    return milli_value(_parse_text(text))
+
+
+def quantity_milli(value) -> int:
+    """``milli_value(parse_quantity(value))``; manifests repeat the same few
+    strings, whose answers are cached (a node's capacity and allocatable
+    cost two lookups, not exact fraction arithmetic)."""
+    if isinstance(value, str):
+        return _milli_of_text(value)
+    return milli_value(parse_quantity(value))
+
+
 def int_value(q: Fraction) -> int:
     """``Quantity.Value()``: ceil(q) for q >= 0 (away from zero below 0)."""
     return _scaled(Fraction(q), Fraction(1))

@@ -41,8 +41,8 @@ from .plugin import (
 )
 from .status import Code, Diagnosis, NodeStatuses, Status
 
-MAX_BLOCK = 4096                 # pods per compiled call (bounds the failure codes)
-MAX_FAILURES = MAX_BLOCK         # failed pods per compiled call (int16 codes: 10 MB at 1,213 nodes)
+MAX_BLOCK = 16384                # pods per compiled call
+CODE_BYTES = 1 << 24             # the failed pods' per-node codes (int16) per compiled call
 MAX_KEYS = 256                   # distinct (reason bits, placer code) per call
 _FIT_BITS = int(L.R_TOO_MANY_PODS) | (((1 << L.MAX_RESOURCES) - 1) << L.INSUFFICIENT_SHIFT)
 _SEED_MIX = 0x9E3779B97F4A7C15
@@ -64,7 +64,9 @@ class BlockInputs:
     int64: the weighted node-only scores; ``weights``: score plugin name
     -> weight of the placer's scores; ``seed_mix``, ``attempt``, ``start``:
     the tie-break of pod j is ``tie_break_index(seed, attempt + j, ties)``
-    over the top rows in order from row ``start``."""
+    over the top rows in order from row ``start``; ``max_failures``: how
+    many failed pods' per-node codes the placer may keep (the block ends
+    before one more), ``max_keys``: distinct rejections likewise."""
 
     pods: list
     cls: np.ndarray
@@ -81,7 +83,7 @@ class BlockInputs:
     attempt: int
     start: int
     n: int
-    max_failures: int = MAX_FAILURES
+    max_failures: int = 1
     max_keys: int = MAX_KEYS
 
 
@@ -211,7 +213,8 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
         int(placer.reason_bits), static_total,
         {name: w for name, w in weight_of.items()
          if name in placer.block_scores and any(p.name == name for p in scoring)},
-        (seed * _SEED_MIX) & _MASK64, attempt, start_index % n, n)
+        (seed * _SEED_MIX) & _MASK64, attempt, start_index % n, n,
+        max(1, CODE_BYTES // (2 * n)))
     out = placer.place_block(CycleContext(state, pods[0], fw), inputs)
     if out is None:
         return None

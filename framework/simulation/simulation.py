@@ -76,7 +76,7 @@ TIMESERIES_COLUMNS = ("time", "nodes", "running", "pending", "arrived", "schedul
                       "latency_p50", "latency_p99")
 _KEEP_LATENCIES = 100_000      # Scheduler latency lists are trimmed to this many entries
 CHUNK = 4096                   # trace rows made into pod records at a time
-BLOCK_ROWS = 4096              # trace arrivals offered to the scheduler as one block, at most
+BLOCK_ROWS = 16384             # trace arrivals offered to the scheduler as one block, at most
 FIRST_BLOCK_ROWS = 64          # ... at first and after a block the scheduler cut short
 
 
@@ -500,8 +500,10 @@ class Simulation:
         done = sched.schedule_arrivals(recs, t[:count], on_outcome)
         # offer more next time while whole blocks go through, few after a
         # refusal (gathering the arrivals costs as much as their number)
-        self._block_rows = (min(2 * self._block_rows, BLOCK_ROWS) if done == count
-                            else FIRST_BLOCK_ROWS)
+        if done == count:
+            self._block_rows = min(4 * self._block_rows, BLOCK_ROWS)
+        elif done == 0:
+            self._block_rows = FIRST_BLOCK_ROWS
         if done == 0:
             return False
         heapq.heappop(heap)

@@ -67,7 +67,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 nonzero_requested, gpu_count, model, gpu_left, aff, node_ver, version,
                 policy, sel, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
-                reasons, cpu_left, mem_zero, score, out_gpu, work,
+                reasons, cpu_left, mem_zero, score, out_gpu, ties, work,
                 keys, n_keys, out_rows, out_gpus, out_codes):
     """Place pods 0..count-1 in order, each as its own cycle would with every
     node scored: pod j (class ``cls[j]``: request ``c_req[c]`` [R], non-zero
@@ -90,6 +90,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     has not been touched)."""
     failures = 0
     cpu_col = 0
+    for i in range(n):          # kept current as pods are placed
+        cpu_left[i] = allocatable[i, cpu_col] - requested[i, cpu_col]
     for j in range(count):
         c = cls[j]
         num = c_num[c]
@@ -97,16 +99,51 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
         mask = c_mask[c]
         asks_gpu = num > 0 and milli > 0
         req = c_req[c]
+        pod_gpu = num * milli if milli > 0 else 0
+        tag = affinity_tag(num, milli)
+        sh = c_shape[c]
+        # one pass in evaluation order (from row ``start``): the filters, the
+        # policy's score (GpuShareScore.score) and the top total's ties;
+        # BestFit normalizes over the feasible rows first, so it totals in
+        # a second pass
         feasible = 0
-        for i in range(n):
+        best = -(1 << 62)
+        n_ties = 0
+        lo = 1 << 62
+        hi = -lo
+        for p in range(n):
+            i = start + p
+            if i >= n:
+                i -= n
             b = static_reasons[c, i] | fit_reasons(i, allocatable, requested, req,
                                                    c_anything[c], fit_ignored)
             if asks_gpu and gpu_bit != 0 and not gpu_fit(gpu_count[i], model[i], gpu_left[i],
                                                           num, milli, mask):
                 b |= gpu_bit
             reasons[i] = b
-            if b == 0:
-                feasible += 1
+            if b != 0:
+                continue
+            feasible += 1
+            s = 0
+            if policy != P_RANDOM:
+                score_node(i, policy, gpu_count, model, gpu_left, cpu_left, mem_zero, aff,
+                           0, c_cpu_nz[c], 0, num if asks_gpu else 0,
+                           milli if asks_gpu else 0, mask, tag, pod_gpu, tp_cpu, tp_num,
+                           tp_milli, tp_mask, tp_freq, cache_score[sh], cache_gpu[sh],
+                           cache_ver[sh], node_ver, score, out_gpu, work)
+                s = max(score[i], 0)
+            if policy == P_BESTFIT:
+                score[i] = s
+                lo = min(lo, s)
+                hi = max(hi, s)
+                continue
+            t = gpu_weight * s + static_total[i]
+            if t > best:
+                best = t
+                n_ties = 0
+            if t == best:
+                ties[n_ties] = i
+                n_ties += 1
         if feasible == 0:
             if failures >= out_codes.shape[0]:
                 return j, failures
@@ -126,58 +163,22 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 out_gpus[j, g] = -1
             failures += 1
             continue
-        # the policy's score of each feasible node (GpuShareScore.score)
-        lo = 1 << 62
-        hi = -lo
-        for i in range(n):
-            cpu_left[i] = allocatable[i, cpu_col] - requested[i, cpu_col]
-        pod_gpu = num * milli if milli > 0 else 0
-        tag = affinity_tag(num, milli)
-        for i in range(n):
-            if reasons[i] != 0:
-                continue
-            if policy == P_RANDOM:
-                score[i] = 0
-                continue
-            score_node(i, policy, gpu_count, model, gpu_left, cpu_left, mem_zero, aff,
-                       0, c_cpu_nz[c], 0, num if asks_gpu else 0, milli if asks_gpu else 0,
-                       mask, tag, pod_gpu, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
-                       cache_score[c_shape[c]], cache_gpu[c_shape[c]], cache_ver[c_shape[c]],
-                       node_ver, score, out_gpu, work)
-            if score[i] < 0:
-                score[i] = 0
-            if policy == P_BESTFIT:
-                lo = min(lo, score[i])
-                hi = max(hi, score[i])
-        best = -(1 << 62)
-        ties = 0
-        for p in range(n):
-            i = start + p
-            if i >= n:
-                i -= n
-            if reasons[i] != 0:
-                continue
-            s = score[i]
-            if policy == P_BESTFIT:
-                s = 0 if hi == lo else (s - lo) * 100 // (hi - lo)
-            t = gpu_weight * s + static_total[i]
-            score[i] = t
-            if t > best:
-                best = t
-                ties = 1
-            elif t == best:
-                ties += 1
-        k = tie_pick(seed_mix, attempt0 + j, ties)
-        row = -1
-        for p in range(n):
-            i = start + p
-            if i >= n:
-                i -= n
-            if reasons[i] == 0 and score[i] == best:
-                if k == 0:
-                    row = i
-                    break
-                k -= 1
+        if policy == P_BESTFIT:
+            for p in range(n):
+                i = start + p
+                if i >= n:
+                    i -= n
+                if reasons[i] != 0:
+                    continue
+                s = 0 if hi == lo else (score[i] - lo) * 100 // (hi - lo)
+                t = gpu_weight * s + static_total[i]
+                if t > best:
+                    best = t
+                    n_ties = 0
+                if t == best:
+                    ties[n_ties] = i
+                    n_ties += 1
+        row = ties[tie_pick(seed_mix, attempt0 + j, n_ties)]
         # account the pod on its row (ClusterState.add_pod, GpuTable.apply)
         for r in range(req.shape[0]):
             requested[row, r] += req[r]
@@ -195,6 +196,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                                    gpu_count[row], left, num, milli, u[j], out_gpus[j])
             for q in range(took):
                 left[out_gpus[j, q]] -= milli
+        cpu_left[row] = allocatable[row, cpu_col] - requested[row, cpu_col]
         aff[row, tag] += 1
         version[0] += 1
         node_ver[row] = version[0]
