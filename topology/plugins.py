@@ -380,7 +380,7 @@ class GpuShareFit(ArrayPlugin):
         g = max(t.g, 1)
         out_rows = np.full(count, -1, np.int64)
         out_gpus = np.full((count, K.GPU_SLOTS), -1, np.int64)
-        codes = np.empty((min(count, inputs.max_failures), n), np.int16)
+        counts = np.empty((min(count, inputs.max_failures), inputs.max_keys), np.int32)
         keys = np.zeros((inputs.max_keys, 3), np.int64)
         version = np.array([t.version], np.int64)
         shapes = np.arange(len(first), dtype=np.int64)
@@ -402,7 +402,7 @@ class GpuShareFit(ArrayPlugin):
             inputs.static_total, np.empty(n, np.int64), np.empty(n, np.int64),
             np.zeros(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
             np.empty(n, np.int64), np.empty(K.GPU_SLOTS, np.int64), keys, np.zeros(1, np.int64), out_rows,
-            out_gpus, codes)
+            out_gpus, counts)
         t.version = int(version[0])
         rows = out_rows[:handled]
         placed = np.flatnonzero(rows >= 0).tolist()
@@ -410,7 +410,7 @@ class GpuShareFit(ArrayPlugin):
         t.adopt([pods[j].key for j in placed], rows[placed].tolist(),
                 [tuple(int(x) for x in out_gpus[j] if x >= 0) for j in placed],
                 [int(milli[inputs.cls[j]]) for j in placed])
-        return BlockOutput(handled, rows, codes, keys)
+        return BlockOutput(handled, rows, counts, keys)
 
     def explain_status(self, ctx, row: int) -> Status:
         t = GpuTable.of(ctx.state)

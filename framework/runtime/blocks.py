@@ -13,7 +13,7 @@ summed (``StaticScorePlugin``).  The placer plugin's part
 (``BlockPlacerPlugin.place_block``): the loop over the pods (fit, its own
 filter and score, the tie-break, accounting) and its Reserve.  The
 framework then records the placed pods in the state and builds each failed
-pod's diagnosis from the per-node codes the block returned.
+pod's diagnosis from the rejections the block counted for it.
 
 A block is refused (None: the pods take the usual path) when the profile has
 a PostFilter (a failure would need it), a binding-cycle plugin other than
@@ -42,7 +42,6 @@ from .plugin import (
 from .status import Code, Diagnosis, NodeStatuses, Status
 
 MAX_BLOCK = 16384                # pods per compiled call
-CODE_BYTES = 1 << 24             # the failed pods' per-node codes (int16) per compiled call
 MAX_KEYS = 256                   # distinct (reason bits, placer code) per call
 _FIT_BITS = int(L.R_TOO_MANY_PODS) | (((1 << L.MAX_RESOURCES) - 1) << L.INSUFFICIENT_SHIFT)
 _SEED_MIX = 0x9E3779B97F4A7C15
@@ -65,7 +64,7 @@ class BlockInputs:
     -> weight of the placer's scores; ``seed_mix``, ``attempt``, ``start``:
     the tie-break of pod j is ``tie_break_index(seed, attempt + j, ties)``
     over the top rows in order from row ``start``; ``max_failures``: how
-    many failed pods' per-node codes the placer may keep (the block ends
+    many failed pods' rejection counts the placer may keep (the block ends
     before one more), ``max_keys``: distinct rejections likewise."""
 
     pods: list
@@ -91,19 +90,20 @@ class BlockInputs:
 class BlockOutput:
     """A placer's answer: ``handled`` pods done (a prefix of the block);
     ``rows`` [handled] int64 the row each took, -1 when it fit nowhere;
-    failed pod f (in order) rejected node i for ``keys[codes[f, i]]`` =
-    (reason bits, placer code or -1, an example row)."""
+    failed pod f (in order) was rejected by ``counts[f, k]`` nodes for
+    ``keys[k]`` = (reason bits, placer code or -1, the first such row)."""
 
     handled: int
     rows: np.ndarray
-    codes: np.ndarray
+    counts: np.ndarray
     keys: np.ndarray
 
 
 @dataclass
 class BlockResult:
     """``place_block``'s answer: ``rows`` [k] int64 (-1: fits nowhere) for
-    the first k pods, and the Diagnosis of each failed one by position."""
+    the first k pods, and for each failed one by position its
+    FailedScheduling message and rejecting plugins."""
 
     rows: np.ndarray
     diagnoses: dict
@@ -214,7 +214,7 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
         {name: w for name, w in weight_of.items()
          if name in placer.block_scores and any(p.name == name for p in scoring)},
         (seed * _SEED_MIX) & _MASK64, attempt, start_index % n, n,
-        max(1, CODE_BYTES // (2 * n)))
+        MAX_BLOCK)
     out = placer.place_block(CycleContext(state, pods[0], fw), inputs)
     if out is None:
         return None
@@ -225,14 +225,10 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
         state.register_block([inputs.pods[j] for j in placed.tolist()], rows[placed],
                              inputs.cls[placed], inputs.c_req, inputs.c_nz)
     diagnoses = {}
-    failed = np.flatnonzero(rows < 0).tolist()
-    if failed:
-        nodes = list(state.nodes)
-        all_rows = np.arange(n, dtype=np.int64)
-        memo: dict = {}
-        for f, j in enumerate(failed):
-            diagnoses[j] = _diagnosis(fw, state, inputs.pods[j], int(inputs.cls[j]), placer,
-                                      out.codes[f, :n], out.keys, nodes, all_rows, memo)
+    memo: dict = {}
+    for f, j in enumerate(np.flatnonzero(rows < 0).tolist()):
+        diagnoses[j] = _diagnosis(fw, state, inputs.pods[j], int(inputs.cls[j]), placer,
+                                  out.counts[f], out.keys, memo)
     return BlockResult(rows, diagnoses)
 
 
@@ -253,21 +249,28 @@ def _key_status(fw, ctx, placer, bits: int, code: int, row: int) -> Status:
     return Status(Code.ERROR, ("unexplained rejection",), "")
 
 
-def _diagnosis(fw, state, pod, c: int, placer, codes, keys, nodes, all_rows, memo) -> Diagnosis:
-    used = np.flatnonzero(np.bincount(codes, minlength=keys.shape[0]))
-    remap = np.zeros(keys.shape[0], np.int64)
-    table: list[Status] = []
-    index: dict[Status, int] = {}
-    ctx = None
+def _diagnosis(fw, state, pod, c: int, placer, counts, keys, memo) -> tuple[str, set]:
+    """(FailedScheduling message, rejecting plugins) of a failed pod of
+    class ``c`` from how many nodes rejected it for each key: the statuses
+    ``Framework.diagnosis`` gives (the first rejecting filter per node, in
+    profile order), counted; pods of one class with the same counts share
+    the answer."""
+    key = (c, counts.tobytes())
+    got = memo.get(key)
+    if got is not None:
+        return got
+    ctx = CycleContext(state, pod, fw)
+    used = np.flatnonzero(counts)
+    statuses = []
     for k in used.tolist():
         st = memo.get((c, k))
         if st is None:
-            if ctx is None:
-                ctx = CycleContext(state, pod, fw)
             bits, code, row = (int(v) for v in keys[k])
             st = memo[(c, k)] = _key_status(fw, ctx, placer, bits, code, row)
-        remap[k] = index.setdefault(st, len(table))
-        if remap[k] == len(table):
-            table.append(st)
-    return Diagnosis(num_all_nodes=state.num_nodes,
-                     node_statuses=NodeStatuses(all_rows, remap[codes], table, nodes))
+        statuses.append(st)
+    table = list(dict.fromkeys(statuses))
+    ids = np.array([table.index(st) for st in statuses], np.int64)
+    node_statuses = NodeStatuses(np.zeros(0, np.int64), np.repeat(ids, counts[used]), table)
+    diag = Diagnosis(num_all_nodes=state.num_nodes, node_statuses=node_statuses)
+    got = memo[key] = (diag.message(), node_statuses.plugins())
+    return got

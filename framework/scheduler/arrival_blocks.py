@@ -67,15 +67,17 @@ class ArrivalBlocks:
         return (fw.block_setup is not None and n > 0
                 and num_feasible_nodes_to_find(fw.percentage, n) >= n and self._block_idle(at))
 
-    def schedule_arrivals(self, pods: list, times, on_outcome=None) -> int:
+    def schedule_arrivals(self, pods: list, times, on_outcome=None) -> np.ndarray:
         """Place ``pods`` (resolved PodRecords, pending, in arrival order)
         arriving at ``times`` (seconds, non-decreasing, the first >= now) as
-        a block when possible: how many of them were handled (a prefix;
-        0 when none could be).  The clock ends at the last handled pod's
-        time; ``on_outcome(i)`` is called with the clock at pod i's time
-        before its outcome events go out (the simulation's Arrived event)."""
+        a block when possible: the rows of the pods handled, a prefix of
+        them ([k] int64, -1 for a pod left unschedulable; k = 0 when none
+        could be).  The clock ends at the last handled pod's time;
+        ``on_outcome(i)`` is called with the clock at pod i's time before
+        its outcome events go out (the simulation's Arrived event)."""
+        none = np.zeros(0, np.int64)
         if not pods:
-            return 0
+            return none
         times = np.asarray(times, np.float64)
         limit = float(times[-1])
         q = self.queue
@@ -86,10 +88,10 @@ class ArrivalBlocks:
             pods, times = pods[:limit_rows], times[:limit_rows]
             limit = float(times[-1]) if len(times) else limit
         if not pods or not self._block_idle(limit):
-            return 0
+            return none
         name = pods[0].scheduler_name
         if name not in self._profile_names:
-            return 0
+            return none
         count = 0
         for pod in pods:
             if (pod.scheduler_name != name or pod.node_name or not self._gate_free(pod)
@@ -97,7 +99,7 @@ class ArrivalBlocks:
                 break
             count += 1
         if count == 0:
-            return 0
+            return none
         fw = self._fw(pods[0])
         t0 = time.perf_counter()
         got = fw.place_block(self.cluster.state, pods[:count], seed=self.seed,
@@ -106,17 +108,17 @@ class ArrivalBlocks:
             # the profile or the state has no block form: not asked again
             # until the nodes change
             self._blocks_refused[id(fw)] = self._block_layout()
-            return 0
-        if got.rows.shape[0] == 0:
-            return 0
+            return none
         rows = got.rows
         k = rows.shape[0]
+        if k == 0:
+            return none
         self.attempts += k
         self.block_pods += int((rows >= 0).sum())
         wall = (time.perf_counter() - t0) / k
         self.timer.add("filter_score", wall * k)
         self._block_outcomes(pods[:k], times[:k], rows, got.diagnoses, wall, on_outcome)
-        return k
+        return rows
 
     def _block_outcomes(self, pods, times, rows, diagnoses, wall, on_outcome) -> None:
         """Each pod's outcome in order at its own time (see ``_bind_run``
@@ -127,25 +129,29 @@ class ArrivalBlocks:
         events = self.events
         scheduled, bound = events.listening("Scheduled"), events.listening("Bound")
         failed_ev = events.listening("FailedScheduling")
+        # a placed pod needs the clock at its time only for its events
+        timed = scheduled or bound or on_outcome is not None
         nodes = self.cluster.state.nodes
         outcomes = self.outcomes
         log = self._bound_log
-        keys = []
+        placed = 0
         set_clock = SimulatedClock.set if clock.simulated else None
-        for i, (pod, row) in enumerate(zip(pods, rows.tolist())):
-            t = float(times[i])
-            if set_clock is not None and t > clock.now():
-                set_clock(clock, t)
+        for i, row in enumerate(rows.tolist()):
+            pod = pods[i]
+            key = pod.key
+            if row < 0 or timed:
+                t = float(times[i])
+                if set_clock is not None and t > clock.now():
+                    set_clock(clock, t)
             if q.unschedulable:             # the arrival's UnscheduledPod/Add (moves none)
                 q.move_request_cycle = q.scheduling_cycle
             if on_outcome is not None:
                 on_outcome(i)
-            key = pod.key
             if row >= 0:
                 q.scheduling_cycle += 1
                 node = nodes[row].name
-                keys.append(key)
                 outcomes[key] = node
+                placed += 1
                 if scheduled:
                     events.emit("Scheduled", key, node)
                 if bound:
@@ -154,17 +160,18 @@ class ArrivalBlocks:
                     log.pop(key, None)
                     log[key] = BOUND
                 continue
-            diag = diagnoses[i]
-            msg = diag.message()
+            msg, plugins = diagnoses[i]
             pi = q.add(pod)
             q.pop()
-            q.requeue(pi, diag.node_statuses.plugins())
+            q.requeue(pi, plugins)
             self._result("unschedulable")
             if failed_ev:
                 events.emit("FailedScheduling", key, None, msg)
             outcomes[key] = Binding(key, None, msg)
-        if keys:
-            self.results["scheduled"] = self.results.get("scheduled", 0) + len(keys)
-            self.e2e_latencies.extend([0.0] * len(keys))
-            self.run_lengths.append(len(keys))
+        if set_clock is not None and float(times[-1]) > clock.now():
+            set_clock(clock, float(times[-1]))
+        if placed:
+            self.results["scheduled"] = self.results.get("scheduled", 0) + placed
+            self.e2e_latencies.extend([0.0] * placed)
+            self.run_lengths.append(placed)
         self.latencies.extend([wall] * len(pods))

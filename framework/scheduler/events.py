@@ -10,6 +10,7 @@ dict: event, pod, node, message, time (clock seconds), plus
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tensorsched.framework.runtime.clock import Clock
@@ -104,6 +105,23 @@ class EventBus:
         """Someone is subscribed to ``event`` now (or to every event)."""
         subs = self._subs
         return bool(subs.get(event) or subs.get("*"))
+
+    @contextmanager
+    def muted(self, callback: Callable):
+        """``callback`` left out while inside (a subscriber that accounts for
+        those events in bulk itself); put back where it was after."""
+        held = []
+        for subs in self._subs.values():
+            at = [i for i, cb in enumerate(subs) if cb == callback]
+            for i in reversed(at):
+                del subs[i]
+            held.append((subs, at))
+        try:
+            yield
+        finally:
+            for subs, at in held:
+                for i in at:
+                    subs.insert(i, callback)
 
     def subscribe(self, event: str, callback: Callable) -> Callable:
         """Call ``callback(dict)`` on each ``event`` (one of EVENTS, or "*"

@@ -490,14 +490,14 @@ class Simulation:
             recs = recs[:count]
         recs = [self.cluster.resolve(r) for r in recs]
         emit = self._collect is not None or bool(self._subs)
-        arrived = self._arrived_at
 
-        def on_outcome(j: int) -> None:
-            arrived[recs[j].key] = float(t[j])
-            if emit:
-                self._sim_event("Arrived", recs[j].key)
+        def arrived_event(j: int) -> None:
+            self._sim_event("Arrived", recs[j].key)
 
-        done = sched.schedule_arrivals(recs, t[:count], on_outcome)
+        # the block's outcomes are counted here in bulk, not per event
+        with sched.events.muted(self._on_scheduler_event):
+            rows = sched.schedule_arrivals(recs, t[:count], arrived_event if emit else None)
+        done = rows.shape[0]
         # offer more next time while whole blocks go through, few after a
         # refusal (gathering the arrivals costs as much as their number)
         if done == count:
@@ -508,7 +508,15 @@ class Simulation:
             return False
         heapq.heappop(heap)
         self._fresh = True
-        self._win["arrived"] += done
+        placed = int((rows >= 0).sum())
+        win = self._win
+        win["arrived"] += done
+        win["scheduled"] += placed
+        win["failed_attempts"] += done - placed
+        self._win_lat.extend([0.0] * placed)        # bound at their arrival
+        arrived = self._arrived_at
+        for j in np.flatnonzero(rows < 0).tolist():
+            arrived[recs[j].key] = float(t[j])
         dur = trace.duration[start:start + done]
         timed = np.flatnonzero(~np.isnan(dep[:done]) | ~np.isnan(dur)).tolist()
         state = self.cluster.state

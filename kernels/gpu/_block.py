@@ -68,7 +68,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 policy, sel, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
                 reasons, cpu_left, mem_zero, score, out_gpu, ties, work,
-                keys, n_keys, out_rows, out_gpus, out_codes):
+                keys, n_keys, out_rows, out_gpus, out_counts):
     """Place pods 0..count-1 in order, each as its own cycle would with every
     node scored: pod j (class ``cls[j]``: request ``c_req[c]`` [R], non-zero
     request ``c_nz[c]`` [2], GPU ask ``c_num``/``c_milli``/``c_mask``,
@@ -84,8 +84,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
 
     Outputs: ``out_rows[j]`` the row or -1 when no node fits; ``out_gpus[j]``
     the GPU indices (-1 padded); a pod that fits nowhere takes the next row
-    of ``out_codes`` [F, N]: per node the index of its (reason bits, GPU
-    code) in ``keys`` [K, 3].  Returns (pods handled, failures): fewer than
+    of ``out_counts`` [F, K]: how many nodes rejected it for each (reason
+    bits, GPU code, first such row) of ``keys`` [K, 3].  Returns (pods handled, failures): fewer than
     ``count`` when the failure rows or the key table run out (the next pod
     has not been touched)."""
     failures = 0
@@ -145,9 +145,11 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 ties[n_ties] = i
                 n_ties += 1
         if feasible == 0:
-            if failures >= out_codes.shape[0]:
+            if failures >= out_counts.shape[0]:
                 return j, failures
             mark = n_keys[0]
+            for k in range(out_counts.shape[1]):
+                out_counts[failures, k] = 0
             for i in range(n):
                 b = reasons[i]
                 code = -1
@@ -157,7 +159,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 if k < 0:
                     n_keys[0] = mark            # forget this pod's new keys
                     return j, failures
-                out_codes[failures, i] = k
+                out_counts[failures, k] += 1
             out_rows[j] = -1
             for g in range(out_gpus.shape[1]):
                 out_gpus[j, g] = -1
