@@ -394,9 +394,9 @@ class GpuShareFit(ArrayPlugin):
             shapes[:] = 0
         handled, _failed = KB.place_block(
             count, np.uint64(inputs.seed_mix), inputs.attempt, inputs.start, n, inputs.cls,
-            u, inputs.c_req, inputs.c_nz, inputs.c_anything, asks[:, 0], asks[:, 1],
+            u, inputs.c_req, inputs.c_nz, inputs.c_res, inputs.c_nres, asks[:, 0], asks[:, 1],
             asks[:, 2], asks[:, 3], shapes, inputs.static_reasons,
-            inputs.fit_ignored, inputs.placer_bit, state.allocatable, state.requested,
+            inputs.placer_bit, state.allocatable, state.requested,
             state.nonzero_requested, t.count[:n], t.model[:n], t.left[:n, :g], t.aff[:n],
             t.ver[:n], version, policy, sel, *typ, *cache, weight,
             inputs.static_total, np.empty(n, np.int64), np.empty(n, np.int64),

@@ -37,6 +37,7 @@ from .plugin import (
     CycleContext,
     FusedFilter,
     RunSafePlugin,
+    RunSkipPlugin,
     StaticScorePlugin,
 )
 from .status import Code, Diagnosis, NodeStatuses, Status
@@ -56,9 +57,10 @@ class BlockInputs:
     ``cls`` [P] int64: each pod's class (alike pods); ``first`` [C]: the
     first pod of each class; ``c_req`` [C, R] int64 its request vector
     (pods = 1, R = the state's resource columns), ``c_nz`` [C, 2] its
-    non-zero cpu/memory, ``c_anything`` [C] bool (NodeResourcesFit's "asks
-    for something"); ``static_reasons`` [C, n] int64: the fused filters'
-    reason bits that read no pod on the node; ``fit_ignored`` [R] bool;
+    non-zero cpu/memory, ``c_res[c, :c_nres[c]]`` the resources
+    NodeResourcesFit checks for it (asked for, not ignored; pod count
+    aside); ``static_reasons`` [C, n] int64: the fused filters'
+    reason bits that read no pod on the node;
     ``placer_bit``: the placer's own reason bit; ``static_total`` [n]
     int64: the weighted node-only scores; ``weights``: score plugin name
     -> weight of the placer's scores; ``seed_mix``, ``attempt``, ``start``:
@@ -72,9 +74,9 @@ class BlockInputs:
     first: list
     c_req: np.ndarray
     c_nz: np.ndarray
-    c_anything: np.ndarray
+    c_res: np.ndarray
+    c_nres: np.ndarray
     static_reasons: np.ndarray
-    fit_ignored: np.ndarray
     placer_bit: int
     static_total: np.ndarray
     weights: dict
@@ -130,22 +132,48 @@ def block_setup(fw) -> tuple | None:
     return placer, static
 
 
-def _class_plan(fw, state, pod, placer, scoring):
+def _state_key(state) -> tuple:
+    return (id(state), state.version, state.epoch, state.layout_version, state.n_rows)
+
+
+def _class_entry(fw, state, pod, placer, width: int, count: int) -> tuple | None:
+    """(memo, plan, request [width], non-zero [2], asks anything, static
+    reasons [n]) of a pod starting a class, or None when it cannot join a
+    block (``count``: pods in the block, for the int64 room check)."""
+    got = _class_plan(fw, state, pod, placer)
+    if got is None:
+        return None
+    plan, reasons = got
+    req = state.resource_vector(pod.requests, intern=False)
+    req[L.RES_PODS] = 1
+    nz = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
+    if req.shape[0] > width or not state.room_for(req, nz, count):
+        return None
+    row = np.zeros(width, np.int64)
+    row[:req.shape[0]] = req
+    return pod.memo, plan, row, nz, bool(plan.query.requests_anything), reasons
+
+
+def _class_plan(fw, state, pod, placer):
     """(plan, reasons) of a pod starting a class, or None when it cannot
     join a block."""
     if pod.host_ports or any(r != "pods" and r not in state.resources.index
                              for r in pod.requests):
         return None
     ctx = CycleContext(state, pod, fw)
-    plan, _ = fw._plan(ctx)
+    plan, skipped = fw._plan(ctx)
     if not hasattr(plan, "query") or plan.node_names is not None:
         return None
     if plan.active[:L.N_BUILTIN_SCORES].any():
         return None
     if any(p is not placer for p, _b in plan.host_filters):
         return None
-    if scoring is not None and tuple(plan.active_plugins) != scoring:
-        return None
+    # every other host filter skipped the pod: the skip must hold whatever
+    # the block places before its alike pods (and the next block's)
+    for p, _b in fw.user_filters:
+        if p is not placer and not (isinstance(p, RunSkipPlugin)
+                                    and p.run_keeps_skip(ctx, "preFilter")):
+            return None
     n = state.n_rows
     res = fw.backend.evaluate(state, state.valid_rows(), 0, plan.query, n, plan.active,
                               plan.norm, plan.weights, fw.n_slots, None, True)
@@ -167,37 +195,42 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     if n == 0 or state.valid_rows().shape[0] != n:
         return None
     width = state.requested.shape[1]
+    # A block that follows the previous one with nothing in between (the
+    # state as that block left it) keeps its kinds of pods: their plans read
+    # nothing a block's pods change (the skips are promised, the static
+    # reasons read nodes only).
+    held = fw.block_classes
+    known = held[1] if held is not None and held[0] == _state_key(state) else {}
+    kept: dict[int, tuple] = {}
     classes: dict[int, int] = {}
     first, reqs, nzs, anything, static_rows = [], [], [], [], []
     cls = np.empty(min(len(pods), MAX_BLOCK), np.int64)
     scoring = None
     fit_ignored = np.zeros(width, np.bool_)
-    plan0 = None
     count = 0
     for pod in pods[:MAX_BLOCK]:
-        c = classes.get(id(pod.memo))
+        memo = pod.memo
+        c = classes.get(id(memo))
         if c is None:
-            got = _class_plan(fw, state, pod, placer, scoring)
-            if got is None:
-                break
-            plan, reasons = got
-            req = state.resource_vector(pod.requests, intern=False)
-            req[L.RES_PODS] = 1
-            nz = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
-            if req.shape[0] > width or not state.room_for(req, nz, len(pods)):
-                break
-            if plan0 is None:
-                plan0, scoring = plan, tuple(plan.active_plugins)
+            entry = known.get(id(memo))
+            if entry is None or entry[0] is not memo:
+                entry = _class_entry(fw, state, pod, placer, width, len(pods))
+                if entry is None:
+                    break
+            plan = entry[1]
+            if scoring is None:
+                scoring = tuple(plan.active_plugins)
                 ign = np.asarray(plan.query.fit_ignored, np.bool_)
                 fit_ignored[:ign.shape[0]] = ign[:width]
-            c = classes[id(pod.memo)] = len(first)
+            elif tuple(plan.active_plugins) != scoring:
+                break
+            kept[id(memo)] = entry
+            c = classes[id(memo)] = len(first)
             first.append(pod)
-            row = np.zeros(width, np.int64)
-            row[:req.shape[0]] = req
-            reqs.append(row)
-            nzs.append(nz)
-            anything.append(bool(plan.query.requests_anything))
-            static_rows.append(reasons)
+            reqs.append(entry[2])
+            nzs.append(entry[3])
+            anything.append(entry[4])
+            static_rows.append(entry[5])
         cls[count] = c
         count += 1
     if count == 0:
@@ -207,9 +240,18 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     for p in static:
         if p in scoring:
             static_total += weight_of[p.name] * np.asarray(p.static_scores(state), np.int64)[:n]
+    c_req = np.array(reqs, np.int64)
+    # the resources NodeResourcesFit checks per class: asked for, not ignored
+    checked = (c_req > 0) & ~fit_ignored[None, :] & np.array(anything, np.bool_)[:, None]
+    checked[:, L.RES_PODS] = False
+    c_nres = checked.sum(axis=1).astype(np.int64)
+    c_res = np.zeros_like(c_req)
+    for c in range(c_req.shape[0]):
+        idx = np.flatnonzero(checked[c])
+        c_res[c, :idx.shape[0]] = idx
     inputs = BlockInputs(
-        pods[:count], cls[:count], first, np.array(reqs, np.int64), np.array(nzs, np.int64),
-        np.array(anything, np.bool_), np.array(static_rows, np.int64), fit_ignored,
+        pods[:count], cls[:count], first, c_req, np.array(nzs, np.int64), c_res, c_nres,
+        np.array(static_rows, np.int64),
         int(placer.reason_bits), static_total,
         {name: w for name, w in weight_of.items()
          if name in placer.block_scores and any(p.name == name for p in scoring)},
@@ -224,6 +266,7 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     if placed.shape[0]:
         state.register_block([inputs.pods[j] for j in placed.tolist()], rows[placed],
                              inputs.cls[placed], inputs.c_req, inputs.c_nz)
+    fw.block_classes = (_state_key(state), kept)
     diagnoses = {}
     memo: dict = {}
     for f, j in enumerate(np.flatnonzero(rows < 0).tolist()):

@@ -211,6 +211,7 @@ class Framework:
         self._score_setups: dict = {}
         self._queries = QueryCache()
         self.block_setup = block_setup(self)
+        self.block_classes = None       # (state key, kinds of pods) of the last block
 
     def signature(self, pod: PodRecord) -> tuple | None:
         """The pod's scheduling signature under this profile: its compiled

@@ -12,11 +12,13 @@ resource columns are the ClusterState's (int64 [N, R]).
 from numba import int64, uint64
 
 # The GPU rules (model_ok, gpu_fit, affinity_tag, score_node, select_gpus)
-# and fit_reasons are the compiled namespace's (``gpu.block``), not names
-# of this file.
+# are the compiled namespace's (``gpu.block``), not names of this file.
 # ruff: noqa: F821
 
 MILLI = 1000
+RES_PODS = 3                   # kernels.layout's, checked by gpu.block
+R_TOO_MANY_PODS = 128
+INSUFFICIENT_SHIFT = 24
 SEL_BEST = 0
 SEL_RANDOM = 1
 SEL_FGD = 2
@@ -33,6 +35,20 @@ def tie_pick(seed_mix, attempt, n):
     z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
     z = z ^ (z >> uint64(31))
     return int64(z % uint64(n))
+
+
+def fit_bits(i, allocatable, requested, req, res, n_res):
+    """NodeResourcesFit's reason bits for row ``i`` (``fit_reasons`` of the
+    fused filters, over the pod's requested resources ``res[:n_res]`` only:
+    the ones it asks for, not ignored)."""
+    bits = 0
+    if requested[i, RES_PODS] + 1 > allocatable[i, RES_PODS]:
+        bits |= R_TOO_MANY_PODS
+    for k in range(n_res):
+        r = res[k]
+        if req[r] > allocatable[i, r] - requested[i, r]:
+            bits |= 1 << (INSUFFICIENT_SHIFT + r)
+    return bits
 
 
 def gpu_reject_code(count, model, mask):
@@ -62,8 +78,8 @@ def key_of(keys, n_keys, bits, code, row):
 
 
 def place_block(count, seed_mix, attempt0, start, n, cls, u,
-                c_req, c_nz, c_anything, c_num, c_milli, c_mask, c_cpu_nz, c_shape,
-                static_reasons, fit_ignored, gpu_bit, allocatable, requested,
+                c_req, c_nz, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz, c_shape,
+                static_reasons, gpu_bit, allocatable, requested,
                 nonzero_requested, gpu_count, model, gpu_left, aff, node_ver, version,
                 policy, sel, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
@@ -71,7 +87,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 keys, n_keys, out_rows, out_gpus, out_counts):
     """Place pods 0..count-1 in order, each as its own cycle would with every
     node scored: pod j (class ``cls[j]``: request ``c_req[c]`` [R], non-zero
-    request ``c_nz[c]`` [2], GPU ask ``c_num``/``c_milli``/``c_mask``,
+    request ``c_nz[c]`` [2], the resources NodeResourcesFit checks
+    ``c_res[c, :c_nres[c]]``, GPU ask ``c_num``/``c_milli``/``c_mask``,
     ``c_cpu_nz``, FGD cache row ``c_shape``) is rejected by a node for
     ``static_reasons[c, i]`` (the filters that read no pod on the node),
     NodeResourcesFit and, when it asks GPUs, GpuShareFit (``gpu_bit``);
@@ -101,7 +118,15 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
         req = c_req[c]
         pod_gpu = num * milli if milli > 0 else 0
         tag = affinity_tag(num, milli)
-        sh = c_shape[c]
+        cs = cache_score[c_shape[c]]
+        cg = cache_gpu[c_shape[c]]
+        cv = cache_ver[c_shape[c]]
+        sr = static_reasons[c]
+        res = c_res[c]
+        n_res = c_nres[c]
+        gpu_num = num if asks_gpu else 0
+        gpu_milli = milli if asks_gpu else 0
+        cpu_nz = c_cpu_nz[c]
         # one pass in evaluation order (from row ``start``): the filters, the
         # policy's score (GpuShareScore.score) and the top total's ties;
         # BestFit normalizes over the feasible rows first, so it totals in
@@ -115,8 +140,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
             i = start + p
             if i >= n:
                 i -= n
-            b = static_reasons[c, i] | fit_reasons(i, allocatable, requested, req,
-                                                   c_anything[c], fit_ignored)
+            b = sr[i] | fit_bits(i, allocatable, requested, req, res, n_res)
             if asks_gpu and gpu_bit != 0 and not gpu_fit(gpu_count[i], model[i], gpu_left[i],
                                                           num, milli, mask):
                 b |= gpu_bit
@@ -127,10 +151,9 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
             s = 0
             if policy != P_RANDOM:
                 score_node(i, policy, gpu_count, model, gpu_left, cpu_left, mem_zero, aff,
-                           0, c_cpu_nz[c], 0, num if asks_gpu else 0,
-                           milli if asks_gpu else 0, mask, tag, pod_gpu, tp_cpu, tp_num,
-                           tp_milli, tp_mask, tp_freq, cache_score[sh], cache_gpu[sh],
-                           cache_ver[sh], node_ver, score, out_gpu, work)
+                           0, cpu_nz, 0, gpu_num, gpu_milli, mask, tag, pod_gpu, tp_cpu,
+                           tp_num, tp_milli, tp_mask, tp_freq, cs, cg, cv, node_ver, score,
+                           out_gpu, work)
                 s = max(score[i], 0)
             if policy == P_BESTFIT:
                 score[i] = s

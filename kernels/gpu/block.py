@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from tensorsched.kernels import layout as L
 from tensorsched.kernels._compile import COMPILED, KEY, compile_module
-from tensorsched.kernels.fused import _numba as _fused
 
 from . import _block
 from . import share as _share
@@ -23,11 +23,13 @@ _INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus"
 
 def _base() -> dict:
     base = {name: _share.core[name] for name in _INHERITED}
-    base["fit_reasons"] = _fused.core["fit_reasons"]
-    keys = (_share.core.get(KEY), _fused.core.get(KEY))
-    base[KEY] = None if None in keys else "+".join(keys)
-    base[COMPILED] = (*_INHERITED, "fit_reasons")
+    base[KEY] = _share.core.get(KEY)
+    base[COMPILED] = _INHERITED
     return base
+
+
+assert (_block.RES_PODS, _block.R_TOO_MANY_PODS, _block.INSUFFICIENT_SHIFT) == (
+    L.RES_PODS, int(L.R_TOO_MANY_PODS), L.INSUFFICIENT_SHIFT)
 
 
 _ns = compile_module(_block, njit, base=_base(), options={"nogil": True, "_nrt": False},
