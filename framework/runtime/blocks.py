@@ -44,6 +44,7 @@ from .status import Code, Diagnosis, NodeStatuses, Status
 
 MAX_BLOCK = 16384                # pods per compiled call
 MAX_KEYS = 256                   # distinct (reason bits, placer code) per call
+MAX_KINDS_KEPT = 4096            # kinds of pods kept from block to block
 _FIT_BITS = int(L.R_TOO_MANY_PODS) | (((1 << L.MAX_RESOURCES) - 1) << L.INSUFFICIENT_SHIFT)
 _SEED_MIX = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
@@ -133,7 +134,10 @@ def block_setup(fw) -> tuple | None:
 
 
 def _state_key(state) -> tuple:
-    return (id(state), state.version, state.epoch, state.layout_version, state.n_rows)
+    """What a kind of pod's plan may read of the state: the nodes, and the
+    pods added (a pod leaving adds no term an alike pod's promised skip
+    could depend on)."""
+    return (id(state), state.pod_adds, state.epoch, state.layout_version, state.n_rows)
 
 
 def _class_entry(fw, state, pod, placer, width: int, count: int) -> tuple | None:
@@ -195,13 +199,14 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     if n == 0 or state.valid_rows().shape[0] != n:
         return None
     width = state.requested.shape[1]
-    # A block that follows the previous one with nothing in between (the
-    # state as that block left it) keeps its kinds of pods: their plans read
-    # nothing a block's pods change (the skips are promised, the static
-    # reasons read nodes only).
+    # A block after the previous one with no node changed and no pod added
+    # in between (pods may have left) keeps its kinds of pods: their plans
+    # read nothing a block's pods change (the skips are promised, the
+    # static reasons read nodes only).
     held = fw.block_classes
     known = held[1] if held is not None and held[0] == _state_key(state) else {}
-    kept: dict[int, tuple] = {}
+    if len(known) > MAX_KINDS_KEPT:
+        known = {}
     classes: dict[int, int] = {}
     first, reqs, nzs, anything, static_rows = [], [], [], [], []
     cls = np.empty(min(len(pods), MAX_BLOCK), np.int64)
@@ -217,6 +222,7 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
                 entry = _class_entry(fw, state, pod, placer, width, len(pods))
                 if entry is None:
                     break
+                known[id(memo)] = entry
             plan = entry[1]
             if scoring is None:
                 scoring = tuple(plan.active_plugins)
@@ -224,7 +230,6 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
                 fit_ignored[:ign.shape[0]] = ign[:width]
             elif tuple(plan.active_plugins) != scoring:
                 break
-            kept[id(memo)] = entry
             c = classes[id(memo)] = len(first)
             first.append(pod)
             reqs.append(entry[2])
@@ -266,7 +271,7 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     if placed.shape[0]:
         state.register_block([inputs.pods[j] for j in placed.tolist()], rows[placed],
                              inputs.cls[placed], inputs.c_req, inputs.c_nz)
-    fw.block_classes = (_state_key(state), kept)
+    fw.block_classes = (_state_key(state), known)
     diagnoses = {}
     memo: dict = {}
     for f, j in enumerate(np.flatnonzero(rows < 0).tolist()):

@@ -269,7 +269,9 @@ class RunSkipPlugin(Protocol):
     """A host filter or score plugin that can promise its PreFilter /
     PreScore Skip holds for a whole run: ``run_keeps_skip(ctx, point)``
     (point "preFilter" or "preScore") is True when it skipped ``ctx.pod``
-    and would skip every alike pod whatever the run places before it.  A
+    and would skip every alike pod whatever the run places before it (and
+    whatever pods leave meanwhile: a block of arrivals keeps the answer
+    across departures, ``runtime.blocks``).  A
     host plugin that skipped a pod without this promise keeps the pod on
     the one-by-one path."""
 

@@ -114,7 +114,7 @@ class ArrivalBlocks:
         if k == 0:
             return none
         self.attempts += k
-        self.block_pods += int((rows >= 0).sum())
+        self.block_pods += k
         wall = (time.perf_counter() - t0) / k
         self.timer.add("filter_score", wall * k)
         self._block_outcomes(pods[:k], times[:k], rows, got.diagnoses, wall, on_outcome)

@@ -133,7 +133,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         self.run_lengths: list[int] = []               # pods placed per compiled run
         self._unrunnable: set = set()                  # run keys that did not compile
         self._blocks_refused: dict = {}     # framework id -> node layout it had no block form on
-        self.block_pods = 0                 # pods placed by arrival blocks (``arrival_blocks``)
+        self.block_pods = 0                 # pods arrival blocks handled (``arrival_blocks``)
         self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
         # Decision hook (the Gymnasium environment): when set, a cycle that
         # found a node binds the row ``choose_node(pod, fw, result)`` returns

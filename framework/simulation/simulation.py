@@ -77,7 +77,8 @@ TIMESERIES_COLUMNS = ("time", "nodes", "running", "pending", "arrived", "schedul
 _KEEP_LATENCIES = 100_000      # Scheduler latency lists are trimmed to this many entries
 CHUNK = 4096                   # trace rows made into pod records at a time
 BLOCK_ROWS = 16384             # trace arrivals offered to the scheduler as one block, at most
-FIRST_BLOCK_ROWS = 64          # ... at first and after a block the scheduler cut short
+FIRST_BLOCK_ROWS = 64          # ... at first and after a block the scheduler refused
+MIN_BLOCK = 8                  # fewer arrivals go one at a time (a block's setup costs more)
 
 
 class SimulationError(TensorschedError, ValueError):
@@ -459,10 +460,16 @@ class Simulation:
         i = heap[0][4]
         trace, off = self._traces[i], self._offset[i]
         start = self._cursor[i]
-        if not sched.block_ready(self._trace_records(i, start, start + 1)[0], heap[0][0]):
+        other = min(heap[1][0] if len(heap) > 1 else math.inf,
+                    heap[2][0] if len(heap) > 2 else math.inf)
+        # rows arriving past the next other event, sample or ``until`` are
+        # not looked at (one row beyond, to test shared arrival times)
+        bound = min(other, self._next_sample, until) - off
+        stop = min(len(trace), start + self._block_rows,
+                   int(trace.arrival.searchsorted(bound, side="right")) + 1)
+        if stop - start < MIN_BLOCK or not sched.block_ready(
+                self._trace_records(i, start, start + 1)[0], heap[0][0]):
             return False
-        stop = min(len(trace), start + self._block_rows)
-        other = min((e[0] for e in heap[1:3]), default=math.inf)
         times = trace.arrival[start:stop + 1] + off
         # rows sharing an arrival time are scheduled in queue order, not
         # one by one: the block ends before them
@@ -476,7 +483,7 @@ class Simulation:
         ok &= t < due
         bad = np.flatnonzero(~ok)
         count = int(bad[0]) if bad.shape[0] else stop - start
-        if count < 2:
+        if count < MIN_BLOCK:
             return False
         recs = self._trace_records(i, start, start + count)
         keys = [r.key for r in recs]

@@ -196,6 +196,7 @@ class ClusterState:
         # ordered set: a third of a set's bytes at tens of pods a node).
         self.pods_on_node: list[dict[str, None]] = [{} for _ in range(cap)]
         self.version = 0
+        self.pod_adds = 0       # pods ever accounted (removals leave it alone)
         self.layout_version = 0
         self.epoch = 0          # bumped when a table grows or the node set changes
         self._valid_rows_cache: tuple[int, np.ndarray] | None = None
@@ -577,6 +578,7 @@ class ClusterState:
             key = pod.key
             entries[key] = PodRow(pod, row, shape, ())
             on_node[row][key] = None
+        self.pod_adds += len(pods)
         self._raise_ceilings(rows)
         self.version += 1
         self.row_version[rows] = self.version
@@ -613,6 +615,7 @@ class ClusterState:
             on_node[row][key] = None
             prio = pod.priority or 0
             counts[prio] = counts.get(prio, 0) + 1
+        self.pod_adds += len(pods)
         self._raise_ceilings(rows)
         self.version += 1
         self.row_version[rows] = self.version
@@ -650,6 +653,7 @@ class ClusterState:
             self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
         key = pod.key           # one string object for the dict and the row's set
         prio = pod.priority or 0
+        self.pod_adds += 1
         self.priority_counts[prio] = self.priority_counts.get(prio, 0) + 1
         self.pods[key] = entry
         self.pods_on_node[row][key] = None

@@ -6,6 +6,7 @@ queue; on openb traces (with their departures) under every policy, and on
 random GPU clusters mixing what ends a block (other events, shared arrival
 times, departures, pods that cannot join, the unschedulable flush)."""
 import math
+from unittest.mock import patch
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tensorsched.framework.simulation import simulation as S
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import trace_from_table
 from tensorsched.topology.gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL
@@ -62,13 +64,24 @@ def _same(a, b):
     assert a["series"] == b["series"]
 
 
-def _slice(tmp_path, trace, n_nodes, n_pods):
+def _slice(tmp_path, trace, n_nodes, n_pods, leave_every=5):
+    """The first nodes and pods of a trace; only one pod in ``leave_every``
+    leaves (a departure ends a block: the trace's own leave between most
+    arrivals)."""
     out = []
     for src, dst, n in ((NODES, tmp_path / "nodes.csv", n_nodes),
                         (f"data/openb/csv/openb_pod_list_{trace}.csv", tmp_path / "pods.csv",
                          n_pods)):
         with open(src) as f:
-            dst.write_text("".join(f.readlines()[:n + 1]))
+            lines = f.readlines()[:n + 1]
+        if "deletion_time" in lines[0]:
+            col = lines[0].strip().split(",").index("deletion_time")
+            for j in range(1, len(lines)):
+                if j % leave_every:
+                    cells = lines[j].rstrip("\n").split(",")
+                    cells[col] = ""
+                    lines[j] = ",".join(cells) + "\n"
+        dst.write_text("".join(lines))
         out.append(str(dst))
     return out
 
@@ -82,12 +95,35 @@ def test_openb_trace_with_departures_block_equals_one_by_one(tmp_path, policy, t
     ranks = np.arange(inv.n_nodes)[::-1].copy() if tie else None
     cfg = openb_config(policy, typical_shapes(trace_shapes(tr)),
                        inv.n_nodes + 1 if tie else None)
-    a, sim = _run(openb_node_objects(inv, ranks), cfg, tr, batch=True, interval=3600.0)
-    b, _ = _run(openb_node_objects(inv, ranks), cfg, tr, batch=False, interval=3600.0)
+    # blocks however short; failed pods never flushed back (as in the
+    # paper's experiment): arrivals minutes apart still form blocks
+    opts = {"interval": 3600.0, "pod_max_in_unschedulable_seconds": math.inf}
+    with patch.object(S, "MIN_BLOCK", 1):
+        a, sim = _run(openb_node_objects(inv, ranks), cfg, tr, batch=True, **opts)
+    b, _ = _run(openb_node_objects(inv, ranks), cfg, tr, batch=False, **opts)
     _same(a, b)
-    assert sim.scheduler.block_pods > 100         # the blocks did the work
+    assert sim.scheduler.block_pods > 50          # blocks placed pods between departures
     assert a["summary"]["failed_attempts"] > 0    # failures inside blocks too
     assert any(e["event"] == "Departed" for e in a["events"])
+
+
+@pytest.mark.parametrize("policy", ["FGD", "BestFit"])
+def test_failures_inside_blocks_match(tmp_path, policy):
+    """Arrivals only, a cluster too small: most pods fail inside blocks,
+    with the FailedScheduling messages, queue entries and events one cycle
+    at a time gives."""
+    nodes_csv, pods_csv = _slice(tmp_path, "gpushare40", 6, 500, leave_every=10**9)
+    tr = read_openb_trace(pods_csv)
+    inv = R.read_openb_nodes(nodes_csv)
+    cfg = openb_config(policy, typical_shapes(trace_shapes(tr)), inv.n_nodes + 1)
+    objs = openb_node_objects(inv, np.arange(inv.n_nodes))
+    opts = {"interval": None, "pod_max_in_unschedulable_seconds": math.inf}
+    a, sim = _run(objs, cfg, tr, batch=True, **opts)
+    b, _ = _run(objs, cfg, tr, batch=False, **opts)
+    _same(a, b)
+    failed = [e for e in a["events"] if e["event"] == "FailedScheduling"]
+    assert sim.scheduler.block_pods > 400 and len(failed) > 200
+    assert all(e["message"].startswith("0/6 nodes are available:") for e in failed)
 
 
 def _gpu_nodes(draw):
@@ -166,7 +202,11 @@ def test_random_gpu_clusters_block_equals_one_by_one(case):
     trace = trace_from_table(table)
     cfg = openb_config(policy, typical_shapes(trace_shapes(trace)),
                        len(nodes) + 1 if tie else None)
-    runs = [_run(nodes, cfg, trace_from_table(table), batch=batch, interval=interval,
-                 extra=extra, pod_max_in_unschedulable_seconds=flush)[0]
-            for batch in (True, False)]
-    _same(*runs)
+    runs = []
+    for batch, min_block in ((True, 1), (True, S.MIN_BLOCK), (False, 1)):
+        with patch.object(S, "MIN_BLOCK", min_block):
+            runs.append(_run(nodes, cfg, trace_from_table(table), batch=batch,
+                             interval=interval, extra=extra,
+                             pod_max_in_unschedulable_seconds=flush)[0])
+    _same(runs[0], runs[2])
+    _same(runs[1], runs[2])
