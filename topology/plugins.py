@@ -593,7 +593,10 @@ class GpuShareScore(ArrayPlugin):
         self._observe(ctx, info)
         typ = self.typical(t)
         mask = t.model_mask(ask.models)
-        c = self.fgd_cache_rows(t, [(info.cpu_nz, num, milli, mask)])[0]
+        skey = (info.cpu_nz, num, milli, mask)
+        c = self._cache.get(skey) if self._cache_owner is t and self._cache_cap == t.cap else None
+        if c is None:
+            c = self.fgd_cache_rows(t, [skey])[0]
         cache = (self._cs[c], self._cg[c], self._cv[c])
         if self._zeros.shape[0] < n:
             # inputs the kernel only reads (no memory asked) / its unread GPU output

@@ -462,6 +462,12 @@ class Simulation:
         start = self._cursor[i]
         other = min(heap[1][0] if len(heap) > 1 else math.inf,
                     heap[2][0] if len(heap) > 2 else math.inf)
+        last = start + MIN_BLOCK - 1            # the usual answer, at once: too few
+        if last >= len(trace):
+            return False
+        t_last = trace.arrival[last] + off
+        if t_last >= other or t_last > self._next_sample or t_last > until:
+            return False
         # rows arriving past the next other event, sample or ``until`` are
         # not looked at (one row beyond, to test shared arrival times)
         bound = min(other, self._next_sample, until) - off
