@@ -12,7 +12,8 @@ terminating, assumed with a TTL or due to bind, and the unschedulable pool
 holds no pod that an arriving pod (``UnscheduledPod/Add``) would move back,
 nor one that its flush interval would move back before the last arrival.
 A pod that fits nowhere goes to the unschedulable pool as its cycle would
-send it (the block's profile has no PostFilter).
+send it (the block's profile has no PostFilter, and none of its filters
+asks to retry a pod it rejected when another pod arrives).
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ class ArrivalBlocks:
         n = self.cluster.state.num_nodes
         refused = self._blocks_refused.get(id(fw))
         if refused is not None and refused == self._block_layout():
+            return False
+        if fw.block_setup is not None and self.queue._interested(
+                frozenset(p.name for p in fw.filters if getattr(p, "reason_bits", 0)),
+                UNSCHEDULED_POD_ADD):
+            # a pod failing in the block would be moved back by the next
+            # arrival: no block for this profile
+            self._blocks_refused[id(fw)] = self._block_layout()
             return False
         return (fw.block_setup is not None and n > 0
                 and num_feasible_nodes_to_find(fw.percentage, n) >= n and self._block_idle(at))

@@ -197,7 +197,10 @@ class Simulation:
         self._counter += 1
         heapq.heappush(self._heap, (float(t), prio, self._counter, kind, payload))
         if self._driving and t < self.clock.horizon:
-            self.clock.horizon = float(t)     # the scheduler stops there: _drive
+            # the scheduler stops there (_drive), or at the next sample
+            # first: a drive with nothing left to come runs to no horizon,
+            # and the pod it binds must not carry the clock past a sample
+            self.clock.horizon = float(min(t, max(self._next_sample, self.clock.now())))
 
     def _when(self, at) -> float:
         now = self.clock.now()

@@ -126,6 +126,23 @@ def test_failures_inside_blocks_match(tmp_path, policy):
     assert all(e["message"].startswith("0/6 nodes are available:") for e in failed)
 
 
+def test_no_block_when_a_filter_retries_on_arrivals(tmp_path):
+    """A filter that asks to retry the pods it rejected whenever another pod
+    arrives (UnscheduledPod/Add) would see them moved back between two
+    arrivals of a block: its profile places one arrival at a time."""
+    from tensorsched.topology.plugins import GpuShareFit
+    nodes_csv, pods_csv = _slice(tmp_path, "gpushare40", 6, 200, leave_every=10**9)
+    tr = read_openb_trace(pods_csv)
+    inv = R.read_openb_nodes(nodes_csv)
+    cfg = openb_config("FGD", typical_shapes(trace_shapes(tr)))
+    opts = {"interval": None, "pod_max_in_unschedulable_seconds": math.inf}
+    with patch.object(GpuShareFit, "events", GpuShareFit.events | {"UnscheduledPod/Add"}):
+        a, sim = _run(openb_node_objects(inv), cfg, tr, batch=True, **opts)
+        b, _ = _run(openb_node_objects(inv), cfg, tr, batch=False, **opts)
+    assert sim.scheduler.block_pods == 0
+    _same(a, b)
+
+
 def _gpu_nodes(draw):
     n = draw(st.integers(2, 9))
     nodes = []

@@ -231,3 +231,16 @@ def test_runs_freeze_nothing_so_earlier_garbage_is_collected():
     sim.run()
     assert seen and set(seen) == {0}
     assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_pod_bound_after_the_last_arrival_does_not_carry_the_clock_past_a_sample(batch):
+    """The trace is exhausted when its last pod is bound; the pod leaves at
+    5 s: the sample at 4 s still comes (the pod running), then the one at
+    the end."""
+    sim = Simulation(nodes(1), backend="numba", interval=4.0, batch=batch)
+    sim.submit([pod_dict("a", cpu="1")], at=0, duration=5)
+    sim.run()
+    ts = sim.timeseries().to_pydict()
+    assert ts["time"] == [4.0, 5.0]
+    assert ts["running"] == [1, 0] and ts["departed"] == [0, 1]
