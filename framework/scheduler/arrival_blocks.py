@@ -101,10 +101,12 @@ class ArrivalBlocks:
         if name not in self._profile_names:
             return none
         count = 0
+        seen: set = set()
         for pod in pods:
             if (pod.scheduler_name != name or pod.node_name or not self._gate_free(pod)
-                    or pod.key in q or pod.key in self.cluster.state.pods):
+                    or pod.key in q or pod.key in self.cluster.state.pods or pod.key in seen):
                 break
+            seen.add(pod.key)
             count += 1
         if count == 0:
             return none

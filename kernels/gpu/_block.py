@@ -3,7 +3,8 @@ per-pod rules of a GPU-sharing profile (NodeResourcesFit's fit, GpuShareFit,
 GpuShareScore's policy, node-only scores, the tie-break) over every node.
 
 Plain Python compiled by ``gpu.block`` with ``njit`` on top of the GPU rules
-(``gpu._core``) and the fused filters' ``fit_reasons``; no allocation.
+(``gpu._core``); no allocation.  NodeResourcesFit's bits are the fused
+filters' (``kernels.layout``: pod count, Insufficient <resource>).
 
 Units as in ``gpu._core``: GPU shares in milli-GPU, CPU in millicores; the
 resource columns are the ClusterState's (int64 [N, R]).
@@ -102,9 +103,10 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     Outputs: ``out_rows[j]`` the row or -1 when no node fits; ``out_gpus[j]``
     the GPU indices (-1 padded); a pod that fits nowhere takes the next row
     of ``out_counts`` [F, K]: how many nodes rejected it for each (reason
-    bits, GPU code, first such row) of ``keys`` [K, 3].  Returns (pods handled, failures): fewer than
-    ``count`` when the failure rows or the key table run out (the next pod
-    has not been touched)."""
+    bits, GPU code, first such row) of ``keys`` [K, 3].  Returns (pods
+    handled, failures): fewer than ``count`` when the failure rows or the
+    key table run out (the next pod has not been touched).  ``cpu_col`` 0
+    is cpu (millicores), as ``kernels.layout`` orders the resources."""
     failures = 0
     cpu_col = 0
     for i in range(n):          # kept current as pods are placed

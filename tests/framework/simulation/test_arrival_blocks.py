@@ -227,3 +227,46 @@ def test_random_gpu_clusters_block_equals_one_by_one(case):
                              pod_max_in_unschedulable_seconds=flush)[0])
     _same(runs[0], runs[2])
     _same(runs[1], runs[2])
+
+
+def _gpu_pod(name, milli):
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default",
+                        "annotations": {ANNO_GPU_MILLI: str(milli), ANNO_GPU_COUNT: "1"}},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    return pod
+
+
+def test_schedule_arrivals_api():
+    """``Scheduler.schedule_arrivals`` on its own: the rows of the prefix it
+    handled (a repeated name ends it), the clock at the last arrival, the
+    same placements and GPUs as one arrival at a time; nothing for a
+    profile without a block form."""
+    from tensorsched.framework.runtime.clock import SimulatedClock
+    from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
+    from tensorsched.framework.scheduler.scheduler import Scheduler
+
+    objs = openb_node_objects(R.read_openb_nodes(NODES))[:4]
+    cfg = openb_config("BestFit")
+    pods = [_gpu_pod(f"p{i}", 300 + 100 * (i % 5)) for i in range(30)]
+
+    def scheduler(config):
+        cluster = build_cluster(objs, config, experiment_registry())
+        return cluster, Scheduler(cluster, "numba", 7, clock=SimulatedClock())
+
+    cluster, sched = scheduler(cfg)
+    recs = [cluster.resolve(pod_from(p)) for p in pods]
+    rows = sched.schedule_arrivals(recs + recs[:1], np.arange(31, dtype=np.float64) + 1.0)
+    assert rows.shape == (30,) and sched.clock.now() == 30.0 and (rows >= 0).sum() > 10
+    one, alone = scheduler(cfg)
+    for i, p in enumerate(pods):
+        alone.clock.set(i + 1.0)
+        alone.add_pod(p)
+        alone.run_until_idle()
+    assert {k: e.node_row for k, e in cluster.state.pods.items()} == \
+        {k: e.node_row for k, e in one.state.pods.items()}
+    assert binding_gpus(cluster.state) == binding_gpus(one.state)
+    assert sorted(sched.queue.infos) == sorted(alone.queue.infos)
+    plain, sched = scheduler(None)          # the default profile: no block form
+    recs = [plain.resolve(pod_from(p)) for p in pods]
+    assert sched.schedule_arrivals(recs, np.arange(30, dtype=np.float64)).shape == (0,)
