@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tensorsched.framework.state.query import pod_signature
 from tensorsched.kernels import layout as L
 
 from .plugin import (
@@ -140,11 +141,13 @@ def _state_key(state) -> tuple:
     return (id(state), state.pod_adds, state.epoch, state.layout_version, state.n_rows)
 
 
-def _class_entry(fw, state, pod, placer, width: int, count: int) -> tuple | None:
+def _class_entry(fw, state, pod, placer, width: int, count: int,
+                 known: dict) -> tuple | None:
     """(memo, plan, request [width], non-zero [2], asks anything, static
     reasons [n]) of a pod starting a class, or None when it cannot join a
-    block (``count``: pods in the block, for the int64 room check)."""
-    got = _class_plan(fw, state, pod, placer)
+    block (``count``: pods in the block, for the int64 room check;
+    ``known``: the kept kinds, and static reasons by what they read)."""
+    got = _class_plan(fw, state, pod, placer, known)
     if got is None:
         return None
     plan, reasons = got
@@ -158,7 +161,7 @@ def _class_entry(fw, state, pod, placer, width: int, count: int) -> tuple | None
     return pod.memo, plan, row, nz, bool(plan.query.requests_anything), reasons
 
 
-def _class_plan(fw, state, pod, placer):
+def _class_plan(fw, state, pod, placer, known: dict):
     """(plan, reasons) of a pod starting a class, or None when it cannot
     join a block."""
     if pod.host_ports or any(r != "pods" and r not in state.resources.index
@@ -178,10 +181,18 @@ def _class_plan(fw, state, pod, placer):
         if p is not placer and not (isinstance(p, RunSkipPlugin)
                                     and p.run_keeps_skip(ctx, "preFilter")):
             return None
-    n = state.n_rows
-    res = fw.backend.evaluate(state, state.valid_rows(), 0, plan.query, n, plan.active,
-                              plan.norm, plan.weights, fw.n_slots, None, True)
-    return plan, np.asarray(res.reasons[:n], np.int64) & ~_FIT_BITS
+    # The static reasons read the pod's node name, tolerations, selector,
+    # affinity and ports (its signature but the requests) and which fused
+    # filters run for it: kinds of pods differing in their requests only,
+    # as a trace's mostly do, share them.
+    key = ("static", pod_signature(pod)[3:], frozenset(skipped))
+    reasons = known.get(key)
+    if reasons is None:
+        n = state.n_rows
+        res = fw.backend.evaluate(state, state.valid_rows(), 0, plan.query, n, plan.active,
+                                  plan.norm, plan.weights, fw.n_slots, None, True)
+        reasons = known[key] = np.asarray(res.reasons[:n], np.int64) & ~_FIT_BITS
+    return plan, reasons
 
 
 def place_block(fw, state, pods: list, *, seed: int, attempt: int,
@@ -219,7 +230,7 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
         if c is None:
             entry = known.get(id(memo))
             if entry is None or entry[0] is not memo:
-                entry = _class_entry(fw, state, pod, placer, width, len(pods))
+                entry = _class_entry(fw, state, pod, placer, width, len(pods), known)
                 if entry is None:
                     break
                 known[id(memo)] = entry

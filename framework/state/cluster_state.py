@@ -578,18 +578,7 @@ class ClusterState:
             key = pod.key
             entries[key] = PodRow(pod, row, shape, ())
             on_node[row][key] = None
-        self.pod_adds += len(pods)
-        self._raise_ceilings(rows)
-        self.version += 1
-        self.row_version[rows] = self.version
-        many = self._listeners_many
-        for fn in self.listeners:
-            bulk = many.get(fn)
-            if bulk is not None:
-                bulk(pods, rows, 1)
-            else:
-                for pod, row in zip(pods, rl):
-                    fn(pod, row, 1)
+        self._added_many(pods, rows)
 
     def register_block(self, pods: list[PodRecord], rows: np.ndarray, cls: np.ndarray,
                        requests: np.ndarray, nonzeros: np.ndarray) -> None:
@@ -615,17 +604,24 @@ class ClusterState:
             on_node[row][key] = None
             prio = pod.priority or 0
             counts[prio] = counts.get(prio, 0) + 1
+        self._added_many(pods, rows)
+
+    def _added_many(self, pods: list[PodRecord], rows: np.ndarray) -> None:
+        """After ``pods`` were recorded on ``rows`` at once: the count of
+        pods added, the ceilings, one version bump and the listeners (their
+        form for many pods when they have one), in order."""
         self.pod_adds += len(pods)
         self._raise_ceilings(rows)
         self.version += 1
         self.row_version[rows] = self.version
         many = self._listeners_many
-        rl = rows.tolist()
+        rl = None
         for fn in self.listeners:
             bulk = many.get(fn)
             if bulk is not None:
                 bulk(pods, rows, 1)
             else:
+                rl = rows.tolist() if rl is None else rl
                 for pod, row in zip(pods, rl):
                     fn(pod, row, 1)
 

@@ -62,6 +62,18 @@ def gpu_reject_code(count, model, mask):
     return 2
 
 
+def top_push(t, i, best, n_ties, ties):
+    """Row ``i`` with total ``t`` folded into the running top: (best total,
+    how many rows have it), ``ties[:count]`` those rows in the order seen."""
+    if t > best:
+        best = t
+        n_ties = 0
+    if t == best:
+        ties[n_ties] = i
+        n_ties += 1
+    return best, n_ties
+
+
 def key_of(keys, n_keys, bits, code, row):
     """Index of (bits, code) in ``keys`` [K, 3] (bits, code, first row),
     appended when new; -1 when the table is full."""
@@ -162,13 +174,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 lo = min(lo, s)
                 hi = max(hi, s)
                 continue
-            t = gpu_weight * s + static_total[i]
-            if t > best:
-                best = t
-                n_ties = 0
-            if t == best:
-                ties[n_ties] = i
-                n_ties += 1
+            best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
         if feasible == 0:
             if failures >= out_counts.shape[0]:
                 return j, failures
@@ -198,13 +204,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 if reasons[i] != 0:
                     continue
                 s = 0 if hi == lo else (score[i] - lo) * 100 // (hi - lo)
-                t = gpu_weight * s + static_total[i]
-                if t > best:
-                    best = t
-                    n_ties = 0
-                if t == best:
-                    ties[n_ties] = i
-                    n_ties += 1
+                best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
         row = ties[tie_pick(seed_mix, attempt0 + j, n_ties)]
         # account the pod on its row (ClusterState.add_pod, GpuTable.apply)
         for r in range(req.shape[0]):

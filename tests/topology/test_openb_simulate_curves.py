@@ -4,22 +4,10 @@ bit for bit, the ones the Simulation's per-second GPU samples
 (``GpuTracker``) gave."""
 import numpy as np
 import pytest
+from support.openb import NODES, read_openb_slice
 
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
-
-NODES = "data/openb/csv/openb_node_list_gpu_node.csv"
-
-
-def _slice(tmp_path, trace, n_nodes, n_pods):
-    out = []
-    for src, dst, n in ((NODES, tmp_path / "nodes.csv", n_nodes),
-                        (f"data/openb/csv/openb_pod_list_{trace}.csv", tmp_path / "pods.csv",
-                         n_pods)):
-        with open(src) as f:
-            dst.write_text("".join(f.readlines()[:n + 1]))
-        out.append(str(dst))
-    return R.read_openb_nodes(out[0]), R.read_openb_pods(out[1])
 
 
 @pytest.mark.parametrize("trace, policy, seed", [("default", "FGD", 42),
@@ -27,7 +15,7 @@ def _slice(tmp_path, trace, n_nodes, n_pods):
                                                  ("gpuspec10", "DotProd", 11),
                                                  ("default", "Random", 7)])
 def test_curves_from_outcomes_equal_the_sampled_ones(tmp_path, trace, policy, seed):
-    nodes, pods = _slice(tmp_path, trace, 120, 600)
+    nodes, pods = read_openb_slice(tmp_path, trace, 120, 600)
     sampled, s_sched = T._experiment(nodes, pods, policy, seed, 1.3, "numba", sampled=True)
     rebuilt, r_sched = T._experiment(nodes, pods, policy, seed, 1.3, "numba")
     assert s_sched == r_sched

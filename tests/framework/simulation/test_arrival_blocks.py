@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.openb import NODES, openb_slice
 
 from tensorsched.framework.simulation import simulation as S
 from tensorsched.framework.simulation.simulation import Simulation
@@ -28,7 +29,6 @@ from tensorsched.topology.openb.trace import (
 )
 from tensorsched.topology.sim_metrics import trace_shapes, typical_shapes
 
-NODES = "data/openb/csv/openb_node_list_gpu_node.csv"
 POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
 
 
@@ -64,32 +64,10 @@ def _same(a, b):
     assert a["series"] == b["series"]
 
 
-def _slice(tmp_path, trace, n_nodes, n_pods, leave_every=5):
-    """The first nodes and pods of a trace; only one pod in ``leave_every``
-    leaves (a departure ends a block: the trace's own leave between most
-    arrivals)."""
-    out = []
-    for src, dst, n in ((NODES, tmp_path / "nodes.csv", n_nodes),
-                        (f"data/openb/csv/openb_pod_list_{trace}.csv", tmp_path / "pods.csv",
-                         n_pods)):
-        with open(src) as f:
-            lines = f.readlines()[:n + 1]
-        if "deletion_time" in lines[0]:
-            col = lines[0].strip().split(",").index("deletion_time")
-            for j in range(1, len(lines)):
-                if j % leave_every:
-                    cells = lines[j].rstrip("\n").split(",")
-                    cells[col] = ""
-                    lines[j] = ",".join(cells) + "\n"
-        dst.write_text("".join(lines))
-        out.append(str(dst))
-    return out
-
-
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("trace, tie", [("default", True), ("gpuspec10", False)])
 def test_openb_trace_with_departures_block_equals_one_by_one(tmp_path, policy, trace, tie):
-    nodes_csv, pods_csv = _slice(tmp_path, trace, 12, 700)
+    nodes_csv, pods_csv = openb_slice(tmp_path, trace, 12, 700, leave_every=5)
     tr = read_openb_trace(pods_csv)
     inv = R.read_openb_nodes(nodes_csv)
     ranks = np.arange(inv.n_nodes)[::-1].copy() if tie else None
@@ -112,7 +90,7 @@ def test_failures_inside_blocks_match(tmp_path, policy):
     """Arrivals only, a cluster too small: most pods fail inside blocks,
     with the FailedScheduling messages, queue entries and events one cycle
     at a time gives."""
-    nodes_csv, pods_csv = _slice(tmp_path, "gpushare40", 6, 500, leave_every=10**9)
+    nodes_csv, pods_csv = openb_slice(tmp_path, "gpushare40", 6, 500, leave_every=10**9)
     tr = read_openb_trace(pods_csv)
     inv = R.read_openb_nodes(nodes_csv)
     cfg = openb_config(policy, typical_shapes(trace_shapes(tr)), inv.n_nodes + 1)
@@ -131,7 +109,7 @@ def test_no_block_when_a_filter_retries_on_arrivals(tmp_path):
     arrives (UnscheduledPod/Add) would see them moved back between two
     arrivals of a block: its profile places one arrival at a time."""
     from tensorsched.topology.plugins import GpuShareFit
-    nodes_csv, pods_csv = _slice(tmp_path, "gpushare40", 6, 200, leave_every=10**9)
+    nodes_csv, pods_csv = openb_slice(tmp_path, "gpushare40", 6, 200, leave_every=10**9)
     tr = read_openb_trace(pods_csv)
     inv = R.read_openb_nodes(nodes_csv)
     cfg = openb_config("FGD", typical_shapes(trace_shapes(tr)))
