@@ -19,7 +19,12 @@ so they change nothing that happens.
 
 A trace is read row by row as the clock reaches it (``trace.Trace``): pod
 records exist only for pods that arrived and are still alive, and nothing
-is kept per departed pod, so memory follows the pods alive.
+is kept per departed pod, so memory follows the pods alive.  Trace pods
+that arrive one at a time, MIN_BLOCK or more of them before the next other
+event, sample or departure, go to the scheduler as one block
+(``Scheduler.schedule_arrivals``, when the profile has a block form and
+the scheduler is idle): the same outcomes, events and times as one arrival
+after another, counted in bulk.
 
 ``timeseries()`` has one row per ``interval`` seconds (the state at the end
 of each interval, and counts over it); ``metrics={name: fn(cluster) ->
