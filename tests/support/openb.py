@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tensorsched.topology.openb import replay as R
+
 NODES = "data/openb/csv/openb_node_list_gpu_node.csv"
 
 
@@ -30,6 +32,5 @@ def openb_slice(tmp_path, trace: str, n_nodes: int, n_pods: int,
 
 def read_openb_slice(tmp_path, trace: str, n_nodes: int, n_pods: int):
     """``openb_slice`` read: (GpuInventory, TracePods) as ``replay`` takes them."""
-    from tensorsched.topology.openb import replay as R
     nodes, pods = openb_slice(tmp_path, trace, n_nodes, n_pods)
     return R.read_openb_nodes(nodes), R.read_openb_pods(pods)

@@ -15,6 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.openb import NODES, openb_slice
 
+from tensorsched.framework.runtime.clock import SimulatedClock
+from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
+from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.framework.simulation import simulation as S
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import trace_from_table
@@ -27,6 +30,7 @@ from tensorsched.topology.openb.trace import (
     openb_node_objects,
     read_openb_trace,
 )
+from tensorsched.topology.plugins import GpuShareFit
 from tensorsched.topology.sim_metrics import trace_shapes, typical_shapes
 
 POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
@@ -108,7 +112,6 @@ def test_no_block_when_a_filter_retries_on_arrivals(tmp_path):
     """A filter that asks to retry the pods it rejected whenever another pod
     arrives (UnscheduledPod/Add) would see them moved back between two
     arrivals of a block: its profile places one arrival at a time."""
-    from tensorsched.topology.plugins import GpuShareFit
     nodes_csv, pods_csv = openb_slice(tmp_path, "gpushare40", 6, 200, leave_every=10**9)
     tr = read_openb_trace(pods_csv)
     inv = R.read_openb_nodes(nodes_csv)
@@ -220,10 +223,6 @@ def test_schedule_arrivals_api():
     handled (a repeated name ends it), the clock at the last arrival, the
     same placements and GPUs as one arrival at a time; nothing for a
     profile without a block form."""
-    from tensorsched.framework.runtime.clock import SimulatedClock
-    from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
-    from tensorsched.framework.scheduler.scheduler import Scheduler
-
     objs = openb_node_objects(R.read_openb_nodes(NODES))[:4]
     cfg = openb_config("BestFit")
     pods = [_gpu_pod(f"p{i}", 300 + 100 * (i % 5)) for i in range(30)]
