@@ -1,20 +1,98 @@
 #!/usr/bin/env bash
-# On a machine with a CUDA GPU (numba, numba-cuda and cupy preinstalled, no
-# network): run the CUDA tests on the real device, then the basic benchmark on
-# the cuda backend at 10,000 nodes, next to numba for the hash.  Installs
-# nothing from the network; finishes well within 10 minutes.
-set -euo pipefail
+# On a machine with a CUDA GPU (numba, numba-cuda, cupy, pyarrow, pyyaml,
+# pytest, pytest-xdist and hypothesis preinstalled; no network, no pip):
+#   1. the CUDA tests on the device (every `cudasim` test: the cuda backend
+#      against numpy/numba and the scalar oracles), and the `gpu` tests
+#      (the array-namespace kernels on CuPy arrays against NumPy);
+#   2. the queue benchmarks on the cuda backend next to numba in the same
+#      run (placements_sha256 must agree), most telling first.
+# Everything stops at a deadline (GPU_CHECK_SECONDS, default 400) so the
+# whole check fits one device command; what did not run says so.
+# Outputs (under $OUT, else bench/results/gpu-check): tests.log, bench.log,
+# gpu-check.json (one record per benchmark run, plus the versions).
+# A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=200 GPU_CHECK_DIV=100.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD/.gpu-path${PYTHONPATH:+:$PYTHONPATH}"
-mkdir -p .gpu-path/tensorsched
-# Map the code folders into the package without pip (no network there).
-for f in tensorsched_pkg/*.py; do cp "$f" .gpu-path/tensorsched/; done
-for d in kernels framework topology bench; do ln -sfn "$PWD/$d" ".gpu-path/tensorsched/$d"; done
-out="${OUT:-bench/results}"
+start=$SECONDS
+deadline=${GPU_CHECK_SECONDS:-400}
+nodes=${GPU_CHECK_NODES:-10000}
+div=${GPU_CHECK_DIV:-1}
+py=${PYTHON:-python3}
+out="${OUT:-bench/results/gpu-check}"
+runs="$(mktemp -d)"
 mkdir -p "$out"
-unset NUMBA_ENABLE_CUDASIM
-timeout 300 python -m pytest -q -m cudasim -p no:cacheprovider 2>&1 | tail -n 15
-for backend in cuda numba; do
-  timeout 240 python -m tensorsched.cli bench --workload basic --nodes 10000 \
-    --pods 2000 --backend "$backend" --output "$out/basic-10000-$backend-gpu.json" | tail -n 12
-done
+
+# The package without pip: the code folders mapped under .gpu-path/tensorsched.
+export PYTHONPATH="$PWD/.gpu-path${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+mkdir -p .gpu-path/tensorsched
+cp tensorsched_pkg/*.py .gpu-path/tensorsched/
+for d in kernels framework topology bench; do ln -sfn "$PWD/$d" ".gpu-path/tensorsched/$d"; done
+
+left() { echo $(( deadline - (SECONDS - start) )); }
+
+{
+  nvidia-smi -L 2>&1 || true
+  "$py" - <<'EOF'
+import platform
+from importlib.metadata import version, PackageNotFoundError
+print("python", platform.python_version())
+for name in ("numpy", "numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "pyarrow",
+             "hypothesis", "pytest"):
+    try:
+        print(name, version(name))
+    except PackageNotFoundError:
+        pass
+from tensorsched.kernels._deps import cuda_unavailable_reason
+print("cuda backend:", cuda_unavailable_reason() or "available")
+EOF
+} 2>&1 | tee "$out/versions.log"
+
+echo "== tests (cudasim and gpu marks, on the device) =="
+timeout $(( $(left) < 200 ? $(left) : 200 )) "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
+  -p no:cacheprovider --continue-on-collection-errors 2>&1 \
+  | tee "$out/tests.log" | tail -n 40
+echo "tests exit: ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+
+# workload pods [extra flags]: cuda first, then numba, same seed.
+bench() {
+  local workload=$1 pods=$(( $2 / div )) extra=${3:-}
+  for backend in cuda numba; do
+    local budget
+    budget=$(left)
+    if (( budget < 20 )); then
+      echo "skipped $workload $backend: deadline"
+      continue
+    fi
+    (( budget > 120 )) && budget=120
+    local file="$runs/$workload-$pods-$backend${extra// /}.json"
+    timeout "$budget" "$py" -m tensorsched.cli bench --workload "$workload" --nodes "$nodes" \
+      --pods "$pods" --backend "$backend" $extra --output "$file" > /dev/null 2>>"$out/bench.log" \
+      || echo "FAILED $workload $backend $extra (exit $?)"
+    [ -f "$file" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print(d['workload'], d['backend'], 'batch' if d.get('batch') else 'no-batch', d['nodes'], 'x', d['pods'], \
+d['pods_per_second'], 'pods/s p50', d.get('p50_us'), 'us', d['placements_sha256'][:12])" "$file"
+  done
+}
+
+echo "== benchmarks: $nodes nodes =="
+{
+  bench basic 100000
+  bench spread 10000
+  bench antiaffinity 10000
+  bench basic 5000 --no-batch
+  bench gpu 2000
+  bench preemption 200
+} 2>&1 | tee -a "$out/bench.log"
+
+"$py" - "$runs" "$out/gpu-check.json" <<'EOF'
+import glob, json, subprocess, sys
+records = [json.load(open(p)) for p in sorted(glob.glob(sys.argv[1] + "/*.json"))]
+versions = open(sys.argv[2].rsplit("/", 1)[0] + "/versions.log").read().splitlines()
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                        text=True).stdout.strip() or None
+json.dump({"commit": commit, "versions": versions, "runs": records}, open(sys.argv[2], "w"),
+          indent=1, sort_keys=True)
+print(len(records), "runs recorded in", sys.argv[2])
+EOF
+echo "done after $((SECONDS - start)) s"
