@@ -12,8 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import strategies as S
-from support.kernel_inputs import ALL_FILTERS, ALL_SCORES, DEFAULT_NORM, DEFAULT_WEIGHTS, \
-    compiled, state_of
+from support.kernel_inputs import (
+    ALL_FILTERS,
+    ALL_SCORES,
+    DEFAULT_NORM,
+    DEFAULT_WEIGHTS,
+    compiled,
+    state_of,
+)
 
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._backend import array_namespace, to_host
