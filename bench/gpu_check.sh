@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # On a machine with a CUDA GPU (numba, numba-cuda, cupy, pyarrow, pyyaml,
-# pytest, pytest-xdist and hypothesis preinstalled; no network, no pip):
+# pytest, pytest-xdist, hypothesis and setuptools preinstalled; no network):
 #   1. the CUDA tests on the device (every `cudasim` test: the cuda backend
 #      against numpy/numba and the scalar oracles), and the `gpu` tests
 #      (the array-namespace kernels on CuPy arrays against NumPy);
 #   2. the queue benchmarks on the cuda backend next to numba in the same
 #      run (placements_sha256 must agree), most telling first.
+# The project is laid out in a scratch folder (entry points too); wheels in
+# .whl/ (say, a NumPy that the installed numba-cuda supports) install there.
 # Everything stops at a deadline (GPU_CHECK_SECONDS, default 400) so the
-# whole check fits one device command; what did not run says so.
-# Outputs (under $OUT, else bench/results/gpu-check): tests.log, bench.log,
-# gpu-check.json (one record per benchmark run, plus the versions).
-# A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=200 GPU_CHECK_DIV=100.
+# whole check fits one device command; what did not run says so.  Outputs
+# (under $OUT, else bench/results/gpu-check): versions.log, tests.log,
+# bench.log, gpu-check.json (every benchmark record).
+# A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -20,14 +22,36 @@ div=${GPU_CHECK_DIV:-1}
 py=${PYTHON:-python3}
 out="${OUT:-bench/results/gpu-check}"
 runs="$(mktemp -d)"
+site="$(mktemp -d)"
 mkdir -p "$out"
 
-# The package without pip: the code folders mapped under .gpu-path/tensorsched.
-export PYTHONPATH="$PWD/.gpu-path${PYTHONPATH:+:$PYTHONPATH}"
+# The project without a build (the machine's setuptools may predate
+# pyproject's metadata): its folders linked under $site as pyproject's
+# package-dir maps them, and a dist-info with its entry points (the GPU
+# plugins register through one).  Wheels in .whl/ install there first.
+if compgen -G ".whl/*.whl" > /dev/null; then
+  "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
+    .whl/*.whl || exit 1
+fi
+"$py" - "$site" <<'EOF' || exit 1
+import os, shutil, sys, tomllib
+site = sys.argv[1]
+cfg = tomllib.load(open("pyproject.toml", "rb"))
+project, dirs = cfg["project"], cfg["tool"]["setuptools"]["package-dir"]
+shutil.copytree(dirs["tensorsched"], os.path.join(site, "tensorsched"))
+for name, folder in dirs.items():
+    if name != "tensorsched":
+        os.symlink(os.path.abspath(folder), os.path.join(site, *name.split(".")))
+info = os.path.join(site, f"tensorsched-{project['version']}.dist-info")
+os.makedirs(info)
+with open(os.path.join(info, "METADATA"), "w") as f:
+    f.write(f"Metadata-Version: 2.1\nName: tensorsched\nVersion: {project['version']}\n")
+with open(os.path.join(info, "entry_points.txt"), "w") as f:
+    for group, points in project.get("entry-points", {}).items():
+        f.write(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
+EOF
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
-mkdir -p .gpu-path/tensorsched
-cp tensorsched_pkg/*.py .gpu-path/tensorsched/
-for d in kernels framework topology bench; do ln -sfn "$PWD/$d" ".gpu-path/tensorsched/$d"; done
 
 left() { echo $(( deadline - (SECONDS - start) )); }
 
@@ -49,7 +73,7 @@ EOF
 } 2>&1 | tee "$out/versions.log"
 
 echo "== tests (cudasim and gpu marks, on the device) =="
-timeout $(( $(left) < 200 ? $(left) : 200 )) "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
+timeout $(( $(left) < 180 ? $(left) : 180 )) "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
   -p no:cacheprovider --continue-on-collection-errors 2>&1 \
   | tee "$out/tests.log" | tail -n 40
 echo "tests exit: ${PIPESTATUS[0]} after $((SECONDS - start)) s"
@@ -80,8 +104,8 @@ echo "== benchmarks: $nodes nodes =="
   bench basic 100000
   bench spread 10000
   bench antiaffinity 10000
-  bench basic 5000 --no-batch
   bench gpu 2000
+  bench basic 5000 --no-batch
   bench preemption 200
 } 2>&1 | tee -a "$out/bench.log"
 

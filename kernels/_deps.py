@@ -6,6 +6,7 @@ installed CuPy (useful to test the NumPy twin of CuPy paths)."""
 from __future__ import annotations
 
 import os
+from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 
 cupy = None
@@ -32,4 +33,19 @@ def cuda_unavailable_reason() -> str | None:
                     "machine, or set NUMBA_ENABLE_CUDASIM=1 to use Numba's CUDA simulator")
     except Exception as exc:
         return f"CUDA initialisation failed: {exc}"
+    try:
+        # numba-cuda loads its CUDA target at the first kernel compile; load it
+        # here so a numba-cuda / NumPy mismatch is a reason, not a traceback
+        # mid-run (numba-cuda 0.30 reads numpy.row_stack, gone in NumPy 2.5).
+        import numba.cuda.cudaimpl  # noqa: F401
+    except Exception as exc:
+        return (f"numba-cuda {_version('numba-cuda')} cannot load its CUDA target with "
+                f"NumPy {_version('numpy')}: {type(exc).__name__}: {exc}")
     return None
+
+
+def _version(distribution: str) -> str:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "(version unknown)"
