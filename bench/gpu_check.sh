@@ -74,7 +74,7 @@ EOF
 
 echo "== tests (cudasim and gpu marks, on the device) =="
 timeout $(( $(left) < 180 ? $(left) : 180 )) "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
-  -p no:cacheprovider --continue-on-collection-errors 2>&1 \
+  -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
   | tee "$out/tests.log" | tail -n 40
 echo "tests exit: ${PIPESTATUS[0]} after $((SECONDS - start)) s"
 
