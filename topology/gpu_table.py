@@ -309,9 +309,8 @@ class GpuTable:
         self.topo[row] = self._topo_id(count, topo)
         # re-apply the pods already on the node
         for key in sorted(self.state.pods_on_node[row]):
-            pr = self.state.pods.get(key)
-            if pr is not None and key != self._adding:
-                self._place(pr.record, row, prefer=prev.get(key))
+            if key in self.state.pods and key != self._adding:
+                self._place(self.state.pods.record(key), row, prefer=prev.get(key))
 
     # -------------------------------------------------------------- pods
     def pod_info(self, rec) -> PodGpu:
@@ -610,7 +609,7 @@ class GpuTable:
         """Release ``key``'s allocation and allocate again with ``pick(**kw)``
         (Reserve); None (nothing held) when no choice fits."""
         a = self.alloc.get(key)
-        row = a.row if a is not None else self.state.pods[key].node_row
+        row = a.row if a is not None else self.state.pods.row_of(key)
         self.release(key)
         info = self.pod_info(rec)
         cons = self.constraint_at(info, row)

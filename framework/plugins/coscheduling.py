@@ -176,8 +176,8 @@ class Coscheduling(Plugin):
             self.add_pod_group(pg)
         state = scheduler.cluster.state
         self.counts = {}
-        for entry in state.pods.values():
-            self._on_state(entry.record, entry.node_row, 1)
+        for record, row in state.pods.bound():
+            self._on_state(record, row, 1)
         state.listeners.append(self._on_state)
 
     def _on_state(self, pod, row, delta) -> None:
@@ -230,7 +230,7 @@ class Coscheduling(Plugin):
     def _assigned(self, g, state) -> int:
         """Members assumed or bound (upstream's CalculateAssignedPods)."""
         extra = sum(1 for k in self._cycle_extra(state)
-                    if self.group_key(state.pods[k].record) == g)
+                    if self.group_key(state.pods.record(k)) == g)
         return self.counts.get(g, 0) - extra
 
     def _members(self, g, pod, state) -> int:

@@ -161,7 +161,7 @@ class PodTable:
             return np.zeros(1, np.int64)
         if self._allowed_cache[0] == self.state.version:
             return self._allowed_cache[1]
-        pods = [e.record for e in self.state.pods.values()]
+        pods = [record for record, _ in self.state.pods.bound()]
         out = np.array([disruptions_allowed(p, pods) for p in self.pdbs], np.int64)
         self._allowed_cache = (self.state.version, out)
         return out
@@ -215,7 +215,7 @@ def pod_eligible_to_preempt_others(pod: PodRecord, state: ClusterState,
         if row is not None:
             prio = pod_priority(pod)
             for key in state.pods_on_node[row]:
-                other = state.pods[key].record
+                other = state.pods.record(key)
                 if pod_priority(other) < prio and _terminating_by_preemption(other):
                     return False, NOT_ELIGIBLE_TERMINATING
     return True, ""

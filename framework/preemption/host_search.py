@@ -104,7 +104,7 @@ class Suspension:
         st = self.state
         if self.orig_pods is None:
             self.orig_pods = st.pods
-            st.pods = dict(st.pods)
+            st.pods = st.pods.copy()
         entry = st.pods[key]
         row = entry.node_row
         if row not in self.rows:
@@ -426,7 +426,7 @@ class HostVictimSearch:
             match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
             for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
-                    match[i, s_, ci] = 1 if pred(st.pods[key].record) else 0
+                    match[i, s_, ci] = 1 if pred(st.pods.record(key)) else 0
 
     def _affinity_matches(self, rows, c_max: int) -> np.ndarray:
         """[m, slots, conditions] int64: what the pod in a slot counts for
@@ -460,7 +460,7 @@ class HostVictimSearch:
             mixed = (got != n_on) & (got != 0) if both else got != 0
             for i in np.flatnonzero(mixed).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
-                    out[i, s_, j] = fn(st.pods[key].record)
+                    out[i, s_, j] = fn(st.pods.record(key))
         return out
 
     def _store(self, rows, kind, bits, stats, victims) -> None:
@@ -499,7 +499,7 @@ class HostVictimSearch:
             taken = [0] * len(parts)
             gain = {}
             for s in lower:
-                rec = self.state.pods[keys[s]].record
+                rec = self.state.pods.record(keys[s])
                 gain[s] = [1 if pred(rec) else 0 for pred in probe.preds]
                 for i, x in zip(idx, gain[s]):
                     taken[i] += x
@@ -511,7 +511,7 @@ class HostVictimSearch:
             ia_taken = [0] * len(ia.parts)
             ia_gain = {}
             for s in lower:
-                ia_gain[s] = ia.matches(self.state.pods[keys[s]].record)
+                ia_gain[s] = ia.matches(self.state.pods.record(keys[s]))
                 for j, x in enumerate(ia_gain[s]):
                     ia_taken[j] += x
             self.on_row_ia = (row, ia, valid[0], base[0], ia_taken, ia_gain)

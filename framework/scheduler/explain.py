@@ -36,7 +36,7 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
     if pod.key not in state.pods:
         return _explain(cluster, fw, pod, seed)
     held = Suspension(state)
-    bound_node = state.node_name(state.pods[pod.key].node_row)
+    bound_node = state.node_name(state.pods.row_of(pod.key))
     held.remove(pod.key)
     try:
         record = _explain(cluster, fw, pod, seed)

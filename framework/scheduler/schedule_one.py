@@ -158,7 +158,7 @@ class SchedulingCycle:
                 if self._queue is not None:
                     self._queue.move_all(POD_DELETE)
                 continue
-            rec = state.pods[key].record
+            rec = state.pods.record(key)
             cond = {"type": "DisruptionTarget", "status": "True",
                     "reason": "PreemptionByScheduler"}
             conds = [c for c in ((rec.obj or {}).get("status") or {}).get("conditions") or []

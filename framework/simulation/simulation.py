@@ -581,7 +581,7 @@ class Simulation:
         if not known:
             return False
         emit = self._collect is not None or bool(self._subs)
-        node = state.node_name(state.pods[key].node_row) if bound and emit else None
+        node = state.node_name(state.pods.row_of(key)) if bound and emit else None
         sched.delete_pod(key)
         self._arrived_at.pop(key, None)
         self._duration.pop(key, None)
@@ -826,7 +826,7 @@ class Simulation:
         state = self.cluster.state
         h.update(repr(self.clock.now()).encode())
         for key in sorted(state.pods):
-            h.update(f"{key} {state.node_name(state.pods[key].node_row)}\n".encode())
+            h.update(f"{key} {state.node_name(state.pods.row_of(key))}\n".encode())
         h.update(b"|")
         for key in sorted(self.scheduler.queue.infos):
             h.update(f"{key}\n".encode())

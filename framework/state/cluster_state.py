@@ -15,7 +15,6 @@ wrote node row i, so a device mirror re-uploads only rows newer than its copy.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -24,6 +23,7 @@ from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
 from tensorsched.kernels import layout as L
 
+from .bound_pods import BoundPods, PodRow
 from .workload_index import WorkloadIndex
 
 _INT64_LABEL = re.compile(r"[+-]?[0-9]+\Z")
@@ -94,27 +94,6 @@ def _words(nbits: int) -> int:
     return max(1, (nbits + 63) // 64)
 
 
-@dataclass(slots=True)
-class PodRow:
-    """Where a bound pod is accounted: its record, its node row, the shape
-    it was accounted with (``request`` [R] int64 at bind time, pods slot 1,
-    and the ``nonzero`` (cpu, memory) pair: one shared pair per distinct
-    shape, so a bound pod costs four words) and its host port ids."""
-
-    record: PodRecord
-    node_row: int
-    shape: tuple               # (request [R] int64, (nonzero cpu, nonzero memory))
-    port_ids: tuple[int, ...]
-
-    @property
-    def request(self) -> np.ndarray:
-        return self.shape[0]
-
-    @property
-    def nonzero(self) -> tuple[int, int]:
-        return self.shape[1]
-
-
 class PodRestorer(Protocol):
     """Derived state kept beside a ClusterState whose answer for a pod can
     differ after ``remove_pod`` then ``restore_pod`` (which GPUs it holds)."""
@@ -170,7 +149,7 @@ class ClusterState:
         self.node_rows: dict[str, int] = {}
         self.free_rows: list[int] = []
         self.n_rows = 0                                   # high-water mark
-        self.pods: dict[str, PodRow] = {}
+        self.pods = BoundPods()        # bound pods as columns (bound_pods.py)
         # Called as fn(record, node_row, +1 | -1) after a pod is added to or
         # removed from a node (derived indexes, e.g. per-domain pod counts);
         # ``listen`` adds one, with its form for many pods at once.
@@ -188,7 +167,6 @@ class ClusterState:
         # namespace_labels_of``); namespaces without an object are absent.
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self._memos: dict[str, tuple] = {}              # name -> (tag, dict), see memo()
-        self._shapes: dict[tuple, tuple] = {}           # shared (request, nonzero) of pods
         # Bound pods per priority (preemption asks whether any is lower).
         self.priority_counts: dict[int, int] = {}
         self._extensions: dict[str, object] = {}        # name -> object, see extension()
@@ -496,20 +474,9 @@ class ClusterState:
                          for p in pod.host_ports)
         if req.shape[0] > self.requested.shape[1]:
             self._ensure_cols("requested", req.shape[0])
-        self._account(PodRow(pod, row, self._shared_shape(req, pod.nonzero_cpu,
-                                                          pod.nonzero_memory), port_ids))
+        sid = self.pods.shape_of(req, pod.nonzero_cpu, pod.nonzero_memory)
+        self._account(PodRow(pod, row, sid, self.pods.shapes[sid], port_ids))
         return row
-
-    def _shared_shape(self, req: np.ndarray, cpu: int, memory: int) -> tuple:
-        """One (read-only request vector, non-zero pair) per distinct shape:
-        pods of one template share it (a bound pod's state is a few words,
-        not arrays)."""
-        key = (req.tobytes(), cpu, memory)
-        got = self._shapes.get(key)
-        if got is None:
-            req.flags.writeable = False
-            got = self._shapes[key] = (req, (cpu, memory))
-        return got
 
     def has_pod_below(self, priority: int) -> bool:
         """Whether any bound pod has a priority lower than ``priority``."""
@@ -562,11 +529,9 @@ class ClusterState:
         order.  The pods hold no host ports (runs refuse those)."""
         if not len(pods):
             return
-        entries = self.pods
         on_node = self.pods_on_node
-        shape = self._shared_shape(request, *nonzero)
+        sid = self.pods.shape_of(np.array(request, np.int64), *nonzero)
         counts = self.priority_counts
-        rl = rows.tolist()
         first = pods[0].priority
         if all(pod.priority == first for pod in pods):
             counts[first or 0] = counts.get(first or 0, 0) + len(pods)
@@ -574,10 +539,9 @@ class ClusterState:
             for pod in pods:
                 prio = pod.priority or 0
                 counts[prio] = counts.get(prio, 0) + 1
-        for pod, row in zip(pods, rl):
-            key = pod.key
-            entries[key] = PodRow(pod, row, shape, ())
-            on_node[row][key] = None
+        self.pods.add_many(pods, rows, sid)
+        for pod, row in zip(pods, rows.tolist()):
+            on_node[row][pod.key] = None
         self._added_many(pods, rows)
 
     def register_block(self, pods: list[PodRecord], rows: np.ndarray, cls: np.ndarray,
@@ -590,18 +554,17 @@ class ClusterState:
         the pods hold no host ports."""
         if not len(pods):
             return
-        entries = self.pods
         on_node = self.pods_on_node
         counts = self.priority_counts
-        shapes: dict = {}
-        for pod, row, c in zip(pods, rows.tolist(), cls.tolist()):
-            key = pod.key
-            shape = shapes.get(c)
-            if shape is None:
-                shape = shapes[c] = self._shared_shape(requests[c][:len(self.resources)].copy(),
-                                                       *(int(v) for v in nonzeros[c]))
-            entries[key] = PodRow(pod, row, shape, ())
-            on_node[row][key] = None
+        n_res = len(self.resources)
+        used = np.unique(cls)
+        sid_of = np.zeros(int(used[-1]) + 1, np.int32)
+        for c in used.tolist():
+            sid_of[c] = self.pods.shape_of(requests[c][:n_res].copy(),
+                                           *(int(v) for v in nonzeros[c]))
+        self.pods.add_many(pods, rows, sid_of[cls])
+        for pod, row in zip(pods, rows.tolist()):
+            on_node[row][pod.key] = None
             prio = pod.priority or 0
             counts[prio] = counts.get(prio, 0) + 1
         self._added_many(pods, rows)
@@ -647,11 +610,11 @@ class ClusterState:
         for b in entry.port_ids:
             counts[b] = counts.get(b, 0) + 1
             self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
-        key = pod.key           # one string object for the dict and the row's set
+        key = pod.key           # one string object for the table and the row's set
         prio = pod.priority or 0
         self.pod_adds += 1
         self.priority_counts[prio] = self.priority_counts.get(prio, 0) + 1
-        self.pods[key] = entry
+        self.pods.add(pod, row, entry.shape_id, entry.port_ids)
         self.pods_on_node[row][key] = None
         self._touch(row)
         for fn in self.listeners:
@@ -740,4 +703,4 @@ class ClusterState:
 
     def pods_on(self, node_name: str) -> list[PodRecord]:
         row = self.node_rows[node_name]
-        return [self.pods[k].record for k in sorted(self.pods_on_node[row])]
+        return [self.pods.record(k) for k in sorted(self.pods_on_node[row])]

@@ -107,8 +107,8 @@ class PodCountIndex:
         self._sums_by_source: dict = {}              # source -> {tag: DomainSums}
         self.groups: dict = {k: {} for k in KINDS}   # kind -> {term: counts}
         self.pods_with_affinity = 0
-        for entry in state.pods.values():
-            self._group(entry.record, entry.node_row, 1)
+        for record, row in state.pods.bound():
+            self._group(record, row, 1)
 
     def _cap(self) -> int:
         return max(self.state.allocatable.shape[0], self.state.n_rows, 1)
@@ -195,9 +195,9 @@ class PodCountIndex:
         got = self._entries.get(key)
         if got is None:
             arr = np.zeros(self._cap(), np.int64)
-            for entry in self.state.pods.values():
-                if predicate(entry.record):
-                    arr[entry.node_row] += 1
+            for record, row in self.state.pods.bound():
+                if predicate(record):
+                    arr[row] += 1
             self._entries[key] = (predicate, arr)
             while len(self._entries) > self.MAX_KEYS:
                 old, _ = self._entries.popitem(last=False)

@@ -284,10 +284,9 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
     milli = np.zeros(n, np.int64)
     for t, name in enumerate(names):
         key = "default/" + name
-        pr = placed.get(key)
-        if pr is None:
+        if key not in placed:
             continue
-        where[t] = node_of_row[pr.node_row]
+        where[t] = node_of_row[placed.row_of(key)]
         a = alloc.get(key)
         if a is not None and a.indices:
             gpu_idx[t], milli[t] = a.indices, a.milli

@@ -1,0 +1,229 @@
+"""The bound pods of a cluster state as columns.
+
+A bound pod occupies a slot of preallocated arrays that grow by doubling; a
+removed pod frees its slot for the next one.  Per slot:
+
+  ``node_row``     [cap] int32, the node row it is accounted on (-1: free slot);
+  ``shape_id``     [cap] int32, its accounted shape: ``shapes[id]`` is the
+                   (request [R] int64 with pods = 1, (non-zero cpu, memory))
+                   pair, one per distinct shape (pods of a template share it);
+  ``priority``     [cap] int64, ``spec.priority`` (0 when absent);
+  ``records``      the pod's parsed record (its manifest is read after binding:
+                   status conditions, GPU annotations, snapshots).
+
+The names column is the key -> slot index (``namespace/name``, in bind
+order).  Host ports, which few pods hold, are kept by slot in a dict.  The
+table is a read-only ``Mapping`` from key to :class:`PodRow`, a view built
+on request; ``arrays()`` gives the live columns for vectorized questions
+(pods per node, requests by priority) without a Python object per pod.
+
+Why no more columns: per pod the index costs a dict entry and an int object
+(about 32 bytes) whatever the layout, so the columns are kept to 24 bytes a
+slot (node row, shape, priority, record) and a bound pod costs what the
+per-pod object this replaced did (``bench.state_bytes``); everything else
+about a pod (creation time, labels, namespace) is read from its record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.framework.objects.records import PodRecord
+
+
+@dataclass(slots=True)
+class PodRow:
+    """A bound pod as the state accounts it: its record, its node row, its
+    shape (``shape_id`` into the table's shapes; ``request`` [R] int64 at
+    bind time with the pods slot 1, and the ``nonzero`` (cpu, memory) pair)
+    and its host port ids.  Built on request; ``ClusterState.restore_pod``
+    takes one back as ``remove_pod`` returned it."""
+
+    record: PodRecord
+    node_row: int
+    shape_id: int
+    shape: tuple               # (request [R] int64, (nonzero cpu, nonzero memory))
+    port_ids: tuple[int, ...]
+
+    @property
+    def request(self) -> np.ndarray:
+        return self.shape[0]
+
+    @property
+    def nonzero(self) -> tuple[int, int]:
+        return self.shape[1]
+
+
+class BoundPods(Mapping):
+    """Key (``namespace/name``) -> :class:`PodRow`, stored as columns (see
+    the module docstring).  Only ``ClusterState`` writes it."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        cap = max(1, capacity)
+        self.node_row = np.full(cap, -1, np.int32)
+        self.shape_id = np.zeros(cap, np.int32)
+        self.priority = np.zeros(cap, np.int64)
+        self.records: list[PodRecord | None] = [None] * cap
+        self.ports: dict[int, tuple[int, ...]] = {}     # slot -> host port ids
+        self.shapes: list[tuple] = []                   # id -> (request, (cpu, memory))
+        self._shape_ids: dict[tuple, int] = {}
+        self._slot: dict[str, int] = {}                 # key -> slot, in bind order
+        self._free: list[int] = []
+        self._top = 0                                   # slots ever used (high-water)
+
+    # ------------------------------------------------------------ Mapping
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slot)
+
+    def __contains__(self, key) -> bool:
+        return key in self._slot
+
+    def __getitem__(self, key: str) -> PodRow:
+        s = self._slot[key]
+        sid = int(self.shape_id[s])
+        return PodRow(self.records[s], int(self.node_row[s]), sid, self.shapes[sid],
+                      self.ports.get(s, ()))
+
+    def record(self, key: str) -> PodRecord:
+        """The bound pod's record (KeyError when not bound)."""
+        return self.records[self._slot[key]]
+
+    def bound(self) -> Iterator[tuple[PodRecord, int]]:
+        """(record, node row) of every bound pod, in bind order (no views)."""
+        records, rows = self.records, self.node_row
+        for s in self._slot.values():
+            yield records[s], int(rows[s])
+
+    def row_of(self, key: str) -> int:
+        """The node row the pod is bound to (KeyError when not bound)."""
+        return int(self.node_row[self._slot[key]])
+
+    # ------------------------------------------------------------- shapes
+    def shape_of(self, request: np.ndarray, cpu: int, memory: int) -> int:
+        """The id of the (request [R] int64, (cpu, memory)) shape, added when
+        new (the stored request is read-only; callers pass their own copy)."""
+        key = (request.tobytes(), int(cpu), int(memory))
+        got = self._shape_ids.get(key)
+        if got is None:
+            request.flags.writeable = False
+            got = self._shape_ids[key] = len(self.shapes)
+            self.shapes.append((request, (int(cpu), int(memory))))
+        return got
+
+    # ------------------------------------------------------------- writes
+    def _grow(self, need: int) -> None:
+        cap = self.node_row.shape[0]
+        if need <= cap:
+            return
+        new = max(need, 2 * cap)
+        for attr, fill in (("node_row", -1), ("shape_id", 0), ("priority", 0)):
+            old = getattr(self, attr)
+            arr = np.full(new, fill, old.dtype)
+            arr[:cap] = old
+            setattr(self, attr, arr)
+        self.records.extend([None] * (new - cap))
+
+    def _take_slots(self, k: int) -> np.ndarray:
+        """k free slots ([k] int64): freed ones first, then new ones."""
+        reuse = min(k, len(self._free))
+        taken = [self._free.pop() for _ in range(reuse)]
+        fresh = k - reuse
+        self._grow(self._top + fresh)
+        out = np.empty(k, np.int64)
+        out[:reuse] = taken
+        out[reuse:] = np.arange(self._top, self._top + fresh)
+        self._top += fresh
+        return out
+
+    def add(self, record: PodRecord, row: int, shape_id: int,
+            port_ids: tuple[int, ...] = ()) -> None:
+        """Bind one pod (its key must not be bound)."""
+        s = int(self._take_slots(1)[0])
+        self._write(s, record, row, shape_id)
+        if port_ids:
+            self.ports[s] = port_ids
+        self._slot[record.key] = s
+
+    def _write(self, s: int, record: PodRecord, row: int, shape_id: int) -> None:
+        self.node_row[s] = row
+        self.shape_id[s] = shape_id
+        self.priority[s] = record.priority or 0
+        self.records[s] = record
+
+    def add_many(self, records: list[PodRecord], rows: np.ndarray, shape_ids) -> None:
+        """Bind ``records`` on ``rows`` ([k] int64) with ``shape_ids`` (one
+        id, or [k] ids); none holds host ports and no key is bound."""
+        k = len(records)
+        if not k:
+            return
+        slots = self._take_slots(k)
+        keys = [r.key for r in records]
+        self.node_row[slots] = rows
+        self.shape_id[slots] = shape_ids
+        self.priority[slots] = np.fromiter((r.priority or 0 for r in records), np.int64, k)
+        sl = slots.tolist()
+        first = sl[0]
+        if sl[-1] - first == k - 1:                 # a contiguous run of slots
+            self.records[first:first + k] = records
+        else:
+            rc = self.records
+            for s, rec in zip(sl, records):
+                rc[s] = rec
+        self._slot.update(zip(keys, sl))
+
+    def pop(self, key: str, *default):
+        """Unbind ``key``: its :class:`PodRow` (or ``default``, else KeyError)."""
+        if key not in self._slot:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        entry = self[key]
+        s = self._slot.pop(key)
+        self.node_row[s] = -1
+        self.records[s] = None
+        self.ports.pop(s, None)
+        self._free.append(s)
+        return entry
+
+    def copy(self) -> BoundPods:
+        """An independent table with the same pods, slots and order."""
+        out = BoundPods.__new__(BoundPods)
+        for attr in ("node_row", "shape_id", "priority"):
+            setattr(out, attr, getattr(self, attr).copy())
+        out.records = list(self.records)
+        out.ports = dict(self.ports)
+        out.shapes = self.shapes                    # shapes are only ever appended
+        out._shape_ids = self._shape_ids
+        out._slot = dict(self._slot)
+        out._free = list(self._free)
+        out._top = self._top
+        return out
+
+    # ------------------------------------------------------------ columns
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The live pods' columns, in bind order: ``key`` [P] object,
+        ``node_row`` [P] int64, ``priority`` [P] int64, ``creation_ns`` [P]
+        int64 (0: absent; read from the records), ``shape_id`` [P] int32,
+        ``request`` [P, R] int64 (R: the widest shape; the pods slot is 1)
+        and ``nonzero`` [P, 2] int64."""
+        slots = np.fromiter(self._slot.values(), np.int64, len(self._slot))
+        sid = self.shape_id[slots]
+        width = max((s[0].shape[0] for s in self.shapes), default=0)
+        req = np.zeros((len(self.shapes), width), np.int64)
+        nz = np.zeros((len(self.shapes), 2), np.int64)
+        for i, (r, pair) in enumerate(self.shapes):
+            req[i, : r.shape[0]] = r
+            nz[i] = pair
+        return {"key": np.array(list(self._slot), dtype=object),
+                "node_row": self.node_row[slots].astype(np.int64),
+                "priority": self.priority[slots],
+                "creation_ns": np.fromiter((self.records[s].creation_ns or 0 for s in
+                                            slots.tolist()), np.int64, slots.shape[0]),
+                "shape_id": sid,
+                "request": req[sid], "nonzero": nz[sid]}
