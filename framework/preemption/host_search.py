@@ -86,7 +86,7 @@ class Suspension:
     own PodRow goes back: nothing is re-interned).  Containers
     whose iteration order a remove/add pair could change are swapped for
     copies on first touch and the untouched originals reinstalled by
-    ``restore``: ``state.pods`` and, per touched row, ``pods_on_node`` and
+    ``restore``: ``state.pods``' bind order (its pods return to their own slots) and, per touched row, ``pods_on_node`` and
     ``port_counts``.  Derived state that a remove/restore pair could change
     (``state.restorers``, e.g. which GPUs a pod holds) is checkpointed and
     put back exactly."""
@@ -103,18 +103,15 @@ class Suspension:
     def remove(self, key: str) -> None:
         st = self.state
         if self.orig_pods is None:
-            self.orig_pods = st.pods
-            st.pods = st.pods.copy()
-        entry = st.pods[key]
-        row = entry.node_row
+            self.orig_pods = st.pods.hold_order()
+        row = st.pods.row_of(key)
         if row not in self.rows:
             self.rows[row] = (st.pods_on_node[row], st.port_counts[row])
             st.pods_on_node[row] = dict(st.pods_on_node[row])
             st.port_counts[row] = dict(st.port_counts[row])
         if self.restorers and key not in self.held:
             self.held[key] = [r.hold(key) for r in self.restorers]
-        st.remove_pod(key)
-        self.gone[key] = entry
+        self.gone[key] = st.remove_pod(key)     # its PodRow, slot included
 
     def add(self, key: str) -> None:
         entry = self.gone.pop(key)
@@ -132,7 +129,7 @@ class Suspension:
         self.put_back()
         st = self.state
         if self.orig_pods is not None:
-            st.pods = self.orig_pods
+            st.pods.restore_order(self.orig_pods)
             self.orig_pods = None
         for row, (pods, ports) in self.rows.items():
             st.pods_on_node[row] = pods

@@ -47,6 +47,7 @@ class PodRow:
     shape_id: int
     shape: tuple               # (request [R] int64, (nonzero cpu, nonzero memory))
     port_ids: tuple[int, ...]
+    slot: int = -1             # the table slot it had (-1: not yet bound)
 
     @property
     def request(self) -> np.ndarray:
@@ -71,7 +72,7 @@ class BoundPods(Mapping):
         self.shapes: list[tuple] = []                   # id -> (request, (cpu, memory))
         self._shape_ids: dict[tuple, int] = {}
         self._slot: dict[str, int] = {}                 # key -> slot, in bind order
-        self._free: list[int] = []
+        self._free: dict[int, None] = {}                # freed slots, reused last-in first
         self._top = 0                                   # slots ever used (high-water)
 
     # ------------------------------------------------------------ Mapping
@@ -88,7 +89,7 @@ class BoundPods(Mapping):
         s = self._slot[key]
         sid = int(self.shape_id[s])
         return PodRow(self.records[s], int(self.node_row[s]), sid, self.shapes[sid],
-                      self.ports.get(s, ()))
+                      self.ports.get(s, ()), s)
 
     def record(self, key: str) -> PodRecord:
         """The bound pod's record (KeyError when not bound)."""
@@ -132,7 +133,7 @@ class BoundPods(Mapping):
     def _take_slots(self, k: int) -> np.ndarray:
         """k free slots ([k] int64): freed ones first, then new ones."""
         reuse = min(k, len(self._free))
-        taken = [self._free.pop() for _ in range(reuse)]
+        taken = [self._free.popitem()[0] for _ in range(reuse)]
         fresh = k - reuse
         self._grow(self._top + fresh)
         out = np.empty(k, np.int64)
@@ -142,9 +143,19 @@ class BoundPods(Mapping):
         return out
 
     def add(self, record: PodRecord, row: int, shape_id: int,
-            port_ids: tuple[int, ...] = ()) -> None:
-        """Bind one pod (its key must not be bound)."""
-        s = int(self._take_slots(1)[0])
+            port_ids: tuple[int, ...] = (), slot: int = -1) -> None:
+        """Bind one pod (its key must not be bound), in ``slot`` when that
+        slot is free (a pod put back where it was), else in any."""
+        if slot >= 0 and slot in self._free:
+            del self._free[slot]
+            s = slot
+        elif self._free:
+            s = self._free.popitem()[0]
+        else:       # one slot without arrays: dry runs add pods one at a time
+            s = self._top
+            if s >= len(self.records):
+                self._grow(s + 1)
+            self._top = s + 1
         self._write(s, record, row, shape_id)
         if port_ids:
             self.ports[s] = port_ids
@@ -188,8 +199,24 @@ class BoundPods(Mapping):
         self.node_row[s] = -1
         self.records[s] = None
         self.ports.pop(s, None)
-        self._free.append(s)
+        self._free[s] = None
         return entry
+
+    def hold_order(self) -> dict:
+        """Start a suspension: the bind order as it is now (a token for
+        ``restore_order``); later pops and adds work on a copy of it."""
+        held = self._slot
+        self._slot = dict(held)
+        return held
+
+    def restore_order(self, held: dict) -> None:
+        """End a suspension: every pod popped since ``hold_order`` has been
+        added back in its own slot (``PodRow.slot``) and no other pod came or
+        went, so the held order is exact again."""
+        if len(held) != len(self._slot):
+            raise RuntimeError(f"bound pods: {len(self._slot)} pods at the end of a "
+                               f"suspension that began with {len(held)}")
+        self._slot = held
 
     def copy(self) -> BoundPods:
         """An independent table with the same pods, slots and order."""
@@ -201,7 +228,7 @@ class BoundPods(Mapping):
         out.shapes = self.shapes                    # shapes are only ever appended
         out._shape_ids = self._shape_ids
         out._slot = dict(self._slot)
-        out._free = list(self._free)
+        out._free = dict(self._free)
         out._top = self._top
         return out
 

@@ -614,7 +614,7 @@ class ClusterState:
         prio = pod.priority or 0
         self.pod_adds += 1
         self.priority_counts[prio] = self.priority_counts.get(prio, 0) + 1
-        self.pods.add(pod, row, entry.shape_id, entry.port_ids)
+        self.pods.add(pod, row, entry.shape_id, entry.port_ids, entry.slot)
         self.pods_on_node[row][key] = None
         self._touch(row)
         for fn in self.listeners:

@@ -97,6 +97,34 @@ def test_copy_is_independent():
     assert table.row_of("default/p1") == 1 and "default/q" not in table
 
 
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(st.integers(1, 12), st.data())
+def test_suspension_puts_pods_back_in_their_slots_and_order(n, data):
+    """Pods popped after ``hold_order`` and added back (in any order, with
+    another pod coming and going meanwhile) leave the table as it was."""
+    table = BoundPods(capacity=1)
+    sid = _shape_ids(table)[1]
+    recs = [pod(f"p{i}", priority=i) for i in range(n)]
+    table.add_many(recs[: n // 2], np.arange(n // 2, dtype=np.int64), sid)
+    for i in range(n // 2, n):
+        table.add(recs[i], i, sid, (i,) if i % 2 else ())
+    table.pop(recs[0].key)                  # a free slot before the suspension
+    table.add(recs[0], 0, sid)
+    before = {k: table[k] for k in table}
+    order = list(table)
+    gone = data.draw(st.lists(st.sampled_from(order), unique=True, min_size=1))
+    held = table.hold_order()
+    rows = [table.pop(k) for k in gone]
+    table.add(pod("visitor"), 3, sid)        # a nominated pod for one cycle
+    table.pop("default/visitor")
+    for entry in data.draw(st.permutations(rows)):
+        table.add(entry.record, entry.node_row, entry.shape_id, entry.port_ids, entry.slot)
+    table.restore_order(held)
+    assert list(table) == order
+    assert {k: table[k] for k in table} == before
+
+
 def test_pop_missing_key_raises_without_default():
     with pytest.raises(KeyError):
         BoundPods().pop("default/nobody")
