@@ -1,7 +1,10 @@
 """The bound pods of a cluster state as columns.
 
 A bound pod occupies a slot of preallocated arrays that grow by doubling; a
-removed pod frees its slot for the next one.  Per slot:
+removed pod frees its slot for the next one (last freed, first reused), and
+a pod put back as it was (``PodRow.slot``, preemption's dry runs) returns to
+its own slot, so a suspension need only hold the bind order
+(``hold_order`` / ``restore_order``).  Per slot:
 
   ``node_row``     [cap] int32, the node row it is accounted on (-1: free slot);
   ``shape_id``     [cap] int32, its accounted shape: ``shapes[id]`` is the
