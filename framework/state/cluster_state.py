@@ -90,6 +90,13 @@ def _grow(a: np.ndarray, rows: int | None = None, cols: int | None = None, fill=
     return out
 
 
+def _check_priority(pod: PodRecord) -> None:
+    """The bound-pod priority column is int64 (manifests hold it to int32;
+    records built in code are checked here, before anything changes)."""
+    if not _INT64_MIN <= (pod.priority or 0) <= _INT64_MAX:
+        raise StateError(f"Pod {pod.key}: spec.priority: {pod.priority} is outside int64")
+
+
 def _words(nbits: int) -> int:
     return max(1, (nbits + 63) // 64)
 
@@ -467,6 +474,7 @@ class ClusterState:
                              "the cluster state")
         self._check_resource_room(f"Pod {key}", pod.requests)
         self._check_sum_room(pod, row)
+        _check_priority(pod)
         req = self.resource_vector(pod.requests, intern=True)
         req[L.RES_PODS] = 1
         port_ids = tuple(self.intern_bit(self.ports, "port_bits",
@@ -659,6 +667,7 @@ class ClusterState:
         self._check_resource_room(f"Pod {pod.key}", pod.requests)
         self._check_sum_room(pod, self.node_rows[target],
                              old if old.node_row == self.node_rows[target] else None)
+        _check_priority(pod)
         self.remove_pod(pod.key)
         return self.add_pod(pod, target)
 
