@@ -11,7 +11,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from hypothesis import strategies as st
 
+from support import strategies as S
 from tensorsched.kernels import layout as L
 
 _LAYOUTS = itertools.count(1_000_000)
@@ -158,3 +160,23 @@ def node_rows(state, objects):
 def resource_names(state) -> dict:
     """{row index r: resource name}."""
     return {r: name for name, r in state.resources.index.items()}
+
+
+# ---------------------------------------------------------------------------
+# Random stage inputs
+# ---------------------------------------------------------------------------
+
+@st.composite
+def stage_case(draw):
+    """(objects, pod dict, filter flags, score flags, Fit strategy, start,
+    num_to_find) for one fused stage on a random cluster of 2-10 nodes."""
+    objs = draw(S.clusters(2, 10))
+    names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
+    pod = draw(S.pods(names))
+    n = len(names)
+    filters = draw(st.sampled_from([ALL_FILTERS, L.F_FIT, L.F_TAINT | L.F_NODE_AFFINITY, 0]))
+    scores = draw(st.integers(0, ALL_SCORES))
+    strategy = draw(st.sampled_from([L.STRATEGY_LEAST, L.STRATEGY_MOST, L.STRATEGY_RATIO]))
+    start = draw(st.integers(0, n - 1))
+    to_find = draw(st.integers(1, n))
+    return objs, pod, filters, scores, strategy, start, to_find

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import strategies as S
 from support.backends import needs_cuda
 from support.kernel_inputs import (
     ALL_FILTERS,
@@ -21,6 +20,7 @@ from support.kernel_inputs import (
     cols,
     compiled,
     query,
+    stage_case,
     state_of,
 )
 
@@ -155,20 +155,6 @@ def test_ties_in_evaluation_order():
 # ---------------------------------------------------------------------------
 # Random clusters: numpy == numba, every start and num_to_find
 # ---------------------------------------------------------------------------
-
-@st.composite
-def stage_case(draw):
-    objs = draw(S.clusters(2, 10))
-    names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
-    pod = draw(S.pods(names))
-    n = len(names)
-    filters = draw(st.sampled_from([ALL_FILTERS, L.F_FIT, L.F_TAINT | L.F_NODE_AFFINITY, 0]))
-    scores = draw(st.integers(0, ALL_SCORES))
-    strategy = draw(st.sampled_from([L.STRATEGY_LEAST, L.STRATEGY_MOST, L.STRATEGY_RATIO]))
-    start = draw(st.integers(0, n - 1))
-    to_find = draw(st.integers(1, n))
-    return objs, pod, filters, scores, strategy, start, to_find
-
 
 def _stage_inputs(case):
     objs, pod, filters, scores, strategy, _start, _to_find = case

@@ -10,16 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from support import strategies as S
-from support.kernel_inputs import (
-    ALL_FILTERS,
-    ALL_SCORES,
-    DEFAULT_NORM,
-    DEFAULT_WEIGHTS,
-    compiled,
-    state_of,
-)
+from support.kernel_inputs import DEFAULT_NORM, DEFAULT_WEIGHTS, compiled, stage_case, state_of
 
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._backend import array_namespace, to_host
@@ -52,18 +43,6 @@ def _stage(cols, rows, q, to_find, active, n_slots):
     return {"reasons": to_host(reasons).tolist(), "scores": to_host(sc).tolist(),
             "total": to_host(total).tolist(), "ties": to_host(ties).tolist(),
             "processed": int(processed), "found": int(found)}
-
-
-@st.composite
-def stage_case(draw):
-    objs = draw(S.clusters(2, 10))
-    names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
-    pod = draw(S.pods(names))
-    n = len(names)
-    return (objs, pod, draw(st.sampled_from([ALL_FILTERS, L.F_FIT, 0])),
-            draw(st.integers(0, ALL_SCORES)),
-            draw(st.sampled_from([L.STRATEGY_LEAST, L.STRATEGY_MOST, L.STRATEGY_RATIO])),
-            draw(st.integers(0, n - 1)), draw(st.integers(1, n)))
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
