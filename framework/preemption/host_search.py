@@ -86,14 +86,15 @@ class Suspension:
     own PodRow goes back: nothing is re-interned).  Containers
     whose iteration order a remove/add pair could change are swapped for
     copies on first touch and the untouched originals reinstalled by
-    ``restore``: ``state.pods``' bind order (its pods return to their own slots) and, per touched row, ``pods_on_node`` and
-    ``port_counts``.  Derived state that a remove/restore pair could change
+    ``restore``: the bind order of ``state.pods`` (its pods return to their
+    own slots) and, per touched row, ``pods_on_node`` and ``port_counts``.
+    Derived state that a remove/restore pair could change
     (``state.restorers``, e.g. which GPUs a pod holds) is checkpointed and
     put back exactly."""
 
     def __init__(self, state):
         self.state = state
-        self.orig_pods = None
+        self.held_order = None
         self.rows: dict = {}            # row -> (pods_on_node dict, port_counts dict)
         self.gone: dict = {}            # key -> PodRow (as it was)
         self.restorers = list(state.restorers)
@@ -102,8 +103,8 @@ class Suspension:
 
     def remove(self, key: str) -> None:
         st = self.state
-        if self.orig_pods is None:
-            self.orig_pods = st.pods.hold_order()
+        if self.held_order is None:
+            self.held_order = st.pods.hold_order()
         row = st.pods.row_of(key)
         if row not in self.rows:
             self.rows[row] = (st.pods_on_node[row], st.port_counts[row])
@@ -128,9 +129,9 @@ class Suspension:
         """``put_back`` plus the original containers (call once, at the end)."""
         self.put_back()
         st = self.state
-        if self.orig_pods is not None:
-            st.pods.restore_order(self.orig_pods)
-            self.orig_pods = None
+        if self.held_order is not None:
+            st.pods.restore_order(self.held_order)
+            self.held_order = None
         for row, (pods, ports) in self.rows.items():
             st.pods_on_node[row] = pods
             st.port_counts[row] = ports
