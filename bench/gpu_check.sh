@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a machine with a CUDA GPU (numba, numba-cuda, cupy, pyarrow, pyyaml,
-# pytest, pytest-xdist, hypothesis and setuptools preinstalled; no network):
+# pytest, pytest-xdist and hypothesis preinstalled; no network):
 #   1. the CUDA tests on the device (every `cudasim` test: the cuda backend
 #      against numpy/numba and the scalar oracles), and the `gpu` tests
 #      (the array-namespace kernels on CuPy arrays against NumPy);
