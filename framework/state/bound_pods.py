@@ -170,12 +170,13 @@ class BoundPods(Mapping):
         self.priority[s] = record.priority or 0
         self.records[s] = record
 
-    def add_many(self, records: list[PodRecord], rows: np.ndarray, shape_ids) -> None:
+    def add_many(self, records: list[PodRecord], rows: np.ndarray, shape_ids) -> np.ndarray:
         """Bind ``records`` on ``rows`` ([k] int64) with ``shape_ids`` (one
-        id, or [k] ids); none holds host ports and no key is bound."""
+        id, or [k] ids); none holds host ports and no key is bound.  Returns
+        their slots ([k] int64)."""
         k = len(records)
         if not k:
-            return
+            return np.zeros(0, np.int64)
         slots = self._take_slots(k)
         keys = [r.key for r in records]
         self.node_row[slots] = rows
@@ -190,6 +191,7 @@ class BoundPods(Mapping):
             for s, rec in zip(sl, records):
                 rc[s] = rec
         self._slot.update(zip(keys, sl))
+        return slots
 
     def pop(self, key: str, *default):
         """Unbind ``key``: its :class:`PodRow` (or ``default``, else KeyError)."""

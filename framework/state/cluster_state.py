@@ -539,15 +539,7 @@ class ClusterState:
             return
         on_node = self.pods_on_node
         sid = self.pods.shape_of(np.array(request, np.int64), *nonzero)
-        counts = self.priority_counts
-        first = pods[0].priority
-        if all(pod.priority == first for pod in pods):
-            counts[first or 0] = counts.get(first or 0, 0) + len(pods)
-        else:
-            for pod in pods:
-                prio = pod.priority or 0
-                counts[prio] = counts.get(prio, 0) + 1
-        self.pods.add_many(pods, rows, sid)
+        self._count_priorities(self.pods.add_many(pods, rows, sid))
         for pod, row in zip(pods, rows.tolist()):
             on_node[row][pod.key] = None
         self._added_many(pods, rows)
@@ -563,19 +555,24 @@ class ClusterState:
         if not len(pods):
             return
         on_node = self.pods_on_node
-        counts = self.priority_counts
         n_res = len(self.resources)
         used = np.unique(cls)
         sid_of = np.zeros(int(used[-1]) + 1, np.int32)
         for c in used.tolist():
             sid_of[c] = self.pods.shape_of(requests[c][:n_res].copy(),
                                            *(int(v) for v in nonzeros[c]))
-        self.pods.add_many(pods, rows, sid_of[cls])
+        self._count_priorities(self.pods.add_many(pods, rows, sid_of[cls]))
         for pod, row in zip(pods, rows.tolist()):
             on_node[row][pod.key] = None
-            prio = pod.priority or 0
-            counts[prio] = counts.get(prio, 0) + 1
         self._added_many(pods, rows)
+
+    def _count_priorities(self, slots: np.ndarray) -> None:
+        """``priority_counts`` for pods just bound in ``slots``, read from
+        the table's priority column (one pass in NumPy, not per pod)."""
+        counts = self.priority_counts
+        values, n = np.unique(self.pods.priority[slots], return_counts=True)
+        for prio, c in zip(values.tolist(), n.tolist()):
+            counts[prio] = counts.get(prio, 0) + c
 
     def _added_many(self, pods: list[PodRecord], rows: np.ndarray) -> None:
         """After ``pods`` were recorded on ``rows`` at once: the count of
