@@ -7,13 +7,22 @@ each added with ``ClusterState.add_pod``; the bytes are Python allocations
 (tracemalloc) while they are added plus each pod's key string
 (``harness.state_bytes_per_pod``).  Per-workload bench records carry the
 same figure for 20,000 pods on 100 nodes (cheap enough for every record);
-this one is at the scale the state is meant for.  Written to
-``bench/results/state-<nodes>x<pods>.json`` with the machine and commit.
+this one is at the scale the state is meant for.
+
+``retained_bytes_per_pod`` is what the process still holds per bound pod
+once the caller has let go of the records it parsed: the state plus any
+record it keeps (tracemalloc from before parsing to after the records are
+dropped).  ``manifest_bytes_per_pod`` is the size of the pod objects
+themselves (the state holds a reference to each; the caller made them).
+Written to ``bench/results/state-<nodes>x<pods>.json`` with the machine and
+commit.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import tracemalloc
 from pathlib import Path
 
 from tensorsched import synthetic
@@ -26,17 +35,47 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def measure(nodes: int, pods: int) -> dict:
     """The record for ``pods`` basic pods bound round-robin on ``nodes`` nodes."""
+    per_pod = _state_bytes(nodes, pods)
+    gc.collect()
+    retained, manifest = _retained(nodes, pods)
+    return {"workload": "basic", "nodes": nodes, "bound_pods": pods,
+            "state_bytes_per_pod": per_pod, "retained_bytes_per_pod": retained,
+            "manifest_bytes_per_pod": manifest, "peak_rss_bytes": peak_rss_bytes(),
+            **record_stamp(0)}
+
+
+def _state_bytes(nodes: int, pods: int) -> float:
+    """``harness.state_bytes_per_pod`` of the pods parsed, then bound."""
     node_objs, pod_objs = synthetic.workload("basic", nodes, pods, 0)
     cluster = build_cluster(node_objs)
     records = pods_from(pod_objs, cluster.resolve)
     del pod_objs
+    target = iter([f"node-{i % nodes}" for i in range(pods)])
+    return state_bytes_per_pod(lambda pod: cluster.state.add_pod(pod, next(target)), records)
+
+
+def _retained(nodes: int, pods: int) -> tuple[float, float]:
+    """(retained, manifest) bytes per pod (module doc): the pods parsed,
+    bound round-robin and their records dropped."""
+    node_objs = synthetic.workload("basic", nodes, 0, 0)[0]
+    cluster = build_cluster(node_objs)
     names = [f"node-{i % nodes}" for i in range(pods)]
-    target = iter(names)
-    per_pod = state_bytes_per_pod(lambda pod: cluster.state.add_pod(pod, next(target)),
-                                  records)
-    return {"workload": "basic", "nodes": nodes, "bound_pods": pods,
-            "state_bytes_per_pod": per_pod, "peak_rss_bytes": peak_rss_bytes(),
-            **record_stamp(0)}
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        pod_objs = synthetic.workload("basic", 0, pods, 0)[1]
+        made = tracemalloc.get_traced_memory()[0]
+        records = pods_from(pod_objs, cluster.resolve)
+        add = cluster.state.add_pod
+        for pod, name in zip(records, names):
+            add(pod, name)
+        del records
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return round((kept - made) / pods, 1), round((made - start) / pods, 1)
 
 
 def main(argv=None) -> dict:

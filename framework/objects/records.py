@@ -83,7 +83,11 @@ class PodRecord:
     obj: dict = field(repr=False, default_factory=dict)
     # Values derived from this record alone (its query signature, compiled
     # affinity terms, spread constraints, ...), keyed by the deriving
-    # function; a copy (``dataclasses.replace``) starts empty.
+    # function; a copy (``dataclasses.replace``) starts empty.  Records that
+    # share a memo (pods of one template: ``pod_templates``, ``pod_tables``)
+    # are equal but for the per-pod fields (name, uid, creation_ns,
+    # start_ns, node_name, phase, deleting, obj); the bound-pod table
+    # classes pods by it (``state.bound_pods``).
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ``namespace/name``, the pod's identity everywhere in tensorsched: made

@@ -1,4 +1,4 @@
-"""The bound pods of a cluster state as columns.
+"""The bound pods of a cluster state as columns; records built on request.
 
 A bound pod occupies a slot of preallocated arrays that grow by doubling; a
 removed pod frees its slot for the next one (last freed, first reused), and
@@ -10,27 +10,39 @@ its own slot, so a suspension need only hold the bind order
   ``shape_id``     [cap] int32, its accounted shape: ``shapes[id]`` is the
                    (request [R] int64 with pods = 1, (non-zero cpu, memory))
                    pair, one per distinct shape (pods of a template share it);
-  ``priority``     [cap] int64, ``spec.priority`` (0 when absent);
-  ``records``      the pod's parsed record (its manifest is read after binding:
-                   status conditions, GPU annotations, snapshots).
+  ``class_id``     [cap] int32, its pod class (below);
+  ``creation_ns``  [cap] int64, ``metadata.creationTimestamp`` in ns (0: absent);
+  ``manifests``    the pod's object (``PodRecord.obj``), by reference.
 
-The names column is the key -> slot index (``namespace/name``, in bind
-order).  Host ports, which few pods hold, are kept by slot in a dict.  The
-table is a read-only ``Mapping`` from key to :class:`PodRow`, a view built
-on request; ``arrays()`` gives the live columns for vectorized questions
-(pods per node, requests by priority) without a Python object per pod.
+A pod class is what pods of one template share: every field of their
+records but the per-pod ones (``name``, ``uid``, ``creation_ns``,
+``start_ns``, ``node_name``, ``phase``, ``deleting``, ``obj``).  Pods share a
+class exactly when their records share a ``memo`` (the parsers give pods of
+one template, with equal annotations, one memo, and a record with any other
+field changed gets a memo of its own), so classing a pod is one dict
+lookup.  ``classes[id]`` is the first record bound of the class (its
+per-pod fields are that pod's; they are never read through the class),
+``class_priority[id]`` its priority; a class is dropped when its last pod
+leaves.  The per-pod fields other than name, creation time and object are
+kept by slot, only for the pods where any of them is set (``uid``,
+``start_ns``, ``node_name``, ``phase``, ``deleting``: a pod parsed already
+bound or running; pods the scheduler places have none).
 
-Why no more columns: per pod the index costs a dict entry and an int object
-(about 32 bytes) whatever the layout, so the columns are kept to 24 bytes a
-slot (node row, shape, priority, record) and a bound pod costs what the
-per-pod object this replaced did (``bench.state_bytes``); everything else
-about a pod (creation time, labels, namespace) is read from its record.
+A bound pod's :class:`PodRecord` is not kept: ``record(key)`` builds it
+from its class and its slot (a dict copy, about half a microsecond), equal
+to the record it was bound with.  The names column is the key -> slot
+index (``namespace/name``, in bind order); host ports, which few pods hold,
+are kept by slot in a dict.  The table is a read-only ``Mapping`` from key
+to :class:`PodRow`, a view built on request; ``arrays()`` gives the live
+columns for vectorized questions (pods per node, requests by priority)
+without a Python object per pod.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -61,6 +73,13 @@ class PodRow:
         return self.shape[1]
 
 
+#: The per-pod fields kept by slot when any differs from these defaults.
+EXTRA_FIELDS = ("uid", "start_ns", "node_name", "phase", "deleting")
+NO_EXTRAS = ("", None, "", "", False)
+_extras_of = attrgetter(*EXTRA_FIELDS)
+_new = object.__new__
+
+
 class BoundPods(Mapping):
     """Key (``namespace/name``) -> :class:`PodRow`, stored as columns (see
     the module docstring).  Only ``ClusterState`` writes it."""
@@ -69,11 +88,18 @@ class BoundPods(Mapping):
         cap = max(1, capacity)
         self.node_row = np.full(cap, -1, np.int32)
         self.shape_id = np.zeros(cap, np.int32)
-        self.priority = np.zeros(cap, np.int64)
-        self.records: list[PodRecord | None] = [None] * cap
+        self.class_id = np.zeros(cap, np.int32)
+        self.creation_ns = np.zeros(cap, np.int64)
+        self.manifests: list = [None] * cap
+        self.extras: dict[int, tuple] = {}              # slot -> EXTRA_FIELDS values
         self.ports: dict[int, tuple[int, ...]] = {}     # slot -> host port ids
         self.shapes: list[tuple] = []                   # id -> (request, (cpu, memory))
         self._shape_ids: dict[tuple, int] = {}
+        self.classes: list[PodRecord | None] = []       # id -> first record of the class
+        self.class_priority = np.zeros(8, np.int64)
+        self._class_refs: list[int] = []                # id -> bound pods of the class
+        self._class_ids: dict[int, int] = {}            # id(record.memo) -> class id
+        self._free_classes: list[int] = []
         self._slot: dict[str, int] = {}                 # key -> slot, in bind order
         self._free: dict[int, None] = {}                # freed slots, reused last-in first
         self._top = 0                                   # slots ever used (high-water)
@@ -91,18 +117,34 @@ class BoundPods(Mapping):
     def __getitem__(self, key: str) -> PodRow:
         s = self._slot[key]
         sid = int(self.shape_id[s])
-        return PodRow(self.records[s], int(self.node_row[s]), sid, self.shapes[sid],
+        return PodRow(self._build(key, s), int(self.node_row[s]), sid, self.shapes[sid],
                       self.ports.get(s, ()), s)
 
     def record(self, key: str) -> PodRecord:
-        """The bound pod's record (KeyError when not bound)."""
-        return self.records[self._slot[key]]
+        """The bound pod's record, built from its class and slot (KeyError
+        when not bound)."""
+        return self._build(key, self._slot[key])
+
+    def _build(self, key: str, s: int) -> PodRecord:
+        proto = self.classes[self.class_id[s]]
+        fields = proto.__dict__.copy()
+        fields["key"] = key
+        fields["name"] = key[len(proto.namespace) + 1:]
+        fields["creation_ns"] = int(self.creation_ns[s])
+        fields["obj"] = self.manifests[s]
+        extra = self.extras.get(s, NO_EXTRAS)
+        (fields["uid"], fields["start_ns"], fields["node_name"], fields["phase"],
+         fields["deleting"]) = extra
+        out = _new(type(proto))
+        out.__dict__ = fields
+        return out
 
     def bound(self) -> Iterator[tuple[PodRecord, int]]:
-        """(record, node row) of every bound pod, in bind order (no views)."""
-        records, rows = self.records, self.node_row
-        for s in self._slot.values():
-            yield records[s], int(rows[s])
+        """(record, node row) of every bound pod, in bind order (records
+        built on request, no views)."""
+        rows, build = self.node_row, self._build
+        for key, s in self._slot.items():
+            yield build(key, s), int(rows[s])
 
     def row_of(self, key: str) -> int:
         """The node row the pod is bound to (KeyError when not bound)."""
@@ -120,18 +162,49 @@ class BoundPods(Mapping):
             self.shapes.append((request, (int(cpu), int(memory))))
         return got
 
+    # ------------------------------------------------------------ classes
+    def _class_of(self, record: PodRecord) -> int:
+        """The class id of ``record``, a new class when its memo has none
+        (its reference is not counted here)."""
+        got = self._class_ids.get(id(record.memo))
+        if got is not None:
+            return got
+        if self._free_classes:
+            got = self._free_classes.pop()
+            self.classes[got] = record
+        else:
+            got = len(self.classes)
+            self.classes.append(record)
+            self._class_refs.append(0)
+            if got >= self.class_priority.shape[0]:
+                grown = np.zeros(2 * got, np.int64)
+                grown[:got] = self.class_priority[:got]
+                self.class_priority = grown
+        self.class_priority[got] = record.priority or 0
+        self._class_ids[id(record.memo)] = got
+        return got
+
+    def _release_class(self, cid: int) -> None:
+        left = self._class_refs[cid] - 1
+        self._class_refs[cid] = left
+        if not left:
+            del self._class_ids[id(self.classes[cid].memo)]
+            self.classes[cid] = None
+            self._free_classes.append(cid)
+
     # ------------------------------------------------------------- writes
     def _grow(self, need: int) -> None:
         cap = self.node_row.shape[0]
         if need <= cap:
             return
         new = max(need, 2 * cap)
-        for attr, fill in (("node_row", -1), ("shape_id", 0), ("priority", 0)):
+        for attr, fill in (("node_row", -1), ("shape_id", 0), ("class_id", 0),
+                           ("creation_ns", 0)):
             old = getattr(self, attr)
             arr = np.full(new, fill, old.dtype)
             arr[:cap] = old
             setattr(self, attr, arr)
-        self.records.extend([None] * (new - cap))
+        self.manifests.extend([None] * (new - cap))
 
     def _take_slots(self, k: int) -> np.ndarray:
         """k free slots ([k] int64): freed ones first, then new ones."""
@@ -156,19 +229,22 @@ class BoundPods(Mapping):
             s = self._free.popitem()[0]
         else:       # one slot without arrays: dry runs add pods one at a time
             s = self._top
-            if s >= len(self.records):
+            if s >= len(self.manifests):
                 self._grow(s + 1)
             self._top = s + 1
-        self._write(s, record, row, shape_id)
+        cid = self._class_of(record)
+        self._class_refs[cid] += 1
+        self.node_row[s] = row
+        self.shape_id[s] = shape_id
+        self.class_id[s] = cid
+        self.creation_ns[s] = record.creation_ns or 0
+        self.manifests[s] = record.obj
+        extra = _extras_of(record)
+        if extra != NO_EXTRAS:
+            self.extras[s] = extra
         if port_ids:
             self.ports[s] = port_ids
         self._slot[record.key] = s
-
-    def _write(self, s: int, record: PodRecord, row: int, shape_id: int) -> None:
-        self.node_row[s] = row
-        self.shape_id[s] = shape_id
-        self.priority[s] = record.priority or 0
-        self.records[s] = record
 
     def add_many(self, records: list[PodRecord], rows: np.ndarray, shape_ids) -> np.ndarray:
         """Bind ``records`` on ``rows`` ([k] int64) with ``shape_ids`` (one
@@ -178,19 +254,35 @@ class BoundPods(Mapping):
         if not k:
             return np.zeros(0, np.int64)
         slots = self._take_slots(k)
-        keys = [r.key for r in records]
         self.node_row[slots] = rows
         self.shape_id[slots] = shape_ids
-        self.priority[slots] = np.fromiter((r.priority or 0 for r in records), np.int64, k)
+        # Pods of a run mostly share a class: one lookup per change of memo.
+        cids = []
+        memo = cid = None
+        refs, class_of = self._class_refs, self._class_of
+        for r in records:
+            if r.memo is not memo:
+                memo = r.memo
+                cid = class_of(r)
+            refs[cid] += 1
+            cids.append(cid)
+        self.class_id[slots] = cids
+        self.creation_ns[slots] = np.fromiter((r.creation_ns or 0 for r in records),
+                                              np.int64, k)
         sl = slots.tolist()
+        objs = [r.obj for r in records]
         first = sl[0]
         if sl[-1] - first == k - 1:                 # a contiguous run of slots
-            self.records[first:first + k] = records
+            self.manifests[first:first + k] = objs
         else:
-            rc = self.records
-            for s, rec in zip(sl, records):
-                rc[s] = rec
-        self._slot.update(zip(keys, sl))
+            mf = self.manifests
+            for s, obj in zip(sl, objs):
+                mf[s] = obj
+        extras = self.extras
+        for s, extra in zip(sl, map(_extras_of, records)):
+            if extra != NO_EXTRAS:
+                extras[s] = extra
+        self._slot.update(zip([r.key for r in records], sl))
         return slots
 
     def pop(self, key: str, *default):
@@ -202,8 +294,10 @@ class BoundPods(Mapping):
         entry = self[key]
         s = self._slot.pop(key)
         self.node_row[s] = -1
-        self.records[s] = None
+        self.manifests[s] = None
+        self.extras.pop(s, None)
         self.ports.pop(s, None)
+        self._release_class(int(self.class_id[s]))
         self._free[s] = None
         return entry
 
@@ -226,22 +320,26 @@ class BoundPods(Mapping):
     def copy(self) -> BoundPods:
         """An independent table with the same pods, slots and order."""
         out = BoundPods.__new__(BoundPods)
-        for attr in ("node_row", "shape_id", "priority"):
+        for attr in ("node_row", "shape_id", "class_id", "creation_ns", "class_priority"):
             setattr(out, attr, getattr(self, attr).copy())
-        out.records = list(self.records)
-        out.ports = dict(self.ports)
+        for attr in ("manifests", "classes", "_class_refs", "_free_classes"):
+            setattr(out, attr, list(getattr(self, attr)))
+        for attr in ("extras", "ports", "_class_ids", "_slot", "_free"):
+            setattr(out, attr, dict(getattr(self, attr)))
         out.shapes = self.shapes                    # shapes are only ever appended
         out._shape_ids = self._shape_ids
-        out._slot = dict(self._slot)
-        out._free = dict(self._free)
         out._top = self._top
         return out
 
     # ------------------------------------------------------------ columns
+    def priorities(self, slots: np.ndarray) -> np.ndarray:
+        """[k] int64 ``spec.priority`` (0 when absent) of the pods in ``slots``."""
+        return self.class_priority[self.class_id[slots]]
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The live pods' columns, in bind order: ``key`` [P] object,
         ``node_row`` [P] int64, ``priority`` [P] int64, ``creation_ns`` [P]
-        int64 (0: absent; read from the records), ``shape_id`` [P] int32,
+        int64 (0: absent), ``class_id`` [P] int32, ``shape_id`` [P] int32,
         ``request`` [P, R] int64 (R: the widest shape; the pods slot is 1)
         and ``nonzero`` [P, 2] int64."""
         slots = np.fromiter(self._slot.values(), np.int64, len(self._slot))
@@ -254,8 +352,8 @@ class BoundPods(Mapping):
             nz[i] = pair
         return {"key": np.array(list(self._slot), dtype=object),
                 "node_row": self.node_row[slots].astype(np.int64),
-                "priority": self.priority[slots],
-                "creation_ns": np.fromiter((self.records[s].creation_ns or 0 for s in
-                                            slots.tolist()), np.int64, slots.shape[0]),
+                "priority": self.priorities(slots),
+                "creation_ns": self.creation_ns[slots],
+                "class_id": self.class_id[slots],
                 "shape_id": sid,
                 "request": req[sid], "nonzero": nz[sid]}

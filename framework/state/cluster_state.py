@@ -568,9 +568,9 @@ class ClusterState:
 
     def _count_priorities(self, slots: np.ndarray) -> None:
         """``priority_counts`` for pods just bound in ``slots``, read from
-        the table's priority column (one pass in NumPy, not per pod)."""
+        the table's class priorities (one pass in NumPy, not per pod)."""
         counts = self.priority_counts
-        values, n = np.unique(self.pods.priority[slots], return_counts=True)
+        values, n = np.unique(self.pods.priorities(slots), return_counts=True)
         for prio, c in zip(values.tolist(), n.tolist()):
             counts[prio] = counts.get(prio, 0) + c
 

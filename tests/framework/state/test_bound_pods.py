@@ -1,6 +1,7 @@
 """framework/state/bound_pods.py: bound pods as columns behave as the dict
-of PodRows they replace (membership, bind order, views, freed slots reused),
-and ``arrays()`` answers vectorized questions the same as the views do."""
+of PodRows they replace (membership, bind order, views, freed slots reused,
+records built on request equal to the ones bound), and ``arrays()`` answers
+vectorized questions the same as the views do."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from support.records import node, pod
 
 from tensorsched.framework.errors import StateError
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.objects.pod_templates import PodTemplates
 from tensorsched.framework.state.bound_pods import BoundPods
 from tensorsched.framework.state.cluster_state import ClusterState
 
@@ -67,7 +70,7 @@ def test_table_behaves_as_a_dict_of_rows(seq):
         view = table[key]
         assert (view.record, view.node_row, view.shape_id, view.port_ids) == \
             (rec, row, sid, ports)
-        assert view.shape is table.shapes[sid] and table.record(key) is rec
+        assert view.shape is table.shapes[sid] and table.record(key) == rec
         assert table.row_of(key) == row
     assert [(r, row) for r, row in table.bound()] == [(m[0], m[1]) for m in model.values()]
     cols = table.arrays()
@@ -160,3 +163,63 @@ def test_state_runs_and_removals_keep_columns_and_requested_in_step():
         assert set(s.pods_on_node[row]) == set(cols["key"][on].tolist())
     assert cols["priority"][cols["key"] == "default/r0"].tolist() == [5]
     assert s.port_bits[0].tolist() == [0]           # a's port left with it
+
+
+def _manifest(name, app="web", cpu="250m", annotations=None, **meta):
+    status = meta.pop("status", None)
+    obj = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "shop", "labels": {"app": app},
+                        "creationTimestamp": "2026-01-01T00:00:05Z", **meta},
+           "spec": {"containers": [{"name": "c", "image": "img",
+                                    "resources": {"requests": {"cpu": cpu}}}]}}
+    if annotations is not None:
+        obj["metadata"]["annotations"] = annotations
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+def test_pods_of_a_template_share_a_class_and_come_back_equal():
+    """Records are not kept: a pod's record is built from its class and its
+    slot, equal to the one it was bound with (memo shared), whatever its
+    per-pod fields; a class goes when its last pod does."""
+    templates = PodTemplates(parse_pod)
+    web = [templates.parse(_manifest(f"web-{i}")) for i in range(5)]
+    running = templates.parse(_manifest(
+        "web-up", uid="u-1", creationTimestamp="2026-01-02T00:00:00Z",
+        status={"phase": "Running", "startTime": "2026-01-02T00:00:01Z"}))
+    leaving = templates.parse(_manifest("web-gone", deletionTimestamp="2026-01-03T00:00:00Z"))
+    noted = templates.parse(_manifest("web-noted", annotations={"a": "b"}))
+    api = [templates.parse(_manifest(f"api-{i}", app="api", cpu="1")) for i in range(3)]
+    records = web + [running, leaving, noted] + api
+    assert templates.hits == 9            # one parse per template, the rest are copies
+
+    table = BoundPods(capacity=2)
+    sid = _shape_ids(table)[0]
+    table.add_many(web[:3], np.arange(3, dtype=np.int64), sid)
+    for i, rec in enumerate(web[3:] + [running, leaving, noted]):
+        table.add(rec, 3 + i, sid)
+    table.add_many(api, np.full(3, 9, np.int64), sid)
+    cls = dict(zip(table.arrays()["key"].tolist(), table.arrays()["class_id"].tolist()))
+    assert len({cls[r.key] for r in web + [running, leaving]}) == 1
+    assert len({cls[web[0].key], cls[noted.key], cls[api[0].key]}) == 3
+    assert len([c for c in table.classes if c is not None]) == 3
+    for rec in records:
+        got = table.record(rec.key)
+        assert got == rec and got is not rec and got.memo is rec.memo
+        assert type(got) is type(rec)
+    # per-pod fields beyond name, creation time and object only where set
+    slot = table._slot
+    assert set(table.extras) == {slot[running.key], slot[leaving.key]}
+    assert table.record(running.key).start_ns == running.start_ns > 0
+    assert table.record(leaving.key).deleting
+    assert table.arrays()["creation_ns"].tolist() == [table.record(k).creation_ns
+                                                      for k in table]
+
+    for rec in api:
+        assert table.pop(rec.key).record == rec
+    gone = cls[api[0].key]
+    assert table.classes[gone] is None and id(api[0].memo) not in table._class_ids
+    again = templates.parse(_manifest("api-9", app="api", cpu="1"))
+    table.add(again, 0, sid)                # the freed class id is reused
+    assert table.arrays()["class_id"][-1] == gone and table.record(again.key) == again

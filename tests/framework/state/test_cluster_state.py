@@ -656,7 +656,7 @@ def test_random_operations_match_fresh_rebuild(initial, n_ops, capacity, data):
         assert node_view(s, name) == node_view(fresh, name), name
         assert s.node(name) is model_nodes[name]
     for key, (p, target) in model_pods.items():
-        assert s.pods[key].record is p
+        assert s.pods[key].record == p
         assert s.node_name(s.pods[key].node_row) == target
     assert s.image_name_nodes == fresh.image_name_nodes
     assert s.num_nodes == len(model_nodes)
