@@ -12,8 +12,10 @@ this one is at the scale the state is meant for.
 ``retained_bytes_per_pod`` is what the process still holds per bound pod
 once the caller has let go of the records it parsed: the state plus any
 record it keeps (tracemalloc from before parsing to after the records are
-dropped).  ``manifest_bytes_per_pod`` is the size of the pod objects
-themselves (the state holds a reference to each; the caller made them).
+dropped).  ``queued_bytes_per_pod`` is the same for pods waiting in a scheduler's
+queue (``SchedulingQueue.add_many``) instead of bound.
+``manifest_bytes_per_pod`` is the size of the pod objects themselves (the
+state and the queue hold a reference to each; the caller made them).
 Written to ``bench/results/state-<nodes>x<pods>.json`` with the machine and
 commit.
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 
 from tensorsched import synthetic
 from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 from .harness import peak_rss_bytes, record_stamp, state_bytes_per_pod, write_record
 
@@ -38,8 +41,11 @@ def measure(nodes: int, pods: int) -> dict:
     per_pod = _state_bytes(nodes, pods)
     gc.collect()
     retained, manifest = _retained(nodes, pods)
+    gc.collect()
+    queued, _ = _retained(nodes, pods, "queue")
     return {"workload": "basic", "nodes": nodes, "bound_pods": pods,
             "state_bytes_per_pod": per_pod, "retained_bytes_per_pod": retained,
+            "queued_bytes_per_pod": queued,
             "manifest_bytes_per_pod": manifest, "peak_rss_bytes": peak_rss_bytes(),
             **record_stamp(0)}
 
@@ -54,12 +60,14 @@ def _state_bytes(nodes: int, pods: int) -> float:
     return state_bytes_per_pod(lambda pod: cluster.state.add_pod(pod, next(target)), records)
 
 
-def _retained(nodes: int, pods: int) -> tuple[float, float]:
+def _retained(nodes: int, pods: int, into: str = "state") -> tuple[float, float]:
     """(retained, manifest) bytes per pod (module doc): the pods parsed,
-    bound round-robin and their records dropped."""
+    bound round-robin (``into="state"``) or added to a scheduler's queue
+    (``"queue"``), and their records dropped."""
     node_objs = synthetic.workload("basic", nodes, 0, 0)[0]
     cluster = build_cluster(node_objs)
     names = [f"node-{i % nodes}" for i in range(pods)]
+    queue = Scheduler(cluster, "numpy", 0).queue if into == "queue" else None
     gc.collect()
     tracemalloc.start()
     try:
@@ -67,9 +75,12 @@ def _retained(nodes: int, pods: int) -> tuple[float, float]:
         pod_objs = synthetic.workload("basic", 0, pods, 0)[1]
         made = tracemalloc.get_traced_memory()[0]
         records = pods_from(pod_objs, cluster.resolve)
-        add = cluster.state.add_pod
-        for pod, name in zip(records, names):
-            add(pod, name)
+        if queue is not None:
+            queue.add_many(records)
+        else:
+            add = cluster.state.add_pod
+            for pod, name in zip(records, names):
+                add(pod, name)
         del records
         gc.collect()
         kept = tracemalloc.get_traced_memory()[0]

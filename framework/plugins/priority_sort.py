@@ -2,6 +2,7 @@
 
 Higher priority first; equal priorities by earlier creation (queue) time."""
 
+from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.runtime.plugin import Plugin
 
 from . import names
@@ -27,7 +28,10 @@ class PrioritySort(Plugin):
 
     @staticmethod
     def sort_keys(pods: list) -> list:
-        """``sort_key`` of each pod (the queue adds thousands at once)."""
+        """``sort_key`` of each pod (the queue adds thousands at once; pods
+        as columns are read from their columns)."""
+        if isinstance(pods, PodColumns):
+            return list(zip((-pods.priorities()).tolist(), pods.creation_ns.tolist()))
         return [(-(p.priority or 0), p.creation_ns) for p in pods]
 
 

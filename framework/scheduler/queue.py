@@ -42,6 +42,7 @@ import heapq
 from collections.abc import Callable, Mapping
 from itertools import repeat
 
+from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 
@@ -357,16 +358,17 @@ class SchedulingQueue:
             self._push_unschedulable(pi)
         return pi
 
-    def add_many(self, pods: list[PodRecord]) -> None:
-        """``add`` for many new pods at once, as adding them one by one would
-        leave the queue: those that pass PreEnqueue go into one lane block
-        (stably sorted by sort key: equal keys keep their order, as their
-        increasing heap sequence numbers would), the others aside.  A pod
-        already queued (or twice in ``pods``) is refused before any is
-        added."""
+    def add_many(self, pods) -> None:
+        """``add`` for many new pods at once (records, or ``PodColumns``), as
+        adding them one by one would leave the queue: those that pass
+        PreEnqueue go into one lane block, as columns (stably sorted by sort
+        key: equal keys keep their order, as their increasing heap sequence
+        numbers would), the others aside.  A pod already queued (or twice in
+        ``pods``) is refused before any is added."""
         now = self.clock.now()
         infos = self._infos
-        keys = [pod.key for pod in pods]
+        cols = PodColumns.from_records(pods)
+        keys = cols.keys
         if len(set(keys)) != len(keys) or not infos.keys().isdisjoint(keys):
             seen: set = set()
             for k in keys:
@@ -374,46 +376,38 @@ class SchedulingQueue:
                     raise KeyError(f"Pod {k}: already in the scheduling queue")
                 seen.add(k)
         gate_free = self.gate_free
-        if not (gate_free is not None and self._gate_free_all(pods)):
-            # ask PreEnqueue pod by pod (pods sharing a memo share gates and
+        if not (gate_free is not None and all(map(gate_free, cols.classes))):
+            # ask PreEnqueue pod by pod (pods of one class share gates and
             # profile: one gate_free answer for each stretch of them)
             active, memo, free = [], None, False
-            for pod in pods:
+            for i, pod in enumerate(cols):
                 if pod.memo is not memo:
                     memo = pod.memo
                     free = gate_free is not None and gate_free(pod)
                 if free:
-                    active.append(pod)
+                    active.append(i)
                     continue
                 pi = QueuedPodInfo(pod, now, now)
                 infos[pi.key] = pi
                 if self._gate(pi):
-                    active.append(pod)
+                    active.append(i)
                     del infos[pi.key]       # it goes into the block without an info
                 else:
                     self._push_unschedulable(pi)
-            if len(active) != len(pods):
-                pods = active
-                keys = [pod.key for pod in pods]
-        if not pods:
+            if len(active) != len(cols):
+                cols = cols.take(active)
+        if not len(cols):
             return
-        sort_keys = (self.sort_keys(pods) if self.sort_keys is not None
-                     else [self.sort_key(p) for p in pods])
+        sort_keys = (self.sort_keys(cols) if self.sort_keys is not None
+                     else [self.sort_key(p) for p in cols])
         if sorted(sort_keys) != sort_keys:       # C-level: cheap when already in order
-            order = sorted(range(len(pods)), key=sort_keys.__getitem__)
-            pods = [pods[i] for i in order]
-            keys = [keys[i] for i in order]
+            order = sorted(range(len(cols)), key=sort_keys.__getitem__)
+            cols = cols.take(order)
             sort_keys = [sort_keys[i] for i in order]
-        block = LaneBlock(pods, keys, sort_keys, self._seq + 1, now)
-        self._seq += len(pods)
-        infos.update(zip(keys, repeat(block)))
+        block = LaneBlock(cols, sort_keys, self._seq + 1, now)
+        self._seq += len(cols)
+        infos.update(zip(cols.keys, repeat(block)))
         self._lane.append(block)
-
-    def _gate_free_all(self, pods: list[PodRecord]) -> bool:
-        """Whether no pod of ``pods`` needs PreEnqueue asked (asked once per
-        memo: pods sharing one share their gates and profile)."""
-        gate_free = self.gate_free
-        return all(gate_free(p) for p in {id(p.memo): p for p in pods}.values())
 
     def update(self, pod: PodRecord) -> QueuedPodInfo | None:
         """A pending pod changed: a gated or unschedulable pod is
@@ -535,11 +529,13 @@ class SchedulingQueue:
             start = i = block.pos
             stop = min(len(keys), start + limit - 1)
             seq0 = block.seq0
+            # a pod's record is built only when its class is not the head's
+            class_memos = [c.memo for c in pods.classes]
+            class_id = pods.class_id
             while i < stop and infos.get(keys[i]) is block:
                 if bound is not None and (sort_keys[i], seq0 + i) > bound[:2]:
                     break
-                pod = pods[i]
-                if pod.memo is not memo and run_key(pod) != key:
+                if class_memos[class_id[i]] is not memo and run_key(pods[i]) != key:
                     break
                 i += 1
             if i > start:

@@ -1,9 +1,11 @@
 """Pending pods as columns: the scheduling queue's lane of pods added
 together, and the runs the queue hands out of it.
 
-``add_many`` puts pods that all go to activeQ into a ``LaneBlock``: lists of
-the pods, their keys and their sort keys in activeQ order, position ``i``
-being the activeQ entry ``(sort_keys[i], seq0 + i, keys[i])``.  Such a pod
+``add_many`` puts pods that all go to activeQ into a ``LaneBlock``: the pods
+as columns (``objects.pod_columns.PodColumns``: a class id, key, creation
+time and object per pod, a record built only when one is asked for) and
+their sort keys, in activeQ order, position ``i`` being the activeQ entry
+``(sort_keys[i], seq0 + i, keys[i])``.  Such a pod
 has no ``QueuedPodInfo`` until something looks at it alone (a single pop,
 an update, a delete, a read of ``SchedulingQueue.infos``); the queue's
 ``infos`` maps its key to the block meanwhile.  A position is live while its
@@ -19,7 +21,7 @@ asked for) or a list of further infos (any other mix of heads).
 
 from __future__ import annotations
 
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.objects.pod_columns import PodColumns
 
 
 class LaneBlock:
@@ -28,10 +30,9 @@ class LaneBlock:
 
     __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index")
 
-    def __init__(self, pods: list[PodRecord], keys: list[str], sort_keys: list, seq0: int,
-                 now: float):
+    def __init__(self, pods: PodColumns, sort_keys: list, seq0: int, now: float):
         self.pods = pods
-        self.keys = keys
+        self.keys = pods.keys
         self.sort_keys = sort_keys
         self.seq0 = seq0
         self.pos = 0
@@ -76,11 +77,11 @@ class QueueRun:
         return 1 + len(self.rest)
 
     @property
-    def pods(self) -> list[PodRecord]:
-        """[len] the pods, in order."""
+    def pods(self) -> PodColumns:
+        """[len] the pods, in order, as columns (records built on request)."""
         if self.block is not None:
-            return [self.first.pod] + self.block.pods[self.start:self.stop]
-        return [self.first.pod] + [pi.pod for pi in self.rest]
+            return self.block.pods.take(range(self.start, self.stop)).with_first(self.first.pod)
+        return PodColumns.from_records([self.first.pod] + [pi.pod for pi in self.rest])
 
     @property
     def keys(self) -> list[str]:

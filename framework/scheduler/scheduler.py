@@ -39,11 +39,11 @@ API server treats the binding as lost).  Default: confirmed at bind.
 from __future__ import annotations
 
 import heapq
-import operator
 import random
 from collections.abc import Callable
 from types import SimpleNamespace
 
+from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 from tensorsched.framework.runtime.framework import Framework
@@ -65,8 +65,6 @@ from .queue import (
 )
 from .runs import CompiledRuns
 from .schedule_one import SchedulingCycle
-
-_NODE_NAME = operator.attrgetter("node_name")
 
 
 class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, ArrivalBlocks,
@@ -363,7 +361,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         self.clock.set(max(t, self.clock.now()))
         self._wakeup = None
 
-    def _add_pending(self, pods: list[PodRecord]) -> None:
+    def _add_pending(self, pods: PodColumns) -> None:
         """``add_pod`` of each pod (resolved already: ``cluster.resolve``), in
         order; pending pods of a known profile without scheduling gates go
         into the queue at once (``add_many``) while no pod waits in the
@@ -371,11 +369,11 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         either)."""
         queue = self.queue
         names = self._profile_names
-        if (not queue.unschedulable and not any(map(_NODE_NAME, pods))
+        if (not queue.unschedulable and not pods.has_node_names()
                 and all(not p.scheduling_gates and p.scheduler_name in names
-                        for p in {id(p.memo): p for p in pods}.values())):
-            # the usual call: every pod goes in at once (pods sharing a memo
-            # share their gates and scheduler name)
+                        for p in pods.classes)):
+            # the usual call: every pod goes in at once (pods of one class
+            # share their gates and scheduler name; a node name is per pod)
             queue.add_many(pods)
             return
         batch: list[PodRecord] = []
@@ -409,7 +407,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
             return self._schedule_pending(pods)
 
     def _schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
-        pods = pods_from(pods, self.cluster.resolve)
+        # as columns: the queue keeps them so, and the records parsed here
+        # are dropped once they are
+        pods = PodColumns.from_records(pods_from(pods, self.cluster.resolve))
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []
 
@@ -446,7 +446,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                 out.append(Binding(key, None, e["message"], e.get("nominated_node"),
                                    list(e.get("victims") or ())))
         infos = self.queue.infos
-        for pod in self.queue_order([p for p in pods if p.key not in last]):
+        left = pods.take([i for i, k in enumerate(pods.keys) if k not in last])
+        for pod in self.queue_order(list(left)):
             if pod.key in self.ignored:
                 out.append(Binding(pod.key, None, self.ignored[pod.key], ignored=True))
                 continue

@@ -14,25 +14,24 @@ its own slot, so a suspension need only hold the bind order
   ``creation_ns``  [cap] int64, ``metadata.creationTimestamp`` in ns (0: absent);
   ``manifests``    the pod's object (``PodRecord.obj``), by reference.
 
-A pod class is what pods of one template share: every field of their
-records but the per-pod ones (``name``, ``uid``, ``creation_ns``,
-``start_ns``, ``node_name``, ``phase``, ``deleting``, ``obj``).  Pods share a
-class exactly when their records share a ``memo`` (the parsers give pods of
-one template, with equal annotations, one memo, and a record with any other
-field changed gets a memo of its own), so classing a pod is one dict
+A pod class (``objects.pod_columns``) is what pods of one template share:
+every field of their records but the per-pod ones; pods share a class
+exactly when their records share a ``memo``, so classing a pod is one dict
 lookup.  ``classes[id]`` is the first record bound of the class (its
-per-pod fields are that pod's; they are never read through the class),
-``class_priority[id]`` its priority; a class is dropped when its last pod
-leaves.  The per-pod fields other than name, creation time and object are
-kept by slot, only for the pods where any of them is set (``uid``,
-``start_ns``, ``node_name``, ``phase``, ``deleting``: a pod parsed already
-bound or running; pods the scheduler places have none).
+per-pod fields are never read through the class), ``class_priority[id]``
+its priority; a class is dropped when its last pod leaves.  The per-pod
+fields other than name, creation time and object (``EXTRA_FIELDS``) are
+kept by slot only for the pods where any of them is set (a pod parsed
+already bound or running, or with a uid; pods of synthetic workloads and
+tables have none).
 
 A bound pod's :class:`PodRecord` is not kept: ``record(key)`` builds it
-from its class and its slot (a dict copy, about half a microsecond), equal
-to the record it was bound with.  The names column is the key -> slot
-index (``namespace/name``, in bind order); host ports, which few pods hold,
-are kept by slot in a dict.  The table is a read-only ``Mapping`` from key
+from its class and its slot (``build_record``: a dict copy, about half a
+microsecond), equal to the record it was bound with.  ``add_many`` takes
+pods as ``PodColumns`` (a compiled run's, from the queue) without a record
+per pod.  The names column is the key -> slot index (``namespace/name``,
+in bind order); host ports, which few pods hold, are kept by slot in a
+dict.  The table is a read-only ``Mapping`` from key
 to :class:`PodRow`, a view built on request; ``arrays()`` gives the live
 columns for vectorized questions (pods per node, requests by priority)
 without a Python object per pod.
@@ -42,10 +41,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
+from tensorsched.framework.objects.pod_columns import (
+    NO_EXTRAS,
+    PodColumns,
+    build_record,
+    extras_of,
+)
 from tensorsched.framework.objects.records import PodRecord
 
 
@@ -71,13 +75,6 @@ class PodRow:
     @property
     def nonzero(self) -> tuple[int, int]:
         return self.shape[1]
-
-
-#: The per-pod fields kept by slot when any differs from these defaults.
-EXTRA_FIELDS = ("uid", "start_ns", "node_name", "phase", "deleting")
-NO_EXTRAS = ("", None, "", "", False)
-_extras_of = attrgetter(*EXTRA_FIELDS)
-_new = object.__new__
 
 
 class BoundPods(Mapping):
@@ -126,18 +123,8 @@ class BoundPods(Mapping):
         return self._build(key, self._slot[key])
 
     def _build(self, key: str, s: int) -> PodRecord:
-        proto = self.classes[self.class_id[s]]
-        fields = proto.__dict__.copy()
-        fields["key"] = key
-        fields["name"] = key[len(proto.namespace) + 1:]
-        fields["creation_ns"] = int(self.creation_ns[s])
-        fields["obj"] = self.manifests[s]
-        extra = self.extras.get(s, NO_EXTRAS)
-        (fields["uid"], fields["start_ns"], fields["node_name"], fields["phase"],
-         fields["deleting"]) = extra
-        out = _new(type(proto))
-        out.__dict__ = fields
-        return out
+        return build_record(self.classes[self.class_id[s]], key, int(self.creation_ns[s]),
+                            self.manifests[s], self.extras.get(s, NO_EXTRAS))
 
     def bound(self) -> Iterator[tuple[PodRecord, int]]:
         """(record, node row) of every bound pod, in bind order (records
@@ -239,50 +226,45 @@ class BoundPods(Mapping):
         self.class_id[s] = cid
         self.creation_ns[s] = record.creation_ns or 0
         self.manifests[s] = record.obj
-        extra = _extras_of(record)
+        extra = extras_of(record)
         if extra != NO_EXTRAS:
             self.extras[s] = extra
         if port_ids:
             self.ports[s] = port_ids
         self._slot[record.key] = s
 
-    def add_many(self, records: list[PodRecord], rows: np.ndarray, shape_ids) -> np.ndarray:
-        """Bind ``records`` on ``rows`` ([k] int64) with ``shape_ids`` (one
-        id, or [k] ids); none holds host ports and no key is bound.  Returns
-        their slots ([k] int64)."""
-        k = len(records)
+    def add_many(self, pods, rows: np.ndarray, shape_ids) -> np.ndarray:
+        """Bind ``pods`` (records, or ``PodColumns`` taken as they are) on
+        ``rows`` ([k] int64) with ``shape_ids`` (one id, or [k] ids); none
+        holds host ports and no key is bound.  Returns their slots ([k]
+        int64)."""
+        cols = PodColumns.from_records(pods)
+        k = len(cols)
         if not k:
             return np.zeros(0, np.int64)
         slots = self._take_slots(k)
         self.node_row[slots] = rows
         self.shape_id[slots] = shape_ids
-        # Pods of a run mostly share a class: one lookup per change of memo.
-        cids = []
-        memo = cid = None
-        refs, class_of = self._class_refs, self._class_of
-        for r in records:
-            if r.memo is not memo:
-                memo = r.memo
-                cid = class_of(r)
-            refs[cid] += 1
-            cids.append(cid)
-        self.class_id[slots] = cids
-        self.creation_ns[slots] = np.fromiter((r.creation_ns or 0 for r in records),
-                                              np.int64, k)
+        # The pods' classes are few: each is looked up (or made) once.
+        used, counts = np.unique(cols.class_id, return_counts=True)
+        ours = np.zeros(int(used[-1]) + 1, np.int32)
+        refs = self._class_refs
+        for c, n in zip(used.tolist(), counts.tolist()):
+            cid = ours[c] = self._class_of(cols.classes[c])
+            refs[cid] += n
+        self.class_id[slots] = ours[cols.class_id]
+        self.creation_ns[slots] = cols.creation_ns
         sl = slots.tolist()
-        objs = [r.obj for r in records]
         first = sl[0]
         if sl[-1] - first == k - 1:                 # a contiguous run of slots
-            self.manifests[first:first + k] = objs
+            self.manifests[first:first + k] = cols.manifests
         else:
             mf = self.manifests
-            for s, obj in zip(sl, objs):
+            for s, obj in zip(sl, cols.manifests):
                 mf[s] = obj
-        extras = self.extras
-        for s, extra in zip(sl, map(_extras_of, records)):
-            if extra != NO_EXTRAS:
-                extras[s] = extra
-        self._slot.update(zip([r.key for r in records], sl))
+        for i, extra in cols.extras.items():
+            self.extras[sl[i]] = extra
+        self._slot.update(zip(cols.keys, sl))
         return slots
 
     def pop(self, key: str, *default):

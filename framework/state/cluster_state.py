@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from tensorsched.framework.errors import StateError
+from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
 from tensorsched.kernels import layout as L
 
@@ -456,7 +457,9 @@ class ClusterState:
     def listen(self, fn, many=None) -> None:
         """Call ``fn(record, node_row, +1 | -1)`` after each pod is added to
         or removed from a node; ``many(records, rows, +1)`` (rows [k] int64),
-        when given, for the pods of a compiled run at once."""
+        when given, for the pods of a compiled run at once (``records``: a
+        sequence of records, a ``PodColumns`` for pods that came as columns:
+        each item a record built on request)."""
         self.listeners.append(fn)
         if many is not None:
             self._listeners_many[fn] = many
@@ -528,20 +531,22 @@ class ClusterState:
         return bool((request[:r] <= head_req // max(count, 1)).all()
                     and (nonzero <= head_nz // max(count, 1)).all())
 
-    def register_run(self, pods: list[PodRecord], rows: np.ndarray, request: np.ndarray,
+    def register_run(self, pods, rows: np.ndarray, request: np.ndarray,
                      nonzero: tuple[int, int]) -> None:
         """Record ``pods`` on ``rows`` ([len(pods)] int64) after a compiled run
         has already added their requests (``request`` [R] and ``nonzero``,
-        the same for every pod of a run) to the requested columns: the pod
+        the same for every pod of a run) to the requested columns (``pods``:
+        records or ``PodColumns``, bound from their columns): the pod
         entries, the rows' pod sets, one version bump and the listeners, in
         order.  The pods hold no host ports (runs refuse those)."""
         if not len(pods):
             return
         on_node = self.pods_on_node
+        cols = PodColumns.from_records(pods)
         sid = self.pods.shape_of(np.array(request, np.int64), *nonzero)
-        self._count_priorities(self.pods.add_many(pods, rows, sid))
-        for pod, row in zip(pods, rows.tolist()):
-            on_node[row][pod.key] = None
+        self._count_priorities(self.pods.add_many(cols, rows, sid))
+        for key, row in zip(cols.keys, rows.tolist()):
+            on_node[row][key] = None
         self._added_many(pods, rows)
 
     def register_block(self, pods: list[PodRecord], rows: np.ndarray, cls: np.ndarray,
@@ -574,23 +579,25 @@ class ClusterState:
         for prio, c in zip(values.tolist(), n.tolist()):
             counts[prio] = counts.get(prio, 0) + c
 
-    def _added_many(self, pods: list[PodRecord], rows: np.ndarray) -> None:
+    def _added_many(self, pods, rows: np.ndarray) -> None:
         """After ``pods`` were recorded on ``rows`` at once: the count of
         pods added, the ceilings, one version bump and the listeners (their
-        form for many pods when they have one), in order."""
+        form for many pods when they have one, which takes ``PodColumns``
+        too), in order."""
         self.pod_adds += len(pods)
         self._raise_ceilings(rows)
         self.version += 1
         self.row_version[rows] = self.version
         many = self._listeners_many
-        rl = None
+        rl = recs = None
         for fn in self.listeners:
             bulk = many.get(fn)
             if bulk is not None:
-                bulk(pods, rows, 1)
+                bulk(pods, rows, 1)     # records or PodColumns, as given
             else:
                 rl = rows.tolist() if rl is None else rl
-                for pod, row in zip(pods, rl):
+                recs = list(pods) if recs is None else recs     # built once
+                for pod, row in zip(recs, rl):
                     fn(pod, row, 1)
 
     def restore_pod(self, entry: PodRow) -> int:

@@ -31,6 +31,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from tensorsched.framework.objects.pod_columns import EXTRA_FIELDS, PodColumns
 from tensorsched.framework.objects.selectors import pod_terms
 from tensorsched.kernels.domain_rules import rows_by_domain
 
@@ -140,6 +141,9 @@ class PodCountIndex:
         deletion mark only, so they are asked once per stretch of pods
         sharing those (pods of one template share their labels object); a
         pod's own affinity terms are grouped pod by pod."""
+        if isinstance(records, PodColumns):
+            self._on_columns(records, rows, delta)
+            return
         entries = list(self._entries.items())
         with_terms = any(map(_AFFINITY, records)) or any(map(_ANTI_AFFINITY, records))
         if with_terms:      # the pods' own terms, pod by pod (labels do not tell them)
@@ -168,6 +172,36 @@ class PodCountIndex:
                     for ds in self._sums_by_source.get(("e", key), {}).values():
                         ds.bump_many(part, delta)
             i = j
+
+    def _on_columns(self, cols: PodColumns, rows: np.ndarray, delta: int) -> None:
+        """``on_pods`` for pods as columns: the predicates are asked once per
+        class and deletion mark (what they read is the class's but for that
+        mark), records are built only for pods with their own terms."""
+        cid = cols.class_id
+        termed = [c for c, p in enumerate(cols.classes) if p.pod_affinity or p.pod_anti_affinity]
+        if termed:
+            for k in np.flatnonzero(np.isin(cid, termed)).tolist():
+                self._group(cols[k], int(rows[k]), delta)
+        entries = list(self._entries.items())
+        if not entries:
+            return
+        group = cid.astype(np.int64) * 2
+        at = EXTRA_FIELDS.index("deleting")
+        for k, extra in cols.extras.items():
+            if extra[at]:
+                group[k] += 1
+        values, first = np.unique(group, return_index=True)
+        for g, k in zip(values.tolist(), first.tolist()):
+            part = rows[group == g] if values.shape[0] > 1 else rows
+            rep = cols[k]
+            for key, (pred, arr) in entries:
+                if pred(rep):
+                    if int(part.max()) >= arr.shape[0]:
+                        arr = self._grown(arr)
+                        self._entries[key] = (pred, arr)
+                    np.add.at(arr, part, delta)
+                    for ds in self._sums_by_source.get(("e", key), {}).values():
+                        ds.bump_many(part, delta)
 
     def _group(self, record, row, delta):
         if not (record.pod_affinity or record.pod_anti_affinity):
