@@ -10,7 +10,7 @@ import dataclasses
 
 from tensorsched import synthetic
 from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
+from tensorsched.framework.scheduler.cluster import build_cluster, pod_columns_from, pods_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
 from . import gpu as G
@@ -67,9 +67,9 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
                               variant=workload.partition("-")[2], progress=progress)
     node_objs, pod_objs = synthetic.workload(workload, nodes, pods, seed)
     cluster = build_cluster(node_objs, synthetic.config(workload, percentage))
-    # parsed as schedule_pending parses Pod dicts: one parse and one priority
-    # resolution per template
-    records = pods_from(pod_objs, cluster.resolve)
+    # parsed as schedule_pending parses Pod dicts (one parse and one
+    # priority resolution per template, pods as columns)
+    records = pod_columns_from(pod_objs, cluster.resolve)
     sched = Scheduler(cluster, backend, seed, batch=batch)
     progress(BENCH_STAGES[0])
     fw = cluster.framework_for(records[0] if records else parse_pod(synthetic.pod_dict("w")),

@@ -20,7 +20,8 @@ per pod.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from operator import attrgetter
+from itertools import compress, groupby, repeat
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -32,6 +33,9 @@ __all__ = ["EXTRA_FIELDS", "NO_EXTRAS", "PodColumns", "build_record", "extras_of
 EXTRA_FIELDS = ("uid", "start_ns", "node_name", "phase", "deleting")
 NO_EXTRAS = ("", None, "", "", False)
 extras_of = attrgetter(*EXTRA_FIELDS)
+_memo_of, _key_of, _obj_of = attrgetter("memo"), attrgetter("key"), attrgetter("obj")
+_creation_of = attrgetter("creation_ns")
+_first = itemgetter(0)
 _new = object.__new__
 
 
@@ -75,27 +79,33 @@ class PodColumns(Sequence):
     @classmethod
     def from_records(cls, records) -> PodColumns:
         """The columns of ``records`` (a ``PodColumns`` is returned as is);
-        pods sharing a memo share a class (one lookup per change of memo:
-        pods of a template mostly come together)."""
+        pods sharing a memo share a class.  Per pod only C-level passes
+        (``map``, ``groupby``): pods of a template mostly come together,
+        so a class is looked up once per stretch of them."""
         if isinstance(records, PodColumns):
             return records
+        n = len(records)
         classes: list[PodRecord] = []
         of_memo: dict[int, int] = {}
-        ids = []
-        memo = cid = None
-        for r in records:
-            if r.memo is not memo:
-                memo = r.memo
-                cid = of_memo.get(id(memo))
-                if cid is None:
-                    cid = of_memo[id(memo)] = len(classes)
-                    classes.append(r)
+        ids: list[int] = []
+        for memo_id, stretch in groupby(zip(map(id, map(_memo_of, records)), records),
+                                        key=_first):
+            cid = of_memo.get(memo_id)
+            first = next(stretch)
+            if cid is None:
+                cid = of_memo[memo_id] = len(classes)
+                classes.append(first[1])
             ids.append(cid)
-        n = len(ids)
-        extras = {i: e for i, e in enumerate(map(extras_of, records)) if e != NO_EXTRAS}
-        return cls([r.key for r in records], np.array(ids, np.int32), classes,
-                   np.fromiter((r.creation_ns or 0 for r in records), np.int64, n),
-                   [r.obj for r in records], extras)
+            ids.extend(repeat(cid, sum(1 for _ in stretch)))
+        extra = list(map(extras_of, records))
+        unusual = list(map(NO_EXTRAS.__ne__, extra))
+        extras = {i: extra[i] for i in compress(range(n), unusual)} if any(unusual) else {}
+        try:
+            creation = np.fromiter(map(_creation_of, records), np.int64, n)
+        except TypeError:       # a record built by hand with creation_ns None
+            creation = np.fromiter((r.creation_ns or 0 for r in records), np.int64, n)
+        return cls(list(map(_key_of, records)), np.array(ids, np.int32), classes, creation,
+                   list(map(_obj_of, records)), extras)
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -43,7 +43,10 @@ from __future__ import annotations
 import marshal
 from collections.abc import Callable
 
+import numpy as np
+
 from .meta import SourcedObject, parse_timestamp
+from .pod_columns import NO_EXTRAS, PodColumns, extras_of
 from .records import PodRecord
 
 __all__ = ["PodTemplates", "template_key"]
@@ -184,9 +187,10 @@ class PodTemplates:
                 self._times[value] = ns
         return ns
 
-    def _from_template(self, template: PodRecord, obj) -> PodRecord:
-        """``template`` with ``obj``'s per-pod fields (checked as parse_pod
-        checks them; anything it would refuse raises _Unusual)."""
+    def _per_pod(self, obj) -> tuple:
+        """``obj``'s per-pod fields, checked as parse_pod checks them
+        (anything it would refuse raises _Unusual): (name, uid, creation_ns,
+        start_ns, node_name, phase, deleting)."""
         meta = obj["metadata"]
         name = meta.get("name")
         uid = meta.get("uid")
@@ -209,20 +213,67 @@ class PodTemplates:
         deletion = meta.get("deletionTimestamp")
         if deletion is not None:
             self._time(deletion)
+        return (name, uid or "", creation or 0, start, node_name or "", phase or "",
+                deletion is not None)
+
+    def _from_template(self, template: PodRecord, obj) -> PodRecord:
+        """``template`` with ``obj``'s per-pod fields (``_per_pod``)."""
         fields = template.__dict__.copy()
-        fields["name"] = name
-        fields["key"] = f"{fields['namespace']}/{name}"
-        fields["uid"] = uid or ""
-        fields["creation_ns"] = creation or 0
-        fields["start_ns"] = start
-        fields["node_name"] = node_name or ""
-        fields["phase"] = phase or ""
-        fields["deleting"] = deletion is not None
+        (fields["name"], fields["uid"], fields["creation_ns"], fields["start_ns"],
+         fields["node_name"], fields["phase"], fields["deleting"]) = self._per_pod(obj)
+        fields["key"] = f"{fields['namespace']}/{fields['name']}"
         fields["obj"] = obj
         fields["memo"] = {}
         record = _new(PodRecord)
         record.__dict__ = fields
         return record
+
+    def parse_columns(self, objs) -> PodColumns:
+        """``parse`` of each of ``objs`` (Pod objects, or records taken as
+        they are), as :class:`PodColumns`: a pod whose template and
+        annotations were seen gives its per-pod fields only (no record is
+        built for it); the others are parsed to a record, which becomes its
+        class when its memo is new.  Equal, pod for pod, to ``parse``."""
+        keys, ids, creation, manifests, extras = [], [], [], [], {}
+        classes: list[PodRecord] = []
+        class_of: dict[int, int] = {}           # id(memo) -> class id
+        fast: dict[tuple, int] = {}             # (template key, annotations) -> class id
+        per_pod = self._per_pod
+        for i, obj in enumerate(objs):
+            cid = None
+            if self._on and not isinstance(obj, PodRecord):
+                key = template_key(obj)
+                cid = fast.get((key, _annotations_key(obj))) if key is not None else None
+                if cid is not None:
+                    try:
+                        name, uid, born, start, node, phase, deleting = per_pod(obj)
+                    except _Unusual:
+                        cid = None
+                    else:
+                        self.hits += 1
+                        keys.append(f"{classes[cid].namespace}/{name}")
+                        extra = (uid, start, node, phase, deleting)
+            if cid is None:
+                record = obj if isinstance(obj, PodRecord) else self.parse(obj)
+                cid = class_of.get(id(record.memo))
+                if cid is None:
+                    cid = class_of[id(record.memo)] = len(classes)
+                    classes.append(record)
+                    if not isinstance(obj, PodRecord):
+                        key = template_key(obj)
+                        ann = _annotations_key(obj)
+                        if (key is not None and ann is not None
+                                and self._memos.get((key, ann)) is record.memo):
+                            fast[(key, ann)] = cid
+                keys.append(record.key)
+                born, obj, extra = record.creation_ns or 0, record.obj, extras_of(record)
+            ids.append(cid)
+            creation.append(born)
+            manifests.append(obj)
+            if extra != NO_EXTRAS:
+                extras[i] = extra
+        return PodColumns(keys, np.array(ids, np.int32), classes,
+                          np.array(creation, np.int64), manifests, extras)
 
 
 _new = object.__new__

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.manifests import Objects, parse_objects, parse_pod
+from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.pod_templates import PodTemplates
 from tensorsched.framework.objects.priorities import PriorityResolver
 from tensorsched.framework.objects.records import PodRecord
@@ -34,6 +35,15 @@ def pods_from(pods, resolve=None) -> list[PodRecord]:
     resolved, once per template (records passed in are left as they are)."""
     templates = PodTemplates(parse_pod, finish=resolve)
     return [p if isinstance(p, PodRecord) else templates.parse(p) for p in pods]
+
+
+def pod_columns_from(pods, resolve=None) -> PodColumns:
+    """``pods_from`` as :class:`PodColumns` (what ``Scheduler.schedule_pending``
+    queues): pods of a template seen before give their per-pod fields only,
+    no record each (``PodTemplates.parse_columns``)."""
+    if isinstance(pods, PodColumns):
+        return pods
+    return PodTemplates(parse_pod, finish=resolve).parse_columns(pods)
 
 
 @dataclass

@@ -52,7 +52,7 @@ from tensorsched.framework.runtime.status import Status
 
 from .arrival_blocks import ArrivalBlocks
 from .binding import BindingCycle, WaitingPod
-from .cluster import Cluster, pods_from
+from .cluster import Cluster, pod_columns_from
 from .event_handlers import EventHandlers
 from .events import BOUND, OUTCOME_EVENTS, Binding, EventBus, Outcomes
 from .metrics import Metrics, StageTimer
@@ -407,9 +407,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
             return self._schedule_pending(pods)
 
     def _schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
-        # as columns: the queue keeps them so, and the records parsed here
-        # are dropped once they are
-        pods = PodColumns.from_records(pods_from(pods, self.cluster.resolve))
+        pods = pod_columns_from(pods, self.cluster.resolve)   # the queue keeps columns
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []
 

@@ -155,6 +155,28 @@ def test_parse_objects_equals_one_by_one(pods):
     assert shared == alone
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pod_lists())
+def test_columns_equal_the_records_pod_for_pod(pods):
+    """``parse_columns`` (no record for a pod whose template and annotations
+    were seen) gives what ``parse`` gives: equal records, shared memos, the
+    same errors; records passed in are taken as they are."""
+    records = _outcome(lambda: [PodTemplates(parse_pod).parse(p) for p in pods])
+    columns = PodTemplates(parse_pod)
+    got = _outcome(lambda: columns.parse_columns(pods))
+    assert got[0] == records[0]
+    if got[0] == "error":
+        assert got == records
+        return
+    cols, recs = got[1], records[1]
+    assert list(cols) == recs and cols.keys == [r.key for r in recs]
+    memos = {}
+    for r, c in zip(recs, cols):       # memos shared exactly as parse shares them
+        assert memos.setdefault(id(r.memo), id(c.memo)) == id(c.memo)
+    again = PodTemplates(parse_pod).parse_columns([*recs[:1], *pods[1:]])
+    assert again[0] is not recs[0] and again[0] == recs[0] and list(again)[1:] == recs[1:]
+
+
 def _replicas(n):
     out = []
     for i in range(n):
@@ -183,6 +205,13 @@ def test_replicas_share_one_template_and_a_memo_per_annotations():
     assert all(r.memo is records[0].memo for r in plain)
     annotated = [r.memo for i, r in enumerate(records) if i % 10 == 9]
     assert all(m == {} for m in annotated) and len({id(m) for m in annotated}) == 5
+
+    # as columns: one class per memo, a record built only for each class's first pod
+    cache = PodTemplates(parse_pod)
+    cols = cache.parse_columns(pods)
+    assert cache.misses == 1 and cache.hits == 49 and len(cols.classes) == 6
+    assert list(cols) == records and cols.manifests[3] is pods[3]
+    assert sorted(cols.extras) == list(range(50))       # uid on every pod
 
 
 def test_key_tells_types_apart():
