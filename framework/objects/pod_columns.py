@@ -162,10 +162,6 @@ class PodColumns(Sequence):
         at = EXTRA_FIELDS.index("node_name")
         return any(e[at] for e in self.extras.values())
 
-    def memo_at(self, i: int) -> dict:
-        """The memo of pod ``i`` (its class's), without building its record."""
-        return self.classes[self.class_id[i]].memo
-
     def priorities(self) -> np.ndarray:
         """[n] int64 ``spec.priority`` (0 when absent), from the classes."""
         per_class = np.array([c.priority or 0 for c in self.classes], np.int64)

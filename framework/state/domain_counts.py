@@ -176,12 +176,13 @@ class PodCountIndex:
     def _on_columns(self, cols: PodColumns, rows: np.ndarray, delta: int) -> None:
         """``on_pods`` for pods as columns: the predicates are asked once per
         class and deletion mark (what they read is the class's but for that
-        mark), records are built only for pods with their own terms."""
+        mark), and a pod's own terms (its class's) grouped once per class."""
         cid = cols.class_id
-        termed = [c for c, p in enumerate(cols.classes) if p.pod_affinity or p.pod_anti_affinity]
-        if termed:
-            for k in np.flatnonzero(np.isin(cid, termed)).tolist():
-                self._group(cols[k], int(rows[k]), delta)
+        for c, proto in enumerate(cols.classes):
+            if proto.pod_affinity or proto.pod_anti_affinity:
+                mine = rows[cid == c]
+                if mine.shape[0]:
+                    self._group_rows(proto, mine, delta)
         entries = list(self._entries.items())
         if not entries:
             return
@@ -219,6 +220,27 @@ class PodCountIndex:
                 arr[row] += delta
                 for ds in self._sums_by_source.get(("g", kind, t), {}).values():
                     ds.bump(row, delta)
+                if delta < 0 and not arr.any():
+                    table.pop(t, None)
+                else:
+                    table[t] = arr
+
+    def _group_rows(self, record, rows: np.ndarray, delta: int) -> None:
+        """``_group`` for pods alike in their terms on ``rows`` ([k] int64)."""
+        self.pods_with_affinity += delta * rows.shape[0]
+        terms = pod_terms(record)
+        top = int(rows.max())
+        for kind in KINDS:
+            table = self.groups[kind]
+            for t in terms[kind]:
+                arr = table.get(t)
+                if arr is None:
+                    arr = np.zeros(self._cap(), np.int64)
+                if top >= arr.shape[0]:
+                    arr = self._grown(arr)
+                np.add.at(arr, rows, delta)
+                for ds in self._sums_by_source.get(("g", kind, t), {}).values():
+                    ds.bump_many(rows, delta)
                 if delta < 0 and not arr.any():
                     table.pop(t, None)
                 else:
