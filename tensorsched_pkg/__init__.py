@@ -41,6 +41,7 @@ _EXPORTS = {
     "synthetic": ("tensorsched.synthetic", None),
     "read_pods_parquet": ("tensorsched.framework.objects.pod_tables", "read_pods_parquet"),
     "read_pods_table": ("tensorsched.framework.objects.pod_tables", "read_pods_table"),
+    "PodColumns": ("tensorsched.framework.objects.pod_columns", "PodColumns"),
     "Simulation": ("tensorsched.framework.simulation.simulation", "Simulation"),
     "read_trace": ("tensorsched.framework.simulation.trace", "read_trace"),
     "SchedulingEnv": ("tensorsched.framework.simulation.gym_env", "SchedulingEnv"),  # gym extra

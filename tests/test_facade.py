@@ -46,12 +46,15 @@ def test_load_build_schedule_explain_round_trip(tmp_path):
     assert framework.explain(nodes, pods[0]) == rec
 
 
-def test_schedule_pending_takes_dicts_and_records_alike():
+def test_schedule_pending_takes_dicts_records_and_columns_alike():
     nodes, pods = ts.synthetic.workload("basic", 4, 6, seed=1)
     by_dict = ts.Scheduler(ts.build_cluster(nodes), "numpy", 0).schedule_pending(pods)[0]
-    by_rec = ts.Scheduler(ts.build_cluster(nodes), "numpy", 0).schedule_pending(
-        [parse_pod(p) for p in pods])[0]
-    assert [(b.pod, b.node) for b in by_dict] == [(b.pod, b.node) for b in by_rec]
+    records = [parse_pod(p) for p in pods]
+    by_rec = ts.Scheduler(ts.build_cluster(nodes), "numpy", 0).schedule_pending(records)[0]
+    by_cols = ts.Scheduler(ts.build_cluster(nodes), "numpy", 0).schedule_pending(
+        ts.PodColumns.from_records(records))[0]
+    assert [(b.pod, b.node) for b in by_dict] == [(b.pod, b.node) for b in by_rec] == \
+        [(b.pod, b.node) for b in by_cols]
 
 
 @pytest.mark.parametrize("name", ["basic", "spread", "antiaffinity", "affinity",
