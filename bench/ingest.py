@@ -5,8 +5,8 @@ pod by pod (template sharing turned off: the path before it) and with
 template sharing, ``PodTemplates.parse_columns`` (what ``schedule_pending``
 queues: pods as columns, no record for a repeat of a template),
 ``load_objects`` + ``parse_objects`` from a YAML and from a
-JSON file (a ``kind: List``), and ``read_pods_parquet`` for 1,000,000 rows of
-the basic shape (100m / 500Mi, labels {app: web}); written to
+JSON file (a ``kind: List``), and ``read_pods_parquet`` (records, and
+``columns=True``) for 1,000,000 rows of the basic shape (100m / 500Mi, labels {app: web}); written to
 ``bench/results/ingest.json`` with the machine and the commit.
 """
 
@@ -164,6 +164,10 @@ def main(argv=None) -> dict:
         record("read_pods_parquet", args.rows, s, file_bytes=ppath.stat().st_size,
                shape="cpu 100m, memory 500Mi, labels {app: web}, namespace, creation_time")
         del recs
+        s, cols = timed(lambda: read_pods_parquet(ppath, columns=True), args.repeat)
+        assert len(cols) == args.rows and len(cols.classes) == 1
+        record("read_pods_parquet_columns", args.rows, s, file_bytes=ppath.stat().st_size)
+        del cols
 
     doc = {"benchmark": "ingest", "command": "python -m tensorsched.bench.ingest",
            "pods": args.pods, "rows": args.rows, "repeat": args.repeat,

@@ -56,6 +56,7 @@ row's ``name``, ``creation_ns`` and ``obj``; rows of one group share their
 from __future__ import annotations
 
 import gc
+from itertools import repeat
 
 import numpy as np
 import pyarrow as pa
@@ -73,6 +74,7 @@ from .manifests import (
     parse_json_document,
     parse_pod,
 )
+from .pod_columns import NO_EXTRAS, PodColumns, extras_of
 from .quantity import INT64_MAX
 from .records import PodRecord
 
@@ -534,10 +536,13 @@ def _creation(t: _Table) -> tuple[list, list | None]:
     return values.tolist(), texts
 
 
-def read_pods_table(table, templates=None, *, source: str | None = None) -> list[PodRecord]:
+def read_pods_table(table, templates=None, *, source: str | None = None,
+                    columns: bool = False) -> list[PodRecord] | PodColumns:
     """One PodRecord per row of an Arrow table (or record batch), in row
     order; see the module doc for the columns.  ``source`` (a file name)
-    starts every error message."""
+    starts every error message.  ``columns``: the rows as
+    :class:`~.pod_columns.PodColumns` instead (one class per group, a
+    record built only on request), equal row for row."""
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     if not isinstance(table, pa.Table):
@@ -554,6 +559,8 @@ def read_pods_table(table, templates=None, *, source: str | None = None) -> list
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
+        if columns:
+            return _columns(finals, names, gids, creation_ns, texts)
         return _records(finals, names, gids, creation_ns, texts)
     finally:
         if gc_was_on:
@@ -605,11 +612,45 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
     return out
 
 
-def read_pods_parquet(path, templates=None) -> list[PodRecord]:
+def _columns(finals, names, gids, creation_ns, texts) -> PodColumns:
+    """``_records`` as columns: each group's class is the record of its
+    first row; the other rows get their key, creation time and object."""
+    n = len(names)
+    gid = np.asarray(gids, np.int64)
+    used, first, inverse = np.unique(gid, return_index=True, return_inverse=True)
+    protos = _records(finals, [names[i] for i in first.tolist()], used.tolist(),
+                      [creation_ns[i] for i in first.tolist()] if texts is not None else None,
+                      [texts[i] for i in first.tolist()] if texts is not None else None)
+    keys, objs = [], []
+    kappend, oappend = keys.append, objs.append
+    for name, g, text in zip(names, gids, texts if texts is not None else repeat(None, n)):
+        fields, top, meta = finals[g]
+        m = meta.copy()
+        m["name"] = name
+        if text is not None:
+            m["creationTimestamp"] = text
+        obj = top.copy()
+        obj["metadata"] = m
+        oappend(obj)
+        kappend(f"{fields['namespace']}/{name}")
+    if texts is not None:
+        born = np.asarray(creation_ns, np.int64)
+    else:
+        born = np.array([p.creation_ns or 0 for p in protos], np.int64)[inverse]
+    extras = {}
+    for c, proto in enumerate(protos):
+        extra = extras_of(proto)
+        if extra != NO_EXTRAS:
+            extras.update(dict.fromkeys(np.flatnonzero(inverse == c).tolist(), extra))
+    return PodColumns(keys, inverse.astype(np.int32), protos, born, objs, extras)
+
+
+def read_pods_parquet(path, templates=None, *, columns: bool = False
+                      ) -> list[PodRecord] | PodColumns:
     """:func:`read_pods_table` of a Parquet file; errors start with its path."""
     source = str(path)
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
         raise ManifestError(source, "", f"cannot read Parquet file: {exc}") from None
-    return read_pods_table(table, templates, source=source)
+    return read_pods_table(table, templates, source=source, columns=columns)

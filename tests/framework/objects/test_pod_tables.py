@@ -80,6 +80,8 @@ def test_basic_shape_from_parquet(tmp_path):
     assert recs[0].requests == {"cpu": 100, "memory": 500 * Mi}
     # one group (same requests and labels): one memo, derived values made once
     assert recs[0].creation_ns == T0 and recs[0].memo is recs[1].memo
+    cols = read_pods_parquet(path, columns=True)     # one class, no record per row
+    assert len(cols.classes) == 1 and list(cols) == recs
 
 
 def test_groups_do_not_share_derived_values(tmp_path):
@@ -144,6 +146,15 @@ def test_request_rows_equal_parse_pod_of_the_equivalent_manifest(case):
         manifest = expected_manifest(row)
         assert rec.obj == manifest
         assert rec == parse_pod(manifest)
+    _check_columns(read_pods_table(_table(cols, rows), columns=True), recs)
+
+
+def _check_columns(got, recs):
+    """The columns form equals the records row for row, and its rows share
+    memos exactly as the records' rows do."""
+    assert list(got) == recs and got.keys == [r.key for r in recs]
+    pairs = {(id(r.memo), id(c.memo)) for r, c in zip(recs, got)}
+    assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs})
 
 
 TEMPLATES = [
@@ -185,6 +196,8 @@ def test_template_rows_equal_parse_pod_of_the_equivalent_manifest(case, data):
         manifest = expected_manifest(row, templates[i])
         assert rec.obj == manifest
         assert rec == parse_pod(manifest)
+    _check_columns(read_pods_table(_table(cols, rows, {"template": col}),
+                                   None if as_json else TEMPLATES, columns=True), recs)
 
 
 def _error(table, templates=None, source="pods.parquet"):
