@@ -567,32 +567,12 @@ def read_pods_table(table, templates=None, *, source: str | None = None,
             gc.enable()
 
 
-def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
-    # Rows of one group share their memo as they share the fields it is
-    # derived from (query signature, compiled terms; none reads the name or
-    # the creation time): a trace of a few shapes signs each shape once.
-    memos: dict = {}
-    out = []
-    append = out.append
-    new = _NEW
-    cls = PodRecord
-    if texts is None:
-        for name, g in zip(names, gids):
-            fields, top, meta = finals[g]
-            m = meta.copy()
-            m["name"] = name
-            obj = top.copy()
-            obj["metadata"] = m
-            f = fields.copy()
-            f["name"] = name
-            f["key"] = f"{f['namespace']}/{name}"
-            f["obj"] = obj
-            f["memo"] = memos.setdefault(g, {})
-            r = new(cls)
-            r.__dict__ = f
-            append(r)
-        return out
-    for name, g, ns, text in zip(names, gids, creation_ns, texts):
+def _row_objects(finals, names, gids, texts) -> tuple[list[str], list[dict]]:
+    """Each row's key and object (its group's equivalent manifest with the
+    row's name and creation timestamp)."""
+    keys, objs = [], []
+    kappend, oappend = keys.append, objs.append
+    for name, g, text in zip(names, gids, texts if texts is not None else repeat(None)):
         fields, top, meta = finals[g]
         m = meta.copy()
         m["name"] = name
@@ -600,10 +580,28 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
             m["creationTimestamp"] = text
         obj = top.copy()
         obj["metadata"] = m
-        f = fields.copy()
+        oappend(obj)
+        kappend(f"{fields['namespace']}/{name}")
+    return keys, objs
+
+
+def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
+    # Rows of one group share their memo as they share the fields it is
+    # derived from (query signature, compiled terms; none reads the name or
+    # the creation time): a trace of a few shapes signs each shape once.
+    keys, objs = _row_objects(finals, names, gids, texts)
+    memos: dict = {}
+    out = []
+    append = out.append
+    new = _NEW
+    cls = PodRecord
+    for name, g, key, obj, ns in zip(names, gids, keys, objs,
+                                     creation_ns if texts is not None else repeat(None)):
+        f = finals[g][0].copy()
         f["name"] = name
-        f["key"] = f"{f['namespace']}/{name}"
-        f["creation_ns"] = ns
+        f["key"] = key
+        if ns is not None:
+            f["creation_ns"] = ns
         f["obj"] = obj
         f["memo"] = memos.setdefault(g, {})
         r = new(cls)
@@ -614,25 +612,14 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
 
 def _columns(finals, names, gids, creation_ns, texts) -> PodColumns:
     """``_records`` as columns: each group's class is the record of its
-    first row; the other rows get their key, creation time and object."""
-    n = len(names)
+    first row; every row gets its key, creation time and object."""
     gid = np.asarray(gids, np.int64)
     used, first, inverse = np.unique(gid, return_index=True, return_inverse=True)
-    protos = _records(finals, [names[i] for i in first.tolist()], used.tolist(),
-                      [creation_ns[i] for i in first.tolist()] if texts is not None else None,
-                      [texts[i] for i in first.tolist()] if texts is not None else None)
-    keys, objs = [], []
-    kappend, oappend = keys.append, objs.append
-    for name, g, text in zip(names, gids, texts if texts is not None else repeat(None, n)):
-        fields, top, meta = finals[g]
-        m = meta.copy()
-        m["name"] = name
-        if text is not None:
-            m["creationTimestamp"] = text
-        obj = top.copy()
-        obj["metadata"] = m
-        oappend(obj)
-        kappend(f"{fields['namespace']}/{name}")
+    at = first.tolist()
+    protos = _records(finals, [names[i] for i in at], used.tolist(),
+                      [creation_ns[i] for i in at] if texts is not None else None,
+                      [texts[i] for i in at] if texts is not None else None)
+    keys, objs = _row_objects(finals, names, gids, texts)
     if texts is not None:
         born = np.asarray(creation_ns, np.int64)
     else:

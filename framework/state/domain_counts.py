@@ -162,15 +162,7 @@ class PodCountIndex:
                    and records[j].namespace == first.namespace
                    and records[j].deleting == first.deleting):
                 j += 1
-            part = rows[i:j]
-            for key, (pred, arr) in entries:
-                if pred(first):
-                    if int(part.max()) >= arr.shape[0]:
-                        arr = self._grown(arr)
-                        self._entries[key] = (pred, arr)
-                    np.add.at(arr, part, delta)
-                    for ds in self._sums_by_source.get(("e", key), {}).values():
-                        ds.bump_many(part, delta)
+            self._count_matching(entries, first, rows[i:j], delta)
             i = j
 
     def _on_columns(self, cols: PodColumns, rows: np.ndarray, delta: int) -> None:
@@ -193,58 +185,61 @@ class PodCountIndex:
                 group[k] += 1
         values, first = np.unique(group, return_index=True)
         for g, k in zip(values.tolist(), first.tolist()):
-            part = rows[group == g] if values.shape[0] > 1 else rows
-            rep = cols[k]
-            for key, (pred, arr) in entries:
-                if pred(rep):
-                    if int(part.max()) >= arr.shape[0]:
-                        arr = self._grown(arr)
-                        self._entries[key] = (pred, arr)
-                    np.add.at(arr, part, delta)
-                    for ds in self._sums_by_source.get(("e", key), {}).values():
-                        ds.bump_many(part, delta)
+            self._count_matching(entries, cols[k],
+                                 rows[group == g] if values.shape[0] > 1 else rows, delta)
+
+    def _count_matching(self, entries, rep, part: np.ndarray, delta: int) -> None:
+        """Add ``delta`` on rows ``part`` ([k] int64, pods alike in what the
+        predicates read, ``rep`` one of them) to every count whose predicate
+        ``rep`` satisfies."""
+        for key, (pred, arr) in entries:
+            if pred(rep):
+                if int(part.max()) >= arr.shape[0]:
+                    arr = self._grown(arr)
+                    self._entries[key] = (pred, arr)
+                np.add.at(arr, part, delta)
+                for ds in self._sums_by_source.get(("e", key), {}).values():
+                    ds.bump_many(part, delta)
 
     def _group(self, record, row, delta):
         if not (record.pod_affinity or record.pod_anti_affinity):
             return
         self.pods_with_affinity += delta
-        terms = pod_terms(record)
-        for kind in KINDS:
-            table = self.groups[kind]
-            for t in terms[kind]:
-                arr = table.get(t)
-                if arr is None:
-                    arr = np.zeros(self._cap(), np.int64)
-                elif row >= arr.shape[0]:
-                    arr = self._grown(arr)
-                arr[row] += delta
-                for ds in self._sums_by_source.get(("g", kind, t), {}).values():
-                    ds.bump(row, delta)
-                if delta < 0 and not arr.any():
-                    table.pop(t, None)
-                else:
-                    table[t] = arr
+        for kind, t, table, arr in self._term_counts(record, row):
+            arr[row] += delta
+            for ds in self._sums_by_source.get(("g", kind, t), {}).values():
+                ds.bump(row, delta)
+            self._keep_term(table, t, arr, delta)
 
     def _group_rows(self, record, rows: np.ndarray, delta: int) -> None:
         """``_group`` for pods alike in their terms on ``rows`` ([k] int64)."""
         self.pods_with_affinity += delta * rows.shape[0]
+        for kind, t, table, arr in self._term_counts(record, int(rows.max())):
+            np.add.at(arr, rows, delta)
+            for ds in self._sums_by_source.get(("g", kind, t), {}).values():
+                ds.bump_many(rows, delta)
+            self._keep_term(table, t, arr, delta)
+
+    def _term_counts(self, record, top: int):
+        """(kind, term, its table, its per-row counts reaching row ``top``)
+        for each of the pod's own affinity terms."""
         terms = pod_terms(record)
-        top = int(rows.max())
         for kind in KINDS:
             table = self.groups[kind]
             for t in terms[kind]:
                 arr = table.get(t)
                 if arr is None:
                     arr = np.zeros(self._cap(), np.int64)
-                if top >= arr.shape[0]:
+                elif top >= arr.shape[0]:
                     arr = self._grown(arr)
-                np.add.at(arr, rows, delta)
-                for ds in self._sums_by_source.get(("g", kind, t), {}).values():
-                    ds.bump_many(rows, delta)
-                if delta < 0 and not arr.any():
-                    table.pop(t, None)
-                else:
-                    table[t] = arr
+                yield kind, t, table, arr
+
+    @staticmethod
+    def _keep_term(table: dict, t, arr: np.ndarray, delta: int) -> None:
+        if delta < 0 and not arr.any():
+            table.pop(t, None)
+        else:
+            table[t] = arr
 
     def counts(self, key, predicate) -> np.ndarray:
         """[>= n_rows] int64 pods per node row satisfying ``predicate``."""
