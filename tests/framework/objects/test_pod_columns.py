@@ -12,11 +12,14 @@ import weakref
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.records import node
 
 from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.pod_templates import PodTemplates
 from tensorsched.framework.plugins.priority_sort import PrioritySort
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
 
 
 def _manifest(i: int, template: int, per_pod: int) -> dict:
@@ -81,11 +84,6 @@ def test_queued_and_bound_pods_keep_no_record():
     """Once the caller lets go of the records, neither the scheduling queue
     nor the bound-pod table keeps more than one per class (its prototype);
     each is built again, equal."""
-    from support.records import node
-
-    from tensorsched.framework.scheduler.cluster import build_cluster
-    from tensorsched.framework.scheduler.scheduler import Scheduler
-
     cluster = build_cluster([])
     cluster.state.add_node(node("n0"))
     sched = Scheduler(cluster, "numpy", 0)
