@@ -69,19 +69,19 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     cluster = build_cluster(node_objs, synthetic.config(workload, percentage))
     # parsed as schedule_pending parses Pod dicts (one parse and one
     # priority resolution per template, pods as columns)
-    records = pod_columns_from(pod_objs, cluster.resolve)
+    pending = pod_columns_from(pod_objs, cluster.resolve)
     sched = Scheduler(cluster, backend, seed, batch=batch)
     progress(BENCH_STAGES[0])
-    fw = cluster.framework_for(records[0] if records else parse_pod(synthetic.pod_dict("w")),
+    fw = cluster.framework_for(pending[0] if pending else parse_pod(synthetic.pod_dict("w")),
                                backend)
     warm_up(cluster, fw, pod_objs, seed, shaped=workload != "basic")
     if workload == "gpu":
         G.warm_up(cluster, fw, pod_objs, seed)
-    if batch and records:
-        warm_up_run(cluster, fw, records[0], seed)
+    if batch and pending:
+        warm_up_run(cluster, fw, pending[0], seed)
     progress(BENCH_STAGES[1])
     rss0 = rss_bytes()
-    bindings, elapsed = timed_pending(sched, records)
+    bindings, elapsed = timed_pending(sched, pending)
     rss1 = rss_bytes()
     progress(BENCH_STAGES[2])
     extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}

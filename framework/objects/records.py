@@ -86,8 +86,8 @@ class PodRecord:
     # function; a copy (``dataclasses.replace``) starts empty.  Records that
     # share a memo (pods of one template: ``pod_templates``, ``pod_tables``)
     # are equal but for the per-pod fields (name, uid, creation_ns,
-    # start_ns, node_name, phase, deleting, obj); the bound-pod table
-    # classes pods by it (``state.bound_pods``).
+    # start_ns, node_name, phase, deleting, obj); pods as columns are
+    # classed by it (``pod_columns``).
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ``namespace/name``, the pod's identity everywhere in tensorsched: made
