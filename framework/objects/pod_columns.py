@@ -143,16 +143,18 @@ class PodColumns(Sequence):
                           self.creation_ns[idx], [objs[i] for i in pos], extras)
 
     def with_first(self, record: PodRecord) -> PodColumns:
-        """These pods after ``record`` (its class added to a copy of the
-        class list)."""
-        classes = self.classes + [record]
+        """These pods after ``record``, with a class list of their own
+        holding only the classes they use (a run's pods out of a large
+        block: the cost follows the run, not the block)."""
+        used, inverse = np.unique(self.class_id, return_inverse=True)
+        classes = [record] + [self.classes[c] for c in used.tolist()]
         extras = {i + 1: e for i, e in self.extras.items()}
         extra = extras_of(record)
         if extra != NO_EXTRAS:
             extras[0] = extra
         return PodColumns(
             [record.key] + self.keys,
-            np.concatenate([np.array([len(classes) - 1], np.int32), self.class_id]),
+            np.concatenate([np.zeros(1, np.int32), inverse.astype(np.int32) + 1]),
             classes,
             np.concatenate([np.array([record.creation_ns or 0], np.int64), self.creation_ns]),
             [record.obj] + self.manifests, extras)

@@ -530,12 +530,11 @@ class SchedulingQueue:
             stop = min(len(keys), start + limit - 1)
             seq0 = block.seq0
             # a pod's record is built only when its class is not the head's
-            class_memos = [c.memo for c in pods.classes]
-            class_id = pods.class_id
+            classes, class_id = pods.classes, pods.class_id
             while i < stop and infos.get(keys[i]) is block:
                 if bound is not None and (sort_keys[i], seq0 + i) > bound[:2]:
                     break
-                if class_memos[class_id[i]] is not memo and run_key(pods[i]) != key:
+                if classes[class_id[i]].memo is not memo and run_key(pods[i]) != key:
                     break
                 i += 1
             if i > start:

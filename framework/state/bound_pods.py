@@ -246,13 +246,14 @@ class BoundPods(Mapping):
         self.node_row[slots] = rows
         self.shape_id[slots] = shape_ids
         # The pods' classes are few: each is looked up (or made) once.
-        used, counts = np.unique(cols.class_id, return_counts=True)
-        ours = np.zeros(int(used[-1]) + 1, np.int32)
+        used, inverse, counts = np.unique(cols.class_id, return_inverse=True,
+                                          return_counts=True)
+        ours = np.zeros(used.shape[0], np.int32)
         refs = self._class_refs
-        for c, n in zip(used.tolist(), counts.tolist()):
-            cid = ours[c] = self._class_of(cols.classes[c])
+        for j, (c, n) in enumerate(zip(used.tolist(), counts.tolist())):
+            cid = ours[j] = self._class_of(cols.classes[c])
             refs[cid] += n
-        self.class_id[slots] = ours[cols.class_id]
+        self.class_id[slots] = ours[inverse]
         self.creation_ns[slots] = cols.creation_ns
         sl = slots.tolist()
         first = sl[0]

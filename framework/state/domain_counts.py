@@ -97,6 +97,17 @@ class DomainSums:
         self.version += 1
 
 
+def _split_by(keys: np.ndarray, rows: np.ndarray):
+    """(key, first position, its rows) for each distinct value of ``keys``
+    ([k]) over ``rows`` ([k] int64): one stable sort, not a pass per key."""
+    order = np.argsort(keys, kind="stable")
+    values, starts = np.unique(keys[order], return_index=True)
+    bounds = np.append(starts, order.shape[0]).tolist()
+    for j, v in enumerate(values.tolist()):
+        at = order[bounds[j]:bounds[j + 1]]
+        yield v, int(at[0]), rows[at]
+
+
 class PodCountIndex:
     MAX_KEYS = 128
     MAX_SUMS = 256
@@ -170,11 +181,10 @@ class PodCountIndex:
         class and deletion mark (what they read is the class's but for that
         mark), and a pod's own terms (its class's) grouped once per class."""
         cid = cols.class_id
-        for c, proto in enumerate(cols.classes):
+        for c, _, part in _split_by(cid, rows):     # the classes the pods use
+            proto = cols.classes[c]
             if proto.pod_affinity or proto.pod_anti_affinity:
-                mine = rows[cid == c]
-                if mine.shape[0]:
-                    self._group_rows(proto, mine, delta)
+                self._group_rows(proto, part, delta)
         entries = list(self._entries.items())
         if not entries:
             return
@@ -183,10 +193,8 @@ class PodCountIndex:
         for k, extra in cols.extras.items():
             if extra[at]:
                 group[k] += 1
-        values, first = np.unique(group, return_index=True)
-        for g, k in zip(values.tolist(), first.tolist()):
-            self._count_matching(entries, cols[k],
-                                 rows[group == g] if values.shape[0] > 1 else rows, delta)
+        for _, k, part in _split_by(group, rows):
+            self._count_matching(entries, cols[k], part, delta)
 
     def _count_matching(self, entries, rep, part: np.ndarray, delta: int) -> None:
         """Add ``delta`` on rows ``part`` ([k] int64, pods alike in what the
