@@ -13,7 +13,9 @@ Columns (any other column is an error):
 ``namespace``       string, optional (null: the template's, else ``default``).
 ``template``        the pod's template, either an integer id into ``templates``
                     (a list of Pod dicts given beside the table) or a string
-                    holding the JSON of a pod ``spec``.
+                    holding JSON; either is a Pod (``{"spec": {...}}``, with
+                    ``apiVersion``/``kind``/``metadata`` if wanted) or a bare
+                    pod ``spec``, read and validated alike.
 ``cpu``             integer millicores, ``memory`` integer bytes, and any column
                     named like an extended resource (``nvidia.com/gpu``,
                     ``ephemeral-storage``, ``hugepages-2Mi``: a name with a
@@ -38,7 +40,8 @@ Equivalent manifest of a row (the record's ``obj``)::
 with the keys of null (or absent) columns left out (``resources.requests``
 holds the non-null request columns).  A ``template`` row starts from its
 template instead: the template Pod dict (or ``{"apiVersion": "v1", "kind":
-"Pod", "spec": <JSON spec>}``) without ``status``, ``spec.nodeName`` and the
+"Pod", "spec": <JSON spec>}``; a template Pod lacking ``apiVersion`` or
+``kind`` gets ``v1`` / ``Pod``) without ``status``, ``spec.nodeName`` and the
 per-pod metadata (``uid``, ``creationTimestamp``, ``deletionTimestamp``,
 ``resourceVersion``), then the row's non-null columns set as above.  A
 template is validated (by ``parse_pod``) once per distinct template and
@@ -243,9 +246,35 @@ _DIGITS4 = np.array([f"{i:04d}".encode() for i in range(1600, 2300)], "S4")   # 
 # templates
 
 
+#: The top-level fields of a Pod; a template holding any of them is a Pod,
+#: otherwise a pod spec (a spec has none of these fields).
+_POD_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
+
+
+def _template_problem(tmpl: dict) -> str | None:
+    """Why a template (a Pod or a pod spec) cannot be read as either, or None."""
+    pod_keys = [k for k in tmpl if k in _POD_FIELDS]
+    if not pod_keys:
+        return None
+    other = [k for k in tmpl if k not in _POD_FIELDS]
+    if other:
+        return (f"a pod spec or a Pod, not both: {other[0]!r} beside {pod_keys[0]!r} "
+                "(a Pod's fields are " + ", ".join(_POD_FIELDS) + ")")
+    kind = tmpl.get("kind", "Pod")
+    if kind != "Pod":
+        return f"kind: a template must be a Pod, got {kind!r}"
+    if not isinstance(tmpl.get("spec"), dict):
+        return "spec: required (a Pod template needs its spec)"
+    return None
+
+
 def _template_base(tmpl: dict) -> tuple[dict, dict, dict]:
-    """(top-level fields, metadata, spec) of a template, without what is per pod."""
-    top = {k: v for k, v in tmpl.items() if k not in ("status", "metadata", "spec")}
+    """(top-level fields, metadata, spec) of a template (a Pod, or a pod
+    spec: the fields of a Pod's ``spec``), without what is per pod."""
+    if not any(k in tmpl for k in _POD_FIELDS):
+        tmpl = {"apiVersion": "v1", "kind": "Pod", "spec": tmpl}
+    top = {"apiVersion": "v1", "kind": "Pod"}
+    top.update((k, v) for k, v in tmpl.items() if k not in ("status", "metadata", "spec"))
     meta = tmpl.get("metadata")
     meta = {k: v for k, v in meta.items() if k not in _PER_POD_META} if isinstance(meta, dict) else {}
     spec = tmpl.get("spec")
@@ -422,6 +451,9 @@ def _template_ids(t: _Table, col: pa.Array, templates) -> tuple:
             if not isinstance(tmpl, dict):
                 t.fail(r, "template", f"templates[{i}] must be a Pod dict, got "
                        f"{type(tmpl).__name__}")
+            problem = _template_problem(tmpl)
+            if problem:
+                t.fail(r, "template", f"{problem} (templates[{i}])")
             sources.append((*_template_base(tmpl), f" (templates[{i}])"))
         return ids, sources
     t_ = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
@@ -439,9 +471,11 @@ def _template_ids(t: _Table, col: pa.Array, templates) -> tuple:
             path = ".".join(str(p) for p in exc.path)
             t.fail(r, "template", (f"{path}: " if path else "") + exc.problem)
         if not isinstance(spec, dict):
-            t.fail(r, "template", "must be the JSON of a pod spec (an object)")
-        sources.append(({"apiVersion": "v1", "kind": "Pod"}, {},
-                        {k: v for k, v in spec.items() if k != "nodeName"}, ""))
+            t.fail(r, "template", "must be the JSON of a pod spec or a Pod (an object)")
+        problem = _template_problem(spec)
+        if problem:
+            t.fail(r, "template", problem)
+        sources.append((*_template_base(spec), ""))
     return ids, sources
 
 

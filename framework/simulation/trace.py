@@ -12,7 +12,9 @@ row per pod):
                     was bound.  Not with ``departure`` in the same row; with
                     neither the pod stays.
 ``template``        a pod template: an integer id into ``templates`` (Pod
-                    dicts given beside the trace) or the JSON of a pod ``spec``.
+                    dicts given beside the trace) or JSON; either a Pod
+                    (``{"spec": {...}}``) or a bare pod ``spec``, both read
+                    and validated in full.
 ``cpu``, ``memory`` and extended resources (``nvidia.com/gpu``, any name
                     with a ``/``, ``ephemeral-storage``, ``hugepages-*``): the
                     requests of one container.  In a CSV, Kubernetes
@@ -227,7 +229,9 @@ def trace_from_table(table, templates=None, *, source: str = "trace table") -> T
         if c == "arrival" and col.null_count:
             raise TraceError(where(_first(col.is_null())), c, "required")
         v = _nan_filled(col, n)
-        ok = np.isnan(v) | ((v >= 0) & (v <= MAX_SECONDS))
+        # null is "none given"; a NaN (or an infinity) is a value, refused as in a CSV
+        nulls = col.is_null().to_numpy(zero_copy_only=False)
+        ok = nulls | ((v >= 0) & (v <= MAX_SECONDS))
         if not ok.all():
             r = int(np.flatnonzero(~ok)[0])
             raise TraceError(where(r), c, f"must be a number of seconds 0..{MAX_SECONDS:g}, "

@@ -36,7 +36,8 @@ def expected_manifest(row: dict, template: dict | None = None) -> dict:
         obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {},
                "spec": {"containers": [{"name": "main", "resources": {"requests": reqs}}]}}
     else:
-        obj = {k: v for k, v in template.items() if k not in ("status", "metadata", "spec")}
+        obj = {"apiVersion": "v1", "kind": "Pod"}
+        obj.update((k, v) for k, v in template.items() if k not in ("status", "metadata", "spec"))
         obj["metadata"] = {k: v for k, v in template.get("metadata", {}).items()
                            if k not in ("name", "uid", "creationTimestamp",
                                         "deletionTimestamp", "resourceVersion")}
@@ -182,11 +183,16 @@ def test_template_rows_equal_parse_pod_of_the_equivalent_manifest(case, data):
     cols, rows = case
     cols = {c for c in cols if c not in ("cpu", "memory", "nvidia.com/gpu")}
     ids = [data.draw(st.integers(0, 1)) for _ in rows]
-    as_json = data.draw(st.booleans())
-    if as_json:
+    form = data.draw(st.sampled_from(["id", "json spec", "json pod"]))
+    as_json = form != "id"
+    if form == "json spec":
         col = pa.array([json.dumps(TEMPLATES[i]["spec"]) for i in ids])
         templates = [{"apiVersion": "v1", "kind": "Pod", "spec": TEMPLATES[i]["spec"]}
                      for i in range(2)]
+    elif form == "json pod":
+        # a whole Pod as JSON reads as the same Pod given by id
+        col = pa.array([json.dumps(TEMPLATES[i]) for i in ids])
+        templates = TEMPLATES
     else:
         col = pa.array(ids, pa.int64())
         templates = TEMPLATES

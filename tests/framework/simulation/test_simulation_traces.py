@@ -1,5 +1,7 @@
 """Trace readers: the generic schema (CSV, Parquet, Arrow) and its errors
 naming file, line or row and column; the openb adapter."""
+import json
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -84,6 +86,65 @@ def test_parquet_and_table_errors(tmp_path):
         assert str(e.value).startswith(str(p)) and expect in str(e.value), str(e.value)
     with pytest.raises(TraceError, match="trace table: name: missing"):
         trace_from_table(good.drop(["name"]))
+
+
+@pytest.mark.parametrize("column, values, expect", [
+    ("arrival", [0.0, float("nan")], "row 1: arrival: must be a number of seconds 0..1e+15, got nan"),
+    ("arrival", [0.0, float("inf")], "row 1: arrival: must be a number of seconds"),
+    ("departure", [float("nan"), None], "row 0: departure: must be a number of seconds"),
+    ("duration", [None, float("-inf")], "row 1: duration: must be a number of seconds"),
+])
+def test_parquet_non_finite_times_are_refused_not_dropped(tmp_path, column, values, expect):
+    table = pa.table({"name": ["a", "b"], "arrival": [0.0, 1.0], "cpu": [100, 200]})
+    if column == "arrival":
+        table = table.set_column(1, "arrival", pa.array(values, pa.float64()))
+    else:
+        table = table.append_column(column, pa.array(values, pa.float64()))
+    p = tmp_path / "nan.parquet"
+    pq.write_table(table, p)
+    with pytest.raises(TraceError) as e:
+        read_trace(p)
+    assert str(e.value).startswith(f"{p}: {expect}"), str(e.value)
+    # null is "not given": the same table with a null departure reads
+    ok = pa.table({"name": ["a"], "arrival": [0.0], "departure": pa.array([None], pa.float64())})
+    assert len(trace_from_table(ok)) == 1
+
+
+_BIG = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "64"}}}]}
+
+
+@pytest.mark.parametrize("template", [
+    _BIG,                                                          # a pod spec
+    {"spec": _BIG},                                                # a Pod, kind left out
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"t": "x"}}, "spec": _BIG},
+])
+def test_json_template_is_a_spec_or_a_pod_read_in_full(template):
+    tr = trace_from_table(pa.table({"name": ["a"], "arrival": [0.0],
+                                    "template": [json.dumps(template)]}))
+    rec = tr.records(0, 1)[0]
+    assert rec.requests["cpu"] == 64000
+    assert rec.obj["kind"] == "Pod" and rec.obj["spec"]["containers"] == _BIG["containers"]
+    # the 64-cpu pod fits on no 8-cpu node
+    sim = Simulation([node_dict("n1", cpu="8", memory="32Gi")], backend="numpy")
+    sim.submit(tr)
+    sim.run()
+    assert len(sim.cluster.state.pods) == 0
+
+
+@pytest.mark.parametrize("template, expect", [
+    ({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}},
+     "row 0: template: spec.containers[0].resources.requests.cpu: invalid quantity 'lots'"),
+    ({"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
+     "row 0: template: spec.containers[0].resources.requests.cpu: invalid quantity 'lots'"),
+    ({"spec": _BIG, "containers": []}, "row 0: template: a pod spec or a Pod, not both"),
+    ({"kind": "Node", "spec": _BIG}, "row 0: template: kind: a template must be a Pod"),
+    ({"metadata": {"name": "x"}}, "row 0: template: spec: required"),
+])
+def test_json_template_errors_alike_in_both_forms(template, expect):
+    with pytest.raises(TraceError) as e:
+        trace_from_table(pa.table({"name": ["a"], "arrival": [0.0],
+                                   "template": [json.dumps(template)]}), source="t.parquet")
+    assert str(e.value).startswith(f"t.parquet: {expect}"), str(e.value)
 
 
 def test_templates_by_id():
