@@ -14,12 +14,12 @@ import numpy as np
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import Objects, parse_node, parse_pod
 from tensorsched.framework.objects.meta import source_of
+from tensorsched.framework.objects.node_lifecycle import uncordoned_record
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
 from tensorsched.framework.scheduler.cluster import TERMINAL_PHASES, Cluster, build_cluster
 from tensorsched.kernels import layout as L
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 _new = object.__new__
 
@@ -109,7 +109,10 @@ def pod_copies(template: PodRecord, names) -> list[PodRecord]:
 
 def node_copies(template: NodeRecord, names) -> list[NodeRecord]:
     """Nodes of ``template`` named ``names`` (``kubernetes.io/hostname`` set
-    to each name, as the kubelet sets it)."""
+    to each name, as the kubelet sets it), joining uncordoned: a template
+    copied from a cordoned node gives nodes without ``spec.unschedulable``
+    and its taint."""
+    template = uncordoned_record(template)
     out = []
     for name in names:
         labels = dict(template.labels)
@@ -162,16 +165,3 @@ def node_utilization(state, name: str) -> float:
         if alloc > 0:
             best = max(best, int(state.requested[row, col]) / alloc)
     return best
-
-
-def is_daemon_or_mirror(pod: PodRecord) -> bool:
-    """A DaemonSet-owned or mirror (static) pod: it stays with its node, as
-    cluster-autoscaler treats it on scale-down."""
-    meta = (pod.obj or {}).get("metadata") or {}
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-        return True
-    for ref in meta.get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True \
-                and ref.get("kind") == "DaemonSet":
-            return True
-    return False

@@ -13,9 +13,10 @@ Score of the profile).  A node is removable when
   disruption controller's rule over the bound pods,
   ``objects.pdb.disruptions_allowed``).
 
-DaemonSet-owned pods and mirror (static) pods stay with their node and go
-with it, as cluster-autoscaler treats them; pending pods of the cluster
-take no part.
+DaemonSet-owned pods and static (mirror) pods stay with their node and go
+with it, as ``kubectl drain`` and cluster-autoscaler leave them (the one
+rule: ``objects.node_lifecycle.drain_exemption``); pending pods of the
+cluster take no part.
 
 The set: nodes that can go together, every pod of all of them rescheduled
 at once (queued node by node in candidate order, each node's pods in load
@@ -37,11 +38,12 @@ import time
 from collections.abc import Callable
 
 from tensorsched.framework.errors import StateError
+from tensorsched.framework.objects.node_lifecycle import drain_exemption
 from tensorsched.framework.objects.pdb import applies, disruptions_allowed
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
-from .common import bound_pods, fresh_cluster, is_daemon_or_mirror, no_gc, node_utilization
+from .common import bound_pods, fresh_cluster, no_gc, node_utilization
 from .report import DrainReport, NodeDrain
 
 __all__ = ["removable_nodes", "EXACT_LIMIT"]
@@ -67,7 +69,7 @@ class _Drainer:
         move, stay = [], []
         for n in names:
             for p in self.on.get(n, ()):
-                (stay if is_daemon_or_mirror(p) else move).append(p)
+                (stay if drain_exemption(p) else move).append(p)
         return move, stay
 
     def pdb_problem(self, move) -> str:

@@ -41,7 +41,6 @@ digest, so a restored simulation continues exactly as the original would
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import heapq
 import json
@@ -59,6 +58,7 @@ from tensorsched.framework.objects.manifests import (
     parse_yaml_documents,
     read_text,
 )
+from tensorsched.framework.objects.node_lifecycle import drain_exemption, set_unschedulable
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.runtime.gc_pacing import few_collections
@@ -174,6 +174,7 @@ class Simulation:
         self._cursor: list[int] = []
         self._offset: list[float] = []
         self._buffer: dict[int, tuple] = {}          # trace -> (start, stop, records)
+        self._trace_keys: dict[int, dict] = {}       # trace -> {pod key: row}, when asked
         self._arrived_at: dict[str, float] = {}      # pending pod -> arrival time
         self._duration: dict[str, float] = {}        # pod with a duration -> seconds
         self._subs: dict[str, list] = {}
@@ -258,10 +259,16 @@ class Simulation:
         return len(recs)
 
     def delete(self, pod_key: str, at=None) -> None:
-        """Delete a pod (``namespace/name``) at ``at``, bound or pending."""
+        """Delete a pod (``namespace/name``) at ``at``, bound or pending.
+        A pod that is neither in the simulation nor due to arrive before
+        ``at`` is refused now (NotFound); one gone by then (departed,
+        deleted) stops the run at ``at`` with the same error."""
         t = self._when(at)
-        self._logged("delete", t, pod_key)
-        self._push(t, PRIO_LEAVE, "delete", pod_key)
+        key = _pod_key(pod_key)
+        if not self._pod_by(key, t):
+            raise _pod_not_found(key, t)
+        self._logged("delete", t, key)
+        self._push(t, PRIO_LEAVE, "delete", key)
 
     def add_node(self, node: dict, at=None) -> None:
         """Add a Node (a dict, validated now) at ``at``."""
@@ -272,38 +279,97 @@ class Simulation:
 
     def delete_node(self, name: str, at=None) -> None:
         """Delete a node at ``at``; its pods are deleted with it (Deleted)."""
-        t = self._when(at)
-        self._logged("delete_node", t, name)
-        self._push(t, PRIO_NODE, "delete_node", name)
+        self._node_call("delete_node", name, at)
 
     def cordon(self, name: str, at=None) -> None:
-        t = self._when(at)
-        self._logged("cordon", t, name)
-        self._push(t, PRIO_NODE, "cordon", name)
+        """Mark a node unschedulable at ``at`` (``spec.unschedulable`` and the
+        ``node.kubernetes.io/unschedulable`` taint, as Kubernetes keeps them)."""
+        self._node_call("cordon", name, at)
 
     def uncordon(self, name: str, at=None) -> None:
-        t = self._when(at)
-        self._logged("uncordon", t, name)
-        self._push(t, PRIO_NODE, "uncordon", name)
+        """Make a node schedulable again at ``at`` (both the field and the taint cleared)."""
+        self._node_call("uncordon", name, at)
 
     def drain(self, name: str, at=None) -> None:
-        """Cordon a node and evict its pods (Evicted; they are not recreated)."""
+        """Cordon a node and evict its pods (Evicted; they are not
+        recreated), except what ``kubectl drain`` leaves: DaemonSet and
+        static (mirror) pods (``objects.node_lifecycle.drain_exemption``)."""
+        self._node_call("drain", name, at)
+
+    def _node_call(self, call: str, name, at) -> None:
         t = self._when(at)
-        self._logged("drain", t, name)
-        self._push(t, PRIO_NODE, "drain", name)
+        if not isinstance(name, str) or not name:
+            raise SimulationError(f"{call}: a node name (a non-empty string), got {name!r}")
+        if not self._node_by(name, t):
+            raise SimulationError(f"Node {name}: not found (NotFound): no such node in the "
+                                  f"cluster at {t:g}s")
+        self._logged(call, t, name)
+        self._push(t, PRIO_NODE, call, name)
+
+    def _node_by(self, name: str, t: float) -> bool:
+        """Whether node ``name`` is in the cluster now or added by ``t`` (a
+        later deletion is caught when the call is applied)."""
+        if name in self.cluster.state.node_rows:
+            return True
+        return any(kind == "add_node" and when <= t
+                   and (payload.get("metadata") or {}).get("name") == name
+                   for when, _, _, kind, payload in self._heap)
+
+    def _pod_by(self, key: str, t: float) -> bool:
+        """Whether pod ``key`` is in the simulation now or arrives before
+        ``t`` (arrivals at ``t`` come after deletions at ``t``)."""
+        sched = self.scheduler
+        if key in self.cluster.state.pods or key in sched.queue or key in sched.waiting:
+            return True
+        for when, _, _, kind, payload in self._heap:
+            if kind == "pods" and when < t and any(r.key == key for r in payload[0]):
+                return True
+        for i, trace in enumerate(self._traces):
+            if trace is None:
+                continue
+            keys = self._trace_keys.get(i)
+            if keys is None:
+                keys = self._trace_keys[i] = _trace_keys(trace)
+            row = keys.get(key)
+            if row is not None and row >= self._cursor[i] \
+                    and trace.arrival[row] + self._offset[i] < t:
+                return True
+        return False
 
     def scenario(self, scenario) -> int:
         """Schedule the steps of a scenario (a ``Scenario``, a dict or a
         YAML path; see ``scenario.py``).  Node names are checked against the
-        cluster and the scenario's own node steps in time order.  Returns the
-        number of steps."""
+        cluster and the scenario's own node steps in time order, and so are
+        the pods a step deletes (the cluster's, the traces' and the
+        scenario's own: an unknown one is NotFound).  Nothing is scheduled
+        when a step is refused.  Returns the number of steps."""
         sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         nodes = set(self.cluster.state.node_rows)
+        created: dict[str, float] = {}      # pods of earlier steps -> when they arrive
+        gone: set[str] = set()              # pods deleted by earlier steps
         for st in sc.steps:
             if st.at < self.clock.now():
                 raise ScenarioError(sc.source, st.field, f"at {st.at:g} is before the "
                                     f"simulation's time {self.clock.now():g}")
-            if st.action in ("create", "addNodes") and st.kind == "Node":
+            if st.kind == "Pod":
+                if st.action == "create":
+                    for o in st.objects:
+                        meta = o["metadata"]
+                        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+                        created[key] = st.at
+                        gone.discard(key)
+                    continue
+                for key in st.names:
+                    when = created.pop(key, None)
+                    # arrivals at a time come after deletions at that time
+                    ok = when < st.at if when is not None else \
+                        key not in gone and self._pod_by(key, st.at)
+                    if not ok:
+                        raise ScenarioError(sc.source, st.field, f"pod {key} not found "
+                                            f"(NotFound): not in the simulation before "
+                                            f"{st.at:g}s")
+                    gone.add(key)
+            elif st.action in ("create", "addNodes"):
                 for o in st.objects:
                     name = o["metadata"]["name"]
                     if name in nodes:
@@ -453,6 +519,7 @@ class Simulation:
         else:
             # the trace is done: its columns can go
             self._traces[i] = None
+            self._trace_keys.pop(i, None)
 
     def _arrival_block(self, until: float) -> bool:
         """The trace arrival at the head of the events and the ones after it
@@ -605,12 +672,7 @@ class Simulation:
         return state.node(name).obj
 
     def _set_unschedulable(self, name: str, value: bool) -> None:
-        obj = copy.deepcopy(self._node_obj(name))
-        spec = obj.setdefault("spec", {})
-        if value:
-            spec["unschedulable"] = True
-        else:
-            spec.pop("unschedulable", None)
+        obj = set_unschedulable(self._node_obj(name), value)
         self.scheduler.update_node(obj)
         self._sim_event("NodeUpdated", None, name, "cordoned" if value else "uncordoned")
 
@@ -623,7 +685,8 @@ class Simulation:
         elif kind == "depart":
             self._remove_pod(payload, "Departed", "left")
         elif kind == "delete":
-            self._remove_pod(payload, "Deleted", "deleted")
+            if not self._remove_pod(payload, "Deleted", "deleted"):
+                raise _pod_not_found(payload, self.clock.now())
         elif kind == "add_node":
             name = (payload.get("metadata") or {}).get("name")
             if name in self.cluster.state.node_rows:
@@ -647,7 +710,8 @@ class Simulation:
                 self._set_unschedulable(payload, True)
             row = state.node_rows[payload]
             for key in sorted(state.pods_on_node[row]):
-                self._remove_pod(key, "Evicted", f"evicted: node {payload} drained")
+                if drain_exemption(state.pods.record(key)) is None:
+                    self._remove_pod(key, "Evicted", f"evicted: node {payload} drained")
         else:   # pragma: no cover - internal
             raise AssertionError(kind)
 
@@ -910,6 +974,32 @@ class Simulation:
             self.run(at)
         else:
             raise SimulationError(f"snapshot: unknown call {call!r}")
+
+
+def _pod_key(key) -> str:
+    """A pod key ``namespace/name`` (a bare name: namespace ``default``)."""
+    if not isinstance(key, str) or not key or key.startswith("/") or key.endswith("/") \
+            or key.count("/") > 1:
+        raise SimulationError(f"a pod key is 'namespace/name' (or a name in namespace "
+                              f"default), got {key!r}")
+    return key if "/" in key else f"default/{key}"
+
+
+def _pod_not_found(key: str, t: float) -> SimulationError:
+    # kubectl's words: Error from server (NotFound): pods "x" not found
+    return SimulationError(f"Pod {key}: not found (NotFound): no such pod pending or bound "
+                           f"at {t:g}s")
+
+
+def _trace_keys(trace: Trace) -> dict[str, int]:
+    """``namespace/name`` -> row of every row of a trace."""
+    table = trace.table
+    names = table.column("name").to_pylist()
+    if "namespace" in table.column_names:
+        spaces = table.column("namespace").to_pylist()
+    else:
+        spaces = [None] * len(names)
+    return {f"{ns or 'default'}/{n}": r for r, (ns, n) in enumerate(zip(spaces, names))}
 
 
 def _ipc(trace: Trace) -> bytes:

@@ -61,17 +61,22 @@ def test_pdb_daemonset_and_mirror_pods():
     ds = bound("proxy-n2", "n2")
     ds["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
                                           "name": "proxy", "uid": "u", "controller": True}]
-    mirror = bound("etcd-n2", "n2", cpu="1500m")
+    mirror = bound("etcd-n2", "n2", cpu="1000m")
     mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "x"}
+    # a static pod as the API shows it: its controller is its Node
+    static = bound("kube-apiserver-n2", "n2", cpu="500m")
+    static["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": "n2",
+                                              "uid": "n", "controller": True}]
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
            "metadata": {"name": "web", "namespace": "default"},
            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}}
-    cl = cluster_of(nodes, web + [ds, mirror], [pdb])
+    cl = cluster_of(nodes, web + [ds, mirror, static], [pdb])
     r = removable_nodes(cl, backend="numpy")
     by = {n.node: n for n in r.nodes}
     assert not by["n0"].removable and "PodDisruptionBudget default/web" in by["n0"].reason
-    assert by["n2"].removable and sorted(by["n2"].staying) == ["default/etcd-n2",
-                                                               "default/proxy-n2"]
+    assert by["n2"].removable and sorted(by["n2"].staying) == [
+        "default/etcd-n2", "default/kube-apiserver-n2", "default/proxy-n2"]
+    assert by["n2"].moves == {}
     assert r.removable_set == ["n2"]
     # greedy (cluster-autoscaler's order) beyond the exact limit
     g = removable_nodes(cl, backend="numpy", exact_limit=0)

@@ -79,3 +79,15 @@ def test_infeasible_and_bad_templates():
     assert not r.fits and "lacks a resource" in r.results[0].search
     with pytest.raises(ManifestError, match="must be a Node"):
         nodes_to_add(cl, [pod_dict("a")], [pod_dict("b")], backend="numpy")
+
+
+def test_a_template_copied_from_a_cordoned_node_adds_uncordoned_nodes():
+    # a node dumped while cordoned: spec.unschedulable and the taint the node
+    # lifecycle controller added; the nodes made from it join uncordoned
+    template = node_dict("pool", cpu="2", memory="8Gi", unschedulable=True,
+                         taints=[{"key": "node.kubernetes.io/unschedulable",
+                                  "effect": "NoSchedule"}])
+    pods = [pod_dict(f"w{k}", cpu="1500m", memory="256Mi") for k in range(3)]
+    r = nodes_to_add(cluster_of([node_dict("n0", cpu="1", memory="8Gi")]), pods, [template],
+                     backend="numpy")
+    assert r.nodes_to_add == 3 and r.best.added_nodes == ["pool-0", "pool-1", "pool-2"]

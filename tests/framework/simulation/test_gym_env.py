@@ -314,12 +314,14 @@ def test_missing_gymnasium_is_one_line():
 
 
 def test_simulation_errors_surface_in_step():
-    # a scenario step that fails at 20 s: the error comes out of the step
-    # that ran into it, and the episode is over (no hang on a dead thread)
+    # a scenario step that fails at 20 s (the node it deletes is gone by
+    # then): the error comes out of the step that ran into it, and the
+    # episode is over (no hang on a dead thread)
     env = SchedulingEnv(nodes(2), steady(20), backend="numpy",
-                        setup=lambda sim: sim.delete_node("nope", at=20))
+                        setup=lambda sim: (sim.delete_node("n1", at=10),
+                                           sim.delete_node("n1", at=20)))
     obs, info = env.reset()
-    with pytest.raises(SimulationError, match="nope"):
+    with pytest.raises(SimulationError, match="n1"):
         while True:
             obs, *_, info = env.step(info["default_action"])
     _, r, term, _, _ = env.step(0)

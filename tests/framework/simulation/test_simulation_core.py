@@ -136,7 +136,7 @@ steps:
   addNodes: {template: {apiVersion: v1, kind: Node, metadata: {name: extra}, status: {allocatable: {cpu: "8", memory: 8Gi, pods: "10"}}}, count: 2}
 - {at: 40, uncordon: n0}
 - {at: 50, removeNodes: [extra-1]}
-- at: 60
+- at: 5
   delete: {kind: Pod, name: web, namespace: default}
   replicas: 2
 """)
@@ -148,7 +148,7 @@ steps:
     assert ("NodeDeleted", "extra-1") in names
     evicted = [e for e in ev if e["event"] == "Evicted"]
     assert all(e["node"] == "n1" for e in evicted)
-    assert sum(e["event"] == "Deleted" for e in ev) >= 1
+    assert [e["pod"] for e in ev if e["event"] == "Deleted"] == ["default/web-0", "default/web-1"]
     assert sim.cluster.state.node("n1").unschedulable
     assert not sim.cluster.state.node("n0").unschedulable
     assert sim.summary()["nodes"] == 3
@@ -244,3 +244,100 @@ def test_a_pod_bound_after_the_last_arrival_does_not_carry_the_clock_past_a_samp
     ts = sim.timeseries().to_pydict()
     assert ts["time"] == [4.0, 5.0]
     assert ts["running"] == [1, 0] and ts["departed"] == [0, 1]
+
+
+def test_deleting_what_does_not_exist_is_not_found(tmp_path):
+    sim = Simulation(nodes(2), backend="numpy")
+    sim.submit([pod_dict("a", namespace="shop", cpu="3")])
+    for call, arg in [("delete", "shop/nosuch"), ("delete", "nosuch"), ("cordon", "ghost"),
+                      ("uncordon", "ghost"), ("drain", "ghost"), ("delete_node", "ghost")]:
+        with pytest.raises(SimulationError, match=r"not found \(NotFound\)"):
+            getattr(sim, call)(arg)
+    with pytest.raises(SimulationError, match="a pod key is 'namespace/name'"):
+        sim.delete("a/b/c")
+    # the pod submitted now arrives after a deletion at the same time
+    with pytest.raises(SimulationError, match="Pod shop/a: not found"):
+        sim.delete("shop/a")
+    sim.delete("shop/a", at=1)
+    assert sim.scenario({"steps": [{"at": 2, "create": pod_dict("b")},
+                                   {"at": 3, "delete": {"kind": "Pod", "name": "b"}}]}) == 2
+    sim.run()
+    assert sim.totals["deleted"] == 2 and not sim.cluster.state.pods
+    # a pod gone by the time of its deletion: the run stops there, NotFound
+    sim.submit([pod_dict("c")], at=5, duration=1)
+    sim.delete("default/c", at=10)
+    with pytest.raises(SimulationError, match="Pod default/c: not found"):
+        sim.run()
+
+
+@pytest.mark.parametrize("steps, expect", [
+    ([{"at": 1, "delete": {"kind": "Pod", "name": "nosuch", "namespace": "shop"}}],
+     "steps[0].delete: pod shop/nosuch not found (NotFound)"),
+    ([{"at": 1, "create": pod_dict("x")},
+      {"at": 1, "delete": {"kind": "Pod", "name": "x"}}],
+     "steps[1].delete: pod default/x not found"),
+    ([{"at": 1, "create": pod_dict("x")}, {"at": 2, "delete": {"kind": "Pod", "name": "x"}},
+      {"at": 3, "delete": {"kind": "Pod", "name": "x"}}],
+     "steps[2].delete: pod default/x not found"),
+])
+def test_scenario_delete_of_an_unknown_pod_is_refused_up_front(steps, expect):
+    sim = Simulation(nodes(2), backend="numpy")
+    with pytest.raises(ScenarioError) as e:
+        sim.scenario({"steps": steps})
+    assert expect in str(e.value)
+    sim.run()                                     # nothing of the scenario was scheduled
+    assert sim.totals["arrived"] == 0 and sim.totals["deleted"] == 0
+
+
+def test_trace_pods_can_be_deleted_by_name():
+    sim = Simulation(nodes(2), backend="numpy")
+    sim.submit(pa.table({"name": ["t0", "t1"], "arrival": [0.0, 4.0], "cpu": [100, 100]}))
+    sim.scenario({"steps": [{"at": 5, "delete": {"kind": "Pod", "name": "t1"}}]})
+    with pytest.raises(ScenarioError, match="t1 not found"):
+        sim.scenario({"steps": [{"at": 3, "delete": {"kind": "Pod", "name": "t1"}}]})
+    sim.run()
+    assert set(sim.cluster.state.pods) == {"default/t0"}
+
+
+def _bound_pod(name, node, **meta):
+    p = pod_dict(name, cpu="100m")
+    p["spec"]["nodeName"] = node
+    p["metadata"].update(meta)
+    return p
+
+
+def test_drain_leaves_daemonset_and_static_pods_and_cordon_keeps_the_taint():
+    ds = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "proxy",
+                               "uid": "u", "controller": True}]}
+    static = {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n0",
+                                   "uid": "u", "controller": True}]}
+    mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
+    pods = [_bound_pod("proxy", "n0", **ds), _bound_pod("etcd", "n0", **static),
+            _bound_pod("apiserver", "n0", **mirror), _bound_pod("web", "n0")]
+    sim = Simulation(nodes(2) + pods, backend="numpy")
+    sim.drain("n0")
+    ev = sim.step(until=1)
+    assert [e["pod"] for e in ev if e["event"] == "Evicted"] == ["default/web"]
+    assert set(sim.cluster.state.pods) == {"default/proxy", "default/etcd", "default/apiserver"}
+    node = sim.cluster.state.node("n0")
+    assert node.unschedulable and "node.kubernetes.io/unschedulable" in [t.key for t in node.taints]
+
+
+def test_uncordon_clears_the_taint_a_dump_carries():
+    dumped = nodes(1)
+    dumped[0]["spec"] = {"unschedulable": True, "taints": [
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule",
+         "timeAdded": "2024-05-01T10:00:00Z"}]}
+    sim = Simulation(dumped, backend="numpy")
+    sim.uncordon("n0", at=1)
+    sim.submit([pod_dict("web")], at=2)
+    sim.run()
+    node = sim.cluster.state.node("n0")
+    assert not node.unschedulable and not node.taints
+    assert set(sim.cluster.state.pods) == {"default/web"}
+    sim.cordon("n0")
+    sim.submit([pod_dict("late")], at=sim.now + 1)
+    sim.run()
+    assert "default/late" not in sim.cluster.state.pods
+    assert [t.key for t in sim.cluster.state.node("n0").taints] == [
+        "node.kubernetes.io/unschedulable"]
