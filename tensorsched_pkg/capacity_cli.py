@@ -110,7 +110,8 @@ def cmd_capacity(args) -> int:
                                   progress=lambda n: (bar.set_postfix_str(f"{n} nodes"),
                                                       bar.update(1)))
     else:
-        names = [n.strip() for n in args.nodes.split(",") if n.strip()] if args.nodes else None
+        names = [n.strip() for part in args.nodes for n in part.split(",") if n.strip()] \
+            if args.nodes else None
         try:
             with _bar("drain", "trial") as bar:
                 report = removable_nodes(cluster, nodes=names, backend=args.backend,
@@ -156,7 +157,8 @@ def add_parser(sub) -> None:
                    "plus the number of pods)")
     c.add_argument("--drain", action="store_true",
                    help="which nodes can be removed, one by one and as a set")
-    c.add_argument("--nodes", help="with --drain: comma-separated candidate nodes "
+    c.add_argument("--nodes", action="append",
+                   help="with --drain: comma-separated candidate nodes, repeatable "
                    "(default: all)")
     c.add_argument("--exact-limit", type=int_in(0, 20), default=EXACT_LIMIT,
                    help="with --drain: up to this many candidates, every subset is tried "

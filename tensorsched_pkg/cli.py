@@ -110,11 +110,11 @@ def cmd_explain(args) -> int:
 def cmd_schedule(args) -> int:
     if args.cluster:
         objects = load(args.cluster)
-        if args.pods:
-            objects = objects + load(args.pods)
+        for path in args.pods or ():
+            objects = objects + load(path)
     else:
         nodes, pods = sample(seed=args.seed)
-        objects = nodes + (load(args.pods) if args.pods else pods)
+        objects = nodes + ([o for path in args.pods for o in load(path)] if args.pods else pods)
     cluster = load_cluster(objects, args.config)
     sched = Scheduler(cluster, args.backend, args.seed, batch=not args.no_batch)
     with progress(len(cluster.pending), "scheduling") as bar:
@@ -236,8 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = subcommand(sub, "schedule", "schedule pending pods through the scheduling queue")
     s.add_argument("--cluster", help="manifests; default: a built-in synthetic cluster")
-    s.add_argument("--pods", help="more pending pods; default: the pending pods of --cluster "
-                   "(or the built-in ones)")
+    s.add_argument("--pods", action="append", metavar="PATH",
+                   help="more pending pods (repeat for several files); default: the pending "
+                   "pods of --cluster (or the built-in ones)")
     s.add_argument("--config", help="KubeSchedulerConfiguration (v1) file; default: "
                    "kube-scheduler's default profile")
     s.add_argument("--backend", choices=BACKENDS, default="numpy", help="kernel backend")
@@ -265,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = subcommand(sub, "replay", "openb GPU trace replay (Weng et al., ATC'23)")
     r.add_argument("--nodes", required=True, help="openb node CSV (the paper uses the GPU nodes: "
                    "data/openb/csv/openb_node_list_gpu_node.csv)")
-    r.add_argument("--pods", required=True, nargs="+", help="openb pod CSV (several with --sweep)")
+    r.add_argument("--pods", required=True, nargs="+", action="extend",
+                   help="openb pod CSV (several with --sweep)")
     r.add_argument("--policy", choices=POLICIES, help="score policy (required without --sweep)")
     r.add_argument("--seed", type=SEED, default=42, help="seed of the workload draw")
     r.add_argument("--tune", type=positive_float, default=1.3,

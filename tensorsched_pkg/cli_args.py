@@ -70,8 +70,33 @@ def existing_path(text: str) -> str:
     return text
 
 
+class _StoreOnce(argparse._StoreAction):
+    """A single-valued flag that refuses to be given twice (argparse would
+    keep the last value and drop the others without a word).  Flags that
+    take several values say so with ``action="append"`` or ``"extend"``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = getattr(parser, "_given", None)
+        if seen is not None and option_string is not None:
+            if self.dest in seen:
+                raise argparse.ArgumentError(self, "given more than once; it takes one value "
+                                             "(give it once)")
+            seen.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with a one-line refusal (no usage dump): status 2."""
+    """argparse with a one-line refusal (no usage dump): status 2; a
+    single-valued flag given twice is refused, not silently overridden."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given: set[str] = set()
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
