@@ -100,7 +100,7 @@ def cmd_capacity(args) -> int:
         workloads = parse_objects(workloads).pods
     cluster = _build(args.cluster, args.config)
     if pods:
-        with _bar("capacity", "pod") as bar:
+        with _bar("capacity", "pod", sum(args.replicas) if args.replicas else None) as bar:
             report = how_many_fit(cluster, pods, replicas=args.replicas, backend=args.backend,
                                   seed=args.seed, limit=args.limit, progress=bar.update)
     elif workloads is not None:

@@ -95,3 +95,18 @@ def test_bad_input_is_one_line_exit_2(files, capsys, argv, words):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
+
+
+def test_replicas_far_beyond_the_room_end_at_once(tmp_path, capsys):
+    import time
+    out_file = tmp_path / "r.json"
+    t0 = time.perf_counter()
+    rc, out, _ = _run(capsys, "capacity", "--cluster", "data/examples/cluster.yaml",
+                      "--pod", "data/examples/pod.yaml", "--replicas", "10000000",
+                      "--backend", "numpy", "--output", str(out_file))
+    assert time.perf_counter() - t0 < 10
+    assert rc == 0 and out.strip().endswith("does not fit")
+    t = json.loads(out_file.read_text())["status"]["templates"][0]
+    assert t["replicas"] == 10_000_000 and t["scheduled"] + t["notScheduled"] == 10_000_000
+    assert t["scheduled"] > 0 and len(t["unschedulable"]) == 1
+    assert "Insufficient cpu" in t["unschedulable"][0]["message"]

@@ -133,16 +133,21 @@ def unique_names(prefix: str, taken, count: int, start: int = 0) -> list[str]:
     return out
 
 
-def free_bound(state, requests: dict[str, int]) -> int:
+def free_bound(state, requests: dict[str, int], *, preemptible_below: int | None = None) -> int:
     """An upper bound on how many more pods requesting ``requests`` fit on
     the state's nodes by resources alone (per node the least of free /
-    request over the requested resources and the free pod slots)."""
+    request over the requested resources and the free pod slots).
+    ``preemptible_below``: a priority; what the bound pods of lower
+    priority hold counts as free (a preemptor may evict them)."""
     rows = state.valid_rows()
     if rows.size == 0:
         return 0
     cols = state.columns()
     nres = cols.allocatable.shape[1]
-    free = np.maximum(cols.allocatable[rows] - cols.requested[rows], 0)
+    used = cols.requested[rows]
+    if preemptible_below is not None:
+        used = used - _held_below(state, preemptible_below, nres)[rows]
+    free = np.maximum(cols.allocatable[rows] - used, 0)
     per_node = free[:, L.RES_PODS].copy()
     for name, amount in requests.items():
         if amount <= 0 or name == "pods":
@@ -153,6 +158,19 @@ def free_bound(state, requests: dict[str, int]) -> int:
         per_node = np.minimum(per_node, free[:, col] // amount)
     per_node[state.unschedulable[rows]] = 0
     return int(per_node.sum())
+
+
+def _held_below(state, priority: int, nres: int) -> np.ndarray:
+    """[node rows, resources] int64: what the bound pods of priority below
+    ``priority`` request (the ``pods`` column counts them)."""
+    held = np.zeros((state.allocatable.shape[0], nres), np.int64)
+    cols = state.pods.arrays()
+    low = cols["priority"] < priority
+    if low.any():
+        req = cols["request"][low]
+        width = min(req.shape[1], nres)
+        np.add.at(held[:, :width], cols["node_row"][low], req[:, :width])
+    return held
 
 
 def node_utilization(state, name: str) -> float:

@@ -21,8 +21,13 @@ queue.  With several templates pods alternate, one at a time, so a
 template's pod sees the pods of the others placed before it.
 
 ``how_many_fit(cluster, templates, replicas=[...])`` asks instead whether
-that set of pods fits when it arrives at once (``schedule_pending`` of the
-replicas, interleaved over the templates), and which do not.
+that set of pods fits when it arrives at once (the replicas queued
+together, interleaved over the templates), and what does not: the first
+pod of a template that fits nowhere ends that template; its pods after it
+are counted as not scheduled, not scheduled one by one.  Pods beyond a
+template's room (free resources plus what lower-priority pods it may
+preempt hold, ``free_bound``) are never made: they could not bind, so
+10,000,000 replicas on a small cluster cost what its room costs.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from collections.abc import Callable
 
 from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.priorities import pod_priority
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
@@ -92,30 +98,34 @@ def _taken(sched: Scheduler) -> set[str]:
 
 
 def _replicas(sched: Scheduler, recs, replicas, progress) -> FitReport:
-    taken = _taken(sched)
-    per = [pod_copies(r, unique_names(r.name, taken, n)) for r, n in zip(recs, replicas)]
+    f = _Filler(sched, recs, None, progress)
+    # pods beyond a template's room can never bind: they are counted, not made
+    made = [min(n, _room(sched, r) + 1) for r, n in zip(recs, replicas)]
+    per = [f.make(t, n) if n else [] for t, n in enumerate(made)]
     order = []
-    for i in range(max(replicas, default=0)):
+    for i in range(max(made, default=0)):
         for t, pods in enumerate(per):
             if i < len(pods):
-                order.append(pods[i])
-    owner = {p.key: t for t, pods in enumerate(per) for p in pods}
-    bindings, preemptions = sched.schedule_pending(order)
-    fits = [TemplateFit(r.key, replicas=n) for r, n in zip(recs, replicas)]
-    for b in bindings:
-        tf = fits[owner[b.pod]]
-        if b.node is not None:
-            tf.count += 1
-            tf.per_node[b.node] = tf.per_node.get(b.node, 0) + 1
-        else:
-            tf.unschedulable.append({"pod": b.pod, "message": b.message})
-    for tf in fits:
-        if tf.unschedulable:
-            tf.stop_reason = tf.unschedulable[0]["message"]
-    if progress is not None:
-        progress(len(bindings))
-    return FitReport("Replicas", "", 0, fits, fits=all(not f.unschedulable for f in fits),
-                     preemptions=preemptions)
+                order.append((t, pods[i]))
+    if progress is not None and sum(replicas) > len(order):
+        progress(sum(replicas) - len(order))
+    f.active = [t for t, n in enumerate(replicas) if n]
+    if order:
+        f.drive(order, first_failure=f.first)
+    for tf, n, first in zip(f.fits, replicas, f.first):
+        tf.replicas = n
+        tf.not_scheduled = n - tf.count
+        tf.unschedulable = [first] if first is not None else []
+    return FitReport("Replicas", "", 0, f.fits, fits=all(tf.not_scheduled == 0 for tf in f.fits),
+                     preemptions=f.preemptions)
+
+
+def _room(sched: Scheduler, rec) -> int:
+    """An upper bound on how many pods like ``rec`` can ever bind: the free
+    resources of the nodes, plus what pods it may preempt (lower priority)
+    hold."""
+    below = pod_priority(rec) if rec.preemption_policy != "Never" else None
+    return free_bound(sched.cluster.state, rec.requests, preemptible_below=below)
 
 
 class _Filler:
@@ -132,6 +142,7 @@ class _Filler:
         self.taken = _taken(sched)
         self.next_index = [0] * len(recs)
         self.preemptions: list[dict] = []
+        self.first: list[dict | None] = [None] * len(recs)   # first pod that fits nowhere
 
     def make(self, t: int, n: int):
         rec = self.recs[t]
@@ -169,10 +180,12 @@ class _Filler:
                 last = t
                 self.drive([(t, p) for p in self.make(t, 1)])
 
-    def drive(self, chunk) -> None:
+    def drive(self, chunk, first_failure: list | None = None) -> None:
         """Add the chunk's pods to the queue, in order, and run the
         scheduler a cycle (or a compiled run) at a time until each is bound
-        or its template stopped."""
+        or its template stopped (its pods left are deleted from the queue,
+        counted as settled).  ``first_failure[t]``: set to ``{"pod",
+        "message"}`` of the pod that stopped template ``t``."""
         sched = self.sched
         pending = {pod.key: t for t, pod in chunk}
         pods = [pod for _, pod in chunk]
@@ -191,6 +204,9 @@ class _Filler:
                 idle += 1
                 if idle > MAX_IDLE:
                     for key, t in list(pending.items()):
+                        if first_failure is not None and t in self.active:
+                            first_failure[t] = {"pod": key, "message": "stalled: no binding "
+                                                "after retries"}
                         self.stop(t, "stalled: no binding after retries")
                         sched.delete_pod(key)
                     pending.clear()
@@ -213,6 +229,8 @@ class _Filler:
                                                  "victims": list(b.victims)})
                 elif b.nominated_node is None:
                     # the template's first pod that does not fit: it stops
+                    if first_failure is not None and t in self.active:
+                        first_failure[t] = {"pod": b.pod, "message": b.message}
                     self.stop(t, b.message)
                     for key, tt in list(pending.items()):
                         if tt == t and (key == b.pod or key not in sched.outcomes):

@@ -46,7 +46,10 @@ class TemplateFit:
     """One Pod template's answer: ``count`` pods placed (on ``per_node``),
     and why the next one did not fit (``stop_reason``: its FailedScheduling
     message; None when it stopped at ``limit`` or all requested replicas
-    fit).  ``replicas``/``unschedulable`` in Replicas mode."""
+    fit).  In Replicas mode: ``replicas`` asked, ``not_scheduled`` of them
+    (``replicas - count``), and ``unschedulable``: the first pod that fit
+    nowhere, which ended the template (the pods after it are counted in
+    ``not_scheduled``, not tried)."""
 
     name: str
     count: int = 0
@@ -54,10 +57,12 @@ class TemplateFit:
     stop_reason: str | None = None
     replicas: int | None = None
     unschedulable: list[dict] = field(default_factory=list)   # {"pod", "message"}
+    not_scheduled: int = 0
 
     def to_dict(self, replicas_mode: bool) -> dict:
         if replicas_mode:
             return {"name": self.name, "replicas": self.replicas, "scheduled": self.count,
+                    "notScheduled": self.not_scheduled,
                     "unschedulable": list(self.unschedulable), "nodes": _counts(self.per_node)}
         return {"name": self.name, "count": self.count, "stopReason": self.stop_reason,
                 "nodes": _counts(self.per_node)}
@@ -102,12 +107,14 @@ class FitReport:
             lines.append(f"{'template':<32} {'replicas':>9} {'scheduled':>9} {'unschedulable':>13}")
             for t in self.templates:
                 lines.append(f"{t.name:<32} {t.replicas:>9} {t.count:>9} "
-                             f"{len(t.unschedulable):>13}")
+                             f"{t.not_scheduled:>13}")
             for t in self.templates:
-                for u in t.unschedulable[:10]:
+                for u in t.unschedulable:
                     lines.append(f"  {u['pod']} !! {u['message']}")
-                if len(t.unschedulable) > 10:
-                    lines.append(f"  ... {len(t.unschedulable) - 10} more of {t.name}")
+                rest = t.not_scheduled - len(t.unschedulable)
+                if rest > 0:
+                    lines.append(f"  ... {rest} more of {t.name} not scheduled (counted, "
+                                 "not tried: the first that fit nowhere ends the template)")
             lines.append("fits" if self.fits else "does not fit")
         else:
             lines.append(f"{'template':<32} {'fit':>9} {'nodes':>6}  stop reason")

@@ -110,3 +110,56 @@ def test_bad_templates():
         how_many_fit(cl, [p], backend="numpy")
     with pytest.raises(ManifestError, match="replicas"):
         how_many_fit(cl, [pod_dict("x")], replicas=[-1], backend="numpy")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["1", "2", "3"]), min_size=1, max_size=3),
+       st.lists(st.tuples(st.sampled_from(["300m", "700m", "1"]), st.integers(0, 9),
+                          st.sampled_from([0, 5])), min_size=1, max_size=3),
+       st.integers(0, 2))
+def test_replicas_equal_all_of_them_scheduled_at_once(cpus, shapes, busy):
+    # pods of requests only: a pod that fits nowhere means the later pods of
+    # its template fit nowhere either, so stopping there changes no answer
+    nodes = [node_dict(f"n{i}", cpu=c, memory="8Gi") for i, c in enumerate(cpus)]
+    low = [bound(f"b{j}", f"n{j % len(nodes)}", cpu="300m", priority=1) for j in range(busy)]
+    templates = [pod_dict(f"t{k}", cpu=c, memory="256Mi", priority=p)
+                 for k, (c, _, p) in enumerate(shapes)]
+    replicas = [n for _, n, _ in shapes]
+    r = how_many_fit(cluster_of(nodes, low), templates, replicas=replicas, backend="numpy")
+    order = []
+    for i in range(max(replicas)):
+        for k, t in enumerate(templates):
+            if i < replicas[k]:
+                p = copy.deepcopy(t)
+                p["metadata"]["name"] = f"t{k}-{i}"
+                order.append(p)
+    want = [collections.Counter() for _ in templates]
+    for b in schedule(nodes + low, order):
+        if b.node is not None:
+            want[int(b.pod.split("/")[1][1:].split("-")[0])][b.node] += 1
+    assert [t.per_node for t in r.templates] == [dict(w) for w in want]
+    assert [t.not_scheduled for t in r.templates] == [
+        n - sum(w.values()) for n, w in zip(replicas, want)]
+    assert r.fits == all(n == sum(w.values()) for n, w in zip(replicas, want))
+    for t in r.templates:
+        assert len(t.unschedulable) == (1 if t.not_scheduled else 0)
+
+
+def test_replicas_stop_at_the_first_pod_that_fits_nowhere():
+    import time
+    cl = cluster_of([node_dict(f"n{i}", cpu="4") for i in range(4)])
+    settled = []
+    t0 = time.perf_counter()
+    r = how_many_fit(cl, [pod_dict("a", cpu="1"), pod_dict("b", cpu="3")],
+                     replicas=[10_000_000, 3], backend="numpy", progress=settled.append)
+    assert time.perf_counter() - t0 < 5          # not 10 million pods made or scheduled
+    a, b = r.templates
+    assert b.count == 3 and b.not_scheduled == 0 and not b.unschedulable
+    # 16 cpus: b takes 3 on three nodes, a the rest (4 + 1 + 1 + 1)
+    assert a.count == 7 and a.not_scheduled == 10_000_000 - 7
+    assert a.unschedulable == [{"pod": "default/a-7", "message": a.unschedulable[0]["message"]}]
+    assert "Insufficient cpu" in a.stop_reason
+    assert sum(settled) == 10_000_003             # progress accounts for every replica
+    doc = r.to_dict()["status"]["templates"][0]
+    assert doc["notScheduled"] == 10_000_000 - 7 and len(doc["unschedulable"]) == 1
+    assert r.table()[4].startswith("  ... 9999992 more of default/a not scheduled")
