@@ -38,9 +38,10 @@ from .cli_args import BACKENDS, SEED, Help, int_in, load_cluster, output_file
 __all__ = ["add_parser", "cmd_capacity"]
 
 
-def _build(path: str, config):
-    """The cluster of the manifests at ``path``."""
-    return load_cluster(load_objects(path), config)
+def _build(path: str, config, pods=()):
+    """The cluster of the manifests at ``path`` (warnings for what its
+    profiles cannot see of its pending pods and ``pods``)."""
+    return load_cluster(load_objects(path), config, pods)
 
 
 def _one(path: str, kind: str) -> dict:
@@ -98,7 +99,7 @@ def cmd_capacity(args) -> int:
             raise TensorschedError(f"{args.workloads}: no pods (Pods, Deployments, "
                                    "ReplicaSets, StatefulSets, Jobs) to place")
         workloads = parse_objects(workloads).pods
-    cluster = _build(args.cluster, args.config)
+    cluster = _build(args.cluster, args.config, pods + list(workloads or ()))
     if pods:
         with _bar("capacity", "pod", sum(args.replicas) if args.replicas else None) as bar:
             report = how_many_fit(cluster, pods, replicas=args.replicas, backend=args.backend,

@@ -95,8 +95,8 @@ def _explain_table(record: dict, top: int) -> list[str]:
 
 
 def cmd_explain(args) -> int:
-    cluster = load_cluster(load(args.cluster), args.config)
     pod = _single_pod(args.pod)
+    cluster = load_cluster(load(args.cluster), args.config, [pod])
     record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
     if args.format == "json":
         print(json.dumps(record, indent=2))

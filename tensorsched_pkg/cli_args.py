@@ -15,7 +15,8 @@ from tqdm import tqdm
 
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.objects.manifests import ignored_kinds_warning, load_objects
-from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
+from tensorsched.framework.scheduler.profile_warnings import asks_of_pods, profile_warnings
 from tensorsched.topology.openb.replay import _pyplot
 
 BACKENDS = ("numpy", "numba", "cuda")
@@ -121,14 +122,25 @@ def progress(total, what: str, unit: str = "pod") -> tqdm:
     return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=None, leave=False)
 
 
-def load_cluster(objects, config):
+def load_cluster(objects, config, pods=()):
     """The cluster of ``objects``, after a warning line on stderr naming the
-    kinds it read but ignores (Deployments, ConfigMaps, typos...)."""
+    kinds it read but ignores (Deployments, ConfigMaps, typos...), and one
+    per blind spot of a profile for its pending pods and ``pods`` (dicts
+    or records: templates, the pod to explain)."""
     cluster = build_cluster(objects, config)
     warning = ignored_kinds_warning(cluster.objects)
     if warning:
         print(warning, file=sys.stderr)
+    warn_profiles(cluster, asks_of_pods(list(cluster.pending) + [pod_from(p) for p in pods],
+                                        cluster.registry.asks()))
     return cluster
+
+
+def warn_profiles(cluster, asks) -> None:
+    """Print a warning line on stderr for each thing a profile cannot see
+    that the pods ask (``profile_warnings``)."""
+    for line in profile_warnings(cluster, asks):
+        print(line, file=sys.stderr)
 
 
 def load(path):

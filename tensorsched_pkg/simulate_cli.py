@@ -139,6 +139,8 @@ def cmd_simulate(args) -> int:
                                typical=typical)
     if scenario is not None:
         sim.scenario(scenario)
+    for line in run.profile_warning_lines(sim, trace, scenario):
+        print(line, file=sys.stderr)
     if trace is not None:
         sim.submit(trace)
     os.makedirs(args.output, exist_ok=True)

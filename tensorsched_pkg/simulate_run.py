@@ -14,6 +14,8 @@ numbers for the same inputs.
   gets (the openb profile of ``policy`` on an openb node list);
 - ``build_simulation(...)``: a ``Simulation`` with the GPU columns when the
   cluster has GPUs;
+- ``profile_warning_lines(sim, trace, scenario)``: what the profiles cannot
+  see of the pods' asks (one warning line each);
 - ``horizon(trace, scenario, until)`` and ``run_to_end(sim, ...)``: the run
   in 100 steps to the horizon (a progress callback between steps), then on
   until nothing can change (or stop at ``until``).
@@ -27,10 +29,11 @@ from __future__ import annotations
 import csv
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import load_objects
+from tensorsched.framework.objects.manifests import load_objects, parse_pod
+from tensorsched.framework.scheduler.profile_warnings import asks_of_pods, profile_warnings
 from tensorsched.framework.simulation.scenario import Scenario
 from tensorsched.framework.simulation.simulation import Simulation
-from tensorsched.framework.simulation.trace import Trace, TraceError, read_trace
+from tensorsched.framework.simulation.trace import Trace, TraceError, asks_of_trace, read_trace
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.openb.trace import (
     openb_config,
@@ -115,6 +118,28 @@ def build_simulation(objects, config, backend: str, seed: int, *, interval: floa
         for name in sim.metrics:
             sim._series.setdefault(name, [])
     return sim
+
+
+def profile_warning_lines(sim: Simulation, trace: Trace | None,
+                          scenario: Scenario | None) -> list[str]:
+    """``profile_warnings`` of what the run's pods ask (the cluster's
+    pending pods, the trace's rows, the scenario's created pods) under its
+    profiles: GPU annotations without the GPU plugins, extended resources
+    no node offers."""
+    registered = sim.cluster.registry.asks()
+    asks = asks_of_pods(sim.cluster.pending, registered)
+    if trace is not None:
+        asks.add(asks_of_trace(trace, registered))
+    for st in scenario.steps if scenario is not None else ():
+        if st.action == "create" and st.kind == "Pod" and st.objects:
+            # replicas of one manifest ask alike: one record, counted len(objects) times
+            one = asks_of_pods([parse_pod(st.objects[0])], registered)
+            for table in (one.by_ask, one.by_resource):
+                for counts in table.values():
+                    for key in counts:
+                        counts[key] *= len(st.objects)
+            asks.add(one)
+    return profile_warnings(sim.cluster, asks)
 
 
 def horizon(trace: Trace | None, scenario: Scenario | None, until: float | None) -> float:

@@ -230,8 +230,10 @@ def _read_config(path: str) -> dict:
 
 
 def load_inputs(jobs) -> dict:
-    """Every input of ``jobs``, parsed and checked: {(what, path): value}.
-    Raises the reader's error (file, line, field) or ``SweepError``."""
+    """Every input of ``jobs``, parsed and checked: {(what, path): value};
+    ``("warnings", "")``: a line for each thing a configuration cannot see
+    of a trace (``profile_warnings``).  Raises the reader's error (file,
+    line, field) or ``SweepError``."""
     jobs = list(jobs)
     kinds = {j.kind for j in jobs}
     if not jobs:
@@ -286,17 +288,26 @@ def _load_simulate(jobs, inputs: dict) -> None:
     # each configuration once on its cluster (from the file, so its errors
     # name it): plugin arguments, the backend, the scenario's node names
     checked = set()
+    warnings: dict[str, None] = {}
     for j in jobs:
         key = (j.nodes, j.cluster, j.config, j.policy, j.scenario, j.backend)
         if key in checked:
             continue
         checked.add(key)
+        traces = dict.fromkeys((k.trace, k.trace_name) for k in jobs
+                               if (k.nodes, k.cluster, k.config, k.policy, k.scenario,
+                                   k.backend) == key)
         typical = inputs[("typical", j.trace)]
         sim = run.build_simulation(_objects(j, inputs), run.choose_config(
             j.config, j.policy, bool(j.nodes), typical), j.backend, j.seed,
             interval=j.interval, batch=j.batch, typical=typical)
-        if j.scenario:
-            sim.scenario(copy.deepcopy(inputs[("scenario", j.scenario)]))
+        scenario = inputs[("scenario", j.scenario)] if j.scenario else None
+        if scenario is not None:
+            sim.scenario(copy.deepcopy(scenario))
+        for path, name in traces:
+            for line in run.profile_warning_lines(sim, inputs[("trace", path)], scenario):
+                warnings[f"{line} [{CONFIG_COLUMN[j.kind]} {j.config_name}, trace {name}]"] = None
+    inputs[("warnings", "")] = list(warnings)
 
 
 def _objects(job: Job, inputs: dict) -> list[dict]:

@@ -111,6 +111,8 @@ def cmd_sweep(args) -> int:
                        batch=not args.no_batch)
     t0 = time.perf_counter()
     inputs = S.load_inputs(jobs)                # every file checked before the first run
+    for line in inputs.get(("warnings", ""), ()):
+        print(line, file=sys.stderr)
     table = S.run_sweep(jobs, workers=args.workers, ray=args.ray, progress=True,
                         inputs=inputs)
     pq.write_table(table, args.output)

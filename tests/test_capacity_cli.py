@@ -110,3 +110,14 @@ def test_replicas_far_beyond_the_room_end_at_once(tmp_path, capsys):
     assert t["replicas"] == 10_000_000 and t["scheduled"] + t["notScheduled"] == 10_000_000
     assert t["scheduled"] > 0 and len(t["unschedulable"]) == 1
     assert "Insufficient cpu" in t["unschedulable"][0]["message"]
+
+
+def test_template_asks_the_profile_cannot_see_are_warned(tmp_path, capsys):
+    tmpl = tmp_path / "gpu.yaml"
+    tmpl.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "g", "annotations": {"alibabacloud.com/gpu-milli": "250"}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}))
+    rc, _, err = _run(capsys, "capacity", "--cluster", "data/examples/cluster.yaml",
+                      "--pod", str(tmpl), "--replicas", "2", "--backend", "numpy")
+    assert rc == 0 and "ask for GPUs in annotations" in err and "GpuShareFit" in err

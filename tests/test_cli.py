@@ -310,3 +310,17 @@ def test_bench_runs_place_as_one_by_one(tmp_path, workload):
     assert recs[False]["placements_sha256"] == recs[True]["placements_sha256"]
     assert recs[False]["mean_run_length"] == 50 and recs[True]["mean_run_length"] == 1
     assert recs[False]["scheduled"] == 50
+
+
+def test_schedule_and_explain_warn_of_what_the_profile_cannot_see(tmp_path, capsys):
+    gpu = pod_dict("g")
+    gpu["metadata"]["annotations"] = {"alibabacloud.com/gpu-count": "1"}
+    pods = _write(tmp_path, "pods.yaml", [gpu, pod_dict("x", extra={"example.com/foo": "1"})])
+    cluster = _cluster(tmp_path)
+    assert main(["schedule", "--cluster", cluster, "--pods", pods]) == 0
+    err = capsys.readouterr().err
+    assert "enable the GpuShareFit plugin" in err and "request example.com/foo" in err
+    one = _write(tmp_path, "one.yaml", [gpu])
+    assert main(["explain", "--cluster", cluster, "--pod", one]) == 0
+    err = capsys.readouterr().err
+    assert "1 pod(s) ask for GPUs in annotations" in err

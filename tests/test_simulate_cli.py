@@ -89,3 +89,16 @@ def test_bad_inputs_name_file_and_field(tmp_path, capsys):
         main(["simulate", "--nodes", str(tmp_path / "none.csv"), "--trace", str(bad),
               "--output", str(tmp_path / "o")])
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_profile_blind_to_gpu_annotations_is_warned(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text("name,arrival,cpu,memory,annotations,example.com/foo\n"
+                     "a,0,500m,1Gi,alibabacloud.com/gpu-milli=500,\n"
+                     "b,1,500m,1Gi,,1\n")
+    out = tmp_path / "o"
+    assert main(["simulate", "--cluster", "data/examples/cluster.yaml", "--trace", str(trace),
+                 "--output", str(out), "--backend", "numpy"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 pod(s) ask for GPUs in annotations" in err and "GpuShareFit" in err
+    assert "warning: 1 pod(s) request example.com/foo, which no node offers" in err

@@ -254,3 +254,19 @@ def test_unreachable_ray_address_one_line(openb, tmp_path, capsys):
                  "--output", str(tmp_path / "r.parquet")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot connect to 127.0.0.1:1" in err
+
+
+def test_configs_blind_to_the_trace_asks_are_warned(openb, tmp_path, capsys):
+    # a default profile on the openb GPU nodes does not read the GPU asks in
+    # the trace's annotations: said once per config and trace, naming the plugin
+    nodes, pods, configs = openb
+    blind = tmp_path / "default.yaml"
+    blind.write_text("apiVersion: kubescheduler.config.k8s.io/v1\n"
+                     "kind: KubeSchedulerConfiguration\n")
+    jobs = S.make_jobs([pods], [1], configs=[configs[0], str(blind)], nodes=nodes,
+                       interval=INTERVAL)
+    warnings = S.load_inputs(jobs)[("warnings", "")]
+    assert len(warnings) == 1
+    assert "GpuShareFit" in warnings[0] and warnings[0].endswith("[config default, trace "
+                                                                 "default]")
+    assert "which profile default-scheduler does not read" in warnings[0]

@@ -50,6 +50,7 @@ from tensorsched.framework.config.plugin_args import register_args_decoder
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.objects.quantity import resource_value
 from tensorsched.framework.runtime.blocks import BlockOutput
+from tensorsched.framework.runtime.registry import InputAsk
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
 from tensorsched.kernels.gpu import block as KB
@@ -57,7 +58,14 @@ from tensorsched.kernels.gpu import share as K
 from tensorsched.kernels.gpu import subsets as KT
 
 from . import nrt
-from .gpu import MAX_CPU_MILLI, MAX_NODE_GPUS, MILLI
+from .gpu import (
+    ANNO_GPU_COUNT,
+    ANNO_GPU_MILLI,
+    ANNO_GPU_MODEL,
+    MAX_CPU_MILLI,
+    MAX_NODE_GPUS,
+    MILLI,
+)
 from .gpu_table import GpuTable, key_uniform
 from .node_topology import C_ISLAND, C_NUMA
 
@@ -708,6 +716,14 @@ def register(registry) -> None:
     registry.register(NAME_FIT, new_fit, POINTS_FIT)
     registry.register(NAME_SCORE, new_score, POINTS_SCORE)
     registry.register(NAME_TOPO, new_topology, POINTS_TOPO)
+    registry.register_ask(GPU_ANNOTATION_ASK)
+
+
+#: openb-style GPU asks: only GpuShareFit reads them (NodeResourcesFit sees
+#: no resource request), so a profile without it places such pods as if
+#: they asked for no GPU.
+GPU_ANNOTATION_ASK = InputAsk("GPUs in annotations", NAME_FIT, "filter",
+                              (ANNO_GPU_MILLI, ANNO_GPU_COUNT, ANNO_GPU_MODEL))
 
 
 register_decoders()        # a config loaded once this module is imported decodes the args

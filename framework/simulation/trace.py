@@ -42,6 +42,7 @@ import csv
 import json
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,6 +61,7 @@ from tensorsched.framework.objects.pod_tables import (
 )
 from tensorsched.framework.objects.quantity import resource_value
 from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.scheduler.profile_warnings import Asks, asks_of_pods
 
 TIME_COLUMNS = ("arrival", "departure", "duration")
 #: The columns with a fixed meaning (besides extended-resource request columns).
@@ -555,3 +557,64 @@ def _string_map(text: str):
         out.append((k, v.strip()))
     return out
 
+
+
+# --------------------------------------------------------------------------
+# what the pods ask (for the profile warnings)
+
+
+def asks_of_trace(trace: Trace, registered) -> Asks:
+    """The registered asks and resource requests of every row of a trace,
+    per profile name (``scheduler_name``), from its columns: annotation
+    keys, request columns, and one record per distinct template."""
+    table = trace.table
+    n = table.num_rows
+    if "scheduler_name" in table.column_names:
+        col = pc.fill_null(table.column("scheduler_name").combine_chunks().cast(pa.string()), "")
+        enc = col.dictionary_encode()
+        ids = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        profiles = [v or "default-scheduler" for v in enc.dictionary.to_pylist()]
+    else:
+        ids, profiles = np.zeros(n, np.int64), ["default-scheduler"]
+    ask_rows: dict = {}
+    res_rows: dict[str, np.ndarray] = {}
+
+    def mark(into: dict, key, rows: np.ndarray) -> None:
+        got = into.get(key)
+        into[key] = rows if got is None else (got | rows)
+
+    if "annotations" in table.column_names:
+        col = table.column("annotations").combine_chunks()
+        offsets = col.offsets.to_numpy().astype(np.int64)
+        keys = col.keys.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        parent = np.repeat(np.arange(n), np.diff(offsets))
+        for ask in registered:
+            hit = pc.is_in(keys, value_set=pa.array(ask.annotations)).to_numpy(
+                zero_copy_only=False)
+            rows = np.zeros(n, np.bool_)
+            rows[parent[hit]] = True
+            mark(ask_rows, ask, rows)
+    for c in table.column_names:
+        if c in ("cpu", "memory") or (c not in COLUMNS and is_resource_column(c)):
+            v = pc.fill_null(table.column(c).combine_chunks(), 0).to_numpy(zero_copy_only=False)
+            mark(res_rows, c, v > 0)
+    if "template" in table.column_names:
+        enc = table.column("template").combine_chunks().dictionary_encode()
+        tids = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        _, first = np.unique(tids, return_index=True)
+        for k, row in zip(np.unique(tids).tolist(), first.tolist()):
+            rec = trace.records(row, row + 1)[0]
+            rows = tids == k
+            for ask in asks_of_pods([rec], registered).by_ask.get(rec.scheduler_name, ()):
+                mark(ask_rows, ask, rows)
+            for r, v in rec.requests.items():
+                if v > 0:
+                    mark(res_rows, r, rows)
+    out = Asks()
+    for into, found in ((out.by_ask, ask_rows), (out.by_resource, res_rows)):
+        for key, rows in found.items():
+            counts = np.bincount(ids[rows], minlength=len(profiles))
+            for p, c in enumerate(counts.tolist()):
+                if c:
+                    into.setdefault(profiles[p], Counter())[key] += c
+    return out
