@@ -102,3 +102,20 @@ def test_profile_blind_to_gpu_annotations_is_warned(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "warning: 1 pod(s) ask for GPUs in annotations" in err and "GpuShareFit" in err
     assert "warning: 1 pod(s) request example.com/foo, which no node offers" in err
+
+
+def test_nan_arrival_and_unknown_pod_end_cleanly(tmp_path, capsys):
+    import pyarrow as pa
+    t = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"name": ["a", "b"], "arrival": [0.0, float("nan")],
+                             "cpu": [100, 100]}), t)
+    args = ["--cluster", "data/examples/cluster.yaml", "--output", str(tmp_path / "o"),
+            "--backend", "numpy"]
+    assert main(["simulate", "--trace", str(t), *args]) == 2
+    assert f"{t}: row 1: arrival: must be a number of seconds" in capsys.readouterr().err
+    sc = tmp_path / "s.yaml"
+    sc.write_text("steps:\n- at: 5\n  delete: {kind: Pod, name: nosuch, namespace: shop}\n")
+    assert main(["simulate", "--scenario", str(sc), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"tensorsched: error: {sc}: steps[0].delete: pod shop/nosuch not "
+                           "found (NotFound): not in the simulation before 5s")

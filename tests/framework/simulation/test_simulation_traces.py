@@ -31,6 +31,8 @@ def test_csv_trace_reads_and_sorts(tmp_path):
 
 @pytest.mark.parametrize("body, expect", [
     ("a,,soon,,,1,1Gi,,,\n", ":2: arrival: must be a number of seconds"),
+    ("a,,nan,,,1,1Gi,,,\n", ":2: arrival: must be a number of seconds 0..1e+15, got 'nan'"),
+    ("a,,1,inf,,1,1Gi,,,\n", ":2: departure: must be a number of seconds"),
     ("a,,5,4,,1,1Gi,,,\n", ":2: departure: 4 is before the arrival 5"),
     ("a,,5,6,7,1,1Gi,,,\n", ":2: duration: give departure or duration, not both"),
     ("a,,1,,,abc,1Gi,,,\n", ":2: cpu: "),
