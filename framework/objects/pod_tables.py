@@ -251,20 +251,40 @@ _DIGITS4 = np.array([f"{i:04d}".encode() for i in range(1600, 2300)], "S4")   # 
 _POD_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
 
 
+#: The fields of a v1 PodSpec: a template's spec with any other field is a
+#: typo (or a Pod's field misplaced), refused rather than dropped.
+_SPEC_FIELDS = frozenset((
+    "activeDeadlineSeconds", "affinity", "automountServiceAccountToken", "containers",
+    "dnsConfig", "dnsPolicy", "enableServiceLinks", "ephemeralContainers", "hostAliases",
+    "hostIPC", "hostNetwork", "hostPID", "hostUsers", "hostname", "imagePullSecrets",
+    "initContainers", "nodeName", "nodeSelector", "os", "overhead", "preemptionPolicy",
+    "priority", "priorityClassName", "readinessGates", "resourceClaims", "resources",
+    "restartPolicy", "runtimeClassName", "schedulerName", "schedulingGates",
+    "securityContext", "serviceAccount", "serviceAccountName", "setHostnameAsFQDN",
+    "shareProcessNamespace", "subdomain", "terminationGracePeriodSeconds", "tolerations",
+    "topologySpreadConstraints", "volumes"))
+
+
 def _template_problem(tmpl: dict) -> str | None:
     """Why a template (a Pod or a pod spec) cannot be read as either, or None."""
     pod_keys = [k for k in tmpl if k in _POD_FIELDS]
-    if not pod_keys:
-        return None
-    other = [k for k in tmpl if k not in _POD_FIELDS]
-    if other:
-        return (f"a pod spec or a Pod, not both: {other[0]!r} beside {pod_keys[0]!r} "
-                "(a Pod's fields are " + ", ".join(_POD_FIELDS) + ")")
-    kind = tmpl.get("kind", "Pod")
-    if kind != "Pod":
-        return f"kind: a template must be a Pod, got {kind!r}"
-    if not isinstance(tmpl.get("spec"), dict):
-        return "spec: required (a Pod template needs its spec)"
+    if pod_keys:
+        other = [k for k in tmpl if k not in _POD_FIELDS]
+        if other:
+            return (f"a pod spec or a Pod, not both: {other[0]!r} beside {pod_keys[0]!r} "
+                    "(a Pod's fields are " + ", ".join(_POD_FIELDS) + ")")
+        kind = tmpl.get("kind", "Pod")
+        if kind != "Pod":
+            return f"kind: a template must be a Pod, got {kind!r}"
+        spec, prefix = tmpl.get("spec"), "spec."
+        if not isinstance(spec, dict):
+            return "spec: required (a Pod template needs its spec)"
+    else:
+        spec, prefix = tmpl, ""
+    unknown = sorted(k for k in spec if k not in _SPEC_FIELDS)
+    if unknown:
+        return (f"{prefix}{unknown[0]}: unknown field of a pod spec (a template is a Pod: "
+                "apiVersion, kind, metadata, spec; or a pod spec: containers, ...)")
     return None
 
 

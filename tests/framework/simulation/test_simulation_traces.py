@@ -141,6 +141,10 @@ def test_json_template_is_a_spec_or_a_pod_read_in_full(template):
     ({"spec": _BIG, "containers": []}, "row 0: template: a pod spec or a Pod, not both"),
     ({"kind": "Node", "spec": _BIG}, "row 0: template: kind: a template must be a Pod"),
     ({"metadata": {"name": "x"}}, "row 0: template: spec: required"),
+    ({"spce": _BIG}, "row 0: template: spce: unknown field of a pod spec"),
+    (dict(_BIG, nodeSelecter={"a": "b"}), "row 0: template: nodeSelecter: unknown field"),
+    ({"spec": dict(_BIG, nodeSelecter={"a": "b"})},
+     "row 0: template: spec.nodeSelecter: unknown field"),
 ])
 def test_json_template_errors_alike_in_both_forms(template, expect):
     with pytest.raises(TraceError) as e:
