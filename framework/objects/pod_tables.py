@@ -15,7 +15,8 @@ Columns (any other column is an error):
                     (a list of Pod dicts given beside the table) or a string
                     holding JSON; either is a Pod (``{"spec": {...}}``, with
                     ``apiVersion``/``kind``/``metadata`` if wanted) or a bare
-                    pod ``spec``, read and validated alike.
+                    pod ``spec``, read and validated alike (a spec field that
+                    is not a PodSpec field is refused, not dropped).
 ``cpu``             integer millicores, ``memory`` integer bytes, and any column
                     named like an extended resource (``nvidia.com/gpu``,
                     ``ephemeral-storage``, ``hugepages-2Mi``: a name with a
