@@ -271,9 +271,15 @@ class Simulation:
         self._push(t, PRIO_LEAVE, "delete", key)
 
     def add_node(self, node: dict, at=None) -> None:
-        """Add a Node (a dict, validated now) at ``at``."""
+        """Add a Node (a dict, validated now) at ``at``; a node of that name
+        in the cluster, not deleted before ``at``, is AlreadyExists."""
         t = self._when(at)
-        parse_node(node)
+        name = parse_node(node).name
+        if name in self.cluster.state.node_rows and not any(
+                kind == "delete_node" and when <= t and payload == name
+                for when, _, _, kind, payload in self._heap):
+            raise SimulationError(f"Node {name}: already exists (AlreadyExists) in the "
+                                  f"cluster at {t:g}s")
         self._logged("add_node", t, node)
         self._push(t, PRIO_NODE, "add_node", node)
 

@@ -255,6 +255,8 @@ def test_deleting_what_does_not_exist_is_not_found(tmp_path):
             getattr(sim, call)(arg)
     with pytest.raises(SimulationError, match="a pod key is 'namespace/name'"):
         sim.delete("a/b/c")
+    with pytest.raises(SimulationError, match=r"Node n0: already exists \(AlreadyExists\)"):
+        sim.add_node(node_dict("n0"))
     # the pod submitted now arrives after a deletion at the same time
     with pytest.raises(SimulationError, match="Pod shop/a: not found"):
         sim.delete("shop/a")
@@ -263,6 +265,10 @@ def test_deleting_what_does_not_exist_is_not_found(tmp_path):
                                    {"at": 3, "delete": {"kind": "Pod", "name": "b"}}]}) == 2
     sim.run()
     assert sim.totals["deleted"] == 2 and not sim.cluster.state.pods
+    sim.delete_node("n1", at=3)
+    sim.add_node(node_dict("n1", cpu="8"), at=3)        # replaced: deleted first
+    sim.run()
+    assert sim.cluster.state.node("n1").allocatable["cpu"] == 8000
     # a pod gone by the time of its deletion: the run stops there, NotFound
     sim.submit([pod_dict("c")], at=5, duration=1)
     sim.delete("default/c", at=10)
