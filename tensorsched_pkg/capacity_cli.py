@@ -23,9 +23,9 @@ import sys
 import yaml
 from tqdm import tqdm
 
-from tensorsched.framework.capacity.drain import EXACT_LIMIT, removable_nodes
+from tensorsched.framework.capacity.drain import EXACT_LIMIT, MAX_EXACT_LIMIT, removable_nodes
 from tensorsched.framework.capacity.fit import how_many_fit
-from tensorsched.framework.capacity.node_search import nodes_to_add
+from tensorsched.framework.capacity.node_search import MAX_NODES, nodes_to_add
 from tensorsched.framework.errors import StateError, TensorschedError
 from tensorsched.framework.objects.controllers import expand_workloads
 from tensorsched.framework.objects.manifests import (
@@ -151,14 +151,14 @@ def add_parser(sub) -> None:
     c.add_argument("--node-template", action="append", metavar="NODE_YAML",
                    help="with --workloads: a Node template (repeat for several; the one "
                    "needing the fewest nodes wins)")
-    c.add_argument("--max-nodes", type=int_in(0, 1_000_000), default=None,
+    c.add_argument("--max-nodes", type=int_in(0, MAX_NODES), default=None,
                    help="with --workloads: most nodes to add (default: the resource bound "
                    "plus the number of pods)")
     c.add_argument("--drain", action="store_true",
                    help="which nodes can be removed, one by one and as a set")
     c.add_argument("--nodes", help="with --drain: comma-separated candidate nodes "
                    "(default: all)")
-    c.add_argument("--exact-limit", type=int_in(0, 20), default=EXACT_LIMIT,
+    c.add_argument("--exact-limit", type=int_in(0, MAX_EXACT_LIMIT), default=EXACT_LIMIT,
                    help="with --drain: up to this many candidates, every subset is tried "
                    "(else cluster-autoscaler's greedy order)")
     c.add_argument("--output", type=output_file,

@@ -13,6 +13,7 @@ themselves live with what they exercise: ``framework.objects.synthetic``
 
 from __future__ import annotations
 
+from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.objects.synthetic import (
     basic,
     node_dict,
@@ -31,14 +32,23 @@ __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "
            "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
 
 
-def _check(name: str) -> None:
+MAX_NODES = 10_000_000           # ``tensorsched bench --nodes``'s bounds
+MAX_PODS = 100_000_000
+
+
+def _check(args: Arguments, name) -> None:
     if name not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; choose one of {', '.join(WORKLOADS)}")
+        raise args.error("name", f"unknown workload {shown(name)}; choose one of "
+                         f"{', '.join(WORKLOADS)}")
 
 
 def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """(node dicts, pod dicts) of workload ``name`` (one of ``WORKLOADS``)."""
-    _check(name)
+    args = Arguments("synthetic.workload")
+    _check(args, name)
+    n_nodes = args.integer("n_nodes", n_nodes, 1, MAX_NODES)
+    n_pods = args.integer("n_pods", n_pods, 0, MAX_PODS)
+    seed = args.seed(seed)
     if name == "basic":
         return basic(n_nodes, n_pods, seed)
     if name == "gpu":
@@ -52,7 +62,9 @@ def config(name: str, percentage: int = 100) -> dict:
     """The KubeSchedulerConfiguration (a dict) workload ``name`` runs with:
     the default profile with ``percentageOfNodesToScore``, plus the GPU
     plugins for ``gpu``."""
-    _check(name)
+    args = Arguments("synthetic.config")
+    _check(args, name)
+    percentage = args.integer("percentage", percentage, 0, 100)
     if name == "gpu":
         return gpu_config(percentage)
     return {"apiVersion": "kubescheduler.config.k8s.io/v1",

@@ -11,6 +11,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from collections.abc import Mapping
+
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import Objects, parse_node, parse_pod
 from tensorsched.framework.objects.meta import source_of
@@ -175,3 +178,21 @@ def is_daemon_or_mirror(pod: PodRecord) -> bool:
                 and ref.get("kind") == "DaemonSet":
             return True
     return False
+
+
+def capacity_arguments(function: str, cluster, backend, seed, progress) -> Arguments:
+    """The arguments every capacity question shares, checked in the name of
+    ``function``; returns its :class:`Arguments` for the rest."""
+    args = Arguments(function)
+    args.instance("cluster", cluster, Cluster, "a Cluster (build_cluster)")
+    args.backend(backend)
+    args.seed(seed)
+    args.callback("progress", progress, optional=True)
+    return args
+
+
+def object_list(args: Arguments, name: str, value, record: type, kind: str, *,
+                nonempty: bool = False) -> list:
+    """A list of ``kind`` dicts or records (``record``)."""
+    return args.sequence(name, value, (Mapping, record), f"a {kind} dict or {record.__name__}",
+                         f"{kind} dicts or {record.__name__}s", nonempty=nonempty)

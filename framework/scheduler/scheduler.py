@@ -43,6 +43,7 @@ import random
 from collections.abc import Callable
 from types import SimpleNamespace
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
@@ -82,6 +83,23 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                  pod_max_backoff_seconds: float | None = None,
                  pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
                  batch: bool = True, max_run: int = 1_000_000):
+        args = Arguments("Scheduler")
+        args.instance("cluster", cluster, Cluster, "a Cluster (build_cluster)")
+        backend, seed = args.backend(backend), args.seed(seed)
+        args.instance("clock", clock, Clock, "a Clock or None", optional=True)
+        binder_fault_rate = args.number("binder_fault_rate", binder_fault_rate, 0.0, 1.0)
+        args.callback("binder", binder, optional=True)
+        assume_ttl = args.number("assume_ttl", assume_ttl, 0.0, above=True, optional=True,
+                                 infinite=True, what="a number of seconds")
+        for name, value, optional in (
+                ("termination_grace_seconds", termination_grace_seconds, False),
+                ("pod_initial_backoff_seconds", pod_initial_backoff_seconds, True),
+                ("pod_max_backoff_seconds", pod_max_backoff_seconds, True),
+                ("pod_max_in_unschedulable_seconds", pod_max_in_unschedulable_seconds, False)):
+            args.number(name, value, 0.0, optional=optional, infinite=True,
+                        what="a number of seconds")
+        batch = args.flag("batch", batch)
+        max_run = args.integer("max_run", max_run, 1)
         self.cluster = cluster
         self.backend = backend
         self.seed = seed
@@ -407,6 +425,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
             return self._schedule_pending(pods)
 
     def _schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
+        if not isinstance(pods, PodColumns):
+            pods = Arguments("schedule_pending").sequence(
+                "pods", pods, items="Pod dicts or PodRecords (or a PodColumns)")
         pods = pod_columns_from(pods, self.cluster.resolve)   # the queue keeps columns
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []
