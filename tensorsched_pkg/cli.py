@@ -102,8 +102,12 @@ def cmd_explain(args) -> int:
         print(json.dumps(record, indent=2))
         return 0
     print("\n".join(_explain_table(record, args.top)))
-    msg = failed_scheduling_message(cluster, pod, backend=args.backend)
-    print(f"\nselected: {record['selected']}" if msg is None else f"\n{msg}")
+    # the last line follows the record's own decision (both are made on the
+    # same state: a bound pod without its own usage)
+    if record["selected"] is not None:
+        print(f"\nselected: {record['selected']}")
+    else:
+        print(f"\n{failed_scheduling_message(cluster, pod, backend=args.backend)}")
     return 0
 
 
