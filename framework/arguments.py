@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 
 from tensorsched.framework.errors import ArgumentError
-from tensorsched.kernels.fused.backends import BACKENDS
+from tensorsched.kernels.backend_names import BACKENDS
 
 __all__ = ["Arguments", "MAX_SEED", "shown"]
 

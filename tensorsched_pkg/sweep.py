@@ -54,13 +54,13 @@ from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
 from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.limits import DEFAULT_TUNE
 from tensorsched.topology.openb.trace import simulate_replay
 
 from . import simulate_run as run
+from .cli_args import DEFAULT_INTERVAL
 
 KINDS = ("simulate", "experiment")
-DEFAULT_INTERVAL = 3600.0       # seconds per time-series row, as ``simulate``
-DEFAULT_TUNE = 1.3              # the paper's arrived GPU demand, x capacity
 RAY_NEEDS = ("sweeps on Ray need the 'ray' package, which the core install leaves out; "
              "install the extra: pip install 'tensorsched[ray]'")
 

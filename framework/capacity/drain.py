@@ -49,12 +49,11 @@ from .common import (
     no_gc,
     node_utilization,
 )
+from .limits import EXACT_LIMIT, MAX_EXACT_LIMIT
 from .report import DrainReport, NodeDrain
 
 __all__ = ["removable_nodes", "EXACT_LIMIT", "MAX_EXACT_LIMIT"]
 
-EXACT_LIMIT = 8
-MAX_EXACT_LIMIT = 20       # every subset of 20 candidates is a million trials
 
 
 class _Drainer:

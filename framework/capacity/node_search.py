@@ -58,11 +58,10 @@ from .common import (
     object_list,
     unique_names,
 )
+from .limits import MAX_NODES
 from .report import NodesReport, NodeTemplateResult, Probe
 
 __all__ = ["nodes_to_add", "workload_pods", "lower_bound"]
-
-MAX_NODES = 1_000_000      # the most nodes a search adds
 
 
 def workload_pods(cluster: Cluster, workloads) -> list[PodRecord]:
