@@ -32,10 +32,6 @@ __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "
            "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
 
 
-MAX_NODES = 10_000_000           # ``tensorsched bench --nodes``'s bounds
-MAX_PODS = 100_000_000
-
-
 def _check(args: Arguments, name) -> None:
     if name not in WORKLOADS:
         raise args.error("name", f"unknown workload {shown(name)}; choose one of "
@@ -46,6 +42,7 @@ def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[
     """(node dicts, pod dicts) of workload ``name`` (one of ``WORKLOADS``)."""
     args = Arguments("synthetic.workload")
     _check(args, name)
+    from tensorsched.framework.objects.synthetic import MAX_NODES, MAX_PODS
     n_nodes = args.integer("n_nodes", n_nodes, 1, MAX_NODES)
     n_pods = args.integer("n_pods", n_pods, 0, MAX_PODS)
     seed = args.seed(seed)

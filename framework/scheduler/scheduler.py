@@ -43,7 +43,7 @@ import random
 from collections.abc import Callable
 from types import SimpleNamespace
 
-from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
@@ -55,7 +55,7 @@ from .arrival_blocks import ArrivalBlocks
 from .binding import BindingCycle, WaitingPod
 from .cluster import Cluster, pod_columns_from
 from .event_handlers import EventHandlers
-from .events import BOUND, OUTCOME_EVENTS, Binding, EventBus, Outcomes
+from .events import BOUND, EVENTS, OUTCOME_EVENTS, Binding, EventBus, Outcomes
 from .metrics import Metrics, StageTimer
 from .queue import (
     DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
@@ -226,7 +226,11 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
     def subscribe(self, event: str, callback: Callable) -> Callable:
         """Call ``callback(dict)`` on each ``event`` (one of ``events.EVENTS``,
         or "*" for all); returns a function that unsubscribes."""
-        return self.events.subscribe(event, callback)
+        args = Arguments("Scheduler.subscribe")
+        if not isinstance(event, str) or event not in EVENTS and event != "*":
+            raise args.error("event", f"unknown event {shown(event)}; known: "
+                             f"{', '.join(EVENTS)}, *")
+        return self.events.subscribe(event, args.callback("callback", callback))
 
     def _emit(self, event: str, pod: str, node: str | None = None, message: str = "",
               **extra) -> None:
@@ -234,6 +238,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
     def handles(self, pod) -> bool:
         """A profile of this scheduler has the pod's ``spec.schedulerName``."""
+        if not isinstance(pod, PodRecord):
+            raise Arguments("Scheduler.handles").error(
+                "pod", f"must be a PodRecord, got {shown(pod)}")
         return pod.scheduler_name in self._profile_names
 
     def queue_order(self, pods: list[PodRecord]) -> list[PodRecord]:
@@ -242,6 +249,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
     def advance(self, seconds: float) -> None:
         """Move the (simulated) clock and fire what fell due."""
+        seconds = Arguments("Scheduler.advance").number("seconds", seconds, 0.0,
+                                                        what="a number of seconds")
         self.clock.advance(seconds)
         self._tick()
 
@@ -290,6 +299,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         ``pod``: for that pod, which the caller owns if it fails.  Without:
         for the head of the scheduling queue (None when activeQ is empty)."""
         if pod is not None:
+            if not isinstance(pod, PodRecord):
+                raise Arguments("Scheduler.schedule_one").error(
+                    "pod", f"must be a PodRecord or None, got {shown(pod)}")
             b = self._attempt(pod, None)
             if self._to_bind:
                 self._drain()
@@ -309,6 +321,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
     def run(self, pods: list[PodRecord]) -> list[Binding]:
         """Schedule ``pods`` in queue order; returns one Binding per pod."""
+        pods = Arguments("Scheduler.run").sequence("pods", pods, PodRecord, "a PodRecord",
+                                                   "PodRecords")
         return [self.schedule_one(p) for p in self.queue_order(pods)]
 
     def run_until_idle(self, max_cycles: int = 1_000_000, *,
@@ -333,6 +347,10 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
         ``collect=False``: return [] (the outcomes are in ``outcomes`` and
         the events): a compiled run then builds no Binding per pod."""
+        args = Arguments("Scheduler.run_until_idle")
+        max_cycles = args.integer("max_cycles", max_cycles, 1)
+        args.flag("resume", resume)
+        args.flag("collect", collect)
         out = []
         self._unrunnable.clear()
         if resume:

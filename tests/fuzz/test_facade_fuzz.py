@@ -23,7 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tensorsched as ts
+from tensorsched import sweep
 from tensorsched.framework.errors import ArgumentError, TensorschedError
+from tensorsched.framework.objects.manifests import parse_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "data" / "examples"
@@ -109,6 +111,9 @@ SNAPSHOT = _snapshot()
 TABLE = pa.table({"name": ["a", "b"], "namespace": ["x", "x"], "cpu": [1000, 500],
                   "memory": [1 << 30, 1 << 29]})
 CLUSTER = _cluster()          # for the calls that take it as an argument (none changes it)
+JOBS = sweep.make_jobs([str(EXAMPLES / "trace.csv")], [1], cluster=str(EXAMPLES / "cluster.yaml"),
+                       backend="numpy", until=120.0)
+RESULTS = sweep.run_sweep(JOBS, workers=1)
 
 TARGETS = [
     Target("load_manifests", lambda _, **kw: ts.load_manifests(**kw),
@@ -131,6 +136,19 @@ TARGETS = [
     Target("Scheduler(cluster)", lambda c, **kw: ts.Scheduler(**kw), {"cluster": CLUSTER}),
     Target("schedule_pending", lambda c, **kw: ts.Scheduler(c, "numpy", 0).schedule_pending(**kw),
            {"pods": [SMALL_POD]}, _cluster, cluster_digest),
+    Target("Scheduler.subscribe", lambda c, **kw: ts.Scheduler(c, "numpy").subscribe(**kw),
+           {"event": "Bound", "callback": print}, _cluster, cluster_digest),
+    Target("Scheduler.advance", lambda c, **kw: ts.Scheduler(c, "numpy").advance(**kw),
+           {"seconds": 5.0}, _cluster, cluster_digest),
+    Target("Scheduler.schedule_one", lambda c, **kw: ts.Scheduler(c, "numpy").schedule_one(**kw),
+           {"pod": parse_pod(SMALL_POD)}, _cluster, cluster_digest),
+    Target("Scheduler.run", lambda c, **kw: ts.Scheduler(c, "numpy").run(**kw),
+           {"pods": [parse_pod(SMALL_POD)]}, _cluster, cluster_digest),
+    Target("Scheduler.run_until_idle",
+           lambda c, **kw: ts.Scheduler(c, "numpy").run_until_idle(**kw),
+           {"max_cycles": 5, "resume": False, "collect": True}, _cluster, cluster_digest),
+    Target("Scheduler.handles", lambda c, **kw: ts.Scheduler(c, "numpy").handles(**kw),
+           {"pod": parse_pod(SMALL_POD)}, _cluster, cluster_digest),
     Target("how_many_fit", lambda c, **kw: ts.how_many_fit(c, **kw),
            {"templates": [SMALL_POD], "replicas": None, "backend": "numpy", "seed": 0,
             "limit": 4, "progress": None}, _cluster, cluster_digest),
@@ -149,6 +167,22 @@ TARGETS = [
            {"name": "basic", "n_nodes": 2, "n_pods": 2, "seed": 0}),
     Target("synthetic.config", lambda _, **kw: ts.synthetic.config(**kw),
            {"name": "basic", "percentage": 50}),
+    Target("synthetic.basic", lambda _, **kw: ts.synthetic.basic(**kw),
+           {"nodes": 2, "pods": 2, "seed": 0}),
+    Target("synthetic.sample", lambda _, **kw: ts.synthetic.sample(**kw),
+           {"seed": 0, "nodes": 2, "pods": 2}),
+    Target("synthetic.gpu", lambda _, **kw: ts.synthetic.gpu(**kw),
+           {"nodes": 2, "pods": 2, "seed": 0}),
+    Target("sweep.make_jobs", lambda _, **kw: sweep.make_jobs(**kw),
+           {"traces": [str(EXAMPLES / "trace.csv")], "seeds": [1], "configs": (),
+            "policies": (), "cluster": str(EXAMPLES / "cluster.yaml"), "backend": "numpy",
+            "interval": 600.0, "until": None}),
+    Target("sweep.run_sweep", lambda _, **kw: sweep.run_sweep(**kw),
+           {"jobs": JOBS, "workers": 1, "ray": None, "progress": None}),
+    Target("sweep.comparison", lambda _, **kw: sweep.comparison(**kw),
+           {"table": RESULTS, "metrics": None}),
+    Target("sweep.format_comparison", lambda _, **kw: sweep.format_comparison(**kw),
+           {"cmp": sweep.comparison(RESULTS), "seeds": 1}),
     Target("read_pods_table", lambda _, **kw: ts.read_pods_table(**kw),
            {"table": TABLE, "templates": None, "columns": False}),
     Target("read_pods_parquet", lambda _, **kw: ts.read_pods_parquet(**kw),
