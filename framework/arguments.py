@@ -67,9 +67,10 @@ class Arguments:
 
     def number(self, name: str, value, lo: float | None = None, hi: float | None = None, *,
                above: bool = False, optional: bool = False, infinite: bool = False,
-               what: str = "a number") -> float | None:
-        """A real number (not a bool) >= lo (> lo with ``above``) and <= hi;
-        finite unless ``infinite`` (``inf`` for "never"); never NaN."""
+               unit: str = "") -> float | None:
+        """A real number (not a bool) >= lo (> lo with ``above``) and <= hi,
+        as a float; finite unless ``infinite`` (``inf`` for "never"); never
+        NaN.  ``unit`` names it in the message (``"seconds"``)."""
         if value is None and optional:
             return None
         if lo is not None and hi is not None:
@@ -78,13 +79,15 @@ class Arguments:
             bound = f" {'>' if above else '>='} {lo:g}"
         else:
             bound = "" if hi is None else f" <= {hi:g}"
-        want = (f"{'a finite ' + what[2:] if what.startswith('a ') and not infinite else what}"
+        want = (f"a {'' if infinite else 'finite '}number{' of ' + unit if unit else ''}"
                 f"{bound}" + (" or None" if optional else ""))
-        if not _is_number(value):
-            raise self.error(name, f"must be {want}, got {shown(value)}")
-        v = float(value)
-        if math.isnan(v) or (math.isinf(v) and not infinite) or (lo is not None and (v <= lo if above else v < lo)) or (
-                hi is not None and v > hi):
+        try:
+            v = float(value) if _is_number(value) else math.nan
+        except OverflowError:              # an int past a float's range
+            v = math.nan
+        out_of_range = (lo is not None and (v <= lo if above else v < lo)) or (
+            hi is not None and v > hi)
+        if math.isnan(v) or (math.isinf(v) and not infinite) or out_of_range:
             raise self.error(name, f"must be {want}, got {shown(value)}")
         return v
 

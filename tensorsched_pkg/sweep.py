@@ -178,9 +178,9 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     nodes, cluster, scenario = (None if v is None else args.path(name, v) for name, v in
                                 (("nodes", nodes), ("cluster", cluster), ("scenario", scenario)))
     backend = args.backend(backend)
-    interval = args.number("interval", interval, 0.0, above=True, what="a number of seconds")
+    interval = args.number("interval", interval, 0.0, above=True, unit="seconds")
     until = args.number("until", until, 0.0, above=True, optional=True,
-                        what="a number of seconds")
+                        unit="seconds")
     args.number("tune", tune, 0.0, above=True)
     batch = args.flag("batch", batch)
     if not traces:

@@ -90,14 +90,14 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         binder_fault_rate = args.number("binder_fault_rate", binder_fault_rate, 0.0, 1.0)
         args.callback("binder", binder, optional=True)
         assume_ttl = args.number("assume_ttl", assume_ttl, 0.0, above=True, optional=True,
-                                 infinite=True, what="a number of seconds")
+                                 infinite=True, unit="seconds")
         for name, value, optional in (
                 ("termination_grace_seconds", termination_grace_seconds, False),
                 ("pod_initial_backoff_seconds", pod_initial_backoff_seconds, True),
                 ("pod_max_backoff_seconds", pod_max_backoff_seconds, True),
                 ("pod_max_in_unschedulable_seconds", pod_max_in_unschedulable_seconds, False)):
             args.number(name, value, 0.0, optional=optional, infinite=True,
-                        what="a number of seconds")
+                        unit="seconds")
         batch = args.flag("batch", batch)
         max_run = args.integer("max_run", max_run, 1)
         self.cluster = cluster
@@ -250,7 +250,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
     def advance(self, seconds: float) -> None:
         """Move the (simulated) clock and fire what fell due."""
         seconds = Arguments("Scheduler.advance").number("seconds", seconds, 0.0,
-                                                        what="a number of seconds")
+                                                        unit="seconds")
         self.clock.advance(seconds)
         self._tick()
 

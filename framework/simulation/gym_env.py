@@ -287,7 +287,7 @@ class SchedulingEnv(gym.Env):
         invalid_action_penalty = args.number("invalid_action_penalty", invalid_action_penalty)
         max_steps = args.integer("max_steps", max_steps, 1, optional=True)
         max_time = args.number("max_time", max_time, 0.0, optional=True,
-                               what="a number of seconds")
+                               unit="seconds")
         args.callback("setup", setup, optional=True)
         args.flag("scores", scores)
         self._cluster = cluster

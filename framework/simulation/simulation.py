@@ -155,7 +155,7 @@ class Simulation:
             check_cluster_inputs(args, [], config, registry)
         backend, seed = args.backend(backend), args.seed(seed)
         interval = args.number("interval", interval, 0.0, above=True, optional=True,
-                               what="a number of seconds")
+                               unit="seconds")
         metrics = args.mapping("metrics", metrics, optional=True,
                                what="a mapping of column names to functions of the cluster")
         for name, fn in (metrics or {}).items():
@@ -236,7 +236,7 @@ class Simulation:
         if at is None:
             return now
         args = Arguments(f"Simulation.{function}")
-        t = args.number(name, at, 0.0, what="a number of seconds")
+        t = args.number(name, at, 0.0, unit="seconds")
         if t < now:
             # a bad time for this simulation, not a bad value
             raise SimulationError(f"Simulation.{function}: {name}: {at:g} is before the "
@@ -278,7 +278,7 @@ class Simulation:
                              "Arrow table or read_trace's Trace)")
         t = self._when(at, "submit")
         duration = args.number("duration", duration, 0.0, optional=True,
-                               what="a number of seconds")
+                               unit="seconds")
         recs = [pod_from(p) for p in pods]
         self._logged("submit", t, {"pods": [r.obj for r in recs], "duration": duration})
         self._push(t, PRIO_ARRIVE, "pods", (recs, duration))

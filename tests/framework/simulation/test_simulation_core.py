@@ -192,7 +192,7 @@ def test_inputs_refused():
     sim.step(until=10)
     with pytest.raises(SimulationError, match="before the simulation's time"):
         sim.submit([pod_dict("x")], at=5)
-    with pytest.raises(ArgumentError, match="Simulation: interval: must be a finite number of sec"):
+    with pytest.raises(ArgumentError, match="Simulation: interval: must be a finite number"):
         Simulation(nodes(2), interval=0)
     with pytest.raises(ValueError, match="unknown event"):
         sim.on("Nope", print)
