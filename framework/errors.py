@@ -65,6 +65,19 @@ class BackendError(TensorschedError, BackendUnavailable):
     """A backend that cannot run here (no GPU, missing package, unknown name)."""
 
 
+class ArgumentError(TensorschedError, ValueError):
+    """A bad argument to a public function: ``function: argument: problem``
+    (the argument's name as the signature spells it, e.g.
+    ``how_many_fit: limit: must be an integer >= 1, got -1``).  Raised
+    before any work is done, so nothing has changed."""
+
+    def __init__(self, function: str, argument: str, problem: str):
+        self.function = function
+        self.argument = argument
+        self.problem = problem
+        super().__init__(f"{function}: {argument}: {problem}")
+
+
 class StateError(TensorschedError, ValueError):
     """An operation the cluster state refuses (duplicate node, unknown pod...).
 

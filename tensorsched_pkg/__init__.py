@@ -38,6 +38,7 @@ _EXPORTS = {
     "default_registry": ("tensorsched.framework.plugins", "default_registry"),
     "load_config": ("tensorsched.framework.config.kube_config", "load_config"),
     "TensorschedError": ("tensorsched.framework.errors", "TensorschedError"),
+    "ArgumentError": ("tensorsched.framework.errors", "ArgumentError"),
     "synthetic": ("tensorsched.synthetic", None),
     "read_pods_parquet": ("tensorsched.framework.objects.pod_tables", "read_pods_parquet"),
     "read_pods_table": ("tensorsched.framework.objects.pod_tables", "read_pods_table"),

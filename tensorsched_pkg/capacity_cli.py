@@ -12,7 +12,8 @@ Three questions, one per invocation (the README's "Capacity planning"):
   as a set.
 
 A table on stdout; ``--output report.json|yaml`` writes the
-``CapacityReport`` document too.
+``CapacityReport`` document too.  The scheduler is imported when the
+command runs (the parser reads only the bounds, ``capacity.limits``).
 """
 
 from __future__ import annotations
@@ -20,20 +21,10 @@ from __future__ import annotations
 import json
 import sys
 
-import yaml
-from tqdm import tqdm
-
-from tensorsched.framework.capacity.drain import EXACT_LIMIT, removable_nodes
-from tensorsched.framework.capacity.fit import how_many_fit
-from tensorsched.framework.capacity.node_search import nodes_to_add
+from tensorsched.framework.capacity.limits import EXACT_LIMIT, MAX_EXACT_LIMIT, MAX_NODES
 from tensorsched.framework.errors import StateError, TensorschedError
-from tensorsched.framework.objects.controllers import expand_workloads
-from tensorsched.framework.objects.manifests import (
-    load_objects,
-    parse_objects,
-)
 
-from .cli_args import BACKENDS, SEED, Help, int_in, load_cluster, output_file
+from .cli_args import BACKENDS, SEED, Help, int_in, load, load_cluster, output_file, progress
 
 __all__ = ["add_parser", "cmd_capacity"]
 
@@ -41,12 +32,12 @@ __all__ = ["add_parser", "cmd_capacity"]
 def _build(path: str, config, pods=()):
     """The cluster of the manifests at ``path`` (warnings for what its
     profiles cannot see of its pending pods and ``pods``)."""
-    return load_cluster(load_objects(path), config, pods)
+    return load_cluster(load(path), config, pods)
 
 
 def _one(path: str, kind: str) -> dict:
     """The one object of ``kind`` in the file ``path``."""
-    objs = load_objects(path)
+    objs = load(path)
     if len(objs) != 1 or objs[0].get("kind") != kind:
         kinds = ", ".join(sorted({str(o.get("kind")) for o in objs})) or "nothing"
         raise TensorschedError(f"{path}: expected exactly one {kind}, found {len(objs)} "
@@ -54,11 +45,12 @@ def _one(path: str, kind: str) -> dict:
     return objs[0]
 
 
-def _bar(what: str, unit: str, total=None) -> tqdm:
-    return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=None, leave=False)
+def _bar(what: str, unit: str, total=None):
+    return progress(total, what, unit)
 
 
 def _write(doc: dict, path: str) -> None:
+    import yaml
     with open(path, "w") as f:
         if path.endswith(".json"):
             json.dump(doc, f, indent=2)
@@ -68,6 +60,9 @@ def _write(doc: dict, path: str) -> None:
 
 
 def cmd_capacity(args) -> int:
+    from tensorsched.framework.capacity import how_many_fit, nodes_to_add, removable_nodes
+    from tensorsched.framework.objects.controllers import expand_workloads
+    from tensorsched.framework.objects.manifests import parse_objects
     modes = [m for m, on in (("--pod", bool(args.pod)), ("--workloads", bool(args.workloads)),
                              ("--drain", args.drain)) if on]
     if len(modes) != 1:
@@ -89,7 +84,7 @@ def cmd_capacity(args) -> int:
     node_templates = [_one(p, "Node") for p in args.node_template or ()]
     workloads = None
     if args.workloads:
-        objs = load_objects(args.workloads)
+        objs = load(args.workloads)
         workloads, ignored = expand_workloads(objs)
         if ignored:
             parts = ", ".join(f"{k} ({n})" for k, n in sorted(ignored.items()))
@@ -153,7 +148,7 @@ def add_parser(sub) -> None:
     c.add_argument("--node-template", action="append", metavar="NODE_YAML",
                    help="with --workloads: a Node template (repeat for several; the one "
                    "needing the fewest nodes wins)")
-    c.add_argument("--max-nodes", type=int_in(0, 1_000_000), default=None,
+    c.add_argument("--max-nodes", type=int_in(0, MAX_NODES), default=None,
                    help="with --workloads: most nodes to add (default: the resource bound "
                    "plus the number of pods)")
     c.add_argument("--drain", action="store_true",
@@ -161,7 +156,7 @@ def add_parser(sub) -> None:
     c.add_argument("--nodes", action="append",
                    help="with --drain: comma-separated candidate nodes, repeatable "
                    "(default: all)")
-    c.add_argument("--exact-limit", type=int_in(0, 20), default=EXACT_LIMIT,
+    c.add_argument("--exact-limit", type=int_in(0, MAX_EXACT_LIMIT), default=EXACT_LIMIT,
                    help="with --drain: up to this many candidates, every subset is tried "
                    "(else cluster-autoscaler's greedy order)")
     c.add_argument("--output", type=output_file,

@@ -1,7 +1,10 @@
 """The ``tensorsched`` command: explain, schedule, bench, replay.
 
 The composition root with ``tensorsched.synthetic``: it may import every
-package (the framework, the GPU plugin set, the benchmarks).
+package (the framework, the GPU plugin set, the benchmarks).  Building the
+parser imports nothing heavy, so ``--help`` and ``--version`` answer at
+once; each command imports what it uses when it runs (NumPy, Numba, the
+scheduler, the benchmark workloads: the first lines of each ``cmd_*``).
 """
 
 from __future__ import annotations
@@ -12,22 +15,10 @@ import os
 import sys
 import time
 
-import yaml
-from tqdm import tqdm
-
-from tensorsched.bench.harness import write_record
-from tensorsched.bench.workloads import BENCH_STAGES, run_workload
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.synthetic import sample
-from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
-from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
-from tensorsched.framework.scheduler.metrics import summarize
-from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.kernels.gpu.share import POLICIES
-from tensorsched.topology.gpu_table import binding_gpus
-from tensorsched.topology.openb import replay as R
+from tensorsched.kernels.gpu._core import POLICIES
 
-from . import capacity_cli, simulate_cli, sweep_cli
+from . import __version__, capacity_cli, simulate_cli, sweep_cli
 from .cli_args import (
     BACKENDS,
     SEED,
@@ -95,6 +86,7 @@ def _explain_table(record: dict, top: int) -> list[str]:
 
 
 def cmd_explain(args) -> int:
+    from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
     pod = _single_pod(args.pod)
     cluster = load_cluster(load(args.cluster), args.config, [pod])
     record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
@@ -102,12 +94,23 @@ def cmd_explain(args) -> int:
         print(json.dumps(record, indent=2))
         return 0
     print("\n".join(_explain_table(record, args.top)))
-    msg = failed_scheduling_message(cluster, pod, backend=args.backend)
-    print(f"\nselected: {record['selected']}" if msg is None else f"\n{msg}")
+    # the last line follows the record's own decision (both are made on the
+    # same state: a bound pod without its own usage)
+    if record["selected"] is not None:
+        print(f"\nselected: {record['selected']}")
+    else:
+        print(f"\n{failed_scheduling_message(cluster, pod, backend=args.backend)}")
     return 0
 
 
 def cmd_schedule(args) -> int:
+    import yaml
+
+    from tensorsched.framework.objects.synthetic import sample
+    from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
+    from tensorsched.framework.scheduler.metrics import summarize
+    from tensorsched.framework.scheduler.scheduler import Scheduler
+    from tensorsched.topology.gpu_table import binding_gpus
     if args.cluster:
         objects = load(args.cluster)
         for path in args.pods or ():
@@ -157,6 +160,10 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    from tqdm import tqdm
+
+    from tensorsched.bench.harness import write_record
+    from tensorsched.bench.workloads import BENCH_STAGES, run_workload
     with tqdm(total=len(BENCH_STAGES), desc="bench", unit="stage", file=sys.stderr,
               disable=None, leave=False) as bar:
         def stage(name: str) -> None:
@@ -170,6 +177,9 @@ def cmd_bench(args) -> int:
 
 
 def cmd_replay(args) -> int:
+    from tqdm import tqdm
+
+    from tensorsched.topology.openb import replay as R
     if args.plot:
         require_plotting("replay")
     if not args.sweep:
@@ -220,6 +230,7 @@ def cmd_replay(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="tensorsched",
                  description="Kubernetes scheduling decisions as array kernels.")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
 
     e = subcommand(sub, "explain", "why a pod would land where it lands")

@@ -2,7 +2,10 @@
 argparse before any work starts (a bad value is one line and exit status 2,
 naming the flag), every default shown in ``--help``, the manifest loading
 with its ignored-kinds warning, and a progress bar that stays quiet when
-stderr is not a terminal."""
+stderr is not a terminal.
+
+Parsing imports nothing heavy (``--help`` and ``--version`` answer at
+once); what loads manifests or draws is imported by the helper using it."""
 
 from __future__ import annotations
 
@@ -11,15 +14,14 @@ import math
 import os
 import sys
 
-from tqdm import tqdm
-
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.manifests import ignored_kinds_warning, load_objects
-from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
-from tensorsched.framework.scheduler.profile_warnings import asks_of_pods, profile_warnings
-from tensorsched.topology.openb.replay import _pyplot
+from tensorsched.kernels.backend_names import BACKENDS
 
-BACKENDS = ("numpy", "numba", "cuda")
+__all__ = ["BACKENDS", "DEFAULT_INTERVAL", "SEED", "Help", "Parser", "existing_path", "int_in",
+           "load", "load_cluster", "output_file", "positive_float", "progress",
+           "require_plotting", "subcommand"]
+
+DEFAULT_INTERVAL = 3600.0       # seconds per time-series row of simulate and sweep
 
 
 def int_in(lo: int, hi: int | None = None):
@@ -117,8 +119,9 @@ def subcommand(sub, name: str, help_text: str) -> argparse.ArgumentParser:
     return sub.add_parser(name, help=help_text, description=help_text, formatter_class=Help)
 
 
-def progress(total, what: str, unit: str = "pod") -> tqdm:
-    """A progress bar on stderr when it is a terminal (quiet when piped)."""
+def progress(total, what: str, unit: str = "pod"):
+    """A tqdm progress bar on stderr when it is a terminal (quiet when piped)."""
+    from tqdm import tqdm
     return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=None, leave=False)
 
 
@@ -127,6 +130,9 @@ def load_cluster(objects, config, pods=()):
     kinds it read but ignores (Deployments, ConfigMaps, typos...), and one
     per blind spot of a profile for its pending pods and ``pods`` (dicts
     or records: templates, the pod to explain)."""
+    from tensorsched.framework.objects.manifests import ignored_kinds_warning
+    from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
+    from tensorsched.framework.scheduler.profile_warnings import asks_of_pods
     cluster = build_cluster(objects, config)
     warning = ignored_kinds_warning(cluster.objects)
     if warning:
@@ -139,18 +145,21 @@ def load_cluster(objects, config, pods=()):
 def warn_profiles(cluster, asks) -> None:
     """Print a warning line on stderr for each thing a profile cannot see
     that the pods ask (``profile_warnings``)."""
+    from tensorsched.framework.scheduler.profile_warnings import profile_warnings
     for line in profile_warnings(cluster, asks):
         print(line, file=sys.stderr)
 
 
 def load(path):
     """The objects of a manifest file or directory."""
+    from tensorsched.framework.objects.manifests import load_objects
     return load_objects(path)
 
 
 def require_plotting(command: str) -> None:
     """Refuse ``<command> --plot`` up front (one line) when matplotlib, the
     ``plot`` extra, is missing, before any work is done."""
+    from tensorsched.topology.openb.replay import _pyplot
     try:
         _pyplot()
     except ImportError as exc:

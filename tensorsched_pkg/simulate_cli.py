@@ -3,7 +3,9 @@ simulated time; writes ``timeseries.parquet``, ``events.parquet`` and
 ``summary.json`` into ``--output`` (``simulation.png`` with ``--plot``).
 
 Part of the composition root: it may import the framework, the GPU plugin
-set (openb node lists and traces, the GPU columns) and the CLI's helpers.
+set (openb node lists and traces, the GPU columns) and the CLI's helpers;
+what the run needs is imported when it runs (``cmd_simulate``), so the
+parser is cheap to build.
 """
 
 from __future__ import annotations
@@ -15,18 +17,12 @@ import os
 import sys
 import time
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from tensorsched.bench.harness import peak_rss_bytes
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.simulation.scenario import load_scenario
-from tensorsched.kernels.gpu.share import POLICIES
-from tensorsched.topology.openb import replay as R
+from tensorsched.kernels.gpu._core import POLICIES
 
-from . import simulate_run as run
 from .cli_args import (
     BACKENDS,
+    DEFAULT_INTERVAL,
     SEED,
     existing_path,
     positive_float,
@@ -34,14 +30,6 @@ from .cli_args import (
     require_plotting,
     subcommand,
 )
-
-#: Events written to events.parquet (one row per outcome; Scheduled and
-#: Arrived are counted in the time series instead).
-EVENT_ROWS = ("Bound", "FailedScheduling", "Preempted", "BindFailed", "AssumeExpired",
-              "Departed", "Deleted", "Evicted", "NodeAdded", "NodeUpdated", "NodeDeleted")
-EVENT_SCHEMA = pa.schema([("time", pa.float64()), ("event", pa.string()), ("pod", pa.string()),
-                          ("node", pa.string()), ("message", pa.string())])
-
 
 def _output_dir(text: str) -> str:
     """A directory to write into: it exists (or its parent does) and is writable."""
@@ -56,65 +44,14 @@ def _output_dir(text: str) -> str:
     return text
 
 
-class EventWriter:
-    """Streams outcome events into a Parquet file, 64k rows at a time."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.writer = pq.ParquetWriter(path, EVENT_SCHEMA)
-        self.rows = 0
-        self._cols: dict[str, list] = {n: [] for n in EVENT_SCHEMA.names}
-
-    def __call__(self, e: dict) -> None:
-        if e["event"] not in EVENT_ROWS:
-            return
-        c = self._cols
-        c["time"].append(e["time"])
-        c["event"].append(e["event"])
-        c["pod"].append(e["pod"])
-        c["node"].append(e["node"])
-        c["message"].append(e["message"] or None)
-        if len(c["time"]) >= 65536:
-            self.flush()
-
-    def flush(self) -> None:
-        c = self._cols
-        if c["time"]:
-            self.writer.write_table(pa.table(c, schema=EVENT_SCHEMA))
-            self.rows += len(c["time"])
-            self._cols = {n: [] for n in EVENT_SCHEMA.names}
-
-    def close(self) -> None:
-        self.flush()
-        self.writer.close()
-
-
-def _plot(ts: pa.Table, path: str) -> str:
-    plt = R._pyplot()
-    t = ts.column("time").to_numpy() / 3600.0
-    panels = [("allocation (%)", [c for c in ("cpu_alloc_pct", "memory_alloc_pct",
-                                               "gpu_alloc_pct") if c in ts.column_names]),
-              ("pending pods", ["pending"])]
-    if "gpu_frag_pct" in ts.column_names:
-        panels.append(("GPU fragmentation (% of capacity)", ["gpu_frag_pct"]))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.6 * len(panels)), sharex=True,
-                             squeeze=False)
-    for ax, (title, cols) in zip(axes[:, 0], panels):
-        for c in cols:
-            v = ts.column(c).to_numpy(zero_copy_only=False).astype(float)
-            ax.plot(t, v, lw=1.2, label=c)
-        ax.set_ylabel(title)
-        ax.grid(alpha=0.3)
-        if len(cols) > 1:
-            ax.legend(fontsize=7, loc="upper right")
-    axes[-1, 0].set_xlabel("simulated time (hours)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def cmd_simulate(args) -> int:
+    import pyarrow.parquet as pq
+
+    from tensorsched.bench.harness import peak_rss_bytes
+    from tensorsched.framework.simulation.scenario import load_scenario
+
+    from . import simulate_run as run
+    from .simulate_output import EventWriter, plot_simulation
     if args.plot:
         require_plotting("simulate")
     if not args.trace and not args.scenario:
@@ -173,7 +110,7 @@ def cmd_simulate(args) -> int:
     with open(paths[2], "w") as f:
         json.dump(summary, f, indent=2)
     if args.plot:
-        paths.append(_plot(ts, os.path.join(args.output, "simulation.png")))
+        paths.append(plot_simulation(ts, os.path.join(args.output, "simulation.png")))
     print(f"simulated {summary['time']:.0f}s: {summary['arrived']} pods arrived, "
           f"{summary['scheduled']} scheduled, {summary['departed']} departed, "
           f"{summary['pending']} pending, {summary['failed_attempts']} failed attempts, "
@@ -207,7 +144,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="seed of tie-breaks")
     m.add_argument("--until", type=positive_float,
                    help="stop at this simulated second (default: when nothing can change)")
-    m.add_argument("--interval", type=positive_float, default=3600.0,
+    m.add_argument("--interval", type=positive_float, default=DEFAULT_INTERVAL,
                    help="seconds per time-series row")
     m.add_argument("--output", type=_output_dir, required=True,
                    help="directory for timeseries.parquet, events.parquet, summary.json")

@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 from tqdm import tqdm
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.objects.manifests import parse_yaml_documents, read_text
@@ -54,13 +55,13 @@ from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
 from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.limits import DEFAULT_TUNE
 from tensorsched.topology.openb.trace import simulate_replay
 
 from . import simulate_run as run
+from .cli_args import DEFAULT_INTERVAL
 
 KINDS = ("simulate", "experiment")
-DEFAULT_INTERVAL = 3600.0       # seconds per time-series row, as ``simulate``
-DEFAULT_TUNE = 1.3              # the paper's arrived GPU demand, x capacity
 RAY_NEEDS = ("sweeps on Ray need the 'ray' package, which the core install leaves out; "
              "install the extra: pip install 'tensorsched[ray]'")
 
@@ -165,8 +166,23 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     Configs: the ``configs`` files then the ``policies`` (none given: the
     default one; with ``experiment`` every policy).  Names (file stems,
     policies) must be unique: they label the rows."""
-    traces, seeds = list(traces), list(seeds)
-    configs, policies = list(configs), list(policies)
+    args = Arguments("sweep.make_jobs")
+    traces = [args.path(f"traces[{i}]", t) for i, t in
+              enumerate(args.sequence("traces", traces, items="trace paths"))]
+    seeds = [args.seed(s, f"seeds[{i}]") for i, s in
+             enumerate(args.sequence("seeds", seeds, items="seeds"))]
+    configs = [args.path(f"configs[{i}]", c) for i, c in
+               enumerate(args.sequence("configs", configs, items="configuration paths"))]
+    policies = args.names("policies", policies)
+    args.flag("experiment", experiment)
+    nodes, cluster, scenario = (None if v is None else args.path(name, v) for name, v in
+                                (("nodes", nodes), ("cluster", cluster), ("scenario", scenario)))
+    backend = args.backend(backend)
+    interval = args.number("interval", interval, 0.0, above=True, unit="seconds")
+    until = args.number("until", until, 0.0, above=True, optional=True,
+                        unit="seconds")
+    args.number("tune", tune, 0.0, above=True)
+    batch = args.flag("batch", batch)
     if not traces:
         raise SweepError("no trace to sweep")
     if not seeds:
@@ -209,6 +225,11 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     return jobs
 
 
+def _jobs(args: Arguments, jobs) -> list[Job]:
+    """``jobs`` as a list of ``Job`` (make_jobs')."""
+    return args.sequence("jobs", jobs, Job, "a Job (make_jobs)", "Jobs (make_jobs)")
+
+
 def _unique(what: str, pairs) -> None:
     """Names label the rows: two sources may not share one."""
     seen: dict = {}
@@ -234,7 +255,7 @@ def load_inputs(jobs) -> dict:
     ``("warnings", "")``: a line for each thing a configuration cannot see
     of a trace (``profile_warnings``).  Raises the reader's error (file,
     line, field) or ``SweepError``."""
-    jobs = list(jobs)
+    jobs = _jobs(Arguments("sweep.load_inputs"), jobs)
     kinds = {j.kind for j in jobs}
     if not jobs:
         raise SweepError("no jobs")
@@ -536,11 +557,14 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
     terminal), or ``fn(job, row)`` after each run.  ``inputs``:
     ``load_inputs(jobs)`` when already read.  A run that fails raises
     ``SweepError`` naming it, and the runs not started are cancelled."""
-    jobs = list(jobs)
+    args = Arguments("sweep.run_sweep")
+    jobs = _jobs(args, jobs)
+    args.integer("workers", workers, 1, optional=True)
+    args.text("ray", ray, optional=True)
+    if progress is not True and progress is not None and progress is not False:
+        args.callback("progress", progress)
+    args.mapping("inputs", inputs, optional=True, what="load_inputs(jobs)'s dict")
     inputs = load_inputs(jobs) if inputs is None else inputs
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        raise SweepError(f"workers must be an integer >= 1, got {workers!r}")
     rows: list = [None] * len(jobs)
     bar = None
     if progress is True:
@@ -594,6 +618,9 @@ def comparison(table: pa.Table, metrics=None) -> pa.Table:
     the seeds; null for one seed).  ``metrics``: numeric columns of the
     results (default ``HEADLINE``, all-null ones left out); traces and
     configs in the order of the table."""
+    args = Arguments("sweep.comparison")
+    args.instance("table", table, pa.Table, "the pyarrow.Table of run_sweep")
+    metrics = args.names("metrics", metrics, optional=True)
     kind = _kind(table)
     by = CONFIG_COLUMN[kind]
     if metrics is None:
@@ -638,6 +665,9 @@ def _cell(mean, std) -> str:
 def format_comparison(cmp: pa.Table, seeds: int | None = None) -> str:
     """The comparison as text: a block per metric, a line per trace, a
     column per config (``mean ± std``)."""
+    args = Arguments("sweep.format_comparison")
+    args.instance("cmp", cmp, pa.Table, "the pyarrow.Table of comparison()")
+    args.integer("seeds", seeds, 1, optional=True)
     configs = _configs(cmp)
     d = cmp.to_pydict()
     traces = list(dict.fromkeys(d["trace"]))
@@ -663,6 +693,9 @@ def plot_comparison(cmp: pa.Table, path: str) -> str:
     """A PNG: a panel per metric, per trace a group of bars (one per
     config, its mean) with the standard deviation as error bars (the
     ``plot`` extra)."""
+    args = Arguments("sweep.plot_comparison")
+    args.instance("cmp", cmp, pa.Table, "the pyarrow.Table of comparison()")
+    path = args.path("path", path)
     plt = R._pyplot()
     configs = _configs(cmp)
     d = cmp.to_pydict()

@@ -7,7 +7,8 @@ Every input is read and checked before the first run; a bad one is one
 line naming the file, line and field (exit status 2).
 
 Part of the composition root: it may import the sweep runner and the CLI's
-helpers.
+helpers; the runner (and with it NumPy, Arrow, the scheduler) is imported
+when the command runs (``cmd_sweep``), so the parser is cheap to build.
 """
 
 from __future__ import annotations
@@ -18,16 +19,13 @@ import os
 import sys
 import time
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.kernels.gpu.share import POLICIES
-from tensorsched.topology.openb import replay as R
+from tensorsched.kernels.gpu._core import POLICIES
+from tensorsched.topology.openb.limits import DEFAULT_TUNE, MAX_TUNE, parse_seeds
 
-from . import sweep as S
 from .cli_args import (
     BACKENDS,
+    DEFAULT_INTERVAL,
     existing_path,
     int_in,
     output_file,
@@ -42,7 +40,7 @@ DEFAULT_SEED = {"simulate": 0, "experiment": 42}     # as ``simulate`` and ``rep
 def _seeds(text: str) -> list[int]:
     """An argparse type: ``42-51``, ``1,2,5`` or a mix (replay's grammar)."""
     try:
-        return R.parse_seeds(text)
+        return parse_seeds(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -76,7 +74,10 @@ def _check_flags(args) -> None:
 
 
 def _check_metrics(kind: str, metrics) -> None:
-    schema = S.SCHEMAS[kind]
+    import pyarrow as pa
+
+    from .sweep import SCHEMAS
+    schema = SCHEMAS[kind]
     numeric = [f.name for f in schema if f.name not in ("seed", "wall_seconds")
                and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
     for m in metrics or ():
@@ -85,7 +86,8 @@ def _check_metrics(kind: str, metrics) -> None:
                                    f"sweep; choose of {', '.join(numeric)}")
 
 
-def _write_csv(cmp: pa.Table, path: str) -> str:
+def _write_csv(cmp, path: str) -> str:
+    """The comparison (a pyarrow.Table) as CSV at ``path``; returns ``path``."""
     d = cmp.to_pydict()
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -96,6 +98,9 @@ def _write_csv(cmp: pa.Table, path: str) -> str:
 
 
 def cmd_sweep(args) -> int:
+    import pyarrow.parquet as pq
+
+    from . import sweep as S
     if args.plot:
         require_plotting("sweep")
     _check_flags(args)
@@ -106,8 +111,8 @@ def cmd_sweep(args) -> int:
                        policies=args.policy or (), experiment=args.experiment,
                        nodes=args.nodes, cluster=args.cluster, scenario=args.scenario,
                        backend=args.backend,
-                       interval=args.interval if args.interval else S.DEFAULT_INTERVAL,
-                       until=args.until, tune=args.tune if args.tune else S.DEFAULT_TUNE,
+                       interval=args.interval if args.interval else DEFAULT_INTERVAL,
+                       until=args.until, tune=args.tune if args.tune else DEFAULT_TUNE,
                        batch=not args.no_batch)
     t0 = time.perf_counter()
     inputs = S.load_inputs(jobs)                # every file checked before the first run
@@ -170,13 +175,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "change)")
     m.add_argument("--interval", type=positive_float,
                    help=f"seconds per time-series row, the time-weighted means' resolution "
-                   f"(default {S.DEFAULT_INTERVAL:g})")
+                   f"(default {DEFAULT_INTERVAL:g})")
     m.add_argument("--experiment", action="store_true",
                    help="the openb paper's experiment (simulate_replay: arrivals only, GPU "
                    "demand up to --tune x capacity) per (trace, policy, seed)")
     m.add_argument("--tune", type=positive_float,
                    help=f"with --experiment: arrived GPU demand as a multiple of the GPU "
-                   f"capacity, at most {R.MAX_TUNE:g} (default {S.DEFAULT_TUNE:g})")
+                   f"capacity, at most {MAX_TUNE:g} (default {DEFAULT_TUNE:g})")
     m.add_argument("--metric", nargs="+", action="extend",
                    help="result columns compared (default: scheduled, the mean allocations "
                    "and fragmentation, latency_p99; with --experiment alloc_at_100, "

@@ -8,20 +8,21 @@ Pods bound in the workload's initial state (the preemption workloads' low
 pods) carry ``spec.nodeName``; the others are pending.  The generators
 themselves live with what they exercise: ``framework.objects.synthetic``
 (basic, pod-to-pod, preemption, the README sample) and
-``topology.synthetic`` (GPU).
+``topology.synthetic`` (GPU), imported on first use: the workload names
+are read (``tensorsched bench --help``) without loading them.
 """
 
 from __future__ import annotations
 
-from tensorsched.framework.objects.synthetic import (
-    basic,
-    node_dict,
-    pod_dict,
-    pod_to_pod,
-    preemption,
-    sample,
-)
-from tensorsched.topology.synthetic import gpu, gpu_config, gpu_node
+import importlib
+
+from tensorsched.framework.arguments import Arguments, shown
+
+# generator name -> the module that defines it
+_GENERATORS = {name: "tensorsched.framework.objects.synthetic" for name in (
+    "basic", "node_dict", "pod_dict", "pod_to_pod", "preemption", "sample")}
+_GENERATORS.update({name: "tensorsched.topology.synthetic" for name in (
+    "gpu", "gpu_config", "gpu_node")})
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
              "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu")
@@ -31,29 +32,44 @@ __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "
            "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
 
 
-def _check(name: str) -> None:
+def _check(args: Arguments, name) -> None:
     if name not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; choose one of {', '.join(WORKLOADS)}")
+        raise args.error("name", f"unknown workload {shown(name)}; choose one of "
+                         f"{', '.join(WORKLOADS)}")
 
 
 def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """(node dicts, pod dicts) of workload ``name`` (one of ``WORKLOADS``)."""
-    _check(name)
-    if name == "basic":
-        return basic(n_nodes, n_pods, seed)
-    if name == "gpu":
-        return gpu(n_nodes, n_pods, seed)
+    args = Arguments("synthetic.workload")
+    _check(args, name)
+    from tensorsched.framework.objects.synthetic import MAX_NODES, MAX_PODS
+    n_nodes = args.integer("n_nodes", n_nodes, 1, MAX_NODES)
+    n_pods = args.integer("n_pods", n_pods, 0, MAX_PODS)
+    seed = args.seed(seed)
+    if name in ("basic", "gpu"):
+        return __getattr__(name)(n_nodes, n_pods, seed)
     if name in POD_TO_POD:
-        return pod_to_pod(name, n_nodes, n_pods, seed)
-    return preemption(n_nodes, n_pods, seed, variant=name.partition("-")[2])
+        return __getattr__("pod_to_pod")(name, n_nodes, n_pods, seed)
+    return __getattr__("preemption")(n_nodes, n_pods, seed, variant=name.partition("-")[2])
 
 
 def config(name: str, percentage: int = 100) -> dict:
     """The KubeSchedulerConfiguration (a dict) workload ``name`` runs with:
     the default profile with ``percentageOfNodesToScore``, plus the GPU
     plugins for ``gpu``."""
-    _check(name)
+    args = Arguments("synthetic.config")
+    _check(args, name)
+    percentage = args.integer("percentage", percentage, 0, 100)
     if name == "gpu":
-        return gpu_config(percentage)
+        return __getattr__("gpu_config")(percentage)
     return {"apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration", "percentageOfNodesToScore": percentage}
+
+
+def __getattr__(name: str):
+    module = _GENERATORS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

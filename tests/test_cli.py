@@ -286,6 +286,30 @@ def test_explain_of_a_running_pod_leaves_its_own_usage_out(tmp_path, capsys):
     assert out["feasible"] == ["n0"] and out["filter"] == {}     # not "Insufficient cpu"
 
 
+def test_explain_table_of_a_running_pod_ends_with_the_node_it_marks(tmp_path, capsys):
+    """The table and its last line are one decision on one state (the pod
+    without its own usage): the marked node is the one selected, not
+    "0/1 nodes are available: 1 Insufficient cpu" from the pod counted twice."""
+    running = pod_dict("web", cpu="3")
+    running["spec"]["nodeName"] = "n0"
+    running["status"] = {"phase": "Running"}
+    cluster = _write(tmp_path, "cluster.yaml", [node_dict("n0", cpu="4"), running])
+    pod = _write(tmp_path, "pod.yaml", [running])
+    assert main(["explain", "--cluster", cluster, "--pod", pod, "--format", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "bound to n0 (explained without its own usage)" in lines
+    assert [x.split()[0] for x in lines if x.startswith("*")] == ["*n0"]
+    assert lines[-1] == "selected: n0"
+    # a second pod alike, not in the cluster, does not fit beside it: the
+    # message is kube-scheduler's, the table marks nothing
+    other = dict(running, metadata=dict(running["metadata"], name="web-2"))
+    assert main(["explain", "--cluster", cluster, "--pod", _write(tmp_path, "p2.yaml", [other]),
+                 "--format", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert not any(x.startswith("*") for x in lines)
+    assert lines[-1] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
 def test_ignored_kinds_are_named_in_one_warning(tmp_path, capsys):
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorsched.framework.objects.quantity import resource_value
-from tensorsched.framework.objects.synthetic import ZONE, node_dict, pod_dict
+from tensorsched.framework.objects.synthetic import ZONE, check_sizes, node_dict, pod_dict
 
 from .gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI
 from .node_topology import ANNO_NODE_TOPOLOGY, ANNO_POD_PLACEMENT, dgx_annotation
@@ -59,6 +59,7 @@ def gpu_node(name: str, zone: str = "zone-0") -> dict:
 
 def gpu(nodes: int, pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """(node dicts, pending pod dicts) of the GPU workload (seeded mix)."""
+    nodes, pods, seed = check_sizes("synthetic.gpu", nodes, pods, seed)
     rng = np.random.default_rng(seed)
     node_objs = [gpu_node(f"dgx-{i}", f"zone-{i % 3}") for i in range(nodes)]
     w = np.array([m[1] for m in GPU_MIX], np.float64)

@@ -12,16 +12,28 @@ May import: ``scheduler`` and everything below it in ``framework``.
   a set, with PodDisruptionBudgets respected);
 - ``report``: the typed reports and their ``CapacityReport`` documents
   (``apiVersion: tensorsched.io/v1alpha1``);
-- ``common``: fresh cluster copies, template copies, resource bounds.
+- ``common``: fresh cluster copies, template copies, resource bounds;
+- ``limits``: the bounds of the arguments (also the CLI's).
 
 Every analysis works on fresh copies built from the cluster's objects: the
-Cluster given is never modified.
+Cluster given is never modified.  The names below are imported on first
+use, so reading ``limits`` does not load the scheduler.
 """
 
-from .drain import removable_nodes
-from .fit import how_many_fit
-from .node_search import nodes_to_add
-from .report import API_VERSION, KIND, DrainReport, FitReport, NodesReport
+from __future__ import annotations
 
-__all__ = ["how_many_fit", "nodes_to_add", "removable_nodes", "FitReport", "NodesReport",
-           "DrainReport", "API_VERSION", "KIND"]
+import importlib
+
+# name -> the module that defines it
+_NAMES = {"how_many_fit": "fit", "nodes_to_add": "node_search", "removable_nodes": "drain",
+          "FitReport": "report", "NodesReport": "report", "DrainReport": "report",
+          "API_VERSION": "report", "KIND": "report"}
+
+__all__ = list(_NAMES)
+
+
+def __getattr__(name: str):
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

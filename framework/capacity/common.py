@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 import numpy as np
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import Objects, parse_node, parse_pod
 from tensorsched.framework.objects.meta import source_of
@@ -183,3 +185,22 @@ def node_utilization(state, name: str) -> float:
         if alloc > 0:
             best = max(best, int(state.requested[row, col]) / alloc)
     return best
+
+
+
+def capacity_arguments(function: str, cluster, backend, seed, progress) -> Arguments:
+    """The arguments every capacity question shares, checked in the name of
+    ``function``; returns its :class:`Arguments` for the rest."""
+    args = Arguments(function)
+    args.instance("cluster", cluster, Cluster, "a Cluster (build_cluster)")
+    args.backend(backend)
+    args.seed(seed)
+    args.callback("progress", progress, optional=True)
+    return args
+
+
+def object_list(args: Arguments, name: str, value, record: type, kind: str, *,
+                nonempty: bool = False) -> list:
+    """A list of ``kind`` dicts or records (``record``)."""
+    return args.sequence(name, value, (Mapping, record), f"a {kind} dict or {record.__name__}",
+                         f"{kind} dicts or {record.__name__}s", nonempty=nonempty)

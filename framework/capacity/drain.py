@@ -43,12 +43,18 @@ from tensorsched.framework.objects.pdb import applies, disruptions_allowed
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
-from .common import bound_pods, fresh_cluster, no_gc, node_utilization
+from .common import (
+    bound_pods,
+    capacity_arguments,
+    fresh_cluster,
+    no_gc,
+    node_utilization,
+)
+from .limits import EXACT_LIMIT, MAX_EXACT_LIMIT
 from .report import DrainReport, NodeDrain
 
-__all__ = ["removable_nodes", "EXACT_LIMIT"]
+__all__ = ["removable_nodes", "EXACT_LIMIT", "MAX_EXACT_LIMIT"]
 
-EXACT_LIMIT = 8
 
 
 class _Drainer:
@@ -120,6 +126,9 @@ def removable_nodes(cluster: Cluster, *, nodes=None, backend: str = "numba", see
     be removed together (see the module doc).  ``nodes``: the candidate
     node names (default: every node, in load order); ``progress(1)`` after
     each trial.  The cluster is not modified."""
+    args = capacity_arguments("removable_nodes", cluster, backend, seed, progress)
+    nodes = args.names("nodes", nodes, optional=True)
+    exact_limit = args.integer("exact_limit", exact_limit, 0, MAX_EXACT_LIMIT)
     t0 = time.perf_counter()
     with no_gc():
         d = _Drainer(cluster, backend, seed)

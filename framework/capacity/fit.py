@@ -37,10 +37,20 @@ from collections.abc import Callable
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
-from .common import free_bound, fresh_cluster, no_gc, pod_copies, pod_template, unique_names
+from .common import (
+    capacity_arguments,
+    free_bound,
+    fresh_cluster,
+    no_gc,
+    object_list,
+    pod_copies,
+    pod_template,
+    unique_names,
+)
 from .report import FitReport, TemplateFit
 
 __all__ = ["how_many_fit"]
@@ -58,17 +68,16 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
     fits.  ``limit`` caps the pods tried per template; ``progress(n)`` is
     called with the number of pods settled since the last call.  The
     cluster is not modified."""
-    if not templates:
-        raise ValueError("how_many_fit: at least one template")
+    args = capacity_arguments("how_many_fit", cluster, backend, seed, progress)
+    templates = object_list(args, "templates", templates, PodRecord, "Pod", nonempty=True)
+    limit = args.integer("limit", limit, 1, optional=True)
     if replicas is not None:
-        replicas = list(replicas)
+        replicas = [args.integer(f"replicas[{i}]", r, 0) for i, r in
+                    enumerate(args.sequence("replicas", replicas, item="an integer",
+                                            items="integers (one per template)"))]
         if len(replicas) != len(templates):
-            raise ValueError(f"how_many_fit: {len(replicas)} replica counts for "
-                             f"{len(templates)} templates")
-        for i, r in enumerate(replicas):
-            if isinstance(r, bool) or not isinstance(r, int) or r < 0:
-                raise ManifestError(f"template {i}", "replicas",
-                                    f"must be an integer >= 0, got {r!r}")
+            raise args.error("replicas", f"{len(replicas)} replica counts for "
+                             f"{len(templates)} templates (one per template)")
     t0 = time.perf_counter()
     with no_gc():
         work = fresh_cluster(cluster, pods=[p for p in cluster.objects.pods if p.node_name])

@@ -39,16 +39,26 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tensorsched.framework.objects.controllers import expand_workloads
 from tensorsched.framework.objects.manifests import parse_objects
 from tensorsched.framework.objects.priorities import pod_priority
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.objects.records import NodeRecord, PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
-from .common import bound_pods, fresh_cluster, no_gc, node_copies, node_template, unique_names
+from .common import (
+    bound_pods,
+    capacity_arguments,
+    fresh_cluster,
+    no_gc,
+    node_copies,
+    node_template,
+    object_list,
+    unique_names,
+)
+from .limits import MAX_NODES
 from .report import NodesReport, NodeTemplateResult, Probe
 
 __all__ = ["nodes_to_add", "workload_pods", "lower_bound"]
@@ -215,10 +225,13 @@ def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = 
     to ``cluster`` so every pod of ``workloads`` schedules; see the module
     doc.  ``progress(n)`` is called after each probe (``n`` nodes added).
     The cluster is not modified."""
-    if not node_templates:
-        raise ValueError("nodes_to_add: at least one node template")
-    if max_nodes is not None and max_nodes < 0:
-        raise ValueError(f"nodes_to_add: max_nodes must be >= 0, got {max_nodes}")
+    args = capacity_arguments("nodes_to_add", cluster, backend, seed, progress)
+    workloads = args.sequence("workloads", workloads, (Mapping, PodRecord),
+                              "a Pod or controller dict, or a PodRecord",
+                              "Pod and controller dicts or PodRecords")
+    node_templates = object_list(args, "node_templates", node_templates, NodeRecord, "Node",
+                                 nonempty=True)
+    max_nodes = args.integer("max_nodes", max_nodes, 0, MAX_NODES, optional=True)
     t0 = time.perf_counter()
     with no_gc():
         templates = [node_template(t) for t in node_templates]

@@ -36,6 +36,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.errors import ConfigError, TensorschedError
 from tensorsched.framework.objects.manifests import (
     DocumentError,
@@ -222,7 +223,8 @@ def _read(source: Any) -> dict:
         return dict(source)
     if isinstance(source, (str, os.PathLike)):
         return _read_file(source)
-    raise TypeError(f"config source must be a path, a mapping or None, not {type(source).__name__}")
+    raise Arguments("load_config").error(
+        "source", f"must be a path, a mapping or None, got {shown(source)}")
 
 
 # --------------------------------------------------------------------------

@@ -41,6 +41,7 @@ import json
 import random
 import uuid
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
 
 from .meta import ObjectContext, SourcedObject, identity, source_of
@@ -192,6 +193,7 @@ def expand_workloads(objects) -> tuple[list[dict], dict[str, int]]:
     neither pods nor controllers of :data:`EXPANDED_KINDS`).  Pods pass
     through as they are (a Pod with ``spec.nodeName`` is refused: a workload
     pod is one to place)."""
+    objects = Arguments("expand_workloads").sequence("objects", objects, items="object dicts")
     pods: list[dict] = []
     ignored: dict[str, int] = {}
     for index, obj in enumerate(objects):

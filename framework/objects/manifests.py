@@ -54,6 +54,7 @@ from pathlib import Path
 
 import yaml
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
 
 from .meta import (
@@ -465,10 +466,12 @@ def load_objects(path) -> list[dict]:
     its ``<file>#<document>`` (``.items[i]`` for an item of a List): every
     later error about it (``parse_objects``, ``parse_pod``) names it.
     """
+    args = Arguments("load_manifests")
     if isinstance(path, (str, os.PathLike)):
-        paths = [Path(path)]
+        paths = [Path(args.path("path", path))]
     else:
-        paths = [Path(p) for p in path]
+        given = args.sequence("path", path, item="a path", items="paths (or one path)")
+        paths = [Path(args.path(f"path[{i}]", p)) for i, p in enumerate(given)]
     objects: list[dict] = []
     for top in paths:
         if not top.exists():

@@ -25,6 +25,8 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
+from tensorsched.framework.arguments import Arguments, shown
+
 from .records import PodRecord
 
 __all__ = ["EXTRA_FIELDS", "NO_EXTRAS", "PodColumns", "build_record", "extras_of"]
@@ -84,6 +86,13 @@ class PodColumns(Sequence):
         so a class is looked up once per stretch of them."""
         if isinstance(records, PodColumns):
             return records
+        if not isinstance(records, list):
+            records = Arguments("PodColumns.from_records").sequence(
+                "records", records, items="PodRecords")
+        if not all(map(isinstance, records, repeat(PodRecord))):     # a C-level pass
+            i = next(i for i, r in enumerate(records) if not isinstance(r, PodRecord))
+            raise Arguments("PodColumns.from_records").error(
+                f"records[{i}]", f"must be a PodRecord, got {shown(records[i])}")
         n = len(records)
         classes: list[PodRecord] = []
         of_memo: dict[int, int] = {}

@@ -67,6 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
 
 from .manifests import (
@@ -598,6 +599,10 @@ def read_pods_table(table, templates=None, *, source: str | None = None,
     starts every error message.  ``columns``: the rows as
     :class:`~.pod_columns.PodColumns` instead (one class per group, a
     record built only on request), equal row for row."""
+    args = Arguments("read_pods_table")
+    templates = args.sequence("templates", templates, item="a pod spec", items="pod specs",
+                              optional=True)
+    args.flag("columns", columns)
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     if not isinstance(table, pa.Table):
@@ -690,7 +695,10 @@ def _columns(finals, names, gids, creation_ns, texts) -> PodColumns:
 def read_pods_parquet(path, templates=None, *, columns: bool = False
                       ) -> list[PodRecord] | PodColumns:
     """:func:`read_pods_table` of a Parquet file; errors start with its path."""
-    source = str(path)
+    args = Arguments("read_pods_parquet")
+    source = args.path("path", path)
+    args.sequence("templates", templates, item="a pod spec", items="pod specs", optional=True)
+    args.flag("columns", columns)
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:

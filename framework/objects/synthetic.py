@@ -15,6 +15,18 @@ import datetime
 
 import numpy as np
 
+from tensorsched.framework.arguments import Arguments
+
+MAX_NODES = 10_000_000           # ``tensorsched bench --nodes``'s bounds
+MAX_PODS = 100_000_000
+
+
+def check_sizes(function: str, nodes, pods, seed) -> tuple[int, int, int]:
+    """A generator's (nodes, pods, seed), checked in the name of ``function``."""
+    args = Arguments(function)
+    return (args.integer("nodes", nodes, 1, MAX_NODES), args.integer("pods", pods, 0, MAX_PODS),
+            args.seed(seed))
+
 
 def node_dict(name: str, cpu: str = "4", memory: str = "32Gi", pods: str = "110",
               labels: dict | None = None, taints: list | None = None,
@@ -59,6 +71,7 @@ def _timestamp(seconds: int) -> str:
 
 def basic(nodes: int, pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """SchedulingBasic: (node dicts, pending pod dicts)."""
+    nodes, pods, seed = check_sizes("synthetic.basic", nodes, pods, seed)
     del seed   # identical nodes and pods; the seed only breaks ties
     node_objs = [node_dict(f"node-{i}", labels={"topology.kubernetes.io/zone": f"zone-{i % 3}"})
                  for i in range(nodes)]
@@ -68,6 +81,7 @@ def basic(nodes: int, pods: int, seed: int = 0) -> tuple[list[dict], list[dict]]
 
 def sample(seed: int = 0, nodes: int = 12, pods: int = 40) -> tuple[list[dict], list[dict]]:
     """A small mixed cluster and workload exercising every built-in plugin."""
+    nodes, pods, seed = check_sizes("synthetic.sample", nodes, pods, seed)
     rng = np.random.default_rng(seed)
     node_objs = []
     for i in range(nodes):
@@ -145,6 +159,7 @@ def pod_to_pod(workload: str, nodes: int, pods: int, seed: int = 0):
     """(node dicts, pending pod dicts) for spread | antiaffinity | affinity |
     preferred-affinity | replicaset (the init pods come first in the pending
     list; replicaset's ReplicaSet object comes after the nodes)."""
+    nodes, pods, seed = check_sizes("synthetic.pod_to_pod", nodes, pods, seed)
     del seed
     node_objs = [node_dict(f"node-{i}", labels={ZONE: f"zone-{i % 3}"}) for i in range(nodes)]
     out = []
@@ -244,6 +259,7 @@ def low_pod_start_seconds(node: int, slot: int, nodes: int) -> int:
 def preemption(nodes: int, pods: int, seed: int = 0, variant: str = ""):
     """(node dicts, pod dicts): the low pods bound (``spec.nodeName``, a
     ``status.startTime`` each) followed by the pending high-priority pods."""
+    nodes, pods, seed = check_sizes("synthetic.preemption", nodes, pods, seed)
     del seed
     low, batch, high = preemption_templates(variant)
     node_objs = [node_dict(f"node-{i}", labels={ZONE: f"zone-{i % 3}"}) for i in range(nodes)]

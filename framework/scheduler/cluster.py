@@ -3,9 +3,12 @@ one compiled Framework per (profile, backend)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.manifests import Objects, parse_objects, parse_pod
@@ -81,11 +84,31 @@ class Cluster:
         return fw
 
 
+def check_cluster_inputs(args: Arguments, objects, config, registry=None):
+    """``objects`` (a list of object dicts, or ``Objects``), ``config`` and
+    ``registry`` as ``build_cluster`` takes them, checked in the name of
+    ``args``'s function; ``objects`` as a list."""
+    if not isinstance(objects, Objects):
+        objects = args.sequence("objects", objects, items="object dicts (load_manifests)")
+    args.instance("config", config, (Mapping, str, os.PathLike, SchedulerConfig),
+                  "a KubeSchedulerConfiguration (a dict or a path) or None", optional=True)
+    args.instance("registry", registry, Registry, "a Registry (default_registry()) or None",
+                  optional=True)
+    return objects
+
+
+def check_pod(args: Arguments, pod, name: str = "pod"):
+    """A pod argument: a Pod dict or a PodRecord (its fields are the
+    parser's to check)."""
+    return args.instance(name, pod, (Mapping, PodRecord), "a Pod dict or a PodRecord")
+
+
 def build_cluster(objects, config=None, registry: Registry | None = None) -> Cluster:
     """Parse object dicts (or take parsed ``Objects``) and load them into a
     fresh state: every node, then every pod bound with spec.nodeName (pods in
     a terminal phase hold nothing and are skipped).  Unbound pods become
     ``pending``.  Any error leaves nothing behind."""
+    objects = check_cluster_inputs(Arguments("build_cluster"), objects, config, registry)
     registry = registry or default_registry()
     cfg = load_config(config, registry.plugin_points()) if not isinstance(
         config, SchedulerConfig) else config

@@ -17,10 +17,13 @@ feasible node is scored, even a lone one.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.preemption.host_search import Suspension
 from tensorsched.framework.runtime.plugin import CycleContext
 
-from .cluster import Cluster, build_cluster
+from .cluster import Cluster, build_cluster, check_cluster_inputs, check_pod
 
 
 def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) -> dict:
@@ -30,20 +33,36 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
     yaml`` prints it) is explained without its own usage: it is taken off
     its node for the cycle and put back exactly, and the record says where
     it is bound (``"bound_node"``)."""
+    args = Arguments("explain_pod")
+    args.instance("cluster", cluster, Cluster, "a Cluster (build_cluster)")
+    check_pod(args, pod)
+    backend, seed = args.backend(backend), args.seed(seed)
     pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
-    state = cluster.state
+    with _without_own_usage(cluster.state, pod) as bound_node:
+        record = _explain(cluster, fw, pod, seed)
+    if bound_node is not None:
+        record["bound_node"] = bound_node
+    return record
+
+
+@contextmanager
+def _without_own_usage(state, pod):
+    """The pod taken off its node for the block, put back exactly after it;
+    yields that node (None for a pod the cluster does not hold).  A bound
+    pod is never scheduled again upstream; asking where it would land is
+    cluster-autoscaler's drain question, which it answers the same way:
+    the pod removed from its node, then the filters run."""
     if pod.key not in state.pods:
-        return _explain(cluster, fw, pod, seed)
+        yield None
+        return
     held = Suspension(state)
     bound_node = state.node_name(state.pods.row_of(pod.key))
     held.remove(pod.key)
     try:
-        record = _explain(cluster, fw, pod, seed)
+        yield bound_node
     finally:
         held.restore()
-    record["bound_node"] = bound_node
-    return record
 
 
 def _explain(cluster: Cluster, fw, pod, seed: int) -> dict:
@@ -91,16 +110,22 @@ def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) ->
     """``explain`` as a function: ``objects`` are Kubernetes object dicts
     (Nodes, Pods bound with spec.nodeName, ...), ``pod`` the pod to place
     (dict), ``config`` a KubeSchedulerConfiguration dict (None = defaults)."""
+    args = Arguments("explain")
+    objects = check_cluster_inputs(args, objects, config)
+    check_pod(args, pod)
+    backend, seed = args.backend(backend), args.seed(seed)
     cluster = build_cluster(objects, config)
     return explain_pod(cluster, pod, backend=backend, seed=seed)
 
 
 def failed_scheduling_message(cluster: Cluster, pod, backend: str = "numpy") -> str | None:
     """kube-scheduler's FailedScheduling text for a pod that fits nowhere
-    (None when it fits)."""
+    (None when it fits); a pod the cluster holds is evaluated without its
+    own usage, as ``explain_pod`` does, so the two agree."""
     pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
-    result = fw.run_cycle(cluster.state, pod, all_nodes=True)
-    if result.selected_row >= 0:
-        return None
-    return fw.diagnosis(CycleContext(cluster.state, pod, fw), result).message()
+    with _without_own_usage(cluster.state, pod):
+        result = fw.run_cycle(cluster.state, pod, all_nodes=True)
+        if result.selected_row >= 0:
+            return None
+        return fw.diagnosis(CycleContext(cluster.state, pod, fw), result).message()

@@ -43,6 +43,7 @@ import random
 from collections.abc import Callable
 from types import SimpleNamespace
 
+from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
@@ -54,7 +55,7 @@ from .arrival_blocks import ArrivalBlocks
 from .binding import BindingCycle, WaitingPod
 from .cluster import Cluster, pod_columns_from
 from .event_handlers import EventHandlers
-from .events import BOUND, OUTCOME_EVENTS, Binding, EventBus, Outcomes
+from .events import BOUND, EVENTS, OUTCOME_EVENTS, Binding, EventBus, Outcomes
 from .metrics import Metrics, StageTimer
 from .queue import (
     DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
@@ -82,6 +83,23 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                  pod_max_backoff_seconds: float | None = None,
                  pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
                  batch: bool = True, max_run: int = 1_000_000):
+        args = Arguments("Scheduler")
+        args.instance("cluster", cluster, Cluster, "a Cluster (build_cluster)")
+        backend, seed = args.backend(backend), args.seed(seed)
+        args.instance("clock", clock, Clock, "a Clock or None", optional=True)
+        binder_fault_rate = args.number("binder_fault_rate", binder_fault_rate, 0.0, 1.0)
+        args.callback("binder", binder, optional=True)
+        assume_ttl = args.number("assume_ttl", assume_ttl, 0.0, above=True, optional=True,
+                                 infinite=True, unit="seconds")
+        for name, value, optional in (
+                ("termination_grace_seconds", termination_grace_seconds, False),
+                ("pod_initial_backoff_seconds", pod_initial_backoff_seconds, True),
+                ("pod_max_backoff_seconds", pod_max_backoff_seconds, True),
+                ("pod_max_in_unschedulable_seconds", pod_max_in_unschedulable_seconds, False)):
+            args.number(name, value, 0.0, optional=optional, infinite=True,
+                        unit="seconds")
+        batch = args.flag("batch", batch)
+        max_run = args.integer("max_run", max_run, 1)
         self.cluster = cluster
         self.backend = backend
         self.seed = seed
@@ -208,7 +226,11 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
     def subscribe(self, event: str, callback: Callable) -> Callable:
         """Call ``callback(dict)`` on each ``event`` (one of ``events.EVENTS``,
         or "*" for all); returns a function that unsubscribes."""
-        return self.events.subscribe(event, callback)
+        args = Arguments("Scheduler.subscribe")
+        if not isinstance(event, str) or event not in EVENTS and event != "*":
+            raise args.error("event", f"unknown event {shown(event)}; known: "
+                             f"{', '.join(EVENTS)}, *")
+        return self.events.subscribe(event, args.callback("callback", callback))
 
     def _emit(self, event: str, pod: str, node: str | None = None, message: str = "",
               **extra) -> None:
@@ -216,6 +238,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
     def handles(self, pod) -> bool:
         """A profile of this scheduler has the pod's ``spec.schedulerName``."""
+        if not isinstance(pod, PodRecord):
+            raise Arguments("Scheduler.handles").error(
+                "pod", f"must be a PodRecord, got {shown(pod)}")
         return pod.scheduler_name in self._profile_names
 
     def queue_order(self, pods: list[PodRecord]) -> list[PodRecord]:
@@ -224,6 +249,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
     def advance(self, seconds: float) -> None:
         """Move the (simulated) clock and fire what fell due."""
+        seconds = Arguments("Scheduler.advance").number("seconds", seconds, 0.0,
+                                                        unit="seconds")
         self.clock.advance(seconds)
         self._tick()
 
@@ -272,6 +299,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         ``pod``: for that pod, which the caller owns if it fails.  Without:
         for the head of the scheduling queue (None when activeQ is empty)."""
         if pod is not None:
+            if not isinstance(pod, PodRecord):
+                raise Arguments("Scheduler.schedule_one").error(
+                    "pod", f"must be a PodRecord or None, got {shown(pod)}")
             b = self._attempt(pod, None)
             if self._to_bind:
                 self._drain()
@@ -291,6 +321,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
     def run(self, pods: list[PodRecord]) -> list[Binding]:
         """Schedule ``pods`` in queue order; returns one Binding per pod."""
+        pods = Arguments("Scheduler.run").sequence("pods", pods, PodRecord, "a PodRecord",
+                                                   "PodRecords")
         return [self.schedule_one(p) for p in self.queue_order(pods)]
 
     def run_until_idle(self, max_cycles: int = 1_000_000, *,
@@ -315,6 +347,10 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
         ``collect=False``: return [] (the outcomes are in ``outcomes`` and
         the events): a compiled run then builds no Binding per pod."""
+        args = Arguments("Scheduler.run_until_idle")
+        max_cycles = args.integer("max_cycles", max_cycles, 1)
+        args.flag("resume", resume)
+        args.flag("collect", collect)
         out = []
         self._unrunnable.clear()
         if resume:
@@ -407,6 +443,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
             return self._schedule_pending(pods)
 
     def _schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
+        if not isinstance(pods, PodColumns):
+            pods = Arguments("schedule_pending").sequence(
+                "pods", pods, items="Pod dicts or PodRecords (or a PodColumns)")
         pods = pod_columns_from(pods, self.cluster.resolve)   # the queue keeps columns
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []

@@ -65,7 +65,6 @@ decision is returned by ``reset`` as final (pod zeros, empty mask): a
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import queue
 import threading
@@ -75,6 +74,7 @@ from typing import ClassVar
 import numpy as np
 import pyarrow as pa
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.objects.manifests import load_objects
 from tensorsched.framework.scheduler.cluster import Cluster, build_cluster
 
@@ -222,6 +222,9 @@ class _PendingTime:
         return self.closed + len(self.since) * now - self.sum_since
 
 
+MAX_NODES = 10_000_000      # observation rows (the largest cluster the bench builds)
+
+
 class SchedulingEnv(gym.Env):
     """A cluster and its scheduler as a Gymnasium environment (module doc).
 
@@ -264,26 +267,42 @@ class SchedulingEnv(gym.Env):
         if isinstance(cluster, Cluster):
             raise SimulationError("SchedulingEnv: a Cluster is changed by a run; pass its "
                                   "objects, a path, or a factory that builds a fresh one")
+        args = Arguments("SchedulingEnv")
         if isinstance(cluster, (str, os.PathLike)):
-            cluster = load_objects(cluster)
-        self._cluster = cluster if callable(cluster) else list(cluster)
+            cluster = load_objects(args.path("cluster", cluster))
+        elif not callable(cluster):
+            cluster = args.sequence("cluster", cluster, items="object dicts (or a path of "
+                                    "manifests, or a factory of a Cluster)")
+        if isinstance(trace, (str, os.PathLike)):
+            trace = args.path("trace", trace)
+        elif trace is not None and not callable(trace) and not isinstance(
+                trace, (pa.Table, pa.RecordBatch, Trace, dict)):
+            trace = args.sequence("trace", trace, items="Pod dicts (or a trace table, a Trace, "
+                                  "a path, or a function of the episode's generator)")
+        templates = args.sequence("templates", templates, item="a pod spec", items="pod specs",
+                                  optional=True)
+        backend, seed = args.backend(backend), args.seed(seed)
+        max_nodes = args.integer("max_nodes", max_nodes, 1, MAX_NODES, optional=True)
+        features = args.names("features", features, nonempty=True)
+        invalid_action_penalty = args.number("invalid_action_penalty", invalid_action_penalty)
+        max_steps = args.integer("max_steps", max_steps, 1, optional=True)
+        max_time = args.number("max_time", max_time, 0.0, optional=True,
+                               unit="seconds")
+        args.callback("setup", setup, optional=True)
+        args.flag("scores", scores)
+        self._cluster = cluster
         self._config = config
         self._trace = trace
         self._templates = templates
         self._setup = setup
         self._backend = backend
-        self._seed = int(seed)
+        self._seed = seed
         self._sim_options = dict(scheduler_options, interval=interval, metrics=metrics,
                                  registry=registry, batch=False)
         self._reward = self._reward_fn(reward, fragmentation, metrics)
-        self.invalid_action_penalty = float(invalid_action_penalty)
-        if max_steps is not None and int(max_steps) < 1:
-            raise SimulationError(f"max_steps must be >= 1, got {max_steps!r}")
-        self.max_steps = None if max_steps is None else int(max_steps)
-        if max_time is not None and not (isinstance(max_time, (int, float))
-                                         and math.isfinite(max_time) and max_time >= 0):
-            raise SimulationError(f"max_time must be a number of seconds >= 0, got {max_time!r}")
-        self.max_time = None if max_time is None else float(max_time)
+        self.invalid_action_penalty = invalid_action_penalty
+        self.max_steps = max_steps
+        self.max_time = max_time
 
         probe = self._source()
         if not isinstance(probe, Cluster):
@@ -295,9 +314,7 @@ class SchedulingEnv(gym.Env):
             raise SimulationError(f"features: {unknown or 'none given'}; the cluster's "
                                   f"resources are {', '.join(names)}")
         self._cols = np.array([names[f] for f in self.features], np.int64)
-        self.max_nodes = int(max_nodes) if max_nodes is not None else probe.state.n_rows
-        if self.max_nodes < 1:
-            raise SimulationError(f"max_nodes must be >= 1, got {max_nodes!r}")
+        self.max_nodes = max_nodes if max_nodes is not None else max(probe.state.n_rows, 1)
         f, n = len(self.features), self.max_nodes
         obs = {"nodes": spaces.Box(0.0, 1.0, (n, 2 * f), np.float32),
                "pod": spaces.Box(0.0, 1.0, (f,), np.float32),
@@ -366,8 +383,9 @@ class SchedulingEnv(gym.Env):
         """A new episode (a fresh Simulation of the same inputs) up to its
         first decision: (observation, info)."""
         if seed is not None:
+            seed = Arguments("SchedulingEnv.reset").seed(seed)
             super().reset(seed=seed)
-            self._seed = int(seed)
+            self._seed = seed
         elif self._np_random is None:
             # never seeded: the constructor's seed, which later episodes follow
             super().reset(seed=self._seed)
@@ -397,7 +415,8 @@ class SchedulingEnv(gym.Env):
         d = self._decision
         if d is None or ep.finished:     # the episode is over (or ended before a decision)
             return self._observation(), 0.0, True, False, self._info()
-        row = int(action)
+        # a row outside the mask (or the rows) is an invalid action, not an error
+        row = Arguments("SchedulingEnv.step").integer("action", action)
         valid = 0 <= row < self.max_nodes and bool(self._mask[row])
         if not valid:
             row = d.default_row

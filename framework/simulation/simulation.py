@@ -51,6 +51,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
+from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.objects.manifests import (
     load_objects,
@@ -62,7 +63,13 @@ from tensorsched.framework.objects.node_lifecycle import drain_exemption, set_un
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.runtime.gc_pacing import few_collections
-from tensorsched.framework.scheduler.cluster import Cluster, build_cluster, pod_from
+from tensorsched.framework.runtime.registry import Registry
+from tensorsched.framework.scheduler.cluster import (
+    Cluster,
+    build_cluster,
+    check_cluster_inputs,
+    pod_from,
+)
 from tensorsched.framework.scheduler.events import EVENTS as SCHEDULER_EVENTS
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
@@ -138,10 +145,25 @@ class Simulation:
     def __init__(self, cluster, config=None, backend: str = "numba", seed: int = 0, *,
                  interval: float | None = 60.0, metrics: dict | None = None, registry=None,
                  **scheduler_options):
-        if interval is not None and (isinstance(interval, bool) or not isinstance(
-                interval, (int, float)) or not math.isfinite(interval) or interval <= 0):
-            raise SimulationError(f"interval must be a number of seconds > 0, got {interval!r}")
-        self._init = {"backend": backend, "seed": int(seed), "interval": interval,
+        args = Arguments("Simulation")
+        if isinstance(cluster, (str, os.PathLike)):
+            cluster = args.path("cluster", cluster)
+        elif not isinstance(cluster, Cluster):
+            cluster = args.sequence("cluster", cluster, items="object dicts (or a Cluster, "
+                                    "or a path of manifests)")
+        if not isinstance(cluster, Cluster):
+            check_cluster_inputs(args, [], config, registry)
+        backend, seed = args.backend(backend), args.seed(seed)
+        interval = args.number("interval", interval, 0.0, above=True, optional=True,
+                               unit="seconds")
+        metrics = args.mapping("metrics", metrics, optional=True,
+                               what="a mapping of column names to functions of the cluster")
+        for name, fn in (metrics or {}).items():
+            args.text("metrics", name)
+            args.callback(f"metrics[{name!r}]", fn)
+        args.instance("registry", registry, Registry, "a Registry (default_registry()) or None",
+                      optional=True)
+        self._init = {"backend": backend, "seed": seed, "interval": interval,
                       "options": dict(scheduler_options), "objects": None, "config": None}
         if isinstance(cluster, Cluster):
             if config is not None:
@@ -208,16 +230,19 @@ class Simulation:
             # and the pod it binds must not carry the clock past a sample
             self.clock.horizon = float(min(t, max(self._next_sample, self.clock.now())))
 
-    def _when(self, at) -> float:
+    def _when(self, at, function: str, name: str = "at") -> float:
+        """The time ``at`` (argument ``name`` of method ``function``) as
+        seconds, now when None; never before now."""
         now = self.clock.now()
         if at is None:
             return now
-        if isinstance(at, bool) or not isinstance(at, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(at)) or at < 0:
-            raise SimulationError(f"at must be a number of seconds >= 0, got {at!r}")
-        if float(at) < now:
-            raise SimulationError(f"at={at:g} is before the simulation's time {now:g}")
-        return float(at)
+        args = Arguments(f"Simulation.{function}")
+        t = args.number(name, at, 0.0, unit="seconds")
+        if t < now:
+            # a bad time for this simulation, not a bad value
+            raise SimulationError(f"Simulation.{function}: {name}: {at:g} is before the "
+                                  f"simulation's time {now:g}")
+        return t
 
     def _logged(self, call: str, at, payload=None, blob: bytes | None = None) -> None:
         if not self._replaying:
@@ -232,7 +257,7 @@ class Simulation:
         of pods submitted."""
         if isinstance(pods, (pa.Table, pa.RecordBatch, Trace)):
             trace = pods if isinstance(pods, Trace) else trace_from_table(pods, templates)
-            offset = 0.0 if at is None else self._when(at)
+            offset = 0.0 if at is None else self._when(at, "submit")
             if trace.arrival[0] + offset < self.clock.now():
                 raise SimulationError(f"{trace.where(0)}: arrival {trace.arrival[0]:g} is before "
                                       f"the simulation's time {self.clock.now():g}")
@@ -247,12 +272,14 @@ class Simulation:
             i = len(self._traces) - 1
             self._push(trace.arrival[0] + offset, PRIO_ARRIVE, "trace", i)
             return len(trace)
+        args = Arguments("Simulation.submit")
         if isinstance(pods, (dict, PodRecord)):
             pods = [pods]
-        t = self._when(at)
-        if duration is not None and (isinstance(duration, bool) or not isinstance(
-                duration, (int, float)) or not math.isfinite(duration) or duration < 0):
-            raise SimulationError(f"duration must be a number of seconds >= 0, got {duration!r}")
+        pods = args.sequence("pods", pods, items="Pod dicts or PodRecords (or a trace: an "
+                             "Arrow table or read_trace's Trace)")
+        t = self._when(at, "submit")
+        duration = args.number("duration", duration, 0.0, optional=True,
+                               unit="seconds")
         recs = [pod_from(p) for p in pods]
         self._logged("submit", t, {"pods": [r.obj for r in recs], "duration": duration})
         self._push(t, PRIO_ARRIVE, "pods", (recs, duration))
@@ -263,7 +290,8 @@ class Simulation:
         A pod that is neither in the simulation nor due to arrive before
         ``at`` is refused now (NotFound); one gone by then (departed,
         deleted) stops the run at ``at`` with the same error."""
-        t = self._when(at)
+        Arguments("Simulation.delete").text("pod_key", pod_key)
+        t = self._when(at, "delete")
         key = _pod_key(pod_key)
         if not self._pod_by(key, t):
             raise _pod_not_found(key, t)
@@ -273,7 +301,8 @@ class Simulation:
     def add_node(self, node: dict, at=None) -> None:
         """Add a Node (a dict, validated now) at ``at``; a node of that name
         in the cluster, not deleted before ``at``, is AlreadyExists."""
-        t = self._when(at)
+        Arguments("Simulation.add_node").mapping("node", node, what="a Node dict")
+        t = self._when(at, "add_node")
         name = parse_node(node).name
         if name in self.cluster.state.node_rows and not any(
                 kind == "delete_node" and when <= t and payload == name
@@ -303,9 +332,8 @@ class Simulation:
         self._node_call("drain", name, at)
 
     def _node_call(self, call: str, name, at) -> None:
-        t = self._when(at)
-        if not isinstance(name, str) or not name:
-            raise SimulationError(f"{call}: a node name (a non-empty string), got {name!r}")
+        Arguments(f"Simulation.{call}").text("name", name)
+        t = self._when(at, call)
         if not self._node_by(name, t):
             raise SimulationError(f"Node {name}: not found (NotFound): no such node in the "
                                   f"cluster at {t:g}s")
@@ -411,8 +439,11 @@ class Simulation:
         """Call ``callback(dict)`` on each ``event`` (one of ``EVENTS``, or
         "*"); returns a function that unsubscribes.  Each dict has event,
         pod, node, message, time (and the Scheduler's extras)."""
-        if event not in EVENTS and event != "*":
-            raise ValueError(f"unknown event {event!r}; known: {', '.join(EVENTS)}")
+        args = Arguments("Simulation.on")
+        if not isinstance(event, str) or event not in EVENTS and event != "*":
+            raise args.error("event", f"unknown event {shown(event)}; known: "
+                             f"{', '.join(EVENTS)}, *")
+        args.callback("callback", callback)
         self._forward_scheduler_events()
         subs = self._subs.setdefault(event, [])
         subs.append(callback)
@@ -750,7 +781,7 @@ class Simulation:
         """Run to time ``until`` (default: through the next event time) and
         return the events that happened, in order."""
         if until is not None:
-            until = self._when(until)
+            until = self._when(until, "step", "until")
         self._logged("step", until)
         self._forward_scheduler_events()
         self._collect = []
@@ -769,7 +800,7 @@ class Simulation:
         """Run until the trace is exhausted and nothing can change any more
         (or until ``until``); returns ``summary()``."""
         if until is not None:
-            until = self._when(until)
+            until = self._when(until, "run", "until")
         self._logged("run", until)
         self._run(math.inf if until is None else until)
         if until is None and self.interval is not None and (
@@ -925,8 +956,16 @@ class Simulation:
         replayed, its digest checked).  ``cluster``: a fresh Cluster equal
         to the original's, needed when the simulation was made from a
         Cluster; ``metrics`` and ``registry`` as given to the original."""
+        args = Arguments("Simulation.restore")
         if isinstance(snapshot, (str, os.PathLike)):
-            snapshot = pa.ipc.open_file(os.fspath(snapshot)).read_all()
+            path = args.path("snapshot", snapshot, exists=True)
+            try:
+                snapshot = pa.ipc.open_file(path).read_all()
+            except (OSError, pa.ArrowException) as exc:
+                raise args.error("snapshot", f"{path}: not an Arrow IPC file ({exc})") from None
+        args.instance("snapshot", snapshot, pa.Table,
+                      "a snapshot (the pyarrow.Table of snapshot()) or the path of one")
+        args.instance("cluster", cluster, Cluster, "a Cluster or None", optional=True)
         md = (snapshot.schema.metadata or {}).get(b"tensorsched.simulation")
         if md is None:
             raise SimulationError("not a simulation snapshot (no tensorsched.simulation metadata)")

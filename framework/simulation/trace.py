@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError, TensorschedError
 from tensorsched.framework.objects.manifests import INT32_MAX, INT32_MIN
 from tensorsched.framework.objects.pod_tables import (
@@ -183,7 +184,10 @@ def _nan_filled(col, n: int) -> np.ndarray:
 
 def read_trace(path, templates=None) -> Trace:
     """A trace from a ``.csv`` or ``.parquet`` file (see the module doc)."""
-    source = os.fspath(path)
+    args = Arguments("read_trace")
+    source = args.path("path", path)
+    templates = args.sequence("templates", templates, item="a pod spec", items="pod specs",
+                              optional=True)
     ext = os.path.splitext(source)[1].lower()
     if not os.path.exists(source):
         raise TraceError(source, "", "no such file")

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tensorsched.kernels import backend_names
 from tensorsched.kernels import domain_rules as DR
 from tensorsched.kernels import domains
 from tensorsched.kernels import layout as L
@@ -677,7 +678,7 @@ def _never_fails(n: int) -> DR.RuleArrays:
         fail_absent=False, fail_above=False, fail_not_above=False, increment=False)], n)
 
 
-BACKENDS = ("numpy", "numba", "cuda")
+BACKENDS = backend_names.BACKENDS
 
 
 def make_backend(name: str):

@@ -24,6 +24,8 @@ MILLI = 1000
 GPU_SLOTS = 16                 # GPUs per node at most
 MAX_SPEC_CPU = 128000.0
 MAX_SPEC_GPU = 8000.0
+# GpuShareScore policies by name, in the order of their P_* numbers
+POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
 P_RANDOM = 0
 P_DOTPROD = 1
 P_CLUSTERING = 2

@@ -43,7 +43,7 @@ MAX_SPEC_CPU = _gpu_core.MAX_SPEC_CPU
 MAX_SPEC_GPU = _gpu_core.MAX_SPEC_GPU
 GPU_SLOTS = _gpu_core.GPU_SLOTS
 
-POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
+POLICIES = _gpu_core.POLICIES
 P_RANDOM, P_DOTPROD, P_CLUSTERING, P_PACKING, P_BESTFIT, P_FGD = range(6)
 SEL_BEST, SEL_RANDOM, SEL_FGD = 0, 1, 2
 assert (P_FGD, P_BESTFIT, SEL_RANDOM) == (_gpu_core.P_FGD, _gpu_core.P_BESTFIT,

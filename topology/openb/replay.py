@@ -44,7 +44,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import re
 import time
 from dataclasses import dataclass
 
@@ -64,6 +63,8 @@ from tensorsched.topology.gpu import (
     read_openb_nodes,
 )
 
+from .limits import MAX_SEED, MAX_SEEDS, MAX_TUNE, parse_seeds
+
 POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.SEL_BEST,
               "GpuPacking": K.SEL_BEST, "BestFit": K.SEL_BEST, "FGD": K.SEL_FGD}
 POLICY_DIR = {"Random": "01-Random", "DotProd": "02-DotProd", "GpuClustering": "03-GpuClustering",
@@ -71,9 +72,6 @@ POLICY_DIR = {"Random": "01-Random", "DotProd": "02-DotProd", "GpuClustering": "
 BACKENDS = ("numba", "numpy")
 TYPICAL_POD_THRESHOLD = 95   # percent of pods covered by the typical shapes
 N_COLS = 131                 # 0..130 % of capacity
-MAX_TUNE = 10.0              # arrived demand up to 10x capacity
-MAX_SEEDS = 10_000           # seeds in one sweep
-MAX_SEED = 2**63 - 1
 MAX_DRAWS = 2_000_000        # pods drawn with replacement to reach tune x capacity
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 
@@ -499,36 +497,6 @@ def _sweep_job(job):
     res = replay(_load_cached("nodes", nodes_path), _load_cached("pods", pods_path), policy,
                  seed=seed, tune=tune, backend=backend)
     return i, workload_name(pods_path), res
-
-
-_SEED = re.compile(r"[0-9]+")
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``42-51``, ``42,43,44`` or a mix (``42-44,50``): non-negative
-    integers, at most MAX_SEEDS of them (checked before any list is built)."""
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo_s, sep, hi_s = part.partition("-")
-        lo_s, hi_s = lo_s.strip(), hi_s.strip()
-        if not _SEED.fullmatch(lo_s) or (sep and not _SEED.fullmatch(hi_s)):
-            raise ValueError(f"seeds {part!r}: expected a non-negative integer or a range "
-                             "like 42-51")
-        lo = int(lo_s)
-        hi = int(hi_s) if sep else lo
-        if hi > MAX_SEED:
-            raise ValueError(f"seeds {part!r}: a seed must be at most {MAX_SEED}")
-        if hi < lo:
-            raise ValueError(f"seed range {part!r} runs backwards")
-        if len(out) + (hi - lo + 1) > MAX_SEEDS:
-            raise ValueError(f"seeds {text!r}: more than {MAX_SEEDS} seeds")
-        out.extend(range(lo, hi + 1))
-    if not out:
-        raise ValueError(f"no seeds in {text!r}")
-    return out
 
 
 def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,

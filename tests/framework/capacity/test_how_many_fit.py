@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from capacity_helpers import CONFIG, bound, cluster_of, node_dict, pod_dict, schedule
 from tensorsched.framework.capacity.fit import how_many_fit
-from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.errors import ArgumentError, ManifestError
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
@@ -108,7 +108,7 @@ def test_bad_templates():
     p["spec"]["nodeName"] = "n0"
     with pytest.raises(ManifestError, match="spec.nodeName"):
         how_many_fit(cl, [p], backend="numpy")
-    with pytest.raises(ManifestError, match="replicas"):
+    with pytest.raises(ArgumentError, match=r"how_many_fit: replicas\[0\]: must be an integer"):
         how_many_fit(cl, [pod_dict("x")], replicas=[-1], backend="numpy")
 
 

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 import tensorsched as ts
+from tensorsched.framework.errors import ArgumentError
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
@@ -191,7 +192,7 @@ def test_inputs_refused():
     sim.step(until=10)
     with pytest.raises(SimulationError, match="before the simulation's time"):
         sim.submit([pod_dict("x")], at=5)
-    with pytest.raises(SimulationError, match="interval"):
+    with pytest.raises(ArgumentError, match="Simulation: interval: must be a finite number"):
         Simulation(nodes(2), interval=0)
     with pytest.raises(ValueError, match="unknown event"):
         sim.on("Nope", print)
