@@ -251,6 +251,11 @@ class Framework:
         for p in sorted(self.filters, key=scalar_first):
             if isinstance(p, FusedFilter):
                 continue
+            reserved = int(getattr(p, "reason_bit", 0))
+            if reserved:        # a built-in host filter with a bit of its own
+                p.reason_bits = reserved
+                self.user_filters.append((p, reserved.bit_length() - 1))
+                continue
             if bit >= L.USER_FILTER_SHIFT + L.MAX_USER_FILTERS:
                 raise ConfigError("plugins.filter", "too many user filter plugins "
                                   f"(at most {L.MAX_USER_FILTERS})")

@@ -1,0 +1,410 @@
+"""VolumeBinding: a pod's claims against every node at once (upstream
+``volumebinding`` and its volume binder's FindPodVolumes).
+
+PreFilter reads the pod's claims (persistentVolumeClaim volumes and generic
+ephemeral volumes, whose claim is ``<pod>-<volume>`` and must be controlled
+by the pod): a missing claim, a Lost claim or a foreign ephemeral claim ->
+UnschedulableAndUnresolvable; a claim bound (volumeName set and
+``pv.kubernetes.io/bind-completed``) is *bound*, an unbound one of a
+WaitForFirstConsumer class is *delayed*, any other ->
+'pod has unbound immediate PersistentVolumeClaims'.  No claim -> Skip.
+
+Filter (UnschedulableAndUnresolvable, reasons in this order):
+'node(s) had volume node affinity conflict' (a bound claim's volume, its
+in-tree GCE PD translated to CSI where the node's CSINode migrates it, does
+not allow the node), 'node(s) didn't find available persistent volumes to
+bind' (a delayed claim's selected node is another; or no volume matches and
+the class cannot provision there: no provisioner, or the node outside its
+allowedTopologies), 'node(s) did not have enough free storage' (the
+provisioner's CSIDriver tracks capacity and no CSIStorageCapacity of the
+class reaching the node holds the claim), 'node(s) unavailable due to one
+or more pvc(s) bound to non-existent pv(s)'.  Delayed claims take volumes
+smallest request first, each the smallest fitting volume
+(``kernels.volumes.match_claims``, all nodes in one pass per claim).
+
+Score, only with the StorageCapacityScoring gate (off by default: PreScore
+Skips): the utilization of the volumes a node would use, per class, through
+the broken-linear ``shape``.  Reserve binds the node's chosen volumes and
+provisions the rest in the catalog (``state.volumes``); Unreserve undoes it;
+PreBind keeps it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.framework.objects.volumes import (
+    ANN_SELECTED_NODE,
+    VOL_EPHEMERAL,
+    PersistentVolumeRecord,
+)
+from tensorsched.framework.runtime.plugin import NORMALIZE_NONE
+from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.objects.selectors import compile_selector, selector_matches
+from tensorsched.framework.state.volumes import (
+    program_rows,
+    volume_catalog,
+    volume_node_affinity,
+)
+from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused.scores import broken_linear
+from tensorsched.kernels.volumes import match_claims
+
+from . import names
+from .volume_common import (
+    VolumeFilter,
+    claim_missing_message,
+    claim_volumes,
+    not_owner_message,
+    owned_by,
+)
+
+NAME = names.VOLUME_BINDING
+
+ERR_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+ERR_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+ERR_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+# reason bits of a node, in upstream's order
+B_NODE_CONFLICT, B_BIND_CONFLICT, B_NOT_ENOUGH, B_PV_MISSING, B_ERROR = 1, 2, 4, 8, 16
+_REASONS = ((B_NODE_CONFLICT, ERR_NODE_CONFLICT), (B_BIND_CONFLICT, ERR_BIND_CONFLICT),
+            (B_NOT_ENOUGH, ERR_NOT_ENOUGH_SPACE), (B_PV_MISSING, ERR_PV_NOT_EXIST))
+
+GKE_ZONE = "topology.gke.io/zone"
+_ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+DEFAULT_SHAPE = ((0, 0), (100, 10))
+MAX_UTILIZATION = 100
+
+
+def _unresolvable(msg: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,))
+
+
+def _status_of(bits: int) -> Status:
+    if bits & B_ERROR:
+        return Status(Code.ERROR, ("no class for a claim to provision",))
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                  tuple(text for b, text in _REASONS if bits & b))
+
+
+def translated_gce_affinity(pv: PersistentVolumeRecord) -> list | None:
+    """The node affinity of an in-tree GCE PD volume once translated to CSI:
+    its zone labels become a ``topology.gke.io/zone`` requirement."""
+    zones = next((pv.labels[k] for k in _ZONE_LABELS if k in pv.labels), None)
+    if zones is None:
+        return pv.node_affinity
+    req = {"key": GKE_ZONE, "operator": "In", "values": zones.split("__")}
+    terms = pv.node_affinity or [{}]
+    return [{**t, "matchExpressions": [*(t.get("matchExpressions") or []), req]}
+            for t in terms]
+
+
+def selector_terms(sel: dict | None) -> list | None:
+    """A LabelSelector as NodeSelectorTerms (None: selects every node)."""
+    reqs = [{"key": k, "operator": "In", "values": [v]}
+            for k, v in (sel.get("matchLabels") or {}).items()]
+    reqs += [dict(e) for e in sel.get("matchExpressions") or ()]
+    return [{"matchExpressions": reqs}] if reqs else None
+
+
+@dataclass
+class ClaimPlan:
+    """The pod's delayed claims against the evaluated rows."""
+
+    rows: np.ndarray                # [M] node rows
+    claims: list                    # delayed claims, smallest request first
+    pvs: list                       # candidate volumes, by capacity
+    chosen: np.ndarray              # [C, M] index into pvs, -1 none
+    provision: list                 # [(claim, [M] bool needs provisioning)]
+    capacity_of: dict               # claim key -> [M] int64 index into capacities, -1 none
+
+
+class VolumeBinding(VolumeFilter):
+    name = names.VOLUME_BINDING
+    events = frozenset({"Pod/Add", "Pod/Delete", "Node/Add", "Node/Update"})
+    reason_bit = int(L.R_VOLUME_BINDING)
+    normalize = NORMALIZE_NONE
+
+    def __init__(self, handle=None, capacity_scoring: bool = False, shape=DEFAULT_SHAPE):
+        super().__init__(handle)
+        self.capacity_scoring = capacity_scoring
+        self.shape_util = np.array([u for u, _ in shape], np.int64)
+        self.shape_score = np.array([s * 10 for _, s in shape], np.int64)
+
+    # ------------------------------------------------------------- PreFilter
+    def prepare(self, ctx, cat, data):
+        pod = ctx.pod
+        vols = claim_volumes(pod)
+        if not vols:
+            return SKIP
+        bound, delayed, immediate = [], [], False
+        for v in vols:
+            claim = cat.claim(pod.namespace, v.claim)
+            if claim is None:
+                if v.kind == VOL_EPHEMERAL:
+                    return _unresolvable("waiting for ephemeral volume controller to create "
+                                         f'the persistentvolumeclaim "{v.claim}"')
+                return _unresolvable(claim_missing_message(v.claim))
+            if v.kind == VOL_EPHEMERAL and not owned_by(claim, pod):
+                return _unresolvable(not_owner_message(pod.namespace, v.claim, pod))
+            if claim.phase == "Lost":
+                return _unresolvable(f'persistentvolumeclaim "{claim.name}" bound to '
+                                     f'non-existent persistentvolume "{claim.volume_name}"')
+            if claim.volume_name and claim.bind_completed:
+                bound.append(claim)
+                continue
+            delay = False
+            if claim.storage_class:
+                cls = cat.classes.get(claim.storage_class)
+                if cls is None:
+                    return Status(Code.ERROR, (f'storageclass.storage.k8s.io '
+                                               f'"{claim.storage_class}" not found',))
+                if not cls.binding_mode:
+                    return Status(Code.ERROR, ("VolumeBindingMode not set for StorageClass "
+                                               f'"{cls.name}"',))
+                delay = cls.binding_mode == "WaitForFirstConsumer"
+            if delay and not claim.volume_name:
+                delayed.append(claim)
+            else:
+                immediate = True
+        if immediate:
+            return _unresolvable(ERR_UNBOUND_IMMEDIATE)
+        data["bound"], data["delayed"] = bound, delayed
+        return None
+
+    # ---------------------------------------------------------------- Filter
+    def codes(self, ctx, data, rows):
+        state, cat = ctx.state, data["catalog"]
+        m = rows.shape[0]
+        bits = np.zeros(m, np.int64)
+        # bound claims: the first failing claim decides a node
+        pending = np.ones(m, np.bool_)
+        for claim in data["bound"]:
+            pv = cat.pvs.get(claim.volume_name)
+            if pv is None:
+                bits[pending] |= B_PV_MISSING
+                break
+            aff = self._bound_affinity(state, cat, pv, rows)
+            bits[pending & ~aff] |= B_NODE_CONFLICT
+            pending &= aff
+        got = self._plan_delayed(state, cat, data["delayed"], rows)
+        data["plan"] = None
+        if got is not None:
+            data["plan"], more = got
+            bits |= more
+        uniq = sorted(set(np.unique(bits).tolist()) - {0})
+        index = {b: i + 1 for i, b in enumerate(uniq)}
+        codes = np.zeros(m, np.int64)
+        for b, i in index.items():
+            codes[bits == b] = i
+        return codes, [_status_of(b) for b in uniq]
+
+    def _bound_affinity(self, state, cat, pv, rows) -> np.ndarray:
+        aff = volume_node_affinity(state, pv, rows)
+        if pv.source_kind != "gcePersistentDisk" or not cat.csi_nodes:
+            return aff
+        migrated = np.array([
+            "kubernetes.io/gce-pd" in getattr(cat.csi_node(state.node_name(r)), "migrated", ())
+            for r in rows.tolist()], np.bool_)
+        if not migrated.any():
+            return aff
+        terms = translated_gce_affinity(pv)
+        translated = program_rows(state, terms, rows) if terms else np.ones(rows.shape[0],
+                                                                             np.bool_)
+        return np.where(migrated, translated, aff)
+
+    def _plan_delayed(self, state, cat, delayed, rows):
+        """(ClaimPlan, [M] reason bits) of the delayed claims, or None."""
+        if not delayed:
+            return None
+        m = rows.shape[0]
+        bits = np.zeros(m, np.int64)
+        names_ = np.array([state.node_name(r) for r in rows.tolist()], dtype=object)
+        # a claim whose node was chosen already goes to that node only
+        selected = [c for c in delayed if ANN_SELECTED_NODE in c.annotations]
+        alive = np.ones(m, np.bool_)
+        for c in selected:
+            alive &= names_ == c.annotations[ANN_SELECTED_NODE]
+        bits[~alive] |= B_BIND_CONFLICT
+        to_match = sorted((c for c in delayed if ANN_SELECTED_NODE not in c.annotations),
+                          key=lambda c: c.request)
+        pvs, chosen = self._match(state, cat, to_match, rows)
+        provision = [(c, alive.copy()) for c in selected]
+        provision += [(c, alive & (chosen[i] < 0)) for i, c in enumerate(to_match)]
+        failed = np.zeros(m, np.int64)          # 0 ok, else the provisioning bit
+        capacity_of = {}
+        for claim, need in provision:
+            active = need & (failed == 0)
+            if not active.any():
+                continue
+            cls = cat.classes.get(claim.storage_class) if claim.storage_class else None
+            if cls is None:
+                failed[active] = B_ERROR
+                continue
+            if not cls.provisionable:
+                failed[active] = B_BIND_CONFLICT
+                continue
+            if cls.allowed_topologies:
+                terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": list(v)}
+                                               for k, v in t]} for t in cls.allowed_topologies]
+                topo = program_rows(state, terms, rows)
+                failed[active & ~topo] = B_BIND_CONFLICT
+                active &= topo
+            which = self._capacity(state, cat, cls, claim, rows)
+            if which is not None:
+                capacity_of[claim.key] = which
+                failed[active & (which < 0)] = B_NOT_ENOUGH
+        bits |= failed
+        return ClaimPlan(rows, to_match, pvs, chosen, provision, capacity_of), bits
+
+    def _match(self, state, cat, claims, rows):
+        """(candidate volumes by capacity, [C, M] chosen index)."""
+        m = rows.shape[0]
+        if not claims:
+            return [], np.zeros((0, m), np.int64)
+        classes = {c.storage_class for c in claims}
+        pvs = sorted((pv for pv in cat.pvs.values() if pv.storage_class in classes),
+                     key=lambda pv: (pv.capacity, pv.name))
+        fits = np.zeros((len(claims), len(pvs)), np.bool_)
+        prebound = np.full(len(claims), -1, np.int64)
+        for i, c in enumerate(claims):
+            for j, pv in enumerate(pvs):
+                if pv.storage_class != c.storage_class or pv.deleting:
+                    continue
+                if pv.capacity < c.request or pv.volume_mode != c.volume_mode:
+                    continue
+                if pv.claim_ref is not None:
+                    ns, name, uid = pv.claim_ref
+                    if (ns, name) == (c.namespace, c.name) and uid in ("", c.uid):
+                        if prebound[i] < 0:
+                            prebound[i] = j
+                    continue
+                if pv.phase != "Available":
+                    continue
+                if c.selector is not None and not _labels_match(c.selector, pv.labels):
+                    continue
+                if not set(c.access_modes) <= set(pv.access_modes):
+                    continue
+                fits[i, j] = True
+        used = fits.any(axis=0) | np.isin(np.arange(len(pvs)), prebound)
+        affinity = np.zeros((len(pvs), m), np.bool_)
+        for j in np.flatnonzero(used).tolist():
+            affinity[j] = volume_node_affinity(state, pvs[j], rows)
+        return pvs, match_claims(fits, prebound, affinity)
+
+    def _capacity(self, state, cat, cls, claim, rows):
+        """[M] int64: the first CSIStorageCapacity of the class that reaches
+        the node and holds the claim (-1 none), or None when the class's
+        driver does not track capacity (or the claim asks no storage)."""
+        driver = cat.csi_drivers.get(cls.provisioner)
+        if driver is None or not driver.storage_capacity or claim.request == 0:
+            return None
+        m = rows.shape[0]
+        which = np.full(m, -1, np.int64)
+        for i, cap in enumerate(cat.capacities):
+            if cap.storage_class != claim.storage_class or cap.node_topology is None:
+                continue
+            limit = cap.maximum_volume_size if cap.maximum_volume_size is not None \
+                else cap.capacity
+            if limit is None or limit < claim.request:
+                continue
+            terms = selector_terms(cap.node_topology)
+            reach = np.ones(m, np.bool_) if terms is None else program_rows(state, terms, rows)
+            which[(which < 0) & reach] = i
+        return which
+
+    # ----------------------------------------------------------------- Score
+    def pre_score(self, ctx):
+        if not self.capacity_scoring:
+            return SKIP
+        return Status.OK if self._cycle(ctx)["status"] is None else SKIP
+
+    def score(self, ctx, rows: np.ndarray) -> np.ndarray:
+        data = self._cycle(ctx)
+        self._node_codes(ctx)
+        plan = data.get("plan")
+        out = np.zeros(rows.shape[0], np.int64)
+        if plan is None:
+            return out
+        col = {int(r): i for i, r in enumerate(plan.rows.tolist())}
+        cat = data["catalog"]
+        for j, r in enumerate(rows.tolist()):
+            i = col.get(int(r))
+            if i is None:
+                continue
+            per_class: dict[str, list] = {}
+            static = [(c, plan.pvs[int(plan.chosen[k, i])]) for k, c in enumerate(plan.claims)
+                      if plan.chosen[k, i] >= 0]
+            if static:
+                for c, pv in static:
+                    e = per_class.setdefault(c.storage_class, [0, 0])
+                    e[0] += c.request
+                    e[1] += pv.capacity
+            else:
+                for c, need in plan.provision:
+                    which = plan.capacity_of.get(c.key)
+                    if not need[i] or which is None or which[i] < 0:
+                        continue
+                    e = per_class.setdefault(c.storage_class, [0, 0])
+                    e[0] += c.request
+                    e[1] = cat.capacities[int(which[i])].capacity or 0
+            if not per_class:
+                continue
+            req = np.array([v[0] for v in per_class.values()], np.int64)
+            cap = np.array([v[1] for v in per_class.values()], np.int64)
+            util = np.where((cap == 0) | (req > cap), MAX_UTILIZATION,
+                            req * MAX_UTILIZATION // np.maximum(cap, 1))
+            s = broken_linear(util, self.shape_util, self.shape_score, xp=np)
+            total, n = int(s.sum()), len(per_class)
+            out[j] = (2 * total + n) // (2 * n)        # round half away (scores >= 0)
+        return out
+
+    # ------------------------------------------------------ Reserve, PreBind
+    def reserve(self, ctx, node_name: str) -> Status:
+        data = self._cycle(ctx)
+        if data["status"] is not None or not data.get("delayed"):
+            return Status.OK
+        cat = data["catalog"]
+        row = ctx.state.node_rows[node_name]
+        self._node_codes(ctx)
+        plan = data.get("plan")
+        i = int(np.flatnonzero(plan.rows == row)[0])
+        for k, c in enumerate(plan.claims):
+            if plan.chosen[k, i] >= 0:
+                cat.bind(ctx.pod.key, c, plan.pvs[int(plan.chosen[k, i])].name)
+        for c, need in plan.provision:
+            if need[i]:
+                cls = cat.classes.get(c.storage_class)
+                keys = tuple(dict.fromkeys(k for t in (cls.allowed_topologies if cls else ())
+                                           for k, _ in t)) or _ZONE_KEYS
+                cat.provision(ctx.pod.key, c, row, keys)
+        return Status.OK
+
+    def unreserve(self, ctx, node_name: str) -> None:
+        volume_catalog(ctx.state).unreserve(ctx.pod.key)
+
+    def pre_bind(self, ctx, node_name: str) -> Status:
+        volume_catalog(ctx.state).commit(ctx.pod.key)
+        return Status.OK
+
+
+_ZONE_KEYS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region")
+
+
+def _labels_match(selector: dict, labels: dict) -> bool:
+    return selector_matches(compile_selector(selector), labels)
+
+
+def new(args, handle):
+    """The plugin as the default profile runs it (StorageCapacityScoring off)."""
+    return VolumeBinding(handle)
+
+
+def with_capacity_scoring(shape=DEFAULT_SHAPE):
+    """A factory of VolumeBinding with the StorageCapacityScoring gate on
+    and the given shape ((utilization, score 0..10) pairs), for a registry
+    that models the gate (``Registry.register``)."""
+    return lambda args, handle: VolumeBinding(handle, True, shape)
