@@ -187,6 +187,25 @@ class VolumeCatalog:
         """PreBind done: the pod's bindings stay (nothing left to undo)."""
         self.assumed.pop(pod_key, None)
 
+    def adopt(self, other: "VolumeCatalog") -> None:
+        """Take ``other``'s claims and volumes as they are now (the bindings
+        scheduling made there), for a fresh copy of its cluster."""
+        self.claims, self.pvs = dict(other.claims), dict(other.pvs)
+        self.version += 1
+
+    def pinning_volumes(self, pod) -> list[str]:
+        """The volumes bound to ``pod``'s claims whose node affinity limits
+        where the pod can run (a zonal or local disk): it goes only where
+        they can follow."""
+        out = []
+        for v in pod_volumes(pod):
+            claim = self.claims.get(f"{pod.namespace}/{v.claim}") if v.claim else None
+            pv = self.pvs.get(claim.volume_name) if claim is not None and claim.volume_name \
+                else None
+            if pv is not None and pv.node_affinity is not None:
+                out.append(pv.name)
+        return out
+
     def snapshot(self) -> tuple:
         """What ``restore`` needs to put the claims and volumes back."""
         return dict(self.claims), dict(self.pvs), dict(self.assumed)
