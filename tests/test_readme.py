@@ -37,8 +37,8 @@ def guide_commands() -> list[tuple[str, list[str]]]:
 CASES = guide_commands()
 
 
-def test_the_guide_has_its_three_commands():
-    assert [c.split()[1] for c, _ in CASES] == ["explain", "schedule", "replay"]
+def test_the_guide_has_its_four_commands():
+    assert [c.split()[1] for c, _ in CASES] == ["explain", "explain", "schedule", "replay"]
 
 
 @pytest.mark.parametrize("command, expected", CASES, ids=[c.split()[1] for c, _ in CASES])

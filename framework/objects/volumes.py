@@ -396,12 +396,35 @@ def _freeze(value):
     return value
 
 
+# volume sources the plugins read; any other volume (configMap, secret,
+# projected, emptyDir...) is kept as VOL_OTHER with no source
+READ_SOURCES = ("persistentVolumeClaim", "ephemeral", "gcePersistentDisk",
+                "awsElasticBlockStore", "rbd", "iscsi", "azureDisk", "cinder", "csi")
+
+
+def read_volumes(volumes):
+    """The part of ``spec.volumes`` the volume plugins read (and
+    ``parse_pod_volumes`` validates): the entries with a source of
+    READ_SOURCES, and anything that is not a mapping.  Pods equal in it
+    are equal to the plugins (``pod_templates`` keys templates on it)."""
+    if type(volumes) is not list:
+        return volumes
+    return [v for v in volumes
+            if type(v) is not dict or any(v.get(k) is not None for k in READ_SOURCES)]
+
+
 def parse_pod_volumes(ctx: ObjectContext, pod_name: str, volumes) -> tuple[PodVolume, ...]:
-    """``spec.volumes`` -> PodVolumes (validated: names, claim names)."""
+    """``spec.volumes`` -> PodVolumes.  The volumes the plugins read are
+    validated (name, claim name, readOnly); the others only need to be
+    mappings."""
     out = []
     for i, v in enumerate(ctx.list(volumes, "spec.volumes")):
         p = f"spec.volumes[{i}]"
         v = ctx.mapping(v, p)
+        if not any(v.get(k) is not None for k in READ_SOURCES):
+            out.append(PodVolume(v.get("name") if isinstance(v.get("name"), str) else "",
+                                 VOL_OTHER))
+            continue
         name = ctx.string(v.get("name"), f"{p}.name", required=True)
         if v.get("persistentVolumeClaim") is not None:
             src = ctx.mapping(v["persistentVolumeClaim"], f"{p}.persistentVolumeClaim")
@@ -413,13 +436,9 @@ def parse_pod_volumes(ctx: ObjectContext, pod_name: str, volumes) -> tuple[PodVo
             ctx.mapping(v["ephemeral"], f"{p}.ephemeral")
             out.append(PodVolume(name, VOL_EPHEMERAL, f"{pod_name}-{name}"))
         else:
-            kind, body = "", {}
-            for k in ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi", "azureDisk",
-                      "cinder", "csi"):
-                if v.get(k) is not None:
-                    kind, body = k, ctx.mapping(v[k], f"{p}.{k}")
-                    break
-            ro = ctx.boolean(body.get("readOnly"), f"{p}.{kind}.readOnly") if kind else False
+            kind = next(k for k in READ_SOURCES[2:] if v.get(k) is not None)
+            body = ctx.mapping(v[kind], f"{p}.{kind}")
+            ro = ctx.boolean(body.get("readOnly"), f"{p}.{kind}.readOnly")
             out.append(PodVolume(name, VOL_OTHER, source_kind=kind, source=_freeze(body),
                                  read_only=ro))
     return tuple(out)
