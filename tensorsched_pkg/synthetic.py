@@ -20,15 +20,17 @@ from tensorsched.framework.objects.synthetic import (
     pod_to_pod,
     preemption,
     sample,
+    statefulsets,
 )
 from tensorsched.topology.synthetic import gpu, gpu_config, gpu_node
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-             "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu")
+             "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu",
+             "volumes", "volumes-none")
 POD_TO_POD = ("spread", "antiaffinity", "affinity", "preferred-affinity", "replicaset")
 
 __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "preemption",
-           "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
+           "statefulsets", "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
 
 
 def _check(name: str) -> None:
@@ -45,6 +47,9 @@ def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[
         return gpu(n_nodes, n_pods, seed)
     if name in POD_TO_POD:
         return pod_to_pod(name, n_nodes, n_pods, seed)
+    if name in ("volumes", "volumes-none"):
+        # a StatefulSet per zone, with zonal claims or (-none) the same pods without
+        return statefulsets(n_nodes, n_pods, seed, volumes=name == "volumes")
     return preemption(n_nodes, n_pods, seed, variant=name.partition("-")[2])
 
 

@@ -38,7 +38,13 @@ from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.kernels import layout as L
 
 from . import names
-from .volume_common import VolumeFilter, claim_missing_message, not_owner_message, owned_by
+from .volume_common import (
+    VolumeFilter,
+    claim_missing_message,
+    not_owner_message,
+    owned_by,
+    row_positions,
+)
 
 NAME = names.NODE_VOLUME_LIMITS
 
@@ -91,10 +97,10 @@ def pod_volume_ids(cat, pod, migrated: bool, strict: bool) -> dict[str, str]:
     return out
 
 
-def limit_columns(state, cat, drivers: tuple) -> tuple[np.ndarray, dict]:
+def limit_columns(state, cat, drivers: tuple) -> tuple[np.ndarray, dict, dict]:
     """([n_rows] bool: the node has a CSINode; {driver: [n_rows] int64
-    allocatable count, -1 no limit}), kept while the nodes and the
-    catalog's CSINodes stay."""
+    allocatable count, -1 no limit}; {driver: some node limits it}), kept
+    while the nodes and the catalog's CSINodes stay."""
     memo = state.memo("volumes.csi_limits", (state.structure_tag(), id(cat.csi_nodes)))
     has = memo.get(None)
     if has is None:
@@ -103,22 +109,24 @@ def limit_columns(state, cat, drivers: tuple) -> tuple[np.ndarray, dict]:
             r = state.node_rows.get(name)
             if r is not None:
                 has[r] = True
-    out = {}
+    out, limited = {}, {}
     for d in drivers:
-        col = memo.get(d)
-        if col is None:
-            col = memo[d] = np.full(max(state.n_rows, 1), -1, np.int64)
+        got = memo.get(d)
+        if got is None:
+            col = np.full(max(state.n_rows, 1), -1, np.int64)
             for name, csi in cat.csi_nodes.items():
                 r = state.node_rows.get(name)
                 if r is not None and csi.limits.get(d) is not None:
                     col[r] = csi.limits[d]
-        out[d] = col
-    return has, out
+            got = memo[d] = (col, bool((col >= 0).any()))
+        out[d], limited[d] = got
+    return has, out, limited
 
 
 class NodeVolumeLimits(VolumeFilter):
     name = names.NODE_VOLUME_LIMITS
     events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
+    reads_pods = True
     reason_bit = int(L.R_NODE_VOLUME_LIMITS)
 
     def prepare(self, ctx, cat, data):
@@ -139,11 +147,13 @@ class NodeVolumeLimits(VolumeFilter):
             out[:] = len(statuses)
             return out, statuses
         if not new:
-            return out, statuses
+            return None
         new_count: dict[str, int] = {}
         for d in new.values():
             new_count[d] = new_count.get(d, 0) + 1
-        has_csi, limit = limit_columns(state, cat, tuple(sorted(new_count)))
+        has_csi, limit, limited = limit_columns(state, cat, tuple(sorted(new_count)))
+        if not any(limited[d] for d in new_count):
+            return None                     # no node limits these drivers
         # nodes with nothing attached: the pod's volumes against the limits
         over = np.zeros(rows.shape[0], np.bool_)
         for d, n in new_count.items():
@@ -154,12 +164,12 @@ class NodeVolumeLimits(VolumeFilter):
         attach_by_node: dict[str, list] = {}
         for va in cat.attachments:
             attach_by_node.setdefault(va.node_name, []).append(va)
-        busy = set(cat.row_pods) | {state.node_rows[n] for n in attach_by_node
-                                     if n in state.node_rows}
-        where = {int(r): i for i, r in enumerate(rows.tolist())} if busy else {}
-        for r in busy:
-            i = where.get(r)
-            if i is None or not has_csi[r]:
+        busy = [r for r in cat.row_pods if r < has_csi.shape[0] and has_csi[r]]
+        busy += [state.node_rows[n] for n in attach_by_node if n in state.node_rows]
+        where = row_positions(state, rows)
+        for r in dict.fromkeys(busy):
+            i = int(where[r])
+            if i < 0:
                 continue
             attached: dict[str, str] = {}
             for p in cat.pods_on_row(r).values():

@@ -45,6 +45,7 @@ from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.objects.selectors import compile_selector, selector_matches
 from tensorsched.framework.state.volumes import (
     program_rows,
+    terms_mask,
     volume_catalog,
     volume_node_affinity,
 )
@@ -55,6 +56,7 @@ from tensorsched.kernels.volumes import match_claims
 from . import names
 from .volume_common import (
     VolumeFilter,
+    row_positions,
     claim_missing_message,
     claim_volumes,
     not_owner_message,
@@ -100,6 +102,12 @@ def translated_gce_affinity(pv: PersistentVolumeRecord) -> list | None:
     terms = pv.node_affinity or [{}]
     return [{**t, "matchExpressions": [*(t.get("matchExpressions") or []), req]}
             for t in terms]
+
+
+def topology_terms(cls) -> list:
+    """A StorageClass's allowedTopologies as NodeSelectorTerms (In)."""
+    return [{"matchExpressions": [{"key": k, "operator": "In", "values": list(v)}
+                                  for k, v in t]} for t in cls.allowed_topologies]
 
 
 def selector_terms(sel: dict | None) -> list | None:
@@ -195,12 +203,56 @@ class VolumeBinding(VolumeFilter):
         if got is not None:
             data["plan"], more = got
             bits |= more
-        uniq = sorted(set(np.unique(bits).tolist()) - {0})
-        index = {b: i + 1 for i, b in enumerate(uniq)}
+        # bits < 32: the distinct combinations by counting, each a status
+        uniq = np.flatnonzero(np.bincount(bits, minlength=1)[1:]) + 1
         codes = np.zeros(m, np.int64)
-        for b, i in index.items():
-            codes[bits == b] = i
-        return codes, [_status_of(b) for b in uniq]
+        if uniq.shape[0]:
+            lookup = np.zeros(B_ERROR << 1, np.int64)
+            lookup[uniq] = np.arange(1, uniq.shape[0] + 1)
+            codes = lookup[bits]
+        return codes, [_status_of(int(b)) for b in uniq]
+
+    def full_codes(self, ctx, data):
+        """The common case kept across pods: no bound claim and delayed
+        claims that no volume can match (none free in their classes, none
+        pre-bound, none with a selected node): each is provisioned, and the
+        answer depends on the claims' classes (and sizes, where capacity is
+        tracked) alone.  StatefulSet pods on dynamic provisioning are this."""
+        delayed = data["delayed"]
+        if data["bound"] or any(ANN_SELECTED_NODE in c.annotations for c in delayed):
+            return None
+        state, cat = ctx.state, data["catalog"]
+        if any(cat.free_volumes(c.storage_class) or cat.prebound_to(c.namespace, c.name)
+               for c in delayed):
+            return None
+        claims = sorted(delayed, key=lambda c: c.request)
+        outcomes = [self._provision_outcome(state, cat, c) for c in claims]
+        memo = state.memo("volumes.binding_codes", (state.structure_tag(), id(cat)))
+        key = tuple(id(o[0]) for o in outcomes)     # the kept arrays name the answer
+        got = memo.get(key)
+        if got is None:
+            failed = outcomes[0][0]
+            for bits, _ in outcomes[1:]:
+                failed = np.where(failed == 0, bits, failed)
+            uniq = np.flatnonzero(np.bincount(failed, minlength=1)[1:]) + 1
+            lookup = np.zeros(B_ERROR << 1, np.int64)
+            lookup[uniq] = np.arange(1, uniq.shape[0] + 1)
+            codes = lookup[failed]
+            codes.flags.writeable = False
+            ok = codes == 0
+            ok.flags.writeable = False
+            got = memo[key] = (codes, [Status.OK, *(_status_of(int(b)) for b in uniq)], ok)
+        n = got[0].shape[0]
+        everywhere = memo.get("everywhere")
+        if everywhere is None or everywhere[0].shape[0] != n:
+            everywhere = memo["everywhere"] = (np.arange(n, dtype=np.int64),
+                                               np.ones(n, np.bool_))
+        data["ok"] = got[2]
+        data["plan"] = ClaimPlan(
+            everywhere[0], claims, [], np.broadcast_to(np.int64(-1), (len(claims), n)),
+            [(c, everywhere[1]) for c in claims],
+            {c.key: o[1] for c, o in zip(claims, outcomes) if o[1] is not None})
+        return got[0], got[1]
 
     def _bound_affinity(self, state, cat, pv, rows) -> np.ndarray:
         aff = volume_node_affinity(state, pv, rows)
@@ -221,53 +273,78 @@ class VolumeBinding(VolumeFilter):
         if not delayed:
             return None
         m = rows.shape[0]
-        bits = np.zeros(m, np.int64)
-        names_ = np.array([state.node_name(r) for r in rows.tolist()], dtype=object)
         # a claim whose node was chosen already goes to that node only
         selected = [c for c in delayed if ANN_SELECTED_NODE in c.annotations]
         alive = np.ones(m, np.bool_)
         for c in selected:
-            alive &= names_ == c.annotations[ANN_SELECTED_NODE]
-        bits[~alive] |= B_BIND_CONFLICT
+            alive &= rows == state.node_rows.get(c.annotations[ANN_SELECTED_NODE], -1)
         to_match = sorted((c for c in delayed if ANN_SELECTED_NODE not in c.annotations),
                           key=lambda c: c.request)
         pvs, chosen = self._match(state, cat, to_match, rows)
-        provision = [(c, alive.copy()) for c in selected]
-        provision += [(c, alive & (chosen[i] < 0)) for i, c in enumerate(to_match)]
-        failed = np.zeros(m, np.int64)          # 0 ok, else the provisioning bit
+        # claims left to provision, in upstream's order; a node stops at the
+        # first claim that cannot be provisioned there
+        provision = [(c, alive) for c in selected]
+        provision += [(c, alive & (chosen[i] < 0) if pvs else alive)
+                      for i, c in enumerate(to_match)]
+        failed = None
         capacity_of = {}
         for claim, need in provision:
-            active = need & (failed == 0)
-            if not active.any():
-                continue
-            cls = cat.classes.get(claim.storage_class) if claim.storage_class else None
-            if cls is None:
-                failed[active] = B_ERROR
-                continue
-            if not cls.provisionable:
-                failed[active] = B_BIND_CONFLICT
-                continue
-            if cls.allowed_topologies:
-                terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": list(v)}
-                                               for k, v in t]} for t in cls.allowed_topologies]
-                topo = program_rows(state, terms, rows)
-                failed[active & ~topo] = B_BIND_CONFLICT
-                active &= topo
-            which = self._capacity(state, cat, cls, claim, rows)
+            pbits, which = self._provision_outcome(state, cat, claim)
             if which is not None:
-                capacity_of[claim.key] = which
-                failed[active & (which < 0)] = B_NOT_ENOUGH
-        bits |= failed
+                capacity_of[claim.key] = which[rows]
+            got = pbits[rows]
+            if failed is None:
+                failed = got if need is alive and not selected else np.where(need, got, 0)
+            else:
+                failed = np.where((failed == 0) & need, got, failed)
+        bits = np.zeros(m, np.int64) if failed is None else failed
+        if selected:
+            bits = bits | np.where(alive, 0, B_BIND_CONFLICT)
         return ClaimPlan(rows, to_match, pvs, chosen, provision, capacity_of), bits
+
+    def _provision_outcome(self, state, cat, claim):
+        """([n_rows] int64 the bit a node fails provisioning ``claim`` with
+        (0: it can), [n_rows] int64 the CSIStorageCapacity that holds it or
+        None when capacity is not tracked), kept per class (and size, when
+        tracked) while the nodes stay: classes, drivers and capacities do
+        not change as pods are placed."""
+        memo = state.memo("volumes.provision", (state.structure_tag(), id(cat)))
+        cls = cat.classes.get(claim.storage_class) if claim.storage_class else None
+        driver = cat.csi_drivers.get(cls.provisioner) if cls is not None else None
+        tracked = driver is not None and driver.storage_capacity and claim.request > 0
+        key = (claim.storage_class, claim.request if tracked else None)
+        got = memo.get(key)
+        if got is None:
+            n = max(state.n_rows, 1)
+            all_rows = np.arange(n, dtype=np.int64)
+            bits = np.zeros(n, np.int64)
+            which = None
+            if cls is None:
+                bits[:] = B_ERROR
+            elif not cls.provisionable:
+                bits[:] = B_BIND_CONFLICT
+            else:
+                if cls.allowed_topologies:
+                    topo = terms_mask(state, ("class", cls.name), cls,
+                                      lambda cls=cls: topology_terms(cls))
+                    bits[~topo[:n]] = B_BIND_CONFLICT
+                which = self._capacity(state, cat, cls, claim, all_rows)
+                if which is not None:
+                    bits[(bits == 0) & (which < 0)] = B_NOT_ENOUGH
+            got = memo[key] = (bits, which)
+        return got
 
     def _match(self, state, cat, claims, rows):
         """(candidate volumes by capacity, [C, M] chosen index)."""
         m = rows.shape[0]
-        if not claims:
-            return [], np.zeros((0, m), np.int64)
-        classes = {c.storage_class for c in claims}
-        pvs = sorted((pv for pv in cat.pvs.values() if pv.storage_class in classes),
-                     key=lambda pv: (pv.capacity, pv.name))
+        # the volumes a claim may take: free ones of its class, pre-bound ones
+        found: dict = {}
+        for c in claims:
+            found.update(cat.free_volumes(c.storage_class))
+            found.update(cat.prebound_to(c.namespace, c.name))
+        if not found:       # nothing to match: every claim is provisioned
+            return [], np.broadcast_to(np.int64(-1), (len(claims), m))
+        pvs = sorted(found.values(), key=lambda pv: (pv.capacity, pv.name))
         fits = np.zeros((len(claims), len(pvs)), np.bool_)
         prebound = np.full(len(claims), -1, np.int64)
         for i, c in enumerate(claims):
@@ -311,8 +388,8 @@ class VolumeBinding(VolumeFilter):
                 else cap.capacity
             if limit is None or limit < claim.request:
                 continue
-            terms = selector_terms(cap.node_topology)
-            reach = np.ones(m, np.bool_) if terms is None else program_rows(state, terms, rows)
+            reach = terms_mask(state, ("capacity", cap.namespace, cap.name), cap,
+                               lambda cap=cap: selector_terms(cap.node_topology))[rows]
             which[(which < 0) & reach] = i
         return which
 
@@ -329,11 +406,11 @@ class VolumeBinding(VolumeFilter):
         out = np.zeros(rows.shape[0], np.int64)
         if plan is None:
             return out
-        col = {int(r): i for i, r in enumerate(plan.rows.tolist())}
+        col = row_positions(ctx.state, plan.rows)
         cat = data["catalog"]
         for j, r in enumerate(rows.tolist()):
-            i = col.get(int(r))
-            if i is None:
+            i = int(col[r])
+            if i < 0:
                 continue
             per_class: dict[str, list] = {}
             static = [(c, plan.pvs[int(plan.chosen[k, i])]) for k, c in enumerate(plan.claims)

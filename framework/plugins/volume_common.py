@@ -61,9 +61,11 @@ class VolumeFilter(Plugin):
 
     reason_bit: int = 0
     run_safe = True
+    reads_pods = False      # whether the answers depend on the pods on the nodes
 
     def __init__(self, handle=None):
         self.handle = handle
+        self._last = None       # the data of the last cycle (see _cycle)
 
     # ---- batching
     def sign(self, pod):
@@ -77,12 +79,20 @@ class VolumeFilter(Plugin):
         """This plugin's per-cycle data, recomputed when the catalog or the
         node set changed (preemption's victim search removes pods)."""
         cat = volume_catalog(ctx.state)
-        tag = (cat.version, ctx.state.structure_tag(), ctx.state.version)
+        tag = (cat.version, ctx.state.structure_tag(),
+               cat.pods_version if self.reads_pods else 0, id(cat), ctx.pod.key)
         data = ctx.data.get(self.name)
         if data is None or data.get("tag") != tag:
-            data = {"tag": tag, "catalog": cat}
-            data["status"] = self.prepare(ctx, cat, data)
+            # the binding cycle's context is a new one: the last cycle's
+            # answers hold while nothing they read changed
+            last = self._last
+            if last is not None and last["tag"] == tag and last["pod"] is ctx.pod:
+                data = last
+            else:
+                data = {"tag": tag, "catalog": cat, "pod": ctx.pod}
+                data["status"] = self.prepare(ctx, cat, data)
             ctx.data[self.name] = data
+            self._last = data
         return data
 
     def pre_filter(self, ctx):
@@ -90,28 +100,53 @@ class VolumeFilter(Plugin):
         return (st if st is not None else Status.OK), None
 
     def _node_codes(self, ctx) -> tuple[np.ndarray, list]:
+        """([n_rows] int64 code per node row, the statuses of the codes:
+        table[0] is Success).  A plugin whose answer is the same for every
+        node, or one it keeps from an earlier pod, hands over shared arrays
+        (never written)."""
         data = self._cycle(ctx)
         got = data.get("codes")
         if got is None:
             state = ctx.state
-            rows = state.valid_rows()
-            codes = np.zeros(max(state.n_rows, 1), np.int64)
-            table: list = [Status.OK]
             st = data["status"]
             if st is not None and st.code != Code.SKIP:
                 # a failed PreFilter fails every node the same way
-                codes[rows] = 1
-                table.append(st)
+                codes = np.zeros(max(state.n_rows, 1), np.int64)
+                codes[state.valid_rows()] = 1
+                got = (codes, [Status.OK, st])
             elif st is None:
-                c, t = self.codes(ctx, data, rows)
-                codes[rows] = c
-                table.extend(t)
-            got = data["codes"] = (codes, table)
+                got = self.full_codes(ctx, data)
+                if got is None:
+                    rows = state.valid_rows()
+                    c = self.codes(ctx, data, rows)
+                    if c is None:
+                        got = (None, [Status.OK])
+                    else:
+                        codes = np.zeros(max(state.n_rows, 1), np.int64)
+                        codes[rows] = c[0]
+                        got = (codes, [Status.OK, *c[1]])
+            else:
+                got = (None, [Status.OK])
+            if got[0] is None:          # every node fits
+                got = (_zeros(state), got[1])
+                data["all_fit"] = True
+            data["codes"] = got
         return got
+
+    def full_codes(self, ctx, data):
+        """``_node_codes``'s answer straight from what the plugin keeps, or
+        None (then ``codes`` runs on the live rows)."""
+        return None
 
     def filter(self, ctx, rows: np.ndarray) -> np.ndarray:
         codes, _ = self._node_codes(ctx)
-        return codes[rows] == 0
+        data = ctx.data[self.name]
+        if data.get("all_fit"):
+            return np.ones(rows.shape[0], np.bool_)
+        ok = data.get("ok")
+        if ok is None:
+            ok = data["ok"] = codes == 0
+        return ok[rows]
 
     def explain_status(self, ctx, row: int) -> Status:
         codes, table = self._node_codes(ctx)
@@ -131,10 +166,27 @@ class VolumeFilter(Plugin):
     def prepare(self, ctx, cat, data) -> Status | None:
         raise NotImplementedError
 
-    def codes(self, ctx, data, rows: np.ndarray) -> tuple[np.ndarray, list]:
+    def codes(self, ctx, data, rows: np.ndarray) -> tuple[np.ndarray, list] | None:
         """([M] int64 code per row of ``rows``: 0 fits, k > 0 the k-th
-        status of the returned list)."""
+        status of the returned list), or None when every node fits."""
         raise NotImplementedError
+
+
+def _zeros(state) -> np.ndarray:
+    """[n_rows] int64 zeros shared while the node set stays (read-only)."""
+    memo = state.memo("volumes.zeros", state.structure_tag())
+    got = memo.get(None)
+    if got is None:
+        got = memo[None] = np.zeros(max(state.n_rows, 1), np.int64)
+        got.flags.writeable = False
+    return got
+
+
+def row_positions(state, rows: np.ndarray) -> np.ndarray:
+    """[n_rows] int64: the position of each node row in ``rows``, -1 absent."""
+    pos = np.full(max(state.n_rows, 1), -1, np.int64)
+    pos[rows] = np.arange(rows.shape[0])
+    return pos
 
 
 def claim_volumes(pod) -> list[PodVolume]:

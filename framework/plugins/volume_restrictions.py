@@ -22,7 +22,13 @@ from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.kernels import layout as L
 
 from . import names
-from .volume_common import DISK_KINDS, VolumeFilter, claim_missing_message, claim_volumes
+from .volume_common import (
+    DISK_KINDS,
+    VolumeFilter,
+    claim_missing_message,
+    claim_volumes,
+    row_positions,
+)
 
 NAME = names.VOLUME_RESTRICTIONS
 
@@ -52,6 +58,7 @@ def disks_conflict(a: PodVolume, b: PodVolume) -> bool:
 class VolumeRestrictions(VolumeFilter):
     name = names.VOLUME_RESTRICTIONS
     events = frozenset({"Pod/Delete"})
+    reads_pods = True
     reason_bit = int(L.R_VOLUME_RESTRICTIONS)
 
     def prepare(self, ctx, cat, data):
@@ -75,10 +82,10 @@ class VolumeRestrictions(VolumeFilter):
         out = np.zeros(rows.shape[0], np.int64)
         disks = data["disks"]
         if disks:
-            where = {int(r): i for i, r in enumerate(rows.tolist())}
+            where = row_positions(ctx.state, rows)
             for row, pods in cat.row_pods.items():
-                i = where.get(row)
-                if i is None or not pods:
+                i = int(where[row]) if row < where.shape[0] else -1
+                if i < 0 or not pods:
                     continue
                 if any(disks_conflict(mine, theirs) for p in pods.values()
                        for theirs in pod_volumes(p) for mine in disks):

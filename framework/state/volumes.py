@@ -64,7 +64,14 @@ class VolumeCatalog:
         # claim key -> number of bound pods using it
         self.claim_users: dict[str, int] = {}
         self.assumed: dict[str, Assumed] = {}           # pod key -> what its Reserve did
-        self.version = 0        # bumped by every change the plugins read
+        self.version = 0        # bumped by every change of claims or volumes
+        self.pods_version = 0   # bumped when a pod with volumes comes or goes
+        # volumes by class that a claim may still take: no claimRef (name ->
+        # record), and pre-bound ones by the (namespace, name) they name
+        self.free_by_class: dict[str, dict] = {}
+        self.prebound: dict[tuple, dict] = {}
+        for name in self.pvs:
+            self._index(name, None)
         self.state: ClusterState | None = None
 
     # ------------------------------------------------------------ following pods
@@ -82,7 +89,7 @@ class VolumeCatalog:
         vols = pod_volumes(pod)
         if not vols:
             return
-        self.version += 1
+        self.pods_version += 1
         on = self.row_pods.setdefault(int(row), {})
         if sign > 0:
             on[pod.key] = pod
@@ -113,6 +120,41 @@ class VolumeCatalog:
     def csi_node(self, node_name: str):
         return self.csi_nodes.get(node_name)
 
+    def free_volumes(self, storage_class: str) -> dict:
+        """{name: record} of the class's volumes without a claimRef."""
+        return self.free_by_class.get(storage_class, {})
+
+    def prebound_to(self, namespace: str, name: str) -> dict:
+        """{name: record} of the volumes whose claimRef names the claim."""
+        return self.prebound.get((namespace, name), {})
+
+    def _index(self, name: str, old) -> None:
+        """Move volume ``name`` in the indexes from ``old`` (its previous
+        record, None: not indexed) to its current record."""
+        for rec in (old, self.pvs.get(name)):
+            if rec is None:
+                continue
+            here = (self.free_by_class.setdefault(rec.storage_class, {})
+                    if rec.claim_ref is None
+                    else self.prebound.setdefault(rec.claim_ref[:2], {}))
+            if rec is old:
+                here.pop(name, None)
+            else:
+                here[name] = rec
+
+    def _set_pv(self, name: str, rec) -> None:
+        old = self.pvs.get(name)
+        if rec is None:
+            self.pvs.pop(name, None)
+        else:
+            self.pvs[name] = rec
+        self._index(name, old)
+
+    def _reindex(self) -> None:
+        self.free_by_class, self.prebound = {}, {}
+        for name in self.pvs:
+            self._index(name, None)
+
     # ----------------------------------------------------------------- writes
     def _save(self, undo: Assumed, claim_key: str | None = None, pv: str | None = None) -> None:
         if claim_key is not None and claim_key not in undo.claims:
@@ -126,8 +168,8 @@ class VolumeCatalog:
         undo = self.assumed.setdefault(pod_key, Assumed())
         self._save(undo, claim.key, pv_name)
         pv = self.pvs[pv_name]
-        self.pvs[pv_name] = replace(pv, claim_ref=(claim.namespace, claim.name, claim.uid),
-                                    phase="Bound")
+        self._set_pv(pv_name, replace(pv, claim_ref=(claim.namespace, claim.name, claim.uid),
+                                      phase="Bound"))
         self.claims[claim.key] = replace(
             claim, volume_name=pv_name, phase="Bound",
             annotations={**claim.annotations, ANN_BIND_COMPLETED: "yes"})
@@ -152,13 +194,13 @@ class VolumeCatalog:
                       "values": [node.labels.get("kubernetes.io/hostname", node.name)]}]
         undo = self.assumed.setdefault(pod_key, Assumed())
         self._save(undo, claim.key, name)
-        self.pvs[name] = PersistentVolumeRecord(
+        self._set_pv(name, PersistentVolumeRecord(
             name=name, labels={k: node.labels[k] for k in topology_keys if k in node.labels},
             capacity=claim.request, access_modes=claim.access_modes,
             volume_mode=claim.volume_mode, storage_class=claim.storage_class,
             claim_ref=(claim.namespace, claim.name, claim.uid),
             node_affinity=[{"matchExpressions": exprs}], phase="Bound", deleting=False,
-            source_kind="", obj={})
+            source_kind="", obj={}))
         self.claims[claim.key] = replace(
             claim, volume_name=name, phase="Bound",
             annotations={**claim.annotations, ANN_BIND_COMPLETED: "yes",
@@ -177,10 +219,7 @@ class VolumeCatalog:
             else:
                 self.claims[k] = rec
         for k, rec in undo.volumes.items():
-            if rec is None:
-                self.pvs.pop(k, None)
-            else:
-                self.pvs[k] = rec
+            self._set_pv(k, rec)
         self.version += 1
 
     def commit(self, pod_key: str) -> None:
@@ -191,6 +230,7 @@ class VolumeCatalog:
         """Take ``other``'s claims and volumes as they are now (the bindings
         scheduling made there), for a fresh copy of its cluster."""
         self.claims, self.pvs = dict(other.claims), dict(other.pvs)
+        self._reindex()
         self.version += 1
 
     def pinning_volumes(self, pod) -> list[str]:
@@ -212,6 +252,7 @@ class VolumeCatalog:
 
     def restore(self, snap: tuple) -> None:
         self.claims, self.pvs, self.assumed = dict(snap[0]), dict(snap[1]), dict(snap[2])
+        self._reindex()
         self.version += 1
 
 
@@ -242,13 +283,28 @@ def program_rows(state: ClusterState, terms, rows: np.ndarray) -> np.ndarray:
                            state.label_isnum[rows], prog, 0, t, xp=np)
 
 
+def terms_mask(state: ClusterState, key, owner, terms) -> np.ndarray:
+    """[n_rows] bool: the NodeSelectorTerms ``terms`` (or ``terms()``)
+    match each node row; kept under ``key`` while ``owner`` (the record
+    they come from) is the same object and the nodes' labels and the node
+    set stay (``structure_tag``)."""
+    memo = state.memo("volumes.masks", state.structure_tag())
+    got = memo.get(key)
+    if got is None or got[0] is not owner:
+        rows = np.arange(max(state.n_rows, 1), dtype=np.int64)
+        t = terms() if callable(terms) else terms
+        got = memo[key] = (owner, program_rows(state, t, rows) if t is not None
+                           else np.ones(rows.shape[0], np.bool_))
+    return got[1]
+
+
 def volume_node_affinity(state: ClusterState, pv: PersistentVolumeRecord,
                          rows: np.ndarray) -> np.ndarray:
     """[M] bool: ``pv``'s required node affinity holds on the nodes of
     ``rows`` (a volume without one fits every node)."""
     if pv.node_affinity is None:
         return np.ones(rows.shape[0], np.bool_)
-    return program_rows(state, pv.node_affinity, rows)
+    return terms_mask(state, ("pv", pv.name), pv.node_affinity, pv.node_affinity)[rows]
 
 
 def label_column(state: ClusterState, key: str, rows: np.ndarray) -> tuple[np.ndarray, int]:
