@@ -248,6 +248,7 @@ class VolumeBinding(VolumeFilter):
             everywhere = memo["everywhere"] = (np.arange(n, dtype=np.int64),
                                                np.ones(n, np.bool_))
         data["ok"] = got[2]
+        data["mask_key"] = ("VolumeBinding", id(got[2]))
         data["plan"] = ClaimPlan(
             everywhere[0], claims, [], np.broadcast_to(np.int64(-1), (len(claims), n)),
             [(c, everywhere[1]) for c in claims],

@@ -133,6 +133,23 @@ class VolumeFilter(Plugin):
             data["codes"] = got
         return got
 
+    def node_mask(self, ctx):
+        """``NodeMaskPlugin``: (key, [n_rows] bool or None) when this pod's
+        answer cannot change with the pods on the nodes: every node fits
+        (key "all"), or a plugin that reads no pods (``reads_pods`` False)
+        has its rows; the key names answers kept across pods (None: this
+        pod's own)."""
+        codes, _ = self._node_codes(ctx)
+        data = ctx.data[self.name]
+        if data.get("all_fit"):
+            return "all", None
+        if self.reads_pods:
+            return None
+        ok = data.get("ok")
+        if ok is None:
+            ok = data["ok"] = codes == 0
+        return data.get("mask_key"), ok
+
     def full_codes(self, ctx, data):
         """``_node_codes``'s answer straight from what the plugin keeps, or
         None (then ``codes`` runs on the live rows)."""
