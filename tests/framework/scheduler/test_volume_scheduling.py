@@ -11,6 +11,7 @@ from support.backends import backend_params
 
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.framework.state.volumes import volume_catalog
 
@@ -102,3 +103,25 @@ def test_unreserve_undoes_the_binding():
     assert cat.claims["db/data-db-0"].volume_name
     vb.unreserve(ctx, "a1")
     assert (cat.claims, cat.pvs) == before
+
+
+@pytest.mark.parametrize("backend", backend_params(("numpy", "numba")))
+def test_provisioning_topology_in_failed_scheduling_message(backend):
+    """A claim whose class can provision only in zone c: every node is
+    rejected by VolumeBinding, except the tainted one, which TaintToleration
+    (earlier in the profile) rejects first."""
+    tainted = node("a3", "a")
+    tainted["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
+    cls = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+           "metadata": {"name": "zone-c"}, "provisioner": "pd.csi.storage.gke.io",
+           "volumeBindingMode": "WaitForFirstConsumer",
+           "allowedTopologies": [{"matchLabelExpressions": [{"key": ZONE, "values": ["c"]}]}]}
+    cluster = build_cluster(NODES + [tainted, cls, claim("data-db-0", cls="zone-c")])
+    out, _ = Scheduler(cluster, backend).schedule_pending([pod("db-0", "data-db-0")])
+    assert out[0].node is None
+    assert out[0].message.startswith(
+        "0/5 nodes are available: 1 node(s) had untolerated taint {dedicated: x}, "
+        "4 node(s) didn't find available persistent volumes to bind.")
+    rec = explain_pod(cluster, pod("db-0", "data-db-0"), backend=backend)
+    assert rec["filter"]["a3"]["plugin"] == "TaintToleration"
+    assert {rec["filter"][n]["plugin"] for n in ("a1", "a2", "b1", "b2")} == {"VolumeBinding"}
