@@ -127,7 +127,7 @@ class NodeVolumeLimits(VolumeFilter):
     name = names.NODE_VOLUME_LIMITS
     events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
     reads_pods = True
-    reason_bit = int(L.R_NODE_VOLUME_LIMITS)
+    reason_bit = int(L.HOST_BIT_NODE_VOLUME_LIMITS)
 
     def prepare(self, ctx, cat, data):
         vols = pod_volumes(ctx.pod)

@@ -133,7 +133,7 @@ class ClaimPlan:
 class VolumeBinding(VolumeFilter):
     name = names.VOLUME_BINDING
     events = frozenset({"Pod/Add", "Pod/Delete", "Node/Add", "Node/Update"})
-    reason_bit = int(L.R_VOLUME_BINDING)
+    reason_bit = int(L.HOST_BIT_VOLUME_BINDING)
     normalize = NORMALIZE_NONE
 
     def __init__(self, handle=None, capacity_scoring: bool = False, shape=DEFAULT_SHAPE):

@@ -6,7 +6,7 @@ A volume filter computes, once per cycle and catalog version, a code per
 node row (0 = fits) and a table of the statuses the non-zero codes stand
 for; ``filter`` reads the codes of the evaluated rows, ``explain_status``
 the status of one.  Each plugin owns a fixed reason bit
-(``layout.R_VOLUME_*``): the four take no user-filter slot.
+(``layout.HOST_BIT_*``): the four take no user-filter slot.
 
 Batching: a pod with claims or disks is signed None (scheduled on its own:
 its answers depend on claims that each pod of a StatefulSet names

@@ -59,7 +59,7 @@ class VolumeRestrictions(VolumeFilter):
     name = names.VOLUME_RESTRICTIONS
     events = frozenset({"Pod/Delete"})
     reads_pods = True
-    reason_bit = int(L.R_VOLUME_RESTRICTIONS)
+    reason_bit = int(L.HOST_BIT_VOLUME_RESTRICTIONS)
 
     def prepare(self, ctx, cat, data):
         pod = ctx.pod

@@ -46,7 +46,7 @@ def _unresolvable(msg: str) -> Status:
 class VolumeZone(VolumeFilter):
     name = names.VOLUME_ZONE
     events = frozenset({"Node/Add", "Node/Update"})
-    reason_bit = int(L.R_VOLUME_ZONE)
+    reason_bit = int(L.HOST_BIT_VOLUME_ZONE)
 
     def prepare(self, ctx, cat, data):
         pod = ctx.pod
