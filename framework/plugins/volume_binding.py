@@ -128,6 +128,13 @@ class ClaimPlan:
     chosen: np.ndarray              # [C, M] index into pvs, -1 none
     provision: list                 # [(claim, [M] bool needs provisioning)]
     capacity_of: dict               # claim key -> [M] int64 index into capacities, -1 none
+    everywhere: bool = False        # rows are every row in order (position = row)
+
+    def col(self, row: int) -> int:
+        """The position of node row ``row`` in ``rows``."""
+        if self.everywhere:
+            return int(row)
+        return int(np.flatnonzero(self.rows == row)[0])
 
 
 class VolumeBinding(VolumeFilter):
@@ -243,16 +250,19 @@ class VolumeBinding(VolumeFilter):
             ok.flags.writeable = False
             got = memo[key] = (codes, [Status.OK, *(_status_of(int(b)) for b in uniq)], ok)
         n = got[0].shape[0]
-        everywhere = memo.get("everywhere")
-        if everywhere is None or everywhere[0].shape[0] != n:
-            everywhere = memo["everywhere"] = (np.arange(n, dtype=np.int64),
-                                               np.ones(n, np.bool_))
+        shared = memo.get(("everywhere", len(claims)))
+        if shared is None:      # every row, all needing provisioning, none matched
+            shared = memo[("everywhere", len(claims))] = (
+                np.arange(n, dtype=np.int64), np.ones(n, np.bool_),
+                np.full((len(claims), n), -1, np.int64))
+            for a in shared:
+                a.flags.writeable = False
         data["ok"] = got[2]
         data["mask_key"] = ("VolumeBinding", id(got[2]))
         data["plan"] = ClaimPlan(
-            everywhere[0], claims, [], np.broadcast_to(np.int64(-1), (len(claims), n)),
-            [(c, everywhere[1]) for c in claims],
-            {c.key: o[1] for c, o in zip(claims, outcomes) if o[1] is not None})
+            shared[0], claims, [], shared[2], [(c, shared[1]) for c in claims],
+            {c.key: o[1] for c, o in zip(claims, outcomes) if o[1] is not None},
+            everywhere=True)
         return got[0], got[1]
 
     def _bound_affinity(self, state, cat, pv, rows) -> np.ndarray:
@@ -449,7 +459,7 @@ class VolumeBinding(VolumeFilter):
         row = ctx.state.node_rows[node_name]
         self._node_codes(ctx)
         plan = data.get("plan")
-        i = int(np.flatnonzero(plan.rows == row)[0])
+        i = plan.col(row)
         for k, c in enumerate(plan.claims):
             if plan.chosen[k, i] >= 0:
                 cat.bind(ctx.pod.key, c, plan.pvs[int(plan.chosen[k, i])].name)
