@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from support.backends import backend_params
 
+from tensorsched.framework.objects.synthetic import statefulsets
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
@@ -125,3 +126,20 @@ def test_provisioning_topology_in_failed_scheduling_message(backend):
     rec = explain_pod(cluster, pod("db-0", "data-db-0"), backend=backend)
     assert rec["filter"]["a3"]["plugin"] == "TaintToleration"
     assert {rec["filter"][n]["plugin"] for n in ("a1", "a2", "b1", "b2")} == {"VolumeBinding"}
+
+
+def test_statefulsets_place_alike_on_numpy_and_numba():
+    """The bench's StatefulSet-per-zone workload, small: the same bindings on
+    both backends, every pod in its class's zone."""
+    def run(backend):
+        objs, pods = statefulsets(60, 30)
+        cluster = build_cluster(objs)
+        out, _ = Scheduler(cluster, backend).schedule_pending(pods)
+        return [(b.pod, b.node) for b in out], cluster
+
+    a, cluster = run("numpy")
+    b, _ = run("numba")
+    assert a == b and all(node is not None for _, node in a)
+    zone = {n.name: n.labels[ZONE] for n in cluster.objects.nodes}
+    for key, node_name in a:
+        assert zone[node_name] == "zone-" + key.split("-")[1]
