@@ -143,3 +143,50 @@ def test_statefulsets_place_alike_on_numpy_and_numba():
     zone = {n.name: n.labels[ZONE] for n in cluster.objects.nodes}
     for key, node_name in a:
         assert zone[node_name] == "zone-" + key.split("-")[1]
+
+
+def _csi_pv(name, claim_name, handle):
+    return {"kind": "PersistentVolume", "metadata": {"name": name}, "spec": {
+        "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce", "ReadWriteOncePod"],
+        "storageClassName": "zonal", "claimRef": {"namespace": "db", "name": claim_name},
+        "csi": {"driver": "pd.csi.storage.gke.io", "volumeHandle": handle}},
+        "status": {"phase": "Bound"}}
+
+
+def _bound_claim(name, pv, modes=("ReadWriteOnce",)):
+    c = claim(name)
+    c["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    c["spec"].update(volumeName=pv, accessModes=list(modes))
+    return c
+
+
+@pytest.mark.parametrize("backend", backend_params(("numpy", "numba")))
+def test_attach_limits_follow_the_pods_placed(backend):
+    """One attachable volume per node (CSINode allocatable.count 1): the
+    second pod with a volume goes to the other node, the third fits nowhere."""
+    nodes = [node("a1", "a"), node("a2", "a")]
+    csinodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                 "metadata": {"name": n}, "spec": {"drivers": [
+                     {"name": "pd.csi.storage.gke.io", "nodeID": n,
+                      "allocatable": {"count": 1}}]}} for n in ("a1", "a2")]
+    objs = nodes + CLASSES + csinodes
+    for i in range(3):
+        objs += [_csi_pv(f"pv-{i}", f"data-{i}", f"disk-{i}"), _bound_claim(f"data-{i}", f"pv-{i}")]
+    cluster = build_cluster(objs)
+    out, _ = Scheduler(cluster, backend).schedule_pending(
+        [pod(f"db-{i}", f"data-{i}") for i in range(3)])
+    placed = [b.node for b in out]
+    assert sorted(placed[:2]) == ["a1", "a2"] and placed[2] is None
+    assert "2 node(s) exceed max volume count" in out[2].message
+
+
+@pytest.mark.parametrize("backend", backend_params(("numpy", "numba")))
+def test_read_write_once_pod_claim_is_used_once(backend):
+    objs = NODES + CLASSES + [_csi_pv("pv-x", "solo", "disk-x"),
+                              _bound_claim("solo", "pv-x", ("ReadWriteOncePod",))]
+    cluster = build_cluster(objs)
+    out, _ = Scheduler(cluster, backend).schedule_pending(
+        [pod("first", "solo"), pod("second", "solo")])
+    assert out[0].node is not None and out[1].node is None
+    assert ("node has pod using PersistentVolumeClaim with the same name and "
+            "ReadWriteOncePod access mode") in out[1].message
