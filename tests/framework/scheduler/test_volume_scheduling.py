@@ -171,7 +171,8 @@ def test_attach_limits_follow_the_pods_placed(backend):
                       "allocatable": {"count": 1}}]}} for n in ("a1", "a2")]
     objs = nodes + CLASSES + csinodes
     for i in range(3):
-        objs += [_csi_pv(f"pv-{i}", f"data-{i}", f"disk-{i}"), _bound_claim(f"data-{i}", f"pv-{i}")]
+        objs += [_csi_pv(f"pv-{i}", f"data-{i}", f"disk-{i}"),
+                 _bound_claim(f"data-{i}", f"pv-{i}")]
     cluster = build_cluster(objs)
     out, _ = Scheduler(cluster, backend).schedule_pending(
         [pod(f"db-{i}", f"data-{i}") for i in range(3)])
