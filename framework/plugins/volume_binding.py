@@ -226,9 +226,19 @@ class VolumeBinding(VolumeFilter):
         answer depends on the claims' classes (and sizes, where capacity is
         tracked) alone.  StatefulSet pods on dynamic provisioning are this."""
         delayed = data["delayed"]
+        state, cat = ctx.state, data["catalog"]
+        if not delayed:
+            # bound claims only: the answer is their volumes' (a rescheduled
+            # StatefulSet pod); GCE PDs whose translation varies by CSINode aside
+            pvs = tuple(cat.pvs.get(c.volume_name) for c in data["bound"])
+            if cat.csi_nodes and any(pv is not None and pv.source_kind == "gcePersistentDisk"
+                                     for pv in pvs):
+                return None
+            data["plan"] = None
+            return self.kept_codes(ctx, data, ("bound",) + tuple(
+                c.volume_name for c in data["bound"]), pvs)
         if data["bound"] or any(ANN_SELECTED_NODE in c.annotations for c in delayed):
             return None
-        state, cat = ctx.state, data["catalog"]
         if any(cat.free_volumes(c.storage_class) or cat.prebound_to(c.namespace, c.name)
                for c in delayed):
             return None

@@ -155,6 +155,31 @@ class VolumeFilter(Plugin):
         None (then ``codes`` runs on the live rows)."""
         return None
 
+    def kept_codes(self, ctx, data, key, owners: tuple):
+        """``codes`` over every node row, kept under ``key`` for the pods
+        that ask the same (a key of values; ``owners``: the records the
+        answer was made from, trusted while they are the same objects) as
+        long as the nodes stay; also sets the pod's mask (``node_mask``)."""
+        state = ctx.state
+        memo = state.memo(f"volumes.kept.{self.name}",
+                          (state.structure_tag(), id(data["catalog"])))
+        got = memo.get(key)
+        if got is None or len(got[3]) != len(owners) or any(
+                a is not b for a, b in zip(got[3], owners)):
+            n = max(state.n_rows, 1)
+            c = self.codes(ctx, data, np.arange(n, dtype=np.int64))
+            if c is None:
+                codes, table = _zeros(state), [Status.OK]
+            else:
+                codes, table = c[0], [Status.OK, *c[1]]
+                codes.flags.writeable = False
+            ok = codes == 0
+            ok.flags.writeable = False
+            got = memo[key] = (codes, table, ok, owners)
+        data["ok"] = got[2]
+        data["mask_key"] = (self.name, id(got[2]))
+        return got[0], got[1]
+
     def filter(self, ctx, rows: np.ndarray) -> np.ndarray:
         codes, _ = self._node_codes(ctx)
         data = ctx.data[self.name]

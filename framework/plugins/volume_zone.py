@@ -82,6 +82,10 @@ class VolumeZone(VolumeFilter):
         data["topologies"] = topologies
         return SKIP if not topologies else None
 
+    def full_codes(self, ctx, data):
+        """Pods whose volumes carry the same zones share one answer."""
+        return self.kept_codes(ctx, data, tuple(data["topologies"]), ())
+
     def codes(self, ctx, data, rows):
         state = ctx.state
         cols = {k: label_column(state, k, rows) for k in TOPOLOGY_KEYS}
