@@ -27,7 +27,7 @@ from tensorsched.framework.objects.volumes import (
     pod_volumes,
 )
 from tensorsched.framework.runtime.plugin import Plugin
-from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.volumes import volume_catalog
 
 # kinds of in-tree disks VolumeRestrictions compares between pods
@@ -36,8 +36,18 @@ DISK_KINDS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 
 def uses_volumes(pod) -> bool:
     """The pod has a claim, an ephemeral volume or an in-tree disk source:
-    something a volume plugin reads."""
-    return any(v.kind != VOL_OTHER or v.source_kind for v in pod_volumes(pod))
+    something a volume plugin reads (kept in the pod's memo)."""
+    memo = pod.memo
+    got = memo.get(_USES_MEMO)
+    if got is None:
+        # a template's pods share the memo, and the volumes the plugins read
+        # (``volumes.read_volumes``) are part of the template: one answer
+        got = memo[_USES_MEMO] = any(v.kind != VOL_OTHER or v.source_kind
+                                     for v in pod_volumes(pod))
+    return got
+
+
+_USES_MEMO = "volumes.uses"
 
 
 def claim_missing_message(name: str) -> str:
@@ -96,6 +106,8 @@ class VolumeFilter(Plugin):
         return data
 
     def pre_filter(self, ctx):
+        if not uses_volumes(ctx.pod):
+            return SKIP, None           # every volume plugin skips such a pod
         st = self._cycle(ctx)["status"]
         return (st if st is not None else Status.OK), None
 
