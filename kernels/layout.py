@@ -42,6 +42,13 @@ R_NODE_AFFINITY = np.int64(1 << 4)     # NodeAffinity, pod selector / required t
 R_PREFILTER_NAMES = np.int64(1 << 5)   # outside NodeAffinity's PreFilter node set
 R_PORTS = np.int64(1 << 6)             # NodePorts
 R_TOO_MANY_PODS = np.int64(1 << 7)     # NodeResourcesFit, pod count
+# Bits 8..11 belong to the built-in host filters (the volume plugins: claims
+# and volumes are not node columns), so they take no user-filter slot; no
+# kernel sets them (hence not R_*: the fused core does not re-declare them).
+HOST_BIT_VOLUME_RESTRICTIONS = np.int64(1 << 8)
+HOST_BIT_NODE_VOLUME_LIMITS = np.int64(1 << 9)
+HOST_BIT_VOLUME_BINDING = np.int64(1 << 10)
+HOST_BIT_VOLUME_ZONE = np.int64(1 << 11)
 R_INVALID_ROW = np.int64(1 << 15)      # a free row (deleted node): never feasible
 USER_FILTER_SHIFT = 16
 MAX_USER_FILTERS = 8

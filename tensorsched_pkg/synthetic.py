@@ -20,16 +20,17 @@ from tensorsched.framework.arguments import Arguments, shown
 
 # generator name -> the module that defines it
 _GENERATORS = {name: "tensorsched.framework.objects.synthetic" for name in (
-    "basic", "node_dict", "pod_dict", "pod_to_pod", "preemption", "sample")}
+    "basic", "node_dict", "pod_dict", "pod_to_pod", "preemption", "sample", "statefulsets")}
 _GENERATORS.update({name: "tensorsched.topology.synthetic" for name in (
     "gpu", "gpu_config", "gpu_node")})
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-             "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu")
+             "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu",
+             "volumes", "volumes-none")
 POD_TO_POD = ("spread", "antiaffinity", "affinity", "preferred-affinity", "replicaset")
 
 __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "preemption",
-           "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
+           "statefulsets", "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
 
 
 def _check(args: Arguments, name) -> None:
@@ -50,6 +51,9 @@ def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[
         return __getattr__(name)(n_nodes, n_pods, seed)
     if name in POD_TO_POD:
         return __getattr__("pod_to_pod")(name, n_nodes, n_pods, seed)
+    if name in ("volumes", "volumes-none"):
+        # a StatefulSet per zone, with zonal claims or (-none) the same pods without
+        return __getattr__("statefulsets")(n_nodes, n_pods, seed, volumes=name == "volumes")
     return __getattr__("preemption")(n_nodes, n_pods, seed, variant=name.partition("-")[2])
 
 

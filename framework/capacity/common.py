@@ -19,6 +19,7 @@ from tensorsched.framework.objects.meta import source_of
 from tensorsched.framework.objects.node_lifecycle import uncordoned_record
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
 from tensorsched.framework.scheduler.cluster import TERMINAL_PHASES, Cluster, build_cluster
+from tensorsched.framework.state.volumes import volume_catalog
 from tensorsched.kernels import layout as L
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -51,7 +52,10 @@ def fresh_cluster(cluster: Cluster, nodes=None, pods=None) -> Cluster:
         changes["pods"] = list(pods)
     if changes:
         objs = dataclasses.replace(objs, **changes)
-    return build_cluster(objs, cluster.config, cluster.registry)
+    fresh = build_cluster(objs, cluster.config, cluster.registry)
+    # claims keep the volumes scheduling bound them to: their pods follow them
+    volume_catalog(fresh.state).adopt(volume_catalog(cluster.state))
+    return fresh
 
 
 def bound_pods(cluster: Cluster) -> list[PodRecord]:

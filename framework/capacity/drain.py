@@ -42,6 +42,7 @@ from tensorsched.framework.objects.node_lifecycle import drain_exemption
 from tensorsched.framework.objects.pdb import applies, disruptions_allowed
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.framework.state.volumes import volume_catalog
 
 from .common import (
     bound_pods,
@@ -141,12 +142,14 @@ def removable_nodes(cluster: Cluster, *, nodes=None, backend: str = "numba", see
             if missing:
                 raise StateError(f"Node {missing[0]}: not in the cluster")
         util = {n: node_utilization(cluster.state, n) for n in candidates}
+        catalog = volume_catalog(cluster.state)
         report_nodes = []
         for name in candidates:
             ok, why, moves = d.try_remove([name])
-            _, stay = d.movers([name])
+            move, stay = d.movers([name])
+            pinned = {p.key: vols for p in move if (vols := catalog.pinning_volumes(p))}
             report_nodes.append(NodeDrain(name, ok, why, moves if ok else {},
-                                          [p.key for p in stay], util[name]))
+                                          [p.key for p in stay], util[name], pinned))
             if progress is not None:
                 progress(1)
         if len(candidates) <= exact_limit:

@@ -246,11 +246,16 @@ class NodeDrain:
     moves: dict[str, str] = field(default_factory=dict)
     staying: list[str] = field(default_factory=list)
     utilization: float = 0.0
+    # pods whose bound volumes' node affinity decides where they can go
+    # (pod -> those volumes): they move only where their disks reach
+    pinned: dict[str, list] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"name": self.node, "removable": self.removable, "reason": self.reason,
                 "utilization": round(self.utilization, 4), "pods": _placement(self.moves),
-                "staying": list(self.staying)}
+                "staying": list(self.staying),
+                "pinnedByVolumes": [{"pod": k, "volumes": list(v)}
+                                    for k, v in sorted(self.pinned.items())]}
 
 
 @dataclass

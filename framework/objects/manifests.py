@@ -87,6 +87,7 @@ from .records import (
     Toleration,
 )
 from .selectors import NS_NAME_LABEL
+from .volumes import VOLUME_KINDS, parse_pod_volumes
 from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
 from .workloads import ControllerRecord, ServiceRecord
 
@@ -890,6 +891,7 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     queueing = _pod_queueing(ctx, spec)
     resources = _pod_resources(ctx, spec)
     constraints = _pod_constraints(ctx, spec)
+    parse_pod_volumes(ctx, name, spec.get("volumes"))
     phase = ctx.string(status.get("phase"), "status.phase")
     start = ctx.timestamp(status.get("startTime"), "status.startTime")
     return PodRecord(namespace=namespace, name=name, phase=phase, start_ns=start,
@@ -983,6 +985,14 @@ class Objects:
     namespaces: list[NamespaceRecord] = field(default_factory=list)
     # ignored kind -> a kind that is read and spelled closely ("Nodes" -> "Node")
     ignored_suggestions: dict[str, str] = field(default_factory=dict)
+    # Storage (``objects.volumes``): what the four volume plugins read.
+    persistent_volumes: list = field(default_factory=list)
+    persistent_volume_claims: list = field(default_factory=list)
+    storage_classes: list = field(default_factory=list)
+    csi_nodes: list = field(default_factory=list)
+    csi_drivers: list = field(default_factory=list)
+    csi_storage_capacities: list = field(default_factory=list)
+    volume_attachments: list = field(default_factory=list)
 
     def ignored(self) -> list[tuple[str, int, str | None]]:
         """(kind, objects, a read kind it may be a typo of) of every ignored
@@ -1037,6 +1047,7 @@ OBJECT_KINDS = (
                 accepts=is_coscheduling_pod_group), "pod_groups"),
     (ObjectKind("Namespace", parse_namespace, lambda r: r.name, "Namespace {}"), "namespaces"),
     *WORKLOAD_KINDS,
+    *VOLUME_KINDS,
 )
 
 

@@ -17,13 +17,15 @@ The template key is exact: ``marshal`` (format 0) of everything ``parse_pod``
 reads but the per-pod fields: ``kind``, ``metadata.namespace``, ``labels``,
 ``ownerReferences``, and every field of ``spec`` it reads but ``nodeName``
 (``containers`` and ``initContainers`` down to the fields it reads:
-``name``, ``image``, ``resources``, ``restartPolicy``, ``ports``), each with
+``name``, ``image``, ``resources``, ``restartPolicy``, ``ports``; the
+volumes the volume plugins read, ``volumes.read_volumes``), each with
 ``.get`` as ``parse_pod`` reads it.  ``marshal`` writes the exact type of
 every value (``1``, ``1.0``, ``True``, ``"1"``, a list and a tuple differ; so
 do an int and a str mapping key) and refuses subclasses and other types,
 which are then parsed one by one; equal keys are therefore equal inputs to
-``parse_pod``, and fields it does not read (annotations, volumes, the
-per-pod ``kube-api-access-*`` volume mounts, ``managedFields``) do not split
+``parse_pod``, and fields it does not read (annotations, configMap /
+secret / projected volumes, the per-pod ``kube-api-access-*`` volume
+mounts, ``managedFields``) do not split
 templates.  (Measured on a kubectl pod: this key costs about 3 us,
 ``json.dumps`` of the spec 10 us, ``repr`` 8 us, ``parse_pod`` 47 us.)
 
@@ -48,6 +50,7 @@ import numpy as np
 from .meta import SourcedObject, parse_timestamp
 from .pod_columns import NO_EXTRAS, PodColumns, extras_of
 from .records import PodRecord
+from .volumes import read_volumes
 
 __all__ = ["PodTemplates", "template_key"]
 
@@ -92,7 +95,7 @@ def template_key(obj) -> bytes | None:
     try:
         return marshal.dumps((obj.get("kind"), meta.get("namespace"), meta.get("labels"),
                               meta.get("ownerReferences"), containers, init,
-                              [g(k) for k in SPEC_KEYS]), 0)
+                              [g(k) for k in SPEC_KEYS], read_volumes(g("volumes"))), 0)
     except (ValueError, TypeError, RecursionError):
         return None         # a type marshal refuses (subclass, object...): parse alone
 

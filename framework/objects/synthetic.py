@@ -277,3 +277,44 @@ def preemption(nodes: int, pods: int, seed: int = 0, variant: str = ""):
         out.append(dict(high, metadata=dict(high["metadata"], name=f"high-{j}", uid=f"high-{j}",
                                             creationTimestamp=_timestamp(j))))
     return node_objs, out
+
+
+VOLUME_ZONES = 3
+
+
+def statefulsets(nodes: int, pods: int, seed: int = 0, volumes: bool = True):
+    """(cluster object dicts, pending pod dicts): ``nodes`` basic nodes in
+    three zones and one StatefulSet per zone (``pods`` in all, split evenly,
+    basic requests).  With ``volumes`` every pod mounts its own claim
+    ``data-<pod>`` of its zone's StorageClass (WaitForFirstConsumer, a CSI
+    provisioner, allowedTopologies = the zone), so it can only go to its
+    zone and its claim is provisioned there; the StorageClasses and claims
+    come first among the cluster objects.  Without, the same pods with no
+    volumes (what the volume plugins cost is the difference)."""
+    del seed
+    objs = [node_dict(f"node-{i}", labels={ZONE: f"zone-{i % VOLUME_ZONES}"})
+            for i in range(nodes)]
+    out = []
+    for j in range(pods):
+        z = j % VOLUME_ZONES
+        name = f"db-{z}-{j // VOLUME_ZONES}"
+        spec = None
+        if volumes:
+            spec = {"volumes": [{"name": "data",
+                                 "persistentVolumeClaim": {"claimName": f"data-{name}"}}]}
+            objs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                         "metadata": {"name": f"data-{name}", "namespace": "default",
+                                      "uid": f"uid-data-{name}"},
+                         "spec": {"storageClassName": f"zonal-{z}",
+                                  "accessModes": ["ReadWriteOnce"],
+                                  "resources": {"requests": {"storage": "10Gi"}}}})
+        out.append(pod_dict(name, created=j, labels={"app": f"db-{z}"}, spec=spec))
+    if volumes:
+        objs[nodes:nodes] = [
+            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+             "metadata": {"name": f"zonal-{z}"}, "provisioner": "ebs.csi.aws.com",
+             "volumeBindingMode": "WaitForFirstConsumer",
+             "allowedTopologies": [{"matchLabelExpressions": [
+                 {"key": ZONE, "values": [f"zone-{z}"]}]}]}
+            for z in range(VOLUME_ZONES)]
+    return objs, out

@@ -29,13 +29,16 @@ from . import (
     node_affinity,
     node_name,
     node_ports,
+    node_volume_limits,
     node_resources_fit,
     node_unschedulable,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
-    unmodeled,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 PLUGIN_SETS = "tensorsched.plugins"         # entry-point group of out-of-tree plugin sets
@@ -43,7 +46,8 @@ PLUGIN_SETS = "tensorsched.plugins"         # entry-point group of out-of-tree p
 _IN_TREE = (balanced_allocation, default_binder, default_preemption, image_locality,
             inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
             node_unschedulable, pod_topology_spread, priority_sort, scheduling_gates,
-            taint_toleration)
+            taint_toleration, volume_restrictions, node_volume_limits, volume_binding,
+            volume_zone)
 
 
 def in_tree_registry() -> Registry:
@@ -51,8 +55,6 @@ def in_tree_registry() -> Registry:
     reg = Registry()
     for mod in _IN_TREE:
         reg.register(mod.NAME, mod.new, DEFAULT_PLUGIN_POINTS[mod.NAME])
-    for name, factory in unmodeled.FACTORIES.items():
-        reg.register(name, factory, DEFAULT_PLUGIN_POINTS[name])
     return reg
 
 

@@ -8,6 +8,7 @@ normalize/weigh/select on the backend, and a seeded draw among ties.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from .plugin import (
     CycleContext,
     FusedFilter,
     FusedScore,
+    NodeMaskPlugin,
     PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -143,6 +145,7 @@ class CyclePlan:
     active_plugins: list
     host_filters: list
     host_scores: list
+    masks: dict = dataclasses.field(default_factory=dict)   # plugin name -> [n_rows] bool
 
 
 _FRAMEWORK_NUMBERS = itertools.count()
@@ -192,6 +195,7 @@ class Framework:
         self._prefilters = [p for p in self.plugins_at("preFilter")
                             if isinstance(p, PreFilterPlugin)]
         self._fused_filters = [p for p in self.filters if isinstance(p, FusedFilter)]
+        self._maskers = [p for p, _b in self.user_filters if isinstance(p, NodeMaskPlugin)]
         self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
         self._weight_of = {id(p): w for p, w in self.score_refs}
         self._base_options = self._options()
@@ -210,6 +214,7 @@ class Framework:
                             for point in BINDING_POINTS for p in self._at.get(point, []))
         self._score_setups: dict = {}
         self._queries = QueryCache()
+        self._masked: collections.OrderedDict = collections.OrderedDict()   # _masked_query
         self.block_setup = block_setup(self)
         self.block_classes = None       # (state key, kinds of pods) of the last block
 
@@ -250,6 +255,11 @@ class Framework:
         scalar_first = lambda p: not isinstance(p, ScalarPlugin)  # noqa: E731
         for p in sorted(self.filters, key=scalar_first):
             if isinstance(p, FusedFilter):
+                continue
+            reserved = int(getattr(p, "reason_bit", 0))
+            if reserved:        # a built-in host filter with a bit of its own
+                p.reason_bits = reserved
+                self.user_filters.append((p, reserved.bit_length() - 1))
                 continue
             if bit >= L.USER_FILTER_SHIFT + L.MAX_USER_FILTERS:
                 raise ConfigError("plugins.filter", "too many user filter plugins "
@@ -328,13 +338,33 @@ class Framework:
                                    "score_flags": score_flags})
             self._options_cache[(filter_flags, score_flags)] = opts
         q = self._queries.get(state, pod, opts)
+        # Host filters whose answer is a fixed node mask for this pod
+        # (``NodeMaskPlugin``) ride in the query's row mask: the fused pass
+        # and its per-row cache stay on the fast path.
+        masks: dict = {}
+        mask_keys = []
+        for p in self._maskers:
+            if p.name in skipped:
+                continue
+            got = p.node_mask(ctx)
+            if got is None:
+                continue
+            key, mask = got
+            skipped.add(p.name)
+            if mask is not None:
+                masks[p.name] = mask
+                mask_keys.append(key)
         if node_names is not None:
             allowed = np.zeros(max(state.n_rows, 1), np.bool_)
             for n in node_names:
                 r = state.node_rows.get(n)
                 if r is not None:
                     allowed[r] = True
+            for m in masks.values():
+                allowed &= m[: allowed.shape[0]]
             q = q._replace(prefilter_rows=allowed)
+        elif masks:
+            q = self._masked_query(q, masks, mask_keys, state)
         # Host-side plugins that run for this pod: filters whose PreFilter did
         # not Skip, scores that passed PreScore (a skipped plugin keeps the
         # numba backend on its cached per-row path).
@@ -343,7 +373,30 @@ class Framework:
         host_scores = [(p, s) for p, s in self.user_scores if p in scoring
                        and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
         return CyclePlan(q, skipped, node_names, restricted_by, active, norm, weights,
-                         active_plugins, host_filters, host_scores), skipped
+                         active_plugins, host_filters, host_scores, masks), skipped
+
+    def _masked_query(self, q, masks: dict, keys: list, state):
+        """``q`` with the rows outside ``masks`` disallowed; kept per (query,
+        mask keys) so that alike pods share it and its per-row cache (a key
+        None: the mask is this pod's own, nothing kept)."""
+        ck = None if any(k is None for k in keys) else (id(q), tuple(keys))
+        got = self._masked.get(ck) if ck is not None else None
+        arrays = tuple(masks.values())
+        # identity of the query and of the very mask arrays (a key made of
+        # ids is only trusted while those objects are the ones it was made for)
+        if got is not None and got[0] is q and len(got[2]) == len(arrays) and all(
+                a is b for a, b in zip(got[2], arrays)):
+            self._masked.move_to_end(ck)
+            return got[1]
+        allowed = np.ones(max(state.n_rows, 1), np.bool_)
+        for m in masks.values():
+            allowed &= m[: allowed.shape[0]]
+        masked = q._replace(prefilter_rows=allowed)
+        if ck is not None:
+            self._masked[ck] = (q, masked, arrays)
+            while len(self._masked) > 256:
+                self._masked.popitem(last=False)
+        return masked
 
     def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
                   attempt: int = 0, start_index: int = 0, all_nodes: bool = False,
@@ -372,7 +425,9 @@ class Framework:
             sel = int(all_rows[p - n if p >= n else p])
         pf_rejects = {}
         if plan.node_names is not None:
-            pf_rejects = {"plugins": plan.restricted_by}
+            pf_rejects = {"plugins": plan.restricted_by, "names": plan.node_names}
+        if plan.masks:
+            pf_rejects["masks"] = plan.masks
         return CycleResult(all_rows, start, res.reasons, res.scores, res.total, res.processed,
                            res.found, sel, Status.OK, pf_rejects, plan.active_plugins,
                            skipped, plan.query)
@@ -582,12 +637,18 @@ class Framework:
             return None
         m = result.all_rows.shape[0]
         row = int(result.all_rows[(result.start + j) % m])
-        if bits & int(L.R_PREFILTER_NAMES):
-            plugins = result.prefilter_plugin_rejects.get("plugins", [])
+        pf = result.prefilter_plugin_rejects
+        masks = pf.get("masks", {})
+        if bits & int(L.R_PREFILTER_NAMES) and not (
+                masks and ("names" not in pf or ctx.state.node_name(row) in pf["names"])):
+            plugins = pf.get("plugins", [])
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                           (PREFILTER_REJECT_REASON.format(" ".join(plugins)),),
                           plugins[0] if plugins else "")
         for p in self.filters:
+            mask = masks.get(p.name)
+            if mask is not None and not mask[row]:
+                return p.explain_status(ctx, row)
             own = bits & getattr(p, "reason_bits", 0)
             if own:
                 if isinstance(p, FusedFilter):
@@ -628,6 +689,17 @@ class Framework:
         left = np.ones(rejected.shape[0], np.bool_)
         pre = int(L.R_PREFILTER_NAMES)
         own = (bits & pre) != 0
+        pf = result.prefilter_plugin_rejects
+        masks = pf.get("masks", {})
+        if masks and own.any():
+            # rows a mask plugin rejected are explained by it, in profile
+            # order below; only rows outside a node-name set are the names'
+            if "names" in pf:
+                named = np.array([state.node_name(int(r)) in pf["names"] for r in rows],
+                                 np.bool_)
+                own &= ~named
+            else:
+                own[:] = False
         if own.any():
             plugins = result.prefilter_plugin_rejects.get("plugins", [])
             st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -639,6 +711,13 @@ class Framework:
         # them rejected no node (most of them, most of the time)
         seen = int(np.bitwise_or.reduce(bits)) if bits.shape[0] else 0
         for p in self.filters:
+            pm = masks.get(p.name)
+            if pm is not None:
+                mask = left & ~pm[rows]
+                if mask.any():
+                    assign(mask, *self._explain_many(p, ctx, rows[mask], bits[mask]))
+                    left &= ~mask
+                continue
             rb = getattr(p, "reason_bits", 0)
             if not (rb & seen):
                 continue

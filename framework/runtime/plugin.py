@@ -289,6 +289,21 @@ class RunSafePlugin(Protocol):
 
 
 @runtime_checkable
+class NodeMaskPlugin(Protocol):
+    """A host filter whose answer for a pod, after its PreFilter, is a fixed
+    set of nodes that no pod placed or removed meanwhile can change (the
+    volumes a pod's claims can reach): ``node_mask(ctx)`` returns (key,
+    [n_rows] bool allowed rows, or None for every row), or None when it
+    has no such answer (it then runs as a host filter).  The framework
+    folds the mask into the query's row mask (the fused pass keeps its
+    per-row cache: pods with equal keys share the masked query; a key None
+    is not kept) and explains a masked row with the plugin's
+    ``explain_status``, in profile order."""
+
+    def node_mask(self, ctx: CycleContext): ...
+
+
+@runtime_checkable
 class StaticScorePlugin(Protocol):
     """A host score plugin whose scores read the nodes only, never the pod
     or the pods on the nodes: ``static_scores(state)`` returns them for

@@ -21,6 +21,7 @@ from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.registry import Registry
 from tensorsched.framework.state.cluster_state import ClusterState
+from tensorsched.framework.state.volumes import install_catalog
 from tensorsched.framework.state.workload_index import WorkloadIndex
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -118,6 +119,7 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     state = ClusterState(node_capacity=max(len(objs.nodes), 1))
     state.workloads = WorkloadIndex.from_objects(objs)      # PodTopologySpread defaults
     state.namespace_labels = objs.namespace_labels()         # namespaceSelector
+    install_catalog(state, objs)                              # claims, volumes, CSI nodes
     for kind, attach in registry.kind_attachers():            # e.g. NRTs for the GPU table
         attach(state, objs.extra.get(kind, []))
     for node in objs.nodes:

@@ -57,7 +57,7 @@ ALL_EVENTS = frozenset({NODE_ADD, NODE_UPDATE, NODE_DELETE, POD_ADD, POD_UPDATE,
                         UNSCHEDULED_POD_ADD})
 
 # Plugins without an ``events`` attribute (the ones this module may not
-# edit, and the unmodeled volume plugins): what upstream's EventsToRegister
+# edit): what upstream's EventsToRegister
 # says for them.
 DEFAULT_EVENTS: dict[str, frozenset] = {
     "PodTopologySpread": frozenset({POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE,

@@ -190,6 +190,16 @@ class _ProgramBuilder:
                                  a(self.val_offsets), a(self.vals))
 
 
+def compile_node_selector_terms(state: ClusterState, terms) -> L.SelectorProgram:
+    """NodeSelectorTerms (ORed, as NodeAffinity's required terms; a PV's
+    node affinity; a StorageClass's allowed topologies written as In
+    expressions) compiled against the state's label dictionaries."""
+    b = _ProgramBuilder(state)
+    for t in terms or ():
+        b.add_term(t)
+    return b.build()
+
+
 def _bitset(nbits: int, ids) -> np.ndarray:
     out = np.zeros(max(1, (nbits + 63) // 64), np.int64)
     for b in ids:
