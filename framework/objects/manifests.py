@@ -72,6 +72,7 @@ from .meta import (
     unset_if_empty,
     validate_label_selector,
 )
+from .pod_claims import parse_pod_claims
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
 from .records import (
@@ -855,13 +856,15 @@ def _pod_constraints(ctx: ObjectContext, spec: dict) -> dict:
                                                "spec.affinity.podAntiAffinity")
     topology_spread = _validate_spread(ctx, spec.get("topologySpreadConstraints"),
                                        "spec.topologySpreadConstraints")
+    claims = parse_pod_claims(ctx, spec)
     gates = []
     for i, g in enumerate(ctx.list(spec.get("schedulingGates"), "spec.schedulingGates")):
         g = ctx.mapping(g, f"spec.schedulingGates[{i}]")
         gates.append(ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True))
     return dict(tolerations=tolerations, node_selector=node_selector, node_affinity=node_affinity,
                 pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity,
-                topology_spread=topology_spread, scheduling_gates=gates)
+                topology_spread=topology_spread, scheduling_gates=gates,
+                resource_claims=claims)
 
 
 def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
