@@ -72,6 +72,13 @@ from .meta import (
     unset_if_empty,
     validate_label_selector,
 )
+from .dra import OBJECT_KINDS as DRA_KINDS
+from .dra_records import (
+    DeviceClassRecord,
+    ResourceClaimRecord,
+    ResourceClaimTemplateRecord,
+    ResourceSliceRecord,
+)
 from .pod_claims import parse_pod_claims
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
@@ -983,6 +990,11 @@ class Objects:
     namespaces: list[NamespaceRecord] = field(default_factory=list)
     # ignored kind -> a kind that is read and spelled closely ("Nodes" -> "Node")
     ignored_suggestions: dict[str, str] = field(default_factory=dict)
+    # Dynamic Resource Allocation (resource.k8s.io/v1), in input order
+    device_classes: list[DeviceClassRecord] = field(default_factory=list)
+    resource_slices: list[ResourceSliceRecord] = field(default_factory=list)
+    resource_claims: list[ResourceClaimRecord] = field(default_factory=list)
+    resource_claim_templates: list[ResourceClaimTemplateRecord] = field(default_factory=list)
 
     def ignored(self) -> list[tuple[str, int, str | None]]:
         """(kind, objects, a read kind it may be a typo of) of every ignored
@@ -1037,6 +1049,7 @@ OBJECT_KINDS = (
                 accepts=is_coscheduling_pod_group), "pod_groups"),
     (ObjectKind("Namespace", parse_namespace, lambda r: r.name, "Namespace {}"), "namespaces"),
     *WORKLOAD_KINDS,
+    *DRA_KINDS,
 )
 
 
@@ -1052,7 +1065,8 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
     The kinds of ``OBJECT_KINDS`` (Nodes, Pods, PriorityClasses,
     PodDisruptionBudgets, PodGroups of scheduling.x-k8s.io, Namespaces and
     the workloads: Services, ReplicationControllers, ReplicaSets,
-    StatefulSets) and the extra ``kinds`` (into ``Objects.extra``) become
+    StatefulSets, and DRA's DeviceClasses, ResourceSlices, ResourceClaims and
+    ResourceClaimTemplates of resource.k8s.io/v1) and the extra ``kinds`` (into ``Objects.extra``) become
     records; any other kind (Deployment, ConfigMap, ...) is counted in
     ``ignored_kinds``, except a read kind spelled in another case
     (``kind: pod``), which is an error ("did you mean Pod?").  ``List``
