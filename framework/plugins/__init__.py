@@ -24,6 +24,7 @@ from . import (
     coscheduling,
     default_binder,
     default_preemption,
+    dynamic_resources,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -43,7 +44,7 @@ PLUGIN_SETS = "tensorsched.plugins"         # entry-point group of out-of-tree p
 _IN_TREE = (balanced_allocation, default_binder, default_preemption, image_locality,
             inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
             node_unschedulable, pod_topology_spread, priority_sort, scheduling_gates,
-            taint_toleration)
+            taint_toleration, dynamic_resources)
 
 
 def in_tree_registry() -> Registry:

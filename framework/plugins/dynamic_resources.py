@@ -43,9 +43,7 @@ from tensorsched.framework.objects.pod_claims import claim_statuses
 from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
-from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimState, consumer_matches
-from tensorsched.framework.state.dra_devices import AllocatedState
 
 from . import names
 
@@ -58,6 +56,16 @@ FIRST_AVAILABLE_MAX = 8
 
 MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
+
+
+def _allocator_api():
+    # TEMPORARY until branch dra lands its allocator: imported on first use
+    from tensorsched.framework.state import dra_allocator, dra_devices
+    return dra_allocator, dra_devices
+
+
+class AllocationError(Exception):
+    """TEMPORARY stand-in name (replaced by the allocator's own)."""
 
 
 def _unresolvable(message: str) -> Status:
@@ -170,13 +178,19 @@ class DynamicResources(Plugin):
     run_safe = True
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle=None,
-                 features: DraFeatures | None = None):
+                 features=None):
         self.args = args or DynamicResourcesArgs()
         self.handle = handle
-        self.features = features if features is not None else DraFeatures.default()
+        self._features = features
         self.now_ns = None          # the clock for binding timeouts (None: never timed out)
         self._scheduler = None
         self._cycles: dict[str, _Cycle] = {}
+
+    @property
+    def features(self):
+        if self._features is None:
+            self._features = _allocator_api()[0].DraFeatures.default()
+        return self._features
 
     # ------------------------------------------------------------ signing
     def sign(self, pod) -> tuple | None:
@@ -347,13 +361,15 @@ class DynamicResources(Plugin):
         cyc.version = store.version
         cyc.allocator = None
         cyc.allocator_error = None
+        alloc_mod, devices_mod = _allocator_api()
         try:
-            cyc.allocator = Allocator(
+            cyc.allocator = alloc_mod.Allocator(
                 [cyc.claims[i].record for i in cyc.pending],
                 classes=list(store.classes.values()), slices=store.slices,
-                allocated=AllocatedState(store.devices_in_use, store.capacity_in_use),
+                allocated=devices_mod.AllocatedState(store.devices_in_use,
+                                                     store.capacity_in_use),
                 features=self.features)
-        except AllocationError as exc:
+        except alloc_mod.AllocationError as exc:
             # found before any node is tried; upstream's allocator reports
             # it from Allocate, so Filter answers it as an Error
             cyc.allocator_error = str(exc)

@@ -235,7 +235,8 @@ class ClaimState:
         tkey = f"{pod.namespace}/{pod_claim.template_name}"
         template = self.templates.get(tkey)
         if template is None:
-            raise StateError(f"resource claim template {tkey} not found")
+            raise StateError(f'pod "{pod.key}": waiting for resource claim template {tkey} '
+                             "(not found)")
         name = f"{pod.name}-{pod_claim.name}"
         n = 0
         while f"{pod.namespace}/{name}" in self.claims:
