@@ -7,12 +7,14 @@
 Pods bound in the workload's initial state (the preemption workloads' low
 pods) carry ``spec.nodeName``; the others are pending.  The generators
 themselves live with what they exercise: ``framework.objects.synthetic``
-(basic, pod-to-pod, preemption, the README sample) and
-``topology.synthetic`` (GPU).
+(basic, pod-to-pod, preemption, the README sample),
+``framework.objects.dra_synthetic`` (DRA: ResourceSlices, DeviceClasses, claim
+templates) and ``topology.synthetic`` (GPU).
 """
 
 from __future__ import annotations
 
+from tensorsched.framework.objects.dra_synthetic import dra, dra_gpu
 from tensorsched.framework.objects.synthetic import (
     basic,
     node_dict,
@@ -24,11 +26,12 @@ from tensorsched.framework.objects.synthetic import (
 from tensorsched.topology.synthetic import gpu, gpu_config, gpu_node
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
-             "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu")
+             "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu",
+             "dra", "dra-gpu")
 POD_TO_POD = ("spread", "antiaffinity", "affinity", "preferred-affinity", "replicaset")
 
 __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "preemption",
-           "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
+           "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict", "dra", "dra_gpu"]
 
 
 def _check(name: str) -> None:
@@ -43,6 +46,10 @@ def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[
         return basic(n_nodes, n_pods, seed)
     if name == "gpu":
         return gpu(n_nodes, n_pods, seed)
+    if name == "dra":
+        return dra(n_nodes, n_pods, seed)
+    if name == "dra-gpu":
+        return dra_gpu(n_nodes, n_pods, seed)
     if name in POD_TO_POD:
         return pod_to_pod(name, n_nodes, n_pods, seed)
     return preemption(n_nodes, n_pods, seed, variant=name.partition("-")[2])

@@ -43,6 +43,7 @@ from tensorsched.framework.objects.pod_claims import claim_statuses
 from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimState, consumer_matches
 
 from . import names
@@ -56,16 +57,6 @@ FIRST_AVAILABLE_MAX = 8
 
 MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
-
-
-def _allocator_api():
-    # TEMPORARY until branch dra lands its allocator: imported on first use
-    from tensorsched.framework.state import dra_allocator, dra_devices
-    return dra_allocator, dra_devices
-
-
-class AllocationError(Exception):
-    """TEMPORARY stand-in name (replaced by the allocator's own)."""
 
 
 def _unresolvable(message: str) -> Status:
@@ -178,19 +169,22 @@ class DynamicResources(Plugin):
     run_safe = True
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle=None,
-                 features=None):
+                 features: DraFeatures | None = None):
         self.args = args or DynamicResourcesArgs()
         self.handle = handle
-        self._features = features
+        self.features = features if features is not None else DraFeatures.default()
         self.now_ns = None          # the clock for binding timeouts (None: never timed out)
         self._scheduler = None
         self._cycles: dict[str, _Cycle] = {}
 
-    @property
-    def features(self):
-        if self._features is None:
-            self._features = _allocator_api()[0].DraFeatures.default()
-        return self._features
+    def _now_ns(self) -> int:
+        """The clock PreBind stamps allocations with: ``now_ns`` when set,
+        else the scheduler's (simulated) clock, else 0."""
+        if self.now_ns is not None:
+            return self.now_ns
+        if self._scheduler is not None:
+            return int(self._scheduler.clock.now() * 1e9)
+        return 0
 
     # ------------------------------------------------------------ signing
     def sign(self, pod) -> tuple | None:
@@ -361,15 +355,12 @@ class DynamicResources(Plugin):
         cyc.version = store.version
         cyc.allocator = None
         cyc.allocator_error = None
-        alloc_mod, devices_mod = _allocator_api()
         try:
-            cyc.allocator = alloc_mod.Allocator(
-                [cyc.claims[i].record for i in cyc.pending],
-                classes=list(store.classes.values()), slices=store.slices,
-                allocated=devices_mod.AllocatedState(store.devices_in_use,
-                                                     store.capacity_in_use),
+            cyc.allocator = Allocator(
+                [cyc.claims[i].record for i in cyc.pending], classes=store.classes,
+                devices=store.columns(), allocated=store.allocated_state(),
                 features=self.features)
-        except alloc_mod.AllocationError as exc:
+        except AllocationError as exc:
             # found before any node is tried; upstream's allocator reports
             # it from Allocate, so Filter answers it as an Error
             cyc.allocator_error = str(exc)
@@ -583,7 +574,7 @@ class DynamicResources(Plugin):
             if not any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for):
                 alloc = store.in_flight.get(e.key)
                 if alloc is not None:
-                    store.commit(e.key, alloc, self.now_ns)
+                    store.commit(e.key, alloc, self._now_ns())
                 store.reserve(e.key, pod)
             a = e.allocation
             if a is not None and any(r.binding_conditions for r in a.results):

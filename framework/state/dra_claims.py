@@ -45,6 +45,8 @@ from tensorsched.framework.objects.dra_records import (
 )
 from tensorsched.framework.objects.meta import parse_timestamp
 
+from .dra_devices import AllocatedState, DeviceColumns, qualify
+
 __all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER"]
 
 EXTENSION = "dra_claims"            # ClusterState.extension name
@@ -141,6 +143,7 @@ class ClaimState:
         self.shared_in_use: set = set()
         self.capacity_in_use: dict[DeviceID, dict[str, Fraction]] = {}
         self._just_released: tuple | None = None
+        self._columns: tuple | None = None
         state.listeners.append(self.on_pod)
         state.restorers.append(self)
 
@@ -217,6 +220,23 @@ class ClaimState:
                 self._exclusive.pop(did, None)
                 self.devices_in_use.discard(did)
         self.version += 1
+
+    def columns(self):
+        """The devices of the loaded slices as ``DeviceColumns`` (built once
+        per set of slices and nodes)."""
+        tag = (self.objects_version, self.state.epoch, self.state.n_rows)
+        if self._columns is None or self._columns[0] != tag:
+            st = self.state
+            names = [st.nodes[r].name if st.nodes[r] is not None else "" for r in range(st.n_rows)]
+            self._columns = (tag, DeviceColumns(self.slices, names))
+        return self._columns[1]
+
+    def allocated_state(self) -> AllocatedState:
+        """Devices in use as the allocator takes them: the exclusive set (the
+        live one) and consumed capacity by fully qualified name."""
+        caps = {d: {qualify(k, d[0]): v for k, v in c.items()}
+                for d, c in self.capacity_in_use.items()}
+        return AllocatedState(self.devices_in_use, caps)
 
     def claim_has_pending_allocation(self, key: str) -> bool:
         return key in self.in_flight
