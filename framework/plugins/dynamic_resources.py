@@ -174,6 +174,11 @@ class DynamicResources(Plugin):
         self.handle = handle
         self.features = features if features is not None else DraFeatures.default()
         self.now_ns = None          # the clock for binding timeouts (None: never timed out)
+        # DRAPreemption (alpha upstream, on here): a node whose devices are
+        # taken may be freed by preemption, whose victim search releases
+        # the victims' claims (``ClaimState``); off, a node that cannot
+        # allocate the claims is UnschedulableAndUnresolvable for preemption
+        self.preemption = True
         self._scheduler = None
         self._cycles: dict[str, _Cycle] = {}
 
@@ -451,6 +456,23 @@ class DynamicResources(Plugin):
             if got is not None:
                 out[j] = True
                 cyc.results[int(rows[j])] = got
+        return out
+
+    def unresolvable(self, ctx, rows) -> np.ndarray:
+        """[M] bool: preemption cannot help on these rows (DefaultPreemption
+        asks).  A node short of devices can be helped when ``preemption``
+        is on (the victims' claims free theirs); a claim pinned elsewhere, a
+        failed binding or an error never."""
+        rows = np.asarray(rows, np.int64)
+        cyc = self._cycles.get(ctx.pod.key)
+        out = np.ones(rows.shape[0], np.bool_)
+        if cyc is None or not self.preemption:
+            return out
+        statuses = cyc.statuses
+        for j, r in enumerate(rows.tolist()):
+            st = statuses.get(r)
+            if st is None or st.reasons == (MSG_CANNOT_ALLOCATE,):
+                out[j] = False
         return out
 
     def explain_status(self, ctx, row: int) -> Status:

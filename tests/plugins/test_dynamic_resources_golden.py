@@ -124,6 +124,7 @@ def _run_cycle(case, backend: str) -> None:
     fw = cluster.framework_for(pod, backend)
     plugin = fw.plugins[dr.NAME]
     plugin.features = DraFeatures.from_gates(set(case["features"]) & set(FEATURE_GATES))
+    plugin.preemption = "DRAPreemption" in case["features"]
     if inp.get("now"):
         plugin.now_ns = parse_timestamp(inp["now"])
     before = {k: (e.allocation, list(e.reserved_for)) for k, e in store.claims.items()}
