@@ -41,10 +41,11 @@ from tensorsched.framework.errors import StateError, TensorschedError
 from tensorsched.framework.objects.meta import ObjectContext
 from tensorsched.framework.objects.pod_claims import claim_statuses
 from tensorsched.framework.preemption.evaluator import PreemptionResult
-from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin
+from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign_value
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimState, consumer_matches
+from tensorsched.framework.state.dra_devices import AllocatedState
 
 from . import names
 
@@ -156,6 +157,7 @@ class _Cycle:
     statuses: dict = field(default_factory=dict)   # node row -> rejection Status
     results: dict = field(default_factory=dict)    # node row -> [AllocationResult]
     failed_binding: set = field(default_factory=set)  # claims failed / timed out
+    spec_key: tuple | None = None
 
 
 class DynamicResources(Plugin):
@@ -181,6 +183,7 @@ class DynamicResources(Plugin):
         self.preemption = True
         self._scheduler = None
         self._cycles: dict[str, _Cycle] = {}
+        self._fits: dict = {}           # spec key -> (columns tag, version, [rows] bool)
 
     def _now_ns(self) -> int:
         """The clock PreBind stamps allocations with: ``now_ns`` when set,
@@ -324,8 +327,6 @@ class DynamicResources(Plugin):
                 return st, None
         cyc = _Cycle(claims, pins, pending)
         self._check_binding(cyc)
-        if pending:
-            self._build_allocator(store, cyc)
         self._cycles[pod.key] = cyc
         return Status.OK, None
 
@@ -356,15 +357,33 @@ class DynamicResources(Plugin):
             return _unresolvable(f"request {request}: device class {cls} does not exist")
         return None
 
+    def _ensure_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
+        """The pod's allocator, built on first need and again whenever the
+        devices in use changed since."""
+        if cyc.version != store.version or (cyc.allocator is None
+                                            and cyc.allocator_error is None):
+            self._build_allocator(store, cyc)
+            cyc.results.clear()
+
     def _build_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
         cyc.version = store.version
         cyc.allocator = None
         cyc.allocator_error = None
         try:
+            # Interim (until the allocator takes the in-use rows): it is
+            # handed no exclusive devices, which it would look up one by one,
+            # and then ClaimState's in-use rows, kept as claims change
+            full = store.allocated_state()
             cyc.allocator = Allocator(
                 [cyc.claims[i].record for i in cyc.pending], classes=store.classes,
-                devices=store.columns(), allocated=store.allocated_state(),
+                devices=store.columns(), allocated=AllocatedState(set(), full.capacity),
                 features=self.features)
+            cyc.allocator.allocated = full
+            cyc.allocator.in_use_rows = store.in_use_rows()
+            # Interim (until the allocator keeps node views itself): a node's
+            # view of the pools depends on the devices, the node and
+            # partitionable_devices only, so allocators share one cache
+            cyc.allocator._views = store.view_cache(self.features.partitionable_devices)
         except AllocationError as exc:
             # found before any node is tried; upstream's allocator reports
             # it from Allocate, so Filter answers it as an Error
@@ -419,14 +438,16 @@ class DynamicResources(Plugin):
                     statuses[r] = st
         if cyc.pending:
             store = self._claims(state)
-            if cyc.version != store.version:
-                self._build_allocator(store, cyc)       # devices in use changed
-            if cyc.allocator_error is not None:
-                st = _error(cyc.allocator_error)
-                for r in rows.tolist():
-                    statuses.setdefault(r, st)
-                return np.zeros(rows.shape[0], np.bool_)
-            fits = self._feasible(cyc, state, rows)
+            fits = self._cached_fits(cyc, store, state, rows)
+            if fits is None:
+                self._ensure_allocator(store, cyc)
+                if cyc.allocator_error is not None:
+                    st = _error(cyc.allocator_error)
+                    for r in rows.tolist():
+                        statuses.setdefault(r, st)
+                    return np.zeros(rows.shape[0], np.bool_)
+                fits = self._feasible(cyc, state, rows)
+                self._remember_fits(cyc, store, state, rows, fits)
             no = _unresolvable(MSG_CANNOT_ALLOCATE)
             for j in np.flatnonzero(~fits & ok).tolist():
                 r = int(rows[j])
@@ -434,6 +455,55 @@ class DynamicResources(Plugin):
                     statuses[r] = no
             ok &= fits
         return ok
+
+    # Feasibility per kind of claims: pods whose pending claims have equal
+    # specs (one template's pods) get equal answers from the allocator, and
+    # an allocation or release changes the answer only on the nodes whose
+    # devices it touched (``ClaimState.touched_since``); those alone are
+    # asked again.
+    @staticmethod
+    def _spec_key(cyc: _Cycle) -> tuple:
+        key = cyc.spec_key
+        if key is None:
+            key = cyc.spec_key = tuple(
+                (cyc.claims[i].record.namespace,
+                 sign_value((cyc.claims[i].record.obj or {}).get("spec")))
+                for i in cyc.pending)
+        return key
+
+    def _cached_fits(self, cyc: _Cycle, store: ClaimState, state, rows) -> np.ndarray | None:
+        got = self._fits.get(self._spec_key(cyc))
+        if got is None or got[0] != store.columns_tag(self.features):
+            return None
+        touched = store.touched_since(got[1])
+        if touched is None:
+            return None
+        fits = got[2]
+        if touched:
+            self._ensure_allocator(store, cyc)
+            if cyc.allocator_error is not None:
+                return None
+            redo = np.array(sorted(touched), np.int64)
+            try:
+                # a few nodes: the NumPy pass (the parallel kernel's start costs more)
+                fits[redo] = np.asarray(cyc.allocator.feasible(
+                    [state.nodes[r] for r in redo.tolist()],
+                    engine="numpy" if redo.shape[0] <= 64 else "auto"), np.bool_)
+            except AllocationError:
+                return None
+            self._fits[self._spec_key(cyc)] = (got[0], store.version, fits)
+        return fits[rows]
+
+    def _remember_fits(self, cyc: _Cycle, store: ClaimState, state, rows, fits) -> None:
+        if any(st.code == Code.ERROR for st in cyc.statuses.values()):
+            return
+        if rows.shape[0] != state.num_nodes:
+            return              # a partial answer (victim search): not kept
+        full = np.zeros(max(state.n_rows, 1), np.bool_)
+        full[rows] = fits
+        if len(self._fits) > 64:
+            self._fits.clear()
+        self._fits[self._spec_key(cyc)] = (store.columns_tag(self.features), store.version, full)
 
     def _feasible(self, cyc: _Cycle, state, rows: np.ndarray) -> np.ndarray:
         """Allocator.feasible over the rows; on an allocator error, the nodes
@@ -529,7 +599,10 @@ class DynamicResources(Plugin):
         rows = np.asarray(rows, np.int64)
         out = np.zeros(rows.shape[0], np.int64)
         cyc = self._cycles.get(ctx.pod.key)
-        if cyc is None or cyc.allocator is None:
+        if cyc is None or not cyc.pending:
+            return out
+        self._ensure_allocator(self._claims(ctx.state), cyc)
+        if cyc.allocator is None:
             return out
         claims = [cyc.claims[i].record for i in cyc.pending]
         for j, r in enumerate(rows.tolist()):
@@ -558,9 +631,7 @@ class DynamicResources(Plugin):
         state = ctx.state
         store = self._claims(state)
         row = state.node_rows.get(node_name)
-        if cyc.version != store.version:
-            self._build_allocator(store, cyc)
-            cyc.results.clear()
+        self._ensure_allocator(store, cyc)
         if row is None or cyc.allocator is None:
             return _error("claim allocation not found for node")
         got = self._node_results(cyc, state, row)

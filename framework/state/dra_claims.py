@@ -34,6 +34,8 @@ import copy
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.dra_records import (
     AllocationResult,
@@ -144,6 +146,9 @@ class ClaimState:
         self.capacity_in_use: dict[DeviceID, dict[str, Fraction]] = {}
         self._just_released: tuple | None = None
         self._columns: tuple | None = None
+        self._in_use_rows = np.zeros(0, np.bool_)
+        self._views: dict = {}
+        self._touched: list = []        # (version, node rows changed or None)
         state.listeners.append(self.on_pod)
         state.restorers.append(self)
 
@@ -219,7 +224,52 @@ class ClaimState:
             else:
                 self._exclusive.pop(did, None)
                 self.devices_in_use.discard(did)
+            if self._columns is not None:
+                self._in_use_rows[self._columns[1].rows_of(did)] = left > 0
         self.version += 1
+        self._log_touched(allocation)
+
+    def _log_touched(self, allocation: AllocationResult) -> None:
+        """Record which node rows this version changed (None: maybe any
+        node, a device not local to one node)."""
+        cols = self._columns[1] if self._columns is not None else None
+        rows: set | None = set()
+        if cols is None:
+            rows = None
+        else:
+            for r in allocation.results:
+                for d in cols.rows_of((r.driver, r.pool, r.device)):
+                    node = int(cols.node[d])
+                    if node < 0:
+                        rows = None
+                        break
+                    rows.add(node)
+                if rows is None:
+                    break
+        self._touched.append((self.version, rows))
+        if len(self._touched) > 4096:
+            del self._touched[:2048]
+
+    def touched_since(self, version: int) -> set | None:
+        """The node rows whose devices in use changed after ``version``
+        (None: unknown or possibly every node)."""
+        if version == self.version:
+            return set()
+        log = self._touched
+        if not log or log[0][0] > version + 1:
+            return None
+        out: set = set()
+        for v, rows in reversed(log):
+            if v <= version:
+                break
+            if rows is None:
+                return None
+            out |= rows
+        return out
+
+    def columns_tag(self, features=None) -> tuple:
+        """What the devices and the nodes' view of them depend on."""
+        return (self.objects_version, self.state.structure_tag(), features)
 
     def columns(self):
         """The devices of the loaded slices as ``DeviceColumns`` (built once
@@ -228,8 +278,29 @@ class ClaimState:
         if self._columns is None or self._columns[0] != tag:
             st = self.state
             names = [st.nodes[r].name if st.nodes[r] is not None else "" for r in range(st.n_rows)]
-            self._columns = (tag, DeviceColumns(self.slices, names))
+            cols = DeviceColumns(self.slices, names)
+            self._columns = (tag, cols)
+            self._in_use_rows = np.zeros(cols.n, np.bool_)
+            for did in self.devices_in_use:
+                self._in_use_rows[cols.rows_of(did)] = True
         return self._columns[1]
+
+    def in_use_rows(self) -> np.ndarray:
+        """[D] bool over ``columns()`` rows: the devices in exclusive use
+        (kept as devices are allocated and released; read-only)."""
+        self.columns()
+        return self._in_use_rows
+
+    def view_cache(self, partitionable: bool) -> dict:
+        """Node name -> the allocator's view of the pools it reaches, shared
+        by the allocators of every pod while the devices and the nodes'
+        labels stay as they are."""
+        tag = (self.objects_version, self.state.structure_tag(), partitionable)
+        got = self._views.get(partitionable)
+        if got is None or got[0] != tag:
+            got = (tag, {})
+            self._views[partitionable] = got
+        return got[1]
 
     def allocated_state(self) -> AllocatedState:
         """Devices in use as the allocator takes them: the exclusive set (the
