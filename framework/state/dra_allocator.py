@@ -338,9 +338,7 @@ class Allocator:
     def _complex_rows(self) -> np.ndarray:
         """Devices the greedy pass must not decide on (the search does)."""
         cols, f = self.columns, self.features
-        blocked = cols.per_device_node.copy()
-        if f.partitionable_devices:
-            blocked |= cols.consumes_counters
+        blocked = cols.per_device_node | cols.consumes_counters
         if f.consumable_capacity:
             blocked |= cols.allow_multiple | cols.has_capacity
         if f.device_taints:
@@ -358,7 +356,8 @@ class Allocator:
             for s in [*pool.slices, *pool.other_slices]:
                 sl = slices[s]
                 for dev in sl.devices:
-                    if (sl.driver, sl.pool.name, dev.name) not in self.allocated.devices:
+                    dev_id = (sl.driver, sl.pool.name, dev.name)
+                    if dev_id not in self.allocated.devices and dev_id not in self.allocated.capacity:
                         continue
                     for use in dev.consumes_counters:
                         for c, q in use.counters.items():
@@ -520,6 +519,7 @@ class _Search:
         self.allocating: dict[tuple, set] = {}
         self.allocating_capacity: dict[tuple, dict] = {}
         self.consumed_counters: dict[tuple, dict] = {}
+        self.shares: dict[tuple, int] = {}             # shares of multi-allocatable devices taken
         self.results: list[list[_Pick]] = [[] for _ in alloc.claims]
         self._candidates: dict[tuple, list] = {}
         self._row_id: dict[int, tuple] = {}
@@ -748,7 +748,11 @@ class _Search:
         if dev.consumes_counters and not f.partitionable_devices:
             return None
         counted = False
-        if dev.consumes_counters:
+        # a device's counters are consumed once, by its first allocation: the
+        # shares of a multi-allocatable device use the same partition
+        shared_already = multi and (self.shares.get(dev_id, 0) > 0
+                                    or dev_id in self.alloc.allocated.capacity)
+        if dev.consumes_counters and not shared_already:
             if not self.take_counters(pool, dev):
                 return None
             counted = True
@@ -797,12 +801,16 @@ class _Search:
         holders = self.allocating.setdefault(dev_id, set())
         if not multi:
             holders.add(ci)
+        else:
+            self.shares[dev_id] = self.shares.get(dev_id, 0) + 1
         self.results[ci].append(_Pick(req, row, share_id, consumed or None))
 
         def undo():
             for c in reversed(added):
                 c.remove(req, row)
             holders.discard(ci)
+            if multi:
+                self.shares[dev_id] -= 1
             if consumed:
                 used = self.allocating_capacity[dev_id]
                 for name, q in consumed.items():

@@ -67,6 +67,8 @@ def build(case):
 def _result_key(r: dict) -> tuple:
     out = []
     for k, v in sorted(r.items()):
+        if v in ([], {}, None):
+            continue                 # an empty field counts as absent
         if k == "shareID":
             v = "<share>"
         elif k == "consumedCapacity":
