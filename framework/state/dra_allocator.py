@@ -74,6 +74,7 @@ FEATURE_GATES = {
 }
 
 _NODE_NAME_SELECTOR = "metadata.name"
+CLAIM = "\x00claim\x00"     # stands for the claim's name in cached selector errors
 STATUS_NO, STATUS_MATCH, STATUS_ERROR = 0, 1, 2
 
 
@@ -175,12 +176,20 @@ class Allocator:
     ``devices``: a :class:`DeviceColumns` or the ResourceSlice records;
     ``allocated``: devices other claims hold (default: what ``devices``
     records as held); ``features``: :class:`DraFeatures` (default
-    :meth:`DraFeatures.default`).  Build once per pod, then ask
+    :meth:`DraFeatures.default`); ``in_use_rows``: bool[D] devices held
+    exclusively, aligned with ``devices`` (saves deriving it from
+    ``allocated.devices``; must agree with it).  Build once per pod, then ask
     :meth:`allocate` per node or :meth:`feasible` for many nodes.
+
+    Selector columns and per-node pool views are cached on the
+    :class:`DeviceColumns` (``cache``), keyed by content (class and request
+    selectors, features) and node name, so pods of one template share them;
+    a node's labels are taken to stay what they were when first seen.
     """
 
     def __init__(self, claims: Sequence[ResourceClaimRecord], *, classes, devices,
-                 allocated: AllocatedState | None = None, features: DraFeatures | None = None):
+                 allocated: AllocatedState | None = None, features: DraFeatures | None = None,
+                 in_use_rows: np.ndarray | None = None):
         self.claims = list(claims)
         if isinstance(classes, Mapping):
             self.classes = dict(classes)
@@ -188,36 +197,56 @@ class Allocator:
             self.classes = {c.name: c for c in classes}
         self.columns = devices if isinstance(devices, DeviceColumns) else DeviceColumns(devices)
         self.features = features or DraFeatures.default()
-        self.allocated = allocated if allocated is not None else self.columns.in_use()
+        self._allocated = allocated
         cols = self.columns
-        self.in_use_rows = np.zeros(cols.n, bool)
-        for dev in self.allocated.devices:
-            self.in_use_rows[cols.rows_of(dev)] = True
-        self._status: dict[tuple, tuple[np.ndarray, dict]] = {}
-        self._views: dict[str, _NodeView] = {}
+        if in_use_rows is None:
+            if allocated is None:
+                in_use_rows = cols.allocated_by >= 0
+            else:
+                in_use_rows = np.zeros(cols.n, bool)
+                for dev in allocated.devices:
+                    in_use_rows[cols.rows_of(dev)] = True
+        self.in_use_rows = in_use_rows
         self._available_counters: dict[tuple, dict] = {}
+
+    @property
+    def allocated(self) -> AllocatedState:
+        """What other claims hold (derived from the columns when not given)."""
+        if self._allocated is None:
+            self._allocated = self.columns.in_use()
+        return self._allocated
+
+    def shared_capacity(self, dev_id: tuple) -> dict:
+        """Capacity other claims consume on a multi-allocatable device."""
+        if self._allocated is not None:
+            return self._allocated.capacity.get(dev_id, {})
+        if not self.columns.consumed:
+            return {}
+        return self.allocated.capacity.get(dev_id, {})
 
     # ---------------------------------------------------------------- status
 
     def status(self, key: tuple, spec: ExactRequest, cls: DeviceClassRecord) -> tuple[np.ndarray, dict]:
         """Per device: does it satisfy the class and request selectors
         (STATUS_* int8[D]), and the error message of STATUS_ERROR rows."""
-        got = self._status.get(key)
+        cols = self.columns
+        f = self.features
+        cache_key = ("status", cls.name, cls.selectors, spec.selectors,
+                     f.binding_and_status, f.list_type_attributes)
+        got = cols.cache.get(cache_key)
         if got is not None:
             return got
-        cols = self.columns
         status = np.full(cols.n, STATUS_MATCH, np.int8)
         errors: dict[int, str] = {}
         if not self.features.binding_and_status:
             status[cols.has_binding_conditions] = STATUS_NO
-        claim = self.claims[key[0]]
         problems = dict(cols.cel_problem)
         if not self.features.list_type_attributes:
             for row, msg in cols.list_problem.items():
                 problems.setdefault(row, msg)
         first = True
         for owner, exprs in ((f"class {cls.name}", cls.selectors),
-                             (f"claim {claim_ref(claim)}", spec.selectors)):
+                             (f"claim {CLAIM}", spec.selectors)):
             for i, expr in enumerate(exprs):
                 pending = status == STATUS_MATCH
                 if not pending.any():
@@ -245,14 +274,15 @@ class Allocator:
                                         f"{col.messages[col.error[row]]}")
                 status[bad] = STATUS_ERROR
                 status[pending & (col.error < 0) & ~col.value] = STATUS_NO
-        self._status[key] = (status, errors)
+        cols.cache[cache_key] = (status, errors)
         return status, errors
 
     # ---------------------------------------------------------------- nodes
 
     def view(self, node) -> _NodeView:
         name, labels = _node_identity(node)
-        got = self._views.get(name)
+        cache_key = ("view", name, self.features.partitionable_devices)
+        got = self.columns.cache.get(cache_key)
         if got is not None:
             return got
         pools = gather_pools(self.columns, name, labels, self.features.partitionable_devices)
@@ -270,7 +300,7 @@ class Allocator:
             np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64),
             np.concatenate(owner) if owner else np.zeros(0, np.int32),
             any(p.invalid for p in pools), any(p.incomplete for p in pools))
-        self._views[name] = view
+        self.columns.cache[cache_key] = view
         return view
 
     def allocate(self, node) -> list[AllocationResult] | None:
@@ -291,20 +321,36 @@ class Allocator:
             for i, node in enumerate(nodes):
                 out[i] = self.allocate(node) is not None
             return out
-        views = [self.view(n) for n in nodes]
-        ptr = np.zeros(len(views) + 1, np.int64)
-        np.cumsum([len(v.rows) for v in views], out=ptr[1:])
-        rows = np.concatenate([v.rows for v in views]) if views else np.zeros(0, np.int64)
+        ptr, rows, invalid = self._csr(nodes)
         status = np.stack(plain[1]) if plain[1] else np.zeros((0, self.columns.n), np.int8)
         blocked = self._complex_rows()
         code = dra_kernels.greedy_first_fit(ptr, rows, status, np.asarray(plain[0], np.int64),
                                             self.in_use_rows, blocked, engine=engine)
-        for i, node in enumerate(nodes):
-            if code[i] == dra_kernels.FIT:
-                out[i] = True
-            elif code[i] == dra_kernels.UNDECIDED or views[i].any_invalid:
-                out[i] = self.allocate(node) is not None
+        out = code == dra_kernels.FIT
+        for i in np.flatnonzero((code == dra_kernels.UNDECIDED) | (invalid & ~out)):
+            out[i] = self.allocate(nodes[i]) is not None
         return out
+
+    def _csr(self, nodes):
+        """(ptr[N+1], rows[V], invalid[N]) of ``nodes``' search-order device
+        lists (cached on the columns for the last few node lists)."""
+        names = tuple([n.name for n in nodes] if nodes and hasattr(nodes[0], "name")
+                      else [_node_identity(n)[0] for n in nodes])
+        key = ("csr", names, self.features.partitionable_devices)
+        cache = self.columns.cache
+        got = cache.get(key)
+        if got is None:
+            views = [self.view(n) for n in nodes]
+            ptr = np.zeros(len(views) + 1, np.int64)
+            np.cumsum([len(v.rows) for v in views], out=ptr[1:])
+            rows = np.concatenate([v.rows for v in views]) if views else np.zeros(0, np.int64)
+            invalid = np.array([v.any_invalid for v in views], bool)
+            got = (ptr, rows, invalid)
+            old = [k for k in cache if k[0] == "csr"]
+            for k in old[:-7]:
+                del cache[k]
+            cache[key] = got
+        return got
 
     def _plain_requests(self):
         """(counts, statuses) of every request in search order when the
@@ -532,14 +578,15 @@ class _Search:
             got = self._row_id[row] = self.cols.device_id(row)
         return got
 
-    def in_use(self, dev: tuple) -> bool:
-        return dev in self.alloc.allocated.devices or bool(self.allocating.get(dev))
+    def in_use(self, row: int, dev: tuple) -> bool:
+        return self.alloc.in_use_rows[row] or bool(self.allocating.get(dev))
 
     def selectable(self, req: _Request, row: int) -> bool:
         status, errors = self.alloc.status(req.key, req.spec, req.cls)
         s = status[row]
         if s == STATUS_ERROR:
-            raise AllocationError(errors[row])
+            claim = self.alloc.claims[req.key[0]]
+            raise AllocationError(errors[row].replace(CLAIM, claim_ref(claim)))
         if s == STATUS_NO:
             return False
         if self.cols.per_device_node[row]:
@@ -715,7 +762,7 @@ class _Search:
             dev = self.device_id(row)
             if admin and ci in self.allocating.get(dev, ()):
                 continue
-            if not admin and self.in_use(dev):
+            if not admin and self.in_use(row, dev):
                 continue
             if not self.selectable(req, row):
                 continue
@@ -743,7 +790,7 @@ class _Search:
         multi = f.consumable_capacity and dev.allow_multiple_allocations
         if not multi and req.admin and ci in self.allocating.get(dev_id, ()):
             return None
-        if not req.admin and self.in_use(dev_id):
+        if not req.admin and self.in_use(row, dev_id):
             return None
         if dev.consumes_counters and not f.partitionable_devices:
             return None
@@ -751,7 +798,7 @@ class _Search:
         # a device's counters are consumed once, by its first allocation: the
         # shares of a multi-allocatable device use the same partition
         shared_already = multi and (self.shares.get(dev_id, 0) > 0
-                                    or dev_id in self.alloc.allocated.capacity)
+                                    or bool(self.alloc.shared_capacity(dev_id)))
         if dev.consumes_counters and not shared_already:
             if not self.take_counters(pool, dev):
                 return None
@@ -869,7 +916,7 @@ class _Search:
             if fq is None:
                 return resolved, False
             resolved[fq] = q
-        held = self.alloc.allocated.capacity.get(dev_id, {})
+        held = self.alloc.shared_capacity(dev_id)
         taking = self.allocating_capacity.get(dev_id, {})
         for name, cap in dev.capacity.items():
             fq = qualify(name, driver)

@@ -183,6 +183,9 @@ class DeviceColumns:
             table = [v for (_, v) in sorted(leaf_vals[key], key=leaf_vals[key].get)]
             leaves[key] = (col, table)
         self.values = DeviceValues(d, leaves, self._cel_record)
+        # derived data the allocator keeps per content (selector columns,
+        # node pool views): valid as long as the slices are
+        self.cache: dict = {}
         # allocation state
         self.claim_keys: list[str] = []
         self._claim_index: dict[str, int] = {}
