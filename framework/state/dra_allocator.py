@@ -309,6 +309,53 @@ class Allocator:
         error (see the module docstring)."""
         return _Search(self, self.view(node)).run()
 
+    def explain(self, node) -> str | None:
+        """Why the claims cannot be allocated on ``node`` (None when they
+        can): the error, else the first request that lacks free matching
+        devices on the node, else the constraints, else the competition
+        between requests.  For diagnosis (not on the scheduling path)."""
+        try:
+            if self.allocate(node) is not None:
+                return None
+        except AllocationError as exc:
+            return str(exc)
+        view = self.view(node)
+        search = _Search(self, view)
+        search.prepare()
+        f = self.features
+        for (ci, ri, si), req in search.requests.items():
+            claim = self.claims[ci]
+            label = f"claim {claim_ref(claim)}, request {req.full_name}"
+            if req.spec.allocation_mode == "All":
+                if not req.all_rows:
+                    return f"{label}: no device on the node matches the selectors (allocationMode All)"
+                continue
+            matching = [row for row, _ in search.candidates(req) if search.selectable(req, row)]
+            free = [row for row in matching if not self.in_use_rows[row]]
+            tainted = 0
+            if f.device_taints:
+                usable = []
+                for row in free:
+                    _, dev = self.columns.device(row)
+                    if any(t.effect in ("NoSchedule", "NoExecute") and
+                           not any(tol.tolerates(t) for tol in req.spec.tolerations) for t in dev.taints):
+                        tainted += 1
+                    else:
+                        usable.append(row)
+                free = usable
+            if len(free) < req.num_devices and (si == -1 or si == len(claim.requests[ri].first_available) - 1):
+                why = (f"{label}: {len(free)} of {req.num_devices} devices available "
+                       f"({len(matching)} match the selectors")
+                why += f", {len(matching) - len(free) - tainted} in use"
+                if tainted:
+                    why += f", {tainted} tainted"
+                return why + ")"
+        constrained = [claim_ref(c) for c in self.claims if c.constraints]
+        if constrained:
+            return (f"claim {constrained[0]}: the constraints (matchAttribute / distinctAttribute) "
+                    "cannot be met by the node's available devices")
+        return "cannot allocate all claims (their requests compete for the same devices)"
+
     def feasible(self, nodes, engine: str = "auto") -> np.ndarray:
         """[N] bool: ``allocate(node) is not None`` for every node, answered
         by one kernel pass where the claims allow it (module docstring);

@@ -223,8 +223,10 @@ def _from_cel(value, celpy):
         return int(value)
     if isinstance(value, t.DoubleType):
         return float(value)
-    if isinstance(value, t.StringType):
+    if isinstance(value, str):
         return str(value)
+    if isinstance(value, (bool, int, float)):
+        return value
     if value is None:
         return None
     raise _Opaque(type(value).__name__)
@@ -566,6 +568,13 @@ def _reads_device(node) -> bool:
     return any(_reads_device(c) for c in _subnodes(node))
 
 
+def _member(a, b) -> bool:
+    """``a in b`` for a list ``b``, with heterogeneous equality."""
+    if not isinstance(b, (tuple, list)):
+        raise _EvalError(f"no such overload: {_type_name(a)} in {_type_name(b)}")
+    return any(cel_equal(a, x) for x in b)
+
+
 def _cmp_fn(op: str, inner, c, left: bool):
     def f(v):
         v = inner(v)
@@ -575,9 +584,7 @@ def _cmp_fn(op: str, inner, c, left: bool):
         if op == "!=":
             return not cel_equal(a, b)
         if op == "in":
-            if not isinstance(b, (tuple, list)):
-                raise _EvalError(f"no such overload: {_type_name(a)} in {_type_name(b)}")
-            return any(cel_equal(a, x) for x in b)
+            return _member(a, b)
         return cel_order(op, a, b)
     return f
 
@@ -665,7 +672,9 @@ def _celpy_functions():
             try:
                 r = fn(*[native(a) for a in args])
             except _EvalError as exc:
-                raise celpy.CELEvalError(str(exc)) from None
+                return celpy.CELEvalError(str(exc))   # an error value: && / || may absorb it
+            except _Opaque as exc:
+                return celpy.CELEvalError(f"no such overload for {exc}")
             return _to_cel(r, celpy)
         return call
 
@@ -673,6 +682,7 @@ def _celpy_functions():
     funcs.update({name: wrap(fn) for name, fn in FUNCTIONS.items()})
     funcs["_==_"] = wrap(cel_equal)
     funcs["_!=_"] = wrap(lambda a, b: not cel_equal(a, b))
+    funcs["_in_"] = wrap(lambda a, b: _member(a, b))
     for op, name in (("<", "_<_"), ("<=", "_<=_"), (">", "_>_"), (">=", "_>=_")):
         funcs[name] = wrap(lambda a, b, op=op: cel_order(op, a, b))
     return funcs
