@@ -312,6 +312,36 @@ def _translate(node, bound: frozenset):
     raise _Opaque(d)
 
 
+def _expand_binds(tree):
+    """``cel.bind(x, init, body)`` (cel-go's bindings extension, which
+    Kubernetes enables) -> ``body`` with ``(init)`` for every ``x``; neither
+    cel-python nor our compiler knows the macro."""
+    import copy
+
+    import lark
+
+    def substitute(node, name, init):
+        if not isinstance(node, lark.Tree):
+            return node
+        if node.data == "primary" and len(node.children) == 1 and isinstance(node.children[0], lark.Tree) \
+                and node.children[0].data == "ident" and str(node.children[0].children[0]) == name:
+            return lark.Tree("primary", [lark.Tree("paren_expr", [copy.deepcopy(init)])])
+        return lark.Tree(node.data, [substitute(c, name, init) for c in node.children], node.meta)
+
+    def visit(node):
+        if not isinstance(node, lark.Tree):
+            return node
+        node = lark.Tree(node.data, [visit(c) for c in node.children], node.meta)
+        if node.data == "member_dot_arg" and str(node.children[1]) == "bind" and \
+                _is_ident(node.children[0], "cel") and len(node.children) > 2 and \
+                len(node.children[2].children) == 3:
+            var, init, body = node.children[2].children
+            return lark.Tree("primary", [lark.Tree("paren_expr", [substitute(body, _ident_name(var), init)])])
+        return node
+
+    return visit(tree)
+
+
 def _is_ident(node, name: str) -> bool:
     import lark
     while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
@@ -611,6 +641,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     except celpy.CELParseError as exc:
         raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
     _check_names(tree, frozenset())
+    tree = _expand_binds(tree)
     program = env.program(tree, functions=_celpy_functions())
     try:
         ours = _translate(tree, frozenset())

@@ -179,3 +179,10 @@ def test_quantity_and_semver_compare_exactly():
     for expr in yes:
         assert compile_selector(expr).evaluate(cols.values).value[0], expr
     assert Fraction(80 * 2**30) == cols.values.leaf(("cap", f"{DRIVER}/memory"))[1][0].value
+
+
+@settings(max_examples=30, deadline=None)
+@given(devices)
+def test_cel_bind_is_expanded(devs):
+    expr = f'cel.bind(d, device.attributes["{DRIVER}"], d.model == "H200" || d.index > 1)'
+    assert check_against_reference(expr, columns_of(devs)).compiled
