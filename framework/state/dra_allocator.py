@@ -27,8 +27,8 @@ Every other node is searched here.
 Errors are :class:`AllocationError` with upstream's message; ``scope`` is
 ``"node"`` for a node-specific failure (invalid pools: the plugin reports the
 node UnschedulableAndUnresolvable) and ``"pod"`` otherwise (an Error status).
-Claims are named as ``klog.KObj`` names them, except that the default
-namespace is left out ("claim claim-0", not "claim default/claim-0").
+Claims are named as ``klog.KObj`` names them ("claim ns/name"; the name
+alone for a claim without a namespace).
 
 Share IDs of multi-allocatable devices are derived from the claim, request
 and device (upstream draws random UUIDs), so results are deterministic.
@@ -125,7 +125,8 @@ class _MaxSize(Exception):
 
 
 def claim_ref(claim: ResourceClaimRecord) -> str:
-    return claim.name if claim.namespace in ("", "default") else f"{claim.namespace}/{claim.name}"
+    """klog.KObj: namespace/name, the name alone without a namespace."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
 # --------------------------------------------------------------------------
@@ -257,7 +258,8 @@ class Allocator:
                     for row, msg in problems.items():
                         if pending[row]:
                             status[row] = STATUS_ERROR
-                            errors[row] = f"{owner}: selector #{i}: CEL runtime error: {msg}"
+                            errors[row] = (f"{owner}: selector #{i} on device "
+                                           f"{'/'.join(cols.device_id(row))}: CEL runtime error: {msg}")
                     pending = status == STATUS_MATCH
                 first = False
                 try:
@@ -270,8 +272,9 @@ class Allocator:
                 col = sel.evaluate(cols.values)
                 bad = pending & (col.error >= 0)
                 for row in np.flatnonzero(bad):
-                    errors[int(row)] = (f"{owner}: selector #{i}: CEL runtime error: "
-                                        f"{col.messages[col.error[row]]}")
+                    errors[int(row)] = (f"{owner}: selector #{i} on device "
+                                        f"{'/'.join(cols.device_id(int(row)))}: CEL runtime error: "
+                                        f"{_hint(col.messages[col.error[row]])}")
                 status[bad] = STATUS_ERROR
                 status[pending & (col.error < 0) & ~col.value] = STATUS_NO
         cols.cache[cache_key] = (status, errors)
@@ -458,6 +461,15 @@ class Allocator:
                                 got[(use.counter_set, c)] -= q
             self._available_counters[key] = got
         return got
+
+
+_NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or "
+                     "guarding the check with has() for optional fields")
+
+
+def _hint(message: str) -> str:
+    """Upstream appends advice to a missing attribute's error."""
+    return message + _NO_SUCH_KEY_HINT if message.startswith("no such key") else message
 
 
 def _node_identity(node) -> tuple[str, dict]:

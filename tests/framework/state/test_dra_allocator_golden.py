@@ -48,7 +48,11 @@ def build(case):
         elif kind == "ResourceSlice":
             slices.append(parse_resource_slice(obj))
         elif kind == "ResourceClaim":
-            claims.append(parse_resource_claim(obj))
+            # upstream's claims have no namespace (the transcription wrote
+            # "default"); errors name them as klog.KObj does, by name alone
+            claim = parse_resource_claim(obj)
+            claim.namespace = ""
+            claims.append(claim)
     inp = case["input"]
     assert [c.name for c in claims] == inp["claims"]
     state = AllocatedState()
