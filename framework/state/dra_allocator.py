@@ -364,14 +364,15 @@ class Allocator:
         by one kernel pass where the claims allow it (module docstring);
         errors raise as :meth:`allocate` does.  ``engine``: the kernel's
         (``numpy``, ``numba``, ``auto``)."""
-        nodes = list(nodes)
+        given = nodes
+        nodes = nodes if isinstance(nodes, list) else list(nodes)
         out = np.zeros(len(nodes), bool)
         plain = self._plain_requests()
         if plain is None:
             for i, node in enumerate(nodes):
                 out[i] = self.allocate(node) is not None
             return out
-        ptr, rows, invalid = self._csr(nodes)
+        ptr, rows, invalid = self._csr(given, nodes)
         status = np.stack(plain[1]) if plain[1] else np.zeros((0, self.columns.n), np.int8)
         blocked = self._complex_rows()
         code = dra_kernels.greedy_first_fit(ptr, rows, status, np.asarray(plain[0], np.int64),
@@ -381,13 +382,18 @@ class Allocator:
             out[i] = self.allocate(nodes[i]) is not None
         return out
 
-    def _csr(self, nodes):
+    def _csr(self, given, nodes):
         """(ptr[N+1], rows[V], invalid[N]) of ``nodes``' search-order device
-        lists (cached on the columns for the last few node lists)."""
+        lists, cached on the columns for the last few node lists (the same
+        list object passed again is recognized without reading it)."""
+        cache = self.columns.cache
+        part = self.features.partitionable_devices
+        last = cache.get(("csr-last", part))
+        if last is not None and last[0] is given and last[1] == len(nodes):
+            return last[2]
         names = tuple([n.name for n in nodes] if nodes and hasattr(nodes[0], "name")
                       else [_node_identity(n)[0] for n in nodes])
-        key = ("csr", names, self.features.partitionable_devices)
-        cache = self.columns.cache
+        key = ("csr", names, part)
         got = cache.get(key)
         if got is None:
             views = [self.view(n) for n in nodes]
@@ -400,6 +406,7 @@ class Allocator:
             for k in old[:-7]:
                 del cache[k]
             cache[key] = got
+        cache[("csr-last", part)] = (given, len(nodes), got)
         return got
 
     def _plain_requests(self):
