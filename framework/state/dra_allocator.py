@@ -27,8 +27,8 @@ Every other node is searched here.
 Errors are :class:`AllocationError` with upstream's message; ``scope`` is
 ``"node"`` for a node-specific failure (invalid pools: the plugin reports the
 node UnschedulableAndUnresolvable) and ``"pod"`` otherwise (an Error status).
-Claims are named as ``klog.KObj`` names them, except that the default
-namespace is left out ("claim claim-0", not "claim default/claim-0").
+Claims are named as ``klog.KObj`` names them ("claim ns/name"; the name
+alone for a claim without a namespace).
 
 Share IDs of multi-allocatable devices are derived from the claim, request
 and device (upstream draws random UUIDs), so results are deterministic.
@@ -74,6 +74,7 @@ FEATURE_GATES = {
 }
 
 _NODE_NAME_SELECTOR = "metadata.name"
+CLAIM = "\x00claim\x00"     # stands for the claim's name in cached selector errors
 STATUS_NO, STATUS_MATCH, STATUS_ERROR = 0, 1, 2
 
 
@@ -124,7 +125,8 @@ class _MaxSize(Exception):
 
 
 def claim_ref(claim: ResourceClaimRecord) -> str:
-    return claim.name if claim.namespace in ("", "default") else f"{claim.namespace}/{claim.name}"
+    """klog.KObj: namespace/name, the name alone without a namespace."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
 
 
 # --------------------------------------------------------------------------
@@ -175,12 +177,20 @@ class Allocator:
     ``devices``: a :class:`DeviceColumns` or the ResourceSlice records;
     ``allocated``: devices other claims hold (default: what ``devices``
     records as held); ``features``: :class:`DraFeatures` (default
-    :meth:`DraFeatures.default`).  Build once per pod, then ask
+    :meth:`DraFeatures.default`); ``in_use_rows``: bool[D] devices held
+    exclusively, aligned with ``devices`` (saves deriving it from
+    ``allocated.devices``; must agree with it).  Build once per pod, then ask
     :meth:`allocate` per node or :meth:`feasible` for many nodes.
+
+    Selector columns and per-node pool views are cached on the
+    :class:`DeviceColumns` (``cache``), keyed by content (class and request
+    selectors, features) and node name, so pods of one template share them;
+    a node's labels are taken to stay what they were when first seen.
     """
 
     def __init__(self, claims: Sequence[ResourceClaimRecord], *, classes, devices,
-                 allocated: AllocatedState | None = None, features: DraFeatures | None = None):
+                 allocated: AllocatedState | None = None, features: DraFeatures | None = None,
+                 in_use_rows: np.ndarray | None = None):
         self.claims = list(claims)
         if isinstance(classes, Mapping):
             self.classes = dict(classes)
@@ -188,36 +198,56 @@ class Allocator:
             self.classes = {c.name: c for c in classes}
         self.columns = devices if isinstance(devices, DeviceColumns) else DeviceColumns(devices)
         self.features = features or DraFeatures.default()
-        self.allocated = allocated if allocated is not None else self.columns.in_use()
+        self._allocated = allocated
         cols = self.columns
-        self.in_use_rows = np.zeros(cols.n, bool)
-        for dev in self.allocated.devices:
-            self.in_use_rows[cols.rows_of(dev)] = True
-        self._status: dict[tuple, tuple[np.ndarray, dict]] = {}
-        self._views: dict[str, _NodeView] = {}
+        if in_use_rows is None:
+            if allocated is None:
+                in_use_rows = cols.allocated_by >= 0
+            else:
+                in_use_rows = np.zeros(cols.n, bool)
+                for dev in allocated.devices:
+                    in_use_rows[cols.rows_of(dev)] = True
+        self.in_use_rows = in_use_rows
         self._available_counters: dict[tuple, dict] = {}
+
+    @property
+    def allocated(self) -> AllocatedState:
+        """What other claims hold (derived from the columns when not given)."""
+        if self._allocated is None:
+            self._allocated = self.columns.in_use()
+        return self._allocated
+
+    def shared_capacity(self, dev_id: tuple) -> dict:
+        """Capacity other claims consume on a multi-allocatable device."""
+        if self._allocated is not None:
+            return self._allocated.capacity.get(dev_id, {})
+        if not self.columns.consumed:
+            return {}
+        return self.allocated.capacity.get(dev_id, {})
 
     # ---------------------------------------------------------------- status
 
     def status(self, key: tuple, spec: ExactRequest, cls: DeviceClassRecord) -> tuple[np.ndarray, dict]:
         """Per device: does it satisfy the class and request selectors
         (STATUS_* int8[D]), and the error message of STATUS_ERROR rows."""
-        got = self._status.get(key)
+        cols = self.columns
+        f = self.features
+        cache_key = ("status", cls.name, cls.selectors, spec.selectors,
+                     f.binding_and_status, f.list_type_attributes)
+        got = cols.cache.get(cache_key)
         if got is not None:
             return got
-        cols = self.columns
         status = np.full(cols.n, STATUS_MATCH, np.int8)
         errors: dict[int, str] = {}
         if not self.features.binding_and_status:
             status[cols.has_binding_conditions] = STATUS_NO
-        claim = self.claims[key[0]]
         problems = dict(cols.cel_problem)
         if not self.features.list_type_attributes:
             for row, msg in cols.list_problem.items():
                 problems.setdefault(row, msg)
         first = True
         for owner, exprs in ((f"class {cls.name}", cls.selectors),
-                             (f"claim {claim_ref(claim)}", spec.selectors)):
+                             (f"claim {CLAIM}", spec.selectors)):
             for i, expr in enumerate(exprs):
                 pending = status == STATUS_MATCH
                 if not pending.any():
@@ -228,7 +258,8 @@ class Allocator:
                     for row, msg in problems.items():
                         if pending[row]:
                             status[row] = STATUS_ERROR
-                            errors[row] = f"{owner}: selector #{i}: CEL runtime error: {msg}"
+                            errors[row] = (f"{owner}: selector #{i} on device "
+                                           f"{'/'.join(cols.device_id(row))}: CEL runtime error: {msg}")
                     pending = status == STATUS_MATCH
                 first = False
                 try:
@@ -241,18 +272,20 @@ class Allocator:
                 col = sel.evaluate(cols.values)
                 bad = pending & (col.error >= 0)
                 for row in np.flatnonzero(bad):
-                    errors[int(row)] = (f"{owner}: selector #{i}: CEL runtime error: "
-                                        f"{col.messages[col.error[row]]}")
+                    errors[int(row)] = (f"{owner}: selector #{i} on device "
+                                        f"{'/'.join(cols.device_id(int(row)))}: CEL runtime error: "
+                                        f"{_hint(col.messages[col.error[row]])}")
                 status[bad] = STATUS_ERROR
                 status[pending & (col.error < 0) & ~col.value] = STATUS_NO
-        self._status[key] = (status, errors)
+        cols.cache[cache_key] = (status, errors)
         return status, errors
 
     # ---------------------------------------------------------------- nodes
 
     def view(self, node) -> _NodeView:
         name, labels = _node_identity(node)
-        got = self._views.get(name)
+        cache_key = ("view", name, self.features.partitionable_devices)
+        got = self.columns.cache.get(cache_key)
         if got is not None:
             return got
         pools = gather_pools(self.columns, name, labels, self.features.partitionable_devices)
@@ -270,7 +303,7 @@ class Allocator:
             np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64),
             np.concatenate(owner) if owner else np.zeros(0, np.int32),
             any(p.invalid for p in pools), any(p.incomplete for p in pools))
-        self._views[name] = view
+        self.columns.cache[cache_key] = view
         return view
 
     def allocate(self, node) -> list[AllocationResult] | None:
@@ -279,32 +312,102 @@ class Allocator:
         error (see the module docstring)."""
         return _Search(self, self.view(node)).run()
 
+    def explain(self, node) -> str | None:
+        """Why the claims cannot be allocated on ``node`` (None when they
+        can): the error, else the first request that lacks free matching
+        devices on the node, else the constraints, else the competition
+        between requests.  For diagnosis (not on the scheduling path)."""
+        try:
+            if self.allocate(node) is not None:
+                return None
+        except AllocationError as exc:
+            return str(exc)
+        view = self.view(node)
+        search = _Search(self, view)
+        search.prepare()
+        f = self.features
+        for (ci, ri, si), req in search.requests.items():
+            claim = self.claims[ci]
+            label = f"claim {claim_ref(claim)}, request {req.full_name}"
+            if req.spec.allocation_mode == "All":
+                if not req.all_rows:
+                    return f"{label}: no device on the node matches the selectors (allocationMode All)"
+                continue
+            matching = [row for row, _ in search.candidates(req) if search.selectable(req, row)]
+            free = [row for row in matching if not self.in_use_rows[row]]
+            tainted = 0
+            if f.device_taints:
+                usable = []
+                for row in free:
+                    _, dev = self.columns.device(row)
+                    if any(t.effect in ("NoSchedule", "NoExecute") and
+                           not any(tol.tolerates(t) for tol in req.spec.tolerations) for t in dev.taints):
+                        tainted += 1
+                    else:
+                        usable.append(row)
+                free = usable
+            if len(free) < req.num_devices and (si == -1 or si == len(claim.requests[ri].first_available) - 1):
+                why = (f"{label}: {len(free)} of {req.num_devices} devices available "
+                       f"({len(matching)} match the selectors")
+                why += f", {len(matching) - len(free) - tainted} in use"
+                if tainted:
+                    why += f", {tainted} tainted"
+                return why + ")"
+        constrained = [claim_ref(c) for c in self.claims if c.constraints]
+        if constrained:
+            return (f"claim {constrained[0]}: the constraints (matchAttribute / distinctAttribute) "
+                    "cannot be met by the node's available devices")
+        return "cannot allocate all claims (their requests compete for the same devices)"
+
     def feasible(self, nodes, engine: str = "auto") -> np.ndarray:
         """[N] bool: ``allocate(node) is not None`` for every node, answered
         by one kernel pass where the claims allow it (module docstring);
         errors raise as :meth:`allocate` does.  ``engine``: the kernel's
         (``numpy``, ``numba``, ``auto``)."""
-        nodes = list(nodes)
+        given = nodes
+        nodes = nodes if isinstance(nodes, list) else list(nodes)
         out = np.zeros(len(nodes), bool)
         plain = self._plain_requests()
         if plain is None:
             for i, node in enumerate(nodes):
                 out[i] = self.allocate(node) is not None
             return out
-        views = [self.view(n) for n in nodes]
-        ptr = np.zeros(len(views) + 1, np.int64)
-        np.cumsum([len(v.rows) for v in views], out=ptr[1:])
-        rows = np.concatenate([v.rows for v in views]) if views else np.zeros(0, np.int64)
+        ptr, rows, invalid = self._csr(given, nodes)
         status = np.stack(plain[1]) if plain[1] else np.zeros((0, self.columns.n), np.int8)
         blocked = self._complex_rows()
         code = dra_kernels.greedy_first_fit(ptr, rows, status, np.asarray(plain[0], np.int64),
                                             self.in_use_rows, blocked, engine=engine)
-        for i, node in enumerate(nodes):
-            if code[i] == dra_kernels.FIT:
-                out[i] = True
-            elif code[i] == dra_kernels.UNDECIDED or views[i].any_invalid:
-                out[i] = self.allocate(node) is not None
+        out = code == dra_kernels.FIT
+        for i in np.flatnonzero((code == dra_kernels.UNDECIDED) | (invalid & ~out)):
+            out[i] = self.allocate(nodes[i]) is not None
         return out
+
+    def _csr(self, given, nodes):
+        """(ptr[N+1], rows[V], invalid[N]) of ``nodes``' search-order device
+        lists, cached on the columns for the last few node lists (the same
+        list object passed again is recognized without reading it)."""
+        cache = self.columns.cache
+        part = self.features.partitionable_devices
+        last = cache.get(("csr-last", part))
+        if last is not None and last[0] is given and last[1] == len(nodes):
+            return last[2]
+        names = tuple([n.name for n in nodes] if nodes and hasattr(nodes[0], "name")
+                      else [_node_identity(n)[0] for n in nodes])
+        key = ("csr", names, part)
+        got = cache.get(key)
+        if got is None:
+            views = [self.view(n) for n in nodes]
+            ptr = np.zeros(len(views) + 1, np.int64)
+            np.cumsum([len(v.rows) for v in views], out=ptr[1:])
+            rows = np.concatenate([v.rows for v in views]) if views else np.zeros(0, np.int64)
+            invalid = np.array([v.any_invalid for v in views], bool)
+            got = (ptr, rows, invalid)
+            old = [k for k in cache if k[0] == "csr"]
+            for k in old[:-7]:
+                del cache[k]
+            cache[key] = got
+        cache[("csr-last", part)] = (given, len(nodes), got)
+        return got
 
     def _plain_requests(self):
         """(counts, statuses) of every request in search order when the
@@ -338,9 +441,7 @@ class Allocator:
     def _complex_rows(self) -> np.ndarray:
         """Devices the greedy pass must not decide on (the search does)."""
         cols, f = self.columns, self.features
-        blocked = cols.per_device_node.copy()
-        if f.partitionable_devices:
-            blocked |= cols.consumes_counters
+        blocked = cols.per_device_node | cols.consumes_counters
         if f.consumable_capacity:
             blocked |= cols.allow_multiple | cols.has_capacity
         if f.device_taints:
@@ -358,7 +459,8 @@ class Allocator:
             for s in [*pool.slices, *pool.other_slices]:
                 sl = slices[s]
                 for dev in sl.devices:
-                    if (sl.driver, sl.pool.name, dev.name) not in self.allocated.devices:
+                    dev_id = (sl.driver, sl.pool.name, dev.name)
+                    if dev_id not in self.allocated.devices and dev_id not in self.allocated.capacity:
                         continue
                     for use in dev.consumes_counters:
                         for c, q in use.counters.items():
@@ -366,6 +468,15 @@ class Allocator:
                                 got[(use.counter_set, c)] -= q
             self._available_counters[key] = got
         return got
+
+
+_NO_SUCH_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or "
+                     "guarding the check with has() for optional fields")
+
+
+def _hint(message: str) -> str:
+    """Upstream appends advice to a missing attribute's error."""
+    return message + _NO_SUCH_KEY_HINT if message.startswith("no such key") else message
 
 
 def _node_identity(node) -> tuple[str, dict]:
@@ -520,6 +631,7 @@ class _Search:
         self.allocating: dict[tuple, set] = {}
         self.allocating_capacity: dict[tuple, dict] = {}
         self.consumed_counters: dict[tuple, dict] = {}
+        self.shares: dict[tuple, int] = {}             # shares of multi-allocatable devices taken
         self.results: list[list[_Pick]] = [[] for _ in alloc.claims]
         self._candidates: dict[tuple, list] = {}
         self._row_id: dict[int, tuple] = {}
@@ -532,14 +644,15 @@ class _Search:
             got = self._row_id[row] = self.cols.device_id(row)
         return got
 
-    def in_use(self, dev: tuple) -> bool:
-        return dev in self.alloc.allocated.devices or bool(self.allocating.get(dev))
+    def in_use(self, row: int, dev: tuple) -> bool:
+        return self.alloc.in_use_rows[row] or bool(self.allocating.get(dev))
 
     def selectable(self, req: _Request, row: int) -> bool:
         status, errors = self.alloc.status(req.key, req.spec, req.cls)
         s = status[row]
         if s == STATUS_ERROR:
-            raise AllocationError(errors[row])
+            claim = self.alloc.claims[req.key[0]]
+            raise AllocationError(errors[row].replace(CLAIM, claim_ref(claim)))
         if s == STATUS_NO:
             return False
         if self.cols.per_device_node[row]:
@@ -715,7 +828,7 @@ class _Search:
             dev = self.device_id(row)
             if admin and ci in self.allocating.get(dev, ()):
                 continue
-            if not admin and self.in_use(dev):
+            if not admin and self.in_use(row, dev):
                 continue
             if not self.selectable(req, row):
                 continue
@@ -743,12 +856,16 @@ class _Search:
         multi = f.consumable_capacity and dev.allow_multiple_allocations
         if not multi and req.admin and ci in self.allocating.get(dev_id, ()):
             return None
-        if not req.admin and self.in_use(dev_id):
+        if not req.admin and self.in_use(row, dev_id):
             return None
         if dev.consumes_counters and not f.partitionable_devices:
             return None
         counted = False
-        if dev.consumes_counters:
+        # a device's counters are consumed once, by its first allocation: the
+        # shares of a multi-allocatable device use the same partition
+        shared_already = multi and (self.shares.get(dev_id, 0) > 0
+                                    or bool(self.alloc.shared_capacity(dev_id)))
+        if dev.consumes_counters and not shared_already:
             if not self.take_counters(pool, dev):
                 return None
             counted = True
@@ -797,12 +914,16 @@ class _Search:
         holders = self.allocating.setdefault(dev_id, set())
         if not multi:
             holders.add(ci)
+        else:
+            self.shares[dev_id] = self.shares.get(dev_id, 0) + 1
         self.results[ci].append(_Pick(req, row, share_id, consumed or None))
 
         def undo():
             for c in reversed(added):
                 c.remove(req, row)
             holders.discard(ci)
+            if multi:
+                self.shares[dev_id] -= 1
             if consumed:
                 used = self.allocating_capacity[dev_id]
                 for name, q in consumed.items():
@@ -861,7 +982,7 @@ class _Search:
             if fq is None:
                 return resolved, False
             resolved[fq] = q
-        held = self.alloc.allocated.capacity.get(dev_id, {})
+        held = self.alloc.shared_capacity(dev_id)
         taking = self.allocating_capacity.get(dev_id, {})
         for name, cap in dev.capacity.items():
             fq = qualify(name, driver)

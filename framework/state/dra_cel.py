@@ -223,8 +223,10 @@ def _from_cel(value, celpy):
         return int(value)
     if isinstance(value, t.DoubleType):
         return float(value)
-    if isinstance(value, t.StringType):
+    if isinstance(value, str):
         return str(value)
+    if isinstance(value, (bool, int, float)):
+        return value
     if value is None:
         return None
     raise _Opaque(type(value).__name__)
@@ -308,6 +310,36 @@ def _translate(node, bound: frozenset):
         args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
         return ("call", method, target, args)
     raise _Opaque(d)
+
+
+def _expand_binds(tree):
+    """``cel.bind(x, init, body)`` (cel-go's bindings extension, which
+    Kubernetes enables) -> ``body`` with ``(init)`` for every ``x``; neither
+    cel-python nor our compiler knows the macro."""
+    import copy
+
+    import lark
+
+    def substitute(node, name, init):
+        if not isinstance(node, lark.Tree):
+            return node
+        if node.data == "primary" and len(node.children) == 1 and isinstance(node.children[0], lark.Tree) \
+                and node.children[0].data == "ident" and str(node.children[0].children[0]) == name:
+            return lark.Tree("primary", [lark.Tree("paren_expr", [copy.deepcopy(init)])])
+        return lark.Tree(node.data, [substitute(c, name, init) for c in node.children], node.meta)
+
+    def visit(node):
+        if not isinstance(node, lark.Tree):
+            return node
+        node = lark.Tree(node.data, [visit(c) for c in node.children], node.meta)
+        if node.data == "member_dot_arg" and str(node.children[1]) == "bind" and \
+                _is_ident(node.children[0], "cel") and len(node.children) > 2 and \
+                len(node.children[2].children) == 3:
+            var, init, body = node.children[2].children
+            return lark.Tree("primary", [lark.Tree("paren_expr", [substitute(body, _ident_name(var), init)])])
+        return node
+
+    return visit(tree)
 
 
 def _is_ident(node, name: str) -> bool:
@@ -566,6 +598,13 @@ def _reads_device(node) -> bool:
     return any(_reads_device(c) for c in _subnodes(node))
 
 
+def _member(a, b) -> bool:
+    """``a in b`` for a list ``b``, with heterogeneous equality."""
+    if not isinstance(b, (tuple, list)):
+        raise _EvalError(f"no such overload: {_type_name(a)} in {_type_name(b)}")
+    return any(cel_equal(a, x) for x in b)
+
+
 def _cmp_fn(op: str, inner, c, left: bool):
     def f(v):
         v = inner(v)
@@ -575,9 +614,7 @@ def _cmp_fn(op: str, inner, c, left: bool):
         if op == "!=":
             return not cel_equal(a, b)
         if op == "in":
-            if not isinstance(b, (tuple, list)):
-                raise _EvalError(f"no such overload: {_type_name(a)} in {_type_name(b)}")
-            return any(cel_equal(a, x) for x in b)
+            return _member(a, b)
         return cel_order(op, a, b)
     return f
 
@@ -604,6 +641,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     except celpy.CELParseError as exc:
         raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
     _check_names(tree, frozenset())
+    tree = _expand_binds(tree)
     program = env.program(tree, functions=_celpy_functions())
     try:
         ours = _translate(tree, frozenset())
@@ -665,7 +703,9 @@ def _celpy_functions():
             try:
                 r = fn(*[native(a) for a in args])
             except _EvalError as exc:
-                raise celpy.CELEvalError(str(exc)) from None
+                return celpy.CELEvalError(str(exc))   # an error value: && / || may absorb it
+            except _Opaque as exc:
+                return celpy.CELEvalError(f"no such overload for {exc}")
             return _to_cel(r, celpy)
         return call
 
@@ -673,6 +713,7 @@ def _celpy_functions():
     funcs.update({name: wrap(fn) for name, fn in FUNCTIONS.items()})
     funcs["_==_"] = wrap(cel_equal)
     funcs["_!=_"] = wrap(lambda a, b: not cel_equal(a, b))
+    funcs["_in_"] = wrap(lambda a, b: _member(a, b))
     for op, name in (("<", "_<_"), ("<=", "_<=_"), (">", "_>_"), (">=", "_>=_")):
         funcs[name] = wrap(lambda a, b, op=op: cel_order(op, a, b))
     return funcs

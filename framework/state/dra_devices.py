@@ -177,12 +177,26 @@ class DeviceColumns:
                 for name, cap in dev.capacity.items():
                     encode(("cap", qualify(name, sl.driver)), row, Quantity(cap.value))
         self.driver_names = driver_names
+        # slice indexes by the node they name, the rest, and by pool: a node's
+        # pools are gathered from its own slices and the non-local ones
+        self.local_slices: dict[str, list[int]] = {}
+        self.nonlocal_slices: list[int] = []
+        self.pool_slices: dict[tuple, list[int]] = {}
+        for s_idx, sl in enumerate(self.slices):
+            if sl.node_name and not sl.shared_counters:
+                self.local_slices.setdefault(sl.node_name, []).append(s_idx)
+            else:
+                self.nonlocal_slices.append(s_idx)
+            self.pool_slices.setdefault((sl.driver, sl.pool.name), []).append(s_idx)
         self.pool_keys = list(pools)
         leaves = {}
         for key, col in leaf_ids.items():
             table = [v for (_, v) in sorted(leaf_vals[key], key=leaf_vals[key].get)]
             leaves[key] = (col, table)
         self.values = DeviceValues(d, leaves, self._cel_record)
+        # derived data the allocator keeps per content (selector columns,
+        # node pool views): valid as long as the slices are
+        self.cache: dict = {}
         # allocation state
         self.claim_keys: list[str] = []
         self._claim_index: dict[str, int] = {}
@@ -313,7 +327,11 @@ def gather_pools(columns: DeviceColumns, node_name: str, labels: dict,
     """The pools ``node_name`` can reach (see the module docstring)."""
     slices = columns.slices
     found: dict[tuple, list[int]] = {}
-    for s_idx, sl in enumerate(slices):
+    candidates = columns.local_slices.get(node_name, [])
+    if columns.nonlocal_slices:
+        candidates = sorted([*candidates, *columns.nonlocal_slices])   # list order, as upstream
+    for s_idx in candidates:
+        sl = slices[s_idx]
         if not partitionable and (sl.per_device_node_selection or sl.shared_counters):
             continue
         if sl.shared_counters:
@@ -346,9 +364,8 @@ def gather_pools(columns: DeviceColumns, node_name: str, labels: dict,
         if len(members) != first.resource_slice_count:
             # maybe slices elsewhere complete it, or a newer generation replaces it
             all_members, obsolete = [], False
-            for s_idx, sl in enumerate(slices):
-                if sl.driver != driver or sl.pool.name != pool_name:
-                    continue
+            for s_idx in columns.pool_slices[(driver, pool_name)]:
+                sl = slices[s_idx]
                 if sl.pool.generation == first.generation:
                     all_members.append(s_idx)
                 elif sl.pool.generation > first.generation:

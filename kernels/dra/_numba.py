@@ -1,20 +1,23 @@
-"""Numba driver of ``feasible.greedy_first_fit``: one node per ``prange``
-iteration, the node's candidate list walked once per request."""
+"""Numba driver of ``feasible.greedy_first_fit``: one node per iteration, the
+node's candidate list walked once per request.  Serial on purpose: a pod's
+pass over a few thousand candidates takes microseconds, less than waking a
+thread pool (``parallel=True`` costs about a millisecond a call)."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 FIT, NO_FIT, UNDECIDED = 1, 0, 2
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def greedy_first_fit_numba(ptr, rows, status, counts, in_use, blocked):  # pragma: no cover - compiled
     n = ptr.shape[0] - 1
     n_req = counts.shape[0]
     out = np.empty(n, np.int8)
-    for node in prange(n):
+    taken = np.zeros(rows.shape[0], np.bool_)     # per candidate entry; a row is once per node
+    for node in range(n):
         lo, hi = ptr[node], ptr[node + 1]
         # a request's search can meet an error or a device the greedy pass
         # does not judge: then only the full search knows
@@ -23,9 +26,8 @@ def greedy_first_fit_numba(ptr, rows, status, counts, in_use, blocked):  # pragm
             for v in range(lo, hi):
                 row = rows[v]
                 s = status[r, row]
-                if not in_use[row] and s != 0 and (s == 2 or blocked[row]):
+                if s != 0 and not in_use[row] and (s == 2 or blocked[row]):
                     dirty = True
-        taken = np.zeros(hi - lo, np.bool_)
         code = FIT
         for r in range(n_req):
             need = counts[r]
@@ -34,7 +36,7 @@ def greedy_first_fit_numba(ptr, rows, status, counts, in_use, blocked):  # pragm
                 continue
             for v in range(lo, hi):
                 row = rows[v]
-                if in_use[row] or taken[v - lo]:
+                if in_use[row] or taken[v]:
                     continue
                 s = status[r, row]
                 if s == 0:
@@ -42,7 +44,7 @@ def greedy_first_fit_numba(ptr, rows, status, counts, in_use, blocked):  # pragm
                 if s == 2 or blocked[row]:
                     code = UNDECIDED
                     break
-                taken[v - lo] = True
+                taken[v] = True
                 got += 1
                 if got == need:
                     break
