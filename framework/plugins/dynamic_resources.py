@@ -45,7 +45,6 @@ from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimState, consumer_matches
-from tensorsched.framework.state.dra_devices import AllocatedState
 
 from . import names
 
@@ -370,20 +369,10 @@ class DynamicResources(Plugin):
         cyc.allocator = None
         cyc.allocator_error = None
         try:
-            # Interim (until the allocator takes the in-use rows): it is
-            # handed no exclusive devices, which it would look up one by one,
-            # and then ClaimState's in-use rows, kept as claims change
-            full = store.allocated_state()
             cyc.allocator = Allocator(
                 [cyc.claims[i].record for i in cyc.pending], classes=store.classes,
-                devices=store.columns(), allocated=AllocatedState(set(), full.capacity),
-                features=self.features)
-            cyc.allocator.allocated = full
-            cyc.allocator.in_use_rows = store.in_use_rows()
-            # Interim (until the allocator keeps node views itself): a node's
-            # view of the pools depends on the devices, the node and
-            # partitionable_devices only, so allocators share one cache
-            cyc.allocator._views = store.view_cache(self.features.partitionable_devices)
+                devices=store.columns(), allocated=store.allocated_state(),
+                in_use_rows=store.in_use_rows(), features=self.features)
         except AllocationError as exc:
             # found before any node is tried; upstream's allocator reports
             # it from Allocate, so Filter answers it as an Error
@@ -519,6 +508,9 @@ class DynamicResources(Plugin):
             try:
                 got = cyc.allocator.allocate(node)
             except AllocationError as exc:
+                if exc.scope == "node":         # this node's pools are invalid
+                    cyc.statuses[int(rows[j])] = _unresolvable(str(exc))
+                    continue
                 st = _error(str(exc))
                 for r in rows[j:].tolist():
                     cyc.statuses.setdefault(int(r), st)
@@ -546,6 +538,34 @@ class DynamicResources(Plugin):
         return out
 
     def explain_status(self, ctx, row: int) -> Status:
+        """One node's rejection, for ``explain``: upstream's status, and for
+        "cannot allocate all claims" which request failed there and why
+        (the allocator's account: devices matching, in use, tainted; a
+        constraint)."""
+        st = self._status_of(ctx, row)
+        cyc = self._cycles.get(ctx.pod.key)
+        if st.reasons != (MSG_CANNOT_ALLOCATE,) or cyc is None or not cyc.pending:
+            return st
+        self._ensure_allocator(self._claims(ctx.state), cyc)
+        if cyc.allocator is None:
+            return st
+        try:
+            why = cyc.allocator.explain(ctx.state.nodes[row])
+        except AllocationError as exc:
+            why = str(exc)
+        if not why:
+            return st
+        return Status(st.code, (f"{MSG_CANNOT_ALLOCATE}: {why}",), NAME)
+
+    def explain_many(self, ctx, rows) -> tuple:
+        """(ids, statuses) of many rejected nodes (the FailedScheduling
+        diagnosis): upstream's statuses, without the per-node account."""
+        statuses = [self._status_of(ctx, r) for r in np.asarray(rows).tolist()]
+        table = list(dict.fromkeys(statuses))
+        index = {st: i for i, st in enumerate(table)}
+        return np.fromiter((index[st] for st in statuses), np.int64, len(statuses)), table
+
+    def _status_of(self, ctx, row: int) -> Status:
         cyc = self._cycles.get(ctx.pod.key)
         if cyc is not None and row in cyc.statuses:
             return cyc.statuses[row]

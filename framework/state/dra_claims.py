@@ -147,7 +147,6 @@ class ClaimState:
         self._just_released: tuple | None = None
         self._columns: tuple | None = None
         self._in_use_rows = np.zeros(0, np.bool_)
-        self._views: dict = {}
         self._touched: list = []        # (version, node rows changed or None)
         state.listeners.append(self.on_pod)
         state.restorers.append(self)
@@ -274,7 +273,9 @@ class ClaimState:
     def columns(self):
         """The devices of the loaded slices as ``DeviceColumns`` (built once
         per set of slices and nodes)."""
-        tag = (self.objects_version, self.state.epoch, self.state.n_rows)
+        # the columns' caches take a node's labels as fixed: rebuilt when
+        # labels, the node set or the slices change
+        tag = (self.objects_version, self.state.structure_tag())
         if self._columns is None or self._columns[0] != tag:
             st = self.state
             names = [st.nodes[r].name if st.nodes[r] is not None else "" for r in range(st.n_rows)]
@@ -290,17 +291,6 @@ class ClaimState:
         (kept as devices are allocated and released; read-only)."""
         self.columns()
         return self._in_use_rows
-
-    def view_cache(self, partitionable: bool) -> dict:
-        """Node name -> the allocator's view of the pools it reaches, shared
-        by the allocators of every pod while the devices and the nodes'
-        labels stay as they are."""
-        tag = (self.objects_version, self.state.structure_tag(), partitionable)
-        got = self._views.get(partitionable)
-        if got is None or got[0] != tag:
-            got = (tag, {})
-            self._views[partitionable] = got
-        return got[1]
 
     def allocated_state(self) -> AllocatedState:
         """Devices in use as the allocator takes them: the exclusive set (the

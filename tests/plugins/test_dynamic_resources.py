@@ -213,9 +213,11 @@ def test_explain_names_the_plugin_and_reason():
     Scheduler(cluster, "numpy", 0).schedule_pending(pods)
     record = explain_pod(cluster, S.claim_pod("x", "one-gpu"))
     assert record["selected"] is None
-    assert record["filter"]["node-0"] == {"code": "UnschedulableAndUnresolvable",
-                                          "plugin": "DynamicResources",
-                                          "reasons": ["cannot allocate all claims"]}
+    # which request failed on the node, and why
+    assert record["filter"]["node-0"] == {
+        "code": "UnschedulableAndUnresolvable", "plugin": "DynamicResources",
+        "reasons": ["cannot allocate all claims: claim default/x-gpu, request gpu: 0 of 1 "
+                    "devices available (8 match the selectors, 8 in use)"]}
 
 
 def test_invalid_pod_claim_status_is_a_clear_rejection():

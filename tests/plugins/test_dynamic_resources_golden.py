@@ -41,15 +41,8 @@ needs_golden = pytest.mark.skipif(not _PATH.exists(), reason="golden data not fo
 
 EXTENDED = ("DRA extended resources (DRAExtendedResource: claims the scheduler creates for "
             "containers' extended-resource requests) are not modelled")
-ERRTEXT = ("the allocator's error text differs from upstream's: it names the claim without "
-           "its default namespace and a CEL runtime error without the device and upstream's "
-           "hint (asked of the allocator in the requests file)")
 XFAIL: dict[str, str] = {
     "TestPlugin/extended-resource-name-with-node-resource": EXTENDED,
-    "TestPlugin/request-admin-access-without-DRAAdminAccess-featuregate": ERRTEXT,
-    "TestPlugin/claim-parameters-CEL-runtime-error": ERRTEXT,
-    "TestPlugin/class-parameters-CEL-runtime-error": ERRTEXT,
-    "TestPlugin/CEL-runtime-error-for-one-of-three-nodes": ERRTEXT,
     "TestPlugin/extended-resource-name-with-zero-allocatable": EXTENDED,
     "TestPlugin/extended-resource-name-with-resources": EXTENDED,
     "TestPlugin/implicit-extended-resource-name-with-resources": EXTENDED,
