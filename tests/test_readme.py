@@ -37,8 +37,10 @@ def guide_commands() -> list[tuple[str, list[str]]]:
 CASES = guide_commands()
 
 
-def test_the_guide_has_its_three_commands():
-    assert [c.split()[1] for c, _ in CASES] == ["explain", "schedule", "replay"]
+def test_the_guide_has_its_commands():
+    # the cluster.yaml tour, the openb replay, then the DRA GPU cluster
+    assert [c.split()[1] for c, _ in CASES] == ["explain", "schedule", "replay", "explain",
+                                                "schedule", "capacity"]
 
 
 @pytest.mark.parametrize("command, expected", CASES, ids=[c.split()[1] for c, _ in CASES])
