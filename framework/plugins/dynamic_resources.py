@@ -474,10 +474,17 @@ class DynamicResources(Plugin):
                 return None
             redo = np.array(sorted(touched), np.int64)
             try:
-                # a few nodes: the NumPy pass (the parallel kernel's start costs more)
-                fits[redo] = np.asarray(cyc.allocator.feasible(
-                    [state.nodes[r] for r in redo.tolist()],
-                    engine="numpy" if redo.shape[0] <= 64 else "auto"), np.bool_)
+                if redo.shape[0] <= 8:
+                    # a few nodes (usually the last pod's): searched one by
+                    # one, the result kept for Reserve
+                    for r in redo.tolist():
+                        res = cyc.allocator.allocate(state.nodes[r])
+                        fits[r] = res is not None
+                        if res is not None:
+                            cyc.results[r] = res
+                else:
+                    fits[redo] = np.asarray(cyc.allocator.feasible(
+                        [state.nodes[r] for r in redo.tolist()]), np.bool_)
             except AllocationError:
                 return None
             self._fits[self._spec_key(cyc)] = (got[0], store.version, fits)
