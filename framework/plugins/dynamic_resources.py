@@ -32,6 +32,7 @@ compiled runs.  A pod with claims signs None: it is scheduled on its own
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +57,7 @@ RESERVED_FOR_MAX = 256
 FIRST_AVAILABLE_MAX = 8
 
 MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
+MAX_CYCLES = 1024           # per-pod cycle data kept at most
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
 
 
@@ -326,7 +328,13 @@ class DynamicResources(Plugin):
                 return st, None
         cyc = _Cycle(claims, pins, pending)
         self._check_binding(cyc)
-        self._cycles[pod.key] = cyc
+        cycles = self._cycles
+        cycles[pod.key] = cyc
+        if len(cycles) > MAX_CYCLES:
+            # pods that failed keep their cycle for PostFilter and explain;
+            # the oldest of them are forgotten (a later attempt starts anew)
+            for key in list(itertools.islice(cycles, len(cycles) - MAX_CYCLES // 2)):
+                del cycles[key]
         return Status.OK, None
 
     def _check_requests(self, store: ClaimState, e) -> Status | None:

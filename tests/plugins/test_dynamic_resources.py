@@ -6,11 +6,14 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.backends import backend_params
 
 from tensorsched.framework.objects import dra_synthetic as S
 from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.preemption.host_search import Suspension
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -227,3 +230,32 @@ def test_invalid_pod_claim_status_is_a_clear_rejection():
     out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([pod])
     assert out[0].node is None
     assert "status.resourceClaimStatuses[0].name: required" in out[0].message
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(S.DRA_GPU_TEMPLATES), st.booleans()),
+                min_size=1, max_size=14), st.integers(0, 3))
+def test_kept_feasibility_equals_a_fresh_pass(steps, probe_seed):
+    """The per-kind feasibility Filter keeps (refreshed on touched nodes
+    only) equals a fresh allocator pass after any placements and departures."""
+    objs, _ = S.dra_gpu(3, 0)
+    cluster = build_cluster(objs)
+    sched = Scheduler(cluster, "numpy", 0)
+    state = cluster.state
+    for i, (template, leave) in enumerate(steps):
+        out, _ = sched.schedule_pending([S.claim_pod(f"p{i}", template)])
+        if leave and out[0].node:
+            state.remove_pod(out[0].pod)
+    fw = cluster.framework_for(parse_pod(S.claim_pod("probe", "one-gpu")), "numpy")
+    kept = fw.plugins["DynamicResources"]
+    fresh = type(kept)(kept.args, None, kept.features)
+    rows = state.valid_rows()
+    for template in S.DRA_GPU_TEMPLATES:
+        pod = parse_pod(S.claim_pod(f"probe-{template}-{probe_seed}", template))
+        got = []
+        for plugin in (kept, fresh):
+            ctx = CycleContext(state, pod, fw)
+            st_, _ = plugin.pre_filter(ctx)
+            assert st_.ok
+            got.append(plugin.filter(ctx, rows).tolist())
+        assert got[0] == got[1], template
