@@ -170,6 +170,11 @@ class DynamicResources(Plugin):
     # a compiled run (they sign None): for every pod of a run they accept
     # at once and change nothing.
     run_safe = True
+    # EventsToRegister: nodes added or relabelled; claims deallocated or
+    # updated, which here follows a bound pod leaving (or updated); slices
+    # and classes are fixed once loaded.  Not the arrival of other pending
+    # pods (blocks of arrivals rely on it).
+    events = frozenset({"Node/Add", "Node/Update", "Pod/Delete", "Pod/Update"})
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle=None,
                  features: DraFeatures | None = None):
