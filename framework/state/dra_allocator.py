@@ -17,12 +17,14 @@ feature gates are on (:class:`DraFeatures`).
 What is vectorized: every selector is evaluated for all devices at once
 (``dra_cel``) into a per-request status column (match / no match / error),
 and :meth:`Allocator.feasible` answers "can this node satisfy all claims" for
-every node in one kernel pass (``kernels.dra``) when the claims are plain
-(exact counts, no constraints, no subrequests, no admin access or capacity
-requests): a greedy first fit over each node's candidate devices, which is
-the search's own first path, so a success is the same allocation; a failure
-is final when the failing request lacks candidates even without the others.
-Every other node is searched here.
+every node in one compiled pass (``kernels.dra.first_fit_search``): the same
+depth-first search over flat arrays, for claims with exact counts,
+``matchAttribute`` / ``distinctAttribute`` constraints, taints and counter
+sets (no subrequests, ``All``, admin access or capacity requests).  The NumPy
+engine runs the vectorized first fit (``kernels.dra.feasible``) for claims
+without constraints or counters.  A node the pass cannot decide (a selector
+error on the way, a device it does not judge) and every node of other claims
+is searched here, on the host.
 
 Errors are :class:`AllocationError` with upstream's message; ``scope`` is
 ``"node"`` for a node-specific failure (invalid pools: the plugin reports the
@@ -367,20 +369,190 @@ class Allocator:
         given = nodes
         nodes = nodes if isinstance(nodes, list) else list(nodes)
         out = np.zeros(len(nodes), bool)
-        plain = self._plain_requests()
-        if plain is None:
+        enc = self._encode()
+        if enc is None or (engine == "numpy" and not enc["plain"]):
+            # the host search, node by node (the NumPy engine has no
+            # vectorized depth-first search)
             for i, node in enumerate(nodes):
                 out[i] = self.allocate(node) is not None
             return out
         ptr, rows, invalid = self._csr(given, nodes)
-        status = np.stack(plain[1]) if plain[1] else np.zeros((0, self.columns.n), np.int8)
-        blocked = self._complex_rows()
-        code = dra_kernels.greedy_first_fit(ptr, rows, status, np.asarray(plain[0], np.int64),
-                                            self.in_use_rows, blocked, engine=engine)
+        if engine == "numpy":
+            code = dra_kernels.greedy_first_fit(ptr, rows, enc["status"], enc["counts"],
+                                                self.in_use_rows, enc["blocked"], engine="numpy")
+        elif engine in ("auto", "numba"):
+            code, _ = dra_kernels.first_fit_search(
+                ptr, rows, enc["status"], enc["counts"], enc["req_claim"], self.in_use_rows,
+                enc["blocked"], enc["con_first"], enc["con_applies"], enc["con_code"],
+                enc["con_kind"], *enc["counters"])
+        else:
+            raise ValueError(f"unknown engine {engine!r} (numpy, numba, auto)")
         out = code == dra_kernels.FIT
         for i in np.flatnonzero((code == dra_kernels.UNDECIDED) | (invalid & ~out)):
             out[i] = self.allocate(nodes[i]) is not None
         return out
+
+    def _encode(self) -> dict | None:
+        """The claims as flat arrays for the kernels, or None when they need
+        the host search (subrequests, All, admin access, capacity requests,
+        anything that is an error)."""
+        cols, f = self.columns, self.features
+        counts, statuses, req_claim, con_first = [], [], [], [0]
+        applies_rows, codes, kinds = [], [], []
+        blocked = cols.per_device_node.copy()
+        if f.consumable_capacity:
+            blocked |= cols.allow_multiple | cols.has_capacity
+        plain = True
+        for ci, claim in enumerate(self.claims):
+            first_req = len(counts)
+            total = 0
+            for ri, req in enumerate(claim.requests):
+                spec = req.exactly
+                if spec is None or spec.allocation_mode != "ExactCount" or spec.admin_access is not None \
+                        or spec.capacity_requests is not None or not spec.device_class_name \
+                        or spec.device_class_name not in self.classes or None in spec.selectors:
+                    return None
+                cls = self.classes[spec.device_class_name]
+                if None in cls.selectors:
+                    return None
+                status = self.status((ci, ri, -1), spec, cls)[0]
+                if f.device_taints and cols.has_taints.any():
+                    status = self._untainted(status, spec)
+                counts.append(spec.count)
+                statuses.append(status)
+                req_claim.append(ci)
+                total += spec.count
+            if total > ALLOCATION_RESULTS_MAX_SIZE:
+                return None
+            for c in claim.constraints:
+                name = c.match_attribute if c.match_attribute is not None else c.distinct_attribute
+                if name is None:
+                    return None
+                code, problem = self._attribute_codes(name)
+                plain = False
+                names = set(c.requests)
+                row = [first_req <= r < len(counts) and (not names or claim.requests[r - first_req].name in names)
+                       for r in range(len(counts))]
+                applies_rows.append(row)
+                codes.append(code)
+                kinds.append(0 if c.match_attribute is not None else 1)
+                blocked = blocked | problem
+            con_first.append(len(codes))
+        n_req = len(counts)
+        applies = np.zeros((len(codes), n_req), bool)
+        for c, row in enumerate(applies_rows):
+            applies[c, :len(row)] = row
+        counters = self._counters()
+        if f.partitionable_devices:
+            blocked = blocked | counters[4]
+            if cols.consumes_counters.any():
+                plain = False
+        else:
+            blocked = blocked | cols.consumes_counters
+        return {
+            "plain": plain,
+            "counts": np.asarray(counts, np.int64),
+            "status": np.stack(statuses) if statuses else np.zeros((0, cols.n), np.int8),
+            "req_claim": np.asarray(req_claim, np.int64),
+            "blocked": blocked,
+            "con_first": np.asarray(con_first, np.int64),
+            "con_applies": applies,
+            "con_code": np.stack(codes) if codes else np.zeros((0, cols.n), np.int64),
+            "con_kind": np.asarray(kinds, np.int64),
+            "counters": counters[:4] if f.partitionable_devices else
+            (np.zeros(cols.n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+             np.zeros(0, np.int64)),
+        }
+
+    def _untainted(self, status: np.ndarray, spec: ExactRequest) -> np.ndarray:
+        """``status`` with devices whose NoSchedule / NoExecute taints the
+        request does not tolerate turned to 'no match' (errors stay)."""
+        out = status.copy()
+        for row in np.flatnonzero(self.columns.has_taints & (status == STATUS_MATCH)):
+            _, dev = self.columns.device(int(row))
+            if any(t.effect in ("NoSchedule", "NoExecute") and
+                   not any(tol.tolerates(t) for tol in spec.tolerations) for t in dev.taints):
+                out[row] = STATUS_NO
+        return out
+
+    def _attribute_codes(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per device: an id of its value of attribute ``name`` (-1 absent)
+        and whether the value is one constraints refuse (no value, a list)."""
+        cols = self.columns
+        key = ("attr-codes", name)
+        got = cols.cache.get(key)
+        if got is None:
+            codes = np.full(cols.n, -1, np.int64)
+            problem = np.zeros(cols.n, bool)
+            ids: dict = {}
+            dom, _, ident = name.partition("/")
+            for row in range(cols.n):
+                sl, dev = cols.device(row)
+                attr = dev.attributes.get(name)
+                if attr is None and dom == sl.driver:
+                    attr = dev.attributes.get(ident)
+                if attr is None:
+                    continue
+                if attr.kind == "none" or attr.is_list:
+                    problem[row] = True
+                    continue
+                codes[row] = ids.setdefault((attr.kind, attr.value), len(ids))
+            got = cols.cache[key] = (codes, problem)
+        return got
+
+    def _counters(self):
+        """(ctr_ptr[D+1], ctr_slot[E], ctr_amt[E], slot_cap[K], blocked[D]):
+        the counters each device consumes, in milli-units, per (pool,
+        counter set, counter) slot of the pool's newest generation.  Devices
+        the kernel cannot account exactly are blocked: pools whose devices
+        are not all on one node, values finer than a milli-unit."""
+        cols = self.columns
+        got = cols.cache.get("counters")
+        if got is not None:
+            return got
+        slots: dict = {}
+        caps: list[int] = []
+        entries: list[list] = [[] for _ in range(cols.n)]
+        blocked = np.zeros(cols.n, bool)
+
+        def milli(q):
+            m = q * 1000
+            return int(m) if m.denominator == 1 else None
+
+        for key, members in cols.pool_slices.items():
+            newest = max(cols.slices[s].pool.generation for s in members)
+            members = [s for s in members if cols.slices[s].pool.generation == newest]
+            sets: dict = {}
+            for s in members:
+                for cs in cols.slices[s].shared_counters:
+                    sets.setdefault(cs.name, cs.counters)
+            device_slices = [s for s in members if cols.slices[s].devices]
+            nodes = {cols.slices[s].node_name for s in device_slices}
+            local = len(nodes) == 1 and None not in nodes
+            for s in device_slices:
+                for i, dev in enumerate(cols.slices[s].devices):
+                    if not dev.consumes_counters:
+                        continue
+                    row = int(cols.first_row[s]) + i
+                    for use in dev.consumes_counters:
+                        for c, q in use.counters.items():
+                            cap = sets.get(use.counter_set, {}).get(c)
+                            amount = milli(q)
+                            if not local or cap is None or amount is None or milli(cap) is None:
+                                blocked[row] = True
+                                continue
+                            slot = slots.get((key, use.counter_set, c))
+                            if slot is None:
+                                slot = slots[(key, use.counter_set, c)] = len(caps)
+                                caps.append(milli(cap))
+                            entries[row].append((slot, amount))
+        ptr = np.zeros(cols.n + 1, np.int64)
+        np.cumsum([len(e) for e in entries], out=ptr[1:])
+        flat = [x for e in entries for x in e]
+        got = (ptr, np.array([a for a, _ in flat], np.int64), np.array([b for _, b in flat], np.int64),
+               np.array(caps, np.int64), blocked)
+        cols.cache["counters"] = got
+        return got
 
     def _csr(self, given, nodes):
         """(ptr[N+1], rows[V], invalid[N]) of ``nodes``' search-order device
@@ -408,45 +580,6 @@ class Allocator:
             cache[key] = got
         cache[("csr-last", part)] = (given, len(nodes), got)
         return got
-
-    def _plain_requests(self):
-        """(counts, statuses) of every request in search order when the
-        claims take the greedy path, else None."""
-        f = self.features
-        counts, statuses = [], []
-        total = 0
-        for ci, claim in enumerate(self.claims):
-            if claim.constraints:
-                return None
-            per_claim = 0
-            for ri, req in enumerate(claim.requests):
-                spec = req.exactly
-                if spec is None or spec.allocation_mode != "ExactCount" or spec.admin_access is not None \
-                        or spec.capacity_requests is not None or not spec.device_class_name \
-                        or spec.device_class_name not in self.classes or None in spec.selectors:
-                    return None
-                cls = self.classes[spec.device_class_name]
-                if None in cls.selectors:
-                    return None
-                counts.append(spec.count)
-                statuses.append(self.status((ci, ri, -1), spec, cls)[0])
-                per_claim += spec.count
-                if f.device_taints and spec.tolerations:
-                    return None
-            if per_claim > ALLOCATION_RESULTS_MAX_SIZE:
-                return None
-            total += per_claim
-        return counts, statuses
-
-    def _complex_rows(self) -> np.ndarray:
-        """Devices the greedy pass must not decide on (the search does)."""
-        cols, f = self.columns, self.features
-        blocked = cols.per_device_node | cols.consumes_counters
-        if f.consumable_capacity:
-            blocked |= cols.allow_multiple | cols.has_capacity
-        if f.device_taints:
-            blocked |= cols.has_taints
-        return blocked
 
     # ---------------------------------------------------------------- counters
 

@@ -81,6 +81,82 @@ def test_feasible_is_allocate_on_every_node(cluster, engine):
     assert list(alloc.feasible(nodes, engine=engine)) == want
 
 
+def partitioned_node(name, cap, uses):
+    """A node-local pool: a counter set ``mem`` of ``cap`` and devices that
+    each consume some of it (MIG-like partitions)."""
+    pool = {"name": name, "generation": 1, "resourceSliceCount": 2}
+    devices = [{"name": f"part-{i}", "attributes": {"model": {"string": MODELS[i % 2]},
+                                                     "numa": {"int": i % 2}},
+                "consumesCounters": [{"counterSet": "mem", "counters": {"mem": {"value": str(u)}}}]}
+               for i, u in enumerate(uses)]
+    return [parse_resource_slice({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                  "metadata": {"name": f"{name}-{k}"},
+                                  "spec": {"driver": DRIVER, "nodeName": name, "pool": pool, **spec}})
+            for k, spec in enumerate(({"devices": devices},
+                                      {"sharedCounters": [{"name": "mem",
+                                                           "counters": {"mem": {"value": str(cap)}}}]}))]
+
+
+@st.composite
+def constrained_clusters(draw):
+    n = draw(st.integers(1, 4))
+    slices = []
+    for i in range(n):
+        if draw(st.booleans()):
+            slices += partitioned_node(f"n{i}", draw(st.integers(1, 8)),
+                                       draw(st.lists(st.integers(1, 4), max_size=5)))
+        else:
+            slices.append(gpu_slice(f"n{i}", draw(st.lists(st.sampled_from(MODELS), max_size=5)),
+                                    node=f"n{i}"))
+    claims = []
+    for k in range(draw(st.integers(1, 2))):
+        reqs = draw(st.lists(st.tuples(st.integers(1, 2), st.sampled_from((None, *MODELS))),
+                             min_size=1, max_size=3))
+        cons = draw(st.lists(st.sampled_from(({"matchAttribute": f"{DRIVER}/numa"},
+                                              {"distinctAttribute": f"{DRIVER}/numa"},
+                                              {"matchAttribute": f"{DRIVER}/model", "requests": ["r0", "r1"]},
+                                              {"distinctAttribute": "other.example.com/x"})),
+                             max_size=2))
+        cons = [c for c in cons if "requests" not in c or len(reqs) >= 2]
+        claims.append(claim(f"c{k}", *reqs, constraints=cons))
+    cols = DeviceColumns(slices, [f"n{i}" for i in range(n)])
+    held = draw(st.lists(st.integers(0, max(cols.n - 1, 0)), max_size=3)) if cols.n else []
+    state = AllocatedState(devices={cols.device_id(r) for r in held})
+    return cols, claims, state, [(f"n{i}", {}) for i in range(n)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(constrained_clusters(), st.sampled_from(("numpy", "numba")))
+def test_compiled_search_is_the_allocators_search(cluster, engine):
+    """Constraints and counters: the compiled search's answer per node (and
+    the numpy engine's host search) equal allocate(node)."""
+    cols, claims, state, nodes = cluster
+    alloc = Allocator(claims, classes=[CLASS], devices=cols, allocated=state,
+                      features=DraFeatures(partitionable_devices=True))
+    want = [alloc.allocate(n) is not None for n in nodes]
+    assert list(alloc.feasible(nodes, engine=engine)) == want
+
+
+def test_compiled_search_picks_the_same_devices():
+    """FIT nodes' picks are the devices allocate() returns, in order."""
+    from tensorsched.kernels.dra import FIT
+    slices = partitioned_node("n0", 6, [4, 2, 2, 3]) + [gpu_slice("n1", ["A100", "H200", "H200"], node="n1")]
+    cols = DeviceColumns(slices, ["n0", "n1"])
+    c = claim("a", (1, None), (1, "A100"), constraints=[{"matchAttribute": f"{DRIVER}/numa"}])
+    alloc = Allocator([c], classes=[CLASS], devices=cols, features=DraFeatures(partitionable_devices=True))
+    enc = alloc._encode()
+    ptr, rows, _ = alloc._csr([("n0", {}), ("n1", {})], [("n0", {}), ("n1", {})])
+    from tensorsched.kernels.dra import first_fit_search
+    code, picks = first_fit_search(ptr, rows, enc["status"], enc["counts"], enc["req_claim"],
+                                   alloc.in_use_rows, enc["blocked"], enc["con_first"],
+                                   enc["con_applies"], enc["con_code"], enc["con_kind"], *enc["counters"])
+    for i, node in enumerate(("n0", "n1")):
+        got = alloc.allocate(node)
+        assert (code[i] == FIT) == (got is not None)
+        if got is not None:
+            assert [cols.device_id(int(r)) for r in picks[i]] == [r.device_id for r in got[0].results]
+
+
 def test_columns_track_allocations_incrementally():
     cols = DeviceColumns([gpu_slice("n0", ["H200"] * 4, node="n0")], ["n0"])
     assert list(cols.node) == [0, 0, 0, 0]
