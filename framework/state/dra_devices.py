@@ -181,13 +181,17 @@ class DeviceColumns:
         # pools are gathered from its own slices and the non-local ones
         self.local_slices: dict[str, list[int]] = {}
         self.nonlocal_slices: list[int] = []
+        self.counter_slices: dict[tuple, list[int]] = {}
         self.pool_slices: dict[tuple, list[int]] = {}
         for s_idx, sl in enumerate(self.slices):
-            if sl.node_name and not sl.shared_counters:
+            key = (sl.driver, sl.pool.name)
+            if sl.shared_counters:
+                self.counter_slices.setdefault(key, []).append(s_idx)
+            elif sl.node_name:
                 self.local_slices.setdefault(sl.node_name, []).append(s_idx)
             else:
                 self.nonlocal_slices.append(s_idx)
-            self.pool_slices.setdefault((sl.driver, sl.pool.name), []).append(s_idx)
+            self.pool_slices.setdefault(key, []).append(s_idx)
         self.pool_keys = list(pools)
         leaves = {}
         for key, col in leaf_ids.items():
@@ -324,65 +328,90 @@ def _node_matches(node_name: str, labels: dict, name, all_nodes, selector) -> bo
 
 def gather_pools(columns: DeviceColumns, node_name: str, labels: dict,
                  partitionable: bool) -> list[Pool]:
-    """The pools ``node_name`` can reach (see the module docstring)."""
+    """The pools ``node_name`` can reach (see the module docstring).
+
+    Slices with counter sets reach every node (upstream); a pool reached
+    only through them has no device for the node, so only an invalid or
+    incomplete one matters (it is listed; the others are not): such pools
+    are judged once for all nodes (:func:`_counter_only_problems`)."""
     slices = columns.slices
-    found: dict[tuple, list[int]] = {}
-    candidates = columns.local_slices.get(node_name, [])
-    if columns.nonlocal_slices:
-        candidates = sorted([*candidates, *columns.nonlocal_slices])   # list order, as upstream
-    for s_idx in candidates:
+    found: dict[tuple, tuple[int, list[int]]] = {}
+
+    def add(key, s_idx):
+        # the newest generation's slices stay (upstream's addSlice, in any order)
+        gen = slices[s_idx].pool.generation
+        have = found.get(key)
+        if have is None or gen > have[0]:
+            found[key] = (gen, [s_idx])
+        elif gen == have[0]:
+            have[1].append(s_idx)
+
+    for s_idx in [*columns.local_slices.get(node_name, ()), *columns.nonlocal_slices]:
         sl = slices[s_idx]
-        if not partitionable and (sl.per_device_node_selection or sl.shared_counters):
-            continue
-        if sl.shared_counters:
-            relevant = True
-        elif sl.node_name or sl.all_nodes or sl.node_selector is not None:
+        if sl.node_name or sl.all_nodes or sl.node_selector is not None:
             relevant = _node_matches(node_name, labels, sl.node_name, sl.all_nodes, sl.node_selector)
         elif sl.per_device_node_selection:
-            relevant = any(_node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector)
-                           for d in sl.devices)
+            relevant = partitionable and any(
+                _node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector)
+                for d in sl.devices)
         else:
-            continue
-        if not relevant:
-            continue
-        key = (sl.driver, sl.pool.name)
-        have = found.get(key)
-        if have is None:
-            found[key] = [s_idx]
-            continue
-        gen, first_gen = sl.pool.generation, slices[have[0]].pool.generation
-        if gen < first_gen:
-            continue
-        if gen > first_gen:
-            found[key] = [s_idx]
-        else:
-            have.append(s_idx)
+            relevant = False
+        if relevant:
+            add((sl.driver, sl.pool.name), s_idx)
+    if partitionable:
+        for key in list(found):
+            for s_idx in columns.counter_slices.get(key, ()):
+                add(key, s_idx)
     plain, bound = [], []
-    for (driver, pool_name), members in found.items():
-        first = slices[members[0]].pool
-        all_members = None
-        if len(members) != first.resource_slice_count:
-            # maybe slices elsewhere complete it, or a newer generation replaces it
-            all_members, obsolete = [], False
-            for s_idx in columns.pool_slices[(driver, pool_name)]:
-                sl = slices[s_idx]
-                if sl.pool.generation == first.generation:
-                    all_members.append(s_idx)
-                elif sl.pool.generation > first.generation:
-                    obsolete = True
-                    break
-            if obsolete:
-                continue
-            if len(all_members) != first.resource_slice_count:
-                plain.append(Pool(driver, pool_name, incomplete=True))
-                continue
-        pool = _build_pool(columns, driver, pool_name, members, all_members, partitionable)
-        has_bc = any(slices[s].devices and any(d.binding_conditions for d in slices[s].devices)
-                     for s in pool.slices)
+    for key, (_, members) in found.items():
+        pool = _finish_pool(columns, key, sorted(members), partitionable)
+        if pool is None:
+            continue
+        has_bc = any(d.binding_conditions for s in pool.slices for d in slices[s].devices)
         (bound if has_bc else plain).append(pool)
+    if partitionable:
+        plain.extend(p for key, p in _counter_only_problems(columns) if key not in found)
     plain.sort(key=lambda p: (p.driver, p.name))
     bound.sort(key=lambda p: (p.driver, p.name))
     return plain + bound
+
+
+def _finish_pool(columns: DeviceColumns, key: tuple, members: list[int],
+                 partitionable: bool) -> Pool | None:
+    """A gathered pool: complete, incomplete, or None when a newer
+    generation replaces it elsewhere (upstream: ignore the pool)."""
+    slices = columns.slices
+    driver, pool_name = key
+    first = slices[members[0]].pool
+    all_members = None
+    if len(members) != first.resource_slice_count:
+        # maybe slices elsewhere complete it, or a newer generation replaces it
+        all_members = []
+        for s_idx in columns.pool_slices[key]:
+            gen = slices[s_idx].pool.generation
+            if gen == first.generation:
+                all_members.append(s_idx)
+            elif gen > first.generation:
+                return None
+        if len(all_members) != first.resource_slice_count:
+            return Pool(driver, pool_name, incomplete=True)
+    return _build_pool(columns, driver, pool_name, members, all_members, partitionable)
+
+
+def _counter_only_problems(columns: DeviceColumns) -> list[tuple[tuple, Pool]]:
+    """Pools as a node reaching them only through their counter-set slices
+    sees them, when that view is invalid or incomplete (cached)."""
+    got = columns.cache.get("counter-only-problems")
+    if got is None:
+        got = []
+        for key, members in columns.counter_slices.items():
+            newest = max(columns.slices[s].pool.generation for s in members)
+            pool = _finish_pool(columns, key, [s for s in members
+                                               if columns.slices[s].pool.generation == newest], True)
+            if pool is not None and (pool.invalid or pool.incomplete):
+                got.append((key, pool))
+        columns.cache["counter-only-problems"] = got
+    return got
 
 
 def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[int],
