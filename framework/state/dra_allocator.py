@@ -588,12 +588,16 @@ class Allocator:
         got = self._available_counters.get(key)
         if got is None:
             got = {(cs, c): q for cs, counters in pool.counter_sets.items() for c, q in counters.items()}
-            slices = self.columns.slices
+            cols = self.columns
             for s in [*pool.slices, *pool.other_slices]:
-                sl = slices[s]
-                for dev in sl.devices:
-                    dev_id = (sl.driver, sl.pool.name, dev.name)
-                    if dev_id not in self.allocated.devices and dev_id not in self.allocated.capacity:
+                sl = cols.slices[s]
+                base = int(cols.first_row[s])
+                for i, dev in enumerate(sl.devices):
+                    if not dev.consumes_counters:
+                        continue
+                    # held exclusively, or shared by claims that consume capacity
+                    if not self.in_use_rows[base + i] and \
+                            not self.shared_capacity((sl.driver, sl.pool.name, dev.name)):
                         continue
                     for use in dev.consumes_counters:
                         for c, q in use.counters.items():
