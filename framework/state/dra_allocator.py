@@ -376,21 +376,90 @@ class Allocator:
             for i, node in enumerate(nodes):
                 out[i] = self.allocate(node) is not None
             return out
-        ptr, rows, invalid = self._csr(given, nodes)
+        if engine not in ("auto", "numba", "numpy"):
+            raise ValueError(f"unknown engine {engine!r} (numpy, numba, auto)")
+        csr = self._csr(given, nodes)
+        ptr, rows, invalid = csr
+        # answers only change on nodes whose devices changed hands since the
+        # last pass of claims like these (pods of one template): redo those
+        memo_key = self._memo_key(csr)
+        memo = self.columns.cache.get(memo_key) if memo_key is not None else None
+        if memo is not None and memo["csr"] is not csr:
+            memo = None                  # another node list took that id
+        if memo is not None:
+            changed = np.flatnonzero(memo["in_use"] != self.in_use_rows)
+            where = memo["node_of_row"][changed]
+            if (where == -1).any():
+                redo = np.arange(len(nodes))
+            else:
+                redo = np.unique(where[where >= 0])
+            out = memo["out"].copy()
+        else:
+            redo = np.arange(len(nodes))
+            out = np.zeros(len(nodes), bool)
+        if len(redo):
+            if len(redo) == len(nodes):
+                sub_ptr, sub_rows = ptr, rows
+            else:
+                lengths = ptr[redo + 1] - ptr[redo]
+                sub_ptr = np.zeros(len(redo) + 1, np.int64)
+                np.cumsum(lengths, out=sub_ptr[1:])
+                sub_rows = np.concatenate([rows[ptr[i]:ptr[i + 1]] for i in redo])
+            out[redo] = self._decide(sub_ptr, sub_rows, invalid[redo], [nodes[i] for i in redo],
+                                     enc, engine)
+        if memo_key is not None:
+            if memo is None:
+                memo = {"csr": csr, "node_of_row": self._node_of_row(ptr, rows, self.columns.n)}
+                memos = [k for k in self.columns.cache if k[0] == "feasible"]
+                for k in memos[:-63]:
+                    del self.columns.cache[k]
+                self.columns.cache[memo_key] = memo
+            memo["in_use"] = self.in_use_rows.copy()
+            memo["out"] = out.copy()
+        return out
+
+    def _decide(self, ptr, rows, invalid, nodes, enc, engine) -> np.ndarray:
         if engine == "numpy":
             code = dra_kernels.greedy_first_fit(ptr, rows, enc["status"], enc["counts"],
                                                 self.in_use_rows, enc["blocked"], engine="numpy")
-        elif engine in ("auto", "numba"):
+        else:
             code, _ = dra_kernels.first_fit_search(
                 ptr, rows, enc["status"], enc["counts"], enc["req_claim"], self.in_use_rows,
                 enc["blocked"], enc["con_first"], enc["con_applies"], enc["con_code"],
                 enc["con_kind"], *enc["counters"])
-        else:
-            raise ValueError(f"unknown engine {engine!r} (numpy, numba, auto)")
         out = code == dra_kernels.FIT
         for i in np.flatnonzero((code == dra_kernels.UNDECIDED) | (invalid & ~out)):
             out[i] = self.allocate(nodes[i]) is not None
         return out
+
+    def _memo_key(self, csr) -> tuple | None:
+        """What the all-nodes answer depends on besides the devices in use:
+        the claims' content, the classes, the features and the node list
+        (None when capacity sharing makes it depend on more)."""
+        if self.features.consumable_capacity or self.columns.consumed:
+            return None
+        parts = []
+        classes = set()
+        for claim in self.claims:
+            reqs = []
+            for r in claim.requests:
+                e = r.exactly
+                reqs.append((r.name, e.device_class_name, e.selectors, e.count, e.tolerations))
+                classes.add(e.device_class_name)
+            parts.append((tuple(reqs), claim.constraints))
+        cls = tuple((n, self.classes[n].selectors) for n in sorted(classes))
+        return ("feasible", tuple(parts), cls, self.features, id(csr))
+
+    @staticmethod
+    def _node_of_row(ptr, rows, n_rows: int) -> np.ndarray:
+        """[D]: per device row, the one position in the node list that sees
+        it, -1 when several do, -2 when none does."""
+        node_of_entry = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+        seen = np.bincount(rows, minlength=n_rows)
+        where = np.full(n_rows, -2, np.int64)
+        where[rows] = node_of_entry
+        where[seen > 1] = -1
+        return where
 
     def _encode(self) -> dict | None:
         """The claims as flat arrays for the kernels, or None when they need
