@@ -369,7 +369,12 @@ class Allocator:
         given = nodes
         nodes = nodes if isinstance(nodes, list) else list(nodes)
         out = np.zeros(len(nodes), bool)
-        enc = self._encode()
+        shape = self._shape()
+        enc = self.columns.cache.get(("enc", shape)) if shape is not None else None
+        if enc is None:
+            enc = self._encode()
+            if enc is not None and shape is not None:
+                self.columns.cache[("enc", shape)] = enc
         if enc is None or (engine == "numpy" and not enc["plain"]):
             # the host search, node by node (the NumPy engine has no
             # vectorized depth-first search)
@@ -432,23 +437,41 @@ class Allocator:
             out[i] = self.allocate(nodes[i]) is not None
         return out
 
-    def _memo_key(self, csr) -> tuple | None:
-        """What the all-nodes answer depends on besides the devices in use:
-        the claims' content, the classes, the features and the node list
-        (None when capacity sharing makes it depend on more)."""
-        if self.features.consumable_capacity or self.columns.consumed:
-            return None
+    def _shape(self) -> tuple | None:
+        """The claims' content the kernels read (requests, constraints, the
+        classes' selectors, the features): equal for pods of one template.
+        None for claims the kernels do not take."""
+        if getattr(self, "_shape_memo", False) is not False:
+            return self._shape_memo
         parts = []
         classes = set()
+        shape = None
         for claim in self.claims:
             reqs = []
             for r in claim.requests:
                 e = r.exactly
-                reqs.append((r.name, e.device_class_name, e.selectors, e.count, e.tolerations))
+                if e is None or e.capacity_requests is not None or e.device_class_name not in self.classes:
+                    break
+                reqs.append((r.name, e.device_class_name, e.selectors, e.count, e.allocation_mode,
+                             e.admin_access, e.tolerations))
                 classes.add(e.device_class_name)
-            parts.append((tuple(reqs), claim.constraints))
-        cls = tuple((n, self.classes[n].selectors) for n in sorted(classes))
-        return ("feasible", tuple(parts), cls, self.features, id(csr))
+            else:
+                parts.append((tuple(reqs), claim.constraints))
+                continue
+            break
+        else:
+            cls = tuple((n, self.classes[n].selectors) for n in sorted(classes))
+            shape = (tuple(parts), cls, self.features)
+        self._shape_memo = shape
+        return shape
+
+    def _memo_key(self, csr) -> tuple | None:
+        """What the all-nodes answer depends on besides the devices in use:
+        the claims' shape and the node list (None when capacity sharing
+        makes it depend on more)."""
+        if self.features.consumable_capacity or self.columns.consumed or self._shape() is None:
+            return None
+        return ("feasible", self._shape(), id(csr))
 
     @staticmethod
     def _node_of_row(ptr, rows, n_rows: int) -> np.ndarray:
