@@ -28,6 +28,7 @@ import numpy as np
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.dra import node_selector_matches
 from tensorsched.framework.objects.dra_records import (
+    LIST_KINDS,
     AllocationResult,
     ResourceSliceRecord,
 )
@@ -129,53 +130,66 @@ class DeviceColumns:
         self.cel_problem: dict[int, str] = {}
         self.list_problem: dict[int, str] = {}
         self.ids: dict[tuple, list[int]] = {}
-        leaf_ids: dict[tuple, np.ndarray] = {}
-        leaf_vals: dict[tuple, dict] = {}
+        # per leaf: the rows that have it and their (type, value) keys; coded
+        # into dictionary ids once at the end
+        leaf_rows: dict[tuple, list[int]] = {}
+        leaf_keys: dict[tuple, list] = {}
         driver_names: list[str] = []
-
-        def encode(key, row, value):
-            col = leaf_ids.get(key)
-            if col is None:
-                col = leaf_ids[key] = np.full(d, -1, np.int32)
-                leaf_vals[key] = {}
-            table = leaf_vals[key]
-            hashable = (type(value).__name__, value)
-            code = table.get(hashable)
-            if code is None:
-                code = table[hashable] = len(table)
-            col[row] = code
-
+        flags = {name: [] for name in ("binding", "counters", "multi", "taints", "capacity")}
+        per_device = []
         for s_idx, sl in enumerate(self.slices):
             drv = drivers.setdefault(sl.driver, len(drivers))
             if drv == len(driver_names):
                 driver_names.append(sl.driver)
             pid = pools.setdefault((sl.driver, sl.pool.name), len(pools))
             base = int(self.first_row[s_idx])
-            local = node_row.get(sl.node_name, -1) if sl.node_name is not None else -1
+            n_dev = len(sl.devices)
+            self.driver[base:base + n_dev] = drv
+            self.pool[base:base + n_dev] = pid
+            if sl.node_name is not None:
+                self.node[base:base + n_dev] = node_row.get(sl.node_name, -1)
+            per_device.append((base, n_dev, sl.per_device_node_selection))
+            driver = sl.driver
+            prefix = driver + "/"
             for i, dev in enumerate(sl.devices):
                 row = base + i
-                self.driver[row] = drv
-                self.pool[row] = pid
-                self.node[row] = local
-                self.has_binding_conditions[row] = bool(dev.binding_conditions)
-                self.consumes_counters[row] = bool(dev.consumes_counters)
-                self.allow_multiple[row] = dev.allow_multiple_allocations
-                self.has_taints[row] = bool(dev.taints)
-                self.has_capacity[row] = bool(dev.capacity)
-                self.per_device_node[row] = sl.per_device_node_selection
-                self.ids.setdefault((sl.driver, sl.pool.name, dev.name), []).append(row)
-                encode(("driver",), row, sl.driver)
-                encode(("multi",), row, dev.allow_multiple_allocations)
+                flags["binding"].append(bool(dev.binding_conditions))
+                flags["counters"].append(bool(dev.consumes_counters))
+                flags["multi"].append(dev.allow_multiple_allocations)
+                flags["taints"].append(bool(dev.taints))
+                flags["capacity"].append(bool(dev.capacity))
+                self.ids.setdefault((driver, sl.pool.name, dev.name), []).append(row)
                 for name, attr in dev.attributes.items():
-                    fq = qualify(name, sl.driver)
-                    if attr.kind == "none":
+                    kind = attr.kind
+                    if kind == "none":
                         self.cel_problem.setdefault(row, f"attribute {name}: unsupported attribute value")
                         continue
-                    if attr.is_list:
+                    if kind in LIST_KINDS:
                         self.list_problem.setdefault(row, f"attribute {name}: unsupported attribute value")
-                    encode(("attr", fq), row, _cel_value(attr))
+                    key = ("attr", name if "/" in name else prefix + name)
+                    value = _cel_value(attr)
+                    got = leaf_rows.get(key)
+                    if got is None:
+                        got = leaf_rows[key] = []
+                        leaf_keys[key] = []
+                    got.append(row)
+                    leaf_keys[key].append((type(value).__name__, value))
                 for name, cap in dev.capacity.items():
-                    encode(("cap", qualify(name, sl.driver)), row, Quantity(cap.value))
+                    key = ("cap", name if "/" in name else prefix + name)
+                    got = leaf_rows.get(key)
+                    if got is None:
+                        got = leaf_rows[key] = []
+                        leaf_keys[key] = []
+                    got.append(row)
+                    leaf_keys[key].append(("Quantity", Quantity(cap.value)))
+        if d:
+            self.has_binding_conditions[:] = flags["binding"]
+            self.consumes_counters[:] = flags["counters"]
+            self.allow_multiple[:] = flags["multi"]
+            self.has_taints[:] = flags["taints"]
+            self.has_capacity[:] = flags["capacity"]
+        for base, n_dev, per in per_device:
+            self.per_device_node[base:base + n_dev] = per
         self.driver_names = driver_names
         # slice indexes by the node they name, the rest, and by pool: a node's
         # pools are gathered from its own slices and the non-local ones
@@ -193,10 +207,15 @@ class DeviceColumns:
                 self.nonlocal_slices.append(s_idx)
             self.pool_slices.setdefault(key, []).append(s_idx)
         self.pool_keys = list(pools)
-        leaves = {}
-        for key, col in leaf_ids.items():
-            table = [v for (_, v) in sorted(leaf_vals[key], key=leaf_vals[key].get)]
-            leaves[key] = (col, table)
+        leaves = {("driver",): (self.driver.copy(), list(driver_names))}
+        multi_ids = self.allow_multiple.astype(np.int32)
+        leaves[("multi",)] = (multi_ids, [False, True])
+        for key, rows_of_leaf in leaf_rows.items():
+            table: dict = {}
+            codes = [table.setdefault(h, len(table)) for h in leaf_keys[key]]
+            col = np.full(d, -1, np.int32)
+            col[rows_of_leaf] = codes
+            leaves[key] = (col, [v for (_, v) in table])
         self.values = DeviceValues(d, leaves, self._cel_record)
         # derived data the allocator keeps per content (selector columns,
         # node pool views): valid as long as the slices are
