@@ -36,8 +36,7 @@ from tensorsched.framework.objects.semver import parse_semver
 
 from .dra_cel import DeviceValues, Quantity
 
-__all__ = ["DeviceID", "AllocatedState", "DeviceColumns", "Pool", "gather_pools",
-           "qualify"]
+__all__ = ["DeviceID", "AllocatedState", "DeviceColumns", "Pool", "gather_pools", "qualify"]
 
 DeviceID = tuple  # (driver, pool, device)
 
@@ -112,8 +111,11 @@ class DeviceColumns:
         d = int(self.first_row[-1])
         self.n = d
         self.slice_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        self.index_in_slice = (np.arange(d) - self.first_row[self.slice_of]).astype(np.int32) \
-            if d else np.zeros(0, np.int32)
+        self.index_in_slice = (
+            (np.arange(d) - self.first_row[self.slice_of]).astype(np.int32)
+            if d
+            else np.zeros(0, np.int32)
+        )
         drivers: dict[str, int] = {}
         pools: dict[tuple, int] = {}
         self.driver = np.zeros(d, np.int32)
@@ -144,10 +146,10 @@ class DeviceColumns:
             pid = pools.setdefault((sl.driver, sl.pool.name), len(pools))
             base = int(self.first_row[s_idx])
             n_dev = len(sl.devices)
-            self.driver[base:base + n_dev] = drv
-            self.pool[base:base + n_dev] = pid
+            self.driver[base : base + n_dev] = drv
+            self.pool[base : base + n_dev] = pid
             if sl.node_name is not None:
-                self.node[base:base + n_dev] = node_row.get(sl.node_name, -1)
+                self.node[base : base + n_dev] = node_row.get(sl.node_name, -1)
             per_device.append((base, n_dev, sl.per_device_node_selection))
             driver = sl.driver
             prefix = driver + "/"
@@ -162,10 +164,14 @@ class DeviceColumns:
                 for name, attr in dev.attributes.items():
                     kind = attr.kind
                     if kind == "none":
-                        self.cel_problem.setdefault(row, f"attribute {name}: unsupported attribute value")
+                        self.cel_problem.setdefault(
+                            row, f"attribute {name}: unsupported attribute value"
+                        )
                         continue
                     if kind in LIST_KINDS:
-                        self.list_problem.setdefault(row, f"attribute {name}: unsupported attribute value")
+                        self.list_problem.setdefault(
+                            row, f"attribute {name}: unsupported attribute value"
+                        )
                     key = ("attr", name if "/" in name else prefix + name)
                     value = _cel_value(attr)
                     got = leaf_rows.get(key)
@@ -189,7 +195,7 @@ class DeviceColumns:
             self.has_taints[:] = flags["taints"]
             self.has_capacity[:] = flags["capacity"]
         for base, n_dev, per in per_device:
-            self.per_device_node[base:base + n_dev] = per
+            self.per_device_node[base : base + n_dev] = per
         self.driver_names = driver_names
         # slice indexes by the node they name, the rest, and by pool: a node's
         # pools are gathered from its own slices and the non-local ones
@@ -326,8 +332,8 @@ class Pool:
     incomplete: bool = False
     invalid: bool = False
     invalid_reason: str = ""
-    slices: list[int] = field(default_factory=list)          # device slices targeting the node, by name
-    other_slices: list[int] = field(default_factory=list)    # device slices of the pool elsewhere
+    slices: list[int] = field(default_factory=list)  # device slices targeting the node, by name
+    other_slices: list[int] = field(default_factory=list)  # device slices of the pool elsewhere
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
 
     @property
@@ -345,8 +351,9 @@ def _node_matches(node_name: str, labels: dict, name, all_nodes, selector) -> bo
     return False
 
 
-def gather_pools(columns: DeviceColumns, node_name: str, labels: dict,
-                 partitionable: bool) -> list[Pool]:
+def gather_pools(
+    columns: DeviceColumns, node_name: str, labels: dict, partitionable: bool
+) -> list[Pool]:
     """The pools ``node_name`` can reach (see the module docstring).
 
     Slices with counter sets reach every node (upstream); a pool reached
@@ -368,11 +375,14 @@ def gather_pools(columns: DeviceColumns, node_name: str, labels: dict,
     for s_idx in [*columns.local_slices.get(node_name, ()), *columns.nonlocal_slices]:
         sl = slices[s_idx]
         if sl.node_name or sl.all_nodes or sl.node_selector is not None:
-            relevant = _node_matches(node_name, labels, sl.node_name, sl.all_nodes, sl.node_selector)
+            relevant = _node_matches(
+                node_name, labels, sl.node_name, sl.all_nodes, sl.node_selector
+            )
         elif sl.per_device_node_selection:
             relevant = partitionable and any(
                 _node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector)
-                for d in sl.devices)
+                for d in sl.devices
+            )
         else:
             relevant = False
         if relevant:
@@ -395,8 +405,9 @@ def gather_pools(columns: DeviceColumns, node_name: str, labels: dict,
     return plain + bound
 
 
-def _finish_pool(columns: DeviceColumns, key: tuple, members: list[int],
-                 partitionable: bool) -> Pool | None:
+def _finish_pool(
+    columns: DeviceColumns, key: tuple, members: list[int], partitionable: bool
+) -> Pool | None:
     """A gathered pool: complete, incomplete, or None when a newer
     generation replaces it elsewhere (upstream: ignore the pool)."""
     slices = columns.slices
@@ -425,16 +436,26 @@ def _counter_only_problems(columns: DeviceColumns) -> list[tuple[tuple, Pool]]:
         got = []
         for key, members in columns.counter_slices.items():
             newest = max(columns.slices[s].pool.generation for s in members)
-            pool = _finish_pool(columns, key, [s for s in members
-                                               if columns.slices[s].pool.generation == newest], True)
+            pool = _finish_pool(
+                columns,
+                key,
+                [s for s in members if columns.slices[s].pool.generation == newest],
+                True,
+            )
             if pool is not None and (pool.invalid or pool.incomplete):
                 got.append((key, pool))
         columns.cache["counter-only-problems"] = got
     return got
 
 
-def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[int],
-                all_members: list[int] | None, partitionable: bool) -> Pool:
+def _build_pool(
+    columns: DeviceColumns,
+    driver: str,
+    name: str,
+    members: list[int],
+    all_members: list[int] | None,
+    partitionable: bool,
+) -> Pool:
     slices = columns.slices
     members = sorted(members, key=lambda s: slices[s].name)
     if partitionable:
@@ -446,7 +467,9 @@ def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[in
     for s in device_slices:
         for dev in slices[s].devices:
             if dev.name in seen:
-                return Pool(driver, name, invalid=True, invalid_reason=f"duplicate device name {dev.name}")
+                return Pool(
+                    driver, name, invalid=True, invalid_reason=f"duplicate device name {dev.name}"
+                )
             seen.add(dev.name)
     if not partitionable:
         return Pool(driver, name, slices=device_slices)
@@ -454,8 +477,12 @@ def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[in
     for s in counter_slices:
         for cs in slices[s].shared_counters:
             if cs.name in counter_sets:
-                return Pool(driver, name, invalid=True,
-                            invalid_reason=f"duplicate counter set name {cs.name}")
+                return Pool(
+                    driver,
+                    name,
+                    invalid=True,
+                    invalid_reason=f"duplicate counter set name {cs.name}",
+                )
             counter_sets[cs.name] = dict(cs.counters)
     reason = _consumption_problem(counter_sets, [slices[s] for s in members])
     if reason:
@@ -467,9 +494,13 @@ def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[in
         reason = _consumption_problem(counter_sets, [slices[s] for s in others])
         if reason:
             return Pool(driver, name, invalid=True, invalid_reason=reason)
-    return Pool(driver, name, slices=device_slices,
-                other_slices=[s for s in others if not slices[s].shared_counters],
-                counter_sets=counter_sets)
+    return Pool(
+        driver,
+        name,
+        slices=device_slices,
+        other_slices=[s for s in others if not slices[s].shared_counters],
+        counter_sets=counter_sets,
+    )
 
 
 def _consumption_problem(counter_sets: dict, slice_records) -> str:

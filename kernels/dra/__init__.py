@@ -6,5 +6,11 @@ search with constraints and counters, Numba)."""
 from .feasible import FIT, NO_FIT, UNDECIDED, greedy_first_fit, greedy_first_fit_numpy
 from .search import first_fit_search
 
-__all__ = ["FIT", "NO_FIT", "UNDECIDED", "greedy_first_fit", "greedy_first_fit_numpy",
-           "first_fit_search"]
+__all__ = [
+    "FIT",
+    "NO_FIT",
+    "UNDECIDED",
+    "greedy_first_fit",
+    "greedy_first_fit_numpy",
+    "first_fit_search",
+]

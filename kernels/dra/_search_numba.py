@@ -11,8 +11,9 @@ FIT, NO_FIT, UNDECIDED = 1, 0, 2
 
 
 @njit(cache=True, nogil=True)
-def _fits_constraints(c_lo, c_hi, r, row, con_applies, con_code, con_kind, con_count,
-                      con_stack):  # pragma: no cover - compiled
+def _fits_constraints(
+    c_lo, c_hi, r, row, con_applies, con_code, con_kind, con_count, con_stack
+):  # pragma: no cover - compiled
     for c in range(c_lo, c_hi):
         if not con_applies[c, r]:
             continue
@@ -31,9 +32,24 @@ def _fits_constraints(c_lo, c_hi, r, row, con_applies, con_code, con_kind, con_c
 
 
 @njit(cache=True, nogil=True)
-def first_fit_search_numba(ptr, rows, status, counts, req_claim, in_use, blocked,
-                           con_first, con_applies, con_code, con_kind,
-                           ctr_ptr, ctr_slot, ctr_amt, slot_cap, budget):  # pragma: no cover - compiled
+def first_fit_search_numba(
+    ptr,
+    rows,
+    status,
+    counts,
+    req_claim,
+    in_use,
+    blocked,
+    con_first,
+    con_applies,
+    con_code,
+    con_kind,
+    ctr_ptr,
+    ctr_slot,
+    ctr_amt,
+    slot_cap,
+    budget,
+):  # pragma: no cover - compiled
     n = ptr.shape[0] - 1
     n_req = counts.shape[0]
     total = 0
@@ -119,8 +135,9 @@ def first_fit_search_numba(ptr, rows, status, counts, req_claim, in_use, blocked
                             ok = False
                     # counters are checked against every counter of the sets
                     # the device touches; untouched counters cannot overflow
-                    if ok and not _fits_constraints(c_lo, c_hi, r, row, con_applies, con_code,
-                                                    con_kind, con_count, con_stack):
+                    if ok and not _fits_constraints(
+                        c_lo, c_hi, r, row, con_applies, con_code, con_kind, con_count, con_stack
+                    ):
                         ok = False
                     if ok:
                         taken[p] = True

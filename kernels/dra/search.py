@@ -34,20 +34,44 @@ import numpy as np
 FIT, NO_FIT, UNDECIDED = 1, 0, 2
 
 
-def first_fit_search(ptr, rows, status, counts, req_claim, in_use, blocked, con_first,
-                     con_applies, con_code, con_kind, ctr_ptr, ctr_slot, ctr_amt, slot_cap,
-                     budget: int = 200_000):
+def first_fit_search(
+    ptr,
+    rows,
+    status,
+    counts,
+    req_claim,
+    in_use,
+    blocked,
+    con_first,
+    con_applies,
+    con_code,
+    con_kind,
+    ctr_ptr,
+    ctr_slot,
+    ctr_amt,
+    slot_cap,
+    budget: int = 200_000,
+):
     """Numba only: a depth-first search does not vectorize (the NumPy engine
     runs the host search per node instead)."""
     from ._search_numba import first_fit_search_numba
 
     i64 = np.int64
     return first_fit_search_numba(
-        np.ascontiguousarray(ptr, i64), np.ascontiguousarray(rows, i64),
-        np.ascontiguousarray(status, np.int8), np.ascontiguousarray(counts, i64),
-        np.ascontiguousarray(req_claim, i64), np.ascontiguousarray(in_use, np.bool_),
-        np.ascontiguousarray(blocked, np.bool_), np.ascontiguousarray(con_first, i64),
-        np.ascontiguousarray(con_applies, np.bool_), np.ascontiguousarray(con_code, i64),
-        np.ascontiguousarray(con_kind, i64), np.ascontiguousarray(ctr_ptr, i64),
-        np.ascontiguousarray(ctr_slot, i64), np.ascontiguousarray(ctr_amt, i64),
-        np.ascontiguousarray(slot_cap, i64), int(budget))
+        np.ascontiguousarray(ptr, i64),
+        np.ascontiguousarray(rows, i64),
+        np.ascontiguousarray(status, np.int8),
+        np.ascontiguousarray(counts, i64),
+        np.ascontiguousarray(req_claim, i64),
+        np.ascontiguousarray(in_use, np.bool_),
+        np.ascontiguousarray(blocked, np.bool_),
+        np.ascontiguousarray(con_first, i64),
+        np.ascontiguousarray(con_applies, np.bool_),
+        np.ascontiguousarray(con_code, i64),
+        np.ascontiguousarray(con_kind, i64),
+        np.ascontiguousarray(ctr_ptr, i64),
+        np.ascontiguousarray(ctr_slot, i64),
+        np.ascontiguousarray(ctr_amt, i64),
+        np.ascontiguousarray(slot_cap, i64),
+        int(budget),
+    )
