@@ -47,7 +47,16 @@ from .dra_records import (
     ResourceClaimTemplateRecord,
     ResourceSliceRecord,
 )
-from .meta import ObjectContext, ObjectKind, identity, join_path, type_name
+from .meta import (
+    ObjectContext,
+    ObjectKind,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    identity,
+    invalid_value,
+    join_path,
+    type_name,
+)
 from .quantity import parse_quantity
 
 API_VERSION = "resource.k8s.io/v1"
@@ -75,8 +84,29 @@ def is_resource_v1(obj) -> bool:
     return version in (None, "", API_VERSION)
 
 
+#: ResourceSliceMaxDevices (resource.k8s.io/v1)
+MAX_DEVICES_PER_SLICE = 128
+DRIVER_NAME_MAX_LENGTH = 63
+
 # --------------------------------------------------------------------------
 # small parts
+
+
+def _dns_label(ctx: ObjectContext, value: str, path: str) -> str:
+    errs = dns1123_label_errors(value)
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+    return value
+
+
+def _driver_name(ctx: ObjectContext, value: str, path: str) -> str:
+    """validateDriverName: a DNS subdomain of at most 63 characters."""
+    errs = dns1123_subdomain_errors(value)
+    if len(value) > DRIVER_NAME_MAX_LENGTH:
+        errs = [f"must be no more than {DRIVER_NAME_MAX_LENGTH} characters", *errs]
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+    return value
 
 
 def _quantity(ctx: ObjectContext, value, path: str) -> Fraction:
@@ -319,7 +349,9 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
 
 def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
     d = ctx.mapping(d, path)
-    name = ctx.string(d.get("name"), f"{path}.name", required=True)
+    name = _dns_label(
+        ctx, ctx.string(d.get("name"), f"{path}.name", required=True), f"{path}.name"
+    )
     attributes = {}
     for k, v in ctx.mapping(d.get("attributes"), f"{path}.attributes").items():
         attributes[k] = _attribute(ctx, v, join_path(f"{path}.attributes", k))
@@ -401,7 +433,9 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
     ``perDeviceNodeSelection`` must be set, as the API requires."""
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
-    driver = ctx.string(spec.get("driver"), "spec.driver", required=True)
+    driver = _driver_name(
+        ctx, ctx.string(spec.get("driver"), "spec.driver", required=True), "spec.driver"
+    )
     if spec.get("pool") is None:
         ctx.fail("spec.pool", "required")
     pool = ctx.mapping(spec.get("pool"), "spec.pool")
@@ -424,9 +458,14 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
             "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
             "`perDeviceNodeSelection` is required",
         )
+    raw_devices = ctx.list(spec.get("devices"), "spec.devices")
+    if len(raw_devices) > MAX_DEVICES_PER_SLICE:
+        ctx.fail(
+            "spec.devices",
+            f"Too many: {len(raw_devices)}: must have at most {MAX_DEVICES_PER_SLICE} items",
+        )
     devices = tuple(
-        _device(ctx, d, f"spec.devices[{i}]", per_device)
-        for i, d in enumerate(ctx.list(spec.get("devices"), "spec.devices"))
+        _device(ctx, d, f"spec.devices[{i}]", per_device) for i, d in enumerate(raw_devices)
     )
     counters = []
     for i, cs in enumerate(ctx.list(spec.get("sharedCounters"), "spec.sharedCounters")):
@@ -458,6 +497,7 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 
 def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
     value = ctx.mapping(value, path)
+    # subrequest names are not checked: upstream's own tests use "subReq-0"
     name = ctx.string(value.get("name"), f"{path}.name", required=True) if sub else ""
     mode = (
         ctx.enum(value.get("allocationMode"), f"{path}.allocationMode", ("",) + ALLOCATION_MODES)
@@ -499,7 +539,9 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
     for i, r in enumerate(ctx.list(devices.get("requests"), f"{dpath}.requests")):
         rpath = f"{dpath}.requests[{i}]"
         r = ctx.mapping(r, rpath)
-        name = ctx.string(r.get("name"), f"{rpath}.name", required=True)
+        name = _dns_label(
+            ctx, ctx.string(r.get("name"), f"{rpath}.name", required=True), f"{rpath}.name"
+        )
         if name in names:
             ctx.fail(f"{rpath}.name", f"Duplicate value: {name!r}")
         names.add(name)

@@ -139,6 +139,31 @@ def _slice():
 @pytest.mark.parametrize(
     "edit, field, words",
     [
+        (lambda s: s["spec"].update(driver="Bad_Driver"), "spec.driver", "RFC 1123 subdomain"),
+        (lambda s: s["spec"].update(driver="d" * 64), "spec.driver", "no more than 63"),
+        (
+            lambda s: s["spec"]["devices"][0].update(name="GPU 0"),
+            "spec.devices[0].name",
+            "RFC 1123 label",
+        ),
+        (
+            lambda s: s["spec"].update(devices=[{"name": f"d{i}"} for i in range(129)]),
+            "spec.devices",
+            "at most 128",
+        ),
+    ],
+)
+def test_names_follow_upstream_rules(edit, field, words):
+    obj = _slice()
+    edit(obj)
+    with pytest.raises(ManifestError) as err:
+        parse_resource_slice(obj)
+    assert err.value.field == field and words in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
         (lambda s: s["spec"].pop("driver"), "spec.driver", "required"),
         (
             lambda s: s["spec"]["pool"].pop("resourceSliceCount"),
