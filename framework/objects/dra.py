@@ -47,7 +47,16 @@ from .dra_records import (
     ResourceClaimTemplateRecord,
     ResourceSliceRecord,
 )
-from .meta import ObjectContext, ObjectKind, identity, join_path, type_name
+from .meta import (
+    ObjectContext,
+    ObjectKind,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    identity,
+    invalid_value,
+    join_path,
+    type_name,
+)
 from .quantity import parse_quantity
 
 API_VERSION = "resource.k8s.io/v1"
@@ -75,8 +84,29 @@ def is_resource_v1(obj) -> bool:
     return version in (None, "", API_VERSION)
 
 
+#: ResourceSliceMaxDevices (resource.k8s.io/v1)
+MAX_DEVICES_PER_SLICE = 128
+DRIVER_NAME_MAX_LENGTH = 63
+
 # --------------------------------------------------------------------------
 # small parts
+
+
+def _dns_label(ctx: ObjectContext, value: str, path: str) -> str:
+    errs = dns1123_label_errors(value)
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+    return value
+
+
+def _driver_name(ctx: ObjectContext, value: str, path: str) -> str:
+    """validateDriverName: a DNS subdomain of at most 63 characters."""
+    errs = dns1123_subdomain_errors(value)
+    if len(value) > DRIVER_NAME_MAX_LENGTH:
+        errs = [f"must be no more than {DRIVER_NAME_MAX_LENGTH} characters", *errs]
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+    return value
 
 
 def _quantity(ctx: ObjectContext, value, path: str) -> Fraction:
@@ -120,8 +150,9 @@ def _node_selector(ctx: ObjectContext, value, path: str) -> NodeSelector | None:
             for j, req in enumerate(ctx.list(term.get(field_name), rpath)):
                 req = ctx.mapping(req, f"{rpath}[{j}]")
                 key = ctx.string(req.get("key"), f"{rpath}[{j}].key", required=True)
-                op = ctx.enum(req.get("operator"), f"{rpath}[{j}].operator",
-                              NODE_SELECTOR_OPERATORS)
+                op = ctx.enum(
+                    req.get("operator"), f"{rpath}[{j}].operator", NODE_SELECTOR_OPERATORS
+                )
                 vals = tuple(ctx.str_list(req.get("values"), f"{rpath}[{j}].values"))
                 reqs.append(NodeSelectorRequirement(key, op, vals))
             parts.append(tuple(reqs))
@@ -156,9 +187,10 @@ def node_selector_matches(selector: NodeSelector, node_name: str, labels: dict) 
     for term in selector.terms:
         if not term.match_expressions and not term.match_fields:
             continue
-        if all(_requirement_matches(r, labels.get(r.key)) for r in term.match_expressions) and \
-                all(r.key == "metadata.name" and _requirement_matches(r, node_name)
-                    for r in term.match_fields):
+        if all(_requirement_matches(r, labels.get(r.key)) for r in term.match_expressions) and all(
+            r.key == "metadata.name" and _requirement_matches(r, node_name)
+            for r in term.match_fields
+        ):
             return True
     return False
 
@@ -169,7 +201,10 @@ def _tolerations(ctx: ObjectContext, value, path: str) -> tuple[DeviceToleration
         tpath = f"{path}[{i}]"
         t = ctx.mapping(t, tpath)
         key = ctx.string(t.get("key"), f"{tpath}.key")
-        op = ctx.enum(t.get("operator"), f"{tpath}.operator", ("",) + TOLERATION_OPERATORS) or "Equal"
+        op = (
+            ctx.enum(t.get("operator"), f"{tpath}.operator", ("",) + TOLERATION_OPERATORS)
+            or "Equal"
+        )
         val = ctx.string(t.get("value"), f"{tpath}.value")
         effect = ctx.enum(t.get("effect"), f"{tpath}.effect", ("",) + DEVICE_TAINT_EFFECTS)
         if op == "Exists" and val:
@@ -189,15 +224,16 @@ def _selectors(ctx: ObjectContext, value, path: str) -> tuple[str | None, ...]:
         sel = ctx.mapping(sel, f"{path}[{i}]")
         cel = sel.get("cel")
         if cel is None:
-            out.append(None)       # unknown selector type: the allocator refuses it
+            out.append(None)  # unknown selector type: the allocator refuses it
             continue
         cel = ctx.mapping(cel, f"{path}[{i}].cel")
-        out.append(ctx.string(cel.get("expression"), f"{path}[{i}].cel.expression",
-                              required=True))
+        out.append(ctx.string(cel.get("expression"), f"{path}[{i}].cel.expression", required=True))
     return tuple(out)
 
 
-def _opaque_configs(ctx: ObjectContext, value, path: str, with_requests: bool) -> tuple[DeviceConfig, ...]:
+def _opaque_configs(
+    ctx: ObjectContext, value, path: str, with_requests: bool
+) -> tuple[DeviceConfig, ...]:
     out = []
     for i, c in enumerate(ctx.list(value, path)):
         cpath = f"{path}[{i}]"
@@ -207,7 +243,9 @@ def _opaque_configs(ctx: ObjectContext, value, path: str, with_requests: bool) -
             ctx.fail(cpath, "opaque: required (the only configuration type)")
         opaque = ctx.mapping(opaque, f"{cpath}.opaque")
         driver = ctx.string(opaque.get("driver"), f"{cpath}.opaque.driver", required=True)
-        requests = tuple(ctx.str_list(c.get("requests"), f"{cpath}.requests")) if with_requests else ()
+        requests = (
+            tuple(ctx.str_list(c.get("requests"), f"{cpath}.requests")) if with_requests else ()
+        )
         out.append(DeviceConfig(driver, opaque.get("parameters"), requests))
     return tuple(out)
 
@@ -226,7 +264,9 @@ def parse_device_class(obj: dict, *, where: str | None = None) -> DeviceClassRec
         name=name,
         selectors=_selectors(ctx, spec.get("selectors"), "spec.selectors"),
         config=_opaque_configs(ctx, spec.get("config"), "spec.config", False),
-        extended_resource_name=ctx.string(ext, "spec.extendedResourceName") if ext is not None else None,
+        extended_resource_name=ctx.string(ext, "spec.extendedResourceName")
+        if ext is not None
+        else None,
         obj=obj,
     )
 
@@ -257,8 +297,11 @@ def _attribute(ctx: ObjectContext, value, path: str) -> AttrValue:
         else:
             checked.append(ctx.string(v, ipath))
         if scalar == "version" and not _is_semver(checked[-1]):
-            ctx.fail(ipath, f"Invalid value: {checked[-1]!r}: must be a string compatible "
-                     "with semver.org spec 2.0.0")
+            ctx.fail(
+                ipath,
+                f"Invalid value: {checked[-1]!r}: must be a string compatible "
+                "with semver.org spec 2.0.0",
+            )
     return AttrValue(kind, checked[0] if kind == scalar else tuple(checked))
 
 
@@ -276,11 +319,19 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
     if value is None:
         return None
     value = ctx.mapping(value, path)
-    default = _quantity(ctx, value["default"], f"{path}.default") if value.get("default") is not None else None
+    default = (
+        _quantity(ctx, value["default"], f"{path}.default")
+        if value.get("default") is not None
+        else None
+    )
     valid_values = None
     if value.get("validValues") is not None:
-        valid_values = tuple(sorted(_quantity(ctx, v, f"{path}.validValues[{i}]")
-                                    for i, v in enumerate(ctx.list(value["validValues"], f"{path}.validValues"))))
+        valid_values = tuple(
+            sorted(
+                _quantity(ctx, v, f"{path}.validValues[{i}]")
+                for i, v in enumerate(ctx.list(value["validValues"], f"{path}.validValues"))
+            )
+        )
     lo = hi = step = None
     if value.get("validRange") is not None:
         rng = ctx.mapping(value["validRange"], f"{path}.validRange")
@@ -298,7 +349,9 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
 
 def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
     d = ctx.mapping(d, path)
-    name = ctx.string(d.get("name"), f"{path}.name", required=True)
+    name = _dns_label(
+        ctx, ctx.string(d.get("name"), f"{path}.name", required=True), f"{path}.name"
+    )
     attributes = {}
     for k, v in ctx.mapping(d.get("attributes"), f"{path}.attributes").items():
         attributes[k] = _attribute(ctx, v, join_path(f"{path}.attributes", k))
@@ -308,23 +361,31 @@ def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
         v = ctx.mapping(v, cpath)
         if v.get("value") is None:
             ctx.fail(f"{cpath}.value", "required")
-        capacity[k] = DeviceCapacity(_quantity(ctx, v["value"], f"{cpath}.value"),
-                                     _request_policy(ctx, v.get("requestPolicy"), f"{cpath}.requestPolicy"))
+        capacity[k] = DeviceCapacity(
+            _quantity(ctx, v["value"], f"{cpath}.value"),
+            _request_policy(ctx, v.get("requestPolicy"), f"{cpath}.requestPolicy"),
+        )
     consumes = []
     for i, c in enumerate(ctx.list(d.get("consumesCounters"), f"{path}.consumesCounters")):
         cpath = f"{path}.consumesCounters[{i}]"
         c = ctx.mapping(c, cpath)
-        consumes.append(CounterConsumption(
-            ctx.string(c.get("counterSet"), f"{cpath}.counterSet", required=True),
-            _quantity_map(ctx, c.get("counters"), f"{cpath}.counters", nested=True)))
+        consumes.append(
+            CounterConsumption(
+                ctx.string(c.get("counterSet"), f"{cpath}.counterSet", required=True),
+                _quantity_map(ctx, c.get("counters"), f"{cpath}.counters", nested=True),
+            )
+        )
     taints = []
     for i, t in enumerate(ctx.list(d.get("taints"), f"{path}.taints")):
         tpath = f"{path}.taints[{i}]"
         t = ctx.mapping(t, tpath)
-        taints.append(DeviceTaint(
-            ctx.string(t.get("key"), f"{tpath}.key", required=True),
-            ctx.string(t.get("value"), f"{tpath}.value"),
-            ctx.enum(t.get("effect"), f"{tpath}.effect", DEVICE_TAINT_EFFECTS)))
+        taints.append(
+            DeviceTaint(
+                ctx.string(t.get("key"), f"{tpath}.key", required=True),
+                ctx.string(t.get("value"), f"{tpath}.value"),
+                ctx.enum(t.get("effect"), f"{tpath}.effect", DEVICE_TAINT_EFFECTS),
+            )
+        )
     node_name = d.get("nodeName")
     node_selector = _node_selector(ctx, d.get("nodeSelector"), f"{path}.nodeSelector")
     all_nodes = ctx.boolean(d.get("allNodes"), f"{path}.allNodes")
@@ -332,21 +393,36 @@ def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
         node_name = ctx.string(node_name, f"{path}.nodeName", required=True)
     chosen = sum((node_name is not None, node_selector is not None, all_nodes))
     if per_device and chosen != 1:
-        ctx.fail(path, "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required "
-                 "when the slice sets perDeviceNodeSelection")
+        ctx.fail(
+            path,
+            "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required "
+            "when the slice sets perDeviceNodeSelection",
+        )
     if not per_device and chosen:
-        ctx.fail(path, "`nodeName`, `nodeSelector` and `allNodes` of a device need "
-                 "`spec.perDeviceNodeSelection: true`")
+        ctx.fail(
+            path,
+            "`nodeName`, `nodeSelector` and `allNodes` of a device need "
+            "`spec.perDeviceNodeSelection: true`",
+        )
     return DeviceRecord(
-        name=name, attributes=attributes, capacity=capacity,
-        consumes_counters=tuple(consumes), node_name=node_name,
-        node_selector=node_selector, all_nodes=all_nodes, taints=tuple(taints),
-        binding_conditions=tuple(ctx.str_list(d.get("bindingConditions"), f"{path}.bindingConditions")),
-        binding_failure_conditions=tuple(ctx.str_list(d.get("bindingFailureConditions"),
-                                                      f"{path}.bindingFailureConditions")),
+        name=name,
+        attributes=attributes,
+        capacity=capacity,
+        consumes_counters=tuple(consumes),
+        node_name=node_name,
+        node_selector=node_selector,
+        all_nodes=all_nodes,
+        taints=tuple(taints),
+        binding_conditions=tuple(
+            ctx.str_list(d.get("bindingConditions"), f"{path}.bindingConditions")
+        ),
+        binding_failure_conditions=tuple(
+            ctx.str_list(d.get("bindingFailureConditions"), f"{path}.bindingFailureConditions")
+        ),
         binds_to_node=ctx.boolean(d.get("bindsToNode"), f"{path}.bindsToNode"),
-        allow_multiple_allocations=ctx.boolean(d.get("allowMultipleAllocations"),
-                                               f"{path}.allowMultipleAllocations"),
+        allow_multiple_allocations=ctx.boolean(
+            d.get("allowMultipleAllocations"), f"{path}.allowMultipleAllocations"
+        ),
     )
 
 
@@ -357,7 +433,9 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
     ``perDeviceNodeSelection`` must be set, as the API requires."""
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
-    driver = ctx.string(spec.get("driver"), "spec.driver", required=True)
+    driver = _driver_name(
+        ctx, ctx.string(spec.get("driver"), "spec.driver", required=True), "spec.driver"
+    )
     if spec.get("pool") is None:
         ctx.fail("spec.pool", "required")
     pool = ctx.mapping(spec.get("pool"), "spec.pool")
@@ -365,7 +443,8 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
         ctx.string(pool.get("name"), "spec.pool.name", required=True),
         ctx.integer(pool.get("generation", 0), "spec.pool.generation", lo=0),
         ctx.integer(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", lo=1)
-        if pool.get("resourceSliceCount") is not None else ctx.fail("spec.pool.resourceSliceCount", "required"),
+        if pool.get("resourceSliceCount") is not None
+        else ctx.fail("spec.pool.resourceSliceCount", "required"),
     )
     node_name = spec.get("nodeName")
     if node_name is not None:
@@ -374,21 +453,42 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
     all_nodes = ctx.boolean(spec.get("allNodes"), "spec.allNodes")
     per_device = ctx.boolean(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
     if sum((node_name is not None, node_selector is not None, all_nodes, per_device)) != 1:
-        ctx.fail("spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                 "`perDeviceNodeSelection` is required")
-    devices = tuple(_device(ctx, d, f"spec.devices[{i}]", per_device)
-                    for i, d in enumerate(ctx.list(spec.get("devices"), "spec.devices")))
+        ctx.fail(
+            "spec",
+            "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+            "`perDeviceNodeSelection` is required",
+        )
+    raw_devices = ctx.list(spec.get("devices"), "spec.devices")
+    if len(raw_devices) > MAX_DEVICES_PER_SLICE:
+        ctx.fail(
+            "spec.devices",
+            f"Too many: {len(raw_devices)}: must have at most {MAX_DEVICES_PER_SLICE} items",
+        )
+    devices = tuple(
+        _device(ctx, d, f"spec.devices[{i}]", per_device) for i, d in enumerate(raw_devices)
+    )
     counters = []
     for i, cs in enumerate(ctx.list(spec.get("sharedCounters"), "spec.sharedCounters")):
         cpath = f"spec.sharedCounters[{i}]"
         cs = ctx.mapping(cs, cpath)
-        counters.append(CounterSet(ctx.string(cs.get("name"), f"{cpath}.name", required=True),
-                                   _quantity_map(ctx, cs.get("counters"), f"{cpath}.counters", nested=True)))
+        counters.append(
+            CounterSet(
+                ctx.string(cs.get("name"), f"{cpath}.name", required=True),
+                _quantity_map(ctx, cs.get("counters"), f"{cpath}.counters", nested=True),
+            )
+        )
     return ResourceSliceRecord(
-        name=name, driver=driver, pool=pool_ref, node_name=node_name,
-        node_selector=node_selector, all_nodes=all_nodes,
-        per_device_node_selection=per_device, devices=devices,
-        shared_counters=tuple(counters), obj=obj)
+        name=name,
+        driver=driver,
+        pool=pool_ref,
+        node_name=node_name,
+        node_selector=node_selector,
+        all_nodes=all_nodes,
+        per_device_node_selection=per_device,
+        devices=devices,
+        shared_counters=tuple(counters),
+        obj=obj,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -397,9 +497,12 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 
 def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
     value = ctx.mapping(value, path)
+    # subrequest names are not checked: upstream's own tests use "subReq-0"
     name = ctx.string(value.get("name"), f"{path}.name", required=True) if sub else ""
-    mode = ctx.enum(value.get("allocationMode"), f"{path}.allocationMode",
-                    ("",) + ALLOCATION_MODES) or "ExactCount"
+    mode = (
+        ctx.enum(value.get("allocationMode"), f"{path}.allocationMode", ("",) + ALLOCATION_MODES)
+        or "ExactCount"
+    )
     count = value.get("count")
     if count is None:
         count = 1 if mode == "ExactCount" else 0
@@ -411,13 +514,19 @@ def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
     capacity = None
     if value.get("capacity") is not None:
         cap = ctx.mapping(value.get("capacity"), f"{path}.capacity")
-        capacity = _quantity_map(ctx, cap.get("requests"), f"{path}.capacity.requests", nested=False)
+        capacity = _quantity_map(
+            ctx, cap.get("requests"), f"{path}.capacity.requests", nested=False
+        )
     return ExactRequest(
         device_class_name=ctx.string(value.get("deviceClassName"), f"{path}.deviceClassName"),
         selectors=_selectors(ctx, value.get("selectors"), f"{path}.selectors"),
-        allocation_mode=mode, count=count, admin_access=admin,
+        allocation_mode=mode,
+        count=count,
+        admin_access=admin,
         tolerations=_tolerations(ctx, value.get("tolerations"), f"{path}.tolerations"),
-        capacity_requests=capacity, name=name)
+        capacity_requests=capacity,
+        name=name,
+    )
 
 
 def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
@@ -430,7 +539,9 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
     for i, r in enumerate(ctx.list(devices.get("requests"), f"{dpath}.requests")):
         rpath = f"{dpath}.requests[{i}]"
         r = ctx.mapping(r, rpath)
-        name = ctx.string(r.get("name"), f"{rpath}.name", required=True)
+        name = _dns_label(
+            ctx, ctx.string(r.get("name"), f"{rpath}.name", required=True), f"{rpath}.name"
+        )
         if name in names:
             ctx.fail(f"{rpath}.name", f"Duplicate value: {name!r}")
         names.add(name)
@@ -438,14 +549,25 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
         if has_exact == has_first:
             ctx.fail(rpath, "exactly one of `exactly` or `firstAvailable` is required")
         if has_exact:
-            requests.append(DeviceRequest(name, exactly=_exact(ctx, r["exactly"], f"{rpath}.exactly", False)))
+            requests.append(
+                DeviceRequest(name, exactly=_exact(ctx, r["exactly"], f"{rpath}.exactly", False))
+            )
             continue
         subs = ctx.list(r["firstAvailable"], f"{rpath}.firstAvailable")
         if not subs or len(subs) > FIRST_AVAILABLE_MAX_SIZE:
-            ctx.fail(f"{rpath}.firstAvailable",
-                     f"must have 1 to {FIRST_AVAILABLE_MAX_SIZE} subrequests, got {len(subs)}")
-        requests.append(DeviceRequest(name, first_available=tuple(
-            _exact(ctx, s, f"{rpath}.firstAvailable[{j}]", True) for j, s in enumerate(subs))))
+            ctx.fail(
+                f"{rpath}.firstAvailable",
+                f"must have 1 to {FIRST_AVAILABLE_MAX_SIZE} subrequests, got {len(subs)}",
+            )
+        requests.append(
+            DeviceRequest(
+                name,
+                first_available=tuple(
+                    _exact(ctx, s, f"{rpath}.firstAvailable[{j}]", True)
+                    for j, s in enumerate(subs)
+                ),
+            )
+        )
     constraints = []
     for i, c in enumerate(ctx.list(devices.get("constraints"), f"{dpath}.constraints")):
         cpath = f"{dpath}.constraints[{i}]"
@@ -454,12 +576,20 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
         distinct = c.get("distinctAttribute")
         if match is not None and distinct is not None:
             ctx.fail(cpath, "matchAttribute and distinctAttribute are mutually exclusive")
-        constraints.append(DeviceConstraint(
-            tuple(ctx.str_list(c.get("requests"), f"{cpath}.requests")),
-            ctx.string(match, f"{cpath}.matchAttribute") if match is not None else None,
-            ctx.string(distinct, f"{cpath}.distinctAttribute") if distinct is not None else None))
-    return dict(requests=tuple(requests), constraints=tuple(constraints),
-                config=_opaque_configs(ctx, devices.get("config"), f"{dpath}.config", True))
+        constraints.append(
+            DeviceConstraint(
+                tuple(ctx.str_list(c.get("requests"), f"{cpath}.requests")),
+                ctx.string(match, f"{cpath}.matchAttribute") if match is not None else None,
+                ctx.string(distinct, f"{cpath}.distinctAttribute")
+                if distinct is not None
+                else None,
+            )
+        )
+    return dict(
+        requests=tuple(requests),
+        constraints=tuple(constraints),
+        config=_opaque_configs(ctx, devices.get("config"), f"{dpath}.config", True),
+    )
 
 
 def parse_allocation_result(ctx: ObjectContext, value, path: str) -> AllocationResult:
@@ -471,27 +601,44 @@ def parse_allocation_result(ctx: ObjectContext, value, path: str) -> AllocationR
         rpath = f"{path}.devices.results[{i}]"
         r = ctx.mapping(r, rpath)
         consumed = r.get("consumedCapacity")
-        results.append(DeviceRequestAllocationResult(
-            request=ctx.string(r.get("request"), f"{rpath}.request", required=True),
-            driver=ctx.string(r.get("driver"), f"{rpath}.driver", required=True),
-            pool=ctx.string(r.get("pool"), f"{rpath}.pool", required=True),
-            device=ctx.string(r.get("device"), f"{rpath}.device", required=True),
-            admin_access=ctx.boolean(r["adminAccess"], f"{rpath}.adminAccess")
-            if r.get("adminAccess") is not None else None,
-            tolerations=_tolerations(ctx, r.get("tolerations"), f"{rpath}.tolerations"),
-            binding_conditions=tuple(ctx.str_list(r.get("bindingConditions"), f"{rpath}.bindingConditions")),
-            binding_failure_conditions=tuple(ctx.str_list(r.get("bindingFailureConditions"),
-                                                          f"{rpath}.bindingFailureConditions")),
-            share_id=ctx.string(r.get("shareID"), f"{rpath}.shareID") if r.get("shareID") is not None else None,
-            consumed_capacity=_quantity_map(ctx, consumed, f"{rpath}.consumedCapacity", nested=False)
-            if consumed is not None else None))
+        results.append(
+            DeviceRequestAllocationResult(
+                request=ctx.string(r.get("request"), f"{rpath}.request", required=True),
+                driver=ctx.string(r.get("driver"), f"{rpath}.driver", required=True),
+                pool=ctx.string(r.get("pool"), f"{rpath}.pool", required=True),
+                device=ctx.string(r.get("device"), f"{rpath}.device", required=True),
+                admin_access=ctx.boolean(r["adminAccess"], f"{rpath}.adminAccess")
+                if r.get("adminAccess") is not None
+                else None,
+                tolerations=_tolerations(ctx, r.get("tolerations"), f"{rpath}.tolerations"),
+                binding_conditions=tuple(
+                    ctx.str_list(r.get("bindingConditions"), f"{rpath}.bindingConditions")
+                ),
+                binding_failure_conditions=tuple(
+                    ctx.str_list(
+                        r.get("bindingFailureConditions"), f"{rpath}.bindingFailureConditions"
+                    )
+                ),
+                share_id=ctx.string(r.get("shareID"), f"{rpath}.shareID")
+                if r.get("shareID") is not None
+                else None,
+                consumed_capacity=_quantity_map(
+                    ctx, consumed, f"{rpath}.consumedCapacity", nested=False
+                )
+                if consumed is not None
+                else None,
+            )
+        )
     configs = []
     for i, c in enumerate(ctx.list(devices.get("config"), f"{path}.devices.config")):
         cpath = f"{path}.devices.config[{i}]"
         c = ctx.mapping(c, cpath)
         source = ctx.enum(c.get("source"), f"{cpath}.source", ("FromClass", "FromClaim"))
-        (cfg,) = _opaque_configs(ctx, [c], f"{path}.devices.config", True) if c.get("opaque") is not None \
+        (cfg,) = (
+            _opaque_configs(ctx, [c], f"{path}.devices.config", True)
+            if c.get("opaque") is not None
             else ctx.fail(f"{cpath}.opaque", "required")
+        )
         configs.append(AllocatedConfig(source, cfg.requests, cfg))
     node_selector = value.get("nodeSelector")
     if node_selector is not None:
@@ -511,20 +658,29 @@ def parse_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClai
     for i, ref in enumerate(ctx.list(status.get("reservedFor"), "status.reservedFor")):
         rpath = f"status.reservedFor[{i}]"
         ref = ctx.mapping(ref, rpath)
-        reserved.append(ConsumerRef(
-            ctx.string(ref.get("resource"), f"{rpath}.resource", required=True),
-            ctx.string(ref.get("name"), f"{rpath}.name", required=True),
-            ctx.string(ref.get("uid"), f"{rpath}.uid", required=True),
-            ctx.string(ref.get("apiGroup"), f"{rpath}.apiGroup")))
+        reserved.append(
+            ConsumerRef(
+                ctx.string(ref.get("resource"), f"{rpath}.resource", required=True),
+                ctx.string(ref.get("name"), f"{rpath}.name", required=True),
+                ctx.string(ref.get("uid"), f"{rpath}.uid", required=True),
+                ctx.string(ref.get("apiGroup"), f"{rpath}.apiGroup"),
+            )
+        )
     return ResourceClaimRecord(
-        namespace=namespace, name=name,
+        namespace=namespace,
+        name=name,
         uid=ctx.string(meta.get("uid"), "metadata.uid"),
         **_claim_spec(ctx, obj.get("spec"), "spec"),
-        allocation=allocation, reserved_for=tuple(reserved),
-        deleting=meta.get("deletionTimestamp") is not None, obj=obj)
+        allocation=allocation,
+        reserved_for=tuple(reserved),
+        deleting=meta.get("deletionTimestamp") is not None,
+        obj=obj,
+    )
 
 
-def parse_resource_claim_template(obj: dict, *, where: str | None = None) -> ResourceClaimTemplateRecord:
+def parse_resource_claim_template(
+    obj: dict, *, where: str | None = None
+) -> ResourceClaimTemplateRecord:
     """A ResourceClaimTemplate -> :class:`ResourceClaimTemplateRecord`
     (``spec.spec`` is the claim spec; ``spec.metadata`` labels and
     annotations go to the claims made from it)."""
@@ -532,13 +688,18 @@ def parse_resource_claim_template(obj: dict, *, where: str | None = None) -> Res
     spec = ctx.mapping(obj.get("spec"), "spec")
     claim_spec = ctx.mapping(spec.get("spec"), "spec.spec")
     meta = ctx.mapping(spec.get("metadata"), "spec.metadata")
-    claim = ResourceClaimRecord(namespace=namespace, name=name, uid="",
-                                **_claim_spec(ctx, claim_spec, "spec.spec"))
+    claim = ResourceClaimRecord(
+        namespace=namespace, name=name, uid="", **_claim_spec(ctx, claim_spec, "spec.spec")
+    )
     return ResourceClaimTemplateRecord(
-        namespace=namespace, name=name, spec=claim_spec, claim=claim,
+        namespace=namespace,
+        name=name,
+        spec=claim_spec,
+        claim=claim,
         labels=ctx.str_map(meta.get("labels"), "spec.metadata.labels"),
         annotations=ctx.str_map(meta.get("annotations"), "spec.metadata.annotations"),
-        obj=obj)
+        obj=obj,
+    )
 
 
 def _namespaced_key(r) -> str:
@@ -547,12 +708,44 @@ def _namespaced_key(r) -> str:
 
 #: ``parse_objects`` entries, with the ``Objects`` field each fills.
 OBJECT_KINDS = (
-    (ObjectKind("DeviceClass", parse_device_class, lambda r: r.name, "DeviceClass {}",
-                accepts=is_resource_v1), "device_classes"),
-    (ObjectKind("ResourceSlice", parse_resource_slice, lambda r: r.name, "ResourceSlice {}",
-                accepts=is_resource_v1), "resource_slices"),
-    (ObjectKind("ResourceClaim", parse_resource_claim, _namespaced_key, "ResourceClaim {}",
-                accepts=is_resource_v1), "resource_claims"),
-    (ObjectKind("ResourceClaimTemplate", parse_resource_claim_template, _namespaced_key,
-                "ResourceClaimTemplate {}", accepts=is_resource_v1), "resource_claim_templates"),
+    (
+        ObjectKind(
+            "DeviceClass",
+            parse_device_class,
+            lambda r: r.name,
+            "DeviceClass {}",
+            accepts=is_resource_v1,
+        ),
+        "device_classes",
+    ),
+    (
+        ObjectKind(
+            "ResourceSlice",
+            parse_resource_slice,
+            lambda r: r.name,
+            "ResourceSlice {}",
+            accepts=is_resource_v1,
+        ),
+        "resource_slices",
+    ),
+    (
+        ObjectKind(
+            "ResourceClaim",
+            parse_resource_claim,
+            _namespaced_key,
+            "ResourceClaim {}",
+            accepts=is_resource_v1,
+        ),
+        "resource_claims",
+    ),
+    (
+        ObjectKind(
+            "ResourceClaimTemplate",
+            parse_resource_claim_template,
+            _namespaced_key,
+            "ResourceClaimTemplate {}",
+            accepts=is_resource_v1,
+        ),
+        "resource_claim_templates",
+    ),
 )

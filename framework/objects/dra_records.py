@@ -91,15 +91,15 @@ class CounterConsumption:
 class DeviceTaint:
     key: str
     value: str
-    effect: str          # NoSchedule | NoExecute | None
+    effect: str  # NoSchedule | NoExecute | None
 
 
 @dataclass(frozen=True)
 class DeviceToleration:
     key: str
-    operator: str        # Equal | Exists
+    operator: str  # Equal | Exists
     value: str
-    effect: str          # "" tolerates every effect
+    effect: str  # "" tolerates every effect
     toleration_seconds: int | None = None
 
     def tolerates(self, taint: DeviceTaint) -> bool:
@@ -129,7 +129,7 @@ class DeviceToleration:
 @dataclass(frozen=True)
 class NodeSelectorRequirement:
     key: str
-    operator: str        # In | NotIn | Exists | DoesNotExist | Gt | Lt
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
     values: tuple[str, ...]
 
 
@@ -202,7 +202,7 @@ class DeviceConfig:
 @dataclass
 class DeviceClassRecord:
     name: str
-    selectors: tuple[str | None, ...]     # CEL expressions; None = a selector without cel
+    selectors: tuple[str | None, ...]  # CEL expressions; None = a selector without cel
     config: tuple[DeviceConfig, ...] = ()
     extended_resource_name: str | None = None
     obj: dict = field(repr=False, default_factory=dict)
@@ -215,7 +215,7 @@ class ExactRequest:
 
     device_class_name: str
     selectors: tuple[str | None, ...] = ()
-    allocation_mode: str = "ExactCount"   # ExactCount | All
+    allocation_mode: str = "ExactCount"  # ExactCount | All
     count: int = 1
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
@@ -255,8 +255,12 @@ class DeviceRequestAllocationResult:
         return (self.driver, self.pool, self.device)
 
     def to_dict(self) -> dict:
-        out = {"request": self.request, "driver": self.driver, "pool": self.pool,
-               "device": self.device}
+        out = {
+            "request": self.request,
+            "driver": self.driver,
+            "pool": self.pool,
+            "device": self.device,
+        }
         if self.admin_access is not None:
             out["adminAccess"] = self.admin_access
         if self.tolerations:
@@ -268,14 +272,15 @@ class DeviceRequestAllocationResult:
         if self.share_id is not None:
             out["shareID"] = self.share_id
         if self.consumed_capacity:
-            out["consumedCapacity"] = {k: format_quantity(v)
-                                       for k, v in self.consumed_capacity.items()}
+            out["consumedCapacity"] = {
+                k: format_quantity(v) for k, v in self.consumed_capacity.items()
+            }
         return out
 
 
 @dataclass(frozen=True)
 class AllocatedConfig:
-    source: str                      # FromClass | FromClaim
+    source: str  # FromClass | FromClaim
     requests: tuple[str, ...]
     config: DeviceConfig
 
@@ -338,8 +343,8 @@ class ResourceClaimRecord:
 class ResourceClaimTemplateRecord:
     namespace: str
     name: str
-    spec: dict                       # spec.spec: the ResourceClaimSpec as written
-    claim: ResourceClaimRecord       # that spec, parsed (its name is the template's)
+    spec: dict  # spec.spec: the ResourceClaimSpec as written
+    claim: ResourceClaimRecord  # that spec, parsed (its name is the template's)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     obj: dict = field(repr=False, default_factory=dict)
@@ -352,13 +357,21 @@ class ResourceClaimTemplateRecord:
         """The claim made from this template (requests, constraints and
         config shared, nothing allocated)."""
         c = self.claim
-        obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-               "metadata": {"namespace": namespace, "name": name,
-                            **({"uid": uid} if uid else {})},
-               "spec": self.spec}
-        return ResourceClaimRecord(namespace=namespace, name=name, uid=uid,
-                                   requests=c.requests, constraints=c.constraints,
-                                   config=c.config, obj=obj)
+        obj = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"namespace": namespace, "name": name, **({"uid": uid} if uid else {})},
+            "spec": self.spec,
+        }
+        return ResourceClaimRecord(
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            requests=c.requests,
+            constraints=c.constraints,
+            config=c.config,
+            obj=obj,
+        )
 
 
 def format_quantity(q: Fraction) -> str:
@@ -367,8 +380,14 @@ def format_quantity(q: Fraction) -> str:
     if q.denominator == 1:
         n = q.numerator
         if n != 0 and n % 1024 == 0:
-            for suffix, power in (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30),
-                                  ("Mi", 20), ("Ki", 10)):
+            for suffix, power in (
+                ("Ei", 60),
+                ("Pi", 50),
+                ("Ti", 40),
+                ("Gi", 30),
+                ("Mi", 20),
+                ("Ki", 10),
+            ):
                 if n % (1 << power) == 0:
                     return f"{n >> power}{suffix}"
         return str(n)

@@ -8,10 +8,12 @@ import re
 from dataclasses import dataclass
 from functools import total_ordering
 
+_PRE_ID = r"(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
 _SEMVER_RE = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?")
+    rf"(?:-({_PRE_ID}(?:\.{_PRE_ID})*))?"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
+)
 
 
 @total_ordering
@@ -20,7 +22,7 @@ class Semver:
     major: int
     minor: int
     patch: int
-    pre: tuple = ()          # identifiers: int or str
+    pre: tuple = ()  # identifiers: int or str
     build: str = ""
 
     def _key(self):

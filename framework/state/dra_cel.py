@@ -74,7 +74,7 @@ class Quantity:
         return (self.value > other.value) - (self.value < other.value)
 
 
-_ABSENT = object()     # a device value that is not there (no such key)
+_ABSENT = object()  # a device value that is not there (no such key)
 
 
 def _type_name(v) -> str:
@@ -104,14 +104,21 @@ def cel_equal(a, b) -> bool:
     element-wise, values of different types are unequal."""
     if _numeric(a) and _numeric(b):
         return a == b
-    if type(a) is not type(b) and not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):
+    if type(a) is not type(b) and not (
+        isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))
+    ):
         return False
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(cel_equal(x, y) for x, y in zip(a, b))
     return a == b
 
 
-_ORDER = {"<": lambda c: c < 0, "<=": lambda c: c <= 0, ">": lambda c: c > 0, ">=": lambda c: c >= 0}
+_ORDER = {
+    "<": lambda c: c < 0,
+    "<=": lambda c: c <= 0,
+    ">": lambda c: c > 0,
+    ">=": lambda c: c >= 0,
+}
 
 
 def cel_order(op: str, a, b) -> bool:
@@ -164,7 +171,9 @@ def _make_semver(text) -> Semver:
 #: method name -> f(target, *args) on our values (the compiled path and the
 #: cel-python library share these).
 METHODS = {
-    "matches": lambda s, p: _regex(_string(p, "matches")).search(_string(s, "matches")) is not None,
+    "matches": lambda s, p: (
+        _regex(_string(p, "matches")).search(_string(s, "matches")) is not None
+    ),
     "startsWith": lambda s, p: _string(s, "startsWith").startswith(_string(p, "startsWith")),
     "endsWith": lambda s, p: _string(s, "endsWith").endswith(_string(p, "endsWith")),
     "contains": lambda s, p: _string(p, "contains") in _string(s, "contains"),
@@ -182,9 +191,10 @@ FUNCTIONS = {"quantity": _make_quantity, "semver": _make_semver}
 def _celpy():
     try:
         import celpy
-    except ImportError:   # pragma: no cover - a packaging problem, reported clearly
-        raise CelError("CEL device selectors need the cel-python package "
-                       "(pip install 'tensorsched[dra]')") from None
+    except ImportError:  # pragma: no cover - a packaging problem, reported clearly
+        raise CelError(
+            "CEL device selectors need the cel-python package (pip install 'tensorsched[dra]')"
+        ) from None
     return celpy
 
 
@@ -193,10 +203,26 @@ def _environment():
     return _celpy().Environment()
 
 
-_CHAIN = {"expr", "conditionalor", "conditionaland", "relation", "addition",
-          "multiplication", "unary", "member", "primary"}
-_REL = {"relation_eq": "==", "relation_ne": "!=", "relation_lt": "<", "relation_le": "<=",
-        "relation_gt": ">", "relation_ge": ">=", "relation_in": "in"}
+_CHAIN = {
+    "expr",
+    "conditionalor",
+    "conditionaland",
+    "relation",
+    "addition",
+    "multiplication",
+    "unary",
+    "member",
+    "primary",
+}
+_REL = {
+    "relation_eq": "==",
+    "relation_ne": "!=",
+    "relation_lt": "<",
+    "relation_le": "<=",
+    "relation_gt": ">",
+    "relation_ge": ">=",
+    "relation_in": "in",
+}
 
 
 class _Opaque(Exception):
@@ -206,10 +232,20 @@ class _Opaque(Exception):
 def _literal(token):
     """A literal token's value (cel-python's own evaluation)."""
     import lark
+
     celpy = _celpy()
     tree = lark.Tree("literal", [token])
-    for name in ("primary", "member", "unary", "multiplication", "addition", "relation",
-                 "conditionaland", "conditionalor", "expr"):
+    for name in (
+        "primary",
+        "member",
+        "unary",
+        "multiplication",
+        "addition",
+        "relation",
+        "conditionaland",
+        "conditionalor",
+        "expr",
+    ):
         tree = lark.Tree(name, [tree])
     value = _environment().program(tree).evaluate({})
     return _from_cel(value, celpy)
@@ -236,6 +272,7 @@ def _translate(node, bound: frozenset):
     """lark tree -> nested tuples (see ``_Compiler``); raises _Opaque for
     forms outside the compiled subset, CelError for undeclared names."""
     import lark
+
     while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
         node = node.children[0]
     if not isinstance(node, lark.Tree):
@@ -247,8 +284,12 @@ def _translate(node, bound: frozenset):
         return ("and", _translate(ch[0], bound), _translate(ch[1], bound))
     if d == "relation":
         op_node, rhs = ch
-        return ("cmp", _REL[op_node.data], _translate(op_node.children[0], bound),
-                _translate(rhs, bound))
+        return (
+            "cmp",
+            _REL[op_node.data],
+            _translate(op_node.children[0], bound),
+            _translate(rhs, bound),
+        )
     if d == "unary":
         if ch[0].data == "unary_not":
             return ("not", _translate(ch[1], bound))
@@ -266,8 +307,10 @@ def _translate(node, bound: frozenset):
             return ("device",)
         if name in bound:
             raise _Opaque("bound variable")
-        raise CelError(f"compilation failed: ERROR: <input>:{ch[0].line}:{ch[0].column}: "
-                       f"undeclared reference to '{name}' (in container '')")
+        raise CelError(
+            f"compilation failed: ERROR: <input>:{ch[0].line}:{ch[0].column}: "
+            f"undeclared reference to '{name}' (in container '')"
+        )
     if d == "ident_arg":
         name = str(ch[0])
         args = tuple(_translate(a, bound) for a in (ch[1].children if len(ch) > 1 else ()))
@@ -323,8 +366,13 @@ def _expand_binds(tree):
     def substitute(node, name, init):
         if not isinstance(node, lark.Tree):
             return node
-        if node.data == "primary" and len(node.children) == 1 and isinstance(node.children[0], lark.Tree) \
-                and node.children[0].data == "ident" and str(node.children[0].children[0]) == name:
+        if (
+            node.data == "primary"
+            and len(node.children) == 1
+            and isinstance(node.children[0], lark.Tree)
+            and node.children[0].data == "ident"
+            and str(node.children[0].children[0]) == name
+        ):
             return lark.Tree("primary", [lark.Tree("paren_expr", [copy.deepcopy(init)])])
         return lark.Tree(node.data, [substitute(c, name, init) for c in node.children], node.meta)
 
@@ -332,11 +380,17 @@ def _expand_binds(tree):
         if not isinstance(node, lark.Tree):
             return node
         node = lark.Tree(node.data, [visit(c) for c in node.children], node.meta)
-        if node.data == "member_dot_arg" and str(node.children[1]) == "bind" and \
-                _is_ident(node.children[0], "cel") and len(node.children) > 2 and \
-                len(node.children[2].children) == 3:
+        if (
+            node.data == "member_dot_arg"
+            and str(node.children[1]) == "bind"
+            and _is_ident(node.children[0], "cel")
+            and len(node.children) > 2
+            and len(node.children[2].children) == 3
+        ):
             var, init, body = node.children[2].children
-            return lark.Tree("primary", [lark.Tree("paren_expr", [substitute(body, _ident_name(var), init)])])
+            return lark.Tree(
+                "primary", [lark.Tree("paren_expr", [substitute(body, _ident_name(var), init)])]
+            )
         return node
 
     return visit(tree)
@@ -344,6 +398,7 @@ def _expand_binds(tree):
 
 def _is_ident(node, name: str) -> bool:
     import lark
+
     while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
         node = node.children[0]
     return isinstance(node, lark.Tree) and node.data == "ident" and str(node.children[0]) == name
@@ -351,6 +406,7 @@ def _is_ident(node, name: str) -> bool:
 
 def _ident_name(node) -> str:
     import lark
+
     while isinstance(node, lark.Tree) and len(node.children) == 1 and node.data != "ident":
         node = node.children[0]
     return str(node.children[0]) if isinstance(node, lark.Tree) else str(node)
@@ -360,14 +416,17 @@ def _check_names(node, bound) -> None:
     """Undeclared identifiers anywhere in ``node`` are compile errors
     (comprehension variables of macros are allowed)."""
     import lark
+
     if not isinstance(node, lark.Tree):
         return
     if node.data == "ident":
         name = str(node.children[0])
         if name not in bound and name != "device":
             tok = node.children[0]
-            raise CelError(f"compilation failed: ERROR: <input>:{tok.line}:{tok.column}: "
-                           f"undeclared reference to '{name}' (in container '')")
+            raise CelError(
+                f"compilation failed: ERROR: <input>:{tok.line}:{tok.column}: "
+                f"undeclared reference to '{name}' (in container '')"
+            )
         return
     if node.data == "member_dot_arg" and len(node.children) > 2:
         method = str(node.children[1])
@@ -458,9 +517,9 @@ class CompiledSelector:
     """One selector expression: ``evaluate(values)`` -> :class:`BoolColumn`."""
 
     expression: str
-    tree: object | None          # our tuple tree (None: cel-python evaluates it)
-    program: object              # cel-python program (fallback and reference)
-    leaves: tuple                # leaf keys the expression reads (fallback grouping)
+    tree: object | None  # our tuple tree (None: cel-python evaluates it)
+    program: object  # cel-python program (fallback and reference)
+    leaves: tuple  # leaf keys the expression reads (fallback grouping)
 
     @property
     def compiled(self) -> bool:
@@ -529,6 +588,7 @@ class _Evaluator:
                 if v is _ABSENT:
                     raise _EvalError(f"no such key: {ident}")
                 return v
+
             return key, get
         if kind == "call" and node[2] is not None and node[1] in METHODS:
             key, inner = self.unary(node[2])
@@ -558,7 +618,9 @@ class _Evaluator:
             try:
                 v = self.const(node)
                 if not isinstance(v, bool):
-                    raise _EvalError(f"CEL result of type {_type_name(v)} could not be converted to bool")
+                    raise _EvalError(
+                        f"CEL result of type {_type_name(v)} could not be converted to bool"
+                    )
                 return BoolColumn(np.full(self.n, v), np.full(self.n, -1, np.int32), [])
             except _EvalError as exc:
                 return BoolColumn(np.zeros(self.n, bool), np.zeros(self.n, np.int32), [str(exc)])
@@ -616,6 +678,7 @@ def _cmp_fn(op: str, inner, c, left: bool):
         if op == "in":
             return _member(a, b)
         return cel_order(op, a, b)
+
     return f
 
 
@@ -647,19 +710,19 @@ def compile_selector(expression: str) -> CompiledSelector:
         ours = _translate(tree, frozenset())
         if ours[0] == "lit" and not isinstance(ours[1], bool):
             raise CelError(f"must evaluate to bool or the unknown type, not {_type_name(ours[1])}")
-        _Evaluator(DeviceValues(0, {}, None)).boolean(ours)   # raises _Opaque early
+        _Evaluator(DeviceValues(0, {}, None)).boolean(ours)  # raises _Opaque early
     except _Opaque:
         ours = None
     leaves: set = set()
     known = _leaves_of(ours, leaves) if ours is not None else _tree_leaves(tree, leaves)
-    return CompiledSelector(expression, ours, program,
-                            tuple(sorted(leaves)) if known else None)
+    return CompiledSelector(expression, ours, program, tuple(sorted(leaves)) if known else None)
 
 
 def _tree_leaves(tree, out: set) -> bool:
     """The leaves an expression cel-python evaluates reads, when every
     device access in it has the plain form (else False: all leaves)."""
     import lark
+
     ok = True
 
     def visit(node):
@@ -678,6 +741,7 @@ def _tree_leaves(tree, out: set) -> bool:
             ok = False
         for c in node.children:
             visit(c)
+
     visit(tree)
     return ok
 
@@ -692,21 +756,25 @@ def _celpy_functions():
     t = celpy.celtypes
 
     def native(v):
-        return _from_cel(v, celpy) if not isinstance(v, (Quantity, Semver, t.ListType, tuple)) else (
-            tuple(native(x) for x in v) if isinstance(v, (t.ListType, tuple)) else v)
+        return (
+            _from_cel(v, celpy)
+            if not isinstance(v, (Quantity, Semver, t.ListType, tuple))
+            else (tuple(native(x) for x in v) if isinstance(v, (t.ListType, tuple)) else v)
+        )
 
     def wrap(fn, to_bool=False):
         def call(*args):
             for a in args:
                 if isinstance(a, celpy.CELEvalError):
-                    return a            # errors propagate through calls
+                    return a  # errors propagate through calls
             try:
                 r = fn(*[native(a) for a in args])
             except _EvalError as exc:
-                return celpy.CELEvalError(str(exc))   # an error value: && / || may absorb it
+                return celpy.CELEvalError(str(exc))  # an error value: && / || may absorb it
             except _Opaque as exc:
                 return celpy.CELEvalError(f"no such overload for {exc}")
             return _to_cel(r, celpy)
+
         return call
 
     funcs = {name: wrap(fn) for name, fn in METHODS.items()}
@@ -731,7 +799,7 @@ def _to_cel(v, celpy):
         return t.StringType(v)
     if isinstance(v, (tuple, list)):
         return t.ListType([_to_cel(x, celpy) for x in v])
-    return v     # Quantity, Semver: opaque to cel-python, handled by our functions
+    return v  # Quantity, Semver: opaque to cel-python, handled by our functions
 
 
 def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
@@ -748,12 +816,20 @@ def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
     def inner(m):
         return t.MapType({t.StringType(k): _to_cel(v, celpy) for k, v in m.items()})
 
-    return {"device": t.MapType({
-        t.StringType("driver"): t.StringType(driver),
-        t.StringType("allowMultipleAllocations"): t.BoolType(multi),
-        t.StringType("attributes"): DomainMap({t.StringType(k): inner(v) for k, v in attrs.items()}),
-        t.StringType("capacity"): DomainMap({t.StringType(k): inner(v) for k, v in caps.items()}),
-    })}
+    return {
+        "device": t.MapType(
+            {
+                t.StringType("driver"): t.StringType(driver),
+                t.StringType("allowMultipleAllocations"): t.BoolType(multi),
+                t.StringType("attributes"): DomainMap(
+                    {t.StringType(k): inner(v) for k, v in attrs.items()}
+                ),
+                t.StringType("capacity"): DomainMap(
+                    {t.StringType(k): inner(v) for k, v in caps.items()}
+                ),
+            }
+        )
+    }
 
 
 def _run_program(program, device) -> bool:
@@ -769,7 +845,9 @@ def _run_program(program, device) -> bool:
     if isinstance(result, celpy.CELEvalError):
         raise _EvalError(_celpy_message(result))
     if not isinstance(result, celpy.celtypes.BoolType):
-        raise _EvalError(f"CEL result of type {type(result).__name__} could not be converted to bool")
+        raise _EvalError(
+            f"CEL result of type {type(result).__name__} could not be converted to bool"
+        )
     return bool(result)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.objects.dra import node_selector_matches
 from tensorsched.framework.objects.dra_records import (
+    LIST_KINDS,
     AllocationResult,
     ResourceSliceRecord,
 )
@@ -35,8 +36,7 @@ from tensorsched.framework.objects.semver import parse_semver
 
 from .dra_cel import DeviceValues, Quantity
 
-__all__ = ["DeviceID", "AllocatedState", "DeviceColumns", "Pool", "gather_pools",
-           "qualify"]
+__all__ = ["DeviceID", "AllocatedState", "DeviceColumns", "Pool", "gather_pools", "qualify"]
 
 DeviceID = tuple  # (driver, pool, device)
 
@@ -111,8 +111,11 @@ class DeviceColumns:
         d = int(self.first_row[-1])
         self.n = d
         self.slice_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        self.index_in_slice = (np.arange(d) - self.first_row[self.slice_of]).astype(np.int32) \
-            if d else np.zeros(0, np.int32)
+        self.index_in_slice = (
+            (np.arange(d) - self.first_row[self.slice_of]).astype(np.int32)
+            if d
+            else np.zeros(0, np.int32)
+        )
         drivers: dict[str, int] = {}
         pools: dict[tuple, int] = {}
         self.driver = np.zeros(d, np.int32)
@@ -129,70 +132,96 @@ class DeviceColumns:
         self.cel_problem: dict[int, str] = {}
         self.list_problem: dict[int, str] = {}
         self.ids: dict[tuple, list[int]] = {}
-        leaf_ids: dict[tuple, np.ndarray] = {}
-        leaf_vals: dict[tuple, dict] = {}
+        # per leaf: the rows that have it and their (type, value) keys; coded
+        # into dictionary ids once at the end
+        leaf_rows: dict[tuple, list[int]] = {}
+        leaf_keys: dict[tuple, list] = {}
         driver_names: list[str] = []
-
-        def encode(key, row, value):
-            col = leaf_ids.get(key)
-            if col is None:
-                col = leaf_ids[key] = np.full(d, -1, np.int32)
-                leaf_vals[key] = {}
-            table = leaf_vals[key]
-            hashable = (type(value).__name__, value)
-            code = table.get(hashable)
-            if code is None:
-                code = table[hashable] = len(table)
-            col[row] = code
-
+        flags = {name: [] for name in ("binding", "counters", "multi", "taints", "capacity")}
+        per_device = []
         for s_idx, sl in enumerate(self.slices):
             drv = drivers.setdefault(sl.driver, len(drivers))
             if drv == len(driver_names):
                 driver_names.append(sl.driver)
             pid = pools.setdefault((sl.driver, sl.pool.name), len(pools))
             base = int(self.first_row[s_idx])
-            local = node_row.get(sl.node_name, -1) if sl.node_name is not None else -1
+            n_dev = len(sl.devices)
+            self.driver[base : base + n_dev] = drv
+            self.pool[base : base + n_dev] = pid
+            if sl.node_name is not None:
+                self.node[base : base + n_dev] = node_row.get(sl.node_name, -1)
+            per_device.append((base, n_dev, sl.per_device_node_selection))
+            driver = sl.driver
+            prefix = driver + "/"
             for i, dev in enumerate(sl.devices):
                 row = base + i
-                self.driver[row] = drv
-                self.pool[row] = pid
-                self.node[row] = local
-                self.has_binding_conditions[row] = bool(dev.binding_conditions)
-                self.consumes_counters[row] = bool(dev.consumes_counters)
-                self.allow_multiple[row] = dev.allow_multiple_allocations
-                self.has_taints[row] = bool(dev.taints)
-                self.has_capacity[row] = bool(dev.capacity)
-                self.per_device_node[row] = sl.per_device_node_selection
-                self.ids.setdefault((sl.driver, sl.pool.name, dev.name), []).append(row)
-                encode(("driver",), row, sl.driver)
-                encode(("multi",), row, dev.allow_multiple_allocations)
+                flags["binding"].append(bool(dev.binding_conditions))
+                flags["counters"].append(bool(dev.consumes_counters))
+                flags["multi"].append(dev.allow_multiple_allocations)
+                flags["taints"].append(bool(dev.taints))
+                flags["capacity"].append(bool(dev.capacity))
+                self.ids.setdefault((driver, sl.pool.name, dev.name), []).append(row)
                 for name, attr in dev.attributes.items():
-                    fq = qualify(name, sl.driver)
-                    if attr.kind == "none":
-                        self.cel_problem.setdefault(row, f"attribute {name}: unsupported attribute value")
+                    kind = attr.kind
+                    if kind == "none":
+                        self.cel_problem.setdefault(
+                            row, f"attribute {name}: unsupported attribute value"
+                        )
                         continue
-                    if attr.is_list:
-                        self.list_problem.setdefault(row, f"attribute {name}: unsupported attribute value")
-                    encode(("attr", fq), row, _cel_value(attr))
+                    if kind in LIST_KINDS:
+                        self.list_problem.setdefault(
+                            row, f"attribute {name}: unsupported attribute value"
+                        )
+                    key = ("attr", name if "/" in name else prefix + name)
+                    value = _cel_value(attr)
+                    got = leaf_rows.get(key)
+                    if got is None:
+                        got = leaf_rows[key] = []
+                        leaf_keys[key] = []
+                    got.append(row)
+                    leaf_keys[key].append((type(value).__name__, value))
                 for name, cap in dev.capacity.items():
-                    encode(("cap", qualify(name, sl.driver)), row, Quantity(cap.value))
+                    key = ("cap", name if "/" in name else prefix + name)
+                    got = leaf_rows.get(key)
+                    if got is None:
+                        got = leaf_rows[key] = []
+                        leaf_keys[key] = []
+                    got.append(row)
+                    leaf_keys[key].append(("Quantity", Quantity(cap.value)))
+        if d:
+            self.has_binding_conditions[:] = flags["binding"]
+            self.consumes_counters[:] = flags["counters"]
+            self.allow_multiple[:] = flags["multi"]
+            self.has_taints[:] = flags["taints"]
+            self.has_capacity[:] = flags["capacity"]
+        for base, n_dev, per in per_device:
+            self.per_device_node[base : base + n_dev] = per
         self.driver_names = driver_names
         # slice indexes by the node they name, the rest, and by pool: a node's
         # pools are gathered from its own slices and the non-local ones
         self.local_slices: dict[str, list[int]] = {}
         self.nonlocal_slices: list[int] = []
+        self.counter_slices: dict[tuple, list[int]] = {}
         self.pool_slices: dict[tuple, list[int]] = {}
         for s_idx, sl in enumerate(self.slices):
-            if sl.node_name and not sl.shared_counters:
+            key = (sl.driver, sl.pool.name)
+            if sl.shared_counters:
+                self.counter_slices.setdefault(key, []).append(s_idx)
+            elif sl.node_name:
                 self.local_slices.setdefault(sl.node_name, []).append(s_idx)
             else:
                 self.nonlocal_slices.append(s_idx)
-            self.pool_slices.setdefault((sl.driver, sl.pool.name), []).append(s_idx)
+            self.pool_slices.setdefault(key, []).append(s_idx)
         self.pool_keys = list(pools)
-        leaves = {}
-        for key, col in leaf_ids.items():
-            table = [v for (_, v) in sorted(leaf_vals[key], key=leaf_vals[key].get)]
-            leaves[key] = (col, table)
+        leaves = {("driver",): (self.driver.copy(), list(driver_names))}
+        multi_ids = self.allow_multiple.astype(np.int32)
+        leaves[("multi",)] = (multi_ids, [False, True])
+        for key, rows_of_leaf in leaf_rows.items():
+            table: dict = {}
+            codes = [table.setdefault(h, len(table)) for h in leaf_keys[key]]
+            col = np.full(d, -1, np.int32)
+            col[rows_of_leaf] = codes
+            leaves[key] = (col, [v for (_, v) in table])
         self.values = DeviceValues(d, leaves, self._cel_record)
         # derived data the allocator keeps per content (selector columns,
         # node pool views): valid as long as the slices are
@@ -303,8 +332,8 @@ class Pool:
     incomplete: bool = False
     invalid: bool = False
     invalid_reason: str = ""
-    slices: list[int] = field(default_factory=list)          # device slices targeting the node, by name
-    other_slices: list[int] = field(default_factory=list)    # device slices of the pool elsewhere
+    slices: list[int] = field(default_factory=list)  # device slices targeting the node, by name
+    other_slices: list[int] = field(default_factory=list)  # device slices of the pool elsewhere
     counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
 
     @property
@@ -322,71 +351,111 @@ def _node_matches(node_name: str, labels: dict, name, all_nodes, selector) -> bo
     return False
 
 
-def gather_pools(columns: DeviceColumns, node_name: str, labels: dict,
-                 partitionable: bool) -> list[Pool]:
-    """The pools ``node_name`` can reach (see the module docstring)."""
+def gather_pools(
+    columns: DeviceColumns, node_name: str, labels: dict, partitionable: bool
+) -> list[Pool]:
+    """The pools ``node_name`` can reach (see the module docstring).
+
+    Slices with counter sets reach every node (upstream); a pool reached
+    only through them has no device for the node, so only an invalid or
+    incomplete one matters (it is listed; the others are not): such pools
+    are judged once for all nodes (:func:`_counter_only_problems`)."""
     slices = columns.slices
-    found: dict[tuple, list[int]] = {}
-    candidates = columns.local_slices.get(node_name, [])
-    if columns.nonlocal_slices:
-        candidates = sorted([*candidates, *columns.nonlocal_slices])   # list order, as upstream
-    for s_idx in candidates:
-        sl = slices[s_idx]
-        if not partitionable and (sl.per_device_node_selection or sl.shared_counters):
-            continue
-        if sl.shared_counters:
-            relevant = True
-        elif sl.node_name or sl.all_nodes or sl.node_selector is not None:
-            relevant = _node_matches(node_name, labels, sl.node_name, sl.all_nodes, sl.node_selector)
-        elif sl.per_device_node_selection:
-            relevant = any(_node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector)
-                           for d in sl.devices)
-        else:
-            continue
-        if not relevant:
-            continue
-        key = (sl.driver, sl.pool.name)
+    found: dict[tuple, tuple[int, list[int]]] = {}
+
+    def add(key, s_idx):
+        # the newest generation's slices stay (upstream's addSlice, in any order)
+        gen = slices[s_idx].pool.generation
         have = found.get(key)
-        if have is None:
-            found[key] = [s_idx]
-            continue
-        gen, first_gen = sl.pool.generation, slices[have[0]].pool.generation
-        if gen < first_gen:
-            continue
-        if gen > first_gen:
-            found[key] = [s_idx]
+        if have is None or gen > have[0]:
+            found[key] = (gen, [s_idx])
+        elif gen == have[0]:
+            have[1].append(s_idx)
+
+    for s_idx in [*columns.local_slices.get(node_name, ()), *columns.nonlocal_slices]:
+        sl = slices[s_idx]
+        if sl.node_name or sl.all_nodes or sl.node_selector is not None:
+            relevant = _node_matches(
+                node_name, labels, sl.node_name, sl.all_nodes, sl.node_selector
+            )
+        elif sl.per_device_node_selection:
+            relevant = partitionable and any(
+                _node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector)
+                for d in sl.devices
+            )
         else:
-            have.append(s_idx)
+            relevant = False
+        if relevant:
+            add((sl.driver, sl.pool.name), s_idx)
+    if partitionable:
+        for key in list(found):
+            for s_idx in columns.counter_slices.get(key, ()):
+                add(key, s_idx)
     plain, bound = [], []
-    for (driver, pool_name), members in found.items():
-        first = slices[members[0]].pool
-        all_members = None
-        if len(members) != first.resource_slice_count:
-            # maybe slices elsewhere complete it, or a newer generation replaces it
-            all_members, obsolete = [], False
-            for s_idx in columns.pool_slices[(driver, pool_name)]:
-                sl = slices[s_idx]
-                if sl.pool.generation == first.generation:
-                    all_members.append(s_idx)
-                elif sl.pool.generation > first.generation:
-                    obsolete = True
-                    break
-            if obsolete:
-                continue
-            if len(all_members) != first.resource_slice_count:
-                plain.append(Pool(driver, pool_name, incomplete=True))
-                continue
-        pool = _build_pool(columns, driver, pool_name, members, all_members, partitionable)
-        has_bc = any(slices[s].devices and any(d.binding_conditions for d in slices[s].devices)
-                     for s in pool.slices)
+    for key, (_, members) in found.items():
+        pool = _finish_pool(columns, key, sorted(members), partitionable)
+        if pool is None:
+            continue
+        has_bc = any(d.binding_conditions for s in pool.slices for d in slices[s].devices)
         (bound if has_bc else plain).append(pool)
+    if partitionable:
+        plain.extend(p for key, p in _counter_only_problems(columns) if key not in found)
     plain.sort(key=lambda p: (p.driver, p.name))
     bound.sort(key=lambda p: (p.driver, p.name))
     return plain + bound
 
 
-def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[int],
-                all_members: list[int] | None, partitionable: bool) -> Pool:
+def _finish_pool(
+    columns: DeviceColumns, key: tuple, members: list[int], partitionable: bool
+) -> Pool | None:
+    """A gathered pool: complete, incomplete, or None when a newer
+    generation replaces it elsewhere (upstream: ignore the pool)."""
+    slices = columns.slices
+    driver, pool_name = key
+    first = slices[members[0]].pool
+    all_members = None
+    if len(members) != first.resource_slice_count:
+        # maybe slices elsewhere complete it, or a newer generation replaces it
+        all_members = []
+        for s_idx in columns.pool_slices[key]:
+            gen = slices[s_idx].pool.generation
+            if gen == first.generation:
+                all_members.append(s_idx)
+            elif gen > first.generation:
+                return None
+        if len(all_members) != first.resource_slice_count:
+            return Pool(driver, pool_name, incomplete=True)
+    return _build_pool(columns, driver, pool_name, members, all_members, partitionable)
+
+
+def _counter_only_problems(columns: DeviceColumns) -> list[tuple[tuple, Pool]]:
+    """Pools as a node reaching them only through their counter-set slices
+    sees them, when that view is invalid or incomplete (cached)."""
+    got = columns.cache.get("counter-only-problems")
+    if got is None:
+        got = []
+        for key, members in columns.counter_slices.items():
+            newest = max(columns.slices[s].pool.generation for s in members)
+            pool = _finish_pool(
+                columns,
+                key,
+                [s for s in members if columns.slices[s].pool.generation == newest],
+                True,
+            )
+            if pool is not None and (pool.invalid or pool.incomplete):
+                got.append((key, pool))
+        columns.cache["counter-only-problems"] = got
+    return got
+
+
+def _build_pool(
+    columns: DeviceColumns,
+    driver: str,
+    name: str,
+    members: list[int],
+    all_members: list[int] | None,
+    partitionable: bool,
+) -> Pool:
     slices = columns.slices
     members = sorted(members, key=lambda s: slices[s].name)
     if partitionable:
@@ -398,7 +467,9 @@ def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[in
     for s in device_slices:
         for dev in slices[s].devices:
             if dev.name in seen:
-                return Pool(driver, name, invalid=True, invalid_reason=f"duplicate device name {dev.name}")
+                return Pool(
+                    driver, name, invalid=True, invalid_reason=f"duplicate device name {dev.name}"
+                )
             seen.add(dev.name)
     if not partitionable:
         return Pool(driver, name, slices=device_slices)
@@ -406,8 +477,12 @@ def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[in
     for s in counter_slices:
         for cs in slices[s].shared_counters:
             if cs.name in counter_sets:
-                return Pool(driver, name, invalid=True,
-                            invalid_reason=f"duplicate counter set name {cs.name}")
+                return Pool(
+                    driver,
+                    name,
+                    invalid=True,
+                    invalid_reason=f"duplicate counter set name {cs.name}",
+                )
             counter_sets[cs.name] = dict(cs.counters)
     reason = _consumption_problem(counter_sets, [slices[s] for s in members])
     if reason:
@@ -419,9 +494,13 @@ def _build_pool(columns: DeviceColumns, driver: str, name: str, members: list[in
         reason = _consumption_problem(counter_sets, [slices[s] for s in others])
         if reason:
             return Pool(driver, name, invalid=True, invalid_reason=reason)
-    return Pool(driver, name, slices=device_slices,
-                other_slices=[s for s in others if not slices[s].shared_counters],
-                counter_sets=counter_sets)
+    return Pool(
+        driver,
+        name,
+        slices=device_slices,
+        other_slices=[s for s in others if not slices[s].shared_counters],
+        counter_sets=counter_sets,
+    )
 
 
 def _consumption_problem(counter_sets: dict, slice_records) -> str:

@@ -12,11 +12,13 @@ FIT, NO_FIT, UNDECIDED = 1, 0, 2
 
 
 @njit(cache=True, nogil=True)
-def greedy_first_fit_numba(ptr, rows, status, counts, in_use, blocked):  # pragma: no cover - compiled
+def greedy_first_fit_numba(
+    ptr, rows, status, counts, in_use, blocked
+):  # pragma: no cover - compiled
     n = ptr.shape[0] - 1
     n_req = counts.shape[0]
     out = np.empty(n, np.int8)
-    taken = np.zeros(rows.shape[0], np.bool_)     # per candidate entry; a row is once per node
+    taken = np.zeros(rows.shape[0], np.bool_)  # per candidate entry; a row is once per node
     for node in range(n):
         lo, hi = ptr[node], ptr[node + 1]
         # a request's search can meet an error or a device the greedy pass

@@ -71,14 +71,22 @@ def greedy_first_fit_numpy(ptr, rows, status, counts, in_use, blocked) -> np.nda
     return code
 
 
-def greedy_first_fit(ptr, rows, status, counts, in_use, blocked, engine: str = "auto") -> np.ndarray:
+def greedy_first_fit(
+    ptr, rows, status, counts, in_use, blocked, engine: str = "auto"
+) -> np.ndarray:
     """Dispatch: ``engine`` in {"auto", "numba", "numpy"} ("auto" = numba)."""
-    args = (np.ascontiguousarray(ptr, np.int64), np.ascontiguousarray(rows, np.int64),
-            np.ascontiguousarray(status, np.int8), np.ascontiguousarray(counts, np.int64),
-            np.ascontiguousarray(in_use, np.bool_), np.ascontiguousarray(blocked, np.bool_))
+    args = (
+        np.ascontiguousarray(ptr, np.int64),
+        np.ascontiguousarray(rows, np.int64),
+        np.ascontiguousarray(status, np.int8),
+        np.ascontiguousarray(counts, np.int64),
+        np.ascontiguousarray(in_use, np.bool_),
+        np.ascontiguousarray(blocked, np.bool_),
+    )
     if engine == "numpy":
         return greedy_first_fit_numpy(*args)
     if engine in ("auto", "numba"):
         from ._numba import greedy_first_fit_numba
+
         return greedy_first_fit_numba(*args)
     raise ValueError(f"unknown engine {engine!r} (numpy, numba, auto)")

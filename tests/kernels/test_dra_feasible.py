@@ -14,9 +14,12 @@ def reference(ptr, rows, status, counts, in_use, blocked):
     """Per node: first fit, request after request (see kernels.dra.feasible)."""
     out = []
     for node in range(len(ptr) - 1):
-        cand = [int(r) for r in rows[ptr[node]:ptr[node + 1]]]
-        dirty = any(status[q, r] != 0 and not in_use[r] and (status[q, r] == 2 or blocked[r])
-                    for q in range(len(counts)) for r in cand)
+        cand = [int(r) for r in rows[ptr[node] : ptr[node + 1]]]
+        dirty = any(
+            status[q, r] != 0 and not in_use[r] and (status[q, r] == 2 or blocked[r])
+            for q in range(len(counts))
+            for r in cand
+        )
         taken: set = set()
         code = FIT
         for q, need in enumerate(counts):
@@ -50,12 +53,21 @@ def problems(draw):
     np.cumsum([len(x) for x in lists], out=ptr[1:])
     rows = np.array([r for x in lists for r in x], np.int64)
     r = draw(st.integers(1, 3))
-    status = np.array(draw(st.lists(st.lists(st.sampled_from([0, 1, 1, 1, 2]), min_size=d, max_size=d),
-                                    min_size=r, max_size=r)), np.int8)
+    status = np.array(
+        draw(
+            st.lists(
+                st.lists(st.sampled_from([0, 1, 1, 1, 2]), min_size=d, max_size=d),
+                min_size=r,
+                max_size=r,
+            )
+        ),
+        np.int8,
+    )
     counts = np.array(draw(st.lists(st.integers(0, 4), min_size=r, max_size=r)), np.int64)
     in_use = np.array(draw(st.lists(st.booleans(), min_size=d, max_size=d)), bool)
-    blocked = np.array(draw(st.lists(st.sampled_from([False, False, False, True]), min_size=d,
-                                     max_size=d)), bool)
+    blocked = np.array(
+        draw(st.lists(st.sampled_from([False, False, False, True]), min_size=d, max_size=d)), bool
+    )
     return ptr, rows, status, counts, in_use, blocked
 
 
@@ -78,7 +90,10 @@ def test_table():
     # device 1 alone would do: backtracking may help -> undecided
     assert greedy_first_fit(ptr, rows, status, np.array([2, 1]), in_use, blocked)[0] == UNDECIDED
     # request 1 first: device 1, then request 0 takes 2 and 3
-    assert greedy_first_fit(ptr, rows, status[::-1].copy(), np.array([1, 2]), in_use, blocked)[0] == FIT
+    assert (
+        greedy_first_fit(ptr, rows, status[::-1].copy(), np.array([1, 2]), in_use, blocked)[0]
+        == FIT
+    )
     # request 0 wants 4 of 3 candidates: no solution at all
     assert greedy_first_fit(ptr, rows, status, np.array([4, 0]), in_use, blocked)[0] == NO_FIT
     # an error on the way decides nothing

@@ -96,21 +96,25 @@ def test_records_carry_what_the_allocator_reads(objects):
     assert cls.selectors == ('device.driver == "gpu.example.com"',)
     assert cls.config[0].parameters == {"mode": "shared"}
     (sl,) = objects.resource_slices
-    assert (sl.driver, sl.pool.name, sl.pool.generation, sl.pool.resource_slice_count) == \
-        ("gpu.example.com", "node-1", 3, 1)
+    assert (sl.driver, sl.pool.name, sl.pool.generation, sl.pool.resource_slice_count) == (
+        "gpu.example.com",
+        "node-1",
+        3,
+        1,
+    )
     dev = sl.devices[0]
     assert dev.attributes["index"] == AttrValue("int", 0)
     assert dev.attributes["links"] == AttrValue("strings", ("a", "b"))
     assert dev.capacity["memory"].value == 141 * 2**30
     assert dev.taints[0].effect == "NoSchedule"
-    (claim,) = objects.resource_claims       # the v1beta1 claim is not read
+    (claim,) = objects.resource_claims  # the v1beta1 claim is not read
     assert objects.ignored_kinds == {"ResourceClaim": 1}
     assert claim.key == "ml/train"
     gpus, anyreq = claim.requests
     assert (gpus.exactly.count, gpus.exactly.allocation_mode) == (2, "ExactCount")
     assert gpus.exactly.tolerations[0].operator == "Exists"
     assert [s.name for s in anyreq.first_available] == ["big", "small"]
-    assert anyreq.first_available[1].count == 1          # defaulted
+    assert anyreq.first_available[1].count == 1  # defaulted
     assert claim.constraints[0].match_attribute == "gpu.example.com/numa"
     (tmpl,) = objects.resource_claim_templates
     made = tmpl.instantiate("ml", "pod-a-gpu", uid="u1")
@@ -119,28 +123,81 @@ def test_records_carry_what_the_allocator_reads(objects):
 
 
 def _slice():
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": "s"},
-            "spec": {"driver": "d", "nodeName": "n", "pool": {"name": "p", "generation": 1,
-                                                               "resourceSliceCount": 1},
-                     "devices": [{"name": "dev", "capacity": {"mem": {"value": "1Gi"}}}]}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": "d",
+            "nodeName": "n",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "dev", "capacity": {"mem": {"value": "1Gi"}}}],
+        },
+    }
 
 
-@pytest.mark.parametrize("edit, field, words", [
-    (lambda s: s["spec"].pop("driver"), "spec.driver", "required"),
-    (lambda s: s["spec"]["pool"].pop("resourceSliceCount"), "spec.pool.resourceSliceCount", "required"),
-    (lambda s: s["spec"].update(allNodes=True), "spec", "exactly one of"),
-    (lambda s: s["spec"]["devices"][0]["capacity"]["mem"].update(value="1Gx"),
-     "spec.devices[0].capacity.mem.value", "1Gx"),
-    (lambda s: s["spec"]["devices"][0].update(attributes={"a": {"int": 1, "string": "x"}}),
-     "spec.devices[0].attributes.a", "exactly one value"),
-    (lambda s: s["spec"]["devices"][0].update(attributes={"v": {"version": "01.0.0"}}),
-     "spec.devices[0].attributes.v.version", "semver"),
-    (lambda s: s["spec"]["devices"][0].update(taints=[{"key": "k", "effect": "Sometimes"}]),
-     "spec.devices[0].taints[0].effect", "NoSchedule"),
-    (lambda s: s["spec"]["devices"][0].update(nodeName="n"),
-     "spec.devices[0]", "perDeviceNodeSelection"),
-])
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda s: s["spec"].update(driver="Bad_Driver"), "spec.driver", "RFC 1123 subdomain"),
+        (lambda s: s["spec"].update(driver="d" * 64), "spec.driver", "no more than 63"),
+        (
+            lambda s: s["spec"]["devices"][0].update(name="GPU 0"),
+            "spec.devices[0].name",
+            "RFC 1123 label",
+        ),
+        (
+            lambda s: s["spec"].update(devices=[{"name": f"d{i}"} for i in range(129)]),
+            "spec.devices",
+            "at most 128",
+        ),
+    ],
+)
+def test_names_follow_upstream_rules(edit, field, words):
+    obj = _slice()
+    edit(obj)
+    with pytest.raises(ManifestError) as err:
+        parse_resource_slice(obj)
+    assert err.value.field == field and words in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda s: s["spec"].pop("driver"), "spec.driver", "required"),
+        (
+            lambda s: s["spec"]["pool"].pop("resourceSliceCount"),
+            "spec.pool.resourceSliceCount",
+            "required",
+        ),
+        (lambda s: s["spec"].update(allNodes=True), "spec", "exactly one of"),
+        (
+            lambda s: s["spec"]["devices"][0]["capacity"]["mem"].update(value="1Gx"),
+            "spec.devices[0].capacity.mem.value",
+            "1Gx",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(attributes={"a": {"int": 1, "string": "x"}}),
+            "spec.devices[0].attributes.a",
+            "exactly one value",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(attributes={"v": {"version": "01.0.0"}}),
+            "spec.devices[0].attributes.v.version",
+            "semver",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(taints=[{"key": "k", "effect": "Sometimes"}]),
+            "spec.devices[0].taints[0].effect",
+            "NoSchedule",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(nodeName="n"),
+            "spec.devices[0]",
+            "perDeviceNodeSelection",
+        ),
+    ],
+)
 def test_bad_slices_name_object_and_field(edit, field, words):
     obj = _slice()
     edit(obj)
@@ -151,24 +208,55 @@ def test_bad_slices_name_object_and_field(edit, field, words):
 
 
 def _claim(requests):
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": "c", "namespace": "ns"},
-            "spec": {"devices": {"requests": requests}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {"devices": {"requests": requests}},
+    }
 
 
-@pytest.mark.parametrize("requests, field, words", [
-    ([{"name": "r"}], "spec.devices.requests[0]", "exactly one of"),
-    ([{"name": "r", "exactly": {"deviceClassName": "c"}, "firstAvailable": []}],
-     "spec.devices.requests[0]", "exactly one of"),
-    ([{"name": "r", "exactly": {"deviceClassName": "c", "count": 0}}],
-     "spec.devices.requests[0].exactly.count", ">= 1"),
-    ([{"name": "r", "exactly": {"deviceClassName": "c", "allocationMode": "Some"}}],
-     "spec.devices.requests[0].exactly.allocationMode", "ExactCount"),
-    ([{"name": "r", "exactly": {"deviceClassName": "c"}}, {"name": "r", "exactly": {"deviceClassName": "c"}}],
-     "spec.devices.requests[1].name", "Duplicate"),
-    ([{"name": "r", "firstAvailable": [{"name": f"s{i}", "deviceClassName": "c"} for i in range(9)]}],
-     "spec.devices.requests[0].firstAvailable", "1 to 8"),
-])
+@pytest.mark.parametrize(
+    "requests, field, words",
+    [
+        ([{"name": "r"}], "spec.devices.requests[0]", "exactly one of"),
+        (
+            [{"name": "r", "exactly": {"deviceClassName": "c"}, "firstAvailable": []}],
+            "spec.devices.requests[0]",
+            "exactly one of",
+        ),
+        (
+            [{"name": "r", "exactly": {"deviceClassName": "c", "count": 0}}],
+            "spec.devices.requests[0].exactly.count",
+            ">= 1",
+        ),
+        (
+            [{"name": "r", "exactly": {"deviceClassName": "c", "allocationMode": "Some"}}],
+            "spec.devices.requests[0].exactly.allocationMode",
+            "ExactCount",
+        ),
+        (
+            [
+                {"name": "r", "exactly": {"deviceClassName": "c"}},
+                {"name": "r", "exactly": {"deviceClassName": "c"}},
+            ],
+            "spec.devices.requests[1].name",
+            "Duplicate",
+        ),
+        (
+            [
+                {
+                    "name": "r",
+                    "firstAvailable": [
+                        {"name": f"s{i}", "deviceClassName": "c"} for i in range(9)
+                    ],
+                }
+            ],
+            "spec.devices.requests[0].firstAvailable",
+            "1 to 8",
+        ),
+    ],
+)
 def test_bad_claims_name_object_and_field(requests, field, words):
     with pytest.raises(ManifestError) as err:
         parse_resource_claim(_claim(requests))
@@ -197,9 +285,12 @@ def test_duplicate_slice_names_are_refused_in_one_set():
 def test_node_selector_matching():
     s = _slice()
     del s["spec"]["nodeName"]
-    s["spec"]["nodeSelector"] = {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]}]}
+    s["spec"]["nodeSelector"] = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]},
+        ]
+    }
     sel = parse_resource_slice(s).node_selector
     assert node_selector_matches(sel, "n1", {"zone": "a"})
     assert node_selector_matches(sel, "n9", {})
@@ -211,5 +302,9 @@ def test_semver_and_quantity_text():
     assert parse_semver("1.0.0-2") < parse_semver("1.0.0-a")
     with pytest.raises(ValueError):
         parse_semver("1.02.0")
-    assert [format_quantity(Fraction(v)) for v in (4 * 2**30, 3, 0, Fraction(1, 2))] == \
-        ["4Gi", "3", "0", "500m"]
+    assert [format_quantity(Fraction(v)) for v in (4 * 2**30, 3, 0, Fraction(1, 2))] == [
+        "4Gi",
+        "3",
+        "0",
+        "500m",
+    ]

@@ -21,21 +21,37 @@ from tensorsched.framework.state.dra_allocator import AllocationError, Allocator
 from tensorsched.framework.state.dra_devices import AllocatedState, DeviceColumns
 
 DRIVER = "gpu.example.com"
-CLASS = parse_device_class({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                            "metadata": {"name": "gpu"},
-                            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+CLASS = parse_device_class(
+    {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }
+)
 
 
 def gpu_slice(name, devices, node=None, all_nodes=False, pool=None):
-    spec = {"driver": DRIVER, "pool": {"name": pool or name, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": m}, "numa": {"int": i % 2}}}
-                        for i, m in enumerate(devices)]}
+    spec = {
+        "driver": DRIVER,
+        "pool": {"name": pool or name, "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {"name": f"gpu-{i}", "attributes": {"model": {"string": m}, "numa": {"int": i % 2}}}
+            for i, m in enumerate(devices)
+        ],
+    }
     if all_nodes:
         spec["allNodes"] = True
     else:
         spec["nodeName"] = node
-    return parse_resource_slice({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                                 "metadata": {"name": name}, "spec": spec})
+    return parse_resource_slice(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+    )
 
 
 def claim(name, *requests, constraints=()):
@@ -43,11 +59,19 @@ def claim(name, *requests, constraints=()):
     for i, (count, model) in enumerate(requests):
         exact = {"deviceClassName": "gpu", "count": count}
         if model:
-            exact["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "{model}"'}}]
+            exact["selectors"] = [
+                {"cel": {"expression": f'device.attributes["{DRIVER}"].model == "{model}"'}}
+            ]
         reqs.append({"name": f"r{i}", "exactly": exact})
     spec = {"devices": {"requests": reqs, "constraints": list(constraints)}}
-    return parse_resource_claim({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                                 "metadata": {"name": name, "namespace": "ml"}, "spec": spec})
+    return parse_resource_claim(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": spec,
+        }
+    )
 
 
 MODELS = ("H200", "A100")
@@ -56,15 +80,29 @@ MODELS = ("H200", "A100")
 @st.composite
 def clusters(draw):
     n = draw(st.integers(1, 5))
-    slices = [gpu_slice(f"n{i}", draw(st.lists(st.sampled_from(MODELS), max_size=5)), node=f"n{i}")
-              for i in range(n)]
+    slices = [
+        gpu_slice(f"n{i}", draw(st.lists(st.sampled_from(MODELS), max_size=5)), node=f"n{i}")
+        for i in range(n)
+    ]
     if draw(st.booleans()):
-        slices.append(gpu_slice("shared", draw(st.lists(st.sampled_from(MODELS), max_size=3)),
-                                all_nodes=True))
-    claims = [claim(f"c{k}", *draw(st.lists(st.tuples(st.integers(1, 3),
-                                                      st.sampled_from((None, *MODELS))),
-                                            min_size=1, max_size=2)))
-              for k in range(draw(st.integers(1, 2)))]
+        slices.append(
+            gpu_slice(
+                "shared", draw(st.lists(st.sampled_from(MODELS), max_size=3)), all_nodes=True
+            )
+        )
+    claims = [
+        claim(
+            f"c{k}",
+            *draw(
+                st.lists(
+                    st.tuples(st.integers(1, 3), st.sampled_from((None, *MODELS))),
+                    min_size=1,
+                    max_size=2,
+                )
+            ),
+        )
+        for k in range(draw(st.integers(1, 2)))
+    ]
     cols = DeviceColumns(slices, [f"n{i}" for i in range(n)])
     held = draw(st.lists(st.integers(0, max(cols.n - 1, 0)), max_size=4)) if cols.n else []
     state = AllocatedState(devices={cols.device_id(r) for r in held})
@@ -75,10 +113,142 @@ def clusters(draw):
 @given(clusters(), st.sampled_from(("numpy", "numba")))
 def test_feasible_is_allocate_on_every_node(cluster, engine):
     cols, claims, state, nodes = cluster
-    alloc = Allocator(claims, classes=[CLASS], devices=cols, allocated=state,
-                      features=DraFeatures())
+    alloc = Allocator(
+        claims, classes=[CLASS], devices=cols, allocated=state, features=DraFeatures()
+    )
     want = [alloc.allocate(n) is not None for n in nodes]
     assert list(alloc.feasible(nodes, engine=engine)) == want
+
+
+def partitioned_node(name, cap, uses):
+    """A node-local pool: a counter set ``mem`` of ``cap`` and devices that
+    each consume some of it (MIG-like partitions)."""
+    pool = {"name": name, "generation": 1, "resourceSliceCount": 2}
+    devices = [
+        {
+            "name": f"part-{i}",
+            "attributes": {"model": {"string": MODELS[i % 2]}, "numa": {"int": i % 2}},
+            "consumesCounters": [{"counterSet": "mem", "counters": {"mem": {"value": str(u)}}}],
+        }
+        for i, u in enumerate(uses)
+    ]
+    return [
+        parse_resource_slice(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-{k}"},
+                "spec": {"driver": DRIVER, "nodeName": name, "pool": pool, **spec},
+            }
+        )
+        for k, spec in enumerate(
+            (
+                {"devices": devices},
+                {"sharedCounters": [{"name": "mem", "counters": {"mem": {"value": str(cap)}}}]},
+            )
+        )
+    ]
+
+
+@st.composite
+def constrained_clusters(draw):
+    n = draw(st.integers(1, 4))
+    slices = []
+    for i in range(n):
+        if draw(st.booleans()):
+            slices += partitioned_node(
+                f"n{i}", draw(st.integers(1, 8)), draw(st.lists(st.integers(1, 4), max_size=5))
+            )
+        else:
+            slices.append(
+                gpu_slice(
+                    f"n{i}", draw(st.lists(st.sampled_from(MODELS), max_size=5)), node=f"n{i}"
+                )
+            )
+    claims = []
+    for k in range(draw(st.integers(1, 2))):
+        reqs = draw(
+            st.lists(
+                st.tuples(st.integers(1, 2), st.sampled_from((None, *MODELS))),
+                min_size=1,
+                max_size=3,
+            )
+        )
+        cons = draw(
+            st.lists(
+                st.sampled_from(
+                    (
+                        {"matchAttribute": f"{DRIVER}/numa"},
+                        {"distinctAttribute": f"{DRIVER}/numa"},
+                        {"matchAttribute": f"{DRIVER}/model", "requests": ["r0", "r1"]},
+                        {"distinctAttribute": "other.example.com/x"},
+                    )
+                ),
+                max_size=2,
+            )
+        )
+        cons = [c for c in cons if "requests" not in c or len(reqs) >= 2]
+        claims.append(claim(f"c{k}", *reqs, constraints=cons))
+    cols = DeviceColumns(slices, [f"n{i}" for i in range(n)])
+    held = draw(st.lists(st.integers(0, max(cols.n - 1, 0)), max_size=3)) if cols.n else []
+    state = AllocatedState(devices={cols.device_id(r) for r in held})
+    return cols, claims, state, [(f"n{i}", {}) for i in range(n)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(constrained_clusters(), st.sampled_from(("numpy", "numba")))
+def test_compiled_search_is_the_allocators_search(cluster, engine):
+    """Constraints and counters: the compiled search's answer per node (and
+    the numpy engine's host search) equal allocate(node)."""
+    cols, claims, state, nodes = cluster
+    alloc = Allocator(
+        claims,
+        classes=[CLASS],
+        devices=cols,
+        allocated=state,
+        features=DraFeatures(partitionable_devices=True),
+    )
+    want = [alloc.allocate(n) is not None for n in nodes]
+    assert list(alloc.feasible(nodes, engine=engine)) == want
+
+
+def test_compiled_search_picks_the_same_devices():
+    """FIT nodes' picks are the devices allocate() returns, in order."""
+    from tensorsched.kernels.dra import FIT
+
+    slices = partitioned_node("n0", 6, [4, 2, 2, 3]) + [
+        gpu_slice("n1", ["A100", "H200", "H200"], node="n1")
+    ]
+    cols = DeviceColumns(slices, ["n0", "n1"])
+    c = claim("a", (1, None), (1, "A100"), constraints=[{"matchAttribute": f"{DRIVER}/numa"}])
+    alloc = Allocator(
+        [c], classes=[CLASS], devices=cols, features=DraFeatures(partitionable_devices=True)
+    )
+    enc = alloc._encode()
+    ptr, rows, _ = alloc._csr([("n0", {}), ("n1", {})], [("n0", {}), ("n1", {})])
+    from tensorsched.kernels.dra import first_fit_search
+
+    code, picks = first_fit_search(
+        ptr,
+        rows,
+        enc["status"],
+        enc["counts"],
+        enc["req_claim"],
+        alloc.in_use_rows,
+        enc["blocked"],
+        enc["con_first"],
+        enc["con_applies"],
+        enc["con_code"],
+        enc["con_kind"],
+        *enc["counters"],
+    )
+    for i, node in enumerate(("n0", "n1")):
+        got = alloc.allocate(node)
+        assert (code[i] == FIT) == (got is not None)
+        if got is not None:
+            assert [cols.device_id(int(r)) for r in picks[i]] == [
+                r.device_id for r in got[0].results
+            ]
 
 
 def test_columns_track_allocations_incrementally():
@@ -95,32 +265,72 @@ def test_columns_track_allocations_incrementally():
     c2 = claim("b", (2, None))
     nxt = Allocator([c2], classes=[CLASS], devices=cols).allocate("n0")
     assert [r.device for r in nxt[0].results] == ["gpu-2", "gpu-3"]
-    assert Allocator([claim("x", (1, None))], classes=[CLASS], devices=cols,
-                     in_use_rows=np.ones(4, bool)).allocate("n0") is None
+    assert (
+        Allocator(
+            [claim("x", (1, None))], classes=[CLASS], devices=cols, in_use_rows=np.ones(4, bool)
+        ).allocate("n0")
+        is None
+    )
     cols.release(c.key)
     assert list(cols.allocated_by) == [-1] * 4 and not cols.holds(c.key)
 
 
 def test_shared_capacity_is_counted_and_released():
-    sl = parse_resource_slice({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                               "metadata": {"name": "s"},
-                               "spec": {"driver": DRIVER, "nodeName": "n0",
-                                        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-                                        "devices": [{"name": "nic", "allowMultipleAllocations": True,
-                                                     "capacity": {"bw": {"value": "10"}}}]}})
+    sl = parse_resource_slice(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n0",
+                "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {
+                        "name": "nic",
+                        "allowMultipleAllocations": True,
+                        "capacity": {"bw": {"value": "10"}},
+                    }
+                ],
+            },
+        }
+    )
     cols = DeviceColumns([sl], ["n0"])
     feats = DraFeatures(consumable_capacity=True)
+
     def want(name, bw):
-        return parse_resource_claim({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                                     "metadata": {"name": name, "namespace": "ml"},
-                                     "spec": {"devices": {"requests": [{"name": "r", "exactly": {
-                                         "deviceClassName": "gpu", "capacity": {"requests": {"bw": bw}}}}]}}})
+        return parse_resource_claim(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "ml"},
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "r",
+                                "exactly": {
+                                    "deviceClassName": "gpu",
+                                    "capacity": {"requests": {"bw": bw}},
+                                },
+                            }
+                        ]
+                    }
+                },
+            }
+        )
+
     a = Allocator([want("a", "6")], classes=[CLASS], devices=cols, features=feats).allocate("n0")
     assert a[0].results[0].consumed_capacity == {"bw": Fraction(6)} and a[0].results[0].share_id
     cols.allocate("ml/a", a[0])
     assert cols.consumed == {0: {f"{DRIVER}/bw": Fraction(6)}}
-    assert Allocator([want("b", "5")], classes=[CLASS], devices=cols, features=feats).allocate("n0") is None
-    assert Allocator([want("b", "4")], classes=[CLASS], devices=cols, features=feats).allocate("n0")
+    assert (
+        Allocator([want("b", "5")], classes=[CLASS], devices=cols, features=feats).allocate("n0")
+        is None
+    )
+    assert Allocator([want("b", "4")], classes=[CLASS], devices=cols, features=feats).allocate(
+        "n0"
+    )
     cols.release("ml/a")
     assert cols.consumed == {}
 
@@ -128,24 +338,42 @@ def test_shared_capacity_is_counted_and_released():
 def test_explain_names_the_request_and_the_numbers():
     cols = DeviceColumns([gpu_slice("n0", ["H200", "A100"], node="n0")], ["n0"])
     alloc = Allocator([claim("a", (2, "H200"))], classes=[CLASS], devices=cols)
-    assert alloc.explain("n0") == ("claim ml/a, request r0: 1 of 2 devices available "
-                                   "(1 match the selectors, 0 in use)")
+    assert alloc.explain("n0") == (
+        "claim ml/a, request r0: 1 of 2 devices available (1 match the selectors, 0 in use)"
+    )
     ok = Allocator([claim("a", (1, "A100"))], classes=[CLASS], devices=cols)
     assert ok.explain("n0") is None
     bad = Allocator([claim("a", (1, None))], classes=[], devices=cols)
     assert "could not retrieve device class gpu" in bad.explain("n0")
-    numa = Allocator([claim("a", (1, None), (1, None), constraints=[{"matchAttribute": f"{DRIVER}/model"}])],
-                     classes=[CLASS], devices=cols)
+    numa = Allocator(
+        [claim("a", (1, None), (1, None), constraints=[{"matchAttribute": f"{DRIVER}/model"}])],
+        classes=[CLASS],
+        devices=cols,
+    )
     assert "constraints" in numa.explain("n0")
 
 
 def test_errors_carry_their_scope():
     # two slices of one pool list the same device: the pool is invalid
-    cols = DeviceColumns([parse_resource_slice({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"s{i}"},
-        "spec": {"driver": DRIVER, "nodeName": "n0", "pool": {"name": "p", "generation": 1,
-                                                              "resourceSliceCount": 2},
-                 "devices": [{"name": "gpu-0"}]}}) for i in range(2)], ["n0"])
+    cols = DeviceColumns(
+        [
+            parse_resource_slice(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"s{i}"},
+                    "spec": {
+                        "driver": DRIVER,
+                        "nodeName": "n0",
+                        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 2},
+                        "devices": [{"name": "gpu-0"}],
+                    },
+                }
+            )
+            for i in range(2)
+        ],
+        ["n0"],
+    )
     alloc = Allocator([claim("a", (1, None))], classes=[CLASS], devices=cols)
     with pytest.raises(AllocationError) as err:
         alloc.allocate("n0")

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from fractions import Fraction
 
 import pytest
-
 from support.golden import golden_dir
+
 from tensorsched.framework.objects.dra import (
     parse_device_class,
     parse_resource_claim,
@@ -62,8 +61,13 @@ def build(case):
         used = state.capacity.setdefault((d["driver"], d["pool"], d["device"]), {})
         for name, q in d["consumedCapacity"].items():
             used[qualify(name, d["driver"])] = parse_quantity(q)
-    allocator = Allocator(claims, classes=classes, devices=slices, allocated=state,
-                          features=DraFeatures.from_gates(case["features"]))
+    allocator = Allocator(
+        claims,
+        classes=classes,
+        devices=slices,
+        allocated=state,
+        features=DraFeatures.from_gates(case["features"]),
+    )
     node = (inp["node"], nodes[inp["node"]])
     return allocator, node
 
@@ -72,7 +76,7 @@ def _result_key(r: dict) -> tuple:
     out = []
     for k, v in sorted(r.items()):
         if v in ([], {}, None):
-            continue                 # an empty field counts as absent
+            continue  # an empty field counts as absent
         if k == "shareID":
             v = "<share>"
         elif k == "consumedCapacity":
@@ -90,8 +94,10 @@ def _selector_key(sel):
     for t in sel["nodeSelectorTerms"]:
         term = []
         for part in ("matchExpressions", "matchFields"):
-            reqs = sorted((r["key"], r["operator"], tuple(sorted(r.get("values") or ())))
-                          for r in t.get(part) or [])
+            reqs = sorted(
+                (r["key"], r["operator"], tuple(sorted(r.get("values") or ())))
+                for r in t.get(part) or []
+            )
             term.append((part, tuple(reqs)))
         terms.append(tuple(term))
     return tuple(sorted(terms))
@@ -99,9 +105,12 @@ def _selector_key(sel):
 
 def _allocation_key(claim_name: str, got: dict, ordered: bool):
     results = [_result_key(r) for r in got["devices"]["results"]]
-    return (claim_name, tuple(results) if ordered else tuple(sorted(results)),
-            json.dumps(got["devices"].get("config", []), sort_keys=True),
-            _selector_key(got.get("nodeSelector")))
+    return (
+        claim_name,
+        tuple(results) if ordered else tuple(sorted(results)),
+        json.dumps(got["devices"].get("config", []), sort_keys=True),
+        _selector_key(got.get("nodeSelector")),
+    )
 
 
 def _check_allocated(case, got):
@@ -114,8 +123,12 @@ def _check_allocated(case, got):
             if r.share_id is not None:
                 assert len(r.share_id) == len(SHARE_ID_PLACEHOLDER)
     have = Counter(_allocation_key(n, a.to_dict(), ordered) for n, a in zip(names, got))
-    want = Counter(_allocation_key(a["claim"], {"devices": a["devices"], "nodeSelector": a.get("nodeSelector")},
-                                   ordered) for a in expect["allocations"])
+    want = Counter(
+        _allocation_key(
+            a["claim"], {"devices": a["devices"], "nodeSelector": a.get("nodeSelector")}, ordered
+        )
+        for a in expect["allocations"]
+    )
     assert have == want
 
 

@@ -35,12 +35,17 @@ def attribute():
 
 
 def device(i):
-    return st.fixed_dictionaries({
-        "name": st.just(f"dev-{i}"),
-        "attributes": st.dictionaries(st.sampled_from(ATTR_NAMES), attribute(), max_size=4),
-        "capacity": st.dictionaries(st.sampled_from(("memory", "cores")),
-                                    st.sampled_from(QUANTITIES).map(lambda q: {"value": q}), max_size=2),
-    })
+    return st.fixed_dictionaries(
+        {
+            "name": st.just(f"dev-{i}"),
+            "attributes": st.dictionaries(st.sampled_from(ATTR_NAMES), attribute(), max_size=4),
+            "capacity": st.dictionaries(
+                st.sampled_from(("memory", "cores")),
+                st.sampled_from(QUANTITIES).map(lambda q: {"value": q}),
+                max_size=2,
+            ),
+        }
+    )
 
 
 devices = st.integers(1, 6).flatmap(lambda n: st.tuples(*[device(i) for i in range(n)]))
@@ -65,17 +70,23 @@ def attr_ref():
 def comparison():
     cap = st.sampled_from(("memory", "cores")).map(lambda n: f'device.capacity["{DRIVER}"].{n}')
     return st.one_of(
-        st.tuples(attr_ref(), st.sampled_from(("==", "!=", "<", "<=", ">", ">=")), literal())
-        .map(" ".join),
-        st.tuples(attr_ref(), st.lists(literal(), min_size=1, max_size=3))
-        .map(lambda t: f"{t[0]} in [{', '.join(t[1])}]"),
+        st.tuples(attr_ref(), st.sampled_from(("==", "!=", "<", "<=", ">", ">=")), literal()).map(
+            " ".join
+        ),
+        st.tuples(attr_ref(), st.lists(literal(), min_size=1, max_size=3)).map(
+            lambda t: f"{t[0]} in [{', '.join(t[1])}]"
+        ),
         attr_ref().map(lambda a: f'{a}.matches("^[Aa]")'),
         attr_ref().map(lambda a: f'{a}.startsWith("H")'),
         st.tuples(cap, st.sampled_from(QUANTITIES), st.sampled_from((">=", "<", "=="))).map(
-            lambda t: f'{t[0]}.compareTo(quantity("{t[1]}")) {t[2]} 0'),
-        st.tuples(cap, st.sampled_from(QUANTITIES)).map(lambda t: f'{t[0]}.isGreaterThan(quantity("{t[1]}"))'),
+            lambda t: f'{t[0]}.compareTo(quantity("{t[1]}")) {t[2]} 0'
+        ),
+        st.tuples(cap, st.sampled_from(QUANTITIES)).map(
+            lambda t: f'{t[0]}.isGreaterThan(quantity("{t[1]}"))'
+        ),
         st.sampled_from(VERSIONS).map(
-            lambda v: f'device.attributes["{DRIVER}"].version.isGreaterThan(semver("{v}"))'),
+            lambda v: f'device.attributes["{DRIVER}"].version.isGreaterThan(semver("{v}"))'
+        ),
         st.sampled_from((DRIVER, "other")).map(lambda d: f'device.driver == "{d}"'),
         st.just("device.allowMultipleAllocations"),
         st.just(f'device.attributes["{DRIVER}"].healthy'),
@@ -85,7 +96,9 @@ def comparison():
 expressions = st.recursive(
     comparison(),
     lambda inner: st.one_of(
-        st.tuples(inner, st.sampled_from(("&&", "||")), inner).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
+        st.tuples(inner, st.sampled_from(("&&", "||")), inner).map(
+            lambda t: f"({t[0]}) {t[1]} ({t[2]})"
+        ),
         inner.map(lambda e: f"!({e})"),
     ),
     max_leaves=4,
@@ -93,11 +106,19 @@ expressions = st.recursive(
 
 
 def columns_of(devs):
-    sl = parse_resource_slice({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
-        "spec": {"driver": DRIVER, "nodeName": "n", "pool": {"name": "p", "generation": 1,
-                                                             "resourceSliceCount": 1},
-                 "devices": list(devs)}})
+    sl = parse_resource_slice(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n",
+                "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "devices": list(devs),
+            },
+        }
+    )
     return DeviceColumns([sl], ["n"])
 
 
@@ -122,15 +143,20 @@ def check_against_reference(expr, cols):
 @given(devices, expressions)
 def test_compiled_selectors_agree_with_cel_python(devs, expr):
     sel = check_against_reference(expr, columns_of(devs))
-    assert sel.compiled, expr       # every generated form takes the column path
+    assert sel.compiled, expr  # every generated form takes the column path
 
 
 @settings(max_examples=40, deadline=None)
-@given(devices, st.sampled_from((
-    f'device.attributes["{DRIVER}"].index < device.attributes["{DRIVER}"].numa',
-    f'device.attributes["{DRIVER}"].model + "x" == "H200x"',
-    f'size(device.attributes["{DRIVER}"].model) > 2',
-)))
+@given(
+    devices,
+    st.sampled_from(
+        (
+            f'device.attributes["{DRIVER}"].index < device.attributes["{DRIVER}"].numa',
+            f'device.attributes["{DRIVER}"].model + "x" == "H200x"',
+            f'size(device.attributes["{DRIVER}"].model) > 2',
+        )
+    ),
+)
 def test_other_expressions_evaluate_once_per_distinct_tuple(devs, expr):
     sel = check_against_reference(expr, columns_of(devs))
     assert not sel.compiled
@@ -138,8 +164,10 @@ def test_other_expressions_evaluate_once_per_distinct_tuple(devs, expr):
 
 def test_one_evaluation_per_distinct_value():
     """Devices of one model share the table entry the gather reads."""
-    devs = [{"name": f"d{i}", "attributes": {"model": {"string": "H200" if i % 2 else "A100"}}}
-            for i in range(1000)]
+    devs = [
+        {"name": f"d{i}", "attributes": {"model": {"string": "H200" if i % 2 else "A100"}}}
+        for i in range(1000)
+    ]
     cols = columns_of(devs)
     ids, table = cols.values.leaf(("attr", f"{DRIVER}/model"))
     assert sorted(table) == ["A100", "H200"] and ids.shape == (1000,)
@@ -147,11 +175,14 @@ def test_one_evaluation_per_distinct_value():
     assert np.array_equal(col.value, np.arange(1000) % 2 == 1)
 
 
-@pytest.mark.parametrize("expr, words", [
-    ("noSuchVar", "undeclared reference to 'noSuchVar'"),
-    ("device.driver ==", "Syntax error"),
-    ("1", "must evaluate to bool"),
-])
+@pytest.mark.parametrize(
+    "expr, words",
+    [
+        ("noSuchVar", "undeclared reference to 'noSuchVar'"),
+        ("device.driver ==", "Syntax error"),
+        ("1", "must evaluate to bool"),
+    ],
+)
 def test_compile_errors(expr, words):
     with pytest.raises(CelError, match=words):
         compile_selector(expr)
@@ -159,23 +190,37 @@ def test_compile_errors(expr, words):
 
 def test_runtime_errors_follow_cel_rules():
     cols = columns_of([{"name": "d", "attributes": {"model": {"string": "H200"}}}])
+
     def run(expr):
         col = compile_selector(expr).evaluate(cols.values)
-        return (col.messages[col.error[0]] if col.error[0] >= 0 else bool(col.value[0]))
+        return col.messages[col.error[0]] if col.error[0] >= 0 else bool(col.value[0])
+
     assert run(f'device.attributes["{DRIVER}"].missing == 1') == "no such key: missing"
     assert run(f'device.attributes["{DRIVER}"].missing == 1 || true') is True
     assert run(f'false && device.attributes["{DRIVER}"].missing == 1') is False
-    assert run(f'device.attributes["{DRIVER}"].model == 1') is False      # heterogeneous ==
+    assert run(f'device.attributes["{DRIVER}"].model == 1') is False  # heterogeneous ==
     assert "no such overload" in run(f'device.attributes["{DRIVER}"].model < 1')
-    assert run(f'device.capacity["{DRIVER}"].memory.compareTo(quantity("1")) > 0') == "no such key: memory"
+    assert (
+        run(f'device.capacity["{DRIVER}"].memory.compareTo(quantity("1")) > 0')
+        == "no such key: memory"
+    )
 
 
 def test_quantity_and_semver_compare_exactly():
-    cols = columns_of([{"name": "d", "capacity": {"memory": {"value": "80Gi"}},
-                        "attributes": {"v": {"version": "1.10.0"}}}])
-    yes = [f'device.capacity["{DRIVER}"].memory.compareTo(quantity("80Gi")) == 0',
-           f'device.capacity["{DRIVER}"].memory.isGreaterThan(quantity("85899345919"))',
-           f'device.attributes["{DRIVER}"].v.isGreaterThan(semver("1.9.0"))']
+    cols = columns_of(
+        [
+            {
+                "name": "d",
+                "capacity": {"memory": {"value": "80Gi"}},
+                "attributes": {"v": {"version": "1.10.0"}},
+            }
+        ]
+    )
+    yes = [
+        f'device.capacity["{DRIVER}"].memory.compareTo(quantity("80Gi")) == 0',
+        f'device.capacity["{DRIVER}"].memory.isGreaterThan(quantity("85899345919"))',
+        f'device.attributes["{DRIVER}"].v.isGreaterThan(semver("1.9.0"))',
+    ]
     for expr in yes:
         assert compile_selector(expr).evaluate(cols.values).value[0], expr
     assert Fraction(80 * 2**30) == cols.values.leaf(("cap", f"{DRIVER}/memory"))[1][0].value
