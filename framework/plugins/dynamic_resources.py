@@ -450,11 +450,8 @@ class DynamicResources(Plugin):
                     return np.zeros(rows.shape[0], np.bool_)
                 fits = self._feasible(cyc, state, rows)
                 self._remember_fits(cyc, store, state, rows, fits)
-            no = _unresolvable(MSG_CANNOT_ALLOCATE)
-            for j in np.flatnonzero(~fits & ok).tolist():
-                r = int(rows[j])
-                if r not in statuses:
-                    statuses[r] = no
+            # a rejected row without a status of its own could not allocate
+            # the claims (``_status_of``'s default): nothing to record per row
             ok &= fits
         return ok
 
