@@ -48,7 +48,16 @@ from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
-from .common import bound_pods, fresh_cluster, no_gc, node_copies, node_template, unique_names
+from .common import (
+    bound_pods,
+    fresh_cluster,
+    no_gc,
+    node_copies,
+    node_template,
+    slice_copies,
+    slice_template,
+    unique_names,
+)
 from .report import NodesReport, NodeTemplateResult, Probe
 
 __all__ = ["nodes_to_add", "workload_pods", "lower_bound"]
@@ -105,8 +114,10 @@ def lower_bound(cluster: Cluster, pods: list[PodRecord], template) -> int | None
 
 
 class _Search:
-    def __init__(self, cluster, pods, template, backend, seed, progress):
+    def __init__(self, cluster, pods, template, backend, seed, progress, slices=()):
         self.cluster = cluster
+        self.slices = list(slices)        # the template's ResourceSlices (DRA devices)
+        self.base_slices = list(cluster.objects.resource_slices)
         self.pods = pods
         self.template = template
         self.backend = backend
@@ -133,8 +144,12 @@ class _Search:
         got = self.probes.get(n)
         if got is None:
             t0 = time.perf_counter()
-            work = fresh_cluster(self.cluster, nodes=self.base_nodes + self.added(n),
-                                 pods=self.base_pods)
+            added = self.added(n)
+            slices = (self.base_slices + slice_copies(self.slices, self.template,
+                                                      [a.name for a in added])
+                      if self.slices else None)
+            work = fresh_cluster(self.cluster, nodes=self.base_nodes + added,
+                                 pods=self.base_pods, slices=slices)
             sched = Scheduler(work, self.backend, self.seed, batch=True)
             bindings, _ = sched.schedule_pending(self.pods)
             ok = sum(1 for b in bindings if b.node is not None)
@@ -210,11 +225,14 @@ class _Search:
 
 def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = "numba",
                  seed: int = 0, max_nodes: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> NodesReport:
+                 progress: Callable[[int], None] | None = None,
+                 template_slices=None) -> NodesReport:
     """The fewest nodes of the template(s) (Node dicts or NodeRecords) to add
     to ``cluster`` so every pod of ``workloads`` schedules; see the module
     doc.  ``progress(n)`` is called after each probe (``n`` nodes added).
-    The cluster is not modified."""
+    ``template_slices[i]``: the ResourceSlices (dicts or records, local to
+    template ``i``'s node) every added node of that template publishes, so
+    DRA pods can use its devices.  The cluster is not modified."""
     if not node_templates:
         raise ValueError("nodes_to_add: at least one node template")
     if max_nodes is not None and max_nodes < 0:
@@ -222,8 +240,11 @@ def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = 
     t0 = time.perf_counter()
     with no_gc():
         templates = [node_template(t) for t in node_templates]
+        slices = list(template_slices or ())
+        slices += [()] * (len(templates) - len(slices))
+        slices = [slice_template(s, t) for s, t in zip(slices, templates)]
         pods = workload_pods(cluster, workloads)
-        results = [_Search(cluster, pods, t, backend, seed, progress).run(max_nodes)
-                   for t in templates]
+        results = [_Search(cluster, pods, t, backend, seed, progress, s).run(max_nodes)
+                   for t, s in zip(templates, slices)]
     return NodesReport(backend, seed, len(pods), results, max_nodes,
                        time.perf_counter() - t0)
