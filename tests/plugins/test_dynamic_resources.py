@@ -259,3 +259,20 @@ def test_kept_feasibility_equals_a_fresh_pass(steps, probe_seed):
             assert st_.ok
             got.append(plugin.filter(ctx, rows).tolist())
         assert got[0] == got[1], template
+
+
+def test_simulation_departures_free_devices_for_later_arrivals():
+    from tensorsched.framework.simulation.simulation import Simulation
+    objs, _ = S.dra(1, 0)
+    sim = Simulation(objs, None, "numpy", 0, interval=None)
+    sim.submit([S.claim_pod(f"a{i}", "one-gpu") for i in range(8)], at=0.0, duration=60.0)
+    sim.submit([S.claim_pod(f"b{i}", "one-gpu") for i in range(8)], at=30.0)
+    bound = []
+    sim.on("Bound", lambda e: bound.append((e["pod"], e["node"])))
+    sim.run()
+    # the second wave waits until the first leaves at t=60, then gets all 8 GPUs
+    assert sorted(p for p, _ in bound if p.startswith("default/b")) == \
+        sorted(f"default/b{i}" for i in range(8))
+    store = ClaimState.of(sim.cluster.state)
+    assert all(store.get("default", f"a{i}-gpu") is None for i in range(8))
+    assert len(store.devices_in_use) == 8
