@@ -280,7 +280,8 @@ class Allocator:
         """[N] bool: ``allocate(node) is not None`` for every node, answered
         by one kernel pass where the claims allow it (module docstring);
         errors raise as :meth:`allocate` does.  ``engine``: the kernel's
-        (``numpy``, ``numba``, ``auto``)."""
+        (``numpy``, ``numba``, ``cuda``: one GPU thread per node, ``auto`` =
+        numba)."""
         given = nodes
         nodes = nodes if isinstance(nodes, list) else list(nodes)
         out = np.zeros(len(nodes), bool)
@@ -296,8 +297,8 @@ class Allocator:
             for i, node in enumerate(nodes):
                 out[i] = self.allocate(node) is not None
             return out
-        if engine not in ("auto", "numba", "numpy"):
-            raise ValueError(f"unknown engine {engine!r} (numpy, numba, auto)")
+        if engine not in ("auto", "numba", "numpy", "cuda"):
+            raise ValueError(f"unknown engine {engine!r} (numpy, numba, cuda, auto)")
         csr = self._csr(given, nodes)
         ptr, rows, invalid = csr
         # answers only change on nodes whose devices changed hands since the
@@ -364,6 +365,7 @@ class Allocator:
                 enc["con_code"],
                 enc["con_kind"],
                 *enc["counters"],
+                engine="cuda" if engine == "cuda" else "numba",
             )
         out = code == dra_kernels.FIT
         for i in np.flatnonzero((code == dra_kernels.UNDECIDED) | (invalid & ~out)):
