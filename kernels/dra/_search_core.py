@@ -61,36 +61,37 @@ def search_node(
     hi = ptr[node + 1]
     n_req = counts.shape[0]
     code = FIT
+    # per request: candidates at all, and anything the search could meet that
+    # this pass does not judge (an error, a blocked device)
     dirty = False
+    short = False
     for r in range(n_req):
+        avail = 0
         for v in range(lo, hi):
             row = rows[v]
             s = status[r, row]
-            if s != 0 and not in_use[row] and (s == 2 or blocked[row]):
-                dirty = True
+            if s != 0 and not in_use[row]:
+                if s == 2 or blocked[row]:
+                    dirty = True
+                else:
+                    avail += 1
+        if avail < counts[r]:
+            short = True
+    # counters held by devices in use; one already over its value blocks its
+    # whole pool upstream (every counter is compared): the full search decides
     for v in range(lo, hi):
         row = rows[v]
         if in_use[row]:
             for e in range(ctr_ptr[row], ctr_ptr[row + 1]):
                 used[ctr_slot[e]] += ctr_amt[e]
-    # a counter already over its value blocks its whole pool upstream (every
-    # counter is compared): the full search decides
     for v in range(lo, hi):
         row = rows[v]
         for e in range(ctr_ptr[row], ctr_ptr[row + 1]):
             if used[ctr_slot[e]] > slot_cap[ctr_slot[e]]:
                 code = UNDECIDED
     # a request without enough candidates at all: no solution
-    for r in range(n_req):
-        if code != FIT:
-            break
-        avail = 0
-        for v in range(lo, hi):
-            row = rows[v]
-            if not in_use[row] and status[r, row] == 1:
-                avail += 1
-        if avail < counts[r]:
-            code = UNDECIDED if dirty else NO_FIT
+    if code == FIT and short:
+        code = UNDECIDED if dirty else NO_FIT
     for c in range(con_count.shape[0]):
         con_count[c] = 0
     d = 0

@@ -5,10 +5,12 @@ thousand nodes, less than waking a thread pool."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from numba import njit
 
-from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels._compile import KEY, compile_module, compile_source
 
 from . import _search_core
 
@@ -16,7 +18,6 @@ core = compile_module(_search_core, njit, options={"nogil": True}, cache=True)
 search_node = core["search_node"]
 
 
-@njit(cache=True, nogil=True)
 def _drive(
     ptr,
     rows,
@@ -72,6 +73,20 @@ def _drive(
             pos,
             picks[node],
         )
+
+
+# The driver compiles from its source text like the rules, so that its
+# on-disk cache is keyed by the rules it calls too.
+_drive = compile_source(
+    f"{__name__}._drive",
+    inspect.getsource(_drive),
+    njit,
+    ("_drive",),
+    {"search_node": search_node},
+    options={"nogil": True},
+    cache=True,
+    depends=(core[KEY],),
+)["_drive"]
 
 
 def first_fit_search_numba(
