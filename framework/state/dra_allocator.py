@@ -280,7 +280,8 @@ class Allocator:
         """[N] bool: ``allocate(node) is not None`` for every node, answered
         by one kernel pass where the claims allow it (module docstring);
         errors raise as :meth:`allocate` does.  ``engine``: the kernel's
-        (``numpy``, ``numba``, ``auto``)."""
+        (``numpy``, ``numba``, ``cuda``: one GPU thread per node, ``auto`` =
+        numba)."""
         given = nodes
         nodes = nodes if isinstance(nodes, list) else list(nodes)
         out = np.zeros(len(nodes), bool)
@@ -296,14 +297,15 @@ class Allocator:
             for i, node in enumerate(nodes):
                 out[i] = self.allocate(node) is not None
             return out
-        if engine not in ("auto", "numba", "numpy"):
-            raise ValueError(f"unknown engine {engine!r} (numpy, numba, auto)")
+        if engine not in ("auto", "numba", "numpy", "cuda"):
+            raise ValueError(f"unknown engine {engine!r} (numpy, numba, cuda, auto)")
         csr = self._csr(given, nodes)
         ptr, rows, invalid = csr
         # answers only change on nodes whose devices changed hands since the
         # last pass of claims like these (pods of one template): redo those
         memo_key = self._memo_key(csr)
-        memo = self.columns.cache.get(memo_key) if memo_key is not None else None
+        memos = self.columns.cache.setdefault("feasible-memos", {})
+        memo = memos.get(memo_key) if memo_key is not None else None
         if memo is not None and memo["csr"] is not csr:
             memo = None  # another node list took that id
         if memo is not None:
@@ -331,10 +333,9 @@ class Allocator:
         if memo_key is not None:
             if memo is None:
                 memo = {"csr": csr, "node_of_row": self._node_of_row(ptr, rows, self.columns.n)}
-                memos = [k for k in self.columns.cache if k[0] == "feasible"]
-                for k in memos[:-63]:
-                    del self.columns.cache[k]
-                self.columns.cache[memo_key] = memo
+                while len(memos) >= 64:
+                    del memos[next(iter(memos))]
+                memos[memo_key] = memo
             memo["in_use"] = self.in_use_rows.copy()
             memo["out"] = out.copy()
         return out
@@ -364,6 +365,7 @@ class Allocator:
                 enc["con_code"],
                 enc["con_kind"],
                 *enc["counters"],
+                engine="cuda" if engine == "cuda" else "numba",
             )
         out = code == dra_kernels.FIT
         for i in np.flatnonzero((code == dra_kernels.UNDECIDED) | (invalid & ~out)):
@@ -628,8 +630,10 @@ class Allocator:
             if nodes and hasattr(nodes[0], "name")
             else [_node_identity(n)[0] for n in nodes]
         )
-        key = ("csr", names, part)
-        got = cache.get(key)
+        # the last few node lists, in their own small dict (oldest first)
+        lists = cache.setdefault("csr-lists", {})
+        key = (names, part)
+        got = lists.get(key)
         if got is None:
             views = [self.view(n) for n in nodes]
             ptr = np.zeros(len(views) + 1, np.int64)
@@ -637,10 +641,9 @@ class Allocator:
             rows = np.concatenate([v.rows for v in views]) if views else np.zeros(0, np.int64)
             invalid = np.array([v.any_invalid for v in views], bool)
             got = (ptr, rows, invalid)
-            old = [k for k in cache if k[0] == "csr"]
-            for k in old[:-7]:
-                del cache[k]
-            cache[key] = got
+            while len(lists) >= 8:
+                del lists[next(iter(lists))]
+            lists[key] = got
         cache[("csr-last", part)] = (given, len(nodes), got)
         return got
 

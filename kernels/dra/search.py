@@ -51,13 +51,13 @@ def first_fit_search(
     ctr_amt,
     slot_cap,
     budget: int = 200_000,
+    engine: str = "numba",
 ):
-    """Numba only: a depth-first search does not vectorize (the NumPy engine
-    runs the host search per node instead)."""
-    from ._search_numba import first_fit_search_numba
-
+    """``engine``: ``numba`` (CPU) or ``cuda`` (one thread per node).  There is
+    no NumPy twin: a depth-first search does not vectorize (the allocator's
+    NumPy engine runs its host search per node instead)."""
     i64 = np.int64
-    return first_fit_search_numba(
+    args = (
         np.ascontiguousarray(ptr, i64),
         np.ascontiguousarray(rows, i64),
         np.ascontiguousarray(status, np.int8),
@@ -75,3 +75,12 @@ def first_fit_search(
         np.ascontiguousarray(slot_cap, i64),
         int(budget),
     )
+    if engine in ("numba", "auto"):
+        from ._search_numba import first_fit_search_numba
+
+        return first_fit_search_numba(*args)
+    if engine == "cuda":
+        from ._search_cuda import first_fit_search_cuda
+
+        return first_fit_search_cuda(*args)
+    raise ValueError(f"unknown engine {engine!r} (numba, cuda)")

@@ -15,6 +15,7 @@ import json
 from collections import Counter
 
 import pytest
+from support.backends import backend_params
 from support.golden import golden_dir
 
 from tensorsched.framework.objects.dra import (
@@ -33,7 +34,7 @@ SHARE_ID_PLACEHOLDER = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 #: Cases we do not pass yet, each with the reason (kept short; shrink it).
 XFAIL: dict[str, str] = {}
 
-ENGINES = ("numpy", "numba")
+ENGINES = backend_params()  # numpy, numba; cuda under the simulator or on a device
 
 
 def build(case):

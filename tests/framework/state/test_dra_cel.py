@@ -164,11 +164,29 @@ def test_other_expressions_evaluate_once_per_distinct_tuple(devs, expr):
 
 def test_one_evaluation_per_distinct_value():
     """Devices of one model share the table entry the gather reads."""
-    devs = [
-        {"name": f"d{i}", "attributes": {"model": {"string": "H200" if i % 2 else "A100"}}}
-        for i in range(1000)
+    slices = [
+        parse_resource_slice(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"s{k}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": f"n{k}",
+                    "pool": {"name": f"p{k}", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [
+                        {
+                            "name": f"d{i}",
+                            "attributes": {"model": {"string": "H200" if i % 2 else "A100"}},
+                        }
+                        for i in range(100)
+                    ],
+                },
+            }
+        )
+        for k in range(10)
     ]
-    cols = columns_of(devs)
+    cols = DeviceColumns(slices, [f"n{k}" for k in range(10)])
     ids, table = cols.values.leaf(("attr", f"{DRIVER}/model"))
     assert sorted(table) == ["A100", "H200"] and ids.shape == (1000,)
     col = compile_selector(f'device.attributes["{DRIVER}"].model == "H200"').evaluate(cols.values)
