@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tensorsched.framework.preemption.host_search import Suspension
 from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.state.dra_claims import ClaimState
 
 from .cluster import Cluster, build_cluster
 
@@ -32,6 +33,20 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
     it is bound (``"bound_node"``)."""
     pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
+    state = cluster.state
+    claims = ClaimState.attached(state)
+    keep = set(claims.claims) if claims is not None else None
+    try:
+        return _explain_in_place(cluster, fw, pod, seed)
+    finally:
+        # the claims a template pod's look generated go again: explain
+        # leaves the cluster as it was
+        got = ClaimState.attached(state)
+        if got is not None:
+            got.forget_generated(keep or ())
+
+
+def _explain_in_place(cluster: Cluster, fw, pod, seed: int) -> dict:
     state = cluster.state
     if pod.key not in state.pods:
         return _explain(cluster, fw, pod, seed)

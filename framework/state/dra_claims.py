@@ -329,6 +329,18 @@ class ClaimState:
         self.generated[(pod.key, pod_claim.name)] = name
         return e
 
+    def forget_generated(self, keep) -> None:
+        """Drop the generated claims not in ``keep`` (claim keys) that hold
+        nothing: what a look at a pod (explain) made and did not use."""
+        for key, e in list(self.claims.items()):
+            if key in keep or not e.generated or e.allocation is not None or e.reserved_for \
+                    or key in self.in_flight:
+                continue
+            del self.claims[key]
+            for k, name in list(self.generated.items()):
+                if f"{e.record.namespace}/{name}" == key:
+                    del self.generated[k]
+
     def hold_in_flight(self, key: str, allocation: AllocationResult) -> None:
         """Reserve: the allocation is held in memory until PreBind."""
         if key in self.in_flight:

@@ -221,6 +221,14 @@ def test_explain_names_the_plugin_and_reason():
         "code": "UnschedulableAndUnresolvable", "plugin": "DynamicResources",
         "reasons": ["cannot allocate all claims: claim default/x-gpu, request gpu: 0 of 1 "
                     "devices available (8 match the selectors, 8 in use)"]}
+    # explain leaves the cluster as it was: the claim its look generated is gone
+    store = ClaimState.of(cluster.state)
+    assert store.get("default", "x-gpu") is None and len(store.claims) == 8
+    # a bound pod explained in place keeps its own claim
+    record = explain_pod(cluster, cluster.state.pods.record("default/pod-0"))
+    assert record["bound_node"] == "node-0"
+    assert store.get("default", "pod-0-gpu").allocation is not None
+    assert len(store.devices_in_use) == 8
 
 
 def test_invalid_pod_claim_status_is_a_clear_rejection():
