@@ -69,6 +69,9 @@ def _error(message: str) -> Status:
     return Status(Code.ERROR, (message,), NAME)
 
 
+_CANNOT_ALLOCATE = _unresolvable(MSG_CANNOT_ALLOCATE)
+
+
 class _ClaimProblem(Exception):
     """A claim of the pod cannot be used now (the status's message)."""
 
@@ -547,11 +550,12 @@ class DynamicResources(Plugin):
         out = np.ones(rows.shape[0], np.bool_)
         if cyc is None or not self.preemption:
             return out
-        statuses = cyc.statuses
-        for j, r in enumerate(rows.tolist()):
-            st = statuses.get(r)
-            if st is None or st.reasons == (MSG_CANNOT_ALLOCATE,):
-                out[j] = False
+        out[:] = False
+        # only rows with a status of their own (pinned elsewhere, errors)
+        # can be unresolvable: the rest could not allocate the claims
+        hard = [r for r, st in cyc.statuses.items() if st.reasons != (MSG_CANNOT_ALLOCATE,)]
+        if hard:
+            out |= np.isin(rows, np.asarray(hard, np.int64))
         return out
 
     def explain_status(self, ctx, row: int) -> Status:
@@ -576,17 +580,34 @@ class DynamicResources(Plugin):
 
     def explain_many(self, ctx, rows) -> tuple:
         """(ids, statuses) of many rejected nodes (the FailedScheduling
-        diagnosis): upstream's statuses, without the per-node account."""
-        statuses = [self._status_of(ctx, r) for r in np.asarray(rows).tolist()]
-        table = list(dict.fromkeys(statuses))
-        index = {st: i for i, st in enumerate(table)}
-        return np.fromiter((index[st] for st in statuses), np.int64, len(statuses)), table
+        diagnosis): upstream's statuses, without the per-node account.
+        Most rows carry the default status; only the few with one of their
+        own are looked at one by one."""
+        rows = np.asarray(rows, np.int64)
+        cyc = self._cycles.get(ctx.pod.key)
+        own = cyc.statuses if cyc is not None else {}
+        ids = np.zeros(rows.shape[0], np.int64)
+        special = (np.flatnonzero(np.isin(rows, np.fromiter(own, np.int64, len(own))))
+                   if own else np.zeros(0, np.int64))
+        table: list = []
+        index: dict = {}
+        if special.shape[0] < rows.shape[0]:
+            table.append(_CANNOT_ALLOCATE)
+            index[_CANNOT_ALLOCATE] = 0
+        for j in special.tolist():
+            st = own[int(rows[j])]
+            k = index.get(st)
+            if k is None:
+                k = index[st] = len(table)
+                table.append(st)
+            ids[j] = k
+        return ids, table
 
     def _status_of(self, ctx, row: int) -> Status:
         cyc = self._cycles.get(ctx.pod.key)
         if cyc is not None and row in cyc.statuses:
             return cyc.statuses[row]
-        return _unresolvable(MSG_CANNOT_ALLOCATE)
+        return _CANNOT_ALLOCATE
 
     def aborted(self, pod) -> Status | None:
         """The Error status that ended the pod's last Filter, if any."""
