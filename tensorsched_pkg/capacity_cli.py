@@ -7,7 +7,8 @@ Three questions, one per invocation (the README's "Capacity planning"):
   node); with ``--replicas N`` (one per ``--pod``, in order) whether that
   set fits and what does not;
 - ``--workloads DIR --node-template node.yaml [...]``: the fewest template
-  nodes to add so every pod of the workloads schedules;
+  nodes to add so every pod of the workloads schedules (a template file
+  holds one Node and, for DRA devices, its ResourceSlices);
 - ``--drain [--nodes a,b]``: the nodes that can be removed, one by one and
   as a set.
 
@@ -43,6 +44,20 @@ def _one(path: str, kind: str) -> dict:
         raise TensorschedError(f"{path}: expected exactly one {kind}, found {len(objs)} "
                                f"object(s) ({kinds})")
     return objs[0]
+
+
+def _node_template(path: str) -> tuple[dict, list]:
+    """The one Node of a node template file and the ResourceSlices that come
+    with it (DRA devices every added node publishes)."""
+    objs = load(path)
+    nodes = [o for o in objs if o.get("kind") == "Node"]
+    slices = [o for o in objs if o.get("kind") == "ResourceSlice"]
+    if len(nodes) != 1 or len(nodes) + len(slices) != len(objs):
+        kinds = ", ".join(sorted({str(o.get("kind")) for o in objs})) or "nothing"
+        raise TensorschedError(f"{path}: expected exactly one Node (and its ResourceSlices), "
+                               f"found {len(objs)} object(s) ({kinds})")
+    return nodes[0], slices
+
 
 
 def _bar(what: str, unit: str, total=None):
@@ -81,7 +96,9 @@ def cmd_capacity(args) -> int:
         raise TensorschedError("capacity: --nodes needs --drain")
     # templates are read before the cluster: a bad file fails fast
     pods = [_one(p, "Pod") for p in args.pod or ()]
-    node_templates = [_one(p, "Node") for p in args.node_template or ()]
+    node_files = [_node_template(p) for p in args.node_template or ()]
+    node_templates = [n for n, _ in node_files]
+    template_slices = [s for _, s in node_files]
     workloads = None
     if args.workloads:
         objs = load(args.workloads)
@@ -102,6 +119,7 @@ def cmd_capacity(args) -> int:
     elif workloads is not None:
         with _bar("probes", "probe") as bar:
             report = nodes_to_add(cluster, workloads, node_templates, backend=args.backend,
+                                  template_slices=template_slices,
                                   seed=args.seed, max_nodes=args.max_nodes,
                                   progress=lambda n: (bar.set_postfix_str(f"{n} nodes"),
                                                       bar.update(1)))

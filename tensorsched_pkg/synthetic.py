@@ -7,9 +7,10 @@
 Pods bound in the workload's initial state (the preemption workloads' low
 pods) carry ``spec.nodeName``; the others are pending.  The generators
 themselves live with what they exercise: ``framework.objects.synthetic``
-(basic, pod-to-pod, preemption, the README sample) and
-``topology.synthetic`` (GPU), imported on first use: the workload names
-are read (``tensorsched bench --help``) without loading them.
+(basic, pod-to-pod, preemption, the README sample, StatefulSets),
+``framework.objects.dra_synthetic`` (DRA: ResourceSlices, DeviceClasses, claim
+templates) and ``topology.synthetic`` (GPU), imported on first use: the
+workload names are read (``tensorsched bench --help``) without loading them.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ from tensorsched.framework.arguments import Arguments, shown
 # generator name -> the module that defines it
 _GENERATORS = {name: "tensorsched.framework.objects.synthetic" for name in (
     "basic", "node_dict", "pod_dict", "pod_to_pod", "preemption", "sample", "statefulsets")}
+_GENERATORS.update({name: "tensorsched.framework.objects.dra_synthetic" for name in (
+    "dra", "dra_gpu")})
 _GENERATORS.update({name: "tensorsched.topology.synthetic" for name in (
     "gpu", "gpu_config", "gpu_node")})
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
              "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu",
-             "volumes", "volumes-none")
+             "volumes", "volumes-none", "dra", "dra-gpu")
 POD_TO_POD = ("spread", "antiaffinity", "affinity", "preferred-affinity", "replicaset")
 
 __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "preemption",
-           "statefulsets", "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict"]
+           "statefulsets", "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict", "dra",
+           "dra_gpu"]
 
 
 def _check(args: Arguments, name) -> None:
@@ -47,8 +51,10 @@ def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[
     n_nodes = args.integer("n_nodes", n_nodes, 1, MAX_NODES)
     n_pods = args.integer("n_pods", n_pods, 0, MAX_PODS)
     seed = args.seed(seed)
-    if name in ("basic", "gpu"):
+    if name in ("basic", "gpu", "dra"):
         return __getattr__(name)(n_nodes, n_pods, seed)
+    if name == "dra-gpu":
+        return __getattr__("dra_gpu")(n_nodes, n_pods, seed)
     if name in POD_TO_POD:
         return __getattr__("pod_to_pod")(name, n_nodes, n_pods, seed)
     if name in ("volumes", "volumes-none"):

@@ -125,8 +125,11 @@ SYNOPSES = [form for synopsis, lines in bash_blocks() if synopsis
             for line in lines for form in synopsis_forms(line)]
 
 
-def test_the_guide_has_its_four_commands():
-    assert [c.split()[1] for c, _ in CASES] == ["explain", "explain", "schedule", "replay"]
+def test_the_guide_has_its_commands():
+    # the cluster.yaml tour (a web replica, then the db pod on its zonal
+    # volume), the openb replay, then the DRA GPU cluster
+    assert [c.split()[1] for c, _ in CASES] == ["explain", "explain", "schedule", "replay",
+                                                "explain", "schedule", "capacity"]
 
 
 @pytest.mark.parametrize("command, expected", CASES, ids=[c.split()[1] for c, _ in CASES])

@@ -14,6 +14,8 @@ import numpy as np
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.dra import parse_resource_slice
+from tensorsched.framework.objects.dra_records import ResourceSliceRecord
 from tensorsched.framework.objects.manifests import Objects, parse_node, parse_pod
 from tensorsched.framework.objects.meta import source_of
 from tensorsched.framework.objects.node_lifecycle import uncordoned_record
@@ -40,16 +42,18 @@ def no_gc():
             gc.enable()
 
 
-def fresh_cluster(cluster: Cluster, nodes=None, pods=None) -> Cluster:
+def fresh_cluster(cluster: Cluster, nodes=None, pods=None, slices=None) -> Cluster:
     """A new Cluster of ``cluster``'s objects (its configuration and
-    registry), with ``nodes`` / ``pods`` (records) in place of the loaded
-    ones when given.  The given cluster is not touched."""
+    registry), with ``nodes`` / ``pods`` / ResourceSlice ``slices`` (records)
+    in place of the loaded ones when given.  The given cluster is not touched."""
     objs: Objects = cluster.objects
     changes = {}
     if nodes is not None:
         changes["nodes"] = list(nodes)
     if pods is not None:
         changes["pods"] = list(pods)
+    if slices is not None:
+        changes["resource_slices"] = list(slices)
     if changes:
         objs = dataclasses.replace(objs, **changes)
     fresh = build_cluster(objs, cluster.config, cluster.registry)
@@ -124,6 +128,39 @@ def node_copies(template: NodeRecord, names) -> list[NodeRecord]:
         labels = dict(template.labels)
         labels[HOSTNAME_LABEL] = name
         out.append(dataclasses.replace(template, name=name, labels=labels))
+    return out
+
+
+def slice_template(template, node: NodeRecord, what: str = "node template") -> list:
+    """The ResourceSlices (dicts or records) that come with a node template:
+    parsed, each local to the template node (``spec.nodeName`` its name)."""
+    out = []
+    for s in template or ():
+        rec = s if isinstance(s, ResourceSliceRecord) else parse_resource_slice(s)
+        if rec.node_name != node.name:
+            raise ManifestError(f"ResourceSlice {rec.name}", "spec.nodeName",
+                                f"a {what}'s slice must be local to node {node.name!r}, "
+                                f"got {rec.node_name!r}", source_of(rec.obj))
+        out.append(rec)
+    return out
+
+
+def slice_copies(slices: list, template: NodeRecord, names) -> list:
+    """The slices of each added node ``names[i]``: the template's with the
+    node, and the template node's name in the slice and pool names, replaced."""
+    out = []
+    for name in names:
+        for rec in slices:
+            pool = rec.pool
+            pool_name = (name if pool.name == template.name
+                         else pool.name.replace(template.name, name))
+            if pool_name == pool.name:
+                pool_name = f"{pool.name}-{name}"
+            slice_name = (rec.name.replace(template.name, name) if template.name in rec.name
+                          else f"{rec.name}-{name}")
+            out.append(dataclasses.replace(
+                rec, name=slice_name, node_name=name,
+                pool=dataclasses.replace(pool, name=pool_name)))
     return out
 
 

@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from tensorsched.framework.objects.controllers import expand_workloads
 from tensorsched.framework.objects.manifests import parse_objects
 from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.objects.dra_records import ResourceSliceRecord
 from tensorsched.framework.objects.records import NodeRecord, PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -56,6 +57,8 @@ from .common import (
     node_copies,
     node_template,
     object_list,
+    slice_copies,
+    slice_template,
     unique_names,
 )
 from .limits import MAX_NODES
@@ -115,8 +118,10 @@ def lower_bound(cluster: Cluster, pods: list[PodRecord], template) -> int | None
 
 
 class _Search:
-    def __init__(self, cluster, pods, template, backend, seed, progress):
+    def __init__(self, cluster, pods, template, backend, seed, progress, slices=()):
         self.cluster = cluster
+        self.slices = list(slices)        # the template's ResourceSlices (DRA devices)
+        self.base_slices = list(cluster.objects.resource_slices)
         self.pods = pods
         self.template = template
         self.backend = backend
@@ -143,8 +148,12 @@ class _Search:
         got = self.probes.get(n)
         if got is None:
             t0 = time.perf_counter()
-            work = fresh_cluster(self.cluster, nodes=self.base_nodes + self.added(n),
-                                 pods=self.base_pods)
+            added = self.added(n)
+            slices = (self.base_slices + slice_copies(self.slices, self.template,
+                                                      [a.name for a in added])
+                      if self.slices else None)
+            work = fresh_cluster(self.cluster, nodes=self.base_nodes + added,
+                                 pods=self.base_pods, slices=slices)
             sched = Scheduler(work, self.backend, self.seed, batch=True)
             bindings, _ = sched.schedule_pending(self.pods)
             ok = sum(1 for b in bindings if b.node is not None)
@@ -220,11 +229,14 @@ class _Search:
 
 def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = "numba",
                  seed: int = 0, max_nodes: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> NodesReport:
+                 progress: Callable[[int], None] | None = None,
+                 template_slices=None) -> NodesReport:
     """The fewest nodes of the template(s) (Node dicts or NodeRecords) to add
     to ``cluster`` so every pod of ``workloads`` schedules; see the module
     doc.  ``progress(n)`` is called after each probe (``n`` nodes added).
-    The cluster is not modified."""
+    ``template_slices[i]``: the ResourceSlices (dicts or records, local to
+    template ``i``'s node) every added node of that template publishes, so
+    DRA pods can use its devices.  The cluster is not modified."""
     args = capacity_arguments("nodes_to_add", cluster, backend, seed, progress)
     workloads = args.sequence("workloads", workloads, (Mapping, PodRecord),
                               "a Pod or controller dict, or a PodRecord",
@@ -232,11 +244,22 @@ def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = 
     node_templates = object_list(args, "node_templates", node_templates, NodeRecord, "Node",
                                  nonempty=True)
     max_nodes = args.integer("max_nodes", max_nodes, 0, MAX_NODES, optional=True)
+    template_slices = args.sequence("template_slices", template_slices, object,
+                                    "a list of ResourceSlices", "lists of ResourceSlices",
+                                    optional=True) or []
+    template_slices = [object_list(args, f"template_slices[{i}]", each, ResourceSliceRecord,
+                                   "ResourceSlice") for i, each in enumerate(template_slices)]
+    if len(template_slices) > len(node_templates):
+        raise args.error("template_slices", f"has {len(template_slices)} lists for "
+                         f"{len(node_templates)} node templates")
     t0 = time.perf_counter()
     with no_gc():
         templates = [node_template(t) for t in node_templates]
+        slices = list(template_slices)
+        slices += [()] * (len(templates) - len(slices))
+        slices = [slice_template(s, t) for s, t in zip(slices, templates)]
         pods = workload_pods(cluster, workloads)
-        results = [_Search(cluster, pods, t, backend, seed, progress).run(max_nodes)
-                   for t in templates]
+        results = [_Search(cluster, pods, t, backend, seed, progress, s).run(max_nodes)
+                   for t, s in zip(templates, slices)]
     return NodesReport(backend, seed, len(pods), results, max_nodes,
                        time.perf_counter() - t0)

@@ -74,6 +74,9 @@ DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    # DynamicResourceAllocation on (GA since 1.34): before DefaultPreemption, so
+    # that PostFilter frees an idle claim before it evicts a pod
+    ("DynamicResources", None),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -100,6 +103,8 @@ DEFAULT_PLUGIN_POINTS: dict[str, frozenset[str]] = {
     "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
+    "DynamicResources": frozenset({"preEnqueue", "preFilter", "filter", "postFilter", "score",
+                                   "reserve", "preBind"}),
 }
 
 # Plugins removed from kube-scheduler (invalid in config v1).

@@ -146,6 +146,15 @@ class VolumeBindingArgs:
     bind_timeout_seconds: int = 600
 
 
+@dataclass(frozen=True)
+class DynamicResourcesArgs:
+    """``filterTimeout`` (seconds; 0 = no limit) and ``bindingTimeout``
+    (seconds a PreBind waits for device binding conditions)."""
+
+    filter_timeout_s: float = 10.0
+    binding_timeout_s: float = 600.0
+
+
 # --------------------------------------------------------------------------
 # small strict-decoding helpers
 
@@ -551,6 +560,42 @@ def _decode_volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
     return VolumeBindingArgs(t)
 
 
+_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+                   "h": 3600.0}
+
+
+def _duration(value: Any, path: str) -> float:
+    """A metav1.Duration (Go's time.ParseDuration text, e.g. "1m30s") in seconds."""
+    text = _str(value, path)
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    parts = _DURATION_PART.findall(body)
+    if body == "0":
+        return 0.0
+    if not parts or "".join(n + u for n, u in parts) != body:
+        raise ConfigError(path, f"invalid duration {text!r} (e.g. \"10s\", \"1m30s\")")
+    return sign * sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _decode_dynamic_resources(raw: Any, path: str) -> DynamicResourcesArgs:
+    m = _mapping(raw, path)
+    _type_meta(m, "DynamicResourcesArgs", path)
+    _only(m, ("filterTimeout", "bindingTimeout"), path)
+    out = DynamicResourcesArgs()
+    if m.get("filterTimeout") is not None:
+        t = _duration(m["filterTimeout"], _join(path, "filterTimeout"))
+        if t < 0:
+            raise ConfigError(_join(path, "filterTimeout"), "must be zero or positive")
+        out = DynamicResourcesArgs(t, out.binding_timeout_s)
+    if m.get("bindingTimeout") is not None:
+        t = _duration(m["bindingTimeout"], _join(path, "bindingTimeout"))
+        if t <= 0:
+            raise ConfigError(_join(path, "bindingTimeout"), "must be positive")
+        out = DynamicResourcesArgs(out.filter_timeout_s, t)
+    return out
+
+
 ArgsDecoder = Callable[[Any, str], object]
 
 _BUILTIN_DECODERS: dict[str, ArgsDecoder] = {
@@ -561,6 +606,7 @@ _BUILTIN_DECODERS: dict[str, ArgsDecoder] = {
     "PodTopologySpread": _decode_topology_spread,
     "InterPodAffinity": _decode_inter_pod_affinity,
     "VolumeBinding": _decode_volume_binding,
+    "DynamicResources": _decode_dynamic_resources,
 }
 _DECODERS: dict[str, ArgsDecoder] = dict(_BUILTIN_DECODERS)
 

@@ -73,6 +73,14 @@ from .meta import (
     unset_if_empty,
     validate_label_selector,
 )
+from .dra import OBJECT_KINDS as DRA_KINDS
+from .dra_records import (
+    DeviceClassRecord,
+    ResourceClaimRecord,
+    ResourceClaimTemplateRecord,
+    ResourceSliceRecord,
+)
+from .pod_claims import parse_pod_claims
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
 from .records import (
@@ -859,13 +867,15 @@ def _pod_constraints(ctx: ObjectContext, spec: dict) -> dict:
                                                "spec.affinity.podAntiAffinity")
     topology_spread = _validate_spread(ctx, spec.get("topologySpreadConstraints"),
                                        "spec.topologySpreadConstraints")
+    claims = parse_pod_claims(ctx, spec)
     gates = []
     for i, g in enumerate(ctx.list(spec.get("schedulingGates"), "spec.schedulingGates")):
         g = ctx.mapping(g, f"spec.schedulingGates[{i}]")
         gates.append(ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True))
     return dict(tolerations=tolerations, node_selector=node_selector, node_affinity=node_affinity,
                 pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity,
-                topology_spread=topology_spread, scheduling_gates=gates)
+                topology_spread=topology_spread, scheduling_gates=gates,
+                resource_claims=claims)
 
 
 def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
@@ -993,6 +1003,11 @@ class Objects:
     csi_drivers: list = field(default_factory=list)
     csi_storage_capacities: list = field(default_factory=list)
     volume_attachments: list = field(default_factory=list)
+    # Dynamic Resource Allocation (resource.k8s.io/v1), in input order
+    device_classes: list[DeviceClassRecord] = field(default_factory=list)
+    resource_slices: list[ResourceSliceRecord] = field(default_factory=list)
+    resource_claims: list[ResourceClaimRecord] = field(default_factory=list)
+    resource_claim_templates: list[ResourceClaimTemplateRecord] = field(default_factory=list)
 
     def ignored(self) -> list[tuple[str, int, str | None]]:
         """(kind, objects, a read kind it may be a typo of) of every ignored
@@ -1048,6 +1063,7 @@ OBJECT_KINDS = (
     (ObjectKind("Namespace", parse_namespace, lambda r: r.name, "Namespace {}"), "namespaces"),
     *WORKLOAD_KINDS,
     *VOLUME_KINDS,
+    *DRA_KINDS,
 )
 
 
@@ -1063,7 +1079,8 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
     The kinds of ``OBJECT_KINDS`` (Nodes, Pods, PriorityClasses,
     PodDisruptionBudgets, PodGroups of scheduling.x-k8s.io, Namespaces and
     the workloads: Services, ReplicationControllers, ReplicaSets,
-    StatefulSets) and the extra ``kinds`` (into ``Objects.extra``) become
+    StatefulSets, and DRA's DeviceClasses, ResourceSlices, ResourceClaims and
+    ResourceClaimTemplates of resource.k8s.io/v1) and the extra ``kinds`` (into ``Objects.extra``) become
     records; any other kind (Deployment, ConfigMap, ...) is counted in
     ``ignored_kinds``, except a read kind spelled in another case
     (``kind: pod``), which is an error ("did you mean Pod?").  ``List``

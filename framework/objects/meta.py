@@ -381,6 +381,22 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return errs
 
 
+DNS1123_LABEL_MAX_LENGTH = 63
+_DNS1123_LABEL_RE = re.compile(DNS1123_LABEL_FMT)
+_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                      "characters or '-', and must start and end with an alphanumeric character")
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """``IsDNS1123Label``: the problems of ``value`` (empty when valid)."""
+    errs = []
+    if _go_len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(_max_len_error(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1123_LABEL_MSG, DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
 def qualified_name_errors(value: str) -> list[str]:
     """``IsQualifiedName`` (a label key, a resource name): ``[prefix/]name``,
     prefix a DNS-1123 subdomain, name at most 63 characters matching

@@ -57,7 +57,7 @@ __all__ = ["PodTemplates", "template_key"]
 #: ``spec`` fields ``parse_pod`` reads, but ``nodeName`` and the containers.
 SPEC_KEYS = ("schedulerName", "priority", "priorityClassName", "preemptionPolicy",
              "hostNetwork", "overhead", "tolerations", "nodeSelector", "affinity",
-             "topologySpreadConstraints", "schedulingGates")
+             "topologySpreadConstraints", "schedulingGates", "resourceClaims")
 _OBJ_TYPES = (dict, SourcedObject)
 
 

@@ -81,6 +81,10 @@ class PodRecord:
     has_restartable_init: bool
     scheduling_gates: list[str]
     obj: dict = field(repr=False, default_factory=dict)
+    # spec.resourceClaims (``pod_claims.PodClaim``), validated with the
+    # containers' resources.claims; () for most pods (records built without
+    # it read the class default).
+    resource_claims: tuple = ()
     # Values derived from this record alone (its query signature, compiled
     # affinity terms, spread constraints, ...), keyed by the deriving
     # function; a copy (``dataclasses.replace``) starts empty.  Records that

@@ -24,6 +24,7 @@ from . import (
     coscheduling,
     default_binder,
     default_preemption,
+    dynamic_resources,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -47,7 +48,7 @@ _IN_TREE = (balanced_allocation, default_binder, default_preemption, image_local
             inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
             node_unschedulable, pod_topology_spread, priority_sort, scheduling_gates,
             taint_toleration, volume_restrictions, node_volume_limits, volume_binding,
-            volume_zone)
+            volume_zone, dynamic_resources)
 
 
 def in_tree_registry() -> Registry:

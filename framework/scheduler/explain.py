@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.preemption.host_search import Suspension
 from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.state.dra_claims import ClaimState
 
 from .cluster import Cluster, build_cluster, check_cluster_inputs, check_pod
 
@@ -39,11 +40,27 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
     backend, seed = args.backend(backend), args.seed(seed)
     pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
-    with _without_own_usage(cluster.state, pod) as bound_node:
+    with _claims_as_they_were(cluster.state), \
+            _without_own_usage(cluster.state, pod) as bound_node:
         record = _explain(cluster, fw, pod, seed)
     if bound_node is not None:
         record["bound_node"] = bound_node
     return record
+
+
+@contextmanager
+def _claims_as_they_were(state):
+    """The ResourceClaims that a look at a pod generated from its templates
+    (PreFilter instantiates them) forgotten after the block: explaining
+    leaves the cluster as it was."""
+    claims = ClaimState.attached(state)
+    keep = set(claims.claims) if claims is not None else ()
+    try:
+        yield
+    finally:
+        got = ClaimState.attached(state)
+        if got is not None:
+            got.forget_generated(keep)
 
 
 @contextmanager
@@ -124,7 +141,7 @@ def failed_scheduling_message(cluster: Cluster, pod, backend: str = "numpy") -> 
     own usage, as ``explain_pod`` does, so the two agree."""
     pod = cluster.resolve(pod)
     fw = cluster.framework_for(pod, backend)
-    with _without_own_usage(cluster.state, pod):
+    with _claims_as_they_were(cluster.state), _without_own_usage(cluster.state, pod):
         result = fw.run_cycle(cluster.state, pod, all_nodes=True)
         if result.selected_row >= 0:
             return None

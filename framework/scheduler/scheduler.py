@@ -196,16 +196,22 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
 
     def _gate_free(self, pod: PodRecord) -> bool:
         """No PreEnqueue plugin of the pod's profile needs asking: it has no
-        scheduling gates and every plugin there reads gates only."""
+        scheduling gates and every plugin there reads gates only or, asked
+        ``lets_in(pod)`` (DynamicResources: the pod has no claims), admits
+        it for sure."""
         if pod.scheduling_gates:
             return False
         fw = self._fw(pod)
         got = self._gates_only.get(fw)
         if got is None:
-            got = all(getattr(p, "gates_only", False) for p in fw.plugins_at("preEnqueue")
-                      if hasattr(p, "pre_enqueue"))
+            # (every plugin reads gates only or can say per pod, the ones that can)
+            plugins = [p for p in fw.plugins_at("preEnqueue") if hasattr(p, "pre_enqueue")]
+            got = (all(getattr(p, "gates_only", False) or hasattr(p, "lets_in")
+                       for p in plugins),
+                   [p for p in plugins if hasattr(p, "lets_in")])
             self._gates_only[fw] = got
-        return got
+        free, askers = got
+        return free and all(p.lets_in(pod) for p in askers)
 
     def _pre_enqueue(self, pod: PodRecord) -> Status:
         fw = self._fw(pod)

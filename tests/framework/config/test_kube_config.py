@@ -37,15 +37,16 @@ API = "kubescheduler.config.k8s.io/v1"
 DEFAULT_FILTERS = (
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
     "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-    "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+    "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
 )
 DEFAULT_PREFILTERS = (
     "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-    "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+    "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
 )
 DEFAULT_SCORES = (
     ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
-    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("NodeResourcesBalancedAllocation", 1),
+    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 1),
+    ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
 )
 
@@ -115,15 +116,16 @@ def test_default_score_order_and_weights():
 
 def test_default_other_points():
     p = load_config(None, DEFAULT_PLUGIN_POINTS).profiles[0]
-    assert p.names("preEnqueue") == ("SchedulingGates",)
+    assert p.names("preEnqueue") == ("SchedulingGates", "DynamicResources")
     assert p.names("queueSort") == ("PrioritySort",)
-    assert p.names("postFilter") == ("DefaultPreemption",)
+    # DynamicResources first: an idle claim is freed before a pod is evicted
+    assert p.names("postFilter") == ("DynamicResources", "DefaultPreemption")
     assert p.names("preScore") == (
         "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding",
         "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation",
     )
-    assert p.names("reserve") == ("VolumeBinding",)
-    assert p.names("preBind") == ("VolumeBinding",)
+    assert p.names("reserve") == ("VolumeBinding", "DynamicResources")
+    assert p.names("preBind") == ("VolumeBinding", "DynamicResources")
     assert p.names("bind") == ("DefaultBinder",)
     assert p.names("permit") == ()
     assert p.names("postBind") == ()
@@ -155,7 +157,7 @@ def test_default_plugin_points_cover_upstream_defaults():
         "SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration",
         "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
         "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DefaultPreemption",
-        "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder",
+        "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder", "DynamicResources",
     }
     assert DEFAULT_PLUGIN_POINTS["NodeResourcesFit"] == {"preFilter", "filter", "preScore", "score"}
     assert DEFAULT_PLUGIN_POINTS["TaintToleration"] == {"filter", "preScore", "score"}
@@ -242,7 +244,7 @@ def test_multipoint_expands_custom_plugin_at_every_point_it_implements():
     assert p.names("preFilter")[-1] == "GpuShare"
     assert p.names("filter") == DEFAULT_FILTERS + ("GpuShare",)
     assert p.plugins["score"][-1] == PluginRef("GpuShare", 7)
-    assert p.names("reserve") == ("VolumeBinding", "GpuShare")
+    assert p.names("reserve") == ("VolumeBinding", "DynamicResources", "GpuShare")
     assert "GpuShare" not in p.names("bind")
 
 

@@ -1,0 +1,751 @@
+"""Parsing the Dynamic Resource Allocation kinds of ``resource.k8s.io/v1``:
+DeviceClass, ResourceSlice, ResourceClaim and ResourceClaimTemplate, into the
+records of :mod:`.dra_records`.
+
+Structure is checked as for every kind (types, required fields, enum values,
+quantities), each problem a :class:`ManifestError` naming the object and the
+field.  A few things the API server would refuse but upstream's allocator
+still meets and answers with its own error (a selector without ``cel``, a
+constraint that sets nothing, an attribute without a value, an empty
+``deviceClassName``) are kept, so that the allocator reports them as upstream
+does (see ``state.dra_allocator``).  Objects of another ``resource.k8s.io``
+version are not read (counted as ignored kinds).
+
+Defaults applied as the API server does: a request's ``allocationMode`` is
+``ExactCount`` with ``count: 1``; a toleration's ``operator`` is ``Equal``; a
+pool's ``resourceSliceCount`` must be set (>= 1).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from .dra_records import (
+    FIRST_AVAILABLE_MAX_SIZE,
+    AllocatedConfig,
+    AllocationResult,
+    AttrValue,
+    ConsumerRef,
+    CounterConsumption,
+    CounterSet,
+    DeviceCapacity,
+    DeviceClassRecord,
+    DeviceConfig,
+    DeviceConstraint,
+    DeviceRecord,
+    DeviceRequest,
+    DeviceRequestAllocationResult,
+    DeviceTaint,
+    DeviceToleration,
+    ExactRequest,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PoolRef,
+    RequestPolicy,
+    ResourceClaimRecord,
+    ResourceClaimTemplateRecord,
+    ResourceSliceRecord,
+)
+from .meta import (
+    ObjectContext,
+    ObjectKind,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    identity,
+    invalid_value,
+    join_path,
+    type_name,
+)
+from .quantity import parse_quantity
+
+API_VERSION = "resource.k8s.io/v1"
+ALLOCATION_MODES = ("ExactCount", "All")
+DEVICE_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_ATTRIBUTE_FIELDS = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
+
+__all__ = [
+    "API_VERSION",
+    "parse_device_class",
+    "parse_resource_slice",
+    "parse_resource_claim",
+    "parse_resource_claim_template",
+    "parse_allocation_result",
+    "node_selector_matches",
+    "OBJECT_KINDS",
+]
+
+
+def is_resource_v1(obj) -> bool:
+    """Objects of ``resource.k8s.io/v1`` (or without an apiVersion) are read."""
+    version = obj.get("apiVersion") if isinstance(obj, dict) else None
+    return version in (None, "", API_VERSION)
+
+
+#: ResourceSliceMaxDevices (resource.k8s.io/v1)
+MAX_DEVICES_PER_SLICE = 128
+DRIVER_NAME_MAX_LENGTH = 63
+
+# --------------------------------------------------------------------------
+# small parts
+
+
+def _dns_label(ctx: ObjectContext, value: str, path: str) -> str:
+    errs = dns1123_label_errors(value)
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+    return value
+
+
+def _driver_name(ctx: ObjectContext, value: str, path: str) -> str:
+    """validateDriverName: a DNS subdomain of at most 63 characters."""
+    errs = dns1123_subdomain_errors(value)
+    if len(value) > DRIVER_NAME_MAX_LENGTH:
+        errs = [f"must be no more than {DRIVER_NAME_MAX_LENGTH} characters", *errs]
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+    return value
+
+
+def _quantity(ctx: ObjectContext, value, path: str) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        ctx.fail(path, f"must be a quantity string, got {type_name(value)} {value!r}")
+    try:
+        return parse_quantity(value)
+    except ValueError as exc:
+        ctx.fail(path, str(exc))
+
+
+def _quantity_map(ctx: ObjectContext, value, path: str, nested: bool) -> dict[str, Fraction]:
+    """name -> quantity; ``nested`` maps are ``{name: {value: q}}`` (counters)."""
+    out: dict[str, Fraction] = {}
+    for k, v in ctx.mapping(value, path).items():
+        if not isinstance(k, str) or not k:
+            ctx.fail(path, f"names must be non-empty strings, got {k!r}")
+        kpath = join_path(path, k)
+        if nested:
+            v = ctx.mapping(v, kpath)
+            if v.get("value") is None:
+                ctx.fail(join_path(kpath, "value"), "required")
+            out[k] = _quantity(ctx, v.get("value"), join_path(kpath, "value"))
+        else:
+            out[k] = _quantity(ctx, v, kpath)
+    return out
+
+
+def _node_selector(ctx: ObjectContext, value, path: str) -> NodeSelector | None:
+    if value is None:
+        return None
+    value = ctx.mapping(value, path)
+    terms = []
+    tpath = f"{path}.nodeSelectorTerms"
+    for i, term in enumerate(ctx.list(value.get("nodeSelectorTerms"), tpath)):
+        term = ctx.mapping(term, f"{tpath}[{i}]")
+        parts = []
+        for field_name in ("matchExpressions", "matchFields"):
+            reqs = []
+            rpath = f"{tpath}[{i}].{field_name}"
+            for j, req in enumerate(ctx.list(term.get(field_name), rpath)):
+                req = ctx.mapping(req, f"{rpath}[{j}]")
+                key = ctx.string(req.get("key"), f"{rpath}[{j}].key", required=True)
+                op = ctx.enum(
+                    req.get("operator"), f"{rpath}[{j}].operator", NODE_SELECTOR_OPERATORS
+                )
+                vals = tuple(ctx.str_list(req.get("values"), f"{rpath}[{j}].values"))
+                reqs.append(NodeSelectorRequirement(key, op, vals))
+            parts.append(tuple(reqs))
+        terms.append(NodeSelectorTerm(parts[0], parts[1]))
+    return NodeSelector(tuple(terms), value)
+
+
+def _requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool:
+    op = req.operator
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    # Gt / Lt: one integer value on both sides, else no match
+    if value is None or len(req.values) != 1:
+        return False
+    try:
+        have, want = int(value), int(req.values[0])
+    except ValueError:
+        return False
+    return have > want if op == "Gt" else have < want
+
+
+def node_selector_matches(selector: NodeSelector, node_name: str, labels: dict) -> bool:
+    """nodeaffinity.NodeSelector.Match: some term whose requirements all hold
+    (a term without requirements matches nothing); ``matchFields`` know only
+    ``metadata.name``."""
+    for term in selector.terms:
+        if not term.match_expressions and not term.match_fields:
+            continue
+        if all(_requirement_matches(r, labels.get(r.key)) for r in term.match_expressions) and all(
+            r.key == "metadata.name" and _requirement_matches(r, node_name)
+            for r in term.match_fields
+        ):
+            return True
+    return False
+
+
+def _tolerations(ctx: ObjectContext, value, path: str) -> tuple[DeviceToleration, ...]:
+    out = []
+    for i, t in enumerate(ctx.list(value, path)):
+        tpath = f"{path}[{i}]"
+        t = ctx.mapping(t, tpath)
+        key = ctx.string(t.get("key"), f"{tpath}.key")
+        op = (
+            ctx.enum(t.get("operator"), f"{tpath}.operator", ("",) + TOLERATION_OPERATORS)
+            or "Equal"
+        )
+        val = ctx.string(t.get("value"), f"{tpath}.value")
+        effect = ctx.enum(t.get("effect"), f"{tpath}.effect", ("",) + DEVICE_TAINT_EFFECTS)
+        if op == "Exists" and val:
+            ctx.fail(f"{tpath}.value", f"must be empty when operator is Exists, got {val!r}")
+        if not key and op != "Exists":
+            ctx.fail(f"{tpath}.operator", "must be Exists when key is empty")
+        seconds = None
+        if t.get("tolerationSeconds") is not None:
+            seconds = ctx.integer(t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds")
+        out.append(DeviceToleration(key, op, val, effect, seconds))
+    return tuple(out)
+
+
+def _selectors(ctx: ObjectContext, value, path: str) -> tuple[str | None, ...]:
+    out = []
+    for i, sel in enumerate(ctx.list(value, path)):
+        sel = ctx.mapping(sel, f"{path}[{i}]")
+        cel = sel.get("cel")
+        if cel is None:
+            out.append(None)  # unknown selector type: the allocator refuses it
+            continue
+        cel = ctx.mapping(cel, f"{path}[{i}].cel")
+        out.append(ctx.string(cel.get("expression"), f"{path}[{i}].cel.expression", required=True))
+    return tuple(out)
+
+
+def _opaque_configs(
+    ctx: ObjectContext, value, path: str, with_requests: bool
+) -> tuple[DeviceConfig, ...]:
+    out = []
+    for i, c in enumerate(ctx.list(value, path)):
+        cpath = f"{path}[{i}]"
+        c = ctx.mapping(c, cpath)
+        opaque = c.get("opaque")
+        if opaque is None:
+            ctx.fail(cpath, "opaque: required (the only configuration type)")
+        opaque = ctx.mapping(opaque, f"{cpath}.opaque")
+        driver = ctx.string(opaque.get("driver"), f"{cpath}.opaque.driver", required=True)
+        requests = (
+            tuple(ctx.str_list(c.get("requests"), f"{cpath}.requests")) if with_requests else ()
+        )
+        out.append(DeviceConfig(driver, opaque.get("parameters"), requests))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------
+# DeviceClass
+
+
+def parse_device_class(obj: dict, *, where: str | None = None) -> DeviceClassRecord:
+    """A DeviceClass -> :class:`DeviceClassRecord` (selectors, config,
+    extendedResourceName)."""
+    ctx, _, _, name = identity(obj, "DeviceClass", False, where)
+    spec = ctx.mapping(obj.get("spec"), "spec")
+    ext = spec.get("extendedResourceName")
+    return DeviceClassRecord(
+        name=name,
+        selectors=_selectors(ctx, spec.get("selectors"), "spec.selectors"),
+        config=_opaque_configs(ctx, spec.get("config"), "spec.config", False),
+        extended_resource_name=ctx.string(ext, "spec.extendedResourceName")
+        if ext is not None
+        else None,
+        obj=obj,
+    )
+
+
+# --------------------------------------------------------------------------
+# ResourceSlice
+
+
+def _attribute(ctx: ObjectContext, value, path: str) -> AttrValue:
+    value = ctx.mapping(value, path)
+    set_fields = [f for f in _ATTRIBUTE_FIELDS if value.get(f) is not None]
+    if len(set_fields) > 1:
+        ctx.fail(path, f"must have exactly one value, got {', '.join(set_fields)}")
+    if not set_fields:
+        return AttrValue("none")
+    kind = set_fields[0]
+    raw = value[kind]
+    fpath = f"{path}.{kind}"
+    scalar = kind.rstrip("s") if kind in ("ints", "bools", "strings", "versions") else kind
+    items = ctx.list(raw, fpath) if kind != scalar else [raw]
+    checked = []
+    for i, v in enumerate(items):
+        ipath = fpath if kind == scalar else f"{fpath}[{i}]"
+        if scalar == "int":
+            checked.append(ctx.integer(v, ipath))
+        elif scalar == "bool":
+            checked.append(ctx.boolean(v, ipath))
+        else:
+            checked.append(ctx.string(v, ipath))
+        if scalar == "version" and not _is_semver(checked[-1]):
+            ctx.fail(
+                ipath,
+                f"Invalid value: {checked[-1]!r}: must be a string compatible "
+                "with semver.org spec 2.0.0",
+            )
+    return AttrValue(kind, checked[0] if kind == scalar else tuple(checked))
+
+
+def _is_semver(text: str) -> bool:
+    from .semver import parse_semver
+
+    try:
+        parse_semver(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | None:
+    if value is None:
+        return None
+    value = ctx.mapping(value, path)
+    default = (
+        _quantity(ctx, value["default"], f"{path}.default")
+        if value.get("default") is not None
+        else None
+    )
+    valid_values = None
+    if value.get("validValues") is not None:
+        valid_values = tuple(
+            sorted(
+                _quantity(ctx, v, f"{path}.validValues[{i}]")
+                for i, v in enumerate(ctx.list(value["validValues"], f"{path}.validValues"))
+            )
+        )
+    lo = hi = step = None
+    if value.get("validRange") is not None:
+        rng = ctx.mapping(value["validRange"], f"{path}.validRange")
+        if rng.get("min") is None:
+            ctx.fail(f"{path}.validRange.min", "required")
+        lo = _quantity(ctx, rng["min"], f"{path}.validRange.min")
+        if rng.get("max") is not None:
+            hi = _quantity(ctx, rng["max"], f"{path}.validRange.max")
+        if rng.get("step") is not None:
+            step = _quantity(ctx, rng["step"], f"{path}.validRange.step")
+    if valid_values is not None and lo is not None:
+        ctx.fail(path, "validValues and validRange are mutually exclusive")
+    return RequestPolicy(default, valid_values, lo, hi, step)
+
+
+def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
+    d = ctx.mapping(d, path)
+    name = _dns_label(
+        ctx, ctx.string(d.get("name"), f"{path}.name", required=True), f"{path}.name"
+    )
+    attributes = {}
+    for k, v in ctx.mapping(d.get("attributes"), f"{path}.attributes").items():
+        attributes[k] = _attribute(ctx, v, join_path(f"{path}.attributes", k))
+    capacity = {}
+    for k, v in ctx.mapping(d.get("capacity"), f"{path}.capacity").items():
+        cpath = join_path(f"{path}.capacity", k)
+        v = ctx.mapping(v, cpath)
+        if v.get("value") is None:
+            ctx.fail(f"{cpath}.value", "required")
+        capacity[k] = DeviceCapacity(
+            _quantity(ctx, v["value"], f"{cpath}.value"),
+            _request_policy(ctx, v.get("requestPolicy"), f"{cpath}.requestPolicy"),
+        )
+    consumes = []
+    for i, c in enumerate(ctx.list(d.get("consumesCounters"), f"{path}.consumesCounters")):
+        cpath = f"{path}.consumesCounters[{i}]"
+        c = ctx.mapping(c, cpath)
+        consumes.append(
+            CounterConsumption(
+                ctx.string(c.get("counterSet"), f"{cpath}.counterSet", required=True),
+                _quantity_map(ctx, c.get("counters"), f"{cpath}.counters", nested=True),
+            )
+        )
+    taints = []
+    for i, t in enumerate(ctx.list(d.get("taints"), f"{path}.taints")):
+        tpath = f"{path}.taints[{i}]"
+        t = ctx.mapping(t, tpath)
+        taints.append(
+            DeviceTaint(
+                ctx.string(t.get("key"), f"{tpath}.key", required=True),
+                ctx.string(t.get("value"), f"{tpath}.value"),
+                ctx.enum(t.get("effect"), f"{tpath}.effect", DEVICE_TAINT_EFFECTS),
+            )
+        )
+    node_name = d.get("nodeName")
+    node_selector = _node_selector(ctx, d.get("nodeSelector"), f"{path}.nodeSelector")
+    all_nodes = ctx.boolean(d.get("allNodes"), f"{path}.allNodes")
+    if node_name is not None:
+        node_name = ctx.string(node_name, f"{path}.nodeName", required=True)
+    chosen = sum((node_name is not None, node_selector is not None, all_nodes))
+    if per_device and chosen != 1:
+        ctx.fail(
+            path,
+            "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required "
+            "when the slice sets perDeviceNodeSelection",
+        )
+    if not per_device and chosen:
+        ctx.fail(
+            path,
+            "`nodeName`, `nodeSelector` and `allNodes` of a device need "
+            "`spec.perDeviceNodeSelection: true`",
+        )
+    return DeviceRecord(
+        name=name,
+        attributes=attributes,
+        capacity=capacity,
+        consumes_counters=tuple(consumes),
+        node_name=node_name,
+        node_selector=node_selector,
+        all_nodes=all_nodes,
+        taints=tuple(taints),
+        binding_conditions=tuple(
+            ctx.str_list(d.get("bindingConditions"), f"{path}.bindingConditions")
+        ),
+        binding_failure_conditions=tuple(
+            ctx.str_list(d.get("bindingFailureConditions"), f"{path}.bindingFailureConditions")
+        ),
+        binds_to_node=ctx.boolean(d.get("bindsToNode"), f"{path}.bindsToNode"),
+        allow_multiple_allocations=ctx.boolean(
+            d.get("allowMultipleAllocations"), f"{path}.allowMultipleAllocations"
+        ),
+    )
+
+
+def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSliceRecord:
+    """A ResourceSlice -> :class:`ResourceSliceRecord`.
+
+    Exactly one of ``nodeName``, ``nodeSelector``, ``allNodes``,
+    ``perDeviceNodeSelection`` must be set, as the API requires."""
+    ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
+    spec = ctx.mapping(obj.get("spec"), "spec")
+    driver = _driver_name(
+        ctx, ctx.string(spec.get("driver"), "spec.driver", required=True), "spec.driver"
+    )
+    if spec.get("pool") is None:
+        ctx.fail("spec.pool", "required")
+    pool = ctx.mapping(spec.get("pool"), "spec.pool")
+    pool_ref = PoolRef(
+        ctx.string(pool.get("name"), "spec.pool.name", required=True),
+        ctx.integer(pool.get("generation", 0), "spec.pool.generation", lo=0),
+        ctx.integer(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", lo=1)
+        if pool.get("resourceSliceCount") is not None
+        else ctx.fail("spec.pool.resourceSliceCount", "required"),
+    )
+    node_name = spec.get("nodeName")
+    if node_name is not None:
+        node_name = ctx.string(node_name, "spec.nodeName", required=True)
+    node_selector = _node_selector(ctx, spec.get("nodeSelector"), "spec.nodeSelector")
+    all_nodes = ctx.boolean(spec.get("allNodes"), "spec.allNodes")
+    per_device = ctx.boolean(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
+    if sum((node_name is not None, node_selector is not None, all_nodes, per_device)) != 1:
+        ctx.fail(
+            "spec",
+            "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+            "`perDeviceNodeSelection` is required",
+        )
+    raw_devices = ctx.list(spec.get("devices"), "spec.devices")
+    if len(raw_devices) > MAX_DEVICES_PER_SLICE:
+        ctx.fail(
+            "spec.devices",
+            f"Too many: {len(raw_devices)}: must have at most {MAX_DEVICES_PER_SLICE} items",
+        )
+    devices = tuple(
+        _device(ctx, d, f"spec.devices[{i}]", per_device) for i, d in enumerate(raw_devices)
+    )
+    counters = []
+    for i, cs in enumerate(ctx.list(spec.get("sharedCounters"), "spec.sharedCounters")):
+        cpath = f"spec.sharedCounters[{i}]"
+        cs = ctx.mapping(cs, cpath)
+        counters.append(
+            CounterSet(
+                ctx.string(cs.get("name"), f"{cpath}.name", required=True),
+                _quantity_map(ctx, cs.get("counters"), f"{cpath}.counters", nested=True),
+            )
+        )
+    return ResourceSliceRecord(
+        name=name,
+        driver=driver,
+        pool=pool_ref,
+        node_name=node_name,
+        node_selector=node_selector,
+        all_nodes=all_nodes,
+        per_device_node_selection=per_device,
+        devices=devices,
+        shared_counters=tuple(counters),
+        obj=obj,
+    )
+
+
+# --------------------------------------------------------------------------
+# ResourceClaim / ResourceClaimTemplate
+
+
+def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
+    value = ctx.mapping(value, path)
+    # subrequest names are not checked: upstream's own tests use "subReq-0"
+    name = ctx.string(value.get("name"), f"{path}.name", required=True) if sub else ""
+    mode = (
+        ctx.enum(value.get("allocationMode"), f"{path}.allocationMode", ("",) + ALLOCATION_MODES)
+        or "ExactCount"
+    )
+    count = value.get("count")
+    if count is None:
+        count = 1 if mode == "ExactCount" else 0
+    else:
+        count = ctx.integer(count, f"{path}.count", lo=1 if mode == "ExactCount" else None)
+    admin = None
+    if not sub and value.get("adminAccess") is not None:
+        admin = ctx.boolean(value.get("adminAccess"), f"{path}.adminAccess")
+    capacity = None
+    if value.get("capacity") is not None:
+        cap = ctx.mapping(value.get("capacity"), f"{path}.capacity")
+        capacity = _quantity_map(
+            ctx, cap.get("requests"), f"{path}.capacity.requests", nested=False
+        )
+    return ExactRequest(
+        device_class_name=ctx.string(value.get("deviceClassName"), f"{path}.deviceClassName"),
+        selectors=_selectors(ctx, value.get("selectors"), f"{path}.selectors"),
+        allocation_mode=mode,
+        count=count,
+        admin_access=admin,
+        tolerations=_tolerations(ctx, value.get("tolerations"), f"{path}.tolerations"),
+        capacity_requests=capacity,
+        name=name,
+    )
+
+
+def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
+    """ResourceClaimRecord kwargs from a ResourceClaimSpec."""
+    spec = ctx.mapping(spec, path)
+    devices = ctx.mapping(spec.get("devices"), f"{path}.devices")
+    dpath = f"{path}.devices"
+    requests = []
+    names = set()
+    for i, r in enumerate(ctx.list(devices.get("requests"), f"{dpath}.requests")):
+        rpath = f"{dpath}.requests[{i}]"
+        r = ctx.mapping(r, rpath)
+        name = _dns_label(
+            ctx, ctx.string(r.get("name"), f"{rpath}.name", required=True), f"{rpath}.name"
+        )
+        if name in names:
+            ctx.fail(f"{rpath}.name", f"Duplicate value: {name!r}")
+        names.add(name)
+        has_exact, has_first = r.get("exactly") is not None, r.get("firstAvailable") is not None
+        if has_exact == has_first:
+            ctx.fail(rpath, "exactly one of `exactly` or `firstAvailable` is required")
+        if has_exact:
+            requests.append(
+                DeviceRequest(name, exactly=_exact(ctx, r["exactly"], f"{rpath}.exactly", False))
+            )
+            continue
+        subs = ctx.list(r["firstAvailable"], f"{rpath}.firstAvailable")
+        if not subs or len(subs) > FIRST_AVAILABLE_MAX_SIZE:
+            ctx.fail(
+                f"{rpath}.firstAvailable",
+                f"must have 1 to {FIRST_AVAILABLE_MAX_SIZE} subrequests, got {len(subs)}",
+            )
+        requests.append(
+            DeviceRequest(
+                name,
+                first_available=tuple(
+                    _exact(ctx, s, f"{rpath}.firstAvailable[{j}]", True)
+                    for j, s in enumerate(subs)
+                ),
+            )
+        )
+    constraints = []
+    for i, c in enumerate(ctx.list(devices.get("constraints"), f"{dpath}.constraints")):
+        cpath = f"{dpath}.constraints[{i}]"
+        c = ctx.mapping(c, cpath)
+        match = c.get("matchAttribute")
+        distinct = c.get("distinctAttribute")
+        if match is not None and distinct is not None:
+            ctx.fail(cpath, "matchAttribute and distinctAttribute are mutually exclusive")
+        constraints.append(
+            DeviceConstraint(
+                tuple(ctx.str_list(c.get("requests"), f"{cpath}.requests")),
+                ctx.string(match, f"{cpath}.matchAttribute") if match is not None else None,
+                ctx.string(distinct, f"{cpath}.distinctAttribute")
+                if distinct is not None
+                else None,
+            )
+        )
+    return dict(
+        requests=tuple(requests),
+        constraints=tuple(constraints),
+        config=_opaque_configs(ctx, devices.get("config"), f"{dpath}.config", True),
+    )
+
+
+def parse_allocation_result(ctx: ObjectContext, value, path: str) -> AllocationResult:
+    """A claim's ``status.allocation``."""
+    value = ctx.mapping(value, path)
+    devices = ctx.mapping(value.get("devices"), f"{path}.devices")
+    results = []
+    for i, r in enumerate(ctx.list(devices.get("results"), f"{path}.devices.results")):
+        rpath = f"{path}.devices.results[{i}]"
+        r = ctx.mapping(r, rpath)
+        consumed = r.get("consumedCapacity")
+        results.append(
+            DeviceRequestAllocationResult(
+                request=ctx.string(r.get("request"), f"{rpath}.request", required=True),
+                driver=ctx.string(r.get("driver"), f"{rpath}.driver", required=True),
+                pool=ctx.string(r.get("pool"), f"{rpath}.pool", required=True),
+                device=ctx.string(r.get("device"), f"{rpath}.device", required=True),
+                admin_access=ctx.boolean(r["adminAccess"], f"{rpath}.adminAccess")
+                if r.get("adminAccess") is not None
+                else None,
+                tolerations=_tolerations(ctx, r.get("tolerations"), f"{rpath}.tolerations"),
+                binding_conditions=tuple(
+                    ctx.str_list(r.get("bindingConditions"), f"{rpath}.bindingConditions")
+                ),
+                binding_failure_conditions=tuple(
+                    ctx.str_list(
+                        r.get("bindingFailureConditions"), f"{rpath}.bindingFailureConditions"
+                    )
+                ),
+                share_id=ctx.string(r.get("shareID"), f"{rpath}.shareID")
+                if r.get("shareID") is not None
+                else None,
+                consumed_capacity=_quantity_map(
+                    ctx, consumed, f"{rpath}.consumedCapacity", nested=False
+                )
+                if consumed is not None
+                else None,
+            )
+        )
+    configs = []
+    for i, c in enumerate(ctx.list(devices.get("config"), f"{path}.devices.config")):
+        cpath = f"{path}.devices.config[{i}]"
+        c = ctx.mapping(c, cpath)
+        source = ctx.enum(c.get("source"), f"{cpath}.source", ("FromClass", "FromClaim"))
+        (cfg,) = (
+            _opaque_configs(ctx, [c], f"{path}.devices.config", True)
+            if c.get("opaque") is not None
+            else ctx.fail(f"{cpath}.opaque", "required")
+        )
+        configs.append(AllocatedConfig(source, cfg.requests, cfg))
+    node_selector = value.get("nodeSelector")
+    if node_selector is not None:
+        _node_selector(ctx, node_selector, f"{path}.nodeSelector")
+    return AllocationResult(tuple(results), tuple(configs), node_selector)
+
+
+def parse_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClaimRecord:
+    """A ResourceClaim -> :class:`ResourceClaimRecord` (spec, and from the
+    status the allocation and ``reservedFor``)."""
+    ctx, meta, namespace, name = identity(obj, "ResourceClaim", True, where)
+    status = ctx.mapping(obj.get("status"), "status")
+    allocation = None
+    if status.get("allocation") is not None:
+        allocation = parse_allocation_result(ctx, status["allocation"], "status.allocation")
+    reserved = []
+    for i, ref in enumerate(ctx.list(status.get("reservedFor"), "status.reservedFor")):
+        rpath = f"status.reservedFor[{i}]"
+        ref = ctx.mapping(ref, rpath)
+        reserved.append(
+            ConsumerRef(
+                ctx.string(ref.get("resource"), f"{rpath}.resource", required=True),
+                ctx.string(ref.get("name"), f"{rpath}.name", required=True),
+                ctx.string(ref.get("uid"), f"{rpath}.uid", required=True),
+                ctx.string(ref.get("apiGroup"), f"{rpath}.apiGroup"),
+            )
+        )
+    return ResourceClaimRecord(
+        namespace=namespace,
+        name=name,
+        uid=ctx.string(meta.get("uid"), "metadata.uid"),
+        **_claim_spec(ctx, obj.get("spec"), "spec"),
+        allocation=allocation,
+        reserved_for=tuple(reserved),
+        deleting=meta.get("deletionTimestamp") is not None,
+        obj=obj,
+    )
+
+
+def parse_resource_claim_template(
+    obj: dict, *, where: str | None = None
+) -> ResourceClaimTemplateRecord:
+    """A ResourceClaimTemplate -> :class:`ResourceClaimTemplateRecord`
+    (``spec.spec`` is the claim spec; ``spec.metadata`` labels and
+    annotations go to the claims made from it)."""
+    ctx, _, namespace, name = identity(obj, "ResourceClaimTemplate", True, where)
+    spec = ctx.mapping(obj.get("spec"), "spec")
+    claim_spec = ctx.mapping(spec.get("spec"), "spec.spec")
+    meta = ctx.mapping(spec.get("metadata"), "spec.metadata")
+    claim = ResourceClaimRecord(
+        namespace=namespace, name=name, uid="", **_claim_spec(ctx, claim_spec, "spec.spec")
+    )
+    return ResourceClaimTemplateRecord(
+        namespace=namespace,
+        name=name,
+        spec=claim_spec,
+        claim=claim,
+        labels=ctx.str_map(meta.get("labels"), "spec.metadata.labels"),
+        annotations=ctx.str_map(meta.get("annotations"), "spec.metadata.annotations"),
+        obj=obj,
+    )
+
+
+def _namespaced_key(r) -> str:
+    return f"{r.namespace}/{r.name}"
+
+
+#: ``parse_objects`` entries, with the ``Objects`` field each fills.
+OBJECT_KINDS = (
+    (
+        ObjectKind(
+            "DeviceClass",
+            parse_device_class,
+            lambda r: r.name,
+            "DeviceClass {}",
+            accepts=is_resource_v1,
+        ),
+        "device_classes",
+    ),
+    (
+        ObjectKind(
+            "ResourceSlice",
+            parse_resource_slice,
+            lambda r: r.name,
+            "ResourceSlice {}",
+            accepts=is_resource_v1,
+        ),
+        "resource_slices",
+    ),
+    (
+        ObjectKind(
+            "ResourceClaim",
+            parse_resource_claim,
+            _namespaced_key,
+            "ResourceClaim {}",
+            accepts=is_resource_v1,
+        ),
+        "resource_claims",
+    ),
+    (
+        ObjectKind(
+            "ResourceClaimTemplate",
+            parse_resource_claim_template,
+            _namespaced_key,
+            "ResourceClaimTemplate {}",
+            accepts=is_resource_v1,
+        ),
+        "resource_claim_templates",
+    ),
+)

@@ -1,0 +1,747 @@
+"""DynamicResources: pods' ResourceClaims allocated from the devices that
+ResourceSlices publish (upstream ``plugins/dynamicresources``).
+
+Extension points, as upstream:
+
+* PreEnqueue: every claim of the pod exists, is not being deleted and, when
+  made from a template, was made for this pod (else
+  UnschedulableAndUnresolvable: the pod waits for a claim event).  With the
+  simulated resourceclaim controller on (``ClaimState.controller``) the
+  pod's template claims are generated first.
+* PreFilter: the claims are resolved; an allocated claim in use by others
+  rejects the pod, an allocated claim pins the nodes its allocation's
+  node selector allows; the requests of the claims still to allocate are
+  checked (their device classes exist, subrequests only with
+  DRAPrioritizedList) and the allocator is built for them.
+* Filter: one pass over every node (``Allocator.feasible``): can this node
+  satisfy every pending claim, and do the allocated ones allow it.  An
+  allocator error is an Error status (upstream aborts the attempt).
+* PostFilter: an allocated claim that was not available on some node and
+  is reserved for no other pod is deallocated.
+* Score / NormalizeScore: claims with ``firstAvailable`` requests score a
+  node by how early in each list the chosen subrequest is (8 - index),
+  normalized to 0..100.
+* Reserve holds the node's allocation in memory (in flight: its devices
+  count as in use for every other pod); Unreserve drops it; PreBind writes
+  it to the claim and reserves the claim for the pod.
+
+Pods without claims are skipped from PreFilter on; they sign () and join
+compiled runs.  A pod with claims signs None: it is scheduled on its own
+(its claims, generated per pod, make it unlike any other).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tensorsched.framework.config.plugin_args import DynamicResourcesArgs
+from tensorsched.framework.errors import StateError, TensorschedError
+from tensorsched.framework.objects.meta import ObjectContext
+from tensorsched.framework.objects.pod_claims import claim_statuses
+from tensorsched.framework.preemption.evaluator import PreemptionResult
+from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign_value
+from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
+from tensorsched.framework.state.dra_claims import ClaimState, consumer_matches
+
+from . import names
+
+NAME = names.DYNAMIC_RESOURCES
+
+#: upstream ResourceClaimReservedForMaxSize: a claim is shared by at most this many pods
+RESERVED_FOR_MAX = 256
+#: resourceapi.FirstAvailableDeviceRequestMaxSize: the score of a first choice
+FIRST_AVAILABLE_MAX = 8
+
+MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
+MAX_CYCLES = 1024           # per-pod cycle data kept at most
+MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
+
+
+def _unresolvable(message: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), NAME)
+
+
+def _error(message: str) -> Status:
+    return Status(Code.ERROR, (message,), NAME)
+
+
+_CANNOT_ALLOCATE = _unresolvable(MSG_CANNOT_ALLOCATE)
+
+
+class _ClaimProblem(Exception):
+    """A claim of the pod cannot be used now (the status's message)."""
+
+
+# ------------------------------------------------------------ node selectors
+def _requirement_ok(req: dict, value: str | None) -> bool:
+    op = req.get("operator")
+    values = req.get("values") or []
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and value is not None and len(values) == 1:
+        try:
+            a, b = int(value), int(values[0])
+        except ValueError:
+            return False
+        return a > b if op == "Gt" else a < b
+    return False
+
+
+def selector_allows(selector: dict | None, node) -> bool:
+    """A v1 NodeSelector (as written in an allocation) against a NodeRecord:
+    any term whose every expression and field requirement holds; an
+    empty term matches nothing, as upstream."""
+    if selector is None:
+        return True
+    for term in selector.get("nodeSelectorTerms") or []:
+        exprs = (term or {}).get("matchExpressions") or []
+        fields = (term or {}).get("matchFields") or []
+        if not exprs and not fields:
+            continue
+        if all(_requirement_ok(e, node.labels.get(e.get("key"))) for e in exprs) and all(
+                _requirement_ok(f, node.name if f.get("key") == "metadata.name" else None)
+                for f in fields):
+            return True
+    return False
+
+
+# ------------------------------------------------------------ scoring
+def compute_score(claims, allocations) -> int:
+    """The prioritized-list score of one node: for every claim (pod order)
+    and each of its requests with ``firstAvailable``, 8 minus the index of
+    the subrequest its allocation used.  ``allocations[i]`` belongs to
+    ``claims[i]`` (an ``AllocationResult`` or None)."""
+    score = 0
+    for claim, alloc in zip(claims, allocations):
+        if alloc is None:
+            continue
+        used = {r.request for r in alloc.results}
+        for req in claim.requests:
+            if not req.first_available:
+                continue
+            for i, sub in enumerate(req.first_available):
+                if f"{req.name}/{sub.name}" in used:
+                    score += FIRST_AVAILABLE_MAX - i
+                    break
+    return score
+
+
+def normalize_scores(scores) -> np.ndarray:
+    """DefaultNormalizeScore(100, reverse=False): score * 100 // max (int64),
+    all zero when the maximum is 0."""
+    s = np.asarray(scores, np.int64)
+    top = int(s.max()) if s.shape[0] else 0
+    if top == 0:
+        return np.zeros_like(s)
+    return s * 100 // top
+
+
+# ------------------------------------------------------------ cycle state
+@dataclass
+class _Cycle:
+    """What PreFilter found for one pod (upstream's stateData)."""
+
+    claims: list                        # ClaimEntry per resolved pod claim, pod order
+    pins: list                          # allocation node selector per claim (None: any)
+    pending: list                       # indexes of claims to allocate
+    allocator: object = None
+    allocator_error: str | None = None
+    version: int = -1                   # ClaimState.version the allocator saw
+    unavailable: set = field(default_factory=set)
+    statuses: dict = field(default_factory=dict)   # node row -> rejection Status
+    results: dict = field(default_factory=dict)    # node row -> [AllocationResult]
+    failed_binding: set = field(default_factory=set)  # claims failed / timed out
+    spec_key: tuple | None = None
+
+
+class DynamicResources(Plugin):
+    """The DynamicResources plugin (see the module doc)."""
+
+    name = NAME
+    normalize = NORMALIZE_DEFAULT
+    # Reserve / PreBind do work only for pods with claims, which never join
+    # a compiled run (they sign None): for every pod of a run they accept
+    # at once and change nothing.
+    run_safe = True
+    # EventsToRegister: nodes added or relabelled; claims deallocated or
+    # updated, which here follows a bound pod leaving (or updated); slices
+    # and classes are fixed once loaded.  Not the arrival of other pending
+    # pods (blocks of arrivals rely on it).
+    events = frozenset({"Node/Add", "Node/Update", "Pod/Delete", "Pod/Update"})
+
+    def __init__(self, args: DynamicResourcesArgs | None = None, handle=None,
+                 features: DraFeatures | None = None):
+        self.args = args or DynamicResourcesArgs()
+        self.handle = handle
+        self.features = features if features is not None else DraFeatures.default()
+        self.now_ns = None          # the clock for binding timeouts (None: never timed out)
+        # DRAPreemption (alpha upstream, on here): a node whose devices are
+        # taken may be freed by preemption, whose victim search releases
+        # the victims' claims (``ClaimState``); off, a node that cannot
+        # allocate the claims is UnschedulableAndUnresolvable for preemption
+        self.preemption = True
+        self._scheduler = None
+        self._cycles: dict[str, _Cycle] = {}
+        self._fits: dict = {}           # spec key -> (columns tag, version, [rows] bool)
+
+    def _now_ns(self) -> int:
+        """The clock PreBind stamps allocations with: ``now_ns`` when set,
+        else the scheduler's (simulated) clock, else 0."""
+        if self.now_ns is not None:
+            return self.now_ns
+        if self._scheduler is not None:
+            return int(self._scheduler.clock.now() * 1e9)
+        return 0
+
+    # ------------------------------------------------------------ signing
+    def sign(self, pod) -> tuple | None:
+        return None if pod.resource_claims else ()
+
+    def run_keeps_skip(self, ctx, point: str) -> bool:
+        return not ctx.pod.resource_claims
+
+    def ignores_pods(self, ctx) -> bool:
+        """Preemption: with nothing to allocate, the answer does not depend
+        on the pods on a node (only allocated claims' node selectors)."""
+        cyc = self._cycles.get(ctx.pod.key)
+        return cyc is None or not cyc.pending
+
+    # ------------------------------------------------------------ claims
+    def _claims(self, state):
+        got = ClaimState.attached(state)
+        if got is None:
+            got = ClaimState.of(state)
+        return got
+
+    def _resolve(self, store: ClaimState, pod) -> list:
+        """The pod's claims in pod order (claims not needed are left out);
+        _ClaimProblem when one cannot be used."""
+        statuses = None
+        out = []
+        for pc in pod.resource_claims:
+            must_own = False
+            if pc.claim_name:
+                name = pc.claim_name
+            else:
+                if statuses is None:
+                    ctx = ObjectContext(f"Pod {pod.key}")
+                    try:
+                        statuses = claim_statuses(ctx, (pod.obj or {}).get("status") or {})
+                    except TensorschedError as exc:
+                        raise _ClaimProblem(str(exc)) from None
+                if pc.name in statuses:
+                    name = statuses[pc.name]
+                    if not name:
+                        continue        # nothing was generated for it: not needed
+                elif (pod.key, pc.name) in store.generated:
+                    name = store.generated[(pod.key, pc.name)]
+                else:
+                    raise _ClaimProblem(f'pod "{pod.key}": ResourceClaim not created yet')
+                must_own = True
+            entry = store.get(pod.namespace, name)
+            if entry is None:
+                raise _ClaimProblem(f'resourceclaim.resource.k8s.io "{name}" not found')
+            if entry.record.deleting:
+                raise _ClaimProblem(f'resourceclaim "{name}" is being deleted')
+            if must_own and (entry.owner is None or entry.owner[0] != pod.name
+                             or (entry.owner[1] and pod.uid and entry.owner[1] != pod.uid)):
+                raise _ClaimProblem(f"ResourceClaim {entry.key} was not created for Pod "
+                                    f"{pod.key} (Pod is not owner)")
+            out.append(entry)
+        return out
+
+    def _generate(self, store: ClaimState, pod) -> Status | None:
+        """The simulated resourceclaim controller: template claims of the
+        pod not generated yet are made now."""
+        statuses = ((pod.obj or {}).get("status") or {}).get("resourceClaimStatuses") or []
+        named = {s.get("name") for s in statuses if isinstance(s, dict)}
+        for pc in pod.resource_claims:
+            if pc.template_name and pc.name not in named:
+                try:
+                    store.generate(pod, pc)
+                except StateError as exc:
+                    return _unresolvable(str(exc))
+        return None
+
+    # ------------------------------------------------------------ PreEnqueue
+    def set_handle(self, scheduler) -> None:
+        """The scheduler running this plugin: PreEnqueue reads its cluster."""
+        self._scheduler = scheduler
+
+    def lets_in(self, pod) -> bool:
+        """PreEnqueue certainly admits a pod without claims (the queue then
+        keeps it in a lane block without asking)."""
+        return not pod.resource_claims
+
+    def pre_enqueue(self, pod, state=None) -> Status:
+        if not pod.resource_claims:
+            return Status.OK
+        if state is None and self._scheduler is not None:
+            state = self._scheduler.cluster.state
+        if state is None:
+            return Status.OK        # no cluster known yet: PreFilter checks again
+        store = self._claims(state)
+        if store.controller:
+            st = self._generate(store, pod)
+            if st is not None:
+                return st
+        try:
+            self._resolve(store, pod)
+        except _ClaimProblem as exc:
+            return _unresolvable(str(exc))
+        return Status.OK
+
+    # ------------------------------------------------------------ PreFilter
+    def pre_filter(self, ctx):
+        pod = ctx.pod
+        self._cycles.pop(pod.key, None)
+        if not pod.resource_claims:
+            return SKIP, None
+        store = self._claims(ctx.state)
+        if store.controller:
+            st = self._generate(store, pod)
+            if st is not None:
+                return st, None
+        try:
+            claims = self._resolve(store, pod)
+        except _ClaimProblem as exc:
+            return _unresolvable(str(exc)), None
+        if not claims:
+            return SKIP, None
+        pins, pending = [], []
+        for i, e in enumerate(claims):
+            reserved_here = any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for)
+            if e.allocation is not None:
+                if len(e.reserved_for) >= RESERVED_FOR_MAX and not reserved_here:
+                    return _unresolvable("resourceclaim in use"), None
+                pins.append(e.allocation.node_selector)
+                continue
+            pins.append(None)
+            pending.append(i)
+            if store.claim_has_pending_allocation(e.key):
+                return _unresolvable(f"resource claim {e.key} is in the process of being "
+                                     "allocated"), None
+            st = self._check_requests(store, e)
+            if st is not None:
+                return st, None
+        cyc = _Cycle(claims, pins, pending)
+        self._check_binding(cyc)
+        cycles = self._cycles
+        cycles[pod.key] = cyc
+        if len(cycles) > MAX_CYCLES:
+            # pods that failed keep their cycle for PostFilter and explain;
+            # the oldest of them are forgotten (a later attempt starts anew)
+            for key in list(itertools.islice(cycles, len(cycles) - MAX_CYCLES // 2)):
+                del cycles[key]
+        return Status.OK, None
+
+    def _check_requests(self, store: ClaimState, e) -> Status | None:
+        for req in e.record.requests:
+            if not req.first_available:
+                cls = req.exactly.device_class_name if req.exactly is not None else ""
+                st = self._check_class(store, cls, req.name)
+            elif not self.features.prioritized_list:
+                st = _unresolvable(f"resource claim {e.key}, request {req.name}: has "
+                                   "subrequests, but the DRAPrioritizedList feature is disabled")
+            else:
+                st = None
+                for sub in req.first_available:
+                    st = self._check_class(store, sub.device_class_name,
+                                           f"{req.name}/{sub.name}")
+                    if st is not None:
+                        break
+            if st is not None:
+                return st
+        return None
+
+    @staticmethod
+    def _check_class(store: ClaimState, cls: str, request: str) -> Status | None:
+        if not cls:
+            return _error(f"request {request}: unsupported request type")
+        if cls not in store.classes:
+            return _unresolvable(f"request {request}: device class {cls} does not exist")
+        return None
+
+    def _ensure_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
+        """The pod's allocator, built on first need and again whenever the
+        devices in use changed since."""
+        if cyc.version != store.version or (cyc.allocator is None
+                                            and cyc.allocator_error is None):
+            self._build_allocator(store, cyc)
+            cyc.results.clear()
+
+    def _build_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
+        cyc.version = store.version
+        cyc.allocator = None
+        cyc.allocator_error = None
+        try:
+            cyc.allocator = Allocator(
+                [cyc.claims[i].record for i in cyc.pending], classes=store.classes,
+                devices=store.columns(), allocated=store.allocated_state(),
+                in_use_rows=store.in_use_rows(), features=self.features)
+        except AllocationError as exc:
+            # found before any node is tried; upstream's allocator reports
+            # it from Allocate, so Filter answers it as an Error
+            cyc.allocator_error = str(exc)
+
+    def _check_binding(self, cyc: _Cycle) -> None:
+        """Allocated claims whose devices' binding failed or timed out
+        (DRADeviceBindingConditions): no node is available to them."""
+        timeout_ns = int(self.args.binding_timeout_s * 1e9)
+        for i, e in enumerate(cyc.claims):
+            a = e.allocation
+            if a is None or not any(r.binding_conditions for r in a.results):
+                continue
+            ready, failed = True, False
+            for r in a.results:
+                have = e.conditions.get((r.driver, r.pool, r.device), set())
+                if any(c in have for c in r.binding_failure_conditions):
+                    failed = True
+                if not all(c in have for c in r.binding_conditions):
+                    ready = False
+            timed_out = (not ready and self.now_ns is not None and e.allocated_ns is not None
+                         and self.now_ns - e.allocated_ns > timeout_ns)
+            if failed or timed_out:
+                cyc.failed_binding.add(i)
+
+    # ------------------------------------------------------------ Filter
+    def filter(self, ctx, rows: np.ndarray) -> np.ndarray:
+        """[M] bool over ``rows``: every pending claim can be allocated on the
+        node and every allocated claim's node selector allows it."""
+        rows = np.asarray(rows, np.int64)
+        cyc = self._cycles.get(ctx.pod.key)
+        if cyc is None:
+            return np.ones(rows.shape[0], np.bool_)
+        state = ctx.state
+        nodes = state.nodes
+        ok = np.ones(rows.shape[0], np.bool_)
+        statuses = cyc.statuses
+        if cyc.failed_binding:
+            cyc.unavailable.update(cyc.failed_binding)
+            st = _unresolvable(MSG_NOT_AVAILABLE)
+            for r in rows.tolist():
+                statuses[r] = st
+            return np.zeros(rows.shape[0], np.bool_)
+        pinned = [(i, sel) for i, sel in enumerate(cyc.pins) if sel is not None]
+        if pinned:
+            st = _unresolvable(MSG_NOT_AVAILABLE)
+            for j, r in enumerate(rows.tolist()):
+                bad = [i for i, sel in pinned if not selector_allows(sel, nodes[r])]
+                if bad:
+                    cyc.unavailable.update(bad)
+                    ok[j] = False
+                    statuses[r] = st
+        if cyc.pending:
+            store = self._claims(state)
+            fits = self._cached_fits(cyc, store, state, rows)
+            if fits is None:
+                self._ensure_allocator(store, cyc)
+                if cyc.allocator_error is not None:
+                    st = _error(cyc.allocator_error)
+                    for r in rows.tolist():
+                        statuses.setdefault(r, st)
+                    return np.zeros(rows.shape[0], np.bool_)
+                fits = self._feasible(cyc, state, rows)
+                self._remember_fits(cyc, store, state, rows, fits)
+            # a rejected row without a status of its own could not allocate
+            # the claims (``_status_of``'s default): nothing to record per row
+            ok &= fits
+        return ok
+
+    # Feasibility per kind of claims: pods whose pending claims have equal
+    # specs (one template's pods) get equal answers from the allocator, and
+    # an allocation or release changes the answer only on the nodes whose
+    # devices it touched (``ClaimState.touched_since``); those alone are
+    # asked again.
+    @staticmethod
+    def _spec_key(cyc: _Cycle) -> tuple:
+        key = cyc.spec_key
+        if key is None:
+            key = cyc.spec_key = tuple(
+                (cyc.claims[i].record.namespace,
+                 sign_value((cyc.claims[i].record.obj or {}).get("spec")))
+                for i in cyc.pending)
+        return key
+
+    def _cached_fits(self, cyc: _Cycle, store: ClaimState, state, rows) -> np.ndarray | None:
+        got = self._fits.get(self._spec_key(cyc))
+        if got is None or got[0] != store.columns_tag(self.features):
+            return None
+        touched = store.touched_since(got[1])
+        if touched is None:
+            return None
+        fits = got[2]
+        if touched:
+            self._ensure_allocator(store, cyc)
+            if cyc.allocator_error is not None:
+                return None
+            redo = np.array(sorted(touched), np.int64)
+            try:
+                if redo.shape[0] <= 8:
+                    # a few nodes (usually the last pod's): searched one by
+                    # one, the result kept for Reserve
+                    for r in redo.tolist():
+                        res = cyc.allocator.allocate(state.nodes[r])
+                        fits[r] = res is not None
+                        if res is not None:
+                            cyc.results[r] = res
+                else:
+                    fits[redo] = np.asarray(cyc.allocator.feasible(
+                        [state.nodes[r] for r in redo.tolist()]), np.bool_)
+            except AllocationError:
+                return None
+            self._fits[self._spec_key(cyc)] = (got[0], store.version, fits)
+        return fits[rows]
+
+    def _remember_fits(self, cyc: _Cycle, store: ClaimState, state, rows, fits) -> None:
+        if any(st.code == Code.ERROR for st in cyc.statuses.values()):
+            return
+        if rows.shape[0] != state.num_nodes:
+            return              # a partial answer (victim search): not kept
+        full = np.zeros(max(state.n_rows, 1), np.bool_)
+        full[rows] = fits
+        if len(self._fits) > 64:
+            self._fits.clear()
+        self._fits[self._spec_key(cyc)] = (store.columns_tag(self.features), store.version, full)
+
+    def _feasible(self, cyc: _Cycle, state, rows: np.ndarray) -> np.ndarray:
+        """Allocator.feasible over the rows; on an allocator error, the nodes
+        one by one in order, up to the first that fails (its Error status;
+        upstream's attempt ends there, so the rest are failed with it)."""
+        nodes = [state.nodes[r] for r in rows.tolist()]
+        try:
+            return np.asarray(cyc.allocator.feasible(nodes), np.bool_)
+        except AllocationError:
+            pass
+        out = np.zeros(rows.shape[0], np.bool_)
+        for j, node in enumerate(nodes):
+            try:
+                got = cyc.allocator.allocate(node)
+            except AllocationError as exc:
+                if exc.scope == "node":         # this node's pools are invalid
+                    cyc.statuses[int(rows[j])] = _unresolvable(str(exc))
+                    continue
+                st = _error(str(exc))
+                for r in rows[j:].tolist():
+                    cyc.statuses.setdefault(int(r), st)
+                break
+            if got is not None:
+                out[j] = True
+                cyc.results[int(rows[j])] = got
+        return out
+
+    def unresolvable(self, ctx, rows) -> np.ndarray:
+        """[M] bool: preemption cannot help on these rows (DefaultPreemption
+        asks).  A node short of devices can be helped when ``preemption``
+        is on (the victims' claims free theirs); a claim pinned elsewhere, a
+        failed binding or an error never."""
+        rows = np.asarray(rows, np.int64)
+        cyc = self._cycles.get(ctx.pod.key)
+        out = np.ones(rows.shape[0], np.bool_)
+        if cyc is None or not self.preemption:
+            return out
+        out[:] = False
+        # only rows with a status of their own (pinned elsewhere, errors)
+        # can be unresolvable: the rest could not allocate the claims
+        hard = [r for r, st in cyc.statuses.items() if st.reasons != (MSG_CANNOT_ALLOCATE,)]
+        if hard:
+            out |= np.isin(rows, np.asarray(hard, np.int64))
+        return out
+
+    def explain_status(self, ctx, row: int) -> Status:
+        """One node's rejection, for ``explain``: upstream's status, and for
+        "cannot allocate all claims" which request failed there and why
+        (the allocator's account: devices matching, in use, tainted; a
+        constraint)."""
+        st = self._status_of(ctx, row)
+        cyc = self._cycles.get(ctx.pod.key)
+        if st.reasons != (MSG_CANNOT_ALLOCATE,) or cyc is None or not cyc.pending:
+            return st
+        self._ensure_allocator(self._claims(ctx.state), cyc)
+        if cyc.allocator is None:
+            return st
+        try:
+            why = cyc.allocator.explain(ctx.state.nodes[row])
+        except AllocationError as exc:
+            why = str(exc)
+        if not why:
+            return st
+        return Status(st.code, (f"{MSG_CANNOT_ALLOCATE}: {why}",), NAME)
+
+    def explain_many(self, ctx, rows) -> tuple:
+        """(ids, statuses) of many rejected nodes (the FailedScheduling
+        diagnosis): upstream's statuses, without the per-node account.
+        Most rows carry the default status; only the few with one of their
+        own are looked at one by one."""
+        rows = np.asarray(rows, np.int64)
+        cyc = self._cycles.get(ctx.pod.key)
+        own = cyc.statuses if cyc is not None else {}
+        ids = np.zeros(rows.shape[0], np.int64)
+        special = (np.flatnonzero(np.isin(rows, np.fromiter(own, np.int64, len(own))))
+                   if own else np.zeros(0, np.int64))
+        table: list = []
+        index: dict = {}
+        if special.shape[0] < rows.shape[0]:
+            table.append(_CANNOT_ALLOCATE)
+            index[_CANNOT_ALLOCATE] = 0
+        for j in special.tolist():
+            st = own[int(rows[j])]
+            k = index.get(st)
+            if k is None:
+                k = index[st] = len(table)
+                table.append(st)
+            ids[j] = k
+        return ids, table
+
+    def _status_of(self, ctx, row: int) -> Status:
+        cyc = self._cycles.get(ctx.pod.key)
+        if cyc is not None and row in cyc.statuses:
+            return cyc.statuses[row]
+        return _CANNOT_ALLOCATE
+
+    def aborted(self, pod) -> Status | None:
+        """The Error status that ended the pod's last Filter, if any."""
+        cyc = self._cycles.get(pod.key)
+        if cyc is None:
+            return None
+        for st in cyc.statuses.values():
+            if st.code == Code.ERROR:
+                return st
+        return None
+
+    # ------------------------------------------------------------ PostFilter
+    def post_filter(self, ctx, result, victims, *, seed: int = 0, attempt: int = 0):
+        pod = ctx.pod
+        if not pod.resource_claims:
+            return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE, (), NAME))
+        cyc = self._cycles.get(pod.key)
+        if cyc is None or not cyc.claims:
+            return PreemptionResult(None, status=Status(
+                Code.UNSCHEDULABLE, ("no new claims to deallocate",), NAME))
+        store = self._claims(ctx.state)
+        # upstream picks one at random among the unavailable claims; the
+        # lowest index here, so that every run agrees
+        for i in sorted(cyc.unavailable):
+            e = cyc.claims[i]
+            if e.allocation is None:
+                continue
+            rf = e.reserved_for
+            if not rf or (len(rf) == 1 and consumer_matches(rf[0], pod.name, pod.uid)):
+                store.deallocate(e.key)
+                cyc.unavailable.discard(i)
+                return PreemptionResult(None, status=Status(
+                    Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",), NAME))
+        return PreemptionResult(None, status=Status(
+            Code.UNSCHEDULABLE, ("still not schedulable",), NAME))
+
+    # ------------------------------------------------------------ Score
+    def pre_score(self, ctx) -> Status:
+        cyc = self._cycles.get(ctx.pod.key)
+        if cyc is None or not any(cyc.claims[i].record.requests and any(
+                r.first_available for r in cyc.claims[i].record.requests)
+                for i in cyc.pending):
+            return SKIP
+        return Status.OK
+
+    def score(self, ctx, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, np.int64)
+        out = np.zeros(rows.shape[0], np.int64)
+        cyc = self._cycles.get(ctx.pod.key)
+        if cyc is None or not cyc.pending:
+            return out
+        self._ensure_allocator(self._claims(ctx.state), cyc)
+        if cyc.allocator is None:
+            return out
+        claims = [cyc.claims[i].record for i in cyc.pending]
+        for j, r in enumerate(rows.tolist()):
+            got = self._node_results(cyc, ctx.state, r)
+            if got is not None:
+                out[j] = compute_score(claims, got)
+        return out
+
+    def _node_results(self, cyc: _Cycle, state, row: int):
+        got = cyc.results.get(row)
+        if got is None:
+            try:
+                got = cyc.allocator.allocate(state.nodes[row])
+            except AllocationError:
+                got = None
+            if got is not None:
+                cyc.results[row] = got
+        return got
+
+    # ------------------------------------------------------------ Reserve
+    def reserve(self, ctx, node_name: str) -> Status:
+        pod = ctx.pod
+        cyc = self._cycles.get(pod.key)
+        if cyc is None or not cyc.pending:
+            return Status.OK
+        state = ctx.state
+        store = self._claims(state)
+        row = state.node_rows.get(node_name)
+        self._ensure_allocator(store, cyc)
+        if row is None or cyc.allocator is None:
+            return _error("claim allocation not found for node")
+        got = self._node_results(cyc, state, row)
+        if got is None or len(got) != len(cyc.pending):
+            return _error("claim allocation not found for node")
+        for i, alloc in zip(cyc.pending, got):
+            store.hold_in_flight(cyc.claims[i].key, alloc)
+        cyc.version = store.version
+        cyc.results = {row: got}
+        return Status.OK
+
+    def unreserve(self, ctx, node_name: str) -> None:
+        pod = ctx.pod
+        cyc = self._cycles.pop(pod.key, None)
+        if cyc is None:
+            return
+        store = self._claims(ctx.state)
+        for e in cyc.claims:
+            store.drop_in_flight(e.key)
+            if e.allocation is not None and any(
+                    consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for):
+                store.unreserve(e.key, pod)
+
+    # ------------------------------------------------------------ PreBind
+    def pre_bind(self, ctx, node_name: str) -> Status:
+        pod = ctx.pod
+        cyc = self._cycles.get(pod.key)
+        if cyc is None:
+            return Status.OK
+        store = self._claims(ctx.state)
+        waiting = False
+        for e in cyc.claims:
+            if not any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for):
+                alloc = store.in_flight.get(e.key)
+                if alloc is not None:
+                    store.commit(e.key, alloc, self._now_ns())
+                store.reserve(e.key, pod)
+            a = e.allocation
+            if a is not None and any(r.binding_conditions for r in a.results):
+                for r in a.results:
+                    have = e.conditions.get((r.driver, r.pool, r.device), set())
+                    if any(c in have for c in r.binding_failure_conditions):
+                        return _error(f"claim {e.key} binding failed")
+                    if not all(c in have for c in r.binding_conditions):
+                        waiting = True
+        if waiting:
+            # nothing reports binding conditions in a simulation: waiting
+            # for them ends at the binding timeout
+            return _error("device binding timeout")
+        self._cycles.pop(pod.key, None)
+        return Status.OK
+
+
+def new(args, handle) -> DynamicResources:
+    return DynamicResources(args, handle)

@@ -1,0 +1,870 @@
+"""CEL device selectors compiled into column predicates.
+
+A DeviceClass or a request selects devices with CEL expressions over one
+``device``: ``device.driver``, ``device.allowMultipleAllocations``,
+``device.attributes["<domain>"].<id>`` and ``device.capacity["<domain>"].<id>``
+(an unknown domain is an empty map; an unknown id is the runtime error ``no
+such key``), with Kubernetes' CEL library: ``quantity()`` and its
+``compareTo`` / ``isGreaterThan`` / ``isLessThan``, ``semver()`` and the same
+methods on versions, and the standard ``matches`` / ``startsWith`` /
+``endsWith`` / ``contains``.
+
+Expressions are parsed with cel-python (``celpy``).  The forms drivers and
+users write are then evaluated for every device at once: each comparison,
+``in``, string match or quantity/semver method call on one device value and
+constants is evaluated once per *distinct value* of that attribute (the
+device columns are dictionary-encoded, :class:`DeviceValues`) and gathered
+to all devices with one NumPy index; ``&&``, ``||`` and ``!`` combine the
+boolean columns with CEL's error rules (``false && error`` is false, ``true ||
+error`` is true, otherwise the error wins).  Any other expression is
+evaluated by cel-python itself once per distinct tuple of the values it reads
+(devices of one model share one evaluation).  Both paths give the same answers
+(``tests/framework/state/test_dra_cel.py`` checks them against cel-python on
+random devices).
+
+Equality is heterogeneous, as in cel-go (``1 == "1"`` is false, not an
+error); ordering needs operands of one type (``int`` and ``double`` compare
+numerically).  A runtime error makes the expression's result an error for
+that device; the allocator reports it as upstream does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.objects.quantity import parse_quantity
+from tensorsched.framework.objects.semver import Semver, parse_semver
+
+__all__ = [
+    "CelError",
+    "Quantity",
+    "DeviceValues",
+    "CompiledSelector",
+    "compile_selector",
+    "reference_matches",
+    "BoolColumn",
+]
+
+
+class CelError(TensorschedError):
+    """A CEL expression that does not compile (``compile_selector``)."""
+
+
+class _EvalError(Exception):
+    """A runtime error of one evaluation (becomes an error entry)."""
+
+
+# --------------------------------------------------------------------------
+# values of Kubernetes' CEL library
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A ``resource.Quantity`` value in CEL (exact)."""
+
+    value: Fraction
+
+    def compare(self, other: Quantity) -> int:
+        return (self.value > other.value) - (self.value < other.value)
+
+
+_ABSENT = object()  # a device value that is not there (no such key)
+
+
+def _type_name(v) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "double"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, Semver):
+        return "kubernetes.Semver"
+    if isinstance(v, Quantity):
+        return "kubernetes.Quantity"
+    if isinstance(v, (tuple, list)):
+        return "list"
+    return type(v).__name__
+
+
+def _numeric(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def cel_equal(a, b) -> bool:
+    """Heterogeneous equality (cel-go): numbers compare by value, lists
+    element-wise, values of different types are unequal."""
+    if _numeric(a) and _numeric(b):
+        return a == b
+    if type(a) is not type(b) and not (
+        isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))
+    ):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(cel_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+_ORDER = {
+    "<": lambda c: c < 0,
+    "<=": lambda c: c <= 0,
+    ">": lambda c: c > 0,
+    ">=": lambda c: c >= 0,
+}
+
+
+def cel_order(op: str, a, b) -> bool:
+    if _numeric(a) and _numeric(b) or (type(a) is type(b) and isinstance(a, (bool, str))):
+        c = (a > b) - (a < b)
+        return _ORDER[op](c)
+    raise _EvalError(f"no such overload: {_type_name(a)} {op} {_type_name(b)}")
+
+
+def _string(v, fn: str) -> str:
+    if not isinstance(v, str):
+        raise _EvalError(f"no such overload: {_type_name(v)}.{fn}")
+    return v
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str):
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise _EvalError(f"invalid regex {pattern!r}: {exc}") from None
+
+
+def _compare_to(a, b) -> int:
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return a.compare(b)
+    if isinstance(a, Semver) and isinstance(b, Semver):
+        return a.compare(b)
+    raise _EvalError(f"no such overload: {_type_name(a)}.compareTo({_type_name(b)})")
+
+
+def _make_quantity(text) -> Quantity:
+    if not isinstance(text, str):
+        raise _EvalError(f"no such overload: quantity({_type_name(text)})")
+    try:
+        return Quantity(parse_quantity(text))
+    except ValueError as exc:
+        raise _EvalError(f"quantities must match the regular expression: {exc}") from None
+
+
+def _make_semver(text) -> Semver:
+    if not isinstance(text, str):
+        raise _EvalError(f"no such overload: semver({_type_name(text)})")
+    try:
+        return parse_semver(text)
+    except ValueError as exc:
+        raise _EvalError(f"could not parse semver: {exc}") from None
+
+
+#: method name -> f(target, *args) on our values (the compiled path and the
+#: cel-python library share these).
+METHODS = {
+    "matches": lambda s, p: (
+        _regex(_string(p, "matches")).search(_string(s, "matches")) is not None
+    ),
+    "startsWith": lambda s, p: _string(s, "startsWith").startswith(_string(p, "startsWith")),
+    "endsWith": lambda s, p: _string(s, "endsWith").endswith(_string(p, "endsWith")),
+    "contains": lambda s, p: _string(p, "contains") in _string(s, "contains"),
+    "compareTo": _compare_to,
+    "isGreaterThan": lambda a, b: _compare_to(a, b) > 0,
+    "isLessThan": lambda a, b: _compare_to(a, b) < 0,
+}
+FUNCTIONS = {"quantity": _make_quantity, "semver": _make_semver}
+
+
+# --------------------------------------------------------------------------
+# parsing (cel-python's grammar) into a small tree we can compile
+
+
+def _celpy():
+    try:
+        import celpy
+    except ImportError:  # pragma: no cover - a packaging problem, reported clearly
+        raise CelError(
+            "CEL device selectors need the cel-python package (pip install 'tensorsched[dra]')"
+        ) from None
+    return celpy
+
+
+@lru_cache(maxsize=1)
+def _environment():
+    return _celpy().Environment()
+
+
+_CHAIN = {
+    "expr",
+    "conditionalor",
+    "conditionaland",
+    "relation",
+    "addition",
+    "multiplication",
+    "unary",
+    "member",
+    "primary",
+}
+_REL = {
+    "relation_eq": "==",
+    "relation_ne": "!=",
+    "relation_lt": "<",
+    "relation_le": "<=",
+    "relation_gt": ">",
+    "relation_ge": ">=",
+    "relation_in": "in",
+}
+
+
+class _Opaque(Exception):
+    """A form the column compiler does not know (cel-python evaluates it)."""
+
+
+def _literal(token):
+    """A literal token's value (cel-python's own evaluation)."""
+    import lark
+
+    celpy = _celpy()
+    tree = lark.Tree("literal", [token])
+    for name in (
+        "primary",
+        "member",
+        "unary",
+        "multiplication",
+        "addition",
+        "relation",
+        "conditionaland",
+        "conditionalor",
+        "expr",
+    ):
+        tree = lark.Tree(name, [tree])
+    value = _environment().program(tree).evaluate({})
+    return _from_cel(value, celpy)
+
+
+def _from_cel(value, celpy):
+    t = celpy.celtypes
+    if isinstance(value, t.BoolType):
+        return bool(value)
+    if isinstance(value, (t.IntType, t.UintType)):
+        return int(value)
+    if isinstance(value, t.DoubleType):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bool, int, float)):
+        return value
+    if value is None:
+        return None
+    raise _Opaque(type(value).__name__)
+
+
+def _translate(node, bound: frozenset):
+    """lark tree -> nested tuples (see ``_Compiler``); raises _Opaque for
+    forms outside the compiled subset, CelError for undeclared names."""
+    import lark
+
+    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+        node = node.children[0]
+    if not isinstance(node, lark.Tree):
+        raise _Opaque(str(node))
+    d, ch = node.data, node.children
+    if d == "conditionalor":
+        return ("or", _translate(ch[0], bound), _translate(ch[1], bound))
+    if d == "conditionaland":
+        return ("and", _translate(ch[0], bound), _translate(ch[1], bound))
+    if d == "relation":
+        op_node, rhs = ch
+        return (
+            "cmp",
+            _REL[op_node.data],
+            _translate(op_node.children[0], bound),
+            _translate(rhs, bound),
+        )
+    if d == "unary":
+        if ch[0].data == "unary_not":
+            return ("not", _translate(ch[1], bound))
+        raise _Opaque("unary")
+    if d == "literal":
+        return ("lit", _literal(ch[0]))
+    if d == "paren_expr":
+        return _translate(ch[0], bound)
+    if d == "list_lit":
+        items = ch[0].children if ch else []
+        return ("list", tuple(_translate(i, bound) for i in items))
+    if d == "ident":
+        name = str(ch[0])
+        if name == "device":
+            return ("device",)
+        if name in bound:
+            raise _Opaque("bound variable")
+        raise CelError(
+            f"compilation failed: ERROR: <input>:{ch[0].line}:{ch[0].column}: "
+            f"undeclared reference to '{name}' (in container '')"
+        )
+    if d == "ident_arg":
+        name = str(ch[0])
+        args = tuple(_translate(a, bound) for a in (ch[1].children if len(ch) > 1 else ()))
+        return ("call", name, None, args)
+    if d == "member_dot":
+        target = _translate(ch[0], bound)
+        field = str(ch[1])
+        if target == ("device",):
+            if field == "driver":
+                return ("leaf", ("driver",))
+            if field == "allowMultipleAllocations":
+                return ("leaf", ("multi",))
+            if field in ("attributes", "capacity"):
+                return ("map", field)
+            raise _Opaque(f"device.{field}")
+        if target[0] == "domain":
+            return ("leaf", (target[1], f"{target[2]}/{field}"))
+        raise _Opaque("member")
+    if d == "member_index":
+        target = _translate(ch[0], bound)
+        key = _translate(ch[1], bound)
+        if key[0] != "lit" or not isinstance(key[1], str):
+            raise _Opaque("index")
+        if target[0] == "map":
+            return ("domain", "attr" if target[1] == "attributes" else "cap", key[1])
+        if target[0] == "domain":
+            return ("leaf", (target[1], f"{target[2]}/{key[1]}"))
+        raise _Opaque("index")
+    if d == "member_dot_arg":
+        target_node, method = ch[0], str(ch[1])
+        args_node = ch[2] if len(ch) > 2 else None
+        if method == "bind" and _is_ident(target_node, "cel") and args_node is not None:
+            # cel.bind(name, init, body): fine for cel-python, not compiled here;
+            # still check the body for undeclared names
+            name = _ident_name(args_node.children[0])
+            for sub in args_node.children[1:]:
+                _check_names(sub, bound | {name})
+            raise _Opaque("cel.bind")
+        target = _translate(target_node, bound)
+        args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
+        return ("call", method, target, args)
+    raise _Opaque(d)
+
+
+def _expand_binds(tree):
+    """``cel.bind(x, init, body)`` (cel-go's bindings extension, which
+    Kubernetes enables) -> ``body`` with ``(init)`` for every ``x``; neither
+    cel-python nor our compiler knows the macro."""
+    import copy
+
+    import lark
+
+    def substitute(node, name, init):
+        if not isinstance(node, lark.Tree):
+            return node
+        if (
+            node.data == "primary"
+            and len(node.children) == 1
+            and isinstance(node.children[0], lark.Tree)
+            and node.children[0].data == "ident"
+            and str(node.children[0].children[0]) == name
+        ):
+            return lark.Tree("primary", [lark.Tree("paren_expr", [copy.deepcopy(init)])])
+        return lark.Tree(node.data, [substitute(c, name, init) for c in node.children], node.meta)
+
+    def visit(node):
+        if not isinstance(node, lark.Tree):
+            return node
+        node = lark.Tree(node.data, [visit(c) for c in node.children], node.meta)
+        if (
+            node.data == "member_dot_arg"
+            and str(node.children[1]) == "bind"
+            and _is_ident(node.children[0], "cel")
+            and len(node.children) > 2
+            and len(node.children[2].children) == 3
+        ):
+            var, init, body = node.children[2].children
+            return lark.Tree(
+                "primary", [lark.Tree("paren_expr", [substitute(body, _ident_name(var), init)])]
+            )
+        return node
+
+    return visit(tree)
+
+
+def _is_ident(node, name: str) -> bool:
+    import lark
+
+    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+        node = node.children[0]
+    return isinstance(node, lark.Tree) and node.data == "ident" and str(node.children[0]) == name
+
+
+def _ident_name(node) -> str:
+    import lark
+
+    while isinstance(node, lark.Tree) and len(node.children) == 1 and node.data != "ident":
+        node = node.children[0]
+    return str(node.children[0]) if isinstance(node, lark.Tree) else str(node)
+
+
+def _check_names(node, bound) -> None:
+    """Undeclared identifiers anywhere in ``node`` are compile errors
+    (comprehension variables of macros are allowed)."""
+    import lark
+
+    if not isinstance(node, lark.Tree):
+        return
+    if node.data == "ident":
+        name = str(node.children[0])
+        if name not in bound and name != "device":
+            tok = node.children[0]
+            raise CelError(
+                f"compilation failed: ERROR: <input>:{tok.line}:{tok.column}: "
+                f"undeclared reference to '{name}' (in container '')"
+            )
+        return
+    if node.data == "member_dot_arg" and len(node.children) > 2:
+        method = str(node.children[1])
+        args = node.children[2].children
+        if method in ("all", "exists", "exists_one", "map", "filter") and args:
+            var = _ident_name(args[0])
+            _check_names(node.children[0], bound)
+            for a in args[1:]:
+                _check_names(a, bound | {var})
+            return
+        if method == "bind" and _is_ident(node.children[0], "cel") and args:
+            var = _ident_name(args[0])
+            for a in args[1:]:
+                _check_names(a, bound | {var})
+            return
+    if node.data == "member_dot" and _is_ident(node.children[0], "cel"):
+        return
+    for c in node.children:
+        _check_names(c, bound)
+
+
+# --------------------------------------------------------------------------
+# device values, dictionary-encoded
+
+
+class DeviceValues:
+    """What CEL reads of D devices, dictionary-encoded per leaf.
+
+    ``leaf(key)`` -> (ids int32[D], values list): ``key`` is ``("driver",)``,
+    ``("multi",)``, ``("attr", "<domain>/<id>")`` or ``("cap", "<domain>/<id>")``;
+    ``values[ids[d]]`` is device d's value (CEL form: int, bool, str,
+    :class:`Semver`, :class:`Quantity`, tuple for list attributes), id -1 when
+    the device has none.  ``rows(d)`` -> (driver, multi, attrs, caps) of
+    device d for cel-python (attrs / caps: {domain: {id: value}})."""
+
+    def __init__(self, n: int, leaves: dict, record):
+        self.n = n
+        self._leaves = leaves
+        self._record = record
+
+    def leaf(self, key) -> tuple[np.ndarray, list]:
+        got = self._leaves.get(key)
+        if got is None:
+            return np.full(self.n, -1, np.int32), []
+        return got
+
+    def keys(self):
+        return self._leaves.keys()
+
+    def device(self, d: int):
+        return self._record(d)
+
+
+@dataclass
+class BoolColumn:
+    """A CEL boolean per device: ``value`` bool[D] where ``error`` is -1,
+    else ``error`` int32[D] indexes ``messages``."""
+
+    value: np.ndarray
+    error: np.ndarray
+    messages: list
+
+
+def _combine(op: str, a: BoolColumn, b: BoolColumn) -> BoolColumn:
+    # messages are merged (b's indices shifted past a's)
+    msgs = a.messages + b.messages
+    b_err = np.where(b.error >= 0, b.error + len(a.messages), -1).astype(np.int32)
+    a_ok, b_ok = a.error < 0, b_err < 0
+    if op == "and":
+        decided = (a_ok & ~a.value) | (b_ok & ~b.value)
+        value = a.value & b.value & a_ok & b_ok
+        default = False
+    else:
+        decided = (a_ok & a.value) | (b_ok & b.value)
+        value = (a.value & a_ok) | (b.value & b_ok)
+        default = True
+    error = np.where(decided, -1, np.where(~a_ok, a.error, b_err)).astype(np.int32)
+    value = np.where(decided, default, value)
+    return BoolColumn(value & (error < 0), error, msgs)
+
+
+# --------------------------------------------------------------------------
+# compiled selectors
+
+
+@dataclass
+class CompiledSelector:
+    """One selector expression: ``evaluate(values)`` -> :class:`BoolColumn`."""
+
+    expression: str
+    tree: object | None  # our tuple tree (None: cel-python evaluates it)
+    program: object  # cel-python program (fallback and reference)
+    leaves: tuple  # leaf keys the expression reads (fallback grouping)
+
+    @property
+    def compiled(self) -> bool:
+        return self.tree is not None
+
+    def evaluate(self, values: DeviceValues) -> BoolColumn:
+        if self.tree is not None:
+            col = _Evaluator(values).boolean(self.tree)
+            return col
+        return self._evaluate_grouped(values)
+
+    def _evaluate_grouped(self, values: DeviceValues) -> BoolColumn:
+        """cel-python once per distinct tuple of the leaves read (all leaves
+        when the expression's reads are not known)."""
+        n = values.n
+        keys = self.leaves if self.leaves is not None else tuple(sorted(values.keys()))
+        if n == 0:
+            return BoolColumn(np.zeros(0, bool), np.zeros(0, np.int32), [])
+        if keys:
+            ids = np.stack([values.leaf(k)[0] for k in keys], axis=1)
+            uniq, first, inverse = np.unique(ids, axis=0, return_index=True, return_inverse=True)
+            reps = first
+        else:
+            reps = np.zeros(1, np.int64)
+            inverse = np.zeros(n, np.int64)
+        inverse = inverse.reshape(-1)
+        val = np.zeros(len(reps), bool)
+        err = np.full(len(reps), -1, np.int32)
+        msgs: list[str] = []
+        for i, d in enumerate(reps):
+            try:
+                val[i] = _run_program(self.program, values.device(int(d)))
+            except _EvalError as exc:
+                err[i] = len(msgs)
+                msgs.append(str(exc))
+        return BoolColumn(val[inverse], err[inverse], msgs)
+
+
+class _Evaluator:
+    """Evaluates our tuple tree over all devices (see module docstring)."""
+
+    def __init__(self, values: DeviceValues):
+        self.values = values
+        self.n = values.n
+
+    def const(self, node):
+        """A device-independent subtree's value (raises _EvalError)."""
+        kind = node[0]
+        if kind == "lit":
+            return node[1]
+        if kind == "list":
+            return tuple(self.const(x) for x in node[1])
+        if kind == "call" and node[2] is None and node[1] in FUNCTIONS:
+            return FUNCTIONS[node[1]](*[self.const(a) for a in node[3]])
+        raise _Opaque(kind)
+
+    def unary(self, node):
+        """(ids, f) for a node that reads exactly one leaf: f maps a leaf value
+        to this node's value (raising _EvalError)."""
+        kind = node[0]
+        if kind == "leaf":
+            key = node[1]
+            ident = key[1].split("/", 1)[1] if len(key) > 1 else key[0]
+
+            def get(v, ident=ident):
+                if v is _ABSENT:
+                    raise _EvalError(f"no such key: {ident}")
+                return v
+
+            return key, get
+        if kind == "call" and node[2] is not None and node[1] in METHODS:
+            key, inner = self.unary(node[2])
+            args = [self.const(a) for a in node[3]]
+            fn = METHODS[node[1]]
+            return key, lambda v: fn(inner(v), *args)
+        if kind == "cmp":
+            op, lhs, rhs = node[1], node[2], node[3]
+            if _reads_device(lhs) and not _reads_device(rhs):
+                key, inner = self.unary(lhs)
+                c = self.const(rhs)
+                return key, _cmp_fn(op, inner, c, left=True)
+            if _reads_device(rhs) and not _reads_device(lhs):
+                key, inner = self.unary(rhs)
+                c = self.const(lhs)
+                return key, _cmp_fn(op, inner, c, left=False)
+        raise _Opaque(kind)
+
+    def boolean(self, node) -> BoolColumn:
+        kind = node[0]
+        if kind in ("and", "or"):
+            return _combine(kind, self.boolean(node[1]), self.boolean(node[2]))
+        if kind == "not":
+            col = self.boolean(node[1])
+            return BoolColumn(~col.value & (col.error < 0), col.error, col.messages)
+        if not _reads_device(node):
+            try:
+                v = self.const(node)
+                if not isinstance(v, bool):
+                    raise _EvalError(
+                        f"CEL result of type {_type_name(v)} could not be converted to bool"
+                    )
+                return BoolColumn(np.full(self.n, v), np.full(self.n, -1, np.int32), [])
+            except _EvalError as exc:
+                return BoolColumn(np.zeros(self.n, bool), np.zeros(self.n, np.int32), [str(exc)])
+        key, fn = self.unary(node)
+        ids, table = self.values.leaf(key)
+        # one evaluation per distinct value, then one gather (slot 0 = absent)
+        val = np.zeros(len(table) + 1, bool)
+        err = np.full(len(table) + 1, -1, np.int32)
+        msgs: list[str] = []
+        for i, v in enumerate([_ABSENT, *table]):
+            try:
+                r = fn(v)
+                if not isinstance(r, bool):
+                    raise _EvalError(f"no such overload: expected bool, got {_type_name(r)}")
+                val[i] = r
+            except _EvalError as exc:
+                err[i] = len(msgs)
+                msgs.append(str(exc))
+        pos = ids.astype(np.int64) + 1
+        return BoolColumn(val[pos], err[pos], msgs)
+
+
+def _subnodes(node):
+    """The child nodes of a tuple-tree node (a leaf's key is not a node)."""
+    if node[0] in ("leaf", "lit", "domain", "map", "device"):
+        return
+    for c in node[1:]:
+        if isinstance(c, tuple) and c and isinstance(c[0], str):
+            yield c
+        elif isinstance(c, tuple):
+            yield from (x for x in c if isinstance(x, tuple))
+
+
+def _reads_device(node) -> bool:
+    if node[0] in ("leaf", "device", "map", "domain"):
+        return True
+    return any(_reads_device(c) for c in _subnodes(node))
+
+
+def _member(a, b) -> bool:
+    """``a in b`` for a list ``b``, with heterogeneous equality."""
+    if not isinstance(b, (tuple, list)):
+        raise _EvalError(f"no such overload: {_type_name(a)} in {_type_name(b)}")
+    return any(cel_equal(a, x) for x in b)
+
+
+def _cmp_fn(op: str, inner, c, left: bool):
+    def f(v):
+        v = inner(v)
+        a, b = (v, c) if left else (c, v)
+        if op == "==":
+            return cel_equal(a, b)
+        if op == "!=":
+            return not cel_equal(a, b)
+        if op == "in":
+            return _member(a, b)
+        return cel_order(op, a, b)
+
+    return f
+
+
+def _leaves_of(node, out: set) -> bool:
+    """Collect the leaf keys a tuple tree reads; False when it reads the
+    device in a way we cannot name (then every leaf is relevant)."""
+    if node[0] == "leaf":
+        out.add(node[1])
+        return True
+    if node[0] in ("device", "map", "domain"):
+        return False
+    return all([_leaves_of(c, out) for c in _subnodes(node)])
+
+
+@lru_cache(maxsize=4096)
+def compile_selector(expression: str) -> CompiledSelector:
+    """Parse and check ``expression``; CelError (upstream's wording) when it
+    does not compile."""
+    celpy = _celpy()
+    env = _environment()
+    try:
+        tree = env.compile(expression)
+    except celpy.CELParseError as exc:
+        raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
+    _check_names(tree, frozenset())
+    tree = _expand_binds(tree)
+    program = env.program(tree, functions=_celpy_functions())
+    try:
+        ours = _translate(tree, frozenset())
+        if ours[0] == "lit" and not isinstance(ours[1], bool):
+            raise CelError(f"must evaluate to bool or the unknown type, not {_type_name(ours[1])}")
+        _Evaluator(DeviceValues(0, {}, None)).boolean(ours)  # raises _Opaque early
+    except _Opaque:
+        ours = None
+    leaves: set = set()
+    known = _leaves_of(ours, leaves) if ours is not None else _tree_leaves(tree, leaves)
+    return CompiledSelector(expression, ours, program, tuple(sorted(leaves)) if known else None)
+
+
+def _tree_leaves(tree, out: set) -> bool:
+    """The leaves an expression cel-python evaluates reads, when every
+    device access in it has the plain form (else False: all leaves)."""
+    import lark
+
+    ok = True
+
+    def visit(node):
+        nonlocal ok
+        if not isinstance(node, lark.Tree):
+            return
+        if node.data in ("member_dot", "member_index"):
+            try:
+                t = _translate(node, frozenset())
+                if t[0] == "leaf":
+                    out.add(t[1])
+                    return
+            except (_Opaque, CelError):
+                pass
+        if node.data == "ident" and str(node.children[0]) == "device":
+            ok = False
+        for c in node.children:
+            visit(c)
+
+    visit(tree)
+    return ok
+
+
+# --------------------------------------------------------------------------
+# cel-python evaluation (fallback and reference)
+
+
+@lru_cache(maxsize=1)
+def _celpy_functions():
+    celpy = _celpy()
+    t = celpy.celtypes
+
+    def native(v):
+        return (
+            _from_cel(v, celpy)
+            if not isinstance(v, (Quantity, Semver, t.ListType, tuple))
+            else (tuple(native(x) for x in v) if isinstance(v, (t.ListType, tuple)) else v)
+        )
+
+    def wrap(fn, to_bool=False):
+        def call(*args):
+            for a in args:
+                if isinstance(a, celpy.CELEvalError):
+                    return a  # errors propagate through calls
+            try:
+                r = fn(*[native(a) for a in args])
+            except _EvalError as exc:
+                return celpy.CELEvalError(str(exc))  # an error value: && / || may absorb it
+            except _Opaque as exc:
+                return celpy.CELEvalError(f"no such overload for {exc}")
+            return _to_cel(r, celpy)
+
+        return call
+
+    funcs = {name: wrap(fn) for name, fn in METHODS.items()}
+    funcs.update({name: wrap(fn) for name, fn in FUNCTIONS.items()})
+    funcs["_==_"] = wrap(cel_equal)
+    funcs["_!=_"] = wrap(lambda a, b: not cel_equal(a, b))
+    funcs["_in_"] = wrap(lambda a, b: _member(a, b))
+    for op, name in (("<", "_<_"), ("<=", "_<=_"), (">", "_>_"), (">=", "_>=_")):
+        funcs[name] = wrap(lambda a, b, op=op: cel_order(op, a, b))
+    return funcs
+
+
+def _to_cel(v, celpy):
+    t = celpy.celtypes
+    if isinstance(v, bool):
+        return t.BoolType(v)
+    if isinstance(v, int):
+        return t.IntType(v)
+    if isinstance(v, float):
+        return t.DoubleType(v)
+    if isinstance(v, str):
+        return t.StringType(v)
+    if isinstance(v, (tuple, list)):
+        return t.ListType([_to_cel(x, celpy) for x in v])
+    return v  # Quantity, Semver: opaque to cel-python, handled by our functions
+
+
+def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
+    celpy = _celpy()
+    t = celpy.celtypes
+
+    class DomainMap(t.MapType):
+        def __getitem__(self, key):
+            try:
+                return super().__getitem__(key)
+            except KeyError:
+                return t.MapType({})
+
+    def inner(m):
+        return t.MapType({t.StringType(k): _to_cel(v, celpy) for k, v in m.items()})
+
+    return {
+        "device": t.MapType(
+            {
+                t.StringType("driver"): t.StringType(driver),
+                t.StringType("allowMultipleAllocations"): t.BoolType(multi),
+                t.StringType("attributes"): DomainMap(
+                    {t.StringType(k): inner(v) for k, v in attrs.items()}
+                ),
+                t.StringType("capacity"): DomainMap(
+                    {t.StringType(k): inner(v) for k, v in caps.items()}
+                ),
+            }
+        )
+    }
+
+
+def _run_program(program, device) -> bool:
+    """Evaluate with cel-python; True/False, or _EvalError."""
+    celpy = _celpy()
+    driver, multi, attrs, caps = device
+    try:
+        result = program.evaluate(_activation(driver, multi, attrs, caps))
+    except celpy.CELEvalError as exc:
+        raise _EvalError(_celpy_message(exc)) from None
+    except (TypeError, ValueError, KeyError, ArithmeticError) as exc:
+        raise _EvalError(str(exc)) from None
+    if isinstance(result, celpy.CELEvalError):
+        raise _EvalError(_celpy_message(result))
+    if not isinstance(result, celpy.celtypes.BoolType):
+        raise _EvalError(
+            f"CEL result of type {type(result).__name__} could not be converted to bool"
+        )
+    return bool(result)
+
+
+def _celpy_message(exc) -> str:
+    args = getattr(exc, "args", ())
+    text = str(args[0] if args else exc).split(" (in activation", 1)[0]
+    m = re.match(r"no such member in mapping: '(.*)'", str(text))
+    if m:
+        return f"no such key: {m.group(1)}"
+    return str(text)
+
+
+def reference_matches(expression: str, driver: str, multi: bool, attrs: dict, caps: dict) -> bool:
+    """cel-python's own answer for one device (raises ValueError on a
+    runtime error): the oracle of the column compiler's tests."""
+    sel = compile_selector(expression)
+    try:
+        return _run_program(sel.program, (driver, multi, attrs, caps))
+    except _EvalError as exc:
+        raise ValueError(str(exc)) from None

@@ -1,0 +1,484 @@
+"""Resource claims as the scheduler tracks them, kept beside a ClusterState.
+
+``ClaimState.of(state)`` attaches one to a state (an ``extension``, a
+``listeners`` hook and a ``PodRestorer``).  It holds the cluster's
+DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceClaims,
+and for each claim what changes while pods are scheduled: its allocation,
+the pods it is reserved for (``status.reservedFor``), the binding
+conditions its devices report, and the allocation the scheduler holds in
+memory between Reserve and PreBind (in flight: upstream's
+``SignalClaimPendingAllocation``).
+
+Devices in use are counted as upstream gathers them for the allocator
+(``AllocatedState``): every result of every allocated or in-flight claim,
+but admin-access results; with DRAConsumableCapacity a result with a share
+id takes part of its device's capacity (the sums are kept per device)
+instead of the whole device.  The counts change in O(devices of the claim)
+when a claim is allocated or released; ``version`` moves with them.
+
+Lifecycle outside the scheduler, as the control plane would do it:
+
+* a pod's claim from a template is generated (``<pod>-<claim>``, owned by
+  the pod) when the pod is queued, if ``controller`` is on and the pod's
+  status names none (the resourceclaim controller's job);
+* when a pod leaves its node (deleted, evicted, forgotten), it is taken
+  out of ``reservedFor`` of its claims; a claim the pod owns is deleted and
+  a claim reserved for nobody is deallocated: its devices are free again.
+  A pod replaced in place (``update_pod``) or taken off for a while
+  (preemption's victim search: ``hold`` / ``regain``) gets its claims back.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from tensorsched.framework.errors import StateError
+from tensorsched.framework.objects.dra_records import (
+    AllocationResult,
+    ConsumerRef,
+    DeviceClassRecord,
+    ResourceClaimRecord,
+    ResourceClaimTemplateRecord,
+    ResourceSliceRecord,
+)
+from tensorsched.framework.objects.meta import parse_timestamp
+
+from .dra_devices import AllocatedState, DeviceColumns, qualify
+
+__all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER"]
+
+EXTENSION = "dra_claims"            # ClusterState.extension name
+FINALIZER = "resource.kubernetes.io/delete-protection"
+
+DeviceID = tuple  # (driver, pool, device)
+
+
+@dataclass
+class ClaimEntry:
+    """One ResourceClaim and what scheduling changed of it.
+
+    ``record`` is the claim as loaded or generated (its spec);
+    ``allocation`` / ``reserved_for`` are the current status (the record's
+    at first); ``allocated_ns`` is status.allocation.allocationTimestamp
+    (ns since the epoch, None when unset); ``conditions`` maps a device id
+    to the condition types its status.devices entry reports True;
+    ``owner`` is the (name, uid) of the Pod that controls the claim."""
+
+    record: ResourceClaimRecord
+    allocation: AllocationResult | None = None
+    reserved_for: list = field(default_factory=list)
+    allocated_ns: int | None = None
+    conditions: dict = field(default_factory=dict)
+    owner: tuple | None = None
+    generated: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.record.key
+
+
+def _owner(record: ResourceClaimRecord) -> tuple | None:
+    refs = ((record.obj or {}).get("metadata") or {}).get("ownerReferences") or []
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "Pod" \
+                and ref.get("apiVersion") == "v1":
+            return (ref.get("name") or "", ref.get("uid") or "")
+    return None
+
+
+def _status_of(record: ResourceClaimRecord) -> tuple[int | None, dict]:
+    """(allocationTimestamp ns, device id -> True condition types) of a
+    claim object's status."""
+    status = (record.obj or {}).get("status") or {}
+    stamp = (status.get("allocation") or {}).get("allocationTimestamp")
+    try:
+        allocated_ns = parse_timestamp(stamp) if stamp else None
+    except ValueError:
+        raise StateError(f"ResourceClaim {record.key}: status.allocation.allocationTimestamp: "
+                         f"not a timestamp: {stamp!r}") from None
+    conditions: dict = {}
+    for i, dev in enumerate(status.get("devices") or []):
+        if not isinstance(dev, dict):
+            raise StateError(f"ResourceClaim {record.key}: status.devices[{i}]: must be a "
+                             "mapping")
+        did = (dev.get("driver"), dev.get("pool"), dev.get("device"))
+        conditions[did] = {c.get("type") for c in dev.get("conditions") or []
+                           if isinstance(c, dict) and c.get("status") == "True"}
+    return allocated_ns, conditions
+
+
+def consumer_matches(ref: ConsumerRef, name: str, uid: str) -> bool:
+    """A reservedFor entry names this pod: by uid when both have one (as
+    upstream), else by name (pods written without a uid)."""
+    if ref.resource != "pods" or ref.api_group:
+        return False
+    if ref.uid and uid:
+        return ref.uid == uid
+    return ref.name == name
+
+
+class ClaimState:
+    """The DRA objects of a cluster and the claims' scheduling state."""
+
+    def __init__(self, state):
+        self.state = state
+        self.classes: dict[str, DeviceClassRecord] = {}
+        self.slices: list[ResourceSliceRecord] = []
+        self.templates: dict[str, ResourceClaimTemplateRecord] = {}
+        self.claims: dict[str, ClaimEntry] = {}
+        self.in_flight: dict[str, AllocationResult] = {}
+        # (pod key, pod claim name) -> name of the claim generated for it
+        self.generated: dict[tuple[str, str], str] = {}
+        # pod key -> claim keys reserved for it
+        self.by_pod: dict[str, list[str]] = {}
+        self.controller = True          # generate template claims (simulated controller)
+        self.consumable_capacity = False  # DRAConsumableCapacity: share ids share devices
+        self.version = 0                # moves whenever devices in use change
+        self.objects_version = 0        # moves when classes / slices change
+        self._exclusive: dict[DeviceID, int] = {}     # device -> results holding it
+        self.devices_in_use: set = set()               # keys of _exclusive
+        self._shared: dict[tuple, int] = {}           # (device, share id) -> results
+        self.shared_in_use: set = set()
+        self.capacity_in_use: dict[DeviceID, dict[str, Fraction]] = {}
+        self._just_released: tuple | None = None
+        self._columns: tuple | None = None
+        self._in_use_rows = np.zeros(0, np.bool_)
+        self._touched: list = []        # (version, node rows changed or None)
+        state.listeners.append(self.on_pod)
+        state.restorers.append(self)
+
+    # ----------------------------------------------------------- attach
+    @classmethod
+    def of(cls, state) -> ClaimState:
+        return state.extension(EXTENSION, cls)
+
+    @staticmethod
+    def attached(state) -> ClaimState | None:
+        return state.extension_if_any(EXTENSION)
+
+    def load(self, classes=(), slices=(), templates=(), claims=()) -> None:
+        """Add loaded objects (records of ``objects.dra_records``); all of
+        them are checked before any is kept, so an error changes nothing."""
+        entries = []
+        seen = set(self.claims)
+        for rec in claims:
+            if rec.key in seen:
+                raise StateError(f"ResourceClaim {rec.key}: already in the cluster state")
+            seen.add(rec.key)
+            allocated_ns, conditions = _status_of(rec)
+            entries.append(ClaimEntry(rec, rec.allocation, list(rec.reserved_for),
+                                      allocated_ns, conditions, _owner(rec)))
+        for c in classes:
+            self.classes[c.name] = c
+        self.slices.extend(slices)
+        for t in templates:
+            self.templates[t.key] = t
+        for e in entries:
+            self._add(e)
+        self.objects_version += 1
+
+    def _add(self, e: ClaimEntry) -> None:
+        self.claims[e.key] = e
+        if e.allocation is not None:
+            self._count(e.allocation, +1)
+        for ref in e.reserved_for:
+            if ref.resource == "pods" and not ref.api_group:
+                self.by_pod.setdefault(f"{e.record.namespace}/{ref.name}", []).append(e.key)
+
+    # ------------------------------------------------------ devices in use
+    def _count(self, allocation: AllocationResult, sign: int) -> None:
+        """Count (``sign`` +1) or uncount (-1) one allocation's devices."""
+        for r in allocation.results:
+            if r.admin_access:
+                continue        # admin access never takes a device from others
+            did = (r.driver, r.pool, r.device)
+            if self.consumable_capacity and r.share_id is not None:
+                sid = (did, r.share_id)
+                left = self._shared.get(sid, 0) + sign
+                if left > 0:
+                    self._shared[sid] = left
+                    self.shared_in_use.add(sid)
+                else:
+                    self._shared.pop(sid, None)
+                    self.shared_in_use.discard(sid)
+                if r.consumed_capacity:
+                    caps = self.capacity_in_use.setdefault(did, {})
+                    for name, q in r.consumed_capacity.items():
+                        v = caps.get(name, Fraction(0)) + sign * q
+                        if v:
+                            caps[name] = v
+                        else:
+                            caps.pop(name, None)
+                    if not caps:
+                        self.capacity_in_use.pop(did, None)
+                continue
+            left = self._exclusive.get(did, 0) + sign
+            if left > 0:
+                self._exclusive[did] = left
+                self.devices_in_use.add(did)
+            else:
+                self._exclusive.pop(did, None)
+                self.devices_in_use.discard(did)
+            if self._columns is not None:
+                self._in_use_rows[self._columns[1].rows_of(did)] = left > 0
+        self.version += 1
+        self._log_touched(allocation)
+
+    def _log_touched(self, allocation: AllocationResult) -> None:
+        """Record which node rows this version changed (None: maybe any
+        node, a device not local to one node)."""
+        cols = self._columns[1] if self._columns is not None else None
+        rows: set | None = set()
+        if cols is None:
+            rows = None
+        else:
+            for r in allocation.results:
+                for d in cols.rows_of((r.driver, r.pool, r.device)):
+                    node = int(cols.node[d])
+                    if node < 0:
+                        rows = None
+                        break
+                    rows.add(node)
+                if rows is None:
+                    break
+        self._touched.append((self.version, rows))
+        if len(self._touched) > 4096:
+            del self._touched[:2048]
+
+    def touched_since(self, version: int) -> set | None:
+        """The node rows whose devices in use changed after ``version``
+        (None: unknown or possibly every node)."""
+        if version == self.version:
+            return set()
+        log = self._touched
+        if not log or log[0][0] > version + 1:
+            return None
+        out: set = set()
+        for v, rows in reversed(log):
+            if v <= version:
+                break
+            if rows is None:
+                return None
+            out |= rows
+        return out
+
+    def columns_tag(self, features=None) -> tuple:
+        """What the devices and the nodes' view of them depend on."""
+        return (self.objects_version, self.state.structure_tag(), features)
+
+    def columns(self):
+        """The devices of the loaded slices as ``DeviceColumns`` (built once
+        per set of slices and nodes)."""
+        # the columns' caches take a node's labels as fixed: rebuilt when
+        # labels, the node set or the slices change
+        tag = (self.objects_version, self.state.structure_tag())
+        if self._columns is None or self._columns[0] != tag:
+            st = self.state
+            names = [st.nodes[r].name if st.nodes[r] is not None else "" for r in range(st.n_rows)]
+            cols = DeviceColumns(self.slices, names)
+            self._columns = (tag, cols)
+            self._in_use_rows = np.zeros(cols.n, np.bool_)
+            for did in self.devices_in_use:
+                self._in_use_rows[cols.rows_of(did)] = True
+        return self._columns[1]
+
+    def in_use_rows(self) -> np.ndarray:
+        """[D] bool over ``columns()`` rows: the devices in exclusive use
+        (kept as devices are allocated and released; read-only)."""
+        self.columns()
+        return self._in_use_rows
+
+    def allocated_state(self) -> AllocatedState:
+        """Devices in use as the allocator takes them: the exclusive set (the
+        live one) and consumed capacity by fully qualified name."""
+        caps = {d: {qualify(k, d[0]): v for k, v in c.items()}
+                for d, c in self.capacity_in_use.items()}
+        return AllocatedState(self.devices_in_use, caps)
+
+    def claim_has_pending_allocation(self, key: str) -> bool:
+        return key in self.in_flight
+
+    # --------------------------------------------------------- lifecycle
+    def get(self, namespace: str, name: str) -> ClaimEntry | None:
+        return self.claims.get(f"{namespace}/{name}")
+
+    def generate(self, pod, pod_claim) -> ClaimEntry:
+        """The claim the resourceclaim controller makes for ``pod``'s
+        template claim ``pod_claim`` (``<pod>-<claim>``, owned by the pod),
+        made once; StateError when the template is missing."""
+        name = self.generated.get((pod.key, pod_claim.name))
+        if name is not None and f"{pod.namespace}/{name}" in self.claims:
+            return self.claims[f"{pod.namespace}/{name}"]
+        tkey = f"{pod.namespace}/{pod_claim.template_name}"
+        template = self.templates.get(tkey)
+        if template is None:
+            raise StateError(f'pod "{pod.key}": waiting for resource claim template {tkey} '
+                             "(not found)")
+        name = f"{pod.name}-{pod_claim.name}"
+        n = 0
+        while f"{pod.namespace}/{name}" in self.claims:
+            n += 1
+            name = f"{pod.name}-{pod_claim.name}-{n}"
+        rec = template.instantiate(pod.namespace, name)
+        e = ClaimEntry(rec, owner=(pod.name, pod.uid), generated=True)
+        self._add(e)
+        self.generated[(pod.key, pod_claim.name)] = name
+        return e
+
+    def forget_generated(self, keep) -> None:
+        """Drop the generated claims not in ``keep`` (claim keys) that hold
+        nothing: what a look at a pod (explain) made and did not use."""
+        for key, e in list(self.claims.items()):
+            if key in keep or not e.generated or e.allocation is not None or e.reserved_for \
+                    or key in self.in_flight:
+                continue
+            del self.claims[key]
+            for k, name in list(self.generated.items()):
+                if f"{e.record.namespace}/{name}" == key:
+                    del self.generated[k]
+
+    def hold_in_flight(self, key: str, allocation: AllocationResult) -> None:
+        """Reserve: the allocation is held in memory until PreBind."""
+        if key in self.in_flight:
+            self._count(self.in_flight.pop(key), -1)
+        self.in_flight[key] = allocation
+        self._count(allocation, +1)
+
+    def drop_in_flight(self, key: str) -> AllocationResult | None:
+        got = self.in_flight.pop(key, None)
+        if got is not None:
+            self._count(got, -1)
+        return got
+
+    def commit(self, key: str, allocation: AllocationResult, now_ns: int | None) -> None:
+        """PreBind: the in-flight allocation becomes the claim's status."""
+        self.drop_in_flight(key)
+        e = self.claims[key]
+        if e.allocation is not None:
+            self._count(e.allocation, -1)
+        e.allocation = allocation
+        e.allocated_ns = now_ns
+        e.conditions = {}
+        self._count(allocation, +1)
+
+    def reserve(self, key: str, pod) -> None:
+        """Add ``pod`` to the claim's reservedFor."""
+        e = self.claims[key]
+        if any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for):
+            return
+        e.reserved_for.append(ConsumerRef("pods", pod.name, pod.uid))
+        got = self.by_pod.setdefault(pod.key, [])
+        if key not in got:
+            got.append(key)
+
+    def deallocate(self, key: str) -> None:
+        """Clear the claim's allocation and reservations (PostFilter, the
+        controller for a claim reserved for nobody)."""
+        e = self.claims[key]
+        if e.allocation is not None:
+            self._count(e.allocation, -1)
+        e.allocation = None
+        e.allocated_ns = None
+        e.conditions = {}
+        for ref in e.reserved_for:
+            keys = self.by_pod.get(f"{e.record.namespace}/{ref.name}")
+            if keys and key in keys:
+                keys.remove(key)
+        e.reserved_for = []
+
+    def unreserve(self, key: str, pod) -> None:
+        """Take ``pod`` out of the claim's reservedFor."""
+        e = self.claims.get(key)
+        if e is None:
+            return
+        e.reserved_for = [r for r in e.reserved_for
+                          if not consumer_matches(r, pod.name, pod.uid)]
+        keys = self.by_pod.get(pod.key)
+        if keys and key in keys:
+            keys.remove(key)
+            if not keys:
+                del self.by_pod[pod.key]
+
+    def delete(self, key: str) -> ClaimEntry | None:
+        e = self.claims.pop(key, None)
+        if e is None:
+            return None
+        if e.allocation is not None:
+            self._count(e.allocation, -1)
+        self.drop_in_flight(key)
+        for ref in e.reserved_for:
+            keys = self.by_pod.get(f"{e.record.namespace}/{ref.name}")
+            if keys and key in keys:
+                keys.remove(key)
+        return e
+
+    # ------------------------------------------------------ pods leaving
+    def on_pod(self, rec, row: int, delta: int) -> None:
+        """ClusterState listener: a pod that leaves its node gives up its claims."""
+        if delta > 0:
+            jr = self._just_released
+            self._just_released = None
+            if jr is not None and jr[0] == rec.key and jr[1] == row:
+                self._put_back(rec, jr[2])      # update_pod: the same pod, back at once
+            return
+        held = self._release(rec)
+        self._just_released = (rec.key, row, held) if held else None
+
+    def _release(self, rec) -> list:
+        """Free what pod ``rec`` holds; the entries as they were (copies)."""
+        keys = self.by_pod.get(rec.key)
+        if not keys:
+            return []
+        held = [copy.copy(self.claims[k]) for k in keys if k in self.claims]
+        for e in held:
+            e.reserved_for = list(e.reserved_for)
+        for k in list(keys):
+            e = self.claims.get(k)
+            if e is None:
+                continue
+            self.unreserve(k, rec)
+            if e.owner is not None and e.owner[0] == rec.name and \
+                    (not e.owner[1] or not rec.uid or e.owner[1] == rec.uid):
+                self.delete(k)          # garbage collected with its pod
+            elif not e.reserved_for:
+                self.deallocate(k)      # the controller frees an unused claim
+        self.by_pod.pop(rec.key, None)
+        return held
+
+    def _put_back(self, rec, held: list) -> None:
+        for old in held:
+            cur = self.claims.get(old.key)
+            if cur is not None:
+                if cur.allocation is not None:
+                    self._count(cur.allocation, -1)
+                self.claims.pop(old.key)
+            self.claims[old.key] = old
+            if old.allocation is not None:
+                self._count(old.allocation, +1)
+            got = self.by_pod.setdefault(rec.key, [])
+            if old.key not in got:
+                got.append(old.key)
+
+    # ------------------------------------------------------ PodRestorer
+    def checkpoint(self):
+        return self._just_released
+
+    def rollback(self, mark) -> None:
+        self._just_released = mark
+
+    def hold(self, key: str):
+        keys = self.by_pod.get(key)
+        if not keys:
+            return None
+        return [copy.copy(self.claims[k]) for k in keys if k in self.claims]
+
+    def regain(self, key: str, rec, row: int, held) -> None:
+        self._just_released = None
+        if held:
+            for e in held:
+                e.reserved_for = list(e.reserved_for)
+            self._put_back(rec, held)

@@ -1,0 +1,310 @@
+"""DRA kinds (resource.k8s.io/v1) load like every other kind: records with
+the fields the allocator reads, and a ManifestError naming object and field
+for malformed input."""
+
+import copy
+import textwrap
+from fractions import Fraction
+
+import pytest
+
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.objects.dra import (
+    node_selector_matches,
+    parse_resource_claim,
+    parse_resource_slice,
+)
+from tensorsched.framework.objects.dra_records import AttrValue, format_quantity
+from tensorsched.framework.objects.manifests import load_objects, parse_objects
+from tensorsched.framework.objects.semver import parse_semver
+
+CLUSTER = textwrap.dedent("""\
+    apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {name: gpu.example.com}
+    spec:
+      selectors:
+      - cel: {expression: 'device.driver == "gpu.example.com"'}
+      config:
+      - opaque: {driver: gpu.example.com, parameters: {mode: shared}}
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceSlice
+    metadata: {name: node-1-gpus}
+    spec:
+      driver: gpu.example.com
+      nodeName: node-1
+      pool: {name: node-1, generation: 3, resourceSliceCount: 1}
+      devices:
+      - name: gpu-0
+        attributes:
+          model: {string: H200}
+          index: {int: 0}
+          driverVersion: {version: 1.2.3-rc.1}
+          links: {strings: [a, b]}
+        capacity:
+          memory: {value: 141Gi}
+        taints: [{key: broken, effect: NoSchedule}]
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaim
+    metadata: {name: train, namespace: ml}
+    spec:
+      devices:
+        requests:
+        - name: gpus
+          exactly:
+            deviceClassName: gpu.example.com
+            count: 2
+            selectors:
+            - cel: {expression: 'device.attributes["gpu.example.com"].model == "H200"'}
+            tolerations: [{key: broken, operator: Exists}]
+        - name: any
+          firstAvailable:
+          - {name: big, deviceClassName: gpu.example.com, allocationMode: All}
+          - {name: small, deviceClassName: gpu.example.com}
+        constraints:
+        - {requests: [gpus], matchAttribute: gpu.example.com/numa}
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaimTemplate
+    metadata: {name: one-gpu, namespace: ml}
+    spec:
+      metadata: {labels: {team: a}}
+      spec:
+        devices:
+          requests:
+          - name: gpu
+            exactly: {deviceClassName: gpu.example.com}
+    ---
+    apiVersion: resource.k8s.io/v1beta1
+    kind: ResourceClaim
+    metadata: {name: old, namespace: ml}
+    spec: {}
+""")
+
+
+@pytest.fixture
+def objects(tmp_path):
+    path = tmp_path / "dra.yaml"
+    path.write_text(CLUSTER)
+    return parse_objects(load_objects(path))
+
+
+def test_records_carry_what_the_allocator_reads(objects):
+    (cls,) = objects.device_classes
+    assert cls.selectors == ('device.driver == "gpu.example.com"',)
+    assert cls.config[0].parameters == {"mode": "shared"}
+    (sl,) = objects.resource_slices
+    assert (sl.driver, sl.pool.name, sl.pool.generation, sl.pool.resource_slice_count) == (
+        "gpu.example.com",
+        "node-1",
+        3,
+        1,
+    )
+    dev = sl.devices[0]
+    assert dev.attributes["index"] == AttrValue("int", 0)
+    assert dev.attributes["links"] == AttrValue("strings", ("a", "b"))
+    assert dev.capacity["memory"].value == 141 * 2**30
+    assert dev.taints[0].effect == "NoSchedule"
+    (claim,) = objects.resource_claims  # the v1beta1 claim is not read
+    assert objects.ignored_kinds == {"ResourceClaim": 1}
+    assert claim.key == "ml/train"
+    gpus, anyreq = claim.requests
+    assert (gpus.exactly.count, gpus.exactly.allocation_mode) == (2, "ExactCount")
+    assert gpus.exactly.tolerations[0].operator == "Exists"
+    assert [s.name for s in anyreq.first_available] == ["big", "small"]
+    assert anyreq.first_available[1].count == 1  # defaulted
+    assert claim.constraints[0].match_attribute == "gpu.example.com/numa"
+    (tmpl,) = objects.resource_claim_templates
+    made = tmpl.instantiate("ml", "pod-a-gpu", uid="u1")
+    assert made.key == "ml/pod-a-gpu" and made.requests == tmpl.claim.requests
+    assert made.allocation is None and tmpl.labels == {"team": "a"}
+
+
+def _slice():
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": "d",
+            "nodeName": "n",
+            "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "dev", "capacity": {"mem": {"value": "1Gi"}}}],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda s: s["spec"].update(driver="Bad_Driver"), "spec.driver", "RFC 1123 subdomain"),
+        (lambda s: s["spec"].update(driver="d" * 64), "spec.driver", "no more than 63"),
+        (
+            lambda s: s["spec"]["devices"][0].update(name="GPU 0"),
+            "spec.devices[0].name",
+            "RFC 1123 label",
+        ),
+        (
+            lambda s: s["spec"].update(devices=[{"name": f"d{i}"} for i in range(129)]),
+            "spec.devices",
+            "at most 128",
+        ),
+    ],
+)
+def test_names_follow_upstream_rules(edit, field, words):
+    obj = _slice()
+    edit(obj)
+    with pytest.raises(ManifestError) as err:
+        parse_resource_slice(obj)
+    assert err.value.field == field and words in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "edit, field, words",
+    [
+        (lambda s: s["spec"].pop("driver"), "spec.driver", "required"),
+        (
+            lambda s: s["spec"]["pool"].pop("resourceSliceCount"),
+            "spec.pool.resourceSliceCount",
+            "required",
+        ),
+        (lambda s: s["spec"].update(allNodes=True), "spec", "exactly one of"),
+        (
+            lambda s: s["spec"]["devices"][0]["capacity"]["mem"].update(value="1Gx"),
+            "spec.devices[0].capacity.mem.value",
+            "1Gx",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(attributes={"a": {"int": 1, "string": "x"}}),
+            "spec.devices[0].attributes.a",
+            "exactly one value",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(attributes={"v": {"version": "01.0.0"}}),
+            "spec.devices[0].attributes.v.version",
+            "semver",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(taints=[{"key": "k", "effect": "Sometimes"}]),
+            "spec.devices[0].taints[0].effect",
+            "NoSchedule",
+        ),
+        (
+            lambda s: s["spec"]["devices"][0].update(nodeName="n"),
+            "spec.devices[0]",
+            "perDeviceNodeSelection",
+        ),
+    ],
+)
+def test_bad_slices_name_object_and_field(edit, field, words):
+    obj = _slice()
+    edit(obj)
+    with pytest.raises(ManifestError) as err:
+        parse_resource_slice(obj)
+    assert err.value.field == field and "ResourceSlice s" in str(err.value)
+    assert words in str(err.value)
+
+
+def _claim(requests):
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {"devices": {"requests": requests}},
+    }
+
+
+@pytest.mark.parametrize(
+    "requests, field, words",
+    [
+        ([{"name": "r"}], "spec.devices.requests[0]", "exactly one of"),
+        (
+            [{"name": "r", "exactly": {"deviceClassName": "c"}, "firstAvailable": []}],
+            "spec.devices.requests[0]",
+            "exactly one of",
+        ),
+        (
+            [{"name": "r", "exactly": {"deviceClassName": "c", "count": 0}}],
+            "spec.devices.requests[0].exactly.count",
+            ">= 1",
+        ),
+        (
+            [{"name": "r", "exactly": {"deviceClassName": "c", "allocationMode": "Some"}}],
+            "spec.devices.requests[0].exactly.allocationMode",
+            "ExactCount",
+        ),
+        (
+            [
+                {"name": "r", "exactly": {"deviceClassName": "c"}},
+                {"name": "r", "exactly": {"deviceClassName": "c"}},
+            ],
+            "spec.devices.requests[1].name",
+            "Duplicate",
+        ),
+        (
+            [
+                {
+                    "name": "r",
+                    "firstAvailable": [
+                        {"name": f"s{i}", "deviceClassName": "c"} for i in range(9)
+                    ],
+                }
+            ],
+            "spec.devices.requests[0].firstAvailable",
+            "1 to 8",
+        ),
+    ],
+)
+def test_bad_claims_name_object_and_field(requests, field, words):
+    with pytest.raises(ManifestError) as err:
+        parse_resource_claim(_claim(requests))
+    assert err.value.field == field and "ResourceClaim ns/c" in str(err.value)
+    assert words in str(err.value)
+
+
+def test_api_invalid_parts_the_allocator_answers_are_kept():
+    """An empty selector, an empty constraint and an attribute without a value
+    load (upstream's allocator reports them, with its own messages)."""
+    obj = _claim([{"name": "r", "exactly": {"deviceClassName": "", "selectors": [{}]}}])
+    obj["spec"]["devices"]["constraints"] = [{}]
+    claim = parse_resource_claim(obj)
+    assert claim.requests[0].exactly.selectors == (None,)
+    assert claim.constraints[0].match_attribute is None
+    s = _slice()
+    s["spec"]["devices"][0]["attributes"] = {"a": {}}
+    assert parse_resource_slice(s).devices[0].attributes["a"].kind == "none"
+
+
+def test_duplicate_slice_names_are_refused_in_one_set():
+    with pytest.raises(ManifestError, match="duplicate ResourceSlice"):
+        parse_objects([_slice(), copy.deepcopy(_slice())])
+
+
+def test_node_selector_matching():
+    s = _slice()
+    del s["spec"]["nodeName"]
+    s["spec"]["nodeSelector"] = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]},
+        ]
+    }
+    sel = parse_resource_slice(s).node_selector
+    assert node_selector_matches(sel, "n1", {"zone": "a"})
+    assert node_selector_matches(sel, "n9", {})
+    assert not node_selector_matches(sel, "n1", {"zone": "b"})
+
+
+def test_semver_and_quantity_text():
+    assert parse_semver("1.2.3-rc.1") < parse_semver("1.2.3") < parse_semver("1.10.0")
+    assert parse_semver("1.0.0-2") < parse_semver("1.0.0-a")
+    with pytest.raises(ValueError):
+        parse_semver("1.02.0")
+    assert [format_quantity(Fraction(v)) for v in (4 * 2**30, 3, 0, Fraction(1, 2))] == [
+        "4Gi",
+        "3",
+        "0",
+        "500m",
+    ]

@@ -1,0 +1,251 @@
+"""The CEL column compiler against cel-python's own evaluation.
+
+Random devices (attributes of every type under a few names, some missing,
+capacities) and random selector expressions of the forms drivers and users
+write: each device's compiled answer (value, or error) must be what
+cel-python says for that device alone."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tensorsched.framework.objects.dra import parse_resource_slice
+from tensorsched.framework.state.dra_cel import CelError, compile_selector, reference_matches
+from tensorsched.framework.state.dra_devices import DeviceColumns
+
+DRIVER = "gpu.example.com"
+ATTR_NAMES = ("model", "index", "numa", "healthy", "version")
+STRINGS = ("H200", "A100", "a-1", "")
+VERSIONS = ("1.0.0", "1.2.3", "2.0.0-rc.1")
+QUANTITIES = ("0", "1", "40Gi", "80Gi", "141Gi", "500m")
+
+
+def attribute():
+    return st.one_of(
+        st.sampled_from(STRINGS).map(lambda v: {"string": v}),
+        st.integers(-2, 3).map(lambda v: {"int": v}),
+        st.booleans().map(lambda v: {"bool": v}),
+        st.sampled_from(VERSIONS).map(lambda v: {"version": v}),
+    )
+
+
+def device(i):
+    return st.fixed_dictionaries(
+        {
+            "name": st.just(f"dev-{i}"),
+            "attributes": st.dictionaries(st.sampled_from(ATTR_NAMES), attribute(), max_size=4),
+            "capacity": st.dictionaries(
+                st.sampled_from(("memory", "cores")),
+                st.sampled_from(QUANTITIES).map(lambda q: {"value": q}),
+                max_size=2,
+            ),
+        }
+    )
+
+
+devices = st.integers(1, 6).flatmap(lambda n: st.tuples(*[device(i) for i in range(n)]))
+
+
+def literal():
+    return st.one_of(
+        st.sampled_from(STRINGS).map(lambda v: f'"{v}"'),
+        st.integers(-2, 3).map(str),
+        st.sampled_from(("true", "false")),
+    )
+
+
+def attr_ref():
+    return st.one_of(
+        st.sampled_from(ATTR_NAMES).map(lambda n: f'device.attributes["{DRIVER}"].{n}'),
+        st.sampled_from(ATTR_NAMES).map(lambda n: f'device.attributes["{DRIVER}"]["{n}"]'),
+        st.just('device.attributes["other.example.com"].model'),
+    )
+
+
+def comparison():
+    cap = st.sampled_from(("memory", "cores")).map(lambda n: f'device.capacity["{DRIVER}"].{n}')
+    return st.one_of(
+        st.tuples(attr_ref(), st.sampled_from(("==", "!=", "<", "<=", ">", ">=")), literal()).map(
+            " ".join
+        ),
+        st.tuples(attr_ref(), st.lists(literal(), min_size=1, max_size=3)).map(
+            lambda t: f"{t[0]} in [{', '.join(t[1])}]"
+        ),
+        attr_ref().map(lambda a: f'{a}.matches("^[Aa]")'),
+        attr_ref().map(lambda a: f'{a}.startsWith("H")'),
+        st.tuples(cap, st.sampled_from(QUANTITIES), st.sampled_from((">=", "<", "=="))).map(
+            lambda t: f'{t[0]}.compareTo(quantity("{t[1]}")) {t[2]} 0'
+        ),
+        st.tuples(cap, st.sampled_from(QUANTITIES)).map(
+            lambda t: f'{t[0]}.isGreaterThan(quantity("{t[1]}"))'
+        ),
+        st.sampled_from(VERSIONS).map(
+            lambda v: f'device.attributes["{DRIVER}"].version.isGreaterThan(semver("{v}"))'
+        ),
+        st.sampled_from((DRIVER, "other")).map(lambda d: f'device.driver == "{d}"'),
+        st.just("device.allowMultipleAllocations"),
+        st.just(f'device.attributes["{DRIVER}"].healthy'),
+    )
+
+
+expressions = st.recursive(
+    comparison(),
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from(("&&", "||")), inner).map(
+            lambda t: f"({t[0]}) {t[1]} ({t[2]})"
+        ),
+        inner.map(lambda e: f"!({e})"),
+    ),
+    max_leaves=4,
+)
+
+
+def columns_of(devs):
+    sl = parse_resource_slice(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n",
+                "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "devices": list(devs),
+            },
+        }
+    )
+    return DeviceColumns([sl], ["n"])
+
+
+def check_against_reference(expr, cols):
+    sel = compile_selector(expr)
+    col = sel.evaluate(cols.values)
+    for row in range(cols.n):
+        want_error = None
+        try:
+            want = reference_matches(expr, *cols._cel_record(row))
+        except ValueError as exc:
+            want_error = str(exc)
+        if want_error is not None:
+            assert col.error[row] >= 0, (expr, row, want_error)
+        else:
+            assert col.error[row] < 0, (expr, row, col.messages[col.error[row]])
+            assert bool(col.value[row]) == want, (expr, row)
+    return sel
+
+
+@settings(max_examples=150, deadline=None)
+@given(devices, expressions)
+def test_compiled_selectors_agree_with_cel_python(devs, expr):
+    sel = check_against_reference(expr, columns_of(devs))
+    assert sel.compiled, expr  # every generated form takes the column path
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    devices,
+    st.sampled_from(
+        (
+            f'device.attributes["{DRIVER}"].index < device.attributes["{DRIVER}"].numa',
+            f'device.attributes["{DRIVER}"].model + "x" == "H200x"',
+            f'size(device.attributes["{DRIVER}"].model) > 2',
+        )
+    ),
+)
+def test_other_expressions_evaluate_once_per_distinct_tuple(devs, expr):
+    sel = check_against_reference(expr, columns_of(devs))
+    assert not sel.compiled
+
+
+def test_one_evaluation_per_distinct_value():
+    """Devices of one model share the table entry the gather reads."""
+    slices = [
+        parse_resource_slice(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"s{k}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": f"n{k}",
+                    "pool": {"name": f"p{k}", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [
+                        {
+                            "name": f"d{i}",
+                            "attributes": {"model": {"string": "H200" if i % 2 else "A100"}},
+                        }
+                        for i in range(100)
+                    ],
+                },
+            }
+        )
+        for k in range(10)
+    ]
+    cols = DeviceColumns(slices, [f"n{k}" for k in range(10)])
+    ids, table = cols.values.leaf(("attr", f"{DRIVER}/model"))
+    assert sorted(table) == ["A100", "H200"] and ids.shape == (1000,)
+    col = compile_selector(f'device.attributes["{DRIVER}"].model == "H200"').evaluate(cols.values)
+    assert np.array_equal(col.value, np.arange(1000) % 2 == 1)
+
+
+@pytest.mark.parametrize(
+    "expr, words",
+    [
+        ("noSuchVar", "undeclared reference to 'noSuchVar'"),
+        ("device.driver ==", "Syntax error"),
+        ("1", "must evaluate to bool"),
+    ],
+)
+def test_compile_errors(expr, words):
+    with pytest.raises(CelError, match=words):
+        compile_selector(expr)
+
+
+def test_runtime_errors_follow_cel_rules():
+    cols = columns_of([{"name": "d", "attributes": {"model": {"string": "H200"}}}])
+
+    def run(expr):
+        col = compile_selector(expr).evaluate(cols.values)
+        return col.messages[col.error[0]] if col.error[0] >= 0 else bool(col.value[0])
+
+    assert run(f'device.attributes["{DRIVER}"].missing == 1') == "no such key: missing"
+    assert run(f'device.attributes["{DRIVER}"].missing == 1 || true') is True
+    assert run(f'false && device.attributes["{DRIVER}"].missing == 1') is False
+    assert run(f'device.attributes["{DRIVER}"].model == 1') is False  # heterogeneous ==
+    assert "no such overload" in run(f'device.attributes["{DRIVER}"].model < 1')
+    assert (
+        run(f'device.capacity["{DRIVER}"].memory.compareTo(quantity("1")) > 0')
+        == "no such key: memory"
+    )
+
+
+def test_quantity_and_semver_compare_exactly():
+    cols = columns_of(
+        [
+            {
+                "name": "d",
+                "capacity": {"memory": {"value": "80Gi"}},
+                "attributes": {"v": {"version": "1.10.0"}},
+            }
+        ]
+    )
+    yes = [
+        f'device.capacity["{DRIVER}"].memory.compareTo(quantity("80Gi")) == 0',
+        f'device.capacity["{DRIVER}"].memory.isGreaterThan(quantity("85899345919"))',
+        f'device.attributes["{DRIVER}"].v.isGreaterThan(semver("1.9.0"))',
+    ]
+    for expr in yes:
+        assert compile_selector(expr).evaluate(cols.values).value[0], expr
+    assert Fraction(80 * 2**30) == cols.values.leaf(("cap", f"{DRIVER}/memory"))[1][0].value
+
+
+@settings(max_examples=30, deadline=None)
+@given(devices)
+def test_cel_bind_is_expanded(devs):
+    expr = f'cel.bind(d, device.attributes["{DRIVER}"], d.model == "H200" || d.index > 1)'
+    assert check_against_reference(expr, columns_of(devs)).compiled

@@ -1,0 +1,286 @@
+"""DynamicResources end to end: a small DRA cluster through the Scheduler
+(``schedule_pending``), preemption, pods leaving, runs, explain."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.backends import backend_params
+
+from tensorsched.framework.objects import dra_synthetic as S
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.preemption.host_search import Suspension
+from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.explain import explain_pod
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.framework.state.dra_claims import ClaimState
+
+BACKENDS = backend_params(("numpy", "numba"))
+
+
+def _cluster(nodes: int, extra=()):
+    objs, _ = S.dra(nodes, 0)
+    return build_cluster(objs + list(extra))
+
+
+def _devices_by_node(store: ClaimState) -> dict:
+    out: dict = {}
+    for e in store.claims.values():
+        if e.allocation is not None:
+            for r in e.allocation.results:
+                out.setdefault(r.pool, []).append(r.device)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_gpu_once_then_cannot_allocate(backend):
+    cluster = _cluster(2)
+    _, pods = S.dra(2, 20)
+    out, _ = Scheduler(cluster, backend, 0).schedule_pending(pods)
+    placed = [b for b in out if b.node]
+    assert len(placed) == 16
+    store = ClaimState.of(cluster.state)
+    by_node = _devices_by_node(store)
+    assert sorted(by_node) == ["node-0", "node-1"]
+    for devs in by_node.values():
+        assert sorted(devs) == sorted(f"gpu-{i}" for i in range(8))     # each GPU once
+    assert len(store.devices_in_use) == 16 and not store.in_flight
+    # each placed pod holds its own generated claim, reserved for it
+    for b in placed:
+        ns, name = b.pod.split("/")
+        e = store.get(ns, f"{name}-gpu")
+        assert e.allocation.results[0].pool == b.node
+        assert [r.name for r in e.reserved_for] == [name]
+    failed = [b for b in out if not b.node]
+    assert len(failed) == 4
+    assert "0/2 nodes are available: 2 cannot allocate all claims." in failed[0].message
+
+
+def test_same_placements_on_numpy_and_numba():
+    got = []
+    for backend in ("numpy", "numba"):
+        cluster = _cluster(3)
+        _, pods = S.dra(3, 30)
+        out, _ = Scheduler(cluster, backend, 0).schedule_pending(pods)
+        got.append(sorted((b.pod, b.node) for b in out))
+    assert got[0] == got[1]
+
+
+def test_pod_with_claims_on_a_cluster_without_dra_objects_is_not_placed():
+    objs, _ = S.dra(1, 0)
+    plain = [o for o in objs if o["kind"] == "Node"]
+    cluster = build_cluster(plain)
+    out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([S.claim_pod("p", "one-gpu")])
+    assert out[0].node is None
+    assert "waiting for resource claim template default/one-gpu" in out[0].message
+
+
+def test_a_named_claim_that_does_not_exist_is_not_placed():
+    cluster = _cluster(1)
+    pod = S.claim_pod("p", "one-gpu")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "nope"}]
+    out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([pod])
+    assert out[0].node is None
+    assert 'resourceclaim.resource.k8s.io "nope" not found' in out[0].message
+
+
+def test_a_leaving_pod_frees_its_devices():
+    cluster = _cluster(1)
+    _, pods = S.dra(1, 9)
+    sched = Scheduler(cluster, "numpy", 0)
+    out, _ = sched.schedule_pending(pods)
+    assert sum(1 for b in out if b.node) == 8
+    store = ClaimState.of(cluster.state)
+    cluster.state.remove_pod("default/pod-3")          # deleted: its claim goes with it
+    assert store.get("default", "pod-3-gpu") is None
+    assert len(store.devices_in_use) == 7
+    out, _ = sched.schedule_pending([S.claim_pod("late", "one-gpu")])
+    assert out[0].node == "node-0"
+    assert store.get("default", "late-gpu").allocation.results[0].device == "gpu-3"
+
+
+def test_update_pod_keeps_its_claims():
+    cluster = _cluster(1)
+    _, pods = S.dra(1, 2)
+    Scheduler(cluster, "numpy", 0).schedule_pending(pods)
+    state = cluster.state
+    store = ClaimState.of(state)
+    rec = state.pods.record("default/pod-0")
+    state.update_pod(rec, "node-0")
+    e = store.get("default", "pod-0-gpu")
+    assert e is not None and e.allocation is not None
+    assert len(store.devices_in_use) == 2
+
+
+def test_suspension_gives_every_claim_back():
+    cluster = _cluster(1)
+    _, pods = S.dra(1, 4)
+    Scheduler(cluster, "numpy", 0).schedule_pending(pods)
+    store = ClaimState.of(cluster.state)
+    before = {k: (e.allocation, list(e.reserved_for)) for k, e in store.claims.items()}
+    held = Suspension(cluster.state)
+    for k in ("default/pod-0", "default/pod-2"):
+        held.remove(k)
+    assert len(store.devices_in_use) == 2
+    held.restore()
+    after = {k: (e.allocation, list(e.reserved_for)) for k, e in store.claims.items()}
+    assert after == before
+    assert len(store.devices_in_use) == 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_preemption_frees_devices_and_never_helps_the_impossible(backend):
+    nine = S.claim_template("nine-gpus", [{"name": "gpu", "exactly": {
+        "deviceClassName": S.GPU_CLASS, "allocationMode": "ExactCount", "count": 9}}])
+    cluster = _cluster(1, [nine])
+    _, pods = S.dra(1, 8)
+    sched = Scheduler(cluster, backend, 0)
+    out, _ = sched.schedule_pending(pods)
+    assert all(b.node for b in out)
+    hi = S.claim_pod("hi", "one-gpu")
+    hi["spec"]["priority"] = 100
+    big = S.claim_pod("big", "nine-gpus")
+    big["spec"]["priority"] = 100
+    out, pre = sched.schedule_pending([big, hi])
+    got = {b.pod: b for b in out}
+    assert got["default/hi"].node == "node-0"
+    assert len(got["default/hi"].victims) == 1
+    assert got["default/big"].node is None and not got["default/big"].victims
+    assert [p["preemptor"] for p in pre] == ["default/hi"]
+    store = ClaimState.of(cluster.state)
+    victim = got["default/hi"].victims[0].split("/")[1]
+    assert store.get("default", f"{victim}-gpu") is None
+    assert len(store.devices_in_use) == 8
+
+
+def test_pods_with_claims_never_join_a_run():
+    cluster = _cluster(1)
+    fw = cluster.framework_for(parse_pod(S.claim_pod("a", "one-gpu")), "numba")
+    with_claims = parse_pod(S.claim_pod("a", "one-gpu"))
+    plain = parse_pod({**S.claim_pod("b", "one-gpu"),
+                       "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    assert fw.signature(with_claims) is None
+    assert fw.signature(plain) is not None
+
+
+def test_allocated_claims_of_bound_pods_count_as_in_use():
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "held", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": S.GPU_CLASS, "allocationMode": "ExactCount",
+                 "count": 1}}]}},
+             "status": {"allocation": {"devices": {"results": [
+                 {"request": "gpu", "driver": S.DRIVER, "pool": "node-0", "device": f"gpu-{i}"}
+                 for i in range(7)]}},
+                 "reservedFor": [{"resource": "pods", "name": "running", "uid": "u1"}]}}
+    running = S.claim_pod("running", "one-gpu")
+    running["metadata"]["uid"] = "u1"
+    running["spec"]["nodeName"] = "node-0"
+    running["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "held"}]
+    cluster = _cluster(1, [claim, running])
+    store = ClaimState.of(cluster.state)
+    assert len(store.devices_in_use) == 7
+    out, _ = Scheduler(cluster, "numpy", 0).schedule_pending(
+        [S.claim_pod("a", "one-gpu"), S.claim_pod("b", "one-gpu")])
+    got = {b.pod: b for b in out}
+    assert got["default/a"].node == "node-0"
+    assert store.get("default", "a-gpu").allocation.results[0].device == "gpu-7"
+    assert got["default/b"].node is None
+    cluster.state.remove_pod("default/running")      # reserved for nobody: deallocated
+    assert store.get("default", "held").allocation is None
+    assert len(store.devices_in_use) == 1
+
+
+def test_pairs_under_one_pcie_root_and_mig_devices():
+    objs, pods = S.dra_gpu(2, 0)
+    cluster = build_cluster(objs)
+    pair = S.claim_pod("pair", "two-gpus-one-root")
+    mig = S.claim_pod("mig", "one-mig")
+    out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([pair, mig])
+    assert all(b.node for b in out)
+    store = ClaimState.of(cluster.state)
+    e = store.get("default", "pair-gpu")
+    devs = sorted(r.device for r in e.allocation.results)
+    assert devs == ["gpu-0", "gpu-1"]                   # pci-0 holds gpu-0 and gpu-1
+    m = store.get("default", "mig-gpu").allocation.results[0]
+    assert m.pool == "node-1" and "mig-1g10gb" in m.device   # MIG devices on odd nodes only
+
+
+def test_explain_names_the_plugin_and_reason():
+    cluster = _cluster(1)
+    _, pods = S.dra(1, 8)
+    Scheduler(cluster, "numpy", 0).schedule_pending(pods)
+    record = explain_pod(cluster, S.claim_pod("x", "one-gpu"))
+    assert record["selected"] is None
+    # which request failed on the node, and why
+    assert record["filter"]["node-0"] == {
+        "code": "UnschedulableAndUnresolvable", "plugin": "DynamicResources",
+        "reasons": ["cannot allocate all claims: claim default/x-gpu, request gpu: 0 of 1 "
+                    "devices available (8 match the selectors, 8 in use)"]}
+    # explain leaves the cluster as it was: the claim its look generated is gone
+    store = ClaimState.of(cluster.state)
+    assert store.get("default", "x-gpu") is None and len(store.claims) == 8
+    # a bound pod explained in place keeps its own claim
+    record = explain_pod(cluster, cluster.state.pods.record("default/pod-0"))
+    assert record["bound_node"] == "node-0"
+    assert store.get("default", "pod-0-gpu").allocation is not None
+    assert len(store.devices_in_use) == 8
+
+
+def test_invalid_pod_claim_status_is_a_clear_rejection():
+    cluster = _cluster(1)
+    pod = copy.deepcopy(S.claim_pod("p", "one-gpu"))
+    pod["status"] = {"resourceClaimStatuses": [{"resourceClaimName": "x"}]}
+    out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([pod])
+    assert out[0].node is None
+    assert "status.resourceClaimStatuses[0].name: required" in out[0].message
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(S.DRA_GPU_TEMPLATES), st.booleans()),
+                min_size=1, max_size=14), st.integers(0, 3))
+def test_kept_feasibility_equals_a_fresh_pass(steps, probe_seed):
+    """The per-kind feasibility Filter keeps (refreshed on touched nodes
+    only) equals a fresh allocator pass after any placements and departures."""
+    objs, _ = S.dra_gpu(3, 0)
+    cluster = build_cluster(objs)
+    sched = Scheduler(cluster, "numpy", 0)
+    state = cluster.state
+    for i, (template, leave) in enumerate(steps):
+        out, _ = sched.schedule_pending([S.claim_pod(f"p{i}", template)])
+        if leave and out[0].node:
+            state.remove_pod(out[0].pod)
+    fw = cluster.framework_for(parse_pod(S.claim_pod("probe", "one-gpu")), "numpy")
+    kept = fw.plugins["DynamicResources"]
+    fresh = type(kept)(kept.args, None, kept.features)
+    rows = state.valid_rows()
+    for template in S.DRA_GPU_TEMPLATES:
+        pod = parse_pod(S.claim_pod(f"probe-{template}-{probe_seed}", template))
+        got = []
+        for plugin in (kept, fresh):
+            ctx = CycleContext(state, pod, fw)
+            st_, _ = plugin.pre_filter(ctx)
+            assert st_.ok
+            got.append(plugin.filter(ctx, rows).tolist())
+        assert got[0] == got[1], template
+
+
+def test_simulation_departures_free_devices_for_later_arrivals():
+    from tensorsched.framework.simulation.simulation import Simulation
+    objs, _ = S.dra(1, 0)
+    sim = Simulation(objs, None, "numpy", 0, interval=None)
+    sim.submit([S.claim_pod(f"a{i}", "one-gpu") for i in range(8)], at=0.0, duration=60.0)
+    sim.submit([S.claim_pod(f"b{i}", "one-gpu") for i in range(8)], at=30.0)
+    bound = []
+    sim.on("Bound", lambda e: bound.append((e["pod"], e["node"])))
+    sim.run()
+    # the second wave waits until the first leaves at t=60, then gets all 8 GPUs
+    assert sorted(p for p, _ in bound if p.startswith("default/b")) == \
+        sorted(f"default/b{i}" for i in range(8))
+    store = ClaimState.of(sim.cluster.state)
+    assert all(store.get("default", f"a{i}-gpu") is None for i in range(8))
+    assert len(store.devices_in_use) == 8
