@@ -4,10 +4,12 @@ A DeviceClass or a request selects devices with CEL expressions over one
 ``device``: ``device.driver``, ``device.allowMultipleAllocations``,
 ``device.attributes["<domain>"].<id>`` and ``device.capacity["<domain>"].<id>``
 (an unknown domain is an empty map; an unknown id is the runtime error ``no
-such key``), with Kubernetes' CEL library: ``quantity()`` and its
-``compareTo`` / ``isGreaterThan`` / ``isLessThan``, ``semver()`` and the same
-methods on versions, and the standard ``matches`` / ``startsWith`` /
-``endsWith`` / ``contains``.
+such key``), with Kubernetes' CEL library: ``quantity()`` / ``isQuantity()`` and the
+quantity methods (``compareTo``, ``isGreaterThan``, ``isLessThan``,
+``isInteger``, ``asInteger``, ``asApproximateFloat``, ``sign``, ``add``,
+``sub``), ``semver()`` / ``isSemver()`` with ``compareTo`` / ``isGreaterThan``
+/ ``isLessThan`` / ``major`` / ``minor`` / ``patch``, and the standard
+``matches`` / ``startsWith`` / ``endsWith`` / ``contains``.
 
 Expressions are parsed with cel-python (``celpy``).  The forms drivers and
 users write are then evaluated for every device at once: each comparison,
@@ -150,6 +152,42 @@ def _compare_to(a, b) -> int:
     raise _EvalError(f"no such overload: {_type_name(a)}.compareTo({_type_name(b)})")
 
 
+def _quantity_of(v, fn: str) -> Quantity:
+    if not isinstance(v, Quantity):
+        raise _EvalError(f"no such overload: {_type_name(v)}.{fn}")
+    return v
+
+
+def _semver_of(v, fn: str) -> Semver:
+    if not isinstance(v, Semver):
+        raise _EvalError(f"no such overload: {_type_name(v)}.{fn}")
+    return v
+
+
+def _addend(o, fn: str) -> Fraction:
+    if isinstance(o, Quantity):
+        return o.value
+    if isinstance(o, int) and not isinstance(o, bool):
+        return Fraction(o)
+    raise _EvalError(f"no such overload: kubernetes.Quantity.{fn}({_type_name(o)})")
+
+
+def _as_integer(q: Quantity) -> int:
+    if q.value.denominator != 1 or not -(2**63) <= q.value < 2**63:
+        raise _EvalError("cannot convert value to integer")
+    return int(q.value)
+
+
+def _is_valid(make, text) -> bool:
+    if not isinstance(text, str):
+        raise _EvalError(f"no such overload: {_type_name(text)}")
+    try:
+        make(text)
+    except _EvalError:
+        return False
+    return True
+
+
 def _make_quantity(text) -> Quantity:
     if not isinstance(text, str):
         raise _EvalError(f"no such overload: quantity({_type_name(text)})")
@@ -180,8 +218,22 @@ METHODS = {
     "compareTo": _compare_to,
     "isGreaterThan": lambda a, b: _compare_to(a, b) > 0,
     "isLessThan": lambda a, b: _compare_to(a, b) < 0,
+    "isInteger": lambda q: _quantity_of(q, "isInteger").value.denominator == 1,
+    "asInteger": lambda q: _as_integer(_quantity_of(q, "asInteger")),
+    "asApproximateFloat": lambda q: float(_quantity_of(q, "asApproximateFloat").value),
+    "sign": lambda q: (lambda v: (v > 0) - (v < 0))(_quantity_of(q, "sign").value),
+    "add": lambda q, o: Quantity(_quantity_of(q, "add").value + _addend(o, "add")),
+    "sub": lambda q, o: Quantity(_quantity_of(q, "sub").value - _addend(o, "sub")),
+    "major": lambda v: _semver_of(v, "major").major,
+    "minor": lambda v: _semver_of(v, "minor").minor,
+    "patch": lambda v: _semver_of(v, "patch").patch,
 }
-FUNCTIONS = {"quantity": _make_quantity, "semver": _make_semver}
+FUNCTIONS = {
+    "quantity": _make_quantity,
+    "semver": _make_semver,
+    "isQuantity": lambda t: _is_valid(_make_quantity, t),
+    "isSemver": lambda t: _is_valid(_make_semver, t),
+}
 
 
 # --------------------------------------------------------------------------

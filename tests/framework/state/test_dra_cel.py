@@ -87,6 +87,11 @@ def comparison():
         st.sampled_from(VERSIONS).map(
             lambda v: f'device.attributes["{DRIVER}"].version.isGreaterThan(semver("{v}"))'
         ),
+        st.tuples(cap, st.integers(0, 2)).map(lambda t: f"{t[0]}.asInteger() >= {t[1]}"),
+        st.tuples(cap, st.sampled_from(QUANTITIES)).map(
+            lambda t: f'{t[0]}.sub(quantity("{t[1]}")).sign() >= 0'
+        ),
+        st.integers(0, 2).map(lambda m: f'device.attributes["{DRIVER}"].version.major() == {m}'),
         st.sampled_from((DRIVER, "other")).map(lambda d: f'device.driver == "{d}"'),
         st.just("device.allowMultipleAllocations"),
         st.just(f'device.attributes["{DRIVER}"].healthy'),
