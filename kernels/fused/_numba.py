@@ -492,7 +492,7 @@ def win_block(pos, hi, size):
     '''The largest aligned block of leaves starting at ``pos`` that ends by
     ``hi``: (its tree node, its width); the blocks from ``lo`` to ``hi``
     taken one after another are the range's canonical nodes, left to
-    right.'''
+    right (``win_kth_eq``'s order; sums and maxima take them bottom-up).'''
     b = pos & -pos if pos > 0 else size
     while pos + b > hi:
         b >>= 1
@@ -502,11 +502,17 @@ def win_block(pos, hi, size):
 def win_sum(fcnt, size, lo, hi):
     '''Feasible positions in [lo, hi).'''
     c = 0
-    pos = lo
-    while pos < hi:
-        node, b = win_block(pos, hi, size)
-        c += fcnt[node]
-        pos += b
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            c += fcnt[a]
+            a += 1
+        if b & 1:
+            b -= 1
+            c += fcnt[b]
+        a >>= 1
+        b >>= 1
     return c
 
 
@@ -525,35 +531,52 @@ def win_kth(fcnt, size, r):
 
 def win_max(tree, size, lo, hi, best):
     '''max(best, the largest leaf of ``tree`` in [lo, hi)).'''
-    pos = lo
-    while pos < hi:
-        node, b = win_block(pos, hi, size)
-        if tree[node] > best:
-            best = tree[node]
-        pos += b
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            best = max(best, tree[a])
+            a += 1
+        if b & 1:
+            b -= 1
+            best = max(best, tree[b])
+        a >>= 1
+        b >>= 1
     return best
 
 
 def win_smax(smax, s, size, lo, hi, best):
     '''``win_max`` over slot s's tree (row s of ``smax``).'''
-    pos = lo
-    while pos < hi:
-        node, b = win_block(pos, hi, size)
-        if smax[s, node] > best:
-            best = smax[s, node]
-        pos += b
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            best = max(best, smax[s, a])
+            a += 1
+        if b & 1:
+            b -= 1
+            best = max(best, smax[s, b])
+        a >>= 1
+        b >>= 1
     return best
 
 
 def win_count_eq(tmax, tcnt, size, lo, hi, best):
     '''Positions in [lo, hi) whose total is ``best``, the range's maximum.'''
     c = 0
-    pos = lo
-    while pos < hi:
-        node, b = win_block(pos, hi, size)
-        if tmax[node] == best:
-            c += tcnt[node]
-        pos += b
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            if tmax[a] == best:
+                c += tcnt[a]
+            a += 1
+        if b & 1:
+            b -= 1
+            if tmax[b] == best:
+                c += tcnt[b]
+        a >>= 1
+        b >>= 1
     return c
 
 
@@ -597,11 +620,12 @@ def win_leaf(p, i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
     tcnt[q] = 1
 
 
-def win_pull(p, n_slots, fcnt, smax, tmax, tcnt):
+def win_pull(p, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt):
     a = 2 * p
     fcnt[p] = fcnt[a] + fcnt[a + 1]
     for s in range(n_slots):
-        smax[s, p] = max(smax[s, a], smax[s, a + 1])
+        if active_slots[s] and norm_mode[s] != 0:      # the only maxima read
+            smax[s, p] = max(smax[s, a], smax[s, a + 1])
     tree_pull(tmax, tcnt, p)
 
 
@@ -626,7 +650,7 @@ def win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights
             tmax[q] = -1
             tcnt[q] = 1
     for p in range(size - 1, 0, -1):
-        win_pull(p, n_slots, fcnt, smax, tmax, tcnt)
+        win_pull(p, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt)
 
 
 def win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
@@ -734,7 +758,7 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
                  fcnt, smax, tmax, tcnt, size)
         q = (size + p) >> 1
         while q >= 1:
-            win_pull(q, n_slots, fcnt, smax, tmax, tcnt)
+            win_pull(q, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt)
             q >>= 1
         start = (start + processed) % m
     return count, start
