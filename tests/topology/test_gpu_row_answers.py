@@ -181,6 +181,7 @@ class _Table:
     def __init__(self, n):
         self.cap = n
         self.ver = np.arange(n, dtype=np.int64)
+        self.version = n - 1            # the counter the row versions come from
 
 
 def test_row_answers_recompute_only_changed_rows():
@@ -196,6 +197,7 @@ def test_row_answers_recompute_only_changed_rows():
     np.testing.assert_array_equal(ra.get(t, 100, "s", compute)[0], t.ver * 10)
     assert seen == [None]                       # first use: one pass over all rows
     t.ver[[3, 70]] = [500, 501]
+    t.version = 501
     np.testing.assert_array_equal(ra.get(t, 100, "s", compute)[0], t.ver * 10)
     assert seen[-1] == [3, 70]                  # then only the rows that changed
     ra.get(t, 100, "s", compute)
