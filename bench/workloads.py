@@ -12,6 +12,7 @@ from tensorsched import synthetic
 from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster, pod_columns_from, pods_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.kernels.fused.backends import WINDOW_TREE_MIN_RUN
 
 from . import gpu as G
 from .harness import (
@@ -105,10 +106,16 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
 
 
 def warm_up_run(cluster, fw, pod, seed: int) -> None:
-    """Compile the run kernel outside the timed run (two pods placed in one
-    run, then taken off again)."""
+    """Compile the run kernels outside the timed run (two pods placed in one
+    run, then a run long enough for the window trees of a percentage below
+    every node, then taken off again)."""
+    for count in (2, WINDOW_TREE_MIN_RUN):
+        _warm_up_run(cluster, fw, pod, seed, count)
+
+
+def _warm_up_run(cluster, fw, pod, seed: int, count: int) -> None:
     state = cluster.state
-    pods = [dataclasses.replace(pod, name=f"warm-up-run-{i}") for i in range(2)]
+    pods = [dataclasses.replace(pod, name=f"warm-up-run-{i}") for i in range(count)]
     got = fw.place_run(state, pods, seed=seed, attempt=0, start_index=0)
     for p in pods[: 0 if got is None else got[0].shape[0]]:
         state.remove_pod(p.key)

@@ -51,6 +51,7 @@ from .node_topology import (
     pod_constraint,
     validated_nrt,
 )
+from .row_answers import RowAnswers
 
 N_AFF = 18
 EXTENSION = "gpu_table"                     # ClusterState.extension name of the table
@@ -114,6 +115,7 @@ class GpuTable:
         self._just_released: tuple | None = None
         self._adding: str | None = None
         self._adopted: set = set()     # pods a compiled block placed (``adopt``)
+        self._answers: dict[str, RowAnswers] = {}
         self._alloc_arrays(max(state.allocatable.shape[0], 1), 1)
         self.node_recs: list = [None] * self.cap
         self.row_keys: list[set] = [set() for _ in range(self.cap)]
@@ -146,6 +148,15 @@ class GpuTable:
                 self.node_recs[row] = None     # reload on the next sync
         self._seen = (-1, -1)
         self.sync()
+
+    def answers(self, name: str, width: int, dtypes: tuple | None = None) -> RowAnswers:
+        """The per-node answers named ``name`` kept on this table (shared by
+        the plugins that ask the same question: GpuShareFit's filter and
+        GpuTopologyScore both read the cheapest GPU subsets)."""
+        got = self._answers.get(name)
+        if got is None:
+            got = self._answers[name] = RowAnswers(width, dtypes)
+        return got
 
     # ----------------------------------------------------------- arrays
     def _alloc_arrays(self, cap: int, g: int) -> None:

@@ -68,6 +68,7 @@ from .gpu import (
 )
 from .gpu_table import GpuTable, key_uniform
 from .node_topology import C_ISLAND, C_NUMA
+from .row_answers import RowAnswers
 
 NAME_FIT = "GpuShareFit"
 NAME_SCORE = "GpuShareScore"
@@ -234,15 +235,46 @@ def _zone_free(t: GpuTable, n: int):
 def subset_costs(t: GpuTable, info, n: int, backend: str):
     """(cons [n], cost [n], idx [n]) of the cheapest allowed GPU subset per
     node for a GPU pod (cost -1: none), on ``backend``'s kernel."""
-    cons = _cons_per_node(t, info, n)
-    zc, zm = _zone_free(t, n)
-    sub, cost, iok, nok = t.tables(info.ask.num)
-    out_c = np.empty(n, np.int64)
-    out_i = np.empty(n, np.int64)
-    _SUBSETS[backend](t.count[:n], t.left[:n], np.ascontiguousarray(t.numa[:n]),
-                      np.ascontiguousarray(zc), np.ascontiguousarray(zm), t.topo[:n], cons,
-                      info.cpu, info.mem, info.ask.milli, sub, cost, iok, nok, out_c, out_i)
-    return cons, out_c, out_i
+    cons, cost, idx, _score = subset_answers(t, info, n, backend)
+    return cons, cost, idx
+
+
+def subset_answers(t: GpuTable, info, n: int, backend: str):
+    """``subset_costs`` and GpuTopologyScore's score from it, (cons, cost,
+    idx, score) [n] int64 each: views of the answers the table keeps per
+    pod shape, recomputed only for the nodes whose GPU row changed since
+    (``RowAnswers``); read them before the next call."""
+    ask = info.ask
+    key = (ask.num, ask.milli, info.cons, info.guaranteed, info.cpu, info.mem)
+
+    def compute(rows):
+        sl = slice(0, n) if rows is None else rows
+        cons = np.full(n if rows is None else rows.shape[0], info.cons, np.int64)
+        if info.guaranteed:
+            cons |= np.where(t.single_policy[sl], C_NUMA, 0)
+        zc = t.zcpu[sl] - t.zcpu_used[sl]
+        zm = t.zmem[sl] - t.zmem_used[sl]
+        sub, cost, iok, nok = t.tables(ask.num)
+        out_c = np.empty(cons.shape[0], np.int64)
+        out_i = np.empty(cons.shape[0], np.int64)
+        _SUBSETS[backend](t.count[sl], np.ascontiguousarray(t.left[sl]),
+                          np.ascontiguousarray(t.numa[sl]), zc, zm, t.topo[sl], cons,
+                          info.cpu, info.mem, ask.milli, sub, cost, iok, nok, out_c, out_i)
+        return cons, out_c, out_i, KT.topology_score(out_c)
+
+    # the subset tables are rebuilt when a new topology appears: a new token
+    return t.answers("subsets", 4).get(t, n, key, compute, token=len(t.topos))
+
+
+def gpu_fit_answers(t: GpuTable, ask, mask: int, n: int, backend: str) -> np.ndarray:
+    """[n] bool: the node has ``ask``'s GPUs free, of an allowed model (the
+    fit kernel's answer, kept per ask like ``subset_answers``)."""
+    def compute(rows):
+        sl = slice(0, n) if rows is None else rows
+        return (_FIT[backend](t.count[sl], t.model[sl], np.ascontiguousarray(t.left[sl]),
+                              ask.num, ask.milli, mask),)
+
+    return t.answers("fit", 1, (np.bool_,)).get(t, n, (ask.num, ask.milli, mask), compute)[0]
 
 
 class GpuShareFit(ArrayPlugin):
@@ -267,8 +299,7 @@ class GpuShareFit(ArrayPlugin):
         ok = np.ones(n, np.bool_)
         if info.has_gpu:
             ask = info.ask
-            ok = _FIT[self.backend](t.count[:n], t.model[:n], t.left[:n], ask.num, ask.milli,
-                     t.model_mask(ask.models))
+            ok = gpu_fit_answers(t, ask, t.model_mask(ask.models), n, self.backend)
         if cons_any:
             if info.has_gpu:
                 cons, cost, _ = subset_costs(t, info, n, self.backend)
@@ -520,11 +551,10 @@ class GpuShareScore(ArrayPlugin):
         self._cache_cap = -1
         self._cs = self._cg = self._cv = np.zeros((0, 0), np.int64)
         self._typical_spec: list = []
-        self._zeros = np.zeros(0, np.int64)
-        self._out_gpu = np.zeros(0, np.int64)
         self._lt_owner = None
         self._lt = np.zeros(0, np.int64)
         self._lt_ver = np.zeros(0, np.int64)
+        self._answers = RowAnswers(1)   # the policy's scores per pod shape
         if self._fixed is not None:
             self._typical_from(list(self._fixed), None)
 
@@ -590,30 +620,51 @@ class GpuShareScore(ArrayPlugin):
         t = GpuTable.of(state)
         info = t.pod_info(ctx.pod)
         n = max(state.n_rows, 1)
-        cpu_left = (state.allocatable[:n, 0] - state.requested[:n, 0]).astype(np.int64, copy=False)
         ask = info.ask
         num, milli = (ask.num, ask.milli) if info.has_gpu else (0, 0)
         if self.policy == "Random":
             return np.zeros(rows.shape[0], np.int64)
         if self.policy == "BestFit":
+            cpu_left = (state.allocatable[:n, 0] - state.requested[:n, 0]).astype(np.int64,
+                                                                                 copy=False)
             raw = K.bestfit_raw_np(cpu_left, self._gpu_left_total(t, n), info.cpu_nz, num * milli)
             return raw[rows]
         self._observe(ctx, info)
         typ = self.typical(t)
         mask = t.model_mask(ask.models)
         skey = (info.cpu_nz, num, milli, mask)
+
+        def compute(sub):
+            return (self._score_rows(t, state, n, sub, info.cpu_nz, num, milli, mask, skey, typ),)
+
+        # A node's score is a function of its own GPU row (and CPU left, which
+        # the table's listener follows) and, for FGD, the typical pods: kept
+        # per shape, recomputed for the nodes that changed.
+        token = typ if self.policy == "FGD" else None
+        return self._answers.get(t, n, skey, compute, token=token)[0][rows]
+
+    def _score_rows(self, t: GpuTable, state, n: int, sub, cpu_nz: int, num: int, milli: int,
+                    mask: int, skey, typ) -> np.ndarray:
+        """The policy's scores (>= 0) of rows ``sub`` (int64 [k]; None: rows
+        0..n-1) on the backend's kernel, FGD through its answer cache
+        (``fgd_cache_rows``)."""
+        sl = slice(0, n) if sub is None else sub
+        k = n if sub is None else sub.shape[0]
+        cpu_left = (state.allocatable[sl, 0] - state.requested[sl, 0]).astype(np.int64,
+                                                                             copy=False)
         c = self._cache.get(skey) if self._cache_owner is t and self._cache_cap == t.cap else None
         if c is None:
             c = self.fgd_cache_rows(t, [skey])[0]
-        cache = (self._cs[c], self._cg[c], self._cv[c])
-        if self._zeros.shape[0] < n:
-            # inputs the kernel only reads (no memory asked) / its unread GPU output
-            self._zeros = np.zeros(n, np.int64)
-            self._out_gpu = np.empty(n, np.int64)
-        s = _SCORE[self.backend](K.POLICIES.index(self.policy), t.count[:n], t.model[:n], t.left[:n], cpu_left,
-               self._zeros[:n], t.aff[:n], 0, info.cpu_nz, 0, num, milli, mask, *typ,
-               cache[0][:n], cache[1][:n], cache[2][:n], t.ver[:n], self._out_gpu[:n])
-        return np.maximum(s, 0)[rows]
+        cs, cg, cv = self._cs[c], self._cg[c], self._cv[c]
+        cache = (cs[sl], cg[sl], cv[sl])       # views for a slice, copies for rows
+        s = _SCORE[self.backend](K.POLICIES.index(self.policy), t.count[sl], t.model[sl],
+                                 np.ascontiguousarray(t.left[sl]), cpu_left,
+                                 np.zeros(k, np.int64), np.ascontiguousarray(t.aff[sl]), 0,
+                                 cpu_nz, 0, num, milli, mask, *typ, *cache, t.ver[sl],
+                                 np.empty(k, np.int64))
+        if sub is not None:
+            cs[sub], cg[sub], cv[sub] = cache
+        return np.maximum(s, 0)
 
     def fgd_cache_rows(self, t: GpuTable, shapes: list) -> list:
         """The rows of the FGD answer cache (``_cs`` score, ``_cg`` GPU,
@@ -691,8 +742,7 @@ class GpuTopologyScore(ArrayPlugin):
         t = GpuTable.of(ctx.state)
         info = t.pod_info(ctx.pod)
         n = max(ctx.state.n_rows, 1)
-        _, cost, _ = subset_costs(t, info, n, self.backend)
-        return KT.topology_score(cost)[rows]
+        return subset_answers(t, info, n, self.backend)[3][rows]
 
 
 def new_fit(args, handle):

@@ -486,6 +486,282 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                                                              r_thr)
         start = (start + processed) % m
     return count, start
+
+
+def win_block(pos, hi, size):
+    '''The largest aligned block of leaves starting at ``pos`` that ends by
+    ``hi``: (its tree node, its width); the blocks from ``lo`` to ``hi``
+    taken one after another are the range's canonical nodes, left to
+    right (``win_kth_eq``'s order; sums and maxima take them bottom-up).'''
+    b = pos & -pos if pos > 0 else size
+    while pos + b > hi:
+        b >>= 1
+    return (size + pos) // b, b
+
+
+def win_sum(fcnt, size, lo, hi):
+    '''Feasible positions in [lo, hi).'''
+    c = 0
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            c += fcnt[a]
+            a += 1
+        if b & 1:
+            b -= 1
+            c += fcnt[b]
+        a >>= 1
+        b >>= 1
+    return c
+
+
+def win_kth(fcnt, size, r):
+    '''The position of the r-th (0-based) feasible position.'''
+    p = 1
+    while p < size:
+        a = 2 * p
+        if r < fcnt[a]:
+            p = a
+        else:
+            r -= fcnt[a]
+            p = a + 1
+    return p - size
+
+
+def win_max(tree, size, lo, hi, best):
+    '''max(best, the largest leaf of ``tree`` in [lo, hi)).'''
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            best = max(best, tree[a])
+            a += 1
+        if b & 1:
+            b -= 1
+            best = max(best, tree[b])
+        a >>= 1
+        b >>= 1
+    return best
+
+
+def win_smax(smax, s, size, lo, hi, best):
+    '''``win_max`` over slot s's tree (row s of ``smax``).'''
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            best = max(best, smax[s, a])
+            a += 1
+        if b & 1:
+            b -= 1
+            best = max(best, smax[s, b])
+        a >>= 1
+        b >>= 1
+    return best
+
+
+def win_count_eq(tmax, tcnt, size, lo, hi, best):
+    '''Positions in [lo, hi) whose total is ``best``, the range's maximum.'''
+    c = 0
+    a = lo + size
+    b = hi + size
+    while a < b:
+        if a & 1:
+            if tmax[a] == best:
+                c += tcnt[a]
+            a += 1
+        if b & 1:
+            b -= 1
+            if tmax[b] == best:
+                c += tcnt[b]
+        a >>= 1
+        b >>= 1
+    return c
+
+
+def win_kth_eq(tmax, tcnt, size, lo, hi, k, best):
+    '''The position of the k-th (0-based, by position) total equal to
+    ``best`` (the range's maximum) in [lo, hi): inside a canonical node no
+    leaf exceeds ``best``, so its (max, count) pairs count exactly.'''
+    pos = lo
+    while pos < hi:
+        node, b = win_block(pos, hi, size)
+        if tmax[node] == best:
+            if k < tcnt[node]:
+                return win_descend(tmax, tcnt, size, node, k, best)
+            k -= tcnt[node]
+        pos += b
+    return -1
+
+
+def win_descend(tmax, tcnt, size, p, k, best):
+    '''The position of the k-th total equal to ``best`` under node p.'''
+    while p < size:
+        a = 2 * p
+        if tmax[a] == best:
+            if k < tcnt[a]:
+                p = a
+                continue
+            k -= tcnt[a]
+        p = a + 1
+    return p - size
+
+
+def win_leaf(p, i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href, fcnt,
+             smax, tmax, tcnt, size):
+    '''Write position p (row i) into the leaves of the three trees.'''
+    ok = reasons_by_row[i] == 0
+    q = size + p
+    fcnt[q] = 1 if ok else 0
+    for s in range(raw_by_row.shape[1]):
+        smax[s, q] = raw_by_row[i, s] if ok else -1
+    tmax[q] = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href)
+    tcnt[q] = 1
+
+
+def win_pull(p, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt):
+    a = 2 * p
+    fcnt[p] = fcnt[a] + fcnt[a + 1]
+    for s in range(n_slots):
+        if active_slots[s] and norm_mode[s] != 0:      # the only maxima read
+            smax[s, p] = max(smax[s, a], smax[s, a + 1])
+    tree_pull(tmax, tcnt, p)
+
+
+def win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
+              pos_of_row, fcnt, smax, tmax, tcnt, size):
+    '''The trees over evaluation positions 0..M-1 (position p = row rows[p]):
+    feasible counts, each slot's largest raw score on a feasible row, and
+    the weighted totals under the maxima ``href`` (max, count).'''
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    for p in range(size):
+        if p < m:
+            i = rows[p]
+            pos_of_row[i] = p
+            win_leaf(p, i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
+                     fcnt, smax, tmax, tcnt, size)
+        else:
+            q = size + p
+            fcnt[q] = 0
+            for s in range(n_slots):
+                smax[s, q] = -1
+            tmax[q] = -1
+            tcnt[q] = 1
+    for p in range(size - 1, 0, -1):
+        win_pull(p, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt)
+
+
+def win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
+               tmax, tcnt, size):
+    '''The totals tree again under new maxima ``href``.'''
+    m = rows.shape[0]
+    for p in range(m):
+        tmax[size + p] = row_total(rows[p], reasons_by_row, raw_by_row, active_slots,
+                                   norm_mode, weights, href)
+    for p in range(size - 1, 0, -1):
+        tree_pull(tmax, tcnt, p)
+
+
+def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
+                     pod_nonzero, fargs, reasons_by_row, raw_by_row, active_slots, norm_mode,
+                     weights, ties_scratch, hi, href, one_row, out_rows, pos_of_row, fcnt, smax,
+                     tmax, tcnt, size):
+    requested = fargs[1]
+    nonzero_requested = fargs[2]
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    for s in range(n_slots):
+        href[s] = 0
+    win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
+              pos_of_row, fcnt, smax, tmax, tcnt, size)
+    misses = 0
+    for i in range(count):
+        # the window: from ``start`` to the num_to_find-th feasible position
+        # (every position when fewer are feasible), as ``scan_stop``
+        feasible = fcnt[1]
+        if feasible == 0:
+            return i, start
+        if num_to_find <= 0 or num_to_find > feasible:
+            processed = m
+        else:
+            r = win_sum(fcnt, size, 0, start) + num_to_find - 1
+            if r < feasible:
+                processed = win_kth(fcnt, size, r) - start + 1
+            else:
+                processed = m - start + win_kth(fcnt, size, r - feasible) + 1
+        end1 = min(m, start + processed)
+        end2 = start + processed - m          # <= 0: the window does not wrap
+        # the normalization maxima over the window's feasible rows
+        same = True
+        for s in range(n_slots):
+            hi[s] = 0
+            if active_slots[s] and norm_mode[s] != 0:
+                v = win_smax(smax, s, size, start, end1, 0)
+                if end2 > 0:
+                    v = win_smax(smax, s, size, 0, end2, v)
+                hi[s] = v
+                if v != href[s]:
+                    same = False
+        if not same:
+            # totals under other maxima: this window by a scan, and the tree
+            # re-taken under them when windows keep disagreeing
+            misses += 1
+            if misses >= 4:
+                for s in range(n_slots):
+                    href[s] = hi[s]
+                win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
+                           href, tmax, tcnt, size)
+                misses = 0
+                same = True
+        if same:
+            best = win_max(tmax, size, start, end1, -1)
+            if end2 > 0:
+                best = win_max(tmax, size, 0, end2, best)
+            c1 = win_count_eq(tmax, tcnt, size, start, end1, best)
+            n_ties = c1
+            if end2 > 0:
+                n_ties += win_count_eq(tmax, tcnt, size, 0, end2, best)
+            t = tie_index(seed_mix, attempt0 + i, n_ties)
+            if t < c1:
+                p = win_kth_eq(tmax, tcnt, size, start, end1, t, best)
+            else:
+                p = win_kth_eq(tmax, tcnt, size, 0, end2, t - c1, best)
+        else:
+            best = -1
+            n_ties = 0
+            for j in range(processed):
+                p = start + j
+                if p >= m:
+                    p -= m
+                if reasons_by_row[rows[p]] != 0:
+                    continue
+                t = row_total(rows[p], reasons_by_row, raw_by_row, active_slots, norm_mode,
+                              weights, hi)
+                if t > best:
+                    best = t
+                    n_ties = 0
+                if t == best:
+                    ties_scratch[n_ties] = p
+                    n_ties += 1
+            p = ties_scratch[tie_index(seed_mix, attempt0 + i, n_ties)]
+        row = rows[p]
+        out_rows[i] = row
+        for r in range(pod_request.shape[0]):
+            requested[row, r] += pod_request[r]
+        nonzero_requested[row, 0] += pod_nonzero[0]
+        nonzero_requested[row, 1] += pod_nonzero[1]
+        one_row[0] = row
+        fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
+        win_leaf(p, row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
+                 fcnt, smax, tmax, tcnt, size)
+        q = (size + p) >> 1
+        while q >= 1:
+            win_pull(q, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt)
+            q >>= 1
+        start = (start + processed) % m
+    return count, start
 """
 
 _runs: dict = {}
@@ -493,7 +769,8 @@ _runs: dict = {}
 
 def build_place_run(by_row_pass):
     """The compiled runs over ``by_row_pass`` (a ``build_fused_pass(...,
-    by_row=True)`` pass): (``place_run``, ``place_run_scan``).
+    by_row=True)`` pass): (``place_run``, ``place_run_scan``,
+    ``place_run_window``).
 
     ``place_run`` is for every node scored: ``place_run(count, seed_mix,
     attempt0, r0, pod_request [R], pod_nonzero [2], fargs (kernel_args), the
@@ -518,7 +795,23 @@ def build_place_run(by_row_pass):
     each pod's cycle scans ``rows`` (evaluation order from position
     ``start``) until ``num_to_find`` feasible rows, as ``finalize_rows``
     does, takes the tie, and the next pod starts where that scan stopped;
-    returns (placed, the next start position)."""
+    returns (placed, the next start position).
+
+    ``place_run_window`` places as ``place_run_scan`` does (without
+    per-domain rules or pod-to-pod scores) in O(log N) a pod: trees over the
+    evaluation positions (position p = row ``rows[p]``) count the feasible
+    positions (the window's end is the k-th feasible one from ``start``),
+    keep each normalized slot's largest raw score (the window's maxima) and
+    the weighted totals under reference maxima ``href`` (max and count:
+    the window's top total, its ties, the t-th tie in window order).  A
+    window whose maxima differ from ``href`` totals its rows by a scan; after
+    four such windows the totals tree is re-taken under the new maxima.
+    ``place_run_window(count, seed_mix, attempt0, rows [M], start,
+    num_to_find, pod_request, pod_nonzero, fargs, reasons [N], raw [N, S],
+    active, norm, weights, ties scratch [M], maxima scratch [S], href [S],
+    one_row [1], out_rows [count], pos_of_row [N], feasible counts [2Z],
+    slot maxima [S, 2Z], totals max / count [2Z], Z) -> (placed, next start
+    position)``, Z a power of two >= M."""
     fn = _runs.get(by_row_pass)
     if fn is not None:
         return fn
@@ -526,6 +819,7 @@ def build_place_run(by_row_pass):
                  "tree_count_eq": core["tree_count_eq"], "tree_kth_eq": core["tree_kth_eq"],
                  "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
                  "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"],
+                 "row_total": core["row_total"], "tree_pull": core["tree_pull"],
                  "normalized": core["normalized"], "scan_stop": core["scan_stop"],
                  **{n: core[n] for n in ("go_round", "base_total", "spread_raw",
                                          "affinity_raw", "dense_total", "count_placed")},
@@ -536,11 +830,14 @@ def build_place_run(by_row_pass):
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
-                         "rules_count", "finalize_spread", "place_run", "place_run_scan"),
+                         "rules_count", "finalize_spread", "place_run", "place_run_scan",
+                         "win_block", "win_sum", "win_kth", "win_max", "win_smax", "win_count_eq",
+                         "win_descend", "win_kth_eq", "win_leaf", "win_pull", "win_build",
+                         "win_totals", "place_run_window"),
                         namespace,
                         options={"nogil": True, "_nrt": False},
                         cache=None not in depends, depends=[d or "" for d in depends],
                         filename="<place_run>")
-    fn = (ns["place_run"], ns["place_run_scan"])
+    fn = (ns["place_run"], ns["place_run_scan"], ns["place_run_window"])
     _runs[by_row_pass] = fn
     return fn

@@ -189,6 +189,9 @@ class TreeTies:
 
 _SEED_MIX = 0x9E3779B97F4A7C15     # the runtime's tie-break mixes the seed with this
 _MASK64 = (1 << 64) - 1
+# Runs of at least this many pods take the window trees under a percentage
+# below every node (building them costs about one scan of every row).
+WINDOW_TREE_MIN_RUN = 32
 
 
 class NumbaBackend:
@@ -344,7 +347,7 @@ class NumbaBackend:
         if c.args_cols is not cols:
             c.args = kernel_args(cols, _pad_bitsets(cols, q))
             c.args_cols = cols
-        whole, scan = self._k.build_place_run(self._fused_by_row)
+        whole, scan, window = self._k.build_place_run(self._fused_by_row)
         out = np.empty(count, np.int64)
         seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
         m = rows.shape[0]
@@ -390,6 +393,19 @@ class NumbaBackend:
             else:
                 c.feasible = feasible
             next_start = start
+        elif not with_rules and not dense and count >= WINDOW_TREE_MIN_RUN:
+            # percentageOfNodesToScore below every node: each pod's window
+            # (to the num_to_find-th feasible row) answered by trees over
+            # the evaluation positions, O(log N) a pod
+            size = 1 << max(m - 1, 1).bit_length()
+            ties = self._buf.get(m, n_slots, zero=False)[3]
+            placed, next_start = window(
+                count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
+                c.reasons, c.raw, active, norm, weights, ties, np.zeros(n_slots, np.int64),
+                np.zeros(n_slots, np.int64), one_row, out, np.zeros(n, np.int64),
+                np.empty(2 * size, np.int64), np.empty((n_slots, 2 * size), np.int64),
+                np.empty(2 * size, np.int64), np.empty(2 * size, np.int64), size)
+            c.top_params = None         # rows moved outside the tree: rebuild when used
         else:
             reasons, scores, total, ties = self._buf.get(m, n_slots, zero=False)
             if self._hi.shape[0] < n_slots:
