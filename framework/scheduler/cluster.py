@@ -22,6 +22,7 @@ from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.registry import Registry
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.volumes import install_catalog
+from tensorsched.framework.state.dra_cel_required import require_cel
 from tensorsched.framework.state.dra_claims import ClaimState
 from tensorsched.framework.state.workload_index import WorkloadIndex
 
@@ -128,6 +129,7 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
             state.add_node(node)
     if (objs.device_classes or objs.resource_slices or objs.resource_claims
             or objs.resource_claim_templates):
+        require_cel(objs.device_classes, objs.resource_claims, objs.resource_claim_templates)
         ClaimState.of(state).load(objs.device_classes, objs.resource_slices,
                                   objs.resource_claim_templates, objs.resource_claims)
     pending = []
