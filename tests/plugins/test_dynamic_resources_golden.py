@@ -189,7 +189,8 @@ def _run_cycle(case, backend: str) -> None:
         assert got == want_alloc
     if "reservedFor" in expect:
         mine = sorted(e.record.name for e in store.claims.values()
-                      if not is_extended_claim(e.record) and any(dr.consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for))
+                      if not is_extended_claim(e.record)
+                      and any(dr.consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for))
         assert mine == sorted(expect["reservedFor"])
     if "createdClaims" in expect:
         assert _created(store) == expect["createdClaims"]
