@@ -28,6 +28,15 @@ Extension points, as upstream:
 Pods without claims are skipped from PreFilter on; they sign () and join
 compiled runs.  A pod with claims signs None: it is scheduled on its own
 (its claims, generated per pod, make it unlike any other).
+
+DRA extended resources (DRAExtendedResource, ``extended_resources``; off by
+default as upstream's alpha gate): a container's extended-resource request
+that a DeviceClass serves (``dra_extended``) is, on every node that does not
+offer the resource in allocatable, one more claim to allocate there; PreBind
+creates that claim for the pod (owned by it, so it goes with the pod) and
+Unreserve deletes it.  Such pods sign None too.  NodeResourcesFit still
+counts the resource on those nodes (not modelled yet), so the gate serves
+profiles without NodeResourcesFit.
 """
 
 from __future__ import annotations
