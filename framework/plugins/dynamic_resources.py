@@ -28,6 +28,15 @@ Extension points, as upstream:
 Pods without claims are skipped from PreFilter on; they sign () and join
 compiled runs.  A pod with claims signs None: it is scheduled on its own
 (its claims, generated per pod, make it unlike any other).
+
+DRA extended resources (DRAExtendedResource, ``extended_resources``; off by
+default as upstream's alpha gate): a container's extended-resource request
+that a DeviceClass serves (``dra_extended``) is, on every node that does not
+offer the resource in allocatable, one more claim to allocate there; PreBind
+creates that claim for the pod (owned by it, so it goes with the pod) and
+Unreserve deletes it.  Such pods sign None too.  NodeResourcesFit still
+counts the resource on those nodes (not modelled yet), so the gate serves
+profiles without NodeResourcesFit.
 """
 
 from __future__ import annotations
@@ -45,8 +54,9 @@ from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign_value
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
-from tensorsched.framework.state.dra_claims import ClaimState, consumer_matches
+from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState, consumer_matches
 
+from . import dra_extended as ext
 from . import names
 
 NAME = names.DYNAMIC_RESOURCES
@@ -162,6 +172,12 @@ class _Cycle:
     results: dict = field(default_factory=dict)    # node row -> [AllocationResult]
     failed_binding: set = field(default_factory=set)  # claims failed / timed out
     spec_key: tuple | None = None
+    # DRA extended resources: the pod's DRA-served requests, and per set of
+    # them a node lacks, the cycle that also allocates the claim made for
+    # them (``created``: that claim's entry, not in the store before PreBind)
+    extended: list = field(default_factory=list)
+    by_lack: dict = field(default_factory=dict)
+    created: object = None
 
 
 class DynamicResources(Plugin):
@@ -190,6 +206,9 @@ class DynamicResources(Plugin):
         # the victims' claims (``ClaimState``); off, a node that cannot
         # allocate the claims is UnschedulableAndUnresolvable for preemption
         self.preemption = True
+        # DRAExtendedResource (alpha upstream, off by default): containers'
+        # extended-resource requests that DeviceClasses serve
+        self.extended_resources = False
         self._scheduler = None
         self._cycles: dict[str, _Cycle] = {}
         self._fits: dict = {}           # spec key -> (columns tag, version, [rows] bool)
@@ -204,17 +223,23 @@ class DynamicResources(Plugin):
         return 0
 
     # ------------------------------------------------------------ signing
+    def _may_need(self, pod) -> bool:
+        """Whether the plugin may have work for ``pod``: claims, or (with
+        DRAExtendedResource) extended-resource requests."""
+        return bool(pod.resource_claims) or (self.extended_resources
+                                             and ext.may_request(pod))
+
     def sign(self, pod) -> tuple | None:
-        return None if pod.resource_claims else ()
+        return None if self._may_need(pod) else ()
 
     def run_keeps_skip(self, ctx, point: str) -> bool:
-        return not ctx.pod.resource_claims
+        return not self._may_need(ctx.pod)
 
     def ignores_pods(self, ctx) -> bool:
         """Preemption: with nothing to allocate, the answer does not depend
         on the pods on a node (only allocated claims' node selectors)."""
         cyc = self._cycles.get(ctx.pod.key)
-        return cyc is None or not cyc.pending
+        return cyc is None or not (cyc.pending or cyc.extended)
 
     # ------------------------------------------------------------ claims
     def _claims(self, state):
@@ -305,10 +330,12 @@ class DynamicResources(Plugin):
     def pre_filter(self, ctx):
         pod = ctx.pod
         self._cycles.pop(pod.key, None)
-        if not pod.resource_claims:
+        if not self._may_need(pod):
             return SKIP, None
         store = self._claims(ctx.state)
-        if store.controller:
+        extended = (ext.extended_requests(pod, ext.resource_classes(store.classes))
+                    if self.extended_resources else [])
+        if store.controller and pod.resource_claims:
             st = self._generate(store, pod)
             if st is not None:
                 return st, None
@@ -316,7 +343,7 @@ class DynamicResources(Plugin):
             claims = self._resolve(store, pod)
         except _ClaimProblem as exc:
             return _unresolvable(str(exc)), None
-        if not claims:
+        if not claims and not extended:
             return SKIP, None
         pins, pending = [], []
         for i, e in enumerate(claims):
@@ -334,7 +361,7 @@ class DynamicResources(Plugin):
             st = self._check_requests(store, e)
             if st is not None:
                 return st, None
-        cyc = _Cycle(claims, pins, pending)
+        cyc = _Cycle(claims, pins, pending, extended=extended)
         self._check_binding(cyc)
         cycles = self._cycles
         cycles[pod.key] = cyc
@@ -441,22 +468,65 @@ class DynamicResources(Plugin):
                     cyc.unavailable.update(bad)
                     ok[j] = False
                     statuses[r] = st
-        if cyc.pending:
-            store = self._claims(state)
-            fits = self._cached_fits(cyc, store, state, rows)
-            if fits is None:
-                self._ensure_allocator(store, cyc)
-                if cyc.allocator_error is not None:
-                    st = _error(cyc.allocator_error)
-                    for r in rows.tolist():
-                        statuses.setdefault(r, st)
-                    return np.zeros(rows.shape[0], np.bool_)
-                fits = self._feasible(cyc, state, rows)
-                self._remember_fits(cyc, store, state, rows, fits)
-            # a rejected row without a status of its own could not allocate
-            # the claims (``_status_of``'s default): nothing to record per row
-            ok &= fits
+        store = self._claims(state)
+        if cyc.extended:
+            # nodes grouped by the extended resources they lack: each group
+            # allocates the pod's claims plus a claim made for those
+            groups: dict = {}
+            for j, r in enumerate(rows.tolist()):
+                groups.setdefault(ext.lacking(nodes[r], cyc.extended), []).append(j)
+            for lack, js in groups.items():
+                sub = self._cycle_of(cyc, ctx.pod, lack)
+                if sub.pending:
+                    idx = np.asarray(js, np.int64)
+                    ok[idx] &= self._pending_fits(sub, store, state, rows[idx],
+                                                  keep=not lack)
+        elif cyc.pending:
+            ok &= self._pending_fits(cyc, store, state, rows, keep=True)
         return ok
+
+    def _pending_fits(self, cyc: _Cycle, store: ClaimState, state, rows,
+                      keep: bool) -> np.ndarray:
+        """[M] bool: the cycle's pending claims can be allocated on the
+        rows (``keep``: the answer may be kept per kind of claims)."""
+        fits = self._cached_fits(cyc, store, state, rows) if keep else None
+        if fits is None:
+            self._ensure_allocator(store, cyc)
+            if cyc.allocator_error is not None:
+                st = _error(cyc.allocator_error)
+                for r in rows.tolist():
+                    cyc.statuses.setdefault(r, st)
+                return np.zeros(rows.shape[0], np.bool_)
+            fits = self._feasible(cyc, state, rows)
+            if keep:
+                self._remember_fits(cyc, store, state, rows, fits)
+        # a rejected row without a status of its own could not allocate
+        # the claims (``_status_of``'s default): nothing to record per row
+        return fits
+
+    def _cycle_of(self, cyc: _Cycle, pod, lack: tuple) -> _Cycle:
+        """The cycle for nodes lacking the extended requests ``lack``
+        (indexes into ``cyc.extended``): ``cyc`` itself when none, else
+        one that also allocates the claim made for them.  Statuses and
+        unavailable claims are shared with ``cyc``."""
+        if not lack:
+            return cyc
+        sub = cyc.by_lack.get(lack)
+        if sub is None:
+            rec = ext.claim_record(pod, [cyc.extended[k] for k in lack])
+            entry = ClaimEntry(rec, owner=(pod.name, pod.uid), generated=True)
+            n = len(cyc.claims)
+            sub = _Cycle(cyc.claims + [entry], cyc.pins + [None], cyc.pending + [n],
+                         unavailable=cyc.unavailable, statuses=cyc.statuses,
+                         failed_binding=cyc.failed_binding, created=entry)
+            cyc.by_lack[lack] = sub
+        return sub
+
+    def _cycle_at(self, cyc: _Cycle, pod, node) -> _Cycle:
+        """The cycle that answers for ``node``."""
+        if not cyc.extended:
+            return cyc
+        return self._cycle_of(cyc, pod, ext.lacking(node, cyc.extended))
 
     # Feasibility per kind of claims: pods whose pending claims have equal
     # specs (one template's pods) get equal answers from the allocator, and
@@ -684,11 +754,17 @@ class DynamicResources(Plugin):
     def reserve(self, ctx, node_name: str) -> Status:
         pod = ctx.pod
         cyc = self._cycles.get(pod.key)
-        if cyc is None or not cyc.pending:
+        if cyc is None or not (cyc.pending or cyc.extended):
             return Status.OK
         state = ctx.state
         store = self._claims(state)
         row = state.node_rows.get(node_name)
+        if row is not None and cyc.extended:
+            cyc = self._cycle_at(cyc, pod, state.nodes[row])
+            # from here on the pod's claims are those of the node's cycle
+            self._cycles[pod.key] = cyc
+            if not cyc.pending:
+                return Status.OK
         self._ensure_allocator(store, cyc)
         if row is None or cyc.allocator is None:
             return _error("claim allocation not found for node")
@@ -707,6 +783,8 @@ class DynamicResources(Plugin):
         if cyc is None:
             return
         store = self._claims(ctx.state)
+        if cyc.created is not None and store.claims.get(cyc.created.key) is cyc.created:
+            store.delete(cyc.created.key)       # the claim made for the pod goes
         for e in cyc.claims:
             store.drop_in_flight(e.key)
             if e.allocation is not None and any(
@@ -720,6 +798,11 @@ class DynamicResources(Plugin):
         if cyc is None:
             return Status.OK
         store = self._claims(ctx.state)
+        if cyc.created is not None and cyc.created.key not in store.claims:
+            try:
+                store.create(cyc.created)   # the claim made for extended resources
+            except StateError as exc:
+                return _error(str(exc))
         waiting = False
         for e in cyc.claims:
             if not any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for):

@@ -341,6 +341,13 @@ class ClaimState:
                 if f"{e.record.namespace}/{name}" == key:
                     del self.generated[k]
 
+    def create(self, e: ClaimEntry) -> None:
+        """A claim the scheduler makes (DRA extended resources), added as
+        written; StateError when one of that name exists."""
+        if e.key in self.claims:
+            raise StateError(f"resourceclaim {e.key} already exists")
+        self._add(e)
+
     def hold_in_flight(self, key: str, allocation: AllocationResult) -> None:
         """Reserve: the allocation is held in memory until PreBind."""
         if key in self.in_flight:

@@ -284,3 +284,68 @@ def test_simulation_departures_free_devices_for_later_arrivals():
     store = ClaimState.of(sim.cluster.state)
     assert all(store.get("default", f"a{i}-gpu") is None for i in range(8))
     assert len(store.devices_in_use) == 8
+
+
+def _extended_cluster(devices: int):
+    """One node without example.com/gpu in allocatable, a class serving it,
+    ``devices`` devices there; a profile of DynamicResources alone (the
+    NodeResourcesFit side of DRA extended resources is not modelled)."""
+    from tensorsched.framework.plugins.dra_extended import CLAIM_ANNOTATION
+    prof = {"schedulerName": "default-scheduler",
+            "plugins": {"multiPoint": {"disabled": [{"name": "*"}],
+                                       "enabled": [{"name": "PrioritySort"},
+                                                   {"name": "DefaultBinder"},
+                                                   {"name": "DynamicResources"}]}}}
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
+    objs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w"}},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+             "metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+             "metadata": {"name": "w-gpus"},
+             "spec": {"driver": "d", "pool": {"name": "w", "generation": 0,
+                                              "resourceSliceCount": 1},
+                      "nodeName": "w", "devices": [{"name": f"g{i}"} for i in range(devices)]}}]
+    return build_cluster(objs, config), CLAIM_ANNOTATION
+
+
+def _gpu_pod(name: str, count: int):
+    return parse_pod({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": name, "namespace": "default", "uid": f"u-{name}"},
+                      "spec": {"containers": [{"name": "c", "resources": {
+                          "requests": {"example.com/gpu": str(count)}}}]}})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_extended_resource_claim_is_made_only_with_the_gate_and_goes_with_the_pod(backend):
+    from tensorsched.framework.plugins import dynamic_resources as dr
+    cluster, annotation = _extended_cluster(3)
+    store = ClaimState.of(cluster.state)
+    pod = _gpu_pod("p", 2)
+    fw = cluster.framework_for(pod, backend)
+    plugin = fw.plugins[dr.NAME]
+    # gate off (the default): the plugin has nothing to do for the pod
+    assert plugin.sign(pod) == ()
+    result = fw.run_cycle(cluster.state, pod, all_nodes=True)
+    assert dr.NAME in result.skipped_filters and not store.claims
+    # gate on: the node's devices serve the request; Unreserve drops the claim
+    plugin.extended_resources = True
+    assert plugin.sign(pod) is None
+    result = fw.run_cycle(cluster.state, pod, all_nodes=True)
+    assert dr.NAME not in result.skipped_filters and len(result.rows) == 1
+    ctx = CycleContext(cluster.state, pod, fw)
+    assert plugin.reserve(ctx, "w").ok and len(store.devices_in_use) == 2
+    plugin.unreserve(ctx, "w")
+    assert not store.claims and not store.devices_in_use
+    # placed, the claim made for it holds the devices until the pod leaves
+    out, _ = Scheduler(cluster, backend, 0).schedule_pending([pod])
+    assert out[0].node == "w"
+    (e,) = store.claims.values()
+    assert e.record.name == "p-extended-resources-0"
+    assert e.record.obj["metadata"]["annotations"] == {annotation: "true"}
+    assert [r.name for r in e.reserved_for] == ["p"] and len(store.devices_in_use) == 2
+    # a second pod asking for 2 finds only 1 device left
+    out, _ = Scheduler(cluster, backend, 0).schedule_pending([_gpu_pod("q", 2)])
+    assert out[0].node is None and "cannot allocate all claims" in out[0].message
+    cluster.state.remove_pod("default/p")
+    assert not store.claims and not store.devices_in_use
