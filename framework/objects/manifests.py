@@ -95,7 +95,7 @@ from .records import (
     Toleration,
 )
 from .selectors import NS_NAME_LABEL
-from .volumes import VOLUME_KINDS, parse_pod_volumes
+from .volumes import VOLUME_KINDS, parse_pod_volumes, remember_pod_volumes
 from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
 from .workloads import ControllerRecord, ServiceRecord
 
@@ -901,11 +901,14 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     queueing = _pod_queueing(ctx, spec)
     resources = _pod_resources(ctx, spec)
     constraints = _pod_constraints(ctx, spec)
-    parse_pod_volumes(ctx, name, spec.get("volumes"))
+    vols = parse_pod_volumes(ctx, name, spec.get("volumes"))
     phase = ctx.string(status.get("phase"), "status.phase")
     start = ctx.timestamp(status.get("startTime"), "status.startTime")
-    return PodRecord(namespace=namespace, name=name, phase=phase, start_ns=start,
-                     **metadata, **queueing, **resources, **constraints, obj=obj)
+    record = PodRecord(namespace=namespace, name=name, phase=phase, start_ns=start,
+                       **metadata, **queueing, **resources, **constraints, obj=obj)
+    # the plugins read them during scheduling: parsed here once, not again
+    remember_pod_volumes(record, vols)
+    return record
 
 
 # --------------------------------------------------------------------------

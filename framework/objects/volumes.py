@@ -459,5 +459,11 @@ def pod_volumes(pod) -> tuple[PodVolume, ...]:
     return got[1]
 
 
+def remember_pod_volumes(pod, vols: tuple[PodVolume, ...]) -> None:
+    """Keep ``vols`` (``parse_pod_volumes`` of ``pod``'s own spec) as what
+    ``pod_volumes`` answers for it."""
+    pod.memo[_POD_VOLUMES_MEMO] = (pod.name, vols)
+
+
 def has_claims(vols) -> bool:
     return any(v.kind != VOL_OTHER for v in vols)

@@ -137,15 +137,13 @@ class NodeVolumeLimits(VolumeFilter):
 
     def codes(self, ctx, data, rows):
         state, cat, pod = ctx.state, data["catalog"], ctx.pod
-        out = np.zeros(rows.shape[0], np.int64)
         statuses = [Status(Code.UNSCHEDULABLE, (ERR_MAX_VOLUMES,))]
         try:
             new = pod_volume_ids(cat, pod, True, strict=True)
         except _Fail as f:
             # the pod's own claims are read before anything of the node
             statuses.append(f.status)
-            out[:] = len(statuses)
-            return out, statuses
+            return np.full(rows.shape[0], len(statuses), np.int64), statuses
         if not new:
             return None
         new_count: dict[str, int] = {}
@@ -154,6 +152,7 @@ class NodeVolumeLimits(VolumeFilter):
         has_csi, limit, limited = limit_columns(state, cat, tuple(sorted(new_count)))
         if not any(limited[d] for d in new_count):
             return None                     # no node limits these drivers
+        out = np.zeros(rows.shape[0], np.int64)
         # nodes with nothing attached: the pod's volumes against the limits
         over = np.zeros(rows.shape[0], np.bool_)
         for d, n in new_count.items():

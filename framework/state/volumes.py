@@ -170,9 +170,8 @@ class VolumeCatalog:
         pv = self.pvs[pv_name]
         self._set_pv(pv_name, replace(pv, claim_ref=(claim.namespace, claim.name, claim.uid),
                                       phase="Bound"))
-        self.claims[claim.key] = replace(
-            claim, volume_name=pv_name, phase="Bound",
-            annotations={**claim.annotations, ANN_BIND_COMPLETED: "yes"})
+        self.claims[claim.key] = _bound_claim(
+            claim, pv_name, {**claim.annotations, ANN_BIND_COMPLETED: "yes"})
         self.version += 1
 
     def provision(self, pod_key: str, claim: PersistentVolumeClaimRecord, node_row: int,
@@ -201,10 +200,9 @@ class VolumeCatalog:
             claim_ref=(claim.namespace, claim.name, claim.uid),
             node_affinity=[{"matchExpressions": exprs}], phase="Bound", deleting=False,
             source_kind="", obj={}))
-        self.claims[claim.key] = replace(
-            claim, volume_name=name, phase="Bound",
-            annotations={**claim.annotations, ANN_BIND_COMPLETED: "yes",
-                         ANN_SELECTED_NODE: node.name})
+        self.claims[claim.key] = _bound_claim(
+            claim, name, {**claim.annotations, ANN_BIND_COMPLETED: "yes",
+                          ANN_SELECTED_NODE: node.name})
         self.version += 1
         return name
 
@@ -254,6 +252,17 @@ class VolumeCatalog:
         self.claims, self.pvs, self.assumed = dict(snap[0]), dict(snap[1]), dict(snap[2])
         self._reindex()
         self.version += 1
+
+
+def _bound_claim(claim: PersistentVolumeClaimRecord, volume_name: str,
+                 annotations: dict) -> PersistentVolumeClaimRecord:
+    """A copy of ``claim`` bound to ``volume_name`` with ``annotations``
+    (what ``dataclasses.replace`` gives, without re-running the record's
+    constructor over every field: Reserve does this once a claim a pod)."""
+    out = object.__new__(type(claim))
+    out.__dict__.update(claim.__dict__)
+    out.volume_name, out.phase, out.annotations = volume_name, "Bound", annotations
+    return out
 
 
 def volume_catalog(state: ClusterState) -> VolumeCatalog:
