@@ -58,6 +58,7 @@ from .meta import (
     type_name,
 )
 from .quantity import parse_quantity
+from .semver import parse_semver
 
 API_VERSION = "resource.k8s.io/v1"
 ALLOCATION_MODES = ("ExactCount", "All")
@@ -306,8 +307,6 @@ def _attribute(ctx: ObjectContext, value, path: str) -> AttrValue:
 
 
 def _is_semver(text: str) -> bool:
-    from .semver import parse_semver
-
     try:
         parse_semver(text)
     except ValueError:

@@ -561,25 +561,6 @@ def win_smax(smax, s, size, lo, hi, best):
     return best
 
 
-def win_count_eq(tmax, tcnt, size, lo, hi, best):
-    '''Positions in [lo, hi) whose total is ``best``, the range's maximum.'''
-    c = 0
-    a = lo + size
-    b = hi + size
-    while a < b:
-        if a & 1:
-            if tmax[a] == best:
-                c += tcnt[a]
-            a += 1
-        if b & 1:
-            b -= 1
-            if tmax[b] == best:
-                c += tcnt[b]
-        a >>= 1
-        b >>= 1
-    return c
-
-
 def win_kth_eq(tmax, tcnt, size, lo, hi, k, best):
     '''The position of the k-th (0-based, by position) total equal to
     ``best`` (the range's maximum) in [lo, hi): inside a canonical node no
@@ -719,10 +700,10 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
             best = win_max(tmax, size, start, end1, -1)
             if end2 > 0:
                 best = win_max(tmax, size, 0, end2, best)
-            c1 = win_count_eq(tmax, tcnt, size, start, end1, best)
+            c1 = tree_count_eq(tmax, tcnt, size, start, end1, best)
             n_ties = c1
             if end2 > 0:
-                n_ties += win_count_eq(tmax, tcnt, size, 0, end2, best)
+                n_ties += tree_count_eq(tmax, tcnt, size, 0, end2, best)
             t = tie_index(seed_mix, attempt0 + i, n_ties)
             if t < c1:
                 p = win_kth_eq(tmax, tcnt, size, start, end1, t, best)
@@ -831,7 +812,7 @@ def build_place_run(by_row_pass):
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
                          "rules_count", "finalize_spread", "place_run", "place_run_scan",
-                         "win_block", "win_sum", "win_kth", "win_max", "win_smax", "win_count_eq",
+                         "win_block", "win_sum", "win_kth", "win_max", "win_smax",
                          "win_descend", "win_kth_eq", "win_leaf", "win_pull", "win_build",
                          "win_totals", "place_run_window"),
                         namespace,
