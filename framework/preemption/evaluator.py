@@ -15,6 +15,11 @@ Order of work, as upstream:
    smallest sum of priority + 2^31, fewest victims, latest earliest start of
    the highest-priority victims, then the first candidate).
 
+Without host filters, steps 3 and 4 are array code over the search's
+statistics (``kernels.victims.pick``); on the cuda backend the search, the
+visit and the pick run on the device over its resident copy of the pod
+table (``PodTable.device``) with one copy back per preemptor.
+
 The caller (the scheduler loop) deletes the victims and retries the pod.
 
 "The pod fits" means every filter of the profile that runs for the pod, as
@@ -44,7 +49,9 @@ from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused import filters
+from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
+from tensorsched.kernels.victims.device import DeviceVictims
 
 from .host_search import HostVictimSearch, active_host_filters
 
@@ -67,13 +74,21 @@ def _words(n: int) -> int:
 
 class PodTable:
     """``VictimPods`` kept in step with a ClusterState: rows written since the
-    last sync (``row_version``) are re-read, the rest are kept."""
+    last sync (``row_version``) are re-read, the rest are kept.
+
+    For a device mirror (``device``): ``layout`` counts reallocations,
+    ``syncs`` the syncs, and ``row_stamp[i]`` is the sync that last wrote
+    row i, so the mirror uploads only the rows newer than its last upload."""
 
     def __init__(self, state: ClusterState, pdbs=()):
         self.state = state
         self.pdbs = list(pdbs)
         self.seen = -1
         self.shape = None
+        self.layout = 0
+        self.syncs = 0
+        self.row_stamp = np.zeros(0, np.int64)
+        self._device = None
         self.keys: list[list[str]] = []
         self._allowed_cache = (-1, None)
         # Pods alike for the pod-to-pod filters (namespace, labels, required
@@ -92,6 +107,8 @@ class PodTable:
         self.pdb = np.zeros((n, c, wb), np.int64)
         self.cls = np.full((n, c), -1, np.int64)
         self.keys = [[] for _ in range(n)]
+        self.row_stamp = np.zeros(n, np.int64)
+        self.layout += 1
 
     def sync(self) -> V.VictimPods:
         st = self.state
@@ -113,11 +130,22 @@ class PodTable:
             if biggest > c:
                 self._alloc(n, max(biggest, 2 * c), r, wp, wb)
                 rows = range(st.n_rows)
+        self.syncs += 1
         for i in rows:
             self._write_row(int(i))
+        self.row_stamp[np.asarray(rows, np.int64)] = self.syncs
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())
+
+    def device(self, pods: V.VictimPods):
+        """The device mirror (``victims.device.DeviceVictims``, made on first
+        use) level with ``pods`` (this table's last ``sync``, widened by
+        ``search.fit_pods`` where the node columns grew)."""
+        if self._device is None:
+            self._device = DeviceVictims()
+        self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs)
+        return self._device
 
     def _write_row(self, i: int) -> None:
         st = self.state
@@ -291,6 +319,9 @@ class PreemptionResult:
     nominated_node: str | None
     victims: list[str] = field(default_factory=list)
     status: Status = Status.OK
+    # Every candidate of upstream's lists with ``dry_run_all`` (and with host
+    # filters); otherwise the chosen one only (the visit and the pick run
+    # as array code, on the device with the cuda backend).
     candidates: list[Candidate] = field(default_factory=list)
     filter_calls: int = 0
     eligible: bool = True
@@ -358,27 +389,100 @@ def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
             counts[r] = counts.get(r, 0) + 1
 
 
-def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int):
-    """(candidates, failures, Filter calls, active host filters) of the dry
-    run over the nodes ``scan`` in visiting order, at most ``cap`` found."""
+def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
+                every: bool):
+    """(candidates, index of the chosen one or -1, failures, Filter calls,
+    active host filters) of the dry run over the nodes ``scan`` in visiting
+    order.  ``every``: all candidates upstream's lists hold (non-violating
+    first), else at least the chosen one (the fast paths return only it)."""
     state, q = ctx.state, result.query
     prio = pod_priority(ctx.pod)
     pods = table.sync()
     host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
-    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
-                              classes=(table.cls, table.class_records)) if host else None
-    try:
-        nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
-                                                    search)
-    finally:
-        if search is not None:
+    if host:
+        search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
+                                  classes=(table.cls, table.class_records))
+        try:
+            nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
+                                                        search, table)
+        finally:
             search.close()
-    cands = []
-    for row, stats, slots in nv_list + v_list:
-        keys = table.keys[row]
-        cands.append(Candidate(row, state.node_name(row), [keys[s] for s in slots],
-                               int(stats[V.STAT_N_VIOLATIONS]), tuple(int(x) for x in stats)))
-    return cands, failures, calls, host
+        found = nv_list + v_list
+        cands = [_candidate(state, table, row, stats, slots) for row, stats, slots in found]
+        chosen = pick_one_node(np.array([c.stats for c in cands], np.int64)) if cands else -1
+        return cands, chosen, failures, calls, host
+    if fw.backend_name == "cuda" and not every:
+        return (*_device_visit(fw, state, q, prio, pods, scan, cap, table), host)
+    stats, victims = _search_until_stop(fw, state, q, prio, pods, scan, cap, table)
+    pk = VP.visit_and_pick(stats, cap)
+    seen = stats[: pk.visited]
+    if every:
+        nv = VP.listed(seen, cap) & (seen[:, V.STAT_N_VIOLATIONS] == 0)
+        v = VP.listed(seen, cap) & (seen[:, V.STAT_N_VIOLATIONS] > 0)
+        positions = np.concatenate((np.flatnonzero(nv), np.flatnonzero(v)))
+    else:
+        positions = np.array([pk.chosen] if pk.chosen >= 0 else [], np.int64)
+    cands = [_candidate(state, table, int(scan[j]), stats[j],
+                        victims[j, : int(stats[j, V.STAT_N_VICTIMS])]) for j in positions]
+    chosen = int(np.flatnonzero(positions == pk.chosen)[0]) if pk.chosen >= 0 else -1
+    failures = _visit_failures(scan, seen) if pk.chosen < 0 else []
+    return cands, chosen, failures, pk.calls, host
+
+
+def _candidate(state, table: PodTable, row: int, stats, slots) -> Candidate:
+    keys = table.keys[row]
+    return Candidate(row, state.node_name(row), [keys[int(s)] for s in slots],
+                     int(stats[V.STAT_N_VIOLATIONS]), tuple(int(x) for x in stats))
+
+
+def _visit_failures(scan: np.ndarray, seen: np.ndarray) -> list:
+    """(row, code) of the visited positions that gave no candidate."""
+    bad = np.flatnonzero(seen[:, V.STAT_CODE] != 0)
+    return [(int(scan[j]), int(seen[j, V.STAT_CODE])) for j in bad]
+
+
+def _search(fw, state, q, rows, prio, pods, table: PodTable) -> V.VictimResult:
+    """The victim kernel over ``rows`` on the framework's backend (on cuda,
+    over the device mirror of the pod table)."""
+    cols = state.columns()
+    if fw.backend_name == "cuda":
+        dev = table.device(V.fit_pods(cols, pods))
+        return dev.search(fw.backend.device_columns(state), cols, q, rows, prio)
+    return V.select_victims(fw.backend_name, cols, q, rows, prio, pods)
+
+
+def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
+    """(stats, victims) of the positions of ``scan`` searched, batch after
+    batch until upstream's visit stops inside them (or ``scan`` ends)."""
+    n = scan.shape[0]
+    batch = max(cap, 64)
+    parts = []
+    pos = 0
+    while pos < n:
+        rows = scan[pos: pos + batch]
+        parts.append(_search(fw, state, q, rows, prio, pods, table))
+        pos += rows.shape[0]
+        stats = parts[0].stats if len(parts) == 1 else np.concatenate(
+            [p.stats for p in parts])
+        if VP.stop_position(stats, cap) >= 0:
+            break
+    if not parts:
+        return np.zeros((0, V.N_STATS), np.int64), np.zeros((0, 1), np.int64)
+    victims = parts[0].victims if len(parts) == 1 else np.concatenate(
+        [p.victims for p in parts])
+    return stats, victims
+
+
+def _device_visit(fw, state, q, prio, pods, scan, cap, table):
+    """The search, the visit and the pick on the device: (candidates = the
+    chosen one, 0 or -1, failures, Filter calls)."""
+    cols = state.columns()
+    dev = table.device(V.fit_pods(cols, pods))
+    got = dev.search_and_pick(fw.backend.device_columns(state), cols, q, scan, prio, cap)
+    if got.chosen < 0:
+        return [], -1, _visit_failures(scan, dev.last_stats(got.visited)), got.calls
+    cand = _candidate(state, table, int(scan[got.chosen]), got.stats, got.victims)
+    return [cand], 0, [], got.calls
 
 
 def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
@@ -425,20 +529,20 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     # 2) The dry run from a seeded offset, up to the candidate count.
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)
-    cands, failures, calls, host = _candidates(fw, ctx, result, table,
-                                               potential[(off + np.arange(n)) % n], cap)
+    cands, best, failures, calls, host = _candidates(
+        fw, ctx, result, table, potential[(off + np.arange(n)) % n], cap, dry_run_all)
     if dry_run_all:
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:
         _failure_reasons(fw, ctx, failures, counts)
         return PreemptionResult(None, status=fail(), candidates=cands, filter_calls=calls)
-    # 3) The best candidate.
-    chosen = cands[pick_one_node(np.array([c.stats for c in cands], np.int64))]
+    # 3) The best candidate (chosen with the visit: ``pick_one_node``'s rule).
+    chosen = cands[best]
     return PreemptionResult(chosen.node, list(chosen.victims), Status.OK, cands, calls,
                             query=result.query, host_filters=host)
 
 
-def _dry_run(fw, state, q, prio, pods, scan, cap, search):
+def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):
     """DryRunPreemption over the visit order ``scan`` [n] (node rows):
     (non-violating candidates, violating candidates, failures, filter calls).
 
@@ -457,7 +561,7 @@ def _dry_run(fw, state, q, prio, pods, scan, cap, search):
     batch = max(cap, 64)
     while pos < n:
         rows = scan[pos: pos + batch]
-        res = V.select_victims(fw.backend_name, state.columns(), q, rows, prio, pods)
+        res = _search(fw, state, q, rows, prio, pods, table)
         if search is not None:
             code = res.stats[: rows.shape[0], V.STAT_CODE]
             search.prefetch(rows[(code == 0) | (code == V.CODE_NONE_LEFT)])

@@ -589,6 +589,11 @@ class CudaBackend:
         self._version = source.version
         return self._dev
 
+    def device_columns(self, source) -> dict:
+        """The node columns on the device, level with ``source`` (field name
+        -> device array; the same mirror the fused pass reads)."""
+        return self._sync_columns(source)
+
     def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                  extra=None, want_scores=True) -> StageResult:
         cuda = self._cuda

@@ -179,3 +179,23 @@ def victims_node(j, i, allocatable, requested, unschedulable, valid, label_vals,
     stats[j, 4] = top
     stats[j, 5] = total
     stats[j, 6] = earliest
+
+
+def ranks_before(stats, a, b):
+    """pickOneNodeForPreemption's order between candidate positions a and b
+    of ``stats`` [M, 7]: fewer PDB violations, lower highest-victim
+    priority, smaller priority sum, fewer victims, later earliest start of
+    the highest-priority victims, then the earlier position (upstream keeps
+    the first of its candidate list, where non-violating candidates come
+    before violating ones: the first criterion already orders those)."""
+    if stats[a, 2] != stats[b, 2]:
+        return stats[a, 2] < stats[b, 2]
+    if stats[a, 4] != stats[b, 4]:
+        return stats[a, 4] < stats[b, 4]
+    if stats[a, 5] != stats[b, 5]:
+        return stats[a, 5] < stats[b, 5]
+    if stats[a, 1] != stats[b, 1]:
+        return stats[a, 1] < stats[b, 1]
+    if stats[a, 6] != stats[b, 6]:
+        return stats[a, 6] > stats[b, 6]
+    return a < b

@@ -37,6 +37,7 @@ __all__ = [
     "STAT_TOP_PRIORITY",
     "VictimPods",
     "VictimResult",
+    "fit_pods",
     "select_victims",
 ]
 
@@ -101,8 +102,14 @@ def pad_query(cols: L.NodeColumns, q: L.PodQuery) -> L.PodQuery:
 
 def _prepare(cols, q, pods):
     """Query bitsets as wide as the node bitsets; pod tables as wide as the
-    node columns (resources or port words added since the table was built)."""
-    q = pad_query(cols, q)
+    node columns."""
+    return pad_query(cols, q), fit_pods(cols, pods)
+
+
+def fit_pods(cols: L.NodeColumns, pods: VictimPods) -> VictimPods:
+    """``pods`` with request / port columns as wide as the node columns
+    (resources or port words added since the table was built; the same
+    table when nothing was)."""
     r = cols.requested.shape[1]
     wp = cols.port_bits.shape[1]
     if pods.pod_req.shape[2] != r or pods.pod_ports.shape[2] != wp:
@@ -113,7 +120,7 @@ def _prepare(cols, q, pods):
         m = min(wp, pods.pod_ports.shape[2])
         ports[:, :, :m] = pods.pod_ports[:, :, :m]
         pods = pods._replace(pod_req=req, pod_ports=ports)
-    return q, pods
+    return pods
 
 
 def _scratch(cols, rows, pods):
