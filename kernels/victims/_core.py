@@ -74,6 +74,8 @@ def victims_node(j, i, allocatable, requested, unschedulable, valid, label_vals,
                 work_ports[i, w] |= pod_ports[i, s, w]
     for c in range(stats.shape[1]):
         stats[j, c] = 0
+    for c in range(victims.shape[1]):
+        victims[j, c] = 0           # the unused tail reads 0 on every backend
     if k == 0:
         stats[j, 0] = CODE_NO_VICTIMS
         return

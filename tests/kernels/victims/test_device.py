@@ -1,0 +1,105 @@
+"""kernels/victims/device.py under the CUDA simulator: the pod tables
+resident on the device follow the host table by the rows that changed (one
+packed copy and a scatter kernel), and the search / search-and-pick over
+them give the answers of ``search.select_victims`` (numpy) and
+``pick.visit_and_pick``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.backends import needs_cuda
+from test_search import HAND, HAND_PODS, HAND_Q, HAND_Q4, victim_case
+
+from tensorsched.kernels.victims import pick as P
+from tensorsched.kernels.victims import search as V
+
+pytestmark = [pytest.mark.cudasim, needs_cuda]
+
+
+def _device_cols(c):
+    from numba import cuda
+    return {f: cuda.to_device(np.ascontiguousarray(a)) for f, a in zip(c._fields, c)}
+
+
+def _mirror(pods, layout=1, stamps=None, stamp=1):
+    from tensorsched.kernels.victims.device import DeviceVictims
+    dev = DeviceVictims()
+    n = pods.pod_count.shape[0]
+    dev.sync_pods(pods, layout, np.ones(n, np.int64) if stamps is None else stamps, stamp)
+    return dev
+
+
+def _numpy(c, q, rows, prio, pods):
+    res = V.select_victims("numpy", c, q, np.asarray(rows, np.int64), prio, pods)
+    return res.stats.tolist(), res.victims.tolist()
+
+
+def test_hand_search_and_dirty_rows():
+    pods = V.VictimPods(*(a.copy() for a in HAND_PODS))
+    dev = _mirror(pods)
+    dc = _device_cols(HAND)
+    rows = np.arange(7, dtype=np.int64)
+    got = dev.search(dc, HAND, HAND_Q4, rows, 3, )
+    assert (got.stats.tolist(), got.victims.tolist()) == _numpy(HAND, HAND_Q4, rows, 3, pods)
+    assert dev.full_uploads == 1 and dev.rows_uploaded == 7
+    # Row 4 changes on the host (its second pod leaves): stamp 2 marks it;
+    # only that row travels, and the search sees it.
+    pods.pod_count[4] = 1
+    pods.pod_prio[4, 1] = 0
+    stamps = np.ones(7, np.int64)
+    stamps[4] = 2
+    dev.sync_pods(pods, 1, stamps, 2)
+    assert dev.full_uploads == 1 and dev.rows_uploaded == 8
+    got = dev.search(dc, HAND, HAND_Q4, rows, 3)
+    assert (got.stats.tolist(), got.victims.tolist()) == _numpy(HAND, HAND_Q4, rows, 3, pods)
+    # The same stamp again: nothing travels; a new layout: everything.
+    dev.sync_pods(pods, 1, stamps, 2)
+    assert dev.rows_uploaded == 8
+    dev.sync_pods(pods, 2, stamps, 2)
+    assert dev.full_uploads == 2 and dev.rows_uploaded == 15
+
+
+def test_hand_search_and_pick_one_copy_back():
+    dev = _mirror(HAND_PODS)
+    dc = _device_cols(HAND)
+    rows = np.array([1, 2, 0, 3], np.int64)
+    stats, victims = _numpy(HAND, HAND_Q, rows, 3, HAND_PODS)
+    want = P.visit_and_pick(np.array(stats, np.int64), 4)
+    got = dev.search_and_pick(dc, HAND, HAND_Q, rows, 3, 4)
+    # Node 0 (position 2) is the one candidate: victim slot 1; every
+    # position visited (no second candidate): calls 0 + 1 + 3 + 3.
+    assert (got.visited, got.calls, got.chosen) == tuple(want) == (4, 7, 2)
+    assert got.stats.tolist() == stats[2] and got.victims.tolist() == [1]
+    assert dev.last_stats(4).tolist() == stats
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(victim_case(), st.integers(1, 4), st.data())
+def test_random_device_tables_follow_the_host(case, cap, data):
+    c, q, rows, prio, pods = case
+    pods = V.VictimPods(*(a.copy() for a in pods))
+    n = pods.pod_count.shape[0]
+    dev = _mirror(pods)
+    dc = _device_cols(c)
+    rows = np.asarray(rows, np.int64)
+    # Rewrite some rows on the host (priorities shuffled, a pod dropped).
+    changed = data.draw(st.lists(st.integers(0, n - 1), max_size=n, unique=True))
+    stamps = np.ones(n, np.int64)
+    for i in changed:
+        pods.pod_prio[i] = pods.pod_prio[i][::-1]
+        pods.pod_count[i] = max(0, pods.pod_count[i] - 1)
+        stamps[i] = 2
+    dev.sync_pods(pods, 1, stamps, 2)
+    got = dev.search(dc, c, q, rows, prio)
+    want_stats, want_victims = _numpy(c, q, rows, prio, pods)
+    assert (got.stats.tolist(), got.victims.tolist()) == (want_stats, want_victims)
+    pk = dev.search_and_pick(dc, c, q, rows, prio, cap)
+    want = P.visit_and_pick(np.array(want_stats, np.int64), cap)
+    assert (pk.visited, pk.calls, pk.chosen) == tuple(want)
+    if want.chosen >= 0:
+        nv = want_stats[want.chosen][V.STAT_N_VICTIMS]
+        assert pk.victims.tolist() == want_victims[want.chosen][:nv]
