@@ -96,6 +96,8 @@ class PodTable:
         # ``class_records[id]`` one record of the class.
         self._class_ids: dict = {}
         self.class_records: list = []
+        self._proto_class: dict = {}        # id(prototype) -> (prototype, class id)
+        self._shape_cache = None
 
     def _alloc(self, n, c, r, wp, wb):
         self.shape = (n, c, r, wp, wb)
@@ -148,39 +150,64 @@ class PodTable:
         return self._device
 
     def _write_row(self, i: int) -> None:
+        """Row i from the bound-pod columns (records only for PDB membership)."""
         st = self.state
+        bound = st.pods
         keys = sorted(st.pods_on_node[i])
         self.keys[i] = keys
-        self.count[i] = len(keys)
-        r = self.req.shape[2]
+        k = len(keys)
+        self.count[i] = k
         self.req[i] = 0
         self.ports[i] = 0
         self.pdb[i] = 0
         self.start[i] = V.START_NOW
         self.prio[i] = 0
         self.cls[i] = -1
-        for s, key in enumerate(keys):
-            entry = st.pods[key]
-            rec = entry.record
-            self.cls[i, s] = self._class_of(rec)
-            self.prio[i, s] = pod_priority(rec)
-            self.start[i, s] = rec.start_ns if rec.start_ns is not None else V.START_NOW
-            req = entry.request
-            m = min(r, req.shape[0])
-            self.req[i, s, :m] = req[:m]
-            for b in entry.port_ids:
+        if not k:
+            return
+        slots = bound.slots_of(keys)
+        self.prio[i, :k] = bound.priorities(slots)
+        self.start[i, :k] = bound.start_times(slots, V.START_NOW)
+        self.req[i, :k] = self._shape_requests()[bound.shape_id[slots]]
+        classes = bound.classes
+        self.cls[i, :k] = [self._class_of(classes[cid])
+                           for cid in bound.class_id[slots].tolist()]
+        for s, slot in enumerate(slots.tolist()) if bound.ports else ():
+            for b in bound.ports.get(slot, ()):
                 self.ports[i, s, b >> 6] |= np.int64(1) << np.int64(b & 63)
+        for s, key in enumerate(keys) if self.pdbs else ():
+            rec = bound.record(key)
             for p, pdb in enumerate(self.pdbs):
                 if applies(pdb, rec):
                     self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
 
+    def _shape_requests(self) -> np.ndarray:
+        """[S, R] int64 the request of every bound-pod shape (shapes are
+        only ever appended: rebuilt when one was added or R changed)."""
+        shapes = self.state.pods.shapes
+        r = self.req.shape[2]
+        got = self._shape_cache
+        if got is None or got.shape != (len(shapes), r):
+            got = np.zeros((len(shapes), r), np.int64)
+            for j, (req, _nonzero) in enumerate(shapes):
+                m = min(r, req.shape[0])
+                got[j, :m] = req[:m]
+            self._shape_cache = got
+        return got
+
     def _class_of(self, rec) -> int:
+        """The class id of a pod (``rec``: its record, or its class's
+        prototype: namespace, labels and terms are class fields)."""
+        known = self._proto_class.get(id(rec))
+        if known is not None and known[0] is rec:
+            return known[1]
         key = (rec.namespace, frozenset((rec.labels or {}).items()),
                pod_terms(rec)["req_anti"])
         got = self._class_ids.get(key)
         if got is None:
             got = self._class_ids[key] = len(self.class_records)
             self.class_records.append(rec)
+        self._proto_class[id(rec)] = (rec, got)
         return got
 
     def allowed(self) -> np.ndarray:

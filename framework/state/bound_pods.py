@@ -315,6 +315,22 @@ class BoundPods(Mapping):
         return out
 
     # ------------------------------------------------------------ columns
+    def slots_of(self, keys) -> np.ndarray:
+        """[k] int64 slots of the bound pods ``keys`` (KeyError when one is not)."""
+        slot = self._slot
+        return np.fromiter((slot[k] for k in keys), np.int64, len(keys))
+
+    def start_times(self, slots: np.ndarray, absent: int) -> np.ndarray:
+        """[k] int64 ``status.startTime`` in ns of the pods in ``slots``,
+        ``absent`` for those without one."""
+        extras = self.extras
+        out = np.full(slots.shape[0], absent, np.int64)
+        for j, s in enumerate(slots.tolist()):
+            extra = extras.get(s)
+            if extra is not None and extra[1] is not None:
+                out[j] = extra[1]
+        return out
+
     def priorities(self, slots: np.ndarray) -> np.ndarray:
         """[k] int64 ``spec.priority`` (0 when absent) of the pods in ``slots``."""
         return self.class_priority[self.class_id[slots]]

@@ -5,6 +5,7 @@ vectorized questions the same as the views do."""
 
 from __future__ import annotations
 
+import dataclasses
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,6 +47,8 @@ def test_table_behaves_as_a_dict_of_rows(seq):
         if op[0] == "add":
             _, i, row, shape, with_ports = op
             rec = pod(f"p{i}", priority=i % 3 or None)
+            if i % 4 == 1:                          # a running pod: a start time
+                rec = dataclasses.replace(rec, start_ns=1000 + i)
             if rec.key in model:
                 continue
             ports = (i, i + 1) if with_ports else ()
@@ -84,6 +87,12 @@ def test_table_behaves_as_a_dict_of_rows(seq):
         assert cols["request"][k, req.shape[0]:].tolist() == [0] * (
             cols["request"].shape[1] - req.shape[0])
         assert tuple(cols["nonzero"][k]) == nz
+    # the victim table's accessors, by key
+    keys = sorted(model)
+    slots = table.slots_of(keys)
+    assert table.priorities(slots).tolist() == [model[k][0].priority or 0 for k in keys]
+    assert table.start_times(slots, -1).tolist() == [
+        -1 if model[k][0].start_ns is None else model[k][0].start_ns for k in keys]
     # freed slots are reused before the table grows
     assert table._top == len(table) + len(table._free)
 
