@@ -444,9 +444,10 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
     pk = VP.visit_and_pick(stats, cap)
     seen = stats[: pk.visited]
     if every:
-        nv = VP.listed(seen, cap) & (seen[:, V.STAT_N_VIOLATIONS] == 0)
-        v = VP.listed(seen, cap) & (seen[:, V.STAT_N_VIOLATIONS] > 0)
-        positions = np.concatenate((np.flatnonzero(nv), np.flatnonzero(v)))
+        kept = VP.listed(seen, cap)
+        violating = seen[:, V.STAT_N_VIOLATIONS] > 0
+        positions = np.concatenate((np.flatnonzero(kept & ~violating),
+                                    np.flatnonzero(kept & violating)))
     else:
         positions = np.array([pk.chosen] if pk.chosen >= 0 else [], np.int64)
     cands = [_candidate(state, table, int(scan[j]), stats[j],
@@ -570,15 +571,16 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
 
 
 def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):
-    """DryRunPreemption over the visit order ``scan`` [n] (node rows):
-    (non-violating candidates, violating candidates, failures, filter calls).
+    """DryRunPreemption with host filters over the visit order ``scan`` [n]
+    (node rows): (non-violating candidates, violating candidates, failures,
+    filter calls).
 
     Candidates are (row, stats [7], victim slots); failures (row, code) with
     code a kernel code or a tuple of reasons.  The kernel runs per batch of
-    rows; with host filters (``search`` not None) it is a pre-pass: nodes it
-    leaves open (fit with every lower-priority pod gone, on the built-in
-    filters) are searched again, exactly, with all filters.  The visit stops
-    where upstream's serial visit would."""
+    rows as a pre-pass: nodes it leaves open (fit with every lower-priority
+    pod gone, on the built-in filters) are searched again, exactly, with all
+    filters (``search``).  The visit stops where upstream's serial visit
+    would."""
     n = scan.shape[0]
     nv_list: list = []
     v_list: list = []
@@ -589,15 +591,15 @@ def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):
     while pos < n:
         rows = scan[pos: pos + batch]
         res = _search(fw, state, q, rows, prio, pods, table)
-        if search is not None:
-            code = res.stats[: rows.shape[0], V.STAT_CODE]
-            search.prefetch(rows[(code == 0) | (code == V.CODE_NONE_LEFT)])
-            search.batch(rows[(code == 0) | (code == V.CODE_NONE_LEFT)])
+        code = res.stats[: rows.shape[0], V.STAT_CODE]
+        open_rows = rows[(code == 0) | (code == V.CODE_NONE_LEFT)]
+        search.prefetch(open_rows)
+        search.batch(open_rows)
         for j in range(rows.shape[0]):
             row = int(rows[j])
             st = res.stats[j]
             code = int(st[V.STAT_CODE])
-            if search is not None and code in (0, V.CODE_NONE_LEFT):
+            if code in (0, V.CODE_NONE_LEFT):
                 code, st, slots = search.on_node(row)
             else:
                 slots = res.victims[j, : int(st[V.STAT_N_VICTIMS])]
