@@ -8,6 +8,8 @@ node with distinct start times (3.9 cpu used, 100m free).  High pods
 the basic workload's fields; ``pods_per_second`` counts preemptors placed,
 ``p50_us``/``p99_us`` are per preempting attempt (cycle + PostFilter +
 eviction + bind), ``placements_sha256`` covers placements and victims.
+On cuda, ``victim_table_uploads`` counts the device pod table's full
+uploads and the node rows sent (warm-up included).
 
 The ``preemption-spread`` variant (``spread=True``): the low pods carry
 ``app: web`` and so does every preemptor, which also has two DoNotSchedule
@@ -87,6 +89,9 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     bindings, elapsed = timed_schedule(sched, sched.queue_order(pending))
     progress("scheduled")
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
+    mirror = cluster.pod_table().mirror
+    uploads = {} if mirror is None else {"victim_table_uploads": {
+        "full": mirror.full_uploads, "rows": mirror.rows_uploaded}}
     return {
         "workload": "preemption-" + variant if variant else "preemption",
         "nodes": nodes, "pods": pods, "backend": backend,
@@ -98,5 +103,6 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
         "scheduled": sum(1 for b in bindings if b.node is not None),
         "preemptions": sched.preemptions, "evictions": len(sched.evictions),
         "placements_sha256": preemption_sha256(bindings),
+        **uploads,
         **record_stamp(seed),
     }

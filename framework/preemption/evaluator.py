@@ -64,6 +64,9 @@ UNRESOLVABLE_PLUGINS = frozenset({"NodeUnschedulable", "NodeName", "TaintTolerat
 _OFFSET_SALT = 0x5EED0FF5E7
 
 
+_NO_PDBS = np.zeros(1, np.int64)     # disruptionsAllowed without PDBs (read only by use)
+
+
 def _words(n: int) -> int:
     return max(1, (n + 63) // 64)
 
@@ -140,6 +143,11 @@ class PodTable:
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())
 
+    @property
+    def mirror(self) -> DeviceVictims | None:
+        """The device mirror, None until a cuda search used it."""
+        return self._device
+
     def device(self, pods: V.VictimPods):
         """The device mirror (``victims.device.DeviceVictims``, made on first
         use) level with ``pods`` (this table's last ``sync``, widened by
@@ -213,7 +221,7 @@ class PodTable:
     def allowed(self) -> np.ndarray:
         """[P] disruptionsAllowed of every PDB (at least one entry)."""
         if not self.pdbs:
-            return np.zeros(1, np.int64)
+            return _NO_PDBS     # one array: a device mirror uploads it once
         if self._allowed_cache[0] == self.state.version:
             return self._allowed_cache[1]
         pods = [record for record, _ in self.state.pods.bound()]
@@ -297,9 +305,11 @@ def status_codes(fw, reasons: np.ndarray, ctx=None, rows: np.ndarray | None = No
     pf = undecided & ((reasons & int(L.R_PREFILTER_NAMES)) != 0)
     codes[pf] = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
     undecided &= ~pf
+    # Plugins none of whose bits occur reject no node (most of a profile's).
+    present = int(np.bitwise_or.reduce(reasons)) if reasons.shape[0] else 0
     for p in fw.filters:
         rb = int(getattr(p, "reason_bits", 0))
-        if not rb:
+        if not rb & present:
             continue
         hit = undecided & ((reasons & rb) != 0)
         if isinstance(p, FusedFilter) and p.name in UNRESOLVABLE_PLUGINS:

@@ -53,7 +53,7 @@ def test_mirror_uploads_the_rows_that_change():
     want, _ = _run(objs, pending, "numba")
     got, cluster = _run(objs, pending, "cuda")
     assert got == want and all(b[1] == b[2] and b[3] for b in got)
-    dev = cluster.pod_table()._device
+    dev = cluster.pod_table().mirror
     # One full upload (the first search), then the one changed row, packed
     # and scattered on the device.
     assert dev.full_uploads == 1

@@ -42,7 +42,7 @@ def test_hand_search_and_dirty_rows():
     dev = _mirror(pods)
     dc = _device_cols(HAND)
     rows = np.arange(7, dtype=np.int64)
-    got = dev.search(dc, HAND, HAND_Q4, rows, 3, )
+    got = dev.search(dc, HAND, HAND_Q4, rows, 3)
     assert (got.stats.tolist(), got.victims.tolist()) == _numpy(HAND, HAND_Q4, rows, 3, pods)
     assert dev.full_uploads == 1 and dev.rows_uploaded == 7
     # Row 4 changes on the host (its second pod leaves): stamp 2 marks it;
