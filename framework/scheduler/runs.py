@@ -57,6 +57,17 @@ class CompiledRuns:
         sig = fw.signature(pod)
         if sig is None:
             return None
+        memory = self.failure_memory
+        if memory is not None:
+            self._recalled = None
+            fkey = memory.key(fw, pod)
+            if fkey is not None:
+                got = memory.recall(fkey, self._failure_stamp(), self.next_start_index)
+                if got is not None:
+                    # it fails again (``failure_memory``): on its own, no run;
+                    # handed to its cycle, which comes next if it is the head
+                    self._recalled = (pod, got)
+                    return None
         key = (pod.scheduler_name, sig)
         # A signature that could not be compiled (a host plugin runs for it)
         # is not popped as a run again until idle: popping and putting back
@@ -92,11 +103,13 @@ class CompiledRuns:
         placed = rows.shape[0]
         self.attempts += placed
         t1 = time.perf_counter()
-        out = self._bind_run(run, placed, rows, collect)
-        t2 = time.perf_counter()
         self.timer.add("filter_score", t1 - t0)
-        self.timer.add("reserve_bind", t2 - t1)
+        # (nothing placed: no binding stage, as for the lone cycle the
+        # failing head then gets -- or a remembered failure instead of it)
+        out = self._bind_run(run, placed, rows, collect) if placed else []
+        t2 = time.perf_counter()
         if placed:
+            self.timer.add("reserve_bind", t2 - t1)
             self.latencies.extend([(t2 - t0) / placed] * placed)
             self.run_lengths.append(placed)
         if placed < len(run):
