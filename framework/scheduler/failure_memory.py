@@ -24,7 +24,7 @@ are moved by the queue, as before, and their next cycle is a full one.
 What a remembered failure gives back: the FailedScheduling message (the
 diagnosis, PostFilter's message appended), the plugins that rejected the pod
 (the unschedulable pool's bookkeeping reads them) and how many nodes the
-cycle processed (the rotating start index advances by it).  The rest -- the
+cycle processed (the rotating start index advances by as many).  The rest -- the
 attempt counter (later tie-breaks), requeue and backoff, the event, the
 metrics, the outcome -- goes through the same steps as a full cycle's
 failure (``SchedulingCycle._attempt``).  A cycle that nominated a node is
@@ -44,18 +44,25 @@ from tensorsched.framework.objects.records import PodRecord
 class RememberedFailure:
     """A failed cycle's outcome, as a later alike pod gets it again.
 
-    ``start_index``: the rotating start index the cycle began at, or -1
-    when it processed every node (any start gives the same answer)."""
+    ``advance``: how far the rotating start index moved (the nodes the
+    cycle processed, modulo the node count); ``start_index``: where the
+    cycle began, or -1 when it processed every node (any start gives the
+    same answer)."""
 
     message: str
     rejectors: frozenset
-    processed: int
+    advance: int
     start_index: int
+
+
+def nominated_in(obj) -> str:
+    """A Pod manifest's ``status.nominatedNodeName`` ("" when none)."""
+    return ((obj or {}).get("status") or {}).get("nominatedNodeName") or ""
 
 
 def nominated_node_name(pod: PodRecord) -> str:
     """The pod's ``status.nominatedNodeName`` ("" when none)."""
-    return ((pod.obj or {}).get("status") or {}).get("nominatedNodeName") or ""
+    return nominated_in(pod.obj)
 
 
 class FailureMemory:

@@ -41,6 +41,8 @@ import time
 from itertools import repeat
 
 from .events import BOUND, Binding
+from .failure_memory import nominated_in
+from .queue import UNSCHEDULABLE
 
 
 class CompiledRuns:
@@ -59,15 +61,18 @@ class CompiledRuns:
             return None
         memory = self.failure_memory
         if memory is not None:
-            self._recalled = None
             fkey = memory.key(fw, pod)
             if fkey is not None:
-                got = memory.recall(fkey, self._failure_stamp(), self.next_start_index)
+                stamp = self._failure_stamp()
+                got = memory.recall(fkey, stamp, self.next_start_index)
                 if got is not None:
-                    # it fails again (``failure_memory``): on its own, no run;
-                    # handed to its cycle, which comes next if it is the head
-                    self._recalled = (pod, got)
-                    return None
+                    # It fails again (``failure_memory``): handed on (checked
+                    # again there) to ``_schedule_run`` if it is the head.
+                    self._recalled = (pod, got, stamp, self.next_start_index)
+                    # On a simulated clock alike heads fail as a stretch
+                    # (``_fail_run``); otherwise each on its own.
+                    return (("failure", fkey) if self.clock.simulated
+                            and self._queue.max_in_unschedulable > 0 else None)
         key = (pod.scheduler_name, sig)
         # A signature that could not be compiled (a host plugin runs for it)
         # is not popped as a run again until idle: popping and putting back
@@ -88,6 +93,12 @@ class CompiledRuns:
         if run is None:
             return []
         first = run.first
+        recalled = self._recalled
+        if recalled is not None:
+            self._recalled = None
+            if (recalled[0] is first.pod and recalled[2] == self._failure_stamp()
+                    and recalled[3] == self.next_start_index):
+                return self._fail_run(run, recalled[1], collect)
         if len(run) == 1:
             return [self._attempt(first.pod, first)]
         t0 = time.perf_counter()
@@ -116,6 +127,44 @@ class CompiledRuns:
             failed = queue.info(run, placed)
             queue.unpop(run, placed + 1)
             out.append(self._attempt(failed.pod, failed))
+        return out
+
+    def _fail_run(self, run, got, collect: bool = True) -> list:
+        """Alike heads that fail again (``failure_memory``): each gets the
+        end of a failed cycle (``_fail_again``) in queue order, with the
+        scheduling cycle number its own pop would have had, as one cycle
+        after another would on an unchanged simulated clock (each goes to
+        the unschedulable pool; the next head is the next of the run).  The
+        stretch stops, its rest put back untouched, before a pod with a
+        nomination of its own or once the cluster changed (a subscriber's
+        doing), and after a pod that did not go to the pool."""
+        queue = self.queue
+        stamp = self._failure_stamp()
+        top, first_cycle = queue.scheduling_cycle, run.first.cycle
+        block, rest = run.block, run.rest
+        n = len(run)
+        done = n
+        out = []
+        append = out.append
+        fail = self._fail_again
+        for i in range(n):
+            t0 = time.perf_counter()
+            if i:
+                obj = (block.pods.manifests[run.start + i - 1] if block is not None
+                       else rest[i - 1].pod.obj)
+                if nominated_in(obj) or self._failure_stamp() != stamp:
+                    done = i
+                    break
+            pi = queue.info(run, i)
+            queue.scheduling_cycle = first_cycle + i
+            b = fail(pi.pod, pi, got, t0)
+            append(b if collect else pi.key)
+            if pi.where != UNSCHEDULABLE:
+                done = i + 1
+                break
+        queue.scheduling_cycle = top
+        if done < n:
+            queue.unpop(run, done)
         return out
 
     def _bind_run(self, run, placed: int, rows, collect: bool = True) -> list:

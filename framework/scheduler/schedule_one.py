@@ -85,13 +85,6 @@ class SchedulingCycle:
         memory = self.failure_memory
         fkey = None
         if memory is not None and not self.nominator:
-            recalled = self._recalled
-            if recalled is not None:
-                # ``_run_key`` just found it as the queue's head (nothing
-                # happened since)
-                self._recalled = None
-                if recalled[0] is pod:
-                    return self._fail_again(pod, pi, recalled[1], t0)
             fkey = memory.key(fw, pod)
             if fkey is not None:
                 stamp = self._failure_stamp()
@@ -153,9 +146,10 @@ class SchedulingCycle:
         rejectors = frozenset(self._rejectors(result, diag))
         if fkey is not None and self._failure_stamp() == stamp:
             # nothing (not even a plugin) changed the cluster in the cycle
+            n = state.num_nodes
             memory.remember(fkey, stamp, RememberedFailure(
-                msg, rejectors, result.processed,
-                -1 if result.processed >= state.num_nodes else start))
+                msg, rejectors, result.processed % n if n else 0,
+                -1 if result.processed >= n else start))
         if pi is not None:
             self.queue.requeue(pi, rejectors)
         self._emit("FailedScheduling", pod.key, None, msg)
@@ -171,15 +165,15 @@ class SchedulingCycle:
         """The end of a failed cycle, from a remembered failure: the same
         counters, rotation, requeue, event and outcome as ``_attempt``'s."""
         self.attempts += 1
-        n = self.cluster.state.num_nodes
-        if n:
-            self.next_start_index = (self.next_start_index + got.processed) % n
+        if got.advance:
+            n = self.cluster.state.num_nodes
+            self.next_start_index = (self.next_start_index + got.advance) % n
         self.failure_memory.hits += 1
         self._result("unschedulable")
         if pi is not None:
-            self.queue.requeue(pi, got.rejectors)
+            self._queue.requeue(pi, got.rejectors)
         msg = got.message
-        self._emit("FailedScheduling", pod.key, None, msg)
+        self.events.emit("FailedScheduling", pod.key, None, msg)
         b = Binding(pod.key, None, msg)
         self.outcomes[pod.key] = b
         dt = time.perf_counter() - t0

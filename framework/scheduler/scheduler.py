@@ -155,7 +155,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         # without a cycle (``failure_memory``): on by default; off (None),
         # every attempt runs its full cycle (what the tests compare with).
         self.failure_memory = FailureMemory() if remember_failures else None
-        self._recalled: tuple | None = None    # (pod, failure) _run_key found for the head
+        # (pod, failure, stamp, start index) ``_run_key`` last recalled
+        self._recalled: tuple | None = None
         self._blocks_refused: dict = {}     # framework id -> node layout it had no block form on
         self.block_pods = 0                 # pods arrival blocks handled (``arrival_blocks``)
         self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen

@@ -292,3 +292,29 @@ def test_diagnosis_by_arrays_equals_node_by_node():
                 one_by_one[state.node_name(row)] = st_
         assert one_by_one and dict(diag.node_statuses) == one_by_one
         assert np.all(np.asarray(result.reasons) != 0) == (result.selected_row < 0)
+
+
+def test_a_subscriber_changing_the_cluster_cuts_a_stretch_of_failures():
+    """Alike heads failing from memory go as a stretch; a FailedScheduling
+    subscriber that adds a node after the third failure changes the cluster
+    there, and the rest see it exactly as one cycle after another would."""
+    got = []
+    for remember in (True, False):
+        objs, pods = synthetic.workload("unschedulable", 5, 8)
+        sched = Scheduler(build_cluster(objs, ALL_NODES), "numba", 0,
+                          remember_failures=remember)
+        log = []
+
+        def on_fail(e, sched=sched, log=log):
+            log.append((e["pod"], e["message"], sched.queue.scheduling_cycle))
+            if len(log) == 3:
+                sched.add_node(node_dict("late", labels={"zone": "z0"}))
+        sched.subscribe("FailedScheduling", on_fail)
+        out, _ = sched.schedule_pending(pods)
+        q = sched.queue
+        got.append(([b.to_dict() for b in out], log, q.move_request_cycle, q.scheduling_cycle,
+                    sorted((pi.key, pi.where, pi.attempts, pi.cycle) for pi in q.pending())))
+        if remember:
+            assert sched.failure_memory.hits >= 5
+    assert got[0] == got[1]
+    assert [b["node"] for b in got[0][0]].count("late") == 1
