@@ -56,11 +56,12 @@ def warm_up(cluster, fw, pod_objs, seed: int, shaped: bool) -> None:
 
 def run_workload(workload: str, nodes: int, pods: int, backend: str,
                  percentage: int = 100, seed: int = 0, progress=_no_progress,
-                 batch: bool = True) -> dict:
+                 batch: bool = True, remember_failures: bool = True) -> dict:
     """Build the workload, warm up, then add ``pods`` pods to the scheduling
     queue and run the scheduler until idle (what scheduler_perf measures);
     return the record.  ``progress(stage)`` after each of ``BENCH_STAGES``;
-    ``batch``: runs of alike pods in one compiled call."""
+    ``batch``: runs of alike pods in one compiled call;
+    ``remember_failures``: the scheduler's failure memory."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if workload.startswith("preemption"):
@@ -71,7 +72,7 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     # parsed as schedule_pending parses Pod dicts (one parse and one
     # priority resolution per template, pods as columns)
     pending = pod_columns_from(pod_objs, cluster.resolve)
-    sched = Scheduler(cluster, backend, seed, batch=batch)
+    sched = Scheduler(cluster, backend, seed, batch=batch, remember_failures=remember_failures)
     progress(BENCH_STAGES[0])
     fw = cluster.framework_for(pending[0] if pending else parse_pod(synthetic.pod_dict("w")),
                                backend)
@@ -86,10 +87,13 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     rss1 = rss_bytes()
     progress(BENCH_STAGES[2])
     extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}
+    if workload == "unschedulable":
+        extra = unschedulable_summary(sched, pods, elapsed)
     runs = sched.run_lengths
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage, "batch": batch,
+        "remember_failures": remember_failures,
         "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,
         "mean_run_length": round(sum(runs) / len(runs), 1) if runs else 1.0,
         "compiled_runs": len(runs),
@@ -103,6 +107,20 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         **record_stamp(seed),
         **extra,
     }
+
+
+def unschedulable_summary(sched, pods: int, elapsed: float) -> dict:
+    """What the ``unschedulable`` workload measures: the first failure's
+    cycle (filter, DefaultPreemption's dry run, the diagnosis) in
+    microseconds, the host seconds per pod of the others (everything the
+    queue and the loop do for them included), and how many of them were
+    answered from remembered failures."""
+    first = sched.latencies[0] if sched.latencies else 0.0
+    memory = sched.failure_memory
+    return {"first_failure_us": round(first * 1e6, 1),
+            "after_first_us_per_pod": (round((elapsed - first) / (pods - 1) * 1e6, 2)
+                                       if pods > 1 else None),
+            "failures_remembered": memory.hits if memory is not None else 0}
 
 
 def warm_up_run(cluster, fw, pod, seed: int) -> None:
