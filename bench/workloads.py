@@ -83,25 +83,30 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     if batch and pending:
         warm_up_run(cluster, fw, pending[0], seed)
     progress(BENCH_STAGES[1])
-    failed_at: list[float] = []       # when the first FailedScheduling went out
+    # when the first FailedScheduling went out (wall and process CPU seconds)
+    failed_at: list[tuple] = []
     if workload == "unschedulable":
-        sched.subscribe("FailedScheduling",
-                        lambda e: failed_at.append(time.perf_counter()) if not failed_at else None)
+        sched.subscribe("FailedScheduling", lambda e: failed_at.append(
+            (time.perf_counter(), time.process_time())) if not failed_at else None)
     rss0 = rss_bytes()
+    cpu0 = time.process_time()
     bindings, elapsed = timed_pending(sched, pending)
-    ended = time.perf_counter()
+    ended, cpu1 = time.perf_counter(), time.process_time()
     rss1 = rss_bytes()
     progress(BENCH_STAGES[2])
     extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}
     if workload == "unschedulable":
-        extra = unschedulable_summary(sched, pods, elapsed, ended - failed_at[0] if failed_at
-                                      else 0.0)
+        extra = unschedulable_summary(sched, pods, elapsed, ended - failed_at[0][0],
+                                      cpu1 - failed_at[0][1]) if failed_at else {}
     runs = sched.run_lengths
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage, "batch": batch,
         "remember_failures": remember_failures,
         "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,
+        # the process's CPU seconds in the timed run (the machine is shared:
+        # wall seconds stretch with its load)
+        "cpu_seconds": round(cpu1 - cpu0, 4),
         "mean_run_length": round(sum(runs) / len(runs), 1) if runs else 1.0,
         "compiled_runs": len(runs),
         **latency_fields(sched.latencies),
@@ -116,20 +121,23 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     }
 
 
-def unschedulable_summary(sched, pods: int, elapsed: float, after_first: float) -> dict:
+def unschedulable_summary(sched, pods: int, elapsed: float, after_first: float,
+                          after_first_cpu: float) -> dict:
     """What the ``unschedulable`` workload measures, in microseconds: the
     first failure's cycle (filter, DefaultPreemption's dry run, the
     diagnosis), everything until its FailedScheduling event (the queue
     filled, a compiled run tried first when batching), the time per pod of
     the others (``after_first`` seconds from that event to the end: all the
-    queue and the loop do for them), and how many were answered from
-    remembered failures."""
+    queue and the loop do for them; ``after_first_cpu``: the same in process
+    CPU seconds), and how many were answered from remembered failures."""
     first = sched.latencies[0] if sched.latencies else 0.0
     memory = sched.failure_memory
     return {"first_failure_cycle_us": round(first * 1e6, 1),
             "first_failure_us": round((elapsed - after_first) * 1e6, 1),
             "after_first_us_per_pod": (round(after_first / (pods - 1) * 1e6, 2)
                                        if pods > 1 else None),
+            "after_first_cpu_us_per_pod": (round(after_first_cpu / (pods - 1) * 1e6, 2)
+                                           if pods > 1 else None),
             "failures_remembered": memory.hits if memory is not None else 0}
 
 
