@@ -318,3 +318,23 @@ def test_a_subscriber_changing_the_cluster_cuts_a_stretch_of_failures():
             assert sched.failure_memory.hits >= 5
     assert got[0] == got[1]
     assert [b["node"] for b in got[0][0]].count("late") == 1
+
+
+def test_a_bound_pod_no_queueing_hint_cares_about_still_forgets():
+    """NodeResourcesFit's queueing hints ignore Pod/Add (a pod added cannot
+    free room), yet the message of a pod rejected for cpu changes when a
+    pod bound meanwhile also takes a node's memory: the memory forgets on
+    every change, so the next failure says it."""
+    from tensorsched.framework.scheduler.queue import POD_ADD, plugin_events
+    nodes = [node_dict(f"n{i}", cpu="1", memory="2Gi") for i in range(2)]
+    sched = Scheduler(build_cluster(nodes, ALL_NODES), "numba", 0)
+    fit = sched._fw(sched.cluster.resolve(pod_dict("x"))).plugins["NodeResourcesFit"]
+    assert POD_ADD not in plugin_events(fit)
+    big = [pod_dict(f"big-{i}", cpu="2", memory="1Gi") for i in range(2)]
+    out, _ = sched.schedule_pending(big[:1])
+    assert out[0].message.startswith("0/2 nodes are available: 2 Insufficient cpu.")
+    sched.add_pod(pod_dict("hog", cpu="100m", memory="1536Mi", spec={"nodeName": "n0"}))
+    out, _ = sched.schedule_pending(big[1:])
+    assert out[0].message.startswith(
+        "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu.")
+    assert sched.failure_memory.hits == 0
