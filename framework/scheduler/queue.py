@@ -114,7 +114,10 @@ class UnschedulablePool(dict):
                 self._last = pi.timestamp
         self._order += 1
         plugins = pi.unschedulable_plugins
-        self.groups.setdefault(plugins, {})[key] = self._order
+        group = self.groups.get(plugins)
+        if group is None:
+            group = self.groups[plugins] = {}
+        group[key] = self._order
         self._group_of[key] = plugins
 
     def pop(self, key: str, *default):
