@@ -136,8 +136,10 @@ class CompiledRuns:
         after another would on an unchanged simulated clock (each goes to
         the unschedulable pool; the next head is the next of the run).  The
         stretch stops, its rest put back untouched, before a pod with a
-        nomination of its own or once the cluster changed (a subscriber's
-        doing), and after a pod that did not go to the pool."""
+        nomination of its own or once the cluster or the queue's pods
+        changed (a subscriber's doing), and after a pod that did not go to
+        the pool.  As for a run, a subscriber that must act between two
+        pods otherwise uses ``Scheduler(batch=False)``."""
         queue = self.queue
         stamp = self._failure_stamp()
         state, nominator = self.cluster.state, self.nominator
@@ -150,12 +152,16 @@ class CompiledRuns:
         info, requeue = queue.info, queue.requeue
         emit, outcomes, results = self.events.emit, self.outcomes, self.results
         msg, rejectors, advance = got.message, got.rejectors, got.advance
+        # pods added to or deleted from the queue by a subscriber meanwhile
+        # cut the stretch too (the next head may then be another pod)
+        seq, size = queue._seq, len(queue._infos)
         t0 = time.perf_counter()
         for i in range(n):
             if i:
                 obj = (block.pods.manifests[run.start + i - 1] if block is not None
                        else rest[i - 1].pod.obj)
-                if nominated_in(obj) or (state.version, nominator.version) != stamp:
+                if (nominated_in(obj) or (state.version, nominator.version) != stamp
+                        or queue._seq != seq or len(queue._infos) != size):
                     done = i
                     break
             pi = info(run, i)

@@ -338,3 +338,31 @@ def test_a_bound_pod_no_queueing_hint_cares_about_still_forgets():
     assert out[0].message.startswith(
         "0/2 nodes are available: 1 Insufficient memory, 2 Insufficient cpu.")
     assert sched.failure_memory.hits == 0
+
+
+def test_a_subscriber_adding_or_deleting_pending_pods_cuts_a_stretch():
+    """A FailedScheduling subscriber that adds a pending pod of higher
+    priority (it is the next head) or deletes one of the stretch's pods:
+    the same outcomes, events and queue as one cycle after another."""
+    got = []
+    for remember in (True, False):
+        objs, pods = synthetic.workload("unschedulable", 4, 8)
+        sched = Scheduler(build_cluster(objs, ALL_NODES), "numba", 0,
+                          remember_failures=remember)
+        log = []
+
+        def on_fail(e, sched=sched, log=log):
+            log.append((e["pod"], e["message"]))
+            if len(log) == 2:
+                sched.add_pod(pod_dict("urgent", cpu="64", priority=50))
+            if len(log) == 4:
+                sched.delete_pod("default/anti-6")
+        sched.subscribe("FailedScheduling", on_fail)
+        out, _ = sched.schedule_pending(pods)
+        q = sched.queue
+        got.append(([b.to_dict() for b in out], log, q.scheduling_cycle,
+                     sorted((pi.key, pi.where, pi.attempts, pi.cycle) for pi in q.pending())))
+    assert got[0] == got[1]
+    assert [p for p, _ in got[0][1]][:4] == ["default/anti-0", "default/anti-1",
+                                             "default/urgent", "default/anti-2"]
+    assert "default/anti-6" not in [p for p, _ in got[0][1]]
