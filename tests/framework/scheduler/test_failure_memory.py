@@ -16,10 +16,14 @@ from hypothesis import strategies as st
 from support.checks import check
 
 from tensorsched import synthetic
+from tensorsched.framework.objects.manifests import parse_pod
 from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.plugins.priority_sort import PrioritySort
+from tensorsched.framework.runtime.clock import SimulatedClock
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
-from tensorsched.framework.scheduler.queue import SchedulingQueue
+from tensorsched.framework.scheduler.queue import POD_ADD, SchedulingQueue, plugin_events
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
 ALL_NODES = {"apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -238,9 +242,6 @@ def test_the_unschedulable_pool_flushes_only_its_stale_head():
     every pop reads the pods that waited too long and stops at the first
     that did not; a pod put back with an older timestamp turns the early
     stop off."""
-    from tensorsched.framework.objects.manifests import parse_pod
-    from tensorsched.framework.plugins.priority_sort import PrioritySort
-    from tensorsched.framework.runtime.clock import SimulatedClock
 
     clock = SimulatedClock()
     q = SchedulingQueue(clock, sort_plugin=PrioritySort(), max_in_unschedulable=10.0)
@@ -268,7 +269,6 @@ def test_the_unschedulable_pool_flushes_only_its_stale_head():
 def test_diagnosis_by_arrays_equals_node_by_node():
     """InterPodAffinity and PodTopologySpread explain their rejected nodes
     by arrays (``explain_many``): the same statuses as ``node_status``."""
-    from tensorsched.framework.runtime.plugin import CycleContext
     nodes = [node_dict(f"n{i}", labels={"zone": f"z{i % 3}"}) for i in range(9)]
     bound = [pod_dict(f"b{i}", labels={"color": "green", "app": "web"},
                       spec={"nodeName": f"n{i}"}) for i in range(0, 9, 2)]
@@ -325,7 +325,6 @@ def test_a_bound_pod_no_queueing_hint_cares_about_still_forgets():
     free room), yet the message of a pod rejected for cpu changes when a
     pod bound meanwhile also takes a node's memory: the memory forgets on
     every change, so the next failure says it."""
-    from tensorsched.framework.scheduler.queue import POD_ADD, plugin_events
     nodes = [node_dict(f"n{i}", cpu="1", memory="2Gi") for i in range(2)]
     sched = Scheduler(build_cluster(nodes, ALL_NODES), "numba", 0)
     fit = sched._fw(sched.cluster.resolve(pod_dict("x"))).plugins["NodeResourcesFit"]
