@@ -169,15 +169,17 @@ class SchedulingCycle:
             n = self.cluster.state.num_nodes
             self.next_start_index = (self.next_start_index + got.advance) % n
         self.failure_memory.hits += 1
-        self._result("unschedulable")
+        results = self.results              # (``_result``, ``timer.add`` inline: per pod)
+        results["unschedulable"] = results.get("unschedulable", 0) + 1
         if pi is not None:
             self._queue.requeue(pi, got.rejectors)
-        msg = got.message
-        self.events.emit("FailedScheduling", pod.key, None, msg)
-        b = Binding(pod.key, None, msg)
-        self.outcomes[pod.key] = b
+        msg, key = got.message, pod.key
+        self.events.emit("FailedScheduling", key, None, msg)
+        b = Binding(key, None, msg)
+        self.outcomes[key] = b
         dt = time.perf_counter() - t0
-        self.timer.add("diagnosis", dt)
+        stages = self.timer.seconds
+        stages["diagnosis"] = stages.get("diagnosis", 0.0) + dt
         self.latencies.append(dt)
         return b
 
