@@ -124,7 +124,9 @@ def latency_fields(seconds) -> dict:
 def record_stamp(seed: int) -> dict:
     """The fields that say where and when a record was taken."""
     return {"seed": seed, "commit": git_commit(), "machine": machine_info(),
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            # the machine is shared: its 1/5/15-minute load when the run ended
+            "load": [round(x, 2) for x in os.getloadavg()]}
 
 
 def write_record(record: dict, path: str | None) -> None:

@@ -7,6 +7,7 @@ are undone), so the measured run starts from the loaded cluster.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from tensorsched import synthetic
 from tensorsched.framework.objects.manifests import parse_pod
@@ -56,11 +57,12 @@ def warm_up(cluster, fw, pod_objs, seed: int, shaped: bool) -> None:
 
 def run_workload(workload: str, nodes: int, pods: int, backend: str,
                  percentage: int = 100, seed: int = 0, progress=_no_progress,
-                 batch: bool = True) -> dict:
+                 batch: bool = True, remember_failures: bool = True) -> dict:
     """Build the workload, warm up, then add ``pods`` pods to the scheduling
     queue and run the scheduler until idle (what scheduler_perf measures);
     return the record.  ``progress(stage)`` after each of ``BENCH_STAGES``;
-    ``batch``: runs of alike pods in one compiled call."""
+    ``batch``: runs of alike pods in one compiled call;
+    ``remember_failures``: the scheduler's failure memory."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if workload.startswith("preemption"):
@@ -71,7 +73,7 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     # parsed as schedule_pending parses Pod dicts (one parse and one
     # priority resolution per template, pods as columns)
     pending = pod_columns_from(pod_objs, cluster.resolve)
-    sched = Scheduler(cluster, backend, seed, batch=batch)
+    sched = Scheduler(cluster, backend, seed, batch=batch, remember_failures=remember_failures)
     progress(BENCH_STAGES[0])
     fw = cluster.framework_for(pending[0] if pending else parse_pod(synthetic.pod_dict("w")),
                                backend)
@@ -81,16 +83,30 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     if batch and pending:
         warm_up_run(cluster, fw, pending[0], seed)
     progress(BENCH_STAGES[1])
+    # when the first FailedScheduling went out (wall and process CPU seconds)
+    failed_at: list[tuple] = []
+    if workload == "unschedulable":
+        sched.subscribe("FailedScheduling", lambda e: failed_at.append(
+            (time.perf_counter(), time.process_time())) if not failed_at else None)
     rss0 = rss_bytes()
+    cpu0 = time.process_time()
     bindings, elapsed = timed_pending(sched, pending)
+    ended, cpu1 = time.perf_counter(), time.process_time()
     rss1 = rss_bytes()
     progress(BENCH_STAGES[2])
     extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}
+    if workload == "unschedulable":
+        extra = unschedulable_summary(sched, pods, elapsed, ended - failed_at[0][0],
+                                      cpu1 - failed_at[0][1]) if failed_at else {}
     runs = sched.run_lengths
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage, "batch": batch,
+        "remember_failures": remember_failures,
         "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,
+        # the process's CPU seconds in the timed run (the machine is shared:
+        # wall seconds stretch with its load)
+        "cpu_seconds": round(cpu1 - cpu0, 4),
         "mean_run_length": round(sum(runs) / len(runs), 1) if runs else 1.0,
         "compiled_runs": len(runs),
         **latency_fields(sched.latencies),
@@ -103,6 +119,26 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         **record_stamp(seed),
         **extra,
     }
+
+
+def unschedulable_summary(sched, pods: int, elapsed: float, after_first: float,
+                          after_first_cpu: float) -> dict:
+    """What the ``unschedulable`` workload measures, in microseconds: the
+    first failure's cycle (filter, DefaultPreemption's dry run, the
+    diagnosis), everything until its FailedScheduling event (the queue
+    filled, a compiled run tried first when batching), the time per pod of
+    the others (``after_first`` seconds from that event to the end: all the
+    queue and the loop do for them; ``after_first_cpu``: the same in process
+    CPU seconds), and how many were answered from remembered failures."""
+    first = sched.latencies[0] if sched.latencies else 0.0
+    memory = sched.failure_memory
+    return {"first_failure_cycle_us": round(first * 1e6, 1),
+            "first_failure_us": round((elapsed - after_first) * 1e6, 1),
+            "after_first_us_per_pod": (round(after_first / (pods - 1) * 1e6, 2)
+                                       if pods > 1 else None),
+            "after_first_cpu_us_per_pod": (round(after_first_cpu / (pods - 1) * 1e6, 2)
+                                           if pods > 1 else None),
+            "failures_remembered": memory.hits if memory is not None else 0}
 
 
 def warm_up_run(cluster, fw, pod, seed: int) -> None:

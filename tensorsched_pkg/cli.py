@@ -171,7 +171,8 @@ def cmd_bench(args) -> int:
             bar.update(1)
         record = run_workload(args.workload, args.nodes, args.pods, args.backend,
                               percentage=args.percentage_of_nodes_to_score, seed=args.seed,
-                              progress=stage, batch=not args.no_batch)
+                              progress=stage, batch=not args.no_batch,
+                              remember_failures=not args.no_failure_memory)
     write_record(record, args.output)
     return 0
 
@@ -271,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=SEED, default=0, help="seed of the workload and tie-breaks")
     b.add_argument("--no-batch", action="store_true",
                    help="schedule every pod on its own (no compiled runs of alike pods)")
+    b.add_argument("--no-failure-memory", action="store_true",
+                   help="run every failing pod's full cycle (no failures remembered)")
     b.add_argument("--output", type=output_file, help="write the JSON record here too")
     b.set_defaults(func=cmd_bench)
 

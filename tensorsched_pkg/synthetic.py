@@ -21,7 +21,8 @@ from tensorsched.framework.arguments import Arguments, shown
 
 # generator name -> the module that defines it
 _GENERATORS = {name: "tensorsched.framework.objects.synthetic" for name in (
-    "basic", "node_dict", "pod_dict", "pod_to_pod", "preemption", "sample", "statefulsets")}
+    "basic", "node_dict", "pod_dict", "pod_to_pod", "preemption", "sample", "statefulsets",
+    "unschedulable")}
 _GENERATORS.update({name: "tensorsched.framework.objects.dra_synthetic" for name in (
     "dra", "dra_gpu")})
 _GENERATORS.update({name: "tensorsched.topology.synthetic" for name in (
@@ -29,12 +30,12 @@ _GENERATORS.update({name: "tensorsched.topology.synthetic" for name in (
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
              "replicaset", "preemption", "preemption-spread", "preemption-antiaffinity", "gpu",
-             "volumes", "volumes-none", "dra", "dra-gpu")
+             "volumes", "volumes-none", "dra", "dra-gpu", "unschedulable")
 POD_TO_POD = ("spread", "antiaffinity", "affinity", "preferred-affinity", "replicaset")
 
 __all__ = ["WORKLOADS", "workload", "config", "basic", "sample", "pod_to_pod", "preemption",
            "statefulsets", "gpu", "gpu_config", "gpu_node", "node_dict", "pod_dict", "dra",
-           "dra_gpu"]
+           "dra_gpu", "unschedulable"]
 
 
 def _check(args: Arguments, name) -> None:
@@ -51,7 +52,7 @@ def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[
     n_nodes = args.integer("n_nodes", n_nodes, 1, MAX_NODES)
     n_pods = args.integer("n_pods", n_pods, 0, MAX_PODS)
     seed = args.seed(seed)
-    if name in ("basic", "gpu", "dra"):
+    if name in ("basic", "gpu", "dra", "unschedulable"):
         return __getattr__(name)(n_nodes, n_pods, seed)
     if name == "dra-gpu":
         return __getattr__("dra_gpu")(n_nodes, n_pods, seed)

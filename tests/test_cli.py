@@ -348,3 +348,22 @@ def test_schedule_and_explain_warn_of_what_the_profile_cannot_see(tmp_path, caps
     assert main(["explain", "--cluster", cluster, "--pod", one]) == 0
     err = capsys.readouterr().err
     assert "1 pod(s) ask for GPUs in annotations" in err
+
+
+def test_bench_unschedulable_remembers_failures(tmp_path):
+    """``--workload unschedulable``: every pod fits nowhere; with the failure
+    memory all but the first are answered from it, with the same outcomes
+    as ``--no-failure-memory``, batch on and off."""
+    recs = {}
+    for flags in ([], ["--no-batch"], ["--no-failure-memory"]):
+        out = tmp_path / f"r{len(recs)}.json"
+        assert main(["bench", "--workload", "unschedulable", "--nodes", "30", "--pods", "25",
+                     "--output", str(out), *flags]) == 0
+        recs[tuple(flags)] = json.loads(out.read_text())
+    assert {r["placements_sha256"] for r in recs.values()} == {
+        recs[()]["placements_sha256"]}
+    assert recs[()]["scheduled"] == 0
+    assert recs[()]["failures_remembered"] == recs[("--no-batch",)]["failures_remembered"] == 24
+    assert recs[("--no-failure-memory",)]["failures_remembered"] == 0
+    for r in recs.values():
+        assert r["first_failure_cycle_us"] > 0 and r["after_first_us_per_pod"] > 0

@@ -206,6 +206,29 @@ def pod_to_pod(workload: str, nodes: int, pods: int, seed: int = 0):
     return node_objs, out
 
 
+def unschedulable(nodes: int, pods: int, seed: int = 0):
+    """(cluster object dicts, pending pod dicts): ``nodes`` basic nodes each
+    holding one bound pod of the ``antiaffinity`` workload (labelled
+    color: green, required anti-affinity against that label by hostname),
+    then ``pods`` more alike pending: the cluster is full for them, so every
+    one fits nowhere (InterPodAffinity rejects every node) and, their
+    priority equal to the bound ones', DefaultPreemption finds no victims.
+    What a queue of pods that cannot fit costs after the first one failed."""
+    nodes, pods, seed = check_sizes("synthetic.unschedulable", nodes, pods, seed)
+    del seed
+    term = {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": HOST}
+    spec = {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    objs = [node_dict(f"node-{i}", labels={ZONE: f"zone-{i % 3}"}) for i in range(nodes)]
+    for i in range(nodes):
+        pod = _affinity_pod(f"anti-bound-{i}", 0, {"color": "green"},
+                            dict(spec, nodeName=f"node-{i}"))
+        pod["status"] = {"phase": "Running", "startTime": _timestamp(i)}
+        objs.append(pod)
+    out = [_affinity_pod(f"anti-{j}", j, {"color": "green"}, spec) for j in range(pods)]
+    return objs, out
+
+
 # ---------------------------------------------------------------------------
 # Preemption workloads (scheduler_perf's preemption test): every node filled
 # with LOW_PER_NODE low-priority pods (130m cpu, 1Gi; 3.9 cpu used, 100m

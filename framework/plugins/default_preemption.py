@@ -17,6 +17,11 @@ NAME = names.DEFAULT_PREEMPTION
 
 class DefaultPreemption(Plugin):
     name = NAME
+    # ``RepeatableFailurePlugin``: with no candidate, the dry run's answer
+    # depends on the state and the preemptor's query, priority and policy
+    # only (every potential node is visited, whatever the seeded offset),
+    # and nothing was changed.
+    repeats_failure = True
 
     def __init__(self, args: DefaultPreemptionArgs | None = None):
         self.args = args or DefaultPreemptionArgs()

@@ -42,6 +42,7 @@ from .plugin import (
     PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    RepeatableFailurePlugin,
     RunFilterPlugin,
     RunSafePlugin,
     RunScorePlugin,
@@ -212,6 +213,14 @@ class Framework:
         self._signers = [p for p in signers if not isinstance(p, (FusedFilter, FusedScore))]
         self.run_safe = all(isinstance(p, RunSafePlugin) and p.run_safe
                             for point in BINDING_POINTS for p in self._at.get(point, []))
+        # A failed cycle of a signed pod can be answered again from memory
+        # (``scheduler.failure_memory``) when every PostFilter plugin's
+        # "nothing found" is a function of the state and what the pod's
+        # signature, priority and preemptionPolicy cover.
+        signed = {id(p) for p in signers}
+        self.failures_repeat = self._signable and all(
+            id(p) in signed or (isinstance(p, RepeatableFailurePlugin) and p.repeats_failure)
+            for p in self._at.get("postFilter", []))
         self._score_setups: dict = {}
         self._queries = QueryCache()
         self._masked: collections.OrderedDict = collections.OrderedDict()   # _masked_query

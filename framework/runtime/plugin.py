@@ -289,6 +289,20 @@ class RunSafePlugin(Protocol):
 
 
 @runtime_checkable
+class RepeatableFailurePlugin(Protocol):
+    """A PostFilter plugin whose outcome, when it nominates no node, is a
+    function of the cluster state and of the pod's signature, priority and
+    preemptionPolicy only, and that changes nothing when it nominates none
+    (DefaultPreemption's "no candidate"): ``repeats_failure = True``.  The
+    scheduler may then answer an alike pod that failed on an unchanged
+    cluster with the remembered failure (``scheduler.failure_memory``).  A
+    PostFilter plugin that is also a deciding ``SignPlugin`` makes the same
+    promise through its signature."""
+
+    repeats_failure: bool
+
+
+@runtime_checkable
 class NodeMaskPlugin(Protocol):
     """A host filter whose answer for a pod, after its PreFilter, is a fixed
     set of nodes that no pod placed or removed meanwhile can change (the

@@ -84,22 +84,40 @@ class UnschedulablePool(dict):
 
     A pod's group is its ``unschedulable_plugins`` when it entered (they
     do not change while it waits).  Pods enter and leave through ``[]=``,
-    ``pop`` and ``del`` only."""
+    ``pop`` and ``del`` only.
+
+    Pods requeued on a clock that only moves forward enter in the order of
+    their timestamps: the ones waiting too long (``stale``) are then the
+    first ones, and the flush before every pop reads only those, not every
+    waiting pod (``_ordered`` says whether that holds; gated pods, never
+    flushed, are left out of it)."""
 
     def __init__(self):
         super().__init__()
         self.groups: dict[frozenset, dict[str, int]] = {}   # plugins -> {key: order}
         self._group_of: dict[str, frozenset] = {}
         self._order = 0
+        self._ordered = True            # non-gated pods in timestamp order
+        self._last = float("-inf")      # the latest non-gated pod's timestamp
 
     def __setitem__(self, key: str, pi) -> None:
         if key in self:
             super().__setitem__(key, pi)        # keeps its place, as dict does
+            if not pi.gated:
+                self._ordered = False
             return
         super().__setitem__(key, pi)
+        if not pi.gated:
+            if pi.timestamp < self._last:
+                self._ordered = False
+            else:
+                self._last = pi.timestamp
         self._order += 1
         plugins = pi.unschedulable_plugins
-        self.groups.setdefault(plugins, {})[key] = self._order
+        group = self.groups.get(plugins)
+        if group is None:
+            group = self.groups[plugins] = {}
+        group[key] = self._order
         self._group_of[key] = plugins
 
     def pop(self, key: str, *default):
@@ -109,7 +127,23 @@ class UnschedulablePool(dict):
             del group[key]
             if not group:
                 del self.groups[plugins]
-        return super().pop(key, *default)
+        got = super().pop(key, *default)
+        if not self:
+            self._ordered, self._last = True, float("-inf")
+        return got
+
+    def stale(self, now: float, limit: float) -> list:
+        """The non-gated pods that have waited ``limit`` seconds or more at
+        ``now``, in arrival order."""
+        out = []
+        for pi in self.values():
+            if pi.gated:
+                continue
+            if now - pi.timestamp >= limit:
+                out.append(pi)
+            elif self._ordered:
+                break           # the later ones entered later still
+        return out
 
     def __delitem__(self, key: str) -> None:
         self.pop(key)
@@ -162,12 +196,14 @@ class Nominator:
         self.node_of: dict[str, str] = {}
         self.pods: dict[str, PodRecord] = {}
         self.by_node: dict[str, list[str]] = {}
+        self.version = 0        # counts changes (a remembered failure's stamp)
 
     def __bool__(self) -> bool:
         return bool(self.node_of)
 
     def add(self, pod: PodRecord, node: str) -> None:
         self.delete(pod.key)
+        self.version += 1
         self.node_of[pod.key] = node
         self.pods[pod.key] = pod
         self.by_node.setdefault(node, []).append(pod.key)
@@ -175,11 +211,13 @@ class Nominator:
     def update(self, pod: PodRecord) -> None:
         if pod.key in self.pods:
             self.pods[pod.key] = pod
+            self.version += 1
 
     def delete(self, key: str) -> None:
         node = self.node_of.pop(key, None)
         if node is None:
             return
+        self.version += 1
         self.pods.pop(key, None)
         keys = self.by_node.get(node, [])
         if key in keys:
@@ -449,9 +487,7 @@ class SchedulingQueue:
             if self._token.get(key) == seq:
                 self._push_active(self._infos[key])
         if self.unschedulable and self.max_in_unschedulable != float("inf"):
-            stale = [pi for pi in self.unschedulable.values()
-                     if not pi.gated and now - pi.timestamp >= self.max_in_unschedulable]
-            for pi in stale:
+            for pi in self.unschedulable.stale(now, self.max_in_unschedulable):
                 self._move(pi)
 
     def _head(self) -> tuple:

@@ -41,6 +41,8 @@ import time
 from itertools import repeat
 
 from .events import BOUND, Binding
+from .failure_memory import nominated_in
+from .queue import UNSCHEDULABLE
 
 
 class CompiledRuns:
@@ -57,6 +59,20 @@ class CompiledRuns:
         sig = fw.signature(pod)
         if sig is None:
             return None
+        memory = self.failure_memory
+        if memory is not None:
+            fkey = memory.key(fw, pod)
+            if fkey is not None:
+                stamp = self._failure_stamp()
+                got = memory.recall(fkey, stamp, self.next_start_index)
+                if got is not None:
+                    # It fails again (``failure_memory``): handed on (checked
+                    # again there) to ``_schedule_run`` if it is the head.
+                    self._recalled = (pod, got, stamp, self.next_start_index)
+                    # On a simulated clock alike heads fail as a stretch
+                    # (``_fail_run``); otherwise each on its own.
+                    return (("failure", fkey) if self.clock.simulated
+                            and self._queue.max_in_unschedulable > 0 else None)
         key = (pod.scheduler_name, sig)
         # A signature that could not be compiled (a host plugin runs for it)
         # is not popped as a run again until idle: popping and putting back
@@ -77,6 +93,12 @@ class CompiledRuns:
         if run is None:
             return []
         first = run.first
+        recalled = self._recalled
+        if recalled is not None:
+            self._recalled = None
+            if (recalled[0] is first.pod and recalled[2] == self._failure_stamp()
+                    and recalled[3] == self.next_start_index):
+                return self._fail_run(run, recalled[1], collect)
         if len(run) == 1:
             return [self._attempt(first.pod, first)]
         t0 = time.perf_counter()
@@ -92,17 +114,81 @@ class CompiledRuns:
         placed = rows.shape[0]
         self.attempts += placed
         t1 = time.perf_counter()
-        out = self._bind_run(run, placed, rows, collect)
-        t2 = time.perf_counter()
         self.timer.add("filter_score", t1 - t0)
-        self.timer.add("reserve_bind", t2 - t1)
+        # (nothing placed: no binding stage, as for the lone cycle the
+        # failing head then gets -- or a remembered failure instead of it)
+        out = self._bind_run(run, placed, rows, collect) if placed else []
+        t2 = time.perf_counter()
         if placed:
+            self.timer.add("reserve_bind", t2 - t1)
             self.latencies.extend([(t2 - t0) / placed] * placed)
             self.run_lengths.append(placed)
         if placed < len(run):
             failed = queue.info(run, placed)
             queue.unpop(run, placed + 1)
             out.append(self._attempt(failed.pod, failed))
+        return out
+
+    def _fail_run(self, run, got, collect: bool = True) -> list:
+        """Alike heads that fail again (``failure_memory``): each gets the
+        end of a failed cycle (``_fail_again``) in queue order, with the
+        scheduling cycle number its own pop would have had, as one cycle
+        after another would on an unchanged simulated clock (each goes to
+        the unschedulable pool; the next head is the next of the run).  The
+        stretch stops, its rest put back untouched, before a pod with a
+        nomination of its own or once the cluster or the queue's pods
+        changed (a subscriber's doing), and after a pod that did not go to
+        the pool.  As for a run, a subscriber that must act between two
+        pods otherwise uses ``Scheduler(batch=False)``."""
+        queue = self.queue
+        stamp = self._failure_stamp()
+        state, nominator = self.cluster.state, self.nominator
+        top, first_cycle = queue.scheduling_cycle, run.first.cycle
+        block, rest = run.block, run.rest
+        n = len(run)
+        done = n
+        out = []
+        append = out.append
+        info, requeue = queue.info, queue.requeue
+        emit, outcomes, results = self.events.emit, self.outcomes, self.results
+        msg, rejectors, advance = got.message, got.rejectors, got.advance
+        # pods added to or deleted from the queue by a subscriber meanwhile
+        # cut the stretch too (the next head may then be another pod)
+        seq, size = queue._seq, len(queue._infos)
+        t0 = time.perf_counter()
+        for i in range(n):
+            if i:
+                obj = (block.pods.manifests[run.start + i - 1] if block is not None
+                       else rest[i - 1].pod.obj)
+                if (nominated_in(obj) or (state.version, nominator.version) != stamp
+                        or queue._seq != seq or len(queue._infos) != size):
+                    done = i
+                    break
+            pi = info(run, i)
+            queue.scheduling_cycle = first_cycle + i
+            # the end of its failed cycle, as ``_fail_again`` (latencies,
+            # the stage timer and the memory's hits in bulk below)
+            self.attempts += 1
+            if advance:
+                self.next_start_index = (self.next_start_index + advance) % state.num_nodes
+            results["unschedulable"] = results.get("unschedulable", 0) + 1
+            requeue(pi, rejectors)
+            key = pi.key
+            emit("FailedScheduling", key, None, msg)
+            b = Binding(key, None, msg)
+            outcomes[key] = b
+            append(b if collect else key)
+            if pi.where != UNSCHEDULABLE:
+                done = i + 1
+                break
+        count = min(done, n)
+        dt = time.perf_counter() - t0
+        self.failure_memory.hits += count
+        self.timer.add("diagnosis", dt)
+        self.latencies.extend([dt / count] * count)
+        queue.scheduling_cycle = top
+        if done < n:
+            queue.unpop(run, done)
         return out
 
     def _bind_run(self, run, placed: int, rows, collect: bool = True) -> list:

@@ -25,6 +25,7 @@ from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
 
 from .events import Binding
+from .failure_memory import RememberedFailure
 from .queue import POD_DELETE, QueuedPodInfo
 
 
@@ -81,12 +82,22 @@ class SchedulingCycle:
                         self._result("unschedulable")
                         self._emit("FailedScheduling", pod.key, None, msg)
                         return Binding(pod.key, None, msg)
+        memory = self.failure_memory
+        fkey = None
+        if memory is not None and not self.nominator:
+            fkey = memory.key(fw, pod)
+            if fkey is not None:
+                stamp = self._failure_stamp()
+                got = memory.recall(fkey, stamp, self.next_start_index)
+                if got is not None:
+                    return self._fail_again(pod, pi, got, t0)
+        start = self.next_start_index
         temp = self._add_nominated(pod) if self.nominator else ()
         # plugins that must see the state without them (Coscheduling) read this
         self.cycle_nominated = temp
         try:
             result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,
-                                  start_index=self.next_start_index, want_scores=False)
+                                  start_index=start, want_scores=False)
         except BaseException:
             self._remove(temp)
             raise
@@ -132,11 +143,44 @@ class SchedulingCycle:
         self.timer.add("diagnosis", time.perf_counter() - t2)
         self.latencies.append(time.perf_counter() - t0)
         self._result("unschedulable")
+        rejectors = frozenset(self._rejectors(result, diag))
+        if fkey is not None and self._failure_stamp() == stamp:
+            # nothing (not even a plugin) changed the cluster in the cycle
+            n = state.num_nodes
+            memory.remember(fkey, stamp, RememberedFailure(
+                msg, rejectors, result.processed % n if n else 0,
+                -1 if result.processed >= n else start))
         if pi is not None:
-            self.queue.requeue(pi, self._rejectors(result, diag))
+            self.queue.requeue(pi, rejectors)
         self._emit("FailedScheduling", pod.key, None, msg)
         b = Binding(pod.key, None, msg)
         self.outcomes[pod.key] = b
+        return b
+
+    def _failure_stamp(self) -> tuple:
+        """What a remembered failure holds for (``failure_memory``)."""
+        return (self.cluster.state.version, self.nominator.version)
+
+    def _fail_again(self, pod: PodRecord, pi: QueuedPodInfo | None, got, t0: float) -> Binding:
+        """The end of a failed cycle, from a remembered failure: the same
+        counters, rotation, requeue, event and outcome as ``_attempt``'s."""
+        self.attempts += 1
+        if got.advance:
+            n = self.cluster.state.num_nodes
+            self.next_start_index = (self.next_start_index + got.advance) % n
+        self.failure_memory.hits += 1
+        results = self.results              # (``_result``, ``timer.add`` inline: per pod)
+        results["unschedulable"] = results.get("unschedulable", 0) + 1
+        if pi is not None:
+            self._queue.requeue(pi, got.rejectors)
+        msg, key = got.message, pod.key
+        self.events.emit("FailedScheduling", key, None, msg)
+        b = Binding(key, None, msg)
+        self.outcomes[key] = b
+        dt = time.perf_counter() - t0
+        stages = self.timer.seconds
+        stages["diagnosis"] = stages.get("diagnosis", 0.0) + dt
+        self.latencies.append(dt)
         return b
 
     @staticmethod

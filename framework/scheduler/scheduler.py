@@ -56,6 +56,7 @@ from .binding import BindingCycle, WaitingPod
 from .cluster import Cluster, pod_columns_from
 from .event_handlers import EventHandlers
 from .events import BOUND, EVENTS, OUTCOME_EVENTS, Binding, EventBus, Outcomes
+from .failure_memory import FailureMemory
 from .metrics import Metrics, StageTimer
 from .queue import (
     DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
@@ -82,7 +83,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                  pod_initial_backoff_seconds: float | None = None,
                  pod_max_backoff_seconds: float | None = None,
                  pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
-                 batch: bool = True, max_run: int = 1_000_000):
+                 batch: bool = True, max_run: int = 1_000_000,
+                 remember_failures: bool = True):
         args = Arguments("Scheduler")
         args.instance("cluster", cluster, Cluster, "a Cluster (build_cluster)")
         backend, seed = args.backend(backend), args.seed(seed)
@@ -100,6 +102,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                         unit="seconds")
         batch = args.flag("batch", batch)
         max_run = args.integer("max_run", max_run, 1)
+        remember_failures = args.flag("remember_failures", remember_failures)
         self.cluster = cluster
         self.backend = backend
         self.seed = seed
@@ -148,6 +151,12 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         self.max_run = int(max_run)
         self.run_lengths: list[int] = []               # pods placed per compiled run
         self._unrunnable: set = set()                  # run keys that did not compile
+        # Failures of alike pods on an unchanged cluster answered again
+        # without a cycle (``failure_memory``): on by default; off (None),
+        # every attempt runs its full cycle (what the tests compare with).
+        self.failure_memory = FailureMemory() if remember_failures else None
+        # (pod, failure, stamp, start index) ``_run_key`` last recalled
+        self._recalled: tuple | None = None
         self._blocks_refused: dict = {}     # framework id -> node layout it had no block form on
         self.block_pods = 0                 # pods arrival blocks handled (``arrival_blocks``)
         self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen

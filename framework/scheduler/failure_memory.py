@@ -1,0 +1,132 @@
+"""Failures remembered: a pod that fits nowhere, on a cluster where nothing
+changed since an alike pod failed, fails again without a pass over the nodes.
+
+Alike: the same profile (``Framework``), the same scheduling signature
+(``Framework.signature``: what every deciding plugin reads of the pod, the
+runs' key), the same priority and preemptionPolicy (what DefaultPreemption
+reads besides), and no nominatedNodeName of its own (its eligibility to
+preempt then depends on that node).  Nothing changed: the cluster state's
+mutation counter (``ClusterState.version``: every node or pod added, updated
+or deleted, every binding, eviction, expiry or terminating mark moves it)
+and the nominator's are where they were, and no pod is nominated (nominated
+pods are counted into a cycle).  The profile's PostFilter plugins must
+promise that their "nothing found" depends on no more
+(``RepeatableFailurePlugin``; ``Framework.failures_repeat``).
+
+The queue's queueing hints (a plugin's ``events``) say which events may make
+a pod schedulable; they are not enough here, where the failure's every word
+must come out as a full cycle's would: a pod bound elsewhere, an event
+NodeResourcesFit ignores, may add "Insufficient memory" to a node's reasons
+or bring a lower-priority pod that DefaultPreemption could evict.  So every
+change of the state forgets every remembered failure; the pods it may help
+are moved by the queue, as before, and their next cycle is a full one.
+
+What a remembered failure gives back: the FailedScheduling message (the
+diagnosis, PostFilter's message appended), the plugins that rejected the pod
+(the unschedulable pool's bookkeeping reads them) and how many nodes the
+cycle processed (the rotating start index advances by as many).  The rest -- the
+attempt counter (later tie-breaks), requeue and backoff, the event, the
+metrics, the outcome -- goes through the same steps as a full cycle's
+failure (``SchedulingCycle._attempt``).  A cycle that nominated a node is
+never remembered: its preemption changed the cluster.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.objects.records import PodRecord
+
+
+@dataclass(frozen=True, slots=True)
+class RememberedFailure:
+    """A failed cycle's outcome, as a later alike pod gets it again.
+
+    ``advance``: how far the rotating start index moved (the nodes the
+    cycle processed, modulo the node count); ``start_index``: where the
+    cycle began, or -1 when it processed every node (any start gives the
+    same answer)."""
+
+    message: str
+    rejectors: frozenset
+    advance: int
+    start_index: int
+
+
+def nominated_in(obj) -> str:
+    """A Pod manifest's ``status.nominatedNodeName`` ("" when none)."""
+    return ((obj or {}).get("status") or {}).get("nominatedNodeName") or ""
+
+
+def nominated_node_name(pod: PodRecord) -> str:
+    """The pod's ``status.nominatedNodeName`` ("" when none)."""
+    return nominated_in(pod.obj)
+
+
+class FailureMemory:
+    """Remembered failures of one scheduler, valid for one stamp (the
+    cluster's state and nominator versions): a new stamp forgets them all.
+
+    Keys are small ints, one per (framework, signature, priority,
+    preemptionPolicy), kept in the pod's memo under this memory's own name
+    and the framework (pods and frameworks may outlive a scheduler): a
+    lookup hashes an int, not the signature."""
+
+    def __init__(self) -> None:
+        self._name = ("failure_memory.key", next(_MEMORIES))
+        self._stamp: tuple | None = None
+        self._failures: dict[int, RememberedFailure] = {}
+        self._ids: dict[tuple, int] = {}
+        self.hits = 0           # failures answered from memory
+
+    def key(self, fw, pod: PodRecord) -> int | None:
+        """The pod's key under profile ``fw``, or None when its failures
+        are not remembered (no signature, a PostFilter plugin without the
+        promise, a nomination of its own)."""
+        if not fw.failures_repeat:
+            return None
+        memo = pod.memo
+        mk = (self._name, fw)
+        got = memo.get(mk, _NONE)
+        if got is _NONE:
+            sig = fw.signature(pod)
+            if sig is None:
+                got = None
+            else:
+                full = (fw, sig, pod_priority(pod), pod.preemption_policy)
+                got = self._ids.setdefault(full, len(self._ids))
+            memo[mk] = got
+        if got is None or nominated_node_name(pod):
+            return None
+        return got
+
+    def recall(self, key: int, stamp: tuple, start_index: int) -> RememberedFailure | None:
+        """The failure remembered for ``key`` under ``stamp`` (for a cycle
+        starting at ``start_index``), or None."""
+        if stamp != self._stamp:
+            return None
+        got = self._failures.get(key)
+        if got is None or (got.start_index >= 0 and got.start_index != start_index):
+            return None
+        return got
+
+    def remember(self, key: int, stamp: tuple, failure: RememberedFailure) -> None:
+        """Keep ``failure`` for ``key`` under ``stamp`` (the failures of an
+        older stamp are forgotten)."""
+        if stamp != self._stamp:
+            self._failures.clear()
+            self._stamp = stamp
+        self._failures[key] = failure
+
+    def forget(self) -> None:
+        self._failures.clear()
+        self._stamp = None
+
+    def __len__(self) -> int:
+        return len(self._failures)
+
+
+_NONE = object()
+_MEMORIES = itertools.count()
