@@ -88,7 +88,8 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}
     runs = sched.run_lengths
     return {
-        "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,
+        "workload": workload, "nodes": nodes, "pods": pods, "backend": fw.backend_name,
+        **({"requested_backend": backend} if backend != fw.backend_name else {}),
         "percentage_of_nodes_to_score": percentage, "batch": batch,
         "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,
         "mean_run_length": round(sum(runs) / len(runs), 1) if runs else 1.0,
