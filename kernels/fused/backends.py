@@ -533,7 +533,8 @@ class CudaBackend:
     query is one device buffer (``stage_args.pack_query``), uploaded once.
     A run keeps its query's reasons and raw scores by row on the device
     between calls and recomputes the rows written since: a run costs at most
-    two launches (that pass and the run kernel) and one copy back."""
+    two launches (that pass and the run kernel) and one copy back; a cycle
+    one launch (that pass) and the cache copied back for the host's ranking."""
 
     name = "cuda"
     MAX_CACHED_QUERIES = 32
@@ -550,6 +551,7 @@ class CudaBackend:
         self._cuda = cuda
         self._k = _fused_cuda
         self._run = _cuda_run
+        self._host = _fused_numba                # the host-side ranking kernels
         self._finalize = _fused_numba.finalize
         self._packs: tuple = ()
         self._qbufs: OrderedDict = OrderedDict()
@@ -615,25 +617,33 @@ class CudaBackend:
 
     def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                  extra=None, want_scores=True) -> StageResult:
-        cuda = self._cuda
-        rows = rotated(rows, start)
+        """One cycle: the query's device row cache brought up to date (at
+        most one launch, over the rows written since), copied back, and
+        normalized, weighed and ranked on the host in evaluation order (the
+        numba backend's ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
         packs = self._sync_columns(source)
         cols = source.columns()
+        c = self._row_cache(source, cols, q, n_slots, packs)
+        reasons_by_row = c.reasons.copy_to_host()
+        raw_by_row = c.raw.copy_to_host()
         m = rows.shape[0]
-        d_reasons = cuda.device_array(m, np.int64)
-        d_raw = cuda.to_device(np.zeros((m, n_slots), np.int64))
-        self._k.launch_fused_pass(m, cuda.to_device(rows), packs, self._qbuf(cols, q), False,
-                                  d_reasons, d_raw)
-        self.launches += 1
-        reasons = d_reasons.copy_to_host()
-        raw = d_raw.copy_to_host()
-        if extra is not None:
-            reasons, raw = extra(reasons, raw)
         total = np.zeros(m, np.int64)
         ties = np.zeros(m, np.int64)
-        n_ties, processed, found = self._finalize(reasons, raw, total, num_to_find, active,
-                                                  norm, weights, ties)
-        return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+        if extra is not None:
+            reasons = np.empty(m, np.int64)
+            raw = np.empty((m, n_slots), np.int64)
+            self._host.gather_rows(rows, start, reasons_by_row, raw_by_row, reasons, raw)
+            reasons, raw = extra(reasons, raw)
+            n_ties, processed, found = self._finalize(reasons, raw, total, num_to_find, active,
+                                                      norm, weights, ties)
+            return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+        scores_out = np.zeros((m, n_slots), np.int64)
+        n_ties, processed, found = self._host.finalize_rows(
+            rows, start, reasons_by_row, raw_by_row, num_to_find, active, norm, weights,
+            bool(want_scores), scores_out, total, ties, np.zeros(n_slots, np.int64))
+        reasons = np.take(reasons_by_row, rotated(rows, start))
+        return StageResult(reasons, scores_out if want_scores else None, total, ties[:n_ties],
+                           processed, found)
 
     def _row_cache(self, source, cols, q, n_slots, packs) -> _DeviceRowCache:
         """The query's device row cache, current: the rows written since it
