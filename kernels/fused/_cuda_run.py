@@ -93,6 +93,44 @@ def pack_run_params(count, attempt, start, num_to_find, request, nonzero, active
                            weights.astype(np.int64)))
 
 
+def pack_rules(rules) -> tuple:
+    """``domain_rules.RuleArrays`` as the kernel takes them: (domp1 and
+    count_dom [2, R, N], sums and present [2, R, D] int64, params [R, P],
+    thresholds and least counts [2, R] (scratch))."""
+    r = rules.params.shape[0]
+    return (np.ascontiguousarray(np.stack((rules.domp1, rules.count_dom)), np.int64),
+            np.ascontiguousarray(np.stack((rules.sums, rules.present.astype(np.int64)))),
+            np.ascontiguousarray(rules.params, np.int64), np.zeros((2, r), np.int64))
+
+
+def pack_spread(spread) -> tuple:
+    """``domain_rules.SpreadArrays`` (at least one row each) as the kernel
+    takes them: domp1, count_dom, size_dom [3, C, N], then sums, params,
+    has_all, meta, marks; the kernel's sizes [C] and weights [C] scratch."""
+    c = max(spread.params.shape[0], 1)
+    dom = np.stack([_one_row(a) for a in (spread.domp1, spread.count_dom, spread.size_dom)])
+    return (np.ascontiguousarray(dom, np.int64),
+            *(_one_row(a) for a in (spread.sums, spread.params, spread.has_all, spread.meta,
+                                    spread.marks)),
+            np.zeros(c, np.int64), np.zeros(c, np.float64))
+
+
+def pack_affinity(affinity) -> tuple:
+    """``domain_rules.AffinityArrays`` as the kernel takes them: domp1 and
+    count_dom [2, C, N], sums, params, meta."""
+    dom = np.stack([_one_row(a) for a in (affinity.domp1, affinity.count_dom)])
+    return (np.ascontiguousarray(dom, np.int64),
+            *(_one_row(a) for a in (affinity.sums, affinity.params, affinity.meta)))
+
+
+def _one_row(a: np.ndarray) -> np.ndarray:
+    """``a`` with one zero row when it has none (no empty device arrays)."""
+    a = np.ascontiguousarray(a)
+    if a.shape[0] == 0:
+        return np.zeros((1,) + a.shape[1:], a.dtype)
+    return a
+
+
 @cuda.jit(device=True)
 def _tie_index(seed_mix, attempt, n):
     z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
@@ -195,14 +233,14 @@ def _account(node_i64, qbuf, row, pod_request, pod_nonzero):
 @cuda.jit
 def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                      reasons_by_row, raw_by_row, out, scratch,
-                     r_domp1, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
-                     sp_domp1, sp_count_dom, sp_size_dom, sp_sums, sp_params, sp_has_all,
-                     sp_meta, sp_marks, sp_sizes, sp_weights,
-                     af_domp1, af_count_dom, af_sums, af_params, af_meta):
+                     r_dom, r_counts, r_params, r_state,
+                     sp_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
+                     sp_weights, af_dom, af_sums, af_params, af_meta):
     """Place up to rp[RP_COUNT] pods; out[0] = pods placed, out[1] = the next
     start position, out[2 + i] = pod i's row.  ``scratch`` [4 M + N] int64:
     feasibility and totals by position, raw spread and affinity by position,
-    the per-row base totals."""
+    the per-row base totals.  The rules, spread and affinity arrays come
+    stacked (``pack_rules`` etc.): same-shaped arrays along a first axis."""
     tid = int32(cuda.threadIdx.x)
     nt = int32(cuda.blockDim.x)
     n_warps = int32(nt // _WARP)
@@ -225,6 +263,17 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
     sp_raw = scratch[2 * m:3 * m]
     af_raw = scratch[3 * m:4 * m]
     base_by_row = scratch[4 * m:4 * m + n_rows]
+    r_domp1 = r_dom[0]
+    r_count_dom = r_dom[1]
+    r_sums = r_counts[0]
+    r_present = r_counts[1]
+    r_thr = r_state[0]
+    r_at_min = r_state[1]
+    sp_domp1 = sp_dom[0]
+    sp_count_dom = sp_dom[1]
+    sp_size_dom = sp_dom[2]
+    af_domp1 = af_dom[0]
+    af_count_dom = af_dom[1]
 
     wbuf = cuda.shared.array(_MAX_WARPS, int64)
     wbuf2 = cuda.shared.array((2, _MAX_WARPS), int64)

@@ -676,20 +676,6 @@ class CudaBackend:
             c.seen = source.version
         return c
 
-    def _dense_args(self, spread, affinity, n: int) -> tuple:
-        """The device run's spread and affinity arrays (``domain_rules``;
-        stand-ins of no term when absent) and the spread's scratch: sizes
-        [C], weights [C]."""
-        if spread is None:
-            spread = DR.stack_spread(None, n)
-        if affinity is None:
-            affinity = DR.stack_affinity(None, n)
-        c = max(spread.params.shape[0], 1)
-        to = self._cuda.to_device
-        return (*(to(_at_least_one(a)) for a in spread),
-                to(np.zeros(c, np.int64)), to(np.zeros(c, np.float64)),
-                *(to(_at_least_one(a)) for a in affinity))
-
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
@@ -712,7 +698,12 @@ class CudaBackend:
         m = rows.shape[0]
         if rules is None or rules.params.shape[0] == 0:
             rules = _never_fails(n)     # one rule no row fails: no empty device arrays
-        r = len(rules.params)
+        if spread is None:
+            spread = DR.stack_spread(None, n)
+        if affinity is None:
+            affinity = DR.stack_affinity(None, n)
+        R = self._run
+        families = (*R.pack_rules(rules), *R.pack_spread(spread), *R.pack_affinity(affinity))
         rp = self._run.pack_run_params(count, attempt, start, num_to_find, request, nonzero,
                                        active, norm, weights)
         d_out = cuda.device_array(count + 2, np.int64)
@@ -720,11 +711,7 @@ class CudaBackend:
         self._run.launch_place_run(
             m, seed_mix, cuda.to_device(rp), cuda.to_device(rows), *packs,
             self._qbuf(cols, q), c.reasons, c.raw, d_out,
-            cuda.device_array(4 * m + n, np.int64),
-            *(cuda.to_device(np.ascontiguousarray(a)) for a in (
-                rules.domp1, rules.count_dom, rules.sums, rules.present, rules.params)),
-            cuda.device_array(r, np.int64), cuda.device_array(r, np.int64),
-            *self._dense_args(spread, affinity, n))
+            cuda.device_array(4 * m + n, np.int64), *(cuda.to_device(a) for a in families))
         self.launches += 1
         got = d_out.copy_to_host()
         placed, next_start = int(got[0]), int(got[1])
@@ -736,14 +723,6 @@ class CudaBackend:
         np.add.at(cols.nonzero_requested, out, nonzero)
         register(out)
         return out, next_start
-
-
-def _at_least_one(a: np.ndarray) -> np.ndarray:
-    """``a`` with one zero row when it has none (no empty device arrays)."""
-    a = np.ascontiguousarray(a)
-    if a.shape[0] == 0:
-        return np.zeros((1,) + a.shape[1:], a.dtype)
-    return a
 
 
 def _never_fails(n: int) -> DR.RuleArrays:
