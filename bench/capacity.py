@@ -83,7 +83,7 @@ def nodes_case(nodes: int, backend: str, seed: int) -> dict:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.capacity",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="numba", choices=("numba", "numpy"))
+    ap.add_argument("--backend", default="numba", choices=("numba", "numpy", "auto"))
     ap.add_argument("--fit-nodes", type=int, default=10_000)
     ap.add_argument("--search-nodes", type=int, default=1_000)
     ap.add_argument("--seed", type=int, default=0)

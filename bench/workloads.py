@@ -100,7 +100,8 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
                                       cpu1 - failed_at[0][1]) if failed_at else {}
     runs = sched.run_lengths
     return {
-        "workload": workload, "nodes": nodes, "pods": pods, "backend": backend,
+        "workload": workload, "nodes": nodes, "pods": pods, "backend": fw.backend_name,
+        **({"requested_backend": backend} if backend != fw.backend_name else {}),
         "percentage_of_nodes_to_score": percentage, "batch": batch,
         "remember_failures": remember_failures,
         "pods_per_second": round(pods / elapsed, 1) if elapsed > 0 else None,

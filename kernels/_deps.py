@@ -49,3 +49,15 @@ def _version(distribution: str) -> str:
         return version(distribution)
     except PackageNotFoundError:
         return "(version unknown)"
+
+
+_gpu_present = None
+
+
+def gpu_present() -> bool:
+    """A real CUDA device answers here (Numba's simulator is not one), probed
+    once per process: ``--backend auto`` sends the GPU stages there."""
+    global _gpu_present
+    if _gpu_present is None:
+        _gpu_present = not CUDA_SIMULATOR and cuda_unavailable_reason() is None
+    return _gpu_present

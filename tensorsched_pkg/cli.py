@@ -45,7 +45,10 @@ def _single_pod(path) -> dict:
 def _explain_table(record: dict, top: int) -> list[str]:
     """The table form of an explain record: the best nodes with each
     plugin's score and weight, the rejections by reason, the preemption."""
-    lines = [f"pod {record['pod']}  profile {record['profile']}  backend {record['backend']}"]
+    ran = record["backend"]
+    if record.get("requested_backend"):
+        ran += f" ({record['requested_backend']})"
+    lines = [f"pod {record['pod']}  profile {record['profile']}  backend {ran}"]
     if record.get("bound_node"):
         lines.append(f"bound to {record['bound_node']} (explained without its own usage)")
     lines.append(f"nodes evaluated: {record['nodes_evaluated']}, "
@@ -155,8 +158,15 @@ def cmd_schedule(args) -> int:
     ignored = f", {s['ignored']} for other schedulers" if s["ignored"] else ""
     print(f"scheduled {s['scheduled']}/{s['pods']} pods on {s['nodes_used']} nodes "
           f"({s['unschedulable']} unschedulable{ignored}, {s['preemptions']} preemptions, "
-          f"{s['evictions']} evictions), backend {args.backend}", file=sys.stderr)
+          f"{s['evictions']} evictions), backend {_ran(args.backend)}", file=sys.stderr)
     return 0
+
+
+def _ran(backend: str) -> str:
+    """The backend that ran the cycles, and ``auto`` when it chose it."""
+    from tensorsched.kernels.fused.backends import resolve_backend
+    ran = resolve_backend(backend)
+    return f"{ran} ({backend})" if ran != backend else ran
 
 
 def cmd_bench(args) -> int:
@@ -286,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=SEED, default=42, help="seed of the workload draw")
     r.add_argument("--tune", type=positive_float, default=1.3,
                    help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")
-    r.add_argument("--backend", choices=("numba", "numpy"), default="numba", help="backend")
+    r.add_argument("--backend", choices=("numba", "numpy", "auto"), default="numba",
+                   help="backend (auto: numba; the replay has no GPU kernels)")
     r.add_argument("--output", type=output_file,
                    help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it "
                    "(with --sweep: the one sweep CSV)")

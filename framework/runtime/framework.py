@@ -30,7 +30,7 @@ from tensorsched.kernels.domain_rules import (
     stack_rules,
     stack_spread,
 )
-from tensorsched.kernels.fused.backends import make_backend, rotated
+from tensorsched.kernels.fused.backends import make_backend, resolve_backend, rotated
 
 from .blocks import block_setup, place_block
 from .plugin import (
@@ -165,7 +165,10 @@ class Framework:
             raise
         except Exception as exc:                 # BackendUnavailable from the kernels
             raise BackendError(str(exc)) from exc
-        self.backend_name = backend
+        # ``backend`` as asked for; ``backend_name`` the one the fused cycle
+        # runs on (they differ for ``auto``); other stages ask ``backend_for``
+        self.requested_backend = backend
+        self.backend_name = resolve_backend(backend)
         self.percentage = (profile.percentage_of_nodes_to_score
                            if profile.percentage_of_nodes_to_score is not None
                            else percentage_of_nodes_to_score)
@@ -226,6 +229,11 @@ class Framework:
         self._masked: collections.OrderedDict = collections.OrderedDict()   # _masked_query
         self.block_setup = block_setup(self)
         self.block_classes = None       # (state key, kinds of pods) of the last block
+
+    def backend_for(self, stage: str) -> str:
+        """The backend that runs ``stage`` (``kernels.backend_names.STAGES``)
+        under this framework's backend: itself, or ``auto``'s choice."""
+        return resolve_backend(self.requested_backend, stage)
 
     def signature(self, pod: PodRecord) -> tuple | None:
         """The pod's scheduling signature under this profile: its compiled

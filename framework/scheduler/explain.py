@@ -112,6 +112,9 @@ def _explain(cluster: Cluster, fw, pod, seed: int) -> dict:
         "weights": {p.name: int(w) for p, w in fw.score_refs
                     if any(p is q for q in result.active_score_plugins)},
     }
+    if fw.requested_backend != fw.backend_name:
+        # ``auto``: "backend" is the one that ran
+        record["requested_backend"] = fw.requested_backend
     # Plugins that report more (GpuShareFit: "gpus") add their fields; a
     # profile without such plugins keeps the record above unchanged.
     for p in fw.plugins.values():

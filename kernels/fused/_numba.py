@@ -18,6 +18,7 @@ from numba import int64, njit, prange, uint64
 from tensorsched.kernels._compile import KEY, compile_module, compile_source
 
 from . import _core
+from . import stage_args as SA
 
 # prange over nodes is opt-in: on 2 cores the per-call thread start-up costs
 # more than it saves at these row counts (see bench/results).
@@ -40,35 +41,15 @@ finalize = core["finalize_scores"]
 
 
 _FUSED_TEMPLATE = """
-def fused_pass(rows, allocatable, requested, nonzero_requested, unschedulable, valid,
-               label_vals, label_nums, label_isnum, taint_bits, image_bits, port_bits,
-               filter_flags, score_flags, request, nonzero_request, requests_anything,
-               fit_ignored, node_name_row, prefilter_rows, tolerates_unschedulable,
-               taint_reject, taint_prefer, has_node_selector, has_required,
-               has_added_required, program_terms, term_offsets, term_weights, req_key,
-               req_op, req_num, val_offsets, vals, port_conflicts, strategy, fit_res,
-               fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind,
-               image_entries, image_scaled, image_min, image_max, reasons_out, raw_out):
+def fused_pass(rows, {stage}, reasons_out, raw_out):
     for j in prange(rows.shape[0]):
         i = rows[j]
         o = {out_index}
-        r = node_reasons(i, allocatable, requested, unschedulable, valid, label_vals,
-                         label_nums, label_isnum, taint_bits, port_bits, filter_flags,
-                         request, requests_anything, fit_ignored, node_name_row,
-                         prefilter_rows, tolerates_unschedulable, taint_reject,
-                         has_node_selector, has_required, has_added_required,
-                         program_terms, term_offsets, req_key, req_op, req_num,
-                         val_offsets, vals, port_conflicts)
+        r = node_reasons(i, {reasons_args})
 {filter_hooks}
         reasons_out[o] = r
         if r == 0:
-            node_raw_scores(i, o, raw_out, allocatable, requested, nonzero_requested,
-                            label_vals, label_nums, label_isnum, taint_bits, image_bits,
-                            score_flags, request, nonzero_request, taint_prefer,
-                            program_terms, term_offsets, term_weights, req_key, req_op,
-                            req_num, val_offsets, vals, strategy, fit_res, fit_kind,
-                            fit_weights, shape_util, shape_score, bal_res, bal_kind,
-                            image_entries, image_scaled, image_min, image_max)
+            node_raw_scores(i, o, raw_out, {scores_args})
 {score_hooks}
 """
 
@@ -136,8 +117,12 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
         namespace[f"user_score_{k}"] = f if hasattr(f, "py_func") else njit(f)
         depends.append(_user_function_key(f))
         hooks_s.append(_SCORE_HOOK.format(k=k, slot=first_score_slot + k))
-    source = _FUSED_TEMPLATE.replace("{filter_hooks}", "\n".join(hooks_f)).replace(
-        "{score_hooks}", "\n".join(hooks_s)).replace("{out_index}", "i" if by_row else "j")
+    source = (_FUSED_TEMPLATE.replace("{filter_hooks}", "\n".join(hooks_f))
+              .replace("{score_hooks}", "\n".join(hooks_s))
+              .replace("{out_index}", "i" if by_row else "j")
+              .replace("{stage}", SA.PARAMETERS)
+              .replace("{reasons_args}", SA.call_arguments(_core.node_reasons, 1))
+              .replace("{scores_args}", SA.call_arguments(_core.node_raw_scores, 3)))
     ns = compile_source(f"{__name__}.fused_pass", source, njit, ("fused_pass",), namespace,
                         options={"parallel": _PARALLEL, "nogil": True, "_nrt": False},
                         cache=True, depends=depends,

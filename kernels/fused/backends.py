@@ -21,10 +21,11 @@ from tensorsched.kernels import backend_names
 from tensorsched.kernels import domain_rules as DR
 from tensorsched.kernels import domains
 from tensorsched.kernels import layout as L
-from tensorsched.kernels._deps import cuda_unavailable_reason
+from tensorsched.kernels._deps import cuda_unavailable_reason, gpu_present
 from tensorsched.kernels._errors import BackendUnavailable
 
 from . import filters, scores
+from . import stage_args as SA
 
 
 class StageResult(NamedTuple):
@@ -47,20 +48,9 @@ class StageResult(NamedTuple):
 
 
 def kernel_args(cols: L.NodeColumns, q: L.PodQuery) -> tuple:
-    """The fused kernels' arguments after ``rows``, before the outputs."""
-    p = q.programs
-    return (cols.allocatable, cols.requested, cols.nonzero_requested, cols.unschedulable,
-            cols.valid, cols.label_vals, cols.label_nums, cols.label_isnum, cols.taint_bits,
-            cols.image_bits, cols.port_bits,
-            np.int64(q.filter_flags), np.int64(q.score_flags), q.request, q.nonzero_request,
-            bool(q.requests_anything), q.fit_ignored, np.int64(q.node_name_row),
-            q.prefilter_rows, bool(q.tolerates_unschedulable), q.taint_reject, q.taint_prefer,
-            bool(q.has_node_selector), bool(q.has_required), bool(q.has_added_required),
-            q.program_terms, p.term_offsets, p.term_weights, p.req_key, p.req_op, p.req_num,
-            p.val_offsets, p.vals, q.port_conflicts, np.int64(q.fit_strategy), q.fit_res,
-            q.fit_kind, q.fit_weights, q.shape_util, q.shape_score, q.bal_res, q.bal_kind,
-            q.image_entries, q.image_scaled, np.int64(L.IMAGE_MIN_THRESHOLD),
-            np.int64(q.image_max))
+    """The fused kernels' arguments after ``rows``, before the outputs
+    (``stage_args.STAGE_NAMES`` order)."""
+    return SA.host_args(cols, q)
 
 
 def _pad_bitsets(cols: L.NodeColumns, q: L.PodQuery) -> L.PodQuery:
@@ -520,14 +510,34 @@ def rotated(rows, start):
     return np.concatenate((rows[start:], rows[:start]))
 
 
+class _DeviceRowCache:
+    """One query's reasons [N] and raw scores [N, S] by node row on the
+    device, valid up to state version ``seen``: a run recomputes only the
+    rows written since (one by-row fused pass over them)."""
+
+    def __init__(self, q, key, reasons, raw):
+        self.q = q
+        self.key = key
+        self.seen = -1
+        self.reasons = reasons
+        self.raw = raw
+
+
 class CudaBackend:
     """Numba CUDA kernels over device copies of the columns.
 
-    The mirror re-uploads only the span of node rows written since its last
-    upload (``row_version``; one copy per column), or everything when the
-    arrays were reallocated."""
+    The mirror keeps the node columns packed by dtype on the device
+    (``stage_args.pack_nodes``: three arrays) and re-uploads only the span of
+    node rows written since its last upload (``row_version``; one copy per
+    pack), or everything when the arrays were reallocated.  Each compiled
+    query is one device buffer (``stage_args.pack_query``), uploaded once.
+    A run keeps its query's reasons and raw scores by row on the device
+    between calls and recomputes the rows written since: a run costs at most
+    two launches (that pass and the run kernel) and one copy back; a cycle
+    one launch (that pass) and the cache copied back for the host's ranking."""
 
     name = "cuda"
+    MAX_CACHED_QUERIES = 32
 
     def __init__(self):
         reason = cuda_unavailable_reason()
@@ -536,58 +546,74 @@ class CudaBackend:
         from numba import cuda
 
         from . import _cuda as _fused_cuda       # numba-cuda: only with the cuda backend
+        from . import _cuda_run
         from . import _numba as _fused_numba
         self._cuda = cuda
         self._k = _fused_cuda
+        self._run = _cuda_run
+        self._host = _fused_numba                # the host-side ranking kernels
         self._finalize = _fused_numba.finalize
-        self._dev: dict = {}
-        self._qargs: OrderedDict = OrderedDict()
+        self._packs: tuple = ()
+        self._qbufs: OrderedDict = OrderedDict()
+        self._caches: OrderedDict = OrderedDict()
+        self._all_rows = None
         self._layout = None
         self._version = -1
         self._shape = None
         self.rows_uploaded = 0      # node rows sent to the device
-        self.copies = 0             # host -> device column copies made for them
+        self.copies = 0             # host -> device copies made for them
+        self.rows_recomputed = 0    # rows the device row caches recomputed
+        self.launches = 0           # kernels launched
 
-    def _query_args(self, cols, q) -> tuple:
-        """The query's kernel arguments on the device, uploaded once per
-        compiled query (and bitset width)."""
-        key = (id(q), cols.taint_bits.shape[1], cols.port_bits.shape[1])
-        hit = self._qargs.get(key)
+    def _qbuf(self, cols, q):
+        """The query's packed buffer on the device, uploaded once per
+        compiled query and column shapes."""
+        key = (id(q), tuple(a.shape[1:] for a in cols))
+        hit = self._qbufs.get(key)
         if hit is not None and hit[0] is q:
             return hit[1]
-        host = kernel_args(cols, _pad_bitsets(cols, q))[len(cols):]
-        args = tuple(self._cuda.to_device(a) if isinstance(a, np.ndarray) and a.ndim > 0 else a
-                     for a in host)
-        self._qargs[key] = (q, args)
-        while len(self._qargs) > 32:
-            self._qargs.popitem(last=False)
-        return args
+        buf = self._cuda.to_device(SA.pack_query(cols, _pad_bitsets(cols, q)))
+        self._qbufs[key] = (q, buf)
+        while len(self._qbufs) > self.MAX_CACHED_QUERIES:
+            self._qbufs.popitem(last=False)
+        return buf
 
-    def _sync_columns(self, source) -> dict:
+    def _sync_columns(self, source) -> tuple:
         cuda = self._cuda
         cols = source.columns()
         shape = tuple(a.shape for a in cols)
         if self._layout != source.layout_version or shape != self._shape:
-            self._dev = {f: cuda.to_device(np.ascontiguousarray(a))
-                         for f, a in zip(cols._fields, cols)}
+            self._packs = tuple(cuda.to_device(a) for a in SA.pack_nodes(cols))
             self._layout, self._shape = source.layout_version, shape
+            self._caches.clear()
             self.rows_uploaded += cols.allocatable.shape[0]
-            self.copies += len(cols)
+            self.copies += len(self._packs)
         elif source.version != self._version:
             n = cols.allocatable.shape[0]
             dirty = np.flatnonzero(source.row_version[:n] > self._version)
             if dirty.shape[0]:
-                # One copy per column over the span of written rows: a run
-                # writes rows all over the node set, and a copy per row and
-                # column costs a transfer's latency each (11 columns x rows);
-                # the unwritten rows inside the span are re-sent unchanged.
+                # One copy per pack over the span of written rows: a run
+                # writes rows all over the node set, and a copy per row costs
+                # a transfer's latency each; the unwritten rows inside the
+                # span are re-sent unchanged.
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
-                for f, a in zip(cols._fields, cols):
-                    self._dev[f][lo:hi].copy_to_device(np.ascontiguousarray(a[lo:hi]))
+                for dev, host in zip(self._packs, SA.pack_nodes(cols, lo, hi)):
+                    dev[lo:hi].copy_to_device(host)
                 self.rows_uploaded += hi - lo
-                self.copies += len(cols)
+                self.copies += len(self._packs)
         self._version = source.version
-        return self._dev
+        return self._packs
+
+    def device_column(self, name: str) -> np.ndarray:
+        """Node column ``name`` as the device holds it (a host copy; tests)."""
+        spans, _, _ = SA._node_packs(self._shape)
+        k = SA.NODE_NAMES.index(name)
+        _, pack, dims = SA.NODE_COLUMNS[k]
+        if pack == "labels":
+            return self._packs[2].copy_to_host()
+        host = self._packs[0 if pack == "i64" else 1].copy_to_host()
+        lo, hi = spans[k]
+        return host[:, lo] if dims == 1 else host[:, lo:hi]
 
     def device_columns(self, source) -> dict:
         """The node columns on the device, level with ``source`` (field name
@@ -596,98 +622,112 @@ class CudaBackend:
 
     def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                  extra=None, want_scores=True) -> StageResult:
-        cuda = self._cuda
-        rows = rotated(rows, start)
-        dev = self._sync_columns(source)
+        """One cycle: the query's device row cache brought up to date (at
+        most one launch, over the rows written since), copied back, and
+        normalized, weighed and ranked on the host in evaluation order (the
+        numba backend's ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
+        packs = self._sync_columns(source)
         cols = source.columns()
-        dcols = tuple(dev[f] for f in cols._fields)
+        c = self._row_cache(source, cols, q, n_slots, packs)
+        reasons_by_row = c.reasons.copy_to_host()
+        raw_by_row = c.raw.copy_to_host()
         m = rows.shape[0]
-        d_rows = cuda.to_device(rows)
-        d_reasons = cuda.device_array(m, np.int64)
-        d_raw = cuda.to_device(np.zeros((m, n_slots), np.int64))
-        self._k.launch_fused_pass(m, d_rows, *dcols, *self._query_args(cols, q), d_reasons,
-                                  d_raw)
-        reasons = d_reasons.copy_to_host()
-        raw = d_raw.copy_to_host()
-        if extra is not None:
-            reasons, raw = extra(reasons, raw)
         total = np.zeros(m, np.int64)
         ties = np.zeros(m, np.int64)
-        n_ties, processed, found = self._finalize(reasons, raw, total, num_to_find, active,
-                                                  norm, weights, ties)
-        return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+        if extra is not None:
+            reasons = np.empty(m, np.int64)
+            raw = np.empty((m, n_slots), np.int64)
+            self._host.gather_rows(rows, start, reasons_by_row, raw_by_row, reasons, raw)
+            reasons, raw = extra(reasons, raw)
+            n_ties, processed, found = self._finalize(reasons, raw, total, num_to_find, active,
+                                                      norm, weights, ties)
+            return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+        scores_out = np.zeros((m, n_slots), np.int64)
+        n_ties, processed, found = self._host.finalize_rows(
+            rows, start, reasons_by_row, raw_by_row, num_to_find, active, norm, weights,
+            bool(want_scores), scores_out, total, ties, np.zeros(n_slots, np.int64))
+        reasons = np.take(reasons_by_row, rotated(rows, start))
+        return StageResult(reasons, scores_out if want_scores else None, total, ties[:n_ties],
+                           processed, found)
 
-    def _dense_args(self, spread, affinity, n: int, m: int) -> tuple:
-        """The device run's spread and affinity arrays (``domain_rules``;
-        stand-ins of no term when absent) and their scratch: sizes [C],
-        weights [C], raw scores by position [M] each."""
-        if spread is None:
-            spread = DR.stack_spread(None, n)
-        if affinity is None:
-            affinity = DR.stack_affinity(None, n)
-        dense = spread.params.shape[0] > 0 or affinity.params.shape[0] > 0
-        c = max(spread.params.shape[0], 1)
-        to = self._cuda.to_device
-        return (*(to(_at_least_one(a)) for a in spread),
-                to(np.zeros(c, np.int64)), to(np.zeros(c, np.float64)),
-                to(np.zeros(m if dense else 1, np.int64)),
-                *(to(_at_least_one(a)) for a in affinity),
-                to(np.zeros(m if dense else 1, np.int64)))
+    def _row_cache(self, source, cols, q, n_slots, packs) -> _DeviceRowCache:
+        """The query's device row cache, current: the rows written since it
+        last ran recomputed by one by-row fused pass (all rows the first time)."""
+        cuda = self._cuda
+        n = cols.allocatable.shape[0]
+        key = (source.layout_version, n, n_slots)
+        c = self._caches.get(id(q))
+        if c is None or c.q is not q or c.key != key:
+            c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
+                                cuda.to_device(np.zeros((n, n_slots), np.int64)))
+            self._caches[id(q)] = c
+            while len(self._caches) > self.MAX_CACHED_QUERIES:
+                self._caches.popitem(last=False)
+        else:
+            self._caches.move_to_end(id(q))
+        if c.seen != source.version:
+            if c.seen < 0:
+                if self._all_rows is None or self._all_rows.shape[0] != n:
+                    self._all_rows = cuda.to_device(np.arange(n, dtype=np.int64))
+                d_rows, k = self._all_rows, n
+            else:
+                dirty = np.flatnonzero(source.row_version[:n] > c.seen)
+                d_rows, k = (cuda.to_device(dirty) if dirty.shape[0] else None), dirty.shape[0]
+            if k:
+                self._k.launch_fused_pass(k, d_rows, packs, self._qbuf(cols, q), True,
+                                          c.reasons, c.raw)
+                self.launches += 1
+                self.rows_recomputed += k
+            c.seen = source.version
+        return c
 
     def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                   count, seed, attempt, request, nonzero, register,
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
-        """``NumbaBackend.place_run`` device-resident: one fused pass fills a
-        device row cache, then one block places the whole run
-        (``_cuda.place_run_kernel``, one launch; per-domain ``rules`` are
-        evaluated by the block and counted by it, the ``spread`` and
-        ``affinity`` scores recomputed by it over the scanned rows for each
-        pod); the host columns then get the same requests added.  None
-        (nothing done) with more score slots than the block keeps maxima
-        for: those pods are scheduled one by one."""
-        if n_slots > self._k.MAX_RUN_SLOTS:
+        """``NumbaBackend.place_run`` device-resident: the query's device row
+        cache is brought up to date (only the rows written since), then one
+        block places the whole run (``_cuda_run.place_run_kernel``, one
+        launch; per-domain ``rules`` are evaluated by the block and counted
+        by it, the ``spread`` and ``affinity`` scores recomputed by it over
+        the scanned rows for each pod); one copy back, then the host columns
+        get the same requests added.  None (nothing done) with more score
+        slots than the block keeps maxima for: those pods are scheduled one
+        by one."""
+        if n_slots > self._run.MAX_RUN_SLOTS:
             return None
         cuda = self._cuda
-        dev = self._sync_columns(source)
+        packs = self._sync_columns(source)
         cols = source.columns()
-        dcols = tuple(dev[f] for f in cols._fields)
-        qargs = self._query_args(cols, q)
         n = cols.allocatable.shape[0]
-        d_reasons = cuda.device_array(n, np.int64)
-        d_raw = cuda.to_device(np.zeros((n, n_slots), np.int64))
-        self._k.launch_fused_pass(n, cuda.to_device(np.arange(n, dtype=np.int64)), *dcols,
-                                  *qargs, d_reasons, d_raw)       # by position = by row
-        d_out = cuda.to_device(np.full(max(count, 1), -1, np.int64))
-        d_meta = cuda.to_device(np.zeros(2, np.int64))
-        seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
+        c = self._row_cache(source, cols, q, n_slots, packs)
+        m = rows.shape[0]
         if rules is None or rules.params.shape[0] == 0:
             rules = _never_fails(n)     # one rule no row fails: no empty device arrays
-        r = len(rules.params)
-        self._k.launch_place_run(
-            rows.shape[0], count, seed_mix, attempt, cuda.to_device(rows), start,
-            num_to_find, cuda.to_device(request), cuda.to_device(nonzero), *dcols, *qargs,
-            d_reasons, d_raw, cuda.to_device(active), cuda.to_device(norm),
-            cuda.to_device(weights), d_out, d_meta,
-            *(cuda.to_device(np.ascontiguousarray(a)) for a in (
-                rules.domp1, rules.count_dom, rules.sums, rules.present, rules.params)),
-            cuda.to_device(np.zeros(r, np.int64)), cuda.to_device(np.zeros(r, np.int64)),
-            *self._dense_args(spread, affinity, n, rows.shape[0]))
-        placed, next_start = (int(v) for v in d_meta.copy_to_host())
-        out = d_out.copy_to_host()[:placed]
+        if spread is None:
+            spread = DR.stack_spread(None, n)
+        if affinity is None:
+            affinity = DR.stack_affinity(None, n)
+        R = self._run
+        families = (*R.pack_rules(rules), *R.pack_spread(spread), *R.pack_affinity(affinity))
+        rp = self._run.pack_run_params(count, attempt, start, num_to_find, request, nonzero,
+                                       active, norm, weights)
+        d_out = cuda.device_array(count + 2, np.int64)
+        seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
+        self._run.launch_place_run(
+            m, seed_mix, cuda.to_device(rp), cuda.to_device(rows), *packs,
+            self._qbuf(cols, q), c.reasons, c.raw, d_out,
+            cuda.device_array(4 * m + n, np.int64), *(cuda.to_device(a) for a in families))
+        self.launches += 1
+        got = d_out.copy_to_host()
+        placed, next_start = int(got[0]), int(got[1])
+        out = got[2:2 + placed]
         # The host columns follow (the state's copy is the truth; the mirror
-        # re-uploads these rows after ``register`` bumps their version).
+        # re-uploads these rows after ``register`` bumps their version, and
+        # the row cache recomputes them at the next run).
         np.add.at(cols.requested, out, request)
         np.add.at(cols.nonzero_requested, out, nonzero)
         register(out)
         return out, next_start
-
-
-def _at_least_one(a: np.ndarray) -> np.ndarray:
-    """``a`` with one zero row when it has none (no empty device arrays)."""
-    a = np.ascontiguousarray(a)
-    if a.shape[0] == 0:
-        return np.zeros((1,) + a.shape[1:], a.dtype)
-    return a
 
 
 def _never_fails(n: int) -> DR.RuleArrays:
@@ -702,9 +742,19 @@ def _never_fails(n: int) -> DR.RuleArrays:
 BACKENDS = backend_names.BACKENDS
 
 
+def resolve_backend(name: str, stage: str = backend_names.CYCLE) -> str:
+    """The backend that runs ``stage`` when ``name`` is asked for (``auto``:
+    ``backend_names.resolve_backend`` with this machine's GPU)."""
+    if name != backend_names.AUTO:
+        return name
+    return backend_names.resolve_backend(name, stage, gpu_present())
+
+
 def make_backend(name: str):
-    """The backend called ``name``; an unknown name or a backend that cannot
-    run here raises (there is no silent fallback)."""
+    """The backend called ``name`` (``auto``: the fused cycle's, see
+    ``resolve_backend``); an unknown name or a backend that cannot run here
+    raises (there is no silent fallback)."""
+    name = resolve_backend(name)
     if name == "numpy":
         return NumpyBackend()
     if name == "numba":

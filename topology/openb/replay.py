@@ -258,7 +258,10 @@ class ReplayResult:
 
 
 def _kernels(policy: str, backend: str) -> tuple:
-    """(score_nodes, select_gpus) of ``backend``, once the policy and backend names are known."""
+    """(score_nodes, select_gpus) of ``backend``, once the policy and backend names are known
+    (``auto``: numba, the replay has no GPU kernels)."""
+    if backend == "auto":
+        backend = "numba"
     if policy not in POLICY_SEL:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(K.POLICIES)}")
     if backend not in BACKENDS:

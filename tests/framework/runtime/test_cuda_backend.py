@@ -9,7 +9,8 @@ import sys
 import pytest
 from support.backends import needs_cuda
 
-from tensorsched.framework.objects.synthetic import sample
+from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.objects.synthetic import node_dict, pod_dict, sample
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -36,16 +37,16 @@ def test_cuda_schedule_matches_numpy_and_uploads_only_changed_rows():
         placements[backend] = [(b.pod, b.node) for b in sched.run(cluster.pending)]
         if backend == "cuda":
             be = cluster.framework_for(cluster.pending[0], "cuda").backend
-            # one full upload, then at most one copy per column per placed pod
+            # one full upload, then at most one copy per pack (three: the
+            # node columns by dtype) per placed pod
             placed = sum(1 for _, n in placements["cuda"] if n is not None)
-            n_cols = len(cluster.state.columns())
-            assert n_cols <= be.copies <= n_cols * (1 + placed)
+            assert 3 <= be.copies <= 3 * (1 + placed)
             # the mirror holds the host columns (the next sync has nothing to send)
             copies = be.copies
             be._sync_columns(cluster.state)
             assert be.copies == copies
             for f, host in zip(cluster.state.columns()._fields, cluster.state.columns()):
-                assert (be._dev[f].copy_to_host() == host).all(), f
+                assert (be.device_column(f) == host).all(), f
     assert placements["numpy"] == placements["cuda"]
 
 
@@ -62,3 +63,32 @@ def test_cuda_without_device_fails_clearly():
         pytest.skip("a CUDA device is present")
     assert "BackendError" in out.stdout
     assert "NUMBA_ENABLE_CUDASIM" in out.stdout
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("batch", [False, True])
+def test_cuda_cycle_launches_one_kernel_and_a_run_two(batch):
+    """A cycle is one launch (the row cache over the rows written since), a
+    run two (that pass and the run block); after the first pass only
+    written rows are recomputed."""
+    nodes = [node_dict(f"n{i}", cpu=str(2 + i % 3)) for i in range(6)]
+    pods = [pod_dict(f"p{i}", cpu="300m", created=i) for i in range(12)]
+    cluster = build_cluster(nodes)
+    be = cluster.framework_for(parse_pod(pods[0]), "cuda").backend
+    calls = []
+    for name in ("evaluate", "place_run"):
+        def counted(*a, _orig=getattr(be, name), _name=name, **k):
+            before = be.launches
+            out = _orig(*a, **k)
+            calls.append((_name, be.launches - before))
+            return out
+        setattr(be, name, counted)
+    sched = Scheduler(cluster, "cuda", seed=1, batch=batch)
+    bound = [o for o in sched.schedule_pending(pods)[0] if o.node is not None]
+    assert bound and calls
+    assert all(n <= (2 if name == "place_run" else 1) for name, n in calls), calls
+    assert any(name == "place_run" for name, _ in calls) == batch
+    # one pass over every row, then the rows the placements wrote
+    n = cluster.state.columns().allocatable.shape[0]
+    assert be.rows_recomputed <= n + len(bound)
