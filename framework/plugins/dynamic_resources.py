@@ -55,9 +55,10 @@ from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState, consumer_matches
+from tensorsched.framework.state.dra_counted import CountedClaims
 
 from . import dra_extended as ext
-from . import names
+from . import dra_runs, names
 
 NAME = names.DYNAMIC_RESOURCES
 
@@ -67,6 +68,11 @@ RESERVED_FOR_MAX = 256
 FIRST_AVAILABLE_MAX = 8
 
 MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
+# Pods with claims join compiled runs of at least this many: a run's set-up
+# (the devices counted on every node, the run's own structures) costs a few
+# cycles, so shorter stretches are scheduled one by one (the kind of claims
+# is then not run again until the queue is idle)
+MIN_RUN = 16
 MAX_CYCLES = 1024           # per-pod cycle data kept at most
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
 
@@ -212,6 +218,10 @@ class DynamicResources(Plugin):
         self._scheduler = None
         self._cycles: dict[str, _Cycle] = {}
         self._fits: dict = {}           # spec key -> (columns tag, version, [rows] bool)
+        # compiled runs: per kind of claims [CountedClaims | None, free per
+        # row, ClaimState.version of it]; the run being placed
+        self._counted: dict = {}
+        self._run_plan = None
 
     def _now_ns(self) -> int:
         """The clock PreBind stamps allocations with: ``now_ns`` when set,
@@ -230,16 +240,174 @@ class DynamicResources(Plugin):
                                              and ext.may_request(pod))
 
     def sign(self, pod) -> tuple | None:
-        return None if self._may_need(pod) else ()
+        """() for a pod without claims; for a pod whose claims all come
+        from templates (``dra_runs.template_signature``), the templates;
+        None otherwise (and for any pod that may ask DRA-served extended
+        resources)."""
+        if self.extended_resources and ext.may_request(pod):
+            return None
+        if not pod.resource_claims:
+            return ()
+        sig = dra_runs.template_signature(pod)
+        return None if sig is None else ("claims", sig)
 
     def run_keeps_skip(self, ctx, point: str) -> bool:
-        return not self._may_need(ctx.pod)
+        """A pod without claims is skipped at both points, whatever a run
+        places; a pod with template claims skips PreScore for want of
+        ``firstAvailable`` requests, which its alike pods' claims (the same
+        templates) lack too."""
+        if not self._may_need(ctx.pod):
+            return True
+        return point == "preScore" and self.sign(ctx.pod) is not None
 
     def ignores_pods(self, ctx) -> bool:
         """Preemption: with nothing to allocate, the answer does not depend
         on the pods on a node (only allocated claims' node selectors)."""
         cyc = self._cycles.get(ctx.pod.key)
         return cyc is None or not (cyc.pending or cyc.extended)
+
+    # ------------------------------------------------------------ runs
+    def run_rules(self, ctx) -> list | None:
+        """The pod's pending claims as a per-node room rule for a compiled
+        run of alike pods (``dra_runs``), or None when they are not counted
+        claims (the pods are then scheduled one by one)."""
+        pod = ctx.pod
+        cyc = self._cycles.get(pod.key)
+        if (cyc is None or not cyc.pending or cyc.extended or cyc.failed_binding
+                or any(sel is not None for sel in cyc.pins)
+                or len(cyc.pending) != len(cyc.claims)
+                or dra_runs.template_signature(pod) is None):
+            return None
+        state = ctx.state
+        store = self._claims(state)
+        self._ensure_allocator(store, cyc)
+        if cyc.allocator is None:
+            return None
+        counted = self._counted_for(cyc, store)
+        if counted is None:
+            return None
+        free = self._free_counts(cyc, counted, store, state)
+        if free is None:
+            return None
+        room = free // counted.need
+        total = int(room.sum())
+        if total == 0:
+            # nothing fits: the pod's own cycle (diagnosis, PostFilter) is next
+            return None
+        # the run's first answer must be the Filter's (a safety net: the
+        # counted form holds for these claims, module doc of dra_runs)
+        rows = state.valid_rows()
+        fits = self._pending_fits(cyc, store, state, rows, keep=True)
+        if not np.array_equal(fits, room[rows] > 0):
+            return None
+        self._run_plan = dra_runs.RunPlan(pod.key, counted,
+                                          [e.record for e in cyc.claims], total)
+        return [dra_runs.room_rule(self.reason_bits, state, room)]
+
+    def _counted_for(self, cyc: _Cycle, store: ClaimState):
+        """The ``CountedClaims`` of the cycle's kind of claims (kept per
+        kind while the devices' columns stay), or None."""
+        key = (self._spec_key(cyc), store.columns_tag(self.features))
+        got = self._counted.get(key)
+        if got is None:
+            if len(self._counted) > 64:
+                self._counted.clear()
+            got = self._counted[key] = [CountedClaims.of(cyc.allocator), None, -1]
+        counted = got[0]
+        if counted is not None:
+            # the kind's allocator is kept; it reads the live devices in use
+            counted.allocator.in_use_rows = cyc.allocator.in_use_rows
+        return counted
+
+    def _free_counts(self, cyc: _Cycle, counted, store: ClaimState, state):
+        """[n_rows] free matching devices per node, refreshed on the nodes
+        touched since the kind's last count."""
+        key = (self._spec_key(cyc), store.columns_tag(self.features))
+        got = self._counted[key]
+        free, version = got[1], got[2]
+        touched = store.touched_since(version) if free is not None else None
+        if touched is None or free.shape[0] != state.n_rows:
+            rows = state.valid_rows()
+            nodes = self._node_list(state)
+            free = counted.free_counts(nodes, rows, state.n_rows)
+            if free is None:
+                return None
+        else:
+            for r in touched:
+                node = state.nodes[r]
+                n = counted.free_on(node) if node is not None else 0
+                if n is None:
+                    return None
+                free[r] = n
+        got[1], got[2] = free, store.version
+        return free.copy()
+
+    def _allocate_on(self, cyc: _Cycle, store: ClaimState, node):
+        """``cyc.allocator.allocate(node)``, taken by count for counted
+        claims (``CountedClaims``: the same answer without a search)."""
+        counted = self._counted_for(cyc, store)
+        if counted is not None and not counted.allocator.view(node).any_invalid:
+            return counted.allocate(node)
+        return cyc.allocator.allocate(node)
+
+    @staticmethod
+    def _node_list(state) -> list:
+        """The node records of the valid rows, in row order (one list per
+        structure, so the allocator recognizes it)."""
+        cache = state.memo("dra_node_list", state.structure_tag())
+        got = cache.get("nodes")
+        if got is None:
+            got = cache["nodes"] = [state.nodes[r] for r in state.valid_rows().tolist()]
+        return got
+
+    def run_prefix(self, ctx, pods) -> int:
+        """How many of ``pods`` (a run, ``ctx.pod`` first, after
+        ``run_rules``) have fresh claims of the first pod's kind: the run
+        places at most those."""
+        plan = self._run_plan
+        if not self._may_need(ctx.pod):
+            return len(pods)
+        if plan is None or plan.pod_key != ctx.pod.key:
+            return 0
+        if len(pods) < MIN_RUN:
+            return 0
+        store = self._claims(ctx.state)
+        # the run places at most the room it has: only those pods are read
+        upto = min(len(pods), plan.room)
+        for i in range(1, upto):
+            pod = pods[i]
+            try:
+                entries = self._resolve(store, pod)
+            except _ClaimProblem:
+                return i
+            if not dra_runs.claims_like(entries, plan.records) or any(
+                    store.claim_has_pending_allocation(e.key) for e in entries):
+                return i
+        return upto
+
+    def reserve_run(self, ctx, pods, rows) -> None:
+        """After a compiled run placed ``pods[i]`` on ``rows[i]``: each
+        pod's claims allocated there in order (the first free matching
+        devices, as its Filter found them), committed and reserved for it,
+        as its Reserve and PreBind would have."""
+        if not self._may_need(ctx.pod) or not len(pods):
+            return
+        plan = self._run_plan
+        self._run_plan = None
+        state = ctx.state
+        store = self._claims(state)
+        now = self._now_ns()
+        nodes = state.nodes
+        for pod, row in zip(pods, np.asarray(rows).tolist()):
+            self._cycles.pop(pod.key, None)
+            entries = self._resolve(store, pod)
+            got = plan.counted.allocate(nodes[row])
+            if got is None:
+                raise StateError(f"Pod {pod.key}: the run placed it on node {nodes[row].name} "
+                                 "without devices for its claims")
+            for e, alloc in zip(entries, got):
+                store.commit(e.key, alloc, now)
+                store.reserve(e.key, pod)
 
     # ------------------------------------------------------------ claims
     def _claims(self, state):
@@ -561,7 +729,7 @@ class DynamicResources(Plugin):
                     # a few nodes (usually the last pod's): searched one by
                     # one, the result kept for Reserve
                     for r in redo.tolist():
-                        res = cyc.allocator.allocate(state.nodes[r])
+                        res = self._allocate_on(cyc, store, state.nodes[r])
                         fits[r] = res is not None
                         if res is not None:
                             cyc.results[r] = res
@@ -743,7 +911,7 @@ class DynamicResources(Plugin):
         got = cyc.results.get(row)
         if got is None:
             try:
-                got = cyc.allocator.allocate(state.nodes[row])
+                got = self._allocate_on(cyc, self._claims(state), state.nodes[row])
             except AllocationError:
                 got = None
             if got is not None:

@@ -43,6 +43,7 @@ from .plugin import (
     PreFilterPlugin,
     PreScorePlugin,
     RunFilterPlugin,
+    RunReservePlugin,
     RunSafePlugin,
     RunScorePlugin,
     RunSkipPlugin,
@@ -212,6 +213,9 @@ class Framework:
         self._signers = [p for p in signers if not isinstance(p, (FusedFilter, FusedScore))]
         self.run_safe = all(isinstance(p, RunSafePlugin) and p.run_safe
                             for point in BINDING_POINTS for p in self._at.get(point, []))
+        # Reserve plugins that do their work for a run's pods themselves
+        self._run_reservers = [p for p in self._at.get("reserve", [])
+                               if isinstance(p, RunReservePlugin)]
         self._score_setups: dict = {}
         self._queries = QueryCache()
         self._masked: collections.OrderedDict = collections.OrderedDict()   # _masked_query
@@ -465,17 +469,26 @@ class Framework:
         forms = self._run_forms(ctx, plan)
         if forms is None:
             return None
+        for p in self._run_reservers:
+            pods = pods[: p.run_prefix(ctx, pods)]
+        if not pods:
+            return None
         request = state.resource_vector(pod.requests, intern=False)
         request[L.RES_PODS] = 1
         nonzero = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
         if not state.room_for(request, nonzero, len(pods)):
             return None
         nz = (pod.nonzero_cpu, pod.nonzero_memory)
+
+        def register(rows):
+            placed = pods[: rows.shape[0]]
+            state.register_run(placed, rows, request, nz)
+            for p in self._run_reservers:
+                p.reserve_run(ctx, placed, rows)
         return place(state, all_rows, start_index % n, plan.query,
                      num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
-                     lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
-                     **forms)
+                     register, **forms)
 
     def place_block(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
                     start_index: int):

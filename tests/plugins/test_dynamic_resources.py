@@ -157,13 +157,24 @@ def test_preemption_frees_devices_and_never_helps_the_impossible(backend):
     assert len(store.devices_in_use) == 8
 
 
-def test_pods_with_claims_never_join_a_run():
+def test_template_claim_pods_sign_by_their_templates():
     cluster = _cluster(1)
     fw = cluster.framework_for(parse_pod(S.claim_pod("a", "one-gpu")), "numba")
-    with_claims = parse_pod(S.claim_pod("a", "one-gpu"))
-    plain = parse_pod({**S.claim_pod("b", "one-gpu"),
+    a = parse_pod(S.claim_pod("a", "one-gpu"))
+    b = parse_pod(S.claim_pod("b", "one-gpu"))
+    other = parse_pod(S.claim_pod("c", "one-mig"))
+    named = S.claim_pod("d", "one-gpu")
+    named["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+    listed = S.claim_pod("e", "one-gpu")
+    listed["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "e-gpu"}]}
+    plain = parse_pod({**S.claim_pod("f", "one-gpu"),
                        "spec": {"containers": [{"name": "c", "image": "x"}]}})
-    assert fw.signature(with_claims) is None
+    assert fw.signature(a) is not None and fw.signature(a) == fw.signature(b)
+    assert fw.signature(other) != fw.signature(a)
+    # a claim named by the pod (maybe shared, maybe allocated) or one the
+    # pod's status already names keeps the pod on its own
+    assert fw.signature(parse_pod(named)) is None
+    assert fw.signature(parse_pod(listed)) is None
     assert fw.signature(plain) is not None
 
 
