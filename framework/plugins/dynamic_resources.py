@@ -34,9 +34,9 @@ default as upstream's alpha gate): a container's extended-resource request
 that a DeviceClass serves (``dra_extended``) is, on every node that does not
 offer the resource in allocatable, one more claim to allocate there; PreBind
 creates that claim for the pod (owned by it, so it goes with the pod) and
-Unreserve deletes it.  Such pods sign None too.  NodeResourcesFit still
-counts the resource on those nodes (not modelled yet), so the gate serves
-profiles without NodeResourcesFit.
+Unreserve deletes it.  Such pods sign None too.  On a node whose
+allocatable does not list the resource at all, NodeResourcesFit leaves it
+to this plugin (``fused_exemptions``), as upstream's fitsRequest does.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState, consumer_matches
 from tensorsched.framework.state.dra_counted import CountedClaims
+from tensorsched.kernels import layout as L
 
 from . import dra_extended as ext
 from . import dra_runs, names
@@ -652,6 +653,35 @@ class DynamicResources(Plugin):
         elif cyc.pending:
             ok &= self._pending_fits(cyc, store, state, rows, keep=True)
         return ok
+
+    def fused_exemptions(self, ctx, rows) -> np.ndarray | None:
+        """[M] int64 reason bits NodeResourcesFit must not report on the
+        rows (the framework clears them before this Filter's own): with
+        DRAExtendedResource, a DRA-served extended resource the node's
+        allocatable does not list at all is this plugin's to allocate, so
+        NodeResourcesFit skips it there (upstream's fitsRequest); a node
+        listing it, even as 0, keeps NodeResourcesFit's check."""
+        cyc = self._cycles.get(ctx.pod.key)
+        if cyc is None or not cyc.extended:
+            return None
+        state = ctx.state
+        index = state.resources.index
+        bits = {}
+        for r in cyc.extended:
+            i = index.get(r.resource)
+            if i is not None and i < L.MAX_RESOURCES:
+                bits[r.resource] = 1 << (L.INSUFFICIENT_SHIFT + i)
+        if not bits:
+            return None
+        out = np.zeros(len(rows), np.int64)
+        nodes = state.nodes
+        for j, r in enumerate(np.asarray(rows).tolist()):
+            node = nodes[r]
+            if node is None:
+                continue
+            alloc = node.allocatable
+            out[j] = sum(b for name, b in bits.items() if name not in alloc)
+        return out
 
     def _pending_fits(self, cyc: _Cycle, store: ClaimState, state, rows,
                       keep: bool) -> np.ndarray:

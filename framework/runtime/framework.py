@@ -555,6 +555,11 @@ class Framework:
         """Array user plugins (and scalar ones outside the numba kernel) as
         a post-step of the fused pass.
 
+        A host filter with ``fused_exemptions(ctx, rows) -> [M] int64 |
+        None`` clears those reason bits of the fused filters on the rows
+        first: a check it takes over on some nodes (DynamicResources for
+        extended resources DRA serves where the node does not offer them).
+
         A score plugin with ``normalize_scores(ctx, rows, raw, scored) ->
         [M] int64`` normalizes itself here, on the host: ``scored`` marks the
         rows that will be scored (feasible, within percentageOfNodesToScore),
@@ -565,6 +570,12 @@ class Framework:
             reasons = np.ascontiguousarray(reasons, dtype=np.int64)
             if not (raw.dtype == np.int64 and raw.flags.c_contiguous):
                 raw = np.ascontiguousarray(raw, dtype=np.int64)
+            for p, _bit in host_filters:
+                exempt = getattr(p, "fused_exemptions", None)
+                clear = exempt(ctx, rows) if exempt is not None else None
+                if clear is not None:
+                    # the fused filters' reasons this plugin answers for itself
+                    np.bitwise_and(reasons, ~np.asarray(clear, np.int64), out=reasons)
             for p, bit in host_filters:
                 ok = np.ascontiguousarray(p.filter(ctx, rows), dtype=np.bool_)
                 _T.host.or_filter_bits(reasons, ok, int(np.int64(1) << bit),

@@ -360,3 +360,58 @@ def test_extended_resource_claim_is_made_only_with_the_gate_and_goes_with_the_po
     assert out[0].node is None and "cannot allocate all claims" in out[0].message
     cluster.state.remove_pod("default/p")
     assert not store.claims and not store.devices_in_use
+
+
+def _fit_cluster():
+    """The default profile; node w lists no example.com/gpu (its 2 DRA
+    devices serve it), node z lists it as 0, node p has 4 from a device
+    plugin (and no DRA devices)."""
+    def node(name, extra=None):
+        alloc = {"cpu": "8", "memory": "16Gi", "pods": "110", **(extra or {})}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "status": {"allocatable": alloc, "capacity": alloc}}
+    def slice_(name):
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpus"},
+                "spec": {"driver": "d", "pool": {"name": name, "generation": 0,
+                                                 "resourceSliceCount": 1},
+                         "nodeName": name, "devices": [{"name": f"g{i}"} for i in range(2)]}}
+    objs = [node("w"), node("z", {"example.com/gpu": "0"}), node("p", {"example.com/gpu": "4"}),
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+             "metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}},
+            slice_("w"), slice_("z")]
+    return build_cluster(objs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_node_resources_fit_leaves_dra_served_resources_to_dra(backend):
+    from tensorsched.framework.plugins import dynamic_resources as dr
+    from tensorsched.framework.plugins import names
+    cluster = _fit_cluster()
+    pod = _gpu_pod("p1", 2)
+    fw = cluster.framework_for(pod, backend)
+    plugin = fw.plugins[dr.NAME]
+
+    def reasons():
+        ctx = CycleContext(cluster.state, pod, fw)
+        result = fw.run_cycle(cluster.state, pod, all_nodes=True)
+        out = {}
+        for j, r in enumerate(result.rows.tolist()):
+            st = fw.node_status(ctx, result, j)
+            out[cluster.state.node_name(r)] = None if st is None else (st.plugin, st.reasons)
+        return out
+
+    # gate off: NodeResourcesFit counts the resource everywhere
+    off = reasons()
+    assert off["w"] == (names.NODE_RESOURCES_FIT, ("Insufficient example.com/gpu",))
+    assert off["z"] == off["w"] and off["p"] is None
+    # gate on: on w (not listed) DRA allocates it; z lists it (as 0), so
+    # NodeResourcesFit still refuses there; p's device plugin serves it
+    plugin.extended_resources = True
+    on = reasons()
+    assert on["w"] is None
+    assert on["z"] == (names.NODE_RESOURCES_FIT, ("Insufficient example.com/gpu",))
+    assert on["p"] is None
+    out, _ = Scheduler(cluster, backend, 0).schedule_pending([_gpu_pod("p2", 3)])
+    # 3 devices: more than w's 2 DRA devices, so only p's device plugin fits
+    assert out[0].node == "p"
