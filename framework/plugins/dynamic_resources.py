@@ -23,7 +23,12 @@ Extension points, as upstream:
   normalized to 0..100.
 * Reserve holds the node's allocation in memory (in flight: its devices
   count as in use for every other pod); Unreserve drops it; PreBind writes
-  it to the claim and reserves the claim for the pod.
+  it to the claim and reserves the claim for the pod, then, with
+  DRADeviceBindingConditions, waits (a Wait status with the time left) until
+  every allocated device's binding conditions are reported True
+  (``ClaimState.report_conditions``), failing at once when a binding
+  failure condition is, and with "device binding timeout" once
+  ``bindingTimeout`` has passed since the allocation.
 
 Pods without claims are skipped from PreFilter on; they sign () and join
 compiled runs.  A pod with claims signs None: it is scheduled on its own
@@ -605,8 +610,8 @@ class DynamicResources(Plugin):
                     failed = True
                 if not all(c in have for c in r.binding_conditions):
                     ready = False
-            timed_out = (not ready and self.now_ns is not None and e.allocated_ns is not None
-                         and self.now_ns - e.allocated_ns > timeout_ns)
+            timed_out = (not ready and e.allocated_ns is not None
+                         and self._now_ns() - e.allocated_ns > timeout_ns)
             if failed or timed_out:
                 cyc.failed_binding.add(i)
 
@@ -1001,12 +1006,13 @@ class DynamicResources(Plugin):
                 store.create(cyc.created)   # the claim made for extended resources
             except StateError as exc:
                 return _error(str(exc))
-        waiting = False
+        now = self._now_ns()
+        since = None            # the oldest allocation still waiting
         for e in cyc.claims:
             if not any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for):
                 alloc = store.in_flight.get(e.key)
                 if alloc is not None:
-                    store.commit(e.key, alloc, self._now_ns())
+                    store.commit(e.key, alloc, now)
                 store.reserve(e.key, pod)
             a = e.allocation
             if a is not None and any(r.binding_conditions for r in a.results):
@@ -1015,11 +1021,18 @@ class DynamicResources(Plugin):
                     if any(c in have for c in r.binding_failure_conditions):
                         return _error(f"claim {e.key} binding failed")
                     if not all(c in have for c in r.binding_conditions):
-                        waiting = True
-        if waiting:
-            # nothing reports binding conditions in a simulation: waiting
-            # for them ends at the binding timeout
-            return _error("device binding timeout")
+                        stamp = e.allocated_ns if e.allocated_ns is not None else now
+                        since = stamp if since is None else min(since, stamp)
+        if since is not None:
+            # DRADeviceBindingConditions: wait until the drivers report the
+            # conditions (``ClaimState.report_conditions``), a failure
+            # condition, or the binding timeout since the allocation
+            timeout_ns = int(self.args.binding_timeout_s * 1e9)
+            left = since + timeout_ns - now
+            if left <= 0:
+                return _error("device binding timeout")
+            return (Status(Code.WAIT, (f"waiting for the binding conditions of devices on "
+                                       f"node {node_name}",), NAME), left / 1e9)
         self._cycles.pop(pod.key, None)
         return Status.OK
 

@@ -415,3 +415,71 @@ def test_node_resources_fit_leaves_dra_served_resources_to_dra(backend):
     out, _ = Scheduler(cluster, backend, 0).schedule_pending([_gpu_pod("p2", 3)])
     # 3 devices: more than w's 2 DRA devices, so only p's device plugin fits
     assert out[0].node == "p"
+
+
+def _binding_cluster(timeout: str = "600s"):
+    """One node whose one device needs the driver's "attached" condition
+    (and fails on "failed"); DRADeviceBindingConditions on; a pod with a
+    template claim for it."""
+    from tensorsched.framework.plugins import dynamic_resources as dr
+    from tensorsched.framework.state.dra_allocator import DraFeatures
+    prof = {"schedulerName": "default-scheduler",
+            "pluginConfig": [{"name": "DynamicResources",
+                              "args": {"bindingTimeout": timeout}}]}
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
+    objs, _ = S.dra(1, 0)
+    for o in objs:
+        if o["kind"] == "ResourceSlice":
+            o["spec"]["devices"] = [dict(o["spec"]["devices"][0],
+                                         bindingConditions=["attached"],
+                                         bindingFailureConditions=["failed"])]
+    cluster = build_cluster(objs, config)
+    pod = parse_pod(S.claim_pod("a", "one-gpu"))
+    sched = Scheduler(cluster, "numpy", 0)
+    plugin = cluster.framework_for(pod, "numpy").plugins[dr.NAME]
+    plugin.features = DraFeatures.from_gates({"DRADeviceBindingConditions",
+                                              "DRAResourceClaimDeviceStatus"})
+    plugin.set_handle(sched)
+    return cluster, sched, pod
+
+
+def test_prebind_waits_for_binding_conditions_then_binds():
+    cluster, sched, pod = _binding_cluster()
+    store = ClaimState.of(cluster.state)
+    sched.add_pod(pod)
+    b = sched.schedule_one()
+    assert b.node is None and "waiting on PreBind plugin DynamicResources" in b.message
+    assert sched.waiting_pods() == ["default/a"]
+    # assumed on its node meanwhile, the claim allocated and reserved
+    assert "default/a" in cluster.state.pods
+    e = store.get("default", "a-gpu")
+    assert e.allocation is not None and [r.name for r in e.reserved_for] == ["a"]
+    sched.advance(30.0)                         # nothing reported yet: still waiting
+    assert sched.waiting_pods() == ["default/a"]
+    with pytest.raises(Exception, match="not allocated"):
+        store.report_conditions(e.key, (S.DRIVER, "node-0", "gpu-7"), {"attached"})
+    store.report_conditions(e.key, (S.DRIVER, "node-0", "gpu-0"), {"attached"})
+    sched.advance(1.0)
+    assert not sched.waiting_pods()
+    assert sched.outcomes["default/a"].node == "node-0"
+
+
+@pytest.mark.parametrize("report,message", [({"failed"}, "binding failed"),
+                                            (None, "device binding timeout")])
+def test_prebind_fails_on_a_failure_condition_or_the_timeout(report, message):
+    cluster, sched, pod = _binding_cluster("60s")
+    store = ClaimState.of(cluster.state)
+    sched.add_pod(pod)
+    sched.schedule_one()
+    if report is not None:
+        store.report_conditions("default/a-gpu", (S.DRIVER, "node-0", "gpu-0"), report)
+        sched.advance(1.0)
+    else:
+        sched.advance(59.0)
+        assert sched.waiting_pods() == ["default/a"]
+        sched.advance(2.0)
+    assert not sched.waiting_pods() and sched.bind_failures == 1
+    got = sched.outcomes["default/a"]
+    assert got.node is None and message in got.message
+    assert "default/a" not in cluster.state.pods      # forgotten, requeued
