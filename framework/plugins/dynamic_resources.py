@@ -759,15 +759,15 @@ class DynamicResources(Plugin):
             if cyc.allocator_error is not None:
                 return None
             redo = np.array(sorted(touched), np.int64)
+            counted = self._counted_for(cyc, store)
             try:
-                if redo.shape[0] <= 8:
-                    # a few nodes (usually the last pod's): searched one by
-                    # one, the result kept for Reserve
+                if counted is not None:
+                    # counted claims: a count of free matching devices per node
                     for r in redo.tolist():
-                        res = self._allocate_on(cyc, store, state.nodes[r])
-                        fits[r] = res is not None
-                        if res is not None:
-                            cyc.results[r] = res
+                        free = counted.free_on(state.nodes[r])
+                        if free is None:
+                            return None
+                        fits[r] = free >= counted.need
                 else:
                     fits[redo] = np.asarray(cyc.allocator.feasible(
                         [state.nodes[r] for r in redo.tolist()]), np.bool_)

@@ -298,7 +298,9 @@ class Allocator:
         ptr, rows, invalid = csr
         # answers only change on nodes whose devices changed hands since the
         # last pass of claims like these (pods of one template): redo those
-        memo_key = self._memo_key(csr)
+        # (a few nodes are simply answered: the memo's per-device map would
+        # cost more than the pass)
+        memo_key = self._memo_key(csr) if len(nodes) > 64 else None
         memos = self.columns.cache.setdefault("feasible-memos", {})
         memo = memos.get(memo_key) if memo_key is not None else None
         if memo is not None and memo["csr"] is not csr:
