@@ -382,6 +382,10 @@ class DynamicResources(Plugin):
         upto = min(len(pods), plan.room)
         for i in range(1, upto):
             pod = pods[i]
+            # what the pod's own PreFilter does first (a pod that never went
+            # through the queue's PreEnqueue, e.g. capacity's replicas)
+            if store.controller and self._generate(store, pod) is not None:
+                return i
             try:
                 entries = self._resolve(store, pod)
             except _ClaimProblem:

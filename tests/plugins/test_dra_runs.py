@@ -106,3 +106,22 @@ def test_attribute_codes_from_the_leaf_match_the_device_walk():
                 slow_codes[row] = ids.setdefault((attr.kind, attr.value), len(ids))
         assert np.array_equal(fast[0], slow_codes)
         assert not fast[1].any()
+
+
+def test_a_run_makes_the_claims_of_pods_that_skipped_the_queue():
+    """Pods handed to a run without PreEnqueue (capacity's replicas): their
+    claims are made from the template as their PreFilter would."""
+    from tensorsched.framework.objects.manifests import parse_pod
+    objs, _ = S.dra(3, 0)
+    cluster = build_cluster(objs)
+    state = cluster.state
+    pods = [parse_pod(S.claim_pod(f"r{i}", "one-gpu", created=i)) for i in range(20)]
+    fw = cluster.framework_for(pods[0], "numba")
+    rows, _ = fw.place_run(state, pods, seed=0, attempt=0, start_index=0)
+    assert rows.shape[0] == 20
+    store = ClaimState.of(state)
+    for pod, row in zip(pods, rows.tolist()):
+        e = store.get("default", f"{pod.name}-gpu")
+        assert [r.name for r in e.reserved_for] == [pod.name]
+        assert e.allocation.results[0].pool == state.node_name(row)
+    assert len(store.devices_in_use) == 20
