@@ -470,7 +470,9 @@ class Framework:
         if forms is None:
             return None
         for p in self._run_reservers:
-            pods = pods[: p.run_prefix(ctx, pods)]
+            k = p.run_prefix(ctx, pods)
+            if k < len(pods):
+                pods = pods[:k]
         if not pods:
             return None
         request = state.resource_vector(pod.requests, intern=False)

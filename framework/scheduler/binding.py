@@ -191,8 +191,9 @@ class BindingCycle:
     def _poll_prebind(self, now: float) -> None:
         """Ask the pods waiting in PreBind again (timer tick); one past its
         deadline that is still told to wait fails as a PreBind error."""
-        for key, w in sorted(self.waiting.items(), key=lambda kv: kv[1].deadline):
-            if w.at_prebind < 0 or self.waiting.get(key) is not w:
+        waiting = [(key, w) for key, w in self.waiting.items() if w.at_prebind >= 0]
+        for key, w in sorted(waiting, key=lambda kv: kv[1].deadline):
+            if self.waiting.get(key) is not w:
                 continue
             del self.waiting[key]
             self._binding_cycle(w)
