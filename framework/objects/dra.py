@@ -18,6 +18,8 @@ pool's ``resourceSliceCount`` must be set (>= 1).
 
 from __future__ import annotations
 
+import dataclasses
+
 from fractions import Fraction
 
 from .dra_records import (
@@ -276,7 +278,36 @@ def parse_device_class(obj: dict, *, where: str | None = None) -> DeviceClassRec
 # ResourceSlice
 
 
-def _attribute(ctx: ObjectContext, value, path: str) -> AttrValue:
+# Scalar attribute values already checked, by (field, type, value): devices
+# of one model repeat the same few values, each checked once (bounded).
+_SCALAR_ATTRIBUTES: dict = {}
+_SCALAR_FIELDS = frozenset(("int", "bool", "string", "version"))
+
+
+def _scalar_key(value):
+    """The memo key of a one-field scalar attribute object, else None."""
+    if type(value) is dict and len(value) == 1:
+        ((kind, raw),) = value.items()
+        if kind in _SCALAR_FIELDS and type(raw) in (str, int, bool):
+            return (kind, type(raw), raw)
+    return None
+
+
+def _attribute(ctx: ObjectContext, value, path) -> AttrValue:
+    """One attribute object, checked (``path`` may be a function giving
+    the field's path: only an attribute not seen before needs it)."""
+    key = _scalar_key(value)
+    got = _SCALAR_ATTRIBUTES.get(key) if key is not None else None
+    if got is None:
+        got = _checked_attribute(ctx, value, path() if callable(path) else path)
+        if key is not None:
+            if len(_SCALAR_ATTRIBUTES) > 65536:
+                _SCALAR_ATTRIBUTES.clear()
+            _SCALAR_ATTRIBUTES[key] = got
+    return got
+
+
+def _checked_attribute(ctx: ObjectContext, value, path: str) -> AttrValue:
     value = ctx.mapping(value, path)
     set_fields = [f for f in _ATTRIBUTE_FIELDS if value.get(f) is not None]
     if len(set_fields) > 1:
@@ -346,6 +377,31 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
     return RequestPolicy(default, valid_values, lo, hi, step)
 
 
+# Devices checked already, by everything but their name: a driver publishes
+# the same few device shapes on every node (bounded).
+_DEVICE_SHAPES: dict = {}
+
+
+def _device_of_shape(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
+    """``_device``, checking each distinct shape (the device but its name)
+    once: the name is checked on its own and the rest is the record of the
+    first device of that shape (an object that fails is never kept)."""
+    if type(d) is not dict:
+        return _device(ctx, d, path, per_device)
+    key = (per_device, repr([(k, v) for k, v in d.items() if k != "name"]))
+    got = _DEVICE_SHAPES.get(key)
+    if got is None:
+        got = _device(ctx, d, path, per_device)
+        if len(_DEVICE_SHAPES) > 65536:
+            _DEVICE_SHAPES.clear()
+        _DEVICE_SHAPES[key] = got
+        return got
+    name = _dns_label(
+        ctx, ctx.string(d.get("name"), f"{path}.name", required=True), f"{path}.name"
+    )
+    return got if got.name == name else dataclasses.replace(got, name=name)
+
+
 def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
     d = ctx.mapping(d, path)
     name = _dns_label(
@@ -353,7 +409,7 @@ def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
     )
     attributes = {}
     for k, v in ctx.mapping(d.get("attributes"), f"{path}.attributes").items():
-        attributes[k] = _attribute(ctx, v, join_path(f"{path}.attributes", k))
+        attributes[k] = _attribute(ctx, v, lambda k=k: join_path(f"{path}.attributes", k))
     capacity = {}
     for k, v in ctx.mapping(d.get("capacity"), f"{path}.capacity").items():
         cpath = join_path(f"{path}.capacity", k)
@@ -464,7 +520,8 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
             f"Too many: {len(raw_devices)}: must have at most {MAX_DEVICES_PER_SLICE} items",
         )
     devices = tuple(
-        _device(ctx, d, f"spec.devices[{i}]", per_device) for i, d in enumerate(raw_devices)
+        _device_of_shape(ctx, d, f"spec.devices[{i}]", per_device)
+        for i, d in enumerate(raw_devices)
     )
     counters = []
     for i, cs in enumerate(ctx.list(spec.get("sharedCounters"), "spec.sharedCounters")):

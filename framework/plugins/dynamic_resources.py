@@ -23,7 +23,12 @@ Extension points, as upstream:
   normalized to 0..100.
 * Reserve holds the node's allocation in memory (in flight: its devices
   count as in use for every other pod); Unreserve drops it; PreBind writes
-  it to the claim and reserves the claim for the pod.
+  it to the claim and reserves the claim for the pod, then, with
+  DRADeviceBindingConditions, waits (a Wait status with the time left) until
+  every allocated device's binding conditions are reported True
+  (``ClaimState.report_conditions``), failing at once when a binding
+  failure condition is, and with "device binding timeout" once
+  ``bindingTimeout`` has passed since the allocation.
 
 Pods without claims are skipped from PreFilter on; they sign () and join
 compiled runs.  A pod with claims signs None: it is scheduled on its own
@@ -34,9 +39,9 @@ default as upstream's alpha gate): a container's extended-resource request
 that a DeviceClass serves (``dra_extended``) is, on every node that does not
 offer the resource in allocatable, one more claim to allocate there; PreBind
 creates that claim for the pod (owned by it, so it goes with the pod) and
-Unreserve deletes it.  Such pods sign None too.  NodeResourcesFit still
-counts the resource on those nodes (not modelled yet), so the gate serves
-profiles without NodeResourcesFit.
+Unreserve deletes it.  Such pods sign None too.  On a node whose
+allocatable does not list the resource at all, NodeResourcesFit leaves it
+to this plugin (``fused_exemptions``), as upstream's fitsRequest does.
 """
 
 from __future__ import annotations
@@ -55,9 +60,11 @@ from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState, consumer_matches
+from tensorsched.framework.state.dra_counted import CountedClaims
+from tensorsched.kernels import layout as L
 
 from . import dra_extended as ext
-from . import names
+from . import dra_runs, names
 
 NAME = names.DYNAMIC_RESOURCES
 
@@ -67,6 +74,11 @@ RESERVED_FOR_MAX = 256
 FIRST_AVAILABLE_MAX = 8
 
 MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
+# Pods with claims join compiled runs of at least this many: a run's set-up
+# (the devices counted on every node, the run's own structures) costs a few
+# cycles, so shorter stretches are scheduled one by one (the kind of claims
+# is then not run again until the queue is idle)
+MIN_RUN = 16
 MAX_CYCLES = 1024           # per-pod cycle data kept at most
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
 
@@ -212,6 +224,10 @@ class DynamicResources(Plugin):
         self._scheduler = None
         self._cycles: dict[str, _Cycle] = {}
         self._fits: dict = {}           # spec key -> (columns tag, version, [rows] bool)
+        # compiled runs: per kind of claims [CountedClaims | None, free per
+        # row, ClaimState.version of it]; the run being placed
+        self._counted: dict = {}
+        self._run_plan = None
 
     def _now_ns(self) -> int:
         """The clock PreBind stamps allocations with: ``now_ns`` when set,
@@ -230,16 +246,178 @@ class DynamicResources(Plugin):
                                              and ext.may_request(pod))
 
     def sign(self, pod) -> tuple | None:
-        return None if self._may_need(pod) else ()
+        """() for a pod without claims; for a pod whose claims all come
+        from templates (``dra_runs.template_signature``), the templates;
+        None otherwise (and for any pod that may ask DRA-served extended
+        resources)."""
+        if self.extended_resources and ext.may_request(pod):
+            return None
+        if not pod.resource_claims:
+            return ()
+        sig = dra_runs.template_signature(pod)
+        return None if sig is None else ("claims", sig)
 
     def run_keeps_skip(self, ctx, point: str) -> bool:
-        return not self._may_need(ctx.pod)
+        """A pod without claims is skipped at both points, whatever a run
+        places; a pod with template claims skips PreScore for want of
+        ``firstAvailable`` requests, which its alike pods' claims (the same
+        templates) lack too."""
+        if not self._may_need(ctx.pod):
+            return True
+        return point == "preScore" and self.sign(ctx.pod) is not None
 
     def ignores_pods(self, ctx) -> bool:
         """Preemption: with nothing to allocate, the answer does not depend
         on the pods on a node (only allocated claims' node selectors)."""
         cyc = self._cycles.get(ctx.pod.key)
         return cyc is None or not (cyc.pending or cyc.extended)
+
+    # ------------------------------------------------------------ runs
+    def run_rules(self, ctx) -> list | None:
+        """The pod's pending claims as a per-node room rule for a compiled
+        run of alike pods (``dra_runs``), or None when they are not counted
+        claims (the pods are then scheduled one by one)."""
+        pod = ctx.pod
+        cyc = self._cycles.get(pod.key)
+        if (cyc is None or not cyc.pending or cyc.extended or cyc.failed_binding
+                or any(sel is not None for sel in cyc.pins)
+                or len(cyc.pending) != len(cyc.claims)
+                or dra_runs.template_signature(pod) is None):
+            return None
+        state = ctx.state
+        store = self._claims(state)
+        self._ensure_allocator(store, cyc)
+        if cyc.allocator is None:
+            return None
+        counted = self._counted_for(cyc, store)
+        if counted is None:
+            return None
+        free = self._free_counts(cyc, counted, store, state)
+        if free is None:
+            return None
+        room = free // counted.need
+        total = int(room.sum())
+        if total == 0:
+            # nothing fits: the pod's own cycle (diagnosis, PostFilter) is next
+            return None
+        # the run's first answer must be the Filter's (a safety net: the
+        # counted form holds for these claims, module doc of dra_runs)
+        rows = state.valid_rows()
+        fits = self._pending_fits(cyc, store, state, rows, keep=True)
+        if not np.array_equal(fits, room[rows] > 0):
+            return None
+        self._run_plan = dra_runs.RunPlan(pod.key, counted,
+                                          [e.record for e in cyc.claims], total)
+        return [dra_runs.room_rule(self.reason_bits, state, room)]
+
+    def _counted_for(self, cyc: _Cycle, store: ClaimState):
+        """The ``CountedClaims`` of the cycle's kind of claims (kept per
+        kind while the devices' columns stay), or None."""
+        key = (self._spec_key(cyc), store.columns_tag(self.features))
+        got = self._counted.get(key)
+        if got is None:
+            if len(self._counted) > 64:
+                self._counted.clear()
+            got = self._counted[key] = [CountedClaims.of(cyc.allocator), None, -1]
+        counted = got[0]
+        if counted is not None:
+            # the kind's allocator is kept; it reads the live devices in use
+            counted.allocator.in_use_rows = cyc.allocator.in_use_rows
+        return counted
+
+    def _free_counts(self, cyc: _Cycle, counted, store: ClaimState, state):
+        """[n_rows] free matching devices per node, refreshed on the nodes
+        touched since the kind's last count."""
+        key = (self._spec_key(cyc), store.columns_tag(self.features))
+        got = self._counted[key]
+        free, version = got[1], got[2]
+        touched = store.touched_since(version) if free is not None else None
+        if touched is None or free.shape[0] != state.n_rows:
+            rows = state.valid_rows()
+            nodes = self._node_list(state)
+            free = counted.free_counts(nodes, rows, state.n_rows)
+            if free is None:
+                return None
+        else:
+            for r in touched:
+                node = state.nodes[r]
+                n = counted.free_on(node) if node is not None else 0
+                if n is None:
+                    return None
+                free[r] = n
+        got[1], got[2] = free, store.version
+        return free.copy()
+
+    def _allocate_on(self, cyc: _Cycle, store: ClaimState, node):
+        """``cyc.allocator.allocate(node)``, taken by count for counted
+        claims (``CountedClaims``: the same answer without a search)."""
+        counted = self._counted_for(cyc, store)
+        if counted is not None and not counted.allocator.view(node).any_invalid:
+            return counted.allocate(node)
+        return cyc.allocator.allocate(node)
+
+    @staticmethod
+    def _node_list(state) -> list:
+        """The node records of the valid rows, in row order (one list per
+        structure, so the allocator recognizes it)."""
+        cache = state.memo("dra_node_list", state.structure_tag())
+        got = cache.get("nodes")
+        if got is None:
+            got = cache["nodes"] = [state.nodes[r] for r in state.valid_rows().tolist()]
+        return got
+
+    def run_prefix(self, ctx, pods) -> int:
+        """How many of ``pods`` (a run, ``ctx.pod`` first, after
+        ``run_rules``) have fresh claims of the first pod's kind: the run
+        places at most those."""
+        plan = self._run_plan
+        if not self._may_need(ctx.pod):
+            return len(pods)
+        if plan is None or plan.pod_key != ctx.pod.key:
+            return 0
+        if len(pods) < MIN_RUN:
+            return 0
+        store = self._claims(ctx.state)
+        # the run places at most the room it has: only those pods are read
+        upto = min(len(pods), plan.room)
+        for i in range(1, upto):
+            pod = pods[i]
+            # what the pod's own PreFilter does first (a pod that never went
+            # through the queue's PreEnqueue, e.g. capacity's replicas)
+            if store.controller and self._generate(store, pod) is not None:
+                return i
+            try:
+                entries = self._resolve(store, pod)
+            except _ClaimProblem:
+                return i
+            if not dra_runs.claims_like(entries, plan.records) or any(
+                    store.claim_has_pending_allocation(e.key) for e in entries):
+                return i
+        return upto
+
+    def reserve_run(self, ctx, pods, rows) -> None:
+        """After a compiled run placed ``pods[i]`` on ``rows[i]``: each
+        pod's claims allocated there in order (the first free matching
+        devices, as its Filter found them), committed and reserved for it,
+        as its Reserve and PreBind would have."""
+        if not self._may_need(ctx.pod) or not len(pods):
+            return
+        plan = self._run_plan
+        self._run_plan = None
+        state = ctx.state
+        store = self._claims(state)
+        now = self._now_ns()
+        nodes = state.nodes
+        for pod, row in zip(pods, np.asarray(rows).tolist()):
+            self._cycles.pop(pod.key, None)
+            entries = self._resolve(store, pod)
+            got = plan.counted.allocate(nodes[row])
+            if got is None:
+                raise StateError(f"Pod {pod.key}: the run placed it on node {nodes[row].name} "
+                                 "without devices for its claims")
+            for e, alloc in zip(entries, got):
+                store.commit(e.key, alloc, now)
+                store.reserve(e.key, pod)
 
     # ------------------------------------------------------------ claims
     def _claims(self, state):
@@ -436,8 +614,8 @@ class DynamicResources(Plugin):
                     failed = True
                 if not all(c in have for c in r.binding_conditions):
                     ready = False
-            timed_out = (not ready and self.now_ns is not None and e.allocated_ns is not None
-                         and self.now_ns - e.allocated_ns > timeout_ns)
+            timed_out = (not ready and e.allocated_ns is not None
+                         and self._now_ns() - e.allocated_ns > timeout_ns)
             if failed or timed_out:
                 cyc.failed_binding.add(i)
 
@@ -484,6 +662,35 @@ class DynamicResources(Plugin):
         elif cyc.pending:
             ok &= self._pending_fits(cyc, store, state, rows, keep=True)
         return ok
+
+    def fused_exemptions(self, ctx, rows) -> np.ndarray | None:
+        """[M] int64 reason bits NodeResourcesFit must not report on the
+        rows (the framework clears them before this Filter's own): with
+        DRAExtendedResource, a DRA-served extended resource the node's
+        allocatable does not list at all is this plugin's to allocate, so
+        NodeResourcesFit skips it there (upstream's fitsRequest); a node
+        listing it, even as 0, keeps NodeResourcesFit's check."""
+        cyc = self._cycles.get(ctx.pod.key)
+        if cyc is None or not cyc.extended:
+            return None
+        state = ctx.state
+        index = state.resources.index
+        bits = {}
+        for r in cyc.extended:
+            i = index.get(r.resource)
+            if i is not None and i < L.MAX_RESOURCES:
+                bits[r.resource] = 1 << (L.INSUFFICIENT_SHIFT + i)
+        if not bits:
+            return None
+        out = np.zeros(len(rows), np.int64)
+        nodes = state.nodes
+        for j, r in enumerate(np.asarray(rows).tolist()):
+            node = nodes[r]
+            if node is None:
+                continue
+            alloc = node.allocatable
+            out[j] = sum(b for name, b in bits.items() if name not in alloc)
+        return out
 
     def _pending_fits(self, cyc: _Cycle, store: ClaimState, state, rows,
                       keep: bool) -> np.ndarray:
@@ -556,15 +763,15 @@ class DynamicResources(Plugin):
             if cyc.allocator_error is not None:
                 return None
             redo = np.array(sorted(touched), np.int64)
+            counted = self._counted_for(cyc, store)
             try:
-                if redo.shape[0] <= 8:
-                    # a few nodes (usually the last pod's): searched one by
-                    # one, the result kept for Reserve
+                if counted is not None:
+                    # counted claims: a count of free matching devices per node
                     for r in redo.tolist():
-                        res = cyc.allocator.allocate(state.nodes[r])
-                        fits[r] = res is not None
-                        if res is not None:
-                            cyc.results[r] = res
+                        free = counted.free_on(state.nodes[r])
+                        if free is None:
+                            return None
+                        fits[r] = free >= counted.need
                 else:
                     fits[redo] = np.asarray(cyc.allocator.feasible(
                         [state.nodes[r] for r in redo.tolist()]), np.bool_)
@@ -743,7 +950,7 @@ class DynamicResources(Plugin):
         got = cyc.results.get(row)
         if got is None:
             try:
-                got = cyc.allocator.allocate(state.nodes[row])
+                got = self._allocate_on(cyc, self._claims(state), state.nodes[row])
             except AllocationError:
                 got = None
             if got is not None:
@@ -803,12 +1010,13 @@ class DynamicResources(Plugin):
                 store.create(cyc.created)   # the claim made for extended resources
             except StateError as exc:
                 return _error(str(exc))
-        waiting = False
+        now = self._now_ns()
+        since = None            # the oldest allocation still waiting
         for e in cyc.claims:
             if not any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for):
                 alloc = store.in_flight.get(e.key)
                 if alloc is not None:
-                    store.commit(e.key, alloc, self._now_ns())
+                    store.commit(e.key, alloc, now)
                 store.reserve(e.key, pod)
             a = e.allocation
             if a is not None and any(r.binding_conditions for r in a.results):
@@ -817,11 +1025,18 @@ class DynamicResources(Plugin):
                     if any(c in have for c in r.binding_failure_conditions):
                         return _error(f"claim {e.key} binding failed")
                     if not all(c in have for c in r.binding_conditions):
-                        waiting = True
-        if waiting:
-            # nothing reports binding conditions in a simulation: waiting
-            # for them ends at the binding timeout
-            return _error("device binding timeout")
+                        stamp = e.allocated_ns if e.allocated_ns is not None else now
+                        since = stamp if since is None else min(since, stamp)
+        if since is not None:
+            # DRADeviceBindingConditions: wait until the drivers report the
+            # conditions (``ClaimState.report_conditions``), a failure
+            # condition, or the binding timeout since the allocation
+            timeout_ns = int(self.args.binding_timeout_s * 1e9)
+            left = since + timeout_ns - now
+            if left <= 0:
+                return _error("device binding timeout")
+            return (Status(Code.WAIT, (f"waiting for the binding conditions of devices on "
+                                       f"node {node_name}",), NAME), left / 1e9)
         self._cycles.pop(pod.key, None)
         return Status.OK
 

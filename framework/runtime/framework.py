@@ -44,6 +44,7 @@ from .plugin import (
     PreScorePlugin,
     RepeatableFailurePlugin,
     RunFilterPlugin,
+    RunReservePlugin,
     RunSafePlugin,
     RunScorePlugin,
     RunSkipPlugin,
@@ -224,6 +225,9 @@ class Framework:
         self.failures_repeat = self._signable and all(
             id(p) in signed or (isinstance(p, RepeatableFailurePlugin) and p.repeats_failure)
             for p in self._at.get("postFilter", []))
+        # Reserve plugins that do their work for a run's pods themselves
+        self._run_reservers = [p for p in self._at.get("reserve", [])
+                               if isinstance(p, RunReservePlugin)]
         self._score_setups: dict = {}
         self._queries = QueryCache()
         self._masked: collections.OrderedDict = collections.OrderedDict()   # _masked_query
@@ -482,17 +486,28 @@ class Framework:
         forms = self._run_forms(ctx, plan)
         if forms is None:
             return None
+        for p in self._run_reservers:
+            k = p.run_prefix(ctx, pods)
+            if k < len(pods):
+                pods = pods[:k]
+        if not pods:
+            return None
         request = state.resource_vector(pod.requests, intern=False)
         request[L.RES_PODS] = 1
         nonzero = np.array([pod.nonzero_cpu, pod.nonzero_memory], np.int64)
         if not state.room_for(request, nonzero, len(pods)):
             return None
         nz = (pod.nonzero_cpu, pod.nonzero_memory)
+
+        def register(rows):
+            placed = pods[: rows.shape[0]]
+            state.register_run(placed, rows, request, nz)
+            for p in self._run_reservers:
+                p.reserve_run(ctx, placed, rows)
         return place(state, all_rows, start_index % n, plan.query,
                      num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
                      plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
-                     lambda rows: state.register_run(pods[: rows.shape[0]], rows, request, nz),
-                     **forms)
+                     register, **forms)
 
     def place_block(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
                     start_index: int):
@@ -559,6 +574,11 @@ class Framework:
         """Array user plugins (and scalar ones outside the numba kernel) as
         a post-step of the fused pass.
 
+        A host filter with ``fused_exemptions(ctx, rows) -> [M] int64 |
+        None`` clears those reason bits of the fused filters on the rows
+        first: a check it takes over on some nodes (DynamicResources for
+        extended resources DRA serves where the node does not offer them).
+
         A score plugin with ``normalize_scores(ctx, rows, raw, scored) ->
         [M] int64`` normalizes itself here, on the host: ``scored`` marks the
         rows that will be scored (feasible, within percentageOfNodesToScore),
@@ -569,6 +589,12 @@ class Framework:
             reasons = np.ascontiguousarray(reasons, dtype=np.int64)
             if not (raw.dtype == np.int64 and raw.flags.c_contiguous):
                 raw = np.ascontiguousarray(raw, dtype=np.int64)
+            for p, _bit in host_filters:
+                exempt = getattr(p, "fused_exemptions", None)
+                clear = exempt(ctx, rows) if exempt is not None else None
+                if clear is not None:
+                    # the fused filters' reasons this plugin answers for itself
+                    np.bitwise_and(reasons, ~np.asarray(clear, np.int64), out=reasons)
             for p, bit in host_filters:
                 ok = np.ascontiguousarray(p.filter(ctx, rows), dtype=np.bool_)
                 _T.host.or_filter_bits(reasons, ok, int(np.int64(1) << bit),

@@ -8,7 +8,7 @@ an [M] int64 array of node rows of ``ctx.state`` in evaluation order.
 The loop and the preemption evaluator never name a plugin: what a plugin can
 do beyond its extension points it offers through the capability protocols at
 the end of this module (``PodIndependentWhen``, ``CountProbePlugin``,
-``SignPlugin``, ``RunSafePlugin``).
+``SignPlugin``, ``RunSafePlugin``, ``RunReservePlugin``).
 """
 
 from __future__ import annotations
@@ -300,6 +300,20 @@ class RepeatableFailurePlugin(Protocol):
     promise through its signature."""
 
     repeats_failure: bool
+
+
+@runtime_checkable
+class RunReservePlugin(Protocol):
+    """A Reserve plugin with work for some pods of a compiled run, which it
+    does for the whole run itself: ``run_prefix(ctx, pods) -> int`` says
+    how many of ``pods`` (alike, ``ctx.pod`` first, after its filters'
+    ``run_rules``) the run may take (the rest keep their own cycles);
+    ``reserve_run(ctx, placed, rows)`` does, once the run placed pod i on
+    ``rows[i]``, what their Reserve and PreBind would have, in order."""
+
+    def run_prefix(self, ctx, pods) -> int: ...
+
+    def reserve_run(self, ctx, pods, rows) -> None: ...
 
 
 @runtime_checkable

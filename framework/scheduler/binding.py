@@ -2,8 +2,10 @@
 framework's Reserve/Permit/Bind runners): assume (the state counts the pod
 at once), Reserve (Unreserve in reverse on failure), Permit (``permit(ctx,
 node) -> Status`` or ``(Status, timeout_seconds)``: Allow, Reject, or Wait
-until ``allow``/``reject`` or the timeout on the clock), then PreBind, Bind,
-PostBind.  A failure after assume (Reserve, Permit reject or timeout,
+until ``allow``/``reject`` or the timeout on the clock), then PreBind (a
+plugin may say Wait, ``(Status, timeout_seconds)``: the pod then waits with
+the Permit waiters and PreBind is asked again on each timer tick until it
+answers or the timeout passes), Bind, PostBind.  A failure after assume (Reserve, Permit reject or timeout,
 PreBind, Bind, including the injectable binder failure: ``binder_fault_rate``
 with a seeded RNG or a ``binder(pod, node)`` callback) unreserves, forgets
 the pod (the state no longer counts it), and requeues it with backoff:
@@ -38,6 +40,7 @@ class WaitingPod:
     deadline: float = 0.0
     timeout: float = 0.0
     pending: set = field(default_factory=set)       # plugins that said Wait
+    at_prebind: int = -1        # waiting in PreBind: the index of the plugin that said Wait
 
 
 class BindingCycle:
@@ -169,16 +172,65 @@ class BindingCycle:
             return Status(Code.ERROR, ("injected binder failure",), "binder")
         return None
 
+    def _wait_in_prebind(self, w: WaitingPod, index: int, plugin: str,
+                         timeout: float | None) -> Binding:
+        """A PreBind plugin said Wait (DynamicResources until its devices'
+        binding conditions hold): the pod stays assumed and waits with the
+        Permit waiters; each timer tick asks the plugin again from there
+        (``_poll_prebind``), until it lets the pod go, fails it, or the
+        deadline (set on the first Wait) passes."""
+        if w.at_prebind < 0:
+            w.timeout = float(timeout if timeout is not None else DEFAULT_PERMIT_TIMEOUT)
+            w.deadline = self.clock.now() + w.timeout
+            self.longest_permit_wait = max(self.longest_permit_wait, w.timeout)
+        w.at_prebind = index
+        w.pending = {plugin}
+        self.waiting[w.pod.key] = w
+        return Binding(w.pod.key, None, f"waiting on PreBind plugin {plugin}")
+
+    def _poll_prebind(self, now: float) -> None:
+        """Ask the pods waiting in PreBind again (timer tick); one past its
+        deadline that is still told to wait fails as a PreBind error."""
+        waiting = [(key, w) for key, w in self.waiting.items() if w.at_prebind >= 0]
+        for key, w in sorted(waiting, key=lambda kv: kv[1].deadline):
+            if self.waiting.get(key) is not w:
+                continue
+            del self.waiting[key]
+            self._binding_cycle(w)
+            if self.waiting.get(key) is w and w.deadline <= now:
+                del self.waiting[key]
+                name = next(iter(w.pending))
+                st = Status(Code.ERROR, (f"timed out after waiting {w.timeout:g}s",), name)
+                self._fail_binding(w, st, "PreBind", name)
+
+    def _fail_binding(self, w: WaitingPod, st: Status, point: str, name: str) -> Binding:
+        """A PreBind or Bind failure: unreserve, forget, requeue with backoff."""
+        pod, node = w.pod, w.node
+        msg = f"running {point} plugin {name!r}: " + "; ".join(st.reasons)
+        self._unreserve(w.fw, w.ctx, node)
+        self.bind_failures += 1
+        self._result("error")
+        self._requeue_after_assume(pod, w.pi, st, error=True)
+        self._emit("BindFailed", pod.key, node, msg)
+        b = Binding(pod.key, None, msg)
+        self.outcomes[pod.key] = b
+        return b
+
     def _binding_cycle(self, w: WaitingPod) -> Binding:
         fw, ctx, node, pod = w.fw, w.ctx, w.node, w.pod
         failed = None
-        for p in fw.plugins_at("preBind"):
+        first = max(w.at_prebind, 0)
+        for i, p in enumerate(fw.plugins_at("preBind")[first:], first):
             t = time.perf_counter()
-            st = p.pre_bind(ctx, node)
+            r = p.pre_bind(ctx, node)
             self._time_plugin("PreBind", p.name, time.perf_counter() - t)
+            st, timeout = r if isinstance(r, tuple) else (r, None)
+            if st.code == Code.WAIT:
+                return self._wait_in_prebind(w, i, p.name, timeout)
             if not st.ok:
                 failed = (st if st.plugin else st.with_plugin(p.name), "PreBind", p.name)
                 break
+        w.at_prebind = -1
         if failed is None:
             st = self._binder_fails(pod, node)
             if st is not None:
@@ -194,16 +246,7 @@ class BindingCycle:
                     failed = (st if st.plugin else st.with_plugin(p.name), "Bind", p.name)
                 break
         if failed is not None:
-            st, point, name = failed
-            msg = f"running {point} plugin {name!r}: " + "; ".join(st.reasons)
-            self._unreserve(fw, ctx, node)
-            self.bind_failures += 1
-            self._result("error")
-            self._requeue_after_assume(pod, w.pi, st, error=True)
-            self._emit("BindFailed", pod.key, node, msg)
-            b = Binding(pod.key, None, msg)
-            self.outcomes[pod.key] = b
-            return b
+            return self._fail_binding(w, *failed)
         for p in fw.plugins_at("postBind"):
             t = time.perf_counter()
             p.post_bind(ctx, node)

@@ -279,8 +279,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                 state.remove_pod(key)
                 self.queue.move_all(POD_DELETE)
         if self.waiting:
+            self._poll_prebind(now)
             for key, w in sorted(self.waiting.items(), key=lambda kv: kv[1].deadline):
-                if w.deadline <= now and key in self.waiting:
+                if w.deadline <= now and key in self.waiting and w.at_prebind < 0:
                     self.reject(key, ",".join(sorted(w.pending)),
                                 f"rejected due to timeout after waiting {w.timeout:g}s at "
                                 f"plugin {','.join(sorted(w.pending))}")

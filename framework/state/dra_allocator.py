@@ -285,12 +285,7 @@ class Allocator:
         given = nodes
         nodes = nodes if isinstance(nodes, list) else list(nodes)
         out = np.zeros(len(nodes), bool)
-        shape = self._shape()
-        enc = self.columns.cache.get(("enc", shape)) if shape is not None else None
-        if enc is None:
-            enc = self._encode()
-            if enc is not None and shape is not None:
-                self.columns.cache[("enc", shape)] = enc
+        enc = self.encoded()
         if enc is None or (engine == "numpy" and not enc["plain"]):
             # the host search, node by node (the NumPy engine has no
             # vectorized depth-first search)
@@ -303,7 +298,9 @@ class Allocator:
         ptr, rows, invalid = csr
         # answers only change on nodes whose devices changed hands since the
         # last pass of claims like these (pods of one template): redo those
-        memo_key = self._memo_key(csr)
+        # (a few nodes are simply answered: the memo's per-device map would
+        # cost more than the pass)
+        memo_key = self._memo_key(csr) if len(nodes) > 64 else None
         memos = self.columns.cache.setdefault("feasible-memos", {})
         memo = memos.get(memo_key) if memo_key is not None else None
         if memo is not None and memo["csr"] is not csr:
@@ -339,6 +336,16 @@ class Allocator:
             memo["in_use"] = self.in_use_rows.copy()
             memo["out"] = out.copy()
         return out
+
+    def encoded(self) -> dict | None:
+        """``_encode``'s arrays, kept on the columns per shape of claims."""
+        shape = self._shape()
+        enc = self.columns.cache.get(("enc", shape)) if shape is not None else None
+        if enc is None:
+            enc = self._encode()
+            if enc is not None and shape is not None:
+                self.columns.cache[("enc", shape)] = enc
+        return enc
 
     def _decide(self, ptr, rows, invalid, nodes, enc, engine) -> np.ndarray:
         if engine == "numpy":
@@ -538,6 +545,10 @@ class Allocator:
         cols = self.columns
         key = ("attr-codes", name)
         got = cols.cache.get(key)
+        if got is None and "/" in name:
+            got = _attribute_codes_of_leaf(cols, name)
+            if got is not None:
+                cols.cache[key] = got
         if got is None:
             codes = np.full(cols.n, -1, np.int64)
             problem = np.zeros(cols.n, bool)
@@ -676,6 +687,43 @@ class Allocator:
                                 got[(use.counter_set, c)] -= q
             self._available_counters[key] = got
         return got
+
+
+def _attribute_codes_of_leaf(cols, name: str):
+    """``Allocator._attribute_codes`` from the columns' dictionary-encoded
+    leaf of attribute ``name`` (fully qualified), without visiting every
+    device: codes numbered by first appearance in row order over the
+    devices whose value is a string, int or bool; list values are refused
+    (``problem``), and so are attributes without a value (only devices CEL
+    cannot read can have one: looked at one by one).  None when the leaf
+    holds another kind of value (versions compare as written: the slow
+    path keeps that)."""
+    ids, values = cols.values.leaf(("attr", name))
+    kinds = [type(v) for v in values]
+    if any(k not in (str, int, bool, tuple) for k in kinds):
+        return None
+    ids = np.asarray(ids, np.int64)
+    has = ids >= 0
+    is_list = np.array([k is tuple for k in kinds] + [False], bool)[ids]
+    problem = has & is_list
+    keep = has & ~is_list
+    codes = np.full(cols.n, -1, np.int64)
+    if keep.any():
+        kept = ids[keep]
+        uniq, first = np.unique(kept, return_index=True)
+        remap = np.full(len(values), -1, np.int64)
+        remap[uniq[np.argsort(first, kind="stable")]] = np.arange(uniq.shape[0])
+        codes[keep] = remap[kept]
+    dom, _, ident = name.partition("/")
+    for row in cols.cel_problem:
+        sl, dev = cols.device(row)
+        attr = dev.attributes.get(name)
+        if attr is None and dom == sl.driver:
+            attr = dev.attributes.get(ident)
+        if attr is not None and attr.kind == "none":
+            codes[row] = -1
+            problem[row] = True
+    return codes, problem
 
 
 def _node_identity(node) -> tuple[str, dict]:

@@ -372,6 +372,21 @@ class ClaimState:
         e.conditions = {}
         self._count(allocation, +1)
 
+    def report_conditions(self, key: str, device: tuple, true_types) -> None:
+        """A driver reports the conditions of one allocated device of claim
+        ``key`` (its ``status.devices[]`` entry): ``true_types``, the
+        condition types now True, replace what it reported before.
+        StateError for an unknown claim or a device the claim was not
+        allocated; nothing changes then."""
+        e = self.claims.get(key)
+        if e is None:
+            raise StateError(f"resourceclaim {key} not found")
+        did = tuple(device)
+        if e.allocation is None or all(r.device_id != did for r in e.allocation.results):
+            raise StateError(f"resourceclaim {key}: device {'/'.join(map(str, did))} "
+                             "is not allocated to it")
+        e.conditions = {**e.conditions, did: set(true_types)}
+
     def reserve(self, key: str, pod) -> None:
         """Add ``pod`` to the claim's reservedFor."""
         e = self.claims[key]

@@ -135,6 +135,8 @@ class DeviceColumns:
         # per leaf: the rows that have it and their (type, value) keys; coded
         # into dictionary ids once at the end
         leaf_rows: dict[tuple, list[int]] = {}
+        leaf_of: dict[tuple, tuple] = {}
+        typed_of: dict = {}
         leaf_keys: dict[tuple, list] = {}
         driver_names: list[str] = []
         flags = {name: [] for name in ("binding", "counters", "multi", "taints", "capacity")}
@@ -172,14 +174,22 @@ class DeviceColumns:
                         self.list_problem.setdefault(
                             row, f"attribute {name}: unsupported attribute value"
                         )
-                    key = ("attr", name if "/" in name else prefix + name)
-                    value = _cel_value(attr)
+                    # devices of one model repeat names and values: each
+                    # leaf key and CEL value is made once
+                    key = leaf_of.get((prefix, name))
+                    if key is None:
+                        key = leaf_of[(prefix, name)] = (
+                            "attr", name if "/" in name else prefix + name)
+                    typed = typed_of.get(attr)
+                    if typed is None:
+                        value = _cel_value(attr)
+                        typed = typed_of[attr] = (type(value).__name__, value)
                     got = leaf_rows.get(key)
                     if got is None:
                         got = leaf_rows[key] = []
                         leaf_keys[key] = []
                     got.append(row)
-                    leaf_keys[key].append((type(value).__name__, value))
+                    leaf_keys[key].append(typed)
                 for name, cap in dev.capacity.items():
                     key = ("cap", name if "/" in name else prefix + name)
                     got = leaf_rows.get(key)

@@ -157,13 +157,24 @@ def test_preemption_frees_devices_and_never_helps_the_impossible(backend):
     assert len(store.devices_in_use) == 8
 
 
-def test_pods_with_claims_never_join_a_run():
+def test_template_claim_pods_sign_by_their_templates():
     cluster = _cluster(1)
     fw = cluster.framework_for(parse_pod(S.claim_pod("a", "one-gpu")), "numba")
-    with_claims = parse_pod(S.claim_pod("a", "one-gpu"))
-    plain = parse_pod({**S.claim_pod("b", "one-gpu"),
+    a = parse_pod(S.claim_pod("a", "one-gpu"))
+    b = parse_pod(S.claim_pod("b", "one-gpu"))
+    other = parse_pod(S.claim_pod("c", "one-mig"))
+    named = S.claim_pod("d", "one-gpu")
+    named["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+    listed = S.claim_pod("e", "one-gpu")
+    listed["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "e-gpu"}]}
+    plain = parse_pod({**S.claim_pod("f", "one-gpu"),
                        "spec": {"containers": [{"name": "c", "image": "x"}]}})
-    assert fw.signature(with_claims) is None
+    assert fw.signature(a) is not None and fw.signature(a) == fw.signature(b)
+    assert fw.signature(other) != fw.signature(a)
+    # a claim named by the pod (maybe shared, maybe allocated) or one the
+    # pod's status already names keeps the pod on its own
+    assert fw.signature(parse_pod(named)) is None
+    assert fw.signature(parse_pod(listed)) is None
     assert fw.signature(plain) is not None
 
 
@@ -349,3 +360,126 @@ def test_extended_resource_claim_is_made_only_with_the_gate_and_goes_with_the_po
     assert out[0].node is None and "cannot allocate all claims" in out[0].message
     cluster.state.remove_pod("default/p")
     assert not store.claims and not store.devices_in_use
+
+
+def _fit_cluster():
+    """The default profile; node w lists no example.com/gpu (its 2 DRA
+    devices serve it), node z lists it as 0, node p has 4 from a device
+    plugin (and no DRA devices)."""
+    def node(name, extra=None):
+        alloc = {"cpu": "8", "memory": "16Gi", "pods": "110", **(extra or {})}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "status": {"allocatable": alloc, "capacity": alloc}}
+    def slice_(name):
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpus"},
+                "spec": {"driver": "d", "pool": {"name": name, "generation": 0,
+                                                 "resourceSliceCount": 1},
+                         "nodeName": name, "devices": [{"name": f"g{i}"} for i in range(2)]}}
+    objs = [node("w"), node("z", {"example.com/gpu": "0"}), node("p", {"example.com/gpu": "4"}),
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+             "metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}},
+            slice_("w"), slice_("z")]
+    return build_cluster(objs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_node_resources_fit_leaves_dra_served_resources_to_dra(backend):
+    from tensorsched.framework.plugins import dynamic_resources as dr
+    from tensorsched.framework.plugins import names
+    cluster = _fit_cluster()
+    pod = _gpu_pod("p1", 2)
+    fw = cluster.framework_for(pod, backend)
+    plugin = fw.plugins[dr.NAME]
+
+    def reasons():
+        ctx = CycleContext(cluster.state, pod, fw)
+        result = fw.run_cycle(cluster.state, pod, all_nodes=True)
+        out = {}
+        for j, r in enumerate(result.rows.tolist()):
+            st = fw.node_status(ctx, result, j)
+            out[cluster.state.node_name(r)] = None if st is None else (st.plugin, st.reasons)
+        return out
+
+    # gate off: NodeResourcesFit counts the resource everywhere
+    off = reasons()
+    assert off["w"] == (names.NODE_RESOURCES_FIT, ("Insufficient example.com/gpu",))
+    assert off["z"] == off["w"] and off["p"] is None
+    # gate on: on w (not listed) DRA allocates it; z lists it (as 0), so
+    # NodeResourcesFit still refuses there; p's device plugin serves it
+    plugin.extended_resources = True
+    on = reasons()
+    assert on["w"] is None
+    assert on["z"] == (names.NODE_RESOURCES_FIT, ("Insufficient example.com/gpu",))
+    assert on["p"] is None
+    out, _ = Scheduler(cluster, backend, 0).schedule_pending([_gpu_pod("p2", 3)])
+    # 3 devices: more than w's 2 DRA devices, so only p's device plugin fits
+    assert out[0].node == "p"
+
+
+def _binding_cluster(timeout: str = "600s"):
+    """One node whose one device needs the driver's "attached" condition
+    (and fails on "failed"); DRADeviceBindingConditions on; a pod with a
+    template claim for it."""
+    from tensorsched.framework.plugins import dynamic_resources as dr
+    from tensorsched.framework.state.dra_allocator import DraFeatures
+    prof = {"schedulerName": "default-scheduler",
+            "pluginConfig": [{"name": "DynamicResources",
+                              "args": {"bindingTimeout": timeout}}]}
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
+    objs, _ = S.dra(1, 0)
+    for o in objs:
+        if o["kind"] == "ResourceSlice":
+            o["spec"]["devices"] = [dict(o["spec"]["devices"][0],
+                                         bindingConditions=["attached"],
+                                         bindingFailureConditions=["failed"])]
+    cluster = build_cluster(objs, config)
+    pod = parse_pod(S.claim_pod("a", "one-gpu"))
+    sched = Scheduler(cluster, "numpy", 0)
+    plugin = cluster.framework_for(pod, "numpy").plugins[dr.NAME]
+    plugin.features = DraFeatures.from_gates({"DRADeviceBindingConditions",
+                                              "DRAResourceClaimDeviceStatus"})
+    plugin.set_handle(sched)
+    return cluster, sched, pod
+
+
+def test_prebind_waits_for_binding_conditions_then_binds():
+    cluster, sched, pod = _binding_cluster()
+    store = ClaimState.of(cluster.state)
+    sched.add_pod(pod)
+    b = sched.schedule_one()
+    assert b.node is None and "waiting on PreBind plugin DynamicResources" in b.message
+    assert sched.waiting_pods() == ["default/a"]
+    # assumed on its node meanwhile, the claim allocated and reserved
+    assert "default/a" in cluster.state.pods
+    e = store.get("default", "a-gpu")
+    assert e.allocation is not None and [r.name for r in e.reserved_for] == ["a"]
+    sched.advance(30.0)                         # nothing reported yet: still waiting
+    assert sched.waiting_pods() == ["default/a"]
+    with pytest.raises(Exception, match="not allocated"):
+        store.report_conditions(e.key, (S.DRIVER, "node-0", "gpu-7"), {"attached"})
+    store.report_conditions(e.key, (S.DRIVER, "node-0", "gpu-0"), {"attached"})
+    sched.advance(1.0)
+    assert not sched.waiting_pods()
+    assert sched.outcomes["default/a"].node == "node-0"
+
+
+@pytest.mark.parametrize("report,message", [({"failed"}, "binding failed"),
+                                            (None, "device binding timeout")])
+def test_prebind_fails_on_a_failure_condition_or_the_timeout(report, message):
+    cluster, sched, pod = _binding_cluster("60s")
+    store = ClaimState.of(cluster.state)
+    sched.add_pod(pod)
+    sched.schedule_one()
+    if report is not None:
+        store.report_conditions("default/a-gpu", (S.DRIVER, "node-0", "gpu-0"), report)
+        sched.advance(1.0)
+    else:
+        sched.advance(59.0)
+        assert sched.waiting_pods() == ["default/a"]
+        sched.advance(2.0)
+    assert not sched.waiting_pods() and sched.bind_failures == 1
+    got = sched.outcomes["default/a"]
+    assert got.node is None and message in got.message
+    assert "default/a" not in cluster.state.pods      # forgotten, requeued

@@ -308,3 +308,29 @@ def test_semver_and_quantity_text():
         "0",
         "500m",
     ]
+
+
+def test_devices_of_one_shape_are_checked_once_and_keep_their_names():
+    dev = {"attributes": {"model": {"string": "h100"}, "index": {"int": 0},
+                          "v": {"version": "1.2.3"}},
+           "capacity": {"mem": {"value": "80Gi"}}}
+    obj = _slice()
+    obj["spec"]["devices"] = [dict(copy.deepcopy(dev), name=f"gpu-{i}") for i in range(3)]
+    first = parse_resource_slice(obj).devices
+    again = parse_resource_slice(copy.deepcopy(obj)).devices
+    assert [d.name for d in first] == [d.name for d in again] == ["gpu-0", "gpu-1", "gpu-2"]
+    assert all(d.attributes == first[0].attributes and d.capacity == first[0].capacity
+               for d in first + again)
+    assert first[0].attributes["v"] == AttrValue("version", "1.2.3")
+    # a known shape still has its name checked, and a value seen as valid
+    # under one field is checked anew under another
+    bad = copy.deepcopy(obj)
+    bad["spec"]["devices"][1]["name"] = "Not_A_Label"
+    with pytest.raises(ManifestError) as err:
+        parse_resource_slice(bad)
+    assert err.value.field == "spec.devices[1].name"
+    bad = copy.deepcopy(obj)
+    bad["spec"]["devices"][2]["attributes"]["v"] = {"version": "h100"}
+    with pytest.raises(ManifestError) as err:
+        parse_resource_slice(bad)
+    assert err.value.field == "spec.devices[2].attributes.v.version"

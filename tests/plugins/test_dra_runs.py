@@ -1,0 +1,127 @@
+"""Pods with template claims in compiled runs: the same nodes, devices,
+claims and reservations as one cycle after another (``plugins.dra_runs``,
+``state.dra_counted``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tensorsched.framework.objects import dra_synthetic as S
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.framework.state.dra_allocator import Allocator, DraFeatures
+from tensorsched.framework.state.dra_claims import ClaimState
+from tensorsched.framework.state.dra_counted import CountedClaims
+
+
+def _claims_view(store: ClaimState) -> dict:
+    return {k: (e.allocation.to_dict() if e.allocation is not None else None,
+                [r.name for r in e.reserved_for]) for k, e in sorted(store.claims.items())}
+
+
+def _schedule(objs, pods, batch: bool):
+    cluster = build_cluster(objs)
+    sched = Scheduler(cluster, "numba", 0, batch=batch)
+    out, _ = sched.schedule_pending(pods)
+    store = ClaimState.of(cluster.state)
+    return [(b.pod, b.node) for b in out], _claims_view(store), sched.run_lengths
+
+
+def test_dra_run_places_and_allocates_as_one_by_one():
+    objs, pods = S.dra(3, 30)          # 24 GPUs: 24 placed in one run, 6 left
+    one = _schedule(objs, pods, batch=False)
+    run = _schedule(objs, pods, batch=True)
+    assert run[0] == one[0] and run[1] == one[1]
+    assert sum(1 for _, n in run[0] if n) == 24
+    assert run[2] and max(run[2]) == 24 and not one[2]
+
+
+def test_mixed_claims_run_as_one_by_one():
+    """Whole GPUs and MIG devices in long stretches (runs), aligned pairs
+    (a constraint: one by one) between them."""
+    objs, _ = S.dra_gpu(4, 0)
+    pods = ([S.claim_pod(f"g{i}", "one-gpu", created=i) for i in range(20)]
+            + [S.claim_pod(f"p{i}", "two-gpus-one-root", created=20 + i) for i in range(3)]
+            + [S.claim_pod(f"m{i}", "one-mig", created=23 + i) for i in range(18)])
+    one = _schedule(objs, pods, batch=False)
+    run = _schedule(objs, pods, batch=True)
+    assert run[0] == one[0] and run[1] == one[1]
+    assert len(run[2]) >= 2
+
+
+def _allocator(store, template: str, in_use=None):
+    rec = store.templates[f"default/{template}"].instantiate("default", "probe")
+    rows = store.in_use_rows().copy() if in_use is None else in_use
+    return Allocator([rec], classes=store.classes, devices=store.columns(),
+                     in_use_rows=rows, features=DraFeatures.default())
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["one-gpu", "one-mig"]))
+def test_counted_claims_allocate_as_the_allocator(seed, template):
+    objs, _ = S.dra_gpu(2, 0)
+    cluster = build_cluster(objs)
+    store = ClaimState.of(cluster.state)
+    cols = store.columns()
+    in_use = np.random.default_rng(seed).random(cols.n) < 0.6
+    alloc = _allocator(store, template, in_use)
+    counted = CountedClaims.of(alloc)
+    assert counted is not None
+    for node in (cluster.state.nodes[r] for r in cluster.state.valid_rows().tolist()):
+        want = alloc.allocate(node)
+        got = counted.allocate(node)
+        assert (got is None) == (want is None)
+        if want is not None:
+            assert [a.to_dict() for a in got] == [a.to_dict() for a in want]
+        free = counted.free_on(node)
+        assert (free >= counted.need) == (want is not None)
+
+
+def test_claims_with_constraints_are_not_counted():
+    objs, _ = S.dra_gpu(2, 0)
+    store = ClaimState.of(build_cluster(objs).state)
+    assert CountedClaims.of(_allocator(store, "two-gpus-one-root")) is None
+
+
+def test_attribute_codes_from_the_leaf_match_the_device_walk():
+    from tensorsched.framework.state import dra_allocator as A
+    objs, _ = S.dra_gpu(3, 0)
+    store = ClaimState.of(build_cluster(objs).state)
+    cols = store.columns()
+    for name in (f"{S.DRIVER}/pcieRoot", f"{S.DRIVER}/numaNode", f"{S.DRIVER}/profile"):
+        fast = A._attribute_codes_of_leaf(cols, name)
+        cols.cache.clear()
+        # the device walk (a name without the leaf shortcut: same rule)
+        slow_codes = np.full(cols.n, -1, np.int64)
+        ids: dict = {}
+        dom, _, ident = name.partition("/")
+        for row in range(cols.n):
+            sl, dev = cols.device(row)
+            attr = dev.attributes.get(name) or (dev.attributes.get(ident)
+                                                if dom == sl.driver else None)
+            if attr is not None:
+                slow_codes[row] = ids.setdefault((attr.kind, attr.value), len(ids))
+        assert np.array_equal(fast[0], slow_codes)
+        assert not fast[1].any()
+
+
+def test_a_run_makes_the_claims_of_pods_that_skipped_the_queue():
+    """Pods handed to a run without PreEnqueue (capacity's replicas): their
+    claims are made from the template as their PreFilter would."""
+    from tensorsched.framework.objects.manifests import parse_pod
+    objs, _ = S.dra(3, 0)
+    cluster = build_cluster(objs)
+    state = cluster.state
+    pods = [parse_pod(S.claim_pod(f"r{i}", "one-gpu", created=i)) for i in range(20)]
+    fw = cluster.framework_for(pods[0], "numba")
+    rows, _ = fw.place_run(state, pods, seed=0, attempt=0, start_index=0)
+    assert rows.shape[0] == 20
+    store = ClaimState.of(state)
+    for pod, row in zip(pods, rows.tolist()):
+        e = store.get("default", f"{pod.name}-gpu")
+        assert [r.name for r in e.reserved_for] == [pod.name]
+        assert e.allocation.results[0].pool == state.node_name(row)
+    assert len(store.devices_in_use) == 20
