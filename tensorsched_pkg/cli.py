@@ -187,6 +187,8 @@ def cmd_replay(args) -> int:
             raise TensorschedError("replay: --policy is required (or use --sweep)")
         if len(args.pods) != 1:
             raise TensorschedError("replay: one --pods CSV per run (several need --sweep)")
+        if args.backend == "cuda":
+            raise TensorschedError("replay: --backend cuda runs sweeps only (add --sweep)")
         try:
             res, paths = R.run_replay(args.nodes, args.pods[0], args.policy, seed=args.seed,
                                       tune=args.tune, output=args.output, backend=args.backend)
@@ -283,7 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=SEED, default=42, help="seed of the workload draw")
     r.add_argument("--tune", type=positive_float, default=1.3,
                    help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")
-    r.add_argument("--backend", choices=("numba", "numpy"), default="numba", help="backend")
+    r.add_argument("--backend", choices=("numba", "numpy", "cuda"), default="numba",
+                   help="backend (cuda: --sweep only; with --sweep numba and cuda run every "
+                   "run in one batched call, numpy one process per run)")
     r.add_argument("--output", type=output_file,
                    help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it "
                    "(with --sweep: the one sweep CSV)")
@@ -292,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--policies", help="with --sweep: comma-separated policies (default: all six)")
     r.add_argument("--seeds", help="with --sweep: e.g. 42-51 or 42,43 (default: --seed)")
     r.add_argument("--workers", type=int_in(1, 1024), default=None,
-                   help="with --sweep: processes (default: all cores)")
+                   help="with --sweep: threads of the batched call on numba, processes on "
+                   "numpy (default: all cores)")
     r.add_argument("--plot", metavar="PNG", type=output_file,
                    help="draw the allocation curves (needs the 'plot' extra)")
     r.add_argument("--expected", metavar="CSV",

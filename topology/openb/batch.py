@@ -17,8 +17,9 @@ What each run is, from the definitions the Simulation's profile uses:
   them in node order, and Random's GPU pick is ``key_uniform`` of its key
   ``default/<name>-<j>``;
 - pods are classes of equal (cpu, memory, GPU ask, model mask); the CPU
-  the policies score with is kube-scheduler's non-zero request (100m when
-  none); FGD's typical pods are ``trace._typical_of`` with the
+  the policies score with is kube-scheduler's non-zero request, which for
+  an explicit request (the trace's, 0 included) is the request; FGD's
+  typical pods are ``trace._typical_of`` with the
   frequencies renormalized as GpuShareScore and ``GpuTracker`` do;
 - the curves: ``replay._curves`` of (arrived, used, fragmentation, idle)
   after each pod, the fragmentation summed over the nodes as
@@ -47,7 +48,6 @@ from . import trace as T
 
 SEED_MIX = 0x9E3779B97F4A7C15
 MASK64 = (1 << 64) - 1
-NONZERO_CPU = 100           # kube-scheduler's non-zero CPU request, millicores
 BACKENDS = ("numba", "cuda")
 
 
@@ -69,7 +69,9 @@ def workload_of(inv: GpuInventory, pods: R.TracePods) -> Workload:
         first[shape_id[j]] = j
     cpu = pods.cpu[first]
     classes = {"c_cpu": cpu, "c_mem": pods.mem[first],
-               "c_cpu_nz": np.where(cpu > 0, cpu, NONZERO_CPU).astype(np.int64),
+               # the Simulation's pods request their cpu explicitly (0 included), so
+               # the non-zero CPU the policies score with is the request itself
+               "c_cpu_nz": cpu.copy(),
                "c_num": pods.num[first], "c_milli": pods.milli[first], "c_mask": masks[first]}
     return Workload(pods, shape_id, classes, T._tracker_typical(T._typical_of(pods), inv))
 
@@ -230,3 +232,6 @@ def replay_batch(nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tupl
         seconds = (time.perf_counter() - t0) / len(part)
         out.extend(results_of(nodes, wls, runs, got, tune, seconds, record_placements))
     return out
+
+
+R.register_batched(replay_batch)
