@@ -512,7 +512,7 @@ def _sweep_job(job):
 
 
 def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,
-          backend="numba", output=None, progress=None):
+          backend="numba", output=None, progress=None, batch=True):
     """Run every (trace, policy, seed) once and write one CSV to ``output``
     (see ``write_sweep``).  Returns [(workload, ReplayResult)] in job order.
     Every argument and input file is checked before the first run.
@@ -521,9 +521,10 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
     (``openb.batch.replay_batch``: the CPU twin on ``workers`` threads,
     default all cores, or the CUDA kernel chunked to device memory); each
     run equals ``trace.simulate_replay`` for it, and ``seconds`` is the
-    call's wall time over its runs.  ``numpy``: ``replay`` per run,
-    ``workers`` processes at a time (its Random draws its own streams and
-    its sums differ in the last bits: the Simulation is the reference)."""
+    call's wall time over its runs.  ``numpy`` (or ``batch=False`` on
+    numba): ``replay`` per run, ``workers`` processes at a time (its
+    Random draws its own streams and its sums differ in the last bits: the
+    Simulation is the reference)."""
     policies = list(policies)
     if not policies:
         raise ValueError("no policies to sweep")
@@ -553,7 +554,9 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
     nodes = _load_cached("nodes", nodes_path)
     for pp in pods_paths:
         check_inputs(nodes, _load_cached("pods", pp))
-    if backend in BATCH_BACKENDS:
+    if backend == "cuda" and not batch:
+        raise ValueError("backend 'cuda' runs sweeps as one batched call only")
+    if backend in BATCH_BACKENDS and batch:
         traces = [_load_cached("pods", pp) for pp in pods_paths]
         runs = [(t, pol, int(sd)) for t in range(len(pods_paths)) for pol in policies
                 for sd in seeds]
