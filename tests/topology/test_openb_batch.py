@@ -147,3 +147,25 @@ def test_bad_arguments_are_refused(tmp_path):
     with pytest.raises(ValueError, match="no runs in the batch"):
         cpu.run_batch(a.runs([]))
     assert BA.MAX_GPUS == 16
+
+
+@settings(max_examples=30, deadline=None)
+@given(steps=st.lists(st.floats(0, 3), min_size=0, max_size=400), seed=st.integers(0, 99),
+       shuffle=st.booleans())
+def test_discrete_slices_equal_the_masked_means(steps, seed, shuffle):
+    """The curves' per-k means over slices of the (growing) arrived demand
+    are the masked means bit for bit; unsorted keys take the masked path."""
+    arrive = np.cumsum(np.array(steps, np.float64))
+    values = np.random.default_rng(seed).random(arrive.shape[0]) * 1e4
+    if shuffle:
+        arrive = arrive[::-1].copy()
+    key = np.round(arrive)
+    want = np.full(R.N_COLS, np.nan)
+    for k in range(R.N_COLS):
+        sel = key == k
+        if not sel.any():
+            sel = (key >= k - 1) & (key <= k + 1)
+            if not sel.any():
+                continue
+        want[k] = values[sel].mean()
+    np.testing.assert_array_equal(R._discrete(arrive, values), want)

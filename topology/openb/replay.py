@@ -234,6 +234,18 @@ def _discrete(arrive_pct, values):
     """Mean of ``values`` per k = round(arrive_pct) (k +- 1 when empty)."""
     key = np.round(arrive_pct)          # round half to even, as pandas/python round
     out = np.full(N_COLS, np.nan)
+    values = np.ascontiguousarray(values, np.float64)
+    if key.shape[0] and not (np.diff(key) < 0).any():
+        # arrived demand only grows: each k's records are one slice, whose
+        # mean is the masked selection's (same elements, same order)
+        for k in range(N_COLS):
+            lo, hi = np.searchsorted(key, k, "left"), np.searchsorted(key, k, "right")
+            if lo == hi:
+                lo, hi = np.searchsorted(key, k - 1, "left"), np.searchsorted(key, k + 1, "right")
+                if lo == hi:
+                    continue
+            out[k] = values[lo:hi].mean()
+        return out
     for k in range(N_COLS):
         sel = key == k
         if not sel.any():
