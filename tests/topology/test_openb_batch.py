@@ -169,3 +169,21 @@ def test_discrete_slices_equal_the_masked_means(steps, seed, shuffle):
                 continue
         want[k] = values[sel].mean()
     np.testing.assert_array_equal(R._discrete(arrive, values), want)
+
+
+def test_sweep_experiment_jobs_run_batched(tmp_path):
+    """``tensorsched sweep``'s experiment jobs on one machine: the batched
+    call's rows equal each job's own ``simulate_replay`` row (all six
+    policies), ``wall_seconds`` aside."""
+    from support.openb import openb_slice
+
+    from tensorsched import sweep as S
+    nodes, pods = openb_slice(tmp_path, "multigpu20", 30, 150)
+    jobs = S.make_jobs([pods], [5], policies=list(POLICIES), experiment=True, nodes=nodes)
+    table = S.run_sweep(jobs, workers=1)
+    inputs = S.load_inputs(jobs)
+    for job, row in zip(jobs, table.to_pylist()):
+        want = S.run_job(job, inputs)
+        for k in want:
+            if k != "wall_seconds":
+                assert row[k] == want[k], (job.policy, k)
