@@ -187,3 +187,14 @@ def test_sweep_experiment_jobs_run_batched(tmp_path):
         for k in want:
             if k != "wall_seconds":
                 assert row[k] == want[k], (job.policy, k)
+
+
+def test_cuda_without_a_device_is_refused_before_any_run(tmp_path):
+    from support.backends import cuda_available
+
+    from tensorsched.framework.errors import BackendError
+    if cuda_available():
+        pytest.skip("a CUDA device or the simulator is here")
+    inv, pods = read_openb_slice(tmp_path, "default", 20, 50)
+    with pytest.raises(BackendError, match="backend 'cuda' cannot run"):
+        B.replay_batch(inv, [pods], [(0, "FGD", 1)], backend="cuda")

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tensorsched.framework.errors import BackendError
+from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch import arrays as BA
 from tensorsched.kernels.gpu import share as K
 
@@ -198,6 +200,11 @@ def replay_batch(nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tupl
         raise ValueError(f"unknown backend {backend!r} for the batched experiment; choose one "
                          f"of {', '.join(BACKENDS)}")
     tune = R.check_tune(tune)
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch import cuda  # noqa: F401
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from None
     for t, policy, seed in jobs:
         if policy not in R.POLICY_SEL:
             raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(K.POLICIES)}")
