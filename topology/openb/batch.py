@@ -51,6 +51,7 @@ from . import trace as T
 SEED_MIX = 0x9E3779B97F4A7C15
 MASK64 = (1 << 64) - 1
 BACKENDS = ("numba", "cuda")
+NUMBA_CHUNK = 256           # runs per call of the CPU twin
 
 
 @dataclass
@@ -192,8 +193,10 @@ def replay_batch(nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tupl
                  record_placements: bool = False, chunk: int | None = None) -> list:
     """``simulate_replay(nodes, traces[t], policy, seed, tune)`` for every
     ``(t, policy, seed)`` of ``jobs``, in one batched call per ``chunk``
-    runs (default: all): [ReplayResult] in job order, ``seconds`` each the
-    call's wall time over its runs.  Arguments checked before any run."""
+    runs (default: ``NUMBA_CHUNK`` on numba, which bounds the host arrays
+    of events and outputs; all on cuda, which chunks to device memory
+    itself): [ReplayResult] in job order, ``seconds`` each its call's wall
+    time over its runs.  Arguments checked before any run."""
     if not jobs:
         raise ValueError("no runs: jobs is empty")
     if backend not in BACKENDS:
@@ -214,7 +217,9 @@ def replay_batch(nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tupl
     for pods in traces:
         R.check_inputs(nodes, pods)
     out = []
-    chunk = len(jobs) if not chunk else max(1, int(chunk))
+    if not chunk:
+        chunk = NUMBA_CHUNK if backend == "numba" else len(jobs)
+    chunk = max(1, int(chunk))
     workloads = {}
     draws = {}
     for lo in range(0, len(jobs), chunk):
