@@ -4,9 +4,14 @@ stream of arriving pods under the openb profile (NodeResourcesFit's cpu,
 memory and pod count, GpuShareFit, GpuShareScore's six policies, a fixed
 per-node tie rank, the seeded tie-break).
 
-``_rules``: the per-node and per-pod rules in plain Python, compiled with ``njit``
-for the CPU twin (``cpu``: ``prange`` over clusters) and with
-``cuda.jit(device=True)`` for the CUDA kernel (``cuda``: one thread block
-per cluster); ``pairwise``: the node-order summation tree both use to
-total the cluster's fragmentation exactly as ``numpy.sum`` does.
+- ``arrays``: the inputs of one call (node sets, workloads of pod classes
+  and typical pods, runs, events) and their checks;
+- ``_rules``: the per-node and per-pod rules in plain Python, compiled with
+  ``njit`` for the CPU twin and with ``cuda.jit(device=True)`` for the
+  CUDA kernel;
+- ``cpu``: the CPU twin (``_cluster``'s serial loop over nodes, one
+  cluster per ``prange`` iteration of ``_driver``);
+- ``cuda``: one thread block per cluster, threads over its nodes;
+- ``pairwise``: the summation tree both use to total the cluster's
+  fragmentation exactly as ``numpy.sum`` does.
 """
