@@ -1,5 +1,5 @@
 """The openb experiment batched: every (trace, policy, seed) run in one
-call (``replay.sweep`` on numba / cuda), timed, against the per-run path
+call (``openb.batch.sweep`` on numba / cuda), timed, against the per-run path
 on the same jobs in the same process when asked.
 
 python -m tensorsched.bench.openb_batch [--traces T1,T2|paper|all] [--seeds 42-51]
@@ -7,7 +7,7 @@ python -m tensorsched.bench.openb_batch [--traces T1,T2|paper|all] [--seeds 42-5
         [--output bench/results/openb-batch-<backend>.json]
 
 ``paper``: the 17 traces of the experiment's figure (1,020 runs with
-seeds 42-51).  ``--per-run``: also the per-run path (``replay`` in
+seeds 42-51).  ``--per-run``: also the per-run path (``replay.sweep``: ``replay`` in
 ``--workers`` processes, numba) and whether the two sweep CSVs are equal in
 every column but ``seconds`` (Random aside: its per-run streams are
 ``replay``'s own), recorded with the wall and CPU seconds and the load
@@ -22,6 +22,7 @@ import tempfile
 import time
 
 from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.openb import batch as RB
 from tensorsched.topology.openb import replay as R
 
 from .harness import git_commit, machine_info
@@ -79,8 +80,8 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="openb-batch-")
     batched_csv = os.path.join(tmp, "batched.csv")
     # compile (or load the compiled kernels) outside the timing
-    R.sweep(nodes, pods[:1], policies[:1], seeds[:1], backend=a.backend, workers=a.workers)
-    _, batched = _timed(lambda: R.sweep(nodes, pods, policies, seeds, backend=a.backend,
+    RB.sweep(nodes, pods[:1], policies[:1], seeds[:1], backend=a.backend, workers=a.workers)
+    _, batched = _timed(lambda: RB.sweep(nodes, pods, policies, seeds, backend=a.backend,
                                         workers=a.workers, output=batched_csv))
     record = {"experiment": "openb, arrivals only (simulate_replay per run)",
               "runs": len(traces) * len(policies) * len(seeds), "traces": traces,
@@ -89,7 +90,7 @@ def main(argv=None):
     if a.per_run:
         per_csv = os.path.join(tmp, "per-run.csv")
         _, per = _timed(lambda: R.sweep(nodes, pods, policies, seeds, backend="numba",
-                                        workers=a.workers, output=per_csv, batch=False))
+                                        workers=a.workers, output=per_csv))
         record["per_run"] = per
         mine, theirs = _rows(batched_csv), _rows(per_csv)
         pol = mine[0].index("sc_policy")

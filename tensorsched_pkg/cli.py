@@ -215,9 +215,10 @@ def cmd_replay(args) -> int:
             def progress(wl, res):
                 bar.set_postfix_str(f"{wl} {res.policy} seed {res.seed}: {res.alloc[100]}%")
                 bar.update(1)
-            out = R.sweep(args.nodes, args.pods, policies, seeds, tune=args.tune,
-                          workers=args.workers, backend=args.backend, output=args.output,
-                          progress=progress)
+            from tensorsched.topology.openb import batch
+            out = batch.sweep(args.nodes, args.pods, policies, seeds, tune=args.tune,
+                              workers=args.workers, backend=args.backend, output=args.output,
+                              progress=progress)
         paths = [args.output]
         if args.plot:
             paths.append(R.plot_allocation(out, args.plot, expected=args.expected))

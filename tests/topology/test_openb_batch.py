@@ -2,7 +2,7 @@
 ``simulate_replay`` -- the experiment through ``Simulation`` -- run by
 run, bit for bit: placements (node and GPU indices), the three curves and
 the scheduled count, for all six policies, on random small clusters and
-traces; ``replay.sweep`` on numba is that batched call."""
+traces; ``openb.batch.sweep`` (``replay --sweep``) is that batched call."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -101,10 +101,12 @@ def test_batch_on_openb_slices_equals_the_simulation(tmp_path):
             assert [list(p[2]) for p in rp.placements] == [p[2] for p in res.placements]
 
 
-def test_sweep_on_numba_is_the_batched_call(tmp_path):
+def test_batched_sweep_on_numba(tmp_path):
+    """``openb.batch.sweep`` (``replay --sweep``): one batched call, the CSV
+    written, each run its Simulation's."""
     from support.openb import openb_slice
     nodes, pods = openb_slice(tmp_path, "default", 40, 150)
-    out = R.sweep(nodes, [pods], ["FGD", "Random"], [3, 4], workers=1, backend="numba",
+    out = B.sweep(nodes, [pods], ["FGD", "Random"], [3, 4], workers=1, backend="numba",
                   output=str(tmp_path / "s.csv"))
     inv, tp = R.read_openb_nodes(nodes), R.read_openb_pods(pods)
     want = {(r.policy, r.seed): r for r in B.replay_batch(

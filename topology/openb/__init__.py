@@ -1,6 +1,3 @@
 """The openb GPU-sharing experiment (Alibaba's openb traces, FGD paper):
 trace CSVs, the workload draw and the replay of its six score policies.
 """
-
-# the batched runs register themselves with ``replay.sweep``
-from . import batch  # noqa: E402,F401

@@ -246,4 +246,27 @@ def replay_batch(nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tupl
     return out
 
 
-R.register_batched(replay_batch)
+def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,
+          backend="numba", output=None, progress=None):
+    """``replay.sweep``'s sweep (same arguments, checks, results and CSV)
+    with every run in one batched call on numba (the CPU twin on
+    ``workers`` threads, default all cores) or cuda (chunked to device
+    memory): each run equals ``trace.simulate_replay`` for it; ``seconds``
+    is its call's wall time over its runs.  On numpy: ``replay.sweep``,
+    a process per run."""
+    if backend == "numpy":
+        return R.sweep(nodes_path, pods_paths, policies, seeds, tune, workers, backend, output,
+                       progress)
+    nodes, pods_paths, policies, seeds, tune = R.sweep_inputs(
+        nodes_path, pods_paths, policies, seeds, tune, workers, backend, BACKENDS + ("numpy",))
+    traces = [R._load_cached("pods", pp) for pp in pods_paths]
+    runs = [(t, pol, int(sd)) for t in range(len(pods_paths)) for pol in policies
+            for sd in seeds]
+    got = replay_batch(nodes, traces, runs, tune=tune, backend=backend, workers=workers)
+    out = [(R.workload_name(pods_paths[t]), res) for (t, _p, _s), res in zip(runs, got)]
+    if progress:
+        for wl, res in out:
+            progress(wl, res)
+    if output:
+        R.write_sweep(out, output)
+    return out

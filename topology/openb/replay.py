@@ -70,8 +70,6 @@ POLICY_SEL = {"Random": K.SEL_RANDOM, "DotProd": K.SEL_BEST, "GpuClustering": K.
 POLICY_DIR = {"Random": "01-Random", "DotProd": "02-DotProd", "GpuClustering": "03-GpuClustering",
               "GpuPacking": "04-GpuPacking", "BestFit": "05-BestFit", "FGD": "06-FGD"}
 BACKENDS = ("numba", "numpy")
-BATCH_BACKENDS = ("numba", "cuda")       # sweeps: every run in one batched call
-SWEEP_BACKENDS = ("numba", "numpy", "cuda")
 TYPICAL_POD_THRESHOLD = 95   # percent of pods covered by the typical shapes
 N_COLS = 131                 # 0..130 % of capacity
 MAX_DRAWS = 2_000_000        # pods drawn with replacement to reach tune x capacity
@@ -495,16 +493,6 @@ def run_replay(nodes_path, pods_path, policy, seed=42, tune=1.3, output=None, ba
 # sweep: policies x traces x seeds on all cores, one CSV
 # ---------------------------------------------------------------------------
 
-# ``openb.batch.replay_batch`` (registered by it; the package imports it):
-# the batched runs, which build on this module's definitions
-_BATCHED: dict = {}
-
-
-def register_batched(replay_batch) -> None:
-    """The batched runner ``sweep`` uses on ``BATCH_BACKENDS``."""
-    _BATCHED["replay_batch"] = replay_batch
-
-
 SWEEP_METRICS = (("alloc", "alloc"), ("frag_amount", "frag_amount"), ("frag_ratio", "frag_ratio"))
 _LOADED: dict = {}
 
@@ -523,28 +511,18 @@ def _sweep_job(job):
     return i, workload_name(pods_path), res
 
 
-def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,
-          backend="numba", output=None, progress=None, batch=True):
-    """Run every (trace, policy, seed) once and write one CSV to ``output``
-    (see ``write_sweep``).  Returns [(workload, ReplayResult)] in job order.
-    Every argument and input file is checked before the first run.
-
-    ``numba`` and ``cuda``: all runs in one batched call
-    (``openb.batch.replay_batch``: the CPU twin on ``workers`` threads,
-    default all cores, or the CUDA kernel chunked to device memory); each
-    run equals ``trace.simulate_replay`` for it, and ``seconds`` is the
-    call's wall time over its runs.  ``numpy`` (or ``batch=False`` on
-    numba): ``replay`` per run, ``workers`` processes at a time (its
-    Random draws its own streams and its sums differ in the last bits: the
-    Simulation is the reference)."""
+def sweep_inputs(nodes_path, pods_paths, policies, seeds, tune, workers, backend,
+                 backends) -> tuple:
+    """(nodes, pods paths, policies, seeds, tune) of a sweep, every argument
+    and input file checked (``backends``: the names ``backend`` may be)."""
     policies = list(policies)
     if not policies:
         raise ValueError("no policies to sweep")
     for pol in policies:
         if pol not in POLICY_SEL:
             raise ValueError(f"unknown policy {pol!r}; choose one of {', '.join(K.POLICIES)}")
-    if backend not in SWEEP_BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(SWEEP_BACKENDS)}")
+    if backend not in backends:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(backends)}")
     pods_paths = list(pods_paths)
     if not pods_paths:
         raise ValueError("no pod CSV to sweep")
@@ -566,21 +544,21 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
     nodes = _load_cached("nodes", nodes_path)
     for pp in pods_paths:
         check_inputs(nodes, _load_cached("pods", pp))
-    if backend == "cuda" and not batch:
-        raise ValueError("backend 'cuda' runs sweeps as one batched call only")
-    if backend in BATCH_BACKENDS and batch:
-        traces = [_load_cached("pods", pp) for pp in pods_paths]
-        runs = [(t, pol, int(sd)) for t in range(len(pods_paths)) for pol in policies
-                for sd in seeds]
-        got = _BATCHED["replay_batch"](nodes, traces, runs, tune=tune, backend=backend,
-                                       workers=workers)
-        out = [(workload_name(pods_paths[t]), res) for (t, _p, _s), res in zip(runs, got)]
-        if progress:
-            for wl, res in out:
-                progress(wl, res)
-        if output:
-            write_sweep(out, output)
-        return out
+    return nodes, pods_paths, policies, seeds, tune
+
+
+def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,
+          backend="numba", output=None, progress=None):
+    """Run ``replay`` for every (trace, policy, seed), ``workers`` processes
+    at a time (default: all cores), and write one CSV to ``output`` (see
+    ``write_sweep``).  Returns [(workload, ReplayResult)] in job order.
+    Every argument and input file is checked before the first run.
+    ``openb.batch.sweep`` runs the same sweep as one batched call (what
+    ``tensorsched replay --sweep`` runs), each run equal to its
+    Simulation; ``replay``'s Random draws its own streams and its sums
+    differ in the last bits (the Simulation is the reference)."""
+    nodes, pods_paths, policies, seeds, tune = sweep_inputs(
+        nodes_path, pods_paths, policies, seeds, tune, workers, backend, BACKENDS)
     jobs = [(0, nodes_path, pp, pol, int(sd), tune, backend)
             for pp in pods_paths for pol in policies for sd in seeds]
     jobs = [(i,) + j[1:] for i, j in enumerate(jobs)]
