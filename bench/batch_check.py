@@ -100,8 +100,13 @@ def main(argv=None):
     if a.tiny:
         traces, seeds, tune, a.seeds = ["default"], [42], 0.1, "42"
         a.clusters, a.nodes, a.pods = 3, 12, 6
-    pods = [R.read_openb_pods(os.path.join(a.data, "csv", f"openb_pod_list_{t}.csv"))
-            for t in traces]
+    paths = [os.path.join(a.data, "csv", f"openb_pod_list_{t}.csv") for t in traces]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise SystemExit(f"batch_check: {len(missing)} trace(s) not in {a.data}/csv (e.g. "
+                         f"{missing[0]}): pass --data with the public trace's directory (all "
+                         "17 traces), or --traces with the ones there")
+    pods = [R.read_openb_pods(p) for p in paths]
     exp_inv = _slice_nodes(inv, a.nodes) if a.tiny else inv
     jobs = [(t, p, s) for t in range(len(traces)) for p in POLICIES for s in seeds]
     basic = _basic_arrays(_slice_nodes(inv, a.nodes), a.clusters, a.pods)
