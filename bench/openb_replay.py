@@ -6,10 +6,12 @@ python -m tensorsched.bench.openb_replay [--traces default,...|all] [--seeds 42-
 Runs the sweep (policies x traces x seeds, all cores) on the paper's cluster
 (the 1,213 GPU nodes), then records per trace and policy our mean
 allocation ratio at 100 % and 130 % of arrived demand, the published mean
-(seeds 42-51), and the time per run.  ``--framework``: every run through
-the Scheduler and a Simulation (``tensorsched sweep --experiment``)
-instead of ``replay``'s own loop; ``--compare-replay`` also runs
-``replay`` on the same jobs and records the largest difference per run.
+(seeds 42-51), and the time per run.  On numba the sweep is one batched
+call (``openb.batch.sweep``: every run equal to its Simulation), ``seconds`` per
+run the call's share.  ``--framework``: every run through the Scheduler
+and a Simulation (``tensorsched sweep --experiment``, batched the same
+way); ``--compare-replay`` also runs ``replay``'s own loop per run on the
+same jobs and records the largest difference per run.
 ``--data``: a directory with ``csv/`` and ``expected_results/`` (the
 public trace has all 17 traces; ``all`` takes every pod list there).
 """
@@ -22,6 +24,7 @@ import time
 
 from tensorsched import sweep as S
 from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.openb import batch as RB
 from tensorsched.topology.openb import replay as R
 
 from .harness import git_commit, machine_info
@@ -58,12 +61,13 @@ def main(argv=None):
     if a.framework:
         out = _framework_sweep(nodes, pods, policies, seeds, a.workers, a.backend)
     else:
-        out = [(w, _row(r)) for w, r in R.sweep(nodes, pods, policies, seeds,
+        out = [(w, _row(r)) for w, r in RB.sweep(nodes, pods, policies, seeds,
                                                 workers=a.workers, backend=a.backend,
                                                 output=a.csv)]
     wall = time.perf_counter() - t0
     versus = None
     if a.compare_replay:
+        # replay's own loop, per run
         theirs = R.sweep(nodes, pods, policies, seeds, workers=a.workers, backend=a.backend)
         versus = {(w, r.policy, r.seed): r for w, r in theirs}
     rows = []

@@ -198,6 +198,8 @@ def cmd_replay(args) -> int:
             raise TensorschedError("replay: --policy is required (or use --sweep)")
         if len(args.pods) != 1:
             raise TensorschedError("replay: one --pods CSV per run (several need --sweep)")
+        if args.backend == "cuda":
+            raise TensorschedError("replay: --backend cuda runs sweeps only (add --sweep)")
         try:
             res, paths = R.run_replay(args.nodes, args.pods[0], args.policy, seed=args.seed,
                                       tune=args.tune, output=args.output, backend=args.backend)
@@ -224,9 +226,13 @@ def cmd_replay(args) -> int:
             def progress(wl, res):
                 bar.set_postfix_str(f"{wl} {res.policy} seed {res.seed}: {res.alloc[100]}%")
                 bar.update(1)
-            out = R.sweep(args.nodes, args.pods, policies, seeds, tune=args.tune,
-                          workers=args.workers, backend=args.backend, output=args.output,
-                          progress=progress)
+            from tensorsched.kernels.backend_names import BATCH
+            from tensorsched.kernels.fused.backends import resolve_backend
+            from tensorsched.topology.openb import batch
+            out = batch.sweep(args.nodes, args.pods, policies, seeds, tune=args.tune,
+                              workers=args.workers, backend=resolve_backend(args.backend, BATCH),
+                              output=args.output,
+                              progress=progress)
         paths = [args.output]
         if args.plot:
             paths.append(R.plot_allocation(out, args.plot, expected=args.expected))
@@ -296,8 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=SEED, default=42, help="seed of the workload draw")
     r.add_argument("--tune", type=positive_float, default=1.3,
                    help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")
-    r.add_argument("--backend", choices=("numba", "numpy", "auto"), default="numba",
-                   help="backend (auto: numba; the replay has no GPU kernels)")
+    r.add_argument("--backend", choices=("numba", "numpy", "cuda", "auto"), default="numba",
+                   help="backend (cuda: --sweep only; with --sweep numba and cuda run every "
+                   "run in one batched call, numpy one process per run; auto: cuda for a "
+                   "sweep on a machine with a GPU, else numba)")
     r.add_argument("--output", type=output_file,
                    help="allocation CSV; *_frag.csv and *_frag_ratio.csv beside it "
                    "(with --sweep: the one sweep CSV)")
@@ -306,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--policies", help="with --sweep: comma-separated policies (default: all six)")
     r.add_argument("--seeds", help="with --sweep: e.g. 42-51 or 42,43 (default: --seed)")
     r.add_argument("--workers", type=int_in(1, 1024), default=None,
-                   help="with --sweep: processes (default: all cores)")
+                   help="with --sweep: threads of the batched call on numba, processes on "
+                   "numpy (default: all cores)")
     r.add_argument("--plot", metavar="PNG", type=output_file,
                    help="draw the allocation curves (needs the 'plot' extra)")
     r.add_argument("--expected", metavar="CSV",

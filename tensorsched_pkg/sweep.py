@@ -19,7 +19,10 @@ workers once (a process pool's initializer, or one object in Ray's store),
 not per job.  ``run_sweep(jobs)`` runs the jobs on a
 ``ProcessPoolExecutor`` (default: all cores; ``workers=1`` in this process)
 or on Ray (``ray="auto"``, an address, or ``"local"`` for a fresh local
-instance), and returns the rows in job order: the table is the same
+instance), and returns the rows in job order; on one machine the
+``experiment`` jobs on numba or cuda run as one batched call
+(``openb.batch.replay_batch``, the same rows; ``wall_seconds`` the call's
+over its runs): the table is the same
 whatever ran it (but ``wall_seconds``).  ``comparison(table)`` is the
 side-by-side table (rows: traces, columns: configs, cells: mean and standard
 deviation over the seeds), ``plot_comparison`` its bar chart.
@@ -56,12 +59,14 @@ from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.limits import DEFAULT_TUNE
+from tensorsched.topology.openb.batch import replay_batch
 from tensorsched.topology.openb.trace import simulate_replay
 
 from . import simulate_run as run
 from .cli_args import DEFAULT_INTERVAL
 
 KINDS = ("simulate", "experiment")
+BATCH_BACKENDS = ("numba", "cuda")      # experiment jobs batched on one machine
 RAY_NEEDS = ("sweeps on Ray need the 'ray' package, which the core install leaves out; "
              "install the extra: pip install 'tensorsched[ray]'")
 
@@ -395,6 +400,37 @@ def _run_experiment(job: Job, inputs: dict) -> dict:
     t0 = time.perf_counter()
     res = simulate_replay(inputs[("inventory", job.nodes)], inputs[("pods", job.trace)],
                           job.policy, seed=job.seed, tune=job.tune, backend=job.backend)
+    return _experiment_row(job, res, time.perf_counter() - t0)
+
+
+def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
+    """The experiment jobs on numba or cuda run as batched calls (one per
+    node CSV, tune and backend: ``openb.batch.replay_batch``, each run equal
+    to its ``simulate_replay``); returns the indices of the other jobs."""
+    groups: dict = {}
+    rest = []
+    for i, job in enumerate(jobs):
+        if job.kind == "experiment" and job.batch and job.backend in BATCH_BACKENDS:
+            groups.setdefault((job.nodes, job.tune, job.backend), []).append(i)
+        else:
+            rest.append(i)
+    for (nodes, tune, backend), idx in groups.items():
+        traces = list(dict.fromkeys(jobs[i].trace for i in idx))
+        runs = [(traces.index(jobs[i].trace), jobs[i].policy, jobs[i].seed) for i in idx]
+        t0 = time.perf_counter()
+        try:
+            got = replay_batch(inputs[("inventory", nodes)],
+                               [inputs[("pods", t)] for t in traces], runs, tune=tune,
+                               backend=backend, workers=workers)
+        except (ValueError, OSError) as exc:
+            raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
+        each = (time.perf_counter() - t0) / len(idx)
+        for i, res in zip(idx, got):
+            done(i, _experiment_row(jobs[i], res, each), None)
+    return rest
+
+
+def _experiment_row(job: Job, res, seconds: float) -> dict:
     def curve(a) -> list:
         return [_finite(v) for v in np.asarray(a, np.float64)]
     return {"trace": job.trace_name, "policy": job.policy, "seed": job.seed,
@@ -405,7 +441,7 @@ def _run_experiment(job: Job, inputs: dict) -> dict:
             "frag_at_130": _finite(res.frag_amount[130]),
             "alloc_curve": curve(res.alloc), "frag_curve": curve(res.frag_amount),
             "frag_ratio_curve": curve(res.frag_ratio),
-            "wall_seconds": time.perf_counter() - t0}
+            "wall_seconds": seconds}
 
 
 def run_job(job: Job, inputs: dict | None = None) -> dict:
@@ -586,8 +622,16 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
         if ray is not None:
             _run_ray(jobs, inputs, ray, workers, done)
         else:
-            n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
-            _run_local(jobs, inputs, n, done)
+            # on one machine the experiment's runs go as batched calls
+            rest = _batched_experiments(jobs, inputs, workers, done)
+            if rest:
+                sub = [jobs[i] for i in rest]
+
+                def sub_done(k: int, row, error) -> None:
+                    done(rest[k], row, error)
+
+                n = max(1, min(workers or os.cpu_count() or 1, len(sub)))
+                _run_local(sub, inputs, n, sub_done)
     finally:
         if bar is not None:
             bar.close()

@@ -147,7 +147,8 @@ def test_guide_command_prints_what_the_readme_shows(command, expected, monkeypat
 def test_the_bash_blocks_hold_examples_and_synopses():
     """What the tests below run: the examples of the first block, the
     Simulation and the Sweeps sections, and every synopsis line."""
-    assert [a[0] for a in EXAMPLES] == ["schedule", "simulate", "simulate", "sweep", "sweep"]
+    assert [a[0] for a in EXAMPLES] == ["schedule", "simulate", "simulate", "sweep", "sweep",
+                                        "replay"]
     assert {a[0] for a in SYNOPSES} == {"capacity", "simulate", "sweep", "explain", "schedule",
                                         "bench", "replay"}
     assert all("/shared/" not in w for a in EXAMPLES + SYNOPSES for w in a)

@@ -232,6 +232,18 @@ def _discrete(arrive_pct, values):
     """Mean of ``values`` per k = round(arrive_pct) (k +- 1 when empty)."""
     key = np.round(arrive_pct)          # round half to even, as pandas/python round
     out = np.full(N_COLS, np.nan)
+    values = np.ascontiguousarray(values, np.float64)
+    if key.shape[0] and not (np.diff(key) < 0).any():
+        # arrived demand only grows: each k's records are one slice, whose
+        # mean is the masked selection's (same elements, same order)
+        for k in range(N_COLS):
+            lo, hi = np.searchsorted(key, k, "left"), np.searchsorted(key, k, "right")
+            if lo == hi:
+                lo, hi = np.searchsorted(key, k - 1, "left"), np.searchsorted(key, k + 1, "right")
+                if lo == hi:
+                    continue
+            out[k] = values[lo:hi].mean()
+        return out
     for k in range(N_COLS):
         sel = key == k
         if not sel.any():
@@ -502,19 +514,18 @@ def _sweep_job(job):
     return i, workload_name(pods_path), res
 
 
-def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,
-          backend="numba", output=None, progress=None):
-    """Run every (trace, policy, seed) once, ``workers`` processes at a time
-    (default: all cores), and write one CSV to ``output`` (see
-    ``write_sweep``).  Returns [(workload, ReplayResult)] in job order.
-    Every argument and input file is checked before the first run."""
+def sweep_inputs(nodes_path, pods_paths, policies, seeds, tune, workers, backend,
+                 backends) -> tuple:
+    """(nodes, pods paths, policies, seeds, tune) of a sweep, every argument
+    and input file checked (``backends``: the names ``backend`` may be)."""
     policies = list(policies)
     if not policies:
         raise ValueError("no policies to sweep")
     for pol in policies:
         if pol not in POLICY_SEL:
             raise ValueError(f"unknown policy {pol!r}; choose one of {', '.join(K.POLICIES)}")
-    _kernels(policies[0], backend)
+    if backend not in backends:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(backends)}")
     pods_paths = list(pods_paths)
     if not pods_paths:
         raise ValueError("no pod CSV to sweep")
@@ -536,6 +547,21 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
     nodes = _load_cached("nodes", nodes_path)
     for pp in pods_paths:
         check_inputs(nodes, _load_cached("pods", pp))
+    return nodes, pods_paths, policies, seeds, tune
+
+
+def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, workers=None,
+          backend="numba", output=None, progress=None):
+    """Run ``replay`` for every (trace, policy, seed), ``workers`` processes
+    at a time (default: all cores), and write one CSV to ``output`` (see
+    ``write_sweep``).  Returns [(workload, ReplayResult)] in job order.
+    Every argument and input file is checked before the first run.
+    ``openb.batch.sweep`` runs the same sweep as one batched call (what
+    ``tensorsched replay --sweep`` runs), each run equal to its
+    Simulation; ``replay``'s Random draws its own streams and its sums
+    differ in the last bits (the Simulation is the reference)."""
+    nodes, pods_paths, policies, seeds, tune = sweep_inputs(
+        nodes_path, pods_paths, policies, seeds, tune, workers, backend, BACKENDS)
     jobs = [(0, nodes_path, pp, pol, int(sd), tune, backend)
             for pp in pods_paths for pol in policies for sd in seeds]
     jobs = [(i,) + j[1:] for i, j in enumerate(jobs)]

@@ -216,7 +216,7 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
 
 
 def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, tune: float,
-                backend: str, sampled: bool = False) -> tuple:
+                backend: str, sampled: bool = False, outcomes: bool = False) -> tuple:
     """((arrived, used, frag, idle) [pods] GPU milli after each pod of the
     arrival sequence, scheduled pods) of the experiment's ``Simulation``.
 
@@ -226,7 +226,9 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
     state after pod t is the initial one plus the placements of pods 0..t.
     ``sampled``: the Simulation samples the GPU metrics (``GpuTracker``)
     every second instead, as before (~12 % of the run; the tests check both
-    agree).  The arguments as ``simulate_replay`` checked them."""
+    agree).  ``outcomes``: (those records, scheduled, the sequence,
+    ``_outcomes``) instead.
+    The arguments as ``simulate_replay`` checked them."""
     rng = np.random.default_rng(seed)
     cap = nodes.total_gpus * MILLI
     seq = R.draw_workload(pods, cap, tune, rng)
@@ -271,6 +273,19 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
         return (arrived[:rows],
                 *(ts.column(c).to_numpy()[:rows]
                   for c in ("gpu_used_milli", "gpu_frag_milli", "gpu_idle_milli"))), scheduled
+    where, gpu_idx, milli = _outcomes(sim, nodes, names)
+    inv = nodes.copy()
+    used, frag, idle = _curves_from_outcomes(inv, _tracker_typical(typical, inv), seq, pods,
+                                             where, gpu_idx, milli)
+    if outcomes:
+        return (arrived, used, frag, idle), scheduled, seq, (where, gpu_idx, milli)
+    return (arrived, used, frag, idle), scheduled
+
+
+def _outcomes(sim: Simulation, nodes: GpuInventory, names: list) -> tuple:
+    """(node index [P] int64, -1 failed; GPU indices per pod; milli per GPU
+    [P] int64) of the Simulation's pods ``names`` in order."""
+    n = len(names)
     state = sim.cluster.state
     gt = GpuTable.attached(state)
     alloc = gt.alloc if gt is not None else {}
@@ -290,10 +305,7 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
         a = alloc.get(key)
         if a is not None and a.indices:
             gpu_idx[t], milli[t] = a.indices, a.milli
-    inv = nodes.copy()
-    used, frag, idle = _curves_from_outcomes(inv, _tracker_typical(typical, inv), seq, pods,
-                                             where, gpu_idx, milli)
-    return (arrived, used, frag, idle), scheduled
+    return where, gpu_idx, milli
 
 
 def _sampled_metrics(typical: list[dict]) -> dict:

@@ -1,0 +1,159 @@
+"""Device check of the batched engine: the openb experiment (every run of
+traces x policies x seeds in one call) and many basic-ish clusters, on
+``cuda`` and ``numba`` in one process, answers compared between the two.
+
+python -m tensorsched.bench.batch_check [--out DIR] [--backends cuda,numba]
+        [--traces paper] [--seeds 42-51] [--clusters 4096] [--nodes 1213]
+        [--pods 1000] [--data DIR] [--tiny]
+
+Writes ``batch-check.json`` to ``--out`` (default ``$OUT``, else
+bench/results/).  Per backend: the experiment's wall seconds including
+set-up, transfers and the curves (``replay.sweep``), and for the basic-ish
+clusters the kernel call's wall seconds and placements per second.  The
+basic-ish clusters: the openb profile (NodeResourcesFit, GpuShareFit,
+GpuShareScore BestFit with a random tie rank) on the paper's first
+``--nodes`` GPU nodes, each cluster its own seeded stream of ``--pods``
+pods drawn from 16 cpu/memory shapes (one in eight a GPU share).
+``equal``: the backends' placements, GPU indices and curves are identical
+(cuda against numba).  ``--tiny`` (or ``BATCH_CHECK_TINY=1``): a few
+clusters of a few nodes, one trace and seed with a small tune, for a dry
+run under ``NUMBA_ENABLE_CUDASIM=1``.
+"""
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from tensorsched.kernels.batch import arrays as BA
+from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.openb import batch as B
+from tensorsched.topology.openb import replay as R
+
+from .harness import git_commit, machine_info
+from .openb_batch import DATA, PAPER
+
+SHAPES = 16
+
+
+def _basic_arrays(inv, clusters: int, pods: int, seed: int = 0) -> BA.BatchArrays:
+    """``clusters`` runs on ``inv`` (module doc), each ``pods`` pods long."""
+    rng = np.random.default_rng(seed)
+    cpu = rng.choice([500, 1000, 2000, 4000, 8000], SHAPES)
+    share = (np.arange(SHAPES) % 8) == 0
+    wl = B.Workload(None, np.zeros(0, np.int64), {
+        "c_cpu": cpu.astype(np.int64), "c_mem": rng.choice([1024, 4096, 16384], SHAPES),
+        "c_cpu_nz": cpu.astype(np.int64), "c_num": share.astype(np.int64),
+        "c_milli": np.where(share, 500, 0).astype(np.int64),
+        "c_mask": np.zeros(SHAPES, np.int64)},
+        (np.array([1000], np.int64), np.array([1], np.int64), np.array([500], np.int64),
+         np.zeros(1, np.int64), np.ones(1)))
+    n = inv.n_nodes
+    runs = [B.Run(0, "BestFit", b, np.zeros(pods, np.int64),
+                  (n - 1) - rng.permutation(n).astype(np.int64)) for b in range(clusters)]
+    sets = BA.node_sets([{"gpu_count": inv.gpu_count, "model": inv.model, "cpu_cap": inv.cpu_cap,
+                          "mem_cap": inv.mem_cap, "pods_cap": np.full(n, 110, np.int64)}])
+    cl = {k: v[None, :] for k, v in wl.classes.items()}
+    tp = dict(zip(("tp_cpu", "tp_num", "tp_milli", "tp_mask", "tp_freq"),
+                  (x[None, :] for x in wl.typical)))
+    a = BA.BatchArrays(
+        **sets, n_classes=np.array([SHAPES]), **cl, n_typical=np.array([1]), **tp,
+        run_set=np.zeros(clusters, np.int64), run_workload=np.zeros(clusters, np.int64),
+        policy=np.full(clusters, POLICIES.index("BestFit"), np.int64),
+        sel=np.zeros(clusters, np.int64),
+        seed_mix=np.array([(b * B.SEED_MIX) & B.MASK64 for b in range(clusters)], np.uint64),
+        gpu_weight=np.full(clusters, n + 1, np.int64),
+        static_total=np.stack([r.tie for r in runs]),
+        ev_off=np.arange(clusters, dtype=np.int64) * pods,
+        ev_len=np.full(clusters, pods, np.int64),
+        cls=rng.integers(0, SHAPES, clusters * pods).astype(np.int64),
+        u=np.zeros(clusters * pods))
+    return a
+
+
+def _slice_nodes(inv, n: int):
+    keep = np.arange(min(n, inv.n_nodes))
+    return type(inv)([inv.names[i] for i in keep], list(inv.models), inv.gpu_count[keep],
+                     inv.model[keep], inv.gpu_left[keep], inv.gpu_mem[keep], inv.cpu_left[keep],
+                     inv.mem_left[keep], inv.cpu_cap[keep], inv.mem_cap[keep])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(
+        os.path.dirname(os.path.realpath(__file__)), "results"))
+    ap.add_argument("--backends", default="cuda,numba")
+    ap.add_argument("--traces", default=PAPER)
+    ap.add_argument("--seeds", default="42-51")
+    ap.add_argument("--clusters", type=int, default=4096)
+    ap.add_argument("--nodes", type=int, default=1213)
+    ap.add_argument("--pods", type=int, default=1000)
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--tiny", action="store_true", default=os.environ.get("BATCH_CHECK_TINY") == "1")
+    a = ap.parse_args(argv)
+    tune = 1.3
+    traces, seeds = a.traces.split(","), R.parse_seeds(a.seeds)
+    nodes_csv = os.path.join(a.data, "csv", "openb_node_list_gpu_node.csv")
+    inv = read_openb_nodes(nodes_csv)
+    if a.tiny:
+        traces, seeds, tune, a.seeds = ["default"], [42], 0.1, "42"
+        a.clusters, a.nodes, a.pods = 3, 12, 6
+    paths = [os.path.join(a.data, "csv", f"openb_pod_list_{t}.csv") for t in traces]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise SystemExit(f"batch_check: {len(missing)} trace(s) not in {a.data}/csv (e.g. "
+                         f"{missing[0]}): pass --data with the public trace's directory (all "
+                         "17 traces), or --traces with the ones there")
+    pods = [R.read_openb_pods(p) for p in paths]
+    exp_inv = _slice_nodes(inv, a.nodes) if a.tiny else inv
+    jobs = [(t, p, s) for t in range(len(traces)) for p in POLICIES for s in seeds]
+    basic = _basic_arrays(_slice_nodes(inv, a.nodes), a.clusters, a.pods)
+    record = {"commit": git_commit(), "machine": machine_info(), "tiny": a.tiny,
+              "experiment": {"runs": len(jobs), "traces": traces, "seeds": a.seeds,
+                             "nodes": exp_inv.n_nodes, "tune": tune},
+              "basic": {"clusters": a.clusters, "nodes": min(a.nodes, inv.n_nodes),
+                        "pods_per_cluster": a.pods, "placements": a.clusters * a.pods}}
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        record["cuda_simulator"] = True
+    answers = {}
+    for backend in a.backends.split(","):
+        # compile (or load) first: a tiny call outside the timings
+        B.replay_batch(_slice_nodes(exp_inv, 8), pods[:1], [(0, "FGD", 1)], tune=0.02,
+                       backend=backend)
+        t0 = time.perf_counter()
+        res = B.replay_batch(exp_inv, pods, jobs, tune=tune, backend=backend)
+        exp_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        got = B.run_kernel(basic, backend, None)
+        basic_s = time.perf_counter() - t0
+        answers[backend] = (res, got)
+        record[backend] = {
+            "experiment_seconds": round(exp_s, 3),
+            "experiment_pods": int(sum(r.pods for r in res)),
+            "basic_seconds": round(basic_s, 3),
+            "basic_placements_per_second": round(a.clusters * a.pods / basic_s),
+            "basic_scheduled": int((got[0] >= 0).sum())}
+        print(backend, json.dumps(record[backend]), flush=True)
+    if len(answers) > 1:
+        (r0, g0), *rest = answers.values()
+        same = True
+        for r1, g1 in rest:
+            same &= all(np.array_equal(x, y) for x, y in zip(g0, g1))
+            for x, y in zip(r0, r1):
+                same &= x.scheduled == y.scheduled and all(
+                    np.array_equal(getattr(x, m), getattr(y, m), equal_nan=True)
+                    for m in ("alloc", "frag_amount", "frag_ratio"))
+        record["equal"] = bool(same)
+    record["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "batch-check.json")
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+    print(json.dumps(record, indent=1))
+    return 0 if record.get("equal", True) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,17 @@
+"""Many independent clusters advanced by one kernel call (no Kubernetes
+objects): B clusters with a leading cluster axis, each through its own
+stream of arriving pods under the openb profile (NodeResourcesFit's cpu,
+memory and pod count, GpuShareFit, GpuShareScore's six policies, a fixed
+per-node tie rank, the seeded tie-break).
+
+- ``arrays``: the inputs of one call (node sets, workloads of pod classes
+  and typical pods, runs, events) and their checks;
+- ``_rules``: the per-node and per-pod rules in plain Python, compiled with
+  ``njit`` for the CPU twin and with ``cuda.jit(device=True)`` for the
+  CUDA kernel;
+- ``cpu``: the CPU twin (``_cluster``'s serial loop over nodes, one
+  cluster per ``prange`` iteration of ``_driver``);
+- ``cuda``: one thread block per cluster, threads over its nodes;
+- ``pairwise``: the summation tree both use to total the cluster's
+  fragmentation exactly as ``numpy.sum`` does.
+"""

@@ -1,0 +1,40 @@
+"""The CPU twin's driver: one cluster per ``prange`` iteration, compiled
+with ``njit(parallel=True)`` on top of ``_cluster`` (``cpu``); each
+iteration allocates its own scratch."""
+
+# ruff: noqa: F821
+
+import numpy as np
+from numba import prange
+
+
+def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
+             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
+             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
+             policy, sel, seed_mix, gpu_weight, static_total, ev_off, ev_len, cls, u,
+             gpu_slots, out_node, out_gmask, out_frag):
+    for b in prange(run_set.shape[0]):
+        s = run_set[b]
+        w = run_workload[b]
+        n = n_nodes[s]
+        nt = n_tree[s]
+        nc = n_classes[w]
+        ntp = n_typical[w]
+        o = ev_off[b]
+        e = ev_len[b]
+        cache_score = np.empty((max(nc, 1), n), np.int64)
+        cache_gpu = np.empty((max(nc, 1), n), np.int64)
+        cache_ver = np.empty((max(nc, 1), n), np.int64)
+        run_cluster(
+            n, gpu_count[s, :n], model[s, :n], cpu_cap[s, :n], mem_cap[s, :n], pods_cap[s, :n],
+            t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt], t_right[s, :nt], leaf_of[s, :n],
+            c_cpu[w, :nc], c_mem[w, :nc], c_cpu_nz[w, :nc], c_num[w, :nc], c_milli[w, :nc],
+            c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp],
+            tp_mask[w, :ntp], tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b],
+            static_total[b, :n], cls[o:o + e], u[o:o + e], out_node[o:o + e],
+            out_gmask[o:o + e], out_frag[o:o + e],
+            np.empty((n, gpu_slots), np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+            np.empty(n, np.int64), np.empty((n, 18), np.int64), np.empty(n, np.int64),
+            np.zeros(1, np.int64), cache_score, cache_gpu, cache_ver, np.empty(n, np.int64),
+            np.empty(16, np.int64), np.empty(16, np.int64), np.empty(n, np.float64),
+            np.empty(max(nt, 1), np.float64))

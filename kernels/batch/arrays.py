@@ -1,0 +1,175 @@
+"""The inputs of one batched call, as arrays with a leading axis per kind
+of thing (no Kubernetes objects), and their checks.
+
+- node sets [S, N] int64 (``n_nodes[s]`` rows used): ``gpu_count``,
+  ``model`` (-1 none), ``cpu_cap`` (millicores), ``mem_cap`` (any unit,
+  the pods' too), ``pods_cap``; every set starts empty;
+- their summation trees [S, T] int64 (``pairwise.pairwise_tree``):
+  ``t_lo``, ``t_len``, ``t_left``, ``t_right`` (``n_tree[s]`` used), and
+  ``leaf_of`` [S, N];
+- workloads [W, C] int64 (``n_classes[w]`` used): the pod classes
+  ``c_cpu``, ``c_mem``, ``c_cpu_nz`` (the CPU the policies score with),
+  ``c_num``, ``c_milli``, ``c_mask`` (model bit mask, 0 = any); and
+  [W, P] the typical pods ``tp_cpu``, ``tp_num``, ``tp_milli``,
+  ``tp_mask`` (int64), ``tp_freq`` (float64), ``n_typical[w]`` used;
+- runs [B]: ``run_set``, ``run_workload``, ``policy`` (0..5,
+  ``gpu._core.POLICIES``), ``sel`` (GPU pick: 0 best fit, 1 random, 2
+  FGD), ``seed_mix`` uint64 (seed * 0x9E3779B97F4A7C15 mod 2**64),
+  ``gpu_weight`` (GpuShareScore's weight), ``static_total`` [B, N] (the
+  node-only scores, e.g. the tie rank), ``ev_off`` / ``ev_len``: run b's
+  pods are events ``ev_off[b] .. ev_off[b] + ev_len[b]``;
+- events [E]: ``cls`` int64 (a class of the run's workload), ``u``
+  float64 in [0, 1) (Random's GPU pick).
+
+Outputs [E]: ``out_node`` int64 (row, -1 none fits), ``out_gmask`` int64
+(the GPUs taken, bit g = GPU g), ``out_frag`` float64 (the cluster's
+fragmentation in GPU milli after the pod).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .pairwise import pairwise_tree
+
+MAX_GPUS = 16
+N_POLICIES = 6
+N_SEL = 3
+
+
+@dataclass
+class BatchArrays:
+    n_nodes: np.ndarray
+    gpu_count: np.ndarray
+    model: np.ndarray
+    cpu_cap: np.ndarray
+    mem_cap: np.ndarray
+    pods_cap: np.ndarray
+    n_tree: np.ndarray
+    t_lo: np.ndarray
+    t_len: np.ndarray
+    t_left: np.ndarray
+    t_right: np.ndarray
+    leaf_of: np.ndarray
+    n_classes: np.ndarray
+    c_cpu: np.ndarray
+    c_mem: np.ndarray
+    c_cpu_nz: np.ndarray
+    c_num: np.ndarray
+    c_milli: np.ndarray
+    c_mask: np.ndarray
+    n_typical: np.ndarray
+    tp_cpu: np.ndarray
+    tp_num: np.ndarray
+    tp_milli: np.ndarray
+    tp_mask: np.ndarray
+    tp_freq: np.ndarray
+    run_set: np.ndarray
+    run_workload: np.ndarray
+    policy: np.ndarray
+    sel: np.ndarray
+    seed_mix: np.ndarray
+    gpu_weight: np.ndarray
+    static_total: np.ndarray
+    ev_off: np.ndarray
+    ev_len: np.ndarray
+    cls: np.ndarray
+    u: np.ndarray
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.run_set.shape[0])
+
+    @property
+    def gpu_slots(self) -> int:
+        return max(1, int(self.gpu_count.max(initial=0)))
+
+    def check(self) -> BatchArrays:
+        """Shapes and ranges consistent, else ValueError naming the array."""
+        if self.n_runs == 0:
+            raise ValueError("no runs in the batch")
+        s, n = self.gpu_count.shape
+        for name in ("model", "cpu_cap", "mem_cap", "pods_cap", "leaf_of"):
+            if getattr(self, name).shape != (s, n):
+                raise ValueError(f"{name}: shape {getattr(self, name).shape}, expected ({s}, {n})")
+        if self.n_nodes.shape != (s,) or (self.n_nodes < 0).any() or (self.n_nodes > n).any():
+            raise ValueError(f"n_nodes: {s} counts in 0..{n} expected")
+        if int(self.gpu_count.max(initial=0)) > MAX_GPUS or int(self.gpu_count.min(initial=0)) < 0:
+            raise ValueError(f"gpu_count: 0..{MAX_GPUS} GPUs per node")
+        w, c = self.c_cpu.shape
+        for name in ("c_mem", "c_cpu_nz", "c_num", "c_milli", "c_mask"):
+            if getattr(self, name).shape != (w, c):
+                raise ValueError(f"{name}: shape {getattr(self, name).shape}, expected ({w}, {c})")
+        p = self.tp_cpu.shape[1]
+        for name in ("tp_num", "tp_milli", "tp_mask", "tp_freq"):
+            if getattr(self, name).shape != (w, p):
+                raise ValueError(f"{name}: shape {getattr(self, name).shape}, expected ({w}, {p})")
+        b = self.n_runs
+        for name in ("run_workload", "policy", "sel", "seed_mix", "gpu_weight", "ev_off", "ev_len"):
+            if getattr(self, name).shape != (b,):
+                raise ValueError(f"{name}: shape {getattr(self, name).shape}, expected ({b},)")
+        if self.static_total.shape != (b, n):
+            raise ValueError(f"static_total: shape {self.static_total.shape}, expected ({b}, {n})")
+        if ((self.run_set < 0) | (self.run_set >= s)).any():
+            raise ValueError(f"run_set: node set ids in 0..{s - 1}")
+        if ((self.run_workload < 0) | (self.run_workload >= w)).any():
+            raise ValueError(f"run_workload: workload ids in 0..{w - 1}")
+        if ((self.policy < 0) | (self.policy >= N_POLICIES)).any():
+            raise ValueError(f"policy: ids in 0..{N_POLICIES - 1}")
+        if ((self.sel < 0) | (self.sel >= N_SEL)).any():
+            raise ValueError(f"sel: ids in 0..{N_SEL - 1}")
+        e = self.cls.shape[0]
+        if self.u.shape != (e,):
+            raise ValueError(f"u: shape {self.u.shape}, expected ({e},)")
+        if (self.ev_len < 0).any() or (self.ev_off < 0).any() or (self.ev_off + self.ev_len > e).any():
+            raise ValueError(f"ev_off/ev_len: every run's events within the {e} events")
+        for b_ in range(b):
+            seg = self.cls[self.ev_off[b_]:self.ev_off[b_] + self.ev_len[b_]]
+            if seg.shape[0] and (int(seg.min()) < 0
+                                 or int(seg.max()) >= int(self.n_classes[self.run_workload[b_]])):
+                raise ValueError(f"cls: run {b_}'s pod classes outside its workload's "
+                                 f"{int(self.n_classes[self.run_workload[b_]])} classes")
+        return self
+
+    def runs(self, idx) -> BatchArrays:
+        """The same node sets and workloads, runs ``idx`` only (events
+        renumbered): a chunk of the batch."""
+        idx = np.asarray(idx, np.int64)
+        off, ln = self.ev_off[idx], self.ev_len[idx]
+        ev = np.concatenate([np.arange(o, o + k) for o, k in zip(off.tolist(), ln.tolist())]) \
+            if idx.shape[0] else np.zeros(0, np.int64)
+        new_off = np.concatenate([[0], np.cumsum(ln)[:-1]]).astype(np.int64) if idx.shape[0] \
+            else np.zeros(0, np.int64)
+        kw = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("run_set", "run_workload", "policy", "sel", "seed_mix", "gpu_weight",
+                     "static_total"):
+            kw[name] = kw[name][idx]
+        kw.update(ev_off=new_off, ev_len=ln.astype(np.int64), cls=self.cls[ev], u=self.u[ev])
+        return BatchArrays(**kw)
+
+
+def node_sets(sets: list[dict]) -> dict:
+    """Padded [S, N] node columns and their summation trees from per-set
+    dicts of [n] arrays (gpu_count, model, cpu_cap, mem_cap, pods_cap)."""
+    s = len(sets)
+    n = max([len(d["gpu_count"]) for d in sets] + [1])
+    out = {k: np.zeros((s, n), np.int64) for k in ("gpu_count", "cpu_cap", "mem_cap",
+                                                   "pods_cap", "leaf_of")}
+    out["model"] = np.full((s, n), -1, np.int64)
+    trees = [pairwise_tree(len(d["gpu_count"])) for d in sets]
+    t = max(tr[0].shape[0] for tr in trees)
+    for k in ("t_lo", "t_len", "t_left", "t_right"):
+        out[k] = np.full((s, t), -1, np.int64)
+    out["n_nodes"] = np.zeros(s, np.int64)
+    out["n_tree"] = np.array([tr[0].shape[0] for tr in trees], np.int64)
+    for i, (d, tr) in enumerate(zip(sets, trees)):
+        m = len(d["gpu_count"])
+        out["n_nodes"][i] = m
+        for k in ("gpu_count", "model", "cpu_cap", "mem_cap", "pods_cap"):
+            out[k][i, :m] = d[k]
+        for k, a in zip(("t_lo", "t_len", "t_left", "t_right"), tr[:4]):
+            out[k][i, :a.shape[0]] = a
+        out["leaf_of"][i, :m] = tr[4]
+    return out

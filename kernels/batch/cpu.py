@@ -1,0 +1,74 @@
+"""The CPU twin of the batched engine: ``_cluster.run_cluster`` (on the
+rules of ``_rules``, inlined) compiled with ``njit``, one cluster per ``prange`` iteration (the machine's cores, or
+``threads``), each with its own scratch allocated inside the iteration
+(the per-(pod class, node) answer cache is [classes, nodes] per cluster:
+memory grows with the threads, not with the batch)."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+
+import numba
+import numpy as np
+from numba import njit
+
+from tensorsched.kernels._compile import COMPILED, KEY, compile_module
+from tensorsched.kernels.gpu import _block as _gpu_block
+from tensorsched.kernels.gpu import share as _share
+
+from . import _cluster, _driver, _rules
+from .arrays import BatchArrays
+
+_FROM_SHARE = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
+               "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
+_FROM_BLOCK = ("tie_pick", "top_push")
+AFF_TAGS = 18       # gpu._core.affinity_tag: 0 .. 17
+
+
+def _base() -> dict:
+    base = {name: _share.core[name] for name in _FROM_SHARE}
+    # the block's tie rules, inlined here (they run once per node)
+    base.update({name: njit(getattr(_gpu_block, name), inline="always") for name in _FROM_BLOCK})
+    key = _share.core.get(KEY)
+    src = hashlib.sha256(inspect.getsource(_gpu_block).encode()).hexdigest()
+    base[KEY] = None if key is None else f"{key}+{src}"
+    base[COMPILED] = _FROM_SHARE + _FROM_BLOCK
+    return base
+
+
+rules = compile_module(_rules, njit, base=_base(), options={"nogil": True, "inline": "always"},
+                       cache=True)
+_cluster_ns = compile_module(_cluster, njit, base=rules, options={"nogil": True}, cache=True)
+
+
+_run_all = compile_module(_driver, njit, base=_cluster_ns,
+                          options={"nogil": True, "parallel": True}, cache=True)["run_all"]
+
+
+def run_batch(a: BatchArrays, threads: int | None = None) -> tuple[np.ndarray, np.ndarray,
+                                                                     np.ndarray]:
+    """Every run of ``a`` (checked first): (out_node, out_gmask, out_frag)
+    [E] (see ``arrays``), on ``threads`` cores (default: Numba's, all of
+    them)."""
+    a.check()
+    e = a.cls.shape[0]
+    out_node = np.full(e, -1, np.int64)
+    out_gmask = np.zeros(e, np.int64)
+    out_frag = np.zeros(e, np.float64)
+    old = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    chunk = numba.get_parallel_chunksize()
+    numba.set_parallel_chunksize(1)         # runs differ in length: hand them out one by one
+    try:
+        _run_all(a.n_nodes, a.gpu_count, a.model, a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree,
+                 a.t_lo, a.t_len, a.t_left, a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem,
+                 a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num,
+                 a.tp_milli, a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
+                 a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total, a.ev_off, a.ev_len,
+                 a.cls, a.u, a.gpu_slots, out_node, out_gmask, out_frag)
+    finally:
+        numba.set_parallel_chunksize(chunk)
+        numba.set_num_threads(old)
+    return out_node, out_gmask, out_frag

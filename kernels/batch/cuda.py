@@ -1,0 +1,447 @@
+"""The batched openb engine as one CUDA kernel: a thread block per
+cluster, its threads over the cluster's nodes, running ``_rules`` compiled
+with ``cuda.jit(device=True)`` (the CPU twin, ``cpu``, compiles the same
+rules with ``njit``).
+
+Per pod: every thread brings its nodes' answers up to date (the
+per-(pod class, node) cache) and folds them; block-wide reductions (warp
+shuffles, then the warps' partials reduced again by every warp) give the
+feasible count, BestFit's range and the top total with its count and
+lowest row; the tie ``tie_pick(seed_mix, attempt)`` among the top rows
+in node order is that lowest row, or for k > 0 found by a block-wide scan
+of the top rows; thread 0 accounts the pod on its node and refreshes the
+fragmentation sum (the same summation tree as ``numpy.sum``).  The
+cluster's event stream, state and outputs live in device memory: one
+upload and one download per chunk of clusters, chunks sized to the free
+device memory.
+
+Under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which has no
+warp shuffles, the shuffles are emulated through shared memory with the
+block's barriers (every thread takes the same path through the
+reductions, so both forms run the same algorithm).  Importing this module
+without a device or the simulator raises ``BackendUnavailable``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorsched.kernels._deps import CUDA_SIMULATOR, cuda_unavailable_reason
+from tensorsched.kernels._errors import BackendUnavailable
+
+_reason = cuda_unavailable_reason()
+if _reason is not None:
+    raise BackendUnavailable(f"backend 'cuda' cannot run: {_reason}")
+
+from numba import cuda, float64, int64  # noqa: E402
+
+from tensorsched.kernels._compile import COMPILED, KEY, compile_module  # noqa: E402
+from tensorsched.kernels.gpu import _block as _gpu_block  # noqa: E402
+from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
+
+from . import _rules  # noqa: E402
+from .arrays import BatchArrays  # noqa: E402
+
+_FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
+             "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
+_FROM_BLOCK = ("tie_pick", "top_push")
+# per block; the simulator's "warps" are 8 threads (shuffles emulated with
+# barriers cost a barrier each there: fewer lanes, the same two-level form)
+LANES = 8 if CUDA_SIMULATOR else 32
+THREADS = 16 if CUDA_SIMULATOR else 256
+WARPS = THREADS // LANES
+AFF_TAGS = 18
+MAX_GPUS = 16
+NEG = _rules.NEG
+BIG = 1 << 62
+FULL = 0xFFFFFFFF
+
+
+def _base() -> dict:
+    base = {name: _gpu_cuda.core[name] for name in _FROM_GPU}
+    base.update({name: cuda.jit(getattr(_gpu_block, name), device=True) for name in _FROM_BLOCK})
+    base[KEY] = None
+    base[COMPILED] = _FROM_GPU + _FROM_BLOCK
+    return base
+
+
+_ns = compile_module(_rules, lambda f: cuda.jit(f, device=True), base=_base())
+_node_answer = _ns["node_answer"]
+_init_node = _ns["init_node"]
+_account = _ns["account"]
+_node_frag_of = _ns["node_frag_of"]
+_tree_refresh = _ns["tree_refresh"]
+_bestfit_norm = _ns["bestfit_norm"]
+_tie_pick = _ns["tie_pick"]
+
+
+# ------------------------------------------------------------ warp shuffles
+
+if CUDA_SIMULATOR:
+    @cuda.jit(device=True)
+    def _shfl_down3(x, y, z, off, buf):
+        t = cuda.threadIdx.x
+        buf[0, t] = x
+        buf[1, t] = y
+        buf[2, t] = z
+        cuda.syncthreads()
+        if (t % LANES) + off < LANES:
+            x, y, z = buf[0, t + off], buf[1, t + off], buf[2, t + off]
+        cuda.syncthreads()
+        return x, y, z
+
+    @cuda.jit(device=True)
+    def _shfl_up(v, d, buf):
+        t = cuda.threadIdx.x
+        buf[0, t] = v
+        cuda.syncthreads()
+        if (t % LANES) >= d:
+            v = buf[0, t - d]
+        cuda.syncthreads()
+        return v
+else:
+    @cuda.jit(device=True)
+    def _shfl_down3(x, y, z, off, buf):
+        return (cuda.shfl_down_sync(FULL, x, off), cuda.shfl_down_sync(FULL, y, off),
+                cuda.shfl_down_sync(FULL, z, off))
+
+    @cuda.jit(device=True)
+    def _shfl_up(v, d, buf):
+        return cuda.shfl_up_sync(FULL, v, d)
+
+
+@cuda.jit(device=True)
+def _top_combine(t1, c1, r1, t2, c2, r2):
+    if t2 > t1:
+        return t2, c2, r2
+    if t2 == t1:
+        return t1, c1 + c2, min(r1, r2)
+    return t1, c1, r1
+
+
+@cuda.jit(device=True)
+def _warp_top(t, c, r, buf):
+    off = LANES // 2
+    while off > 0:
+        t2, c2, r2 = _shfl_down3(t, c, r, off, buf)
+        t, c, r = _top_combine(t, c, r, t2, c2, r2)
+        off //= 2
+    return t, c, r
+
+
+@cuda.jit(device=True)
+def _block_top(t, c, r, buf, sh):
+    """(top total, how many rows have it, the lowest of them) over the
+    block: warp shuffles, each warp's lane 0 to shared memory, the
+    partials reduced again the same way by every warp; all threads get it."""
+    tid = cuda.threadIdx.x
+    lane = tid % LANES
+    warp = tid // LANES
+    t, c, r = _warp_top(t, c, r, buf)
+    if lane == 0:
+        sh[warp, 0] = t
+        sh[warp, 1] = c
+        sh[warp, 2] = r
+    cuda.syncthreads()
+    if lane < WARPS:
+        t, c, r = sh[lane, 0], sh[lane, 1], sh[lane, 2]
+    else:
+        t, c, r = NEG, 0, BIG
+    t, c, r = _warp_top(t, c, r, buf)
+    if tid == 0:
+        sh[0, 0] = t
+        sh[0, 1] = c
+        sh[0, 2] = r
+    cuda.syncthreads()
+    t, c, r = sh[0, 0], sh[0, 1], sh[0, 2]
+    cuda.syncthreads()
+    return t, c, r
+
+
+@cuda.jit(device=True)
+def _block_sum_min_max(a, lo, hi, buf, sh):
+    """(sum of a, min of lo, max of hi) over the block, as ``_block_top``."""
+    tid = cuda.threadIdx.x
+    lane = tid % LANES
+    warp = tid // LANES
+    off = LANES // 2
+    while off > 0:
+        a2, lo2, hi2 = _shfl_down3(a, lo, hi, off, buf)
+        a += a2
+        lo = min(lo, lo2)
+        hi = max(hi, hi2)
+        off //= 2
+    if lane == 0:
+        sh[warp, 0] = a
+        sh[warp, 1] = lo
+        sh[warp, 2] = hi
+    cuda.syncthreads()
+    if lane < WARPS:
+        a, lo, hi = sh[lane, 0], sh[lane, 1], sh[lane, 2]
+    else:
+        a, lo, hi = 0, BIG, -BIG
+    off = LANES // 2
+    while off > 0:
+        a2, lo2, hi2 = _shfl_down3(a, lo, hi, off, buf)
+        a += a2
+        lo = min(lo, lo2)
+        hi = max(hi, hi2)
+        off //= 2
+    if tid == 0:
+        sh[0, 0] = a
+        sh[0, 1] = lo
+        sh[0, 2] = hi
+    cuda.syncthreads()
+    a, lo, hi = sh[0, 0], sh[0, 1], sh[0, 2]
+    cuda.syncthreads()
+    return a, lo, hi
+
+
+@cuda.jit(device=True)
+def _total(i, cs, policy, lo, hi, gpu_weight, static_total):
+    s = cs[i]
+    if s < 0:
+        return NEG
+    if policy == _rules.P_BESTFIT:
+        s = _bestfit_norm(s, lo, hi)
+    return gpu_weight * s + static_total[i]
+
+
+@cuda.jit(device=True)
+def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
+    """The row of the k-th (from 0) top row in node order: a block-wide
+    scan (warp shuffles up, the warps' totals scanned by every warp) over
+    rounds of THREADS rows."""
+    tid = cuda.threadIdx.x
+    lane = tid % LANES
+    warp = tid // LANES
+    seen = 0
+    for base in range(0, n, THREADS):
+        i = base + tid
+        f = 0
+        if i < n and _total(i, cs, policy, lo, hi, gpu_weight, static_total) == best:
+            f = 1
+        x = f
+        d = 1
+        while d < LANES:
+            y = _shfl_up(x, d, buf)
+            if lane >= d:
+                x += y
+            d *= 2
+        if lane == LANES - 1:
+            sh[warp, 0] = x
+        cuda.syncthreads()
+        w = sh[lane, 0] if lane < WARPS else 0
+        d = 1
+        while d < LANES:
+            y = _shfl_up(w, d, buf)
+            if lane >= d:
+                w += y
+            d *= 2
+        if lane < WARPS:
+            sh[lane, 1] = w             # every warp writes the same scan
+        cuda.syncthreads()
+        before = sh[warp - 1, 1] if warp > 0 else 0
+        if f == 1 and seen + before + x - 1 == k:
+            sh[0, 2] = i
+        seen += sh[WARPS - 1, 1]
+        cuda.syncthreads()
+    row = sh[0, 2]
+    cuda.syncthreads()
+    return row
+
+
+@cuda.jit
+def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
+            t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
+            n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
+            policy_of, sel_of, seed_mix_of, gpu_weight_of, static_of, ev_off, ev_len, cls, u,
+            out_node, out_gmask, out_frag,
+            gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
+            version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all):
+    b = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
+    sh = cuda.shared.array((WARPS, 3), int64)
+    work = cuda.local.array(MAX_GPUS, int64)
+    gidx = cuda.local.array(MAX_GPUS, int64)
+    s = run_set[b]
+    w = run_workload[b]
+    n = n_nodes[s]
+    nt = n_tree[s]
+    nc = n_classes[w]
+    ntp = n_typical[w]
+    policy = policy_of[b]
+    sel = sel_of[b]
+    seed_mix = seed_mix_of[b]
+    gpu_weight = gpu_weight_of[b]
+    static_total = static_of[b]
+    count = gpu_count[s]
+    mdl = model[s]
+    tpc = tp_cpu[w, :ntp]
+    tpn = tp_num[w, :ntp]
+    tpm = tp_milli[w, :ntp]
+    tpk = tp_mask[w, :ntp]
+    tpf = tp_freq[w, :ntp]
+    gpu_left = gpu_left_all[b]
+    cpu_left = cpu_left_all[b]
+    mem_left = mem_left_all[b]
+    pods_left = pods_left_all[b]
+    aff = aff_all[b]
+    node_ver = node_ver_all[b]
+    version = version_all[b]
+    nfrag = nfrag_all[b]
+    tree = tree_all[b]
+    for i in range(tid, n, THREADS):
+        _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
+                   mem_left, pods_left, aff, node_ver, tpc, tpn, tpm, tpk, tpf, nfrag)
+        for c in range(nc):
+            cache_ver_all[b, c, i] = -1
+    frag = 0.0
+    if tid == 0:
+        version[0] = 0
+    cuda.syncthreads()
+    if tid == 0:
+        frag = _tree_refresh(nfrag, -1, t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt],
+                             t_right[s, :nt], tree)
+    cuda.syncthreads()
+    o = ev_off[b]
+    for j in range(ev_len[b]):
+        c = cls[o + j]
+        cpu = c_cpu[w, c]
+        mem = c_mem[w, c]
+        num = c_num[w, c]
+        milli = c_milli[w, c]
+        mask = c_mask[w, c]
+        cpu_nz = c_cpu_nz[w, c]
+        cs = cache_score_all[b, c]
+        cg = cache_gpu_all[b, c]
+        cv = cache_ver_all[b, c]
+        feasible = 0
+        lo = BIG
+        hi = -BIG
+        for i in range(tid, n, THREADS):
+            if cv[i] != node_ver[i]:
+                _node_answer(i, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left,
+                             aff, cpu, mem, cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf,
+                             cs, cg, cv, node_ver, work)
+            sc = cs[i]
+            if sc >= 0:
+                feasible += 1
+                lo = min(lo, sc)
+                hi = max(hi, sc)
+        feasible, lo, hi = _block_sum_min_max(feasible, lo, hi, buf, sh)
+        if feasible == 0:
+            if tid == 0:
+                out_node[o + j] = -1
+                out_gmask[o + j] = 0
+                out_frag[o + j] = frag
+            continue
+        best = NEG
+        ties = 0
+        first = BIG
+        for i in range(tid, n, THREADS):
+            t = _total(i, cs, policy, lo, hi, gpu_weight, static_total)
+            if t > best:
+                best = t
+                ties = 0
+                first = i
+            if t == best and t != NEG:
+                ties += 1
+        best, ties, first = _block_top(best, ties, first, buf, sh)
+        k = _tie_pick(seed_mix, j, ties)
+        row = first
+        if k > 0:
+            row = _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh)
+        if tid == 0:
+            out_gmask[o + j] = _account(row, sel, count, cpu, mem, num, milli, u[o + j], cg[row],
+                                        gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                                        version, gidx)
+            out_node[o + j] = row
+            nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm, tpk,
+                                       tpf)
+            frag = _tree_refresh(nfrag, leaf_of[s, row], t_lo[s, :nt], t_len[s, :nt],
+                                 t_left[s, :nt], t_right[s, :nt], tree)
+            out_frag[o + j] = frag
+        cuda.syncthreads()
+
+
+def cluster_bytes(a: BatchArrays) -> np.ndarray:
+    """Device bytes each run of ``a`` needs (state, answer cache, events)."""
+    n = a.gpu_count.shape[1]
+    c = a.c_cpu.shape[1]
+    t = a.t_lo.shape[1]
+    fixed = 8 * (n * (a.gpu_slots + 5 + AFF_TAGS + 3 * c + 1) + t + 1)
+    return fixed + 40 * a.ev_len
+
+
+def _chunks(a: BatchArrays, budget: int) -> list:
+    """Runs in consecutive chunks whose device bytes fit ``budget``."""
+    need = cluster_bytes(a)
+    out, cur, used = [], [], 0
+    for b, m in enumerate(need.tolist()):
+        if cur and used + m > budget:
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(b)
+        used += m
+    if cur:
+        out.append(cur)
+    return out
+
+
+def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
+              budget: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every run of ``a`` (checked first): (out_node, out_gmask, out_frag)
+    [E] as ``cpu.run_batch``; the runs in chunks that fit ``budget`` bytes
+    (default: ``memory_fraction`` of the device's free memory), each chunk
+    one upload, one launch (a block per run) and one download."""
+    a.check()
+    if budget is None:
+        if CUDA_SIMULATOR:
+            budget = 1 << 30
+        else:
+            free, _total_mem = cuda.current_context().get_memory_info()
+            budget = int(free * memory_fraction)
+    e = a.cls.shape[0]
+    out_node = np.full(e, -1, np.int64)
+    out_gmask = np.zeros(e, np.int64)
+    out_frag = np.zeros(e, np.float64)
+    for chunk in _chunks(a, budget):
+        part = a.runs(chunk)
+        got = _run_chunk(part)
+        for k, b in enumerate(chunk):
+            lo, ln = int(a.ev_off[b]), int(a.ev_len[b])
+            plo = int(part.ev_off[k])
+            for dst, src in zip((out_node, out_gmask, out_frag), got):
+                dst[lo:lo + ln] = src[plo:plo + ln]
+    return out_node, out_gmask, out_frag
+
+
+def _run_chunk(a: BatchArrays) -> tuple:
+    b = a.n_runs
+    n = a.gpu_count.shape[1]
+    c = max(1, a.c_cpu.shape[1])
+    t = a.t_lo.shape[1]
+    e = a.cls.shape[0]
+    d = cuda.to_device
+    ins = [d(np.ascontiguousarray(x)) for x in (
+        a.n_nodes, a.gpu_count, a.model, a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree, a.t_lo,
+        a.t_len, a.t_left, a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem, a.c_cpu_nz,
+        a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli, a.tp_mask,
+        a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel, a.seed_mix.astype(np.uint64),
+        a.gpu_weight, a.static_total, a.ev_off, a.ev_len, a.cls, a.u)]
+    outs = [cuda.device_array(e, np.int64), cuda.device_array(e, np.int64),
+            cuda.device_array(e, np.float64)]
+    g = a.gpu_slots
+    scratch = [cuda.device_array((b, n, g), np.int64), cuda.device_array((b, n), np.int64),
+               cuda.device_array((b, n), np.int64), cuda.device_array((b, n), np.int64),
+               cuda.device_array((b, n, AFF_TAGS), np.int64), cuda.device_array((b, n), np.int64),
+               cuda.device_array((b, 1), np.int64), cuda.device_array((b, c, n), np.int64),
+               cuda.device_array((b, c, n), np.int64), cuda.device_array((b, c, n), np.int64),
+               cuda.device_array((b, n), np.float64), cuda.device_array((b, max(t, 1)), np.float64)]
+    _kernel[b, THREADS](*ins, *outs, *scratch)
+    return tuple(x.copy_to_host() for x in outs)
+
+
+__all__ = ["run_batch", "cluster_bytes", "THREADS", "float64"]
