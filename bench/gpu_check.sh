@@ -4,7 +4,9 @@
 #   1. the CUDA tests on the device (every `cudasim` test: the cuda backend
 #      against numpy/numba and the scalar oracles), and the `gpu` tests
 #      (the array-namespace kernels on CuPy arrays against NumPy);
-#   2. the queue benchmarks on the cuda backend next to numba in the same
+#   2. the batched engine (many clusters at once: bench/batch_check.py),
+#      cuda against numba in one process;
+#   3. the queue benchmarks on the cuda backend next to numba in the same
 #      run (placements_sha256 must agree), most telling first.
 # The project is laid out in a scratch folder (entry points too); wheels in
 # .whl/ (say, a NumPy that the installed numba-cuda supports) install there.
@@ -76,7 +78,7 @@ EOF
 } 2>&1 | tee "$out/versions.log"
 
 echo "== tests (cudasim and gpu marks, on the device) =="
-timeout $(( $(left) < 180 ? $(left) : 180 )) "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
+timeout $(( $(left) < ${GPU_CHECK_TEST_SECONDS:-150} ? $(left) : ${GPU_CHECK_TEST_SECONDS:-150} )) "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
   -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
   | tee "$out/tests.log" | tail -n 40
 echo "tests exit: ${PIPESTATUS[0]} after $((SECONDS - start)) s"
@@ -101,6 +103,28 @@ print(d['workload'], d['backend'], 'batch' if d.get('batch') else 'no-batch', d[
 d['pods_per_second'], 'pods/s p50', d.get('p50_us'), 'us', d['placements_sha256'][:12])" "$file"
   done
 }
+
+# The batched engine (many clusters in one call): the openb experiment's
+# 1,020 runs and 4,096 clusters of 1,213 nodes, cuda and numba in one
+# process, answers compared (exit 1 when they differ).  The 17 traces live
+# beside the checkout: copy ../shared/data/openb-gpu-trace to .openb/
+# (git-ignored) and carry it; without it the repo's 6 traces run.
+echo "== batched clusters =="
+batch_budget=$(left)
+(( batch_budget > ${GPU_CHECK_BATCH_SECONDS:-180} )) && batch_budget=${GPU_CHECK_BATCH_SECONDS:-180}
+if (( batch_budget >= 30 )); then
+  if [ -d .openb ]; then
+    batch_args=(--data .openb)
+  else
+    batch_args=(--traces cpu050,cpu100,default,gpushare40,gpuspec33,multigpu50)
+  fi
+  [ "$div" != 1 ] && batch_args+=(--tiny)
+  timeout "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
+    --out "$runs" 2>&1 | tee -a "$out/bench.log" | tail -n 20
+  echo "batch check exit: ${PIPESTATUS[0]}"
+else
+  echo "skipped batch check: deadline"
+fi
 
 echo "== benchmarks: $nodes nodes =="
 {
