@@ -74,7 +74,10 @@ def write_row(i, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scal
     obs[i, 5] = free / scale[2]
 
 
-def step_env(reset, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
+HOLD = 2
+
+
+def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
              t_lo, t_len, t_left, t_right, leaf_of,
              c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
              tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
@@ -83,12 +86,14 @@ def step_env(reset, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
              gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
              cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag, tree_val,
              feas, scale, obs, pod_obs, ist, fst):
-    """``reset``: the cluster emptied and the run started again; else the
-    pending pod placed on row ``action`` (the default row when ``action``
+    """``mode`` 1 (reset): the cluster emptied and the run started again;
+    2 (hold): nothing changes; 0 (step): the pending pod placed on row ``action`` (the default row when ``action``
     is outside the mask).  Then on to the next pod some node takes (pods
     no node takes recorded as -1 on the way, as the batched engine records
     them).  Outputs per event as ``_cluster.run_cluster``'s."""
-    if reset:
+    if mode == HOLD:
+        return
+    if mode == 1:
         for i in range(n):
             init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
                       mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,

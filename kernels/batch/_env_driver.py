@@ -7,7 +7,7 @@ environment b's state is row b of the [B, ...] state arrays."""
 from numba import prange
 
 
-def step_all(reset, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree,
+def step_all(mode, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree,
              t_lo, t_len, t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num,
              c_milli, c_mask, n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set,
              run_workload, policy, sel, seed_mix, gpu_weight, static_total, ev_off, ev_len,
@@ -24,7 +24,7 @@ def step_all(reset, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_ca
         o = ev_off[b]
         e = ev_len[b]
         step_env(
-            reset[b], action[b], n, gpu_count[s, :n], model[s, :n], cpu_cap[s, :n],
+            mode[b], action[b], n, gpu_count[s, :n], model[s, :n], cpu_cap[s, :n],
             mem_cap[s, :n], pods_cap[s, :n], t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt],
             t_right[s, :nt], leaf_of[s, :n], c_cpu[w, :nc], c_mem[w, :nc], c_cpu_nz[w, :nc],
             c_num[w, :nc], c_milli[w, :nc], c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp],

@@ -23,6 +23,9 @@ _step_all = compile_module(_env_driver, njit, base=_env_ns,
                            options={"nogil": True, "parallel": True}, cache=True)["step_all"]
 
 
+STEP_PLACE, STEP_RESET, STEP_HOLD = 0, 1, _env.HOLD
+
+
 class EnvBatch:
     """The state of ``a.n_runs`` environments on one node set (``a``
     checked; every run on set 0's nodes).  ``scale`` [3]: the cpu, memory
@@ -72,16 +75,20 @@ class EnvBatch:
         self.fst = np.zeros((b, 2), np.float64)
         self._seed_mix = a.seed_mix.astype(np.uint64)
 
-    def step(self, reset: np.ndarray, action: np.ndarray) -> None:
-        """Environments with ``reset[b]`` start their run again; the others
-        place their pending pod on ``action[b]`` (a row; the default row
-        when outside the mask).  ``reset`` [B] bool, ``action`` [B] int64."""
+    def step(self, reset: np.ndarray, action: np.ndarray, hold: np.ndarray | None = None) -> None:
+        """Environments with ``reset[b]`` start their run again, those with
+        ``hold[b]`` stay as they are; the others place their pending pod on
+        ``action[b]`` (a row; the default row when outside the mask).
+        ``reset``, ``hold`` [B] bool, ``action`` [B] int64."""
+        mode = np.where(np.asarray(reset, bool), STEP_RESET, STEP_PLACE).astype(np.int64)
+        if hold is not None:
+            mode[np.asarray(hold, bool) & (mode == STEP_PLACE)] = STEP_HOLD
         a = self.a
         old = numba.get_num_threads()
         if self.threads is not None:
             numba.set_num_threads(max(1, min(int(self.threads), numba.config.NUMBA_NUM_THREADS)))
         try:
-            _step_all(np.ascontiguousarray(reset, np.bool_),
+            _step_all(mode,
                       np.ascontiguousarray(action, np.int64), a.n_nodes, a.gpu_count, a.model,
                       a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree, a.t_lo, a.t_len, a.t_left,
                       a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem, a.c_cpu_nz, a.c_num,

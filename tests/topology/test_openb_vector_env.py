@@ -158,3 +158,23 @@ def test_bad_arguments_are_refused(cluster):
     env.reset()
     with pytest.raises(ValueError, match="shape"):
         env.step(np.array([0, 1]))
+
+
+def test_reset_mask_restarts_only_the_chosen_environments(cluster):
+    inv, pods = cluster
+    env = OpenbVectorEnv(inv, [pods], [(0, "GpuPacking", 1), (0, "GpuClustering", 2)])
+    obs0, info0 = env.reset()
+    with pytest.raises(ValueError, match="reset_mask"):
+        OpenbVectorEnv(inv, [pods], [(0, "FGD", 1)] * 2).reset(
+            options={"reset_mask": np.array([True, False])})
+    info = info0
+    for _ in range(4):
+        obs, _, _, _, info = env.step(info["default_action"])
+    kept = {k: v[1].copy() for k, v in obs.items()}
+    obs, info = env.reset(options={"reset_mask": np.array([True, False])})
+    for k in obs:
+        np.testing.assert_array_equal(obs[k][0], obs0[k][0])
+        np.testing.assert_array_equal(obs[k][1], kept[k])
+    assert info["pod_index"][1] > info0["pod_index"][1]
+    with pytest.raises(ValueError, match="shape"):
+        env.reset(options={"reset_mask": np.array([True])})

@@ -138,7 +138,7 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
                 raise ValueError(f"reset_mask: shape {mask.shape}, expected ({self.num_envs},)")
             if not self._started and not mask.all():
                 raise ValueError("reset_mask: the first reset starts every environment")
-        self.engine.step(mask, np.zeros(self.num_envs, np.int64))
+        self.engine.step(mask, np.zeros(self.num_envs, np.int64), hold=~mask)
         self._started = True
         self._autoreset[mask] = False
         self._steps[mask] = 0
