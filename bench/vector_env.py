@@ -51,7 +51,8 @@ def main(argv=None):
         _, _, _, _, info = env.step(info["default_action"])
     wall = time.perf_counter() - t0
     record = {"bench": "openb vector env, default actions", "backend": "numba",
-              "envs": a.envs, "steps": a.steps, "warmup_steps": a.warmup, "nodes": nodes.n_nodes, "trace": a.trace,
+              "envs": a.envs, "steps": a.steps, "warmup_steps": a.warmup,
+              "nodes": nodes.n_nodes, "trace": a.trace,
               "threads": a.threads or os.cpu_count(), "setup_seconds": round(setup, 2),
               "wall_seconds": round(wall, 3),
               "env_steps_per_second": round(a.envs * a.steps / wall),

@@ -87,10 +87,10 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
              cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag, tree_val,
              feas, scale, obs, pod_obs, ist, fst):
     """``mode`` 1 (reset): the cluster emptied and the run started again;
-    2 (hold): nothing changes; 0 (step): the pending pod placed on row ``action`` (the default row when ``action``
-    is outside the mask).  Then on to the next pod some node takes (pods
-    no node takes recorded as -1 on the way, as the batched engine records
-    them).  Outputs per event as ``_cluster.run_cluster``'s."""
+    2 (hold): nothing changes; 0 (step): the pending pod placed on row
+    ``action`` (the default row when ``action`` is outside the mask).  Then
+    on to the next pod some node takes (pods no node takes recorded as -1
+    on the way, as the batched engine records them).  Outputs per event as ``_cluster.run_cluster``'s."""
     if mode == HOLD:
         return
     if mode == 1:
