@@ -1,0 +1,167 @@
+"""One environment's step of the vectorized openb environment, on the
+batched engine's rules (``_rules``; compiled with ``njit`` by
+``env_step``): the cluster loop of ``_cluster.run_cluster`` cut at each
+decision, so that an agent picks the node of every pod some node takes.
+
+Per-environment state (rows of the caller's [B, ...] arrays): the node
+columns and caches of ``_cluster`` plus
+
+- ``feas`` [N] int8: 1 on the rows that pass the filters for the pending pod;
+- ``obs`` [N, 6] float32: per row the allocatable cpu, memory and GPU milli,
+  then what is free of each, each divided by ``scale[k]`` (the largest
+  allocatable of that resource);
+- ``pod_obs`` [3] float32: the pending pod's cpu, memory and GPU milli
+  (GPUs x milli) over the same scales;
+- ``ist`` [5] int64: the pending pod's index in the run's events, the
+  default row for it (-1 none), done (1: no pod left that fits), whether
+  the last action was outside the mask, the row the last step applied;
+- ``fst`` [2] float64: the cluster's fragmentation (GPU milli), the GPU
+  milli allocated.
+"""
+
+# ruff: noqa: F821
+
+P_BESTFIT = 4
+NEG = -(1 << 62)
+
+
+def decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+           cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+           policy, seed_mix, gpu_weight, static_total, attempt, cs, cg, cv, ties, work, feas):
+    """``feas`` set for one pod (a class's ``cs``/``cg``/``cv`` cache rows);
+    returns the row the batched engine places it on (-1: none fits)."""
+    feasible = 0
+    best = NEG
+    n_ties = 0
+    lo = 1 << 62
+    hi = -lo
+    for i in range(n):
+        if cv[i] != node_ver[i]:
+            node_answer(i, policy, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
+                        aff, cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli,
+                        tp_mask, tp_freq, cs, cg, cv, node_ver, work)
+        s = cs[i]
+        if s < 0:
+            feas[i] = 0
+            continue
+        feas[i] = 1
+        feasible += 1
+        if policy == P_BESTFIT:
+            lo = min(lo, s)
+            hi = max(hi, s)
+            continue
+        best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
+    if feasible == 0:
+        return -1
+    if policy == P_BESTFIT:
+        for i in range(n):
+            if cs[i] >= 0:
+                best, n_ties = top_push(gpu_weight * bestfit_norm(cs[i], lo, hi)
+                                        + static_total[i], i, best, n_ties, ties)
+    return ties[tie_pick(seed_mix, attempt, n_ties)]
+
+
+def write_row(i, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scale, obs):
+    """Row ``i``'s observation (module doc)."""
+    free = 0
+    for g in range(gpu_count[i]):
+        free += gpu_left[i, g]
+    obs[i, 0] = cpu_cap[i] / scale[0]
+    obs[i, 1] = mem_cap[i] / scale[1]
+    obs[i, 2] = gpu_count[i] * 1000 / scale[2]
+    obs[i, 3] = cpu_left[i] / scale[0]
+    obs[i, 4] = mem_left[i] / scale[1]
+    obs[i, 5] = free / scale[2]
+
+
+HOLD = 2
+
+
+def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
+             t_lo, t_len, t_left, t_right, leaf_of,
+             c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
+             tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+             policy, sel, seed_mix, gpu_weight, static_total, cls, u,
+             out_node, out_gmask, out_frag,
+             gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
+             cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag, tree_val,
+             feas, scale, obs, pod_obs, ist, fst):
+    """``mode`` 1 (reset): the cluster emptied and the run started again;
+    2 (hold): nothing changes; 0 (step): the pending pod placed on row
+    ``action`` (the default row when ``action`` is outside the mask).  Then
+    on to the next pod some node takes (pods no node takes recorded as -1
+    on the way, as the batched engine records them).  Outputs per event as ``_cluster.run_cluster``'s."""
+    if mode == HOLD:
+        return
+    if mode == 1:
+        for i in range(n):
+            init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
+                      mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
+                      tp_freq, nfrag)
+            write_row(i, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scale, obs)
+        version[0] = 0
+        for s in range(cache_ver.shape[0]):
+            for i in range(n):
+                cache_ver[s, i] = -1
+        fst[0] = tree_refresh(nfrag, -1, t_lo, t_len, t_left, t_right, tree_val)
+        fst[1] = 0.0
+        ist[0] = 0
+        ist[3] = 0
+        ist[4] = -1
+    else:
+        if ist[2] == 1:
+            ist[3] = 0
+            ist[4] = -1
+            return
+        j = ist[0]
+        c = cls[j]
+        row = action
+        invalid = row < 0 or row >= n
+        if not invalid:
+            invalid = feas[row] == 0
+        if invalid:
+            row = ist[1]
+        gm = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c], c_milli[c], u[j],
+                     cache_gpu[c, row], gpu_left, cpu_left, mem_left, pods_left, aff,
+                     node_ver, version, gidx)
+        out_node[j] = row
+        out_gmask[j] = gm
+        nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
+                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+        fst[0] = tree_refresh(nfrag, leaf_of[row], t_lo, t_len, t_left, t_right, tree_val)
+        out_frag[j] = fst[0]
+        took = 0
+        for g in range(16):
+            took += (gm >> g) & 1
+        fst[1] += took * c_milli[c]
+        write_row(row, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scale, obs)
+        ist[0] = j + 1
+        ist[3] = 1 if invalid else 0
+        ist[4] = row
+    j = ist[0]
+    while j < cls.shape[0]:
+        c = cls[j]
+        d = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                   c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c], c_mask[c],
+                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy, seed_mix, gpu_weight,
+                   static_total, j, cache_score[c], cache_gpu[c], cache_ver[c], ties, work,
+                   feas)
+        if d >= 0:
+            ist[0] = j
+            ist[1] = d
+            ist[2] = 0
+            pod_obs[0] = c_cpu[c] / scale[0]
+            pod_obs[1] = c_mem[c] / scale[1]
+            pod_obs[2] = (c_num[c] * c_milli[c] if c_milli[c] > 0 else 0) / scale[2]
+            return
+        out_node[j] = -1
+        out_gmask[j] = 0
+        out_frag[j] = fst[0]
+        j += 1
+    ist[0] = j
+    ist[1] = -1
+    ist[2] = 1
+    for i in range(feas.shape[0]):
+        feas[i] = 0
+    for k in range(3):
+        pod_obs[k] = 0.0

@@ -1,0 +1,201 @@
+"""``OpenbVectorEnv``: a Gymnasium vector environment (the ``gym`` extra) of
+``num_envs`` openb clusters on one node list, each environment one run of
+the batched experiment (``batch``: its trace, policy and seed fix its
+arrival sequence, tie rank and tie-breaks), all stepped by one call of the
+batched kernel per step (``kernels.batch.env_step``, numba ``prange`` over
+environments).
+
+Each step is one decision per environment: the pending pod (the next of
+its run's arrivals that some node takes; pods no node takes are skipped
+and recorded unplaced, as the batched engine and the Simulation leave
+them) goes to the node the action names.  Conventions as the single
+environment ``SchedulingEnv``'s where they apply:
+
+- ``observation`` (a dict of arrays with a leading axis ``num_envs``):
+  ``"nodes"`` [B, N, 6] float32 in [0, 1]: per node the allocatable cpu,
+  memory and GPU milli, then what is free of each, each divided by the
+  largest allocatable of that resource among the nodes; ``"pod"`` [B, 3]
+  float32: the pending pod's cpu, memory and GPU milli (GPUs x milli per
+  GPU) divided the same way (zeros when the episode is over);
+  ``"action_mask"`` [B, N] int8: 1 on the nodes that pass the profile's
+  filters for the pod (NodeResourcesFit's cpu, memory and pod count,
+  GpuShareFit);
+- action [B]: a node row per environment; an action outside the mask
+  costs ``invalid_action_penalty`` (subtracted from the reward) and the
+  default choice is applied instead;
+- reward: the change of the cluster's GPU allocation (allocated GPU milli
+  over the cluster's GPU milli) the decision made, less the penalty;
+- ``info`` (arrays [B], each with its ``_key`` mask as Gymnasium's vector
+  infos have): ``default_action`` (the row the batched engine -- and so
+  the Simulation -- places the pending pod on; -1 at the end),
+  ``invalid_action``, ``chosen_node`` (the row the step applied, -1 none),
+  ``frag`` (the cluster's GPU fragmentation in milli), ``pod_index`` (the
+  pending pod's index in the run's arrival sequence);
+- ``terminated`` when a run has no pod left that a node takes;
+  ``truncated`` after ``max_steps`` decisions (None: never).
+
+Autoreset is Gymnasium 1.x's next-step mode: the step after an
+environment's episode ended ignores its action, starts its run again and
+returns the first observation with reward 0 and neither flag set.  Every
+episode of an environment replays its run (``reset``'s ``seed`` does not
+change it: the run's seed does); ``options={"reset_mask": m}`` restarts
+only the environments where ``m`` is true.  Stepping every environment
+with ``info["default_action"]`` reproduces ``batch.replay_batch``'s
+placements (``placements``), and so ``simulate_replay``'s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..gpu import MILLI, GpuInventory
+from . import batch as B
+from . import replay as R
+
+try:
+    import gymnasium as gym
+    from gymnasium import spaces
+    from gymnasium.vector.utils import batch_space
+except ModuleNotFoundError:       # the optional extra: one line, no chained traceback
+    raise ImportError("tensorsched.topology.openb.vector_env needs gymnasium: "
+                      "pip install 'tensorsched[gym]'") from None
+
+try:
+    from gymnasium.vector import AutoresetMode
+    _NEXT_STEP = AutoresetMode.NEXT_STEP
+except ImportError:               # gymnasium 1.0 names the mode by a string
+    _NEXT_STEP = "NextStep"
+
+
+class OpenbVectorEnv(gym.vector.VectorEnv):
+    """``num_envs = len(jobs)`` environments on ``nodes``: job ``(t, policy,
+    seed)`` runs trace ``traces[t]`` under ``policy`` with ``seed`` as
+    ``batch.replay_batch`` runs it (``tune`` its load).  Arguments checked
+    as ``replay_batch`` checks them."""
+
+    metadata = {"autoreset_mode": _NEXT_STEP, "render_modes": []}
+
+    def __init__(self, nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tuple],
+                 tune: float = 1.3, invalid_action_penalty: float = 1.0,
+                 max_steps: int | None = None, threads: int | None = None):
+        from tensorsched.kernels.batch.env_step import EnvBatch
+        if not jobs:
+            raise ValueError("no environments: jobs is empty")
+        tune = R.check_tune(tune)
+        for t, policy, seed in jobs:
+            if policy not in R.POLICY_SEL:
+                raise ValueError(f"unknown policy {policy!r}; choose one of "
+                                 f"{', '.join(R.POLICY_SEL)}")
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)) \
+                    or not 0 <= t < len(traces):
+                raise ValueError(f"trace index {t!r} outside 0..{len(traces) - 1}")
+            R.check_seed(seed)
+        for pods in traces:
+            R.check_inputs(nodes, pods)
+        if max_steps is not None and int(max_steps) < 1:
+            raise ValueError(f"max_steps: {max_steps!r}, expected a positive count or None")
+        used = sorted({t for t, _, _ in jobs})
+        index = {t: i for i, t in enumerate(used)}
+        self.workloads = [B.workload_of(nodes, traces[t]) for t in used]
+        self.runs = []
+        for t, policy, seed in jobs:
+            seq, tie = B.arrival_and_ties(nodes, traces[t], int(seed), tune)
+            self.runs.append(B.Run(index[t], policy, int(seed), seq, tie))
+        self.arrays = B.batch_arrays(nodes, self.workloads, self.runs)
+        scale = np.array([max(1, int(nodes.cpu_cap.max(initial=0))),
+                          max(1, int(nodes.mem_cap.max(initial=0))),
+                          max(1, int(nodes.gpu_count.max(initial=0)) * MILLI)], np.float64)
+        self.engine = EnvBatch(self.arrays, scale, threads)
+        self.nodes = nodes
+        self.tune = tune
+        self.penalty = float(invalid_action_penalty)
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.num_envs = len(jobs)
+        n = nodes.n_nodes
+        self.total_milli = float(max(1, int(nodes.gpu_count.sum()) * MILLI))
+        self.single_observation_space = spaces.Dict({
+            "nodes": spaces.Box(0.0, 1.0, (n, 6), np.float32),
+            "pod": spaces.Box(0.0, 1.0, (3,), np.float32),
+            "action_mask": spaces.MultiBinary(n),
+        })
+        self.single_action_space = spaces.Discrete(n)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._autoreset = np.zeros(self.num_envs, bool)
+        self._steps = np.zeros(self.num_envs, np.int64)
+        self._all = np.ones(self.num_envs, bool)
+        self._started = False
+
+    # -- gymnasium API ---------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        """Every environment's run from its start (or those of
+        ``options["reset_mask"]``): (observation, info)."""
+        super().reset(seed=seed)
+        mask = self._all
+        if options and options.get("reset_mask") is not None:
+            mask = np.asarray(options["reset_mask"], bool)
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"reset_mask: shape {mask.shape}, expected ({self.num_envs},)")
+            if not self._started and not mask.all():
+                raise ValueError("reset_mask: the first reset starts every environment")
+        self.engine.step(mask, np.zeros(self.num_envs, np.int64), hold=~mask)
+        self._started = True
+        self._autoreset[mask] = False
+        self._steps[mask] = 0
+        return self._observation(), self._info()
+
+    def step(self, actions):
+        """One decision in every environment (next-step autoreset, module
+        doc): (observation, reward, terminated, truncated, info)."""
+        if not self._started:
+            raise RuntimeError("OpenbVectorEnv.step before reset")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"actions: shape {actions.shape}, expected ({self.num_envs},)")
+        was_done = self.engine.ist[:, 2] == 1
+        used0 = self.engine.fst[:, 1].copy()
+        resetting = self._autoreset.copy()
+        self.engine.step(resetting, actions.astype(np.int64))
+        ist = self.engine.ist
+        invalid = ist[:, 3] == 1
+        reward = (self.engine.fst[:, 1] - used0) / self.total_milli - self.penalty * invalid
+        reward[resetting] = 0.0
+        self._steps[resetting] = 0
+        acted = ~resetting & ~was_done
+        self._steps[acted] += 1
+        terminated = ~resetting & (ist[:, 2] == 1)
+        truncated = ~resetting & ~terminated & (
+            self._steps >= self.max_steps if self.max_steps is not None
+            else np.zeros(self.num_envs, bool))
+        self._autoreset = terminated | truncated
+        return (self._observation(), reward.astype(np.float64), terminated, truncated,
+                self._info())
+
+    # -- helpers ----------------------------------------------------------
+    def _observation(self) -> dict:
+        e = self.engine
+        return {"nodes": e.obs.copy(), "pod": e.pod_obs.copy(), "action_mask": e.feas.copy()}
+
+    def _info(self) -> dict:
+        ist = self.engine.ist
+        info = {"default_action": ist[:, 1].copy(), "invalid_action": ist[:, 3] == 1,
+                "chosen_node": ist[:, 4].copy(), "frag": self.engine.fst[:, 0].copy(),
+                "pod_index": ist[:, 0].copy()}
+        for k in list(info):
+            info[f"_{k}"] = self._all.copy()
+        return info
+
+    def placements(self, env: int) -> list:
+        """Environment ``env``'s placements of its current episode, as
+        ``ReplayResult.placements``: (pod name, row or -1, [GPU indices])
+        for the pods decided so far."""
+        r = self.runs[env]
+        off = int(self.arrays.ev_off[env])
+        k = int(self.engine.ist[env, 0]) if self.engine.ist[env, 2] == 0 else len(r.seq)
+        names = self.workloads[r.workload].pods.names
+        out = []
+        for i, j in enumerate(r.seq[:k].tolist()):
+            gm = int(self.engine.out_gmask[off + i])
+            out.append((names[j], int(self.engine.out_node[off + i]),
+                        [g for g in range(16) if (gm >> g) & 1]))
+        return out
