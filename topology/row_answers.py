@@ -29,6 +29,8 @@ import numpy as np
 MAX_SHAPES = 256
 #: above this share of stale rows one pass over all rows replaces gathering
 FULL_PASS_SHARE = 0.25
+#: changed-row lists up to this long are deduplicated in Python
+SMALL_LOG = 64
 
 
 class RowAnswers:
@@ -97,8 +99,9 @@ class RowAnswers:
 
 def _distinct(rows: np.ndarray, n: int) -> np.ndarray:
     """The distinct rows below ``n`` of ``rows`` (int64 [k]), ascending."""
-    if rows.shape[0] == 1:
-        return rows.copy() if rows[0] < n else rows[:0].copy()
+    if rows.shape[0] <= SMALL_LOG:
+        # a placement's few bumps: a set beats np.unique's sort machinery
+        return np.array(sorted({r for r in rows.tolist() if r < n}), np.int64)
     return np.unique(rows[rows < n])
 
 
