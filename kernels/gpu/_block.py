@@ -346,27 +346,49 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
             n_ties = 0
             lo = 1 << 62
             hi = -lo
+            # the class's arguments taken once, not per row
+            sr = static_reasons[c]
+            res = c_res[c]
+            n_res = c_nres[c]
+            cpu_nz = c_cpu_nz[c]
+            gpu_num = 0
+            gpu_milli = 0
+            if asks_gpu:
+                gpu_num = num
+                gpu_milli = milli
+            pod_gpu = 0
+            if milli > 0:
+                pod_gpu = num * milli
+            cs = cache_score[c_shape[c]]
+            cg = cache_gpu[c_shape[c]]
+            cv = cache_ver[c_shape[c]]
             for p in range(n):
                 i = start + p
                 if i >= n:
                     i -= n
-                t = class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
-                                c_shape, static_reasons, gpu_bit, allocatable, requested,
-                                gpu_count, model, gpu_left, aff, node_ver, policy, tp_cpu,
-                                tp_num, tp_milli, tp_mask, tp_freq, cache_score, cache_gpu,
-                                cache_ver, 1, static_total, reasons, cpu_left, mem_zero,
-                                score, out_gpu, work)
-                if t == NEG:
+                # row_eval written out: a call per row with this many
+                # array arguments costs more than the row itself
+                b = sr[i] | fit_bits(i, allocatable, requested, req, res, n_res)
+                if asks_gpu and gpu_bit != 0 and not gpu_fit(gpu_count[i], model[i],
+                                                              gpu_left[i], num, milli, mask):
+                    b |= gpu_bit
+                reasons[i] = b
+                if b != 0:
                     continue
                 feasible += 1
+                s = 0
+                if policy != P_RANDOM:
+                    score_node(i, policy, gpu_count, model, gpu_left, cpu_left, mem_zero, aff,
+                               0, cpu_nz, 0, gpu_num, gpu_milli, mask, tag, pod_gpu, tp_cpu,
+                               tp_num, tp_milli, tp_mask, tp_freq, cs, cg, cv, node_ver, score,
+                               out_gpu, work)
+                    s = max(score[i], 0)
                 if policy == P_BESTFIT:
-                    s = t - static_total[i]
                     score[i] = s
                     lo = min(lo, s)
                     hi = max(hi, s)
                     continue
-                best, n_ties = top_push(gpu_weight * (t - static_total[i]) + static_total[i],
-                                        i, best, n_ties, ties)
+                best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
             if feasible > 0:
                 if policy == P_BESTFIT:
                     for p in range(n):
