@@ -167,3 +167,19 @@ def test_block_trees_chosen_by_pods_per_class():
     assert slot.tolist() == [-1, -1, 0, -1]
     size, slot, *_ = P._block_trees(cls, 4, 600, 4)
     assert size == 0 and (slot < 0).all()
+
+
+@pytest.mark.parametrize("policy", ["FGD", "GpuPacking"])
+def test_alternating_shapes_share_rows_between_trees(policy):
+    """Shares of two sizes and whole GPUs taking turns on a few 8-GPU nodes:
+    each class's tree sees the rows the others just filled, and the pod's
+    GPU on its row is its own class's pick."""
+    nodes = [(8, "A100", 64)] * 3 + [(4, "A100", 16)] * 2
+    shapes = [(500, "share", 300, 1, ""), (1000, "whole", 1000, 1, ""),
+              (500, "share", 500, 1, ""), (1000, "share", 100, 1, "")]
+    steps = [("arrive", [0, 1, 2, 3, 2, 0, 1, 3] * 6), ("leave", 4), ("leave", 9),
+             ("arrive", [3, 2, 1, 0] * 6)]
+    with patch.object(P, "TREE_ROWS_PER_CLASS", 1), patch.object(P, "TREE_MIN_PODS", 1):
+        trees = _play(nodes, shapes, steps, policy, True)
+    alone = _play(nodes, shapes, steps, policy, False)
+    assert trees[3] > 40 and trees[:3] == alone[:3]
