@@ -61,7 +61,8 @@ def bench(nodes: int, pods: int, trees: bool = True, backend: str = "numba") -> 
     with patch.object(P, "MAX_TREES", getattr(P, "MAX_TREES", 0) if trees else 0, create=True):
         once(min(pods, 200))               # compiled kernels loaded
         wall, s, sim = once(pods)
-    return {"workload": "gpu-blocks", "nodes": nodes, "pods": pods, "backend": backend, "policy": "FGD",
+    return {"workload": "gpu-blocks", "nodes": nodes, "pods": pods, "backend": backend,
+            "policy": "FGD",
             "trees": trees, "wall_seconds": round(wall, 3),
             "pods_per_second": round(pods / wall, 1), "scheduled": s["scheduled"],
             "block_pods": sim.scheduler.block_pods, "digest": sim.digest()}
