@@ -26,9 +26,12 @@ def workload_table() -> None:
     print("| workload | nodes | pods | backend | pods/s | p50 µs | p99 µs | placements sha256 | commit | file |")
     print("|---|---:|---:|---|---:|---:|---:|---|---|---|")
     for name, r, commit in rows():
+        # records of a whole simulation (gpu_blocks) carry its digest and
+        # no per-pod latencies
+        sha = r.get("placements_sha256", r.get("digest", ""))
         print(f"| {r['workload']} | {r['nodes']} | {r['pods']} | {r['backend']} | "
-              f"{r['pods_per_second']:,} | {r['p50_us']} | {r['p99_us']} | "
-              f"`{r['placements_sha256'][:12]}` | {commit} | {name} |")
+              f"{r['pods_per_second']:,} | {r.get('p50_us', '-')} | {r.get('p99_us', '-')} | "
+              f"`{sha[:12]}` | {commit} | {name} |")
 
 
 def openb_table(path: Path = RESULTS / "openb-replay.json") -> None:

@@ -57,6 +57,7 @@ N_AFF = 18
 EXTENSION = "gpu_table"                     # ClusterState.extension name of the table
 EXTENSION_NRT = "node_topologies"           # ... of NRT topologies by node name
 _MEMO_INFO = "gpu_table.pod_info"           # PodRecord.memo key of pod_info's answers
+LOG_CHUNK = 4096                            # change-log entries kept at first
 
 
 @dataclass
@@ -116,6 +117,11 @@ class GpuTable:
         self._adding: str | None = None
         self._adopted: set = set()     # pods a compiled block placed (``adopt``)
         self._answers: dict[str, RowAnswers] = {}
+        # the rows bumped, in order: entry i is the row version
+        # ``_log_base + 1 + i`` went to (``rows_changed_since``)
+        self._log = np.empty(LOG_CHUNK, np.int64)
+        self._log_len = 0
+        self._log_base = self.version
         self._alloc_arrays(max(state.allocatable.shape[0], 1), 1)
         self.node_recs: list = [None] * self.cap
         self.row_keys: list[set] = [set() for _ in range(self.cap)]
@@ -197,6 +203,40 @@ class GpuTable:
     def _bump(self, row: int) -> None:
         self.version += 1
         self.ver[row] = self.version
+        if self._log_len < self._log.shape[0]:
+            self._log[self._log_len] = row
+            self._log_len += 1
+        else:
+            self._log_rows(np.array([row], np.int64))
+
+    def _log_rows(self, rows: np.ndarray) -> None:
+        """Append ``rows`` (int64 [k], the rows of the next k versions in
+        order) to the change log; a full log starts over (whoever reads
+        from before its start then compares every row's version)."""
+        k = rows.shape[0]
+        if self._log_len + k > self._log.shape[0]:
+            if self._log_len + k > max(LOG_CHUNK, 4 * self.cap):
+                self._log_base += self._log_len
+                self._log_len = 0
+            if k > self._log.shape[0] - self._log_len:
+                grown = np.empty(max(2 * self._log.shape[0], self._log_len + k), np.int64)
+                grown[:self._log_len] = self._log[:self._log_len]
+                self._log = grown
+        self._log[self._log_len:self._log_len + k] = rows
+        self._log_len += k
+
+    def log_placed(self, rows: np.ndarray) -> None:
+        """Rows a compiled block bumped in order (one version each, as
+        ``_bump`` would have), for the change log."""
+        self._log_rows(np.ascontiguousarray(rows, np.int64))
+
+    def rows_changed_since(self, version: int) -> np.ndarray | None:
+        """The rows whose version moved after table version ``version``
+        (int64, possibly repeated, in bump order): O(changes), not a pass
+        over the rows; None when the log no longer reaches back that far."""
+        if version < self._log_base or version > self.version:
+            return None
+        return self._log[version - self._log_base:self._log_len]
 
     # ------------------------------------------------------------- nodes
     def sync(self) -> None:

@@ -86,6 +86,11 @@ _NO_TYPICAL = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int6
 
 
 MAX_TYPICAL_PODS = 10000
+# place_block's top structure (``_block_trees``): a class gets a tree with
+# this many pods in the block; one tree per this many rows at most
+TREE_MIN_PODS = 4
+TREE_ROWS_PER_CLASS = 256
+MAX_TREES = 64
 MAX_WEIGHT = 1e12
 _TYPICAL_KEYS = ("cpu", "gpuCount", "gpuMilli", "models", "weight")
 
@@ -277,6 +282,27 @@ def gpu_fit_answers(t: GpuTable, ask, mask: int, n: int, backend: str) -> np.nda
     return t.answers("fit", 1, (np.bool_,)).get(t, n, (ask.num, ask.milli, mask), compute)[0]
 
 
+def _block_trees(cls: np.ndarray, n_classes: int, n: int, policy: int) -> tuple:
+    """(size, slot [C], tree_max, tree_cnt [T, 2 * size], built [C], stack)
+    for ``place_block``'s top structure: a tree for each class with at
+    least ``TREE_MIN_PODS`` pods in the block, the most numerous first, at
+    most one per ``TREE_ROWS_PER_CLASS`` rows (each placement evaluates
+    its row again for every tree, where a pod without one passes over all
+    rows); none under BestFit (normalized over every feasible row)."""
+    slot = np.full(n_classes, -1, np.int64)
+    limit = min(MAX_TREES, n // TREE_ROWS_PER_CLASS)
+    if policy != K.P_BESTFIT and limit > 0 and cls.shape[0]:
+        pods = np.bincount(cls, minlength=n_classes)
+        order = np.argsort(-pods, kind="stable")[:limit]
+        order = order[pods[order] >= TREE_MIN_PODS]
+        slot[order] = np.arange(order.shape[0])
+    trees = int((slot >= 0).sum())
+    size = 1 << max(n - 1, 1).bit_length() if trees else 0
+    return (size, slot, np.empty((trees, 2 * size), np.int64),
+            np.empty((trees, 2 * size), np.int64), np.zeros(n_classes, np.int64),
+            np.empty(64, np.int64))
+
+
 class GpuShareFit(ArrayPlugin):
     name = NAME_FIT
     # The cluster events that can make a pod it rejected fit (as
@@ -441,10 +467,11 @@ class GpuShareFit(ArrayPlugin):
             inputs.static_total, np.empty(n, np.int64), np.empty(n, np.int64),
             np.zeros(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
             np.empty(n, np.int64), np.empty(K.GPU_SLOTS, np.int64), keys, np.zeros(1, np.int64), out_rows,
-            out_gpus, counts)
+            out_gpus, counts, *_block_trees(inputs.cls[:count], len(first), n, policy))
         t.version = int(version[0])
         rows = out_rows[:handled]
         placed = np.flatnonzero(rows >= 0).tolist()
+        t.log_placed(rows[placed])
         milli = asks[:, 1]
         t.adopt([pods[j].key for j in placed], rows[placed].tolist(),
                 [tuple(int(x) for x in out_gpus[j] if x >= 0) for j in placed],

@@ -10,7 +10,11 @@ is placed only that node's answer is recomputed, not every node's.
 
 ``RowAnswers.get(table, n, key, compute)`` returns the answers [n] for the
 pod shape ``key``, recomputing the rows whose version moved with
-``compute(rows)`` (``rows`` int64 [k] or None for rows 0..n-1).  The answers
+``compute(rows)`` (``rows`` int64 [k] or None for rows 0..n-1).  The rows
+that moved come from the table's change log (``rows_changed_since``: the
+rows bumped since a table version), so a placement costs the rows it
+changed rather than a comparison of every row's version; without the log
+(too old) the versions are compared.  The answers
 start afresh with another table, a table of another capacity, or another
 ``token`` (what else they depend on: the typical pods of FGD, the subset
 tables).
@@ -25,6 +29,8 @@ import numpy as np
 MAX_SHAPES = 256
 #: above this share of stale rows one pass over all rows replaces gathering
 FULL_PASS_SHARE = 0.25
+#: changed-row lists up to this long are deduplicated in Python
+SMALL_LOG = 64
 
 
 class RowAnswers:
@@ -64,7 +70,15 @@ class RowAnswers:
         if synced[0] == (t.version, n):
             return tuple(a[:n] for a in arrays)
         now = t.ver[:n]
-        stale = np.flatnonzero(ver[:n] != now)
+        stale = None
+        if synced[0] is not None and synced[0][1] == n:
+            # the rows bumped since then, from the table's change log: a
+            # placement costs its own rows, not a comparison of every row
+            moved = t.rows_changed_since(synced[0][0])
+            if moved is not None:
+                stale = _distinct(moved, n)
+        if stale is None:
+            stale = np.flatnonzero(ver[:n] != now)
         if stale.shape[0]:
             # many stale rows (a first use, a node-set change): one pass
             # over all of them is cheaper than gathering
@@ -81,6 +95,14 @@ class RowAnswers:
                 ver[rows] = now[rows]
         synced[0] = (t.version, n)
         return tuple(a[:n] for a in arrays)
+
+
+def _distinct(rows: np.ndarray, n: int) -> np.ndarray:
+    """The distinct rows below ``n`` of ``rows`` (int64 [k]), ascending."""
+    if rows.shape[0] <= SMALL_LOG:
+        # a placement's few bumps: a set beats np.unique's sort machinery
+        return np.array(sorted({r for r in rows.tolist() if r < n}), np.int64)
+    return np.unique(rows[rows < n])
 
 
 def _same(a, b) -> bool:

@@ -182,6 +182,15 @@ class _Table:
         self.cap = n
         self.ver = np.arange(n, dtype=np.int64)
         self.version = n - 1            # the counter the row versions come from
+        self.log = list(range(n))       # row bumped to version i: log[i]
+
+    def bump(self, row):
+        self.version += 1
+        self.ver[row] = self.version
+        self.log.append(row)
+
+    def rows_changed_since(self, version):
+        return np.array(self.log[version + 1:], np.int64)
 
 
 def test_row_answers_recompute_only_changed_rows():
@@ -196,8 +205,9 @@ def test_row_answers_recompute_only_changed_rows():
     ra = RowAnswers(1)
     np.testing.assert_array_equal(ra.get(t, 100, "s", compute)[0], t.ver * 10)
     assert seen == [None]                       # first use: one pass over all rows
-    t.ver[[3, 70]] = [500, 501]
-    t.version = 501
+    t.bump(70)
+    t.bump(3)
+    t.bump(70)
     np.testing.assert_array_equal(ra.get(t, 100, "s", compute)[0], t.ver * 10)
     assert seen[-1] == [3, 70]                  # then only the rows that changed
     ra.get(t, 100, "s", compute)
@@ -222,3 +232,45 @@ def test_bench_gpu_placements_unchanged(backend):
 
 PLACEMENTS_60x300 = "cc24e72d015d39f353c599b6239bcc852c4a62154a9a1c3ac3004036cc51b3d1"
 GPU_PLACEMENTS_60x300 = "38b14a1ecd714edb92dd9a60417e038760b9363a43de75bfccfc7f74259fd627"
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=st.lists(st.one_of(st.tuples(st.just("bump"), st.integers(0, 7)),
+                              st.tuples(st.just("block"), st.lists(st.integers(0, 7), max_size=12)),
+                              st.tuples(st.just("ask"), st.integers(0, 60))),
+                    min_size=1, max_size=60),
+       chunk=st.sampled_from([2, 5, 4096]))
+def test_change_log_names_exactly_the_rows_bumped_since(ops, chunk):
+    """``rows_changed_since(v)``: the rows whose version moved after table
+    version ``v`` (single bumps and a compiled block's rows alike), or None
+    once the log no longer reaches back (a short log starts over often)."""
+    import tensorsched.topology.gpu_table as gt
+    saved = gt.LOG_CHUNK
+    gt.LOG_CHUNK = chunk
+    try:
+        cl = build_cluster([gpu_node(f"n{i}", 2) for i in range(8)], profile(POLICY_ARGS[2]))
+        t = GpuTable.of(cl.state)
+    finally:
+        gt.LOG_CHUNK = saved
+    history = [t.ver.copy()]            # row versions after each table version
+    start = t.version
+    for op in ops:
+        if op[0] == "bump":
+            t._bump(op[1])
+            history.append(t.ver.copy())
+        elif op[0] == "block":
+            rows = np.array(op[1], np.int64)
+            for r in rows.tolist():        # what the block kernel does to the versions
+                t.version += 1
+                t.ver[r] = t.version
+                history.append(t.ver.copy())
+            t.log_placed(rows)
+        else:
+            v = start + op[1] % len(history)
+            got = t.rows_changed_since(v)
+            want = np.flatnonzero(t.ver != history[v - start])
+            if got is not None:
+                np.testing.assert_array_equal(np.unique(got), want)
+            else:
+                assert chunk < 4096         # only a short log forgets
+    assert t.rows_changed_since(t.version).shape[0] == 0
