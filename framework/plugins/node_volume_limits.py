@@ -121,6 +121,8 @@ class NodeVolumeLimits(VolumeFilter):
             # the pod's own claims are read before anything of the node
             statuses.append(f.status)
             return np.full(rows.shape[0], len(statuses), np.int64), statuses
+        if not _any_limit(state, cat):
+            return None                     # no CSINode limits any driver
         new = volume_ids(cat, pod, True)
         if not new:
             return None
@@ -153,6 +155,17 @@ class NodeVolumeLimits(VolumeFilter):
             over |= ((fresh > 0) & (lim >= 0) & (total > lim))[rows]
         out = over.astype(np.int64)
         return out, statuses
+
+
+def _any_limit(state, cat) -> bool:
+    """Some CSINode gives some driver an ``allocatable.count`` (kept while
+    the catalog's CSINodes stay)."""
+    memo = state.memo("volumes.csi_any_limit", id(cat.csi_nodes))
+    got = memo.get(None)
+    if got is None:
+        got = memo[None] = any(v is not None for csi in cat.csi_nodes.values()
+                               for v in csi.limits.values())
+    return got
 
 
 def _attachment_extras(state, cat, counts, n: int) -> dict[str, np.ndarray]:
