@@ -135,7 +135,7 @@ class NodeVolumeLimits(VolumeFilter):
         # attached (kept per node as pods come and go, ``state.volume_counts``)
         # plus the pod's volumes not attached there yet, per driver the pod
         # adds to: over the node's limit -> code 1
-        counts = cat.attach_counts
+        counts = cat.attach_counts.ensure()
         n = max(state.n_rows, 1)
         extra = _attachment_extras(state, cat, counts, n)
         over = np.zeros(rows.shape[0], np.bool_)
@@ -145,7 +145,7 @@ class NodeVolumeLimits(VolumeFilter):
             fresh = np.full(n, k, np.int64)
             for name, drv in new.items():
                 if drv == d:
-                    held = counts.holders.get(name)
+                    held = counts.rows_holding(name)
                     if held:
                         fresh[np.fromiter(held, np.int64, len(held))] -= 1
             total = counts.driver_column(d, n) + fresh

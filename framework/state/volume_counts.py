@@ -9,7 +9,9 @@ an inline migratable volume likewise.  :class:`AttachCounts` keeps, per
 node row, how many bound pods use each unique name and how many unique
 names each driver has there; a pod's names are recomputed when the claims
 it uses change (a binding, a provisioning, an Unreserve), so the counts are
-always what recounting the node's pods from scratch gives.
+always what recounting the node's pods from scratch gives.  Nothing is
+kept until the first reader asks (``ensure``): a cluster whose CSINodes
+limit no driver never pays for the counts.
 """
 
 from __future__ import annotations
@@ -71,11 +73,25 @@ class AttachCounts:
         self.holders: dict[str, set[int]] = {}          # name -> rows
         self.pods: dict[str, tuple] = {}                # pod key -> (row, pod, ids)
         self.by_claim: dict[str, set[str]] = {}         # claim key -> pod keys
+        self.active = False
+
+    def ensure(self) -> "AttachCounts":
+        """Start keeping the counts (counting the bound pods once)."""
+        if not self.active:
+            self.active = True
+            for row, pods in self.cat.row_pods.items():
+                for pod in pods.values():
+                    self.add(pod, row)
+        return self
 
     # ------------------------------------------------------------------ reads
     def attached(self, row: int) -> dict[str, int]:
         """{unique name: pods using it} on node ``row``."""
         return self.refs.get(int(row), {})
+
+    def rows_holding(self, name: str) -> set[int]:
+        """The node rows where volume ``name`` is attached."""
+        return self.holders.get(name, set())
 
     def driver_column(self, driver: str, n_rows: int) -> np.ndarray:
         """[n_rows] int64: unique volumes of ``driver`` attached per row."""
@@ -88,6 +104,8 @@ class AttachCounts:
 
     # ---------------------------------------------------------------- updates
     def add(self, pod, row: int) -> None:
+        if not self.active:
+            return
         ids = volume_ids(self.cat, pod)
         self.pods[pod.key] = (int(row), pod, ids)
         for v in pod_volumes(pod):
@@ -113,6 +131,8 @@ class AttachCounts:
     def claims_changed(self, claim_keys) -> None:
         """The claims ``claim_keys`` (or the volumes bound to them) changed:
         the bound pods using them count their volumes again."""
+        if not self.active:
+            return
         touched = set()
         for k in claim_keys:
             touched |= self.by_claim.get(k, set())

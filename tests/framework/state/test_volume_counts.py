@@ -93,6 +93,7 @@ OPS = st.lists(st.tuples(
 def test_kept_counts_equal_recounting(ops):
     cluster = build_cluster(_objects())
     state, cat = cluster.state, volume_catalog(cluster.state)
+    cat.attach_counts.ensure()          # kept from here on, never recounted
     claims_of: dict[int, list] = {}
     for op, i, n, claims, ebs, pv in ops:
         key = f"ns/p{i}"
@@ -129,7 +130,7 @@ def test_filter_reads_the_kept_counts():
     cat.commit("x")
     state.add_pod(cluster.resolve(_pod(0, ["c0", "c1"])), "n0")
     state.add_pod(cluster.resolve(_pod(1, ["c2"])), "n0")
-    assert len(cat.attach_counts.attached(state.node_rows["n0"])) == 3
+    assert not cat.attach_counts.active     # nobody asked yet
 
     def fits(claims):
         pod = cluster.resolve(_pod(9, claims))
@@ -142,6 +143,7 @@ def test_filter_reads_the_kept_counts():
 
     # pv0 is attached on n0: nothing new there, it fits
     assert fits(["c0"]) == {"n0": True, "n1": True, "n2": True}
+    assert len(cat.attach_counts.attached(state.node_rows["n0"])) == 3
     # c3 is new on n0: 3 + 1 > 3
     assert fits(["c3"]) == {"n0": False, "n1": True, "n2": True}
     # the bound pod leaves: room again
