@@ -46,6 +46,7 @@ from tensorsched.framework.objects.manifests import (
 )
 
 from .plugin_args import API_VERSION, decode_args, default_args, has_args_decoder
+from .plugin_args import feature_gates as feature_gates_in_force
 
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -409,7 +410,8 @@ def _build_plugins(
 
 
 def _build_profile(
-    i: int, raw: Any, plugin_points: Mapping[str, frozenset[str]], n_profiles: int
+    i: int, raw: Any, plugin_points: Mapping[str, frozenset[str]], n_profiles: int,
+    gates: Mapping[str, bool] | None = None,
 ) -> tuple[Profile, dict[str, int]]:
     path = f"profiles[{i}]"
     m = _mapping(raw, path)
@@ -442,7 +444,7 @@ def _build_profile(
         if pname in REMOVED_PLUGINS:
             raise ConfigError(p, f"{pname!r} was removed; invalid in {API_VERSION}")
         config_index[pname] = j
-        decoded[pname] = decode_args(pname, c.get("args"), f"{p}.args")
+        decoded[pname] = decode_args(pname, c.get("args"), f"{p}.args", gates)
 
     enabled_names: list[str] = []
     for point in POINTS:
@@ -455,7 +457,7 @@ def _build_profile(
             if decoded[n] is not None:
                 args[n] = decoded[n]
         elif has_args_decoder(n):
-            args[n] = default_args(n)
+            args[n] = default_args(n, gates)
 
     ppath = f"{path}.plugins"
     if len(final["queueSort"]) != 1:
@@ -534,14 +536,15 @@ def _global_settings(raw: Mapping) -> dict[str, int]:
 
 
 def _build_profiles(
-    raw_profiles: list, plugin_points: Mapping[str, frozenset[str]]
+    raw_profiles: list, plugin_points: Mapping[str, frozenset[str]],
+    gates: Mapping[str, bool] | None = None,
 ) -> tuple[list[Profile], list[dict[str, int]]]:
     """(profiles, per profile: plugin name -> its pluginConfig index), scheduler names unique."""
     profiles: list[Profile] = []
     config_indexes: list[dict[str, int]] = []
     seen: dict[str, int] = {}
     for i, rp in enumerate(raw_profiles):
-        prof, idx = _build_profile(i, rp, plugin_points, len(raw_profiles))
+        prof, idx = _build_profile(i, rp, plugin_points, len(raw_profiles), gates)
         if prof.scheduler_name in seen:
             first = seen[prof.scheduler_name]
             raise ConfigError(
@@ -577,7 +580,8 @@ def _check_shared_queue_sort(
 
 
 def load_config(
-    source: Any, plugin_points: Mapping[str, frozenset[str]] = DEFAULT_PLUGIN_POINTS
+    source: Any, plugin_points: Mapping[str, frozenset[str]] = DEFAULT_PLUGIN_POINTS,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> SchedulerConfig:
     """Load, default, merge and validate a KubeSchedulerConfiguration.
 
@@ -585,13 +589,18 @@ def load_config(
     defaults: one ``default-scheduler`` profile with the default plugins).
     ``plugin_points``: every known plugin name -> the extension points it
     implements (a superset of ``DEFAULT_PLUGIN_POINTS`` for out-of-tree plugins).
+    ``feature_gates``: gate name -> on (kube-scheduler's ``--feature-gates``;
+    ``plugin_args.FEATURE_GATES`` lists the known ones and their defaults),
+    e.g. ``{"StorageCapacityScoring": True}`` lets VolumeBinding's args carry
+    a ``shape`` and turns its capacity score on.
     Raises ``ConfigError`` naming the field path of the first problem."""
     raw = _read(source)
     try:
         _check_top_level(raw)
         settings = _global_settings(raw)
         raw_profiles = _list(raw.get("profiles"), "profiles") or [{}]
-        profiles, config_indexes = _build_profiles(raw_profiles, plugin_points)
+        gates = feature_gates_in_force(feature_gates)
+        profiles, config_indexes = _build_profiles(raw_profiles, plugin_points, gates)
         _check_shared_queue_sort(raw_profiles, profiles, config_indexes)
     except ConfigError as exc:
         # errors of a file name it

@@ -143,7 +143,40 @@ class InterPodAffinityArgs:
 
 @dataclass(frozen=True)
 class VolumeBindingArgs:
+    """VolumeBinding's args.  ``shape``: (utilization percent, score 0..10)
+    points of the StorageCapacityScoring score, empty while that feature
+    gate is off (``storage_capacity_scoring``)."""
+
     bind_timeout_seconds: int = 600
+    shape: tuple[UtilizationShapePoint, ...] = ()
+    storage_capacity_scoring: bool = False
+
+
+# feature gates a KubeSchedulerConfiguration's args depend on, at upstream's
+# defaults (kube-scheduler's --feature-gates)
+FEATURE_GATES: dict[str, bool] = {"StorageCapacityScoring": False}
+MAX_CUSTOM_PRIORITY_SCORE = 10
+# StorageCapacityScoring on and no shape given: prefer the node with the
+# most free storage (upstream's SetDefaults_VolumeBindingArgs)
+DEFAULT_CAPACITY_SHAPE = (UtilizationShapePoint(0, MAX_CUSTOM_PRIORITY_SCORE),
+                          UtilizationShapePoint(100, 0))
+
+
+def feature_gates(gates: Mapping | None, path: str = "featureGates") -> dict[str, bool]:
+    """The gates in force: ``FEATURE_GATES`` with ``gates`` (name -> bool)
+    over them; an unknown name or a non-bool value is a ConfigError."""
+    out = dict(FEATURE_GATES)
+    if gates is None:
+        return out
+    if not isinstance(gates, Mapping):
+        raise ConfigError(path, f"must be a mapping of gate name to bool, got {type(gates).__name__}")
+    for k, v in gates.items():
+        if k not in FEATURE_GATES:
+            raise ConfigError(path, f"unrecognized feature gate: {k} (known: {', '.join(sorted(FEATURE_GATES))})")
+        if not isinstance(v, bool):
+            raise ConfigError(f"{path}.{k}", f"must be true or false, got {v!r}")
+        out[k] = v
+    return out
 
 
 @dataclass(frozen=True)
@@ -545,7 +578,7 @@ def _decode_inter_pod_affinity(raw: Any, path: str) -> InterPodAffinityArgs:
     return InterPodAffinityArgs(w, ignore)
 
 
-def _decode_volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
+def _decode_volume_binding(raw: Any, path: str, gates: Mapping | None = None) -> VolumeBindingArgs:
     m = _mapping(raw, path)
     _type_meta(m, "VolumeBindingArgs", path)
     _only(m, ("bindTimeoutSeconds", "shape"), path)
@@ -554,10 +587,37 @@ def _decode_volume_binding(raw: Any, path: str) -> VolumeBindingArgs:
     )
     if t < 0:
         raise ConfigError(_join(path, "bindTimeoutSeconds"), f"{t}: invalid BindTimeoutSeconds, should not be a negative value")
-    if "shape" in m:
-        # feature gate VolumeCapacityPriority is alpha and off in 1.31/1.32
-        raise ConfigError(_join(path, "shape"), "unexpected field `shape`, the VolumeCapacityPriority feature is off")
-    return VolumeBindingArgs(t)
+    scoring = feature_gates(gates)["StorageCapacityScoring"]
+    if not scoring:
+        if m.get("shape"):
+            raise ConfigError(_join(path, "shape"), "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring")
+        return VolumeBindingArgs(t)
+    if m.get("shape") is None:
+        return VolumeBindingArgs(t, DEFAULT_CAPACITY_SHAPE, True)
+    return VolumeBindingArgs(t, _capacity_shape(m["shape"], _join(path, "shape")), True)
+
+
+def _capacity_shape(raw: Any, path: str) -> tuple[UtilizationShapePoint, ...]:
+    """Upstream's validateFunctionShape: at least one point, utilization
+    strictly increasing within [0, 100], score within [0, 10]."""
+    points = _list(raw, path)
+    if not points:
+        raise ConfigError(path, "Required value: at least one point must be specified")
+    out = []
+    for i, item in enumerate(points):
+        p = f"{path}[{i}]"
+        pm = _mapping(item, p)
+        _only(pm, ("utilization", "score"), p)
+        u = _int(pm.get("utilization", 0), f"{p}.utilization", _INT32_MIN, _INT32_MAX)
+        s = _int(pm.get("score", 0), f"{p}.score", _INT32_MIN, _INT32_MAX)
+        if out and out[-1].utilization >= u:
+            raise ConfigError(f"{p}.utilization", f"Invalid value: {u}: utilization values must be sorted in increasing order")
+        if not 0 <= u <= 100:
+            raise ConfigError(f"{p}.utilization", f"Invalid value: {u}: not in valid range [0, 100]")
+        if not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise ConfigError(f"{p}.score", f"Invalid value: {s}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+        out.append(UtilizationShapePoint(u, s))
+    return tuple(out)
 
 
 _DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
@@ -628,12 +688,14 @@ def has_args_decoder(plugin_name: str) -> bool:
     return plugin_name in _DECODERS
 
 
-def decode_args(plugin_name: str, raw: dict | None, path: str) -> object:
-    """Decode, default and validate the args of one plugin.
+def decode_args(plugin_name: str, raw: dict | None, path: str,
+                gates: Mapping | None = None) -> object:
+    """Decode, default and validate the args of one plugin under the
+    feature ``gates`` (None: ``FEATURE_GATES``' defaults).
 
     Plugins with a decoder get their args object; others keep ``raw``
     (a deep copy; None stays None)."""
-    fn = _DECODERS.get(plugin_name)
+    fn = _gated(plugin_name, gates)
     if fn is None:
         if raw is not None and not isinstance(raw, Mapping):
             raise ConfigError(path, f"must be an object, got {type(raw).__name__}")
@@ -641,9 +703,15 @@ def decode_args(plugin_name: str, raw: dict | None, path: str) -> object:
     return _run_decoder(plugin_name, fn, copy.deepcopy(raw), path)
 
 
-def default_args(plugin_name: str) -> object:
+def _gated(plugin_name: str, gates: Mapping | None) -> ArgsDecoder | None:
+    if plugin_name == "VolumeBinding":
+        return lambda raw, path: _decode_volume_binding(raw, path, gates)
+    return _DECODERS.get(plugin_name)
+
+
+def default_args(plugin_name: str, gates: Mapping | None = None) -> object:
     """The args a plugin gets when no pluginConfig names it; None if it has none."""
-    fn = _DECODERS.get(plugin_name)
+    fn = _gated(plugin_name, gates)
     return None if fn is None else _run_decoder(plugin_name, fn, None, "")
 
 

@@ -17,6 +17,7 @@ from tensorsched.framework.errors import ManifestError
 
 from .meta import source_of
 from .records import PodRecord, PriorityClassRecord
+from .volumes import carry_pod_volumes
 
 SYSTEM_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 PREEMPT_LOWER = "PreemptLowerPriority"
@@ -66,6 +67,7 @@ class PriorityResolver:
         # Copies resolved alike from one memo (pods of one table group) share
         # theirs, kept inside it: derived values are made once per group.
         out.memo = pod.memo.setdefault(("resolved", priority, policy), {})
+        carry_pod_volumes(pod.memo, out.memo)       # parsed with the pod, same spec
         return out
 
 

@@ -465,5 +465,14 @@ def remember_pod_volumes(pod, vols: tuple[PodVolume, ...]) -> None:
     pod.memo[_POD_VOLUMES_MEMO] = (pod.name, vols)
 
 
+def carry_pod_volumes(src: dict, dst: dict) -> None:
+    """Copy the volumes ``remember_pod_volumes`` kept in memo ``src`` into
+    ``dst``, the memo of a copy of the same pod (its priority resolved):
+    the spec is the same, so the parse holds there too."""
+    got = src.get(_POD_VOLUMES_MEMO)
+    if got is not None:
+        dst.setdefault(_POD_VOLUMES_MEMO, got)
+
+
 def has_claims(vols) -> bool:
     return any(v.kind != VOL_OTHER for v in vols)

@@ -19,8 +19,11 @@ Unschedulable 'node(s) exceed max volume count'.  The incoming pod's missing
 claim -> UnschedulableAndUnresolvable 'looking up PVC <ns>/<claim>: ...';
 an ephemeral claim the pod does not own -> Error.
 
-All nodes at once: the new set is the same on every node with a CSINode;
-only nodes holding pods with volumes or VolumeAttachments differ from it.
+All nodes at once: the volumes attached per node and driver are kept by the
+catalog as pods are bound and removed and claims change
+(``state.volume_counts.AttachCounts``), so a cycle reads one count column
+per driver and corrects only the nodes that already hold one of the pod's
+volumes; VolumeAttachments are added per cycle.
 """
 
 from __future__ import annotations
@@ -28,13 +31,13 @@ from __future__ import annotations
 import numpy as np
 
 from tensorsched.framework.objects.volumes import (
-    IN_TREE_TO_CSI,
     MIGRATABLE,
     VOL_EPHEMERAL,
     VOL_OTHER,
     pod_volumes,
 )
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.volume_counts import volume_ids
 from tensorsched.kernels import layout as L
 
 from . import names
@@ -43,7 +46,6 @@ from .volume_common import (
     claim_missing_message,
     not_owner_message,
     owned_by,
-    row_positions,
 )
 
 NAME = names.NODE_VOLUME_LIMITS
@@ -56,45 +58,20 @@ class _Fail(Exception):
         self.status = status
 
 
-def pod_volume_ids(cat, pod, migrated: bool, strict: bool) -> dict[str, str]:
-    """{unique name: driver} of the volumes of ``pod`` that count against
-    CSI limits on a node where in-tree migration is ``migrated``.  With
-    ``strict`` (the incoming pod) a missing or foreign claim raises _Fail."""
-    out: dict[str, str] = {}
+def check_own_claims(cat, pod) -> None:
+    """The incoming pod's claims, read before anything of the node: a
+    missing one -> UnschedulableAndUnresolvable, an ephemeral claim the pod
+    does not own -> Error (raised as _Fail, first problem in volume order)."""
     for v in pod_volumes(pod):
         if v.kind == VOL_OTHER:
-            got = MIGRATABLE.get(v.source_kind)
-            if got is not None and migrated:
-                out[f"{got[1]}/{v.field(got[2], '')}"] = got[1]
             continue
         claim = cat.claim(pod.namespace, v.claim)
         if claim is None:
-            if strict:
-                raise _Fail(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (
-                    f"looking up PVC {pod.namespace}/{v.claim}: "
-                    f"{claim_missing_message(v.claim)}",)))
-            continue
+            raise _Fail(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (
+                f"looking up PVC {pod.namespace}/{v.claim}: "
+                f"{claim_missing_message(v.claim)}",)))
         if v.kind == VOL_EPHEMERAL and not owned_by(claim, pod):
-            if strict:
-                raise _Fail(Status(Code.ERROR, (not_owner_message(pod.namespace, v.claim,
-                                                                  pod),)))
-            continue
-        pv = cat.pvs.get(claim.volume_name) if claim.volume_name else None
-        if pv is not None:
-            got = pv.csi_id(migrated)
-            if got is not None:
-                out[f"{got[0]}/{got[1]}"] = got[0]
-            continue
-        cls = cat.classes.get(claim.storage_class) if claim.storage_class else None
-        if cls is None:
-            continue
-        driver = cls.provisioner
-        if driver in IN_TREE_TO_CSI:
-            if not migrated:
-                continue
-            driver = IN_TREE_TO_CSI[driver]
-        out[f"{driver}/{claim.namespace}/{claim.name}"] = driver
-    return out
+            raise _Fail(Status(Code.ERROR, (not_owner_message(pod.namespace, v.claim, pod),)))
 
 
 def limit_columns(state, cat, drivers: tuple) -> tuple[np.ndarray, dict, dict]:
@@ -139,11 +116,14 @@ class NodeVolumeLimits(VolumeFilter):
         state, cat, pod = ctx.state, data["catalog"], ctx.pod
         statuses = [Status(Code.UNSCHEDULABLE, (ERR_MAX_VOLUMES,))]
         try:
-            new = pod_volume_ids(cat, pod, True, strict=True)
+            check_own_claims(cat, pod)
         except _Fail as f:
             # the pod's own claims are read before anything of the node
             statuses.append(f.status)
             return np.full(rows.shape[0], len(statuses), np.int64), statuses
+        if not _any_limit(state, cat):
+            return None                     # no CSINode limits any driver
+        new = volume_ids(cat, pod, True)
         if not new:
             return None
         new_count: dict[str, int] = {}
@@ -152,42 +132,57 @@ class NodeVolumeLimits(VolumeFilter):
         has_csi, limit, limited = limit_columns(state, cat, tuple(sorted(new_count)))
         if not any(limited[d] for d in new_count):
             return None                     # no node limits these drivers
-        out = np.zeros(rows.shape[0], np.int64)
-        # nodes with nothing attached: the pod's volumes against the limits
+        # attached (kept per node as pods come and go, ``state.volume_counts``)
+        # plus the pod's volumes not attached there yet, per driver the pod
+        # adds to: over the node's limit -> code 1
+        counts = cat.attach_counts.ensure()
+        n = max(state.n_rows, 1)
+        extra = _attachment_extras(state, cat, counts, n)
         over = np.zeros(rows.shape[0], np.bool_)
-        for d, n in new_count.items():
-            lim = limit[d][rows]
-            over |= (lim >= 0) & (n > lim)
-        out[over] = 1
-        # nodes holding pods with volumes or VolumeAttachments: count them
-        attach_by_node: dict[str, list] = {}
-        for va in cat.attachments:
-            attach_by_node.setdefault(va.node_name, []).append(va)
-        busy = [r for r in cat.row_pods if r < has_csi.shape[0] and has_csi[r]]
-        busy += [state.node_rows[n] for n in attach_by_node if n in state.node_rows]
-        where = row_positions(state, rows)
-        for r in dict.fromkeys(busy):
-            i = int(where[r])
-            if i < 0:
+        for d, k in new_count.items():
+            if not limited[d]:
                 continue
-            attached: dict[str, str] = {}
-            for p in cat.pods_on_row(r).values():
-                attached.update(pod_volume_ids(cat, p, True, strict=False))
-            counts: dict[str, int] = {}
-            for d in attached.values():
-                counts[d] = counts.get(d, 0) + 1
-            for va in attach_by_node.get(state.node_name(r), ()):
-                pv = cat.pvs.get(va.pv_name)
-                got = pv.csi_id(True) if pv is not None else None
-                if got is not None and f"{got[0]}/{got[1]}" not in attached:
-                    counts[got[0]] = counts.get(got[0], 0) + 1
-            fresh: dict[str, int] = {}
-            for k, d in new.items():
-                if k not in attached:
-                    fresh[d] = fresh.get(d, 0) + 1
-            out[i] = int(any(0 <= limit[d][r] < counts.get(d, 0) + n
-                             for d, n in fresh.items()))
+            fresh = np.full(n, k, np.int64)
+            for name, drv in new.items():
+                if drv == d:
+                    held = counts.rows_holding(name)
+                    if held:
+                        fresh[np.fromiter(held, np.int64, len(held))] -= 1
+            total = counts.driver_column(d, n) + fresh
+            if d in extra:
+                total += extra[d]
+            lim = limit[d]
+            over |= ((fresh > 0) & (lim >= 0) & (total > lim))[rows]
+        out = over.astype(np.int64)
         return out, statuses
+
+
+def _any_limit(state, cat) -> bool:
+    """Some CSINode gives some driver an ``allocatable.count`` (kept while
+    the catalog's CSINodes stay)."""
+    memo = state.memo("volumes.csi_any_limit", id(cat.csi_nodes))
+    got = memo.get(None)
+    if got is None:
+        got = memo[None] = any(v is not None for csi in cat.csi_nodes.values()
+                               for v in csi.limits.values())
+    return got
+
+
+def _attachment_extras(state, cat, counts, n: int) -> dict[str, np.ndarray]:
+    """{driver: [n] int64} VolumeAttachments on a node whose volume no pod
+    there uses (each counts once more)."""
+    out: dict[str, np.ndarray] = {}
+    for va in cat.attachments:
+        r = state.node_rows.get(va.node_name)
+        pv = cat.pvs.get(va.pv_name)
+        got = pv.csi_id(True) if pv is not None else None
+        if r is None or got is None or f"{got[0]}/{got[1]}" in counts.attached(r):
+            continue
+        col = out.get(got[0])
+        if col is None:
+            col = out[got[0]] = np.zeros(n, np.int64)
+        col[r] += 1
+    return out
 
 
 def new(args, handle):

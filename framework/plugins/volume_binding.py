@@ -497,7 +497,11 @@ def _labels_match(selector: dict, labels: dict) -> bool:
 
 
 def new(args, handle):
-    """The plugin as the default profile runs it (StorageCapacityScoring off)."""
+    """The plugin as its profile's args say: ``VolumeBindingArgs`` with the
+    StorageCapacityScoring gate on (``load_config(..., feature_gates=...)``)
+    score with their ``shape``; otherwise (the default profile) no score."""
+    if getattr(args, "storage_capacity_scoring", False):
+        return VolumeBinding(handle, True, tuple((p.utilization, p.score) for p in args.shape))
     return VolumeBinding(handle)
 
 

@@ -32,6 +32,7 @@ from tensorsched.kernels.fused.filters import program_matches
 
 from .cluster_state import ClusterState
 from .query import compile_node_selector_terms
+from .volume_counts import AttachCounts
 
 EXTENSION = "volumes"
 
@@ -63,6 +64,8 @@ class VolumeCatalog:
         self.row_pods: dict[int, dict] = {}
         # claim key -> number of bound pods using it
         self.claim_users: dict[str, int] = {}
+        # per node row, the CSI volumes its pods attach (NodeVolumeLimits)
+        self.attach_counts = AttachCounts(self)
         self.assumed: dict[str, Assumed] = {}           # pod key -> what its Reserve did
         self.version = 0        # bumped by every change of claims or volumes
         self.pods_version = 0   # bumped when a pod with volumes comes or goes
@@ -93,8 +96,10 @@ class VolumeCatalog:
         on = self.row_pods.setdefault(int(row), {})
         if sign > 0:
             on[pod.key] = pod
+            self.attach_counts.add(pod, row)
         else:
             on.pop(pod.key, None)
+            self.attach_counts.remove(pod.key)
         for v in vols:
             if v.claim:
                 k = f"{pod.namespace}/{v.claim}"
@@ -173,6 +178,7 @@ class VolumeCatalog:
         self.claims[claim.key] = _bound_claim(
             claim, pv_name, {**claim.annotations, ANN_BIND_COMPLETED: "yes"})
         self.version += 1
+        self.attach_counts.claims_changed((claim.key,))
 
     def provision(self, pod_key: str, claim: PersistentVolumeClaimRecord, node_row: int,
                   topology_keys: tuple[str, ...]) -> str:
@@ -204,6 +210,7 @@ class VolumeCatalog:
             claim, name, {**claim.annotations, ANN_BIND_COMPLETED: "yes",
                           ANN_SELECTED_NODE: node.name})
         self.version += 1
+        self.attach_counts.claims_changed((claim.key,))
         return name
 
     def unreserve(self, pod_key: str) -> None:
@@ -216,9 +223,14 @@ class VolumeCatalog:
                 self.claims.pop(k, None)
             else:
                 self.claims[k] = rec
+        changed = set(undo.claims)
         for k, rec in undo.volumes.items():
+            for was in (self.pvs.get(k), rec):
+                if was is not None and was.claim_ref is not None:
+                    changed.add(f"{was.claim_ref[0]}/{was.claim_ref[1]}")
             self._set_pv(k, rec)
         self.version += 1
+        self.attach_counts.claims_changed(changed)
 
     def commit(self, pod_key: str) -> None:
         """PreBind done: the pod's bindings stay (nothing left to undo)."""
@@ -230,6 +242,7 @@ class VolumeCatalog:
         self.claims, self.pvs = dict(other.claims), dict(other.pvs)
         self._reindex()
         self.version += 1
+        self.attach_counts.recount()
 
     def pinning_volumes(self, pod) -> list[str]:
         """The volumes bound to ``pod``'s claims whose node affinity limits
@@ -252,6 +265,7 @@ class VolumeCatalog:
         self.claims, self.pvs, self.assumed = dict(snap[0]), dict(snap[1]), dict(snap[2])
         self._reindex()
         self.version += 1
+        self.attach_counts.recount()
 
 
 def _bound_claim(claim: PersistentVolumeClaimRecord, volume_name: str,

@@ -30,8 +30,8 @@ import pytest
 from support.backends import backend_params
 from support.golden import golden_dir
 
+from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.plugins import default_registry, names
-from tensorsched.framework.plugins.volume_binding import with_capacity_scoring
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
@@ -74,7 +74,11 @@ def _params():
     return out
 
 
-def _config(plugin: str, scoring: bool) -> dict:
+def _config(plugin: str, case):
+    """The case's one-plugin profile, loaded as a KubeSchedulerConfiguration;
+    StorageCapacityScoring cases carry VolumeBinding's args (their shape) in
+    pluginConfig and turn the gate on, as kube-scheduler is configured."""
+    scoring = "StorageCapacityScoring" in case["features"]
     plugins = {
         "multiPoint": {"disabled": [{"name": "*"}]},
         "queueSort": {"enabled": [{"name": "PrioritySort"}]},
@@ -82,24 +86,16 @@ def _config(plugin: str, scoring: bool) -> dict:
         "preFilter": {"enabled": [{"name": plugin}]},
         "filter": {"enabled": [{"name": plugin}]},
     }
+    profile = {"schedulerName": "default-scheduler", "plugins": plugins}
     if scoring:
         plugins["preScore"] = {"enabled": [{"name": plugin}]}
         plugins["score"] = {"enabled": [{"name": plugin, "weight": 1}]}
-    return {"apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"schedulerName": "default-scheduler", "plugins": plugins}]}
-
-
-def _registry(case):
-    reg = default_registry()
-    if "StorageCapacityScoring" in case["features"]:
-        shape = case["input"].get("args", {}).get("shape") or [
-            {"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
-        points = reg.plugin_points()[names.VOLUME_BINDING]
-        reg.unregister(names.VOLUME_BINDING)
-        reg.register(names.VOLUME_BINDING, with_capacity_scoring(
-            tuple((p["utilization"], p["score"]) for p in shape)), points)
-    return reg
+        profile["pluginConfig"] = [{"name": names.VOLUME_BINDING,
+                                    "args": case["input"].get("args", {})}]
+    return load_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                        "kind": "KubeSchedulerConfiguration", "profiles": [profile]},
+                       default_registry().plugin_points(),
+                       feature_gates={"StorageCapacityScoring": scoring})
 
 
 def _split(case):
@@ -234,8 +230,7 @@ def test_every_case_is_run():
 @pytest.mark.parametrize("f,plugin,case", _params())
 def test_golden_volumes(f, plugin, case, backend):
     objects, pod_obj = _split(case)
-    scoring = "StorageCapacityScoring" in case["features"]
-    cluster = build_cluster(objects, _config(plugin, scoring), _registry(case))
+    cluster = build_cluster(objects, _config(plugin, case))
     pod = cluster.resolve(pod_obj)
     fw = cluster.framework_for(pod, backend)
     _run_points(f, plugin, case, cluster, pod, fw)

@@ -7,6 +7,7 @@ import pytest
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.manifests import parse_objects, parse_pod
+from tensorsched.framework.objects.priorities import PriorityResolver
 from tensorsched.framework.objects.volumes import VOL_CLAIM, VOL_EPHEMERAL, pod_volumes
 
 SC = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
@@ -91,3 +92,16 @@ def test_pod_volume_without_claim_name_is_named():
             "containers": [], "volumes": [{"name": "d", "persistentVolumeClaim": {}}]}})
     assert err.value.field == "spec.volumes[0].persistentVolumeClaim.claimName"
     assert err.value.obj == "Pod default/p"
+
+
+def test_resolved_copy_keeps_the_volumes_parsed_with_the_pod():
+    """Resolving a pod's priority makes a copy with its own memo; the
+    volumes parsed with the pod go with it (not parsed a second time)."""
+    pod = parse_pod({"kind": "Pod", "metadata": {"name": "db-0", "namespace": "db"},
+                     "spec": {"containers": [{"name": "c", "image": "i"}], "volumes": [
+                         {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]}})
+    parsed = pod_volumes(pod)
+    resolved = PriorityResolver([]).resolve(pod)
+    assert resolved is not pod and resolved.memo is not pod.memo
+    assert pod_volumes(resolved) is parsed
+    assert [v.claim for v in parsed] == ["data-db-0"]
