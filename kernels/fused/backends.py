@@ -617,8 +617,19 @@ class CudaBackend:
 
     def device_columns(self, source) -> dict:
         """The node columns on the device, level with ``source`` (field name
-        -> device array; the same mirror the fused pass reads)."""
-        return self._sync_columns(source)
+        -> device array): views into the packs the fused pass reads, so a
+        kernel taking the columns one by one (the victim search) shares the
+        same mirror.  Flags come as int8, label values as int32."""
+        packs = self._sync_columns(source)
+        spans, _, _ = SA._node_packs(self._shape)
+        out = {}
+        for (name, pack, dims), (lo, hi) in zip(SA.NODE_COLUMNS, spans):
+            if pack == "labels":
+                out[name] = packs[2]
+                continue
+            dev = packs[0 if pack == "i64" else 1]
+            out[name] = dev[:, lo] if dims == 1 else dev[:, lo:hi]
+        return out
 
     def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
                  extra=None, want_scores=True) -> StageResult:
