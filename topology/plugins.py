@@ -50,6 +50,7 @@ from tensorsched.framework.config.plugin_args import register_args_decoder
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.objects.quantity import resource_value
 from tensorsched.framework.runtime.blocks import BlockOutput
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_DELETE
 from tensorsched.framework.runtime.registry import InputAsk
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
@@ -308,7 +309,7 @@ class GpuShareFit(ArrayPlugin):
     # The cluster events that can make a pod it rejected fit (as
     # NodeResourcesFit's): GPUs freed or nodes added/changed.  Not pod adds:
     # a pending pod rejected for GPUs is not retried on every arrival.
-    events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
+    events = frozenset({POD_DELETE, NODE_ADD, NODE_UPDATE})
 
     def __init__(self, args, handle):
         self.handle = handle

@@ -1,5 +1,7 @@
-"""KubeSchedulerConfiguration (``kube_config``) and typed plugin arguments
-(``plugin_args``), validated with upstream's field paths and defaults.
+"""KubeSchedulerConfiguration (``kube_config``), typed plugin arguments
+(``plugin_args``), validated with upstream's field paths and defaults, and
+the built-in plugin names (``plugin_names``), spelled once for the
+configuration and the plugins.
 
 May import: ``framework.errors``, ``framework.objects``.
 """

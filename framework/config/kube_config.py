@@ -45,6 +45,7 @@ from tensorsched.framework.objects.manifests import (
     read_text,
 )
 
+from . import plugin_names
 from .plugin_args import API_VERSION, decode_args, default_args, has_args_decoder
 from .plugin_args import feature_gates as feature_gates_in_force
 
@@ -61,51 +62,52 @@ MULTI_POINT = "multiPoint"
 
 # The default plugin set (one multiPoint list) and the weights it gives.
 DEFAULT_PLUGINS: tuple[tuple[str, int | None], ...] = (
-    ("SchedulingGates", None),
-    ("PrioritySort", None),
-    ("NodeUnschedulable", None),
-    ("NodeName", None),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("NodePorts", None),
-    ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", None),
-    ("NodeVolumeLimits", None),
-    ("VolumeBinding", None),
-    ("VolumeZone", None),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2),
+    (plugin_names.SCHEDULING_GATES, None),
+    (plugin_names.PRIORITY_SORT, None),
+    (plugin_names.NODE_UNSCHEDULABLE, None),
+    (plugin_names.NODE_NAME, None),
+    (plugin_names.TAINT_TOLERATION, 3),
+    (plugin_names.NODE_AFFINITY, 2),
+    (plugin_names.NODE_PORTS, None),
+    (plugin_names.NODE_RESOURCES_FIT, 1),
+    (plugin_names.VOLUME_RESTRICTIONS, None),
+    (plugin_names.NODE_VOLUME_LIMITS, None),
+    (plugin_names.VOLUME_BINDING, None),
+    (plugin_names.VOLUME_ZONE, None),
+    (plugin_names.POD_TOPOLOGY_SPREAD, 2),
+    (plugin_names.INTER_POD_AFFINITY, 2),
     # DynamicResourceAllocation on (GA since 1.34): before DefaultPreemption, so
     # that PostFilter frees an idle claim before it evicts a pod
-    ("DynamicResources", None),
-    ("DefaultPreemption", None),
-    ("NodeResourcesBalancedAllocation", 1),
-    ("ImageLocality", 1),
-    ("DefaultBinder", None),
+    (plugin_names.DYNAMIC_RESOURCES, None),
+    (plugin_names.DEFAULT_PREEMPTION, None),
+    (plugin_names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+    (plugin_names.IMAGE_LOCALITY, 1),
+    (plugin_names.DEFAULT_BINDER, None),
 )
 
 # Extension points each default plugin implements upstream.
 DEFAULT_PLUGIN_POINTS: dict[str, frozenset[str]] = {
-    "SchedulingGates": frozenset({"preEnqueue"}),
-    "PrioritySort": frozenset({"queueSort"}),
-    "NodeUnschedulable": frozenset({"filter"}),
-    "NodeName": frozenset({"filter"}),
-    "TaintToleration": frozenset({"filter", "preScore", "score"}),
-    "NodeAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "NodePorts": frozenset({"preFilter", "filter"}),
-    "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "VolumeRestrictions": frozenset({"preFilter", "filter"}),
-    "NodeVolumeLimits": frozenset({"preFilter", "filter"}),
-    "VolumeBinding": frozenset({"preFilter", "filter", "reserve", "preBind", "preScore", "score"}),
-    "VolumeZone": frozenset({"preFilter", "filter"}),
-    "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "DefaultPreemption": frozenset({"postFilter"}),
-    "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
-    "ImageLocality": frozenset({"score"}),
-    "DefaultBinder": frozenset({"bind"}),
-    "DynamicResources": frozenset({"preEnqueue", "preFilter", "filter", "postFilter", "score",
-                                   "reserve", "preBind"}),
+    plugin_names.SCHEDULING_GATES: frozenset({"preEnqueue"}),
+    plugin_names.PRIORITY_SORT: frozenset({"queueSort"}),
+    plugin_names.NODE_UNSCHEDULABLE: frozenset({"filter"}),
+    plugin_names.NODE_NAME: frozenset({"filter"}),
+    plugin_names.TAINT_TOLERATION: frozenset({"filter", "preScore", "score"}),
+    plugin_names.NODE_AFFINITY: frozenset({"preFilter", "filter", "preScore", "score"}),
+    plugin_names.NODE_PORTS: frozenset({"preFilter", "filter"}),
+    plugin_names.NODE_RESOURCES_FIT: frozenset({"preFilter", "filter", "preScore", "score"}),
+    plugin_names.VOLUME_RESTRICTIONS: frozenset({"preFilter", "filter"}),
+    plugin_names.NODE_VOLUME_LIMITS: frozenset({"preFilter", "filter"}),
+    plugin_names.VOLUME_BINDING: frozenset({"preFilter", "filter", "reserve", "preBind",
+                                            "preScore", "score"}),
+    plugin_names.VOLUME_ZONE: frozenset({"preFilter", "filter"}),
+    plugin_names.POD_TOPOLOGY_SPREAD: frozenset({"preFilter", "filter", "preScore", "score"}),
+    plugin_names.INTER_POD_AFFINITY: frozenset({"preFilter", "filter", "preScore", "score"}),
+    plugin_names.DEFAULT_PREEMPTION: frozenset({"postFilter"}),
+    plugin_names.NODE_RESOURCES_BALANCED_ALLOCATION: frozenset({"preScore", "score"}),
+    plugin_names.IMAGE_LOCALITY: frozenset({"score"}),
+    plugin_names.DEFAULT_BINDER: frozenset({"bind"}),
+    plugin_names.DYNAMIC_RESOURCES: frozenset({"preEnqueue", "preFilter", "filter",
+                                               "postFilter", "score", "reserve", "preBind"}),
 }
 
 # Plugins removed from kube-scheduler (invalid in config v1).

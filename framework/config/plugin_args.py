@@ -30,6 +30,8 @@ from tensorsched.framework.objects.meta import (
     qualified_name_errors,
 )
 
+from . import plugin_names
+
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -659,14 +661,14 @@ def _decode_dynamic_resources(raw: Any, path: str) -> DynamicResourcesArgs:
 ArgsDecoder = Callable[[Any, str], object]
 
 _BUILTIN_DECODERS: dict[str, ArgsDecoder] = {
-    "NodeResourcesFit": _decode_node_resources_fit,
-    "NodeResourcesBalancedAllocation": _decode_balanced_allocation,
-    "NodeAffinity": _decode_node_affinity,
-    "DefaultPreemption": _decode_default_preemption,
-    "PodTopologySpread": _decode_topology_spread,
-    "InterPodAffinity": _decode_inter_pod_affinity,
-    "VolumeBinding": _decode_volume_binding,
-    "DynamicResources": _decode_dynamic_resources,
+    plugin_names.NODE_RESOURCES_FIT: _decode_node_resources_fit,
+    plugin_names.NODE_RESOURCES_BALANCED_ALLOCATION: _decode_balanced_allocation,
+    plugin_names.NODE_AFFINITY: _decode_node_affinity,
+    plugin_names.DEFAULT_PREEMPTION: _decode_default_preemption,
+    plugin_names.POD_TOPOLOGY_SPREAD: _decode_topology_spread,
+    plugin_names.INTER_POD_AFFINITY: _decode_inter_pod_affinity,
+    plugin_names.VOLUME_BINDING: _decode_volume_binding,
+    plugin_names.DYNAMIC_RESOURCES: _decode_dynamic_resources,
 }
 _DECODERS: dict[str, ArgsDecoder] = dict(_BUILTIN_DECODERS)
 
@@ -704,7 +706,7 @@ def decode_args(plugin_name: str, raw: dict | None, path: str,
 
 
 def _gated(plugin_name: str, gates: Mapping | None) -> ArgsDecoder | None:
-    if plugin_name == "VolumeBinding":
+    if plugin_name == plugin_names.VOLUME_BINDING:
         return lambda raw, path: _decode_volume_binding(raw, path, gates)
     return _DECODERS.get(plugin_name)
 

@@ -4,12 +4,12 @@ Score = (1 - standard deviation of the requested/allocatable fractions) * 100
 over the configured resources, with actual (not defaulted) requests.
 PreScore skips pods that request none of those resources (v1.32)."""
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import NodeResourcesBalancedAllocationArgs
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, FusedScore, Plugin
 from tensorsched.framework.runtime.status import SKIP, Status
 from tensorsched.kernels import layout as L
 
-from . import names
 
 NAME = names.NODE_RESOURCES_BALANCED_ALLOCATION
 

@@ -69,6 +69,13 @@ from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.objects.podgroups import PodGroup, parse_pod_group
 from tensorsched.framework.objects.priorities import pod_priority
 from tensorsched.framework.preemption.evaluator import PreemptionResult
+from tensorsched.framework.runtime.cluster_events import (
+    NODE_ADD,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_DELETE,
+    UNSCHEDULED_POD_ADD,
+)
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import Code, Status
 
@@ -147,8 +154,7 @@ def _format_gap(gap: dict) -> str:
 
 class Coscheduling(Plugin):
     name = NAME
-    events = frozenset({"Pod/Add", "UnscheduledPod/Add", "Pod/Delete", "Node/Add",
-                        "Node/Update"})
+    events = frozenset({POD_ADD, UNSCHEDULED_POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE})
 
     def __init__(self, args=None):
         # decoded by the configuration (decode_args) or, given raw, here

@@ -3,10 +3,10 @@
 kube-scheduler's binder posts a Binding to the API server; here the state
 already counts the pod from Reserve (assume), so binding records it."""
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import Status
 
-from . import names
 
 NAME = names.DEFAULT_BINDER
 

@@ -6,11 +6,11 @@ the per-cluster pod table the victim kernel reads."""
 
 from __future__ import annotations
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
 from tensorsched.framework.preemption.evaluator import preempt
 from tensorsched.framework.runtime.plugin import Plugin
 
-from . import names
 
 NAME = names.DEFAULT_PREEMPTION
 
@@ -28,7 +28,7 @@ class DefaultPreemption(Plugin):
 
     def post_filter(self, ctx, result, table, *, seed: int = 0, attempt: int = 0, **kw):
         """Run preemption for the failed cycle ``result``; a PreemptionResult."""
-        return preempt(ctx.framework, ctx, result, self.args, table, seed=seed,
+        return preempt(ctx.framework, ctx, result, self.args, table, plugin=self.name, seed=seed,
                        attempt=attempt, **kw)
 
 

@@ -51,11 +51,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import DynamicResourcesArgs
 from tensorsched.framework.errors import StateError, TensorschedError
 from tensorsched.framework.objects.meta import ObjectContext
 from tensorsched.framework.objects.pod_claims import claim_statuses
 from tensorsched.framework.preemption.evaluator import PreemptionResult
+from tensorsched.framework.runtime.cluster_events import (
+    NODE_ADD,
+    NODE_UPDATE,
+    POD_DELETE,
+    POD_UPDATE,
+)
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign_value
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
@@ -64,7 +71,7 @@ from tensorsched.framework.state.dra_counted import CountedClaims
 from tensorsched.kernels import layout as L
 
 from . import dra_extended as ext
-from . import dra_runs, names
+from . import dra_runs
 
 NAME = names.DYNAMIC_RESOURCES
 
@@ -205,7 +212,7 @@ class DynamicResources(Plugin):
     # updated, which here follows a bound pod leaving (or updated); slices
     # and classes are fixed once loaded.  Not the arrival of other pending
     # pods (blocks of arrivals rely on it).
-    events = frozenset({"Node/Add", "Node/Update", "Pod/Delete", "Pod/Update"})
+    events = frozenset({NODE_ADD, NODE_UPDATE, POD_DELETE, POD_UPDATE})
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle=None,
                  features: DraFeatures | None = None):

@@ -4,10 +4,10 @@ Sum over the pod's containers (and init containers) of the image size on the
 node scaled by the fraction of nodes that have the image, clamped to
 [23 MB, 1000 MB x containers] and mapped onto 0..100.  No normalization."""
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, FusedScore, Plugin
 from tensorsched.kernels import layout as L
 
-from . import names
 
 NAME = names.IMAGE_LOCALITY
 

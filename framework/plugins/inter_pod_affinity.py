@@ -33,8 +33,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import InterPodAffinityArgs
 from tensorsched.framework.objects.selectors import pod_terms
+from tensorsched.framework.runtime.cluster_events import (
+    NODE_ADD,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_DELETE,
+    POD_UPDATE,
+)
 from tensorsched.framework.runtime.plugin import (
     NORMALIZE_NONE,
     PROBE_AFFINITY,
@@ -52,7 +60,6 @@ from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import AffinityScore, DomainRule
 from tensorsched.kernels.domain_rules import AffinityTerm as AffinityScoreTerm
 
-from . import names
 
 NAME = names.INTER_POD_AFFINITY
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -103,6 +110,8 @@ def _all_sums(state, index, key, pred, k):
 
 class InterPodAffinity(Plugin):
     name = NAME
+    # EventsToRegister: any assigned pod; a node added or relabelled
+    events = frozenset({POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE})
 
     def sign(self, pod) -> tuple:
         """What its answers read of a pod: namespace, labels (bound pods'

@@ -7,13 +7,14 @@ Filter: scheduler-enforced terms first, then nodeSelector AND required terms.
 Score: sum of the weights of matching preferred terms (the pod's and the
 added ones), normalized so the best node gets 100."""
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import NodeAffinityArgs
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, FusedFilter, FusedScore, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.query import prefilter_node_names
 from tensorsched.kernels import layout as L
 
-from . import names
 
 NAME = names.NODE_AFFINITY
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
@@ -23,9 +24,10 @@ REASON_CONFLICT = "pod affinity terms conflict"
 
 class NodeAffinity(Plugin, FusedFilter, FusedScore):
     name = NAME
-    events = frozenset({"Node/Add", "Node/Update"})
+    events = frozenset({NODE_ADD, NODE_UPDATE})
     filter_flag = L.F_NODE_AFFINITY
     reason_bits = int(L.R_NODE_AFFINITY | L.R_ADDED_AFFINITY)
+    always_unresolvable = True
     explains_by_bits = True
     score_slot = L.S_NODE_AFFINITY
     normalize = NORMALIZE_DEFAULT

@@ -4,11 +4,12 @@ A host port (protocol, hostIP, port) conflicts with one in use on the node
 when protocol and port match and either IP is 0.0.0.0 or both are equal.
 PreFilter skips pods that ask for no host port."""
 
+from tensorsched.framework.config import plugin_names as names
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, POD_DELETE
 from tensorsched.framework.runtime.plugin import FusedFilter, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.kernels import layout as L
 
-from . import names
 
 NAME = names.NODE_PORTS
 REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -16,7 +17,7 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 
 class NodePorts(Plugin, FusedFilter):
     name = NAME
-    events = frozenset({"Pod/Delete", "Node/Add"})
+    events = frozenset({POD_DELETE, NODE_ADD})
     filter_flag = L.F_PORTS
     reason_bits = int(L.R_PORTS)
     explains_by_bits = True

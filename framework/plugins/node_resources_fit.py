@@ -6,16 +6,17 @@ Filter: 'Too many pods', then (when the pod requests anything) 'Insufficient
 resource not ignored.  Score: the configured strategy over the configured
 resources, with non-zero request defaults for cpu and memory."""
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
     NodeResourcesFitArgs,
 )
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_DELETE
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, FusedFilter, FusedScore, Plugin
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.kernels import layout as L
 
-from . import names
 
 NAME = names.NODE_RESOURCES_FIT
 _STRATEGY = {LEAST_ALLOCATED: L.STRATEGY_LEAST, MOST_ALLOCATED: L.STRATEGY_MOST}
@@ -24,7 +25,7 @@ _NATIVE_ORDER = ("cpu", "memory", "ephemeral-storage")
 
 class NodeResourcesFit(Plugin, FusedFilter, FusedScore):
     name = NAME
-    events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
+    events = frozenset({POD_DELETE, NODE_ADD, NODE_UPDATE})
     filter_flag = L.F_FIT
     reason_bits = int(L.R_TOO_MANY_PODS) | ~((1 << L.INSUFFICIENT_SHIFT) - 1)
     explains_by_bits = True

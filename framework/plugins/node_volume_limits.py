@@ -30,17 +30,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.objects.volumes import (
     MIGRATABLE,
     VOL_EPHEMERAL,
     VOL_OTHER,
     pod_volumes,
 )
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_DELETE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.volume_counts import volume_ids
 from tensorsched.kernels import layout as L
 
-from . import names
 from .volume_common import (
     VolumeFilter,
     claim_missing_message,
@@ -102,7 +103,7 @@ def limit_columns(state, cat, drivers: tuple) -> tuple[np.ndarray, dict, dict]:
 
 class NodeVolumeLimits(VolumeFilter):
     name = names.NODE_VOLUME_LIMITS
-    events = frozenset({"Pod/Delete", "Node/Add", "Node/Update"})
+    events = frozenset({POD_DELETE, NODE_ADD, NODE_UPDATE})
     reads_pods = True
     reason_bit = int(L.HOST_BIT_NODE_VOLUME_LIMITS)
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import (
     SYSTEM_DEFAULT_CONSTRAINTS,
     SYSTEM_DEFAULTING,
@@ -47,6 +48,14 @@ from tensorsched.framework.config.plugin_args import (
 )
 from tensorsched.framework.objects.selectors import compile_selector, selector_matches
 from tensorsched.framework.objects.workloads import controller_of
+from tensorsched.framework.runtime.cluster_events import (
+    NODE_ADD,
+    NODE_DELETE,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_DELETE,
+    POD_UPDATE,
+)
 from tensorsched.framework.runtime.plugin import (
     NORMALIZE_NONE,
     PROBE_SPREAD,
@@ -65,7 +74,6 @@ from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import DomainRule, SpreadScore, SpreadTerm
 from tensorsched.kernels.fused import filters as KF
 
-from . import names
 
 NAME = names.POD_TOPOLOGY_SPREAD
 HOSTNAME = "kubernetes.io/hostname"
@@ -134,6 +142,8 @@ def _count_key(pod, c: Constraint):
 
 class PodTopologySpread(Plugin):
     name = NAME
+    # EventsToRegister: any assigned pod; a node added, relabelled or removed
+    events = frozenset({POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE, NODE_DELETE})
 
     def sign(self, pod) -> tuple:
         """What its answers read of a pod: namespace, labels, constraints

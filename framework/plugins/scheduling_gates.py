@@ -2,17 +2,18 @@
 
 A pod with ``spec.schedulingGates`` stays out of the active queue."""
 
+from tensorsched.framework.config import plugin_names as names
+from tensorsched.framework.runtime.cluster_events import POD_UPDATE
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import Code, Status
 
-from . import names
 
 NAME = names.SCHEDULING_GATES
 
 
 class SchedulingGates(Plugin):
     name = NAME
-    events = frozenset({"Pod/Update"})     # the pod's own update only
+    events = frozenset({POD_UPDATE})     # the pod's own update only
     # PreEnqueue reads the pod's gates alone: a pod without any passes
     # (the queue then leaves the call out)
     gates_only = True

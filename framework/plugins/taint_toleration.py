@@ -5,21 +5,23 @@ tolerates rejects it.  Score: the number of PreferNoSchedule taints not
 tolerated (by tolerations with an empty or PreferNoSchedule effect),
 reverse-normalized so the fewest gets 100."""
 
+from tensorsched.framework.config import plugin_names as names
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE
 from tensorsched.framework.runtime.plugin import NORMALIZE_REVERSE, FusedFilter, FusedScore, Plugin
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.query import tolerates
 from tensorsched.kernels import layout as L
 
-from . import names
 
 NAME = names.TAINT_TOLERATION
 
 
 class TaintToleration(Plugin, FusedFilter, FusedScore):
     name = NAME
-    events = frozenset({"Node/Add", "Node/Update"})
+    events = frozenset({NODE_ADD, NODE_UPDATE})
     filter_flag = L.F_TAINT
     reason_bits = int(L.R_TAINT)
+    always_unresolvable = True
     score_slot = L.S_TAINT
     normalize = NORMALIZE_REVERSE
 

@@ -35,11 +35,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.objects.volumes import (
     ANN_SELECTED_NODE,
     VOL_EPHEMERAL,
     PersistentVolumeRecord,
 )
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_ADD, POD_DELETE
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.objects.selectors import compile_selector, selector_matches
@@ -53,7 +55,6 @@ from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused.scores import broken_linear
 from tensorsched.kernels.volumes import match_claims
 
-from . import names
 from .volume_common import (
     VolumeFilter,
     row_positions,
@@ -139,7 +140,7 @@ class ClaimPlan:
 
 class VolumeBinding(VolumeFilter):
     name = names.VOLUME_BINDING
-    events = frozenset({"Pod/Add", "Pod/Delete", "Node/Add", "Node/Update"})
+    events = frozenset({POD_ADD, POD_DELETE, NODE_ADD, NODE_UPDATE})
     reason_bit = int(L.HOST_BIT_VOLUME_BINDING)
     normalize = NORMALIZE_NONE
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.objects.volumes import PodVolume, pod_volumes
+from tensorsched.framework.runtime.cluster_events import POD_DELETE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.kernels import layout as L
 
-from . import names
 from .volume_common import (
     DISK_KINDS,
     VolumeFilter,
@@ -57,7 +58,7 @@ def disks_conflict(a: PodVolume, b: PodVolume) -> bool:
 
 class VolumeRestrictions(VolumeFilter):
     name = names.VOLUME_RESTRICTIONS
-    events = frozenset({"Pod/Delete"})
+    events = frozenset({POD_DELETE})
     reads_pods = True
     reason_bit = int(L.HOST_BIT_VOLUME_RESTRICTIONS)
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names as names
+from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.volumes import label_column, value_id
 from tensorsched.kernels import layout as L
 
-from . import names
 from .volume_common import VolumeFilter, claim_missing_message
 
 NAME = names.VOLUME_ZONE
@@ -45,7 +46,7 @@ def _unresolvable(msg: str) -> Status:
 
 class VolumeZone(VolumeFilter):
     name = names.VOLUME_ZONE
-    events = frozenset({"Node/Add", "Node/Update"})
+    events = frozenset({NODE_ADD, NODE_UPDATE})
     reason_bit = int(L.HOST_BIT_VOLUME_ZONE)
 
     def prepare(self, ctx, cat, data):

@@ -59,8 +59,6 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_POLICY = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
-UNRESOLVABLE_PLUGINS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration",
-                                  "NodeAffinity"})
 _OFFSET_SALT = 0x5EED0FF5E7
 
 
@@ -312,7 +310,7 @@ def status_codes(fw, reasons: np.ndarray, ctx=None, rows: np.ndarray | None = No
         if not rb & present:
             continue
         hit = undecided & ((reasons & rb) != 0)
-        if isinstance(p, FusedFilter) and p.name in UNRESOLVABLE_PLUGINS:
+        if isinstance(p, FusedFilter) and p.always_unresolvable:
             codes[hit] = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         elif ctx is not None and hit.any() and hasattr(p, "unresolvable"):
             unres = np.asarray(p.unresolvable(ctx, rows), bool)
@@ -524,16 +522,18 @@ def _device_visit(fw, state, q, prio, pods, scan, cap, table):
 
 
 def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
-            seed: int = 0, attempt: int = 0, offset: int | None = None,
+            plugin: str, seed: int = 0, attempt: int = 0, offset: int | None = None,
             num_cands: int | None = None, nominated_status_code: Code | None = None,
             dry_run_all: bool = False, node_codes: dict | None = None,
             absent_code: Code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
             potential_rows: np.ndarray | None = None) -> PreemptionResult:
     """DefaultPreemption's PostFilter for the failed cycle ``result``.
 
-    ``offset`` / ``num_cands`` override the seeded offset and the count from
-    ``args`` (tests); ``dry_run_all`` returns every candidate found while
-    visiting (upstream's DryRunPreemption output) without selecting.
+    ``plugin`` is the calling plugin's name, which its failure statuses
+    carry.  ``offset`` / ``num_cands`` override the seeded offset and the
+    count from ``args`` (tests); ``dry_run_all`` returns every candidate
+    found while visiting (upstream's DryRunPreemption output) without
+    selecting.
     ``node_codes`` ({node: Code}, others ``absent_code``) replaces the
     cycle's filter statuses and ``potential_rows`` the nodes where
     preemption might help, as upstream's unit tests feed them."""
@@ -541,7 +541,7 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     # 0) The preemptor may preempt at all.
     ok, why = pod_eligible_to_preempt_others(pod, state, nominated_status_code)
     if not ok:
-        return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE, (why,), fw_name()),
+        return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE, (why,), plugin),
                                 eligible=False)
     # 1) The nodes where evicting pods might help.
     codes_rows = _codes_by_row(fw, ctx, result, node_codes, absent_code)
@@ -554,7 +554,7 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
         counts[NOT_HELPFUL] = unhelpful
     n = potential.shape[0]
     fail = lambda: Status(Code.UNSCHEDULABLE,  # noqa: E731
-                          (_fail_message(state.num_nodes, counts),), fw_name())
+                          (_fail_message(state.num_nodes, counts),), plugin)
     if n == 0:
         return PreemptionResult(None, status=fail())
     if not state.has_pod_below(pod_priority(pod)):
@@ -635,7 +635,3 @@ def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> 
     if int(filters.node_reasons(cols, one, q2, xp=np)[0]) != 0:
         return False
     return all(bool(np.asarray(p.filter(ctx, one))[0]) for p in host_filters)
-
-
-def fw_name() -> str:
-    return "DefaultPreemption"

@@ -1,6 +1,7 @@
 """The plugin runtime: extension-point contracts (``plugin``, incl. the
-``CycleContext``), ``Status``, the plugin ``Registry``, user plugins, the
-clock, and ``Framework`` (one profile compiled into fused kernel stages).
+``CycleContext``), ``Status``, the cluster-event names plugins declare
+(``cluster_events``), the plugin ``Registry``, user plugins, the clock,
+and ``Framework`` (one profile compiled into fused kernel stages).
 
 May import: ``kernels``, ``framework.errors``, ``objects``, ``config``,
 ``state``; never a particular plugin.

@@ -150,11 +150,16 @@ class FusedFilter(ABC):
     the reason bits it owns; ``explain_reasons`` turns a node's bits into
     (code, reasons) text, only at the edge; ``explains_by_bits``: that text
     depends on the bits alone, not on the node (a diagnosis then explains
-    each distinct bit pattern once)."""
+    each distinct bit pattern once).  ``always_unresolvable``: every node
+    it rejects is UnschedulableAndUnresolvable, whatever the bits (evicting
+    pods cannot help there, so preemption leaves such nodes out); other
+    filters report Unschedulable, or say per node through an
+    ``unresolvable(ctx, rows)`` method as host filters do."""
 
     filter_flag: int = 0
     reason_bits: int = 0
     explains_by_bits: bool = False
+    always_unresolvable: bool = False
 
     @abstractmethod
     def explain_reasons(self, ctx: "CycleContext", row: int, bits: int) -> Status:

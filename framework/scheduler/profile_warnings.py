@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tensorsched.framework.config import plugin_names
 from tensorsched.framework.config.kube_config import UnknownProfileError
 from tensorsched.framework.runtime.registry import InputAsk
 
@@ -36,7 +37,7 @@ from .cluster import Cluster
 
 __all__ = ["Asks", "asks_of_pods", "is_extended_resource", "profile_warnings"]
 
-FIT = "NodeResourcesFit"
+FIT = plugin_names.NODE_RESOURCES_FIT
 
 
 def is_extended_resource(name: str) -> bool:

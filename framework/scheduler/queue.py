@@ -18,8 +18,8 @@ Three parts, as upstream:
   cluster event (``"Node/Add"``, ``"Node/Update"``, ``"Node/Delete"``,
   ``"Pod/Add"``, ``"Pod/Update"``, ``"Pod/Delete"`` for assigned pods)
   moves the pods whose rejecting plugins declared interest in it (a
-  plugin's ``events`` attribute, else ``DEFAULT_EVENTS``; a pod rejected by
-  no named plugin moves on any event) to backoffQ while backing off, else
+  plugin's ``events`` attribute, see ``runtime.cluster_events``; a pod rejected
+  by no named plugin moves on any event) to backoffQ while backing off, else
   to activeQ.  Pods left there longer than podMaxInUnschedulablePodsDuration
   (300 s) are flushed the same way.
 
@@ -45,35 +45,23 @@ from itertools import repeat
 from tensorsched.framework.objects.pod_columns import PodColumns
 from tensorsched.framework.objects.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
+from tensorsched.framework.runtime.cluster_events import (  # noqa: F401 (re-exported)
+    ALL_EVENTS,
+    NODE_ADD,
+    NODE_DELETE,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_DELETE,
+    POD_UPDATE,
+    UNSCHEDULED_POD_ADD,
+    plugin_events,
+)
 
 from .queue_lane import LaneBlock, QueueRun
 
 DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
 
-NODE_ADD, NODE_UPDATE, NODE_DELETE = "Node/Add", "Node/Update", "Node/Delete"
-POD_ADD, POD_UPDATE, POD_DELETE = "Pod/Add", "Pod/Update", "Pod/Delete"
-UNSCHEDULED_POD_ADD = "UnscheduledPod/Add"       # a pending pod joined the queue
-ALL_EVENTS = frozenset({NODE_ADD, NODE_UPDATE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE,
-                        UNSCHEDULED_POD_ADD})
-
-# Plugins without an ``events`` attribute (the ones this module may not
-# edit): what upstream's EventsToRegister
-# says for them.
-DEFAULT_EVENTS: dict[str, frozenset] = {
-    "PodTopologySpread": frozenset({POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE,
-                                    NODE_DELETE}),
-    "InterPodAffinity": frozenset({POD_ADD, POD_UPDATE, POD_DELETE, NODE_ADD, NODE_UPDATE}),
-}
-
 ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT = "active", "backoff", "unschedulable", "in-flight"
-
-
-def plugin_events(plugin) -> frozenset:
-    """The cluster events that may make a pod rejected by ``plugin`` schedulable."""
-    ev = getattr(plugin, "events", None)
-    if ev is not None:
-        return frozenset(ev)
-    return DEFAULT_EVENTS.get(getattr(plugin, "name", ""), ALL_EVENTS)
 
 
 class UnschedulablePool(dict):

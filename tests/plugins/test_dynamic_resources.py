@@ -386,7 +386,7 @@ def _fit_cluster():
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_node_resources_fit_leaves_dra_served_resources_to_dra(backend):
     from tensorsched.framework.plugins import dynamic_resources as dr
-    from tensorsched.framework.plugins import names
+    from tensorsched.framework.config import plugin_names as names
     cluster = _fit_cluster()
     pod = _gpu_pod("p1", 2)
     fw = cluster.framework_for(pod, backend)

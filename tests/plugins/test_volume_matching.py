@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from reference.volumes import match_claims_on_node
 from support.parity import SETTINGS
 
-from tensorsched.framework.plugins import names
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.kernels.volumes import match_claims

@@ -31,7 +31,8 @@ from support.backends import backend_params
 from support.golden import golden_dir
 
 from tensorsched.framework.config.kube_config import load_config
-from tensorsched.framework.plugins import default_registry, names
+from tensorsched.framework.config import plugin_names as names
+from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod

@@ -12,7 +12,8 @@ from tensorsched.framework.config.plugin_args import (
     VolumeBindingArgs,
 )
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.plugins import default_registry, names
+from tensorsched.framework.config import plugin_names as names
+from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 
 CONFIG = """\

@@ -67,3 +67,12 @@ def test_capabilities_are_offered_by_protocol():
     assert isinstance(_plugin("GpuShareFit")[0], PodIndependentWhen)
     # a plain filter offers neither
     assert not isinstance(_plugin("NodeResourcesFit")[0], CountProbePlugin)
+
+
+def test_always_unresolvable_is_declared_by_the_plugins_upstream_marks():
+    """Preemption leaves out the nodes these filters reject (upstream's
+    UnschedulableAndUnresolvable): the plugins say so, the evaluator reads
+    the capability."""
+    marked = sorted(n for n in REGISTRY.plugin_points()
+                    if getattr(_plugin(n)[0], "always_unresolvable", False))
+    assert marked == ["NodeAffinity", "NodeName", "NodeUnschedulable", "TaintToleration"]

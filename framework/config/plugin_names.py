@@ -1,4 +1,9 @@
-"""Every built-in plugin name, as kube-scheduler spells it."""
+"""Every built-in plugin name, as kube-scheduler spells it: the one
+spelling that the configuration (default profile, args decoders) and the
+plugins themselves import.  The core (runtime, preemption, scheduler,
+state) decides by capabilities a plugin declares, never by its name; only
+``scheduler.profile_warnings`` reads a profile's configuration by name (the
+NodeResourcesFit args it shows in a warning)."""
 
 PRIORITY_SORT = "PrioritySort"
 SCHEDULING_GATES = "SchedulingGates"
