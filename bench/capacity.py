@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tensorsched.framework.capacity.fit import how_many_fit
 from tensorsched.framework.capacity.node_search import nodes_to_add
-from tensorsched.framework.objects.synthetic import basic, node_dict, pod_dict
+from tensorsched.generators.clusters import basic, node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 
 from .harness import git_commit, machine_info

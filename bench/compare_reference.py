@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from reference.oracle import oracle_explain  # noqa: E402
 
-from tensorsched.framework.objects import synthetic  # noqa: E402
+from tensorsched.generators import clusters as synthetic  # noqa: E402
 from tensorsched.framework.scheduler.events import Binding  # noqa: E402
 
 from .harness import git_commit, machine_info, placements_sha256

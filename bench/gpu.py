@@ -1,10 +1,10 @@
-"""Helpers of ``tensorsched bench --workload gpu`` (``topology.synthetic.gpu``)."""
+"""Helpers of ``tensorsched bench --workload gpu`` (``generators.gpu_clusters.gpu``)."""
 
 from __future__ import annotations
 
 import hashlib
 
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.topology.gpu_table import GpuTable
 

@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from tensorsched.framework.objects.manifests import load_objects, parse_objects, parse_pod
-from tensorsched.framework.objects.pod_tables import read_pods_parquet
-from tensorsched.framework.objects.pod_templates import PodTemplates
+from tensorsched.framework.parsing.manifests import load_objects, parse_objects, parse_pod
+from tensorsched.framework.parsing.pod_tables import read_pods_parquet
+from tensorsched.framework.parsing.pod_templates import PodTemplates
 
 from .harness import git_commit, machine_info
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tensorsched.framework.objects import synthetic
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.generators import clusters as synthetic
+from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from tensorsched.bench.harness import peak_rss_bytes, record_stamp, rss_bytes, write_record
-from tensorsched.framework.objects.synthetic import node_dict
+from tensorsched.generators.clusters import node_dict
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import trace_from_table
 from tensorsched.topology.openb import replay as R

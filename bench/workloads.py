@@ -10,7 +10,7 @@ import dataclasses
 import time
 
 from tensorsched import synthetic
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster, pod_columns_from, pods_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels.fused.backends import WINDOW_TREE_MIN_RUN

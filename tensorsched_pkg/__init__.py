@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 
 # facade name -> (module, attribute or None for the module itself)
 _EXPORTS = {
-    "load_manifests": ("tensorsched.framework.objects.manifests", "load_objects"),
+    "load_manifests": ("tensorsched.framework.parsing.manifests", "load_objects"),
     "build_cluster": ("tensorsched.framework.scheduler.cluster", "build_cluster"),
     "Cluster": ("tensorsched.framework.scheduler.cluster", "Cluster"),
     "Scheduler": ("tensorsched.framework.scheduler.scheduler", "Scheduler"),
@@ -40,16 +40,16 @@ _EXPORTS = {
     "TensorschedError": ("tensorsched.framework.errors", "TensorschedError"),
     "ArgumentError": ("tensorsched.framework.errors", "ArgumentError"),
     "synthetic": ("tensorsched.synthetic", None),
-    "read_pods_parquet": ("tensorsched.framework.objects.pod_tables", "read_pods_parquet"),
-    "read_pods_table": ("tensorsched.framework.objects.pod_tables", "read_pods_table"),
-    "PodColumns": ("tensorsched.framework.objects.pod_columns", "PodColumns"),
+    "read_pods_parquet": ("tensorsched.framework.parsing.pod_tables", "read_pods_parquet"),
+    "read_pods_table": ("tensorsched.framework.parsing.pod_tables", "read_pods_table"),
+    "PodColumns": ("tensorsched.framework.records.pod_columns", "PodColumns"),
     "Simulation": ("tensorsched.framework.simulation.simulation", "Simulation"),
     "read_trace": ("tensorsched.framework.simulation.trace", "read_trace"),
     "SchedulingEnv": ("tensorsched.framework.simulation.gym_env", "SchedulingEnv"),  # gym extra
     "how_many_fit": ("tensorsched.framework.capacity.fit", "how_many_fit"),
     "nodes_to_add": ("tensorsched.framework.capacity.node_search", "nodes_to_add"),
     "removable_nodes": ("tensorsched.framework.capacity.drain", "removable_nodes"),
-    "expand_workloads": ("tensorsched.framework.objects.controllers", "expand_workloads"),
+    "expand_workloads": ("tensorsched.framework.parsing.controllers", "expand_workloads"),
 }
 
 # Names that need an optional extra stay out of ``import *`` (which would

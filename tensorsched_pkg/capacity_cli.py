@@ -76,8 +76,8 @@ def _write(doc: dict, path: str) -> None:
 
 def cmd_capacity(args) -> int:
     from tensorsched.framework.capacity import how_many_fit, nodes_to_add, removable_nodes
-    from tensorsched.framework.objects.controllers import expand_workloads
-    from tensorsched.framework.objects.manifests import parse_objects
+    from tensorsched.framework.parsing.controllers import expand_workloads
+    from tensorsched.framework.parsing.manifests import parse_objects
     modes = [m for m, on in (("--pod", bool(args.pod)), ("--workloads", bool(args.workloads)),
                              ("--drain", args.drain)) if on]
     if len(modes) != 1:

@@ -109,7 +109,7 @@ def cmd_explain(args) -> int:
 def cmd_schedule(args) -> int:
     import yaml
 
-    from tensorsched.framework.objects.synthetic import sample
+    from tensorsched.generators.clusters import sample
     from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
     from tensorsched.framework.scheduler.metrics import summarize
     from tensorsched.framework.scheduler.scheduler import Scheduler

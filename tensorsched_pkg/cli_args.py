@@ -130,7 +130,7 @@ def load_cluster(objects, config, pods=()):
     kinds it read but ignores (Deployments, ConfigMaps, typos...), and one
     per blind spot of a profile for its pending pods and ``pods`` (dicts
     or records: templates, the pod to explain)."""
-    from tensorsched.framework.objects.manifests import ignored_kinds_warning
+    from tensorsched.framework.parsing.manifests import ignored_kinds_warning
     from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
     from tensorsched.framework.scheduler.profile_warnings import asks_of_pods
     cluster = build_cluster(objects, config)
@@ -152,7 +152,7 @@ def warn_profiles(cluster, asks) -> None:
 
 def load(path):
     """The objects of a manifest file or directory."""
-    from tensorsched.framework.objects.manifests import load_objects
+    from tensorsched.framework.parsing.manifests import load_objects
     return load_objects(path)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import csv
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import load_objects, parse_pod
+from tensorsched.framework.parsing.manifests import load_objects, parse_pod
 from tensorsched.framework.scheduler.profile_warnings import asks_of_pods, profile_warnings
 from tensorsched.framework.simulation.scenario import Scenario
 from tensorsched.framework.simulation.simulation import Simulation

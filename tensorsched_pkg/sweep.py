@@ -52,7 +52,7 @@ from tqdm import tqdm
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.manifests import parse_yaml_documents, read_text
+from tensorsched.framework.parsing.manifests import parse_yaml_documents, read_text
 from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES

@@ -6,11 +6,11 @@
 
 Pods bound in the workload's initial state (the preemption workloads' low
 pods) carry ``spec.nodeName``; the others are pending.  The generators
-themselves live with what they exercise: ``framework.objects.synthetic``
-(basic, pod-to-pod, preemption, the README sample, StatefulSets),
-``framework.objects.dra_synthetic`` (DRA: ResourceSlices, DeviceClasses, claim
-templates) and ``topology.synthetic`` (GPU), imported on first use: the
-workload names are read (``tensorsched bench --help``) without loading them.
+live in ``tensorsched.generators``: ``clusters`` (basic, pod-to-pod,
+preemption, the README sample, StatefulSets), ``dra_clusters`` (DRA:
+ResourceSlices, DeviceClasses, claim templates) and ``gpu_clusters`` (GPU),
+imported on first use: the workload names are read (``tensorsched bench
+--help``) without loading them.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import importlib
 from tensorsched.framework.arguments import Arguments, shown
 
 # generator name -> the module that defines it
-_GENERATORS = {name: "tensorsched.framework.objects.synthetic" for name in (
+_GENERATORS = {name: "tensorsched.generators.clusters" for name in (
     "basic", "node_dict", "pod_dict", "pod_to_pod", "preemption", "sample", "statefulsets",
     "unschedulable")}
-_GENERATORS.update({name: "tensorsched.framework.objects.dra_synthetic" for name in (
+_GENERATORS.update({name: "tensorsched.generators.dra_clusters" for name in (
     "dra", "dra_gpu")})
-_GENERATORS.update({name: "tensorsched.topology.synthetic" for name in (
+_GENERATORS.update({name: "tensorsched.generators.gpu_clusters" for name in (
     "gpu", "gpu_config", "gpu_node")})
 
 WORKLOADS = ("basic", "spread", "antiaffinity", "affinity", "preferred-affinity",
@@ -48,7 +48,7 @@ def workload(name: str, n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[
     """(node dicts, pod dicts) of workload ``name`` (one of ``WORKLOADS``)."""
     args = Arguments("synthetic.workload")
     _check(args, name)
-    from tensorsched.framework.objects.synthetic import MAX_NODES, MAX_PODS
+    from tensorsched.generators.clusters import MAX_NODES, MAX_PODS
     n_nodes = args.integer("n_nodes", n_nodes, 1, MAX_NODES)
     n_pods = args.integer("n_pods", n_pods, 0, MAX_PODS)
     seed = args.seed(seed)

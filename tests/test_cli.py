@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from tensorsched.cli import main
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 
 
 def _write(tmp_path, name, objs):

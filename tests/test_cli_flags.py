@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tensorsched.cli import build_parser, main
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 
 _SEVERAL = (argparse._AppendAction, argparse._ExtendAction)
 _NO_VALUE = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction,

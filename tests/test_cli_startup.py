@@ -18,7 +18,7 @@ from tensorsched.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numpy", "numba", "pyarrow", "yaml", "tqdm", "tensorsched.bench.workloads",
-         "tensorsched.framework.scheduler.scheduler", "tensorsched.framework.objects.manifests",
+         "tensorsched.framework.scheduler.scheduler", "tensorsched.framework.parsing.manifests",
          "tensorsched.topology.openb.replay")
 
 PROBE = """
@@ -50,7 +50,7 @@ def test_a_command_imports_what_it_uses():
     # not the benchmarks or the openb replay
     got = _imported_by(["explain", "--cluster", "data/examples/cluster.yaml", "--pod",
                         "data/examples/pod.yaml"])
-    assert {"numpy", "yaml", "tensorsched.framework.objects.manifests"} <= set(got)
+    assert {"numpy", "yaml", "tensorsched.framework.parsing.manifests"} <= set(got)
     assert "tensorsched.bench.workloads" not in got
     assert "tensorsched.topology.openb.replay" not in got
 

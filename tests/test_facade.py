@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import tensorsched as ts
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.parsing.manifests import parse_pod
 
 
 def _write(tmp_path, objs):

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorsched.framework.errors import ManifestError, TensorschedError
-from tensorsched.framework.objects.meta import join_path
-from tensorsched.framework.objects.quantity import parse_quantity, resource_value
+from tensorsched.framework.parsing.meta import join_path
+from tensorsched.framework.parsing.quantity import parse_quantity, resource_value
 from tensorsched.kernels.gpu.share import GPU_SLOTS, MILLI
 
 ANNO_GPU_MILLI = "alibabacloud.com/gpu-milli"

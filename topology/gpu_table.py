@@ -28,7 +28,7 @@ from tensorsched.kernels.gpu import share as K
 from tensorsched.kernels.gpu import subsets as KT
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.meta import identity, join_path
+from tensorsched.framework.parsing.meta import identity, join_path
 
 from .gpu import (
     ANNO_GPU_INDEX,

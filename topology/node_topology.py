@@ -58,8 +58,8 @@ import json
 from dataclasses import dataclass, field
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.meta import ObjectContext, join_path, type_name
-from tensorsched.framework.objects.quantity import parse_quantity, resource_value
+from tensorsched.framework.parsing.meta import ObjectContext, join_path, type_name
+from tensorsched.framework.parsing.quantity import parse_quantity, resource_value
 from tensorsched.kernels.gpu.share import GPU_SLOTS
 from tensorsched.kernels.gpu.subsets import C_ISLAND, C_NUMA
 

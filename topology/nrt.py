@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tensorsched.framework.objects.meta import ObjectKind, identity
+from tensorsched.framework.parsing.meta import ObjectKind, identity
 
 from .gpu_table import attach_node_topologies
 from .node_topology import NodeTopology, validated_nrt

@@ -48,7 +48,7 @@ import numpy as np
 
 from tensorsched.framework.config.plugin_args import register_args_decoder
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.objects.quantity import resource_value
+from tensorsched.framework.parsing.quantity import resource_value
 from tensorsched.framework.runtime.blocks import BlockOutput
 from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_DELETE
 from tensorsched.framework.runtime.registry import InputAsk

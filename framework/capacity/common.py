@@ -14,12 +14,12 @@ import numpy as np
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.dra import parse_resource_slice
-from tensorsched.framework.objects.dra_records import ResourceSliceRecord
-from tensorsched.framework.objects.manifests import Objects, parse_node, parse_pod
-from tensorsched.framework.objects.meta import source_of
-from tensorsched.framework.objects.node_lifecycle import uncordoned_record
-from tensorsched.framework.objects.records import NodeRecord, PodRecord
+from tensorsched.framework.parsing.dra import parse_resource_slice
+from tensorsched.framework.records.dra_records import ResourceSliceRecord
+from tensorsched.framework.parsing.manifests import Objects, parse_node, parse_pod
+from tensorsched.framework.parsing.meta import source_of
+from tensorsched.framework.parsing.node_lifecycle import uncordoned_record
+from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.framework.scheduler.cluster import TERMINAL_PHASES, Cluster, build_cluster
 from tensorsched.framework.state.volumes import volume_catalog
 from tensorsched.kernels import layout as L

@@ -11,11 +11,11 @@ Score of the profile).  A node is removable when
 - no PodDisruptionBudget is violated: the pods moved that a PDB selects are
   at most its ``disruptionsAllowed`` (``status.disruptionsAllowed``, or the
   disruption controller's rule over the bound pods,
-  ``objects.pdb.disruptions_allowed``).
+  ``parsing.pdb.disruptions_allowed``).
 
 DaemonSet-owned pods and static (mirror) pods stay with their node and go
 with it, as ``kubectl drain`` and cluster-autoscaler leave them (the one
-rule: ``objects.node_lifecycle.drain_exemption``); pending pods of the
+rule: ``parsing.node_lifecycle.drain_exemption``); pending pods of the
 cluster take no part.
 
 The set: nodes that can go together, every pod of all of them rescheduled
@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable
 
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.node_lifecycle import drain_exemption
-from tensorsched.framework.objects.pdb import applies, disruptions_allowed
+from tensorsched.framework.parsing.node_lifecycle import drain_exemption
+from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.framework.state.volumes import volume_catalog

@@ -36,8 +36,8 @@ import time
 from collections.abc import Callable
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.priorities import pod_priority
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.parsing.priorities import pod_priority
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 

@@ -29,7 +29,7 @@ nodes (the first given on a tie).
 
 Workloads are Pod dicts, controllers (Deployments, ReplicaSets,
 StatefulSets, Jobs, ReplicationControllers: expanded into their pods by
-``objects.controllers.expand_workloads``) or PodRecords; added nodes are
+``parsing.controllers.expand_workloads``) or PodRecords; added nodes are
 named ``<template>-<i>`` with ``kubernetes.io/hostname`` set to the name.
 Pending pods of the cluster itself are not part of the question (as in
 ``how_many_fit``).
@@ -41,11 +41,11 @@ import math
 import time
 from collections.abc import Callable, Mapping
 
-from tensorsched.framework.objects.controllers import expand_workloads
-from tensorsched.framework.objects.manifests import parse_objects
-from tensorsched.framework.objects.priorities import pod_priority
-from tensorsched.framework.objects.dra_records import ResourceSliceRecord
-from tensorsched.framework.objects.records import NodeRecord, PodRecord
+from tensorsched.framework.parsing.controllers import expand_workloads
+from tensorsched.framework.parsing.manifests import parse_objects
+from tensorsched.framework.parsing.priorities import pod_priority
+from tensorsched.framework.records.dra_records import ResourceSliceRecord
+from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 

@@ -3,5 +3,5 @@
 the built-in plugin names (``plugin_names``), spelled once for the
 configuration and the plugins.
 
-May import: ``framework.errors``, ``framework.objects``.
+May import: ``framework.errors``, ``framework.parsing``, ``framework.records``.
 """

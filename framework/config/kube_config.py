@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.errors import ConfigError, TensorschedError
-from tensorsched.framework.objects.manifests import (
+from tensorsched.framework.parsing.manifests import (
     DocumentError,
     check_shape,
     parse_yaml_documents,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.objects.meta import (
+from tensorsched.framework.parsing.meta import (
     LABEL_VALUE_FMT,
     invalid_value,
     label_value_errors,

@@ -8,7 +8,7 @@ the topology package are one).  They are registered by name but not in
 the default profile: a KubeSchedulerConfiguration enables them.
 
 May import: ``preemption`` (DefaultPreemption's evaluator), ``runtime``,
-``state``, ``config``, ``objects``, ``kernels``.
+``state``, ``config``, ``parsing``, ``records``, ``kernels``.
 """
 
 from __future__ import annotations

@@ -66,8 +66,8 @@ import numpy as np
 
 from tensorsched.framework.config.plugin_args import register_args_decoder
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.objects.podgroups import PodGroup, parse_pod_group
-from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.parsing.podgroups import PodGroup, parse_pod_group
+from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.dra import parse_resource_claim
-from tensorsched.framework.objects.quantity import int_value, parse_quantity
+from tensorsched.framework.parsing.dra import parse_resource_claim
+from tensorsched.framework.parsing.quantity import int_value, parse_quantity
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"

@@ -54,8 +54,8 @@ import numpy as np
 from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import DynamicResourcesArgs
 from tensorsched.framework.errors import StateError, TensorschedError
-from tensorsched.framework.objects.meta import ObjectContext
-from tensorsched.framework.objects.pod_claims import claim_statuses
+from tensorsched.framework.parsing.meta import ObjectContext
+from tensorsched.framework.parsing.pod_claims import claim_statuses
 from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,

@@ -4,7 +4,7 @@ Terms: a term without namespaces and namespaceSelector applies to its
 owner's namespace; a namespaceSelector is matched against the labels of the
 namespace's loaded Namespace object (``ClusterState.namespace_labels``),
 only ``kubernetes.io/metadata.name`` for a namespace without one
-(``objects.selectors.namespace_labels_of``); ``labelSelector: null``
+(``parsing.selectors.namespace_labels_of``); ``labelSelector: null``
 matches no pod.  matchLabelKeys /
 mismatchLabelKeys of pod affinity terms are merged into the selector by the
 API server at pod creation (KEP-3633), not by the scheduler: manifests are
@@ -35,7 +35,7 @@ import numpy as np
 
 from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import InterPodAffinityArgs
-from tensorsched.framework.objects.selectors import pod_terms
+from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,
     NODE_UPDATE,

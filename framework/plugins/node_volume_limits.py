@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorsched.framework.config import plugin_names as names
-from tensorsched.framework.objects.volumes import (
+from tensorsched.framework.parsing.volumes import (
     MIGRATABLE,
     VOL_EPHEMERAL,
     VOL_OTHER,

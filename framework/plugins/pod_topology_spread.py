@@ -46,8 +46,8 @@ from tensorsched.framework.config.plugin_args import (
     SYSTEM_DEFAULTING,
     PodTopologySpreadArgs,
 )
-from tensorsched.framework.objects.selectors import compile_selector, selector_matches
-from tensorsched.framework.objects.workloads import controller_of
+from tensorsched.framework.parsing.selectors import compile_selector, selector_matches
+from tensorsched.framework.parsing.workloads import controller_of
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,
     NODE_DELETE,

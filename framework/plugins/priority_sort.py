@@ -3,7 +3,7 @@
 Higher priority first; equal priorities by earlier creation (queue) time."""
 
 from tensorsched.framework.config import plugin_names as names
-from tensorsched.framework.objects.pod_columns import PodColumns
+from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.runtime.plugin import Plugin
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tensorsched.framework.config import plugin_names as names
-from tensorsched.framework.objects.volumes import (
+from tensorsched.framework.parsing.volumes import (
     ANN_SELECTED_NODE,
     VOL_EPHEMERAL,
     PersistentVolumeRecord,
@@ -44,7 +44,7 @@ from tensorsched.framework.objects.volumes import (
 from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_ADD, POD_DELETE
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
-from tensorsched.framework.objects.selectors import compile_selector, selector_matches
+from tensorsched.framework.parsing.selectors import compile_selector, selector_matches
 from tensorsched.framework.state.volumes import (
     program_rows,
     terms_mask,

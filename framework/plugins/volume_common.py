@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.framework.objects.volumes import (
+from tensorsched.framework.parsing.volumes import (
     VOL_EPHEMERAL,
     VOL_OTHER,
     PodVolume,

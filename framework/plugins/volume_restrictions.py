@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorsched.framework.config import plugin_names as names
-from tensorsched.framework.objects.volumes import PodVolume, pod_volumes
+from tensorsched.framework.parsing.volumes import PodVolume, pod_volumes
 from tensorsched.framework.runtime.cluster_events import POD_DELETE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.kernels import layout as L

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
-from tensorsched.framework.objects.pdb import applies, disruptions_allowed
-from tensorsched.framework.objects.priorities import NEVER, pod_priority
-from tensorsched.framework.objects.records import PodRecord
-from tensorsched.framework.objects.selectors import pod_terms
+from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
+from tensorsched.framework.parsing.priorities import NEVER, pod_priority
+from tensorsched.framework.records.records import PodRecord
+from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
 from tensorsched.framework.runtime.plugin import FusedFilter
 from tensorsched.framework.runtime.status import Code, Status

@@ -3,6 +3,6 @@
 (``cluster_events``), the plugin ``Registry``, user plugins, the clock,
 and ``Framework`` (one profile compiled into fused kernel stages).
 
-May import: ``kernels``, ``framework.errors``, ``objects``, ``config``,
+May import: ``kernels``, ``framework.errors``, ``parsing``, ``records``, ``config``,
 ``state``; never a particular plugin.
 """

@@ -17,7 +17,7 @@ import numpy as np
 
 from tensorsched.framework.config.kube_config import Profile
 from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.domain_counts import grouped_rows
 from tensorsched.framework.state.query import QueryCache, QueryOptions, pod_signature

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.state.cluster_state import ClusterState
 
 from .status import Status

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.meta import ObjectKind
+from tensorsched.framework.parsing.meta import ObjectKind
 
 
 @dataclass(frozen=True)

@@ -3,5 +3,5 @@
 handlers, binding, metrics) and ``explain``.
 
 May import: everything below it in ``framework`` (``plugins``,
-``preemption``, ``runtime``, ``state``, ``config``, ``objects``).
+``preemption``, ``runtime``, ``state``, ``config``, ``parsing``, ``records``).
 """

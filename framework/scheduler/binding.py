@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Status

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.manifests import Objects, parse_objects, parse_pod
-from tensorsched.framework.objects.pod_columns import PodColumns
-from tensorsched.framework.objects.pod_templates import PodTemplates
-from tensorsched.framework.objects.priorities import PriorityResolver
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.parsing.manifests import Objects, parse_objects, parse_pod
+from tensorsched.framework.records.pod_columns import PodColumns
+from tensorsched.framework.parsing.pod_templates import PodTemplates
+from tensorsched.framework.parsing.priorities import PriorityResolver
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.runtime.framework import Framework

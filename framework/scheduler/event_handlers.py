@@ -4,8 +4,8 @@ move pods out of the unschedulable pool (upstream ``eventhandlers.go``)."""
 
 from __future__ import annotations
 
-from tensorsched.framework.objects.manifests import parse_node
-from tensorsched.framework.objects.records import NodeRecord
+from tensorsched.framework.parsing.manifests import parse_node
+from tensorsched.framework.records.records import NodeRecord
 
 from .queue import (
     NODE_ADD,

@@ -36,8 +36,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from tensorsched.framework.objects.priorities import pod_priority
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.parsing.priorities import pod_priority
+from tensorsched.framework.records.records import PodRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,8 +42,8 @@ import heapq
 from collections.abc import Callable, Mapping
 from itertools import repeat
 
-from tensorsched.framework.objects.pod_columns import PodColumns
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.records.pod_columns import PodColumns
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 from tensorsched.framework.runtime.cluster_events import (  # noqa: F401 (re-exported)
     ALL_EVENTS,

@@ -2,7 +2,7 @@
 together, and the runs the queue hands out of it.
 
 ``add_many`` puts pods that all go to activeQ into a ``LaneBlock``: the pods
-as columns (``objects.pod_columns.PodColumns``: a class id, key, creation
+as columns (``records.pod_columns.PodColumns``: a class id, key, creation
 time and object per pod, a record built only when one is asked for) and
 their sort keys, in activeQ order, position ``i`` being the activeQ entry
 ``(sort_keys[i], seq0 + i, keys[i])``.  Such a pod
@@ -21,7 +21,7 @@ asked for) or a list of further infos (any other mix of heads).
 
 from __future__ import annotations
 
-from tensorsched.framework.objects.pod_columns import PodColumns
+from tensorsched.framework.records.pod_columns import PodColumns
 
 
 class LaneBlock:

@@ -18,8 +18,8 @@ import dataclasses
 import heapq
 import time
 
-from tensorsched.framework.objects.priorities import pod_priority
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.parsing.priorities import pod_priority
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext

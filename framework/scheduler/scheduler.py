@@ -44,8 +44,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 from tensorsched.framework.arguments import Arguments, shown
-from tensorsched.framework.objects.pod_columns import PodColumns
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.records.pod_columns import PodColumns
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.gc_pacing import few_collections

@@ -75,7 +75,7 @@ import numpy as np
 import pyarrow as pa
 
 from tensorsched.framework.arguments import Arguments
-from tensorsched.framework.objects.manifests import load_objects
+from tensorsched.framework.parsing.manifests import load_objects
 from tensorsched.framework.scheduler.cluster import Cluster, build_cluster
 
 from .simulation import Simulation, SimulationError

@@ -32,7 +32,7 @@ import os
 from dataclasses import dataclass, field
 
 from tensorsched.framework.errors import ManifestError, TensorschedError
-from tensorsched.framework.objects.manifests import (
+from tensorsched.framework.parsing.manifests import (
     DocumentError,
     parse_node,
     parse_pod,

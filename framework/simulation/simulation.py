@@ -53,14 +53,14 @@ import pyarrow as pa
 
 from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.manifests import (
+from tensorsched.framework.parsing.manifests import (
     load_objects,
     parse_node,
     parse_yaml_documents,
     read_text,
 )
-from tensorsched.framework.objects.node_lifecycle import drain_exemption, set_unschedulable
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.parsing.node_lifecycle import drain_exemption, set_unschedulable
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.runtime.gc_pacing import few_collections
 from tensorsched.framework.runtime.registry import Registry
@@ -328,7 +328,7 @@ class Simulation:
     def drain(self, name: str, at=None) -> None:
         """Cordon a node and evict its pods (Evicted; they are not
         recreated), except what ``kubectl drain`` leaves: DaemonSet and
-        static (mirror) pods (``objects.node_lifecycle.drain_exemption``)."""
+        static (mirror) pods (``parsing.node_lifecycle.drain_exemption``)."""
         self._node_call("drain", name, at)
 
     def _node_call(self, call: str, name, at) -> None:

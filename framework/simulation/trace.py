@@ -52,16 +52,16 @@ import pyarrow.parquet as pq
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError, TensorschedError
-from tensorsched.framework.objects.manifests import INT32_MAX, INT32_MIN
-from tensorsched.framework.objects.pod_tables import (
+from tensorsched.framework.parsing.manifests import INT32_MAX, INT32_MIN
+from tensorsched.framework.parsing.pod_tables import (
     COLUMNS as POD_COLUMNS,
 )
-from tensorsched.framework.objects.pod_tables import (
+from tensorsched.framework.parsing.pod_tables import (
     is_resource_column,
     read_pods_table,
 )
-from tensorsched.framework.objects.quantity import resource_value
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.parsing.quantity import resource_value
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.scheduler.profile_warnings import Asks, asks_of_pods
 
 TIME_COLUMNS = ("arrival", "departure", "duration")

@@ -2,6 +2,6 @@
 compiled into queries, per-domain pod counts, the workload index, and the
 Arrow/Parquet round trip.
 
-May import: ``kernels``, ``framework.errors``, ``framework.objects``,
+May import: ``kernels``, ``framework.errors``, ``framework.parsing``, ``framework.records``,
 ``framework.config``.
 """

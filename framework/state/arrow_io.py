@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tensorsched.framework.errors import StateError, TensorschedError
-from tensorsched.framework.objects.records import (
+from tensorsched.framework.records.records import (
     HostPort,
     NodeImage,
     NodeRecord,

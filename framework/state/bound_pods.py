@@ -14,7 +14,7 @@ its own slot, so a suspension need only hold the bind order
   ``creation_ns``  [cap] int64, ``metadata.creationTimestamp`` in ns (0: absent);
   ``manifests``    the pod's object (``PodRecord.obj``), by reference.
 
-A pod class (``objects.pod_columns``) is what pods of one template share:
+A pod class (``records.pod_columns``) is what pods of one template share:
 every field of their records but the per-pod ones; pods share a class
 exactly when their records share a ``memo``, so classing a pod is one dict
 lookup.  ``classes[id]`` is the first record bound of the class (its
@@ -44,13 +44,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tensorsched.framework.objects.pod_columns import (
+from tensorsched.framework.records.pod_columns import (
     NO_EXTRAS,
     PodColumns,
     build_record,
     extras_of,
 )
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.records.records import PodRecord
 
 
 @dataclass(slots=True)

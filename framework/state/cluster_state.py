@@ -20,8 +20,8 @@ from typing import Protocol
 import numpy as np
 
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.pod_columns import PodColumns
-from tensorsched.framework.objects.records import NodeRecord, PodRecord
+from tensorsched.framework.records.pod_columns import PodColumns
+from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.kernels import layout as L
 
 from .bound_pods import BoundPods, PodRow

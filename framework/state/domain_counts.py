@@ -31,8 +31,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from tensorsched.framework.objects.pod_columns import EXTRA_FIELDS, PodColumns
-from tensorsched.framework.objects.selectors import pod_terms
+from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, PodColumns
+from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.kernels.domain_rules import rows_by_domain
 
 KINDS = ("req_aff", "req_anti", "pref_aff", "pref_anti")

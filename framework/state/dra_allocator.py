@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from tensorsched.framework.objects.dra_records import (
+from tensorsched.framework.records.dra_records import (
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationResult,
     DeviceClassRecord,

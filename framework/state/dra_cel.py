@@ -40,8 +40,8 @@ from functools import lru_cache
 import numpy as np
 
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.quantity import parse_quantity
-from tensorsched.framework.objects.semver import Semver, parse_semver
+from tensorsched.framework.parsing.quantity import parse_quantity
+from tensorsched.framework.parsing.semver import Semver, parse_semver
 
 __all__ = [
     "CelError",

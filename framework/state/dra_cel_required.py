@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.meta import source_of
+from tensorsched.framework.parsing.meta import source_of
 
 __all__ = ["cel_available", "require_cel"]
 

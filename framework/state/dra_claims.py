@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.dra_records import (
+from tensorsched.framework.records.dra_records import (
     AllocationResult,
     ConsumerRef,
     DeviceClassRecord,
@@ -45,7 +45,7 @@ from tensorsched.framework.objects.dra_records import (
     ResourceClaimTemplateRecord,
     ResourceSliceRecord,
 )
-from tensorsched.framework.objects.meta import parse_timestamp
+from tensorsched.framework.parsing.meta import parse_timestamp
 
 from .dra_devices import AllocatedState, DeviceColumns, qualify
 
@@ -161,7 +161,7 @@ class ClaimState:
         return state.extension_if_any(EXTENSION)
 
     def load(self, classes=(), slices=(), templates=(), claims=()) -> None:
-        """Add loaded objects (records of ``objects.dra_records``); all of
+        """Add loaded objects (records of ``records.dra_records``); all of
         them are checked before any is kept, so an error changes nothing."""
         entries = []
         seen = set(self.claims)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.framework.objects.dra_records import (
+from tensorsched.framework.records.dra_records import (
     AllocationResult,
     DeviceRequestAllocationResult,
 )

@@ -26,13 +26,13 @@ from fractions import Fraction
 import numpy as np
 
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.dra import node_selector_matches
-from tensorsched.framework.objects.dra_records import (
+from tensorsched.framework.parsing.dra import node_selector_matches
+from tensorsched.framework.records.dra_records import (
     LIST_KINDS,
     AllocationResult,
     ResourceSliceRecord,
 )
-from tensorsched.framework.objects.semver import parse_semver
+from tensorsched.framework.parsing.semver import parse_semver
 
 from .dra_cel import DeviceValues, Quantity
 

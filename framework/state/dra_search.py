@@ -38,7 +38,7 @@ from fractions import Fraction
 import numpy as np
 
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.objects.dra_records import (
+from tensorsched.framework.records.dra_records import (
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocatedConfig,
     AllocationResult,

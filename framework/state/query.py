@@ -17,7 +17,7 @@ import numpy as np
 
 from tensorsched.framework.config.plugin_args import _LABEL_VALUE, check_qualified_name
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.objects.records import PodRecord, Taint, Toleration
+from tensorsched.framework.records.records import PodRecord, Taint, Toleration
 from tensorsched.kernels import layout as L
 
 from .cluster_state import ClusterState, parse_label_int

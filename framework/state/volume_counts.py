@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.framework.objects.volumes import (
+from tensorsched.framework.parsing.volumes import (
     IN_TREE_TO_CSI,
     MIGRATABLE,
     VOL_EPHEMERAL,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tensorsched.framework.objects.volumes import (
+from tensorsched.framework.parsing.volumes import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     PersistentVolumeClaimRecord,

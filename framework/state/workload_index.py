@@ -1,5 +1,5 @@
 """PodTopologySpread's ``DefaultSelector``: the loaded Services and
-controllers (``objects.workloads`` records) by namespace and name.
+controllers (``parsing.workloads`` records) by namespace and name.
 
 ``WorkloadIndex.default_selector(pod)`` is the selector of the default
 constraints of ``pod``, as upstream builds it:
@@ -13,7 +13,7 @@ constraints of ``pod``, as upstream builds it:
   StatefulSet (its selector's requirements are added; a null selector, or
   one that apimachinery would reject, adds nothing), looked up by name in
   the pod's namespace;
-* the result as compiled requirements (``objects.selectors``); ``()`` (no
+* the result as compiled requirements (``parsing.selectors``); ``()`` (no
   requirement) means the pod gets no default constraints.
 
 ``build_cluster`` sets a state's ``workloads``; objects are not added or
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import itertools
 
-from tensorsched.framework.objects.selectors import compile_selector
-from tensorsched.framework.objects.workloads import OWNER_KINDS, ControllerRecord, controller_of
+from tensorsched.framework.parsing.selectors import compile_selector
+from tensorsched.framework.parsing.workloads import OWNER_KINDS, ControllerRecord, controller_of
 
 _SET_OPS = ("In", "NotIn")
 _EXISTS_OPS = ("Exists", "DoesNotExist")

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import tensorsched as ts
 from tensorsched import sweep
 from tensorsched.framework.errors import ArgumentError, TensorschedError
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.parsing.manifests import parse_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "data" / "examples"

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from tensorsched.cli import main
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict, sample
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict, sample
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -10,8 +10,8 @@ import pytest
 from support.checks import check
 
 from tensorsched.framework.errors import ConfigError, ManifestError
-from tensorsched.framework.objects.manifests import parse_objects
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_objects
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins import coscheduling as C
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster

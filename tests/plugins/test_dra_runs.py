@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.objects import dra_synthetic as S
+from tensorsched.generators import dra_clusters as S
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.framework.state.dra_allocator import Allocator, DraFeatures
@@ -111,7 +111,7 @@ def test_attribute_codes_from_the_leaf_match_the_device_walk():
 def test_a_run_makes_the_claims_of_pods_that_skipped_the_queue():
     """Pods handed to a run without PreEnqueue (capacity's replicas): their
     claims are made from the template as their PreFilter would."""
-    from tensorsched.framework.objects.manifests import parse_pod
+    from tensorsched.framework.parsing.manifests import parse_pod
     objs, _ = S.dra(3, 0)
     cluster = build_cluster(objs)
     state = cluster.state

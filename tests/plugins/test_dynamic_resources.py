@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.backends import backend_params
 
-from tensorsched.framework.objects import dra_synthetic as S
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.generators import dra_clusters as S
+from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.preemption.host_search import Suspension
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster

@@ -25,8 +25,8 @@ import pytest
 from support.backends import backend_params
 from support.golden import golden_dir
 
-from tensorsched.framework.objects.dra import parse_resource_claim
-from tensorsched.framework.objects.meta import parse_timestamp
+from tensorsched.framework.parsing.dra import parse_resource_claim
+from tensorsched.framework.parsing.meta import parse_timestamp
 from tensorsched.framework.plugins import dynamic_resources as dr
 from tensorsched.framework.plugins.dra_extended import is_extended_claim
 from tensorsched.framework.runtime.plugin import CycleContext
@@ -280,7 +280,7 @@ def test_helpers(case):
 
 
 def _alloc_of(status_allocation: dict):
-    from tensorsched.framework.objects.dra_records import (
+    from tensorsched.framework.records.dra_records import (
         AllocationResult,
         DeviceRequestAllocationResult,
     )
@@ -293,7 +293,7 @@ def _alloc_of(status_allocation: dict):
 def _allocated_state(case) -> None:
     """The devices in use as ClaimState counts them: allocated claims of the
     objects plus the in-flight ones."""
-    from tensorsched.framework.objects.dra_records import format_quantity
+    from tensorsched.framework.records.dra_records import format_quantity
     from tensorsched.framework.state.cluster_state import ClusterState
     store = ClaimState.of(ClusterState())
     store.consumable_capacity = "DRAConsumableCapacity" in case["features"]

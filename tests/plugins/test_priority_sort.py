@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from support.builders import case, node, one_plugin_config, pod
 
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.plugins import priority_sort
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -23,7 +23,7 @@ from support.parity import (
 )
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import parse_objects, parse_pod
+from tensorsched.framework.parsing.manifests import parse_objects, parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain
 from tensorsched.framework.scheduler.scheduler import Scheduler

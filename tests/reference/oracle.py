@@ -46,7 +46,7 @@ from fractions import Fraction
 
 # The project's quantity grammar (exact, returns a Fraction).  Only the text
 # parser is shared; all rounding and aggregation below is the oracle's own.
-from tensorsched.framework.objects.quantity import parse_quantity as _parse_quantity
+from tensorsched.framework.parsing.quantity import parse_quantity as _parse_quantity
 
 # ---------------------------------------------------------------------------
 # Constants (pkg/scheduler/framework/interface.go, pkg/scheduler/util/pod_resources.go,

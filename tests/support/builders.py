@@ -10,7 +10,7 @@ enabled at its extension points, plus the queueSort (PrioritySort) and bind
 ``profile_config`` does the same for a few plugins at once (a filter for
 DefaultPreemption to act on).  ``case`` builds one row of a case table.
 
-``node`` and ``pod`` are thin wrappers over ``objects.synthetic.node_dict /
+``node`` and ``pod`` are thin wrappers over ``generators.clusters.node_dict /
 pod_dict``: a node gets only the allocatable it is given, a pod requests
 nothing unless asked (as the pods of upstream's tests), and ``on=`` binds a
 pod to a node (an existing pod).
@@ -22,7 +22,7 @@ import copy
 
 from tensorsched.framework.config.kube_config import DEFAULT_PLUGIN_POINTS
 from tensorsched.framework.config.plugin_args import API_VERSION
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.explain import explain
 
 QUEUE_SORT = "PrioritySort"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from tensorsched.framework.objects.dra import (
+from tensorsched.framework.parsing.dra import (
     parse_device_class,
     parse_resource_claim,
     parse_resource_slice,

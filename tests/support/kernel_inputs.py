@@ -146,7 +146,7 @@ def state_of(objects):
 
 def compiled(state, pod_obj, **options):
     """compile_query for a pod dict under QueryOptions(**options)."""
-    from tensorsched.framework.objects.manifests import parse_pod
+    from tensorsched.framework.parsing.manifests import parse_pod
     from tensorsched.framework.state.query import QueryOptions, compile_query
     return compile_query(state, parse_pod(pod_obj), QueryOptions(**options))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tensorsched.framework.objects.records import HostPort, NodeRecord, PodRecord
+from tensorsched.framework.records.records import HostPort, NodeRecord, PodRecord
 from tensorsched.kernels import layout as L
 
 Mi = 1024 * 1024

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.pod_templates import PodTemplates
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -14,7 +14,7 @@ from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels.gpu import share as K
 from tensorsched.kernels.gpu import subsets as KT
 from tensorsched.topology.gpu_table import binding_gpus
-from tensorsched.topology.synthetic import gpu, gpu_config
+from tensorsched.generators.gpu_clusters import gpu, gpu_config
 
 needs_cuda = pytest.mark.skipif(not cuda_available(),
                                 reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1")

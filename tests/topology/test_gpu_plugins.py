@@ -10,8 +10,8 @@ import yaml
 from tensorsched.bench.workloads import run_workload
 from tensorsched.cli import main
 from tensorsched.framework.config.kube_config import DEFAULT_PLUGINS
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins import default_registry, in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
@@ -19,7 +19,7 @@ from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels.gpu import share as K
 from tensorsched.topology.gpu_table import GpuTable, binding_gpus
 from tensorsched.topology.plugins import GPU_PLUGINS
-from tensorsched.topology.synthetic import gpu_config, gpu_node
+from tensorsched.generators.gpu_clusters import gpu_config, gpu_node
 
 BACKENDS = ["numpy", "numba"]
 
@@ -227,7 +227,7 @@ def test_table_follows_state_bound_pods_and_node_updates():
     assert t.alloc["default/pinned"].indices == (5, 6)
     assert t.alloc["default/other"].indices == (0,)
     # node update keeps allocations
-    from tensorsched.framework.objects.manifests import parse_node
+    from tensorsched.framework.parsing.manifests import parse_node
     cl.state.update_node(parse_node(gpu_node("a")))
     t = GpuTable.of(cl.state)
     assert t.alloc["default/pinned"].indices == (5, 6)

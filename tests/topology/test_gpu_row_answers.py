@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.objects.manifests import parse_node, parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_node, parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code
 from tensorsched.framework.scheduler.cluster import build_cluster

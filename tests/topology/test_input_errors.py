@@ -12,8 +12,8 @@ import yaml
 
 from tensorsched.cli import main
 from tensorsched.framework.errors import ConfigError, ManifestError, TensorschedError
-from tensorsched.framework.objects.manifests import parse_node, parse_objects
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_node, parse_objects
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain
@@ -21,7 +21,7 @@ from tensorsched.topology import gpu as G
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.node_topology import ANNO_NODE_TOPOLOGY, from_annotation
 from tensorsched.topology.openb import replay as R
-from tensorsched.topology.synthetic import gpu_config, gpu_node
+from tensorsched.generators.gpu_clusters import gpu_config, gpu_node
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.backends import cuda_available
 
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels.gpu import subsets as KT
@@ -222,7 +222,7 @@ def gpu_world(draw, max_nodes=5, max_ops=30):
 
 
 def _run(nodes, ops, backend, policy):
-    from tensorsched.framework.objects.manifests import parse_pod
+    from tensorsched.framework.parsing.manifests import parse_pod
     cluster = build_cluster(nodes, _config(policy))
     sched = Scheduler(cluster, backend, 7)
     state = cluster.state

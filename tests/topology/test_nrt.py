@@ -11,7 +11,7 @@ import yaml
 
 from tensorsched.cli import main
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import load_objects, parse_objects
+from tensorsched.framework.parsing.manifests import load_objects, parse_objects
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.topology import nrt

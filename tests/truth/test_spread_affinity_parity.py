@@ -39,8 +39,8 @@ def test_incremental_counts_equal_recount(scenario, ops):
     """Counts kept by the state listener equal a fresh count after binds/deletes."""
     import numpy as np
 
-    from tensorsched.framework.objects.manifests import parse_pod
-    from tensorsched.framework.objects.selectors import pod_terms
+    from tensorsched.framework.parsing.manifests import parse_pod
+    from tensorsched.framework.parsing.selectors import pod_terms
     from tensorsched.framework.scheduler.cluster import build_cluster
     from tensorsched.framework.state.domain_counts import PodCountIndex, pod_count_index
     objects, pod, _profile, _seed = scenario

@@ -7,7 +7,7 @@ import yaml
 import tensorsched as ts
 from capacity_helpers import bound, cluster_of, node_dict, pod_dict
 from tensorsched.framework.capacity.report import API_VERSION, KIND
-from tensorsched.framework.objects.controllers import expand_workloads, template_hash
+from tensorsched.framework.parsing.controllers import expand_workloads, template_hash
 
 
 def test_documents_are_versioned_and_serializable():

@@ -8,7 +8,7 @@ import pytest
 from tensorsched.framework.capacity.fit import how_many_fit
 from tensorsched.framework.capacity.node_search import nodes_to_add
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects import dra_synthetic as S
+from tensorsched.generators import dra_clusters as S
 from tensorsched.framework.scheduler.cluster import build_cluster
 
 

@@ -14,7 +14,7 @@ from tensorsched.framework.config.plugin_args import (
     register_args_decoder,
 )
 from tensorsched.framework.errors import ConfigError
-from tensorsched.framework.objects.manifests import MAX_DEPTH
+from tensorsched.framework.parsing.manifests import MAX_DEPTH
 
 API = "kubescheduler.config.k8s.io/v1"
 HEAD = f"apiVersion: {API}\nkind: KubeSchedulerConfiguration\n"

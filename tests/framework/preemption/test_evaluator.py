@@ -18,8 +18,8 @@ from reference.oracle import (
 from support.backends import needs_cuda
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import parse_objects
-from tensorsched.framework.objects.pdb import disruptions_allowed
+from tensorsched.framework.parsing.manifests import parse_objects
+from tensorsched.framework.parsing.pdb import disruptions_allowed
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain

@@ -201,7 +201,7 @@ GPU_CONFIG = {
 
 
 def _share(name, milli, prio, node=None, start=None):
-    from tensorsched.framework.objects.synthetic import pod_dict
+    from tensorsched.generators.clusters import pod_dict
     p = pod_dict(name, cpu="1", memory="1Gi", priority=prio)
     p["metadata"]["annotations"] = {"alibabacloud.com/gpu-milli": str(milli)}
     if node:
@@ -219,7 +219,7 @@ def _gpu_snapshot(t):
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_gpu_share_preemption_frees_one_gpu(backend):
     from tensorsched.topology.gpu_table import GpuTable
-    from tensorsched.topology.synthetic import gpu_node
+    from tensorsched.generators.gpu_clusters import gpu_node
     # Eight 600m shares, one per GPU of the node: a 700m share fits only when
     # one of them goes; resources alone would reprieve them all.  Reprieved
     # in the reverse of their binding order, they must get their own GPUs back.

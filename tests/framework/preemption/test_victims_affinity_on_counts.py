@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.preemption import HOST, PREEMPTION_CONFIG, check_victims, preemption_node
 
-from tensorsched.framework.objects.priorities import pod_priority
+from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.preemption.host_search import HostVictimSearch, active_host_filters
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster

@@ -9,8 +9,8 @@ import sys
 import pytest
 from support.backends import needs_cuda
 
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict, sample
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict, sample
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -52,7 +52,7 @@ def test_cuda_schedule_matches_numpy_and_uploads_only_changed_rows():
 
 def test_cuda_without_device_fails_clearly():
     code = ("from tensorsched.framework import explain\n"
-            "from tensorsched.framework.objects.synthetic import sample\n"
+            "from tensorsched.generators.clusters import sample\n"
             "n, p = sample(nodes=3, pods=1)\n"
             "try:\n    explain(n, p[0], backend='cuda')\n"
             "except Exception as e:\n    print(type(e).__name__, e)\n")

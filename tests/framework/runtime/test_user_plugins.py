@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod

@@ -3,7 +3,7 @@ the cycle and the state is exactly as before afterwards."""
 
 import numpy as np
 
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
 

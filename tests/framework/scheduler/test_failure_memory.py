@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from support.checks import check
 
 from tensorsched import synthetic
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.runtime.plugin import CycleContext

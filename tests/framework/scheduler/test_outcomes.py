@@ -4,7 +4,7 @@ and off are the same objects' values."""
 
 import pytest
 
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.events import Binding, Outcomes
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -9,7 +9,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.profile_warnings import asks_of_pods, profile_warnings
 from tensorsched.framework.simulation.trace import asks_of_trace, trace_from_table

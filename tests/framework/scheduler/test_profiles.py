@@ -2,8 +2,8 @@
 with its own plugins, weights and percentageOfNodesToScore."""
 
 from tensorsched.framework import explain
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 
 CONFIG = {

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support.backends import needs_cuda
 from support.checks import check
 
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.plugins import coscheduling as C
 from tensorsched.framework.scheduler.cluster import build_cluster

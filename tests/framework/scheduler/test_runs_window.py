@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels.fused import _numba, backends

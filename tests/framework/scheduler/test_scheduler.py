@@ -6,8 +6,8 @@ segment-tree path when every node is scored, its positional path otherwise)."""
 import pytest
 
 from tensorsched.bench.workloads import placements_sha256
-from tensorsched.framework.objects.manifests import parse_node, parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict, sample
+from tensorsched.framework.parsing.manifests import parse_node, parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict, sample
 from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find, tie_break_index
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -7,8 +7,8 @@ import pytest
 from support.checks import check
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.scheduler.cluster import build_cluster, pods_from

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from support.backends import backend_params
 
-from tensorsched.framework.objects.synthetic import statefulsets
+from tensorsched.generators.clusters import statefulsets
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod

@@ -14,7 +14,7 @@ gym = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env
 
 import tensorsched as ts
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.simulation.gym_env import ENV_ID, SchedulingEnv

@@ -9,7 +9,7 @@ import pytest
 
 import tensorsched as ts
 from tensorsched.framework.errors import ArgumentError
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
 from tensorsched.framework.simulation.simulation import (

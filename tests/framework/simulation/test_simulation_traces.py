@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tensorsched.framework.objects.synthetic import node_dict
+from tensorsched.generators.clusters import node_dict
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import TraceError, read_trace, trace_from_table
 from tensorsched.topology.gpu import CsvError

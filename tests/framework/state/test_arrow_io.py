@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from support.records import node, pod
 
-from tensorsched.framework.objects.manifests import parse_node, parse_pod
-from tensorsched.framework.objects.records import NodeImage, Taint
+from tensorsched.framework.parsing.manifests import parse_node, parse_pod
+from tensorsched.framework.records.records import NodeImage, Taint
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.state.arrow_io import (
     FORMAT,

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from support.records import node, pod
 
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.pod_templates import PodTemplates
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.state.bound_pods import BoundPods
 from tensorsched.framework.state.cluster_state import ClusterState
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from support.records import node, pod
 
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.manifests import parse_node, parse_pod
-from tensorsched.framework.objects.records import NodeImage, NodeRecord, PodRecord, Taint
+from tensorsched.framework.parsing.manifests import parse_node, parse_pod
+from tensorsched.framework.records.records import NodeImage, NodeRecord, PodRecord, Taint
 from tensorsched.framework.state.cluster_state import ClusterState, parse_label_int
 from tensorsched.framework.state.domain_counts import PodCountIndex
 from tensorsched.kernels import layout as L
@@ -665,7 +665,7 @@ def test_random_operations_match_fresh_rebuild(initial, n_ops, capacity, data):
 def test_a_label_named_like_the_name_column_does_not_collide():
     """matchFields metadata.name reads column 0; a node label literally keyed
     'metadata.name' is an ordinary label in its own column."""
-    from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+    from tensorsched.generators.clusters import node_dict, pod_dict
     from tensorsched.framework.scheduler.explain import explain
     nodes = [node_dict("real", labels={"metadata.name": "fake"}), node_dict("fake")]
     pod = pod_dict("p", spec={"affinity": {"nodeAffinity": {

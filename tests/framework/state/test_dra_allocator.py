@@ -21,7 +21,7 @@ from support.dra import (
 )
 
 from tensorsched.framework.errors import StateError
-from tensorsched.framework.objects.dra import (
+from tensorsched.framework.parsing.dra import (
     parse_resource_claim,
     parse_resource_slice,
 )

@@ -18,12 +18,12 @@ import pytest
 from support.backends import backend_params
 from support.golden import golden_dir
 
-from tensorsched.framework.objects.dra import (
+from tensorsched.framework.parsing.dra import (
     parse_device_class,
     parse_resource_claim,
     parse_resource_slice,
 )
-from tensorsched.framework.objects.quantity import parse_quantity
+from tensorsched.framework.parsing.quantity import parse_quantity
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_devices import AllocatedState, qualify
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.objects.dra import parse_resource_slice
+from tensorsched.framework.parsing.dra import parse_resource_slice
 from tensorsched.framework.state.dra_cel import CelError, compile_selector, reference_matches
 from tensorsched.framework.state.dra_devices import DeviceColumns
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import load_objects
+from tensorsched.framework.parsing.manifests import load_objects
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.state import dra_cel_required
 

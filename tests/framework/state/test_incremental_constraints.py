@@ -31,8 +31,8 @@ from support.parity import (
     spread_scenarios,
 )
 
-from tensorsched.framework.objects import synthetic
-from tensorsched.framework.objects.manifests import parse_pod
+from tensorsched.generators import clusters as synthetic
+from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 

@@ -24,8 +24,8 @@ from support.kernel_inputs import (
     state_of,
 )
 
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused import backends as fused
 

@@ -6,7 +6,7 @@ memory.  ``sample`` is a small mixed cluster for the README's first command:
 zones, a tainted node, an unschedulable node, a GPU node, pods with
 selectors, affinities, tolerations and priorities.  ``pod_to_pod`` and
 ``preemption`` are the other scheduler_perf-like workloads of ``tensorsched
-bench``; the GPU workload is ``topology.synthetic.gpu``.
+bench``; the GPU workload is ``gpu_clusters.gpu``.
 """
 
 from __future__ import annotations

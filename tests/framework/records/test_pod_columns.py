@@ -1,4 +1,4 @@
-"""framework/objects/pod_columns.py: pods as columns are the records they
+"""framework/records/pod_columns.py: pods as columns are the records they
 were made from (built on request, equal, sharing the memo), in every
 order and slice the queue and the bound-pod table take of them, and keep
 no record alive."""
@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.records import node
 
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.pod_columns import PodColumns
-from tensorsched.framework.objects.pod_templates import PodTemplates
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.records.pod_columns import PodColumns
+from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler

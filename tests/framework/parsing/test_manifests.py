@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import (
+from tensorsched.framework.parsing.manifests import (
     DEFAULT_MEMORY_REQUEST,
     Objects,
     load_objects,
@@ -20,7 +20,7 @@ from tensorsched.framework.objects.manifests import (
     parse_priority_class,
     parse_timestamp,
 )
-from tensorsched.framework.objects.records import HostPort, NodeImage, Taint, Toleration
+from tensorsched.framework.records.records import HostPort, NodeImage, Taint, Toleration
 
 Mi = 1024 * 1024
 Gi = 1024 * Mi

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tensorsched.framework.objects.manifests import parse_node, parse_pod
-from tensorsched.framework.objects.node_lifecycle import (
+from tensorsched.framework.parsing.manifests import parse_node, parse_pod
+from tensorsched.framework.parsing.node_lifecycle import (
     UNSCHEDULABLE_TAINT,
     drain_exemption,
     set_unschedulable,
     uncordoned_record,
 )
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict
 
 TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 OTHER = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}

@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from tensorsched.framework.objects.quantity import (
+from tensorsched.framework.parsing.quantity import (
     INT64_MAX,
     int_value,
     milli_value,

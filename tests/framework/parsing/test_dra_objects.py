@@ -9,14 +9,14 @@ from fractions import Fraction
 import pytest
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.dra import (
+from tensorsched.framework.parsing.dra import (
     node_selector_matches,
     parse_resource_claim,
     parse_resource_slice,
 )
-from tensorsched.framework.objects.dra_records import AttrValue, format_quantity
-from tensorsched.framework.objects.manifests import load_objects, parse_objects
-from tensorsched.framework.objects.semver import parse_semver
+from tensorsched.framework.records.dra_records import AttrValue, format_quantity
+from tensorsched.framework.parsing.manifests import load_objects, parse_objects
+from tensorsched.framework.parsing.semver import parse_semver
 
 CLUSTER = textwrap.dedent("""\
     apiVersion: resource.k8s.io/v1

@@ -79,9 +79,9 @@ from .manifests import (
     parse_json_document,
     parse_pod,
 )
-from .pod_columns import NO_EXTRAS, PodColumns, extras_of
+from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
 from .quantity import INT64_MAX
-from .records import PodRecord
+from tensorsched.framework.records.records import PodRecord
 
 __all__ = ["COLUMNS", "is_resource_column", "read_pods_parquet", "read_pods_table"]
 

@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import parse_objects, parse_pdb, parse_pod
-from tensorsched.framework.objects.meta import (
+from tensorsched.framework.parsing.manifests import parse_objects, parse_pdb, parse_pod
+from tensorsched.framework.parsing.meta import (
     is_label_value,
     is_qualified_name,
     label_value_errors,
     qualified_name_errors,
 )
-from tensorsched.framework.objects.synthetic import pod_dict
-from tensorsched.framework.objects.workloads import parse_replica_set, parse_stateful_set
+from tensorsched.generators.clusters import pod_dict
+from tensorsched.framework.parsing.workloads import parse_replica_set, parse_stateful_set
 
 NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
             "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
@@ -168,7 +168,7 @@ def test_valid_selectors_load():
 
 def test_bad_anti_affinity_never_lets_the_pod_schedule(backend):
     from tensorsched.framework import explain
-    from tensorsched.framework.objects.synthetic import node_dict
+    from tensorsched.generators.clusters import node_dict
     with pytest.raises(ManifestError) as info:
         explain([node_dict("n0")], _pod(expr(values=["{{.bad-value.}}"])), backend=backend)
     assert info.value.field == f"{REQ}.labelSelector.matchExpressions[0].values[0]"

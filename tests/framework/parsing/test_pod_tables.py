@@ -1,4 +1,4 @@
-"""Pods from Arrow tables / Parquet files (framework/objects/pod_tables.py):
+"""Pods from Arrow tables / Parquet files (framework/parsing/pod_tables.py):
 every record equals parse_pod of the row's equivalent manifest."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import parse_pod
-from tensorsched.framework.objects.pod_tables import read_pods_parquet, read_pods_table
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.parsing.pod_tables import read_pods_parquet, read_pods_table
 
 Mi = 1024 * 1024
 LABELS = pa.map_(pa.string(), pa.string())

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.framework.objects.quantity import resource_value
-from tensorsched.framework.objects.synthetic import ZONE, check_sizes, node_dict, pod_dict
+from tensorsched.framework.parsing.quantity import resource_value
+from tensorsched.generators.clusters import ZONE, check_sizes, node_dict, pod_dict
 
-from .gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI
-from .node_topology import ANNO_NODE_TOPOLOGY, ANNO_POD_PLACEMENT, dgx_annotation
+from tensorsched.topology.gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI
+from tensorsched.topology.node_topology import ANNO_NODE_TOPOLOGY, ANNO_POD_PLACEMENT, dgx_annotation
 
 GPU_PRODUCT = "A100"
 # (kind, weight, cpu, memory, gpus, milli, placement)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import parse_objects, parse_pod
-from tensorsched.framework.objects.priorities import PriorityResolver
-from tensorsched.framework.objects.volumes import VOL_CLAIM, VOL_EPHEMERAL, pod_volumes
+from tensorsched.framework.parsing.manifests import parse_objects, parse_pod
+from tensorsched.framework.parsing.priorities import PriorityResolver
+from tensorsched.framework.parsing.volumes import VOL_CLAIM, VOL_EPHEMERAL, pod_volumes
 
 SC = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
       "provisioner": "pd.csi.storage.gke.io", "volumeBindingMode": "WaitForFirstConsumer",

@@ -6,9 +6,9 @@ import pytest
 
 from tensorsched.framework import explain
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import load_objects, parse_namespace, parse_objects
-from tensorsched.framework.objects.selectors import NS_NAME_LABEL, affinity_term
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.manifests import load_objects, parse_namespace, parse_objects
+from tensorsched.framework.parsing.selectors import NS_NAME_LABEL, affinity_term
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 
 HOST = "kubernetes.io/hostname"

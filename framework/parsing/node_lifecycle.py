@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from .records import NodeRecord, PodRecord, Taint
+from tensorsched.framework.records.records import NodeRecord, PodRecord, Taint
 
 __all__ = ["UNSCHEDULABLE_TAINT", "MIRROR_ANNOTATION", "set_unschedulable",
            "uncordoned_record", "drain_exemption"]

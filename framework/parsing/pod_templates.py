@@ -48,8 +48,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .meta import SourcedObject, parse_timestamp
-from .pod_columns import NO_EXTRAS, PodColumns, extras_of
-from .records import PodRecord
+from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
+from tensorsched.framework.records.records import PodRecord
 from .volumes import read_volumes
 
 __all__ = ["PodTemplates", "template_key"]

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tensorsched.framework.errors import ManifestError, StateError, TensorschedError
-from tensorsched.framework.objects.manifests import (
+from tensorsched.framework.parsing.manifests import (
     MAX_DEPTH,
     Objects,
     ignored_kinds_warning,
@@ -19,9 +19,9 @@ from tensorsched.framework.objects.manifests import (
     parse_objects,
     parse_pod,
 )
-from tensorsched.framework.objects.meta import SourcedObject
-from tensorsched.framework.objects.priorities import PriorityResolver
-from tensorsched.framework.objects.synthetic import node_dict, pod_dict
+from tensorsched.framework.parsing.meta import SourcedObject
+from tensorsched.framework.parsing.priorities import PriorityResolver
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 
 INT64_MAX = (1 << 63) - 1

@@ -1,4 +1,4 @@
-"""Template sharing in parse_objects (framework/objects/pod_templates.py):
+"""Template sharing in parse_objects (framework/parsing/pod_templates.py):
 records and errors exactly those of parse_pod, pod by pod."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from tensorsched.framework.capacity.common import pod_copies
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects import pod_templates
-from tensorsched.framework.objects.manifests import load_objects, parse_objects, parse_pod
-from tensorsched.framework.objects.pod_templates import PodTemplates, template_key
-from tensorsched.framework.objects.priorities import PriorityResolver
+from tensorsched.framework.parsing import pod_templates
+from tensorsched.framework.parsing.manifests import load_objects, parse_objects, parse_pod
+from tensorsched.framework.parsing.pod_templates import PodTemplates, template_key
+from tensorsched.framework.parsing.priorities import PriorityResolver
 
 BASE = {
     "apiVersion": "v1",

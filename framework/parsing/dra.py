@@ -22,7 +22,7 @@ import dataclasses
 
 from fractions import Fraction
 
-from .dra_records import (
+from tensorsched.framework.records.dra_records import (
     FIRST_AVAILABLE_MAX_SIZE,
     AllocatedConfig,
     AllocationResult,

@@ -3,7 +3,7 @@
 ``load_objects`` reads files as ``kubectl get ... -o yaml|json`` prints them
 (single objects, multi-document YAML, ``kind: List`` / ``*List``); the
 ``parse_*`` functions turn one object dict into a validated record of
-:mod:`tensorsched.framework.objects.records`; ``parse_objects`` does a whole set,
+:mod:`tensorsched.framework.records.records`; ``parse_objects`` does a whole set,
 all-or-nothing.
 
 Every problem raises :class:`~tensorsched.framework.errors.ManifestError`
@@ -74,7 +74,7 @@ from .meta import (
     validate_label_selector,
 )
 from .dra import OBJECT_KINDS as DRA_KINDS
-from .dra_records import (
+from tensorsched.framework.records.dra_records import (
     DeviceClassRecord,
     ResourceClaimRecord,
     ResourceClaimTemplateRecord,
@@ -83,7 +83,7 @@ from .dra_records import (
 from .pod_claims import parse_pod_claims
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
-from .records import (
+from tensorsched.framework.records.records import (
     HostPort,
     NamespaceRecord,
     NodeImage,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .synthetic import node_dict, pod_dict
+from .clusters import node_dict, pod_dict
 
 DRIVER = "gpu.nvidia.com"
 GPU_CLASS = "gpu.nvidia.com"

@@ -22,7 +22,7 @@ of matching pods):
 
 from __future__ import annotations
 
-from .records import PodDisruptionBudgetRecord, PodRecord
+from tensorsched.framework.records.records import PodDisruptionBudgetRecord, PodRecord
 from .selectors import EVERYTHING, NOTHING, compile_selector, selector_matches
 
 

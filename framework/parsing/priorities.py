@@ -16,7 +16,7 @@ from __future__ import annotations
 from tensorsched.framework.errors import ManifestError
 
 from .meta import source_of
-from .records import PodRecord, PriorityClassRecord
+from tensorsched.framework.records.records import PodRecord, PriorityClassRecord
 from .volumes import carry_pod_volumes
 
 SYSTEM_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}

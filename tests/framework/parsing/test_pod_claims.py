@@ -1,4 +1,4 @@
-"""Pods' spec.resourceClaims and containers' resources.claims (objects/pod_claims.py)."""
+"""Pods' spec.resourceClaims and containers' resources.claims (framework/parsing/pod_claims.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.objects.manifests import parse_objects, parse_pod
-from tensorsched.framework.objects.meta import ObjectContext
-from tensorsched.framework.objects.pod_claims import PodClaim, claim_statuses
+from tensorsched.framework.parsing.manifests import parse_objects, parse_pod
+from tensorsched.framework.parsing.meta import ObjectContext
+from tensorsched.framework.parsing.pod_claims import PodClaim, claim_statuses
 
 POD = {
     "apiVersion": "v1", "kind": "Pod",
