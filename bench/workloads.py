@@ -15,7 +15,7 @@ from tensorsched.framework.scheduler.cluster import build_cluster, pod_columns_f
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels.fused.backends import WINDOW_TREE_MIN_RUN
 
-from . import gpu as G
+from . import gpu as BG
 from .harness import (
     latency_fields,
     peak_rss_bytes,
@@ -79,7 +79,7 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
                                backend)
     warm_up(cluster, fw, pod_objs, seed, shaped=workload != "basic")
     if workload == "gpu":
-        G.warm_up(cluster, fw, pod_objs, seed)
+        BG.warm_up(cluster, fw, pod_objs, seed)
     if batch and pending:
         warm_up_run(cluster, fw, pending[0], seed)
     progress(BENCH_STAGES[1])
@@ -94,7 +94,7 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     ended, cpu1 = time.perf_counter(), time.process_time()
     rss1 = rss_bytes()
     progress(BENCH_STAGES[2])
-    extra = G.gpu_summary(cluster, bindings) if workload == "gpu" else {}
+    extra = BG.gpu_summary(cluster, bindings) if workload == "gpu" else {}
     if workload == "unschedulable":
         extra = unschedulable_summary(sched, pods, elapsed, ended - failed_at[0][0],
                                       cpu1 - failed_at[0][1]) if failed_at else {}

@@ -11,11 +11,13 @@ The facade (a contract other tools read)::
     nodes, pods = ts.synthetic.workload("basic", n_nodes, n_pods, seed)
 
 The code lives in folders mapped into this namespace: ``tensorsched.kernels``
-(array math, no Kubernetes objects), ``tensorsched.framework`` (objects,
-config, state, plugin runtime, preemption, plugins, the scheduling loop),
+(array math, no Kubernetes objects), ``tensorsched.framework`` (records,
+parsing, config, state, plugin runtime, preemption, plugins, the scheduling
+loop, simulation, capacity),
 ``tensorsched.topology`` (GPU/NUMA: inventory, NVLink, NRT, the GPU plugin
-set, the openb replay) and ``tensorsched.bench`` (benchmarks).  This package
-itself is the composition root: the CLI (``tensorsched.cli``) and
+set, the openb replay), ``tensorsched.generators`` (seeded synthetic
+clusters) and ``tensorsched.bench`` (benchmarks).  This package itself is
+the composition root: the CLI (``tensorsched.cli``) and
 ``tensorsched.synthetic``.  Names are imported on first use, so importing a
 sub-package stays cheap.
 """

@@ -1,4 +1,6 @@
-"""The ``tensorsched`` command: explain, schedule, bench, replay.
+"""The ``tensorsched`` command: explain, schedule, bench, replay, capacity,
+simulate, sweep (the last three from ``capacity_cli``, ``simulate_cli`` and
+``sweep_cli``).
 
 The composition root with ``tensorsched.synthetic``: it may import every
 package (the framework, the GPU plugin set, the benchmarks).  Building the

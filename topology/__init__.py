@@ -9,8 +9,11 @@ its plugin set through the ``tensorsched.plugins`` entry point).
 - ``nrt``: NodeResourceTopology objects (parsing, attaching to a state);
 - ``gpu_table``: per-GPU state that follows a ClusterState (allocations);
 - ``plugins``: GpuShareFit, GpuShareScore, GpuTopologyScore, ``register``;
-- ``synthetic``: the GPU benchmark workload;
+- ``row_answers``: per-node answers kept while a node's GPU row is unchanged;
+- ``sim_metrics``: GPU columns of a simulation's time series;
 - ``openb``: the openb trace replay (FGD paper).
+
+The GPU benchmark workload is ``tensorsched.generators.gpu_clusters``.
 
 The array math they run is ``kernels.gpu``.
 """

@@ -55,7 +55,7 @@ from tensorsched.framework.state.domain_counts import (
     node_domains_p1,
     pod_count_index,
 )
-from tensorsched.kernels import domains as T
+from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import AffinityScore, DomainRule
 from tensorsched.kernels.domain_rules import AffinityTerm as AffinityScoreTerm
@@ -222,10 +222,10 @@ class InterPodAffinity(Plugin):
                 else:
                     # Nodes lacking the key fail; others need a matching pod
                     # in their domain (unless first of the group).
-                    T.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, 0, 1, 0,
+                    D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, 0, 1, 0,
                                        0 if first_of_group else 1)
             elif ds.positive:
-                T.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, 0, 0, code, 0)
+                D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, 0, 0, code, 0)
         codes.flags.writeable = False
         self._by_row = (state, sig, codes, codes == 0)
         return codes
@@ -400,7 +400,7 @@ class InterPodAffinity(Plugin):
             return got[2]
         out = np.zeros(state.n_rows, np.int64)
         for k, w, ds in contrib:
-            T.host.add_domain_scores(out, node_domains_p1(state, k), ds.sums, w)
+            D.host.add_domain_scores(out, node_domains_p1(state, k), ds.sums, w)
         out.flags.writeable = False
         self._scores = (state, sig, out)
         return out
@@ -463,7 +463,7 @@ class InterPodAffinity(Plugin):
         return AffinityScore(self.score_slot, out)
 
     def normalize_scores(self, ctx, rows, raw, scored):
-        return T.minmax_normalize_host(raw, scored)
+        return D.minmax_normalize_host(raw, scored)
 
 
 def new(args, handle):

@@ -69,7 +69,7 @@ from tensorsched.framework.state.domain_counts import (
     pod_count_index,
 )
 from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
-from tensorsched.kernels import domains as T
+from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import DomainRule, SpreadScore, SpreadTerm
 from tensorsched.kernels.fused import filters as KF
@@ -296,10 +296,10 @@ class PodTopologySpread(Plugin):
             if ds is None:
                 codes[codes == 0] = 1
                 continue
-            gmin = T.min_match(ds.sums, ds.present, c.min_domains)
+            gmin = D.min_match(ds.sums, ds.present, c.min_domains)
             self_match = 1 if selector_matches(c.selector, pod.labels) else 0
             # Lacking the key: 1; sums + self - min > maxSkew: 2.
-            T.host.domain_rule(codes, node_domains_p1(state, k), ds.sums,
+            D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums,
                                c.max_skew - self_match + gmin, 1, 2, 0)
         codes.flags.writeable = False
         self._by_row = (state, sig, codes, codes == 0)
@@ -489,13 +489,13 @@ class PodTopologySpread(Plugin):
                     elig_key, doms = self._eligible_doms(state, pod, cons, require_all)
                 ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i, d=doms: d[i],
                                        max(len(state.label_values[k]), 1))
-                cnt = T.at_domain(ds.sums, dom, xp=np)
-            term = cnt.astype(np.float64) * T.topology_weight(size) + float(c.max_skew - 1)
+                cnt = D.at_domain(ds.sums, dom, xp=np)
+            term = cnt.astype(np.float64) * D.topology_weight(size) + float(c.max_skew - 1)
             if not require_all:
                 term = np.where(dom >= 0, term, 0.0)    # a node scores only keys it has
             acc = acc + term
-        raw_scores = np.where(counted, T.go_round(acc, xp=np), 0)
-        return T.spread_normalize(raw_scores, counted, xp=np)
+        raw_scores = np.where(counted, D.go_round(acc, xp=np), 0)
+        return D.spread_normalize(raw_scores, counted, xp=np)
 
 
 def new(args, handle):

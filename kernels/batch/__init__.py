@@ -13,5 +13,7 @@ per-node tie rank, the seeded tie-break).
   cluster per ``prange`` iteration of ``_driver``);
 - ``cuda``: one thread block per cluster, threads over its nodes;
 - ``pairwise``: the summation tree both use to total the cluster's
-  fragmentation exactly as ``numpy.sum`` does.
+  fragmentation exactly as ``numpy.sum`` does;
+- ``env_step``: the vectorized environment (one decision per environment
+  per call: ``_env`` on the same rules, driven by ``_env_driver``).
 """

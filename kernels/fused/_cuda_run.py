@@ -44,7 +44,7 @@ import warnings
 import numpy as np
 from numba import cuda, int32, int64, uint32, uint64
 
-from . import _cuda_block as B
+from . import _cuda_block as CB
 from . import stage_args as SA
 from ._cuda import core, stage_raw_scores, stage_reasons
 
@@ -57,7 +57,7 @@ warnings.filterwarnings("ignore", r".*overflow encountered in scalar", RuntimeWa
 # The most threads a run block uses: 256 on a GPU; a block reduction's
 # second step has one lane per warp, so at most WARP warps (under the
 # simulator's 4-thread warps, 16 threads).
-RUN_THREADS = min(256, B.WARP * B.WARP)
+RUN_THREADS = min(256, CB.WARP * CB.WARP)
 MAX_RUN_SLOTS = 16          # score slots the block keeps maxima for
 MAX_ROWS = (1 << 31) - 1    # positions are int32
 
@@ -73,8 +73,8 @@ rule_count = core["rule_count"]
 rules_group_placed = core["rules_group_placed"]
 
 _BIG = 1 << 62
-_MAX_WARPS = B.MAX_WARPS     # module constants: the shared arrays' sizes are literals
-_WARP = B.WARP
+_MAX_WARPS = CB.MAX_WARPS     # module constants: the shared arrays' sizes are literals
+_WARP = CB.WARP
 _UNSET = -(1 << 62)         # base_by_row: not computed under the current maxima
 # MAX_NODE_SCORE * v < 2**32 for 0 <= v <= _FITS32 (v is at most the maximum
 # it is divided by, so the quotient fits too)
@@ -322,7 +322,7 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
             feas[j] = 1 if f else 0
             if f:
                 c += 1
-        before, found = B.block_scan32(c, wcount, n_warps)
+        before, found = CB.block_scan32(c, wcount, n_warps)
         processed = m
         if num_to_find > 0 and found >= num_to_find:
             if before < num_to_find and before + c >= num_to_find:
@@ -350,7 +350,7 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                 v = raw_by_row[row, norm_slots[k]]
                 if v > hi_norm[k]:
                     hi_norm[k] = v
-        B.block_max_slots(hi_norm, n_norm, wslots, n_warps)
+        CB.block_max_slots(hi_norm, n_norm, wslots, n_warps)
         for k in range(n_norm):
             hi[norm_slots[k]] = hi_norm[k]
         moved = False                       # uniform: every thread holds the same maxima
@@ -378,7 +378,7 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                         # the first thread to mark a domain for this pod counts it
                         if cuda.atomic.max(sp_marks, (cc, sp_size_dom[cc, row]), i + 1) < i + 1:
                             cuda.atomic.add(sp_sizes, cc, 1)
-            _b, all_counted = B.block_scan32(counted, wcount, n_warps)
+            _b, all_counted = CB.block_scan32(counted, wcount, n_warps)
             if tid == 0:
                 for cc in range(n_terms):
                     size = all_counted if sp_params[cc, 0] != 0 else sp_sizes[cc]
@@ -406,8 +406,8 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                     af_raw[j] = v
                     a_lo = min(a_lo, v)
                     a_hi = max(a_hi, v)
-            s_lo, s_hi = B.block_min_max(s_lo, s_hi, wbuf2, n_warps)
-            a_lo, a_hi = B.block_min_max(a_lo, a_hi, wbuf2, n_warps)
+            s_lo, s_hi = CB.block_min_max(s_lo, s_hi, wbuf2, n_warps)
+            a_lo, a_hi = CB.block_min_max(a_lo, a_hi, wbuf2, n_warps)
             if s_lo == _BIG:                # nothing scored: both 0
                 s_lo = 0
                 s_hi = 0
@@ -441,11 +441,11 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                 cnt = 1
             elif t == best and t >= 0:
                 cnt += 1
-        top = B.block_max(best, wbuf, n_warps)
+        top = CB.block_max(best, wbuf, n_warps)
         if top < 0:
             break                           # uniform: no feasible row for this pod
         mine = cnt if best == top else int32(0)
-        first, n_ties = B.block_scan32(mine, wcount, n_warps)
+        first, n_ties = CB.block_scan32(mine, wcount, n_warps)
         k = int32(_tie_index(seed_mix, attempt0 + i, n_ties))
         if first <= k and k < first + mine:
             k -= first
@@ -483,7 +483,7 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
 def run_threads(n_rows: int) -> int:
     """Threads of a run block: whole warps, at most RUN_THREADS, no more
     than the evaluated rows need."""
-    threads = B.WARP
+    threads = CB.WARP
     while threads < min(n_rows, RUN_THREADS):
         threads *= 2
     return threads

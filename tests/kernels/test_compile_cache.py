@@ -32,14 +32,14 @@ _PROBE = textwrap.dedent("""
     import os
     import tensorsched as ts
     from tensorsched.kernels._compile import cache_dir
-    from tensorsched.kernels.fused import _numba as F
-    from tensorsched.kernels.victims import _numba as V
+    from tensorsched.kernels.fused import _numba as FN
+    from tensorsched.kernels.victims import _numba as VN
 
     nodes, pods = ts.synthetic.workload("basic", 6, 2, 0)
     out = ts.explain(nodes, pods[0], backend="numba")
     hits = misses = 0
     seen = set()
-    for d in [*vars(F).values(), *F.core.values(), *vars(V).values(), *V.core.values()]:
+    for d in [*vars(FN).values(), *FN.core.values(), *vars(VN).values(), *VN.core.values()]:
         st = getattr(d, "stats", None)
         if id(d) in seen or not hasattr(st, "cache_hits"):
             continue

@@ -13,18 +13,18 @@ import pytest
 
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._compile import compile_module
-from tensorsched.kernels.fused import _core as C
+from tensorsched.kernels.fused import _core
 
 UPPER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 def core_constants() -> dict:
     """Module-level UPPER_CASE assignments of _fused_core, read from its source."""
-    tree = ast.parse(inspect.getsource(C))
+    tree = ast.parse(inspect.getsource(_core))
     names = []
     for node in tree.body:
         if isinstance(node, ast.Assign):
             names += [t.id for t in node.targets if isinstance(t, ast.Name) and UPPER.match(t.id)]
-    return {n: getattr(C, n) for n in names}
+    return {n: getattr(_core, n) for n in names}
 
 
 CONSTS = core_constants()
@@ -58,7 +58,7 @@ def test_core_constant_equals_layout(name):
 def test_compiled_namespace_keeps_the_values():
     # compile_module re-executes the source; the constants the compiled
     # functions read are the same values.
-    ns = compile_module(C, lambda f: f)
+    ns = compile_module(_core, lambda f: f)
     assert {n: ns[n] for n in CONSTS} == CONSTS
 
 

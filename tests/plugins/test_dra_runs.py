@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensorsched.generators import dra_clusters as S
+from tensorsched.generators import dra_clusters as DC
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.framework.state.dra_allocator import Allocator, DraFeatures
@@ -31,7 +31,7 @@ def _schedule(objs, pods, batch: bool):
 
 
 def test_dra_run_places_and_allocates_as_one_by_one():
-    objs, pods = S.dra(3, 30)          # 24 GPUs: 24 placed in one run, 6 left
+    objs, pods = DC.dra(3, 30)          # 24 GPUs: 24 placed in one run, 6 left
     one = _schedule(objs, pods, batch=False)
     run = _schedule(objs, pods, batch=True)
     assert run[0] == one[0] and run[1] == one[1]
@@ -42,10 +42,10 @@ def test_dra_run_places_and_allocates_as_one_by_one():
 def test_mixed_claims_run_as_one_by_one():
     """Whole GPUs and MIG devices in long stretches (runs), aligned pairs
     (a constraint: one by one) between them."""
-    objs, _ = S.dra_gpu(4, 0)
-    pods = ([S.claim_pod(f"g{i}", "one-gpu", created=i) for i in range(20)]
-            + [S.claim_pod(f"p{i}", "two-gpus-one-root", created=20 + i) for i in range(3)]
-            + [S.claim_pod(f"m{i}", "one-mig", created=23 + i) for i in range(18)])
+    objs, _ = DC.dra_gpu(4, 0)
+    pods = ([DC.claim_pod(f"g{i}", "one-gpu", created=i) for i in range(20)]
+            + [DC.claim_pod(f"p{i}", "two-gpus-one-root", created=20 + i) for i in range(3)]
+            + [DC.claim_pod(f"m{i}", "one-mig", created=23 + i) for i in range(18)])
     one = _schedule(objs, pods, batch=False)
     run = _schedule(objs, pods, batch=True)
     assert run[0] == one[0] and run[1] == one[1]
@@ -62,7 +62,7 @@ def _allocator(store, template: str, in_use=None):
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["one-gpu", "one-mig"]))
 def test_counted_claims_allocate_as_the_allocator(seed, template):
-    objs, _ = S.dra_gpu(2, 0)
+    objs, _ = DC.dra_gpu(2, 0)
     cluster = build_cluster(objs)
     store = ClaimState.of(cluster.state)
     cols = store.columns()
@@ -81,17 +81,17 @@ def test_counted_claims_allocate_as_the_allocator(seed, template):
 
 
 def test_claims_with_constraints_are_not_counted():
-    objs, _ = S.dra_gpu(2, 0)
+    objs, _ = DC.dra_gpu(2, 0)
     store = ClaimState.of(build_cluster(objs).state)
     assert CountedClaims.of(_allocator(store, "two-gpus-one-root")) is None
 
 
 def test_attribute_codes_from_the_leaf_match_the_device_walk():
     from tensorsched.framework.state import dra_allocator as A
-    objs, _ = S.dra_gpu(3, 0)
+    objs, _ = DC.dra_gpu(3, 0)
     store = ClaimState.of(build_cluster(objs).state)
     cols = store.columns()
-    for name in (f"{S.DRIVER}/pcieRoot", f"{S.DRIVER}/numaNode", f"{S.DRIVER}/profile"):
+    for name in (f"{DC.DRIVER}/pcieRoot", f"{DC.DRIVER}/numaNode", f"{DC.DRIVER}/profile"):
         fast = A._attribute_codes_of_leaf(cols, name)
         cols.cache.clear()
         # the device walk (a name without the leaf shortcut: same rule)
@@ -112,10 +112,10 @@ def test_a_run_makes_the_claims_of_pods_that_skipped_the_queue():
     """Pods handed to a run without PreEnqueue (capacity's replicas): their
     claims are made from the template as their PreFilter would."""
     from tensorsched.framework.parsing.manifests import parse_pod
-    objs, _ = S.dra(3, 0)
+    objs, _ = DC.dra(3, 0)
     cluster = build_cluster(objs)
     state = cluster.state
-    pods = [parse_pod(S.claim_pod(f"r{i}", "one-gpu", created=i)) for i in range(20)]
+    pods = [parse_pod(DC.claim_pod(f"r{i}", "one-gpu", created=i)) for i in range(20)]
     fw = cluster.framework_for(pods[0], "numba")
     rows, _ = fw.place_run(state, pods, seed=0, attempt=0, start_index=0)
     assert rows.shape[0] == 20

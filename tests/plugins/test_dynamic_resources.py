@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.backends import backend_params
 
-from tensorsched.generators import dra_clusters as S
+from tensorsched.generators import dra_clusters as DC
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.preemption.host_search import Suspension
 from tensorsched.framework.runtime.plugin import CycleContext
@@ -23,7 +23,7 @@ BACKENDS = backend_params(("numpy", "numba"))
 
 
 def _cluster(nodes: int, extra=()):
-    objs, _ = S.dra(nodes, 0)
+    objs, _ = DC.dra(nodes, 0)
     return build_cluster(objs + list(extra))
 
 
@@ -39,7 +39,7 @@ def _devices_by_node(store: ClaimState) -> dict:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_gpu_once_then_cannot_allocate(backend):
     cluster = _cluster(2)
-    _, pods = S.dra(2, 20)
+    _, pods = DC.dra(2, 20)
     out, _ = Scheduler(cluster, backend, 0).schedule_pending(pods)
     placed = [b for b in out if b.node]
     assert len(placed) == 16
@@ -64,24 +64,24 @@ def test_same_placements_on_numpy_and_numba():
     got = []
     for backend in ("numpy", "numba"):
         cluster = _cluster(3)
-        _, pods = S.dra(3, 30)
+        _, pods = DC.dra(3, 30)
         out, _ = Scheduler(cluster, backend, 0).schedule_pending(pods)
         got.append(sorted((b.pod, b.node) for b in out))
     assert got[0] == got[1]
 
 
 def test_pod_with_claims_on_a_cluster_without_dra_objects_is_not_placed():
-    objs, _ = S.dra(1, 0)
+    objs, _ = DC.dra(1, 0)
     plain = [o for o in objs if o["kind"] == "Node"]
     cluster = build_cluster(plain)
-    out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([S.claim_pod("p", "one-gpu")])
+    out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([DC.claim_pod("p", "one-gpu")])
     assert out[0].node is None
     assert "waiting for resource claim template default/one-gpu" in out[0].message
 
 
 def test_a_named_claim_that_does_not_exist_is_not_placed():
     cluster = _cluster(1)
-    pod = S.claim_pod("p", "one-gpu")
+    pod = DC.claim_pod("p", "one-gpu")
     pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "nope"}]
     out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([pod])
     assert out[0].node is None
@@ -90,7 +90,7 @@ def test_a_named_claim_that_does_not_exist_is_not_placed():
 
 def test_a_leaving_pod_frees_its_devices():
     cluster = _cluster(1)
-    _, pods = S.dra(1, 9)
+    _, pods = DC.dra(1, 9)
     sched = Scheduler(cluster, "numpy", 0)
     out, _ = sched.schedule_pending(pods)
     assert sum(1 for b in out if b.node) == 8
@@ -98,14 +98,14 @@ def test_a_leaving_pod_frees_its_devices():
     cluster.state.remove_pod("default/pod-3")          # deleted: its claim goes with it
     assert store.get("default", "pod-3-gpu") is None
     assert len(store.devices_in_use) == 7
-    out, _ = sched.schedule_pending([S.claim_pod("late", "one-gpu")])
+    out, _ = sched.schedule_pending([DC.claim_pod("late", "one-gpu")])
     assert out[0].node == "node-0"
     assert store.get("default", "late-gpu").allocation.results[0].device == "gpu-3"
 
 
 def test_update_pod_keeps_its_claims():
     cluster = _cluster(1)
-    _, pods = S.dra(1, 2)
+    _, pods = DC.dra(1, 2)
     Scheduler(cluster, "numpy", 0).schedule_pending(pods)
     state = cluster.state
     store = ClaimState.of(state)
@@ -118,7 +118,7 @@ def test_update_pod_keeps_its_claims():
 
 def test_suspension_gives_every_claim_back():
     cluster = _cluster(1)
-    _, pods = S.dra(1, 4)
+    _, pods = DC.dra(1, 4)
     Scheduler(cluster, "numpy", 0).schedule_pending(pods)
     store = ClaimState.of(cluster.state)
     before = {k: (e.allocation, list(e.reserved_for)) for k, e in store.claims.items()}
@@ -134,16 +134,16 @@ def test_suspension_gives_every_claim_back():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_preemption_frees_devices_and_never_helps_the_impossible(backend):
-    nine = S.claim_template("nine-gpus", [{"name": "gpu", "exactly": {
-        "deviceClassName": S.GPU_CLASS, "allocationMode": "ExactCount", "count": 9}}])
+    nine = DC.claim_template("nine-gpus", [{"name": "gpu", "exactly": {
+        "deviceClassName": DC.GPU_CLASS, "allocationMode": "ExactCount", "count": 9}}])
     cluster = _cluster(1, [nine])
-    _, pods = S.dra(1, 8)
+    _, pods = DC.dra(1, 8)
     sched = Scheduler(cluster, backend, 0)
     out, _ = sched.schedule_pending(pods)
     assert all(b.node for b in out)
-    hi = S.claim_pod("hi", "one-gpu")
+    hi = DC.claim_pod("hi", "one-gpu")
     hi["spec"]["priority"] = 100
-    big = S.claim_pod("big", "nine-gpus")
+    big = DC.claim_pod("big", "nine-gpus")
     big["spec"]["priority"] = 100
     out, pre = sched.schedule_pending([big, hi])
     got = {b.pod: b for b in out}
@@ -159,15 +159,15 @@ def test_preemption_frees_devices_and_never_helps_the_impossible(backend):
 
 def test_template_claim_pods_sign_by_their_templates():
     cluster = _cluster(1)
-    fw = cluster.framework_for(parse_pod(S.claim_pod("a", "one-gpu")), "numba")
-    a = parse_pod(S.claim_pod("a", "one-gpu"))
-    b = parse_pod(S.claim_pod("b", "one-gpu"))
-    other = parse_pod(S.claim_pod("c", "one-mig"))
-    named = S.claim_pod("d", "one-gpu")
+    fw = cluster.framework_for(parse_pod(DC.claim_pod("a", "one-gpu")), "numba")
+    a = parse_pod(DC.claim_pod("a", "one-gpu"))
+    b = parse_pod(DC.claim_pod("b", "one-gpu"))
+    other = parse_pod(DC.claim_pod("c", "one-mig"))
+    named = DC.claim_pod("d", "one-gpu")
     named["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
-    listed = S.claim_pod("e", "one-gpu")
+    listed = DC.claim_pod("e", "one-gpu")
     listed["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "e-gpu"}]}
-    plain = parse_pod({**S.claim_pod("f", "one-gpu"),
+    plain = parse_pod({**DC.claim_pod("f", "one-gpu"),
                        "spec": {"containers": [{"name": "c", "image": "x"}]}})
     assert fw.signature(a) is not None and fw.signature(a) == fw.signature(b)
     assert fw.signature(other) != fw.signature(a)
@@ -182,13 +182,13 @@ def test_allocated_claims_of_bound_pods_count_as_in_use():
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
              "metadata": {"name": "held", "namespace": "default"},
              "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                 "deviceClassName": S.GPU_CLASS, "allocationMode": "ExactCount",
+                 "deviceClassName": DC.GPU_CLASS, "allocationMode": "ExactCount",
                  "count": 1}}]}},
              "status": {"allocation": {"devices": {"results": [
-                 {"request": "gpu", "driver": S.DRIVER, "pool": "node-0", "device": f"gpu-{i}"}
+                 {"request": "gpu", "driver": DC.DRIVER, "pool": "node-0", "device": f"gpu-{i}"}
                  for i in range(7)]}},
                  "reservedFor": [{"resource": "pods", "name": "running", "uid": "u1"}]}}
-    running = S.claim_pod("running", "one-gpu")
+    running = DC.claim_pod("running", "one-gpu")
     running["metadata"]["uid"] = "u1"
     running["spec"]["nodeName"] = "node-0"
     running["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "held"}]
@@ -196,7 +196,7 @@ def test_allocated_claims_of_bound_pods_count_as_in_use():
     store = ClaimState.of(cluster.state)
     assert len(store.devices_in_use) == 7
     out, _ = Scheduler(cluster, "numpy", 0).schedule_pending(
-        [S.claim_pod("a", "one-gpu"), S.claim_pod("b", "one-gpu")])
+        [DC.claim_pod("a", "one-gpu"), DC.claim_pod("b", "one-gpu")])
     got = {b.pod: b for b in out}
     assert got["default/a"].node == "node-0"
     assert store.get("default", "a-gpu").allocation.results[0].device == "gpu-7"
@@ -207,10 +207,10 @@ def test_allocated_claims_of_bound_pods_count_as_in_use():
 
 
 def test_pairs_under_one_pcie_root_and_mig_devices():
-    objs, pods = S.dra_gpu(2, 0)
+    objs, pods = DC.dra_gpu(2, 0)
     cluster = build_cluster(objs)
-    pair = S.claim_pod("pair", "two-gpus-one-root")
-    mig = S.claim_pod("mig", "one-mig")
+    pair = DC.claim_pod("pair", "two-gpus-one-root")
+    mig = DC.claim_pod("mig", "one-mig")
     out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([pair, mig])
     assert all(b.node for b in out)
     store = ClaimState.of(cluster.state)
@@ -223,9 +223,9 @@ def test_pairs_under_one_pcie_root_and_mig_devices():
 
 def test_explain_names_the_plugin_and_reason():
     cluster = _cluster(1)
-    _, pods = S.dra(1, 8)
+    _, pods = DC.dra(1, 8)
     Scheduler(cluster, "numpy", 0).schedule_pending(pods)
-    record = explain_pod(cluster, S.claim_pod("x", "one-gpu"))
+    record = explain_pod(cluster, DC.claim_pod("x", "one-gpu"))
     assert record["selected"] is None
     # which request failed on the node, and why
     assert record["filter"]["node-0"] == {
@@ -244,7 +244,7 @@ def test_explain_names_the_plugin_and_reason():
 
 def test_invalid_pod_claim_status_is_a_clear_rejection():
     cluster = _cluster(1)
-    pod = copy.deepcopy(S.claim_pod("p", "one-gpu"))
+    pod = copy.deepcopy(DC.claim_pod("p", "one-gpu"))
     pod["status"] = {"resourceClaimStatuses": [{"resourceClaimName": "x"}]}
     out, _ = Scheduler(cluster, "numpy", 0).schedule_pending([pod])
     assert out[0].node is None
@@ -252,25 +252,25 @@ def test_invalid_pod_claim_status_is_a_clear_rejection():
 
 
 @settings(max_examples=8, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(S.DRA_GPU_TEMPLATES), st.booleans()),
+@given(st.lists(st.tuples(st.sampled_from(DC.DRA_GPU_TEMPLATES), st.booleans()),
                 min_size=1, max_size=14), st.integers(0, 3))
 def test_kept_feasibility_equals_a_fresh_pass(steps, probe_seed):
     """The per-kind feasibility Filter keeps (refreshed on touched nodes
     only) equals a fresh allocator pass after any placements and departures."""
-    objs, _ = S.dra_gpu(3, 0)
+    objs, _ = DC.dra_gpu(3, 0)
     cluster = build_cluster(objs)
     sched = Scheduler(cluster, "numpy", 0)
     state = cluster.state
     for i, (template, leave) in enumerate(steps):
-        out, _ = sched.schedule_pending([S.claim_pod(f"p{i}", template)])
+        out, _ = sched.schedule_pending([DC.claim_pod(f"p{i}", template)])
         if leave and out[0].node:
             state.remove_pod(out[0].pod)
-    fw = cluster.framework_for(parse_pod(S.claim_pod("probe", "one-gpu")), "numpy")
+    fw = cluster.framework_for(parse_pod(DC.claim_pod("probe", "one-gpu")), "numpy")
     kept = fw.plugins["DynamicResources"]
     fresh = type(kept)(kept.args, None, kept.features)
     rows = state.valid_rows()
-    for template in S.DRA_GPU_TEMPLATES:
-        pod = parse_pod(S.claim_pod(f"probe-{template}-{probe_seed}", template))
+    for template in DC.DRA_GPU_TEMPLATES:
+        pod = parse_pod(DC.claim_pod(f"probe-{template}-{probe_seed}", template))
         got = []
         for plugin in (kept, fresh):
             ctx = CycleContext(state, pod, fw)
@@ -282,10 +282,10 @@ def test_kept_feasibility_equals_a_fresh_pass(steps, probe_seed):
 
 def test_simulation_departures_free_devices_for_later_arrivals():
     from tensorsched.framework.simulation.simulation import Simulation
-    objs, _ = S.dra(1, 0)
+    objs, _ = DC.dra(1, 0)
     sim = Simulation(objs, None, "numpy", 0, interval=None)
-    sim.submit([S.claim_pod(f"a{i}", "one-gpu") for i in range(8)], at=0.0, duration=60.0)
-    sim.submit([S.claim_pod(f"b{i}", "one-gpu") for i in range(8)], at=30.0)
+    sim.submit([DC.claim_pod(f"a{i}", "one-gpu") for i in range(8)], at=0.0, duration=60.0)
+    sim.submit([DC.claim_pod(f"b{i}", "one-gpu") for i in range(8)], at=30.0)
     bound = []
     sim.on("Bound", lambda e: bound.append((e["pod"], e["node"])))
     sim.run()
@@ -428,14 +428,14 @@ def _binding_cluster(timeout: str = "600s"):
                               "args": {"bindingTimeout": timeout}}]}
     config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
               "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
-    objs, _ = S.dra(1, 0)
+    objs, _ = DC.dra(1, 0)
     for o in objs:
         if o["kind"] == "ResourceSlice":
             o["spec"]["devices"] = [dict(o["spec"]["devices"][0],
                                          bindingConditions=["attached"],
                                          bindingFailureConditions=["failed"])]
     cluster = build_cluster(objs, config)
-    pod = parse_pod(S.claim_pod("a", "one-gpu"))
+    pod = parse_pod(DC.claim_pod("a", "one-gpu"))
     sched = Scheduler(cluster, "numpy", 0)
     plugin = cluster.framework_for(pod, "numpy").plugins[dr.NAME]
     plugin.features = DraFeatures.from_gates({"DRADeviceBindingConditions",
@@ -458,8 +458,8 @@ def test_prebind_waits_for_binding_conditions_then_binds():
     sched.advance(30.0)                         # nothing reported yet: still waiting
     assert sched.waiting_pods() == ["default/a"]
     with pytest.raises(Exception, match="not allocated"):
-        store.report_conditions(e.key, (S.DRIVER, "node-0", "gpu-7"), {"attached"})
-    store.report_conditions(e.key, (S.DRIVER, "node-0", "gpu-0"), {"attached"})
+        store.report_conditions(e.key, (DC.DRIVER, "node-0", "gpu-7"), {"attached"})
+    store.report_conditions(e.key, (DC.DRIVER, "node-0", "gpu-0"), {"attached"})
     sched.advance(1.0)
     assert not sched.waiting_pods()
     assert sched.outcomes["default/a"].node == "node-0"
@@ -473,7 +473,7 @@ def test_prebind_fails_on_a_failure_condition_or_the_timeout(report, message):
     sched.add_pod(pod)
     sched.schedule_one()
     if report is not None:
-        store.report_conditions("default/a-gpu", (S.DRIVER, "node-0", "gpu-0"), report)
+        store.report_conditions("default/a-gpu", (DC.DRIVER, "node-0", "gpu-0"), report)
         sched.advance(1.0)
     else:
         sched.advance(59.0)

@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 from hypothesis import strategies as st
 
-from support import strategies as S
+from support import strategies as ST
 from tensorsched.kernels import layout as L
 
 _LAYOUTS = itertools.count(1_000_000)
@@ -170,9 +170,9 @@ def resource_names(state) -> dict:
 def stage_case(draw):
     """(objects, pod dict, filter flags, score flags, Fit strategy, start,
     num_to_find) for one fused stage on a random cluster of 2-10 nodes."""
-    objs = draw(S.clusters(2, 10))
+    objs = draw(ST.clusters(2, 10))
     names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
-    pod = draw(S.pods(names))
+    pod = draw(ST.pods(names))
     n = len(names)
     filters = draw(st.sampled_from([ALL_FILTERS, L.F_FIT, L.F_TAINT | L.F_NODE_AFFINITY, 0]))
     scores = draw(st.integers(0, ALL_SCORES))

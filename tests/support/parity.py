@@ -8,7 +8,7 @@ from hypothesis import HealthCheck
 from hypothesis import strategies as st
 from reference.oracle import OracleConfigError, oracle_explain
 
-from support import strategies as S
+from support import strategies as ST
 from support.golden import golden_profile_to_config
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.scheduler.explain import explain
@@ -17,7 +17,7 @@ COMPARED = ("pod", "nodes_evaluated", "feasible", "filter", "scores", "total", "
 
 
 def _oracle(objects, pod, profile, seed):
-    return oracle_explain(objects, pod, profile if profile is not None else S.DEFAULT_PROFILE,
+    return oracle_explain(objects, pod, profile if profile is not None else ST.DEFAULT_PROFILE,
                           seed=seed)
 
 

@@ -16,7 +16,7 @@ from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.kernels.gpu import _block as B
+from tensorsched.kernels.gpu import _block as _gpu_block
 from tensorsched.topology import plugins as P
 from tensorsched.topology.gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL
 from tensorsched.topology.gpu_table import GpuTable, binding_gpus
@@ -29,11 +29,11 @@ TYPICAL = [{"cpu": 1000, "gpuCount": 1, "gpuMilli": 300, "weight": 2},
 
 
 def _tree(values, size):
-    tm = np.full(2 * size, B.NEG, np.int64)
+    tm = np.full(2 * size, _gpu_block.NEG, np.int64)
     tc = np.ones(2 * size, np.int64)
     tm[size:size + len(values)] = values
     for p in range(size - 1, 0, -1):
-        B.tree_pull(tm, tc, p)
+        _gpu_block.tree_pull(tm, tc, p)
     return tm, tc
 
 
@@ -48,16 +48,16 @@ def test_tree_top_count_and_kth_equal_a_scan(values, sets, lo, hi, k):
     tm, tc = _tree(vals, size)
     for i, v in sets:
         if i < n:
-            v = B.NEG if v < 0 else v
+            v = _gpu_block.NEG if v < 0 else v
             vals[i] = v
-            B.tree_set(tm, tc, size, i, v)
+            _gpu_block.tree_set(tm, tc, size, i, v)
     best = vals.max()
     assert tm[1] == best and tc[1] == (vals == best).sum()
     lo, hi = min(lo, n), min(hi, n)
     lo, hi = min(lo, hi), max(lo, hi)
     top = np.flatnonzero(vals[lo:hi] == best) + lo
-    assert B.tree_count_top(tm, tc, size, lo, hi, best) == top.shape[0]
-    got = B.tree_kth_top(tm, tc, size, lo, hi, k, best, np.empty(64, np.int64))
+    assert _gpu_block.tree_count_top(tm, tc, size, lo, hi, best) == top.shape[0]
+    got = _gpu_block.tree_kth_top(tm, tc, size, lo, hi, k, best, np.empty(64, np.int64))
     assert got == (top[k] if k < top.shape[0] else -1)
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import gpu_oracle as O
+from reference import gpu_oracle as GO
 
 from tensorsched.kernels.gpu import share as K
 from tensorsched.topology.gpu import (
@@ -57,7 +57,7 @@ def test_feasibility_and_frag_match_oracle(inv, p, typ):
     for i in range(inv.n_nodes):
         nb = K.node_fits(inv.gpu_count[i], inv.model[i], inv.gpu_left[i], inv.cpu_left[i],
                          inv.mem_left[i], p["cpu"], 0, p["num"], p["milli"], mask)
-        assert bool(np_ok[i]) == nb == O.fits(oracle_node(inv, i), p)
+        assert bool(np_ok[i]) == nb == GO.fits(oracle_node(inv, i), p)
     freq = np.full(len(typ), 1.0 / len(typ))
     tp = (np.array([t["cpu"] for t in typ], np.int64), np.array([t["num"] for t in typ], np.int64),
           np.array([t["milli"] for t in typ], np.int64),
@@ -66,7 +66,7 @@ def test_feasibility_and_frag_match_oracle(inv, p, typ):
     f_nb = K.cluster_frag(inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left, *tp,
                           np.zeros(inv.n_nodes))
     for i in range(inv.n_nodes):
-        ref = O.frag(oracle_node(inv, i), list(zip(typ, freq)))
+        ref = GO.frag(oracle_node(inv, i), list(zip(typ, freq)))
         assert f_np[i] == pytest.approx(ref) and f_nb[i] == pytest.approx(ref)
 
 
@@ -76,14 +76,14 @@ def test_gpu_selection_matches_oracle(inv, p):
     out = np.empty(16, np.int64)
     for i in range(inv.n_nodes):
         c = int(inv.gpu_count[i])
-        if p["milli"] == 0 or not O.fits(dict(oracle_node(inv, i), cpu=10 ** 9), dict(p, models=())):
+        if p["milli"] == 0 or not GO.fits(dict(oracle_node(inv, i), cpu=10 ** 9), dict(p, models=())):
             continue
         k = K.select_gpus(K.SEL_BEST, c, inv.gpu_left[i], p["num"], p["milli"], 0.0, out)
         left = [int(x) for x in inv.gpu_left[i, :c]]
         if p["milli"] < 1000:
-            assert k == 1 and out[0] == O.best_fit_gpu(left, p["milli"])
+            assert k == 1 and out[0] == GO.best_fit_gpu(left, p["milli"])
         else:
-            assert list(out[:k]) == O.first_free(left, p["num"])
+            assert list(out[:k]) == GO.first_free(left, p["num"])
 
 
 @settings(max_examples=40, deadline=None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from support import strategies as S
+from support import strategies as ST
 from support.backends import backend_params
 from support.parity import _oracle, _view, check_against_oracle
 
@@ -23,14 +23,14 @@ _SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(Hea
 
 
 @settings(max_examples=150, **_SETTINGS)
-@given(S.scenarios(3, 40))
+@given(ST.scenarios(3, 40))
 def test_numpy_and_numba_match_oracle(scenario):
     check_against_oracle(scenario, ("numpy", "numba"))
 
 
 @pytest.mark.parametrize("backend", [p for p in backend_params() if p.values[0] == "cuda"])
 @settings(max_examples=10, **_SETTINGS)
-@given(S.scenarios(3, 5))
+@given(ST.scenarios(3, 5))
 def test_cudasim_matches_oracle(backend, scenario):
     check_against_oracle(scenario, ("numpy", backend))
 
@@ -49,6 +49,6 @@ def test_default_profile_matches_oracle_profile():
                             {"key": "zone", "operator": "In", "values": ["z1"]}]}}]}}}}
     got = explain([node], pod, None, backend="numpy")
     # PodTopologySpread / InterPodAffinity Skip PreScore for this pod.
-    assert set(got["scores"]["n"]) == set(S.DEFAULT_PROFILE["scores"]) - {
+    assert set(got["scores"]["n"]) == set(ST.DEFAULT_PROFILE["scores"]) - {
         "PodTopologySpread", "InterPodAffinity"}
     assert _view(got) == _view(_oracle([node], pod, None, 0))

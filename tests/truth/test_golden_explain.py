@@ -37,10 +37,9 @@ from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.plugins import in_tree_registry
 from tensorsched.framework.scheduler.explain import explain
 
-# Exactly the cases the golden loader marks with a skip_reason (no others:
-# every filter / score / config_error case is expressible through explain).
-
-
+# The cases left out are exactly those the golden loader marks with a
+# skip_reason (support.golden.LEFT_OUT): every other filter / score /
+# config_error case is expressible through explain.
 _CASES = load_cases() if golden_available() else []
 _EXPLAINABLE = [c for c in _CASES if c.kind in ("filter", "score", "config_error")]
 _RUNNABLE = [c for c in _EXPLAINABLE if c.skip_reason is None]

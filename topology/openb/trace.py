@@ -225,8 +225,7 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
     each scheduled at its arrival or never (no departures, no retry), the
     state after pod t is the initial one plus the placements of pods 0..t.
     ``sampled``: the Simulation samples the GPU metrics (``GpuTracker``)
-    every second instead, as before (~12 % of the run; the tests check both
-    agree).  ``outcomes``: (those records, scheduled, the sequence,
+    every second instead (~12 % of the run; the tests check both agree).  ``outcomes``: (those records, scheduled, the sequence,
     ``_outcomes``) instead.
     The arguments as ``simulate_replay`` checked them."""
     rng = np.random.default_rng(seed)

@@ -5,7 +5,7 @@ and the FailedScheduling message and rejector set built from them."""
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
-from support import strategies as S
+from support import strategies as ST
 from support.golden import golden_profile_to_config
 
 from tensorsched.framework.errors import ConfigError
@@ -52,7 +52,7 @@ def _check(cluster, pod, backend="numpy"):
 
 
 @settings(max_examples=120, **_SETTINGS)
-@given(S.scenarios(3, 40))
+@given(ST.scenarios(3, 40))
 def test_diagnosis_equals_per_node_status(scenario):
     objects, pod, profile, _seed = scenario
     config = golden_profile_to_config(profile) if profile is not None else None

@@ -18,7 +18,7 @@ from support.openb import NODES, openb_slice
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.framework.simulation import simulation as S
+from tensorsched.framework.simulation import simulation as SM
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import trace_from_table
 from tensorsched.topology.gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL
@@ -80,7 +80,7 @@ def test_openb_trace_with_departures_block_equals_one_by_one(tmp_path, policy, t
     # blocks however short; failed pods never flushed back (as in the
     # paper's experiment): arrivals minutes apart still form blocks
     opts = {"interval": 3600.0, "pod_max_in_unschedulable_seconds": math.inf}
-    with patch.object(S, "MIN_BLOCK", 1):
+    with patch.object(SM, "MIN_BLOCK", 1):
         a, sim = _run(openb_node_objects(inv, ranks), cfg, tr, batch=True, **opts)
     b, _ = _run(openb_node_objects(inv, ranks), cfg, tr, batch=False, **opts)
     _same(a, b)
@@ -201,8 +201,8 @@ def test_random_gpu_clusters_block_equals_one_by_one(case):
     cfg = openb_config(policy, typical_shapes(trace_shapes(trace)),
                        len(nodes) + 1 if tie else None)
     runs = []
-    for batch, min_block in ((True, 1), (True, S.MIN_BLOCK), (False, 1)):
-        with patch.object(S, "MIN_BLOCK", min_block):
+    for batch, min_block in ((True, 1), (True, SM.MIN_BLOCK), (False, 1)):
+        with patch.object(SM, "MIN_BLOCK", min_block):
             runs.append(_run(nodes, cfg, trace_from_table(table), batch=batch,
                              interval=interval, extra=extra,
                              pod_max_in_unschedulable_seconds=flush)[0])

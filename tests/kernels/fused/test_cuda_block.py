@@ -7,7 +7,7 @@ import pytest
 from numba import cuda, int32, int64
 from support.backends import cudasim_enabled, needs_cuda
 
-from tensorsched.kernels.fused import _cuda_block as B
+from tensorsched.kernels.fused import _cuda_block as CB
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
@@ -15,22 +15,22 @@ pytestmark = [pytest.mark.cudasim, needs_cuda]
 @cuda.jit
 def reduce_kernel(vals, slot_vals, out, slots_out, before_out):
     t = cuda.threadIdx.x
-    n_warps = cuda.blockDim.x // B.WARP
-    wbuf = cuda.shared.array(B.MAX_WARPS, int64)
-    wbuf2 = cuda.shared.array((2, B.MAX_WARPS), int64)
-    wcount = cuda.shared.array(B.MAX_WARPS, int32)
-    wslots = cuda.shared.array((4, B.MAX_WARPS), int64)
+    n_warps = cuda.blockDim.x // CB.WARP
+    wbuf = cuda.shared.array(CB.MAX_WARPS, int64)
+    wbuf2 = cuda.shared.array((2, CB.MAX_WARPS), int64)
+    wcount = cuda.shared.array(CB.MAX_WARPS, int32)
+    wslots = cuda.shared.array((4, CB.MAX_WARPS), int64)
     local = cuda.local.array(4, int64)
     v = vals[t]
-    top = B.block_max(v, wbuf, n_warps)
-    lo, hi = B.block_min_max(v, v, wbuf2, n_warps)
-    before, total = B.block_scan32(abs(v) % 5, wcount, n_warps)
+    top = CB.block_max(v, wbuf, n_warps)
+    lo, hi = CB.block_min_max(v, v, wbuf2, n_warps)
+    before, total = CB.block_scan32(abs(v) % 5, wcount, n_warps)
     for s in range(4):
         local[s] = slot_vals[t, s]
-    B.block_max_slots(local, 3, wslots, n_warps)     # the first three slots only
-    wm = B.warp_max_shfl(v)
-    wn = B.warp_min_shfl(v)
-    ws = B.warp_inclusive_sum32_shfl(abs(v) % 5)
+    CB.block_max_slots(local, 3, wslots, n_warps)     # the first three slots only
+    wm = CB.warp_max_shfl(v)
+    wn = CB.warp_min_shfl(v)
+    ws = CB.warp_inclusive_sum32_shfl(abs(v) % 5)
     out[t, 0] = top
     out[t, 1] = lo
     out[t, 2] = hi
@@ -46,7 +46,7 @@ def reduce_kernel(vals, slot_vals, out, slots_out, before_out):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_block_reductions_equal_numpy(seed):
     kernel = reduce_kernel
-    threads = 4 * B.WARP if cudasim_enabled() else 256
+    threads = 4 * CB.WARP if cudasim_enabled() else 256
     rng = np.random.default_rng(seed)
     vals = rng.integers(-10**12, 10**12, threads).astype(np.int64)
     slot_vals = rng.integers(0, 1000, (threads, 4)).astype(np.int64)
@@ -59,9 +59,9 @@ def test_block_reductions_equal_numpy(seed):
     assert (out[:, 1] == vals.min()).all() and (out[:, 2] == vals.max()).all()
     assert (out[:, 3] == counts.sum()).all()
     assert np.array_equal(before, np.cumsum(counts) - counts)      # exclusive, thread order
-    warps = vals.reshape(-1, B.WARP)
-    assert np.array_equal(out[:, 4], np.repeat(warps.max(axis=1), B.WARP))
-    assert np.array_equal(out[:, 5], np.repeat(warps.min(axis=1), B.WARP))
-    assert np.array_equal(out[:, 6], np.cumsum(counts.reshape(-1, B.WARP), axis=1).ravel())
+    warps = vals.reshape(-1, CB.WARP)
+    assert np.array_equal(out[:, 4], np.repeat(warps.max(axis=1), CB.WARP))
+    assert np.array_equal(out[:, 5], np.repeat(warps.min(axis=1), CB.WARP))
+    assert np.array_equal(out[:, 6], np.cumsum(counts.reshape(-1, CB.WARP), axis=1).ravel())
     assert (slots_out[:, :3] == slot_vals[:, :3].max(axis=0)).all()
     assert np.array_equal(slots_out[:, 3], slot_vals[:, 3])          # slot 3 left alone

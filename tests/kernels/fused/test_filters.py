@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import oracle as O
-from support import strategies as S
+from support import strategies as ST
 from support.kernel_inputs import (
     ALL_FILTERS,
     cols,
@@ -26,7 +26,7 @@ from support.kernel_inputs import (
 
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused import _numba as FN
-from tensorsched.kernels.fused import filters as F
+from tensorsched.kernels.fused import filters as KF
 from tensorsched.kernels.victims.search import filter_args, pad_query
 
 SETTINGS = {"max_examples": 25, "deadline": None, "derandomize": True,
@@ -52,7 +52,7 @@ def core_program(c, rows, prog, t0, t1):
 def both(c, rows, q):
     """node_reasons from the NumPy twin, asserted equal to the Numba core."""
     rows = np.asarray(rows, np.int64)
-    got = F.node_reasons(c, rows, q, xp=np)
+    got = KF.node_reasons(c, rows, q, xp=np)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, core_reasons(c, rows, q))
     return got
@@ -66,18 +66,18 @@ def test_any_common_bit_per_row():
     bits = np.array([[0b0101, 0], [0b1010, 0], [0, 1], [0, SIGN], [0, 0]], np.int64)
     mask = np.array([0b0100, SIGN], np.int64)
     # row 0 shares bit 2 of word 0; row 3 shares bit 63 of word 1 (the sign bit).
-    np.testing.assert_array_equal(F.any_common_bit(bits, mask, xp=np),
+    np.testing.assert_array_equal(KF.any_common_bit(bits, mask, xp=np),
                                   [True, False, False, True, False])
 
 
 def test_any_common_bit_empty_and_narrow_mask():
     bits = np.array([[1, 1], [0, 2]], np.int64)
-    np.testing.assert_array_equal(F.any_common_bit(bits, np.zeros(0, np.int64), xp=np),
+    np.testing.assert_array_equal(KF.any_common_bit(bits, np.zeros(0, np.int64), xp=np),
                                   [False, False])
     # A mask narrower than the bitsets reads only its own words: word 1 is ignored.
-    np.testing.assert_array_equal(F.any_common_bit(bits, np.array([3], np.int64), xp=np),
+    np.testing.assert_array_equal(KF.any_common_bit(bits, np.array([3], np.int64), xp=np),
                                   [True, False])
-    np.testing.assert_array_equal(F.any_common_bit(bits, np.array([0, 2], np.int64), xp=np),
+    np.testing.assert_array_equal(KF.any_common_bit(bits, np.array([0, 2], np.int64), xp=np),
                                   [False, True])
 
 
@@ -115,7 +115,7 @@ ROWS4 = np.arange(4, dtype=np.int64)
 ])
 def test_single_requirement(requirement, want):
     prog, _ = program(required=[[requirement]])
-    got = F.term_matches(LABELS.label_vals, LABELS.label_nums, LABELS.label_isnum, prog, 0,
+    got = KF.term_matches(LABELS.label_vals, LABELS.label_nums, LABELS.label_isnum, prog, 0,
                          xp=np)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(core_program(LABELS, ROWS4, prog, 0, 1), want)
@@ -128,14 +128,14 @@ def test_terms_and_within_or_across():
         [],                                                   # an empty term matches nothing
     ])
     lv, ln, li = LABELS.label_vals, LABELS.label_nums, LABELS.label_isnum
-    np.testing.assert_array_equal(F.term_matches(lv, ln, li, prog, 0, xp=np),
+    np.testing.assert_array_equal(KF.term_matches(lv, ln, li, prog, 0, xp=np),
                                   [True, False, False, False])
-    np.testing.assert_array_equal(F.term_matches(lv, ln, li, prog, 2, xp=np), [False] * 4)
+    np.testing.assert_array_equal(KF.term_matches(lv, ln, li, prog, 2, xp=np), [False] * 4)
     want = [True, False, False, True]
-    np.testing.assert_array_equal(F.program_matches(lv, ln, li, prog, 0, 3, xp=np), want)
+    np.testing.assert_array_equal(KF.program_matches(lv, ln, li, prog, 0, 3, xp=np), want)
     np.testing.assert_array_equal(core_program(LABELS, ROWS4, prog, 0, 3), want)
     # Zero terms: nothing matches.
-    np.testing.assert_array_equal(F.program_matches(lv, ln, li, prog, 1, 1, xp=np), [False] * 4)
+    np.testing.assert_array_equal(KF.program_matches(lv, ln, li, prog, 1, 1, xp=np), [False] * 4)
     np.testing.assert_array_equal(core_program(LABELS, ROWS4, prog, 1, 1), [False] * 4)
 
 
@@ -154,7 +154,7 @@ def test_fit_reasons_bits():
                      [0, 0, 0, 0, 0],
                      [0, 0, 0, 2, 0]], np.int64)  # 2 pods of 2 allowed
     q = query(n_res=5, request=[3000, 500, 40, 0, 2])
-    got = F.fit_reasons(alloc, used, q, xp=np)
+    got = KF.fit_reasons(alloc, used, q, xp=np)
     ins = lambda r: 1 << (L.INSUFFICIENT_SHIFT + r)
     np.testing.assert_array_equal(got, [
         ins(2),                                   # 40 ephemeral > 0 free; cpu/mem/gpu fit exactly
@@ -170,15 +170,15 @@ def test_fit_reasons_ignored_zero_and_nothing_requested():
     ins = lambda r: 1 << (L.INSUFFICIENT_SHIFT + r)
     # gpu ignored (ignoredResources), memory requested at 0: only cpu is checked.
     q = query(n_res=5, request=[2000, 0, 0, 0, 3], ignored=[False] * 4 + [True])
-    np.testing.assert_array_equal(F.fit_reasons(alloc, used, q, xp=np),
+    np.testing.assert_array_equal(KF.fit_reasons(alloc, used, q, xp=np),
                                   [int(L.R_TOO_MANY_PODS) | ins(0)])
     # A pod requesting nothing is checked for the pod count only, even when
     # ``request`` holds numbers (requests_anything False short-cuts).
     q = query(n_res=5, request=[2000, 0, 0, 0, 0], anything=False)
-    np.testing.assert_array_equal(F.fit_reasons(alloc, used, q, xp=np), [L.R_TOO_MANY_PODS])
+    np.testing.assert_array_equal(KF.fit_reasons(alloc, used, q, xp=np), [L.R_TOO_MANY_PODS])
     # An over-committed node (requested > allocatable) lacks any positive amount.
     np.testing.assert_array_equal(
-        F.fit_reasons(alloc, np.array([[1500, 0, 0, 0, 0]], np.int64),
+        KF.fit_reasons(alloc, np.array([[1500, 0, 0, 0, 0]], np.int64),
                       query(n_res=5, request=[1, 0, 0, 0, 0]), xp=np), [ins(0)])
 
 
@@ -282,10 +282,10 @@ FILTER_FLAG = {"NodeUnschedulable": (L.F_UNSCHEDULABLE, L.R_UNSCHEDULABLE),
 
 @st.composite
 def scenario(draw):
-    objs = draw(S.clusters(2, 8))
+    objs = draw(ST.clusters(2, 8))
     names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
-    pod = draw(S.pods(names))
-    ignored = draw(st.sampled_from([{}, {"ignoredResources": [S.GPU]},
+    pod = draw(ST.pods(names))
+    ignored = draw(st.sampled_from([{}, {"ignoredResources": [ST.GPU]},
                                     {"ignoredResourceGroups": ["example.com"]}]))
     return objs, pod, ignored
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from reference import oracle as O
-from support import strategies as S
+from support import strategies as ST
 from support.kernel_inputs import (
     ALL_SCORES,
     DEFAULT_NORM,
@@ -327,15 +327,15 @@ def test_finalize_numpy_equals_numba_random(args):
 # Random clusters: NumPy raw scores == Numba core == the oracle's Score
 # ---------------------------------------------------------------------------
 
-RESOURCES = ("cpu", "memory", "ephemeral-storage", S.GPU)
+RESOURCES = ("cpu", "memory", "ephemeral-storage", ST.GPU)
 
 
 @st.composite
 def score_case(draw):
-    objs = draw(S.clusters(2, 8))
+    objs = draw(ST.clusters(2, 8))
     names = [o["metadata"]["name"] for o in objs if o["kind"] == "Node"]
-    pod = draw(S.pods(names))
-    fit_args = draw(S.fit_args())
+    pod = draw(ST.pods(names))
+    fit_args = draw(ST.fit_args())
     bal = draw(st.none() | st.lists(st.sampled_from(RESOURCES), min_size=1, max_size=4,
                                     unique=True))
     return objs, pod, fit_args, bal
@@ -398,7 +398,7 @@ def test_random_raw_scores_numpy_numba_oracle(case):
 def test_default_weights_and_norm_modes_match_the_oracle_profile():
     # The kernel-side slot setup used by the fused tests mirrors the default
     # profile: TaintToleration reversed, NodeAffinity plain, weights 3/2/1.
-    w = S.DEFAULT_PROFILE["scores"]
+    w = ST.DEFAULT_PROFILE["scores"]
     assert list(DEFAULT_WEIGHTS) == [w["NodeResourcesFit"], w["NodeResourcesBalancedAllocation"],
                                      w["TaintToleration"], w["NodeAffinity"], w["ImageLocality"]]
     assert O.NORMALIZE_REVERSE == {"TaintToleration": True, "NodeAffinity": False}

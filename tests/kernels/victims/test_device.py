@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from support.backends import needs_cuda
 from test_search import HAND, HAND_PODS, HAND_Q, HAND_Q4, victim_case
 
-from tensorsched.kernels.victims import pick as P
+from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
@@ -67,7 +67,7 @@ def test_hand_search_and_pick_one_copy_back():
     dc = _device_cols(HAND)
     rows = np.array([1, 2, 0, 3], np.int64)
     stats, victims = _numpy(HAND, HAND_Q, rows, 3, HAND_PODS)
-    want = P.visit_and_pick(np.array(stats, np.int64), 4)
+    want = VP.visit_and_pick(np.array(stats, np.int64), 4)
     got = dev.search_and_pick(dc, HAND, HAND_Q, rows, 3, 4)
     # Node 0 (position 2) is the one candidate: victim slot 1; every
     # position visited (no second candidate): calls 0 + 1 + 3 + 3.
@@ -98,7 +98,7 @@ def test_random_device_tables_follow_the_host(case, cap, data):
     want_stats, want_victims = _numpy(c, q, rows, prio, pods)
     assert (got.stats.tolist(), got.victims.tolist()) == (want_stats, want_victims)
     pk = dev.search_and_pick(dc, c, q, rows, prio, cap)
-    want = P.visit_and_pick(np.array(want_stats, np.int64), cap)
+    want = VP.visit_and_pick(np.array(want_stats, np.int64), cap)
     assert (pk.visited, pk.calls, pk.chosen) == tuple(want)
     if want.chosen >= 0:
         nv = want_stats[want.chosen][V.STAT_N_VICTIMS]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.backends import needs_cuda
 
-from tensorsched.kernels.victims import pick as P
+from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 
 NOW = V.START_NOW
@@ -57,24 +57,24 @@ def test_hand_visit_stops_and_picks():
     # cap 3: after position 3 the lists hold 2 + 1 = 3 with one non-violating
     # candidate: visited 4, calls 0 + 2 + 3 + 2 = 7; fewest violations keeps
     # 2 and 3, the lower highest-victim priority (1 < 5) picks 3.
-    assert P.visit_and_pick(stats, 3) == (4, 7, 3)
+    assert VP.visit_and_pick(stats, 3) == (4, 7, 3)
     # cap 1: the violating one alone does not stop the visit (no
     # non-violating candidate yet); position 2 does: the violating list is
     # full already, so 2 is listed and chosen.
-    assert P.visit_and_pick(stats, 1) == (3, 5, 2)
+    assert VP.visit_and_pick(stats, 1) == (3, 5, 2)
     # No candidate at all: every position visited.
     none = stats.copy()
     none[:, 0] = int(V.CODE_NONE_LEFT)
-    assert P.visit_and_pick(none, 3) == (5, 9, -1)
+    assert VP.visit_and_pick(none, 3) == (5, 9, -1)
 
 
 def test_hand_ties_keep_the_first_listed():
     # Same statistics everywhere but the earliest start: the later start
     # wins (position 1); equal starts: the first position (0).
     stats = np.array([row(early=3), row(early=7), row(early=7)], np.int64)
-    assert P.visit_and_pick(stats, 3).chosen == 1
+    assert VP.visit_and_pick(stats, 3).chosen == 1
     stats[:, 6] = 7
-    assert P.visit_and_pick(stats, 3).chosen == 0
+    assert VP.visit_and_pick(stats, 3).chosen == 0
 
 
 STATS_ROW = st.tuples(
@@ -97,19 +97,19 @@ SETTINGS = {"deadline": None, "derandomize": True, "suppress_health_check": list
 @given(visits())
 def test_random_array_code_equals_serial_visit(case):
     stats, cap = case
-    assert tuple(P.visit_and_pick(stats, cap)) == serial(stats, cap)
+    assert tuple(VP.visit_and_pick(stats, cap)) == serial(stats, cap)
 
 
 def _device_pick(stats, cap, c=3):
     from numba import cuda
 
-    from tensorsched.kernels.victims import _pick_cuda as K
+    from tensorsched.kernels.victims import _pick_cuda as PC
     m = stats.shape[0]
     victims = np.arange(m * c, dtype=np.int64).reshape(m, c)
-    out = cuda.to_device(np.full(K.OUT_VICTIMS + c, -9, np.int64))
-    K.launch_pick(cuda.to_device(stats), cuda.to_device(victims), m, cap, out)
+    out = cuda.to_device(np.full(PC.OUT_VICTIMS + c, -9, np.int64))
+    PC.launch_pick(cuda.to_device(stats), cuda.to_device(victims), m, cap, out)
     host = out.copy_to_host()
-    return host, victims, K
+    return host, victims, PC
 
 
 @pytest.mark.cudasim
@@ -118,9 +118,9 @@ def _device_pick(stats, cap, c=3):
 @given(visits(max_m=40))      # up to 40 positions over the simulator's 16 threads
 def test_random_cuda_block_equals_array_code(case):
     stats, cap = case
-    host, victims, K = _device_pick(stats, cap)
-    want = P.visit_and_pick(stats, cap)
-    assert (host[K.OUT_VISITED], host[K.OUT_CALLS], host[K.OUT_CHOSEN]) == tuple(want)
+    host, victims, PC = _device_pick(stats, cap)
+    want = VP.visit_and_pick(stats, cap)
+    assert (host[PC.OUT_VISITED], host[PC.OUT_CALLS], host[PC.OUT_CHOSEN]) == tuple(want)
     if want.chosen >= 0:
-        assert host[K.OUT_STATS: K.OUT_STATS + 7].tolist() == stats[want.chosen].tolist()
-        assert host[K.OUT_VICTIMS:].tolist() == victims[want.chosen].tolist()
+        assert host[PC.OUT_STATS: PC.OUT_STATS + 7].tolist() == stats[want.chosen].tolist()
+        assert host[PC.OUT_VICTIMS:].tolist() == victims[want.chosen].tolist()
