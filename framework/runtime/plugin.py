@@ -186,8 +186,10 @@ def sign_value(value) -> bytes | str:
         return json.dumps(value, sort_keys=True)
 
 
-class FusedScore:
-    """A built-in score computed inside the fused kernel pass (``score_slot``)."""
+class FusedScore(ABC):
+    """A built-in score computed inside the fused kernel pass (``score_slot``):
+    an interface, like ``FusedFilter``, that a plugin class adds to
+    ``Plugin``."""
 
     score_slot: int = -1
     normalize: int = NORMALIZE_NONE
