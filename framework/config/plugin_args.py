@@ -243,7 +243,7 @@ def _list(value: Any, path: str) -> list:
     return list(value)
 
 
-# Label keys and values are validated by the objects layer's shared
+# Label keys and values are validated by the parsing layer's shared
 # implementation (apimachinery's rules and messages); ``_LABEL_VALUE`` is a
 # ``.match``-anchored form of its regex for callers that test strings.
 _LABEL_VALUE = re.compile(LABEL_VALUE_FMT + r"\Z")
