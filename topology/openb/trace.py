@@ -204,7 +204,7 @@ def _typical_of(pods: R.TracePods) -> list[dict]:
 def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int = 42,
                     tune: float = 1.3, backend: str = "numba") -> R.ReplayResult:
     """``replay``'s experiment run through ``Simulation`` (module doc)."""
-    R._kernels(policy, "numba" if backend not in R.BACKENDS else backend)
+    R.policy_kernels(policy, "numba" if backend not in R.BACKENDS else backend)
     tune = R.check_tune(tune)
     seed = R.check_seed(seed)
     R.check_inputs(nodes, pods)
@@ -212,7 +212,7 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
     records, scheduled = _experiment(nodes, pods, policy, seed, tune, backend)
     tg = nodes.total_gpus
     return R.ReplayResult(policy, seed, tune, tg, len(records[0]), scheduled,
-                          time.perf_counter() - t0, *R._curves(records, tg), [])
+                          time.perf_counter() - t0, *R.allocation_curves(records, tg), [])
 
 
 def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, tune: float,
