@@ -27,8 +27,10 @@ whatever ran it (but ``wall_seconds``).  ``comparison(table)`` is the
 side-by-side table (rows: traces, columns: configs, cells: mean and standard
 deviation over the seeds), ``plot_comparison`` its bar chart.
 
-Part of the composition root: it may import the framework, the GPU plugin
-set and the openb experiment.
+A library module (``tensorsched.experiments``): it may import the
+framework, the GPU plugin set, the openb experiment and the composition
+root's ``default_registry`` (``tensorsched.plugin_sets``); the CLI and
+``bench`` build on it.
 """
 
 from __future__ import annotations
@@ -53,7 +55,6 @@ from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.objects.manifests import parse_yaml_documents, read_text
-from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
@@ -62,8 +63,10 @@ from tensorsched.topology.openb.limits import DEFAULT_TUNE
 from tensorsched.topology.openb.batch import replay_batch
 from tensorsched.topology.openb.trace import simulate_replay
 
+from tensorsched.plugin_sets import default_registry
+
+from . import DEFAULT_INTERVAL
 from . import simulate_run as run
-from .cli_args import DEFAULT_INTERVAL
 
 KINDS = ("simulate", "experiment")
 BATCH_BACKENDS = ("numba", "cuda")      # experiment jobs batched on one machine
@@ -281,7 +284,7 @@ def load_inputs(jobs) -> dict:
 
 def _load_experiment(jobs, inputs: dict) -> None:
     for j in jobs:
-        R._kernels(j.policy, "numba")       # a bad policy name, before any file
+        R.policy_kernels(j.policy, "numba")       # a bad policy name, before any file
     for path in dict.fromkeys(j.nodes for j in jobs):
         inputs[("inventory", path)] = read_openb_nodes(path)
     for j in jobs:
@@ -740,7 +743,7 @@ def plot_comparison(cmp: pa.Table, path: str) -> str:
     args = Arguments("sweep.plot_comparison")
     args.instance("cmp", cmp, pa.Table, "the pyarrow.Table of comparison()")
     path = args.path("path", path)
-    plt = R._pyplot()
+    plt = R.pyplot()
     configs = _configs(cmp)
     d = cmp.to_pydict()
     metrics = list(dict.fromkeys(d["metric"]))
