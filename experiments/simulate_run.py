@@ -114,9 +114,7 @@ def build_simulation(objects, config, backend: str, seed: int, *, interval: floa
     sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch)
     if int(GpuTable.of(sim.cluster.state).count.sum()):
         # the metrics are known only once the cluster is built (does it have GPUs?)
-        sim.metrics.update(gpu_metrics(typical))
-        for name in sim.metrics:
-            sim._series.setdefault(name, [])
+        sim.series.add_metrics(gpu_metrics(typical))
     return sim
 
 
