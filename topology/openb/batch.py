@@ -19,11 +19,11 @@ What each run is, from the definitions the Simulation's profile uses:
 - pods are classes of equal (cpu, memory, GPU ask, model mask); the CPU
   the policies score with is kube-scheduler's non-zero request, which for
   an explicit request (the trace's, 0 included) is the request; FGD's
-  typical pods are ``trace._typical_of`` with the
+  typical pods are ``trace.typical_of`` with the
   frequencies renormalized as GpuShareScore and ``GpuTracker`` do;
 - the curves: ``replay.allocation_curves`` of (arrived, used, fragmentation, idle)
   after each pod, the fragmentation summed over the nodes as
-  ``trace._curves_from_outcomes`` sums it (``numpy.sum``'s order).
+  ``trace.curves_from_outcomes`` sums it (``numpy.sum``'s order).
 
 ``replay.replay`` (the experiment's own loop) is not the reference: its
 Random draws from the run's generator instead, and its FGD frequencies are
@@ -76,7 +76,7 @@ def workload_of(inv: GpuInventory, pods: R.TracePods) -> Workload:
                # the non-zero CPU the policies score with is the request itself
                "c_cpu_nz": cpu.copy(),
                "c_num": pods.num[first], "c_milli": pods.milli[first], "c_mask": masks[first]}
-    return Workload(pods, shape_id, classes, T._tracker_typical(T._typical_of(pods), inv))
+    return Workload(pods, shape_id, classes, T.tracker_typical(T.typical_of(pods), inv))
 
 
 @dataclass
