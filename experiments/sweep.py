@@ -25,7 +25,9 @@ instance), and returns the rows in job order; on one machine the
 over its runs): the table is the same
 whatever ran it (but ``wall_seconds``).  ``comparison(table)`` is the
 side-by-side table (rows: traces, columns: configs, cells: mean and standard
-deviation over the seeds), ``plot_comparison`` its bar chart.
+deviation over the seeds), ``plot_comparison`` its bar chart.  The row
+schemas and the table are ``results``, the comparison ``comparison``; this
+module, the jobs and their runs, is the API and names them all.
 
 A library module (``tensorsched.experiments``): it may import the
 framework, the GPU plugin set, the openb experiment and the composition
@@ -36,7 +38,6 @@ root's ``default_registry`` (``tensorsched.plugin_sets``); the CLI and
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import math
 import multiprocessing as mp
@@ -45,7 +46,7 @@ import socket
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -57,64 +58,35 @@ from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.objects.manifests import parse_yaml_documents, read_text
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.plugin_sets import default_registry
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.limits import DEFAULT_TUNE
 from tensorsched.topology.openb.batch import replay_batch
 from tensorsched.topology.openb.trace import simulate_replay
 
-from tensorsched.plugin_sets import default_registry
-
 from . import DEFAULT_INTERVAL
 from . import simulate_run as run
+from .comparison import comparison, format_comparison, plot_comparison
+from .results import (
+    CONFIG_COLUMN,
+    EXPERIMENT_SCHEMA,
+    HEADLINE,
+    KINDS,
+    SCHEMAS,
+    SIMULATE_SCHEMA,
+    SweepError,
+    results_table,
+)
 
-KINDS = ("simulate", "experiment")
+__all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
+           "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
+           "format_comparison", "load_inputs", "make_jobs", "plot_comparison",
+           "results_table", "run_job", "run_sweep"]
+
 BATCH_BACKENDS = ("numba", "cuda")      # experiment jobs batched on one machine
 RAY_NEEDS = ("sweeps on Ray need the 'ray' package, which the core install leaves out; "
              "install the extra: pip install 'tensorsched[ray]'")
-
-#: One row per ``simulate`` run: identifiers, the Simulation's summary
-#: totals at the end, time-weighted means of the time series (each row
-#: weighs the seconds of its interval; null when the cluster has no such
-#: resource), and the run's wall-clock seconds.
-SIMULATE_SCHEMA = pa.schema([
-    ("trace", pa.string()), ("config", pa.string()), ("seed", pa.int64()),
-    ("sim_seconds", pa.float64()),          # simulated time at the end
-    ("arrived", pa.int64()), ("scheduled", pa.int64()), ("failed_attempts", pa.int64()),
-    ("preemptions", pa.int64()), ("departed", pa.int64()), ("deleted", pa.int64()),
-    ("evicted", pa.int64()), ("pending", pa.int64()), ("running", pa.int64()),
-    ("latency_p50", pa.float64()), ("latency_p99", pa.float64()),   # simulated seconds
-    ("mean_cpu_alloc_pct", pa.float64()), ("mean_memory_alloc_pct", pa.float64()),
-    ("mean_gpu_alloc_pct", pa.float64()), ("mean_gpu_frag_pct", pa.float64()),
-    ("wall_seconds", pa.float64()),
-])
-#: One row per ``experiment`` run: the curves' values where the arrived GPU
-#: demand is 100 % and 130 % of capacity (null when the run stops before),
-#: and the curves themselves (131 values, k = 0..130 % of capacity, as
-#: ``replay``'s CSVs).
-_CURVE = pa.list_(pa.float64())
-EXPERIMENT_SCHEMA = pa.schema([
-    ("trace", pa.string()), ("policy", pa.string()), ("seed", pa.int64()),
-    ("tune", pa.float64()), ("total_gpus", pa.int64()), ("pods", pa.int64()),
-    ("scheduled", pa.int64()),
-    ("alloc_at_100", pa.float64()), ("alloc_at_130", pa.float64()),     # % of GPU capacity
-    ("frag_at_100", pa.float64()), ("frag_at_130", pa.float64()),       # % of GPU capacity
-    ("alloc_curve", _CURVE), ("frag_curve", _CURVE),
-    ("frag_ratio_curve", _CURVE),                                       # % of idle GPU milli
-    ("wall_seconds", pa.float64()),
-])
-SCHEMAS = {"simulate": SIMULATE_SCHEMA, "experiment": EXPERIMENT_SCHEMA}
-#: The column of the config a run had, per kind.
-CONFIG_COLUMN = {"simulate": "config", "experiment": "policy"}
-#: Metrics of the comparison table and plot, per kind (all-null ones left out).
-HEADLINE = {"simulate": ("scheduled", "mean_cpu_alloc_pct", "mean_gpu_alloc_pct",
-                         "mean_gpu_frag_pct", "latency_p99"),
-            "experiment": ("alloc_at_100", "alloc_at_130", "frag_at_100")}
-
-
-class SweepError(TensorschedError, ValueError):
-    """A sweep that cannot start, or a run that failed (named)."""
-
 
 def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
@@ -639,136 +611,3 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
         if bar is not None:
             bar.close()
     return results_table(jobs, rows)
-
-
-def results_table(jobs, rows) -> pa.Table:
-    """The rows as a table of ``SCHEMAS[kind]``, the sweep's inputs in its
-    metadata (``tensorsched.sweep``: JSON of every job's fields)."""
-    kind = jobs[0].kind
-    schema = SCHEMAS[kind]
-    table = pa.Table.from_pylist(rows, schema=schema)
-    meta = {"kind": kind, "jobs": [asdict(j) for j in jobs]}
-    return table.replace_schema_metadata({"tensorsched.sweep": json.dumps(meta)})
-
-
-# ---------------------------------------------------------------------------
-# comparison
-
-
-def _kind(table: pa.Table) -> str:
-    return "experiment" if "policy" in table.column_names else "simulate"
-
-
-def comparison(table: pa.Table, metrics=None) -> pa.Table:
-    """Side by side: one row per (metric, trace), per config two columns
-    ``<config>_mean`` and ``<config>_std`` (sample standard deviation over
-    the seeds; null for one seed).  ``metrics``: numeric columns of the
-    results (default ``HEADLINE``, all-null ones left out); traces and
-    configs in the order of the table."""
-    args = Arguments("sweep.comparison")
-    args.instance("table", table, pa.Table, "the pyarrow.Table of run_sweep")
-    metrics = args.names("metrics", metrics, optional=True)
-    kind = _kind(table)
-    by = CONFIG_COLUMN[kind]
-    if metrics is None:
-        metrics = [m for m in HEADLINE[kind] if table.column(m).null_count < table.num_rows]
-    for m in metrics:
-        if m not in table.column_names or not pa.types.is_integer(table.schema.field(m).type) \
-                and not pa.types.is_floating(table.schema.field(m).type):
-            raise SweepError(f"metric {m!r} is not a numeric column of the results")
-    traces = list(dict.fromkeys(table.column("trace").to_pylist()))
-    configs = list(dict.fromkeys(table.column(by).to_pylist()))
-    keys = list(zip(table.column("trace").to_pylist(), table.column(by).to_pylist()))
-    cols: dict = {"metric": [], "trace": []}
-    for c in configs:
-        cols[f"{c}_mean"], cols[f"{c}_std"] = [], []
-    for m in metrics:
-        values = table.column(m).to_pylist()
-        cells: dict = {}
-        for key, v in zip(keys, values):
-            if v is not None:
-                cells.setdefault(key, []).append(float(v))
-        for t in traces:
-            cols["metric"].append(m)
-            cols["trace"].append(t)
-            for c in configs:
-                v = cells.get((t, c), [])
-                cols[f"{c}_mean"].append(float(np.mean(v)) if v else None)
-                cols[f"{c}_std"].append(float(np.std(v, ddof=1)) if len(v) > 1 else None)
-    return pa.table({k: pa.array(v, pa.string() if k in ("metric", "trace") else pa.float64())
-                     for k, v in cols.items()})
-
-
-def _configs(cmp: pa.Table) -> list[str]:
-    return [c[:-5] for c in cmp.column_names if c.endswith("_mean")]
-
-
-def _cell(mean, std) -> str:
-    if mean is None:
-        return "-"
-    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
-
-
-def format_comparison(cmp: pa.Table, seeds: int | None = None) -> str:
-    """The comparison as text: a block per metric, a line per trace, a
-    column per config (``mean ± std``)."""
-    args = Arguments("sweep.format_comparison")
-    args.instance("cmp", cmp, pa.Table, "the pyarrow.Table of comparison()")
-    args.integer("seeds", seeds, 1, optional=True)
-    configs = _configs(cmp)
-    d = cmp.to_pydict()
-    traces = list(dict.fromkeys(d["trace"]))
-    tw = max([len("trace")] + [len(t) for t in traces])
-    over = f" over {seeds} seeds" if seeds else " over the seeds"
-    lines: list[str] = []
-    for m in dict.fromkeys(d["metric"]):
-        idx = [i for i, x in enumerate(d["metric"]) if x == m]
-        cells = [[_cell(d[f"{c}_mean"][i], d[f"{c}_std"][i]) for c in configs] for i in idx]
-        widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(configs)]
-        if lines:
-            lines.append("")
-        lines.append(f"{m} (mean ± std{over})")
-        lines.append("  ".join([f"{'trace':<{tw}}"] + [f"{c:>{w}}"
-                                                       for c, w in zip(configs, widths)]))
-        for i, r in zip(idx, cells):
-            lines.append("  ".join([f"{d['trace'][i]:<{tw}}"]
-                                   + [f"{x:>{w}}" for x, w in zip(r, widths)]))
-    return "\n".join(lines)
-
-
-def plot_comparison(cmp: pa.Table, path: str) -> str:
-    """A PNG: a panel per metric, per trace a group of bars (one per
-    config, its mean) with the standard deviation as error bars (the
-    ``plot`` extra)."""
-    args = Arguments("sweep.plot_comparison")
-    args.instance("cmp", cmp, pa.Table, "the pyarrow.Table of comparison()")
-    path = args.path("path", path)
-    plt = R.pyplot()
-    configs = _configs(cmp)
-    d = cmp.to_pydict()
-    metrics = list(dict.fromkeys(d["metric"]))
-    traces = list(dict.fromkeys(d["trace"]))
-    width = 0.8 / max(len(configs), 1)
-    fig_w = max(6.0, 1.0 + len(traces) * (0.35 * len(configs) + 0.5))
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(fig_w, 2.8 * len(metrics)),
-                             squeeze=False)
-    x = np.arange(len(traces))
-    def nan(v):
-        return np.nan if v is None else v
-    for ax, m in zip(axes[:, 0], metrics):
-        idx = [d["trace"].index(t, d["metric"].index(m)) for t in traces]
-        for k, c in enumerate(configs):
-            means = [nan(d[f"{c}_mean"][i]) for i in idx]
-            stds = [nan(d[f"{c}_std"][i]) for i in idx]
-            ax.bar(x - 0.4 + width * (k + 0.5), means, width, yerr=stds, capsize=2, label=c)
-        ax.set_ylabel(m, fontsize=8)
-        ax.set_xticks(x)
-        ax.set_xticklabels([t.replace("openb_pod_list_", "") for t in traces], rotation=30,
-                           ha="right", fontsize=7)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=7, ncol=min(len(configs), 6), loc="lower left",
-                      bbox_to_anchor=(0, 1.02), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
