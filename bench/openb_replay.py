@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from tensorsched import sweep as S
+from tensorsched.experiments import sweep as S
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import batch as RB
 from tensorsched.topology.openb import replay as R

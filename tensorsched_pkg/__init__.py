@@ -16,8 +16,11 @@ parsing, config, state, plugin runtime, preemption, plugins, the scheduling
 loop, simulation, capacity),
 ``tensorsched.topology`` (GPU/NUMA: inventory, NVLink, NRT, the GPU plugin
 set, the openb replay), ``tensorsched.generators`` (seeded synthetic
-clusters) and ``tensorsched.bench`` (benchmarks).  This package itself is
-the composition root: the CLI (``tensorsched.cli``) and
+clusters), ``tensorsched.experiments`` (simulations from input files,
+sweeps) and ``tensorsched.bench`` (benchmarks).  This package itself is the
+composition root: the CLI (``tensorsched.cli``), the default plugin sets
+(``tensorsched.plugin_sets``, installed into ``registry_slot`` here as the
+registry of every cluster built without one) and
 ``tensorsched.synthetic``.  Names are imported on first use, so importing a
 sub-package stays cheap.
 """
@@ -25,6 +28,8 @@ sub-package stays cheap.
 from __future__ import annotations
 
 import importlib
+
+from . import registry_slot as _registry_slot
 
 __version__ = "0.1.0"
 
@@ -37,7 +42,7 @@ _EXPORTS = {
     "Binding": ("tensorsched.framework.scheduler.scheduler", "Binding"),
     "explain": ("tensorsched.framework.scheduler.explain", "explain"),
     "explain_pod": ("tensorsched.framework.scheduler.explain", "explain_pod"),
-    "default_registry": ("tensorsched.framework.plugins", "default_registry"),
+    "default_registry": ("tensorsched.plugin_sets", "default_registry"),
     "load_config": ("tensorsched.framework.config.kube_config", "load_config"),
     "TensorschedError": ("tensorsched.framework.errors", "TensorschedError"),
     "ArgumentError": ("tensorsched.framework.errors", "ArgumentError"),
@@ -58,6 +63,17 @@ _EXPORTS = {
 # fail without it); they are still ``tensorsched.<name>``.
 _NEEDS_EXTRA = frozenset({"SchedulingEnv"})
 __all__ = sorted(set(_EXPORTS) - _NEEDS_EXTRA) + ["__version__"]
+
+
+
+
+def _default_registry():
+    # the plugin sets (and with them the framework) load on the first cluster
+    # built without a registry, not at ``import tensorsched``
+    return importlib.import_module("tensorsched.plugin_sets").default_registry()
+
+
+_registry_slot.install(_default_registry)
 
 
 def __getattr__(name: str):

@@ -14,14 +14,13 @@ import math
 import os
 import sys
 
+from tensorsched.experiments import DEFAULT_INTERVAL
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.kernels.backend_names import BACKENDS
 
 __all__ = ["BACKENDS", "DEFAULT_INTERVAL", "SEED", "Help", "Parser", "existing_path", "int_in",
            "load", "load_cluster", "output_file", "positive_float", "progress",
            "require_plotting", "subcommand"]
-
-DEFAULT_INTERVAL = 3600.0       # seconds per time-series row of simulate and sweep
 
 
 def int_in(lo: int, hi: int | None = None):
@@ -159,8 +158,8 @@ def load(path):
 def require_plotting(command: str) -> None:
     """Refuse ``<command> --plot`` up front (one line) when matplotlib, the
     ``plot`` extra, is missing, before any work is done."""
-    from tensorsched.topology.openb.replay import _pyplot
+    from tensorsched.topology.openb.replay import pyplot
     try:
-        _pyplot()
+        pyplot()
     except ImportError as exc:
         raise TensorschedError(f"{command} --plot: {exc}") from exc

@@ -50,7 +50,7 @@ def cmd_simulate(args) -> int:
     from tensorsched.bench.harness import peak_rss_bytes
     from tensorsched.framework.simulation.scenario import load_scenario
 
-    from . import simulate_run as run
+    from tensorsched.experiments import simulate_run as run
     from .simulate_output import EventWriter, plot_simulation
     if args.plot:
         require_plotting("simulate")

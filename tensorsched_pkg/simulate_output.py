@@ -55,7 +55,7 @@ class EventWriter:
 def plot_simulation(ts: pa.Table, path: str) -> str:
     """Allocation, pending pods and GPU fragmentation over time, drawn into
     ``path`` (PNG); returns ``path``."""
-    plt = R._pyplot()
+    plt = R.pyplot()
     t = ts.column("time").to_numpy() / 3600.0
     panels = [("allocation (%)", [c for c in ("cpu_alloc_pct", "memory_alloc_pct",
                                                "gpu_alloc_pct") if c in ts.column_names]),

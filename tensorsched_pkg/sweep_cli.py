@@ -1,13 +1,13 @@
 """``tensorsched sweep``: every (trace, config, seed) run on local processes
-or on Ray (``tensorsched.sweep``); writes the results Parquet (one row per
+or on Ray (``tensorsched.experiments.sweep``); writes the results Parquet (one row per
 run), prints the side-by-side comparison of the configs and writes it as
 ``<output stem>.csv`` (``<output stem>.png`` with ``--plot``).
 
 Every input is read and checked before the first run; a bad one is one
 line naming the file, line and field (exit status 2).
 
-Part of the composition root: it may import the sweep runner and the CLI's
-helpers; the runner (and with it NumPy, Arrow, the scheduler) is imported
+The CLI of ``tensorsched.experiments.sweep``: it may import the sweep
+runner and the CLI's helpers; the runner (and with it NumPy, Arrow, the scheduler) is imported
 when the command runs (``cmd_sweep``), so the parser is cheap to build.
 """
 
@@ -76,7 +76,7 @@ def _check_flags(args) -> None:
 def _check_metrics(kind: str, metrics) -> None:
     import pyarrow as pa
 
-    from .sweep import SCHEMAS
+    from tensorsched.experiments.sweep import SCHEMAS
     schema = SCHEMAS[kind]
     numeric = [f.name for f in schema if f.name not in ("seed", "wall_seconds")
                and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))]
@@ -100,7 +100,7 @@ def _write_csv(cmp, path: str) -> str:
 def cmd_sweep(args) -> int:
     import pyarrow.parquet as pq
 
-    from . import sweep as S
+    from tensorsched.experiments import sweep as S
     if args.plot:
         require_plotting("sweep")
     _check_flags(args)

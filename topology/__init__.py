@@ -1,6 +1,7 @@
 """GPU / NUMA: everything GPU that knows Kubernetes objects, on top of the
-framework (the framework core never imports it; ``default_registry()`` loads
-its plugin set through the ``tensorsched.plugins`` entry point).
+framework (the framework core never imports it; the composition root's
+``tensorsched.plugin_sets.default_registry()`` loads its plugin set through
+the ``tensorsched.plugins`` entry point).
 
 - ``gpu``: GPU inventory of nodes and GPU asks of pods (``nvidia.com/gpu``,
   the openb ``alibabacloud.com/*`` annotations), openb node CSVs;

@@ -1,27 +1,23 @@
 """Plugins, one module each, and the registries that name them.
 
-``in_tree_registry()`` holds kube-scheduler's in-tree plugins;
-``default_registry()`` adds the plugin sets tensorsched ships out of tree:
-Coscheduling, and every set installed under the ``tensorsched.plugins``
-entry-point group (a callable ``register(registry)``; the GPU plugins of
-the topology package are one).  They are registered by name but not in
-the default profile: a KubeSchedulerConfiguration enables them.
+``in_tree_registry()`` holds kube-scheduler's in-tree plugins.  Which
+plugin sets clusters get by default is the composition root's choice
+(``tensorsched.plugin_sets``: these, Coscheduling and the installed sets);
+``default_registry()`` here is that installed default
+(``tensorsched.registry_slot``): this package names no set beyond its own.
 
 May import: ``preemption`` (DefaultPreemption's evaluator), ``runtime``,
-``state``, ``config``, ``parsing``, ``records``, ``kernels``.
+``state``, ``config``, ``parsing``, ``records``, ``kernels``, ``registry_slot``.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib.metadata import entry_points
-
 from tensorsched.framework.config.kube_config import DEFAULT_PLUGIN_POINTS
 from tensorsched.framework.runtime.registry import Registry
+from tensorsched.registry_slot import default_registry
 
 from . import (
     balanced_allocation,
-    coscheduling,
     default_binder,
     default_preemption,
     dynamic_resources,
@@ -42,7 +38,7 @@ from . import (
     volume_zone,
 )
 
-PLUGIN_SETS = "tensorsched.plugins"         # entry-point group of out-of-tree plugin sets
+__all__ = ["default_registry", "in_tree_registry"]
 
 _IN_TREE = (balanced_allocation, default_binder, default_preemption, image_locality,
             inter_pod_affinity, node_affinity, node_name, node_ports, node_resources_fit,
@@ -58,20 +54,3 @@ def in_tree_registry() -> Registry:
         reg.register(mod.NAME, mod.new, DEFAULT_PLUGIN_POINTS[mod.NAME])
     return reg
 
-
-@lru_cache(maxsize=1)
-def installed_plugin_sets() -> tuple:
-    """The ``register(registry)`` callables of the installed plugin sets,
-    in entry-point name order (loaded once per process)."""
-    eps = sorted(entry_points(group=PLUGIN_SETS), key=lambda ep: ep.name)
-    return tuple(ep.load() for ep in eps)
-
-
-def default_registry() -> Registry:
-    """The in-tree plugins, Coscheduling and the installed plugin sets (the
-    GPU plugins): what clusters, the CLI and ``explain`` use."""
-    reg = in_tree_registry()
-    coscheduling.register(reg)
-    for register in installed_plugin_sets():
-        register(reg)
-    return reg

@@ -16,7 +16,6 @@ from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.parsing.priorities import PriorityResolver
 from tensorsched.framework.records.records import PodRecord
-from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.registry import Registry
@@ -25,6 +24,7 @@ from tensorsched.framework.state.volumes import install_catalog
 from tensorsched.framework.state.dra_cel_required import require_cel
 from tensorsched.framework.state.dra_claims import ClaimState
 from tensorsched.framework.state.workload_index import WorkloadIndex
+from tensorsched.registry_slot import default_registry
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -110,7 +110,10 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     """Parse object dicts (or take parsed ``Objects``) and load them into a
     fresh state: every node, then every pod bound with spec.nodeName (pods in
     a terminal phase hold nothing and are skipped).  Unbound pods become
-    ``pending``.  Any error leaves nothing behind."""
+    ``pending``.  Without ``registry``: the installed default
+    (``registry_slot``; ``import tensorsched`` installs the composition
+    root's ``plugin_sets.default_registry``).  Any error leaves nothing
+    behind."""
     objects = check_cluster_inputs(Arguments("build_cluster"), objects, config, registry)
     registry = registry or default_registry()
     cfg = load_config(config, registry.plugin_points()) if not isinstance(

@@ -440,7 +440,7 @@ class SchedulingEnv(gym.Env):
         terminated = truncated = False
         if self._decision is None:
             sim = ep.sim
-            more = bool(sim._heap) or len(sim.scheduler.queue) + len(sim.scheduler.waiting) > 0
+            more = bool(sim.agenda) or len(sim.scheduler.queue) + len(sim.scheduler.waiting) > 0
             truncated = self.max_time is not None and more
             terminated = not truncated
         elif self.max_steps is not None and self._decisions >= self.max_steps:

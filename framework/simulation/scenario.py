@@ -234,3 +234,49 @@ def parse_scenario(doc, src: str = "scenario") -> Scenario:
         steps.append(step)
     order = sorted(range(len(steps)), key=lambda j: (steps[j].at, j))
     return Scenario([steps[j] for j in order], src)
+
+
+def check_steps(sc: Scenario, nodes, now: float, pod_known) -> None:
+    """Refuse the first step of ``sc`` that cannot apply: a step before
+    ``now``, a node not in ``nodes`` (the cluster's) nor added by an earlier
+    step (or one already there), a pod deleted that neither an earlier step
+    creates nor ``pod_known(key, t)`` (in the simulation, or arriving,
+    before ``t``) finds.  Node names are followed through the steps in time
+    order; arrivals at a time come after deletions at that time."""
+    nodes = set(nodes)
+    created: dict[str, float] = {}      # pods of earlier steps -> when they arrive
+    gone: set[str] = set()              # pods deleted by earlier steps
+    for st in sc.steps:
+        if st.at < now:
+            raise ScenarioError(sc.source, st.field, f"at {st.at:g} is before the "
+                                f"simulation's time {now:g}")
+        if st.kind == "Pod":
+            if st.action == "create":
+                for o in st.objects:
+                    meta = o["metadata"]
+                    key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+                    created[key] = st.at
+                    gone.discard(key)
+                continue
+            for key in st.names:
+                when = created.pop(key, None)
+                ok = when < st.at if when is not None else \
+                    key not in gone and pod_known(key, st.at)
+                if not ok:
+                    raise ScenarioError(sc.source, st.field, f"pod {key} not found "
+                                        f"(NotFound): not in the simulation before "
+                                        f"{st.at:g}s")
+                gone.add(key)
+        elif st.action in ("create", "addNodes"):
+            for o in st.objects:
+                name = o["metadata"]["name"]
+                if name in nodes:
+                    raise ScenarioError(sc.source, st.field, f"node {name!r} already exists")
+                nodes.add(name)
+        elif st.kind == "Node":
+            for name in st.names:
+                if name not in nodes:
+                    raise ScenarioError(sc.source, st.field, f"node {name!r} is not in the "
+                                        f"cluster at {st.at:g}s")
+                if st.action in ("delete", "removeNodes"):
+                    nodes.discard(name)

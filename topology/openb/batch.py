@@ -19,11 +19,11 @@ What each run is, from the definitions the Simulation's profile uses:
 - pods are classes of equal (cpu, memory, GPU ask, model mask); the CPU
   the policies score with is kube-scheduler's non-zero request, which for
   an explicit request (the trace's, 0 included) is the request; FGD's
-  typical pods are ``trace._typical_of`` with the
+  typical pods are ``trace.typical_of`` with the
   frequencies renormalized as GpuShareScore and ``GpuTracker`` do;
-- the curves: ``replay._curves`` of (arrived, used, fragmentation, idle)
+- the curves: ``replay.allocation_curves`` of (arrived, used, fragmentation, idle)
   after each pod, the fragmentation summed over the nodes as
-  ``trace._curves_from_outcomes`` sums it (``numpy.sum``'s order).
+  ``trace.curves_from_outcomes`` sums it (``numpy.sum``'s order).
 
 ``replay.replay`` (the experiment's own loop) is not the reference: its
 Random draws from the run's generator instead, and its FGD frequencies are
@@ -66,7 +66,7 @@ class Workload:
 
 
 def workload_of(inv: GpuInventory, pods: R.TracePods) -> Workload:
-    masks, shape_id, n_shapes = R._pod_shapes(pods, inv)
+    masks, shape_id, n_shapes = R.pod_shapes(pods, inv)
     first = np.full(n_shapes, -1, np.int64)
     for j in range(len(pods) - 1, -1, -1):
         first[shape_id[j]] = j
@@ -76,7 +76,7 @@ def workload_of(inv: GpuInventory, pods: R.TracePods) -> Workload:
                # the non-zero CPU the policies score with is the request itself
                "c_cpu_nz": cpu.copy(),
                "c_num": pods.num[first], "c_milli": pods.milli[first], "c_mask": masks[first]}
-    return Workload(pods, shape_id, classes, T._tracker_typical(T._typical_of(pods), inv))
+    return Workload(pods, shape_id, classes, T.tracker_typical(T.typical_of(pods), inv))
 
 
 @dataclass
@@ -183,7 +183,7 @@ def results_of(inv: GpuInventory, workloads: list[Workload], runs: list[Run], ou
                            [g for g in range(16) if (int(gm[i]) >> g) & 1])
                           for i, j in enumerate(r.seq.tolist())]
         results.append(R.ReplayResult(r.policy, r.seed, tune, tg, k, int((node >= 0).sum()),
-                                      seconds, *R._curves(records, tg), placements))
+                                      seconds, *R.allocation_curves(records, tg), placements))
         off += k
     return results
 
@@ -259,7 +259,7 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
                        progress)
     nodes, pods_paths, policies, seeds, tune = R.sweep_inputs(
         nodes_path, pods_paths, policies, seeds, tune, workers, backend, BACKENDS + ("numpy",))
-    traces = [R._load_cached("pods", pp) for pp in pods_paths]
+    traces = [R.load_cached("pods", pp) for pp in pods_paths]
     runs = [(t, pol, int(sd)) for t in range(len(pods_paths)) for pol in policies
             for sd in seeds]
     got = replay_batch(nodes, traces, runs, tune=tune, backend=backend, workers=workers)

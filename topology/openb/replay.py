@@ -269,7 +269,7 @@ class ReplayResult:
     placements: list           # (pod name, node index, gpu indices) per pod
 
 
-def _kernels(policy: str, backend: str) -> tuple:
+def policy_kernels(policy: str, backend: str) -> tuple:
     """(score_nodes, select_gpus) of ``backend``, once the policy and backend names are known
     (``auto``: numba, the replay has no GPU kernels)."""
     if backend == "auto":
@@ -293,7 +293,7 @@ def _typical_arrays(pods: TracePods, inv: GpuInventory) -> tuple:
             np.array([t[4] for t in tp], np.float64))
 
 
-def _pod_shapes(pods: TracePods, inv: GpuInventory) -> tuple[np.ndarray, np.ndarray, int]:
+def pod_shapes(pods: TracePods, inv: GpuInventory) -> tuple[np.ndarray, np.ndarray, int]:
     """(model mask [P] int64, shape id [P] int64, number of shapes) of the trace's pods."""
     masks = np.array([inv.model_mask(s.split("|")) for s in pods.spec], np.int64)
     shape_of = {}
@@ -407,7 +407,7 @@ def _place_pods(inv, pods, seq, policy, kernels, rng, tie, typical, shapes, frag
     return (rec_arr, rec_used, rec_frag, rec_idle), scheduled, placements
 
 
-def _curves(records: tuple, total_gpus: int) -> tuple:
+def allocation_curves(records: tuple, total_gpus: int) -> tuple:
     """(allocation %, fragmentation % of capacity, fragmentation % of idle): [N_COLS] each."""
     rec_arr, rec_used, rec_frag, rec_idle = records
     tg = total_gpus
@@ -419,6 +419,9 @@ def _curves(records: tuple, total_gpus: int) -> tuple:
     return alloc, famt, fratio
 
 
+_curves = allocation_curves     # the name the curve tests were written against
+
+
 def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tune: float = 1.3,
            record_placements: bool = False, check_memory: bool = True,
            backend: str = "numba") -> ReplayResult:
@@ -426,7 +429,7 @@ def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tu
     simulator's kube-scheduler does (NodeResourcesFit stays enabled next to
     the GPU filter).  ``backend``: ``numba`` (njit kernels) or ``numpy``
     (array code); both give the same placements."""
-    kernels = _kernels(policy, backend)
+    kernels = policy_kernels(policy, backend)
     tune = check_tune(tune)
     seed = check_seed(seed)
     check_inputs(nodes, pods)
@@ -442,14 +445,14 @@ def replay(nodes: GpuInventory, pods: TracePods, policy: str, seed: int = 42, tu
     tie = (nodes.n_nodes - 1) - rank
 
     typical = _typical_arrays(pods, inv)
-    shapes = _pod_shapes(pods, inv)
+    shapes = pod_shapes(pods, inv)
     frag = _frag_tracker(inv, typical, backend)
     records, scheduled, placements = _place_pods(
         inv, pods, seq, policy, kernels, rng, tie, typical, shapes, frag,
         check_memory, record_placements)
     tg = inv.total_gpus
     return ReplayResult(policy, seed, tune, tg, len(seq), scheduled, time.perf_counter() - t0,
-                        *_curves(records, tg), placements)
+                        *allocation_curves(records, tg), placements)
 
 
 def _fmt(v):
@@ -482,7 +485,7 @@ def workload_name(pods_path: str) -> str:
 
 
 def run_replay(nodes_path, pods_path, policy, seed=42, tune=1.3, output=None, backend="numba"):
-    _kernels(policy, backend)                 # names checked before reading anything
+    policy_kernels(policy, backend)           # names checked before reading anything
     check_tune(tune)
     check_seed(seed)
     nodes = read_openb_nodes(nodes_path)
@@ -500,7 +503,9 @@ SWEEP_METRICS = (("alloc", "alloc"), ("frag_amount", "frag_amount"), ("frag_rati
 _LOADED: dict = {}
 
 
-def _load_cached(kind, path):
+def load_cached(kind, path):
+    """The node inventory (``kind`` "nodes") or the trace pods ("pods") of an
+    openb CSV, read once per process (sweep workers reuse them)."""
     key = (kind, os.path.abspath(path))
     if key not in _LOADED:
         _LOADED[key] = read_openb_nodes(path) if kind == "nodes" else read_openb_pods(path)
@@ -509,7 +514,7 @@ def _load_cached(kind, path):
 
 def _sweep_job(job):
     i, nodes_path, pods_path, policy, seed, tune, backend = job
-    res = replay(_load_cached("nodes", nodes_path), _load_cached("pods", pods_path), policy,
+    res = replay(load_cached("nodes", nodes_path), load_cached("pods", pods_path), policy,
                  seed=seed, tune=tune, backend=backend)
     return i, workload_name(pods_path), res
 
@@ -544,9 +549,9 @@ def sweep_inputs(nodes_path, pods_paths, policies, seeds, tune, workers, backend
             raise FileNotFoundError(f"{path}: no such file")
     # read (and check) every input here: a bad file fails before any run, and
     # the forked workers find them loaded
-    nodes = _load_cached("nodes", nodes_path)
+    nodes = load_cached("nodes", nodes_path)
     for pp in pods_paths:
-        check_inputs(nodes, _load_cached("pods", pp))
+        check_inputs(nodes, load_cached("pods", pp))
     return nodes, pods_paths, policies, seeds, tune
 
 
@@ -641,7 +646,9 @@ PLOT_NEEDS = ("drawing the allocation curves needs matplotlib, which the core in
               "install the extra: pip install 'tensorsched[plot]'")
 
 
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend; without the 'plot' extra an
+    ImportError that says how to install it."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -657,7 +664,7 @@ def plot_allocation(curves, path, expected=None):
     of the paper.  ``curves``: {(workload, policy): [arrays of 131]} (see
     ``read_sweep``) or [(workload, ReplayResult)].  ``expected``: an
     ``analysis_allo_discrete.csv`` whose published means are drawn dashed."""
-    plt = _pyplot()
+    plt = pyplot()
     if not isinstance(curves, dict):
         acc: dict = {}
         for wl, r in curves:

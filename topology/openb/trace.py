@@ -21,7 +21,7 @@ through the framework (``simulate_replay``), which gives ``replay``'s means.
   simulated second, no departures), the same fixed random node order for
   ties (a ``OpenbTieRank`` score below GpuShareScore's weight), and the same
   curves, rebuilt after the run from each pod's outcome (the Simulation
-  takes no samples; ``_curves_from_outcomes``).
+  takes no samples; ``curves_from_outcomes``).
 """
 
 from __future__ import annotations
@@ -196,7 +196,9 @@ def experiment_registry():
     return reg
 
 
-def _typical_of(pods: R.TracePods) -> list[dict]:
+def typical_of(pods: R.TracePods) -> list[dict]:
+    """GpuShareScore's ``typicalPods`` (cpu, gpuCount, gpuMilli, models,
+    weight) of an openb trace's pods."""
     return [{"cpu": c, "gpuCount": n, "gpuMilli": m, "models": s, "weight": f}
             for c, n, m, s, f in R.typical_pods(pods)]
 
@@ -204,7 +206,7 @@ def _typical_of(pods: R.TracePods) -> list[dict]:
 def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int = 42,
                     tune: float = 1.3, backend: str = "numba") -> R.ReplayResult:
     """``replay``'s experiment run through ``Simulation`` (module doc)."""
-    R._kernels(policy, "numba" if backend not in R.BACKENDS else backend)
+    R.policy_kernels(policy, "numba" if backend not in R.BACKENDS else backend)
     tune = R.check_tune(tune)
     seed = R.check_seed(seed)
     R.check_inputs(nodes, pods)
@@ -212,7 +214,7 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
     records, scheduled = _experiment(nodes, pods, policy, seed, tune, backend)
     tg = nodes.total_gpus
     return R.ReplayResult(policy, seed, tune, tg, len(records[0]), scheduled,
-                          time.perf_counter() - t0, *R._curves(records, tg), [])
+                          time.perf_counter() - t0, *R.allocation_curves(records, tg), [])
 
 
 def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, tune: float,
@@ -221,7 +223,7 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
     arrival sequence, scheduled pods) of the experiment's ``Simulation``.
 
     The curves come from each pod's outcome after the run
-    (``_curves_from_outcomes``): with one pod arriving per simulated second,
+    (``curves_from_outcomes``): with one pod arriving per simulated second,
     each scheduled at its arrival or never (no departures, no retry), the
     state after pod t is the initial one plus the placements of pods 0..t.
     ``sampled``: the Simulation samples the GPU metrics (``GpuTracker``)
@@ -233,7 +235,7 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
     seq = R.draw_workload(pods, cap, tune, rng)
     rank = rng.permutation(nodes.n_nodes).astype(np.int64)
     tie = (nodes.n_nodes - 1) - rank
-    typical = _typical_of(pods)
+    typical = typical_of(pods)
     random = policy == "Random"
     objs = openb_node_objects(nodes, None if random else tie)
     cfg = openb_config(policy, typical, None if random else nodes.n_nodes + 1)
@@ -274,7 +276,7 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
                   for c in ("gpu_used_milli", "gpu_frag_milli", "gpu_idle_milli"))), scheduled
     where, gpu_idx, milli = _outcomes(sim, nodes, names)
     inv = nodes.copy()
-    used, frag, idle = _curves_from_outcomes(inv, _tracker_typical(typical, inv), seq, pods,
+    used, frag, idle = curves_from_outcomes(inv, tracker_typical(typical, inv), seq, pods,
                                              where, gpu_idx, milli)
     if outcomes:
         return (arrived, used, frag, idle), scheduled, seq, (where, gpu_idx, milli)
@@ -321,7 +323,7 @@ def _sampled_metrics(typical: list[dict]) -> dict:
             "gpu_frag_milli": lambda c: measured(c)[3]}
 
 
-def _tracker_typical(typical: list[dict], inv: GpuInventory) -> tuple:
+def tracker_typical(typical: list[dict], inv: GpuInventory) -> tuple:
     """The typical pods as ``K.node_frag``'s arrays over ``inv``'s models,
     the frequencies computed as ``GpuTracker`` does (bit for bit)."""
     tot = sum(p["weight"] for p in typical) or 1.0
@@ -333,7 +335,7 @@ def _tracker_typical(typical: list[dict], inv: GpuInventory) -> tuple:
             np.array([p["weight"] / tot for p in typical], np.float64))
 
 
-def _curves_from_outcomes(inv: GpuInventory, typical: tuple, seq: np.ndarray,
+def curves_from_outcomes(inv: GpuInventory, typical: tuple, seq: np.ndarray,
                           pods: R.TracePods, where: np.ndarray, gpu_idx: list,
                           milli: np.ndarray) -> tuple:
     """(used, frag, idle) [len(seq)] GPU milli after each pod of ``seq``,
@@ -368,3 +370,7 @@ def _curves_from_outcomes(inv: GpuInventory, typical: tuple, seq: np.ndarray,
     # after pod t: as after the last pod placed at or before t (none: the start)
     frag = fr[np.cumsum(where >= 0)]
     return used.astype(np.float64), frag, idle.astype(np.float64)
+
+
+# the names the curve tests were written against
+_tracker_typical, _curves_from_outcomes = tracker_typical, curves_from_outcomes

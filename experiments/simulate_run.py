@@ -1,6 +1,6 @@
 """One simulation from its input files, with no CLI in it: what
 ``tensorsched simulate`` runs, and each ``simulate`` job of
-``tensorsched sweep`` (``tensorsched.sweep``), so both give the same
+``tensorsched sweep`` (``experiments.sweep``), so both give the same
 numbers for the same inputs.
 
 - ``read_trace_file(path)``: an openb pod CSV as it is (``cpu_milli`` and
@@ -20,8 +20,8 @@ numbers for the same inputs.
   in 100 steps to the horizon (a progress callback between steps), then on
   until nothing can change (or stop at ``until``).
 
-Part of the composition root: it may import the framework and the GPU
-plugin set.
+A library module (``tensorsched.experiments``): it may import the
+framework and the GPU plugin set; ``tensorsched simulate`` is its CLI.
 """
 
 from __future__ import annotations
@@ -114,9 +114,7 @@ def build_simulation(objects, config, backend: str, seed: int, *, interval: floa
     sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch)
     if int(GpuTable.of(sim.cluster.state).count.sum()):
         # the metrics are known only once the cluster is built (does it have GPUs?)
-        sim.metrics.update(gpu_metrics(typical))
-        for name in sim.metrics:
-            sim._series.setdefault(name, [])
+        sim.series.add_metrics(gpu_metrics(typical))
     return sim
 
 

@@ -1,0 +1,613 @@
+"""Sweeps: every (trace, config, seed) run, on local processes or on Ray,
+into one Arrow table (one row per run), with no CLI in it
+(``tensorsched sweep`` is ``sweep_cli``).
+
+A ``Job`` is a small picklable description of one run.  Two kinds:
+
+- ``simulate``: a ``Simulation`` of the cluster (an openb node CSV or
+  manifests) with the trace, under a configuration (a
+  KubeSchedulerConfiguration file, or on an openb node list the openb
+  profile of a GpuShareScore policy), exactly as ``tensorsched simulate``
+  runs it (``simulate_run``).  Row: ``SIMULATE_SCHEMA``.
+- ``experiment``: the openb paper's experiment through the framework
+  (``tensorsched.topology.openb.trace.simulate_replay``: arrivals only, GPU
+  demand up to ``tune`` x capacity).  Row: ``EXPERIMENT_SCHEMA``.
+
+``load_inputs(jobs)`` reads and checks every input file once, before any
+run (an error names the file, line and field); the parsed inputs go to the
+workers once (a process pool's initializer, or one object in Ray's store),
+not per job.  ``run_sweep(jobs)`` runs the jobs on a
+``ProcessPoolExecutor`` (default: all cores; ``workers=1`` in this process)
+or on Ray (``ray="auto"``, an address, or ``"local"`` for a fresh local
+instance), and returns the rows in job order; on one machine the
+``experiment`` jobs on numba or cuda run as one batched call
+(``openb.batch.replay_batch``, the same rows; ``wall_seconds`` the call's
+over its runs): the table is the same
+whatever ran it (but ``wall_seconds``).  ``comparison(table)`` is the
+side-by-side table (rows: traces, columns: configs, cells: mean and standard
+deviation over the seeds), ``plot_comparison`` its bar chart.  The row
+schemas and the table are ``results``, the comparison ``comparison``; this
+module, the jobs and their runs, is the API and names them all.
+
+A library module (``tensorsched.experiments``): it may import the
+framework, the GPU plugin set, the openb experiment and the composition
+root's ``default_registry`` (``tensorsched.plugin_sets``); the CLI and
+``bench`` build on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import multiprocessing as mp
+import os
+import socket
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from tqdm import tqdm
+
+from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.config.kube_config import load_config
+from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.parsing.manifests import parse_yaml_documents, read_text
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.plugin_sets import default_registry
+from tensorsched.topology.gpu import MILLI, read_openb_nodes
+from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.limits import DEFAULT_TUNE
+from tensorsched.topology.openb.batch import replay_batch
+from tensorsched.topology.openb.trace import simulate_replay
+
+from . import DEFAULT_INTERVAL
+from . import simulate_run as run
+from .comparison import comparison, format_comparison, plot_comparison
+from .results import (
+    CONFIG_COLUMN,
+    EXPERIMENT_SCHEMA,
+    HEADLINE,
+    KINDS,
+    SCHEMAS,
+    SIMULATE_SCHEMA,
+    SweepError,
+    results_table,
+)
+
+__all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
+           "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
+           "format_comparison", "load_inputs", "make_jobs", "plot_comparison",
+           "results_table", "run_job", "run_sweep"]
+
+BATCH_BACKENDS = ("numba", "cuda")      # experiment jobs batched on one machine
+RAY_NEEDS = ("sweeps on Ray need the 'ray' package, which the core install leaves out; "
+             "install the extra: pip install 'tensorsched[ray]'")
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run.  ``kind``: ``simulate`` or ``experiment``; ``trace``: a
+    trace file; ``config``: a KubeSchedulerConfiguration file (simulate);
+    ``policy``: GpuShareScore's policy (the openb profile's on ``nodes``, or
+    the experiment's); ``nodes``: an openb node CSV, or ``cluster``:
+    manifests (simulate); ``scenario``: a scenario file (simulate);
+    ``interval``/``until``: seconds (simulate); ``tune``: the experiment's
+    arrived GPU demand as a multiple of capacity."""
+
+    kind: str
+    trace: str
+    seed: int
+    config: str | None = None
+    policy: str | None = None
+    nodes: str | None = None
+    cluster: str | None = None
+    scenario: str | None = None
+    backend: str = "numba"
+    interval: float = DEFAULT_INTERVAL
+    until: float | None = None
+    tune: float = DEFAULT_TUNE
+    batch: bool = True
+
+    @property
+    def trace_name(self) -> str:
+        """The trace's file stem (``openb_pod_list_default``)."""
+        return _stem(self.trace)
+
+    @property
+    def config_name(self) -> str:
+        """The config file's stem, else the policy, else what ``simulate``
+        runs by default (``FGD`` on openb nodes, ``default``)."""
+        if self.config:
+            return _stem(self.config)
+        if self.policy:
+            return self.policy
+        return run.DEFAULT_POLICY if self.nodes else "default"
+
+    @property
+    def label(self) -> str:
+        return f"trace {self.trace_name}, {CONFIG_COLUMN[self.kind]} {self.config_name}, " \
+               f"seed {self.seed}"
+
+
+def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = False,
+              nodes: str | None = None, cluster: str | None = None,
+              scenario: str | None = None, backend: str = "numba",
+              interval: float = DEFAULT_INTERVAL, until: float | None = None,
+              tune: float = DEFAULT_TUNE, batch: bool = True) -> list[Job]:
+    """Every (trace, config, seed), traces outermost, seeds innermost.
+    Configs: the ``configs`` files then the ``policies`` (none given: the
+    default one; with ``experiment`` every policy).  Names (file stems,
+    policies) must be unique: they label the rows."""
+    args = Arguments("sweep.make_jobs")
+    traces = [args.path(f"traces[{i}]", t) for i, t in
+              enumerate(args.sequence("traces", traces, items="trace paths"))]
+    seeds = [args.seed(s, f"seeds[{i}]") for i, s in
+             enumerate(args.sequence("seeds", seeds, items="seeds"))]
+    configs = [args.path(f"configs[{i}]", c) for i, c in
+               enumerate(args.sequence("configs", configs, items="configuration paths"))]
+    policies = args.names("policies", policies)
+    args.flag("experiment", experiment)
+    nodes, cluster, scenario = (None if v is None else args.path(name, v) for name, v in
+                                (("nodes", nodes), ("cluster", cluster), ("scenario", scenario)))
+    backend = args.backend(backend)
+    interval = args.number("interval", interval, 0.0, above=True, unit="seconds")
+    until = args.number("until", until, 0.0, above=True, optional=True,
+                        unit="seconds")
+    args.number("tune", tune, 0.0, above=True)
+    batch = args.flag("batch", batch)
+    if not traces:
+        raise SweepError("no trace to sweep")
+    if not seeds:
+        raise SweepError("no seeds to sweep")
+    try:
+        seeds = [R.check_seed(s) for s in seeds]
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
+    for p in policies:
+        if p not in POLICIES:
+            raise SweepError(f"unknown policy {p!r}; choose one of {', '.join(POLICIES)}")
+    if bool(nodes) == bool(cluster):
+        raise SweepError("give the cluster as an openb node CSV (nodes) or manifests (cluster)")
+    kind = "experiment" if experiment else "simulate"
+    if experiment:
+        if not nodes:
+            raise SweepError("the experiment runs on an openb node CSV (nodes)")
+        if configs or scenario or until is not None:
+            raise SweepError("the experiment takes policies, not configs, scenarios or until")
+        try:
+            tune = R.check_tune(tune)
+        except ValueError as exc:
+            raise SweepError(str(exc)) from None
+        choices = [(None, p) for p in (policies or POLICIES)]
+    else:
+        if policies and not nodes:
+            raise SweepError("policies go with an openb node CSV (the openb profile)")
+        choices = [(c, None) for c in configs] + [(None, p) for p in policies] or [(None, None)]
+    jobs = [Job(kind, t, s, config=c, policy=p, nodes=nodes, cluster=cluster,
+                scenario=scenario, backend=backend, interval=float(interval),
+                until=None if until is None else float(until), tune=float(tune), batch=batch)
+            for t in traces for c, p in choices for s in seeds]
+    for what, given in (("trace", traces), ("config", configs), ("policy", policies),
+                        ("seed", seeds)):
+        twice = [x for i, x in enumerate(given) if x in given[:i]]
+        if twice:
+            raise SweepError(f"{what} {twice[0]} is given twice")
+    _unique("trace", [(j.trace_name, j.trace) for j in jobs])
+    _unique(CONFIG_COLUMN[kind], [(j.config_name, j.config or j.policy) for j in jobs])
+    return jobs
+
+
+def _jobs(args: Arguments, jobs) -> list[Job]:
+    """``jobs`` as a list of ``Job`` (make_jobs')."""
+    return args.sequence("jobs", jobs, Job, "a Job (make_jobs)", "Jobs (make_jobs)")
+
+
+def _unique(what: str, pairs) -> None:
+    """Names label the rows: two sources may not share one."""
+    seen: dict = {}
+    for name, source in pairs:
+        first = seen.setdefault(name, source)
+        if first != source:
+            raise SweepError(f"two {what}s named {name!r} ({first}, {source}): rename one")
+
+
+# ---------------------------------------------------------------------------
+# inputs: read and checked once, before any run
+
+
+def _read_config(path: str) -> dict:
+    """A configuration file as a dict (after ``load_config`` checked it and
+    named the file), so workers need not read it."""
+    docs = [d for _, d in parse_yaml_documents(read_text(path)) if d is not None]
+    return dict(docs[0]) if docs else {}
+
+
+def load_inputs(jobs) -> dict:
+    """Every input of ``jobs``, parsed and checked: {(what, path): value};
+    ``("warnings", "")``: a line for each thing a configuration cannot see
+    of a trace (``profile_warnings``).  Raises the reader's error (file,
+    line, field) or ``SweepError``."""
+    jobs = _jobs(Arguments("sweep.load_inputs"), jobs)
+    kinds = {j.kind for j in jobs}
+    if not jobs:
+        raise SweepError("no jobs")
+    if len(kinds) != 1 or not kinds <= set(KINDS):
+        raise SweepError(f"jobs of one kind ({' or '.join(KINDS)}), got {sorted(kinds)}")
+    inputs: dict = {}
+    try:
+        if kinds == {"experiment"}:
+            _load_experiment(jobs, inputs)
+        else:
+            _load_simulate(jobs, inputs)
+    except TensorschedError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise SweepError(str(exc)) from exc
+    return inputs
+
+
+def _load_experiment(jobs, inputs: dict) -> None:
+    for j in jobs:
+        R.policy_kernels(j.policy, "numba")       # a bad policy name, before any file
+    for path in dict.fromkeys(j.nodes for j in jobs):
+        inputs[("inventory", path)] = read_openb_nodes(path)
+    for j in jobs:
+        key = ("pods", j.trace)
+        if key in inputs:
+            continue
+        inv = inputs[("inventory", j.nodes)]
+        pods = inputs[key] = R.read_openb_pods(j.trace)
+        R.check_inputs(inv, pods)
+        # the draw refuses demand it could not reach; its checks come before
+        # the seeded loop, so one seed tells for all
+        R.draw_workload(pods, inv.total_gpus * MILLI, R.check_tune(j.tune),
+                        np.random.default_rng(0))
+
+
+def _load_simulate(jobs, inputs: dict) -> None:
+    for path in dict.fromkeys(j.trace for j in jobs):
+        trace = inputs[("trace", path)] = run.read_trace_file(path)
+        inputs[("typical", path)] = run.typical_of(trace)
+    registry = default_registry()
+    for path in dict.fromkeys(j.config for j in jobs if j.config):
+        load_config(path, registry.plugin_points())      # errors name the file
+        inputs[("config", path)] = _read_config(path)
+    for path in dict.fromkeys(j.scenario for j in jobs if j.scenario):
+        inputs[("scenario", path)] = load_scenario(path)
+    for path in dict.fromkeys(j.nodes for j in jobs if j.nodes):
+        inputs[("nodes", path)] = run.cluster_objects(nodes=path)
+    for path in dict.fromkeys(j.cluster for j in jobs if j.cluster):
+        inputs[("cluster", path)] = run.cluster_objects(cluster=path)
+    # each configuration once on its cluster (from the file, so its errors
+    # name it): plugin arguments, the backend, the scenario's node names
+    checked = set()
+    warnings: dict[str, None] = {}
+    for j in jobs:
+        key = (j.nodes, j.cluster, j.config, j.policy, j.scenario, j.backend)
+        if key in checked:
+            continue
+        checked.add(key)
+        traces = dict.fromkeys((k.trace, k.trace_name) for k in jobs
+                               if (k.nodes, k.cluster, k.config, k.policy, k.scenario,
+                                   k.backend) == key)
+        typical = inputs[("typical", j.trace)]
+        sim = run.build_simulation(_objects(j, inputs), run.choose_config(
+            j.config, j.policy, bool(j.nodes), typical), j.backend, j.seed,
+            interval=j.interval, batch=j.batch, typical=typical)
+        scenario = inputs[("scenario", j.scenario)] if j.scenario else None
+        if scenario is not None:
+            sim.scenario(copy.deepcopy(scenario))
+        for path, name in traces:
+            for line in run.profile_warning_lines(sim, inputs[("trace", path)], scenario):
+                warnings[f"{line} [{CONFIG_COLUMN[j.kind]} {j.config_name}, trace {name}]"] = None
+    inputs[("warnings", "")] = list(warnings)
+
+
+def _objects(job: Job, inputs: dict) -> list[dict]:
+    # a fresh copy per run: nothing one run does can reach the next
+    key = ("nodes", job.nodes) if job.nodes else ("cluster", job.cluster)
+    return copy.deepcopy(inputs[key])
+
+
+# ---------------------------------------------------------------------------
+# one run
+
+
+def _finite(v):
+    """None for None and NaN (nulls in the table), else a float."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _time_mean(ts: pa.Table, column: str):
+    """Mean of a time-series column, each row weighing the seconds of its
+    interval (rows hold the state at their interval's end); None when the
+    column is missing or null."""
+    if column not in ts.column_names or ts.num_rows == 0:
+        return None
+    t = ts.column("time").to_numpy()
+    v = np.asarray(ts.column(column).to_numpy(zero_copy_only=False), dtype=np.float64)
+    w = np.diff(t, prepend=0.0)
+    ok = ~np.isnan(v) & (w > 0)
+    if not ok.any():
+        return None
+    return float((v[ok] * w[ok]).sum() / w[ok].sum())
+
+
+def _run_simulate(job: Job, inputs: dict) -> dict:
+    t0 = time.perf_counter()
+    trace = inputs[("trace", job.trace)]
+    typical = inputs[("typical", job.trace)]
+    scenario = inputs.get(("scenario", job.scenario))
+    config = copy.deepcopy(inputs[("config", job.config)]) if job.config else None
+    config = run.choose_config(config, job.policy, bool(job.nodes), typical)
+    sim = run.build_simulation(_objects(job, inputs), config, job.backend, job.seed,
+                               interval=job.interval, batch=job.batch, typical=typical)
+    if scenario is not None:
+        sim.scenario(copy.deepcopy(scenario))
+    sim.submit(trace)
+    s = run.run_to_end(sim, run.horizon(trace, scenario, job.until), job.until)
+    ts = sim.timeseries()
+    row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed,
+           "sim_seconds": _finite(s["time"])}
+    for k in ("arrived", "scheduled", "failed_attempts", "preemptions", "departed", "deleted",
+              "evicted", "pending", "running"):
+        row[k] = int(s[k])
+    row["latency_p50"] = _finite(s["latency_p50"])
+    row["latency_p99"] = _finite(s["latency_p99"])
+    for col in ("cpu_alloc_pct", "memory_alloc_pct", "gpu_alloc_pct", "gpu_frag_pct"):
+        row[f"mean_{col}"] = _time_mean(ts, col)
+    row["wall_seconds"] = time.perf_counter() - t0
+    return row
+
+
+def _run_experiment(job: Job, inputs: dict) -> dict:
+    t0 = time.perf_counter()
+    res = simulate_replay(inputs[("inventory", job.nodes)], inputs[("pods", job.trace)],
+                          job.policy, seed=job.seed, tune=job.tune, backend=job.backend)
+    return _experiment_row(job, res, time.perf_counter() - t0)
+
+
+def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
+    """The experiment jobs on numba or cuda run as batched calls (one per
+    node CSV, tune and backend: ``openb.batch.replay_batch``, each run equal
+    to its ``simulate_replay``); returns the indices of the other jobs."""
+    groups: dict = {}
+    rest = []
+    for i, job in enumerate(jobs):
+        if job.kind == "experiment" and job.batch and job.backend in BATCH_BACKENDS:
+            groups.setdefault((job.nodes, job.tune, job.backend), []).append(i)
+        else:
+            rest.append(i)
+    for (nodes, tune, backend), idx in groups.items():
+        traces = list(dict.fromkeys(jobs[i].trace for i in idx))
+        runs = [(traces.index(jobs[i].trace), jobs[i].policy, jobs[i].seed) for i in idx]
+        t0 = time.perf_counter()
+        try:
+            got = replay_batch(inputs[("inventory", nodes)],
+                               [inputs[("pods", t)] for t in traces], runs, tune=tune,
+                               backend=backend, workers=workers)
+        except (ValueError, OSError) as exc:
+            raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
+        each = (time.perf_counter() - t0) / len(idx)
+        for i, res in zip(idx, got):
+            done(i, _experiment_row(jobs[i], res, each), None)
+    return rest
+
+
+def _experiment_row(job: Job, res, seconds: float) -> dict:
+    def curve(a) -> list:
+        return [_finite(v) for v in np.asarray(a, np.float64)]
+    return {"trace": job.trace_name, "policy": job.policy, "seed": job.seed,
+            "tune": job.tune, "total_gpus": int(res.total_gpus), "pods": int(res.pods),
+            "scheduled": int(res.scheduled),
+            "alloc_at_100": _finite(res.alloc[100]), "alloc_at_130": _finite(res.alloc[130]),
+            "frag_at_100": _finite(res.frag_amount[100]),
+            "frag_at_130": _finite(res.frag_amount[130]),
+            "alloc_curve": curve(res.alloc), "frag_curve": curve(res.frag_amount),
+            "frag_ratio_curve": curve(res.frag_ratio),
+            "wall_seconds": seconds}
+
+
+def run_job(job: Job, inputs: dict | None = None) -> dict:
+    """The result row of one run (``inputs``: ``load_inputs([job])`` or a
+    superset; read now when None)."""
+    inputs = load_inputs([job]) if inputs is None else inputs
+    return _run_experiment(job, inputs) if job.kind == "experiment" \
+        else _run_simulate(job, inputs)
+
+
+def _guarded(job: Job, inputs: dict) -> tuple:
+    """(row, None), or (None, one-line message) when the run refused its
+    input: a plain string crosses process and Ray boundaries intact."""
+    try:
+        return run_job(job, inputs), None
+    except (TensorschedError, ValueError) as exc:
+        return None, f"{job.label}: {exc}"
+
+
+# ---------------------------------------------------------------------------
+# executors
+
+_WORKER_INPUTS: dict = {}        # this process's inputs: the pool initializer's, or Ray's
+
+
+def _pool_init(inputs: dict) -> None:
+    global _WORKER_INPUTS
+    _WORKER_INPUTS = inputs
+
+
+def _pool_job(i: int, job: Job) -> tuple:
+    return (i, *_guarded(job, _WORKER_INPUTS))
+
+
+_RAY_KEY: list = [None]
+
+
+def _ray_job(i: int, job: Job, box: list) -> tuple:
+    """A Ray task: ``box`` holds the ObjectRef of the inputs (boxed, so Ray
+    does not resolve it per task); each worker process fetches it once."""
+    global _WORKER_INPUTS
+    ref = box[0]
+    if _RAY_KEY[0] != ref.hex():
+        import ray
+        _WORKER_INPUTS = ray.get(ref)
+        _RAY_KEY[0] = ref.hex()
+    return (i, *_guarded(job, _WORKER_INPUTS))
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise SweepError(RAY_NEEDS) from None
+    return ray
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _run_local(jobs, inputs, workers: int, done) -> None:
+    if workers == 1:
+        for i, job in enumerate(jobs):
+            done(i, *_guarded(job, inputs))
+        return
+    # fork: the workers start with the inputs in memory (spawn pickles them once each)
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init,
+                             initargs=(inputs,)) as ex:
+        pending = {ex.submit(_pool_job, i, job) for i, job in enumerate(jobs)}
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    done(*f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A ``host:port`` or ``ray://host:port`` address answers a TCP connect
+    within ``timeout`` seconds (``ray.init`` itself retries a dead address
+    for minutes)."""
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        return                  # not host:port: Ray's own checks and errors
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise SweepError(f"Ray at {address!r}: cannot connect to {hostport} "
+                         f"({exc.strerror or exc})") from None
+
+
+def _run_ray(jobs, inputs, address: str, workers: int | None, done) -> None:
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        if address not in ("local", "auto"):
+            _check_reachable(address)
+        try:
+            # quiet: the runs' outcomes come back as values, not worker logs
+            quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
+            if address == "local":
+                ray.init(num_cpus=workers, include_dashboard=False, **quiet)
+            else:
+                ray.init(address=address, **quiet)
+        except (OSError, RuntimeError, ValueError) as exc:    # ConnectionError, TimeoutError...
+            raise SweepError(f"Ray at {address!r}: {_first_line(exc)}") from None
+        started = True
+    try:
+        box = [ray.put(inputs)]
+        task = ray.remote(num_cpus=1)(_ray_job)
+        todo = list(enumerate(jobs))[::-1]
+        limit = workers or len(jobs)        # Ray's CPU count bounds it too
+        pending: list = []
+        try:
+            while todo or pending:
+                while todo and len(pending) < limit:
+                    i, job = todo.pop()
+                    pending.append(task.remote(i, job, box))
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    done(*ray.get(ref))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref)
+            raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress=None,
+              inputs: dict | None = None) -> pa.Table:
+    """Run every job; one row per job, in job order (``SCHEMAS[kind]``).
+
+    ``workers``: processes (default ``os.cpu_count()``; 1: in this process);
+    with ``ray`` the most tasks in flight (default: all).  ``ray``: None
+    (local processes), ``"auto"`` (the Ray cluster this machine belongs to),
+    an address (``"ray://host:10001"``, ``"host:6379"``) or ``"local"`` (a
+    fresh local instance of ``workers`` CPUs); an initialized Ray is used as
+    it is.  ``progress``: True for a bar on stderr (quiet when not a
+    terminal), or ``fn(job, row)`` after each run.  ``inputs``:
+    ``load_inputs(jobs)`` when already read.  A run that fails raises
+    ``SweepError`` naming it, and the runs not started are cancelled."""
+    args = Arguments("sweep.run_sweep")
+    jobs = _jobs(args, jobs)
+    args.integer("workers", workers, 1, optional=True)
+    args.text("ray", ray, optional=True)
+    if progress is not True and progress is not None and progress is not False:
+        args.callback("progress", progress)
+    args.mapping("inputs", inputs, optional=True, what="load_inputs(jobs)'s dict")
+    inputs = load_inputs(jobs) if inputs is None else inputs
+    rows: list = [None] * len(jobs)
+    bar = None
+    if progress is True:
+        bar = tqdm(total=len(jobs), desc="sweep", unit="run", file=sys.stderr, disable=None,
+                   leave=False)
+        progress = None
+
+    def done(i: int, row, error) -> None:
+        if error is not None:
+            raise SweepError(error)
+        rows[i] = row
+        if bar is not None:
+            bar.set_postfix_str(jobs[i].label)
+            bar.update(1)
+        if progress:
+            progress(jobs[i], row)
+
+    try:
+        if ray is not None:
+            _run_ray(jobs, inputs, ray, workers, done)
+        else:
+            # on one machine the experiment's runs go as batched calls
+            rest = _batched_experiments(jobs, inputs, workers, done)
+            if rest:
+                sub = [jobs[i] for i in rest]
+
+                def sub_done(k: int, row, error) -> None:
+                    done(rest[k], row, error)
+
+                n = max(1, min(workers or os.cpu_count() or 1, len(sub)))
+                _run_local(sub, inputs, n, sub_done)
+    finally:
+        if bar is not None:
+            bar.close()
+    return results_table(jobs, rows)
