@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tensorsched import sweep as S
+from tensorsched.experiments import sweep as S
 from tensorsched.cli import main
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.topology.openb import replay as R

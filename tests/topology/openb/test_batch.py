@@ -179,7 +179,7 @@ def test_sweep_experiment_jobs_run_batched(tmp_path):
     policies), ``wall_seconds`` aside."""
     from support.openb import openb_slice
 
-    from tensorsched import sweep as S
+    from tensorsched.experiments import sweep as S
     nodes, pods = openb_slice(tmp_path, "multigpu20", 30, 150)
     jobs = S.make_jobs([pods], [5], policies=list(POLICIES), experiment=True, nodes=nodes)
     table = S.run_sweep(jobs, workers=1)
