@@ -668,6 +668,7 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
     win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
               norm_slots, wt, size)
     misses = 0
+    before = win_sum(wt, size, 0, start)    # feasible positions before ``start``
     for i in range(count):
         # the window: from ``start`` to the num_to_find-th feasible position
         # (every position when fewer are feasible), as ``scan_stop``
@@ -676,12 +677,15 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
             return i, start
         if num_to_find <= 0 or num_to_find > feasible:
             processed = m
+            after = before                  # the next window starts here again
         else:
-            r = win_sum(wt, size, 0, start) + num_to_find - 1
+            r = before + num_to_find - 1
             if r < feasible:
                 processed = win_kth(wt, size, r) - start + 1
+                after = r + 1
             else:
                 processed = m - start + win_kth(wt, size, r - feasible) + 1
+                after = r - feasible + 1
         end1 = min(m, start + processed)
         end2 = start + processed - m          # <= 0: the window does not wrap
         # one walk over the window: its top total (under ``href``), how
@@ -741,6 +745,7 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
         nonzero_requested[row, 1] += pod_nonzero[1]
         one_row[0] = row
         fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
+        was = wt[size + p, 0]
         win_leaf(p, row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
                  norm_slots, wt, size)
         q = (size + p) >> 1
@@ -748,6 +753,12 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
             win_pull(wt, q)
             q >>= 1
         start = (start + processed) % m
+        # the feasible positions before the next start, kept without a walk:
+        # ``after`` counted them before the placement, which moved only p
+        if start == 0:
+            before = 0
+        else:
+            before = after + (wt[size + p, 0] - was if p < start else 0)
     return count, start
 """
 
