@@ -346,20 +346,21 @@ class PodTemplates:
         stamps: list[str] = []                  # deferred creation times ...
         at: list[int] = []                      # ... and their positions
         self._deferred_bad = False
-        per_pod, utc_second = self._per_pod, parse_utc_second
-        hits = 0
+        per_pod, utc_second, obj_types = self._per_pod, parse_utc_second, _OBJ_TYPES
+        hits = cheap_hits = 0
+        on, cheap_on = self._on, self._cheap_on     # read again after each slow path
         try:
             for i, obj in enumerate(objs):
-                cid = ck = None
-                if self._on and type(obj) in _OBJ_TYPES:
+                cid = ck = known = None
+                if on and type(obj) in obj_types:
                     meta = obj.get("metadata")
                     spec = obj.get("spec")
-                    if self._cheap_on and type(meta) is dict and type(spec) is dict:
+                    if cheap_on and type(meta) is dict and type(spec) is dict:
                         ck = _cheap_key(obj, meta, spec)
-                    known = seen.get(ck) if ck is not None else None
+                        known = seen.get(ck)
                     if known is not None:       # a repeat: its per-pod fields only
                         cid, prefix = known
-                        self._cheap_hits += 1
+                        cheap_hits += 1
                         name = meta.get("name")
                         uid = meta.get("uid")
                         stamp = meta.get("creationTimestamp")
@@ -385,7 +386,10 @@ class PodTemplates:
                             keys.append(prefix + name)
                             extra = (uid, None, "", "", False) if uid else NO_EXTRAS
                     else:
+                        self._cheap_hits += cheap_hits
+                        cheap_hits = 0
                         _, key, ann = self._keys(obj, ck)
+                        cheap_on = self._cheap_on
                         cid = fast.get((key, ann)) if key is not None else None
                     if cid is None and known is not None or cid is not None and known is None:
                         try:        # a repeat with a status, a deletion, odd fields...
@@ -401,7 +405,10 @@ class PodTemplates:
                             keys.append(f"{classes[cid].namespace}/{name}")
                             extra = (uid, start, node, phase, deleting)
                 if cid is None:
+                    self._cheap_hits += cheap_hits
+                    cheap_hits = 0
                     record = obj if isinstance(obj, PodRecord) else self.parse(obj)
+                    on, cheap_on = self._on, self._cheap_on
                     cid = class_of.get(id(record.memo))
                     if cid is None:
                         cid = class_of[id(record.memo)] = len(classes)
@@ -425,6 +432,7 @@ class PodTemplates:
             self._deferred_bad = stamps and self._read_stamps(stamps) is None
             raise
         self.hits += hits
+        self._cheap_hits += cheap_hits
         creation = np.array(creation, np.int64)
         if stamps:
             ns = self._read_stamps(stamps)
