@@ -429,7 +429,7 @@ class PodTemplates:
                 if extra != NO_EXTRAS:
                     extras[i] = extra
         except Exception:
-            self._deferred_bad = stamps and self._read_stamps(stamps) is None
+            self._deferred_bad = bool(stamps) and self._read_stamps(stamps) is None
             raise
         self.hits += hits
         self._cheap_hits += cheap_hits

@@ -30,19 +30,15 @@ def utc_seconds(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
     ok = np.zeros(n, bool)
     if n == 0:
         return ns, ok
+    # the lengths apart: numpy's str arrays drop trailing NULs
+    length = np.fromiter(map(len, values), np.int64, n)
     text = np.array(values, dtype=str)
     width = text.dtype.itemsize // 4
-    if width != _SHAPE:                 # a longer one: numpy pads the others
-        if width < _SHAPE:
-            return ns, ok
-        codes = text.view(np.uint32).reshape(n, width)
-        short = ~codes[:, _SHAPE:].any(axis=1)
-        codes = codes[:, :_SHAPE]
-    else:
-        codes = text.view(np.uint32).reshape(n, width)
-        short = True
+    if width < _SHAPE:
+        return ns, ok
+    codes = text.view(np.uint32).reshape(n, width)[:, :_SHAPE]
     tens, units = codes[:, 17], codes[:, 18]
-    ok = (short & (codes[:, 19] == ord("Z")) & (codes[:, 16] == ord(":"))
+    ok = ((length == _SHAPE) & (codes[:, 19] == ord("Z")) & (codes[:, 16] == ord(":"))
           & (tens >= ord("0")) & (tens <= ord("5")) & (units >= ord("0")) & (units <= ord("9")))
     rows = np.flatnonzero(ok)
     if rows.size == 0:
