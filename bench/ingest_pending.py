@@ -46,7 +46,9 @@ def run_mode(mode: str, node_objs: list, pod_objs: list, backend: str, seed: int
     cpu0 = time.process_time()
     bindings, elapsed = timed_pending(sched, pods)
     cpu = time.process_time() - cpu0
-    return {"mode": mode, "commit": git_commit(),
+    return {"mode": mode, "workload": f"basic-{mode}", "nodes": len(node_objs),
+            "pods": len(pod_objs), "backend": backend,
+            "percentage_of_nodes_to_score": percentage, "commit": git_commit(),
             "pods_per_second": round(len(pod_objs) / elapsed, 1),
             "seconds": round(elapsed, 4), "cpu_seconds": round(cpu, 4),
             "scheduled": sum(1 for b in bindings if b.node is not None),
