@@ -8,6 +8,7 @@ object kinds (``topology.nrt``) parse with these.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -248,10 +249,51 @@ _RFC3339 = re.compile(
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+#: ``"00"``..``"59"`` -> the second (ASCII digits only, as the pattern's
+#: ``\d`` would take other scripts' digits too: those take the long way).
+_SECONDS = {f"{s:02d}": s for s in range(60)}
+
+
+@functools.lru_cache(maxsize=4096)
+def minute_ns(prefix: str) -> int | None:
+    """ns of ``prefix + ":00Z"`` (prefix ``YYYY-MM-DDTHH:MM``), None when
+    that is not a valid timestamp."""
+    try:
+        return _parse_any(prefix + ":00Z")
+    except ValueError:
+        return None
+
+
+def parse_utc_second(value: str) -> int | None:
+    """``parse_timestamp`` of a ``YYYY-MM-DDTHH:MM:SSZ`` string (what the API
+    server writes), the minute parsed once per distinct minute; None for
+    any other shape or an invalid one (``parse_timestamp`` then decides).
+
+    Exact: when ``prefix:00Z`` parses, the pattern has matched ``prefix``
+    as the date, hour and minute (16 characters, no room for spaces), so
+    ``prefix:SSZ`` with SS in 00-59 parses to the same minute plus SS."""
+    if len(value) != 20 or value[19] != "Z" or value[16] != ":":
+        return None
+    second = _SECONDS.get(value[17:19])
+    if second is None:
+        return None
+    minute = minute_ns(value[:16])
+    return None if minute is None else minute + second * 1_000_000_000
+
+
 def parse_timestamp(value) -> int:
     """RFC3339 (``2024-05-01T10:00:00Z``, optional fraction up to ns, ``Z`` or
     ``+hh:mm``) -> integer nanoseconds since the Unix epoch.  A ``datetime``
     (naive = UTC) is accepted too."""
+    if type(value) is str:
+        ns = parse_utc_second(value)
+        if ns is not None:
+            return ns
+    return _parse_any(value)
+
+
+def _parse_any(value) -> int:
+    """``parse_timestamp`` the long way (every accepted shape)."""
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         delta = dt - _EPOCH

@@ -484,192 +484,221 @@ def win_block(pos, hi, size):
     return (size + pos) // b, b
 
 
-def win_sum(fcnt, size, lo, hi):
+def win_sum(wt, size, lo, hi):
     '''Feasible positions in [lo, hi).'''
     c = 0
     a = lo + size
     b = hi + size
     while a < b:
         if a & 1:
-            c += fcnt[a]
+            c += wt[a, 0]
             a += 1
         if b & 1:
             b -= 1
-            c += fcnt[b]
+            c += wt[b, 0]
         a >>= 1
         b >>= 1
     return c
 
 
-def win_kth(fcnt, size, r):
+def win_kth(wt, size, r):
     '''The position of the r-th (0-based) feasible position.'''
     p = 1
     while p < size:
         a = 2 * p
-        if r < fcnt[a]:
+        if r < wt[a, 0]:
             p = a
         else:
-            r -= fcnt[a]
+            r -= wt[a, 0]
             p = a + 1
     return p - size
 
 
-def win_max(tree, size, lo, hi, best):
-    '''max(best, the largest leaf of ``tree`` in [lo, hi)).'''
+def win_take(wt, q, acc):
+    '''Fold node q into a window's answer ``acc``: its top total and how
+    many reach it (columns 1, 2), the normalized slots' maxima (3...).'''
+    v = wt[q, 1]
+    if v > acc[1]:
+        acc[1] = v
+        acc[2] = wt[q, 2]
+    elif v == acc[1]:
+        acc[2] += wt[q, 2]
+    for c in range(3, wt.shape[1]):
+        if wt[q, c] > acc[c]:
+            acc[c] = wt[q, c]
+
+
+def win_range(wt, size, lo, hi, acc):
+    '''Fold the nodes covering [lo, hi) into ``acc`` (``win_take``): one
+    walk up for the top total, its count and every slot's maximum.'''
     a = lo + size
     b = hi + size
     while a < b:
         if a & 1:
-            best = max(best, tree[a])
+            win_take(wt, a, acc)
             a += 1
         if b & 1:
             b -= 1
-            best = max(best, tree[b])
+            win_take(wt, b, acc)
         a >>= 1
         b >>= 1
-    return best
 
 
-def win_smax(smax, s, size, lo, hi, best):
-    '''``win_max`` over slot s's tree (row s of ``smax``).'''
-    a = lo + size
-    b = hi + size
-    while a < b:
-        if a & 1:
-            best = max(best, smax[s, a])
-            a += 1
-        if b & 1:
-            b -= 1
-            best = max(best, smax[s, b])
-        a >>= 1
-        b >>= 1
-    return best
-
-
-def win_kth_eq(tmax, tcnt, size, lo, hi, k, best):
+def win_kth_eq(wt, size, lo, hi, k, best):
     '''The position of the k-th (0-based, by position) total equal to
     ``best`` (the range's maximum) in [lo, hi): inside a canonical node no
     leaf exceeds ``best``, so its (max, count) pairs count exactly.'''
     pos = lo
     while pos < hi:
         node, b = win_block(pos, hi, size)
-        if tmax[node] == best:
-            if k < tcnt[node]:
-                return win_descend(tmax, tcnt, size, node, k, best)
-            k -= tcnt[node]
+        if wt[node, 1] == best:
+            if k < wt[node, 2]:
+                return win_descend(wt, size, node, k, best)
+            k -= wt[node, 2]
         pos += b
     return -1
 
 
-def win_descend(tmax, tcnt, size, p, k, best):
+def win_descend(wt, size, p, k, best):
     '''The position of the k-th total equal to ``best`` under node p.'''
     while p < size:
         a = 2 * p
-        if tmax[a] == best:
-            if k < tcnt[a]:
+        if wt[a, 1] == best:
+            if k < wt[a, 2]:
                 p = a
                 continue
-            k -= tcnt[a]
+            k -= wt[a, 2]
         p = a + 1
     return p - size
 
 
-def win_leaf(p, i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href, fcnt,
-             smax, tmax, tcnt, size):
-    '''Write position p (row i) into the leaves of the three trees.'''
+def win_leaf(p, i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
+             norm_slots, wt, size):
+    '''Write position p (row i) into its leaf.'''
     ok = reasons_by_row[i] == 0
     q = size + p
-    fcnt[q] = 1 if ok else 0
-    for s in range(raw_by_row.shape[1]):
-        smax[s, q] = raw_by_row[i, s] if ok else -1
-    tmax[q] = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href)
-    tcnt[q] = 1
+    wt[q, 0] = 1 if ok else 0
+    wt[q, 1] = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href)
+    wt[q, 2] = 1
+    for j in range(norm_slots.shape[0]):
+        wt[q, 3 + j] = raw_by_row[i, norm_slots[j]] if ok else -1
 
 
-def win_pull(p, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt):
+def win_pull_top(wt, p):
+    '''Node p's top total and its count from its children's.'''
     a = 2 * p
-    fcnt[p] = fcnt[a] + fcnt[a + 1]
-    for s in range(n_slots):
-        if active_slots[s] and norm_mode[s] != 0:      # the only maxima read
-            smax[s, p] = max(smax[s, a], smax[s, a + 1])
-    tree_pull(tmax, tcnt, p)
+    b = a + 1
+    if wt[a, 1] > wt[b, 1]:
+        wt[p, 1] = wt[a, 1]
+        wt[p, 2] = wt[a, 2]
+    elif wt[a, 1] < wt[b, 1]:
+        wt[p, 1] = wt[b, 1]
+        wt[p, 2] = wt[b, 2]
+    else:
+        wt[p, 1] = wt[a, 1]
+        wt[p, 2] = wt[a, 2] + wt[b, 2]
+
+
+def win_pull(wt, p):
+    '''Node p from its children: feasible count, top total, slot maxima.'''
+    a = 2 * p
+    wt[p, 0] = wt[a, 0] + wt[a + 1, 0]
+    win_pull_top(wt, p)
+    for c in range(3, wt.shape[1]):
+        wt[p, c] = max(wt[a, c], wt[a + 1, c])
 
 
 def win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-              pos_of_row, fcnt, smax, tmax, tcnt, size):
-    '''The trees over evaluation positions 0..M-1 (position p = row rows[p]):
-    feasible counts, each slot's largest raw score on a feasible row, and
-    the weighted totals under the maxima ``href`` (max, count).'''
+              norm_slots, wt, size):
+    '''The tree over evaluation positions 0..M-1 (position p = row rows[p]).'''
     m = rows.shape[0]
-    n_slots = raw_by_row.shape[1]
     for p in range(size):
         if p < m:
-            i = rows[p]
-            pos_of_row[i] = p
-            win_leaf(p, i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-                     fcnt, smax, tmax, tcnt, size)
+            win_leaf(p, rows[p], reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
+                     href, norm_slots, wt, size)
         else:
             q = size + p
-            fcnt[q] = 0
-            for s in range(n_slots):
-                smax[s, q] = -1
-            tmax[q] = -1
-            tcnt[q] = 1
+            wt[q, 0] = 0
+            wt[q, 1] = -1
+            wt[q, 2] = 1
+            for c in range(3, wt.shape[1]):
+                wt[q, c] = -1
     for p in range(size - 1, 0, -1):
-        win_pull(p, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt)
+        win_pull(wt, p)
 
 
 def win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-               tmax, tcnt, size):
-    '''The totals tree again under new maxima ``href``.'''
+               wt, size):
+    '''The totals again under new maxima ``href``.'''
     m = rows.shape[0]
     for p in range(m):
-        tmax[size + p] = row_total(rows[p], reasons_by_row, raw_by_row, active_slots,
-                                   norm_mode, weights, href)
+        wt[size + p, 1] = row_total(rows[p], reasons_by_row, raw_by_row, active_slots,
+                                    norm_mode, weights, href)
     for p in range(size - 1, 0, -1):
-        tree_pull(tmax, tcnt, p)
+        win_pull_top(wt, p)
+
+
+def win_answer(wt, size, start, end1, end2, acc):
+    '''The window [start, end1) + [0, end2) folded into ``acc`` (top total
+    and count, slot maxima from 0); returns how many of the top totals lie
+    in its first part.'''
+    acc[1] = -1
+    acc[2] = 0
+    for c in range(3, acc.shape[0]):
+        acc[c] = 0
+    win_range(wt, size, start, end1, acc)
+    first_top = acc[1]
+    first_count = acc[2]
+    if end2 > 0:
+        win_range(wt, size, 0, end2, acc)
+    return first_count if first_top == acc[1] else 0
 
 
 def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
                      pod_nonzero, fargs, reasons_by_row, raw_by_row, active_slots, norm_mode,
-                     weights, ties_scratch, hi, href, one_row, out_rows, pos_of_row, fcnt, smax,
-                     tmax, tcnt, size):
+                     weights, ties_scratch, hi, href, one_row, out_rows, norm_slots, wt, acc,
+                     size):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
+    n_norm = norm_slots.shape[0]
     for s in range(n_slots):
         href[s] = 0
     win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-              pos_of_row, fcnt, smax, tmax, tcnt, size)
+              norm_slots, wt, size)
     misses = 0
+    before = win_sum(wt, size, 0, start)    # feasible positions before ``start``
     for i in range(count):
         # the window: from ``start`` to the num_to_find-th feasible position
         # (every position when fewer are feasible), as ``scan_stop``
-        feasible = fcnt[1]
+        feasible = wt[1, 0]
         if feasible == 0:
             return i, start
         if num_to_find <= 0 or num_to_find > feasible:
             processed = m
+            after = before                  # the next window starts here again
         else:
-            r = win_sum(fcnt, size, 0, start) + num_to_find - 1
+            r = before + num_to_find - 1
             if r < feasible:
-                processed = win_kth(fcnt, size, r) - start + 1
+                processed = win_kth(wt, size, r) - start + 1
+                after = r + 1
             else:
-                processed = m - start + win_kth(fcnt, size, r - feasible) + 1
+                processed = m - start + win_kth(wt, size, r - feasible) + 1
+                after = r - feasible + 1
         end1 = min(m, start + processed)
         end2 = start + processed - m          # <= 0: the window does not wrap
-        # the normalization maxima over the window's feasible rows
+        # one walk over the window: its top total (under ``href``), how
+        # many reach it, the normalization maxima over its feasible rows
+        c1 = win_answer(wt, size, start, end1, end2, acc)
         same = True
         for s in range(n_slots):
             hi[s] = 0
-            if active_slots[s] and norm_mode[s] != 0:
-                v = win_smax(smax, s, size, start, end1, 0)
-                if end2 > 0:
-                    v = win_smax(smax, s, size, 0, end2, v)
-                hi[s] = v
-                if v != href[s]:
-                    same = False
+        for j in range(n_norm):
+            s = norm_slots[j]
+            hi[s] = acc[3 + j]
+            if hi[s] != href[s]:
+                same = False
         if not same:
             # totals under other maxima: this window by a scan, and the tree
             # re-taken under them when windows keep disagreeing
@@ -678,22 +707,18 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
                 for s in range(n_slots):
                     href[s] = hi[s]
                 win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
-                           href, tmax, tcnt, size)
+                           href, wt, size)
                 misses = 0
                 same = True
+                c1 = win_answer(wt, size, start, end1, end2, acc)
         if same:
-            best = win_max(tmax, size, start, end1, -1)
-            if end2 > 0:
-                best = win_max(tmax, size, 0, end2, best)
-            c1 = tree_count_eq(tmax, tcnt, size, start, end1, best)
-            n_ties = c1
-            if end2 > 0:
-                n_ties += tree_count_eq(tmax, tcnt, size, 0, end2, best)
+            best = acc[1]
+            n_ties = acc[2]
             t = tie_index(seed_mix, attempt0 + i, n_ties)
             if t < c1:
-                p = win_kth_eq(tmax, tcnt, size, start, end1, t, best)
+                p = win_kth_eq(wt, size, start, end1, t, best)
             else:
-                p = win_kth_eq(tmax, tcnt, size, 0, end2, t - c1, best)
+                p = win_kth_eq(wt, size, 0, end2, t - c1, best)
         else:
             best = -1
             n_ties = 0
@@ -720,13 +745,20 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
         nonzero_requested[row, 1] += pod_nonzero[1]
         one_row[0] = row
         fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
+        was = wt[size + p, 0]
         win_leaf(p, row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-                 fcnt, smax, tmax, tcnt, size)
+                 norm_slots, wt, size)
         q = (size + p) >> 1
         while q >= 1:
-            win_pull(q, n_slots, active_slots, norm_mode, fcnt, smax, tmax, tcnt)
+            win_pull(wt, q)
             q >>= 1
         start = (start + processed) % m
+        # the feasible positions before the next start, kept without a walk:
+        # ``after`` counted them before the placement, which moved only p
+        if start == 0:
+            before = 0
+        else:
+            before = after + (wt[size + p, 0] - was if p < start else 0)
     return count, start
 """
 
@@ -764,19 +796,22 @@ def build_place_run(by_row_pass):
     returns (placed, the next start position).
 
     ``place_run_window`` places as ``place_run_scan`` does (without
-    per-domain rules or pod-to-pod scores) in O(log N) a pod: trees over the
-    evaluation positions (position p = row ``rows[p]``) count the feasible
-    positions (the window's end is the k-th feasible one from ``start``),
-    keep each normalized slot's largest raw score (the window's maxima) and
-    the weighted totals under reference maxima ``href`` (max and count:
-    the window's top total, its ties, the t-th tie in window order).  A
-    window whose maxima differ from ``href`` totals its rows by a scan; after
-    four such windows the totals tree is re-taken under the new maxima.
+    per-domain rules or pod-to-pod scores) in O(log N) a pod: one tree over
+    the evaluation positions (position p = row ``rows[p]``), a node's
+    answers side by side in a row of ``wt`` (one walk reads them all):
+    column 0 counts the feasible positions (the window's end is the k-th
+    feasible one from ``start``), columns 1 and 2 hold the top weighted
+    total under reference maxima ``href`` and how many reach it (the
+    window's top total, its ties, the t-th tie in window order), column
+    3 + j the largest raw score of normalized slot ``norm_slots[j]`` on a
+    feasible position (the window's maxima).  A window whose maxima differ
+    from ``href`` totals its rows by a scan; after four such windows the
+    totals are re-taken under the new maxima.
     ``place_run_window(count, seed_mix, attempt0, rows [M], start,
     num_to_find, pod_request, pod_nonzero, fargs, reasons [N], raw [N, S],
     active, norm, weights, ties scratch [M], maxima scratch [S], href [S],
-    one_row [1], out_rows [count], pos_of_row [N], feasible counts [2Z],
-    slot maxima [S, 2Z], totals max / count [2Z], Z) -> (placed, next start
+    one_row [1], out_rows [count], norm_slots [K] (the active normalized
+    slots), wt [2Z, 3 + K], acc [3 + K] scratch, Z) -> (placed, next start
     position)``, Z a power of two >= M."""
     fn = _runs.get(by_row_pass)
     if fn is not None:
@@ -797,9 +832,9 @@ def build_place_run(by_row_pass):
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
                          "rules_count", "finalize_spread", "place_run", "place_run_scan",
-                         "win_block", "win_sum", "win_kth", "win_max", "win_smax",
-                         "win_descend", "win_kth_eq", "win_leaf", "win_pull", "win_build",
-                         "win_totals", "place_run_window"),
+                         "win_block", "win_sum", "win_kth", "win_take", "win_range",
+                         "win_descend", "win_kth_eq", "win_leaf", "win_pull_top", "win_pull",
+                         "win_build", "win_totals", "win_answer", "place_run_window"),
                         namespace,
                         options={"nogil": True, "_nrt": False},
                         cache=None not in depends, depends=[d or "" for d in depends],

@@ -389,12 +389,13 @@ class NumbaBackend:
             # the evaluation positions, O(log N) a pod
             size = 1 << max(m - 1, 1).bit_length()
             ties = self._buf.get(m, n_slots, zero=False)[3]
+            norm_slots = spread_scratch[5]
+            width = 3 + norm_slots.shape[0]
             placed, next_start = window(
                 count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
                 c.reasons, c.raw, active, norm, weights, ties, np.zeros(n_slots, np.int64),
-                np.zeros(n_slots, np.int64), one_row, out, np.zeros(n, np.int64),
-                np.empty(2 * size, np.int64), np.empty((n_slots, 2 * size), np.int64),
-                np.empty(2 * size, np.int64), np.empty(2 * size, np.int64), size)
+                np.zeros(n_slots, np.int64), one_row, out, norm_slots,
+                np.empty((2 * size, width), np.int64), np.empty(width, np.int64), size)
             c.top_params = None         # rows moved outside the tree: rebuild when used
         else:
             reasons, scores, total, ties = self._buf.get(m, n_slots, zero=False)

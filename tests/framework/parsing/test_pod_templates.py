@@ -278,3 +278,110 @@ def test_fast_copies_carry_their_own_key():
     recs[1].priority = None
     resolved = PriorityResolver().resolve(recs[1])
     assert resolved is not recs[1] and resolved.key == recs[1].key
+
+
+# pods as the basic workload writes them: no status, the creation time of the
+# API server's shape (read after the pass), a repeat's keys from its cheap key
+BARE = {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "pause",
+                                 "resources": {"requests": {"cpu": "100m"}}}]}}
+BARE_VARIATIONS = [
+    (("metadata", "creationTimestamp"), ["2026-01-01T00:00:59Z", "2026-01-01T00:01:00Z",
+                                         "2026-02-30T00:00:00Z", "2026-01-01T00:00:00.5Z",
+                                         "yesterday", "", 5, None, "2026-01-01T00:00:60Z",
+                                         "1969-12-31T23:59:59Z"]),
+    (("metadata", "uid"), ["u", 3, None]),
+    (("metadata", "name"), ["", None, 4]),
+    (("metadata", "deletionTimestamp"), ["2026-01-01T00:00:00Z", "bad"]),
+    (("spec", "nodeName"), ["n1", 1]),
+    (("spec", "containers", 0, "resources", "requests", "cpu"), ["1", 1, True, "bad"]),
+    (("spec", "priority"), [1, True, 1.0]),
+    (("status",), [{"phase": "Running"}, {"startTime": "never"}, "s"]),
+]
+
+
+@st.composite
+def bare_pod_lists(draw):
+    pods = []
+    for i in range(draw(st.integers(1, 14))):
+        pod = copy.deepcopy(BARE)
+        pod["metadata"]["name"] = f"p-{i}"
+        pod["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:{i:02d}Z"
+        if draw(st.integers(0, 3)) == 0:
+            path, values = draw(st.sampled_from(BARE_VARIATIONS))
+            _set(pod, path, draw(st.sampled_from(values + [DELETE])))
+        pods.append(pod)
+    return pods
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bare_pod_lists())
+def test_bare_repeats_as_columns_equal_one_at_a_time(pods):
+    """The repeats read through their cheap key, their creation times after
+    the pass: the records, and the first error, are one at a time's (a bad
+    creation time of a repeat before another bad pod is the error)."""
+    one = _outcome(lambda: [parse_pod(p) for p in pods])
+    cache = PodTemplates(parse_pod)
+    got = _outcome(lambda: cache.parse_columns(pods))
+    assert got[0] == one[0]
+    if got[0] == "error":
+        assert got == one
+    else:
+        assert list(got[1]) == one[1]
+        assert got[1].creation_ns.tolist() == [r.creation_ns or 0 for r in one[1]]
+
+
+def test_a_bad_creation_time_of_a_repeat_comes_before_a_later_error():
+    pods = [copy.deepcopy(BARE) for _ in range(4)]
+    for i, p in enumerate(pods):
+        p["metadata"].update(name=f"p-{i}", creationTimestamp=f"2026-01-01T00:00:0{i}Z")
+    pods[1]["metadata"]["creationTimestamp"] = "2026-02-30T00:00:00Z"
+    pods[3]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "bad"
+    with pytest.raises(ManifestError) as exc:
+        PodTemplates(parse_pod).parse_columns(pods)
+    assert "p-1" in str(exc.value) and "creationTimestamp" in str(exc.value)
+    pods[1]["metadata"]["creationTimestamp"] = "2026-01-01T00:00:01.5+01:00"
+    with pytest.raises(ManifestError) as exc:
+        PodTemplates(parse_pod).parse_columns(pods)
+    assert "p-3" in str(exc.value)
+    del pods[3]
+    cols = PodTemplates(parse_pod).parse_columns(pods)
+    assert cols.creation_ns.tolist() == [parse_pod(p).creation_ns for p in pods]
+
+
+def test_cheap_keys_are_dropped_when_templates_repeat_without_them():
+    """kubectl's pods name a volume of their own: their cheap keys never
+    repeat, the template key finds the template, and after ``cheap_grace``
+    such pods the cheap keys are no longer computed; records unchanged."""
+    pods = _replicas(PodTemplates.cheap_grace + 20)
+    cache = PodTemplates(parse_pod)
+    cols = cache.parse_columns(pods)
+    assert not cache._cheap_on and cache.misses == 1
+    assert list(cols) == [parse_pod(p) for p in pods]
+    bare = [copy.deepcopy(BARE) for _ in range(200)]
+    for i, p in enumerate(bare):
+        p["metadata"]["name"] = f"p-{i}"
+    cache = PodTemplates(parse_pod)
+    cols = cache.parse_columns(bare)
+    assert cache._cheap_on and cache._cheap_hits >= 199 and len(cols.classes) == 1
+    assert cache.hits == 199 and cache.misses == 1
+
+
+def test_cheap_key_is_exact():
+    def key(path, value):
+        pod = copy.deepcopy(BASE)
+        _set(pod, path, value)
+        return pod_templates.cheap_key(pod)
+    base = pod_templates.cheap_key(BASE)
+    assert key(("metadata", "name"), "other") == base == key(("spec", "nodeName"), "n9")
+    assert key(("metadata", "creationTimestamp"), "x") == base
+    assert key(("spec", "priority"), True) != key(("spec", "priority"), 1) != base
+    assert key(("spec", "priority"), 1.0) != key(("spec", "priority"), 1)
+    assert key(("metadata", "annotations"), {"a": "c"}) != base
+    assert key(("metadata", "labels"), {1: "web"}) != key(("metadata", "labels"), {"1": "web"})
+
+    class Str(str):
+        pass
+    assert key(("spec", "schedulerName"), Str("x")) is None
+    assert pod_templates.cheap_key(dict(BASE, spec=[])) is None
