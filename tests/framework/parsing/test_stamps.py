@@ -1,4 +1,4 @@
-"""Creation times read many at once (framework/objects/stamps.py) and the
+"""Creation times read many at once (framework/parsing/stamps.py) and the
 API server's shape read fast (meta.parse_utc_second): every value exactly
 parse_timestamp's, anything else left to it."""
 
