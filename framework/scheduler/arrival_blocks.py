@@ -42,7 +42,7 @@ class ArrivalBlocks:
         pool = q.unschedulable
         if not pool:
             return True
-        if any(q._interested(plugins, UNSCHEDULED_POD_ADD) for plugins in pool.groups):
+        if any(q.interest.interested(plugins, UNSCHEDULED_POD_ADD) for plugins in pool.groups):
             return False
         if q.max_in_unschedulable != float("inf"):
             oldest = min(pi.timestamp for pi in pool.values())
@@ -65,7 +65,7 @@ class ArrivalBlocks:
         refused = self._blocks_refused.get(id(fw))
         if refused is not None and refused == self._block_layout():
             return False
-        if fw.block_setup is not None and self.queue._interested(
+        if fw.block_setup is not None and self.queue.interest.interested(
                 frozenset(p.name for p in fw.filters if getattr(p, "reason_bits", 0)),
                 UNSCHEDULED_POD_ADD):
             # a pod failing in the block would be moved back by the next

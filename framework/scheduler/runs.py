@@ -154,14 +154,14 @@ class CompiledRuns:
         msg, rejectors, advance = got.message, got.rejectors, got.advance
         # pods added to or deleted from the queue by a subscriber meanwhile
         # cut the stretch too (the next head may then be another pod)
-        seq, size = queue._seq, len(queue._infos)
+        changes = queue.changes()
         t0 = time.perf_counter()
         for i in range(n):
             if i:
                 obj = (block.pods.manifests[run.start + i - 1] if block is not None
                        else rest[i - 1].pod.obj)
                 if (nominated_in(obj) or (state.version, nominator.version) != stamp
-                        or queue._seq != seq or len(queue._infos) != size):
+                        or queue.changes() != changes):
                     done = i
                     break
             pi = info(run, i)
