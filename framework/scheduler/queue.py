@@ -536,7 +536,7 @@ class InfoView(Mapping):
     pod still in a lane block (``queue_lane``): ``infos`` is the queue's
     key -> info or block map, ``info_of(key)`` makes the info."""
 
-    __slots__ = ("_infos", "_info_of")
+    __slots__ = ("_info_of", "_infos")
 
     def __init__(self, infos: dict, info_of: Callable):
         self._infos = infos
