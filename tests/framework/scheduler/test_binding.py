@@ -65,7 +65,7 @@ def test_assume_then_bind():
 
 
 def test_permit_wait_allow_then_drain_binds():
-    binding, fw, pod, got = _binding(permit=True)
+    binding, fw, pod, _got = _binding(permit=True)
     b = binding.assume_and_permit(fw, pod, "n0", _popped(binding, pod))
     assert b.node is None and binding.waiting_pods() == ["default/p"]
     assert binding.longest_permit_wait == 5.0 and binding.waiting["default/p"].deadline == 5.0
@@ -77,7 +77,7 @@ def test_permit_wait_allow_then_drain_binds():
 
 
 def test_reject_forgets_and_requeues():
-    binding, fw, pod, got = _binding(permit=True)
+    binding, fw, pod, _got = _binding(permit=True)
     binding.assume_and_permit(fw, pod, "n0", _popped(binding, pod))
     binding.reject("default/p", "Hold", "no quorum")
     assert "default/p" not in binding.state.pods and not binding.waiting
@@ -90,7 +90,7 @@ def test_reject_forgets_and_requeues():
 
 
 def test_permit_timeout_expires_on_the_clock():
-    binding, fw, pod, got = _binding(permit=True)
+    binding, fw, pod, _got = _binding(permit=True)
     binding.assume_and_permit(fw, pod, "n0", _popped(binding, pod))
     binding.expire(4.9)
     assert binding.waiting
@@ -110,7 +110,7 @@ def test_binder_failure_backs_off():
 
 
 def test_forget_a_deleted_waiting_pod():
-    binding, fw, pod, got = _binding(permit=True)
+    binding, fw, pod, _got = _binding(permit=True)
     binding.assume_and_permit(fw, pod, "n0", _popped(binding, pod))
     binding.preempted_for["default/p"] = ("n0", [])
     binding.forget("default/p")

@@ -35,7 +35,7 @@ def test_pods_of_other_schedulers_are_left_alone():
 
 
 def test_bound_pods_update_and_delete():
-    sched, handlers = _handlers()
+    _sched, handlers = _handlers()
     handlers.add_pod(pod_dict("bound", cpu="500m", spec={"nodeName": "n0"}))
     state = handlers.state
     assert "default/bound" in state.pods
