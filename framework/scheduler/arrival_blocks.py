@@ -27,6 +27,7 @@ from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
 from tensorsched.framework.state.cluster_state import ClusterState
 
 from .binding import BindingCycle
+from .counters import CycleCounters
 from .events import BOUND, Binding, EventBus, Outcomes
 from .metrics import MetricsRecorder
 from .profiles import Profiles
@@ -39,13 +40,13 @@ class ArrivalBlocks:
     """Arrivals placed as blocks (module doc) on ``state`` by their
     profile's Framework (``profiles``), when ``queue``, ``binding``,
     ``cycle`` (its terminating victims) and ``runs`` (whether pods may be
-    batched) say the scheduler is idle; outcomes, counters and events as
-    each pod's own arrival and cycle would have left them."""
+    batched) say the scheduler is idle; outcomes, ``counters``, metrics and
+    events as each pod's own arrival and cycle would have left them."""
 
     def __init__(self, state: ClusterState, clock: Clock, queue: SchedulingQueue,
                  profiles: Profiles, cycle: SchedulingCycle, binding: BindingCycle,
-                 runs: CompiledRuns, metrics: MetricsRecorder, events: EventBus,
-                 outcomes: Outcomes, *, seed: int = 0):
+                 runs: CompiledRuns, counters: CycleCounters, metrics: MetricsRecorder,
+                 events: EventBus, outcomes: Outcomes, *, seed: int = 0):
         self.state = state
         self.clock = clock
         self.queue = queue
@@ -53,6 +54,7 @@ class ArrivalBlocks:
         self.cycle = cycle
         self.binding = binding
         self.runs = runs
+        self.counters = counters
         self.metrics = metrics
         self.events = events
         self.outcomes = outcomes
@@ -141,10 +143,10 @@ class ArrivalBlocks:
         if count == 0:
             return none
         fw = profiles.of(pods[0])
-        cycle = self.cycle
+        counters = self.counters
         t0 = time.perf_counter()
         got = fw.place_block(state, pods[:count], seed=self.seed,
-                             attempt=cycle.attempts, start_index=cycle.next_start_index)
+                             attempt=counters.attempts, start_index=counters.next_start_index)
         if got is None:
             # the profile or the state has no block form: not asked again
             # until the nodes change
@@ -154,7 +156,7 @@ class ArrivalBlocks:
         k = rows.shape[0]
         if k == 0:
             return none
-        cycle.attempts += k
+        counters.attempts += k
         self.metrics.block_pods += k
         wall = (time.perf_counter() - t0) / k
         self.metrics.timer.add("filter_score", wall * k)

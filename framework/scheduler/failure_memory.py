@@ -55,6 +55,12 @@ class RememberedFailure:
     start_index: int
 
 
+def failure_stamp(state, nominator) -> tuple:
+    """What a remembered failure holds for: the versions of the cluster
+    state and of the nominator (module doc)."""
+    return (state.version, nominator.version)
+
+
 def nominated_in(obj) -> str:
     """A Pod manifest's ``status.nominatedNodeName`` ("" when none)."""
     return ((obj or {}).get("status") or {}).get("nominatedNodeName") or ""

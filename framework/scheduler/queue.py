@@ -123,14 +123,17 @@ class SchedulingQueue:
     b)``); ``pre_enqueue(pod) -> Status`` runs the PreEnqueue plugins of the
     pod's profile and ``gate_free(pod) -> bool`` says when they certainly
     let it in; ``plugin_of(name)`` resolves a rejecting plugin's name to the
-    plugin (for its events)."""
+    plugin (for its events); ``run_key(pod)`` is the key ``pop_run`` forms
+    runs of alike pods by (None: a pod on its own)."""
 
     def __init__(self, clock: Clock | None = None, *, sort_plugin,
                  pre_enqueue: Callable | None = None, plugin_of: Callable | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
-                 nominator: Nominator | None = None, gate_free: Callable | None = None):
+                 nominator: Nominator | None = None, gate_free: Callable | None = None,
+                 run_key: Callable | None = None):
         self.clock = clock or SimulatedClock()
+        self.run_key = run_key or (lambda pod: None)
         # ``sort_keys(pods)``, when the plugin has it: the keys of many pods
         self.sort_keys = getattr(sort_plugin, "sort_keys", None)
         if hasattr(sort_plugin, "sort_key"):
@@ -349,17 +352,18 @@ class SchedulingQueue:
             return None
         return self._take(entry, block)
 
-    def pop_run(self, run_key, limit: int) -> QueueRun | None:
+    def pop_run(self, run_key: Callable | None, limit: int) -> QueueRun | None:
         """The head of activeQ (as ``pop``) and the heads after it, popped
-        as ``pop`` would one by one, while ``run_key(pod)`` is the head's
-        and not None, at most ``limit`` pods; None when activeQ is empty.
-        ``run_key`` must read only what a pod's ``memo`` covers (pods
-        sharing a memo share the key).
+        as ``pop`` would one by one, while ``run_key(pod)`` (None: the
+        queue's own) is the head's and not None, at most ``limit`` pods;
+        None when activeQ is empty.  ``run_key`` must read only what a pod's
+        ``memo`` covers (pods sharing a memo share the key).
 
         When the heads after the first are a stretch of one lane block, the
         run is that stretch (no info is made for its pods); otherwise the
         heads one by one (``QueueRun.rest``)."""
         self.flush()
+        run_key = run_key or self.run_key
         active = self.active
         entry, block = active.head()
         if entry is None:

@@ -44,35 +44,40 @@ from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.state.cluster_state import ClusterState
 
 from .binding import BindingCycle
+from .counters import CycleCounters
 from .events import BOUND, Binding, EventBus, Outcomes
-from .failure_memory import FailureMemory, nominated_in
+from .failure_memory import FailureMemory, failure_stamp, nominated_in
 from .metrics import MetricsRecorder
 from .nominator import Nominator
 from .profiles import Profiles
 from .queue import UNSCHEDULABLE, SchedulingQueue
+from .run_keys import RunKeys
 from .schedule_one import SchedulingCycle
 
 
 class CompiledRuns:
-    """Runs of alike heads of ``queue`` placed by one compiled call of their
-    profile's Framework (module doc); the pod that ends a run, and a head
-    that forms none, gets ``cycle``'s one-pod cycle; placed pods go through
-    ``binding``'s bookkeeping in bulk (their plugins are ``run_safe``).
-
-    ``batch`` turns runs on, ``max_run`` caps their length; ``unrunnable``
-    holds the run keys that did not compile (until the loop is idle)."""
+    """Runs of alike heads of ``queue`` (the queue forms them by
+    ``run_keys``) placed by one compiled call of their profile's Framework
+    (module doc), advancing ``counters`` as one cycle per pod would; the pod
+    that ends a run, and a head that forms none, gets ``cycle``'s one-pod
+    cycle; placed pods go through ``binding``'s bookkeeping in bulk (their
+    plugins are ``run_safe``).  ``batch`` turns runs on, ``max_run`` caps
+    their length."""
 
     def __init__(self, state: ClusterState, clock: Clock, queue: SchedulingQueue,
-                 profiles: Profiles, cycle: SchedulingCycle, binding: BindingCycle,
-                 metrics: MetricsRecorder, events: EventBus, outcomes: Outcomes,
-                 nominator: Nominator, *, failure_memory: FailureMemory | None = None,
-                 batch: bool = True, max_run: int = 1_000_000, seed: int = 0):
+                 run_keys: RunKeys, profiles: Profiles, cycle: SchedulingCycle,
+                 binding: BindingCycle, counters: CycleCounters, metrics: MetricsRecorder,
+                 events: EventBus, outcomes: Outcomes, nominator: Nominator, *,
+                 failure_memory: FailureMemory | None = None, batch: bool = True,
+                 max_run: int = 1_000_000, seed: int = 0):
         self.state = state
         self.clock = clock
         self.queue = queue
+        self.run_keys = run_keys
         self.profiles = profiles
         self.cycle = cycle
         self.binding = binding
+        self.counters = counters
         self.metrics = metrics
         self.events = events
         self.outcomes = outcomes
@@ -81,40 +86,6 @@ class CompiledRuns:
         self.batch = bool(batch)
         self.max_run = int(max_run)
         self.seed = seed
-        self.unrunnable: set = set()            # run keys that did not compile
-        # (pod, failure, stamp, start index) ``run_key`` last recalled
-        self._recalled: tuple | None = None
-
-    def run_key(self, pod):
-        """The pod's run key, or None when it must be scheduled on its own."""
-        if pod.scheduler_name not in self.profiles.names:
-            return None
-        fw = self.profiles.of(pod)
-        if not fw.run_safe or not hasattr(fw.backend, "place_run"):
-            return None
-        sig = fw.signature(pod)
-        if sig is None:
-            return None
-        memory = self.failure_memory
-        if memory is not None:
-            fkey = memory.key(fw, pod)
-            if fkey is not None:
-                cycle = self.cycle
-                stamp = cycle.failure_stamp()
-                got = memory.recall(fkey, stamp, cycle.next_start_index)
-                if got is not None:
-                    # It fails again (``failure_memory``): handed on (checked
-                    # again there) to ``schedule_run`` if it is the head.
-                    self._recalled = (pod, got, stamp, cycle.next_start_index)
-                    # On a simulated clock alike heads fail as a stretch
-                    # (``_fail_run``); otherwise each on its own.
-                    return (("failure", fkey) if self.clock.simulated
-                            and self.queue.max_in_unschedulable > 0 else None)
-        key = (pod.scheduler_name, sig)
-        # A signature that could not be compiled (a host plugin runs for it)
-        # is not popped as a run again until idle: popping and putting back
-        # the rest of the queue for every pod would cost O(pods^2).
-        return None if key in self.unrunnable else key
 
     def batching(self) -> bool:
         """Runs may be formed now: nothing must happen between two pods
@@ -128,16 +99,17 @@ class CompiledRuns:
         """Pop the longest run of alike heads and schedule it: the Bindings
         (``collect``; else a list as long, of keys); [] when activeQ is
         empty."""
-        queue, cycle = self.queue, self.cycle
-        run = queue.pop_run(self.run_key, self.max_run)
+        queue, cycle, counters, run_keys = self.queue, self.cycle, self.counters, self.run_keys
+        run = queue.pop_run(None, self.max_run)
         if run is None:
             return []
         first = run.first
-        recalled = self._recalled
+        recalled = run_keys.recalled
         if recalled is not None:
-            self._recalled = None
-            if (recalled[0] is first.pod and recalled[2] == cycle.failure_stamp()
-                    and recalled[3] == cycle.next_start_index):
+            run_keys.recalled = None
+            if (recalled[0] is first.pod
+                    and recalled[2] == failure_stamp(self.state, self.nominator)
+                    and recalled[3] == counters.next_start_index):
                 return self._fail_run(run, recalled[1], collect)
         if len(run) == 1:
             return [cycle.attempt(first.pod, first)]
@@ -145,14 +117,14 @@ class CompiledRuns:
         fw = self.profiles.of(first.pod)
         pods = run.pods
         got = fw.place_run(self.state, pods, seed=self.seed,
-                           attempt=cycle.attempts, start_index=cycle.next_start_index)
+                           attempt=counters.attempts, start_index=counters.next_start_index)
         if got is None:
-            self.unrunnable.add(self.run_key(first.pod))
+            run_keys.unrunnable.add(run_keys.key(first.pod))
             queue.unpop(run, 1)
             return [cycle.attempt(first.pod, first)]
-        rows, cycle.next_start_index = got
+        rows, counters.next_start_index = got
         placed = rows.shape[0]
-        cycle.attempts += placed
+        counters.attempts += placed
         t1 = time.perf_counter()
         metrics = self.metrics
         metrics.timer.add("filter_score", t1 - t0)
@@ -181,8 +153,8 @@ class CompiledRuns:
         pods changed (a subscriber's doing), and after a pod that did not go
         to the pool.  As for a run, a subscriber that must act between two
         pods otherwise uses ``Scheduler(batch=False)``."""
-        queue, cycle, metrics = self.queue, self.cycle, self.metrics
-        stamp = cycle.failure_stamp()
+        queue, counters, metrics = self.queue, self.counters, self.metrics
+        stamp = failure_stamp(self.state, self.nominator)
         state, nominator = self.state, self.nominator
         top, first_cycle = queue.scheduling_cycle, run.first.cycle
         block, rest = run.block, run.rest
@@ -209,9 +181,9 @@ class CompiledRuns:
             queue.scheduling_cycle = first_cycle + i
             # the end of its failed cycle, as ``fail_again`` (latencies,
             # the stage timer and the memory's hits in bulk below)
-            cycle.attempts += 1
+            counters.attempts += 1
             if advance:
-                cycle.next_start_index = (cycle.next_start_index + advance) % state.num_nodes
+                counters.next_start_index = (counters.next_start_index + advance) % state.num_nodes
             results["unschedulable"] = results.get("unschedulable", 0) + 1
             requeue(pi, rejectors)
             key = pi.key

@@ -30,8 +30,9 @@ from tensorsched.framework.runtime.plugin import CycleContext
 
 from .binding import BindingCycle
 from .cluster import Cluster
+from .counters import CycleCounters
 from .events import Binding, EventBus, Outcomes
-from .failure_memory import FailureMemory, RememberedFailure
+from .failure_memory import FailureMemory, RememberedFailure, failure_stamp
 from .metrics import MetricsRecorder
 from .nominator import Nominator
 from .profiles import Profiles
@@ -59,9 +60,8 @@ class SchedulingCycle:
     diagnosis.  ``failure_memory`` (or None) answers failures of alike pods
     on an unchanged cluster without a pass over the nodes.
 
-    It owns the counters every placement advances (``attempts``: the
-    tie-break seed's attempt number; ``next_start_index``: upstream's
-    rotating nextStartNodeIndex), ``cycle_nominated`` (keys of the pods
+    Each cycle advances ``counters`` (the attempt number, where the next
+    cycle starts).  It owns ``cycle_nominated`` (keys of the pods
     nominated elsewhere that the current cycle added to the state),
     ``terminating`` (a heap of (deadline, seq, key) of evicted pods still
     terminating) and ``choose_node``, the decision hook: when set, a cycle
@@ -70,7 +70,8 @@ class SchedulingCycle:
 
     def __init__(self, cluster: Cluster, profiles: Profiles, queue: SchedulingQueue,
                  binding: BindingCycle, metrics: MetricsRecorder, events: EventBus,
-                 outcomes: Outcomes, nominator: Nominator, clock: Clock, *, seed: int = 0,
+                 outcomes: Outcomes, nominator: Nominator, clock: Clock,
+                 counters: CycleCounters, *, seed: int = 0,
                  failure_memory: FailureMemory | None = None,
                  termination_grace_seconds: float = 0.0):
         self.cluster = cluster
@@ -86,8 +87,7 @@ class SchedulingCycle:
         self.seed = seed
         self.failure_memory = failure_memory
         self.termination_grace_seconds = float(termination_grace_seconds)
-        self.attempts = 0
-        self.next_start_index = 0
+        self.counters = counters
         self.cycle_nominated: tuple | list = ()
         self.choose_node: Callable | None = None
         self.terminating: list = []                    # heap (deadline, seq, key)
@@ -154,25 +154,26 @@ class SchedulingCycle:
             fkey = memory.key(fw, pod)
             if fkey is not None:
                 stamp = self.failure_stamp()
-                got = memory.recall(fkey, stamp, self.next_start_index)
+                got = memory.recall(fkey, stamp, self.counters.next_start_index)
                 if got is not None:
                     return self.fail_again(pod, pi, got, t0)
-        start = self.next_start_index
+        counters = self.counters
+        start = counters.next_start_index
         temp = self.add_nominated(pod) if self.nominator else ()
         # plugins that must see the state without them (Coscheduling) read this
         self.cycle_nominated = temp
         try:
-            result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,
+            result = fw.run_cycle(state, pod, seed=self.seed, attempt=counters.attempts,
                                   start_index=start, want_scores=False)
         except BaseException:
             self.remove_nominated(temp)
             raise
         t1 = time.perf_counter()
         metrics.timer.add("filter_score", t1 - t0)
-        self.attempts += 1
+        counters.attempts += 1
         n = state.num_nodes
         if n:
-            self.next_start_index = (self.next_start_index + result.processed) % n
+            counters.next_start_index = (counters.next_start_index + result.processed) % n
         if result.selected_row >= 0:
             self.remove_nominated(temp)
             row = result.selected_row
@@ -188,7 +189,7 @@ class SchedulingCycle:
         ctx = CycleContext(state, pod, fw)
         try:
             outcome = fw.run_post_filter(ctx, result, self.cluster.pod_table(), seed=self.seed,
-                                         attempt=self.attempts - 1)
+                                         attempt=counters.attempts - 1)
         finally:
             self.remove_nominated(temp)
         t2 = time.perf_counter()
@@ -225,15 +226,16 @@ class SchedulingCycle:
 
     def failure_stamp(self) -> tuple:
         """What a remembered failure holds for (``failure_memory``)."""
-        return (self.state.version, self.nominator.version)
+        return failure_stamp(self.state, self.nominator)
 
     def fail_again(self, pod: PodRecord, pi: QueuedPodInfo | None, got, t0: float) -> Binding:
         """The end of a failed cycle, from a remembered failure: the same
         counters, rotation, requeue, event and outcome as ``attempt``'s."""
-        self.attempts += 1
+        counters = self.counters
+        counters.attempts += 1
         if got.advance:
             n = self.state.num_nodes
-            self.next_start_index = (self.next_start_index + got.advance) % n
+            counters.next_start_index = (counters.next_start_index + got.advance) % n
         self.failure_memory.hits += 1
         metrics = self.metrics
         results = metrics.results           # (``result``, ``timer.add`` inline: per pod)
@@ -334,9 +336,9 @@ class SchedulingCycle:
                                                      CycleContext(state, pod, fw)):
             b = self.binding.assume_and_permit(fw, pod, node, None)
         else:
-            result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,
+            result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.counters.attempts,
                                   want_scores=False)
-            self.attempts += 1
+            self.counters.attempts += 1
             if result.selected_row < 0:
                 preempted_for.pop(pod.key, None)
                 msg = fw.diagnosis(CycleContext(state, pod, fw), result).message()

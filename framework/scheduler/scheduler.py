@@ -58,6 +58,7 @@ from tensorsched.framework.runtime.gc_pacing import few_collections
 from .arrival_blocks import ArrivalBlocks
 from .binding import BindingCycle
 from .cluster import Cluster, pod_columns_from
+from .counters import CycleCounters
 from .event_handlers import EventHandlers
 from .events import BOUND, EVENTS, OUTCOME_EVENTS, Binding, EventBus, Outcomes
 from .failure_memory import FailureMemory
@@ -65,6 +66,7 @@ from .metrics import MetricsRecorder
 from .nominator import Nominator
 from .profiles import Profiles
 from .queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS, SchedulingQueue
+from .run_keys import RunKeys
 from .runs import CompiledRuns
 from .schedule_one import SchedulingCycle
 
@@ -98,15 +100,16 @@ class Scheduler:
     ``next_start_index`` rotates as upstream's nextStartNodeIndex: after each
     cycle it advances by the number of nodes processed.
 
-    The collaborators (module doc) are public: ``profiles``, ``queue``,
-    ``cycle``, ``binding``, ``runs``, ``blocks``, ``handlers`` and
-    ``recorder`` (the metrics); the attributes and methods below that name
-    one of them live there.  The Scheduler is also the ``Handle`` its
+    The collaborators (module doc) are public: ``profiles``, ``run_keys``,
+    ``queue``, ``cycle``, ``binding``, ``runs``, ``blocks``, ``handlers``,
+    ``counters`` and ``recorder`` (the metrics); the attributes and methods
+    below that name one of them live there.  The Scheduler is also the ``Handle`` its
     plugins get (``runtime.handle``)."""
 
-    # the scheduling cycle's counters and hooks
-    attempts = _Forward("cycle")
-    next_start_index = _Forward("cycle")
+    # what every placement advances
+    attempts = _Forward("counters")
+    next_start_index = _Forward("counters")
+    # the scheduling cycle's hooks
     cycle_nominated = _Forward("cycle")
     # Decision hook (the Gymnasium environment): when set, a cycle that
     # found a node binds the row ``choose_node(pod, fw, result)`` returns
@@ -198,13 +201,17 @@ class Scheduler:
         # without a cycle (``failure_memory``): on by default; off (None),
         # every attempt runs its full cycle (what the tests compare with).
         self.failure_memory = FailureMemory() if remember_failures else None
+        self.counters = CycleCounters()
         self.profiles = Profiles(cluster, backend, self)
+        self.run_keys = RunKeys(cluster.state, self.profiles, self.nominator, self.counters,
+                                self.clock, failure_memory=self.failure_memory,
+                                max_in_unschedulable=self._max_in_unschedulable)
         # the QueueSort plugin is the first profile's (upstream requires it
         # be the same in all)
         self.queue = SchedulingQueue(
             self.clock, sort_plugin=self.profiles.queue_sort(),
             pre_enqueue=self.profiles.pre_enqueue, gate_free=self.profiles.gate_free,
-            plugin_of=self.profiles.plugin_of,
+            plugin_of=self.profiles.plugin_of, run_key=self.run_keys.key,
             initial_backoff=float(pod_initial_backoff_seconds
                                   if pod_initial_backoff_seconds is not None
                                   else cfg.pod_initial_backoff_seconds),
@@ -216,15 +223,16 @@ class Scheduler:
             binder_fault_rate=binder_fault_rate, seed=seed, assume_ttl=assume_ttl)
         self.cycle = SchedulingCycle(
             cluster, self.profiles, self.queue, self.binding, *common, self.nominator,
-            self.clock, seed=seed, failure_memory=self.failure_memory,
+            self.clock, self.counters, seed=seed, failure_memory=self.failure_memory,
             termination_grace_seconds=termination_grace_seconds)
         # Runs of alike pods in one compiled call (``runs``): on by default.
         self.runs = CompiledRuns(
-            cluster.state, self.clock, self.queue, self.profiles, self.cycle, self.binding,
-            *common, self.nominator, failure_memory=self.failure_memory, batch=batch,
-            max_run=max_run, seed=seed)
+            cluster.state, self.clock, self.queue, self.run_keys, self.profiles, self.cycle,
+            self.binding, self.counters, *common, self.nominator,
+            failure_memory=self.failure_memory, batch=batch, max_run=max_run, seed=seed)
         self.blocks = ArrivalBlocks(cluster.state, self.clock, self.queue, self.profiles,
-                                    self.cycle, self.binding, self.runs, *common, seed=seed)
+                                    self.cycle, self.binding, self.runs, self.counters,
+                                    *common, seed=seed)
         self.handlers = EventHandlers(cluster, self.queue, self.profiles, self.binding,
                                       self.nominator)
         # run_until_idle's (pods bound, clock) at its last progress, and the
@@ -361,7 +369,7 @@ class Scheduler:
         args.flag("collect", collect)
         out = []
         runs, results, cycle = self.runs, self.recorder.results, self.cycle
-        runs.unrunnable.clear()
+        self.run_keys.unrunnable.clear()
         if resume:
             if self._wakeup is None:
                 return out

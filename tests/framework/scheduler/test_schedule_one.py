@@ -31,7 +31,8 @@ def test_a_placed_pod_advances_the_counters_and_binds():
     cycle = _cycle()
     b = cycle.attempt(parse_pod(pod_dict("p", cpu="500m")), None)
     assert b.node in ("n0", "n1") and "default/p" in cycle.state.pods
-    assert cycle.attempts == 1 and cycle.next_start_index == 0      # 2 of 2 nodes processed
+    counters = cycle.counters
+    assert counters.attempts == 1 and counters.next_start_index == 0     # 2 of 2 nodes processed
     assert cycle.metrics.results == {"scheduled": 1}
 
 
@@ -49,7 +50,7 @@ def test_a_failure_is_requeued_and_remembered_for_alike_pods():
     second = queue.pop()
     again = cycle.attempt(second.pod, second)
     assert again.message == b.message and cycle.failure_memory.hits == 1
-    assert cycle.attempts == 2 and second.where == UNSCHEDULABLE
+    assert cycle.counters.attempts == 2 and second.where == UNSCHEDULABLE
 
 
 def test_nominated_pods_are_counted_inside_the_cycle_only():
