@@ -103,8 +103,8 @@ class Scheduler:
     The collaborators (module doc) are public: ``profiles``, ``run_keys``,
     ``queue``, ``cycle``, ``binding``, ``runs``, ``blocks``, ``handlers``,
     ``counters`` and ``recorder`` (the metrics); the attributes and methods
-    below that name one of them live there.  The Scheduler is also the ``Handle`` its
-    plugins get (``runtime.handle``)."""
+    below that name one of them live there.  The Scheduler is also the
+    ``Handle`` its plugins get (``runtime.handle``)."""
 
     # what every placement advances
     attempts = _Forward("counters")
@@ -207,7 +207,7 @@ class Scheduler:
                                 self.clock, failure_memory=self.failure_memory,
                                 max_in_unschedulable=self._max_in_unschedulable)
         # the QueueSort plugin is the first profile's (upstream requires it
-        # be the same in all)
+        # be the same in all): that profile's Framework is made here
         self.queue = SchedulingQueue(
             self.clock, sort_plugin=self.profiles.queue_sort(),
             pre_enqueue=self.profiles.pre_enqueue, gate_free=self.profiles.gate_free,
@@ -217,22 +217,25 @@ class Scheduler:
                                   else cfg.pod_initial_backoff_seconds),
             max_backoff=self._max_backoff, max_in_unschedulable=self._max_in_unschedulable,
             nominator=self.nominator)
-        common = (self.recorder, self.events, self.outcomes)
+        state, recorder = cluster.state, self.recorder
+        events, outcomes = self.events, self.outcomes
         self.binding = BindingCycle(
-            cluster.state, self.clock, self.queue, *common, self.nominator, binder=binder,
-            binder_fault_rate=binder_fault_rate, seed=seed, assume_ttl=assume_ttl)
+            state, self.clock, self.queue, recorder, events, outcomes, self.nominator,
+            binder=binder, binder_fault_rate=binder_fault_rate, seed=seed,
+            assume_ttl=assume_ttl)
         self.cycle = SchedulingCycle(
-            cluster, self.profiles, self.queue, self.binding, *common, self.nominator,
-            self.clock, self.counters, seed=seed, failure_memory=self.failure_memory,
+            cluster, self.profiles, self.queue, self.binding, recorder, events, outcomes,
+            self.nominator, self.clock, self.counters, seed=seed,
+            failure_memory=self.failure_memory,
             termination_grace_seconds=termination_grace_seconds)
         # Runs of alike pods in one compiled call (``runs``): on by default.
         self.runs = CompiledRuns(
-            cluster.state, self.clock, self.queue, self.run_keys, self.profiles, self.cycle,
-            self.binding, self.counters, *common, self.nominator,
+            state, self.clock, self.queue, self.run_keys, self.profiles, self.cycle,
+            self.binding, self.counters, recorder, events, outcomes, self.nominator,
             failure_memory=self.failure_memory, batch=batch, max_run=max_run, seed=seed)
-        self.blocks = ArrivalBlocks(cluster.state, self.clock, self.queue, self.profiles,
-                                    self.cycle, self.binding, self.runs, self.counters,
-                                    *common, seed=seed)
+        self.blocks = ArrivalBlocks(
+            state, self.clock, self.queue, self.profiles, self.cycle, self.binding, self.runs,
+            self.counters, recorder, events, outcomes, seed=seed)
         self.handlers = EventHandlers(cluster, self.queue, self.profiles, self.binding,
                                       self.nominator)
         # run_until_idle's (pods bound, clock) at its last progress, and the
