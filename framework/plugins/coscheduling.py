@@ -76,6 +76,7 @@ from tensorsched.framework.runtime.cluster_events import (
     POD_DELETE,
     UNSCHEDULED_POD_ADD,
 )
+from tensorsched.framework.runtime.handle import Handle
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import Code, Status
 
@@ -169,18 +170,18 @@ class Coscheduling(Plugin):
         self.counts: dict[tuple, int] = {}          # group -> members in the state
         self.permitted: dict[tuple, float] = {}     # group -> clock time its minResources check ends
         self.backed_off: dict[tuple, float] = {}    # group -> clock time its backoff ends
-        self.handle = None
+        self.handle: Handle | None = None
 
     # ----------------------------------------------------------- groups
-    def set_handle(self, scheduler) -> None:
+    def set_handle(self, handle: Handle) -> None:
         """Called by the Scheduler: waiting pods, allow/reject, the queue,
         the clock; the cluster's PodGroup objects are registered."""
-        if self.handle is scheduler:
+        if self.handle is handle:
             return
-        self.handle = scheduler
-        for pg in getattr(scheduler.cluster.objects, "pod_groups", ()):
+        self.handle = handle
+        for pg in handle.pod_groups:
             self.add_pod_group(pg)
-        state = scheduler.cluster.state
+        state = handle.state
         self.counts = {}
         for record, row in state.pods.bound():
             self._on_state(record, row, 1)
@@ -246,9 +247,10 @@ class Coscheduling(Plugin):
         extra = set(self._cycle_extra(state))
         seen_self = pod.key in state.pods and pod.key not in extra
         h = self.handle
-        if h is not None and h._queue is not None:
-            for k, pi in h._queue.infos.items():
-                if self.group_key(pi.pod) == g and (k not in state.pods or k in extra):
+        if h is not None:
+            for queued in h.queued_pods():
+                k = queued.key
+                if self.group_key(queued) == g and (k not in state.pods or k in extra):
                     total += 1
                     seen_self |= k == pod.key
         return total + (0 if seen_self else 1)

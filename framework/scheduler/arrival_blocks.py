@@ -22,27 +22,56 @@ import time
 
 import numpy as np
 
-from tensorsched.framework.runtime.clock import SimulatedClock
+from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
+from tensorsched.framework.state.cluster_state import ClusterState
 
-from .events import BOUND, Binding
-from .queue import UNSCHEDULED_POD_ADD
+from .binding import BindingCycle
+from .counters import CycleCounters
+from .events import BOUND, Binding, EventBus, Outcomes
+from .metrics import MetricsRecorder
+from .profiles import Profiles
+from .queue import UNSCHEDULED_POD_ADD, SchedulingQueue
+from .runs import CompiledRuns
+from .schedule_one import SchedulingCycle
 
 
 class ArrivalBlocks:
-    """The arrival-block side of ``Scheduler``."""
+    """Arrivals placed as blocks (module doc) on ``state`` by their
+    profile's Framework (``profiles``), when ``queue``, ``binding``,
+    ``cycle`` (its terminating victims) and ``runs`` (whether pods may be
+    batched) say the scheduler is idle; outcomes, ``counters``, metrics and
+    events as each pod's own arrival and cycle would have left them."""
 
-    def _block_idle(self, until: float) -> bool:
+    def __init__(self, state: ClusterState, clock: Clock, queue: SchedulingQueue,
+                 profiles: Profiles, cycle: SchedulingCycle, binding: BindingCycle,
+                 runs: CompiledRuns, counters: CycleCounters, metrics: MetricsRecorder,
+                 events: EventBus, outcomes: Outcomes, *, seed: int = 0):
+        self.state = state
+        self.clock = clock
+        self.queue = queue
+        self.profiles = profiles
+        self.cycle = cycle
+        self.binding = binding
+        self.runs = runs
+        self.counters = counters
+        self.metrics = metrics
+        self.events = events
+        self.outcomes = outcomes
+        self.seed = seed
+        self._refused: dict = {}     # framework id -> node layout it had no block form on
+
+    def _idle(self, until: float) -> bool:
         """Whether arrivals up to time ``until`` can be placed as a block
         (module doc)."""
         q = self.queue
-        if not (self.batch and self._batching() and self.assume_ttl is None
-                and not self.terminating and len(q) == len(q.unschedulable)):
+        if not (self.runs.batch and self.runs.batching() and self.binding.assume_ttl is None
+                and not self.cycle.terminating and len(q) == len(q.unschedulable)):
             return False
         pool = q.unschedulable
         if not pool:
             return True
-        if any(q._interested(plugins, UNSCHEDULED_POD_ADD) for plugins in pool.groups):
+        if any(q.interest.interested(plugins, UNSCHEDULED_POD_ADD) for plugins in pool.groups):
             return False
         if q.max_in_unschedulable != float("inf"):
             oldest = min(pi.timestamp for pi in pool.values())
@@ -50,30 +79,31 @@ class ArrivalBlocks:
                 return False
         return True
 
-    def _block_layout(self) -> tuple:
-        st = self.cluster.state
+    def _layout(self) -> tuple:
+        st = self.state
         return (st.layout_version, st.epoch, st.n_rows, st.num_nodes)
 
     def block_ready(self, pod, at: float) -> bool:
         """A quick test before a caller gathers arrivals from time ``at``
         for ``schedule_arrivals``: the pod's profile has a block form with
         every node scored and the scheduler is idle."""
-        if pod.scheduler_name not in self._profile_names:
+        profiles = self.profiles
+        if pod.scheduler_name not in profiles.names:
             return False
-        fw = self._fw(pod)
-        n = self.cluster.state.num_nodes
-        refused = self._blocks_refused.get(id(fw))
-        if refused is not None and refused == self._block_layout():
+        fw = profiles.of(pod)
+        n = self.state.num_nodes
+        refused = self._refused.get(id(fw))
+        if refused is not None and refused == self._layout():
             return False
-        if fw.block_setup is not None and self.queue._interested(
+        if fw.block_setup is not None and self.queue.interest.interested(
                 frozenset(p.name for p in fw.filters if getattr(p, "reason_bits", 0)),
                 UNSCHEDULED_POD_ADD):
             # a pod failing in the block would be moved back by the next
             # arrival: no block for this profile
-            self._blocks_refused[id(fw)] = self._block_layout()
+            self._refused[id(fw)] = self._layout()
             return False
         return (fw.block_setup is not None and n > 0
-                and num_feasible_nodes_to_find(fw.percentage, n) >= n and self._block_idle(at))
+                and num_feasible_nodes_to_find(fw.percentage, n) >= n and self._idle(at))
 
     def schedule_arrivals(self, pods: list, times, on_outcome=None) -> np.ndarray:
         """Place ``pods`` (resolved PodRecords, pending, in arrival order)
@@ -95,55 +125,59 @@ class ArrivalBlocks:
                                              side="left"))
             pods, times = pods[:limit_rows], times[:limit_rows]
             limit = float(times[-1]) if len(times) else limit
-        if not pods or not self._block_idle(limit):
+        if not pods or not self._idle(limit):
             return none
         name = pods[0].scheduler_name
-        if name not in self._profile_names:
+        profiles = self.profiles
+        if name not in profiles.names:
             return none
         count = 0
         seen: set = set()
+        state = self.state
         for pod in pods:
-            if (pod.scheduler_name != name or pod.node_name or not self._gate_free(pod)
-                    or pod.key in q or pod.key in self.cluster.state.pods or pod.key in seen):
+            if (pod.scheduler_name != name or pod.node_name or not profiles.gate_free(pod)
+                    or pod.key in q or pod.key in state.pods or pod.key in seen):
                 break
             seen.add(pod.key)
             count += 1
         if count == 0:
             return none
-        fw = self._fw(pods[0])
+        fw = profiles.of(pods[0])
+        counters = self.counters
         t0 = time.perf_counter()
-        got = fw.place_block(self.cluster.state, pods[:count], seed=self.seed,
-                             attempt=self.attempts, start_index=self.next_start_index)
+        got = fw.place_block(state, pods[:count], seed=self.seed,
+                             attempt=counters.attempts, start_index=counters.next_start_index)
         if got is None:
             # the profile or the state has no block form: not asked again
             # until the nodes change
-            self._blocks_refused[id(fw)] = self._block_layout()
+            self._refused[id(fw)] = self._layout()
             return none
         rows = got.rows
         k = rows.shape[0]
         if k == 0:
             return none
-        self.attempts += k
-        self.block_pods += k
+        counters.attempts += k
+        self.metrics.block_pods += k
         wall = (time.perf_counter() - t0) / k
-        self.timer.add("filter_score", wall * k)
-        self._block_outcomes(pods[:k], times[:k], rows, got.diagnoses, wall, on_outcome)
+        self.metrics.timer.add("filter_score", wall * k)
+        self._outcomes(pods[:k], times[:k], rows, got.diagnoses, wall, on_outcome)
         return rows
 
-    def _block_outcomes(self, pods, times, rows, diagnoses, wall, on_outcome) -> None:
-        """Each pod's outcome in order at its own time (see ``_bind_run``
-        and ``_attempt``): queue cycles, bindings, unschedulable entries,
-        events."""
+    def _outcomes(self, pods, times, rows, diagnoses, wall, on_outcome) -> None:
+        """Each pod's outcome in order at its own time (see
+        ``CompiledRuns._bind_run`` and ``SchedulingCycle.attempt``): queue
+        cycles, bindings, unschedulable entries, events."""
         q = self.queue
         clock = self.clock
         events = self.events
+        metrics = self.metrics
         scheduled, bound = events.listening("Scheduled"), events.listening("Bound")
         failed_ev = events.listening("FailedScheduling")
         # a placed pod needs the clock at its time only for its events
         timed = scheduled or bound or on_outcome is not None
-        nodes = self.cluster.state.nodes
+        nodes = self.state.nodes
         outcomes = self.outcomes
-        log = self._bound_log
+        log = self.binding.bound_log
         placed = 0
         set_clock = SimulatedClock.set if clock.simulated else None
         for i, row in enumerate(rows.tolist()):
@@ -174,14 +208,14 @@ class ArrivalBlocks:
             pi = q.add(pod)
             q.pop()
             q.requeue(pi, plugins)
-            self._result("unschedulable")
+            metrics.result("unschedulable")
             if failed_ev:
                 events.emit("FailedScheduling", key, None, msg)
             outcomes[key] = Binding(key, None, msg)
         if set_clock is not None and float(times[-1]) > clock.now():
             set_clock(clock, float(times[-1]))
         if placed:
-            self.results["scheduled"] = self.results.get("scheduled", 0) + placed
-            self.e2e_latencies.extend([0.0] * placed)
-            self.run_lengths.append(placed)
-        self.latencies.extend([wall] * len(pods))
+            metrics.results["scheduled"] = metrics.results.get("scheduled", 0) + placed
+            metrics.e2e_latencies.extend([0.0] * placed)
+            metrics.run_lengths.append(placed)
+        metrics.latencies.extend([wall] * len(pods))

@@ -14,16 +14,22 @@ nothing is counted twice and nothing is lost.
 
 from __future__ import annotations
 
+import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tensorsched.framework.records.records import PodRecord
+from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.state.cluster_state import ClusterState
 
-from .events import BOUND, Binding
-from .queue import POD_DELETE, QueuedPodInfo
+from .events import BOUND, Binding, EventBus, Outcomes
+from .metrics import MetricsRecorder
+from .nominator import Nominator
+from .queue import POD_DELETE, QueuedPodInfo, SchedulingQueue
 
 DEFAULT_PERMIT_TIMEOUT = 60.0
 
@@ -44,10 +50,45 @@ class WaitingPod:
 
 
 class BindingCycle:
-    """The binding side of ``Scheduler``: assume, Reserve, Permit (waiting
-    pods), PreBind, Bind, PostBind."""
+    """Assume, Reserve, Permit (waiting pods), PreBind, Bind, PostBind for
+    the pods the scheduling cycle placed, on ``state``; a pod that fails
+    after assume goes back to ``queue``.
 
-    def _unreserve(self, fw, ctx, node, upto=None) -> None:
+    It owns the pods between a placement and its end: ``waiting`` (key ->
+    WaitingPod, in Permit or PreBind), ``to_bind`` (allowed, binding after
+    the current step), ``assumed`` (key -> expiry on the clock, with
+    ``assume_ttl``), ``preempted_for`` (key -> (nominated node, victims) of
+    a preemptor, reported with its binding) and ``bound_log`` (when set, a
+    dict ``schedule_pending`` reads: key -> BOUND per binding, in order)."""
+
+    def __init__(self, state: ClusterState, clock: Clock, queue: SchedulingQueue,
+                 metrics: MetricsRecorder, events: EventBus, outcomes: Outcomes,
+                 nominator: Nominator, *, binder: Callable | None = None,
+                 binder_fault_rate: float = 0.0, seed: int = 0,
+                 assume_ttl: float | None = None):
+        self.state = state
+        self.clock = clock
+        self.queue = queue
+        self.metrics = metrics
+        self.events = events
+        self.outcomes = outcomes
+        self.nominator = nominator
+        self.binder = binder
+        self.binder_fault_rate = float(binder_fault_rate)
+        self.assume_ttl = assume_ttl
+        self._rng = random.Random(seed)
+        self.waiting: dict[str, WaitingPod] = {}
+        self.to_bind: list[WaitingPod] = []
+        self.assumed: dict[str, float] = {}            # key -> expiry (unconfirmed binds)
+        self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
+        self.bound_log: dict | None = None
+        self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
+
+    def may_fail(self) -> bool:
+        """A binder that may fail is set (``binder`` or a fault rate)."""
+        return self.binder is not None or self.binder_fault_rate > 0
+
+    def unreserve(self, fw, ctx, node, upto=None) -> None:
         """Unreserve (reverse order) and forget the assumed pod."""
         plugins = fw.plugins_at("reserve")
         if upto is not None:
@@ -56,8 +97,8 @@ class BindingCycle:
             q.unreserve(ctx, node)
         key = ctx.pod.key
         self.assumed.pop(key, None)
-        if key in self.cluster.state.pods:
-            self.cluster.state.remove_pod(key)
+        if key in self.state.pods:
+            self.state.remove_pod(key)
 
     def _requeue_after_assume(self, pod, pi, status: Status, error: bool,
                               in_cycle: bool = False) -> None:
@@ -79,27 +120,30 @@ class BindingCycle:
         if in_cycle:
             q.move_all(POD_DELETE, exclude=pod.key)
 
-    def _assume_and_permit(self, fw: Framework, pod: PodRecord, node: str,
-                           pi: QueuedPodInfo | None) -> Binding:
-        state = self.cluster.state
+    def assume_and_permit(self, fw: Framework, pod: PodRecord, node: str,
+                          pi: QueuedPodInfo | None) -> Binding:
+        """Assume ``pod`` on ``node``, then Reserve and Permit; binds it now
+        (``binding_cycle``) unless a Permit plugin makes it wait."""
+        state = self.state
         ctx = CycleContext(state, pod, fw)
         state.add_pod(pod, node)                       # assume: counted at once
         if pi is not None:
             self.queue.done(pod.key)
+        time_plugin = self.metrics.time_plugin
         for i, p in enumerate(fw.plugins_at("reserve")):
             t = time.perf_counter()
             st = p.reserve(ctx, node)
-            self._time_plugin("Reserve", p.name, time.perf_counter() - t)
+            time_plugin("Reserve", p.name, time.perf_counter() - t)
             if not st.ok:
-                self._unreserve(fw, ctx, node, upto=i)
+                self.unreserve(fw, ctx, node, upto=i)
                 msg = f"running Reserve plugin {p.name!r}: " + "; ".join(st.reasons)
-                self._result("error")
+                self.metrics.result("error")
                 if pi is not None:
                     self._requeue_after_assume(pod, pi, st.with_plugin(p.name), error=True,
                                                in_cycle=True)
-                self._emit("FailedScheduling", pod.key, node, msg)
+                self.events.emit("FailedScheduling", pod.key, node, msg)
                 return Binding(pod.key, None, msg)
-        self._emit("Scheduled", pod.key, node)
+        self.events.emit("Scheduled", pod.key, node)
         permits = fw.plugins_at("permit")
         if permits:
             w = WaitingPod(pod, node, fw, ctx, pi)
@@ -107,7 +151,7 @@ class BindingCycle:
             for p in permits:
                 t = time.perf_counter()
                 r = p.permit(ctx, node)
-                self._time_plugin("Permit", p.name, time.perf_counter() - t)
+                time_plugin("Permit", p.name, time.perf_counter() - t)
                 st, to = r if isinstance(r, tuple) else (r, DEFAULT_PERMIT_TIMEOUT)
                 if st.code == Code.WAIT:
                     w.pending.add(p.name)
@@ -137,7 +181,7 @@ class BindingCycle:
         w.pending.discard(plugin)
         if not w.pending:
             del self.waiting[key]
-            self._to_bind.append(w)
+            self.to_bind.append(w)
 
     def reject(self, key: str, plugin: str, message: str) -> None:
         """Reject a waiting pod: unreserve, forget, requeue."""
@@ -149,17 +193,52 @@ class BindingCycle:
     def waiting_pods(self) -> list[str]:
         return list(self.waiting)
 
+    def forget(self, key: str) -> None:
+        """The pod was deleted: out of Permit (unreserved), the pods due to
+        bind, the assumed ones and the preemptors."""
+        w = self.waiting.pop(key, None)
+        if w is not None:
+            self.unreserve(w.fw, w.ctx, w.node)
+        if self.to_bind:
+            self.to_bind[:] = [x for x in self.to_bind if x.pod.key != key]
+        self.assumed.pop(key, None)
+        self.preempted_for.pop(key, None)
+
     def _fail_permit(self, w: WaitingPod, st: Status, msg: str, in_cycle: bool = False) -> None:
-        self._unreserve(w.fw, w.ctx, w.node)
-        self._result("unschedulable")
+        self.unreserve(w.fw, w.ctx, w.node)
+        self.metrics.result("unschedulable")
         self._requeue_after_assume(w.pod, w.pi, st, error=False, in_cycle=in_cycle)
         b = Binding(w.pod.key, None, msg)
         self.outcomes[w.pod.key] = b
-        self._emit("FailedScheduling", w.pod.key, w.node, msg)
+        self.events.emit("FailedScheduling", w.pod.key, w.node, msg)
 
-    def _drain(self) -> None:
-        while self._to_bind:
-            self._binding_cycle(self._to_bind.pop(0))
+    def drain(self) -> None:
+        """Bind the pods every Permit plugin allowed since the last step."""
+        while self.to_bind:
+            self._binding_cycle(self.to_bind.pop(0))
+
+    def expire(self, now: float) -> None:
+        """Timer tick at ``now``: ask the pods waiting in PreBind again,
+        reject the Permit waits past their deadline, and forget (and
+        requeue) the assumed pods whose TTL ran out."""
+        if self.waiting:
+            self._poll_prebind(now)
+            for key, w in sorted(self.waiting.items(), key=lambda kv: kv[1].deadline):
+                if w.deadline <= now and key in self.waiting and w.at_prebind < 0:
+                    self.reject(key, ",".join(sorted(w.pending)),
+                                f"rejected due to timeout after waiting {w.timeout:g}s at "
+                                f"plugin {','.join(sorted(w.pending))}")
+        if self.assumed:
+            state = self.state
+            for key, dl in sorted(self.assumed.items(), key=lambda kv: kv[1]):
+                if dl <= now:
+                    self.assumed.pop(key)
+                    entry = state.remove_pod(key)
+                    node = state.node_name(entry.node_row)
+                    self.queue.move_all(POD_DELETE)
+                    pi = QueuedPodInfo(entry.record, now, now, attempts=1)
+                    self.queue.requeue(pi, error=True)
+                    self.events.emit("AssumeExpired", key, node, "assumed pod expired")
 
     def _binder_fails(self, pod, node) -> Status | None:
         if self.binder is not None:
@@ -207,23 +286,24 @@ class BindingCycle:
         """A PreBind or Bind failure: unreserve, forget, requeue with backoff."""
         pod, node = w.pod, w.node
         msg = f"running {point} plugin {name!r}: " + "; ".join(st.reasons)
-        self._unreserve(w.fw, w.ctx, node)
-        self.bind_failures += 1
-        self._result("error")
+        self.unreserve(w.fw, w.ctx, node)
+        self.metrics.bind_failures += 1
+        self.metrics.result("error")
         self._requeue_after_assume(pod, w.pi, st, error=True)
-        self._emit("BindFailed", pod.key, node, msg)
+        self.events.emit("BindFailed", pod.key, node, msg)
         b = Binding(pod.key, None, msg)
         self.outcomes[pod.key] = b
         return b
 
     def _binding_cycle(self, w: WaitingPod) -> Binding:
         fw, ctx, node, pod = w.fw, w.ctx, w.node, w.pod
+        time_plugin = self.metrics.time_plugin
         failed = None
         first = max(w.at_prebind, 0)
         for i, p in enumerate(fw.plugins_at("preBind")[first:], first):
             t = time.perf_counter()
             r = p.pre_bind(ctx, node)
-            self._time_plugin("PreBind", p.name, time.perf_counter() - t)
+            time_plugin("PreBind", p.name, time.perf_counter() - t)
             st, timeout = r if isinstance(r, tuple) else (r, None)
             if st.code == Code.WAIT:
                 return self._wait_in_prebind(w, i, p.name, timeout)
@@ -239,7 +319,7 @@ class BindingCycle:
             for p in fw.plugins_at("bind"):
                 t = time.perf_counter()
                 st = p.bind(ctx, node)
-                self._time_plugin("Bind", p.name, time.perf_counter() - t)
+                time_plugin("Bind", p.name, time.perf_counter() - t)
                 if st.code == Code.SKIP:
                     continue
                 if not st.ok:
@@ -250,22 +330,22 @@ class BindingCycle:
         for p in fw.plugins_at("postBind"):
             t = time.perf_counter()
             p.post_bind(ctx, node)
-            self._time_plugin("PostBind", p.name, time.perf_counter() - t)
+            time_plugin("PostBind", p.name, time.perf_counter() - t)
         if self.assume_ttl is not None:
             self.assumed[pod.key] = self.clock.now() + self.assume_ttl
-        self._result("scheduled")
+        self.metrics.result("scheduled")
         if self.nominator:
             self.nominator.delete(pod.key)
         now = self.clock.now()
         if w.pi is not None:
-            self.e2e_latencies.append(now - w.pi.initial_timestamp)
+            self.metrics.e2e_latencies.append(now - w.pi.initial_timestamp)
         b = Binding(pod.key, node)
         pre = self.preempted_for.pop(pod.key, None) if self.preempted_for else None
         if pre is not None:
             b.nominated_node, b.victims = pre[0], list(pre[1])
         if self.events.active:
-            self._emit("Bound", pod.key, node)
-        log = self._bound_log
+            self.events.emit("Bound", pod.key, node)
+        log = self.bound_log
         if log is not None:
             log.pop(pod.key, None)          # re-insert: dict order = outcome order
             log[pod.key] = BOUND

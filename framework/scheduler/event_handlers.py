@@ -7,6 +7,10 @@ from __future__ import annotations
 from tensorsched.framework.parsing.manifests import parse_node
 from tensorsched.framework.records.records import NodeRecord
 
+from .binding import BindingCycle
+from .cluster import Cluster
+from .nominator import Nominator
+from .profiles import Profiles
 from .queue import (
     NODE_ADD,
     NODE_DELETE,
@@ -15,33 +19,48 @@ from .queue import (
     POD_DELETE,
     POD_UPDATE,
     UNSCHEDULED_POD_ADD,
+    SchedulingQueue,
 )
 
 
 class EventHandlers:
     """``add_node`` / ``update_node`` / ``delete_node``, ``add_pod`` /
-    ``update_pod`` / ``delete_pod`` and ``confirm`` of ``Scheduler``."""
+    ``update_pod`` / ``delete_pod`` and ``confirm``: each changes
+    ``cluster``'s state, ``queue``, ``binding``'s pods or ``nominator`` and
+    tells the queue the cluster event.  ``ignored``: key -> why no profile
+    (``profiles``) takes a pending pod left alone."""
 
-    def _node(self, node) -> NodeRecord:
+    def __init__(self, cluster: Cluster, queue: SchedulingQueue, profiles: Profiles,
+                 binding: BindingCycle, nominator: Nominator):
+        self.cluster = cluster
+        self.state = cluster.state
+        self.queue = queue
+        self.profiles = profiles
+        self.binding = binding
+        self.nominator = nominator
+        self.ignored: dict[str, str] = {}
+
+    @staticmethod
+    def _node(node) -> NodeRecord:
         return node if isinstance(node, NodeRecord) else parse_node(node)
 
     def add_node(self, node) -> None:
-        self.cluster.state.add_node(self._node(node))
+        self.state.add_node(self._node(node))
         self.queue.move_all(NODE_ADD)
 
     def update_node(self, node) -> None:
-        self.cluster.state.update_node(self._node(node))
+        self.state.update_node(self._node(node))
         self.queue.move_all(NODE_UPDATE)
 
     def delete_node(self, name: str) -> None:
-        state = self.cluster.state
-        for key, w in list(self.waiting.items()):
+        state, binding = self.state, self.binding
+        for key, w in list(binding.waiting.items()):
             if w.node == name:
-                self.reject(key, "", f"node {name!r} deleted")
+                binding.reject(key, "", f"node {name!r} deleted")
         row = state.node_rows.get(name)
         if row is not None:
             for key in list(state.pods_on_node[row]):
-                self.assumed.pop(key, None)
+                binding.assumed.pop(key, None)
         state.remove_node(name)
         for pod in self.nominator.nominated_on(name):
             self.nominator.delete(pod.key)
@@ -54,9 +73,9 @@ class EventHandlers:
         kube-scheduler leaves other schedulers' pods."""
         pod = self.cluster.resolve(pod)
         if pod.node_name:
-            self.cluster.state.add_pod(pod)
+            self.state.add_pod(pod)
             self.queue.move_all(POD_ADD)
-        elif not self.handles(pod):
+        elif pod.scheduler_name not in self.profiles.names:
             self.ignored[pod.key] = (f"not scheduled here: no profile has schedulerName "
                                      f"{pod.scheduler_name!r}")
         else:
@@ -72,15 +91,15 @@ class EventHandlers:
         if key in self.queue:
             self.queue.update(pod)
             return
-        state = self.cluster.state
+        state, binding = self.state, self.binding
         if key in state.pods:
-            if key in self.assumed and pod.node_name:
-                self.assumed.pop(key)
+            if key in binding.assumed and pod.node_name:
+                binding.assumed.pop(key)
             state.update_pod(pod, pod.node_name or None)
             self.queue.move_all(POD_UPDATE)
             return
-        if key in self.waiting:
-            self.waiting[key].pod = pod
+        if key in binding.waiting:
+            binding.waiting[key].pod = pod
             return
         raise KeyError(f"Pod {key}: not known to the scheduler")
 
@@ -89,20 +108,13 @@ class EventHandlers:
         if not isinstance(key, str):
             key = self.cluster.resolve(key).key
         self.nominator.delete(key)
-        w = self.waiting.pop(key, None)
-        if w is not None:
-            self._unreserve(w.fw, w.ctx, w.node)
-        if self._to_bind:
-            self._to_bind = [x for x in self._to_bind if x.pod.key != key]
-        if self._queue is not None:
-            self._queue.delete(key)
-        self.assumed.pop(key, None)
-        self.preempted_for.pop(key, None)
+        self.binding.forget(key)
+        self.queue.delete(key)
         self.ignored.pop(key, None)
-        if key in self.cluster.state.pods:
-            self.cluster.state.remove_pod(key)
+        if key in self.state.pods:
+            self.state.remove_pod(key)
             self.queue.move_all(POD_DELETE)
 
     def confirm(self, key: str) -> None:
         """The binding of an assumed pod is confirmed (informer add)."""
-        self.assumed.pop(key, None)
+        self.binding.assumed.pop(key, None)

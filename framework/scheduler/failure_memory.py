@@ -27,7 +27,7 @@ diagnosis, PostFilter's message appended), the plugins that rejected the pod
 cycle processed (the rotating start index advances by as many).  The rest -- the
 attempt counter (later tie-breaks), requeue and backoff, the event, the
 metrics, the outcome -- goes through the same steps as a full cycle's
-failure (``SchedulingCycle._attempt``).  A cycle that nominated a node is
+failure (``SchedulingCycle.attempt``).  A cycle that nominated a node is
 never remembered: its preemption changed the cluster.
 """
 
@@ -53,6 +53,12 @@ class RememberedFailure:
     rejectors: frozenset
     advance: int
     start_index: int
+
+
+def failure_stamp(state, nominator) -> tuple:
+    """What a remembered failure holds for: the versions of the cluster
+    state and of the nominator (module doc)."""
+    return (state.version, nominator.version)
 
 
 def nominated_in(obj) -> str:

@@ -20,22 +20,38 @@ class StageTimer:
         self.seconds[stage] = self.seconds.get(stage, 0.0) + dt
 
 
-class Metrics:
-    """The metric side of ``Scheduler`` (its counters are set up in
-    ``Scheduler.__init__``: results, timer, plugin_seconds, e2e_latencies,
-    preemptions, evictions, bind_failures)."""
+class MetricsRecorder:
+    """What one scheduler counts and times: attempts by result, host
+    seconds per stage (``timer``) and per plugin, per-attempt latencies
+    (host seconds), end-to-end latencies (clock seconds, first enqueue ->
+    bound), preemptions, evictions, binder failures, the pods placed per
+    compiled run and by arrival blocks."""
 
-    def _result(self, kind: str) -> None:
+    def __init__(self) -> None:
+        self.results: dict[str, int] = {}
+        self.timer = StageTimer()
+        self.plugin_seconds: dict[str, float] = {}
+        self.latencies: list[float] = []
+        self.preemption_latencies: list[float] = []
+        self.e2e_latencies: list[float] = []
+        self.preemptions = 0
+        self.evictions: list[dict] = []
+        self.bind_failures = 0
+        self.run_lengths: list[int] = []        # pods placed per compiled run
+        self.block_pods = 0                     # pods arrival blocks handled
+
+    def result(self, kind: str) -> None:
+        """One attempt ended ``kind`` (scheduled, unschedulable, error)."""
         self.results[kind] = self.results.get(kind, 0) + 1
 
-    def _time_plugin(self, point: str, name: str, dt: float) -> None:
+    def time_plugin(self, point: str, name: str, dt: float) -> None:
         k = f"{point}/{name}"
         self.plugin_seconds[k] = self.plugin_seconds.get(k, 0.0) + dt
 
-    def metrics(self) -> dict:
-        """Attempts by result, per-stage and per-plugin seconds (host time),
-        end-to-end latency in clock seconds (first enqueue -> bound), queue
-        sizes, preemptions, evictions, binder failures."""
+    def report(self, queue_counts: dict, waiting: int, assumed: int, nominated: int) -> dict:
+        """``Scheduler.metrics()``: the counters above with the queue's
+        counts and the number of pods waiting on Permit, assumed but
+        unconfirmed, and nominated."""
         lat = sorted(self.e2e_latencies)
 
         def pct(q):
@@ -49,10 +65,10 @@ class Metrics:
             "e2e_latency_seconds": {"count": len(lat), "p50": pct(50), "p99": pct(99),
                                     "max": lat[-1] if lat else None,
                                     "mean": sum(lat) / len(lat) if lat else None},
-            "queue": self._queue.counts() if self._queue is not None else {},
-            "waiting_on_permit": len(self.waiting),
-            "assumed_unconfirmed": len(self.assumed),
-            "nominated": len(self.nominator.node_of),
+            "queue": queue_counts,
+            "waiting_on_permit": waiting,
+            "assumed_unconfirmed": assumed,
+            "nominated": nominated,
             "preemptions": self.preemptions,
             "evictions": len(self.evictions),
             "bind_failures": self.bind_failures,

@@ -38,7 +38,6 @@ pods every 30 s; here both are checked exactly whenever the queue is read
 from __future__ import annotations
 
 import functools
-import heapq
 from collections.abc import Callable, Mapping
 from itertools import repeat
 
@@ -57,92 +56,19 @@ from tensorsched.framework.runtime.cluster_events import (  # noqa: F401 (re-exp
     plugin_events,
 )
 
+from .active_queue import ActiveQueue
+from .backoff_queue import BackoffQueue
+from .event_interest import EventInterest
+from .nominator import Nominator
+from .pre_enqueue_gate import PreEnqueueGate
 from .queue_lane import LaneBlock, QueueRun
+from .unschedulable_pool import UnschedulablePool
 
 DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
 
 ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT = "active", "backoff", "unschedulable", "in-flight"
 
 
-class UnschedulablePool(dict):
-    """The unschedulable pods, ``{key: QueuedPodInfo}`` in arrival order,
-    also grouped by the plugins that rejected them: a cluster event visits
-    only the groups whose plugins care about it, so a pod arriving while
-    thousands wait costs a few set lookups, not a scan of them all.
-
-    A pod's group is its ``unschedulable_plugins`` when it entered (they
-    do not change while it waits).  Pods enter and leave through ``[]=``,
-    ``pop`` and ``del`` only.
-
-    Pods requeued on a clock that only moves forward enter in the order of
-    their timestamps: the ones waiting too long (``stale``) are then the
-    first ones, and the flush before every pop reads only those, not every
-    waiting pod (``_ordered`` says whether that holds; gated pods, never
-    flushed, are left out of it)."""
-
-    def __init__(self):
-        super().__init__()
-        self.groups: dict[frozenset, dict[str, int]] = {}   # plugins -> {key: order}
-        self._group_of: dict[str, frozenset] = {}
-        self._order = 0
-        self._ordered = True            # non-gated pods in timestamp order
-        self._last = float("-inf")      # the latest non-gated pod's timestamp
-
-    def __setitem__(self, key: str, pi) -> None:
-        if key in self:
-            super().__setitem__(key, pi)        # keeps its place, as dict does
-            if not pi.gated:
-                self._ordered = False
-            return
-        super().__setitem__(key, pi)
-        if not pi.gated:
-            if pi.timestamp < self._last:
-                self._ordered = False
-            else:
-                self._last = pi.timestamp
-        self._order += 1
-        plugins = pi.unschedulable_plugins
-        group = self.groups.get(plugins)
-        if group is None:
-            group = self.groups[plugins] = {}
-        group[key] = self._order
-        self._group_of[key] = plugins
-
-    def pop(self, key: str, *default):
-        if key in self:
-            plugins = self._group_of.pop(key)
-            group = self.groups[plugins]
-            del group[key]
-            if not group:
-                del self.groups[plugins]
-        got = super().pop(key, *default)
-        if not self:
-            self._ordered, self._last = True, float("-inf")
-        return got
-
-    def stale(self, now: float, limit: float) -> list:
-        """The non-gated pods that have waited ``limit`` seconds or more at
-        ``now``, in arrival order."""
-        out = []
-        for pi in self.values():
-            if pi.gated:
-                continue
-            if now - pi.timestamp >= limit:
-                out.append(pi)
-            elif self._ordered:
-                break           # the later ones entered later still
-        return out
-
-    def __delitem__(self, key: str) -> None:
-        self.pop(key)
-
-    def interested(self, wants: Callable[[frozenset], bool]) -> list:
-        """The waiting pods whose group ``wants(plugins)``, in arrival order."""
-        hits = [g for plugins, g in self.groups.items() if wants(plugins)]
-        if len(hits) == 1:
-            return [self[k] for k in hits[0]]
-        return [self[k] for k, _ in sorted(((k, o) for g in hits for k, o in g.items()),
-                                           key=lambda ko: ko[1])]
 
 
 class QueuedPodInfo:
@@ -177,63 +103,27 @@ class QueuedPodInfo:
 _NO_PLUGINS: frozenset = frozenset()
 
 
-class Nominator:
-    """Pods nominated to nodes by preemption (upstream's nominator)."""
-
-    def __init__(self) -> None:
-        self.node_of: dict[str, str] = {}
-        self.pods: dict[str, PodRecord] = {}
-        self.by_node: dict[str, list[str]] = {}
-        self.version = 0        # counts changes (a remembered failure's stamp)
-
-    def __bool__(self) -> bool:
-        return bool(self.node_of)
-
-    def add(self, pod: PodRecord, node: str) -> None:
-        self.delete(pod.key)
-        self.version += 1
-        self.node_of[pod.key] = node
-        self.pods[pod.key] = pod
-        self.by_node.setdefault(node, []).append(pod.key)
-
-    def update(self, pod: PodRecord) -> None:
-        if pod.key in self.pods:
-            self.pods[pod.key] = pod
-            self.version += 1
-
-    def delete(self, key: str) -> None:
-        node = self.node_of.pop(key, None)
-        if node is None:
-            return
-        self.version += 1
-        self.pods.pop(key, None)
-        keys = self.by_node.get(node, [])
-        if key in keys:
-            keys.remove(key)
-        if not keys:
-            self.by_node.pop(node, None)
-
-    def nominated_on(self, node: str) -> list[PodRecord]:
-        return [self.pods[k] for k in self.by_node.get(node, ())]
-
-
 class SchedulingQueue:
-    """activeQ + backoffQ + unschedulable pods on ``clock``.
+    """activeQ + backoffQ + unschedulable pods on ``clock``, each its own
+    part (``active_queue``, ``backoff_queue``, ``unschedulable_pool``),
+    with PreEnqueue at the door (``pre_enqueue_gate``) and the plugins'
+    event interest (``event_interest``) deciding what a cluster event moves.
 
     ``sort_plugin``: the QueueSort plugin (``sort_key(pod)`` or ``less(a,
-    b)``); ``pre_enqueue(pod) -> Status``
-    runs the PreEnqueue plugins of the pod's profile; ``plugin_of(name)``
-    resolves a rejecting plugin's name to the plugin (for its events)."""
+    b)``); ``pre_enqueue(pod) -> Status`` runs the PreEnqueue plugins of the
+    pod's profile and ``gate_free(pod) -> bool`` says when they certainly
+    let it in; ``plugin_of(name)`` resolves a rejecting plugin's name to the
+    plugin (for its events); ``run_key(pod)`` is the key ``pop_run`` forms
+    runs of alike pods by (None: a pod on its own)."""
 
     def __init__(self, clock: Clock | None = None, *, sort_plugin,
                  pre_enqueue: Callable | None = None, plugin_of: Callable | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
-                 nominator: Nominator | None = None, gate_free: Callable | None = None):
+                 nominator: Nominator | None = None, gate_free: Callable | None = None,
+                 run_key: Callable | None = None):
         self.clock = clock or SimulatedClock()
-        # gate_free(pod) -> True when PreEnqueue certainly lets the pod in
-        # (no plugin to ask): the call is left out
-        self.gate_free = gate_free
+        self.run_key = run_key or (lambda pod: None)
         # ``sort_keys(pods)``, when the plugin has it: the keys of many pods
         self.sort_keys = getattr(sort_plugin, "sort_keys", None)
         if hasattr(sort_plugin, "sort_key"):
@@ -242,45 +132,42 @@ class SchedulingQueue:
             less = sort_plugin.less
             cmp = lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)  # noqa: E731
             self.sort_key = functools.cmp_to_key(cmp)
-        self.pre_enqueue = pre_enqueue
-        self.plugin_of = plugin_of or (lambda name: None)
-        self.initial_backoff = float(initial_backoff)
-        self.max_backoff = float(max_backoff)
+        self.gate = PreEnqueueGate(pre_enqueue, gate_free)
+        self.interest = EventInterest(plugin_of or (lambda name: None), plugin_events)
         self.max_in_unschedulable = float(max_in_unschedulable)
         # key -> QueuedPodInfo, or the LaneBlock of a pod without one yet
         # (``queue_lane``); ``infos`` reads it with every value an info
         self._infos: dict = {}
-        self._active: list = []
+        self._token: dict[str, int] = {}           # key -> live heap entry token
         # Pods added together (``add_many``) wait in lane blocks beside the
         # heap: popping costs O(1) instead of a heap pop, and a run of them
-        # is handed out without an info per pod; the head of activeQ is the
-        # smallest of the heads.
-        self._lane: list[LaneBlock] = []
-        self._backoff: list = []
-        self._token: dict[str, int] = {}           # key -> live heap entry token
+        # is handed out without an info per pod.
+        self.active = ActiveQueue(self._infos, self._token)
+        self.backoff = BackoffQueue(self.clock, self._token, initial_backoff, max_backoff)
         self.unschedulable: UnschedulablePool = UnschedulablePool()
         self._seq = 0
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
         self.nominator = nominator if nominator is not None else Nominator()
-        self._interest_cache: dict = {}
+        # backoffQ's answers, under the names the queue has always had
+        self.initial_backoff, self.max_backoff = self.backoff.initial, self.backoff.maximum
+        self.backoff_duration = self.backoff.duration
+        self.backoff_expiry = self.backoff.expiry
+        self.backing_off = self.backoff.backing_off
+        self.next_backoff_expiry = self.backoff.next_expiry
 
     # ------------------------------------------------------------ helpers
-    def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
     def _push_active(self, pi: QueuedPodInfo) -> None:
         pi.where = ACTIVE
-        seq = self._next_seq()
-        self._token[pi.key] = seq
-        heapq.heappush(self._active, (self.sort_key(pi.pod), seq, pi.key))
+        self._seq += 1
+        self._token[pi.key] = self._seq
+        self.active.push((self.sort_key(pi.pod), self._seq, pi.key))
 
     def _push_backoff(self, pi: QueuedPodInfo) -> None:
         pi.where = BACKOFF
-        seq = self._next_seq()
-        self._token[pi.key] = seq
-        heapq.heappush(self._backoff, (self.backoff_expiry(pi), seq, pi.key))
+        self._seq += 1
+        self._token[pi.key] = self._seq
+        self.backoff.push(pi, self._seq)
 
     def _push_unschedulable(self, pi: QueuedPodInfo) -> None:
         pi.where = UNSCHEDULABLE
@@ -292,38 +179,12 @@ class SchedulingQueue:
         self._token.pop(pi.key, None)
         self.unschedulable.pop(pi.key, None)
 
-    def backoff_duration(self, pi: QueuedPodInfo) -> float:
-        d = self.initial_backoff
-        for _ in range(1, pi.attempts):
-            d *= 2
-            if d >= self.max_backoff:
-                return self.max_backoff
-        return min(d, self.max_backoff)
-
-    def backoff_expiry(self, pi: QueuedPodInfo) -> float:
-        return pi.timestamp + (self.backoff_duration(pi) if pi.attempts else 0.0)
-
-    def backing_off(self, pi: QueuedPodInfo) -> bool:
-        return pi.attempts > 0 and self.backoff_expiry(pi) > self.clock.now()
-
-    def _gate(self, pi: QueuedPodInfo) -> bool:
-        """Run PreEnqueue; True when the pod may enter activeQ."""
-        if self.pre_enqueue is None:
-            pi.gated = False
-            return True
-        st = self.pre_enqueue(pi.pod)
-        pi.gated = not st.ok
-        pi.gated_message = "; ".join(st.reasons) if pi.gated else ""
-        if pi.gated:
-            pi.unschedulable_plugins = frozenset({st.plugin}) if st.plugin else frozenset()
-        return not pi.gated
-
     # ----------------------------------------------------- pods as columns
     @property
     def infos(self) -> InfoView:
         """key -> QueuedPodInfo of every pod in the queue (read-only; a pod
         still in a lane block gets its info when read)."""
-        return InfoView(self)
+        return InfoView(self._infos, self._pi)
 
     def _pi(self, key: str):
         """The info of ``key`` (made now for a pod still in a lane block),
@@ -341,35 +202,18 @@ class SchedulingQueue:
         self._infos[key] = pi
         return pi
 
-    def _lane_live(self, b: LaneBlock, i: int) -> bool:
-        k = b.keys[i]
-        v = self._infos.get(k)
-        return v is b or (v is not None and self._token.get(k) == b.seq0 + i)
-
-    def _lane_head(self):
-        """(entry, block) of the smallest live lane position, dead positions
-        and spent blocks dropped on the way; (None, None) when none."""
-        best = best_b = None
-        lane = self._lane
-        for b in list(lane):
-            i, n = b.pos, len(b.keys)
-            while i < n and not self._lane_live(b, i):
-                i += 1
-            b.pos = i
-            if i == n:
-                lane.remove(b)
-                continue
-            e = b.entry(i)
-            if best is None or e < best:
-                best, best_b = e, b
-        return best, best_b
-
     # ---------------------------------------------------------------- API
     def __contains__(self, key: str) -> bool:
         return key in self._infos
 
     def __len__(self) -> int:
         return len(self._infos)
+
+    def changes(self) -> tuple:
+        """A stamp that moves whenever a pod is pushed into, added to or
+        deleted from the queue (a caller tells whether anything happened
+        to it meanwhile)."""
+        return (self._seq, len(self._infos))
 
     def add(self, pod: PodRecord) -> QueuedPodInfo:
         """A new pending pod: PreEnqueue, then activeQ (or kept aside, gated)."""
@@ -378,7 +222,7 @@ class SchedulingQueue:
         now = self.clock.now()
         pi = QueuedPodInfo(pod, now, now)
         self._infos[pod.key] = pi
-        if self._gate(pi):
+        if self.gate.admits(pi):
             self._push_active(pi)
         else:
             self._push_unschedulable(pi)
@@ -401,11 +245,12 @@ class SchedulingQueue:
                 if k in infos or k in seen:
                     raise KeyError(f"Pod {k}: already in the scheduling queue")
                 seen.add(k)
-        gate_free = self.gate_free
+        gate_free = self.gate.gate_free
         if not (gate_free is not None and all(map(gate_free, cols.classes))):
             # ask PreEnqueue pod by pod (pods of one class share gates and
             # profile: one gate_free answer for each stretch of them)
             active, memo, free = [], None, False
+            admits = self.gate.admits
             for i, pod in enumerate(cols):
                 if pod.memo is not memo:
                     memo = pod.memo
@@ -415,7 +260,7 @@ class SchedulingQueue:
                     continue
                 pi = QueuedPodInfo(pod, now, now)
                 infos[pi.key] = pi
-                if self._gate(pi):
+                if admits(pi):
                     active.append(i)
                     del infos[pi.key]       # it goes into the block without an info
                 else:
@@ -433,7 +278,7 @@ class SchedulingQueue:
         block = LaneBlock(cols, sort_keys, self._seq + 1, now)
         self._seq += len(cols)
         infos.update(zip(cols.keys, repeat(block)))
-        self._lane.append(block)
+        self.active.add_block(block)
 
     def update(self, pod: PodRecord) -> QueuedPodInfo | None:
         """A pending pod changed: a gated or unschedulable pod is
@@ -444,15 +289,15 @@ class SchedulingQueue:
         pi.pod = pod
         self.nominator.update(pod)
         if pi.where == ACTIVE:
-            if self._gate(pi):
+            if self.gate.admits(pi):
                 self._push_active(pi)              # the sort key may have changed
             else:
                 self._push_unschedulable(pi)
         elif pi.where == UNSCHEDULABLE:
             was_gated = pi.gated
-            if self._gate(pi):
+            if self.gate.admits(pi):
                 self.unschedulable.pop(pi.key, None)
-                if not was_gated and self.backing_off(pi):
+                if not was_gated and self.backoff.backing_off(pi):
                     self._push_backoff(pi)
                 else:
                     self._push_active(pi)
@@ -469,41 +314,19 @@ class SchedulingQueue:
     def flush(self) -> None:
         """Backoff over -> activeQ; unschedulable too long -> activeQ/backoffQ."""
         now = self.clock.now()
-        bq = self._backoff
-        while bq and bq[0][0] <= now:
-            _, seq, key = heapq.heappop(bq)
-            if self._token.get(key) == seq:
-                self._push_active(self._infos[key])
+        infos = self._infos
+        for key in self.backoff.due(now):
+            self._push_active(infos[key])
         if self.unschedulable and self.max_in_unschedulable != float("inf"):
             for pi in self.unschedulable.stale(now, self.max_in_unschedulable):
                 self._move(pi)
 
-    def _head(self) -> tuple:
-        """The smallest live activeQ entry (dead ones are dropped on the way)
-        and the lane block it heads (None: the heap); (None, None) when
-        activeQ is empty."""
-        h = self._live_heap_head()
-        e, b = self._lane_head() if self._lane else (None, None)
-        if e is not None and (h is None or e < h):
-            return e, b
-        return h, None
-
-    def _live_heap_head(self):
-        """The heap's smallest live entry (dead ones dropped), or None."""
-        aq, token = self._active, self._token
-        while aq and token.get(aq[0][2]) != aq[0][1]:
-            heapq.heappop(aq)
-        return aq[0] if aq else None
-
     def _take(self, entry: tuple, block: LaneBlock | None) -> QueuedPodInfo:
         """Take the head ``entry`` (from ``block`` or the heap) into flight."""
         key = entry[2]
-        if block is None:
-            heapq.heappop(self._active)
-            pi = self._infos[key]
-        else:
-            pi = self._pi(key)      # made while its position is still ahead: active
-            block.pos = entry[1] - block.seq0 + 1
+        # a block's pod gets its info while its position is still ahead: active
+        pi = self._infos[key] if block is None else self._pi(key)
+        self.active.take(entry, block)
         self._token.pop(key, None)
         pi.where = IN_FLIGHT
         self.scheduling_cycle += 1
@@ -514,23 +337,25 @@ class SchedulingQueue:
     def pop(self) -> QueuedPodInfo | None:
         """The head of activeQ (after a flush), now in flight; None when empty."""
         self.flush()
-        entry, block = self._head()
+        entry, block = self.active.head()
         if entry is None:
             return None
         return self._take(entry, block)
 
-    def pop_run(self, run_key, limit: int) -> QueueRun | None:
+    def pop_run(self, run_key: Callable | None, limit: int) -> QueueRun | None:
         """The head of activeQ (as ``pop``) and the heads after it, popped
-        as ``pop`` would one by one, while ``run_key(pod)`` is the head's
-        and not None, at most ``limit`` pods; None when activeQ is empty.
-        ``run_key`` must read only what a pod's ``memo`` covers (pods
-        sharing a memo share the key).
+        as ``pop`` would one by one, while ``run_key(pod)`` (None: the
+        queue's own) is the head's and not None, at most ``limit`` pods;
+        None when activeQ is empty.  ``run_key`` must read only what a pod's
+        ``memo`` covers (pods sharing a memo share the key).
 
         When the heads after the first are a stretch of one lane block, the
         run is that stretch (no info is made for its pods); otherwise the
         heads one by one (``QueueRun.rest``)."""
         self.flush()
-        entry, block = self._head()
+        run_key = run_key or self.run_key
+        active = self.active
+        entry, block = active.head()
         if entry is None:
             return None
         first = self._take(entry, block)
@@ -541,14 +366,12 @@ class SchedulingQueue:
         # Pods sharing the first one's memo (one template, equal annotations)
         # have its run key: ``run_key`` reads only what the memo covers.
         memo = first.pod.memo
-        entry, block = self._head()
+        entry, block = active.head()
         if block is not None:
             # the fast form: the block's live positions from its head on,
             # while they stay below every other head (the heap's and the
             # other blocks')
-            others = [self._live_heap_head()]
-            others += [o.entry(o.pos) for o in self._lane if o is not block and o.pos < len(o)]
-            bound = min((o for o in others if o is not None), default=None)
+            bound = active.bound_besides(block)
             infos, keys, pods, sort_keys = self._infos, block.keys, block.pods, block.sort_keys
             start = i = block.pos
             stop = min(len(keys), start + limit - 1)
@@ -572,7 +395,7 @@ class SchedulingQueue:
                 break
             run.rest.append(self._take(entry, block))
             run.entries.append(entry)
-            entry, block = self._head()
+            entry, block = active.head()
         return run
 
     def unpop(self, run: QueueRun, start: int) -> None:
@@ -584,9 +407,7 @@ class SchedulingQueue:
             return
         if run.block is not None:
             # the stretch's pods have no info: their positions come back
-            run.block.pos = run.start + max(start - 1, 0)
-            if run.block not in self._lane:
-                self._lane.append(run.block)
+            self.active.put_back(run.block, run.start + max(start - 1, 0))
             self.scheduling_cycle -= min(n, run.stop - run.start)
             if start == 0:
                 self._unpop_info(run.first, run.first_entry)
@@ -597,7 +418,7 @@ class SchedulingQueue:
             self._unpop_info(pi, entry)
 
     def _unpop_info(self, pi: QueuedPodInfo, entry: tuple) -> None:
-        heapq.heappush(self._active, entry)
+        self.active.push(entry)
         self._token[pi.key] = entry[1]
         pi.where = ACTIVE
         pi.attempts -= 1
@@ -656,19 +477,10 @@ class SchedulingQueue:
 
     def _move(self, pi: QueuedPodInfo) -> None:
         self.unschedulable.pop(pi.key, None)
-        if self.backing_off(pi):
+        if self.backoff.backing_off(pi):
             self._push_backoff(pi)
         else:
             self._push_active(pi)
-
-    def _interested(self, plugins: frozenset, event: str) -> bool:
-        if not plugins:
-            return True
-        got = self._interest_cache.get((plugins, event))
-        if got is None:
-            got = any(event in plugin_events(self.plugin_of(n)) for n in plugins)
-            self._interest_cache[(plugins, event)] = got
-        return got
 
     def move_all(self, event: str, exclude: str | None = None) -> int:
         """A cluster event: unschedulable pods it may help go back to
@@ -677,8 +489,9 @@ class SchedulingQueue:
         self.move_request_cycle = self.scheduling_cycle
         if not self.unschedulable:
             return 0
+        interested = self.interest.interested
         moved = [pi for pi in self.unschedulable.interested(
-                 lambda plugins: self._interested(plugins, event))
+                 lambda plugins: interested(plugins, event))
                  if not pi.gated and pi.key != exclude]
         for pi in moved:
             self._move(pi)
@@ -691,12 +504,6 @@ class SchedulingQueue:
             if pi is not None and pi.where in (UNSCHEDULABLE, BACKOFF) and not pi.gated:
                 self.unschedulable.pop(key, None)
                 self._push_active(pi)
-
-    def next_backoff_expiry(self) -> float | None:
-        bq = self._backoff
-        while bq and self._token.get(bq[0][2]) != bq[0][1]:
-            heapq.heappop(bq)
-        return bq[0][0] if bq else None
 
     def counts(self) -> dict:
         c = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
@@ -720,24 +527,26 @@ class SchedulingQueue:
 
 class InfoView(Mapping):
     """``SchedulingQueue.infos``: key -> QueuedPodInfo, made on read for a
-    pod still in a lane block (``queue_lane``)."""
+    pod still in a lane block (``queue_lane``): ``infos`` is the queue's
+    key -> info or block map, ``info_of(key)`` makes the info."""
 
-    __slots__ = ("_q",)
+    __slots__ = ("_info_of", "_infos")
 
-    def __init__(self, queue: SchedulingQueue):
-        self._q = queue
+    def __init__(self, infos: dict, info_of: Callable):
+        self._infos = infos
+        self._info_of = info_of
 
     def __getitem__(self, key: str) -> QueuedPodInfo:
-        pi = self._q._pi(key)
+        pi = self._info_of(key)
         if pi is None:
             raise KeyError(key)
         return pi
 
     def __iter__(self):
-        return iter(list(self._q._infos))
+        return iter(list(self._infos))
 
     def __len__(self) -> int:
-        return len(self._q._infos)
+        return len(self._infos)
 
     def __contains__(self, key) -> bool:
-        return key in self._q._infos
+        return key in self._infos

@@ -40,109 +40,122 @@ from __future__ import annotations
 import time
 from itertools import repeat
 
-from .events import BOUND, Binding
-from .failure_memory import nominated_in
-from .queue import UNSCHEDULABLE
+from tensorsched.framework.runtime.clock import Clock
+from tensorsched.framework.state.cluster_state import ClusterState
+
+from .binding import BindingCycle
+from .counters import CycleCounters
+from .events import BOUND, Binding, EventBus, Outcomes
+from .failure_memory import FailureMemory, failure_stamp, nominated_in
+from .metrics import MetricsRecorder
+from .nominator import Nominator
+from .profiles import Profiles
+from .queue import UNSCHEDULABLE, SchedulingQueue
+from .run_keys import RunKeys
+from .schedule_one import SchedulingCycle
 
 
 class CompiledRuns:
-    """The run side of ``Scheduler`` (``batch``, ``max_run`` and
-    ``run_lengths`` are set up in ``Scheduler.__init__``)."""
+    """Runs of alike heads of ``queue`` (the queue forms them by
+    ``run_keys``) placed by one compiled call of their profile's Framework
+    (module doc), advancing ``counters`` as one cycle per pod would; the pod
+    that ends a run, and a head that forms none, gets ``cycle``'s one-pod
+    cycle; placed pods go through ``binding``'s bookkeeping in bulk (their
+    plugins are ``run_safe``).  ``batch`` turns runs on, ``max_run`` caps
+    their length."""
 
-    def _run_key(self, pod):
-        """The pod's run key, or None when it must be scheduled on its own."""
-        if pod.scheduler_name not in self._profile_names:
-            return None
-        fw = self._fw(pod)
-        if not fw.run_safe or not hasattr(fw.backend, "place_run"):
-            return None
-        sig = fw.signature(pod)
-        if sig is None:
-            return None
-        memory = self.failure_memory
-        if memory is not None:
-            fkey = memory.key(fw, pod)
-            if fkey is not None:
-                stamp = self._failure_stamp()
-                got = memory.recall(fkey, stamp, self.next_start_index)
-                if got is not None:
-                    # It fails again (``failure_memory``): handed on (checked
-                    # again there) to ``_schedule_run`` if it is the head.
-                    self._recalled = (pod, got, stamp, self.next_start_index)
-                    # On a simulated clock alike heads fail as a stretch
-                    # (``_fail_run``); otherwise each on its own.
-                    return (("failure", fkey) if self.clock.simulated
-                            and self._queue.max_in_unschedulable > 0 else None)
-        key = (pod.scheduler_name, sig)
-        # A signature that could not be compiled (a host plugin runs for it)
-        # is not popped as a run again until idle: popping and putting back
-        # the rest of the queue for every pod would cost O(pods^2).
-        return None if key in self._unrunnable else key
+    def __init__(self, state: ClusterState, clock: Clock, queue: SchedulingQueue,
+                 run_keys: RunKeys, profiles: Profiles, cycle: SchedulingCycle,
+                 binding: BindingCycle, counters: CycleCounters, metrics: MetricsRecorder,
+                 events: EventBus, outcomes: Outcomes, nominator: Nominator, *,
+                 failure_memory: FailureMemory | None = None, batch: bool = True,
+                 max_run: int = 1_000_000, seed: int = 0):
+        self.state = state
+        self.clock = clock
+        self.queue = queue
+        self.run_keys = run_keys
+        self.profiles = profiles
+        self.cycle = cycle
+        self.binding = binding
+        self.counters = counters
+        self.metrics = metrics
+        self.events = events
+        self.outcomes = outcomes
+        self.nominator = nominator
+        self.failure_memory = failure_memory
+        self.batch = bool(batch)
+        self.max_run = int(max_run)
+        self.seed = seed
 
-    def _batching(self) -> bool:
-        return (self.batch and not self.nominator and not self.waiting and not self._to_bind
-                and self.binder is None and self.binder_fault_rate <= 0
-                and self.choose_node is None)
+    def batching(self) -> bool:
+        """Runs may be formed now: nothing must happen between two pods
+        (module doc)."""
+        binding = self.binding
+        return (self.batch and not self.nominator and not binding.waiting
+                and not binding.to_bind and not binding.may_fail()
+                and self.cycle.choose_node is None)
 
-    def _schedule_run(self, collect: bool = True) -> list:
+    def schedule_run(self, collect: bool = True) -> list:
         """Pop the longest run of alike heads and schedule it: the Bindings
         (``collect``; else a list as long, of keys); [] when activeQ is
         empty."""
-        queue = self.queue
-        run = queue.pop_run(self._run_key, self.max_run)
+        queue, cycle, counters, run_keys = self.queue, self.cycle, self.counters, self.run_keys
+        run = queue.pop_run(None, self.max_run)
         if run is None:
             return []
         first = run.first
-        recalled = self._recalled
+        recalled = run_keys.recalled
         if recalled is not None:
-            self._recalled = None
-            if (recalled[0] is first.pod and recalled[2] == self._failure_stamp()
-                    and recalled[3] == self.next_start_index):
+            run_keys.recalled = None
+            if (recalled[0] is first.pod
+                    and recalled[2] == failure_stamp(self.state, self.nominator)
+                    and recalled[3] == counters.next_start_index):
                 return self._fail_run(run, recalled[1], collect)
         if len(run) == 1:
-            return [self._attempt(first.pod, first)]
+            return [cycle.attempt(first.pod, first)]
         t0 = time.perf_counter()
-        fw = self._fw(first.pod)
+        fw = self.profiles.of(first.pod)
         pods = run.pods
-        got = fw.place_run(self.cluster.state, pods, seed=self.seed,
-                           attempt=self.attempts, start_index=self.next_start_index)
+        got = fw.place_run(self.state, pods, seed=self.seed,
+                           attempt=counters.attempts, start_index=counters.next_start_index)
         if got is None:
-            self._unrunnable.add(self._run_key(first.pod))
+            run_keys.unrunnable.add(run_keys.key(first.pod))
             queue.unpop(run, 1)
-            return [self._attempt(first.pod, first)]
-        rows, self.next_start_index = got
+            return [cycle.attempt(first.pod, first)]
+        rows, counters.next_start_index = got
         placed = rows.shape[0]
-        self.attempts += placed
+        counters.attempts += placed
         t1 = time.perf_counter()
-        self.timer.add("filter_score", t1 - t0)
+        metrics = self.metrics
+        metrics.timer.add("filter_score", t1 - t0)
         # (nothing placed: no binding stage, as for the lone cycle the
         # failing head then gets -- or a remembered failure instead of it)
         out = self._bind_run(run, placed, rows, collect) if placed else []
         t2 = time.perf_counter()
         if placed:
-            self.timer.add("reserve_bind", t2 - t1)
-            self.latencies.extend([(t2 - t0) / placed] * placed)
-            self.run_lengths.append(placed)
+            metrics.timer.add("reserve_bind", t2 - t1)
+            metrics.latencies.extend([(t2 - t0) / placed] * placed)
+            metrics.run_lengths.append(placed)
         if placed < len(run):
             failed = queue.info(run, placed)
             queue.unpop(run, placed + 1)
-            out.append(self._attempt(failed.pod, failed))
+            out.append(cycle.attempt(failed.pod, failed))
         return out
 
     def _fail_run(self, run, got, collect: bool = True) -> list:
         """Alike heads that fail again (``failure_memory``): each gets the
-        end of a failed cycle (``_fail_again``) in queue order, with the
-        scheduling cycle number its own pop would have had, as one cycle
-        after another would on an unchanged simulated clock (each goes to
-        the unschedulable pool; the next head is the next of the run).  The
-        stretch stops, its rest put back untouched, before a pod with a
-        nomination of its own or once the cluster or the queue's pods
-        changed (a subscriber's doing), and after a pod that did not go to
-        the pool.  As for a run, a subscriber that must act between two
+        end of a failed cycle (``SchedulingCycle.fail_again``) in queue
+        order, with the scheduling cycle number its own pop would have had,
+        as one cycle after another would on an unchanged simulated clock
+        (each goes to the unschedulable pool; the next head is the next of
+        the run).  The stretch stops, its rest put back untouched, before a
+        pod with a nomination of its own or once the cluster or the queue's
+        pods changed (a subscriber's doing), and after a pod that did not go
+        to the pool.  As for a run, a subscriber that must act between two
         pods otherwise uses ``Scheduler(batch=False)``."""
-        queue = self.queue
-        stamp = self._failure_stamp()
-        state, nominator = self.cluster.state, self.nominator
+        queue, counters, metrics = self.queue, self.counters, self.metrics
+        stamp = failure_stamp(self.state, self.nominator)
+        state, nominator = self.state, self.nominator
         top, first_cycle = queue.scheduling_cycle, run.first.cycle
         block, rest = run.block, run.rest
         n = len(run)
@@ -150,27 +163,27 @@ class CompiledRuns:
         out = []
         append = out.append
         info, requeue = queue.info, queue.requeue
-        emit, outcomes, results = self.events.emit, self.outcomes, self.results
+        emit, outcomes, results = self.events.emit, self.outcomes, metrics.results
         msg, rejectors, advance = got.message, got.rejectors, got.advance
         # pods added to or deleted from the queue by a subscriber meanwhile
         # cut the stretch too (the next head may then be another pod)
-        seq, size = queue._seq, len(queue._infos)
+        changes = queue.changes()
         t0 = time.perf_counter()
         for i in range(n):
             if i:
                 obj = (block.pods.manifests[run.start + i - 1] if block is not None
                        else rest[i - 1].pod.obj)
                 if (nominated_in(obj) or (state.version, nominator.version) != stamp
-                        or queue._seq != seq or len(queue._infos) != size):
+                        or queue.changes() != changes):
                     done = i
                     break
             pi = info(run, i)
             queue.scheduling_cycle = first_cycle + i
-            # the end of its failed cycle, as ``_fail_again`` (latencies,
+            # the end of its failed cycle, as ``fail_again`` (latencies,
             # the stage timer and the memory's hits in bulk below)
-            self.attempts += 1
+            counters.attempts += 1
             if advance:
-                self.next_start_index = (self.next_start_index + advance) % state.num_nodes
+                counters.next_start_index = (counters.next_start_index + advance) % state.num_nodes
             results["unschedulable"] = results.get("unschedulable", 0) + 1
             requeue(pi, rejectors)
             key = pi.key
@@ -184,8 +197,8 @@ class CompiledRuns:
         count = min(done, n)
         dt = time.perf_counter() - t0
         self.failure_memory.hits += count
-        self.timer.add("diagnosis", dt)
-        self.latencies.extend([dt / count] * count)
+        metrics.timer.add("diagnosis", dt)
+        metrics.latencies.extend([dt / count] * count)
         queue.scheduling_cycle = top
         if done < n:
             queue.unpop(run, done)
@@ -196,7 +209,8 @@ class CompiledRuns:
         plugins are ``run_safe``: nothing to call), in order: outcomes,
         latencies and events.  Returns the Bindings (``collect``), else the
         pods' keys."""
-        state, now = self.cluster.state, self.clock.now()
+        state, now = self.state, self.clock.now()
+        binding = self.binding
         nodes = state.nodes
         names = [nodes[r].name for r in rows.tolist()]
         keys = run.keys[:placed]
@@ -204,10 +218,10 @@ class CompiledRuns:
         events = self.events
         # asked once per run: no subscriber appears between two pods of it
         scheduled, bound = events.listening("Scheduled"), events.listening("Bound")
-        ttl = self.assume_ttl
+        ttl = binding.assume_ttl
         if ttl is not None:
-            self.assumed.update(zip(keys, repeat(now + ttl)))
-        preempted = self.preempted_for
+            binding.assumed.update(zip(keys, repeat(now + ttl)))
+        preempted = binding.preempted_for
         outcomes = self.outcomes
         if scheduled or bound or (preempted and not preempted.keys().isdisjoint(keys)):
             emit = events.emit
@@ -223,14 +237,15 @@ class CompiledRuns:
                 outcomes[key] = b if pre is not None else node
         else:
             outcomes.bound(keys, names)
-        log = self._bound_log
+        log = binding.bound_log
         if log is not None:
             drop = log.pop
             for key in keys:
                 drop(key, None)         # re-insert: dict order = outcome order
             log.update(zip(keys, repeat(BOUND)))
-        self.e2e_latencies.extend([now - t for t in run.initial_timestamps()[:placed]])
-        self.results["scheduled"] = self.results.get("scheduled", 0) + len(keys)
+        metrics = self.metrics
+        metrics.e2e_latencies.extend([now - t for t in run.initial_timestamps()[:placed]])
+        metrics.results["scheduled"] = metrics.results.get("scheduled", 0) + len(keys)
         if collect:
             return [outcomes[key] for key in keys]
         return keys

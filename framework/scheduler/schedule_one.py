@@ -16,17 +16,27 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
 
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.preemption.evaluator import fits_on_row
+from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
 
-from .events import Binding
-from .failure_memory import RememberedFailure
-from .queue import POD_DELETE, QueuedPodInfo
+from .binding import BindingCycle
+from .cluster import Cluster
+from .counters import CycleCounters
+from .events import Binding, EventBus, Outcomes
+from .failure_memory import FailureMemory, RememberedFailure, failure_stamp
+from .metrics import MetricsRecorder
+from .nominator import Nominator
+from .profiles import Profiles
+from .queue import POD_DELETE, QueuedPodInfo, SchedulingQueue
 
 
 def _with_status(pod: PodRecord, **status) -> PodRecord:
@@ -42,12 +52,52 @@ def _with_status(pod: PodRecord, **status) -> PodRecord:
 
 
 class SchedulingCycle:
-    """The scheduling-cycle side of ``Scheduler``."""
+    """One pod's scheduling cycle: its profile's Framework (``profiles``)
+    filters and scores the nodes of ``cluster``'s state with the nominated
+    pods counted, then ``binding`` takes a placed pod; a pod that fits
+    nowhere runs PostFilter (preemption: victims evicted on ``clock`` after
+    ``termination_grace_seconds``) and goes back to ``queue`` with its
+    diagnosis.  ``failure_memory`` (or None) answers failures of alike pods
+    on an unchanged cluster without a pass over the nodes.
 
-    def _add_nominated(self, pod: PodRecord) -> list[str]:
+    Each cycle advances ``counters`` (the attempt number, where the next
+    cycle starts).  It owns ``cycle_nominated`` (keys of the pods
+    nominated elsewhere that the current cycle added to the state),
+    ``terminating`` (a heap of (deadline, seq, key) of evicted pods still
+    terminating) and ``choose_node``, the decision hook: when set, a cycle
+    that found a node binds the row ``choose_node(pod, fw, result)``
+    returns (one that passed the filters) instead of the selected one."""
+
+    def __init__(self, cluster: Cluster, profiles: Profiles, queue: SchedulingQueue,
+                 binding: BindingCycle, metrics: MetricsRecorder, events: EventBus,
+                 outcomes: Outcomes, nominator: Nominator, clock: Clock,
+                 counters: CycleCounters, *, seed: int = 0,
+                 failure_memory: FailureMemory | None = None,
+                 termination_grace_seconds: float = 0.0):
+        self.cluster = cluster
+        self.state = cluster.state
+        self.profiles = profiles
+        self.queue = queue
+        self.binding = binding
+        self.metrics = metrics
+        self.events = events
+        self.outcomes = outcomes
+        self.nominator = nominator
+        self.clock = clock
+        self.seed = seed
+        self.failure_memory = failure_memory
+        self.termination_grace_seconds = float(termination_grace_seconds)
+        self.counters = counters
+        self.cycle_nominated: tuple | list = ()
+        self.choose_node: Callable | None = None
+        self.terminating: list = []                    # heap (deadline, seq, key)
+        self._seq = itertools.count(1)
+
+    # ------------------------------------------------------ nominated pods
+    def add_nominated(self, pod: PodRecord) -> list[str]:
         """Pods nominated elsewhere with priority >= pod's, added to the
         state on their nominated nodes for this cycle."""
-        state = self.cluster.state
+        state = self.state
         prio = pod_priority(pod)
         added = []
         for node, keys in self.nominator.by_node.items():
@@ -62,89 +112,106 @@ class SchedulingCycle:
                     added.append(k)
         return added
 
-    def _remove(self, keys) -> None:
+    def remove_nominated(self, keys) -> None:
         """Take the nominated pods added for this cycle back out."""
         self.cycle_nominated = ()
         for k in keys:
-            self.cluster.state.remove_pod(k)
+            self.state.remove_pod(k)
 
-    def _attempt(self, pod: PodRecord, pi: QueuedPodInfo | None) -> Binding:
+    @contextmanager
+    def nominated_counted(self, pod: PodRecord):
+        """Inside: the pods nominated elsewhere with priority >= ``pod``'s
+        are in the state on their nominated nodes (``cycle_nominated``), as
+        a cycle for ``pod`` counts them; taken out after."""
+        temp = self.add_nominated(pod) if self.nominator else ()
+        self.cycle_nominated = temp
+        try:
+            yield temp
+        finally:
+            self.remove_nominated(temp)
+
+    # ----------------------------------------------------------- the cycle
+    def attempt(self, pod: PodRecord, pi: QueuedPodInfo | None) -> Binding:
+        """One cycle for ``pod`` (``pi``: its queue entry, None when the
+        caller owns the pod)."""
         t0 = time.perf_counter()
-        fw = self._fw(pod)
-        state = self.cluster.state
+        fw = self.profiles.of(pod)
+        state = self.state
+        metrics = self.metrics
         if pi is None:
             for p in fw.plugins_at("preEnqueue"):
                 if hasattr(p, "pre_enqueue"):
                     st = p.pre_enqueue(pod)
                     if not st.ok:
-                        self.latencies.append(time.perf_counter() - t0)
+                        metrics.latencies.append(time.perf_counter() - t0)
                         msg = "; ".join(st.reasons)
-                        self._result("unschedulable")
-                        self._emit("FailedScheduling", pod.key, None, msg)
+                        metrics.result("unschedulable")
+                        self.events.emit("FailedScheduling", pod.key, None, msg)
                         return Binding(pod.key, None, msg)
         memory = self.failure_memory
         fkey = None
         if memory is not None and not self.nominator:
             fkey = memory.key(fw, pod)
             if fkey is not None:
-                stamp = self._failure_stamp()
-                got = memory.recall(fkey, stamp, self.next_start_index)
+                stamp = self.failure_stamp()
+                got = memory.recall(fkey, stamp, self.counters.next_start_index)
                 if got is not None:
-                    return self._fail_again(pod, pi, got, t0)
-        start = self.next_start_index
-        temp = self._add_nominated(pod) if self.nominator else ()
+                    return self.fail_again(pod, pi, got, t0)
+        counters = self.counters
+        start = counters.next_start_index
+        temp = self.add_nominated(pod) if self.nominator else ()
         # plugins that must see the state without them (Coscheduling) read this
         self.cycle_nominated = temp
         try:
-            result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,
+            result = fw.run_cycle(state, pod, seed=self.seed, attempt=counters.attempts,
                                   start_index=start, want_scores=False)
         except BaseException:
-            self._remove(temp)
+            self.remove_nominated(temp)
             raise
         t1 = time.perf_counter()
-        self.timer.add("filter_score", t1 - t0)
-        self.attempts += 1
+        metrics.timer.add("filter_score", t1 - t0)
+        counters.attempts += 1
         n = state.num_nodes
         if n:
-            self.next_start_index = (self.next_start_index + result.processed) % n
+            counters.next_start_index = (counters.next_start_index + result.processed) % n
         if result.selected_row >= 0:
-            self._remove(temp)
+            self.remove_nominated(temp)
             row = result.selected_row
             if self.choose_node is not None:
                 # a learning agent decides among the feasible nodes (gym_env)
                 row = self.choose_node(pod, fw, result)
             node = state.node_name(row)
-            binding = self._assume_and_permit(fw, pod, node, pi)
+            binding = self.binding.assume_and_permit(fw, pod, node, pi)
             t2 = time.perf_counter()
-            self.timer.add("reserve_bind", t2 - t1)
-            self.latencies.append(t2 - t0)
+            metrics.timer.add("reserve_bind", t2 - t1)
+            metrics.latencies.append(t2 - t0)
             return binding
         ctx = CycleContext(state, pod, fw)
         try:
             outcome = fw.run_post_filter(ctx, result, self.cluster.pod_table(), seed=self.seed,
-                                      attempt=self.attempts - 1)
+                                         attempt=counters.attempts - 1)
         finally:
-            self._remove(temp)
+            self.remove_nominated(temp)
         t2 = time.perf_counter()
-        self.timer.add("preemption", t2 - t1)
+        metrics.timer.add("preemption", t2 - t1)
         if outcome is not None and outcome.nominated_node is not None:
             if pi is None:
                 binding = self._preempt_and_retry(fw, pod, outcome)
             else:
                 binding = self._preempt_and_requeue(fw, pod, pi, outcome, result)
-            self.timer.add("evict_bind", time.perf_counter() - t2)
-            self.latencies.append(time.perf_counter() - t0)
-            self.preemption_latencies.append(time.perf_counter() - t0)
+            metrics.timer.add("evict_bind", time.perf_counter() - t2)
+            metrics.latencies.append(time.perf_counter() - t0)
+            metrics.preemption_latencies.append(time.perf_counter() - t0)
             return binding
         diag = fw.diagnosis(ctx, result)
         if outcome is not None and outcome.message:
             diag.post_filter_msg = outcome.message.rstrip(".")
         msg = diag.message()
-        self.timer.add("diagnosis", time.perf_counter() - t2)
-        self.latencies.append(time.perf_counter() - t0)
-        self._result("unschedulable")
+        metrics.timer.add("diagnosis", time.perf_counter() - t2)
+        metrics.latencies.append(time.perf_counter() - t0)
+        metrics.result("unschedulable")
         rejectors = frozenset(self._rejectors(result, diag))
-        if fkey is not None and self._failure_stamp() == stamp:
+        if fkey is not None and self.failure_stamp() == stamp:
             # nothing (not even a plugin) changed the cluster in the cycle
             n = state.num_nodes
             memory.remember(fkey, stamp, RememberedFailure(
@@ -152,35 +219,37 @@ class SchedulingCycle:
                 -1 if result.processed >= n else start))
         if pi is not None:
             self.queue.requeue(pi, rejectors)
-        self._emit("FailedScheduling", pod.key, None, msg)
+        self.events.emit("FailedScheduling", pod.key, None, msg)
         b = Binding(pod.key, None, msg)
         self.outcomes[pod.key] = b
         return b
 
-    def _failure_stamp(self) -> tuple:
+    def failure_stamp(self) -> tuple:
         """What a remembered failure holds for (``failure_memory``)."""
-        return (self.cluster.state.version, self.nominator.version)
+        return failure_stamp(self.state, self.nominator)
 
-    def _fail_again(self, pod: PodRecord, pi: QueuedPodInfo | None, got, t0: float) -> Binding:
+    def fail_again(self, pod: PodRecord, pi: QueuedPodInfo | None, got, t0: float) -> Binding:
         """The end of a failed cycle, from a remembered failure: the same
-        counters, rotation, requeue, event and outcome as ``_attempt``'s."""
-        self.attempts += 1
+        counters, rotation, requeue, event and outcome as ``attempt``'s."""
+        counters = self.counters
+        counters.attempts += 1
         if got.advance:
-            n = self.cluster.state.num_nodes
-            self.next_start_index = (self.next_start_index + got.advance) % n
+            n = self.state.num_nodes
+            counters.next_start_index = (counters.next_start_index + got.advance) % n
         self.failure_memory.hits += 1
-        results = self.results              # (``_result``, ``timer.add`` inline: per pod)
+        metrics = self.metrics
+        results = metrics.results           # (``result``, ``timer.add`` inline: per pod)
         results["unschedulable"] = results.get("unschedulable", 0) + 1
         if pi is not None:
-            self._queue.requeue(pi, got.rejectors)
+            self.queue.requeue(pi, got.rejectors)
         msg, key = got.message, pod.key
         self.events.emit("FailedScheduling", key, None, msg)
         b = Binding(key, None, msg)
         self.outcomes[key] = b
         dt = time.perf_counter() - t0
-        stages = self.timer.seconds
+        stages = metrics.timer.seconds
         stages["diagnosis"] = stages.get("diagnosis", 0.0) + dt
-        self.latencies.append(dt)
+        metrics.latencies.append(dt)
         return b
 
     @staticmethod
@@ -190,17 +259,29 @@ class SchedulingCycle:
             plugins.add(result.prefilter_status.plugin)
         return plugins
 
+    # ---------------------------------------------------------- preemption
+    def terminate_due(self, now: float) -> None:
+        """Victims whose grace period ended by ``now`` leave the state (an
+        assigned-pod delete for the queue)."""
+        state = self.state
+        terminating = self.terminating
+        while terminating and terminating[0][0] <= now:
+            _, _, key = heapq.heappop(terminating)
+            if key in state.pods:
+                state.remove_pod(key)
+                self.queue.move_all(POD_DELETE)
+
     def _evict(self, victims, node: str, preemptor: PodRecord) -> None:
-        state = self.cluster.state
+        state = self.state
         grace = self.termination_grace_seconds
         for key in victims:
-            self.evictions.append({"pod": key, "node": node, "preemptor": preemptor.key})
-            self._emit("Preempted", key, node, f"preempted by {preemptor.key} on node {node}",
-                       preemptor=preemptor.key)
+            self.metrics.evictions.append({"pod": key, "node": node, "preemptor": preemptor.key})
+            self.events.emit("Preempted", key, node,
+                             f"preempted by {preemptor.key} on node {node}",
+                             preemptor=preemptor.key)
             if grace <= 0:
                 state.remove_pod(key)
-                if self._queue is not None:
-                    self._queue.move_all(POD_DELETE)
+                self.queue.move_all(POD_DELETE)
                 continue
             rec = state.pods.record(key)
             cond = {"type": "DisruptionTarget", "status": "True",
@@ -209,14 +290,14 @@ class SchedulingCycle:
                      if c.get("type") != "DisruptionTarget"] + [cond]
             rec = dataclasses.replace(_with_status(rec, conditions=conds), deleting=True)
             state.update_pod(rec, node)
-            self._seq += 1
-            heapq.heappush(self.terminating, (self.clock.now() + grace, self._seq, key))
+            heapq.heappush(self.terminating,
+                           (self.clock.now() + grace, next(self._seq), key))
 
     def _clear_lower_nominations(self, node: str, prio: int) -> None:
         for other in self.nominator.nominated_on(node):
             if pod_priority(other) < prio:
                 self.nominator.delete(other.key)
-                pi = self._queue.infos.get(other.key) if self._queue is not None else None
+                pi = self.queue.infos.get(other.key)
                 if pi is not None:
                     pi.pod = _with_status(pi.pod, nominatedNodeName=None)
 
@@ -224,18 +305,18 @@ class SchedulingCycle:
         """Queue mode: nominate, evict, back to the queue (the victims'
         deletion is a move request during this cycle: backoffQ)."""
         node = outcome.nominated_node
-        self.preemptions += 1
+        self.metrics.preemptions += 1
         self._clear_lower_nominations(node, pod_priority(pod))
         pi.pod = _with_status(pod, nominatedNodeName=node)
         self.nominator.add(pi.pod, node)
-        self.preempted_for[pod.key] = (node, list(outcome.victims))
+        self.binding.preempted_for[pod.key] = (node, list(outcome.victims))
         self._evict(outcome.victims, node, pod)
-        diag = fw.diagnosis(CycleContext(self.cluster.state, pod, fw), result)
+        diag = fw.diagnosis(CycleContext(self.state, pod, fw), result)
         msg = diag.message()
-        self._result("unschedulable")
+        self.metrics.result("unschedulable")
         self.queue.requeue(pi, self._rejectors(result, diag))
-        self._emit("FailedScheduling", pod.key, None, msg, nominated_node=node,
-                   victims=list(outcome.victims))
+        self.events.emit("FailedScheduling", pod.key, None, msg, nominated_node=node,
+                         victims=list(outcome.victims))
         b = Binding(pod.key, None, msg, node, list(outcome.victims))
         self.outcomes[pod.key] = b
         return b
@@ -243,27 +324,29 @@ class SchedulingCycle:
     def _preempt_and_retry(self, fw: Framework, pod: PodRecord, outcome) -> Binding:
         """Direct mode: delete the victims, then place the preemptor on its
         nominated node if it fits there now (else one more full cycle)."""
-        state = self.cluster.state
+        state = self.state
         node = outcome.nominated_node
         self._evict(outcome.victims, node, pod)
-        self.preemptions += 1
-        self.preempted_for[pod.key] = (node, list(outcome.victims))
+        self.metrics.preemptions += 1
+        preempted_for = self.binding.preempted_for
+        preempted_for[pod.key] = (node, list(outcome.victims))
         if outcome.query is not None and fits_on_row(state, outcome.query,
                                                      state.node_rows[node],
                                                      outcome.host_filters,
                                                      CycleContext(state, pod, fw)):
-            b = self._assume_and_permit(fw, pod, node, None)
+            b = self.binding.assume_and_permit(fw, pod, node, None)
         else:
-            result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.attempts,
+            result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.counters.attempts,
                                   want_scores=False)
-            self.attempts += 1
+            self.counters.attempts += 1
             if result.selected_row < 0:
-                self.preempted_for.pop(pod.key, None)
+                preempted_for.pop(pod.key, None)
                 msg = fw.diagnosis(CycleContext(state, pod, fw), result).message()
-                self._result("unschedulable")
-                self._emit("FailedScheduling", pod.key, None, msg)
+                self.metrics.result("unschedulable")
+                self.events.emit("FailedScheduling", pod.key, None, msg)
                 return Binding(pod.key, None, msg, node, list(outcome.victims))
-            b = self._assume_and_permit(fw, pod, state.node_name(result.selected_row), None)
+            b = self.binding.assume_and_permit(fw, pod, state.node_name(result.selected_row),
+                                               None)
         b.nominated_node = node
         b.victims = list(outcome.victims)
         return b

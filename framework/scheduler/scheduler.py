@@ -1,13 +1,21 @@
 """The Scheduler: kube-scheduler's loop on columnar state (upstream
-``scheduler.go``), its parts in one module each as upstream splits them:
+``scheduler.go``), a facade over collaborators, one module each as upstream
+splits them, each given what it uses when it is made:
 
+- ``profiles``: the Framework of a pod's profile, PreEnqueue, QueueSort;
 - ``queue``: activeQ by QueueSort, backoffQ, the unschedulable pool moved by
-  cluster events, the nominator;
+  cluster events (``nominator``: the pods preemption nominated);
 - ``schedule_one``: one scheduling cycle (Filter/Score with nominated pods,
   PostFilter/preemption, the FailedScheduling diagnosis);
 - ``binding``: assume, Reserve, Permit (waiting pods), PreBind, Bind, PostBind;
+- ``runs`` and ``arrival_blocks``: alike pods, or arrivals, placed by one
+  compiled call with the bookkeeping one cycle after another would leave;
 - ``event_handlers``: nodes and pods added, updated, deleted;
 - ``events`` and ``metrics``: what it reports and measures.
+
+A pod goes down that list and never back up: the facade adds it to the
+queue, pops it (alone or in a run) into a cycle, the cycle asks the
+Framework (and its kernels) and hands a placed pod to binding.
 
 Two ways to drive it:
 
@@ -38,10 +46,7 @@ API server treats the binding as lost).  Default: confirmed at bind.
 
 from __future__ import annotations
 
-import heapq
-import random
 from collections.abc import Callable
-from types import SimpleNamespace
 
 from tensorsched.framework.arguments import Arguments, shown
 from tensorsched.framework.records.pod_columns import PodColumns
@@ -49,32 +54,107 @@ from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.gc_pacing import few_collections
-from tensorsched.framework.runtime.status import Status
 
 from .arrival_blocks import ArrivalBlocks
-from .binding import BindingCycle, WaitingPod
+from .binding import BindingCycle
 from .cluster import Cluster, pod_columns_from
+from .counters import CycleCounters
 from .event_handlers import EventHandlers
 from .events import BOUND, EVENTS, OUTCOME_EVENTS, Binding, EventBus, Outcomes
 from .failure_memory import FailureMemory
-from .metrics import Metrics, StageTimer
-from .queue import (
-    DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
-    POD_DELETE,
-    Nominator,
-    QueuedPodInfo,
-    SchedulingQueue,
-)
+from .metrics import MetricsRecorder
+from .nominator import Nominator
+from .profiles import Profiles
+from .queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS, SchedulingQueue
+from .run_keys import RunKeys
 from .runs import CompiledRuns
 from .schedule_one import SchedulingCycle
 
 
-class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, ArrivalBlocks,
-                Metrics):
+class _Forward:
+    """A facade attribute (or method) that lives in a collaborator: reads
+    and writes go to ``<collaborator>.<name>``."""
+
+    __slots__ = ("name", "part")
+
+    def __init__(self, part: str, name: str | None = None):
+        self.part = part
+        self.name = name
+
+    def __set_name__(self, owner, name: str) -> None:
+        if self.name is None:
+            self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(getattr(obj, self.part), self.name)
+
+    def __set__(self, obj, value) -> None:
+        setattr(getattr(obj, self.part), self.name, value)
+
+
+class Scheduler:
     """Drives the cycles for one cluster on one backend.
 
     ``next_start_index`` rotates as upstream's nextStartNodeIndex: after each
-    cycle it advances by the number of nodes processed."""
+    cycle it advances by the number of nodes processed.
+
+    The collaborators (module doc) are public: ``profiles``, ``run_keys``,
+    ``queue``, ``cycle``, ``binding``, ``runs``, ``blocks``, ``handlers``,
+    ``counters`` and ``recorder`` (the metrics); the attributes and methods
+    below that name one of them live there.  The Scheduler is also the
+    ``Handle`` its plugins get (``runtime.handle``)."""
+
+    # what every placement advances
+    attempts = _Forward("counters")
+    next_start_index = _Forward("counters")
+    # the scheduling cycle's hooks
+    cycle_nominated = _Forward("cycle")
+    # Decision hook (the Gymnasium environment): when set, a cycle that
+    # found a node binds the row ``choose_node(pod, fw, result)`` returns
+    # (one that passed the filters) instead of the selected one; runs are
+    # then off, so every pod gets its own cycle.
+    choose_node = _Forward("cycle")
+    terminating = _Forward("cycle")
+    termination_grace_seconds = _Forward("cycle")
+    # the binding cycle's pods and settings
+    waiting = _Forward("binding")
+    assumed = _Forward("binding")
+    preempted_for = _Forward("binding")
+    longest_permit_wait = _Forward("binding")
+    binder = _Forward("binding")
+    binder_fault_rate = _Forward("binding")
+    assume_ttl = _Forward("binding")
+    allow = _Forward("binding")
+    reject = _Forward("binding")
+    waiting_pods = _Forward("binding")
+    # runs of alike pods and arrival blocks
+    batch = _Forward("runs")
+    max_run = _Forward("runs")
+    block_ready = _Forward("blocks")
+    schedule_arrivals = _Forward("blocks")
+    # what it measures
+    results = _Forward("recorder")
+    timer = _Forward("recorder")
+    plugin_seconds = _Forward("recorder")
+    latencies = _Forward("recorder")
+    preemption_latencies = _Forward("recorder")
+    e2e_latencies = _Forward("recorder")            # clock seconds, enqueue -> bound
+    preemptions = _Forward("recorder")
+    evictions = _Forward("recorder")
+    bind_failures = _Forward("recorder")
+    run_lengths = _Forward("recorder")              # pods placed per compiled run
+    block_pods = _Forward("recorder")               # pods arrival blocks handled
+    # the embedding API's cluster events
+    ignored = _Forward("handlers")                  # key -> why no profile takes it
+    add_node = _Forward("handlers")
+    update_node = _Forward("handlers")
+    delete_node = _Forward("handlers")
+    add_pod = _Forward("handlers")
+    update_pod = _Forward("handlers")
+    delete_pod = _Forward("handlers")
+    confirm = _Forward("handlers")
 
     def __init__(self, cluster: Cluster, backend: str = "numpy", seed: int = 0, *,
                  clock: Clock | None = None, binder_fault_rate: float = 0.0,
@@ -104,139 +184,68 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         max_run = args.integer("max_run", max_run, 1)
         remember_failures = args.flag("remember_failures", remember_failures)
         self.cluster = cluster
+        self.state = cluster.state
+        self.pod_groups = getattr(cluster.objects, "pod_groups", ())
         self.backend = backend
         self.seed = seed
         self.clock = clock or SimulatedClock()
-        self.binder_fault_rate = float(binder_fault_rate)
-        self.binder = binder
-        self.assume_ttl = assume_ttl
-        self.termination_grace_seconds = float(termination_grace_seconds)
         cfg = cluster.config
-        self._backoff = (float(pod_initial_backoff_seconds
-                               if pod_initial_backoff_seconds is not None
-                               else cfg.pod_initial_backoff_seconds),
-                         float(pod_max_backoff_seconds if pod_max_backoff_seconds is not None
-                               else cfg.pod_max_backoff_seconds))
+        self._max_backoff = float(pod_max_backoff_seconds if pod_max_backoff_seconds is not None
+                                  else cfg.pod_max_backoff_seconds)
         self._max_in_unschedulable = float(pod_max_in_unschedulable_seconds)
-        self._rng = random.Random(seed)
-        self.next_start_index = 0
-        self.attempts = 0
-        self.timer = StageTimer()
-        self.plugin_seconds: dict[str, float] = {}
-        self.latencies: list[float] = []
-        self.preemption_latencies: list[float] = []
-        self.e2e_latencies: list[float] = []           # clock seconds, enqueue -> bound
-        self.results: dict[str, int] = {}
-        self.preemptions = 0
-        self.evictions: list[dict] = []
-        self.bind_failures = 0
         self.nominator = Nominator()
-        self._queue: SchedulingQueue | None = None
-        self.waiting: dict[str, WaitingPod] = {}
-        self.assumed: dict[str, float] = {}            # key -> expiry (unconfirmed binds)
-        self.terminating: list = []                    # heap (deadline, seq, key)
-        self._seq = 0
-        self._to_bind: list[WaitingPod] = []
         self.events = EventBus(self.clock)
-        self._handled: set = set()
-        self._fw_by_name: dict[str, Framework] = {}      # schedulerName -> its Framework
-        self.preempted_for: dict[str, tuple] = {}      # key -> (node, victims)
         self.outcomes: Outcomes = Outcomes()           # key -> latest outcome
-        self._bound_log: dict | None = None     # schedule_pending's outcome order
-        self._gates_only: dict = {}             # framework -> its PreEnqueue reads gates only
-        self.cycle_nominated: tuple | list = ()        # keys added by _add_nominated now
-        self.ignored: dict[str, str] = {}              # key -> why no profile takes it
-        # Runs of alike pods in one compiled call (``runs``): on by default.
-        self.batch = bool(batch)
-        self.max_run = int(max_run)
-        self.run_lengths: list[int] = []               # pods placed per compiled run
-        self._unrunnable: set = set()                  # run keys that did not compile
+        self.recorder = MetricsRecorder()
         # Failures of alike pods on an unchanged cluster answered again
         # without a cycle (``failure_memory``): on by default; off (None),
         # every attempt runs its full cycle (what the tests compare with).
         self.failure_memory = FailureMemory() if remember_failures else None
-        # (pod, failure, stamp, start index) ``_run_key`` last recalled
-        self._recalled: tuple | None = None
-        self._blocks_refused: dict = {}     # framework id -> node layout it had no block form on
-        self.block_pods = 0                 # pods arrival blocks handled (``arrival_blocks``)
-        self.longest_permit_wait = 0.0                 # seconds, the longest Permit Wait seen
-        # Decision hook (the Gymnasium environment): when set, a cycle that
-        # found a node binds the row ``choose_node(pod, fw, result)`` returns
-        # (one that passed the filters) instead of the selected one; runs are
-        # then off, so every pod gets its own cycle.
-        self.choose_node: Callable | None = None
+        self.counters = CycleCounters()
+        self.profiles = Profiles(cluster, backend, self)
+        self.run_keys = RunKeys(cluster.state, self.profiles, self.nominator, self.counters,
+                                self.clock, failure_memory=self.failure_memory,
+                                max_in_unschedulable=self._max_in_unschedulable)
+        # the QueueSort plugin is the first profile's (upstream requires it
+        # be the same in all): that profile's Framework is made here
+        self.queue = SchedulingQueue(
+            self.clock, sort_plugin=self.profiles.queue_sort(),
+            pre_enqueue=self.profiles.pre_enqueue, gate_free=self.profiles.gate_free,
+            plugin_of=self.profiles.plugin_of, run_key=self.run_keys.key,
+            initial_backoff=float(pod_initial_backoff_seconds
+                                  if pod_initial_backoff_seconds is not None
+                                  else cfg.pod_initial_backoff_seconds),
+            max_backoff=self._max_backoff, max_in_unschedulable=self._max_in_unschedulable,
+            nominator=self.nominator)
+        state, recorder = cluster.state, self.recorder
+        events, outcomes = self.events, self.outcomes
+        self.binding = BindingCycle(
+            state, self.clock, self.queue, recorder, events, outcomes, self.nominator,
+            binder=binder, binder_fault_rate=binder_fault_rate, seed=seed,
+            assume_ttl=assume_ttl)
+        self.cycle = SchedulingCycle(
+            cluster, self.profiles, self.queue, self.binding, recorder, events, outcomes,
+            self.nominator, self.clock, self.counters, seed=seed,
+            failure_memory=self.failure_memory,
+            termination_grace_seconds=termination_grace_seconds)
+        # Runs of alike pods in one compiled call (``runs``): on by default.
+        self.runs = CompiledRuns(
+            state, self.clock, self.queue, self.run_keys, self.profiles, self.cycle,
+            self.binding, self.counters, recorder, events, outcomes, self.nominator,
+            failure_memory=self.failure_memory, batch=batch, max_run=max_run, seed=seed)
+        self.blocks = ArrivalBlocks(
+            state, self.clock, self.queue, self.profiles, self.cycle, self.binding, self.runs,
+            self.counters, recorder, events, outcomes, seed=seed)
+        self.handlers = EventHandlers(cluster, self.queue, self.profiles, self.binding,
+                                      self.nominator)
         # run_until_idle's (pods bound, clock) at its last progress, and the
         # wakeup it was heading to when a simulation paused it (resume)
         self._progress: tuple = (0, 0.0)
         self._wakeup: float | None = None
-        self._profile_names = frozenset(p.scheduler_name for p in cluster.config.profiles)
 
     # ----------------------------------------------------------- plumbing
     def _fw(self, pod) -> Framework:
-        fw = self._fw_by_name.get(pod.scheduler_name)
-        if fw is not None:
-            return fw
-        fw = self.cluster.framework_for(pod, self.backend)
-        self._fw_by_name[pod.scheduler_name] = fw
-        if id(fw) not in self._handled:
-            self._handled.add(id(fw))
-            for p in fw.plugins.values():
-                hook = getattr(p, "set_handle", None)
-                if hook is not None:
-                    hook(self)
-        return fw
-
-    @property
-    def queue(self) -> SchedulingQueue:
-        """The scheduling queue (built on first use: the QueueSort plugin
-        is the first profile's; upstream requires it be the same in all)."""
-        if self._queue is None:
-            name = self.cluster.config.profiles[0].scheduler_name
-            fw = self._fw(SimpleNamespace(scheduler_name=name))
-            # The configuration has checked that every profile has exactly one.
-            (sort,) = fw.plugins_at("queueSort")
-            self._queue = SchedulingQueue(
-                self.clock, sort_plugin=sort,
-                pre_enqueue=self._pre_enqueue, gate_free=self._gate_free,
-                plugin_of=self._plugin_of,
-                initial_backoff=self._backoff[0], max_backoff=self._backoff[1],
-                max_in_unschedulable=self._max_in_unschedulable, nominator=self.nominator)
-        return self._queue
-
-    def _gate_free(self, pod: PodRecord) -> bool:
-        """No PreEnqueue plugin of the pod's profile needs asking: it has no
-        scheduling gates and every plugin there reads gates only or, asked
-        ``lets_in(pod)`` (DynamicResources: the pod has no claims), admits
-        it for sure."""
-        if pod.scheduling_gates:
-            return False
-        fw = self._fw(pod)
-        got = self._gates_only.get(fw)
-        if got is None:
-            # (every plugin reads gates only or can say per pod, the ones that can)
-            plugins = [p for p in fw.plugins_at("preEnqueue") if hasattr(p, "pre_enqueue")]
-            got = (all(getattr(p, "gates_only", False) or hasattr(p, "lets_in")
-                       for p in plugins),
-                   [p for p in plugins if hasattr(p, "lets_in")])
-            self._gates_only[fw] = got
-        free, askers = got
-        return free and all(p.lets_in(pod) for p in askers)
-
-    def _pre_enqueue(self, pod: PodRecord) -> Status:
-        fw = self._fw(pod)
-        gated = bool(pod.scheduling_gates)
-        for p in fw.plugins_at("preEnqueue"):
-            if hasattr(p, "pre_enqueue") and (gated or not getattr(p, "gates_only", False)):
-                st = p.pre_enqueue(pod)
-                if not st.ok:
-                    return st if st.plugin else st.with_plugin(p.name)
-        return Status.OK
-
-    def _plugin_of(self, name: str):
-        for fw in self.cluster.frameworks.values():
-            if name in fw.plugins:
-                return fw.plugins[name]
-        return None
+        return self.profiles.of(pod)
 
     def subscribe(self, event: str, callback: Callable) -> Callable:
         """Call ``callback(dict)`` on each ``event`` (one of ``events.EVENTS``,
@@ -247,20 +256,34 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                              f"{', '.join(EVENTS)}, *")
         return self.events.subscribe(event, args.callback("callback", callback))
 
-    def _emit(self, event: str, pod: str, node: str | None = None, message: str = "",
-              **extra) -> None:
-        self.events.emit(event, pod, node, message, **extra)
-
     def handles(self, pod) -> bool:
         """A profile of this scheduler has the pod's ``spec.schedulerName``."""
         if not isinstance(pod, PodRecord):
             raise Arguments("Scheduler.handles").error(
                 "pod", f"must be a PodRecord, got {shown(pod)}")
-        return pod.scheduler_name in self._profile_names
+        return pod.scheduler_name in self.profiles.names
 
     def queue_order(self, pods: list[PodRecord]) -> list[PodRecord]:
         """Pods in activeQ order (the QueueSort plugin's order)."""
         return sorted(pods, key=self.queue.sort_key)
+
+    def queued_pods(self) -> list[PodRecord]:
+        """The pods in the scheduling queue (``Handle``)."""
+        return [pi.pod for pi in self.queue.infos.values()]
+
+    def nominated_counted(self, pod: PodRecord):
+        """A context inside which the pods nominated elsewhere with priority
+        >= ``pod``'s are in the state on their nominated nodes, as a cycle
+        for ``pod`` counts them (``cycle_nominated`` lists them)."""
+        return self.cycle.nominated_counted(pod)
+
+    def metrics(self) -> dict:
+        """Attempts by result, per-stage and per-plugin seconds (host time),
+        end-to-end latency in clock seconds (first enqueue -> bound), queue
+        sizes, preemptions, evictions, binder failures."""
+        binding = self.binding
+        return self.recorder.report(self.queue.counts(), len(binding.waiting),
+                                    len(binding.assumed), len(self.nominator.node_of))
 
     def advance(self, seconds: float) -> None:
         """Move the (simulated) clock and fire what fell due."""
@@ -272,41 +295,21 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
     # ------------------------------------------------------------ timers
     def _tick(self) -> None:
         now = self.clock.now()
-        state = self.cluster.state
-        while self.terminating and self.terminating[0][0] <= now:
-            _, _, key = heapq.heappop(self.terminating)
-            if key in state.pods:
-                state.remove_pod(key)
-                self.queue.move_all(POD_DELETE)
-        if self.waiting:
-            self._poll_prebind(now)
-            for key, w in sorted(self.waiting.items(), key=lambda kv: kv[1].deadline):
-                if w.deadline <= now and key in self.waiting and w.at_prebind < 0:
-                    self.reject(key, ",".join(sorted(w.pending)),
-                                f"rejected due to timeout after waiting {w.timeout:g}s at "
-                                f"plugin {','.join(sorted(w.pending))}")
-        if self.assumed:
-            for key, dl in sorted(self.assumed.items(), key=lambda kv: kv[1]):
-                if dl <= now:
-                    self.assumed.pop(key)
-                    entry = state.remove_pod(key)
-                    node = state.node_name(entry.node_row)
-                    self.queue.move_all(POD_DELETE)
-                    pi = QueuedPodInfo(entry.record, now, now, attempts=1)
-                    self.queue.requeue(pi, error=True)
-                    self._emit("AssumeExpired", key, node, "assumed pod expired")
-        self._drain()
+        self.cycle.terminate_due(now)
+        self.binding.expire(now)
+        self.binding.drain()
 
     def _next_wakeup(self) -> float | None:
         times = []
-        if self._queue is not None:
-            t = self._queue.next_backoff_expiry()
-            if t is not None:
-                times.append(t)
-        if self.waiting:
-            times.append(min(w.deadline for w in self.waiting.values()))
-        if self.terminating:
-            times.append(self.terminating[0][0])
+        t = self.queue.next_backoff_expiry()
+        if t is not None:
+            times.append(t)
+        waiting = self.binding.waiting
+        if waiting:
+            times.append(min(w.deadline for w in waiting.values()))
+        terminating = self.cycle.terminating
+        if terminating:
+            times.append(terminating[0][0])
         return min(times) if times else None
 
     # ------------------------------------------------------------- loops
@@ -318,9 +321,9 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
             if not isinstance(pod, PodRecord):
                 raise Arguments("Scheduler.schedule_one").error(
                     "pod", f"must be a PodRecord or None, got {shown(pod)}")
-            b = self._attempt(pod, None)
-            if self._to_bind:
-                self._drain()
+            b = self.cycle.attempt(pod, None)
+            if self.binding.to_bind:
+                self.binding.drain()
             return b
         self._tick()
         return self._schedule_head()
@@ -331,8 +334,8 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         pi = self.queue.pop()
         if pi is None:
             return None
-        b = self._attempt(pi.pod, pi)
-        self._drain()
+        b = self.cycle.attempt(pi.pod, pi)
+        self.binding.drain()
         return b
 
     def run(self, pods: list[PodRecord]) -> list[Binding]:
@@ -368,20 +371,21 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         args.flag("resume", resume)
         args.flag("collect", collect)
         out = []
-        self._unrunnable.clear()
+        runs, results, cycle = self.runs, self.recorder.results, self.cycle
+        self.run_keys.unrunnable.clear()
         if resume:
             if self._wakeup is None:
                 return out
             self._set_clock(self._wakeup)
         else:
-            self._progress = (self.results.get("scheduled", 0), self.clock.now())
+            self._progress = (results.get("scheduled", 0), self.clock.now())
         bound, progress_at = self._progress
         for _ in range(max_cycles):
-            if self.batch:
+            if runs.batch:
                 self._tick()
-                if self._batching():
-                    done = self._schedule_run(collect)
-                    self._drain()
+                if runs.batching():
+                    done = runs.schedule_run(collect)
+                    self.binding.drain()
                     if done:
                         if collect:
                             out.extend(done)
@@ -397,11 +401,11 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
             t = self._next_wakeup()
             if t is None or not self.clock.simulated:
                 break
-            now_bound = self.results.get("scheduled", 0)
+            now_bound = results.get("scheduled", 0)
             if now_bound != bound:
                 bound, progress_at = now_bound, self.clock.now()
                 self._progress = (bound, progress_at)
-            elif not self.terminating and t - progress_at > self.stall_horizon():
+            elif not cycle.terminating and t - progress_at > self.stall_horizon():
                 break
             self._set_clock(t)
         return out
@@ -420,7 +424,7 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
         unschedulable pool (adding them one by one would then move nothing
         either)."""
         queue = self.queue
-        names = self._profile_names
+        names = self.profiles.names
         if (not queue.unschedulable and not pods.has_node_names()
                 and all(not p.scheduling_gates and p.scheduler_name in names
                         for p in pods.classes)):
@@ -435,17 +439,18 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                 batch.append(pod)
                 continue
             if batch:
-                self.queue.add_many(batch)
+                queue.add_many(batch)
                 batch = []
-            self.add_pod(pod)
+            self.handlers.add_pod(pod)
         if batch:
-            self.queue.add_many(batch)
+            queue.add_many(batch)
 
     def stall_horizon(self) -> float:
         """Clock seconds without a binding after which a simulated run stops:
         twice the longest retry cycle (the unschedulable pool's flush, the
         longest backoff and the longest Permit wait seen)."""
-        return 2.0 * (self._max_in_unschedulable + self._backoff[1] + self.longest_permit_wait)
+        return 2.0 * (self._max_in_unschedulable + self._max_backoff
+                      + self.binding.longest_permit_wait)
 
     def schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
         """Add ``pods`` (Pod dicts or PodRecords) to the scheduling queue and run until idle on the
@@ -475,16 +480,18 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                 preemptions.append({"preemptor": e["pod"], "nominated_node": e["nominated_node"],
                                     "victims": list(e.get("victims") or ())})
 
-        # Bindings go to ``last`` directly (``_bound_log``): a run of alike
-        # pods then builds no event for a caller that only wants outcomes.
+        # Bindings go to ``last`` directly (``BindingCycle.bound_log``): a
+        # run of alike pods then builds no event for a caller that only
+        # wants outcomes.
         unsubscribes = [self.subscribe(event, on_event) for event in OUTCOME_EVENTS
                         if event != "Bound"]
-        outer, self._bound_log = self._bound_log, last
+        binding = self.binding
+        outer, binding.bound_log = binding.bound_log, last
         try:
             self._add_pending(pods)
             self.run_until_idle(collect=False)
         finally:
-            self._bound_log = outer
+            binding.bound_log = outer
             for unsubscribe in unsubscribes:
                 unsubscribe()
         out = []
@@ -499,13 +506,13 @@ class Scheduler(EventHandlers, SchedulingCycle, BindingCycle, CompiledRuns, Arri
                 out.append(Binding(key, None, e["message"], e.get("nominated_node"),
                                    list(e.get("victims") or ())))
         infos = self.queue.infos
+        ignored = self.handlers.ignored
         left = pods.take([i for i, k in enumerate(pods.keys) if k not in last])
         for pod in self.queue_order(list(left)):
-            if pod.key in self.ignored:
-                out.append(Binding(pod.key, None, self.ignored[pod.key], ignored=True))
+            if pod.key in ignored:
+                out.append(Binding(pod.key, None, ignored[pod.key], ignored=True))
                 continue
             pi = infos.get(pod.key)
             out.append(Binding(pod.key, None, (pi.gated_message if pi is not None else "")
                                or "not attempted"))
         return out, preemptions
-

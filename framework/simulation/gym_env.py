@@ -111,12 +111,8 @@ def _decide(sched, pod, fw, result) -> _Decision:
     """The feasible nodes and scores of ``pod`` on every node (``explain``'s
     evaluation), with the nominated pods counted as the cycle counted them."""
     state = sched.cluster.state
-    temp = sched._add_nominated(pod) if sched.nominator else ()
-    sched.cycle_nominated = temp
-    try:
+    with sched.nominated_counted(pod):
         full = fw.run_cycle(state, pod, seed=sched.seed, all_nodes=True, want_scores=True)
-    finally:
-        sched._remove(temp)
     ok = np.asarray(full.reasons) == 0
     rows = np.asarray(full.rows, np.int64)[ok]
     totals = np.asarray(full.total, np.int64)[ok]

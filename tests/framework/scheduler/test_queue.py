@@ -354,3 +354,18 @@ def test_lane_blocks_and_runs_equal_one_by_one_adds_and_pops(ops):
             break
         lane.done(a.key)
         heap.done(b.key)
+
+
+def test_pop_run_uses_the_run_key_given_at_construction():
+    asked = []
+
+    def run_key(pod):
+        asked.append(pod.name)
+        return pod.labels.get("k")
+
+    q = _q(run_key=run_key)
+    q.add_many([_p(f"p{i}", created=i, labels={"k": "a" if i < 3 else "b"}) for i in range(5)])
+    run = q.pop_run(None, 10)
+    assert [k.split("/")[1] for k in run.keys] == ["p0", "p1", "p2"] and asked
+    assert q.pop_run(None, 10).keys == ["default/p3", "default/p4"]
+    assert _q().run_key(_p("x")) is None          # none given: every pod on its own

@@ -1,0 +1,40 @@
+"""The unschedulable pool: pods grouped by their rejecting plugins, visited
+by group in arrival order, and the ones waiting too long found from the
+front while they entered in timestamp order."""
+
+from types import SimpleNamespace
+
+from tensorsched.framework.scheduler.unschedulable_pool import UnschedulablePool
+
+
+def _pi(key, plugins, timestamp, gated=False):
+    return SimpleNamespace(key=key, unschedulable_plugins=frozenset(plugins),
+                           timestamp=timestamp, gated=gated)
+
+
+def test_groups_follow_the_pods_in_and_out():
+    pool = UnschedulablePool()
+    pool["a"] = _pi("a", {"Fit"}, 0.0)
+    pool["b"] = _pi("b", {"Ports"}, 1.0)
+    pool["c"] = _pi("c", {"Fit"}, 2.0)
+    assert set(pool.groups) == {frozenset({"Fit"}), frozenset({"Ports"})}
+    fit = [pi.key for pi in pool.interested(lambda plugins: "Fit" in plugins)]
+    assert fit == ["a", "c"]
+    every = [pi.key for pi in pool.interested(lambda plugins: True)]
+    assert every == ["a", "b", "c"]                 # arrival order across groups
+    del pool["b"]
+    assert frozenset({"Ports"}) not in pool.groups
+    assert pool.pop("a").key == "a" and pool.pop("zz", None) is None
+    assert list(pool) == ["c"]
+
+
+def test_stale_reads_the_front_and_skips_gated_pods():
+    pool = UnschedulablePool()
+    pool["g"] = _pi("g", set(), 0.0, gated=True)
+    pool["a"] = _pi("a", {"Fit"}, 1.0)
+    pool["b"] = _pi("b", {"Fit"}, 5.0)
+    assert [pi.key for pi in pool.stale(10.0, 6.0)] == ["a"]
+    assert [pi.key for pi in pool.stale(11.0, 6.0)] == ["a", "b"]
+    # out of timestamp order: every waiting pod is read
+    pool["c"] = _pi("c", {"Fit"}, 0.5)
+    assert [pi.key for pi in pool.stale(7.0, 6.0)] == ["a", "c"]
