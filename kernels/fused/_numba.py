@@ -473,17 +473,6 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
     return count, start
 
 
-def win_block(pos, hi, size):
-    '''The largest aligned block of leaves starting at ``pos`` that ends by
-    ``hi``: (its tree node, its width); the blocks from ``lo`` to ``hi``
-    taken one after another are the range's canonical nodes, left to
-    right (``win_kth_eq``'s order; sums and maxima take them bottom-up).'''
-    b = pos & -pos if pos > 0 else size
-    while pos + b > hi:
-        b >>= 1
-    return (size + pos) // b, b
-
-
 def win_sum(wt, size, lo, hi):
     '''Feasible positions in [lo, hi).'''
     c = 0
@@ -528,34 +517,43 @@ def win_take(wt, q, acc):
             acc[c] = wt[q, c]
 
 
-def win_range(wt, size, lo, hi, acc):
+def win_range(wt, size, lo, hi, acc, order, n, right):
     '''Fold the nodes covering [lo, hi) into ``acc`` (``win_take``): one
-    walk up for the top total, its count and every slot's maximum.'''
+    walk up for the top total, its count and every slot's maximum; the
+    nodes are appended to ``order`` from ``n`` on, left to right (``right``
+    scratch); returns the new length.'''
     a = lo + size
     b = hi + size
+    nr = 0
     while a < b:
         if a & 1:
             win_take(wt, a, acc)
+            order[n] = a
+            n += 1
             a += 1
         if b & 1:
             b -= 1
             win_take(wt, b, acc)
+            right[nr] = b
+            nr += 1
         a >>= 1
         b >>= 1
+    for j in range(nr - 1, -1, -1):
+        order[n] = right[j]
+        n += 1
+    return n
 
 
-def win_kth_eq(wt, size, lo, hi, k, best):
-    '''The position of the k-th (0-based, by position) total equal to
-    ``best`` (the range's maximum) in [lo, hi): inside a canonical node no
-    leaf exceeds ``best``, so its (max, count) pairs count exactly.'''
-    pos = lo
-    while pos < hi:
-        node, b = win_block(pos, hi, size)
+def win_pick(wt, size, order, n, k, best):
+    '''The position of the k-th (0-based, window order) total equal to
+    ``best`` (the window's maximum) under the nodes ``order[:n]``: no leaf
+    under them exceeds ``best``, so their (max, count) pairs count exactly.'''
+    for j in range(n):
+        node = order[j]
         if wt[node, 1] == best:
             if k < wt[node, 2]:
                 return win_descend(wt, size, node, k, best)
             k -= wt[node, 2]
-        pos += b
     return -1
 
 
@@ -638,26 +636,24 @@ def win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weight
         win_pull_top(wt, p)
 
 
-def win_answer(wt, size, start, end1, end2, acc):
+def win_answer(wt, size, start, end1, end2, acc, order, right):
     '''The window [start, end1) + [0, end2) folded into ``acc`` (top total
-    and count, slot maxima from 0); returns how many of the top totals lie
-    in its first part.'''
+    and count, slot maxima from 0); returns how many nodes cover it, in
+    window order in ``order``.'''
     acc[1] = -1
     acc[2] = 0
     for c in range(3, acc.shape[0]):
         acc[c] = 0
-    win_range(wt, size, start, end1, acc)
-    first_top = acc[1]
-    first_count = acc[2]
+    n = win_range(wt, size, start, end1, acc, order, 0, right)
     if end2 > 0:
-        win_range(wt, size, 0, end2, acc)
-    return first_count if first_top == acc[1] else 0
+        n = win_range(wt, size, 0, end2, acc, order, n, right)
+    return n
 
 
 def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
                      pod_nonzero, fargs, reasons_by_row, raw_by_row, active_slots, norm_mode,
                      weights, ties_scratch, hi, href, one_row, out_rows, norm_slots, wt, acc,
-                     size):
+                     order, right, size):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
@@ -690,7 +686,7 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
         end2 = start + processed - m          # <= 0: the window does not wrap
         # one walk over the window: its top total (under ``href``), how
         # many reach it, the normalization maxima over its feasible rows
-        c1 = win_answer(wt, size, start, end1, end2, acc)
+        n_nodes = win_answer(wt, size, start, end1, end2, acc, order, right)
         same = True
         for s in range(n_slots):
             hi[s] = 0
@@ -710,15 +706,12 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
                            href, wt, size)
                 misses = 0
                 same = True
-                c1 = win_answer(wt, size, start, end1, end2, acc)
+                n_nodes = win_answer(wt, size, start, end1, end2, acc, order, right)
         if same:
             best = acc[1]
             n_ties = acc[2]
-            t = tie_index(seed_mix, attempt0 + i, n_ties)
-            if t < c1:
-                p = win_kth_eq(wt, size, start, end1, t, best)
-            else:
-                p = win_kth_eq(wt, size, 0, end2, t - c1, best)
+            p = win_pick(wt, size, order, n_nodes, tie_index(seed_mix, attempt0 + i, n_ties),
+                         best)
         else:
             best = -1
             n_ties = 0
@@ -811,7 +804,8 @@ def build_place_run(by_row_pass):
     num_to_find, pod_request, pod_nonzero, fargs, reasons [N], raw [N, S],
     active, norm, weights, ties scratch [M], maxima scratch [S], href [S],
     one_row [1], out_rows [count], norm_slots [K] (the active normalized
-    slots), wt [2Z, 3 + K], acc [3 + K] scratch, Z) -> (placed, next start
+    slots), wt [2Z, 3 + K], acc [3 + K], order [4 log2 Z + 4] and right
+    [2 log2 Z + 2] scratch, Z) -> (placed, next start
     position)``, Z a power of two >= M."""
     fn = _runs.get(by_row_pass)
     if fn is not None:
@@ -832,8 +826,8 @@ def build_place_run(by_row_pass):
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
                          "rules_count", "finalize_spread", "place_run", "place_run_scan",
-                         "win_block", "win_sum", "win_kth", "win_take", "win_range",
-                         "win_descend", "win_kth_eq", "win_leaf", "win_pull_top", "win_pull",
+                         "win_sum", "win_kth", "win_take", "win_range", "win_pick",
+                         "win_descend", "win_leaf", "win_pull_top", "win_pull",
                          "win_build", "win_totals", "win_answer", "place_run_window"),
                         namespace,
                         options={"nogil": True, "_nrt": False},

@@ -395,7 +395,9 @@ class NumbaBackend:
                 count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
                 c.reasons, c.raw, active, norm, weights, ties, np.zeros(n_slots, np.int64),
                 np.zeros(n_slots, np.int64), one_row, out, norm_slots,
-                np.empty((2 * size, width), np.int64), np.empty(width, np.int64), size)
+                np.empty((2 * size, width), np.int64), np.empty(width, np.int64),
+                np.empty(4 * size.bit_length() + 4, np.int64),
+                np.empty(2 * size.bit_length() + 2, np.int64), size)
             c.top_params = None         # rows moved outside the tree: rebuild when used
         else:
             reasons, scores, total, ties = self._buf.get(m, n_slots, zero=False)
