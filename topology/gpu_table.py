@@ -644,7 +644,7 @@ class GpuTable:
             left[g] -= info.ask.milli
             after = frag(c, int(self.model[row]), left, cl - info.cpu_nz, typical)
             left[g] += info.ask.milli
-            s = int(K._sigmoid_score.py_func(before, after))
+            s = int(K.sigmoid_score.py_func(before, after))
             if best is None or s > best:
                 best, best_g = s, g
         return best_g

@@ -416,7 +416,7 @@ class GpuShareFit(ArrayPlugin):
         policy = K.P_RANDOM
         typ = _NO_TYPICAL
         if sc is not None and weight:
-            if sc.policy == "FGD" and sc._fixed is None:
+            if sc.policy == "FGD" and sc.learns_typical_pods:
                 return None
             policy = K.POLICIES.index(sc.policy)
             if sc.policy == "FGD":
@@ -454,7 +454,7 @@ class GpuShareFit(ArrayPlugin):
         if policy == K.P_FGD:
             shapes = np.array(sc.fgd_cache_rows(t, [(int(a[3]), int(a[0]), int(a[1]), int(a[2]))
                                                      for a in asks]), np.int64)
-            cache = (sc._cs, sc._cg, sc._cv)
+            cache = sc.fgd_cache()
         else:
             shapes[:] = 0
         handled, _failed = KB.place_block(
@@ -692,6 +692,18 @@ class GpuShareScore(ArrayPlugin):
         if sub is not None:
             cs[sub], cg[sub], cv[sub] = cache
         return np.maximum(s, 0)
+
+    @property
+    def learns_typical_pods(self) -> bool:
+        """Whether the typical pods FGD scores against are learnt from the
+        pods scored (no ``typicalPods`` in the args)."""
+        return self._fixed is None
+
+    def fgd_cache(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The FGD answer cache (score, GPU, node version computed at;
+        [S, cap] int64 each, rows from ``fgd_cache_rows``), which a compiled
+        block reads and fills in place."""
+        return self._cs, self._cg, self._cv
 
     def fgd_cache_rows(self, t: GpuTable, shapes: list) -> list:
         """The rows of the FGD answer cache (``_cs`` score, ``_cg`` GPU,

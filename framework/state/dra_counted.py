@@ -99,7 +99,7 @@ class CountedClaims:
         pass over their device lists; None when a node's pools are
         invalid (the allocator's answer there may be an error)."""
         alloc = self.allocator
-        ptr, rows, invalid = alloc._csr(nodes, nodes)
+        ptr, rows, invalid = alloc.device_lists(nodes, nodes)
         if invalid.any():
             return None
         free = self.match[rows] & ~alloc.in_use_rows[rows]
