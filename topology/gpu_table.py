@@ -1,10 +1,12 @@
 """Per-node GPU state that follows a ClusterState.
 
-``GpuTable.of(state)`` attaches one table to a state (registered in its
-``listeners``): a pod added to or removed from a node updates only that
-node's GPUs (its milli per GPU, its NUMA node's pinned CPU/memory, the
-per-node count of pod shapes GpuClustering scores with, and the node's
-version the FGD cache keys on).  Node adds/updates/removals are picked up
+``GpuTable.of(state)`` attaches one table to a state (an extension under
+``EXTENSION``; a ``PodListener`` and ``PodRestorer`` of its ``listeners``
+and ``restorers``, the contracts ``framework.state.listeners`` declares):
+a pod added to or removed from a node updates only that node's GPUs (its
+milli per GPU, its NUMA node's pinned CPU/memory, the per-node count of
+pod shapes GpuClustering scores with, and the node's version the FGD
+cache keys on).  Node adds/updates/removals are picked up
 lazily (by the state's ``epoch``) on the next use.
 
 Every GPU pod on the state holds an allocation: concrete GPU indices.  When
@@ -29,6 +31,7 @@ from tensorsched.kernels.gpu import subsets as KT
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.objects.meta import identity, join_path
+from tensorsched.framework.state.derived import StateKey
 
 from .gpu import (
     ANNO_GPU_INDEX,
@@ -54,8 +57,10 @@ from .node_topology import (
 from .row_answers import RowAnswers
 
 N_AFF = 18
-EXTENSION = "gpu_table"                     # ClusterState.extension name of the table
-EXTENSION_NRT = "node_topologies"           # ... of NRT topologies by node name
+EXTENSION = StateKey("gpu_table", __name__, "the state's GpuTable (``GpuTable.of``)")
+EXTENSION_NRT = StateKey("node_topologies", __name__,
+                         "node name -> NodeTopology from NodeResourceTopology objects "
+                         "(``attach_node_topologies``), for a table made later")
 _MEMO_INFO = "gpu_table.pod_info"           # PodRecord.memo key of pod_info's answers
 LOG_CHUNK = 4096                            # change-log entries kept at first
 
@@ -108,7 +113,8 @@ class GpuTable:
         self._tables: dict[int, tuple] = {}       # k -> stacked tables
         self._subsets: dict[int, tuple] = {}      # k -> (its sub table, {(t, free, cons): idx})
         # NodeResourceTopology objects loaded with the cluster (framework.nrt)
-        self.nrt: dict[str, NodeTopology] = dict(state.extension(EXTENSION_NRT, _no_topologies))
+        self.nrt: dict[str, NodeTopology] = dict(
+            state.derived.extension(EXTENSION_NRT, _no_topologies))
         self.alloc: dict[str, Allocation] = {}
         self.version = 0
         self._seen = (-1, -1)
@@ -126,19 +132,19 @@ class GpuTable:
         self.node_recs: list = [None] * self.cap
         self.row_keys: list[set] = [set() for _ in range(self.cap)]
         self.sync()                 # loads every node and the pods already on it
-        state.listeners.append(self.on_pod)
+        state.listeners.add(self)
         state.restorers.append(self)
 
     # ----------------------------------------------------------- attach
     @classmethod
     def of(cls, state) -> GpuTable:
-        t = state.extension(EXTENSION, cls)
+        t = state.derived.extension(EXTENSION, cls)
         t.sync()
         return t
 
     @staticmethod
     def attached(state) -> GpuTable | None:
-        return state.extension_if_any(EXTENSION)
+        return state.derived.extension_if_any(EXTENSION)
 
     def set_node_resource_topologies(self, objects) -> None:
         """Topology from NodeResourceTopology objects (by node name)."""
@@ -698,7 +704,7 @@ def attach_node_topologies(state, topologies: dict) -> None:
     """Node name -> NodeTopology (from NodeResourceTopology objects) for the
     GPU table of ``state``: kept on the state for a table created later, and
     applied now to a table already attached."""
-    state.extension(EXTENSION_NRT, _no_topologies).update(topologies)
+    state.derived.extension(EXTENSION_NRT, _no_topologies).update(topologies)
     t = GpuTable.attached(state)
     if t is not None:
         t.nrt.update(topologies)

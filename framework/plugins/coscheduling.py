@@ -71,6 +71,7 @@ from tensorsched.framework.objects.priorities import pod_priority
 from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.state.listeners import OnPod
 
 NAME = "Coscheduling"
 POINTS = frozenset({"queueSort", "preFilter", "postFilter", "reserve", "permit"})
@@ -178,7 +179,7 @@ class Coscheduling(Plugin):
         self.counts = {}
         for record, row in state.pods.bound():
             self._on_state(record, row, 1)
-        state.listeners.append(self._on_state)
+        state.listeners.add(OnPod(self._on_state))
 
     def _on_state(self, pod, row, delta) -> None:
         g = self.group_key(pod)

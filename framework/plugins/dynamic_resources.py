@@ -58,6 +58,7 @@ from tensorsched.framework.objects.pod_claims import claim_statuses
 from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign_value
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState, consumer_matches
 from tensorsched.framework.state.dra_counted import CountedClaims
@@ -190,6 +191,10 @@ class _Cycle:
     extended: list = field(default_factory=list)
     by_lack: dict = field(default_factory=dict)
     created: object = None
+
+
+NODE_LIST = StateKey("dra_node_list", __name__,
+                     "'nodes' -> the node records of the valid rows, in row order")
 
 
 class DynamicResources(Plugin):
@@ -360,7 +365,7 @@ class DynamicResources(Plugin):
     def _node_list(state) -> list:
         """The node records of the valid rows, in row order (one list per
         structure, so the allocator recognizes it)."""
-        cache = state.memo("dra_node_list", state.structure_tag())
+        cache = state.derived.memo(NODE_LIST, state.structure_tag())
         got = cache.get("nodes")
         if got is None:
             got = cache["nodes"] = [state.nodes[r] for r in state.valid_rows().tolist()]

@@ -42,6 +42,7 @@ from tensorsched.framework.runtime.plugin import (
     sign_value,
 )
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.domain_counts import (
     node_domains,
     node_domains_p1,
@@ -67,9 +68,13 @@ def _has_labels(state, rows):
     return (lv[:, keep] >= 0).any(axis=1)
 
 
+LABELLED_BY_ROW = StateKey("labelled_by_row", __name__,
+                           "'rows' -> [n_rows] bool live node with some label")
+
+
 def _labelled_by_row(state) -> np.ndarray:
     """[n_rows] bool: live node with some label (memoized per structure)."""
-    cache = state.memo("labelled_by_row", state.structure_tag())
+    cache = state.derived.memo(LABELLED_BY_ROW, state.structure_tag())
     got = cache.get("rows")
     if got is None:
         got = np.zeros(state.n_rows, bool)
@@ -79,10 +84,14 @@ def _labelled_by_row(state) -> np.ndarray:
     return got
 
 
+LABELLED_DOMAINS = StateKey("labelled_domains", __name__,
+                            "key column k -> node_domains where the node has some label")
+
+
 def _labelled_domains(state, k) -> np.ndarray:
     """``node_domains`` of key column k where the node has some label, -1
     elsewhere (memoized per structure, read-only)."""
-    cache = state.memo("labelled_domains", state.structure_tag())
+    cache = state.derived.memo(LABELLED_DOMAINS, state.structure_tag())
     got = cache.get(k)
     if got is None:
         got = np.where(_labelled_by_row(state), node_domains(state, k), -1)
@@ -466,10 +475,14 @@ def _ns_labels(state):
     return getattr(state, "namespace_labels", None)
 
 
+NS_TAG = StateKey("ipa_ns_tag", __name__,
+                  "'tag' -> hashable stand-in for the namespace labels")
+
+
 def _ns_tag(state):
     """A hashable stand-in for the state's namespace labels (memoized)."""
     table = _ns_labels(state) or {}
-    cache = state.memo("ipa_ns_tag", (id(table), len(table)))
+    cache = state.derived.memo(NS_TAG, (id(table), len(table)))
     got = cache.get("tag")
     if got is None:
         got = cache["tag"] = tuple(sorted((ns, tuple(sorted(labels.items())))

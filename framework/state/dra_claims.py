@@ -1,7 +1,7 @@
 """Resource claims as the scheduler tracks them, kept beside a ClusterState.
 
-``ClaimState.of(state)`` attaches one to a state (an ``extension``, a
-``listeners`` hook and a ``PodRestorer``).  It holds the cluster's
+``ClaimState.of(state)`` attaches one to a state (an extension under
+``EXTENSION``, a ``PodListener`` and a ``PodRestorer``).  It holds the cluster's
 DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceClaims,
 and for each claim what changes while pods are scheduled: its allocation,
 the pods it is reserved for (``status.reservedFor``), the binding
@@ -47,11 +47,12 @@ from tensorsched.framework.objects.dra_records import (
 )
 from tensorsched.framework.objects.meta import parse_timestamp
 
+from .derived import StateKey
 from .dra_devices import AllocatedState, DeviceColumns, qualify
 
 __all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER"]
 
-EXTENSION = "dra_claims"            # ClusterState.extension name
+EXTENSION = StateKey("dra_claims", __name__, "the state's ClaimState (``ClaimState.of``)")
 FINALIZER = "resource.kubernetes.io/delete-protection"
 
 DeviceID = tuple  # (driver, pool, device)
@@ -148,17 +149,17 @@ class ClaimState:
         self._columns: tuple | None = None
         self._in_use_rows = np.zeros(0, np.bool_)
         self._touched: list = []        # (version, node rows changed or None)
-        state.listeners.append(self.on_pod)
+        state.listeners.add(self)
         state.restorers.append(self)
 
     # ----------------------------------------------------------- attach
     @classmethod
     def of(cls, state) -> ClaimState:
-        return state.extension(EXTENSION, cls)
+        return state.derived.extension(EXTENSION, cls)
 
     @staticmethod
     def attached(state) -> ClaimState | None:
-        return state.extension_if_any(EXTENSION)
+        return state.derived.extension_if_any(EXTENSION)
 
     def load(self, classes=(), slices=(), templates=(), claims=()) -> None:
         """Add loaded objects (records of ``objects.dra_records``); all of
