@@ -49,7 +49,7 @@ import numpy as np
 
 from .meta import SourcedObject, parse_timestamp
 from .pod_columns import NO_EXTRAS, PodColumns, extras_of
-from .records import PodRecord
+from .records import PodClass, PodRecord
 from .volumes import read_volumes
 
 __all__ = ["PodTemplates", "template_key"]
@@ -134,7 +134,7 @@ class PodTemplates:
         else:
             self._parse_pod = parse_pod
         self._records: dict[bytes, PodRecord] = {}
-        self._memos: dict[tuple, dict] = {}     # (template key, annotations) -> shared memo
+        self._memos: dict[tuple, PodClass] = {}     # (template key, annotations) -> class
         self._times: dict[str, int] = {}
         self.hits = 0
         self.misses = 0
@@ -171,9 +171,9 @@ class PodTemplates:
             return
         shared = self._memos.get((key, ann))
         if shared is not None:
-            record.memo = shared
+            record.pod_class = shared
         elif len(self._memos) < 4 * self.max_templates:
-            self._memos[(key, ann)] = record.memo
+            self._memos[(key, ann)] = record.pod_class
 
     def _time(self, value) -> int | None:
         if value is None:
@@ -226,7 +226,7 @@ class PodTemplates:
          fields["node_name"], fields["phase"], fields["deleting"]) = self._per_pod(obj)
         fields["key"] = f"{fields['namespace']}/{fields['name']}"
         fields["obj"] = obj
-        fields["memo"] = {}
+        fields["pod_class"] = PodClass()
         record = _new(PodRecord)
         record.__dict__ = fields
         return record
@@ -239,7 +239,7 @@ class PodTemplates:
         class when its memo is new.  Equal, pod for pod, to ``parse``."""
         keys, ids, creation, manifests, extras = [], [], [], [], {}
         classes: list[PodRecord] = []
-        class_of: dict[int, int] = {}           # id(memo) -> class id
+        class_of: dict = {}                     # PodClass -> class id
         fast: dict[tuple, int] = {}             # (template key, annotations) -> class id
         per_pod = self._per_pod
         for i, obj in enumerate(objs):
@@ -258,15 +258,15 @@ class PodTemplates:
                         extra = (uid, start, node, phase, deleting)
             if cid is None:
                 record = obj if isinstance(obj, PodRecord) else self.parse(obj)
-                cid = class_of.get(id(record.memo))
+                cid = class_of.get(record.pod_class)
                 if cid is None:
-                    cid = class_of[id(record.memo)] = len(classes)
+                    cid = class_of[record.pod_class] = len(classes)
                     classes.append(record)
                     if not isinstance(obj, PodRecord):
                         key = template_key(obj)
                         ann = _annotations_key(obj)
                         if (key is not None and ann is not None
-                                and self._memos.get((key, ann)) is record.memo):
+                                and self._memos.get((key, ann)) is record.pod_class):
                             fast[(key, ann)] = cid
                 keys.append(record.key)
                 born, obj, extra = record.creation_ns or 0, record.obj, extras_of(record)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import InterPodAffinityArgs
+from tensorsched.framework.objects.records import MemoKey
 from tensorsched.framework.objects.selectors import pod_terms
 from tensorsched.framework.runtime.plugin import (
     NORMALIZE_NONE,
@@ -490,10 +491,14 @@ def _ns_tag(state):
     return got
 
 
+MATCHES = MemoKey("ipa_matches", __name__,
+                  "term or selector key -> whether the pod matches it")
+
+
 def _record_matches(rec, key, fn) -> bool:
     """``fn(rec)`` memoized on the record under ``key`` (a term or the
     all-terms key: a record's namespace and labels do not change)."""
-    memo = rec.memo.setdefault("ipa_matches", {})
+    memo = rec.memo.setdefault(MATCHES, {})
     got = memo.get(key)
     if got is None:
         got = memo[key] = bool(fn(rec))

@@ -45,6 +45,7 @@ from tensorsched.framework.config.plugin_args import (
     SYSTEM_DEFAULTING,
     PodTopologySpreadArgs,
 )
+from tensorsched.framework.objects.records import MemoKey
 from tensorsched.framework.objects.selectors import compile_selector, selector_matches
 from tensorsched.framework.objects.workloads import controller_of
 from tensorsched.framework.runtime.plugin import (
@@ -84,10 +85,14 @@ class Constraint:
     honor_taints: bool
 
 
+SPREAD_CONSTRAINTS = MemoKey("spread_constraints", __name__,
+                             "the pod's constraints with matchLabelKeys merged, by args")
+
+
 def pod_constraints(pod, action: str) -> tuple:
     """The pod's constraints for ``action`` (DoNotSchedule / ScheduleAnyway),
     with matchLabelKeys merged into the selector (memoized on the record)."""
-    cache = pod.memo.setdefault("spread_constraints", {})
+    cache = pod.memo.setdefault(SPREAD_CONSTRAINTS, {})
     got = cache.get(action)
     if got is None:
         out = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.objects.records import MemoKey
 from tensorsched.framework.objects.volumes import (
     VOL_EPHEMERAL,
     VOL_OTHER,
@@ -48,7 +49,8 @@ def uses_volumes(pod) -> bool:
     return got
 
 
-_USES_MEMO = "volumes.uses"
+_USES_MEMO = MemoKey("volumes.uses", __name__,
+                     "whether the pod has a volume a volume plugin reads (``uses_volumes``)")
 
 
 def claim_missing_message(name: str) -> str:

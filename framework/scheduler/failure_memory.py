@@ -37,7 +37,7 @@ import itertools
 from dataclasses import dataclass
 
 from tensorsched.framework.objects.priorities import pod_priority
-from tensorsched.framework.objects.records import PodRecord
+from tensorsched.framework.objects.records import MemoKey, PodRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,10 @@ def nominated_node_name(pod: PodRecord) -> str:
     return nominated_in(pod.obj)
 
 
+FAILURE_KEY = MemoKey("failure_memory.key", __name__,
+                      "with a memory's number: the pod's failure key")
+
+
 class FailureMemory:
     """Remembered failures of one scheduler, valid for one stamp (the
     cluster's state and nominator versions): a new stamp forgets them all.
@@ -75,7 +79,7 @@ class FailureMemory:
     lookup hashes an int, not the signature."""
 
     def __init__(self) -> None:
-        self._name = ("failure_memory.key", next(_MEMORIES))
+        self._name = (FAILURE_KEY, next(_MEMORIES))
         self._stamp: tuple | None = None
         self._failures: dict[int, RememberedFailure] = {}
         self._ids: dict[tuple, int] = {}
