@@ -66,7 +66,8 @@ from .gpu import (
     MAX_NODE_GPUS,
     MILLI,
 )
-from .gpu_table import GpuTable, key_uniform
+from .gpu_pick import key_uniform
+from .gpu_table import GpuTable
 from .node_topology import C_ISLAND, C_NUMA
 from .row_answers import RowAnswers
 
@@ -259,7 +260,7 @@ def subset_answers(t: GpuTable, info, n: int, backend: str):
             cons |= np.where(t.single_policy[sl], C_NUMA, 0)
         zc = t.zcpu[sl] - t.zcpu_used[sl]
         zm = t.zmem[sl] - t.zmem_used[sl]
-        sub, cost, iok, nok = t.tables(ask.num)
+        sub, cost, iok, nok = t.picker.tables(ask.num)
         out_c = np.empty(cons.shape[0], np.int64)
         out_i = np.empty(cons.shape[0], np.int64)
         _SUBSETS[backend](t.count[sl], np.ascontiguousarray(t.left[sl]),
@@ -552,7 +553,7 @@ class GpuShareFit(ArrayPlugin):
         if not info.has_gpu:
             return {"gpus": None}
         row = state.node_rows[selected]
-        p = t.pick(row, info, key=ctx.pod.key, cpu_left=self._cpu_left(state, row),
+        p = t.picker.pick(row, info, key=ctx.pod.key, cpu_left=self._cpu_left(state, row),
                    **self.rule(ctx.framework, t))
         if p is None:
             return {"gpus": None}
