@@ -318,7 +318,7 @@ class DynamicResources(Plugin):
     def _counted_for(self, cyc: _Cycle, store: ClaimState):
         """The ``CountedClaims`` of the cycle's kind of claims (kept per
         kind while the devices' columns stay), or None."""
-        key = (self._spec_key(cyc), store.columns_tag(self.features))
+        key = (self._spec_key(cyc), store.in_use.columns_tag(self.features))
         got = self._counted.get(key)
         if got is None:
             if len(self._counted) > 64:
@@ -333,10 +333,10 @@ class DynamicResources(Plugin):
     def _free_counts(self, cyc: _Cycle, counted, store: ClaimState, state):
         """[n_rows] free matching devices per node, refreshed on the nodes
         touched since the kind's last count."""
-        key = (self._spec_key(cyc), store.columns_tag(self.features))
+        key = (self._spec_key(cyc), store.in_use.columns_tag(self.features))
         got = self._counted[key]
         free, version = got[1], got[2]
-        touched = store.touched_since(version) if free is not None else None
+        touched = store.in_use.touched_since(version) if free is not None else None
         if touched is None or free.shape[0] != state.n_rows:
             rows = state.valid_rows()
             nodes = self._node_list(state)
@@ -350,7 +350,7 @@ class DynamicResources(Plugin):
                 if n is None:
                     return None
                 free[r] = n
-        got[1], got[2] = free, store.version
+        got[1], got[2] = free, store.in_use.version
         return free.copy()
 
     def _allocate_on(self, cyc: _Cycle, store: ClaimState, node):
@@ -585,20 +585,20 @@ class DynamicResources(Plugin):
     def _ensure_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
         """The pod's allocator, built on first need and again whenever the
         devices in use changed since."""
-        if cyc.version != store.version or (cyc.allocator is None
+        if cyc.version != store.in_use.version or (cyc.allocator is None
                                             and cyc.allocator_error is None):
             self._build_allocator(store, cyc)
             cyc.results.clear()
 
     def _build_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
-        cyc.version = store.version
+        cyc.version = store.in_use.version
         cyc.allocator = None
         cyc.allocator_error = None
         try:
             cyc.allocator = Allocator(
                 [cyc.claims[i].record for i in cyc.pending], classes=store.classes,
-                devices=store.columns(), allocated=store.allocated_state(),
-                in_use_rows=store.in_use_rows(), features=self.features)
+                devices=store.in_use.columns(), allocated=store.in_use.allocated_state(),
+                in_use_rows=store.in_use.in_use_rows(), features=self.features)
         except AllocationError as exc:
             # found before any node is tried; upstream's allocator reports
             # it from Allocate, so Filter answers it as an Error
@@ -757,9 +757,9 @@ class DynamicResources(Plugin):
 
     def _cached_fits(self, cyc: _Cycle, store: ClaimState, state, rows) -> np.ndarray | None:
         got = self._fits.get(self._spec_key(cyc))
-        if got is None or got[0] != store.columns_tag(self.features):
+        if got is None or got[0] != store.in_use.columns_tag(self.features):
             return None
-        touched = store.touched_since(got[1])
+        touched = store.in_use.touched_since(got[1])
         if touched is None:
             return None
         fits = got[2]
@@ -782,7 +782,7 @@ class DynamicResources(Plugin):
                         [state.nodes[r] for r in redo.tolist()]), np.bool_)
             except AllocationError:
                 return None
-            self._fits[self._spec_key(cyc)] = (got[0], store.version, fits)
+            self._fits[self._spec_key(cyc)] = (got[0], store.in_use.version, fits)
         return fits[rows]
 
     def _remember_fits(self, cyc: _Cycle, store: ClaimState, state, rows, fits) -> None:
@@ -794,7 +794,7 @@ class DynamicResources(Plugin):
         full[rows] = fits
         if len(self._fits) > 64:
             self._fits.clear()
-        self._fits[self._spec_key(cyc)] = (store.columns_tag(self.features), store.version, full)
+        self._fits[self._spec_key(cyc)] = (store.in_use.columns_tag(self.features), store.in_use.version, full)
 
     def _feasible(self, cyc: _Cycle, state, rows: np.ndarray) -> np.ndarray:
         """Allocator.feasible over the rows; on an allocator error, the nodes
@@ -985,7 +985,7 @@ class DynamicResources(Plugin):
             return _error("claim allocation not found for node")
         for i, alloc in zip(cyc.pending, got):
             store.hold_in_flight(cyc.claims[i].key, alloc)
-        cyc.version = store.version
+        cyc.version = store.in_use.version
         cyc.results = {row: got}
         return Status.OK
 
