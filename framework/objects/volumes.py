@@ -449,7 +449,7 @@ def parse_pod_volumes(ctx: ObjectContext, pod_name: str, volumes) -> tuple[PodVo
 def pod_volumes(pod) -> tuple[PodVolume, ...]:
     """The PodVolumes of a PodRecord (parsed once per pod; ``parse_pod``
     has validated them)."""
-    memo = pod.memo
+    memo = pod.pod_class.memo
     got = memo.get(_POD_VOLUMES_MEMO)
     if got is None or got[0] != pod.name:
         # the memo is shared by pods of one template: ephemeral claim names

@@ -544,11 +544,13 @@ class ClusterState:
             self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
         key = pod.key           # one string object for the table and the row's set
         self.pod_adds += 1
-        self.priorities.add(pod.priority or 0)
+        prio = pod.priority or 0        # PriorityCounts.add, inline: once per pod
+        self.priorities[prio] = self.priorities.get(prio, 0) + 1
         self.pods.add(pod, row, entry.shape_id, entry.port_ids, entry.slot)
         self.pods_on_node[row][key] = None
         self._touch(row)
-        self.listeners.pod_added(pod, row)
+        for fn in self.listeners.each:          # pod_added, inline: once per pod
+            fn(pod, row, 1)
 
     def remove_pod(self, key: str) -> PodRow:
         """Release a pod's resources and ports on its node."""

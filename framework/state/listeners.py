@@ -68,26 +68,26 @@ class PodListeners:
     """The listeners of one state, told in the order they were added."""
 
     def __init__(self) -> None:
-        self._each: list = []           # bound on_pod of every listener
+        self.each: list = []            # bound on_pod of every listener (read-only)
         self._many: dict = {}           # on_pod -> on_pods, for batch listeners
 
     def add(self, listener: PodListener) -> None:
         if not isinstance(listener, PodListener):
             raise TypeError(f"{listener!r}: not a PodListener (no on_pod)")
         fn = listener.on_pod
-        self._each.append(fn)
+        self.each.append(fn)
         if isinstance(listener, PodBatchListener):
             self._many[fn] = listener.on_pods
 
     def __len__(self) -> int:
-        return len(self._each)
+        return len(self.each)
 
     def pod_added(self, record: PodRecord, row: int) -> None:
-        for fn in self._each:
+        for fn in self.each:
             fn(record, row, 1)
 
     def pod_removed(self, record: PodRecord, row: int) -> None:
-        for fn in self._each:
+        for fn in self.each:
             fn(record, row, -1)
 
     def pods_added(self, pods, rows: np.ndarray) -> None:
@@ -96,7 +96,7 @@ class PodListeners:
         pod by pod (records built once for all of them)."""
         many = self._many
         rl = recs = None
-        for fn in self._each:
+        for fn in self.each:
             bulk = many.get(fn)
             if bulk is not None:
                 bulk(pods, rows, 1)
