@@ -63,6 +63,12 @@ def _no_topologies(state) -> dict:
 
 
 class GpuTable:
+    """The GPUs of every node row of one state and the pods holding them
+    (see the module doc).  It follows the state as a ``PodListener``
+    (``on_pod``) and a ``PodRestorer`` (``checkpoint`` / ``rollback`` /
+    ``hold`` / ``regain``), the contracts ``framework.state.listeners``
+    declares; GPU choices are its ``picker``'s (``gpu_pick``)."""
+
     def __init__(self, state):
         self.state = state
         self.cap = 0

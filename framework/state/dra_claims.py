@@ -118,7 +118,8 @@ def consumer_matches(ref: ConsumerRef, name: str, uid: str) -> bool:
 
 
 class ClaimState:
-    """The DRA objects of a cluster and the claims' scheduling state."""
+    """The DRA objects of a cluster and the claims' scheduling state; a
+    ``PodListener`` and ``PodRestorer`` of its ClusterState."""
 
     def __init__(self, state):
         self.state = state
