@@ -1,10 +1,12 @@
 """Per-node GPU state that follows a ClusterState.
 
-``GpuTable.of(state)`` attaches one table to a state (registered in its
-``listeners``): a pod added to or removed from a node updates only that
-node's GPUs (its milli per GPU, its NUMA node's pinned CPU/memory, the
-per-node count of pod shapes GpuClustering scores with, and the node's
-version the FGD cache keys on).  Node adds/updates/removals are picked up
+``GpuTable.of(state)`` attaches one table to a state (an extension under
+``EXTENSION``; a ``PodListener`` and ``PodRestorer`` of its ``listeners``
+and ``restorers``, the contracts ``framework.state.listeners`` declares):
+a pod added to or removed from a node updates only that node's GPUs (its
+milli per GPU, its NUMA node's pinned CPU/memory, the per-node count of
+pod shapes GpuClustering scores with, and the node's version the FGD
+cache keys on).  Node adds/updates/removals are picked up
 lazily (by the state's ``epoch``) on the next use.
 
 Every GPU pod on the state holds an allocation: concrete GPU indices.  When
@@ -19,44 +21,28 @@ GPUs) holds none (``unplaced``): GPUs are never over-allocated.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from tensorsched.framework.parsing.meta import identity
+from tensorsched.framework.records.records import MemoKey
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.kernels.gpu import share as K
-from tensorsched.kernels.gpu import subsets as KT
 
-from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.parsing.meta import identity, join_path
-
-from .gpu import (
-    ANNO_GPU_INDEX,
-    ANNO_GPU_MODEL,
-    LABEL_GFD_PRODUCT,
-    MILLI,
-    RES_NVIDIA_GPU,
-    GpuAsk,
-    gpu_indices,
-    node_gpu_count,
-    node_gpu_memory,
-    pod_gpu_ask,
-    sourced,
-)
-from .node_topology import (
-    C_NUMA,
-    MAX_ZONES,
-    NodeTopology,
-    node_topology,
-    pod_constraint,
-    validated_nrt,
-)
+from .gpu import MILLI
+from .gpu_inputs import PodGpu, node_inputs, pod_gpu
+from .gpu_pick import GpuPicker, key_uniform  # noqa: F401  (key_uniform: openb.batch)
+from .node_topology import C_NUMA, MAX_ZONES, NodeTopology, validated_nrt
 from .row_answers import RowAnswers
 
 N_AFF = 18
-EXTENSION = "gpu_table"                     # ClusterState.extension name of the table
-EXTENSION_NRT = "node_topologies"           # ... of NRT topologies by node name
-_MEMO_INFO = "gpu_table.pod_info"           # PodRecord.memo key of pod_info's answers
+EXTENSION = StateKey("gpu_table", __name__, "the state's GpuTable (``GpuTable.of``)")
+EXTENSION_NRT = StateKey("node_topologies", __name__,
+                         "node name -> NodeTopology from NodeResourceTopology objects "
+                         "(``attach_node_topologies``), for a table made later")
+_MEMO_INFO = MemoKey("gpu_table.pod_info", __name__,
+                     "the pod's PodGpu (``GpuTable.pod_info``)")
 LOG_CHUNK = 4096                            # change-log entries kept at first
 
 
@@ -71,33 +57,17 @@ class Allocation:
     unplaced: bool = False
 
 
-@dataclass(frozen=True)
-class PodGpu:
-    """What the table needs of a pod: its ask, constraint bits, QoS."""
-
-    ask: GpuAsk
-    cons: int
-    guaranteed: bool
-    cpu: int
-    mem: int
-    cpu_nz: int
-    fixed: tuple[int, ...] | None = None   # alibabacloud.com/gpu-index
-
-    @property
-    def has_gpu(self) -> bool:
-        return self.ask.num > 0 and self.ask.milli > 0
-
-
 def _no_topologies(state) -> dict:
     return {}
 
 
-def key_uniform(key: str) -> float:
-    """A uniform number in [0, 1) drawn from the pod key (Random's GPU pick)."""
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0 ** 64
-
-
 class GpuTable:
+    """The GPUs of every node row of one state and the pods holding them
+    (see the module doc).  It follows the state as a ``PodListener``
+    (``on_pod``) and a ``PodRestorer`` (``checkpoint`` / ``rollback`` /
+    ``hold`` / ``regain``), the contracts ``framework.state.listeners``
+    declares; GPU choices are its ``picker``'s (``gpu_pick``)."""
+
     def __init__(self, state):
         self.state = state
         self.cap = 0
@@ -105,10 +75,10 @@ class GpuTable:
         self.models: list[str] = []
         self.topos: list[tuple] = []              # (count, islands, numa)
         self.topo_ids: dict[tuple, int] = {}
-        self._tables: dict[int, tuple] = {}       # k -> stacked tables
-        self._subsets: dict[int, tuple] = {}      # k -> (its sub table, {(t, free, cons): idx})
+        self.picker = GpuPicker(self)             # GPU choices on these rows
         # NodeResourceTopology objects loaded with the cluster (framework.nrt)
-        self.nrt: dict[str, NodeTopology] = dict(state.extension(EXTENSION_NRT, _no_topologies))
+        self.nrt: dict[str, NodeTopology] = dict(
+            state.derived.extension(EXTENSION_NRT, _no_topologies))
         self.alloc: dict[str, Allocation] = {}
         self.version = 0
         self._seen = (-1, -1)
@@ -126,19 +96,19 @@ class GpuTable:
         self.node_recs: list = [None] * self.cap
         self.row_keys: list[set] = [set() for _ in range(self.cap)]
         self.sync()                 # loads every node and the pods already on it
-        state.listeners.append(self.on_pod)
+        state.listeners.add(self)
         state.restorers.append(self)
 
     # ----------------------------------------------------------- attach
     @classmethod
     def of(cls, state) -> GpuTable:
-        t = state.extension(EXTENSION, cls)
+        t = state.derived.extension(EXTENSION, cls)
         t.sync()
         return t
 
     @staticmethod
     def attached(state) -> GpuTable | None:
-        return state.extension_if_any(EXTENSION)
+        return state.derived.extension_if_any(EXTENSION)
 
     def set_node_resource_topologies(self, objects) -> None:
         """Topology from NodeResourceTopology objects (by node name)."""
@@ -147,8 +117,13 @@ class GpuTable:
             ctx, _meta, _ns, name = identity(obj, "NodeResourceTopology", False,
                                              f"<NodeResourceTopology>#{i}")
             got.append((name, validated_nrt(ctx, obj)))
-        for name, topo in got:
-            self.nrt[name] = topo
+        self.use_topologies(dict(got))
+
+    def use_topologies(self, topologies: dict) -> None:
+        """Node name -> NodeTopology, taken over the nodes' own annotations
+        (the rows of those nodes reload now)."""
+        self.nrt.update(topologies)
+        for name in topologies:
             row = self.state.node_rows.get(name)
             if row is not None:
                 self.node_recs[row] = None     # reload on the next sync
@@ -252,45 +227,6 @@ class GpuTable:
                 self._load_row(row, rec)
         self._seen = seen            # not before: a refused node is refused again next time
 
-    def _node_gpu(self, rec) -> tuple[int, str, int]:
-        """(count, model, MiB per GPU) of a node record; malformed GPU
-        fields are a ManifestError naming the node and the field."""
-        ident = f"Node {rec.name}"
-        status = (rec.obj or {}).get("status") or {}
-        alloc_path = ("status.allocatable" if status.get("allocatable") is not None
-                      else "status.capacity")
-        annos = ((rec.obj or {}).get("metadata") or {}).get("annotations") or {}
-        raw = status.get("allocatable") if status.get("allocatable") is not None else (
-            status.get("capacity") or {})
-        if not isinstance(raw, dict) or RES_NVIDIA_GPU not in raw:
-            raw = {}
-        count = node_gpu_count(ident, {RES_NVIDIA_GPU: raw[RES_NVIDIA_GPU]} if raw else {},
-                               alloc_path, rec.labels, annos,
-                               count=None if raw else rec.allocatable.get(RES_NVIDIA_GPU))
-        model = rec.labels.get(LABEL_GFD_PRODUCT) or rec.labels.get(ANNO_GPU_MODEL) \
-            or annos.get(ANNO_GPU_MODEL) or ""
-        mem = node_gpu_memory(ident, rec.labels, model)
-        return int(count), (model if count else ""), mem
-
-    def _node_inputs(self, rec) -> tuple:
-        """Everything ``_load_row`` reads of a node, validated before the
-        row changes: (count, model, memory, topology)."""
-        try:
-            return self._node_inputs_of(rec)
-        except ManifestError as exc:
-            raise sourced(exc, rec.obj) from None
-
-    def _node_inputs_of(self, rec) -> tuple:
-        count, model, mem = self._node_gpu(rec)
-        if model and model not in self.models and len(self.models) >= 62:
-            where = ("labels", LABEL_GFD_PRODUCT) if rec.labels.get(LABEL_GFD_PRODUCT) else (
-                ("labels", ANNO_GPU_MODEL) if rec.labels.get(ANNO_GPU_MODEL)
-                else ("annotations", ANNO_GPU_MODEL))
-            raise ManifestError(f"Node {rec.name}", join_path(f"metadata.{where[0]}", where[1]),
-                                f"GPU model {model!r}: at most 62 GPU models are supported")
-        topo = self.nrt.get(rec.name) or node_topology(rec.obj)
-        return count, model, mem, topo
-
     def _topo_id(self, count: int, topo: NodeTopology | None) -> int:
         if topo is None:
             key = (count, (-1,) * count, (-1,) * count)
@@ -302,11 +238,11 @@ class GpuTable:
             t = len(self.topos)
             self.topos.append(key)
             self.topo_ids[key] = t
-            self._tables.clear()
+            self.picker.forget_tables()
         return t
 
     def _load_row(self, row: int, rec) -> None:
-        inputs = self._node_inputs(rec) if rec is not None else None
+        inputs = node_inputs(rec, self.models, self.nrt) if rec is not None else None
         prev = {k: self.alloc[k].indices for k in self.row_keys[row]
                 if k in self.alloc and self.alloc[k].row == row}
         self.node_recs[row] = rec
@@ -368,35 +304,19 @@ class GpuTable:
         got = self._asks.get(rec.key)
         if got is not None and got[0] is rec:
             return got[1]
-        obj = rec.obj or {}
         # The ask derives from the pod alone (annotations, spec, requests):
         # kept in its memo, which records share only when those are equal
         # (one table group with the same annotations: Trace.records).
         memo = getattr(rec, "memo", None)
         info = memo.get(_MEMO_INFO) if memo is not None else None
         if info is None:
-            info = self._pod_info_of(rec, obj)
+            info = pod_gpu(rec)
             if memo is not None:
                 memo[_MEMO_INFO] = info
         if len(self._asks) > 100000:
             self._asks.clear()
         self._asks[rec.key] = (rec, info)
         return info
-
-    @staticmethod
-    def _pod_info_of(rec, obj) -> PodGpu:
-        try:
-            ask = pod_gpu_ask(obj)
-            cons, guaranteed = pod_constraint(obj)
-            annos = (obj.get("metadata") or {}).get("annotations") or {}
-            fixed = None
-            s = annos.get(ANNO_GPU_INDEX)
-            if s:
-                fixed = gpu_indices(f"Pod {rec.key}", s)
-        except ManifestError as exc:
-            raise sourced(exc, obj) from None
-        return PodGpu(ask, cons, guaranteed, int(rec.requests.get("cpu", 0)),
-                      int(rec.requests.get("memory", 0)), int(rec.nonzero_cpu), fixed)
 
     def constraint_at(self, info: PodGpu, row: int) -> int:
         c = info.cons
@@ -463,53 +383,15 @@ class GpuTable:
             return
         pick = None
         for want in (info.fixed, prefer):
-            if want is not None and self._valid_pick(row, info, cons, tuple(want)):
-                pick = (tuple(want), self._zone_of(row, info, cons, tuple(want)))
+            if want is not None and self.picker.valid_pick(row, info, cons, tuple(want)):
+                pick = (tuple(want), self.picker.zone_of(row, info, cons, tuple(want)))
                 break
         if pick is None:
-            pick = self.pick(row, info, topology_aware=True)
+            pick = self.picker.pick(row, info, topology_aware=True)
         if pick is None:
             self.alloc[rec.key] = Allocation(row, (), info.ask.milli, unplaced=True)
             return
         self.apply(rec.key, row, info, cons, *pick)
-
-    def _zone_of(self, row, info, cons, indices) -> int:
-        if not (cons & C_NUMA):
-            return -1
-        if indices:
-            return int(self.numa[row, indices[0]])
-        return self._cpu_zone(row, info)
-
-    def _cpu_zone(self, row, info) -> int:
-        for z in range(int(self.nzones[row])):
-            if (self.zcpu[row, z] - self.zcpu_used[row, z] >= info.cpu
-                    and self.zmem[row, z] - self.zmem_used[row, z] >= info.mem):
-                return z
-        return -1
-
-    def _valid_pick(self, row, info, cons, indices) -> bool:
-        c = int(self.count[row])
-        if len(indices) != (info.ask.num if info.has_gpu else 0) or len(set(indices)) != len(indices):
-            return False
-        for g in indices:
-            if not (0 <= g < c) or self.left[row, g] < info.ask.milli:
-                return False
-        if (cons & 1) and len(indices) > 1:
-            isl = {int(self.island[row, g]) for g in indices}
-            if len(isl) != 1 or -1 in isl:
-                return False
-        if cons & C_NUMA:
-            if indices:
-                nm = {int(self.numa[row, g]) for g in indices}
-                if len(nm) != 1 or -1 in nm:
-                    return False
-                z = nm.pop()
-                if (self.zcpu[row, z] - self.zcpu_used[row, z] < info.cpu
-                        or self.zmem[row, z] - self.zmem_used[row, z] < info.mem):
-                    return False
-            elif self._cpu_zone(row, info) < 0:
-                return False
-        return True
 
     def apply(self, key, row, info: PodGpu, cons, indices, zone) -> Allocation:
         for g in indices:
@@ -551,104 +433,6 @@ class GpuTable:
         self._bump(a.row)
         return a
 
-    # ------------------------------------------------------------ choice
-    def tables(self, k: int):
-        got = self._tables.get(k)
-        if got is None:
-            got = KT.stack_tables([KT.topology_table(c, isl, nm, k) for c, isl, nm in self.topos])
-            self._tables[k] = got
-        return got
-
-    def pick(self, row: int, info: PodGpu, *, topology_aware: bool, sel: int = K.SEL_BEST,
-             key: str = "", fgd=None, cpu_left: int | None = None):
-        """(indices, zone) for ``info`` on ``row`` given the current GPUs
-        (the pod itself not allocated), or None.  Whole GPUs: the tightest
-        allowed subset when ``topology_aware`` or constrained, else the
-        first free GPUs.  A share: among the allowed GPUs, best fit
-        (SEL_BEST), uniform by the pod key (SEL_RANDOM) or the best FGD
-        score (SEL_FGD with ``fgd`` = (typical arrays, frag function))."""
-        cons = self.constraint_at(info, row)
-        c = int(self.count[row])
-        if not info.has_gpu:
-            if cons & C_NUMA:
-                z = self._cpu_zone(row, info)
-                return ((), z) if z >= 0 else None
-            return (), -1
-        ask = info.ask
-        if c == 0 or not K.model_ok(int(self.model[row]), self.model_mask(ask.models)):
-            return None
-        allowed = (1 << c) - 1
-        if cons & C_NUMA:
-            allowed = 0
-            for g in range(c):
-                z = int(self.numa[row, g])
-                if z >= 0 and (self.zcpu[row, z] - self.zcpu_used[row, z] >= info.cpu
-                               and self.zmem[row, z] - self.zmem_used[row, z] >= info.mem):
-                    allowed |= 1 << g
-        free = 0
-        lv = self.left[row, :c].tolist()
-        milli = ask.milli
-        for g in range(c):
-            if lv[g] >= milli:
-                free |= 1 << g
-        free &= allowed
-        if ask.is_share:
-            cand = KT.mask_indices(free)
-            if not cand:
-                return None
-            if sel == K.SEL_RANDOM:
-                g = cand[int(key_uniform(key) * len(cand))]
-            elif sel == K.SEL_FGD and fgd is not None:
-                g = self._fgd_pick(row, info, cand, fgd, cpu_left)
-            else:
-                g = min(cand, key=lambda x: (lv[x], x))
-            return (g,), (int(self.numa[row, g]) if cons & C_NUMA else -1)
-        if topology_aware or cons:
-            idx = self._best_subset(ask.num, int(self.topo[row]), free, cons)
-            if idx is None:
-                return None
-        else:
-            cands = KT.mask_indices(free)
-            if len(cands) < ask.num:
-                return None
-            idx = tuple(cands[:ask.num])
-        return idx, (int(self.numa[row, idx[0]]) if cons & C_NUMA else -1)
-
-    def _best_subset(self, k: int, t: int, free: int, cons: int):
-        """The GPU indices of the tightest allowed ``k``-subset of topology
-        ``t`` within ``free`` (``best_subsets_np`` for one node), or None;
-        kept per (k, t, free, cons) for as long as the tables stand."""
-        sub, cost, iok, nok = self.tables(k)
-        memo = self._subsets.get(k)
-        if memo is None or memo[0] is not sub:
-            memo = self._subsets[k] = (sub, {})
-        key = (t, free, cons)
-        got = memo[1].get(key, False)
-        if got is False:
-            oc = np.empty(1, np.int64)
-            oi = np.empty(1, np.int64)
-            KT.best_subsets_np(np.array([t], np.int64), np.array([free], np.int64),
-                               np.array([cons], np.int64), sub, cost, iok, nok, oc, oi)
-            got = None if oi[0] < 0 else tuple(KT.mask_indices(int(sub[t, oi[0]])))
-            memo[1][key] = got
-        return got
-
-    def _fgd_pick(self, row, info, cand, fgd, cpu_left):
-        typical, frag = fgd
-        c = int(self.count[row])
-        left = self.left[row, :c].copy()
-        cl = int(cpu_left if cpu_left is not None else 0)
-        before = frag(c, int(self.model[row]), left, cl, typical)
-        best, best_g = None, None
-        for g in cand:
-            left[g] -= info.ask.milli
-            after = frag(c, int(self.model[row]), left, cl - info.cpu_nz, typical)
-            left[g] += info.ask.milli
-            s = int(K._sigmoid_score.py_func(before, after))
-            if best is None or s > best:
-                best, best_g = s, g
-        return best_g
-
     def model_mask(self, models) -> int:
         mask = 0
         for m in models:
@@ -664,7 +448,7 @@ class GpuTable:
         self.release(key)
         info = self.pod_info(rec)
         cons = self.constraint_at(info, row)
-        p = self.pick(row, info, key=key, **kw)
+        p = self.picker.pick(row, info, key=key, **kw)
         if p is None:
             return None
         return self.apply(key, row, info, cons, *p)
@@ -698,16 +482,10 @@ def attach_node_topologies(state, topologies: dict) -> None:
     """Node name -> NodeTopology (from NodeResourceTopology objects) for the
     GPU table of ``state``: kept on the state for a table created later, and
     applied now to a table already attached."""
-    state.extension(EXTENSION_NRT, _no_topologies).update(topologies)
+    state.derived.extension(EXTENSION_NRT, _no_topologies).update(topologies)
     t = GpuTable.attached(state)
     if t is not None:
-        t.nrt.update(topologies)
-        for name in topologies:
-            row = state.node_rows.get(name)
-            if row is not None:
-                t.node_recs[row] = None     # reload on the next sync
-        t._seen = (-1, -1)
-        t.sync()
+        t.use_topologies(topologies)
 
 
 def binding_gpus(state) -> dict:

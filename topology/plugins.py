@@ -67,7 +67,8 @@ from .gpu import (
     MAX_NODE_GPUS,
     MILLI,
 )
-from .gpu_table import GpuTable, key_uniform
+from .gpu_pick import key_uniform
+from .gpu_table import GpuTable
 from .node_topology import C_ISLAND, C_NUMA
 from .row_answers import RowAnswers
 
@@ -260,7 +261,7 @@ def subset_answers(t: GpuTable, info, n: int, backend: str):
             cons |= np.where(t.single_policy[sl], C_NUMA, 0)
         zc = t.zcpu[sl] - t.zcpu_used[sl]
         zm = t.zmem[sl] - t.zmem_used[sl]
-        sub, cost, iok, nok = t.tables(ask.num)
+        sub, cost, iok, nok = t.picker.tables(ask.num)
         out_c = np.empty(cons.shape[0], np.int64)
         out_i = np.empty(cons.shape[0], np.int64)
         _SUBSETS[backend](t.count[sl], np.ascontiguousarray(t.left[sl]),
@@ -417,7 +418,7 @@ class GpuShareFit(ArrayPlugin):
         policy = K.P_RANDOM
         typ = _NO_TYPICAL
         if sc is not None and weight:
-            if sc.policy == "FGD" and sc._fixed is None:
+            if sc.policy == "FGD" and sc.learns_typical_pods:
                 return None
             policy = K.POLICIES.index(sc.policy)
             if sc.policy == "FGD":
@@ -455,7 +456,7 @@ class GpuShareFit(ArrayPlugin):
         if policy == K.P_FGD:
             shapes = np.array(sc.fgd_cache_rows(t, [(int(a[3]), int(a[0]), int(a[1]), int(a[2]))
                                                      for a in asks]), np.int64)
-            cache = (sc._cs, sc._cg, sc._cv)
+            cache = sc.fgd_cache()
         else:
             shapes[:] = 0
         handled, _failed = KB.place_block(
@@ -553,7 +554,7 @@ class GpuShareFit(ArrayPlugin):
         if not info.has_gpu:
             return {"gpus": None}
         row = state.node_rows[selected]
-        p = t.pick(row, info, key=ctx.pod.key, cpu_left=self._cpu_left(state, row),
+        p = t.picker.pick(row, info, key=ctx.pod.key, cpu_left=self._cpu_left(state, row),
                    **self.rule(ctx.framework, t))
         if p is None:
             return {"gpus": None}
@@ -693,6 +694,18 @@ class GpuShareScore(ArrayPlugin):
         if sub is not None:
             cs[sub], cg[sub], cv[sub] = cache
         return np.maximum(s, 0)
+
+    @property
+    def learns_typical_pods(self) -> bool:
+        """Whether the typical pods FGD scores against are learnt from the
+        pods scored (no ``typicalPods`` in the args)."""
+        return self._fixed is None
+
+    def fgd_cache(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The FGD answer cache (score, GPU, node version computed at;
+        [S, cap] int64 each, rows from ``fgd_cache_rows``), which a compiled
+        block reads and fills in place."""
+        return self._cs, self._cg, self._cv
 
     def fgd_cache_rows(self, t: GpuTable, shapes: list) -> list:
         """The rows of the FGD answer cache (``_cs`` score, ``_cg`` GPU,

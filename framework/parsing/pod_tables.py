@@ -81,7 +81,7 @@ from .manifests import (
 )
 from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
 from .quantity import INT64_MAX
-from tensorsched.framework.records.records import PodRecord
+from tensorsched.framework.records.records import PodClass, PodRecord
 
 __all__ = ["COLUMNS", "is_resource_column", "read_pods_parquet", "read_pods_table"]
 
@@ -663,7 +663,7 @@ def _records(finals, names, gids, creation_ns, texts) -> list[PodRecord]:
         if ns is not None:
             f["creation_ns"] = ns
         f["obj"] = obj
-        f["memo"] = memos.setdefault(g, {})
+        f["pod_class"] = memos.setdefault(g, PodClass())
         r = new(cls)
         r.__dict__ = f
         append(r)

@@ -58,7 +58,7 @@ import numpy as np
 
 from .meta import SourcedObject, parse_timestamp, parse_utc_second
 from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
-from tensorsched.framework.records.records import PodRecord
+from tensorsched.framework.records.records import PodClass, PodRecord
 from .stamps import utc_seconds
 from .volumes import read_volumes
 
@@ -184,7 +184,7 @@ class PodTemplates:
         else:
             self._parse_pod = parse_pod
         self._records: dict[bytes, PodRecord] = {}
-        self._memos: dict[tuple, dict] = {}     # (template key, annotations) -> shared memo
+        self._memos: dict[tuple, PodClass] = {}     # (template key, annotations) -> class
         self._cheap: dict[bytes, tuple] = {}    # cheap key -> (template key, annotations)
         self._cheap_on = True
         self._cheap_hits = self._cheap_missed = 0
@@ -248,9 +248,9 @@ class PodTemplates:
             return
         shared = self._memos.get((key, ann))
         if shared is not None:
-            record.memo = shared
+            record.pod_class = shared
         elif len(self._memos) < 4 * self.max_templates:
-            self._memos[(key, ann)] = record.memo
+            self._memos[(key, ann)] = record.pod_class
 
     def _time(self, value) -> int | None:
         if value is None:
@@ -306,7 +306,7 @@ class PodTemplates:
          fields["node_name"], fields["phase"], fields["deleting"]) = self._per_pod(obj)
         fields["key"] = f"{fields['namespace']}/{fields['name']}"
         fields["obj"] = obj
-        fields["memo"] = {}
+        fields["pod_class"] = PodClass()
         record = _new(PodRecord)
         record.__dict__ = fields
         return record
@@ -340,7 +340,7 @@ class PodTemplates:
         not valid (``defer``: read the repeats' creation times after it)."""
         keys, ids, creation, manifests, extras = [], [], [], [], {}
         classes: list[PodRecord] = []
-        class_of: dict[int, int] = {}           # id(memo) -> class id
+        class_of: dict = {}                     # PodClass -> class id
         fast: dict[tuple, int] = {}             # (template key, annotations) -> class id
         seen: dict[bytes, tuple] = {}           # cheap key -> (class id, "namespace/")
         stamps: list[str] = []                  # deferred creation times ...
@@ -409,15 +409,15 @@ class PodTemplates:
                     cheap_hits = 0
                     record = obj if isinstance(obj, PodRecord) else self.parse(obj)
                     on, cheap_on = self._on, self._cheap_on
-                    cid = class_of.get(id(record.memo))
+                    cid = class_of.get(record.pod_class)
                     if cid is None:
-                        cid = class_of[id(record.memo)] = len(classes)
+                        cid = class_of[record.pod_class] = len(classes)
                         classes.append(record)
                         if not isinstance(obj, PodRecord):
                             key = template_key(obj)
                             ann = _annotations_key(obj)
                             if (key is not None and ann is not None
-                                    and self._memos.get((key, ann)) is record.memo):
+                                    and self._memos.get((key, ann)) is record.pod_class):
                                 fast[(key, ann)] = cid
                                 if ck is not None:
                                     seen[ck] = (cid, f"{record.namespace}/")

@@ -16,12 +16,16 @@ from __future__ import annotations
 from tensorsched.framework.errors import ManifestError
 
 from .meta import source_of
-from tensorsched.framework.records.records import PodRecord, PriorityClassRecord
+from tensorsched.framework.records.records import MemoKey, PodRecord, PriorityClassRecord
 from .volumes import carry_pod_volumes
 
 SYSTEM_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 PREEMPT_LOWER = "PreemptLowerPriority"
 NEVER = "Never"
+
+
+RESOLVED = MemoKey("resolved", __name__,
+                   "(key, priority, policy): the class of copies resolved alike")
 
 
 class PriorityResolver:
@@ -66,7 +70,7 @@ class PriorityResolver:
         out.preemption_policy = policy
         # Copies resolved alike from one memo (pods of one table group) share
         # theirs, kept inside it: derived values are made once per group.
-        out.memo = pod.memo.setdefault(("resolved", priority, policy), {})
+        out.pod_class = pod.pod_class.variant((RESOLVED, priority, policy))
         carry_pod_volumes(pod.memo, out.memo)       # parsed with the pod, same spec
         return out
 

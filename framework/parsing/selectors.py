@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .records import MemoKey
+
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
@@ -115,15 +117,19 @@ def preferred_terms(owner_ns: str, aff: dict | None) -> tuple:
                  for w in (aff or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or ())
 
 
+AFFINITY_TERMS = MemoKey("affinity_terms", __name__,
+                         "the pod's resolved affinity terms by kind (``pod_terms``)")
+
+
 def pod_terms(record) -> dict:
     """The pod's resolved affinity terms by kind (memoized on the record):
     req_aff, req_anti, pref_aff, pref_anti."""
-    got = record.memo.get("affinity_terms")
+    got = record.memo.get(AFFINITY_TERMS)
     if got is None:
         ns = record.namespace
         got = {"req_aff": required_terms(ns, record.pod_affinity),
                "req_anti": required_terms(ns, record.pod_anti_affinity),
                "pref_aff": preferred_terms(ns, record.pod_affinity),
                "pref_anti": preferred_terms(ns, record.pod_anti_affinity)}
-        record.memo["affinity_terms"] = got
+        record.memo[AFFINITY_TERMS] = got
     return got

@@ -18,6 +18,7 @@ from tensorsched.framework.errors import ManifestError
 
 from .meta import ObjectContext, ObjectKind, identity, validate_label_selector
 from .quantity import int_value, parse_quantity
+from .records import MemoKey
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -385,7 +386,8 @@ class PodVolume:
         return dict(self.source).get(key, default)
 
 
-_POD_VOLUMES_MEMO = "objects.pod_volumes"
+_POD_VOLUMES_MEMO = MemoKey("objects.pod_volumes", __name__,
+                            "(pod name, the pod's volumes as read) (``remember_pod_volumes``)")
 
 
 def _freeze(value):
@@ -447,7 +449,7 @@ def parse_pod_volumes(ctx: ObjectContext, pod_name: str, volumes) -> tuple[PodVo
 def pod_volumes(pod) -> tuple[PodVolume, ...]:
     """The PodVolumes of a PodRecord (parsed once per pod; ``parse_pod``
     has validated them)."""
-    memo = pod.memo
+    memo = pod.pod_class.memo
     got = memo.get(_POD_VOLUMES_MEMO)
     if got is None or got[0] != pod.name:
         # the memo is shared by pods of one template: ephemeral claim names

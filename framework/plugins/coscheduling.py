@@ -79,6 +79,7 @@ from tensorsched.framework.runtime.cluster_events import (
 from tensorsched.framework.runtime.handle import Handle
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.state.listeners import OnPod
 
 NAME = "Coscheduling"
 POINTS = frozenset({"queueSort", "preFilter", "postFilter", "reserve", "permit"})
@@ -185,7 +186,7 @@ class Coscheduling(Plugin):
         self.counts = {}
         for record, row in state.pods.bound():
             self._on_state(record, row, 1)
-        state.listeners.append(self._on_state)
+        state.listeners.add(OnPod(self._on_state))
 
     def _on_state(self, pod, row, delta) -> None:
         g = self.group_key(pod)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.dra_counted import CountedClaims
 from tensorsched.kernels.domain_rules import DomainRule
 
@@ -55,11 +56,15 @@ class RunPlan:
         self.room = room
 
 
+RUN_DOMAINS = StateKey("dra_run_domains", __name__,
+                       "'rows' -> (domp1, count_dom) of the one-domain-per-node rule")
+
+
 def node_domains(state) -> tuple[np.ndarray, np.ndarray]:
     """(domp1, count_dom) of the one-domain-per-node rule: [n_rows] int64,
     row + 1 (0 for an empty row) and row (-1), memoized per structure and
     read-only (so the run's domain grouping is memoized too)."""
-    cache = state.memo("dra_run_domains", state.structure_tag())
+    cache = state.derived.memo(RUN_DOMAINS, state.structure_tag())
     got = cache.get("rows")
     if got is None:
         valid = np.zeros(state.n_rows, np.bool_)

@@ -47,15 +47,12 @@ to this plugin (``fused_exemptions``), as upstream's fitsRequest does.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import DynamicResourcesArgs
-from tensorsched.framework.errors import StateError, TensorschedError
-from tensorsched.framework.parsing.meta import ObjectContext
-from tensorsched.framework.parsing.pod_claims import claim_statuses
+from tensorsched.framework.errors import StateError
 from tensorsched.framework.preemption.evaluator import PreemptionResult
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,
@@ -63,15 +60,27 @@ from tensorsched.framework.runtime.cluster_events import (
     POD_DELETE,
     POD_UPDATE,
 )
-from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin, sign_value
+from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
-from tensorsched.framework.state.dra_allocator import AllocationError, Allocator, DraFeatures
-from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState, consumer_matches
-from tensorsched.framework.state.dra_counted import CountedClaims
+from tensorsched.framework.state.dra_allocator import AllocationError, DraFeatures
+from tensorsched.framework.state.dra_claims import consumer_matches
 from tensorsched.kernels import layout as L
 
 from . import dra_extended as ext
 from . import dra_runs
+from .dra_cycle import (
+    ClaimProblem,
+    Cycle,
+    check_requests,
+    claims_of,
+    cycle_at,
+    cycle_of,
+    error,
+    generate,
+    resolve,
+    unresolvable,
+)
+from .dra_fits import ClaimFits
 
 NAME = names.DYNAMIC_RESOURCES
 
@@ -90,19 +99,7 @@ MAX_CYCLES = 1024           # per-pod cycle data kept at most
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
 
 
-def _unresolvable(message: str) -> Status:
-    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), NAME)
-
-
-def _error(message: str) -> Status:
-    return Status(Code.ERROR, (message,), NAME)
-
-
-_CANNOT_ALLOCATE = _unresolvable(MSG_CANNOT_ALLOCATE)
-
-
-class _ClaimProblem(Exception):
-    """A claim of the pod cannot be used now (the status's message)."""
+_CANNOT_ALLOCATE = unresolvable(MSG_CANNOT_ALLOCATE)
 
 
 # ------------------------------------------------------------ node selectors
@@ -175,30 +172,6 @@ def normalize_scores(scores) -> np.ndarray:
     return s * 100 // top
 
 
-# ------------------------------------------------------------ cycle state
-@dataclass
-class _Cycle:
-    """What PreFilter found for one pod (upstream's stateData)."""
-
-    claims: list                        # ClaimEntry per resolved pod claim, pod order
-    pins: list                          # allocation node selector per claim (None: any)
-    pending: list                       # indexes of claims to allocate
-    allocator: object = None
-    allocator_error: str | None = None
-    version: int = -1                   # ClaimState.version the allocator saw
-    unavailable: set = field(default_factory=set)
-    statuses: dict = field(default_factory=dict)   # node row -> rejection Status
-    results: dict = field(default_factory=dict)    # node row -> [AllocationResult]
-    failed_binding: set = field(default_factory=set)  # claims failed / timed out
-    spec_key: tuple | None = None
-    # DRA extended resources: the pod's DRA-served requests, and per set of
-    # them a node lacks, the cycle that also allocates the claim made for
-    # them (``created``: that claim's entry, not in the store before PreBind)
-    extended: list = field(default_factory=list)
-    by_lack: dict = field(default_factory=dict)
-    created: object = None
-
-
 class DynamicResources(Plugin):
     """The DynamicResources plugin (see the module doc)."""
 
@@ -229,12 +202,10 @@ class DynamicResources(Plugin):
         # extended-resource requests that DeviceClasses serve
         self.extended_resources = False
         self._scheduler = None
-        self._cycles: dict[str, _Cycle] = {}
-        self._fits: dict = {}           # spec key -> (columns tag, version, [rows] bool)
-        # compiled runs: per kind of claims [CountedClaims | None, free per
-        # row, ClaimState.version of it]; the run being placed
-        self._counted: dict = {}
-        self._run_plan = None
+        self._cycles: dict[str, Cycle] = {}
+        # which nodes can allocate a cycle's pending claims (``dra_fits``)
+        self._claim_fits = ClaimFits(lambda: self.features)
+        self._run_plan = None           # the compiled run being placed
 
     def _now_ns(self) -> int:
         """The clock PreBind stamps allocations with: ``now_ns`` when set,
@@ -292,14 +263,14 @@ class DynamicResources(Plugin):
                 or dra_runs.template_signature(pod) is None):
             return None
         state = ctx.state
-        store = self._claims(state)
-        self._ensure_allocator(store, cyc)
+        store = claims_of(state)
+        self._claim_fits.ensure_allocator(store, cyc)
         if cyc.allocator is None:
             return None
-        counted = self._counted_for(cyc, store)
+        counted = self._claim_fits.counted_for(cyc, store)
         if counted is None:
             return None
-        free = self._free_counts(cyc, counted, store, state)
+        free = self._claim_fits.free_counts(cyc, counted, store, state)
         if free is None:
             return None
         room = free // counted.need
@@ -310,68 +281,12 @@ class DynamicResources(Plugin):
         # the run's first answer must be the Filter's (a safety net: the
         # counted form holds for these claims, module doc of dra_runs)
         rows = state.valid_rows()
-        fits = self._pending_fits(cyc, store, state, rows, keep=True)
+        fits = self._claim_fits.pending_fits(cyc, store, state, rows, keep=True)
         if not np.array_equal(fits, room[rows] > 0):
             return None
         self._run_plan = dra_runs.RunPlan(pod.key, counted,
                                           [e.record for e in cyc.claims], total)
         return [dra_runs.room_rule(self.reason_bits, state, room)]
-
-    def _counted_for(self, cyc: _Cycle, store: ClaimState):
-        """The ``CountedClaims`` of the cycle's kind of claims (kept per
-        kind while the devices' columns stay), or None."""
-        key = (self._spec_key(cyc), store.columns_tag(self.features))
-        got = self._counted.get(key)
-        if got is None:
-            if len(self._counted) > 64:
-                self._counted.clear()
-            got = self._counted[key] = [CountedClaims.of(cyc.allocator), None, -1]
-        counted = got[0]
-        if counted is not None:
-            # the kind's allocator is kept; it reads the live devices in use
-            counted.allocator.in_use_rows = cyc.allocator.in_use_rows
-        return counted
-
-    def _free_counts(self, cyc: _Cycle, counted, store: ClaimState, state):
-        """[n_rows] free matching devices per node, refreshed on the nodes
-        touched since the kind's last count."""
-        key = (self._spec_key(cyc), store.columns_tag(self.features))
-        got = self._counted[key]
-        free, version = got[1], got[2]
-        touched = store.touched_since(version) if free is not None else None
-        if touched is None or free.shape[0] != state.n_rows:
-            rows = state.valid_rows()
-            nodes = self._node_list(state)
-            free = counted.free_counts(nodes, rows, state.n_rows)
-            if free is None:
-                return None
-        else:
-            for r in touched:
-                node = state.nodes[r]
-                n = counted.free_on(node) if node is not None else 0
-                if n is None:
-                    return None
-                free[r] = n
-        got[1], got[2] = free, store.version
-        return free.copy()
-
-    def _allocate_on(self, cyc: _Cycle, store: ClaimState, node):
-        """``cyc.allocator.allocate(node)``, taken by count for counted
-        claims (``CountedClaims``: the same answer without a search)."""
-        counted = self._counted_for(cyc, store)
-        if counted is not None and not counted.allocator.view(node).any_invalid:
-            return counted.allocate(node)
-        return cyc.allocator.allocate(node)
-
-    @staticmethod
-    def _node_list(state) -> list:
-        """The node records of the valid rows, in row order (one list per
-        structure, so the allocator recognizes it)."""
-        cache = state.memo("dra_node_list", state.structure_tag())
-        got = cache.get("nodes")
-        if got is None:
-            got = cache["nodes"] = [state.nodes[r] for r in state.valid_rows().tolist()]
-        return got
 
     def run_prefix(self, ctx, pods) -> int:
         """How many of ``pods`` (a run, ``ctx.pod`` first, after
@@ -384,18 +299,18 @@ class DynamicResources(Plugin):
             return 0
         if len(pods) < MIN_RUN:
             return 0
-        store = self._claims(ctx.state)
+        store = claims_of(ctx.state)
         # the run places at most the room it has: only those pods are read
         upto = min(len(pods), plan.room)
         for i in range(1, upto):
             pod = pods[i]
             # what the pod's own PreFilter does first (a pod that never went
             # through the queue's PreEnqueue, e.g. capacity's replicas)
-            if store.controller and self._generate(store, pod) is not None:
+            if store.controller and generate(store, pod) is not None:
                 return i
             try:
-                entries = self._resolve(store, pod)
-            except _ClaimProblem:
+                entries = resolve(store, pod)
+            except ClaimProblem:
                 return i
             if not dra_runs.claims_like(entries, plan.records) or any(
                     store.claim_has_pending_allocation(e.key) for e in entries):
@@ -412,12 +327,12 @@ class DynamicResources(Plugin):
         plan = self._run_plan
         self._run_plan = None
         state = ctx.state
-        store = self._claims(state)
+        store = claims_of(state)
         now = self._now_ns()
         nodes = state.nodes
         for pod, row in zip(pods, np.asarray(rows).tolist()):
             self._cycles.pop(pod.key, None)
-            entries = self._resolve(store, pod)
+            entries = resolve(store, pod)
             got = plan.counted.allocate(nodes[row])
             if got is None:
                 raise StateError(f"Pod {pod.key}: the run placed it on node {nodes[row].name} "
@@ -425,63 +340,6 @@ class DynamicResources(Plugin):
             for e, alloc in zip(entries, got):
                 store.commit(e.key, alloc, now)
                 store.reserve(e.key, pod)
-
-    # ------------------------------------------------------------ claims
-    def _claims(self, state):
-        got = ClaimState.attached(state)
-        if got is None:
-            got = ClaimState.of(state)
-        return got
-
-    def _resolve(self, store: ClaimState, pod) -> list:
-        """The pod's claims in pod order (claims not needed are left out);
-        _ClaimProblem when one cannot be used."""
-        statuses = None
-        out = []
-        for pc in pod.resource_claims:
-            must_own = False
-            if pc.claim_name:
-                name = pc.claim_name
-            else:
-                if statuses is None:
-                    ctx = ObjectContext(f"Pod {pod.key}")
-                    try:
-                        statuses = claim_statuses(ctx, (pod.obj or {}).get("status") or {})
-                    except TensorschedError as exc:
-                        raise _ClaimProblem(str(exc)) from None
-                if pc.name in statuses:
-                    name = statuses[pc.name]
-                    if not name:
-                        continue        # nothing was generated for it: not needed
-                elif (pod.key, pc.name) in store.generated:
-                    name = store.generated[(pod.key, pc.name)]
-                else:
-                    raise _ClaimProblem(f'pod "{pod.key}": ResourceClaim not created yet')
-                must_own = True
-            entry = store.get(pod.namespace, name)
-            if entry is None:
-                raise _ClaimProblem(f'resourceclaim.resource.k8s.io "{name}" not found')
-            if entry.record.deleting:
-                raise _ClaimProblem(f'resourceclaim "{name}" is being deleted')
-            if must_own and (entry.owner is None or entry.owner[0] != pod.name
-                             or (entry.owner[1] and pod.uid and entry.owner[1] != pod.uid)):
-                raise _ClaimProblem(f"ResourceClaim {entry.key} was not created for Pod "
-                                    f"{pod.key} (Pod is not owner)")
-            out.append(entry)
-        return out
-
-    def _generate(self, store: ClaimState, pod) -> Status | None:
-        """The simulated resourceclaim controller: template claims of the
-        pod not generated yet are made now."""
-        statuses = ((pod.obj or {}).get("status") or {}).get("resourceClaimStatuses") or []
-        named = {s.get("name") for s in statuses if isinstance(s, dict)}
-        for pc in pod.resource_claims:
-            if pc.template_name and pc.name not in named:
-                try:
-                    store.generate(pod, pc)
-                except StateError as exc:
-                    return _unresolvable(str(exc))
-        return None
 
     # ------------------------------------------------------------ PreEnqueue
     def set_handle(self, scheduler) -> None:
@@ -500,15 +358,15 @@ class DynamicResources(Plugin):
             state = self._scheduler.cluster.state
         if state is None:
             return Status.OK        # no cluster known yet: PreFilter checks again
-        store = self._claims(state)
+        store = claims_of(state)
         if store.controller:
-            st = self._generate(store, pod)
+            st = generate(store, pod)
             if st is not None:
                 return st
         try:
-            self._resolve(store, pod)
-        except _ClaimProblem as exc:
-            return _unresolvable(str(exc))
+            resolve(store, pod)
+        except ClaimProblem as exc:
+            return unresolvable(str(exc))
         return Status.OK
 
     # ------------------------------------------------------------ PreFilter
@@ -517,17 +375,17 @@ class DynamicResources(Plugin):
         self._cycles.pop(pod.key, None)
         if not self._may_need(pod):
             return SKIP, None
-        store = self._claims(ctx.state)
+        store = claims_of(ctx.state)
         extended = (ext.extended_requests(pod, ext.resource_classes(store.classes))
                     if self.extended_resources else [])
         if store.controller and pod.resource_claims:
-            st = self._generate(store, pod)
+            st = generate(store, pod)
             if st is not None:
                 return st, None
         try:
-            claims = self._resolve(store, pod)
-        except _ClaimProblem as exc:
-            return _unresolvable(str(exc)), None
+            claims = resolve(store, pod)
+        except ClaimProblem as exc:
+            return unresolvable(str(exc)), None
         if not claims and not extended:
             return SKIP, None
         pins, pending = [], []
@@ -535,18 +393,18 @@ class DynamicResources(Plugin):
             reserved_here = any(consumer_matches(r, pod.name, pod.uid) for r in e.reserved_for)
             if e.allocation is not None:
                 if len(e.reserved_for) >= RESERVED_FOR_MAX and not reserved_here:
-                    return _unresolvable("resourceclaim in use"), None
+                    return unresolvable("resourceclaim in use"), None
                 pins.append(e.allocation.node_selector)
                 continue
             pins.append(None)
             pending.append(i)
             if store.claim_has_pending_allocation(e.key):
-                return _unresolvable(f"resource claim {e.key} is in the process of being "
+                return unresolvable(f"resource claim {e.key} is in the process of being "
                                      "allocated"), None
-            st = self._check_requests(store, e)
+            st = check_requests(store, e, self.features)
             if st is not None:
                 return st, None
-        cyc = _Cycle(claims, pins, pending, extended=extended)
+        cyc = Cycle(claims, pins, pending, extended=extended)
         self._check_binding(cyc)
         cycles = self._cycles
         cycles[pod.key] = cyc
@@ -557,56 +415,7 @@ class DynamicResources(Plugin):
                 del cycles[key]
         return Status.OK, None
 
-    def _check_requests(self, store: ClaimState, e) -> Status | None:
-        for req in e.record.requests:
-            if not req.first_available:
-                cls = req.exactly.device_class_name if req.exactly is not None else ""
-                st = self._check_class(store, cls, req.name)
-            elif not self.features.prioritized_list:
-                st = _unresolvable(f"resource claim {e.key}, request {req.name}: has "
-                                   "subrequests, but the DRAPrioritizedList feature is disabled")
-            else:
-                st = None
-                for sub in req.first_available:
-                    st = self._check_class(store, sub.device_class_name,
-                                           f"{req.name}/{sub.name}")
-                    if st is not None:
-                        break
-            if st is not None:
-                return st
-        return None
-
-    @staticmethod
-    def _check_class(store: ClaimState, cls: str, request: str) -> Status | None:
-        if not cls:
-            return _error(f"request {request}: unsupported request type")
-        if cls not in store.classes:
-            return _unresolvable(f"request {request}: device class {cls} does not exist")
-        return None
-
-    def _ensure_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
-        """The pod's allocator, built on first need and again whenever the
-        devices in use changed since."""
-        if cyc.version != store.version or (cyc.allocator is None
-                                            and cyc.allocator_error is None):
-            self._build_allocator(store, cyc)
-            cyc.results.clear()
-
-    def _build_allocator(self, store: ClaimState, cyc: _Cycle) -> None:
-        cyc.version = store.version
-        cyc.allocator = None
-        cyc.allocator_error = None
-        try:
-            cyc.allocator = Allocator(
-                [cyc.claims[i].record for i in cyc.pending], classes=store.classes,
-                devices=store.columns(), allocated=store.allocated_state(),
-                in_use_rows=store.in_use_rows(), features=self.features)
-        except AllocationError as exc:
-            # found before any node is tried; upstream's allocator reports
-            # it from Allocate, so Filter answers it as an Error
-            cyc.allocator_error = str(exc)
-
-    def _check_binding(self, cyc: _Cycle) -> None:
+    def _check_binding(self, cyc: Cycle) -> None:
         """Allocated claims whose devices' binding failed or timed out
         (DRADeviceBindingConditions): no node is available to them."""
         timeout_ns = int(self.args.binding_timeout_s * 1e9)
@@ -640,20 +449,20 @@ class DynamicResources(Plugin):
         statuses = cyc.statuses
         if cyc.failed_binding:
             cyc.unavailable.update(cyc.failed_binding)
-            st = _unresolvable(MSG_NOT_AVAILABLE)
+            st = unresolvable(MSG_NOT_AVAILABLE)
             for r in rows.tolist():
                 statuses[r] = st
             return np.zeros(rows.shape[0], np.bool_)
         pinned = [(i, sel) for i, sel in enumerate(cyc.pins) if sel is not None]
         if pinned:
-            st = _unresolvable(MSG_NOT_AVAILABLE)
+            st = unresolvable(MSG_NOT_AVAILABLE)
             for j, r in enumerate(rows.tolist()):
                 bad = [i for i, sel in pinned if not selector_allows(sel, nodes[r])]
                 if bad:
                     cyc.unavailable.update(bad)
                     ok[j] = False
                     statuses[r] = st
-        store = self._claims(state)
+        store = claims_of(state)
         if cyc.extended:
             # nodes grouped by the extended resources they lack: each group
             # allocates the pod's claims plus a claim made for those
@@ -661,13 +470,13 @@ class DynamicResources(Plugin):
             for j, r in enumerate(rows.tolist()):
                 groups.setdefault(ext.lacking(nodes[r], cyc.extended), []).append(j)
             for lack, js in groups.items():
-                sub = self._cycle_of(cyc, ctx.pod, lack)
+                sub = cycle_of(cyc, ctx.pod, lack)
                 if sub.pending:
                     idx = np.asarray(js, np.int64)
-                    ok[idx] &= self._pending_fits(sub, store, state, rows[idx],
+                    ok[idx] &= self._claim_fits.pending_fits(sub, store, state, rows[idx],
                                                   keep=not lack)
         elif cyc.pending:
-            ok &= self._pending_fits(cyc, store, state, rows, keep=True)
+            ok &= self._claim_fits.pending_fits(cyc, store, state, rows, keep=True)
         return ok
 
     def fused_exemptions(self, ctx, rows) -> np.ndarray | None:
@@ -699,131 +508,6 @@ class DynamicResources(Plugin):
             out[j] = sum(b for name, b in bits.items() if name not in alloc)
         return out
 
-    def _pending_fits(self, cyc: _Cycle, store: ClaimState, state, rows,
-                      keep: bool) -> np.ndarray:
-        """[M] bool: the cycle's pending claims can be allocated on the
-        rows (``keep``: the answer may be kept per kind of claims)."""
-        fits = self._cached_fits(cyc, store, state, rows) if keep else None
-        if fits is None:
-            self._ensure_allocator(store, cyc)
-            if cyc.allocator_error is not None:
-                st = _error(cyc.allocator_error)
-                for r in rows.tolist():
-                    cyc.statuses.setdefault(r, st)
-                return np.zeros(rows.shape[0], np.bool_)
-            fits = self._feasible(cyc, state, rows)
-            if keep:
-                self._remember_fits(cyc, store, state, rows, fits)
-        # a rejected row without a status of its own could not allocate
-        # the claims (``_status_of``'s default): nothing to record per row
-        return fits
-
-    def _cycle_of(self, cyc: _Cycle, pod, lack: tuple) -> _Cycle:
-        """The cycle for nodes lacking the extended requests ``lack``
-        (indexes into ``cyc.extended``): ``cyc`` itself when none, else
-        one that also allocates the claim made for them.  Statuses and
-        unavailable claims are shared with ``cyc``."""
-        if not lack:
-            return cyc
-        sub = cyc.by_lack.get(lack)
-        if sub is None:
-            rec = ext.claim_record(pod, [cyc.extended[k] for k in lack])
-            entry = ClaimEntry(rec, owner=(pod.name, pod.uid), generated=True)
-            n = len(cyc.claims)
-            sub = _Cycle(cyc.claims + [entry], cyc.pins + [None], cyc.pending + [n],
-                         unavailable=cyc.unavailable, statuses=cyc.statuses,
-                         failed_binding=cyc.failed_binding, created=entry)
-            cyc.by_lack[lack] = sub
-        return sub
-
-    def _cycle_at(self, cyc: _Cycle, pod, node) -> _Cycle:
-        """The cycle that answers for ``node``."""
-        if not cyc.extended:
-            return cyc
-        return self._cycle_of(cyc, pod, ext.lacking(node, cyc.extended))
-
-    # Feasibility per kind of claims: pods whose pending claims have equal
-    # specs (one template's pods) get equal answers from the allocator, and
-    # an allocation or release changes the answer only on the nodes whose
-    # devices it touched (``ClaimState.touched_since``); those alone are
-    # asked again.
-    @staticmethod
-    def _spec_key(cyc: _Cycle) -> tuple:
-        key = cyc.spec_key
-        if key is None:
-            key = cyc.spec_key = tuple(
-                (cyc.claims[i].record.namespace,
-                 sign_value((cyc.claims[i].record.obj or {}).get("spec")))
-                for i in cyc.pending)
-        return key
-
-    def _cached_fits(self, cyc: _Cycle, store: ClaimState, state, rows) -> np.ndarray | None:
-        got = self._fits.get(self._spec_key(cyc))
-        if got is None or got[0] != store.columns_tag(self.features):
-            return None
-        touched = store.touched_since(got[1])
-        if touched is None:
-            return None
-        fits = got[2]
-        if touched:
-            self._ensure_allocator(store, cyc)
-            if cyc.allocator_error is not None:
-                return None
-            redo = np.array(sorted(touched), np.int64)
-            counted = self._counted_for(cyc, store)
-            try:
-                if counted is not None:
-                    # counted claims: a count of free matching devices per node
-                    for r in redo.tolist():
-                        free = counted.free_on(state.nodes[r])
-                        if free is None:
-                            return None
-                        fits[r] = free >= counted.need
-                else:
-                    fits[redo] = np.asarray(cyc.allocator.feasible(
-                        [state.nodes[r] for r in redo.tolist()]), np.bool_)
-            except AllocationError:
-                return None
-            self._fits[self._spec_key(cyc)] = (got[0], store.version, fits)
-        return fits[rows]
-
-    def _remember_fits(self, cyc: _Cycle, store: ClaimState, state, rows, fits) -> None:
-        if any(st.code == Code.ERROR for st in cyc.statuses.values()):
-            return
-        if rows.shape[0] != state.num_nodes:
-            return              # a partial answer (victim search): not kept
-        full = np.zeros(max(state.n_rows, 1), np.bool_)
-        full[rows] = fits
-        if len(self._fits) > 64:
-            self._fits.clear()
-        self._fits[self._spec_key(cyc)] = (store.columns_tag(self.features), store.version, full)
-
-    def _feasible(self, cyc: _Cycle, state, rows: np.ndarray) -> np.ndarray:
-        """Allocator.feasible over the rows; on an allocator error, the nodes
-        one by one in order, up to the first that fails (its Error status;
-        upstream's attempt ends there, so the rest are failed with it)."""
-        nodes = [state.nodes[r] for r in rows.tolist()]
-        try:
-            return np.asarray(cyc.allocator.feasible(nodes), np.bool_)
-        except AllocationError:
-            pass
-        out = np.zeros(rows.shape[0], np.bool_)
-        for j, node in enumerate(nodes):
-            try:
-                got = cyc.allocator.allocate(node)
-            except AllocationError as exc:
-                if exc.scope == "node":         # this node's pools are invalid
-                    cyc.statuses[int(rows[j])] = _unresolvable(str(exc))
-                    continue
-                st = _error(str(exc))
-                for r in rows[j:].tolist():
-                    cyc.statuses.setdefault(int(r), st)
-                break
-            if got is not None:
-                out[j] = True
-                cyc.results[int(rows[j])] = got
-        return out
-
     def unresolvable(self, ctx, rows) -> np.ndarray:
         """[M] bool: preemption cannot help on these rows (DefaultPreemption
         asks).  A node short of devices can be helped when ``preemption``
@@ -851,7 +535,7 @@ class DynamicResources(Plugin):
         cyc = self._cycles.get(ctx.pod.key)
         if st.reasons != (MSG_CANNOT_ALLOCATE,) or cyc is None or not cyc.pending:
             return st
-        self._ensure_allocator(self._claims(ctx.state), cyc)
+        self._claim_fits.ensure_allocator(claims_of(ctx.state), cyc)
         if cyc.allocator is None:
             return st
         try:
@@ -912,7 +596,7 @@ class DynamicResources(Plugin):
         if cyc is None or not cyc.claims:
             return PreemptionResult(None, status=Status(
                 Code.UNSCHEDULABLE, ("no new claims to deallocate",), NAME))
-        store = self._claims(ctx.state)
+        store = claims_of(ctx.state)
         # upstream picks one at random among the unavailable claims; the
         # lowest index here, so that every run agrees
         for i in sorted(cyc.unavailable):
@@ -943,7 +627,7 @@ class DynamicResources(Plugin):
         cyc = self._cycles.get(ctx.pod.key)
         if cyc is None or not cyc.pending:
             return out
-        self._ensure_allocator(self._claims(ctx.state), cyc)
+        self._claim_fits.ensure_allocator(claims_of(ctx.state), cyc)
         if cyc.allocator is None:
             return out
         claims = [cyc.claims[i].record for i in cyc.pending]
@@ -953,11 +637,11 @@ class DynamicResources(Plugin):
                 out[j] = compute_score(claims, got)
         return out
 
-    def _node_results(self, cyc: _Cycle, state, row: int):
+    def _node_results(self, cyc: Cycle, state, row: int):
         got = cyc.results.get(row)
         if got is None:
             try:
-                got = self._allocate_on(cyc, self._claims(state), state.nodes[row])
+                got = self._claim_fits.allocate_on(cyc, claims_of(state), state.nodes[row])
             except AllocationError:
                 got = None
             if got is not None:
@@ -971,23 +655,23 @@ class DynamicResources(Plugin):
         if cyc is None or not (cyc.pending or cyc.extended):
             return Status.OK
         state = ctx.state
-        store = self._claims(state)
+        store = claims_of(state)
         row = state.node_rows.get(node_name)
         if row is not None and cyc.extended:
-            cyc = self._cycle_at(cyc, pod, state.nodes[row])
+            cyc = cycle_at(cyc, pod, state.nodes[row])
             # from here on the pod's claims are those of the node's cycle
             self._cycles[pod.key] = cyc
             if not cyc.pending:
                 return Status.OK
-        self._ensure_allocator(store, cyc)
+        self._claim_fits.ensure_allocator(store, cyc)
         if row is None or cyc.allocator is None:
-            return _error("claim allocation not found for node")
+            return error("claim allocation not found for node")
         got = self._node_results(cyc, state, row)
         if got is None or len(got) != len(cyc.pending):
-            return _error("claim allocation not found for node")
+            return error("claim allocation not found for node")
         for i, alloc in zip(cyc.pending, got):
             store.hold_in_flight(cyc.claims[i].key, alloc)
-        cyc.version = store.version
+        cyc.version = store.in_use.version
         cyc.results = {row: got}
         return Status.OK
 
@@ -996,7 +680,7 @@ class DynamicResources(Plugin):
         cyc = self._cycles.pop(pod.key, None)
         if cyc is None:
             return
-        store = self._claims(ctx.state)
+        store = claims_of(ctx.state)
         if cyc.created is not None and store.claims.get(cyc.created.key) is cyc.created:
             store.delete(cyc.created.key)       # the claim made for the pod goes
         for e in cyc.claims:
@@ -1011,12 +695,12 @@ class DynamicResources(Plugin):
         cyc = self._cycles.get(pod.key)
         if cyc is None:
             return Status.OK
-        store = self._claims(ctx.state)
+        store = claims_of(ctx.state)
         if cyc.created is not None and cyc.created.key not in store.claims:
             try:
                 store.create(cyc.created)   # the claim made for extended resources
             except StateError as exc:
-                return _error(str(exc))
+                return error(str(exc))
         now = self._now_ns()
         since = None            # the oldest allocation still waiting
         for e in cyc.claims:
@@ -1030,7 +714,7 @@ class DynamicResources(Plugin):
                 for r in a.results:
                     have = e.conditions.get((r.driver, r.pool, r.device), set())
                     if any(c in have for c in r.binding_failure_conditions):
-                        return _error(f"claim {e.key} binding failed")
+                        return error(f"claim {e.key} binding failed")
                     if not all(c in have for c in r.binding_conditions):
                         stamp = e.allocated_ns if e.allocated_ns is not None else now
                         since = stamp if since is None else min(since, stamp)
@@ -1041,7 +725,7 @@ class DynamicResources(Plugin):
             timeout_ns = int(self.args.binding_timeout_s * 1e9)
             left = since + timeout_ns - now
             if left <= 0:
-                return _error("device binding timeout")
+                return error("device binding timeout")
             return (Status(Code.WAIT, (f"waiting for the binding conditions of devices on "
                                        f"node {node_name}",), NAME), left / 1e9)
         self._cycles.pop(pod.key, None)

@@ -43,6 +43,7 @@ from tensorsched.framework.runtime.cluster_events import (
     POD_DELETE,
     POD_UPDATE,
 )
+from tensorsched.framework.records.records import MemoKey
 from tensorsched.framework.runtime.plugin import (
     NORMALIZE_NONE,
     PROBE_AFFINITY,
@@ -50,6 +51,7 @@ from tensorsched.framework.runtime.plugin import (
     sign_value,
 )
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.domain_counts import (
     node_domains,
     node_domains_p1,
@@ -74,9 +76,13 @@ def _has_labels(state, rows):
     return (lv[:, keep] >= 0).any(axis=1)
 
 
+LABELLED_BY_ROW = StateKey("labelled_by_row", __name__,
+                           "'rows' -> [n_rows] bool live node with some label")
+
+
 def _labelled_by_row(state) -> np.ndarray:
     """[n_rows] bool: live node with some label (memoized per structure)."""
-    cache = state.memo("labelled_by_row", state.structure_tag())
+    cache = state.derived.memo(LABELLED_BY_ROW, state.structure_tag())
     got = cache.get("rows")
     if got is None:
         got = np.zeros(state.n_rows, bool)
@@ -86,10 +92,14 @@ def _labelled_by_row(state) -> np.ndarray:
     return got
 
 
+LABELLED_DOMAINS = StateKey("labelled_domains", __name__,
+                            "key column k -> node_domains where the node has some label")
+
+
 def _labelled_domains(state, k) -> np.ndarray:
     """``node_domains`` of key column k where the node has some label, -1
     elsewhere (memoized per structure, read-only)."""
-    cache = state.memo("labelled_domains", state.structure_tag())
+    cache = state.derived.memo(LABELLED_DOMAINS, state.structure_tag())
     got = cache.get(k)
     if got is None:
         got = np.where(_labelled_by_row(state), node_domains(state, k), -1)
@@ -475,10 +485,14 @@ def _ns_labels(state):
     return getattr(state, "namespace_labels", None)
 
 
+NS_TAG = StateKey("ipa_ns_tag", __name__,
+                  "'tag' -> hashable stand-in for the namespace labels")
+
+
 def _ns_tag(state):
     """A hashable stand-in for the state's namespace labels (memoized)."""
     table = _ns_labels(state) or {}
-    cache = state.memo("ipa_ns_tag", (id(table), len(table)))
+    cache = state.derived.memo(NS_TAG, (id(table), len(table)))
     got = cache.get("tag")
     if got is None:
         got = cache["tag"] = tuple(sorted((ns, tuple(sorted(labels.items())))
@@ -486,10 +500,14 @@ def _ns_tag(state):
     return got
 
 
+MATCHES = MemoKey("ipa_matches", __name__,
+                  "term or selector key -> whether the pod matches it")
+
+
 def _record_matches(rec, key, fn) -> bool:
     """``fn(rec)`` memoized on the record under ``key`` (a term or the
     all-terms key: a record's namespace and labels do not change)."""
-    memo = rec.memo.setdefault("ipa_matches", {})
+    memo = rec.memo.setdefault(MATCHES, {})
     got = memo.get(key)
     if got is None:
         got = memo[key] = bool(fn(rec))

@@ -39,6 +39,7 @@ from tensorsched.framework.parsing.volumes import (
 )
 from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_DELETE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.volume_counts import volume_ids
 from tensorsched.kernels import layout as L
 
@@ -75,11 +76,15 @@ def check_own_claims(cat, pod) -> None:
             raise _Fail(Status(Code.ERROR, (not_owner_message(pod.namespace, v.claim, pod),)))
 
 
+CSI_LIMITS = StateKey("volumes.csi_limits", __name__,
+                      "None and drivers -> CSINode presence and per-driver limits per node")
+
+
 def limit_columns(state, cat, drivers: tuple) -> tuple[np.ndarray, dict, dict]:
     """([n_rows] bool: the node has a CSINode; {driver: [n_rows] int64
     allocatable count, -1 no limit}; {driver: some node limits it}), kept
     while the nodes and the catalog's CSINodes stay."""
-    memo = state.memo("volumes.csi_limits", (state.structure_tag(), id(cat.csi_nodes)))
+    memo = state.derived.memo(CSI_LIMITS, (state.structure_tag(), id(cat.csi_nodes)))
     has = memo.get(None)
     if has is None:
         has = memo[None] = np.zeros(max(state.n_rows, 1), np.bool_)
@@ -158,10 +163,14 @@ class NodeVolumeLimits(VolumeFilter):
         return out, statuses
 
 
+CSI_ANY_LIMIT = StateKey("volumes.csi_any_limit", __name__,
+                         "None -> whether some CSINode limits some driver")
+
+
 def _any_limit(state, cat) -> bool:
     """Some CSINode gives some driver an ``allocatable.count`` (kept while
     the catalog's CSINodes stay)."""
-    memo = state.memo("volumes.csi_any_limit", id(cat.csi_nodes))
+    memo = state.derived.memo(CSI_ANY_LIMIT, id(cat.csi_nodes))
     got = memo.get(None)
     if got is None:
         got = memo[None] = any(v is not None for csi in cat.csi_nodes.values()

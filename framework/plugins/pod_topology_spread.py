@@ -56,6 +56,7 @@ from tensorsched.framework.runtime.cluster_events import (
     POD_DELETE,
     POD_UPDATE,
 )
+from tensorsched.framework.records.records import MemoKey
 from tensorsched.framework.runtime.plugin import (
     NORMALIZE_NONE,
     PROBE_SPREAD,
@@ -63,6 +64,7 @@ from tensorsched.framework.runtime.plugin import (
     sign_value,
 )
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.domain_counts import (
     node_domains,
     node_domains_p1,
@@ -91,10 +93,14 @@ class Constraint:
     honor_taints: bool
 
 
+SPREAD_CONSTRAINTS = MemoKey("spread_constraints", __name__,
+                             "the pod's constraints with matchLabelKeys merged, by args")
+
+
 def pod_constraints(pod, action: str) -> tuple:
     """The pod's constraints for ``action`` (DoNotSchedule / ScheduleAnyway),
     with matchLabelKeys merged into the selector (memoized on the record)."""
-    cache = pod.memo.setdefault("spread_constraints", {})
+    cache = pod.memo.setdefault(SPREAD_CONSTRAINTS, {})
     got = cache.get(action)
     if got is None:
         out = []
@@ -116,11 +122,15 @@ def pod_constraints(pod, action: str) -> tuple:
     return got
 
 
+SPREAD_POLICY_MASKS = StateKey("spread_policy_masks", __name__,
+                               "(pod signature, node set) -> policy masks (``node_policy_masks``)")
+
+
 def node_policy_masks(state, pod, rows):
     """([N] node affinity matches, [N] all NoSchedule/NoExecute taints
     tolerated) over ``rows``, memoized per pod shape and node set."""
     key = (pod_signature(pod), state.epoch, state.layout_version, state.n_rows)
-    cache = state.memo("spread_policy_masks")
+    cache = state.derived.memo(SPREAD_POLICY_MASKS)
     got = cache.get(key)
     if got is None:
         if len(cache) > 64:
@@ -138,6 +148,10 @@ def _count_key(pod, c: Constraint):
     sel = c.selector
     return ("spread", ns, sel), (
         lambda r: not r.deleting and r.namespace == ns and selector_matches(sel, r.labels))
+
+
+SPREAD_ELIGIBLE_DOMS = StateKey("spread_eligible_doms", __name__,
+                                "constraints and policy -> eligible domains per key")
 
 
 class PodTopologySpread(Plugin):
@@ -236,7 +250,7 @@ class PodTopologySpread(Plugin):
         key = (state.structure_tag(), tuple((c.key, c.honor_affinity, c.honor_taints)
                                            for c in cons),
                pod_signature(pod) if honor else None, require_all)
-        cache = state.memo("spread_eligible_doms")
+        cache = state.derived.memo(SPREAD_ELIGIBLE_DOMS)
         got = cache.get(key)
         if got is None:
             if len(cache) > 64:

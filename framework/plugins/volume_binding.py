@@ -45,6 +45,7 @@ from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, 
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.parsing.selectors import compile_selector, selector_matches
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.volumes import (
     program_rows,
     terms_mask,
@@ -136,6 +137,14 @@ class ClaimPlan:
         if self.everywhere:
             return int(row)
         return int(np.flatnonzero(self.rows == row)[0])
+
+
+BINDING_CODES = StateKey("volumes.binding_codes", __name__,
+                         "ids of the provision outcomes -> the delayed claims' codes per node")
+
+
+PROVISION = StateKey("volumes.provision", __name__,
+                     "storage class (and size) -> provisioning outcome per node")
 
 
 class VolumeBinding(VolumeFilter):
@@ -245,7 +254,7 @@ class VolumeBinding(VolumeFilter):
             return None
         claims = sorted(delayed, key=lambda c: c.request)
         outcomes = [self._provision_outcome(state, cat, c) for c in claims]
-        memo = state.memo("volumes.binding_codes", (state.structure_tag(), id(cat)))
+        memo = state.derived.memo(BINDING_CODES, (state.structure_tag(), id(cat)))
         key = tuple(id(o[0]) for o in outcomes)     # the kept arrays name the answer
         got = memo.get(key)
         if got is None:
@@ -330,7 +339,7 @@ class VolumeBinding(VolumeFilter):
         None when capacity is not tracked), kept per class (and size, when
         tracked) while the nodes stay: classes, drivers and capacities do
         not change as pods are placed."""
-        memo = state.memo("volumes.provision", (state.structure_tag(), id(cat)))
+        memo = state.derived.memo(PROVISION, (state.structure_tag(), id(cat)))
         cls = cat.classes.get(claim.storage_class) if claim.storage_class else None
         driver = cat.csi_drivers.get(cls.provisioner) if cls is not None else None
         tracked = driver is not None and driver.storage_capacity and claim.request > 0

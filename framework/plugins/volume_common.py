@@ -26,8 +26,10 @@ from tensorsched.framework.parsing.volumes import (
     PodVolume,
     pod_volumes,
 )
+from tensorsched.framework.records.records import MemoKey
 from tensorsched.framework.runtime.plugin import Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
+from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.volumes import volume_catalog
 
 # kinds of in-tree disks VolumeRestrictions compares between pods
@@ -47,7 +49,8 @@ def uses_volumes(pod) -> bool:
     return got
 
 
-_USES_MEMO = "volumes.uses"
+_USES_MEMO = MemoKey("volumes.uses", __name__,
+                     "whether the pod has a volume a volume plugin reads (``uses_volumes``)")
 
 
 def claim_missing_message(name: str) -> str:
@@ -62,6 +65,10 @@ def not_owner_message(namespace: str, claim: str, pod) -> str:
 def owned_by(claim, pod) -> bool:
     """An ephemeral volume's claim must be controlled by the pod (its uid)."""
     return bool(claim.controller_uid) and claim.controller_uid == pod.uid
+
+
+KEPT_CODES = StateKey("volumes.kept", __name__,
+                      "a filter's key of values -> its codes over every node row")
 
 
 class VolumeFilter(Plugin):
@@ -173,8 +180,8 @@ class VolumeFilter(Plugin):
         answer was made from, trusted while they are the same objects) as
         long as the nodes stay; also sets the pod's mask (``node_mask``)."""
         state = ctx.state
-        memo = state.memo(f"volumes.kept.{self.name}",
-                          (state.structure_tag(), id(data["catalog"])))
+        memo = state.derived.memo(KEPT_CODES,
+                          (state.structure_tag(), id(data["catalog"])), part=self.name)
         got = memo.get(key)
         if got is None or len(got[3]) != len(owners) or any(
                 a is not b for a, b in zip(got[3], owners)):
@@ -226,9 +233,13 @@ class VolumeFilter(Plugin):
         raise NotImplementedError
 
 
+ZEROS = StateKey("volumes.zeros", __name__,
+                 "None -> [n_rows] int64 zeros (read-only)")
+
+
 def _zeros(state) -> np.ndarray:
     """[n_rows] int64 zeros shared while the node set stays (read-only)."""
-    memo = state.memo("volumes.zeros", state.structure_tag())
+    memo = state.derived.memo(ZEROS, state.structure_tag())
     got = memo.get(None)
     if got is None:
         got = memo[None] = np.zeros(max(state.n_rows, 1), np.int64)

@@ -557,7 +557,7 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
                           (_fail_message(state.num_nodes, counts),), plugin)
     if n == 0:
         return PreemptionResult(None, status=fail())
-    if not state.has_pod_below(pod_priority(pod)):
+    if not state.priorities.has_below(pod_priority(pod)):
         # No bound pod anywhere has a lower priority: every node the dry run
         # would visit has no victims (no table to sync for that).
         if dry_run_all:

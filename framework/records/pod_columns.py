@@ -1,7 +1,7 @@
 """Pods as columns: a pod class and the per-pod fields, records on request.
 
 Pods of one template are equal but for a few per-pod fields; their records
-share a ``memo`` (``records.PodRecord.memo``).  A pod *class* is what they
+share a ``pod_class`` (``records.PodClass``).  A pod *class* is what they
 share: every field but ``name``, ``uid``, ``creation_ns``, ``start_ns``,
 ``node_name``, ``phase``, ``deleting`` and ``obj`` (``key`` follows from the
 name), held as the first record of the class seen (its *prototype*; its
@@ -35,7 +35,7 @@ __all__ = ["EXTRA_FIELDS", "NO_EXTRAS", "PodColumns", "build_record", "extras_of
 EXTRA_FIELDS = ("uid", "start_ns", "node_name", "phase", "deleting")
 NO_EXTRAS = ("", None, "", "", False)
 extras_of = attrgetter(*EXTRA_FIELDS)
-_memo_of, _key_of, _obj_of = attrgetter("memo"), attrgetter("key"), attrgetter("obj")
+_class_of, _key_of, _obj_of = attrgetter("pod_class"), attrgetter("key"), attrgetter("obj")
 _creation_of = attrgetter("creation_ns")
 _first = itemgetter(0)
 _new = object.__new__
@@ -95,14 +95,14 @@ class PodColumns(Sequence):
                 f"records[{i}]", f"must be a PodRecord, got {shown(records[i])}")
         n = len(records)
         classes: list[PodRecord] = []
-        of_memo: dict[int, int] = {}
+        of_class: dict = {}             # PodClass -> class id
         ids: list[int] = []
-        for memo_id, stretch in groupby(zip(map(id, map(_memo_of, records)), records),
+        for pod_class, stretch in groupby(zip(map(_class_of, records), records),
                                         key=_first):
-            cid = of_memo.get(memo_id)
+            cid = of_class.get(pod_class)
             first = next(stretch)
             if cid is None:
-                cid = of_memo[memo_id] = len(classes)
+                cid = of_class[pod_class] = len(classes)
                 classes.append(first[1])
             ids.append(cid)
             ids.extend(repeat(cid, sum(1 for _ in stretch)))

@@ -11,6 +11,48 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True, eq=False)
+class MemoKey:
+    """The name of one value kept in a ``PodClass.memo``, declared once as
+    a module constant beside the code that derives it: ``owner`` is that
+    module (its ``__name__``), ``holds`` what the value is.  Keys compare
+    by identity; a key of several parts is a tuple that starts with one."""
+
+    name: str
+    owner: str
+    holds: str
+
+    def __repr__(self) -> str:
+        return f"MemoKey({self.name!r}, owner={self.owner})"
+
+
+class PodClass:
+    """What alike pods share: their records are equal but for the per-pod
+    fields, so whatever is derived from one pod's spec holds for all, and
+    a run or block of them is planned once.  Its identity is the class
+    (the queue, the bound-pod table and ``PodColumns`` key on it).
+
+    ``memo``: values derived from the spec, by ``MemoKey``."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self) -> None:
+        self.memo: dict = {}
+
+    def variant(self, key: tuple) -> PodClass:
+        """The class of these pods changed alike in one way (``key``: a
+        tuple starting with the ``MemoKey`` of the change, then its values),
+        made once and kept in this class's memo: copies changed alike
+        share a class again."""
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = PodClass()
+        return got
+
+    def __repr__(self) -> str:
+        return f"<PodClass {id(self):#x}: {len(self.memo)} memo entries>"
+
+
 @dataclass(frozen=True)
 class Taint:
     key: str
@@ -85,14 +127,13 @@ class PodRecord:
     # containers' resources.claims; () for most pods (records built without
     # it read the class default).
     resource_claims: tuple = ()
-    # Values derived from this record alone (its query signature, compiled
-    # affinity terms, spread constraints, ...), keyed by the deriving
-    # function; a copy (``dataclasses.replace``) starts empty.  Records that
-    # share a memo (pods of one template: ``pod_templates``, ``pod_tables``)
-    # are equal but for the per-pod fields (name, uid, creation_ns,
-    # start_ns, node_name, phase, deleting, obj); pods as columns are
-    # classed by it (``pod_columns``).
-    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # The pod's class (``PodClass``): records of one class (pods of one
+    # template: ``pod_templates``, ``pod_tables``) are equal but for the
+    # per-pod fields (name, uid, creation_ns, start_ns, node_name, phase,
+    # deleting, obj); pods as columns, runs and blocks are classed by it.
+    # A copy (``dataclasses.replace``) starts a class of its own.
+    pod_class: PodClass = field(default_factory=PodClass, init=False, repr=False,
+                                compare=False)
 
     # ``namespace/name``, the pod's identity everywhere in tensorsched: made
     # once (the queue, the state and the outcomes all read it per pod); the
@@ -101,6 +142,12 @@ class PodRecord:
 
     def __post_init__(self) -> None:
         self.key = f"{self.namespace}/{self.name}"
+
+    @property
+    def memo(self) -> dict:
+        """Values derived from the pod's spec alone, shared by its class
+        (``PodClass.memo``, by declared ``MemoKey``)."""
+        return self.pod_class.memo
 
 
 @dataclass

@@ -158,7 +158,7 @@ def _class_entry(fw, state, pod, placer, width: int, count: int,
         return None
     row = np.zeros(width, np.int64)
     row[:req.shape[0]] = req
-    return pod.memo, plan, row, nz, bool(plan.query.requests_anything), reasons
+    return pod.pod_class, plan, row, nz, bool(plan.query.requests_anything), reasons
 
 
 def _class_plan(fw, state, pod, placer, known: dict):
@@ -218,22 +218,22 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     known = held[1] if held is not None and held[0] == _state_key(state) else {}
     if len(known) > MAX_KINDS_KEPT:
         known = {}
-    classes: dict[int, int] = {}
+    classes: dict = {}          # PodClass -> class index in the block
     first, reqs, nzs, anything, static_rows = [], [], [], [], []
     cls = np.empty(min(len(pods), MAX_BLOCK), np.int64)
     scoring = None
     fit_ignored = np.zeros(width, np.bool_)
     count = 0
     for pod in pods[:MAX_BLOCK]:
-        memo = pod.memo
-        c = classes.get(id(memo))
+        pod_class = pod.pod_class
+        c = classes.get(pod_class)
         if c is None:
-            entry = known.get(id(memo))
-            if entry is None or entry[0] is not memo:
+            entry = known.get(pod_class)
+            if entry is None:
                 entry = _class_entry(fw, state, pod, placer, width, len(pods), known)
                 if entry is None:
                     break
-                known[id(memo)] = entry
+                known[pod_class] = entry
             plan = entry[1]
             if scoring is None:
                 scoring = tuple(plan.active_plugins)
@@ -241,7 +241,7 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
                 fit_ignored[:ign.shape[0]] = ign[:width]
             elif tuple(plan.active_plugins) != scoring:
                 break
-            c = classes[id(memo)] = len(first)
+            c = classes[pod_class] = len(first)
             first.append(pod)
             reqs.append(entry[2])
             nzs.append(entry[3])

@@ -18,6 +18,7 @@ import numpy as np
 from tensorsched.framework.config.kube_config import Profile
 from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
 from tensorsched.framework.records.records import PodRecord
+from tensorsched.framework.records.records import MemoKey, PodRecord
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.domain_counts import grouped_rows
 from tensorsched.framework.state.query import QueryCache, QueryOptions, pod_signature
@@ -153,6 +154,10 @@ class CyclePlan:
 _FRAMEWORK_NUMBERS = itertools.count()
 
 
+SIGNATURE = MemoKey("framework.signature", __name__,
+                    "with a framework's number: the pod's signature (``Framework.signature``)")
+
+
 class Framework:
     """One profile's plugins, ready to run cycles on one backend."""
 
@@ -212,7 +217,7 @@ class Framework:
         self._signable = len(signers) == len(deciding)
         # the pod memo key of this framework's signatures (a fresh number per
         # framework: ``id`` could be reused by a later one)
-        self._signature_key = ("framework.signature", next(_FRAMEWORK_NUMBERS))
+        self._signature_key = (SIGNATURE, next(_FRAMEWORK_NUMBERS))
         # Fused plugins sign () (the query signature covers them): skip them.
         self._signers = [p for p in signers if not isinstance(p, (FusedFilter, FusedScore))]
         self.run_safe = all(isinstance(p, RunSafePlugin) and p.run_safe

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.records.records import PodRecord
+from tensorsched.framework.records.records import MemoKey, PodRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,10 @@ def nominated_node_name(pod: PodRecord) -> str:
     return nominated_in(pod.obj)
 
 
+FAILURE_KEY = MemoKey("failure_memory.key", __name__,
+                      "with a memory's number: the pod's failure key")
+
+
 class FailureMemory:
     """Remembered failures of one scheduler, valid for one stamp (the
     cluster's state and nominator versions): a new stamp forgets them all.
@@ -81,7 +86,7 @@ class FailureMemory:
     lookup hashes an int, not the signature."""
 
     def __init__(self) -> None:
-        self._name = ("failure_memory.key", next(_MEMORIES))
+        self._name = (FAILURE_KEY, next(_MEMORIES))
         self._stamp: tuple | None = None
         self._failures: dict[int, RememberedFailure] = {}
         self._ids: dict[tuple, int] = {}

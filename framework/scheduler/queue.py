@@ -249,11 +249,11 @@ class SchedulingQueue:
         if not (gate_free is not None and all(map(gate_free, cols.classes))):
             # ask PreEnqueue pod by pod (pods of one class share gates and
             # profile: one gate_free answer for each stretch of them)
-            active, memo, free = [], None, False
+            active, pod_class, free = [], None, False
             admits = self.gate.admits
             for i, pod in enumerate(cols):
-                if pod.memo is not memo:
-                    memo = pod.memo
+                if pod.pod_class is not pod_class:
+                    pod_class = pod.pod_class
                     free = gate_free is not None and gate_free(pod)
                 if free:
                     active.append(i)
@@ -365,7 +365,7 @@ class SchedulingQueue:
             return run
         # Pods sharing the first one's memo (one template, equal annotations)
         # have its run key: ``run_key`` reads only what the memo covers.
-        memo = first.pod.memo
+        pod_class = first.pod.pod_class
         entry, block = active.head()
         if block is not None:
             # the fast form: the block's live positions from its head on,
@@ -381,7 +381,7 @@ class SchedulingQueue:
             while i < stop and infos.get(keys[i]) is block:
                 if bound is not None and (sort_keys[i], seq0 + i) > bound[:2]:
                     break
-                if classes[class_id[i]].memo is not memo and run_key(pods[i]) != key:
+                if classes[class_id[i]].pod_class is not pod_class and run_key(pods[i]) != key:
                     break
                 i += 1
             if i > start:
@@ -391,7 +391,7 @@ class SchedulingQueue:
                 return run
         while entry is not None and 1 + len(run.rest) < limit:
             pi = self._pi(entry[2])
-            if pi.pod.memo is not memo and run_key(pi.pod) != key:
+            if pi.pod.pod_class is not pod_class and run_key(pi.pod) != key:
                 break
             run.rest.append(self._take(entry, block))
             run.entries.append(entry)

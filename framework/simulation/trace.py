@@ -62,6 +62,7 @@ from tensorsched.framework.parsing.pod_tables import (
 )
 from tensorsched.framework.parsing.quantity import resource_value
 from tensorsched.framework.records.records import PodRecord
+from tensorsched.framework.records.records import MemoKey, PodRecord
 from tensorsched.framework.scheduler.profile_warnings import Asks, asks_of_pods
 
 TIME_COLUMNS = ("arrival", "departure", "duration")
@@ -84,6 +85,10 @@ class TraceError(TensorschedError, ValueError):
         self.column = column
         self.problem = problem
         super().__init__(f"{where}: {column}: {problem}" if column else f"{where}: {problem}")
+
+
+ANNOTATIONS = MemoKey("annotations", __name__,
+                      "(key, annotations): the class of a group's pods with these annotations")
 
 
 @dataclass
@@ -155,7 +160,7 @@ class Trace:
                     meta["annotations"] = d
                     # the table's groups ignore annotations: records of one
                     # group share a memo only with the same annotations
-                    rec.memo = rec.memo.setdefault(("annotations", key), {})
+                    rec.pod_class = rec.pod_class.variant((ANNOTATIONS, key))
         return recs
 
     def _error(self, exc: ManifestError, offset: int) -> TraceError:

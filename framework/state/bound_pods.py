@@ -16,7 +16,7 @@ its own slot, so a suspension need only hold the bind order
 
 A pod class (``records.pod_columns``) is what pods of one template share:
 every field of their records but the per-pod ones; pods share a class
-exactly when their records share a ``memo``, so classing a pod is one dict
+exactly when their records share a ``pod_class``, so classing a pod is one dict
 lookup.  ``classes[id]`` is the first record bound of the class (its
 per-pod fields are never read through the class), ``class_priority[id]``
 its priority; a class is dropped when its last pod leaves.  The per-pod
@@ -95,7 +95,7 @@ class BoundPods(Mapping):
         self.classes: list[PodRecord | None] = []       # id -> first record of the class
         self.class_priority = np.zeros(8, np.int64)
         self._class_refs: list[int] = []                # id -> bound pods of the class
-        self._class_ids: dict[int, int] = {}            # id(record.memo) -> class id
+        self._class_ids: dict = {}                      # record.pod_class -> class id
         self._free_classes: list[int] = []
         self._slot: dict[str, int] = {}                 # key -> slot, in bind order
         self._free: dict[int, None] = {}                # freed slots, reused last-in first
@@ -153,7 +153,7 @@ class BoundPods(Mapping):
     def _class_of(self, record: PodRecord) -> int:
         """The class id of ``record``, a new class when its memo has none
         (its reference is not counted here)."""
-        got = self._class_ids.get(id(record.memo))
+        got = self._class_ids.get(record.pod_class)
         if got is not None:
             return got
         if self._free_classes:
@@ -168,14 +168,14 @@ class BoundPods(Mapping):
                 grown[:got] = self.class_priority[:got]
                 self.class_priority = grown
         self.class_priority[got] = record.priority or 0
-        self._class_ids[id(record.memo)] = got
+        self._class_ids[record.pod_class] = got
         return got
 
     def _release_class(self, cid: int) -> None:
         left = self._class_refs[cid] - 1
         self._class_refs[cid] = left
         if not left:
-            del self._class_ids[id(self.classes[cid].memo)]
+            del self._class_ids[self.classes[cid].pod_class]
             self.classes[cid] = None
             self._free_classes.append(cid)
 

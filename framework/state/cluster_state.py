@@ -15,7 +15,6 @@ wrote node row i, so a device mirror re-uploads only rows newer than its copy.
 from __future__ import annotations
 
 import re
-from typing import Protocol
 
 import numpy as np
 
@@ -25,6 +24,9 @@ from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.kernels import layout as L
 
 from .bound_pods import BoundPods, PodRow
+from .derived import DerivedData
+from .listeners import PodListeners, PodRestorer
+from .tallies import ImageNameCounts, PriorityCounts
 from .workload_index import WorkloadIndex
 
 _INT64_LABEL = re.compile(r"[+-]?[0-9]+\Z")
@@ -51,6 +53,16 @@ class ResourceRegistry:
 
     def get(self, name: str) -> int:
         return self.index.get(name, -1)
+
+    def check_room(self, what: str, names) -> None:
+        """Refuse (StateError naming ``what``), before anything is interned,
+        an object whose resource ``names`` would overflow the registry (so
+        a refused operation changes nothing)."""
+        new = [n for n in dict.fromkeys(names) if n != "pods" and n not in self.index]
+        if len(self) + len(new) > L.MAX_RESOURCES:
+            bad = new[L.MAX_RESOURCES - len(self)]
+            raise StateError(f"{what}: resource {bad!r}: more than {L.MAX_RESOURCES} "
+                             "distinct resources are not supported")
 
 
 class Dictionary:
@@ -102,28 +114,16 @@ def _words(nbits: int) -> int:
     return max(1, (nbits + 63) // 64)
 
 
-class PodRestorer(Protocol):
-    """Derived state kept beside a ClusterState whose answer for a pod can
-    differ after ``remove_pod`` then ``restore_pod`` (which GPUs it holds)."""
-
-    def checkpoint(self) -> object:
-        """A mark of the whole derived state's transient parts."""
-
-    def rollback(self, mark: object) -> None:
-        """Back to ``mark`` (after every suspended pod is restored)."""
-
-    def hold(self, key: str) -> object:
-        """What pod ``key`` holds now, before it is taken off for a while."""
-
-    def regain(self, key: str, record: PodRecord, row: int, held: object) -> None:
-        """Pod ``key`` is back on ``row``: make it hold ``held`` again."""
-
-
 class ClusterState:
     """Columnar nodes plus the pods bound (or assumed) on them.
 
     Shapes: allocatable/requested [N, R] int64 (N = row capacity), see
-    ``tensorsched.kernels.layout.NodeColumns`` for every column.
+    ``tensorsched.kernels.layout.NodeColumns`` for every column.  Beside
+    the columns: ``pods`` (the bound pods, ``bound_pods``), ``derived``
+    (data derived from the state under declared keys, ``derived``),
+    ``listeners`` and ``restorers`` (what follows its pods, through the
+    protocols of ``listeners``).  It is the ``kernels.fused.source.
+    ColumnSource`` the fused backends read.
     """
 
     def __init__(self, node_capacity: int = 64) -> None:
@@ -136,7 +136,7 @@ class ClusterState:
         self.label_values: list[Dictionary] = [Dictionary(self._growth)]
         self.taints = Dictionary(self._growth)           # (key, value, effect)
         self.images = Dictionary(self._growth)           # (name, size)
-        self.image_name_nodes: dict[str, int] = {}       # name -> nodes having it
+        self.image_name_nodes = ImageNameCounts()        # name -> nodes having it
         self.ports = Dictionary(self._growth)            # (protocol, ip, port)
         r = len(self.resources)
         self.allocatable = np.zeros((cap, 8), np.int64)
@@ -158,11 +158,9 @@ class ClusterState:
         self.free_rows: list[int] = []
         self.n_rows = 0                                   # high-water mark
         self.pods = BoundPods()        # bound pods as columns (bound_pods.py)
-        # Called as fn(record, node_row, +1 | -1) after a pod is added to or
-        # removed from a node (derived indexes, e.g. per-domain pod counts);
-        # ``listen`` adds one, with its form for many pods at once.
-        self.listeners: list = []
-        self._listeners_many: dict = {}                 # fn -> fn(records, rows [k], +1)
+        # ``PodListener``s told after a pod is added to or removed from a
+        # node (derived indexes, e.g. per-domain pod counts, the GPU table).
+        self.listeners = PodListeners()
         # Derived state that a remove_pod/restore_pod pair may not return
         # exactly (``PodRestorer``: the GPU table picks GPUs anew); a
         # temporary removal (preemption's victim search) checkpoints it.
@@ -174,10 +172,10 @@ class ClusterState:
         # affinity term's namespaceSelector reads them, ``selectors.
         # namespace_labels_of``); namespaces without an object are absent.
         self.namespace_labels: dict[str, dict[str, str]] = {}
-        self._memos: dict[str, tuple] = {}              # name -> (tag, dict), see memo()
+        # Memos and extensions by declared ``StateKey`` (``derived``).
+        self.derived = DerivedData(self)
         # Bound pods per priority (preemption asks whether any is lower).
-        self.priority_counts: dict[int, int] = {}
-        self._extensions: dict[str, object] = {}        # name -> object, see extension()
+        self.priorities = PriorityCounts()
         # Keys of the pods on each row, in the order they came (a dict as an
         # ordered set: a third of a set's bytes at tens of pods a node).
         self.pods_on_node: list[dict[str, None]] = [{} for _ in range(cap)]
@@ -190,31 +188,6 @@ class ClusterState:
         self._columns_cache: tuple | None = None
 
     # --------------------------------------------------------- derived data
-    def memo(self, name: str, tag=None) -> dict:
-        """The cache ``name`` of data derived from this state (a dict its
-        user fills), emptied whenever ``tag`` differs from the last call's.
-        A tag names what the data depends on, e.g. ``structure_tag()`` for
-        maps from node rows to label domains."""
-        got = self._memos.get(name)
-        if got is None or got[0] != tag:
-            got = (tag, {})
-            self._memos[name] = got
-        return got[1]
-
-    def extension(self, name: str, build):
-        """The long-lived object ``name`` kept beside this state (an index
-        that follows its pods, the GPU table), built by ``build(state)`` on
-        first use."""
-        got = self._extensions.get(name)
-        if got is None:
-            got = build(self)
-            self._extensions[name] = got
-        return got
-
-    def extension_if_any(self, name: str):
-        """The object ``name`` if it was built, else None."""
-        return self._extensions.get(name)
-
     def structure_tag(self) -> tuple:
         """Changes whenever a node's labels, the node set or a label
         dictionary may have changed (what node -> domain maps depend on)."""
@@ -233,15 +206,10 @@ class ClusterState:
         cached = self._columns_cache
         if cached is not None and cached[0] == key:
             return cached[1]
-        cols = self._columns()
-        self._columns_cache = (key, cols)
-        return cols
-
-    def _columns(self) -> L.NodeColumns:
         n = max(self.n_rows, 1)
         r = len(self.resources)
         k = len(self.label_keys)
-        return L.NodeColumns(
+        cols = L.NodeColumns(
             allocatable=self.allocatable[:n, :r], requested=self.requested[:n, :r],
             nonzero_requested=self.nonzero_requested[:n],
             unschedulable=self.unschedulable[:n], valid=self.valid[:n],
@@ -251,6 +219,8 @@ class ClusterState:
             image_bits=self.image_bits[:n, :_words(len(self.images))],
             port_bits=self.port_bits[:n, :_words(len(self.ports))],
         )
+        self._columns_cache = (key, cols)
+        return cols
 
     def valid_rows(self) -> np.ndarray:
         """Rows of live nodes in row order, [N] int64 (cached per node set)."""
@@ -308,15 +278,6 @@ class ClusterState:
             self._ensure_cols(attr, i + 1)
         return i
 
-    def _check_resource_room(self, what: str, names) -> None:
-        """Refuse, before anything is interned, an object whose resources
-        would overflow the registry (so a refused operation changes nothing)."""
-        new = [n for n in dict.fromkeys(names) if n != "pods" and n not in self.resources.index]
-        if len(self.resources) + len(new) > L.MAX_RESOURCES:
-            bad = new[L.MAX_RESOURCES - len(self.resources)]
-            raise StateError(f"{what}: resource {bad!r}: more than {L.MAX_RESOURCES} "
-                             "distinct resources are not supported")
-
     def intern_label(self, key: str, value: str) -> tuple[int, int]:
         k = self.label_keys.intern(key)
         if k == len(self.label_values):
@@ -346,7 +307,7 @@ class ClusterState:
         """Add a node; returns its row.  A duplicate name raises StateError."""
         if node.name in self.node_rows:
             raise StateError(f"Node {node.name}: already in the cluster state")
-        self._check_resource_room(f"Node {node.name}", node.allocatable)
+        self.resources.check_room(f"Node {node.name}", node.allocatable)
         row = self.free_rows.pop() if self.free_rows else self.n_rows
         try:
             self._ensure_rows(row + 1)
@@ -367,9 +328,9 @@ class ClusterState:
         row = self.node_rows.get(node.name)
         if row is None:
             raise StateError(f"Node {node.name}: not in the cluster state")
-        self._check_resource_room(f"Node {node.name}", node.allocatable)
+        self.resources.check_room(f"Node {node.name}", node.allocatable)
         old = self.nodes[row]
-        self._forget_node_tables(row, old)
+        self.image_name_nodes.remove_node(old)
         self._write_node_row(row, node, keep_usage=True)
         self.nodes[row] = node
         self.epoch += 1
@@ -383,7 +344,7 @@ class ClusterState:
             raise StateError(f"Node {name}: not in the cluster state")
         for key in list(self.pods_on_node[row]):
             self.remove_pod(key)
-        self._forget_node_tables(row, self.nodes[row])
+        self.image_name_nodes.remove_node(self.nodes[row])
         self.valid[row] = False
         self.allocatable[row] = 0
         self.requested[row] = 0
@@ -401,14 +362,6 @@ class ClusterState:
         self.free_rows.append(row)
         self.epoch += 1
         self._touch(row)
-
-    def _forget_node_tables(self, row: int, node: NodeRecord) -> None:
-        for name in {n for img in node.images for n in img.names}:
-            left = self.image_name_nodes.get(name, 0) - 1
-            if left > 0:
-                self.image_name_nodes[name] = left
-            else:
-                self.image_name_nodes.pop(name, None)
 
     def _write_node_row(self, row: int, node: NodeRecord, keep_usage: bool = False) -> None:
         # Intern first (may grow arrays), then write the row.
@@ -451,18 +404,7 @@ class ClusterState:
         self.image_bits[row] = 0
         for b in image_ids:
             self.image_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
-        for n in names_seen:
-            self.image_name_nodes[n] = self.image_name_nodes.get(n, 0) + 1
-
-    def listen(self, fn, many=None) -> None:
-        """Call ``fn(record, node_row, +1 | -1)`` after each pod is added to
-        or removed from a node; ``many(records, rows, +1)`` (rows [k] int64),
-        when given, for the pods of a compiled run at once (``records``: a
-        sequence of records, a ``PodColumns`` for pods that came as columns:
-        each item a record built on request)."""
-        self.listeners.append(fn)
-        if many is not None:
-            self._listeners_many[fn] = many
+        self.image_name_nodes.add_node(names_seen)
 
     # ------------------------------------------------------------------- pods
     def add_pod(self, pod: PodRecord, node_name: str | None = None) -> int:
@@ -475,8 +417,8 @@ class ClusterState:
         if row is None:
             raise StateError(f"Pod {key}: spec.nodeName: node {target!r} is not in "
                              "the cluster state")
-        self._check_resource_room(f"Pod {key}", pod.requests)
-        self._check_sum_room(pod, row)
+        self.resources.check_room(f"Pod {key}", pod.requests)
+        _check_sum_room(self, pod, row)
         _check_priority(pod)
         req = self.resource_vector(pod.requests, intern=True)
         req[L.RES_PODS] = 1
@@ -488,10 +430,6 @@ class ClusterState:
         sid = self.pods.shape_of(req, pod.nonzero_cpu, pod.nonzero_memory)
         self._account(PodRow(pod, row, sid, self.pods.shapes[sid], port_ids))
         return row
-
-    def has_pod_below(self, priority: int) -> bool:
-        """Whether any bound pod has a priority lower than ``priority``."""
-        return any(p < priority for p in self.priority_counts)
 
     def _ceilings(self) -> tuple[np.ndarray, np.ndarray]:
         """Upper bounds of the requested ([R]) and non-zero requested ([2])
@@ -544,7 +482,7 @@ class ClusterState:
         on_node = self.pods_on_node
         cols = PodColumns.from_records(pods)
         sid = self.pods.shape_of(np.array(request, np.int64), *nonzero)
-        self._count_priorities(self.pods.add_many(cols, rows, sid))
+        self.priorities.add_all(self.pods.priorities(self.pods.add_many(cols, rows, sid)))
         for key, row in zip(cols.keys, rows.tolist()):
             on_node[row][key] = None
         self._added_many(pods, rows)
@@ -566,18 +504,10 @@ class ClusterState:
         for c in used.tolist():
             sid_of[c] = self.pods.shape_of(requests[c][:n_res].copy(),
                                            *(int(v) for v in nonzeros[c]))
-        self._count_priorities(self.pods.add_many(pods, rows, sid_of[cls]))
+        self.priorities.add_all(self.pods.priorities(self.pods.add_many(pods, rows, sid_of[cls])))
         for pod, row in zip(pods, rows.tolist()):
             on_node[row][pod.key] = None
         self._added_many(pods, rows)
-
-    def _count_priorities(self, slots: np.ndarray) -> None:
-        """``priority_counts`` for pods just bound in ``slots``, read from
-        the table's class priorities (one pass in NumPy, not per pod)."""
-        counts = self.priority_counts
-        values, n = np.unique(self.pods.priorities(slots), return_counts=True)
-        for prio, c in zip(values.tolist(), n.tolist()):
-            counts[prio] = counts.get(prio, 0) + c
 
     def _added_many(self, pods, rows: np.ndarray) -> None:
         """After ``pods`` were recorded on ``rows`` at once: the count of
@@ -588,17 +518,7 @@ class ClusterState:
         self._raise_ceilings(rows)
         self.version += 1
         self.row_version[rows] = self.version
-        many = self._listeners_many
-        rl = recs = None
-        for fn in self.listeners:
-            bulk = many.get(fn)
-            if bulk is not None:
-                bulk(pods, rows, 1)     # records or PodColumns, as given
-            else:
-                rl = rows.tolist() if rl is None else rl
-                recs = list(pods) if recs is None else recs     # built once
-                for pod, row in zip(recs, rl):
-                    fn(pod, row, 1)
+        self.listeners.pods_added(pods, rows)
 
     def restore_pod(self, entry: PodRow) -> int:
         """Put back a pod that ``remove_pod`` returned, on the same row, as it
@@ -623,13 +543,13 @@ class ClusterState:
             counts[b] = counts.get(b, 0) + 1
             self.port_bits[row, b >> 6] |= np.int64(1) << np.int64(b & 63)
         key = pod.key           # one string object for the table and the row's set
-        prio = pod.priority or 0
         self.pod_adds += 1
-        self.priority_counts[prio] = self.priority_counts.get(prio, 0) + 1
+        prio = pod.priority or 0        # PriorityCounts.add, inline: once per pod
+        self.priorities[prio] = self.priorities.get(prio, 0) + 1
         self.pods.add(pod, row, entry.shape_id, entry.port_ids, entry.slot)
         self.pods_on_node[row][key] = None
         self._touch(row)
-        for fn in self.listeners:
+        for fn in self.listeners.each:          # pod_added, inline: once per pod
             fn(pod, row, 1)
 
     def remove_pod(self, key: str) -> PodRow:
@@ -637,12 +557,7 @@ class ClusterState:
         entry = self.pods.pop(key, None)
         if entry is None:
             raise StateError(f"Pod {key}: not in the cluster state")
-        prio = entry.record.priority or 0
-        left = self.priority_counts[prio] - 1
-        if left:
-            self.priority_counts[prio] = left
-        else:
-            del self.priority_counts[prio]
+        self.priorities.remove(entry.record.priority or 0)
         row = entry.node_row
         self.requested[row, : entry.request.shape[0]] -= entry.request
         self.nonzero_requested[row, 0] -= entry.nonzero[0]
@@ -655,8 +570,7 @@ class ClusterState:
                 self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
         self.pods_on_node[row].pop(key, None)
         self._touch(row)
-        for fn in self.listeners:
-            fn(entry.record, row, -1)
+        self.listeners.pod_removed(entry.record, row)
         return entry
 
     def update_pod(self, pod: PodRecord, node_name: str | None = None) -> int:
@@ -668,42 +582,12 @@ class ClusterState:
         if target not in self.node_rows:
             raise StateError(f"Pod {pod.key}: spec.nodeName: node {target!r} is not "
                              "in the cluster state")
-        self._check_resource_room(f"Pod {pod.key}", pod.requests)
-        self._check_sum_room(pod, self.node_rows[target],
-                             old if old.node_row == self.node_rows[target] else None)
+        self.resources.check_room(f"Pod {pod.key}", pod.requests)
+        _check_sum_room(self, pod, self.node_rows[target],
+                        old if old.node_row == self.node_rows[target] else None)
         _check_priority(pod)
         self.remove_pod(pod.key)
         return self.add_pod(pod, target)
-
-    def _check_sum_room(self, pod: PodRecord, row: int, minus: PodRow | None = None) -> None:
-        """Refuse (StateError naming the pod and field, nothing changed) a pod
-        whose requests would take the node's ``requested`` (or non-zero
-        requested) sum past int64.  Upstream adds int64s (NodeInfo.Requested)
-        and would silently wrap to a negative sum; neither wrapping nor
-        saturating gives a meaningful fit, so the pod is refused."""
-        def current(col: int, arr) -> int:
-            got = int(arr[row, col]) if col < arr.shape[1] else 0
-            if minus is not None:
-                vec = minus.request if arr is self.requested else minus.nonzero
-                got -= int(vec[col]) if col < len(vec) else 0
-            return got
-
-        for name, v in pod.requests.items():
-            col = self.resources.get(name) if name in self.resources.index else None
-            have = current(col, self.requested) if col is not None else 0
-            if have + int(v) > _INT64_MAX:
-                raise StateError(
-                    f"Pod {pod.key}: spec.containers[*].resources.requests.{name}: "
-                    f"{v} more on node {self.node_name(row)!r} (requested {have}) "
-                    "overflows int64")
-        for col, (name, v) in enumerate((("cpu", pod.nonzero_cpu),
-                                          ("memory", pod.nonzero_memory))):
-            have = current(col, self.nonzero_requested)
-            if have + int(v) > _INT64_MAX:
-                raise StateError(
-                    f"Pod {pod.key}: spec.containers[*].resources.requests.{name}: "
-                    f"{v} more on node {self.node_name(row)!r} (non-zero requested "
-                    f"{have}) overflows int64")
 
     def _touch(self, row: int) -> None:
         self.version += 1
@@ -717,3 +601,35 @@ class ClusterState:
     def pods_on(self, node_name: str) -> list[PodRecord]:
         row = self.node_rows[node_name]
         return [self.pods.record(k) for k in sorted(self.pods_on_node[row])]
+
+
+def _check_sum_room(state: ClusterState, pod: PodRecord, row: int,
+                    minus: PodRow | None = None) -> None:
+    """Refuse (StateError naming the pod and field, nothing changed) a pod
+    whose requests would take the node's ``requested`` (or non-zero
+    requested) sum past int64.  Upstream adds int64s (NodeInfo.Requested)
+    and would silently wrap to a negative sum; neither wrapping nor
+    saturating gives a meaningful fit, so the pod is refused."""
+    def current(col: int, arr) -> int:
+        got = int(arr[row, col]) if col < arr.shape[1] else 0
+        if minus is not None:
+            vec = minus.request if arr is state.requested else minus.nonzero
+            got -= int(vec[col]) if col < len(vec) else 0
+        return got
+
+    for name, v in pod.requests.items():
+        col = state.resources.get(name) if name in state.resources.index else None
+        have = current(col, state.requested) if col is not None else 0
+        if have + int(v) > _INT64_MAX:
+            raise StateError(
+                f"Pod {pod.key}: spec.containers[*].resources.requests.{name}: "
+                f"{v} more on node {state.node_name(row)!r} (requested {have}) "
+                "overflows int64")
+    for col, (name, v) in enumerate((("cpu", pod.nonzero_cpu),
+                                      ("memory", pod.nonzero_memory))):
+        have = current(col, state.nonzero_requested)
+        if have + int(v) > _INT64_MAX:
+            raise StateError(
+                f"Pod {pod.key}: spec.containers[*].resources.requests.{name}: "
+                f"{v} more on node {state.node_name(row)!r} (non-zero requested "
+                f"{have}) overflows int64")

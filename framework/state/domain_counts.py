@@ -1,7 +1,7 @@
 """Per-node counts of bound pods, kept incrementally for the pod-to-pod plugins.
 
 ``pod_count_index(state)`` attaches one :class:`PodCountIndex` to a
-ClusterState (as a ``state.listeners`` hook).  It keeps:
+ClusterState (one of its ``listeners``, a ``PodBatchListener``).  It keeps:
 
 * ``counts(key, predicate)``: [rows] int64, how many bound pods on each node
   satisfy ``predicate(record)``; built once by one pass over the bound pods,
@@ -28,16 +28,29 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import OrderedDict
+from typing import Protocol
 
 import numpy as np
 
 from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, PodColumns
 from tensorsched.framework.parsing.selectors import pod_terms
+from tensorsched.framework.records.records import PodRecord
 from tensorsched.kernels.domain_rules import rows_by_domain
+
+from .derived import StateKey
 
 KINDS = ("req_aff", "req_anti", "pref_aff", "pref_anti")
 _AFFINITY = operator.attrgetter("pod_affinity")
 _ANTI_AFFINITY = operator.attrgetter("pod_anti_affinity")
+
+POD_COUNT_INDEX = StateKey("pod_count_index", __name__,
+                           "the state's PodCountIndex (``pod_count_index``)")
+NODE_DOMAINS = StateKey("node_domains", __name__,
+                        "key column k -> [n_rows] int64 label value id per row (``node_domains``)")
+NODE_DOMAINS_P1 = StateKey("node_domains_p1", __name__,
+                           "key column k -> ``node_domains`` + 1 (``node_domains_p1``)")
+ROWS_BY_DOMAIN = StateKey("rows_by_domain", __name__,
+                          "(id(domp1), D) -> (domp1, (ptr, rows)) per domain (``grouped_rows``)")
 
 
 class DomainSums:
@@ -108,7 +121,20 @@ def _split_by(keys: np.ndarray, rows: np.ndarray):
         yield v, int(at[0]), rows[at]
 
 
+class PodPredicate(Protocol):
+    """What a count of ``PodCountIndex.counts`` counts: the bound pods for
+    which it is true.  The owner (a plugin) passes it with the count's key
+    and the index calls it as pods come and go, so it must read only a
+    pod's namespace, labels and deletion mark: the index asks it once for
+    a stretch of pods alike in those (``on_pods``)."""
+
+    def __call__(self, record: PodRecord) -> bool: ...
+
+
 class PodCountIndex:
+    """Per-node counts of bound pods (see the module doc): a
+    ``PodBatchListener`` of its state."""
+
     MAX_KEYS = 128
     MAX_SUMS = 256
 
@@ -249,7 +275,7 @@ class PodCountIndex:
         else:
             table[t] = arr
 
-    def counts(self, key, predicate) -> np.ndarray:
+    def counts(self, key, predicate: PodPredicate) -> np.ndarray:
         """[>= n_rows] int64 pods per node row satisfying ``predicate``."""
         got = self._entries.get(key)
         if got is None:
@@ -281,7 +307,8 @@ class PodCountIndex:
 
 
     # ------------------------------------------------------ domain sums
-    def domain_sums(self, key, predicate, tag, dom_fn, n_domains: int) -> DomainSums:
+    def domain_sums(self, key, predicate: PodPredicate, tag, dom_fn,
+                    n_domains: int) -> DomainSums:
         """Per-domain sums of ``counts(key, predicate)``; ``dom_fn()`` -> [rows]
         domain ids (-1 = not counted) is called only to build, and ``tag``
         must change whenever its answer could."""
@@ -327,7 +354,7 @@ def node_domains(state, k: int) -> np.ndarray:
     """[n_rows] int64 label value id of key column ``k`` per node row (-1
     where the node lacks the key or the row is not live), memoized per
     structure; callers must not modify it."""
-    cache = state.memo("node_domains", state.structure_tag())
+    cache = state.derived.memo(NODE_DOMAINS, state.structure_tag())
     got = cache.get(k)
     if got is None:
         n = state.n_rows
@@ -340,7 +367,7 @@ def node_domains(state, k: int) -> np.ndarray:
 def node_domains_p1(state, k: int) -> np.ndarray:
     """``node_domains`` plus one ([n_rows] int64, 0 = lacks the key): an index
     into a [D + 1] per-domain table (memoized per structure, read-only)."""
-    cache = state.memo("node_domains_p1", state.structure_tag())
+    cache = state.derived.memo(NODE_DOMAINS_P1, state.structure_tag())
     got = cache.get(k)
     if got is None:
         got = node_domains(state, k) + 1
@@ -354,7 +381,7 @@ def grouped_rows(state):
     the node rows of each domain of a rule's key, memoized per structure
     for the memoized ``node_domains_p1`` maps (a rule built on another map
     is grouped afresh)."""
-    cache = state.memo("rows_by_domain", state.structure_tag())
+    cache = state.derived.memo(ROWS_BY_DOMAIN, state.structure_tag())
 
     def grouped(rule):
         key = (id(rule.domp1), int(rule.sums.shape[0]))
@@ -370,11 +397,11 @@ def grouped_rows(state):
 
 def _new_pod_count_index(state) -> PodCountIndex:
     idx = PodCountIndex(state)
-    state.listen(idx.on_pod, idx.on_pods)
+    state.listeners.add(idx)
     return idx
 
 
 def pod_count_index(state) -> PodCountIndex:
     """The state's PodCountIndex (built on first use, then kept in step by
     the state's listeners)."""
-    return state.extension("pod_count_index", _new_pod_count_index)
+    return state.derived.extension(POD_COUNT_INDEX, _new_pod_count_index)

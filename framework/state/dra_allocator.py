@@ -294,7 +294,7 @@ class Allocator:
             return out
         if engine not in ("auto", "numba", "numpy", "cuda"):
             raise ValueError(f"unknown engine {engine!r} (numpy, numba, cuda, auto)")
-        csr = self._csr(given, nodes)
+        csr = self.device_lists(given, nodes)
         ptr, rows, invalid = csr
         # answers only change on nodes whose devices changed hands since the
         # last pass of claims like these (pods of one template): redo those
@@ -627,7 +627,7 @@ class Allocator:
         cols.cache["counters"] = got
         return got
 
-    def _csr(self, given, nodes):
+    def device_lists(self, given, nodes):
         """(ptr[N+1], rows[V], invalid[N]) of ``nodes``' search-order device
         lists, cached on the columns for the last few node lists (the same
         list object passed again is recognized without reading it)."""
@@ -657,6 +657,8 @@ class Allocator:
             lists[key] = got
         cache[("csr-last", part)] = (given, len(nodes), got)
         return got
+
+    _csr = device_lists     # the name the allocator's tests know it by
 
     # ---------------------------------------------------------------- counters
 

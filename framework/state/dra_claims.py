@@ -1,7 +1,7 @@
 """Resource claims as the scheduler tracks them, kept beside a ClusterState.
 
-``ClaimState.of(state)`` attaches one to a state (an ``extension``, a
-``listeners`` hook and a ``PodRestorer``).  It holds the cluster's
+``ClaimState.of(state)`` attaches one to a state (an extension under
+``EXTENSION``, a ``PodListener`` and a ``PodRestorer``).  It holds the cluster's
 DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceClaims,
 and for each claim what changes while pods are scheduled: its allocation,
 the pods it is reserved for (``status.reservedFor``), the binding
@@ -9,12 +9,10 @@ conditions its devices report, and the allocation the scheduler holds in
 memory between Reserve and PreBind (in flight: upstream's
 ``SignalClaimPendingAllocation``).
 
-Devices in use are counted as upstream gathers them for the allocator
-(``AllocatedState``): every result of every allocated or in-flight claim,
-but admin-access results; with DRAConsumableCapacity a result with a share
-id takes part of its device's capacity (the sums are kept per device)
-instead of the whole device.  The counts change in O(devices of the claim)
-when a claim is allocated or released; ``version`` moves with them.
+Devices in use are counted in ``in_use`` (``dra_in_use.DevicesInUse``) as
+upstream gathers them for the allocator: every result of every allocated
+or in-flight claim, but admin-access results (``devices_in_use``,
+``shared_in_use`` and ``capacity_in_use`` are its live sets).
 
 Lifecycle outside the scheduler, as the control plane would do it:
 
@@ -32,9 +30,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from fractions import Fraction
-
-import numpy as np
 
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.records.dra_records import (
@@ -47,11 +42,12 @@ from tensorsched.framework.records.dra_records import (
 )
 from tensorsched.framework.parsing.meta import parse_timestamp
 
-from .dra_devices import AllocatedState, DeviceColumns, qualify
+from .derived import StateKey
+from .dra_in_use import DevicesInUse
 
 __all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER"]
 
-EXTENSION = "dra_claims"            # ClusterState.extension name
+EXTENSION = StateKey("dra_claims", __name__, "the state's ClaimState (``ClaimState.of``)")
 FINALIZER = "resource.kubernetes.io/delete-protection"
 
 DeviceID = tuple  # (driver, pool, device)
@@ -122,7 +118,8 @@ def consumer_matches(ref: ConsumerRef, name: str, uid: str) -> bool:
 
 
 class ClaimState:
-    """The DRA objects of a cluster and the claims' scheduling state."""
+    """The DRA objects of a cluster and the claims' scheduling state; a
+    ``PodListener`` and ``PodRestorer`` of its ClusterState."""
 
     def __init__(self, state):
         self.state = state
@@ -137,28 +134,24 @@ class ClaimState:
         self.by_pod: dict[str, list[str]] = {}
         self.controller = True          # generate template claims (simulated controller)
         self.consumable_capacity = False  # DRAConsumableCapacity: share ids share devices
-        self.version = 0                # moves whenever devices in use change
         self.objects_version = 0        # moves when classes / slices change
-        self._exclusive: dict[DeviceID, int] = {}     # device -> results holding it
-        self.devices_in_use: set = set()               # keys of _exclusive
-        self._shared: dict[tuple, int] = {}           # (device, share id) -> results
-        self.shared_in_use: set = set()
-        self.capacity_in_use: dict[DeviceID, dict[str, Fraction]] = {}
+        # the devices the claims hold (``dra_in_use``); its sets are live
+        self.in_use = DevicesInUse(self)
+        self.devices_in_use = self.in_use.exclusive
+        self.shared_in_use = self.in_use.shared
+        self.capacity_in_use = self.in_use.capacity
         self._just_released: tuple | None = None
-        self._columns: tuple | None = None
-        self._in_use_rows = np.zeros(0, np.bool_)
-        self._touched: list = []        # (version, node rows changed or None)
-        state.listeners.append(self.on_pod)
+        state.listeners.add(self)
         state.restorers.append(self)
 
     # ----------------------------------------------------------- attach
     @classmethod
     def of(cls, state) -> ClaimState:
-        return state.extension(EXTENSION, cls)
+        return state.derived.extension(EXTENSION, cls)
 
     @staticmethod
     def attached(state) -> ClaimState | None:
-        return state.extension_if_any(EXTENSION)
+        return state.derived.extension_if_any(EXTENSION)
 
     def load(self, classes=(), slices=(), templates=(), claims=()) -> None:
         """Add loaded objects (records of ``records.dra_records``); all of
@@ -184,120 +177,18 @@ class ClaimState:
     def _add(self, e: ClaimEntry) -> None:
         self.claims[e.key] = e
         if e.allocation is not None:
-            self._count(e.allocation, +1)
+            self.in_use.count(e.allocation, +1)
         for ref in e.reserved_for:
             if ref.resource == "pods" and not ref.api_group:
                 self.by_pod.setdefault(f"{e.record.namespace}/{ref.name}", []).append(e.key)
 
-    # ------------------------------------------------------ devices in use
-    def _count(self, allocation: AllocationResult, sign: int) -> None:
-        """Count (``sign`` +1) or uncount (-1) one allocation's devices."""
-        for r in allocation.results:
-            if r.admin_access:
-                continue        # admin access never takes a device from others
-            did = (r.driver, r.pool, r.device)
-            if self.consumable_capacity and r.share_id is not None:
-                sid = (did, r.share_id)
-                left = self._shared.get(sid, 0) + sign
-                if left > 0:
-                    self._shared[sid] = left
-                    self.shared_in_use.add(sid)
-                else:
-                    self._shared.pop(sid, None)
-                    self.shared_in_use.discard(sid)
-                if r.consumed_capacity:
-                    caps = self.capacity_in_use.setdefault(did, {})
-                    for name, q in r.consumed_capacity.items():
-                        v = caps.get(name, Fraction(0)) + sign * q
-                        if v:
-                            caps[name] = v
-                        else:
-                            caps.pop(name, None)
-                    if not caps:
-                        self.capacity_in_use.pop(did, None)
-                continue
-            left = self._exclusive.get(did, 0) + sign
-            if left > 0:
-                self._exclusive[did] = left
-                self.devices_in_use.add(did)
-            else:
-                self._exclusive.pop(did, None)
-                self.devices_in_use.discard(did)
-            if self._columns is not None:
-                self._in_use_rows[self._columns[1].rows_of(did)] = left > 0
-        self.version += 1
-        self._log_touched(allocation)
-
-    def _log_touched(self, allocation: AllocationResult) -> None:
-        """Record which node rows this version changed (None: maybe any
-        node, a device not local to one node)."""
-        cols = self._columns[1] if self._columns is not None else None
-        rows: set | None = set()
-        if cols is None:
-            rows = None
-        else:
-            for r in allocation.results:
-                for d in cols.rows_of((r.driver, r.pool, r.device)):
-                    node = int(cols.node[d])
-                    if node < 0:
-                        rows = None
-                        break
-                    rows.add(node)
-                if rows is None:
-                    break
-        self._touched.append((self.version, rows))
-        if len(self._touched) > 4096:
-            del self._touched[:2048]
-
-    def touched_since(self, version: int) -> set | None:
-        """The node rows whose devices in use changed after ``version``
-        (None: unknown or possibly every node)."""
-        if version == self.version:
-            return set()
-        log = self._touched
-        if not log or log[0][0] > version + 1:
-            return None
-        out: set = set()
-        for v, rows in reversed(log):
-            if v <= version:
-                break
-            if rows is None:
-                return None
-            out |= rows
-        return out
-
-    def columns_tag(self, features=None) -> tuple:
-        """What the devices and the nodes' view of them depend on."""
-        return (self.objects_version, self.state.structure_tag(), features)
-
     def columns(self):
-        """The devices of the loaded slices as ``DeviceColumns`` (built once
-        per set of slices and nodes)."""
-        # the columns' caches take a node's labels as fixed: rebuilt when
-        # labels, the node set or the slices change
-        tag = (self.objects_version, self.state.structure_tag())
-        if self._columns is None or self._columns[0] != tag:
-            st = self.state
-            names = [st.nodes[r].name if st.nodes[r] is not None else "" for r in range(st.n_rows)]
-            cols = DeviceColumns(self.slices, names)
-            self._columns = (tag, cols)
-            self._in_use_rows = np.zeros(cols.n, np.bool_)
-            for did in self.devices_in_use:
-                self._in_use_rows[cols.rows_of(did)] = True
-        return self._columns[1]
+        """The devices of the loaded slices (``DevicesInUse.columns``)."""
+        return self.in_use.columns()
 
-    def in_use_rows(self) -> np.ndarray:
-        """[D] bool over ``columns()`` rows: the devices in exclusive use
-        (kept as devices are allocated and released; read-only)."""
-        self.columns()
-        return self._in_use_rows
-
-    def allocated_state(self) -> AllocatedState:
-        """Devices in use as the allocator takes them: the exclusive set (the
-        live one) and consumed capacity by fully qualified name."""
-        caps = {d: {qualify(k, d[0]): v for k, v in c.items()}
-                for d, c in self.capacity_in_use.items()}
-        return AllocatedState(self.devices_in_use, caps)
+    def in_use_rows(self):
+        """[D] bool over ``columns()`` rows: devices in exclusive use."""
+        return self.in_use.in_use_rows()
 
     def claim_has_pending_allocation(self, key: str) -> bool:
         return key in self.in_flight
@@ -351,14 +242,14 @@ class ClaimState:
     def hold_in_flight(self, key: str, allocation: AllocationResult) -> None:
         """Reserve: the allocation is held in memory until PreBind."""
         if key in self.in_flight:
-            self._count(self.in_flight.pop(key), -1)
+            self.in_use.count(self.in_flight.pop(key), -1)
         self.in_flight[key] = allocation
-        self._count(allocation, +1)
+        self.in_use.count(allocation, +1)
 
     def drop_in_flight(self, key: str) -> AllocationResult | None:
         got = self.in_flight.pop(key, None)
         if got is not None:
-            self._count(got, -1)
+            self.in_use.count(got, -1)
         return got
 
     def commit(self, key: str, allocation: AllocationResult, now_ns: int | None) -> None:
@@ -366,11 +257,11 @@ class ClaimState:
         self.drop_in_flight(key)
         e = self.claims[key]
         if e.allocation is not None:
-            self._count(e.allocation, -1)
+            self.in_use.count(e.allocation, -1)
         e.allocation = allocation
         e.allocated_ns = now_ns
         e.conditions = {}
-        self._count(allocation, +1)
+        self.in_use.count(allocation, +1)
 
     def report_conditions(self, key: str, device: tuple, true_types) -> None:
         """A driver reports the conditions of one allocated device of claim
@@ -402,7 +293,7 @@ class ClaimState:
         controller for a claim reserved for nobody)."""
         e = self.claims[key]
         if e.allocation is not None:
-            self._count(e.allocation, -1)
+            self.in_use.count(e.allocation, -1)
         e.allocation = None
         e.allocated_ns = None
         e.conditions = {}
@@ -430,7 +321,7 @@ class ClaimState:
         if e is None:
             return None
         if e.allocation is not None:
-            self._count(e.allocation, -1)
+            self.in_use.count(e.allocation, -1)
         self.drop_in_flight(key)
         for ref in e.reserved_for:
             keys = self.by_pod.get(f"{e.record.namespace}/{ref.name}")
@@ -476,11 +367,11 @@ class ClaimState:
             cur = self.claims.get(old.key)
             if cur is not None:
                 if cur.allocation is not None:
-                    self._count(cur.allocation, -1)
+                    self.in_use.count(cur.allocation, -1)
                 self.claims.pop(old.key)
             self.claims[old.key] = old
             if old.allocation is not None:
-                self._count(old.allocation, +1)
+                self.in_use.count(old.allocation, +1)
             got = self.by_pod.setdefault(rec.key, [])
             if old.key not in got:
                 got.append(old.key)

@@ -13,7 +13,7 @@ taken on one node never change another node's answer.  So:
 
 * ``free_counts`` is, per node row, how many matching devices are free
   (kept per kind of claims and refreshed on the nodes whose devices
-  changed hands since, ``ClaimState.touched_since``);
+  changed hands since, ``DevicesInUse.touched_since``);
 * ``allocate`` builds the AllocationResults the search would return on a
   node (requests filled in order, the node-name selector of node-local
   slices, the claims' configs), without searching.
@@ -99,7 +99,7 @@ class CountedClaims:
         pass over their device lists; None when a node's pools are
         invalid (the allocator's answer there may be an error)."""
         alloc = self.allocator
-        ptr, rows, invalid = alloc._csr(nodes, nodes)
+        ptr, rows, invalid = alloc.device_lists(nodes, nodes)
         if invalid.any():
             return None
         free = self.match[rows] & ~alloc.in_use_rows[rows]

@@ -18,6 +18,7 @@ import numpy as np
 from tensorsched.framework.config.plugin_args import _LABEL_VALUE, check_qualified_name
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.records.records import PodRecord, Taint, Toleration
+from tensorsched.framework.records.records import MemoKey, PodRecord, Taint, Toleration
 from tensorsched.kernels import layout as L
 
 from .cluster_state import ClusterState, parse_label_int
@@ -226,10 +227,14 @@ def prefilter_node_names(pod: PodRecord) -> set[str] | None:
     return names
 
 
+SIGNATURE = MemoKey("signature", __name__,
+                    "the pod's query signature (``pod_signature``)")
+
+
 def pod_signature(pod: PodRecord) -> tuple:
     """Everything about a pod the compiled query depends on (computed once
     per record: records are not mutated after parsing)."""
-    sig = pod.memo.get("signature")
+    sig = pod.memo.get(SIGNATURE)
     if sig is None:
         sig = (
             tuple(sorted(pod.requests.items())), pod.nonzero_cpu, pod.nonzero_memory,
@@ -237,7 +242,7 @@ def pod_signature(pod: PodRecord) -> tuple:
             json.dumps(pod.node_affinity, sort_keys=True) if pod.node_affinity else "",
             tuple(pod.host_ports), tuple(pod.images),
         )
-        pod.memo["signature"] = sig
+        pod.memo[SIGNATURE] = sig
     return sig
 
 

@@ -31,10 +31,13 @@ from tensorsched.framework.parsing.volumes import (
 from tensorsched.kernels.fused.filters import program_matches
 
 from .cluster_state import ClusterState
+from .derived import StateKey
 from .query import compile_node_selector_terms
 from .volume_counts import AttachCounts
 
-EXTENSION = "volumes"
+EXTENSION = StateKey("volumes", __name__, "the state's VolumeCatalog (``volume_catalog``)")
+MASKS = StateKey("volumes.masks", __name__,
+                 "key -> (owner record, [n_rows] bool) node-selector masks (``terms_mask``)")
 
 
 @dataclass
@@ -81,14 +84,14 @@ class VolumeCatalog:
     def attach(self, state: ClusterState) -> "VolumeCatalog":
         """Follow ``state``'s pods from now on (and count those already bound)."""
         self.state = state
-        state.listen(self._pod_event, self._pods_event)
+        state.listeners.add(self)
         for name, row in state.node_rows.items():
             if state.pods_on_node[row]:
                 for pod in state.pods_on(name):
-                    self._pod_event(pod, row, 1)
+                    self.on_pod(pod, row, 1)
         return self
 
-    def _pod_event(self, pod, row: int, sign: int) -> None:
+    def on_pod(self, pod, row: int, sign: int) -> None:
         vols = pod_volumes(pod)
         if not vols:
             return
@@ -109,7 +112,7 @@ class VolumeCatalog:
                 else:
                     self.claim_users.pop(k, None)
 
-    def _pods_event(self, pods, rows, sign: int) -> None:
+    def on_pods(self, pods, rows, sign: int) -> None:
         # Compiled runs and blocks hold only pods without volumes (the volume
         # plugins sign a pod with volumes None and never promise its Skips),
         # so they change nothing here; the records are not built.
@@ -282,14 +285,14 @@ def _bound_claim(claim: PersistentVolumeClaimRecord, volume_name: str,
 def volume_catalog(state: ClusterState) -> VolumeCatalog:
     """The state's catalog (an empty one, following its pods, when the
     state was built without storage objects)."""
-    return state.extension(EXTENSION, lambda s: VolumeCatalog().attach(s))
+    return state.derived.extension(EXTENSION, lambda s: VolumeCatalog().attach(s))
 
 
 def install_catalog(state: ClusterState, objects) -> VolumeCatalog:
     """Build the catalog of ``objects`` and keep it beside ``state`` (before
     any pod is added: it follows them from here)."""
     cat = VolumeCatalog(objects).attach(state)
-    state._extensions[EXTENSION] = cat
+    state.derived.install(EXTENSION, cat)
     return cat
 
 
@@ -311,7 +314,7 @@ def terms_mask(state: ClusterState, key, owner, terms) -> np.ndarray:
     match each node row; kept under ``key`` while ``owner`` (the record
     they come from) is the same object and the nodes' labels and the node
     set stay (``structure_tag``)."""
-    memo = state.memo("volumes.masks", state.structure_tag())
+    memo = state.derived.memo(MASKS, state.structure_tag())
     got = memo.get(key)
     if got is None or got[0] is not owner:
         rows = np.arange(max(state.n_rows, 1), dtype=np.int64)

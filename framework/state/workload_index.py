@@ -26,6 +26,7 @@ import itertools
 
 from tensorsched.framework.parsing.selectors import compile_selector
 from tensorsched.framework.parsing.workloads import OWNER_KINDS, ControllerRecord, controller_of
+from tensorsched.framework.records.records import MemoKey
 
 _SET_OPS = ("In", "NotIn")
 _EXISTS_OPS = ("Exists", "DoesNotExist")
@@ -44,6 +45,10 @@ def _as_requirements(sel: dict | None) -> tuple:
                 op not in _SET_OPS + _EXISTS_OPS):
             return ()
     return compile_selector(sel)
+
+
+DEFAULT_SELECTOR = MemoKey("default_selector", __name__,
+                           "(index serial, compiled DefaultSelector requirements)")
 
 
 class WorkloadIndex:
@@ -74,7 +79,7 @@ class WorkloadIndex:
     def default_selector(self, pod) -> tuple:
         """Compiled requirements of ``DefaultSelector(pod)`` (memoized on
         the record per index); ``()`` when there are none."""
-        memo = pod.memo.get("default_selector")
+        memo = pod.memo.get(DEFAULT_SELECTOR)
         if memo is not None and memo[0] == self.serial:
             return memo[1]
         merged: dict[str, str] = {}
@@ -92,5 +97,5 @@ class WorkloadIndex:
                 else:
                     extra = _as_requirements(c.selector)
         reqs = tuple(sorted({(k, "In", (v,)) for k, v in merged.items()} | set(extra)))
-        pod.memo["default_selector"] = (self.serial, reqs)
+        pod.memo[DEFAULT_SELECTOR] = (self.serial, reqs)
         return reqs

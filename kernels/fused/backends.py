@@ -5,9 +5,10 @@ then answers, for the rows to evaluate, every filter's reasons and every
 score, and finds the rows tied at the top total.  All backends return
 identical arrays; the draw among ties happens in the caller, on the host.
 
-The column source passed to ``evaluate`` is duck-typed: ``columns()`` ->
-NodeColumns, plus ``version``, ``layout_version`` and ``row_version`` [N] for
-the device mirror (only rows written since the last upload are copied).
+The column source passed to ``evaluate`` is a ``source.ColumnSource``:
+``columns()`` -> NodeColumns, plus ``version``, ``layout_version`` and
+``row_version`` [N] for the row caches and the device mirror (only rows
+written since the last upload are copied).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tensorsched.kernels._errors import BackendUnavailable
 
 from . import filters, scores
 from . import stage_args as SA
+from .source import ColumnSource
 
 
 class StageResult(NamedTuple):
@@ -97,8 +99,8 @@ class NumpyBackend:
 
     name = "numpy"
 
-    def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
-                 extra=None, want_scores=True) -> StageResult:
+    def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
+                 n_slots, extra=None, want_scores=True) -> StageResult:
         cols = source.columns()
         q = _pad_bitsets(cols, q)
         rows = rotated(rows, start)
@@ -227,7 +229,7 @@ class NumbaBackend:
         self._fused(rows, *kernel_args(cols, _pad_bitsets(cols, q)), reasons, raw)
         return reasons, raw, total, ties
 
-    def _row_cache(self, source, cols, q, n_slots) -> _RowCache:
+    def _row_cache(self, source: ColumnSource, cols, q, n_slots) -> _RowCache:
         n = cols.allocatable.shape[0]
         key = (source.layout_version, n, n_slots)
         c = self._caches.get(id(q))
@@ -312,8 +314,8 @@ class NumbaBackend:
                                              c.hi_cnt, c.total, c.tmax, c.tcnt, c.size)
         return TreeTies(self._k, c, rows, start)
 
-    def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
-                  count, seed, attempt, request, nonzero, register,
+    def place_run(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
+                  n_slots, count, seed, attempt, request, nonzero, register,
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int]:
         """Place ``count`` pods of query ``q`` one after another in one
         compiled call (see ``_numba.build_place_run``): [p] int64 rows
@@ -419,8 +421,8 @@ class NumbaBackend:
         self.rows_recomputed += placed
         return out[:placed], int(next_start)
 
-    def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
-                 extra=None, want_scores=True) -> StageResult:
+    def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
+                 n_slots, extra=None, want_scores=True) -> StageResult:
         cols = source.columns()
         if extra is not None:
             # Array user plugins need positional arrays: the built-in part
@@ -581,7 +583,7 @@ class CudaBackend:
             self._qbufs.popitem(last=False)
         return buf
 
-    def _sync_columns(self, source) -> tuple:
+    def _sync_columns(self, source: ColumnSource) -> tuple:
         cuda = self._cuda
         cols = source.columns()
         shape = tuple(a.shape for a in cols)
@@ -618,7 +620,7 @@ class CudaBackend:
         lo, hi = spans[k]
         return host[:, lo] if dims == 1 else host[:, lo:hi]
 
-    def device_columns(self, source) -> dict:
+    def device_columns(self, source: ColumnSource) -> dict:
         """The node columns on the device, level with ``source`` (field name
         -> device array): views into the packs the fused pass reads, so a
         kernel taking the columns one by one (the victim search) shares the
@@ -634,8 +636,8 @@ class CudaBackend:
             out[name] = dev[:, lo] if dims == 1 else dev[:, lo:hi]
         return out
 
-    def evaluate(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
-                 extra=None, want_scores=True) -> StageResult:
+    def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
+                 n_slots, extra=None, want_scores=True) -> StageResult:
         """One cycle: the query's device row cache brought up to date (at
         most one launch, over the rows written since), copied back, and
         normalized, weighed and ranked on the host in evaluation order (the
@@ -664,7 +666,7 @@ class CudaBackend:
         return StageResult(reasons, scores_out if want_scores else None, total, ties[:n_ties],
                            processed, found)
 
-    def _row_cache(self, source, cols, q, n_slots, packs) -> _DeviceRowCache:
+    def _row_cache(self, source: ColumnSource, cols, q, n_slots, packs) -> _DeviceRowCache:
         """The query's device row cache, current: the rows written since it
         last ran recomputed by one by-row fused pass (all rows the first time)."""
         cuda = self._cuda
@@ -695,8 +697,8 @@ class CudaBackend:
             c.seen = source.version
         return c
 
-    def place_run(self, source, rows, start, q, num_to_find, active, norm, weights, n_slots,
-                  count, seed, attempt, request, nonzero, register,
+    def place_run(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
+                  n_slots, count, seed, attempt, request, nonzero, register,
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
         """``NumbaBackend.place_run`` device-resident: the query's device row
         cache is brought up to date (only the rows written since), then one

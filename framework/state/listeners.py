@@ -1,0 +1,107 @@
+"""The contracts between a ClusterState and what follows its pods.
+
+Derived state kept beside a ClusterState (per-domain pod counts, claims,
+volumes, the GPU table in ``topology``) learns of pods through these
+protocols, which the state defines and calls; it never names an
+implementation.
+
+* :class:`PodListener`: told after each pod is added to (+1) or removed
+  from (-1) a node row; :class:`PodBatchListener` also takes the pods of a
+  compiled run or block at once.
+* :class:`PodRestorer`: derived state whose answer for a pod can differ
+  after ``remove_pod`` then ``restore_pod`` (which GPUs it holds);
+  preemption's victim search checkpoints it around a temporary removal.
+
+``PodListeners`` is the state's list of listeners, in the order they were
+added (the order they are told in).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from tensorsched.framework.records.records import PodRecord
+
+
+@runtime_checkable
+class PodListener(Protocol):
+    def on_pod(self, record: PodRecord, row: int, delta: int) -> None:
+        """Pod ``record`` was just added to (``delta`` +1) or removed from
+        (-1) node row ``row``; the state already reflects it."""
+
+
+@runtime_checkable
+class PodBatchListener(PodListener, Protocol):
+    def on_pods(self, records, rows: np.ndarray, delta: int) -> None:
+        """``on_pod`` for many pods at once: ``records`` a sequence of
+        records or a ``PodColumns`` (each item a record built on request),
+        ``rows`` [k] int64 their node rows, ``delta`` +1."""
+
+
+@runtime_checkable
+class PodRestorer(Protocol):
+    def checkpoint(self) -> object:
+        """A mark of the whole derived state's transient parts."""
+
+    def rollback(self, mark: object) -> None:
+        """Back to ``mark`` (after every suspended pod is restored)."""
+
+    def hold(self, key: str) -> object:
+        """What pod ``key`` holds now, before it is taken off for a while."""
+
+    def regain(self, key: str, record: PodRecord, row: int, held: object) -> None:
+        """Pod ``key`` is back on ``row``: make it hold ``held`` again."""
+
+
+class OnPod:
+    """A ``PodListener`` made of one function ``fn(record, row, delta)``."""
+
+    __slots__ = ("on_pod",)
+
+    def __init__(self, fn: Callable[[PodRecord, int, int], None]) -> None:
+        self.on_pod = fn
+
+
+class PodListeners:
+    """The listeners of one state, told in the order they were added."""
+
+    def __init__(self) -> None:
+        self.each: list = []            # bound on_pod of every listener (read-only)
+        self._many: dict = {}           # on_pod -> on_pods, for batch listeners
+
+    def add(self, listener: PodListener) -> None:
+        if not isinstance(listener, PodListener):
+            raise TypeError(f"{listener!r}: not a PodListener (no on_pod)")
+        fn = listener.on_pod
+        self.each.append(fn)
+        if isinstance(listener, PodBatchListener):
+            self._many[fn] = listener.on_pods
+
+    def __len__(self) -> int:
+        return len(self.each)
+
+    def pod_added(self, record: PodRecord, row: int) -> None:
+        for fn in self.each:
+            fn(record, row, 1)
+
+    def pod_removed(self, record: PodRecord, row: int) -> None:
+        for fn in self.each:
+            fn(record, row, -1)
+
+    def pods_added(self, pods, rows: np.ndarray) -> None:
+        """Pods of a run or block recorded on ``rows`` at once: a batch
+        listener takes them as given (records or ``PodColumns``), any other
+        pod by pod (records built once for all of them)."""
+        many = self._many
+        rl = recs = None
+        for fn in self.each:
+            bulk = many.get(fn)
+            if bulk is not None:
+                bulk(pods, rows, 1)
+            else:
+                rl = rows.tolist() if rl is None else rl
+                recs = list(pods) if recs is None else recs
+                for pod, row in zip(recs, rl):
+                    fn(pod, row, 1)
