@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .records import MemoKey
+from tensorsched.framework.records.records import MemoKey
 
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
 

@@ -18,7 +18,7 @@ from tensorsched.framework.errors import ManifestError
 
 from .meta import ObjectContext, ObjectKind, identity, validate_label_selector
 from .quantity import int_value, parse_quantity
-from .records import MemoKey
+from tensorsched.framework.records.records import MemoKey
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.errors import StateError, TensorschedError
 from tensorsched.framework.parsing.meta import ObjectContext
 from tensorsched.framework.parsing.pod_claims import claim_statuses
@@ -19,7 +20,6 @@ from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState
 
 from . import dra_extended as ext
-from . import names
 
 NAME = names.DYNAMIC_RESOURCES
 
