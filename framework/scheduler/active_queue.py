@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import heapq
 
-from .queue_lane import LaneBlock
+from .queue_lane import QueueLane
 
 
 class ActiveQueue:
     """activeQ's entries.  ``infos`` and ``token`` are the queue's (key ->
-    QueuedPodInfo or LaneBlock; key -> live entry seq): this class reads
+    QueuedPodInfo or QueueLane; key -> live entry seq): this class reads
     them to tell live entries from dead ones and never writes them."""
 
     def __init__(self, infos: dict, token: dict):
         self.heap: list = []
-        self.lane: list[LaneBlock] = []
+        self.lane: list[QueueLane] = []
         self._infos = infos
         self._token = token
 
@@ -30,7 +30,7 @@ class ActiveQueue:
         """A ``(sort key, seq, key)`` entry into the heap."""
         heapq.heappush(self.heap, entry)
 
-    def add_block(self, block: LaneBlock) -> None:
+    def add_block(self, block: QueueLane) -> None:
         self.lane.append(block)
 
     def head(self) -> tuple:
@@ -49,27 +49,27 @@ class ActiveQueue:
             heapq.heappop(aq)
         return aq[0] if aq else None
 
-    def bound_besides(self, block: LaneBlock):
+    def bound_besides(self, block: QueueLane):
         """The smallest head other than ``block``'s (the heap's and the
         other blocks' next positions), or None."""
         others = [self.heap_head()]
         others += [o.entry(o.pos) for o in self.lane if o is not block and o.pos < len(o)]
         return min((o for o in others if o is not None), default=None)
 
-    def take(self, entry: tuple, block: LaneBlock | None) -> None:
+    def take(self, entry: tuple, block: QueueLane | None) -> None:
         """Remove the head ``entry`` (of ``block``, or of the heap)."""
         if block is None:
             heapq.heappop(self.heap)
         else:
             block.pos = entry[1] - block.seq0 + 1
 
-    def put_back(self, block: LaneBlock, pos: int) -> None:
+    def put_back(self, block: QueueLane, pos: int) -> None:
         """``block``'s positions from ``pos`` on are heads again."""
         block.pos = pos
         if block not in self.lane:
             self.lane.append(block)
 
-    def _live(self, b: LaneBlock, i: int) -> bool:
+    def _live(self, b: QueueLane, i: int) -> bool:
         k = b.keys[i]
         v = self._infos.get(k)
         return v is b or (v is not None and self._token.get(k) == b.seq0 + i)

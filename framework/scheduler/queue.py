@@ -61,7 +61,7 @@ from .backoff_queue import BackoffQueue
 from .event_interest import EventInterest
 from .nominator import Nominator
 from .pre_enqueue_gate import PreEnqueueGate
-from .queue_lane import LaneBlock, QueueRun
+from .queue_lane import QueueLane, QueueRun
 from .unschedulable_pool import UnschedulablePool
 
 DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -135,7 +135,7 @@ class SchedulingQueue:
         self.gate = PreEnqueueGate(pre_enqueue, gate_free)
         self.interest = EventInterest(plugin_of or (lambda name: None), plugin_events)
         self.max_in_unschedulable = float(max_in_unschedulable)
-        # key -> QueuedPodInfo, or the LaneBlock of a pod without one yet
+        # key -> QueuedPodInfo, or the QueueLane of a pod without one yet
         # (``queue_lane``); ``infos`` reads it with every value an info
         self._infos: dict = {}
         self._token: dict[str, int] = {}           # key -> live heap entry token
@@ -190,7 +190,7 @@ class SchedulingQueue:
         """The info of ``key`` (made now for a pod still in a lane block),
         or None."""
         v = self._infos.get(key)
-        if type(v) is not LaneBlock:
+        if type(v) is not QueueLane:
             return v
         i = v.index(key)
         if i >= v.pos:          # waiting in the lane: its position stays live
@@ -275,7 +275,7 @@ class SchedulingQueue:
             order = sorted(range(len(cols)), key=sort_keys.__getitem__)
             cols = cols.take(order)
             sort_keys = [sort_keys[i] for i in order]
-        block = LaneBlock(cols, sort_keys, self._seq + 1, now)
+        block = QueueLane(cols, sort_keys, self._seq + 1, now)
         self._seq += len(cols)
         infos.update(zip(cols.keys, repeat(block)))
         self.active.add_block(block)
@@ -321,7 +321,7 @@ class SchedulingQueue:
             for pi in self.unschedulable.stale(now, self.max_in_unschedulable):
                 self._move(pi)
 
-    def _take(self, entry: tuple, block: LaneBlock | None) -> QueuedPodInfo:
+    def _take(self, entry: tuple, block: QueueLane | None) -> QueuedPodInfo:
         """Take the head ``entry`` (from ``block`` or the heap) into flight."""
         key = entry[2]
         # a block's pod gets its info while its position is still ahead: active
@@ -434,7 +434,7 @@ class SchedulingQueue:
         pos = run.start + i - 1
         key = run.block.keys[pos]
         v = self._infos.get(key)
-        if type(v) is not LaneBlock:
+        if type(v) is not QueueLane:
             return v
         pi = QueuedPodInfo(run.block.pods[pos], run.block.now, run.block.now, attempts=1,
                            cycle=run.first.cycle + i, where=IN_FLIGHT)
@@ -444,7 +444,7 @@ class SchedulingQueue:
     def done(self, key: str) -> None:
         """The pod left the queue for good (assumed on a node)."""
         pi = self._infos.pop(key, None)
-        if pi is not None and type(pi) is not LaneBlock:
+        if pi is not None and type(pi) is not QueueLane:
             self._detach(pi)
 
     def done_run(self, run: QueueRun, count: int) -> None:
@@ -509,7 +509,7 @@ class SchedulingQueue:
         c = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
         blocks = {}
         for v in self._infos.values():
-            if type(v) is LaneBlock:
+            if type(v) is QueueLane:
                 blocks[id(v)] = v
             else:
                 c[v.where] = c.get(v.where, 0) + 1

@@ -1,7 +1,7 @@
 """Pending pods as columns: the scheduling queue's lane of pods added
 together, and the runs the queue hands out of it.
 
-``add_many`` puts pods that all go to activeQ into a ``LaneBlock``: the pods
+``add_many`` puts pods that all go to activeQ into a ``QueueLane``: the pods
 as columns (``records.pod_columns.PodColumns``: a class id, key, creation
 time and object per pod, a record built only when one is asked for) and
 their sort keys, in activeQ order, position ``i`` being the activeQ entry
@@ -24,7 +24,7 @@ from __future__ import annotations
 from tensorsched.framework.records.pod_columns import PodColumns
 
 
-class LaneBlock:
+class QueueLane:
     """Pods added together, in activeQ order (module doc).  ``pos``: the
     first position not taken yet; ``now``: when they were added."""
 
@@ -60,7 +60,7 @@ class QueueRun:
 
     __slots__ = ("first", "first_entry", "block", "start", "stop", "rest", "entries")
 
-    def __init__(self, first, first_entry: tuple, block: LaneBlock | None = None,
+    def __init__(self, first, first_entry: tuple, block: QueueLane | None = None,
                  start: int = 0, stop: int = 0, rest: list | None = None,
                  entries: list | None = None):
         self.first = first

@@ -4,11 +4,11 @@ smallest live entry of both, dead entries (a token moved on) dropped."""
 from types import SimpleNamespace
 
 from tensorsched.framework.scheduler.active_queue import ActiveQueue
-from tensorsched.framework.scheduler.queue_lane import LaneBlock
+from tensorsched.framework.scheduler.queue_lane import QueueLane
 
 
 def _block(keys, sort_keys, seq0, infos):
-    block = LaneBlock(SimpleNamespace(keys=list(keys)), list(sort_keys), seq0, 0.0)
+    block = QueueLane(SimpleNamespace(keys=list(keys)), list(sort_keys), seq0, 0.0)
     infos.update((k, block) for k in keys)
     return block
 
