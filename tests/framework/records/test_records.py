@@ -1,4 +1,4 @@
-"""framework/objects/records.py: a pod's class (``PodClass``) is its own
+"""framework/records/records.py: a pod's class (``PodClass``) is its own
 object: records of one template share it and its memo, a copy starts a
 class of its own, a variant is made once per change; every value the
 library keeps in a pod's memo is under a declared ``MemoKey``."""
