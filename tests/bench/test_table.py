@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tensorsched.bench import table as T
+from tensorsched.bench import table as BT
 
 
 def run(workload, pps, **extra):
@@ -24,17 +24,17 @@ def results(tmp_path, monkeypatch):
     (tmp_path / "a-runs.json").write_text(json.dumps(
         {"commit": "c2", "runs": [run("spread", 100.0, digest="cd" * 32), {"note": "skip"}]}))
     (tmp_path / "c-other.json").write_text(json.dumps({"rows": []}))
-    monkeypatch.setattr(T, "RESULTS", tmp_path)
+    monkeypatch.setattr(BT, "RESULTS", tmp_path)
     return tmp_path
 
 
 def test_rows_in_file_order_skip_records_without_throughput(results):
-    got = [(name, r["workload"], commit) for name, r, commit in T.rows()]
+    got = [(name, r["workload"], commit) for name, r, commit in BT.rows()]
     assert got == [("a-runs.json", "spread", "c2"), ("b-single.json", "basic", "c1")]
 
 
 def test_workload_table(results, capsys):
-    assert T.main([]) == 0
+    assert BT.main([]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| workload | nodes | pods |") and len(lines) == 4
     assert lines[2] == ("| spread | 10 | 20 | numpy | 100.0 | - | - | `cdcdcdcdcdcd` | c2 "
@@ -51,7 +51,7 @@ def test_openb_table(tmp_path, capsys):
            "backend": "numba", "commit": "abc"}
     path = tmp_path / "openb-replay.json"
     path.write_text(json.dumps(rec))
-    T.openb_table(path)
+    BT.openb_table(path)
     out = capsys.readouterr().out.splitlines()
     assert out[2] == "| default | FGD | 80.12 | 80.00 | 90.50 | 91.00 | 1.5 |"
     assert out[-1] == ("Largest difference 0.5 points; 20 runs, seeds 42-51, 30 s on 2 "

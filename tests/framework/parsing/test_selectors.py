@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tensorsched.framework.parsing import selectors as S
+from tensorsched.framework.parsing import selectors as SEL
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.generators.clusters import pod_dict
 
@@ -50,21 +50,21 @@ selector_st = st.one_of(st.none(), st.fixed_dictionaries(
 @settings(max_examples=30)
 @given(selector_st, labels_st)
 def test_compiled_selector_matches_as_the_api_reads_it(sel, labels):
-    assert S.selector_matches(S.compile_selector(sel), labels) == reference_matches(sel, labels)
+    assert SEL.selector_matches(SEL.compile_selector(sel), labels) == reference_matches(sel, labels)
 
 
 def test_null_matches_nothing_and_empty_matches_everything():
-    assert S.compile_selector(None) == S.NOTHING
-    assert S.compile_selector({}) == S.EVERYTHING
-    assert not S.selector_matches(S.NOTHING, {})
-    assert S.selector_matches(S.EVERYTHING, {"a": "x"})
+    assert SEL.compile_selector(None) == SEL.NOTHING
+    assert SEL.compile_selector({}) == SEL.EVERYTHING
+    assert not SEL.selector_matches(SEL.NOTHING, {})
+    assert SEL.selector_matches(SEL.EVERYTHING, {"a": "x"})
 
 
 def test_equal_selectors_compile_to_one_hashable_key():
-    one = S.compile_selector({"matchLabels": {"b": "y", "a": "x"},
+    one = SEL.compile_selector({"matchLabels": {"b": "y", "a": "x"},
                               "matchExpressions": [{"key": "c", "operator": "In",
                                                     "values": ["y", "x", "x"]}]})
-    two = S.compile_selector({"matchExpressions": [{"key": "c", "operator": "In",
+    two = SEL.compile_selector({"matchExpressions": [{"key": "c", "operator": "In",
                                                     "values": ["x", "y"]},
                                                    {"key": "a", "operator": "In",
                                                     "values": ["x"]}],
@@ -74,23 +74,23 @@ def test_equal_selectors_compile_to_one_hashable_key():
 
 
 def test_extra_requirements_are_added_and_an_unknown_operator_matches_nothing():
-    sel = S.compile_selector({}, extra=(("a", "Exists", ()),))
-    assert not S.selector_matches(sel, {}) and S.selector_matches(sel, {"a": "x"})
-    bad = S.compile_selector({"matchExpressions": [{"key": "a", "operator": "Gt",
+    sel = SEL.compile_selector({}, extra=(("a", "Exists", ()),))
+    assert not SEL.selector_matches(sel, {}) and SEL.selector_matches(sel, {"a": "x"})
+    bad = SEL.compile_selector({"matchExpressions": [{"key": "a", "operator": "Gt",
                                                     "values": ["1"]}]})
-    assert not S.selector_matches(bad, {"a": "2"})
+    assert not SEL.selector_matches(bad, {"a": "2"})
 
 
 def test_namespace_labels_default_to_the_name_label():
-    assert S.namespace_labels_of("ns") == {S.NS_NAME_LABEL: "ns"}
-    assert S.namespace_labels_of("ns", {"other": {}}) == {S.NS_NAME_LABEL: "ns"}
-    assert S.namespace_labels_of("ns", {"ns": {"team": "a"}}) == {"team": "a"}
+    assert SEL.namespace_labels_of("ns") == {SEL.NS_NAME_LABEL: "ns"}
+    assert SEL.namespace_labels_of("ns", {"other": {}}) == {SEL.NS_NAME_LABEL: "ns"}
+    assert SEL.namespace_labels_of("ns", {"ns": {"team": "a"}}) == {"team": "a"}
 
 
 def test_a_term_without_namespaces_or_selector_is_the_owners_namespace():
-    term = S.affinity_term("shop", {"labelSelector": {"matchLabels": {"app": "web"}},
+    term = SEL.affinity_term("shop", {"labelSelector": {"matchLabels": {"app": "web"}},
                                     "topologyKey": "zone"})
-    assert term.namespaces == frozenset({"shop"}) and term.ns_selector == S.NOTHING
+    assert term.namespaces == frozenset({"shop"}) and term.ns_selector == SEL.NOTHING
     assert term.topology_key == "zone" and term.weight == 1
     assert term.matches("shop", {"app": "web"})
     assert not term.matches("other", {"app": "web"})
@@ -98,21 +98,21 @@ def test_a_term_without_namespaces_or_selector_is_the_owners_namespace():
 
 
 def test_a_namespace_selector_matches_by_namespace_labels():
-    term = S.affinity_term("shop", {"labelSelector": {},
+    term = SEL.affinity_term("shop", {"labelSelector": {},
                                     "namespaceSelector": {"matchLabels": {"team": "a"}}})
     assert term.namespaces == frozenset()            # not the owner's by default
     table = {"ns1": {"team": "a"}, "ns2": {"team": "b"}}
     assert term.matches("ns1", {}, table) and not term.matches("ns2", {}, table)
     assert not term.matches("shop", {}, table)
-    every = S.affinity_term("shop", {"labelSelector": {}, "namespaceSelector": {}})
+    every = SEL.affinity_term("shop", {"labelSelector": {}, "namespaceSelector": {}})
     assert every.matches("anywhere", {})
-    by_name = S.affinity_term("shop", {"labelSelector": {}, "namespaceSelector": {
-        "matchLabels": {S.NS_NAME_LABEL: "ns3"}}})
+    by_name = SEL.affinity_term("shop", {"labelSelector": {}, "namespaceSelector": {
+        "matchLabels": {SEL.NS_NAME_LABEL: "ns3"}}})
     assert by_name.matches("ns3", {}) and not by_name.matches("ns4", {})
 
 
 def test_listed_namespaces_and_a_selector_are_alternatives():
-    term = S.affinity_term("shop", {"namespaces": ["x"], "labelSelector": {},
+    term = SEL.affinity_term("shop", {"namespaces": ["x"], "labelSelector": {},
                                     "namespaceSelector": {"matchLabels": {"team": "a"}}})
     assert term.matches("x", {}) and term.matches("y", {}, {"y": {"team": "a"}})
     assert not term.matches("shop", {})
@@ -123,18 +123,18 @@ def test_required_and_preferred_terms_and_their_weights():
                {"labelSelector": {}, "topologyKey": "zone"}],
            "preferredDuringSchedulingIgnoredDuringExecution": [
                {"weight": 7, "podAffinityTerm": {"labelSelector": {}, "topologyKey": "host"}}]}
-    (req,) = S.required_terms("ns", aff)
-    (pref,) = S.preferred_terms("ns", aff)
+    (req,) = SEL.required_terms("ns", aff)
+    (pref,) = SEL.preferred_terms("ns", aff)
     assert (req.topology_key, req.weight) == ("zone", 1)
     assert (pref.topology_key, pref.weight) == ("host", 7)
-    assert S.required_terms("ns", None) == () == S.preferred_terms("ns", {})
+    assert SEL.required_terms("ns", None) == () == SEL.preferred_terms("ns", {})
 
 
 def test_pod_terms_are_sorted_by_kind_and_memoized():
     term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
     rec = parse_pod(pod_dict("p", namespace="ns", spec={"affinity": {
         "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}))
-    got = S.pod_terms(rec)
+    got = SEL.pod_terms(rec)
     assert got["req_aff"] == () == got["pref_aff"] == got["pref_anti"]
     assert got["req_anti"][0].namespaces == frozenset({"ns"})
-    assert S.pod_terms(rec) is got
+    assert SEL.pod_terms(rec) is got
