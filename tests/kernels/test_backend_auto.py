@@ -18,20 +18,6 @@ from tensorsched.kernels._deps import gpu_present
 from tensorsched.kernels.fused.backends import resolve_backend
 
 
-@pytest.mark.parametrize("gpu", [True, False])
-@pytest.mark.parametrize("stage", BN.STAGES)
-def test_auto_picks_cuda_only_for_gpu_stages_with_a_gpu(stage, gpu):
-    want = "cuda" if gpu and stage in (BN.BATCH, BN.SORT, BN.VICTIMS) else "numba"
-    assert BN.resolve_backend("auto", stage, gpu) == want
-    for name in BN.KERNEL_BACKENDS:          # a named backend is never replaced
-        assert BN.resolve_backend(name, stage, gpu) == name
-
-
-def test_auto_rejects_an_unknown_stage():
-    with pytest.raises(ValueError, match="unknown stage 'sorting'"):
-        BN.resolve_backend("auto", "sorting", True)
-
-
 def test_auto_follows_this_machine():
     # Numba's CUDA simulator is no GPU: without a device every stage is numba
     gpu = gpu_present()

@@ -5,7 +5,7 @@ rejected (no name-keyed table in the queue)."""
 from __future__ import annotations
 
 import pytest
-from test_plugin_contracts import REGISTRY, _plugin
+from test_plugin import REGISTRY, _plugin
 
 from tensorsched.framework.runtime import cluster_events as CE
 from tensorsched.framework.scheduler import queue

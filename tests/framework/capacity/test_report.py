@@ -7,7 +7,6 @@ import yaml
 import tensorsched as ts
 from capacity_helpers import bound, cluster_of, node_dict, pod_dict
 from tensorsched.framework.capacity.report import API_VERSION, KIND
-from tensorsched.framework.parsing.controllers import expand_workloads, template_hash
 
 
 def test_documents_are_versioned_and_serializable():
@@ -43,36 +42,3 @@ def test_deterministic_for_a_seed():
     b = ts.how_many_fit(cl, [pod_dict("a", cpu="300m"), pod_dict("b", cpu="700m")],
                         backend="numpy", seed=7)
     assert a.to_dict() == b.to_dict()
-
-
-def _controller(kind, api, spec_extra, name="x"):
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "ns"},
-            "spec": {**spec_extra, "template": {"metadata": {"labels": {"app": name}},
-                                                "spec": {"containers": [{"name": "c",
-                                                                         "image": "i"}]}}}}
-
-
-def test_controller_expansion():
-    dep = _controller("Deployment", "apps/v1", {"replicas": 3}, "web")
-    sts = _controller("StatefulSet", "apps/v1", {"replicas": 2}, "db")
-    job = _controller("Job", "batch/v1", {"parallelism": 5, "completions": 2}, "batch")
-    rs = _controller("ReplicaSet", "apps/v1", {}, "rs")
-    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
-    pods, ignored = expand_workloads([dep, sts, job, rs, other])
-    names = [p["metadata"]["name"] for p in pods]
-    h = template_hash(dep["spec"]["template"])
-    assert all(n.startswith(f"web-{h}-") and len(n) == len(f"web-{h}-") + 5 for n in names[:3])
-    assert names[3:5] == ["db-0", "db-1"]
-    assert len(names) == 3 + 2 + 2 + 1 and ignored == {"ConfigMap": 1}
-    assert pods[0]["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
-    assert pods[0]["metadata"]["labels"]["pod-template-hash"] == h
-    assert pods[5]["metadata"]["labels"]["job-name"] == "batch"
-    assert pods[3]["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == "db-0"
-    assert expand_workloads([dep])[0] == pods[:3]          # deterministic
-    bad = _controller("Deployment", "apps/v1", {"replicas": -1}, "web")
-    try:
-        expand_workloads([bad])
-    except ts.TensorschedError as exc:
-        assert str(exc) == "Deployment ns/web: spec.replicas: must be in 0..2147483647, got -1"
-    else:
-        raise AssertionError("negative replicas accepted")

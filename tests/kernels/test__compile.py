@@ -1,4 +1,4 @@
-"""The numba kernels compile once per machine: kernels/_compile.py writes each
+"""``kernels._compile``: the numba kernels compile once per machine; it writes each
 compiled source (the rule modules, the generated fused passes, the victim
 pass) to the cache dir under a key of its text, options, dependencies and
 toolchain, and Numba keeps the machine code next to it.  A second process
@@ -191,3 +191,34 @@ def test_concurrent_writers_agree(tmp_path, writers):
         assert out.strip() == "8"
     assert len(list((tmp_path / "numba").glob("test_race-*.py"))) == 1
     assert not list((tmp_path / "numba").glob(".tmp-*"))
+
+
+def test_the_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(_compile.CACHE_DIR_ENV, str(tmp_path / "mine"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _compile.cache_dir() == str(tmp_path / "mine")
+    monkeypatch.delenv(_compile.CACHE_DIR_ENV)
+    assert _compile.cache_dir() == str(tmp_path / "xdg" / "tensorsched")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _compile.cache_dir() == str(tmp_path / "home" / ".cache" / "tensorsched")
+
+
+def test_module_functions_are_the_modules_own():
+    names = _compile.module_functions(_compile)
+    assert "compile_source" in names and "cache_key" in names
+    assert all(getattr(_compile, n).__module__ == _compile.__name__ for n in names)
+    assert "njit" not in _compile.module_functions(sys.modules[__name__])  # imported here
+
+
+def test_in_memory_compilation_decorates_only_the_named_functions():
+    calls = []
+
+    def decorate(fn, **options):
+        calls.append((fn.__name__, options))
+        return lambda *a: ("decorated", fn(*a))
+
+    ns = compile_source("demo", "def f(x):\n    return g(x) + 1\ndef g(x):\n    return 2 * x\n",
+                        decorate, ["f"], namespace={}, options={"fastmath": True})
+    assert calls == [("f", {"fastmath": True})]
+    assert ns["f"](3) == ("decorated", 7) and ns["g"](3) == 6 and ns[KEY] is None

@@ -1,0 +1,96 @@
+"""``bench.harness``: placement hashes over the documented line format,
+timed runs that leave the GC as they found it, memory readings, latency
+percentiles and the JSON record written where asked."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from tensorsched.bench import harness as H
+
+
+def outcome(pod, node, victims=()):
+    return SimpleNamespace(pod=pod, node=node, victims=list(victims))
+
+
+def test_placement_hashes_follow_their_line_format():
+    bindings = [outcome("ns/a", "n0"), outcome("ns/b", None, ["ns/x", "ns/y"])]
+    assert H.placements_sha256(bindings) == hashlib.sha256(b"ns/a n0\nns/b -\n").hexdigest()
+    assert H.preemption_sha256(bindings) == hashlib.sha256(
+        b"ns/a n0 \nns/b - ns/x,ns/y\n").hexdigest()
+    # the order is part of the hash
+    assert H.placements_sha256(bindings[::-1]) != H.placements_sha256(bindings)
+    assert H.placements_sha256([]) == hashlib.sha256(b"").hexdigest()
+
+
+class FakeScheduler:
+    def __init__(self):
+        self.frozen_during = None
+
+    def schedule_one(self, pod):
+        self.frozen_during = gc.get_freeze_count()
+        return outcome(pod, "n0")
+
+    def schedule_pending(self, pods):
+        self.frozen_during = gc.get_freeze_count()
+        if pods == ["boom"]:
+            raise RuntimeError("boom")
+        return [outcome(p, "n0") for p in pods], None
+
+
+def test_timed_runs_freeze_the_setup_then_unfreeze():
+    assert gc.get_freeze_count() == 0
+    sched = FakeScheduler()
+    bindings, seconds = H.timed_schedule(sched, ["a", "b"])
+    assert [b.pod for b in bindings] == ["a", "b"] and seconds >= 0
+    assert sched.frozen_during > 0 and gc.get_freeze_count() == 0
+    outcomes, seconds = H.timed_pending(sched, ["c"])
+    assert [o.pod for o in outcomes] == ["c"] and gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError):
+        H.timed_pending(sched, ["boom"])
+    assert gc.get_freeze_count() == 0                     # unfrozen on error too
+
+
+def test_memory_readings():
+    rss = H.rss_bytes()
+    # the kernel's per-thread RSS counters lag by a few dozen pages: the
+    # peak may read slightly below the current resident size
+    assert rss > 0 and H.peak_rss_bytes() >= 0.9 * rss
+
+
+def test_state_bytes_per_pod_counts_what_add_pod_keeps_and_the_names():
+    kept = []
+    pods = [SimpleNamespace(key=f"ns/pod-{i}") for i in range(50)]
+    got = H.state_bytes_per_pod(lambda p: kept.append(bytearray(1000)), pods)
+    names = sum(len(p.key) + 49 for p in pods) / len(pods)      # a str's header is 49 bytes
+    assert 1000 + names <= got < 1000 + names + 200
+    assert H.state_bytes_per_pod(lambda p: None, []) == 0.0
+
+
+def test_latency_fields_in_microseconds():
+    got = H.latency_fields([0.001] * 98 + [0.002, 0.1])
+    assert got["p50_us"] == 1000.0 and 1000.0 < got["p99_us"] <= 100000.0
+    assert H.latency_fields([]) == {"p50_us": None, "p99_us": None}
+
+
+def test_record_stamp_and_machine():
+    stamp = H.record_stamp(7)
+    assert stamp["seed"] == 7 and len(stamp["load"]) == 3
+    assert stamp["timestamp"].endswith("Z") and stamp["commit"]
+    assert {"machine", "cpus", "python", "numpy", "numba"} <= set(stamp["machine"])
+
+
+def test_write_record_prints_and_writes_sorted_json(tmp_path, capsys):
+    path = tmp_path / "deep" / "r.json"
+    H.write_record({"b": 1, "a": [1, 2]}, str(path))
+    assert json.loads(path.read_text()) == {"a": [1, 2], "b": 1}
+    assert path.read_text().endswith("\n")
+    printed = capsys.readouterr().out
+    assert json.loads(printed) == {"a": [1, 2], "b": 1} and printed.index('"a"') < printed.index('"b"')
+    H.write_record({"c": 3}, None)
+    assert json.loads(capsys.readouterr().out) == {"c": 3}
