@@ -58,20 +58,7 @@ PENDING_LARGE_CLASSES: set[str] = set()
 # (b) classes with two or more project bases that are not interfaces: file:class
 PENDING_MIXINS: set[str] = set()
 # (c) private names read across modules: file:_name
-PENDING_PRIVATE_READS: set[str] = {
-    "bench/cuda_ptx.py:_cuda",
-    "bench/cuda_ptx.py:_cuda_run",
-    "framework/runtime/blocks.py:_plan",
-    "framework/state/dra_allocator.py:_NodeView",
-    "framework/state/dra_allocator.py:_Search",
-    "framework/state/dra_allocator.py:_hint",
-    "framework/state/dra_counted.py:_NODE_NAME_SELECTOR",
-    "framework/state/dra_counted.py:_Search",
-    "framework/state/dra_search.py:_node_matches",
-    "framework/state/query.py:_LABEL_VALUE",
-    "kernels/fused/backends.py:_collect_compiler_garbage",
-    "kernels/fused/backends.py:_node_packs",
-}
+PENDING_PRIVATE_READS: set[str] = set()
 
 
 @lru_cache(maxsize=1)
