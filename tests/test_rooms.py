@@ -26,9 +26,9 @@ package folders as ``git ls-files`` lists them, tests left out):
 (e) the core (runtime, preemption, scheduler, state) spells no plugin name;
 (f) the README Layout has a row for every package folder.
 
-Violations others are still removing are listed in ``PENDING`` as
-``file:name`` entries; the test fails on a violation not listed and on a
-listed one that no longer occurs, so the lists only shrink.
+The ``PENDING`` lists (``file:name`` entries) are empty: every rule holds.
+A violation not listed fails, and so does a listed one that no longer
+occurs, so the lists can only stay empty or shrink.
 """
 
 from __future__ import annotations
@@ -269,16 +269,17 @@ def _private_reads(path: str) -> set[str]:
                 continue                        # a third-party library's name
             if node.attr not in own:
                 out.add(node.attr)
-        elif isinstance(node, ast.ImportFrom):
-            source = _absolute(path, node)
-            if _top_folder(source) is None:
-                continue                        # a third-party library's names
-            for a in node.names:
-                if not _private(a.name) or source == package:
-                    continue                    # public, or the reader's own package's
-                if _is_private_module(source, a.name) and _top_folder(source) == top:
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.Import):    # import a.b._c [as x]
+                pairs = [a.name.rpartition(".")[::2] for a in node.names]
+            else:
+                pairs = [(_absolute(path, node), a.name) for a in node.names]
+            for source, name in pairs:
+                if _top_folder(source) is None or not _private(name) or source == package:
+                    continue                    # theirs, public, or of the reader's own package
+                if _is_private_module(source, name) and _top_folder(source) == top:
                     continue                    # a twin of a sibling package
-                out.add(a.name)
+                out.add(name)
     return out
 
 
