@@ -47,11 +47,12 @@ def main(argv=None) -> int:
     # Device functions are compiled for the current device's capability:
     # there is none, so name the one asked for.
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
-    from tensorsched.kernels.fused import _cuda, _cuda_run
+    from tensorsched.kernels.fused.backends import cuda_kernels
+    kernels = cuda_kernels()
     fused_sig, run_sig = _signatures()
     try:
-        for name, kernel, sig in (("fused pass", _cuda.fused_pass_kernel, fused_sig),
-                                  ("run kernel", _cuda_run.place_run_kernel, run_sig)):
+        for name, sig in (("fused pass", fused_sig), ("run kernel", run_sig)):
+            kernel = kernels[name]
             ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc)
             counts = {op: len(re.findall(rf"\b{re.escape(op)}\b", ptx))
                       for op in ("shfl.sync", "bar.sync", "div.s64", "div.u32", "rem.u64")}

@@ -239,10 +239,10 @@ def warm() -> None:
     host.scored_rows(i64, 1, b.copy())
     host.minmax_normalize(i64, b, i64.copy())
     _warmed = True
-    _collect_compiler_garbage()
+    collect_compiler_garbage()
 
 
-def _collect_compiler_garbage() -> None:
+def collect_compiler_garbage() -> None:
     """A full collection after a one-time JIT compile: the compiler leaves
     many cyclic objects behind, which would otherwise bring the next full
     collection (tens of ms on a large cluster state) into a later cycle."""
@@ -261,6 +261,7 @@ def minmax_normalize_host(raw, scored):
 
 __all__ = [
     "at_domain",
+    "collect_compiler_garbage",
     "domain_sums",
     "go_round",
     "host",

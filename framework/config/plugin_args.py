@@ -244,9 +244,9 @@ def _list(value: Any, path: str) -> list:
 
 
 # Label keys and values are validated by the parsing layer's shared
-# implementation (apimachinery's rules and messages); ``_LABEL_VALUE`` is a
+# implementation (apimachinery's rules and messages); ``LABEL_VALUE`` is a
 # ``.match``-anchored form of its regex for callers that test strings.
-_LABEL_VALUE = re.compile(LABEL_VALUE_FMT + r"\Z")
+LABEL_VALUE = re.compile(LABEL_VALUE_FMT + r"\Z")
 _GO_INT64 = re.compile(r"[+-]?[0-9]+")
 
 

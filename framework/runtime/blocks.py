@@ -168,7 +168,7 @@ def _class_plan(fw, state, pod, placer, known: dict):
                              for r in pod.requests):
         return None
     ctx = CycleContext(state, pod, fw)
-    plan, skipped = fw._plan(ctx)
+    plan, skipped = fw.plan_cycle(ctx)
     if not hasattr(plan, "query") or plan.node_names is not None:
         return None
     if plan.active[:L.N_BUILTIN_SCORES].any():

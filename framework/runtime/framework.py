@@ -331,7 +331,7 @@ class Framework:
         return opts
 
     # -------------------------------------------------------------- cycle
-    def _plan(self, ctx: CycleContext):
+    def plan_cycle(self, ctx: CycleContext):
         """PreFilter and PreScore for ``ctx.pod``, then its compiled query:
         a ``CyclePlan``, or the rejecting PreFilter's Status (with the
         plugins that skipped so far)."""
@@ -430,7 +430,7 @@ class Framework:
         """Filter and score ``pod`` against ``state``; nothing is reserved."""
         ctx = CycleContext(state, pod, self)
         all_rows = state.valid_rows()
-        plan, skipped = self._plan(ctx)
+        plan, skipped = self.plan_cycle(ctx)
         if not isinstance(plan, CyclePlan):
             return self._rejected_by_prefilter(all_rows, plan, skipped)
         n = all_rows.shape[0]
@@ -481,7 +481,7 @@ class Framework:
                 n != "pods" and n not in state.resources.index for n in pod.requests):
             return None
         ctx = CycleContext(state, pod, self)
-        plan, _ = self._plan(ctx)
+        plan, _ = self.plan_cycle(ctx)
         if not isinstance(plan, CyclePlan) or plan.node_names is not None:
             return None
         all_rows = state.valid_rows()

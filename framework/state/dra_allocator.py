@@ -40,10 +40,10 @@ from .dra_search import (
     STATUS_NO,
     AllocationError,
     DraFeatures,
-    _hint,
-    _NodeView,
-    _Search,
+    NodeSearch,
+    NodeView,
     claim_ref,
+    with_cel_hint,
 )
 
 __all__ = ["DraFeatures", "AllocationError", "Allocator", "allocate", "FEATURE_GATES"]
@@ -177,7 +177,7 @@ class Allocator:
                     errors[int(row)] = (
                         f"{owner}: selector #{i} on device "
                         f"{'/'.join(cols.device_id(int(row)))}: CEL runtime error: "
-                        f"{_hint(col.messages[col.error[row]])}"
+                        f"{with_cel_hint(col.messages[col.error[row]])}"
                     )
                 status[bad] = STATUS_ERROR
                 status[pending & (col.error < 0) & ~col.value] = STATUS_NO
@@ -186,7 +186,7 @@ class Allocator:
 
     # ---------------------------------------------------------------- nodes
 
-    def view(self, node) -> _NodeView:
+    def view(self, node) -> NodeView:
         name, labels = _node_identity(node)
         cache_key = ("view", name, self.features.partitionable_devices)
         got = self.columns.cache.get(cache_key)
@@ -202,7 +202,7 @@ class Allocator:
                 r = np.arange(first[s], first[s + 1])
                 rows.append(r)
                 owner.append(np.full(len(r), p_idx, np.int32))
-        view = _NodeView(
+        view = NodeView(
             name,
             labels,
             pools,
@@ -218,7 +218,7 @@ class Allocator:
         """One AllocationResult per claim (claim order), or None when the
         claims cannot all be satisfied on ``node``; AllocationError on an
         error (see the module docstring)."""
-        return _Search(self, self.view(node)).run()
+        return NodeSearch(self, self.view(node)).run()
 
     def explain(self, node) -> str | None:
         """Why the claims cannot be allocated on ``node`` (None when they
@@ -231,7 +231,7 @@ class Allocator:
         except AllocationError as exc:
             return str(exc)
         view = self.view(node)
-        search = _Search(self, view)
+        search = NodeSearch(self, view)
         search.prepare()
         f = self.features
         for (ci, ri, si), req in search.requests.items():

@@ -31,7 +31,7 @@ from tensorsched.framework.records.dra_records import (
     DeviceRequestAllocationResult,
 )
 
-from .dra_search import _NODE_NAME_SELECTOR, STATUS_ERROR, STATUS_MATCH, AllocationError, _Search
+from .dra_search import NODE_NAME_SELECTOR, STATUS_ERROR, STATUS_MATCH, AllocationError, NodeSearch
 
 __all__ = ["CountedClaims"]
 
@@ -129,7 +129,7 @@ class CountedClaims:
         if free.shape[0] < self.need:
             return None
         if self._configs is None:
-            search = _Search(alloc, view)
+            search = NodeSearch(alloc, view)
             search.prepare()
             self._configs = [search.configs(ci) for ci in range(len(alloc.claims))]
         cols = alloc.columns
@@ -146,7 +146,7 @@ class CountedClaims:
                 k += count
             # node-local devices: the allocation is pinned to the node by name
             selector = {"nodeSelectorTerms": [{"matchFields": [
-                {"key": _NODE_NAME_SELECTOR, "operator": "In", "values": [view.name]}]}]}
+                {"key": NODE_NAME_SELECTOR, "operator": "In", "values": [view.name]}]}]}
             out.append(AllocationResult(tuple(results), self._configs[ci],
                                         selector if results else None))
         return out

@@ -351,7 +351,9 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-def _node_matches(node_name: str, labels: dict, name, all_nodes, selector) -> bool:
+def node_matches(node_name: str, labels: dict, name, all_nodes, selector) -> bool:
+    """Whether a slice or device targeting a node by ``name``, ``all_nodes``
+    or a node ``selector`` reaches the node ``node_name`` with ``labels``."""
     if name:
         return name == node_name
     if all_nodes:
@@ -385,12 +387,12 @@ def gather_pools(
     for s_idx in [*columns.local_slices.get(node_name, ()), *columns.nonlocal_slices]:
         sl = slices[s_idx]
         if sl.node_name or sl.all_nodes or sl.node_selector is not None:
-            relevant = _node_matches(
+            relevant = node_matches(
                 node_name, labels, sl.node_name, sl.all_nodes, sl.node_selector
             )
         elif sl.per_device_node_selection:
             relevant = partitionable and any(
-                _node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector)
+                node_matches(node_name, labels, d.node_name, d.all_nodes, d.node_selector)
                 for d in sl.devices
             )
         else:

@@ -48,7 +48,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceClaimRecord,
 )
 
-from .dra_devices import Pool, _node_matches, qualify
+from .dra_devices import Pool, node_matches, qualify
 
 __all__ = ["DraFeatures", "AllocationError", "FEATURE_GATES", "claim_ref"]
 
@@ -66,7 +66,7 @@ FEATURE_GATES = {
     "DRAResourceClaimDeviceStatus": None,
 }
 
-_NODE_NAME_SELECTOR = "metadata.name"
+NODE_NAME_SELECTOR = "metadata.name"
 CLAIM = "\x00claim\x00"  # stands for the claim's name in cached selector errors
 STATUS_NO, STATUS_MATCH, STATUS_ERROR = 0, 1, 2
 
@@ -150,7 +150,7 @@ class _Request:
 
 
 @dataclass
-class _NodeView:
+class NodeView:
     """What one node reaches: its pools, and per pool the device rows of the
     slices targeting it, in search order."""
 
@@ -173,7 +173,7 @@ _NO_SUCH_KEY_HINT = (
 )
 
 
-def _hint(message: str) -> str:
+def with_cel_hint(message: str) -> str:
     """Upstream appends advice to a missing attribute's error."""
     return message + _NO_SUCH_KEY_HINT if message.startswith("no such key") else message
 
@@ -183,7 +183,7 @@ def _hint(message: str) -> str:
 
 
 class _Constraint:
-    def __init__(self, search: _Search, claim_index: int, index: int, requests, attribute: str):
+    def __init__(self, search: NodeSearch, claim_index: int, index: int, requests, attribute: str):
         self.search = search
         self.claim_index = claim_index
         self.index = index
@@ -315,11 +315,11 @@ class _Pick:
     consumed: dict | None = None
 
 
-class _Search:
+class NodeSearch:
     """One Allocate for one node; ``alloc`` is the Allocator that holds the
     node-independent parts."""
 
-    def __init__(self, alloc, view: _NodeView):
+    def __init__(self, alloc, view: NodeView):
         self.alloc = alloc
         self.view = view
         self.cols = alloc.columns
@@ -356,7 +356,7 @@ class _Search:
             return False
         if self.cols.per_device_node[row]:
             _, dev = self.cols.device(row)
-            return _node_matches(
+            return node_matches(
                 self.view.name, self.view.labels, dev.node_name, dev.all_nodes, dev.node_selector
             )
         return True
@@ -811,7 +811,7 @@ class _Search:
                         {
                             "matchFields": [
                                 {
-                                    "key": _NODE_NAME_SELECTOR,
+                                    "key": NODE_NAME_SELECTOR,
                                     "operator": "In",
                                     "values": [self.view.name],
                                 }

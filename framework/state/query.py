@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
-from tensorsched.framework.config.plugin_args import _LABEL_VALUE, check_qualified_name
+from tensorsched.framework.config.plugin_args import LABEL_VALUE, check_qualified_name
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.records.records import PodRecord, Taint, Toleration
 from tensorsched.framework.records.records import MemoKey, PodRecord, Taint, Toleration
@@ -95,7 +95,7 @@ def _valid_label_key(key: str) -> bool:
 
 
 def _valid_label_value(value) -> bool:
-    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.match(value))
+    return isinstance(value, str) and len(value) <= 63 and bool(LABEL_VALUE.match(value))
 
 
 def _resource_kind(state: ClusterState, name: str) -> tuple[int, int]:

@@ -505,7 +505,7 @@ def _warm_numba(k) -> None:
     k.finalize_partial(rows, 0, reasons, zero, raw, np.flatnonzero(no), zero,
                        np.ones(1, np.int64), zero, 1, zero.copy(), zero.copy())
     _numba_warmed = True
-    domains._collect_compiler_garbage()
+    domains.collect_compiler_garbage()
 
 
 def rotated(rows, start):
@@ -611,7 +611,7 @@ class CudaBackend:
 
     def device_column(self, name: str) -> np.ndarray:
         """Node column ``name`` as the device holds it (a host copy; tests)."""
-        spans, _, _ = SA._node_packs(self._shape)
+        spans, _, _ = SA.node_packs(self._shape)
         k = SA.NODE_NAMES.index(name)
         _, pack, dims = SA.NODE_COLUMNS[k]
         if pack == "labels":
@@ -626,7 +626,7 @@ class CudaBackend:
         kernel taking the columns one by one (the victim search) shares the
         same mirror.  Flags come as int8, label values as int32."""
         packs = self._sync_columns(source)
-        spans, _, _ = SA._node_packs(self._shape)
+        spans, _, _ = SA.node_packs(self._shape)
         out = {}
         for (name, pack, dims), (lo, hi) in zip(SA.NODE_COLUMNS, spans):
             if pack == "labels":
@@ -778,3 +778,14 @@ def make_backend(name: str):
     if name == "cuda":
         return CudaBackend()
     raise BackendUnavailable(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def cuda_kernels() -> dict:
+    """The CUDA backend's kernels by what they do, ``{"fused pass": ...,
+    "run kernel": ...}`` (numba-cuda dispatchers, ``.py_func`` their Python
+    source), for compiling them ahead of a device (``bench.cuda_ptx``).
+    Imports numba-cuda: call it only where the cuda backend could run."""
+    from . import _cuda as _fused_cuda
+    from . import _cuda_run
+    return {"fused pass": _fused_cuda.fused_pass_kernel,
+            "run kernel": _cuda_run.place_run_kernel}

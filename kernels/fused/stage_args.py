@@ -115,7 +115,7 @@ def call_arguments(fn, leading: int) -> str:
 
 
 # ----------------------------------------------------------------- packing
-def _node_packs(shapes) -> tuple[list, int, int]:
+def node_packs(shapes) -> tuple[list, int, int]:
     """Where each node column sits in its pack: [(start, stop)] per column
     (a 1-D flag column takes one pack column, start), and the widths of
     node_i64 and node_flags.  ``shapes``: the columns' shapes in
@@ -151,7 +151,7 @@ def pack_query(cols: L.NodeColumns, q: L.PodQuery) -> np.ndarray:
     """The query and the node packs' layout as one int64 buffer: header
     [2 * len(NODE_COLUMNS)] column spans, [len(QUERY_ARGS) + 1] field
     offsets into the buffer, then the fields (bools as 0/1)."""
-    spans, _, _ = _node_packs([getattr(cols, n).shape for n in NODE_NAMES])
+    spans, _, _ = node_packs([getattr(cols, n).shape for n in NODE_NAMES])
     header = [v for span in spans for v in span]
     data = []
     pos = len(header) + len(QUERY_ARGS) + 1

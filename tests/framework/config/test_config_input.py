@@ -201,5 +201,5 @@ def test_check_qualified_name_is_the_shared_one():
         check_qualified_name("a\n", "x")
     assert info.value.problem == f'Invalid value: "a\\n": {NAME_MSG}'
     check_qualified_name("example.com/ok", "x")
-    assert plugin_args._LABEL_VALUE.match("ok") and not plugin_args._LABEL_VALUE.match("ok\n")
-    assert not plugin_args._LABEL_VALUE.match("a b")
+    assert plugin_args.LABEL_VALUE.match("ok") and not plugin_args.LABEL_VALUE.match("ok\n")
+    assert not plugin_args.LABEL_VALUE.match("a b")

@@ -248,3 +248,11 @@ def test_cuda_small_cluster_equals_numpy():
         want = run("numpy", *args)
         assert want["reasons"].count(0) == 2
         assert run("cuda", *args) == want
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_kernels_named_for_ahead_compiling():
+    kernels = fused.cuda_kernels()
+    assert set(kernels) == {"fused pass", "run kernel"}
+    assert all(callable(k.py_func) for k in kernels.values())
