@@ -29,9 +29,10 @@ Mapping from Kubernetes objects (documented contract):
     annotation ``alibabacloud.com/gpu-card-model`` -> allowed models, '|'-separated
     (these are the names the openb trace's public simulator, hkust-adsl
     kubernetes-scheduler-simulator, reads, so its pod YAML loads unchanged);
-    without them, the container request ``nvidia.com/gpu: N`` -> num=N,
-    milli=1000 (whole GPUs), allowed models from the pod's nodeSelector on
-    ``nvidia.com/gpu.product`` if present.
+    without them, the container request ``nvidia.com/gpu: N`` (its limit
+    where the request leaves it out) -> num=N, milli=1000 (whole GPUs),
+    allowed models from the pod's nodeSelector on ``nvidia.com/gpu.product``
+    if present.
 """
 
 from __future__ import annotations
@@ -437,11 +438,14 @@ def _pod_gpu_ask(pod: dict) -> GpuAsk:
     num = 0
     for i, c in enumerate(spec.get("containers") or []):
         res = c.get("resources") or {}
-        key = "requests" if res.get("requests") else "limits"
-        req = res.get(key) or {}
-        if req.get(RES_NVIDIA_GPU) is not None:
-            num += _gpu_quantity(ident, join_path(f"spec.containers[{i}].resources.{key}",
-                                                  RES_NVIDIA_GPU), req[RES_NVIDIA_GPU])
+        # a request left out defaults to its limit, resource by resource (as
+        # Kubernetes defaults it): requests {cpu} with a GPU limit asks GPUs
+        for key in ("requests", "limits"):
+            value = (res.get(key) or {}).get(RES_NVIDIA_GPU)
+            if value is not None:
+                num += _gpu_quantity(ident, join_path(f"spec.containers[{i}].resources.{key}",
+                                                      RES_NVIDIA_GPU), value)
+                break
     if num == 0:
         return GpuAsk(0, 0, ())
     # more GPUs than any node has fits nowhere; kept bounded for the kernels

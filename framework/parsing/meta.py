@@ -19,7 +19,7 @@ import yaml
 
 from tensorsched.framework.errors import ManifestError
 
-from .quantity import INT64_MAX, quantity_milli
+from .quantity import INT64_MAX, INT64_MIN, quantity_milli
 
 LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -278,13 +278,19 @@ def parse_utc_second(value: str) -> int | None:
     if second is None:
         return None
     minute = minute_ns(value[:16])
-    return None if minute is None else minute + second * 1_000_000_000
+    if minute is None:
+        return None
+    ns = minute + second * 1_000_000_000
+    # the last minute int64 reaches (2262-04-11T23:47) ends at :16
+    return ns if ns <= INT64_MAX else None
 
 
 def parse_timestamp(value) -> int:
     """RFC3339 (``2024-05-01T10:00:00Z``, optional fraction up to ns, ``Z`` or
     ``+hh:mm``) -> integer nanoseconds since the Unix epoch.  A ``datetime``
-    (naive = UTC) is accepted too."""
+    (naive = UTC) is accepted too.  ValueError past what int64 ns hold
+    (before 1677-09-21T00:12:43.145224192Z, after 2262-04-11T23:47:16.854775807Z):
+    the state keeps times as int64."""
     if type(value) is str:
         ns = parse_utc_second(value)
         if ns is not None:
@@ -297,7 +303,8 @@ def _parse_any(value) -> int:
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         delta = dt - _EPOCH
-        return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+        return _in_int64(value, (delta.days * 86400 + delta.seconds) * 10**9
+                         + delta.microseconds * 1000)
     if not isinstance(value, str):
         raise ValueError(f"must be an RFC3339 timestamp string, got {type_name(value)} {value!r}")
     m = _RFC3339.fullmatch(value.strip())
@@ -320,7 +327,16 @@ def _parse_any(value) -> int:
         raise ValueError(f"invalid RFC3339 timestamp {value!r}: {exc}") from None
     delta = dt - _EPOCH
     seconds = delta.days * 86400 + delta.seconds
-    return seconds * 10**9 + int(frac.ljust(9, "0") or "0")
+    return _in_int64(value, seconds * 10**9 + int(frac.ljust(9, "0") or "0"))
+
+
+def _in_int64(value, ns: int) -> int:
+    """``ns``, or ValueError when int64 nanoseconds cannot hold it."""
+    if not INT64_MIN <= ns <= INT64_MAX:
+        raise ValueError(f"timestamp {str(value)!r} is out of range: int64 nanoseconds since "
+                         "the epoch reach 1677-09-21T00:12:43.145224192Z .. "
+                         "2262-04-11T23:47:16.854775807Z")
+    return ns
 
 
 # --------------------------------------------------------------------------

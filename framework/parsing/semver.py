@@ -8,9 +8,12 @@ import re
 from dataclasses import dataclass
 from functools import total_ordering
 
-_PRE_ID = r"(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
+# [0-9], never \d: semver's digits are ASCII, \d (and str.isdigit) any
+# Unicode digit ("1\u0660.0.0" would read as 10.0.0)
+_PRE_ID = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+_NUMERIC_ID = re.compile(r"[0-9]+")
 _SEMVER_RE = re.compile(
-    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
     rf"(?:-({_PRE_ID}(?:\.{_PRE_ID})*))?"
     r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
 )
@@ -60,5 +63,5 @@ def parse_semver(text: str) -> Semver:
     m = _SEMVER_RE.fullmatch(text) if isinstance(text, str) else None
     if m is None:
         raise ValueError(f"invalid semantic version {text!r}")
-    pre = tuple(int(p) if p.isdigit() else p for p in m.group(4).split(".")) if m.group(4) else ()
+    pre = tuple(int(p) if _NUMERIC_ID.fullmatch(p) else p for p in m.group(4).split(".")) if m.group(4) else ()
     return Semver(int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, m.group(5) or "")

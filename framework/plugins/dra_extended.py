@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.dra import parse_resource_claim
+from tensorsched.framework.parsing.meta import join_path
 from tensorsched.framework.parsing.quantity import int_value, parse_quantity
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -75,8 +76,11 @@ def extended_requests(pod, served: dict[str, str]) -> list[ExtendedRequest]:
                 continue
             try:
                 count = int_value(parse_quantity(reqs[res]))
-            except TensorschedError:
-                continue        # manifest parsing reports a bad quantity
+            except ValueError as exc:
+                # parse_pod refuses this; a record built another way
+                # still gets the project's error, naming the pod and field
+                raise ManifestError(f"Pod {pod.key}", join_path(
+                    f"spec.containers[{i}].resources.requests", res), str(exc)) from None
             if count > 0:
                 out.append(ExtendedRequest(i, res, cls, count))
     return out

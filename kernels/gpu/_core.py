@@ -48,7 +48,11 @@ def model_ok(model, mask):
 
 
 def gpu_fit(count, model, left, num, milli, mask):
-    """``num`` GPUs with ``milli`` free each, of an allowed model."""
+    """``num`` GPUs with ``milli`` free each, of an allowed model; an ask
+    of no GPU (``num`` or ``milli`` <= 0) fits any node, GPU-less or of a
+    disallowed model (the model is checked only for a pod asking GPUs)."""
+    if num <= 0 or milli <= 0:
+        return True
     if count == 0 or not model_ok(model, mask):
         return False
     c = 0

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.manifests import parse_node, parse_pod
 from tensorsched.framework.plugins import dra_extended as X
 from tensorsched.generators.clusters import node_dict, pod_dict
@@ -57,6 +58,19 @@ def test_extended_requests_in_container_then_name_order():
                    X.ExtendedRequest(2, "example.com/b", "cb", 3)]
     assert X.extended_requests(rec, {}) == []
 
+
+
+@pytest.mark.parametrize("bad", ["abc", "1.2.3", None, True])
+def test_a_bad_quantity_is_a_manifest_error_naming_the_pod_and_field(bad):
+    # parse_pod refuses these; a record whose object carries one anyway
+    # (built another way) gets the project's error, not a bare ValueError
+    rec = pod_requesting({"cpu": "1"}, {"example.com/a": "1"})
+    rec.obj["spec"]["containers"][1]["resources"]["requests"]["example.com/a"] = bad
+    with pytest.raises(ManifestError) as info:
+        X.extended_requests(rec, {"example.com/a": "ca"})
+    assert info.value.obj == "Pod ns/p"
+    assert info.value.field == 'spec.containers[1].resources.requests["example.com/a"]'
+    assert "quantity" in info.value.problem
 
 def test_lacking_is_what_the_node_does_not_offer_itself():
     reqs = [X.ExtendedRequest(0, "example.com/a", "ca", 1),

@@ -209,6 +209,24 @@ def test_container_requests_add_up_as_whole_gpus():
     assert info.value.field == 'spec.containers[0].resources.requests["nvidia.com/gpu"]'
 
 
+
+def test_a_gpu_limit_is_the_ask_when_requests_leave_the_gpu_out():
+    # requests default to limits resource by resource: cpu requested, GPUs only limited
+    mixed = [{"name": "a", "resources": {"requests": {"cpu": "1"},
+                                         "limits": {G.RES_NVIDIA_GPU: "2"}}}]
+    assert G.pod_gpu_ask(gpu_pod(containers=mixed)) == G.GpuAsk(2, MILLI, ())
+    # a GPU request present wins over the GPU limit
+    both = [{"name": "a", "resources": {"requests": {G.RES_NVIDIA_GPU: "1"},
+                                        "limits": {G.RES_NVIDIA_GPU: "1", "cpu": "2"}}},
+            {"name": "b", "resources": {"requests": {"memory": "1Gi"},
+                                        "limits": {G.RES_NVIDIA_GPU: "3"}}}]
+    assert G.pod_gpu_ask(gpu_pod(containers=both)).num == 4
+    with pytest.raises(ManifestError) as info:
+        G.pod_gpu_ask(gpu_pod(containers=[{"name": "a", "resources": {
+            "requests": {"cpu": "1"}, "limits": {G.RES_NVIDIA_GPU: "half"}}}]))
+    assert info.value.field == 'spec.containers[0].resources.limits["nvidia.com/gpu"]'
+
+
 def test_gpu_indices():
     assert G.gpu_indices("Pod ns/p", "0-1") == (0, 1)
     assert G.gpu_indices("Pod ns/p", "3,5") == (3, 5)

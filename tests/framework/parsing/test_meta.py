@@ -156,6 +156,27 @@ def test_timestamps_short_fractions_naive_datetimes_and_errors():
         "metadata.creationTimestamp"
 
 
+
+@pytest.mark.parametrize("text", ["2262-04-11T23:47:17Z", "2262-04-12T00:00:00Z",
+                                  "2262-04-11T23:47:16.854775808Z", "9999-12-31T23:59:59Z",
+                                  "2262-04-11T23:00:00-01:00", "1677-09-21T00:12:43Z",
+                                  "1677-09-21T00:12:43.145224191Z", "0001-01-01T00:00:00Z"])
+def test_timestamps_past_int64_nanoseconds_are_refused(text):
+    # the state keeps times as int64 ns: 1677-09-21 .. 2262-04-11 only
+    with pytest.raises(ValueError, match="out of range"):
+        M.parse_timestamp(text)
+    assert M.parse_utc_second(text) is None
+    assert failure(CTX.timestamp, text, "metadata.creationTimestamp").field == \
+        "metadata.creationTimestamp"
+
+
+def test_timestamps_at_the_int64_edges_are_exact():
+    assert M.parse_timestamp("2262-04-11T23:47:16.854775807Z") == INT64_MAX
+    assert M.parse_timestamp("2262-04-11T23:47:16Z") == INT64_MAX - 854_775_807
+    assert M.parse_timestamp("1677-09-21T00:12:43.145224192Z") == -INT64_MAX - 1
+    with pytest.raises(ValueError, match="out of range"):
+        M.parse_timestamp(datetime(9999, 1, 1))
+
 def test_identity_of_namespaced_and_cluster_objects():
     ctx, meta, ns, name = M.identity({"kind": "Pod", "metadata": {"name": "p"}}, "Pod", True, None)
     assert (ctx.ident, ns, name, meta) == ("Pod default/p", "default", "p", {"name": "p"})

@@ -65,3 +65,12 @@ def test_releases_order_as_their_number_tuples(x, y):
     a, b = parse_semver("%d.%d.%d" % x), parse_semver("%d.%d.%d" % y)
     assert (a < b) == (x < y) and (a == b) == (x == y)
     assert a == Semver(*x)
+
+
+@pytest.mark.parametrize("text", ["1\u0660.0.0", "\u0661.0.0", "1.\u0662.3", "1.2.\u0663",
+                                  "1.2.3-1\u0661", "1.2.3-\u0661a", "1.2.3+\u0661",
+                                  "1.2.3-\uff11"])
+def test_non_ascii_digits_are_refused(text):
+    # semver's digits are ASCII only: Arabic-Indic or full-width digits are not 0-9
+    with pytest.raises(ValueError, match="invalid semantic version"):
+        parse_semver(text)

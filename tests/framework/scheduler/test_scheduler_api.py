@@ -343,3 +343,21 @@ def test_schedule_pending_resolves_priorities_once_per_template_and_refuses_befo
     with pytest.raises(ManifestError, match="spec.priorityClassName"):
         sched.schedule_pending(pods + [bad])
     assert len(sched.queue) == 0 and not sched.cluster.state.pods
+
+
+@pytest.mark.parametrize("n", [3, 300])
+@pytest.mark.parametrize("field", ["creationTimestamp", "deletionTimestamp"])
+def test_a_timestamp_past_int64_ns_is_a_manifest_error_and_changes_nothing(n, field):
+    # 2262-04-11T23:47:16.854775807Z is the last int64 ns; a list of dicts
+    # (few, or many through the bulk path) refuses the pod before any enters
+    sched = Scheduler(build_cluster([node_dict("n0", cpu="100")]))
+    pods = [pod_dict(f"p{i}", cpu="10m", created=i) for i in range(n)]
+    pods[n // 2]["metadata"][field] = "2262-04-12T00:00:00Z"
+    with pytest.raises(ManifestError) as info:
+        sched.schedule_pending(pods)
+    assert (info.value.obj, info.value.field) == (f"Pod default/p{n // 2}", f"metadata.{field}")
+    assert len(sched.queue) == 0 and not sched.cluster.state.pods
+    with pytest.raises(ManifestError, match="out of range"):
+        parse_pod(pods[n // 2])
+    bindings, _ = sched.schedule_pending(pods[:n // 2])       # still usable
+    assert len(bindings) == n // 2

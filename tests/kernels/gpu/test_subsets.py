@@ -116,14 +116,17 @@ def test_subset_costs_numba_equals_numpy(seed, k, milli):
     assert all(c == -1 for c, t in zip(outs[0][0], topo) if t < 0)
 
 
-@settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2 ** 31), st.integers(1, 4), st.sampled_from([250, 1000]))
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2 ** 31), st.integers(-1, 4), st.sampled_from([-250, 0, 250, 1000]))
 def test_gpu_fit_nodes_numba_equals_numpy(seed, num, milli):
-    # a pod that asks GPUs (num, milli > 0: the only asks the plugin sends)
+    # asks of no GPU too (num or milli <= 0): GpuShareFit lets such a pod
+    # through on every node, GPU-less and of any model alike
     rng = np.random.default_rng(seed)
     count, left, _, _, _ = _random_nodes(rng, 10)
-    model = rng.integers(0, 3, 10).astype(np.int64)
+    model = rng.integers(-1, 3, 10).astype(np.int64)
     for mask in (-1, 0b001, 0b110):
         a = KS.gpu_fit_nodes(count, model, left, num, milli, mask)
         b = KS.gpu_fit_nodes_np(count, model, left, num, milli, mask)
         assert a.tolist() == b.tolist()
+        if num <= 0 or milli <= 0:
+            assert a.all()
