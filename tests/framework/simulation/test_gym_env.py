@@ -28,7 +28,7 @@ def nodes(n=6):
 
 def churn(n=300, seed=1):
     """Arrivals with durations or departures and two priorities (as in
-    test_simulation_core): pods leave, wait and get preempted."""
+    test_simulation): pods leave, wait and get preempted."""
     rng = np.random.default_rng(seed)
     arrival = np.sort(rng.integers(0, 200, n)).astype(float)
     dur = rng.integers(5, 60, n).astype(float)

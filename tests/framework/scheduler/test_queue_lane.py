@@ -1,0 +1,53 @@
+"""queue_lane: a lane's positions as activeQ entries, and a QueueRun's pods,
+keys and initial timestamps in order for both of its forms."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.records.pod_columns import PodColumns
+from tensorsched.framework.scheduler.queue_lane import QueueLane, QueueRun
+from tensorsched.generators.clusters import pod_dict
+
+
+def _records(names):
+    return [parse_pod(pod_dict(n, cpu="100m")) for n in names]
+
+
+def _info(rec, ts):
+    return SimpleNamespace(pod=rec, key=rec.key, initial_timestamp=ts)
+
+
+def test_lane_entries_and_index():
+    recs = _records(["a", "b", "c"])
+    lane = QueueLane(PodColumns.from_records(recs), [(0, 5), (0, 6), (1, 0)], 10, 42.0)
+    assert len(lane) == 3
+    assert lane.keys == [r.key for r in recs]
+    assert lane.entry(2) == ((1, 0), 12, recs[2].key)
+    assert lane.index(recs[1].key) == 1
+    with pytest.raises(KeyError):
+        lane.index("default/missing")
+
+
+def test_run_over_lane_positions():
+    head, *rest = _records(["h", "a", "b", "c"])
+    lane = QueueLane(PodColumns.from_records(rest), [0, 1, 2], 0, 7.5)
+    run = QueueRun(_info(head, 1.0), (0, 0, head.key), block=lane, start=1, stop=3)
+    assert len(run) == 3
+    assert run.keys == [head.key, rest[1].key, rest[2].key]
+    assert [p.key for p in run.pods] == run.keys
+    assert run.initial_timestamps() == [1.0, 7.5, 7.5]
+
+
+def test_run_of_infos():
+    head, a, b = _records(["h", "a", "b"])
+    run = QueueRun(_info(head, 1.0), (0, 0, head.key), rest=[_info(a, 2.0), _info(b, 3.0)])
+    assert len(run) == 3
+    assert run.keys == [head.key, a.key, b.key]
+    assert [p.key for p in run.pods] == run.keys
+    assert run.initial_timestamps() == [1.0, 2.0, 3.0]
+    alone = QueueRun(_info(head, 1.0), (0, 0, head.key))
+    assert len(alone) == 1 and alone.rest == [] and alone.entries == []
