@@ -1,0 +1,105 @@
+"""dra_claims.ClaimState: a claim's allocation held in flight, committed,
+reserved and unreserved, deallocated and deleted, with the devices in use
+following each step; bad reports refused naming the claim and device."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from support.dra import CLASS, DRIVER, claim, gpu_slice
+
+from tensorsched.framework.errors import StateError
+from tensorsched.framework.records.dra_records import (
+    AllocationResult,
+    DeviceRequestAllocationResult,
+)
+from tensorsched.framework.state.cluster_state import ClusterState
+from tensorsched.framework.state.dra_claims import ClaimEntry, ClaimState
+
+KEY = "ml/c1"
+
+
+def _alloc(*devices):
+    return AllocationResult(tuple(
+        DeviceRequestAllocationResult("r0", DRIVER, "s", d) for d in devices))
+
+
+def _pod(name):
+    return SimpleNamespace(name=name, uid=f"uid-{name}", key=f"ml/{name}")
+
+
+def _claims():
+    state = ClusterState()
+    claims = ClaimState.of(state)
+    assert ClaimState.of(state) is claims and ClaimState.attached(state) is claims
+    claims.load([CLASS], [gpu_slice("s", ["a100", "a100"], node="n0")], [],
+                [claim("c1", (1, None))])
+    return claims
+
+
+def _dev(name):
+    return (DRIVER, "s", name)
+
+
+def test_in_flight_then_commit_counts_the_devices_once():
+    c = _claims()
+    assert c.get("ml", "c1").allocation is None and not c.devices_in_use
+    c.hold_in_flight(KEY, _alloc("gpu-0"))
+    assert c.claim_has_pending_allocation(KEY)
+    c.hold_in_flight(KEY, _alloc("gpu-1"))         # replaces the first
+    assert c.devices_in_use == {_dev("gpu-1")}
+    c.commit(KEY, _alloc("gpu-1"), now_ns=7)
+    assert not c.claim_has_pending_allocation(KEY)
+    assert c.devices_in_use == {_dev("gpu-1")}
+    e = c.get("ml", "c1")
+    assert e.allocation == _alloc("gpu-1") and e.allocated_ns == 7
+
+
+def test_reserve_is_idempotent_and_unreserve_removes():
+    c = _claims()
+    a, b = _pod("a"), _pod("b")
+    c.reserve(KEY, a)
+    c.reserve(KEY, a)
+    c.reserve(KEY, b)
+    assert [r.name for r in c.get("ml", "c1").reserved_for] == ["a", "b"]
+    assert c.by_pod["ml/a"] == [KEY]
+    c.unreserve(KEY, a)
+    assert [r.name for r in c.get("ml", "c1").reserved_for] == ["b"]
+    assert "ml/a" not in c.by_pod
+    c.unreserve("ml/none", a)                      # unknown claim: nothing to do
+
+
+def test_deallocate_and_delete_free_the_devices():
+    c = _claims()
+    c.commit(KEY, _alloc("gpu-0"), now_ns=None)
+    c.reserve(KEY, _pod("a"))
+    c.deallocate(KEY)
+    e = c.get("ml", "c1")
+    assert e.allocation is None and e.reserved_for == [] and not c.devices_in_use
+    assert not c.by_pod.get("ml/a")
+    c.commit(KEY, _alloc("gpu-1"), now_ns=None)
+    assert c.delete(KEY) is e and c.get("ml", "c1") is None
+    assert not c.devices_in_use
+    assert c.delete(KEY) is None
+
+
+def test_condition_reports_are_checked():
+    c = _claims()
+    with pytest.raises(StateError, match="resourceclaim ml/none not found"):
+        c.report_conditions("ml/none", _dev("gpu-0"), ["Ready"])
+    c.commit(KEY, _alloc("gpu-0"), now_ns=None)
+    with pytest.raises(StateError, match=f"resourceclaim {KEY}: device {DRIVER}/s/gpu-1 "
+                                         "is not allocated to it"):
+        c.report_conditions(KEY, _dev("gpu-1"), ["Ready"])
+    assert c.get("ml", "c1").conditions == {}
+    c.report_conditions(KEY, _dev("gpu-0"), ["Ready"])
+    assert c.get("ml", "c1").conditions == {_dev("gpu-0"): {"Ready"}}
+
+
+def test_create_refuses_an_existing_name():
+    c = _claims()
+    with pytest.raises(StateError, match=f"resourceclaim {KEY} already exists"):
+        c.create(ClaimEntry(claim("c1", (1, None))))
+    c.create(ClaimEntry(claim("c2", (1, None))))
+    assert c.get("ml", "c2") is not None
