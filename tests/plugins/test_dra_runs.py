@@ -1,20 +1,16 @@
 """Pods with template claims in compiled runs: the same nodes, devices,
 claims and reservations as one cycle after another (``plugins.dra_runs``,
-``state.dra_counted``)."""
+``state.dra_counted``: its own rules in tests/framework/state/test_dra_counted.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from tensorsched.generators import dra_clusters as DC
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.framework.state.dra_allocator import Allocator, DraFeatures
 from tensorsched.framework.state.dra_claims import ClaimState
-from tensorsched.framework.state.dra_counted import CountedClaims
 
 
 def _claims_view(store: ClaimState) -> dict:
@@ -50,40 +46,6 @@ def test_mixed_claims_run_as_one_by_one():
     run = _schedule(objs, pods, batch=True)
     assert run[0] == one[0] and run[1] == one[1]
     assert len(run[2]) >= 2
-
-
-def _allocator(store, template: str, in_use=None):
-    rec = store.templates[f"default/{template}"].instantiate("default", "probe")
-    rows = store.in_use_rows().copy() if in_use is None else in_use
-    return Allocator([rec], classes=store.classes, devices=store.columns(),
-                     in_use_rows=rows, features=DraFeatures.default())
-
-
-@settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.sampled_from(["one-gpu", "one-mig"]))
-def test_counted_claims_allocate_as_the_allocator(seed, template):
-    objs, _ = DC.dra_gpu(2, 0)
-    cluster = build_cluster(objs)
-    store = ClaimState.of(cluster.state)
-    cols = store.columns()
-    in_use = np.random.default_rng(seed).random(cols.n) < 0.6
-    alloc = _allocator(store, template, in_use)
-    counted = CountedClaims.of(alloc)
-    assert counted is not None
-    for node in (cluster.state.nodes[r] for r in cluster.state.valid_rows().tolist()):
-        want = alloc.allocate(node)
-        got = counted.allocate(node)
-        assert (got is None) == (want is None)
-        if want is not None:
-            assert [a.to_dict() for a in got] == [a.to_dict() for a in want]
-        free = counted.free_on(node)
-        assert (free >= counted.need) == (want is not None)
-
-
-def test_claims_with_constraints_are_not_counted():
-    objs, _ = DC.dra_gpu(2, 0)
-    store = ClaimState.of(build_cluster(objs).state)
-    assert CountedClaims.of(_allocator(store, "two-gpus-one-root")) is None
 
 
 def test_attribute_codes_from_the_leaf_match_the_device_walk():
