@@ -45,6 +45,17 @@ class RowAnswers:
         self._token = None
         # key -> (ver [cap], [arrays [cap]], [(table version, n) when last current])
         self._shapes: dict = {}
+        self._scratch: dict = {}
+
+    def scratch(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        """The full-size array ``name`` kept for ``compute`` functions that
+        write their answers by row (and return those rows): zeros when
+        made or when its ``shape`` or ``dtype`` changes; its other rows
+        hold whatever was written last."""
+        got = self._scratch.get(name)
+        if got is None or got.shape != shape or got.dtype != np.dtype(dtype):
+            got = self._scratch[name] = np.zeros(shape, dtype)
+        return got
 
     def clear(self) -> None:
         self._shapes.clear()

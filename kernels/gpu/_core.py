@@ -411,6 +411,54 @@ def score_nodes_into(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff
         normalize_bestfit(out, out_gpu)
 
 
+def score_rows_into(rows, policy, gpu_count, model, gpu_left, allocatable, requested,
+                    cpu_left, mem_left, aff, cpu, cpu_nz, mem, num, milli, mask,
+                    tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                    cache_score, cache_gpu, cache_ver, node_ver, out, out_gpu, work):
+    """``score_node`` for the nodes ``rows`` [k] only, on the full node
+    columns (no gather): ``cpu_left[i]`` is set first from ``allocatable`` /
+    ``requested`` [N, R] (column 0 is cpu), then ``out[i]`` / ``out_gpu[i]``
+    and the FGD cache are written at those rows.  Raw scores (no BestFit
+    normalization, which reads every node)."""
+    pod_gpu = num * milli if milli > 0 else 0
+    tag = affinity_tag(num, milli)
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        cpu_left[i] = allocatable[i, 0] - requested[i, 0]
+        score_node(i, policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
+                   cpu, cpu_nz, mem, num, milli, mask, tag, pod_gpu,
+                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                   cache_score, cache_gpu, cache_ver, node_ver, out, out_gpu, work)
+
+
+def gpu_fit_rows_into(rows, gpu_count, model, gpu_left, num, milli, mask, out):
+    """``gpu_fit_into`` for the nodes ``rows`` [k] only, on full columns."""
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        out[i] = gpu_fit(gpu_count[i], model[i], gpu_left[i], num, milli, mask)
+
+
+def subset_rows_into(rows, base_cons, guaranteed, single_policy, gpu_count, gpu_left, numa,
+                     zcpu, zcpu_used, zmem, zmem_used, topo, cpu, mem, milli, sub, cost,
+                     isl_ok, numa_ok, cons, zone_cpu_free, zone_mem_free, out_cost, out_idx):
+    """``subset_cost_node`` for the nodes ``rows`` [k] only, on full
+    columns: ``cons[i]`` (``base_cons``, plus C_NUMA for a ``guaranteed``
+    pod on a single-numa-node row) and the zones' free CPU / memory
+    (``zcpu - zcpu_used``, ``zmem - zmem_used`` [N, Z]) are set at those
+    rows first."""
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        c = base_cons
+        if guaranteed and single_policy[i]:
+            c |= C_NUMA
+        cons[i] = c
+        for z in range(zcpu.shape[1]):
+            zone_cpu_free[i, z] = zcpu[i, z] - zcpu_used[i, z]
+            zone_mem_free[i, z] = zmem[i, z] - zmem_used[i, z]
+        subset_cost_node(i, gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo, cons,
+                         cpu, mem, milli, sub, cost, isl_ok, numa_ok, out_cost, out_idx)
+
+
 def cluster_frag_into(gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num, tp_milli, tp_mask,
                       tp_freq, out):
     for i in range(gpu_count.shape[0]):

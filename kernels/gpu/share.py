@@ -103,6 +103,22 @@ def score_nodes(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
     return out
 
 
+def score_rows(rows, policy, gpu_count, model, gpu_left, allocatable, requested,
+               cpu_left, mem_left, aff, cpu, cpu_nz, mem, num, milli, mask,
+               tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+               cache_score, cache_gpu, cache_ver, node_ver, out, out_gpu):
+    """``score_nodes`` for the nodes ``rows`` [k] int64 only, in place on
+    full [N] columns (``gpu._core.score_rows_into``): a node that changed
+    costs one compiled call, not a gather and scatter of every column.
+    Returns the raw scores at ``rows`` [k] (no BestFit normalization)."""
+    core["score_rows_into"](rows, policy, gpu_count, model, gpu_left, allocatable, requested,
+                            cpu_left, mem_left, aff, cpu, cpu_nz, mem, num, milli, mask,
+                            tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                            cache_score, cache_gpu, cache_ver, node_ver, out, out_gpu,
+                            np.empty(GPU_SLOTS, np.int64))
+    return out[rows]
+
+
 def score_nodes_cuda(policy, gpu_count, model, gpu_left, cpu_left, mem_left, aff,
                      cpu, cpu_nz, mem, num, milli, mask,
                      tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,

@@ -135,6 +135,28 @@ def subset_costs(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo, 
     return out_cost
 
 
+def gpu_fit_rows(rows, gpu_count, model, gpu_left, num, milli, mask, out):
+    """``gpu_fit_nodes`` for the nodes ``rows`` [k] int64 only, written
+    into ``out`` [N] bool at those rows (full columns, no gather); returns
+    ``out[rows]``."""
+    _core["gpu_fit_rows_into"](rows, gpu_count, model, gpu_left, num, milli, mask, out)
+    return out[rows]
+
+
+def subset_rows(rows, base_cons, guaranteed, single_policy, gpu_count, gpu_left, numa, zcpu,
+                zcpu_used, zmem, zmem_used, topo, cpu, mem, milli, sub, cost, isl_ok, numa_ok,
+                cons, zone_cpu_free, zone_mem_free, out_cost, out_idx):
+    """``subset_costs`` for the nodes ``rows`` [k] int64 only, on full
+    columns (``gpu._core.subset_rows_into``; ``cons`` [N], the zone
+    scratch [N, Z] and ``out_cost`` / ``out_idx`` [N] written at those
+    rows); returns (cons, cost, idx) at ``rows``."""
+    _core["subset_rows_into"](rows, base_cons, guaranteed, single_policy, gpu_count, gpu_left,
+                              numa, zcpu, zcpu_used, zmem, zmem_used, topo, cpu, mem, milli, sub,
+                              cost, isl_ok, numa_ok, cons, zone_cpu_free, zone_mem_free,
+                              out_cost, out_idx)
+    return cons[rows], out_cost[rows], out_idx[rows]
+
+
 def subset_costs_np(gpu_count, gpu_left, numa, zone_cpu_free, zone_mem_free, topo, cons,
                     cpu, mem, milli, sub, cost, isl_ok, numa_ok, out_cost, out_idx):
     """NumPy twin of ``subset_costs``."""

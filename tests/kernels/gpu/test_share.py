@@ -196,3 +196,41 @@ def test_numpy_scores_equal_numba(inv, p, typ, policy):
             ka = K.select_gpus(sel, int(inv.gpu_count[i]), inv.gpu_left[i], p["num"], p["milli"], 0.37, gi)
             kb = K.select_gpus_np(sel, int(inv.gpu_count[i]), inv.gpu_left[i], p["num"], p["milli"], 0.37, gj)
             assert ka == kb and list(gi[:ka]) == list(gj[:kb])
+
+
+@settings(max_examples=40, deadline=None)
+@given(cluster(), pod(), st.lists(pod(), min_size=1, max_size=5),
+       st.sampled_from([p for p in K.POLICIES if p != "BestFit"]), st.data())
+def test_score_rows_equals_score_nodes_at_those_rows(inv, p, typ, policy, data):
+    """score_rows (the nodes a placement changed, on full columns) gives
+    score_nodes' answers at those rows, and fills the FGD cache there."""
+    n = inv.n_nodes
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1))), np.int64)
+    mask = inv.model_mask(p["models"])
+    tp = (np.array([t["cpu"] or 100 for t in typ], np.int64), np.array([t["num"] for t in typ], np.int64),
+          np.array([t["milli"] for t in typ], np.int64),
+          np.array([inv.model_mask(t["models"]) for t in typ], np.int64), np.full(len(typ), 1.0 / len(typ)))
+    aff = np.zeros((n, 18), np.int64)
+    for i in range(n):
+        aff[i, (i * 5) % 18] += i % 4
+    ver = np.arange(n, dtype=np.int64) + 3
+    pol = K.POLICIES.index(policy)
+    cache = (np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64))
+    og = np.empty(n, np.int64)
+    full = K.score_nodes(pol, inv.gpu_count, inv.model, inv.gpu_left, inv.cpu_left,
+                         np.zeros(n, np.int64), aff, 0, p["cpu"] or 100, 0, p["num"], p["milli"],
+                         mask, *tp, *cache, ver, og)
+    # the node columns as a state holds them: cpu left = allocatable - requested
+    allocatable = np.zeros((n, 4), np.int64)
+    requested = np.zeros((n, 4), np.int64)
+    allocatable[:, 0] = inv.cpu_left + 7
+    requested[:, 0] = 7
+    kept = (np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64))
+    og2 = np.empty(n, np.int64)
+    got = K.score_rows(rows, pol, inv.gpu_count, inv.model, inv.gpu_left, allocatable, requested,
+                       np.zeros(n, np.int64), np.zeros(n, np.int64), aff, 0, p["cpu"] or 100, 0,
+                       p["num"], p["milli"], mask, *tp, *kept, ver, np.zeros(n, np.int64), og2)
+    np.testing.assert_array_equal(got, full[rows])
+    np.testing.assert_array_equal(og2[rows], og[rows])
+    for a, b in zip(kept, cache):
+        np.testing.assert_array_equal(a[rows], b[rows])

@@ -130,3 +130,33 @@ def test_gpu_fit_nodes_numba_equals_numpy(seed, num, milli):
         assert a.tolist() == b.tolist()
         if num <= 0 or milli <= 0:
             assert a.all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2 ** 31), st.integers(1, 4), st.sampled_from([250, 500, 1000]),
+       st.sampled_from([0, C_ISLAND, C_NUMA, C_ISLAND | C_NUMA]), st.booleans())
+def test_rows_kernels_equal_the_full_ones_at_those_rows(seed, k, milli, base, guaranteed):
+    """gpu_fit_rows / subset_rows (only the rows a placement changed, on
+    full columns) answer as gpu_fit_nodes / subset_costs at those rows."""
+    rng = np.random.default_rng(seed)
+    n = 12
+    count, left, numa, zc, zm = _random_nodes(rng, n)
+    model = rng.integers(-1, 3, n).astype(np.int64)
+    rows = np.flatnonzero(rng.random(n) < 0.5).astype(np.int64)
+    fit = KS.gpu_fit_rows(rows, count, model, left, k, milli, 0b011, np.zeros(n, np.bool_))
+    assert fit.tolist() == KS.gpu_fit_nodes(count, model, left, k, milli, 0b011)[rows].tolist()
+    sub, cost, iok, nok = KS.stack_tables(
+        [KS.topology_table(8, [0, 0, 0, 0, 1, 1, 1, 1], [0] * 4 + [1] * 4, k)])
+    topo = np.where(count == 8, 0, -1).astype(np.int64)
+    single = rng.random(n) < 0.5
+    cons = np.full(n, base, np.int64) | np.where(single & guaranteed, C_NUMA, 0)
+    zc_used = rng.integers(0, 2000, (n, 2)).astype(np.int64)
+    zm_used = rng.integers(0, 2000, (n, 2)).astype(np.int64)
+    c, i = np.empty(n, np.int64), np.empty(n, np.int64)
+    KS.subset_costs(count, left, numa, zc - zc_used, zm - zm_used, topo, cons, 3000, 3000, milli,
+                    sub, cost, iok, nok, c, i)
+    got = KS.subset_rows(rows, base, guaranteed, single, count, left, numa, zc, zc_used, zm,
+                         zm_used, topo, 3000, 3000, milli, sub, cost, iok, nok,
+                         np.zeros(n, np.int64), np.zeros((n, 2), np.int64),
+                         np.zeros((n, 2), np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64))
+    assert [a.tolist() for a in got] == [cons[rows].tolist(), c[rows].tolist(), i[rows].tolist()]
