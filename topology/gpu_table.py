@@ -55,6 +55,9 @@ class Allocation:
     cpu: int = 0               # millicores pinned on ``zone``
     mem: int = 0               # bytes pinned on ``zone``
     unplaced: bool = False
+    # the row's version right after the default rule (``GpuTable._place``:
+    # the tightest subset) took these GPUs; -1 when taken otherwise
+    default_at: int = -1
 
 
 def _no_topologies(state) -> dict:
@@ -386,12 +389,15 @@ class GpuTable:
             if want is not None and self.picker.valid_pick(row, info, cons, tuple(want)):
                 pick = (tuple(want), self.picker.zone_of(row, info, cons, tuple(want)))
                 break
-        if pick is None:
+        default = pick is None
+        if default:
             pick = self.picker.pick(row, info, topology_aware=True)
         if pick is None:
             self.alloc[rec.key] = Allocation(row, (), info.ask.milli, unplaced=True)
             return
-        self.apply(rec.key, row, info, cons, *pick)
+        a = self.apply(rec.key, row, info, cons, *pick)
+        if default:
+            a.default_at = int(self.ver[row])
 
     def apply(self, key, row, info: PodGpu, cons, indices, zone) -> Allocation:
         for g in indices:
@@ -445,9 +451,15 @@ class GpuTable:
         (Reserve); None (nothing held) when no choice fits."""
         a = self.alloc.get(key)
         row = a.row if a is not None else self.state.pods.row_of(key)
-        self.release(key)
         info = self.pod_info(rec)
         cons = self.constraint_at(info, row)
+        if (a is not None and a.default_at == self.ver[row] and info.has_gpu
+                and not info.ask.is_share and (kw.get("topology_aware") or cons)):
+            # Whole GPUs, nothing changed on the row since the default rule
+            # took them: the tightest subset again, which ``pick`` would
+            # choose (the rule and the free GPUs are the same).
+            return a
+        self.release(key)
         p = self.picker.pick(row, info, key=key, **kw)
         if p is None:
             return None

@@ -6,6 +6,8 @@ back the GPUs a pod held before a temporary removal."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
@@ -13,6 +15,7 @@ from tensorsched.generators.clusters import pod_dict
 from tensorsched.generators.gpu_clusters import gpu_node
 from tensorsched.topology.gpu import MILLI
 from tensorsched.topology.gpu_table import GpuTable, binding_gpus
+from tensorsched.topology.node_topology import ANNO_POD_PLACEMENT
 
 
 def _pod(name, node, *, n=0, milli=0, index=None):
@@ -93,3 +96,75 @@ def test_regain_gives_back_the_gpus_held_before_a_temporary_removal():
     assert t.alloc[rec.key].indices == (6,)
     assert t.left[row, 1] == MILLI and t.left[row, 6] == 0
     t.check()
+
+
+def _play(seed, n_nodes, rounds, topology, policy, full_repick):
+    """GPU placements of the gpu workload's pods scheduled in ``rounds``
+    (pods, deletions after, a node reloaded after), Reserve re-picking
+    every pod in full when ``full_repick``."""
+    from tensorsched.framework.parsing.manifests import parse_node
+    from tensorsched.framework.scheduler.scheduler import Scheduler
+    from tensorsched.generators.gpu_clusters import gpu, gpu_config
+    total = sum(r[0] for r in rounds)
+    node_objs, pod_objs = gpu(n_nodes, total, seed)
+    for p in pod_objs[seed % 2::2]:
+        # half the pods without their NVLink / NUMA ask: their whole GPUs
+        # go by the profile's rule alone (tightest subset or first free)
+        p["metadata"].get("annotations", {}).pop(ANNO_POD_PLACEMENT, None)
+    config = gpu_config(policy=policy)
+    if not topology:
+        plugins = config["profiles"][0]["plugins"]
+        del plugins["preScore"]
+        plugins["score"]["enabled"] = plugins["score"]["enabled"][:1]
+    cluster = build_cluster(node_objs, config)
+    sched = Scheduler(cluster, "numba", seed)
+    state = cluster.state
+    original = GpuTable.repick
+
+    def repick(self, key, rec, **kw):
+        a = self.alloc.get(key)
+        if a is not None:
+            a.default_at = -1           # never kept: released and picked again
+        return original(self, key, rec, **kw)
+
+    if full_repick:
+        GpuTable.repick = repick
+    try:
+        placed, at = [], 0
+        for count, deletions, reload in rounds:
+            bindings, _ = sched.schedule_pending(pod_objs[at:at + count])
+            at += count
+            gpus = binding_gpus(state)
+            placed += [(b.pod, b.node, (gpus.get(b.pod) or {}).get("indices")) for b in bindings]
+            bound = sorted(k for k in gpus)
+            for key in bound[:deletions]:
+                state.remove_pod(key)
+            if reload:
+                state.update_node(parse_node(node_objs[seed % n_nodes]))
+        GpuTable.of(state).check()
+        return placed, binding_gpus(state)
+    finally:
+        GpuTable.repick = original
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4),
+       rounds=st.lists(st.tuples(st.integers(1, 30), st.integers(0, 6), st.booleans()),
+                       min_size=1, max_size=3),
+       topology=st.booleans(), policy=st.sampled_from(["FGD", "GpuPacking"]))
+# full nodes, deletions and a reload: where keeping a share's default pick
+# (best fit) instead of FGD's would show, with and without GpuTopologyScore
+@example(seed=3, n_nodes=3, rounds=[(30, 6, True), (30, 3, False), (20, 0, False)],
+         topology=True, policy="FGD")
+@example(seed=5, n_nodes=3, rounds=[(30, 6, True), (30, 3, False), (20, 0, False)],
+         topology=False, policy="FGD")
+@example(seed=0, n_nodes=3, rounds=[(30, 6, True), (30, 3, False), (20, 0, False)],
+         topology=False, policy="GpuPacking")
+def test_reserve_keeping_the_default_pick_equals_a_full_repick(seed, n_nodes, rounds, topology,
+                                                               policy):
+    """Reserve keeps whole GPUs the default rule took when the row has not
+    changed since (``Allocation.default_at``): the same GPUs as releasing
+    and picking them again, on random GPU clusters with deletions and node
+    reloads between rounds, with and without GpuTopologyScore."""
+    kept = _play(seed, n_nodes, rounds, topology, policy, False)
+    assert kept == _play(seed, n_nodes, rounds, topology, policy, True)
