@@ -299,3 +299,38 @@ def stack_affinity(score: AffinityScore | None, n_rows: int,
         params[i] = (t.weight, int(t.increment))
     meta = np.array([score.slot if score is not None else -1, c, plugin_weight], np.int64)
     return AffinityArrays(domp1, count_dom, sums, params, meta)
+
+
+# ---------------------------------------------------------------------------
+# Score classes of a run (``_core``'s score-class section): how each spread
+# and affinity term enters a row's class key.
+
+# Fewer distinct domains than this: a term keys its classes by domain id.
+CLASS_BY_DOMAIN_MAX = 16
+
+
+class ClassKeys(NamedTuple):
+    """mode [K] int64 per key column (the C spread terms, the A affinity
+    terms, then has_all): 0 keyed by the row's domain id, 1 by the count of
+    the row's own domain (every domain of the term holds at most one row,
+    and there are many: hostname); dom_row [K, D] int64, for mode 1 the row
+    of each domain (-1 none)."""
+
+    mode: np.ndarray
+    dom_row: np.ndarray
+
+
+def class_keys(spread: SpreadArrays, affinity: AffinityArrays, n_rows: int) -> ClassKeys:
+    """``ClassKeys`` for the packed terms over the first ``n_rows`` rows."""
+    terms = [spread.domp1[c, :n_rows] for c in range(spread.params.shape[0])]
+    terms += [affinity.domp1[c, :n_rows] for c in range(affinity.params.shape[0])]
+    width = max(spread.sums.shape[1], affinity.sums.shape[1], 1)
+    mode = np.zeros(len(terms) + 1, np.int64)
+    dom_row = np.full((len(terms) + 1, width), -1, np.int64)
+    for x, domp1 in enumerate(terms):
+        rows = np.flatnonzero(domp1)
+        per = np.bincount(domp1[rows] - 1, minlength=width)
+        if np.count_nonzero(per) > CLASS_BY_DOMAIN_MAX and per.max(initial=0) <= 1:
+            mode[x] = 1
+            dom_row[x, domp1[rows] - 1] = rows
+    return ClassKeys(mode, dom_row)

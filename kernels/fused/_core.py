@@ -987,3 +987,314 @@ def count_placed(row, count_dom, sums, params, n_terms, counts_col):
             d = count_dom[c, row]
             if d >= 0:
                 sums[c, d] += 1
+
+
+# ------------------------------------------------------------- score classes
+# A compiled run with pod-to-pod scores and every node scored keeps rows in
+# score classes: rows whose spread and affinity terms read the same counts
+# (per term: the row's domain id, or, for a term whose domains hold one row
+# each -- hostname --, the row's own count) and share ``has_all``.  A class's
+# raw spread and affinity scores, hence its normalized part of the total, are
+# one value; each class keeps a segment tree over node rows of its feasible
+# members' other slots' total (``base``; -1 elsewhere), so a pod's best total
+# and its ties come from the classes' roots (O(classes)) and the tied row
+# from a walk down the tied classes' trees (O(tied classes x log N)).
+# Key columns: the C spread terms, the A affinity terms, then has_all.
+
+def class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, has_all, out):
+    """Row i's class key into out [C + A + 1]: per term its domain id + 1
+    (``mode`` 0) or its own domain's count (mode 1; -1 without the key),
+    then 1 when the row has every spread key."""
+    for c in range(n_sp):
+        d1 = sp_domp1[c, i]
+        if mode[c] == 0:
+            out[c] = d1
+        else:
+            out[c] = sp_sums[c, d1 - 1] if d1 > 0 else -1
+    for c in range(n_af):
+        d1 = af_domp1[c, i]
+        if mode[n_sp + c] == 0:
+            out[n_sp + c] = d1
+        else:
+            out[n_sp + c] = af_sums[c, d1 - 1] if d1 > 0 else -1
+    out[n_sp + n_af] = 1 if has_all[i] else 0
+
+
+def class_lookup(key, ckey, cmembers, chw, cap, ctmax, ctcnt):
+    """The class of ``key`` [K]: an existing one with members, else a free
+    slot (no members; a slot beyond the high-water mark ``chw[0]`` gets its
+    tree cleared), its key written; -1 when all ``cap`` slots are taken."""
+    n_key = key.shape[0]
+    free = -1
+    for c in range(chw[0]):
+        if cmembers[c] == 0:
+            if free < 0:
+                free = c
+            continue
+        same = True
+        for x in range(n_key):
+            if ckey[c, x] != key[x]:
+                same = False
+                break
+        if same:
+            return c
+    if free < 0:
+        if chw[0] >= cap:
+            return -1
+        free = chw[0]
+        chw[0] += 1
+        for p in range(ctmax.shape[1]):
+            ctmax[free, p] = -1
+            ctcnt[free, p] = 0
+    for x in range(n_key):
+        ckey[free, x] = key[x]
+    return free
+
+
+def ctree_pull(ctmax, ctcnt, c, p):
+    """Class c's tree node p from its children (max, count of max)."""
+    a = 2 * p
+    b = a + 1
+    if ctmax[c, a] > ctmax[c, b]:
+        ctmax[c, p] = ctmax[c, a]
+        ctcnt[c, p] = ctcnt[c, a]
+    elif ctmax[c, a] < ctmax[c, b]:
+        ctmax[c, p] = ctmax[c, b]
+        ctcnt[c, p] = ctcnt[c, b]
+    else:
+        ctmax[c, p] = ctmax[c, a]
+        ctcnt[c, p] = ctcnt[c, a] + ctcnt[c, b]
+
+
+def ctree_set(ctmax, ctcnt, c, size, i, value):
+    """Class c's leaf i set to value, its ancestors refreshed."""
+    p = size + i
+    ctmax[c, p] = value
+    ctcnt[c, p] = 1
+    p >>= 1
+    while p >= 1:
+        ctree_pull(ctmax, ctcnt, c, p)
+        p >>= 1
+
+
+def ctree_count_eq(ctmax, ctcnt, c, size, lo, hi_excl, best):
+    """Leaves of class c's tree in [lo, hi_excl) equal to best (its maximum)."""
+    n = 0
+    a = lo + size
+    b = hi_excl + size
+    while a < b:
+        if a & 1:
+            if ctmax[c, a] == best:
+                n += ctcnt[c, a]
+            a += 1
+        if b & 1:
+            b -= 1
+            if ctmax[c, b] == best:
+                n += ctcnt[c, b]
+        a >>= 1
+        b >>= 1
+    return n
+
+
+def ctree_kth_tied(ctmax, ctcnt, size, tied, targets, n_tied, k):
+    """The row of the k-th (0-based, by row) leaf equal to its class's
+    target among the classes tied[:n_tied] (targets[x] = class tied[x]'s
+    maximum): one walk down all their trees together."""
+    p = 1
+    while p < size:
+        a = 2 * p
+        n = 0
+        for x in range(n_tied):
+            c = tied[x]
+            if ctmax[c, a] == targets[x]:
+                n += ctcnt[c, a]
+        if k < n:
+            p = a
+        else:
+            k -= n
+            p = a + 1
+    return p - size
+
+
+def class_sizes_add(i, step, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes, counted):
+    """Feasible row i enters (step 1) or leaves (-1) the spread's counted
+    rows: counted[0] counts them, sd_cnt [C, K] per size domain, sizes [C]
+    the distinct size domains held (non-hostname constraints)."""
+    if not sp_has_all[i]:
+        return
+    counted[0] += step
+    for c in range(n_sp):
+        if sp_params[c, 0] == 0:
+            d = sp_size_dom[c, i]
+            if step > 0:
+                if sd_cnt[c, d] == 0:
+                    sizes[c] += 1
+                sd_cnt[c, d] += 1
+            else:
+                sd_cnt[c, d] -= 1
+                if sd_cnt[c, d] == 0:
+                    sizes[c] -= 1
+
+
+def class_spread_raw(c, ckey, mode, sp_sums, sp_params, term_weights, require_all, n_sp):
+    """``spread_raw`` of the rows of class c, read from its key."""
+    acc = 0.0
+    for x in range(n_sp):
+        v = ckey[c, x]
+        if mode[x] == 0:
+            absent = v == 0
+            cnt = sp_sums[x, v - 1] if v > 0 else 0
+        else:
+            absent = v < 0
+            cnt = v if v > 0 else 0
+        if absent and not require_all:
+            term = 0.0
+        else:
+            term = float(cnt) * term_weights[x] + float(sp_params[x, 1])
+        acc = acc + term
+    return go_round(acc)
+
+
+def class_affinity_raw(c, ckey, mode, n_sp, af_sums, af_params, n_af):
+    """``affinity_raw`` of the rows of class c, read from its key."""
+    r = 0
+    for x in range(n_af):
+        v = ckey[c, n_sp + x]
+        if mode[n_sp + x] == 0:
+            if v > 0:
+                r += af_params[x, 0] * af_sums[x, v - 1]
+        elif v > 0:
+            r += af_params[x, 0] * v
+    return r
+
+
+def class_terms(chw, cmembers, cfeas, ckey, mode, sp_sums, sp_params, term_weights,
+                require_all, n_sp, af_sums, af_params, n_af, sp_on, sp_weight, af_weight,
+                craw_sp, craw_af, cterm):
+    """Each live class's pod-to-pod part of the total into cterm [cap]
+    (``dense_total`` over a zero base), normalized over the classes holding
+    feasible rows as the dense path normalizes over feasible rows."""
+    lo = 0
+    hi = 0
+    seen = False
+    af_lo = 0
+    af_hi = 0
+    af_seen = False
+    k_all = n_sp + n_af
+    for c in range(chw):
+        if cmembers[c] == 0 or cfeas[c] == 0:
+            continue
+        if n_sp > 0 and ckey[c, k_all] != 0:
+            r = class_spread_raw(c, ckey, mode, sp_sums, sp_params, term_weights, require_all,
+                                 n_sp)
+            craw_sp[c] = r
+            if not seen:
+                lo = r
+                hi = r
+                seen = True
+            elif r < lo:
+                lo = r
+            elif r > hi:
+                hi = r
+        if n_af > 0:
+            r = class_affinity_raw(c, ckey, mode, n_sp, af_sums, af_params, n_af)
+            craw_af[c] = r
+            if not af_seen:
+                af_lo = r
+                af_hi = r
+                af_seen = True
+            elif r < af_lo:
+                af_lo = r
+            elif r > af_hi:
+                af_hi = r
+    af_span = af_hi - af_lo if n_af > 0 else 0
+    for c in range(chw):
+        if cmembers[c] == 0 or cfeas[c] == 0:
+            continue
+        cterm[c] = dense_total(0, ckey[c, k_all] != 0, craw_sp[c], lo, hi, sp_on, sp_weight,
+                               craw_af[c] if n_af > 0 else 0, af_lo, af_span, af_weight)
+
+
+def classes_build(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
+                  skip_slot, base, row_class, mode, sp_domp1, sp_sums, sp_size_dom, sp_params,
+                  sp_has_all, n_sp, af_domp1, af_sums, n_af, ckey, cmembers, cfeas, chw, ctmax,
+                  ctcnt, size, sd_cnt, sizes, counted, key):
+    """Every row's class, base and leaf from scratch (the normalization
+    maxima ``hi`` / ``hi_cnt`` over feasible rows too); False when more
+    classes than the trees hold (``ckey.shape[0]``)."""
+    n_slots = raw_by_row.shape[1]
+    for s in range(n_slots):
+        hi[s] = 0
+        hi_cnt[s] = 0
+    for i in range(n):
+        if reasons_by_row[i] != 0:
+            continue
+        for s in range(n_slots):
+            if active_slots[s] and norm_mode[s] != 0:
+                v = raw_by_row[i, s]
+                if v > hi[s]:
+                    hi[s] = v
+                    hi_cnt[s] = 1
+                elif v == hi[s]:
+                    hi_cnt[s] += 1
+    cap = ckey.shape[0]
+    for c in range(cap):
+        cmembers[c] = 0
+        cfeas[c] = 0
+    chw[0] = 0
+    counted[0] = 0
+    for c in range(sd_cnt.shape[0]):
+        sizes[c] = 0
+        for d in range(sd_cnt.shape[1]):
+            sd_cnt[c, d] = 0
+    for i in range(n):
+        class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, sp_has_all,
+                       key)
+        c = class_lookup(key, ckey, cmembers, chw, cap, ctmax, ctcnt)
+        if c < 0:
+            return False
+        cmembers[c] += 1
+        row_class[i] = c
+        b = base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot)
+        base[i] = b
+        if reasons_by_row[i] == 0:
+            ctmax[c, size + i] = b
+            ctcnt[c, size + i] = 1
+            cfeas[c] += 1
+            class_sizes_add(i, 1, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes,
+                            counted)
+    for c in range(chw[0]):
+        for p in range(size - 1, 0, -1):
+            ctree_pull(ctmax, ctcnt, c, p)
+    return True
+
+
+def class_move(i, was_feasible, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
+               hi, skip_slot, base, row_class, mode, sp_domp1, sp_sums, sp_size_dom, sp_params,
+               sp_has_all, n_sp, af_domp1, af_sums, n_af, ckey, cmembers, cfeas, chw, ctmax,
+               ctcnt, size, sd_cnt, sizes, counted, key):
+    """Row i re-evaluated (its feasibility before: ``was_feasible``): its
+    class, base and leaf follow; False when its new class finds no slot."""
+    old = row_class[i]
+    if was_feasible:
+        cfeas[old] -= 1
+        class_sizes_add(i, -1, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes,
+                        counted)
+    class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, sp_has_all, key)
+    c = class_lookup(key, ckey, cmembers, chw, ckey.shape[0], ctmax, ctcnt)
+    if c < 0:
+        return False
+    if c != old:
+        ctree_set(ctmax, ctcnt, old, size, i, -1)
+        cmembers[old] -= 1
+        cmembers[c] += 1
+        row_class[i] = c
+    b = base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot)
+    base[i] = b
+    if reasons_by_row[i] == 0:
+        ctree_set(ctmax, ctcnt, c, size, i, b)
+        cfeas[c] += 1
+        class_sizes_add(i, 1, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes, counted)
+    else:
+        ctree_set(ctmax, ctcnt, c, size, i, -1)
+    return True
