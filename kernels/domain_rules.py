@@ -311,26 +311,45 @@ CLASS_BY_DOMAIN_MAX = 16
 
 class ClassKeys(NamedTuple):
     """mode [K] int64 per key column (the C spread terms, the A affinity
-    terms, then has_all): 0 keyed by the row's domain id, 1 by the count of
-    the row's own domain (every domain of the term holds at most one row,
-    and there are many: hostname); dom_row [K, D] int64, for mode 1 the row
-    of each domain (-1 none)."""
+    terms, has_all, then the class rules): 0 keyed by the row's domain id,
+    1 by the count of the row's own domain (every domain of the term holds
+    at most one row, and there are many: hostname); dom_row [K, D] int64,
+    for mode 1 the row of each domain (-1 none); r_col [R] int64 each
+    rule's key column, -1 for a rule answered per row."""
 
     mode: np.ndarray
     dom_row: np.ndarray
+    r_col: np.ndarray
 
 
-def class_keys(spread: SpreadArrays, affinity: AffinityArrays, n_rows: int) -> ClassKeys:
-    """``ClassKeys`` for the packed terms over the first ``n_rows`` rows."""
+def _distinct(domp1: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows with the key, rows per domain [width])."""
+    rows = np.flatnonzero(domp1)
+    return rows, np.bincount(domp1[rows] - 1, minlength=width)
+
+
+def class_keys(spread: SpreadArrays, affinity: AffinityArrays, rules: RuleArrays,
+               n_rows: int) -> ClassKeys:
+    """``ClassKeys`` for the packed terms and rules over the first
+    ``n_rows`` rows.  A rule of few domains is a class rule where the run
+    has no spread terms (their sizes are counted over leaf-feasible rows)."""
     terms = [spread.domp1[c, :n_rows] for c in range(spread.params.shape[0])]
     terms += [affinity.domp1[c, :n_rows] for c in range(affinity.params.shape[0])]
     width = max(spread.sums.shape[1], affinity.sums.shape[1], 1)
-    mode = np.zeros(len(terms) + 1, np.int64)
-    dom_row = np.full((len(terms) + 1, width), -1, np.int64)
+    by_rule = []
+    if not spread.params.shape[0]:
+        for r in range(rules.params.shape[0]):
+            _, per = _distinct(rules.domp1[r, :n_rows], rules.sums.shape[1])
+            if np.count_nonzero(per) <= CLASS_BY_DOMAIN_MAX:
+                by_rule.append(r)
+    n_key = len(terms) + 1 + len(by_rule)
+    mode = np.zeros(n_key, np.int64)
+    dom_row = np.full((n_key, width), -1, np.int64)
     for x, domp1 in enumerate(terms):
-        rows = np.flatnonzero(domp1)
-        per = np.bincount(domp1[rows] - 1, minlength=width)
+        rows, per = _distinct(domp1, width)
         if np.count_nonzero(per) > CLASS_BY_DOMAIN_MAX and per.max(initial=0) <= 1:
             mode[x] = 1
             dom_row[x, domp1[rows] - 1] = rows
-    return ClassKeys(mode, dom_row)
+    r_col = np.full(rules.params.shape[0], -1, np.int64)
+    r_col[by_rule] = len(terms) + 1 + np.arange(len(by_rule), dtype=np.int64)
+    return ClassKeys(mode, dom_row, r_col)

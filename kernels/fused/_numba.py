@@ -408,15 +408,49 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
     return count, feasible
 
 
+def rules_count_rows(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom_rows,
+                     mark, stamp, dirty, k, limit, r_col):
+    '''``rules_count`` where the class rules (r_col[r] >= 0) only count:
+    their answers are read per class.'''
+    over = False
+    for r in range(params.shape[0]):
+        if params[r, 6] == 0:
+            continue
+        d = count_dom[r, row]
+        if d < 0:
+            continue
+        if params[r, 8] != 0:
+            rules_group_placed(params)
+            over = True             # every row is re-tested
+        before = rule_fails_count(r, sums[r, d], params, thr)
+        old_thr = rule_count(r, d, sums, present, params, thr, at_min)
+        if over or r_col[r] >= 0:
+            continue
+        if thr[r] != old_thr:
+            for dd in range(params[r, 7]):
+                s_old = sums[r, dd] - 1 if dd == d else sums[r, dd]
+                was = params[r, 4] != 0 if s_old > old_thr else params[r, 5] != 0
+                if rule_fails_count(r, sums[r, dd], params, thr) != was:
+                    k = add_domain_rows(r, dd, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
+                    if k < 0:
+                        over = True
+                        break
+        elif rule_fails_count(r, sums[r, d], params, thr) != before:
+            k = add_domain_rows(r, d, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
+            if k < 0:
+                over = True
+    return -1 if over else k
+
+
 def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
                       base_reasons, reasons_run, raw_by_row, active_slots, norm_mode, weights,
-                      hi, hi_cnt, n_rows, one_row, old_reasons, old_raw, out_rows, r_domp1,
+                      hi, n_rows, one_row, old_reasons, old_raw, out_rows, r_domp1,
                       r_count_dom, r_sums, r_present, r_params, r_dom_ptr, r_dom_rows, r_thr,
                       r_at_min, mark, dirty, sp_domp1, sp_count_dom, sp_size_dom, sp_sums,
                       sp_params, sp_has_all, sp_meta, af_domp1, af_count_dom, af_sums, af_params,
-                      af_meta, mode, dom_row, base, row_class, ckey, cmembers, cfeas, chw, ctmax,
-                      ctcnt, size, sd_cnt, sizes, counted, term_weights, craw_sp, craw_af, cterm,
-                      tied, targets, key):
+                      af_meta, mode, dom_row, r_col, base, row_class, ckey, cmembers, cfeas, cok,
+                      cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes, counted,
+                      term_weights, craw_sp, craw_af, cterm, tied, targets, key):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     n_rules = r_params.shape[0]
@@ -428,24 +462,37 @@ def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, f
     require_all = sp_meta[1] != 0
     sp_on = n_sp > 0 and active_slots[slot]
     sp_w = weights[slot] if sp_on else 0
-    if n_rules > 0:
-        rules_start(n_rows, base_reasons, reasons_run, r_domp1, r_sums, r_present, r_params,
-                    r_thr, r_at_min)
-    if not classes_build(n_rows, reasons_run, raw_by_row, active_slots, norm_mode, weights, hi,
-                         hi_cnt, skip, base, row_class, mode, sp_domp1, sp_sums, sp_size_dom,
-                         sp_params, sp_has_all, n_sp, af_domp1, af_sums, n_af, ckey, cmembers,
-                         cfeas, chw, ctmax, ctcnt, size, sd_cnt, sizes, counted, key):
-        return 0, 1
+    rebuild = True
     for i in range(count):
+        if rebuild:
+            # leaf reasons: built-in | per-row rules (class rules per class)
+            if n_rules > 0:
+                rule_thresholds(r_sums, r_present, r_params, r_thr, r_at_min)
+                for x in range(n_rows):
+                    reasons_run[x] = base_reasons[x] | row_rule_bits(x, r_domp1, r_sums,
+                                                                     r_params, r_thr, r_col)
+            if not classes_build(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
+                                 weights, hi, skip, base, row_class, mode, sp_domp1, sp_sums,
+                                 sp_size_dom, sp_params, sp_has_all, n_sp, af_domp1, af_sums,
+                                 n_af, r_domp1, r_sums, r_params, r_thr, r_col, ckey, cmembers,
+                                 cfeas, cok, cshi, cscnt, cstale, chw, ctmax, ctcnt, size,
+                                 sd_cnt, sizes, counted, key):
+                return i, 1
+            rebuild = False
+        else:
+            classes_usable(chw[0], cmembers, cfeas, ckey, cok, r_col, r_sums, r_params, r_thr)
+            if classes_maxima(chw[0], cok, cshi, active_slots, norm_mode, hi):
+                classes_rebase(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
+                               weights, hi, skip, base, row_class, chw[0], ctmax, ctcnt, size)
         for c in range(n_sp):
             sz = counted[0] if sp_params[c, 0] != 0 else sizes[c]
             term_weights[c] = math.log(float(sz + 2))
-        class_terms(chw[0], cmembers, cfeas, ckey, mode, sp_sums, sp_params, term_weights,
-                    require_all, n_sp, af_sums, af_params, n_af, sp_on, sp_w, af_meta[2],
-                    craw_sp, craw_af, cterm)
+        class_terms(chw[0], cok, ckey, mode, sp_sums, sp_params, term_weights, require_all,
+                    n_sp, af_sums, af_params, n_af, sp_on, sp_w, af_meta[2], craw_sp, craw_af,
+                    cterm)
         best = -1
         for c in range(chw[0]):
-            if cmembers[c] > 0 and cfeas[c] > 0:
+            if cok[c]:
                 v = ctmax[c, 1] + cterm[c]
                 if v > best:
                     best = v
@@ -455,7 +502,7 @@ def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, f
         n_ties = 0
         before = 0
         for c in range(chw[0]):
-            if cmembers[c] > 0 and cfeas[c] > 0 and ctmax[c, 1] + cterm[c] == best:
+            if cok[c] and ctmax[c, 1] + cterm[c] == best:
                 tied[n_tied] = c
                 targets[n_tied] = ctmax[c, 1]
                 n_ties += ctcnt[c, 1]
@@ -474,8 +521,9 @@ def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, f
         dirty[0] = row
         k = 1
         if n_rules > 0:
-            k = rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
-                            r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, limit)
+            k = rules_count_rows(row, r_count_dom, r_sums, r_present, r_params, r_thr,
+                                 r_at_min, r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, limit,
+                                 r_col)
         # a term counted per row moves the row of the domain the pod counts
         # in to another class (the placed row itself, for hostname)
         for x in range(n_sp + n_af):
@@ -503,34 +551,25 @@ def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, f
         count_placed(row, af_count_dom, af_sums, af_params, n_af, 1)
         one_row[0] = row
         fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
-        rebuild = k < 0
-        if rebuild:
-            for x in range(n_rows):
-                reasons_run[x] = base_reasons[x] | rule_bits(x, r_domp1, r_sums, r_params,
-                                                             r_thr)
-        else:
-            if n_rules > 0:
-                for x in range(k):
-                    j = dirty[x]
-                    reasons_run[j] = base_reasons[j] | rule_bits(j, r_domp1, r_sums,
-                                                                 r_params, r_thr)
-            rebuild = fold_maxima(dirty, k, old_reasons, old_raw, reasons_run, raw_by_row,
-                                  active_slots, norm_mode, hi, hi_cnt) == -1000000000
-        if rebuild:
-            if not classes_build(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
-                                 weights, hi, hi_cnt, skip, base, row_class, mode, sp_domp1,
-                                 sp_sums, sp_size_dom, sp_params, sp_has_all, n_sp, af_domp1,
-                                 af_sums, n_af, ckey, cmembers, cfeas, chw, ctmax, ctcnt, size,
-                                 sd_cnt, sizes, counted, key):
-                return i + 1, 1
+        if k < 0:
+            rebuild = True
             continue
         for x in range(k):
-            if not class_move(dirty[x], old_reasons[x] == 0, reasons_run, raw_by_row,
+            j = dirty[x]
+            if n_rules > 0:
+                reasons_run[j] = base_reasons[j] | row_rule_bits(j, r_domp1, r_sums, r_params,
+                                                                 r_thr, r_col)
+            if not class_move(j, x, old_reasons, old_raw, reasons_run, raw_by_row,
                               active_slots, norm_mode, weights, hi, skip, base, row_class, mode,
                               sp_domp1, sp_sums, sp_size_dom, sp_params, sp_has_all, n_sp,
-                              af_domp1, af_sums, n_af, ckey, cmembers, cfeas, chw, ctmax, ctcnt,
-                              size, sd_cnt, sizes, counted, key):
+                              af_domp1, af_sums, n_af, r_domp1, r_col, ckey, cmembers, cfeas,
+                              cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes,
+                              counted, key):
                 return i + 1, 1
+        for c in range(chw[0]):
+            if cstale[c] != 0:
+                class_slots_rescan(c, n_rows, row_class, reasons_run, raw_by_row, cshi, cscnt,
+                                   cstale)
     return count, 0
 
 
@@ -890,17 +929,18 @@ def build_place_run_classes(by_row_pass):
     with ``build_place_run``'s): every node scored, with PodTopologySpread's
     ScheduleAnyway score and / or InterPodAffinity's score, the same
     placements as ``place_run_scan`` without rescanning every row per pod
-    (``_core``'s score classes).  ``place_run_classes(count, seed_mix,
+    (``_core``'s score classes); per-domain rules of few domains are answered
+    per class too (a zone flip costs no row).  ``place_run_classes(count, seed_mix,
     attempt0, r0, pod_request, pod_nonzero, fargs, the row cache's reasons
-    [N], the run's reasons [N], raw [N, S], active, norm, weights, maxima
-    and their counts [S], N, one_row [1], old reasons / raw scratch [L],
+    [N], the run's reasons [N] (built-in | per-row rules), raw [N, S],
+    active, norm, weights, maxima [S], N, one_row [1], old reasons / raw scratch [L],
     [L, S], out_rows [count], the ``RuleArrays`` fields, thresholds /
     at-minimum counts [R], mark [N] zeros, dirty [L], the ``SpreadArrays``
-    fields but marks, the ``AffinityArrays`` fields, then the class state:
-    mode [K] (per key column: 0 keyed by domain, 1 by the row's own count),
-    dom_row [K, D] (mode 1: the row of each domain, -1 none), base [N],
-    row_class [N], ckey [cap, K], members / feasible members [cap],
-    high-water [1], trees [cap, 2Z] x 2, Z, size-domain counts [C, K'],
+    fields but marks, the ``AffinityArrays`` fields, then the class state
+    (``domain_rules.ClassKeys``: mode [K], dom_row [K, D], r_col [R]),
+    base [N], row_class [N], ckey [cap, K], members / leaf-feasible members /
+    usable flags [cap], slot maxima and their counts [cap, S] x 2, stale
+    flags [cap], high-water [1], trees [cap, 2Z] x 2, Z, size-domain counts [C, K'],
     sizes [C], counted [1], and scratch: term weights [C], raw spread /
     affinity and terms by class [cap] x 3, tied classes and their maxima
     [cap] x 2, key [K]) -> (placed, overflow)``: overflow 1 when the
@@ -975,13 +1015,15 @@ def build_place_run(by_row_pass):
                                          "rule_thresholds", "rule_count",
                                          "rules_group_placed")},
                  **{n: core[n] for n in ("classes_build", "class_move", "class_terms",
-                                         "ctree_count_eq", "ctree_kth_tied",
-                                         "fold_maxima")},
+                                         "ctree_count_eq", "ctree_kth_tied", "classes_usable",
+                                         "classes_maxima", "classes_rebase", "row_rule_bits",
+                                         "class_slots_rescan")},
                  "math": math}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
-                         "rules_count", "finalize_spread", "place_run", "place_run_classes",
+                         "rules_count", "finalize_spread", "place_run", "rules_count_rows",
+                         "place_run_classes",
                          "place_run_scan",
                          "win_sum", "win_kth", "win_take", "win_range", "win_pick",
                          "win_descend", "win_leaf", "win_pull_top", "win_pull",

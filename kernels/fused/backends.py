@@ -376,11 +376,14 @@ class NumbaBackend:
                           np.zeros(n_slots + 1, np.int64),
                           np.flatnonzero(active & (norm != 0)).astype(np.int64))
         placed = 0
-        if num_to_find >= m and dense:
-            # every node scored: the pod-to-pod scores over score classes
+        keys = (DR.class_keys(spread, affinity, rules, n)
+                if num_to_find >= m and (dense or with_rules) else None)
+        if keys is not None and (dense or keys.r_col.max(initial=-1) >= 0):
+            # every node scored: the pod-to-pod scores and the rules of few
+            # domains over score classes
             placed, overflow = self._place_classes(
                 c, n, rows, start, request, nonzero, count, seed_mix, attempt, out, rules,
-                with_rules, reasons_run, thr, at_min, mark, one_row, spread, affinity,
+                keys, reasons_run, thr, at_min, mark, one_row, spread, affinity,
                 active, norm, weights, n_slots)
             if overflow:
                 # too many classes: the scan places the rest from here on
@@ -445,32 +448,32 @@ class NumbaBackend:
         return out[:placed], int(next_start)
 
     def _place_classes(self, c, n, rows, start, request, nonzero, count, seed_mix, attempt,
-                       out, rules, with_rules, reasons_run, thr, at_min, mark, one_row, spread,
+                       out, rules, keys, reasons_run, thr, at_min, mark, one_row, spread,
                        affinity, active, norm, weights, n_slots) -> tuple[int, bool]:
-        """``place_run``'s every-node-scored run with pod-to-pod scores over
-        score classes (``_numba.build_place_run_classes``): (placed, whether
-        the classes outgrew their trees, the rest then left to the scan)."""
-        keys = DR.class_keys(spread, affinity, n)
+        """``place_run``'s every-node-scored run over score classes
+        (``_numba.build_place_run_classes``, ``keys`` from
+        ``domain_rules.class_keys``): (placed, whether the classes outgrew
+        their trees, the rest then left to the scan)."""
         size = 1 << max(n - 1, 1).bit_length()
         # class trees are [cap, 2Z]: cap bounded by their memory
         cap = int(min(CLASS_CAP, max(2, CLASS_TREE_BYTES // (32 * size))))
         n_terms = spread.params.shape[0]
         n_keys = keys.mode.shape[0]
         limit = max(64, n // 2)
+        i64 = np.int64
         run = self._k.build_place_run_classes(self._fused_by_row)
         placed, overflow = run(
             count, seed_mix, attempt, int(rows[start]), request, nonzero, c.args, c.reasons,
-            reasons_run, c.raw, active, norm, weights, np.zeros(n_slots, np.int64),
-            np.zeros(n_slots, np.int64), n, one_row, np.zeros(limit, np.int64),
-            np.zeros((limit, n_slots), np.int64), out, *rules, thr, at_min, mark,
-            np.zeros(limit, np.int64), *spread[:7], *affinity, keys.mode, keys.dom_row,
-            np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros((cap, n_keys), np.int64),
-            np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(1, np.int64),
-            np.empty((cap, 2 * size), np.int64), np.empty((cap, 2 * size), np.int64), size,
-            np.zeros(spread.marks.shape, np.int64), np.zeros(n_terms, np.int64),
-            np.zeros(1, np.int64), np.zeros(n_terms, np.float64), np.zeros(cap, np.int64),
-            np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.int64),
-            np.zeros(cap, np.int64), np.zeros(n_keys, np.int64))
+            reasons_run, c.raw, active, norm, weights, np.zeros(n_slots, i64), n, one_row,
+            np.zeros(limit, i64), np.zeros((limit, n_slots), i64), out, *rules, thr, at_min,
+            mark, np.zeros(limit, i64), *spread[:7], *affinity, *keys, np.zeros(n, i64),
+            np.zeros(n, i64), np.zeros((cap, n_keys), i64), np.zeros(cap, i64),
+            np.zeros(cap, i64), np.zeros(cap, np.bool_), np.zeros((cap, n_slots), i64),
+            np.zeros((cap, n_slots), i64), np.zeros(cap, i64), np.zeros(1, i64),
+            np.empty((cap, 2 * size), i64), np.empty((cap, 2 * size), i64), size,
+            np.zeros(spread.marks.shape, i64), np.zeros(n_terms, i64), np.zeros(1, i64),
+            np.zeros(n_terms, np.float64), np.zeros(cap, i64), np.zeros(cap, i64),
+            np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(n_keys, i64))
         if overflow:
             mark[:] = 0                 # the scan's stamps start over
         return int(placed), bool(overflow)

@@ -40,9 +40,17 @@ def _soft(key, skew, app, action="ScheduleAnyway"):
 
 
 def _spec(kind, key, app, weight):
-    """A template's pod-to-pod part: every kind scores (the class path)."""
+    """A template's pod-to-pod part: every kind scores or has a rule of
+    few domains (the class path)."""
     if kind == "owned":                 # the System default constraints
         return {}
+    if kind in ("hard", "hard-anti"):   # a zone rule answered per class
+        spec = {"topologySpreadConstraints": [_soft(ZONE, weight % 2 + 1, app,
+                                                    "DoNotSchedule")]}
+        if kind == "hard-anti":         # and a host rule answered per row
+            spec["affinity"] = {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [_term(HOST, app)]}}
+        return spec
     if kind == "soft":
         return {"topologySpreadConstraints": [_soft(ZONE, weight % 3 + 1, app),
                                               _soft(HOST, 2, app)]}
@@ -62,9 +70,14 @@ def _spec(kind, key, app, weight):
             {"weight": weight, "podAffinityTerm": _term(ZONE, app)}]}}}
 
 
-def _node(name, cpu, zone):
+PREFER = [{"key": "spot", "value": "yes", "effect": "PreferNoSchedule"}]
+
+
+def _node(name, cpu, zone, spot=False):
+    """A node (spot: a PreferNoSchedule taint, TaintToleration's maximum
+    over the feasible rows then moves as rows fill)."""
     labels = {ZONE: zone, "zone": zone} if zone else {}
-    return node_dict(name, cpu=cpu, labels=labels)
+    return node_dict(name, cpu=cpu, labels=labels, taints=PREFER if spot else None)
 
 
 @st.composite
@@ -76,10 +89,11 @@ def histories(draw):
     n = draw(st.integers(17, 30))
     zones = draw(st.integers(1, 4))
     nodes = [_node(f"n{i:02d}", draw(st.sampled_from(["1", "2", "3"])),
-                   None if draw(st.integers(0, 7)) == 0 else f"z{draw(st.integers(0, zones - 1))}")
+                   None if draw(st.integers(0, 7)) == 0 else f"z{draw(st.integers(0, zones - 1))}",
+                   draw(st.integers(0, 5)) == 0)
              for i in range(n)]
     kinds = st.tuples(st.sampled_from(["owned", "soft", "soft-hard", "prefer", "avoid",
-                                       "required", "anti"]),
+                                       "required", "anti", "hard", "hard-anti"]),
                       st.sampled_from([ZONE, HOST]), st.sampled_from(["web", "db"]),
                       st.integers(1, 60), st.sampled_from(["200m", "450m", "900m"]),
                       st.sampled_from([None, None, 100]))
@@ -104,7 +118,7 @@ def histories(draw):
             pods.append(pod)
             made += 1
         batches.append((events, pods))
-    knobs = (draw(st.sampled_from([2, 16])), draw(st.sampled_from([2, 3, 64])))
+    knobs = (draw(st.sampled_from([2, 16])), draw(st.sampled_from([4, 64, 64])))
     return nodes + [REPLICA_SET], batches, draw(st.integers(0, 2**32)), knobs
 
 
@@ -115,9 +129,9 @@ def _apply(sched, events, added):
         zone = None if i % 5 == 0 else f"z{i % 3}"
         if kind == "add":
             added.append(f"x{len(added):02d}")
-            sched.add_node(_node(added[-1], cpu, zone))
+            sched.add_node(_node(added[-1], cpu, zone, i % 4 == 0))
         elif kind == "update" and names:
-            sched.update_node(_node(names[i % len(names)], cpu, zone))
+            sched.update_node(_node(names[i % len(names)], cpu, zone, i % 4 == 1))
         elif kind == "delete" and len(names) > 17:
             sched.delete_node(names[i % len(names)])
         elif kind == "evict" and state.pods:
