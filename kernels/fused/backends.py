@@ -185,7 +185,8 @@ _MASK64 = (1 << 64) - 1
 # below every node (building them costs about one scan of every row).
 WINDOW_TREE_MIN_RUN = 32
 # Score classes of a run with pod-to-pod scores (``_place_classes``): at most
-# this many, their trees within this many bytes (beyond: the scan).
+# this many (0: never classes), their trees within this many bytes (beyond:
+# the scan).
 CLASS_CAP = 64
 CLASS_TREE_BYTES = 64 << 20
 
@@ -377,7 +378,7 @@ class NumbaBackend:
                           np.flatnonzero(active & (norm != 0)).astype(np.int64))
         placed = 0
         keys = (DR.class_keys(spread, affinity, rules, n)
-                if num_to_find >= m and (dense or with_rules) else None)
+                if num_to_find >= m and (dense or with_rules) and CLASS_CAP > 0 else None)
         if keys is not None and (dense or keys.r_col.max(initial=-1) >= 0):
             # every node scored: the pod-to-pod scores and the rules of few
             # domains over score classes

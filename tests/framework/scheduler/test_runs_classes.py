@@ -4,7 +4,7 @@ row's own count (hostname), the scan taking over when the classes outgrow
 their cap.  Across random clusters and event sequences between batches
 (pods bound and deleted, nodes added, changed and deleted, pods that fit
 nowhere, preemptions) the runs place exactly as one cycle after another
-(numba) and as numpy."""
+(numba), as the dense scan of runs without classes, and as numpy."""
 
 from __future__ import annotations
 
@@ -178,6 +178,8 @@ def test_class_runs_place_as_one_by_one_and_as_numpy(case):
         runs = _play(nodes, batches, seed, "numba", batch=True)
         one_by_one = _play(nodes, batches, seed, "numba", batch=False)
     assert runs == one_by_one
+    with _Knobs(knobs[0], 0):           # no classes: the dense scan places the runs
+        assert _play(nodes, batches, seed, "numba", batch=True) == runs
     assert _play(nodes, batches, seed, "numpy", batch=False) == one_by_one
 
 
