@@ -10,7 +10,9 @@ re-tests only the nodes of domains whose answer moved.
 ``DomainRule`` is one such rule as arrays (no pods, no selectors);
 ``stack_rules`` packs rules into the fixed-shape arrays the run kernel takes
 (``_numba.build_place_run``).  The pod-to-pod scores (``SpreadScore``,
-``AffinityScore``) are packed the same way; the run recomputes them over
+``AffinityScore``) are packed the same way; with every node scored the
+run keeps them over score classes (``class_keys``: how each term and each
+rule of few domains enters a node's class), else it recomputes them over
 the scanned nodes for each pod.
 """
 
@@ -146,7 +148,8 @@ def no_rules(n_rows: int) -> RuleArrays:
 # PodTopologySpread's ScheduleAnyway score inside a run.  Unlike a filter it
 # cannot be kept per row: the weight of a constraint is ln(domains among the
 # scored nodes + 2) and the score is normalized over the scored nodes, so
-# the run computes it over every scanned position for each pod.
+# the run computes it per score class (every node scored) or over every
+# scanned position for each pod.
 
 # Columns of ``SpreadArrays.params`` (one row per constraint).
 S_HOSTNAME = 0          # 1: counted per node; the size is the number of counted nodes
@@ -240,7 +243,8 @@ def stack_spread(score: SpreadScore | None, n_rows: int) -> SpreadArrays:
 # ---------------------------------------------------------------------------
 # InterPodAffinity's score inside a run: per node, the sum over terms of
 # weight x the matching pods in the node's domain, min-max normalized over
-# the scanned feasible nodes for each pod.
+# the scanned feasible nodes for each pod (per score class with every node
+# scored).
 
 
 class AffinityTerm(NamedTuple):

@@ -911,8 +911,9 @@ def finalize_partial(rows, start, reasons, partial, raw_pos, pos_slots, norm_mod
 # PodTopologySpread's ScheduleAnyway score and InterPodAffinity's score in a
 # compiled run (``kernels.domain_rules`` packs their arrays): recomputed over
 # the scanned feasible rows for each pod (their normalization, and the
-# spread's per-constraint weights, depend on that set).  The numba run and
-# the device run both call these.
+# spread's per-constraint weights, depend on that set) where no score
+# classes keep them (below).  The numba run and the device run both call
+# these.
 
 def go_round(x):
     """math.Round of Go: half away from zero."""

@@ -335,9 +335,12 @@ class NumbaBackend:
         by the run; the row cache keeps the built-in answers only.
         ``spread`` (``domain_rules.SpreadArrays``): PodTopologySpread's
         ScheduleAnyway score, and ``affinity`` (``AffinityArrays``):
-        InterPodAffinity's score, computed over the scanned rows for each pod
-        (the run then takes the scan form even with every node scored: the
-        same placements as the segment tree's, see ``_numba``)."""
+        InterPodAffinity's score.  With every node scored, runs with these
+        scores or with rules of few domains (``domain_rules.class_keys``)
+        keep rows in score classes (``_place_classes``; past ``CLASS_CAP``
+        classes the scan places the rest); otherwise the scores are computed
+        over the scanned rows for each pod (the scan form: the same
+        placements as the segment tree's, see ``_numba``)."""
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots)
         n = cols.allocatable.shape[0]
