@@ -186,9 +186,11 @@ _MASK64 = (1 << 64) - 1
 WINDOW_TREE_MIN_RUN = 32
 # Score classes of a run with pod-to-pod scores (``_place_classes``): at most
 # this many (0: never classes), their trees within this many bytes (beyond:
-# the scan).
+# the scan), for runs of at least this many pods (building the classes
+# costs about as much as scanning every row a few times).
 CLASS_CAP = 64
 CLASS_TREE_BYTES = 64 << 20
+CLASS_MIN_RUN = 12
 
 
 class NumbaBackend:
@@ -216,6 +218,7 @@ class NumbaBackend:
         self._caches: OrderedDict = OrderedDict()
         self._dirty = np.zeros(16, np.int64)
         self._hi = np.zeros(16, np.int64)
+        self._class_trees = None        # the score classes' trees, kept between runs
         self._all_rows = np.zeros(0, np.int64)
         self._from_pos: dict = {}         # (host slots, n_slots) -> [S] bool
         self._mix_static = None           # see _partial
@@ -382,7 +385,8 @@ class NumbaBackend:
         placed = 0
         keys = (DR.class_keys(spread, affinity, rules, n)
                 if num_to_find >= m and (dense or with_rules) and CLASS_CAP > 0 else None)
-        if keys is not None and (dense or keys.r_col.max(initial=-1) >= 0):
+        if (keys is not None and count >= CLASS_MIN_RUN
+                and (dense or keys.r_col.max(initial=-1) >= 0)):
             # every node scored: the pod-to-pod scores and the rules of few
             # domains over score classes
             placed, overflow = self._place_classes(
@@ -466,6 +470,11 @@ class NumbaBackend:
         limit = max(64, n // 2)
         i64 = np.int64
         run = self._k.build_place_run_classes(self._fused_by_row)
+        trees = self._class_trees
+        if trees is None or trees[0].shape != (cap, 2 * size):
+            # kept between runs: fresh pages cost more than the run's build
+            trees = self._class_trees = (np.empty((cap, 2 * size), i64),
+                                         np.empty((cap, 2 * size), i64))
         placed, overflow = run(
             count, seed_mix, attempt, int(rows[start]), request, nonzero, c.args, c.reasons,
             reasons_run, c.raw, active, norm, weights, np.zeros(n_slots, i64), n, one_row,
@@ -474,7 +483,7 @@ class NumbaBackend:
             np.zeros(n, i64), np.zeros((cap, n_keys), i64), np.zeros(cap, i64),
             np.zeros(cap, i64), np.zeros(cap, np.bool_), np.zeros((cap, n_slots), i64),
             np.zeros((cap, n_slots), i64), np.zeros(cap, i64), np.zeros(1, i64),
-            np.empty((cap, 2 * size), i64), np.empty((cap, 2 * size), i64), size,
+            *trees, size,
             np.zeros(spread.marks.shape, i64), np.zeros(n_terms, i64), np.zeros(1, i64),
             np.zeros(n_terms, np.float64), np.zeros(cap, i64), np.zeros(cap, i64),
             np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(n_keys, i64))

@@ -153,17 +153,18 @@ def _play(nodes, batches, seed, backend, batch):
 
 
 class _Knobs:
-    """The class path's limits set for one example (restored after)."""
+    """The class path's limits set for one example (restored after); runs
+    of any length take it."""
 
     def __init__(self, by_domain_max, cap):
-        self.values = (by_domain_max, cap)
+        self.values = (by_domain_max, cap, 1)
 
     def __enter__(self):
-        self.saved = (DR.CLASS_BY_DOMAIN_MAX, backends.CLASS_CAP)
-        DR.CLASS_BY_DOMAIN_MAX, backends.CLASS_CAP = self.values
+        self.saved = (DR.CLASS_BY_DOMAIN_MAX, backends.CLASS_CAP, backends.CLASS_MIN_RUN)
+        DR.CLASS_BY_DOMAIN_MAX, backends.CLASS_CAP, backends.CLASS_MIN_RUN = self.values
 
     def __exit__(self, *exc):
-        DR.CLASS_BY_DOMAIN_MAX, backends.CLASS_CAP = self.saved
+        DR.CLASS_BY_DOMAIN_MAX, backends.CLASS_CAP, backends.CLASS_MIN_RUN = self.saved
 
 
 SETTINGS = settings(max_examples=int(os.environ.get("RUNS_EXAMPLES", "30")), deadline=None,
