@@ -10,7 +10,9 @@ re-tests only the nodes of domains whose answer moved.
 ``DomainRule`` is one such rule as arrays (no pods, no selectors);
 ``stack_rules`` packs rules into the fixed-shape arrays the run kernel takes
 (``_numba.build_place_run``).  The pod-to-pod scores (``SpreadScore``,
-``AffinityScore``) are packed the same way; the run recomputes them over
+``AffinityScore``) are packed the same way; with every node scored the
+run keeps them over score classes (``class_keys``: how each term and each
+rule of few domains enters a node's class), else it recomputes them over
 the scanned nodes for each pod.
 """
 
@@ -146,7 +148,8 @@ def no_rules(n_rows: int) -> RuleArrays:
 # PodTopologySpread's ScheduleAnyway score inside a run.  Unlike a filter it
 # cannot be kept per row: the weight of a constraint is ln(domains among the
 # scored nodes + 2) and the score is normalized over the scored nodes, so
-# the run computes it over every scanned position for each pod.
+# the run computes it per score class (every node scored) or over every
+# scanned position for each pod.
 
 # Columns of ``SpreadArrays.params`` (one row per constraint).
 S_HOSTNAME = 0          # 1: counted per node; the size is the number of counted nodes
@@ -240,7 +243,8 @@ def stack_spread(score: SpreadScore | None, n_rows: int) -> SpreadArrays:
 # ---------------------------------------------------------------------------
 # InterPodAffinity's score inside a run: per node, the sum over terms of
 # weight x the matching pods in the node's domain, min-max normalized over
-# the scanned feasible nodes for each pod.
+# the scanned feasible nodes for each pod (per score class with every node
+# scored).
 
 
 class AffinityTerm(NamedTuple):
@@ -299,3 +303,57 @@ def stack_affinity(score: AffinityScore | None, n_rows: int,
         params[i] = (t.weight, int(t.increment))
     meta = np.array([score.slot if score is not None else -1, c, plugin_weight], np.int64)
     return AffinityArrays(domp1, count_dom, sums, params, meta)
+
+
+# ---------------------------------------------------------------------------
+# Score classes of a run (``_core``'s score-class section): how each spread
+# and affinity term enters a row's class key.
+
+# Fewer distinct domains than this: a term keys its classes by domain id.
+CLASS_BY_DOMAIN_MAX = 16
+
+
+class ClassKeys(NamedTuple):
+    """mode [K] int64 per key column (the C spread terms, the A affinity
+    terms, has_all, then the class rules): 0 keyed by the row's domain id,
+    1 by the count of the row's own domain (every domain of the term holds
+    at most one row, and there are many: hostname); dom_row [K, D] int64,
+    for mode 1 the row of each domain (-1 none); r_col [R] int64 each
+    rule's key column, -1 for a rule answered per row."""
+
+    mode: np.ndarray
+    dom_row: np.ndarray
+    r_col: np.ndarray
+
+
+def _distinct(domp1: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows with the key, rows per domain [width])."""
+    rows = np.flatnonzero(domp1)
+    return rows, np.bincount(domp1[rows] - 1, minlength=width)
+
+
+def class_keys(spread: SpreadArrays, affinity: AffinityArrays, rules: RuleArrays,
+               n_rows: int) -> ClassKeys:
+    """``ClassKeys`` for the packed terms and rules over the first
+    ``n_rows`` rows.  A rule of few domains is a class rule where the run
+    has no spread terms (their sizes are counted over leaf-feasible rows)."""
+    terms = [spread.domp1[c, :n_rows] for c in range(spread.params.shape[0])]
+    terms += [affinity.domp1[c, :n_rows] for c in range(affinity.params.shape[0])]
+    width = max(spread.sums.shape[1], affinity.sums.shape[1], 1)
+    by_rule = []
+    if not spread.params.shape[0]:
+        for r in range(rules.params.shape[0]):
+            _, per = _distinct(rules.domp1[r, :n_rows], rules.sums.shape[1])
+            if np.count_nonzero(per) <= CLASS_BY_DOMAIN_MAX:
+                by_rule.append(r)
+    n_key = len(terms) + 1 + len(by_rule)
+    mode = np.zeros(n_key, np.int64)
+    dom_row = np.full((n_key, width), -1, np.int64)
+    for x, domp1 in enumerate(terms):
+        rows, per = _distinct(domp1, width)
+        if np.count_nonzero(per) > CLASS_BY_DOMAIN_MAX and per.max(initial=0) <= 1:
+            mode[x] = 1
+            dom_row[x, domp1[rows] - 1] = rows
+    r_col = np.full(rules.params.shape[0], -1, np.int64)
+    r_col[by_rule] = len(terms) + 1 + np.arange(len(by_rule), dtype=np.int64)
+    return ClassKeys(mode, dom_row, r_col)

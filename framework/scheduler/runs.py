@@ -27,7 +27,8 @@ InterPodAffinity's required (anti-)affinity as per-domain rules
 (``kernels.domain_rules``: the run counts each placed pod in its node's
 domain and re-tests the domains whose answer flipped), their scores
 (ScheduleAnyway spread, System defaults included, and pod affinity weights)
-recomputed over the scanned nodes for each pod.  A run's outcomes are
+kept over score classes with every node scored (``kernels.fused._core``),
+else recomputed over the scanned nodes for each pod.  A run's outcomes are
 recorded in bulk (``Scheduler.outcomes`` keeps its bindings as node names,
 read back as Bindings); its events go out after it, per pod and only when
 someone listens, in the order one-by-one cycles would send them; a

@@ -911,8 +911,9 @@ def finalize_partial(rows, start, reasons, partial, raw_pos, pos_slots, norm_mod
 # PodTopologySpread's ScheduleAnyway score and InterPodAffinity's score in a
 # compiled run (``kernels.domain_rules`` packs their arrays): recomputed over
 # the scanned feasible rows for each pod (their normalization, and the
-# spread's per-constraint weights, depend on that set).  The numba run and
-# the device run both call these.
+# spread's per-constraint weights, depend on that set) where no score
+# classes keep them (below).  The numba run and the device run both call
+# these.
 
 def go_round(x):
     """math.Round of Go: half away from zero."""
@@ -987,3 +988,430 @@ def count_placed(row, count_dom, sums, params, n_terms, counts_col):
             d = count_dom[c, row]
             if d >= 0:
                 sums[c, d] += 1
+
+
+
+# ------------------------------------------------------------- score classes
+# A compiled run with every node scored keeps rows in score classes: rows
+# whose pod-to-pod terms read the same counts -- per spread or affinity term
+# the row's domain id, or, for a term whose domains hold one row each
+# (hostname), the row's own count; per class rule (a per-domain filter of
+# few domains) the row's domain id -- and share ``has_all``.  A class's raw
+# spread and affinity scores, hence its normalized part of the total, and
+# its class rules' answer are one value; each class keeps a segment tree
+# over node rows of its leaf-feasible members' other slots' total (``base``;
+# -1 elsewhere; leaf-feasible: the built-in reasons and the per-row rules
+# pass), so a pod's best total and its ties come from the classes' roots
+# (O(classes)) and the tied row from a walk down the tied classes' trees
+# (O(tied classes x log N)).  Each class also keeps the largest raw score of
+# every slot over its leaf-feasible members and how many reach it: the
+# normalization maxima over the feasible rows are those of the classes
+# whose rules pass.
+# Key columns: the C spread terms, the A affinity terms, has_all, then the
+# class rules (``r_col[r]``: rule r's column, -1 for a per-row rule).
+
+def class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, has_all,
+                   r_domp1, r_col, out):
+    """Row i's class key into out [K]: per term its domain id + 1
+    (``mode`` 0) or its own domain's count (mode 1; -1 without the key),
+    1 when the row has every spread key, each class rule's domain id + 1."""
+    for c in range(n_sp):
+        d1 = sp_domp1[c, i]
+        if mode[c] == 0:
+            out[c] = d1
+        else:
+            out[c] = sp_sums[c, d1 - 1] if d1 > 0 else -1
+    for c in range(n_af):
+        d1 = af_domp1[c, i]
+        if mode[n_sp + c] == 0:
+            out[n_sp + c] = d1
+        else:
+            out[n_sp + c] = af_sums[c, d1 - 1] if d1 > 0 else -1
+    out[n_sp + n_af] = 1 if has_all[i] else 0
+    for r in range(r_col.shape[0]):
+        if r_col[r] >= 0:
+            out[r_col[r]] = r_domp1[r, i]
+
+
+def class_lookup(key, ckey, cmembers, chw, cap, ctmax, ctcnt):
+    """The class of ``key`` [K]: an existing one with members, else a free
+    slot (no members; a slot beyond the high-water mark ``chw[0]`` gets its
+    tree cleared), its key written; -1 when all ``cap`` slots are taken."""
+    n_key = key.shape[0]
+    free = -1
+    for c in range(chw[0]):
+        if cmembers[c] == 0:
+            if free < 0:
+                free = c
+            continue
+        same = True
+        for x in range(n_key):
+            if ckey[c, x] != key[x]:
+                same = False
+                break
+        if same:
+            return c
+    if free < 0:
+        if chw[0] >= cap:
+            return -1
+        free = chw[0]
+        chw[0] += 1
+        for p in range(ctmax.shape[1]):
+            ctmax[free, p] = -1
+            ctcnt[free, p] = 0
+    for x in range(n_key):
+        ckey[free, x] = key[x]
+    return free
+
+
+def ctree_pull(ctmax, ctcnt, c, p):
+    """Class c's tree node p from its children (max, count of max)."""
+    a = 2 * p
+    b = a + 1
+    if ctmax[c, a] > ctmax[c, b]:
+        ctmax[c, p] = ctmax[c, a]
+        ctcnt[c, p] = ctcnt[c, a]
+    elif ctmax[c, a] < ctmax[c, b]:
+        ctmax[c, p] = ctmax[c, b]
+        ctcnt[c, p] = ctcnt[c, b]
+    else:
+        ctmax[c, p] = ctmax[c, a]
+        ctcnt[c, p] = ctcnt[c, a] + ctcnt[c, b]
+
+
+def ctree_set(ctmax, ctcnt, c, size, i, value):
+    """Class c's leaf i set to value, its ancestors refreshed."""
+    p = size + i
+    ctmax[c, p] = value
+    ctcnt[c, p] = 1
+    p >>= 1
+    while p >= 1:
+        ctree_pull(ctmax, ctcnt, c, p)
+        p >>= 1
+
+
+def ctree_count_eq(ctmax, ctcnt, c, size, lo, hi_excl, best):
+    """Leaves of class c's tree in [lo, hi_excl) equal to best (its maximum)."""
+    n = 0
+    a = lo + size
+    b = hi_excl + size
+    while a < b:
+        if a & 1:
+            if ctmax[c, a] == best:
+                n += ctcnt[c, a]
+            a += 1
+        if b & 1:
+            b -= 1
+            if ctmax[c, b] == best:
+                n += ctcnt[c, b]
+        a >>= 1
+        b >>= 1
+    return n
+
+
+def ctree_kth_tied(ctmax, ctcnt, size, tied, targets, n_tied, k):
+    """The row of the k-th (0-based, by row) leaf equal to its class's
+    target among the classes tied[:n_tied] (targets[x] = class tied[x]'s
+    maximum): one walk down all their trees together."""
+    p = 1
+    while p < size:
+        a = 2 * p
+        n = 0
+        for x in range(n_tied):
+            c = tied[x]
+            if ctmax[c, a] == targets[x]:
+                n += ctcnt[c, a]
+        if k < n:
+            p = a
+        else:
+            k -= n
+            p = a + 1
+    return p - size
+
+
+def class_sizes_add(i, step, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes, counted):
+    """Leaf-feasible row i enters (step 1) or leaves (-1) the spread's
+    counted rows: counted[0] counts them, sd_cnt [C, K] per size domain,
+    sizes [C] the distinct size domains held (non-hostname constraints).
+    (A run with class rules has no spread terms: leaf-feasible rows are
+    then the feasible ones wherever spread sizes are read.)"""
+    if not sp_has_all[i]:
+        return
+    counted[0] += step
+    for c in range(n_sp):
+        if sp_params[c, 0] == 0:
+            d = sp_size_dom[c, i]
+            if step > 0:
+                if sd_cnt[c, d] == 0:
+                    sizes[c] += 1
+                sd_cnt[c, d] += 1
+            else:
+                sd_cnt[c, d] -= 1
+                if sd_cnt[c, d] == 0:
+                    sizes[c] -= 1
+
+
+def class_slots_add(c, i, raw_by_row, cshi, cscnt, cstale):
+    """Leaf-feasible row i joins class c's slot maxima (a stale class is
+    rescanned instead)."""
+    if cstale[c] != 0:
+        return
+    for s in range(raw_by_row.shape[1]):
+        v = raw_by_row[i, s]
+        if cscnt[c, s] == 0 or v > cshi[c, s]:
+            cshi[c, s] = v
+            cscnt[c, s] = 1
+        elif v == cshi[c, s]:
+            cscnt[c, s] += 1
+
+
+def class_slots_rescan(c, n, row_class, reasons_by_row, raw_by_row, cshi, cscnt, cstale):
+    """Class c's slot maxima again from its leaf-feasible members."""
+    for s in range(raw_by_row.shape[1]):
+        cshi[c, s] = 0
+        cscnt[c, s] = 0
+    cstale[c] = 0
+    for i in range(n):
+        if row_class[i] == c and reasons_by_row[i] == 0:
+            class_slots_add(c, i, raw_by_row, cshi, cscnt, cstale)
+
+
+def class_rules_ok(c, ckey, r_col, r_sums, r_params, r_thr):
+    """Whether class c's rows pass every class rule (``rule_fails_row`` on
+    the domain in its key)."""
+    for r in range(r_col.shape[0]):
+        x = r_col[r]
+        if x < 0:
+            continue
+        d1 = ckey[c, x]
+        if d1 == 0:
+            if r_params[r, 3] != 0:
+                return False
+        elif rule_fails_count(r, r_sums[r, d1 - 1], r_params, r_thr):
+            return False
+    return True
+
+
+def row_rule_bits(i, domp1, sums, params, thr, r_col):
+    """Row i's reason bits from the per-row rules (class rules left out)."""
+    bits = 0
+    for r in range(params.shape[0]):
+        if r_col[r] < 0 and rule_fails_row(r, i, domp1, sums, params, thr):
+            bits |= params[r, 0]
+    return bits
+
+
+def classes_usable(chw, cmembers, cfeas, ckey, cok, r_col, r_sums, r_params, r_thr):
+    """cok [cap]: each class holds feasible rows now (members, leaf-feasible
+    ones, its class rules pass)."""
+    for c in range(chw):
+        cok[c] = (cmembers[c] > 0 and cfeas[c] > 0
+                  and class_rules_ok(c, ckey, r_col, r_sums, r_params, r_thr))
+
+
+def classes_maxima(chw, cok, cshi, active_slots, norm_mode, out):
+    """The normalization maxima over the feasible rows into out [S] (0 for
+    slots not normalized); returns whether they differ from out's before."""
+    moved = False
+    for s in range(out.shape[0]):
+        v = 0
+        if active_slots[s] and norm_mode[s] != 0:
+            for c in range(chw):
+                if cok[c] and cshi[c, s] > v:
+                    v = cshi[c, s]
+        if v != out[s]:
+            moved = True
+            out[s] = v
+    return moved
+
+
+def classes_rebase(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
+                   skip_slot, base, row_class, chw, ctmax, ctcnt, size):
+    """Every row's base under the maxima ``hi`` and every class tree again."""
+    for c in range(chw):
+        for p in range(2 * size):
+            ctmax[c, p] = -1
+            ctcnt[c, p] = 0
+    for i in range(n):
+        b = base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot)
+        base[i] = b
+        if reasons_by_row[i] == 0:
+            c = row_class[i]
+            ctmax[c, size + i] = b
+            ctcnt[c, size + i] = 1
+    for c in range(chw):
+        for p in range(size - 1, 0, -1):
+            ctree_pull(ctmax, ctcnt, c, p)
+
+
+def classes_build(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
+                  skip_slot, base, row_class, mode, sp_domp1, sp_sums, sp_size_dom, sp_params,
+                  sp_has_all, n_sp, af_domp1, af_sums, n_af, r_domp1, r_sums, r_params, r_thr,
+                  r_col, ckey, cmembers, cfeas, cok, cshi, cscnt, cstale, chw, ctmax, ctcnt,
+                  size, sd_cnt, sizes, counted, key):
+    """Every row's class, base and leaf from scratch (``reasons_by_row``:
+    the leaf reasons, built-in | per-row rules), the maxima ``hi`` over the
+    feasible rows; False when more classes than the trees hold
+    (``ckey.shape[0]``)."""
+    cap = ckey.shape[0]
+    for c in range(cap):
+        cmembers[c] = 0
+        cfeas[c] = 0
+        cstale[c] = 0
+        for s in range(cshi.shape[1]):
+            cshi[c, s] = 0
+            cscnt[c, s] = 0
+    chw[0] = 0
+    counted[0] = 0
+    for c in range(sd_cnt.shape[0]):
+        sizes[c] = 0
+        for d in range(sd_cnt.shape[1]):
+            sd_cnt[c, d] = 0
+    for i in range(n):
+        class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, sp_has_all,
+                       r_domp1, r_col, key)
+        c = class_lookup(key, ckey, cmembers, chw, cap, ctmax, ctcnt)
+        if c < 0:
+            return False
+        cmembers[c] += 1
+        row_class[i] = c
+        if reasons_by_row[i] == 0:
+            cfeas[c] += 1
+            class_slots_add(c, i, raw_by_row, cshi, cscnt, cstale)
+            class_sizes_add(i, 1, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes,
+                            counted)
+    classes_usable(chw[0], cmembers, cfeas, ckey, cok, r_col, r_sums, r_params, r_thr)
+    for s in range(hi.shape[0]):
+        hi[s] = -1
+    classes_maxima(chw[0], cok, cshi, active_slots, norm_mode, hi)
+    classes_rebase(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
+                   skip_slot, base, row_class, chw[0], ctmax, ctcnt, size)
+    return True
+
+
+def class_move(i, x, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots, norm_mode,
+               weights, hi, skip_slot, base, row_class, mode, sp_domp1, sp_sums, sp_size_dom,
+               sp_params, sp_has_all, n_sp, af_domp1, af_sums, n_af, r_domp1, r_col, ckey,
+               cmembers, cfeas, cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes,
+               counted, key):
+    """Row i re-evaluated (its leaf reasons and raw scores before:
+    old_reasons[x], old_raw[x]): its class, slot maxima, base and leaf
+    follow; False when its new class finds no slot."""
+    old = row_class[i]
+    if old_reasons[x] == 0:
+        cfeas[old] -= 1
+        class_sizes_add(i, -1, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes,
+                        counted)
+        if cfeas[old] == 0:
+            cstale[old] = 0
+            for s in range(cshi.shape[1]):
+                cshi[old, s] = 0
+                cscnt[old, s] = 0
+        elif cstale[old] == 0:
+            for s in range(cshi.shape[1]):
+                if old_raw[x, s] == cshi[old, s]:
+                    cscnt[old, s] -= 1
+                    if cscnt[old, s] == 0:
+                        cstale[old] = 1
+    class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, sp_has_all,
+                   r_domp1, r_col, key)
+    c = class_lookup(key, ckey, cmembers, chw, ckey.shape[0], ctmax, ctcnt)
+    if c < 0:
+        return False
+    if c != old:
+        ctree_set(ctmax, ctcnt, old, size, i, -1)
+        cmembers[old] -= 1
+        cmembers[c] += 1
+        row_class[i] = c
+    b = base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot)
+    base[i] = b
+    if reasons_by_row[i] == 0:
+        ctree_set(ctmax, ctcnt, c, size, i, b)
+        if cfeas[c] == 0:
+            cstale[c] = 0
+            for s in range(cshi.shape[1]):
+                cscnt[c, s] = 0
+        cfeas[c] += 1
+        class_slots_add(c, i, raw_by_row, cshi, cscnt, cstale)
+        class_sizes_add(i, 1, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes, counted)
+    else:
+        ctree_set(ctmax, ctcnt, c, size, i, -1)
+    return True
+
+
+def class_terms(chw, cok, ckey, mode, sp_sums, sp_params, term_weights, require_all, n_sp,
+                af_sums, af_params, n_af, sp_on, sp_weight, af_weight, craw_sp, craw_af, cterm):
+    """Each usable class's pod-to-pod part of the total into cterm [cap]
+    (``dense_total`` over a zero base), normalized over the usable classes
+    (``cok``) as the dense path normalizes over feasible rows."""
+    lo = 0
+    hi = 0
+    seen = False
+    af_lo = 0
+    af_hi = 0
+    af_seen = False
+    k_all = n_sp + n_af
+    for c in range(chw):
+        if not cok[c]:
+            continue
+        if n_sp > 0 and ckey[c, k_all] != 0:
+            r = class_spread_raw(c, ckey, mode, sp_sums, sp_params, term_weights, require_all,
+                                 n_sp)
+            craw_sp[c] = r
+            if not seen:
+                lo = r
+                hi = r
+                seen = True
+            elif r < lo:
+                lo = r
+            elif r > hi:
+                hi = r
+        if n_af > 0:
+            r = class_affinity_raw(c, ckey, mode, n_sp, af_sums, af_params, n_af)
+            craw_af[c] = r
+            if not af_seen:
+                af_lo = r
+                af_hi = r
+                af_seen = True
+            elif r < af_lo:
+                af_lo = r
+            elif r > af_hi:
+                af_hi = r
+    af_span = af_hi - af_lo if n_af > 0 else 0
+    for c in range(chw):
+        if not cok[c]:
+            continue
+        cterm[c] = dense_total(0, ckey[c, k_all] != 0, craw_sp[c], lo, hi, sp_on, sp_weight,
+                               craw_af[c] if n_af > 0 else 0, af_lo, af_span, af_weight)
+
+
+def class_spread_raw(c, ckey, mode, sp_sums, sp_params, term_weights, require_all, n_sp):
+    """``spread_raw`` of the rows of class c, read from its key."""
+    acc = 0.0
+    for x in range(n_sp):
+        v = ckey[c, x]
+        if mode[x] == 0:
+            absent = v == 0
+            cnt = sp_sums[x, v - 1] if v > 0 else 0
+        else:
+            absent = v < 0
+            cnt = v if v > 0 else 0
+        if absent and not require_all:
+            term = 0.0
+        else:
+            term = float(cnt) * term_weights[x] + float(sp_params[x, 1])
+        acc = acc + term
+    return go_round(acc)
+
+
+def class_affinity_raw(c, ckey, mode, n_sp, af_sums, af_params, n_af):
+    """``affinity_raw`` of the rows of class c, read from its key."""
+    r = 0
+    for x in range(n_af):
+        v = ckey[c, n_sp + x]
+        if mode[n_sp + x] == 0:
+            if v > 0:
+                r += af_params[x, 0] * af_sums[x, v - 1]
+        elif v > 0:
+            r += af_params[x, 0] * v
+    return r

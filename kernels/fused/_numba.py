@@ -408,6 +408,171 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
     return count, feasible
 
 
+def rules_count_rows(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom_rows,
+                     mark, stamp, dirty, k, limit, r_col):
+    '''``rules_count`` where the class rules (r_col[r] >= 0) only count:
+    their answers are read per class.'''
+    over = False
+    for r in range(params.shape[0]):
+        if params[r, 6] == 0:
+            continue
+        d = count_dom[r, row]
+        if d < 0:
+            continue
+        if params[r, 8] != 0:
+            rules_group_placed(params)
+            over = True             # every row is re-tested
+        before = rule_fails_count(r, sums[r, d], params, thr)
+        old_thr = rule_count(r, d, sums, present, params, thr, at_min)
+        if over or r_col[r] >= 0:
+            continue
+        if thr[r] != old_thr:
+            for dd in range(params[r, 7]):
+                s_old = sums[r, dd] - 1 if dd == d else sums[r, dd]
+                was = params[r, 4] != 0 if s_old > old_thr else params[r, 5] != 0
+                if rule_fails_count(r, sums[r, dd], params, thr) != was:
+                    k = add_domain_rows(r, dd, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
+                    if k < 0:
+                        over = True
+                        break
+        elif rule_fails_count(r, sums[r, d], params, thr) != before:
+            k = add_domain_rows(r, d, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
+            if k < 0:
+                over = True
+    return -1 if over else k
+
+
+def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
+                      base_reasons, reasons_run, raw_by_row, active_slots, norm_mode, weights,
+                      hi, n_rows, one_row, old_reasons, old_raw, out_rows, r_domp1,
+                      r_count_dom, r_sums, r_present, r_params, r_dom_ptr, r_dom_rows, r_thr,
+                      r_at_min, mark, dirty, sp_domp1, sp_count_dom, sp_size_dom, sp_sums,
+                      sp_params, sp_has_all, sp_meta, af_domp1, af_count_dom, af_sums, af_params,
+                      af_meta, mode, dom_row, r_col, base, row_class, ckey, cmembers, cfeas, cok,
+                      cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes, counted,
+                      term_weights, craw_sp, craw_af, cterm, tied, targets, key):
+    requested = fargs[1]
+    nonzero_requested = fargs[2]
+    n_rules = r_params.shape[0]
+    limit = old_reasons.shape[0]
+    n_sp = sp_meta[2]
+    n_af = af_meta[1]
+    slot = sp_meta[0]
+    skip = slot if n_sp > 0 else -1
+    require_all = sp_meta[1] != 0
+    sp_on = n_sp > 0 and active_slots[slot]
+    sp_w = weights[slot] if sp_on else 0
+    rebuild = True
+    for i in range(count):
+        if rebuild:
+            # leaf reasons: built-in | per-row rules (class rules per class)
+            if n_rules > 0:
+                rule_thresholds(r_sums, r_present, r_params, r_thr, r_at_min)
+                for x in range(n_rows):
+                    reasons_run[x] = base_reasons[x] | row_rule_bits(x, r_domp1, r_sums,
+                                                                     r_params, r_thr, r_col)
+            if not classes_build(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
+                                 weights, hi, skip, base, row_class, mode, sp_domp1, sp_sums,
+                                 sp_size_dom, sp_params, sp_has_all, n_sp, af_domp1, af_sums,
+                                 n_af, r_domp1, r_sums, r_params, r_thr, r_col, ckey, cmembers,
+                                 cfeas, cok, cshi, cscnt, cstale, chw, ctmax, ctcnt, size,
+                                 sd_cnt, sizes, counted, key):
+                return i, 1
+            rebuild = False
+        else:
+            classes_usable(chw[0], cmembers, cfeas, ckey, cok, r_col, r_sums, r_params, r_thr)
+            if classes_maxima(chw[0], cok, cshi, active_slots, norm_mode, hi):
+                classes_rebase(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
+                               weights, hi, skip, base, row_class, chw[0], ctmax, ctcnt, size)
+        for c in range(n_sp):
+            sz = counted[0] if sp_params[c, 0] != 0 else sizes[c]
+            term_weights[c] = math.log(float(sz + 2))
+        class_terms(chw[0], cok, ckey, mode, sp_sums, sp_params, term_weights, require_all,
+                    n_sp, af_sums, af_params, n_af, sp_on, sp_w, af_meta[2], craw_sp, craw_af,
+                    cterm)
+        best = -1
+        for c in range(chw[0]):
+            if cok[c]:
+                v = ctmax[c, 1] + cterm[c]
+                if v > best:
+                    best = v
+        if best < 0:
+            return i, 0
+        n_tied = 0
+        n_ties = 0
+        before = 0
+        for c in range(chw[0]):
+            if cok[c] and ctmax[c, 1] + cterm[c] == best:
+                tied[n_tied] = c
+                targets[n_tied] = ctmax[c, 1]
+                n_ties += ctcnt[c, 1]
+                before += ctree_count_eq(ctmax, ctcnt, c, size, 0, r0, ctmax[c, 1])
+                n_tied += 1
+        t = tie_index(seed_mix, attempt0 + i, n_ties)
+        after = n_ties - before
+        kth = before + t if t < after else t - after
+        row = ctree_kth_tied(ctmax, ctcnt, size, tied, targets, n_tied, kth)
+        out_rows[i] = row
+        for r in range(pod_request.shape[0]):
+            requested[row, r] += pod_request[r]
+        nonzero_requested[row, 0] += pod_nonzero[0]
+        nonzero_requested[row, 1] += pod_nonzero[1]
+        mark[row] = i + 1
+        dirty[0] = row
+        k = 1
+        if n_rules > 0:
+            k = rules_count_rows(row, r_count_dom, r_sums, r_present, r_params, r_thr,
+                                 r_at_min, r_dom_ptr, r_dom_rows, mark, i + 1, dirty, 1, limit,
+                                 r_col)
+        # a term counted per row moves the row of the domain the pod counts
+        # in to another class (the placed row itself, for hostname)
+        for x in range(n_sp + n_af):
+            if k < 0:
+                break
+            if mode[x] == 0:
+                continue
+            if x < n_sp:
+                d = sp_count_dom[x, row] if sp_params[x, 2] != 0 else -1
+            else:
+                d = af_count_dom[x - n_sp, row] if af_params[x - n_sp, 1] != 0 else -1
+            if d < 0:
+                continue
+            j = dom_row[x, d]
+            if j >= 0 and mark[j] != i + 1:
+                if k >= limit:
+                    k = -1
+                    break
+                mark[j] = i + 1
+                dirty[k] = j
+                k += 1
+        if k > 0:
+            snapshot_rows(dirty, k, reasons_run, raw_by_row, old_reasons, old_raw)
+        count_placed(row, sp_count_dom, sp_sums, sp_params, n_sp, 2)
+        count_placed(row, af_count_dom, af_sums, af_params, n_af, 1)
+        one_row[0] = row
+        fused_pass_by_row(one_row, *fargs, base_reasons, raw_by_row)
+        if k < 0:
+            rebuild = True
+            continue
+        for x in range(k):
+            j = dirty[x]
+            if n_rules > 0:
+                reasons_run[j] = base_reasons[j] | row_rule_bits(j, r_domp1, r_sums, r_params,
+                                                                 r_thr, r_col)
+            if not class_move(j, x, old_reasons, old_raw, reasons_run, raw_by_row,
+                              active_slots, norm_mode, weights, hi, skip, base, row_class, mode,
+                              sp_domp1, sp_sums, sp_size_dom, sp_params, sp_has_all, n_sp,
+                              af_domp1, af_sums, n_af, r_domp1, r_col, ckey, cmembers, cfeas,
+                              cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes,
+                              counted, key):
+                return i + 1, 1
+        for c in range(chw[0]):
+            if cstale[c] != 0:
+                class_slots_rescan(c, n_rows, row_class, reasons_run, raw_by_row, cshi, cscnt,
+                                   cstale)
+    return count, 0
+
+
 def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
                    pod_nonzero, fargs, base_reasons, reasons_run, raw_by_row, active_slots,
                    norm_mode, weights, scores_scratch, total_scratch, ties_scratch, hi_scratch,
@@ -756,6 +921,34 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
 """
 
 _runs: dict = {}
+_classes_runs: dict = {}
+
+
+def build_place_run_classes(by_row_pass):
+    """The compiled run over score classes for ``by_row_pass`` (compiled
+    with ``build_place_run``'s): every node scored, with PodTopologySpread's
+    ScheduleAnyway score and / or InterPodAffinity's score, the same
+    placements as ``place_run_scan`` without rescanning every row per pod
+    (``_core``'s score classes); per-domain rules of few domains are answered
+    per class too (a zone flip costs no row).  ``place_run_classes(count, seed_mix,
+    attempt0, r0, pod_request, pod_nonzero, fargs, the row cache's reasons
+    [N], the run's reasons [N] (built-in | per-row rules), raw [N, S],
+    active, norm, weights, maxima [S], N, one_row [1], old reasons / raw scratch [L],
+    [L, S], out_rows [count], the ``RuleArrays`` fields, thresholds /
+    at-minimum counts [R], mark [N] zeros, dirty [L], the ``SpreadArrays``
+    fields but marks, the ``AffinityArrays`` fields, then the class state
+    (``domain_rules.ClassKeys``: mode [K], dom_row [K, D], r_col [R]),
+    base [N], row_class [N], ckey [cap, K], members / leaf-feasible members /
+    usable flags [cap], slot maxima and their counts [cap, S] x 2, stale
+    flags [cap], high-water [1], trees [cap, 2Z] x 2, Z, size-domain counts [C, K'],
+    sizes [C], counted [1], and scratch: term weights [C], raw spread /
+    affinity and terms by class [cap] x 3, tied classes and their maxima
+    [cap] x 2, key [K]) -> (placed, overflow)``: overflow 1 when the
+    classes outgrew cap after ``placed`` pods (the caller places the rest
+    by the scan; every array is current), else the run stopped before a
+    pod with no feasible row or placed them all."""
+    build_place_run(by_row_pass)
+    return _classes_runs[by_row_pass]
 
 
 def build_place_run(by_row_pass):
@@ -821,11 +1014,17 @@ def build_place_run(by_row_pass):
                  **{n: core[n] for n in ("rule_fails_count", "rule_fails_row",
                                          "rule_thresholds", "rule_count",
                                          "rules_group_placed")},
+                 **{n: core[n] for n in ("classes_build", "class_move", "class_terms",
+                                         "ctree_count_eq", "ctree_kth_tied", "classes_usable",
+                                         "classes_maxima", "classes_rebase", "row_rule_bits",
+                                         "class_slots_rescan")},
                  "math": math}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
                         ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
-                         "rules_count", "finalize_spread", "place_run", "place_run_scan",
+                         "rules_count", "finalize_spread", "place_run", "rules_count_rows",
+                         "place_run_classes",
+                         "place_run_scan",
                          "win_sum", "win_kth", "win_take", "win_range", "win_pick",
                          "win_descend", "win_leaf", "win_pull_top", "win_pull",
                          "win_build", "win_totals", "win_answer", "place_run_window"),
@@ -834,5 +1033,6 @@ def build_place_run(by_row_pass):
                         cache=None not in depends, depends=[d or "" for d in depends],
                         filename="<place_run>")
     fn = (ns["place_run"], ns["place_run_scan"], ns["place_run_window"])
+    _classes_runs[by_row_pass] = ns["place_run_classes"]
     _runs[by_row_pass] = fn
     return fn

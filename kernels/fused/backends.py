@@ -184,6 +184,13 @@ _MASK64 = (1 << 64) - 1
 # Runs of at least this many pods take the window trees under a percentage
 # below every node (building them costs about one scan of every row).
 WINDOW_TREE_MIN_RUN = 32
+# Score classes of a run with pod-to-pod scores (``_place_classes``): at most
+# this many (0: never classes), their trees within this many bytes (beyond:
+# the scan), for runs of at least this many pods (building the classes
+# costs about as much as scanning every row a few times).
+CLASS_CAP = 64
+CLASS_TREE_BYTES = 64 << 20
+CLASS_MIN_RUN = 12
 
 
 class NumbaBackend:
@@ -211,6 +218,7 @@ class NumbaBackend:
         self._caches: OrderedDict = OrderedDict()
         self._dirty = np.zeros(16, np.int64)
         self._hi = np.zeros(16, np.int64)
+        self._class_trees = None        # the score classes' trees, kept between runs
         self._all_rows = np.zeros(0, np.int64)
         self._from_pos: dict = {}         # (host slots, n_slots) -> [S] bool
         self._mix_static = None           # see _partial
@@ -330,9 +338,12 @@ class NumbaBackend:
         by the run; the row cache keeps the built-in answers only.
         ``spread`` (``domain_rules.SpreadArrays``): PodTopologySpread's
         ScheduleAnyway score, and ``affinity`` (``AffinityArrays``):
-        InterPodAffinity's score, computed over the scanned rows for each pod
-        (the run then takes the scan form even with every node scored: the
-        same placements as the segment tree's, see ``_numba``)."""
+        InterPodAffinity's score.  With every node scored, runs with these
+        scores or with rules of few domains (``domain_rules.class_keys``)
+        keep rows in score classes (``_place_classes``; past ``CLASS_CAP``
+        classes the scan places the rest); otherwise the scores are computed
+        over the scanned rows for each pod (the scan form: the same
+        placements as the segment tree's, see ``_numba``)."""
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots)
         n = cols.allocatable.shape[0]
@@ -371,7 +382,28 @@ class NumbaBackend:
                           np.zeros(n if dense else 1, np.int64),
                           np.zeros(n_slots + 1, np.int64),
                           np.flatnonzero(active & (norm != 0)).astype(np.int64))
-        if num_to_find >= m and not dense:
+        placed = 0
+        keys = (DR.class_keys(spread, affinity, rules, n)
+                if num_to_find >= m and (dense or with_rules) and CLASS_CAP > 0 else None)
+        if (keys is not None and count >= CLASS_MIN_RUN
+                and (dense or keys.r_col.max(initial=-1) >= 0)):
+            # every node scored: the pod-to-pod scores and the rules of few
+            # domains over score classes
+            placed, overflow = self._place_classes(
+                c, n, rows, start, request, nonzero, count, seed_mix, attempt, out, rules,
+                keys, reasons_run, thr, at_min, mark, one_row, spread, affinity,
+                active, norm, weights, n_slots)
+            if overflow:
+                # too many classes: the scan places the rest from here on
+                count -= placed
+                attempt += placed
+            else:
+                count = 0
+            c.top_params = None         # rows moved outside the tree: rebuild when used
+            next_start = start
+        if count == 0:
+            pass
+        elif num_to_find >= m and not dense:
             self._select_top(c, n, rows, start, active, norm, weights)
             limit = max(64, n // 2) if with_rules else 1
             dirty = np.zeros(limit, np.int64)
@@ -405,13 +437,15 @@ class NumbaBackend:
             reasons, scores, total, ties = self._buf.get(m, n_slots, zero=False)
             if self._hi.shape[0] < n_slots:
                 self._hi = np.zeros(n_slots, np.int64)
+            done = placed
             placed, next_start = scan(
                 count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
                 c.reasons, reasons_run, c.raw, active, norm, weights, scores, total, ties,
-                self._hi, one_row, out, *rules, thr, at_min, mark,
+                self._hi, one_row, out[done:], *rules, thr, at_min, mark,
                 np.zeros(n + 1 if with_rules else 1, np.int64), *spread, *spread_scratch,
                 *affinity, np.zeros(m if with_affinity else 1, np.int64),
                 np.zeros(m if dense else 1, np.int64))
+            placed += done
             c.top_params = None         # rows moved outside the tree: rebuild when used
         register(out[:placed])
         if c.mix_key is not None and placed:
@@ -420,6 +454,42 @@ class NumbaBackend:
         c.seen = source.version
         self.rows_recomputed += placed
         return out[:placed], int(next_start)
+
+    def _place_classes(self, c, n, rows, start, request, nonzero, count, seed_mix, attempt,
+                       out, rules, keys, reasons_run, thr, at_min, mark, one_row, spread,
+                       affinity, active, norm, weights, n_slots) -> tuple[int, bool]:
+        """``place_run``'s every-node-scored run over score classes
+        (``_numba.build_place_run_classes``, ``keys`` from
+        ``domain_rules.class_keys``): (placed, whether the classes outgrew
+        their trees, the rest then left to the scan)."""
+        size = 1 << max(n - 1, 1).bit_length()
+        # class trees are [cap, 2Z]: cap bounded by their memory
+        cap = int(min(CLASS_CAP, max(2, CLASS_TREE_BYTES // (32 * size))))
+        n_terms = spread.params.shape[0]
+        n_keys = keys.mode.shape[0]
+        limit = max(64, n // 2)
+        i64 = np.int64
+        run = self._k.build_place_run_classes(self._fused_by_row)
+        trees = self._class_trees
+        if trees is None or trees[0].shape != (cap, 2 * size):
+            # kept between runs: fresh pages cost more than the run's build
+            trees = self._class_trees = (np.empty((cap, 2 * size), i64),
+                                         np.empty((cap, 2 * size), i64))
+        placed, overflow = run(
+            count, seed_mix, attempt, int(rows[start]), request, nonzero, c.args, c.reasons,
+            reasons_run, c.raw, active, norm, weights, np.zeros(n_slots, i64), n, one_row,
+            np.zeros(limit, i64), np.zeros((limit, n_slots), i64), out, *rules, thr, at_min,
+            mark, np.zeros(limit, i64), *spread[:7], *affinity, *keys, np.zeros(n, i64),
+            np.zeros(n, i64), np.zeros((cap, n_keys), i64), np.zeros(cap, i64),
+            np.zeros(cap, i64), np.zeros(cap, np.bool_), np.zeros((cap, n_slots), i64),
+            np.zeros((cap, n_slots), i64), np.zeros(cap, i64), np.zeros(1, i64),
+            *trees, size,
+            np.zeros(spread.marks.shape, i64), np.zeros(n_terms, i64), np.zeros(1, i64),
+            np.zeros(n_terms, np.float64), np.zeros(cap, i64), np.zeros(cap, i64),
+            np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(n_keys, i64))
+        if overflow:
+            mark[:] = 0                 # the scan's stamps start over
+        return int(placed), bool(overflow)
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                  n_slots, extra=None, want_scores=True) -> StageResult:
