@@ -101,6 +101,7 @@ class QueuedPodInfo:
 
 
 _NO_PLUGINS: frozenset = frozenset()
+_FOREVER = float("inf")
 
 
 class SchedulingQueue:
@@ -317,7 +318,7 @@ class SchedulingQueue:
         infos = self._infos
         for key in self.backoff.due(now):
             self._push_active(infos[key])
-        if self.unschedulable and self.max_in_unschedulable != float("inf"):
+        if self.unschedulable and self.max_in_unschedulable != _FOREVER:
             for pi in self.unschedulable.stale(now, self.max_in_unschedulable):
                 self._move(pi)
 

@@ -150,7 +150,7 @@ class SchedulingCycle:
                         return Binding(pod.key, None, msg)
         memory = self.failure_memory
         fkey = None
-        if memory is not None and not self.nominator:
+        if memory is not None and not self.nominator.node_of:     # no pod nominated
             fkey, stamp, got = memory.recall_pod(fw, pod, state, self.nominator,
                                                  self.counters.next_start_index)
             if got is not None:

@@ -400,7 +400,8 @@ class Scheduler:
                 else:
                     b = self._schedule_head()
             else:
-                b = self.schedule_one()
+                self._tick()            # ``schedule_one()``, inline
+                b = self._schedule_head()
             if b is not None:
                 out.append(b)
                 continue
