@@ -478,8 +478,10 @@ class SchedulingQueue:
             self._push_backoff(pi)
         elif self.move_request_cycle >= pi.cycle:
             self._move(pi)
-        else:
-            self._push_unschedulable(pi)
+        else:           # ``_push_unschedulable``, inline: once per failure
+            pi.where = UNSCHEDULABLE
+            self._token.pop(pi.key, None)
+            self.unschedulable[pi.key] = pi
 
     def _move(self, pi: QueuedPodInfo) -> None:
         self.unschedulable.pop(pi.key, None)
