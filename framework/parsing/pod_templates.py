@@ -105,7 +105,7 @@ def template_key(obj) -> bytes | None:
     try:
         return marshal.dumps((obj.get("kind"), meta.get("namespace"), meta.get("labels"),
                               meta.get("ownerReferences"), containers, init,
-                              [g(k) for k in SPEC_KEYS], read_volumes(g("volumes"))), 0)
+                              list(map(g, SPEC_KEYS)), read_volumes(g("volumes"))), 0)
     except (ValueError, TypeError, RecursionError):
         return None         # a type marshal refuses (subclass, object...): parse alone
 
