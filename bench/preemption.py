@@ -27,6 +27,7 @@ and both of a node's batch pods must go with the two newest other pods.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from tensorsched.generators import clusters as synthetic
 from tensorsched.framework.parsing.manifests import parse_pod
@@ -34,7 +35,14 @@ from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
-from .harness import latency_fields, preemption_sha256, record_stamp, timed_schedule
+from .harness import (
+    latency_fields,
+    preemption_sha256,
+    record_stamp,
+    timed_pending,
+    timed_schedule,
+    warm_up_run,
+)
 
 
 def build(nodes: int, pods: int, percentage: int, variant: str = ""):
@@ -65,13 +73,16 @@ def build(nodes: int, pods: int, percentage: int, variant: str = ""):
 
 
 def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
-                   seed: int = 0, variant: str = "", progress=None) -> dict:
+                   seed: int = 0, variant: str = "", progress=None, *,
+                   queue: bool = False, batch: bool = True) -> dict:
     """The record of one preemption run; ``progress(stage)`` after building,
-    warming up and scheduling."""
+    warming up and scheduling.  ``queue``: the preemptors go through the
+    scheduling queue (``schedule_pending``, the scheduler's ``batch`` on or
+    off) instead of one ``schedule_one`` call each."""
     progress = progress or (lambda stage: None)
     cluster, pending = build(nodes, pods, percentage, variant)
     progress("built")
-    sched = Scheduler(cluster, backend, seed)
+    sched = Scheduler(cluster, backend, seed, batch=batch)
     # Warm-up outside the timed run: JIT of the fused pass and the victim
     # kernel, the first full sync of the victim table (a dry run: nothing
     # is deleted).
@@ -85,8 +96,15 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     cluster.state.remove_pod(warm.key)
     result = fw.run_cycle(cluster.state, warm, seed=seed, want_scores=False)
     fw.run_post_filter(CycleContext(cluster.state, warm, fw), result, cluster.pod_table(), seed=seed)
+    if queue and batch:         # the run kernels a batching queue tries first
+        warm_up_run(cluster, fw, warm, seed)
     progress("warmed up")
-    bindings, elapsed = timed_schedule(sched, sched.queue_order(pending))
+    cpu0 = time.process_time()
+    if queue:
+        bindings, elapsed = timed_pending(sched, pending)
+    else:
+        bindings, elapsed = timed_schedule(sched, sched.queue_order(pending))
+    cpu = time.process_time() - cpu0
     progress("scheduled")
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
     mirror = cluster.pod_table().mirror
@@ -96,8 +114,10 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
         "workload": "preemption-" + variant if variant else "preemption",
         "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage,
+        **({"queue": True, "batch": batch} if queue else {}),
         "low_priority_pods": nodes * synthetic.LOW_PER_NODE,
         "pods_per_second": round(placed / elapsed, 1) if elapsed > 0 else None,
+        "cpu_seconds": round(cpu, 4),
         **latency_fields(sched.preemption_latencies),
         "stages": {k: round(v, 4) for k, v in sched.timer.seconds.items()},
         "scheduled": sum(1 for b in bindings if b.node is not None),

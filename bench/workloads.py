@@ -6,14 +6,12 @@ are undone), so the measured run starts from the loaded cluster.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 from tensorsched import synthetic
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster, pod_columns_from, pods_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.kernels.fused.backends import WINDOW_TREE_MIN_RUN
 
 from . import gpu as BG
 from .harness import (
@@ -24,6 +22,7 @@ from .harness import (
     rss_bytes,
     state_bytes_per_pod,
     timed_pending,
+    warm_up_run,
 )
 from .preemption import run_preemption
 
@@ -140,22 +139,6 @@ def unschedulable_summary(sched, pods: int, elapsed: float, after_first: float,
             "after_first_cpu_us_per_pod": (round(after_first_cpu / (pods - 1) * 1e6, 2)
                                            if pods > 1 else None),
             "failures_remembered": memory.hits if memory is not None else 0}
-
-
-def warm_up_run(cluster, fw, pod, seed: int) -> None:
-    """Compile the run kernels outside the timed run (two pods placed in one
-    run, then a run long enough for the window trees of a percentage below
-    every node, then taken off again)."""
-    for count in (2, WINDOW_TREE_MIN_RUN):
-        _warm_up_run(cluster, fw, pod, seed, count)
-
-
-def _warm_up_run(cluster, fw, pod, seed: int, count: int) -> None:
-    state = cluster.state
-    pods = [dataclasses.replace(pod, name=f"warm-up-run-{i}") for i in range(count)]
-    got = fw.place_run(state, pods, seed=seed, attempt=0, start_index=0)
-    for p in pods[: 0 if got is None else got[0].shape[0]]:
-        state.remove_pod(p.key)
 
 
 def _state_bytes_per_pod(n: int = 20000) -> float:

@@ -16,6 +16,7 @@ import math
 import numbers
 import os
 from collections.abc import Mapping
+from itertools import repeat
 
 from tensorsched.framework.errors import ArgumentError
 from tensorsched.kernels.backend_names import BACKENDS
@@ -145,9 +146,10 @@ class Arguments:
         got = list(value)
         if nonempty and not got:
             raise self.error(name, f"must be a non-empty list of {items}, got []")
-        for i, v in enumerate(got):
-            if not isinstance(v, kinds):
-                raise self.error(f"{name}[{i}]", f"must be {item}, got {shown(v)}")
+        # every value is an ``object``: no pass; else one C-level pass first
+        if kinds is not object and not all(map(isinstance, got, repeat(kinds))):
+            i, v = next((i, v) for i, v in enumerate(got) if not isinstance(v, kinds))
+            raise self.error(f"{name}[{i}]", f"must be {item}, got {shown(v)}")
         return got
 
     def names(self, name: str, value, *, optional: bool = False,

@@ -105,7 +105,7 @@ def template_key(obj) -> bytes | None:
     try:
         return marshal.dumps((obj.get("kind"), meta.get("namespace"), meta.get("labels"),
                               meta.get("ownerReferences"), containers, init,
-                              [g(k) for k in SPEC_KEYS], read_volumes(g("volumes"))), 0)
+                              list(map(g, SPEC_KEYS)), read_volumes(g("volumes"))), 0)
     except (ValueError, TypeError, RecursionError):
         return None         # a type marshal refuses (subclass, object...): parse alone
 
@@ -337,8 +337,17 @@ class PodTemplates:
 
     def _columns(self, objs: list, defer: bool) -> PodColumns | None:
         """``parse_columns``'s pass; None when a deferred creation time is
-        not valid (``defer``: read the repeats' creation times after it)."""
-        keys, ids, creation, manifests, extras = [], [], [], [], {}
+        not valid (``defer``: read the repeats' creation times after it).
+
+        A *plain repeat* (its cheap key seen, a name, no status, no
+        deletion timestamp, no node name, a uid and a creation time that
+        are None or strings) takes the loop's first branch and ``continue``s:
+        the cheap key written inline and five appends.  Any other pod takes
+        the general branch below it (``_per_pod``'s checks, or a parse)."""
+        n = len(objs)
+        keys, ids, extras = [], [], {}
+        creation = [0] * n                      # set for the general branch's pods
+        manifests = objs.copy()                 # ... and their records' objects
         classes: list[PodRecord] = []
         class_of: dict = {}                     # PodClass -> class id
         fast: dict[tuple, int] = {}             # (template key, annotations) -> class id
@@ -346,67 +355,88 @@ class PodTemplates:
         stamps: list[str] = []                  # deferred creation times ...
         at: list[int] = []                      # ... and their positions
         self._deferred_bad = False
-        per_pod, utc_second, obj_types = self._per_pod, parse_utc_second, _OBJ_TYPES
-        hits = cheap_hits = 0
+        per_pod, utc_second, obj_types, dumps = self._per_pod, parse_utc_second, _OBJ_TYPES, _dumps
+        str_type = str
+        # counts of the general branch's pods (the plain repeats are the rest)
+        slow = slow_hits = slow_known = flushed = 0
+        last_ck = last_known = None             # the previous plain repeat's
         on, cheap_on = self._on, self._cheap_on     # read again after each slow path
         try:
             for i, obj in enumerate(objs):
-                cid = ck = known = None
+                ck = known = None
                 if on and type(obj) in obj_types:
                     meta = obj.get("metadata")
                     spec = obj.get("spec")
                     if cheap_on and type(meta) is dict and type(spec) is dict:
-                        ck = _cheap_key(obj, meta, spec)
-                        known = seen.get(ck)
-                    if known is not None:       # a repeat: its per-pod fields only
-                        cid, prefix = known
-                        cheap_hits += 1
-                        name = meta.get("name")
-                        uid = meta.get("uid")
-                        stamp = meta.get("creationTimestamp")
-                        if (type(name) is str and name and (uid is None or type(uid) is str)
-                                and "status" not in obj and "deletionTimestamp" not in meta
-                                and "nodeName" not in spec):
-                            if stamp is None:
-                                born = 0
-                            elif type(stamp) is not str:
-                                cid = None
-                            elif defer:
-                                born = 0
-                                stamps.append(stamp)
-                                at.append(i)
+                        if "nodeName" in spec:
+                            ck = _cheap_key(obj, meta, spec)
+                            known = seen.get(ck)
+                        else:
+                            g = meta.get
+                            try:    # _cheap_key, inline
+                                ck = dumps((obj.get("kind"), g("namespace"), g("labels"),
+                                            g("ownerReferences"), g("annotations"), spec), 0)
+                            except (ValueError, TypeError, RecursionError):
+                                ck = None
+                            if ck == last_ck:
+                                known = last_known
                             else:
-                                born = utc_second(stamp)
-                                if born is None:
-                                    cid = None
-                        else:
-                            cid = None
-                        if cid is not None:
-                            hits += 1
-                            keys.append(prefix + name)
-                            extra = (uid, None, "", "", False) if uid else NO_EXTRAS
+                                known = seen.get(ck)
+                            if known is not None:
+                                name = g("name")
+                                uid = g("uid")
+                                stamp = g("creationTimestamp")
+                                if (type(name) is str_type and name
+                                        and (uid is None or type(uid) is str_type)
+                                        and "status" not in obj
+                                        and "deletionTimestamp" not in meta):
+                                    if stamp is None:
+                                        born = 0
+                                    elif type(stamp) is not str_type:
+                                        born = None
+                                    elif defer:
+                                        born = 0
+                                        stamps.append(stamp)
+                                        at.append(i)
+                                    else:
+                                        born = utc_second(stamp)
+                                    if born is not None:    # a plain repeat
+                                        ids.append(known[0])
+                                        keys.append(known[1] + name)
+                                        if born:
+                                            creation[i] = born
+                                        last_ck, last_known = ck, known
+                                        if uid:
+                                            extras[i] = (uid, None, "", "", False)
+                                        continue
+                # the general branch: anything but a plain repeat
+                nfast = i - slow
+                slow += 1
+                cid = last_ck = None
+                if known is not None:
+                    slow_known += 1
+                elif on and type(obj) in obj_types:
+                    self._cheap_hits += nfast + slow_known - flushed
+                    flushed = nfast + slow_known
+                    _, key, ann = self._keys(obj, ck)
+                    cheap_on = self._cheap_on
+                    cid = fast.get((key, ann)) if key is not None else None
+                if known is not None or cid is not None:
+                    try:        # a repeat with a status, a deletion, odd fields...
+                        name, uid, born, start, node, phase, deleting = per_pod(obj)
+                    except _Unusual:
+                        cid = None
                     else:
-                        self._cheap_hits += cheap_hits
-                        cheap_hits = 0
-                        _, key, ann = self._keys(obj, ck)
-                        cheap_on = self._cheap_on
-                        cid = fast.get((key, ann)) if key is not None else None
-                    if cid is None and known is not None or cid is not None and known is None:
-                        try:        # a repeat with a status, a deletion, odd fields...
-                            name, uid, born, start, node, phase, deleting = per_pod(obj)
-                        except _Unusual:
-                            cid = None
-                        else:
-                            if cid is None:
-                                cid = known[0]
-                            elif ck is not None:
-                                seen[ck] = (cid, f"{classes[cid].namespace}/")
-                            hits += 1
-                            keys.append(f"{classes[cid].namespace}/{name}")
-                            extra = (uid, start, node, phase, deleting)
+                        if cid is None:
+                            cid = known[0]
+                        elif ck is not None:
+                            seen[ck] = (cid, f"{classes[cid].namespace}/")
+                        slow_hits += 1
+                        keys.append(f"{classes[cid].namespace}/{name}")
+                        extra = (uid, start, node, phase, deleting)
                 if cid is None:
-                    self._cheap_hits += cheap_hits
-                    cheap_hits = 0
+                    self._cheap_hits += nfast + slow_known - flushed
+                    flushed = nfast + slow_known
                     record = obj if isinstance(obj, PodRecord) else self.parse(obj)
                     on, cheap_on = self._on, self._cheap_on
                     cid = class_of.get(record.pod_class)
@@ -424,15 +454,16 @@ class PodTemplates:
                     keys.append(record.key)
                     born, obj, extra = record.creation_ns or 0, record.obj, extras_of(record)
                 ids.append(cid)
-                creation.append(born)
-                manifests.append(obj)
+                creation[i] = born
+                manifests[i] = obj
                 if extra != NO_EXTRAS:
                     extras[i] = extra
         except Exception:
             self._deferred_bad = bool(stamps) and self._read_stamps(stamps) is None
             raise
-        self.hits += hits
-        self._cheap_hits += cheap_hits
+        nfast = n - slow
+        self.hits += nfast + slow_hits
+        self._cheap_hits += nfast + slow_known - flushed
         creation = np.array(creation, np.int64)
         if stamps:
             ns = self._read_stamps(stamps)

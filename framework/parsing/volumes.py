@@ -402,6 +402,7 @@ def _freeze(value):
 # projected, emptyDir...) is kept as VOL_OTHER with no source
 READ_SOURCES = ("persistentVolumeClaim", "ephemeral", "gcePersistentDisk",
                 "awsElasticBlockStore", "rbd", "iscsi", "azureDisk", "cinder", "csi")
+_READ_SET = frozenset(READ_SOURCES)
 
 
 def read_volumes(volumes):
@@ -411,8 +412,11 @@ def read_volumes(volumes):
     are equal to the plugins (``pod_templates`` keys templates on it)."""
     if type(volumes) is not list:
         return volumes
+    # a volume naming none of the sources (kubectl's kube-api-access, a
+    # configMap...) is left out by one C-level test of its keys
     return [v for v in volumes
-            if type(v) is not dict or any(v.get(k) is not None for k in READ_SOURCES)]
+            if type(v) is not dict or not _READ_SET.isdisjoint(v)
+            and any(v.get(k) is not None for k in READ_SOURCES)]
 
 
 def parse_pod_volumes(ctx: ObjectContext, pod_name: str, volumes) -> tuple[PodVolume, ...]:

@@ -79,9 +79,14 @@ class ActiveQueue:
         and spent blocks dropped on the way; (None, None) when none."""
         best = best_b = None
         lane = self.lane
+        infos, token = self._infos, self._token
         for b in list(lane):
-            i, n = b.pos, len(b.keys)
-            while i < n and not self._live(b, i):
+            keys = b.keys
+            i, n, seq0 = b.pos, len(keys), b.seq0
+            while i < n:            # ``_live``, inline: asked per pop
+                v = infos.get(keys[i])
+                if v is b or (v is not None and token.get(keys[i]) == seq0 + i):
+                    break
                 i += 1
             b.pos = i
             if i == n:

@@ -113,6 +113,32 @@ class FailureMemory:
             return None
         return got
 
+    def recall_pod(self, fw, pod: PodRecord, state, nominator,
+                   start_index: int) -> tuple:
+        """(key, stamp, failure) of ``pod`` in one call (a cycle's first
+        question, asked per pod): ``key`` as ``key`` gives it (None: not
+        remembered, and then no stamp), the ``failure_stamp`` of ``state``
+        and ``nominator``, and the failure ``recall`` gives (or None)."""
+        if not fw.failures_repeat:
+            return None, None, None
+        got = pod.memo.get((self._name, fw), _NONE)
+        if got is _NONE or got is None:
+            got = self.key(fw, pod)
+            if got is None:
+                return None, None, None
+        else:
+            obj = pod.obj       # nominated_node_name, inline
+            status = obj.get("status") if obj else None
+            if status and status.get("nominatedNodeName"):
+                return None, None, None
+        stamp = (state.version, nominator.version)
+        if stamp != self._stamp:
+            return got, stamp, None
+        failure = self._failures.get(got)
+        if failure is None or (failure.start_index >= 0 and failure.start_index != start_index):
+            return got, stamp, None
+        return got, stamp, failure
+
     def recall(self, key: int, stamp: tuple, start_index: int) -> RememberedFailure | None:
         """The failure remembered for ``key`` under ``stamp`` (for a cycle
         starting at ``start_index``), or None."""

@@ -101,6 +101,7 @@ class QueuedPodInfo:
 
 
 _NO_PLUGINS: frozenset = frozenset()
+_FOREVER = float("inf")
 
 
 class SchedulingQueue:
@@ -194,10 +195,10 @@ class SchedulingQueue:
             return v
         i = v.index(key)
         if i >= v.pos:          # waiting in the lane: its position stays live
-            pi = QueuedPodInfo(v.pods[i], v.now, v.now)
+            pi = QueuedPodInfo(v.record(i), v.now, v.now)
             self._token[key] = v.seq0 + i
         else:                   # taken by a run: in flight
-            pi = QueuedPodInfo(v.pods[i], v.now, v.now, attempts=1,
+            pi = QueuedPodInfo(v.record(i), v.now, v.now, attempts=1,
                                cycle=self.scheduling_cycle, where=IN_FLIGHT)
         self._infos[key] = pi
         return pi
@@ -317,17 +318,22 @@ class SchedulingQueue:
         infos = self._infos
         for key in self.backoff.due(now):
             self._push_active(infos[key])
-        if self.unschedulable and self.max_in_unschedulable != float("inf"):
+        if self.unschedulable and self.max_in_unschedulable != _FOREVER:
             for pi in self.unschedulable.stale(now, self.max_in_unschedulable):
                 self._move(pi)
 
     def _take(self, entry: tuple, block: QueueLane | None) -> QueuedPodInfo:
         """Take the head ``entry`` (from ``block`` or the heap) into flight."""
         key = entry[2]
-        # a block's pod gets its info while its position is still ahead: active
-        pi = self._infos[key] if block is None else self._pi(key)
-        self.active.take(entry, block)
+        infos = self._infos
+        pi = infos[key]
+        if type(pi) is QueueLane:
+            # a block's pod without an info: made here as ``_pi`` makes it
+            # (without the token ``_pi`` sets, which is dropped just below)
+            lane = pi
+            pi = infos[key] = QueuedPodInfo(lane.record(lane.index(key)), lane.now, lane.now)
         self._token.pop(key, None)
+        self.active.take(entry, block)
         pi.where = IN_FLIGHT
         self.scheduling_cycle += 1
         pi.cycle = self.scheduling_cycle
@@ -472,8 +478,10 @@ class SchedulingQueue:
             self._push_backoff(pi)
         elif self.move_request_cycle >= pi.cycle:
             self._move(pi)
-        else:
-            self._push_unschedulable(pi)
+        else:           # ``_push_unschedulable``, inline: once per failure
+            pi.where = UNSCHEDULABLE
+            self._token.pop(pi.key, None)
+            self.unschedulable[pi.key] = pi
 
     def _move(self, pi: QueuedPodInfo) -> None:
         self.unschedulable.pop(pi.key, None)

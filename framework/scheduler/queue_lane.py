@@ -21,14 +21,15 @@ asked for) or a list of further infos (any other mix of heads).
 
 from __future__ import annotations
 
-from tensorsched.framework.records.pod_columns import PodColumns
+from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, build_record
+from tensorsched.framework.records.records import PodRecord
 
 
 class QueueLane:
     """Pods added together, in activeQ order (module doc).  ``pos``: the
     first position not taken yet; ``now``: when they were added."""
 
-    __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index")
+    __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index", "_columns")
 
     def __init__(self, pods: PodColumns, sort_keys: list, seq0: int, now: float):
         self.pods = pods
@@ -38,6 +39,7 @@ class QueueLane:
         self.pos = 0
         self.now = now
         self._index: dict[str, int] | None = None
+        self._columns: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -47,6 +49,17 @@ class QueueLane:
         if self._index is None:
             self._index = dict(zip(self.keys, range(len(self.keys))))
         return self._index[key]
+
+    def record(self, i: int) -> PodRecord:
+        """``pods[i]`` (``i`` >= 0), its class id and creation time read
+        from Python lists made on the first ask (pods popped one by one
+        skip a numpy scalar each)."""
+        if self._columns is None:
+            self._columns = (self.pods.class_id.tolist(), self.pods.creation_ns.tolist())
+        ids, born = self._columns
+        pods = self.pods
+        return build_record(pods.classes[ids[i]], self.keys[i], born[i], pods.manifests[i],
+                            pods.extras.get(i, NO_EXTRAS))
 
     def entry(self, i: int) -> tuple:
         """Position ``i`` as an activeQ heap entry."""

@@ -150,13 +150,11 @@ class SchedulingCycle:
                         return Binding(pod.key, None, msg)
         memory = self.failure_memory
         fkey = None
-        if memory is not None and not self.nominator:
-            fkey = memory.key(fw, pod)
-            if fkey is not None:
-                stamp = self.failure_stamp()
-                got = memory.recall(fkey, stamp, self.counters.next_start_index)
-                if got is not None:
-                    return self.fail_again(pod, pi, got, t0)
+        if memory is not None and not self.nominator.node_of:     # no pod nominated
+            fkey, stamp, got = memory.recall_pod(fw, pod, state, self.nominator,
+                                                 self.counters.next_start_index)
+            if got is not None:
+                return self.fail_again(pod, pi, got, t0)
         counters = self.counters
         start = counters.next_start_index
         temp = self.add_nominated(pod) if self.nominator else ()

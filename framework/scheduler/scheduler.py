@@ -295,9 +295,14 @@ class Scheduler:
     # ------------------------------------------------------------ timers
     def _tick(self) -> None:
         now = self.clock.now()
-        self.cycle.terminate_due(now)
-        self.binding.expire(now)
-        self.binding.drain()
+        # each step is a no-op while its collection is empty (asked per pod)
+        cycle, binding = self.cycle, self.binding
+        if cycle.terminating:
+            cycle.terminate_due(now)
+        if binding.waiting or binding.assumed:
+            binding.expire(now)
+        if binding.to_bind:
+            binding.drain()
 
     def _next_wakeup(self) -> float | None:
         times = []
@@ -335,7 +340,8 @@ class Scheduler:
         if pi is None:
             return None
         b = self.cycle.attempt(pi.pod, pi)
-        self.binding.drain()
+        if self.binding.to_bind:
+            self.binding.drain()
         return b
 
     def run(self, pods: list[PodRecord]) -> list[Binding]:
@@ -394,7 +400,8 @@ class Scheduler:
                 else:
                     b = self._schedule_head()
             else:
-                b = self.schedule_one()
+                self._tick()            # ``schedule_one()``, inline
+                b = self._schedule_head()
             if b is not None:
                 out.append(b)
                 continue

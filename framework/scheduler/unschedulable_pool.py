@@ -34,11 +34,11 @@ class UnschedulablePool(dict):
 
     def __setitem__(self, key: str, pi) -> None:
         if key in self:
-            super().__setitem__(key, pi)        # keeps its place, as dict does
+            _set(self, key, pi)         # keeps its place, as dict does
             if not pi.gated:
                 self._ordered = False
             return
-        super().__setitem__(key, pi)
+        _set(self, key, pi)
         if not pi.gated:
             if pi.timestamp < self._last:
                 self._ordered = False
@@ -59,7 +59,7 @@ class UnschedulablePool(dict):
             del group[key]
             if not group:
                 del self.groups[plugins]
-        got = super().pop(key, *default)
+        got = _pop(self, key, *default)
         if not self:
             self._ordered, self._last = True, float("-inf")
         return got
@@ -87,3 +87,7 @@ class UnschedulablePool(dict):
             return [self[k] for k in hits[0]]
         return [self[k] for k, _ in sorted(((k, o) for g in hits for k, o in g.items()),
                                            key=lambda ko: ko[1])]
+
+
+# the dict's own (no ``super()`` object per pod: a pod joins and leaves per failure)
+_set, _pop = dict.__setitem__, dict.pop

@@ -56,3 +56,47 @@ def test_openb_table(tmp_path, capsys):
     assert out[2] == "| default | FGD | 80.12 | 80.00 | 90.50 | 91.00 | 1.5 |"
     assert out[-1] == ("Largest difference 0.5 points; 20 runs, seeds 42-51, 30 s on 2 "
                        "workers, backend numba, commit abc.")
+
+
+def queued(workload, batch, sha, stamp, **extra):
+    return {**run(workload, 10.0, p50_us=1.5, cpu_seconds=0.25, placements_sha256=sha,
+                  load=[0.5, 0.4, 0.3], commit="c3", timestamp=stamp),
+            "table": "queue", "batch": batch, **extra}
+
+
+def test_queue_table_pairs_the_latest_runs_batch_on_and_off(tmp_path):
+    for name, rec in {"b-on-old.json": queued("basic", True, "11" * 32, "2026-01-01T00:00:00Z"),
+                      "b-on.json": queued("basic", True, "aa" * 32, "2026-01-02T00:00:00Z"),
+                      "b-off.json": queued("basic", False, "aa" * 32, "2026-01-01T00:00:00Z",
+                                           pods_per_second=2.5, commit="c4"),
+                      "s-on.json": queued("spread", True, "bb" * 32, "2026-01-01T00:00:00Z"),
+                      "s-off.json": queued("spread", False, "cc" * 32, "2026-01-01T00:00:00Z"),
+                      "u-off.json": queued("unschedulable", False, "dd" * 32, "x",
+                                           percentage_of_nodes_to_score=0),
+                      "other.json": run("gpu", 5.0, placements_sha256="ee" * 32),
+                      "cmp.json": {"runs": [run("gpu", 6.0, round=0), run("gpu", 7.0, round=1)]},
+                      }.items():
+        (tmp_path / name).write_text(json.dumps(rec))
+    lines = BT.queue_lines(tmp_path)
+    assert lines[2] == ("| basic | 10 | 20 | 10.0 | 1.5 | 0.25 | 2.5 | 1.5 | 0.25 "
+                        "| `aaaaaaaaaaaa` | c3 / c4 | 0.5 |")
+    assert lines[3] == ("| spread | 10 | 20 | 10.0 | 1.5 | 0.25 | 10.0 | 1.5 | 0.25 "
+                        "| `bbbbbbbbbbbb` / `cccccccccccc` | c3 | 0.5 |")
+    assert lines[4] == ("| unschedulable (adaptive %) | 10 | 20 | - | - | - | 10.0 | 1.5 | 0.25 "
+                        "| `dddddddddddd` | c3 | 0.5 |")
+    section = BT.readme_section(tmp_path)
+    assert section.startswith(BT.BEGIN) and section.endswith(BT.END)
+    # the older basic run and the other records go to the table below it;
+    # the comparison's runs are only named
+    below = section.split("Every other record:")[1]
+    assert "b-on-old.json |" in below and "other.json |" in below
+    assert "| b-on.json |" not in below and "| cmp.json |" not in below
+    assert "`cmp.json`" in below
+
+
+def test_readme_without_a_table_section_is_refused(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="no table section"):
+        BT.update_readme(readme, tmp_path)
+    assert readme.read_text() == "no markers\n"

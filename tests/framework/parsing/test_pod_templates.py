@@ -291,7 +291,7 @@ BARE_VARIATIONS = [
                                          "2026-02-30T00:00:00Z", "2026-01-01T00:00:00.5Z",
                                          "yesterday", "", 5, None, "2026-01-01T00:00:60Z",
                                          "1969-12-31T23:59:59Z"]),
-    (("metadata", "uid"), ["u", 3, None]),
+    (("metadata", "uid"), ["u", 3, None, ""]),
     (("metadata", "name"), ["", None, 4]),
     (("metadata", "deletionTimestamp"), ["2026-01-01T00:00:00Z", "bad"]),
     (("spec", "nodeName"), ["n1", 1]),

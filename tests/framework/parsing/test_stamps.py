@@ -63,6 +63,19 @@ def test_one_at_a_time_is_parse_timestamps(value):
 def test_many_at_once_are_parse_timestamps(values, in_order):
     if in_order:
         values = sorted(values)
+    _check_many(values)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(stamps().filter(lambda v: len(v) == 20),
+                          st.text("0123456789-:TZ\n\u0663", min_size=19, max_size=21)),
+                max_size=20))
+def test_twenty_characters_each_are_parse_timestamps(values):
+    # the ASCII path (all 20 long): newlines inside or other lengths must not shift a row
+    _check_many(values)
+
+
+def _check_many(values):
     ns, ok = utc_seconds(values)
     assert ns.shape == ok.shape == (len(values),)
     for v, n, good in zip(values, ns.tolist(), ok.tolist()):
@@ -87,5 +100,8 @@ def test_the_api_servers_shape_is_read_at_once():
     # numpy's str arrays drop trailing NULs: the length is checked apart
     assert utc_seconds(["2026-01-01T00:00:00Z\x00", "2026-01-01T00:00:0Z"])[1].tolist() == \
         [False, False]
+    # lengths that add up, a newline inside: no row is shifted
+    shifted = ["2026-01-01T00:00:00Z\n2026-01-01T00:00:05Z", "", "2026-01-01T00:00:0Z"]
+    assert utc_seconds(shifted)[1].tolist() == [False, False, False]
     assert parse_utc_second("2024-02-29T23:59:59Z") == parse_timestamp("2024-02-29T23:59:59Z")
     assert parse_utc_second("2023-02-29T23:59:59Z") is None

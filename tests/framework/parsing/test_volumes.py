@@ -4,11 +4,19 @@ a pod's volumes."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.manifests import parse_objects, parse_pod
 from tensorsched.framework.parsing.priorities import PriorityResolver
-from tensorsched.framework.parsing.volumes import VOL_CLAIM, VOL_EPHEMERAL, pod_volumes
+from tensorsched.framework.parsing.volumes import (
+    READ_SOURCES,
+    VOL_CLAIM,
+    VOL_EPHEMERAL,
+    pod_volumes,
+    read_volumes,
+)
 
 SC = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
       "provisioner": "pd.csi.storage.gke.io", "volumeBindingMode": "WaitForFirstConsumer",
@@ -105,3 +113,19 @@ def test_resolved_copy_keeps_the_volumes_parsed_with_the_pod():
     assert resolved is not pod and resolved.memo is not pod.memo
     assert pod_volumes(resolved) is parsed
     assert [v.claim for v in parsed] == ["data-db-0"]
+
+
+_VOLUME = st.dictionaries(st.sampled_from(READ_SOURCES + ("name", "projected", "configMap", 1)),
+                          st.sampled_from([None, {}, "x", 0]), max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.lists(st.one_of(_VOLUME, st.sampled_from([None, "v", 3, []])), max_size=5),
+                 st.sampled_from([None, "v", {}])))
+def test_read_volumes_keeps_the_volumes_the_plugins_read(volumes):
+    """A volume stays when it is not a dict or one of the read sources is
+    set (not None); the keys' quick test leaves the answer as it was."""
+    want = volumes if type(volumes) is not list else [
+        v for v in volumes
+        if type(v) is not dict or any(v.get(k) is not None for k in READ_SOURCES)]
+    assert read_volumes(volumes) == want

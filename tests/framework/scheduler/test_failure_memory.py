@@ -365,3 +365,43 @@ def test_a_subscriber_adding_or_deleting_pending_pods_cuts_a_stretch():
     assert [p for p, _ in got[0][1]][:4] == ["default/anti-0", "default/anti-1",
                                              "default/urgent", "default/anti-2"]
     assert "default/anti-6" not in [p for p, _ in got[0][1]]
+
+
+def test_recall_pod_is_key_stamp_and_recall_in_one():
+    """The cycle's one call gives what ``key``, the stamp and ``recall``
+    give: for a pod never asked, asked again, nominated by its manifest, at
+    another start index, under a moved stamp, and in a profile without the
+    promise (no key)."""
+    from types import SimpleNamespace
+
+    from tensorsched.framework.scheduler.failure_memory import (
+        FailureMemory,
+        RememberedFailure,
+        failure_stamp,
+    )
+    from tensorsched.framework.scheduler.nominator import Nominator
+    from tensorsched.framework.scheduler.profiles import Profiles
+
+    cluster = build_cluster([node_dict("n0", cpu="1")])
+    fw = Profiles(cluster, "numba", SimpleNamespace()).of(parse_pod(pod_dict("x")))
+    state, nominator, memory = cluster.state, Nominator(), FailureMemory()
+    big = parse_pod(pod_dict("big", cpu="8"))
+    nominated = parse_pod({**pod_dict("nom", cpu="8"), "status": {"nominatedNodeName": "n0"}})
+
+    def both(pod, start, fw=fw):
+        key = memory.key(fw, pod)
+        stamp = failure_stamp(state, nominator)
+        want = (key, stamp if key is not None else None,
+                memory.recall(key, stamp, start) if key is not None else None)
+        assert memory.recall_pod(fw, pod, state, nominator, start) == want
+        return want
+
+    assert both(big, 0)[2] is None                  # nothing remembered yet
+    key, stamp, _ = both(big, 0)
+    failure = RememberedFailure("no", frozenset({"NodeResourcesFit"}), 0, 0)
+    memory.remember(key, stamp, failure)
+    assert both(big, 0)[2] is failure and both(big, 1)[2] is None
+    assert both(nominated, 0) == (None, None, None)
+    state.version += 1                              # the cluster changed
+    assert both(big, 0)[2] is None
+    assert both(big, 0, fw=SimpleNamespace(failures_repeat=False)) == (None, None, None)
