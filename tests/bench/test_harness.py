@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -54,6 +55,20 @@ def test_timed_runs_freeze_the_setup_then_unfreeze():
     with pytest.raises(RuntimeError):
         H.timed_pending(sched, ["boom"])
     assert gc.get_freeze_count() == 0                     # unfrozen on error too
+
+
+def test_timed_pending_cpu_leaves_the_collection_out(monkeypatch):
+    """The CPU seconds cover schedule_pending only: a collection that
+    burns CPU before the run is not counted in them."""
+    def slow_collect(*args):
+        end = time.process_time() + 0.05
+        while time.process_time() < end:
+            pass
+        return 0
+    monkeypatch.setattr(H.gc, "collect", slow_collect)
+    outcomes, seconds, cpu = H.timed_pending_cpu(FakeScheduler(), ["c"])
+    assert [o.pod for o in outcomes] == ["c"]
+    assert 0 <= cpu < 0.04 and seconds >= 0
 
 
 def test_memory_readings():
