@@ -1,13 +1,9 @@
 """The CPU twin's per-cluster loop (``_rules`` compiled with ``njit`` and
-inlined here; the CUDA kernel runs the same rules a thread per node,
-``cuda``)."""
+inlined here; each pod's node chosen by the vector environment's
+``_env.decide``, the one serial form of the decision; the CUDA kernel runs
+the same rules a thread per node, ``cuda``)."""
 
 # ruff: noqa: F821
-
-P_BESTFIT = 4
-P_FGD = 5
-NEG = -(1 << 62)
-
 
 def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 t_lo, t_len, t_left, t_right, leaf_of,
@@ -17,13 +13,14 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 cls, u, out_node, out_gmask, out_frag,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, ties, work, gidx,
-                nfrag, tree_val):
+                nfrag, tree_val, feas):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
     pod j (class ``cls[j]``, attempt j) is placed as the module doc says;
     ``out_node[j]`` its row or -1, ``out_gmask[j]`` its GPUs (bit mask),
     ``out_frag[j]`` the cluster's fragmentation (GPU milli, summed over
     the rows as ``numpy.sum``) after it.  The rest: scratch, [N] / [N, G]
-    / [N, 18] / [C, N] / [16] / [T] as named."""
+    / [N, 18] / [C, N] / [16] / [T] as named (``feas`` [N] int8: the
+    mask ``_env.decide`` leaves, unread here)."""
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
                   mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
@@ -44,36 +41,15 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         cs = cache_score[c]
         cg = cache_gpu[c]
         cv = cache_ver[c]
-        feasible = 0
-        best = NEG
-        n_ties = 0
-        lo = 1 << 62
-        hi = -lo
-        for i in range(n):
-            if cv[i] != node_ver[i]:
-                node_answer(i, policy, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
-                            aff, cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli,
-                            tp_mask, tp_freq, cs, cg, cv, node_ver, work)
-            s = cs[i]
-            if s < 0:
-                continue
-            feasible += 1
-            if policy == P_BESTFIT:
-                lo = min(lo, s)
-                hi = max(hi, s)
-                continue
-            best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
-        if feasible == 0:
+        row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                     cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli, tp_mask,
+                     tp_freq, policy, seed_mix, gpu_weight, static_total, j, cs, cg, cv, ties,
+                     work, feas)
+        if row < 0:
             out_node[j] = -1
             out_gmask[j] = 0
             out_frag[j] = frag
             continue
-        if policy == P_BESTFIT:
-            for i in range(n):
-                if cs[i] >= 0:
-                    best, n_ties = top_push(gpu_weight * bestfit_norm(cs[i], lo, hi)
-                                            + static_total[i], i, best, n_ties, ties)
-        row = ties[tie_pick(seed_mix, j, n_ties)]
         out_gmask[j] = account(row, sel, gpu_count, cpu, mem, num, milli, u[j], cg[row],
                                gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                                gidx)

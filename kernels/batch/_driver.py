@@ -37,4 +37,4 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             np.empty(n, np.int64), np.empty((n, 18), np.int64), np.empty(n, np.int64),
             np.zeros(1, np.int64), cache_score, cache_gpu, cache_ver, np.empty(n, np.int64),
             np.empty(16, np.int64), np.empty(16, np.int64), np.empty(n, np.float64),
-            np.empty(max(nt, 1), np.float64))
+            np.empty(max(nt, 1), np.float64), np.empty(n, np.int8))

@@ -17,7 +17,7 @@ from tensorsched.kernels._compile import COMPILED, KEY, compile_module
 from tensorsched.kernels.gpu import _block as _gpu_block
 from tensorsched.kernels.gpu import share as _share
 
-from . import _cluster, _driver, _rules
+from . import _cluster, _driver, _env, _rules
 from .arrays import BatchArrays
 
 _FROM_SHARE = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
@@ -39,7 +39,9 @@ def _base() -> dict:
 
 rules = compile_module(_rules, njit, base=_base(), options={"nogil": True, "inline": "always"},
                        cache=True)
-_cluster_ns = compile_module(_cluster, njit, base=rules, options={"nogil": True}, cache=True)
+# the vector environment's decision (``_env.decide``) is the cluster loop's too
+env_ns = compile_module(_env, njit, base=rules, options={"nogil": True}, cache=True)
+_cluster_ns = compile_module(_cluster, njit, base=env_ns, options={"nogil": True}, cache=True)
 
 
 _run_all = compile_module(_driver, njit, base=_cluster_ns,

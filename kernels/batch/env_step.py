@@ -16,10 +16,9 @@ from tensorsched.kernels._compile import compile_module
 
 from . import _env, _env_driver
 from .arrays import BatchArrays
-from .cpu import AFF_TAGS, rules
+from .cpu import AFF_TAGS, env_ns
 
-_env_ns = compile_module(_env, njit, base=rules, options={"nogil": True}, cache=True)
-_step_all = compile_module(_env_driver, njit, base=_env_ns,
+_step_all = compile_module(_env_driver, njit, base=env_ns,
                            options={"nogil": True, "parallel": True}, cache=True)["step_all"]
 
 
