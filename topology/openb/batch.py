@@ -362,8 +362,11 @@ def tie_of(n: int, seed: int, policy: str) -> np.ndarray | None:
     return (n - 1) - rank
 
 
-def _trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsched: float,
-                  backoff: tuple) -> BA.BatchArrays:
+def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsched: float,
+                 backoff: tuple) -> BA.BatchArrays:
+    """The kernel's inputs for ``jobs`` ((cluster, trace, policy, seed))
+    on the node sets ``sets`` (GpuInventory each): ``workloads`` the
+    (Workload, TraceWorkload) of each (cluster, trace) in ``wl_key``."""
     nodes = BA.node_sets([{"gpu_count": inv.gpu_count, "model": inv.model,
                            "cpu_cap": inv.cpu_cap, "mem_cap": inv.mem_cap,
                            "pods_cap": np.full(inv.n_nodes, int(T.NODE_PODS), np.int64)}
@@ -460,7 +463,7 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     for lo in range(0, len(jobs), chunk):
         t0 = time.perf_counter()
         part = jobs[lo:lo + chunk]
-        a = _trace_arrays(clusters, workloads, wl_key, part, max_unsched, backoff)
+        a = trace_arrays(clusters, workloads, wl_key, part, max_unsched, backoff)
         got = run_kernel(a, backend, workers)
         seconds = (time.perf_counter() - t0) / len(part)
         for b, (ci, t, policy, seed) in enumerate(part):
