@@ -36,13 +36,16 @@ def read_openb_slice(tmp_path, trace: str, n_nodes: int, n_pods: int):
     return R.read_openb_nodes(nodes), R.read_openb_pods(pods)
 
 
-def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = None, **options):
+def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = None,
+                   config: dict | None = None, **options):
     """The ``Simulation`` that ``openb.batch.trace_batch`` reproduces for
     one run of ``tw`` (a ``TraceWorkload``) on ``inv``: (simulation, log,
     gpus) where ``log`` lists (time, pod index bound / -1 - index left,
     node index or -1) in the order the events happened and ``gpus`` maps a
     pod key to the GPU indices it was bound to; ``interval``: the GPU
-    metrics sampled (``timeseries``)."""
+    metrics sampled (``timeseries``); ``config``: a KubeSchedulerConfiguration
+    instead of the experiment's (its GpuShareScore given the trace's
+    typical pods; the tie labels set when OpenbTieRank scores)."""
     import numpy as np
     import pyarrow as pa
 
@@ -54,8 +57,19 @@ def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = Non
 
     pods = tw.pods
     n = inv.n_nodes
-    tie = B.tie_of(n, seed, policy)
     typical = T.typical_of(pods)
+    if config is None:
+        tie = None if policy == "Random" else B.tie_of(n, seed)
+        config = T.openb_config(policy, typical, None if tie is None else n + 1)
+    else:
+        import copy
+        config = copy.deepcopy(config)
+        prof = config["profiles"][0]
+        scores = prof["plugins"]["score"]["enabled"]
+        tie = B.tie_of(n, seed) if any(p["name"] == T.NAME_TIE for p in scores) else None
+        for pc in prof.get("pluginConfig", []):
+            if pc["name"] == "GpuShareScore" and typical:
+                pc["args"]["typicalPods"] = typical
     annos = []
     for j in range(len(pods)):
         num, milli = int(pods.num[j]), int(pods.milli[j])
@@ -70,8 +84,7 @@ def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = Non
                       "departure": pa.array(dep, pa.float64()),
                       "cpu": pa.array(pods.cpu), "memory": pa.array(pods.mem * 1048576),
                       "annotations": pa.array(annos, pa.map_(pa.string(), pa.string()))})
-    sim = Simulation(T.openb_node_objects(inv, tie),
-                     T.openb_config(policy, typical, None if tie is None else n + 1), "numba",
+    sim = Simulation(T.openb_node_objects(inv, tie), config, "numba",
                      seed, interval=interval,
                      metrics=T._sampled_metrics(typical) if interval else None,
                      registry=T.experiment_registry(), **options)

@@ -339,6 +339,7 @@ class TraceRunResult:
     log_used: np.ndarray
     frag0: float
     seconds: float
+    config: int = -1            # ``batch_sim.simulate_batch``'s config index
 
     @property
     def scheduled(self) -> int:
@@ -353,20 +354,27 @@ class TraceRunResult:
         return used, frag
 
 
-def tie_of(n: int, seed: int, policy: str) -> np.ndarray | None:
-    """The run's fixed node order among equal scores (OpenbTieRank's label,
-    ``n - 1 - rank`` of a seeded permutation); Random has none."""
-    if policy == "Random":
-        return None
+def tie_of(n: int, seed: int) -> np.ndarray:
+    """A run's fixed node order among equal scores (OpenbTieRank's label):
+    ``n - 1 - rank`` of a permutation drawn from ``seed``."""
     rank = np.random.default_rng(seed).permutation(n).astype(np.int64)
     return (n - 1) - rank
 
 
+def default_weights(n: int, policy: str) -> tuple:
+    """(GpuShareScore's weight, OpenbTieRank's) of the experiment's profile
+    on ``n`` nodes: the tie rank below every GpuShareScore step; Random
+    without it."""
+    return (1, 0) if policy == "Random" else (n + 1, 1)
+
+
 def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsched: float,
-                 backoff: tuple) -> BA.BatchArrays:
+                 backoff: tuple, weights: list | None = None) -> BA.BatchArrays:
     """The kernel's inputs for ``jobs`` ((cluster, trace, policy, seed))
     on the node sets ``sets`` (GpuInventory each): ``workloads`` the
-    (Workload, TraceWorkload) of each (cluster, trace) in ``wl_key``."""
+    (Workload, TraceWorkload) of each (cluster, trace) in ``wl_key``;
+    ``weights`` per job (GpuShareScore's, OpenbTieRank's; default
+    ``default_weights``)."""
     nodes = BA.node_sets([{"gpu_count": inv.gpu_count, "model": inv.model,
                            "cpu_cap": inv.cpu_cap, "mem_cap": inv.mem_cap,
                            "pods_cap": np.full(inv.n_nodes, int(T.NODE_PODS), np.int64)}
@@ -401,13 +409,11 @@ def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsc
         depart[sl] = tw.departure
         pol[k] = K.POLICIES.index(policy)
         m = sets[ci].n_nodes
-        tie = tie_of(m, seed, policy)
-        if tie is None:
-            weight[k] = 1
+        weight[k], tie_weight = weights[k] if weights else default_weights(m, policy)
+        if tie_weight:
+            static[k, :m] = tie_weight * tie_of(m, seed)
+        if policy == "Random":
             u[sl] = [key_uniform(f"default/{name}") for name in tw.pods.names]
-        else:
-            weight[k] = m + 1
-            static[k, :m] = tie
     return BA.BatchArrays(
         **nodes, n_classes=np.array([len(wl.classes["c_cpu"]) for wl in wls], np.int64),
         **cl, n_typical=np.array([len(wl.typical[0]) for wl in wls], np.int64), **tp,
@@ -423,12 +429,13 @@ def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsc
 def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs: list[tuple],
                 backend: str = "numba", workers: int | None = None,
                 max_unsched: float = DEFAULT_MAX_UNSCHED, backoff: tuple = (1.0, 10.0),
-                chunk: int | None = None) -> list[TraceRunResult]:
+                chunk: int | None = None, weights: list | None = None) -> list[TraceRunResult]:
     """Every ``(cluster, trace, policy, seed)`` of ``jobs`` in one batched
     call per ``chunk`` runs: each run equal to the ``Simulation`` of
-    ``openb_node_objects(clusters[c], tie_of(...))`` under
+    ``openb_node_objects(clusters[c], tie_of(n, seed))`` under
     ``openb_config(policy, typical_of(pods), n + 1)`` (Random: no tie rank,
-    weight 1) with ``experiment_registry()``, its seed ``seed``, the
+    weight 1; ``weights`` per job: other (GpuShareScore, OpenbTieRank)
+    weights, 0 none) with ``experiment_registry()``, its seed ``seed``, the
     trace's pods submitted as a trace (arrival, departure), the queue's
     timers ``backoff`` (initial, max) and ``max_unsched`` seconds.
     Arguments checked before any run."""
@@ -450,6 +457,9 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < hi:
                 raise ValueError(f"{name} index {v!r} outside 0..{hi - 1}")
         R.check_seed(seed)
+    if weights is not None and len(weights) != len(jobs):
+        raise ValueError(f"weights: one (GpuShareScore, OpenbTieRank) pair per job, got "
+                         f"{len(weights)} for {len(jobs)}")
     for inv in clusters:
         for tw in traces:
             R.check_inputs(inv, tw.pods)
@@ -463,7 +473,8 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     for lo in range(0, len(jobs), chunk):
         t0 = time.perf_counter()
         part = jobs[lo:lo + chunk]
-        a = trace_arrays(clusters, workloads, wl_key, part, max_unsched, backoff)
+        a = trace_arrays(clusters, workloads, wl_key, part, max_unsched, backoff,
+                         weights[lo:lo + chunk] if weights else None)
         got = run_kernel(a, backend, workers)
         seconds = (time.perf_counter() - t0) / len(part)
         for b, (ci, t, policy, seed) in enumerate(part):
