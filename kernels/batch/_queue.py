@@ -96,14 +96,18 @@ def backoff_seconds(attempts, backoff0, backoff_max):
 
 
 def ring_push(ring, qi, head_slot, len_slot, j):
-    cap = ring.shape[0]
-    ring[(qi[head_slot] + qi[len_slot]) % cap] = j
+    # wrap by a compare, not a modulo (an integer division per pod)
+    k = qi[head_slot] + qi[len_slot]
+    if k >= ring.shape[0]:
+        k -= ring.shape[0]
+    ring[k] = j
     qi[len_slot] += 1
 
 
 def ring_pop(ring, qi, head_slot, len_slot):
     j = ring[qi[head_slot]]
-    qi[head_slot] = (qi[head_slot] + 1) % ring.shape[0]
+    k = qi[head_slot] + 1
+    qi[head_slot] = 0 if k == ring.shape[0] else k
     qi[len_slot] -= 1
     return j
 

@@ -108,7 +108,9 @@ class BatchArrays:
         if self.dep_order is None:
             self.dep_order = np.zeros(e, np.int64)
             for o, k in zip(self.ev_off.tolist(), self.ev_len.tolist()):
-                self.dep_order[o:o + k] = np.lexsort((np.arange(k), self.depart[o:o + k]))
+                d = self.depart[o:o + k]
+                self.dep_order[o:o + k] = (np.arange(k) if np.isinf(d).all()
+                                           else np.lexsort((np.arange(k), d)))
         for name, default in (("backoff0", 1.0), ("backoff_max", 10.0),
                               ("max_unsched", np.inf)):
             if getattr(self, name) is None:
@@ -177,13 +179,31 @@ class BatchArrays:
                                  or int(seg.max()) >= int(self.n_classes[self.run_workload[b_]])):
                 raise ValueError(f"cls: run {b_}'s pod classes outside its workload's "
                                  f"{int(self.n_classes[self.run_workload[b_]])} classes")
-            lo, hi = int(self.ev_off[b_]), int(self.ev_off[b_] + self.ev_len[b_])
-            if (np.diff(self.arrive[lo:hi]) < 0).any():
-                raise ValueError(f"arrive: run {b_}'s pods not in arrival order")
-            order = self.dep_order[lo:hi]
-            if not np.array_equal(order, np.lexsort((np.arange(hi - lo), self.depart[lo:hi]))):
-                raise ValueError(f"dep_order: run {b_}'s pods not by (departure, index)")
+        self._check_orders()
         return self
+
+    def _check_orders(self) -> None:
+        """Each run's pods in arrival order and ``dep_order`` a permutation
+        of them by (departure, index): one pass over the events."""
+        e = self.cls.shape[0]
+        run_of = np.repeat(np.arange(self.n_runs), self.ev_len)
+        at = np.concatenate([np.arange(o, o + k) for o, k in
+                             zip(self.ev_off.tolist(), self.ev_len.tolist())]) \
+            if e else np.zeros(0, np.int64)
+        same_run = run_of[1:] == run_of[:-1]
+        bad = same_run & (self.arrive[at][1:] < self.arrive[at][:-1])
+        if bad.any():
+            raise ValueError(f"arrive: run {int(run_of[1:][bad][0])}'s pods not in arrival order")
+        local = self.dep_order[at]
+        if ((local < 0) | (local >= self.ev_len[run_of])).any():
+            raise ValueError("dep_order: indices within each run's pods")
+        glob = self.ev_off[run_of] + local
+        d = self.depart[glob]
+        ok = (d[1:] > d[:-1]) | ((d[1:] == d[:-1]) & (local[1:] > local[:-1]))
+        bad = same_run & ~ok
+        if bad.any() or np.bincount(glob, minlength=e)[at].min(initial=1) != 1:
+            run = int(run_of[1:][bad][0]) if bad.any() else "some"
+            raise ValueError(f"dep_order: run {run}'s pods not by (departure, index)")
 
     def runs(self, idx) -> BatchArrays:
         """The same node sets and workloads, runs ``idx`` only (events
