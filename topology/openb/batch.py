@@ -280,6 +280,7 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
 # lets them (``kernels.batch._queue``)
 
 DEFAULT_MAX_UNSCHED = 300.0     # podMaxInUnschedulablePodsDuration (s)
+TRACE_FIELDS = frozenset({"name", "arrival", "departure", "cpu", "memory", "annotations"})
 
 
 @dataclass
@@ -298,13 +299,22 @@ def trace_workload(trace) -> TraceWorkload:
     reads it (a ``Trace``: rows in arrival order, memory in bytes, the GPU
     ask in its annotations)."""
     table = trace.table
+    extra = sorted(set(table.column_names) - TRACE_FIELDS)
+    if extra or not np.isnan(trace.duration).all():
+        what = extra[0] if extra else "duration"
+        raise ValueError(f"{trace.source or 'trace'}: column {what!r} is outside what the "
+                         f"batched kernel takes ({', '.join(sorted(TRACE_FIELDS))}: pods of "
+                         "one priority in the default namespace leaving at a fixed time); "
+                         "ts.Simulation runs it per cluster")
     names = table.column("name").to_pylist()
     cpu = table.column("cpu").to_numpy().astype(np.int64)
     mem = table.column("memory").to_numpy().astype(np.int64) // 1048576
     num = np.zeros(len(names), np.int64)
     milli = np.zeros(len(names), np.int64)
     spec = [""] * len(names)
-    for j, pairs in enumerate(table.column("annotations").to_pylist()):
+    annos = table.column("annotations").to_pylist() if "annotations" in table.column_names \
+        else [None] * len(names)
+    for j, pairs in enumerate(annos):
         if pairs:
             d = dict(pairs)
             num[j] = int(d.get(ANNO_GPU_COUNT, 0))

@@ -121,3 +121,11 @@ def test_trace_batch_refuses_bad_arguments(tmp_path):
                                                         tw.arrival - 1, np.inf))
     with pytest.raises(ValueError, match="arrive/depart"):
         B.trace_batch([inv], [bad], [(0, 0, "FGD", 1)])
+    import pyarrow as pa
+
+    from tensorsched.framework.simulation.trace import trace_from_table
+    for column, values in (("priority", [5]), ("duration", [3.0]), ("namespace", ["x"])):
+        table = pa.table({"name": ["p"], "arrival": [0.0], "cpu": [1], "memory": [1],
+                          column: values})
+        with pytest.raises(ValueError, match=f"column '{column}'"):
+            B.trace_workload(trace_from_table(table))
