@@ -42,6 +42,11 @@ class BatchProfileError(TensorschedError):
     """A configuration the batched kernel does not cover."""
 
 
+class BatchInputError(TensorschedError):
+    """Inputs the batched kernel cannot run (no node with a GPU, a trace
+    column it does not take, ...): the problem, naming the input."""
+
+
 @dataclass(frozen=True)
 class BatchConfig:
     """A config as the kernel takes it: the policy and the two score
@@ -116,7 +121,7 @@ def _cluster(x, where: str) -> GpuInventory:
     if isinstance(x, GpuInventory):
         return x
     if isinstance(x, (str, os.PathLike)):
-        return read_openb_nodes(x)
+        return read_openb_nodes(Arguments("simulate_batch").path(where, x, exists=True))
     raise Arguments("simulate_batch").error(
         where, f"an openb node CSV path or a GpuInventory, got {x!r}")
 
@@ -124,10 +129,16 @@ def _cluster(x, where: str) -> GpuInventory:
 def _trace(x, where: str) -> B.TraceWorkload:
     if isinstance(x, B.TraceWorkload):
         return x
-    if isinstance(x, (str, os.PathLike)):
-        return B.trace_workload(T.read_openb_trace(x))
-    if isinstance(x, Trace):
-        return B.trace_workload(x)
+    try:
+        if isinstance(x, (str, os.PathLike)):
+            path = Arguments("simulate_batch").path(where, x, exists=True)
+            return B.trace_workload(T.read_openb_trace(path))
+        if isinstance(x, Trace):
+            return B.trace_workload(x)
+    except TensorschedError:
+        raise
+    except ValueError as exc:
+        raise BatchInputError(f"simulate_batch: {where}: {exc}") from None
     raise Arguments("simulate_batch").error(
         where, f"an openb pod CSV path, a Trace (read_openb_trace) or a TraceWorkload, got {x!r}")
 
@@ -160,8 +171,9 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     clusters = [_cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
     tws = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
     cfgs = [batch_config(x, f"configs[{i}]") for i, x in enumerate(_as_list(configs))]
-    seeds = [args.seed(s) for s in _as_list(seeds)]
+    seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
+    workers = args.integer("workers", workers, 1, optional=True)
     for name, v in (("nodes", clusters), ("traces", tws), ("configs", cfgs), ("seeds", seeds)):
         if not v:
             raise args.error(name, "empty: at least one")
@@ -176,8 +188,13 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         cf = cfgs[k]
         n = clusters[c].n_nodes
         weights.append((n + 1 if cf.gpu_weight < 0 else cf.gpu_weight, cf.tie_weight))
-    got = B.trace_batch(clusters, tws, jobs, backend=backend, workers=workers,
-                        max_unsched=max_unsched, backoff=cfgs[0].backoff, weights=weights)
+    try:
+        got = B.trace_batch(clusters, tws, jobs, backend=backend, workers=workers,
+                            max_unsched=max_unsched, backoff=cfgs[0].backoff, weights=weights)
+    except TensorschedError:
+        raise
+    except ValueError as exc:       # the inputs' own checks (no GPU, no pods, ...)
+        raise BatchInputError(f"simulate_batch: {exc}") from None
     for (_c, _t, k, _s), res in zip(product, got):
         res.config = k
     return got
