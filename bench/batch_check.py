@@ -15,9 +15,15 @@ GpuShareScore BestFit with a random tie rank) on the paper's first
 ``--nodes`` GPU nodes, each cluster its own seeded stream of ``--pods``
 pods drawn from 16 cpu/memory shapes (one in eight a GPU share).
 ``equal``: the backends' placements, GPU indices and curves are identical
-(cuda against numba).  ``--tiny`` (or ``BATCH_CHECK_TINY=1``): a few
-clusters of a few nodes, one trace and seed with a small tune, for a dry
-run under ``NUMBA_ENABLE_CUDASIM=1``.
+(cuda against numba).  ``departures``: the same traces with their own
+creation and deletion times (``batch.trace_batch``: pods leave, the ones
+that fit nowhere retry as the Simulation's queue lets them), traces x
+policies x seeds on the paper's nodes in one call per backend, its wall
+seconds with set-up and transfers, and whether the backends' bindings,
+departures, attempts and curves are identical.  ``--tiny`` (or
+``BATCH_CHECK_TINY=1``): a few clusters of a few nodes, one trace and seed
+with a small tune (and its first pods for the departures, times scaled
+down), for a dry run under ``NUMBA_ENABLE_CUDASIM=1``.
 """
 import argparse
 import json
@@ -31,6 +37,7 @@ from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb import trace as T
 
 from .harness import git_commit, machine_info
 from .openb_batch import DATA, PAPER
@@ -73,6 +80,36 @@ def _basic_arrays(inv, clusters: int, pods: int, seed: int = 0) -> BA.BatchArray
     return a
 
 
+def _same_outputs(a: BA.BatchArrays, x: BA.BatchOutputs, y: BA.BatchOutputs) -> bool:
+    same = all(np.array_equal(getattr(x, k), getattr(y, k), equal_nan=True)
+               for k in ("node", "gmask", "bind", "tries", "n_log", "frag0"))
+    return same and all(np.array_equal(u, v) for b in range(a.n_runs)
+                        for u, v in zip(x.log(a, b), y.log(a, b)))
+
+
+def _same_traced(xs: list, ys: list) -> bool:
+    return all(np.array_equal(getattr(x, k), getattr(y, k), equal_nan=True)
+               for x, y in zip(xs, ys)
+               for k in ("node", "bind", "tries", "log_t", "log_pod", "log_frag"))
+
+
+def _departure_traces(paths: list, tiny: bool) -> list:
+    """The traces with their own times (``--tiny``: the first 40 pods, times
+    divided by 20,000 so that pods leave and retry within the run)."""
+    out = []
+    for p in paths:
+        tw = B.trace_workload(T.read_openb_trace(p))
+        if tiny:
+            k = 40
+            arrival = np.floor(tw.arrival[:k] / 20000.0)
+            life = np.floor((tw.departure[:k] - tw.arrival[:k]) / 20000.0)
+            pods = R.TracePods(tw.pods.names[:k], tw.pods.cpu[:k], tw.pods.mem[:k],
+                               tw.pods.num[:k], tw.pods.milli[:k], tw.pods.spec[:k])
+            tw = B.TraceWorkload(pods, arrival, arrival + life)
+        out.append(tw)
+    return out
+
+
 def _slice_nodes(inv, n: int):
     keep = np.arange(min(n, inv.n_nodes))
     return type(inv)([inv.names[i] for i in keep], list(inv.models), inv.gpu_count[keep],
@@ -110,11 +147,16 @@ def main(argv=None):
     exp_inv = _slice_nodes(inv, a.nodes) if a.tiny else inv
     jobs = [(t, p, s) for t in range(len(traces)) for p in POLICIES for s in seeds]
     basic = _basic_arrays(_slice_nodes(inv, a.nodes), a.clusters, a.pods)
+    dep_traces = _departure_traces(paths, a.tiny)
+    dep_jobs = [(0, t, p, s) for t in range(len(traces)) for p in POLICIES for s in seeds]
     record = {"commit": git_commit(), "machine": machine_info(), "tiny": a.tiny,
               "experiment": {"runs": len(jobs), "traces": traces, "seeds": a.seeds,
                              "nodes": exp_inv.n_nodes, "tune": tune},
               "basic": {"clusters": a.clusters, "nodes": min(a.nodes, inv.n_nodes),
-                        "pods_per_cluster": a.pods, "placements": a.clusters * a.pods}}
+                        "pods_per_cluster": a.pods, "placements": a.clusters * a.pods},
+              "departures": {"runs": len(dep_jobs), "nodes": exp_inv.n_nodes,
+                             "pods": int(sum(len(tw.arrival) for tw in dep_traces)) * len(POLICIES)
+                             * len(seeds)}}
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         record["cuda_simulator"] = True
     answers = {}
@@ -128,19 +170,26 @@ def main(argv=None):
         t0 = time.perf_counter()
         got = B.run_kernel(basic, backend, None)
         basic_s = time.perf_counter() - t0
-        answers[backend] = (res, got)
+        t0 = time.perf_counter()
+        dep = B.trace_batch([exp_inv], dep_traces, dep_jobs, backend=backend)
+        dep_s = time.perf_counter() - t0
+        answers[backend] = (res, got, dep)
         record[backend] = {
             "experiment_seconds": round(exp_s, 3),
             "experiment_pods": int(sum(r.pods for r in res)),
             "basic_seconds": round(basic_s, 3),
             "basic_placements_per_second": round(a.clusters * a.pods / basic_s),
-            "basic_scheduled": int((got[0] >= 0).sum())}
+            "basic_scheduled": int((got.node >= 0).sum()),
+            "departures_seconds": round(dep_s, 3),
+            "departures_scheduled": int(sum(r.scheduled for r in dep)),
+            "departures_attempts": int(sum(int(r.tries.sum()) for r in dep))}
         print(backend, json.dumps(record[backend]), flush=True)
     if len(answers) > 1:
-        (r0, g0), *rest = answers.values()
+        (r0, g0, d0), *rest = answers.values()
         same = True
-        for r1, g1 in rest:
-            same &= all(np.array_equal(x, y) for x, y in zip(g0, g1))
+        for r1, g1, d1 in rest:
+            same &= _same_outputs(basic, g0, g1)
+            same &= _same_traced(d0, d1)
             for x, y in zip(r0, r1):
                 same &= x.scheduled == y.scheduled and all(
                     np.array_equal(getattr(x, m), getattr(y, m), equal_nan=True)

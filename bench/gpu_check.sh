@@ -4,8 +4,9 @@
 #   1. the CUDA tests on the device (every `cudasim` test: the cuda backend
 #      against numpy/numba and the scalar oracles), and the `gpu` tests
 #      (the array-namespace kernels on CuPy arrays against NumPy);
-#   2. the batched engine (many clusters at once: bench/batch_check.py),
-#      cuda against numba in one process;
+#   2. the batched engine (many clusters at once: bench/batch_check.py;
+#      arrivals only, and traces with departures and retries), cuda against
+#      numba in one process;
 #   3. the queue benchmarks on the cuda backend next to numba in the same
 #      run (placements_sha256 must agree), most telling first.
 # The project is laid out in a scratch folder (entry points too); wheels in
@@ -105,8 +106,9 @@ d['pods_per_second'], 'pods/s p50', d.get('p50_us'), 'us', d['placements_sha256'
 }
 
 # The batched engine (many clusters in one call): the openb experiment's
-# 1,020 runs and 4,096 clusters of 1,213 nodes, cuda and numba in one
-# process, answers compared (exit 1 when they differ).  The 17 traces live
+# 1,020 runs, the traces with their departures (pods leaving and retrying:
+# the Simulation's queue in the kernel) and 4,096 clusters of 1,213 nodes,
+# cuda and numba in one process, answers compared (exit 1 when they differ).  The 17 traces live
 # beside the checkout: copy ../shared/data/openb-gpu-trace to .openb/
 # (git-ignored) and carry it; without it the repo's 6 traces run.
 echo "== batched clusters =="

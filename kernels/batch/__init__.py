@@ -1,14 +1,18 @@
 """Many independent clusters advanced by one kernel call (no Kubernetes
 objects): B clusters with a leading cluster axis, each through its own
-stream of arriving pods under the openb profile (NodeResourcesFit's cpu,
-memory and pod count, GpuShareFit, GpuShareScore's six policies, a fixed
-per-node tie rank, the seeded tie-break).
+stream of arriving and departing pods under the openb profile
+(NodeResourcesFit's cpu, memory and pod count, GpuShareFit,
+GpuShareScore's six policies, a fixed per-node tie rank, the seeded
+tie-break), pods that fit nowhere retried as the Simulation's scheduling
+queue retries them.
 
 - ``arrays``: the inputs of one call (node sets, workloads of pod classes
   and typical pods, runs, events) and their checks;
 - ``_rules``: the per-node and per-pod rules in plain Python, compiled with
   ``njit`` for the CPU twin and with ``cuda.jit(device=True)`` for the
   CUDA kernel;
+- ``_queue``: one cluster's clock and scheduling queue (the agenda,
+  activeQ, backoffQ, the unschedulable pool), compiled for both;
 - ``cpu``: the CPU twin (``_cluster``'s serial loop over nodes, one
   cluster per ``prange`` iteration of ``_driver``);
 - ``cuda``: one thread block per cluster, threads over its nodes;

@@ -1,12 +1,19 @@
 """The CPU twin's per-cluster loop (``_rules`` compiled with ``njit`` and
-inlined here; the CUDA kernel runs the same rules a thread per node,
-``cuda``)."""
+inlined here; each pod's node chosen by the vector environment's
+``_env.decide``, the one serial form of the decision; the order of
+attempts and departures is ``_queue``'s; the CUDA kernel runs the same
+rules a thread per node, ``cuda``)."""
 
 # ruff: noqa: F821
 
-P_BESTFIT = 4
-P_FGD = 5
-NEG = -(1 << 62)
+import numpy as np
+
+# ``_queue``'s answers and slots (a compiled namespace holds functions only)
+Q_DONE = 0
+Q_DEPART = 2
+Q_POD = 10
+Q_ATTEMPT = 11
+Q_NOW = 0
 
 
 def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
@@ -14,16 +21,25 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 policy, sel, seed_mix, gpu_weight, static_total,
-                cls, u, out_node, out_gmask, out_frag,
+                cls, u, arr, dep, dep_order, backoff0, backoff_max, max_unsched,
+                out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log,
+                frag0,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, ties, work, gidx,
-                nfrag, tree_val):
+                nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
-    pod j (class ``cls[j]``, attempt j) is placed as the module doc says;
-    ``out_node[j]`` its row or -1, ``out_gmask[j]`` its GPUs (bit mask),
-    ``out_frag[j]`` the cluster's fragmentation (GPU milli, summed over
-    the rows as ``numpy.sum``) after it.  The rest: scratch, [N] / [N, G]
-    / [N, 18] / [C, N] / [16] / [T] as named."""
+    pod j (class ``cls[j]``) arrives at ``arr[j]`` and leaves at ``dep[j]``
+    (``_queue``); each attempt places it as the module doc of ``_rules``
+    says (the attempt number seeds the tie).  Outputs per pod: ``out_node``
+    the row it was bound to (-1 never), ``out_gmask`` its GPUs (bit mask),
+    ``out_bind`` when (seconds; NaN never), ``out_tries`` its attempts;
+    per change of the cluster (a bind, then a departure), in order,
+    ``log_t`` its time, ``log_pod`` the pod (j bound, -1 - j left) and
+    ``log_frag`` the cluster's fragmentation (GPU milli, summed over the
+    rows as ``numpy.sum``) after it, ``n_log[0]`` how many; ``frag0[0]``
+    the empty cluster's.  The rest: scratch, [N] / [N, G] / [N, 18] /
+    [C, N] / [16] / [T] as named (``feas`` [N] int8: the mask ``decide``
+    leaves, unread here), ``_queue``'s state."""
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
                   mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
@@ -33,52 +49,49 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         for i in range(n):
             cache_ver[s, i] = -1
     frag = tree_refresh(nfrag, -1, t_lo, t_len, t_left, t_right, tree_val)
+    frag0[0] = frag
     for j in range(cls.shape[0]):
+        out_node[j] = -1
+        out_gmask[j] = 0
+        out_bind[j] = np.nan
+    q_init(qi, qf, pst, patt, pts)
+    m = 0
+    while True:
+        kind = q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp)
+        if kind == Q_DONE:
+            break
+        j = qi[Q_POD]
         c = cls[j]
-        cpu = c_cpu[c]
-        mem = c_mem[c]
-        num = c_num[c]
-        milli = c_milli[c]
-        mask = c_mask[c]
-        cpu_nz = c_cpu_nz[c]
-        cs = cache_score[c]
-        cg = cache_gpu[c]
-        cv = cache_ver[c]
-        feasible = 0
-        best = NEG
-        n_ties = 0
-        lo = 1 << 62
-        hi = -lo
-        for i in range(n):
-            if cv[i] != node_ver[i]:
-                node_answer(i, policy, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
-                            aff, cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli,
-                            tp_mask, tp_freq, cs, cg, cv, node_ver, work)
-            s = cs[i]
-            if s < 0:
+        if kind == Q_DEPART:
+            row = out_node[j]
+            release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
+                    cpu_left, mem_left, pods_left, aff, node_ver, version)
+            log_pod[m] = -1 - j
+        else:
+            cs = cache_score[c]
+            cg = cache_gpu[c]
+            row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff,
+                         node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c],
+                         c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy,
+                         seed_mix, gpu_weight, static_total, qi[Q_ATTEMPT], cs, cg,
+                         cache_ver[c], ties, work, feas)
+            if row < 0:
+                q_failed(j, qi, qf, pst, pts, up)
                 continue
-            feasible += 1
-            if policy == P_BESTFIT:
-                lo = min(lo, s)
-                hi = max(hi, s)
-                continue
-            best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
-        if feasible == 0:
-            out_node[j] = -1
-            out_gmask[j] = 0
-            out_frag[j] = frag
-            continue
-        if policy == P_BESTFIT:
-            for i in range(n):
-                if cs[i] >= 0:
-                    best, n_ties = top_push(gpu_weight * bestfit_norm(cs[i], lo, hi)
-                                            + static_total[i], i, best, n_ties, ties)
-        row = ties[tie_pick(seed_mix, j, n_ties)]
-        out_gmask[j] = account(row, sel, gpu_count, cpu, mem, num, milli, u[j], cg[row],
-                               gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
-                               gidx)
-        out_node[j] = row
+            out_gmask[j] = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c],
+                                   c_milli[c], u[j], cg[row], gpu_left, cpu_left, mem_left,
+                                   pods_left, aff, node_ver, version, gidx)
+            q_bound(j, pst)
+            out_node[j] = row
+            out_bind[j] = qf[Q_NOW]
+            log_pod[m] = j
         nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
-                                      tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
         frag = tree_refresh(nfrag, leaf_of[row], t_lo, t_len, t_left, t_right, tree_val)
-        out_frag[j] = frag
+        log_t[m] = qf[Q_NOW]
+        log_frag[m] = frag
+        m += 1
+    n_log[0] = m
+    for j in range(cls.shape[0]):
+        out_tries[j] = patt[j]

@@ -7,12 +7,16 @@ iteration allocates its own scratch."""
 import numpy as np
 from numba import prange
 
+QI_N = 12       # ``_queue``'s scalar slots
+QF_N = 1
+
 
 def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
-             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
-             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
-             policy, sel, seed_mix, gpu_weight, static_total, ev_off, ev_len, cls, u,
-             gpu_slots, out_node, out_gmask, out_frag):
+            t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
+            n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
+            policy, sel, seed_mix, gpu_weight, static_total, backoff0, backoff_max, max_unsched,
+            ev_off, ev_len, cls, u, arrive, depart, dep_order, gpu_slots, out_node, out_gmask,
+            out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0):
     for b in prange(run_set.shape[0]):
         s = run_set[b]
         w = run_workload[b]
@@ -25,16 +29,24 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         cache_score = np.empty((max(nc, 1), n), np.int64)
         cache_gpu = np.empty((max(nc, 1), n), np.int64)
         cache_ver = np.empty((max(nc, 1), n), np.int64)
+        r = max(2 * e, 1)
         run_cluster(
             n, gpu_count[s, :n], model[s, :n], cpu_cap[s, :n], mem_cap[s, :n], pods_cap[s, :n],
             t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt], t_right[s, :nt], leaf_of[s, :n],
             c_cpu[w, :nc], c_mem[w, :nc], c_cpu_nz[w, :nc], c_num[w, :nc], c_milli[w, :nc],
             c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp],
             tp_mask[w, :ntp], tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b],
-            static_total[b, :n], cls[o:o + e], u[o:o + e], out_node[o:o + e],
-            out_gmask[o:o + e], out_frag[o:o + e],
+            static_total[b, :n], cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
+            dep_order[o:o + e], backoff0[b], backoff_max[b], max_unsched[b],
+            out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
+            log_t[2 * o:2 * (o + e)], log_pod[2 * o:2 * (o + e)], log_frag[2 * o:2 * (o + e)],
+            n_log[b:b + 1], frag0[b:b + 1],
             np.empty((n, gpu_slots), np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
             np.empty(n, np.int64), np.empty((n, 18), np.int64), np.empty(n, np.int64),
             np.zeros(1, np.int64), cache_score, cache_gpu, cache_ver, np.empty(n, np.int64),
             np.empty(16, np.int64), np.empty(16, np.int64), np.empty(n, np.float64),
-            np.empty(max(nt, 1), np.float64))
+            np.empty(max(nt, 1), np.float64), np.empty(n, np.int8),
+            np.zeros(QI_N, np.int64), np.zeros(QF_N, np.float64), np.empty(e, np.int64),
+            np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r, np.int64),
+            np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
+            np.empty(r, np.int64))

@@ -199,3 +199,20 @@ def account(row, sel, gpu_count, cpu, mem, num, milli, u, fgd_gpu, gpu_left, cpu
     version[0] += 1
     node_ver[row] = version[0]
     return gm
+
+
+def release(row, gm, cpu, mem, num, milli, gpu_left, cpu_left, mem_left, pods_left, aff,
+            node_ver, version):
+    """A pod that ``account`` placed on ``row`` (GPUs ``gm``, a bit mask)
+    leaves: what it took given back, the row's version bumped."""
+    cpu_left[row] += cpu
+    mem_left[row] += mem
+    pods_left[row] += 1
+    if num > 0 and milli > 0:
+        left = gpu_left[row]
+        for g in range(left.shape[0]):
+            if (gm >> g) & 1:
+                left[g] += milli
+    aff[row, affinity_tag(num, milli)] -= 1
+    version[0] += 1
+    node_ver[row] = version[0]

@@ -18,12 +18,25 @@ of thing (no Kubernetes objects), and their checks.
   ``gpu_weight`` (GpuShareScore's weight), ``static_total`` [B, N] (the
   node-only scores, e.g. the tie rank), ``ev_off`` / ``ev_len``: run b's
   pods are events ``ev_off[b] .. ev_off[b] + ev_len[b]``;
-- events [E]: ``cls`` int64 (a class of the run's workload), ``u``
-  float64 in [0, 1) (Random's GPU pick).
+- the queue's timers per run [B] float64 (seconds): ``backoff0``,
+  ``backoff_max`` (podInitialBackoffSeconds, podMaxBackoffSeconds),
+  ``max_unsched`` (podMaxInUnschedulablePodsDuration; inf: never
+  flushed); default 1, 10 and inf;
+- events [E], a pod each, a run's in arrival order: ``cls`` int64 (a class
+  of the run's workload), ``u`` float64 in [0, 1) (Random's GPU pick),
+  ``arrive`` float64 (seconds, non-decreasing in a run; default: pod k of
+  a run at k + 1, the experiment's one per second), ``depart`` float64
+  (seconds >= ``arrive``; inf, the default: stays), ``dep_order`` int64
+  (the run's pods, indices within the run, by (departure, index); made
+  from ``depart`` when not given).
 
-Outputs [E]: ``out_node`` int64 (row, -1 none fits), ``out_gmask`` int64
-(the GPUs taken, bit g = GPU g), ``out_frag`` float64 (the cluster's
-fragmentation in GPU milli after the pod).
+Outputs (``BatchOutputs``): per event ``node`` int64 (the row it was bound
+to, -1 never), ``gmask`` int64 (the GPUs taken, bit g = GPU g), ``bind``
+float64 (when, seconds; NaN never), ``tries`` int64 (its attempts); per
+run b the changes of its cluster at ``2 * ev_off[b]``, ``n_log[b]`` of
+them in order: ``log_t`` (seconds), ``log_pod`` (pod k of the run bound:
+k; left: -1 - k), ``log_frag`` (the cluster's fragmentation in GPU milli
+after it); ``frag0[b]`` the empty cluster's.
 """
 
 from __future__ import annotations
@@ -77,6 +90,31 @@ class BatchArrays:
     ev_len: np.ndarray
     cls: np.ndarray
     u: np.ndarray
+    arrive: np.ndarray | None = None
+    depart: np.ndarray | None = None
+    dep_order: np.ndarray | None = None
+    backoff0: np.ndarray | None = None
+    backoff_max: np.ndarray | None = None
+    max_unsched: np.ndarray | None = None
+
+    def __post_init__(self):
+        b, e = self.run_set.shape[0], self.cls.shape[0]
+        if self.arrive is None:
+            self.arrive = np.zeros(e, np.float64)
+            for o, k in zip(self.ev_off.tolist(), self.ev_len.tolist()):
+                self.arrive[o:o + k] = np.arange(1, k + 1)
+        if self.depart is None:
+            self.depart = np.full(e, np.inf)
+        if self.dep_order is None:
+            self.dep_order = np.zeros(e, np.int64)
+            for o, k in zip(self.ev_off.tolist(), self.ev_len.tolist()):
+                d = self.depart[o:o + k]
+                self.dep_order[o:o + k] = (np.arange(k) if np.isinf(d).all()
+                                           else np.lexsort((np.arange(k), d)))
+        for name, default in (("backoff0", 1.0), ("backoff_max", 10.0),
+                              ("max_unsched", np.inf)):
+            if getattr(self, name) is None:
+                setattr(self, name, np.full(b, default))
 
     @property
     def n_runs(self) -> int:
@@ -125,13 +163,47 @@ class BatchArrays:
             raise ValueError(f"u: shape {self.u.shape}, expected ({e},)")
         if (self.ev_len < 0).any() or (self.ev_off < 0).any() or (self.ev_off + self.ev_len > e).any():
             raise ValueError(f"ev_off/ev_len: every run's events within the {e} events")
+        for name in ("backoff0", "backoff_max", "max_unsched"):
+            v = getattr(self, name)
+            if v.shape != (b,) or np.isnan(v).any() or (v < 0).any():
+                raise ValueError(f"{name}: [{b}] seconds >= 0 expected")
+        for name in ("arrive", "depart", "dep_order"):
+            if getattr(self, name).shape != (e,):
+                raise ValueError(f"{name}: shape {getattr(self, name).shape}, expected ({e},)")
+        if np.isnan(self.arrive).any() or (self.arrive < 0).any() or np.isnan(self.depart).any() \
+                or (self.depart < self.arrive).any():
+            raise ValueError("arrive/depart: seconds, 0 <= arrive <= depart (inf: stays)")
         for b_ in range(b):
             seg = self.cls[self.ev_off[b_]:self.ev_off[b_] + self.ev_len[b_]]
             if seg.shape[0] and (int(seg.min()) < 0
                                  or int(seg.max()) >= int(self.n_classes[self.run_workload[b_]])):
                 raise ValueError(f"cls: run {b_}'s pod classes outside its workload's "
                                  f"{int(self.n_classes[self.run_workload[b_]])} classes")
+        self._check_orders()
         return self
+
+    def _check_orders(self) -> None:
+        """Each run's pods in arrival order and ``dep_order`` a permutation
+        of them by (departure, index): one pass over the events."""
+        e = self.cls.shape[0]
+        run_of = np.repeat(np.arange(self.n_runs), self.ev_len)
+        at = np.concatenate([np.arange(o, o + k) for o, k in
+                             zip(self.ev_off.tolist(), self.ev_len.tolist())]) \
+            if e else np.zeros(0, np.int64)
+        same_run = run_of[1:] == run_of[:-1]
+        bad = same_run & (self.arrive[at][1:] < self.arrive[at][:-1])
+        if bad.any():
+            raise ValueError(f"arrive: run {int(run_of[1:][bad][0])}'s pods not in arrival order")
+        local = self.dep_order[at]
+        if ((local < 0) | (local >= self.ev_len[run_of])).any():
+            raise ValueError("dep_order: indices within each run's pods")
+        glob = self.ev_off[run_of] + local
+        d = self.depart[glob]
+        ok = (d[1:] > d[:-1]) | ((d[1:] == d[:-1]) & (local[1:] > local[:-1]))
+        bad = same_run & ~ok
+        if bad.any() or np.bincount(glob, minlength=e)[at].min(initial=1) != 1:
+            run = int(run_of[1:][bad][0]) if bad.any() else "some"
+            raise ValueError(f"dep_order: run {run}'s pods not by (departure, index)")
 
     def runs(self, idx) -> BatchArrays:
         """The same node sets and workloads, runs ``idx`` only (events
@@ -144,10 +216,47 @@ class BatchArrays:
             else np.zeros(0, np.int64)
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("run_set", "run_workload", "policy", "sel", "seed_mix", "gpu_weight",
-                     "static_total"):
+                     "static_total", "backoff0", "backoff_max", "max_unsched"):
             kw[name] = kw[name][idx]
-        kw.update(ev_off=new_off, ev_len=ln.astype(np.int64), cls=self.cls[ev], u=self.u[ev])
+        kw.update(ev_off=new_off, ev_len=ln.astype(np.int64), cls=self.cls[ev], u=self.u[ev],
+                  arrive=self.arrive[ev], depart=self.depart[ev], dep_order=self.dep_order[ev])
         return BatchArrays(**kw)
+
+
+@dataclass
+class BatchOutputs:
+    """What one call gives back (module doc)."""
+
+    node: np.ndarray
+    gmask: np.ndarray
+    bind: np.ndarray
+    tries: np.ndarray
+    log_t: np.ndarray
+    log_pod: np.ndarray
+    log_frag: np.ndarray
+    n_log: np.ndarray
+    frag0: np.ndarray
+
+    @classmethod
+    def empty(cls, n_events: int, n_runs: int) -> BatchOutputs:
+        e2 = 2 * n_events
+        return cls(np.full(n_events, -1, np.int64), np.zeros(n_events, np.int64),
+                   np.full(n_events, np.nan), np.zeros(n_events, np.int64), np.zeros(e2),
+                   np.zeros(e2, np.int64), np.zeros(e2), np.zeros(n_runs, np.int64),
+                   np.zeros(n_runs))
+
+    def log(self, a: BatchArrays, b: int) -> tuple:
+        """Run ``b``'s changes: (times, pods, fragmentation) [n_log[b]]."""
+        lo = 2 * int(a.ev_off[b])
+        hi = lo + int(self.n_log[b])
+        return self.log_t[lo:hi], self.log_pod[lo:hi], self.log_frag[lo:hi]
+
+    def frag_at(self, a: BatchArrays, b: int, times: np.ndarray) -> np.ndarray:
+        """Run ``b``'s fragmentation at each of ``times`` (seconds): after
+        every change at or before it."""
+        t, _pods, frag = self.log(a, b)
+        k = np.searchsorted(t, np.asarray(times, np.float64), side="right")
+        return np.concatenate([[self.frag0[b]], frag])[k]
 
 
 def node_sets(sets: list[dict]) -> dict:

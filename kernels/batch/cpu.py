@@ -17,8 +17,8 @@ from tensorsched.kernels._compile import COMPILED, KEY, compile_module
 from tensorsched.kernels.gpu import _block as _gpu_block
 from tensorsched.kernels.gpu import share as _share
 
-from . import _cluster, _driver, _rules
-from .arrays import BatchArrays
+from . import _cluster, _driver, _env, _queue, _rules
+from .arrays import BatchArrays, BatchOutputs
 
 _FROM_SHARE = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
                "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
@@ -39,23 +39,22 @@ def _base() -> dict:
 
 rules = compile_module(_rules, njit, base=_base(), options={"nogil": True, "inline": "always"},
                        cache=True)
-_cluster_ns = compile_module(_cluster, njit, base=rules, options={"nogil": True}, cache=True)
+# the vector environment's decision (``_env.decide``) is the cluster loop's too
+env_ns = compile_module(_env, njit, base=rules, options={"nogil": True}, cache=True)
+queue_ns = compile_module(_queue, njit, base=env_ns, options={"nogil": True, "inline": "always"},
+                          cache=True)
+_cluster_ns = compile_module(_cluster, njit, base=queue_ns, options={"nogil": True}, cache=True)
 
 
 _run_all = compile_module(_driver, njit, base=_cluster_ns,
                           options={"nogil": True, "parallel": True}, cache=True)["run_all"]
 
 
-def run_batch(a: BatchArrays, threads: int | None = None) -> tuple[np.ndarray, np.ndarray,
-                                                                     np.ndarray]:
-    """Every run of ``a`` (checked first): (out_node, out_gmask, out_frag)
-    [E] (see ``arrays``), on ``threads`` cores (default: Numba's, all of
-    them)."""
+def run_batch(a: BatchArrays, threads: int | None = None) -> BatchOutputs:
+    """Every run of ``a`` (checked first), on ``threads`` cores (default:
+    Numba's, all of them); see ``arrays`` for the outputs."""
     a.check()
-    e = a.cls.shape[0]
-    out_node = np.full(e, -1, np.int64)
-    out_gmask = np.zeros(e, np.int64)
-    out_frag = np.zeros(e, np.float64)
+    out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
     old = numba.get_num_threads()
     if threads is not None:
         numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
@@ -66,9 +65,13 @@ def run_batch(a: BatchArrays, threads: int | None = None) -> tuple[np.ndarray, n
                  a.t_lo, a.t_len, a.t_left, a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem,
                  a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num,
                  a.tp_milli, a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
-                 a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total, a.ev_off, a.ev_len,
-                 a.cls, a.u, a.gpu_slots, out_node, out_gmask, out_frag)
+                 a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total,
+                 a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
+                 a.max_unsched.astype(np.float64), a.ev_off, a.ev_len, a.cls, a.u,
+                 a.arrive.astype(np.float64), a.depart.astype(np.float64), a.dep_order,
+                 a.gpu_slots, out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
+                 out.log_frag, out.n_log, out.frag0)
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)
-    return out_node, out_gmask, out_frag
+    return out

@@ -39,8 +39,8 @@ from tensorsched.kernels._compile import COMPILED, KEY, compile_module  # noqa: 
 from tensorsched.kernels.gpu import _block as _gpu_block  # noqa: E402
 from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
-from . import _rules  # noqa: E402
-from .arrays import BatchArrays  # noqa: E402
+from . import _queue, _rules  # noqa: E402
+from .arrays import BatchArrays, BatchOutputs  # noqa: E402
 
 _FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
              "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
@@ -55,6 +55,9 @@ MAX_GPUS = 16
 NEG = _rules.NEG
 BIG = 1 << 62
 FULL = 0xFFFFFFFF
+NAN = float("nan")
+QI_N = _queue.QI_N
+QF_N = _queue.QF_N
 
 
 def _base() -> dict:
@@ -73,6 +76,12 @@ _node_frag_of = _ns["node_frag_of"]
 _tree_refresh = _ns["tree_refresh"]
 _bestfit_norm = _ns["bestfit_norm"]
 _tie_pick = _ns["tie_pick"]
+_release = _ns["release"]
+_qns = compile_module(_queue, lambda f: cuda.jit(f, device=True), base=_ns)
+_q_init = _qns["q_init"]
+_q_next = _qns["q_next"]
+_q_failed = _qns["q_failed"]
+_q_bound = _qns["q_bound"]
 
 
 # ------------------------------------------------------------ warp shuffles
@@ -255,14 +264,17 @@ def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
 def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
-            policy_of, sel_of, seed_mix_of, gpu_weight_of, static_of, ev_off, ev_len, cls, u,
-            out_node, out_gmask, out_frag,
+            policy_of, sel_of, seed_mix_of, gpu_weight_of, static_of, backoff0_of,
+            backoff_max_of, max_unsched_of, ev_off, ev_len, cls, u, arrive, depart, dep_order,
+            out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
-            version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all):
+            version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
+            qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
     sh = cuda.shared.array((WARPS, 3), int64)
+    cmd = cuda.shared.array(3, int64)                # thread 0's queue answer, for all
     work = cuda.local.array(MAX_GPUS, int64)
     gidx = cuda.local.array(MAX_GPUS, int64)
     s = run_set[b]
@@ -292,26 +304,77 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     version = version_all[b]
     nfrag = nfrag_all[b]
     tree = tree_all[b]
+    o = ev_off[b]
+    e = ev_len[b]
+    qi = qi_all[b]
+    qf = qf_all[b]
+    pst = pst_all[o:o + e]
+    patt = patt_all[o:o + e]
+    pts = pts_all[o:o + e]
+    r2 = 2 * o
+    aq = aq_all[r2:r2 + 2 * e]
+    up = up_all[r2:r2 + 2 * e]
+    hk = hk_all[r2:r2 + 2 * e]
+    hs = hs_all[r2:r2 + 2 * e]
+    hp = hp_all[r2:r2 + 2 * e]
+    arr = arrive[o:o + e]
+    dep = depart[o:o + e]
+    dord = dep_order[o:o + e]
+    lt = log_t[r2:r2 + 2 * e]
+    lp = log_pod[r2:r2 + 2 * e]
+    lf = log_frag[r2:r2 + 2 * e]
     for i in range(tid, n, THREADS):
         _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
                    mem_left, pods_left, aff, node_ver, tpc, tpn, tpm, tpk, tpf, nfrag)
         for c in range(nc):
             cache_ver_all[b, c, i] = -1
+    for j in range(tid, e, THREADS):
+        out_node[o + j] = -1
+        out_gmask[o + j] = 0
+        out_bind[o + j] = NAN
     frag = 0.0
+    m = 0
     if tid == 0:
         version[0] = 0
+        _q_init(qi, qf, pst, patt, pts)
     cuda.syncthreads()
     if tid == 0:
         frag = _tree_refresh(nfrag, -1, t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt],
                              t_right[s, :nt], tree)
-    cuda.syncthreads()
-    o = ev_off[b]
-    for j in range(ev_len[b]):
+        frag0[b] = frag
+    while True:
+        if tid == 0:
+            cmd[0] = _q_next(arr, dep, dord, backoff0_of[b], backoff_max_of[b],
+                             max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp)
+            cmd[1] = qi[_queue.QI_POD]
+            cmd[2] = qi[_queue.QI_ATTEMPT]
+        cuda.syncthreads()
+        kind = cmd[0]
+        j = cmd[1]
+        attempt = cmd[2]
+        cuda.syncthreads()
+        if kind == _queue.DONE:
+            break
         c = cls[o + j]
         cpu = c_cpu[w, c]
         mem = c_mem[w, c]
         num = c_num[w, c]
         milli = c_milli[w, c]
+        if kind == _queue.DEPART:
+            if tid == 0:
+                row = out_node[o + j]
+                _release(row, out_gmask[o + j], cpu, mem, num, milli, gpu_left, cpu_left,
+                         mem_left, pods_left, aff, node_ver, version)
+                nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm,
+                                           tpk, tpf)
+                frag = _tree_refresh(nfrag, leaf_of[s, row], t_lo[s, :nt], t_len[s, :nt],
+                                     t_left[s, :nt], t_right[s, :nt], tree)
+                lt[m] = qf[_queue.QF_NOW]
+                lp[m] = -1 - j
+                lf[m] = frag
+                m += 1
+            cuda.syncthreads()
+            continue
         mask = c_mask[w, c]
         cpu_nz = c_cpu_nz[w, c]
         cs = cache_score_all[b, c]
@@ -333,9 +396,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         feasible, lo, hi = _block_sum_min_max(feasible, lo, hi, buf, sh)
         if feasible == 0:
             if tid == 0:
-                out_node[o + j] = -1
-                out_gmask[o + j] = 0
-                out_frag[o + j] = frag
+                _q_failed(j, qi, qf, pst, pts, up)
+            cuda.syncthreads()
             continue
         best = NEG
         ties = 0
@@ -349,7 +411,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             if t == best and t != NEG:
                 ties += 1
         best, ties, first = _block_top(best, ties, first, buf, sh)
-        k = _tie_pick(seed_mix, j, ties)
+        k = _tie_pick(seed_mix, attempt, ties)
         row = first
         if k > 0:
             row = _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh)
@@ -357,13 +419,22 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             out_gmask[o + j] = _account(row, sel, count, cpu, mem, num, milli, u[o + j], cg[row],
                                         gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                                         version, gidx)
+            _q_bound(j, pst)
             out_node[o + j] = row
+            out_bind[o + j] = qf[_queue.QF_NOW]
             nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm, tpk,
                                        tpf)
             frag = _tree_refresh(nfrag, leaf_of[s, row], t_lo[s, :nt], t_len[s, :nt],
                                  t_left[s, :nt], t_right[s, :nt], tree)
-            out_frag[o + j] = frag
+            lt[m] = qf[_queue.QF_NOW]
+            lp[m] = j
+            lf[m] = frag
+            m += 1
         cuda.syncthreads()
+    if tid == 0:
+        n_log[b] = m
+    for j in range(tid, e, THREADS):
+        out_tries[o + j] = patt[j]
 
 
 def cluster_bytes(a: BatchArrays) -> np.ndarray:
@@ -372,7 +443,9 @@ def cluster_bytes(a: BatchArrays) -> np.ndarray:
     c = a.c_cpu.shape[1]
     t = a.t_lo.shape[1]
     fixed = 8 * (n * (a.gpu_slots + 5 + AFF_TAGS + 3 * c + 1) + t + 1)
-    return fixed + 40 * a.ev_len
+    # events: inputs (cls, u, arrive, depart, dep_order), outputs (4), queue state
+    # (3), rings and heap (5 x 2), the change log (3 x 2)
+    return fixed + 8 * (QI_N + 1) + 8 * 26 * a.ev_len
 
 
 def _chunks(a: BatchArrays, budget: int) -> list:
@@ -391,11 +464,11 @@ def _chunks(a: BatchArrays, budget: int) -> list:
 
 
 def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
-              budget: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every run of ``a`` (checked first): (out_node, out_gmask, out_frag)
-    [E] as ``cpu.run_batch``; the runs in chunks that fit ``budget`` bytes
-    (default: ``memory_fraction`` of the device's free memory), each chunk
-    one upload, one launch (a block per run) and one download."""
+              budget: int | None = None) -> BatchOutputs:
+    """Every run of ``a`` (checked first): ``cpu.run_batch``'s outputs; the
+    runs in chunks that fit ``budget`` bytes (default: ``memory_fraction``
+    of the device's free memory), each chunk one upload, one launch (a
+    block per run) and one download."""
     a.check()
     if budget is None:
         if CUDA_SIMULATOR:
@@ -403,45 +476,58 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
         else:
             free, _total_mem = cuda.current_context().get_memory_info()
             budget = int(free * memory_fraction)
-    e = a.cls.shape[0]
-    out_node = np.full(e, -1, np.int64)
-    out_gmask = np.zeros(e, np.int64)
-    out_frag = np.zeros(e, np.float64)
+    out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
     for chunk in _chunks(a, budget):
         part = a.runs(chunk)
         got = _run_chunk(part)
         for k, b in enumerate(chunk):
             lo, ln = int(a.ev_off[b]), int(a.ev_len[b])
             plo = int(part.ev_off[k])
-            for dst, src in zip((out_node, out_gmask, out_frag), got):
-                dst[lo:lo + ln] = src[plo:plo + ln]
-    return out_node, out_gmask, out_frag
+            for name in ("node", "gmask", "bind", "tries"):
+                getattr(out, name)[lo:lo + ln] = getattr(got, name)[plo:plo + ln]
+            for name in ("log_t", "log_pod", "log_frag"):
+                getattr(out, name)[2 * lo:2 * (lo + ln)] = getattr(got, name)[2 * plo:
+                                                                              2 * (plo + ln)]
+            out.n_log[b] = got.n_log[k]
+            out.frag0[b] = got.frag0[k]
+    return out
 
 
-def _run_chunk(a: BatchArrays) -> tuple:
+def _run_chunk(a: BatchArrays) -> BatchOutputs:
     b = a.n_runs
     n = a.gpu_count.shape[1]
     c = max(1, a.c_cpu.shape[1])
     t = a.t_lo.shape[1]
     e = a.cls.shape[0]
+    e2 = max(2 * e, 1)
     d = cuda.to_device
+    f64 = np.float64
     ins = [d(np.ascontiguousarray(x)) for x in (
         a.n_nodes, a.gpu_count, a.model, a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree, a.t_lo,
         a.t_len, a.t_left, a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem, a.c_cpu_nz,
         a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli, a.tp_mask,
         a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel, a.seed_mix.astype(np.uint64),
-        a.gpu_weight, a.static_total, a.ev_off, a.ev_len, a.cls, a.u)]
-    outs = [cuda.device_array(e, np.int64), cuda.device_array(e, np.int64),
-            cuda.device_array(e, np.float64)]
+        a.gpu_weight, a.static_total, a.backoff0.astype(f64), a.backoff_max.astype(f64),
+        a.max_unsched.astype(f64), a.ev_off, a.ev_len, a.cls, a.u, a.arrive.astype(f64),
+        a.depart.astype(f64), a.dep_order)]
+    i64 = np.int64
+    outs = [cuda.device_array(e, i64), cuda.device_array(e, i64), cuda.device_array(e, f64),
+            cuda.device_array(e, i64), cuda.device_array(e2, f64), cuda.device_array(e2, i64),
+            cuda.device_array(e2, f64), cuda.device_array(b, i64), cuda.device_array(b, f64)]
     g = a.gpu_slots
-    scratch = [cuda.device_array((b, n, g), np.int64), cuda.device_array((b, n), np.int64),
-               cuda.device_array((b, n), np.int64), cuda.device_array((b, n), np.int64),
-               cuda.device_array((b, n, AFF_TAGS), np.int64), cuda.device_array((b, n), np.int64),
-               cuda.device_array((b, 1), np.int64), cuda.device_array((b, c, n), np.int64),
-               cuda.device_array((b, c, n), np.int64), cuda.device_array((b, c, n), np.int64),
-               cuda.device_array((b, n), np.float64), cuda.device_array((b, max(t, 1)), np.float64)]
+    scratch = [cuda.device_array((b, n, g), i64), cuda.device_array((b, n), i64),
+               cuda.device_array((b, n), i64), cuda.device_array((b, n), i64),
+               cuda.device_array((b, n, AFF_TAGS), i64), cuda.device_array((b, n), i64),
+               cuda.device_array((b, 1), i64), cuda.device_array((b, c, n), i64),
+               cuda.device_array((b, c, n), i64), cuda.device_array((b, c, n), i64),
+               cuda.device_array((b, n), f64), cuda.device_array((b, max(t, 1)), f64),
+               cuda.device_array((b, QI_N), i64), cuda.device_array((b, QF_N), f64),
+               cuda.device_array(max(e, 1), i64), cuda.device_array(max(e, 1), i64),
+               cuda.device_array(max(e, 1), f64), cuda.device_array(e2, i64),
+               cuda.device_array(e2, i64), cuda.device_array(e2, f64),
+               cuda.device_array(e2, i64), cuda.device_array(e2, i64)]
     _kernel[b, THREADS](*ins, *outs, *scratch)
-    return tuple(x.copy_to_host() for x in outs)
+    return BatchOutputs(*(x.copy_to_host() for x in outs))
 
 
 __all__ = ["run_batch", "cluster_bytes", "THREADS", "float64"]

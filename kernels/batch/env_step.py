@@ -2,9 +2,10 @@
 stepped one decision per call, all in one ``prange`` over environments
 (``_env`` on the batched engine's rules, compiled as ``cpu`` compiles
 ``_cluster``).  ``EnvBatch`` keeps the state arrays ([B, ...], see
-``_env``) between calls; its outputs per event are ``cpu.run_batch``'s, so
-a batch stepped with its default actions records the batched engine's
-placements."""
+``_env``) between calls; its outputs per event (node, GPUs, the
+fragmentation after the pod) are the batched engine's placements when a
+batch is stepped with its default actions (the arrivals-only runs of the
+experiment: no departures, no retries)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ from tensorsched.kernels._compile import compile_module
 
 from . import _env, _env_driver
 from .arrays import BatchArrays
-from .cpu import AFF_TAGS, rules
+from .cpu import AFF_TAGS, env_ns
 
-_env_ns = compile_module(_env, njit, base=rules, options={"nogil": True}, cache=True)
-_step_all = compile_module(_env_driver, njit, base=_env_ns,
+_step_all = compile_module(_env_driver, njit, base=env_ns,
                            options={"nogil": True, "parallel": True}, cache=True)["step_all"]
 
 
@@ -40,6 +40,9 @@ class EnvBatch:
         a.check()
         if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
             raise ValueError("run_set: every environment runs on node set 0, unpadded")
+        if np.isfinite(a.depart).any():
+            raise ValueError("depart: the vector environment steps arrivals only (no pod "
+                             "leaves; trace_batch runs departures)")
         self.a = a
         self.threads = threads
         b, n = a.static_total.shape

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import tempfile
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -27,6 +28,8 @@ import tensorsched as ts
 from tensorsched import sweep
 from tensorsched.framework.errors import ArgumentError, TensorschedError
 from tensorsched.framework.parsing.manifests import parse_pod
+
+from support.openb import openb_slice  # noqa: I001  (tests/ helper)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "data" / "examples"
@@ -117,6 +120,9 @@ CLUSTER = _cluster()          # for the calls that take it as an argument (none 
 JOBS = sweep.make_jobs([str(EXAMPLES / "trace.csv")], [1], cluster=str(EXAMPLES / "cluster.yaml"),
                        backend="numpy", until=120.0)
 RESULTS = sweep.run_sweep(JOBS, workers=1)
+# an openb slice (4 GPU nodes, 12 pods, every other one leaving) for simulate_batch
+OPENB_NODES, OPENB_PODS = openb_slice(Path(tempfile.mkdtemp(prefix="fuzz-openb-")), "default",
+                                      4, 12, leave_every=2)
 
 TARGETS = [
     Target("load_manifests", lambda _, **kw: ts.load_manifests(**kw),
@@ -197,6 +203,9 @@ TARGETS = [
     Target("Simulation", lambda _, **kw: ts.Simulation(**kw),
            {"cluster": OBJECTS, "config": None, "backend": "numpy", "seed": 0, "interval": 60.0,
             "metrics": None, "registry": None}),
+    Target("simulate_batch", lambda _, **kw: ts.simulate_batch(**kw),
+           {"nodes": OPENB_NODES, "traces": OPENB_PODS, "configs": ["FGD"], "seeds": [1],
+            "backend": "numba", "workers": 1, "max_unsched": 300.0}),
     Target("Simulation.restore", lambda _, **kw: ts.Simulation.restore(**kw),
            {"snapshot": SNAPSHOT, "cluster": None}),
     Target("Simulation.submit", lambda s, **kw: s.submit(**kw),

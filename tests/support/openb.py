@@ -34,3 +34,75 @@ def read_openb_slice(tmp_path, trace: str, n_nodes: int, n_pods: int):
     """``openb_slice`` read: (GpuInventory, TracePods) as ``replay`` takes them."""
     nodes, pods = openb_slice(tmp_path, trace, n_nodes, n_pods)
     return R.read_openb_nodes(nodes), R.read_openb_pods(pods)
+
+
+def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = None,
+                   config: dict | None = None, **options):
+    """The ``Simulation`` that ``openb.batch.trace_batch`` reproduces for
+    one run of ``tw`` (a ``TraceWorkload``) on ``inv``: (simulation, log,
+    gpus) where ``log`` lists (time, pod index bound / -1 - index left,
+    node index or -1) in the order the events happened and ``gpus`` maps a
+    pod key to the GPU indices it was bound to; ``interval``: the GPU
+    metrics sampled (``timeseries``); ``config``: a KubeSchedulerConfiguration
+    instead of the experiment's (its GpuShareScore given the trace's
+    typical pods; the tie labels set when OpenbTieRank scores)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tensorsched.framework.simulation.simulation import Simulation
+    from tensorsched.topology.gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL
+    from tensorsched.topology.gpu_table import GpuTable
+    from tensorsched.topology.openb import batch as B
+    from tensorsched.topology.openb import trace as T
+
+    pods = tw.pods
+    n = inv.n_nodes
+    typical = T.typical_of(pods)
+    if config is None:
+        tie = None if policy == "Random" else B.tie_of(n, seed)
+        config = T.openb_config(policy, typical, None if tie is None else n + 1)
+    else:
+        import copy
+        config = copy.deepcopy(config)
+        prof = config["profiles"][0]
+        scores = prof["plugins"]["score"]["enabled"]
+        tie = B.tie_of(n, seed) if any(p["name"] == T.NAME_TIE for p in scores) else None
+        for pc in prof.get("pluginConfig", []):
+            if pc["name"] == "GpuShareScore" and typical:
+                pc["args"]["typicalPods"] = typical
+    annos = []
+    for j in range(len(pods)):
+        num, milli = int(pods.num[j]), int(pods.milli[j])
+        a = None
+        if num and milli:
+            a = [(ANNO_GPU_MILLI, str(milli)), (ANNO_GPU_COUNT, str(num))]
+            if pods.spec[j]:
+                a.append((ANNO_GPU_MODEL, pods.spec[j]))
+        annos.append(a)
+    dep = [float(d) if np.isfinite(d) else None for d in tw.departure]
+    table = pa.table({"name": pa.array(pods.names), "arrival": pa.array(tw.arrival),
+                      "departure": pa.array(dep, pa.float64()),
+                      "cpu": pa.array(pods.cpu), "memory": pa.array(pods.mem * 1048576),
+                      "annotations": pa.array(annos, pa.map_(pa.string(), pa.string()))})
+    sim = Simulation(T.openb_node_objects(inv, tie), config, "numba",
+                     seed, interval=interval,
+                     metrics=T._sampled_metrics(typical) if interval else None,
+                     registry=T.experiment_registry(), **options)
+    index = {name: i for i, name in enumerate(pods.names)}
+    node_index = {name: i for i, name in enumerate(inv.names)}
+    log, gpus = [], {}
+
+    def bound(e):
+        gt = GpuTable.attached(sim.cluster.state)
+        a = gt.alloc.get(e["pod"]) if gt is not None else None
+        gpus[e["pod"]] = tuple(a.indices) if a is not None and a.indices else ()
+        log.append((e["time"], index[e["pod"].split("/", 1)[1]], node_index[e["node"]]))
+
+    def departed(e):
+        log.append((e["time"], -1 - index[e["pod"].split("/", 1)[1]], -1))
+
+    sim.on("Bound", bound)
+    sim.on("Departed", departed)
+    sim.submit(table)
+    sim.run()
+    return sim, log, gpus

@@ -43,7 +43,7 @@ from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch import arrays as BA
 from tensorsched.kernels.gpu import share as K
 
-from ..gpu import MILLI, GpuInventory
+from ..gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL, MILLI, GpuInventory
 from ..gpu_table import key_uniform
 from . import replay as R
 from . import trace as T
@@ -147,8 +147,8 @@ def batch_arrays(inv: GpuInventory, workloads: list[Workload], runs: list[Run]) 
         gpu_weight=weight, static_total=static, ev_off=off, ev_len=lens, cls=cls, u=u)
 
 
-def run_kernel(a: BA.BatchArrays, backend: str, workers: int | None) -> tuple:
-    """(out_node, out_gmask, out_frag) of every run of ``a``."""
+def run_kernel(a: BA.BatchArrays, backend: str, workers: int | None) -> BA.BatchOutputs:
+    """The kernel's outputs for every run of ``a``."""
     if backend == "numba":
         from tensorsched.kernels.batch import cpu
         return cpu.run_batch(a, threads=workers)
@@ -159,24 +159,27 @@ def run_kernel(a: BA.BatchArrays, backend: str, workers: int | None) -> tuple:
                      f"{', '.join(BACKENDS)}")
 
 
-def results_of(inv: GpuInventory, workloads: list[Workload], runs: list[Run], out: tuple,
-               tune: float, seconds: float, record_placements: bool = False) -> list:
-    """A ``ReplayResult`` per run from the kernel's outputs."""
-    out_node, out_gmask, out_frag = out
+def results_of(inv: GpuInventory, workloads: list[Workload], runs: list[Run],
+               a: BA.BatchArrays, out: BA.BatchOutputs, tune: float, seconds: float,
+               record_placements: bool = False) -> list:
+    """A ``ReplayResult`` per run from the kernel's outputs for ``a``
+    (pod k of a run arrives at k + 1 and stays: the state after it is the
+    state at that time)."""
     tg = inv.total_gpus
     free0 = float(int(inv.gpu_count.sum()) * MILLI)
     results = []
-    off = 0
     popcount = np.array([bin(m).count("1") for m in range(1 << 16)], np.int64)
-    for r in runs:
+    for b, r in enumerate(runs):
         k = len(r.seq)
-        node = out_node[off:off + k]
-        gm = out_gmask[off:off + k]
+        off = int(a.ev_off[b])
+        node = out.node[off:off + k]
+        gm = out.gmask[off:off + k]
         pods = workloads[r.workload].pods
         milli = pods.milli[r.seq]
         used = np.cumsum(popcount[gm] * milli).astype(np.float64)
         arrived = np.cumsum(pods.gpu_total[r.seq]).astype(np.float64)
-        records = (arrived, used, out_frag[off:off + k], free0 - used)
+        frag = out.frag_at(a, b, a.arrive[off:off + k])
+        records = (arrived, used, frag, free0 - used)
         placements = []
         if record_placements:
             placements = [(pods.names[j], int(node[i]),
@@ -184,7 +187,6 @@ def results_of(inv: GpuInventory, workloads: list[Workload], runs: list[Run], ou
                           for i, j in enumerate(r.seq.tolist())]
         results.append(R.ReplayResult(r.policy, r.seed, tune, tg, k, int((node >= 0).sum()),
                                       seconds, *R.allocation_curves(records, tg), placements))
-        off += k
     return results
 
 
@@ -242,7 +244,7 @@ def replay_batch(nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tupl
         a = batch_arrays(nodes, wls, runs)
         got = run_kernel(a, backend, workers)
         seconds = (time.perf_counter() - t0) / len(part)
-        out.extend(results_of(nodes, wls, runs, got, tune, seconds, record_placements))
+        out.extend(results_of(nodes, wls, runs, a, got, tune, seconds, record_placements))
     return out
 
 
@@ -270,3 +272,237 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
     if output:
         R.write_sweep(out, output)
     return out
+
+
+# ------------------------------------------------------------------------
+# traces with departures: pods arrive at their time, leave at theirs, and
+# the ones that fit nowhere retry as the Simulation's scheduling queue
+# lets them (``kernels.batch._queue``)
+
+DEFAULT_MAX_UNSCHED = 300.0     # podMaxInUnschedulablePodsDuration (s)
+TRACE_FIELDS = frozenset({"name", "arrival", "departure", "cpu", "memory", "annotations"})
+
+
+@dataclass
+class TraceWorkload:
+    """A trace as the batch takes it: its pods in arrival order (trace
+    order among equal times), ``arrival`` and ``departure`` [P] seconds
+    (``departure`` inf: the pod stays)."""
+
+    pods: R.TracePods
+    arrival: np.ndarray
+    departure: np.ndarray
+
+
+def trace_workload(trace) -> TraceWorkload:
+    """The ``TraceWorkload`` of an openb trace as ``trace.read_openb_trace``
+    reads it (a ``Trace``: rows in arrival order, memory in bytes, the GPU
+    ask in its annotations)."""
+    table = trace.table
+    extra = sorted(set(table.column_names) - TRACE_FIELDS)
+    if extra or not np.isnan(trace.duration).all():
+        what = extra[0] if extra else "duration"
+        raise ValueError(f"{trace.source or 'trace'}: column {what!r} is outside what the "
+                         f"batched kernel takes ({', '.join(sorted(TRACE_FIELDS))}: pods of "
+                         "one priority in the default namespace leaving at a fixed time); "
+                         "ts.Simulation runs it per cluster")
+    names = table.column("name").to_pylist()
+    cpu = table.column("cpu").to_numpy().astype(np.int64)
+    mem = table.column("memory").to_numpy().astype(np.int64) // 1048576
+    num = np.zeros(len(names), np.int64)
+    milli = np.zeros(len(names), np.int64)
+    spec = [""] * len(names)
+    annos = table.column("annotations").to_pylist() if "annotations" in table.column_names \
+        else [None] * len(names)
+    for j, pairs in enumerate(annos):
+        if pairs:
+            d = dict(pairs)
+            num[j] = int(d.get(ANNO_GPU_COUNT, 0))
+            milli[j] = int(d.get(ANNO_GPU_MILLI, 0))
+            spec[j] = d.get(ANNO_GPU_MODEL, "")
+    dep = np.where(np.isnan(trace.departure), np.inf, trace.departure)
+    return TraceWorkload(R.TracePods(names, cpu, mem, num, milli, spec, trace.source),
+                         trace.arrival.astype(np.float64), dep.astype(np.float64))
+
+
+@dataclass
+class TraceRunResult:
+    """One run of ``trace_batch``: ``node`` [P] the node index each pod was
+    bound to (-1 never), ``gpus`` its GPU indices, ``bind`` [P] when
+    (seconds, NaN never), ``tries`` [P] its scheduling attempts; the
+    cluster's changes in order: ``log_t`` (seconds), ``log_pod`` (pod j
+    bound: j; left: -1 - j), ``log_frag`` and ``log_used`` (GPU milli
+    fragmented and allocated after it); ``frag0`` the empty cluster's
+    fragmentation."""
+
+    cluster: int
+    trace: int
+    policy: str
+    seed: int
+    node: np.ndarray
+    gpus: list
+    bind: np.ndarray
+    tries: np.ndarray
+    log_t: np.ndarray
+    log_pod: np.ndarray
+    log_frag: np.ndarray
+    log_used: np.ndarray
+    frag0: float
+    seconds: float
+    config: int = -1            # ``batch_sim.simulate_batch``'s config index
+
+    @property
+    def scheduled(self) -> int:
+        return int((self.node >= 0).sum())
+
+    def at(self, times) -> tuple:
+        """(GPU milli allocated, fragmented) [len(times)] at each time
+        (seconds): after every change at or before it."""
+        k = np.searchsorted(self.log_t, np.asarray(times, np.float64), side="right")
+        used = np.concatenate([[0.0], self.log_used])[k]
+        frag = np.concatenate([[self.frag0], self.log_frag])[k]
+        return used, frag
+
+
+def tie_of(n: int, seed: int) -> np.ndarray:
+    """A run's fixed node order among equal scores (OpenbTieRank's label):
+    ``n - 1 - rank`` of a permutation drawn from ``seed``."""
+    rank = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    return (n - 1) - rank
+
+
+def default_weights(n: int, policy: str) -> tuple:
+    """(GpuShareScore's weight, OpenbTieRank's) of the experiment's profile
+    on ``n`` nodes: the tie rank below every GpuShareScore step; Random
+    without it."""
+    return (1, 0) if policy == "Random" else (n + 1, 1)
+
+
+def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsched: float,
+                 backoff: tuple, weights: list | None = None) -> BA.BatchArrays:
+    """The kernel's inputs for ``jobs`` ((cluster, trace, policy, seed))
+    on the node sets ``sets`` (GpuInventory each): ``workloads`` the
+    (Workload, TraceWorkload) of each (cluster, trace) in ``wl_key``;
+    ``weights`` per job (GpuShareScore's, OpenbTieRank's; default
+    ``default_weights``)."""
+    nodes = BA.node_sets([{"gpu_count": inv.gpu_count, "model": inv.model,
+                           "cpu_cap": inv.cpu_cap, "mem_cap": inv.mem_cap,
+                           "pods_cap": np.full(inv.n_nodes, int(T.NODE_PODS), np.int64)}
+                          for inv in sets])
+    n = nodes["gpu_count"].shape[1]
+    wls = [wl for wl, _tw in workloads]
+    w = len(wls)
+    c = max(len(wl.classes["c_cpu"]) for wl in wls)
+    p = max(len(wl.typical[0]) for wl in wls)
+    cl = {k: np.zeros((w, c), np.int64) for k in wls[0].classes}
+    tp = {k: np.zeros((w, p), np.float64 if k == "tp_freq" else np.int64)
+          for k in ("tp_cpu", "tp_num", "tp_milli", "tp_mask", "tp_freq")}
+    for i, wl in enumerate(wls):
+        for k, v in wl.classes.items():
+            cl[k][i, :len(v)] = v
+        for k, v in zip(tp, wl.typical):
+            tp[k][i, :len(v)] = v
+    b = len(jobs)
+    lens = np.array([len(workloads[wl_key[(ci, t)]][1].arrival) for ci, t, _p, _s in jobs],
+                    np.int64)
+    off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    e = int(lens.sum())
+    cls, u = np.empty(e, np.int64), np.zeros(e, np.float64)
+    arrive, depart = np.empty(e, np.float64), np.empty(e, np.float64)
+    static = np.zeros((b, n), np.int64)
+    pol, weight = np.empty(b, np.int64), np.empty(b, np.int64)
+    for k, (ci, t, policy, seed) in enumerate(jobs):
+        wl, tw = workloads[wl_key[(ci, t)]]
+        sl = slice(off[k], off[k] + lens[k])
+        cls[sl] = wl.shape_id
+        arrive[sl] = tw.arrival
+        depart[sl] = tw.departure
+        pol[k] = K.POLICIES.index(policy)
+        m = sets[ci].n_nodes
+        weight[k], tie_weight = weights[k] if weights else default_weights(m, policy)
+        if tie_weight:
+            static[k, :m] = tie_weight * tie_of(m, seed)
+        if policy == "Random":
+            u[sl] = [key_uniform(f"default/{name}") for name in tw.pods.names]
+    return BA.BatchArrays(
+        **nodes, n_classes=np.array([len(wl.classes["c_cpu"]) for wl in wls], np.int64),
+        **cl, n_typical=np.array([len(wl.typical[0]) for wl in wls], np.int64), **tp,
+        run_set=np.array([ci for ci, _t, _p, _s in jobs], np.int64),
+        run_workload=np.array([wl_key[(ci, t)] for ci, t, _p, _s in jobs], np.int64),
+        policy=pol, sel=np.array([R.POLICY_SEL[p] for _c, _t, p, _s in jobs], np.int64),
+        seed_mix=np.array([(int(s) * SEED_MIX) & MASK64 for _c, _t, _p, s in jobs], np.uint64),
+        gpu_weight=weight, static_total=static, ev_off=off, ev_len=lens, cls=cls, u=u,
+        arrive=arrive, depart=depart, backoff0=np.full(b, float(backoff[0])),
+        backoff_max=np.full(b, float(backoff[1])), max_unsched=np.full(b, float(max_unsched)))
+
+
+def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs: list[tuple],
+                backend: str = "numba", workers: int | None = None,
+                max_unsched: float = DEFAULT_MAX_UNSCHED, backoff: tuple = (1.0, 10.0),
+                chunk: int | None = None, weights: list | None = None) -> list[TraceRunResult]:
+    """Every ``(cluster, trace, policy, seed)`` of ``jobs`` in one batched
+    call per ``chunk`` runs: each run equal to the ``Simulation`` of
+    ``openb_node_objects(clusters[c], tie_of(n, seed))`` under
+    ``openb_config(policy, typical_of(pods), n + 1)`` (Random: no tie rank,
+    weight 1; ``weights`` per job: other (GpuShareScore, OpenbTieRank)
+    weights, 0 none) with ``experiment_registry()``, its seed ``seed``, the
+    trace's pods submitted as a trace (arrival, departure), the queue's
+    timers ``backoff`` (initial, max) and ``max_unsched`` seconds.
+    Arguments checked before any run."""
+    if not jobs:
+        raise ValueError("no runs: jobs is empty")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} for the batched simulation; choose one "
+                         f"of {', '.join(BACKENDS)}")
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch import cuda  # noqa: F401
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from None
+    for job in jobs:
+        ci, t, policy, seed = job
+        if policy not in R.POLICY_SEL:
+            raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(K.POLICIES)}")
+        for name, v, hi in (("cluster", ci, len(clusters)), ("trace", t, len(traces))):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < hi:
+                raise ValueError(f"{name} index {v!r} outside 0..{hi - 1}")
+        R.check_seed(seed)
+    if weights is not None and len(weights) != len(jobs):
+        raise ValueError(f"weights: one (GpuShareScore, OpenbTieRank) pair per job, got "
+                         f"{len(weights)} for {len(jobs)}")
+    for inv in clusters:
+        for tw in traces:
+            R.check_inputs(inv, tw.pods)
+    workloads, wl_key = [], {}
+    for ci, t, _p, _s in jobs:
+        if (ci, t) not in wl_key:
+            wl_key[(ci, t)] = len(workloads)
+            workloads.append((workload_of(clusters[ci], traces[t].pods), traces[t]))
+    chunk = max(1, int(chunk or (NUMBA_CHUNK if backend == "numba" else len(jobs))))
+    out = []
+    for lo in range(0, len(jobs), chunk):
+        t0 = time.perf_counter()
+        part = jobs[lo:lo + chunk]
+        a = trace_arrays(clusters, workloads, wl_key, part, max_unsched, backoff,
+                         weights[lo:lo + chunk] if weights else None)
+        got = run_kernel(a, backend, workers)
+        seconds = (time.perf_counter() - t0) / len(part)
+        for b, (ci, t, policy, seed) in enumerate(part):
+            out.append(_trace_result(a, got, b, (ci, t, policy, int(seed)),
+                                     traces[t].pods, seconds))
+    return out
+
+
+def _trace_result(a: BA.BatchArrays, got: BA.BatchOutputs, b: int, job: tuple,
+                  pods: R.TracePods, seconds: float) -> TraceRunResult:
+    o, e = int(a.ev_off[b]), int(a.ev_len[b])
+    gm = got.gmask[o:o + e]
+    log_t, log_pod, log_frag = (x.copy() for x in got.log(a, b))
+    j = np.where(log_pod >= 0, log_pod, -1 - log_pod)
+    popcount = np.array([bin(int(m)).count("1") for m in gm[j]], np.int64)
+    step = np.where(log_pod >= 0, 1, -1) * popcount * pods.milli[j]
+    return TraceRunResult(*job, got.node[o:o + e].copy(),
+                          [tuple(g for g in range(16) if (int(m) >> g) & 1) for m in gm.tolist()],
+                          got.bind[o:o + e].copy(), got.tries[o:o + e].copy(), log_t, log_pod,
+                          log_frag, np.cumsum(step).astype(np.float64), float(got.frag0[b]),
+                          seconds)

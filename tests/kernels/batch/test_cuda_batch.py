@@ -2,17 +2,21 @@
 emulated under the simulator) gives the CPU twin's answers, bit for bit,
 and so each run's Simulation: tiny clusters under ``NUMBA_ENABLE_CUDASIM``,
 all six policies, more nodes than threads (several rounds of the tie
-scan), runs split into chunks by a small memory budget."""
+scan), runs split into chunks by a small memory budget; traces with
+departures (pods retrying after them, thread 0 keeping the queue)."""
 import numpy as np
 import pytest
 from support.backends import needs_cuda
-from support.openb import read_openb_slice
+from support.openb import openb_slice, read_openb_slice, simulate_trace
 
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import batch as B
+from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
+
+FIELDS = ("node", "gmask", "bind", "tries", "n_log", "frag0")
 
 
 def _arrays(tmp_path, n_nodes, n_pods, seeds):
@@ -25,6 +29,14 @@ def _arrays(tmp_path, n_nodes, n_pods, seeds):
     return inv, pods, wl, runs, B.batch_arrays(inv, wl, runs)
 
 
+def _assert_same(a, twin, dev):
+    for name in FIELDS:
+        np.testing.assert_array_equal(getattr(twin, name), getattr(dev, name), err_msg=name)
+    for b in range(a.n_runs):
+        for name, x, y in zip(("log_t", "log_pod", "log_frag"), twin.log(a, b), dev.log(a, b)):
+            np.testing.assert_array_equal(x, y, err_msg=f"run {b}: {name}")
+
+
 def test_cuda_equals_the_twin_and_the_simulation(tmp_path):
     from tensorsched.kernels.batch import cpu
     from tensorsched.kernels.batch import cuda as KC
@@ -33,11 +45,42 @@ def test_cuda_equals_the_twin_and_the_simulation(tmp_path):
     twin = cpu.run_batch(a)
     budget = int(KC.cluster_bytes(a)[:2].sum())      # chunks of about two runs
     dev = KC.run_batch(a, budget=budget)
-    for name, x, y in zip(("node", "gpus", "frag"), twin, dev):
-        np.testing.assert_array_equal(x, y, err_msg=name)
-    assert (twin[0] >= 0).any() and len(set(twin[0].tolist())) > 2
+    _assert_same(a, twin, dev)
+    assert (twin.node >= 0).any() and len(set(twin.node.tolist())) > 2
     # the twin's runs are their Simulations' (as far as these pods go)
-    for k, res in enumerate(B.results_of(inv, wl, runs, twin, 1.3, 0.0, True)):
+    for res in B.results_of(inv, wl, runs, a, twin, 1.3, 0.0, True):
         _rec, _sched, seq, (where, _gpus, _m) = T._experiment(
             inv, pods, res.policy, res.seed, 1.3, "numba", outcomes=True)
         assert [p[1] for p in res.placements] == where[:6].tolist(), res.policy
+
+
+def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
+    """A compressed openb trace on 18 nodes (more than the simulator's 16
+    threads): pods leave, the ones waiting retry (backing off or not), the
+    runs chunked; device, twin and Simulation agree."""
+    from tensorsched.kernels.batch import cuda as KC
+    nodes, pods = openb_slice(tmp_path, "gpuspec10", 18, 24)
+    inv = R.read_openb_nodes(nodes)
+    tw = B.trace_workload(T.read_openb_trace(pods))
+    arrival = np.floor(tw.arrival / 20000.0)
+    tw = B.TraceWorkload(tw.pods, arrival,
+                         arrival + np.floor((tw.departure - tw.arrival) / 20000.0))
+    jobs = [(0, 0, pol, 3) for pol in POLICIES]
+    twin = B.trace_batch([inv], [tw], jobs, workers=1)
+    sets = [inv]
+    wl = [(B.workload_of(inv, tw.pods), tw)]
+    a = B.trace_arrays(sets, wl, {(0, 0): 0}, jobs, B.DEFAULT_MAX_UNSCHED, (1.0, 10.0))
+    dev = KC.run_batch(a, budget=int(KC.cluster_bytes(a)[:3].sum()))
+    for b, res in enumerate(twin):
+        o, e = int(a.ev_off[b]), int(a.ev_len[b])
+        assert dev.node[o:o + e].tolist() == res.node.tolist(), res.policy
+        t, p, f = dev.log(a, b)
+        np.testing.assert_array_equal(t, res.log_t)
+        np.testing.assert_array_equal(p, res.log_pod)
+        np.testing.assert_array_equal(f, res.log_frag)
+        np.testing.assert_array_equal(dev.tries[o:o + e], res.tries)
+    assert any((r.tries > 1).any() for r in twin)
+    for res in twin[::5]:
+        _sim, log, _gpus = simulate_trace(inv, tw, res.policy, res.seed)
+        assert [(t, p) for t, p, _n in log] == list(zip(res.log_t.tolist(),
+                                                        res.log_pod.tolist()))

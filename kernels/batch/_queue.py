@@ -1,0 +1,296 @@
+"""One cluster's simulated clock and scheduling queue in the batched engine:
+the order in which the ``Simulation`` (its agenda, its Scheduler's
+run-until-idle and the scheduling queue) attempts pods and lets bound pods
+leave, for pods of equal priority and creation time (the queue's sort key
+then ties everywhere, so activeQ is first-in first-out), with absolute
+departure times and no preemption.  Plain Python on scalars and array
+rows, compiled with ``njit`` (``cpu``) and ``cuda.jit(device=True)``
+(``cuda``, run by one thread of the cluster's block).
+
+What it reproduces (``framework/simulation`` and ``framework/scheduler``):
+
+- the agenda: at one time, departures first (in the order their pods
+  arrived), then the pods arriving then (in trace order), then the
+  departures of those pods due at their arrival (they never bind);
+- between event times the scheduler runs until idle, its clock at most the
+  next event time: it pops activeQ's head (each pop a scheduling attempt:
+  the attempt counter seeds the tie-break); when activeQ is empty it jumps
+  to the next backoff expiry (one at the next event time still comes
+  first); every pop first flushes backoffQ (expired, in (expiry, push)
+  order) and then the unschedulable pods waiting ``max_unsched`` seconds or
+  more (in the order they entered);
+- a pod that fits nowhere goes to the unschedulable pool (its rejecting
+  plugins, NodeResourcesFit and GpuShareFit, wait for an assigned pod's
+  deletion); a bound pod's departure moves every unschedulable pod, to
+  backoffQ while it backs off (``backoff0 * 2^(attempts-1)`` capped at
+  ``backoff_max`` seconds from its last failure), else to activeQ; a
+  pending pod's departure deletes it from the queue.
+
+State, per cluster: ``qi`` [QI_N] int64 and ``qf`` [QF_N] float64
+scalars (the slots below); per pod [P]: ``pst`` (status), ``patt``
+(attempts), ``pts`` (timestamp, seconds); rings and heap [2P]: ``aq``
+(activeQ), ``up`` (unschedulable pool), ``hk`` / ``hs`` / ``hp``
+(backoffQ's expiry, push number and pod).  Entries of a deleted pod die
+where they are and are skipped when reached.
+
+Inputs per pod (trace order): ``arr`` and ``dep`` seconds (``dep`` inf:
+stays; ``dep >= arr``), ``dep_order`` [P] the pods by (departure, index).
+"""
+
+# ruff: noqa: F821
+
+INF = float("inf")
+
+# pod status
+NOT_ARRIVED = 0
+ACTIVE = 1
+BACKOFF = 2
+UNSCHED = 3
+BOUND = 4
+GONE = 5
+IN_FLIGHT = 6
+
+# what q_next asks of the caller
+DONE = 0
+ATTEMPT = 1
+DEPART = 2
+
+# qi slots
+QI_AQ_HEAD = 0
+QI_AQ_LEN = 1
+QI_UP_HEAD = 2
+QI_UP_LEN = 3
+QI_H_LEN = 4
+QI_SEQ = 5
+QI_ATTEMPTS = 6
+QI_NEXT_ARR = 7
+QI_NEXT_DEP = 8
+QI_EVENTS = 9          # 1: applying the events due now; 0: the scheduler runs
+QI_POD = 10            # q_next's answer: the pod
+QI_ATTEMPT = 11        # ... and the attempt number of an ATTEMPT
+QI_N = 12
+# qf slots
+QF_NOW = 0
+QF_N = 1
+
+
+def q_init(qi, qf, pst, patt, pts):
+    for k in range(qi.shape[0]):
+        qi[k] = 0
+    for k in range(qf.shape[0]):
+        qf[k] = 0.0
+    for j in range(pst.shape[0]):
+        pst[j] = NOT_ARRIVED
+        patt[j] = 0
+        pts[j] = 0.0
+
+
+def backoff_seconds(attempts, backoff0, backoff_max):
+    """The backoff after ``attempts`` attempts (backoffQ's ``duration``)."""
+    d = backoff0
+    for _ in range(1, attempts):
+        d *= 2.0
+        if d >= backoff_max:
+            return backoff_max
+    return min(d, backoff_max)
+
+
+def ring_push(ring, qi, head_slot, len_slot, j):
+    # wrap by a compare, not a modulo (an integer division per pod)
+    k = qi[head_slot] + qi[len_slot]
+    if k >= ring.shape[0]:
+        k -= ring.shape[0]
+    ring[k] = j
+    qi[len_slot] += 1
+
+
+def ring_pop(ring, qi, head_slot, len_slot):
+    j = ring[qi[head_slot]]
+    k = qi[head_slot] + 1
+    qi[head_slot] = 0 if k == ring.shape[0] else k
+    qi[len_slot] -= 1
+    return j
+
+
+def heap_less(hk, hs, a, b):
+    return hk[a] < hk[b] or (hk[a] == hk[b] and hs[a] < hs[b])
+
+
+def heap_swap(hk, hs, hp, a, b):
+    k = hk[a]
+    hk[a] = hk[b]
+    hk[b] = k
+    s = hs[a]
+    hs[a] = hs[b]
+    hs[b] = s
+    p = hp[a]
+    hp[a] = hp[b]
+    hp[b] = p
+
+
+def heap_push(hk, hs, hp, qi, key, j):
+    m = qi[QI_H_LEN]
+    hk[m] = key
+    hs[m] = qi[QI_SEQ]
+    hp[m] = j
+    qi[QI_H_LEN] = m + 1
+    while m > 0:
+        parent = (m - 1) // 2
+        if not heap_less(hk, hs, m, parent):
+            break
+        heap_swap(hk, hs, hp, m, parent)
+        m = parent
+
+
+def heap_pop(hk, hs, hp, qi):
+    """Remove the smallest entry; returns its pod."""
+    j = hp[0]
+    m = qi[QI_H_LEN] - 1
+    qi[QI_H_LEN] = m
+    if m > 0:
+        hk[0] = hk[m]
+        hs[0] = hs[m]
+        hp[0] = hp[m]
+        k = 0
+        while True:
+            a = 2 * k + 1
+            if a >= m:
+                break
+            if a + 1 < m and heap_less(hk, hs, a + 1, a):
+                a += 1
+            if not heap_less(hk, hs, a, k):
+                break
+            heap_swap(hk, hs, hp, a, k)
+            k = a
+    return j
+
+
+def push_active(j, qi, pst, aq):
+    pst[j] = ACTIVE
+    qi[QI_SEQ] += 1
+    ring_push(aq, qi, QI_AQ_HEAD, QI_AQ_LEN, j)
+
+
+def move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp):
+    """An unschedulable pod back: to backoffQ while it backs off, else activeQ."""
+    if patt[j] > 0:
+        expiry = pts[j] + backoff_seconds(patt[j], backoff0, backoff_max)
+        if expiry > now:
+            pst[j] = BACKOFF
+            qi[QI_SEQ] += 1
+            heap_push(hk, hs, hp, qi, expiry, j)
+            return
+    push_active(j, qi, pst, aq)
+
+
+def move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp):
+    """An assigned pod deleted: every unschedulable pod moves, in the order they entered."""
+    while qi[QI_UP_LEN] > 0:
+        j = ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
+        if pst[j] == UNSCHED:
+            move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp)
+
+
+def flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp):
+    """Before a pop: backoffQ's expired pods to activeQ, then the pods
+    unschedulable for ``max_unsched`` seconds or more moved."""
+    while qi[QI_H_LEN] > 0 and hk[0] <= now:
+        j = heap_pop(hk, hs, hp, qi)
+        if pst[j] == BACKOFF:
+            push_active(j, qi, pst, aq)
+    if max_unsched == INF:
+        return
+    while qi[QI_UP_LEN] > 0:
+        j = up[qi[QI_UP_HEAD]]
+        if pst[j] != UNSCHED:
+            ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
+            continue
+        if now - pts[j] < max_unsched:
+            break
+        ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
+        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp)
+
+
+def next_backoff(hk, hp, hs, qi, pst):
+    """The first live backoff expiry (inf: none); dead entries dropped."""
+    while qi[QI_H_LEN] > 0:
+        if pst[hp[0]] == BACKOFF:
+            return hk[0]
+        heap_pop(hk, hs, hp, qi)
+    return INF
+
+
+def horizon(arr, dep, dep_order, qi):
+    """The next event time (inf: none left)."""
+    p = arr.shape[0]
+    h = INF
+    if qi[QI_NEXT_ARR] < p:
+        h = arr[qi[QI_NEXT_ARR]]
+    if qi[QI_NEXT_DEP] < p:
+        h = min(h, dep[dep_order[qi[QI_NEXT_DEP]]])
+    return h
+
+
+def q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
+           qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
+    """Advance to what the caller must do next: ATTEMPT (pod ``qi[QI_POD]``,
+    attempt number ``qi[QI_ATTEMPT]``; answer with ``q_failed`` or
+    ``q_bound``), DEPART (bound pod ``qi[QI_POD]`` leaves: free its node)
+    or DONE.  ``qf[QF_NOW]``: the clock."""
+    p = arr.shape[0]
+    while True:
+        now = qf[QF_NOW]
+        if qi[QI_EVENTS] == 1:
+            if qi[QI_NEXT_DEP] < p:
+                k = dep_order[qi[QI_NEXT_DEP]]
+                if dep[k] == now and k < qi[QI_NEXT_ARR]:
+                    qi[QI_NEXT_DEP] += 1
+                    if pst[k] == BOUND:
+                        pst[k] = GONE
+                        move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                                 hk, hs, hp)
+                        qi[QI_POD] = k
+                        return DEPART
+                    pst[k] = GONE
+                    continue
+            a = qi[QI_NEXT_ARR]
+            if a < p and arr[a] == now:
+                while a < p and arr[a] == now:
+                    pts[a] = now
+                    push_active(a, qi, pst, aq)
+                    a += 1
+                qi[QI_NEXT_ARR] = a
+                continue
+            qi[QI_EVENTS] = 0
+            continue
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp)
+        while qi[QI_AQ_LEN] > 0:
+            j = ring_pop(aq, qi, QI_AQ_HEAD, QI_AQ_LEN)
+            if pst[j] != ACTIVE:
+                continue
+            pst[j] = IN_FLIGHT
+            patt[j] += 1
+            qi[QI_POD] = j
+            qi[QI_ATTEMPT] = qi[QI_ATTEMPTS]
+            qi[QI_ATTEMPTS] += 1
+            return ATTEMPT
+        t = next_backoff(hk, hp, hs, qi, pst)
+        h = horizon(arr, dep, dep_order, qi)
+        if t == INF and h == INF:
+            return DONE
+        if t > h:
+            qf[QF_NOW] = h
+            qi[QI_EVENTS] = 1
+            continue
+        qf[QF_NOW] = max(t, now)
+
+
+def q_failed(j, qi, qf, pst, pts, up):
+    """The attempted pod fits nowhere: into the unschedulable pool."""
+    pst[j] = UNSCHED
+    pts[j] = qf[QF_NOW]
+    ring_push(up, qi, QI_UP_HEAD, QI_UP_LEN, j)
+
+
+def q_bound(j, pst):
+    pst[j] = BOUND
