@@ -383,10 +383,11 @@ class HostVictimSearch:
         m, c_max = rows.shape[0], pods.pod_prio.shape[1]
         spread_arrays = self._spread_arrays(rows)
         ia_code, ia_valid, ia_base, ia_pos, ia_self = self._affinity_arrays(rows)
-        match = np.zeros((m, c_max, len(self.probe.parts) if self.probe is not None else 0),
-                         np.int64)
-        self._spread_matches(rows, match)
-        match = np.concatenate([match, self._affinity_matches(rows, c_max)], axis=2)
+        n_spread = len(self.probe.parts) if self.probe is not None else 0
+        n_ia = len(self.ia_probe.parts) if self.ia_probe is not None else 0
+        match = np.zeros((n_spread + n_ia, m, c_max), np.int64)
+        self._spread_matches(rows, match[:n_spread])
+        self._affinity_matches(rows, match[n_spread:])
         return VS.Counts(match, *spread_arrays, ia_code, ia_valid, ia_base, ia_pos,
                          bool(ia_self), bool(self.ipa_first))
 
@@ -426,11 +427,11 @@ class HostVictimSearch:
         return ia.codes, ia_valid, ia_base, ia.pos, ia.self_all
 
     def _spread_matches(self, rows, match) -> None:
-        """Fill ``match`` [m, slots, constraints]: 1 where the pod in a slot
+        """Fill ``match`` [constraints, m, slots]: 1 where the pod in a slot
         matches a spread constraint's selector."""
         probe, st = self.probe, self.state
         n_on = self.pods.pod_count[rows]
-        slot = np.arange(match.shape[1])
+        slot = np.arange(match.shape[2])
         j = 0
         for ci, p in enumerate(probe.parts if probe is not None else ()):
             if p is None:
@@ -439,20 +440,19 @@ class HostVictimSearch:
             pred = probe.preds[j]
             j += 1
             # Every pod on the row matches, or none does: no per-pod test.
-            match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            match[ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
             for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
-                    match[i, s_, ci] = 1 if pred(st.pods.record(key)) else 0
+                    match[ci, i, s_] = 1 if pred(st.pods.record(key)) else 0
 
-    def _affinity_matches(self, rows, c_max: int) -> np.ndarray:
-        """[m, slots, conditions] int64: what the pod in a slot counts for
-        each InterPodAffinity condition (by class of alike pods when the
-        victim table has them)."""
+    def _affinity_matches(self, rows, out) -> None:
+        """Fill ``out`` [conditions, m, slots] (zeros): what the pod in a slot
+        counts for each InterPodAffinity condition (by class of alike pods
+        when the victim table has them)."""
         ia, st = self.ia_probe, self.state
-        m = rows.shape[0]
-        out = np.zeros((m, c_max, len(ia.parts) if ia is not None else 0), np.int64)
         if ia is None:
-            return out
+            return
+        c_max = out.shape[2]
         n_on = self.pods.pod_count[rows]
         slot = np.arange(c_max)
         cls = recs = None
@@ -464,7 +464,7 @@ class HostVictimSearch:
                 continue                # the key is nowhere: the row fails whatever its pods
             if cls is not None:
                 per_class = np.array([fn(r) for r in recs] + [0], np.int64)
-                out[:, :, j] = per_class[cls]           # -1 (no pod) -> the trailing 0
+                out[j] = per_class[cls]         # -1 (no pod) -> the trailing 0
                 continue
             got = counts_fn()
             if got is None:
@@ -472,12 +472,11 @@ class HostVictimSearch:
             got = got[rows]
             both = ia.codes[j] != 3     # 0/1 per pod: "all" needs no per-pod test
             if both:
-                out[:, :, j] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+                out[j] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
             mixed = (got != n_on) & (got != 0) if both else got != 0
             for i in np.flatnonzero(mixed).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
-                    out[i, s_, j] = fn(st.pods.record(key))
-        return out
+                    out[j, i, s_] = fn(st.pods.record(key))
 
     def _store(self, rows, kind, stats, victims) -> None:
         """``on_node``'s answers from the compiled pass."""

@@ -42,6 +42,19 @@ def _builtin_answer(kind: int, bits: int):
     return bits
 
 
+def _next_batch(state, pos: int, cap: int) -> int:
+    """How many positions to search next: numCandidates at first, then what
+    the candidates found so far per position visited say the lists still
+    need, with a margin (each batch's per-node inputs cost their rows
+    whether visited or not, and each batch a fixed set-up)."""
+    if pos == 0:
+        return max(cap, 64)
+    listed = int(state.vs[0] + state.vs[1])
+    need = max(cap - listed, 1)
+    rate = max(listed, 1) / pos
+    return max(64, int(need / rate * 1.15) + 16)
+
+
 def visit_candidates(cols, q, prio: int, pods: V.VictimPods, order: np.ndarray,
                      scan: np.ndarray, cap: int, search=None, any_pdb: bool = True,
                      alike_from: np.ndarray | None = None) -> Visited:
@@ -54,11 +67,10 @@ def visit_candidates(cols, q, prio: int, pods: V.VictimPods, order: np.ndarray,
     q = V.pad_query(cols, q)
     n = scan.shape[0]
     state = VS.VisitState(cap, pods.pod_prio.shape[1])
-    batch = max(cap, 64)
     parts = []
     pos = 0
     while pos < n and not state.stopped:
-        rows = scan[pos: pos + batch]
+        rows = scan[pos: pos + _next_batch(state, pos, cap)]
         if search is None:
             got = VS.visit(cols, q, prio, pods, order, rows, pos, state, any_pdb=any_pdb,
                            alike_from=alike_from)

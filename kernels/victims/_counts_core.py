@@ -150,7 +150,7 @@ def move_slot(row, s, i, sign, work, fit_cols, taken, pod_req, match):
     for k in range(fit_cols.shape[0]):
         work[1 + k] += sign * pod_req[row, s, fit_cols[k]]
     for c in range(taken.shape[0]):
-        taken[c] -= sign * match[i, s, c]
+        taken[c] -= sign * match[c, i, s]
 
 
 def row_victims(i, row, t0, static, fit, check_ports, any_pdb, allocatable, requested,
@@ -269,8 +269,8 @@ def row_victims(i, row, t0, static, fit, check_ports, any_pdb, allocatable, requ
     return KIND_OK
 
 
-def alike_victims(i, row, t0, static, fit, check_ports, allocatable, requested, fit_cols,
-                  fit_want, port_conflicts, pod_count, pod_prio, pod_start, pod_req, pod_ports,
+def alike_victims(i, row, t0, static, fit, check_ports, monotone, allocatable, requested,
+                  fit_cols, fit_want, port_conflicts, pod_count, pod_prio, pod_start, pod_req, pod_ports,
                   pod_order, match, sp_valid, sp_counted, sp_base, sp_bound, sp_other,
                   sp_here, ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first,
                   bits_out, stats, work, limit, taken, cur):
@@ -281,7 +281,8 @@ def alike_victims(i, row, t0, static, fit, check_ports, allocatable, requested, 
     does not fit back, none after it does (each later test sees the same
     node and the same pod), so the pods put back are the longest prefix
     that fits: bounded by the free room over the pod's request per fit
-    column, then walked on the counts."""
+    column, then found on the counts (``monotone``: no required affinity
+    term, by bisection)."""
     n_on = pod_count[row]
     k = n_on - t0
     ref = pod_order[row, n_on - 1]
@@ -298,7 +299,7 @@ def alike_victims(i, row, t0, static, fit, check_ports, allocatable, requested, 
             work[1 + q] = requested[row, fit_cols[q]] - k * pod_req[row, ref, fit_cols[q]]
             limit[1 + q] = allocatable[row, fit_cols[q]] - fit_want[q]
         for c in range(taken.shape[0]):
-            taken[c] = k * match[i, ref, c]
+            taken[c] = k * match[c, i, ref]
         if fit:
             bits |= fit_bits_of(work, limit, fit_cols)
     stats[i, 3] = 1
@@ -323,17 +324,35 @@ def alike_victims(i, row, t0, static, fit, check_ports, allocatable, requested, 
             d = pod_req[row, ref, fit_cols[q]]
             if d > 0:
                 back = min(back, (limit[1 + q] - work[1 + q]) // d)
-    if taken.shape[0] > 0:
-        j = 0
-        while j < back:
-            for c in range(taken.shape[0]):
-                taken[c] -= match[i, ref, c]
-            if counted_kind(i, taken, sp_valid, sp_counted, sp_base, sp_bound, sp_other,
-                            sp_here, ia_code, ia_valid, ia_base, ia_pos, ia_self,
-                            ia_first) != 0:
-                break
-            j += 1
-        back = j
+    if taken.shape[0] > 0 and back > 0:
+        if monotone:
+            # Putting pods back only raises the node's domain sums, and every
+            # condition here only fails more as they rise: the longest prefix
+            # that fits by bisection.
+            lo = 0
+            hi = back
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                for c in range(taken.shape[0]):
+                    taken[c] = (k - mid) * match[c, i, ref]
+                if counted_kind(i, taken, sp_valid, sp_counted, sp_base, sp_bound, sp_other,
+                                sp_here, ia_code, ia_valid, ia_base, ia_pos, ia_self,
+                                ia_first) == 0:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            back = lo
+        else:
+            j = 0
+            while j < back:
+                for c in range(taken.shape[0]):
+                    taken[c] -= match[c, i, ref]
+                if counted_kind(i, taken, sp_valid, sp_counted, sp_base, sp_bound,
+                                sp_other, sp_here, ia_code, ia_valid, ia_base, ia_pos,
+                                ia_self, ia_first) != 0:
+                    break
+                j += 1
+            back = j
     stats[i, 3] = 1 + k
     nv = k - back
     if nv == 0:
@@ -387,6 +406,12 @@ def visit_rows(base, rows, allocatable, requested, unschedulable, valid, label_v
     DryRunPreemption stops, keeping the chosen candidate on the way."""
     static_flags = filter_flags & ~(F_PORTS | F_FIT)
     fit = (filter_flags & F_FIT) != 0
+    # Required pod affinity is the one count condition that putting pods
+    # back can satisfy (``alike_victims``).
+    monotone = True
+    for j in range(ia_code.shape[0]):
+        if ia_code[j] == 1:
+            monotone = False
     for i in range(rows.shape[0]):
         if vs[VS_STOPPED] != 0:
             return
@@ -423,9 +448,9 @@ def visit_rows(base, rows, allocatable, requested, unschedulable, valid, label_v
                                       req_key, req_op, req_num, val_offsets, vals,
                                       port_conflicts)
             if t0 >= alike_from[row]:
-                k = alike_victims(i, row, t0, static, fit, check_ports, allocatable,
-                                  requested, fit_cols, fit_want, port_conflicts, pod_count,
-                                  pod_prio, pod_start, pod_req, pod_ports, pod_order, match,
+                k = alike_victims(i, row, t0, static, fit, check_ports, monotone,
+                                  allocatable, requested, fit_cols, fit_want,
+                                  port_conflicts, pod_count, pod_prio, pod_start, pod_req, pod_ports, pod_order, match,
                                   sp_valid, sp_counted, sp_base, sp_bound, sp_other, sp_here,
                                   ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first,
                                   bits_out, stats, work, limit, taken, cur)

@@ -68,7 +68,7 @@ class Counts(NamedTuple):
     """PodTopologySpread (S constraints) and InterPodAffinity (P conditions)
     on counts for a batch of m rows, C slots.
 
-    match [m, C, S + P] int64: what the pod in a slot counts for each
+    match [S + P, m, C] int64: what the pod in a slot counts for each
     spread constraint, then each affinity condition.  Spread per
     constraint: sp_valid (the row has the key), sp_counted (its pods count
     in its domain), sp_here (its domain is present) [m, S] bool; sp_base
@@ -216,7 +216,7 @@ def visit(cols, q, priority: int, pods, order: np.ndarray, rows: np.ndarray, bas
     scratch = (np.zeros(1 + fit_cols.shape[0], np.int64),
                np.zeros(1 + fit_cols.shape[0], np.int64),
                np.zeros(c, np.bool_), np.zeros(c, np.bool_),
-               np.zeros(counts.match.shape[2], np.int64),
+               np.zeros(counts.match.shape[0], np.int64),
                np.zeros(pods.pdb_allowed.shape[0], np.int64), np.zeros(c, np.int64))
     if alike_from is None:
         alike_from = np.full(order.shape[0], c + 1, np.int64)
