@@ -149,12 +149,8 @@ class PodTable:
             self._write_row(int(i))
         rows = np.asarray(rows, np.int64)
         self.row_stamp[rows] = self.syncs
-        if rows.shape[0]:
-            order = VS.importance_order(self.prio[rows], self.start[rows], self.count[rows])
-            self.order[rows] = order
-            special = self.ports[rows].any(axis=2) | self.pdb[rows].any(axis=2)
-            self.alike_from[rows] = VS.alike_tail(order, self.shp[rows], self.cls[rows],
-                                                  special, self.count[rows])
+        VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls, self.ports,
+                      self.pdb, self.order, self.alike_from)
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())

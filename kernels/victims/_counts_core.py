@@ -485,3 +485,46 @@ def visit_rows(base, rows, allocatable, requested, unschedulable, valid, label_v
         if vs[VS_NON_VIOLATING] >= 1 and vs[VS_NON_VIOLATING] + vs[VS_VIOLATING] >= cap:
             vs[VS_STOPPED] = 1
             return
+
+
+def index_rows(rows, pod_count, pod_prio, pod_start, shape, cls, pod_ports, pod_pdb, order,
+               alike_from):
+    """``order[row]`` (occupied slots most important first, then the free
+    ones) and ``alike_from[row]`` of the victim table rows ``rows``: the
+    compiled twin of ``on_counts.importance_order`` / ``alike_tail``."""
+    c_max = order.shape[1]
+    for rr in range(rows.shape[0]):
+        row = rows[rr]
+        n = pod_count[row]
+        for s in range(n):
+            t = s
+            while t > 0:
+                o = order[row, t - 1]
+                if pod_prio[row, o] > pod_prio[row, s] or (
+                        pod_prio[row, o] == pod_prio[row, s] and (
+                            pod_start[row, o] < pod_start[row, s] or (
+                                pod_start[row, o] == pod_start[row, s] and o < s))):
+                    break
+                order[row, t] = o
+                t -= 1
+            order[row, t] = s
+        for s in range(n, c_max):
+            order[row, s] = s
+        t = n
+        while t > 0:
+            s = order[row, t - 1]
+            special = False
+            for w in range(pod_ports.shape[2]):
+                if pod_ports[row, s, w] != 0:
+                    special = True
+            for w in range(pod_pdb.shape[2]):
+                if pod_pdb[row, s, w] != 0:
+                    special = True
+            if special:
+                break
+            if t < n:
+                u = order[row, t]
+                if shape[row, s] != shape[row, u] or cls[row, s] != cls[row, u]:
+                    break
+            t -= 1
+        alike_from[row] = t

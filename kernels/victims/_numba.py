@@ -29,13 +29,14 @@ victims_node = core["victims_node"]
 # Its per-step rules are inlined (numba IR): as calls, passing their dozens
 # of array arguments costs more than the rules.
 def _njit_inlined(f, **options):
-    top = f.__name__ in ("visit_rows", "row_victims", "alike_victims")
+    top = f.__name__ in ("visit_rows", "row_victims", "alike_victims", "index_rows")
     return njit(f, inline="never" if top else "always", **options)
 
 
 counts_core = compile_module(_counts_core, _njit_inlined, _fused_numba.core,
                              options={"nogil": True, "_nrt": False}, cache=True)
 visit_rows = counts_core["visit_rows"]
+index_rows = counts_core["index_rows"]
 
 
 def victims_pass(rows, allocatable, requested, unschedulable, valid, label_vals, label_nums,

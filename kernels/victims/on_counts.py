@@ -181,15 +181,20 @@ def alike_tail(order: np.ndarray, shape: np.ndarray, cls: np.ndarray, special: n
     return np.maximum(after_special, after_change).astype(np.int64)
 
 
-_compiled = None
+def _numba():
+    from . import _numba        # numba: compiled when first used
+    return _numba
 
 
-def _visit_rows():
-    global _compiled
-    if _compiled is None:
-        from . import _numba        # numba: compiled when first used
-        _compiled = _numba.visit_rows
-    return _compiled
+def index_rows(rows: np.ndarray, count: np.ndarray, prio: np.ndarray, start: np.ndarray,
+               shape: np.ndarray, cls: np.ndarray, ports: np.ndarray, pdb: np.ndarray,
+               order: np.ndarray, alike_from: np.ndarray) -> None:
+    """Write ``order[rows]`` (``importance_order``) and ``alike_from[rows]``
+    (``alike_tail``, special = a host port or a PDB bit) of a victim table
+    in place: count [N]; prio, start, shape, cls [N, C]; ports [N, C, WP];
+    pdb [N, C, WB]; order [N, C]; alike_from [N] (int64, C-contiguous)."""
+    _numba().index_rows(np.ascontiguousarray(rows, np.int64), count, prio, start, shape, cls,
+                        ports, pdb, order, alike_from)
 
 
 def visit(cols, q, priority: int, pods, order: np.ndarray, rows: np.ndarray, base: int,
@@ -220,7 +225,7 @@ def visit(cols, q, priority: int, pods, order: np.ndarray, rows: np.ndarray, bas
                np.zeros(pods.pdb_allowed.shape[0], np.int64), np.zeros(c, np.int64))
     if alike_from is None:
         alike_from = np.full(order.shape[0], c + 1, np.int64)
-    _visit_rows()(np.int64(base), rows, *filter_args(cols, q), np.int64(priority), *pods, order,
+    _numba().visit_rows(np.int64(base), rows, *filter_args(cols, q), np.int64(priority), *pods, order,
                   alike_from, fit_cols, fit_want, check_ports, bool(any_pdb),
                   counts.match, counts.sp_valid, counts.sp_counted, counts.sp_base,
                   counts.sp_bound, counts.sp_other, counts.sp_here, counts.ia_code,

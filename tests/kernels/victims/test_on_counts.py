@@ -3,7 +3,7 @@ and the pick in the same pass.  On the built-in filters it gives, for every
 visited position, the stats of ``search.select_victims`` (NumPy), and the
 visit's length, Filter calls and chosen candidate of ``pick.visit_and_pick``,
 batch after batch, with and without the alike tails; ``alike_tail`` against a
-plain loop.  (With PodTopologySpread / InterPodAffinity on counts:
+plain loop (and ``index_rows``, their compiled twin).  (With PodTopologySpread / InterPodAffinity on counts:
 tests/framework/preemption/test_victims_*_on_counts.py and test_visit.py.)"""
 
 from __future__ import annotations
@@ -59,6 +59,14 @@ def test_alike_tail_and_order(case):
         k = int(pods.pod_count[i])
         want = sorted(range(k), key=lambda s: (-pods.pod_prio[i, s], pods.pod_start[i, s], s))
         assert order[i, :k].tolist() == want
+    # The compiled twin the victim table keeps its rows with.
+    got_order = np.full_like(order, -7)
+    got_alike = np.full(order.shape[0], -7, np.int64)
+    rows = np.arange(order.shape[0])
+    VS.index_rows(rows, pods.pod_count, pods.pod_prio, pods.pod_start, shape, cls,
+                  pods.pod_ports, pods.pod_pdb, got_order, got_alike)
+    assert got_order.tolist() == order.tolist()
+    assert got_alike.tolist() == alike.tolist()
 
 
 @settings(max_examples=60, **SETTINGS)
