@@ -7,7 +7,9 @@ node with distinct start times (3.9 cpu used, 100m free).  High pods
 (priority 1000): 500m cpu, 1Gi, so each needs four victims.  The record has
 the basic workload's fields; ``pods_per_second`` counts preemptors placed,
 ``p50_us``/``p99_us`` are per preempting attempt (cycle + PostFilter +
-eviction + bind), ``placements_sha256`` covers placements and victims.
+eviction + bind), ``cpu_per_attempt_us`` the scheduling thread's CPU time
+per attempt (p50, mean), ``placements_sha256`` covers placements and
+victims.
 On cuda, ``victim_table_uploads`` counts the device pod table's full
 uploads and the node rows sent (warm-up included).
 
@@ -27,6 +29,9 @@ and both of a node's batch pods must go with the two newest other pods.
 from __future__ import annotations
 
 import dataclasses
+import time
+
+import numpy as np
 
 from tensorsched.generators import clusters as synthetic
 from tensorsched.framework.parsing.manifests import parse_pod
@@ -64,6 +69,23 @@ def build(nodes: int, pods: int, percentage: int, variant: str = ""):
     return cluster, pending
 
 
+def _cpu_per_attempt(sched) -> list:
+    """The scheduling thread's CPU seconds of each ``schedule_one`` call from
+    now on (a loaded machine stretches wall time, not this)."""
+    one = sched.schedule_one
+    out: list = []
+
+    def timed(pod):
+        t0 = time.thread_time()
+        try:
+            return one(pod)
+        finally:
+            out.append(time.thread_time() - t0)
+
+    sched.schedule_one = timed
+    return out
+
+
 def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
                    seed: int = 0, variant: str = "", progress=None) -> dict:
     """The record of one preemption run; ``progress(stage)`` after building,
@@ -86,6 +108,7 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     result = fw.run_cycle(cluster.state, warm, seed=seed, want_scores=False)
     fw.run_post_filter(CycleContext(cluster.state, warm, fw), result, cluster.pod_table(), seed=seed)
     progress("warmed up")
+    cpu = _cpu_per_attempt(sched)
     bindings, elapsed = timed_schedule(sched, sched.queue_order(pending))
     progress("scheduled")
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
@@ -99,6 +122,8 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
         "low_priority_pods": nodes * synthetic.LOW_PER_NODE,
         "pods_per_second": round(placed / elapsed, 1) if elapsed > 0 else None,
         **latency_fields(sched.preemption_latencies),
+        "cpu_per_attempt_us": {"p50": round(float(np.median(cpu)) * 1e6, 1) if cpu else None,
+                               "mean": round(float(np.mean(cpu)) * 1e6, 1) if cpu else None},
         "stages": {k: round(v, 4) for k, v in sched.timer.seconds.items()},
         "scheduled": sum(1 for b in bindings if b.node is not None),
         "preemptions": sched.preemptions, "evictions": len(sched.evictions),
