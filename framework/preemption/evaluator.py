@@ -41,6 +41,7 @@ import numpy as np
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
 from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
+from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, NO_EXTRAS
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
@@ -64,6 +65,7 @@ NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominat
 _OFFSET_SALT = 0x5EED0FF5E7
 
 
+_DELETING = EXTRA_FIELDS.index("deleting")
 _NO_PDBS = np.zeros(1, np.int64)     # disruptionsAllowed without PDBs (read only by use)
 
 
@@ -88,7 +90,8 @@ class PodTable:
         # ``order[row]``: the row's occupied slots most important first
         # (``on_counts.importance_order``), and ``alike_from[row]``: where
         # its tail of alike pods starts (``on_counts.alike_tail``: same
-        # shape and class, no host port, no PDB), kept with the rows.
+        # shape and class, no host port, no PDB, not terminating), kept
+        # with the rows.
         self.order = np.zeros((0, 0), np.int64)
         self.alike_from = np.zeros(0, np.int64)
         self.pdbs = list(pdbs)
@@ -118,6 +121,7 @@ class PodTable:
         self.pdb = np.zeros((n, c, wb), np.int64)
         self.cls = np.full((n, c), -1, np.int64)
         self.shp = np.full((n, c), -1, np.int64)
+        self.dying = np.zeros((n, c), np.bool_)
         self.order = np.zeros((n, c), np.int64)
         self.alike_from = np.zeros(n, np.int64)
         self.keys = [[] for _ in range(n)]
@@ -150,7 +154,7 @@ class PodTable:
         rows = np.asarray(rows, np.int64)
         self.row_stamp[rows] = self.syncs
         VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls, self.ports,
-                      self.pdb, self.order, self.alike_from)
+                      self.pdb, self.dying, self.order, self.alike_from)
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())
@@ -184,12 +188,18 @@ class PodTable:
         self.prio[i] = 0
         self.cls[i] = -1
         self.shp[i] = -1
+        self.dying[i] = False
         if not k:
             return
         slots = bound.slots_of(keys)
         self.prio[i, :k] = bound.priorities(slots)
         self.start[i, :k] = bound.start_times(slots, V.START_NOW)
         self.shp[i, :k] = bound.shape_id[slots]
+        if bound.extras:
+            # Terminating pods count for no spread constraint: a class does
+            # not tell them (``on_counts.alike_tail``).
+            self.dying[i, :k] = [bool(bound.extras.get(s, NO_EXTRAS)[_DELETING])
+                                 for s in slots.tolist()]
         self.req[i, :k] = self._shape_requests()[self.shp[i, :k]]
         classes = bound.classes
         self.cls[i, :k] = [self._class_of(classes[cid])

@@ -487,8 +487,8 @@ def visit_rows(base, rows, allocatable, requested, unschedulable, valid, label_v
             return
 
 
-def index_rows(rows, pod_count, pod_prio, pod_start, shape, cls, pod_ports, pod_pdb, order,
-               alike_from):
+def index_rows(rows, pod_count, pod_prio, pod_start, shape, cls, pod_ports, pod_pdb, dying,
+               order, alike_from):
     """``order[row]`` (occupied slots most important first, then the free
     ones) and ``alike_from[row]`` of the victim table rows ``rows``: the
     compiled twin of ``on_counts.importance_order`` / ``alike_tail``."""
@@ -513,7 +513,7 @@ def index_rows(rows, pod_count, pod_prio, pod_start, shape, cls, pod_ports, pod_
         t = n
         while t > 0:
             s = order[row, t - 1]
-            special = False
+            special = dying[row, s]
             for w in range(pod_ports.shape[2]):
                 if pod_ports[row, s, w] != 0:
                     special = True

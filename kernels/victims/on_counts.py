@@ -161,9 +161,9 @@ def alike_tail(order: np.ndarray, shape: np.ndarray, cls: np.ndarray, special: n
                count: np.ndarray) -> np.ndarray:
     """[n] per row the first position t of ``order`` ([n, C], see
     ``importance_order``) from which the occupied slots are alike: the same
-    ``shape`` (request) and ``cls`` (what the host filters count) [n, C],
-    none ``special`` [n, C] bool (holds a host port or counts against a
-    PDB).  ``count`` [n] occupied slots; t = count when the last is special."""
+    ``shape`` (request) and ``cls`` (what the host filters count, but for
+    a terminating pod) [n, C], none ``special`` [n, C] bool (holds a host
+    port, counts against a PDB, or is terminating).  ``count`` [n] occupied slots; t = count when the last is special."""
     n, c = order.shape
     if c == 0:
         return np.zeros(n, np.int64)
@@ -188,13 +188,14 @@ def _numba():
 
 def index_rows(rows: np.ndarray, count: np.ndarray, prio: np.ndarray, start: np.ndarray,
                shape: np.ndarray, cls: np.ndarray, ports: np.ndarray, pdb: np.ndarray,
-               order: np.ndarray, alike_from: np.ndarray) -> None:
+               dying: np.ndarray, order: np.ndarray, alike_from: np.ndarray) -> None:
     """Write ``order[rows]`` (``importance_order``) and ``alike_from[rows]``
-    (``alike_tail``, special = a host port or a PDB bit) of a victim table
-    in place: count [N]; prio, start, shape, cls [N, C]; ports [N, C, WP];
-    pdb [N, C, WB]; order [N, C]; alike_from [N] (int64, C-contiguous)."""
+    (``alike_tail``, special = a host port, a PDB bit or ``dying``) of a
+    victim table in place: count [N]; prio, start, shape, cls [N, C];
+    ports [N, C, WP]; pdb [N, C, WB]; dying [N, C] bool (terminating);
+    order [N, C]; alike_from [N] (int64, C-contiguous)."""
     _numba().index_rows(np.ascontiguousarray(rows, np.int64), count, prio, start, shape, cls,
-                        ports, pdb, order, alike_from)
+                        ports, pdb, dying, order, alike_from)
 
 
 def visit(cols, q, priority: int, pods, order: np.ndarray, rows: np.ndarray, base: int,

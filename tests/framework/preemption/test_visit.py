@@ -2,7 +2,8 @@
 compiled visit (numba backend) gives what the search-then-pick path gives
 with every node searched on the real state (numpy backend, counts and
 probes off): same nominated node, victims, message and Filter calls, on
-random clusters with runs of alike pods, priorities, PDBs, host ports,
+random clusters with runs of alike pods (some terminating), priorities,
+PDBs, host ports,
 spread and (anti-)affinity preemptors, any offset and candidate count."""
 
 from __future__ import annotations
@@ -33,15 +34,17 @@ def cases(draw):
             tpl = dict(prio=draw(st.sampled_from([-5, 0, 3])), cpu=draw(st.sampled_from([50, 100])),
                        app=draw(APPS), port=draw(st.sampled_from([None, None, None, 8080])))
             for _ in range(draw(st.integers(1, 3))):
-                objs.append(preemption_pod(f"p{i}-{k}", f"n{i}", start=draw(st.integers(0, 5)),
-                                           **tpl))
+                pod = preemption_pod(f"p{i}-{k}", f"n{i}", start=draw(st.integers(0, 5)), **tpl)
+                if draw(st.integers(0, 2)) == 0:    # terminating: counted by no constraint
+                    pod["metadata"]["deletionTimestamp"] = "2024-01-01T00:01:00Z"
+                objs.append(pod)
                 k += 1
     for j in range(draw(st.integers(0, 1))):
         objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                      "metadata": {"name": f"pdb{j}", "namespace": "default"},
                      "spec": {"selector": {"matchLabels": {"app": draw(APPS)}}},
                      "status": {"disruptionsAllowed": draw(st.integers(0, 2))}})
-    kind = draw(st.sampled_from(["plain", "spread", "anti", "aff"]))
+    kind = draw(st.sampled_from(["plain", "spread", "spread", "anti", "aff"]))
     kw = {}
     if kind == "spread":
         kw["spread"] = [(draw(KEYS), draw(st.integers(1, 2)), draw(APPS))]
@@ -64,7 +67,7 @@ def _preempt(objs, pre, backend, offset, cands):
     return out.nominated_node, out.victims, out.message, out.filter_calls
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases())
 def test_visit_equals_search_on_state_then_pick(case):
     objs, pre, offset, cands = case

@@ -63,10 +63,17 @@ def test_alike_tail_and_order(case):
     got_order = np.full_like(order, -7)
     got_alike = np.full(order.shape[0], -7, np.int64)
     rows = np.arange(order.shape[0])
+    dying = np.zeros_like(special)
     VS.index_rows(rows, pods.pod_count, pods.pod_prio, pods.pod_start, shape, cls,
-                  pods.pod_ports, pods.pod_pdb, got_order, got_alike)
+                  pods.pod_ports, pods.pod_pdb, dying, got_order, got_alike)
     assert got_order.tolist() == order.tolist()
     assert got_alike.tolist() == alike.tolist()
+    # A terminating pod ends the alike tail as a special one does.
+    dying[:, ::2] = True
+    VS.index_rows(rows, pods.pod_count, pods.pod_prio, pods.pod_start, shape, cls,
+                  pods.pod_ports, pods.pod_pdb, dying, got_order, got_alike)
+    want = VS.alike_tail(order, shape, cls, special | dying, pods.pod_count)
+    assert got_alike.tolist() == want.tolist()
 
 
 @settings(max_examples=60, **SETTINGS)
