@@ -7,7 +7,9 @@ node with distinct start times (3.9 cpu used, 100m free).  High pods
 (priority 1000): 500m cpu, 1Gi, so each needs four victims.  The record has
 the basic workload's fields; ``pods_per_second`` counts preemptors placed,
 ``p50_us``/``p99_us`` are per preempting attempt (cycle + PostFilter +
-eviction + bind), ``placements_sha256`` covers placements and victims.
+eviction + bind), ``cpu_per_attempt_us`` the scheduling thread's CPU time
+per attempt (p50, mean), ``placements_sha256`` covers placements and
+victims.
 On cuda, ``victim_table_uploads`` counts the device pod table's full
 uploads and the node rows sent (warm-up included).
 
@@ -29,6 +31,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import numpy as np
+
 from tensorsched.generators import clusters as synthetic
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.runtime.plugin import CycleContext
@@ -39,7 +43,7 @@ from .harness import (
     latency_fields,
     preemption_sha256,
     record_stamp,
-    timed_pending,
+    timed_pending_cpu,
     timed_schedule,
     warm_up_run,
 )
@@ -72,6 +76,23 @@ def build(nodes: int, pods: int, percentage: int, variant: str = ""):
     return cluster, pending
 
 
+def _cpu_per_attempt(sched) -> list:
+    """The scheduling thread's CPU seconds of each ``schedule_one`` call from
+    now on (a loaded machine stretches wall time, not this)."""
+    one = sched.schedule_one
+    out: list = []
+
+    def timed(pod):
+        t0 = time.thread_time()
+        try:
+            return one(pod)
+        finally:
+            out.append(time.thread_time() - t0)
+
+    sched.schedule_one = timed
+    return out
+
+
 def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
                    seed: int = 0, variant: str = "", progress=None, *,
                    queue: bool = False, batch: bool = True) -> dict:
@@ -99,12 +120,13 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     if queue and batch:         # the run kernels a batching queue tries first
         warm_up_run(cluster, fw, warm, seed)
     progress("warmed up")
-    cpu0 = time.process_time()
+    cpu_attempts = [] if queue else _cpu_per_attempt(sched)
     if queue:
-        bindings, elapsed = timed_pending(sched, pending)
+        bindings, elapsed, cpu = timed_pending_cpu(sched, pending)
     else:
+        cpu0 = time.process_time()
         bindings, elapsed = timed_schedule(sched, sched.queue_order(pending))
-    cpu = time.process_time() - cpu0
+        cpu = time.process_time() - cpu0
     progress("scheduled")
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
     mirror = cluster.pod_table().mirror
@@ -119,6 +141,9 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
         "pods_per_second": round(placed / elapsed, 1) if elapsed > 0 else None,
         "cpu_seconds": round(cpu, 4),
         **latency_fields(sched.preemption_latencies),
+        "cpu_per_attempt_us": {
+            "p50": round(float(np.median(cpu_attempts)) * 1e6, 1) if cpu_attempts else None,
+            "mean": round(float(np.mean(cpu_attempts)) * 1e6, 1) if cpu_attempts else None},
         "stages": {k: round(v, 4) for k, v in sched.timer.seconds.items()},
         "scheduled": sum(1 for b in bindings if b.node is not None),
         "preemptions": sched.preemptions, "evictions": len(sched.evictions),

@@ -41,6 +41,7 @@ import numpy as np
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
 from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
+from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, NO_EXTRAS
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
@@ -49,11 +50,13 @@ from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused import filters
+from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 from tensorsched.kernels.victims.device import DeviceVictims
 
 from .host_search import HostVictimSearch, active_host_filters
+from .visit import visit_candidates
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -62,6 +65,7 @@ NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominat
 _OFFSET_SALT = 0x5EED0FF5E7
 
 
+_DELETING = EXTRA_FIELDS.index("deleting")
 _NO_PDBS = np.zeros(1, np.int64)     # disruptionsAllowed without PDBs (read only by use)
 
 
@@ -83,6 +87,13 @@ class PodTable:
 
     def __init__(self, state: ClusterState, pdbs=()):
         self.state = state
+        # ``order[row]``: the row's occupied slots most important first
+        # (``on_counts.importance_order``), and ``alike_from[row]``: where
+        # its tail of alike pods starts (``on_counts.alike_tail``: same
+        # shape and class, no host port, no PDB, not terminating), kept
+        # with the rows.
+        self.order = np.zeros((0, 0), np.int64)
+        self.alike_from = np.zeros(0, np.int64)
         self.pdbs = list(pdbs)
         self.seen = -1
         self.shape = None
@@ -109,6 +120,10 @@ class PodTable:
         self.ports = np.zeros((n, c, wp), np.int64)
         self.pdb = np.zeros((n, c, wb), np.int64)
         self.cls = np.full((n, c), -1, np.int64)
+        self.shp = np.full((n, c), -1, np.int64)
+        self.dying = np.zeros((n, c), np.bool_)
+        self.order = np.zeros((n, c), np.int64)
+        self.alike_from = np.zeros(n, np.int64)
         self.keys = [[] for _ in range(n)]
         self.row_stamp = np.zeros(n, np.int64)
         self.layout += 1
@@ -136,7 +151,10 @@ class PodTable:
         self.syncs += 1
         for i in rows:
             self._write_row(int(i))
-        self.row_stamp[np.asarray(rows, np.int64)] = self.syncs
+        rows = np.asarray(rows, np.int64)
+        self.row_stamp[rows] = self.syncs
+        VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls, self.ports,
+                      self.pdb, self.dying, self.order, self.alike_from)
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())
@@ -169,12 +187,20 @@ class PodTable:
         self.start[i] = V.START_NOW
         self.prio[i] = 0
         self.cls[i] = -1
+        self.shp[i] = -1
+        self.dying[i] = False
         if not k:
             return
         slots = bound.slots_of(keys)
         self.prio[i, :k] = bound.priorities(slots)
         self.start[i, :k] = bound.start_times(slots, V.START_NOW)
-        self.req[i, :k] = self._shape_requests()[bound.shape_id[slots]]
+        self.shp[i, :k] = bound.shape_id[slots]
+        if bound.extras:
+            # Terminating pods count for no spread constraint: a class does
+            # not tell them (``on_counts.alike_tail``).
+            self.dying[i, :k] = [bool(bound.extras.get(s, NO_EXTRAS)[_DELETING])
+                                 for s in slots.tolist()]
+        self.req[i, :k] = self._shape_requests()[self.shp[i, :k]]
         classes = bound.classes
         self.cls[i, :k] = [self._class_of(classes[cid])
                            for cid in bound.class_id[slots].tolist()]
@@ -434,9 +460,22 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
     prio = pod_priority(ctx.pod)
     pods = table.sync()
     host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
+    search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
+                              classes=(table.cls, table.class_records),
+                              order=table.order, alike_from=table.alike_from) if host else None
+    if not every and fw.backend_name == "numba" and (search is None or search.on_counts):
+        try:
+            got = visit_candidates(state.columns(), q, prio, pods, table.order, scan, cap,
+                                   search, any_pdb=bool(table.pdbs),
+                                   alike_from=table.alike_from)
+        finally:
+            if search is not None:
+                search.close()
+        if got.chosen < 0:
+            return [], -1, got.failures, got.calls, host
+        return ([_candidate(state, table, got.row, got.stats, got.victims)], 0, [],
+                got.calls, host)
     if host:
-        search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
-                                  classes=(table.cls, table.class_records))
         try:
             nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
                                                         search, table)

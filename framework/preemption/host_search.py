@@ -206,7 +206,8 @@ class HostVictimSearch:
     ``code`` is a tuple of reason strings when a host filter rejects the node
     with every lower-priority pod gone."""
 
-    def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys, classes=None):
+    def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys, classes=None,
+                 order=None, alike_from=None):
         self.state = ctx.state
         # A fresh cycle state: host filters recompute what they derived from
         # the pods (InterPodAffinity's existing anti-affinity terms).
@@ -220,6 +221,13 @@ class HostVictimSearch:
         # victim table (``PodTable``): pods alike in namespace, labels and
         # required anti-affinity, so ``batch`` matches classes, not pods.
         self.classes = classes
+        # [N, C] per row the slots most important first (``PodTable.order``;
+        # computed from ``pods`` when not given), and [N] where each row's
+        # alike tail starts (``PodTable.alike_from``; None: no row has one).
+        # Pods of one class count alike for the host filters, so the tail's
+        # pods match alike (``counts``).
+        self._order = order
+        self.alike_from = alike_from
         self.susp = Suspension(ctx.state)
         self.static: dict = {}          # row -> reason bits of the pod-independent filters
         self.dynamic = _PodDependentFilters(q)
@@ -333,59 +341,70 @@ class HostVictimSearch:
 
     def batch(self, rows) -> None:
         """Search ``rows`` now, when PodTopologySpread and/or InterPodAffinity
-        are the only host filters: ``kernels.victims.on_counts`` replays ``_select`` on counts
-        (nothing in the state moves) for all of them in one compiled pass;
-        ``on_node`` then hands out the stored answers.  Rows where a
-        lower-priority pod holds host ports that NodePorts could see are
-        left to ``_select``.  The state must be the baseline (every pod in
-        place) and stay so until those rows are read."""
+        are the only host filters: ``kernels.victims.on_counts`` replays
+        ``_select`` on counts (nothing in the state moves) for all of them in
+        one compiled pass; ``on_node`` then hands out the stored answers.
+        The state must be the baseline (every pod in place) and stay so
+        until those rows are read."""
         rows = np.asarray(rows, np.int64)
         rows = rows[[int(r) not in self.ready for r in rows.tolist()]] if self.ready else rows
         if not self.on_counts or rows.shape[0] == 0:
             return
-        st, dyn, pods = self.state, self.dynamic, self.pods
+        # A visit that never stops (cap beyond the batch): every row searched.
+        state = VS.VisitState(rows.shape[0] + 1, self.pods.pod_prio.shape[1])
+        got = self.visit(rows, 0, state, keep_victims=True)
+        self._store(rows, got.kind, got.stats, got.victims)
+
+    def visit(self, rows, base: int, state, keep_victims: bool = False, any_pdb: bool = True):
+        """``kernels.victims.on_counts.visit`` of ``rows`` (visit positions
+        ``base``...) with the host filters on counts (``on_counts`` holds)."""
+        cols = self.state.columns()
+        pods = V.fit_pods(cols, self.pods)
+        return VS.visit(cols, V.pad_query(cols, self.q), self.prio, pods, self.order, rows,
+                        base, state, self.counts(rows), keep_victims, any_pdb,
+                        self.alike_from)
+
+    @property
+    def order(self) -> np.ndarray:
+        """[N, C] the victim table's slots most important first per row."""
+        if self._order is None:
+            pods = self.pods
+            self._order = VS.importance_order(pods.pod_prio, pods.pod_start, pods.pod_count)
+        return self._order
+
+    def counts(self, rows) -> VS.Counts:
+        """The host filters on counts for ``rows`` (the baseline probes are
+        built on first use)."""
+        st, pods = self.state, self.pods
         if self.probe is None and self.spread is not None:
             self.probe = self.spread.victim_probe(st, self.ctx.pod)
         if self.ia_probe is None and self.affinity is not None:
             self.ia_probe = self.affinity.victim_probe(st, self.ctx.pod)
-        self.prefetch(rows)
         m, c_max = rows.shape[0], pods.pod_prio.shape[1]
-        fixed, check_ports = self._fixed_bits(rows)
-        cols = np.array([L.RES_PODS] + [r for r, _ in dyn.asks], np.int64)
-        wants = np.array([1] + [w for _, w in dyn.asks], np.int64)
-        reason = np.array([int(L.R_TOO_MANY_PODS)] +
-                          [1 << (L.INSUFFICIENT_SHIFT + r) for r, _ in dyn.asks], np.int64)
-        free0 = st.allocatable[rows][:, cols] - st.requested[rows][:, cols]
         spread_arrays = self._spread_arrays(rows)
         ia_code, ia_valid, ia_base, ia_pos, ia_self = self._affinity_arrays(rows)
-        match = np.zeros((m, c_max, len(self.probe.parts) if self.probe is not None else 0),
-                         np.int64)
-        self._spread_matches(rows, match)
-        match = np.concatenate([match, self._affinity_matches(rows, c_max)], axis=2)
-        kind = np.zeros(m, np.int64)
-        bits = np.zeros(m, np.int64)
-        stats = np.zeros((m, V.N_STATS), np.int64)
-        victims = np.zeros((m, c_max), np.int64)
-        VS.select_spread(rows, np.int64(self.prio), pods.pod_count, pods.pod_prio,
-                         pods.pod_start, pods.pod_req, pods.pod_ports, pods.pod_pdb,
-                         pods.pdb_allowed, check_ports, fixed, bool(dyn.fit), cols, wants,
-                         reason, free0, match, *spread_arrays,
-                         ia_code, ia_valid, ia_base, ia_pos, bool(ia_self),
-                         bool(self.ipa_first), kind, bits, stats, victims)
-        self._store(rows, kind, bits, stats, victims)
+        n_spread = len(self.probe.parts) if self.probe is not None else 0
+        n_ia = len(self.ia_probe.parts) if self.ia_probe is not None else 0
+        match = np.zeros((n_spread + n_ia, m, c_max), np.int64)
+        self._spread_matches(rows, match[:n_spread])
+        self._affinity_matches(rows, match[n_spread:])
+        return VS.Counts(match, *spread_arrays, ia_code, ia_valid, ia_base, ia_pos,
+                         bool(ia_self), bool(self.ipa_first))
 
-    def _fixed_bits(self, rows) -> tuple[np.ndarray, bool]:
-        """([m] int64 reason bits of the filters whose answer the victims do
-        not change, incl. NodePorts against the ports of pods that stay;
-        whether the ports test is on at all)."""
-        st, dyn = self.state, self.dynamic
-        fixed = np.array([self.static[r] for r in rows.tolist()], np.int64)
-        check_ports = bool(dyn.ports and dyn.conflicts.shape[0] and (dyn.conflicts != 0).any())
-        if check_ports:
-            w = min(dyn.conflicts.shape[0], st.port_bits.shape[1])
-            hit = (st.port_bits[rows, :w] & dyn.conflicts[:w]).any(axis=1)
-            fixed |= np.where(hit, int(L.R_PORTS), 0)
-        return fixed, check_ports
+    def answer(self, kind: int, bits: int):
+        """``on_node``'s code for a kernel kind: the built-in reason bits, a
+        kernel code, or the host filter's reasons (tuple of str)."""
+        if kind == VS.KIND_BITS:
+            return bits
+        if kind in (VS.KIND_MISSING, VS.KIND_SKEW):
+            return self.spread.probe_reasons[kind - VS.KIND_MISSING]
+        if kind in (VS.KIND_AFFINITY, VS.KIND_ANTI, VS.KIND_EXISTING):
+            return self.affinity.probe_reasons[kind - VS.KIND_AFFINITY]
+        if kind == VS.KIND_NONE_LEFT:
+            return V.CODE_NONE_LEFT
+        if kind == VS.KIND_NO_VICTIMS:
+            return V.CODE_NO_VICTIMS
+        return 0
 
     def _spread_arrays(self, rows) -> tuple:
         """(valid, counted, base, bound, other, here), each [m, constraints],
@@ -408,11 +427,11 @@ class HostVictimSearch:
         return ia.codes, ia_valid, ia_base, ia.pos, ia.self_all
 
     def _spread_matches(self, rows, match) -> None:
-        """Fill ``match`` [m, slots, constraints]: 1 where the pod in a slot
+        """Fill ``match`` [constraints, m, slots]: 1 where the pod in a slot
         matches a spread constraint's selector."""
         probe, st = self.probe, self.state
         n_on = self.pods.pod_count[rows]
-        slot = np.arange(match.shape[1])
+        slot = np.arange(match.shape[2])
         j = 0
         for ci, p in enumerate(probe.parts if probe is not None else ()):
             if p is None:
@@ -421,20 +440,19 @@ class HostVictimSearch:
             pred = probe.preds[j]
             j += 1
             # Every pod on the row matches, or none does: no per-pod test.
-            match[:, :, ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+            match[ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
             for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
-                    match[i, s_, ci] = 1 if pred(st.pods.record(key)) else 0
+                    match[ci, i, s_] = 1 if pred(st.pods.record(key)) else 0
 
-    def _affinity_matches(self, rows, c_max: int) -> np.ndarray:
-        """[m, slots, conditions] int64: what the pod in a slot counts for
-        each InterPodAffinity condition (by class of alike pods when the
-        victim table has them)."""
+    def _affinity_matches(self, rows, out) -> None:
+        """Fill ``out`` [conditions, m, slots] (zeros): what the pod in a slot
+        counts for each InterPodAffinity condition (by class of alike pods
+        when the victim table has them)."""
         ia, st = self.ia_probe, self.state
-        m = rows.shape[0]
-        out = np.zeros((m, c_max, len(ia.parts) if ia is not None else 0), np.int64)
         if ia is None:
-            return out
+            return
+        c_max = out.shape[2]
         n_on = self.pods.pod_count[rows]
         slot = np.arange(c_max)
         cls = recs = None
@@ -446,7 +464,7 @@ class HostVictimSearch:
                 continue                # the key is nowhere: the row fails whatever its pods
             if cls is not None:
                 per_class = np.array([fn(r) for r in recs] + [0], np.int64)
-                out[:, :, j] = per_class[cls]           # -1 (no pod) -> the trailing 0
+                out[j] = per_class[cls]         # -1 (no pod) -> the trailing 0
                 continue
             got = counts_fn()
             if got is None:
@@ -454,38 +472,21 @@ class HostVictimSearch:
             got = got[rows]
             both = ia.codes[j] != 3     # 0/1 per pod: "all" needs no per-pod test
             if both:
-                out[:, :, j] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
+                out[j] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
             mixed = (got != n_on) & (got != 0) if both else got != 0
             for i in np.flatnonzero(mixed).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
-                    out[i, s_, j] = fn(st.pods.record(key))
-        return out
+                    out[j, i, s_] = fn(st.pods.record(key))
 
-    def _store(self, rows, kind, bits, stats, victims) -> None:
-        """``on_node``'s answers from the compiled pass (rows it left to the
-        state search stay out of ``ready``)."""
-        spread_reasons = self.spread.probe_reasons if self.spread is not None else ()
-        ipa_reasons = self.affinity.probe_reasons if self.affinity is not None else ()
+    def _store(self, rows, kind, stats, victims) -> None:
+        """``on_node``'s answers from the compiled pass."""
         empty = np.zeros(0, np.int64)
         for i, r in enumerate(rows.tolist()):
             k = int(kind[i])
             st_i = stats[i]
-            if k == VS.KIND_ON_STATE:
-                continue
-            if k == VS.KIND_OK:
-                out = (0, st_i, victims[i, : int(st_i[V.STAT_N_VICTIMS])].copy())
-            elif k == VS.KIND_BITS:
-                out = (int(bits[i]), st_i, empty)
-            elif k in (VS.KIND_MISSING, VS.KIND_SKEW):
-                out = (spread_reasons[k - VS.KIND_MISSING], st_i, empty)
-            elif k in (VS.KIND_AFFINITY, VS.KIND_ANTI, VS.KIND_EXISTING):
-                out = (ipa_reasons[k - VS.KIND_AFFINITY], st_i, empty)
-            elif k == VS.KIND_NONE_LEFT:
-                out = (V.CODE_NONE_LEFT, st_i, empty)
-            else:
-                st_i[V.STAT_CODE] = V.CODE_NO_VICTIMS
-                out = (V.CODE_NO_VICTIMS, st_i, empty)
-            self.ready[r] = out
+            n = int(st_i[V.STAT_N_VICTIMS]) if k == VS.KIND_OK else 0
+            self.ready[r] = (self.answer(k, int(st_i[V.STAT_CODE])), st_i,
+                             victims[i, :n].copy() if n else empty)
 
     def _select(self, row, lower, keys, prio, start, stats):
         gain = None

@@ -1,6 +1,8 @@
 """The victim search compiled for the CPU with Numba: one ``prange`` over
 the candidate nodes, each running ``victims._core.victims_node`` (which
-calls the fused filter core compiled by ``fused._numba``)."""
+calls the fused filter core compiled by ``fused._numba``); and
+``victims._counts_core`` (the search on counts with the visit) on the same
+fused core."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from tensorsched.kernels._compile import KEY, compile_module, compile_source
 from tensorsched.kernels.fused import _numba as _fused_numba
 
 from . import _core as _victims_core
+from . import _counts_core
 
 _PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
 
@@ -20,6 +23,20 @@ _PARALLEL = os.environ.get("TENSORSCHED_NUMBA_PARALLEL", "0") == "1"
 core = compile_module(_victims_core, njit, _fused_numba.core,
                       options={"nogil": True, "_nrt": False}, cache=True)
 victims_node = core["victims_node"]
+
+# The search on counts with the visit (``victims.on_counts``): one serial
+# pass, since the visit stops where upstream's serial visit does.
+# Its per-step rules are inlined (numba IR): as calls, passing their dozens
+# of array arguments costs more than the rules.
+def _njit_inlined(f, **options):
+    top = f.__name__ in ("visit_rows", "row_victims", "alike_victims", "index_rows")
+    return njit(f, inline="never" if top else "always", **options)
+
+
+counts_core = compile_module(_counts_core, _njit_inlined, _fused_numba.core,
+                             options={"nogil": True, "_nrt": False}, cache=True)
+visit_rows = counts_core["visit_rows"]
+index_rows = counts_core["index_rows"]
 
 
 def victims_pass(rows, allocatable, requested, unschedulable, valid, label_vals, label_nums,

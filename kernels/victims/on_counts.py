@@ -1,287 +1,247 @@
-"""SelectVictimsOnNode for a preemptor whose only host filters are
-PodTopologySpread and/or InterPodAffinity, simulated on counts for a batch
-of node rows.
+"""SelectVictimsOnNode on counts for many node rows in one compiled pass,
+and DryRunPreemption's visit with pickOneNodeForPreemption in the same pass.
 
-``framework.preemption.host_search.HostVictimSearch`` takes every lower-priority pod
-off the node in the real state and runs the filters at each reprieve step.
-When PodTopologySpread is the only host filter, what those steps read is
-small: per node, the free amount of each resource the fit test compares,
-and per spread constraint how many matching pods left the node (only that
-node's domain sum moves; ``SpreadProbe`` gives the rest of the global
-minimum).  This kernel replays the same steps on those numbers, one node
-row after another, with the same order (PDB-violating pods first, each
-group most important first) and the same filter-call count.
+Each node of ``rows`` is searched as upstream's SelectVictimsOnNode does:
+every lower-priority pod off, the first Filter call, then the reprieve
+(PDB-violating pods first, each group most important first: a pod goes back
+and stays when the preemptor still fits, else it is a victim).  What a
+Filter call reads while only one node's pods move is kept as numbers
+(``victims._counts_core``): the built-in filters that pods do not change
+once per node, NodeResourcesFit on the node's working requested column,
+NodePorts on the ports of the pod put back, and, when the profile's
+PodTopologySpread and/or InterPodAffinity run on the host, how many pods
+matching each of their selectors left the node (``Counts``; the node's own
+domain sums move, the rest of each rule comes from the baseline probes
+``SpreadProbe`` / ``AffinityProbe``).  Same victims, codes and Filter-call
+counts as ``search.select_victims`` (built-in filters) and the search on the
+real state (``framework.preemption.host_search``).
 
-Per row i (``rows[i]``; C victim-table slots, K fit columns, S constraints):
+The visit runs in the same pass: positions are searched in visiting order;
+a candidate joins upstream's non-violating or violating list while that
+list holds fewer than ``cap`` (numCandidates), the best listed one is kept
+(``_core.ranks_before``'s order), and the pass stops after the position
+where upstream's serial DryRunPreemption stops (a non-violating candidate,
+and the lists hold ``cap`` together).  ``VisitState`` carries the visit
+across calls (batches of positions).
 
-* ``fixed[i]``: reason bits of the filters pods on the node do not change
-  here (the static built-ins, and NodePorts from pods that stay);
-* ``free0[i, k]``: allocatable - requested of fit column ``cols[k]``, the
-  test failing when ``wants[k] > free`` with reason bit ``reason[k]``
-  (only when ``fit``);
-* ``match[i, s, c]``: slot s matches constraint c (counts in its domain);
-  the InterPodAffinity conditions follow the S spread constraints;
-* spread per constraint: ``sp_valid`` (the node has the key), ``sp_counted``
-  (the node's pods count in its domain), ``sp_base`` (baseline domain sum),
-  ``sp_bound`` (maxSkew - self), ``sp_other`` (least sum over the other
-  present domains), ``sp_here`` (the node's domain is present).
+Inputs: node columns and the preemptor's compiled ``PodQuery`` (its bitsets
+as wide as the node bitsets: ``search.pad_query``), its priority, the
+``search.VictimPods`` table (as wide as the node columns: ``search.fit_pods``)
+and ``order`` [N, C] int64: per row the occupied slots most important
+first (priority desc, start asc, slot asc), so a preemptor's lower-priority
+pods are the tail of its row.
 
-* InterPodAffinity per condition j (``AffinityProbe``): ``ia_code[j]`` (1
-  required affinity term, 2 own anti-affinity term, 3 bound pods'
-  anti-affinity term), ``ia_valid[i, j]`` (the node has the key),
-  ``ia_base[i, j]`` (baseline domain sum), ``ia_pos[j]`` (positive domains
-  of a code-1 term, -1 when its key is nowhere), ``ia_self`` (the pod
-  matches all its affinity terms), ``ia_first`` (it runs before spread).
-
-Outputs: ``kind[i]`` (0 candidate, 1 built-in misfit with ``bits[i]``, 2
-spread missing key, 3 spread skew, 4 none left, 5 search on the state: a
-lower-priority pod holds host ports the preemptor's NodePorts could see,
-6 no lower-priority pod, 7-9 InterPodAffinity's codes 1-3), ``stats[i]`` as the victim kernel's (STAT_*),
-``victims[i, :n]`` slot ids most important first.
+Outputs per batch index i (``Searched``): ``kind[i]`` (KIND_*), ``bits[i]``
+(the built-in reason bits for KIND_BITS), ``stats[i]`` (``search.STAT_*``;
+code 0 for the host filters' kinds), and with ``keep_victims`` the victims
+``victims[i, :n_victims]``.  Only the visited prefix is written.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from ._core import CODE_NONE_LEFT, PRIORITY_OFFSET, START_NOW
+from tensorsched.kernels import layout as L
 
-KIND_OK = 0
-KIND_BITS = 1
-KIND_MISSING = 2
-KIND_SKEW = 3
-KIND_NONE_LEFT = 4
-KIND_ON_STATE = 5
-KIND_NO_VICTIMS = 6
-KIND_AFFINITY = 7       # InterPodAffinity codes 1-3 (``_misfit`` 4-6 + 3)
+from .search import N_STATS, filter_args
+
+__all__ = ["Counts", "KIND_AFFINITY", "KIND_ANTI", "KIND_BITS", "KIND_EXISTING",
+           "KIND_MISSING", "KIND_NONE_LEFT", "KIND_NO_VICTIMS", "KIND_OK", "KIND_SKEW",
+           "Searched", "VisitState", "importance_order", "visit"]
+
+KIND_OK = 0             # a candidate
+KIND_BITS = 1           # a built-in filter fails with every lower-priority pod gone
+KIND_MISSING = 2        # PodTopologySpread: the node lacks a constraint's key
+KIND_SKEW = 3           # PodTopologySpread: the skew stays too large
+KIND_NONE_LEFT = 4      # every lower-priority pod reprieved
+KIND_NO_VICTIMS = 6     # no lower-priority pod on the node
+KIND_AFFINITY = 7       # InterPodAffinity codes 1-3 (AffinityProbe.code + 6)
 KIND_ANTI = 8
 KIND_EXISTING = 9
 
-
-def _ipa_code(i, off, ia_code, ia_valid, ia_base, ia_pos, ia_self, taken):
-    """InterPodAffinity's filter code of row i (0 fits, 1 affinity, 2
-    anti-affinity, 3 existing pods' anti-affinity) with ``taken[off + j]``
-    pods of condition j off the row (``AffinityProbe.code``)."""
-    n = ia_code.shape[0]
-    any_pair = False
-    for j in range(n):
-        if ia_code[j] == 1 and ia_pos[j] >= 0:
-            p = ia_pos[j]
-            if ia_valid[i, j]:
-                if ia_base[i, j] - taken[off + j] > 0:
-                    p += 1
-                if ia_base[i, j] > 0:
-                    p -= 1
-            if p > 0:
-                any_pair = True
-    first = (not any_pair) and ia_self
-    for j in range(n):
-        s = ia_base[i, j] - taken[off + j]
-        if ia_code[j] == 1:
-            if not ia_valid[i, j]:
-                return 1
-            if s <= 0 and not first:
-                return 1
-        elif ia_valid[i, j] and s > 0:
-            return ia_code[j]
-    return 0
+_VS_NON_VIOLATING, _VS_VIOLATING, _VS_CALLS, _VS_BEST, _VS_VISITED, _VS_STOPPED = range(6)
 
 
-def _misfit(fixed, fit, free, wants, reason, i, valid, counted, base, bound, other, here,
-            taken, out_bits, ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first):
-    """0 fits; 1 built-in bits (out_bits[0]); 2 missing key; 3 skew; 4
-    affinity, 5 anti-affinity, 6 existing pods' anti-affinity (row i).
-    ``ia_first``: InterPodAffinity comes before PodTopologySpread in the
-    profile."""
-    bits = fixed
-    if fit:
-        for k in range(free.shape[0]):
-            if wants[k] > free[k]:
-                bits |= reason[k]
-    if bits != 0:
-        out_bits[0] = bits
-        return 1
-    n_cons = valid.shape[1]
-    if ia_first:
-        r = _ipa_code(i, n_cons, ia_code, ia_valid, ia_base, ia_pos, ia_self, taken)
-        if r != 0:
-            return 3 + r
-    for c in range(n_cons):
-        if not valid[i, c]:
-            return 2
-        s = base[i, c] - taken[c] if counted[i, c] else base[i, c]
-        g = other[i, c]
-        if here[i, c] and s < g:
-            g = s
-        if s - g > bound[i, c]:
-            return 3
-    if not ia_first:
-        r = _ipa_code(i, n_cons, ia_code, ia_valid, ia_base, ia_pos, ia_self, taken)
-        if r != 0:
-            return 3 + r
-    return 0
+class Counts(NamedTuple):
+    """PodTopologySpread (S constraints) and InterPodAffinity (P conditions)
+    on counts for a batch of m rows, C slots.
+
+    match [S + P, m, C] int64: what the pod in a slot counts for each
+    spread constraint, then each affinity condition.  Spread per
+    constraint: sp_valid (the row has the key), sp_counted (its pods count
+    in its domain), sp_here (its domain is present) [m, S] bool; sp_base
+    (baseline domain sum), sp_bound (maxSkew - self), sp_other (least sum
+    over the other present domains) [m, S] int64.  Affinity per condition:
+    ia_code [P] (1 required affinity term, 2 own anti-affinity term, 3 bound
+    pods' anti-affinity term), ia_valid [m, P] bool, ia_base [m, P],
+    ia_pos [P] (positive domains of a code-1 term, -1: its key is nowhere),
+    ia_self (the pod matches all its affinity terms), ia_first
+    (InterPodAffinity runs before PodTopologySpread)."""
+
+    match: np.ndarray
+    sp_valid: np.ndarray
+    sp_counted: np.ndarray
+    sp_base: np.ndarray
+    sp_bound: np.ndarray
+    sp_other: np.ndarray
+    sp_here: np.ndarray
+    ia_code: np.ndarray
+    ia_valid: np.ndarray
+    ia_base: np.ndarray
+    ia_pos: np.ndarray
+    ia_self: bool
+    ia_first: bool
 
 
-def _select_spread(rows, prio_self, pod_count, pod_prio, pod_start, pod_req, pod_ports,
-                   pod_pdb, pdb_allowed, check_ports, fixed, fit, cols, wants, reason, free0,
-                   match, sp_valid, sp_counted, sp_base, sp_bound, sp_other, sp_here,
-                   ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first,
-                   kind, bits_out, stats, victims):
+def no_counts() -> Counts:
+    """Counts without host filters (the built-in filters only)."""
+    b = np.zeros((0, 0), np.bool_)
+    i = np.zeros((0, 0), np.int64)
+    return Counts(np.zeros((0, 0, 0), np.int64), b, b, i, i, i, b,
+                  np.zeros(0, np.int64), b, i, np.zeros(0, np.int64), False, False)
+
+
+class VisitState:
+    """The visit across batches: positions visited, Filter calls made, the
+    candidate lists' lengths and the best listed candidate so far (its
+    position, stats [7] and victims [C])."""
+
+    def __init__(self, cap: int, slots: int):
+        self.cap = int(cap)
+        self.vs = np.zeros(6, np.int64)
+        self.vs[_VS_BEST] = -1
+        self.best_stats = np.zeros(N_STATS, np.int64)
+        self.best_victims = np.zeros(max(slots, 1), np.int64)
+
+    @property
+    def visited(self) -> int:
+        return int(self.vs[_VS_VISITED])
+
+    @property
+    def calls(self) -> int:
+        return int(self.vs[_VS_CALLS])
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.vs[_VS_STOPPED])
+
+    @property
+    def chosen(self) -> int:
+        """The chosen position, -1 while there is no listed candidate."""
+        return int(self.vs[_VS_BEST])
+
+    def victims(self) -> np.ndarray:
+        """[n] the chosen candidate's victim slots, most important first."""
+        return self.best_victims[: int(self.best_stats[1])].copy()
+
+
+class Searched(NamedTuple):
+    """kind, bits [m]; stats [m, 7]; victims [m, C] (empty without
+    ``keep_victims``): the visited prefix of a batch."""
+
+    kind: np.ndarray
+    bits: np.ndarray
+    stats: np.ndarray
+    victims: np.ndarray
+
+
+def importance_order(prio: np.ndarray, start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """[n, C] int64 per row the occupied slots most important first
+    (priority desc, start asc, slot asc), then the free slots."""
+    n, c = prio.shape
+    slot = np.broadcast_to(np.arange(c), (n, c))
+    free = slot >= count[:, None]
+    order = np.lexsort((slot, start, -prio, free), axis=-1) if c else slot
+    return np.ascontiguousarray(order, np.int64)
+
+
+def alike_tail(order: np.ndarray, shape: np.ndarray, cls: np.ndarray, special: np.ndarray,
+               count: np.ndarray) -> np.ndarray:
+    """[n] per row the first position t of ``order`` ([n, C], see
+    ``importance_order``) from which the occupied slots are alike: the same
+    ``shape`` (request) and ``cls`` (what the host filters count, but for
+    a terminating pod) [n, C], none ``special`` [n, C] bool (holds a host
+    port, counts against a PDB, or is terminating).  ``count`` [n] occupied slots; t = count when the last is special."""
+    n, c = order.shape
+    if c == 0:
+        return np.zeros(n, np.int64)
+    sh = np.take_along_axis(shape, order, axis=1)
+    cl = np.take_along_axis(cls, order, axis=1)
+    sp = np.take_along_axis(special, order, axis=1)
+    pos = np.arange(c)
+    occupied = pos[None, :] < count[:, None]
+    # t must pass every special position u (t >= u + 1) and every change
+    # between u - 1 and u (t >= u).
+    after_special = np.where(occupied & sp, pos + 1, 0).max(axis=1)
+    change = np.zeros((n, c), np.bool_)
+    change[:, 1:] = (sh[:, 1:] != sh[:, :-1]) | (cl[:, 1:] != cl[:, :-1])
+    after_change = np.where(occupied & change, pos, 0).max(axis=1)
+    return np.maximum(after_special, after_change).astype(np.int64)
+
+
+def _numba():
+    from . import _numba        # numba: compiled when first used
+    return _numba
+
+
+def index_rows(rows: np.ndarray, count: np.ndarray, prio: np.ndarray, start: np.ndarray,
+               shape: np.ndarray, cls: np.ndarray, ports: np.ndarray, pdb: np.ndarray,
+               dying: np.ndarray, order: np.ndarray, alike_from: np.ndarray) -> None:
+    """Write ``order[rows]`` (``importance_order``) and ``alike_from[rows]``
+    (``alike_tail``, special = a host port, a PDB bit or ``dying``) of a
+    victim table in place: count [N]; prio, start, shape, cls [N, C];
+    ports [N, C, WP]; pdb [N, C, WB]; dying [N, C] bool (terminating);
+    order [N, C]; alike_from [N] (int64, C-contiguous)."""
+    _numba().index_rows(np.ascontiguousarray(rows, np.int64), count, prio, start, shape, cls,
+                        ports, pdb, dying, order, alike_from)
+
+
+def visit(cols, q, priority: int, pods, order: np.ndarray, rows: np.ndarray, base: int,
+          state: VisitState, counts: Counts | None = None, keep_victims: bool = False,
+          any_pdb: bool = True, alike_from: np.ndarray | None = None) -> Searched:
+    """Search ``rows`` (visit positions ``base``, ``base`` + 1, ...) until the
+    visit stops; ``state`` moves on.  ``counts`` (batch-indexed like
+    ``rows``): the host filters on counts, None for the built-in ones only.
+    ``any_pdb`` False: no pod of the table counts against a PDB (their
+    bits are not read).  ``alike_from`` [N] (``alike_tail``): a row whose
+    lower-priority pods all sit in its alike tail is searched in
+    O(victims); None: every row pod by pod."""
+    rows = np.ascontiguousarray(rows, np.int64)
     m = rows.shape[0]
-    c_max = pod_prio.shape[1]
-    n_cols = cols.shape[0]
-    n_cons = match.shape[2]
-    order = np.empty(c_max, np.int64)
-    viol = np.zeros(c_max, np.bool_)
-    is_victim = np.zeros(c_max, np.bool_)
-    free = np.empty(n_cols, np.int64)
-    taken = np.zeros(n_cons, np.int64)
-    left = np.empty(pdb_allowed.shape[0], np.int64)
-    one = np.zeros(1, np.int64)
-    for i in range(m):
-        row = rows[i]
-        for t in range(stats.shape[1]):
-            stats[i, t] = 0
-        bits_out[i] = 0
-        # Lower-priority slots, most important first (priority desc, start
-        # asc, slot asc): insertion sort.
-        n = 0
-        ports_seen = False
-        for s in range(pod_count[row]):
-            if pod_prio[row, s] >= prio_self:
-                continue
-            if check_ports:
-                for w in range(pod_ports.shape[2]):
-                    if pod_ports[row, s, w] != 0:
-                        ports_seen = True
-            j = n
-            while j > 0:
-                o = order[j - 1]
-                if pod_prio[row, o] > pod_prio[row, s] or (
-                        pod_prio[row, o] == pod_prio[row, s] and (
-                            pod_start[row, o] < pod_start[row, s] or (
-                                pod_start[row, o] == pod_start[row, s] and o < s))):
-                    break
-                order[j] = o
-                j -= 1
-            order[j] = s
-            n += 1
-        if n == 0:
-            kind[i] = KIND_NO_VICTIMS
-            continue
-        if ports_seen:
-            kind[i] = KIND_ON_STATE
-            continue
-        # Everything lower taken off.
-        for k in range(n_cols):
-            free[k] = free0[i, k]
-        for c in range(n_cons):
-            taken[c] = 0
-        for t in range(n):
-            s = order[t]
-            for k in range(n_cols):
-                if cols[k] < pod_req.shape[2]:
-                    free[k] += pod_req[row, s, cols[k]]
-            for c in range(n_cons):
-                taken[c] += match[i, s, c]
-        calls = 1
-        r = _misfit(fixed[i], fit, free, wants, reason, i, sp_valid, sp_counted,
-                    sp_base, sp_bound, sp_other, sp_here, taken, one,
-                    ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first)
-        if r != 0:
-            stats[i, 3] = calls
-            if r == 1:
-                kind[i] = KIND_BITS
-                bits_out[i] = one[0]
-                stats[i, 0] = one[0]
-            else:
-                kind[i] = r if r <= 3 else r + 3
-            continue
-        # filterPodsWithPDBViolation on a running copy of disruptionsAllowed.
-        for p in range(left.shape[0]):
-            left[p] = pdb_allowed[p]
-        for t in range(n):
-            s = order[t]
-            hit = False
-            for w in range(pod_pdb.shape[2]):
-                word = pod_pdb[row, s, w]
-                if word == 0:
-                    continue
-                for b in range(64):
-                    if (word >> b) & 1:
-                        p = w * 64 + b
-                        left[p] -= 1
-                        if left[p] < 0:
-                            hit = True
-            viol[t] = hit
-        n_victims = 0
-        n_viol = 0
-        for t in range(n):
-            is_victim[t] = False
-        for g in range(2):
-            want = g == 0
-            for t in range(n):
-                if viol[t] != want:
-                    continue
-                s = order[t]
-                for k in range(n_cols):
-                    if cols[k] < pod_req.shape[2]:
-                        free[k] -= pod_req[row, s, cols[k]]
-                for c in range(n_cons):
-                    taken[c] -= match[i, s, c]
-                calls += 1
-                if _misfit(fixed[i], fit, free, wants, reason, i, sp_valid, sp_counted,
-                           sp_base, sp_bound, sp_other, sp_here, taken, one,
-                    ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first) != 0:
-                    for k in range(n_cols):
-                        if cols[k] < pod_req.shape[2]:
-                            free[k] += pod_req[row, s, cols[k]]
-                    for c in range(n_cons):
-                        taken[c] += match[i, s, c]
-                    is_victim[t] = True
-                    n_victims += 1
-                    if viol[t]:
-                        n_viol += 1
-        stats[i, 3] = calls
-        if n_victims == 0:
-            kind[i] = KIND_NONE_LEFT
-            stats[i, 0] = CODE_NONE_LEFT
-            continue
-        kind[i] = KIND_OK
-        q = 0
-        top = 0
-        total = 0
-        earliest = START_NOW
-        for t in range(n):
-            if not is_victim[t]:
-                continue
-            s = order[t]
-            victims[i, q] = s
-            pr = pod_prio[row, s]
-            if q == 0:
-                top = pr
-            total += pr + PRIORITY_OFFSET
-            if pr == top and pod_start[row, s] < earliest:
-                earliest = pod_start[row, s]
-            q += 1
-        stats[i, 1] = n_victims
-        stats[i, 2] = n_viol
-        stats[i, 4] = top
-        stats[i, 5] = total
-        stats[i, 6] = earliest
+    c = max(pods.pod_prio.shape[1], 1)
+    counts = counts if counts is not None else no_counts()
+    kind = np.zeros(m, np.int64)
+    bits = np.zeros(m, np.int64)
+    stats = np.zeros((m, N_STATS), np.int64)
+    victims = np.zeros((m if keep_victims else 0, c), np.int64)
+    fit_cols, fit_want = fit_columns(q)
+    flags = int(q.filter_flags)
+    check_ports = bool(flags & L.F_PORTS) and bool(np.any(q.port_conflicts))
+    scratch = (np.zeros(1 + fit_cols.shape[0], np.int64),
+               np.zeros(1 + fit_cols.shape[0], np.int64),
+               np.zeros(c, np.bool_), np.zeros(c, np.bool_),
+               np.zeros(counts.match.shape[0], np.int64),
+               np.zeros(pods.pdb_allowed.shape[0], np.int64), np.zeros(c, np.int64))
+    if alike_from is None:
+        alike_from = np.full(order.shape[0], c + 1, np.int64)
+    _numba().visit_rows(np.int64(base), rows, *filter_args(cols, q), np.int64(priority), *pods, order,
+                  alike_from, fit_cols, fit_want, check_ports, bool(any_pdb),
+                  counts.match, counts.sp_valid, counts.sp_counted, counts.sp_base,
+                  counts.sp_bound, counts.sp_other, counts.sp_here, counts.ia_code,
+                  counts.ia_valid, counts.ia_base, counts.ia_pos, bool(counts.ia_self),
+                  bool(counts.ia_first), np.int64(state.cap), state.vs, state.best_stats,
+                  state.best_victims, kind, bits, stats, victims, *scratch)
+    return Searched(kind, bits, stats, victims)
 
 
-_compiled = None
-
-
-def select_spread(*args) -> None:
-    """``_select_spread`` compiled by Numba on first use (host code: the
-    plugins run on the host whatever the backend)."""
-    global _compiled, _misfit, _ipa_code
-    if _compiled is None:
-        from numba import njit
-        # Numba resolves the globals at compilation: make them the compiled ones.
-        _ipa_code = njit(cache=True, nogil=True)(_ipa_code)
-        _misfit = njit(cache=True, nogil=True)(_misfit)
-        _compiled = njit(cache=True, nogil=True)(_select_spread)
-    _compiled(*args)
+def fit_columns(q) -> tuple[np.ndarray, np.ndarray]:
+    """([K] resource columns, [K] amounts) NodeResourcesFit compares for
+    query ``q`` besides the pod count (``fused._core.fit_reasons``)."""
+    if not q.requests_anything:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    req = np.asarray(q.request, np.int64)
+    r = np.arange(req.shape[0])
+    asked = (r != L.RES_PODS) & (req > 0) & ~np.asarray(q.fit_ignored, bool)[: req.shape[0]]
+    return r[asked].astype(np.int64), req[asked]

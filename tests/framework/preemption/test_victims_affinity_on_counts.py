@@ -188,6 +188,7 @@ def test_preemption_antiaffinity_bench_same_with_search_on_state(tmp_path, monke
     recs = [run(b) for b in ("numpy", "numba")]
     assert recs[0]["workload"] == "preemption-antiaffinity"
     assert recs[0]["preemptions"] == recs[0]["scheduled"] == 8
+    assert recs[1]["cpu_per_attempt_us"]["p50"] > 0
     assert recs[0]["placements_sha256"] == recs[1]["placements_sha256"]
     init = host_search.HostVictimSearch.__init__
 
