@@ -8,7 +8,8 @@ node with distinct start times (3.9 cpu used, 100m free).  High pods
 the basic workload's fields; ``pods_per_second`` counts preemptors placed,
 ``p50_us``/``p99_us`` are per preempting attempt (cycle + PostFilter +
 eviction + bind), ``cpu_per_attempt_us`` the scheduling thread's CPU time
-per attempt (p50, mean), ``placements_sha256`` covers placements and
+per attempt (p50, mean; null through the queue, where no attempt is a
+call of its own), ``placements_sha256`` covers placements and
 victims.
 On cuda, ``victim_table_uploads`` counts the device pod table's full
 uploads and the node rows sent (warm-up included).
