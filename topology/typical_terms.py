@@ -12,7 +12,9 @@ terms, same float sums in the table's order.
 
 The terms start afresh with another table, another capacity or GPU width,
 another list of GPU models (a shape's model mask depends on it), or when the
-columns kept outgrow the table (shapes that left it) past ``MAX_STALE_COLS``.
+columns kept outgrow the table (shapes that left it) past ``MAX_STALE_COLS``;
+a scored shape's terms are dropped with the others past ``MAX_SHAPES``
+shapes or ``MAX_TERM_BYTES``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from tensorsched.kernels.gpu import fgd_terms as KFT
 
 #: scored pod shapes kept at once; past it the terms start afresh
 MAX_SHAPES = 64
+#: bytes of terms kept at once (every scored shape); past it they start afresh
+MAX_TERM_BYTES = 256 << 20
 #: columns kept beyond the table's own before the terms start afresh
 MAX_STALE_COLS = 64
 
@@ -90,10 +94,12 @@ class TypicalTerms:
         order = self._columns(t, spec)
         got = self._shapes.get(skey)
         if got is None:
-            if len(self._shapes) >= MAX_SHAPES:
+            shape = (t.cap, KFT.width(t.left.shape[1]), self._tp[0].shape[0])
+            kept = sum(v[0].nbytes for v in self._shapes.values())
+            if len(self._shapes) >= MAX_SHAPES or kept + 4 * np.prod(shape) > MAX_TERM_BYTES:
                 self._shapes.clear()
             got = self._shapes[skey] = (
-                np.zeros((t.cap, KFT.width(t.left.shape[1]), self._tp[0].shape[0]), np.int32),
+                np.zeros(shape, np.int32),
                 np.full(t.cap, -1, np.int64), np.zeros(t.cap, np.int64))
         terms, term_ver, term_cols = got
         cpu_nz, num, milli, mask = skey

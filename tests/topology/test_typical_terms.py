@@ -129,3 +129,19 @@ def test_terms_start_afresh_past_the_stale_columns():
     again = [(c, 1, 100, "", 1.0) for c in range(1000, 1002)]
     order = terms._columns(t, again)
     assert order.tolist() == [0, 1] and len(terms._cols) == 2
+
+
+def test_terms_past_the_byte_bound_start_afresh_with_the_same_scores(monkeypatch):
+    nodes, pods = gpu_clusters.gpu(5, 30, 7)
+    cl = build_cluster(nodes, learning_profile())
+    state = cl.state
+    rows = np.arange(state.n_rows, dtype=np.int64)
+    recs = [parse_pod(p) for p in pods]
+    got = []
+    for bound in (typical_terms.MAX_TERM_BYTES, 1):
+        monkeypatch.setattr(typical_terms, "MAX_TERM_BYTES", bound)
+        sc = GpuShareScore({"policy": "FGD"}, types.SimpleNamespace(backend_name="numba"))
+        got.append([sc.score(CycleContext(state, r, None), rows).tolist() for r in recs])
+        kept = len(sc._terms._shapes)
+        assert kept == 1 if bound == 1 else kept > 1
+    assert got[0] == got[1]
