@@ -68,6 +68,7 @@ from .gpu import (
     MILLI,
 )
 from .gpu_pick import key_uniform
+from .typical_terms import TypicalTerms
 from .gpu_table import GpuTable
 from .node_topology import C_ISLAND, C_NUMA
 from .row_answers import RowAnswers
@@ -618,6 +619,9 @@ class GpuShareScore(ArrayPlugin):
         self._lt_ver = np.zeros(0, np.int64)
         self._answers = RowAnswers(1)   # the policy's scores per pod shape
         self._rows_buf = None           # ``_score_few_rows``'s full-size scratch
+        # a learning FGD's per-node, per-typical-shape terms (numpy, numba)
+        self._terms = (TypicalTerms(self.backend)
+                       if self._fixed is None and self.backend in ("numpy", "numba") else None)
         if self._fixed is not None:
             self._typical_from(list(self._fixed), None)
 
@@ -710,7 +714,12 @@ class GpuShareScore(ArrayPlugin):
                     mask: int, skey, typ) -> np.ndarray:
         """The policy's scores (>= 0) of rows ``sub`` (int64 [k]; None: rows
         0..n-1) on the backend's kernel, FGD through its answer cache
-        (``fgd_cache_rows``)."""
+        (``fgd_cache_rows``); a learning FGD through its kept terms
+        (``TypicalTerms``: a new pod's frequencies re-combine them)."""
+        if self._terms is not None and self.policy == "FGD":
+            rows = np.arange(n, dtype=np.int64) if sub is None else sub
+            return np.maximum(self._terms.score(t, state, rows, skey, self._typical_spec,
+                                                typ[4]), 0)
         if sub is not None and self.backend == "numba":
             return self._score_few_rows(t, state, sub, cpu_nz, num, milli, mask, skey, typ)
         sl = slice(0, n) if sub is None else sub

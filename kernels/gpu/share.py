@@ -157,6 +157,9 @@ def _model_ok_np(model, mask):
     return (model >= 0) & (((np.int64(mask) >> np.maximum(model, 0)) & 1) == 1)
 
 
+model_ok_np = _model_ok_np
+
+
 def feasible_np(gpu_count, model, gpu_left, cpu_left, mem_left, cpu, mem, num, milli, mask):
     ok = (cpu_left >= cpu) & (mem_left >= mem)
     if milli <= 0 or num <= 0:
@@ -196,6 +199,9 @@ _exp = np.frompyfunc(math.exp, 1, 1)   # libm exp, as the njit code calls it
 def _sigmoid_score_np(before, after):
     e = _exp(-(before - after) / 1000.0).astype(np.float64)
     return (100.0 / (1.0 + e)).astype(np.int64)
+
+
+sigmoid_score_np = _sigmoid_score_np      # FGD's 0..100 score, [M] before / after
 
 
 def pack_take_np(gpu_count, gpu_left, num, milli):
