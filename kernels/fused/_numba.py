@@ -189,35 +189,8 @@ def add_domain_rows(r, d, dom_ptr, dom_rows, mark, stamp, dirty, k, limit):
 
 def rules_count(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom_rows,
                 mark, stamp, dirty, k, limit):
-    over = False
-    for r in range(params.shape[0]):
-        if params[r, 6] == 0:
-            continue
-        d = count_dom[r, row]
-        if d < 0:
-            continue
-        if params[r, 8] != 0:
-            rules_group_placed(params)
-            over = True             # every row is re-tested
-        before = rule_fails_count(r, sums[r, d], params, thr)
-        old_thr = rule_count(r, d, sums, present, params, thr, at_min)
-        if over:
-            continue                # every row is re-tested anyway: only count
-        if thr[r] != old_thr:
-            for dd in range(params[r, 7]):
-                s_old = sums[r, dd] - 1 if dd == d else sums[r, dd]
-                # its answer under the old threshold
-                was = params[r, 4] != 0 if s_old > old_thr else params[r, 5] != 0
-                if rule_fails_count(r, sums[r, dd], params, thr) != was:
-                    k = add_domain_rows(r, dd, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
-                    if k < 0:
-                        over = True
-                        break
-        elif rule_fails_count(r, sums[r, d], params, thr) != before:
-            k = add_domain_rows(r, d, dom_ptr, dom_rows, mark, stamp, dirty, k, limit)
-            if k < 0:
-                over = True
-    return -1 if over else k
+    return rules_count_rows(row, count_dom, sums, present, params, thr, at_min, dom_ptr,
+                            dom_rows, mark, stamp, dirty, k, limit, None)
 
 
 def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active_slots,
@@ -410,8 +383,10 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
 
 def rules_count_rows(row, count_dom, sums, present, params, thr, at_min, dom_ptr, dom_rows,
                      mark, stamp, dirty, k, limit, r_col):
-    '''``rules_count`` where the class rules (r_col[r] >= 0) only count:
-    their answers are read per class.'''
+    '''Count a pod placed on ``row`` in every rule that counts it and list
+    the rows whose answer may have moved (``dirty[k:]``; -1: too many,
+    every row is re-tested).  With ``r_col`` (not None) the class rules
+    (r_col[r] >= 0) only count: their answers are read per class.'''
     over = False
     for r in range(params.shape[0]):
         if params[r, 6] == 0:
@@ -424,8 +399,11 @@ def rules_count_rows(row, count_dom, sums, present, params, thr, at_min, dom_ptr
             over = True             # every row is re-tested
         before = rule_fails_count(r, sums[r, d], params, thr)
         old_thr = rule_count(r, d, sums, present, params, thr, at_min)
-        if over or r_col[r] >= 0:
-            continue
+        if over:
+            continue                # every row is re-tested anyway: only count
+        if r_col is not None:       # a compile-time branch: None is its own type
+            if r_col[r] >= 0:
+                continue
         if thr[r] != old_thr:
             for dd in range(params[r, 7]):
                 s_old = sums[r, dd] - 1 if dd == d else sums[r, dd]
