@@ -9,7 +9,9 @@ and removed right after.  For the pod-count filters (resources, ports) this
 is exactly upstream's two-pass RunFilterPluginsWithNominatedPods (a node
 that passes with the nominated pods passes without them); scores also see
 them (upstream scores without them) -- a documented deviation, only while
-nominations are outstanding.
+nominations are outstanding.  A row whose nominated pods one cycle took
+out and the next put back as they were, untouched in between, is not
+re-read by the preemption victim table (``PodTable.keep_rows``).
 """
 
 from __future__ import annotations
