@@ -110,6 +110,14 @@ class PodTable:
         self.class_records: list = []
         self._proto_class: dict = {}        # id(prototype) -> (prototype, class id)
         self._shape_cache = None
+        self._kept: dict[int, int] = {}     # row -> row version it is current at
+
+    def keep_rows(self, rows: dict[int, int]) -> None:
+        """``rows``: row -> a row version at which the row holds exactly
+        what this table last read for it (pods taken out and put back as
+        they were since): the next sync keeps those rows unless they change
+        again."""
+        self._kept.update(rows)
 
     def _alloc(self, n, c, r, wp, wb):
         self.shape = (n, c, r, wp, wb)
@@ -144,10 +152,18 @@ class PodTable:
             rows = range(st.n_rows)
         else:
             rows = np.flatnonzero(st.row_version[: st.n_rows] > self.seen)
+            if self._kept:
+                same = np.fromiter(self._kept.keys(), np.int64, len(self._kept))
+                at = np.fromiter(self._kept.values(), np.int64, len(self._kept))
+                ok = same < st.n_rows
+                same, at = same[ok], at[ok]
+                rows = np.setdiff1d(rows, same[st.row_version[same] == at],
+                                    assume_unique=True)
             biggest = max((len(st.pods_on_node[i]) for i in rows), default=0)
             if biggest > c:
                 self._alloc(n, max(biggest, 2 * c), r, wp, wb)
                 rows = range(st.n_rows)
+        self._kept = {}
         self.syncs += 1
         for i in rows:
             self._write_row(int(i))

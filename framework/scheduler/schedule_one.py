@@ -9,7 +9,9 @@ and removed right after.  For the pod-count filters (resources, ports) this
 is exactly upstream's two-pass RunFilterPluginsWithNominatedPods (a node
 that passes with the nominated pods passes without them); scores also see
 them (upstream scores without them) -- a documented deviation, only while
-nominations are outstanding.
+nominations are outstanding.  A row whose nominated pods one cycle took
+out and the next put back as they were, untouched in between, is not
+re-read by the preemption victim table (``PodTable.keep_rows``).
 """
 
 from __future__ import annotations
@@ -89,6 +91,13 @@ class SchedulingCycle:
         self.termination_grace_seconds = float(termination_grace_seconds)
         self.counters = counters
         self.cycle_nominated: tuple | list = ()
+        # The victim table need not re-read a row whose nominated pods a
+        # cycle took out and the next put back as they were (``add_nominated``
+        # tells it which): ``_cycle_rows`` row -> the records this cycle
+        # added there, ``_parked`` what the last cycle took out.
+        self.keep_nominated_rows = True
+        self._cycle_rows: dict = {}
+        self._parked = None
         self.choose_node: Callable | None = None
         self.terminating: list = []                    # heap (deadline, seq, key)
         self._seq = itertools.count(1)
@@ -100,9 +109,16 @@ class SchedulingCycle:
         state = self.state
         prio = pod_priority(pod)
         added = []
+        rows: dict = {}
+        parked, self._parked = self._parked, None
+        kept = {}
+        version = state.row_version
         for node, keys in self.nominator.by_node.items():
-            if node not in state.node_rows:
+            row = state.node_rows.get(node)
+            if row is None:
                 continue
+            before = int(version[row])
+            put = []
             for k in keys:
                 if k == pod.key or k in state.pods:
                     continue
@@ -110,13 +126,37 @@ class SchedulingCycle:
                 if pod_priority(other) >= prio:
                     state.add_pod(other, node)
                     added.append(k)
+                    put.append(other)
+            if put:
+                rows[row] = put
+                if parked is not None:
+                    got = parked[2].get(row)
+                    # untouched since the same records left it: as the table read it
+                    if (got is not None and got[0] == before and len(got[1]) == len(put)
+                            and all(a is b for a, b in zip(got[1], put))):
+                        kept[row] = int(version[row])
+        if kept and parked[0].syncs == parked[1]:
+            parked[0].keep_rows(kept)
+        self._cycle_rows = rows
         return added
 
     def remove_nominated(self, keys) -> None:
         """Take the nominated pods added for this cycle back out."""
         self.cycle_nominated = ()
+        state = self.state
+        table = self.cluster.pod_table() if self.keep_nominated_rows else None
+        # the table read every row as it is now: it may keep the rows the
+        # next cycle restores
+        level = table is not None and table.seen == state.version
         for k in keys:
-            self.state.remove_pod(k)
+            state.remove_pod(k)
+        rows, self._cycle_rows = self._cycle_rows, {}
+        if level and rows:
+            version = state.row_version
+            self._parked = (table, table.syncs,
+                            {row: (int(version[row]), put) for row, put in rows.items()})
+        else:
+            self._parked = None
 
     @contextmanager
     def nominated_counted(self, pod: PodRecord):

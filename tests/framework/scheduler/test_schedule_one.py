@@ -81,3 +81,104 @@ def test_victims_terminate_after_their_grace_period():
     assert "default/victim" in cycle.state.pods
     cycle.terminate_due(30.0)
     assert not cycle.terminating and "default/victim" not in cycle.state.pods
+
+
+# ------------------------------------------- nominated rows kept in the table
+# The victim table keeps the rows whose nominated pods one cycle took out and
+# the next put back as they were (``PodTable.keep_rows``): after every sync
+# it holds what a table reading every row afresh holds, and the outcomes,
+# nominations, victims and messages are those of re-reading the rows.
+
+import dataclasses  # noqa: E402
+
+import numpy as np  # noqa: E402
+from hypothesis import given, settings, strategies as hs  # noqa: E402
+
+from tensorsched.bench.preemption import build as build_preemption  # noqa: E402
+from tensorsched.framework.preemption.evaluator import PodTable  # noqa: E402
+
+_TABLE_ARRAYS = ("count", "prio", "start", "req", "ports", "pdb", "shp", "dying", "order",
+                 "alike_from")
+
+
+def _table_view(table):
+    n = table.state.n_rows
+    out = {a: getattr(table, a)[:n].tolist() for a in _TABLE_ARRAYS}
+    recs = table.class_records
+    out["cls"] = [[None if c < 0 else (recs[c].namespace, sorted((recs[c].labels or {}).items()))
+                   for c in row] for row in table.cls[:n].tolist()]
+    out["keys"] = [list(k) for k in table.keys[:n]]
+    return out
+
+
+def _assert_as_read_afresh(cluster, table):
+    fresh = PodTable(cluster.state, table.pdbs)
+    fresh.sync()
+    view, want = _table_view(table), _table_view(fresh)
+    c = min(table.cls.shape[1], fresh.cls.shape[1])
+    for a in (*_TABLE_ARRAYS, "cls"):       # slot widths may differ: compare the used part
+        if a not in ("count", "alike_from"):
+            view[a] = [r[:c] for r in view[a]]
+            want[a] = [r[:c] for r in want[a]]
+    assert view == want
+
+
+def _queue_run(variant, nodes, prios, grace, keep, backend):
+    cluster, pending = build_preemption(nodes, len(prios), 100, variant)
+    pending = [dataclasses.replace(p, priority=pr) for p, pr in zip(pending, prios)]
+    sched = Scheduler(cluster, backend, 0, termination_grace_seconds=grace)
+    sched.cycle.keep_nominated_rows = keep
+    table = cluster.pod_table()
+    sync = table.sync
+    checked = []
+
+    def checked_sync():
+        got = sync()
+        _assert_as_read_afresh(cluster, table)
+        checked.append(1)
+        return got
+
+    table.sync = checked_sync
+    outcomes, preemptions = sched.schedule_pending(pending)
+    state = cluster.state
+    final = sorted((k, row) for row, on in enumerate(state.pods_on_node[: state.n_rows])
+                   for k in on)
+    return ([(b.pod, b.node, b.message, b.nominated_node, b.victims) for b in outcomes],
+            preemptions, final, state.requested[: state.n_rows].tolist(),
+            sched.counters.attempts, dict(sched.recorder.results)), len(checked)
+
+
+@settings(max_examples=12, deadline=None)
+@given(variant=hs.sampled_from(["", "spread", "antiaffinity"]),
+       nodes=hs.integers(2, 7),
+       prios=hs.lists(hs.sampled_from([500, 1000, 2000]), min_size=1, max_size=9),
+       grace=hs.sampled_from([0.0, 30.0]),
+       backend=hs.sampled_from(["numpy", "numba"]))
+def test_rows_kept_for_restored_nominated_pods_are_as_read_afresh(variant, nodes, prios, grace,
+                                                                  backend):
+    kept, n_kept = _queue_run(variant, nodes, prios, grace, True, backend)
+    fresh, _ = _queue_run(variant, nodes, prios, grace, False, backend)
+    assert kept == fresh and n_kept > 0
+
+
+def test_a_kept_row_is_read_again_when_it_changed_between_cycles():
+    cluster, pending = build_preemption(3, 2, 100, "")
+    sched = Scheduler(cluster, "numpy", 0)
+    cycle, table, state = sched.cycle, cluster.pod_table(), cluster.state
+    sched.nominator.add(pending[0], "node-0")
+    row = state.node_rows["node-0"]
+    keys = cycle.add_nominated(pending[1])
+    table.sync()
+    cycle.remove_nominated(keys)
+    stamp = int(table.row_stamp[row])
+    keys = cycle.add_nominated(pending[1])       # put back as it was: kept
+    table.sync()
+    assert int(table.row_stamp[row]) == stamp
+    _assert_as_read_afresh(cluster, table)
+    cycle.remove_nominated(keys)
+    state.remove_pod("default/low-0-0")          # the row changes between cycles
+    keys = cycle.add_nominated(pending[1])
+    table.sync()
+    assert int(table.row_stamp[row]) > stamp
+    _assert_as_read_afresh(cluster, table)
+    cycle.remove_nominated(keys)
