@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from tensorsched.framework.errors import ConfigError
+from tensorsched.framework.errors import ArgumentError, ConfigError
 from tensorsched.framework.parsing.meta import (
     LABEL_VALUE_FMT,
     invalid_value,
@@ -680,9 +680,11 @@ def register_args_decoder(name: str, fn: ArgsDecoder) -> None:
     the plugin's default args) and the field path to name in a ``ConfigError``.
     Built-in decoders cannot be replaced."""
     if name in _BUILTIN_DECODERS:
-        raise ValueError(f"plugin {name!r} is built in; its args decoder cannot be replaced")
+        raise ArgumentError("register_args_decoder", "name",
+                            f"plugin {name!r} is built in; its args decoder cannot be replaced")
     if not callable(fn):
-        raise TypeError("args decoder must be callable")
+        raise ArgumentError("register_args_decoder", "fn",
+                            f"must be callable, got {type(fn).__name__}")
     _DECODERS[name] = fn
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from tensorsched.framework.errors import ArgumentError
 from tensorsched.framework.runtime.clock import Clock
 
 EVENTS = ("Scheduled", "Bound", "FailedScheduling", "Preempted", "BindFailed",
@@ -127,7 +128,8 @@ class EventBus:
         """Call ``callback(dict)`` on each ``event`` (one of EVENTS, or "*"
         for all); returns a function that unsubscribes."""
         if event not in EVENTS and event != "*":
-            raise ValueError(f"unknown event {event!r}; known: {', '.join(EVENTS)}")
+            raise ArgumentError("subscribe", "event",
+                                f"unknown event {event!r}; known: {', '.join(EVENTS)}")
         subs = self._subs.setdefault(event, [])
         subs.append(callback)
         return lambda: subs.remove(callback)

@@ -17,7 +17,7 @@ from tensorsched.framework.config.plugin_args import (
     has_args_decoder,
     register_args_decoder,
 )
-from tensorsched.framework.errors import ConfigError
+from tensorsched.framework.errors import ArgumentError, ConfigError
 
 P = "profiles[0].pluginConfig[0].args"
 
@@ -81,8 +81,9 @@ def test_registered_decoder_failures_become_config_errors(monkeypatch):
 
 
 def test_builtin_decoders_cannot_be_replaced():
-    with pytest.raises(ValueError, match="NodeResourcesFit"):
+    with pytest.raises(ArgumentError,
+                       match="^register_args_decoder: name: plugin 'NodeResourcesFit' is built in"):
         register_args_decoder("NodeResourcesFit", lambda raw, path: raw)
-    with pytest.raises(TypeError):
+    with pytest.raises(ArgumentError, match="^register_args_decoder: fn: must be callable, got int"):
         register_args_decoder("OutOfTreeY", 3)
     assert not has_args_decoder("OutOfTreeY")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tensorsched.framework.errors import ArgumentError
 from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.scheduler.events import Binding, EventBus, Outcomes
 
@@ -53,7 +54,7 @@ def test_bus_calls_own_then_every_subscriber_with_the_clock_time():
 
 def test_unknown_event_is_refused_naming_it():
     bus = EventBus(SimulatedClock())
-    with pytest.raises(ValueError, match="'Bond'"):
+    with pytest.raises(ArgumentError, match="^subscribe: event: unknown event 'Bond'"):
         bus.subscribe("Bond", print)
     assert not bus.active
 
