@@ -53,6 +53,8 @@ def record_name(workload: str, nodes: int, pods: int, backend: str, batch: bool)
 
 def run_one(workload: str, nodes: int, pods: int, backend: str, batch: bool) -> dict:
     """One workload through the queue (in this process): its record."""
+    # imported here, in the run's own process: the parent that starts one
+    # process per run never loads the scheduler or compiles a kernel
     from .preemption import run_preemption
     from .workloads import run_workload
     if workload.startswith("preemption"):

@@ -402,7 +402,7 @@ class NumbaBackend:
             c.top_params = None         # rows moved outside the tree: rebuild when used
             next_start = start
         if count == 0:
-            pass
+            pass                        # the classes placed the whole run
         elif num_to_find >= m and not dense:
             self._select_top(c, n, rows, start, active, norm, weights)
             limit = max(64, n // 2) if with_rules else 1

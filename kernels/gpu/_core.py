@@ -122,6 +122,23 @@ def pack_next(count, left, milli, prev_left, prev_g):
     return best
 
 
+def take_shared(count, left, work, num, milli):
+    """A shared ask placed by the Sub rule: ``milli`` taken off ``work``
+    (free milli per GPU, [count]) on up to ``num`` GPUs in ``pack_next``'s
+    order over ``left`` (the free milli before the pod)."""
+    k = 0
+    pl = -1
+    pg = -1
+    while k < num:
+        g = pack_next(count, left, milli, pl, pg)
+        if g < 0:
+            break
+        work[g] -= milli
+        pl = left[g]
+        pg = g
+        k += 1
+
+
 def first_free_gpus(count, left, num, out):
     """Whole GPUs: the first ``num`` fully free GPUs in index order."""
     k = 0
@@ -156,17 +173,7 @@ def fgd_node(count, model, left, cpu_left, cpu_nz, num, milli,
                     best_g = g
         return best, best_g
     if num > 0 and milli > 0:
-        k = 0
-        pl = -1
-        pg = -1
-        while k < num:
-            g = pack_next(count, left, milli, pl, pg)
-            if g < 0:
-                break
-            work[g] -= milli
-            pl = left[g]
-            pg = g
-            k += 1
+        take_shared(count, left, work, num, milli)
     after = node_frag(count, model, work, cpu_left - cpu_nz, tp_cpu, tp_num, tp_milli, tp_mask,
                       tp_freq)
     return sigmoid_score(before, after), -1

@@ -36,7 +36,7 @@ MILLI = K.MILLI
 _node_fits = K.node_fits
 _model_ok = K.model_ok
 _sigmoid = K.sigmoid_score
-_pack_next = K.core["pack_next"]
+_take_shared = K.core["take_shared"]
 
 
 def width(g: int) -> int:
@@ -91,17 +91,7 @@ def _fill(i, count, model, left, cpu_left, cpu_nz, num, milli, tp_cpu, tp_num, t
             work[g] += milli
         return
     if num > 0 and milli > 0:
-        k = 0
-        pl = -1
-        pg = -1
-        while k < num:
-            g = _pack_next(count, left, milli, pl, pg)
-            if g < 0:
-                break
-            work[g] -= milli
-            pl = left[g]
-            pg = g
-            k += 1
+        _take_shared(count, left, work, num, milli)
     for col in range(lo, hi):
         terms[i, 1, col] = _term(count, model, work, cl, tp_cpu[col], tp_num[col],
                                  tp_milli[col], tp_mask[col])
