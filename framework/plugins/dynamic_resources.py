@@ -102,6 +102,10 @@ MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
 _CANNOT_ALLOCATE = unresolvable(MSG_CANNOT_ALLOCATE)
 
 
+def _every_claim(_record) -> bool:
+    return True
+
+
 # ------------------------------------------------------------ node selectors
 def _requirement_ok(req: dict, value: str | None) -> bool:
     op = req.get("operator")
@@ -507,6 +511,19 @@ class DynamicResources(Plugin):
             alloc = node.allocatable
             out[j] = sum(b for name, b in bits.items() if name not in alloc)
         return out
+
+    def begin_victim_search(self, ctx) -> None:
+        """Preemption's victim search starts taking pods off: a victim frees
+        what upstream's RemovePod frees in the dry run.  With DRAPreemption
+        (``preemption``) that is every claim the victim's spec names (once
+        no pod left holds it); the claim made for its DRA-served extended
+        resources is not among them and keeps its devices.  Without it,
+        no claim is freed."""
+        kept = ext.is_extended_claim if self.preemption else _every_claim
+        claims_of(ctx.state).begin_victim_search(lambda e: kept(e.record))
+
+    def end_victim_search(self, ctx) -> None:
+        claims_of(ctx.state).end_victim_search()
 
     def unresolvable(self, ctx, rows) -> np.ndarray:
         """[M] bool: preemption cannot help on these rows (DefaultPreemption

@@ -55,6 +55,7 @@ from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 from tensorsched.kernels.victims.device import DeviceVictims
 
+from .filter_hooks import exempt_bits
 from .host_search import HostVictimSearch, active_host_filters
 from .visit import visit_candidates
 
@@ -532,13 +533,20 @@ def _visit_failures(scan: np.ndarray, seen: np.ndarray) -> list:
     return [(int(scan[j]), int(seen[j, V.STAT_CODE])) for j in bad]
 
 
-def _search(fw, state, q, rows, prio, pods, table: PodTable) -> V.VictimResult:
+def _search(fw, state, q, rows, prio, pods, table: PodTable, hooks=None) -> V.VictimResult:
     """The victim kernel over ``rows`` on the framework's backend (on cuda,
-    over the device mirror of the pod table)."""
+    over the device mirror of the pod table); ``hooks``
+    (``filter_hooks.VictimSearchHooks``) lift the resources host filters
+    take over from NodeResourcesFit."""
     cols = state.columns()
     if fw.backend_name == "cuda":
         dev = table.device(V.fit_pods(cols, pods))
-        return dev.search(fw.backend.device_columns(state), cols, q, rows, prio)
+        dcols = fw.backend.device_columns(state)
+        if hooks is not None:
+            dcols = hooks.device_columns(dcols, cols, rows)
+        return dev.search(dcols, cols, q, rows, prio)
+    if hooks is not None:
+        cols = hooks.columns(cols, rows)
     return V.select_victims(fw.backend_name, cols, q, rows, prio, pods)
 
 
@@ -655,7 +663,7 @@ def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):
     batch = max(cap, 64)
     while pos < n:
         rows = scan[pos: pos + batch]
-        res = _search(fw, state, q, rows, prio, pods, table)
+        res = _search(fw, state, q, rows, prio, pods, table, search.hooks)
         code = res.stats[: rows.shape[0], V.STAT_CODE]
         open_rows = rows[(code == 0) | (code == V.CODE_NONE_LEFT)]
         search.prefetch(open_rows)
@@ -687,6 +695,11 @@ def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> 
     cols = state.columns()
     q2 = V.pad_query(cols, q)
     one = np.array([row], np.int64)
-    if int(filters.node_reasons(cols, one, q2, xp=np)[0]) != 0:
+    bits = int(filters.node_reasons(cols, one, q2, xp=np)[0])
+    if bits and ctx is not None:
+        got = exempt_bits(host_filters, ctx, one)       # checks host filters take over
+        if got is not None:
+            bits &= ~int(got[0])
+    if bits != 0:
         return False
     return all(bool(np.asarray(p.filter(ctx, one))[0]) for p in host_filters)

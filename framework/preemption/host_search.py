@@ -56,6 +56,8 @@ from tensorsched.kernels.fused import filters as KF
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import search as V
 
+from .filter_hooks import VictimSearchHooks
+
 
 def _probe_kind(plugin) -> str | None:
     return plugin.probe_kind if isinstance(plugin, CountProbePlugin) else None
@@ -229,6 +231,9 @@ class HostVictimSearch:
         self._order = order
         self.alike_from = alike_from
         self.susp = Suspension(ctx.state)
+        # NodeResourcesFit's checks host filters take over on some nodes,
+        # and their state following the pods taken off (``filter_hooks``)
+        self.hooks = VictimSearchHooks(self.ctx, filters)
         self.static: dict = {}          # row -> reason bits of the pod-independent filters
         self.dynamic = _PodDependentFilters(q)
         # Only count-probe filters on the host (PodTopologySpread and/or
@@ -260,6 +265,7 @@ class HostVictimSearch:
 
     def close(self) -> None:
         self.susp.restore()
+        self.hooks.close()
 
     def misfit(self, row: int):
         """None when the pod passes every filter on ``row`` now; else the
@@ -296,7 +302,7 @@ class HostVictimSearch:
         if static is None:
             self.prefetch(np.array([row], np.int64))
             static = self.static[row]
-        return static | self.dynamic.bits(self.state, row)
+        return (static | self.dynamic.bits(self.state, row)) & ~self.hooks.bits(row)
 
     def prefetch(self, rows) -> None:
         """The pod-independent filters' bits of ``rows`` in one NumPy pass

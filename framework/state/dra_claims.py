@@ -24,6 +24,13 @@ Lifecycle outside the scheduler, as the control plane would do it:
   a claim reserved for nobody is deallocated: its devices are free again.
   A pod replaced in place (``update_pod``) or taken off for a while
   (preemption's victim search: ``hold`` / ``regain``) gets its claims back.
+
+While a victim search is under way (``begin_victim_search`` /
+``end_victim_search``), a pod taken off frees only what upstream's dry run
+frees (DynamicResources' RemovePod with DRAPreemption): the claims its spec
+names; the claims a ``kept`` predicate picks (the claim the scheduler made
+for the pod's DRA-served extended resources, which the spec does not name)
+stay allocated and reserved for it.
 """
 
 from __future__ import annotations
@@ -141,6 +148,9 @@ class ClaimState:
         self.shared_in_use = self.in_use.shared
         self.capacity_in_use = self.in_use.capacity
         self._just_released: tuple | None = None
+        # predicates of the victim searches under way (innermost last): a
+        # claim one of them picks is not freed by a pod taken off
+        self._kept_in_search: list = []
         state.listeners.add(self)
         state.restorers.append(self)
 
@@ -341,6 +351,14 @@ class ClaimState:
         held = self._release(rec)
         self._just_released = (rec.key, row, held) if held else None
 
+    def begin_victim_search(self, kept) -> None:
+        """A victim search starts: until ``end_victim_search``, a pod taken
+        off its node keeps the claims ``kept(ClaimEntry) -> bool`` picks."""
+        self._kept_in_search.append(kept)
+
+    def end_victim_search(self) -> None:
+        self._kept_in_search.pop()
+
     def _release(self, rec) -> list:
         """Free what pod ``rec`` holds; the entries as they were (copies)."""
         keys = self.by_pod.get(rec.key)
@@ -349,9 +367,14 @@ class ClaimState:
         held = [copy.copy(self.claims[k]) for k in keys if k in self.claims]
         for e in held:
             e.reserved_for = list(e.reserved_for)
+        kept = self._kept_in_search[-1] if self._kept_in_search else None
+        stay = []
         for k in list(keys):
             e = self.claims.get(k)
             if e is None:
+                continue
+            if kept is not None and kept(e):
+                stay.append(k)          # the dry run does not free it
                 continue
             self.unreserve(k, rec)
             if e.owner is not None and e.owner[0] == rec.name and \
@@ -359,7 +382,10 @@ class ClaimState:
                 self.delete(k)          # garbage collected with its pod
             elif not e.reserved_for:
                 self.deallocate(k)      # the controller frees an unused claim
-        self.by_pod.pop(rec.key, None)
+        if stay:
+            self.by_pod[rec.key] = stay
+        else:
+            self.by_pod.pop(rec.key, None)
         return held
 
     def _put_back(self, rec, held: list) -> None:
@@ -392,6 +418,11 @@ class ClaimState:
     def regain(self, key: str, rec, row: int, held) -> None:
         self._just_released = None
         if held:
+            # fresh copies: ``held`` serves every regain of the pod, and
+            # what goes back is live (a later removal changes it)
+            fresh = []
             for e in held:
-                e.reserved_for = list(e.reserved_for)
-            self._put_back(rec, held)
+                c = copy.copy(e)
+                c.reserved_for = list(e.reserved_for)
+                fresh.append(c)
+            self._put_back(rec, fresh)
