@@ -8,7 +8,8 @@ template's pods) get equal answers from the allocator, and an allocation
 or release changes the answer only on the nodes whose devices it touched
 (``DevicesInUse.touched_since``), which alone are asked again.  Counted
 claims (``dra_counted``) are answered by a count of free matching devices
-per node instead of a search.
+per node instead of a search; claims the compiled search allocates
+(``dra_searched``: constraints included) take the devices its pass picks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.dra_allocator import AllocationError, Allocator
 from tensorsched.framework.state.dra_claims import ClaimState
 from tensorsched.framework.state.dra_counted import CountedClaims
+from tensorsched.framework.state.dra_searched import SearchedClaims
 
 from .dra_cycle import Cycle, error, unresolvable
 
@@ -39,6 +41,7 @@ class ClaimFits:
         # per kind of claims [CountedClaims | None, free per row,
         # DevicesInUse.version of it]
         self._counted: dict = {}
+        self._searched: dict = {}       # kind of claims -> SearchedClaims | None
 
     def ensure_allocator(self, store: ClaimState, cyc: Cycle) -> None:
         """The pod's allocator, built on first need and again whenever the
@@ -77,6 +80,26 @@ class ClaimFits:
             counted.allocator.in_use_rows = cyc.allocator.in_use_rows
         return counted
 
+    def searched_for(self, cyc: Cycle, store: ClaimState):
+        """The ``SearchedClaims`` of the cycle's kind of claims (kept per
+        kind while the devices' columns stay, reading the cycle's devices in
+        use), or None."""
+        key = (self.spec_key(cyc), store.in_use.columns_tag(self._features()))
+        if key not in self._searched:
+            if len(self._searched) > 64:
+                self._searched.clear()
+            self._searched[key] = SearchedClaims.of(cyc.allocator)
+        got = self._searched[key]
+        if got is not None:
+            got.allocator.in_use_rows = cyc.allocator.in_use_rows
+        return got
+
+    def kind_for(self, cyc: Cycle, store: ClaimState):
+        """The cycle's claims as counts (``CountedClaims``), else as the
+        compiled search's picks (``SearchedClaims``), else None."""
+        counted = self.counted_for(cyc, store)
+        return counted if counted is not None else self.searched_for(cyc, store)
+
     def free_counts(self, cyc: Cycle, counted, store: ClaimState, state):
         """[n_rows] free matching devices per node, refreshed on the nodes
         touched since the kind's last count."""
@@ -102,10 +125,15 @@ class ClaimFits:
 
     def allocate_on(self, cyc: Cycle, store: ClaimState, node):
         """``cyc.allocator.allocate(node)``, taken by count for counted
-        claims (``CountedClaims``: the same answer without a search)."""
+        claims (``CountedClaims``) and from the compiled search's picks for
+        searched ones (``SearchedClaims``): the same answer without the
+        host search."""
         counted = self.counted_for(cyc, store)
         if counted is not None and not counted.allocator.view(node).any_invalid:
             return counted.allocate(node)
+        searched = self.searched_for(cyc, store) if counted is None else None
+        if searched is not None:
+            return searched.allocate(node)
         return cyc.allocator.allocate(node)
 
     @staticmethod

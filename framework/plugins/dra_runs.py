@@ -5,8 +5,11 @@ Pods whose claims all come from the same ResourceClaimTemplates sign alike
 equal but for their names.  When those claims are counted claims
 (``state.dra_counted``: each pod takes the first ``need`` free matching
 devices of its node, node-local devices only), a compiled run can place
-them: on each node, room for ``free // need`` more pods, written as a
-per-domain rule over one domain per node (``kernels.domain_rules``: the
+them: on each node, room for ``free // need`` more pods; claims the
+compiled search allocates (``state.dra_searched``: ``matchAttribute`` /
+``distinctAttribute`` included, node-local devices) get, per node, the
+number of pods the search places there one after another.  The room is
+written as a per-domain rule over one domain per node (``kernels.domain_rules``: the
 run counts each placed pod on its node and the node fails once its count
 reaches its room).  After the run, each placed pod's claims are allocated
 on its node in placement order, with the allocations the allocator would
@@ -20,6 +23,7 @@ import numpy as np
 
 from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.dra_counted import CountedClaims
+from tensorsched.framework.state.dra_searched import SearchedClaims
 from tensorsched.kernels.domain_rules import DomainRule
 
 __all__ = ["template_signature", "RunPlan", "node_domains", "claims_like"]
@@ -45,13 +49,15 @@ def template_signature(pod) -> tuple | None:
 
 
 class RunPlan:
-    """One run's counted claims: the first pod's claim records (the kind
-    of claims the run allocates), their counts, and the room for pods on
-    all nodes together."""
+    """One run's claims: the first pod's claim records (the kind of claims
+    the run allocates), how they are allocated on a node (``claims``:
+    counted, or by the compiled search's picks; ``allocate(node)``), and
+    the room for pods on all nodes together."""
 
-    def __init__(self, pod_key: str, counted: CountedClaims, records: list, room: int):
+    def __init__(self, pod_key: str, claims: CountedClaims | SearchedClaims, records: list,
+                 room: int):
         self.pod_key = pod_key
-        self.counted = counted
+        self.claims = claims
         self.records = records
         self.room = room
 

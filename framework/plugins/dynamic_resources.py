@@ -257,8 +257,9 @@ class DynamicResources(Plugin):
     # ------------------------------------------------------------ runs
     def run_rules(self, ctx) -> list | None:
         """The pod's pending claims as a per-node room rule for a compiled
-        run of alike pods (``dra_runs``), or None when they are not counted
-        claims (the pods are then scheduled one by one)."""
+        run of alike pods (``dra_runs``), or None when they are neither
+        counted claims nor claims the compiled search allocates (the pods
+        are then scheduled one by one)."""
         pod = ctx.pod
         cyc = self._cycles.get(pod.key)
         if (cyc is None or not cyc.pending or cyc.extended or cyc.failed_binding
@@ -271,13 +272,18 @@ class DynamicResources(Plugin):
         self._claim_fits.ensure_allocator(store, cyc)
         if cyc.allocator is None:
             return None
-        counted = self._claim_fits.counted_for(cyc, store)
-        if counted is None:
+        fits_of = self._claim_fits
+        kind = fits_of.kind_for(cyc, store)
+        if kind is None:
             return None
-        free = self._claim_fits.free_counts(cyc, counted, store, state)
-        if free is None:
+        if kind is fits_of.counted_for(cyc, store):
+            free = fits_of.free_counts(cyc, kind, store, state)
+            room = None if free is None else free // kind.need
+        else:
+            # the compiled search's picks, pod after pod on each node
+            room = kind.room(fits_of.node_list(state), state.valid_rows(), state.n_rows)
+        if room is None:
             return None
-        room = free // counted.need
         total = int(room.sum())
         if total == 0:
             # nothing fits: the pod's own cycle (diagnosis, PostFilter) is next
@@ -288,7 +294,7 @@ class DynamicResources(Plugin):
         fits = self._claim_fits.pending_fits(cyc, store, state, rows, keep=True)
         if not np.array_equal(fits, room[rows] > 0):
             return None
-        self._run_plan = dra_runs.RunPlan(pod.key, counted,
+        self._run_plan = dra_runs.RunPlan(pod.key, kind,
                                           [e.record for e in cyc.claims], total)
         return [dra_runs.room_rule(self.reason_bits, state, room)]
 
@@ -324,8 +330,9 @@ class DynamicResources(Plugin):
     def reserve_run(self, ctx, pods, rows) -> None:
         """After a compiled run placed ``pods[i]`` on ``rows[i]``: each
         pod's claims allocated there in order (the first free matching
-        devices, as its Filter found them), committed and reserved for it,
-        as its Reserve and PreBind would have."""
+        devices, or the compiled search's picks, as its Filter found them),
+        committed and reserved for it, as its Reserve and PreBind would
+        have."""
         if not self._may_need(ctx.pod) or not len(pods):
             return
         plan = self._run_plan
@@ -337,7 +344,7 @@ class DynamicResources(Plugin):
         for pod, row in zip(pods, np.asarray(rows).tolist()):
             self._cycles.pop(pod.key, None)
             entries = resolve(store, pod)
-            got = plan.counted.allocate(nodes[row])
+            got = plan.claims.allocate(nodes[row])
             if got is None:
                 raise StateError(f"Pod {pod.key}: the run placed it on node {nodes[row].name} "
                                  "without devices for its claims")

@@ -87,3 +87,17 @@ def test_a_run_makes_the_claims_of_pods_that_skipped_the_queue():
         assert [r.name for r in e.reserved_for] == [pod.name]
         assert e.allocation.results[0].pool == state.node_name(row)
     assert len(store.devices_in_use) == 20
+
+
+def test_constraint_claims_run_as_one_by_one():
+    """Aligned pairs (``matchAttribute`` on the PCIe root) in a long
+    stretch: one compiled run with the compiled search's picks, the same
+    nodes, devices and claims as one cycle after another, then whole GPUs."""
+    objs, _ = DC.dra_gpu(6, 0)          # 3 nodes x 4 pairs + 3 nodes x 3 pairs = 21
+    pods = ([DC.claim_pod(f"p{i}", "two-gpus-one-root", created=i) for i in range(24)]
+            + [DC.claim_pod(f"g{i}", "one-gpu", created=24 + i) for i in range(4)])
+    one = _schedule(objs, pods, batch=False)
+    run = _schedule(objs, pods, batch=True)
+    assert run[0] == one[0] and run[1] == one[1]
+    assert sum(1 for p, n in run[0] if n and p.startswith("default/p")) == 21
+    assert run[2] and max(run[2]) == 21 and not one[2]
