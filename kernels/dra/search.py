@@ -29,8 +29,6 @@ of which counter slot), ``slot_cap[K]`` int64 -> codes ``[N]`` int8 and
 
 from __future__ import annotations
 
-import numpy as np
-
 FIT, NO_FIT, UNDECIDED = 1, 0, 2
 
 
@@ -56,25 +54,9 @@ def first_fit_search(
     """``engine``: ``numba`` (CPU) or ``cuda`` (one thread per node).  There is
     no NumPy twin: a depth-first search does not vectorize (the allocator's
     NumPy engine runs its host search per node instead)."""
-    i64 = np.int64
-    args = (
-        np.ascontiguousarray(ptr, i64),
-        np.ascontiguousarray(rows, i64),
-        np.ascontiguousarray(status, np.int8),
-        np.ascontiguousarray(counts, i64),
-        np.ascontiguousarray(req_claim, i64),
-        np.ascontiguousarray(in_use, np.bool_),
-        np.ascontiguousarray(blocked, np.bool_),
-        np.ascontiguousarray(con_first, i64),
-        np.ascontiguousarray(con_applies, np.bool_),
-        np.ascontiguousarray(con_code, i64),
-        np.ascontiguousarray(con_kind, i64),
-        np.ascontiguousarray(ctr_ptr, i64),
-        np.ascontiguousarray(ctr_slot, i64),
-        np.ascontiguousarray(ctr_amt, i64),
-        np.ascontiguousarray(slot_cap, i64),
-        int(budget),
-    )
+    # coerced to their dtypes, with the scratch, by ``search_args.prepare``
+    args = (ptr, rows, status, counts, req_claim, in_use, blocked, con_first, con_applies,
+            con_code, con_kind, ctr_ptr, ctr_slot, ctr_amt, slot_cap, int(budget))
     if engine in ("numba", "auto"):
         from ._search_numba import first_fit_search_numba
 
