@@ -13,21 +13,21 @@ from numba import cuda
 from tensorsched.kernels._compile import compile_module, compile_source
 
 from . import _search_core
-from . import search_args as SA
+from . import search_args
 
 THREADS_PER_BLOCK = 128
 
 core = compile_module(_search_core, lambda f: cuda.jit(f, device=True))
 search_node = core["search_node"]
 
-_PARAMETERS = SA.parameters()
+_PARAMETERS = search_args.parameters()
 
 _KERNEL_SOURCE = f"""
 def search_kernel({_PARAMETERS}):  # pragma: no cover - compiled
     node = cuda.grid(1)
     if node >= out.shape[0]:
         return
-    out[node] = search_node(node, {SA.call_arguments(own_rows=True)})
+    out[node] = search_node(node, {search_args.call_arguments(own_rows=True)})
 """
 
 search_kernel = compile_source(
@@ -43,7 +43,7 @@ def first_fit_search_cuda(*arrays_and_budget):
     """Host arrays in, host arrays out (the kernel's inputs are uploaded once
     per call; the caller keeps the status columns resident when it repeats)."""
     *arrays, budget = arrays_and_budget
-    args = SA.prepare(arrays, budget, per_node_scratch=True)
+    args = search_args.prepare(arrays, budget, per_node_scratch=True)
     n = args["out"].shape[0]
     if n == 0:
         return args["out"], args["picks"]

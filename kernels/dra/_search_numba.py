@@ -12,19 +12,19 @@ from numba import njit
 from tensorsched.kernels._compile import KEY, compile_module, compile_source
 
 from . import _search_core
-from . import search_args as SA
+from . import search_args
 
 core = compile_module(_search_core, njit, options={"nogil": True}, cache=True)
 search_node = core["search_node"]
 
-_PARAMETERS = SA.parameters()
+_PARAMETERS = search_args.parameters()
 
 # The driver compiles from its source text like the rules, so that its
 # on-disk cache is keyed by the rules it calls too.
 _DRIVE_SOURCE = f"""
 def _drive({_PARAMETERS}):
     for node in range(out.shape[0]):
-        out[node] = search_node(node, {SA.call_arguments(own_rows=False)})
+        out[node] = search_node(node, {search_args.call_arguments(own_rows=False)})
 """
 
 _drive = compile_source(
@@ -43,6 +43,6 @@ def first_fit_search_numba(*arrays_and_budget):
     """``search.first_fit_search``'s arrays (``search_args.INPUTS`` order)
     and budget -> (codes [N] int8, picks [N, max(T, 1)] int64)."""
     *arrays, budget = arrays_and_budget
-    args = SA.prepare(arrays, budget, per_node_scratch=False)
+    args = search_args.prepare(arrays, budget, per_node_scratch=False)
     _drive(*(args[name] for name in _PARAMETERS.split(", ")))
     return args["out"], args["picks"]

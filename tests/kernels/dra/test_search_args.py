@@ -8,26 +8,26 @@ import inspect
 
 import numpy as np
 
-from tensorsched.kernels.dra import _search_core, search, search_args as SA
+from tensorsched.kernels.dra import _search_core, search, search_args
 
 
 def test_inputs_are_first_fit_searchs_parameters_in_order():
     params = list(inspect.signature(search.first_fit_search).parameters)
-    assert params[: len(SA.INPUTS)] == [name for name, _ in SA.INPUTS]
+    assert params[: len(search_args.INPUTS)] == [name for name, _ in search_args.INPUTS]
 
 
 def test_every_rule_argument_has_a_role_and_the_call_follows_the_rule():
     rule = list(inspect.signature(_search_core.search_node).parameters)[1:]
-    assert [name for name, _ in SA.RULE_ARGS] == rule
-    serial = SA.call_arguments(own_rows=False).split(", ")
-    parallel = SA.call_arguments(own_rows=True).split(", ")
-    for (name, role), a, b in zip(SA.RULE_ARGS, serial, parallel):
+    assert [name for name, _ in search_args.RULE_ARGS] == rule
+    serial = search_args.call_arguments(own_rows=False).split(", ")
+    parallel = search_args.call_arguments(own_rows=True).split(", ")
+    for (name, role), a, b in zip(search_args.RULE_ARGS, serial, parallel):
         if role == "own":
             assert b == f"{name}[node]"
             assert a == (f"{name}[node]" if name == "picks" else f"{name}[0]")
         else:
             assert a == b == name
-    assert set(SA.parameters().split(", ")) == set(rule) | set(SA.OUTPUTS)
+    assert set(search_args.parameters().split(", ")) == set(rule) | set(search_args.OUTPUTS)
 
 
 def test_prepare_coerces_and_sizes_the_scratch():
@@ -35,8 +35,8 @@ def test_prepare_coerces_and_sizes_the_scratch():
     arrays = ([0, 2, 3], [0, 1, 2], np.ones((1, 3)), [2], [0], [0, 0, 1], [0, 0, 0],
               [0, 1], np.ones((1, 1)), np.zeros((1, 3)), [0], np.zeros(4), [], [], [])
     for per_node, rows in ((True, 2), (False, 1)):
-        got = SA.prepare(arrays, 50, per_node)
-        for name, dtype in SA.INPUTS:
+        got = search_args.prepare(arrays, 50, per_node)
+        for name, dtype in search_args.INPUTS:
             assert got[name].dtype == dtype and got[name].flags.c_contiguous
         assert got["total"] == 2 and got["budget"] == 50
         assert got["req_of"].tolist() == [0, 0]
