@@ -264,8 +264,10 @@ class HostVictimSearch:
         self.ready: dict = {}           # row -> on_node's answer, from ``batch``
 
     def close(self) -> None:
-        self.susp.restore()
-        self.hooks.close()
+        try:
+            self.susp.restore()
+        finally:
+            self.hooks.close()
 
     def misfit(self, row: int):
         """None when the pod passes every filter on ``row`` now; else the
