@@ -239,15 +239,17 @@ class CompiledRuns:
                 if bound:
                     emit("Bound", key, node)
                 outcomes[key] = b if pre is not None else node
+            logged = repeat(BOUND)
         else:
             outcomes.bound(keys, names)
+            logged = names              # the Binding is the node's name alone
         log = binding.bound_log
         if log is not None:
             if not log.keys().isdisjoint(keys):
                 drop = log.pop
                 for key in keys:
                     drop(key, None)     # re-insert: dict order = outcome order
-            log.update(zip(keys, repeat(BOUND)))
+            log.update(zip(keys, logged))
         metrics = self.metrics
         if run.block is not None and placed:
             # a stretch's pods entered the queue together

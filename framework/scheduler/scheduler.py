@@ -506,7 +506,9 @@ class Scheduler:
         outcomes = self.outcomes
         raw = dict.__getitem__      # what Outcomes keeps: a Binding or a node name
         for key, e in last.items():
-            if e is BOUND:
+            if type(e) is str:                  # bound by a run, no nomination
+                append(Binding(key, e))
+            elif e is BOUND:
                 b = raw(outcomes, key)          # carries the nomination and victims
                 append(Binding(key, b) if type(b) is str else b)
             else:
