@@ -59,7 +59,8 @@ class BindingCycle:
     the current step), ``assumed`` (key -> expiry on the clock, with
     ``assume_ttl``), ``preempted_for`` (key -> (nominated node, victims) of
     a preemptor, reported with its binding) and ``bound_log`` (when set, a
-    dict ``schedule_pending`` reads: key -> BOUND per binding, in order)."""
+    dict ``schedule_pending`` reads: key -> BOUND per binding, in order;
+    a compiled run logs a pod bound without a nomination as its node's name)."""
 
     def __init__(self, state: ClusterState, clock: Clock, queue: SchedulingQueue,
                  metrics: MetricsRecorder, events: EventBus, outcomes: Outcomes,

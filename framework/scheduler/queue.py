@@ -194,6 +194,7 @@ class SchedulingQueue:
         if type(v) is not QueueLane:
             return v
         i = v.index(key)
+        v.detach(i)
         if i >= v.pos:          # waiting in the lane: its position stays live
             pi = QueuedPodInfo(v.record(i), v.now, v.now)
             self._token[key] = v.seq0 + i
@@ -331,7 +332,9 @@ class SchedulingQueue:
             # a block's pod without an info: made here as ``_pi`` makes it
             # (without the token ``_pi`` sets, which is dropped just below)
             lane = pi
-            pi = infos[key] = QueuedPodInfo(lane.record(lane.index(key)), lane.now, lane.now)
+            i = entry[1] - lane.seq0 if block is lane else lane.index(key)
+            lane.detach(i)
+            pi = infos[key] = QueuedPodInfo(lane.record(i), lane.now, lane.now)
         self._token.pop(key, None)
         self.active.take(entry, block)
         pi.where = IN_FLIGHT
@@ -377,19 +380,15 @@ class SchedulingQueue:
             # the fast form: the block's live positions from its head on,
             # while they stay below every other head (the heap's and the
             # other blocks')
-            bound = active.bound_besides(block)
-            infos, keys, pods, sort_keys = self._infos, block.keys, block.pods, block.sort_keys
-            start = i = block.pos
-            stop = min(len(keys), start + limit - 1)
-            seq0 = block.seq0
+            pods = block.pods
+            start = block.pos
+            stop = block.stretch_end(start, min(len(block), start + limit - 1),
+                                     active.bound_besides(block))
             # a pod's record is built only when its class is not the head's
             classes, class_id = pods.classes, pods.class_id
-            while i < stop and infos.get(keys[i]) is block:
-                if bound is not None and (sort_keys[i], seq0 + i) > bound[:2]:
-                    break
-                if classes[class_id[i]].pod_class is not pod_class and run_key(pods[i]) != key:
-                    break
-                i += 1
+            i = block.class_stretch_end(
+                start, stop, lambda j: (classes[class_id[j]].pod_class is pod_class
+                                        or run_key(pods[j]) == key))
             if i > start:
                 block.pos = i
                 self.scheduling_cycle += i - start
@@ -444,13 +443,16 @@ class SchedulingQueue:
             return v
         pi = QueuedPodInfo(run.block.pods[pos], run.block.now, run.block.now, attempts=1,
                            cycle=run.first.cycle + i, where=IN_FLIGHT)
+        v.detach(pos if v is run.block else v.index(key))
         self._infos[key] = pi
         return pi
 
     def done(self, key: str) -> None:
         """The pod left the queue for good (assumed on a node)."""
         pi = self._infos.pop(key, None)
-        if pi is not None and type(pi) is not QueueLane:
+        if type(pi) is QueueLane:
+            pi.detach(pi.index(key))
+        elif pi is not None:
             self._detach(pi)
 
     def done_run(self, run: QueueRun, count: int) -> None:
@@ -470,7 +472,10 @@ class SchedulingQueue:
     def requeue(self, pi: QueuedPodInfo, plugins=frozenset(), *, error: bool = False) -> None:
         """Upstream's AddUnschedulableIfNotPresent for a pod back from a
         failed attempt (scheduling, permit or binding)."""
-        if type(self._infos.get(pi.key)) is not QueuedPodInfo:
+        v = self._infos.get(pi.key)
+        if type(v) is not QueuedPodInfo:
+            if type(v) is QueueLane:
+                v.detach(v.index(pi.key))
             self._infos[pi.key] = pi
         pi.timestamp = self.clock.now()
         pi.unschedulable_plugins = frozenset(plugins)

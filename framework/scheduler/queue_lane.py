@@ -21,6 +21,10 @@ asked for) or a list of further infos (any other mix of heads).
 
 from __future__ import annotations
 
+import bisect
+
+import numpy as np
+
 from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, build_record
 from tensorsched.framework.records.records import PodRecord
 
@@ -29,7 +33,8 @@ class QueueLane:
     """Pods added together, in activeQ order (module doc).  ``pos``: the
     first position not taken yet; ``now``: when they were added."""
 
-    __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index", "_columns")
+    __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index", "_columns",
+                 "_detached")
 
     def __init__(self, pods: PodColumns, sort_keys: list, seq0: int, now: float):
         self.pods = pods
@@ -40,6 +45,10 @@ class QueueLane:
         self.now = now
         self._index: dict[str, int] | None = None
         self._columns: tuple | None = None
+        # positions whose key no longer maps to this block in the queue's
+        # ``infos`` (the pod got an info, left or was re-added), ascending:
+        # a stretch of positions is handed out without a look at each key
+        self._detached: list[int] = []
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -64,6 +73,54 @@ class QueueLane:
     def entry(self, i: int) -> tuple:
         """Position ``i`` as an activeQ heap entry."""
         return (self.sort_keys[i], self.seq0 + i, self.keys[i])
+
+    def detach(self, i: int) -> None:
+        """Position ``i``'s key stops mapping to this block in the queue's
+        ``infos`` (the queue calls this wherever it replaces that value)."""
+        d = self._detached
+        if not d or d[-1] < i:
+            d.append(i)             # the usual order: heads are taken in turn
+        else:
+            j = bisect.bisect_left(d, i)
+            if j == len(d) or d[j] != i:
+                d.insert(j, i)
+
+    def stretch_end(self, start: int, stop: int, bound) -> int:
+        """The end of the positions ``[start, stop)`` that are still the
+        block's own (not detached) and, when ``bound`` (an activeQ entry)
+        is given, come before it in activeQ order: positions are in
+        ascending (sort key, seq) order, so both ends are binary searches."""
+        d = self._detached
+        j = bisect.bisect_left(d, start)
+        if j < len(d):
+            stop = min(stop, d[j])
+        if bound is not None and start < stop:
+            sort_keys, seq0, head = self.sort_keys, self.seq0, bound[:2]
+            stop = bisect.bisect_right(range(stop), head, start, stop,
+                                       key=lambda i: (sort_keys[i], seq0 + i))
+        return stop
+
+    def class_stretch_end(self, start: int, stop: int, joins) -> int:
+        """The first position in ``[start, stop)`` whose pod class
+        ``joins(position)`` refuses (asked once per class, at the class's
+        first position in the stretch), else ``stop``.  Scans chunks of
+        growing length, so a stretch that ends early costs little."""
+        class_id = self.pods.class_id
+        answers: dict[int, bool] = {}
+        a, chunk = start, 32
+        while a < stop:
+            b = min(stop, a + chunk)
+            cid = class_id[a:b]
+            firsts = np.flatnonzero(cid[1:] != cid[:-1]) + 1
+            for s in [0] + firsts.tolist():
+                c = int(cid[s])
+                ok = answers.get(c)
+                if ok is None:
+                    ok = answers[c] = joins(a + s)
+                if not ok:
+                    return a + s
+            a, chunk = b, chunk * 4
+        return stop
 
 
 class QueueRun:

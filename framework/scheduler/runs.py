@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import time
 from itertools import repeat
+from operator import attrgetter
 
 from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.state.cluster_state import ClusterState
@@ -54,6 +55,8 @@ from .profiles import Profiles
 from .queue import UNSCHEDULABLE, SchedulingQueue
 from .run_keys import RunKeys
 from .schedule_one import SchedulingCycle
+
+_name_of = attrgetter("name")
 
 
 class CompiledRuns:
@@ -213,7 +216,7 @@ class CompiledRuns:
         state, now = self.state, self.clock.now()
         binding = self.binding
         nodes = state.nodes
-        names = [nodes[r].name for r in rows.tolist()]
+        names = list(map(_name_of, map(nodes.__getitem__, rows.tolist())))
         keys = run.keys[:placed]
         self.queue.done_run(run, placed)
         events = self.events
@@ -236,16 +239,24 @@ class CompiledRuns:
                 if bound:
                     emit("Bound", key, node)
                 outcomes[key] = b if pre is not None else node
+            logged = repeat(BOUND)
         else:
             outcomes.bound(keys, names)
+            logged = names              # the Binding is the node's name alone
         log = binding.bound_log
         if log is not None:
-            drop = log.pop
-            for key in keys:
-                drop(key, None)         # re-insert: dict order = outcome order
-            log.update(zip(keys, repeat(BOUND)))
+            if not log.keys().isdisjoint(keys):
+                drop = log.pop
+                for key in keys:
+                    drop(key, None)     # re-insert: dict order = outcome order
+            log.update(zip(keys, logged))
         metrics = self.metrics
-        metrics.e2e_latencies.extend([now - t for t in run.initial_timestamps()[:placed]])
+        if run.block is not None and placed:
+            # a stretch's pods entered the queue together
+            metrics.e2e_latencies.append(now - run.first.initial_timestamp)
+            metrics.e2e_latencies.extend(repeat(now - run.block.now, placed - 1))
+        else:
+            metrics.e2e_latencies.extend([now - t for t in run.initial_timestamps()[:placed]])
         metrics.results["scheduled"] = metrics.results.get("scheduled", 0) + len(keys)
         if collect:
             return [outcomes[key] for key in keys]

@@ -506,7 +506,9 @@ class Scheduler:
         outcomes = self.outcomes
         raw = dict.__getitem__      # what Outcomes keeps: a Binding or a node name
         for key, e in last.items():
-            if e is BOUND:
+            if type(e) is str:                  # bound by a run, no nomination
+                append(Binding(key, e))
+            elif e is BOUND:
                 b = raw(outcomes, key)          # carries the nomination and victims
                 append(Binding(key, b) if type(b) is str else b)
             else:
@@ -514,8 +516,11 @@ class Scheduler:
                                    list(e.get("victims") or ())))
         infos = self.queue.infos
         ignored = self.handlers.ignored
-        left = pods.take([i for i, k in enumerate(pods.keys) if k not in last])
-        for pod in self.queue_order(list(left)):
+        keys = pods.keys
+        # the usual end: every pod has an outcome (a C-level check first)
+        left = (() if last.keys() >= set(keys)
+                else list(pods.take([i for i, k in enumerate(keys) if k not in last])))
+        for pod in self.queue_order(left):
             if pod.key in ignored:
                 out.append(Binding(pod.key, None, ignored[pod.key], ignored=True))
                 continue

@@ -452,7 +452,13 @@ class ClusterState:
             if not isinstance(rows, np.ndarray):
                 np.maximum(req, self.requested[rows], out=req)
                 np.maximum(nz, self.nonzero_requested[rows], out=nz)
-            else:
+            elif len(rows):
+                if len(rows) > 1024:
+                    # a run puts many pods on each row: read each row once
+                    # (a gather of every pod's row copies [k, R] values)
+                    touched = np.zeros(max(self.n_rows, int(rows.max()) + 1), np.bool_)
+                    touched[rows] = True
+                    rows = np.flatnonzero(touched)
                 np.maximum(req, self.requested[rows].max(axis=0), out=req)
                 np.maximum(nz, self.nonzero_requested[rows].max(axis=0), out=nz)
 

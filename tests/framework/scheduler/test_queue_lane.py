@@ -51,3 +51,54 @@ def test_run_of_infos():
     assert run.initial_timestamps() == [1.0, 2.0, 3.0]
     alone = QueueRun(_info(head, 1.0), (0, 0, head.key))
     assert len(alone) == 1 and alone.rest == [] and alone.entries == []
+
+
+def _scan_oracle(lane, start, stop, bound, detached, joins):
+    """The stretch's end looked up position by position."""
+    i = start
+    while i < stop and i not in detached:
+        if bound is not None and (lane.sort_keys[i], lane.seq0 + i) > bound[:2]:
+            break
+        if not joins(i):
+            break
+        i += 1
+    return i
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stretch_ends_equal_a_look_at_each_position(seed):
+    """stretch_end (detached positions, the activeQ bound) and
+    class_stretch_end (pod classes, across its growing chunks) end a
+    stretch where a position-by-position scan does."""
+    import random
+
+    import numpy as np
+    rng = random.Random(seed)
+    n = 300
+    lane = QueueLane(PodColumns.from_records(_records(["x"])), [], 100, 0.0)
+    lane.keys = [f"k{i}" for i in range(n)]
+    lane.sort_keys = sorted((rng.randrange(4), rng.randrange(50)) for _ in range(n))
+    class_id = np.repeat(np.array([rng.randrange(3) for _ in range(6)]), n // 6)
+    lane.pods = SimpleNamespace(class_id=class_id)
+    detached = set(rng.sample(range(n), rng.randrange(4)))
+    for i in sorted(detached, key=lambda _: rng.random()):
+        lane.detach(i)
+        lane.detach(i)                  # twice: recorded once
+    refused = rng.randrange(3)
+    asked = []
+
+    def joins(i):
+        asked.append(int(class_id[i]))
+        return int(class_id[i]) != refused
+
+    for _ in range(20):
+        start = rng.randrange(n)
+        stop = rng.randrange(start, n + 1)
+        j = rng.randrange(n)
+        bound = rng.choice([None, (lane.sort_keys[j], lane.seq0 + j + rng.choice([-1, 0]), "b")])
+        want = _scan_oracle(lane, start, stop, bound, detached, joins)
+        asked.clear()
+        end = lane.stretch_end(start, stop, bound)
+        got = lane.class_stretch_end(start, end, joins)
+        assert got == want
+        assert len(asked) == len(set(asked))        # each class asked once
