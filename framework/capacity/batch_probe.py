@@ -124,7 +124,10 @@ class LocalProber:
     # ----------------------------------------------------------- coverage
 
     def _framework(self, sched: Scheduler):
-        fws = {id(sched.profiles.of(p)): sched.profiles.of(p) for p in self.pods}
+        fws = {}
+        for name in dict.fromkeys(p.scheduler_name for p in self.pods):
+            fw = sched.profiles.of(next(p for p in self.pods if p.scheduler_name == name))
+            fws[id(fw)] = fw
         if len(fws) > 1:
             raise _refuse("profiles", f"the pods use {len(fws)} scheduler profiles")
         if not fws:

@@ -143,6 +143,7 @@ class _Search:
         self.base_nodes = list(cluster.objects.nodes)
         self.base_pods = bound_pods(cluster)
         self.probes: dict[int, tuple[Probe, list]] = {}
+        self.cap = 0                    # the largest count the search may probe
         # the batched path: a LocalProber over the base nodes and the first
         # ``len(prober nodes) - len(base)`` template nodes; None per probe
         self.batched = batched_backend(backend) if batch else ""
@@ -199,8 +200,10 @@ class _Search:
         have = self.prober
         if have is not None and len(have.universe.objects.nodes) - len(self.base_nodes) >= top:
             return have
-        size = max(top, 2 * (len(have.universe.objects.nodes) - len(self.base_nodes))
-                   if have is not None else top)
+        # room to grow (a rebuild costs a cluster build): twice what is asked
+        size = min(2 * top + 16, max(top, self.cap))
+        if have is not None:
+            size = max(size, 2 * (len(have.universe.objects.nodes) - len(self.base_nodes)))
         try:
             self.prober = LocalProber(self.cluster, self.base_nodes + self.added(size),
                                       self.base_pods, self.pods, self.seed,
@@ -277,6 +280,7 @@ class _Search:
             return NodeTemplateResult(name, False, None, 0,
                                       "none: the template lacks a resource the pods need")
         cap = max_nodes if max_nodes is not None else lb + len(self.pods)
+        self.cap = cap
         if lb > cap:
             self.probe(cap)                 # to say which pods do not fit
             return self._result(None, lb, f"none: the resource bound {lb} is above "

@@ -58,11 +58,28 @@ def refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
                                       bal_res, bal_kind)
 
 
+def place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+             c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+             fit_weights, shape_util, shape_score, bal_res, bal_kind):
+    """Account a pod of class ``c`` on local node ``i`` and refresh that
+    node's answers for every class."""
+    for r in range(used.shape[1]):
+        used[i, r] += c_request[c, r]
+    used[i, RES_PODS_COL] += 1
+    nz_used[i, 0] += c_nonzero[c, 0]
+    nz_used[i, 1] += c_nonzero[c, 1]
+    for cc in range(reasons.shape[0]):
+        refresh_row(i, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                    c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                    fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+
+
 def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                       c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
                       strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                       bal_res, bal_kind, pod_cls, num_to_find, seed_mix, attempt0, out_row,
-                      positions, total_scratch, ties_scratch, hi_scratch):
+                      positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt, totals,
+                      tmax, tcnt, old_reasons, old_raw, dirty):
     """Place the pods ``pod_cls`` ([P] class ids, queue order) on one
     cluster of n local nodes, each as its own cycle would: filter, score the
     nodes scanned from the start index up to the ``num_to_find``-th feasible
@@ -76,7 +93,12 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
     alloc/used [n, R] int64 and nz_used [n, 2] (non-zero cpu/memory) are the
     cluster's own (``used``/``nz_used`` are updated); reasons [C, n] and
     raw [C, n, S] hold the static parts on entry.  out_row [P] receives the
-    local node of each pod or -1.  Returns the number of pods bound."""
+    local node of each pod or -1.  With every node scored (num_to_find >=
+    n: the start stays 0) each class keeps its totals in a max/count
+    segment tree over the nodes (``fused._core``'s ``rebuild_top`` /
+    ``update_top``: hi, hi_cnt [C, S], totals [C, n], tmax/tcnt [C, 2
+    size]), so a pod costs O(classes x log n); otherwise each pod scans
+    (``finalize_rows``).  Returns the number of pods bound."""
     n = alloc.shape[0]
     n_classes = reasons.shape[0]
     for c in range(n_classes):
@@ -87,6 +109,12 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
                         bal_res, bal_kind)
     for i in range(n):
         positions[i] = i
+    size = tmax.shape[1] // 2
+    every = num_to_find >= n
+    if every:
+        for c in range(n_classes):
+            rebuild_top(n, reasons[c], raw[c], c_active[c], c_norm[c], c_weights[c], hi[c],
+                        hi_cnt[c], totals[c], tmax[c], tcnt[c], size)
     start = 0
     attempt = attempt0
     bound = 0
@@ -96,24 +124,41 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
         if n == 0:
             attempt += 1
             continue
-        n_ties, processed, found = finalize_rows(
-            positions, start, reasons[c], raw[c], num_to_find, c_active[c], c_norm[c],
-            c_weights[c], False, raw[c], total_scratch, ties_scratch, hi_scratch)
-        if n_ties > 0:
-            t = tie_index(seed_mix, attempt, n_ties)
-            i = start + ties_scratch[t]
-            if i >= n:
-                i -= n
-            for r in range(used.shape[1]):
-                used[i, r] += c_request[c, r]
-            used[i, RES_PODS_COL] += 1
-            nz_used[i, 0] += c_nonzero[c, 0]
-            nz_used[i, 1] += c_nonzero[c, 1]
-            for cc in range(n_classes):
-                refresh_row(i, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                            c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                            strategy, fit_res, fit_kind, fit_weights, shape_util,
-                            shape_score, bal_res, bal_kind)
+        i = -1
+        processed = n
+        if every:
+            best = tmax[c, 1]
+            if best >= 0:
+                i = tree_kth_eq(tmax[c], tcnt[c], size,
+                                tie_index(seed_mix, attempt, tcnt[c, 1]), best)
+        else:
+            n_ties, processed, found = finalize_rows(
+                positions, start, reasons[c], raw[c], num_to_find, c_active[c], c_norm[c],
+                c_weights[c], False, raw[c], total_scratch, ties_scratch, hi_scratch)
+            if n_ties > 0:
+                i = start + ties_scratch[tie_index(seed_mix, attempt, n_ties)]
+                if i >= n:
+                    i -= n
+        if i >= 0:
+            if every:
+                for cc in range(n_classes):
+                    old_reasons[cc] = reasons[cc, i]
+                    for s in range(raw.shape[2]):
+                        old_raw[cc, s] = raw[cc, i, s]
+            place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+            if every:
+                dirty[0] = i
+                for cc in range(n_classes):
+                    moved = update_top(dirty, 1, old_reasons[cc:cc + 1], old_raw[cc:cc + 1],
+                                       reasons[cc], raw[cc], c_active[cc], c_norm[cc],
+                                       c_weights[cc], hi[cc], hi_cnt[cc], totals[cc], tmax[cc],
+                                       tcnt[cc], size)
+                    if moved == -1000000000:
+                        rebuild_top(n, reasons[cc], raw[cc], c_active[cc], c_norm[cc],
+                                    c_weights[cc], hi[cc], hi_cnt[cc], totals[cc], tmax[cc],
+                                    tcnt[cc], size)
             out_row[k] = i
             bound += 1
         start += processed

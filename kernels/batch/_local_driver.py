@@ -42,11 +42,18 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
         p1 = pod_ptr[b + 1]
         local = np.empty(p1 - p0, np.int64)
         m = max(n, 1)
+        size = 1
+        while size < m:
+            size *= 2
+        nc = max(n_classes, 1)
         out_bound[b] = run_local_cluster(
             a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
             c_norm, c_weights, sb, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
             shape_util, shape_score, bal_res, bal_kind, pod_cls[p0:p1], num_to_find[b],
             seed_mix, attempt0, local, np.empty(m, np.int64), np.empty(m, np.int64),
-            np.empty(m, np.int64), np.empty(5, np.int64))
+            np.empty(m, np.int64), np.empty(5, np.int64), np.zeros((nc, 5), np.int64),
+            np.zeros((nc, 5), np.int64), np.empty((nc, m), np.int64),
+            np.empty((nc, 2 * size), np.int64), np.empty((nc, 2 * size), np.int64),
+            np.empty(nc, np.int64), np.empty((nc, 5), np.int64), np.empty(1, np.int64))
         for k in range(p1 - p0):
             out_row[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

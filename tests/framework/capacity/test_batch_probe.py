@@ -63,15 +63,24 @@ def test_probes_equal_the_scheduler_on_random_clusters(data):
         assert {pods[i].key: node for i, node in placed} == want
 
 
-def test_the_percentage_of_nodes_to_score_rotates_the_start():
+@pytest.mark.parametrize("strategy", [0, 2])
+def test_the_percentage_of_nodes_to_score_rotates_the_start(strategy):
     # 130 nodes: 100 to find at 50%, so every pod scans from where the last
-    # one stopped; equal nodes, so the rotation and the tie-break decide
-    ns = [node_dict(f"n{i:03d}", cpu="2", labels={"zone": "ab"[i % 2]}) for i in range(130)]
-    pending = [pod_dict(f"p{k}", cpu="300m") for k in range(40)]
-    cfg = config(0, pct=50)
+    # one stopped; the nodes within the scan are normalized among themselves
+    ns = [node_dict(f"n{i:03d}", cpu="12"[i % 2], labels={"zone": "abc"[i % 3]},
+                    taints=[{"key": "spot", "effect": "PreferNoSchedule"}] if i % 5 == 0 else None)
+          for i in range(130)]
+    pref = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 7, "preference": {"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["b"]}]}}]}}}
+    pending = [pod_dict(f"p{k}", cpu=("300m", "700m")[k % 2], spec=pref if k % 3 else None)
+               for k in range(60)]
+    cfg = config(strategy, pct=50)
     cl, pods, prober = _prober(ns, cfg, pending, 3)
-    placed = prober.run([[n["metadata"]["name"] for n in ns]], [list(range(40))])[0]
-    assert {pods[i].key: n for i, n in placed} == scheduler_placements(ns, cfg, pending, 3)
+    placed = prober.run([[n["metadata"]["name"] for n in ns]], [list(range(60))])[0]
+    got = {pods[i].key: n for i, n in placed}
+    assert got == scheduler_placements(ns, cfg, pending, 3)
+    assert len(set(got.values())) > 20
 
 
 def _search_cluster(data):
