@@ -39,7 +39,7 @@ import math
 import numba
 import numpy as np
 
-from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.framework.runtime.framework import CyclePlan, num_feasible_nodes_to_find
@@ -47,9 +47,10 @@ from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import layout as L
+from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.local_cpu import LocalBatch, run_local_batch
-from tensorsched.kernels.fused import filters as F
-from tensorsched.kernels.fused import scores as S
+from tensorsched.kernels.fused import filters as KF
+from tensorsched.kernels.fused import scores as SC
 
 from .common import fresh_cluster
 
@@ -221,11 +222,11 @@ class LocalProber:
             norm[k] = np.asarray(plan.norm)[:L.N_BUILTIN_SCORES]
             weights[k] = np.asarray(plan.weights)[:L.N_BUILTIN_SCORES]
             qs = q._replace(filter_flags=q.filter_flags & ~L.F_FIT)
-            static_bits[k] = F.node_reasons(cols, rows, qs, xp=np)
+            static_bits[k] = KF.node_reasons(cols, rows, qs, xp=np)
             if q.score_flags & (1 << L.S_TAINT):
-                static_raw[k, :, 0] = S.taint_count(cols, rows, q, xp=np)
+                static_raw[k, :, 0] = SC.taint_count(cols, rows, q, xp=np)
             if q.score_flags & (1 << L.S_NODE_AFFINITY):
-                static_raw[k, :, 1] = S.affinity_weight(cols, rows, q, xp=np)
+                static_raw[k, :, 1] = SC.affinity_weight(cols, rows, q, xp=np)
         q0 = plans[0].query if plans else None
         self.base = dict(
             alloc=cols.allocatable, used0=cols.requested, nz0=cols.nonzero_requested,
@@ -282,7 +283,7 @@ class LocalProber:
                     if scaled is not None:
                         q = self.plans[k].query._replace(
                             image_scaled=np.asarray(scaled, np.int64))
-                        table[k] = S.image_score(self.cols, rows, q, xp=np)
+                        table[k] = SC.image_score(self.cols, rows, q, xp=np)
                 tables.append(table)
             group[b] = g
         if not tables:
@@ -311,7 +312,9 @@ class LocalProber:
             out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK]))
         return out
 
-    def _run_chunk(self, node_sets, pod_lists):
+    def batch(self, node_sets, pod_lists) -> tuple[LocalBatch, list]:
+        """The kernel's inputs for these probes (see ``run``), and each
+        probe's pods in queue order."""
         rows = [self.rows_of(ns) for ns in node_sets]
         orders = [self.queue_order(pl) for pl in pod_lists]
         node_ptr = np.zeros(len(rows) + 1, np.int64)
@@ -329,8 +332,16 @@ class LocalProber:
             num_to_find=np.asarray([num_feasible_nodes_to_find(pct, r.shape[0])
                                     for r in rows], np.int64),
             seed=self.seed)
+        return batch, orders
+
+    def _run_chunk(self, node_sets, pod_lists):
+        batch, orders = self.batch(node_sets, pod_lists)
+        pod_ptr = batch.pod_ptr
         if self.device == "cuda":
-            from tensorsched.kernels.batch.local_cuda import run_local_batch_cuda
+            try:
+                from tensorsched.kernels.batch.local_cuda import run_local_batch_cuda
+            except BackendUnavailable as exc:
+                raise BackendError(str(exc)) from exc
             placed, _bound = run_local_batch_cuda(batch)
         else:
             placed, _bound = run_local_batch(batch, self.threads)

@@ -22,7 +22,7 @@ from tensorsched.framework.parsing.manifests import parse_objects
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.generators.clusters import node_dict, pod_dict
 
-from tests.support.local_clusters import (
+from support.local_clusters import (
     EXT,
     bound_pods,
     config,
