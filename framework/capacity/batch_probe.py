@@ -126,7 +126,11 @@ class LocalProber:
 
     def _framework(self, sched: Scheduler):
         fws = {}
+        known = set(sched.profiles.names)
         for name in dict.fromkeys(p.scheduler_name for p in self.pods):
+            if name not in known:
+                raise _refuse("profiles", f"no profile is named {name!r} (its pods are "
+                                          "left alone)")
             fw = sched.profiles.of(next(p for p in self.pods if p.scheduler_name == name))
             fws[id(fw)] = fw
         if len(fws) > 1:
@@ -139,6 +143,8 @@ class LocalProber:
                 if ref.name not in DEFAULT_PLUGINS:
                     raise _refuse(ref.name, f"plugin at {point}, not of the default profile")
         for p in self.pods:
+            if p.node_name:
+                raise _refuse("NodeName", f"pod {p.key} is bound already (spec.nodeName)")
             if p.scheduling_gates:
                 raise _refuse("SchedulingGates", f"pod {p.key} has scheduling gates")
             if p.host_ports:

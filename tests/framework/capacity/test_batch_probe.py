@@ -151,6 +151,12 @@ def test_refusals_name_the_plugin():
     low = pod_dict("low", priority=-5)
     low["spec"]["nodeName"] = "n0"
     assert _refusal([pod_dict("hi", priority=10)], extra=[low]).startswith("DefaultPreemption")
+    gated = pod_dict("g", spec={"schedulingGates": [{"name": "wait"}]})
+    assert _refusal([gated]).startswith("SchedulingGates")
+    named = pod_dict("b", spec={"nodeName": "n1"})
+    assert _refusal([named]).startswith("NodeName")
+    other = pod_dict("o", spec={"schedulerName": "elsewhere"})
+    assert _refusal([other]).startswith("profiles")
     cfg = config(0)
     cfg["profiles"][0]["plugins"] = {"filter": {"enabled": [{"name": "GpuShareFit"}]}}
     msg = _refusal([pod_dict("x")], cfg=cfg)
