@@ -48,6 +48,8 @@ from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._errors import BackendUnavailable
+from tensorsched.kernels.backend_names import AUTO, BATCH
+from tensorsched.kernels.fused.backends import resolve_backend
 from tensorsched.kernels.batch.local_cpu import LocalBatch, run_local_batch
 from tensorsched.kernels.fused import filters as KF
 from tensorsched.kernels.fused import scores as SC
@@ -74,8 +76,11 @@ class BatchProfileError(TensorschedError):
 
 def batched_backend(backend: str) -> str:
     """Where a backend runs capacity probes as one batch: "cuda" (the CUDA
-    kernel), "cpu" (the CPU twin: numba, auto) or "" (numpy: per probe)."""
-    return {"cuda": "cuda", "numba": "cpu", "auto": "cpu"}.get(backend, "")
+    kernel; ``auto`` with a GPU, the batch stage's choice), "cpu" (the CPU
+    twin: numba, auto without a GPU) or "" (numpy: per probe)."""
+    if backend == AUTO:
+        backend = resolve_backend(backend, BATCH)
+    return {"cuda": "cuda", "numba": "cpu"}.get(backend, "")
 
 
 def speculation_levels(device: str) -> int:
