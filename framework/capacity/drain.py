@@ -107,10 +107,12 @@ class _Drainer:
         if self.prober is None:
             return
         todo = []
+        queued: set[frozenset] = set()
         for names in sets:
             key = frozenset(names)
-            if key in self.cache or key in self.fails or key in {frozenset(t) for t in todo}:
+            if key in self.cache or key in self.fails or key in queued:
                 continue
+            queued.add(key)
             move, _ = self.movers(names)
             problem = self.pdb_problem(move)
             if problem:
@@ -121,7 +123,10 @@ class _Drainer:
                 todo.append(list(names))
         if not todo:
             return
-        node_sets = [[n.name for n in self.nodes if n.name not in frozenset(t)] for t in todo]
+        node_sets = []
+        for t in todo:
+            gone = frozenset(t)
+            node_sets.append([n.name for n in self.nodes if n.name not in gone])
         pod_lists = [[self.index[p.key] for p in self.movers(t)[0]] for t in todo]
         for names, placed in zip(todo, self.prober.run(node_sets, pod_lists)):
             key = frozenset(names)
