@@ -31,7 +31,7 @@ from support.local_clusters import (
     workloads,
 )
 
-SLOW = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _prober(objects, cfg, pending, seed):
