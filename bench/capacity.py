@@ -10,15 +10,29 @@
 
 Written to ``bench/results/capacity-<backend>.json`` with the machine, the
 backend and the commit (``--output`` elsewhere).
+
+``--compare``: capacity probes batched (the node-local kernel) against one
+Scheduler per probe, the same question both ways, CPU seconds and wall
+seconds of each with the load average around it, and whether the two
+reports' documents are equal: nodes-to-add as above at ``--compare-nodes``
+existing nodes (default 1,000 and 5,000), and drain on a 1,000-node
+cluster (20 pods a node; candidates its first ``--drain-candidates``
+nodes: each on its own, then the greedy set), roomy (they can go) and full
+(half as many candidates; none can go: each node's reason is the
+Scheduler's message, asked of a Scheduler per node on both paths), and on
+a tight 30-node cluster (10 candidates, every subset: none can go).  Written to
+``bench/results/capacity-batch-<backend>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
+from tensorsched.framework.capacity.drain import removable_nodes
 from tensorsched.framework.capacity.fit import how_many_fit
 from tensorsched.framework.capacity.node_search import nodes_to_add
 from tensorsched.generators.clusters import basic, node_dict, pod_dict
@@ -56,15 +70,22 @@ def deployment(name: str, cpu: str, memory: str, replicas: int) -> dict:
                                                                  "memory": memory}}}]}}}}
 
 
-def nodes_case(nodes: int, backend: str, seed: int) -> dict:
+def running_cluster(nodes: int, per_node: int = 20, big_every: int = 0):
+    """The basic cluster with ``per_node`` pods running on each node
+    (100m/500Mi; every ``big_every``-th of them 1 cpu)."""
     node_objs, _ = basic(nodes, 0)
     bound = []
     for i, n in enumerate(node_objs):
-        for j in range(20):
-            p = pod_dict(f"run-{i}-{j}", namespace="running", created=j)
+        for j in range(per_node):
+            cpu = "1" if big_every and j % big_every == 0 else "100m"
+            p = pod_dict(f"run-{i}-{j}", namespace="running", created=j, cpu=cpu)
             p["spec"]["nodeName"] = n["metadata"]["name"]
             bound.append(p)
-    cluster = build_cluster(node_objs + bound, CONFIG)
+    return node_objs, build_cluster(node_objs + bound, CONFIG)
+
+
+def nodes_case(nodes: int, backend: str, seed: int) -> dict:
+    _node_objs, cluster = running_cluster(nodes)
     workloads = [deployment(*m) for m in MIX]
     template = node_dict("pool", cpu="8", memory="32Gi")
     t0 = time.perf_counter()
@@ -80,18 +101,94 @@ def nodes_case(nodes: int, backend: str, seed: int) -> dict:
             "seconds": round(wall, 3), "target_seconds": 30}
 
 
+def _both(run) -> dict:
+    """``run(batch)`` batched, then per probe: CPU and wall seconds, the
+    load average before each, the path taken, the documents equal."""
+    out = {}
+    docs = []
+    for batch in (True, False):
+        load = os.getloadavg()
+        c0, t0 = time.process_time(), time.perf_counter()
+        report = run(batch)
+        out["batch" if batch else "per_probe"] = {
+            "cpu_seconds": round(time.process_time() - c0, 3),
+            "wall_seconds": round(time.perf_counter() - t0, 3),
+            "load_before": [round(x, 2) for x in load], "path": report.probe_path}
+        docs.append(report.to_dict())
+    out["documents_equal"] = docs[0] == docs[1]
+    out["cpu_ratio"] = round(out["per_probe"]["cpu_seconds"]
+                             / max(out["batch"]["cpu_seconds"], 1e-9), 2)
+    return out, docs[0]
+
+
+def compare_cases(backend: str, seed: int, search_nodes, drain_candidates: int) -> list[dict]:
+    cases = []
+    workloads = [deployment(*m) for m in MIX]
+    template = node_dict("pool", cpu="8", memory="32Gi")
+    for nodes in search_nodes:
+        _objs, cluster = running_cluster(nodes)
+        got, doc = _both(lambda batch: nodes_to_add(cluster, workloads, [template],
+                                                    backend=backend, seed=seed, batch=batch))
+        st = doc["status"]
+        cases.append({"case": "nodes-to-add", "nodes": nodes, "pods": doc["spec"]["pods"],
+                      "nodes_to_add": st["nodesToAdd"],
+                      "probes": len(st["nodeTemplates"][0]["probes"]), **got})
+    # roomy (2 of 4 cpu used: the candidates' pods move) and full (3.8 of 4:
+    # none can go, every node's reason a message the Scheduler gives)
+    for label, big, count in (("roomy", 0, drain_candidates), ("full", 10, drain_candidates // 2)):
+        objs, cluster = running_cluster(1000, per_node=20, big_every=big)
+        names = [n["metadata"]["name"] for n in objs[:count]]
+        got, doc = _both(lambda batch: removable_nodes(cluster, nodes=names, backend=backend,
+                                                       seed=seed, batch=batch))
+        cases.append({"case": f"drain-{label}", "nodes": 1000, "candidates": len(names),
+                      "search": doc["status"]["removableSet"]["search"],
+                      "removable": len(doc["status"]["removable"]),
+                      "removable_set": len(doc["status"]["removableSet"]["nodes"]), **got})
+    objs, cluster = running_cluster(30, per_node=7, big_every=3)
+    names = [n["metadata"]["name"] for n in objs[:10]]
+    got, doc = _both(lambda batch: removable_nodes(cluster, nodes=names, backend=backend,
+                                                   seed=seed, batch=batch, exact_limit=10))
+    cases.append({"case": "drain-exact", "nodes": 30, "candidates": len(names),
+                  "search": doc["status"]["removableSet"]["search"],
+                  "removable": len(doc["status"]["removable"]),
+                  "removable_set": len(doc["status"]["removableSet"]["nodes"]), **got})
+    return cases
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.capacity",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="numba", choices=("numba", "numpy", "auto"))
+    ap.add_argument("--backend", default="numba", choices=("numba", "numpy", "auto", "cuda"))
     ap.add_argument("--fit-nodes", type=int, default=10_000)
     ap.add_argument("--search-nodes", type=int, default=1_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--output", default=None)
+    ap.add_argument("--compare", action="store_true",
+                    help="probes batched against per probe (see the module doc)")
+    ap.add_argument("--compare-nodes", type=int, nargs="+", default=[1000, 5000])
+    ap.add_argument("--drain-candidates", type=int, default=50)
     args = ap.parse_args(argv)
     # compile (or load the cached) kernels before timing
     how_many_fit(build_cluster(basic(3, 0)[0], CONFIG), [pod_dict("warm")],
                  backend=args.backend, limit=5)
+    if args.compare:
+        # the batched kernel compiled (or loaded) before timing too
+        nodes_to_add(build_cluster(basic(3, 0)[0], CONFIG), [pod_dict("warm")],
+                     [node_dict("pool")], backend=args.backend)
+        cases = compare_cases(args.backend, args.seed, args.compare_nodes,
+                              args.drain_candidates)
+        record = {"benchmark": "capacity-batch", "backend": args.backend, "seed": args.seed,
+                  "cases": cases, "machine": machine_info(), "commit": git_commit(),
+                  "load_after": [round(x, 2) for x in os.getloadavg()]}
+        out = (Path(args.output) if args.output
+               else RESULTS / f"capacity-batch-{args.backend}.json")
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        for c in cases:
+            print(f"{c['case']} {c['nodes']} nodes: batch {c['batch']['cpu_seconds']} CPU s, "
+                  f"per probe {c['per_probe']['cpu_seconds']} CPU s ({c['cpu_ratio']}x), "
+                  f"equal {c['documents_equal']}")
+        print(f"wrote {out}")
+        return record
     cases = [fit_case(args.fit_nodes, args.backend, args.seed),
              nodes_case(args.search_nodes, args.backend, args.seed)]
     record = {"benchmark": "capacity", "backend": args.backend, "seed": args.seed,

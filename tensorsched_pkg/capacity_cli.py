@@ -136,8 +136,10 @@ def cmd_capacity(args) -> int:
     print("\n".join(report.table()))
     if args.output:
         _write(report.to_dict(), args.output)
+    path = getattr(report, "probe_path", None)
     print(f"capacity {report.to_dict()['spec']['mode']}: {report.seconds:.2f}s, backend "
-          f"{args.backend}" + (f"; wrote {args.output}" if args.output else ""), file=sys.stderr)
+          f"{args.backend}" + (f", probes {path}" if path else "")
+          + (f"; wrote {args.output}" if args.output else ""), file=sys.stderr)
     return 0
 
 

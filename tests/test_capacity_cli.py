@@ -72,6 +72,23 @@ def test_nodes_to_add_and_drain(files, capsys):
     assert rc == 0 and "removable together" in out
 
 
+def test_the_path_the_probes_took_is_said(files, capsys):
+    # numba batches the Deployment's probes (no Service or ReplicaSet selects
+    # its pods: no default spreading); the example cluster's web pods have
+    # pod anti-affinity terms, so its drain takes a Scheduler per probe
+    out_files = [files / "a.json", files / "b.json"]
+    for backend, out_file in zip(("numba", "numpy"), out_files):
+        rc, _, err = _run(capsys, "capacity", "--cluster", CLUSTER, "--workloads",
+                          str(files / "wl"), "--node-template", str(files / "node.yaml"),
+                          "--backend", backend, "--output", str(out_file))
+        assert rc == 0
+        assert ("probes batched (cpu)" in err) == (backend == "numba")
+    docs = [json.loads(f.read_text()) for f in out_files]
+    assert docs[0]["status"] == docs[1]["status"]
+    rc, _, err = _run(capsys, "capacity", "--cluster", CLUSTER, "--drain")
+    assert rc == 0 and "probes per probe (InterPodAffinity" in err
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--pod", "missing.yaml"], "missing.yaml"),
     (["--pod", "{node}"], "expected exactly one Pod"),

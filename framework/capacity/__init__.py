@@ -10,6 +10,8 @@ May import: ``scheduler`` and everything below it in ``framework``.
   binary search of real schedules, verified);
 - ``drain``: ``removable_nodes(cluster, ...)`` (scale-down: each node, and
   a set, with PodDisruptionBudgets respected);
+- ``batch_probe``: many probes (node sets, the pods they schedule) as one
+  call of the batched node-local kernel, refusing what it does not cover;
 - ``report``: the typed reports and their ``CapacityReport`` documents
   (``apiVersion: tensorsched.io/v1alpha1``);
 - ``common``: fresh cluster copies, template copies, resource bounds;

@@ -51,15 +51,18 @@ from .common import (
     no_gc,
     node_utilization,
 )
+from .batch_probe import BatchProfileError, LocalProber, batched_backend, probe_path
 from .limits import EXACT_LIMIT, MAX_EXACT_LIMIT
 from .report import DrainReport, NodeDrain
 
 __all__ = ["removable_nodes", "EXACT_LIMIT", "MAX_EXACT_LIMIT"]
 
+BATCH_SUBSETS = 1024        # subsets of one size per batched call
+
 
 
 class _Drainer:
-    def __init__(self, cluster: Cluster, backend: str, seed: int):
+    def __init__(self, cluster: Cluster, backend: str, seed: int, batch: bool = True):
         self.cluster = cluster
         self.backend = backend
         self.seed = seed
@@ -71,6 +74,79 @@ class _Drainer:
         self.allowed = [(pdb, disruptions_allowed(pdb, self.bound))
                         for pdb in cluster.objects.pdbs]
         self.cache: dict[frozenset, tuple[bool, str, dict]] = {}
+        # sets the batch found not removable (a pod fits nowhere): their
+        # reason is the Scheduler's message, asked only when a report shows it
+        self.fails: set[frozenset] = set()
+        self.prober: LocalProber | None = None
+        self.refused = ""
+        self.device = batched_backend(backend) if batch else ""
+        if self.device:
+            self._start_batch()
+
+    def _start_batch(self) -> None:
+        movable = [p for p in self.bound if not drain_exemption(p)]
+        self.index = {p.key: i for i, p in enumerate(movable)}
+        pending = [self.cluster.resolve(dataclasses.replace(p, node_name=""))
+                   for p in movable]
+        try:
+            self.prober = LocalProber(self.cluster, self.nodes, self.bound, pending, self.seed,
+                                      device=self.device)
+        except BatchProfileError as exc:
+            self.refused = str(exc)
+
+    def path(self) -> str:
+        if self.prober is not None:
+            return f"batched ({self.device})"
+        return f"per probe ({self.refused})" if self.refused else "per probe"
+
+    def precompute(self, sets) -> None:
+        """Trials of the removal ``sets`` (lists of names) not known yet, as
+        one batched call (nothing when the batch does not run); a set whose
+        pods all move is cached with its moves, one whose pods do not is
+        kept in ``fails``."""
+        if self.prober is None:
+            return
+        todo = []
+        queued: set[frozenset] = set()
+        for names in sets:
+            key = frozenset(names)
+            if key in self.cache or key in self.fails or key in queued:
+                continue
+            queued.add(key)
+            move, _ = self.movers(names)
+            problem = self.pdb_problem(move)
+            if problem:
+                self.cache[key] = (False, problem, {})
+            elif not move:
+                self.cache[key] = (True, "", {})
+            else:
+                todo.append(list(names))
+        if not todo:
+            return
+        node_sets = []
+        for t in todo:
+            gone = frozenset(t)
+            node_sets.append([n.name for n in self.nodes if n.name not in gone])
+        pod_lists = [[self.index[p.key] for p in self.movers(t)[0]] for t in todo]
+        for names, placed in zip(todo, self.prober.run(node_sets, pod_lists)):
+            key = frozenset(names)
+            if any(node is None for _, node in placed):
+                self.fails.add(key)
+            else:
+                pods = self.prober.pods
+                self.cache[key] = (True, "", {pods[i].key: node for i, node in placed})
+
+    def removable(self, names) -> bool:
+        """Whether ``names`` can go together (``try_remove``'s first answer,
+        from the batch when it ran)."""
+        key = frozenset(names)
+        if key in self.fails:
+            return False
+        if key not in self.cache:
+            self.precompute([list(names)])
+            if key in self.fails:
+                return False
+        return self.try_remove(names)[0]
 
     def movers(self, names) -> tuple[list, list]:
         move, stay = [], []
@@ -122,17 +198,23 @@ class _Drainer:
 
 def removable_nodes(cluster: Cluster, *, nodes=None, backend: str = "numba", seed: int = 0,
                     exact_limit: int = EXACT_LIMIT,
-                    progress: Callable[[int], None] | None = None) -> DrainReport:
+                    progress: Callable[[int], None] | None = None,
+                    batch: bool = True) -> DrainReport:
     """Every candidate node on its own and the largest set found that can
     be removed together (see the module doc).  ``nodes``: the candidate
     node names (default: every node, in load order); ``progress(1)`` after
-    each trial.  The cluster is not modified."""
+    each trial.  ``batch``: the trials run as batches of the node-local
+    kernel where it covers the profile and the pods (numba, auto: the CPU
+    twin; cuda: the device; ``probe_path`` of the report says which ran);
+    False, or numpy: every trial through the Scheduler.  The answers are
+    the same.  The cluster is not modified."""
     args = capacity_arguments("removable_nodes", cluster, backend, seed, progress)
     nodes = args.names("nodes", nodes, optional=True)
     exact_limit = args.integer("exact_limit", exact_limit, 0, MAX_EXACT_LIMIT)
+    args.flag("batch", batch)
     t0 = time.perf_counter()
     with no_gc():
-        d = _Drainer(cluster, backend, seed)
+        d = _Drainer(cluster, backend, seed, batch)
         known = [n.name for n in d.nodes]
         if nodes is None:
             candidates = known
@@ -144,6 +226,7 @@ def removable_nodes(cluster: Cluster, *, nodes=None, backend: str = "numba", see
         util = {n: node_utilization(cluster.state, n) for n in candidates}
         catalog = volume_catalog(cluster.state)
         report_nodes = []
+        d.precompute([[name] for name in candidates])
         for name in candidates:
             ok, why, moves = d.try_remove([name])
             move, stay = d.movers([name])
@@ -158,25 +241,35 @@ def removable_nodes(cluster: Cluster, *, nodes=None, backend: str = "numba", see
             chosen = _greedy(d, sorted(candidates, key=lambda n: (util[n], n)), progress)
             search = "greedy by utilization (cluster-autoscaler's order), each step verified"
         set_moves = d.try_remove(chosen)[2] if chosen else {}
-    return DrainReport(backend, seed, report_nodes, chosen, search, set_moves,
-                       time.perf_counter() - t0)
+    report = DrainReport(backend, seed, report_nodes, chosen, search, set_moves,
+                         time.perf_counter() - t0)
+    report.probe_path = probe_path([d.path()])
+    return report
 
 
 def _exact(d: _Drainer, candidates, progress) -> list[str]:
     for size in range(len(candidates), 0, -1):
-        for combo in itertools.combinations(candidates, size):
-            ok = d.try_remove(combo)[0]
-            if progress is not None:
-                progress(1)
-            if ok:
-                return list(combo)
+        combos = itertools.combinations(candidates, size)
+        while True:
+            # every subset of this size as batches (in order: the first
+            # removable one is the answer)
+            chunk = list(itertools.islice(combos, BATCH_SUBSETS))
+            if not chunk:
+                break
+            d.precompute(chunk)
+            for combo in chunk:
+                ok = d.removable(combo)
+                if progress is not None:
+                    progress(1)
+                if ok:
+                    return list(combo)
     return []
 
 
 def _greedy(d: _Drainer, ordered, progress) -> list[str]:
     chosen: list[str] = []
     for name in ordered:
-        if d.try_remove([name])[0] and d.try_remove(chosen + [name])[0]:
+        if d.removable([name]) and d.removable(chosen + [name]):
             chosen.append(name)
         if progress is not None:
             progress(1)

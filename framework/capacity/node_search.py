@@ -47,6 +47,7 @@ from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.records.dra_records import ResourceSliceRecord
 from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
+from tensorsched.framework.scheduler.events import Binding
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
 from .common import (
@@ -60,6 +61,13 @@ from .common import (
     slice_copies,
     slice_template,
     unique_names,
+)
+from .batch_probe import (
+    BatchProfileError,
+    LocalProber,
+    batched_backend,
+    probe_path,
+    speculation_levels,
 )
 from .limits import MAX_NODES
 from .report import NodesReport, NodeTemplateResult, Probe
@@ -118,7 +126,8 @@ def lower_bound(cluster: Cluster, pods: list[PodRecord], template) -> int | None
 
 
 class _Search:
-    def __init__(self, cluster, pods, template, backend, seed, progress, slices=()):
+    def __init__(self, cluster, pods, template, backend, seed, progress, slices=(),
+                 batch=True):
         self.cluster = cluster
         self.slices = list(slices)        # the template's ResourceSlices (DRA devices)
         self.base_slices = list(cluster.objects.resource_slices)
@@ -134,6 +143,16 @@ class _Search:
         self.base_nodes = list(cluster.objects.nodes)
         self.base_pods = bound_pods(cluster)
         self.probes: dict[int, tuple[Probe, list]] = {}
+        self.cap = 0                    # the largest count the search may probe
+        # the batched path: a LocalProber over the base nodes and the first
+        # ``len(prober nodes) - len(base)`` template nodes; None per probe
+        self.batched = batched_backend(backend) if batch else ""
+        self.prober: LocalProber | None = None
+        self.refused: str = ""          # why the batch was refused ("" = not refused)
+        self.speculated: dict[int, tuple[Probe, list]] = {}
+        # levels of the binary search evaluated per batched call (2**levels - 1
+        # counts): wide on a GPU, about the cores on the CPU twin
+        self.levels = speculation_levels(self.batched)
 
     def added(self, n: int) -> list:
         if n > len(self.nodes):
@@ -147,21 +166,96 @@ class _Search:
     def probe(self, n: int) -> bool:
         got = self.probes.get(n)
         if got is None:
-            t0 = time.perf_counter()
-            added = self.added(n)
-            slices = (self.base_slices + slice_copies(self.slices, self.template,
-                                                      [a.name for a in added])
-                      if self.slices else None)
-            work = fresh_cluster(self.cluster, nodes=self.base_nodes + added,
-                                 pods=self.base_pods, slices=slices)
-            sched = Scheduler(work, self.backend, self.seed, batch=True)
-            bindings, _ = sched.schedule_pending(self.pods)
-            ok = sum(1 for b in bindings if b.node is not None)
-            got = (Probe(n, ok, len(bindings) - ok, time.perf_counter() - t0), bindings)
+            got = self.speculated.pop(n, None)
+            if got is None and self._prober_for([n]) is not None:
+                self._batch([n])
+                got = self.speculated.pop(n)
+            if got is None:
+                got = self._schedule(n)
             self.probes[n] = got
             if self.progress is not None:
                 self.progress(n)
         return got[0].unschedulable == 0
+
+    def _schedule(self, n: int) -> tuple[Probe, list]:
+        """Probe ``n`` through the Scheduler: a fresh cluster, ``schedule_pending``."""
+        t0 = time.perf_counter()
+        added = self.added(n)
+        slices = (self.base_slices + slice_copies(self.slices, self.template,
+                                                  [a.name for a in added])
+                  if self.slices else None)
+        work = fresh_cluster(self.cluster, nodes=self.base_nodes + added,
+                             pods=self.base_pods, slices=slices)
+        sched = Scheduler(work, self.backend, self.seed, batch=True)
+        bindings, _ = sched.schedule_pending(self.pods)
+        ok = sum(1 for b in bindings if b.node is not None)
+        return Probe(n, ok, len(bindings) - ok, time.perf_counter() - t0), bindings
+
+    def _prober_for(self, counts) -> LocalProber | None:
+        """The batched prober covering ``counts`` added nodes (built, or
+        rebuilt larger, on demand); None when the batch does not run."""
+        if not self.batched or self.refused or self.slices:
+            return None
+        top = max(counts)
+        have = self.prober
+        if have is not None and len(have.universe.objects.nodes) - len(self.base_nodes) >= top:
+            return have
+        # room to grow (a rebuild costs a cluster build): twice what is asked
+        size = min(2 * top + 16, max(top, self.cap))
+        if have is not None:
+            size = max(size, 2 * (len(have.universe.objects.nodes) - len(self.base_nodes)))
+        try:
+            self.prober = LocalProber(self.cluster, self.base_nodes + self.added(size),
+                                      self.base_pods, self.pods, self.seed,
+                                      device=self.batched)
+        except BatchProfileError as exc:
+            self.refused = str(exc)
+            self.prober = None
+        return self.prober
+
+    def _batch(self, counts) -> None:
+        """Probes ``counts`` as one batched call, kept in ``speculated``
+        until the search asks for them.  Pods that do not fit get their
+        message from the Scheduler when a report shows them (``_result``)."""
+        counts = [n for n in dict.fromkeys(counts)
+                  if n not in self.probes and n not in self.speculated]
+        prober = self._prober_for(counts) if counts else None
+        if prober is None:
+            return
+        t0 = time.perf_counter()
+        everyone = list(range(len(self.pods)))
+        base = [n.name for n in self.base_nodes]
+        runs = prober.run([base + self.names[:n] for n in counts], [everyone] * len(counts))
+        each = (time.perf_counter() - t0) / len(counts)
+        for n, placed in zip(counts, runs):
+            bindings = [Binding(self.pods[i].key, node) for i, node in placed]
+            ok = sum(1 for b in bindings if b.node is not None)
+            self.speculated[n] = (Probe(n, ok, len(bindings) - ok, each), bindings)
+
+    def path(self) -> str:
+        """Which path answered this template's probes."""
+        if self.prober is not None:
+            return f"batched ({self.batched})"
+        return f"per probe ({self.refused})" if self.refused else "per probe"
+
+    def speculate(self, lo: int, hi: int) -> None:
+        """The counts the binary search between ``lo`` (fails) and ``hi``
+        (schedules every pod) may visit in its next levels, as one batch."""
+        if not self.batched or self.refused or self.slices:
+            return
+        levels = self.levels
+        todo = []
+        spans = [(lo, hi)]
+        for _ in range(levels):
+            nxt = []
+            for a, b in spans:
+                if b - a > 1:
+                    mid = (a + b) // 2
+                    todo.append(mid)
+                    nxt.extend(((a, mid), (mid, b)))
+            spans = nxt
+        if len(todo) > 1:
+            self._batch(todo)
 
     def shortfall(self, n: int) -> int:
         """Template nodes the pods left unscheduled by probe ``n`` need by
@@ -186,6 +280,7 @@ class _Search:
             return NodeTemplateResult(name, False, None, 0,
                                       "none: the template lacks a resource the pods need")
         cap = max_nodes if max_nodes is not None else lb + len(self.pods)
+        self.cap = cap
         if lb > cap:
             self.probe(cap)                 # to say which pods do not fit
             return self._result(None, lb, f"none: the resource bound {lb} is above "
@@ -209,6 +304,8 @@ class _Search:
                                          "some pods never schedule")
             return res
         while hi - lo > 1:
+            if (lo + hi) // 2 not in self.speculated:
+                self.speculate(lo, hi)
             mid = (lo + hi) // 2
             if self.probe(mid):
                 hi = mid
@@ -220,7 +317,10 @@ class _Search:
     def _result(self, n: int | None, lb: int, search: str) -> NodeTemplateResult:
         probes = [p for p, _ in self.probes.values()]
         shown = n if n is not None else max(self.probes)
-        bindings = self.probes[shown][1]
+        probe, bindings = self.probes[shown]
+        if probe.unschedulable:
+            # the messages (and their order) are the Scheduler's own
+            bindings = self._schedule(shown)[1]
         placement = {b.pod: b.node for b in bindings if b.node is not None}
         unsched = [{"pod": b.pod, "message": b.message} for b in bindings if b.node is None]
         return NodeTemplateResult(self.template.name, n is not None, n, lb, search, probes,
@@ -230,13 +330,17 @@ class _Search:
 def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = "numba",
                  seed: int = 0, max_nodes: int | None = None,
                  progress: Callable[[int], None] | None = None,
-                 template_slices=None) -> NodesReport:
+                 template_slices=None, batch: bool = True) -> NodesReport:
     """The fewest nodes of the template(s) (Node dicts or NodeRecords) to add
     to ``cluster`` so every pod of ``workloads`` schedules; see the module
     doc.  ``progress(n)`` is called after each probe (``n`` nodes added).
     ``template_slices[i]``: the ResourceSlices (dicts or records, local to
     template ``i``'s node) every added node of that template publishes, so
-    DRA pods can use its devices.  The cluster is not modified."""
+    DRA pods can use its devices.  ``batch``: probes run as batches of the
+    node-local kernel where it covers the profile and the pods (numba, auto:
+    the CPU twin; cuda: the device; ``probe_path`` of the report says which
+    ran); False, or numpy: every probe through the Scheduler.  The answers
+    are the same.  The cluster is not modified."""
     args = capacity_arguments("nodes_to_add", cluster, backend, seed, progress)
     workloads = args.sequence("workloads", workloads, (Mapping, PodRecord),
                               "a Pod or controller dict, or a PodRecord",
@@ -244,6 +348,7 @@ def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = 
     node_templates = object_list(args, "node_templates", node_templates, NodeRecord, "Node",
                                  nonempty=True)
     max_nodes = args.integer("max_nodes", max_nodes, 0, MAX_NODES, optional=True)
+    args.flag("batch", batch)
     template_slices = args.sequence("template_slices", template_slices, object,
                                     "a list of ResourceSlices", "lists of ResourceSlices",
                                     optional=True) or []
@@ -259,7 +364,10 @@ def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = 
         slices += [()] * (len(templates) - len(slices))
         slices = [slice_template(s, t) for s, t in zip(slices, templates)]
         pods = workload_pods(cluster, workloads)
-        results = [_Search(cluster, pods, t, backend, seed, progress, s).run(max_nodes)
-                   for t, s in zip(templates, slices)]
-    return NodesReport(backend, seed, len(pods), results, max_nodes,
-                       time.perf_counter() - t0)
+        searches = [_Search(cluster, pods, t, backend, seed, progress, s, batch)
+                    for t, s in zip(templates, slices)]
+        results = [s.run(max_nodes) for s in searches]
+    report = NodesReport(backend, seed, len(pods), results, max_nodes,
+                         time.perf_counter() - t0)
+    report.probe_path = probe_path(s.path() for s in searches)
+    return report

@@ -177,6 +177,8 @@ class NodesReport:
     results: list[NodeTemplateResult]
     max_nodes: int | None = None
     seconds: float = 0.0
+    # which path ran the probes (not part of the document: both give it)
+    probe_path: str = "per probe"
 
     @property
     def best(self) -> NodeTemplateResult | None:
@@ -270,6 +272,8 @@ class DrainReport:
     set_search: str = ""
     set_moves: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    # which path ran the trials (not part of the document: both give it)
+    probe_path: str = "per probe"
 
     @property
     def removable(self) -> list[str]:

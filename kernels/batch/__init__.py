@@ -18,6 +18,12 @@ queue retries them.
 - ``cuda``: one thread block per cluster, threads over its nodes;
 - ``pairwise``: the summation tree both use to total the cluster's
   fragmentation exactly as ``numpy.sum`` does;
+- ``local_cpu`` (``_local_core``, ``_local_driver``): the default
+  profile's node-local plugins (NodeResourcesFit's three strategies,
+  BalancedAllocation, TaintToleration, NodeAffinity, NodeUnschedulable,
+  NodeName, ImageLocality) for pods placed one after another on clusters
+  cut from a shared universe of nodes (capacity probes), on the fused
+  rules; ``local_cuda``: the same, one thread block per cluster;
 - ``env_step``: the vectorized environment (one decision per environment
   per call: ``_env`` on the same rules, driven by ``_env_driver``).
 """

@@ -1,0 +1,168 @@
+"""One cluster of the batched node-local engine: the default profile's
+node-local plugins (NodeResourcesFit's filter and its three scoring
+strategies, NodeResourcesBalancedAllocation, TaintToleration, NodeAffinity,
+NodeUnschedulable, NodeName, ImageLocality) for pods placed one after
+another, as the Scheduler's cycles place them.
+
+Plain Python on scalars and arrays, compiled with ``njit`` on top of the
+fused rules (``fused._core``: ``fit_reasons``, ``fit_score``,
+``balanced_score``, ``finalize_rows``: the rounding rules live there once);
+``local_cpu`` compiles it.
+
+Per (pod class c, local node i) the engine keeps the filter reasons
+(``reasons[c, i]``, 0 = feasible) and the raw per-plugin scores
+(``raw[c, i, slot]``, slots as ``kernels/layout.py``: 0 Fit, 1 Balanced,
+2 TaintToleration, 3 NodeAffinity, 4 ImageLocality).  What does not depend
+on the node's usage (taints, affinity, unschedulable, nodeName, images) is
+given (``static_bits`` / ``static_raw``); the usage-dependent part (Fit's
+bits, Fit's and Balanced's scores) is computed here and recomputed for
+every class on the one node a pod lands on.
+"""
+
+# ruff: noqa: F821
+
+from numba import int64, uint64
+
+RES_PODS_COL = 3        # kernels/layout.py RES_PODS
+N_SLOTS = 5
+
+
+def tie_index(seed_mix, attempt, n):
+    """Which of ``n`` tied nodes (in evaluation order) attempt ``attempt``
+    takes: splitmix64 of seed * golden + attempt (the runtime's
+    ``tie_break_index``; ``seed_mix`` = seed * 0x9E3779B97F4A7C15 mod 2**64)."""
+    z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return int64(z % uint64(n))
+
+
+def refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+                fit_weights, shape_util, shape_score, bal_res, bal_kind):
+    """Class ``c``'s answer on local node ``i`` from its usage now: the
+    reason bits (static | Fit's) and, when feasible, Fit's and Balanced's
+    raw scores (the other slots are static and already in ``raw``)."""
+    bits = static_bits[c, i]
+    if c_fit_filter[c]:
+        bits |= fit_reasons(i, alloc, used, c_request[c], c_anything[c], c_ignored[c])
+    reasons[c, i] = bits
+    if bits != 0:
+        return
+    if c_active[c, 0]:
+        raw[c, i, 0] = fit_score(i, alloc, used, nz_used, c_request[c], c_nonzero[c], strategy,
+                                 fit_res, fit_kind, fit_weights, shape_util, shape_score)
+    if c_active[c, 1]:
+        raw[c, i, 1] = balanced_score(i, alloc, used, nz_used, c_request[c], c_nonzero[c],
+                                      bal_res, bal_kind)
+
+
+def place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+             c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+             fit_weights, shape_util, shape_score, bal_res, bal_kind):
+    """Account a pod of class ``c`` on local node ``i`` and refresh that
+    node's answers for every class."""
+    for r in range(used.shape[1]):
+        used[i, r] += c_request[c, r]
+    used[i, RES_PODS_COL] += 1
+    nz_used[i, 0] += c_nonzero[c, 0]
+    nz_used[i, 1] += c_nonzero[c, 1]
+    for cc in range(reasons.shape[0]):
+        refresh_row(i, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                    c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                    fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+
+
+def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                      c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                      strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                      bal_res, bal_kind, pod_cls, num_to_find, seed_mix, attempt0, out_row,
+                      positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt, totals,
+                      tmax, tcnt, old_reasons, old_raw, dirty):
+    """Place the pods ``pod_cls`` ([P] class ids, queue order) on one
+    cluster of n local nodes, each as its own cycle would: filter, score the
+    nodes scanned from the start index up to the ``num_to_find``-th feasible
+    one (percentageOfNodesToScore), normalize over them, weigh, take the
+    ``tie_index(seed_mix, attempt)``-th of the tied top nodes in evaluation
+    order, account the pod; the next start index is (start + processed) mod
+    n, and every attempt (bound or not) advances ``attempt``.  A pod that
+    fits nowhere gets -1 and changes nothing (every node was scanned: the
+    start index stays).
+
+    alloc/used [n, R] int64 and nz_used [n, 2] (non-zero cpu/memory) are the
+    cluster's own (``used``/``nz_used`` are updated); reasons [C, n] and
+    raw [C, n, S] hold the static parts on entry.  out_row [P] receives the
+    local node of each pod or -1.  With every node scored (num_to_find >=
+    n: the start stays 0) each class keeps its totals in a max/count
+    segment tree over the nodes (``fused._core``'s ``rebuild_top`` /
+    ``update_top``: hi, hi_cnt [C, S], totals [C, n], tmax/tcnt [C, 2
+    size]), so a pod costs O(classes x log n); otherwise each pod scans
+    (``finalize_rows``).  Returns the number of pods bound."""
+    n = alloc.shape[0]
+    n_classes = reasons.shape[0]
+    for c in range(n_classes):
+        for i in range(n):
+            refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                        c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                        strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                        bal_res, bal_kind)
+    for i in range(n):
+        positions[i] = i
+    size = tmax.shape[1] // 2
+    every = num_to_find >= n
+    if every:
+        for c in range(n_classes):
+            rebuild_top(n, reasons[c], raw[c], c_active[c], c_norm[c], c_weights[c], hi[c],
+                        hi_cnt[c], totals[c], tmax[c], tcnt[c], size)
+    start = 0
+    attempt = attempt0
+    bound = 0
+    for k in range(pod_cls.shape[0]):
+        c = pod_cls[k]
+        out_row[k] = -1
+        if n == 0:
+            attempt += 1
+            continue
+        i = -1
+        processed = n
+        if every:
+            best = tmax[c, 1]
+            if best >= 0:
+                i = tree_kth_eq(tmax[c], tcnt[c], size,
+                                tie_index(seed_mix, attempt, tcnt[c, 1]), best)
+        else:
+            n_ties, processed, found = finalize_rows(
+                positions, start, reasons[c], raw[c], num_to_find, c_active[c], c_norm[c],
+                c_weights[c], False, raw[c], total_scratch, ties_scratch, hi_scratch)
+            if n_ties > 0:
+                i = start + ties_scratch[tie_index(seed_mix, attempt, n_ties)]
+                if i >= n:
+                    i -= n
+        if i >= 0:
+            if every:
+                for cc in range(n_classes):
+                    old_reasons[cc] = reasons[cc, i]
+                    for s in range(raw.shape[2]):
+                        old_raw[cc, s] = raw[cc, i, s]
+            place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+            if every:
+                dirty[0] = i
+                for cc in range(n_classes):
+                    moved = update_top(dirty, 1, old_reasons[cc:cc + 1], old_raw[cc:cc + 1],
+                                       reasons[cc], raw[cc], c_active[cc], c_norm[cc],
+                                       c_weights[cc], hi[cc], hi_cnt[cc], totals[cc], tmax[cc],
+                                       tcnt[cc], size)
+                    if moved == -1000000000:
+                        rebuild_top(n, reasons[cc], raw[cc], c_active[cc], c_norm[cc],
+                                    c_weights[cc], hi[cc], hi_cnt[cc], totals[cc], tmax[cc],
+                                    tcnt[cc], size)
+            out_row[k] = i
+            bound += 1
+        start += processed
+        while start >= n:
+            start -= n
+        attempt += 1
+    return bound

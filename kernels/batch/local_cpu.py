@@ -1,0 +1,158 @@
+"""The batched node-local engine's inputs (``LocalBatch``) and its CPU twin
+(``run_local_batch``: ``_local_core.run_local_cluster`` compiled with
+``njit``, one cluster per ``prange`` iteration of ``_local_driver``).
+
+A batch is B clusters cut from one universe of U nodes (a shared base
+cluster plus, for capacity probes, the nodes some probes add): cluster b is
+the universe rows ``node_rows[node_ptr[b]:node_ptr[b+1]]`` in evaluation
+order, with the pods ``pod_cls[pod_ptr[b]:pod_ptr[b+1]]`` (class ids, queue
+order) to place.  Shapes and units (R resources, cpu in millicores, memory
+in bytes, column 3 the pod count; C pod classes; S = 5 score slots):
+
+- alloc, used0 [U, R] int64: allocatable, requested by the bound pods;
+  nz0 [U, 2] int64: their non-zero cpu/memory (scoring's defaults);
+- c_request [C, R] int64 (pods column 0), c_nonzero [C, 2], c_anything [C]
+  bool (any resource asked), c_ignored [C, R] bool (Fit ignores it),
+  c_fit_filter [C] bool (NodeResourcesFit filters the class);
+- c_active [C, S] bool, c_norm [C, S] int64 (0 none, 1 normalize, 2
+  reverse), c_weights [C, S] int64: the profile's scoring per class;
+- static_bits [C, U] int64: the usage-independent filter reasons (0 =
+  passes); static_raw [C, U, 2] int64: TaintToleration's and NodeAffinity's
+  raw scores; image_raw [G, C, U] int64: ImageLocality's score (0..100),
+  group ``image_group[b]`` (it depends on which nodes a cluster has);
+- strategy, fit_res/fit_kind/fit_weights [F], shape_util/shape_score [Q],
+  bal_res/bal_kind [K]: the Fit and Balanced arguments (``PodQuery``);
+- num_to_find [B] int64 (numFeasibleNodesToFind of each cluster's node
+  count), seed (the Scheduler's), attempt0 (the attempt count before the
+  first pod).
+
+Output: [sum P] int64 universe row of each pod, or -1 (fits nowhere).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import njit
+
+from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels.fused import _numba as _fused
+
+from . import _local_core, _local_driver
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_MASK64 = (1 << 64) - 1
+
+_core = compile_module(_local_core, njit, base=_fused.core,
+                       options={"nogil": True}, cache=True)
+_run_all = compile_module(_local_driver, njit, base=_core,
+                          options={"nogil": True, "parallel": True},
+                          cache=True)["run_local_all"]
+
+
+class LocalBatch(NamedTuple):
+    """The inputs of one call (see the module doc for shapes)."""
+
+    alloc: np.ndarray
+    used0: np.ndarray
+    nz0: np.ndarray
+    c_request: np.ndarray
+    c_nonzero: np.ndarray
+    c_anything: np.ndarray
+    c_ignored: np.ndarray
+    c_fit_filter: np.ndarray
+    c_active: np.ndarray
+    c_norm: np.ndarray
+    c_weights: np.ndarray
+    static_bits: np.ndarray
+    static_raw: np.ndarray
+    image_raw: np.ndarray
+    strategy: int
+    fit_res: np.ndarray
+    fit_kind: np.ndarray
+    fit_weights: np.ndarray
+    shape_util: np.ndarray
+    shape_score: np.ndarray
+    bal_res: np.ndarray
+    bal_kind: np.ndarray
+    node_ptr: np.ndarray
+    node_rows: np.ndarray
+    pod_ptr: np.ndarray
+    pod_cls: np.ndarray
+    image_group: np.ndarray
+    num_to_find: np.ndarray
+    seed: int
+    attempt0: int = 0
+
+    @property
+    def n_clusters(self) -> int:
+        return int(self.node_ptr.shape[0]) - 1
+
+    def check(self) -> None:
+        """Shapes and ranges the kernels rely on; a ValueError naming
+        the array otherwise."""
+        u, r = self.alloc.shape
+        c = self.c_request.shape[0]
+        b = self.n_clusters
+        want = {"used0": (u, r), "nz0": (u, 2), "c_nonzero": (c, 2), "c_anything": (c,),
+                "c_ignored": (c, r), "c_fit_filter": (c,), "c_active": (c, 5),
+                "c_norm": (c, 5), "c_weights": (c, 5), "static_bits": (c, u),
+                "static_raw": (c, u, 2), "c_request": (c, r), "pod_ptr": (b + 1,),
+                "image_group": (b,), "num_to_find": (b,)}
+        for name, shape in want.items():
+            if getattr(self, name).shape != shape:
+                raise ValueError(f"LocalBatch.{name}: shape "
+                                          f"{getattr(self, name).shape}, expected {shape}")
+        if self.image_raw.ndim != 3 or self.image_raw.shape[1:] != (c, u):
+            raise ValueError(f"LocalBatch.image_raw: shape {self.image_raw.shape}, "
+                                      f"expected (G, {c}, {u})")
+        for name, top in (("node_ptr", self.node_rows.shape[0]),
+                          ("pod_ptr", self.pod_cls.shape[0])):
+            ptr = getattr(self, name)
+            if ptr.shape[0] < 1 or ptr[0] != 0 or ptr[-1] != top or (np.diff(ptr) < 0).any():
+                raise ValueError(f"LocalBatch.{name}: must rise from 0 to {top}")
+        for name, hi in (("node_rows", u), ("pod_cls", c),
+                         ("image_group", self.image_raw.shape[0])):
+            v = getattr(self, name)
+            if v.size and (v.min() < 0 or v.max() >= hi):
+                raise ValueError(f"LocalBatch.{name}: values must be in 0..{hi - 1}")
+        if r < 4:
+            raise ValueError("LocalBatch.alloc: needs the pods column (index 3)")
+
+
+def seed_mix(seed: int) -> np.uint64:
+    """seed * 0x9E3779B97F4A7C15 mod 2**64 (``_local_core.tie_index``)."""
+    return np.uint64((int(seed) * _GOLDEN) & _MASK64)
+
+
+def run_local_batch(a: LocalBatch, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every cluster of ``a`` (checked first), on ``threads`` cores (default:
+    Numba's): (the universe row of each pod or -1 [sum P] int64, the pods
+    bound per cluster [B] int64)."""
+    a.check()
+    out_row = np.empty(a.pod_cls.shape[0], np.int64)
+    out_bound = np.zeros(a.n_clusters, np.int64)
+    if a.n_clusters == 0:
+        return out_row, out_bound
+    old = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    chunk = numba.get_parallel_chunksize()
+    numba.set_parallel_chunksize(1)
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    try:
+        _run_all(i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
+                 b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active),
+                 i64(a.c_norm), i64(a.c_weights), i64(a.static_bits), i64(a.static_raw),
+                 i64(a.image_raw), int(a.strategy), i64(a.fit_res), i64(a.fit_kind),
+                 i64(a.fit_weights), i64(a.shape_util), i64(a.shape_score), i64(a.bal_res),
+                 i64(a.bal_kind), i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr),
+                 i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find), seed_mix(a.seed),
+                 int(a.attempt0), out_row, out_bound)
+    finally:
+        numba.set_parallel_chunksize(chunk)
+        numba.set_num_threads(old)
+    return out_row, out_bound

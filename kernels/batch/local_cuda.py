@@ -1,0 +1,391 @@
+"""The batched node-local engine as one CUDA kernel: a thread block per
+cluster, its threads over the cluster's nodes, on the same rules as the
+CPU twin (``_local_core.refresh_row`` / ``place_on`` / ``tie_index`` and
+``fused._core``'s Fit, Balanced and normalization, compiled with
+``cuda.jit(device=True)``); ``run_local_batch_cuda(a)`` answers what
+``local_cpu.run_local_batch(a)`` answers.
+
+Per pod, with n the cluster's nodes and positions j = 0..n-1 in evaluation
+order (node (start + j) mod n):
+
+- the scan window: every position when every node is scored, else up to
+  the ``num_to_find``-th feasible position (a block-wide scan, warp
+  shuffles up);
+- the normalization maxima of the window's feasible nodes (block-wide
+  reductions by warp shuffles, then over the warps' partials);
+- each position's weighted total, the top total with its count and first
+  position (the same reduction); the ``tie_index``-th tied position in
+  evaluation order (the first, or a block-wide scan);
+- thread 0 accounts the pod and refreshes that node for every class.
+
+The per-(class, node) answers, the cluster's usage and the pods' outputs
+live in device memory: one upload and one download per chunk of clusters.
+Importing this module without a device or the simulator raises
+``BackendUnavailable`` (``cuda`` does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# ``cuda`` raises BackendUnavailable without a device or the simulator
+from .cuda import CUDA_SIMULATOR, LANES, THREADS, WARPS
+from . import _local_core
+from .local_cpu import LocalBatch, seed_mix
+
+from numba import cuda, int64  # noqa: E402
+
+from tensorsched.kernels._compile import compile_module  # noqa: E402
+from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
+
+NEG = -(1 << 62)
+BIG = 1 << 62
+FULL = 0xFFFFFFFF
+N_SLOTS = _local_core.N_SLOTS
+
+# ------------------------------------------------------------ warp shuffles
+# The simulator has no shuffles: they go through shared memory with the
+# block's barriers there (every thread takes the same path through the
+# reductions, so both forms run the same algorithm), as in ``cuda``.
+
+if CUDA_SIMULATOR:
+    @cuda.jit(device=True)
+    def _down3(x, y, z, off, buf):
+        t = cuda.threadIdx.x
+        buf[0, t] = x
+        buf[1, t] = y
+        buf[2, t] = z
+        cuda.syncthreads()
+        if (t % LANES) + off < LANES:
+            x, y, z = buf[0, t + off], buf[1, t + off], buf[2, t + off]
+        cuda.syncthreads()
+        return x, y, z
+
+    @cuda.jit(device=True)
+    def _up(v, d, buf):
+        t = cuda.threadIdx.x
+        buf[0, t] = v
+        cuda.syncthreads()
+        if (t % LANES) >= d:
+            v = buf[0, t - d]
+        cuda.syncthreads()
+        return v
+else:
+    @cuda.jit(device=True)
+    def _down3(x, y, z, off, buf):
+        return (cuda.shfl_down_sync(FULL, x, off), cuda.shfl_down_sync(FULL, y, off),
+                cuda.shfl_down_sync(FULL, z, off))
+
+    @cuda.jit(device=True)
+    def _up(v, d, buf):
+        return cuda.shfl_up_sync(FULL, v, d)
+
+
+@cuda.jit(device=True)
+def _warp_top(t, c, r, buf):
+    """(the largest t, how many lanes have it, the lowest r among them)
+    over a warp, by shuffles down."""
+    off = LANES // 2
+    while off > 0:
+        t2, c2, r2 = _down3(t, c, r, off, buf)
+        if t2 > t:
+            t, c, r = t2, c2, r2
+        elif t2 == t:
+            c += c2
+            r = min(r, r2)
+        off //= 2
+    return t, c, r
+
+
+@cuda.jit(device=True)
+def _block_top(t, c, r, buf, sh):
+    """``_warp_top`` over the block: each warp's lane 0 to shared memory,
+    the partials reduced again by every warp; every thread gets it."""
+    tid = cuda.threadIdx.x
+    lane = tid % LANES
+    warp = tid // LANES
+    t, c, r = _warp_top(t, c, r, buf)
+    if lane == 0:
+        sh[warp, 0] = t
+        sh[warp, 1] = c
+        sh[warp, 2] = r
+    cuda.syncthreads()
+    if lane < WARPS:
+        t, c, r = sh[lane, 0], sh[lane, 1], sh[lane, 2]
+    else:
+        t, c, r = NEG, 0, BIG
+    t, c, r = _warp_top(t, c, r, buf)
+    if tid == 0:
+        sh[0, 0] = t
+        sh[0, 1] = c
+        sh[0, 2] = r
+    cuda.syncthreads()
+    t, c, r = sh[0, 0], sh[0, 1], sh[0, 2]
+    cuda.syncthreads()
+    return t, c, r
+
+
+_ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
+_refresh_row = _ns["refresh_row"]
+_place_on = _ns["place_on"]
+_tie_index = _ns["tie_index"]
+_normalized = _fused_cuda.core["normalized"]
+
+
+@cuda.jit(device=True)
+def _kth_pos(k, limit, flags, value, buf, sh):
+    """The k-th (from 0) position j < limit with flags[j] == value, in
+    position order, or -1 when there are fewer: a block-wide scan (warp
+    shuffles up, the warps' counts scanned by every warp) over rounds of
+    THREADS positions.  Every thread gets the answer."""
+    tid = cuda.threadIdx.x
+    lane = tid % LANES
+    warp = tid // LANES
+    seen = 0
+    if tid == 0:
+        sh[0, 2] = -1
+    cuda.syncthreads()
+    for base in range(0, limit, THREADS):
+        j = base + tid
+        f = 0
+        if j < limit and flags[j] == value:
+            f = 1
+        x = f
+        d = 1
+        while d < LANES:
+            y = _up(x, d, buf)
+            if lane >= d:
+                x += y
+            d *= 2
+        if lane == LANES - 1:
+            sh[warp, 0] = x
+        cuda.syncthreads()
+        w = sh[lane, 0] if lane < WARPS else 0
+        d = 1
+        while d < LANES:
+            y = _up(w, d, buf)
+            if lane >= d:
+                w += y
+            d *= 2
+        if lane < WARPS:
+            sh[lane, 1] = w
+        cuda.syncthreads()
+        before = sh[warp - 1, 1] if warp > 0 else 0
+        if f == 1 and seen + before + x - 1 == k:
+            sh[0, 2] = j
+        seen += sh[WARPS - 1, 1]
+        cuda.syncthreads()
+    pos = sh[0, 2]
+    cuda.syncthreads()
+    return pos
+
+
+@cuda.jit
+def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+            c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy, fit_res,
+            fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, node_ptr,
+            node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix_arr, attempt0,
+            out_row, out_bound, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
+            flags_all):
+    b = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    buf = cuda.shared.array((3, THREADS), int64)
+    sh = cuda.shared.array((WARPS, 3), int64)
+    hi = cuda.shared.array(N_SLOTS, int64)
+    off = node_ptr[b]
+    n = node_ptr[b + 1] - off
+    n_res = alloc.shape[1]
+    n_classes = c_request.shape[0]
+    a = alloc_all[b]
+    u = used_all[b]
+    z = nz_all[b]
+    sb = sb_all[b]
+    reasons = reasons_all[b]
+    raw = raw_all[b]
+    flags = flags_all[b]
+    g = image_group[b]
+    smix = seed_mix_arr[0]
+    for i in range(tid, n, THREADS):
+        x = node_rows[off + i]
+        for r in range(n_res):
+            a[i, r] = alloc[x, r]
+            u[i, r] = used0[x, r]
+        z[i, 0] = nz0[x, 0]
+        z[i, 1] = nz0[x, 1]
+        for c in range(n_classes):
+            sb[c, i] = static_bits[c, x]
+            for s in range(N_SLOTS):
+                raw[c, i, s] = 0
+            raw[c, i, 2] = static_raw[c, x, 0]
+            raw[c, i, 3] = static_raw[c, x, 1]
+            raw[c, i, 4] = image_raw[g, c, x]
+            _refresh_row(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
+                         c_fit_filter, c_active, sb, reasons, raw, strategy, fit_res, fit_kind,
+                         fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    cuda.syncthreads()
+    p0 = pod_ptr[b]
+    p1 = pod_ptr[b + 1]
+    to_find = num_to_find[b]
+    start = 0
+    attempt = attempt0
+    bound = 0
+    for k in range(p1 - p0):
+        c = pod_cls[p0 + k]
+        if n == 0:
+            if tid == 0:
+                out_row[p0 + k] = -1
+            attempt += 1
+            continue
+        processed = n
+        if to_find < n:
+            for j in range(tid, n, THREADS):
+                i = start + j
+                if i >= n:
+                    i -= n
+                flags[j] = 1 if reasons[c, i] == 0 else 0
+            cuda.syncthreads()
+            last = _kth_pos(to_find - 1, n, flags, 1, buf, sh)
+            if last >= 0:
+                processed = last + 1
+        for s in range(N_SLOTS):
+            if c_active[c, s] and c_norm[c, s] != 0:
+                m = int64(0)
+                for j in range(tid, processed, THREADS):
+                    i = start + j
+                    if i >= n:
+                        i -= n
+                    if reasons[c, i] == 0 and raw[c, i, s] > m:
+                        m = raw[c, i, s]
+                m, _cnt, _first = _block_top(m, int64(0), int64(0), buf, sh)
+                if tid == 0:
+                    hi[s] = m
+        cuda.syncthreads()
+        best = NEG
+        ties = int64(0)
+        first = BIG
+        for j in range(tid, n, THREADS):
+            t = NEG
+            i = start + j
+            if i >= n:
+                i -= n
+            if j < processed and reasons[c, i] == 0:
+                t = 0
+                for s in range(N_SLOTS):
+                    if c_active[c, s]:
+                        t += _normalized(raw[c, i, s], c_norm[c, s], hi[s]) * c_weights[c, s]
+            flags[j] = t
+            if t > best:
+                best = t
+                ties = 0
+                first = j
+            if t == best and t != NEG:
+                ties += 1
+        best, ties, first = _block_top(best, ties, first, buf, sh)
+        pos = -1
+        if ties > 0:
+            kk = _tie_index(smix, attempt, ties)
+            pos = first
+            if kk > 0:
+                pos = _kth_pos(kk, processed, flags, best, buf, sh)
+        if tid == 0:
+            out_row[p0 + k] = -1
+            if pos >= 0:
+                i = start + pos
+                if i >= n:
+                    i -= n
+                _place_on(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
+                          c_fit_filter, c_active, sb, reasons, raw, strategy, fit_res, fit_kind,
+                          fit_weights, shape_util, shape_score, bal_res, bal_kind)
+                out_row[p0 + k] = node_rows[off + i]
+        if pos >= 0:
+            bound += 1
+        start += processed
+        while start >= n:
+            start -= n
+        attempt += 1
+        cuda.syncthreads()
+    if tid == 0:
+        out_bound[b] = bound
+
+
+def cluster_bytes(a: LocalBatch) -> np.ndarray:
+    """Device bytes each cluster of ``a`` needs beyond the shared inputs
+    (its nodes' usage, answers and scratch; its pods' outputs)."""
+    n = np.diff(a.node_ptr)
+    p = np.diff(a.pod_ptr)
+    c = max(1, a.c_request.shape[0])
+    r = a.alloc.shape[1]
+    return 8 * (n * (2 * r + 2 + c * (2 + N_SLOTS) + 1) + p)
+
+
+def _chunks(a: LocalBatch, budget: int) -> list:
+    """Clusters in consecutive chunks whose device bytes fit ``budget``
+    (a chunk pads every cluster to its largest)."""
+    n = np.diff(a.node_ptr)
+    per_node = cluster_bytes(a) // np.maximum(n, 1)
+    out, lo = [], 0
+    while lo < a.n_clusters:
+        hi = lo + 1
+        while hi < a.n_clusters and int(n[lo:hi + 1].max() * per_node[lo:hi + 1].max()
+                                        * (hi + 1 - lo)) <= budget:
+            hi += 1
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
+                         budget: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every cluster of ``a`` (checked first) on the device:
+    ``local_cpu.run_local_batch``'s outputs; the clusters in chunks that fit
+    ``budget`` bytes (default: ``memory_fraction`` of the free device
+    memory), each chunk one upload, one launch (a block per cluster) and one
+    download."""
+    a.check()
+    out_row = np.empty(a.pod_cls.shape[0], np.int64)
+    out_bound = np.zeros(a.n_clusters, np.int64)
+    if a.n_clusters == 0:
+        return out_row, out_bound
+    if budget is None:
+        if CUDA_SIMULATOR:
+            budget = 1 << 30
+        else:
+            free, _total = cuda.current_context().get_memory_info()
+            budget = int(free * memory_fraction)
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    d = cuda.to_device
+    shared = [d(x) for x in (
+        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
+        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
+        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw))]
+    fit = [d(i64(x)) for x in (a.fit_res, a.fit_kind, a.fit_weights, a.shape_util,
+                               a.shape_score, a.bal_res, a.bal_kind)]
+    smix = d(np.asarray([seed_mix(a.seed)], np.uint64))
+    c = max(1, a.c_request.shape[0])
+    r = a.alloc.shape[1]
+    for lo, hi in _chunks(a, budget):
+        nb = hi - lo
+        n0, n1 = int(a.node_ptr[lo]), int(a.node_ptr[hi])
+        p0, p1 = int(a.pod_ptr[lo]), int(a.pod_ptr[hi])
+        nmax = max(1, int(np.diff(a.node_ptr[lo:hi + 1]).max()))
+        part = [d(i64(a.node_ptr[lo:hi + 1] - n0)), d(i64(a.node_rows[n0:n1])),
+                d(i64(a.pod_ptr[lo:hi + 1] - p0)), d(i64(a.pod_cls[p0:p1])),
+                d(i64(a.image_group[lo:hi])), d(i64(a.num_to_find[lo:hi]))]
+        rows_out = cuda.device_array(max(p1 - p0, 1), np.int64)
+        bound_out = cuda.device_array(nb, np.int64)
+        scratch = [cuda.device_array((nb, nmax, r), np.int64),
+                   cuda.device_array((nb, nmax, r), np.int64),
+                   cuda.device_array((nb, nmax, 2), np.int64),
+                   cuda.device_array((nb, c, nmax), np.int64),
+                   cuda.device_array((nb, c, nmax), np.int64),
+                   cuda.device_array((nb, c, nmax, N_SLOTS), np.int64),
+                   cuda.device_array((nb, nmax), np.int64)]
+        _kernel[nb, THREADS](*shared, int(a.strategy), *fit, *part[:4], part[4], part[5], smix,
+                             int(a.attempt0), rows_out, bound_out, *scratch)
+        out_row[p0:p1] = rows_out.copy_to_host()[:p1 - p0]
+        out_bound[lo:hi] = bound_out.copy_to_host()
+    return out_row, out_bound
+
+
+__all__ = ["run_local_batch_cuda", "cluster_bytes", "THREADS"]

@@ -1,0 +1,71 @@
+"""The batched node-local engine's CPU twin (``local_cpu``) on hand-made
+inputs: LeastAllocated spreading two pods over two equal nodes, a pod
+that fits nowhere (-1, the cluster goes on), clusters cut from one
+universe, and the checks naming a bad array.  Equality with the
+Scheduler on random clusters is tests/framework/capacity/test_batch_probe.py."""
+
+import numpy as np
+import pytest
+
+from tensorsched.framework.runtime.framework import tie_break_index
+from tensorsched.kernels.batch.local_cpu import LocalBatch, run_local_batch, seed_mix
+
+
+def _batch(node_sets, pods, alloc_cpu=(1000, 1000, 500)):
+    u = len(alloc_cpu)
+    alloc = np.zeros((u, 4), np.int64)
+    alloc[:, 0] = alloc_cpu
+    alloc[:, 1] = 1 << 30
+    alloc[:, 3] = 10
+    c = 2
+    req = np.zeros((c, 4), np.int64)
+    req[:, 0] = (400, 2000)             # class 1 fits nowhere
+    active = np.zeros((c, 5), np.bool_)
+    active[:, 0] = True                 # NodeResourcesFit only
+    weights = np.ones((c, 5), np.int64)
+    ptr = np.cumsum([0] + [len(s) for s in node_sets])
+    pptr = np.cumsum([0] + [len(p) for p in pods])
+    return LocalBatch(
+        alloc=alloc, used0=np.zeros_like(alloc), nz0=np.zeros((u, 2), np.int64),
+        c_request=req, c_nonzero=req[:, :2].copy(), c_anything=np.ones(c, np.bool_),
+        c_ignored=np.zeros((c, 4), np.bool_), c_fit_filter=np.ones(c, np.bool_),
+        c_active=active, c_norm=np.zeros((c, 5), np.int64), c_weights=weights,
+        static_bits=np.zeros((c, u), np.int64), static_raw=np.zeros((c, u, 2), np.int64),
+        image_raw=np.zeros((1, c, u), np.int64), strategy=0,
+        fit_res=np.array([0, 1]), fit_kind=np.array([0, 0]), fit_weights=np.array([1, 1]),
+        shape_util=np.zeros(0, np.int64), shape_score=np.zeros(0, np.int64),
+        bal_res=np.array([0, 1]), bal_kind=np.array([0, 0]), node_ptr=ptr,
+        node_rows=np.asarray([x for s in node_sets for x in s], np.int64), pod_ptr=pptr,
+        pod_cls=np.asarray([x for p in pods for x in p], np.int64),
+        image_group=np.zeros(len(node_sets), np.int64),
+        num_to_find=np.asarray([len(s) for s in node_sets], np.int64), seed=7)
+
+
+def test_least_allocated_spreads_and_a_pod_that_fits_nowhere_is_skipped():
+    rows, bound = run_local_batch(_batch([[0, 1], [2], []], [[0, 1, 0], [0, 0], [0]]))
+    # cluster 0: the first pod ties (a seeded pick), the third goes to the other node
+    assert rows[1] == -1 and {rows[0], rows[2]} == {0, 1}
+    assert rows[3:5].tolist() == [2, -1]      # 500m: one 400m pod, then no room
+    assert rows[5] == -1                       # no nodes
+    assert bound.tolist() == [2, 1, 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_tie_break_is_the_runtimes_and_follows_the_attempt(seed):
+    # two equal nodes: the pod takes tie_break_index(seed, attempt, 2); a pod
+    # that fits nowhere before it still advances the attempt
+    for pods, attempt in (([0], 0), ([1, 0], 1), ([1, 1, 1, 0], 3)):
+        b = _batch([[0, 1]], [pods])._replace(seed=seed)
+        assert run_local_batch(b)[0][-1] == tie_break_index(seed, attempt, 2)
+    assert seed_mix(1) == np.uint64(0x9E3779B97F4A7C15)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("node_rows", np.array([0, 5]), "node_rows"),
+    ("pod_ptr", np.array([0, 9]), "pod_ptr"),
+    ("c_weights", np.ones((3, 5), np.int64), "c_weights"),
+])
+def test_bad_arrays_are_named(field, value, message):
+    b = _batch([[0, 1]], [[0]])._replace(**{field: value})
+    with pytest.raises(ValueError, match=message):
+        run_local_batch(b)

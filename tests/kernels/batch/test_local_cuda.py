@@ -1,0 +1,68 @@
+"""The batched node-local engine's CUDA kernel (a block per cluster,
+shuffles emulated under the simulator) gives the CPU twin's answers: random
+clusters (taints, node affinity, unschedulable nodes, images, an extended
+resource, the three Fit strategies), node subsets, more nodes than threads,
+the percentage of nodes to score's scan window, chunks by a small budget."""
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.backends import needs_cuda
+from support.local_clusters import bound_pods, config, nodes, workloads
+
+from tensorsched.framework.capacity.batch_probe import LocalProber
+from tensorsched.framework.capacity.common import bound_pods as bound_of
+from tensorsched.framework.parsing.manifests import parse_objects
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.generators.clusters import node_dict, pod_dict
+from tensorsched.kernels.batch.local_cpu import run_local_batch
+
+# the simulator runs splitmix64 on NumPy scalars, which warn as they wrap
+pytestmark = [pytest.mark.cudasim, needs_cuda,
+              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+
+
+def _batch(objects, cfg, pending, seed, subsets):
+    cl = build_cluster(copy.deepcopy(list(objects)), cfg)
+    pods = [cl.resolve(p) for p in parse_objects(copy.deepcopy(pending)).pods]
+    prober = LocalProber(cl, list(cl.objects.nodes), bound_of(cl), pods, seed)
+    names = [n.name for n in cl.objects.nodes]
+    sets = [[n for n, keep in zip(names, mask) if keep] for mask in subsets]
+    return prober.batch(sets, [list(range(len(pods)))] * len(sets))[0]
+
+
+def _same(batch, budget=None):
+    from tensorsched.kernels.batch.local_cuda import run_local_batch_cuda
+    twin = run_local_batch(batch)
+    dev = run_local_batch_cuda(batch, budget=budget)
+    np.testing.assert_array_equal(twin[0], dev[0])
+    np.testing.assert_array_equal(twin[1], dev[1])
+    return twin
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_cuda_equals_the_twin_on_random_clusters(data):
+    ns = data.draw(nodes(min_size=2, max_size=18))
+    bd = bound_pods(data.draw, ns)
+    pending = data.draw(workloads(max_pods=5))
+    subsets = [[True] * len(ns)] + [[data.draw(st.booleans()) for _ in ns]]
+    batch = _batch(ns + bd, config(data.draw(st.integers(0, 2))), pending,
+                   data.draw(st.integers(0, 5)), subsets)
+    _same(batch)
+
+
+def test_cuda_scan_window_and_chunks():
+    # 104 nodes: 100 to find at 50%, the start rotating; two clusters in
+    # chunks of one (a small budget)
+    ns = [node_dict(f"n{i:03d}", cpu="12"[i % 2], labels={"zone": "abc"[i % 3]},
+                    taints=[{"key": "spot", "effect": "PreferNoSchedule"}] if i % 7 == 0 else None)
+          for i in range(104)]
+    pending = [pod_dict(f"p{k}", cpu=("300m", "900m")[k % 2]) for k in range(6)]
+    subsets = [[True] * 104, [i != 3 for i in range(104)]]
+    batch = _batch(ns, config(0, pct=50), pending, 1, subsets)
+    placed, bound = _same(batch, budget=30_000)
+    assert bound.tolist() == [6, 6] and len(set(placed[:6].tolist())) > 3
