@@ -111,6 +111,16 @@ class PodTable:
         self._proto_class: dict = {}        # id(prototype) -> (prototype, class id)
         self._shape_cache = None
         self._kept: dict[int, int] = {}     # row -> row version it is current at
+        # The node columns the victim search reads: None for the state's;
+        # the scheduling cycle sets its nominated overlay's around PostFilter
+        # (the nominated pods counted in ``requested``, not in the state).
+        self.nominated_columns = None
+
+    def node_columns(self):
+        """The node columns the victim search reads (``nominated_columns``
+        or the state's)."""
+        cols = self.nominated_columns
+        return self.state.columns() if cols is None else cols
 
     def keep_rows(self, rows: dict[int, int]) -> None:
         """``rows``: row -> a row version at which the row holds exactly
@@ -481,7 +491,7 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
                               order=table.order, alike_from=table.alike_from) if host else None
     if not every and fw.backend_name == "numba" and (search is None or search.on_counts):
         try:
-            got = visit_candidates(state.columns(), q, prio, pods, table.order, scan, cap,
+            got = visit_candidates(table.node_columns(), q, prio, pods, table.order, scan, cap,
                                    search, any_pdb=bool(table.pdbs),
                                    alike_from=table.alike_from)
         finally:
@@ -535,7 +545,7 @@ def _visit_failures(scan: np.ndarray, seen: np.ndarray) -> list:
 def _search(fw, state, q, rows, prio, pods, table: PodTable) -> V.VictimResult:
     """The victim kernel over ``rows`` on the framework's backend (on cuda,
     over the device mirror of the pod table)."""
-    cols = state.columns()
+    cols = table.node_columns()
     if fw.backend_name == "cuda":
         dev = table.device(V.fit_pods(cols, pods))
         return dev.search(fw.backend.device_columns(state), cols, q, rows, prio)
@@ -567,7 +577,7 @@ def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
 def _device_visit(fw, state, q, prio, pods, scan, cap, table):
     """The search, the visit and the pick on the device: (candidates = the
     chosen one, 0 or -1, failures, Filter calls)."""
-    cols = state.columns()
+    cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
     got = dev.search_and_pick(fw.backend.device_columns(state), cols, q, scan, prio, cap)
     if got.chosen < 0:
