@@ -798,6 +798,10 @@ class Framework:
         arrays (``explain_many``), else per node with equal statuses
         merged."""
         if isinstance(p, FusedFilter) and p.explains_by_bits:
+            if own.shape[0] and not (own != own[0]).any():
+                # one reason everywhere (a pod too big for every node): no sort
+                return (np.zeros(own.shape[0], np.int64),
+                        [p.explain_reasons(ctx, int(rows[0]), int(own[0]))])
             uniq, first, inverse = np.unique(own, return_index=True, return_inverse=True)
             return inverse.reshape(-1), [p.explain_reasons(ctx, int(rows[f]), int(b))
                                          for b, f in zip(uniq.tolist(), first.tolist())]

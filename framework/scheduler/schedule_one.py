@@ -4,14 +4,31 @@ the profile's Framework, then assume-and-bind on the selected node, or
 PostFilter (preemption: nominate, evict, requeue or retry) and the
 FailedScheduling diagnosis.
 
-Nominated pods are added to the state around the cycle (and its PostFilter)
-and removed right after.  For the pod-count filters (resources, ports) this
-is exactly upstream's two-pass RunFilterPluginsWithNominatedPods (a node
-that passes with the nominated pods passes without them); scores also see
-them (upstream scores without them) -- a documented deviation, only while
-nominations are outstanding.  A row whose nominated pods one cycle took
-out and the next put back as they were, untouched in between, is not
-re-read by the preemption victim table (``PodTable.keep_rows``).
+Upstream's rule (RunFilterPluginsWithNominatedPods, addGENominatedPods in
+the framework runtime): when node X is filtered for pod P, the pods
+nominated to X whose priority is at least P's (never P itself) are added
+to a copy of X's NodeInfo and of the PreFilter cycle state; the filters
+run with them and, if they pass, once more without them.  Score runs
+without them; DefaultPreemption's dry run (SelectVictimsOnNode) filters
+with them the same way.
+
+Here, where the cycle reads only node columns (the fused filters and
+scores, the victim search's NodeResourcesFit / NodePorts) and every such
+nominated pod is plain, the cycle reads the nominator's overlay
+(``nominated_overlay``: the requested columns with those pods counted on
+their own nodes, kept level by the changes since the last cycle): exactly
+the per-node rule for these filters (more requests never let a node pass,
+so the second pass changes nothing).  Otherwise (the pod has spread
+constraints or pod affinity, a host plugin runs, a nominee is not plain,
+the cuda backend, a pod waits in Permit) the nominated pods are added to
+the state around the cycle and its PostFilter and removed right after.
+Two documented deviations remain while nominations are outstanding: the
+resource scores see the nominated pods (upstream scores without them), and
+on the state path PodTopologySpread / InterPodAffinity count them in the
+whole domain (upstream: only when their own node is evaluated).  A row
+whose nominated pods one cycle took out and the next put back as they
+were, untouched in between, is not re-read by the preemption victim table
+(``PodTable.keep_rows``).
 """
 
 from __future__ import annotations
