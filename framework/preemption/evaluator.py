@@ -455,10 +455,8 @@ def _codes_by_row(fw, ctx, result, node_codes, absent_code) -> np.ndarray:
         return np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
     m = all_rows.shape[0]
     codes_eval = status_codes(fw, result.reasons, ctx, result.rows)
-    # Evaluation order -> row order.
-    codes_rows = np.empty(m, np.int64)
-    codes_rows[(result.start + np.arange(m)) % max(m, 1)] = codes_eval
-    return codes_rows
+    # Evaluation order -> row order (position j is row start + j, wrapped).
+    return np.roll(codes_eval, result.start % max(m, 1))
 
 
 def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
@@ -633,7 +631,7 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)
     cands, best, failures, calls, host = _candidates(
-        fw, ctx, result, table, potential[(off + np.arange(n)) % n], cap, dry_run_all)
+        fw, ctx, result, table, np.roll(potential, -(off % n)), cap, dry_run_all)
     if dry_run_all:
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:
