@@ -96,15 +96,19 @@ def _cpu_per_attempt(sched) -> list:
 
 def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
                    seed: int = 0, variant: str = "", progress=None, *,
-                   queue: bool = False, batch: bool = True) -> dict:
+                   queue: bool = False, batch: bool = True,
+                   nominated_overlay: bool = True) -> dict:
     """The record of one preemption run; ``progress(stage)`` after building,
     warming up and scheduling.  ``queue``: the preemptors go through the
     scheduling queue (``schedule_pending``, the scheduler's ``batch`` on or
-    off) instead of one ``schedule_one`` call each."""
+    off) instead of one ``schedule_one`` call each.  ``nominated_overlay``
+    False: every cycle adds the nominated pods to the state (the path
+    before the overlay, for before/after records)."""
     progress = progress or (lambda stage: None)
     cluster, pending = build(nodes, pods, percentage, variant)
     progress("built")
     sched = Scheduler(cluster, backend, seed, batch=batch)
+    sched.cycle.use_overlay = nominated_overlay
     # Warm-up outside the timed run: JIT of the fused pass and the victim
     # kernel, the first full sync of the victim table (a dry run: nothing
     # is deleted).
@@ -138,6 +142,7 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
         "nodes": nodes, "pods": pods, "backend": backend,
         "percentage_of_nodes_to_score": percentage,
         **({"queue": True, "batch": batch} if queue else {}),
+        **({} if nominated_overlay else {"nominated_overlay": False}),
         "low_priority_pods": nodes * synthetic.LOW_PER_NODE,
         "pods_per_second": round(placed / elapsed, 1) if elapsed > 0 else None,
         "cpu_seconds": round(cpu, 4),

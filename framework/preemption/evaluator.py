@@ -112,6 +112,16 @@ class PodTable:
         self._proto_class: dict = {}        # id(prototype) -> (prototype, class id)
         self._shape_cache = None
         self._kept: dict[int, int] = {}     # row -> row version it is current at
+        # The node columns the victim search reads: None for the state's;
+        # the scheduling cycle sets its nominated overlay's around PostFilter
+        # (the nominated pods counted in ``requested``, not in the state).
+        self.nominated_columns = None
+
+    def node_columns(self):
+        """The node columns the victim search reads (``nominated_columns``
+        or the state's)."""
+        cols = self.nominated_columns
+        return self.state.columns() if cols is None else cols
 
     def keep_rows(self, rows: dict[int, int]) -> None:
         """``rows``: row -> a row version at which the row holds exactly
@@ -446,10 +456,8 @@ def _codes_by_row(fw, ctx, result, node_codes, absent_code) -> np.ndarray:
         return np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
     m = all_rows.shape[0]
     codes_eval = status_codes(fw, result.reasons, ctx, result.rows)
-    # Evaluation order -> row order.
-    codes_rows = np.empty(m, np.int64)
-    codes_rows[(result.start + np.arange(m)) % max(m, 1)] = codes_eval
-    return codes_rows
+    # Evaluation order -> row order (position j is row start + j, wrapped).
+    return np.roll(codes_eval, result.start % max(m, 1))
 
 
 def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
@@ -482,7 +490,7 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
                               order=table.order, alike_from=table.alike_from) if host else None
     if not every and fw.backend_name == "numba" and (search is None or search.on_counts):
         try:
-            got = visit_candidates(state.columns(), q, prio, pods, table.order, scan, cap,
+            got = visit_candidates(table.node_columns(), q, prio, pods, table.order, scan, cap,
                                    search, any_pdb=bool(table.pdbs),
                                    alike_from=table.alike_from)
         finally:
@@ -538,7 +546,7 @@ def _search(fw, state, q, rows, prio, pods, table: PodTable, hooks=None) -> V.Vi
     over the device mirror of the pod table); ``hooks``
     (``filter_hooks.VictimSearchHooks``) lift the resources host filters
     take over from NodeResourcesFit."""
-    cols = state.columns()
+    cols = table.node_columns()
     if fw.backend_name == "cuda":
         dev = table.device(V.fit_pods(cols, pods))
         dcols = fw.backend.device_columns(state)
@@ -575,7 +583,7 @@ def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
 def _device_visit(fw, state, q, prio, pods, scan, cap, table):
     """The search, the visit and the pick on the device: (candidates = the
     chosen one, 0 or -1, failures, Filter calls)."""
-    cols = state.columns()
+    cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
     got = dev.search_and_pick(fw.backend.device_columns(state), cols, q, scan, prio, cap)
     if got.chosen < 0:
@@ -631,7 +639,7 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)
     cands, best, failures, calls, host = _candidates(
-        fw, ctx, result, table, potential[(off + np.arange(n)) % n], cap, dry_run_all)
+        fw, ctx, result, table, np.roll(potential, -(off % n)), cap, dry_run_all)
     if dry_run_all:
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:

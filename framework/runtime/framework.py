@@ -426,13 +426,21 @@ class Framework:
 
     def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
                   attempt: int = 0, start_index: int = 0, all_nodes: bool = False,
-                  want_scores: bool = True) -> CycleResult:
-        """Filter and score ``pod`` against ``state``; nothing is reserved."""
+                  want_scores: bool = True, columns=None) -> CycleResult | None:
+        """Filter and score ``pod`` against ``state``; nothing is reserved.
+        ``columns``: the ``ColumnSource`` the fused pass reads instead of
+        ``state`` (the nominated pods' overlay of the requested columns);
+        then None when the cycle would read more than the fused pass does
+        (a PreFilter rejects, a host plugin runs)."""
         ctx = CycleContext(state, pod, self)
         all_rows = state.valid_rows()
         plan, skipped = self.plan_cycle(ctx)
         if not isinstance(plan, CyclePlan):
+            if columns is not None:
+                return None
             return self._rejected_by_prefilter(all_rows, plan, skipped)
+        if columns is not None and (plan.host_filters or plan.host_scores):
+            return None
         n = all_rows.shape[0]
         if all_nodes or n == 0:
             start, to_find = 0, max(n, 1)
@@ -442,7 +450,8 @@ class Framework:
         extra = (self._user_stage(ctx, rotated(all_rows, start), plan.host_filters,
                                   plan.host_scores, to_find)
                  if plan.host_filters or plan.host_scores else None)
-        res = self.backend.evaluate(state, all_rows, start, plan.query, to_find, plan.active,
+        res = self.backend.evaluate(state if columns is None else columns, all_rows, start,
+                                    plan.query, to_find, plan.active,
                                     plan.norm, plan.weights, self.n_slots, extra, want_scores)
         sel = -1
         if len(res.ties):
@@ -789,6 +798,10 @@ class Framework:
         arrays (``explain_many``), else per node with equal statuses
         merged."""
         if isinstance(p, FusedFilter) and p.explains_by_bits:
+            if own.shape[0] and not (own != own[0]).any():
+                # one reason everywhere (a pod too big for every node): no sort
+                return (np.zeros(own.shape[0], np.int64),
+                        [p.explain_reasons(ctx, int(rows[0]), int(own[0]))])
             uniq, first, inverse = np.unique(own, return_index=True, return_inverse=True)
             return inverse.reshape(-1), [p.explain_reasons(ctx, int(rows[f]), int(b))
                                          for b, f in zip(uniq.tolist(), first.tolist())]

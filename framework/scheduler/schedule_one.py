@@ -4,14 +4,31 @@ the profile's Framework, then assume-and-bind on the selected node, or
 PostFilter (preemption: nominate, evict, requeue or retry) and the
 FailedScheduling diagnosis.
 
-Nominated pods are added to the state around the cycle (and its PostFilter)
-and removed right after.  For the pod-count filters (resources, ports) this
-is exactly upstream's two-pass RunFilterPluginsWithNominatedPods (a node
-that passes with the nominated pods passes without them); scores also see
-them (upstream scores without them) -- a documented deviation, only while
-nominations are outstanding.  A row whose nominated pods one cycle took
-out and the next put back as they were, untouched in between, is not
-re-read by the preemption victim table (``PodTable.keep_rows``).
+Upstream's rule (RunFilterPluginsWithNominatedPods, addGENominatedPods in
+the framework runtime): when node X is filtered for pod P, the pods
+nominated to X whose priority is at least P's (never P itself) are added
+to a copy of X's NodeInfo and of the PreFilter cycle state; the filters
+run with them and, if they pass, once more without them.  Score runs
+without them; DefaultPreemption's dry run (SelectVictimsOnNode) filters
+with them the same way.
+
+Here, where the cycle reads only node columns (the fused filters and
+scores, the victim search's NodeResourcesFit / NodePorts) and every such
+nominated pod is plain, the cycle reads the nominator's overlay
+(``nominated_overlay``: the requested columns with those pods counted on
+their own nodes, kept level by the changes since the last cycle): exactly
+the per-node rule for these filters (more requests never let a node pass,
+so the second pass changes nothing).  Otherwise (the pod has spread
+constraints or pod affinity, a host plugin runs, a nominee is not plain,
+the cuda backend, a pod waits in Permit) the nominated pods are added to
+the state around the cycle and its PostFilter and removed right after.
+Two documented deviations remain while nominations are outstanding: the
+resource scores see the nominated pods (upstream scores without them), and
+on the state path PodTopologySpread / InterPodAffinity count them in the
+whole domain (upstream: only when their own node is evaluated).  A row
+whose nominated pods one cycle took out and the next put back as they
+were, untouched in between, is not re-read by the preemption victim table
+(``PodTable.keep_rows``).
 """
 
 from __future__ import annotations
@@ -39,6 +56,10 @@ from .metrics import MetricsRecorder
 from .nominator import Nominator
 from .profiles import Profiles
 from .queue import POD_DELETE, QueuedPodInfo, SchedulingQueue
+
+
+#: fused backends whose row caches keep a source with a ``cache_tag`` apart
+OVERLAY_BACKENDS = frozenset({"numpy", "numba"})
 
 
 def _with_status(pod: PodRecord, **status) -> PodRecord:
@@ -99,10 +120,29 @@ class SchedulingCycle:
         self._cycle_rows: dict = {}
         self._parked = None
         self.choose_node: Callable | None = None
+        # Cycles read the nominated pods from the nominator's overlay where
+        # they may (``nominated_overlay``); False: always added to the state
+        # (the oracle of the tests, the before of the benchmarks).
+        self.use_overlay = True
         self.terminating: list = []                    # heap (deadline, seq, key)
         self._seq = itertools.count(1)
 
     # ------------------------------------------------------ nominated pods
+    def nominated_overlay(self, fw: Framework, pod: PodRecord):
+        """The nominator's overlay for ``pod``'s priority, level with the
+        state and leaving ``pod`` out, when the cycle may read the nominated
+        pods from it instead of the state (``nominated_overlay``): a fused
+        backend whose row caches keep sources apart (numpy, numba), no pod
+        of the cycle's own reading other pods (spread constraints, pod
+        affinity), no pod assumed while nominated (waiting in Permit), and
+        every counted pod plain.  None: they are added to the state."""
+        if (not self.use_overlay or fw.backend_name not in OVERLAY_BACKENDS
+                or pod.topology_spread or pod.pod_affinity or pod.pod_anti_affinity
+                or self.binding.waiting):
+            return None
+        overlay = self.nominator.overlay(pod_priority(pod))
+        return overlay if overlay.refresh(self.state, pod) else None
+
     def add_nominated(self, pod: PodRecord) -> list[str]:
         """Pods nominated elsewhere with priority >= pod's, added to the
         state on their nominated nodes for this cycle."""
@@ -197,15 +237,23 @@ class SchedulingCycle:
                 return self.fail_again(pod, pi, got, t0)
         counters = self.counters
         start = counters.next_start_index
-        temp = self.add_nominated(pod) if self.nominator else ()
-        # plugins that must see the state without them (Coscheduling) read this
-        self.cycle_nominated = temp
-        try:
+        result = None
+        overlay = self.nominated_overlay(fw, pod) if self.nominator else None
+        if overlay is not None:
             result = fw.run_cycle(state, pod, seed=self.seed, attempt=counters.attempts,
-                                  start_index=start, want_scores=False)
-        except BaseException:
-            self.remove_nominated(temp)
-            raise
+                                  start_index=start, want_scores=False, columns=overlay)
+        temp = ()
+        if result is None:
+            overlay = None
+            temp = self.add_nominated(pod) if self.nominator else ()
+            # plugins that must see the state without them (Coscheduling) read this
+            self.cycle_nominated = temp
+            try:
+                result = fw.run_cycle(state, pod, seed=self.seed, attempt=counters.attempts,
+                                      start_index=start, want_scores=False)
+            except BaseException:
+                self.remove_nominated(temp)
+                raise
         t1 = time.perf_counter()
         metrics.timer.add("filter_score", t1 - t0)
         counters.attempts += 1
@@ -225,10 +273,14 @@ class SchedulingCycle:
             metrics.latencies.append(t2 - t0)
             return binding
         ctx = CycleContext(state, pod, fw)
+        table = self.cluster.pod_table()
+        if overlay is not None:
+            table.nominated_columns = overlay.columns()
         try:
-            outcome = fw.run_post_filter(ctx, result, self.cluster.pod_table(), seed=self.seed,
+            outcome = fw.run_post_filter(ctx, result, table, seed=self.seed,
                                          attempt=counters.attempts - 1)
         finally:
+            table.nominated_columns = None
             self.remove_nominated(temp)
         t2 = time.perf_counter()
         metrics.timer.add("preemption", t2 - t1)

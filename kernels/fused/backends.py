@@ -239,15 +239,19 @@ class NumbaBackend:
 
     def _row_cache(self, source: ColumnSource, cols, q, n_slots) -> _RowCache:
         n = cols.allocatable.shape[0]
-        key = (source.layout_version, n, n_slots)
-        c = self._caches.get(id(q))
+        # a source other than the state (the nominated overlay) has its own
+        # counters: its caches are kept apart (``ColumnSource.cache_tag``)
+        tag = getattr(source, "cache_tag", None)
+        key = (source.layout_version, n, n_slots, tag)
+        ck = (id(q), tag)
+        c = self._caches.get(ck)
         if c is None or c.q is not q or c.key != key:
             c = _RowCache(q, key, n, n_slots)
-            self._caches[id(q)] = c
+            self._caches[ck] = c
             while len(self._caches) > self.MAX_CACHED_QUERIES:
                 self._caches.popitem(last=False)
         else:
-            self._caches.move_to_end(id(q))
+            self._caches.move_to_end(ck)
         if c.seen != source.version:
             if self._dirty.shape[0] < n:
                 self._dirty = np.zeros(2 * n, np.int64)

@@ -24,7 +24,9 @@ class ColumnSource(Protocol):
     ``row_version``: [N] int64 (N >= rows in ``columns()``), the ``version``
     that last wrote each row, so a mirror re-copies only rows newer than
     its copy; ``layout_version``: moves when the arrays are reallocated
-    (every cached view and mirror is then rebuilt)."""
+    (every cached view and mirror is then rebuilt).  A source may name a
+    ``cache_tag`` (hashable): its row caches are kept apart from those of
+    sources without one (the state), whose counters it does not share."""
 
     version: int
     layout_version: int
