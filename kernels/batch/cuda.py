@@ -266,7 +266,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy_of, sel_of, seed_mix_of, gpu_weight_of, static_of, backoff0_of,
             backoff_max_of, max_unsched_of, ev_off, ev_len, cls, u, arrive, depart, dep_order,
-            out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0,
+            out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
             qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all):
@@ -433,6 +433,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         cuda.syncthreads()
     if tid == 0:
         n_log[b] = m
+        end[b] = qf[_queue.QF_NOW]
     for j in range(tid, e, THREADS):
         out_tries[o + j] = patt[j]
 
@@ -490,6 +491,7 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
                                                                               2 * (plo + ln)]
             out.n_log[b] = got.n_log[k]
             out.frag0[b] = got.frag0[k]
+            out.end[b] = got.end[k]
     return out
 
 
@@ -513,7 +515,8 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
     i64 = np.int64
     outs = [cuda.device_array(e, i64), cuda.device_array(e, i64), cuda.device_array(e, f64),
             cuda.device_array(e, i64), cuda.device_array(e2, f64), cuda.device_array(e2, i64),
-            cuda.device_array(e2, f64), cuda.device_array(b, i64), cuda.device_array(b, f64)]
+            cuda.device_array(e2, f64), cuda.device_array(b, i64), cuda.device_array(b, f64),
+            cuda.device_array(b, f64)]
     g = a.gpu_slots
     scratch = [cuda.device_array((b, n, g), i64), cuda.device_array((b, n), i64),
                cuda.device_array((b, n), i64), cuda.device_array((b, n), i64),
