@@ -26,6 +26,21 @@ _step_all = compile_module(_env_driver, njit, base=env_ns,
 STEP_PLACE, STEP_RESET, STEP_HOLD = 0, 1, _env.HOLD
 
 
+def check_env(a: BatchArrays, scale) -> np.ndarray:
+    """``a`` checked as environments take it (every run on node set 0,
+    unpadded; no departures) and ``scale`` as [3] positive float64."""
+    a.check()
+    if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
+        raise ValueError("run_set: every environment runs on node set 0, unpadded")
+    if np.isfinite(a.depart).any():
+        raise ValueError("depart: the vector environment steps arrivals only (no pod "
+                         "leaves; trace_batch runs departures)")
+    scale = np.asarray(scale, np.float64)
+    if scale.shape != (3,) or not (scale > 0).all():
+        raise ValueError("scale: three positive divisors (cpu, memory, GPU milli)")
+    return scale
+
+
 class EnvBatch:
     """The state of ``a.n_runs`` environments on one node set (``a``
     checked; every run on set 0's nodes).  ``scale`` [3]: the cpu, memory
@@ -37,21 +52,13 @@ class EnvBatch:
     outputs per event ``out_node``, ``out_gmask``, ``out_frag`` [E]."""
 
     def __init__(self, a: BatchArrays, scale: np.ndarray, threads: int | None = None):
-        a.check()
-        if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
-            raise ValueError("run_set: every environment runs on node set 0, unpadded")
-        if np.isfinite(a.depart).any():
-            raise ValueError("depart: the vector environment steps arrivals only (no pod "
-                             "leaves; trace_batch runs departures)")
+        self.scale = check_env(a, scale)
         self.a = a
         self.threads = threads
         b, n = a.static_total.shape
         c = max(1, int(a.c_cpu.shape[1]))
         t = max(1, int(a.t_lo.shape[1]))
         e = a.cls.shape[0]
-        self.scale = np.asarray(scale, np.float64)
-        if self.scale.shape != (3,) or not (self.scale > 0).all():
-            raise ValueError("scale: three positive divisors (cpu, memory, GPU milli)")
         self.out_node = np.full(e, -1, np.int64)
         self.out_gmask = np.zeros(e, np.int64)
         self.out_frag = np.zeros(e, np.float64)
@@ -105,3 +112,13 @@ class EnvBatch:
                       self.obs, self.pod_obs, self.ist, self.fst)
         finally:
             numba.set_num_threads(old)
+
+    def observation(self, device: bool = False) -> dict:
+        """Copies of the observations as ``nodes`` (``obs``), ``pod``
+        (``pod_obs``) and ``action_mask`` (``feas``); host arrays
+        (``device``: refused, the twin has none)."""
+        if device:
+            raise ValueError("device arrays: the numba twin keeps its state on the host "
+                             "(backend 'cuda' keeps it on the device)")
+        return {"nodes": self.obs.copy(), "pod": self.pod_obs.copy(),
+                "action_mask": self.feas.copy()}

@@ -3,7 +3,9 @@
 the batched experiment (``batch``: its trace, policy and seed fix its
 arrival sequence, tie rank and tie-breaks), all stepped by one call of the
 batched kernel per step (``kernels.batch.env_step``, numba ``prange`` over
-environments).
+environments; ``backend="cuda"``: ``kernels.batch.env_cuda``, a thread
+block per environment, the state kept in device memory, observations
+and actions as device or host arrays).
 
 Each step is one decision per environment: the pending pod (the next of
 its run's arrivals that some node takes; pods no node takes are skipped
@@ -48,6 +50,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.errors import BackendError
+from tensorsched.kernels._errors import BackendUnavailable
+
 from ..gpu import MILLI, GpuInventory
 from . import batch as B
 from . import replay as R
@@ -67,18 +72,43 @@ except ImportError:               # gymnasium 1.0 names the mode by a string
     _NEXT_STEP = "NextStep"
 
 
+BACKENDS = ("numba", "cuda")
+
+
 class OpenbVectorEnv(gym.vector.VectorEnv):
     """``num_envs = len(jobs)`` environments on ``nodes``: job ``(t, policy,
     seed)`` runs trace ``traces[t]`` under ``policy`` with ``seed`` as
     ``batch.replay_batch`` runs it (``tune`` its load).  Arguments checked
-    as ``replay_batch`` checks them."""
+    as ``replay_batch`` checks them.  ``backend``: ``numba`` (the CPU twin,
+    ``threads`` cores) or ``cuda`` (a thread block per environment, the
+    state in device memory; without a device ``BackendError``);
+    ``device_arrays`` (cuda): observations as device arrays (CuPy when
+    installed, else Numba device arrays) instead of host arrays, and
+    actions may be given as device int64 arrays."""
 
     metadata = {"autoreset_mode": _NEXT_STEP, "render_modes": []}
 
     def __init__(self, nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tuple],
                  tune: float = 1.3, invalid_action_penalty: float = 1.0,
-                 max_steps: int | None = None, threads: int | None = None):
-        from tensorsched.kernels.batch.env_step import EnvBatch
+                 max_steps: int | None = None, threads: int | None = None,
+                 backend: str = "numba", device_arrays: bool = False):
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r} for the vector environment; choose "
+                             f"one of {', '.join(BACKENDS)}")
+        if device_arrays not in (True, False):
+            raise ValueError(f"device_arrays: True or False, got {device_arrays!r}")
+        if device_arrays and backend != "cuda":
+            raise ValueError("device_arrays: the observations are on the device with backend "
+                             "'cuda' only")
+        if backend == "cuda":
+            try:
+                from tensorsched.kernels.batch.env_cuda import EnvBatchCuda as Engine
+                from tensorsched.kernels.batch.env_cuda import on_device
+            except BackendUnavailable as exc:
+                raise BackendError(str(exc)) from None
+        else:
+            from tensorsched.kernels.batch.env_step import EnvBatch as Engine
+            on_device = None
         if not jobs:
             raise ValueError("no environments: jobs is empty")
         tune = R.check_tune(tune)
@@ -105,7 +135,10 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         scale = np.array([max(1, int(nodes.cpu_cap.max(initial=0))),
                           max(1, int(nodes.mem_cap.max(initial=0))),
                           max(1, int(nodes.gpu_count.max(initial=0)) * MILLI)], np.float64)
-        self.engine = EnvBatch(self.arrays, scale, threads)
+        self.engine = Engine(self.arrays, scale, threads)
+        self.backend = backend
+        self.device_arrays = device_arrays
+        self._on_device = on_device
         self.nodes = nodes
         self.tune = tune
         self.penalty = float(invalid_action_penalty)
@@ -149,13 +182,16 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         doc): (observation, reward, terminated, truncated, info)."""
         if not self._started:
             raise RuntimeError("OpenbVectorEnv.step before reset")
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"actions: shape {actions.shape}, expected ({self.num_envs},)")
+        on_device = self.backend == "cuda" and self._on_device(actions)
+        if not on_device:
+            actions = np.asarray(actions)
+        if tuple(actions.shape) != (self.num_envs,):
+            raise ValueError(f"actions: shape {tuple(actions.shape)}, expected "
+                             f"({self.num_envs},)")
         was_done = self.engine.ist[:, 2] == 1
         used0 = self.engine.fst[:, 1].copy()
         resetting = self._autoreset.copy()
-        self.engine.step(resetting, actions.astype(np.int64))
+        self.engine.step(resetting, actions if on_device else actions.astype(np.int64))
         ist = self.engine.ist
         invalid = ist[:, 3] == 1
         reward = (self.engine.fst[:, 1] - used0) / self.total_milli - self.penalty * invalid
@@ -173,8 +209,7 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
 
     # -- helpers ----------------------------------------------------------
     def _observation(self) -> dict:
-        e = self.engine
-        return {"nodes": e.obs.copy(), "pod": e.pod_obs.copy(), "action_mask": e.feas.copy()}
+        return self.engine.observation(self.device_arrays)
 
     def _info(self) -> dict:
         ist = self.engine.ist
@@ -193,9 +228,10 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         off = int(self.arrays.ev_off[env])
         k = int(self.engine.ist[env, 0]) if self.engine.ist[env, 2] == 0 else len(r.seq)
         names = self.workloads[r.workload].pods.names
+        node, gmask = self.engine.out_node, self.engine.out_gmask    # (cuda: downloaded once)
         out = []
         for i, j in enumerate(r.seq[:k].tolist()):
-            gm = int(self.engine.out_gmask[off + i])
-            out.append((names[j], int(self.engine.out_node[off + i]),
+            gm = int(gmask[off + i])
+            out.append((names[j], int(node[off + i]),
                         [g for g in range(16) if (gm >> g) & 1]))
         return out
