@@ -50,13 +50,15 @@ def _rows(jobs, batch: bool):
     return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist()
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 5), n_pods=st.integers(1, 40),
        interval=st.sampled_from([7.0, 60.0, 3600.0]))
 def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, interval):
     nodes, pods = _write(tmp_path, seed, n_nodes, n_pods)
-    jobs = S.make_jobs([pods], [0, 1 + seed % 50], policies=["FGD", "Random", "BestFit", "DotProd"],
-                       nodes=nodes, interval=interval)
+    jobs = S.make_jobs([pods], [0, 1 + seed % 50],
+                       policies=["FGD", "Random", "BestFit", "DotProd"], nodes=nodes,
+                       interval=interval)
     inputs = S.load_inputs(jobs)
     if inputs[("typical", pods)] is None:       # no GPU ask: per run only
         assert not S.batchable(jobs[0], inputs)
