@@ -232,12 +232,13 @@ class EnvBatchCuda:
         self.ist = np.zeros((b, 5), i64)
         self.ist[:, 2] = 1
         self.fst = np.zeros((b, 2))
-        self._state = [cuda.device_array((b, n, a.gpu_slots), i64), d(np.zeros((b, n), i64)),
-                       d(np.zeros((b, n), i64)), d(np.zeros((b, n), i64)),
-                       d(np.zeros((b, n, AFF_TAGS), i64)), d(np.zeros((b, n), i64)),
-                       d(np.zeros((b, 1), i64)), d(np.zeros((b, c, n), i64)),
-                       d(np.zeros((b, c, n), i64)), d(np.full((b, c, n), -1, i64)),
-                       d(np.zeros((b, n))), d(np.zeros((b, t)))]
+        # the first step resets every environment (OpenbVectorEnv.reset), which
+        # writes every row of the state: allocated on the device, not uploaded
+        da = cuda.device_array
+        self._state = [da((b, n, a.gpu_slots), i64), da((b, n), i64), da((b, n), i64),
+                       da((b, n), i64), da((b, n, AFF_TAGS), i64), da((b, n), i64),
+                       da((b, 1), i64), da((b, c, n), i64), da((b, c, n), i64),
+                       da((b, c, n), i64), da((b, n)), da((b, t))]
         self._feas = d(np.zeros((b, n), np.int8))
         self._scale = d(self.scale)
         self._obs = d(np.zeros((b, n, 6), np.float32))

@@ -128,8 +128,12 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         index = {t: i for i, t in enumerate(used)}
         self.workloads = [B.workload_of(nodes, traces[t]) for t in used]
         self.runs = []
+        drawn: dict = {}            # (trace, seed) -> its arrivals and ties, drawn once
         for t, policy, seed in jobs:
-            seq, tie = B.arrival_and_ties(nodes, traces[t], int(seed), tune)
+            key = (t, int(seed))
+            if key not in drawn:
+                drawn[key] = B.arrival_and_ties(nodes, traces[t], int(seed), tune)
+            seq, tie = drawn[key]
             self.runs.append(B.Run(index[t], policy, int(seed), seq, tie))
         self.arrays = B.batch_arrays(nodes, self.workloads, self.runs)
         scale = np.array([max(1, int(nodes.cpu_cap.max(initial=0))),
