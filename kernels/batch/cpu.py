@@ -39,11 +39,12 @@ def _base() -> dict:
 
 rules = compile_module(_rules, njit, base=_base(), options={"nogil": True, "inline": "always"},
                        cache=True)
-# the vector environment's decision (``_env.decide``) is the cluster loop's too
-env_ns = compile_module(_env, njit, base=rules, options={"nogil": True}, cache=True)
-queue_ns = compile_module(_queue, njit, base=env_ns, options={"nogil": True, "inline": "always"},
+queue_ns = compile_module(_queue, njit, base=rules, options={"nogil": True, "inline": "always"},
                           cache=True)
-_cluster_ns = compile_module(_cluster, njit, base=queue_ns, options={"nogil": True}, cache=True)
+# the vector environment's decision (``_env.decide``) is the cluster loop's too,
+# and its step goes through the same queue
+env_ns = compile_module(_env, njit, base=queue_ns, options={"nogil": True}, cache=True)
+_cluster_ns = compile_module(_cluster, njit, base=env_ns, options={"nogil": True}, cache=True)
 
 
 _run_all = compile_module(_driver, njit, base=_cluster_ns,

@@ -80,6 +80,10 @@ _release = _ns["release"]
 _qns = compile_module(_queue, lambda f: cuda.jit(f, device=True), base=_ns)
 
 
+#: the rules and the queue as device functions (``env_cuda`` calls them too)
+device_rules = _qns
+
+
 def compile_device(module) -> dict:
     """``module``'s functions as device functions on the engine's rules
     (``_rules``'s, as this kernel calls them)."""
@@ -269,7 +273,7 @@ def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
 
 
 @cuda.jit(device=True)
-def _block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff, cpu, mem,
+def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff, cpu, mem,
                   cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf, cs, cg, cv, node_ver, work,
                   gpu_weight, static_total, seed_mix, attempt, with_feas, feas, buf, sh):
     """The row one pod (a class's ``cs``/``cg``/``cv`` cache rows) is
@@ -431,7 +435,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             continue
         cs = cache_score_all[b, c]
         cg = cache_gpu_all[b, c]
-        row = _block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff,
+        row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff,
                             cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c], tpc, tpn, tpm,
                             tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work, gpu_weight,
                             static_total, seed_mix, attempt, False, cs, buf, sh)
@@ -558,4 +562,5 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
     return BatchOutputs(*(x.copy_to_host() for x in outs))
 
 
-__all__ = ["run_batch", "cluster_bytes", "compile_device", "THREADS", "float64"]
+__all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "device_rules",
+           "THREADS", "float64"]

@@ -93,3 +93,43 @@ def test_backend_arguments_refused(tmp_path):
         return                  # the cuda path runs here (the tests above)
     with pytest.raises(BackendError, match="backend 'cuda' cannot run"):
         OpenbVectorEnv(inv, [pods], [(0, "FGD", 1)], backend="cuda")
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_step_with_departures_equals_the_twin(tmp_path):
+    from support.openb import openb_slice
+
+    from tensorsched.topology.gpu import read_openb_nodes
+    from tensorsched.topology.openb import batch as B
+    from tensorsched.topology.openb import trace as T
+    nodes, pods = openb_slice(tmp_path, "gpuspec10", 6, 40)
+    tw = B.trace_workload(T.read_openb_trace(pods))
+    arrival = np.floor(tw.arrival / 600.0)
+    life = np.floor((tw.departure - tw.arrival) / 600.0)
+    tw = B.TraceWorkload(tw.pods, arrival, arrival + life)
+    inv = read_openb_nodes(nodes)
+    jobs = [(0, pol, 2) for pol in POLICIES]
+    twin = OpenbVectorEnv(inv, [tw], jobs)
+    dev = OpenbVectorEnv(inv, [tw], jobs, backend="cuda")
+    rng = np.random.default_rng(1)
+    o1, i1 = twin.reset()
+    o2, i2 = dev.reset()
+    done = np.zeros(twin.num_envs, bool)
+    left = False
+    for step in range(60):
+        act = np.where(rng.random(twin.num_envs) < 0.8, i1["default_action"],
+                       rng.integers(0, inv.n_nodes, twin.num_envs))
+        o1, r1, t1, u1, i1 = twin.step(act)
+        o2, r2, t2, u2, i2 = dev.step(act)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(t1, t2)
+        left |= bool(((r1 < 0) & ~i1["invalid_action"]).any())     # a departure freed GPUs
+        _same(o1, o2, f"step {step} obs")
+        _same(i1, i2, f"step {step} info")
+        for b in np.flatnonzero(t1 & ~done):
+            assert twin.placements(b) == dev.placements(b)
+        done |= t1
+        if done.all():
+            break
+    assert done.any() and left
