@@ -5,8 +5,10 @@
 #      against numpy/numba and the scalar oracles), and the `gpu` tests
 #      (the array-namespace kernels on CuPy arrays against NumPy);
 #   2. the batched engine (many clusters at once: bench/batch_check.py;
-#      arrivals only, and traces with departures and retries), cuda against
-#      numba in one process;
+#      the vector environment's step, 4,096 environments, first; arrivals
+#      only, and traces with departures and retries), cuda against numba in
+#      one process (its JSON written after each part, so a deadline keeps
+#      what ran);
 #   3. the queue benchmarks on the cuda backend next to numba in the same
 #      run (placements_sha256 must agree), most telling first.
 # The project is laid out in a scratch folder (entry points too); wheels in
@@ -105,15 +107,16 @@ d['pods_per_second'], 'pods/s p50', d.get('p50_us'), 'us', d['placements_sha256'
   done
 }
 
-# The batched engine (many clusters in one call): the openb experiment's
-# 1,020 runs, the traces with their departures (pods leaving and retrying:
+# The batched engine (many clusters in one call): the vector environment
+# (4,096 environments stepped with default actions; target >= 1M steps/s
+# on cuda), the openb experiment's 1,020 runs, the traces with their departures (pods leaving and retrying:
 # the Simulation's queue in the kernel) and 4,096 clusters of 1,213 nodes,
 # cuda and numba in one process, answers compared (exit 1 when they differ).  The 17 traces live
 # beside the checkout: copy ../shared/data/openb-gpu-trace to .openb/
 # (git-ignored) and carry it; without it the repo's 6 traces run.
 echo "== batched clusters =="
 batch_budget=$(left)
-(( batch_budget > ${GPU_CHECK_BATCH_SECONDS:-180} )) && batch_budget=${GPU_CHECK_BATCH_SECONDS:-180}
+(( batch_budget > ${GPU_CHECK_BATCH_SECONDS:-240} )) && batch_budget=${GPU_CHECK_BATCH_SECONDS:-240}
 if (( batch_budget >= 30 )); then
   if [ -d .openb ]; then
     batch_args=(--data .openb)
@@ -122,7 +125,7 @@ if (( batch_budget >= 30 )); then
   fi
   [ "$div" != 1 ] && batch_args+=(--tiny)
   timeout "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
-    --out "$runs" 2>&1 | tee -a "$out/bench.log" | tail -n 20
+    --out "$runs" 2>&1 | tee -a "$out/bench.log" | tail -n 40
   echo "batch check exit: ${PIPESTATUS[0]}"
 else
   echo "skipped batch check: deadline"

@@ -55,6 +55,7 @@ from tqdm import tqdm
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.simulation.series import KEEP_LATENCIES
 from tensorsched.framework.parsing.manifests import parse_yaml_documents, read_text
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES
@@ -62,7 +63,7 @@ from tensorsched.plugin_sets import default_registry
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.limits import DEFAULT_TUNE
-from tensorsched.topology.openb.batch import replay_batch
+from tensorsched.topology.openb.batch import replay_batch, trace_batch, trace_workload
 from tensorsched.topology.openb.trace import simulate_replay
 
 from . import DEFAULT_INTERVAL
@@ -78,6 +79,7 @@ from .results import (
     SweepError,
     results_table,
 )
+from .sweep_batch import MIB, simulate_row, time_mean
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
            "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
@@ -337,11 +339,7 @@ def _time_mean(ts: pa.Table, column: str):
         return None
     t = ts.column("time").to_numpy()
     v = np.asarray(ts.column(column).to_numpy(zero_copy_only=False), dtype=np.float64)
-    w = np.diff(t, prepend=0.0)
-    ok = ~np.isnan(v) & (w > 0)
-    if not ok.any():
-        return None
-    return float((v[ok] * w[ok]).sum() / w[ok].sum())
+    return time_mean(t, v)
 
 
 def _run_simulate(job: Job, inputs: dict) -> dict:
@@ -403,6 +401,66 @@ def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
         for i, res in zip(idx, got):
             done(i, _experiment_row(jobs[i], res, each), None)
     return rest
+
+
+def batchable(job: Job, inputs: dict) -> bool:
+    """A simulate job the batched engine runs (``sweep_batch``): the openb
+    profile of a policy on an openb node list with GPUs, an openb pod CSV
+    asking for GPUs, no scenario, no ``until``, numba or cuda."""
+    return (job.kind == "simulate" and job.batch and job.backend in BATCH_BACKENDS
+            and bool(job.nodes) and not job.config and not job.scenario and job.until is None
+            and inputs.get(("typical", job.trace)) is not None and run.is_openb(job.trace)
+            and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES)
+
+
+def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
+    """The simulate jobs ``batchable`` covers run as batched calls (one per
+    node CSV, backend and interval: ``openb.batch.trace_batch``, each run
+    equal to its Simulation, the row made as ``sweep_batch.simulate_row``
+    makes it); returns the indices of the other jobs."""
+    groups: dict = {}
+    rest = []
+    workloads: dict = {}
+    for i, job in enumerate(jobs):
+        if batchable(job, inputs):
+            if job.trace not in workloads:
+                try:
+                    workloads[job.trace] = trace_workload(inputs[("trace", job.trace)])
+                    # the typical pods the Simulation's GpuShareScore and GpuTracker take
+                    workloads[job.trace].typical = inputs[("typical", job.trace)]
+                except ValueError:
+                    workloads[job.trace] = None      # a column it does not take: per run
+            if workloads[job.trace] is not None:
+                groups.setdefault((job.nodes, job.backend, job.interval), []).append(i)
+                continue
+        rest.append(i)
+    for (nodes, backend, interval), idx in groups.items():
+        inv = read_openb_nodes(nodes)
+        if inv.total_gpus <= 0:
+            rest.extend(idx)
+            continue
+        traces = list(dict.fromkeys(jobs[i].trace for i in idx))
+        runs = [(0, traces.index(jobs[i].trace), jobs[i].policy or run.DEFAULT_POLICY,
+                 jobs[i].seed) for i in idx]
+        t0 = time.perf_counter()
+        try:
+            # the openb profile without OpenbTieRank: GpuShareScore alone, weight 1
+            got = trace_batch([inv], [workloads[t] for t in traces], runs, backend=backend,
+                              workers=workers, weights=[(1, 0)] * len(runs))
+        except (ValueError, OSError) as exc:
+            raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
+        each = (time.perf_counter() - t0) / len(idx)
+        cpu_cap = int(inv.cpu_cap.sum())
+        mem_cap = int(inv.mem_cap.sum()) * MIB
+        for i, res in zip(idx, got):
+            job = jobs[i]
+            trace = inputs[("trace", job.trace)]
+            row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
+            row.update(simulate_row(res, trace, cpu_cap, mem_cap, int(inv.total_gpus), interval,
+                                    run.horizon(trace, None, None), True))
+            row["wall_seconds"] = each
+            done(i, row, None)
+    return sorted(rest)
 
 
 def _experiment_row(job: Job, res, seconds: float) -> dict:
@@ -555,6 +613,13 @@ def _run_ray(jobs, inputs, address: str, workers: int | None, done) -> None:
             ray.shutdown()
 
 
+def _shifted(index: list, done):
+    """``done`` for a sub-list of jobs: its k-th is the job ``index[k]``."""
+    def sub_done(k: int, row, error) -> None:
+        done(index[k], row, error)
+    return sub_done
+
+
 def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress=None,
               inputs: dict | None = None) -> pa.Table:
     """Run every job; one row per job, in job order (``SCHEMAS[kind]``).
@@ -599,6 +664,8 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
         else:
             # on one machine the experiment's runs go as batched calls
             rest = _batched_experiments(jobs, inputs, workers, done)
+            rest = [rest[k] for k in _batched_simulations([jobs[i] for i in rest], inputs,
+                                                          workers, _shifted(rest, done))]
             if rest:
                 sub = [jobs[i] for i in rest]
 

@@ -23,7 +23,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 policy, sel, seed_mix, gpu_weight, static_total,
                 cls, u, arr, dep, dep_order, backoff0, backoff_max, max_unsched,
                 out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log,
-                frag0,
+                frag0, end,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, ties, work, gidx,
                 nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
@@ -37,7 +37,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     ``log_t`` its time, ``log_pod`` the pod (j bound, -1 - j left) and
     ``log_frag`` the cluster's fragmentation (GPU milli, summed over the
     rows as ``numpy.sum``) after it, ``n_log[0]`` how many; ``frag0[0]``
-    the empty cluster's.  The rest: scratch, [N] / [N, G] / [N, 18] /
+    the empty cluster's, ``end[0]`` the clock when nothing was left to do
+    (seconds: the last event or attempt).  The rest: scratch, [N] / [N, G] / [N, 18] /
     [C, N] / [16] / [T] as named (``feas`` [N] int8: the mask ``decide``
     leaves, unread here), ``_queue``'s state."""
     for i in range(n):
@@ -93,5 +94,6 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         log_frag[m] = frag
         m += 1
     n_log[0] = m
+    end[0] = qf[Q_NOW]
     for j in range(cls.shape[0]):
         out_tries[j] = patt[j]

@@ -16,7 +16,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy, sel, seed_mix, gpu_weight, static_total, backoff0, backoff_max, max_unsched,
             ev_off, ev_len, cls, u, arrive, depart, dep_order, gpu_slots, out_node, out_gmask,
-            out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0):
+            out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end):
     for b in prange(run_set.shape[0]):
         s = run_set[b]
         w = run_workload[b]
@@ -40,7 +40,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             dep_order[o:o + e], backoff0[b], backoff_max[b], max_unsched[b],
             out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
             log_t[2 * o:2 * (o + e)], log_pod[2 * o:2 * (o + e)], log_frag[2 * o:2 * (o + e)],
-            n_log[b:b + 1], frag0[b:b + 1],
+            n_log[b:b + 1], frag0[b:b + 1], end[b:b + 1],
             np.empty((n, gpu_slots), np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
             np.empty(n, np.int64), np.empty((n, 18), np.int64), np.empty(n, np.int64),
             np.zeros(1, np.int64), cache_score, cache_gpu, cache_ver, np.empty(n, np.int64),

@@ -1,7 +1,8 @@
 """One environment's step of the vectorized openb environment, on the
-batched engine's rules (``_rules``; compiled with ``njit`` by
-``env_step``): the cluster loop of ``_cluster.run_cluster`` cut at each
-decision, so that an agent picks the node of every pod some node takes.
+batched engine's rules (``_rules``) and queue (``_queue``; compiled with
+``njit`` by ``env_step``): the cluster loop of ``_cluster.run_cluster``
+cut at each decision, so that an agent picks the node of every attempt
+some node takes (pods arrive, leave and retry as the run's queue says).
 
 Per-environment state (rows of the caller's [B, ...] arrays): the node
 columns and caches of ``_cluster`` plus
@@ -12,11 +13,14 @@ columns and caches of ``_cluster`` plus
   allocatable of that resource);
 - ``pod_obs`` [3] float32: the pending pod's cpu, memory and GPU milli
   (GPUs x milli) over the same scales;
-- ``ist`` [5] int64: the pending pod's index in the run's events, the
-  default row for it (-1 none), done (1: no pod left that fits), whether
-  the last action was outside the mask, the row the last step applied;
+- ``ist`` [5] int64: the pending pod's index in the run's events (the
+  pod count when done), the default row for it (-1 none), done (1:
+  nothing left to attempt), whether the last action was outside the
+  mask, the row the last step applied;
 - ``fst`` [2] float64: the cluster's fragmentation (GPU milli), the GPU
-  milli allocated.
+  milli allocated;
+- ``_queue``'s state (``qi``, ``qf``, ``pst``, ``patt``, ``pts``, ``aq``,
+  ``up``, ``hk``, ``hs``, ``hp``).
 """
 
 # ruff: noqa: F821
@@ -75,6 +79,11 @@ def write_row(i, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scal
 
 
 HOLD = 2
+# ``_queue``'s answers and slots (a compiled namespace holds functions only)
+Q_DONE = 0
+Q_DEPART = 2
+Q_POD = 10
+Q_ATTEMPT = 11
 
 
 def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
@@ -82,15 +91,19 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
              c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
              tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
              policy, sel, seed_mix, gpu_weight, static_total, cls, u,
+             arr, dep, dep_order, backoff0, backoff_max, max_unsched,
              out_node, out_gmask, out_frag,
              gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
              cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag, tree_val,
-             feas, scale, obs, pod_obs, ist, fst):
+             feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
     """``mode`` 1 (reset): the cluster emptied and the run started again;
     2 (hold): nothing changes; 0 (step): the pending pod placed on row
     ``action`` (the default row when ``action`` is outside the mask).  Then
-    on to the next pod some node takes (pods no node takes recorded as -1
-    on the way, as the batched engine records them).  Outputs per event as ``_cluster.run_cluster``'s."""
+    on through the run's queue (``_queue``: arrivals, departures freeing
+    their nodes, failed attempts waiting as the Simulation's queue lets
+    them) to the next attempt some node takes.  Outputs per pod: the row
+    it was bound to (-1: not yet or never), its GPUs, the fragmentation
+    after it (or, for a failed attempt, when it failed)."""
     if mode == HOLD:
         return
     if mode == 1:
@@ -105,6 +118,11 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 cache_ver[s, i] = -1
         fst[0] = tree_refresh(nfrag, -1, t_lo, t_len, t_left, t_right, tree_val)
         fst[1] = 0.0
+        for j in range(cls.shape[0]):
+            out_node[j] = -1
+            out_gmask[j] = 0
+            out_frag[j] = fst[0]
+        q_init(qi, qf, pst, patt, pts)
         ist[0] = 0
         ist[3] = 0
         ist[4] = -1
@@ -124,28 +142,40 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         gm = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c], c_milli[c], u[j],
                      cache_gpu[c, row], gpu_left, cpu_left, mem_left, pods_left, aff,
                      node_ver, version, gidx)
+        q_bound(j, pst)
         out_node[j] = row
         out_gmask[j] = gm
         nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
                                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
         fst[0] = tree_refresh(nfrag, leaf_of[row], t_lo, t_len, t_left, t_right, tree_val)
         out_frag[j] = fst[0]
-        took = 0
-        for g in range(16):
-            took += (gm >> g) & 1
-        fst[1] += took * c_milli[c]
+        fst[1] += gpus_of(gm) * c_milli[c]
         write_row(row, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scale, obs)
-        ist[0] = j + 1
         ist[3] = 1 if invalid else 0
         ist[4] = row
-    j = ist[0]
-    while j < cls.shape[0]:
+    while True:
+        kind = q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp)
+        if kind == Q_DONE:
+            break
+        j = qi[Q_POD]
         c = cls[j]
+        if kind == Q_DEPART:
+            row = out_node[j]
+            release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
+                    cpu_left, mem_left, pods_left, aff, node_ver, version)
+            nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
+                                      tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+            fst[0] = tree_refresh(nfrag, leaf_of[row], t_lo, t_len, t_left, t_right, tree_val)
+            fst[1] -= gpus_of(out_gmask[j]) * c_milli[c]
+            write_row(row, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scale,
+                      obs)
+            continue
         d = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                    c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c], c_mask[c],
                    tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy, seed_mix, gpu_weight,
-                   static_total, j, cache_score[c], cache_gpu[c], cache_ver[c], ties, work,
-                   feas)
+                   static_total, qi[Q_ATTEMPT], cache_score[c], cache_gpu[c], cache_ver[c],
+                   ties, work, feas)
         if d >= 0:
             ist[0] = j
             ist[1] = d
@@ -154,14 +184,20 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             pod_obs[1] = c_mem[c] / scale[1]
             pod_obs[2] = (c_num[c] * c_milli[c] if c_milli[c] > 0 else 0) / scale[2]
             return
-        out_node[j] = -1
-        out_gmask[j] = 0
+        q_failed(j, qi, qf, pst, pts, up)
         out_frag[j] = fst[0]
-        j += 1
-    ist[0] = j
+    ist[0] = cls.shape[0]
     ist[1] = -1
     ist[2] = 1
     for i in range(feas.shape[0]):
         feas[i] = 0
     for k in range(3):
         pod_obs[k] = 0.0
+
+
+def gpus_of(gmask):
+    """The GPUs a bit mask names (bit g: GPU g of 16)."""
+    took = 0
+    for g in range(16):
+        took += (gmask >> g) & 1
+    return took

@@ -36,7 +36,9 @@ float64 (when, seconds; NaN never), ``tries`` int64 (its attempts); per
 run b the changes of its cluster at ``2 * ev_off[b]``, ``n_log[b]`` of
 them in order: ``log_t`` (seconds), ``log_pod`` (pod k of the run bound:
 k; left: -1 - k), ``log_frag`` (the cluster's fragmentation in GPU milli
-after it); ``frag0[b]`` the empty cluster's.
+after it); ``frag0[b]`` the empty cluster's; ``end[b]`` float64 the
+run's clock when nothing was left to do (seconds: its last event or
+attempt).
 """
 
 from __future__ import annotations
@@ -236,6 +238,7 @@ class BatchOutputs:
     log_frag: np.ndarray
     n_log: np.ndarray
     frag0: np.ndarray
+    end: np.ndarray
 
     @classmethod
     def empty(cls, n_events: int, n_runs: int) -> BatchOutputs:
@@ -243,7 +246,7 @@ class BatchOutputs:
         return cls(np.full(n_events, -1, np.int64), np.zeros(n_events, np.int64),
                    np.full(n_events, np.nan), np.zeros(n_events, np.int64), np.zeros(e2),
                    np.zeros(e2, np.int64), np.zeros(e2), np.zeros(n_runs, np.int64),
-                   np.zeros(n_runs))
+                   np.zeros(n_runs), np.zeros(n_runs))
 
     def log(self, a: BatchArrays, b: int) -> tuple:
         """Run ``b``'s changes: (times, pods, fragmentation) [n_log[b]]."""

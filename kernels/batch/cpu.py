@@ -39,11 +39,12 @@ def _base() -> dict:
 
 rules = compile_module(_rules, njit, base=_base(), options={"nogil": True, "inline": "always"},
                        cache=True)
-# the vector environment's decision (``_env.decide``) is the cluster loop's too
-env_ns = compile_module(_env, njit, base=rules, options={"nogil": True}, cache=True)
-queue_ns = compile_module(_queue, njit, base=env_ns, options={"nogil": True, "inline": "always"},
+queue_ns = compile_module(_queue, njit, base=rules, options={"nogil": True, "inline": "always"},
                           cache=True)
-_cluster_ns = compile_module(_cluster, njit, base=queue_ns, options={"nogil": True}, cache=True)
+# the vector environment's decision (``_env.decide``) is the cluster loop's too,
+# and its step goes through the same queue
+env_ns = compile_module(_env, njit, base=queue_ns, options={"nogil": True}, cache=True)
+_cluster_ns = compile_module(_cluster, njit, base=env_ns, options={"nogil": True}, cache=True)
 
 
 _run_all = compile_module(_driver, njit, base=_cluster_ns,
@@ -70,7 +71,7 @@ def run_batch(a: BatchArrays, threads: int | None = None) -> BatchOutputs:
                  a.max_unsched.astype(np.float64), a.ev_off, a.ev_len, a.cls, a.u,
                  a.arrive.astype(np.float64), a.depart.astype(np.float64), a.dep_order,
                  a.gpu_slots, out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
-                 out.log_frag, out.n_log, out.frag0)
+                 out.log_frag, out.n_log, out.frag0, out.end)
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)

@@ -78,6 +78,18 @@ _bestfit_norm = _ns["bestfit_norm"]
 _tie_pick = _ns["tie_pick"]
 _release = _ns["release"]
 _qns = compile_module(_queue, lambda f: cuda.jit(f, device=True), base=_ns)
+
+
+#: the rules and the queue as device functions (``env_cuda`` calls them too)
+device_rules = _qns
+
+
+def compile_device(module) -> dict:
+    """``module``'s functions as device functions on the engine's rules
+    (``_rules``'s, as this kernel calls them)."""
+    return compile_module(module, lambda f: cuda.jit(f, device=True), base=_ns)
+
+
 _q_init = _qns["q_init"]
 _q_next = _qns["q_next"]
 _q_failed = _qns["q_failed"]
@@ -260,13 +272,59 @@ def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
     return row
 
 
+@cuda.jit(device=True)
+def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff, cpu, mem,
+                  cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf, cs, cg, cv, node_ver, work,
+                  gpu_weight, static_total, seed_mix, attempt, with_feas, feas, buf, sh):
+    """The row one pod (a class's ``cs``/``cg``/``cv`` cache rows) is
+    placed on, -1 when none fits: ``_env.decide`` with the block's threads
+    over the nodes (every thread gets the answer); with ``with_feas``,
+    ``feas`` [N] set to the filters' mask (1: the row passes)."""
+    tid = cuda.threadIdx.x
+    feasible = 0
+    lo = BIG
+    hi = -BIG
+    for i in range(tid, n, THREADS):
+        if cv[i] != node_ver[i]:
+            _node_answer(i, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left,
+                         aff, cpu, mem, cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf,
+                         cs, cg, cv, node_ver, work)
+        sc = cs[i]
+        if sc >= 0:
+            feasible += 1
+            lo = min(lo, sc)
+            hi = max(hi, sc)
+        if with_feas:
+            feas[i] = 1 if sc >= 0 else 0
+    feasible, lo, hi = _block_sum_min_max(feasible, lo, hi, buf, sh)
+    if feasible == 0:
+        return -1
+    best = NEG
+    ties = 0
+    first = BIG
+    for i in range(tid, n, THREADS):
+        t = _total(i, cs, policy, lo, hi, gpu_weight, static_total)
+        if t > best:
+            best = t
+            ties = 0
+            first = i
+        if t == best and t != NEG:
+            ties += 1
+    best, ties, first = _block_top(best, ties, first, buf, sh)
+    k = _tie_pick(seed_mix, attempt, ties)
+    row = first
+    if k > 0:
+        row = _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh)
+    return row
+
+
 @cuda.jit
 def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy_of, sel_of, seed_mix_of, gpu_weight_of, static_of, backoff0_of,
             backoff_max_of, max_unsched_of, ev_off, ev_len, cls, u, arrive, depart, dep_order,
-            out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0,
+            out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
             qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all):
@@ -375,46 +433,17 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                 m += 1
             cuda.syncthreads()
             continue
-        mask = c_mask[w, c]
-        cpu_nz = c_cpu_nz[w, c]
         cs = cache_score_all[b, c]
         cg = cache_gpu_all[b, c]
-        cv = cache_ver_all[b, c]
-        feasible = 0
-        lo = BIG
-        hi = -BIG
-        for i in range(tid, n, THREADS):
-            if cv[i] != node_ver[i]:
-                _node_answer(i, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left,
-                             aff, cpu, mem, cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf,
-                             cs, cg, cv, node_ver, work)
-            sc = cs[i]
-            if sc >= 0:
-                feasible += 1
-                lo = min(lo, sc)
-                hi = max(hi, sc)
-        feasible, lo, hi = _block_sum_min_max(feasible, lo, hi, buf, sh)
-        if feasible == 0:
+        row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff,
+                            cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c], tpc, tpn, tpm,
+                            tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work, gpu_weight,
+                            static_total, seed_mix, attempt, False, cs, buf, sh)
+        if row < 0:
             if tid == 0:
                 _q_failed(j, qi, qf, pst, pts, up)
             cuda.syncthreads()
             continue
-        best = NEG
-        ties = 0
-        first = BIG
-        for i in range(tid, n, THREADS):
-            t = _total(i, cs, policy, lo, hi, gpu_weight, static_total)
-            if t > best:
-                best = t
-                ties = 0
-                first = i
-            if t == best and t != NEG:
-                ties += 1
-        best, ties, first = _block_top(best, ties, first, buf, sh)
-        k = _tie_pick(seed_mix, attempt, ties)
-        row = first
-        if k > 0:
-            row = _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh)
         if tid == 0:
             out_gmask[o + j] = _account(row, sel, count, cpu, mem, num, milli, u[o + j], cg[row],
                                         gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
@@ -433,6 +462,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         cuda.syncthreads()
     if tid == 0:
         n_log[b] = m
+        end[b] = qf[_queue.QF_NOW]
     for j in range(tid, e, THREADS):
         out_tries[o + j] = patt[j]
 
@@ -490,6 +520,7 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
                                                                               2 * (plo + ln)]
             out.n_log[b] = got.n_log[k]
             out.frag0[b] = got.frag0[k]
+            out.end[b] = got.end[k]
     return out
 
 
@@ -513,7 +544,8 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
     i64 = np.int64
     outs = [cuda.device_array(e, i64), cuda.device_array(e, i64), cuda.device_array(e, f64),
             cuda.device_array(e, i64), cuda.device_array(e2, f64), cuda.device_array(e2, i64),
-            cuda.device_array(e2, f64), cuda.device_array(b, i64), cuda.device_array(b, f64)]
+            cuda.device_array(e2, f64), cuda.device_array(b, i64), cuda.device_array(b, f64),
+            cuda.device_array(b, f64)]
     g = a.gpu_slots
     scratch = [cuda.device_array((b, n, g), i64), cuda.device_array((b, n), i64),
                cuda.device_array((b, n), i64), cuda.device_array((b, n), i64),
@@ -530,4 +562,5 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
     return BatchOutputs(*(x.copy_to_host() for x in outs))
 
 
-__all__ = ["run_batch", "cluster_bytes", "THREADS", "float64"]
+__all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "device_rules",
+           "THREADS", "float64"]

@@ -4,8 +4,8 @@ stepped one decision per call, all in one ``prange`` over environments
 ``_cluster``).  ``EnvBatch`` keeps the state arrays ([B, ...], see
 ``_env``) between calls; its outputs per event (node, GPUs, the
 fragmentation after the pod) are the batched engine's placements when a
-batch is stepped with its default actions (the arrivals-only runs of the
-experiment: no departures, no retries)."""
+batch is stepped with its default actions (the experiment's runs, and
+traces with departures and retries as ``trace_batch`` runs them)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from tensorsched.kernels._compile import compile_module
 
 from . import _env, _env_driver
 from .arrays import BatchArrays
+from ._queue import QF_N, QI_N
 from .cpu import AFF_TAGS, env_ns
 
 _step_all = compile_module(_env_driver, njit, base=env_ns,
@@ -24,6 +25,18 @@ _step_all = compile_module(_env_driver, njit, base=env_ns,
 
 
 STEP_PLACE, STEP_RESET, STEP_HOLD = 0, 1, _env.HOLD
+
+
+def check_env(a: BatchArrays, scale) -> np.ndarray:
+    """``a`` checked as environments take it (every run on node set 0,
+    unpadded) and ``scale`` as [3] positive float64."""
+    a.check()
+    if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
+        raise ValueError("run_set: every environment runs on node set 0, unpadded")
+    scale = np.asarray(scale, np.float64)
+    if scale.shape != (3,) or not (scale > 0).all():
+        raise ValueError("scale: three positive divisors (cpu, memory, GPU milli)")
+    return scale
 
 
 class EnvBatch:
@@ -37,21 +50,13 @@ class EnvBatch:
     outputs per event ``out_node``, ``out_gmask``, ``out_frag`` [E]."""
 
     def __init__(self, a: BatchArrays, scale: np.ndarray, threads: int | None = None):
-        a.check()
-        if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
-            raise ValueError("run_set: every environment runs on node set 0, unpadded")
-        if np.isfinite(a.depart).any():
-            raise ValueError("depart: the vector environment steps arrivals only (no pod "
-                             "leaves; trace_batch runs departures)")
+        self.scale = check_env(a, scale)
         self.a = a
         self.threads = threads
         b, n = a.static_total.shape
         c = max(1, int(a.c_cpu.shape[1]))
         t = max(1, int(a.t_lo.shape[1]))
         e = a.cls.shape[0]
-        self.scale = np.asarray(scale, np.float64)
-        if self.scale.shape != (3,) or not (self.scale > 0).all():
-            raise ValueError("scale: three positive divisors (cpu, memory, GPU milli)")
         self.out_node = np.full(e, -1, np.int64)
         self.out_gmask = np.zeros(e, np.int64)
         self.out_frag = np.zeros(e, np.float64)
@@ -77,6 +82,14 @@ class EnvBatch:
         self.ist[:, 2] = 1
         self.fst = np.zeros((b, 2), np.float64)
         self._seed_mix = a.seed_mix.astype(np.uint64)
+        self._times = (a.arrive.astype(np.float64), a.depart.astype(np.float64), a.dep_order,
+                       a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
+                       a.max_unsched.astype(np.float64))
+        r = max(2 * e, 1)
+        self._queue = (np.zeros((b, QI_N), np.int64), np.zeros((b, QF_N), np.float64),
+                       np.zeros(e, np.int64), np.zeros(e, np.int64), np.zeros(e, np.float64),
+                       np.zeros(r, np.int64), np.zeros(r, np.int64), np.zeros(r, np.float64),
+                       np.zeros(r, np.int64), np.zeros(r, np.int64))
 
     def step(self, reset: np.ndarray, action: np.ndarray, hold: np.ndarray | None = None) -> None:
         """Environments with ``reset[b]`` start their run again, those with
@@ -98,10 +111,21 @@ class EnvBatch:
                       a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli,
                       a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
                       self._seed_mix, a.gpu_weight, a.static_total, a.ev_off, a.ev_len, a.cls,
-                      a.u, self.out_node, self.out_gmask, self.out_frag, self.gpu_left,
+                      a.u, *self._times, self.out_node, self.out_gmask, self.out_frag,
+                      self.gpu_left,
                       self.cpu_left, self.mem_left, self.pods_left, self.aff, self.node_ver,
                       self.version, self.cache_score, self.cache_gpu, self.cache_ver, self.ties,
                       self.work, self.gidx, self.nfrag, self.tree_val, self.feas, self.scale,
-                      self.obs, self.pod_obs, self.ist, self.fst)
+                      self.obs, self.pod_obs, self.ist, self.fst, *self._queue)
         finally:
             numba.set_num_threads(old)
+
+    def observation(self, device: bool = False) -> dict:
+        """Copies of the observations as ``nodes`` (``obs``), ``pod``
+        (``pod_obs``) and ``action_mask`` (``feas``); host arrays
+        (``device``: refused, the twin has none)."""
+        if device:
+            raise ValueError("device arrays: the numba twin keeps its state on the host "
+                             "(backend 'cuda' keeps it on the device)")
+        return {"nodes": self.obs.copy(), "pod": self.pod_obs.copy(),
+                "action_mask": self.feas.copy()}

@@ -65,7 +65,10 @@ class Workload:
     typical: tuple
 
 
-def workload_of(inv: GpuInventory, pods: R.TracePods) -> Workload:
+def workload_of(inv: GpuInventory, pods: R.TracePods, typical: list | None = None) -> Workload:
+    """``pods`` as the batch sees them on ``inv``; ``typical``: GpuShareScore's
+    ``typicalPods`` (dicts; default ``trace.typical_of(pods)``), frequencies
+    renormalized as the plugin and ``GpuTracker`` do."""
     masks, shape_id, n_shapes = R.pod_shapes(pods, inv)
     first = np.full(n_shapes, -1, np.int64)
     for j in range(len(pods) - 1, -1, -1):
@@ -76,7 +79,8 @@ def workload_of(inv: GpuInventory, pods: R.TracePods) -> Workload:
                # the non-zero CPU the policies score with is the request itself
                "c_cpu_nz": cpu.copy(),
                "c_num": pods.num[first], "c_milli": pods.milli[first], "c_mask": masks[first]}
-    return Workload(pods, shape_id, classes, T.tracker_typical(T.typical_of(pods), inv))
+    typical = T.typical_of(pods) if typical is None else typical
+    return Workload(pods, shape_id, classes, T.tracker_typical(typical, inv))
 
 
 @dataclass
@@ -287,11 +291,13 @@ TRACE_FIELDS = frozenset({"name", "arrival", "departure", "cpu", "memory", "anno
 class TraceWorkload:
     """A trace as the batch takes it: its pods in arrival order (trace
     order among equal times), ``arrival`` and ``departure`` [P] seconds
-    (``departure`` inf: the pod stays)."""
+    (``departure`` inf: the pod stays); ``typical`` GpuShareScore's
+    ``typicalPods`` its runs use (None: ``trace.typical_of(pods)``)."""
 
     pods: R.TracePods
     arrival: np.ndarray
     departure: np.ndarray
+    typical: list | None = None     # typicalPods (default: ``trace.typical_of(pods)``)
 
 
 def trace_workload(trace) -> TraceWorkload:
@@ -333,7 +339,8 @@ class TraceRunResult:
     cluster's changes in order: ``log_t`` (seconds), ``log_pod`` (pod j
     bound: j; left: -1 - j), ``log_frag`` and ``log_used`` (GPU milli
     fragmented and allocated after it); ``frag0`` the empty cluster's
-    fragmentation."""
+    fragmentation; ``end`` the run's clock when nothing was left to do
+    (its last event or scheduling attempt, seconds)."""
 
     cluster: int
     trace: int
@@ -350,6 +357,7 @@ class TraceRunResult:
     frag0: float
     seconds: float
     config: int = -1            # ``batch_sim.simulate_batch``'s config index
+    end: float = float("nan")   # the clock when nothing was left to do (seconds)
 
     @property
     def scheduled(self) -> int:
@@ -477,7 +485,8 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     for ci, t, _p, _s in jobs:
         if (ci, t) not in wl_key:
             wl_key[(ci, t)] = len(workloads)
-            workloads.append((workload_of(clusters[ci], traces[t].pods), traces[t]))
+            workloads.append((workload_of(clusters[ci], traces[t].pods, traces[t].typical),
+                              traces[t]))
     chunk = max(1, int(chunk or (NUMBA_CHUNK if backend == "numba" else len(jobs))))
     out = []
     for lo in range(0, len(jobs), chunk):
@@ -505,4 +514,4 @@ def _trace_result(a: BA.BatchArrays, got: BA.BatchOutputs, b: int, job: tuple,
                           [tuple(g for g in range(16) if (int(m) >> g) & 1) for m in gm.tolist()],
                           got.bind[o:o + e].copy(), got.tries[o:o + e].copy(), log_t, log_pod,
                           log_frag, np.cumsum(step).astype(np.float64), float(got.frag0[b]),
-                          seconds)
+                          seconds, end=float(got.end[b]))

@@ -3,12 +3,19 @@
 the batched experiment (``batch``: its trace, policy and seed fix its
 arrival sequence, tie rank and tie-breaks), all stepped by one call of the
 batched kernel per step (``kernels.batch.env_step``, numba ``prange`` over
-environments).
+environments; ``backend="cuda"``: ``kernels.batch.env_cuda``, a thread
+block per environment, the state kept in device memory, observations
+and actions as device or host arrays).
 
 Each step is one decision per environment: the pending pod (the next of
 its run's arrivals that some node takes; pods no node takes are skipped
 and recorded unplaced, as the batched engine and the Simulation leave
-them) goes to the node the action names.  Conventions as the single
+them) goes to the node the action names.  With traces of pods at their
+own times (``batch.TraceWorkload``), the run goes through its queue
+between decisions as ``batch.trace_batch`` runs it: bound pods leave at
+their departure (freeing their node; the reward counts it), pods that fit
+nowhere wait and retry as the Simulation's scheduling queue lets them, and
+the pending pod is the next attempt some node takes.  Conventions as the single
 environment ``SchedulingEnv``'s where they apply:
 
 - ``observation`` (a dict of arrays with a leading axis ``num_envs``):
@@ -48,6 +55,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.errors import BackendError
+from tensorsched.kernels._errors import BackendUnavailable
+
 from ..gpu import MILLI, GpuInventory
 from . import batch as B
 from . import replay as R
@@ -67,21 +77,54 @@ except ImportError:               # gymnasium 1.0 names the mode by a string
     _NEXT_STEP = "NextStep"
 
 
+BACKENDS = ("numba", "cuda")
+
+
 class OpenbVectorEnv(gym.vector.VectorEnv):
     """``num_envs = len(jobs)`` environments on ``nodes``: job ``(t, policy,
     seed)`` runs trace ``traces[t]`` under ``policy`` with ``seed`` as
-    ``batch.replay_batch`` runs it (``tune`` its load).  Arguments checked
-    as ``replay_batch`` checks them."""
+    ``batch.replay_batch`` runs it (``tune`` its load); with ``traces`` of
+    ``batch.TraceWorkload`` (pods arriving and leaving at their own times,
+    ``trace_workload(read_openb_trace(path))``) as ``batch.trace_batch``
+    runs it (the Simulation's queue: failed pods retry after departures,
+    ``max_unsched`` its flush, seconds).  Arguments checked as
+    ``replay_batch`` checks them.  ``backend``: ``numba`` (the CPU twin,
+    ``threads`` cores) or ``cuda`` (a thread block per environment, the
+    state in device memory; without a device ``BackendError``);
+    ``device_arrays`` (cuda): observations as device arrays (CuPy when
+    installed, else Numba device arrays) instead of host arrays, and
+    actions may be given as device int64 arrays."""
 
     metadata = {"autoreset_mode": _NEXT_STEP, "render_modes": []}
 
     def __init__(self, nodes: GpuInventory, traces: list[R.TracePods], jobs: list[tuple],
                  tune: float = 1.3, invalid_action_penalty: float = 1.0,
-                 max_steps: int | None = None, threads: int | None = None):
-        from tensorsched.kernels.batch.env_step import EnvBatch
+                 max_steps: int | None = None, threads: int | None = None,
+                 backend: str = "numba", device_arrays: bool = False,
+                 max_unsched: float = B.DEFAULT_MAX_UNSCHED):
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r} for the vector environment; choose "
+                             f"one of {', '.join(BACKENDS)}")
+        if device_arrays not in (True, False):
+            raise ValueError(f"device_arrays: True or False, got {device_arrays!r}")
+        if device_arrays and backend != "cuda":
+            raise ValueError("device_arrays: the observations are on the device with backend "
+                             "'cuda' only")
+        if backend == "cuda":
+            try:
+                from tensorsched.kernels.batch.env_cuda import EnvBatchCuda as Engine
+                from tensorsched.kernels.batch.env_cuda import on_device
+            except BackendUnavailable as exc:
+                raise BackendError(str(exc)) from None
+        else:
+            from tensorsched.kernels.batch.env_step import EnvBatch as Engine
+            on_device = None
         if not jobs:
             raise ValueError("no environments: jobs is empty")
         tune = R.check_tune(tune)
+        if isinstance(max_unsched, bool) or not isinstance(max_unsched, (int, float)) \
+                or not float(max_unsched) >= 0:
+            raise ValueError(f"max_unsched: {max_unsched!r}, expected seconds >= 0 (inf: never)")
         for t, policy, seed in jobs:
             if policy not in R.POLICY_SEL:
                 raise ValueError(f"unknown policy {policy!r}; choose one of "
@@ -90,22 +133,44 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
                     or not 0 <= t < len(traces):
                 raise ValueError(f"trace index {t!r} outside 0..{len(traces) - 1}")
             R.check_seed(seed)
-        for pods in traces:
-            R.check_inputs(nodes, pods)
+        timed = [isinstance(x, B.TraceWorkload) for x in traces]
+        if any(timed) and not all(timed):
+            raise ValueError("traces: all TracePods (the experiment's draw) or all "
+                             "TraceWorkload (pods at their own times), not a mix")
+        for x in traces:
+            R.check_inputs(nodes, x.pods if isinstance(x, B.TraceWorkload) else x)
         if max_steps is not None and int(max_steps) < 1:
             raise ValueError(f"max_steps: {max_steps!r}, expected a positive count or None")
         used = sorted({t for t, _, _ in jobs})
         index = {t: i for i, t in enumerate(used)}
-        self.workloads = [B.workload_of(nodes, traces[t]) for t in used]
         self.runs = []
-        for t, policy, seed in jobs:
-            seq, tie = B.arrival_and_ties(nodes, traces[t], int(seed), tune)
-            self.runs.append(B.Run(index[t], policy, int(seed), seq, tie))
-        self.arrays = B.batch_arrays(nodes, self.workloads, self.runs)
+        if all(timed):
+            pairs = [(B.workload_of(nodes, traces[t].pods, traces[t].typical), traces[t])
+                     for t in used]
+            self.workloads = [wl for wl, _ in pairs]
+            for t, policy, seed in jobs:
+                seq = np.arange(len(traces[t].arrival), dtype=np.int64)
+                self.runs.append(B.Run(index[t], policy, int(seed), seq, None))
+            self.arrays = B.trace_arrays([nodes], pairs, {(0, t): index[t] for t in used},
+                                         [(0, t, p, int(sd)) for t, p, sd in jobs],
+                                         float(max_unsched), (1.0, 10.0))
+        else:
+            self.workloads = [B.workload_of(nodes, traces[t]) for t in used]
+            drawn: dict = {}        # (trace, seed) -> its arrivals and ties, drawn once
+            for t, policy, seed in jobs:
+                key = (t, int(seed))
+                if key not in drawn:
+                    drawn[key] = B.arrival_and_ties(nodes, traces[t], int(seed), tune)
+                seq, tie = drawn[key]
+                self.runs.append(B.Run(index[t], policy, int(seed), seq, tie))
+            self.arrays = B.batch_arrays(nodes, self.workloads, self.runs)
         scale = np.array([max(1, int(nodes.cpu_cap.max(initial=0))),
                           max(1, int(nodes.mem_cap.max(initial=0))),
                           max(1, int(nodes.gpu_count.max(initial=0)) * MILLI)], np.float64)
-        self.engine = EnvBatch(self.arrays, scale, threads)
+        self.engine = Engine(self.arrays, scale, threads)
+        self.backend = backend
+        self.device_arrays = device_arrays
+        self._on_device = on_device
         self.nodes = nodes
         self.tune = tune
         self.penalty = float(invalid_action_penalty)
@@ -149,13 +214,16 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         doc): (observation, reward, terminated, truncated, info)."""
         if not self._started:
             raise RuntimeError("OpenbVectorEnv.step before reset")
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"actions: shape {actions.shape}, expected ({self.num_envs},)")
+        on_device = self.backend == "cuda" and self._on_device(actions)
+        if not on_device:
+            actions = np.asarray(actions)
+        if tuple(actions.shape) != (self.num_envs,):
+            raise ValueError(f"actions: shape {tuple(actions.shape)}, expected "
+                             f"({self.num_envs},)")
         was_done = self.engine.ist[:, 2] == 1
         used0 = self.engine.fst[:, 1].copy()
         resetting = self._autoreset.copy()
-        self.engine.step(resetting, actions.astype(np.int64))
+        self.engine.step(resetting, actions if on_device else actions.astype(np.int64))
         ist = self.engine.ist
         invalid = ist[:, 3] == 1
         reward = (self.engine.fst[:, 1] - used0) / self.total_milli - self.penalty * invalid
@@ -173,8 +241,7 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
 
     # -- helpers ----------------------------------------------------------
     def _observation(self) -> dict:
-        e = self.engine
-        return {"nodes": e.obs.copy(), "pod": e.pod_obs.copy(), "action_mask": e.feas.copy()}
+        return self.engine.observation(self.device_arrays)
 
     def _info(self) -> dict:
         ist = self.engine.ist
@@ -188,14 +255,17 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
     def placements(self, env: int) -> list:
         """Environment ``env``'s placements of its current episode, as
         ``ReplayResult.placements``: (pod name, row or -1, [GPU indices])
-        for the pods decided so far."""
+        for the pods up to the pending one (every pod once the episode is
+        over; with departures a pod keeps the row it was bound to after it
+        left, and a pod still waiting shows -1)."""
         r = self.runs[env]
         off = int(self.arrays.ev_off[env])
         k = int(self.engine.ist[env, 0]) if self.engine.ist[env, 2] == 0 else len(r.seq)
         names = self.workloads[r.workload].pods.names
+        node, gmask = self.engine.out_node, self.engine.out_gmask    # (cuda: downloaded once)
         out = []
         for i, j in enumerate(r.seq[:k].tolist()):
-            gm = int(self.engine.out_gmask[off + i])
-            out.append((names[j], int(self.engine.out_node[off + i]),
+            gm = int(gmask[off + i])
+            out.append((names[j], int(node[off + i]),
                         [g for g in range(16) if (gm >> g) & 1]))
         return out

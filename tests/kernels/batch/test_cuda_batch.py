@@ -16,7 +16,7 @@ from tensorsched.topology.openb import trace as T
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
-FIELDS = ("node", "gmask", "bind", "tries", "n_log", "frag0")
+FIELDS = ("node", "gmask", "bind", "tries", "n_log", "frag0", "end")
 
 
 def _arrays(tmp_path, n_nodes, n_pods, seeds):

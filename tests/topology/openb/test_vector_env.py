@@ -178,3 +178,33 @@ def test_reset_mask_restarts_only_the_chosen_environments(cluster):
     assert info["pod_index"][1] > info0["pod_index"][1]
     with pytest.raises(ValueError, match="shape"):
         env.reset(options={"reset_mask": np.array([True])})
+
+
+def _compressed_trace(tmp_path, n_nodes, n_pods):
+    """An openb slice with its own times, compressed so that pods wait,
+    retry and leave: (GpuInventory, TraceWorkload)."""
+    from support.openb import openb_slice
+
+    from tensorsched.topology.gpu import read_openb_nodes
+    from tensorsched.topology.openb import trace as T
+    nodes, pods = openb_slice(tmp_path, "gpuspec10", n_nodes, n_pods)
+    tw = B.trace_workload(T.read_openb_trace(pods))
+    arrival = np.floor(tw.arrival / 600.0)
+    life = np.floor((tw.departure - tw.arrival) / 600.0)
+    return read_openb_nodes(nodes), B.TraceWorkload(tw.pods, arrival, arrival + life)
+
+
+def test_departures_default_actions_reproduce_trace_batch(tmp_path):
+    inv, tw = _compressed_trace(tmp_path, 8, 120)
+    jobs = [(0, pol, 5) for pol in POLICIES]
+    env = OpenbVectorEnv(inv, [tw], jobs)
+    _, got = _run_defaults(env)
+    want = B.trace_batch([inv], [tw], [(0, 0, p, s) for _t, p, s in jobs])
+    for k, res in enumerate(want):
+        assert [(p[1], tuple(p[2])) for p in got[k]] == list(zip(res.node.tolist(), res.gpus))
+    assert any((r.tries[r.node >= 0] > 1).any() for r in want)     # retries happened
+    assert np.isfinite(tw.departure).any()
+    with pytest.raises(ValueError, match="not a mix"):
+        OpenbVectorEnv(inv, [tw, tw.pods], jobs)
+    with pytest.raises(ValueError, match="max_unsched"):
+        OpenbVectorEnv(inv, [tw], jobs, max_unsched=-1.0)

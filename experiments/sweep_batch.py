@@ -1,0 +1,116 @@
+"""A ``simulate`` job's row (``SIMULATE_SCHEMA``) from its run in the
+batched engine (``topology.openb.batch.trace_batch``), equal to the row
+``experiments.sweep`` makes from the run's ``Simulation`` (``tensorsched
+simulate``) but for ``wall_seconds``.
+
+The Simulation the row stands for: an openb node list, an openb pod CSV
+(its pods arrive at ``creation_time`` and leave at ``deletion_time``), the
+openb profile of a GpuShareScore policy, no scenario, no ``until``, driven
+as ``simulate_run.run_to_end`` drives it.  Its time series then has a row
+at every ``interval`` seconds (``interval``, ``interval + interval``, ...:
+the Simulation adds the interval to the last sample time) up to the last
+arrival or departure (``simulate_run.horizon``), and one more at the end
+(the clock when the scheduler has nothing left to do: its last event or
+attempt) when that is later; each row holds the state after everything
+done at or before its time.  The totals follow from each pod's outcome:
+every pod arrives; a bound pod with a departure departs, an unbound one is
+deleted then; the others stay running or pending; every attempt but the
+binding one failed; a bound pod's latency is its binding time less its
+arrival (the percentiles of all of them, as the Simulation keeps them all
+up to ``KEEP_LATENCIES``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tensorsched.framework.simulation.series import percentile
+
+MIB = 1048576
+
+
+def finite(v):
+    """None for None and NaN (nulls in the table), else a float."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def time_mean(t: np.ndarray, v: np.ndarray):
+    """Mean of a time series' values ``v`` [R] (NaN: none) at times ``t``
+    [R] (seconds, increasing), each row weighing the seconds since the
+    row before it (the first: since 0); None when no row has a value and
+    a weight."""
+    if t.shape[0] == 0:
+        return None
+    w = np.diff(t, prepend=0.0)
+    ok = ~np.isnan(v) & (w > 0)
+    if not ok.any():
+        return None
+    return float((v[ok] * w[ok]).sum() / w[ok].sum())
+
+
+def sample_times(interval: float, horizon: float, end: float) -> np.ndarray:
+    """The time series' row times (module doc), seconds."""
+    times = []
+    t = interval
+    while t <= horizon:
+        times.append(t)
+        t = t + interval
+    if not times or times[-1] < end:
+        times.append(end)
+    return np.array(times, np.float64)
+
+
+def _at(log_t: np.ndarray, first, after: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The value after the last change at or before each of ``times``
+    (``first`` before any): ``after`` [changes] the value after each."""
+    k = np.searchsorted(log_t, times, side="right")
+    return np.concatenate([np.array([first], after.dtype), after])[k]
+
+
+def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interval: float,
+                 horizon: float, fragmentation: bool) -> dict:
+    """The row's values but its identifiers and ``wall_seconds``: ``res`` a
+    ``TraceRunResult`` of ``trace`` (a ``Trace`` of ``read_openb_trace``);
+    ``cpu_cap`` (milli) and ``mem_cap`` (bytes) the cluster's allocatable,
+    ``total_gpus`` its GPUs; ``interval`` the time series' seconds per row,
+    ``horizon`` its last arrival or departure (seconds); ``fragmentation``:
+    the Simulation measures it (the trace has typical pods)."""
+    arrival = np.asarray(trace.arrival, np.float64)
+    leaves = np.isfinite(np.asarray(trace.departure, np.float64))
+    bound = res.node >= 0
+    scheduled = int(bound.sum())
+    end = float(res.end)
+    lat = (res.bind[bound] - arrival[bound]).tolist()
+    row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
+           "scheduled": scheduled, "failed_attempts": int(res.tries.sum()) - scheduled,
+           "preemptions": 0, "departed": int((bound & leaves).sum()),
+           "deleted": int((~bound & leaves).sum()), "evicted": 0,
+           "pending": int((~bound & ~leaves).sum()), "running": int((bound & ~leaves).sum()),
+           "latency_p50": finite(percentile(lat, 50)),
+           "latency_p99": finite(percentile(lat, 99))}
+    times = sample_times(interval, horizon, end)
+    j = np.where(res.log_pod >= 0, res.log_pod, -1 - res.log_pod)
+    sign = np.where(res.log_pod >= 0, 1, -1)
+    cpu = np.asarray(trace.table.column("cpu").to_numpy(), np.int64)
+    mem = np.asarray(trace.table.column("memory").to_numpy(), np.int64)
+    cpu_req = _at(res.log_t, 0, np.cumsum(sign * cpu[j]), times)
+    mem_req = _at(res.log_t, 0, np.cumsum(sign * mem[j]), times)
+    used = _at(res.log_t, 0.0, res.log_used, times)
+    frag = _at(res.log_t, res.frag0, res.log_frag, times)
+    gcap = total_gpus * 1000
+    # the Simulation's arithmetic: Python ints over Python ints, times 100.0
+    series = {
+        "cpu_alloc_pct": [100.0 * int(r) / cpu_cap if cpu_cap else np.nan for r in cpu_req],
+        "memory_alloc_pct": [100.0 * int(r) / mem_cap if mem_cap else np.nan for r in mem_req],
+        "gpu_alloc_pct": [100.0 * int(u) / gcap if gcap else np.nan for u in used],
+        "gpu_frag_pct": [100.0 * float(f) / gcap if gcap and fragmentation else np.nan
+                         for f in frag],
+    }
+    for col, values in series.items():
+        row[f"mean_{col}"] = time_mean(times, np.array(values, np.float64))
+    return row

@@ -1,0 +1,135 @@
+"""The vector environment's CUDA step (a block per environment, under
+``NUMBA_ENABLE_CUDASIM``) equals the numba twin step by step: observations,
+masks, rewards, flags and infos, with random valid and invalid actions, a
+partial reset and next-step autoreset, all six policies, more nodes than
+threads; device actions and device observations; and ``backend='cuda'``
+refused cleanly where no device is."""
+import numpy as np
+import pytest
+from support.backends import cuda_available, needs_cuda
+from support.openb import read_openb_slice
+
+pytest.importorskip("gymnasium")
+
+from tensorsched.kernels.gpu.share import POLICIES  # noqa: E402
+from tensorsched.topology.openb.vector_env import OpenbVectorEnv  # noqa: E402
+
+
+def _pair(tmp_path, **kw):
+    """The twin and the cuda environment of the same six runs (``kw``: the
+    cuda one's extra arguments)."""
+    inv, pods = read_openb_slice(tmp_path, "gpuspec10", 20, 30)
+    jobs = [(0, pol, 5 + k) for k, pol in enumerate(POLICIES)]
+    return (OpenbVectorEnv(inv, [pods], jobs, max_steps=9),
+            OpenbVectorEnv(inv, [pods], jobs, max_steps=9, backend="cuda", **kw))
+
+
+def _same(a, b, what):
+    for k in a:
+        np.testing.assert_array_equal(np.asarray(a[k]), np.asarray(b[k]), err_msg=f"{what} {k}")
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_step_equals_the_twin(tmp_path):
+    twin, dev = _pair(tmp_path)
+    rng = np.random.default_rng(0)
+    o1, i1 = twin.reset()
+    o2, i2 = dev.reset()
+    _same(o1, o2, "reset obs")
+    _same(i1, i2, "reset info")
+    n = twin.single_action_space.n
+    invalid = ended = 0
+    for step in range(16):
+        r = rng.random(twin.num_envs)
+        act = np.where(r < 0.5, i1["default_action"],
+                       np.where(r < 0.7, n, rng.integers(0, n, twin.num_envs)))
+        if step == 6:
+            mask = np.arange(twin.num_envs) % 2 == 0
+            o1, i1 = twin.reset(options={"reset_mask": mask})
+            o2, i2 = dev.reset(options={"reset_mask": mask})
+        else:
+            o1, r1, t1, u1, i1 = twin.step(act)
+            o2, r2, t2, u2, i2 = dev.step(act)
+            np.testing.assert_array_equal(r1, r2)
+            np.testing.assert_array_equal(t1, t2)
+            np.testing.assert_array_equal(u1, u2)
+            ended += int((t1 | u1).sum())
+        invalid += int(i1["invalid_action"].sum())
+        _same(o1, o2, f"step {step} obs")
+        _same(i1, i2, f"step {step} info")
+    assert invalid > 0 and ended > 0
+    for b in range(twin.num_envs):
+        assert twin.placements(b) == dev.placements(b)
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_device_actions_and_observations(tmp_path):
+    from numba import cuda
+
+    from tensorsched.kernels.batch.env_cuda import on_device
+    twin, dev2 = _pair(tmp_path, device_arrays=True)
+    _, i1 = twin.reset()
+    o2, i2 = dev2.reset()
+    for _ in range(5):
+        o1, r1, _, _, i1 = twin.step(i1["default_action"])
+        act = cuda.to_device(np.ascontiguousarray(i2["default_action"], np.int64))
+        o2, r2, _, _, i2 = dev2.step(act)
+        assert all(on_device(v) for v in o2.values())
+        _same(o1, {k: v.copy_to_host() if hasattr(v, "copy_to_host") else v.get()
+                   for k, v in o2.items()}, "device obs")
+        np.testing.assert_array_equal(r1, r2)
+
+
+def test_backend_arguments_refused(tmp_path):
+    from tensorsched.framework.errors import BackendError
+    inv, pods = read_openb_slice(tmp_path, "gpuspec10", 4, 6)
+    with pytest.raises(ValueError, match="device_arrays"):
+        OpenbVectorEnv(inv, [pods], [(0, "FGD", 1)], device_arrays=True)
+    with pytest.raises(ValueError, match="backend"):
+        OpenbVectorEnv(inv, [pods], [(0, "FGD", 1)], backend="numpy")
+    if cuda_available():
+        return                  # the cuda path runs here (the tests above)
+    with pytest.raises(BackendError, match="backend 'cuda' cannot run"):
+        OpenbVectorEnv(inv, [pods], [(0, "FGD", 1)], backend="cuda")
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_step_with_departures_equals_the_twin(tmp_path):
+    from support.openb import openb_slice
+
+    from tensorsched.topology.gpu import read_openb_nodes
+    from tensorsched.topology.openb import batch as B
+    from tensorsched.topology.openb import trace as T
+    nodes, pods = openb_slice(tmp_path, "gpuspec10", 6, 40)
+    tw = B.trace_workload(T.read_openb_trace(pods))
+    arrival = np.floor(tw.arrival / 600.0)
+    life = np.floor((tw.departure - tw.arrival) / 600.0)
+    tw = B.TraceWorkload(tw.pods, arrival, arrival + life)
+    inv = read_openb_nodes(nodes)
+    jobs = [(0, pol, 2) for pol in POLICIES]
+    twin = OpenbVectorEnv(inv, [tw], jobs)
+    dev = OpenbVectorEnv(inv, [tw], jobs, backend="cuda")
+    rng = np.random.default_rng(1)
+    o1, i1 = twin.reset()
+    o2, i2 = dev.reset()
+    done = np.zeros(twin.num_envs, bool)
+    left = False
+    for step in range(60):
+        act = np.where(rng.random(twin.num_envs) < 0.8, i1["default_action"],
+                       rng.integers(0, inv.n_nodes, twin.num_envs))
+        o1, r1, t1, u1, i1 = twin.step(act)
+        o2, r2, t2, u2, i2 = dev.step(act)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(t1, t2)
+        left |= bool(((r1 < 0) & ~i1["invalid_action"]).any())     # a departure freed GPUs
+        _same(o1, o2, f"step {step} obs")
+        _same(i1, i2, f"step {step} info")
+        for b in np.flatnonzero(t1 & ~done):
+            assert twin.placements(b) == dev.placements(b)
+        done |= t1
+        if done.all():
+            break
+    assert done.any() and left
