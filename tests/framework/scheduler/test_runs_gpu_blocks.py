@@ -52,8 +52,8 @@ node_specs = st.tuples(st.sampled_from([0, 4, 8, 8]), st.sampled_from([1, 2]),
 
 
 @st.composite
-def pods(draw, name):
-    kind = draw(st.sampled_from(["share", "share", "whole", "whole", "none", "big"]))
+def pods(draw, name, kinds=("share", "share", "whole", "whole", "none", "big")):
+    kind = draw(st.sampled_from(kinds))
     cpu = draw(st.sampled_from([1, 2, 4, 8]))
     mem = f"{draw(st.sampled_from([1, 8, 16]))}Gi"
     extra, annos = None, {}
@@ -78,10 +78,19 @@ def pods(draw, name):
     return p
 
 
+# DGX-like nodes only, whole GPUs and shares, no GPU policy score: the
+# topology score and the row scores decide
+topology_nodes = st.tuples(st.just(8), st.just(2), st.sampled_from([1, 2]), st.just(False),
+                           st.sampled_from([32, 64]), st.just(False))
+TOPOLOGY_KINDS = ("share", "whole", "whole", "whole")
+
+
 @st.composite
-def histories(draw):
+def histories(draw, topology_only=False):
     """(node specs, [(events, pod dicts)], policy, topology score on, seed)."""
-    specs = draw(st.lists(node_specs, min_size=2, max_size=8))
+    specs = draw(st.lists(topology_nodes if topology_only else node_specs,
+                          min_size=2, max_size=8))
+    kinds = {"kinds": TOPOLOGY_KINDS} if topology_only else {}
     stretches, made = [], 0
     for b in range(draw(st.integers(1, 3))):
         events = []
@@ -89,8 +98,10 @@ def histories(draw):
             events.append((draw(st.sampled_from(["add", "update", "delete", "evict"])),
                            draw(st.integers(0, 50)), draw(node_specs)))
         count = draw(st.integers(1, 30))
-        stretches.append((events, [draw(pods(f"p{made + j}")) for j in range(count)]))
+        stretches.append((events, [draw(pods(f"p{made + j}", **kinds)) for j in range(count)]))
         made += count
+    if topology_only:
+        return specs, stretches, "Random", True, draw(st.integers(0, 2**32))
     policy = draw(st.sampled_from(["FGD", "FGD", "GpuPacking", "DotProd", "Random"]))
     return specs, stretches, policy, draw(st.booleans()), draw(st.integers(0, 2**32))
 
@@ -147,6 +158,14 @@ def test_gpu_blocks_through_the_queue_place_as_one_at_a_time(case):
     assert blocks[:3] == one[:3]
     numpy = _play(case, "numpy", batch=True)
     assert numpy[:3] == one[:3]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(histories(topology_only=True))
+def test_gpu_blocks_with_topology_scores_place_as_one_at_a_time(case):
+    blocks = _play(case, "numba", batch=True)
+    one = _play(case, "numba", batch=False)
+    assert blocks[:3] == one[:3]
 
 
 def test_the_gpu_workload_is_placed_in_blocks():
