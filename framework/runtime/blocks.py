@@ -260,7 +260,8 @@ def _class_plan(fw, state, pod, placer, known: dict):
     # skipped the pod, and promise the skip holds whatever the block places
     scoring = {id(p) for p in plan.active_plugins}
     for p, _slot in fw.user_scores:
-        if p.name in placer.block_scores or isinstance(p, StaticScorePlugin):
+        if p.name in placer.block_scores or (isinstance(p, StaticScorePlugin)
+                                             and getattr(p, "normalize", 0) == 0):
             continue
         if id(p) in scoring or not (isinstance(p, RunSkipPlugin)
                                     and p.run_keeps_skip(ctx, "preScore")):
