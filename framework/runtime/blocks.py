@@ -327,6 +327,8 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     if n == 0 or state.valid_rows().shape[0] != n:
         return None
     width = state.requested.shape[1]
+    # the records once (a queue's stretch may build one per access)
+    pods = list(pods[:MAX_BLOCK])
     # A block after the previous one with no node changed and no pod added
     # in between (pods may have left) keeps its kinds of pods: their plans
     # read nothing a block's pods change (the skips are promised, the
