@@ -319,8 +319,9 @@ def gpu_fit_answers(t: GpuTable, ask, mask: int, n: int, backend: str) -> np.nda
 
 
 def _block_trees(cls: np.ndarray, n_classes: int, n: int, policy: int) -> tuple:
-    """(size, slot [C], tree_max, tree_cnt [T, 2 * size], built [C], stack)
-    for ``place_block``'s top structure: a tree for each class with at
+    """(size, slot [C], tree_max, tree_cnt [T, 2 * size], built [C], stack,
+    placed_log [P], seen [C], row_mark [n]) for ``place_block``'s top
+    structure: a tree for each class with at
     least ``TREE_MIN_PODS`` pods in the block, the most numerous first, at
     most one per ``TREE_ROWS_PER_CLASS`` rows (each placement evaluates
     its row again for every tree, where a pod without one passes over all
@@ -336,7 +337,8 @@ def _block_trees(cls: np.ndarray, n_classes: int, n: int, policy: int) -> tuple:
     size = 1 << max(n - 1, 1).bit_length() if trees else 0
     return (size, slot, np.empty((trees, 2 * size), np.int64),
             np.empty((trees, 2 * size), np.int64), np.zeros(n_classes, np.int64),
-            np.empty(64, np.int64))
+            np.empty(64, np.int64), np.empty(max(cls.shape[0], 1), np.int64),
+            np.zeros(n_classes, np.int64), np.full(max(n, 1), -1, np.int64))
 
 
 class GpuShareFit(ArrayPlugin):

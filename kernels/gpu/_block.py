@@ -325,7 +325,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
                 reasons, cpu_left, mem_zero, score, out_gpu, ties, work,
                 keys, n_keys, out_rows, out_gpus, out_counts,
-                size, slot, tree_max, tree_cnt, built, stack, ex):
+                size, slot, tree_max, tree_cnt, built, stack, placed_log, seen, row_mark, ex):
     """Place pods 0..count-1 in order, each as its own cycle would with every
     node scored: pod j (class ``cls[j]``: request ``c_req[c]`` [R], non-zero
     request ``c_nz[c]`` [2], the resources NodeResourcesFit checks
@@ -363,9 +363,12 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     rejects), built at the class's first pod (``built[c]`` 0 -> 1); the
     other classes pass over the rows.  A row's total is a function of
     that row alone (its columns, GPUs, zones and version; the static parts
-    are fixed for the block), so after a placement only the placed row is
-    evaluated again for each built class: a pod costs O(trees + log n),
-    not a pass over the rows; the tie is the k-th top leaf from
+    are fixed for the block), so only the rows placed on since are
+    evaluated again for a built class, each once, when its next pod comes
+    (``placed_log`` [P] the rows placed on in order, ``seen[c]`` how much
+    of it class c's tree has taken in, ``row_mark`` [n] scratch, -1 at the
+    start): a pod costs O(rows placed on since its class's last pod +
+    log n), not a pass over the rows; the tie is the k-th top leaf from
     ``start`` on, found by descending the tree.  A pod that fits nowhere still passes
     over every row for its rejection counts.  ``stack`` int64 [>= 64]
     scratch.  ``size`` 0: one pass over every row per pod.  Either way the
@@ -390,6 +393,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     sub3 = ex[18]
     out_sub = ex[24]
     out_zone = ex[25]
+    n_log = 0
     for i in range(n):          # kept current as pods are placed
         cpu_left[i] = allocatable[i, cpu_col] - requested[i, cpu_col]
     for j in range(count):
@@ -420,6 +424,20 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 for p in range(size - 1, 0, -1):
                     tree_pull(tm, tc, p)
                 built[c] = 1
+            else:
+                # the rows placed on since this class's last pod, each once
+                for q in range(seen[c], n_log):
+                    r = placed_log[q]
+                    if row_mark[r] != j:
+                        row_mark[r] = j
+                        tree_set(tm, tc, size, r, class_total(
+                            r, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
+                            c_shape, static_reasons, gpu_bit, allocatable, requested, gpu_count,
+                            model, gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli,
+                            tp_mask, tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight,
+                            static_total, reasons, cpu_left, mem_zero, score, out_gpu, work,
+                            nonzero_requested, ex))
+            seen[c] = n_log
             best = tm[1]
             if best != NEG:
                 feasible = 1
@@ -597,15 +615,6 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
         version[0] += 1
         node_ver[row] = version[0]
         out_rows[j] = row
-        if size > 0:
-            # the placed row is the only one whose totals moved
-            for c2 in range(built.shape[0]):
-                if built[c2] == 1:
-                    tree_set(tree_max[slot[c2]], tree_cnt[slot[c2]], size, row, class_total(
-                        row, c2, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
-                        c_shape, static_reasons, gpu_bit, allocatable, requested, gpu_count,
-                        model, gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli,
-                        tp_mask, tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight,
-                        static_total, reasons, cpu_left, mem_zero, score, out_gpu, work,
-                        nonzero_requested, ex))
+        placed_log[n_log] = row     # the trees take it in at their next pod
+        n_log += 1
     return count, failures
