@@ -414,17 +414,22 @@ class GpuTable:
         self._bump(row)
         return a
 
-    def adopt(self, keys: list, rows: list, gpus: list, milli: list) -> None:
+    def adopt(self, keys: list, rows: list, gpus: list, milli: list,
+              pins: list | None = None) -> None:
         """Pods a compiled block placed (``kernels.gpu.block``), which already
-        took their GPUs in ``left``/``aff``/``ver``: pod ``keys[i]`` on row
-        ``rows[i]`` holds GPUs ``gpus[i]`` (a tuple, empty without GPUs) of
-        ``milli[i]`` each.  The state's add of each pod that follows is
-        then a no-op here."""
+        took their GPUs in ``left``/``aff``/``ver`` (and their NUMA pins in
+        ``zcpu_used``/``zmem_used``): pod ``keys[i]`` on row ``rows[i]``
+        holds GPUs ``gpus[i]`` (a tuple, empty without GPUs) of
+        ``milli[i]`` each, pinned by ``pins[i]`` = (zone or -1, millicores,
+        bytes).  The state's add of each pod that follows is then a no-op
+        here."""
         alloc, row_keys = self.alloc, self.row_keys
-        for key, row, idx, m in zip(keys, rows, gpus, milli):
+        if pins is None:
+            pins = ((-1, 0, 0),) * len(keys)
+        for key, row, idx, m, pin in zip(keys, rows, gpus, milli, pins):
             row_keys[row].add(key)
             if idx:
-                alloc[key] = Allocation(row, idx, m)
+                alloc[key] = Allocation(row, idx, m, *pin)
         self._adopted.update(keys)
 
     def release(self, key) -> Allocation | None:

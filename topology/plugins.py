@@ -319,8 +319,9 @@ def gpu_fit_answers(t: GpuTable, ask, mask: int, n: int, backend: str) -> np.nda
 
 
 def _block_trees(cls: np.ndarray, n_classes: int, n: int, policy: int) -> tuple:
-    """(size, slot [C], tree_max, tree_cnt [T, 2 * size], built [C], stack)
-    for ``place_block``'s top structure: a tree for each class with at
+    """(size, slot [C], tree_max, tree_cnt [T, 2 * size], built [C], stack,
+    placed_log [P], seen [C], row_mark [n]) for ``place_block``'s top
+    structure: a tree for each class with at
     least ``TREE_MIN_PODS`` pods in the block, the most numerous first, at
     most one per ``TREE_ROWS_PER_CLASS`` rows (each placement evaluates
     its row again for every tree, where a pod without one passes over all
@@ -336,7 +337,8 @@ def _block_trees(cls: np.ndarray, n_classes: int, n: int, policy: int) -> tuple:
     size = 1 << max(n - 1, 1).bit_length() if trees else 0
     return (size, slot, np.empty((trees, 2 * size), np.int64),
             np.empty((trees, 2 * size), np.int64), np.zeros(n_classes, np.int64),
-            np.empty(64, np.int64))
+            np.empty(64, np.int64), np.empty(max(cls.shape[0], 1), np.int64),
+            np.zeros(n_classes, np.int64), np.full(max(n, 1), -1, np.int64))
 
 
 class GpuShareFit(ArrayPlugin):
@@ -430,19 +432,82 @@ class GpuShareFit(ArrayPlugin):
         return self._reject_status(GpuTable.of(ctx.state).pod_info(ctx.pod).ask, code)
 
     # ------------------------------------------------------------- block
-    block_scores = frozenset({NAME_SCORE})
+    block_scores = frozenset({NAME_SCORE, NAME_TOPO})
+    # scores that may be on for some pods of a block and off for others
+    block_class_scores = frozenset({NAME_TOPO})
+
+    def _block_classes(self, t: GpuTable, inputs, n: int, stop_at_failure: bool,
+                       topology_aware: bool):
+        """Per class of the block: (asks [C, 4] num, milli, model mask,
+        cpu_nz; ends [C] bool (the block ends before its first pod); xs
+        [C, 6] the kernel's constraint / subset / topology-score columns;
+        the subset sizes of the tables in ``xs[:, 2]`` order)."""
+        first = inputs.first
+        single_any = bool(t.single_policy[:n].any())
+        asks = np.zeros((len(first), 4), np.int64)      # num, milli, model mask, cpu_nz
+        ends = np.zeros(len(first), np.bool_)
+        xs = np.zeros((len(first), 6), np.int64)
+        xs[:, 2] = -1
+        sizes: list = []
+        for c, pod in enumerate(first):
+            info = t.pod_info(pod)
+            constrained = bool(info.cons) or (info.guaranteed and single_any)
+            whole = info.has_gpu and not info.ask.is_share
+            topo_score = bool(inputs.class_scores) and NAME_TOPO in inputs.class_scores[c]
+            # NVLink / NUMA asks of whole GPUs are placed through the queue
+            # only, where the block stops before a pod that fits nowhere (a
+            # constraint's rejection explains per node)
+            ends[c] = info.fixed is not None or (constrained and not (whole and stop_at_failure))
+            if info.has_gpu:
+                asks[c, :3] = info.ask.num, info.ask.milli, t.model_mask(info.ask.models)
+            asks[c, 3] = info.cpu_nz
+            xs[c, 0], xs[c, 1] = info.cons, int(info.guaranteed)
+            xs[c, 3], xs[c, 4], xs[c, 5] = int(topo_score), info.cpu, info.mem
+            if whole and (topology_aware or constrained or topo_score):
+                if info.ask.num not in sizes:
+                    sizes.append(info.ask.num)
+                xs[c, 2] = sizes.index(info.ask.num)
+        return asks, ends, xs, sizes
+
+    def _block_extras(self, t: GpuTable, inputs, n: int, xs, sizes: list, count: int) -> tuple:
+        """The kernel's ``ex`` tuple (``kernels.gpu._block.place_block``)."""
+        tables = [t.picker.tables(k) for k in sizes] or [KT.stack_tables([])]
+        tn = max(tb[0].shape[0] for tb in tables)
+        sn = max(tb[0].shape[1] for tb in tables)
+        sub3 = np.full((len(tables), tn, sn), KT.PAD, np.int64)
+        cost3 = np.zeros((len(tables), tn, sn), np.int64)
+        iok3 = np.zeros((len(tables), tn, sn), np.bool_)
+        nok3 = np.zeros((len(tables), tn, sn), np.bool_)
+        for k, (sub, cost, iok, nok) in enumerate(tables):
+            sub3[k, :sub.shape[0], :sub.shape[1]] = sub
+            cost3[k, :sub.shape[0], :sub.shape[1]] = cost
+            iok3[k, :sub.shape[0], :sub.shape[1]] = iok
+            nok3[k, :sub.shape[0], :sub.shape[1]] = nok
+        rs = inputs.row_scores
+        z = t.zcpu.shape[1]
+        return (xs, inputs.c_qreq, inputs.c_qnz,
+                np.array([rs.flags, rs.strategy, rs.fit_weight, rs.balanced_weight,
+                          inputs.weights.get(NAME_TOPO, 0)], np.int64),
+                rs.fit_res, rs.fit_kind, rs.fit_weights, rs.shape_util, rs.shape_score,
+                rs.bal_res, rs.bal_kind, t.single_policy[:n], t.numa[:n], t.zcpu[:n],
+                t.zcpu_used[:n], t.zmem[:n], t.zmem_used[:n], t.topo[:n], sub3, cost3, iok3,
+                nok3, np.zeros(z, np.int64), np.zeros(z, np.int64), np.full(n, -1, np.int64),
+                np.full(count, -1, np.int64))
 
     def place_block(self, ctx, inputs):
         """``BlockPlacerPlugin``: the block's pods placed by
         ``kernels.gpu.block.place_block`` on the numba backend (fit, this
-        filter, GpuShareScore's policy, the node-only scores, the
-        tie-break; Reserve's GPU pick by the profile's rule), recorded in
-        the GPU table.  The block ends before the first pod asking for an
-        NVLink/NUMA placement or fixed GPU indices; None (no block) with
-        GpuTopologyScore, on another backend, or when FGD learns its
+        filter with its NVLink / NUMA constraints, GpuShareScore's policy,
+        GpuTopologyScore, the row-local built-in scores, the node-only
+        scores, the tie-break; Reserve's GPU pick by the profile's rule and
+        its NUMA pin), recorded in the GPU table.  The block ends before the
+        first pod asking for fixed GPU indices, or for an NVLink / NUMA
+        placement of a GPU share or when the block counts failures
+        (``inputs.max_failures`` > 0); None (no block) on another backend,
+        under BestFit with any score beside it, or when FGD learns its
         typical pods from the pods it scores."""
         fw = ctx.framework
-        if self.backend != "numba" or NAME_TOPO in fw.plugins:
+        if self.backend != "numba":
             return None
         state = ctx.state
         t = GpuTable.of(state)
@@ -457,21 +522,17 @@ class GpuShareFit(ArrayPlugin):
             policy = K.POLICIES.index(sc.policy)
             if sc.policy == "FGD":
                 typ = sc.typical(t)
-        sel = self.rule(fw, t)["sel"]
+        rule = self.rule(fw, t)
+        sel = rule["sel"]
         if sel == K.SEL_FGD and policy != K.P_FGD:
             return None             # Reserve's FGD pick without FGD's scores to take it from
         first = inputs.first
-        single_any = bool(t.single_policy[:n].any())
-        asks = np.zeros((len(first), 4), np.int64)      # num, milli, model mask, cpu_nz
-        bad = np.zeros(len(first), np.bool_)
-        for c, pod in enumerate(first):
-            info = t.pod_info(pod)
-            bad[c] = bool(info.cons or info.fixed is not None or (info.guaranteed and single_any))
-            if info.has_gpu:
-                asks[c, :3] = info.ask.num, info.ask.milli, t.model_mask(info.ask.models)
-            asks[c, 3] = info.cpu_nz
+        asks, ends, xs, sizes = self._block_classes(t, inputs, n, inputs.max_failures == 0,
+                                                    rule["topology_aware"])
+        if policy == K.P_BESTFIT and (inputs.row_scores.flags or sizes):
+            return None             # its min-max normalization reads every feasible row
         count = inputs.cls.shape[0]
-        stop = np.flatnonzero(bad[inputs.cls])
+        stop = np.flatnonzero(ends[inputs.cls])
         if stop.shape[0]:
             count = int(stop[0])
         pods = inputs.pods[:count]
@@ -493,6 +554,7 @@ class GpuShareFit(ArrayPlugin):
             cache = sc.fgd_cache()
         else:
             shapes[:] = 0
+        ex = self._block_extras(t, inputs, n, xs, sizes, count)
         handled, _failed = KB.place_block(
             count, np.uint64(inputs.seed_mix), inputs.attempt, inputs.start, n, inputs.cls,
             u, inputs.c_req, inputs.c_nz, inputs.c_res, inputs.c_nres, asks[:, 0], asks[:, 1],
@@ -503,15 +565,21 @@ class GpuShareFit(ArrayPlugin):
             inputs.static_total, np.empty(n, np.int64), np.empty(n, np.int64),
             np.zeros(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
             np.empty(n, np.int64), np.empty(K.GPU_SLOTS, np.int64), keys, np.zeros(1, np.int64), out_rows,
-            out_gpus, counts, *_block_trees(inputs.cls[:count], len(first), n, policy))
+            out_gpus, counts, *_block_trees(inputs.cls[:count], len(first), n, policy), ex)
         t.version = int(version[0])
         rows = out_rows[:handled]
-        placed = np.flatnonzero(rows >= 0).tolist()
+        placed = np.flatnonzero(rows >= 0)
         t.log_placed(rows[placed])
-        milli = asks[:, 1]
-        t.adopt([pods[j].key for j in placed], rows[placed].tolist(),
-                [tuple(int(x) for x in out_gpus[j] if x >= 0) for j in placed],
-                [int(milli[inputs.cls[j]]) for j in placed])
+        c = inputs.cls[placed]
+        zones = ex[-1][placed]
+        pinned = zones >= 0
+        pins = None
+        if pinned.any():
+            pins = list(zip(zones.tolist(), np.where(pinned, xs[c, 4], 0).tolist(),
+                            np.where(pinned, xs[c, 5], 0).tolist()))
+        t.adopt([pods[j].key for j in placed.tolist()], rows[placed].tolist(),
+                [tuple(g for g in row if g >= 0) for row in out_gpus[placed].tolist()],
+                asks[c, 1].tolist(), pins)
         return BlockOutput(handled, rows, counts, keys)
 
     def explain_status(self, ctx, row: int) -> Status:

@@ -9,29 +9,43 @@ The framework's part (``place_block``): per distinct pod (records that share
 a memo are alike) its plan (PreFilter, PreScore, compiled query) and the
 fused filters' answers that read no pod on the node (taints, affinity,
 unschedulable...: ``BlockInputs.static_reasons``); the node-only scores
-summed (``StaticScorePlugin``).  The placer plugin's part
+summed (``StaticScorePlugin``); the row-local built-in scores
+(NodeResourcesFit's, NodeResourcesBalancedAllocation) as the arguments the
+placer evaluates per row (``RowScores``); the node-only built-in scores
+(TaintToleration, NodeAffinity, ImageLocality) only when constant over
+every node (then no normalization over the feasible nodes can tell two
+rows apart).  The placer plugin's part
 (``BlockPlacerPlugin.place_block``): the loop over the pods (fit, its own
 filter and score, the tie-break, accounting) and its Reserve.  The
 framework then records the placed pods in the state and builds each failed
 pod's diagnosis from the rejections the block counted for it.
 
 A block is refused (None: the pods take the usual path) when the profile has
-a PostFilter (a failure would need it), a binding-cycle plugin other than
-the placer that is not ``run_safe``, a host plugin the placer does not cover,
-a score plugin on the fused path, percentageOfNodesToScore below every node,
-or deleted-node holes in the rows.  A pod whose plan differs (a PreFilter
-that narrows or rejects, host ports, unknown resources, another score set)
-ends the block before it.
+a PostFilter (a failure would need it; but see below), a binding-cycle
+plugin other than the placer that is not ``run_safe``, a host plugin the
+placer does not cover, percentageOfNodesToScore below every node, or
+deleted-node holes in the rows.  A pod whose plan differs (a PreFilter that
+narrows or rejects, host ports, unknown resources, another score set but the
+placer's per-class scores, a node-only built-in score that is not constant,
+a host score plugin that scores it or does not promise its skip) ends the
+block before it.
+
+Through the queue (``stop_at_failure``: ``scheduler.runs``) a profile with
+PostFilter plugins has a block form too: the block stops before the first
+pod that fits nowhere, which then takes its own cycle (diagnosis,
+PostFilter, preemption), as a run of alike pods does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tensorsched.framework.state.query import pod_signature
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused import scores as fused_scores
 
 from .plugin import (
     BlockPlacerPlugin,
@@ -49,6 +63,53 @@ MAX_KINDS_KEPT = 4096            # kinds of pods kept from block to block
 _FIT_BITS = int(L.R_TOO_MANY_PODS) | (((1 << L.MAX_RESOURCES) - 1) << L.INSUFFICIENT_SHIFT)
 _SEED_MIX = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
+# the node-only built-in scores, by slot: a block takes them only constant
+_NODE_ONLY = {L.S_TAINT: fused_scores.taint_count, L.S_NODE_AFFINITY: fused_scores.affinity_weight,
+              L.S_IMAGE: fused_scores.image_score}
+_ROW_LOCAL = (L.S_FIT, L.S_BALANCED)
+_QUEUE_SETUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class RowScores:
+    """The row-local built-in scores of a block's pods (the fused stage's
+    ``fit_score`` / ``balanced_score`` arguments, ``kernels.fused``):
+    ``flags`` 1 NodeResourcesFit on, 2 NodeResourcesBalancedAllocation on;
+    their weights; the profile's scoring resources, kinds, weights and
+    shape (int64 arrays as the query holds them)."""
+
+    flags: int
+    strategy: int
+    fit_weight: int
+    balanced_weight: int
+    fit_res: np.ndarray
+    fit_kind: np.ndarray
+    fit_weights: np.ndarray
+    shape_util: np.ndarray
+    shape_score: np.ndarray
+    bal_res: np.ndarray
+    bal_kind: np.ndarray
+
+    @staticmethod
+    def of(plan) -> RowScores:
+        """The row scores a pod's plan turns on (flags 0: none)."""
+        q = plan.query
+        flags = int(bool(plan.active[L.S_FIT])) | (int(bool(plan.active[L.S_BALANCED])) << 1)
+
+        def a(x):
+            return np.ascontiguousarray(np.asarray(x, np.int64))
+        return RowScores(flags, int(q.fit_strategy), int(plan.weights[L.S_FIT]),
+                         int(plan.weights[L.S_BALANCED]), a(q.fit_res), a(q.fit_kind),
+                         a(q.fit_weights), a(q.shape_util), a(q.shape_score), a(q.bal_res),
+                         a(q.bal_kind))
+
+    def same(self, other: RowScores) -> bool:
+        """Whether two plans' row scores are one rule (a block has one)."""
+        return (self.flags, self.strategy, self.fit_weight, self.balanced_weight) == (
+            other.flags, other.strategy, other.fit_weight, other.balanced_weight) and all(
+            np.array_equal(getattr(self, f), getattr(other, f))
+            for f in ("fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
+                      "bal_res", "bal_kind"))
 
 
 @dataclass
@@ -69,7 +130,12 @@ class BlockInputs:
     the tie-break of pod j is ``tie_break_index(seed, attempt + j, ties)``
     over the top rows in order from row ``start``; ``max_failures``: how
     many failed pods' rejection counts the placer may keep (the block ends
-    before one more), ``max_keys``: distinct rejections likewise."""
+    before one more; 0: the block stops before a pod that fits nowhere),
+    ``max_keys``: distinct rejections likewise; ``class_scores`` [C]: the
+    placer's per-class scores (``block_class_scores``) on for each class;
+    ``row_scores``: the row-local built-in scores (``RowScores``), of the
+    query request ``c_qreq`` [C, Rq] int64 and non-zero request ``c_qnz``
+    [C, 2] of each class."""
 
     pods: list
     cls: np.ndarray
@@ -88,6 +154,10 @@ class BlockInputs:
     n: int
     max_failures: int = 1
     max_keys: int = MAX_KEYS
+    class_scores: list = field(default_factory=list)
+    row_scores: RowScores | None = None
+    c_qreq: np.ndarray | None = None
+    c_qnz: np.ndarray | None = None
 
 
 @dataclass
@@ -113,11 +183,12 @@ class BlockResult:
     diagnoses: dict
 
 
-def block_setup(fw) -> tuple | None:
+def block_setup(fw, queue: bool = False) -> tuple | None:
     """(placer, static scorers) when ``fw``'s profile has a block form, else
-    None (see the module doc); once per framework."""
+    None (see the module doc; ``queue``: for blocks through the queue,
+    which stop before a pod that fits nowhere); once per framework."""
     placers = [p for p in fw.filters if isinstance(p, BlockPlacerPlugin)]
-    if len(placers) != 1 or fw.plugins_at("postFilter"):
+    if len(placers) != 1 or (fw.plugins_at("postFilter") and not queue):
         return None
     placer = placers[0]
     for point in ("reserve", "permit", "preBind", "bind", "postBind"):
@@ -128,10 +199,19 @@ def block_setup(fw) -> tuple | None:
     for p, _slot in fw.user_scores:
         if p.name in placer.block_scores:
             continue
-        if not isinstance(p, StaticScorePlugin) or getattr(p, "normalize", 0) != 0:
-            return None
-        static.append(p)
+        if isinstance(p, StaticScorePlugin) and getattr(p, "normalize", 0) == 0:
+            static.append(p)
+        elif not isinstance(p, RunSkipPlugin):
+            return None         # (a RunSkipPlugin must skip each class: ``_class_plan``)
     return placer, static
+
+
+def queue_block_setup(fw) -> tuple | None:
+    """``block_setup(fw, queue=True)``, once per framework."""
+    got = _QUEUE_SETUPS.get(fw, False)
+    if got is False:
+        got = _QUEUE_SETUPS[fw] = block_setup(fw, queue=True)
+    return got
 
 
 def _state_key(state) -> tuple:
@@ -171,10 +251,21 @@ def _class_plan(fw, state, pod, placer, known: dict):
     plan, skipped = fw.plan_cycle(ctx)
     if not hasattr(plan, "query") or plan.node_names is not None:
         return None
-    if plan.active[:L.N_BUILTIN_SCORES].any():
-        return None
+    for slot in _ROW_LOCAL:
+        if plan.active[slot] and plan.norm[slot] != 0:
+            return None
     if any(p is not placer for p, _b in plan.host_filters):
         return None
+    # a host score other than the placer's and the static ones must have
+    # skipped the pod, and promise the skip holds whatever the block places
+    scoring = {id(p) for p in plan.active_plugins}
+    for p, _slot in fw.user_scores:
+        if p.name in placer.block_scores or (isinstance(p, StaticScorePlugin)
+                                             and getattr(p, "normalize", 0) == 0):
+            continue
+        if id(p) in scoring or not (isinstance(p, RunSkipPlugin)
+                                    and p.run_keeps_skip(ctx, "preScore")):
+            return None
     # every other host filter skipped the pod: the skip must hold whatever
     # the block places before its alike pods (and the next block's)
     for p, _b in fw.user_filters:
@@ -186,23 +277,49 @@ def _class_plan(fw, state, pod, placer, known: dict):
     # filters run for it: kinds of pods differing in their requests only,
     # as a trace's mostly do, share them.
     key = ("static", pod_signature(pod)[3:], frozenset(skipped))
-    reasons = known.get(key)
-    if reasons is None:
+    got = known.get(key)
+    if got is None:
         n = state.n_rows
         res = fw.backend.evaluate(state, state.valid_rows(), 0, plan.query, n, plan.active,
                                   plan.norm, plan.weights, fw.n_slots, None, True)
-        reasons = known[key] = np.asarray(res.reasons[:n], np.int64) & ~_FIT_BITS
+        got = known[key] = (np.asarray(res.reasons[:n], np.int64) & ~_FIT_BITS,
+                            _node_only_constant(state, plan))
+    reasons, constant = got
+    if not constant:
+        return None
     return plan, reasons
 
 
+def _node_only_constant(state, plan) -> bool:
+    """Whether every node-only built-in score the plan turns on has one raw
+    value on every node (so one normalized value on any feasible set)."""
+    cols = state.columns()
+    rows = state.valid_rows()
+    q = plan.query
+    width = cols.taint_bits.shape[1]
+    if q.taint_prefer.shape[0] != width:
+        prefer = np.zeros(width, np.int64)
+        prefer[:min(width, q.taint_prefer.shape[0])] = q.taint_prefer[:width]
+        q = q._replace(taint_prefer=prefer)
+    for slot, fn in _NODE_ONLY.items():
+        if plan.active[slot] and rows.shape[0]:
+            raw = np.asarray(fn(cols, rows, q, xp=np))
+            if (raw != raw[0]).any():
+                return False
+    return True
+
+
 def place_block(fw, state, pods: list, *, seed: int, attempt: int,
-                start_index: int) -> BlockResult | None:
+                start_index: int, stop_at_failure: bool = False) -> BlockResult | None:
     """Place ``pods`` (in order, each at its own attempt number) in one
     compiled call: a ``BlockResult`` for a prefix of them (empty when the
     first cannot join a block), or None when the profile or the state has
     no block form (module doc; the caller has checked that every node is
-    scored).  The placed pods are recorded in the state."""
-    setup = fw.block_setup
+    scored).  The placed pods are recorded in the state.
+    ``stop_at_failure`` (through the queue): the prefix ends before the
+    first pod that fits nowhere (every row handled is placed), and a
+    profile with PostFilter plugins has a block form."""
+    setup = queue_block_setup(fw) if stop_at_failure else fw.block_setup
     if setup is None or not pods:
         return None
     placer, static = setup
@@ -210,6 +327,8 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     if n == 0 or state.valid_rows().shape[0] != n:
         return None
     width = state.requested.shape[1]
+    # the records once (a queue's stretch may build one per access)
+    pods = list(pods[:MAX_BLOCK])
     # A block after the previous one with no node changed and no pod added
     # in between (pods may have left) keeps its kinds of pods: their plans
     # read nothing a block's pods change (the skips are promised, the
@@ -222,6 +341,10 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     first, reqs, nzs, anything, static_rows = [], [], [], [], []
     cls = np.empty(min(len(pods), MAX_BLOCK), np.int64)
     scoring = None
+    row_scores = None
+    class_scores, qreqs, qnzs = [], [], []
+    # the placer's scores that may be on for some classes and off for others
+    per_class = getattr(placer, "block_class_scores", frozenset())
     fit_ignored = np.zeros(width, np.bool_)
     count = 0
     for pod in pods[:MAX_BLOCK]:
@@ -235,12 +358,19 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
                     break
                 known[pod_class] = entry
             plan = entry[1]
+            active = tuple(p for p in plan.active_plugins if p.name not in per_class)
+            rs = RowScores.of(plan)
             if scoring is None:
-                scoring = tuple(plan.active_plugins)
+                scoring = active
+                row_scores = rs
                 ign = np.asarray(plan.query.fit_ignored, np.bool_)
                 fit_ignored[:ign.shape[0]] = ign[:width]
-            elif tuple(plan.active_plugins) != scoring:
+            elif active != scoring or not rs.same(row_scores):
                 break
+            class_scores.append(frozenset(p.name for p in plan.active_plugins
+                                          if p.name in per_class))
+            qreqs.append(np.asarray(plan.query.request, np.int64))
+            qnzs.append(np.asarray(plan.query.nonzero_request, np.int64)[:2])
             c = classes[pod_class] = len(first)
             first.append(pod)
             reqs.append(entry[2])
@@ -252,6 +382,10 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
     if count == 0:
         return BlockResult(np.zeros(0, np.int64), {})
     weight_of = {p.name: int(w) for p, w in fw.score_refs}
+    on = {p.name for p in scoring}.union(*class_scores)
+    c_qreq = np.zeros((len(qreqs), max(q.shape[0] for q in qreqs)), np.int64)
+    for c, q in enumerate(qreqs):
+        c_qreq[c, :q.shape[0]] = q
     static_total = np.zeros(n, np.int64)
     for p in static:
         if p in scoring:
@@ -269,10 +403,10 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
         pods[:count], cls[:count], first, c_req, np.array(nzs, np.int64), c_res, c_nres,
         np.array(static_rows, np.int64),
         int(placer.reason_bits), static_total,
-        {name: w for name, w in weight_of.items()
-         if name in placer.block_scores and any(p.name == name for p in scoring)},
+        {name: w for name, w in weight_of.items() if name in placer.block_scores and name in on},
         (seed * _SEED_MIX) & _MASK64, attempt, start_index % n, n,
-        MAX_BLOCK)
+        0 if stop_at_failure else MAX_BLOCK, MAX_KEYS, class_scores, row_scores, c_qreq,
+        np.array(qnzs, np.int64).reshape(len(qnzs), 2))
     out = placer.place_block(CycleContext(state, pods[0], fw), inputs)
     if out is None:
         return None

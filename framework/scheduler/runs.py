@@ -34,6 +34,15 @@ read back as Bindings); its events go out after it, per pod and only when
 someone listens, in the order one-by-one cycles would send them; a
 subscriber that must see the state between two pods uses
 ``Scheduler(batch=False)``.
+
+A head that forms no run (a pod of its own) starts a block of unlike pods
+when its profile has a block form through the queue
+(``runtime.blocks.place_block`` with ``stop_at_failure``: GPU-sharing
+profiles, PostFilter plugins allowed): the heads of its profile are popped
+as one stretch, placed in one compiled call as their cycles one after
+another would place them, and the block stops before the first pod that
+fits nowhere or cannot join it; that pod takes the usual cycle and the rest
+go back untouched, as for a run.
 """
 
 from __future__ import annotations
@@ -42,7 +51,9 @@ import time
 from itertools import repeat
 from operator import attrgetter
 
+from tensorsched.framework.runtime.blocks import MAX_BLOCK, place_block, queue_block_setup
 from tensorsched.framework.runtime.clock import Clock
+from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
 from tensorsched.framework.state.cluster_state import ClusterState
 
 from .binding import BindingCycle
@@ -57,6 +68,10 @@ from .run_keys import RunKeys
 from .schedule_one import SchedulingCycle
 
 _name_of = attrgetter("name")
+
+
+_MIN_BLOCK = 64                 # heads a block pops at least
+_MAX_BLOCK_BACKOFF = 64         # heads on their own after blocks that placed nothing
 
 
 class CompiledRuns:
@@ -90,6 +105,16 @@ class CompiledRuns:
         self.batch = bool(batch)
         self.max_run = int(max_run)
         self.seed = seed
+        self._no_block: dict = {}       # framework id -> node layout it had no block form on
+        # how many heads the next block pops: halved towards where the last
+        # one stopped, doubled after one that took them all (a block that
+        # ends early puts the rest back, and pays its per-block setup anew)
+        self._block_limit = MAX_BLOCK
+        # after a block whose head could not be placed (it fits nowhere, as
+        # the next heads then often do), this many heads take their own
+        # cycles first, doubling while blocks keep placing nothing
+        self._block_skip = 0
+        self._block_backoff = 0
 
     def batching(self) -> bool:
         """Runs may be formed now: nothing must happen between two pods
@@ -116,6 +141,9 @@ class CompiledRuns:
                     and recalled[3] == counters.next_start_index):
                 return self._fail_run(run, recalled[1], collect)
         if len(run) == 1:
+            got = self._schedule_block(run, collect)
+            if got is not None:
+                return got
             return [cycle.attempt(first.pod, first)]
         t0 = time.perf_counter()
         fw = self.profiles.of(first.pod)
@@ -144,6 +172,76 @@ class CompiledRuns:
             failed = queue.info(run, placed)
             queue.unpop(run, placed + 1)
             out.append(cycle.attempt(failed.pod, failed))
+        return out
+
+    def _block_form(self, pod):
+        """The pod's Framework when its profile may place a block through
+        the queue now (every node scored, a block form, not refused on this
+        node layout), else None."""
+        profiles, state = self.profiles, self.state
+        if pod.scheduler_name not in profiles.names:
+            return None
+        fw = profiles.of(pod)
+        n = state.num_nodes
+        if (n == 0 or num_feasible_nodes_to_find(fw.percentage, n) < n
+                or self._no_block.get(id(fw)) == self._layout()
+                or queue_block_setup(fw) is None):
+            return None
+        return fw
+
+    def _layout(self) -> tuple:
+        st = self.state
+        return (st.layout_version, st.epoch, st.n_rows, st.num_nodes)
+
+    def _schedule_block(self, run, collect: bool) -> list | None:
+        """A block of unlike heads of one profile from ``run``'s lone head
+        (module doc): the Bindings (or keys) of the pods it handled, the
+        pod that ended it scheduled by its own cycle; None (``run`` as it
+        was) when its profile has no block form or the head cannot join
+        one."""
+        first = run.first
+        if self._block_skip:
+            self._block_skip -= 1
+            return None
+        fw = self._block_form(first.pod)
+        if fw is None:
+            return None
+        queue, counters = self.queue, self.counters
+        name = first.pod.scheduler_name
+
+        def same_profile(pod):
+            return name if pod.scheduler_name == name else None
+        queue.unpop(run, 0)
+        run = queue.pop_run(same_profile, min(self.max_run, self._block_limit))
+        first = run.first
+        t0 = time.perf_counter()
+        got = place_block(fw, self.state, run.pods, seed=self.seed, attempt=counters.attempts,
+                          start_index=counters.next_start_index, stop_at_failure=True)
+        placed = 0 if got is None else got.rows.shape[0]
+        self._block_limit = (min(2 * self._block_limit, MAX_BLOCK) if placed == len(run)
+                             else max(2 * placed, _MIN_BLOCK))
+        if placed == 0:
+            self._block_backoff = min(2 * self._block_backoff or 1, _MAX_BLOCK_BACKOFF)
+            self._block_skip = self._block_backoff
+            if got is None:         # no block form on these nodes: not asked again
+                self._no_block[id(fw)] = self._layout()
+            queue.unpop(run, 1)
+            return [self.cycle.attempt(first.pod, first)]
+        self._block_backoff = 0
+        rows = got.rows
+        counters.attempts += placed
+        t1 = time.perf_counter()
+        metrics = self.metrics
+        metrics.timer.add("filter_score", t1 - t0)
+        out = self._bind_run(run, placed, rows, collect)
+        t2 = time.perf_counter()
+        metrics.timer.add("reserve_bind", t2 - t1)
+        metrics.latencies.extend([(t2 - t0) / placed] * placed)
+        metrics.run_lengths.append(placed)
+        if placed < len(run):
+            nxt = queue.info(run, placed)
+            queue.unpop(run, placed + 1)
+            out.append(self.cycle.attempt(nxt.pod, nxt))
         return out
 
     def _fail_run(self, run, got, collect: bool = True) -> list:

@@ -1,6 +1,9 @@
 """Blocks of unlike pods placed one after another in one compiled call: the
-per-pod rules of a GPU-sharing profile (NodeResourcesFit's fit, GpuShareFit,
-GpuShareScore's policy, node-only scores, the tie-break) over every node.
+per-pod rules of a GPU-sharing profile (NodeResourcesFit's fit, GpuShareFit
+with its NVLink / NUMA constraints, GpuShareScore's policy, GpuTopologyScore,
+the row-local built-in scores NodeResourcesFit and
+NodeResourcesBalancedAllocation, node-only scores, the tie-break) over every
+node.
 
 Plain Python compiled by ``gpu.block`` with ``njit`` on top of the GPU rules
 (``gpu._core``); no allocation.  NodeResourcesFit's bits are the fused
@@ -12,8 +15,10 @@ resource columns are the ClusterState's (int64 [N, R]).
 
 from numba import int64, uint64
 
-# The GPU rules (model_ok, gpu_fit, affinity_tag, score_node, select_gpus)
-# are the compiled namespace's (``gpu.block``), not names of this file.
+# The GPU rules (model_ok, gpu_fit, affinity_tag, score_node, select_gpus,
+# free_mask, zone_allowed_mask, best_subset) and the fused row scores
+# (fit_score, balanced_score) are the compiled namespace's (``gpu.block``),
+# not names of this file.
 # ruff: noqa: F821
 
 MILLI = 1000
@@ -26,6 +31,8 @@ SEL_FGD = 2
 P_RANDOM = 0
 P_BESTFIT = 4
 P_FGD = 5
+C_NUMA = 2                     # gpu._core's constraint bit: one NUMA node
+LEVEL = 1000                   # gpu.subsets' cost per looseness level
 
 
 def tie_pick(seed_mix, attempt, n):
@@ -91,6 +98,73 @@ def key_of(keys, n_keys, bits, code, row):
 
 
 NEG = -(1 << 62)               # a tree leaf of a row that rejects the pod
+
+
+def subset_score(cost):
+    """GpuTopologyScore from a subset cost (``gpu.subsets.topology_score``
+    for one node): one island (or one GPU) 100, one NUMA node 50, looser or
+    none (-1) 0."""
+    if cost < 0:
+        return 0
+    lv = cost // LEVEL
+    if lv <= 1:
+        return 100
+    if lv == 2:
+        return 50
+    return 0
+
+
+def row_extras(i, c, milli, allocatable, requested, nonzero_requested, gpu_count, gpu_left,
+               ex):
+    """The parts of row ``i``'s total for class ``c`` beyond the GPU policy
+    score, for a row that passed the filters so far; ``ex`` is the block's
+    tuple of extras (``place_block``).  The cheapest allowed GPU subset
+    (``gpu._core.subset_cost_node``; its index into ``out_sub[i]``) when the
+    class has a subset table (``xs[c, 2]`` >= 0): the row rejects the pod
+    (-1) when the class's constraint bits (``xs[c, 0]``, plus C_NUMA on a
+    single-numa-node row for a Guaranteed pod, ``xs[c, 1]``) find none;
+    else ``topology weight * GpuTopologyScore`` (``xs[c, 3]`` on) plus the
+    weighted NodeResourcesFit and BalancedAllocation scores of the pod's
+    query request ``c_qreq[c]`` / ``c_qnz[c]`` (``fit_args`` = flags (1
+    fit, 2 balanced), strategy, fit weight, balanced weight, topology
+    weight)."""
+    (xs, c_qreq, c_qnz, fit_args, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+     bal_res, bal_kind, single_policy, numa, zcpu, zcpu_used, zmem, zmem_used, topo,
+     sub3, cost3, iok3, nok3, zfc, zfm, out_sub, out_zone) = ex
+    extra = 0
+    k = xs[c, 2]
+    if k >= 0:
+        cons = xs[c, 0]
+        if xs[c, 1] != 0 and single_policy[i]:
+            cons |= C_NUMA
+        allowed = -1
+        if cons & C_NUMA:
+            for z in range(zcpu.shape[1]):
+                zfc[z] = zcpu[i, z] - zcpu_used[i, z]
+                zfm[z] = zmem[i, z] - zmem_used[i, z]
+            allowed = zone_allowed_mask(gpu_count[i], numa[i], zfc, zfm, xs[c, 4], xs[c, 5])
+        e = free_mask(gpu_count[i], gpu_left[i], milli, allowed)
+        b, bi = best_subset(topo[i], e, cons, sub3[k], cost3[k], iok3[k], nok3[k])
+        out_sub[i] = bi
+        if cons != 0 and b < 0:
+            return -1
+        if xs[c, 3] != 0:
+            extra += fit_args[4] * subset_score(b)
+    flags = fit_args[0]
+    if flags & 1:
+        extra += fit_args[2] * fit_score(i, allocatable, requested, nonzero_requested, c_qreq[c],
+                                         c_qnz[c], fit_args[1], fit_res, fit_kind, fit_weights,
+                                         shape_util, shape_score)
+    if flags & 2:
+        extra += fit_args[3] * balanced_score(i, allocatable, requested, nonzero_requested,
+                                              c_qreq[c], c_qnz[c], bal_res, bal_kind)
+    return extra
+
+
+def has_extras(c, ex):
+    """Whether class ``c`` needs ``row_extras`` (a subset table or a
+    row-local built-in score)."""
+    return ex[0][c, 2] >= 0 or ex[3][0] != 0
 
 
 def row_eval(i, c, sr, allocatable, requested, req, res, n_res, asks_gpu, gpu_bit,
@@ -207,10 +281,10 @@ def class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz, c_
                 static_reasons, gpu_bit, allocatable, requested, gpu_count, model, gpu_left,
                 aff, node_ver, policy, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 cache_score, cache_gpu, cache_ver, gpu_weight, static_total, reasons,
-                cpu_left, mem_zero, score, out_gpu, work):
+                cpu_left, mem_zero, score, out_gpu, work, nonzero_requested, ex):
     """Row ``i``'s total for a pod of class ``c`` (``gpu_weight * policy
-    score + static_total[i]``), NEG when the row rejects it (its bits in
-    ``reasons[i]``)."""
+    score + static_total[i]`` + ``row_extras``), NEG when the row rejects
+    it (its bits in ``reasons[i]``)."""
     num = c_num[c]
     milli = c_milli[c]
     asks_gpu = num > 0 and milli > 0
@@ -232,7 +306,15 @@ def class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz, c_
                  reasons)
     if s < 0:
         return NEG
-    return gpu_weight * s + static_total[i]
+    total = gpu_weight * s + static_total[i]
+    if has_extras(c, ex):
+        e = row_extras(i, c, milli, allocatable, requested, nonzero_requested, gpu_count,
+                       gpu_left, ex)
+        if e < 0:
+            reasons[i] |= gpu_bit
+            return NEG
+        total += e
+    return total
 
 
 def place_block(count, seed_mix, attempt0, start, n, cls, u,
@@ -243,20 +325,35 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
                 reasons, cpu_left, mem_zero, score, out_gpu, ties, work,
                 keys, n_keys, out_rows, out_gpus, out_counts,
-                size, slot, tree_max, tree_cnt, built, stack):
+                size, slot, tree_max, tree_cnt, built, stack, placed_log, seen, row_mark, ex):
     """Place pods 0..count-1 in order, each as its own cycle would with every
     node scored: pod j (class ``cls[j]``: request ``c_req[c]`` [R], non-zero
     request ``c_nz[c]`` [2], the resources NodeResourcesFit checks
     ``c_res[c, :c_nres[c]]``, GPU ask ``c_num``/``c_milli``/``c_mask``,
     ``c_cpu_nz``, FGD cache row ``c_shape``) is rejected by a node for
     ``static_reasons[c, i]`` (the filters that read no pod on the node),
-    NodeResourcesFit and, when it asks GPUs, GpuShareFit (``gpu_bit``);
-    feasible nodes total ``gpu_weight * policy score + static_total[i]``;
+    NodeResourcesFit and, when it asks GPUs, GpuShareFit (``gpu_bit``: the
+    fit, and its NVLink / NUMA constraint, ``row_extras``);
+    feasible nodes total ``gpu_weight * policy score + static_total[i]``
+    plus ``row_extras`` (GpuTopologyScore, the row-local built-in scores);
     the tie ``tie_pick(seed_mix, attempt0 + j, ties)`` among the top rows
     in order from row ``start`` wins.  The pod's requests are added to its
     row, its GPUs taken (FGD's GPU for a share under FGD, ``u[j]`` for
-    Random, else the best fit; whole GPUs: the first free) and the row's
-    GPU version bumped (``version``[0] is the table's counter).
+    Random, else the best fit; whole GPUs: the cheapest allowed subset when
+    the class has a subset table, else the first free) and the row's
+    GPU version bumped (``version``[0] is the table's counter); a NUMA
+    constraint pins the pod's CPU and memory (``xs[c, 4:6]``) on its GPUs'
+    NUMA zone (``zcpu_used`` / ``zmem_used``, ``out_zone[j]``, else -1).
+
+    ``ex`` = (xs [C, 6] int64: constraint bits, Guaranteed, subset table
+    (-1: none), GpuTopologyScore on, CPU millicores, memory bytes;
+    c_qreq [C, Rq] / c_qnz [C, 2] the query's request and non-zero request;
+    fit_args [5] (``row_extras``); NodeResourcesFit's fit_res, fit_kind,
+    fit_weights, shape_util, shape_score and BalancedAllocation's bal_res,
+    bal_kind (``kernels.fused``); single_policy [N] bool; numa [N, G];
+    zcpu, zcpu_used, zmem, zmem_used [N, Z]; topo [N]; sub3, cost3, iok3,
+    nok3 [K, T, S] the stacked subset tables by table index; zfc, zfm [Z]
+    scratch; out_sub [N] scratch; out_zone [P] output).
 
     Top structure (``size`` > 0, a power of two >= n; not for BestFit,
     whose min-max normalization reads every feasible row): for the
@@ -265,10 +362,13 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     int64 row ``slot[c]`` (leaf ``size + i`` = row i's total, NEG when it
     rejects), built at the class's first pod (``built[c]`` 0 -> 1); the
     other classes pass over the rows.  A row's total is a function of
-    that row alone (its columns, GPUs and version; the static parts are
-    fixed for the block), so after a placement only the placed row is
-    evaluated again for each built class: a pod costs O(trees + log n),
-    not a pass over the rows; the tie is the k-th top leaf from
+    that row alone (its columns, GPUs, zones and version; the static parts
+    are fixed for the block), so only the rows placed on since are
+    evaluated again for a built class, each once, when its next pod comes
+    (``placed_log`` [P] the rows placed on in order, ``seen[c]`` how much
+    of it class c's tree has taken in, ``row_mark`` [n] scratch, -1 at the
+    start): a pod costs O(rows placed on since its class's last pod +
+    log n), not a pass over the rows; the tie is the k-th top leaf from
     ``start`` on, found by descending the tree.  A pod that fits nowhere still passes
     over every row for its rejection counts.  ``stack`` int64 [>= 64]
     scratch.  ``size`` 0: one pass over every row per pod.  Either way the
@@ -279,10 +379,21 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     of ``out_counts`` [F, K]: how many nodes rejected it for each (reason
     bits, GPU code, first such row) of ``keys`` [K, 3].  Returns (pods
     handled, failures): fewer than ``count`` when the failure rows or the
-    key table run out (the next pod has not been touched).  ``cpu_col`` 0
-    is cpu (millicores), as ``kernels.layout`` orders the resources."""
+    key table run out, or when the chosen row has no subset for whole GPUs
+    (Reserve would fail there; the next pod has not been touched).
+    ``cpu_col`` 0 is cpu (millicores), as ``kernels.layout`` orders the
+    resources."""
     failures = 0
     cpu_col = 0
+    xs = ex[0]
+    zcpu_used = ex[14]
+    zmem_used = ex[16]
+    topo = ex[17]
+    numa = ex[12]
+    sub3 = ex[18]
+    out_sub = ex[24]
+    out_zone = ex[25]
+    n_log = 0
     for i in range(n):          # kept current as pods are placed
         cpu_left[i] = allocatable[i, cpu_col] - requested[i, cpu_col]
     for j in range(count):
@@ -305,7 +416,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                         static_reasons, gpu_bit, allocatable, requested, gpu_count, model,
                         gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli, tp_mask,
                         tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
-                        reasons, cpu_left, mem_zero, score, out_gpu, work)
+                        reasons, cpu_left, mem_zero, score, out_gpu, work, nonzero_requested, ex)
                     tc[size + i] = 1
                 for i in range(n, size):
                     tm[size + i] = NEG
@@ -313,6 +424,20 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 for p in range(size - 1, 0, -1):
                     tree_pull(tm, tc, p)
                 built[c] = 1
+            else:
+                # the rows placed on since this class's last pod, each once
+                for q in range(seen[c], n_log):
+                    r = placed_log[q]
+                    if row_mark[r] != j:
+                        row_mark[r] = j
+                        tree_set(tm, tc, size, r, class_total(
+                            r, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
+                            c_shape, static_reasons, gpu_bit, allocatable, requested, gpu_count,
+                            model, gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli,
+                            tp_mask, tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight,
+                            static_total, reasons, cpu_left, mem_zero, score, out_gpu, work,
+                            nonzero_requested, ex))
+            seen[c] = n_log
             best = tm[1]
             if best != NEG:
                 feasible = 1
@@ -322,13 +447,6 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                     row = tree_kth_top(tm, tc, size, start, n, pick, best, stack)
                 else:
                     row = tree_kth_top(tm, tc, size, 0, start, pick - a, best, stack)
-                # the chosen row's own answer for this class (FGD's GPU in
-                # ``out_gpu[row]``): another class may have evaluated it last
-                class_total(row, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
-                            c_shape, static_reasons, gpu_bit, allocatable, requested, gpu_count,
-                            model, gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli,
-                            tp_mask, tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight,
-                            static_total, reasons, cpu_left, mem_zero, score, out_gpu, work)
             else:
                 for i in range(n):      # the rejections, counted below
                     class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
@@ -336,7 +454,28 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                                 gpu_count, model, gpu_left, aff, node_ver, policy, tp_cpu,
                                 tp_num, tp_milli, tp_mask, tp_freq, cache_score, cache_gpu,
                                 cache_ver, gpu_weight, static_total, reasons, cpu_left,
-                                mem_zero, score, out_gpu, work)
+                                mem_zero, score, out_gpu, work, nonzero_requested, ex)
+        elif has_extras(c, ex):
+            # one pass in evaluation order over the rows' whole totals (no
+            # BestFit here: its normalization reads every feasible row)
+            best = -(1 << 62)
+            n_ties = 0
+            for p in range(n):
+                i = start + p
+                if i >= n:
+                    i -= n
+                t = class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
+                                c_shape, static_reasons, gpu_bit, allocatable, requested,
+                                gpu_count, model, gpu_left, aff, node_ver, policy, tp_cpu,
+                                tp_num, tp_milli, tp_mask, tp_freq, cache_score, cache_gpu,
+                                cache_ver, gpu_weight, static_total, reasons, cpu_left,
+                                mem_zero, score, out_gpu, work, nonzero_requested, ex)
+                if t == NEG:
+                    continue
+                feasible += 1
+                best, n_ties = top_push(t, i, best, n_ties, ties)
+            if feasible > 0:
+                row = ties[tie_pick(seed_mix, attempt0 + j, n_ties)]
         else:
             # one pass in evaluation order (from row ``start``): the filters,
             # the policy's score (GpuShareScore.score) and the top total's
@@ -418,20 +557,38 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                     return j, failures
                 out_counts[failures, k] += 1
             out_rows[j] = -1
+            out_zone[j] = -1
             for g in range(out_gpus.shape[1]):
                 out_gpus[j, g] = -1
             failures += 1
             continue
-        # account the pod on its row (ClusterState.add_pod, GpuTable.apply)
-        for r in range(req.shape[0]):
-            requested[row, r] += req[r]
-        nonzero_requested[row, 0] += c_nz[c, 0]
-        nonzero_requested[row, 1] += c_nz[c, 1]
+        if size > 0 and slot[c] >= 0 or has_extras(c, ex):
+            # the chosen row's own answer for this class (FGD's GPU in
+            # ``out_gpu[row]``, the subset in ``out_sub[row]``): another
+            # class may have evaluated it last
+            class_total(row, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
+                        c_shape, static_reasons, gpu_bit, allocatable, requested, gpu_count,
+                        model, gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli,
+                        tp_mask, tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight,
+                        static_total, reasons, cpu_left, mem_zero, score, out_gpu, work,
+                        nonzero_requested, ex)
+        # the pod's GPUs (Reserve's pick), before anything is accounted
         for g in range(out_gpus.shape[1]):
             out_gpus[j, g] = -1
+        out_zone[j] = -1
+        took = 0
         if asks_gpu:
             left = gpu_left[row]
-            if sel == SEL_FGD and num == 1 and milli < MILLI:
+            if xs[c, 2] >= 0:
+                bi = out_sub[row]
+                if bi < 0:
+                    return j, failures      # no subset: Reserve fails there
+                sm = sub3[xs[c, 2], topo[row], bi]
+                for g in range(gpu_count[row]):
+                    if (sm >> g) & 1:
+                        out_gpus[j, took] = g
+                        took += 1
+            elif sel == SEL_FGD and num == 1 and milli < MILLI:
                 out_gpus[j, 0] = out_gpu[row]
                 took = 1
             else:
@@ -439,19 +596,25 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                                    gpu_count[row], left, num, milli, u[j], out_gpus[j])
             for q in range(took):
                 left[out_gpus[j, q]] -= milli
+        if xs[c, 2] >= 0 and took > 0:
+            cons = xs[c, 0]
+            if xs[c, 1] != 0 and ex[11][row]:
+                cons |= C_NUMA
+            if cons & C_NUMA:
+                z = numa[row, out_gpus[j, 0]]
+                out_zone[j] = z
+                zcpu_used[row, z] += xs[c, 4]
+                zmem_used[row, z] += xs[c, 5]
+        # account the pod on its row (ClusterState.add_pod, GpuTable.apply)
+        for r in range(req.shape[0]):
+            requested[row, r] += req[r]
+        nonzero_requested[row, 0] += c_nz[c, 0]
+        nonzero_requested[row, 1] += c_nz[c, 1]
         cpu_left[row] = allocatable[row, cpu_col] - requested[row, cpu_col]
         aff[row, tag] += 1
         version[0] += 1
         node_ver[row] = version[0]
         out_rows[j] = row
-        if size > 0:
-            # the placed row is the only one whose totals moved
-            for c2 in range(built.shape[0]):
-                if built[c2] == 1:
-                    tree_set(tree_max[slot[c2]], tree_cnt[slot[c2]], size, row, class_total(
-                        row, c2, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
-                        c_shape, static_reasons, gpu_bit, allocatable, requested, gpu_count,
-                        model, gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli,
-                        tp_mask, tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight,
-                        static_total, reasons, cpu_left, mem_zero, score, out_gpu, work))
+        placed_log[n_log] = row     # the trees take it in at their next pod
+        n_log += 1
     return count, failures

@@ -1,6 +1,7 @@
 """Blocks of unlike pods placed in one compiled call under a GPU-sharing
-profile (``_block.place_block``): NodeResourcesFit, GpuShareFit and
-GpuShareScore's policy per pod over every node, the pod accounted on the
+profile (``_block.place_block``): NodeResourcesFit, GpuShareFit (with its
+NVLink / NUMA constraints), GpuShareScore's policy, GpuTopologyScore and the
+row-local built-in scores per pod over every node, the pod accounted on the
 node it takes before the next one is scored.
 
 ``place_block`` takes the columns as they are (the ClusterState's resource
@@ -14,22 +15,31 @@ from numba import njit
 
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._compile import COMPILED, KEY, compile_module
+from tensorsched.kernels.fused import _numba as _fused_numba
 
 from . import _block
 from . import share as _share
+from . import subsets as _subsets
 
-_INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus")
+_INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus",
+              "free_mask", "zone_allowed_mask", "best_subset")
+# the fused stage's row-local built-in scores, the very rules a cycle runs
+_FUSED = ("fit_score", "balanced_score")
 
 
 def _base() -> dict:
     base = {name: _share.core[name] for name in _INHERITED}
-    base[KEY] = _share.core.get(KEY)
-    base[COMPILED] = _INHERITED
+    base.update({name: _fused_numba.core[name] for name in _FUSED})
+    keys = (_share.core.get(KEY), _fused_numba.core.get(KEY))
+    base[KEY] = None if None in keys else "+".join(keys)
+    base[COMPILED] = _INHERITED + _FUSED
     return base
 
 
 assert (_block.RES_PODS, _block.R_TOO_MANY_PODS, _block.INSUFFICIENT_SHIFT) == (
     L.RES_PODS, int(L.R_TOO_MANY_PODS), L.INSUFFICIENT_SHIFT)
+assert (_block.C_NUMA, _block.LEVEL, _block.MILLI) == (
+    _share.core["C_NUMA"], _subsets.LEVEL, _share.MILLI)
 
 
 _ns = compile_module(_block, njit, base=_base(), options={"nogil": True, "_nrt": False},

@@ -160,7 +160,7 @@ def test_block_trees_chosen_by_pods_per_class():
     """Trees for the classes with the most pods (at least TREE_MIN_PODS),
     one per TREE_ROWS_PER_CLASS rows; none under BestFit."""
     cls = np.array([0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3], np.int64)
-    size, slot, tm, tc, built, _ = P._block_trees(cls, 4, 600, 5)
+    size, slot, tm, tc, built, *_ = P._block_trees(cls, 4, 600, 5)
     assert size == 1024 and slot.tolist() == [-1, 1, 0, -1] and tm.shape == (2, 2048)
     assert built.tolist() == [0, 0, 0, 0]
     size, slot, *_ = P._block_trees(cls, 4, 300, 5)
