@@ -41,20 +41,16 @@ from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
 from . import _queue, _rules  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
+from .warp import (BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max,  # noqa: E402
+                   block_top, shfl_up)
 
 _FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
              "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
 _FROM_BLOCK = ("tie_pick", "top_push")
 # per block; the simulator's "warps" are 8 threads (shuffles emulated with
 # barriers cost a barrier each there: fewer lanes, the same two-level form)
-LANES = 8 if CUDA_SIMULATOR else 32
-THREADS = 16 if CUDA_SIMULATOR else 256
-WARPS = THREADS // LANES
 AFF_TAGS = 18
 MAX_GPUS = 16
-NEG = _rules.NEG
-BIG = 1 << 62
-FULL = 0xFFFFFFFF
 NAN = float("nan")
 QI_N = _queue.QI_N
 QF_N = _queue.QF_N
@@ -96,128 +92,6 @@ _q_failed = _qns["q_failed"]
 _q_bound = _qns["q_bound"]
 
 
-# ------------------------------------------------------------ warp shuffles
-
-if CUDA_SIMULATOR:
-    @cuda.jit(device=True)
-    def _shfl_down3(x, y, z, off, buf):
-        t = cuda.threadIdx.x
-        buf[0, t] = x
-        buf[1, t] = y
-        buf[2, t] = z
-        cuda.syncthreads()
-        if (t % LANES) + off < LANES:
-            x, y, z = buf[0, t + off], buf[1, t + off], buf[2, t + off]
-        cuda.syncthreads()
-        return x, y, z
-
-    @cuda.jit(device=True)
-    def _shfl_up(v, d, buf):
-        t = cuda.threadIdx.x
-        buf[0, t] = v
-        cuda.syncthreads()
-        if (t % LANES) >= d:
-            v = buf[0, t - d]
-        cuda.syncthreads()
-        return v
-else:
-    @cuda.jit(device=True)
-    def _shfl_down3(x, y, z, off, buf):
-        return (cuda.shfl_down_sync(FULL, x, off), cuda.shfl_down_sync(FULL, y, off),
-                cuda.shfl_down_sync(FULL, z, off))
-
-    @cuda.jit(device=True)
-    def _shfl_up(v, d, buf):
-        return cuda.shfl_up_sync(FULL, v, d)
-
-
-@cuda.jit(device=True)
-def _top_combine(t1, c1, r1, t2, c2, r2):
-    if t2 > t1:
-        return t2, c2, r2
-    if t2 == t1:
-        return t1, c1 + c2, min(r1, r2)
-    return t1, c1, r1
-
-
-@cuda.jit(device=True)
-def _warp_top(t, c, r, buf):
-    off = LANES // 2
-    while off > 0:
-        t2, c2, r2 = _shfl_down3(t, c, r, off, buf)
-        t, c, r = _top_combine(t, c, r, t2, c2, r2)
-        off //= 2
-    return t, c, r
-
-
-@cuda.jit(device=True)
-def _block_top(t, c, r, buf, sh):
-    """(top total, how many rows have it, the lowest of them) over the
-    block: warp shuffles, each warp's lane 0 to shared memory, the
-    partials reduced again the same way by every warp; all threads get it."""
-    tid = cuda.threadIdx.x
-    lane = tid % LANES
-    warp = tid // LANES
-    t, c, r = _warp_top(t, c, r, buf)
-    if lane == 0:
-        sh[warp, 0] = t
-        sh[warp, 1] = c
-        sh[warp, 2] = r
-    cuda.syncthreads()
-    if lane < WARPS:
-        t, c, r = sh[lane, 0], sh[lane, 1], sh[lane, 2]
-    else:
-        t, c, r = NEG, 0, BIG
-    t, c, r = _warp_top(t, c, r, buf)
-    if tid == 0:
-        sh[0, 0] = t
-        sh[0, 1] = c
-        sh[0, 2] = r
-    cuda.syncthreads()
-    t, c, r = sh[0, 0], sh[0, 1], sh[0, 2]
-    cuda.syncthreads()
-    return t, c, r
-
-
-@cuda.jit(device=True)
-def _block_sum_min_max(a, lo, hi, buf, sh):
-    """(sum of a, min of lo, max of hi) over the block, as ``_block_top``."""
-    tid = cuda.threadIdx.x
-    lane = tid % LANES
-    warp = tid // LANES
-    off = LANES // 2
-    while off > 0:
-        a2, lo2, hi2 = _shfl_down3(a, lo, hi, off, buf)
-        a += a2
-        lo = min(lo, lo2)
-        hi = max(hi, hi2)
-        off //= 2
-    if lane == 0:
-        sh[warp, 0] = a
-        sh[warp, 1] = lo
-        sh[warp, 2] = hi
-    cuda.syncthreads()
-    if lane < WARPS:
-        a, lo, hi = sh[lane, 0], sh[lane, 1], sh[lane, 2]
-    else:
-        a, lo, hi = 0, BIG, -BIG
-    off = LANES // 2
-    while off > 0:
-        a2, lo2, hi2 = _shfl_down3(a, lo, hi, off, buf)
-        a += a2
-        lo = min(lo, lo2)
-        hi = max(hi, hi2)
-        off //= 2
-    if tid == 0:
-        sh[0, 0] = a
-        sh[0, 1] = lo
-        sh[0, 2] = hi
-    cuda.syncthreads()
-    a, lo, hi = sh[0, 0], sh[0, 1], sh[0, 2]
-    cuda.syncthreads()
-    return a, lo, hi
-
-
 @cuda.jit(device=True)
 def _total(i, cs, policy, lo, hi, gpu_weight, static_total):
     s = cs[i]
@@ -245,7 +119,7 @@ def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
         x = f
         d = 1
         while d < LANES:
-            y = _shfl_up(x, d, buf)
+            y = shfl_up(x, d, buf)
             if lane >= d:
                 x += y
             d *= 2
@@ -255,7 +129,7 @@ def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
         w = sh[lane, 0] if lane < WARPS else 0
         d = 1
         while d < LANES:
-            y = _shfl_up(w, d, buf)
+            y = shfl_up(w, d, buf)
             if lane >= d:
                 w += y
             d *= 2
@@ -296,7 +170,7 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left,
             hi = max(hi, sc)
         if with_feas:
             feas[i] = 1 if sc >= 0 else 0
-    feasible, lo, hi = _block_sum_min_max(feasible, lo, hi, buf, sh)
+    feasible, lo, hi = block_sum_min_max(feasible, lo, hi, buf, sh)
     if feasible == 0:
         return -1
     best = NEG
@@ -310,7 +184,7 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left,
             first = i
         if t == best and t != NEG:
             ties += 1
-    best, ties, first = _block_top(best, ties, first, buf, sh)
+    best, ties, first = block_top(best, ties, first, buf, sh)
     k = _tie_pick(seed_mix, attempt, ties)
     row = first
     if k > 0:

@@ -31,13 +31,12 @@ from .cuda import (
     MAX_GPUS,
     QF_N,
     QI_N,
-    THREADS,
-    WARPS,
     block_decide,
     compile_device,
     device_rules,
 )
 from .env_step import STEP_HOLD, STEP_PLACE, STEP_RESET, check_env
+from .warp import THREADS, WARPS
 
 _account = device_rules["account"]
 _init_node = device_rules["init_node"]

@@ -28,102 +28,18 @@ from __future__ import annotations
 
 import numpy as np
 
-# ``cuda`` raises BackendUnavailable without a device or the simulator
-from .cuda import CUDA_SIMULATOR, LANES, THREADS, WARPS
+# ``warp`` raises BackendUnavailable without a device or the simulator
+from .warp import BIG, LANES, NEG, THREADS, WARPS, block_top, shfl_up
 from . import _local_core
 from .local_cpu import LocalBatch, seed_mix
 
 from numba import cuda, int64  # noqa: E402
 
 from tensorsched.kernels._compile import compile_module  # noqa: E402
+from tensorsched.kernels._deps import CUDA_SIMULATOR  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
-NEG = -(1 << 62)
-BIG = 1 << 62
-FULL = 0xFFFFFFFF
 N_SLOTS = _local_core.N_SLOTS
-
-# ------------------------------------------------------------ warp shuffles
-# The simulator has no shuffles: they go through shared memory with the
-# block's barriers there (every thread takes the same path through the
-# reductions, so both forms run the same algorithm), as in ``cuda``.
-
-if CUDA_SIMULATOR:
-    @cuda.jit(device=True)
-    def _down3(x, y, z, off, buf):
-        t = cuda.threadIdx.x
-        buf[0, t] = x
-        buf[1, t] = y
-        buf[2, t] = z
-        cuda.syncthreads()
-        if (t % LANES) + off < LANES:
-            x, y, z = buf[0, t + off], buf[1, t + off], buf[2, t + off]
-        cuda.syncthreads()
-        return x, y, z
-
-    @cuda.jit(device=True)
-    def _up(v, d, buf):
-        t = cuda.threadIdx.x
-        buf[0, t] = v
-        cuda.syncthreads()
-        if (t % LANES) >= d:
-            v = buf[0, t - d]
-        cuda.syncthreads()
-        return v
-else:
-    @cuda.jit(device=True)
-    def _down3(x, y, z, off, buf):
-        return (cuda.shfl_down_sync(FULL, x, off), cuda.shfl_down_sync(FULL, y, off),
-                cuda.shfl_down_sync(FULL, z, off))
-
-    @cuda.jit(device=True)
-    def _up(v, d, buf):
-        return cuda.shfl_up_sync(FULL, v, d)
-
-
-@cuda.jit(device=True)
-def _warp_top(t, c, r, buf):
-    """(the largest t, how many lanes have it, the lowest r among them)
-    over a warp, by shuffles down."""
-    off = LANES // 2
-    while off > 0:
-        t2, c2, r2 = _down3(t, c, r, off, buf)
-        if t2 > t:
-            t, c, r = t2, c2, r2
-        elif t2 == t:
-            c += c2
-            r = min(r, r2)
-        off //= 2
-    return t, c, r
-
-
-@cuda.jit(device=True)
-def _block_top(t, c, r, buf, sh):
-    """``_warp_top`` over the block: each warp's lane 0 to shared memory,
-    the partials reduced again by every warp; every thread gets it."""
-    tid = cuda.threadIdx.x
-    lane = tid % LANES
-    warp = tid // LANES
-    t, c, r = _warp_top(t, c, r, buf)
-    if lane == 0:
-        sh[warp, 0] = t
-        sh[warp, 1] = c
-        sh[warp, 2] = r
-    cuda.syncthreads()
-    if lane < WARPS:
-        t, c, r = sh[lane, 0], sh[lane, 1], sh[lane, 2]
-    else:
-        t, c, r = NEG, 0, BIG
-    t, c, r = _warp_top(t, c, r, buf)
-    if tid == 0:
-        sh[0, 0] = t
-        sh[0, 1] = c
-        sh[0, 2] = r
-    cuda.syncthreads()
-    t, c, r = sh[0, 0], sh[0, 1], sh[0, 2]
-    cuda.syncthreads()
-    return t, c, r
-
 
 _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
 _refresh_row = _ns["refresh_row"]
@@ -153,7 +69,7 @@ def _kth_pos(k, limit, flags, value, buf, sh):
         x = f
         d = 1
         while d < LANES:
-            y = _up(x, d, buf)
+            y = shfl_up(x, d, buf)
             if lane >= d:
                 x += y
             d *= 2
@@ -163,7 +79,7 @@ def _kth_pos(k, limit, flags, value, buf, sh):
         w = sh[lane, 0] if lane < WARPS else 0
         d = 1
         while d < LANES:
-            y = _up(w, d, buf)
+            y = shfl_up(w, d, buf)
             if lane >= d:
                 w += y
             d *= 2
@@ -256,7 +172,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                         i -= n
                     if reasons[c, i] == 0 and raw[c, i, s] > m:
                         m = raw[c, i, s]
-                m, _cnt, _first = _block_top(m, int64(0), int64(0), buf, sh)
+                m, _cnt, _first = block_top(m, int64(0), int64(0), buf, sh)
                 if tid == 0:
                     hi[s] = m
         cuda.syncthreads()
@@ -280,7 +196,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                 first = j
             if t == best and t != NEG:
                 ties += 1
-        best, ties, first = _block_top(best, ties, first, buf, sh)
+        best, ties, first = block_top(best, ties, first, buf, sh)
         pos = -1
         if ties > 0:
             kk = _tie_index(smix, attempt, ties)
