@@ -69,7 +69,8 @@ def queue_pairs(results: Path | None = None) -> dict:
     pairs: dict = {}
     for path in sorted((results or RESULTS).glob("*.json")):
         rec = json.loads(path.read_text())
-        if not isinstance(rec, dict) or rec.get("table") != "queue":
+        # a comparison record (rounds of runs) carries no single run's batch
+        if not isinstance(rec, dict) or rec.get("table") != "queue" or "batch" not in rec:
             continue
         key = (rec["workload"], rec["nodes"], rec["pods"], rec["backend"],
                rec.get("percentage_of_nodes_to_score", 100))

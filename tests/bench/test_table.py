@@ -75,6 +75,10 @@ def test_queue_table_pairs_the_latest_runs_batch_on_and_off(tmp_path):
                                            percentage_of_nodes_to_score=0),
                       "other.json": run("gpu", 5.0, placements_sha256="ee" * 32),
                       "cmp.json": {"runs": [run("gpu", 6.0, round=0), run("gpu", 7.0, round=1)]},
+                      # rounds of queue runs compared: no single run's batch
+                      "q-cmp.json": {"workload": "gpu", "nodes": 10, "pods": 20,
+                                     "backend": "numba", "table": "queue",
+                                     "rounds": [run("gpu", 8.0)]},
                       }.items():
         (tmp_path / name).write_text(json.dumps(rec))
     lines = BT.queue_lines(tmp_path)
@@ -92,6 +96,7 @@ def test_queue_table_pairs_the_latest_runs_batch_on_and_off(tmp_path):
     assert "b-on-old.json |" in below and "other.json |" in below
     assert "| b-on.json |" not in below and "| cmp.json |" not in below
     assert "`cmp.json`" in below
+    assert not any(line.startswith("| gpu |") for line in lines)
 
 
 def test_readme_without_a_table_section_is_refused(tmp_path):
