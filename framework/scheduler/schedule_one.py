@@ -46,6 +46,7 @@ from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.state.cluster_state import add_pods, remove_pods
 
 from .binding import BindingCycle
 from .cluster import Cluster
@@ -146,7 +147,7 @@ class SchedulingCycle:
     def add_nominated(self, pod: PodRecord) -> list[str]:
         """Pods nominated elsewhere with priority >= pod's, added to the
         state on their nominated nodes for this cycle (at once:
-        ``ClusterState.add_pods``)."""
+        ``cluster_state.add_pods``)."""
         state = self.state
         prio = pod_priority(pod)
         added = []
@@ -174,7 +175,7 @@ class SchedulingCycle:
                 records.extend(put)
                 nodes.extend([node] * len(put))
         if records:
-            state.add_pods(records, nodes)
+            add_pods(state, records, nodes)
         if parked is not None:
             kept = {}
             for row, put in rows.items():
@@ -190,7 +191,7 @@ class SchedulingCycle:
 
     def remove_nominated(self, keys) -> None:
         """Take the nominated pods added for this cycle back out (at once:
-        ``ClusterState.remove_pods``)."""
+        ``cluster_state.remove_pods``)."""
         self.cycle_nominated = ()
         state = self.state
         table = self.cluster.pod_table() if self.keep_nominated_rows else None
@@ -198,7 +199,7 @@ class SchedulingCycle:
         # next cycle restores
         level = table is not None and table.seen == state.version
         if keys:
-            state.remove_pods(keys)
+            remove_pods(state, keys)
         rows, self._cycle_rows = self._cycle_rows, {}
         if level and rows:
             version = state.row_version

@@ -39,7 +39,7 @@ class PodBatchListener(PodListener, Protocol):
         """``on_pod`` for many pods at once: ``records`` a sequence of
         records or a ``PodColumns`` (each item a record built on request),
         ``rows`` [k] int64 their node rows, ``delta`` +1 (a compiled run's
-        or block's pods) or +1 / -1 (``ClusterState.add_pods`` /
+        or block's pods) or +1 / -1 (``cluster_state.add_pods`` /
         ``remove_pods``: pods without host ports or volumes, told after
         all of them changed)."""
 
@@ -66,6 +66,21 @@ def _no_volumes(record: PodRecord) -> bool:
     if not (isinstance(spec, dict) and spec.get("volumes")):
         return True
     return not pod_volumes(record)
+
+
+def _all_plain(records: list) -> bool:
+    """Whether no record holds host ports or volumes (each manifest object
+    looked at once: pods of a template often share theirs)."""
+    seen: set = set()
+    for r in records:
+        if r.host_ports:
+            return False
+        obj = id(r.obj)
+        if obj not in seen:
+            if not _no_volumes(r):
+                return False
+            seen.add(obj)
+    return True
 
 
 class OnPod:
@@ -110,12 +125,12 @@ class PodListeners:
 
     def pods_changed(self, records: list, rows: np.ndarray, delta: int) -> None:
         """Pods ``records`` (a list) just added to (``delta`` +1) or removed
-        from (-1) ``rows`` ([k] int64) at once (``ClusterState.add_pods`` /
+        from (-1) ``rows`` ([k] int64) at once (``cluster_state.add_pods`` /
         ``remove_pods``; every listener a batch listener): each listener
         takes them in its many-pod form when no pod holds host ports or
         volumes (what that form promises, as for a compiled run), else
         pod by pod."""
-        if all(not r.host_ports and _no_volumes(r) for r in records):
+        if _all_plain(records):
             for fn in self.each:
                 self._many[fn](records, rows, delta)
             return

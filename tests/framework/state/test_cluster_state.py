@@ -13,7 +13,12 @@ from support.records import node, pod
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.parsing.manifests import parse_node, parse_pod
 from tensorsched.framework.records.records import NodeImage, NodeRecord, PodRecord, Taint
-from tensorsched.framework.state.cluster_state import ClusterState, parse_label_int
+from tensorsched.framework.state.cluster_state import (
+    ClusterState,
+    add_pods,
+    parse_label_int,
+    remove_pods,
+)
 from tensorsched.framework.state.domain_counts import PodCountIndex
 from tensorsched.kernels import layout as L
 
@@ -841,21 +846,21 @@ def test_add_pods_and_remove_pods_equal_one_at_a_time(many, plain, spec, data):
         err = str(e)
     if err is not None:        # refused as the calls one at a time refuse
         with pytest.raises(StateError) as got:
-            at_once[0].add_pods(pods, names)
+            add_pods(at_once[0], pods, names)
         assert str(got.value) == err
         assert _batch_view(*at_once) == _batch_view(*one)
         return
-    at_once[0].add_pods(pods, names)
+    add_pods(at_once[0], pods, names)
     assert _batch_view(*at_once) == _batch_view(*one)
     keys = data.draw(st.permutations([p.key for p in pods]))
     keys = keys[: data.draw(st.integers(0, len(keys)))]
-    at_once[0].remove_pods(keys)
+    remove_pods(at_once[0], keys)
     for k in keys:
         one[0].remove_pod(k)
     assert _batch_view(*at_once) == _batch_view(*one)
     # the pods come back as they were (a nominated pod's next cycle)
     back = [(p, n) for p, n in zip(pods, names) if p.key in keys]
-    at_once[0].add_pods([p for p, _ in back], [n for _, n in back])
+    add_pods(at_once[0], [p for p, _ in back], [n for _, n in back])
     for p, n in back:
         one[0].add_pod(p, n)
     assert _batch_view(*at_once) == _batch_view(*one)
@@ -863,7 +868,7 @@ def test_add_pods_and_remove_pods_equal_one_at_a_time(many, plain, spec, data):
         gone = keys[:1] + ["default/absent"]
         for s in (at_once, one):
             with pytest.raises(StateError, match="default/absent: not in the cluster state"):
-                s[0].remove_pods(gone) if s is at_once else [s[0].remove_pod(k) for k in gone]
+                remove_pods(s[0], gone) if s is at_once else [s[0].remove_pod(k) for k in gone]
         assert _batch_view(*at_once) == _batch_view(*one)
 
 
@@ -873,12 +878,12 @@ def test_add_pods_counts_pods_of_one_shape_on_one_row():
     at_once, one = _batch_state(True), _batch_state(True)
     pods = [_batch_pod(i, 100, 1, True, 7, False, False) for i in range(3)]
     names = ["n4", "n4", "n0"]
-    at_once[0].add_pods(pods, names)
+    add_pods(at_once[0], pods, names)
     for p, n in zip(pods, names):
         one[0].add_pod(p, n)
     assert _batch_view(*at_once) == _batch_view(*one)
     assert at_once[0].requested[4, 0] == 200 and at_once[2].sums.tolist() == [3, 1]
-    at_once[0].remove_pods(["default/p1", "default/p0"])
+    remove_pods(at_once[0], ["default/p1", "default/p0"])
     for k in ("default/p1", "default/p0"):
         one[0].remove_pod(k)
     assert _batch_view(*at_once) == _batch_view(*one)
