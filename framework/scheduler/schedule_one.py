@@ -46,6 +46,7 @@ from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.state.cluster_state import add_pods, remove_pods
 
 from .binding import BindingCycle
 from .cluster import Cluster
@@ -145,51 +146,60 @@ class SchedulingCycle:
 
     def add_nominated(self, pod: PodRecord) -> list[str]:
         """Pods nominated elsewhere with priority >= pod's, added to the
-        state on their nominated nodes for this cycle."""
+        state on their nominated nodes for this cycle (at once:
+        ``cluster_state.add_pods``)."""
         state = self.state
         prio = pod_priority(pod)
         added = []
+        records, nodes = [], []
         rows: dict = {}
+        befores: dict = {}
         parked, self._parked = self._parked, None
-        kept = {}
         version = state.row_version
+        nominated = self.nominator.pods
         for node, keys in self.nominator.by_node.items():
             row = state.node_rows.get(node)
             if row is None:
                 continue
-            before = int(version[row])
             put = []
             for k in keys:
                 if k == pod.key or k in state.pods:
                     continue
-                other = self.nominator.pods[k]
+                other = nominated[k]
                 if pod_priority(other) >= prio:
-                    state.add_pod(other, node)
                     added.append(k)
                     put.append(other)
             if put:
                 rows[row] = put
-                if parked is not None:
-                    got = parked[2].get(row)
-                    # untouched since the same records left it: as the table read it
-                    if (got is not None and got[0] == before and len(got[1]) == len(put)
-                            and all(a is b for a, b in zip(got[1], put))):
-                        kept[row] = int(version[row])
-        if kept and parked[0].syncs == parked[1]:
-            parked[0].keep_rows(kept)
+                befores[row] = int(version[row])
+                records.extend(put)
+                nodes.extend([node] * len(put))
+        if records:
+            add_pods(state, records, nodes)
+        if parked is not None:
+            kept = {}
+            for row, put in rows.items():
+                got = parked[2].get(row)
+                # untouched since the same records left it: as the table read it
+                if (got is not None and got[0] == befores[row] and len(got[1]) == len(put)
+                        and all(a is b for a, b in zip(got[1], put))):
+                    kept[row] = int(version[row])
+            if kept and parked[0].syncs == parked[1]:
+                parked[0].keep_rows(kept)
         self._cycle_rows = rows
         return added
 
     def remove_nominated(self, keys) -> None:
-        """Take the nominated pods added for this cycle back out."""
+        """Take the nominated pods added for this cycle back out (at once:
+        ``cluster_state.remove_pods``)."""
         self.cycle_nominated = ()
         state = self.state
         table = self.cluster.pod_table() if self.keep_nominated_rows else None
         # the table read every row as it is now: it may keep the rows the
         # next cycle restores
         level = table is not None and table.seen == state.version
-        for k in keys:
-            state.remove_pod(k)
+        if keys:
+            remove_pods(state, keys)
         rows, self._cycle_rows = self._cycle_rows, {}
         if level and rows:
             version = state.row_version

@@ -186,6 +186,9 @@ class ClusterState:
         self._valid_rows_cache: tuple[int, np.ndarray] | None = None
         self._ceiling: tuple | None = None      # see _ceilings
         self._columns_cache: tuple | None = None
+        # (pod table, resource count, {(requests, non-zero cpu, memory):
+        # shape id or -1}): ``_shape_id``
+        self._shape_memo: tuple = (None, -1, {})
 
     # --------------------------------------------------------- derived data
     def structure_tag(self) -> tuple:
@@ -607,6 +610,168 @@ class ClusterState:
     def pods_on(self, node_name: str) -> list[PodRecord]:
         row = self.node_rows[node_name]
         return [self.pods.record(k) for k in sorted(self.pods_on_node[row])]
+
+
+def add_pods(state: ClusterState, pods, node_names) -> None:
+    """``state.add_pod(pod, node)`` of each pair of ``pods`` and ``node_names``
+    in order, at once where it may: the same columns, pod table (slots,
+    bind order), counts and versions (``version`` one step per pod,
+    each row's ``row_version`` the step of its last pod) as one call
+    each.  The listeners are told after every pod is in, through their
+    many-pod form (``PodListeners.pods_changed``); where that cannot
+    hold (a listener without one, a pod with host ports, a resource or
+    node the state does not know, a key bound or given twice, a sum
+    near int64) they are added one at a time, a refusal as those calls
+    refuse (the pods before the offending one stay added)."""
+    pods = list(pods)
+    names = list(node_names)
+    got = _batch_rows(state, pods, names)
+    if got is None:
+        for pod, name in zip(pods, names):
+            state.add_pod(pod, name)
+        return
+    rows, sids = got
+    at = np.array(rows, np.int64)
+    shape_at = np.array(sids, np.int64)
+    shapes = state.pods.shapes
+    used = list(dict.fromkeys(sids))
+    for sid in used:
+        req, nz = shapes[sid]
+        if not state.room_for(req, np.array(nz, np.int64), len(pods)):
+            for pod, name in zip(pods, names):     # near int64: add_pod's exact check
+                state.add_pod(pod, name)
+            return
+    # The pods' shapes are few: each adds its count per row at once.
+    requested, nonzero = state.requested, state.nonzero_requested
+    for sid in used:
+        req, nz = shapes[sid]
+        on, count = np.unique(at[shape_at == sid], return_counts=True)
+        requested[on, : req.shape[0]] += count[:, None] * req
+        nonzero[on] += count[:, None] * np.array(nz, np.int64)
+    table, prios, on_node = state.pods, state.priorities, state.pods_on_node
+    for pod, row, sid in zip(pods, rows, sids):
+        prio = pod.priority or 0
+        prios[prio] = prios.get(prio, 0) + 1
+        table.add(pod, row, sid)
+        on_node[row][pod.key] = None
+    state.pod_adds += len(pods)
+    state._raise_ceilings(at)
+    _touch_each(state, at)
+    state.listeners.pods_changed(pods, at, 1)
+
+
+
+def remove_pods(state: ClusterState, keys) -> None:
+    """``state.remove_pod(key)`` of each of ``keys`` in order, at once where
+    every listener has a many-pod form: the same columns, pod table,
+    counts and versions as one call each, the listeners told after every
+    pod is out (``PodListeners.pods_changed``).  Otherwise (a listener
+    without that form, a key not bound or given twice) one at a time, a
+    refusal as those calls refuse."""
+    keys = list(keys)
+    bound = state.pods
+    if (not state.listeners.all_many() or len(set(keys)) != len(keys)
+            or not all(key in bound for key in keys)):
+        for key in keys:
+            state.remove_pod(key)
+        return
+    prios, on_node, port_counts = state.priorities, state.pods_on_node, state.port_counts
+    records, rows, sids = [], [], []
+    for key in keys:
+        entry = state.pods.pop(key)
+        rec, row = entry.record, entry.node_row
+        prios.remove(rec.priority or 0)
+        if entry.port_ids:
+            counts = port_counts[row]
+            for b in entry.port_ids:
+                counts[b] -= 1
+                if counts[b] == 0:
+                    del counts[b]
+                    state.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
+        on_node[row].pop(key, None)
+        records.append(rec)
+        rows.append(row)
+        sids.append(entry.shape_id)
+    at = np.array(rows, np.int64)
+    _release(state, at, sids)
+    _touch_each(state, at)
+    state.listeners.pods_changed(records, at, -1)
+
+
+
+def _batch_rows(state: ClusterState, pods: list, names: list) -> tuple | None:
+    """(node rows, shape ids) of ``pods`` when ``add_pods`` may add them
+    at once (every listener has a many-pod form, no pod holds host
+    ports, every pod is new, distinct, on a known node and asks for
+    known resources within int64 priority), else None (one at a time)."""
+    if len(pods) != len(names) or not state.listeners.all_many():
+        return None
+    rows, sids = [], []
+    keys = set()
+    node_rows, bound = state.node_rows, state.pods
+    for pod, name in zip(pods, names):
+        row = node_rows.get(name or pod.node_name)
+        key = pod.key
+        if (row is None or key in keys or key in bound or pod.host_ports
+                or not _INT64_MIN <= (pod.priority or 0) <= _INT64_MAX):
+            return None
+        sid = _shape_id(state, pod)
+        if sid < 0:
+            return None
+        keys.add(key)
+        rows.append(row)
+        sids.append(sid)
+    return rows, sids
+
+
+def _shape_id(state: ClusterState, pod: PodRecord) -> int:
+    """The pod table's shape id of ``pod``'s request as ``add_pod``
+    accounts it; -1 when it asks for a resource the state does not know
+    or a negative amount (memoized per requests, for one pod table and
+    resource count)."""
+    key = (tuple(pod.requests.items()), pod.nonzero_cpu, pod.nonzero_memory)
+    memo = state._shape_memo
+    if memo[0] is not state.pods or memo[1] != len(state.resources):
+        memo = state._shape_memo = (state.pods, len(state.resources), {})
+    got = memo[2].get(key)
+    if got is None:
+        got = -1
+        res = state.resources.index
+        if (all(n in res and v >= 0 for n, v in key[0])
+                and pod.nonzero_cpu >= 0 and pod.nonzero_memory >= 0):
+            req = np.zeros(len(state.resources), np.int64)
+            for n, v in key[0]:
+                if n != "pods":
+                    req[res[n]] = v
+            req[L.RES_PODS] = 1
+            got = state.pods.shape_of(req, pod.nonzero_cpu, pod.nonzero_memory)
+        memo[2][key] = got
+    return got
+
+
+def _release(state: ClusterState, rows: np.ndarray, sids: list) -> None:
+    """Take the requests of pods of shapes ``sids`` off ``rows`` ([k]
+    int64): each shape its count per row at once."""
+    shapes, requested, nonzero = state.pods.shapes, state.requested, state.nonzero_requested
+    shape_at = np.array(sids, np.int64)
+    for sid in dict.fromkeys(sids):
+        req, nz = shapes[sid]
+        on, count = np.unique(rows[shape_at == sid], return_counts=True)
+        requested[on, : req.shape[0]] -= count[:, None] * req
+        nonzero[on] -= count[:, None] * np.array(nz, np.int64)
+
+
+def _touch_each(state: ClusterState, rows: np.ndarray) -> None:
+    """``_touch`` of each of ``rows`` ([k] int64) in order: ``version``
+    k steps on, each row stamped with the step of its last touch."""
+    k = rows.shape[0]
+    if not k:
+        return
+    base = state.version
+    state._touch(int(rows[-1]))          # the growth check, the last stamp
+    state.version = base + k
+    last, at = np.unique(rows[::-1], return_index=True)
+    state.row_version[last] = base + k - at
 
 
 def _check_sum_room(state: ClusterState, pod: PodRecord, row: int,

@@ -22,6 +22,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
+from tensorsched.framework.parsing.volumes import pod_volumes
 from tensorsched.framework.records.records import PodRecord
 
 
@@ -37,7 +38,10 @@ class PodBatchListener(PodListener, Protocol):
     def on_pods(self, records, rows: np.ndarray, delta: int) -> None:
         """``on_pod`` for many pods at once: ``records`` a sequence of
         records or a ``PodColumns`` (each item a record built on request),
-        ``rows`` [k] int64 their node rows, ``delta`` +1."""
+        ``rows`` [k] int64 their node rows, ``delta`` +1 (a compiled run's
+        or block's pods) or +1 / -1 (``cluster_state.add_pods`` /
+        ``remove_pods``: pods without host ports or volumes, told after
+        all of them changed)."""
 
 
 @runtime_checkable
@@ -53,6 +57,30 @@ class PodRestorer(Protocol):
 
     def regain(self, key: str, record: PodRecord, row: int, held: object) -> None:
         """Pod ``key`` is back on ``row``: make it hold ``held`` again."""
+
+
+def _no_volumes(record: PodRecord) -> bool:
+    """``not pod_volumes(record)``, without the parse where the manifest
+    lists no volumes (most pods)."""
+    spec = record.obj.get("spec") if isinstance(record.obj, dict) else None
+    if not (isinstance(spec, dict) and spec.get("volumes")):
+        return True
+    return not pod_volumes(record)
+
+
+def _all_plain(records: list) -> bool:
+    """Whether no record holds host ports or volumes (each manifest object
+    looked at once: pods of a template often share theirs)."""
+    seen: set = set()
+    for r in records:
+        if r.host_ports:
+            return False
+        obj = id(r.obj)
+        if obj not in seen:
+            if not _no_volumes(r):
+                return False
+            seen.add(obj)
+    return True
 
 
 class OnPod:
@@ -89,6 +117,27 @@ class PodListeners:
     def pod_removed(self, record: PodRecord, row: int) -> None:
         for fn in self.each:
             fn(record, row, -1)
+
+    def all_many(self) -> bool:
+        """Whether every listener has a many-pod form (``PodBatchListener``):
+        then all may be told of many pods after they all changed."""
+        return len(self._many) == len(self.each)
+
+    def pods_changed(self, records: list, rows: np.ndarray, delta: int) -> None:
+        """Pods ``records`` (a list) just added to (``delta`` +1) or removed
+        from (-1) ``rows`` ([k] int64) at once (``cluster_state.add_pods`` /
+        ``remove_pods``; every listener a batch listener): each listener
+        takes them in its many-pod form when no pod holds host ports or
+        volumes (what that form promises, as for a compiled run), else
+        pod by pod."""
+        if _all_plain(records):
+            for fn in self.each:
+                self._many[fn](records, rows, delta)
+            return
+        rl = rows.tolist()
+        for fn in self.each:
+            for rec, row in zip(records, rl):
+                fn(rec, row, delta)
 
     def pods_added(self, pods, rows: np.ndarray) -> None:
         """Pods of a run or block recorded on ``rows`` at once: a batch

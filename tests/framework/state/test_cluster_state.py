@@ -13,7 +13,12 @@ from support.records import node, pod
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.parsing.manifests import parse_node, parse_pod
 from tensorsched.framework.records.records import NodeImage, NodeRecord, PodRecord, Taint
-from tensorsched.framework.state.cluster_state import ClusterState, parse_label_int
+from tensorsched.framework.state.cluster_state import (
+    ClusterState,
+    add_pods,
+    parse_label_int,
+    remove_pods,
+)
 from tensorsched.framework.state.domain_counts import PodCountIndex
 from tensorsched.kernels import layout as L
 
@@ -747,3 +752,139 @@ def test_pod_count_index_on_pods_equals_on_pod(spec):
         assert one.groups[kind].keys() == many.groups[kind].keys()
         for t, arr in one.groups[kind].items():
             assert (arr == many.groups[kind][t]).all()
+
+
+# --------------------------------------------------------------------------
+# add_pods / remove_pods: the same as add_pod / remove_pod one at a time
+
+
+class _Told:
+    """A listener that records what it is told, with or without a many-pod
+    form (a state whose listeners all have one adds and removes at once)."""
+
+    def __init__(self):
+        self.events: list = []
+
+    def on_pod(self, record, row, delta):
+        self.events.append((record.key, int(row), delta))
+
+
+class _ToldMany(_Told):
+    def on_pods(self, records, rows, delta):
+        for rec, row in zip(records, rows.tolist()):
+            self.on_pod(rec, row, delta)
+
+
+def _batch_state(many: bool):
+    s = ClusterState(node_capacity=2)
+    for i in range(5):
+        s.add_node(node(f"n{i}", labels={"zone": f"z{i % 2}"}, extra={GPU: 4}))
+    s.add_pod(pod("old", "n1", labels={"app": "web"}, priority=5))
+    idx = PodCountIndex(s)
+    s.listeners.add(idx)
+    web = idx.counts("web", lambda r: r.labels.get("app") == "web")
+    k = s.label_keys.get("zone")
+    sums = idx.domain_sums("web", lambda r: r.labels.get("app") == "web", "t",
+                           lambda: s.label_vals[: s.n_rows, k].astype(np.int64), 2)
+    assert web.shape[0] >= s.n_rows
+    told = _ToldMany() if many else _Told()
+    s.listeners.add(told)
+    return s, idx, sums, told
+
+
+def _batch_view(s, idx, sums, told) -> dict:
+    """What callers of the state see: the snapshot, the pod table with its
+    slots and bind order, each row's pod order, the tallies, the counts of
+    a batch listener (``PodCountIndex``) and what a listener was told (as a
+    multiset: a many-pod form hears each pod after all of them changed)."""
+    snap = snapshot(s)
+    snap["cols"] = {k: (a.shape, str(a.dtype), a.tolist()) for k, a in snap["cols"].items()}
+    snap["row_version"] = snap["row_version"].tolist()
+    return {**snap,
+            "slots": [(k, e.slot, e.shape_id, e.port_ids) for k, e in s.pods.items()],
+            "order": [list(x) for x in s.pods_on_node[: s.n_rows]],
+            "pod_adds": s.pod_adds, "priorities": dict(s.priorities),
+            "web": idx.counts("web", None)[: s.n_rows].tolist(),
+            "sums": (sums.sums.tolist(), sums.positive),
+            "told": sorted(told.events)}
+
+
+def _batch_pod(i, cpu, gpu, web, prio, port, unknown):
+    extra = {GPU: gpu} if gpu else {}
+    if unknown:
+        extra["example.com/unknown"] = 1
+    return pod(f"p{i}", cpu=cpu, extra=extra, labels={"app": "web"} if web else {},
+               priority=prio, ports=(8080,) if port else ())
+
+
+batch_pods = st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0, 100, 100, 250]),
+                                st.integers(0, 1), st.booleans(), st.sampled_from([None, 0, 7]),
+                                st.integers(0, 5).map(lambda v: v == 0),
+                                st.integers(0, 7).map(lambda v: v == 0),
+                                st.sampled_from(["n0", "n1", "n3", "n4", "n4", "n4", "gone"])),
+                      max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(many=st.booleans(), plain=st.booleans(), spec=batch_pods, data=st.data())
+def test_add_pods_and_remove_pods_equal_one_at_a_time(many, plain, spec, data):
+    """``add_pods`` then ``remove_pods`` (pods on repeated nodes, host ports,
+    unknown resources, unknown nodes, repeated keys, a listener with or
+    without a many-pod form) leave the state, its versions, its pod table
+    and its listeners as ``add_pod`` / ``remove_pod`` one at a time, a
+    refusal included."""
+    at_once, one = _batch_state(many), _batch_state(many)
+    if plain:       # no host ports, known resources and nodes: at once
+        spec = [(*p[:5], False, False, p[7] if p[7] != "gone" else "n2") for p in spec]
+    pods = [_batch_pod(*p[:7]) for p in spec]
+    names = [p[7] for p in spec]
+    err = None
+    try:
+        for p, n in zip(pods, names):
+            one[0].add_pod(p, n)
+    except StateError as e:
+        err = str(e)
+    if err is not None:        # refused as the calls one at a time refuse
+        with pytest.raises(StateError) as got:
+            add_pods(at_once[0], pods, names)
+        assert str(got.value) == err
+        assert _batch_view(*at_once) == _batch_view(*one)
+        return
+    add_pods(at_once[0], pods, names)
+    assert _batch_view(*at_once) == _batch_view(*one)
+    keys = data.draw(st.permutations([p.key for p in pods]))
+    keys = keys[: data.draw(st.integers(0, len(keys)))]
+    remove_pods(at_once[0], keys)
+    for k in keys:
+        one[0].remove_pod(k)
+    assert _batch_view(*at_once) == _batch_view(*one)
+    # the pods come back as they were (a nominated pod's next cycle)
+    back = [(p, n) for p, n in zip(pods, names) if p.key in keys]
+    add_pods(at_once[0], [p for p, _ in back], [n for _, n in back])
+    for p, n in back:
+        one[0].add_pod(p, n)
+    assert _batch_view(*at_once) == _batch_view(*one)
+    if keys:
+        gone = keys[:1] + ["default/absent"]
+        for s in (at_once, one):
+            with pytest.raises(StateError, match="default/absent: not in the cluster state"):
+                remove_pods(s[0], gone) if s is at_once else [s[0].remove_pod(k) for k in gone]
+        assert _batch_view(*at_once) == _batch_view(*one)
+
+
+def test_add_pods_counts_pods_of_one_shape_on_one_row():
+    """Pods of one shape on one row add (and remove) their count times the
+    request, at once (every listener has a many-pod form)."""
+    at_once, one = _batch_state(True), _batch_state(True)
+    pods = [_batch_pod(i, 100, 1, True, 7, False, False) for i in range(3)]
+    names = ["n4", "n4", "n0"]
+    add_pods(at_once[0], pods, names)
+    for p, n in zip(pods, names):
+        one[0].add_pod(p, n)
+    assert _batch_view(*at_once) == _batch_view(*one)
+    assert at_once[0].requested[4, 0] == 200 and at_once[2].sums.tolist() == [3, 1]
+    remove_pods(at_once[0], ["default/p1", "default/p0"])
+    for k in ("default/p1", "default/p0"):
+        one[0].remove_pod(k)
+    assert _batch_view(*at_once) == _batch_view(*one)
+    assert at_once[0].requested[4, 0] == 0
