@@ -124,6 +124,7 @@ def _departure_traces(paths: list, tiny: bool) -> list:
 def _vector_env(inv, pods, backend: str, envs: int, warmup: int, steps: int,
                 tune: float) -> tuple:
     """(record, final state) of the vector environment's timing (module doc)."""
+    # the environment needs the ``gym`` extra: the other parts run without it
     from tensorsched.topology.openb.vector_env import OpenbVectorEnv
     t0 = time.perf_counter()
     env = OpenbVectorEnv(inv, [pods], jobs_of(envs, 8), tune=tune, backend=backend,

@@ -15,6 +15,8 @@ from reference.dra_preemption import Bound, Node, oracle_dra_victims, oracle_pic
 from support.backends import backend_params, needs_cuda
 
 from tensorsched.framework.config import plugin_names as names
+from tensorsched.framework.preemption.evaluator import fits_on_row
+from tensorsched.framework.preemption.host_search import active_host_filters
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -244,8 +246,6 @@ def test_only_an_extended_claim_in_the_way_means_no_candidate(backend):
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_the_nominated_node_check_leaves_the_resource_to_dra(backend):
-    from tensorsched.framework.preemption.evaluator import fits_on_row
-    from tensorsched.framework.preemption.host_search import active_host_filters
     nodes = [Node("n0", 1000, None, 2), Node("n1", 1000, 0, 2)]
     cluster, pod, fw = _cluster(nodes, [], backend, _preemptor((10, 100, 1)))
     result = fw.run_cycle(cluster.state, pod, all_nodes=True)

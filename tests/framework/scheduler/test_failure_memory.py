@@ -9,6 +9,7 @@ between the attempts."""
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,13 @@ from tensorsched.framework.runtime.clock import SimulatedClock
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
+from tensorsched.framework.scheduler.failure_memory import (
+    FailureMemory,
+    RememberedFailure,
+    failure_stamp,
+)
+from tensorsched.framework.scheduler.nominator import Nominator
+from tensorsched.framework.scheduler.profiles import Profiles
 from tensorsched.framework.scheduler.queue import POD_ADD, SchedulingQueue, plugin_events
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
@@ -372,16 +380,6 @@ def test_recall_pod_is_key_stamp_and_recall_in_one():
     give: for a pod never asked, asked again, nominated by its manifest, at
     another start index, under a moved stamp, and in a profile without the
     promise (no key)."""
-    from types import SimpleNamespace
-
-    from tensorsched.framework.scheduler.failure_memory import (
-        FailureMemory,
-        RememberedFailure,
-        failure_stamp,
-    )
-    from tensorsched.framework.scheduler.nominator import Nominator
-    from tensorsched.framework.scheduler.profiles import Profiles
-
     cluster = build_cluster([node_dict("n0", cpu="1")])
     fw = Profiles(cluster, "numba", SimpleNamespace()).of(parse_pod(pod_dict("x")))
     state, nominator, memory = cluster.state, Nominator(), FailureMemory()
