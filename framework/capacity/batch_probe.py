@@ -54,6 +54,7 @@ from tensorsched.kernels.batch.local_cpu import LocalBatch, run_local_batch
 from tensorsched.kernels.fused import filters as KF
 from tensorsched.kernels.fused import scores as SC
 
+from .batch_messages import FailureKeys
 from .common import fresh_cluster
 
 __all__ = ["BatchProfileError", "LocalProber", "DEFAULT_PLUGINS", "batched_backend",
@@ -172,6 +173,7 @@ class LocalProber:
         fw = self.fw
         keys: dict = {}
         plans = []
+        self.class_pods: list[PodRecord] = []      # one pod of each class
         for i, pod in enumerate(self.pods):
             sig = fw.signature(pod)
             key = ("pod", i) if sig is None else sig
@@ -179,6 +181,7 @@ class LocalProber:
             if c is None:
                 c = keys[key] = len(plans)
                 plans.append(self._plan(state, pod))
+                self.class_pods.append(pod)
             self.class_of[i] = c
         return plans
 
@@ -239,7 +242,9 @@ class LocalProber:
             if q.score_flags & (1 << L.S_NODE_AFFINITY):
                 static_raw[k, :, 1] = SC.affinity_weight(cols, rows, q, xp=np)
         q0 = plans[0].query if plans else None
+        self.keys = FailureKeys.of(self.fw, state, plans, self.class_pods, static_bits)
         self.base = dict(
+            s_key=self.keys.s_key, key_first=self.keys.key_first,
             alloc=cols.allocatable, used0=cols.requested, nz0=cols.nonzero_requested,
             c_request=req, c_nonzero=nz, c_anything=anything, c_ignored=ignored,
             c_fit_filter=fit_filter, c_active=active, c_norm=norm, c_weights=weights,
@@ -323,9 +328,22 @@ class LocalProber:
             out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK]))
         return out
 
-    def batch(self, node_sets, pod_lists) -> tuple[LocalBatch, list]:
+    def run_failures(self, node_sets: list, pod_lists: list, fail_cap: int) -> list:
+        """``run``'s probes, each with the FailedScheduling messages of its
+        first ``fail_cap`` pods that fit nowhere: per probe (placements as
+        ``run``'s, [(pod index, message)] in queue order); a message is
+        None on a probe without nodes (the Scheduler's text there is its
+        own)."""
+        out = []
+        for lo in range(0, len(node_sets), CHUNK):
+            out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK],
+                                       fail_cap))
+        return out
+
+    def batch(self, node_sets, pod_lists, fail_cap: int = 0) -> tuple[LocalBatch, list]:
         """The kernel's inputs for these probes (see ``run``), and each
-        probe's pods in queue order."""
+        probe's pods in queue order; ``fail_cap`` failures' diagnoses per
+        probe."""
         rows = [self.rows_of(ns) for ns in node_sets]
         orders = [self.queue_order(pl) for pl in pod_lists]
         node_ptr = np.zeros(len(rows) + 1, np.int64)
@@ -342,23 +360,35 @@ class LocalProber:
             pod_ptr=pod_ptr, pod_cls=pod_cls, image_group=group,
             num_to_find=np.asarray([num_feasible_nodes_to_find(pct, r.shape[0])
                                     for r in rows], np.int64),
-            seed=self.seed)
+            seed=self.seed, fail_cap=fail_cap)
         return batch, orders
 
-    def _run_chunk(self, node_sets, pod_lists):
-        batch, orders = self.batch(node_sets, pod_lists)
+    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0):
+        batch, orders = self.batch(node_sets, pod_lists, fail_cap)
         pod_ptr = batch.pod_ptr
         if self.device == "cuda":
             try:
                 from tensorsched.kernels.batch.local_cuda import run_local_batch_cuda
             except BackendUnavailable as exc:
                 raise BackendError(str(exc)) from exc
-            placed, _bound = run_local_batch_cuda(batch)
+            res = run_local_batch_cuda(batch)
         else:
-            placed, _bound = run_local_batch(batch, self.threads)
+            res = run_local_batch(batch, self.threads)
         result = []
         for b, order in enumerate(orders):
-            got = placed[pod_ptr[b]:pod_ptr[b + 1]]
-            result.append([(i, self.row_name[int(r)] if r >= 0 else None)
-                           for i, r in zip(order, got)])
+            got = res.rows[pod_ptr[b]:pod_ptr[b + 1]]
+            placed = [(i, self.row_name[int(r)] if r >= 0 else None)
+                      for i, r in zip(order, got)]
+            if not fail_cap:
+                result.append(placed)
+                continue
+            n = int(batch.node_ptr[b + 1] - batch.node_ptr[b])
+            fails = []
+            for f in range(b * fail_cap, (b + 1) * fail_cap):
+                k = int(res.fail_pod[f])
+                if k < 0:
+                    break
+                pod = self.pods[order[k]]
+                fails.append((order[k], self.keys.message(pod, n, res.fail_counts[f])))
+            result.append((placed, fails))
         return result

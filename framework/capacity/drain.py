@@ -74,8 +74,8 @@ class _Drainer:
         self.allowed = [(pdb, disruptions_allowed(pdb, self.bound))
                         for pdb in cluster.objects.pdbs]
         self.cache: dict[frozenset, tuple[bool, str, dict]] = {}
-        # sets the batch found not removable (a pod fits nowhere): their
-        # reason is the Scheduler's message, asked only when a report shows it
+        # sets the batch found not removable with no node left (the
+        # Scheduler's message is asked only when a report shows it)
         self.fails: set[frozenset] = set()
         self.prober: LocalProber | None = None
         self.refused = ""
@@ -101,9 +101,10 @@ class _Drainer:
 
     def precompute(self, sets) -> None:
         """Trials of the removal ``sets`` (lists of names) not known yet, as
-        one batched call (nothing when the batch does not run); a set whose
-        pods all move is cached with its moves, one whose pods do not is
-        kept in ``fails``."""
+        one batched call (nothing when the batch does not run); a set is
+        cached with its moves, or why not (the first pod that fits nowhere,
+        with the message the kernel's diagnosis gives); one that leaves no
+        node and whose pods do not fit is kept in ``fails``."""
         if self.prober is None:
             return
         todo = []
@@ -128,13 +129,19 @@ class _Drainer:
             gone = frozenset(t)
             node_sets.append([n.name for n in self.nodes if n.name not in gone])
         pod_lists = [[self.index[p.key] for p in self.movers(t)[0]] for t in todo]
-        for names, placed in zip(todo, self.prober.run(node_sets, pod_lists)):
+        pods = self.prober.pods
+        runs = self.prober.run_failures(node_sets, pod_lists, 1)
+        for names, (placed, fails) in zip(todo, runs):
             key = frozenset(names)
-            if any(node is None for _, node in placed):
-                self.fails.add(key)
+            moves = {pods[i].key: node for i, node in placed if node is not None}
+            if not fails:
+                self.cache[key] = (True, "", moves)
+            elif fails[0][1] is None:
+                self.fails.add(key)         # no node left: the Scheduler's text
             else:
-                pods = self.prober.pods
-                self.cache[key] = (True, "", {pods[i].key: node for i, node in placed})
+                i, message = fails[0]
+                self.cache[key] = (False, f"{len(placed) - len(moves)} pod(s) fit nowhere "
+                                          f"else: {pods[i].key}: {message}", moves)
 
     def removable(self, names) -> bool:
         """Whether ``names`` can go together (``try_remove``'s first answer,

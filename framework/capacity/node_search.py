@@ -216,7 +216,7 @@ class _Search:
     def _batch(self, counts) -> None:
         """Probes ``counts`` as one batched call, kept in ``speculated``
         until the search asks for them.  Pods that do not fit get their
-        message from the Scheduler when a report shows them (``_result``)."""
+        message when a report shows them (``_result``)."""
         counts = [n for n in dict.fromkeys(counts)
                   if n not in self.probes and n not in self.speculated]
         prober = self._prober_for(counts) if counts else None
@@ -231,6 +231,22 @@ class _Search:
             bindings = [Binding(self.pods[i].key, node) for i, node in placed]
             ok = sum(1 for b in bindings if b.node is not None)
             self.speculated[n] = (Probe(n, ok, len(bindings) - ok, each), bindings)
+
+    def _messages(self, n: int) -> list | None:
+        """Probe ``n``'s Bindings with every failed pod's FailedScheduling
+        message, in the order of the attempts, from one batched call; None
+        when the batch does not cover it (or the probe has no node)."""
+        prober = self._prober_for([n])
+        if prober is None:
+            return None
+        base = [x.name for x in self.base_nodes]
+        placed, fails = prober.run_failures([base + self.names[:n]],
+                                            [list(range(len(self.pods)))], len(self.pods))[0]
+        message = dict(fails)
+        if None in message.values():
+            return None
+        return [Binding(self.pods[i].key, node) if node is not None
+                else Binding(self.pods[i].key, None, message[i]) for i, node in placed]
 
     def path(self) -> str:
         """Which path answered this template's probes."""
@@ -319,8 +335,9 @@ class _Search:
         shown = n if n is not None else max(self.probes)
         probe, bindings = self.probes[shown]
         if probe.unschedulable:
-            # the messages (and their order) are the Scheduler's own
-            bindings = self._schedule(shown)[1]
+            # the messages (and their order: the attempts') are the
+            # Scheduler's own, from the kernel's diagnosis where it covers
+            bindings = self._messages(shown) or self._schedule(shown)[1]
         placement = {b.pod: b.node for b in bindings if b.node is not None}
         unsched = [{"pod": b.pod, "message": b.message} for b in bindings if b.node is None]
         return NodeTemplateResult(self.template.name, n is not None, n, lb, search, probes,

@@ -25,6 +25,9 @@ from numba import int64, uint64
 
 RES_PODS_COL = 3        # kernels/layout.py RES_PODS
 N_SLOTS = 5
+TOO_MANY_PODS_BIT = 7   # kernels/layout.py R_TOO_MANY_PODS = 1 << 7
+INSUFFICIENT_SHIFT = 24  # kernels/layout.py: bit 24 + r = "Insufficient <resource r>"
+FIT_SLOTS = 65          # a failure's Fit counts: one per reason bit, then the nodes
 
 
 def tie_index(seed_mix, attempt, n):
@@ -74,12 +77,45 @@ def place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ign
                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
 
 
+def count_failure(c, n, rows, reasons, static_bits, s_key, key_first, k_static, n_res, out):
+    """Why class ``c`` fits none of the cluster's n nodes now, as the
+    FailedScheduling diagnosis counts it (each node's status is its first
+    rejecting filter in profile order): ``out`` [k_static + FIT_SLOTS]
+    receives, per static status id k (``s_key[c, rows[i]]``, the status of
+    the usage-independent filters, ``key_first[k]``: that filter comes
+    before NodeResourcesFit), the nodes it decides, and for the nodes
+    NodeResourcesFit decides, per reason bit b the nodes with it
+    (``out[k_static + b]``) and their number (``out[k_static + 64]``)."""
+    for s in range(out.shape[0]):
+        out[s] = 0
+    for i in range(n):
+        bits = reasons[c, i]
+        if bits == 0:
+            continue
+        key = s_key[c, rows[i]]
+        if key >= 0 and key_first[key]:
+            out[key] += 1
+            continue
+        fit = bits & ~static_bits[c, i]
+        if fit != 0:
+            out[k_static + 64] += 1
+            if (fit >> TOO_MANY_PODS_BIT) & 1:
+                out[k_static + TOO_MANY_PODS_BIT] += 1
+            for r in range(n_res):
+                b = INSUFFICIENT_SHIFT + r
+                if b < 63 and (fit >> b) & 1:
+                    out[k_static + b] += 1
+        elif key >= 0:
+            out[key] += 1
+
+
 def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                       c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
                       strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                       bal_res, bal_kind, pod_cls, num_to_find, seed_mix, attempt0, out_row,
                       positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt, totals,
-                      tmax, tcnt, old_reasons, old_raw, dirty):
+                      tmax, tcnt, old_reasons, old_raw, dirty, rows, s_key, key_first,
+                      k_static, fail_pod, fail_counts):
     """Place the pods ``pod_cls`` ([P] class ids, queue order) on one
     cluster of n local nodes, each as its own cycle would: filter, score the
     nodes scanned from the start index up to the ``num_to_find``-th feasible
@@ -98,7 +134,13 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
     segment tree over the nodes (``fused._core``'s ``rebuild_top`` /
     ``update_top``: hi, hi_cnt [C, S], totals [C, n], tmax/tcnt [C, 2
     size]), so a pod costs O(classes x log n); otherwise each pod scans
-    (``finalize_rows``).  Returns the number of pods bound."""
+    (``finalize_rows``).
+
+    The first F pods that fit nowhere (F = fail_pod.shape[0]) get their
+    diagnosis at that moment: fail_pod [F] their index k (-1: fewer
+    failed), fail_counts [F, k_static + FIT_SLOTS] ``count_failure`` of
+    each (rows [n]: the local nodes' universe rows, s_key [C, U],
+    key_first [k_static]).  Returns the number of pods bound."""
     n = alloc.shape[0]
     n_classes = reasons.shape[0]
     for c in range(n_classes):
@@ -118,10 +160,18 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
     start = 0
     attempt = attempt0
     bound = 0
+    failed = 0
+    for f in range(fail_pod.shape[0]):
+        fail_pod[f] = -1
     for k in range(pod_cls.shape[0]):
         c = pod_cls[k]
         out_row[k] = -1
         if n == 0:
+            if failed < fail_pod.shape[0]:
+                fail_pod[failed] = k
+                for s in range(fail_counts.shape[1]):
+                    fail_counts[failed, s] = 0
+                failed += 1
             attempt += 1
             continue
         i = -1
@@ -161,6 +211,11 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
                                     tcnt[cc], size)
             out_row[k] = i
             bound += 1
+        elif failed < fail_pod.shape[0]:
+            fail_pod[failed] = k
+            count_failure(c, n, rows, reasons, static_bits, s_key, key_first, k_static,
+                          used.shape[1], fail_counts[failed])
+            failed += 1
         start += processed
         while start >= n:
             start -= n

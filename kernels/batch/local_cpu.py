@@ -26,7 +26,18 @@ in bytes, column 3 the pod count; C pod classes; S = 5 score slots):
   count), seed (the Scheduler's), attempt0 (the attempt count before the
   first pod).
 
-Output: [sum P] int64 universe row of each pod, or -1 (fits nowhere).
+Failures (``fail_cap`` F per cluster, default 0): the first F pods of each
+cluster that fit nowhere, with their FailedScheduling diagnosis at that
+moment as counts (``_local_core.count_failure``): s_key [C, U] int64, the
+status id (0..K-1) the usage-independent filters give class c on node u,
+-1 when they pass it; key_first [K] bool, whether that status's filter
+comes before NodeResourcesFit in the profile.
+
+Output (``LocalResult``): the universe row of each pod or -1 (fits
+nowhere) [sum P] int64; the pods bound per cluster [B]; fail_pod [B * F]
+int64, the index within its cluster's pods of each recorded failure (-1:
+fewer failed), fail_counts [B * F, K + 65] int64 its counts (per status
+id, then per Fit reason bit, then the nodes Fit decides).
 """
 
 from __future__ import annotations
@@ -85,6 +96,9 @@ class LocalBatch(NamedTuple):
     num_to_find: np.ndarray
     seed: int
     attempt0: int = 0
+    s_key: np.ndarray | None = None
+    key_first: np.ndarray | None = None
+    fail_cap: int = 0
 
     @property
     def n_clusters(self) -> int:
@@ -120,6 +134,42 @@ class LocalBatch(NamedTuple):
                 raise ValueError(f"LocalBatch.{name}: values must be in 0..{hi - 1}")
         if r < 4:
             raise ValueError("LocalBatch.alloc: needs the pods column (index 3)")
+        if self.fail_cap < 0:
+            raise ValueError("LocalBatch.fail_cap: must be >= 0")
+        if self.s_key is not None:
+            k = self.key_first.shape[0] if self.key_first is not None else 0
+            if self.s_key.shape != (c, u):
+                raise ValueError(f"LocalBatch.s_key: shape {self.s_key.shape}, "
+                                 f"expected {(c, u)}")
+            if self.s_key.size and (self.s_key.min() < -1 or self.s_key.max() >= k):
+                raise ValueError(f"LocalBatch.s_key: values must be in -1..{k - 1}")
+
+    def failure_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """(s_key [C, U] int64, key_first [K] bool), -1 / empty when unset."""
+        c, u = self.c_request.shape[0], self.alloc.shape[0]
+        s_key = (np.full((c, u), -1, np.int64) if self.s_key is None
+                 else np.ascontiguousarray(self.s_key, np.int64))
+        first = (np.zeros(0, np.bool_) if self.key_first is None
+                 else np.ascontiguousarray(self.key_first, np.bool_))
+        return s_key, first
+
+
+class LocalResult(NamedTuple):
+    """What one call answers (see the module doc for shapes)."""
+
+    rows: np.ndarray
+    bound: np.ndarray
+    fail_pod: np.ndarray
+    fail_counts: np.ndarray
+
+
+def empty_result(a: LocalBatch) -> LocalResult:
+    """The output arrays of ``a``, allocated (to be filled)."""
+    s_key, first = a.failure_keys()
+    f = a.n_clusters * int(a.fail_cap)
+    return LocalResult(np.empty(a.pod_cls.shape[0], np.int64), np.zeros(a.n_clusters, np.int64),
+                       np.full(f, -1, np.int64),
+                       np.zeros((f, first.shape[0] + _local_core.FIT_SLOTS), np.int64))
 
 
 def seed_mix(seed: int) -> np.uint64:
@@ -127,15 +177,14 @@ def seed_mix(seed: int) -> np.uint64:
     return np.uint64((int(seed) * _GOLDEN) & _MASK64)
 
 
-def run_local_batch(a: LocalBatch, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
     """Every cluster of ``a`` (checked first), on ``threads`` cores (default:
-    Numba's): (the universe row of each pod or -1 [sum P] int64, the pods
-    bound per cluster [B] int64)."""
+    Numba's): the ``LocalResult`` (module doc)."""
     a.check()
-    out_row = np.empty(a.pod_cls.shape[0], np.int64)
-    out_bound = np.zeros(a.n_clusters, np.int64)
+    out = empty_result(a)
     if a.n_clusters == 0:
-        return out_row, out_bound
+        return out
+    s_key, first = a.failure_keys()
     old = numba.get_num_threads()
     if threads is not None:
         numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
@@ -151,8 +200,9 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> tuple[np.ndarr
                  i64(a.fit_weights), i64(a.shape_util), i64(a.shape_score), i64(a.bal_res),
                  i64(a.bal_kind), i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr),
                  i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find), seed_mix(a.seed),
-                 int(a.attempt0), out_row, out_bound)
+                 int(a.attempt0), out.rows, out.bound, s_key, first, out.fail_pod,
+                 out.fail_counts)
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)
-    return out_row, out_bound
+    return out

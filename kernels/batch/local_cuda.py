@@ -16,7 +16,9 @@ order (node (start + j) mod n):
 - each position's weighted total, the top total with its count and first
   position (the same reduction); the ``tie_index``-th tied position in
   evaluation order (the first, or a block-wide scan);
-- thread 0 accounts the pod and refreshes that node for every class.
+- thread 0 accounts the pod and refreshes that node for every class, or,
+  for one of the first ``fail_cap`` pods of the cluster that fit nowhere,
+  counts its diagnosis (``_local_core.count_failure``).
 
 The per-(class, node) answers, the cluster's usage and the pods' outputs
 live in device memory: one upload and one download per chunk of clusters.
@@ -31,7 +33,7 @@ import numpy as np
 # ``warp`` raises BackendUnavailable without a device or the simulator
 from .warp import BIG, LANES, NEG, THREADS, WARPS, block_top, shfl_up
 from . import _local_core
-from .local_cpu import LocalBatch, seed_mix
+from .local_cpu import LocalBatch, LocalResult, empty_result, seed_mix
 
 from numba import cuda, int64  # noqa: E402
 
@@ -45,6 +47,7 @@ _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fuse
 _refresh_row = _ns["refresh_row"]
 _place_on = _ns["place_on"]
 _tie_index = _ns["tie_index"]
+_count_failure = _ns["count_failure"]
 _normalized = _fused_cuda.core["normalized"]
 
 
@@ -102,7 +105,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, node_ptr,
             node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix_arr, attempt0,
             out_row, out_bound, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
-            flags_all):
+            flags_all, s_key, key_first, fail_cap, fail_pod, fail_counts):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
@@ -145,11 +148,17 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     start = 0
     attempt = attempt0
     bound = 0
+    failed = 0
+    k_static = key_first.shape[0]
     for k in range(p1 - p0):
         c = pod_cls[p0 + k]
         if n == 0:
             if tid == 0:
                 out_row[p0 + k] = -1
+                if failed < fail_cap:
+                    fail_pod[b * fail_cap + failed] = k
+            if failed < fail_cap:
+                failed += 1
             attempt += 1
             continue
         processed = n
@@ -213,8 +222,14 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                           c_fit_filter, c_active, sb, reasons, raw, strategy, fit_res, fit_kind,
                           fit_weights, shape_util, shape_score, bal_res, bal_kind)
                 out_row[p0 + k] = node_rows[off + i]
+            elif failed < fail_cap:
+                fail_pod[b * fail_cap + failed] = k
+                _count_failure(c, n, node_rows[off:off + n], reasons, sb, s_key, key_first,
+                               k_static, n_res, fail_counts[b * fail_cap + failed])
         if pos >= 0:
             bound += 1
+        elif failed < fail_cap:
+            failed += 1
         start += processed
         while start >= n:
             start -= n
@@ -231,7 +246,8 @@ def cluster_bytes(a: LocalBatch) -> np.ndarray:
     p = np.diff(a.pod_ptr)
     c = max(1, a.c_request.shape[0])
     r = a.alloc.shape[1]
-    return 8 * (n * (2 * r + 2 + c * (2 + N_SLOTS) + 1) + p)
+    k = a.failure_keys()[1].shape[0] + _local_core.FIT_SLOTS
+    return 8 * (n * (2 * r + 2 + c * (2 + N_SLOTS) + 1) + p + int(a.fail_cap) * (1 + k))
 
 
 def _chunks(a: LocalBatch, budget: int) -> list:
@@ -251,17 +267,16 @@ def _chunks(a: LocalBatch, budget: int) -> list:
 
 
 def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
-                         budget: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                         budget: int | None = None) -> LocalResult:
     """Every cluster of ``a`` (checked first) on the device:
-    ``local_cpu.run_local_batch``'s outputs; the clusters in chunks that fit
+    ``local_cpu.run_local_batch``'s ``LocalResult``; the clusters in chunks that fit
     ``budget`` bytes (default: ``memory_fraction`` of the free device
     memory), each chunk one upload, one launch (a block per cluster) and one
     download."""
     a.check()
-    out_row = np.empty(a.pod_cls.shape[0], np.int64)
-    out_bound = np.zeros(a.n_clusters, np.int64)
+    out = empty_result(a)
     if a.n_clusters == 0:
-        return out_row, out_bound
+        return out
     if budget is None:
         if CUDA_SIMULATOR:
             budget = 1 << 30
@@ -278,6 +293,9 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
     fit = [d(i64(x)) for x in (a.fit_res, a.fit_kind, a.fit_weights, a.shape_util,
                                a.shape_score, a.bal_res, a.bal_kind)]
     smix = d(np.asarray([seed_mix(a.seed)], np.uint64))
+    s_key, first = a.failure_keys()
+    keys = [d(s_key), d(first)]
+    cap = int(a.fail_cap)
     c = max(1, a.c_request.shape[0])
     r = a.alloc.shape[1]
     for lo, hi in _chunks(a, budget):
@@ -297,11 +315,18 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
                    cuda.device_array((nb, c, nmax), np.int64),
                    cuda.device_array((nb, c, nmax, N_SLOTS), np.int64),
                    cuda.device_array((nb, nmax), np.int64)]
+        f0, f1 = lo * cap, hi * cap
+        fails = [d(out.fail_pod[f0:f1] if cap else np.zeros(1, np.int64)),
+                 d(out.fail_counts[f0:f1] if cap else np.zeros((1, 1), np.int64))]
         _kernel[nb, THREADS](*shared, int(a.strategy), *fit, *part[:4], part[4], part[5], smix,
-                             int(a.attempt0), rows_out, bound_out, *scratch)
-        out_row[p0:p1] = rows_out.copy_to_host()[:p1 - p0]
-        out_bound[lo:hi] = bound_out.copy_to_host()
-    return out_row, out_bound
+                             int(a.attempt0), rows_out, bound_out, *scratch, *keys, cap,
+                             *fails)
+        out.rows[p0:p1] = rows_out.copy_to_host()[:p1 - p0]
+        out.bound[lo:hi] = bound_out.copy_to_host()
+        if cap:
+            out.fail_pod[f0:f1] = fails[0].copy_to_host()
+            out.fail_counts[f0:f1] = fails[1].copy_to_host()
+    return out
 
 
 __all__ = ["run_local_batch_cuda", "cluster_bytes", "THREADS"]

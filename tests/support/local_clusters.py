@@ -128,3 +128,12 @@ def scheduler_placements(objects, cfg, pending, seed=0, backend="numpy"):
     sched = Scheduler(cl, backend, seed, batch=True)
     bindings, _ = sched.schedule_pending(parse_objects(copy.deepcopy(pending)).pods)
     return {b.pod: b.node for b in bindings}
+
+
+def scheduler_bindings(objects, cfg, pending, seed=0, backend="numpy"):
+    """[(pod key, node or None, message)] of ``schedule_pending`` on a fresh
+    cluster, in the order of the outcomes."""
+    cl = build_cluster(copy.deepcopy(list(objects)), cfg)
+    sched = Scheduler(cl, backend, seed, batch=True)
+    bindings, _ = sched.schedule_pending(parse_objects(copy.deepcopy(pending)).pods)
+    return [(b.pod, b.node, b.message if b.node is None else "") for b in bindings]

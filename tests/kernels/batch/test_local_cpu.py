@@ -1,7 +1,9 @@
 """The batched node-local engine's CPU twin (``local_cpu``) on hand-made
 inputs: LeastAllocated spreading two pods over two equal nodes, a pod
 that fits nowhere (-1, the cluster goes on), clusters cut from one
-universe, and the checks naming a bad array.  Equality with the
+universe, the failures' diagnosis counts (static statuses before and
+after NodeResourcesFit, Fit's reason bits), and the checks naming a bad
+array.  Equality with the
 Scheduler on random clusters is tests/framework/capacity/test_batch_probe.py."""
 
 import numpy as np
@@ -42,7 +44,7 @@ def _batch(node_sets, pods, alloc_cpu=(1000, 1000, 500)):
 
 
 def test_least_allocated_spreads_and_a_pod_that_fits_nowhere_is_skipped():
-    rows, bound = run_local_batch(_batch([[0, 1], [2], []], [[0, 1, 0], [0, 0], [0]]))
+    rows, bound, _, _ = run_local_batch(_batch([[0, 1], [2], []], [[0, 1, 0], [0, 0], [0]]))
     # cluster 0: the first pod ties (a seeded pick), the third goes to the other node
     assert rows[1] == -1 and {rows[0], rows[2]} == {0, 1}
     assert rows[3:5].tolist() == [2, -1]      # 500m: one 400m pod, then no room
@@ -68,4 +70,43 @@ def test_the_tie_break_is_the_runtimes_and_follows_the_attempt(seed):
 def test_bad_arrays_are_named(field, value, message):
     b = _batch([[0, 1]], [[0]])._replace(**{field: value})
     with pytest.raises(ValueError, match=message):
+        run_local_batch(b)
+
+
+def test_failures_count_the_status_that_decides_each_node():
+    # class 1 (2000m) fits nowhere.  Node 0: a static status (key 0) from a
+    # filter before NodeResourcesFit; node 1: a static status (key 1) after
+    # Fit, which also rejects it (Fit decides); node 2: Fit alone.
+    b = _batch([[0, 1, 2], [2]], [[1, 0, 1], [0, 0, 1]])
+    sb = np.zeros((2, 3), np.int64)
+    sb[1, 0] = 1 << 2
+    sb[1, 1] = 1 << 4
+    s_key = np.full((2, 3), -1, np.int64)
+    s_key[1, 0], s_key[1, 1] = 0, 1
+    b = b._replace(static_bits=sb, s_key=s_key, key_first=np.array([True, False]), fail_cap=2)
+    res = run_local_batch(b)
+    insufficient_cpu = 2 + 24          # the static keys, then bit 24 + resource 0
+    assert res.fail_pod.tolist() == [0, 2, 1, 2]
+    want = np.zeros(2 + 65, np.int64)
+    want[0] = 1
+    want[insufficient_cpu] = 2
+    want[2 + 64] = 2
+    np.testing.assert_array_equal(res.fail_counts[0], want)
+    np.testing.assert_array_equal(res.fail_counts[1], want)   # nothing placed between
+    # cluster 1 (node 2, 500m): the second 400m pod fails on cpu (400 + 400
+    # > 500), then class 1 does
+    one = np.zeros(2 + 65, np.int64)
+    one[insufficient_cpu] = 1
+    one[2 + 64] = 1
+    np.testing.assert_array_equal(res.fail_counts[2:], [one, one])
+    assert res.bound.tolist() == [1, 1]
+    # one slot per cluster: the first failure only
+    res = run_local_batch(b._replace(fail_cap=1))
+    assert res.fail_pod.tolist() == [0, 1]
+
+
+def test_failure_keys_are_checked():
+    b = _batch([[0, 1]], [[0]])._replace(s_key=np.full((2, 3), 4, np.int64),
+                                         key_first=np.zeros(2, np.bool_))
+    with pytest.raises(ValueError, match="s_key"):
         run_local_batch(b)

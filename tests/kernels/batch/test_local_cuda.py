@@ -2,7 +2,8 @@
 shuffles emulated under the simulator) gives the CPU twin's answers: random
 clusters (taints, node affinity, unschedulable nodes, images, an extended
 resource, the three Fit strategies), node subsets, more nodes than threads,
-the percentage of nodes to score's scan window, chunks by a small budget."""
+the percentage of nodes to score's scan window, chunks by a small budget,
+and the same diagnosis counts for the pods that fit nowhere."""
 
 import copy
 
@@ -25,21 +26,21 @@ pytestmark = [pytest.mark.cudasim, needs_cuda,
               pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
 
 
-def _batch(objects, cfg, pending, seed, subsets):
+def _batch(objects, cfg, pending, seed, subsets, fail_cap=3):
     cl = build_cluster(copy.deepcopy(list(objects)), cfg)
     pods = [cl.resolve(p) for p in parse_objects(copy.deepcopy(pending)).pods]
     prober = LocalProber(cl, list(cl.objects.nodes), bound_of(cl), pods, seed)
     names = [n.name for n in cl.objects.nodes]
     sets = [[n for n, keep in zip(names, mask) if keep] for mask in subsets]
-    return prober.batch(sets, [list(range(len(pods)))] * len(sets))[0]
+    return prober.batch(sets, [list(range(len(pods)))] * len(sets), fail_cap)[0]
 
 
 def _same(batch, budget=None):
     from tensorsched.kernels.batch.local_cuda import run_local_batch_cuda
     twin = run_local_batch(batch)
     dev = run_local_batch_cuda(batch, budget=budget)
-    np.testing.assert_array_equal(twin[0], dev[0])
-    np.testing.assert_array_equal(twin[1], dev[1])
+    for a, b in zip(twin, dev):
+        np.testing.assert_array_equal(a, b)
     return twin
 
 
@@ -64,5 +65,17 @@ def test_cuda_scan_window_and_chunks():
     pending = [pod_dict(f"p{k}", cpu=("300m", "900m")[k % 2]) for k in range(6)]
     subsets = [[True] * 104, [i != 3 for i in range(104)]]
     batch = _batch(ns, config(0, pct=50), pending, 1, subsets)
-    placed, bound = _same(batch, budget=30_000)
+    placed, bound, _, _ = _same(batch, budget=30_000)
     assert bound.tolist() == [6, 6] and len(set(placed[:6].tolist())) > 3
+
+
+def test_cuda_counts_the_failures_as_the_twin():
+    # big pods fit nowhere: tainted, unschedulable and full nodes decide them
+    ns = [node_dict(f"n{i}", cpu="1", taints=[{"key": "dedicated", "value": "x",
+                                                 "effect": "NoSchedule"}] if i % 3 == 0 else None,
+                    unschedulable=i == 4) for i in range(40)]
+    pending = [pod_dict(f"p{k}", cpu=("600m", "2")[k % 2]) for k in range(8)]
+    batch = _batch(ns, config(0), pending, 2, [[True] * 40, [i % 2 == 0 for i in range(40)]],
+                   fail_cap=2)
+    _, _, fail_pod, fail_counts = _same(batch, budget=60_000)
+    assert (fail_pod >= 0).all() and fail_counts.sum(axis=1).min() > 0
