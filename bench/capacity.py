@@ -19,8 +19,9 @@ existing nodes (default 1,000 and 5,000), and drain on a 1,000-node
 cluster (20 pods a node; candidates its first ``--drain-candidates``
 nodes: each on its own, then the greedy set), roomy (they can go) and full
 (half as many candidates; none can go: each node's reason is the
-Scheduler's message, asked of a Scheduler per node on both paths), and on
-a tight 30-node cluster (10 candidates, every subset: none can go).  Written to
+Scheduler's message, from the batch's own diagnosis batched, from a
+Scheduler per node per probe), and on a tight 30-node cluster (10
+candidates, every subset: none can go).  Written to
 ``bench/results/capacity-batch-<backend>.json``.
 """
 
