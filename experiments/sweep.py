@@ -22,7 +22,9 @@ or on Ray (``ray="auto"``, an address, or ``"local"`` for a fresh local
 instance), and returns the rows in job order; on one machine the
 ``experiment`` jobs on numba or cuda run as one batched call
 (``openb.batch.replay_batch``, the same rows; ``wall_seconds`` the call's
-over its runs): the table is the same
+over its runs), and so do the ``simulate`` jobs the batched engines cover
+(``batchable``: the openb profile on openb nodes; ``sweep_local``: default-
+profile configurations on manifests, on numba): the table is the same
 whatever ran it (but ``wall_seconds``).  ``comparison(table)`` is the
 side-by-side table (rows: traces, columns: configs, cells: mean and standard
 deviation over the seeds), ``plot_comparison`` its bar chart.  The row
@@ -80,6 +82,7 @@ from .results import (
     results_table,
 )
 from .sweep_batch import MIB, simulate_row, time_mean
+from .sweep_local import batched_local
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
            "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
@@ -666,6 +669,9 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
             rest = _batched_experiments(jobs, inputs, workers, done)
             rest = [rest[k] for k in _batched_simulations([jobs[i] for i in rest], inputs,
                                                           workers, _shifted(rest, done))]
+            # default-profile configurations on manifests: the node-local kernel
+            rest = [rest[k] for k in batched_local([jobs[i] for i in rest], inputs, workers,
+                                                   _shifted(rest, done))]
             if rest:
                 sub = [jobs[i] for i in rest]
 

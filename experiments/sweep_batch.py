@@ -73,13 +73,15 @@ def _at(log_t: np.ndarray, first, after: np.ndarray, times: np.ndarray) -> np.nd
 
 
 def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interval: float,
-                 horizon: float, fragmentation: bool) -> dict:
+                 horizon: float, fragmentation: bool, base: tuple = (0, 0)) -> dict:
     """The row's values but its identifiers and ``wall_seconds``: ``res`` a
     ``TraceRunResult`` of ``trace`` (a ``Trace`` of ``read_openb_trace``);
     ``cpu_cap`` (milli) and ``mem_cap`` (bytes) the cluster's allocatable,
     ``total_gpus`` its GPUs; ``interval`` the time series' seconds per row,
     ``horizon`` its last arrival or departure (seconds); ``fragmentation``:
-    the Simulation measures it (the trace has typical pods)."""
+    the Simulation measures it (the trace has typical pods); ``base``: the
+    cpu (milli) and memory (bytes) the cluster's bound pods request at the
+    start."""
     arrival = np.asarray(trace.arrival, np.float64)
     leaves = np.isfinite(np.asarray(trace.departure, np.float64))
     bound = res.node >= 0
@@ -98,8 +100,8 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
     sign = np.where(res.log_pod >= 0, 1, -1)
     cpu = np.asarray(trace.table.column("cpu").to_numpy(), np.int64)
     mem = np.asarray(trace.table.column("memory").to_numpy(), np.int64)
-    cpu_req = _at(res.log_t, 0, np.cumsum(sign * cpu[j]), times)
-    mem_req = _at(res.log_t, 0, np.cumsum(sign * mem[j]), times)
+    cpu_req = _at(res.log_t, base[0], base[0] + np.cumsum(sign * cpu[j]), times)
+    mem_req = _at(res.log_t, base[1], base[1] + np.cumsum(sign * mem[j]), times)
     used = _at(res.log_t, 0.0, res.log_used, times)
     frag = _at(res.log_t, res.frag0, res.log_frag, times)
     gcap = total_gpus * 1000

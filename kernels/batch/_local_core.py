@@ -77,6 +77,22 @@ def place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ign
                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
 
 
+def release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+                 fit_weights, shape_util, shape_score, bal_res, bal_kind):
+    """A pod of class ``c`` leaves local node ``i``: its usage returned and
+    that node's answers refreshed for every class (``place_on`` undone)."""
+    for r in range(used.shape[1]):
+        used[i, r] -= c_request[c, r]
+    used[i, RES_PODS_COL] -= 1
+    nz_used[i, 0] -= c_nonzero[c, 0]
+    nz_used[i, 1] -= c_nonzero[c, 1]
+    for cc in range(reasons.shape[0]):
+        refresh_row(i, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                    c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                    fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+
+
 def count_failure(c, n, rows, reasons, static_bits, s_key, key_first, k_static, n_res, out):
     """Why class ``c`` fits none of the cluster's n nodes now, as the
     FailedScheduling diagnosis counts it (each node's status is its first

@@ -63,3 +63,68 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
             fail_counts[b * cap:(b + 1) * cap])
         for k in range(p1 - p0):
             out_row[p0 + k] = rows[local[k]] if local[k] >= 0 else -1
+
+
+def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored,
+                        c_fit_filter, c_active, c_norm, c_weights, static_bits, static_raw,
+                        image_raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                        shape_score, bal_res, bal_kind, node_ptr, node_rows, pod_ptr, pod_cls,
+                        image_group, num_to_find, seed_mixes, arrive, depart, dep_order,
+                        backoff0, backoff_max, max_unsched, out_node, out_bind, out_tries,
+                        log_t, log_pod, n_log, end):
+    """``_local_trace.run_local_trace_cluster`` for every cluster (its pods
+    ``pod_ptr[b]:pod_ptr[b+1]``, their log rows twice that), the nodes
+    gathered as ``run_local_all`` gathers them; ``out_node`` in universe
+    rows."""
+    n_res = alloc.shape[1]
+    n_classes = c_request.shape[0]
+    for b in prange(node_ptr.shape[0] - 1):
+        rows = node_rows[node_ptr[b]:node_ptr[b + 1]]
+        n = rows.shape[0]
+        a = np.empty((n, n_res), np.int64)
+        u = np.empty((n, n_res), np.int64)
+        z = np.empty((n, 2), np.int64)
+        sb = np.empty((n_classes, n), np.int64)
+        reasons = np.empty((n_classes, n), np.int64)
+        raw = np.zeros((n_classes, n, 5), np.int64)
+        g = image_group[b]
+        for i in range(n):
+            x = rows[i]
+            for r in range(n_res):
+                a[i, r] = alloc[x, r]
+                u[i, r] = used0[x, r]
+            z[i, 0] = nz0[x, 0]
+            z[i, 1] = nz0[x, 1]
+            for c in range(n_classes):
+                sb[c, i] = static_bits[c, x]
+                raw[c, i, 2] = static_raw[c, x, 0]
+                raw[c, i, 3] = static_raw[c, x, 1]
+                raw[c, i, 4] = image_raw[g, c, x]
+        p0 = pod_ptr[b]
+        p1 = pod_ptr[b + 1]
+        e = p1 - p0
+        m = max(n, 1)
+        size = 1
+        while size < m:
+            size *= 2
+        nc = max(n_classes, 1)
+        r2 = max(2 * e, 1)
+        local = np.empty(e, np.int64)
+        run_local_trace_cluster(
+            a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
+            c_norm, c_weights, sb, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+            shape_util, shape_score, bal_res, bal_kind, pod_cls[p0:p1], arrive[p0:p1],
+            depart[p0:p1], dep_order[p0:p1], backoff0, backoff_max, max_unsched,
+            num_to_find[b], seed_mixes[b], local, out_bind[p0:p1], out_tries[p0:p1],
+            log_t[2 * p0:2 * p1], log_pod[2 * p0:2 * p1], n_log[b:b + 1], end[b:b + 1],
+            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
+            np.empty(5, np.int64), np.zeros((nc, 5), np.int64), np.zeros((nc, 5), np.int64),
+            np.empty((nc, m), np.int64), np.empty((nc, 2 * size), np.int64),
+            np.empty((nc, 2 * size), np.int64), np.empty(nc, np.int64),
+            np.empty((nc, 5), np.int64), np.empty(1, np.int64),
+            np.zeros(12, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
+            np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),
+            np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),
+            np.empty(r2, np.int64))
+        for k in range(e):
+            out_node[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

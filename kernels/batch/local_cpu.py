@@ -33,6 +33,10 @@ status id (0..K-1) the usage-independent filters give class c on node u,
 -1 when they pass it; key_first [K] bool, whether that status's filter
 comes before NodeResourcesFit in the profile.
 
+The trace form (``LocalTrace``, ``run_local_trace``): each cluster's pods
+arrive and leave on a clock (``_local_trace``: the openb engine's queue,
+``_queue``), with a seed per cluster.
+
 Output (``LocalResult``): the universe row of each pod or -1 (fits
 nowhere) [sum P] int64; the pods bound per cluster [B]; fail_pod [B * F]
 int64, the index within its cluster's pods of each recorded failure (-1:
@@ -51,16 +55,21 @@ from numba import njit
 from tensorsched.kernels._compile import compile_module
 from tensorsched.kernels.fused import _numba as _fused
 
-from . import _local_core, _local_driver
+from . import _local_core, _local_driver, _local_trace, _queue
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
 
 _core = compile_module(_local_core, njit, base=_fused.core,
                        options={"nogil": True}, cache=True)
-_run_all = compile_module(_local_driver, njit, base=_core,
-                          options={"nogil": True, "parallel": True},
-                          cache=True)["run_local_all"]
+# the trace form: the openb engine's queue on top of the node-local rules
+_queue_ns = compile_module(_queue, njit, base=_core, options={"nogil": True}, cache=True)
+_trace_ns = compile_module(_local_trace, njit, base=_queue_ns, options={"nogil": True},
+                           cache=True)
+_drivers = compile_module(_local_driver, njit, base=_trace_ns,
+                          options={"nogil": True, "parallel": True}, cache=True)
+_run_all = _drivers["run_local_all"]
+_run_trace_all = _drivers["run_local_trace_all"]
 
 
 class LocalBatch(NamedTuple):
@@ -202,6 +211,112 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
                  i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find), seed_mix(a.seed),
                  int(a.attempt0), out.rows, out.bound, s_key, first, out.fail_pod,
                  out.fail_counts)
+    finally:
+        numba.set_parallel_chunksize(chunk)
+        numba.set_num_threads(old)
+    return out
+
+
+class LocalTrace(NamedTuple):
+    """A trace call's inputs: ``batch`` the clusters, nodes and classes
+    (its ``seed``, ``attempt0`` and failure fields unused); per pod (the
+    order of ``batch.pod_cls``: each cluster's pods in trace order)
+    ``arrive`` and ``depart`` seconds [sum P] float64 (inf: stays; depart
+    >= arrive); ``seeds`` [B] each cluster's Scheduler seed; the queue's
+    ``backoff0`` / ``backoff_max`` seconds (podInitialBackoffSeconds,
+    podMaxBackoffSeconds) and ``max_unsched`` (the unschedulable pool's
+    flush, seconds; inf: never)."""
+
+    batch: LocalBatch
+    arrive: np.ndarray
+    depart: np.ndarray
+    seeds: np.ndarray
+    backoff0: float = 1.0
+    backoff_max: float = 10.0
+    max_unsched: float = 300.0
+
+    def check(self) -> None:
+        """``batch.check`` and the per-pod times; a ValueError naming the array."""
+        a = self.batch
+        a.check()
+        p = a.pod_cls.shape[0]
+        for name in ("arrive", "depart"):
+            if getattr(self, name).shape != (p,):
+                raise ValueError(f"LocalTrace.{name}: shape {getattr(self, name).shape}, "
+                                 f"expected ({p},)")
+        if self.seeds.shape != (a.n_clusters,):
+            raise ValueError(f"LocalTrace.seeds: shape {self.seeds.shape}, "
+                             f"expected ({a.n_clusters},)")
+        arr = np.asarray(self.arrive, np.float64)
+        dep = np.asarray(self.depart, np.float64)
+        if (~np.isfinite(arr)).any() or (arr < 0).any() or (dep < arr).any():
+            raise ValueError("LocalTrace.arrive/depart: finite arrivals >= 0, departures "
+                             ">= their arrival")
+        for b in range(a.n_clusters):
+            seg = arr[a.pod_ptr[b]:a.pod_ptr[b + 1]]
+            if (np.diff(seg) < 0).any():
+                raise ValueError(f"LocalTrace.arrive: cluster {b}'s pods out of arrival order")
+
+
+class TraceResult(NamedTuple):
+    """A trace call's outputs: per pod ``node`` (universe row, -1 never
+    bound), ``bind`` (seconds, NaN never), ``tries`` (attempts); per
+    cluster b its changes ``log_t`` / ``log_pod`` rows ``2 * pod_ptr[b]``
+    onwards (``n_log[b]`` of them; j bound, -1 - j left, j the pod's index
+    within its cluster), ``end[b]`` the clock when nothing was left."""
+
+    node: np.ndarray
+    bind: np.ndarray
+    tries: np.ndarray
+    log_t: np.ndarray
+    log_pod: np.ndarray
+    n_log: np.ndarray
+    end: np.ndarray
+
+
+def departure_order(t: LocalTrace) -> np.ndarray:
+    """[sum P] each cluster's pods (local indices) by (departure, index)."""
+    a = t.batch
+    out = np.empty(a.pod_cls.shape[0], np.int64)
+    for b in range(a.n_clusters):
+        p0, p1 = int(a.pod_ptr[b]), int(a.pod_ptr[b + 1])
+        out[p0:p1] = np.lexsort((np.arange(p1 - p0), np.asarray(t.depart[p0:p1])))
+    return out
+
+
+def run_local_trace(t: LocalTrace, threads: int | None = None) -> TraceResult:
+    """Every cluster of ``t`` (checked first) on ``threads`` cores
+    (default: Numba's): the ``TraceResult``."""
+    t.check()
+    a = t.batch
+    p = a.pod_cls.shape[0]
+    b = a.n_clusters
+    out = TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
+                      np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
+                      np.zeros(b, np.int64), np.zeros(b, np.float64))
+    if b == 0:
+        return out
+    old = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    chunk = numba.get_parallel_chunksize()
+    numba.set_parallel_chunksize(1)
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    mixes = np.asarray([seed_mix(s) for s in t.seeds], np.uint64)
+    try:
+        _run_trace_all(i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request),
+                       i64(a.c_nonzero), b8(a.c_anything), b8(a.c_ignored),
+                       b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm), i64(a.c_weights),
+                       i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
+                       int(a.strategy), i64(a.fit_res), i64(a.fit_kind), i64(a.fit_weights),
+                       i64(a.shape_util), i64(a.shape_score), i64(a.bal_res), i64(a.bal_kind),
+                       i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls),
+                       i64(a.image_group), i64(a.num_to_find), mixes, f64(t.arrive),
+                       f64(t.depart), departure_order(t), float(t.backoff0),
+                       float(t.backoff_max), float(t.max_unsched), out.node, out.bind,
+                       out.tries, out.log_t, out.log_pod, out.n_log, out.end)
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)

@@ -1,0 +1,210 @@
+"""``simulate`` jobs on a manifest cluster under default-profile
+configurations as batched calls of the node-local kernel's trace form
+(``kernels.batch.local_cpu.run_local_trace``: the CPU twin, a ``prange``
+over runs), each row equal to the row ``experiments.sweep`` makes from
+the job's ``Simulation`` (``sweep_batch.simulate_row``) but
+``wall_seconds``.
+
+``trace_runs(objects, config, trace, seeds)`` runs one configuration and
+one trace under every seed in one call; ``batched_local(jobs, inputs,
+workers, done)`` groups a sweep's covered jobs by (cluster, config,
+trace, interval) and falls back (returns them) where the kernel does not
+cover a job.
+
+Covered (else ``BatchProfileError`` naming the plugin or the field, before
+any run): what the capacity probes' kernel covers of the profile and the
+pods (``framework.capacity.batch_probe``: NodeResourcesFit with any
+strategy and its resources and weights, BalancedAllocation,
+TaintToleration, NodeAffinity, NodeUnschedulable, NodeName,
+ImageLocality, their score weights, percentageOfNodesToScore), and of the
+clock what the openb engine's queue reproduces (``kernels/batch/_queue``):
+pods of one priority arriving at their ``arrival`` and leaving at their
+``departure``; a pod that fits nowhere waits in the unschedulable pool
+until a bound pod leaves (NodeResourcesFit's event) or the pool's flush.
+Refused: a node a usage-independent filter rejects for a trace pod (its
+taint, affinity, unschedulable node: the pod would wait for a node event,
+not a departure; named by the plugin), ``duration`` departures, unequal
+priorities, pending pods in the manifests, a scenario, ``until``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+
+from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
+from tensorsched.framework.capacity.common import bound_pods
+from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.parsing.priorities import pod_priority
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
+from tensorsched.kernels.batch.local_cpu import LocalTrace, run_local_trace
+
+from . import simulate_run as run
+from .sweep_batch import simulate_row
+
+__all__ = ["BatchProfileError", "LocalRun", "batched_local", "trace_runs"]
+
+
+@dataclass
+class LocalRun:
+    """One run's outcome in ``sweep_batch.simulate_row``'s terms: per pod
+    (trace order) ``node`` (the node's row in the cluster, -1 never bound),
+    ``bind`` (seconds, NaN), ``tries``; the changes ``log_t`` / ``log_pod``
+    (j bound, -1 - j left); ``end`` the clock when nothing was left; no
+    GPUs (``log_used`` / ``log_frag`` zeros)."""
+
+    node: np.ndarray
+    bind: np.ndarray
+    tries: np.ndarray
+    log_t: np.ndarray
+    log_pod: np.ndarray
+    end: float
+    frag0: float = 0.0
+
+    @property
+    def log_used(self) -> np.ndarray:
+        return np.zeros(self.log_t.shape[0], np.int64)
+
+    @property
+    def log_frag(self) -> np.ndarray:
+        return np.zeros(self.log_t.shape[0], np.float64)
+
+
+def _refuse(what: str, why: str) -> BatchProfileError:
+    return BatchProfileError(f"{what}: {why}; the batched node-local trace kernel does not "
+                             "cover it")
+
+
+@dataclass
+class TraceSetup:
+    """A (cluster, config, trace)'s kernel inputs but the seeds, and what
+    its rows need: the cluster's cpu / memory allocatable and requested at
+    the start (millicores, bytes), its bound pods."""
+
+    prober: LocalProber
+    arrive: np.ndarray
+    depart: np.ndarray
+    backoff: tuple
+    caps: tuple
+    base: tuple
+    names: list
+    bound: int          # the manifests' bound pods (they keep running)
+
+
+def trace_setup(objects, config, trace) -> TraceSetup:
+    """The checks and inputs of ``trace_runs`` (module doc)."""
+    cl = build_cluster(copy.deepcopy(list(objects)), copy.deepcopy(config))
+    if any(not p.node_name for p in cl.objects.pods):
+        raise _refuse("cluster", "pending pods in the manifests (they arrive at time 0)")
+    if np.isfinite(trace.duration).any():
+        raise _refuse("duration", "departures counted from the binding")
+    pods = [cl.resolve(p) for p in trace.records(0, len(trace))]
+    prios = {pod_priority(p) for p in pods}
+    if len(prios) > 1:
+        raise _refuse("priority", "the trace's pods have different priorities (activeQ is "
+                                  "then not first-in first-out)")
+    nodes = list(cl.objects.nodes)
+    prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
+    if prober.keys.statuses:
+        st = prober.keys.statuses[0]
+        raise _refuse(st.plugin or "filter", f"rejects trace pods on some nodes "
+                      f"({', '.join(st.reasons)}): they would wait for a node event")
+    sched_cfg = cl.config
+    cols = prober.cols
+    state = prober.universe.state
+    ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
+    depart = np.where(np.isnan(trace.departure), np.inf, trace.departure)
+    return TraceSetup(prober, np.asarray(trace.arrival, np.float64), depart.astype(np.float64),
+                      (float(sched_cfg.pod_initial_backoff_seconds),
+                       float(sched_cfg.pod_max_backoff_seconds)),
+                      (int(cols.allocatable[:, ci].sum()), int(cols.allocatable[:, mi].sum())),
+                      (int(cols.requested[:, ci].sum()), int(cols.requested[:, mi].sum())),
+                      [n.name for n in nodes], len(prober.universe.objects.pods))
+
+
+def trace_runs(objects, config, trace, seeds, threads: int | None = None) -> list[LocalRun]:
+    """The Simulation of ``objects`` (manifests) under ``config`` (a
+    KubeSchedulerConfiguration dict, None: the default) fed ``trace`` (a
+    ``Trace``), once per seed, as one call; raises ``BatchProfileError``
+    when not covered (module doc)."""
+    s = trace_setup(objects, config, trace)
+    return _run(s, seeds, threads)
+
+
+def _run(s: TraceSetup, seeds, threads) -> list[LocalRun]:
+    seeds = [int(x) for x in seeds]
+    p = len(s.prober.pods)
+    batch, _orders = s.prober.batch([s.names] * len(seeds), [list(range(p))] * len(seeds))
+    # the trace's order, not the queue's: the kernel's queue orders the attempts
+    batch = batch._replace(pod_cls=np.tile(s.prober.class_of, len(seeds)))
+    lt = LocalTrace(batch, np.tile(s.arrive, len(seeds)), np.tile(s.depart, len(seeds)),
+                    np.asarray(seeds, np.int64), s.backoff[0], s.backoff[1],
+                    DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS)
+    got = run_local_trace(lt, threads)
+    out = []
+    for b in range(len(seeds)):
+        p0, p1 = b * p, (b + 1) * p
+        m = int(got.n_log[b])
+        out.append(LocalRun(got.node[p0:p1].copy(), got.bind[p0:p1].copy(),
+                            got.tries[p0:p1].copy(), got.log_t[2 * p0:2 * p0 + m].copy(),
+                            got.log_pod[2 * p0:2 * p0 + m].copy(), float(got.end[b])))
+    return out
+
+
+def _row_trace(s: TraceSetup, trace):
+    """What ``simulate_row`` reads of the trace: times, and each pod's cpu
+    and memory request as the cluster accounts it."""
+    req = s.prober.base["c_request"][s.prober.class_of]
+    state = s.prober.universe.state
+    ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
+    return SimpleNamespace(arrival=trace.arrival, departure=trace.departure,
+                           table=pa.table({"cpu": req[:, ci], "memory": req[:, mi]}))
+
+
+def batchable(job, inputs: dict) -> bool:
+    """A simulate job this path may take: manifests, no scenario, no
+    ``until``, on numba (the CPU twin)."""
+    return (job.kind == "simulate" and job.batch and job.backend == "numba"
+            and bool(job.cluster) and not job.nodes and not job.policy and not job.scenario
+            and job.until is None and inputs.get(("typical", job.trace)) is None)
+
+
+def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
+    """The jobs ``batchable`` takes, grouped by (cluster, config, trace,
+    interval), each group one call (a refused group goes back); ``done(i,
+    row, None)`` per row.  Returns the indices of the other jobs."""
+    groups: dict = {}
+    rest = []
+    for i, job in enumerate(jobs):
+        if batchable(job, inputs):
+            groups.setdefault((job.cluster, job.config, job.trace, job.interval), []).append(i)
+        else:
+            rest.append(i)
+    for (cluster, config, trace_path, interval), idx in groups.items():
+        trace = inputs[("trace", trace_path)]
+        cfg = copy.deepcopy(inputs[("config", config)]) if config else None
+        t0 = time.perf_counter()
+        try:
+            s = trace_setup(inputs[("cluster", cluster)], cfg, trace)
+            runs = _run(s, [jobs[i].seed for i in idx], workers)
+        except (TensorschedError, ValueError):
+            # refused (BatchProfileError), or inputs the per-run path reports
+            rest.extend(idx)
+            continue
+        each = (time.perf_counter() - t0) / len(idx)
+        rt = _row_trace(s, trace)
+        for i, res in zip(idx, runs):
+            job = jobs[i]
+            row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
+            row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
+                                    run.horizon(trace, None, None), False, base=s.base))
+            row["running"] += s.bound
+            row["wall_seconds"] = each
+            done(i, row, None)
+    return sorted(rest)

@@ -1,0 +1,143 @@
+"""``tensorsched sweep`` over default-profile configurations on a manifest
+cluster (``experiments/sweep_local.py``): the jobs run as batched calls of
+the node-local kernel's trace form and every row equals the row of the
+run's own Simulation (``batch=False``) but ``wall_seconds``, on small
+random clusters (bound pods, PreferNoSchedule taints, labels, images) and
+traces (arrivals at once and apart, departures, pods too big to fit that
+retry), under configurations that differ in NodeResourcesFit's strategy,
+BalancedAllocation's resources, score weights and
+percentageOfNodesToScore; what it does not cover is refused by name and
+goes the per-run way."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tensorsched.experiments import simulate_run as run
+from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
+from tensorsched.generators.clusters import node_dict, pod_dict
+
+from support.local_clusters import IMAGES, config
+
+
+def _cluster(rng, n_nodes: int, bound: int) -> list:
+    objs = []
+    for i in range(n_nodes):
+        objs.append(node_dict(
+            f"n{i}", cpu=str(rng.choice(["1", "2", "4"])), memory=str(rng.choice(["2Gi", "4Gi"])),
+            pods=str(int(rng.integers(2, 7))), labels={"zone": str(rng.choice(["a", "b"]))},
+            taints=[{"key": "spot", "effect": "PreferNoSchedule"}] if rng.random() < 0.3 else None,
+            images=[{"names": [IMAGES[0]], "sizeBytes": 300 << 20}] if rng.random() < 0.4
+            else None))
+    for k in range(bound):
+        p = pod_dict(f"b{k}", cpu="100m", memory="256Mi")
+        p["spec"]["nodeName"] = f"n{int(rng.integers(n_nodes))}"
+        objs.append(p)
+    return objs
+
+
+def _trace(rng, n_pods: int) -> str:
+    lines = ["name,arrival,departure,cpu,memory"]
+    t = 0
+    for j in range(n_pods):
+        t += int(rng.choice([0, 0, 1, 5, 30, 400]))
+        stay = int(rng.choice([-1, -1, 0, 2, 50, 700]))
+        dep = "" if stay < 0 else str(t + stay)
+        lines.append(f"p{j},{t},{dep},{rng.choice(['100m', '500m', '1', '3'])},"
+                     f"{rng.choice(['256Mi', '1Gi', '3Gi'])}")
+    return "\n".join(lines) + "\n"
+
+
+def _configs(rng, tmp) -> list[str]:
+    paths = []
+    for k in range(3):
+        cfg = config(k, bool(rng.integers(2)), pct=int(rng.choice([100, 50])))
+        if rng.random() < 0.5:
+            cfg["profiles"][0]["plugins"] = {"score": {"enabled": [
+                {"name": "NodeResourcesBalancedAllocation", "weight": int(rng.integers(1, 4))},
+                {"name": "TaintToleration", "weight": int(rng.integers(1, 4))}]}}
+        path = tmp / f"cfg{k}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        paths.append(str(path))
+    return paths
+
+
+def _write(tmp, seed: int, n_nodes: int, n_pods: int, bound: int = 0) -> tuple:
+    rng = np.random.default_rng(seed)
+    cluster = tmp / f"cluster{seed}.yaml"
+    cluster.write_text(yaml.safe_dump_all(_cluster(rng, n_nodes, bound)))
+    trace = tmp / f"trace{seed}.csv"
+    trace.write_text(_trace(rng, n_pods))
+    return str(cluster), str(trace), _configs(rng, tmp)
+
+
+def _rows(jobs, batch: bool):
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist()
+
+
+def _batched(jobs) -> list:
+    """The rows ``sweep_local.batched_local`` makes (and the jobs it leaves)."""
+    inputs = S.load_inputs(jobs)
+    got: dict = {}
+    rest = SL.batched_local(jobs, inputs, 1, lambda i, row, e: got.__setitem__(i, row))
+    return [got.get(i) for i in range(len(jobs))], rest
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 5), n_pods=st.integers(1, 25),
+       bound=st.integers(0, 3), interval=st.sampled_from([7.0, 60.0]))
+def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound, interval):
+    cluster, trace, configs = _write(tmp_path, seed, n_nodes, n_pods, bound)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs, cluster=cluster,
+                       interval=interval)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    for g, w in zip(got, want):
+        g = dict(g)
+        g.pop("wall_seconds")
+        assert g == w
+    assert _rows(jobs, True) == want
+
+
+def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
+    cl = tmp_path / "c.yaml"
+    cl.write_text(yaml.safe_dump_all(objs))
+    tr = tmp_path / "t.csv"
+    tr.write_text(trace)
+    with pytest.raises(SL.BatchProfileError) as err:
+        SL.trace_runs(yaml.safe_load_all(cl.read_text()), cfg, run.read_trace_file(str(tr)),
+                      [0])
+    return str(err.value)
+
+
+def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
+    nodes = [node_dict("n0"), node_dict("n1", taints=[{"key": "gpu", "effect": "NoSchedule"}])]
+    plain = "name,arrival,cpu\np0,0,100m\n"
+    assert _refusal(tmp_path, nodes, plain).startswith("TaintToleration")
+    assert _refusal(tmp_path, nodes[:1], "name,arrival,duration,cpu\np0,0,5,100m\n"
+                    ).startswith("duration")
+    assert _refusal(tmp_path, nodes[:1], "name,arrival,cpu,priority\np0,0,1,1\np1,0,1,2\n"
+                    ).startswith("priority")
+    assert _refusal(tmp_path, nodes[:1] + [pod_dict("w")], plain).startswith("cluster")
+    cfg = config(0)
+    cfg["profiles"][0]["plugins"] = {"filter": {"enabled": [{"name": "GpuShareFit"}]}}
+    assert "not of the default profile" in _refusal(tmp_path, nodes[:1], plain, cfg)
+    # a sweep over the tainted cluster: the per-run rows
+    cl = tmp_path / "tainted.yaml"
+    cl.write_text(yaml.safe_dump_all(nodes))
+    tr = tmp_path / "t.csv"
+    tr.write_text(plain)
+    jobs = S.make_jobs([str(tr)], [0], cluster=str(cl))
+    got, rest = _batched(jobs)
+    assert rest == [0] and got == [None]
+    assert _rows(jobs, True) == _rows(jobs, False)
