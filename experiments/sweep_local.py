@@ -7,9 +7,11 @@ the job's ``Simulation`` (``sweep_batch.simulate_row``) but
 
 ``trace_runs(objects, config, trace, seeds)`` runs one configuration and
 one trace under every seed in one call; ``batched_local(jobs, inputs,
-workers, done)`` groups a sweep's covered jobs by (cluster, config,
-trace, interval) and falls back (returns them) where the kernel does not
-cover a job.
+workers, done)`` runs a sweep's covered jobs of one (cluster, trace,
+interval), every configuration and seed, as one call (``run_setups``:
+the configurations' pod classes side by side, each run scoring with its
+own profile's arguments), and falls back (returns them) where the kernel
+does not cover a job.
 
 Covered (else ``BatchProfileError`` naming the plugin or the field, before
 any run): what the capacity probes' kernel covers of the profile and the
@@ -43,12 +45,13 @@ from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
-from tensorsched.kernels.batch.local_cpu import LocalTrace, run_local_trace
+from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
 
-__all__ = ["BatchProfileError", "LocalRun", "batched_local", "trace_runs"]
+__all__ = ["BatchProfileError", "LocalRun", "TraceSetup", "batched_local", "run_setups", "share_call",
+           "trace_runs", "trace_setup"]
 
 
 @dataclass
@@ -134,26 +137,81 @@ def trace_runs(objects, config, trace, seeds, threads: int | None = None) -> lis
     ``Trace``), once per seed, as one call; raises ``BatchProfileError``
     when not covered (module doc)."""
     s = trace_setup(objects, config, trace)
-    return _run(s, seeds, threads)
+    return run_setups([s], [seeds], threads)[0]
 
 
-def _run(s: TraceSetup, seeds, threads) -> list[LocalRun]:
-    seeds = [int(x) for x in seeds]
-    p = len(s.prober.pods)
-    batch, _orders = s.prober.batch([s.names] * len(seeds), [list(range(p))] * len(seeds))
-    # the trace's order, not the queue's: the kernel's queue orders the attempts
-    batch = batch._replace(pod_cls=np.tile(s.prober.class_of, len(seeds)))
-    lt = LocalTrace(batch, np.tile(s.arrive, len(seeds)), np.tile(s.depart, len(seeds)),
-                    np.asarray(seeds, np.int64), s.backoff[0], s.backoff[1],
-                    DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS)
+_PROFILE_FIELDS = ("strategy", "fit_res", "fit_kind", "fit_weights", "shape_util",
+                   "shape_score", "bal_res", "bal_kind")
+_CLASS_FIELDS = ("c_request", "c_nonzero", "c_anything", "c_ignored", "c_fit_filter",
+                 "c_active", "c_norm", "c_weights", "static_bits", "static_raw")
+
+
+def share_call(setups: list[TraceSetup]) -> bool:
+    """Whether setups (one cluster and trace, their configurations) share
+    one call: the same node columns, resources and backoff."""
+    a = setups[0]
+    sa = a.prober.universe.state
+    for s in setups[1:]:
+        st = s.prober.universe.state
+        if (s.backoff != a.backoff or s.names != a.names
+                or list(st.resources.names) != list(sa.resources.names)
+                or not np.array_equal(s.prober.cols.allocatable, a.prober.cols.allocatable)
+                or not np.array_equal(s.prober.cols.requested, a.prober.cols.requested)):
+            return False
+    return True
+
+
+def run_setups(setups: list[TraceSetup], seeds: list, threads=None) -> list[list[LocalRun]]:
+    """Each setup (one cluster and trace, its configuration) under each of
+    its ``seeds[k]``; setups that share the node columns run as one call
+    (their classes side by side, each run scoring with its own profile)."""
+    if len(setups) > 1 and not share_call(setups):
+        return [run_setups([s], [sd], threads)[0] for s, sd in zip(setups, seeds)]
+    parts = []
+    for s in setups:
+        b, _orders = s.prober.batch([s.names], [list(range(len(s.prober.pods)))])
+        parts.append(b)
+    offsets = np.cumsum([0] + [b.c_request.shape[0] for b in parts])
+    first = parts[0]
+    cat = {f: np.concatenate([getattr(b, f) for b in parts]) for f in _CLASS_FIELDS}
+    # every run has every node: one ImageLocality group per configuration
+    image_raw = np.concatenate([b.image_raw[b.image_group[0]][None] for b in parts], axis=1)
+    pod_cls, node_rows, arrive, depart, to_find, profile, run_seeds = [], [], [], [], [], [], []
+    for k, (s, b) in enumerate(zip(setups, parts)):
+        for seed in seeds[k]:
+            # the trace's order, not the queue's: the kernel's queue orders the attempts
+            pod_cls.append(s.prober.class_of + offsets[k])
+            node_rows.append(b.node_rows)
+            arrive.append(s.arrive)
+            depart.append(s.depart)
+            to_find.append(int(b.num_to_find[0]))
+            profile.append(k)
+            run_seeds.append(int(seed))
+    n = len(run_seeds)
+    node_ptr = np.concatenate([[0], np.cumsum([r.shape[0] for r in node_rows])])
+    pod_ptr = np.concatenate([[0], np.cumsum([c.shape[0] for c in pod_cls])])
+    batch = first._replace(
+        **cat, image_raw=image_raw, node_ptr=node_ptr.astype(np.int64),
+        node_rows=np.concatenate(node_rows) if n else np.zeros(0, np.int64),
+        pod_ptr=pod_ptr.astype(np.int64),
+        pod_cls=np.concatenate(pod_cls) if n else np.zeros(0, np.int64),
+        image_group=np.zeros(n, np.int64), num_to_find=np.asarray(to_find, np.int64),
+        s_key=None, key_first=None)
+    profiles = LocalProfiles.of([{f: getattr(b, f) for f in _PROFILE_FIELDS} for b in parts],
+                                profile)
+    lt = LocalTrace(batch, np.concatenate(arrive) if n else np.zeros(0),
+                    np.concatenate(depart) if n else np.zeros(0),
+                    np.asarray(run_seeds, np.int64), setups[0].backoff[0],
+                    setups[0].backoff[1], DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS, profiles)
     got = run_local_trace(lt, threads)
-    out = []
-    for b in range(len(seeds)):
-        p0, p1 = b * p, (b + 1) * p
+    out: list[list[LocalRun]] = [[] for _ in setups]
+    for b in range(n):
+        p0, p1 = int(pod_ptr[b]), int(pod_ptr[b + 1])
         m = int(got.n_log[b])
-        out.append(LocalRun(got.node[p0:p1].copy(), got.bind[p0:p1].copy(),
-                            got.tries[p0:p1].copy(), got.log_t[2 * p0:2 * p0 + m].copy(),
-                            got.log_pod[2 * p0:2 * p0 + m].copy(), float(got.end[b])))
+        out[profile[b]].append(LocalRun(
+            got.node[p0:p1].copy(), got.bind[p0:p1].copy(), got.tries[p0:p1].copy(),
+            got.log_t[2 * p0:2 * p0 + m].copy(), got.log_pod[2 * p0:2 * p0 + m].copy(),
+            float(got.end[b])))
     return out
 
 
@@ -183,28 +241,34 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
     rest = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
-            groups.setdefault((job.cluster, job.config, job.trace, job.interval), []).append(i)
+            groups.setdefault((job.cluster, job.trace, job.interval), {}).setdefault(
+                job.config, []).append(i)
         else:
             rest.append(i)
-    for (cluster, config, trace_path, interval), idx in groups.items():
+    for (cluster, trace_path, interval), by_config in groups.items():
         trace = inputs[("trace", trace_path)]
-        cfg = copy.deepcopy(inputs[("config", config)]) if config else None
         t0 = time.perf_counter()
-        try:
-            s = trace_setup(inputs[("cluster", cluster)], cfg, trace)
-            runs = _run(s, [jobs[i].seed for i in idx], workers)
-        except (TensorschedError, ValueError):
-            # refused (BatchProfileError), or inputs the per-run path reports
-            rest.extend(idx)
+        setups, idxs = [], []
+        for config, idx in by_config.items():
+            cfg = copy.deepcopy(inputs[("config", config)]) if config else None
+            try:
+                setups.append(trace_setup(inputs[("cluster", cluster)], cfg, trace))
+                idxs.append(idx)
+            except (TensorschedError, ValueError):
+                # refused (BatchProfileError), or inputs the per-run path reports
+                rest.extend(idx)
+        if not setups:
             continue
-        each = (time.perf_counter() - t0) / len(idx)
-        rt = _row_trace(s, trace)
-        for i, res in zip(idx, runs):
-            job = jobs[i]
-            row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
-            row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
-                                    run.horizon(trace, None, None), False, base=s.base))
-            row["running"] += s.bound
-            row["wall_seconds"] = each
-            done(i, row, None)
+        runs = run_setups(setups, [[jobs[i].seed for i in idx] for idx in idxs], workers)
+        each = (time.perf_counter() - t0) / sum(len(idx) for idx in idxs)
+        for s, idx, got in zip(setups, idxs, runs):
+            rt = _row_trace(s, trace)
+            for i, res in zip(idx, got):
+                job = jobs[i]
+                row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
+                row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
+                                        run.horizon(trace, None, None), False, base=s.base))
+                row["running"] += s.bound
+                row["wall_seconds"] = each
+                done(i, row, None)
     return sorted(rest)

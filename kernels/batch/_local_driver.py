@@ -71,11 +71,14 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
                         shape_score, bal_res, bal_kind, node_ptr, node_rows, pod_ptr, pod_cls,
                         image_group, num_to_find, seed_mixes, arrive, depart, dep_order,
                         backoff0, backoff_max, max_unsched, out_node, out_bind, out_tries,
-                        log_t, log_pod, n_log, end):
+                        log_t, log_pod, n_log, end, profile, n_fit, n_shape, n_bal):
     """``_local_trace.run_local_trace_cluster`` for every cluster (its pods
     ``pod_ptr[b]:pod_ptr[b+1]``, their log rows twice that), the nodes
     gathered as ``run_local_all`` gathers them; ``out_node`` in universe
-    rows."""
+    rows.  Cluster b scores with profile ``profile[b]``: ``strategy[k]``,
+    the first ``n_fit[k]`` of ``fit_res[k]`` / ``fit_kind[k]`` /
+    ``fit_weights[k]``, ``n_shape[k]`` of the shape, ``n_bal[k]`` of
+    Balanced's (rows of [K, ...] arrays)."""
     n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
@@ -110,10 +113,15 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
         nc = max(n_classes, 1)
         r2 = max(2 * e, 1)
         local = np.empty(e, np.int64)
+        k = profile[b]
+        nf = n_fit[k]
+        nq = n_shape[k]
+        nb = n_bal[k]
         run_local_trace_cluster(
             a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
-            c_norm, c_weights, sb, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
-            shape_util, shape_score, bal_res, bal_kind, pod_cls[p0:p1], arrive[p0:p1],
+            c_norm, c_weights, sb, reasons, raw, strategy[k], fit_res[k, :nf], fit_kind[k, :nf],
+            fit_weights[k, :nf], shape_util[k, :nq], shape_score[k, :nq], bal_res[k, :nb],
+            bal_kind[k, :nb], pod_cls[p0:p1], arrive[p0:p1],
             depart[p0:p1], dep_order[p0:p1], backoff0, backoff_max, max_unsched,
             num_to_find[b], seed_mixes[b], local, out_bind[p0:p1], out_tries[p0:p1],
             log_t[2 * p0:2 * p1], log_pod[2 * p0:2 * p1], n_log[b:b + 1], end[b:b + 1],

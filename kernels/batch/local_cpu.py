@@ -225,7 +225,8 @@ class LocalTrace(NamedTuple):
     >= arrive); ``seeds`` [B] each cluster's Scheduler seed; the queue's
     ``backoff0`` / ``backoff_max`` seconds (podInitialBackoffSeconds,
     podMaxBackoffSeconds) and ``max_unsched`` (the unschedulable pool's
-    flush, seconds; inf: never)."""
+    flush, seconds; inf: never); ``profiles``: each cluster's scoring
+    arguments (None: the batch's for all)."""
 
     batch: LocalBatch
     arrive: np.ndarray
@@ -234,6 +235,7 @@ class LocalTrace(NamedTuple):
     backoff0: float = 1.0
     backoff_max: float = 10.0
     max_unsched: float = 300.0
+    profiles: LocalProfiles | None = None
 
     def check(self) -> None:
         """``batch.check`` and the per-pod times; a ValueError naming the array."""
@@ -244,6 +246,11 @@ class LocalTrace(NamedTuple):
             if getattr(self, name).shape != (p,):
                 raise ValueError(f"LocalTrace.{name}: shape {getattr(self, name).shape}, "
                                  f"expected ({p},)")
+        if self.profiles is not None and (
+                self.profiles.profile.shape != (a.n_clusters,)
+                or (self.profiles.profile < 0).any()
+                or (self.profiles.profile >= self.profiles.strategy.shape[0]).any()):
+            raise ValueError("LocalTrace.profiles.profile: one profile row per cluster")
         if self.seeds.shape != (a.n_clusters,):
             raise ValueError(f"LocalTrace.seeds: shape {self.seeds.shape}, "
                              f"expected ({a.n_clusters},)")
@@ -256,6 +263,46 @@ class LocalTrace(NamedTuple):
             seg = arr[a.pod_ptr[b]:a.pod_ptr[b + 1]]
             if (np.diff(seg) < 0).any():
                 raise ValueError(f"LocalTrace.arrive: cluster {b}'s pods out of arrival order")
+
+
+class LocalProfiles(NamedTuple):
+    """The scoring arguments of K profiles (``PodQuery``'s), one row each,
+    padded: ``strategy`` [K]; ``fit_res`` / ``fit_kind`` / ``fit_weights``
+    [K, F] (the first ``n_fit[k]`` used), ``shape_util`` / ``shape_score``
+    [K, Q] (``n_shape``), ``bal_res`` / ``bal_kind`` [K, B'] (``n_bal``);
+    ``profile`` [B] each cluster's row."""
+
+    strategy: np.ndarray
+    fit_res: np.ndarray
+    fit_kind: np.ndarray
+    fit_weights: np.ndarray
+    n_fit: np.ndarray
+    shape_util: np.ndarray
+    shape_score: np.ndarray
+    n_shape: np.ndarray
+    bal_res: np.ndarray
+    bal_kind: np.ndarray
+    n_bal: np.ndarray
+    profile: np.ndarray
+
+    @staticmethod
+    def of(rows: list, profile) -> "LocalProfiles":
+        """From one dict per profile (``strategy``, ``fit_res``, ...: the
+        ``LocalBatch`` fields) and each cluster's profile index."""
+        def pad(names):
+            width = max([1] + [len(r[names[0]]) for r in rows])
+            out = [np.zeros((len(rows), width), np.int64) for _ in names]
+            n = np.zeros(len(rows), np.int64)
+            for k, r in enumerate(rows):
+                n[k] = len(r[names[0]])
+                for o, name in zip(out, names):
+                    o[k, :n[k]] = np.asarray(r[name], np.int64)
+            return (*out, n)
+        fit = pad(("fit_res", "fit_kind", "fit_weights"))
+        shape = pad(("shape_util", "shape_score"))
+        bal = pad(("bal_res", "bal_kind"))
+        return LocalProfiles(np.asarray([int(r["strategy"]) for r in rows], np.int64), *fit,
+                             *shape, *bal, np.asarray(profile, np.int64))
 
 
 class TraceResult(NamedTuple):
@@ -305,18 +352,25 @@ def run_local_trace(t: LocalTrace, threads: int | None = None) -> TraceResult:
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
     mixes = np.asarray([seed_mix(s) for s in t.seeds], np.uint64)
+    pr = t.profiles
+    if pr is None:
+        pr = LocalProfiles.of([{f: getattr(a, f) for f in (
+            "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
+            "bal_res", "bal_kind")}], np.zeros(b, np.int64))
     try:
         _run_trace_all(i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request),
                        i64(a.c_nonzero), b8(a.c_anything), b8(a.c_ignored),
                        b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm), i64(a.c_weights),
                        i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-                       int(a.strategy), i64(a.fit_res), i64(a.fit_kind), i64(a.fit_weights),
-                       i64(a.shape_util), i64(a.shape_score), i64(a.bal_res), i64(a.bal_kind),
+                       i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind),
+                       i64(pr.fit_weights), i64(pr.shape_util), i64(pr.shape_score),
+                       i64(pr.bal_res), i64(pr.bal_kind),
                        i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls),
                        i64(a.image_group), i64(a.num_to_find), mixes, f64(t.arrive),
                        f64(t.depart), departure_order(t), float(t.backoff0),
                        float(t.backoff_max), float(t.max_unsched), out.node, out.bind,
-                       out.tries, out.log_t, out.log_pod, out.n_log, out.end)
+                       out.tries, out.log_t, out.log_pod, out.n_log, out.end, i64(pr.profile),
+                       i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal))
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)

@@ -141,3 +141,20 @@ def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
     got, rest = _batched(jobs)
     assert rest == [0] and got == [None]
     assert _rows(jobs, True) == _rows(jobs, False)
+
+
+def test_configurations_share_one_call_each_with_its_profile(tmp_path):
+    cluster, trace, configs = _write(tmp_path, 5, 4, 20, 1)
+    objs = list(yaml.safe_load_all(open(cluster)))
+    tr = run.read_trace_file(trace)
+    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
+    assert SL.share_call(setups)
+    seeds = [[0, 3], [1], [2, 4]]
+    together = SL.run_setups(setups, seeds)
+    for s, sd, got in zip(setups, seeds, together):
+        alone = SL.run_setups([s], [sd])[0]
+        assert len(got) == len(sd)
+        for a, b in zip(got, alone):
+            np.testing.assert_array_equal(a.node, b.node)
+            np.testing.assert_array_equal(a.tries, b.tries)
+            np.testing.assert_array_equal(a.log_pod, b.log_pod)
