@@ -23,10 +23,14 @@ clock what the openb engine's queue reproduces (``kernels/batch/_queue``):
 pods of one priority arriving at their ``arrival`` and leaving at their
 ``departure``; a pod that fits nowhere waits in the unschedulable pool
 until a bound pod leaves (NodeResourcesFit's event) or the pool's flush.
-Refused: a node a usage-independent filter rejects for a trace pod (its
-taint, affinity, unschedulable node: the pod would wait for a node event,
-not a departure; named by the plugin), ``duration`` departures, unequal
-priorities, pending pods in the manifests, a scenario, ``until``.
+A pod that fails has NodeResourcesFit among its rejectors as long as a
+usage-independent filter (taints, affinity, unschedulable, nodeName)
+passes one node for it, so a departure moves it as ``_queue`` moves every
+waiting pod.  Refused: a trace pod those filters reject on every node
+(it would wait for a node event, not a departure; named by the plugin),
+``duration`` departures, unequal priorities, a scenario, ``until``,
+pending pods in the manifests (they arrive at time 0) with trace pods
+arriving at time 0 too.
 """
 
 from __future__ import annotations
@@ -103,27 +107,36 @@ class TraceSetup:
 def trace_setup(objects, config, trace) -> TraceSetup:
     """The checks and inputs of ``trace_runs`` (module doc)."""
     cl = build_cluster(copy.deepcopy(list(objects)), copy.deepcopy(config))
-    if any(not p.node_name for p in cl.objects.pods):
-        raise _refuse("cluster", "pending pods in the manifests (they arrive at time 0)")
     if np.isfinite(trace.duration).any():
         raise _refuse("duration", "departures counted from the binding")
-    pods = [cl.resolve(p) for p in trace.records(0, len(trace))]
+    # the manifests' pending pods arrive at time 0 and stay
+    early = [p for p in cl.objects.pods if not p.node_name]
+    if early and len(trace) and trace.arrival[0] <= 0:
+        raise _refuse("cluster", "pending pods in the manifests and trace pods arriving at "
+                                 "time 0 (their queue order)")
+    pods = [cl.resolve(p) for p in early + list(trace.records(0, len(trace)))]
     prios = {pod_priority(p) for p in pods}
     if len(prios) > 1:
         raise _refuse("priority", "the trace's pods have different priorities (activeQ is "
                                   "then not first-in first-out)")
     nodes = list(cl.objects.nodes)
     prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
-    if prober.keys.statuses:
-        st = prober.keys.statuses[0]
-        raise _refuse(st.plugin or "filter", f"rejects trace pods on some nodes "
-                      f"({', '.join(st.reasons)}): they would wait for a node event")
+    static = prober.base["static_bits"]
+    if static.shape[1]:
+        for c in np.flatnonzero((static != 0).all(axis=1)).tolist():
+            st = prober.keys.statuses[int(prober.keys.s_key[c, 0])]
+            raise _refuse(st.plugin or "filter", f"rejects trace pod "
+                          f"{prober.class_pods[c].key} on every node ({', '.join(st.reasons)}):"
+                          " it would wait for a node event, not a departure")
     sched_cfg = cl.config
     cols = prober.cols
     state = prober.universe.state
     ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
-    depart = np.where(np.isnan(trace.departure), np.inf, trace.departure)
-    return TraceSetup(prober, np.asarray(trace.arrival, np.float64), depart.astype(np.float64),
+    k = len(early)
+    arrive = np.concatenate([np.zeros(k), np.asarray(trace.arrival, np.float64)])
+    depart = np.concatenate([np.full(k, np.inf),
+                             np.where(np.isnan(trace.departure), np.inf, trace.departure)])
+    return TraceSetup(prober, arrive, depart.astype(np.float64),
                       (float(sched_cfg.pod_initial_backoff_seconds),
                        float(sched_cfg.pod_max_backoff_seconds)),
                       (int(cols.allocatable[:, ci].sum()), int(cols.allocatable[:, mi].sum())),
@@ -221,7 +234,8 @@ def _row_trace(s: TraceSetup, trace):
     req = s.prober.base["c_request"][s.prober.class_of]
     state = s.prober.universe.state
     ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
-    return SimpleNamespace(arrival=trace.arrival, departure=trace.departure,
+    return SimpleNamespace(arrival=s.arrive, departure=np.where(np.isinf(s.depart), np.nan,
+                                                                s.depart),
                            table=pa.table({"cpu": req[:, ci], "memory": req[:, mi]}))
 
 

@@ -2,7 +2,8 @@
 cluster (``experiments/sweep_local.py``): the jobs run as batched calls of
 the node-local kernel's trace form and every row equals the row of the
 run's own Simulation (``batch=False``) but ``wall_seconds``, on small
-random clusters (bound pods, PreferNoSchedule taints, labels, images) and
+random clusters (bound and pending pods, taints, unschedulable nodes,
+labels, images) and
 traces (arrivals at once and apart, departures, pods too big to fit that
 retry), under configurations that differ in NodeResourcesFit's strategy,
 BalancedAllocation's resources, score weights and
@@ -33,19 +34,23 @@ def _cluster(rng, n_nodes: int, bound: int) -> list:
         objs.append(node_dict(
             f"n{i}", cpu=str(rng.choice(["1", "2", "4"])), memory=str(rng.choice(["2Gi", "4Gi"])),
             pods=str(int(rng.integers(2, 7))), labels={"zone": str(rng.choice(["a", "b"]))},
-            taints=[{"key": "spot", "effect": "PreferNoSchedule"}] if rng.random() < 0.3 else None,
+            taints=[{"key": "spot", "effect": str(rng.choice(["PreferNoSchedule", "NoSchedule"]))}]
+            if i and rng.random() < 0.4 else None, unschedulable=bool(i and rng.random() < 0.15),
             images=[{"names": [IMAGES[0]], "sizeBytes": 300 << 20}] if rng.random() < 0.4
             else None))
     for k in range(bound):
         p = pod_dict(f"b{k}", cpu="100m", memory="256Mi")
         p["spec"]["nodeName"] = f"n{int(rng.integers(n_nodes))}"
         objs.append(p)
+    # pending pods of the manifests (they arrive at time 0, the trace later)
+    for k in range(int(rng.integers(0, 3))):
+        objs.append(pod_dict(f"w{k}", cpu=str(rng.choice(["300m", "1"])), memory="512Mi"))
     return objs
 
 
 def _trace(rng, n_pods: int) -> str:
     lines = ["name,arrival,departure,cpu,memory"]
-    t = 0
+    t = 1
     for j in range(n_pods):
         t += int(rng.choice([0, 0, 1, 5, 30, 400]))
         stay = int(rng.choice([-1, -1, 0, 2, 50, 700]))
@@ -121,9 +126,12 @@ def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
 
 
 def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
-    nodes = [node_dict("n0"), node_dict("n1", taints=[{"key": "gpu", "effect": "NoSchedule"}])]
+    nodes = [node_dict("n0", taints=[{"key": "gpu", "effect": "NoSchedule"}]),
+             node_dict("n1", unschedulable=True)]
     plain = "name,arrival,cpu\np0,0,100m\n"
+    # every node rejects the pod: named by the first node's rejecting plugin
     assert _refusal(tmp_path, nodes, plain).startswith("TaintToleration")
+    assert _refusal(tmp_path, nodes[1:], plain).startswith("NodeUnschedulable")
     assert _refusal(tmp_path, nodes[:1], "name,arrival,duration,cpu\np0,0,5,100m\n"
                     ).startswith("duration")
     assert _refusal(tmp_path, nodes[:1], "name,arrival,cpu,priority\np0,0,1,1\np1,0,1,2\n"
