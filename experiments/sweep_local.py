@@ -36,6 +36,7 @@ arriving at time 0 too.
 from __future__ import annotations
 
 import copy
+import os
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -43,19 +44,22 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 
+from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.capacity.common import bound_pods
 from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.parsing.manifests import load_objects, parse_yaml_documents, read_text
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
+from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
 
 __all__ = ["BatchProfileError", "LocalRun", "TraceSetup", "batched_local", "run_setups", "share_call",
-           "trace_runs", "trace_setup"]
+           "simulate_batch", "trace_runs", "trace_setup"]
 
 
 @dataclass
@@ -73,6 +77,10 @@ class LocalRun:
     log_pod: np.ndarray
     end: float
     frag0: float = 0.0
+    trace: int = 0          # simulate_batch: the indices of the run's trace and config
+    config: int = 0
+    seed: int = 0
+    node_names: list | None = None
 
     @property
     def log_used(self) -> np.ndarray:
@@ -174,12 +182,15 @@ def share_call(setups: list[TraceSetup]) -> bool:
     return True
 
 
-def run_setups(setups: list[TraceSetup], seeds: list, threads=None) -> list[list[LocalRun]]:
+def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
+               max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS) -> list[list[LocalRun]]:
     """Each setup (one cluster and trace, its configuration) under each of
     its ``seeds[k]``; setups that share the node columns run as one call
-    (their classes side by side, each run scoring with its own profile)."""
+    (their classes side by side, each run scoring with its own profile);
+    ``max_unsched``: the Scheduler's pod_max_in_unschedulable_seconds."""
     if len(setups) > 1 and not share_call(setups):
-        return [run_setups([s], [sd], threads)[0] for s, sd in zip(setups, seeds)]
+        return [run_setups([s], [sd], threads, max_unsched)[0]
+                for s, sd in zip(setups, seeds)]
     parts = []
     for s in setups:
         b, _orders = s.prober.batch([s.names], [list(range(len(s.prober.pods)))])
@@ -215,7 +226,7 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None) -> list[list
     lt = LocalTrace(batch, np.concatenate(arrive) if n else np.zeros(0),
                     np.concatenate(depart) if n else np.zeros(0),
                     np.asarray(run_seeds, np.int64), setups[0].backoff[0],
-                    setups[0].backoff[1], DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS, profiles)
+                    setups[0].backoff[1], float(max_unsched), profiles)
     got = run_local_trace(lt, threads)
     out: list[list[LocalRun]] = [[] for _ in setups]
     for b in range(n):
@@ -286,3 +297,76 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                 row["wall_seconds"] = each
                 done(i, row, None)
     return sorted(rest)
+
+
+def _read_config(path) -> dict | None:
+    """A KubeSchedulerConfiguration file's first document."""
+    docs = [d for _, d in parse_yaml_documents(read_text(str(path))) if d is not None]
+    return dict(docs[0]) if docs else None
+
+
+def _manifests(x) -> bool:
+    """Whether ``simulate_batch``'s ``nodes`` is a manifest cluster: object
+    dicts, or a YAML / JSON file or a directory."""
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(isinstance(o, dict) for o in x)
+    if isinstance(x, (str, os.PathLike)):
+        path = str(x)
+        return os.path.isdir(path) or path.lower().endswith((".yaml", ".yml", ".json"))
+    return False
+
+
+def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str = "numba",
+                   workers: int | None = None,
+                   max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS) -> list:
+    """``ts.simulate_batch``: on openb nodes (CSV paths, ``GpuInventory``)
+    ``topology.openb.batch_sim.simulate_batch``; on a manifest cluster
+    (``nodes``: object dicts, a YAML / JSON file or a directory) every
+    (trace, config, seed) of the product of ``traces`` (``Trace``s or
+    trace paths), ``configs`` (KubeSchedulerConfiguration dicts or paths,
+    None the default profile; left at its default: the default profile)
+    and ``seeds`` (each one item or a list) on the node-local kernel in one
+    call (numba: the CPU twin, ``workers`` threads): a ``LocalRun`` per
+    run in product order (``trace``, ``config`` the indices, ``seed``;
+    ``node`` per pod of the manifests' pending pods then the trace's, a
+    row of the cluster's nodes, ``node_names`` its names), each equal to
+    ``ts.Simulation(objects, config, seed=seed,
+    pod_max_in_unschedulable_seconds=max_unsched)`` fed the trace.  What
+    the kernel does not cover raises ``BatchProfileError`` (module doc)
+    before any run; ``ts.Simulation`` runs it per cluster."""
+    if not _manifests(nodes):
+        from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
+        return openb_batch(nodes, traces, configs, seeds, backend=backend, workers=workers,
+                           max_unsched=max_unsched)
+    args = Arguments("simulate_batch")
+    if backend != "numba":
+        raise args.error("backend", f"{backend!r}: the node-local kernel's trace form runs on "
+                         "numba (the CPU twin); ts.Simulation runs per cluster")
+    objects = (load_objects(nodes) if isinstance(nodes, (str, os.PathLike))
+               else copy.deepcopy(list(nodes)))
+    as_list = (lambda x: list(x) if isinstance(x, (list, tuple)) else [x])  # noqa: E731
+    if configs == ("FGD",):
+        configs = [None]
+    traces = [run.read_trace_file(str(t)) if isinstance(t, (str, os.PathLike)) else t
+              for t in as_list(traces)]
+    for i, t in enumerate(traces):
+        if not isinstance(t, Trace):
+            raise args.error(f"traces[{i}]", f"a Trace (read_trace) or a trace path, got {t!r}")
+    cfgs = [_read_config(c) if isinstance(c, (str, os.PathLike)) else c
+            for c in as_list(configs)]
+    seeds = [args.seed(x, f"seeds[{i}]") for i, x in enumerate(as_list(seeds))]
+    max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
+    workers = args.integer("workers", workers, 1, optional=True)
+    for name, v in (("traces", traces), ("configs", cfgs), ("seeds", seeds)):
+        if not v:
+            raise args.error(name, "empty: at least one")
+    setups = [[trace_setup(objects, c, t) for c in cfgs] for t in traces]
+    out = []
+    for ti, per_trace in enumerate(setups):
+        got = run_setups(per_trace, [seeds] * len(per_trace), workers, max_unsched)
+        for ci, runs in enumerate(got):
+            for seed, r in zip(seeds, runs):
+                r.trace, r.config, r.seed = ti, ci, seed
+                r.node_names = per_trace[ci].names
+                out.append(r)
+    return out

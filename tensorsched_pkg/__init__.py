@@ -9,7 +9,8 @@ The facade (a contract other tools read)::
     outcomes, preemptions = sched.schedule_pending(pods)   # manifest dicts or parsed records
     ts.explain(objects, pod, config=None, backend="numpy", seed=0)
     runs = ts.simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), backend="numba")
-                                                 # many openb-style simulations in one call
+                                                 # many simulations in one call (openb
+                                                 # nodes, or manifests: the default profile)
     nodes, pods = ts.synthetic.workload("basic", n_nodes, n_pods, seed)
 
 The code lives in folders mapped into this namespace: ``tensorsched.kernels``
@@ -53,7 +54,7 @@ _EXPORTS = {
     "read_pods_table": ("tensorsched.framework.parsing.pod_tables", "read_pods_table"),
     "PodColumns": ("tensorsched.framework.records.pod_columns", "PodColumns"),
     "Simulation": ("tensorsched.framework.simulation.simulation", "Simulation"),
-    "simulate_batch": ("tensorsched.topology.openb.batch_sim", "simulate_batch"),
+    "simulate_batch": ("tensorsched.experiments.sweep_local", "simulate_batch"),
     "read_trace": ("tensorsched.framework.simulation.trace", "read_trace"),
     "SchedulingEnv": ("tensorsched.framework.simulation.gym_env", "SchedulingEnv"),  # gym extra
     "how_many_fit": ("tensorsched.framework.capacity.fit", "how_many_fit"),

@@ -166,3 +166,27 @@ def test_configurations_share_one_call_each_with_its_profile(tmp_path):
             np.testing.assert_array_equal(a.node, b.node)
             np.testing.assert_array_equal(a.tries, b.tries)
             np.testing.assert_array_equal(a.log_pod, b.log_pod)
+
+
+def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path):
+    import tensorsched as ts
+
+    cluster, trace, configs = _write(tmp_path, 11, 4, 18, 1)
+    objs = list(yaml.safe_load_all(open(cluster)))
+    runs = ts.simulate_batch(cluster, [trace], configs[:2], seeds=[0, 5])
+    assert [(r.trace, r.config, r.seed) for r in runs] == [(0, 0, 0), (0, 0, 5), (0, 1, 0),
+                                                          (0, 1, 5)]
+    tr = run.read_trace_file(trace)
+    for r in runs:
+        cfg = yaml.safe_load(open(configs[r.config]))
+        sim = ts.Simulation(objs, cfg, "numba", r.seed)
+        bound = {}
+        sim.scheduler.subscribe("Bound", lambda e: bound.__setitem__(
+            e["pod"], (e["node"], sim.clock.now())))
+        sim.submit(tr)
+        sim.run()
+        keys = [p.key for p in SL.trace_setup(objs, cfg, tr).prober.pods]
+        got = {k: (r.node_names[n], float(t)) for k, n, t in zip(keys, r.node, r.bind) if n >= 0}
+        assert got == bound and len(bound) > 5
+    with pytest.raises(ts.ArgumentError, match="backend"):
+        ts.simulate_batch(cluster, [trace], backend="cuda")
