@@ -47,12 +47,13 @@ import pyarrow as pa
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.capacity.common import bound_pods
-from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.parsing.manifests import load_objects, parse_yaml_documents, read_text
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
 from tensorsched.framework.simulation.trace import Trace
+from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
 
 from . import simulate_run as run
@@ -183,13 +184,16 @@ def share_call(setups: list[TraceSetup]) -> bool:
 
 
 def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
-               max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS) -> list[list[LocalRun]]:
+               max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
+               backend: str = "numba") -> list[list[LocalRun]]:
     """Each setup (one cluster and trace, its configuration) under each of
     its ``seeds[k]``; setups that share the node columns run as one call
     (their classes side by side, each run scoring with its own profile);
-    ``max_unsched``: the Scheduler's pod_max_in_unschedulable_seconds."""
+    ``max_unsched``: the Scheduler's pod_max_in_unschedulable_seconds;
+    ``backend``: numba (the CPU twin, ``threads``) or cuda (a block per
+    run; ``BackendError`` without a device)."""
     if len(setups) > 1 and not share_call(setups):
-        return [run_setups([s], [sd], threads, max_unsched)[0]
+        return [run_setups([s], [sd], threads, max_unsched, backend)[0]
                 for s, sd in zip(setups, seeds)]
     parts = []
     for s in setups:
@@ -227,7 +231,14 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                     np.concatenate(depart) if n else np.zeros(0),
                     np.asarray(run_seeds, np.int64), setups[0].backoff[0],
                     setups[0].backoff[1], float(max_unsched), profiles)
-    got = run_local_trace(lt, threads)
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch.local_trace_cuda import run_local_trace_cuda
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from exc
+        got = run_local_trace_cuda(lt)
+    else:
+        got = run_local_trace(lt, threads)
     out: list[list[LocalRun]] = [[] for _ in setups]
     for b in range(n):
         p0, p1 = int(pod_ptr[b]), int(pod_ptr[b + 1])
@@ -252,8 +263,8 @@ def _row_trace(s: TraceSetup, trace):
 
 def batchable(job, inputs: dict) -> bool:
     """A simulate job this path may take: manifests, no scenario, no
-    ``until``, on numba (the CPU twin)."""
-    return (job.kind == "simulate" and job.batch and job.backend == "numba"
+    ``until``, on numba (the CPU twin) or cuda."""
+    return (job.kind == "simulate" and job.batch and job.backend in ("numba", "cuda")
             and bool(job.cluster) and not job.nodes and not job.policy and not job.scenario
             and job.until is None and inputs.get(("typical", job.trace)) is None)
 
@@ -266,11 +277,11 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
     rest = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
-            groups.setdefault((job.cluster, job.trace, job.interval), {}).setdefault(
-                job.config, []).append(i)
+            groups.setdefault((job.cluster, job.trace, job.interval, job.backend),
+                              {}).setdefault(job.config, []).append(i)
         else:
             rest.append(i)
-    for (cluster, trace_path, interval), by_config in groups.items():
+    for (cluster, trace_path, interval, backend), by_config in groups.items():
         trace = inputs[("trace", trace_path)]
         t0 = time.perf_counter()
         setups, idxs = [], []
@@ -284,7 +295,12 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                 rest.extend(idx)
         if not setups:
             continue
-        runs = run_setups(setups, [[jobs[i].seed for i in idx] for idx in idxs], workers)
+        try:
+            runs = run_setups(setups, [[jobs[i].seed for i in idx] for idx in idxs], workers,
+                              backend=backend)
+        except BackendError:
+            rest.extend(i for idx in idxs for i in idx)     # the per-run path says why
+            continue
         each = (time.perf_counter() - t0) / sum(len(idx) for idx in idxs)
         for s, idx, got in zip(setups, idxs, runs):
             rt = _row_trace(s, trace)
@@ -326,7 +342,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     trace paths), ``configs`` (KubeSchedulerConfiguration dicts or paths,
     None the default profile; left at its default: the default profile)
     and ``seeds`` (each one item or a list) on the node-local kernel in one
-    call (numba: the CPU twin, ``workers`` threads): a ``LocalRun`` per
+    call (numba: the CPU twin, ``workers`` threads; cuda: a thread block
+    per run, tested under the simulator): a ``LocalRun`` per
     run in product order (``trace``, ``config`` the indices, ``seed``;
     ``node`` per pod of the manifests' pending pods then the trace's, a
     row of the cluster's nodes, ``node_names`` its names), each equal to
@@ -339,9 +356,9 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         return openb_batch(nodes, traces, configs, seeds, backend=backend, workers=workers,
                            max_unsched=max_unsched)
     args = Arguments("simulate_batch")
-    if backend != "numba":
+    if backend not in ("numba", "cuda"):
         raise args.error("backend", f"{backend!r}: the node-local kernel's trace form runs on "
-                         "numba (the CPU twin); ts.Simulation runs per cluster")
+                         "numba (the CPU twin) or cuda; ts.Simulation runs per cluster")
     objects = (load_objects(nodes) if isinstance(nodes, (str, os.PathLike))
                else copy.deepcopy(list(nodes)))
     as_list = (lambda x: list(x) if isinstance(x, (list, tuple)) else [x])  # noqa: E731
@@ -363,7 +380,7 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     setups = [[trace_setup(objects, c, t) for c in cfgs] for t in traces]
     out = []
     for ti, per_trace in enumerate(setups):
-        got = run_setups(per_trace, [seeds] * len(per_trace), workers, max_unsched)
+        got = run_setups(per_trace, [seeds] * len(per_trace), workers, max_unsched, backend)
         for ci, runs in enumerate(got):
             for seed, r in zip(seeds, runs):
                 r.trace, r.config, r.seed = ti, ci, seed

@@ -99,6 +99,70 @@ def _kth_pos(k, limit, flags, value, buf, sh):
     return pos
 
 
+@cuda.jit(device=True)
+def block_pick(c, n, start, to_find, attempt, smix, reasons, raw, c_active, c_norm, c_weights,
+               flags, hi, buf, sh):
+    """One attempt of a pod of class ``c`` on the cluster's n > 0 nodes
+    from ``start``, every thread of the block together: (the position
+    (from ``start``, evaluation order) of the node it takes or -1, the
+    positions processed); the scan window, normalization, weighted totals
+    and the seeded tie as the module doc says.  Every thread gets the
+    answer."""
+    tid = cuda.threadIdx.x
+    processed = n
+    if to_find < n:
+        for j in range(tid, n, THREADS):
+            i = start + j
+            if i >= n:
+                i -= n
+            flags[j] = 1 if reasons[c, i] == 0 else 0
+        cuda.syncthreads()
+        last = _kth_pos(to_find - 1, n, flags, 1, buf, sh)
+        if last >= 0:
+            processed = last + 1
+    for s in range(N_SLOTS):
+        if c_active[c, s] and c_norm[c, s] != 0:
+            m = int64(0)
+            for j in range(tid, processed, THREADS):
+                i = start + j
+                if i >= n:
+                    i -= n
+                if reasons[c, i] == 0 and raw[c, i, s] > m:
+                    m = raw[c, i, s]
+            m, _cnt, _first = block_top(m, int64(0), int64(0), buf, sh)
+            if tid == 0:
+                hi[s] = m
+    cuda.syncthreads()
+    best = NEG
+    ties = int64(0)
+    first = BIG
+    for j in range(tid, n, THREADS):
+        t = NEG
+        i = start + j
+        if i >= n:
+            i -= n
+        if j < processed and reasons[c, i] == 0:
+            t = 0
+            for s in range(N_SLOTS):
+                if c_active[c, s]:
+                    t += _normalized(raw[c, i, s], c_norm[c, s], hi[s]) * c_weights[c, s]
+        flags[j] = t
+        if t > best:
+            best = t
+            ties = 0
+            first = j
+        if t == best and t != NEG:
+            ties += 1
+    best, ties, first = block_top(best, ties, first, buf, sh)
+    pos = -1
+    if ties > 0:
+        kk = _tie_index(smix, attempt, ties)
+        pos = first
+        if kk > 0:
+            pos = _kth_pos(kk, processed, flags, best, buf, sh)
+    return pos, processed
+
+
 @cuda.jit
 def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
             c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy, fit_res,
@@ -161,57 +225,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                 failed += 1
             attempt += 1
             continue
-        processed = n
-        if to_find < n:
-            for j in range(tid, n, THREADS):
-                i = start + j
-                if i >= n:
-                    i -= n
-                flags[j] = 1 if reasons[c, i] == 0 else 0
-            cuda.syncthreads()
-            last = _kth_pos(to_find - 1, n, flags, 1, buf, sh)
-            if last >= 0:
-                processed = last + 1
-        for s in range(N_SLOTS):
-            if c_active[c, s] and c_norm[c, s] != 0:
-                m = int64(0)
-                for j in range(tid, processed, THREADS):
-                    i = start + j
-                    if i >= n:
-                        i -= n
-                    if reasons[c, i] == 0 and raw[c, i, s] > m:
-                        m = raw[c, i, s]
-                m, _cnt, _first = block_top(m, int64(0), int64(0), buf, sh)
-                if tid == 0:
-                    hi[s] = m
-        cuda.syncthreads()
-        best = NEG
-        ties = int64(0)
-        first = BIG
-        for j in range(tid, n, THREADS):
-            t = NEG
-            i = start + j
-            if i >= n:
-                i -= n
-            if j < processed and reasons[c, i] == 0:
-                t = 0
-                for s in range(N_SLOTS):
-                    if c_active[c, s]:
-                        t += _normalized(raw[c, i, s], c_norm[c, s], hi[s]) * c_weights[c, s]
-            flags[j] = t
-            if t > best:
-                best = t
-                ties = 0
-                first = j
-            if t == best and t != NEG:
-                ties += 1
-        best, ties, first = block_top(best, ties, first, buf, sh)
-        pos = -1
-        if ties > 0:
-            kk = _tie_index(smix, attempt, ties)
-            pos = first
-            if kk > 0:
-                pos = _kth_pos(kk, processed, flags, best, buf, sh)
+        pos, processed = block_pick(c, n, start, to_find, attempt, smix, reasons, raw,
+                                    c_active, c_norm, c_weights, flags, hi, buf, sh)
         if tid == 0:
             out_row[p0 + k] = -1
             if pos >= 0:

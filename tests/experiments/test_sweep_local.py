@@ -25,62 +25,8 @@ from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import node_dict, pod_dict
 
-from support.local_clusters import IMAGES, config
-
-
-def _cluster(rng, n_nodes: int, bound: int) -> list:
-    objs = []
-    for i in range(n_nodes):
-        objs.append(node_dict(
-            f"n{i}", cpu=str(rng.choice(["1", "2", "4"])), memory=str(rng.choice(["2Gi", "4Gi"])),
-            pods=str(int(rng.integers(2, 7))), labels={"zone": str(rng.choice(["a", "b"]))},
-            taints=[{"key": "spot", "effect": str(rng.choice(["PreferNoSchedule", "NoSchedule"]))}]
-            if i and rng.random() < 0.4 else None, unschedulable=bool(i and rng.random() < 0.15),
-            images=[{"names": [IMAGES[0]], "sizeBytes": 300 << 20}] if rng.random() < 0.4
-            else None))
-    for k in range(bound):
-        p = pod_dict(f"b{k}", cpu="100m", memory="256Mi")
-        p["spec"]["nodeName"] = f"n{int(rng.integers(n_nodes))}"
-        objs.append(p)
-    # pending pods of the manifests (they arrive at time 0, the trace later)
-    for k in range(int(rng.integers(0, 3))):
-        objs.append(pod_dict(f"w{k}", cpu=str(rng.choice(["300m", "1"])), memory="512Mi"))
-    return objs
-
-
-def _trace(rng, n_pods: int) -> str:
-    lines = ["name,arrival,departure,cpu,memory"]
-    t = 1
-    for j in range(n_pods):
-        t += int(rng.choice([0, 0, 1, 5, 30, 400]))
-        stay = int(rng.choice([-1, -1, 0, 2, 50, 700]))
-        dep = "" if stay < 0 else str(t + stay)
-        lines.append(f"p{j},{t},{dep},{rng.choice(['100m', '500m', '1', '3'])},"
-                     f"{rng.choice(['256Mi', '1Gi', '3Gi'])}")
-    return "\n".join(lines) + "\n"
-
-
-def _configs(rng, tmp) -> list[str]:
-    paths = []
-    for k in range(3):
-        cfg = config(k, bool(rng.integers(2)), pct=int(rng.choice([100, 50])))
-        if rng.random() < 0.5:
-            cfg["profiles"][0]["plugins"] = {"score": {"enabled": [
-                {"name": "NodeResourcesBalancedAllocation", "weight": int(rng.integers(1, 4))},
-                {"name": "TaintToleration", "weight": int(rng.integers(1, 4))}]}}
-        path = tmp / f"cfg{k}.yaml"
-        path.write_text(yaml.safe_dump(cfg))
-        paths.append(str(path))
-    return paths
-
-
-def _write(tmp, seed: int, n_nodes: int, n_pods: int, bound: int = 0) -> tuple:
-    rng = np.random.default_rng(seed)
-    cluster = tmp / f"cluster{seed}.yaml"
-    cluster.write_text(yaml.safe_dump_all(_cluster(rng, n_nodes, bound)))
-    trace = tmp / f"trace{seed}.csv"
-    trace.write_text(_trace(rng, n_pods))
-    return str(cluster), str(trace), _configs(rng, tmp)
+from support.local_clusters import config
+from support.local_traces import write_inputs as _write
 
 
 def _rows(jobs, batch: bool):
@@ -189,4 +135,4 @@ def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path):
         got = {k: (r.node_names[n], float(t)) for k, n, t in zip(keys, r.node, r.bind) if n >= 0}
         assert got == bound and len(bound) > 5
     with pytest.raises(ts.ArgumentError, match="backend"):
-        ts.simulate_batch(cluster, [trace], backend="cuda")
+        ts.simulate_batch(cluster, [trace], backend="numpy")

@@ -1,0 +1,74 @@
+"""The node-local engine's trace form as a CUDA kernel
+(``kernels/batch/local_trace_cuda.py``, shuffles emulated under the
+simulator) gives the CPU twin's answers: random clusters and traces
+(arrivals, departures, retries), several configurations in one call
+(each run with its own profile), more nodes than threads with the
+percentage of nodes to score's scan window."""
+
+import numpy as np
+import pytest
+import yaml
+from support.backends import needs_cuda
+
+from tensorsched.experiments import simulate_run as run
+from tensorsched.experiments import sweep_local as SL
+from tensorsched.generators.clusters import node_dict
+from tensorsched.kernels.batch.local_cpu import run_local_trace
+
+from support.local_traces import write_inputs as _write
+
+pytestmark = [pytest.mark.cudasim, needs_cuda,
+              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+
+
+def _same(t):
+    from tensorsched.kernels.batch.local_trace_cuda import run_local_trace_cuda
+    twin = run_local_trace(t)
+    dev = run_local_trace_cuda(t)
+    for a, b in zip(twin, dev):
+        np.testing.assert_array_equal(a, b)
+    return twin
+
+
+@pytest.mark.parametrize("seed", [3])
+def test_cuda_trace_equals_the_twin(tmp_path, seed, monkeypatch):
+    cluster, trace, configs = _write(tmp_path, seed, 4, 10, 1)
+    objs = list(yaml.safe_load_all(open(cluster)))
+    tr = run.read_trace_file(trace)
+    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
+    calls = []
+    monkeypatch.setattr(SL, "run_local_trace", lambda t, threads=None: calls.append(t) or
+                        run_local_trace(t, threads))
+    SL.run_setups(setups, [[0, 1], [2], [3]])
+    got = _same(calls[0])
+    assert (got.node >= 0).any()
+
+
+def test_cuda_trace_scan_window_more_nodes_than_threads(tmp_path, monkeypatch):
+    objs = [node_dict(f"n{i:03d}", cpu="12"[i % 2]) for i in range(140)]
+    lines = ["name,arrival,departure,cpu"] + [
+        f"p{j},{j // 3},{'' if j % 4 else j + 7},{('300m', '900m')[j % 2]}" for j in range(16)]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(lines) + "\n")
+    tr = run.read_trace_file(str(path))
+    cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "percentageOfNodesToScore": 50}
+    s = SL.trace_setup(objs, cfg, tr)
+    calls = []
+    monkeypatch.setattr(SL, "run_local_trace", lambda t, threads=None: calls.append(t) or
+                        run_local_trace(t, threads))
+    SL.run_setups([s], [[0, 5]])
+    got = _same(calls[0])
+    assert len(set(got.node.tolist())) > 10
+
+
+def test_simulate_batch_on_cuda_equals_numba(tmp_path):
+    import tensorsched as ts
+
+    cluster, trace, configs = _write(tmp_path, 4, 2, 6, 0)
+    runs = [ts.simulate_batch(cluster, [trace], configs[:2], seeds=[1], backend=b)
+            for b in ("numba", "cuda")]
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a.node, b.node)
+        np.testing.assert_array_equal(a.bind, b.bind)
+        np.testing.assert_array_equal(a.tries, b.tries)
