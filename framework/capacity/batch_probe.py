@@ -363,17 +363,38 @@ class LocalProber:
             seed=self.seed, fail_cap=fail_cap)
         return batch, orders
 
-    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0):
-        batch, orders = self.batch(node_sets, pod_lists, fail_cap)
-        pod_ptr = batch.pod_ptr
+    def fill(self, count: int) -> tuple[list, str | None]:
+        """``count`` copies of the first pod, one after another, on every
+        node of the universe (how many fit): (the node name each copy of
+        the first run that all bind took, in order, up to the first copy
+        that fits nowhere; that copy's FailedScheduling message, None when
+        all ``count`` bound)."""
+        names = [self.row_name[r] for r in range(len(self.row_name))]
+        batch, _orders = self.batch([names], [[0]], 1)
+        c = int(self.class_of[0])
+        batch = batch._replace(pod_cls=np.full(count, c, np.int64),
+                               pod_ptr=np.asarray([0, count], np.int64))
+        res = self._kernel(batch)
+        f = int(res.fail_pod[0])
+        k = count if f < 0 else f
+        placed = [self.row_name[int(r)] for r in res.rows[:k]]
+        if f < 0:
+            return placed, None
+        return placed, self.keys.message(self.pods[0], len(names), res.fail_counts[0])
+
+    def _kernel(self, batch: LocalBatch):
         if self.device == "cuda":
             try:
                 from tensorsched.kernels.batch.local_cuda import run_local_batch_cuda
             except BackendUnavailable as exc:
                 raise BackendError(str(exc)) from exc
-            res = run_local_batch_cuda(batch)
-        else:
-            res = run_local_batch(batch, self.threads)
+            return run_local_batch_cuda(batch)
+        return run_local_batch(batch, self.threads)
+
+    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0):
+        batch, orders = self.batch(node_sets, pod_lists, fail_cap)
+        pod_ptr = batch.pod_ptr
+        res = self._kernel(batch)
         result = []
         for b, order in enumerate(orders):
             got = res.rows[pod_ptr[b]:pod_ptr[b + 1]]

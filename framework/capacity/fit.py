@@ -41,6 +41,7 @@ from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
+from .batch_probe import BatchProfileError, LocalProber, batched_backend
 from .common import (
     capacity_arguments,
     free_bound,
@@ -62,13 +63,18 @@ MAX_IDLE = 1000          # run_until_idle calls in a row that settle nothing
 
 def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "numba",
                  seed: int = 0, limit: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> FitReport:
+                 progress: Callable[[int], None] | None = None,
+                 batch: bool = True) -> FitReport:
     """How many more pods of each template (Pod dicts or PodRecords) fit in
     ``cluster``; with ``replicas`` (one count per template) whether that set
     fits.  ``limit`` caps the pods tried per template; ``progress(n)`` is
-    called with the number of pods settled since the last call.  The
-    cluster is not modified."""
+    called with the number of pods settled since the last call.  ``batch``:
+    one template (no ``replicas``) runs in the batched node-local kernel
+    where it covers the profile and the pod (numba, auto: the CPU twin;
+    cuda: the device); False, or numpy: the Scheduler.  The answers are the
+    same.  The cluster is not modified."""
     args = capacity_arguments("how_many_fit", cluster, backend, seed, progress)
+    args.flag("batch", batch)
     templates = object_list(args, "templates", templates, PodRecord, "Pod", nonempty=True)
     limit = args.integer("limit", limit, 1, optional=True)
     if replicas is not None:
@@ -89,13 +95,18 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
                 raise ManifestError(f"Pod {n}", "metadata.name",
                                     f"template {i} has the name of an earlier template")
             seen.add(n)
-        sched = Scheduler(work, backend, seed, batch=True)
-        if replicas is not None:
-            report = _replicas(sched, recs, replicas, progress)
-        else:
-            report = _fill(sched, recs, limit, progress)
+        report = None
+        if replicas is None and len(recs) == 1 and batch:
+            report = _fill_batched(work, recs[0], limit, seed, batched_backend(backend),
+                                   progress)
+        if report is None:
+            sched = Scheduler(work, backend, seed, batch=True)
+            if replicas is not None:
+                report = _replicas(sched, recs, replicas, progress)
+            else:
+                report = _fill(sched, recs, limit, progress)
+            report.evictions = list(sched.evictions)
         report.backend, report.seed = backend, seed
-        report.evictions = list(sched.evictions)
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -248,6 +259,37 @@ class _Filler:
                             settled += 1
             if settled and self.progress is not None:
                 self.progress(settled)
+
+
+def _fill_batched(work: Cluster, rec, limit, seed: int, device: str,
+                  progress) -> FitReport | None:
+    """One template's fill in the node-local kernel (``LocalProber.fill``:
+    ``free_bound + 1`` copies, or ``limit``, one after another; the first
+    that fits nowhere stops it with its message); None when the kernel
+    does not run or cover it (the Scheduler answers)."""
+    if not device:
+        return None
+    bound = [p for p in work.objects.pods if p.node_name]
+    try:
+        prober = LocalProber(work, list(work.objects.nodes), bound, [rec], seed, device=device)
+    except BatchProfileError:
+        return None
+    count = free_bound(work.state, rec.requests) + 1
+    if limit is not None:
+        count = min(count, limit)
+    placed, message = prober.fill(count)
+    if message is None and (limit is None or count < limit):
+        return None             # the resource bound's pod bound: not expected, ask
+    tf = TemplateFit(rec.key)
+    for node in placed:
+        tf.per_node[node] = tf.per_node.get(node, 0) + 1
+    tf.count = len(placed)
+    tf.stop_reason = message
+    if progress is not None:
+        progress(tf.count + (message is not None))
+    report = FitReport("HowManyFit", "", 0, [tf], limit=limit, preemptions=[])
+    report.evictions = []
+    return report
 
 
 def _fill(sched: Scheduler, recs, limit, progress) -> FitReport:

@@ -161,3 +161,25 @@ def test_refusals_name_the_plugin():
     cfg["profiles"][0]["plugins"] = {"filter": {"enabled": [{"name": "GpuShareFit"}]}}
     msg = _refusal([pod_dict("x")], cfg=cfg)
     assert msg.startswith("GpuShareFit") and "not of the default profile" in msg
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_how_many_fit_batched_equals_the_scheduler(data):
+    from support.local_clusters import make_pod, pod_class
+
+    from tensorsched.framework.capacity.fit import how_many_fit
+
+    ns = data.draw(nodes(min_size=1, max_size=5))
+    bd = bound_pods(data.draw, ns)
+    cfg = config(data.draw(st.integers(0, 2)), pct=data.draw(st.sampled_from([100, 50])))
+    cls = data.draw(pod_class())
+    if cls["cpu"] == "0" and cls["memory"] == "0":
+        cls["cpu"] = "100m"
+    template = make_pod("t", cls)
+    limit = data.draw(st.sampled_from([None, 3]))
+    seed = data.draw(st.integers(0, 5))
+    cl = build_cluster(copy.deepcopy(ns + bd), cfg)
+    got = [how_many_fit(cl, [copy.deepcopy(template)], seed=seed, limit=limit,
+                        batch=batch).to_dict() for batch in (True, False)]
+    assert got[0] == got[1]
