@@ -12,7 +12,8 @@ Written to ``bench/results/capacity-<backend>.json`` with the machine, the
 backend and the commit (``--output`` elsewhere).
 
 ``--compare``: capacity probes batched (the node-local kernel) against one
-Scheduler per probe, the same question both ways, CPU seconds and wall
+Scheduler per probe, the same question both ways (first how-many-fit at
+``--fit-nodes``, one template, against the Scheduler's fill), CPU seconds and wall
 seconds of each with the load average around it, and whether the two
 reports' documents are equal: nodes-to-add as above at ``--compare-nodes``
 existing nodes (default 1,000 and 5,000), and drain on a 1,000-node
@@ -114,12 +115,23 @@ def _both(run) -> dict:
         out["batch" if batch else "per_probe"] = {
             "cpu_seconds": round(time.process_time() - c0, 3),
             "wall_seconds": round(time.perf_counter() - t0, 3),
-            "load_before": [round(x, 2) for x in load], "path": report.probe_path}
+            "load_before": [round(x, 2) for x in load],
+            "path": getattr(report, "probe_path", "")}
         docs.append(report.to_dict())
     out["documents_equal"] = docs[0] == docs[1]
     out["cpu_ratio"] = round(out["per_probe"]["cpu_seconds"]
                              / max(out["batch"]["cpu_seconds"], 1e-9), 2)
     return out, docs[0]
+
+
+def fit_compare(nodes: int, backend: str, seed: int) -> dict:
+    """how-many-fit (``fit_case``'s question) batched against the Scheduler."""
+    cluster = build_cluster(basic(nodes, 0)[0], CONFIG)
+    got, doc = _both(lambda batch: how_many_fit(cluster, [pod_dict("cap")], backend=backend,
+                                                seed=seed, batch=batch))
+    for side in ("batch", "per_probe"):
+        got[side]["path"] = "batched" if side == "batch" else "Scheduler"
+    return {"case": "how-many-fit", "nodes": nodes, "fit": doc["status"]["total"], **got}
 
 
 def compare_cases(backend: str, seed: int, search_nodes, drain_candidates: int) -> list[dict]:
@@ -176,8 +188,9 @@ def main(argv=None) -> dict:
         # the batched kernel compiled (or loaded) before timing too
         nodes_to_add(build_cluster(basic(3, 0)[0], CONFIG), [pod_dict("warm")],
                      [node_dict("pool")], backend=args.backend)
-        cases = compare_cases(args.backend, args.seed, args.compare_nodes,
-                              args.drain_candidates)
+        cases = ([fit_compare(args.fit_nodes, args.backend, args.seed)]
+                 + compare_cases(args.backend, args.seed, args.compare_nodes,
+                                 args.drain_candidates))
         record = {"benchmark": "capacity-batch", "backend": args.backend, "seed": args.seed,
                   "cases": cases, "machine": machine_info(), "commit": git_commit(),
                   "load_after": [round(x, 2) for x in os.getloadavg()]}
