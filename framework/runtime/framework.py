@@ -205,6 +205,8 @@ class Framework:
         self._prefilters = [p for p in self.plugins_at("preFilter")
                             if isinstance(p, PreFilterPlugin)]
         self._fused_filters = [p for p in self.filters if isinstance(p, FusedFilter)]
+        self._post_filters = [p for p in self.plugins_at("postFilter")
+                              if isinstance(p, PostFilterPlugin)]
         self._maskers = [p for p, _b in self.user_filters if isinstance(p, NodeMaskPlugin)]
         self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
         self._weight_of = {id(p): w for p, w in self.score_refs}
@@ -667,9 +669,7 @@ class Framework:
         victim table (``preemption.PodTable``).  None when the profile has
         no PostFilter."""
         outcomes = []
-        for p in self.plugins_at("postFilter"):
-            if not isinstance(p, PostFilterPlugin):
-                continue
+        for p in self._post_filters:
             out = p.post_filter(ctx, result, victims, seed=seed, attempt=attempt)
             if out.nominated_node is not None or out.status.code != Code.UNSCHEDULABLE:
                 return out
