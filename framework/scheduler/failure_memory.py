@@ -150,6 +150,27 @@ class FailureMemory:
             return got, stamp, None
         return got, stamp, failure
 
+    def recall_alike(self, pod: PodRecord, state, nominator,
+                     start_index: int) -> RememberedFailure | None:
+        """The failure ``recall_pod`` gives ``pod`` when it is of the pod
+        class ``recall_pod`` was last asked about, under the same profile
+        (a class has one schedulerName); None otherwise, or when nothing
+        is remembered for it (then ask ``recall_pod``).  The question a
+        stretch of alike pods asks per pod: no profile, memo or key."""
+        if pod.pod_class is not self._last_class:
+            return None
+        stamp = self._stamp
+        if stamp is None or stamp[0] != state.version or stamp[1] != nominator.version:
+            return None
+        failure = self._failures.get(self._last_key)
+        if failure is None or (failure.start_index >= 0 and failure.start_index != start_index):
+            return None
+        obj = pod.obj       # nominated_node_name, inline
+        status = obj.get("status") if obj else None
+        if status and status.get("nominatedNodeName"):
+            return None
+        return failure
+
     def recall(self, key: int, stamp: tuple, start_index: int) -> RememberedFailure | None:
         """The failure remembered for ``key`` under ``stamp`` (for a cycle
         starting at ``start_index``), or None."""

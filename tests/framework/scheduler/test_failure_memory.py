@@ -408,10 +408,11 @@ def test_recall_pod_is_key_stamp_and_recall_in_one():
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.booleans()),
                 min_size=1, max_size=25))
-def test_recall_pod_over_mixed_pods_equals_key_then_recall(steps):
+def test_recall_pod_and_alike_over_mixed_pods_equal_key_then_recall(steps):
     """Pods of several classes (some nominated) asked in any order, with
     failures remembered and the cluster changing between: ``recall_pod``'s
-    kept class key answers as ``key`` and ``recall`` do."""
+    kept class key answers as ``key`` and ``recall`` do, and
+    ``recall_alike`` gives the same failure or None."""
     cluster = build_cluster([node_dict("n0", cpu="1")])
     profiles = Profiles(cluster, "numba", SimpleNamespace())
     state, nominator, memory = cluster.state, Nominator(), FailureMemory()
@@ -426,8 +427,13 @@ def test_recall_pod_over_mixed_pods_equals_key_then_recall(steps):
         stamp = failure_stamp(state, nominator)
         want = (key, stamp if key is not None else None,
                 memory.recall(key, stamp, start) if key is not None else None)
+        alike = memory.recall_alike(pod, state, nominator, start)
+        assert alike is None or alike is want[2]
         assert memory.recall_pod(fw, pod, state, nominator, start) == want
         if key is not None and want[2] is None:
             memory.remember(key, stamp, RememberedFailure(pod.key, frozenset(), 0, start))
+        # the pod just asked is of the class kept: answered without its key
+        assert memory.recall_alike(pod, state, nominator, start) is (
+            memory.recall_pod(fw, pod, state, nominator, start)[2])
         if change:
             state.version += 1
