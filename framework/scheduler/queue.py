@@ -61,7 +61,7 @@ from .backoff_queue import BackoffQueue
 from .event_interest import EventInterest
 from .nominator import Nominator
 from .pre_enqueue_gate import PreEnqueueGate
-from .queue_lane import QueueLane, QueueRun
+from .queue_lane import ColumnKeys, QueueLane, QueueRun, column_order, columns_in_order
 from .unschedulable_pool import UnschedulablePool
 
 DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -127,6 +127,8 @@ class SchedulingQueue:
         self.run_key = run_key or (lambda pod: None)
         # ``sort_keys(pods)``, when the plugin has it: the keys of many pods
         self.sort_keys = getattr(sort_plugin, "sort_keys", None)
+        # ``sort_columns(pods)``: those keys as columns (pods as columns)
+        self.sort_columns = getattr(sort_plugin, "sort_columns", None)
         if hasattr(sort_plugin, "sort_key"):
             self.sort_key = sort_plugin.sort_key
         else:
@@ -271,12 +273,21 @@ class SchedulingQueue:
                 cols = cols.take(active)
         if not len(cols):
             return
-        sort_keys = (self.sort_keys(cols) if self.sort_keys is not None
-                     else [self.sort_key(p) for p in cols])
-        if sorted(sort_keys) != sort_keys:       # C-level: cheap when already in order
-            order = sorted(range(len(cols)), key=sort_keys.__getitem__)
-            cols = cols.take(order)
-            sort_keys = [sort_keys[i] for i in order]
+        columns = self.sort_columns(cols) if self.sort_columns is not None else None
+        if columns is not None:
+            # the keys as columns: no tuple per pod
+            if not columns_in_order(columns):
+                order = column_order(columns)
+                cols = cols.take(order.tolist())
+                columns = tuple(c[order] for c in columns)
+            sort_keys = ColumnKeys(columns)
+        else:
+            sort_keys = (self.sort_keys(cols) if self.sort_keys is not None
+                         else [self.sort_key(p) for p in cols])
+            if sorted(sort_keys) != sort_keys:       # C-level: cheap when already in order
+                order = sorted(range(len(cols)), key=sort_keys.__getitem__)
+                cols = cols.take(order)
+                sort_keys = [sort_keys[i] for i in order]
         block = QueueLane(cols, sort_keys, self._seq + 1, now)
         self._seq += len(cols)
         infos.update(zip(cols.keys, repeat(block)))
