@@ -243,14 +243,13 @@ class SchedulingQueue:
         infos = self._infos
         cols = PodColumns.from_records(pods)
         keys = cols.keys
-        if len(set(keys)) != len(keys) or not infos.keys().isdisjoint(keys):
-            seen: set = set()
-            for k in keys:
-                if k in infos or k in seen:
-                    raise KeyError(f"Pod {k}: already in the scheduling queue")
-                seen.add(k)
         gate_free = self.gate.gate_free
-        if not (gate_free is not None and all(map(gate_free, cols.classes))):
+        fast = gate_free is not None and all(map(gate_free, cols.classes))
+        # a key twice in ``pods`` shows on the fast path when the block's keys
+        # go in (no set of them made first)
+        if not infos.keys().isdisjoint(keys) or (not fast and len(set(keys)) != len(keys)):
+            _refuse_queued(keys, infos)
+        if not fast:
             # ask PreEnqueue pod by pod (pods of one class share gates and
             # profile: one gate_free answer for each stretch of them)
             active, pod_class, free = [], None, False
@@ -289,8 +288,14 @@ class SchedulingQueue:
                 cols = cols.take(order)
                 sort_keys = [sort_keys[i] for i in order]
         block = QueueLane(cols, sort_keys, self._seq + 1, now)
-        self._seq += len(cols)
+        had = len(infos)
         infos.update(zip(cols.keys, repeat(block)))
+        if len(infos) != had + len(cols):
+            # a key twice (the fast path; none was queued): none stays
+            for k in cols.keys:
+                infos.pop(k, None)
+            _refuse_queued(keys, infos)
+        self._seq += len(cols)
         self.active.add_block(block)
 
     def update(self, pod: PodRecord) -> QueuedPodInfo | None:
@@ -547,6 +552,16 @@ class SchedulingQueue:
 
     def pending(self, where: str | None = None) -> list[QueuedPodInfo]:
         return [pi for pi in self.infos.values() if where is None or pi.where == where]
+
+
+def _refuse_queued(keys: list, infos: dict) -> None:
+    """KeyError naming the first of ``keys`` already in ``infos`` or seen
+    before in ``keys``."""
+    seen: set = set()
+    for k in keys:
+        if k in infos or k in seen:
+            raise KeyError(f"Pod {k}: already in the scheduling queue")
+        seen.add(k)
 
 
 class InfoView(Mapping):

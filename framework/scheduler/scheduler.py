@@ -507,7 +507,7 @@ class Scheduler:
         ignored = self.handlers.ignored
         keys = pods.keys
         # the usual end: every pod has an outcome (a C-level check first)
-        left = (() if last.keys() >= set(keys)
+        left = (() if all(map(last.__contains__, keys))
                 else list(pods.take([i for i, k in enumerate(keys) if k not in last])))
         tail = []
         for pod in self.queue_order(left):
