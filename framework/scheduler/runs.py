@@ -49,9 +49,6 @@ from __future__ import annotations
 
 import time
 from itertools import repeat
-from operator import attrgetter
-
-import numpy as np
 
 from tensorsched.framework.runtime.blocks import MAX_BLOCK, place_block, queue_block_setup
 from tensorsched.framework.runtime.clock import Clock
@@ -68,9 +65,6 @@ from .profiles import Profiles
 from .queue import UNSCHEDULABLE, SchedulingQueue
 from .run_keys import RunKeys
 from .schedule_one import SchedulingCycle
-
-_name_of = attrgetter("name")
-
 
 _MIN_BLOCK = 64                 # heads a block pops at least
 _MAX_BLOCK_BACKOFF = 64         # heads on their own after blocks that placed nothing
@@ -108,7 +102,6 @@ class CompiledRuns:
         self.max_run = int(max_run)
         self.seed = seed
         self._no_block: dict = {}       # framework id -> node layout it had no block form on
-        self._names: tuple = (None, None)       # (node layout, ``_node_names``)
         # how many heads the next block pops: halved towards where the last
         # one stopped, doubled after one that took them all (a block that
         # ends early puts the rest back, and pays its per-block setup anew)
@@ -247,16 +240,6 @@ class CompiledRuns:
             out.append(self.cycle.attempt(nxt.pod, nxt))
         return out
 
-    def _node_names(self) -> np.ndarray:
-        """The node name of each row ([n_rows] object array; None on a free
-        row), made again only when the node set changed (its ``epoch``)."""
-        key = self._layout()
-        if self._names[0] != key:
-            self._names = (key, np.array([_name_of(n) if n is not None else None
-                                          for n in self.state.nodes[:self.state.n_rows]],
-                                         dtype=object))
-        return self._names[1]
-
     def _fail_run(self, run, got, collect: bool = True) -> list:
         """Alike heads that fail again (``failure_memory``): each gets the
         end of a failed cycle (``SchedulingCycle.fail_again``) in queue
@@ -326,7 +309,7 @@ class CompiledRuns:
         pods' keys."""
         state, now = self.state, self.clock.now()
         binding = self.binding
-        names = self._node_names()[rows].tolist()
+        names = state.node_names[rows].tolist()
         keys = run.keys[:placed]
         self.queue.done_run(run, placed)
         events = self.events

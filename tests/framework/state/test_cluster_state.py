@@ -230,6 +230,21 @@ def test_remove_node_removes_its_pods_and_clears_the_row():
     assert cols.valid.tolist() == [False, True]
 
 
+def test_node_names_follow_rows_through_growth_removal_and_reuse():
+    s = ClusterState(node_capacity=2)
+    for i in range(5):                      # past the capacity: the rows grow
+        s.add_node(node(f"n{i}"))
+    s.remove_node("n1")
+    s.update_node(node("n3", cpu=9000))
+    s.add_node(node("m"))                   # takes the freed row
+    want = [s.nodes[r].name if s.nodes[r] is not None else None
+            for r in range(s.node_names.shape[0])]
+    assert s.node_names.tolist() == want
+    assert s.node_names[s.node_rows["m"]] == "m" and s.node_rows["m"] == 1
+    s.remove_node("n4")
+    assert s.node_names[4] is None
+
+
 # --------------------------------------------------------------------------
 # O(1) rows
 
