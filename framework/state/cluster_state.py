@@ -462,7 +462,11 @@ class ClusterState:
                 np.maximum(req, self.requested[rows], out=req)
                 np.maximum(nz, self.nonzero_requested[rows], out=nz)
             elif len(rows):
-                if len(rows) > 1024:
+                if len(rows) * 4 >= self.n_rows > 1024:
+                    # a run over most rows: every row read once, in order
+                    # (the exact maxima, still a bound of the touched ones)
+                    rows = slice(0, self.n_rows)
+                elif len(rows) > 1024:
                     # a run puts many pods on each row: read each row once
                     # (a gather of every pod's row copies [k, R] values)
                     touched = np.zeros(max(self.n_rows, int(rows.max()) + 1), np.bool_)
