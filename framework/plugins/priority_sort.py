@@ -2,6 +2,8 @@
 
 Higher priority first; equal priorities by earlier creation (queue) time."""
 
+import numpy as np
+
 from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.runtime.plugin import Plugin
@@ -33,6 +35,15 @@ class PrioritySort(Plugin):
         if isinstance(pods, PodColumns):
             return list(zip((-pods.priorities()).tolist(), pods.creation_ns.tolist()))
         return [(-(p.priority or 0), p.creation_ns) for p in pods]
+
+    @staticmethod
+    def sort_columns(pods) -> tuple[np.ndarray, np.ndarray] | None:
+        """``sort_key`` of pods as columns, as columns: ([n] int64 minus the
+        priority, [n] int64 creation ns), pod i's key being the tuple of the
+        columns' i-th values; None for records."""
+        if not isinstance(pods, PodColumns):
+            return None
+        return -pods.priorities(), np.asarray(pods.creation_ns, np.int64)
 
 
 def new(args, handle):

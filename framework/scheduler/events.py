@@ -9,6 +9,7 @@ dict: event, pod, node, message, time (clock seconds), plus
 
 from __future__ import annotations
 
+from collections import UserList
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -86,6 +87,63 @@ class Outcomes(dict):
 
 
 _MISSING = object()
+
+
+class BindingList(UserList):
+    """A list of Bindings (``Scheduler.schedule_pending``'s outcomes): a
+    list in everything but its type (len, iteration, indexing, slicing,
+    ``==`` with a list, ``+``, sorting, mutation).
+
+    ``of_nodes`` makes one whose leading Bindings are pods bound on nodes
+    without a nomination (``Binding(key, node)``), kept as the ``key ->
+    node name`` dict they came in until first read: compiled runs bind
+    thousands of pods, and a caller that reads a few outcomes (or only
+    counts them) then builds no Binding per pod.  The dict is the list's
+    own (no one writes to it after), so reading later gives what an eager
+    list would have held."""
+
+    def __init__(self, initlist=None, *, bound: dict | None = None, tail: list | None = None):
+        if bound is not None:
+            # ``of_nodes``: built when first read
+            self._bound, self._tail, self._data = bound, tail or [], None
+            return
+        self._bound, self._tail = None, []
+        super().__init__(initlist)
+
+    @classmethod
+    def of_nodes(cls, bound: dict, tail: list) -> BindingList:
+        """``[Binding(k, n) for k, n in bound.items()] + tail``, the
+        first part built when first read; ``bound`` and ``tail`` are handed
+        over (the caller keeps no reference it writes through)."""
+        return cls(bound=bound, tail=tail)
+
+    @classmethod
+    def holding(cls, items: list) -> BindingList:
+        """One that holds ``items`` itself (not a copy)."""
+        out = cls()
+        out.data = items
+        return out
+
+    @property
+    def data(self) -> list:
+        if self._bound is not None:
+            bound = self._bound
+            built = list(map(Binding, bound, bound.values()))
+            built.extend(self._tail)
+            self._bound, self._tail, self._data = None, [], built
+        return self._data
+
+    @data.setter
+    def data(self, value: list) -> None:
+        self._bound, self._tail, self._data = None, [], value
+
+    def __len__(self) -> int:
+        if self._bound is not None:
+            return len(self._bound) + len(self._tail)
+        return len(self._data)
+
+    def __copy__(self) -> BindingList:
+        return self.__class__(self.data)
 
 
 class EventBus:

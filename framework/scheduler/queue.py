@@ -38,6 +38,7 @@ pods every 30 s; here both are checked exactly whenever the queue is read
 from __future__ import annotations
 
 import functools
+from collections import deque
 from collections.abc import Callable, Mapping
 from itertools import repeat
 
@@ -61,7 +62,7 @@ from .backoff_queue import BackoffQueue
 from .event_interest import EventInterest
 from .nominator import Nominator
 from .pre_enqueue_gate import PreEnqueueGate
-from .queue_lane import QueueLane, QueueRun
+from .queue_lane import ColumnKeys, QueueLane, QueueRun, column_order, columns_in_order
 from .unschedulable_pool import UnschedulablePool
 
 DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
@@ -127,6 +128,8 @@ class SchedulingQueue:
         self.run_key = run_key or (lambda pod: None)
         # ``sort_keys(pods)``, when the plugin has it: the keys of many pods
         self.sort_keys = getattr(sort_plugin, "sort_keys", None)
+        # ``sort_columns(pods)``: those keys as columns (pods as columns)
+        self.sort_columns = getattr(sort_plugin, "sort_columns", None)
         if hasattr(sort_plugin, "sort_key"):
             self.sort_key = sort_plugin.sort_key
         else:
@@ -241,14 +244,13 @@ class SchedulingQueue:
         infos = self._infos
         cols = PodColumns.from_records(pods)
         keys = cols.keys
-        if len(set(keys)) != len(keys) or not infos.keys().isdisjoint(keys):
-            seen: set = set()
-            for k in keys:
-                if k in infos or k in seen:
-                    raise KeyError(f"Pod {k}: already in the scheduling queue")
-                seen.add(k)
         gate_free = self.gate.gate_free
-        if not (gate_free is not None and all(map(gate_free, cols.classes))):
+        fast = gate_free is not None and all(map(gate_free, cols.classes))
+        # a key twice in ``pods`` shows on the fast path when the block's keys
+        # go in (no set of them made first)
+        if not infos.keys().isdisjoint(keys) or (not fast and len(set(keys)) != len(keys)):
+            _refuse_queued(keys, infos)
+        if not fast:
             # ask PreEnqueue pod by pod (pods of one class share gates and
             # profile: one gate_free answer for each stretch of them)
             active, pod_class, free = [], None, False
@@ -271,15 +273,30 @@ class SchedulingQueue:
                 cols = cols.take(active)
         if not len(cols):
             return
-        sort_keys = (self.sort_keys(cols) if self.sort_keys is not None
-                     else [self.sort_key(p) for p in cols])
-        if sorted(sort_keys) != sort_keys:       # C-level: cheap when already in order
-            order = sorted(range(len(cols)), key=sort_keys.__getitem__)
-            cols = cols.take(order)
-            sort_keys = [sort_keys[i] for i in order]
+        columns = self.sort_columns(cols) if self.sort_columns is not None else None
+        if columns is not None:
+            # the keys as columns: no tuple per pod
+            if not columns_in_order(columns):
+                order = column_order(columns)
+                cols = cols.take(order.tolist())
+                columns = tuple(c[order] for c in columns)
+            sort_keys = ColumnKeys(columns)
+        else:
+            sort_keys = (self.sort_keys(cols) if self.sort_keys is not None
+                         else [self.sort_key(p) for p in cols])
+            if sorted(sort_keys) != sort_keys:       # C-level: cheap when already in order
+                order = sorted(range(len(cols)), key=sort_keys.__getitem__)
+                cols = cols.take(order)
+                sort_keys = [sort_keys[i] for i in order]
         block = QueueLane(cols, sort_keys, self._seq + 1, now)
-        self._seq += len(cols)
+        had = len(infos)
         infos.update(zip(cols.keys, repeat(block)))
+        if len(infos) != had + len(cols):
+            # a key twice (the fast path; none was queued): none stays
+            for k in cols.keys:
+                infos.pop(k, None)
+            _refuse_queued(keys, infos)
+        self._seq += len(cols)
         self.active.add_block(block)
 
     def update(self, pod: PodRecord) -> QueuedPodInfo | None:
@@ -462,9 +479,8 @@ class SchedulingQueue:
         self.done(run.first.key)
         if run.block is not None:
             keys = run.block.keys[run.start:run.start + count - 1]
-            pop = self._infos.pop
-            for key in keys:
-                pop(key, None)
+            # ``pop(key, None)`` of each, as one C-level pass
+            deque(map(self._infos.pop, keys, repeat(None)), maxlen=0)
         else:
             for pi in run.rest[:count - 1]:
                 self.done(pi.key)
@@ -536,6 +552,16 @@ class SchedulingQueue:
 
     def pending(self, where: str | None = None) -> list[QueuedPodInfo]:
         return [pi for pi in self.infos.values() if where is None or pi.where == where]
+
+
+def _refuse_queued(keys: list, infos: dict) -> None:
+    """KeyError naming the first of ``keys`` already in ``infos`` or seen
+    before in ``keys``."""
+    seen: set = set()
+    for k in keys:
+        if k in infos or k in seen:
+            raise KeyError(f"Pod {k}: already in the scheduling queue")
+        seen.add(k)
 
 
 class InfoView(Mapping):

@@ -4,7 +4,8 @@ together, and the runs the queue hands out of it.
 ``add_many`` puts pods that all go to activeQ into a ``QueueLane``: the pods
 as columns (``records.pod_columns.PodColumns``: a class id, key, creation
 time and object per pod, a record built only when one is asked for) and
-their sort keys, in activeQ order, position ``i`` being the activeQ entry
+their sort keys (a list, or ``ColumnKeys`` when the QueueSort plugin gives
+them as columns), in activeQ order, position ``i`` being the activeQ entry
 ``(sort_keys[i], seq0 + i, keys[i])``.  Such a pod
 has no ``QueuedPodInfo`` until something looks at it alone (a single pop,
 an update, a delete, a read of ``SchedulingQueue.infos``); the queue's
@@ -29,6 +30,42 @@ from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, bui
 from tensorsched.framework.records.records import PodRecord
 
 
+class ColumnKeys:
+    """A lane's sort keys kept as columns (the QueueSort plugin's
+    ``sort_columns``: equal-length int64 arrays): ``[i]`` is pod i's key,
+    the tuple of the columns' i-th values as Python ints (what the
+    plugin's ``sort_key`` gives), made when asked (a lane's keys are read
+    at a few positions: its head, binary searches)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: tuple):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return int(self.columns[0].shape[0])
+
+    def __getitem__(self, i: int) -> tuple:
+        return tuple([int(c[i]) for c in self.columns])
+
+
+def columns_in_order(columns: tuple) -> bool:
+    """The rows of ``columns`` (equal-length arrays) are in ascending
+    lexicographic order (ties allowed)."""
+    le = None
+    for c in reversed(columns):
+        a, b = c[:-1], c[1:]
+        le = (a <= b) if le is None else (a < b) | ((a == b) & le)
+    return le is None or bool(le.all())
+
+
+def column_order(columns: tuple) -> np.ndarray:
+    """The stable ascending lexicographic order of ``columns``' rows ([n]
+    int64 positions; equal rows keep their order)."""
+    n = columns[0].shape[0]
+    return np.lexsort((np.arange(n),) + tuple(reversed(columns)))
+
+
 class QueueLane:
     """Pods added together, in activeQ order (module doc).  ``pos``: the
     first position not taken yet; ``now``: when they were added."""
@@ -36,7 +73,7 @@ class QueueLane:
     __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index", "_columns",
                  "_detached")
 
-    def __init__(self, pods: PodColumns, sort_keys: list, seq0: int, now: float):
+    def __init__(self, pods: PodColumns, sort_keys, seq0: int, now: float):
         self.pods = pods
         self.keys = pods.keys
         self.sort_keys = sort_keys

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import time
 from itertools import repeat
-from operator import attrgetter
 
 from tensorsched.framework.runtime.blocks import MAX_BLOCK, place_block, queue_block_setup
 from tensorsched.framework.runtime.clock import Clock
@@ -66,9 +65,6 @@ from .profiles import Profiles
 from .queue import UNSCHEDULABLE, SchedulingQueue
 from .run_keys import RunKeys
 from .schedule_one import SchedulingCycle
-
-_name_of = attrgetter("name")
-
 
 _MIN_BLOCK = 64                 # heads a block pops at least
 _MAX_BLOCK_BACKOFF = 64         # heads on their own after blocks that placed nothing
@@ -313,8 +309,7 @@ class CompiledRuns:
         pods' keys."""
         state, now = self.state, self.clock.now()
         binding = self.binding
-        nodes = state.nodes
-        names = list(map(_name_of, map(nodes.__getitem__, rows.tolist())))
+        names = state.node_names[rows].tolist()
         keys = run.keys[:placed]
         self.queue.done_run(run, placed)
         events = self.events

@@ -60,7 +60,7 @@ from .binding import BindingCycle
 from .cluster import Cluster, pod_columns_from
 from .counters import CycleCounters
 from .event_handlers import EventHandlers
-from .events import BOUND, EVENTS, OUTCOME_EVENTS, Binding, EventBus, Outcomes
+from .events import BOUND, EVENTS, OUTCOME_EVENTS, Binding, BindingList, EventBus, Outcomes
 from .failure_memory import FailureMemory
 from .metrics import MetricsRecorder
 from .nominator import Nominator
@@ -459,18 +459,20 @@ class Scheduler:
         return 2.0 * (self._max_in_unschedulable + self._max_backoff
                       + self.binding.longest_permit_wait)
 
-    def schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
+    def schedule_pending(self, pods) -> tuple[BindingList, list[dict]]:
         """Add ``pods`` (Pod dicts or PodRecords) to the scheduling queue and run until idle on the
         clock (what ``tensorsched schedule`` does).  Returns the final
         Binding of each pod, in the order those final outcomes happened
         (pods never attempted, e.g. gated ones, last, with their PreEnqueue
         message; pods of another scheduler, left alone, with ``ignored``),
         and the preemptions in the order they happened:
-        ``{"preemptor", "nominated_node", "victims"}``."""
+        ``{"preemptor", "nominated_node", "victims"}``.  The Bindings come
+        as an ``events.BindingList`` (a list in all but its type): those of
+        pods that compiled runs bound are built when first read."""
         with few_collections():
             return self._schedule_pending(pods)
 
-    def _schedule_pending(self, pods) -> tuple[list[Binding], list[dict]]:
+    def _schedule_pending(self, pods) -> tuple[BindingList, list[dict]]:
         if not isinstance(pods, PodColumns):
             pods = Arguments("schedule_pending").sequence(
                 "pods", pods, items="Pod dicts or PodRecords (or a PodColumns)")
@@ -501,6 +503,24 @@ class Scheduler:
             binding.bound_log = outer
             for unsubscribe in unsubscribes:
                 unsubscribe()
+        infos = self.queue.infos
+        ignored = self.handlers.ignored
+        keys = pods.keys
+        # the usual end: every pod has an outcome (a C-level check first)
+        left = (() if all(map(last.__contains__, keys))
+                else list(pods.take([i for i, k in enumerate(keys) if k not in last])))
+        tail = []
+        for pod in self.queue_order(left):
+            if pod.key in ignored:
+                tail.append(Binding(pod.key, None, ignored[pod.key], ignored=True))
+                continue
+            pi = infos.get(pod.key)
+            tail.append(Binding(pod.key, None, (pi.gated_message if pi is not None else "")
+                                or "not attempted"))
+        if set(map(type, last.values())) <= {str}:
+            # every outcome a pod bound by a compiled run, without a
+            # nomination (a C-level check): ``last`` becomes the list's own
+            return BindingList.of_nodes(last, tail), preemptions
         out = []
         append = out.append
         outcomes = self.outcomes
@@ -512,19 +532,7 @@ class Scheduler:
                 b = raw(outcomes, key)          # carries the nomination and victims
                 append(Binding(key, b) if type(b) is str else b)
             else:
-                out.append(Binding(key, None, e["message"], e.get("nominated_node"),
-                                   list(e.get("victims") or ())))
-        infos = self.queue.infos
-        ignored = self.handlers.ignored
-        keys = pods.keys
-        # the usual end: every pod has an outcome (a C-level check first)
-        left = (() if last.keys() >= set(keys)
-                else list(pods.take([i for i, k in enumerate(keys) if k not in last])))
-        for pod in self.queue_order(left):
-            if pod.key in ignored:
-                out.append(Binding(pod.key, None, ignored[pod.key], ignored=True))
-                continue
-            pi = infos.get(pod.key)
-            out.append(Binding(pod.key, None, (pi.gated_message if pi is not None else "")
-                               or "not attempted"))
-        return out, preemptions
+                append(Binding(key, None, e["message"], e.get("nominated_node"),
+                               list(e.get("victims") or ())))
+        out.extend(tail)
+        return BindingList.holding(out), preemptions

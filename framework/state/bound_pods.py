@@ -255,11 +255,13 @@ class BoundPods(Mapping):
             refs[cid] += n
         self.class_id[slots] = ours[inverse]
         self.creation_ns[slots] = cols.creation_ns
-        sl = slots.tolist()
-        first = sl[0]
-        if sl[-1] - first == k - 1:                 # a contiguous run of slots
+        first, last = int(slots[0]), int(slots[-1])
+        if last - first == k - 1 and (k == 1 or bool((np.diff(slots) == 1).all())):
+            # a contiguous run of slots (fresh ones, or freed in order)
+            sl = range(first, first + k)
             self.manifests[first:first + k] = cols.manifests
         else:
+            sl = slots.tolist()
             mf = self.manifests
             for s, obj in zip(sl, cols.manifests):
                 mf[s] = obj

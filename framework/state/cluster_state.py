@@ -154,6 +154,9 @@ class ClusterState:
         self.row_version = np.zeros(cap, np.int64)
         del r
         self.nodes: list[NodeRecord | None] = [None] * cap
+        # each row's node name ([cap] object; None on a free row): a run's
+        # rows read as names in one gather
+        self.node_names = np.full(cap, None, dtype=object)
         self.node_rows: dict[str, int] = {}
         self.free_rows: list[int] = []
         self.n_rows = 0                                   # high-water mark
@@ -255,6 +258,7 @@ class ClusterState:
                      "port_bits", "row_version"):
             setattr(self, name, _grow(getattr(self, name), rows=new))
         self.label_vals = _grow(self.label_vals, rows=new, fill=-1)
+        self.node_names = _grow(self.node_names, rows=new, fill=None)
         self.nodes.extend([None] * (new - cap))
         self.port_counts.extend(dict() for _ in range(new - cap))
         self.pods_on_node.extend({} for _ in range(new - cap))
@@ -322,6 +326,7 @@ class ClusterState:
         self.n_rows = max(self.n_rows, row + 1)
         self.node_rows[node.name] = row
         self.nodes[row] = node
+        self.node_names[row] = node.name
         self.epoch += 1
         self._touch(row)
         return row
@@ -361,6 +366,7 @@ class ClusterState:
         self.port_bits[row] = 0
         self.port_counts[row] = {}
         self.nodes[row] = None
+        self.node_names[row] = None
         del self.node_rows[name]
         self.free_rows.append(row)
         self.epoch += 1
@@ -456,7 +462,11 @@ class ClusterState:
                 np.maximum(req, self.requested[rows], out=req)
                 np.maximum(nz, self.nonzero_requested[rows], out=nz)
             elif len(rows):
-                if len(rows) > 1024:
+                if len(rows) * 4 >= self.n_rows > 1024:
+                    # a run over most rows: every row read once, in order
+                    # (the exact maxima, still a bound of the touched ones)
+                    rows = slice(0, self.n_rows)
+                elif len(rows) > 1024:
                     # a run puts many pods on each row: read each row once
                     # (a gather of every pod's row copies [k, R] values)
                     touched = np.zeros(max(self.n_rows, int(rows.max()) + 1), np.bool_)

@@ -408,7 +408,13 @@ class NumbaBackend:
         if count == 0:
             pass                        # the classes placed the whole run
         elif num_to_find >= m and not dense:
-            self._select_top(c, n, rows, start, active, norm, weights)
+            if with_rules:
+                # the run first ranks every row by its reasons with the rule
+                # bits, rebuilding the tree: the built-in one is not needed
+                c.top_params = (active.copy(), norm.copy(), weights.copy(), active, norm,
+                                weights)
+            else:
+                self._select_top(c, n, rows, start, active, norm, weights)
             limit = max(64, n // 2) if with_rules else 1
             dirty = np.zeros(limit, np.int64)
             placed, feasible = whole(

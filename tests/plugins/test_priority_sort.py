@@ -10,6 +10,7 @@ from support.builders import case, node, one_plugin_config, pod
 
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.plugins import priority_sort
+from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
@@ -90,6 +91,15 @@ def test_priority_class_is_resolved():
     ordered = Scheduler(cluster).queue_order([cluster.resolve(p) for p in pods])
     assert [p.name for p in ordered] == ["late", "mid", "low"]
     assert ordered[0].priority == 500
+
+
+def test_sort_columns_are_the_sort_keys():
+    recs = [parse_pod(pod(f"p{i}", priority=p, created=c))
+            for i, (p, c) in enumerate([(5, 3), (None, 1), (-2, 9), (5, 0)])]
+    plugin = priority_sort.PrioritySort()
+    cols = plugin.sort_columns(PodColumns.from_records(recs))
+    assert list(zip(*(c.tolist() for c in cols))) == [plugin.sort_key(r) for r in recs]
+    assert plugin.sort_columns(recs) is None
 
 
 def test_queue_sort_is_required():

@@ -190,11 +190,13 @@ def test_add_many_interleaves_with_the_heap_and_refuses_duplicates_whole(gate_fr
                 enumerate([(0, 1), (5, 2), (0, 0), (9, 7)])])
     q.add(_p("h2", 5, 2))
     q.add_many([_p("n0", 5, 1)])
+    before = (q.changes(), q.counts())
     with pytest.raises(KeyError, match="h1"):
         q.add_many([_p("x", 0, 0), _p("h1", 0, 0)])
     with pytest.raises(KeyError, match="y"):
         q.add_many([_p("y", 0, 0), _p("y", 0, 0)])
     assert "default/x" not in q and "default/y" not in q
+    assert (q.changes(), q.counts()) == before
     order = []
     while (pi := q.pop()) is not None:
         order.append(pi.pod.name)

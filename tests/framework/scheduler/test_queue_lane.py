@@ -1,15 +1,26 @@
-"""queue_lane: a lane's positions as activeQ entries, and a QueueRun's pods,
-keys and initial timestamps in order for both of its forms."""
+"""queue_lane: a lane's positions as activeQ entries, sort keys kept as
+columns (read, order check and stable order as Python's tuples give), and a
+QueueRun's pods, keys and initial timestamps in order for both of its
+forms."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.records.pod_columns import PodColumns
-from tensorsched.framework.scheduler.queue_lane import QueueLane, QueueRun
+from tensorsched.framework.scheduler.queue_lane import (
+    ColumnKeys,
+    QueueLane,
+    QueueRun,
+    column_order,
+    columns_in_order,
+)
 from tensorsched.generators.clusters import pod_dict
 
 
@@ -19,6 +30,27 @@ def _records(names):
 
 def _info(rec, ts):
     return SimpleNamespace(pod=rec, key=rec.key, initial_timestamp=ts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 3), st.integers(-2**62, 2**62)),
+                min_size=1, max_size=12), st.integers(1, 3))
+def test_column_keys_order_as_tuples(rows, width):
+    keys = [r[:width] for r in rows]
+    columns = tuple(np.array([k[c] for k in keys], np.int64) for c in range(width))
+    got = ColumnKeys(columns)
+    assert len(got) == len(keys) and [got[i] for i in range(len(keys))] == keys
+    assert all(type(v) is int for v in got[0])
+    assert columns_in_order(columns) == (sorted(keys) == keys)
+    assert column_order(columns).tolist() == sorted(range(len(keys)), key=keys.__getitem__)
+
+
+def test_lane_with_column_keys_reads_entries_from_the_columns():
+    recs = _records(["a", "b", "c"])
+    keys = ColumnKeys((np.array([-1, 0, 0], np.int64), np.array([7, 5, 6], np.int64)))
+    lane = QueueLane(PodColumns.from_records(recs), keys, 10, 42.0)
+    assert lane.entry(1) == ((0, 5), 11, recs[1].key)
+    assert lane.stretch_end(0, 3, ((0, 5), 20)) == 2      # (0, 6) comes after (0, 5)
 
 
 def test_lane_entries_and_index():

@@ -500,3 +500,24 @@ def test_cuda_runs_with_pod_to_pod_plugins_place_as_one_by_one(case):
     device = _play(nodes, batches, events, seed, "cuda", batch=True)
     assert device[0] == one_by_one[0]
     assert np.array_equal(device[1], one_by_one[1]) and device[2] == one_by_one[2]
+
+
+def test_run_outcomes_read_as_the_one_by_one_list():
+    """Every pod bound by runs: schedule_pending's BindingList (built when
+    read) equals batch off's, gated and ignored pods last in both."""
+    nodes = [node_dict(f"n{i}", cpu="2") for i in range(3)]
+    pods = [pod_dict(f"p{i}", cpu="300m", created=i) for i in range(15)]
+    pods.append(pod_dict("gated", created=20, spec={"schedulingGates": [{"name": "x"}]}))
+    pods.append(pod_dict("other", created=21, spec={"schedulerName": "elsewhere"}))
+    got = {}
+    for batch in (True, False):
+        sched = Scheduler(build_cluster(nodes, ALL_NODES), "numba", 3, batch=batch)
+        got[batch] = sched.schedule_pending(pods)[0]
+        assert bool(sched.run_lengths) == batch
+    on, off = got[True], got[False]
+    assert len(on) == len(off) == 17
+    assert on == off and list(on) == list(off)
+    assert [b.to_dict() for b in on[-2:]] == [
+        {"pod": "default/gated", "node": None, "message": off[-2].message},
+        {"pod": "default/other", "node": None, "message": off[-1].message, "ignored": True}]
+    assert all(b.node for b in on[:15])

@@ -97,6 +97,22 @@ def test_table_behaves_as_a_dict_of_rows(seq):
     assert table._top == len(table) + len(table._free)
 
 
+def test_freed_slots_out_of_order_keep_each_pods_own_columns():
+    """Slots reused in the order they were freed (2, 4, 3) then a fresh one
+    (5): their span is as long as the pods, but they are not in order, so
+    each pod's manifest and row go to its own slot."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    table.add_many([pod(f"p{i}") for i in range(5)], np.arange(5, dtype=np.int64), sid)
+    for k in ("default/p3", "default/p4", "default/p2"):
+        table.pop(k)
+    recs = [pod(f"q{i}") for i in range(4)]
+    slots = table.add_many(recs, np.array([10, 11, 12, 13], np.int64), sid)
+    assert sorted(slots.tolist()) == [2, 3, 4, 5] and slots.tolist() != [2, 3, 4, 5]
+    for i, r in enumerate(recs):
+        assert table[r.key].record.obj is r.obj and table.row_of(r.key) == 10 + i
+
+
 def test_copy_is_independent():
     table = BoundPods()
     sid = _shape_ids(table)[0]

@@ -230,6 +230,21 @@ def test_remove_node_removes_its_pods_and_clears_the_row():
     assert cols.valid.tolist() == [False, True]
 
 
+def test_node_names_follow_rows_through_growth_removal_and_reuse():
+    s = ClusterState(node_capacity=2)
+    for i in range(5):                      # past the capacity: the rows grow
+        s.add_node(node(f"n{i}"))
+    s.remove_node("n1")
+    s.update_node(node("n3", cpu=9000))
+    s.add_node(node("m"))                   # takes the freed row
+    want = [s.nodes[r].name if s.nodes[r] is not None else None
+            for r in range(s.node_names.shape[0])]
+    assert s.node_names.tolist() == want
+    assert s.node_names[s.node_rows["m"]] == "m" and s.node_rows["m"] == 1
+    s.remove_node("n4")
+    assert s.node_names[4] is None
+
+
 # --------------------------------------------------------------------------
 # O(1) rows
 
@@ -888,3 +903,21 @@ def test_add_pods_counts_pods_of_one_shape_on_one_row():
         one[0].remove_pod(k)
     assert _batch_view(*at_once) == _batch_view(*one)
     assert at_once[0].requested[4, 0] == 0
+
+
+@pytest.mark.parametrize("k, spread", [(1200, 5000), (1200, 300), (3000, 5000), (10, 5000)])
+def test_run_rows_raise_the_ceilings_to_the_columns(k, spread):
+    """A compiled run adds to the requested columns itself; the rows it
+    hands over (k of them, on ``spread`` rows: a run over most rows, many
+    pods on few rows, a short run) raise the ceilings to those rows' sums."""
+    s = ClusterState(node_capacity=5000)
+    for i in range(5000):
+        s.add_node(node(f"n{i}"))
+    s.room_for(np.array([1, 1, 1], np.int64), np.array([1, 1], np.int64), 1)
+    rows = np.random.default_rng(k + spread).integers(0, spread, k)
+    np.add.at(s.requested[:, 0], rows, 7)
+    np.add.at(s.nonzero_requested[:, 1], rows, 3)
+    s._raise_ceilings(rows)
+    up_req, up_nz = s._ceilings()
+    assert (up_req >= s.requested[:s.n_rows].max(axis=0)).all()
+    assert (up_nz >= s.nonzero_requested[:s.n_rows].max(axis=0)).all()
