@@ -323,12 +323,24 @@ class InterPodAffinity(Plugin):
         arrays, not 10,000 calls)."""
         codes = self._explained_codes(ctx)
         rows = np.asarray(rows, np.int64)
-        inside = (rows >= 0) & (rows < codes.shape[0])
-        c = np.where(inside, codes[np.where(inside, rows, 0)], 0) if codes.shape[0] else \
-            np.zeros(rows.shape[0], np.int64)
-        uniq, inverse = np.unique(c, return_inverse=True)
-        return inverse.reshape(-1).astype(np.int64), [self._status_of_code(int(u))
-                                                      for u in uniq.tolist()]
+        n = codes.shape[0]
+        if not rows.shape[0]:
+            return np.zeros(0, np.int64), []
+        if n and 0 <= rows.min() and rows.max() < n:
+            c = codes[rows]
+        else:
+            inside = (rows >= 0) & (rows < n)
+            c = np.where(inside, codes[np.where(inside, rows, 0)], 0) if n else \
+                np.zeros(rows.shape[0], np.int64)
+        # codes are 0..3: the distinct ones by a count, not a sort
+        uniq = np.flatnonzero(np.bincount(c, minlength=4))
+        if uniq.shape[0] == 1:
+            ids = np.zeros(rows.shape[0], np.int64)
+        else:
+            remap = np.zeros(4, np.int64)
+            remap[uniq] = np.arange(uniq.shape[0])
+            ids = remap[c]
+        return ids, [self._status_of_code(int(u)) for u in uniq.tolist()]
 
     def explain_reasons(self, ctx, row):
         return list(self.explain_status(ctx, row).reasons)

@@ -205,6 +205,8 @@ class Framework:
         self._prefilters = [p for p in self.plugins_at("preFilter")
                             if isinstance(p, PreFilterPlugin)]
         self._fused_filters = [p for p in self.filters if isinstance(p, FusedFilter)]
+        self._post_filters = [p for p in self.plugins_at("postFilter")
+                              if isinstance(p, PostFilterPlugin)]
         self._maskers = [p for p, _b in self.user_filters if isinstance(p, NodeMaskPlugin)]
         self._scorers = [(p, w, isinstance(p, PreScorePlugin)) for p, w in self.score_refs]
         self._weight_of = {id(p): w for p, w in self.score_refs}
@@ -667,9 +669,7 @@ class Framework:
         victim table (``preemption.PodTable``).  None when the profile has
         no PostFilter."""
         outcomes = []
-        for p in self.plugins_at("postFilter"):
-            if not isinstance(p, PostFilterPlugin):
-                continue
+        for p in self._post_filters:
             out = p.post_filter(ctx, result, victims, seed=seed, attempt=attempt)
             if out.nominated_node is not None or out.status.code != Code.UNSCHEDULABLE:
                 return out
@@ -728,24 +728,33 @@ class Framework:
             return diag
         k = min(result.processed, result.rows.shape[0])
         bits = np.asarray(result.reasons[:k], np.int64)
-        rejected = np.flatnonzero(bits)
-        rows = result.rows[:k][rejected]
-        bits = bits[rejected]
-        ids = np.full(rejected.shape[0], -1, np.int64)
+        rows = result.rows[:k]
+        if np.count_nonzero(bits) != k:
+            rejected = np.flatnonzero(bits)
+            rows = rows[rejected]
+            bits = bits[rejected]
+        ids = np.full(bits.shape[0], -1, np.int64)
         table: list[Status] = []
         index: dict[Status, int] = {}
 
-        def assign(mask: np.ndarray, local_ids: np.ndarray, statuses: list) -> None:
+        def assign(mask: np.ndarray | None, local_ids: np.ndarray, statuses: list) -> None:
+            # mask None: every rejected node (one plugin explains them all)
             remap = np.empty(len(statuses), np.int64)
             for i, st in enumerate(statuses):
                 remap[i] = index.setdefault(st, len(table))
                 if remap[i] == len(table):
                     table.append(st)
-            ids[mask] = remap[local_ids]
+            if mask is None:
+                ids[:] = remap[local_ids]
+            else:
+                ids[mask] = remap[local_ids]
 
-        left = np.ones(rejected.shape[0], np.bool_)
+        left = np.ones(bits.shape[0], np.bool_)
+        # the reason bits any rejected node carries: filters with none of
+        # them rejected no node (most of them, most of the time)
+        seen = int(np.bitwise_or.reduce(bits)) if bits.shape[0] else 0
         pre = int(L.R_PREFILTER_NAMES)
-        own = (bits & pre) != 0
+        own = (bits & pre) != 0 if seen & pre else np.zeros(bits.shape[0], np.bool_)
         pf = result.prefilter_plugin_rejects
         masks = pf.get("masks", {})
         if masks and own.any():
@@ -764,9 +773,7 @@ class Framework:
                         plugins[0] if plugins else "")
             assign(own, np.zeros(int(own.sum()), np.int64), [st])
             left &= ~own
-        # the reason bits any rejected node carries: filters with none of
-        # them rejected no node (most of them, most of the time)
-        seen = int(np.bitwise_or.reduce(bits)) if bits.shape[0] else 0
+        whole = not own.any()           # no node explained yet
         for p in self.filters:
             pm = masks.get(p.name)
             if pm is not None:
@@ -774,15 +781,24 @@ class Framework:
                 if mask.any():
                     assign(mask, *self._explain_many(p, ctx, rows[mask], bits[mask]))
                     left &= ~mask
+                    whole = False
                 continue
             rb = getattr(p, "reason_bits", 0)
             if not (rb & seen):
                 continue
-            mask = left & ((bits & rb) != 0)
+            mine = (bits & rb) != 0
+            if whole and mine.all():
+                # the usual failure: one plugin rejected every node (no
+                # copies of the rows, no masks)
+                assign(None, *self._explain_many(p, ctx, rows, bits & rb))
+                left[:] = False
+                break
+            mask = left & mine
             if not mask.any():
                 continue
             assign(mask, *self._explain_many(p, ctx, rows[mask], bits[mask] & rb))
             left &= ~mask
+            whole = False
         if left.any():
             assign(left, np.zeros(int(left.sum()), np.int64),
                    [Status(Code.ERROR, ("unexplained rejection",), "")])

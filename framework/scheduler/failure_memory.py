@@ -91,6 +91,9 @@ class FailureMemory:
         self._failures: dict[int, RememberedFailure] = {}
         self._ids: dict[tuple, int] = {}
         self.hits = 0           # failures answered from memory
+        # (pod class, framework) -> key of the last asked (``recall_pod``)
+        self._last_class = self._last_fw = None
+        self._last_key: int | None = None
 
     def key(self, fw, pod: PodRecord) -> int | None:
         """The pod's key under profile ``fw``, or None when its failures
@@ -118,26 +121,55 @@ class FailureMemory:
         """(key, stamp, failure) of ``pod`` in one call (a cycle's first
         question, asked per pod): ``key`` as ``key`` gives it (None: not
         remembered, and then no stamp), the ``failure_stamp`` of ``state``
-        and ``nominator``, and the failure ``recall`` gives (or None)."""
+        and ``nominator``, and the failure ``recall`` gives (or None).
+
+        The key of the last pod class asked is kept beside the memo (alike
+        pods come one after another: no memo key hashed per pod), and an
+        unmoved stamp is the remembered one (no tuple made per pod)."""
         if not fw.failures_repeat:
-            return None, None, None
-        got = pod.memo.get((self._name, fw), _NONE)
-        if got is _NONE or got is None:
-            got = self.key(fw, pod)
-            if got is None:
-                return None, None, None
+            return _NOTHING
+        if pod.pod_class is self._last_class and fw is self._last_fw:
+            got = self._last_key
         else:
-            obj = pod.obj       # nominated_node_name, inline
-            status = obj.get("status") if obj else None
-            if status and status.get("nominatedNodeName"):
-                return None, None, None
-        stamp = (state.version, nominator.version)
-        if stamp != self._stamp:
-            return got, stamp, None
+            got = pod.memo.get((self._name, fw), _NONE)
+            if got is _NONE or got is None:
+                got = self.key(fw, pod)
+                if got is None:
+                    return _NOTHING
+            # a class's key is its memo's, whatever pod of it asks
+            self._last_class, self._last_fw, self._last_key = pod.pod_class, fw, got
+        obj = pod.obj       # nominated_node_name, inline
+        status = obj.get("status") if obj else None
+        if status and status.get("nominatedNodeName"):
+            return _NOTHING
+        stamp = self._stamp
+        if stamp is None or stamp[0] != state.version or stamp[1] != nominator.version:
+            return got, (state.version, nominator.version), None
         failure = self._failures.get(got)
         if failure is None or (failure.start_index >= 0 and failure.start_index != start_index):
             return got, stamp, None
         return got, stamp, failure
+
+    def recall_alike(self, pod: PodRecord, state, nominator,
+                     start_index: int) -> RememberedFailure | None:
+        """The failure ``recall_pod`` gives ``pod`` when it is of the pod
+        class ``recall_pod`` was last asked about, under the same profile
+        (a class has one schedulerName); None otherwise, or when nothing
+        is remembered for it (then ask ``recall_pod``).  The question a
+        stretch of alike pods asks per pod: no profile, memo or key."""
+        if pod.pod_class is not self._last_class:
+            return None
+        stamp = self._stamp
+        if stamp is None or stamp[0] != state.version or stamp[1] != nominator.version:
+            return None
+        failure = self._failures.get(self._last_key)
+        if failure is None or (failure.start_index >= 0 and failure.start_index != start_index):
+            return None
+        obj = pod.obj       # nominated_node_name, inline
+        status = obj.get("status") if obj else None
+        if status and status.get("nominatedNodeName"):
+            return None
+        return failure
 
     def recall(self, key: int, stamp: tuple, start_index: int) -> RememberedFailure | None:
         """The failure remembered for ``key`` under ``stamp`` (for a cycle
@@ -166,4 +198,5 @@ class FailureMemory:
 
 
 _NONE = object()
+_NOTHING = (None, None, None)
 _MEMORIES = itertools.count()

@@ -225,6 +225,14 @@ class SchedulingCycle:
         """One cycle for ``pod`` (``pi``: its queue entry, None when the
         caller owns the pod)."""
         t0 = time.perf_counter()
+        memory = self.failure_memory
+        if memory is not None and pi is not None and not self.nominator.node_of:
+            # a pod alike the last one asked about fails again without a
+            # profile lookup (the failure memory keeps that class's key)
+            got = memory.recall_alike(pod, self.state, self.nominator,
+                                      self.counters.next_start_index)
+            if got is not None:
+                return self.fail_again(pod, pi, got, t0)
         fw = self.profiles.of(pod)
         state = self.state
         metrics = self.metrics
@@ -238,7 +246,6 @@ class SchedulingCycle:
                         metrics.result("unschedulable")
                         self.events.emit("FailedScheduling", pod.key, None, msg)
                         return Binding(pod.key, None, msg)
-        memory = self.failure_memory
         fkey = None
         if memory is not None and not self.nominator.node_of:     # no pod nominated
             fkey, stamp, got = memory.recall_pod(fw, pod, state, self.nominator,

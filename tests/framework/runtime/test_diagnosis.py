@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from support import strategies as ST
+from support.builders import node, pod
 from support.golden import golden_profile_to_config
 
 from tensorsched.framework.errors import ConfigError
@@ -92,6 +93,50 @@ def test_gpu_share_fit_explains_arrays_as_per_node():
     cluster = build_cluster(nodes + bound, openb_config("BestFit"))
     for pod in (gpu_pod("p", 1000, 3, "V100"), gpu_pod("q", 700, 1), gpu_pod("r", 300, 1, "T4")):
         _check(cluster, pod)
+
+
+ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
+
+
+def _term(labels: dict, key: str) -> dict:
+    return {"labelSelector": {"matchLabels": labels}, "topologyKey": key}
+
+
+def _zoned(i: int, zone: str, cpu: str = "4") -> dict:
+    return node(f"n{i}", cpu=cpu, labels={ZONE: zone, HOST: f"n{i}"})
+
+
+def test_inter_pod_affinity_codes_mixed_with_another_filter():
+    """InterPodAffinity's three reasons on different nodes (its codes
+    counted, not sorted) beside NodeResourcesFit's: as per node."""
+    nodes = [_zoned(0, "z0"), _zoned(1, "z0"), _zoned(2, "z0", cpu="1"),
+             _zoned(3, "z1"), _zoned(4, "z2"), _zoned(5, "z1")]
+    bound = [pod("a", on="n0", labels={"app": "a"}),
+             pod("x", on="n1", labels={"app": "x"}, spec={"affinity": {"podAntiAffinity": {
+                 "requiredDuringSchedulingIgnoredDuringExecution": [
+                     _term({"app": "p"}, HOST)]}}})]
+    cluster = build_cluster(nodes + bound)
+    incoming = pod("p", cpu="2", labels={"app": "p"}, spec={"affinity": {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term({"app": "a"}, ZONE)]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term({"app": "a"}, HOST)]}}})
+    _check(cluster, incoming)
+    for backend in ("numpy", "numba"):
+        _check(cluster, incoming, backend)
+
+
+def test_one_plugin_rejecting_every_node():
+    """The usual failure (every node rejected by one plugin's one reason)
+    reads as per node, through each backend."""
+    nodes = [_zoned(i, f"z{i % 2}") for i in range(8)]
+    bound = [pod(f"b{i}", on=f"n{i}", labels={"app": "w"}) for i in range(8)]
+    cluster = build_cluster(nodes + bound)
+    anti = pod("w", labels={"app": "w"}, spec={"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [_term({"app": "w"}, HOST)]}}})
+    for backend in ("numpy", "numba"):
+        _check(cluster, anti, backend)
+    _check(cluster, pod("big", cpu="64"))
 
 
 def test_empty_statuses_read_as_an_empty_mapping():

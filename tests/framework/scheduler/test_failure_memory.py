@@ -403,3 +403,37 @@ def test_recall_pod_is_key_stamp_and_recall_in_one():
     state.version += 1                              # the cluster changed
     assert both(big, 0)[2] is None
     assert both(big, 0, fw=SimpleNamespace(failures_repeat=False)) == (None, None, None)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.booleans()),
+                min_size=1, max_size=25))
+def test_recall_pod_and_alike_over_mixed_pods_equal_key_then_recall(steps):
+    """Pods of several classes (some nominated) asked in any order, with
+    failures remembered and the cluster changing between: ``recall_pod``'s
+    kept class key answers as ``key`` and ``recall`` do, and
+    ``recall_alike`` gives the same failure or None."""
+    cluster = build_cluster([node_dict("n0", cpu="1")])
+    profiles = Profiles(cluster, "numba", SimpleNamespace())
+    state, nominator, memory = cluster.state, Nominator(), FailureMemory()
+    sizes = ["8", "16", "32"]
+    pods = [parse_pod(pod_dict(f"p{i}", cpu=sizes[i % 3])) for i in range(3)]
+    pods += [parse_pod({**pod_dict(f"n{i}", cpu=sizes[i]),
+                        "status": {"nominatedNodeName": "n0"}}) for i in range(3)]
+    fw = profiles.of(pods[0])
+    for which, start, change in steps:
+        pod = pods[which]
+        key = memory.key(fw, pod)
+        stamp = failure_stamp(state, nominator)
+        want = (key, stamp if key is not None else None,
+                memory.recall(key, stamp, start) if key is not None else None)
+        alike = memory.recall_alike(pod, state, nominator, start)
+        assert alike is None or alike is want[2]
+        assert memory.recall_pod(fw, pod, state, nominator, start) == want
+        if key is not None and want[2] is None:
+            memory.remember(key, stamp, RememberedFailure(pod.key, frozenset(), 0, start))
+        # the pod just asked is of the class kept: answered without its key
+        assert memory.recall_alike(pod, state, nominator, start) is (
+            memory.recall_pod(fw, pod, state, nominator, start)[2])
+        if change:
+            state.version += 1
