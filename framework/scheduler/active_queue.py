@@ -36,7 +36,7 @@ class ActiveQueue:
     def head(self) -> tuple:
         """The smallest live entry (dead ones are dropped on the way) and
         the lane block it heads (None: the heap); (None, None) when empty."""
-        h = self.heap_head()
+        h = self.heap_head() if self.heap else None
         e, b = self._lane_head() if self.lane else (None, None)
         if e is not None and (h is None or e < h):
             return e, b
@@ -80,7 +80,10 @@ class ActiveQueue:
         best = best_b = None
         lane = self.lane
         infos, token = self._infos, self._token
-        for b in list(lane):
+        spent = False
+        # the lane itself, not a copy of it per pop: spent blocks are
+        # dropped after the walk
+        for b in lane:
             keys = b.keys
             i, n, seq0 = b.pos, len(keys), b.seq0
             while i < n:            # ``_live``, inline: asked per pop
@@ -90,9 +93,11 @@ class ActiveQueue:
                 i += 1
             b.pos = i
             if i == n:
-                lane.remove(b)
+                spent = True
                 continue
             e = b.entry(i)
             if best is None or e < best:
                 best, best_b = e, b
+        if spent:
+            lane[:] = [b for b in lane if b.pos < len(b.keys)]
         return best, best_b

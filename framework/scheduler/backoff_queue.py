@@ -21,6 +21,9 @@ class BackoffQueue:
         self.maximum = float(maximum)       # seconds
         self._token = token
         self._heap: list = []
+        # the first entry's expiry (inf: none), kept as the heap changes:
+        # the flush before every pop reads it instead of calling ``due``
+        self.earliest = _NONE_DUE
 
     def duration(self, pi) -> float:
         """Seconds of backoff after ``pi.attempts`` attempts."""
@@ -40,7 +43,9 @@ class BackoffQueue:
 
     def push(self, pi, seq: int) -> None:
         """``pi`` enters backoffQ as entry ``seq`` (the caller made it live)."""
-        heapq.heappush(self._heap, (self.expiry(pi), seq, pi.key))
+        heap = self._heap
+        heapq.heappush(heap, (self.expiry(pi), seq, pi.key))
+        self.earliest = heap[0][0]
 
     def due(self, now: float) -> list[str]:
         """Pop the live entries whose backoff ended by ``now``: their keys,
@@ -51,6 +56,7 @@ class BackoffQueue:
             _, seq, key = heapq.heappop(heap)
             if token.get(key) == seq:
                 out.append(key)
+        self.earliest = heap[0][0] if heap else _NONE_DUE
         return out
 
     def next_expiry(self) -> float | None:
@@ -58,4 +64,8 @@ class BackoffQueue:
         heap, token = self._heap, self._token
         while heap and token.get(heap[0][2]) != heap[0][1]:
             heapq.heappop(heap)
+        self.earliest = heap[0][0] if heap else _NONE_DUE
         return heap[0][0] if heap else None
+
+
+_NONE_DUE = float("inf")

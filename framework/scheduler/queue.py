@@ -333,11 +333,16 @@ class SchedulingQueue:
     def flush(self) -> None:
         """Backoff over -> activeQ; unschedulable too long -> activeQ/backoffQ."""
         now = self.clock.now()
-        infos = self._infos
-        for key in self.backoff.due(now):
-            self._push_active(infos[key])
-        if self.unschedulable and self.max_in_unschedulable != _FOREVER:
-            for pi in self.unschedulable.stale(now, self.max_in_unschedulable):
+        if self.backoff.earliest <= now:
+            infos = self._infos
+            for key in self.backoff.due(now):
+                self._push_active(infos[key])
+        pool, limit = self.unschedulable, self.max_in_unschedulable
+        # skipped while the pool's last ``stale`` answer still holds
+        # (``calm_since``: none stale while ``now - calm_since < limit``)
+        if pool and limit != _FOREVER and (limit != pool.calm_limit
+                                           or now - pool.calm_since >= limit):
+            for pi in pool.stale(now, limit):
                 self._move(pi)
 
     def _take(self, entry: tuple, block: QueueLane | None) -> QueuedPodInfo:

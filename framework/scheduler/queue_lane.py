@@ -35,18 +35,31 @@ class ColumnKeys:
     ``sort_columns``: equal-length int64 arrays): ``[i]`` is pod i's key,
     the tuple of the columns' i-th values as Python ints (what the
     plugin's ``sort_key`` gives), made when asked (a lane's keys are read
-    at a few positions: its head, binary searches)."""
+    at a few positions: its head, binary searches).  A lane popped pod by
+    pod reads every key: after ``ROWS_AFTER`` reads the keys are made all
+    at once (a Python tuple per row, a list index per read)."""
 
-    __slots__ = ("columns",)
+    __slots__ = ("columns", "_rows", "_reads")
+
+    ROWS_AFTER = 64
 
     def __init__(self, columns: tuple):
         self.columns = columns
+        self._rows: list | None = None
+        self._reads = 0
 
     def __len__(self) -> int:
         return int(self.columns[0].shape[0])
 
     def __getitem__(self, i: int) -> tuple:
-        return tuple([int(c[i]) for c in self.columns])
+        rows = self._rows
+        if rows is not None:
+            return rows[i]
+        self._reads += 1
+        if self._reads <= self.ROWS_AFTER:
+            return tuple([int(c[i]) for c in self.columns])
+        rows = self._rows = list(zip(*[c.tolist() for c in self.columns]))
+        return rows[i]
 
 
 def columns_in_order(columns: tuple) -> bool:

@@ -31,17 +31,26 @@ class UnschedulablePool(dict):
         self._order = 0
         self._ordered = True            # non-gated pods in timestamp order
         self._last = float("-inf")      # the latest non-gated pod's timestamp
+        # While ``_ordered``: the timestamp of the first non-gated pod the
+        # last ``stale`` stopped at, and that call's limit (-inf: unknown).
+        # No pod is stale at ``now`` while ``now - calm_since < calm_limit``:
+        # later pods entered no earlier, and a pod leaving or turning gated
+        # only makes the answer truer.
+        self.calm_since = float("-inf")
+        self.calm_limit = 0.0
 
     def __setitem__(self, key: str, pi) -> None:
         if key in self:
             _set(self, key, pi)         # keeps its place, as dict does
             if not pi.gated:
                 self._ordered = False
+                self.calm_since = float("-inf")
             return
         _set(self, key, pi)
         if not pi.gated:
             if pi.timestamp < self._last:
                 self._ordered = False
+                self.calm_since = float("-inf")
             else:
                 self._last = pi.timestamp
         self._order += 1
@@ -62,18 +71,22 @@ class UnschedulablePool(dict):
         got = _pop(self, key, *default)
         if not self:
             self._ordered, self._last = True, float("-inf")
+            self.calm_since = float("-inf")
         return got
 
     def stale(self, now: float, limit: float) -> list:
         """The non-gated pods that have waited ``limit`` seconds or more at
         ``now``, in arrival order."""
         out = []
+        self.calm_since = float("-inf")
         for pi in self.values():
             if pi.gated:
                 continue
             if now - pi.timestamp >= limit:
                 out.append(pi)
             elif self._ordered:
+                if not out:     # none stale before it: a calm stretch
+                    self.calm_since, self.calm_limit = pi.timestamp, limit
                 break           # the later ones entered later still
         return out
 

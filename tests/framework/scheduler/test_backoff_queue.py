@@ -45,3 +45,22 @@ def test_due_in_expiry_order_and_dead_entries_skipped():
     assert bq.next_expiry() == 4.0
     assert bq.due(10.0) == ["late"]
     assert bq.next_expiry() is None
+
+
+def test_earliest_follows_the_first_entry():
+    """``earliest``: the first entry's expiry (inf when empty), through
+    pushes, ``due`` and ``next_expiry`` dropping dead entries."""
+    token: dict = {}
+    bq = BackoffQueue(SimulatedClock(), token, 1.0, 8.0)
+    assert bq.earliest == float("inf")
+    a = SimpleNamespace(key="a", timestamp=0.0, attempts=3)     # 4 s
+    b = SimpleNamespace(key="b", timestamp=0.0, attempts=1)     # 1 s
+    token["a"], token["b"] = 1, 2
+    bq.push(a, 1)
+    assert bq.earliest == 4.0
+    bq.push(b, 2)
+    assert bq.earliest == 1.0
+    assert bq.due(0.5) == [] and bq.earliest == 1.0
+    assert bq.due(1.0) == ["b"] and bq.earliest == 4.0
+    del token["a"]                                              # a's entry dies
+    assert bq.next_expiry() is None and bq.earliest == float("inf")

@@ -371,3 +371,64 @@ def test_pop_run_uses_the_run_key_given_at_construction():
     assert [k.split("/")[1] for k in run.keys] == ["p0", "p1", "p2"] and asked
     assert q.pop_run(None, 10).keys == ["default/p3", "default/p4"]
     assert _q().run_key(_p("x")) is None          # none given: every pod on its own
+
+
+_FLUSH_OPS = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 2)),
+    st.tuples(st.just("pop")),
+    st.tuples(st.just("fail"), st.sampled_from(["X", "Y", "error"])),
+    st.tuples(st.just("advance"), st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0, 5.0, 7.25])),
+    st.tuples(st.just("move"))), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_FLUSH_OPS)
+@example([("add", 0), ("add", 0), ("pop",), ("fail", "X"), ("advance", 1.0), ("pop",),
+          ("fail", "X"), ("pop",), ("advance", 4.0), ("pop",), ("advance", 1.0), ("pop",)])
+@example([("add", 0), ("pop",), ("fail", "error"), ("advance", 0.5), ("pop",),
+          ("advance", 0.5), ("pop",), ("fail", "error"), ("advance", 1.0), ("pop",),
+          ("advance", 1.0), ("pop",)])
+def test_flush_skipped_while_nothing_is_due_equals_a_full_flush(ops):
+    """The flush before every pop skips backoffQ while its first expiry is
+    ahead and the unschedulable pods while the pool's last ``stale`` answer
+    holds (``calm_since``): the same pops, places, attempts and pool order
+    as a queue that asks ``due`` and ``stale`` every time."""
+    fast, full = (_q(max_in_unschedulable=5.0, initial_backoff=1.0, max_backoff=4.0)
+                  for _ in range(2))
+    made, flying = 0, []
+
+    def forget(q):             # the answers the skip relies on, unknown again
+        q.unschedulable.calm_since = float("-inf")
+        q.backoff.earliest = float("-inf")
+
+    def seen(q):
+        return ([(k, pi.where, pi.attempts, pi.timestamp) for k, pi in q.infos.items()],
+                list(q.unschedulable), q.counts())
+
+    for op in ops:
+        if op[0] == "add":
+            pod = _p(f"p{made}", prio=op[1])
+            made += 1
+            fast.add(pod)
+            full.add(pod)
+        elif op[0] == "pop":
+            forget(full)
+            a, b = fast.pop(), full.pop()
+            assert (a and a.key) == (b and b.key)
+            if a is not None:
+                flying.append((a, b))
+        elif op[0] == "fail" and flying:
+            a, b = flying.pop(0)
+            error = op[1] == "error"
+            fast.requeue(a, set() if error else {op[1]}, error=error)
+            full.requeue(b, set() if error else {op[1]}, error=error)
+        elif op[0] == "advance":
+            fast.clock.advance(op[1])
+            full.clock.advance(op[1])
+        elif op[0] == "move":
+            assert fast.move_all(NODE_ADD) == full.move_all(NODE_ADD)
+        assert seen(fast) == seen(full)
+    forget(full)
+    fast.flush()
+    full.flush()
+    assert seen(fast) == seen(full)

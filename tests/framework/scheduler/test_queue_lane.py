@@ -45,6 +45,22 @@ def test_column_keys_order_as_tuples(rows, width):
     assert column_order(columns).tolist() == sorted(range(len(keys)), key=keys.__getitem__)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-2**62, 2**62)), min_size=1,
+                max_size=40), st.lists(st.integers(0, 39), max_size=80))
+def test_column_keys_read_many_times_answer_as_read_once(rows, reads):
+    """Past ``ROWS_AFTER`` reads the keys come from rows made at once: the
+    same Python int tuples, at any position (negative ones too)."""
+    columns = tuple(np.array([r[c] for r in rows], np.int64) for c in range(2))
+    keys = ColumnKeys(columns)
+    n = len(rows)
+    before = [j % n for j in reads] + [-1, -n]
+    past = [0] * ColumnKeys.ROWS_AFTER + before + list(range(n))
+    for i in before + past:
+        got = keys[i]
+        assert got == rows[i] and all(type(v) is int for v in got)
+
+
 def test_lane_with_column_keys_reads_entries_from_the_columns():
     recs = _records(["a", "b", "c"])
     keys = ColumnKeys((np.array([-1, 0, 0], np.int64), np.array([7, 5, 6], np.int64)))

@@ -38,3 +38,26 @@ def test_stale_reads_the_front_and_skips_gated_pods():
     # out of timestamp order: every waiting pod is read
     pool["c"] = _pi("c", {"Fit"}, 0.5)
     assert [pi.key for pi in pool.stale(7.0, 6.0)] == ["a", "c"]
+
+
+def test_calm_since_marks_the_first_waiting_pod_until_the_order_breaks():
+    pool = UnschedulablePool()
+    pool["g"] = _pi("g", set(), 0.0, gated=True)
+    pool["a"] = _pi("a", {"Fit"}, 1.0)
+    pool["b"] = _pi("b", {"Fit"}, 5.0)
+    assert pool.calm_since == float("-inf")         # nothing asked yet
+    assert [pi.key for pi in pool.stale(10.0, 6.0)] == ["a"]
+    assert pool.calm_since == float("-inf")         # "a" still waits to be moved
+    del pool["a"]
+    assert pool.stale(10.0, 6.0) == []
+    assert (pool.calm_since, pool.calm_limit) == (5.0, 6.0)   # "b": none stale before 11
+    pool["c"] = _pi("c", {"Fit"}, 7.0)              # later: the answer holds
+    assert pool.calm_since == 5.0
+    pool["d"] = _pi("d", {"Fit"}, 4.5)              # earlier: unknown again
+    assert pool.calm_since == float("-inf")
+    assert pool.stale(10.0, 6.0) == []              # out of order: no calm stretch
+    assert pool.calm_since == float("-inf")
+    for k in ["g", "b", "c", "d"]:
+        del pool[k]
+    pool["e"] = _pi("e", {"Fit"}, 0.0)
+    assert pool.stale(3.0, 6.0) == [] and pool.calm_since == 0.0
