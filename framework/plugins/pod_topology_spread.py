@@ -399,10 +399,8 @@ class PodTopologySpread(Plugin):
             return codes
         probe = self.victim_probe(ctx.state, ctx.pod, nom)
         out = codes.copy()
-        none_taken = [0] * len(probe.parts)
-        for row in nom.by_row:
-            if 0 <= row < out.shape[0]:
-                out[row] = probe.code(probe.at(row), none_taken)
+        rows = np.array([r for r in nom.by_row if 0 <= r < out.shape[0]], np.int64)
+        out[rows] = probe.codes(rows)
         out.flags.writeable = False
         return out
 
@@ -705,6 +703,18 @@ class SpreadProbe:
                 got = extra[np.where(inside, rows, 0)]
                 base[:, j] += np.where(counted[:, j] & inside, got, 0)
         return valid, counted, base, bound, other, here
+
+    def codes(self, rows) -> np.ndarray:
+        """[M] int64: ``code(at(row), no pod taken off)`` of each of
+        ``rows`` [M] at once (over ``arrays``)."""
+        valid, counted, base, bound, other, here = self.arrays(rows)
+        out = np.zeros(rows.shape[0], np.int64)
+        for j in range(len(self.parts)):
+            undecided = out == 0
+            gmin = np.where(here[:, j], np.minimum(other[:, j], base[:, j]), other[:, j])
+            out[undecided & ~valid[:, j]] = 1
+            out[undecided & valid[:, j] & (base[:, j] - gmin > bound[:, j])] = 2
+        return out
 
     @staticmethod
     def code(parts, deltas) -> int:

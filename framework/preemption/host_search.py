@@ -249,8 +249,9 @@ class HostVictimSearch:
         # Only count-probe filters on the host (PodTopologySpread and/or
         # InterPodAffinity): the search is simulated on counts (``batch``)
         # instead of moving pods.
-        spread = [p for p in filters if _probe_kind(p) == PROBE_SPREAD]
-        ipa = [p for p in filters if _probe_kind(p) == PROBE_AFFINITY]
+        kinds = [_probe_kind(p) for p in filters]
+        spread = [p for p, k in zip(filters, kinds) if k == PROBE_SPREAD]
+        ipa = [p for p, k in zip(filters, kinds) if k == PROBE_AFFINITY]
         on_counts = bool(filters) and len(spread) + len(ipa) == len(filters) \
             and len(spread) <= 1 and len(ipa) <= 1
         # PodTopologySpread / InterPodAffinity searched by ``batch`` (None:
