@@ -18,7 +18,7 @@ pods to it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 #: the ``CycleContext.data`` key of a cycle's ``NominatedPods``
 NOMINATED_PODS = "nominated_pods"
@@ -28,12 +28,24 @@ class NominatedPods:
     """``by_row``: node row -> the PodRecords nominated to that node that
     the cycle counts there (priority >= the scheduled pod's, not the pod
     itself, not bound yet), in nomination order; rows without any are
-    absent."""
+    absent.  Given as a mapping, or as ``make() -> mapping``, called on
+    first use (a cycle whose plugins never ask pays nothing)."""
 
-    __slots__ = ("by_row",)
+    __slots__ = ("_by_row", "_make")
 
-    def __init__(self, by_row: Mapping[int, tuple]):
-        self.by_row = dict(by_row)
+    def __init__(self, by_row: Mapping[int, tuple] | None = None,
+                 make: Callable[[], Mapping[int, tuple]] | None = None):
+        self._by_row = dict(by_row) if by_row is not None else None
+        self._make = make if by_row is None else None
+        if self._by_row is None and self._make is None:
+            self._by_row = {}
+
+    @property
+    def by_row(self) -> dict:
+        if self._by_row is None:
+            self._by_row = dict(self._make())
+            self._make = None
+        return self._by_row
 
     def __bool__(self) -> bool:
         return bool(self.by_row)

@@ -150,7 +150,10 @@ class SchedulingCycle:
     def nominated_pods(self, pod: PodRecord) -> NominatedPods:
         """The pods nominated elsewhere with priority >= pod's, by the row
         of their nominated node, for the host plugins that count them per
-        node (``runtime.nominated_pods``)."""
+        node (``runtime.nominated_pods``; gathered when one first asks)."""
+        return NominatedPods(make=lambda: self._nominated_by_row(pod))
+
+    def _nominated_by_row(self, pod: PodRecord) -> dict:
         state = self.state
         prio = pod_priority(pod)
         nominated = self.nominator.pods
@@ -165,7 +168,7 @@ class SchedulingCycle:
                         and pod_priority(nominated[k]) >= prio)
             if put:
                 by_row[row] = put
-        return NominatedPods(by_row)
+        return by_row
 
     def add_nominated(self, pod: PodRecord) -> list[str]:
         """Pods nominated elsewhere with priority >= pod's, added to the
@@ -401,19 +404,14 @@ class SchedulingCycle:
     def _evict(self, victims, node: str, preemptor: PodRecord) -> None:
         state = self.state
         grace = self.termination_grace_seconds
-        # deleted at once (``cluster_state.remove_pods``: as one remove_pod
-        # each) where no subscriber could look at the state between two
-        # (the queue's moves read none)
-        at_once = grace <= 0 and len(victims) > 1 and not self.events.listening("Preempted")
         for key in victims:
             self.metrics.evictions.append({"pod": key, "node": node, "preemptor": preemptor.key})
             self.events.emit("Preempted", key, node,
                              f"preempted by {preemptor.key} on node {node}",
                              preemptor=preemptor.key)
             if grace <= 0:
-                if not at_once:
-                    state.remove_pod(key)
-                    self.queue.move_all(POD_DELETE)
+                state.remove_pod(key)
+                self.queue.move_all(POD_DELETE)
                 continue
             rec = state.pods.record(key)
             cond = {"type": "DisruptionTarget", "status": "True",
@@ -424,10 +422,6 @@ class SchedulingCycle:
             state.update_pod(rec, node)
             heapq.heappush(self.terminating,
                            (self.clock.now() + grace, next(self._seq), key))
-        if at_once:
-            remove_pods(state, victims)
-            for _ in victims:
-                self.queue.move_all(POD_DELETE)
 
     def _clear_lower_nominations(self, node: str, prio: int) -> None:
         for other in self.nominator.nominated_on(node):

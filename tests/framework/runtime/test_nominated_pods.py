@@ -17,3 +17,16 @@ def test_rows_and_context():
     assert nominated_pods(ctx) is None
     ctx.data[NOMINATED_PODS] = nom
     assert nominated_pods(ctx) is nom
+
+
+def test_gathered_on_first_use_only():
+    calls = []
+
+    def make():
+        calls.append(1)
+        return {1: ("x",)}
+
+    nom = NominatedPods(make=make)
+    assert calls == []
+    assert nom.on_row(1) == ("x",) and nom and nom.by_row == {1: ("x",)}
+    assert calls == [1]
