@@ -32,6 +32,15 @@ key are ignored (score 0); then 100 * (max + min - s) / max.
 
 Counts per node come from ``state.domain_counts`` (incremental); the kernels in
 ``tensorsched.kernels.domains`` turn them into domain counts each cycle.
+
+Nominated pods (``runtime.nominated_pods``), as upstream's
+RunFilterPluginsWithNominatedPods with this plugin's AddPod: on node N only
+the pods nominated to N that the cycle counts are added, to N's domain when
+N is counted for the constraint and the pod matches its selector (the
+global minimum then sees N's domain with them); the filter's answer is the
+pass with them.  The pass without them changes nothing: more pods in N's
+domain never lower its skew.  Score reads the state without them, as
+upstream scores.
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ from tensorsched.framework.runtime.cluster_events import (
     POD_UPDATE,
 )
 from tensorsched.framework.records.records import MemoKey
+from tensorsched.framework.runtime.nominated_pods import nominated_pods
 from tensorsched.framework.runtime.plugin import (
     NORMALIZE_NONE,
     PROBE_SPREAD,
@@ -171,7 +181,9 @@ class PodTopologySpread(Plugin):
 
     def __init__(self, args: PodTopologySpreadArgs | None = None):
         self.args = args or PodTopologySpreadArgs()
-        self._codes = None          # (pod, state version, codes by row) of the last filter
+        self._codes = None          # (pod, state version, codes by row, nominated) of the last
+        #                             filter
+        self._probe = None          # (state, version, pod, nominated, SpreadProbe) last built
         self._by_row = None         # (state, signature, codes by row, fits by row)
         self._system = self.args.defaulting_type == SYSTEM_DEFAULTING
         defaults = SYSTEM_DEFAULT_CONSTRAINTS if self._system else self.args.default_constraints
@@ -350,36 +362,73 @@ class PodTopologySpread(Plugin):
     probe_kind = PROBE_SPREAD
     probe_reasons = ((REASON_MISSING,), (REASON_SKEW,))
 
-    def victim_probe(self, state, pod):
+    def victim_probe(self, state, pod, nominated=None):
         """A :class:`SpreadProbe` of this pod's DoNotSchedule constraints on
-        ``state`` as it is now (the preemption victim search's baseline)."""
+        ``state`` as it is now (the preemption victim search's baseline),
+        with ``nominated`` (the cycle's ``NominatedPods``, or None) counted
+        on their own rows (module doc)."""
+        got = self._probe
+        if got is not None and got[0] is state and got[1] == state.version \
+                and got[2] is pod and got[3] is nominated:
+            return got[4]
         index = pod_count_index(state)
+        sums = self._filter_sums(state, pod)
+        extras = _nominee_counts(state, sums, nominated) if nominated else {}
         parts = []
-        for c, k, key, pred, ds in self._filter_sums(state, pod):
+        for i, (c, k, key, pred, ds) in enumerate(sums):
             if ds is None:
                 parts.append(None)
                 continue
             parts.append((c, node_domains(state, k), ds, pred,
                           1 if selector_matches(c.selector, pod.labels) else 0,
-                          lambda key=key, pred=pred: index.counts(key, pred)))
-        return SpreadProbe(parts)
+                          lambda key=key, pred=pred: index.counts(key, pred), extras.get(i)))
+        probe = SpreadProbe(parts)
+        self._probe = (state, state.version, pod, nominated, probe)
+        return probe
+
+    def counts_nominated_per_node(self, ctx) -> bool:
+        """The filter counts the cycle's nominated pods on their own nodes
+        (module doc), and Score reads the state without them."""
+        return True
+
+    def _nominated_codes(self, ctx, codes: np.ndarray) -> np.ndarray:
+        """``codes`` ([n_rows], the state's) with the cycle's nominated pods
+        counted, upstream's way, on the rows they are nominated to."""
+        nom = nominated_pods(ctx)
+        if not nom:
+            return codes
+        probe = self.victim_probe(ctx.state, ctx.pod, nom)
+        out = codes.copy()
+        rows = np.array([r for r in nom.by_row if 0 <= r < out.shape[0]], np.int64)
+        out[rows] = probe.codes(rows)
+        out.flags.writeable = False
+        return out
 
     def filter(self, ctx, rows):
         codes = self.codes_by_row(ctx.state, ctx.pod)
-        self._codes = (ctx.pod, ctx.state.version, codes)
-        return np.take(self._by_row[3], rows)
+        nom = nominated_pods(ctx)
+        if not nom:
+            self._codes = (ctx.pod, ctx.state.version, codes, None)
+            return np.take(self._by_row[3], rows)
+        codes = self._nominated_codes(ctx, codes)
+        self._codes = (ctx.pod, ctx.state.version, codes, nom)
+        return np.take(codes == 0, rows)
 
     def unresolvable(self, ctx, rows):
         """[M] bool: rows failing for a missing topology key (a status
         preemption cannot change: UnschedulableAndUnresolvable)."""
-        return self.filter_codes(ctx.state, ctx.pod, rows) == 1
+        return np.take(self._explained_codes(ctx), rows) == 1
 
     def _explained_codes(self, ctx) -> np.ndarray:
-        """[n_rows] the filter codes of ``ctx.pod`` on the state as it is
-        (the last filter's, while nothing changed)."""
+        """[n_rows] the filter codes of ``ctx.pod`` on the state as it is,
+        with the cycle's nominated pods (the last filter's, while nothing
+        changed)."""
         c = self._codes
-        if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version:
-            c = (ctx.pod, ctx.state.version, self.codes_by_row(ctx.state, ctx.pod))
+        nom = nominated_pods(ctx)
+        if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version or (
+                nom is not None and c[3] is not nom):
+            codes = self._nominated_codes(ctx, self.codes_by_row(ctx.state, ctx.pod))
+            c = (ctx.pod, ctx.state.version, codes, nom)
             self._codes = c
         return c[2]
 
@@ -516,6 +565,32 @@ def new(args, handle):
     return PodTopologySpread(args)
 
 
+NOMINEE_MATCHES = MemoKey("spread_nominee_matches", __name__,
+                          "count keys of constraints -> 0/1 per constraint the pod matches")
+
+
+def _nominee_counts(state, sums, nominated) -> dict:
+    """Constraint index -> [n_rows] int64: the nominated pods (``NominatedPods``)
+    matching that constraint's count predicate per row (``_filter_sums``'
+    constraints with a count; memoized per record)."""
+    live = [(i, key, pred) for i, (_, _, key, pred, ds) in enumerate(sums) if ds is not None]
+    if not live:
+        return {}
+    keys = tuple(key for _, key, _ in live)
+    out = np.zeros((len(live), state.n_rows), np.int64)
+    for row, recs in nominated.by_row.items():
+        if not 0 <= row < state.n_rows:
+            continue
+        for rec in recs:
+            memo = rec.memo.setdefault(NOMINEE_MATCHES, {})
+            got = memo.get(keys)
+            if got is None:
+                got = memo[keys] = tuple(1 if pred(rec) else 0 for _, _, pred in live)
+            for j, x in enumerate(got):
+                out[j, row] += x
+    return {i: out[j] for j, (i, _, _) in enumerate(live)}
+
+
 class SpreadProbe:
     """The DoNotSchedule filter on one node row while only that row's pods
     change (preemption's SelectVictimsOnNode), in O(constraints) per test.
@@ -530,6 +605,12 @@ class SpreadProbe:
 
     ``at(row)`` once per row, then ``code(parts, deltas)`` per test.
 
+    A part's ``extra`` ([n_rows] int64, or None) holds the cycle's nominated
+    pods matching the constraint per row: they join a counted row's own
+    domain sum when that row is tested (upstream's AddPod on the node's
+    cloned PreFilter state), never another row's; the least sum over the
+    other domains is the baseline's.
+
     ``tests/test_preemption_host_filters.py`` checks it against the filter
     on the real state."""
 
@@ -543,7 +624,7 @@ class SpreadProbe:
             if p is None:
                 self.parts.append(None)
                 continue
-            c, dom, ds, pred, self_match, counts = p
+            c, dom, ds, pred, self_match, counts, extra = p
             self.counts.append(counts)
             self.preds.append(pred)
             present = ds.present
@@ -558,7 +639,7 @@ class SpreadProbe:
                 m1, n_m1, m2 = self.INF, 0, self.INF
             enforce = n_present >= c.min_domains and n_present > 0
             self.parts.append((c.max_skew - self_match, dom, ds, pred, present,
-                               enforce, m1, n_m1, m2))
+                               enforce, m1, n_m1, m2, extra))
 
     def at(self, row: int) -> list:
         """Per constraint on ``row``: None when the row lacks its key (the
@@ -571,7 +652,7 @@ class SpreadProbe:
             if p is None:
                 out.append(None)
                 continue
-            bound, dom, ds, pred, present, enforce, m1, n_m1, m2 = p
+            bound, dom, ds, pred, present, enforce, m1, n_m1, m2, extra = p
             d = int(dom[row]) if row < dom.shape[0] else -1
             if d < 0:
                 out.append(None)
@@ -585,6 +666,8 @@ class SpreadProbe:
                 other = m1 if n_m1 > 1 else m2
             else:
                 other = m1
+            if counted and extra is not None and row < extra.shape[0]:
+                base += int(extra[row])
             out.append((pred, counted, base, bound, other, here))
         return out
 
@@ -602,7 +685,7 @@ class SpreadProbe:
         for j, p in enumerate(self.parts):
             if p is None:
                 continue
-            b, dom, ds, _, present, enforce, m1, n_m1, m2 = p
+            b, dom, ds, _, present, enforce, m1, n_m1, m2, extra = p
             d = np.where(rows < dom.shape[0], dom[np.minimum(rows, dom.shape[0] - 1)], -1)
             ok = d >= 0
             dd = np.where(ok, d, 0)
@@ -611,13 +694,27 @@ class SpreadProbe:
             counted[:, j] = ok & (rows < ds.dom.shape[0]) & (ds.dom[dd_rows] >= 0)
             base[:, j] = np.where(ok, ds.sums[dd], 0)
             bound[:, j] = b
-            if not enforce:
-                other[:, j] = 0
-                continue
-            h = ok & present[dd]
-            here[:, j] = h
-            other[:, j] = np.where(h & (base[:, j] == m1), m1 if n_m1 > 1 else m2, m1)
+            if enforce:
+                h = ok & present[dd]
+                here[:, j] = h
+                other[:, j] = np.where(h & (base[:, j] == m1), m1 if n_m1 > 1 else m2, m1)
+            if extra is not None:
+                inside = rows < extra.shape[0]
+                got = extra[np.where(inside, rows, 0)]
+                base[:, j] += np.where(counted[:, j] & inside, got, 0)
         return valid, counted, base, bound, other, here
+
+    def codes(self, rows) -> np.ndarray:
+        """[M] int64: ``code(at(row), no pod taken off)`` of each of
+        ``rows`` [M] at once (over ``arrays``)."""
+        valid, counted, base, bound, other, here = self.arrays(rows)
+        out = np.zeros(rows.shape[0], np.int64)
+        for j in range(len(self.parts)):
+            undecided = out == 0
+            gmin = np.where(here[:, j], np.minimum(other[:, j], base[:, j]), other[:, j])
+            out[undecided & ~valid[:, j]] = 1
+            out[undecided & valid[:, j] & (base[:, j] - gmin > bound[:, j])] = 2
+        return out
 
     @staticmethod
     def code(parts, deltas) -> int:

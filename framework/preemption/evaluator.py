@@ -487,7 +487,8 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
     host = active_host_filters(fw, ctx, result.skipped_filters) if q is not None else []
     search = HostVictimSearch(ctx, q, host, prio, pods, table.keys,
                               classes=(table.cls, table.class_records),
-                              order=table.order, alike_from=table.alike_from) if host else None
+                              order=table.order, alike_from=table.alike_from,
+                              columns=table.nominated_columns) if host else None
     if not every and fw.backend_name == "numba" and (search is None or search.on_counts):
         try:
             got = visit_candidates(table.node_columns(), q, prio, pods, table.order, scan, cap,

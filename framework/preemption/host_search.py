@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorsched.framework.runtime.nominated_pods import NOMINATED_PODS, nominated_pods
 from tensorsched.framework.runtime.plugin import (
     PROBE_AFFINITY,
     PROBE_SPREAD,
@@ -209,11 +210,20 @@ class HostVictimSearch:
     with every lower-priority pod gone."""
 
     def __init__(self, ctx, q, filters, prio: int, pods: V.VictimPods, keys, classes=None,
-                 order=None, alike_from=None):
+                 order=None, alike_from=None, columns=None):
         self.state = ctx.state
+        # The node columns the search on counts reads (``PodTable.node_columns``:
+        # the cycle's nominated pods counted in ``requested``); None: the
+        # state's.
+        self.columns = columns
         # A fresh cycle state: host filters recompute what they derived from
         # the pods (InterPodAffinity's existing anti-affinity terms).
         self.ctx = CycleContext(ctx.state, ctx.pod, ctx.framework)
+        # the cycle's nominated pods, counted on their own nodes by the
+        # filters that take them (``runtime.nominated_pods``)
+        self.nominated = nominated_pods(ctx)
+        if self.nominated is not None:
+            self.ctx.data[NOMINATED_PODS] = self.nominated
         self.q = q
         self.filters = filters
         self.prio = int(prio)
@@ -239,8 +249,9 @@ class HostVictimSearch:
         # Only count-probe filters on the host (PodTopologySpread and/or
         # InterPodAffinity): the search is simulated on counts (``batch``)
         # instead of moving pods.
-        spread = [p for p in filters if _probe_kind(p) == PROBE_SPREAD]
-        ipa = [p for p in filters if _probe_kind(p) == PROBE_AFFINITY]
+        kinds = [_probe_kind(p) for p in filters]
+        spread = [p for p, k in zip(filters, kinds) if k == PROBE_SPREAD]
+        ipa = [p for p, k in zip(filters, kinds) if k == PROBE_AFFINITY]
         on_counts = bool(filters) and len(spread) + len(ipa) == len(filters) \
             and len(spread) <= 1 and len(ipa) <= 1
         # PodTopologySpread / InterPodAffinity searched by ``batch`` (None:
@@ -366,7 +377,7 @@ class HostVictimSearch:
     def visit(self, rows, base: int, state, keep_victims: bool = False, any_pdb: bool = True):
         """``kernels.victims.on_counts.visit`` of ``rows`` (visit positions
         ``base``...) with the host filters on counts (``on_counts`` holds)."""
-        cols = self.state.columns()
+        cols = self.columns if self.columns is not None else self.state.columns()
         pods = V.fit_pods(cols, self.pods)
         return VS.visit(cols, V.pad_query(cols, self.q), self.prio, pods, self.order, rows,
                         base, state, self.counts(rows), keep_victims, any_pdb,
@@ -385,7 +396,7 @@ class HostVictimSearch:
         built on first use)."""
         st, pods = self.state, self.pods
         if self.probe is None and self.spread is not None:
-            self.probe = self.spread.victim_probe(st, self.ctx.pod)
+            self.probe = self.spread.victim_probe(st, self.ctx.pod, self.nominated)
         if self.ia_probe is None and self.affinity is not None:
             self.ia_probe = self.affinity.victim_probe(st, self.ctx.pod)
         m, c_max = rows.shape[0], pods.pod_prio.shape[1]
@@ -500,7 +511,7 @@ class HostVictimSearch:
         gain = None
         if self.spread_any is not None:
             # A probe of the baseline (the previous row's pods are back).
-            probe = self.spread_any.victim_probe(self.state, self.ctx.pod)
+            probe = self.spread_any.victim_probe(self.state, self.ctx.pod, self.nominated)
             parts = probe.at(row)
             idx = [i for i, p in enumerate(parts) if p is not None]
             taken = [0] * len(parts)

@@ -51,6 +51,7 @@ from .plugin import (
     RunSkipPlugin,
     SignPlugin,
 )
+from .nominated_pods import NOMINATED_PODS
 from .registry import Registry
 from .status import Code, Diagnosis, NodeStatuses, Status
 from .user_plugins import ScalarPlugin
@@ -428,20 +429,28 @@ class Framework:
 
     def run_cycle(self, state: ClusterState, pod: PodRecord, *, seed: int = 0,
                   attempt: int = 0, start_index: int = 0, all_nodes: bool = False,
-                  want_scores: bool = True, columns=None) -> CycleResult | None:
+                  want_scores: bool = True, columns=None,
+                  nominated=None) -> CycleResult | None:
         """Filter and score ``pod`` against ``state``; nothing is reserved.
         ``columns``: the ``ColumnSource`` the fused pass reads instead of
-        ``state`` (the nominated pods' overlay of the requested columns);
-        then None when the cycle would read more than the fused pass does
-        (a PreFilter rejects, a host plugin runs)."""
+        ``state`` (the nominated pods' overlay of the requested columns)
+        and ``nominated`` the cycle's ``NominatedPods`` for the host
+        plugins; then None when the cycle would read more than these do (a
+        PreFilter rejects, a host plugin runs that does not count nominated
+        pods per node itself: ``counts_nominated_per_node``)."""
         ctx = CycleContext(state, pod, self)
+        if nominated is not None:
+            ctx.data[NOMINATED_PODS] = nominated
         all_rows = state.valid_rows()
         plan, skipped = self.plan_cycle(ctx)
         if not isinstance(plan, CyclePlan):
             if columns is not None:
                 return None
             return self._rejected_by_prefilter(all_rows, plan, skipped)
-        if columns is not None and (plan.host_filters or plan.host_scores):
+        if columns is not None and not all(
+                getattr(p, "counts_nominated_per_node", None) is not None
+                and p.counts_nominated_per_node(ctx)
+                for p, _ in itertools.chain(plan.host_filters, plan.host_scores)):
             return None
         n = all_rows.shape[0]
         if all_nodes or n == 0:

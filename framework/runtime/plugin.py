@@ -226,7 +226,10 @@ class CountProbePlugin(Protocol):
     ``probe_kind`` names the count model the probe answers for ("spread":
     per-constraint domain counts with a global minimum; "affinity":
     affinity / anti-affinity conditions over domain sums);
-    ``victim_probe(state, pod)`` builds the probe on the baseline state;
+    ``victim_probe(state, pod)`` builds the probe on the baseline state
+    (a plugin that counts a cycle's nominated pods per node,
+    ``counts_nominated_per_node``, also takes them: ``victim_probe(state,
+    pod, nominated)``);
     ``probe_reasons[code - 1]`` is the rejection (a tuple of reasons) of a
     probe's non-zero ``code``.
     """

@@ -12,20 +12,22 @@ run with them and, if they pass, once more without them.  Score runs
 without them; DefaultPreemption's dry run (SelectVictimsOnNode) filters
 with them the same way.
 
-Here, where the cycle reads only node columns (the fused filters and
-scores, the victim search's NodeResourcesFit / NodePorts) and every such
-nominated pod is plain, the cycle reads the nominator's overlay
+Here, where every such nominated pod is plain and the cycle reads only
+node columns (the fused filters and scores, the victim search's
+NodeResourcesFit / NodePorts) besides host plugins that count the
+nominated pods per node themselves (PodTopologySpread, from
+``runtime.nominated_pods``), the cycle reads the nominator's overlay
 (``nominated_overlay``: the requested columns with those pods counted on
 their own nodes, kept level by the changes since the last cycle): exactly
 the per-node rule for these filters (more requests never let a node pass,
-so the second pass changes nothing).  Otherwise (the pod has spread
-constraints or pod affinity, a host plugin runs, a nominee is not plain,
-the cuda backend, a pod waits in Permit) the nominated pods are added to
-the state around the cycle and its PostFilter and removed right after.
-Two documented deviations remain while nominations are outstanding: the
-resource scores see the nominated pods (upstream scores without them), and
-on the state path PodTopologySpread / InterPodAffinity count them in the
-whole domain (upstream: only when their own node is evaluated).  A row
+so the second pass changes nothing).  Otherwise (the pod has pod affinity,
+another host plugin runs, a nominee is not plain, the cuda backend, a pod
+waits in Permit) the nominated pods are added to the state around the
+cycle and its PostFilter and removed right after.  Two documented
+deviations remain while nominations are outstanding: the resource scores
+see the nominated pods (upstream scores without them), and on the state
+path PodTopologySpread / InterPodAffinity count them in the whole domain
+(upstream: only when their own node is evaluated).  A row
 whose nominated pods one cycle took out and the next put back as they
 were, untouched in between, is not re-read by the preemption victim table
 (``PodTable.keep_rows``).
@@ -45,6 +47,7 @@ from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.runtime.framework import Framework
+from tensorsched.framework.runtime.nominated_pods import NOMINATED_PODS, NominatedPods
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.state.cluster_state import add_pods, remove_pods
 
@@ -134,15 +137,38 @@ class SchedulingCycle:
         state and leaving ``pod`` out, when the cycle may read the nominated
         pods from it instead of the state (``nominated_overlay``): a fused
         backend whose row caches keep sources apart (numpy, numba), no pod
-        of the cycle's own reading other pods (spread constraints, pod
-        affinity), no pod assumed while nominated (waiting in Permit), and
-        every counted pod plain.  None: they are added to the state."""
+        of the cycle's own with pod affinity, no pod assumed while
+        nominated (waiting in Permit), and every counted pod plain.  None:
+        they are added to the state."""
         if (not self.use_overlay or fw.backend_name not in OVERLAY_BACKENDS
-                or pod.topology_spread or pod.pod_affinity or pod.pod_anti_affinity
+                or pod.pod_affinity or pod.pod_anti_affinity
                 or self.binding.waiting):
             return None
         overlay = self.nominator.overlay(pod_priority(pod))
         return overlay if overlay.refresh(self.state, pod) else None
+
+    def nominated_pods(self, pod: PodRecord) -> NominatedPods:
+        """The pods nominated elsewhere with priority >= pod's, by the row
+        of their nominated node, for the host plugins that count them per
+        node (``runtime.nominated_pods``; gathered when one first asks)."""
+        return NominatedPods(make=lambda: self._nominated_by_row(pod))
+
+    def _nominated_by_row(self, pod: PodRecord) -> dict:
+        state = self.state
+        prio = pod_priority(pod)
+        nominated = self.nominator.pods
+        in_state = state.pods
+        by_row = {}
+        for node, keys in self.nominator.by_node.items():
+            row = state.node_rows.get(node)
+            if row is None:
+                continue
+            put = tuple(nominated[k] for k in keys
+                        if k != pod.key and k not in in_state
+                        and pod_priority(nominated[k]) >= prio)
+            if put:
+                by_row[row] = put
+        return by_row
 
     def add_nominated(self, pod: PodRecord) -> list[str]:
         """Pods nominated elsewhere with priority >= pod's, added to the
@@ -256,9 +282,12 @@ class SchedulingCycle:
         start = counters.next_start_index
         result = None
         overlay = self.nominated_overlay(fw, pod) if self.nominator else None
+        nominated = None
         if overlay is not None:
+            nominated = self.nominated_pods(pod)
             result = fw.run_cycle(state, pod, seed=self.seed, attempt=counters.attempts,
-                                  start_index=start, want_scores=False, columns=overlay)
+                                  start_index=start, want_scores=False, columns=overlay,
+                                  nominated=nominated)
         temp = ()
         if result is None:
             overlay = None
@@ -293,6 +322,7 @@ class SchedulingCycle:
         table = self.cluster.pod_table()
         if overlay is not None:
             table.nominated_columns = overlay.columns()
+            ctx.data[NOMINATED_PODS] = nominated
         try:
             outcome = fw.run_post_filter(ctx, result, table, seed=self.seed,
                                          attempt=counters.attempts - 1)
