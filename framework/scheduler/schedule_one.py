@@ -442,13 +442,15 @@ class SchedulingCycle:
         """Queue mode: nominate, evict, back to the queue (the victims'
         deletion is a move request during this cycle: backoffQ)."""
         node = outcome.nominated_node
+        # the cycle's own diagnosis, on the state its filters saw (upstream
+        # reports the FitError of the cycle, not the nodes after eviction)
+        diag = fw.diagnosis(CycleContext(self.state, pod, fw), result)
         self.metrics.preemptions += 1
         self._clear_lower_nominations(node, pod_priority(pod))
         pi.pod = _with_status(pod, nominatedNodeName=node)
         self.nominator.add(pi.pod, node)
         self.binding.preempted_for[pod.key] = (node, list(outcome.victims))
         self._evict(outcome.victims, node, pod)
-        diag = fw.diagnosis(CycleContext(self.state, pod, fw), result)
         msg = diag.message()
         self.metrics.result("unschedulable")
         self.queue.requeue(pi, self._rejectors(result, diag))
