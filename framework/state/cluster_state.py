@@ -103,6 +103,13 @@ def _grow(a: np.ndarray, rows: int | None = None, cols: int | None = None, fill=
     return out
 
 
+def _column_max(a: np.ndarray) -> np.ndarray:
+    """The max of each column of ``a`` ([k, C] int64, k >= 1): [C] int64.
+    Column by column (strided), which numpy does several times faster than
+    ``a.max(axis=0)`` for the few columns a state has."""
+    return np.fromiter((a[:, j].max() for j in range(a.shape[1])), a.dtype, a.shape[1])
+
+
 def _check_priority(pod: PodRecord) -> None:
     """The bound-pod priority column is int64 (manifests hold it to int32;
     records built in code are checked here, before anything changes)."""
@@ -472,8 +479,8 @@ class ClusterState:
                     touched = np.zeros(max(self.n_rows, int(rows.max()) + 1), np.bool_)
                     touched[rows] = True
                     rows = np.flatnonzero(touched)
-                np.maximum(req, self.requested[rows].max(axis=0), out=req)
-                np.maximum(nz, self.nonzero_requested[rows].max(axis=0), out=nz)
+                np.maximum(req, _column_max(self.requested[rows]), out=req)
+                np.maximum(nz, _column_max(self.nonzero_requested[rows]), out=nz)
 
     def room_for(self, request: np.ndarray, nonzero: np.ndarray, count: int) -> bool:
         """Whether ``count`` more pods of ``request`` ([R] int64) and non-zero

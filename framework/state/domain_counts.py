@@ -112,7 +112,11 @@ class DomainSums:
 
 def _split_by(keys: np.ndarray, rows: np.ndarray):
     """(key, first position, its rows) for each distinct value of ``keys``
-    ([k]) over ``rows`` ([k] int64): one stable sort, not a pass per key."""
+    ([k]) over ``rows`` ([k] int64): one stable sort, not a pass per key
+    (none when every key is the same, as for a run's pods)."""
+    if keys.shape[0] and bool((keys == keys[0]).all()):
+        yield keys[0].item(), 0, rows
+        return
     order = np.argsort(keys, kind="stable")
     values, starts = np.unique(keys[order], return_index=True)
     bounds = np.append(starts, order.shape[0]).tolist()

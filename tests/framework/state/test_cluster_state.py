@@ -15,6 +15,7 @@ from tensorsched.framework.parsing.manifests import parse_node, parse_pod
 from tensorsched.framework.records.records import NodeImage, NodeRecord, PodRecord, Taint
 from tensorsched.framework.state.cluster_state import (
     ClusterState,
+    _column_max,
     add_pods,
     parse_label_int,
     remove_pods,
@@ -921,3 +922,12 @@ def test_run_rows_raise_the_ceilings_to_the_columns(k, spread):
     up_req, up_nz = s._ceilings()
     assert (up_req >= s.requested[:s.n_rows].max(axis=0)).all()
     assert (up_nz >= s.nonzero_requested[:s.n_rows].max(axis=0)).all()
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(st.integers(1, 40), st.integers(0, 6), st.integers(0, 2**62))
+def test_column_max_is_the_max_of_each_column(k, c, top):
+    a = np.random.default_rng(k * 7 + c).integers(-top - 1, top + 1, (k, c), dtype=np.int64)
+    got = _column_max(a)
+    assert got.dtype == np.int64 and got.tolist() == a.max(axis=0).tolist()
+    assert _column_max(a[::2]).tolist() == a[::2].max(axis=0).tolist()
