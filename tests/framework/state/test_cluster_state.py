@@ -931,3 +931,36 @@ def test_column_max_is_the_max_of_each_column(k, c, top):
     got = _column_max(a)
     assert got.dtype == np.int64 and got.tolist() == a.max(axis=0).tolist()
     assert _column_max(a[::2]).tolist() == a[::2].max(axis=0).tolist()
+
+
+def _register(s, run, rows):
+    rows = np.array(rows, np.int64)
+    req = s.resource_vector(run[0].requests, intern=True)
+    req[3] = 1
+    np.add.at(s.requested[:, : req.shape[0]], rows, req)
+    np.add.at(s.nonzero_requested, rows, np.array([run[0].nonzero_cpu, run[0].nonzero_memory]))
+    s.register_run(run, rows, req, (run[0].nonzero_cpu, run[0].nonzero_memory))
+
+
+def test_runs_pods_reach_the_row_keys_in_order_on_the_next_read():
+    """Runs' pods are written into ``pods_on_node`` when it is next read:
+    two runs, then a single pod and a removal (which read it first), give
+    each row's keys in the order one pod at a time would have; a read with
+    nothing waiting is the instance's own list."""
+    s = ClusterState()
+    for i in range(3):
+        s.add_node(node(f"n{i}"))
+    s.add_pod(pod("a", "n1"))
+    _register(s, [pod(f"r{i}", cpu=250) for i in range(4)], [1, 0, 1, 2])
+    assert "pods_on_node" not in vars(s)            # waiting: not yet written
+    _register(s, [pod(f"q{i}", cpu=100) for i in range(2)], [1, 0])
+    s.add_pod(pod("b", "n0"))                       # reads (writes the runs) first
+    assert "pods_on_node" in vars(s) and not s._on_node_runs
+    want = [["default/r1", "default/q1", "default/b"],
+            ["default/a", "default/r0", "default/r2", "default/q0"], ["default/r3"]]
+    assert [list(d) for d in s.pods_on_node[:3]] == want
+    _register(s, [pod("z0", cpu=100)], [2])
+    s.remove_pod("default/r3")
+    assert [list(d) for d in s.pods_on_node[:3]] == want[:2] + [["default/z0"]]
+    assert s.pods_on_node is vars(s)["pods_on_node"]
+    assert [p.key for p in s.pods_on("n0")] == sorted(want[0])
