@@ -251,13 +251,21 @@ class BoundPods(Mapping):
         self.shape_id[slots] = shape_ids
         refs = self._class_refs
         cls = cols.class_id
-        if bool((cls == cls[0]).all()):
-            # one class (a run's pods, pods of one template): no unique
-            cid = self._class_of(cols.classes[int(cls[0])])
-            refs[cid] += k
-            self.class_id[slots] = cid
+        lo = int(cls.min())
+        span = int(cls.max()) - lo + 1
+        if span <= 4096:
+            # The pods' classes are few (a run's: its first pod's and the
+            # rest's) and numbered close together: counted and mapped
+            # through a table over their span, each looked up (or made)
+            # once, in class order; no sort.
+            counts = np.bincount(cls - lo, minlength=span)
+            used = np.flatnonzero(counts)
+            ours = np.zeros(span, np.int32)
+            for c, n in zip(used.tolist(), counts[used].tolist()):
+                cid = ours[c] = self._class_of(cols.classes[c + lo])
+                refs[cid] += n
+            self.class_id[slots] = ours[cls - lo]
         else:
-            # The pods' classes are few: each is looked up (or made) once.
             used, inverse, counts = np.unique(cls, return_inverse=True, return_counts=True)
             ours = np.zeros(used.shape[0], np.int32)
             for j, (c, n) in enumerate(zip(used.tolist(), counts.tolist())):

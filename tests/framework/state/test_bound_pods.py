@@ -15,6 +15,7 @@ from support.records import node, pod
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.parsing.pod_templates import PodTemplates
+from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.state.bound_pods import BoundPods
 from tensorsched.framework.state.cluster_state import ClusterState
 
@@ -274,3 +275,16 @@ def test_pods_of_one_class_over_freed_and_fresh_slots():
         assert table.row_of(r.key) == 20 + i and table[r.key].slot == slots[i]
     assert set(table.extras) & set(slots.tolist()) == {3, 5}
     assert list(table)[-4:] == [r.key for r in recs]
+
+
+def test_pods_of_classes_numbered_far_apart():
+    """Pods whose classes in their columns lie far apart (past the span a
+    table maps) take the sort: each pod still gets its own class."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    recs = [pod(f"c{i}", priority=i) for i in range(4200)]
+    cols = PodColumns.from_records(recs).take([0, 4199, 7, 4199 - 7])
+    table.add_many(cols, np.arange(4, dtype=np.int64), sid)
+    for k in (0, 4199, 7, 4192):
+        assert table.record(f"default/c{k}") == recs[k]
+    assert len({int(table.class_id[table._slot[f"default/c{k}"]]) for k in (0, 4199, 7)}) == 3

@@ -64,11 +64,13 @@ def test_domain_sums_track_bumps():
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.booleans())
+@given(st.sampled_from([3, 9, 300]).flatmap(
+    lambda top: st.lists(st.integers(0, top), min_size=1, max_size=30)), st.booleans())
 def test_split_by_groups_rows_by_key_in_key_order(keys, one):
     """Each distinct key once, in key order, with its first position and
-    its rows in their order; keys all alike (a run's pods) give one group
-    of every row."""
+    its rows in their order, whether the keys are few (a pass per key) or
+    many (the sort); keys all alike (a run's pods) give one group of every
+    row."""
     keys = np.array([keys[0]] * len(keys) if one else keys, np.int32)
     rows = np.arange(100, 100 + keys.shape[0], dtype=np.int64)
     got = [(v, first, part.tolist()) for v, first, part in _split_by(keys, rows)]
