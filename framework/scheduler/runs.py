@@ -334,15 +334,18 @@ class CompiledRuns:
                 outcomes[key] = b if pre is not None else node
             logged = repeat(BOUND)
         else:
-            outcomes.bound(keys, names)
-            logged = names              # the Binding is the node's name alone
+            # the Binding is the node's name alone: one key -> node dict,
+            # merged into both (a dict merges into another at C level with
+            # its hashes, and is copied whole into an empty one)
+            logged = dict(zip(keys, names))
+            outcomes.update(logged)     # as ``Outcomes.bound``: node names
         log = binding.bound_log
         if log is not None:
-            if not log.keys().isdisjoint(keys):
+            if log and not log.keys().isdisjoint(keys):
                 drop = log.pop
                 for key in keys:
                     drop(key, None)     # re-insert: dict order = outcome order
-            log.update(zip(keys, logged))
+            log.update(logged if type(logged) is dict else zip(keys, logged))
         metrics = self.metrics
         if run.block is not None and placed:
             # a stretch's pods entered the queue together

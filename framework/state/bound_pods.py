@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -193,17 +194,20 @@ class BoundPods(Mapping):
             setattr(self, attr, arr)
         self.manifests.extend([None] * (new - cap))
 
-    def _take_slots(self, k: int) -> np.ndarray:
-        """k free slots ([k] int64): freed ones first, then new ones."""
+    def _take_slots(self, k: int) -> tuple[np.ndarray, list[int], int]:
+        """k free slots: (all of them [k] int64, the freed ones reused first
+        (a list, last freed first), the first of the fresh ones that follow,
+        which are consecutive)."""
         reuse = min(k, len(self._free))
         taken = [self._free.popitem()[0] for _ in range(reuse)]
         fresh = k - reuse
         self._grow(self._top + fresh)
         out = np.empty(k, np.int64)
         out[:reuse] = taken
-        out[reuse:] = np.arange(self._top, self._top + fresh)
+        start = self._top
+        out[reuse:] = np.arange(start, start + fresh)
         self._top += fresh
-        return out
+        return out, taken, start
 
     def add(self, record: PodRecord, row: int, shape_id: int,
             port_ids: tuple[int, ...] = (), slot: int = -1) -> None:
@@ -242,32 +246,42 @@ class BoundPods(Mapping):
         k = len(cols)
         if not k:
             return np.zeros(0, np.int64)
-        slots = self._take_slots(k)
+        slots, reused, start = self._take_slots(k)
         self.node_row[slots] = rows
         self.shape_id[slots] = shape_ids
-        # The pods' classes are few: each is looked up (or made) once.
-        used, inverse, counts = np.unique(cols.class_id, return_inverse=True,
-                                          return_counts=True)
-        ours = np.zeros(used.shape[0], np.int32)
         refs = self._class_refs
-        for j, (c, n) in enumerate(zip(used.tolist(), counts.tolist())):
-            cid = ours[j] = self._class_of(cols.classes[c])
-            refs[cid] += n
-        self.class_id[slots] = ours[inverse]
-        self.creation_ns[slots] = cols.creation_ns
-        first, last = int(slots[0]), int(slots[-1])
-        if last - first == k - 1 and (k == 1 or bool((np.diff(slots) == 1).all())):
-            # a contiguous run of slots (fresh ones, or freed in order)
-            sl = range(first, first + k)
-            self.manifests[first:first + k] = cols.manifests
+        cls = cols.class_id
+        lo = int(cls.min())
+        span = int(cls.max()) - lo + 1
+        if span <= 4096:
+            # The pods' classes are few (a run's: its first pod's and the
+            # rest's) and numbered close together: counted and mapped
+            # through a table over their span, each looked up (or made)
+            # once, in class order; no sort.
+            counts = np.bincount(cls - lo, minlength=span)
+            used = np.flatnonzero(counts)
+            ours = np.zeros(span, np.int32)
+            for c, n in zip(used.tolist(), counts[used].tolist()):
+                cid = ours[c] = self._class_of(cols.classes[c + lo])
+                refs[cid] += n
+            self.class_id[slots] = ours[cls - lo]
         else:
-            sl = slots.tolist()
-            mf = self.manifests
-            for s, obj in zip(sl, cols.manifests):
-                mf[s] = obj
+            used, inverse, counts = np.unique(cls, return_inverse=True, return_counts=True)
+            ours = np.zeros(used.shape[0], np.int32)
+            for j, (c, n) in enumerate(zip(used.tolist(), counts.tolist())):
+                cid = ours[j] = self._class_of(cols.classes[c])
+                refs[cid] += n
+            self.class_id[slots] = ours[inverse]
+        self.creation_ns[slots] = cols.creation_ns
+        # the reused slots one by one (freed in any order), the fresh ones,
+        # consecutive, as one slice
+        mf, objs, r = self.manifests, cols.manifests, len(reused)
+        for s, obj in zip(reused, objs):
+            mf[s] = obj
+        mf[start:start + k - r] = objs[r:] if r else objs
         for i, extra in cols.extras.items():
-            self.extras[sl[i]] = extra
-        self._slot.update(zip(cols.keys, sl))
+            self.extras[reused[i] if i < r else start + i - r] = extra
+        self._slot.update(zip(cols.keys, chain(reused, range(start, start + k - r))))
         return slots
 
     def pop(self, key: str, *default):

@@ -103,6 +103,13 @@ def _grow(a: np.ndarray, rows: int | None = None, cols: int | None = None, fill=
     return out
 
 
+def _column_max(a: np.ndarray) -> np.ndarray:
+    """The max of each column of ``a`` ([k, C] int64, k >= 1): [C] int64.
+    Column by column (strided), which numpy does several times faster than
+    ``a.max(axis=0)`` for the few columns a state has."""
+    return np.fromiter((a[:, j].max() for j in range(a.shape[1])), a.dtype, a.shape[1])
+
+
 def _check_priority(pod: PodRecord) -> None:
     """The bound-pod priority column is int64 (manifests hold it to int32;
     records built in code are checked here, before anything changes)."""
@@ -112,6 +119,29 @@ def _check_priority(pod: PodRecord) -> None:
 
 def _words(nbits: int) -> int:
     return max(1, (nbits + 63) // 64)
+
+
+class _RowPodKeys:
+    """``ClusterState.pods_on_node`` while pods of compiled runs wait to be
+    written into it.  A run records its pods' keys and rows
+    (``register_run``) and takes the list out of the state's ``__dict__``;
+    the first read of ``pods_on_node`` after that comes here and writes
+    the waiting runs' keys in order, puts the list back and returns it.
+    Any other time the list is the instance's own attribute, read directly
+    (a non-data descriptor is not asked then), so readers pay nothing, and
+    a caller that never reads the per-row keys (a run of thousands of
+    pods on as many rows) writes no per-row dict at all."""
+
+    def __get__(self, state, owner=None):
+        if state is None:
+            return self
+        on_node = state._on_node_held
+        runs, state._on_node_runs = state._on_node_runs, []
+        for keys, rows in runs:
+            for key, row in zip(keys, rows.tolist()):
+                on_node[row][key] = None
+        state.__dict__["pods_on_node"] = on_node
+        return on_node
 
 
 class ClusterState:
@@ -125,6 +155,8 @@ class ClusterState:
     protocols of ``listeners``).  It is the ``kernels.fused.source.
     ColumnSource`` the fused backends read.
     """
+
+    pods_on_node = _RowPodKeys()      # read when runs' pods wait (its doc)
 
     def __init__(self, node_capacity: int = 64) -> None:
         cap = max(1, node_capacity)
@@ -180,8 +212,11 @@ class ClusterState:
         # Bound pods per priority (preemption asks whether any is lower).
         self.priorities = PriorityCounts()
         # Keys of the pods on each row, in the order they came (a dict as an
-        # ordered set: a third of a set's bytes at tens of pods a node).
+        # ordered set: a third of a set's bytes at tens of pods a node);
+        # compiled runs' pods are written on the next read (``_RowPodKeys``).
         self.pods_on_node: list[dict[str, None]] = [{} for _ in range(cap)]
+        self._on_node_held: list[dict[str, None]] | None = None
+        self._on_node_runs: list[tuple[list, np.ndarray]] = []
         self.version = 0
         self.pod_adds = 0       # pods ever accounted (removals leave it alone)
         self.layout_version = 0
@@ -472,8 +507,8 @@ class ClusterState:
                     touched = np.zeros(max(self.n_rows, int(rows.max()) + 1), np.bool_)
                     touched[rows] = True
                     rows = np.flatnonzero(touched)
-                np.maximum(req, self.requested[rows].max(axis=0), out=req)
-                np.maximum(nz, self.nonzero_requested[rows].max(axis=0), out=nz)
+                np.maximum(req, _column_max(self.requested[rows]), out=req)
+                np.maximum(nz, _column_max(self.nonzero_requested[rows]), out=nz)
 
     def room_for(self, request: np.ndarray, nonzero: np.ndarray, count: int) -> bool:
         """Whether ``count`` more pods of ``request`` ([R] int64) and non-zero
@@ -494,16 +529,19 @@ class ClusterState:
         has already added their requests (``request`` [R] and ``nonzero``,
         the same for every pod of a run) to the requested columns (``pods``:
         records or ``PodColumns``, bound from their columns): the pod
-        entries, the rows' pod sets, one version bump and the listeners, in
-        order.  The pods hold no host ports (runs refuse those)."""
+        entries, the rows' pod sets (written on their next read: the run's
+        ``rows`` are kept until then, unchanged), one version bump and the
+        listeners, in order.  The pods hold no host ports (runs refuse
+        those)."""
         if not len(pods):
             return
-        on_node = self.pods_on_node
         cols = PodColumns.from_records(pods)
         sid = self.pods.shape_of(np.array(request, np.int64), *nonzero)
         self.priorities.add_all(self.pods.priorities(self.pods.add_many(cols, rows, sid)))
-        for key, row in zip(cols.keys, rows.tolist()):
-            on_node[row][key] = None
+        # the rows' key dicts are written when next read (``_RowPodKeys``)
+        if not self._on_node_runs:
+            self._on_node_held = self.__dict__.pop("pods_on_node")
+        self._on_node_runs.append((cols.keys, rows))
         self._added_many(pods, rows)
 
     def register_block(self, pods: list[PodRecord], rows: np.ndarray, cls: np.ndarray,

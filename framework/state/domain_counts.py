@@ -112,7 +112,19 @@ class DomainSums:
 
 def _split_by(keys: np.ndarray, rows: np.ndarray):
     """(key, first position, its rows) for each distinct value of ``keys``
-    ([k]) over ``rows`` ([k] int64): one stable sort, not a pass per key."""
+    ([k]) over ``rows`` ([k] int64): one stable sort, not a pass per key,
+    unless the keys are few (a run's pods: one or two classes), where a
+    pass per key is cheaper than the sort."""
+    if not keys.shape[0]:
+        return
+    lo = int(keys.min())
+    if int(keys.max()) - lo < 64:
+        present = np.flatnonzero(np.bincount(keys - lo))
+        if present.shape[0] <= 4:
+            for v in (present + lo).tolist():
+                at = np.flatnonzero(keys == v)
+                yield v, int(at[0]), rows[at]
+            return
     order = np.argsort(keys, kind="stable")
     values, starts = np.unique(keys[order], return_index=True)
     bounds = np.append(starts, order.shape[0]).tolist()

@@ -15,6 +15,7 @@ from support.records import node, pod
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.parsing.pod_templates import PodTemplates
+from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.state.bound_pods import BoundPods
 from tensorsched.framework.state.cluster_state import ClusterState
 
@@ -248,3 +249,42 @@ def test_pods_of_a_template_share_a_class_and_come_back_equal():
     again = templates.parse(_manifest("api-9", app="api", cpu="1"))
     table.add(again, 0, sid)                # the freed class id is reused
     assert table.arrays()["class_id"][-1] == gone and table.record(again.key) == again
+
+
+def test_pods_of_one_class_over_freed_and_fresh_slots():
+    """Pods of one template (a run's) over two freed slots (last freed
+    first) and two fresh ones: the class is counted once for all of them,
+    and each pod's manifest, row and extras (a start time, on a reused and
+    on a fresh slot) go to its own slot."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    table.add_many([pod(f"p{i}") for i in range(4)], np.arange(4, dtype=np.int64), sid)
+    for k in ("default/p1", "default/p3"):
+        table.pop(k)
+    templates = PodTemplates(parse_pod)
+    up = {"phase": "Running", "startTime": "2026-01-02T00:00:01Z"}
+    recs = [templates.parse(_manifest(f"q{i}", **({"status": up} if i in (0, 3) else {})))
+            for i in range(4)]
+    assert len({r.pod_class for r in recs}) == 1 and recs[0].start_ns
+    slots = table.add_many(recs, np.array([20, 21, 22, 23], np.int64), sid)
+    assert slots.tolist() == [3, 1, 4, 5]
+    cid = int(table.class_id[slots[0]])
+    assert table.class_id[slots].tolist() == [cid] * 4 and table._class_refs[cid] == 4
+    for i, r in enumerate(recs):
+        assert table.record(r.key) == r and table[r.key].record.obj is r.obj
+        assert table.row_of(r.key) == 20 + i and table[r.key].slot == slots[i]
+    assert set(table.extras) & set(slots.tolist()) == {3, 5}
+    assert list(table)[-4:] == [r.key for r in recs]
+
+
+def test_pods_of_classes_numbered_far_apart():
+    """Pods whose classes in their columns lie far apart (past the span a
+    table maps) take the sort: each pod still gets its own class."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    recs = [pod(f"c{i}", priority=i) for i in range(4200)]
+    cols = PodColumns.from_records(recs).take([0, 4199, 7, 4199 - 7])
+    table.add_many(cols, np.arange(4, dtype=np.int64), sid)
+    for k in (0, 4199, 7, 4192):
+        assert table.record(f"default/c{k}") == recs[k]
+    assert len({int(table.class_id[table._slot[f"default/c{k}"]]) for k in (0, 4199, 7)}) == 3

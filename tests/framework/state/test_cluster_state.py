@@ -15,6 +15,7 @@ from tensorsched.framework.parsing.manifests import parse_node, parse_pod
 from tensorsched.framework.records.records import NodeImage, NodeRecord, PodRecord, Taint
 from tensorsched.framework.state.cluster_state import (
     ClusterState,
+    _column_max,
     add_pods,
     parse_label_int,
     remove_pods,
@@ -921,3 +922,45 @@ def test_run_rows_raise_the_ceilings_to_the_columns(k, spread):
     up_req, up_nz = s._ceilings()
     assert (up_req >= s.requested[:s.n_rows].max(axis=0)).all()
     assert (up_nz >= s.nonzero_requested[:s.n_rows].max(axis=0)).all()
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(st.integers(1, 40), st.integers(0, 6), st.integers(0, 2**62))
+def test_column_max_is_the_max_of_each_column(k, c, top):
+    a = np.random.default_rng(k * 7 + c).integers(-top - 1, top + 1, (k, c), dtype=np.int64)
+    got = _column_max(a)
+    assert got.dtype == np.int64 and got.tolist() == a.max(axis=0).tolist()
+    assert _column_max(a[::2]).tolist() == a[::2].max(axis=0).tolist()
+
+
+def _register(s, run, rows):
+    rows = np.array(rows, np.int64)
+    req = s.resource_vector(run[0].requests, intern=True)
+    req[3] = 1
+    np.add.at(s.requested[:, : req.shape[0]], rows, req)
+    np.add.at(s.nonzero_requested, rows, np.array([run[0].nonzero_cpu, run[0].nonzero_memory]))
+    s.register_run(run, rows, req, (run[0].nonzero_cpu, run[0].nonzero_memory))
+
+
+def test_runs_pods_reach_the_row_keys_in_order_on_the_next_read():
+    """Runs' pods are written into ``pods_on_node`` when it is next read:
+    two runs, then a single pod and a removal (which read it first), give
+    each row's keys in the order one pod at a time would have; a read with
+    nothing waiting is the instance's own list."""
+    s = ClusterState()
+    for i in range(3):
+        s.add_node(node(f"n{i}"))
+    s.add_pod(pod("a", "n1"))
+    _register(s, [pod(f"r{i}", cpu=250) for i in range(4)], [1, 0, 1, 2])
+    assert "pods_on_node" not in vars(s)            # waiting: not yet written
+    _register(s, [pod(f"q{i}", cpu=100) for i in range(2)], [1, 0])
+    s.add_pod(pod("b", "n0"))                       # reads (writes the runs) first
+    assert "pods_on_node" in vars(s) and not s._on_node_runs
+    want = [["default/r1", "default/q1", "default/b"],
+            ["default/a", "default/r0", "default/r2", "default/q0"], ["default/r3"]]
+    assert [list(d) for d in s.pods_on_node[:3]] == want
+    _register(s, [pod("z0", cpu=100)], [2])
+    s.remove_pod("default/r3")
+    assert [list(d) for d in s.pods_on_node[:3]] == want[:2] + [["default/z0"]]
+    assert s.pods_on_node is vars(s)["pods_on_node"]
+    assert [p.key for p in s.pods_on("n0")] == sorted(want[0])

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from support.records import node, pod
 
 from tensorsched.framework.state.cluster_state import ClusterState
-from tensorsched.framework.state.domain_counts import DomainSums, pod_count_index
+from tensorsched.framework.state.domain_counts import DomainSums, _split_by, pod_count_index
 
 
 def _is_web(record) -> bool:
@@ -61,3 +61,19 @@ def test_domain_sums_track_bumps():
     s.bump_many(np.array([0, 1, 2, 3], np.int64), -1)
     assert s.sums.tolist() == [1, 0, 0] and s.positive == 1 and s.version == 2
     assert DomainSums(dom, counts, 3).serial != s.serial
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.sampled_from([3, 9, 300]).flatmap(
+    lambda top: st.lists(st.integers(0, top), min_size=1, max_size=30)), st.booleans())
+def test_split_by_groups_rows_by_key_in_key_order(keys, one):
+    """Each distinct key once, in key order, with its first position and
+    its rows in their order, whether the keys are few (a pass per key) or
+    many (the sort); keys all alike (a run's pods) give one group of every
+    row."""
+    keys = np.array([keys[0]] * len(keys) if one else keys, np.int32)
+    rows = np.arange(100, 100 + keys.shape[0], dtype=np.int64)
+    got = [(v, first, part.tolist()) for v, first, part in _split_by(keys, rows)]
+    want = [(v, keys.tolist().index(v), [100 + i for i, k in enumerate(keys.tolist()) if k == v])
+            for v in sorted(set(keys.tolist()))]
+    assert got == want and all(type(v) is int for v, _, _ in got)
