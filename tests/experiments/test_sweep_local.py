@@ -4,8 +4,9 @@ the node-local kernel's trace form and every row equals the row of the
 run's own Simulation (``batch=False``) but ``wall_seconds``, on small
 random clusters (bound and pending pods, taints, unschedulable nodes,
 labels, images) and
-traces (arrivals at once and apart, departures, pods too big to fit that
-retry), under configurations that differ in NodeResourcesFit's strategy,
+traces (arrivals at once and apart, departures at a time or a duration
+after the binding, pods too big to fit that retry), under
+configurations that differ in NodeResourcesFit's strategy,
 BalancedAllocation's resources, score weights and
 percentageOfNodesToScore; what it does not cover is refused by name and
 goes the per-run way."""
@@ -60,6 +61,46 @@ def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bou
     assert _rows(jobs, True) == want
 
 
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
+       bound=st.integers(0, 2))
+def test_duration_departures_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound):
+    # some pods leave a duration after their binding (0 s included, ties
+    # with absolute departures and arrivals): the departure heap's order
+    cluster, trace, configs = _write(tmp_path, seed, n_nodes, n_pods, bound, durations=True)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs[:2], cluster=cluster,
+                       interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    for g, w in zip(got, want):
+        g = dict(g)
+        g.pop("wall_seconds")
+        assert g == w
+
+
+def test_a_sample_the_simulation_takes_after_a_later_binding_runs_per_job(tmp_path):
+    # p0 leaves at 101 (duration 100); p1 failed at 100.5 and backs off to
+    # 101.5: the agenda is empty from 101 until p1 binds at 101.5, and the
+    # Simulation's row at 101 (interval 50.5) shows that binding: the job
+    # goes the per-run way, and a batched row would have differed there
+    cl = tmp_path / "c.yaml"
+    cl.write_text(yaml.safe_dump_all([node_dict("n0", cpu="1", memory="4Gi")]))
+    tr = tmp_path / "t.csv"
+    tr.write_text("name,arrival,duration,cpu\np0,1,100,1\np1,100.5,50,1\n")
+    jobs = S.make_jobs([str(tr)], [0], cluster=str(cl), interval=50.5)
+    got, rest = _batched(jobs)
+    assert rest == [0] and got == [None]
+    want = _rows(jobs, False)
+    assert _rows(jobs, True) == want and want[0]["departed"] == 2
+    jobs = S.make_jobs([str(tr)], [0], cluster=str(cl), interval=50.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    got[0].pop("wall_seconds")
+    assert got == _rows(jobs, False)
+
+
 def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
     cl = tmp_path / "c.yaml"
     cl.write_text(yaml.safe_dump_all(objs))
@@ -78,8 +119,6 @@ def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
     # every node rejects the pod: named by the first node's rejecting plugin
     assert _refusal(tmp_path, nodes, plain).startswith("TaintToleration")
     assert _refusal(tmp_path, nodes[1:], plain).startswith("NodeUnschedulable")
-    assert _refusal(tmp_path, nodes[:1], "name,arrival,duration,cpu\np0,0,5,100m\n"
-                    ).startswith("duration")
     assert _refusal(tmp_path, nodes[:1], "name,arrival,cpu,priority\np0,0,1,1\np1,0,1,2\n"
                     ).startswith("priority")
     assert _refusal(tmp_path, nodes[:1] + [pod_dict("w")], plain).startswith("cluster")
@@ -114,10 +153,11 @@ def test_configurations_share_one_call_each_with_its_profile(tmp_path):
             np.testing.assert_array_equal(a.log_pod, b.log_pod)
 
 
-def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path):
+@pytest.mark.parametrize("durations", [False, True])
+def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path, durations):
     import tensorsched as ts
 
-    cluster, trace, configs = _write(tmp_path, 11, 4, 18, 1)
+    cluster, trace, configs = _write(tmp_path, 11, 4, 18, 1, durations)
     objs = list(yaml.safe_load_all(open(cluster)))
     runs = ts.simulate_batch(cluster, [trace], configs[:2], seeds=[0, 5])
     assert [(r.trace, r.config, r.seed) for r in runs] == [(0, 0, 0), (0, 0, 5), (0, 1, 0),

@@ -1,8 +1,8 @@
 """Random small inputs of a default-profile sweep for the node-local
 trace kernel's tests: a manifest cluster (taints, unschedulable nodes but
 the first, labels, images, bound and pending pods), a generic trace CSV
-(arrivals apart and together from time 1, departures, pods too big to
-fit) and three configurations (the three NodeResourcesFit strategies,
+(arrivals apart and together from time 1, departures at a time or after
+a duration, pods too big to fit) and three configurations (the three NodeResourcesFit strategies,
 BalancedAllocation's resources, score weights,
 percentageOfNodesToScore)."""
 
@@ -36,15 +36,21 @@ def _cluster(rng, n_nodes: int, bound: int) -> list:
     return objs
 
 
-def _trace(rng, n_pods: int) -> str:
-    lines = ["name,arrival,departure,cpu,memory"]
+def _trace(rng, n_pods: int, durations: bool = False) -> str:
+    lines = ["name,arrival,departure,cpu,memory" + (",duration" if durations else "")]
     t = 1
     for j in range(n_pods):
         t += int(rng.choice([0, 0, 1, 5, 30, 400]))
         stay = int(rng.choice([-1, -1, 0, 2, 50, 700]))
         dep = "" if stay < 0 else str(t + stay)
-        lines.append(f"p{j},{t},{dep},{rng.choice(['100m', '500m', '1', '3'])},"
-                     f"{rng.choice(['256Mi', '1Gi', '3Gi'])}")
+        row = (f"p{j},{t},{dep},{rng.choice(['100m', '500m', '1', '3'])},"
+               f"{rng.choice(['256Mi', '1Gi', '3Gi'])}")
+        if durations:
+            # about half of the leaving pods leave ``stay`` seconds after binding
+            timed = stay >= 0 and rng.random() < 0.5
+            row = (f"p{j},{t},{'' if timed else dep},{row.split(',', 3)[3]},"
+                   f"{stay if timed else ''}")
+        lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -62,10 +68,13 @@ def _configs(rng, tmp) -> list[str]:
     return paths
 
 
-def write_inputs(tmp, seed: int, n_nodes: int, n_pods: int, bound: int = 0) -> tuple:
+def write_inputs(tmp, seed: int, n_nodes: int, n_pods: int, bound: int = 0,
+                 durations: bool = False) -> tuple:
+    """The cluster, trace and configuration paths; ``durations``: some
+    leaving pods leave a ``duration`` after their binding instead."""
     rng = np.random.default_rng(seed)
     cluster = tmp / f"cluster{seed}.yaml"
     cluster.write_text(yaml.safe_dump_all(_cluster(rng, n_nodes, bound)))
     trace = tmp / f"trace{seed}.csv"
-    trace.write_text(_trace(rng, n_pods))
+    trace.write_text(_trace(rng, n_pods, durations))
     return str(cluster), str(trace), _configs(rng, tmp)
