@@ -20,8 +20,10 @@ strategy and its resources and weights, BalancedAllocation,
 TaintToleration, NodeAffinity, NodeUnschedulable, NodeName,
 ImageLocality, their score weights, percentageOfNodesToScore), and of the
 clock what the openb engine's queue reproduces (``kernels/batch/_queue``):
-pods of one priority arriving at their ``arrival`` and leaving at their
-``departure`` or ``duration`` seconds after their binding; a pod that
+pods arriving at their ``arrival`` and leaving at their ``departure`` or
+``duration`` seconds after their binding, attempted in PrioritySort's
+order (priority, then creation time, then first-in first-out; the
+manifests' pending pods arrive at time 0 before the trace's); a pod that
 fits nowhere waits in the unschedulable pool until a bound pod leaves
 (NodeResourcesFit's event) or the pool's flush.
 A pod that fails has NodeResourcesFit among its rejectors as long as a
@@ -29,9 +31,8 @@ usage-independent filter (taints, affinity, unschedulable, nodeName)
 passes one node for it, so a departure moves it as ``_queue`` moves every
 waiting pod.  Refused: a trace pod those filters reject on every node
 (it would wait for a node event, not a departure; named by the plugin),
-unequal priorities, a scenario, ``until``,
-pending pods in the manifests (they arrive at time 0) with trace pods
-arriving at time 0 too.
+a scenario, ``until``; a pod that could
+preempt (the probes' kernel refuses it).
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalP
 from tensorsched.framework.capacity.common import bound_pods
 from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.parsing.manifests import load_objects, parse_yaml_documents, read_text
-from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
 from tensorsched.framework.simulation.trace import Trace
@@ -108,28 +108,32 @@ class TraceSetup:
     arrive: np.ndarray
     depart: np.ndarray
     duration: np.ndarray        # seconds bound before leaving (inf: stays)
+    rank: np.ndarray            # activeQ's order before the push order (``_queue``)
     backoff: tuple
     caps: tuple
     base: tuple
     names: list
     bound: int          # the manifests' bound pods (they keep running)
+    unprofiled: int = 0     # the manifests' pending pods of no profile (never queued)
 
 
 def trace_setup(objects, config, trace) -> TraceSetup:
     """The checks and inputs of ``trace_runs`` (module doc)."""
     cl = build_cluster(copy.deepcopy(list(objects)), copy.deepcopy(config))
     # the manifests' pending pods arrive at time 0 and stay
-    early = [p for p in cl.objects.pods if not p.node_name]
-    if early and len(trace) and trace.arrival[0] <= 0:
-        raise _refuse("cluster", "pending pods in the manifests and trace pods arriving at "
-                                 "time 0 (their queue order)")
+    names = {p.scheduler_name for p in cl.config.profiles}
+    pending = [p for p in cl.objects.pods if not p.node_name]
+    # the manifests' pending pods of no profile are never queued (the rows
+    # count them arrived, ``unprofiled``)
+    early = [p for p in pending if p.scheduler_name in names]
     pods = [cl.resolve(p) for p in early + list(trace.records(0, len(trace)))]
-    prios = {pod_priority(p) for p in pods}
-    if len(prios) > 1:
-        raise _refuse("priority", "the trace's pods have different priorities (activeQ is "
-                                  "then not first-in first-out)")
     nodes = list(cl.objects.nodes)
     prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
+    # activeQ's order before the push order: the queue's own sort key
+    # (PrioritySort: higher priority first, then the earlier creation)
+    keys = [prober.sort_key(p) for p in pods]
+    dense = {k: i for i, k in enumerate(sorted(set(keys)))}
+    rank = np.array([dense[k] for k in keys], np.int64)
     static = prober.base["static_bits"]
     if static.shape[1]:
         for c in np.flatnonzero((static != 0).all(axis=1)).tolist():
@@ -148,11 +152,13 @@ def trace_setup(objects, config, trace) -> TraceSetup:
     duration = np.concatenate([np.full(k, np.inf),
                                np.where(np.isnan(trace.duration), np.inf, trace.duration)])
     return TraceSetup(prober, arrive, depart.astype(np.float64), duration.astype(np.float64),
+                      rank,
                       (float(sched_cfg.pod_initial_backoff_seconds),
                        float(sched_cfg.pod_max_backoff_seconds)),
                       (int(cols.allocatable[:, ci].sum()), int(cols.allocatable[:, mi].sum())),
                       (int(cols.requested[:, ci].sum()), int(cols.requested[:, mi].sum())),
-                      [n.name for n in nodes], len(prober.universe.objects.pods))
+                      [n.name for n in nodes], len(prober.universe.objects.pods),
+                      len(pending) - len(early))
 
 
 def trace_runs(objects, config, trace, seeds, threads: int | None = None) -> list[LocalRun]:
@@ -206,7 +212,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     cat = {f: np.concatenate([getattr(b, f) for b in parts]) for f in _CLASS_FIELDS}
     # every run has every node: one ImageLocality group per configuration
     image_raw = np.concatenate([b.image_raw[b.image_group[0]][None] for b in parts], axis=1)
-    pod_cls, node_rows, arrive, depart, dur, to_find, profile, run_seeds = ([] for _ in range(8))
+    pod_cls, node_rows, arrive, depart, dur, rank, to_find, profile, run_seeds = (
+        [] for _ in range(9))
     for k, (s, b) in enumerate(zip(setups, parts)):
         for seed in seeds[k]:
             # the trace's order, not the queue's: the kernel's queue orders the attempts
@@ -215,6 +222,7 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
             arrive.append(s.arrive)
             depart.append(s.depart)
             dur.append(s.duration)
+            rank.append(s.rank)
             to_find.append(int(b.num_to_find[0]))
             profile.append(k)
             run_seeds.append(int(seed))
@@ -234,7 +242,9 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                     np.concatenate(depart) if n else np.zeros(0),
                     np.asarray(run_seeds, np.int64), setups[0].backoff[0],
                     setups[0].backoff[1], float(max_unsched), profiles,
-                    np.concatenate(dur) if n else np.zeros(0))
+                    np.concatenate(dur) if n else np.zeros(0),
+                    # all equal: activeQ first-in first-out (a ring, not a heap)
+                    np.concatenate(rank) if n and any(r.any() for r in rank) else None)
     if backend == "cuda":
         try:
             from tensorsched.kernels.batch.local_trace_cuda import run_local_trace_cuda
@@ -351,6 +361,7 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                                         horizon, False, base=s.base,
                                         last_event=float(spans[:, 1].max())))
                 row["running"] += s.bound
+                row["arrived"] += s.unprofiled      # never queued: not pending either
                 row["wall_seconds"] = each
                 done(i, row, None)
     return sorted(rest)
@@ -386,7 +397,7 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     call (numba: the CPU twin, ``workers`` threads; cuda: a thread block
     per run, tested under the simulator): a ``LocalRun`` per
     run in product order (``trace``, ``config`` the indices, ``seed``;
-    ``node`` per pod of the manifests' pending pods then the trace's, a
+    ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
     row of the cluster's nodes, ``node_names`` its names), each equal to
     ``ts.Simulation(objects, config, seed=seed,
     pod_max_in_unschedulable_seconds=max_unsched)`` fed the trace.  What

@@ -156,7 +156,8 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         ist[4] = row
     while True:
         kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp)
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0],
+                      dp[:0])
         if kind == Q_DONE:
             break
         j = qi[Q_POD]

@@ -69,7 +69,7 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
                         c_fit_filter, c_active, c_norm, c_weights, static_bits, static_raw,
                         image_raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
                         shape_score, bal_res, bal_kind, node_ptr, node_rows, pod_ptr, pod_cls,
-                        image_group, num_to_find, seed_mixes, arrive, depart, duration,
+                        image_group, num_to_find, seed_mixes, arrive, depart, duration, rank,
                         backoff0, backoff_max, max_unsched, out_node, out_bind, out_tries,
                         log_t, log_pod, n_log, end, profile, n_fit, n_shape, n_bal):
     """``_local_trace.run_local_trace_cluster`` for every cluster (its pods
@@ -112,6 +112,7 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
             size *= 2
         nc = max(n_classes, 1)
         r2 = max(2 * e, 1)
+        r_heap = r2 if rank.shape[0] > 0 else 0        # activeQ's heap keys (ranks given)
         local = np.empty(e, np.int64)
         k = profile[b]
         nf = n_fit[k]
@@ -134,6 +135,6 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
-            np.empty(e, np.int64))
+            np.empty(e, np.int64), rank[p0:p1], np.empty(r_heap, np.int64))
         for k in range(e):
             out_node[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

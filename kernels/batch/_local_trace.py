@@ -54,10 +54,11 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
                             out_node, out_bind, out_tries, log_t, log_pod, n_log, end,
                             positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt,
                             totals, tmax, tcnt, old_reasons, old_raw, dirty,
-                            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp):
+                            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Pod j (class ``pod_cls[j]``, trace order) arrives at ``arr[j]`` and
     leaves at ``dep[j]`` or ``dur[j]`` seconds after its binding (inf:
-    stays; never both); ``_queue`` says when each is attempted (the attempt number
+    stays; never both); ``rank`` its place in activeQ's order (empty: all
+    equal); ``_queue`` says when each is attempted (the attempt number
     seeds its tie) and when a bound one leaves; an attempt places the pod
     as ``_local_core.run_local_cluster`` places one (the start index
     rotating by the nodes it processed), a pod that fits nowhere goes to
@@ -94,7 +95,7 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
     m = 0
     while True:
         kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp)
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak)
         if kind == Q_DONE:
             break
         j = qi[Q_POD]

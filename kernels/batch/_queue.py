@@ -1,11 +1,12 @@
 """One cluster's simulated clock and scheduling queue in the batched engine:
 the order in which the ``Simulation`` (its agenda, its Scheduler's
 run-until-idle and the scheduling queue) attempts pods and lets bound pods
-leave, for pods of equal priority and creation time (the queue's sort key
-then ties everywhere, so activeQ is first-in first-out), with departures
-at absolute times or a duration after the binding, and no preemption.
-Plain Python on scalars and array rows, compiled with ``njit`` (``cpu``)
-and ``cuda.jit(device=True)`` (``cuda``, run by one thread of the cluster's block).
+leave, activeQ in PrioritySort's order (higher priority first, then the
+earlier creation time, then first-in first-out), with departures at
+absolute times or a duration after the binding, and no preemption.  Plain
+Python on scalars and array rows, compiled with ``njit`` (``cpu``) and
+``cuda.jit(device=True)`` (``cuda``, run by one thread of the cluster's
+block).
 
 What it reproduces (``framework/simulation`` and ``framework/scheduler``):
 
@@ -32,7 +33,8 @@ What it reproduces (``framework/simulation`` and ``framework/scheduler``):
 State, per cluster: ``qi`` [QI_N] int64 and ``qf`` [QF_N] float64
 scalars (the slots below); per pod [P]: ``pst`` (status), ``patt``
 (attempts), ``pts`` (timestamp, seconds); rings and heap [2P]: ``aq``
-(activeQ), ``up`` (unschedulable pool), ``hk`` / ``hs`` / ``hp``
+(activeQ: a ring, or with ``rank`` a heap of its pods keyed ``ak`` =
+``rank << 32 | push number``), ``up`` (unschedulable pool), ``hk`` / ``hs`` / ``hp``
 (backoffQ's expiry, push number and pod); heap [P]: ``dk`` / ``ds`` /
 ``dp`` (the departures due: time, push number and pod; each pod pushes
 at most one).  Entries of a deleted pod die
@@ -41,7 +43,9 @@ where they are and are skipped when reached.
 Inputs per pod (trace order): ``arr`` and ``dep`` seconds (``dep`` inf:
 no absolute departure; ``dep >= arr``), ``dur`` seconds bound before it
 leaves (inf: stays; never with a finite ``dep``), or ``dur`` empty: no
-pod has one.
+pod has one; ``rank`` [P] int64 each pod's place in activeQ's order
+before the push order (the dense rank of (-priority, creation time)), or
+empty: all equal, activeQ first-in first-out.
 """
 
 # ruff: noqa: F821
@@ -184,13 +188,69 @@ def heap_pop_at(hk, hs, hp, qi, len_slot):
     return j
 
 
-def push_active(j, qi, pst, aq):
+def key_push(ak, aq, qi, key, j):
+    """Pod ``j`` into activeQ's heap under ``key`` (smallest first)."""
+    m = qi[QI_AQ_LEN]
+    ak[m] = key
+    aq[m] = j
+    qi[QI_AQ_LEN] = m + 1
+    while m > 0:
+        parent = (m - 1) // 2
+        if ak[parent] <= ak[m]:
+            break
+        k = ak[m]
+        ak[m] = ak[parent]
+        ak[parent] = k
+        k = aq[m]
+        aq[m] = aq[parent]
+        aq[parent] = k
+        m = parent
+
+
+def key_pop(ak, aq, qi):
+    """activeQ's heap head out; returns its pod."""
+    j = aq[0]
+    m = qi[QI_AQ_LEN] - 1
+    qi[QI_AQ_LEN] = m
+    if m > 0:
+        ak[0] = ak[m]
+        aq[0] = aq[m]
+        k = 0
+        while True:
+            a = 2 * k + 1
+            if a >= m:
+                break
+            if a + 1 < m and ak[a + 1] < ak[a]:
+                a += 1
+            if ak[k] <= ak[a]:
+                break
+            t = ak[a]
+            ak[a] = ak[k]
+            ak[k] = t
+            t = aq[a]
+            aq[a] = aq[k]
+            aq[k] = t
+            k = a
+    return j
+
+
+def push_active(j, qi, pst, aq, rank, ak):
     pst[j] = ACTIVE
     qi[QI_SEQ] += 1
-    ring_push(aq, qi, QI_AQ_HEAD, QI_AQ_LEN, j)
+    if rank.shape[0] == 0:
+        ring_push(aq, qi, QI_AQ_HEAD, QI_AQ_LEN, j)
+    else:
+        # the push number below 2^32: ties of rank go first-in first-out
+        key_push(ak, aq, qi, (rank[j] << 32) | qi[QI_SEQ], j)
 
 
-def move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp):
+def pop_active(qi, aq, rank, ak):
+    if rank.shape[0] == 0:
+        return ring_pop(aq, qi, QI_AQ_HEAD, QI_AQ_LEN)
+    return key_pop(ak, aq, qi)
+
+
+def move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak):
     """An unschedulable pod back: to backoffQ while it backs off, else activeQ."""
     if patt[j] > 0:
         expiry = pts[j] + backoff_seconds(patt[j], backoff0, backoff_max)
@@ -199,24 +259,25 @@ def move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp):
             qi[QI_SEQ] += 1
             heap_push(hk, hs, hp, qi, expiry, j)
             return
-    push_active(j, qi, pst, aq)
+    push_active(j, qi, pst, aq, rank, ak)
 
 
-def move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp):
+def move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak):
     """An assigned pod deleted: every unschedulable pod moves, in the order they entered."""
     while qi[QI_UP_LEN] > 0:
         j = ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
         if pst[j] == UNSCHED:
-            move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp)
+            move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
 
 
-def flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp):
+def flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+          rank, ak):
     """Before a pop: backoffQ's expired pods to activeQ, then the pods
     unschedulable for ``max_unsched`` seconds or more moved."""
     while qi[QI_H_LEN] > 0 and hk[0] <= now:
         j = heap_pop(hk, hs, hp, qi)
         if pst[j] == BACKOFF:
-            push_active(j, qi, pst, aq)
+            push_active(j, qi, pst, aq, rank, ak)
     if max_unsched == INF:
         return
     while qi[QI_UP_LEN] > 0:
@@ -227,7 +288,7 @@ def flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, h
         if now - pts[j] < max_unsched:
             break
         ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
-        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp)
+        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
 
 
 def next_backoff(hk, hp, hs, qi, pst):
@@ -256,7 +317,7 @@ def horizon(arr, qi, dk):
 
 
 def q_next(arr, dep, backoff0, backoff_max, max_unsched,
-           qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp):
+           qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Advance to what the caller must do next: ATTEMPT (pod ``qi[QI_POD]``,
     attempt number ``qi[QI_ATTEMPT]``; answer with ``q_failed`` or
     ``q_bound``), DEPART (bound pod ``qi[QI_POD]`` leaves: free its node)
@@ -270,7 +331,7 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
                 if pst[k] == BOUND:
                     pst[k] = GONE
                     move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
-                             hk, hs, hp)
+                             hk, hs, hp, rank, ak)
                     qi[QI_POD] = k
                     return DEPART
                 pst[k] = GONE
@@ -279,7 +340,7 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
             if a < p and arr[a] == now:
                 while a < p and arr[a] == now:
                     pts[a] = now
-                    push_active(a, qi, pst, aq)
+                    push_active(a, qi, pst, aq, rank, ak)
                     if dep[a] < INF:
                         push_departure(dep[a], a, qi, dk, ds, dp)
                     a += 1
@@ -287,9 +348,10 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
                 continue
             qi[QI_EVENTS] = 0
             continue
-        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp)
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+              rank, ak)
         while qi[QI_AQ_LEN] > 0:
-            j = ring_pop(aq, qi, QI_AQ_HEAD, QI_AQ_LEN)
+            j = pop_active(qi, aq, rank, ak)
             if pst[j] != ACTIVE:
                 continue
             pst[j] = IN_FLIGHT

@@ -282,7 +282,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         if tid == 0:
             cmd[0] = _q_next(arr, dep, backoff0_of[b], backoff_max_of[b],
                              max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
-                             dk, ds, dp)
+                             dk, ds, dp, dp[:0], dp[:0])
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()

@@ -180,7 +180,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
         if tid == 0:
             cmd[0] = _q_next(arrive[o:o + e], depart[o:o + e],
                              backoff0_of[b], backoff_max_of[b], max_unsched_of[b], qi, qf, pst,
-                             patt, pts, aq, up, hk, hs, hp, dk, ds, dp)
+                             patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0], dp[:0])
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()

@@ -49,13 +49,16 @@ def _state(p):
             np.zeros(p, np.int64))
 
 
-def _story(arr, dep, dur, fails):
-    """Run the queue; ``fails(j, now)``: the attempt of pod j at ``now`` fails."""
+def _story(arr, dep, dur, fails, rank=None):
+    """Run the queue; ``fails(j, now)``: the attempt of pod j at ``now``
+    fails; ``rank``: activeQ's order (None: first-in first-out)."""
     qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp = st_ = _state(arr.shape[0])
+    rank = np.zeros(0, np.int64) if rank is None else np.asarray(rank, np.int64)
+    ak = np.zeros(aq.shape[0], np.int64)
     Q.q_init(qi, qf, pst, patt, pts)
     story = []
     while True:
-        kind = Q.q_next(arr, dep, 1.0, 10.0, 300.0, *st_)
+        kind = Q.q_next(arr, dep, 1.0, 10.0, 300.0, *st_, rank, ak)
         if kind == Q.DONE:
             break
         j = int(qi[Q.QI_POD])
@@ -109,6 +112,35 @@ def test_a_zero_duration_leaves_before_the_next_event():
     story, _ = _story(arr, dep, dur, lambda j, now: False)
     assert [(k, j, t) for k, j, t, _a in story] == [
         (Q.ATTEMPT, 0, 0.0), (Q.ATTEMPT, 1, 0.0), (Q.DEPART, 0, 0.0), (Q.ATTEMPT, 2, 5.0)]
+
+
+def test_active_q_pops_by_rank_then_push_order():
+    # pods 0..3 arrive at 0 with ranks 2, 0, 1, 0: popped 1, 3, 2, 0; pod 1
+    # fails and waits; pod 3 leaves at 5 (duration 5) and moves it back
+    # (its backoff over) into activeQ beside pod 4 arriving at 5 with rank
+    # 1: pod 1 (rank 0) goes first though pushed before it
+    inf = math.inf
+    arr = np.array([0.0, 0.0, 0.0, 0.0, 5.0])
+    dep = np.full(5, inf)
+    dur = np.array([inf, inf, inf, 5.0, inf])
+    story, patt = _story(arr, dep, dur, lambda j, now: j == 1 and now < 5.0,
+                         rank=[2, 0, 1, 0, 1])
+    assert [(k, j, t) for k, j, t, _a in story] == [
+        (Q.ATTEMPT, 1, 0.0), (Q.ATTEMPT, 3, 0.0), (Q.ATTEMPT, 2, 0.0), (Q.ATTEMPT, 0, 0.0),
+        (Q.DEPART, 3, 5.0), (Q.ATTEMPT, 1, 5.0), (Q.ATTEMPT, 4, 5.0)]
+    assert patt.tolist() == [1, 2, 1, 1, 1]
+
+
+@settings(max_examples=50)
+@given(keys=st.lists(st.integers(0, 3), min_size=1, max_size=40))
+def test_active_q_heap_pops_in_key_order(keys):
+    n = len(keys)
+    qi = np.zeros(Q.QI_N, np.int64)
+    ak, aq = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for j, k in enumerate(keys):
+        Q.key_push(ak, aq, qi, (k << 32) | j, j)
+    got = [Q.key_pop(ak, aq, qi) for _ in range(n)]
+    assert got == sorted(range(n), key=lambda j: (keys[j], j))
 
 
 def test_the_vector_environment_runs_departures():
