@@ -7,10 +7,13 @@ The cluster: ``--nodes`` basic nodes (4 cpu / 32Gi / 110 pods); the trace:
 ``--pods`` pods (100m..2 cpu, 256Mi..4Gi) arriving a second apart, most
 leaving after 60..3,600 s; three configurations (LeastAllocated,
 MostAllocated, RequestedToCapacityRatio, the last at
-percentageOfNodesToScore 50) times ``--seeds`` seeds.  CPU and wall
-seconds of both, the load average before each, and whether the tables are
-equal (but ``wall_seconds``).  Written to
-``bench/results/sweep-local-numba.json`` (``--output`` elsewhere).
+percentageOfNodesToScore 50) times ``--seeds`` seeds; ``--durations``:
+the pods leave that long after their binding (a ``duration`` column), not
+at a time.  CPU and wall seconds of both, the load average before each,
+whether the tables are equal (but ``wall_seconds``) and how many jobs the
+batched path took.  Written to ``bench/results/sweep-local-numba.json``
+(``sweep-local-duration-numba.json`` with ``--durations``; ``--output``
+elsewhere).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 import yaml
 
 from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import basic
 
 from .harness import git_commit, machine_info
@@ -42,16 +46,17 @@ STRATEGIES = (
 )
 
 
-def write_inputs(where: Path, nodes: int, pods: int, seed: int = 0) -> tuple:
+def write_inputs(where: Path, nodes: int, pods: int, seed: int = 0,
+                 durations: bool = False) -> tuple:
     """(cluster path, trace path, config paths) under ``where``."""
     node_objs, _ = basic(nodes, 0)
     cluster = where / "cluster.yaml"
     cluster.write_text(yaml.safe_dump_all(node_objs))
     rng = np.random.default_rng(seed)
-    lines = ["name,arrival,departure,cpu,memory"]
+    lines = ["name,arrival," + ("duration" if durations else "departure") + ",cpu,memory"]
     for j in range(pods):
         stay = rng.choice([60, 600, 3600, -1])
-        dep = "" if stay < 0 else str(j + int(stay))
+        dep = "" if stay < 0 else str(int(stay) if durations else j + int(stay))
         lines.append(f"p{j},{j},{dep},{rng.choice(['100m', '500m', '1', '2'])},"
                      f"{rng.choice(['256Mi', '1Gi', '4Gi'])}")
     trace = where / "trace.csv"
@@ -87,11 +92,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--nodes", type=int, default=200)
     ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--durations", action="store_true")
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        cluster, trace, configs = write_inputs(Path(tmp), args.nodes, args.pods)
+        cluster, trace, configs = write_inputs(Path(tmp), args.nodes, args.pods,
+                                               durations=args.durations)
         jobs = S.make_jobs([trace], list(range(args.seeds)), configs=configs, cluster=cluster)
+        taken: list = []
+        SL.batched_local(jobs, S.load_inputs(jobs), 1, lambda i, row, e: taken.append(i))
         # compile (or load the cached) kernels before timing
         _timed(S.make_jobs([trace], [0], configs=configs[:1], cluster=cluster), True, 1)
         batched, rows_b = _timed(jobs, True, 1)
@@ -100,15 +109,17 @@ def main(argv=None) -> dict:
         per_run, rows_p = _timed(jobs, False, 1)
     record = {"benchmark": "sweep-local", "backend": "numba", "nodes": args.nodes,
               "pods": args.pods, "configs": len(configs), "seeds": args.seeds,
-              "jobs": len(jobs), "batched": batched, "per_run": per_run,
+              "jobs": len(jobs), "durations": args.durations, "batched_jobs": len(taken),
+              "batched": batched, "per_run": per_run,
               "tables_equal": rows_b == rows_p,
               "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
               "scheduled": [r["scheduled"] for r in rows_b],
               "machine": machine_info(), "commit": git_commit()}
-    out = Path(args.output) if args.output else RESULTS / "sweep-local-numba.json"
+    name = "sweep-local-duration-numba.json" if args.durations else "sweep-local-numba.json"
+    out = Path(args.output) if args.output else RESULTS / name
     out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"{len(jobs)} jobs, {args.nodes} nodes, {args.pods} pods: batched "
-          f"{batched['cpu_seconds']} CPU s, per run {per_run['cpu_seconds']} CPU s "
+    print(f"{len(jobs)} jobs ({len(taken)} batched), {args.nodes} nodes, {args.pods} pods: "
+          f"batched {batched['cpu_seconds']} CPU s, per run {per_run['cpu_seconds']} CPU s "
           f"({record['cpu_ratio']}x), tables equal {record['tables_equal']}")
     print(f"wrote {out}")
     return record

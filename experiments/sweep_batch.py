@@ -13,8 +13,9 @@ arrival or departure (``simulate_run.horizon``), and one more at the end
 (the clock when the scheduler has nothing left to do: its last event or
 attempt) when that is later; each row holds the state after everything
 done at or before its time.  The totals follow from each pod's outcome:
-every pod arrives; a bound pod with a departure departs, an unbound one is
-deleted then; the others stay running or pending; every attempt but the
+every pod arrives; a bound pod with a departure or a duration departs, an
+unbound one with a departure is deleted then (one with a duration
+waits); the others stay running or pending; every attempt but the
 binding one failed; a bound pod's latency is its binding time less its
 arrival (the percentiles of all of them, as the Simulation keeps them all
 up to ``KEEP_LATENCIES``).
@@ -53,13 +54,21 @@ def time_mean(t: np.ndarray, v: np.ndarray):
     return float((v[ok] * w[ok]).sum() / w[ok].sum())
 
 
-def sample_times(interval: float, horizon: float, end: float) -> np.ndarray:
-    """The time series' row times (module doc), seconds."""
+def sample_times(interval: float, horizon: float, end: float,
+                 last_event: float | None = None) -> np.ndarray:
+    """The time series' row times (module doc), seconds; ``last_event``
+    (departures after a duration): the last event's time when later than
+    ``horizon``: the Simulation, run on until nothing is left, also samples
+    before it (at it, the agenda is empty and the run ends)."""
     times = []
     t = interval
     while t <= horizon:
         times.append(t)
         t = t + interval
+    if last_event is not None:
+        while t < last_event:
+            times.append(t)
+            t = t + interval
     if not times or times[-1] < end:
         times.append(end)
     return np.array(times, np.float64)
@@ -73,7 +82,8 @@ def _at(log_t: np.ndarray, first, after: np.ndarray, times: np.ndarray) -> np.nd
 
 
 def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interval: float,
-                 horizon: float, fragmentation: bool, base: tuple = (0, 0)) -> dict:
+                 horizon: float, fragmentation: bool, base: tuple = (0, 0),
+                 last_event: float | None = None) -> dict:
     """The row's values but its identifiers and ``wall_seconds``: ``res`` a
     ``TraceRunResult`` of ``trace`` (a ``Trace`` of ``read_openb_trace``);
     ``cpu_cap`` (milli) and ``mem_cap`` (bytes) the cluster's allocatable,
@@ -81,21 +91,23 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
     ``horizon`` its last arrival or departure (seconds); ``fragmentation``:
     the Simulation measures it (the trace has typical pods); ``base``: the
     cpu (milli) and memory (bytes) the cluster's bound pods request at the
-    start."""
+    start; ``last_event``: as ``sample_times`` takes it."""
     arrival = np.asarray(trace.arrival, np.float64)
     leaves = np.isfinite(np.asarray(trace.departure, np.float64))
+    timed = np.isfinite(np.asarray(trace.duration, np.float64))
     bound = res.node >= 0
     scheduled = int(bound.sum())
     end = float(res.end)
     lat = (res.bind[bound] - arrival[bound]).tolist()
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(res.tries.sum()) - scheduled,
-           "preemptions": 0, "departed": int((bound & leaves).sum()),
+           "preemptions": 0, "departed": int((bound & (leaves | timed)).sum()),
            "deleted": int((~bound & leaves).sum()), "evicted": 0,
-           "pending": int((~bound & ~leaves).sum()), "running": int((bound & ~leaves).sum()),
+           "pending": int((~bound & ~leaves).sum()),
+           "running": int((bound & ~leaves & ~timed).sum()),
            "latency_p50": finite(percentile(lat, 50)),
            "latency_p99": finite(percentile(lat, 99))}
-    times = sample_times(interval, horizon, end)
+    times = sample_times(interval, horizon, end, last_event)
     j = np.where(res.log_pod >= 0, res.log_pod, -1 - res.log_pod)
     sign = np.where(res.log_pod >= 0, 1, -1)
     cpu = np.asarray(trace.table.column("cpu").to_numpy(), np.int64)

@@ -20,17 +20,19 @@ strategy and its resources and weights, BalancedAllocation,
 TaintToleration, NodeAffinity, NodeUnschedulable, NodeName,
 ImageLocality, their score weights, percentageOfNodesToScore), and of the
 clock what the openb engine's queue reproduces (``kernels/batch/_queue``):
-pods of one priority arriving at their ``arrival`` and leaving at their
-``departure``; a pod that fits nowhere waits in the unschedulable pool
-until a bound pod leaves (NodeResourcesFit's event) or the pool's flush.
+pods arriving at their ``arrival`` and leaving at their ``departure`` or
+``duration`` seconds after their binding, attempted in PrioritySort's
+order (priority, then creation time, then first-in first-out; the
+manifests' pending pods arrive at time 0 before the trace's); a pod that
+fits nowhere waits in the unschedulable pool until a bound pod leaves
+(NodeResourcesFit's event) or the pool's flush.
 A pod that fails has NodeResourcesFit among its rejectors as long as a
 usage-independent filter (taints, affinity, unschedulable, nodeName)
 passes one node for it, so a departure moves it as ``_queue`` moves every
 waiting pod.  Refused: a trace pod those filters reject on every node
 (it would wait for a node event, not a departure; named by the plugin),
-``duration`` departures, unequal priorities, a scenario, ``until``,
-pending pods in the manifests (they arrive at time 0) with trace pods
-arriving at time 0 too.
+a scenario, ``until``; a pod that could
+preempt (the probes' kernel refuses it).
 """
 
 from __future__ import annotations
@@ -49,7 +51,6 @@ from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalP
 from tensorsched.framework.capacity.common import bound_pods
 from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.parsing.manifests import load_objects, parse_yaml_documents, read_text
-from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
 from tensorsched.framework.simulation.trace import Trace
@@ -106,30 +107,33 @@ class TraceSetup:
     prober: LocalProber
     arrive: np.ndarray
     depart: np.ndarray
+    duration: np.ndarray        # seconds bound before leaving (inf: stays)
+    rank: np.ndarray            # activeQ's order before the push order (``_queue``)
     backoff: tuple
     caps: tuple
     base: tuple
     names: list
     bound: int          # the manifests' bound pods (they keep running)
+    unprofiled: int = 0     # the manifests' pending pods of no profile (never queued)
 
 
 def trace_setup(objects, config, trace) -> TraceSetup:
     """The checks and inputs of ``trace_runs`` (module doc)."""
     cl = build_cluster(copy.deepcopy(list(objects)), copy.deepcopy(config))
-    if np.isfinite(trace.duration).any():
-        raise _refuse("duration", "departures counted from the binding")
     # the manifests' pending pods arrive at time 0 and stay
-    early = [p for p in cl.objects.pods if not p.node_name]
-    if early and len(trace) and trace.arrival[0] <= 0:
-        raise _refuse("cluster", "pending pods in the manifests and trace pods arriving at "
-                                 "time 0 (their queue order)")
+    names = {p.scheduler_name for p in cl.config.profiles}
+    pending = [p for p in cl.objects.pods if not p.node_name]
+    # the manifests' pending pods of no profile are never queued (the rows
+    # count them arrived, ``unprofiled``)
+    early = [p for p in pending if p.scheduler_name in names]
     pods = [cl.resolve(p) for p in early + list(trace.records(0, len(trace)))]
-    prios = {pod_priority(p) for p in pods}
-    if len(prios) > 1:
-        raise _refuse("priority", "the trace's pods have different priorities (activeQ is "
-                                  "then not first-in first-out)")
     nodes = list(cl.objects.nodes)
     prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
+    # activeQ's order before the push order: the queue's own sort key
+    # (PrioritySort: higher priority first, then the earlier creation)
+    keys = [prober.sort_key(p) for p in pods]
+    dense = {k: i for i, k in enumerate(sorted(set(keys)))}
+    rank = np.array([dense[k] for k in keys], np.int64)
     static = prober.base["static_bits"]
     if static.shape[1]:
         for c in np.flatnonzero((static != 0).all(axis=1)).tolist():
@@ -145,12 +149,16 @@ def trace_setup(objects, config, trace) -> TraceSetup:
     arrive = np.concatenate([np.zeros(k), np.asarray(trace.arrival, np.float64)])
     depart = np.concatenate([np.full(k, np.inf),
                              np.where(np.isnan(trace.departure), np.inf, trace.departure)])
-    return TraceSetup(prober, arrive, depart.astype(np.float64),
+    duration = np.concatenate([np.full(k, np.inf),
+                               np.where(np.isnan(trace.duration), np.inf, trace.duration)])
+    return TraceSetup(prober, arrive, depart.astype(np.float64), duration.astype(np.float64),
+                      rank,
                       (float(sched_cfg.pod_initial_backoff_seconds),
                        float(sched_cfg.pod_max_backoff_seconds)),
                       (int(cols.allocatable[:, ci].sum()), int(cols.allocatable[:, mi].sum())),
                       (int(cols.requested[:, ci].sum()), int(cols.requested[:, mi].sum())),
-                      [n.name for n in nodes], len(prober.universe.objects.pods))
+                      [n.name for n in nodes], len(prober.universe.objects.pods),
+                      len(pending) - len(early))
 
 
 def trace_runs(objects, config, trace, seeds, threads: int | None = None) -> list[LocalRun]:
@@ -204,7 +212,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     cat = {f: np.concatenate([getattr(b, f) for b in parts]) for f in _CLASS_FIELDS}
     # every run has every node: one ImageLocality group per configuration
     image_raw = np.concatenate([b.image_raw[b.image_group[0]][None] for b in parts], axis=1)
-    pod_cls, node_rows, arrive, depart, to_find, profile, run_seeds = [], [], [], [], [], [], []
+    pod_cls, node_rows, arrive, depart, dur, rank, to_find, profile, run_seeds = (
+        [] for _ in range(9))
     for k, (s, b) in enumerate(zip(setups, parts)):
         for seed in seeds[k]:
             # the trace's order, not the queue's: the kernel's queue orders the attempts
@@ -212,6 +221,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
             node_rows.append(b.node_rows)
             arrive.append(s.arrive)
             depart.append(s.depart)
+            dur.append(s.duration)
+            rank.append(s.rank)
             to_find.append(int(b.num_to_find[0]))
             profile.append(k)
             run_seeds.append(int(seed))
@@ -230,7 +241,10 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     lt = LocalTrace(batch, np.concatenate(arrive) if n else np.zeros(0),
                     np.concatenate(depart) if n else np.zeros(0),
                     np.asarray(run_seeds, np.int64), setups[0].backoff[0],
-                    setups[0].backoff[1], float(max_unsched), profiles)
+                    setups[0].backoff[1], float(max_unsched), profiles,
+                    np.concatenate(dur) if n else np.zeros(0),
+                    # all equal: activeQ first-in first-out (a ring, not a heap)
+                    np.concatenate(rank) if n and any(r.any() for r in rank) else None)
     if backend == "cuda":
         try:
             from tensorsched.kernels.batch.local_trace_cuda import run_local_trace_cuda
@@ -258,7 +272,38 @@ def _row_trace(s: TraceSetup, trace):
     ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
     return SimpleNamespace(arrival=s.arrive, departure=np.where(np.isinf(s.depart), np.nan,
                                                                 s.depart),
+                           duration=np.where(np.isinf(s.duration), np.nan, s.duration),
                            table=pa.table({"cpu": req[:, ci], "memory": req[:, mi]}))
+
+
+def agenda_spans(s: TraceSetup, res, horizon: float) -> np.ndarray:
+    """[E, 2] when each of a run's events is on the Simulation's agenda
+    (pushed, due; seconds): the arrivals and absolute departures cover
+    [0, ``horizon``], a departure after a duration is pushed at the
+    binding."""
+    timed = (res.node >= 0) & np.isfinite(s.duration)
+    pushed = np.concatenate([[0.0], res.bind[timed]])
+    due = np.concatenate([[horizon], res.bind[timed] + s.duration[timed]])
+    return np.stack([pushed, due], axis=1)
+
+
+def samples_follow(spans: np.ndarray, interval: float, horizon: float) -> bool:
+    """Whether the time series' rows after ``horizon`` are the states at
+    their times: no sample time falls where the agenda is empty and the
+    scheduler goes on to bind a pod that leaves later (the Simulation
+    then samples the state of that binding, not of the sample time)."""
+    spans = spans[np.argsort(spans[:, 0], kind="stable")]
+    covered = float(spans[0, 1])
+    t = interval
+    for start, stop in spans[1:].tolist():
+        if start > covered:
+            # empty from ``covered`` until this push
+            while t < covered:
+                t = t + interval
+            if t < start:
+                return False
+        covered = max(covered, stop)
+    return True
 
 
 def batchable(job, inputs: dict) -> bool:
@@ -302,14 +347,21 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
             rest.extend(i for idx in idxs for i in idx)     # the per-run path says why
             continue
         each = (time.perf_counter() - t0) / sum(len(idx) for idx in idxs)
+        horizon = run.horizon(trace, None, None)
         for s, idx, got in zip(setups, idxs, runs):
             rt = _row_trace(s, trace)
             for i, res in zip(idx, got):
                 job = jobs[i]
+                spans = agenda_spans(s, res, horizon)
+                if not samples_follow(spans, interval, horizon):
+                    rest.append(i)          # the per-run path samples it
+                    continue
                 row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
                 row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
-                                        run.horizon(trace, None, None), False, base=s.base))
+                                        horizon, False, base=s.base,
+                                        last_event=float(spans[:, 1].max())))
                 row["running"] += s.bound
+                row["arrived"] += s.unprofiled      # never queued: not pending either
                 row["wall_seconds"] = each
                 done(i, row, None)
     return sorted(rest)
@@ -345,7 +397,7 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     call (numba: the CPU twin, ``workers`` threads; cuda: a thread block
     per run, tested under the simulator): a ``LocalRun`` per
     run in product order (``trace``, ``config`` the indices, ``seed``;
-    ``node`` per pod of the manifests' pending pods then the trace's, a
+    ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
     row of the cluster's nodes, ``node_names`` its names), each equal to
     ``ts.Simulation(objects, config, seed=seed,
     pod_max_in_unschedulable_seconds=max_unsched)`` fed the trace.  What

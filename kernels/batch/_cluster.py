@@ -21,17 +21,18 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 policy, sel, seed_mix, gpu_weight, static_total,
-                cls, u, arr, dep, dep_order, backoff0, backoff_max, max_unsched,
+                cls, u, arr, dep, dur, backoff0, backoff_max, max_unsched,
                 out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log,
                 frag0, end,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, ties, work, gidx,
-                nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
+                nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
     pod j (class ``cls[j]``) arrives at ``arr[j]`` and leaves at ``dep[j]``
-    (``_queue``); each attempt places it as the module doc of ``_rules``
-    says (the attempt number seeds the tie).  Outputs per pod: ``out_node``
-    the row it was bound to (-1 never), ``out_gmask`` its GPUs (bit mask),
+    (or ``dur[j]`` after its binding, ``dur`` empty: none; ``_queue``);
+    each attempt places it as the module doc of ``_rules`` says (the
+    attempt number seeds the tie).  Outputs per pod: ``out_node`` the row
+    it was bound to (-1 never), ``out_gmask`` its GPUs (bit mask),
     ``out_bind`` when (seconds; NaN never), ``out_tries`` its attempts;
     per change of the cluster (a bind, then a departure), in order,
     ``log_t`` its time, ``log_pod`` the pod (j bound, -1 - j left) and
@@ -58,8 +59,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     q_init(qi, qf, pst, patt, pts)
     m = 0
     while True:
-        kind = q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp)
+        kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0], dp[:0])
         if kind == Q_DONE:
             break
         j = qi[Q_POD]
@@ -83,7 +84,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             out_gmask[j] = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c],
                                    c_milli[c], u[j], cg[row], gpu_left, cpu_left, mem_left,
                                    pods_left, aff, node_ver, version, gidx)
-            q_bound(j, pst)
+            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             out_node[j] = row
             out_bind[j] = qf[Q_NOW]
             log_pod[m] = j

@@ -7,7 +7,7 @@ iteration allocates its own scratch."""
 import numpy as np
 from numba import prange
 
-QI_N = 12       # ``_queue``'s scalar slots
+QI_N = 14       # ``_queue``'s scalar slots
 QF_N = 1
 
 
@@ -37,7 +37,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp],
             tp_mask[w, :ntp], tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b],
             static_total[b, :n], cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
-            dep_order[o:o + e], backoff0[b], backoff_max[b], max_unsched[b],
+            depart[o:o], backoff0[b], backoff_max[b], max_unsched[b],
             out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
             log_t[2 * o:2 * (o + e)], log_pod[2 * o:2 * (o + e)], log_frag[2 * o:2 * (o + e)],
             n_log[b:b + 1], frag0[b:b + 1], end[b:b + 1],
@@ -49,4 +49,5 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             np.zeros(QI_N, np.int64), np.zeros(QF_N, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
-            np.empty(r, np.int64))
+            np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
+            np.empty(e, np.int64))

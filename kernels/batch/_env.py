@@ -91,11 +91,12 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
              c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
              tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
              policy, sel, seed_mix, gpu_weight, static_total, cls, u,
-             arr, dep, dep_order, backoff0, backoff_max, max_unsched,
+             arr, dep, dur, backoff0, backoff_max, max_unsched,
              out_node, out_gmask, out_frag,
              gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
              cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag, tree_val,
-             feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
+             feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
+             dk, ds, dp):
     """``mode`` 1 (reset): the cluster emptied and the run started again;
     2 (hold): nothing changes; 0 (step): the pending pod placed on row
     ``action`` (the default row when ``action`` is outside the mask).  Then
@@ -142,7 +143,7 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         gm = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c], c_milli[c], u[j],
                      cache_gpu[c, row], gpu_left, cpu_left, mem_left, pods_left, aff,
                      node_ver, version, gidx)
-        q_bound(j, pst)
+        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
         out_node[j] = row
         out_gmask[j] = gm
         nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
@@ -154,8 +155,9 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         ist[3] = 1 if invalid else 0
         ist[4] = row
     while True:
-        kind = q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp)
+        kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0],
+                      dp[:0])
         if kind == Q_DONE:
             break
         j = qi[Q_POD]

@@ -17,7 +17,7 @@ def step_all(mode, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap
              out_node, out_gmask, out_frag, gpu_left, cpu_left, mem_left, pods_left, aff,
              node_ver, version, cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag,
              tree_val, feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk,
-             hs, hp):
+             hs, hp, dk, ds, dp):
     for b in prange(run_set.shape[0]):
         s = run_set[b]
         w = run_workload[b]
@@ -34,11 +34,12 @@ def step_all(mode, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap
             c_num[w, :nc], c_milli[w, :nc], c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp],
             tp_milli[w, :ntp], tp_mask[w, :ntp], tp_freq[w, :ntp], policy[b], sel[b],
             seed_mix[b], gpu_weight[b], static_total[b, :n], cls[o:o + e], u[o:o + e],
-            arrive[o:o + e], depart[o:o + e], dep_order[o:o + e], backoff0[b], backoff_max[b],
+            arrive[o:o + e], depart[o:o + e], depart[o:o], backoff0[b], backoff_max[b],
             max_unsched[b], out_node[o:o + e], out_gmask[o:o + e], out_frag[o:o + e], gpu_left[b, :n],
             cpu_left[b, :n], mem_left[b, :n], pods_left[b, :n], aff[b, :n], node_ver[b, :n],
             version[b], cache_score[b, :nc, :n], cache_gpu[b, :nc, :n], cache_ver[b, :nc, :n],
             ties[b], work[b], gidx[b], nfrag[b, :n], tree_val[b, :max(nt, 1)], feas[b],
             scale, obs[b], pod_obs[b], ist[b], fst[b], qi[b], qf[b], pst[o:o + e],
             patt[o:o + e], pts[o:o + e], aq[2 * o:2 * (o + e)], up[2 * o:2 * (o + e)],
-            hk[2 * o:2 * (o + e)], hs[2 * o:2 * (o + e)], hp[2 * o:2 * (o + e)])
+            hk[2 * o:2 * (o + e)], hs[2 * o:2 * (o + e)], hp[2 * o:2 * (o + e)],
+            dk[o:o + e], ds[o:o + e], dp[o:o + e])

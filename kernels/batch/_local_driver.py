@@ -69,7 +69,7 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
                         c_fit_filter, c_active, c_norm, c_weights, static_bits, static_raw,
                         image_raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
                         shape_score, bal_res, bal_kind, node_ptr, node_rows, pod_ptr, pod_cls,
-                        image_group, num_to_find, seed_mixes, arrive, depart, dep_order,
+                        image_group, num_to_find, seed_mixes, arrive, depart, duration, rank,
                         backoff0, backoff_max, max_unsched, out_node, out_bind, out_tries,
                         log_t, log_pod, n_log, end, profile, n_fit, n_shape, n_bal):
     """``_local_trace.run_local_trace_cluster`` for every cluster (its pods
@@ -112,6 +112,7 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
             size *= 2
         nc = max(n_classes, 1)
         r2 = max(2 * e, 1)
+        r_heap = r2 if rank.shape[0] > 0 else 0        # activeQ's heap keys (ranks given)
         local = np.empty(e, np.int64)
         k = profile[b]
         nf = n_fit[k]
@@ -122,7 +123,7 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
             c_norm, c_weights, sb, reasons, raw, strategy[k], fit_res[k, :nf], fit_kind[k, :nf],
             fit_weights[k, :nf], shape_util[k, :nq], shape_score[k, :nq], bal_res[k, :nb],
             bal_kind[k, :nb], pod_cls[p0:p1], arrive[p0:p1],
-            depart[p0:p1], dep_order[p0:p1], backoff0, backoff_max, max_unsched,
+            depart[p0:p1], duration[p0:p1], backoff0, backoff_max, max_unsched,
             num_to_find[b], seed_mixes[b], local, out_bind[p0:p1], out_tries[p0:p1],
             log_t[2 * p0:2 * p1], log_pod[2 * p0:2 * p1], n_log[b:b + 1], end[b:b + 1],
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
@@ -130,9 +131,10 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
             np.empty((nc, m), np.int64), np.empty((nc, 2 * size), np.int64),
             np.empty((nc, 2 * size), np.int64), np.empty(nc, np.int64),
             np.empty((nc, 5), np.int64), np.empty(1, np.int64),
-            np.zeros(12, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
+            np.zeros(14, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),
-            np.empty(r2, np.int64))
+            np.empty(r2, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
+            np.empty(e, np.int64), rank[p0:p1], np.empty(r_heap, np.int64))
         for k in range(e):
             out_node[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

@@ -49,15 +49,16 @@ def keep_row(i, reasons, raw, old_reasons, old_raw):
 def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                             c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
                             raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
-                            shape_score, bal_res, bal_kind, pod_cls, arr, dep, dep_order,
+                            shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
                             backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
                             out_node, out_bind, out_tries, log_t, log_pod, n_log, end,
                             positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt,
                             totals, tmax, tcnt, old_reasons, old_raw, dirty,
-                            qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
+                            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Pod j (class ``pod_cls[j]``, trace order) arrives at ``arr[j]`` and
-    leaves at ``dep[j]`` (inf: stays; ``dep_order`` the pods by (departure,
-    index)); ``_queue`` says when each is attempted (the attempt number
+    leaves at ``dep[j]`` or ``dur[j]`` seconds after its binding (inf:
+    stays; never both); ``rank`` its place in activeQ's order (empty: all
+    equal); ``_queue`` says when each is attempted (the attempt number
     seeds its tie) and when a bound one leaves; an attempt places the pod
     as ``_local_core.run_local_cluster`` places one (the start index
     rotating by the nodes it processed), a pod that fits nowhere goes to
@@ -93,8 +94,8 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
     start = 0
     m = 0
     while True:
-        kind = q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp)
+        kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak)
         if kind == Q_DONE:
             break
         j = qi[Q_POD]
@@ -143,7 +144,7 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
                  fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
         fold_row(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, totals, tmax,
                  tcnt, old_reasons, old_raw, dirty, size)
-        q_bound(j, pst)
+        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
         out_node[j] = i
         out_bind[j] = qf[Q_NOW]
         log_t[m] = qf[Q_NOW]

@@ -1,17 +1,21 @@
 """One cluster's simulated clock and scheduling queue in the batched engine:
 the order in which the ``Simulation`` (its agenda, its Scheduler's
 run-until-idle and the scheduling queue) attempts pods and lets bound pods
-leave, for pods of equal priority and creation time (the queue's sort key
-then ties everywhere, so activeQ is first-in first-out), with absolute
-departure times and no preemption.  Plain Python on scalars and array
-rows, compiled with ``njit`` (``cpu``) and ``cuda.jit(device=True)``
-(``cuda``, run by one thread of the cluster's block).
+leave, activeQ in PrioritySort's order (higher priority first, then the
+earlier creation time, then first-in first-out), with departures at
+absolute times or a duration after the binding, and no preemption.  Plain
+Python on scalars and array rows, compiled with ``njit`` (``cpu``) and
+``cuda.jit(device=True)`` (``cuda``, run by one thread of the cluster's
+block).
 
 What it reproduces (``framework/simulation`` and ``framework/scheduler``):
 
-- the agenda: at one time, departures first (in the order their pods
-  arrived), then the pods arriving then (in trace order), then the
-  departures of those pods due at their arrival (they never bind);
+- the agenda: at one time, departures first (in the order they were
+  pushed: an absolute departure when its pod arrives, a duration's when
+  its pod binds), then the pods arriving then (in trace order), then the
+  departures of those pods due at their arrival (they never bind); a pod
+  bound at t with duration d leaves at t + d (before later events: the
+  Simulation lowers its horizon);
 - between event times the scheduler runs until idle, its clock at most the
   next event time: it pops activeQ's head (each pop a scheduling attempt:
   the attempt counter seeds the tie-break); when activeQ is empty it jumps
@@ -29,12 +33,19 @@ What it reproduces (``framework/simulation`` and ``framework/scheduler``):
 State, per cluster: ``qi`` [QI_N] int64 and ``qf`` [QF_N] float64
 scalars (the slots below); per pod [P]: ``pst`` (status), ``patt``
 (attempts), ``pts`` (timestamp, seconds); rings and heap [2P]: ``aq``
-(activeQ), ``up`` (unschedulable pool), ``hk`` / ``hs`` / ``hp``
-(backoffQ's expiry, push number and pod).  Entries of a deleted pod die
+(activeQ: a ring, or with ``rank`` a heap of its pods keyed ``ak`` =
+``rank << 32 | push number``), ``up`` (unschedulable pool), ``hk`` / ``hs`` / ``hp``
+(backoffQ's expiry, push number and pod); heap [P]: ``dk`` / ``ds`` /
+``dp`` (the departures due: time, push number and pod; each pod pushes
+at most one).  Entries of a deleted pod die
 where they are and are skipped when reached.
 
 Inputs per pod (trace order): ``arr`` and ``dep`` seconds (``dep`` inf:
-stays; ``dep >= arr``), ``dep_order`` [P] the pods by (departure, index).
+no absolute departure; ``dep >= arr``), ``dur`` seconds bound before it
+leaves (inf: stays; never with a finite ``dep``), or ``dur`` empty: no
+pod has one; ``rank`` [P] int64 each pod's place in activeQ's order
+before the push order (the dense rank of (-priority, creation time)), or
+empty: all equal, activeQ first-in first-out.
 """
 
 # ruff: noqa: F821
@@ -64,11 +75,13 @@ QI_H_LEN = 4
 QI_SEQ = 5
 QI_ATTEMPTS = 6
 QI_NEXT_ARR = 7
-QI_NEXT_DEP = 8
+QI_NEXT_DEP = 8        # unused (departures are the heap's)
 QI_EVENTS = 9          # 1: applying the events due now; 0: the scheduler runs
 QI_POD = 10            # q_next's answer: the pod
 QI_ATTEMPT = 11        # ... and the attempt number of an ATTEMPT
-QI_N = 12
+QI_D_LEN = 12          # departures due (heap ``dk`` / ``ds`` / ``dp``)
+QI_D_SEQ = 13          # departures pushed
+QI_N = 14
 # qf slots
 QF_NOW = 0
 QF_N = 1
@@ -129,11 +142,16 @@ def heap_swap(hk, hs, hp, a, b):
 
 
 def heap_push(hk, hs, hp, qi, key, j):
-    m = qi[QI_H_LEN]
+    heap_push_at(hk, hs, hp, qi, QI_H_LEN, key, qi[QI_SEQ], j)
+
+
+def heap_push_at(hk, hs, hp, qi, len_slot, key, seq, j):
+    """Entry (``key``, ``seq``, pod ``j``) into the heap whose length is ``qi[len_slot]``."""
+    m = qi[len_slot]
     hk[m] = key
-    hs[m] = qi[QI_SEQ]
+    hs[m] = seq
     hp[m] = j
-    qi[QI_H_LEN] = m + 1
+    qi[len_slot] = m + 1
     while m > 0:
         parent = (m - 1) // 2
         if not heap_less(hk, hs, m, parent):
@@ -143,10 +161,15 @@ def heap_push(hk, hs, hp, qi, key, j):
 
 
 def heap_pop(hk, hs, hp, qi):
-    """Remove the smallest entry; returns its pod."""
+    """Remove backoffQ's smallest entry; returns its pod."""
+    return heap_pop_at(hk, hs, hp, qi, QI_H_LEN)
+
+
+def heap_pop_at(hk, hs, hp, qi, len_slot):
+    """Remove the smallest entry of the heap of length ``qi[len_slot]``; returns its pod."""
     j = hp[0]
-    m = qi[QI_H_LEN] - 1
-    qi[QI_H_LEN] = m
+    m = qi[len_slot] - 1
+    qi[len_slot] = m
     if m > 0:
         hk[0] = hk[m]
         hs[0] = hs[m]
@@ -165,13 +188,69 @@ def heap_pop(hk, hs, hp, qi):
     return j
 
 
-def push_active(j, qi, pst, aq):
+def key_push(ak, aq, qi, key, j):
+    """Pod ``j`` into activeQ's heap under ``key`` (smallest first)."""
+    m = qi[QI_AQ_LEN]
+    ak[m] = key
+    aq[m] = j
+    qi[QI_AQ_LEN] = m + 1
+    while m > 0:
+        parent = (m - 1) // 2
+        if ak[parent] <= ak[m]:
+            break
+        k = ak[m]
+        ak[m] = ak[parent]
+        ak[parent] = k
+        k = aq[m]
+        aq[m] = aq[parent]
+        aq[parent] = k
+        m = parent
+
+
+def key_pop(ak, aq, qi):
+    """activeQ's heap head out; returns its pod."""
+    j = aq[0]
+    m = qi[QI_AQ_LEN] - 1
+    qi[QI_AQ_LEN] = m
+    if m > 0:
+        ak[0] = ak[m]
+        aq[0] = aq[m]
+        k = 0
+        while True:
+            a = 2 * k + 1
+            if a >= m:
+                break
+            if a + 1 < m and ak[a + 1] < ak[a]:
+                a += 1
+            if ak[k] <= ak[a]:
+                break
+            t = ak[a]
+            ak[a] = ak[k]
+            ak[k] = t
+            t = aq[a]
+            aq[a] = aq[k]
+            aq[k] = t
+            k = a
+    return j
+
+
+def push_active(j, qi, pst, aq, rank, ak):
     pst[j] = ACTIVE
     qi[QI_SEQ] += 1
-    ring_push(aq, qi, QI_AQ_HEAD, QI_AQ_LEN, j)
+    if rank.shape[0] == 0:
+        ring_push(aq, qi, QI_AQ_HEAD, QI_AQ_LEN, j)
+    else:
+        # the push number below 2^32: ties of rank go first-in first-out
+        key_push(ak, aq, qi, (rank[j] << 32) | qi[QI_SEQ], j)
 
 
-def move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp):
+def pop_active(qi, aq, rank, ak):
+    if rank.shape[0] == 0:
+        return ring_pop(aq, qi, QI_AQ_HEAD, QI_AQ_LEN)
+    return key_pop(ak, aq, qi)
+
+
+def move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak):
     """An unschedulable pod back: to backoffQ while it backs off, else activeQ."""
     if patt[j] > 0:
         expiry = pts[j] + backoff_seconds(patt[j], backoff0, backoff_max)
@@ -180,24 +259,25 @@ def move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp):
             qi[QI_SEQ] += 1
             heap_push(hk, hs, hp, qi, expiry, j)
             return
-    push_active(j, qi, pst, aq)
+    push_active(j, qi, pst, aq, rank, ak)
 
 
-def move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp):
+def move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak):
     """An assigned pod deleted: every unschedulable pod moves, in the order they entered."""
     while qi[QI_UP_LEN] > 0:
         j = ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
         if pst[j] == UNSCHED:
-            move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp)
+            move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
 
 
-def flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp):
+def flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+          rank, ak):
     """Before a pop: backoffQ's expired pods to activeQ, then the pods
     unschedulable for ``max_unsched`` seconds or more moved."""
     while qi[QI_H_LEN] > 0 and hk[0] <= now:
         j = heap_pop(hk, hs, hp, qi)
         if pst[j] == BACKOFF:
-            push_active(j, qi, pst, aq)
+            push_active(j, qi, pst, aq, rank, ak)
     if max_unsched == INF:
         return
     while qi[QI_UP_LEN] > 0:
@@ -208,7 +288,7 @@ def flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, h
         if now - pts[j] < max_unsched:
             break
         ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
-        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp)
+        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
 
 
 def next_backoff(hk, hp, hs, qi, pst):
@@ -220,19 +300,24 @@ def next_backoff(hk, hp, hs, qi, pst):
     return INF
 
 
-def horizon(arr, dep, dep_order, qi):
+def push_departure(t, j, qi, dk, ds, dp):
+    """Pod ``j`` leaves at ``t`` (after the departures pushed before it at ``t``)."""
+    heap_push_at(dk, ds, dp, qi, QI_D_LEN, t, qi[QI_D_SEQ], j)
+    qi[QI_D_SEQ] += 1
+
+
+def horizon(arr, qi, dk):
     """The next event time (inf: none left)."""
-    p = arr.shape[0]
     h = INF
-    if qi[QI_NEXT_ARR] < p:
+    if qi[QI_NEXT_ARR] < arr.shape[0]:
         h = arr[qi[QI_NEXT_ARR]]
-    if qi[QI_NEXT_DEP] < p:
-        h = min(h, dep[dep_order[qi[QI_NEXT_DEP]]])
+    if qi[QI_D_LEN] > 0:
+        h = min(h, dk[0])
     return h
 
 
-def q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
-           qi, qf, pst, patt, pts, aq, up, hk, hs, hp):
+def q_next(arr, dep, backoff0, backoff_max, max_unsched,
+           qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Advance to what the caller must do next: ATTEMPT (pod ``qi[QI_POD]``,
     attempt number ``qi[QI_ATTEMPT]``; answer with ``q_failed`` or
     ``q_bound``), DEPART (bound pod ``qi[QI_POD]`` leaves: free its node)
@@ -241,31 +326,32 @@ def q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
     while True:
         now = qf[QF_NOW]
         if qi[QI_EVENTS] == 1:
-            if qi[QI_NEXT_DEP] < p:
-                k = dep_order[qi[QI_NEXT_DEP]]
-                if dep[k] == now and k < qi[QI_NEXT_ARR]:
-                    qi[QI_NEXT_DEP] += 1
-                    if pst[k] == BOUND:
-                        pst[k] = GONE
-                        move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
-                                 hk, hs, hp)
-                        qi[QI_POD] = k
-                        return DEPART
+            if qi[QI_D_LEN] > 0 and dk[0] == now:
+                k = heap_pop_at(dk, ds, dp, qi, QI_D_LEN)
+                if pst[k] == BOUND:
                     pst[k] = GONE
-                    continue
+                    move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                             hk, hs, hp, rank, ak)
+                    qi[QI_POD] = k
+                    return DEPART
+                pst[k] = GONE
+                continue
             a = qi[QI_NEXT_ARR]
             if a < p and arr[a] == now:
                 while a < p and arr[a] == now:
                     pts[a] = now
-                    push_active(a, qi, pst, aq)
+                    push_active(a, qi, pst, aq, rank, ak)
+                    if dep[a] < INF:
+                        push_departure(dep[a], a, qi, dk, ds, dp)
                     a += 1
                 qi[QI_NEXT_ARR] = a
                 continue
             qi[QI_EVENTS] = 0
             continue
-        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp)
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+              rank, ak)
         while qi[QI_AQ_LEN] > 0:
-            j = ring_pop(aq, qi, QI_AQ_HEAD, QI_AQ_LEN)
+            j = pop_active(qi, aq, rank, ak)
             if pst[j] != ACTIVE:
                 continue
             pst[j] = IN_FLIGHT
@@ -275,7 +361,7 @@ def q_next(arr, dep, dep_order, backoff0, backoff_max, max_unsched,
             qi[QI_ATTEMPTS] += 1
             return ATTEMPT
         t = next_backoff(hk, hp, hs, qi, pst)
-        h = horizon(arr, dep, dep_order, qi)
+        h = horizon(arr, qi, dk)
         if t == INF and h == INF:
             return DONE
         if t > h:
@@ -292,5 +378,8 @@ def q_failed(j, qi, qf, pst, pts, up):
     ring_push(up, qi, QI_UP_HEAD, QI_UP_LEN, j)
 
 
-def q_bound(j, pst):
+def q_bound(j, dur, qi, qf, pst, dk, ds, dp):
+    """The attempted pod bound now; with a duration it leaves that long after."""
     pst[j] = BOUND
+    if dur.shape[0] > 0 and dur[j] < INF:
+        push_departure(qf[QF_NOW] + dur[j], j, qi, dk, ds, dp)

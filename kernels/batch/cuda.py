@@ -201,7 +201,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
-            qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all):
+            qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all,
+            dk_all, ds_all, dp_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
@@ -251,7 +252,10 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     hp = hp_all[r2:r2 + 2 * e]
     arr = arrive[o:o + e]
     dep = depart[o:o + e]
-    dord = dep_order[o:o + e]
+    dur = dep[:0]                                   # no durations in openb runs
+    dk = dk_all[o:o + e]
+    ds = ds_all[o:o + e]
+    dp = dp_all[o:o + e]
     lt = log_t[r2:r2 + 2 * e]
     lp = log_pod[r2:r2 + 2 * e]
     lf = log_frag[r2:r2 + 2 * e]
@@ -276,8 +280,9 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         frag0[b] = frag
     while True:
         if tid == 0:
-            cmd[0] = _q_next(arr, dep, dord, backoff0_of[b], backoff_max_of[b],
-                             max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp)
+            cmd[0] = _q_next(arr, dep, backoff0_of[b], backoff_max_of[b],
+                             max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
+                             dk, ds, dp, dp[:0], dp[:0])
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
@@ -322,7 +327,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             out_gmask[o + j] = _account(row, sel, count, cpu, mem, num, milli, u[o + j], cg[row],
                                         gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                                         version, gidx)
-            _q_bound(j, pst)
+            _q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             out_node[o + j] = row
             out_bind[o + j] = qf[_queue.QF_NOW]
             nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm, tpk,
@@ -348,8 +353,8 @@ def cluster_bytes(a: BatchArrays) -> np.ndarray:
     t = a.t_lo.shape[1]
     fixed = 8 * (n * (a.gpu_slots + 5 + AFF_TAGS + 3 * c + 1) + t + 1)
     # events: inputs (cls, u, arrive, depart, dep_order), outputs (4), queue state
-    # (3), rings and heap (5 x 2), the change log (3 x 2)
-    return fixed + 8 * (QI_N + 1) + 8 * 26 * a.ev_len
+    # (3), rings and heap (5 x 2), the departure heap (3), the change log (3 x 2)
+    return fixed + 8 * (QI_N + 1) + 8 * 29 * a.ev_len
 
 
 def _chunks(a: BatchArrays, budget: int) -> list:
@@ -431,7 +436,9 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
                cuda.device_array(max(e, 1), i64), cuda.device_array(max(e, 1), i64),
                cuda.device_array(max(e, 1), f64), cuda.device_array(e2, i64),
                cuda.device_array(e2, i64), cuda.device_array(e2, f64),
-               cuda.device_array(e2, i64), cuda.device_array(e2, i64)]
+               cuda.device_array(e2, i64), cuda.device_array(e2, i64),
+               cuda.device_array(max(e, 1), f64), cuda.device_array(max(e, 1), i64),
+               cuda.device_array(max(e, 1), i64)]
     _kernel[b, THREADS](*ins, *outs, *scratch)
     return BatchOutputs(*(x.copy_to_host() for x in outs))
 

@@ -63,7 +63,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
                  node_ver_all, version_all, cache_score_all, cache_gpu_all, cache_ver_all,
                  nfrag_all, tree_all, feas_all, scale, obs_all, pod_obs_all, ist_all, fst_all,
                  qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all,
-                 hp_all):
+                 hp_all, dk_all, ds_all, dp_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     mode = mode_of[b]
@@ -116,6 +116,10 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
     hk = hk_all[r2:r2 + 2 * e]
     hs = hs_all[r2:r2 + 2 * e]
     hp = hp_all[r2:r2 + 2 * e]
+    dk = dk_all[o:o + e]
+    ds = ds_all[o:o + e]
+    dp = dp_all[o:o + e]
+    dur = depart[o:o]                               # no durations in openb runs
     if mode == STEP_RESET:
         for i in range(tid, n, THREADS):
             _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
@@ -159,7 +163,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
             gm = _account(row, sel_of[b], count, c_cpu[w, c], c_mem[w, c], c_num[w, c],
                           c_milli[w, c], u_all[o + j], cache_gpu_all[b, c, row], gpu_left,
                           cpu_left, mem_left, pods_left, aff, node_ver, version, gidx)
-            _q_bound(j, pst)
+            _q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             out_node_all[o + j] = row
             out_gmask_all[o + j] = gm
             nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm, tpk,
@@ -174,9 +178,9 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
             ist[4] = row
     while True:
         if tid == 0:
-            cmd[0] = _q_next(arrive[o:o + e], depart[o:o + e], dep_order[o:o + e],
+            cmd[0] = _q_next(arrive[o:o + e], depart[o:o + e],
                              backoff0_of[b], backoff_max_of[b], max_unsched_of[b], qi, qf, pst,
-                             patt, pts, aq, up, hk, hs, hp)
+                             patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0], dp[:0])
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
@@ -303,7 +307,8 @@ class EnvBatchCuda:
         r = max(2 * e, 1)
         self._queue = [da((b, QI_N), i64), da((b, QF_N)), da(max(e, 1), i64),
                        da(max(e, 1), i64), da(max(e, 1)), da(r, i64), da(r, i64), da(r),
-                       da(r, i64), da(r, i64)]
+                       da(r, i64), da(r, i64), da(max(e, 1)), da(max(e, 1), i64),
+                       da(max(e, 1), i64)]
         self._b = b
         self._cupy = _cupy()
 

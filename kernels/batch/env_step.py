@@ -89,7 +89,8 @@ class EnvBatch:
         self._queue = (np.zeros((b, QI_N), np.int64), np.zeros((b, QF_N), np.float64),
                        np.zeros(e, np.int64), np.zeros(e, np.int64), np.zeros(e, np.float64),
                        np.zeros(r, np.int64), np.zeros(r, np.int64), np.zeros(r, np.float64),
-                       np.zeros(r, np.int64), np.zeros(r, np.int64))
+                       np.zeros(r, np.int64), np.zeros(r, np.int64), np.zeros(e, np.float64),
+                       np.zeros(e, np.int64), np.zeros(e, np.int64))
 
     def step(self, reset: np.ndarray, action: np.ndarray, hold: np.ndarray | None = None) -> None:
         """Environments with ``reset[b]`` start their run again, those with

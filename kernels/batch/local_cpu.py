@@ -226,7 +226,11 @@ class LocalTrace(NamedTuple):
     ``backoff0`` / ``backoff_max`` seconds (podInitialBackoffSeconds,
     podMaxBackoffSeconds) and ``max_unsched`` (the unschedulable pool's
     flush, seconds; inf: never); ``profiles``: each cluster's scoring
-    arguments (None: the batch's for all)."""
+    arguments (None: the batch's for all); ``duration`` [sum P] float64
+    seconds each pod stays once bound (inf: stays, never with a finite
+    ``depart``; None: every pod inf); ``rank`` [sum P] int64 each pod's
+    place in activeQ's order within its cluster before the push order
+    (the dense rank of (-priority, creation time); None: all equal)."""
 
     batch: LocalBatch
     arrive: np.ndarray
@@ -236,6 +240,19 @@ class LocalTrace(NamedTuple):
     backoff_max: float = 10.0
     max_unsched: float = 300.0
     profiles: LocalProfiles | None = None
+    duration: np.ndarray | None = None
+    rank: np.ndarray | None = None
+
+    def ranks(self) -> np.ndarray:
+        """``rank`` as int64, empty where None."""
+        return np.zeros(0, np.int64) if self.rank is None else np.ascontiguousarray(
+            self.rank, np.int64)
+
+    def durations(self) -> np.ndarray:
+        """[sum P] float64 ``duration`` (inf where None)."""
+        if self.duration is None:
+            return np.full(self.batch.pod_cls.shape[0], np.inf)
+        return np.ascontiguousarray(self.duration, np.float64)
 
     def check(self) -> None:
         """``batch.check`` and the per-pod times; a ValueError naming the array."""
@@ -259,6 +276,17 @@ class LocalTrace(NamedTuple):
         if (~np.isfinite(arr)).any() or (arr < 0).any() or (dep < arr).any():
             raise ValueError("LocalTrace.arrive/depart: finite arrivals >= 0, departures "
                              ">= their arrival")
+        if self.duration is not None:
+            dur = np.asarray(self.duration, np.float64)
+            if dur.shape != (p,):
+                raise ValueError(f"LocalTrace.duration: shape {dur.shape}, expected ({p},)")
+            both = np.isfinite(dur) & np.isfinite(dep)
+            if np.isnan(dur).any() or (dur < 0).any() or both.any():
+                raise ValueError("LocalTrace.duration: seconds >= 0 (inf: stays), never with a "
+                                 "finite departure")
+        if self.rank is not None and (np.shape(self.rank) != (p,) or (self.ranks() < 0).any()
+                                      or (self.ranks() >= 1 << 30).any()):
+            raise ValueError(f"LocalTrace.rank: ({p},) ranks in [0, 2^30)")
         for b in range(a.n_clusters):
             seg = arr[a.pod_ptr[b]:a.pod_ptr[b + 1]]
             if (np.diff(seg) < 0).any():
@@ -321,16 +349,6 @@ class TraceResult(NamedTuple):
     end: np.ndarray
 
 
-def departure_order(t: LocalTrace) -> np.ndarray:
-    """[sum P] each cluster's pods (local indices) by (departure, index)."""
-    a = t.batch
-    out = np.empty(a.pod_cls.shape[0], np.int64)
-    for b in range(a.n_clusters):
-        p0, p1 = int(a.pod_ptr[b]), int(a.pod_ptr[b + 1])
-        out[p0:p1] = np.lexsort((np.arange(p1 - p0), np.asarray(t.depart[p0:p1])))
-    return out
-
-
 def run_local_trace(t: LocalTrace, threads: int | None = None) -> TraceResult:
     """Every cluster of ``t`` (checked first) on ``threads`` cores
     (default: Numba's): the ``TraceResult``."""
@@ -367,7 +385,7 @@ def run_local_trace(t: LocalTrace, threads: int | None = None) -> TraceResult:
                        i64(pr.bal_res), i64(pr.bal_kind),
                        i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls),
                        i64(a.image_group), i64(a.num_to_find), mixes, f64(t.arrive),
-                       f64(t.depart), departure_order(t), float(t.backoff0),
+                       f64(t.depart), t.durations(), t.ranks(), float(t.backoff0),
                        float(t.backoff_max), float(t.max_unsched), out.node, out.bind,
                        out.tries, out.log_t, out.log_pod, out.n_log, out.end, i64(pr.profile),
                        i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal))

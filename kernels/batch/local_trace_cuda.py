@@ -17,7 +17,7 @@ import numpy as np
 from .local_cuda import THREADS, block_pick
 from .warp import WARPS
 from . import _local_core, _queue
-from .local_cpu import LocalProfiles, LocalTrace, TraceResult, departure_order, seed_mix
+from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
 
 from numba import cuda, int64  # noqa: E402
 
@@ -43,10 +43,11 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy, fit_res,
             fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape, bal_res, bal_kind,
             n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find,
-            seed_mixes, arrive, depart, dep_order, backoff0, backoff_max, max_unsched,
+            seed_mixes, arrive, depart, duration, rank, backoff0, backoff_max, max_unsched,
             out_node, out_bind, out_tries, log_t, log_pod, n_log, end,
             alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, flags_all,
-            qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all):
+            qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all,
+            dk_all, ds_all, dp_all, ak_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
@@ -87,7 +88,12 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     hp = hp_all[b, :max(2 * e, 1)]
     arr = arrive[p0:p0 + e]
     dep = depart[p0:p0 + e]
-    dord = dep_order[p0:p0 + e]
+    dur = duration[p0:p0 + e]
+    rk = rank[p0:p0 + e]                            # empty: first-in first-out
+    ak = ak_all[b, :max(2 * e, 1)]
+    dk = dk_all[b, :max(e, 1)]
+    ds = ds_all[b, :max(e, 1)]
+    dp = dp_all[b, :max(e, 1)]
     lt = log_t[2 * p0:2 * (p0 + e)]
     lp = log_pod[2 * p0:2 * (p0 + e)]
     g = image_group[b]
@@ -120,8 +126,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     m = 0
     while True:
         if tid == 0:
-            cmd[0] = _q_next(arr, dep, dord, backoff0, backoff_max, max_unsched, qi, qf, pst,
-                             patt, pts, aq, up, hk, hs, hp)
+            cmd[0] = _q_next(arr, dep, backoff0, backoff_max, max_unsched, qi, qf, pst,
+                             patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak)
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
@@ -162,7 +168,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                 i -= n
             _place_on(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
                       c_active, sb, reasons, raw, strat, fr, fk, fw, su, ss, br, bk)
-            _q_bound(j, pst)
+            _q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             out_node[p0 + j] = i
             out_bind[p0 + j] = qf[_queue.QF_NOW]
             lt[m] = qf[_queue.QF_NOW]
@@ -213,7 +219,7 @@ def run_local_trace_cuda(t: LocalTrace) -> TraceResult:
         i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
         i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
         i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
-        f64(t.arrive), f64(t.depart), departure_order(t))]
+        f64(t.arrive), f64(t.depart), t.durations(), t.ranks())]
     outs = [cuda.device_array(max(p, 1), np.int64), cuda.device_array(max(p, 1), np.float64),
             cuda.device_array(max(p, 1), np.int64), d(out.log_t), d(out.log_pod),
             cuda.device_array(nb, np.int64), cuda.device_array(nb, np.float64)]
@@ -231,8 +237,11 @@ def run_local_trace_cuda(t: LocalTrace) -> TraceResult:
                cuda.device_array((nb, emax), np.float64),
                cuda.device_array((nb, e2), np.int64), cuda.device_array((nb, e2), np.int64),
                cuda.device_array((nb, e2), np.float64), cuda.device_array((nb, e2), np.int64),
-               cuda.device_array((nb, e2), np.int64)]
-    _kernel[nb, THREADS](*ins[:36], float(t.backoff0), float(t.backoff_max),
+               cuda.device_array((nb, e2), np.int64),
+               cuda.device_array((nb, emax), np.float64),
+               cuda.device_array((nb, emax), np.int64), cuda.device_array((nb, emax), np.int64),
+               cuda.device_array((nb, e2 if t.rank is not None else 1), np.int64)]
+    _kernel[nb, THREADS](*ins[:37], float(t.backoff0), float(t.backoff_max),
                          float(t.max_unsched), *outs, *scratch)
     got = [x.copy_to_host() for x in outs]
     return TraceResult(got[0][:p], got[1][:p], got[2][:p], got[3], got[4], got[5], got[6])

@@ -4,8 +4,9 @@ the node-local kernel's trace form and every row equals the row of the
 run's own Simulation (``batch=False``) but ``wall_seconds``, on small
 random clusters (bound and pending pods, taints, unschedulable nodes,
 labels, images) and
-traces (arrivals at once and apart, departures, pods too big to fit that
-retry), under configurations that differ in NodeResourcesFit's strategy,
+traces (arrivals at once and apart, departures at a time or a duration
+after the binding, pods too big to fit that retry), under
+configurations that differ in NodeResourcesFit's strategy,
 BalancedAllocation's resources, score weights and
 percentageOfNodesToScore; what it does not cover is refused by name and
 goes the per-run way."""
@@ -60,6 +61,106 @@ def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bou
     assert _rows(jobs, True) == want
 
 
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
+       bound=st.integers(0, 2))
+def test_duration_departures_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound):
+    # some pods leave a duration after their binding (0 s included, ties
+    # with absolute departures and arrivals): the departure heap's order
+    cluster, trace, configs = _write(tmp_path, seed, n_nodes, n_pods, bound, durations=True)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs[:2], cluster=cluster,
+                       interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    for g, w in zip(got, want):
+        g = dict(g)
+        g.pop("wall_seconds")
+        assert g == w
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
+       bound=st.integers(0, 2))
+def test_priorities_and_creation_times_equal_each_simulation(tmp_path, seed, n_nodes, n_pods,
+                                                             bound):
+    # activeQ in PrioritySort's order: trace pods of priorities 0, 10 and
+    # 1000 (DefaultPreemption off), the manifests' pending pods (created
+    # before them: after them in activeQ) beside trace pods at time 0
+    cluster, trace, configs = _write(tmp_path, seed, n_nodes, n_pods, bound, durations=True,
+                                     priorities=True)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs[:2], cluster=cluster,
+                       interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    for g, w in zip(got, want):
+        g = dict(g)
+        g.pop("wall_seconds")
+        assert g == w
+
+
+def test_active_q_order_decides_who_binds(tmp_path):
+    # one node of 1 cpu; at time 0 the manifests' pending pod w (created
+    # before the trace's pods: behind them), p0 (priority 0) and p1
+    # (priority 1000) want all of it: p1 binds, in the batch as in the
+    # Simulation (first-in first-out would bind w)
+    import tensorsched as ts
+
+    pending = pod_dict("w", cpu="1", memory="1Gi")
+    objs = [node_dict("n0", cpu="1", memory="4Gi"), pending]
+    tr = tmp_path / "t.csv"
+    tr.write_text("name,arrival,cpu,priority\np0,0,1,0\np1,0,1,1000\n")
+    cfg = config(0)
+    cfg["profiles"][0]["plugins"] = {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
+    (r,) = ts.simulate_batch(objs, [str(tr)], [cfg], seeds=[0])
+    assert r.node.tolist() == [-1, -1, 0]
+    sim = ts.Simulation(objs, cfg, "numba", 0)
+    sim.submit(run.read_trace_file(str(tr)))
+    sim.run()
+    assert sorted(sim.cluster.state.pods.keys()) == ["default/p1"]
+
+
+def test_pending_pods_of_no_profile_stay_pending(tmp_path):
+    # the manifests' pod of schedulerName "other" is never queued: the
+    # batched rows count it arrived (not pending), as the Simulation does
+    other = pod_dict("x", cpu="100m", memory="64Mi")
+    other["spec"]["schedulerName"] = "other"
+    cl = tmp_path / "c.yaml"
+    cl.write_text(yaml.safe_dump_all([node_dict("n0", cpu="2", memory="4Gi"), other]))
+    tr = tmp_path / "t.csv"
+    tr.write_text("name,arrival,duration,cpu\np0,0,30,1\np1,0,,1\np2,5,,1\n")
+    jobs = S.make_jobs([str(tr)], [0], cluster=str(cl), interval=10.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    got[0].pop("wall_seconds")
+    want = _rows(jobs, False)
+    assert got == want and want[0]["pending"] == 0 and want[0]["arrived"] == 4
+
+
+def test_a_sample_the_simulation_takes_after_a_later_binding_runs_per_job(tmp_path):
+    # p0 leaves at 101 (duration 100); p1 failed at 100.5 and backs off to
+    # 101.5: the agenda is empty from 101 until p1 binds at 101.5, and the
+    # Simulation's row at 101 (interval 50.5) shows that binding: the job
+    # goes the per-run way, and a batched row would have differed there
+    cl = tmp_path / "c.yaml"
+    cl.write_text(yaml.safe_dump_all([node_dict("n0", cpu="1", memory="4Gi")]))
+    tr = tmp_path / "t.csv"
+    tr.write_text("name,arrival,duration,cpu\np0,1,100,1\np1,100.5,50,1\n")
+    jobs = S.make_jobs([str(tr)], [0], cluster=str(cl), interval=50.5)
+    got, rest = _batched(jobs)
+    assert rest == [0] and got == [None]
+    want = _rows(jobs, False)
+    assert _rows(jobs, True) == want and want[0]["departed"] == 2
+    jobs = S.make_jobs([str(tr)], [0], cluster=str(cl), interval=50.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    got[0].pop("wall_seconds")
+    assert got == _rows(jobs, False)
+
+
 def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
     cl = tmp_path / "c.yaml"
     cl.write_text(yaml.safe_dump_all(objs))
@@ -78,11 +179,9 @@ def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
     # every node rejects the pod: named by the first node's rejecting plugin
     assert _refusal(tmp_path, nodes, plain).startswith("TaintToleration")
     assert _refusal(tmp_path, nodes[1:], plain).startswith("NodeUnschedulable")
-    assert _refusal(tmp_path, nodes[:1], "name,arrival,duration,cpu\np0,0,5,100m\n"
-                    ).startswith("duration")
-    assert _refusal(tmp_path, nodes[:1], "name,arrival,cpu,priority\np0,0,1,1\np1,0,1,2\n"
-                    ).startswith("priority")
-    assert _refusal(tmp_path, nodes[:1] + [pod_dict("w")], plain).startswith("cluster")
+    # unequal priorities with DefaultPreemption on: the higher could preempt
+    assert _refusal(tmp_path, [node_dict("n2")], "name,arrival,cpu,priority\np0,0,1,1\n"
+                    "p1,0,1,2\n").startswith("DefaultPreemption")
     cfg = config(0)
     cfg["profiles"][0]["plugins"] = {"filter": {"enabled": [{"name": "GpuShareFit"}]}}
     assert "not of the default profile" in _refusal(tmp_path, nodes[:1], plain, cfg)
@@ -114,10 +213,11 @@ def test_configurations_share_one_call_each_with_its_profile(tmp_path):
             np.testing.assert_array_equal(a.log_pod, b.log_pod)
 
 
-def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path):
+@pytest.mark.parametrize("durations,priorities", [(False, False), (True, False), (True, True)])
+def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path, durations, priorities):
     import tensorsched as ts
 
-    cluster, trace, configs = _write(tmp_path, 11, 4, 18, 1)
+    cluster, trace, configs = _write(tmp_path, 11, 4, 18, 1, durations, priorities)
     objs = list(yaml.safe_load_all(open(cluster)))
     runs = ts.simulate_batch(cluster, [trace], configs[:2], seeds=[0, 5])
     assert [(r.trace, r.config, r.seed) for r in runs] == [(0, 0, 0), (0, 0, 5), (0, 1, 0),

@@ -2,7 +2,8 @@
 Python): backoff as backoffQ computes it, backoffQ popped in (expiry,
 push) order, and a short cluster story (a pod that fits nowhere waits,
 a departure moves it back while it backs off, it retries at its expiry)
-told in the Simulation's order; the vector environment refuses
+told in the Simulation's order, departures after a duration pushed at
+the binding; the vector environment refuses
 departures (it steps arrivals only)."""
 import math
 
@@ -44,7 +45,30 @@ def _state(p):
     return (np.zeros(Q.QI_N, np.int64), np.zeros(Q.QF_N), np.zeros(p, np.int64),
             np.zeros(p, np.int64), np.zeros(p), np.zeros(2 * p, np.int64),
             np.zeros(2 * p, np.int64), np.zeros(2 * p), np.zeros(2 * p, np.int64),
-            np.zeros(2 * p, np.int64))
+            np.zeros(2 * p, np.int64), np.zeros(p), np.zeros(p, np.int64),
+            np.zeros(p, np.int64))
+
+
+def _story(arr, dep, dur, fails, rank=None):
+    """Run the queue; ``fails(j, now)``: the attempt of pod j at ``now``
+    fails; ``rank``: activeQ's order (None: first-in first-out)."""
+    qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp = st_ = _state(arr.shape[0])
+    rank = np.zeros(0, np.int64) if rank is None else np.asarray(rank, np.int64)
+    ak = np.zeros(aq.shape[0], np.int64)
+    Q.q_init(qi, qf, pst, patt, pts)
+    story = []
+    while True:
+        kind = Q.q_next(arr, dep, 1.0, 10.0, 300.0, *st_, rank, ak)
+        if kind == Q.DONE:
+            break
+        j = int(qi[Q.QI_POD])
+        story.append((kind, j, float(qf[Q.QF_NOW]), int(qi[Q.QI_ATTEMPT])))
+        if kind == Q.ATTEMPT:
+            if fails(j, float(qf[Q.QF_NOW])):
+                Q.q_failed(j, qi, qf, pst, pts, up)
+            else:
+                Q.q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+    return story, patt
 
 
 def test_a_departure_moves_a_waiting_pod_back_through_its_backoff():
@@ -53,26 +77,70 @@ def test_a_departure_moves_a_waiting_pod_back_through_its_backoff():
     # backoffQ, and it is retried at 4.0 before pod 2 arrives at 4.0
     arr = np.array([0.0, 3.0, 4.0])
     dep = np.array([3.5, math.inf, math.inf])
-    order = np.array([0, 1, 2])
-    qi, qf, pst, patt, pts, aq, up, hk, hs, hp = st_ = _state(3)
-    Q.q_init(qi, qf, pst, patt, pts)
-    story = []
-    while True:
-        kind = Q.q_next(arr, dep, order, 1.0, 10.0, 300.0, *st_)
-        if kind == Q.DONE:
-            break
-        j = int(qi[Q.QI_POD])
-        story.append((kind, j, float(qf[Q.QF_NOW]), int(qi[Q.QI_ATTEMPT])))
-        if kind == Q.ATTEMPT:
-            if j == 1 and qf[Q.QF_NOW] < 4.0:
-                Q.q_failed(j, qi, qf, pst, pts, up)
-            else:
-                Q.q_bound(j, pst)
+    story, patt = _story(arr, dep, dep[:0], lambda j, now: j == 1 and now < 4.0)
     assert [(k, j, t) for k, j, t, _a in story] == [
         (Q.ATTEMPT, 0, 0.0), (Q.ATTEMPT, 1, 3.0), (Q.DEPART, 0, 3.5), (Q.ATTEMPT, 1, 4.0),
         (Q.ATTEMPT, 2, 4.0)]
     assert [a for k, _j, _t, a in story if k == Q.ATTEMPT] == [0, 1, 2, 3]
     assert patt.tolist() == [1, 2, 1]
+
+
+def test_a_duration_counts_from_the_binding_and_ties_go_in_push_order():
+    # all three leave at 3.0, in the order their departures were pushed:
+    # pod 0's at its binding (0.0, duration 3), pod 2's at its arrival
+    # (1.0, absolute), pod 1's at its binding after the arrivals at 1.0
+    # (duration 2); pod 3 arrives at 3.0 after them.  Pod 4 fails at 3.0
+    # and waits (no departure is left to move it, no pop to flush it)
+    inf = math.inf
+    arr = np.array([0.0, 1.0, 1.0, 3.0, 3.0])
+    dep = np.array([inf, inf, 3.0, inf, inf])
+    dur = np.array([3.0, 2.0, inf, inf, inf])
+    story, patt = _story(arr, dep, dur, lambda j, now: j == 4)
+    assert [(k, j, t) for k, j, t, _a in story] == [
+        (Q.ATTEMPT, 0, 0.0), (Q.ATTEMPT, 1, 1.0), (Q.ATTEMPT, 2, 1.0), (Q.DEPART, 0, 3.0),
+        (Q.DEPART, 2, 3.0), (Q.DEPART, 1, 3.0), (Q.ATTEMPT, 3, 3.0), (Q.ATTEMPT, 4, 3.0)]
+    assert patt.tolist() == [1, 1, 1, 1, 1]
+
+
+def test_a_zero_duration_leaves_before_the_next_event():
+    # pod 0 binds at 0 and leaves at once (duration 0), after the pods
+    # already in activeQ at 0 are attempted (the scheduler runs them first)
+    inf = math.inf
+    arr = np.array([0.0, 0.0, 5.0])
+    dep = np.full(3, inf)
+    dur = np.array([0.0, inf, inf])
+    story, _ = _story(arr, dep, dur, lambda j, now: False)
+    assert [(k, j, t) for k, j, t, _a in story] == [
+        (Q.ATTEMPT, 0, 0.0), (Q.ATTEMPT, 1, 0.0), (Q.DEPART, 0, 0.0), (Q.ATTEMPT, 2, 5.0)]
+
+
+def test_active_q_pops_by_rank_then_push_order():
+    # pods 0..3 arrive at 0 with ranks 2, 0, 1, 0: popped 1, 3, 2, 0; pod 1
+    # fails and waits; pod 3 leaves at 5 (duration 5) and moves it back
+    # (its backoff over) into activeQ beside pod 4 arriving at 5 with rank
+    # 1: pod 1 (rank 0) goes first though pushed before it
+    inf = math.inf
+    arr = np.array([0.0, 0.0, 0.0, 0.0, 5.0])
+    dep = np.full(5, inf)
+    dur = np.array([inf, inf, inf, 5.0, inf])
+    story, patt = _story(arr, dep, dur, lambda j, now: j == 1 and now < 5.0,
+                         rank=[2, 0, 1, 0, 1])
+    assert [(k, j, t) for k, j, t, _a in story] == [
+        (Q.ATTEMPT, 1, 0.0), (Q.ATTEMPT, 3, 0.0), (Q.ATTEMPT, 2, 0.0), (Q.ATTEMPT, 0, 0.0),
+        (Q.DEPART, 3, 5.0), (Q.ATTEMPT, 1, 5.0), (Q.ATTEMPT, 4, 5.0)]
+    assert patt.tolist() == [1, 2, 1, 1, 1]
+
+
+@settings(max_examples=50)
+@given(keys=st.lists(st.integers(0, 3), min_size=1, max_size=40))
+def test_active_q_heap_pops_in_key_order(keys):
+    n = len(keys)
+    qi = np.zeros(Q.QI_N, np.int64)
+    ak, aq = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for j, k in enumerate(keys):
+        Q.key_push(ak, aq, qi, (k << 32) | j, j)
+    got = [Q.key_pop(ak, aq, qi) for _ in range(n)]
+    assert got == sorted(range(n), key=lambda j: (keys[j], j))
 
 
 def test_the_vector_environment_runs_departures():

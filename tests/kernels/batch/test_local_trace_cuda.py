@@ -1,7 +1,8 @@
 """The node-local engine's trace form as a CUDA kernel
 (``kernels/batch/local_trace_cuda.py``, shuffles emulated under the
 simulator) gives the CPU twin's answers: random clusters and traces
-(arrivals, departures, retries), several configurations in one call
+(arrivals, departures at a time or after a duration, retries, pods of
+unequal priorities and creation times), several configurations in one call
 (each run with its own profile), more nodes than threads with the
 percentage of nodes to score's scan window."""
 
@@ -30,9 +31,10 @@ def _same(t):
     return twin
 
 
-@pytest.mark.parametrize("seed", [3])
-def test_cuda_trace_equals_the_twin(tmp_path, seed, monkeypatch):
-    cluster, trace, configs = _write(tmp_path, seed, 4, 10, 1)
+@pytest.mark.parametrize("seed,durations,priorities", [(3, False, False), (2, True, False),
+                                                       (2, True, True)])
+def test_cuda_trace_equals_the_twin(tmp_path, seed, durations, priorities, monkeypatch):
+    cluster, trace, configs = _write(tmp_path, seed, 4, 10, 1, durations, priorities)
     objs = list(yaml.safe_load_all(open(cluster)))
     tr = run.read_trace_file(trace)
     setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
@@ -42,6 +44,11 @@ def test_cuda_trace_equals_the_twin(tmp_path, seed, monkeypatch):
     SL.run_setups(setups, [[0, 1], [2], [3]])
     got = _same(calls[0])
     assert (got.node >= 0).any()
+    # with durations, some bound pod leaves a duration after its binding
+    assert not durations or (np.isfinite(calls[0].durations()) & (got.node >= 0)).any()
+    # with priorities (or the manifests' pending pods, created before the
+    # trace's), activeQ is a heap of ranks
+    assert not priorities or calls[0].rank is not None
 
 
 def test_cuda_trace_scan_window_more_nodes_than_threads(tmp_path, monkeypatch):
