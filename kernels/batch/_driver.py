@@ -15,7 +15,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy, sel, seed_mix, gpu_weight, static_total, backoff0, backoff_max, max_unsched,
-            ev_off, ev_len, cls, u, arrive, depart, dep_order, gpu_slots, out_node, out_gmask,
+            ev_off, ev_len, cls, u, arrive, depart, gpu_slots, out_node, out_gmask,
             out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end):
     for b in prange(run_set.shape[0]):
         s = run_set[b]

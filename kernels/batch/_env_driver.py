@@ -13,7 +13,7 @@ def step_all(mode, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap
              t_lo, t_len, t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num,
              c_milli, c_mask, n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set,
              run_workload, policy, sel, seed_mix, gpu_weight, static_total, ev_off, ev_len,
-             cls, u, arrive, depart, dep_order, backoff0, backoff_max, max_unsched,
+             cls, u, arrive, depart, backoff0, backoff_max, max_unsched,
              out_node, out_gmask, out_frag, gpu_left, cpu_left, mem_left, pods_left, aff,
              node_ver, version, cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag,
              tree_val, feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk,

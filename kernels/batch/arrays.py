@@ -26,9 +26,8 @@ of thing (no Kubernetes objects), and their checks.
   of the run's workload), ``u`` float64 in [0, 1) (Random's GPU pick),
   ``arrive`` float64 (seconds, non-decreasing in a run; default: pod k of
   a run at k + 1, the experiment's one per second), ``depart`` float64
-  (seconds >= ``arrive``; inf, the default: stays), ``dep_order`` int64
-  (the run's pods, indices within the run, by (departure, index); made
-  from ``depart`` when not given).
+  (seconds >= ``arrive``; inf, the default: stays; the queue keeps its
+  departures in a heap by (time, push order)).
 
 Outputs (``BatchOutputs``): per event ``node`` int64 (the row it was bound
 to, -1 never), ``gmask`` int64 (the GPUs taken, bit g = GPU g), ``bind``
@@ -94,7 +93,6 @@ class BatchArrays:
     u: np.ndarray
     arrive: np.ndarray | None = None
     depart: np.ndarray | None = None
-    dep_order: np.ndarray | None = None
     backoff0: np.ndarray | None = None
     backoff_max: np.ndarray | None = None
     max_unsched: np.ndarray | None = None
@@ -107,12 +105,6 @@ class BatchArrays:
                 self.arrive[o:o + k] = np.arange(1, k + 1)
         if self.depart is None:
             self.depart = np.full(e, np.inf)
-        if self.dep_order is None:
-            self.dep_order = np.zeros(e, np.int64)
-            for o, k in zip(self.ev_off.tolist(), self.ev_len.tolist()):
-                d = self.depart[o:o + k]
-                self.dep_order[o:o + k] = (np.arange(k) if np.isinf(d).all()
-                                           else np.lexsort((np.arange(k), d)))
         for name, default in (("backoff0", 1.0), ("backoff_max", 10.0),
                               ("max_unsched", np.inf)):
             if getattr(self, name) is None:
@@ -169,7 +161,7 @@ class BatchArrays:
             v = getattr(self, name)
             if v.shape != (b,) or np.isnan(v).any() or (v < 0).any():
                 raise ValueError(f"{name}: [{b}] seconds >= 0 expected")
-        for name in ("arrive", "depart", "dep_order"):
+        for name in ("arrive", "depart"):
             if getattr(self, name).shape != (e,):
                 raise ValueError(f"{name}: shape {getattr(self, name).shape}, expected ({e},)")
         if np.isnan(self.arrive).any() or (self.arrive < 0).any() or np.isnan(self.depart).any() \
@@ -185,8 +177,7 @@ class BatchArrays:
         return self
 
     def _check_orders(self) -> None:
-        """Each run's pods in arrival order and ``dep_order`` a permutation
-        of them by (departure, index): one pass over the events."""
+        """Each run's pods in arrival order: one pass over the events."""
         e = self.cls.shape[0]
         run_of = np.repeat(np.arange(self.n_runs), self.ev_len)
         at = np.concatenate([np.arange(o, o + k) for o, k in
@@ -196,16 +187,6 @@ class BatchArrays:
         bad = same_run & (self.arrive[at][1:] < self.arrive[at][:-1])
         if bad.any():
             raise ValueError(f"arrive: run {int(run_of[1:][bad][0])}'s pods not in arrival order")
-        local = self.dep_order[at]
-        if ((local < 0) | (local >= self.ev_len[run_of])).any():
-            raise ValueError("dep_order: indices within each run's pods")
-        glob = self.ev_off[run_of] + local
-        d = self.depart[glob]
-        ok = (d[1:] > d[:-1]) | ((d[1:] == d[:-1]) & (local[1:] > local[:-1]))
-        bad = same_run & ~ok
-        if bad.any() or np.bincount(glob, minlength=e)[at].min(initial=1) != 1:
-            run = int(run_of[1:][bad][0]) if bad.any() else "some"
-            raise ValueError(f"dep_order: run {run}'s pods not by (departure, index)")
 
     def runs(self, idx) -> BatchArrays:
         """The same node sets and workloads, runs ``idx`` only (events
@@ -221,7 +202,7 @@ class BatchArrays:
                      "static_total", "backoff0", "backoff_max", "max_unsched"):
             kw[name] = kw[name][idx]
         kw.update(ev_off=new_off, ev_len=ln.astype(np.int64), cls=self.cls[ev], u=self.u[ev],
-                  arrive=self.arrive[ev], depart=self.depart[ev], dep_order=self.dep_order[ev])
+                  arrive=self.arrive[ev], depart=self.depart[ev])
         return BatchArrays(**kw)
 
 

@@ -57,7 +57,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
                  n_tree, t_lo, t_len, t_left, t_right, leaf_of, n_classes, c_cpu, c_mem,
                  c_cpu_nz, c_num, c_milli, c_mask, n_typical, tp_cpu, tp_num, tp_milli, tp_mask,
                  tp_freq, run_set, run_workload, policy_of, sel_of, seed_mix_of, gpu_weight_of,
-                 static_of, ev_off, ev_len, cls_all, u_all, arrive, depart, dep_order,
+                 static_of, ev_off, ev_len, cls_all, u_all, arrive, depart,
                  backoff0_of, backoff_max_of, max_unsched_of, out_node_all, out_gmask_all,
                  out_frag_all, gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all,
                  node_ver_all, version_all, cache_score_all, cache_gpu_all, cache_ver_all,
@@ -283,7 +283,7 @@ class EnvBatchCuda:
             a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli,
             a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
             a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total, a.ev_off, a.ev_len,
-            a.cls, a.u, a.arrive.astype(np.float64), a.depart.astype(np.float64), a.dep_order,
+            a.cls, a.u, a.arrive.astype(np.float64), a.depart.astype(np.float64),
             a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
             a.max_unsched.astype(np.float64))]
         i64 = np.int64

@@ -82,7 +82,7 @@ class EnvBatch:
         self.ist[:, 2] = 1
         self.fst = np.zeros((b, 2), np.float64)
         self._seed_mix = a.seed_mix.astype(np.uint64)
-        self._times = (a.arrive.astype(np.float64), a.depart.astype(np.float64), a.dep_order,
+        self._times = (a.arrive.astype(np.float64), a.depart.astype(np.float64),
                        a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
                        a.max_unsched.astype(np.float64))
         r = max(2 * e, 1)

@@ -117,19 +117,15 @@ def test_an_empty_chunk():
     assert chunk.n_runs == 0 and chunk.cls.shape == (0,) and chunk.ev_off.shape == (0,)
 
 
-def test_departures_and_their_order_are_checked():
-    """The default: one pod a second, nobody leaves; given departures make
-    ``dep_order`` by (departure, index) per run; out-of-order arrivals, a
-    departure before its arrival and a wrong order are refused."""
+def test_departures_are_checked():
+    """The default: one pod a second, nobody leaves; out-of-order arrivals
+    and a departure before its arrival are refused; a chunk keeps its runs'
+    departures."""
     a = batch()
     assert a.arrive.tolist() == [1, 2, 1, 2, 3, 1] and np.isinf(a.depart).all()
-    assert a.dep_order.tolist() == [0, 1, 0, 1, 2, 0]
-    a = dataclasses.replace(batch(), depart=np.array([9.0, 5, 7, 3, 7, 1]), dep_order=None)
-    assert a.dep_order.tolist() == [1, 0, 1, 0, 2, 0]
+    a = dataclasses.replace(batch(), depart=np.array([9.0, 5, 7, 3, 7, 1]))
     a.check()
-    assert a.runs([1]).dep_order.tolist() == [1, 0, 2]
-    with pytest.raises(ValueError, match="dep_order: run 1"):
-        dataclasses.replace(a, dep_order=np.array([1, 0, 0, 1, 2, 0])).check()
+    assert a.runs([1]).depart.tolist() == [7.0, 3.0, 7.0]
     with pytest.raises(ValueError, match="arrive: run 0"):
         dataclasses.replace(a, arrive=np.array([2.0, 1, 1, 2, 3, 1])).check()
     with pytest.raises(ValueError, match="arrive/depart"):
