@@ -16,10 +16,11 @@ heap (``reuse_medium_blocks``).  glibc's malloc serves a block of at least
 its mmap threshold (128 KiB at start) with fresh pages from the kernel and
 unmaps them on free, and it gives the heap's free top back to the kernel
 past a trim threshold (128 KiB too).  A cycle over 10,000 nodes makes and
-drops several arrays of 80-300 KiB a pod (a column, a [N, 2] pair, their
-gathers), each then paying page faults and zeroing again: the ReplicaSet
-workload one pod at a time measured 600 us a pod or 1,000 us depending only
-on whether something earlier had happened to free a large block.  Freeing
+drops several arrays of 128-300 KiB a pod (a column over the rows'
+capacity, a [N, 2] pair, their gathers), each then paying page faults and
+zeroing again: the ReplicaSet workload one pod at a time measured 600 us a
+pod or 1,000 us depending only on whether something earlier had happened
+to free a large block.  Freeing
 one mmapped block raises both thresholds for the rest of the process
 (glibc's dynamic threshold: to the block's size, trim to twice that, at
 most 32 MiB), so one block of ``MEDIUM_BLOCK_BYTES`` made and freed makes
@@ -34,9 +35,12 @@ import gc
 import threading
 
 YOUNG_THRESHOLD = 50_000
-#: the block freed once (8 MiB: a [10,000, 100] int64 array); blocks up to
-#: this size then stay on the heap, and up to twice it of free heap is kept
-MEDIUM_BLOCK_BYTES = 8 << 20
+#: the block freed once (512 KiB: a [16,384, 4] int64 array, the node
+#: columns' capacity at 10,000 nodes); blocks up to this size then stay on
+#: the heap and up to twice it of free heap is kept.  Larger blocks keep
+#: their own pages: a big np.zeros then costs only the pages it touches
+#: (1 and 8 MiB measured ~5 % slower on compiled runs).
+MEDIUM_BLOCK_BYTES = 512 << 10
 
 _lock = threading.Lock()
 _depth = [0, None]          # passes running now, the thresholds before the first
