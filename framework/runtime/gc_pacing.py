@@ -20,12 +20,12 @@ drops several arrays of 128-300 KiB a pod (a column over the rows'
 capacity, a [N, 2] pair, their gathers), each then paying page faults and
 zeroing again: the ReplicaSet workload one pod at a time measured 600 us a
 pod or 1,000 us depending only on whether something earlier had happened
-to free a large block.  Freeing
-one mmapped block raises both thresholds for the rest of the process
-(glibc's dynamic threshold: to the block's size, trim to twice that, at
-most 32 MiB), so one block of ``MEDIUM_BLOCK_BYTES`` made and freed makes
-every smaller block come from, and go back to, the heap.  Elsewhere (other
-allocators) it costs one allocation.
+to free a large block.  Freeing one mmapped block raises both thresholds
+for the rest of the process (glibc's dynamic threshold: to the block's
+size, trim to twice that, at most 32 MiB), so one block of
+``MEDIUM_BLOCK_BYTES`` made and freed makes every smaller block come from,
+and go back to, the heap.  Elsewhere (other allocators) it costs one
+allocation.
 """
 
 from __future__ import annotations
