@@ -41,6 +41,28 @@ def tie_index(seed_mix, attempt, n):
     return int64(z % uint64(n))
 
 
+def gather_node(i, x, g, alloc, used0, nz0, static_bits, static_raw, image_raw, a, u, z,
+                sb, raw):
+    """Universe row ``x`` into local node ``i`` of one cluster's scratch:
+    allocatable ``a`` and usage ``u`` [n, R], non-zero usage ``z`` [n, 2],
+    every class's usage-independent reason bits ``sb`` [C, n] and raw
+    scores ``raw`` [C, n, 5] (TaintToleration, NodeAffinity, and
+    ImageLocality of image group ``g``; Fit's and Balanced's slots zeroed:
+    ``refresh_row`` fills them)."""
+    for r in range(alloc.shape[1]):
+        a[i, r] = alloc[x, r]
+        u[i, r] = used0[x, r]
+    z[i, 0] = nz0[x, 0]
+    z[i, 1] = nz0[x, 1]
+    for c in range(static_bits.shape[0]):
+        sb[c, i] = static_bits[c, x]
+        raw[c, i, 0] = 0
+        raw[c, i, 1] = 0
+        raw[c, i, 2] = static_raw[c, x, 0]
+        raw[c, i, 3] = static_raw[c, x, 1]
+        raw[c, i, 4] = image_raw[g, c, x]
+
+
 def refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
                 fit_weights, shape_util, shape_score, bal_res, bal_kind):

@@ -31,17 +31,8 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
         raw = np.zeros((n_classes, n, 5), np.int64)
         g = image_group[b]
         for i in range(n):
-            x = rows[i]
-            for r in range(n_res):
-                a[i, r] = alloc[x, r]
-                u[i, r] = used0[x, r]
-            z[i, 0] = nz0[x, 0]
-            z[i, 1] = nz0[x, 1]
-            for c in range(n_classes):
-                sb[c, i] = static_bits[c, x]
-                raw[c, i, 2] = static_raw[c, x, 0]
-                raw[c, i, 3] = static_raw[c, x, 1]
-                raw[c, i, 4] = image_raw[g, c, x]
+            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
+                        a, u, z, sb, raw)
         p0 = pod_ptr[b]
         p1 = pod_ptr[b + 1]
         local = np.empty(p1 - p0, np.int64)
@@ -92,17 +83,8 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
         raw = np.zeros((n_classes, n, 5), np.int64)
         g = image_group[b]
         for i in range(n):
-            x = rows[i]
-            for r in range(n_res):
-                a[i, r] = alloc[x, r]
-                u[i, r] = used0[x, r]
-            z[i, 0] = nz0[x, 0]
-            z[i, 1] = nz0[x, 1]
-            for c in range(n_classes):
-                sb[c, i] = static_bits[c, x]
-                raw[c, i, 2] = static_raw[c, x, 0]
-                raw[c, i, 3] = static_raw[c, x, 1]
-                raw[c, i, 4] = image_raw[g, c, x]
+            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
+                        a, u, z, sb, raw)
         p0 = pod_ptr[b]
         p1 = pod_ptr[b + 1]
         e = p1 - p0

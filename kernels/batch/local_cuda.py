@@ -45,6 +45,7 @@ N_SLOTS = _local_core.N_SLOTS
 
 _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
 _refresh_row = _ns["refresh_row"]
+_gather_node = _ns["gather_node"]
 _place_on = _ns["place_on"]
 _tie_index = _ns["tie_index"]
 _count_failure = _ns["count_failure"]
@@ -189,19 +190,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     g = image_group[b]
     smix = seed_mix_arr[0]
     for i in range(tid, n, THREADS):
-        x = node_rows[off + i]
-        for r in range(n_res):
-            a[i, r] = alloc[x, r]
-            u[i, r] = used0[x, r]
-        z[i, 0] = nz0[x, 0]
-        z[i, 1] = nz0[x, 1]
+        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+                     image_raw, a, u, z, sb, raw)
         for c in range(n_classes):
-            sb[c, i] = static_bits[c, x]
-            for s in range(N_SLOTS):
-                raw[c, i, s] = 0
-            raw[c, i, 2] = static_raw[c, x, 0]
-            raw[c, i, 3] = static_raw[c, x, 1]
-            raw[c, i, 4] = image_raw[g, c, x]
             _refresh_row(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
                          c_fit_filter, c_active, sb, reasons, raw, strategy, fit_res, fit_kind,
                          fit_weights, shape_util, shape_score, bal_res, bal_kind)

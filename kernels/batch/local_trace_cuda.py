@@ -30,6 +30,7 @@ NAN = float("nan")
 _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
 _qns = compile_module(_queue, lambda f: cuda.jit(f, device=True), base=_ns)
 _refresh_row = _ns["refresh_row"]
+_gather_node = _ns["gather_node"]
 _place_on = _ns["place_on"]
 _release_from = _ns["release_from"]
 _q_init = _qns["q_init"]
@@ -58,7 +59,6 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
     e = pod_ptr[b + 1] - p0
-    n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     k = profile[b]
     strat = strategy[k]
@@ -100,19 +100,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     smix = seed_mixes[b]
     to_find = num_to_find[b]
     for i in range(tid, n, THREADS):
-        x = node_rows[off + i]
-        for r in range(n_res):
-            a[i, r] = alloc[x, r]
-            u[i, r] = used0[x, r]
-        z[i, 0] = nz0[x, 0]
-        z[i, 1] = nz0[x, 1]
+        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+                     image_raw, a, u, z, sb, raw)
         for c in range(n_classes):
-            sb[c, i] = static_bits[c, x]
-            for s in range(N_SLOTS):
-                raw[c, i, s] = 0
-            raw[c, i, 2] = static_raw[c, x, 0]
-            raw[c, i, 3] = static_raw[c, x, 1]
-            raw[c, i, 4] = image_raw[g, c, x]
             _refresh_row(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
                          c_fit_filter, c_active, sb, reasons, raw, strat, fr, fk, fw, su, ss,
                          br, bk)
