@@ -147,6 +147,32 @@ def count_failure(c, n, rows, reasons, static_bits, s_key, key_first, k_static, 
             out[key] += 1
 
 
+def start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                  c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                  strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                  bal_kind, num_to_find, positions, hi, hi_cnt, totals, tmax, tcnt):
+    """A cluster's answers before its first pod: every class's reasons and
+    raw scores on every local node (``refresh_row``), the evaluation order
+    ``positions`` the identity, and, when every node is scored
+    (``num_to_find >= n``; returned), each class's top tree built."""
+    n = alloc.shape[0]
+    for c in range(reasons.shape[0]):
+        for i in range(n):
+            refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                        c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                        strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                        bal_res, bal_kind)
+    for i in range(n):
+        positions[i] = i
+    every = num_to_find >= n
+    if every:
+        size = tmax.shape[1] // 2
+        for c in range(reasons.shape[0]):
+            rebuild_top(n, reasons[c], raw[c], c_active[c], c_norm[c], c_weights[c], hi[c],
+                        hi_cnt[c], totals[c], tmax[c], tcnt[c], size)
+    return every
+
+
 def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                       c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
                       strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
@@ -181,20 +207,12 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
     key_first [k_static]).  Returns the number of pods bound."""
     n = alloc.shape[0]
     n_classes = reasons.shape[0]
-    for c in range(n_classes):
-        for i in range(n):
-            refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                        c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                        strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                        bal_res, bal_kind)
-    for i in range(n):
-        positions[i] = i
     size = tmax.shape[1] // 2
-    every = num_to_find >= n
-    if every:
-        for c in range(n_classes):
-            rebuild_top(n, reasons[c], raw[c], c_active[c], c_norm[c], c_weights[c], hi[c],
-                        hi_cnt[c], totals[c], tmax[c], tcnt[c], size)
+    every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                          c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                          strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                          bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, totals, tmax,
+                          tcnt)
     start = 0
     attempt = attempt0
     bound = 0

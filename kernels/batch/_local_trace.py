@@ -72,21 +72,12 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
     when nothing was left to do.  The rest: scratch as ``run_local_cluster``
     and ``_queue``'s state."""
     n = alloc.shape[0]
-    n_classes = reasons.shape[0]
-    for c in range(n_classes):
-        for i in range(n):
-            refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                        c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                        strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                        bal_res, bal_kind)
-    for i in range(n):
-        positions[i] = i
     size = tmax.shape[1] // 2
-    every = num_to_find >= n
-    if every:
-        for c in range(n_classes):
-            rebuild_top(n, reasons[c], raw[c], c_active[c], c_norm[c], c_weights[c], hi[c],
-                        hi_cnt[c], totals[c], tmax[c], tcnt[c], size)
+    every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                          c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                          strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                          bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, totals, tmax,
+                          tcnt)
     for j in range(pod_cls.shape[0]):
         out_node[j] = -1
         out_bind[j] = np.nan
