@@ -56,6 +56,7 @@ from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_S
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
+from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
@@ -247,6 +248,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                     np.concatenate(rank) if n and any(r.any() for r in rank) else None)
     if backend == "cuda":
         try:
+            # the cuda kernel's module raises BackendUnavailable on import
+            # where no device (or simulator) is there
             from tensorsched.kernels.batch.local_trace_cuda import run_local_trace_cuda
         except BackendUnavailable as exc:
             raise BackendError(str(exc)) from exc
@@ -404,7 +407,6 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     the kernel does not cover raises ``BatchProfileError`` (module doc)
     before any run; ``ts.Simulation`` runs it per cluster."""
     if not _manifests(nodes):
-        from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
         return openb_batch(nodes, traces, configs, seeds, backend=backend, workers=workers,
                            max_unsched=max_unsched)
     args = Arguments("simulate_batch")

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.capacity.common import bound_pods as bound_of
 from tensorsched.framework.capacity.drain import removable_nodes
+from tensorsched.framework.capacity.fit import how_many_fit
 from tensorsched.framework.capacity.node_search import nodes_to_add
 from tensorsched.framework.parsing.manifests import parse_objects
 from tensorsched.framework.scheduler.cluster import build_cluster
@@ -26,7 +27,9 @@ from support.local_clusters import (
     EXT,
     bound_pods,
     config,
+    make_pod,
     nodes,
+    pod_class,
     scheduler_placements,
     workloads,
 )
@@ -166,10 +169,6 @@ def test_refusals_name_the_plugin():
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_how_many_fit_batched_equals_the_scheduler(data):
-    from support.local_clusters import make_pod, pod_class
-
-    from tensorsched.framework.capacity.fit import how_many_fit
-
     ns = data.draw(nodes(min_size=1, max_size=5))
     bd = bound_pods(data.draw, ns)
     cfg = config(data.draw(st.integers(0, 2)), pct=data.draw(st.sampled_from([100, 50])))

@@ -18,7 +18,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched import synthetic
+from tensorsched.framework.scheduler.cluster import build_cluster, pod_columns_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.generators.gpu_clusters import gpu_config
@@ -171,9 +172,6 @@ def test_gpu_blocks_with_topology_scores_place_as_one_at_a_time(case):
 def test_the_gpu_workload_is_placed_in_blocks():
     """The bench's GPU workload (constraints and GpuTopologyScore included)
     goes through the queue as blocks, placing as one at a time."""
-    from tensorsched import synthetic
-    from tensorsched.framework.scheduler.cluster import pod_columns_from
-
     def play(batch):
         node_objs, pod_objs = synthetic.workload("gpu", 40, 300, 0)
         cluster = build_cluster(node_objs, synthetic.config("gpu", 100))

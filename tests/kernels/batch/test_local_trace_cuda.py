@@ -11,6 +11,7 @@ import pytest
 import yaml
 from support.backends import needs_cuda
 
+import tensorsched as ts
 from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import node_dict
@@ -70,8 +71,6 @@ def test_cuda_trace_scan_window_more_nodes_than_threads(tmp_path, monkeypatch):
 
 
 def test_simulate_batch_on_cuda_equals_numba(tmp_path):
-    import tensorsched as ts
-
     cluster, trace, configs = _write(tmp_path, 4, 2, 6, 0)
     runs = [ts.simulate_batch(cluster, [trace], configs[:2], seeds=[1], backend=b)
             for b in ("numba", "cuda")]
