@@ -49,6 +49,11 @@ OP_LT = 5
 STRATEGY_LEAST = 0
 STRATEGY_MOST = 1
 STRATEGY_RATIO = 2
+# A normalization mode beyond runtime/plugin.py's NORMALIZE_* (0 none, 1
+# default, 2 reverse): InterPodAffinity's min-max over the scored rows, used
+# where its raw score is a slot of the node-local batch kernels.
+NORM_MINMAX = 3
+MINMAX_BIG = 1 << 62
 
 
 def tdiv(a, b):
@@ -387,6 +392,39 @@ def normalized(v, mode, hi):
     return MAX_NODE_SCORE - v if mode == 2 else v
 
 
+def minmax_scaled(v, lo, span):
+    """InterPodAffinity's NormalizeScore of raw score v over scored rows
+    whose raw scores span [lo, lo + span]: int64(MAX_NODE_SCORE * (v - lo)
+    / span) in float64, truncated (0 everywhere when span is 0)."""
+    if span <= 0:
+        return 0
+    return int(math.trunc(float(MAX_NODE_SCORE) * (float(v - lo) / float(span))))
+
+
+def slot_score(v, mode, hi, s, n_slots):
+    """Slot s's normalized score of raw v under the extremes ``hi`` over the
+    scored rows: ``normalized`` by the maximum hi[s], or, for a min-max
+    slot (mode NORM_MINMAX), ``minmax_scaled`` between the minimum
+    hi[n_slots + s] and hi[s] (such a caller's hi has 2 x n_slots entries)."""
+    if mode == NORM_MINMAX:
+        lo = hi[n_slots + s]
+        return minmax_scaled(v, lo, hi[s] - lo)
+    return normalized(v, mode, hi[s])
+
+
+def start_extremes(active_slots, norm_mode, hi, cnt, n_slots):
+    """Extremes before any row: maxima 0 (the default normalization counts
+    from 0), a min-max slot's maximum below and minimum above every score;
+    their counts 0."""
+    for s in range(n_slots):
+        hi[s] = 0
+        cnt[s] = 0
+        if active_slots[s] and norm_mode[s] == NORM_MINMAX:
+            hi[s] = -MINMAX_BIG
+            hi[n_slots + s] = MINMAX_BIG
+            cnt[n_slots + s] = 0
+
+
 def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode,
                     weights, ties_scratch):
     """Normalize, weigh, sum and pick the host, serially over the evaluated rows.
@@ -480,8 +518,13 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
     processed, found = scan_stop(rows, start, reasons_by_row, num_to_find)
+    minmax = False
     for s in range(n_slots):
         hi_scratch[s] = 0
+        if active_slots[s] and norm_mode[s] == NORM_MINMAX:
+            minmax = True
+            hi_scratch[s] = -MINMAX_BIG
+            hi_scratch[n_slots + s] = MINMAX_BIG
     for j in range(processed):
         jj = start + j
         if jj >= m:
@@ -492,6 +535,9 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
         for s in range(n_slots):
             if active_slots[s] and norm_mode[s] != 0 and raw_by_row[i, s] > hi_scratch[s]:
                 hi_scratch[s] = raw_by_row[i, s]
+            if minmax and active_slots[s] and norm_mode[s] == NORM_MINMAX and \
+                    raw_by_row[i, s] < hi_scratch[n_slots + s]:
+                hi_scratch[n_slots + s] = raw_by_row[i, s]
     best = -1
     n_ties = 0
     for j in range(m):
@@ -519,7 +565,7 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
                 if want_scores:
                     out_scores[j, s] = raw_by_row[i, s]
                 continue
-            v = normalized(raw_by_row[i, s], norm_mode[s], hi_scratch[s])
+            v = slot_score(raw_by_row[i, s], norm_mode[s], hi_scratch, s, n_slots)
             if want_scores:
                 out_scores[j, s] = v
             t += v * weights[s]
@@ -540,14 +586,16 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
 # ---------------------------------------------------------------------------
 
 def row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi):
-    """Weighted total of row i under the maxima ``hi`` (-1 when infeasible)."""
+    """Weighted total of row i under the maxima ``hi`` (``slot_score``; -1
+    when infeasible)."""
     if reasons_by_row[i] != 0:
         return -1
     t = 0
-    for s in range(raw_by_row.shape[1]):
+    n_slots = raw_by_row.shape[1]
+    for s in range(n_slots):
         if not active_slots[s]:
             continue
-        t += normalized(raw_by_row[i, s], norm_mode[s], hi[s]) * weights[s]
+        t += slot_score(raw_by_row[i, s], norm_mode[s], hi, s, n_slots) * weights[s]
     return t
 
 
@@ -579,11 +627,11 @@ def tree_set(tmax, tcnt, size, i, value):
 
 def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
                 total_by_row, tmax, tcnt, size):
-    """Recompute maxima, totals and the whole tree; returns feasible rows."""
+    """Recompute maxima, totals and the whole tree; returns feasible rows.
+    hi, hi_cnt [S] (each slot's maximum over the feasible rows, how many
+    reach it), [2S] with a min-max slot (its minimum and count at S + s)."""
     n_slots = raw_by_row.shape[1]
-    for s in range(n_slots):
-        hi[s] = 0
-        hi_cnt[s] = 0
+    start_extremes(active_slots, norm_mode, hi, hi_cnt, n_slots)
     feasible = 0
     for i in range(n):
         if reasons_by_row[i] != 0:
@@ -597,6 +645,13 @@ def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
                     hi_cnt[s] = 1
                 elif v == hi[s]:
                     hi_cnt[s] += 1
+                if norm_mode[s] == NORM_MINMAX:
+                    lo = n_slots + s
+                    if v < hi[lo]:
+                        hi[lo] = v
+                        hi_cnt[lo] = 1
+                    elif v == hi[lo]:
+                        hi_cnt[lo] += 1
     for p in range(2 * size):
         tmax[p] = -1
         tcnt[p] = 0
@@ -632,6 +687,13 @@ def fold_maxima(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, acti
     for s in range(n_slots):
         if not active_slots[s] or norm_mode[s] == 0:
             continue
+        if norm_mode[s] == NORM_MINMAX:
+            if fold_extreme(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, s,
+                            hi, hi_cnt, s, 1) or fold_extreme(
+                                dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, s,
+                                hi, hi_cnt, n_slots + s, -1):
+                return -1000000000
+            continue
         cnt = hi_cnt[s]
         new_hi = -1
         new_at = 0
@@ -654,6 +716,31 @@ def fold_maxima(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, acti
             return -1000000000
         hi_cnt[s] = cnt
     return delta
+
+
+def fold_extreme(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, s, ext, cnt,
+                 at, sign):
+    """A min-max slot's extreme ``ext[at]`` (sign 1 its maximum, -1 its
+    minimum; ``cnt[at]`` rows reach it) after the k re-evaluated rows
+    dirty[:k]: True when it moved (a row beyond it, or none left at it),
+    else its count updated."""
+    c = cnt[at]
+    e = ext[at]
+    for d in range(k):
+        if old_reasons[d] == 0 and old_raw[d, s] == e:
+            c -= 1
+        i = dirty[d]
+        if reasons_by_row[i] == 0:
+            v = raw_by_row[i, s]
+            if v == e:
+                c += 1
+            elif (v - e) * sign > 0:
+                return True
+    # no feasible row before (the sentinel) and none now: nothing moved
+    if c <= 0 and e != -sign * MINMAX_BIG:
+        return True
+    cnt[at] = c
+    return False
 
 
 def update_top(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
@@ -970,7 +1057,7 @@ def dense_total(base, has_all, sp_raw, sp_lo, sp_hi, sp_on, sp_weight, af_raw, a
     normalized by the maximum; a row without every key gets none)."""
     t = base
     if af_span > 0:
-        t += int(math.trunc(100.0 * (float(af_raw - af_lo) / float(af_span)))) * af_weight
+        t += minmax_scaled(af_raw, af_lo, af_span) * af_weight
     if sp_on and has_all:
         if sp_hi == 0:
             t += MAX_NODE_SCORE * sp_weight

@@ -1,12 +1,16 @@
 """The numba backend's incremental selection (segment tree over node rows)
 gives the same top-total ties as the full serial finalize, under random
-updates that move and keep the normalization maxima."""
+updates that move and keep the normalization maxima (and a min-max slot's
+minimum: InterPodAffinity's normalization, ``NORM_MINMAX``, whose scores
+are those of the plugin's own ``minmax_normalize``)."""
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tensorsched.kernels import domains as D
 from tensorsched.kernels.fused import _numba as FN
+from tensorsched.kernels.fused._core import NORM_MINMAX
 
 
 def _full(reasons, raw, active, norm, weights, start):
@@ -15,7 +19,7 @@ def _full(reasons, raw, active, norm, weights, start):
     scores = np.zeros_like(raw)
     total = np.zeros(m, np.int64)
     ties = np.zeros(m, np.int64)
-    hi = np.zeros(raw.shape[1], np.int64)
+    hi = np.zeros(2 * raw.shape[1], np.int64)
     n, processed, found = FN.finalize_rows(rows, start, reasons, raw, m, active, norm, weights,
                                           False, scores, total, ties, hi)
     return [int(rows[(start + int(j)) % m]) for j in ties[:n]], found
@@ -27,16 +31,20 @@ def test_tree_matches_full_finalize(m, seed, steps):
     rng = np.random.default_rng(seed)
     slots = 4
     active = rng.integers(0, 2, slots).astype(np.bool_)
-    norm = rng.integers(0, 3, slots).astype(np.int64)
+    norm = rng.integers(0, 4, slots).astype(np.int64)       # 3: min-max
     weights = rng.integers(1, 4, slots).astype(np.int64)
     reasons = np.where(rng.random(m) < 0.3, 1, 0).astype(np.int64)
-    raw = rng.integers(0, 4, (m, slots)).astype(np.int64)
+
+    def draw_raw(g, shape):
+        # a min-max slot's raw scores may be negative (anti-affinity weights)
+        return (g.integers(0, 4, shape) - np.where(norm == NORM_MINMAX, 2, 0)).astype(np.int64)
+    raw = draw_raw(rng, (m, slots))
     size = 1
     while size < m:
         size *= 2
     total = np.zeros(m, np.int64)
-    hi = np.zeros(slots, np.int64)
-    hi_cnt = np.zeros(slots, np.int64)
+    hi = np.zeros(2 * slots, np.int64)
+    hi_cnt = np.zeros(2 * slots, np.int64)
     tmax = np.zeros(2 * size, np.int64)
     tcnt = np.zeros(2 * size, np.int64)
     feasible = FN.rebuild_top(m, reasons, raw, active, norm, weights, hi, hi_cnt, total,
@@ -50,7 +58,7 @@ def test_tree_matches_full_finalize(m, seed, steps):
             old_raw = np.empty((k, slots), np.int64)
             FN.snapshot_rows(dirty, k, reasons, raw, old_r, old_raw)
             reasons[dirty] = np.where(srng.random(k) < 0.3, 1, 0)
-            raw[dirty] = srng.integers(0, 4, (k, slots))
+            raw[dirty] = draw_raw(srng, (k, slots))
             delta = FN.update_top(dirty, k, old_r, old_raw, reasons, raw, active, norm, weights,
                                  hi, hi_cnt, total, tmax, tcnt, size)
             if delta == -1000000000:
@@ -105,3 +113,34 @@ def test_finalize_rows_writes_every_score_as_the_positional_finalize(m, seed, to
     assert np.array_equal(ties[:n], want_ties)
     assert np.array_equal(got_t, want_t)
     assert np.array_equal(got_s, want_s)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.integers(1, 30), st.integers(0, 10_000), st.integers(1, 31))
+def test_a_minmax_slot_scores_as_the_plugins_normalize(m, seed, to_find):
+    """A slot in NORM_MINMAX: over the rows the scan scores (feasible, up
+    to the ``to_find``-th), the scores InterPodAffinity's own
+    ``minmax_normalize`` gives (float64 ratio, truncated), weighted."""
+    rng = np.random.default_rng(seed)
+    active = np.array([True, True])
+    norm = np.array([1, NORM_MINMAX], np.int64)
+    weights = np.array([1, int(rng.integers(1, 5))], np.int64)
+    reasons = np.where(rng.random(m) < 0.3, 1, 0).astype(np.int64)
+    raw = np.stack([rng.integers(0, 50, m), rng.integers(-700, 700, m)], axis=1)
+    raw = raw.astype(np.int64)
+    rows = np.arange(m, dtype=np.int64)
+    start = int(rng.integers(0, m))
+    out_s = np.zeros((m, 2), np.int64)
+    out_t = np.zeros(m, np.int64)
+    ties = np.zeros(m, np.int64)
+    hi = np.zeros(4, np.int64)
+    n, processed, found = FN.finalize_rows(rows, start, reasons, raw, to_find, active, norm,
+                                          weights, True, out_s, out_t, ties, hi)
+    order = (start + np.arange(m)) % m
+    scored = np.zeros(m, np.bool_)
+    D.host.scored_rows(reasons[order], to_find, scored)
+    want = D.minmax_normalize_host(raw[order, 1], scored)
+    assert np.array_equal(np.where(scored, out_s[:, 1], 0), want)
+    base = np.where(scored, out_s[:, 0], 0)
+    assert np.array_equal(np.where(scored, out_t, -1), np.where(scored, base + want * weights[1],
+                                                                -1))
