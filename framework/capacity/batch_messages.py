@@ -61,6 +61,15 @@ class FailureKeys:
             np.bool_)
         self.codes = (status_codes(fw, np.asarray(key_bits, np.int64)).tolist()
                       if statuses else [])
+        # a host filter whose one bit stands for statuses of either code
+        # (InterPodAffinity: its required affinity is unresolvable, its
+        # anti-affinity not) reports the code with the status, as the
+        # Scheduler's preemption reads it (``unresolvable``)
+        two_codes = {p.name for p in (fw.filters if fw is not None else ())
+                     if hasattr(p, "unresolvable")}
+        for j, st in enumerate(statuses):
+            if st.plugin in two_codes:
+                self.codes[j] = int(st.code)
         self.preempts = fw is not None and "DefaultPreemption" in fw.profile.names("postFilter")
         self._fit: dict[int, Status] = {}
         self._memo: dict = {}

@@ -39,8 +39,10 @@ import math
 import numba
 import numpy as np
 
+from tensorsched.framework.config.plugin_names import INTER_POD_AFFINITY as IPA
 from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.parsing.priorities import pod_priority
+from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.framework.runtime.framework import CyclePlan, num_feasible_nodes_to_find
 from tensorsched.framework.runtime.plugin import CycleContext
@@ -50,7 +52,13 @@ from tensorsched.kernels import layout as L
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.backend_names import AUTO, BATCH
 from tensorsched.kernels.fused.backends import resolve_backend
-from tensorsched.kernels.batch.local_cpu import LocalBatch, run_local_batch
+from tensorsched.kernels.batch.local_cpu import (
+    IPA_SLOT,
+    N_SLOTS,
+    NORM_MINMAX,
+    LocalBatch,
+    run_local_batch,
+)
 from tensorsched.kernels.fused import filters as KF
 from tensorsched.kernels.fused import scores as SC
 
@@ -68,6 +76,8 @@ DEFAULT_PLUGINS = frozenset({
     "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder", "DynamicResources"})
 CHUNK = 256                 # probes per kernel call (bounds the per-call arrays)
 _STATIC_SLOTS = (L.S_TAINT, L.S_NODE_AFFINITY)
+_KIND_NAMES = {"req_aff": "required affinity", "req_anti": "required anti-affinity",
+               "pref_aff": "preferred affinity", "pref_anti": "preferred anti-affinity"}
 
 
 class BatchProfileError(TensorschedError):
@@ -123,9 +133,12 @@ class LocalProber:
         self.fw = self._framework(sched)
         self._check_preemption(bound)
         self.class_of = np.zeros(len(self.pods), np.int64)
+        self.ipa: list = []         # per class (CycleContext, IPA's filter, its score)
         plans = self._classes(state)
+        self.c = len(plans)
         self.names = {name: row for name, row in state.node_rows.items()}
         self.row_name = {row: name for name, row in self.names.items()}
+        self._check_interactions(state)
         self._arrays(state, plans)
 
     # ----------------------------------------------------------- coverage
@@ -186,12 +199,20 @@ class LocalProber:
         return plans
 
     def _plan(self, state, pod: PodRecord) -> CyclePlan:
-        plan, _skipped = self.fw.plan_cycle(CycleContext(state, pod, self.fw))
+        ctx = CycleContext(state, pod, self.fw)
+        plan, _skipped = self.fw.plan_cycle(ctx)
         if not isinstance(plan, CyclePlan):
             raise _refuse(getattr(plan, "plugin", "") or "PreFilter", f"PreFilter rejects pod {pod.key}")
         busy = [p.name for p, _ in plan.host_filters] + [p.name for p, _ in plan.host_scores]
-        if busy:
-            raise _refuse(busy[0], f"has work for pod {pod.key} (not node-local)")
+        others = [name for name in busy if name != IPA]
+        if others:
+            raise _refuse(others[0], f"has work for pod {pod.key} (not node-local)")
+        # InterPodAffinity's answers on the initial state: constants of the
+        # class while no queued pod's terms select another queued pod
+        # (``_check_interactions``)
+        self.ipa.append((ctx, [pb for pb in plan.host_filters if pb[0].name == IPA],
+                         [ps for ps in plan.host_scores if ps[0].name == IPA]))
+        ipa_slots = [slot for _p, slot in self.ipa[-1][2]]
         if plan.node_names is not None or plan.masks:
             names = list(plan.restricted_by) + list(plan.masks)
             raise _refuse(names[0] if names else "PreFilter",
@@ -199,9 +220,80 @@ class LocalProber:
         q = plan.query
         if q.filter_flags & L.F_PORTS and q.port_conflicts.any():
             raise _refuse("NodePorts", f"pod {pod.key} asks for host ports")
-        if np.asarray(plan.active)[L.N_BUILTIN_SCORES:].any():
+        user = np.asarray(plan.active).copy()
+        user[:L.N_BUILTIN_SCORES] = False
+        user[ipa_slots] = False
+        if user.any():
             raise _refuse("score", f"a score plugin outside the built-in slots for {pod.key}")
         return plan
+
+    def _check_interactions(self, state) -> None:
+        """Refuse pods whose InterPodAffinity answers would move as the
+        batch places pods: a queued class's terms (required or preferred
+        affinity or anti-affinity, with their namespaces) selecting another
+        queued class's pods, or its own when it has more than one pod; and
+        note the bound pods those answers read (``_ipa_rows``)."""
+        nsl = getattr(state, "namespace_labels", None)
+        counts = np.bincount(self.class_of, minlength=self.c)
+        reps = self.class_pods
+        self.self_selecting: set[int] = set()
+        working = [k for k, (_ctx, f, sc) in enumerate(self.ipa) if f or sc]
+        for a, rep in enumerate(reps):
+            terms = pod_terms(rep)
+            for kind in ("req_aff", "req_anti", "pref_aff", "pref_anti"):
+                for t in terms[kind]:
+                    for b, other in enumerate(reps):
+                        if not t.matches(other.namespace, other.labels, nsl):
+                            continue
+                        if a == b:
+                            self.self_selecting.add(a)
+                            if counts[a] < 2:
+                                continue
+                        raise _refuse(IPA, f"a {_KIND_NAMES[kind]} term of pod {rep.key} "
+                                           f"selects pod {other.key}, both queued (its "
+                                           "answers change as the batch places pods)")
+        self._ipa_rows = self._ipa_rows_of(state, working, nsl)
+
+    def _ipa_rows_of(self, state, working: list[int], nsl) -> np.ndarray:
+        """The universe rows of the bound pods InterPodAffinity reads for
+        the classes ``working`` (a pod their terms select, or whose terms
+        select them): a probe without one of these nodes would see other
+        answers."""
+        if not working:
+            return np.zeros(0, np.int64)
+        reps = [self.class_pods[k] for k in working]
+        own = [t for rep in reps for ts in pod_terms(rep).values() for t in ts]
+        rows = set()
+        for bp in self.universe.objects.pods:
+            if not bp.node_name:
+                continue
+            theirs = [t for ts in pod_terms(bp).values() for t in ts]
+            if any(t.matches(bp.namespace, bp.labels, nsl) for t in own) or any(
+                    t.matches(rep.namespace, rep.labels, nsl) for t in theirs for rep in reps):
+                rows.add(state.node_rows[bp.node_name])
+        return np.asarray(sorted(rows), np.int64)
+
+    def _check_probes(self, rows: list[np.ndarray], orders: list[list[int]]) -> None:
+        """Refuse probes the static InterPodAffinity answers do not hold
+        for: one without a node whose bound pods they read, one with more
+        than one pod of a class whose terms select itself."""
+        if self._ipa_rows.shape[0]:
+            present = np.zeros(self.cols.allocatable.shape[0], np.bool_)
+            for r in rows:
+                present[:] = False
+                present[r] = True
+                gone = self._ipa_rows[~present[self._ipa_rows]]
+                if gone.shape[0]:
+                    raise _refuse(IPA, f"a probe without node {self.row_name[int(gone[0])]}, "
+                                       "whose bound pods its terms read")
+        if self.self_selecting:
+            for order in orders:
+                n = np.bincount(self.class_of[np.asarray(order, np.int64)],
+                                minlength=self.c) if order else np.zeros(self.c, np.int64)
+                for k in self.self_selecting:
+                    if n[k] > 1:
+                        raise _refuse(IPA, f"pod {self.class_pods[k].key}'s terms select "
+                                           f"itself and the probe places {int(n[k])} of them")
 
     # ------------------------------------------------------------- arrays
 
@@ -211,7 +303,6 @@ class LocalProber:
         n_res = cols.allocatable.shape[1]
         rows = np.arange(u, dtype=np.int64)
         c = len(plans)
-        self.c = c
         self.cols = cols
         self.plans = plans
         req = np.zeros((c, n_res), np.int64)
@@ -219,11 +310,11 @@ class LocalProber:
         anything = np.zeros(c, np.bool_)
         ignored = np.zeros((c, n_res), np.bool_)
         fit_filter = np.zeros(c, np.bool_)
-        active = np.zeros((c, L.N_BUILTIN_SCORES), np.bool_)
-        norm = np.zeros((c, L.N_BUILTIN_SCORES), np.int64)
-        weights = np.zeros((c, L.N_BUILTIN_SCORES), np.int64)
+        active = np.zeros((c, N_SLOTS), np.bool_)
+        norm = np.zeros((c, N_SLOTS), np.int64)
+        weights = np.zeros((c, N_SLOTS), np.int64)
         static_bits = np.zeros((c, u), np.int64)
-        static_raw = np.zeros((c, u, 2), np.int64)
+        static_raw = np.zeros((c, u, 3), np.int64)
         for k, plan in enumerate(plans):
             q = plan.query
             width = min(q.request.shape[0], n_res)
@@ -232,15 +323,27 @@ class LocalProber:
             anything[k] = q.requests_anything
             ignored[k, :q.fit_ignored.shape[0]] = q.fit_ignored[:n_res]
             fit_filter[k] = bool(q.filter_flags & L.F_FIT)
-            active[k] = np.asarray(plan.active)[:L.N_BUILTIN_SCORES]
-            norm[k] = np.asarray(plan.norm)[:L.N_BUILTIN_SCORES]
-            weights[k] = np.asarray(plan.weights)[:L.N_BUILTIN_SCORES]
+            nb = L.N_BUILTIN_SCORES
+            active[k, :nb] = np.asarray(plan.active)[:nb]
+            norm[k, :nb] = np.asarray(plan.norm)[:nb]
+            weights[k, :nb] = np.asarray(plan.weights)[:nb]
             qs = q._replace(filter_flags=q.filter_flags & ~L.F_FIT)
             static_bits[k] = KF.node_reasons(cols, rows, qs, xp=np)
             if q.score_flags & (1 << L.S_TAINT):
                 static_raw[k, :, 0] = SC.taint_count(cols, rows, q, xp=np)
             if q.score_flags & (1 << L.S_NODE_AFFINITY):
                 static_raw[k, :, 1] = SC.affinity_weight(cols, rows, q, xp=np)
+            ctx, ipa_filter, ipa_score = self.ipa[k]
+            for p, bit in ipa_filter:
+                ok = np.asarray(p.filter(ctx, rows), np.bool_)
+                static_bits[k] |= np.where(ok, 0, np.int64(1) << bit)
+            for p, slot in ipa_score:
+                # raw per node; the kernel normalizes it min-max over the
+                # nodes each cycle scores (the plugin's NormalizeScore)
+                static_raw[k, :, 2] = p.score(ctx, rows)
+                active[k, IPA_SLOT] = True
+                norm[k, IPA_SLOT] = NORM_MINMAX
+                weights[k, IPA_SLOT] = int(np.asarray(plan.weights)[slot])
         q0 = plans[0].query if plans else None
         self.keys = FailureKeys.of(self.fw, state, plans, self.class_pods, static_bits)
         self.base = dict(
@@ -346,6 +449,7 @@ class LocalProber:
         probe."""
         rows = [self.rows_of(ns) for ns in node_sets]
         orders = [self.queue_order(pl) for pl in pod_lists]
+        self._check_probes(rows, orders)
         node_ptr = np.zeros(len(rows) + 1, np.int64)
         node_ptr[1:] = np.cumsum([r.shape[0] for r in rows])
         pod_ptr = np.zeros(len(orders) + 1, np.int64)
@@ -372,6 +476,7 @@ class LocalProber:
         names = [self.row_name[r] for r in range(len(self.row_name))]
         batch, _orders = self.batch([names], [[0]], 1)
         c = int(self.class_of[0])
+        self._check_probes([], [[0] * count])
         batch = batch._replace(pod_cls=np.full(count, c, np.int64),
                                pod_ptr=np.asarray([0, count], np.int64))
         res = self._kernel(batch)

@@ -130,7 +130,14 @@ class _Drainer:
             node_sets.append([n.name for n in self.nodes if n.name not in gone])
         pod_lists = [[self.index[p.key] for p in self.movers(t)[0]] for t in todo]
         pods = self.prober.pods
-        runs = self.prober.run_failures(node_sets, pod_lists, 1)
+        try:
+            runs = self.prober.run_failures(node_sets, pod_lists, 1)
+        except BatchProfileError as exc:
+            # a removal the kernel's answers do not hold for (InterPodAffinity
+            # reading pods of a removed node): this and later sets per probe
+            self.refused = str(exc)
+            self.prober = None
+            return
         for names, (placed, fails) in zip(todo, runs):
             key = frozenset(names)
             moves = {pods[i].key: node for i, node in placed if node is not None}

@@ -277,7 +277,10 @@ def _fill_batched(work: Cluster, rec, limit, seed: int, device: str,
     count = free_bound(work.state, rec.requests) + 1
     if limit is not None:
         count = min(count, limit)
-    placed, message = prober.fill(count)
+    try:
+        placed, message = prober.fill(count)
+    except BatchProfileError:
+        return None             # copies whose terms select each other
     if message is None and (limit is None or count < limit):
         return None             # the resource bound's pod bound: not expected, ask
     tf = TemplateFit(rec.key)

@@ -12,11 +12,16 @@ fused rules (``fused._core``: ``fit_reasons``, ``fit_score``,
 Per (pod class c, local node i) the engine keeps the filter reasons
 (``reasons[c, i]``, 0 = feasible) and the raw per-plugin scores
 (``raw[c, i, slot]``, slots as ``kernels/layout.py``: 0 Fit, 1 Balanced,
-2 TaintToleration, 3 NodeAffinity, 4 ImageLocality).  What does not depend
-on the node's usage (taints, affinity, unschedulable, nodeName, images) is
-given (``static_bits`` / ``static_raw``); the usage-dependent part (Fit's
-bits, Fit's and Balanced's scores) is computed here and recomputed for
-every class on the one node a pod lands on.
+2 TaintToleration, 3 NodeAffinity, 4 ImageLocality, then 5
+InterPodAffinity, normalized min-max over the scored nodes: the fused
+core's ``NORM_MINMAX``).  What does not depend on the node's usage (taints,
+affinity, unschedulable, nodeName, images, and InterPodAffinity's filter
+and raw score where no pod of the batch is selected by another's terms:
+``framework/capacity/batch_probe.py``) is given (``static_bits`` /
+``static_raw``); the usage-dependent part (Fit's bits, Fit's and
+Balanced's scores) is computed here and recomputed for every class on the
+one node a pod lands on.  The normalization extremes (``hi``) hold 2 x
+N_SLOTS entries: each slot's maximum, then the min-max slot's minimum.
 """
 
 # ruff: noqa: F821
@@ -24,7 +29,8 @@ every class on the one node a pod lands on.
 from numba import int64, uint64
 
 RES_PODS_COL = 3        # kernels/layout.py RES_PODS
-N_SLOTS = 5
+N_SLOTS = 6             # kernels/layout.py's five built-in slots, then InterPodAffinity
+IPA_SLOT = 5
 TOO_MANY_PODS_BIT = 7   # kernels/layout.py R_TOO_MANY_PODS = 1 << 7
 INSUFFICIENT_SHIFT = 24  # kernels/layout.py: bit 24 + r = "Insufficient <resource r>"
 FIT_SLOTS = 65          # a failure's Fit counts: one per reason bit, then the nodes
@@ -46,9 +52,10 @@ def gather_node(i, x, g, alloc, used0, nz0, static_bits, static_raw, image_raw, 
     """Universe row ``x`` into local node ``i`` of one cluster's scratch:
     allocatable ``a`` and usage ``u`` [n, R], non-zero usage ``z`` [n, 2],
     every class's usage-independent reason bits ``sb`` [C, n] and raw
-    scores ``raw`` [C, n, 5] (TaintToleration, NodeAffinity, and
-    ImageLocality of image group ``g``; Fit's and Balanced's slots zeroed:
-    ``refresh_row`` fills them)."""
+    scores ``raw`` [C, n, N_SLOTS] (TaintToleration, NodeAffinity and
+    InterPodAffinity from ``static_raw`` [C, U, 3], ImageLocality of image
+    group ``g``; Fit's and Balanced's slots zeroed: ``refresh_row`` fills
+    them)."""
     for r in range(alloc.shape[1]):
         a[i, r] = alloc[x, r]
         u[i, r] = used0[x, r]
@@ -61,6 +68,7 @@ def gather_node(i, x, g, alloc, used0, nz0, static_bits, static_raw, image_raw, 
         raw[c, i, 2] = static_raw[c, x, 0]
         raw[c, i, 3] = static_raw[c, x, 1]
         raw[c, i, 4] = image_raw[g, c, x]
+        raw[c, i, 5] = static_raw[c, x, 2]
 
 
 def refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
@@ -196,7 +204,7 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
     local node of each pod or -1.  With every node scored (num_to_find >=
     n: the start stays 0) each class keeps its totals in a max/count
     segment tree over the nodes (``fused._core``'s ``rebuild_top`` /
-    ``update_top``: hi, hi_cnt [C, S], totals [C, n], tmax/tcnt [C, 2
+    ``update_top``: hi, hi_cnt [C, 2S], totals [C, n], tmax/tcnt [C, 2
     size]), so a pod costs O(classes x log n); otherwise each pod scans
     (``finalize_rows``).
 

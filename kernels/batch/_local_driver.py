@@ -10,6 +10,8 @@ per cluster)."""
 import numpy as np
 from numba import prange
 
+N_SLOTS = 6     # _local_core.N_SLOTS (a compiled namespace holds functions only)
+
 
 def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
                   c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy,
@@ -28,7 +30,7 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
         z = np.empty((n, 2), np.int64)
         sb = np.empty((n_classes, n), np.int64)
         reasons = np.empty((n_classes, n), np.int64)
-        raw = np.zeros((n_classes, n, 5), np.int64)
+        raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
         g = image_group[b]
         for i in range(n):
             gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
@@ -46,10 +48,12 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
             c_norm, c_weights, sb, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
             shape_util, shape_score, bal_res, bal_kind, pod_cls[p0:p1], num_to_find[b],
             seed_mix, attempt0, local, np.empty(m, np.int64), np.empty(m, np.int64),
-            np.empty(m, np.int64), np.empty(5, np.int64), np.zeros((nc, 5), np.int64),
-            np.zeros((nc, 5), np.int64), np.empty((nc, m), np.int64),
+            np.empty(m, np.int64), np.empty(2 * N_SLOTS, np.int64),
+            np.zeros((nc, 2 * N_SLOTS), np.int64), np.zeros((nc, 2 * N_SLOTS), np.int64),
+            np.empty((nc, m), np.int64),
             np.empty((nc, 2 * size), np.int64), np.empty((nc, 2 * size), np.int64),
-            np.empty(nc, np.int64), np.empty((nc, 5), np.int64), np.empty(1, np.int64), rows,
+            np.empty(nc, np.int64), np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64),
+            rows,
             s_key, key_first, k_static, fail_pod[b * cap:(b + 1) * cap],
             fail_counts[b * cap:(b + 1) * cap])
         for k in range(p1 - p0):
@@ -80,7 +84,7 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
         z = np.empty((n, 2), np.int64)
         sb = np.empty((n_classes, n), np.int64)
         reasons = np.empty((n_classes, n), np.int64)
-        raw = np.zeros((n_classes, n, 5), np.int64)
+        raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
         g = image_group[b]
         for i in range(n):
             gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
@@ -109,10 +113,11 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
             num_to_find[b], seed_mixes[b], local, out_bind[p0:p1], out_tries[p0:p1],
             log_t[2 * p0:2 * p1], log_pod[2 * p0:2 * p1], n_log[b:b + 1], end[b:b + 1],
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
-            np.empty(5, np.int64), np.zeros((nc, 5), np.int64), np.zeros((nc, 5), np.int64),
+            np.empty(2 * N_SLOTS, np.int64), np.zeros((nc, 2 * N_SLOTS), np.int64),
+            np.zeros((nc, 2 * N_SLOTS), np.int64),
             np.empty((nc, m), np.int64), np.empty((nc, 2 * size), np.int64),
             np.empty((nc, 2 * size), np.int64), np.empty(nc, np.int64),
-            np.empty((nc, 5), np.int64), np.empty(1, np.int64),
+            np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64),
             np.zeros(14, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),

@@ -15,10 +15,13 @@ in bytes, column 3 the pod count; C pod classes; S = 5 score slots):
   bool (any resource asked), c_ignored [C, R] bool (Fit ignores it),
   c_fit_filter [C] bool (NodeResourcesFit filters the class);
 - c_active [C, S] bool, c_norm [C, S] int64 (0 none, 1 normalize, 2
-  reverse), c_weights [C, S] int64: the profile's scoring per class;
+  reverse, 3 min-max: InterPodAffinity's), c_weights [C, S] int64: the
+  profile's scoring per class (S = 6: ``kernels/layout.py``'s five
+  built-in slots, then InterPodAffinity);
 - static_bits [C, U] int64: the usage-independent filter reasons (0 =
-  passes); static_raw [C, U, 2] int64: TaintToleration's and NodeAffinity's
-  raw scores; image_raw [G, C, U] int64: ImageLocality's score (0..100),
+  passes; InterPodAffinity's bit where it rejects); static_raw [C, U, 3]
+  int64: TaintToleration's, NodeAffinity's and InterPodAffinity's raw
+  scores; image_raw [G, C, U] int64: ImageLocality's score (0..100),
   group ``image_group[b]`` (it depends on which nodes a cluster has);
 - strategy, fit_res/fit_kind/fit_weights [F], shape_util/shape_score [Q],
   bal_res/bal_kind [K]: the Fit and Balanced arguments (``PodQuery``);
@@ -54,9 +57,12 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 from tensorsched.kernels.fused import _numba as _fused
+from tensorsched.kernels.fused._core import NORM_MINMAX   # c_norm's min-max mode
 
 from . import _local_core, _local_driver, _local_trace, _queue
 
+N_SLOTS = _local_core.N_SLOTS          # score slots: layout's five, then InterPodAffinity
+IPA_SLOT = _local_core.IPA_SLOT
 _GOLDEN = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
 
@@ -120,9 +126,9 @@ class LocalBatch(NamedTuple):
         c = self.c_request.shape[0]
         b = self.n_clusters
         want = {"used0": (u, r), "nz0": (u, 2), "c_nonzero": (c, 2), "c_anything": (c,),
-                "c_ignored": (c, r), "c_fit_filter": (c,), "c_active": (c, 5),
-                "c_norm": (c, 5), "c_weights": (c, 5), "static_bits": (c, u),
-                "static_raw": (c, u, 2), "c_request": (c, r), "pod_ptr": (b + 1,),
+                "c_ignored": (c, r), "c_fit_filter": (c,), "c_active": (c, N_SLOTS),
+                "c_norm": (c, N_SLOTS), "c_weights": (c, N_SLOTS), "static_bits": (c, u),
+                "static_raw": (c, u, 3), "c_request": (c, r), "pod_ptr": (b + 1,),
                 "image_group": (b,), "num_to_find": (b,)}
         for name, shape in want.items():
             if getattr(self, name).shape != shape:

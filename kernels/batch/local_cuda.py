@@ -11,8 +11,9 @@ order (node (start + j) mod n):
 - the scan window: every position when every node is scored, else up to
   the ``num_to_find``-th feasible position (a block-wide scan, warp
   shuffles up);
-- the normalization maxima of the window's feasible nodes (block-wide
-  reductions by warp shuffles, then over the warps' partials);
+- the normalization maxima of the window's feasible nodes, and the
+  min-max slot's minimum (InterPodAffinity's) (block-wide reductions by
+  warp shuffles, then over the warps' partials);
 - each position's weighted total, the top total with its count and first
   position (the same reduction); the ``tie_index``-th tied position in
   evaluation order (the first, or a block-wide scan);
@@ -31,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 # ``warp`` raises BackendUnavailable without a device or the simulator
-from .warp import BIG, LANES, NEG, THREADS, WARPS, block_top, shfl_up
+from .warp import BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max, block_top, shfl_up
 from . import _local_core
-from .local_cpu import LocalBatch, LocalResult, empty_result, seed_mix
+from .local_cpu import NORM_MINMAX, LocalBatch, LocalResult, empty_result, seed_mix
 
 from numba import cuda, int64  # noqa: E402
 
@@ -49,7 +50,7 @@ _gather_node = _ns["gather_node"]
 _place_on = _ns["place_on"]
 _tie_index = _ns["tie_index"]
 _count_failure = _ns["count_failure"]
-_normalized = _fused_cuda.core["normalized"]
+_slot_score = _fused_cuda.core["slot_score"]
 
 
 @cuda.jit(device=True)
@@ -122,7 +123,22 @@ def block_pick(c, n, start, to_find, attempt, smix, reasons, raw, c_active, c_no
         if last >= 0:
             processed = last + 1
     for s in range(N_SLOTS):
-        if c_active[c, s] and c_norm[c, s] != 0:
+        if c_active[c, s] and c_norm[c, s] == NORM_MINMAX:
+            # the min-max slot: both extremes over the window's feasible nodes
+            lo = int64(BIG)
+            m = int64(-BIG)
+            for j in range(tid, processed, THREADS):
+                i = start + j
+                if i >= n:
+                    i -= n
+                if reasons[c, i] == 0:
+                    lo = min(lo, raw[c, i, s])
+                    m = max(m, raw[c, i, s])
+            _sum, lo, m = block_sum_min_max(int64(0), lo, m, buf, sh)
+            if tid == 0:
+                hi[s] = m
+                hi[N_SLOTS + s] = lo
+        elif c_active[c, s] and c_norm[c, s] != 0:
             m = int64(0)
             for j in range(tid, processed, THREADS):
                 i = start + j
@@ -146,7 +162,8 @@ def block_pick(c, n, start, to_find, attempt, smix, reasons, raw, c_active, c_no
             t = 0
             for s in range(N_SLOTS):
                 if c_active[c, s]:
-                    t += _normalized(raw[c, i, s], c_norm[c, s], hi[s]) * c_weights[c, s]
+                    t += _slot_score(raw[c, i, s], c_norm[c, s], hi, s, N_SLOTS) * \
+                        c_weights[c, s]
         flags[j] = t
         if t > best:
             best = t
@@ -175,7 +192,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    hi = cuda.shared.array(N_SLOTS, int64)
+    hi = cuda.shared.array(2 * N_SLOTS, int64)
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     n_res = alloc.shape[1]

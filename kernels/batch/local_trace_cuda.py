@@ -53,7 +53,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    hi = cuda.shared.array(N_SLOTS, int64)
+    hi = cuda.shared.array(2 * N_SLOTS, int64)
     cmd = cuda.shared.array(3, int64)                # thread 0's queue answer, for all
     off = node_ptr[b]
     n = node_ptr[b + 1] - off

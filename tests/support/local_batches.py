@@ -17,17 +17,17 @@ def hand_batch(node_sets, pods, alloc_cpu=(1000, 1000, 500)):
     c = 2
     req = np.zeros((c, 4), np.int64)
     req[:, 0] = (400, 2000)             # class 1 fits nowhere
-    active = np.zeros((c, 5), np.bool_)
+    active = np.zeros((c, 6), np.bool_)
     active[:, 0] = True                 # NodeResourcesFit only
-    weights = np.ones((c, 5), np.int64)
+    weights = np.ones((c, 6), np.int64)
     ptr = np.cumsum([0] + [len(s) for s in node_sets])
     pptr = np.cumsum([0] + [len(p) for p in pods])
     return LocalBatch(
         alloc=alloc, used0=np.zeros_like(alloc), nz0=np.zeros((u, 2), np.int64),
         c_request=req, c_nonzero=req[:, :2].copy(), c_anything=np.ones(c, np.bool_),
         c_ignored=np.zeros((c, 4), np.bool_), c_fit_filter=np.ones(c, np.bool_),
-        c_active=active, c_norm=np.zeros((c, 5), np.int64), c_weights=weights,
-        static_bits=np.zeros((c, u), np.int64), static_raw=np.zeros((c, u, 2), np.int64),
+        c_active=active, c_norm=np.zeros((c, 6), np.int64), c_weights=weights,
+        static_bits=np.zeros((c, u), np.int64), static_raw=np.zeros((c, u, 3), np.int64),
         image_raw=np.zeros((1, c, u), np.int64), strategy=0,
         fit_res=np.array([0, 1]), fit_kind=np.array([0, 0]), fit_weights=np.array([1, 1]),
         shape_util=np.zeros(0, np.int64), shape_score=np.zeros(0, np.int64),

@@ -3,7 +3,12 @@ with taints (NoSchedule, PreferNoSchedule), zone labels, unschedulable
 ones, images and an extended resource; bound pods; pending pods of a few
 classes (tolerations, node selectors, required and preferred node
 affinity, the extended resource, images); a configuration with one of
-NodeResourcesFit's three strategies and BalancedAllocation's resources."""
+NodeResourcesFit's three strategies and BalancedAllocation's resources.
+``affinity_bound_pods`` / ``affinity_pending``: bound pods carrying
+InterPodAffinity terms (required and preferred, affinity and
+anti-affinity, across namespaces) and pending pods some of those terms
+select, whose own terms select only bound pods (labels no pending pod
+has): the batch's InterPodAffinity answers stay constants."""
 
 from __future__ import annotations
 
@@ -137,3 +142,78 @@ def scheduler_bindings(objects, cfg, pending, seed=0, backend="numpy"):
     sched = Scheduler(cl, backend, seed, batch=True)
     bindings, _ = sched.schedule_pending(parse_objects(copy.deepcopy(pending)).pods)
     return [(b.pod, b.node, b.message if b.node is None else "") for b in bindings]
+
+
+TOPOLOGY_KEYS = ("kubernetes.io/hostname", "zone")
+NAMESPACES = ("default", "shop")
+
+
+def _term(draw, values):
+    """A pod affinity term selecting ``app`` in one of ``values``, in the
+    owner's namespace, a list, every namespace ({}), or one by its name
+    label."""
+    term = {"topologyKey": draw(st.sampled_from(TOPOLOGY_KEYS)),
+            "labelSelector": {"matchExpressions": [
+                {"key": "app", "operator": "In",
+                 "values": draw(st.lists(st.sampled_from(values), min_size=1, max_size=2,
+                                         unique=True))}]}}
+    ns = draw(st.sampled_from(["own", "list", "all", "selector"]))
+    if ns == "list":
+        term["namespaces"] = draw(st.lists(st.sampled_from(NAMESPACES), min_size=1,
+                                           unique=True))
+    elif ns == "all":
+        term["namespaceSelector"] = {}
+    elif ns == "selector":
+        term["namespaceSelector"] = {"matchLabels": {
+            "kubernetes.io/metadata.name": draw(st.sampled_from(NAMESPACES))}}
+    return term
+
+
+def _affinity(draw, values, kinds):
+    """podAffinity / podAntiAffinity with terms of ``kinds`` (some of
+    req_aff, req_anti, pref_aff, pref_anti) selecting ``values``."""
+    out: dict = {}
+    for kind in kinds:
+        if not draw(st.booleans()):
+            continue
+        group = out.setdefault("podAffinity" if kind.endswith("aff") else "podAntiAffinity",
+                               {})
+        if kind.startswith("req"):
+            group["requiredDuringSchedulingIgnoredDuringExecution"] = [_term(draw, values)]
+        else:
+            group["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": draw(st.integers(1, 100)), "podAffinityTerm": _term(draw, values)}]
+    return out
+
+
+def affinity_bound_pods(draw, node_objs, max_pods=6):
+    """Bound pods labelled app=web or db in either namespace, some with
+    terms selecting web / api / db pods (pending pods are web or api)."""
+    out = []
+    for k in range(draw(st.integers(1, max_pods))):
+        node = node_objs[draw(st.integers(0, len(node_objs) - 1))]["metadata"]["name"]
+        aff = _affinity(draw, ("web", "api", "db"),
+                        ("req_aff", "req_anti", "pref_aff", "pref_anti"))
+        p = pod_dict(f"b{k}", namespace=draw(st.sampled_from(NAMESPACES)),
+                     cpu=draw(st.sampled_from(["100m", "500m"])), memory="256Mi",
+                     labels={"app": draw(st.sampled_from(["web", "db"]))},
+                     spec={"affinity": aff} if aff else None)
+        p["spec"]["nodeName"] = node
+        out.append(p)
+    return out
+
+
+@st.composite
+def affinity_pending(draw, max_pods=8, max_classes=3):
+    """Pending pods of a few classes labelled app=web or api (or none) in
+    either namespace; a class's own terms select db pods only."""
+    classes = []
+    for _ in range(draw(st.integers(1, max_classes))):
+        aff = _affinity(draw, ("db",), ("req_aff", "req_anti", "pref_aff", "pref_anti"))
+        classes.append(dict(namespace=draw(st.sampled_from(NAMESPACES)),
+                            labels={"app": draw(st.sampled_from(["web", "api"]))}
+                            if draw(st.integers(0, 3)) else None,
+                            cpu=draw(st.sampled_from(["100m", "300m", "700m"])),
+                            spec={"affinity": aff} if aff else None))
+    picks = draw(st.lists(st.integers(0, len(classes) - 1), min_size=1, max_size=max_pods))
+    return [pod_dict(f"w{k}", memory="256Mi", **classes[c]) for k, c in enumerate(picks)]

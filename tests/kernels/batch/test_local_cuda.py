@@ -3,7 +3,8 @@ shuffles emulated under the simulator) gives the CPU twin's answers: random
 clusters (taints, node affinity, unschedulable nodes, images, an extended
 resource, the three Fit strategies), node subsets, more nodes than threads,
 the percentage of nodes to score's scan window, chunks by a small budget,
-and the same diagnosis counts for the pods that fit nowhere."""
+InterPodAffinity's static filter bits and min-max normalized score, and
+the same diagnosis counts for the pods that fit nowhere."""
 
 import copy
 
@@ -12,7 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.backends import needs_cuda
-from support.local_clusters import bound_pods, config, nodes, workloads
+from support.local_clusters import (
+    affinity_bound_pods,
+    affinity_pending,
+    bound_pods,
+    config,
+    nodes,
+    workloads,
+)
 
 from tensorsched.framework.capacity.batch_probe import LocalProber
 from tensorsched.framework.capacity.common import bound_pods as bound_of
@@ -79,3 +87,41 @@ def test_cuda_counts_the_failures_as_the_twin():
                    fail_cap=2)
     _, _, fail_pod, fail_counts = _same(batch, budget=60_000)
     assert (fail_pod >= 0).all() and fail_counts.sum(axis=1).min() > 0
+
+
+def test_cuda_pod_affinity_equals_the_twin():
+    # 20 nodes (more than the simulator's threads) in 4 zones; bound pods
+    # with terms on web pods, web pending pods preferring db pods' zones
+    ns = [node_dict(f"n{i:02d}", cpu="2", labels={"zone": "abcd"[i % 4]}) for i in range(20)]
+    bd = []
+    for k in range(8):
+        spec = {"nodeName": f"n{(3 * k) % 20:02d}"}
+        term = {"topologyKey": ("zone", "kubernetes.io/hostname")[k % 2],
+                "labelSelector": {"matchLabels": {"app": "web"}}}
+        kind = ("podAffinity", "podAntiAffinity")[k % 3 == 0]
+        spec["affinity"] = {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10 + 7 * k, "podAffinityTerm": term}]}}
+        if k == 3:      # web pods stay off n09
+            spec["affinity"][kind]["requiredDuringSchedulingIgnoredDuringExecution"] = [term]
+        bd.append(pod_dict(f"b{k}", labels={"app": ("db", "web")[k % 2]}, spec=spec))
+    pref = {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 30, "podAffinityTerm": {"topologyKey": "zone",
+                                           "labelSelector": {"matchLabels": {"app": "db"}}}}]}}}
+    pending = [pod_dict(f"p{k}", cpu=("300m", "900m")[k % 2], labels={"app": "web"},
+                        spec=pref if k % 2 else None) for k in range(8)]
+    subsets = [[True] * 20, [i not in (2, 7, 11) for i in range(20)]]     # pods stay
+    batch = _batch(ns + bd, config(0, pct=100), pending, 1, subsets)
+    assert batch.c_active[:, 5].all() and (batch.static_bits != 0).any()
+    placed, bound, _, _ = _same(batch)
+    assert bound.min() > 4
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_cuda_pod_affinity_equals_the_twin_on_random_clusters(data):
+    ns = data.draw(nodes(min_size=2, max_size=6))
+    bd = affinity_bound_pods(data.draw, ns)
+    pending = data.draw(affinity_pending(max_pods=4))
+    batch = _batch(ns + bd, config(data.draw(st.integers(0, 2))), pending,
+                   data.draw(st.integers(0, 5)), [[True] * len(ns)])
+    _same(batch)

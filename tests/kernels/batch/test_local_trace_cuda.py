@@ -4,7 +4,8 @@ simulator) gives the CPU twin's answers: random clusters and traces
 (arrivals, departures at a time or after a duration, retries, pods of
 unequal priorities and creation times), several configurations in one call
 (each run with its own profile), more nodes than threads with the
-percentage of nodes to score's scan window."""
+percentage of nodes to score's scan window, bound pods' InterPodAffinity
+terms."""
 
 import numpy as np
 import pytest
@@ -32,10 +33,13 @@ def _same(t):
     return twin
 
 
-@pytest.mark.parametrize("seed,durations,priorities", [(3, False, False), (2, True, False),
-                                                       (2, True, True)])
-def test_cuda_trace_equals_the_twin(tmp_path, seed, durations, priorities, monkeypatch):
-    cluster, trace, configs = _write(tmp_path, seed, 4, 10, 1, durations, priorities)
+@pytest.mark.parametrize("seed,durations,priorities,affinity", [
+    (3, False, False, False), (2, True, False, False), (2, True, True, False),
+    (5, False, False, True)])
+def test_cuda_trace_equals_the_twin(tmp_path, seed, durations, priorities, affinity,
+                                    monkeypatch):
+    cluster, trace, configs = _write(tmp_path, seed, 4, 10, 3 if affinity else 1, durations,
+                                     priorities, affinity)
     objs = list(yaml.safe_load_all(open(cluster)))
     tr = run.read_trace_file(trace)
     setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
@@ -45,6 +49,8 @@ def test_cuda_trace_equals_the_twin(tmp_path, seed, durations, priorities, monke
     SL.run_setups(setups, [[0, 1], [2], [3]])
     got = _same(calls[0])
     assert (got.node >= 0).any()
+    # with affinity, InterPodAffinity scores the pending web pod
+    assert not affinity or calls[0].batch.c_active[:, 5].any()
     # with durations, some bound pod leaves a duration after its binding
     assert not durations or (np.isfinite(calls[0].durations()) & (got.node >= 0)).any()
     # with priorities (or the manifests' pending pods, created before the
