@@ -18,7 +18,9 @@ any run): what the capacity probes' kernel covers of the profile and the
 pods (``framework.capacity.batch_probe``: NodeResourcesFit with any
 strategy and its resources and weights, BalancedAllocation,
 TaintToleration, NodeAffinity, NodeUnschedulable, NodeName,
-ImageLocality, their score weights, percentageOfNodesToScore), and of the
+ImageLocality, InterPodAffinity where no queued pod's terms select another
+queued pod (bound pods' terms, a pending pod whose terms select itself
+alone), their score weights, percentageOfNodesToScore), and of the
 clock what the openb engine's queue reproduces (``kernels/batch/_queue``):
 pods arriving at their ``arrival`` and leaving at their ``departure`` or
 ``duration`` seconds after their binding, attempted in PrioritySort's
@@ -27,12 +29,13 @@ manifests' pending pods arrive at time 0 before the trace's); a pod that
 fits nowhere waits in the unschedulable pool until a bound pod leaves
 (NodeResourcesFit's event) or the pool's flush.
 A pod that fails has NodeResourcesFit among its rejectors as long as a
-usage-independent filter (taints, affinity, unschedulable, nodeName)
-passes one node for it, so a departure moves it as ``_queue`` moves every
-waiting pod.  Refused: a trace pod those filters reject on every node
-(it would wait for a node event, not a departure; named by the plugin),
-a scenario, ``until``; a pod that could
-preempt (the probes' kernel refuses it).
+usage-independent filter (taints, affinity, unschedulable, nodeName,
+InterPodAffinity's constants) passes one node for it, so a departure moves
+it as ``_queue`` moves every waiting pod.  Refused: a trace pod those
+filters reject on every node (it would wait for a node event, not a
+departure; named by the plugin), a scenario, ``until``; a pod that could
+preempt, pods whose InterPodAffinity terms select each other (the probes'
+kernel refuses them).
 """
 
 from __future__ import annotations

@@ -22,14 +22,27 @@ are placed): it stays unschedulable and the placements of the others are
 those of the first pass.  The probe's messages are the Scheduler's; a
 caller that needs them (a pod that does not fit) asks the Scheduler.
 
+InterPodAffinity is covered as constants of each pod class: its filter
+verdict per node (the plugin's own Filter, its reason bit among the
+usage-independent ones, so the messages name its rule) and its raw score
+per node (the plugin's Score after its PreScore; the kernel normalizes it
+min-max over the nodes each cycle scores and weighs it with the profile's
+weight), computed once on the universe's initial state.  They stay
+constants while no pod the batch places is selected by another queued
+pod's terms or selects it: placed pods change nothing the plugin reads.
+
 Refused (``BatchProfileError``, naming the plugin; the caller then takes
 the per-probe path): a plugin outside the default profile's; a pod for
-which PodTopologySpread or InterPodAffinity has work (constraints or
-terms, the system default spreading of a Deployment's, ReplicaSet's or
-StatefulSet's pod, existing pods' terms), volumes, claims (DRA), host
-ports, scheduling gates, a PreFilter that narrows or rejects; pods of more
-than one profile; a pod that could preempt (DefaultPreemption with a pod of
-lower priority in the cluster or the workload).
+which PodTopologySpread has work (constraints, the system default
+spreading of a Deployment's, ReplicaSet's or StatefulSet's pod); pods
+whose InterPodAffinity terms (required or preferred affinity or
+anti-affinity, with their namespaces) select another queued pod, or whose
+terms select their own class when a probe places more than one of it
+(named with both pods), and a probe without a node whose bound pods those
+constants read (a drain's removal of such a node); volumes, claims (DRA),
+host ports, scheduling gates, a PreFilter that narrows or rejects; pods of
+more than one profile; a pod that could preempt (DefaultPreemption with a
+pod of lower priority in the cluster or the workload).
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ traces (arrivals at once and apart, departures at a time or a duration
 after the binding, pods too big to fit that retry), under
 configurations that differ in NodeResourcesFit's strategy,
 BalancedAllocation's resources, score weights and
-percentageOfNodesToScore; what it does not cover is refused by name and
-goes the per-run way."""
+percentageOfNodesToScore, with bound pods' InterPodAffinity terms and a
+pending pod whose terms select itself (the README example's sweep
+included); what it does not cover is refused by name and goes the
+per-run way."""
 
 from __future__ import annotations
 
@@ -161,6 +163,32 @@ def test_a_sample_the_simulation_takes_after_a_later_binding_runs_per_job(tmp_pa
     assert got == _rows(jobs, False)
 
 
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 15),
+       bound=st.integers(1, 4))
+def test_pod_affinity_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound):
+    cluster, trace, configs = _write(tmp_path, seed, n_nodes, n_pods, bound, affinity=True)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs[:2], cluster=cluster,
+                       interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    for g in got:
+        g.pop("wall_seconds")
+    assert got == _rows(jobs, False)
+
+
+def test_the_readme_example_sweep_is_batched():
+    jobs = S.make_jobs(["data/examples/trace.csv"], [1, 2],
+                       configs=["data/examples/spread.yaml", "data/examples/pack.yaml"],
+                       cluster="data/examples/cluster.yaml")
+    got, rest = _batched(jobs)
+    assert rest == [] and None not in got
+    for g in got:
+        g.pop("wall_seconds")
+    assert got == _rows(jobs, False)
+
+
 def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
     cl = tmp_path / "c.yaml"
     cl.write_text(yaml.safe_dump_all(objs))
@@ -185,6 +213,14 @@ def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
     cfg = config(0)
     cfg["profiles"][0]["plugins"] = {"filter": {"enabled": [{"name": "GpuShareFit"}]}}
     assert "not of the default profile" in _refusal(tmp_path, nodes[:1], plain, cfg)
+    # a pending pod whose terms select the trace's pods
+    near = pod_dict("near", spec={"affinity": {"podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": {
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchExpressions": [
+                {"key": "app", "operator": "DoesNotExist"}]}}}]}}})
+    msg = _refusal(tmp_path, [node_dict("n2"), near], plain)
+    assert msg.startswith("InterPodAffinity") and "default/near selects pod" in msg
     # a sweep over the tainted cluster: the per-run rows
     cl = tmp_path / "tainted.yaml"
     cl.write_text(yaml.safe_dump_all(nodes))
