@@ -73,6 +73,13 @@ S_NODE_AFFINITY = 3   # NodeAffinity: sum of weights of matching preferred terms
 S_IMAGE = 4           # ImageLocality (final, no normalization)
 N_BUILTIN_SCORES = 5
 
+# A score slot's normalization beyond DefaultNormalizeScore (modes 0 none,
+# 1 default, 2 reverse): InterPodAffinity's min-max over the scored rows,
+# where its raw score is a slot (the node-local batch kernels); the
+# fused core's extremes start beyond every score at -/+ MINMAX_BIG.
+NORM_MINMAX = 3
+MINMAX_BIG = 1 << 62
+
 # Fit scoring strategies.
 STRATEGY_LEAST = 0
 STRATEGY_MOST = 1

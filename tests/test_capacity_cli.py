@@ -74,8 +74,8 @@ def test_nodes_to_add_and_drain(files, capsys):
 
 def test_the_path_the_probes_took_is_said(files, capsys):
     # numba batches the Deployment's probes (no Service or ReplicaSet selects
-    # its pods: no default spreading); the example cluster's web pods have
-    # pod anti-affinity terms, so its drain takes a Scheduler per probe
+    # its pods: no default spreading); the example cluster's drain moves a
+    # pod with a volume claim, so it takes a Scheduler per probe
     out_files = [files / "a.json", files / "b.json"]
     for backend, out_file in zip(("numba", "numpy"), out_files):
         rc, _, err = _run(capsys, "capacity", "--cluster", CLUSTER, "--workloads",
@@ -86,7 +86,7 @@ def test_the_path_the_probes_took_is_said(files, capsys):
     docs = [json.loads(f.read_text()) for f in out_files]
     assert docs[0]["status"] == docs[1]["status"]
     rc, _, err = _run(capsys, "capacity", "--cluster", CLUSTER, "--drain")
-    assert rc == 0 and "probes per probe (InterPodAffinity" in err
+    assert rc == 0 and "probes per probe (VolumeBinding" in err
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -68,7 +68,7 @@ def gather_node(i, x, g, alloc, used0, nz0, static_bits, static_raw, image_raw, 
         raw[c, i, 2] = static_raw[c, x, 0]
         raw[c, i, 3] = static_raw[c, x, 1]
         raw[c, i, 4] = image_raw[g, c, x]
-        raw[c, i, 5] = static_raw[c, x, 2]
+        raw[c, i, IPA_SLOT] = static_raw[c, x, 2]
 
 
 def refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,

@@ -7,7 +7,7 @@ cluster plus, for capacity probes, the nodes some probes add): cluster b is
 the universe rows ``node_rows[node_ptr[b]:node_ptr[b+1]]`` in evaluation
 order, with the pods ``pod_cls[pod_ptr[b]:pod_ptr[b+1]]`` (class ids, queue
 order) to place.  Shapes and units (R resources, cpu in millicores, memory
-in bytes, column 3 the pod count; C pod classes; S = 5 score slots):
+in bytes, column 3 the pod count; C pod classes; S = 6 score slots):
 
 - alloc, used0 [U, R] int64: allocatable, requested by the bound pods;
   nz0 [U, 2] int64: their non-zero cpu/memory (scoring's defaults);
