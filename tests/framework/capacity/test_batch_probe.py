@@ -309,6 +309,20 @@ def test_pod_affinity_messages_name_each_rule():
         assert reason in fails[0][1]
 
 
+def test_the_first_pod_of_its_own_affinity_group_is_placed():
+    # one pod whose required affinity selects itself and no pod anywhere:
+    # the filter's special case lets it on every node with the term's key
+    ns = [node_dict(f"n{i}", labels={"zone": "ab"[i % 2]} if i else None) for i in range(3)]
+    lead = pod_dict("lead", labels={"app": "lead"}, spec={"affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "lead"}}}]}}})
+    for seed in range(4):
+        cl, pods, prober = _prober(ns, config(0), [lead], seed)
+        placed = prober.run([["n0", "n1", "n2"]], [[0]])[0]
+        assert placed[0][1] in ("n1", "n2")
+        assert {pods[0].key: placed[0][1]} == scheduler_placements(ns, config(0), [lead], seed)
+
+
 def test_pod_affinity_probes_that_change_the_answers_are_refused():
     ns = [node_dict(f"n{i}") for i in range(2)]
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
