@@ -343,6 +343,11 @@ def test_pod_affinity_probes_that_change_the_answers_are_refused():
     _, _, alone = _prober(ns, config(0), [self_anti], 0)
     with pytest.raises(BatchProfileError, match="select itself"):
         alone.fill(2)
+    # how_many_fit of that template (one per node) takes the Scheduler
+    cl = build_cluster(copy.deepcopy(ns), config(0))
+    got = [how_many_fit(cl, [copy.deepcopy(self_anti)], seed=0, batch=batch).to_dict()
+           for batch in (True, False)]
+    assert got[0] == got[1] and got[0]["status"]["total"] == 2
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
