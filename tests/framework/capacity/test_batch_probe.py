@@ -4,9 +4,10 @@ clusters (every Fit strategy, Balanced, taints, node affinity,
 unschedulable nodes, images, an extended resource, node subsets, the
 percentage of nodes to score; bound pods with InterPodAffinity terms and
 pending pods those terms select), ``nodes_to_add``, ``removable_nodes``
-and ``how_many_fit`` give the same documents batched and per probe, and
-what the kernel does not cover is refused naming the plugin (pending pods
-whose terms select each other: InterPodAffinity)."""
+and ``how_many_fit`` give the same documents batched and per probe (with
+and without pod affinity), and what the kernel does not cover is refused
+naming the plugin (pending pods whose terms select each other:
+InterPodAffinity)."""
 
 from __future__ import annotations
 
@@ -361,6 +362,20 @@ def test_how_many_fit_with_pod_affinity_batched_equals_the_scheduler(data):
     got = [how_many_fit(cl, [copy.deepcopy(template)], seed=1, limit=None,
                         batch=batch).to_dict() for batch in (True, False)]
     assert got[0] == got[1]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_nodes_to_add_with_pod_affinity_batched_equals_per_probe(data):
+    ns, bd = _affinity_cluster(data, max_nodes=3)
+    pending = data.draw(affinity_pending(max_pods=10))
+    template = node_dict("pool", cpu="2", memory="4Gi", pods="4",
+                         labels={"zone": data.draw(st.sampled_from("abc"))})
+    cl = build_cluster(copy.deepcopy(ns + bd), config(0))
+    reports = [nodes_to_add(cl, copy.deepcopy(pending), [template], seed=1, max_nodes=12,
+                            batch=batch) for batch in (True, False)]
+    assert reports[0].to_dict() == reports[1].to_dict()
+    assert reports[0].probe_path.startswith("batched")
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
