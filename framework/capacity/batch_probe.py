@@ -382,6 +382,40 @@ class LocalProber:
             return placed, None
         return placed, self.keys.message(self.pods[0], len(names), res.fail_counts[0])
 
+    def place_groups(self, order: np.ndarray) -> tuple[np.ndarray, list]:
+        """Copies of the pods on every node of the universe, attempted in
+        ``order`` ([P] indices into ``pods``, at most ``MAX_GROUPS`` pods);
+        a pod's copies are a group: once one fits nowhere, the later ones
+        are dropped, never attempted (a Scheduler that deletes the rest of
+        a template at its first failure).  Returns (the universe row of
+        each copy [P] int64, -1 when it fit nowhere or was dropped; the
+        copies that fit nowhere, at most one per pod, as [(position in
+        ``order``, FailedScheduling message)] in order; a message is None
+        on a universe without nodes, where the Scheduler's text is its
+        own)."""
+        order = np.ascontiguousarray(order, np.int64)
+        names = [self.row_name[r] for r in range(len(self.row_name))]
+        batch, _orders = self.batch([names], [[0]], len(self.pods))
+        batch = batch._replace(pod_cls=self.class_of[order],
+                               pod_ptr=np.asarray([0, order.shape[0]], np.int64),
+                               pod_group=order)
+        res = self._kernel(batch)
+        fails = [(int(k), self.keys.message(self.pods[int(order[k])], len(names),
+                                             res.fail_counts[f]))
+                 for f, k in enumerate(res.fail_pod.tolist()) if k >= 0]
+        return res.rows, fails
+
+    def added_usage(self, rows: np.ndarray, pods: np.ndarray) -> np.ndarray:
+        """[U, R] int64: what copies of ``pods`` ([P] indices into
+        ``pods``) bound on universe ``rows`` ([P], -1: not bound) request,
+        the pods column counting them (the usage the kernel adds)."""
+        req = self.base["c_request"]
+        out = np.zeros((self.cols.allocatable.shape[0], req.shape[1]), np.int64)
+        ok = rows >= 0
+        np.add.at(out, rows[ok], req[self.class_of[pods[ok]]])
+        out[:, L.RES_PODS] += np.bincount(rows[ok], minlength=out.shape[0])
+        return out
+
     def _kernel(self, batch: LocalBatch):
         if self.device == "cuda":
             try:
