@@ -277,3 +277,20 @@ def test_several_templates_on_the_cuda_kernel_equal_the_scheduler():
             got = how_many_fit(cl, copy.deepcopy(templates), backend="cuda", **kw)
         want = how_many_fit(cl, copy.deepcopy(templates), backend="numba", batch=False, **kw)
         assert spy.called and got.to_dict()["status"] == want.to_dict()["status"]
+
+
+@pytest.mark.parametrize("replicas", [None, [150, 300, 100]])
+def test_several_templates_batched_with_the_start_rotating(replicas):
+    # 110 nodes at 20%: each cycle scans from where the last one stopped
+    # (a failure scans them all and leaves the start, a pod never attempted
+    # does not move it); t0 (zone c only) stops while the others go on
+    objs = [node_dict(f"n{i:03d}", cpu="2", memory="8Gi", pods="8", labels={"zone": "abc"[i % 3]})
+            for i in range(110)]
+    cl = build_cluster(objs, dict(CONFIG, percentageOfNodesToScore=20))
+    templates = [_template("t0", "500m", zone="c"), _template("t1", "250m", prefer_a=True),
+                 _template("t2", "1", created=1)]
+    for seed in (0, 1):
+        batched, scheduler, ran = _both_ways(cl, templates, seed=seed, replicas=replicas)
+        assert ran and batched == scheduler
+        t0 = batched[0]["templates"][0]
+        assert 0 < t0.get("count", t0.get("scheduled")) < 150
