@@ -24,6 +24,15 @@ Scheduler's message, from the batch's own diagnosis batched, from a
 Scheduler per node per probe), and on a tight 30-node cluster (10
 candidates, every subset: none can go).  Written to
 ``bench/results/capacity-batch-<backend>.json``.
+
+``--fit-multi``: how-many-fit of three templates (100m/500Mi, 500m/1Gi,
+1/2Gi) on the ``--fit-nodes`` basic cluster, round robin until each
+stops, and the same templates as replicas that fit (20,000 / 10,000 /
+5,000) and that do not (60,000 / 30,000 / 25,000): batched (the
+node-local kernel) and on the Scheduler (``batch=False``) in alternating
+runs (``--runs`` each), CPU and wall seconds of every run with the load
+average before it, the documents and the progress totals of all runs
+equal (asserted).  Written to ``bench/results/capacity-fit-multi-<backend>.json``.
 """
 
 from __future__ import annotations
@@ -134,6 +143,58 @@ def fit_compare(nodes: int, backend: str, seed: int) -> dict:
     return {"case": "how-many-fit", "nodes": nodes, "fit": doc["status"]["total"], **got}
 
 
+MULTI = (("small", "100m", "500Mi"), ("medium", "500m", "1Gi"), ("large", "1", "2Gi"))
+
+
+def _alternating(run, runs: int) -> dict:
+    """``run(batch)`` (a report and its progress total) batched, then on
+    the Scheduler, ``runs`` times: each run's CPU and wall seconds and the
+    load average before it; every run's document and total equal."""
+    out = {"batch": [], "scheduler": []}
+    answers = []
+    for _ in range(runs):
+        for batch in (True, False):
+            load = os.getloadavg()
+            c0, t0 = time.process_time(), time.perf_counter()
+            report, settled = run(batch)
+            out["batch" if batch else "scheduler"].append({
+                "cpu_seconds": round(time.process_time() - c0, 3),
+                "wall_seconds": round(time.perf_counter() - t0, 3),
+                "load_before": [round(x, 2) for x in load]})
+            answers.append((report.to_dict()["status"], settled))
+    assert all(a == answers[0] for a in answers), "batched and Scheduler answers differ"
+    best = {side: min(r["cpu_seconds"] for r in rs) for side, rs in out.items()}
+    return {"runs": out, "min_cpu_seconds": best, "documents_equal": True,
+            "progress_equal": True, "cpu_ratio": round(best["scheduler"]
+                                                       / max(best["batch"], 1e-9), 2)}, answers[0]
+
+
+def fit_multi_compare(nodes: int, backend: str, seed: int, runs: int) -> list[dict]:
+    """Three templates' fill and two replica sets, batched against the
+    Scheduler (the module doc's ``--fit-multi``)."""
+    cluster = build_cluster(basic(nodes, 0)[0], CONFIG)
+    templates = [pod_dict(n, cpu=c, memory=m) for n, c, m in MULTI]
+
+    def ask(**kw):
+        def run(batch):
+            settled = []
+            report = how_many_fit(cluster, templates, backend=backend, seed=seed, batch=batch,
+                                  progress=settled.append, **kw)
+            return report, sum(settled)
+        return run
+
+    cases = []
+    for label, replicas in (("fill", None), ("replicas-fit", [20_000, 10_000, 5_000]),
+                            ("replicas-short", [60_000, 30_000, 25_000])):
+        got, (status, settled) = _alternating(ask(replicas=replicas), runs)
+        key = "count" if replicas is None else "scheduled"
+        cases.append({"case": f"how-many-fit-{label}", "nodes": nodes,
+                      "templates": ["/".join(t[1:]) for t in MULTI], "replicas": replicas,
+                      "placed": [t[key] for t in status["templates"]],
+                      "fits": status.get("fits"), "progress_total": settled, **got})
+    return cases
+
+
 def compare_cases(backend: str, seed: int, search_nodes, drain_candidates: int) -> list[dict]:
     cases = []
     workloads = [deployment(*m) for m in MIX]
@@ -180,10 +241,29 @@ def main(argv=None) -> dict:
                     help="probes batched against per probe (see the module doc)")
     ap.add_argument("--compare-nodes", type=int, nargs="+", default=[1000, 5000])
     ap.add_argument("--drain-candidates", type=int, default=50)
+    ap.add_argument("--fit-multi", action="store_true",
+                    help="several templates and replicas, batched against the Scheduler")
+    ap.add_argument("--runs", type=int, default=2, help="alternating runs of --fit-multi")
     args = ap.parse_args(argv)
     # compile (or load the cached) kernels before timing
     how_many_fit(build_cluster(basic(3, 0)[0], CONFIG), [pod_dict("warm")],
                  backend=args.backend, limit=5)
+    if args.fit_multi:
+        load0 = [round(x, 2) for x in os.getloadavg()]
+        cases = fit_multi_compare(args.fit_nodes, args.backend, args.seed, args.runs)
+        record = {"benchmark": "capacity-fit-multi", "backend": args.backend,
+                  "seed": args.seed, "cases": cases, "machine": machine_info(),
+                  "commit": git_commit(), "load_before": load0,
+                  "load_after": [round(x, 2) for x in os.getloadavg()]}
+        out = (Path(args.output) if args.output
+               else RESULTS / f"capacity-fit-multi-{args.backend}.json")
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        for c in cases:
+            print(f"{c['case']} {c['nodes']} nodes: placed {c['placed']}, batch "
+                  f"{c['min_cpu_seconds']['batch']} CPU s, Scheduler "
+                  f"{c['min_cpu_seconds']['scheduler']} CPU s ({c['cpu_ratio']}x)")
+        print(f"wrote {out}")
+        return record
     if args.compare:
         # the batched kernel compiled (or loaded) before timing too
         nodes_to_add(build_cluster(basic(3, 0)[0], CONFIG), [pod_dict("warm")],

@@ -480,25 +480,40 @@ class LocalProber:
             seed=self.seed, fail_cap=fail_cap)
         return batch, orders
 
-    def fill(self, count: int) -> tuple[list, str | None]:
-        """``count`` copies of the first pod, one after another, on every
-        node of the universe (how many fit): (the node name each copy of
-        the first run that all bind took, in order, up to the first copy
-        that fits nowhere; that copy's FailedScheduling message, None when
-        all ``count`` bound)."""
+    def place_groups(self, order: np.ndarray) -> tuple[np.ndarray, list]:
+        """Copies of the pods on every node of the universe, attempted in
+        ``order`` ([P] indices into ``pods``, at most ``MAX_GROUPS`` pods);
+        a pod's copies are a group: once one fits nowhere, the later ones
+        are dropped, never attempted (a Scheduler that deletes the rest of
+        a template at its first failure).  Returns (the universe row of
+        each copy [P] int64, -1 when it fit nowhere or was dropped; the
+        copies that fit nowhere, at most one per pod, as [(position in
+        ``order``, FailedScheduling message)] in order; a message is None
+        on a universe without nodes, where the Scheduler's text is its
+        own)."""
+        order = np.ascontiguousarray(order, np.int64)
+        self._check_probes([], [order.tolist()])
         names = [self.row_name[r] for r in range(len(self.row_name))]
-        batch, _orders = self.batch([names], [[0]], 1)
-        c = int(self.class_of[0])
-        self._check_probes([], [[0] * count])
-        batch = batch._replace(pod_cls=np.full(count, c, np.int64),
-                               pod_ptr=np.asarray([0, count], np.int64))
+        batch, _orders = self.batch([names], [[0]], len(self.pods))
+        batch = batch._replace(pod_cls=self.class_of[order],
+                               pod_ptr=np.asarray([0, order.shape[0]], np.int64),
+                               pod_group=order)
         res = self._kernel(batch)
-        f = int(res.fail_pod[0])
-        k = count if f < 0 else f
-        placed = [self.row_name[int(r)] for r in res.rows[:k]]
-        if f < 0:
-            return placed, None
-        return placed, self.keys.message(self.pods[0], len(names), res.fail_counts[0])
+        fails = [(int(k), self.keys.message(self.pods[int(order[k])], len(names),
+                                             res.fail_counts[f]))
+                 for f, k in enumerate(res.fail_pod.tolist()) if k >= 0]
+        return res.rows, fails
+
+    def added_usage(self, rows: np.ndarray, pods: np.ndarray) -> np.ndarray:
+        """[U, R] int64: what copies of ``pods`` ([P] indices into
+        ``pods``) bound on universe ``rows`` ([P], -1: not bound) request,
+        the pods column counting them (the usage the kernel adds)."""
+        req = self.base["c_request"]
+        out = np.zeros((self.cols.allocatable.shape[0], req.shape[1]), np.int64)
+        ok = rows >= 0
+        np.add.at(out, rows[ok], req[self.class_of[pods[ok]]])
+        out[:, L.RES_PODS] += np.bincount(rows[ok], minlength=out.shape[0])
+        return out
 
     def _kernel(self, batch: LocalBatch):
         if self.device == "cuda":

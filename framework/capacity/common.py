@@ -176,18 +176,23 @@ def unique_names(prefix: str, taken, count: int, start: int = 0) -> list[str]:
     return out
 
 
-def free_bound(state, requests: dict[str, int], *, preemptible_below: int | None = None) -> int:
+def free_bound(state, requests: dict[str, int], *, preemptible_below: int | None = None,
+               added: np.ndarray | None = None) -> int:
     """An upper bound on how many more pods requesting ``requests`` fit on
     the state's nodes by resources alone (per node the least of free /
     request over the requested resources and the free pod slots).
     ``preemptible_below``: a priority; what the bound pods of lower
-    priority hold counts as free (a preemptor may evict them)."""
+    priority hold counts as free (a preemptor may evict them).  ``added``:
+    [node rows, resources] int64 requested on top of the state's (pods
+    placed since, the pods column counting them)."""
     rows = state.valid_rows()
     if rows.size == 0:
         return 0
     cols = state.columns()
     nres = cols.allocatable.shape[1]
     used = cols.requested[rows]
+    if added is not None:
+        used = used + added[rows, :nres]
     if preemptible_below is not None:
         used = used - _held_below(state, preemptible_below, nres)[rows]
     free = np.maximum(cols.allocatable[rows] - used, 0)

@@ -35,11 +35,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.kernels.batch.local_cpu import MAX_GROUPS
 
 from .batch_probe import BatchProfileError, LocalProber, batched_backend
 from .common import (
@@ -69,9 +72,10 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
     ``cluster``; with ``replicas`` (one count per template) whether that set
     fits.  ``limit`` caps the pods tried per template; ``progress(n)`` is
     called with the number of pods settled since the last call.  ``batch``:
-    one template (no ``replicas``) runs in the batched node-local kernel
-    where it covers the profile and the pod (numba, auto: the CPU twin;
-    cuda: the device); False, or numpy: the Scheduler.  The answers are the
+    the templates, one or several, with or without ``replicas``, run in
+    the batched node-local kernel where it covers the profile and the pods
+    (numba, auto: the CPU twin; cuda: the device; one call); False, or
+    numpy: the Scheduler.  The answers, and the progress totals, are the
     same.  The cluster is not modified."""
     args = capacity_arguments("how_many_fit", cluster, backend, seed, progress)
     args.flag("batch", batch)
@@ -96,9 +100,9 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
                                     f"template {i} has the name of an earlier template")
             seen.add(n)
         report = None
-        if replicas is None and len(recs) == 1 and batch:
-            report = _fill_batched(work, recs[0], limit, seed, batched_backend(backend),
-                                   progress)
+        if batch:
+            report = _batched(work, recs, replicas, limit, seed, batched_backend(backend),
+                              progress)
         if report is None:
             sched = Scheduler(work, backend, seed, batch=True)
             if replicas is not None:
@@ -111,16 +115,16 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
     return report
 
 
-def _taken(sched: Scheduler) -> set[str]:
-    state = sched.cluster.state
-    return {k.partition("/")[2] for k in state.pods} | {
-        p.name for p in sched.cluster.objects.pods}
+def _taken(cluster: Cluster) -> set[str]:
+    """The pod names the cluster holds (generated names skip them)."""
+    return {k.partition("/")[2] for k in cluster.state.pods} | {
+        p.name for p in cluster.objects.pods}
 
 
 def _replicas(sched: Scheduler, recs, replicas, progress) -> FitReport:
     f = _Filler(sched, recs, None, progress)
     # pods beyond a template's room can never bind: they are counted, not made
-    made = [min(n, _room(sched, r) + 1) for r, n in zip(recs, replicas)]
+    made = [min(n, _room(sched.cluster.state, r) + 1) for r, n in zip(recs, replicas)]
     per = [f.make(t, n) if n else [] for t, n in enumerate(made)]
     order = []
     for i in range(max(made, default=0)):
@@ -140,12 +144,12 @@ def _replicas(sched: Scheduler, recs, replicas, progress) -> FitReport:
                      preemptions=f.preemptions)
 
 
-def _room(sched: Scheduler, rec) -> int:
+def _room(state, rec) -> int:
     """An upper bound on how many pods like ``rec`` can ever bind: the free
     resources of the nodes, plus what pods it may preempt (lower priority)
     hold."""
     below = pod_priority(rec) if rec.preemption_policy != "Never" else None
-    return free_bound(sched.cluster.state, rec.requests, preemptible_below=below)
+    return free_bound(state, rec.requests, preemptible_below=below)
 
 
 class _Filler:
@@ -159,7 +163,7 @@ class _Filler:
         self.fits = [TemplateFit(r.key) for r in recs]
         self.tried = [0] * len(recs)          # pods of each template made so far
         self.active = list(range(len(recs)))
-        self.taken = _taken(sched)
+        self.taken = _taken(sched.cluster)
         self.next_index = [0] * len(recs)
         self.preemptions: list[dict] = []
         self.first: list[dict | None] = [None] * len(recs)   # first pod that fits nowhere
@@ -261,38 +265,121 @@ class _Filler:
                 self.progress(settled)
 
 
-def _fill_batched(work: Cluster, rec, limit, seed: int, device: str,
-                  progress) -> FitReport | None:
-    """One template's fill in the node-local kernel (``LocalProber.fill``:
-    ``free_bound + 1`` copies, or ``limit``, one after another; the first
-    that fits nowhere stops it with its message); None when the kernel
-    does not run or cover it (the Scheduler answers)."""
-    if not device:
+def _batched(work: Cluster, recs, replicas, limit, seed: int, device: str,
+             progress) -> FitReport | None:
+    """The fill (or the replicas) in the node-local kernel, in one call
+    (``LocalProber.place_groups``): each template's pods in the order the
+    Scheduler path attempts them -- the fill's round robin (pod i of every
+    template, then pod i + 1; the Scheduler's chunks of a last template
+    keep that order), the replicas' queue order (priority, creation, then
+    the interleaved order) -- a template's pods after its first that fits
+    nowhere dropped unattempted, as the Scheduler path deletes them (so the
+    attempt numbers, and the tie-breaks, are the same).  Each template gets
+    ``free_bound + 1`` pods (``limit`` at most), or its replicas up to its
+    room + 1: the usage only grows, so it stops within them.  None when the
+    kernel does not cover the profile or the pods (the Scheduler
+    answers)."""
+    if not device or len(recs) > MAX_GROUPS:
         return None
     bound = [p for p in work.objects.pods if p.node_name]
     try:
-        prober = LocalProber(work, list(work.objects.nodes), bound, [rec], seed, device=device)
+        prober = LocalProber(work, list(work.objects.nodes), bound, recs, seed, device=device)
     except BatchProfileError:
         return None
-    count = free_bound(work.state, rec.requests) + 1
-    if limit is not None:
-        count = min(count, limit)
+    state = prober.universe.state
+    if replicas is None:
+        made = [free_bound(state, r.requests) + 1 for r in recs]
+        if limit is not None:
+            made = [min(m, limit) for m in made]
+        rank = np.zeros(len(recs), np.int64)
+    else:
+        made = [min(n, _room(state, r) + 1) for r, n in zip(recs, replicas)]
+        keys = [prober.sort_key(r) for r in recs]
+        rank = np.asarray([sorted(set(keys)).index(k) for k in keys], np.int64)
+    tmpl = np.repeat(np.arange(len(recs), dtype=np.int64), made)
+    index = np.concatenate([np.arange(m, dtype=np.int64) for m in made])
+    seq = np.lexsort((tmpl, index, rank[tmpl]))
+    tmpl, index = tmpl[seq], index[seq]
     try:
-        placed, message = prober.fill(count)
+        rows, fails = (prober.place_groups(tmpl) if tmpl.size
+                       else (np.zeros(0, np.int64), []))
     except BatchProfileError:
         return None             # copies whose terms select each other
-    if message is None and (limit is None or count < limit):
-        return None             # the resource bound's pod bound: not expected, ask
-    tf = TemplateFit(rec.key)
-    for node in placed:
-        tf.per_node[node] = tf.per_node.get(node, 0) + 1
-    tf.count = len(placed)
-    tf.stop_reason = message
-    if progress is not None:
-        progress(tf.count + (message is not None))
-    report = FitReport("HowManyFit", "", 0, [tf], limit=limit, preemptions=[])
+    if any(message is None for _, message in fails):
+        return None             # a cluster without nodes: the Scheduler's own text
+    failed = {int(tmpl[k]): (k, message) for k, message in fails}
+    fits = []
+    for t, rec in enumerate(recs):
+        tf = TemplateFit(rec.key)
+        got, n = np.unique(rows[(tmpl == t) & (rows >= 0)], return_counts=True)
+        tf.per_node = {prober.row_name[int(r)]: int(c) for r, c in zip(got, n)}
+        tf.count = int(n.sum())
+        want = limit if replicas is None else replicas[t]
+        if t in failed:
+            tf.stop_reason = failed[t][1]
+        elif want is None or tf.count < want:
+            return None         # bound without a failure within the bound: ask
+        fits.append(tf)
+    if replicas is None:
+        if progress is not None:
+            progress(_fill_settled(prober, recs, tmpl, rows, failed, limit))
+        report = FitReport("HowManyFit", "", 0, fits, limit=limit, preemptions=[])
+    else:
+        taken = _taken(work)
+        for t, (tf, n) in enumerate(zip(fits, replicas)):
+            tf.replicas = n
+            tf.not_scheduled = n - tf.count
+            if t in failed:
+                k, message = failed[t]
+                i = int(index[k])
+                name = unique_names(recs[t].name, taken, i + 1)[i]
+                tf.unschedulable = [{"pod": f"{recs[t].namespace}/{name}", "message": message}]
+        if progress is not None and sum(replicas):
+            progress(sum(replicas))
+        report = FitReport("Replicas", "", 0, fits,
+                           fits=all(tf.not_scheduled == 0 for tf in fits), preemptions=[])
     report.evictions = []
     return report
+
+
+def _fill_settled(prober, recs, tmpl, rows, failed, limit) -> int:
+    """How many pods the Scheduler path's fill makes, and settles, for the
+    kernel's answer (its ``progress`` total): one at a time while two or
+    more templates place, then the last template's chunks (``_Filler.run``'s
+    sizes from the free resources after the pods placed so far), the chunk
+    that holds its failure settled whole (the rest of it deleted)."""
+    # where each template ends: its failure, else its last pod (its limit)
+    last = {}
+    for t in range(len(recs)):
+        own = np.flatnonzero(tmpl == t)
+        last[t] = failed[t][0] if t in failed else int(own[-1])
+    ends = sorted(last.values())
+    settled, lone = 0, max(last, key=last.get)
+    boundary = ends[-2] if len(ends) > 1 else -1
+    if boundary >= 0:
+        head = np.arange(boundary + 1)
+        attempted = np.ones(boundary + 1, np.bool_)
+        for t, (k, _m) in failed.items():
+            attempted &= ~((tmpl[head] == t) & (head > k))
+        settled = int(attempted.sum())
+    added = prober.added_usage(rows[:boundary + 1], tmpl[:boundary + 1])
+    own = np.flatnonzero(tmpl == lone)
+    tried = int((own <= boundary).sum())
+    count = int((rows[own[:tried]] >= 0).sum())
+    fail_at = int(np.searchsorted(own, failed[lone][0])) if lone in failed else None
+    state, requests = prober.universe.state, recs[lone].requests
+    while limit is None or tried < limit:
+        k = min(free_bound(state, requests, added=added) + 1, max(MIN_CHUNK, count), MAX_CHUNK)
+        if limit is not None:
+            k = min(k, limit - tried)
+        settled += k
+        if fail_at is not None and fail_at < tried + k:
+            break
+        chunk = own[tried:tried + k]
+        added += prober.added_usage(rows[chunk], tmpl[chunk])
+        tried += k
+        count += k
+    return settled
 
 
 def _fill(sched: Scheduler, recs, limit, progress) -> FitReport:

@@ -187,7 +187,7 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
                       bal_res, bal_kind, pod_cls, num_to_find, seed_mix, attempt0, out_row,
                       positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt, totals,
                       tmax, tcnt, old_reasons, old_raw, dirty, rows, s_key, key_first,
-                      k_static, fail_pod, fail_counts):
+                      k_static, fail_pod, fail_counts, pod_group):
     """Place the pods ``pod_cls`` ([P] class ids, queue order) on one
     cluster of n local nodes, each as its own cycle would: filter, score the
     nodes scanned from the start index up to the ``num_to_find``-th feasible
@@ -212,7 +212,13 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
     diagnosis at that moment: fail_pod [F] their index k (-1: fewer
     failed), fail_counts [F, k_static + FIT_SLOTS] ``count_failure`` of
     each (rows [n]: the local nodes' universe rows, s_key [C, U],
-    key_first [k_static]).  Returns the number of pods bound."""
+    key_first [k_static]).
+
+    pod_group [P] int64: each pod's group (0..62) or -1; once a pod of group
+    g fits nowhere, the later pods of g are dropped (-1, never attempted:
+    the attempt count and start index stay, no diagnosis), as a caller that
+    deletes the rest of a template at its first failure has them.  Returns
+    the number of pods bound."""
     n = alloc.shape[0]
     n_classes = reasons.shape[0]
     size = tmax.shape[1] // 2
@@ -227,10 +233,16 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
     failed = 0
     for f in range(fail_pod.shape[0]):
         fail_pod[f] = -1
+    dropped = 0             # bit g: a pod of group g fit nowhere
     for k in range(pod_cls.shape[0]):
         c = pod_cls[k]
         out_row[k] = -1
+        grp = pod_group[k]
+        if grp >= 0 and (dropped >> grp) & 1:
+            continue
         if n == 0:
+            if grp >= 0:
+                dropped |= 1 << grp
             if failed < fail_pod.shape[0]:
                 fail_pod[failed] = k
                 for s in range(fail_counts.shape[1]):
@@ -275,7 +287,9 @@ def run_local_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_
                                     tcnt[cc], size)
             out_row[k] = i
             bound += 1
-        elif failed < fail_pod.shape[0]:
+        elif grp >= 0:
+            dropped |= 1 << grp
+        if i < 0 and failed < fail_pod.shape[0]:
             fail_pod[failed] = k
             count_failure(c, n, rows, reasons, static_bits, s_key, key_first, k_static,
                           used.shape[1], fail_counts[failed])

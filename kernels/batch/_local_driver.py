@@ -3,7 +3,7 @@ compiled with ``njit(parallel=True)`` on top of ``_local_core``
 (``local_cpu``); each iteration gathers its nodes' columns from the shared
 universe and allocates its own scratch; its failures' diagnoses go to
 rows ``b * F .. (b + 1) * F - 1`` of ``fail_pod`` / ``fail_counts`` (F
-per cluster)."""
+per cluster); ``pod_group`` [sum P] each pod's group (-1: none)."""
 
 # ruff: noqa: F821
 
@@ -17,7 +17,8 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
                   c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy,
                   fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind,
                   node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix,
-                  attempt0, out_row, out_bound, s_key, key_first, fail_pod, fail_counts):
+                  attempt0, out_row, out_bound, s_key, key_first, fail_pod, fail_counts,
+                  pod_group):
     n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     cap = fail_pod.shape[0] // max(node_ptr.shape[0] - 1, 1)
@@ -55,7 +56,7 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
             np.empty(nc, np.int64), np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64),
             rows,
             s_key, key_first, k_static, fail_pod[b * cap:(b + 1) * cap],
-            fail_counts[b * cap:(b + 1) * cap])
+            fail_counts[b * cap:(b + 1) * cap], pod_group[p0:p1])
         for k in range(p1 - p0):
             out_row[p0 + k] = rows[local[k]] if local[k] >= 0 else -1
 

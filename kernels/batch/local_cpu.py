@@ -36,6 +36,12 @@ status id (0..K-1) the usage-independent filters give class c on node u,
 -1 when they pass it; key_first [K] bool, whether that status's filter
 comes before NodeResourcesFit in the profile.
 
+Groups (``pod_group`` [sum P] int64, optional): each pod's group (0..62)
+or -1; once a pod of group g fits nowhere in a cluster, the cluster's later
+pods of g are dropped, never attempted (row -1; the attempt count and the
+start index stay as they were, no diagnosis): a template whose remaining
+pods are deleted at its first failure.
+
 The trace form (``LocalTrace``, ``run_local_trace``): each cluster's pods
 arrive and leave on a clock (``_local_trace``: the openb engine's queue,
 ``_queue``), with a seed per cluster.
@@ -63,6 +69,7 @@ from . import _local_core, _local_driver, _local_trace, _queue
 
 N_SLOTS = _local_core.N_SLOTS          # score slots: layout's five, then InterPodAffinity
 IPA_SLOT = _local_core.IPA_SLOT
+MAX_GROUPS = 63            # pod groups a cluster tracks (bits of one int64)
 _GOLDEN = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
 
@@ -114,6 +121,7 @@ class LocalBatch(NamedTuple):
     s_key: np.ndarray | None = None
     key_first: np.ndarray | None = None
     fail_cap: int = 0
+    pod_group: np.ndarray | None = None
 
     @property
     def n_clusters(self) -> int:
@@ -158,6 +166,20 @@ class LocalBatch(NamedTuple):
                                  f"expected {(c, u)}")
             if self.s_key.size and (self.s_key.min() < -1 or self.s_key.max() >= k):
                 raise ValueError(f"LocalBatch.s_key: values must be in -1..{k - 1}")
+        if self.pod_group is not None:
+            g = self.pod_group
+            if g.shape != self.pod_cls.shape:
+                raise ValueError(f"LocalBatch.pod_group: shape {g.shape}, expected "
+                                 f"{self.pod_cls.shape}")
+            if g.size and (g.min() < -1 or g.max() >= MAX_GROUPS):
+                raise ValueError(f"LocalBatch.pod_group: values must be in "
+                                 f"-1..{MAX_GROUPS - 1}")
+
+    def groups(self) -> np.ndarray:
+        """``pod_group`` as int64, every pod -1 (no group) when unset."""
+        if self.pod_group is None:
+            return np.full(self.pod_cls.shape[0], -1, np.int64)
+        return np.ascontiguousarray(self.pod_group, np.int64)
 
     def failure_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """(s_key [C, U] int64, key_first [K] bool), -1 / empty when unset."""
@@ -216,7 +238,7 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
                  i64(a.bal_kind), i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr),
                  i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find), seed_mix(a.seed),
                  int(a.attempt0), out.rows, out.bound, s_key, first, out.fail_pod,
-                 out.fail_counts)
+                 out.fail_counts, a.groups())
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)

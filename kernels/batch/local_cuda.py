@@ -19,7 +19,9 @@ order (node (start + j) mod n):
   evaluation order (the first, or a block-wide scan);
 - thread 0 accounts the pod and refreshes that node for every class, or,
   for one of the first ``fail_cap`` pods of the cluster that fit nowhere,
-  counts its diagnosis (``_local_core.count_failure``).
+  counts its diagnosis (``_local_core.count_failure``);
+- a pod of a group that already had a pod fit nowhere is dropped, never
+  attempted (``LocalBatch.pod_group``).
 
 The per-(class, node) answers, the cluster's usage and the pods' outputs
 live in device memory: one upload and one download per chunk of clusters.
@@ -187,7 +189,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, node_ptr,
             node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix_arr, attempt0,
             out_row, out_bound, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
-            flags_all, s_key, key_first, fail_cap, fail_pod, fail_counts):
+            flags_all, s_key, key_first, fail_cap, fail_pod, fail_counts, pod_group):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
@@ -222,9 +224,17 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     bound = 0
     failed = 0
     k_static = key_first.shape[0]
+    dropped = 0             # bit g: a pod of group g fit nowhere (the twin's rule)
     for k in range(p1 - p0):
         c = pod_cls[p0 + k]
+        grp = pod_group[p0 + k]
+        if grp >= 0 and (dropped >> grp) & 1:
+            if tid == 0:
+                out_row[p0 + k] = -1
+            continue
         if n == 0:
+            if grp >= 0:
+                dropped |= 1 << grp
             if tid == 0:
                 out_row[p0 + k] = -1
                 if failed < fail_cap:
@@ -251,8 +261,11 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                                k_static, n_res, fail_counts[b * fail_cap + failed])
         if pos >= 0:
             bound += 1
-        elif failed < fail_cap:
-            failed += 1
+        else:
+            if grp >= 0:
+                dropped |= 1 << grp
+            if failed < fail_cap:
+                failed += 1
         start += processed
         while start >= n:
             start -= n
@@ -319,6 +332,7 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
     s_key, first = a.failure_keys()
     keys = [d(s_key), d(first)]
     cap = int(a.fail_cap)
+    groups = a.groups()
     c = max(1, a.c_request.shape[0])
     r = a.alloc.shape[1]
     for lo, hi in _chunks(a, budget):
@@ -329,6 +343,7 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
         part = [d(i64(a.node_ptr[lo:hi + 1] - n0)), d(i64(a.node_rows[n0:n1])),
                 d(i64(a.pod_ptr[lo:hi + 1] - p0)), d(i64(a.pod_cls[p0:p1])),
                 d(i64(a.image_group[lo:hi])), d(i64(a.num_to_find[lo:hi]))]
+        group = d(groups[p0:p1] if p1 > p0 else np.full(1, -1, np.int64))
         rows_out = cuda.device_array(max(p1 - p0, 1), np.int64)
         bound_out = cuda.device_array(nb, np.int64)
         scratch = [cuda.device_array((nb, nmax, r), np.int64),
@@ -343,7 +358,7 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
                  d(out.fail_counts[f0:f1] if cap else np.zeros((1, 1), np.int64))]
         _kernel[nb, THREADS](*shared, int(a.strategy), *fit, *part[:4], part[4], part[5], smix,
                              int(a.attempt0), rows_out, bound_out, *scratch, *keys, cap,
-                             *fails)
+                             *fails, group)
         out.rows[p0:p1] = rows_out.copy_to_host()[:p1 - p0]
         out.bound[lo:hi] = bound_out.copy_to_host()
         if cap:

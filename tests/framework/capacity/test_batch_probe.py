@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -343,7 +344,7 @@ def test_pod_affinity_probes_that_change_the_answers_are_refused():
     self_anti = pod_dict("s", labels={"app": "web"}, spec={"affinity": anti})
     _, _, alone = _prober(ns, config(0), [self_anti], 0)
     with pytest.raises(BatchProfileError, match="select itself"):
-        alone.fill(2)
+        alone.place_groups(np.zeros(2, np.int64))
     # how_many_fit of that template (one per node) takes the Scheduler
     cl = build_cluster(copy.deepcopy(ns), config(0))
     got = [how_many_fit(cl, [copy.deepcopy(self_anti)], seed=0, batch=batch).to_dict()

@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import collections
 import copy
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capacity_helpers import CONFIG, bound, cluster_of, node_dict, pod_dict, schedule
+from support.backends import needs_cuda
+from tensorsched.framework.capacity.batch_probe import LocalProber
 from tensorsched.framework.capacity.fit import how_many_fit
 from tensorsched.framework.errors import ArgumentError, ManifestError
 from tensorsched.framework.scheduler.cluster import build_cluster
@@ -163,3 +166,131 @@ def test_replicas_stop_at_the_first_pod_that_fits_nowhere():
     doc = r.to_dict()["status"]["templates"][0]
     assert doc["notScheduled"] == 10_000_000 - 7 and len(doc["unschedulable"]) == 1
     assert r.table()[4].startswith("  ... 9999992 more of default/a not scheduled")
+
+
+# ------------------------------------------------ several templates, batched
+
+def _two_zones(n, cpu="2", pods="10", tainted=()):
+    return [node_dict(f"n{i}", cpu=cpu, memory="4Gi", pods=pods, labels={"zone": "ab"[i % 2]},
+                      taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+                      if i in tainted else None) for i in range(n)]
+
+
+def _template(name, cpu, *, priority=0, created=0, tolerate=False, prefer_a=False,
+              zone_b=False, never=True, zone=None):
+    spec = {"preemptionPolicy": "Never"} if never else {}
+    if tolerate:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    if prefer_a:
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "preference": {"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["a"]}]}}]}}
+    if zone_b or zone:
+        spec["nodeSelector"] = {"zone": zone or "b"}
+    return pod_dict(name, cpu=cpu, memory="128Mi", priority=priority, created=created,
+                    spec=spec)
+
+
+def _both_ways(cl, templates, **kw):
+    """The batched and the Scheduler's answers (documents and progress
+    totals), and whether the kernel answered (``place_groups`` ran)."""
+    out = []
+    with mock.patch.object(LocalProber, "place_groups", autospec=True,
+                           side_effect=LocalProber.place_groups) as spy:
+        for batch in (True, False):
+            settled = []
+            r = how_many_fit(cl, copy.deepcopy(templates), batch=batch, progress=settled.append,
+                             **kw)
+            out.append((r.to_dict()["status"], sum(settled)))
+    return out[0], out[1], spy.called
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_several_templates_and_replicas_batched_equal_the_scheduler(data):
+    # templates of different requests, tolerations, node affinity, priorities
+    # and creation times, with and without a limit, replicas that fit and
+    # that do not; the same documents (counts, nodes, stop reasons, the first
+    # pod that fit nowhere and its message) and the same progress total
+    n = data.draw(st.integers(1, 6))
+    tainted = data.draw(st.sets(st.integers(0, n - 1), max_size=2))
+    cl = cluster_of(_two_zones(n, cpu=data.draw(st.sampled_from(["2", "3"])), tainted=tainted),
+                    [bound(f"b{j}", f"n{j % n}", cpu="500m") for j in range(data.draw(
+                        st.integers(0, 2)))], extra=[])
+    k = data.draw(st.integers(2, 3))
+    templates = [_template(f"t{t}", data.draw(st.sampled_from(["200m", "300m", "500m", "1"])),
+                           priority=data.draw(st.sampled_from([0, 5])),
+                           created=data.draw(st.integers(0, 1)), tolerate=data.draw(st.booleans()),
+                           prefer_a=data.draw(st.booleans()),
+                           zone_b=data.draw(st.integers(0, 3)) == 0) for t in range(k)]
+    kw = dict(seed=data.draw(st.integers(0, 5)))
+    if data.draw(st.booleans()):
+        kw["replicas"] = data.draw(st.lists(st.integers(0, 25), min_size=k, max_size=k))
+    else:
+        kw["limit"] = data.draw(st.sampled_from([None, 2, 5]))
+    batched, scheduler, ran = _both_ways(cl, templates, **kw)
+    assert batched == scheduler
+    assert ran or sum(kw.get("replicas", [1])) == 0
+
+
+@pytest.mark.parametrize("replicas", [None, [3, 4, 4]])
+def test_the_tie_breaks_follow_the_pods_attempted(replicas):
+    # twelve identical nodes: where the small pods go is the seeded tie-break
+    # of each attempt.  t0 fits nowhere (no node in zone c, room for many by
+    # resources): its first pod fails (an attempt), its later ones are never
+    # attempted (the Scheduler deletes them), so t1's and t2's pods take
+    # attempts 1, 2, 3, ... in both paths
+    cl = cluster_of(_two_zones(12, cpu="4"))
+    templates = [_template("t0", "1", zone="c"), _template("t1", "1"), _template("t2", "2")]
+    seen = set()
+    for seed in range(6):
+        batched, scheduler, ran = _both_ways(cl, templates, seed=seed, limit=4,
+                                             replicas=replicas)
+        assert ran and batched == scheduler
+        seen.add(str(batched[0]["templates"]))
+    assert len(seen) > 2                # the seeds place them differently
+
+
+def test_what_the_kernel_does_not_cover_takes_the_scheduler():
+    # a template that may preempt the lower-priority one (DefaultPreemption)
+    cl = cluster_of(_two_zones(2))
+    templates = [_template("lo", "500m"), _template("hi", "1", priority=9, never=False)]
+    batched, scheduler, ran = _both_ways(cl, templates, replicas=[3, 2])
+    assert not ran and batched == scheduler
+    # more templates than the kernel's groups
+    one = cluster_of(_two_zones(1, cpu="1"))
+    many = [_template(f"t{t}", "1") for t in range(64)]
+    batched, scheduler, ran = _both_ways(one, many)
+    assert not ran and batched == scheduler and batched[0]["total"] == 1
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_several_templates_on_the_cuda_kernel_equal_the_scheduler():
+    cl = cluster_of(_two_zones(5, tainted={0}))
+    templates = [_template("t0", "500m", tolerate=True), _template("t1", "300m", prefer_a=True),
+                 _template("t2", "1", zone_b=True)]
+    for kw in (dict(limit=3, seed=2), dict(replicas=[4, 6, 2], seed=1)):
+        with mock.patch.object(LocalProber, "place_groups", autospec=True,
+                               side_effect=LocalProber.place_groups) as spy:
+            got = how_many_fit(cl, copy.deepcopy(templates), backend="cuda", **kw)
+        want = how_many_fit(cl, copy.deepcopy(templates), backend="numba", batch=False, **kw)
+        assert spy.called and got.to_dict()["status"] == want.to_dict()["status"]
+
+
+@pytest.mark.parametrize("replicas", [None, [150, 300, 100]])
+def test_several_templates_batched_with_the_start_rotating(replicas):
+    # 110 nodes at 20%: each cycle scans from where the last one stopped
+    # (a failure scans them all and leaves the start, a pod never attempted
+    # does not move it); t0 (zone c only) stops while the others go on
+    objs = [node_dict(f"n{i:03d}", cpu="2", memory="8Gi", pods="8", labels={"zone": "abc"[i % 3]})
+            for i in range(110)]
+    cl = build_cluster(objs, dict(CONFIG, percentageOfNodesToScore=20))
+    templates = [_template("t0", "500m", zone="c"), _template("t1", "250m", prefer_a=True),
+                 _template("t2", "1", created=1)]
+    for seed in (0, 1):
+        batched, scheduler, ran = _both_ways(cl, templates, seed=seed, replicas=replicas)
+        assert ran and batched == scheduler
+        t0 = batched[0]["templates"][0]
+        assert 0 < t0.get("count", t0.get("scheduled")) < 150

@@ -3,7 +3,7 @@ inputs: LeastAllocated spreading two pods over two equal nodes, a pod
 that fits nowhere (-1, the cluster goes on), clusters cut from one
 universe, the failures' diagnosis counts (static statuses before and
 after NodeResourcesFit, Fit's reason bits), and the checks naming a bad
-array.  Equality with the
+array, groups dropped after their first failure.  Equality with the
 Scheduler on random clusters is tests/framework/capacity/test_batch_probe.py."""
 
 import numpy as np
@@ -34,10 +34,30 @@ def test_the_tie_break_is_the_runtimes_and_follows_the_attempt(seed):
     assert seed_mix(1) == np.uint64(0x9E3779B97F4A7C15)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_group_stops_at_its_first_failure_without_attempts(seed):
+    # group 0: class 1 fits nowhere, then two more of it (dropped: no
+    # attempt, no diagnosis); group 1: class 0 on two equal nodes, its
+    # tie-break at attempt 1 (the one failure before it), not 3; a pod
+    # of no group (-1) is attempted, and fails, as before
+    pods = [1, 1, 0, 1, 1]
+    b = _batch([[0, 1]], [pods])._replace(
+        seed=seed, pod_group=np.array([0, 0, 1, 0, -1]), fail_cap=3)
+    rows, bound, fail_pod, _ = run_local_batch(b)
+    assert rows.tolist()[:2] == [-1, -1] and rows.tolist()[3:] == [-1, -1]
+    assert rows[2] == tie_break_index(seed, 1, 2)
+    assert fail_pod.tolist() == [0, 4, -1] and bound.tolist() == [1]
+    # without groups every pod is attempted: the tie-break at attempt 2
+    rows = run_local_batch(b._replace(pod_group=None))[0]
+    assert rows[2] == tie_break_index(seed, 2, 2)
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("node_rows", np.array([0, 5]), "node_rows"),
     ("pod_ptr", np.array([0, 9]), "pod_ptr"),
     ("c_weights", np.ones((3, 5), np.int64), "c_weights"),
+    ("pod_group", np.array([63]), "pod_group"),
+    ("pod_group", np.array([0, 0]), "pod_group"),
 ])
 def test_bad_arrays_are_named(field, value, message):
     b = _batch([[0, 1]], [[0]])._replace(**{field: value})

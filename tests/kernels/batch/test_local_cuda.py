@@ -125,3 +125,16 @@ def test_cuda_pod_affinity_equals_the_twin_on_random_clusters(data):
     batch = _batch(ns + bd, config(data.draw(st.integers(0, 2))), pending,
                    data.draw(st.integers(0, 5)), [[True] * len(ns)])
     _same(batch)
+
+
+def test_cuda_drops_a_group_after_its_first_failure_as_the_twin():
+    # 600m pods of two groups fill 1-cpu nodes, 2-cpu pods of a third fail
+    # at once: each group's later pods are dropped (no attempts), the
+    # tie-breaks of the others as the twin's; a cluster without nodes too
+    ns = [node_dict(f"n{i}", cpu="1") for i in range(6)]
+    pending = [pod_dict(f"p{k}", cpu=("600m", "2")[k % 3 == 2]) for k in range(15)]
+    batch = _batch(ns, config(0), pending, 3, [[True] * 6, [False] * 6], fail_cap=3)
+    batch = batch._replace(pod_group=np.tile(np.arange(3), 10))
+    placed, bound, fail_pod, _ = _same(batch, budget=60_000)
+    assert bound.tolist() == [6, 0] and fail_pod.tolist()[3:] == [0, 1, 2]
+    assert (placed[:15][2::3] == -1).all()
