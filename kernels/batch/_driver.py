@@ -15,7 +15,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy, sel, seed_mix, gpu_weight, static_total, backoff0, backoff_max, max_unsched,
-            ev_off, ev_len, cls, u, arrive, depart, gpu_slots, out_node, out_gmask,
+            ev_off, ev_len, cls, u, arrive, depart, duration, gpu_slots, out_node, out_gmask,
             out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end):
     for b in prange(run_set.shape[0]):
         s = run_set[b]
@@ -37,7 +37,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp],
             tp_mask[w, :ntp], tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b],
             static_total[b, :n], cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
-            depart[o:o], backoff0[b], backoff_max[b], max_unsched[b],
+            duration[o:o + e], backoff0[b], backoff_max[b], max_unsched[b],
             out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
             log_t[2 * o:2 * (o + e)], log_pod[2 * o:2 * (o + e)], log_frag[2 * o:2 * (o + e)],
             n_log[b:b + 1], frag0[b:b + 1], end[b:b + 1],

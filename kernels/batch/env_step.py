@@ -83,8 +83,8 @@ class EnvBatch:
         self.fst = np.zeros((b, 2), np.float64)
         self._seed_mix = a.seed_mix.astype(np.uint64)
         self._times = (a.arrive.astype(np.float64), a.depart.astype(np.float64),
-                       a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
-                       a.max_unsched.astype(np.float64))
+                       a.duration.astype(np.float64), a.backoff0.astype(np.float64),
+                       a.backoff_max.astype(np.float64), a.max_unsched.astype(np.float64))
         r = max(2 * e, 1)
         self._queue = (np.zeros((b, QI_N), np.int64), np.zeros((b, QF_N), np.float64),
                        np.zeros(e, np.int64), np.zeros(e, np.int64), np.zeros(e, np.float64),

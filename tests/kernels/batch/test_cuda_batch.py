@@ -7,7 +7,7 @@ departures (pods retrying after them, thread 0 keeping the queue)."""
 import numpy as np
 import pytest
 from support.backends import needs_cuda
-from support.openb import openb_slice, read_openb_slice, simulate_trace
+from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
 
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import batch as B
@@ -63,8 +63,10 @@ def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
     inv = R.read_openb_nodes(nodes)
     tw = B.trace_workload(T.read_openb_trace(pods))
     arrival = np.floor(tw.arrival / 20000.0)
-    tw = B.TraceWorkload(tw.pods, arrival,
-                         arrival + np.floor((tw.departure - tw.arrival) / 20000.0))
+    # half the pods that leave do so a duration after their binding
+    tw = with_durations(B.TraceWorkload(tw.pods, arrival, arrival + np.floor(
+        (tw.departure - tw.arrival) / 20000.0)))
+    assert np.isfinite(tw.duration).any() and np.isfinite(tw.departure).any()
     jobs = [(0, 0, pol, 3) for pol in POLICIES]
     twin = B.trace_batch([inv], [tw], jobs, workers=1)
     sets = [inv]
