@@ -30,7 +30,10 @@ of thing (no Kubernetes objects), and their checks.
   queue keeps its departures in a heap by (time, push order)),
   ``duration`` float64 (seconds >= 0 the pod stays bound before it
   leaves, counted from its binding; inf, the default: stays; never with
-  a finite ``depart``).
+  a finite ``depart``), ``rank`` int64 (each pod's place in activeQ's
+  order before the push order, PrioritySort's: the dense rank of
+  (-priority, creation time) in [0, 2^30); empty, the default: every
+  pod ties, activeQ first in first out).
 
 Outputs (``BatchOutputs``): per event ``node`` int64 (the row it was bound
 to, -1 never), ``gmask`` int64 (the GPUs taken, bit g = GPU g), ``bind``
@@ -97,6 +100,7 @@ class BatchArrays:
     arrive: np.ndarray | None = None
     depart: np.ndarray | None = None
     duration: np.ndarray | None = None
+    rank: np.ndarray | None = None
     backoff0: np.ndarray | None = None
     backoff_max: np.ndarray | None = None
     max_unsched: np.ndarray | None = None
@@ -111,6 +115,8 @@ class BatchArrays:
             self.depart = np.full(e, np.inf)
         if self.duration is None:
             self.duration = np.full(e, np.inf)
+        if self.rank is None:
+            self.rank = np.zeros(0, np.int64)
         for name, default in (("backoff0", 1.0), ("backoff_max", 10.0),
                               ("max_unsched", np.inf)):
             if getattr(self, name) is None:
@@ -178,6 +184,9 @@ class BatchArrays:
         if (np.isfinite(self.duration) & np.isfinite(self.depart)).any():
             raise ValueError("duration: a pod leaves at its depart time or a duration after "
                              "its binding, not both")
+        if self.rank.shape not in ((0,), (e,)) or (self.rank < 0).any() \
+                or (self.rank >= 1 << 30).any():
+            raise ValueError(f"rank: ({e},) ranks in [0, 2^30), or empty (all equal)")
         for b_ in range(b):
             seg = self.cls[self.ev_off[b_]:self.ev_off[b_] + self.ev_len[b_]]
             if seg.shape[0] and (int(seg.min()) < 0
@@ -213,7 +222,8 @@ class BatchArrays:
                      "static_total", "backoff0", "backoff_max", "max_unsched"):
             kw[name] = kw[name][idx]
         kw.update(ev_off=new_off, ev_len=ln.astype(np.int64), cls=self.cls[ev], u=self.u[ev],
-                  arrive=self.arrive[ev], depart=self.depart[ev], duration=self.duration[ev])
+                  arrive=self.arrive[ev], depart=self.depart[ev], duration=self.duration[ev],
+                  rank=self.rank[ev] if self.rank.shape[0] else self.rank)
         return BatchArrays(**kw)
 
 

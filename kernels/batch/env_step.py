@@ -33,6 +33,9 @@ def check_env(a: BatchArrays, scale) -> np.ndarray:
     a.check()
     if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
         raise ValueError("run_set: every environment runs on node set 0, unpadded")
+    if a.rank.shape[0]:
+        raise ValueError("rank: an environment's activeQ is first in first out (pods of one "
+                         "priority)")
     scale = np.asarray(scale, np.float64)
     if scale.shape != (3,) or not (scale > 0).all():
         raise ValueError("scale: three positive divisors (cpu, memory, GPU milli)")

@@ -47,11 +47,14 @@ def _write(tmp, seed: int, n_nodes: int, n_pods: int) -> tuple:
 
 def _write_generic(tmp, seed: int, n_nodes: int, n_pods: int) -> tuple:
     """A node CSV as ``_write``'s and a generic trace CSV of the same kind of
-    pods, some leaving at a time, some a duration after their binding."""
+    pods, some leaving at a time, some a duration after their binding (odd
+    seeds: pods of priorities 0, 10 and 1000)."""
     nodes, _pods = _write(tmp, seed, n_nodes, 1)
     rng = np.random.default_rng(seed + 1)
     t = 0
-    lines = ["name,arrival,departure,duration,cpu,memory,annotations"]
+    prio = seed % 2 == 1        # pods of unequal priorities: activeQ a heap of ranks
+    lines = ["name,arrival,departure,duration,cpu,memory,annotations" + (",priority" if prio
+                                                                         else "")]
     for j in range(n_pods):
         t += int(rng.choice([0, 0, 1, 3, 30, 400]))
         num, milli = ASKS[int(rng.integers(len(ASKS)))]
@@ -63,7 +66,8 @@ def _write_generic(tmp, seed: int, n_nodes: int, n_pods: int) -> tuple:
             ';alibabacloud.com/gpu-card-model=T4"' if rng.random() < 0.1 else '"') \
             if num else ""
         lines.append(f"p{j:03d},{t},{dep},{dur},{int(rng.choice([0, 1000, 4000]))}m,"
-                     f"{int(rng.choice([0, 2048, 8192]))}Mi,{anno}")
+                     f"{int(rng.choice([0, 2048, 8192]))}Mi,{anno}"
+                     + (f",{int(rng.choice([0, 10, 1000]))}" if prio else ""))
     pods = tmp / f"generic{seed}.csv"
     pods.write_text("\n".join(lines) + "\n")
     return nodes, str(pods)
@@ -98,7 +102,7 @@ def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, int
 def test_durations_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods,
                                                       interval):
     """A generic trace whose pods leave at a time or a duration after their
-    binding: the jobs the batched engine takes give each Simulation's row
+    binding (some of unequal priorities): the jobs the batched engine takes give each Simulation's row
     (a job whose series the Simulation samples after a later binding runs
     per job, ``sweep_local.samples_follow``)."""
     nodes, pods = _write_generic(tmp_path, seed, n_nodes, n_pods)
@@ -137,7 +141,7 @@ def test_a_duration_trace_runs_batched(tmp_path, monkeypatch):
 def test_generic_traces_of_other_columns_run_per_simulation(tmp_path):
     nodes, _ = _write(tmp_path, 3, 2, 1)
     anno = '"alibabacloud.com/gpu-milli=1000;alibabacloud.com/gpu-count=1"'
-    for column, value in (("priority", "5"), ("namespace", "x")):
+    for column, value in (("scheduler_name", "other"), ("namespace", "x")):
         path = tmp_path / f"{column}.csv"
         path.write_text(f"name,arrival,duration,cpu,memory,annotations,{column}\n"
                         f"a,0,5,1,1Mi,{anno},{value}\n")

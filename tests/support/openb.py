@@ -101,6 +101,8 @@ def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = Non
                       "duration": pa.array(dur, pa.float64()),
                       "cpu": pa.array(pods.cpu), "memory": pa.array(pods.mem * 1048576),
                       "annotations": pa.array(annos, pa.map_(pa.string(), pa.string()))})
+    if tw.rank is not None:         # PrioritySort: the higher priority first
+        table = table.append_column("priority", pa.array(-np.asarray(tw.rank), pa.int32()))
     sim = Simulation(T.openb_node_objects(inv, tie), config, "numba",
                      seed, interval=interval,
                      metrics=T._sampled_metrics(typical) if interval else None,

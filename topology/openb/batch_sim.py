@@ -3,7 +3,8 @@ seed) runs of openb-style GPU clusters in one batched call
 (``batch.trace_batch``: the CPU twin, a ``prange`` over clusters, on
 ``numba``; a thread block per cluster on ``cuda``), each run bit for bit
 the ``Simulation`` of that cluster and trace (arrivals, departures at a
-time or a duration after the binding, the scheduling queue's retries), with its placements, GPU indices and the
+time or a duration after the binding, the scheduling queue's order and
+retries), with its placements, GPU indices and the
 cluster's GPU allocation and fragmentation after every change.
 
 A config is a GpuShareScore policy name (the openb profile:
@@ -173,7 +174,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     pod CSV paths (``creation_time`` / ``deletion_time``), generic trace
     paths or ``Trace``s (``read_trace``: ``name``, ``arrival``,
     ``departure`` or ``duration``, ``cpu``, ``memory`` in whole MiB,
-    ``annotations``; no other column), ``Trace``s of ``read_openb_trace``
+    ``annotations``, ``priority``: activeQ in PrioritySort's order; no
+    other column), ``Trace``s of ``read_openb_trace``
     or ``batch.TraceWorkload``; ``configs``: see the
     module doc; ``backend``: ``numba`` (the CPU twin, ``workers`` threads,
     default all cores) or ``cuda``; ``max_unsched``: the scheduler's

@@ -148,3 +148,17 @@ def test_durations_are_checked():
     both = dataclasses.replace(a, depart=np.where(np.arange(6) == 2, 9.0, np.inf))
     with pytest.raises(ValueError, match="not both"):
         both.check()
+
+
+def test_ranks_are_checked():
+    """The default: empty (activeQ first in first out); [E] ranks in
+    [0, 2^30) kept by a chunk; anything else refused."""
+    assert batch().rank.shape == (0,)
+    rank = np.array([2, 0, 1, 1, 0, 5])
+    a = dataclasses.replace(batch(), rank=rank)
+    a.check()
+    assert a.runs([1, 2]).rank.tolist() == [1, 1, 0, 5]
+    assert batch().runs([1]).rank.shape == (0,)
+    for bad in (rank[:5], np.where(np.arange(6) == 1, -1, rank), rank + (1 << 30)):
+        with pytest.raises(ValueError, match="rank: "):
+            dataclasses.replace(a, rank=bad).check()

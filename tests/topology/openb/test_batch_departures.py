@@ -1,6 +1,6 @@
-"""Traces with departures (at a time, or a duration after the binding) in
-one batched call (``openb.batch.trace_batch``) equal each run's
-``Simulation`` bit for bit: the order and times of every
+"""Traces with departures (at a time, or a duration after the binding) and
+pods of unequal priorities in one batched call (``openb.batch.trace_batch``)
+equal each run's ``Simulation`` bit for bit: the order and times of every
 binding and departure, each pod's node and GPU indices, and the GPU
 allocation and fragmentation curves the Simulation samples, for all six
 policies, on random small clusters and traces where pods fit nowhere,
@@ -55,7 +55,10 @@ def traced_clusters(draw):
                        np.array([s[2][0] for s in shapes], np.int64),
                        np.array([s[2][1] for s in shapes], np.int64),
                        [s[3] if s[2][0] else "" for s in shapes])
-    return inv, B.TraceWorkload(pods, arrival, departure, duration=duration)
+    # activeQ's order: some traces' pods of unequal priorities
+    rank = np.array(draw(st.lists(st.integers(0, 2), min_size=p, max_size=p)), np.int64) \
+        if draw(st.booleans()) else None
+    return inv, B.TraceWorkload(pods, arrival, departure, duration=duration, rank=rank)
 
 
 def assert_simulation(res, inv, tw, **options):
@@ -138,6 +141,27 @@ def test_trace_batch_refuses_bad_arguments(tmp_path):
                                duration=np.full(20, -1.0))
     with pytest.raises(ValueError, match="traces.0.: duration: pod 'openb-pod-0000'"):
         B.trace_batch([inv], [negative], [(0, 0, "FGD", 1)])
+    ranked = B.TraceWorkload(tw.pods, tw.arrival, tw.departure, rank=np.full(20, -1))
+    with pytest.raises(ValueError, match="traces.0.: rank"):
+        B.trace_batch([inv], [ranked], [(0, 0, "FGD", 1)])
+
+
+def test_active_q_order_decides_who_binds():
+    """One GPU, taken by a until 5; b (priority 0) and c (priority 10)
+    wait for it: when a leaves, c binds first although b came first (FIFO
+    would bind b)."""
+    inv = build_inventory(["n0"], [8000], [16384], [1], ["T4"])
+    pods = R.TracePods(["a", "b", "c"], np.full(3, 1000), np.full(3, 1024), np.ones(3, np.int64),
+                       np.full(3, 1000), ["", "", ""])
+    arrival = np.array([0.0, 1.0, 2.0])
+    tw = B.TraceWorkload(pods, arrival, np.array([5.0, np.inf, np.inf]),
+                         rank=np.array([1, 1, 0]))
+    (res,) = B.trace_batch([inv], [tw], [(0, 0, "FGD", 3)], workers=1)
+    assert res.node.tolist() == [0, -1, 0] and res.bind[2] == 5.0
+    assert_simulation(res, inv, tw)
+    fifo = B.trace_batch([inv], [B.TraceWorkload(pods, arrival, tw.departure)],
+                         [(0, 0, "FGD", 3)], workers=1)[0]
+    assert fifo.node.tolist() == [0, 0, -1]
 
 
 def test_trace_workload_takes_durations_and_refuses_what_the_kernel_does_not():
@@ -150,11 +174,21 @@ def test_trace_workload_takes_durations_and_refuses_what_the_kernel_does_not():
     assert tw.duration.tolist() == [3.0, np.inf]
     assert tw.departure.tolist() == [np.inf, 4.0]
     assert tw.pods.mem.tolist() == [1, 0]
-    for column, values in (("priority", [5]), ("namespace", ["x"]),
-                           ("scheduler_name", ["other"])):
+    assert tw.rank is None
+    table = table.append_column("priority", pa.array([5, None], pa.int32()))
+    assert B.trace_workload(trace_from_table(table)).rank.tolist() == [0, 1]
+    same = table.set_column(table.column_names.index("priority"), "priority",
+                            pa.array([3, 3], pa.int32()))
+    assert B.trace_workload(trace_from_table(same)).rank is None
+    for column, values in (("namespace", ["x"]), ("scheduler_name", ["other"])):
         table = pa.table({"name": ["p"], "arrival": [0.0], "cpu": [1], "memory": [1048576],
                           column: values})
         with pytest.raises(ValueError, match=f"column '{column}'"):
+            B.trace_workload(trace_from_table(table))
+    for table in (pa.table({"name": ["p"], "arrival": [0.0], "memory": [0]}),
+                  pa.table({"name": ["p", "q"], "arrival": [0.0, 0.0], "cpu": [1, None],
+                            "memory": [0, 0]})):
+        with pytest.raises(ValueError, match="column 'cpu': every pod's request"):
             B.trace_workload(trace_from_table(table))
     table = pa.table({"name": ["p", "q"], "arrival": [0.0, 0.0], "cpu": [1, 1],
                       "memory": [1048576, 1048577]})

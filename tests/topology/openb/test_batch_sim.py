@@ -82,10 +82,10 @@ def test_a_generic_trace_with_durations_equals_its_simulations(tmp_path):
     timed = np.isfinite(got.duration) & (runs[0].node >= 0)
     assert timed.any() and set((-1 - np.flatnonzero(timed)).tolist()) <= set(
         runs[0].log_pod.tolist())
-    (tmp_path / "prio.csv").write_text("name,arrival,duration,cpu,memory,priority\n"
-                                       "a,0,5,1,1Mi,7\n")
-    with pytest.raises(BS.BatchInputError, match="column 'priority'"):
-        ts.simulate_batch(nodes, str(tmp_path / "prio.csv"))
+    (tmp_path / "ns.csv").write_text("name,arrival,duration,cpu,memory,namespace\n"
+                                     "a,0,5,1,1Mi,x\n")
+    with pytest.raises(BS.BatchInputError, match="column 'namespace'"):
+        ts.simulate_batch(nodes, str(tmp_path / "ns.csv"))
 
 
 def _config_with(**change) -> dict:
