@@ -120,7 +120,7 @@ def test_durations_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n
 def test_a_duration_trace_runs_batched(tmp_path, monkeypatch):
     """A pod bound at 0 that leaves 5 s later frees the GPU the second pod
     waits for: the departure comes from the duration (no departure column
-    value), and the jobs run in one batched call."""
+    value), and ``tensorsched sweep`` runs the jobs in one batched call."""
     (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
     anno = '"alibabacloud.com/gpu-milli=1000;alibabacloud.com/gpu-count=1"'
     (tmp_path / "p.csv").write_text(
@@ -131,7 +131,11 @@ def test_a_duration_trace_runs_batched(tmp_path, monkeypatch):
     monkeypatch.setattr(S, "trace_batch", lambda *a, **k: calls.append(1) or real(*a, **k))
     jobs = S.make_jobs([str(tmp_path / "p.csv")], [0, 3], policies=["FGD", "BestFit"],
                        nodes=str(tmp_path / "n.csv"), interval=2.0)
-    b, p = _rows(jobs, True), _rows(jobs, False)
+    out = tmp_path / "r.parquet"
+    assert main(["sweep", "--nodes", str(tmp_path / "n.csv"), "--trace",
+                 str(tmp_path / "p.csv"), "--policy", "FGD", "BestFit", "--seeds", "0,3",
+                 "--interval", "2", "--workers", "1", "--output", str(out)]) == 0
+    b, p = pq.read_table(out).drop(["wall_seconds"]).to_pylist(), _rows(jobs, False)
     assert calls == [1] and b == p
     # b fails at 1 and binds when a leaves at 5
     assert b[0]["departed"] == 1 and b[0]["running"] == 1 and b[0]["sim_seconds"] == 5.0
