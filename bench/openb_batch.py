@@ -5,6 +5,8 @@ on the same jobs in the same process when asked.
 python -m tensorsched.bench.openb_batch [--traces T1,T2|paper|all] [--seeds 42-51]
         [--backend numba|cuda] [--workers N] [--per-run] [--data DIR]
         [--output bench/results/openb-batch-<backend>.json]
+python -m tensorsched.bench.openb_batch --durations [--traces default] [--pods 2000]
+        [--seeds 0-1] [--policies ...] [--output bench/results/openb-batch-duration-numba.json]
 
 ``paper``: the 17 traces of the experiment's figure (1,020 runs with
 seeds 42-51).  ``--per-run``: also the per-run path (``replay.sweep``: ``replay`` in
@@ -12,18 +14,31 @@ seeds 42-51).  ``--per-run``: also the per-run path (``replay.sweep``: ``replay`
 every column but ``seconds`` (Random aside: its per-run streams are
 ``replay``'s own), recorded with the wall and CPU seconds and the load
 average before and after, since this machine may be shared.
+
+``--durations``: ``tensorsched sweep`` with ``--policy`` on the openb node
+list over a generic trace of each trace's first ``--pods`` pods
+(``duration_trace``: arrivals compressed ``--scale`` times, every other
+pod that leaves doing so a ``duration`` after its binding, the others at
+their compressed deletion time), batched (``openb.batch.trace_batch``, one
+call) against one Simulation per job in this process; CPU and wall
+seconds of both, whether the tables are equal (but ``wall_seconds``) and
+how many jobs the batched path took.
 """
 import argparse
 import csv
+import dataclasses
 import json
 import os
 import resource
 import tempfile
 import time
 
+from tensorsched.experiments import sweep as S
 from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL
 from tensorsched.topology.openb import batch as RB
 from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb import trace as T
 
 from .harness import git_commit, machine_info
 
@@ -56,6 +71,74 @@ def _rows(path: str) -> list:
     return [r[:k] + r[k + 1:] for r in rows]
 
 
+def duration_trace(src: str, out: str, pods: int, scale: float) -> str:
+    """A generic trace CSV at ``out`` (``read_trace``'s columns) of the
+    first ``pods`` pods of openb pod CSV ``src``: arrival its creation time
+    over ``scale`` (whole seconds); of the pods with a deletion time, every
+    other one leaves its compressed lifetime after its binding (a
+    ``duration``), the others at their compressed deletion time; cpu,
+    memory and the GPU ask as the CSV's."""
+    tr = T.read_openb_trace(src)
+    tw = RB.trace_workload(tr)
+    n = min(pods, len(tw.arrival))
+    arrival = (tw.arrival[:n] // scale).astype(int)
+    life = (tw.departure[:n] - tw.arrival[:n]) // scale
+    leaves = [j for j in range(n) if life[j] < float("inf")]
+    timed = set(leaves[::2])
+    lines = ["name,arrival,departure,duration,cpu,memory,annotations"]
+    p = tw.pods
+    for j in range(n):
+        dep = str(int(arrival[j] + life[j])) if j in leaves and j not in timed else ""
+        dur = str(int(life[j])) if j in timed else ""
+        anno = ""
+        if p.num[j] and p.milli[j]:
+            pairs = [f"{ANNO_GPU_MILLI}={int(p.milli[j])}", f"{ANNO_GPU_COUNT}={int(p.num[j])}"]
+            if p.spec[j]:
+                pairs.append(f"{ANNO_GPU_MODEL}={p.spec[j]}")
+            anno = '"' + ";".join(pairs) + '"'
+        lines.append(f"{p.names[j]},{int(arrival[j])},{dep},{dur},{int(p.cpu[j])}m,"
+                     f"{int(p.mem[j])}Mi,{anno}")
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return out
+
+
+def _sweep_timed(jobs, batch: bool) -> tuple:
+    """``run_sweep`` of ``jobs`` in this process: (timing, rows but
+    ``wall_seconds``)."""
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    table, timing = _timed(lambda: S.run_sweep(jobs, workers=1))
+    return timing, table.drop(["wall_seconds"]).to_pylist()
+
+
+def durations_main(a) -> dict:
+    """The ``--durations`` record (module doc)."""
+    csv_dir = os.path.join(a.data, "csv")
+    nodes = os.path.join(csv_dir, "openb_node_list_gpu_node.csv")
+    traces = ("default" if a.traces == "paper" else a.traces).split(",")
+    policies = a.policies.split(",")
+    seeds = R.parse_seeds(a.seeds)
+    tmp = tempfile.mkdtemp(prefix="openb-duration-")
+    paths = [duration_trace(os.path.join(csv_dir, f"openb_pod_list_{t}.csv"),
+                            os.path.join(tmp, f"{t}.csv"), a.pods, a.scale) for t in traces]
+    jobs = S.make_jobs(paths, seeds, policies=policies, nodes=nodes, backend=a.backend)
+    inputs = S.load_inputs(jobs)
+    taken = [j for j in jobs if S.batchable(j, inputs)]
+    # compile (or load the compiled kernels) outside the timing
+    _sweep_timed(jobs[:1], True)
+    batched, rows_b = _sweep_timed(jobs, True)
+    per_run, rows_p = _sweep_timed(jobs, False)
+    timed = sum(1 for line in open(paths[0]).read().splitlines()[1:] if line.split(",")[3])
+    return {"experiment": "tensorsched sweep --policy on the openb node list, generic traces "
+                          "with duration departures (duration_trace)",
+            "traces": traces, "pods": a.pods, "scale": a.scale,
+            "pods_with_duration_first_trace": timed, "policies": policies, "seeds": a.seeds,
+            "backend": a.backend, "jobs": len(jobs), "batched_jobs": len(taken),
+            "batched": batched, "per_run": per_run, "tables_equal": rows_b == rows_p,
+            "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
+            "scheduled": [r["scheduled"] for r in rows_b]}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", default="paper")
@@ -66,7 +149,22 @@ def main(argv=None):
     ap.add_argument("--per-run", action="store_true")
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--output")
+    ap.add_argument("--durations", action="store_true")
+    ap.add_argument("--pods", type=int, default=2000)
+    ap.add_argument("--scale", type=float, default=600.0)
     a = ap.parse_args(argv)
+    if a.durations:
+        if a.seeds == "42-51":
+            a.seeds = "0-1"
+        record = durations_main(a)
+        record.update(commit=git_commit(), machine=machine_info(),
+                      timestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        out = a.output or os.path.join(HERE, "results",
+                                       f"openb-batch-duration-{a.backend}.json")
+        with open(out, "w") as f:
+            json.dump(record, f, indent=1)
+        print(json.dumps({k: v for k, v in record.items() if k != "scheduled"}, indent=1))
+        return record
     csv_dir = os.path.join(a.data, "csv")
     nodes = os.path.join(csv_dir, "openb_node_list_gpu_node.csv")
     if a.traces == "all":

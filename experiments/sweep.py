@@ -82,7 +82,7 @@ from .results import (
     results_table,
 )
 from .sweep_batch import MIB, simulate_row, time_mean
-from .sweep_local import batched_local
+from .sweep_local import agenda_spans, batched_local, samples_follow
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
            "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
@@ -408,12 +408,30 @@ def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
 
 def batchable(job: Job, inputs: dict) -> bool:
     """A simulate job the batched engine runs (``sweep_batch``): the openb
-    profile of a policy on an openb node list with GPUs, an openb pod CSV
-    asking for GPUs, no scenario, no ``until``, numba or cuda."""
+    profile of a policy on an openb node list with GPUs, a trace asking
+    for GPUs whose columns the engine takes (``trace_workload``: an openb
+    pod CSV, or a generic trace of those columns and ``duration``), no
+    scenario, no ``until``, numba or cuda."""
     return (job.kind == "simulate" and job.batch and job.backend in BATCH_BACKENDS
             and bool(job.nodes) and not job.config and not job.scenario and job.until is None
-            and inputs.get(("typical", job.trace)) is not None and run.is_openb(job.trace)
-            and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES)
+            and inputs.get(("typical", job.trace)) is not None
+            and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES
+            and _workload(job.trace, inputs) is not None)
+
+
+def _workload(path: str, inputs: dict):
+    """The trace's ``TraceWorkload`` (once per trace), its typical pods the
+    ones the Simulation's GpuShareScore and GpuTracker take; None when it
+    has a column the engine does not take (it runs per run)."""
+    key = ("workload", path)
+    if key not in inputs:
+        try:
+            tw = trace_workload(inputs[("trace", path)])
+            tw.typical = inputs[("typical", path)]
+        except ValueError:
+            tw = None
+        inputs[key] = tw
+    return inputs[key]
 
 
 def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
@@ -423,20 +441,11 @@ def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     makes it); returns the indices of the other jobs."""
     groups: dict = {}
     rest = []
-    workloads: dict = {}
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
-            if job.trace not in workloads:
-                try:
-                    workloads[job.trace] = trace_workload(inputs[("trace", job.trace)])
-                    # the typical pods the Simulation's GpuShareScore and GpuTracker take
-                    workloads[job.trace].typical = inputs[("typical", job.trace)]
-                except ValueError:
-                    workloads[job.trace] = None      # a column it does not take: per run
-            if workloads[job.trace] is not None:
-                groups.setdefault((job.nodes, job.backend, job.interval), []).append(i)
-                continue
-        rest.append(i)
+            groups.setdefault((job.nodes, job.backend, job.interval), []).append(i)
+        else:
+            rest.append(i)
     for (nodes, backend, interval), idx in groups.items():
         inv = read_openb_nodes(nodes)
         if inv.total_gpus <= 0:
@@ -448,7 +457,7 @@ def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
         t0 = time.perf_counter()
         try:
             # the openb profile without OpenbTieRank: GpuShareScore alone, weight 1
-            got = trace_batch([inv], [workloads[t] for t in traces], runs, backend=backend,
+            got = trace_batch([inv], [_workload(t, inputs) for t in traces], runs, backend=backend,
                               workers=workers, weights=[(1, 0)] * len(runs))
         except (ValueError, OSError) as exc:
             raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
@@ -458,9 +467,15 @@ def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
         for i, res in zip(idx, got):
             job = jobs[i]
             trace = inputs[("trace", job.trace)]
+            horizon = run.horizon(trace, None, None)
+            # (a TraceWorkload has the ``duration`` agenda_spans reads)
+            spans = agenda_spans(_workload(job.trace, inputs), res, horizon)
+            if not samples_follow(spans, interval, horizon):
+                rest.append(i)              # the per-run path samples it
+                continue
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
             row.update(simulate_row(res, trace, cpu_cap, mem_cap, int(inv.total_gpus), interval,
-                                    run.horizon(trace, None, None), True))
+                                    horizon, True, last_event=float(spans[:, 1].max())))
             row["wall_seconds"] = each
             done(i, row, None)
     return sorted(rest)

@@ -21,15 +21,17 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                 tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                 policy, sel, seed_mix, gpu_weight, static_total,
-                cls, u, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                cls, u, arr, dep, dur, rank, backoff0, backoff_max, max_unsched,
                 out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log,
                 frag0, end,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, ties, work, gidx,
-                nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp):
+                nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp,
+                ak):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
     pod j (class ``cls[j]``) arrives at ``arr[j]`` and leaves at ``dep[j]``
-    (or ``dur[j]`` after its binding, ``dur`` empty: none; ``_queue``);
+    (or ``dur[j]`` after its binding, ``dur`` empty: none), activeQ in
+    the order of ``rank`` (empty: first in first out; ``_queue``);
     each attempt places it as the module doc of ``_rules`` says (the
     attempt number seeds the tie).  Outputs per pod: ``out_node`` the row
     it was bound to (-1 never), ``out_gmask`` its GPUs (bit mask),
@@ -41,7 +43,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     the empty cluster's, ``end[0]`` the clock when nothing was left to do
     (seconds: the last event or attempt).  The rest: scratch, [N] / [N, G] / [N, 18] /
     [C, N] / [16] / [T] as named (``feas`` [N] int8: the mask ``decide``
-    leaves, unread here), ``_queue``'s state."""
+    leaves, unread here), ``_queue``'s state (``ak`` [2P] activeQ's heap
+    keys with ``rank``)."""
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
                   mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
@@ -60,7 +63,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     m = 0
     while True:
         kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0], dp[:0])
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak)
         if kind == Q_DONE:
             break
         j = qi[Q_POD]

@@ -15,8 +15,8 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy, sel, seed_mix, gpu_weight, static_total, backoff0, backoff_max, max_unsched,
-            ev_off, ev_len, cls, u, arrive, depart, gpu_slots, out_node, out_gmask,
-            out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end):
+            ev_off, ev_len, cls, u, arrive, depart, duration, rank, gpu_slots, out_node,
+            out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end):
     for b in prange(run_set.shape[0]):
         s = run_set[b]
         w = run_workload[b]
@@ -30,6 +30,9 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         cache_gpu = np.empty((max(nc, 1), n), np.int64)
         cache_ver = np.empty((max(nc, 1), n), np.int64)
         r = max(2 * e, 1)
+        # (no conditional inside the call: its arguments must be one block)
+        rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
+        ak = np.empty(r if rank.shape[0] > 0 else 0, np.int64)
         run_cluster(
             n, gpu_count[s, :n], model[s, :n], cpu_cap[s, :n], mem_cap[s, :n], pods_cap[s, :n],
             t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt], t_right[s, :nt], leaf_of[s, :n],
@@ -37,7 +40,8 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp],
             tp_mask[w, :ntp], tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b],
             static_total[b, :n], cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
-            depart[o:o], backoff0[b], backoff_max[b], max_unsched[b],
+            duration[o:o + e], rk, backoff0[b],
+            backoff_max[b], max_unsched[b],
             out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
             log_t[2 * o:2 * (o + e)], log_pod[2 * o:2 * (o + e)], log_frag[2 * o:2 * (o + e)],
             n_log[b:b + 1], frag0[b:b + 1], end[b:b + 1],
@@ -50,4 +54,4 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
-            np.empty(e, np.int64))
+            np.empty(e, np.int64), ak)

@@ -26,8 +26,14 @@ of thing (no Kubernetes objects), and their checks.
   of the run's workload), ``u`` float64 in [0, 1) (Random's GPU pick),
   ``arrive`` float64 (seconds, non-decreasing in a run; default: pod k of
   a run at k + 1, the experiment's one per second), ``depart`` float64
-  (seconds >= ``arrive``; inf, the default: stays; the queue keeps its
-  departures in a heap by (time, push order)).
+  (seconds >= ``arrive``; inf, the default: no absolute departure; the
+  queue keeps its departures in a heap by (time, push order)),
+  ``duration`` float64 (seconds >= 0 the pod stays bound before it
+  leaves, counted from its binding; inf, the default: stays; never with
+  a finite ``depart``), ``rank`` int64 (each pod's place in activeQ's
+  order before the push order, PrioritySort's: the dense rank of
+  (-priority, creation time) in [0, 2^30); empty, the default: every
+  pod ties, activeQ first in first out).
 
 Outputs (``BatchOutputs``): per event ``node`` int64 (the row it was bound
 to, -1 never), ``gmask`` int64 (the GPUs taken, bit g = GPU g), ``bind``
@@ -93,6 +99,8 @@ class BatchArrays:
     u: np.ndarray
     arrive: np.ndarray | None = None
     depart: np.ndarray | None = None
+    duration: np.ndarray | None = None
+    rank: np.ndarray | None = None
     backoff0: np.ndarray | None = None
     backoff_max: np.ndarray | None = None
     max_unsched: np.ndarray | None = None
@@ -105,6 +113,10 @@ class BatchArrays:
                 self.arrive[o:o + k] = np.arange(1, k + 1)
         if self.depart is None:
             self.depart = np.full(e, np.inf)
+        if self.duration is None:
+            self.duration = np.full(e, np.inf)
+        if self.rank is None:
+            self.rank = np.zeros(0, np.int64)
         for name, default in (("backoff0", 1.0), ("backoff_max", 10.0),
                               ("max_unsched", np.inf)):
             if getattr(self, name) is None:
@@ -161,12 +173,20 @@ class BatchArrays:
             v = getattr(self, name)
             if v.shape != (b,) or np.isnan(v).any() or (v < 0).any():
                 raise ValueError(f"{name}: [{b}] seconds >= 0 expected")
-        for name in ("arrive", "depart"):
+        for name in ("arrive", "depart", "duration"):
             if getattr(self, name).shape != (e,):
                 raise ValueError(f"{name}: shape {getattr(self, name).shape}, expected ({e},)")
         if np.isnan(self.arrive).any() or (self.arrive < 0).any() or np.isnan(self.depart).any() \
                 or (self.depart < self.arrive).any():
             raise ValueError("arrive/depart: seconds, 0 <= arrive <= depart (inf: stays)")
+        if np.isnan(self.duration).any() or (self.duration < 0).any():
+            raise ValueError("duration: seconds >= 0 after the binding (inf: stays)")
+        if (np.isfinite(self.duration) & np.isfinite(self.depart)).any():
+            raise ValueError("duration: a pod leaves at its depart time or a duration after "
+                             "its binding, not both")
+        if self.rank.shape not in ((0,), (e,)) or (self.rank < 0).any() \
+                or (self.rank >= 1 << 30).any():
+            raise ValueError(f"rank: ({e},) ranks in [0, 2^30), or empty (all equal)")
         for b_ in range(b):
             seg = self.cls[self.ev_off[b_]:self.ev_off[b_] + self.ev_len[b_]]
             if seg.shape[0] and (int(seg.min()) < 0
@@ -202,7 +222,8 @@ class BatchArrays:
                      "static_total", "backoff0", "backoff_max", "max_unsched"):
             kw[name] = kw[name][idx]
         kw.update(ev_off=new_off, ev_len=ln.astype(np.int64), cls=self.cls[ev], u=self.u[ev],
-                  arrive=self.arrive[ev], depart=self.depart[ev])
+                  arrive=self.arrive[ev], depart=self.depart[ev], duration=self.duration[ev],
+                  rank=self.rank[ev] if self.rank.shape[0] else self.rank)
         return BatchArrays(**kw)
 
 

@@ -70,7 +70,8 @@ def run_batch(a: BatchArrays, threads: int | None = None) -> BatchOutputs:
                  a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
                  a.max_unsched.astype(np.float64), a.ev_off, a.ev_len, a.cls, a.u,
                  a.arrive.astype(np.float64), a.depart.astype(np.float64),
-                 a.gpu_slots, out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
+                 a.duration.astype(np.float64), a.rank.astype(np.int64), a.gpu_slots,
+                 out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
                  out.log_frag, out.n_log, out.frag0, out.end)
     finally:
         numba.set_parallel_chunksize(chunk)

@@ -197,12 +197,13 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy_of, sel_of, seed_mix_of, gpu_weight_of, static_of, backoff0_of,
-            backoff_max_of, max_unsched_of, ev_off, ev_len, cls, u, arrive, depart,
-            out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end,
+            backoff_max_of, max_unsched_of, ev_off, ev_len, cls, u, arrive, depart, duration,
+            rank, out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log,
+            frag0, end,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
             qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all,
-            dk_all, ds_all, dp_all):
+            dk_all, ds_all, dp_all, ak_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
@@ -252,7 +253,9 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     hp = hp_all[r2:r2 + 2 * e]
     arr = arrive[o:o + e]
     dep = depart[o:o + e]
-    dur = dep[:0]                                   # no durations in openb runs
+    dur = duration[o:o + e]
+    rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]    # empty: first in first out
+    ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
     dk = dk_all[o:o + e]
     ds = ds_all[o:o + e]
     dp = dp_all[o:o + e]
@@ -282,7 +285,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         if tid == 0:
             cmd[0] = _q_next(arr, dep, backoff0_of[b], backoff_max_of[b],
                              max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
-                             dk, ds, dp, dp[:0], dp[:0])
+                             dk, ds, dp, rk, ak)
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
@@ -352,9 +355,11 @@ def cluster_bytes(a: BatchArrays) -> np.ndarray:
     c = a.c_cpu.shape[1]
     t = a.t_lo.shape[1]
     fixed = 8 * (n * (a.gpu_slots + 5 + AFF_TAGS + 3 * c + 1) + t + 1)
-    # events: inputs (cls, u, arrive, depart), outputs (4), queue state
-    # (3), rings and heap (5 x 2), the departure heap (3), the change log (3 x 2)
-    return fixed + 8 * (QI_N + 1) + 8 * 30 * a.ev_len
+    # events: inputs (cls, u, arrive, depart, duration), outputs (4), queue
+    # state (3), rings and heap (5 x 2), the departure heap (3), the change
+    # log (3 x 2); with ranks, the rank (1) and activeQ's heap keys (2)
+    words = 31 + (3 if a.rank.shape[0] else 0)
+    return fixed + 8 * (QI_N + 1) + 8 * words * a.ev_len
 
 
 def _chunks(a: BatchArrays, budget: int) -> list:
@@ -419,7 +424,7 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
         a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel, a.seed_mix.astype(np.uint64),
         a.gpu_weight, a.static_total, a.backoff0.astype(f64), a.backoff_max.astype(f64),
         a.max_unsched.astype(f64), a.ev_off, a.ev_len, a.cls, a.u, a.arrive.astype(f64),
-        a.depart.astype(f64))]
+        a.depart.astype(f64), a.duration.astype(f64), a.rank.astype(np.int64))]
     i64 = np.int64
     outs = [cuda.device_array(e, i64), cuda.device_array(e, i64), cuda.device_array(e, f64),
             cuda.device_array(e, i64), cuda.device_array(e2, f64), cuda.device_array(e2, i64),
@@ -438,7 +443,8 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
                cuda.device_array(e2, i64), cuda.device_array(e2, f64),
                cuda.device_array(e2, i64), cuda.device_array(e2, i64),
                cuda.device_array(max(e, 1), f64), cuda.device_array(max(e, 1), i64),
-               cuda.device_array(max(e, 1), i64)]
+               cuda.device_array(max(e, 1), i64),
+               cuda.device_array(e2 if a.rank.shape[0] else 1, i64)]
     _kernel[b, THREADS](*ins, *outs, *scratch)
     return BatchOutputs(*(x.copy_to_host() for x in outs))
 

@@ -57,7 +57,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
                  n_tree, t_lo, t_len, t_left, t_right, leaf_of, n_classes, c_cpu, c_mem,
                  c_cpu_nz, c_num, c_milli, c_mask, n_typical, tp_cpu, tp_num, tp_milli, tp_mask,
                  tp_freq, run_set, run_workload, policy_of, sel_of, seed_mix_of, gpu_weight_of,
-                 static_of, ev_off, ev_len, cls_all, u_all, arrive, depart,
+                 static_of, ev_off, ev_len, cls_all, u_all, arrive, depart, duration,
                  backoff0_of, backoff_max_of, max_unsched_of, out_node_all, out_gmask_all,
                  out_frag_all, gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all,
                  node_ver_all, version_all, cache_score_all, cache_gpu_all, cache_ver_all,
@@ -119,7 +119,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
     dk = dk_all[o:o + e]
     ds = ds_all[o:o + e]
     dp = dp_all[o:o + e]
-    dur = depart[o:o]                               # no durations in openb runs
+    dur = duration[o:o + e]
     if mode == STEP_RESET:
         for i in range(tid, n, THREADS):
             _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
@@ -284,8 +284,8 @@ class EnvBatchCuda:
             a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
             a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total, a.ev_off, a.ev_len,
             a.cls, a.u, a.arrive.astype(np.float64), a.depart.astype(np.float64),
-            a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
-            a.max_unsched.astype(np.float64))]
+            a.duration.astype(np.float64), a.backoff0.astype(np.float64),
+            a.backoff_max.astype(np.float64), a.max_unsched.astype(np.float64))]
         i64 = np.int64
         self._outs = [d(np.full(e, -1, i64)), d(np.zeros(e, i64)), d(np.zeros(e))]
         self.ist = np.zeros((b, 5), i64)

@@ -33,6 +33,9 @@ def check_env(a: BatchArrays, scale) -> np.ndarray:
     a.check()
     if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
         raise ValueError("run_set: every environment runs on node set 0, unpadded")
+    if a.rank.shape[0]:
+        raise ValueError("rank: an environment's activeQ is first in first out (pods of one "
+                         "priority)")
     scale = np.asarray(scale, np.float64)
     if scale.shape != (3,) or not (scale > 0).all():
         raise ValueError("scale: three positive divisors (cpu, memory, GPU milli)")
@@ -83,8 +86,8 @@ class EnvBatch:
         self.fst = np.zeros((b, 2), np.float64)
         self._seed_mix = a.seed_mix.astype(np.uint64)
         self._times = (a.arrive.astype(np.float64), a.depart.astype(np.float64),
-                       a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
-                       a.max_unsched.astype(np.float64))
+                       a.duration.astype(np.float64), a.backoff0.astype(np.float64),
+                       a.backoff_max.astype(np.float64), a.max_unsched.astype(np.float64))
         r = max(2 * e, 1)
         self._queue = (np.zeros((b, QI_N), np.int64), np.zeros((b, QF_N), np.float64),
                        np.zeros(e, np.int64), np.zeros(e, np.int64), np.zeros(e, np.float64),

@@ -5,9 +5,9 @@ attempt's node together (``local_cuda.block_pick``: the node-local
 kernel's own pick); ``run_local_trace_cuda(t)`` answers what
 ``local_cpu.run_local_trace(t)`` answers.
 
-All clusters in one launch, their state in device memory (one upload,
-one download); no chunking by device memory yet.  Importing this module
-without a device or the simulator raises ``BackendUnavailable``.
+The clusters in chunks sized to the free device memory (``trace_chunks``),
+each chunk's state in device memory (one upload, one download).
+Importing this module without a device or the simulator raises ``BackendUnavailable``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
 from numba import cuda, int64  # noqa: E402
 
 from tensorsched.kernels._compile import compile_module  # noqa: E402
+from tensorsched.kernels._deps import CUDA_SIMULATOR  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
@@ -174,10 +175,15 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             out_node[p0 + j] = node_rows[off + out_node[p0 + j]]
 
 
-def run_local_trace_cuda(t: LocalTrace) -> TraceResult:
+def run_local_trace_cuda(t: LocalTrace, memory_fraction: float = 0.5,
+                         budget: int | None = None) -> TraceResult:
     """Every cluster of ``t`` (checked first) on the device:
-    ``local_cpu.run_local_trace``'s ``TraceResult``, in one launch (a block
-    per cluster)."""
+    ``local_cpu.run_local_trace``'s ``TraceResult``; the clusters in
+    consecutive chunks whose device arrays fit ``budget`` bytes (default:
+    ``memory_fraction`` of the free device memory) besides the inputs all
+    chunks share (uploaded once), each chunk one upload, one launch (a
+    block per cluster) and one download; a cluster too big for the budget
+    alone is a chunk of its own."""
     t.check()
     a = t.batch
     p = a.pod_cls.shape[0]
@@ -187,6 +193,12 @@ def run_local_trace_cuda(t: LocalTrace) -> TraceResult:
                       np.zeros(nb, np.int64), np.zeros(nb, np.float64))
     if nb == 0:
         return out
+    if budget is None:
+        if CUDA_SIMULATOR:
+            budget = 1 << 30
+        else:
+            free, _total = cuda.current_context().get_memory_info()
+            budget = int(free * memory_fraction)
     pr = t.profiles
     if pr is None:
         pr = LocalProfiles.of([{f: getattr(a, f) for f in (
@@ -195,46 +207,163 @@ def run_local_trace_cuda(t: LocalTrace) -> TraceResult:
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
-    d = cuda.to_device
-    c = max(1, a.c_request.shape[0])
-    r = a.alloc.shape[1]
-    nmax = max(1, int(np.diff(a.node_ptr).max()))
-    emax = max(1, int(np.diff(a.pod_ptr).max()))
-    ins = [d(x) for x in (
+    cut = _Cut()
+    host = (
         i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
         b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
         i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
         i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
         i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
-        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
-        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
-        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
-        f64(t.arrive), f64(t.depart), t.durations(), t.ranks())]
-    outs = [cuda.device_array(max(p, 1), np.int64), cuda.device_array(max(p, 1), np.float64),
-            cuda.device_array(max(p, 1), np.int64), d(out.log_t), d(out.log_pod),
-            cuda.device_array(nb, np.int64), cuda.device_array(nb, np.float64)]
+        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), cut.runs(i64(pr.profile)),
+        cut.node_ptr(i64(a.node_ptr)), cut.nodes(i64(a.node_rows)),
+        cut.pod_ptr(i64(a.pod_ptr)), cut.pods(i64(a.pod_cls)), cut.runs(i64(a.image_group)),
+        cut.runs(i64(a.num_to_find)),
+        cut.runs(np.asarray([seed_mix(s) for s in t.seeds], np.uint64)),
+        cut.pods(f64(t.arrive)), cut.pods(f64(t.depart)), cut.pods(t.durations()),
+        cut.pods(t.ranks()))
+    shared = {k: cuda.to_device(x) for k, x in enumerate(host) if not cut.per_chunk(x)}
+    for lo, hi in trace_chunks(t, budget - cut.shared_bytes(host)):
+        ins = [shared[k] if k in shared else cuda.to_device(cut.chunk(x, a, lo, hi))
+               for k, x in enumerate(host)]
+        outs, scratch = _chunk_arrays(t, lo, hi)
+        _kernel[hi - lo, THREADS](*ins[:37], float(t.backoff0), float(t.backoff_max),
+                                  float(t.max_unsched), *outs, *scratch)
+        got = [x.copy_to_host() for x in outs]
+        p0, p1 = int(a.pod_ptr[lo]), int(a.pod_ptr[hi])
+        out.node[p0:p1] = got[0][:p1 - p0]
+        out.bind[p0:p1] = got[1][:p1 - p0]
+        out.tries[p0:p1] = got[2][:p1 - p0]
+        out.log_t[2 * p0:2 * p1] = got[3][:2 * (p1 - p0)]
+        out.log_pod[2 * p0:2 * p1] = got[4][:2 * (p1 - p0)]
+        out.n_log[lo:hi] = got[5]
+        out.end[lo:hi] = got[6]
+    return out
+
+
+class _Cut:
+    """Which of the kernel's inputs a chunk of clusters takes a part of (per
+    cluster, per node of ``node_rows``, per pod, and the two offset
+    arrays, rebased), told apart by identity; the rest all chunks share."""
+
+    def __init__(self):
+        self._kind: dict = {}
+
+    def _mark(self, kind: str, x: np.ndarray) -> np.ndarray:
+        self._kind[id(x)] = kind
+        return x
+
+    def runs(self, x):
+        return self._mark("runs", x)
+
+    def nodes(self, x):
+        return self._mark("nodes", x)
+
+    def pods(self, x):
+        return self._mark("pods", x)
+
+    def node_ptr(self, x):
+        return self._mark("node_ptr", x)
+
+    def pod_ptr(self, x):
+        return self._mark("pod_ptr", x)
+
+    def per_chunk(self, x) -> bool:
+        return id(x) in self._kind
+
+    def shared_bytes(self, host) -> int:
+        return sum(int(x.nbytes) for x in host if not self.per_chunk(x))
+
+    def chunk(self, x: np.ndarray, a, lo: int, hi: int) -> np.ndarray:
+        """Clusters ``lo .. hi - 1``'s part of input ``x`` (``a``: the batch)."""
+        kind = self._kind[id(x)]
+        n0, n1 = int(a.node_ptr[lo]), int(a.node_ptr[hi])
+        p0, p1 = int(a.pod_ptr[lo]), int(a.pod_ptr[hi])
+        if kind == "runs":
+            return x[lo:hi]
+        if kind == "nodes":
+            return x[n0:n1]
+        if kind == "pods":      # an empty input (no ranks) stays empty
+            return x[p0:p1] if x.shape[0] else x
+        if kind == "node_ptr":
+            return x[lo:hi + 1] - n0
+        return x[lo:hi + 1] - p0
+
+
+def _chunk_shape(t: LocalTrace, lo: int, hi: int) -> tuple:
+    """(clusters, largest cluster's nodes, largest cluster's pods, nodes,
+    pods) of clusters ``lo .. hi - 1``."""
+    a = t.batch
+    n = np.diff(a.node_ptr[lo:hi + 1])
+    e = np.diff(a.pod_ptr[lo:hi + 1])
+    return (hi - lo, max(1, int(n.max())), max(1, int(e.max())), int(n.sum()), int(e.sum()))
+
+
+def _chunk_arrays(t: LocalTrace, lo: int, hi: int) -> tuple:
+    """The outputs and the scratch one launch over clusters ``lo .. hi - 1``
+    allocates on the device (the scratch padded to the chunk's largest
+    cluster): (outputs, scratch), in the kernel's order."""
+    a = t.batch
+    nb, nmax, emax, _nodes, p = _chunk_shape(t, lo, hi)
+    c = max(1, a.c_request.shape[0])
+    r = a.alloc.shape[1]
     e2 = 2 * emax
-    scratch = [cuda.device_array((nb, nmax, r), np.int64),
-               cuda.device_array((nb, nmax, r), np.int64),
-               cuda.device_array((nb, nmax, 2), np.int64),
-               cuda.device_array((nb, c, nmax), np.int64),
-               cuda.device_array((nb, c, nmax), np.int64),
-               cuda.device_array((nb, c, nmax, N_SLOTS), np.int64),
-               cuda.device_array((nb, nmax), np.int64),
-               cuda.device_array((nb, _queue.QI_N), np.int64),
-               cuda.device_array((nb, _queue.QF_N), np.float64),
-               cuda.device_array((nb, emax), np.int64), cuda.device_array((nb, emax), np.int64),
-               cuda.device_array((nb, emax), np.float64),
-               cuda.device_array((nb, e2), np.int64), cuda.device_array((nb, e2), np.int64),
-               cuda.device_array((nb, e2), np.float64), cuda.device_array((nb, e2), np.int64),
-               cuda.device_array((nb, e2), np.int64),
-               cuda.device_array((nb, emax), np.float64),
-               cuda.device_array((nb, emax), np.int64), cuda.device_array((nb, emax), np.int64),
-               cuda.device_array((nb, e2 if t.rank is not None else 1), np.int64)]
-    _kernel[nb, THREADS](*ins[:37], float(t.backoff0), float(t.backoff_max),
-                         float(t.max_unsched), *outs, *scratch)
-    got = [x.copy_to_host() for x in outs]
-    return TraceResult(got[0][:p], got[1][:p], got[2][:p], got[3], got[4], got[5], got[6])
+    da = cuda.device_array
+    outs = [da(max(p, 1), np.int64), da(max(p, 1), np.float64), da(max(p, 1), np.int64),
+            cuda.to_device(np.zeros(max(2 * p, 1), np.float64)),
+            cuda.to_device(np.zeros(max(2 * p, 1), np.int64)),
+            da(nb, np.int64), da(nb, np.float64)]
+    scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
+               da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
+               da((nb, c, nmax), np.int64), da((nb, c, nmax, N_SLOTS), np.int64),
+               da((nb, nmax), np.int64), da((nb, _queue.QI_N), np.int64),
+               da((nb, _queue.QF_N), np.float64),
+               da((nb, emax), np.int64), da((nb, emax), np.int64), da((nb, emax), np.float64),
+               da((nb, e2), np.int64), da((nb, e2), np.int64), da((nb, e2), np.float64),
+               da((nb, e2), np.int64), da((nb, e2), np.int64),
+               da((nb, emax), np.float64), da((nb, emax), np.int64), da((nb, emax), np.int64),
+               da((nb, e2 if t.rank is not None else 1), np.int64)]
+    return outs, scratch
 
 
-__all__ = ["run_local_trace_cuda"]
+def chunk_bytes(t: LocalTrace, lo: int, hi: int) -> int:
+    """Device bytes one launch over clusters ``lo .. hi - 1`` of ``t``
+    allocates: their part of the inputs (per cluster, node and pod), the
+    outputs and the scratch (``_chunk_arrays``), not the shared inputs."""
+    a = t.batch
+    nb, nmax, emax, nodes, p = _chunk_shape(t, lo, hi)
+    c = max(1, a.c_request.shape[0])
+    r = a.alloc.shape[1]
+    ranked = t.rank is not None
+    # inputs: profile, image group, nodes to find, seed (per cluster); the
+    # two offset arrays; node rows; pod classes, arrive, depart, duration
+    # (and rank) per pod
+    ins = 4 * nb + 2 * (nb + 1) + nodes + (5 if ranked else 4) * p
+    outs = 3 * max(p, 1) + 2 * max(2 * p, 1) + 2 * nb
+    per_node = 2 * r + 2 + 2 * c + c * N_SLOTS + 1
+    per_pod = 3 + 5 * 2 + 3 + (2 if ranked else 0)
+    scratch = nb * (nmax * per_node + _queue.QI_N + _queue.QF_N + emax * per_pod
+                    + (0 if ranked else 1))
+    return 8 * (ins + outs + scratch)
+
+
+def trace_cluster_bytes(t: LocalTrace) -> np.ndarray:
+    """[B] device bytes each cluster of ``t`` needs in a launch of its own
+    (``chunk_bytes``)."""
+    return np.array([chunk_bytes(t, b, b + 1) for b in range(t.batch.n_clusters)], np.int64)
+
+
+def trace_chunks(t: LocalTrace, budget: int) -> list:
+    """Clusters of ``t`` in consecutive chunks ``(lo, hi)`` whose launch
+    (``chunk_bytes``, every cluster padded to the chunk's largest) fits
+    ``budget`` bytes; a cluster that does not fit alone goes alone."""
+    out, lo, nb = [], 0, t.batch.n_clusters
+    while lo < nb:
+        hi = lo + 1
+        while hi < nb and chunk_bytes(t, lo, hi + 1) <= budget:
+            hi += 1
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+__all__ = ["run_local_trace_cuda", "chunk_bytes", "trace_chunks", "trace_cluster_bytes"]

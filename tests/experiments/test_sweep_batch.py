@@ -45,6 +45,34 @@ def _write(tmp, seed: int, n_nodes: int, n_pods: int) -> tuple:
     return str(nodes), str(pods)
 
 
+def _write_generic(tmp, seed: int, n_nodes: int, n_pods: int) -> tuple:
+    """A node CSV as ``_write``'s and a generic trace CSV of the same kind of
+    pods, some leaving at a time, some a duration after their binding (odd
+    seeds: pods of priorities 0, 10 and 1000)."""
+    nodes, _pods = _write(tmp, seed, n_nodes, 1)
+    rng = np.random.default_rng(seed + 1)
+    t = 0
+    prio = seed % 2 == 1        # pods of unequal priorities: activeQ a heap of ranks
+    lines = ["name,arrival,departure,duration,cpu,memory,annotations" + (",priority" if prio
+                                                                         else "")]
+    for j in range(n_pods):
+        t += int(rng.choice([0, 0, 1, 3, 30, 400]))
+        num, milli = ASKS[int(rng.integers(len(ASKS)))]
+        stay = int(rng.choice([0, 5, 60, 700, -1]))
+        how = rng.choice(["departure", "duration"]) if stay >= 0 else ""
+        dep = str(t + stay) if how == "departure" else ""
+        dur = str(stay) if how == "duration" else ""
+        anno = f'"alibabacloud.com/gpu-milli={milli};alibabacloud.com/gpu-count={num}' + (
+            ';alibabacloud.com/gpu-card-model=T4"' if rng.random() < 0.1 else '"') \
+            if num else ""
+        lines.append(f"p{j:03d},{t},{dep},{dur},{int(rng.choice([0, 1000, 4000]))}m,"
+                     f"{int(rng.choice([0, 2048, 8192]))}Mi,{anno}"
+                     + (f",{int(rng.choice([0, 10, 1000]))}" if prio else ""))
+    pods = tmp / f"generic{seed}.csv"
+    pods.write_text("\n".join(lines) + "\n")
+    return nodes, str(pods)
+
+
 def _rows(jobs, batch: bool):
     jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
     return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist()
@@ -65,6 +93,66 @@ def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, int
         return
     assert all(S.batchable(j, inputs) for j in jobs)
     assert _rows(jobs, True) == _rows(jobs, False)
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 5), n_pods=st.integers(1, 40),
+       interval=st.sampled_from([7.0, 60.0, 3600.0]))
+def test_durations_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods,
+                                                      interval):
+    """A generic trace whose pods leave at a time or a duration after their
+    binding (some of unequal priorities): the jobs the batched engine takes give each Simulation's row
+    (a job whose series the Simulation samples after a later binding runs
+    per job, ``sweep_local.samples_follow``)."""
+    nodes, pods = _write_generic(tmp_path, seed, n_nodes, n_pods)
+    jobs = S.make_jobs([pods], [0, 1 + seed % 50],
+                       policies=["FGD", "Random", "BestFit", "DotProd"], nodes=nodes,
+                       interval=interval)
+    inputs = S.load_inputs(jobs)
+    if inputs[("typical", pods)] is None:       # no GPU ask: per run only
+        assert not S.batchable(jobs[0], inputs)
+        return
+    assert all(S.batchable(j, inputs) for j in jobs)
+    assert _rows(jobs, True) == _rows(jobs, False)
+
+
+def test_a_duration_trace_runs_batched(tmp_path, monkeypatch):
+    """A pod bound at 0 that leaves 5 s later frees the GPU the second pod
+    waits for: the departure comes from the duration (no departure column
+    value), and ``tensorsched sweep`` runs the jobs in one batched call."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
+    anno = '"alibabacloud.com/gpu-milli=1000;alibabacloud.com/gpu-count=1"'
+    (tmp_path / "p.csv").write_text(
+        "name,arrival,departure,duration,cpu,memory,annotations\n"
+        f"a,0,,5,1,1Mi,{anno}\nb,1,,,1,1Mi,{anno}\n")
+    calls = []
+    real = S.trace_batch
+    monkeypatch.setattr(S, "trace_batch", lambda *a, **k: calls.append(1) or real(*a, **k))
+    jobs = S.make_jobs([str(tmp_path / "p.csv")], [0, 3], policies=["FGD", "BestFit"],
+                       nodes=str(tmp_path / "n.csv"), interval=2.0)
+    out = tmp_path / "r.parquet"
+    assert main(["sweep", "--nodes", str(tmp_path / "n.csv"), "--trace",
+                 str(tmp_path / "p.csv"), "--policy", "FGD", "BestFit", "--seeds", "0,3",
+                 "--interval", "2", "--workers", "1", "--output", str(out)]) == 0
+    b, p = pq.read_table(out).drop(["wall_seconds"]).to_pylist(), _rows(jobs, False)
+    assert calls == [1] and b == p
+    # b fails at 1 and binds when a leaves at 5
+    assert b[0]["departed"] == 1 and b[0]["running"] == 1 and b[0]["sim_seconds"] == 5.0
+    assert b[0]["scheduled"] == 2 and b[0]["failed_attempts"] == 1
+
+
+def test_generic_traces_of_other_columns_run_per_simulation(tmp_path):
+    nodes, _ = _write(tmp_path, 3, 2, 1)
+    anno = '"alibabacloud.com/gpu-milli=1000;alibabacloud.com/gpu-count=1"'
+    for column, value in (("scheduler_name", "other"), ("namespace", "x")):
+        path = tmp_path / f"{column}.csv"
+        path.write_text(f"name,arrival,duration,cpu,memory,annotations,{column}\n"
+                        f"a,0,5,1,1Mi,{anno},{value}\n")
+        job = S.make_jobs([str(path)], [0], policies=["FGD"], nodes=nodes)[0]
+        inputs = S.load_inputs([job])
+        assert not S.batchable(job, inputs)
+        assert _rows([job], True) == _rows([job], False)
 
 
 def test_retries_after_the_last_departure(tmp_path):

@@ -36,6 +36,21 @@ def read_openb_slice(tmp_path, trace: str, n_nodes: int, n_pods: int):
     return R.read_openb_nodes(nodes), R.read_openb_pods(pods)
 
 
+def with_durations(tw, every: int = 2):
+    """``tw`` (a ``TraceWorkload``) with every ``every``-th pod that leaves
+    leaving as long after its binding as it stayed after its arrival (a
+    ``duration``, its absolute departure dropped)."""
+    import numpy as np
+
+    from tensorsched.topology.openb import batch as B
+    leaves = np.flatnonzero(np.isfinite(tw.departure))[::every]
+    dur = np.full(len(tw.arrival), np.inf)
+    dur[leaves] = tw.departure[leaves] - tw.arrival[leaves]
+    dep = tw.departure.copy()
+    dep[leaves] = np.inf
+    return B.TraceWorkload(tw.pods, tw.arrival, dep, tw.typical, dur)
+
+
 def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = None,
                    config: dict | None = None, **options):
     """The ``Simulation`` that ``openb.batch.trace_batch`` reproduces for
@@ -80,10 +95,14 @@ def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = Non
                 a.append((ANNO_GPU_MODEL, pods.spec[j]))
         annos.append(a)
     dep = [float(d) if np.isfinite(d) else None for d in tw.departure]
+    dur = [float(d) if np.isfinite(d) else None for d in tw.duration]
     table = pa.table({"name": pa.array(pods.names), "arrival": pa.array(tw.arrival),
                       "departure": pa.array(dep, pa.float64()),
+                      "duration": pa.array(dur, pa.float64()),
                       "cpu": pa.array(pods.cpu), "memory": pa.array(pods.mem * 1048576),
                       "annotations": pa.array(annos, pa.map_(pa.string(), pa.string()))})
+    if tw.rank is not None:         # PrioritySort: the higher priority first
+        table = table.append_column("priority", pa.array(-np.asarray(tw.rank), pa.int32()))
     sim = Simulation(T.openb_node_objects(inv, tie), config, "numba",
                      seed, interval=interval,
                      metrics=T._sampled_metrics(typical) if interval else None,

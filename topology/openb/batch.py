@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tensorsched.framework.errors import BackendError
+from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch import arrays as BA
 from tensorsched.kernels.gpu import share as K
@@ -279,42 +280,70 @@ def sweep(nodes_path, pods_paths, policies=K.POLICIES, seeds=(42,), tune=1.3, wo
 
 
 # ------------------------------------------------------------------------
-# traces with departures: pods arrive at their time, leave at theirs, and
-# the ones that fit nowhere retry as the Simulation's scheduling queue
-# lets them (``kernels.batch._queue``)
+# traces with departures: pods arrive at their time, leave at theirs (or
+# a duration after their binding), and the ones that fit nowhere retry as
+# the Simulation's scheduling queue lets them (``kernels.batch._queue``)
 
 DEFAULT_MAX_UNSCHED = 300.0     # podMaxInUnschedulablePodsDuration (s)
-TRACE_FIELDS = frozenset({"name", "arrival", "departure", "cpu", "memory", "annotations"})
+TRACE_FIELDS = frozenset({"name", "arrival", "departure", "duration", "cpu", "memory",
+                          "annotations", "priority"})
+MIB = 1048576
 
 
 @dataclass
 class TraceWorkload:
     """A trace as the batch takes it: its pods in arrival order (trace
     order among equal times), ``arrival`` and ``departure`` [P] seconds
-    (``departure`` inf: the pod stays); ``typical`` GpuShareScore's
-    ``typicalPods`` its runs use (None: ``trace.typical_of(pods)``)."""
+    (``departure`` inf: no absolute departure), ``duration`` [P] seconds
+    a pod stays bound before it leaves, counted from its binding (inf or
+    None: it stays; never with a finite ``departure``: the Simulation's
+    trace reader refuses a row with both); ``rank`` [P] int64 each pod's
+    place in activeQ's order before the push order (PrioritySort's key,
+    densely ranked; None: all equal, first in first out); ``typical``
+    GpuShareScore's ``typicalPods`` its runs use (None:
+    ``trace.typical_of(pods)``)."""
 
     pods: R.TracePods
     arrival: np.ndarray
     departure: np.ndarray
     typical: list | None = None     # typicalPods (default: ``trace.typical_of(pods)``)
+    duration: np.ndarray | None = None
+    rank: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.duration = np.full(len(self.arrival), np.inf) if self.duration is None \
+            else np.asarray(self.duration, np.float64)
 
 
 def trace_workload(trace) -> TraceWorkload:
     """The ``TraceWorkload`` of an openb trace as ``trace.read_openb_trace``
-    reads it (a ``Trace``: rows in arrival order, memory in bytes, the GPU
-    ask in its annotations)."""
+    reads it, or of a generic trace (``read_trace``) of the same columns
+    with ``duration`` (a ``Trace``: rows in arrival order, memory in bytes,
+    a whole number of MiB, the GPU ask in its annotations)."""
     table = trace.table
     extra = sorted(set(table.column_names) - TRACE_FIELDS)
-    if extra or not np.isnan(trace.duration).all():
-        what = extra[0] if extra else "duration"
-        raise ValueError(f"{trace.source or 'trace'}: column {what!r} is outside what the "
-                         f"batched kernel takes ({', '.join(sorted(TRACE_FIELDS))}: pods of "
-                         "one priority in the default namespace leaving at a fixed time); "
-                         "ts.Simulation runs it per cluster")
+    if extra:
+        raise ValueError(f"{trace.source or 'trace'}: column {extra[0]!r} is outside what the "
+                         f"batched kernel takes ({', '.join(sorted(TRACE_FIELDS))}: pods "
+                         "in the default namespace leaving at a fixed time or a duration "
+                         "after their binding); ts.Simulation runs it per cluster")
+    for column in ("cpu", "memory"):
+        # a pod without the request: its non-zero default scores, not the 0 it fits with
+        if column not in table.column_names or table.column(column).null_count:
+            raise ValueError(f"{trace.source or 'trace'}: column {column!r}: every pod's "
+                             "request is what the batched kernel takes; ts.Simulation runs it "
+                             "per cluster")
     names = table.column("name").to_pylist()
     cpu = table.column("cpu").to_numpy().astype(np.int64)
-    mem = table.column("memory").to_numpy().astype(np.int64) // 1048576
+    mem_bytes = table.column("memory").to_numpy().astype(np.int64)
+    odd = np.flatnonzero(mem_bytes % MIB)
+    if odd.shape[0]:
+        r = int(odd[0])
+        where = trace.where(r) if trace.source else f"trace: row {r}"
+        raise ValueError(f"{where}: memory: {int(mem_bytes[r])} bytes is not a whole "
+                         "number of MiB, the unit the batched kernel counts the nodes' memory "
+                         "in; ts.Simulation runs it per cluster")
+    mem = mem_bytes // MIB
     num = np.zeros(len(names), np.int64)
     milli = np.zeros(len(names), np.int64)
     spec = [""] * len(names)
@@ -327,8 +356,21 @@ def trace_workload(trace) -> TraceWorkload:
             milli[j] = int(d.get(ANNO_GPU_MILLI, 0))
             spec[j] = d.get(ANNO_GPU_MODEL, "")
     dep = np.where(np.isnan(trace.departure), np.inf, trace.departure)
+    dur = np.where(np.isnan(trace.duration), np.inf, trace.duration)
     return TraceWorkload(R.TracePods(names, cpu, mem, num, milli, spec, trace.source),
-                         trace.arrival.astype(np.float64), dep.astype(np.float64))
+                         trace.arrival.astype(np.float64), dep.astype(np.float64),
+                         duration=dur.astype(np.float64), rank=_ranks(trace))
+
+
+def _ranks(trace) -> np.ndarray | None:
+    """The dense rank of each row's PrioritySort key (-priority, creation
+    time) as the Simulation's queue computes it from the row's pod, None
+    when every row ties (no ``priority`` column, or one value)."""
+    if "priority" not in trace.table.column_names:
+        return None
+    keys = PrioritySort.sort_keys(trace.records(0, len(trace)))
+    dense = {k: i for i, k in enumerate(sorted(set(keys)))}
+    return None if len(dense) < 2 else np.array([dense[k] for k in keys], np.int64)
 
 
 @dataclass
@@ -416,7 +458,9 @@ def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsc
     off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
     e = int(lens.sum())
     cls, u = np.empty(e, np.int64), np.zeros(e, np.float64)
-    arrive, depart = np.empty(e, np.float64), np.empty(e, np.float64)
+    arrive, depart, duration = (np.empty(e, np.float64) for _ in range(3))
+    ranked = any(workloads[wl_key[(ci, t)]][1].rank is not None for ci, t, _p, _s in jobs)
+    rank = np.zeros(e if ranked else 0, np.int64)
     static = np.zeros((b, n), np.int64)
     pol, weight = np.empty(b, np.int64), np.empty(b, np.int64)
     for k, (ci, t, policy, seed) in enumerate(jobs):
@@ -425,6 +469,9 @@ def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsc
         cls[sl] = wl.shape_id
         arrive[sl] = tw.arrival
         depart[sl] = tw.departure
+        duration[sl] = tw.duration
+        if tw.rank is not None:
+            rank[sl] = tw.rank
         pol[k] = K.POLICIES.index(policy)
         m = sets[ci].n_nodes
         weight[k], tie_weight = weights[k] if weights else default_weights(m, policy)
@@ -440,8 +487,9 @@ def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsc
         policy=pol, sel=np.array([R.POLICY_SEL[p] for _c, _t, p, _s in jobs], np.int64),
         seed_mix=np.array([(int(s) * SEED_MIX) & MASK64 for _c, _t, _p, s in jobs], np.uint64),
         gpu_weight=weight, static_total=static, ev_off=off, ev_len=lens, cls=cls, u=u,
-        arrive=arrive, depart=depart, backoff0=np.full(b, float(backoff[0])),
-        backoff_max=np.full(b, float(backoff[1])), max_unsched=np.full(b, float(max_unsched)))
+        arrive=arrive, depart=depart, duration=duration, rank=rank,
+        backoff0=np.full(b, float(backoff[0])), backoff_max=np.full(b, float(backoff[1])),
+        max_unsched=np.full(b, float(max_unsched)))
 
 
 def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs: list[tuple],
@@ -454,8 +502,9 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     ``openb_config(policy, typical_of(pods), n + 1)`` (Random: no tie rank,
     weight 1; ``weights`` per job: other (GpuShareScore, OpenbTieRank)
     weights, 0 none) with ``experiment_registry()``, its seed ``seed``, the
-    trace's pods submitted as a trace (arrival, departure), the queue's
-    timers ``backoff`` (initial, max) and ``max_unsched`` seconds.
+    trace's pods submitted as a trace (arrival, departure or duration,
+    priority: activeQ in PrioritySort's order), the queue's timers
+    ``backoff`` (initial, max) and ``max_unsched`` seconds.
     Arguments checked before any run."""
     if not jobs:
         raise ValueError("no runs: jobs is empty")
@@ -481,6 +530,8 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     for inv in clusters:
         for tw in traces:
             R.check_inputs(inv, tw.pods)
+    for t, tw in enumerate(traces):
+        check_times(tw, f"traces[{t}]")
     workloads, wl_key = [], {}
     for ci, t, _p, _s in jobs:
         if (ci, t) not in wl_key:
@@ -500,6 +551,32 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
             out.append(_trace_result(a, got, b, (ci, t, policy, int(seed)),
                                      traces[t].pods, seconds))
     return out
+
+
+def check_times(tw: TraceWorkload, where: str) -> None:
+    """``tw``'s departures, durations and ranks as the Simulation takes them, else
+    ValueError naming ``where``, the column and the pod."""
+    p = len(tw.arrival)
+    dur = tw.duration
+    for name, v in (("departure", tw.departure), ("duration", dur)):
+        if np.shape(v) != (p,):
+            raise ValueError(f"{where}: {name}: shape {np.shape(v)}, expected ({p},)")
+    bad = np.flatnonzero(np.isnan(dur) | (dur < 0))
+    if bad.shape[0]:
+        j = int(bad[0])
+        raise ValueError(f"{where}: duration: pod {tw.pods.names[j]!r}: {dur[j]!r}, expected "
+                         "seconds >= 0 after its binding (inf: it stays)")
+    both = np.flatnonzero(np.isfinite(dur) & np.isfinite(tw.departure))
+    if both.shape[0]:
+        j = int(both[0])
+        raise ValueError(f"{where}: duration: pod {tw.pods.names[j]!r}: give departure or "
+                         "duration, not both")
+    if tw.rank is not None:
+        rank = np.asarray(tw.rank)
+        if rank.shape != (p,) or rank.dtype.kind not in "iu" or (rank < 0).any() \
+                or (rank >= 1 << 30).any():
+            raise ValueError(f"{where}: rank: ({p},) integers in [0, 2^30) expected "
+                             "(activeQ's order of the pods)")
 
 
 def _trace_result(a: BA.BatchArrays, got: BA.BatchOutputs, b: int, job: tuple,

@@ -2,8 +2,9 @@
 seed) runs of openb-style GPU clusters in one batched call
 (``batch.trace_batch``: the CPU twin, a ``prange`` over clusters, on
 ``numba``; a thread block per cluster on ``cuda``), each run bit for bit
-the ``Simulation`` of that cluster and trace (arrivals, departures, the
-scheduling queue's retries), with its placements, GPU indices and the
+the ``Simulation`` of that cluster and trace (arrivals, departures at a
+time or a duration after the binding, the scheduling queue's order and
+retries), with its placements, GPU indices and the
 cluster's GPU allocation and fragmentation after every change.
 
 A config is a GpuShareScore policy name (the openb profile:
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.simulation.trace import Trace
+from tensorsched.framework.simulation.trace import Trace, read_trace
 from tensorsched.kernels.gpu import share as K
 
 from ..gpu import GpuInventory, read_openb_nodes
@@ -126,13 +127,29 @@ def _cluster(x, where: str) -> GpuInventory:
         where, f"an openb node CSV path or a GpuInventory, got {x!r}")
 
 
+def read_trace_path(path) -> Trace:
+    """The trace of an openb pod CSV (``read_openb_trace``: its header
+    names ``creation_time``) or of a generic trace file (``read_trace``:
+    CSV or Parquet, pods leaving at a ``departure`` or a ``duration``
+    after their binding)."""
+    if str(path).lower().endswith(".csv"):
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                header = [h.strip() for h in f.readline().split(",")]
+        except (OSError, UnicodeDecodeError):
+            header = []         # read_trace says what is wrong with it
+        if "creation_time" in header:
+            return T.read_openb_trace(path)
+    return read_trace(path)
+
+
 def _trace(x, where: str) -> B.TraceWorkload:
     if isinstance(x, B.TraceWorkload):
         return x
     try:
         if isinstance(x, (str, os.PathLike)):
             path = Arguments("simulate_batch").path(where, x, exists=True)
-            return B.trace_workload(T.read_openb_trace(path))
+            return B.trace_workload(read_trace_path(path))
         if isinstance(x, Trace):
             return B.trace_workload(x)
     except TensorschedError:
@@ -154,8 +171,12 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     log; ``at(times)`` the GPU milli allocated and fragmented then).
 
     ``nodes``: openb node CSV paths or ``GpuInventory``; ``traces``: openb
-    pod CSV paths (``creation_time`` / ``deletion_time``), ``Trace``s of
-    ``read_openb_trace`` or ``batch.TraceWorkload``; ``configs``: see the
+    pod CSV paths (``creation_time`` / ``deletion_time``), generic trace
+    paths or ``Trace``s (``read_trace``: ``name``, ``arrival``,
+    ``departure`` or ``duration``, ``cpu``, ``memory`` in whole MiB,
+    ``annotations``, ``priority``: activeQ in PrioritySort's order; no
+    other column), ``Trace``s of ``read_openb_trace``
+    or ``batch.TraceWorkload``; ``configs``: see the
     module doc; ``backend``: ``numba`` (the CPU twin, ``workers`` threads,
     default all cores) or ``cuda``; ``max_unsched``: the scheduler's
     ``pod_max_in_unschedulable_seconds``.  Each run equals

@@ -130,3 +130,35 @@ def test_departures_are_checked():
         dataclasses.replace(a, arrive=np.array([2.0, 1, 1, 2, 3, 1])).check()
     with pytest.raises(ValueError, match="arrive/depart"):
         dataclasses.replace(a, arrive=np.array([1.0, 2, 8, 8, 8, 8])).check()
+
+
+def test_durations_are_checked():
+    """The default: no pod has one; a chunk keeps its runs' durations;
+    NaN, negative, or a duration beside an absolute departure refused."""
+    assert np.isinf(batch().duration).all()
+    dur = np.array([0.0, np.inf, 5, 2.5, np.inf, 1])
+    a = dataclasses.replace(batch(), duration=dur)
+    a.check()
+    assert a.runs([1, 2]).duration.tolist() == [5.0, 2.5, np.inf, 1.0]
+    for bad in (np.where(np.arange(6) == 3, np.nan, dur), np.where(np.arange(6) == 3, -1, dur)):
+        with pytest.raises(ValueError, match="duration: seconds >= 0"):
+            dataclasses.replace(a, duration=bad).check()
+    with pytest.raises(ValueError, match="duration: shape"):
+        dataclasses.replace(a, duration=dur[:5]).check()
+    both = dataclasses.replace(a, depart=np.where(np.arange(6) == 2, 9.0, np.inf))
+    with pytest.raises(ValueError, match="not both"):
+        both.check()
+
+
+def test_ranks_are_checked():
+    """The default: empty (activeQ first in first out); [E] ranks in
+    [0, 2^30) kept by a chunk; anything else refused."""
+    assert batch().rank.shape == (0,)
+    rank = np.array([2, 0, 1, 1, 0, 5])
+    a = dataclasses.replace(batch(), rank=rank)
+    a.check()
+    assert a.runs([1, 2]).rank.tolist() == [1, 1, 0, 5]
+    assert batch().runs([1]).rank.shape == (0,)
+    for bad in (rank[:5], np.where(np.arange(6) == 1, -1, rank), rank + (1 << 30)):
+        with pytest.raises(ValueError, match="rank: "):
+            dataclasses.replace(a, rank=bad).check()

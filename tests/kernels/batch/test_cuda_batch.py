@@ -7,7 +7,7 @@ departures (pods retrying after them, thread 0 keeping the queue)."""
 import numpy as np
 import pytest
 from support.backends import needs_cuda
-from support.openb import openb_slice, read_openb_slice, simulate_trace
+from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
 
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import batch as B
@@ -56,15 +56,20 @@ def test_cuda_equals_the_twin_and_the_simulation(tmp_path):
 
 def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
     """A compressed openb trace on 18 nodes (more than the simulator's 16
-    threads): pods leave, the ones waiting retry (backing off or not), the
-    runs chunked; device, twin and Simulation agree."""
+    threads): pods leave (at a time or a duration after their binding),
+    the ones waiting retry (backing off or not) in the order of their
+    priorities, the runs chunked; device, twin and Simulation agree."""
     from tensorsched.kernels.batch import cuda as KC
     nodes, pods = openb_slice(tmp_path, "gpuspec10", 18, 24)
     inv = R.read_openb_nodes(nodes)
     tw = B.trace_workload(T.read_openb_trace(pods))
     arrival = np.floor(tw.arrival / 20000.0)
-    tw = B.TraceWorkload(tw.pods, arrival,
-                         arrival + np.floor((tw.departure - tw.arrival) / 20000.0))
+    # half the pods that leave do so a duration after their binding, and
+    # the pods have three priorities (activeQ a heap of ranks)
+    tw = with_durations(B.TraceWorkload(tw.pods, arrival, arrival + np.floor(
+        (tw.departure - tw.arrival) / 20000.0)))
+    tw.rank = np.arange(len(tw.arrival)) % 3
+    assert np.isfinite(tw.duration).any() and np.isfinite(tw.departure).any()
     jobs = [(0, 0, pol, 3) for pol in POLICIES]
     twin = B.trace_batch([inv], [tw], jobs, workers=1)
     sets = [inv]

@@ -98,7 +98,7 @@ def test_backend_arguments_refused(tmp_path):
 @pytest.mark.cudasim
 @needs_cuda
 def test_cuda_step_with_departures_equals_the_twin(tmp_path):
-    from support.openb import openb_slice
+    from support.openb import openb_slice, with_durations
 
     from tensorsched.topology.gpu import read_openb_nodes
     from tensorsched.topology.openb import batch as B
@@ -107,7 +107,8 @@ def test_cuda_step_with_departures_equals_the_twin(tmp_path):
     tw = B.trace_workload(T.read_openb_trace(pods))
     arrival = np.floor(tw.arrival / 600.0)
     life = np.floor((tw.departure - tw.arrival) / 600.0)
-    tw = B.TraceWorkload(tw.pods, arrival, arrival + life)
+    # half the pods that leave do so a duration after their binding
+    tw = with_durations(B.TraceWorkload(tw.pods, arrival, arrival + life))
     inv = read_openb_nodes(nodes)
     jobs = [(0, pol, 2) for pol in POLICIES]
     twin = OpenbVectorEnv(inv, [tw], jobs)

@@ -84,3 +84,80 @@ def test_simulate_batch_on_cuda_equals_numba(tmp_path):
         np.testing.assert_array_equal(a.node, b.node)
         np.testing.assert_array_equal(a.bind, b.bind)
         np.testing.assert_array_equal(a.tries, b.tries)
+
+
+def test_chunks_to_a_budget_equal_one_launch_and_the_twin(tmp_path, monkeypatch):
+    """A budget that holds two clusters at most: 2+ chunks, one launch
+    each, results stitched in cluster order equal to one launch and to the
+    twin; the bytes each launch allocates are ``chunk_bytes``'s, and the
+    inputs all chunks share are uploaded once."""
+    from numba import cuda
+
+    from tensorsched.kernels.batch import local_trace_cuda as LTC
+    cluster, trace, configs = _write(tmp_path, 2, 4, 10, 1, True, True)
+    objs = list(yaml.safe_load_all(open(cluster)))
+    tr = run.read_trace_file(trace)
+    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
+    calls = []
+    monkeypatch.setattr(SL, "run_local_trace", lambda t, threads=None: calls.append(t) or
+                        run_local_trace(t, threads))
+    SL.run_setups(setups, [[0, 1], [2], [3, 4]])
+    t = calls[0]
+    assert t.batch.n_clusters == 5 and t.rank is not None
+    per = LTC.trace_cluster_bytes(t)
+    assert per.tolist() == [LTC.chunk_bytes(t, b, b + 1) for b in range(5)]
+    sizes, marks, chunks = [], [], []
+    real_da, real_td, real_chunks, real_kernel = (cuda.device_array, cuda.to_device,
+                                                  LTC.trace_chunks, LTC._kernel)
+
+    def device_array(shape, dtype):
+        sizes.append(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+        return real_da(shape, dtype)
+
+    def to_device(x):
+        sizes.append(int(np.asarray(x).nbytes))
+        return real_td(x)
+
+    def trace_chunks(t_, room):
+        marks.append((len(sizes), room))
+        chunks.extend(real_chunks(t_, room))
+        return chunks
+
+    class Kernel:
+        def __getitem__(self, grid):
+            marks.append((len(sizes), grid[0]))
+            return real_kernel[grid]
+
+    monkeypatch.setattr(cuda, "device_array", device_array)
+    monkeypatch.setattr(cuda, "to_device", to_device)
+    monkeypatch.setattr(LTC, "trace_chunks", trace_chunks)
+    monkeypatch.setattr(LTC, "_kernel", Kernel())
+    big = 1 << 40
+    one = LTC.run_local_trace_cuda(t, budget=big)
+    assert chunks == [(0, 5)]                           # unchunked: one launch
+    shared = big - marks[0][1]
+    del sizes[:], marks[:], chunks[:]
+    budget = shared + int(np.sort(per)[-2:].sum())
+    got = LTC.run_local_trace_cuda(t, budget=budget)
+    (start, room), launches = marks[0], marks[1:]
+    assert sum(sizes[:start]) == shared and room == budget - shared   # shared inputs, once
+    assert len(chunks) >= 2 and chunks[0][0] == 0 and chunks[-1][1] == 5
+    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+    assert [n for _at, n in launches] == [hi - lo for lo, hi in chunks]
+    ends = [at for at, _n in launches] + [len(sizes)]
+    for k, (lo, hi) in enumerate(chunks):
+        # this chunk's inputs, outputs and scratch, up to its launch
+        assert sum(sizes[(start if k == 0 else ends[k - 1]):ends[k]]) == LTC.chunk_bytes(
+            t, lo, hi), (lo, hi)
+        assert hi - lo == 1 or LTC.chunk_bytes(t, lo, hi) <= room
+    assert sum(sizes[ends[-2]:]) == 0                   # nothing after the last launch
+    twin = run_local_trace(t)
+    for x, y, z in zip(got, one, twin):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(x, z)
+    # a budget below every cluster: one launch per cluster, the same answers
+    del chunks[:]
+    alone = LTC.run_local_trace_cuda(t, budget=0)
+    assert chunks == [(b, b + 1) for b in range(5)]
+    for x, z in zip(alone, twin):
+        np.testing.assert_array_equal(x, z)

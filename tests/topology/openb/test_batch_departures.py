@@ -1,4 +1,5 @@
-"""Traces with departures in one batched call (``openb.batch.trace_batch``)
+"""Traces with departures (at a time, or a duration after the binding) and
+pods of unequal priorities in one batched call (``openb.batch.trace_batch``)
 equal each run's ``Simulation`` bit for bit: the order and times of every
 binding and departure, each pod's node and GPU indices, and the GPU
 allocation and fragmentation curves the Simulation samples, for all six
@@ -40,15 +41,24 @@ def traced_clusters(draw):
     gaps = draw(st.lists(st.sampled_from([0, 0, 1, 3, 12, 400]), min_size=p, max_size=p))
     stays = draw(st.lists(st.sampled_from([None, 0, 1, 2, 5, 9, 30, 700]), min_size=p,
                           max_size=p))
+    # a stay counted from the arrival (an absolute departure) or the binding (a duration)
+    timed = draw(st.lists(st.booleans(), min_size=p, max_size=p)) if draw(st.booleans()) \
+        else [False] * p
     arrival = np.cumsum(np.array(gaps, np.float64))
-    departure = np.array([np.inf if s is None else a + s for a, s in zip(arrival, stays)])
+    departure = np.array([np.inf if s is None or d else a + s
+                          for a, s, d in zip(arrival, stays, timed)])
+    duration = np.array([s if s is not None and d else np.inf for s, d in zip(stays, timed)],
+                        np.float64)
     pods = R.TracePods([f"pod-{j:03d}" for j in range(p)],
                        np.array([s[0] for s in shapes], np.int64),
                        np.array([s[1] for s in shapes], np.int64),
                        np.array([s[2][0] for s in shapes], np.int64),
                        np.array([s[2][1] for s in shapes], np.int64),
                        [s[3] if s[2][0] else "" for s in shapes])
-    return inv, B.TraceWorkload(pods, arrival, departure)
+    # activeQ's order: some traces' pods of unequal priorities
+    rank = np.array(draw(st.lists(st.integers(0, 2), min_size=p, max_size=p)), np.int64) \
+        if draw(st.booleans()) else None
+    return inv, B.TraceWorkload(pods, arrival, departure, duration=duration, rank=rank)
 
 
 def assert_simulation(res, inv, tw, **options):
@@ -121,11 +131,67 @@ def test_trace_batch_refuses_bad_arguments(tmp_path):
                                                         tw.arrival - 1, np.inf))
     with pytest.raises(ValueError, match="arrive/depart"):
         B.trace_batch([inv], [bad], [(0, 0, "FGD", 1)])
+    leaves = np.flatnonzero(np.isfinite(tw.departure))[:1]
+    both = B.TraceWorkload(tw.pods, tw.arrival, tw.departure,
+                           duration=np.where(np.isin(np.arange(20), leaves), 5.0, np.inf))
+    with pytest.raises(ValueError, match=f"pod '{tw.pods.names[leaves[0]]}': give departure "
+                                         "or duration, not both"):
+        B.trace_batch([inv], [both], [(0, 0, "FGD", 1)])
+    negative = B.TraceWorkload(tw.pods, tw.arrival, np.full(20, np.inf),
+                               duration=np.full(20, -1.0))
+    with pytest.raises(ValueError, match="traces.0.: duration: pod 'openb-pod-0000'"):
+        B.trace_batch([inv], [negative], [(0, 0, "FGD", 1)])
+    ranked = B.TraceWorkload(tw.pods, tw.arrival, tw.departure, rank=np.full(20, -1))
+    with pytest.raises(ValueError, match="traces.0.: rank"):
+        B.trace_batch([inv], [ranked], [(0, 0, "FGD", 1)])
+
+
+def test_active_q_order_decides_who_binds():
+    """One GPU, taken by a until 5; b (priority 0) and c (priority 10)
+    wait for it: when a leaves, c binds first although b came first (FIFO
+    would bind b)."""
+    inv = build_inventory(["n0"], [8000], [16384], [1], ["T4"])
+    pods = R.TracePods(["a", "b", "c"], np.full(3, 1000), np.full(3, 1024), np.ones(3, np.int64),
+                       np.full(3, 1000), ["", "", ""])
+    arrival = np.array([0.0, 1.0, 2.0])
+    tw = B.TraceWorkload(pods, arrival, np.array([5.0, np.inf, np.inf]),
+                         rank=np.array([1, 1, 0]))
+    (res,) = B.trace_batch([inv], [tw], [(0, 0, "FGD", 3)], workers=1)
+    assert res.node.tolist() == [0, -1, 0] and res.bind[2] == 5.0
+    assert_simulation(res, inv, tw)
+    fifo = B.trace_batch([inv], [B.TraceWorkload(pods, arrival, tw.departure)],
+                         [(0, 0, "FGD", 3)], workers=1)[0]
+    assert fifo.node.tolist() == [0, 0, -1]
+
+
+def test_trace_workload_takes_durations_and_refuses_what_the_kernel_does_not():
     import pyarrow as pa
 
     from tensorsched.framework.simulation.trace import trace_from_table
-    for column, values in (("priority", [5]), ("duration", [3.0]), ("namespace", ["x"])):
-        table = pa.table({"name": ["p"], "arrival": [0.0], "cpu": [1], "memory": [1],
+    table = pa.table({"name": ["p", "q"], "arrival": [0.0, 1.0], "departure": [None, 4.0],
+                      "duration": [3.0, None], "cpu": [1, 2], "memory": [1048576, 0]})
+    tw = B.trace_workload(trace_from_table(table))
+    assert tw.duration.tolist() == [3.0, np.inf]
+    assert tw.departure.tolist() == [np.inf, 4.0]
+    assert tw.pods.mem.tolist() == [1, 0]
+    assert tw.rank is None
+    table = table.append_column("priority", pa.array([5, None], pa.int32()))
+    assert B.trace_workload(trace_from_table(table)).rank.tolist() == [0, 1]
+    same = table.set_column(table.column_names.index("priority"), "priority",
+                            pa.array([3, 3], pa.int32()))
+    assert B.trace_workload(trace_from_table(same)).rank is None
+    for column, values in (("namespace", ["x"]), ("scheduler_name", ["other"])):
+        table = pa.table({"name": ["p"], "arrival": [0.0], "cpu": [1], "memory": [1048576],
                           column: values})
         with pytest.raises(ValueError, match=f"column '{column}'"):
             B.trace_workload(trace_from_table(table))
+    for table in (pa.table({"name": ["p"], "arrival": [0.0], "memory": [0]}),
+                  pa.table({"name": ["p", "q"], "arrival": [0.0, 0.0], "cpu": [1, None],
+                            "memory": [0, 0]})):
+        with pytest.raises(ValueError, match="column 'cpu': every pod's request"):
+            B.trace_workload(trace_from_table(table))
+    table = pa.table({"name": ["p", "q"], "arrival": [0.0, 0.0], "cpu": [1, 1],
+                      "memory": [1048576, 1048577]})
+    with pytest.raises(ValueError, match="row 1: memory: 1048577 bytes is not a whole number "
+                                         "of MiB"):
+        B.trace_workload(trace_from_table(table))

@@ -50,6 +50,44 @@ def test_simulate_batch_runs_equal_their_simulations(tmp_path):
     assert used[1] == sum(len(res.gpus[j]) * tw.pods.milli[j] for j in stay) > 0
 
 
+def test_a_generic_trace_with_durations_equals_its_simulations(tmp_path):
+    """A generic trace file (``read_trace``: pods leaving at a time or a
+    duration after their binding) by path and as a Trace: each run is its
+    Simulation's; a column the kernel does not take is refused by name."""
+    nodes, pods = openb_slice(tmp_path, "default", 6, 40)
+    tw = B.trace_workload(T.read_openb_trace(pods))
+    arrival = np.floor(tw.arrival / 20000.0)
+    stay = np.floor((tw.departure - tw.arrival) / 20000.0)
+    rows = ["name,arrival,departure,duration,cpu,memory,annotations"]
+    for j, name in enumerate(tw.pods.names):
+        dep = f"{arrival[j] + stay[j]:g}" if j % 3 == 0 and np.isfinite(stay[j]) else ""
+        dur = f"{stay[j]:g}" if j % 3 == 1 and np.isfinite(stay[j]) else ""
+        num, milli = int(tw.pods.num[j]), int(tw.pods.milli[j])
+        anno = f'"alibabacloud.com/gpu-milli={milli};alibabacloud.com/gpu-count={num}"' \
+            if num and milli else ""
+        rows.append(f"{name},{arrival[j]:g},{dep},{dur},{int(tw.pods.cpu[j])}m,"
+                    f"{int(tw.pods.mem[j])}Mi,{anno}")
+    path = tmp_path / "generic.csv"
+    path.write_text("\n".join(rows) + "\n")
+    runs = ts.simulate_batch(nodes, [str(path), ts.read_trace(str(path))], ["FGD", "BestFit"],
+                             seeds=[2], workers=1)
+    got = B.trace_workload(ts.read_trace(str(path)))
+    assert np.isfinite(got.duration).any() and np.isfinite(got.departure).any()
+    inv = R.read_openb_nodes(nodes)
+    for res in runs:
+        _sim, log, _gpus = simulate_trace(inv, got, res.policy, res.seed)
+        assert [(t, p) for t, p, _n in log] == list(zip(res.log_t.tolist(),
+                                                        res.log_pod.tolist())), res.policy
+    assert any((r.tries > 1).any() for r in runs)
+    timed = np.isfinite(got.duration) & (runs[0].node >= 0)
+    assert timed.any() and set((-1 - np.flatnonzero(timed)).tolist()) <= set(
+        runs[0].log_pod.tolist())
+    (tmp_path / "ns.csv").write_text("name,arrival,duration,cpu,memory,namespace\n"
+                                     "a,0,5,1,1Mi,x\n")
+    with pytest.raises(BS.BatchInputError, match="column 'namespace'"):
+        ts.simulate_batch(nodes, str(tmp_path / "ns.csv"))
+
+
 def _config_with(**change) -> dict:
     cfg = copy.deepcopy(T.openb_config("FGD", None, 9))
     prof = cfg["profiles"][0]

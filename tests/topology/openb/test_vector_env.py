@@ -194,8 +194,13 @@ def _compressed_trace(tmp_path, n_nodes, n_pods):
     return read_openb_nodes(nodes), B.TraceWorkload(tw.pods, arrival, arrival + life)
 
 
-def test_departures_default_actions_reproduce_trace_batch(tmp_path):
+@pytest.mark.parametrize("durations", [False, True])
+def test_departures_default_actions_reproduce_trace_batch(tmp_path, durations):
+    from support.openb import with_durations
     inv, tw = _compressed_trace(tmp_path, 8, 120)
+    if durations:           # half the pods that leave do so a duration after their binding
+        tw = with_durations(tw)
+        assert np.isfinite(tw.duration).any()
     jobs = [(0, pol, 5) for pol in POLICIES]
     env = OpenbVectorEnv(inv, [tw], jobs)
     _, got = _run_defaults(env)
@@ -206,5 +211,9 @@ def test_departures_default_actions_reproduce_trace_batch(tmp_path):
     assert np.isfinite(tw.departure).any()
     with pytest.raises(ValueError, match="not a mix"):
         OpenbVectorEnv(inv, [tw, tw.pods], jobs)
+    ranked = B.TraceWorkload(tw.pods, tw.arrival, tw.departure,
+                             rank=np.arange(len(tw.arrival)) % 2)
+    with pytest.raises(ValueError, match="rank: an environment's activeQ is first in first out"):
+        OpenbVectorEnv(inv, [ranked], jobs)
     with pytest.raises(ValueError, match="max_unsched"):
         OpenbVectorEnv(inv, [tw], jobs, max_unsched=-1.0)
