@@ -208,7 +208,8 @@ def test_cuda_runs_are_one_launch_and_place_as_numba(percentage):
     and messages of numba's runs and of one-by-one cycles."""
     nodes = [node_dict(f"n{i}", cpu=str(1 + i % 3), labels={"zone": f"z{i % 2}"})
              for i in range(7)]
-    pods = [pod_dict(f"p{i}", cpu="250m", created=i) for i in range(60)]
+    # 30 pods of 500m: 26 fit (one run), the rest fit nowhere
+    pods = [pod_dict(f"p{i}", cpu="500m", created=i) for i in range(30)]
     cfg = {**ALL_NODES, "percentageOfNodesToScore": percentage}
     got = {}
     for backend, batch in (("numba", False), ("numba", True), ("cuda", True)):
