@@ -58,9 +58,11 @@ def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
     """A compressed openb trace on 18 nodes (more than the simulator's 16
     threads): pods leave (at a time or a duration after their binding),
     the ones waiting retry (backing off or not) in the order of their
-    priorities, the runs chunked; device, twin and Simulation agree."""
+    priorities, the runs chunked; device, twin and Simulation agree.  Four
+    policies (two chunks of up to three runs; the test above runs all
+    six), 16 pods."""
     from tensorsched.kernels.batch import cuda as KC
-    nodes, pods = openb_slice(tmp_path, "gpuspec10", 18, 24)
+    nodes, pods = openb_slice(tmp_path, "gpuspec10", 18, 16)
     inv = R.read_openb_nodes(nodes)
     tw = B.trace_workload(T.read_openb_trace(pods))
     arrival = np.floor(tw.arrival / 20000.0)
@@ -70,7 +72,7 @@ def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
         (tw.departure - tw.arrival) / 20000.0)))
     tw.rank = np.arange(len(tw.arrival)) % 3
     assert np.isfinite(tw.duration).any() and np.isfinite(tw.departure).any()
-    jobs = [(0, 0, pol, 3) for pol in POLICIES]
+    jobs = [(0, 0, pol, 3) for pol in POLICIES[2:]]
     twin = B.trace_batch([inv], [tw], jobs, workers=1)
     sets = [inv]
     wl = [(B.workload_of(inv, tw.pods), tw)]
@@ -85,7 +87,7 @@ def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
         np.testing.assert_array_equal(f, res.log_frag)
         np.testing.assert_array_equal(dev.tries[o:o + e], res.tries)
     assert any((r.tries > 1).any() for r in twin)
-    for res in twin[::5]:
+    for res in twin[::3]:
         _sim, log, _gpus = simulate_trace(inv, tw, res.policy, res.seed)
         assert [(t, p) for t, p, _n in log] == list(zip(res.log_t.tolist(),
                                                         res.log_pod.tolist()))

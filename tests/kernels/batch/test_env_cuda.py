@@ -20,8 +20,8 @@ def _pair(tmp_path, **kw):
     cuda one's extra arguments)."""
     inv, pods = read_openb_slice(tmp_path, "gpuspec10", 20, 30)
     jobs = [(0, pol, 5 + k) for k, pol in enumerate(POLICIES)]
-    return (OpenbVectorEnv(inv, [pods], jobs, max_steps=9),
-            OpenbVectorEnv(inv, [pods], jobs, max_steps=9, backend="cuda", **kw))
+    return (OpenbVectorEnv(inv, [pods], jobs, max_steps=6),
+            OpenbVectorEnv(inv, [pods], jobs, max_steps=6, backend="cuda", **kw))
 
 
 def _same(a, b, what):
@@ -40,11 +40,13 @@ def test_cuda_step_equals_the_twin(tmp_path):
     _same(i1, i2, "reset info")
     n = twin.single_action_space.n
     invalid = ended = 0
-    for step in range(16):
+    # 12 steps: the partial reset at step 4; the other half truncated at
+    # step 6 and autoreset at 7, the reset half truncated at 10, autoreset at 11
+    for step in range(12):
         r = rng.random(twin.num_envs)
         act = np.where(r < 0.5, i1["default_action"],
                        np.where(r < 0.7, n, rng.integers(0, n, twin.num_envs)))
-        if step == 6:
+        if step == 4:
             mask = np.arange(twin.num_envs) % 2 == 0
             o1, i1 = twin.reset(options={"reset_mask": mask})
             o2, i2 = dev.reset(options={"reset_mask": mask})
@@ -72,7 +74,7 @@ def test_device_actions_and_observations(tmp_path):
     twin, dev2 = _pair(tmp_path, device_arrays=True)
     _, i1 = twin.reset()
     o2, i2 = dev2.reset()
-    for _ in range(5):
+    for _ in range(3):
         o1, r1, _, _, i1 = twin.step(i1["default_action"])
         act = cuda.to_device(np.ascontiguousarray(i2["default_action"], np.int64))
         o2, r2, _, _, i2 = dev2.step(act)
@@ -103,14 +105,18 @@ def test_cuda_step_with_departures_equals_the_twin(tmp_path):
     from tensorsched.topology.gpu import read_openb_nodes
     from tensorsched.topology.openb import batch as B
     from tensorsched.topology.openb import trace as T
-    nodes, pods = openb_slice(tmp_path, "gpuspec10", 6, 40)
+    nodes, pods = openb_slice(tmp_path, "gpuspec10", 6, 24)
     tw = B.trace_workload(T.read_openb_trace(pods))
     arrival = np.floor(tw.arrival / 600.0)
     life = np.floor((tw.departure - tw.arrival) / 600.0)
     # half the pods that leave do so a duration after their binding
     tw = with_durations(B.TraceWorkload(tw.pods, arrival, arrival + life))
     inv = read_openb_nodes(nodes)
-    jobs = [(0, pol, 2) for pol in POLICIES]
+    # three policies (a block each; the simulator runs blocks one after
+    # another): the departures and retries are the queue's, not a
+    # policy's; test_cuda_step_equals_the_twin steps all six.  24 pods: the
+    # first pods leave at step 15, the runs end at 18
+    jobs = [(0, pol, 2) for pol in POLICIES[1::2]]
     twin = OpenbVectorEnv(inv, [tw], jobs)
     dev = OpenbVectorEnv(inv, [tw], jobs, backend="cuda")
     rng = np.random.default_rng(1)

@@ -78,12 +78,13 @@ def test_cuda_scan_window_and_chunks():
 
 
 def test_cuda_counts_the_failures_as_the_twin():
-    # big pods fit nowhere: tainted, unschedulable and full nodes decide them
+    # big pods fit nowhere: tainted, unschedulable and full nodes decide
+    # them; 24 nodes, two rounds of the simulator's 16 threads
     ns = [node_dict(f"n{i}", cpu="1", taints=[{"key": "dedicated", "value": "x",
                                                  "effect": "NoSchedule"}] if i % 3 == 0 else None,
-                    unschedulable=i == 4) for i in range(40)]
+                    unschedulable=i == 4) for i in range(24)]
     pending = [pod_dict(f"p{k}", cpu=("600m", "2")[k % 2]) for k in range(8)]
-    batch = _batch(ns, config(0), pending, 2, [[True] * 40, [i % 2 == 0 for i in range(40)]],
+    batch = _batch(ns, config(0), pending, 2, [[True] * 24, [i % 2 == 0 for i in range(24)]],
                    fail_cap=2)
     _, _, fail_pod, fail_counts = _same(batch, budget=60_000)
     assert (fail_pod >= 0).all() and fail_counts.sum(axis=1).min() > 0
