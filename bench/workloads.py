@@ -21,7 +21,7 @@ from .harness import (
     record_stamp,
     rss_bytes,
     state_bytes_per_pod,
-    timed_pending_cpu,
+    timed_pending_clocks,
     warm_up_run,
 )
 from .preemption import run_preemption
@@ -88,8 +88,10 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         sched.subscribe("FailedScheduling", lambda e: failed_at.append(
             (time.perf_counter(), time.process_time())) if not failed_at else None)
     rss0 = rss_bytes()
-    bindings, elapsed, cpu = timed_pending_cpu(sched, pending)
-    ended, cpu1 = time.perf_counter(), time.process_time()
+    # the end clocks are the run's own: the FailedScheduling instant is
+    # inside the run, so the time after it is never longer than the run
+    bindings, (t0, c0), (ended, cpu1) = timed_pending_clocks(sched, pending)
+    elapsed, cpu = ended - t0, cpu1 - c0
     rss1 = rss_bytes()
     progress(BENCH_STAGES[2])
     extra = BG.gpu_summary(cluster, bindings) if workload == "gpu" else {}
