@@ -135,13 +135,13 @@ def _same_traced(xs: list, ys: list) -> bool:
 
 
 def _departure_traces(paths: list, tiny: bool) -> list:
-    """The traces with their own times (``--tiny``: the first 24 pods, times
+    """The traces with their own times (``--tiny``: the first 20 pods, times
     divided by 20,000 so that pods leave and retry within the run)."""
     out = []
     for p in paths:
         tw = B.trace_workload(T.read_openb_trace(p))
         if tiny:
-            k = 24
+            k = 20
             arrival = np.floor(tw.arrival[:k] / 20000.0)
             life = np.floor((tw.departure[:k] - tw.arrival[:k]) / 20000.0)
             pods = R.TracePods(tw.pods.names[:k], tw.pods.cpu[:k], tw.pods.mem[:k],
@@ -426,8 +426,8 @@ def main(argv=None):
         traces, seeds, a.tune, a.seeds = ["default"], [42], 0.1, "42"
         a.clusters, a.nodes, a.pods = 3, 12, 6
         a.envs, a.env_steps, a.env_warmup = 4, 2, 1
-        a.probe_nodes, a.probes, a.probe_pods = 12, 3, 6
-        a.trace_nodes, a.trace_pods, a.trace_seeds, a.dur_pods, a.fit_nodes = 4, 6, 1, 24, 3
+        a.probe_nodes, a.probes, a.probe_pods = 12, 2, 4
+        a.trace_nodes, a.trace_pods, a.trace_seeds, a.dur_pods, a.fit_nodes = 4, 6, 1, 20, 3
     paths = [os.path.join(a.data, "csv", f"openb_pod_list_{t}.csv") for t in traces]
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
