@@ -76,7 +76,7 @@ from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
 
-from . import batch_local as L
+from . import batch_local as BL
 from .harness import git_commit, machine_info
 from .openb_batch import DATA, PAPER
 from .vector_env import jobs_of
@@ -294,13 +294,13 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
                      "attempts": int(sum(int(r.tries.sum()) for r in dep))}
 
     def probe_build():
-        return L.probe_inputs(a.probe_nodes, a.probes, a.probe_pods)
+        return BL.probe_inputs(a.probe_nodes, a.probes, a.probe_pods)
 
     def trace_build():
-        return L.trace_inputs(a.trace_nodes, a.trace_pods, a.trace_seeds)
+        return BL.trace_inputs(a.trace_nodes, a.trace_pods, a.trace_seeds)
 
     def fit_build():
-        return L.fit_inputs(a.fit_nodes)
+        return BL.fit_inputs(a.fit_nodes)
 
     small = {}
 
@@ -320,13 +320,13 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
                        lambda m, s: {"placements_per_second": round(a.clusters * a.pods / s)}),
         "vector_env": _Part(env_build, env_run, _same_state,
                             lambda b: _vector_env(tiny_inv, pods[0], b, 2, 1, 1, 0.05)),
-        "local_probe": _Part(probe_build, L.run_probe, L.same_probe,
-                             lambda b: L.run_probe(b, small_of("probe", lambda: L.probe_inputs(
+        "local_probe": _Part(probe_build, BL.run_probe, BL.same_probe,
+                             lambda b: BL.run_probe(b, small_of("probe", lambda: BL.probe_inputs(
                                  6, 2, 2)[0])),
                              lambda m, s: {"attempts_per_second": round(
                                  a.probes * a.probe_pods / s)}),
-        "local_trace": _Part(trace_build, L.run_trace, L.same_trace,
-                             lambda b: L.run_trace(b, small_of("trace", lambda: L.trace_inputs(
+        "local_trace": _Part(trace_build, BL.run_trace, BL.same_trace,
+                             lambda b: BL.run_trace(b, small_of("trace", lambda: BL.trace_inputs(
                                  4, 4, 1)[0])),
                              lambda m, s: {"pods_per_second": round(m["attempts"] / s)}),
         "durations": _Part(dur_build, traced_run, _same_traced,
@@ -337,8 +337,8 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
                             lambda b: B.trace_batch([tiny_inv], _departure_traces(
                                 paths[:1], True), [(0, 0, "FGD", 1)], backend=b),
                             lambda m, s: {"attempts_per_second": round(m["attempts"] / s)}),
-        "fit_multi": _Part(fit_build, L.run_fit, L.same_fit,
-                           lambda b: L.run_fit(b, small_of("fit", lambda: L.fit_inputs(3)[0]))),
+        "fit_multi": _Part(fit_build, BL.run_fit, BL.same_fit,
+                           lambda b: BL.run_fit(b, small_of("fit", lambda: BL.fit_inputs(3)[0]))),
     }
 
 

@@ -1,7 +1,9 @@
 """``python -m tensorsched.bench.batch_check`` at its tiny sizes: every part
 runs to its end on numba and writes its record; a deadline skips the
 parts it leaves no time for and says so; on cuda (the simulator in CI) the
-node-local parts and the openb engine with durations equal numba."""
+parts this check gained (the node-local kernel's probe and trace forms,
+the openb engine with durations, how_many_fit of several templates) equal
+numba, one part a test."""
 
 import json
 
@@ -48,8 +50,9 @@ def test_an_unknown_part_is_refused(tmp_path):
 
 @pytest.mark.cudasim
 @needs_cuda
-def test_cuda_equals_numba_on_the_new_parts(tmp_path):
-    rc, rec = _record(tmp_path, "--parts", "local_probe,durations,fit_multi")
-    assert rc == 0 and rec["equal"] is True
-    for part in rec["parts"].values():
-        assert part["equal"] is True and part["cuda"]["seconds"] > 0
+@pytest.mark.parametrize("part", ["local_probe", "local_trace", "durations", "fit_multi"])
+def test_cuda_equals_numba_on_the_new_parts(tmp_path, part):
+    rc, rec = _record(tmp_path, "--parts", part)
+    assert rc == 0 and rec["equal"] is True and rec["not_run"] == [
+        p for p in batch_check.PARTS if p != part]
+    assert rec["parts"][part]["cuda"]["seconds"] > 0
