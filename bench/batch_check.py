@@ -56,9 +56,11 @@ on a tiny input, is its compile: ``warmup_seconds``, outside the timing);
 ``--seconds``: a deadline for the whole check: a part (or a backend of
 it) that would start with fewer than ``MIN_PART_SECONDS`` left is not run
 and says so (``skipped``), and the record names the deadline and the
-seconds left when each part began.  ``batch-check.json`` is written to
-``--out`` (default ``$OUT``, else bench/results/) after every part and
-backend, so what a deadline (or a ``timeout``) cuts keeps what ran.
+seconds left when each part and backend began.  ``batch-check.json`` is
+written to ``--out`` (default ``$OUT``, else bench/results/) before and
+after every part's backend, so what a ``timeout`` cuts keeps what ran:
+the cut backend has ``started_with_seconds_left`` and no ``seconds``, and
+``not_run`` lists every part not run to its end on every backend.
 ``--tiny`` (or ``BATCH_CHECK_TINY=1``): every part at a few nodes, pods
 and runs, for a dry run under ``NUMBA_ENABLE_CUDASIM=1``.
 """
@@ -360,6 +362,9 @@ def _check_part(name: str, part: _Part, backends: list, record: dict, left, out:
         if left() < MIN_PART_SECONDS:
             rec[backend] = {"skipped": f"deadline: {left():.0f} s left"}
             continue
+        # a part cut by a kill says where: started, no seconds
+        rec[backend] = {"started_with_seconds_left": left()}
+        _write(record, out)
         warm = 0.0
         if part.warm is not None:
             t0 = time.perf_counter()
@@ -370,7 +375,7 @@ def _check_part(name: str, part: _Part, backends: list, record: dict, left, out:
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
         answers[backend] = got
-        rec[backend] = {"seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
+        rec[backend] = {**rec[backend], "seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
                         "warmup_seconds": round(warm, 3), **metrics,
                         **(part.rate(metrics, max(wall, 1e-9)) if part.rate else {})}
         print(name, backend, json.dumps(rec[backend]), flush=True)
@@ -381,6 +386,17 @@ def _check_part(name: str, part: _Part, backends: list, record: dict, left, out:
     elif len(backends) > 1:
         rec["equal"] = None         # not compared: a backend did not run
     _write(record, out)
+
+
+def _summarize(record: dict, backends: list) -> None:
+    """``equal`` over the parts compared so far; ``not_run``: the parts not
+    (yet) run to their end on every backend."""
+    compared = [p["equal"] for p in record["parts"].values() if p.get("equal") is not None]
+    record["equal"] = bool(all(compared)) if compared else None
+    record["not_run"] = [n for n in PARTS if n not in record["parts"]
+                         or "skipped" in record["parts"][n]
+                         or any("seconds" not in record["parts"][n].get(b, {})
+                                for b in backends)]
 
 
 def main(argv=None):
@@ -450,12 +466,9 @@ def main(argv=None):
         record["cuda_simulator"] = True
     parts = _parts(a, inv, exp_inv, traces, seeds, paths, pods)
     for name in names:
+        _summarize(record, backends)    # what a kill during this part leaves
         _check_part(name, parts[name], backends, record, left, a.out)
-    compared = [p["equal"] for p in record["parts"].values() if p.get("equal") is not None]
-    record["equal"] = bool(all(compared)) if compared else None
-    record["not_run"] = [n for n in PARTS if n not in record["parts"]
-                         or "skipped" in record["parts"][n]
-                         or any("skipped" in record["parts"][n].get(b, {}) for b in backends)]
+    _summarize(record, backends)
     record["seconds"] = round(time.perf_counter() - start, 1)
     _write(record, a.out)
     for name, p in record["parts"].items():

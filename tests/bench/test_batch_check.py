@@ -56,3 +56,16 @@ def test_cuda_equals_numba_on_the_new_parts(tmp_path, part):
     assert rc == 0 and rec["equal"] is True and rec["not_run"] == [
         p for p in batch_check.PARTS if p != part]
     assert rec["parts"][part]["cuda"]["seconds"] > 0
+
+
+def test_a_part_cut_by_a_kill_is_listed_as_not_run(tmp_path, monkeypatch):
+    def killed(*_args):
+        raise KeyboardInterrupt       # what a timeout's kill leaves: no more writes
+    monkeypatch.setattr(batch_check.BL, "run_fit", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _record(tmp_path, "--backends", "numba", "--parts", "basic,fit_multi")
+    rec = json.loads((tmp_path / "batch-check.json").read_text())
+    assert rec["parts"]["basic"]["numba"]["seconds"] >= 0
+    cut = rec["parts"]["fit_multi"]["numba"]
+    assert "started_with_seconds_left" in cut and "seconds" not in cut
+    assert "fit_multi" in rec["not_run"] and "basic" not in rec["not_run"]
