@@ -23,7 +23,12 @@
 # The steps' budgets: the tests at most GPU_CHECK_TEST_SECONDS (90), the
 # batched engines at most GPU_CHECK_BATCH_SECONDS (170; batch_check stops
 # starting parts 10 s before), each queue benchmark at most 120 s and none
-# started with under 20 s left.  What did not run says so: in bench.log and
+# started with under 20 s left.  A rerun can take what the first run left:
+# GPU_CHECK_TEST_SECONDS=0 skips the tests, GPU_CHECK_BATCH_PARTS (say
+# departures,fit_multi) runs those of batch_check's parts only, and
+# GPU_CHECK_BATCH_SECONDS=$GPU_CHECK_SECONDS gives the batched engines all
+# the time left (the queue benchmarks then skip).  What did not run says
+# so: in bench.log and
 # in gpu-check.json ("budgets", "skipped", batch-check's "not_run" and each
 # part's "skipped").  Outputs (under $OUT, else bench/results/gpu-check):
 # versions.log, tests.log, bench.log, gpu-check.json (every record).
@@ -95,12 +100,16 @@ EOF
 
 echo "== tests (cudasim and gpu marks, on the device) =="
 (( test_budget > $(left) )) && test_budget=$(left)
-timeout "$test_budget" "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
-  -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
-  | tee "$out/tests.log" | tail -n 40
-tests_rc=${PIPESTATUS[0]}
-echo "tests exit: $tests_rc after $((SECONDS - start)) s"
-[ "$tests_rc" = 124 ] && echo "tests: cut at their budget of $test_budget s" >> "$runs/skipped.txt"
+if (( test_budget >= 5 )); then
+  timeout "$test_budget" "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
+    -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
+    | tee "$out/tests.log" | tail -n 40
+  tests_rc=${PIPESTATUS[0]}
+  echo "tests exit: $tests_rc after $((SECONDS - start)) s"
+  [ "$tests_rc" = 124 ] && echo "tests: cut at their budget of $test_budget s" >> "$runs/skipped.txt"
+else
+  echo "skipped tests: a budget of $test_budget s" | tee -a "$runs/skipped.txt"
+fi
 
 # workload pods [extra flags]: cuda first, then numba, same seed.
 bench() {
@@ -138,6 +147,7 @@ if (( batch_budget >= 30 )); then
     batch_args=(--traces cpu050,cpu100,default,gpushare40,gpuspec33,multigpu50)
   fi
   [ "$div" != 1 ] && batch_args+=(--tiny)
+  [ -n "${GPU_CHECK_BATCH_PARTS:-}" ] && batch_args+=(--parts "$GPU_CHECK_BATCH_PARTS")
   timeout "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
     --seconds $(( batch_budget - 10 )) --out "$runs" 2>&1 | tee -a "$out/bench.log" \
     | grep -v '^ ' | tail -n 40
