@@ -344,10 +344,16 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
     }
 
 
+def _finite(seconds: float):
+    """Seconds as the record keeps them: None without a deadline (JSON has
+    no infinity)."""
+    return None if seconds == float("inf") else seconds
+
+
 def _check_part(name: str, part: _Part, backends: list, record: dict, left, out: str) -> None:
     """Run ``part`` on each backend (while the deadline allows), compare,
     record (module doc); the JSON written after each step."""
-    rec = record["parts"][name] = {"seconds_left_at_start": left()}
+    rec = record["parts"][name] = {"seconds_left_at_start": _finite(left())}
     if left() < MIN_PART_SECONDS:
         rec["skipped"] = f"deadline: {left():.0f} s left of {record['deadline_seconds']}"
         print(f"{name}: skipped ({rec['skipped']})", flush=True)
@@ -363,7 +369,7 @@ def _check_part(name: str, part: _Part, backends: list, record: dict, left, out:
             rec[backend] = {"skipped": f"deadline: {left():.0f} s left"}
             continue
         # a part cut by a kill says where: started, no seconds
-        rec[backend] = {"started_with_seconds_left": left()}
+        rec[backend] = {"started_with_seconds_left": _finite(left())}
         _write(record, out)
         warm = 0.0
         if part.warm is not None:

@@ -21,6 +21,9 @@ def _record(tmp_path, *args):
 def test_every_part_runs_on_numba(tmp_path):
     rc, rec = _record(tmp_path, "--backends", "numba")
     assert rc == 0 and rec["tiny"] and rec["not_run"] == []
+    # no deadline: no seconds left to name (and nothing JSON cannot hold)
+    assert "Infinity" not in (tmp_path / "batch-check.json").read_text()
+    assert rec["parts"]["basic"]["seconds_left_at_start"] is None
     assert list(rec["parts"]) == list(batch_check.PARTS)
     for name, part in rec["parts"].items():
         assert part["numba"]["seconds"] >= 0 and "equal" not in part, name
