@@ -5,7 +5,7 @@ between the backends:
 python -m tensorsched.bench.batch_check [--out DIR] [--backends cuda,numba]
         [--parts experiment,basic,...] [--seconds S] [--traces paper]
         [--seeds 42-51] [--clusters 4096] [--nodes 1213] [--pods 1000]
-        [--data DIR] [--tiny] (sizes of each part: ``--help``)
+        [--data DIR] [--tiny] [--no-warmup] (sizes of each part: ``--help``)
 
 1. ``experiment``: the openb experiment, every run of traces x policies x
    seeds (1,020 with the 17 traces) in one call (``replay.sweep``), wall
@@ -51,7 +51,8 @@ python -m tensorsched.bench.batch_check [--out DIR] [--backends cuda,numba]
    filling, then as replicas.  Equal: the two reports.
 
 Per part and backend: wall seconds (the first call of a backend's kernel,
-on a tiny input, is its compile: ``warmup_seconds``, outside the timing);
+on a tiny input, is its compile: ``warmup_seconds``, outside the timing;
+``--no-warmup``: none, the timings include the compile);
 ``equal`` per part and overall (exit 1 when a compared part differs).
 ``--seconds``: a deadline for the whole check: a part (or a backend of
 it) that would start with fewer than ``MIN_PART_SECONDS`` left is not run
@@ -433,6 +434,8 @@ def main(argv=None):
     ap.add_argument("--trace-seeds", type=int, default=128)
     ap.add_argument("--dur-pods", type=int, default=2000)
     ap.add_argument("--fit-nodes", type=int, default=5000)
+    ap.add_argument("--no-warmup", action="store_true",
+                    help="no untimed first call (the timings then include the compile)")
     ap.add_argument("--tiny", action="store_true", default=os.environ.get("BATCH_CHECK_TINY") == "1")
     a = ap.parse_args(argv)
     a.tune = 1.3
@@ -467,13 +470,17 @@ def main(argv=None):
         return round(a.seconds - (time.perf_counter() - start), 1)
 
     record = {"commit": git_commit(), "machine": machine_info(), "tiny": a.tiny,
+              "warmup": not a.no_warmup,
               "backends": backends, "deadline_seconds": a.seconds, "parts": {}}
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         record["cuda_simulator"] = True
     parts = _parts(a, inv, exp_inv, traces, seeds, paths, pods)
     for name in names:
         _summarize(record, backends)    # what a kill during this part leaves
-        _check_part(name, parts[name], backends, record, left, a.out)
+        part = parts[name]
+        if a.no_warmup:
+            part.warm = None
+        _check_part(name, part, backends, record, left, a.out)
     _summarize(record, backends)
     record["seconds"] = round(time.perf_counter() - start, 1)
     _write(record, a.out)
