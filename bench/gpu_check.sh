@@ -4,24 +4,42 @@
 #   1. the CUDA tests on the device (every `cudasim` test: the cuda backend
 #      against numpy/numba and the scalar oracles), and the `gpu` tests
 #      (the array-namespace kernels on CuPy arrays against NumPy);
-#   2. the batched engine (many clusters at once: bench/batch_check.py;
-#      the vector environment's step, 4,096 environments, first; arrivals
-#      only, and traces with departures and retries), cuda against numba in
-#      one process (its JSON written after each part, so a deadline keeps
-#      what ran);
+#   2. the batched engines (bench/batch_check.py, cuda against numba in one
+#      process, each part's answers compared, its JSON written after each
+#      part, most telling first: the 1,020-run openb experiment, 4,096
+#      basic clusters of 1,213 nodes, the vector environment of 4,096
+#      environments, the node-local probe kernel and its trace form, the
+#      openb engine with duration departures and priorities, its traces
+#      with departures, how_many_fit of several templates);
 #   3. the queue benchmarks on the cuda backend next to numba in the same
 #      run (placements_sha256 must agree), most telling first.
 # The project is laid out in a scratch folder (entry points too); wheels in
 # .whl/ (say, a NumPy that the installed numba-cuda supports) install there.
-# Everything stops at a deadline (GPU_CHECK_SECONDS, default 400) so the
-# whole check fits one device command; what did not run says so.  Outputs
-# (under $OUT, else bench/results/gpu-check): versions.log, tests.log,
-# bench.log, gpu-check.json (every benchmark record).
-# A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100.
+# Everything stops at a deadline (GPU_CHECK_SECONDS, default 300) so the
+# whole check fits one device command, and a second run fits the same
+# 15 minutes of device time: ~3 min machine start + 2 x (300 s + ~30 s of
+# interpreter starts, transfers and the overshoot of a step's last second)
+# = ~14 min.  Run it with the command's own limit at GPU_CHECK_SECONDS + 60.
+# The steps' budgets: the tests at most GPU_CHECK_TEST_SECONDS (90), the
+# batched engines at most GPU_CHECK_BATCH_SECONDS (170; batch_check stops
+# starting parts 10 s before), each queue benchmark at most 120 s and none
+# started with under 20 s left.  A rerun can take what the first run left:
+# GPU_CHECK_TEST_SECONDS=0 skips the tests, GPU_CHECK_BATCH_PARTS (say
+# departures,fit_multi) runs those of batch_check's parts only, and
+# GPU_CHECK_BATCH_SECONDS=$GPU_CHECK_SECONDS gives the batched engines all
+# the time left (the queue benchmarks then skip).  What did not run says
+# so: in bench.log and
+# in gpu-check.json ("budgets", "skipped", batch-check's "not_run" and each
+# part's "skipped").  Outputs (under $OUT, else bench/results/gpu-check):
+# versions.log, tests.log, bench.log, gpu-check.json (every record).
+# A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100
+# (tiny sizes throughout; the simulator is slow, so the tests time out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-deadline=${GPU_CHECK_SECONDS:-400}
+deadline=${GPU_CHECK_SECONDS:-300}
+test_budget=${GPU_CHECK_TEST_SECONDS:-90}
+batch_max=${GPU_CHECK_BATCH_SECONDS:-170}
 nodes=${GPU_CHECK_NODES:-10000}
 div=${GPU_CHECK_DIV:-1}
 py=${PYTHON:-python3}
@@ -81,10 +99,17 @@ EOF
 } 2>&1 | tee "$out/versions.log"
 
 echo "== tests (cudasim and gpu marks, on the device) =="
-timeout $(( $(left) < ${GPU_CHECK_TEST_SECONDS:-150} ? $(left) : ${GPU_CHECK_TEST_SECONDS:-150} )) "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
-  -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
-  | tee "$out/tests.log" | tail -n 40
-echo "tests exit: ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+(( test_budget > $(left) )) && test_budget=$(left)
+if (( test_budget >= 5 )); then
+  timeout "$test_budget" "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
+    -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
+    | tee "$out/tests.log" | tail -n 40
+  tests_rc=${PIPESTATUS[0]}
+  echo "tests exit: $tests_rc after $((SECONDS - start)) s"
+  [ "$tests_rc" = 124 ] && echo "tests: cut at their budget of $test_budget s" >> "$runs/skipped.txt"
+else
+  echo "skipped tests: a budget of $test_budget s" | tee -a "$runs/skipped.txt"
+fi
 
 # workload pods [extra flags]: cuda first, then numba, same seed.
 bench() {
@@ -93,30 +118,28 @@ bench() {
     local budget
     budget=$(left)
     if (( budget < 20 )); then
-      echo "skipped $workload $backend: deadline"
+      echo "skipped $workload $backend: deadline" | tee -a "$runs/skipped.txt"
       continue
     fi
     (( budget > 120 )) && budget=120
     local file="$runs/$workload-$pods-$backend${extra// /}.json"
     timeout "$budget" "$py" -m tensorsched.cli bench --workload "$workload" --nodes "$nodes" \
       --pods "$pods" --backend "$backend" $extra --output "$file" > /dev/null 2>>"$out/bench.log" \
-      || echo "FAILED $workload $backend $extra (exit $?)"
+      || echo "FAILED $workload $backend $extra (exit $?)" | tee -a "$runs/skipped.txt"
     [ -f "$file" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
 print(d['workload'], d['backend'], 'batch' if d.get('batch') else 'no-batch', d['nodes'], 'x', d['pods'], \
 d['pods_per_second'], 'pods/s p50', d.get('p50_us'), 'us', d['placements_sha256'][:12])" "$file"
   done
 }
 
-# The batched engine (many clusters in one call): the vector environment
-# (4,096 environments stepped with default actions; target >= 1M steps/s
-# on cuda), the openb experiment's 1,020 runs, the traces with their departures (pods leaving and retrying:
-# the Simulation's queue in the kernel) and 4,096 clusters of 1,213 nodes,
-# cuda and numba in one process, answers compared (exit 1 when they differ).  The 17 traces live
-# beside the checkout: copy ../shared/data/openb-gpu-trace to .openb/
+# The batched engines (bench/batch_check.py, its parts and sizes in its
+# doc), cuda and numba in one process, answers compared (exit 1 when they
+# differ); it stops starting parts 10 s before its budget.  The 17 traces
+# live beside the checkout: copy ../shared/data/openb-gpu-trace to .openb/
 # (git-ignored) and carry it; without it the repo's 6 traces run.
-echo "== batched clusters =="
+echo "== batched engines =="
 batch_budget=$(left)
-(( batch_budget > ${GPU_CHECK_BATCH_SECONDS:-240} )) && batch_budget=${GPU_CHECK_BATCH_SECONDS:-240}
+(( batch_budget > batch_max )) && batch_budget=$batch_max
 if (( batch_budget >= 30 )); then
   if [ -d .openb ]; then
     batch_args=(--data .openb)
@@ -124,11 +147,16 @@ if (( batch_budget >= 30 )); then
     batch_args=(--traces cpu050,cpu100,default,gpushare40,gpuspec33,multigpu50)
   fi
   [ "$div" != 1 ] && batch_args+=(--tiny)
+  [ -n "${GPU_CHECK_BATCH_PARTS:-}" ] && batch_args+=(--parts "$GPU_CHECK_BATCH_PARTS")
   timeout "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
-    --out "$runs" 2>&1 | tee -a "$out/bench.log" | tail -n 40
-  echo "batch check exit: ${PIPESTATUS[0]}"
+    --seconds $(( batch_budget - 10 )) --out "$runs" 2>&1 | tee -a "$out/bench.log" \
+    | grep -v '^ ' | tail -n 40
+  batch_rc=${PIPESTATUS[0]}
+  echo "batch check exit: $batch_rc after $((SECONDS - start)) s"
+  [ "$batch_rc" = 124 ] && echo "batch check: cut at its budget of $batch_budget s" \
+    >> "$runs/skipped.txt"
 else
-  echo "skipped batch check: deadline"
+  echo "skipped batch check: deadline" | tee -a "$runs/skipped.txt"
 fi
 
 echo "== benchmarks: $nodes nodes =="
@@ -141,14 +169,20 @@ echo "== benchmarks: $nodes nodes =="
   bench preemption 200
 } 2>&1 | tee -a "$out/bench.log"
 
-"$py" - "$runs" "$out/gpu-check.json" <<'EOF'
-import glob, json, subprocess, sys
-records = [json.load(open(p)) for p in sorted(glob.glob(sys.argv[1] + "/*.json"))]
-versions = open(sys.argv[2].rsplit("/", 1)[0] + "/versions.log").read().splitlines()
+"$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
+  "$((SECONDS - start))" <<'EOF'
+import glob, json, os, subprocess, sys
+runs, dest = sys.argv[1], sys.argv[2]
+records = [json.load(open(p)) for p in sorted(glob.glob(runs + "/*.json"))]
+versions = open(dest.rsplit("/", 1)[0] + "/versions.log").read().splitlines()
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                         text=True).stdout.strip() or None
-json.dump({"commit": commit, "versions": versions, "runs": records}, open(sys.argv[2], "w"),
-          indent=1, sort_keys=True)
-print(len(records), "runs recorded in", sys.argv[2])
+skipped = os.path.join(runs, "skipped.txt")
+skipped = open(skipped).read().splitlines() if os.path.exists(skipped) else []
+budgets = dict(zip(("deadline", "tests", "batch", "elapsed"), map(int, sys.argv[3:7])))
+budgets["each_benchmark"] = 120
+json.dump({"commit": commit, "versions": versions, "budgets": budgets, "skipped": skipped,
+           "runs": records}, open(dest, "w"), indent=1, sort_keys=True)
+print(len(records), "runs recorded in", dest, "; skipped or cut:", len(skipped))
 EOF
 echo "done after $((SECONDS - start)) s"
