@@ -59,7 +59,9 @@ def workload_lines(results: Path | None = None, skip: frozenset = frozenset(),
 
 
 def workload_table() -> None:
-    print("\n".join(workload_lines()))
+    """The table of every record's runs but the before/after comparisons'
+    (their runs carry the fields their prose compares, not a table row's)."""
+    print("\n".join(workload_lines(comparisons=False)))
 
 
 def queue_pairs(results: Path | None = None) -> dict:
