@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.kernels._deps import CUDA_SIMULATOR, cuda_unavailable_reason
+from tensorsched.kernels._deps import cuda_unavailable_reason
 from tensorsched.kernels._errors import BackendUnavailable
 
 _reason = cuda_unavailable_reason()
@@ -40,6 +40,7 @@ from tensorsched.kernels.gpu import _block as _gpu_block  # noqa: E402
 from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
 from . import _queue, _rules  # noqa: E402
+from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
 from .warp import (BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max,  # noqa: E402
                    block_top, shfl_up)
@@ -385,11 +386,7 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
     block per run) and one download."""
     a.check()
     if budget is None:
-        if CUDA_SIMULATOR:
-            budget = 1 << 30
-        else:
-            free, _total_mem = cuda.current_context().get_memory_info()
-            budget = int(free * memory_fraction)
+        budget = device_budget(memory_fraction)
     out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
     for chunk in _chunks(a, budget):
         part = a.runs(chunk)

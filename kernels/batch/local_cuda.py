@@ -35,13 +35,13 @@ import numpy as np
 
 # ``warp`` raises BackendUnavailable without a device or the simulator
 from .warp import BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max, block_top, shfl_up
+from .device_memory import device_budget
 from . import _local_core
 from .local_cpu import NORM_MINMAX, LocalBatch, LocalResult, empty_result, seed_mix
 
 from numba import cuda, int64  # noqa: E402
 
 from tensorsched.kernels._compile import compile_module  # noqa: E402
-from tensorsched.kernels._deps import CUDA_SIMULATOR  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
@@ -314,11 +314,7 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
     if a.n_clusters == 0:
         return out
     if budget is None:
-        if CUDA_SIMULATOR:
-            budget = 1 << 30
-        else:
-            free, _total = cuda.current_context().get_memory_info()
-            budget = int(free * memory_fraction)
+        budget = device_budget(memory_fraction)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     d = cuda.to_device

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .local_cuda import THREADS, block_pick
+from .device_memory import device_budget
 from .warp import WARPS
 from . import _local_core, _queue
 from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
@@ -22,7 +23,6 @@ from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
 from numba import cuda, int64  # noqa: E402
 
 from tensorsched.kernels._compile import compile_module  # noqa: E402
-from tensorsched.kernels._deps import CUDA_SIMULATOR  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
@@ -194,11 +194,7 @@ def run_local_trace_cuda(t: LocalTrace, memory_fraction: float = 0.5,
     if nb == 0:
         return out
     if budget is None:
-        if CUDA_SIMULATOR:
-            budget = 1 << 30
-        else:
-            free, _total = cuda.current_context().get_memory_info()
-            budget = int(free * memory_fraction)
+        budget = device_budget(memory_fraction)
     pr = t.profiles
     if pr is None:
         pr = LocalProfiles.of([{f: getattr(a, f) for f in (

@@ -84,6 +84,12 @@ def _rows(jobs, batch: bool):
        interval=st.sampled_from([7.0, 60.0, 3600.0]))
 def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, interval):
     nodes, pods = _write(tmp_path, seed, n_nodes, n_pods)
+    _batched_rows_equal(nodes, pods, seed, interval)
+
+
+def _batched_rows_equal(nodes, pods, seed, interval):
+    """Four policies' jobs over the trace, two seeds: every job batched (a
+    trace without a GPU ask runs per run only) with each Simulation's row."""
     jobs = S.make_jobs([pods], [0, 1 + seed % 50],
                        policies=["FGD", "Random", "BestFit", "DotProd"], nodes=nodes,
                        interval=interval)
@@ -102,19 +108,12 @@ def test_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, int
 def test_durations_batched_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods,
                                                       interval):
     """A generic trace whose pods leave at a time or a duration after their
-    binding (some of unequal priorities): the jobs the batched engine takes give each Simulation's row
-    (a job whose series the Simulation samples after a later binding runs
-    per job, ``sweep_local.samples_follow``)."""
+    binding (some of unequal priorities): the jobs the batched engine
+    takes give each Simulation's row (a job whose series the Simulation
+    samples after a later binding runs per job,
+    ``sweep_local.samples_follow``)."""
     nodes, pods = _write_generic(tmp_path, seed, n_nodes, n_pods)
-    jobs = S.make_jobs([pods], [0, 1 + seed % 50],
-                       policies=["FGD", "Random", "BestFit", "DotProd"], nodes=nodes,
-                       interval=interval)
-    inputs = S.load_inputs(jobs)
-    if inputs[("typical", pods)] is None:       # no GPU ask: per run only
-        assert not S.batchable(jobs[0], inputs)
-        return
-    assert all(S.batchable(j, inputs) for j in jobs)
-    assert _rows(jobs, True) == _rows(jobs, False)
+    _batched_rows_equal(nodes, pods, seed, interval)
 
 
 def test_a_duration_trace_runs_batched(tmp_path, monkeypatch):

@@ -33,6 +33,19 @@ def _same(t):
     return twin
 
 
+def _trace_of(cluster, trace, configs, seeds, monkeypatch):
+    """The LocalTrace ``sweep_local.run_setups`` hands the CPU twin for the
+    configurations' jobs under ``seeds`` (one list per configuration)."""
+    objs = list(yaml.safe_load_all(open(cluster)))
+    tr = run.read_trace_file(trace)
+    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
+    calls = []
+    monkeypatch.setattr(SL, "run_local_trace", lambda t, threads=None: calls.append(t) or
+                        run_local_trace(t, threads))
+    SL.run_setups(setups, seeds)
+    return calls[0]
+
+
 # durations=True leaves some pods at a departure time, others a duration
 # after binding (both departure forms): first-in first-out, then a heap of
 # ranks (a case without durations ran a subset of the first one's paths);
@@ -43,22 +56,16 @@ def test_cuda_trace_equals_the_twin(tmp_path, seed, durations, priorities, affin
                                     monkeypatch):
     cluster, trace, configs = _write(tmp_path, seed, 4, 10, 3 if affinity else 1, durations,
                                      priorities, affinity)
-    objs = list(yaml.safe_load_all(open(cluster)))
-    tr = run.read_trace_file(trace)
-    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
-    calls = []
-    monkeypatch.setattr(SL, "run_local_trace", lambda t, threads=None: calls.append(t) or
-                        run_local_trace(t, threads))
-    SL.run_setups(setups, [[0, 1], [2], [3]])
-    got = _same(calls[0])
+    t = _trace_of(cluster, trace, configs, [[0, 1], [2], [3]], monkeypatch)
+    got = _same(t)
     assert (got.node >= 0).any()
     # with affinity, InterPodAffinity scores the pending web pod
-    assert not affinity or calls[0].batch.c_active[:, 5].any()
+    assert not affinity or t.batch.c_active[:, 5].any()
     # with durations, some bound pod leaves a duration after its binding
-    assert not durations or (np.isfinite(calls[0].durations()) & (got.node >= 0)).any()
+    assert not durations or (np.isfinite(t.durations()) & (got.node >= 0)).any()
     # with priorities (or the manifests' pending pods, created before the
     # trace's), activeQ is a heap of ranks
-    assert not priorities or calls[0].rank is not None
+    assert not priorities or t.rank is not None
 
 
 def test_cuda_trace_scan_window_more_nodes_than_threads(tmp_path, monkeypatch):
@@ -101,14 +108,7 @@ def test_chunks_to_a_budget_equal_one_launch_and_the_twin(tmp_path, monkeypatch)
 
     from tensorsched.kernels.batch import local_trace_cuda as LTC
     cluster, trace, configs = _write(tmp_path, 2, 4, 10, 1, True, True)
-    objs = list(yaml.safe_load_all(open(cluster)))
-    tr = run.read_trace_file(trace)
-    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
-    calls = []
-    monkeypatch.setattr(SL, "run_local_trace", lambda t, threads=None: calls.append(t) or
-                        run_local_trace(t, threads))
-    SL.run_setups(setups, [[0, 1], [2], [3, 4]])
-    t = calls[0]
+    t = _trace_of(cluster, trace, configs, [[0, 1], [2], [3, 4]], monkeypatch)
     assert t.batch.n_clusters == 5 and t.rank is not None
     per = LTC.trace_cluster_bytes(t)
     assert per.tolist() == [LTC.chunk_bytes(t, b, b + 1) for b in range(5)]
