@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.cudasim
+from support.backends import needs_cuda
+
+pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 
 def test_budget_is_the_simulators_or_a_fraction_of_free_memory():
