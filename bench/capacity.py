@@ -255,9 +255,7 @@ def main(argv=None) -> dict:
                   "seed": args.seed, "cases": cases, "machine": machine_info(),
                   "commit": git_commit(), "load_before": load0,
                   "load_after": [round(x, 2) for x in os.getloadavg()]}
-        out = (Path(args.output) if args.output
-               else RESULTS / f"capacity-fit-multi-{args.backend}.json")
-        out.write_text(json.dumps(record, indent=2) + "\n")
+        out = _write_record(record, args, "capacity-fit-multi")
         for c in cases:
             print(f"{c['case']} {c['nodes']} nodes: placed {c['placed']}, batch "
                   f"{c['min_cpu_seconds']['batch']} CPU s, Scheduler "
@@ -274,9 +272,7 @@ def main(argv=None) -> dict:
         record = {"benchmark": "capacity-batch", "backend": args.backend, "seed": args.seed,
                   "cases": cases, "machine": machine_info(), "commit": git_commit(),
                   "load_after": [round(x, 2) for x in os.getloadavg()]}
-        out = (Path(args.output) if args.output
-               else RESULTS / f"capacity-batch-{args.backend}.json")
-        out.write_text(json.dumps(record, indent=2) + "\n")
+        out = _write_record(record, args, "capacity-batch")
         for c in cases:
             print(f"{c['case']} {c['nodes']} nodes: batch {c['batch']['cpu_seconds']} CPU s, "
                   f"per probe {c['per_probe']['cpu_seconds']} CPU s ({c['cpu_ratio']}x), "
@@ -287,14 +283,21 @@ def main(argv=None) -> dict:
              nodes_case(args.search_nodes, args.backend, args.seed)]
     record = {"benchmark": "capacity", "backend": args.backend, "seed": args.seed,
               "cases": cases, "machine": machine_info(), "commit": git_commit()}
-    out = Path(args.output) if args.output else RESULTS / f"capacity-{args.backend}.json"
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    out = _write_record(record, args, "capacity")
     for c in cases:
         print(f"{c['case']}: {c['seconds']}s (target {c['target_seconds']}s) "
               + (f"fit {c['fit']}" if c["case"] == "how-many-fit"
                  else f"nodes to add {c['nodes_to_add']}"))
     print(f"wrote {out}")
     return record
+
+
+
+def _write_record(record: dict, args, stem: str) -> Path:
+    """``record`` as JSON at ``--output``, else ``bench/results/STEM-BACKEND.json``."""
+    out = Path(args.output) if args.output else RESULTS / f"{stem}-{args.backend}.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    return out
 
 
 if __name__ == "__main__":

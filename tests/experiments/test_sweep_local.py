@@ -23,6 +23,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tensorsched as ts
 from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_local as SL
@@ -109,7 +110,6 @@ def test_active_q_order_decides_who_binds(tmp_path):
     # before the trace's pods: behind them), p0 (priority 0) and p1
     # (priority 1000) want all of it: p1 binds, in the batch as in the
     # Simulation (first-in first-out would bind w)
-    import tensorsched as ts
 
     pending = pod_dict("w", cpu="1", memory="1Gi")
     objs = [node_dict("n0", cpu="1", memory="4Gi"), pending]

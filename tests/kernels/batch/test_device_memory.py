@@ -5,6 +5,10 @@ free memory)."""
 from __future__ import annotations
 
 import pytest
+from numba import cuda
+
+from tensorsched.kernels._deps import CUDA_SIMULATOR
+from tensorsched.kernels.batch import device_memory as DM
 
 from support.backends import needs_cuda
 
@@ -12,10 +16,6 @@ pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 
 def test_budget_is_the_simulators_or_a_fraction_of_free_memory():
-    from numba import cuda
-
-    from tensorsched.kernels._deps import CUDA_SIMULATOR
-    from tensorsched.kernels.batch import device_memory as DM
     if CUDA_SIMULATOR:
         assert DM.device_budget(0.5) == DM.SIMULATOR_BUDGET == 1 << 30
     else:
