@@ -3,7 +3,8 @@
 A scheduling cycle is PreFilter (per plugin, on the host), one fused
 filter+score pass over every evaluated node (built-in plugins inside the
 kernel, user plugins as array code or compiled per-node functions), then
-normalize/weigh/select on the backend, and a seeded draw among ties.
+normalize/weigh/select on the backend, and the seeded tie rule among the
+best (``kernels.fused.ties``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import numpy as np
 
 from tensorsched.framework.config.kube_config import Profile
 from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
-from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.records.records import MemoKey, PodRecord
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.domain_counts import grouped_rows
@@ -32,6 +32,7 @@ from tensorsched.kernels.domain_rules import (
     stack_spread,
 )
 from tensorsched.kernels.fused.backends import make_backend, resolve_backend, rotated
+from tensorsched.kernels.fused.ties import pick_tied, seed_mix
 
 from .blocks import block_setup, place_block
 from .plugin import (
@@ -72,10 +73,14 @@ def splitmix64(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def tie_break_index(seed: int, attempt: int, n: int) -> int:
-    """Which of n tied nodes (in evaluation order) a cycle picks: a pure
-    function of (seed, attempt), so every backend picks the same node."""
-    return splitmix64((seed * 0x9E3779B97F4A7C15 + attempt) & _MASK64) % n
+def tied_node(state: ClusterState, seed: int, rows: np.ndarray) -> int:
+    """The row a cycle takes among ``rows`` [n >= 1], the nodes sharing
+    the top total score: the seeded tie rule (``kernels.fused.ties``) on
+    the pods each holds in ``state``."""
+    if rows.shape[0] == 1:
+        return int(rows[0])
+    k = pick_tied(seed_mix(seed), rows, state.requested[rows, L.RES_PODS])
+    return int(rows[k])
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -466,9 +471,7 @@ class Framework:
                                     plan.norm, plan.weights, self.n_slots, extra, want_scores)
         sel = -1
         if len(res.ties):
-            k = tie_break_index(seed, attempt, len(res.ties))
-            p = int(res.ties[k]) + start
-            sel = int(all_rows[p - n if p >= n else p])
+            sel = tied_node(state, seed, rotated(all_rows, start)[res.ties])
         pf_rejects = {}
         if plan.node_names is not None:
             pf_rejects = {"plugins": plan.restricted_by, "names": plan.node_names}

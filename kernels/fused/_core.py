@@ -13,6 +13,8 @@ where Python's ``//`` would floor.  The NumPy twin of every rule lives in
 
 import math
 
+from numba import int64, uint64
+
 # Keep in step with kernels/layout.py (plain ints: device code has no globals
 # of NumPy type).
 MAX_NODE_SCORE = 100
@@ -62,6 +64,25 @@ def tdiv(a, b):
     if (a < 0) != (b < 0):
         return -q
     return q
+
+
+def tie_rank(seed_mix, row, pods):
+    """The tie rank of node ``row`` holding ``pods`` pods, in [0, 2**31):
+    among the top-scored nodes a cycle takes the highest, the lower row on
+    an equal rank (``fused.ties``: the rule and its NumPy twin).
+    ``seed_mix`` = seed x 0x9E3779B97F4A7C15 mod 2**64."""
+    z = (uint64(seed_mix) + uint64(row) * uint64(0xD1B54A32D192ED03)
+         + uint64(pods) * uint64(0x9E3779B97F4A7C15))
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return int64(z >> uint64(33))
+
+
+def tie_key(total, rank):
+    """A feasible node's order key: its total score, then its tie rank
+    (``total`` < 2**32)."""
+    return (total << 31) | rank
 
 
 def popcount64(x):

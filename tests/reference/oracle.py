@@ -27,7 +27,7 @@ Public entry points
     upstream NodeAffinity tests call Filter directly).
 ``oracle_prefilter(pod, plugin, args)``
     NodeAffinity's PreFilter outcome (status and node-name set).
-``tie_break_index(seed, attempt, n)``, ``splitmix64(z)``
+``tie_rank(seed, row, pods)``, ``pick_tie``, ``splitmix64(z)``
     The project's seeded choice among equally scored nodes.
 ``broken_linear_function(points)``, ``normalized_image_name(name)``
     Two helpers that upstream tests on their own.
@@ -140,12 +140,23 @@ def splitmix64(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def tie_break_index(seed: int, attempt: int, n: int) -> int:
-    """Index in ``[0, n)`` of the node picked among ``n`` tied nodes."""
-    if n <= 0:
-        raise ValueError("tie_break_index needs n >= 1")
-    x = splitmix64((seed * _GOLDEN + attempt) & _M64)
-    return x % n
+def tie_rank(seed: int, row: int, pods: int) -> int:
+    """The seeded tie rank, in [0, 2**31), of the node at position ``row``
+    of the cluster's node list holding ``pods`` pods: among the top-scored
+    nodes a cycle takes the highest rank, the lower row on an equal one.
+    (kube-scheduler draws uniformly among them; the project's rule is a
+    seeded rank so that a run of alike pods can be placed by one sort.)"""
+    z = (seed * _GOLDEN + row * 0xD1B54A32D192ED03 + pods * _GOLDEN) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    z ^= z >> 31
+    return z >> 33
+
+
+def pick_tie(seed: int, ties: list, row_of: dict, pods_of: dict) -> str:
+    """The node the tie rule takes among ``ties`` (names sharing the top
+    total): the highest ``tie_rank``, then the lowest row."""
+    return max(ties, key=lambda n: (tie_rank(seed, row_of[n], pods_of[n]), -row_of[n]))
 
 
 # ---------------------------------------------------------------------------
@@ -1707,7 +1718,8 @@ def oracle_explain(objects: list[dict], pod: dict, profile: dict, seed: int = 0,
     if feasible_names:
         best = max(total.values())
         ties = [n for n in feasible_names if total[n] == best]
-        selected = ties[tie_break_index(seed, attempt, len(ties))]
+        row_of = {_name(node): r for r, node in enumerate(nodes)}
+        selected = pick_tie(seed, ties, row_of, {n: len(bound[n]) for n in ties})
 
     return {
         "pod": pod_key(pod),
@@ -1942,7 +1954,7 @@ def oracle_pick_one_node(candidates: list[tuple[str, dict]]) -> str | None:
 __all__ = [
     "OracleConfigError", "OracleSchedulingError",
     "oracle_explain", "oracle_raw_score", "oracle_raw_filter", "oracle_prefilter",
-    "tie_break_index", "splitmix64", "broken_linear_function", "normalized_image_name",
+    "tie_rank", "pick_tie", "splitmix64", "broken_linear_function", "normalized_image_name",
     "pod_requests", "pod_nonzero_requests", "go_div", "go_round",
     "oracle_select_victims_on_node", "oracle_pick_one_node",
 ]

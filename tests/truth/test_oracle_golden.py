@@ -19,10 +19,11 @@ from reference.oracle import (
     oracle_prefilter,
     oracle_raw_filter,
     oracle_raw_score,
+    pick_tie,
     pod_nonzero_requests,
     pod_requests,
     splitmix64,
-    tie_break_index,
+    tie_rank,
 )
 from support.golden import (
     EXPLAIN_KINDS,
@@ -166,19 +167,21 @@ def test_profile_to_config_lists_extension_points():
 # direct unit tests
 # ---------------------------------------------------------------------------
 
-def test_tie_break_is_deterministic_and_in_range():
-    for seed in (0, 1, 7, 2**63, 2**64 - 1):
-        for n in (1, 2, 3, 10, 97):
-            k = tie_break_index(seed, 0, n)
-            assert 0 <= k < n
-            assert k == tie_break_index(seed, 0, n)
-    assert tie_break_index(5, 0, 1) == 0
+def test_tie_rank_is_a_31_bit_seeded_rank_and_picks_the_highest():
     # splitmix64(0) is the well-known first output of the generator seeded with 0.
     assert splitmix64(0) == 0xE220A8397B1DCDAF
-    # Different seeds spread over the range.
-    assert len({tie_break_index(s, 0, 8) for s in range(64)}) > 4
-    with pytest.raises(ValueError):
-        tie_break_index(0, 0, 0)
+    for seed in (0, 1, 7, 2**63, 2**64 - 1):
+        for row, pods in ((0, 0), (3, 5), (10_000, 110)):
+            k = tie_rank(seed, row, pods)
+            assert 0 <= k < 2 ** 31 and k == tie_rank(seed, row, pods)
+    # different seeds and pod counts re-draw a node's rank
+    assert len({tie_rank(s, 2, 0) for s in range(64)}) == 64
+    assert len({tie_rank(5, 2, p) for p in range(64)}) == 64
+    names = ["a", "b", "c"]
+    row_of = {n: i for i, n in enumerate(names)}
+    pods_of = dict.fromkeys(names, 0)
+    got = pick_tie(9, names, row_of, pods_of)
+    assert tie_rank(9, row_of[got], 0) == max(tie_rank(9, i, 0) for i in range(3))
 
 
 def test_go_integer_semantics():
@@ -322,7 +325,8 @@ def test_explain_cycle_filters_scores_and_tie_break():
             "TaintToleration": 100, "ImageLocality": 0}
     assert out["scores"] == {"c": want, "d": want}
     assert out["total"] == {"c": 68 + 81 + 300, "d": 68 + 81 + 300}
-    assert out["selected"] == ["c", "d"][tie_break_index(3, 0, 2)]
+    # c and d tie; the rule takes the higher seeded rank (rows 2 and 3, no pods)
+    assert out["selected"] == ("c" if tie_rank(3, 2, 0) > tie_rank(3, 3, 0) else "d")
 
 
 def test_explain_node_affinity_prefilter_and_conflict():

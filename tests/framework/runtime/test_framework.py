@@ -1,20 +1,26 @@
 """``runtime.framework``: the cycle's arithmetic as kube-scheduler has it
 (how many feasible nodes a cycle looks for, how many rows it scans, the
-seeded tie break), and a profile's plugins built into a Framework that
+seeded tie rule), and a profile's plugins built into a Framework that
 filters and scores one pod.  (The diagnosis of rejected nodes is in
 test_diagnosis.py; compiled runs in tests/framework/scheduler/test_runs.py.)"""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from reference import oracle
 from support.builders import node, one_plugin_config, pod
 
 from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.runtime import framework as F
 from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused._numba import core
+from tensorsched.kernels.fused.ties import pick_tied, seed_mix, tie_ranks
 
 
 def upstream_num_feasible(percentage, n):
@@ -57,17 +63,41 @@ def test_splitmix64_matches_the_reference_generator():
 
 
 @settings(max_examples=30)
-@given(st.integers(0, 2 ** 63 - 1), st.integers(0, 1000), st.integers(1, 50))
-def test_tie_break_index_is_in_range_and_repeats(seed, attempt, n):
-    k = F.tie_break_index(seed, attempt, n)
-    assert 0 <= k < n and k == F.tie_break_index(seed, attempt, n)
-    assert F.tie_break_index(seed, attempt, 1) == 0
+@given(st.integers(0, 2 ** 63 - 1), st.lists(st.integers(0, 5000), min_size=1, max_size=40,
+                                             unique=True), st.integers(0, 200))
+def test_tied_node_takes_the_highest_rank_then_the_lowest_row(seed, rows, pods):
+    rows = np.asarray(rows, np.int64)
+    pods_on = (rows * 7 + pods) % 111
+    state = SimpleNamespace(requested=np.zeros((5001, 8), np.int64))   # what tied_node reads
+    state.requested[rows, L.RES_PODS] = pods_on
+    got = F.tied_node(state, seed, rows)
+    ranks = tie_ranks(seed_mix(seed), rows, pods_on)
+    assert got in rows.tolist()
+    assert ranks[rows.tolist().index(got)] == ranks.max()
+    assert got == min(int(r) for r, k in zip(rows, ranks) if k == ranks.max())
+    # the answer does not depend on the order the tied rows come in
+    assert F.tied_node(state, seed, rows[::-1].copy()) == got
 
 
-def test_tie_breaks_spread_over_attempts():
-    picks = [F.tie_break_index(7, a, 4) for a in range(400)]
+def test_tie_ranks_spread_over_nodes_and_move_with_the_pod_count():
+    rows = np.arange(4)
+    picks = [rows[pick_tied(seed_mix(7), rows, np.full(4, k))] for k in range(400)]
     counts = np.bincount(picks, minlength=4)
     assert counts.min() > 60                               # each of 4 ties about 100 times
+    a = tie_ranks(seed_mix(7), np.arange(1000), np.zeros(1000, np.int64))
+    b = tie_ranks(seed_mix(7), np.arange(1000), np.ones(1000, np.int64))
+    assert (a >= 0).all() and (a < 2 ** 31).all() and (a != b).mean() > 0.99
+
+
+def test_tie_rank_compiled_equals_the_numpy_twin():
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, 1 << 20, 200)
+    pods = rng.integers(0, 300, 200)
+    mix = seed_mix(12345)
+    want = tie_ranks(mix, rows, pods)
+    got = [core["tie_rank"](np.uint64(mix), int(r), int(p)) for r, p in zip(rows, pods)]
+    assert got == want.tolist()
+    assert [oracle.tie_rank(12345, int(r), int(p)) for r, p in zip(rows, pods)] == want.tolist()
 
 
 def framework(config, backend="numpy", objects=()):

@@ -8,7 +8,7 @@ import pytest
 from tensorsched.bench.workloads import placements_sha256
 from tensorsched.framework.parsing.manifests import parse_node, parse_pod
 from tensorsched.generators.clusters import node_dict, pod_dict, sample
-from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find, tie_break_index
+from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
@@ -101,12 +101,6 @@ def test_num_feasible_nodes_to_find_matches_upstream():
     assert num_feasible_nodes_to_find(0, 10000) == 500        # floor at 5 %
     assert num_feasible_nodes_to_find(10, 500) == 100         # at least 100
     assert num_feasible_nodes_to_find(100, 5000) == 5000
-
-
-def test_tie_break_is_deterministic_and_in_range():
-    picks = [tie_break_index(42, a, 7) for a in range(200)]
-    assert picks == [tie_break_index(42, a, 7) for a in range(200)]
-    assert set(picks) == set(range(7))
 
 
 def test_popcount_counts_twos_complement_bits():
