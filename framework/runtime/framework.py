@@ -36,6 +36,7 @@ from tensorsched.kernels.fused.ties import pick_tied, seed_mix
 
 from .blocks import block_setup, place_block
 from .plugin import (
+    CYCLE_DRAW,
     NORMALIZE_NONE,
     CycleContext,
     FusedFilter,
@@ -457,6 +458,7 @@ class Framework:
         PreFilter rejects, a host plugin runs that does not count nominated
         pods per node itself: ``counts_nominated_per_node``)."""
         ctx = CycleContext(state, pod, self)
+        ctx.data[CYCLE_DRAW] = (seed, attempt)
         if nominated is not None:
             ctx.data[NOMINATED_PODS] = nominated
         all_rows = state.valid_rows()
