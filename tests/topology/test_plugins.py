@@ -16,6 +16,7 @@ from tensorsched.framework.plugins import default_registry, in_tree_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.kernels.fused.ties import draw_index
 from tensorsched.kernels.gpu import share as K
 from tensorsched.topology.gpu_table import GpuTable, binding_gpus
 from tensorsched.topology.plugins import GPU_PLUGINS
@@ -182,6 +183,28 @@ def test_policies_numpy_numba_same_placements(policy):
         GpuTable.of(cl.state).check()
         res.append(([(b.pod, b.node) for b in bs], binding_gpus(cl.state)))
     assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("batch", [True, False])
+def test_random_takes_its_seeded_draw_among_the_feasible_nodes(backend, batch):
+    # Random (the openb simulator's RandomScore) picks one feasible node
+    # uniformly at random per pod: the draw_index(seed, attempt)-th feasible
+    # node in evaluation order (fewer than 100 nodes: all, in row order),
+    # whatever the tie rule would take.
+    nodes = [node_dict(f"n{i}", cpu="3", memory="16Gi", extra={"nvidia.com/gpu": "1"})
+             for i in range(7)]
+    pods = [share(f"s{j}", 200, cpu="1", created=j) for j in range(18)]
+    cl = build_cluster(nodes + pods, cfg(policy="Random", topology=False))
+    got = [(b.pod, b.node) for b in Scheduler(cl, backend, 5, batch=batch).run(cl.pending)]
+    left = [3] * 7
+    want = []
+    for attempt, j in enumerate(range(18)):
+        feasible = [i for i in range(7) if left[i] > 0]
+        i = feasible[draw_index(5, attempt, len(feasible))]
+        left[i] -= 1
+        want.append((f"default/s{j}", f"n{i}"))
+    assert got == want
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
