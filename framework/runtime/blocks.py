@@ -1,6 +1,6 @@
 """Blocks of unlike pods: many pods, each with its own requests and GPU ask,
 placed in one compiled call, exactly as their cycles one after another
-would place them (same nodes, same tie-breaks, same FailedScheduling
+would place them (same nodes, same tie rule, same FailedScheduling
 statuses).  The compiled form of a profile such as openb's (NodeResourcesFit
 and GpuShareFit as filters, GpuShareScore and node-only scores), where pods
 rarely repeat a shape so runs of alike pods (``scheduler.runs``) do not form.
@@ -16,7 +16,7 @@ placer evaluates per row (``RowScores``); the node-only built-in scores
 every node (then no normalization over the feasible nodes can tell two
 rows apart).  The placer plugin's part
 (``BlockPlacerPlugin.place_block``): the loop over the pods (fit, its own
-filter and score, the tie-break, accounting) and its Reserve.  The
+filter and score, the tie rule, accounting) and its Reserve.  The
 framework then records the placed pods in the state and builds each failed
 pod's diagnosis from the rejections the block counted for it.
 

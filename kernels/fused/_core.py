@@ -459,7 +459,7 @@ def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode
     Rows are scanned in evaluation order and scanning stops at the
     ``num_to_find``-th feasible row, as kube-scheduler's
     percentageOfNodesToScore does.  Returns (number of tied top rows, rows
-    processed, feasible rows found); the caller draws among the ties.
+    processed, feasible rows found); the caller takes the tie rule among the ties.
     """
     m = reasons.shape[0]
     processed, found = scan_limit(reasons, num_to_find)
