@@ -151,12 +151,16 @@ class _RowCache:
 def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
     """The positions (evaluation order from ``start`` over ``rows``, sorted
     node rows) of the rows at the top total of ``cache``'s key tree, in
-    row order (none when no row is feasible)."""
+    that order (none when no row is feasible)."""
     top = int(cache.tkey[1])
     if top < 0:
         return np.zeros(0, np.int64)
     tied = np.flatnonzero(cache.total[:n] == top >> _RANK_BITS)
-    return (np.searchsorted(rows, tied) - start) % rows.shape[0]
+    m = rows.shape[0]
+    if m != n:                      # rows: some of the node rows, sorted
+        tied = np.searchsorted(rows, tied)
+    # positions from ``start``: the rows from there, then those before it
+    return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
 
 
 _RANK_BITS = TIE_RANK_BITS          # a tie key is total << these | rank
