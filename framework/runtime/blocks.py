@@ -1,6 +1,6 @@
 """Blocks of unlike pods: many pods, each with its own requests and GPU ask,
 placed in one compiled call, exactly as their cycles one after another
-would place them (same nodes, same tie-breaks, same FailedScheduling
+would place them (same nodes, same tie rule, same FailedScheduling
 statuses).  The compiled form of a profile such as openb's (NodeResourcesFit
 and GpuShareFit as filters, GpuShareScore and node-only scores), where pods
 rarely repeat a shape so runs of alike pods (``scheduler.runs``) do not form.
@@ -16,7 +16,7 @@ placer evaluates per row (``RowScores``); the node-only built-in scores
 every node (then no normalization over the feasible nodes can tell two
 rows apart).  The placer plugin's part
 (``BlockPlacerPlugin.place_block``): the loop over the pods (fit, its own
-filter and score, the tie-break, accounting) and its Reserve.  The
+filter and score, the tie rule, accounting) and its Reserve.  The
 framework then records the placed pods in the state and builds each failed
 pod's diagnosis from the rejections the block counted for it.
 
@@ -46,6 +46,7 @@ import numpy as np
 from tensorsched.framework.state.query import pod_signature
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused import scores as fused_scores
+from tensorsched.kernels.fused.ties import seed_mix
 
 from .plugin import (
     BlockPlacerPlugin,
@@ -61,8 +62,6 @@ MAX_BLOCK = 16384                # pods per compiled call
 MAX_KEYS = 256                   # distinct (reason bits, placer code) per call
 MAX_KINDS_KEPT = 4096            # kinds of pods kept from block to block
 _FIT_BITS = int(L.R_TOO_MANY_PODS) | (((1 << L.MAX_RESOURCES) - 1) << L.INSUFFICIENT_SHIFT)
-_SEED_MIX = 0x9E3779B97F4A7C15
-_MASK64 = (1 << 64) - 1
 # the node-only built-in scores, by slot: a block takes them only constant
 _NODE_ONLY = {L.S_TAINT: fused_scores.taint_count, L.S_NODE_AFFINITY: fused_scores.affinity_weight,
               L.S_IMAGE: fused_scores.image_score}
@@ -126,9 +125,12 @@ class BlockInputs:
     reason bits that read no pod on the node;
     ``placer_bit``: the placer's own reason bit; ``static_total`` [n]
     int64: the weighted node-only scores; ``weights``: score plugin name
-    -> weight of the placer's scores; ``seed_mix``, ``attempt``, ``start``:
-    the tie-break of pod j is ``tie_break_index(seed, attempt + j, ties)``
-    over the top rows in order from row ``start``; ``max_failures``: how
+    -> weight of the placer's scores; ``seed_mix`` (``ties.seed_mix`` of
+    the seed): among the top rows pod j takes the tie rule's (the highest
+    ``tie_rank(seed_mix, row, pods on the row)``, the pods column as the
+    block's pods land, then the lower row), ``attempt`` and ``start`` the
+    cycles' attempt number and start row (they do not move the pick);
+    ``max_failures``: how
     many failed pods' rejection counts the placer may keep (the block ends
     before one more; 0: the block stops before a pod that fits nowhere),
     ``max_keys``: distinct rejections likewise; ``class_scores`` [C]: the
@@ -404,7 +406,7 @@ def place_block(fw, state, pods: list, *, seed: int, attempt: int,
         np.array(static_rows, np.int64),
         int(placer.reason_bits), static_total,
         {name: w for name, w in weight_of.items() if name in placer.block_scores and name in on},
-        (seed * _SEED_MIX) & _MASK64, attempt, start_index % n, n,
+        seed_mix(seed), attempt, start_index % n, n,
         0 if stop_at_failure else MAX_BLOCK, MAX_KEYS, class_scores, row_scores, c_qreq,
         np.array(qnzs, np.int64).reshape(len(qnzs), 2))
     out = placer.place_block(CycleContext(state, pods[0], fw), inputs)

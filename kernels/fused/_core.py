@@ -474,7 +474,7 @@ def finalize_scores(reasons, scores, total, num_to_find, active_slots, norm_mode
     Rows are scanned in evaluation order and scanning stops at the
     ``num_to_find``-th feasible row, as kube-scheduler's
     percentageOfNodesToScore does.  Returns (number of tied top rows, rows
-    processed, feasible rows found); the caller draws among the ties.
+    processed, feasible rows found); the caller takes the tie rule among the ties.
     """
     m = reasons.shape[0]
     processed, found = scan_limit(reasons, num_to_find)
@@ -616,9 +616,12 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
 
 
 # ---------------------------------------------------------------------------
-# Incremental top-total selection (every node scored): a max/count segment
-# tree over node rows keeps each cycle O(changed rows x log N) instead of
-# O(N) while the normalization maxima stay put.
+# Incremental top selection (every node scored): a segment tree over node
+# rows of each row's tie key (``tie_key(total, tie_rank)``, -1 infeasible;
+# the max is the row the tie rule takes) keeps each cycle O(changed rows x
+# log N) instead of O(N) while the normalization maxima stay put.  The
+# node-local batched engine still keeps (max total, count) trees
+# (``rebuild_top`` / ``update_top`` / ``tree_kth_eq``).
 # ---------------------------------------------------------------------------
 
 def row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi):
@@ -661,11 +664,10 @@ def tree_set(tmax, tcnt, size, i, value):
         p >>= 1
 
 
-def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
-                total_by_row, tmax, tcnt, size):
-    """Recompute maxima, totals and the whole tree; returns feasible rows.
-    hi, hi_cnt [S] (each slot's maximum over the feasible rows, how many
-    reach it), [2S] with a min-max slot (its minimum and count at S + s)."""
+def top_maxima(n, reasons_by_row, raw_by_row, active_slots, norm_mode, hi, hi_cnt):
+    """Each normalized slot's maximum over the feasible rows and how many
+    reach it into hi, hi_cnt [S] ([2S] with a min-max slot: its minimum and
+    count at S + s); returns the feasible rows."""
     n_slots = raw_by_row.shape[1]
     start_extremes(active_slots, norm_mode, hi, hi_cnt, n_slots)
     feasible = 0
@@ -688,6 +690,14 @@ def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
                         hi_cnt[lo] = 1
                     elif v == hi[lo]:
                         hi_cnt[lo] += 1
+    return feasible
+
+
+def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
+                total_by_row, tmax, tcnt, size):
+    """Recompute maxima (``top_maxima``), totals and a (max total, count)
+    tree; returns feasible rows."""
+    feasible = top_maxima(n, reasons_by_row, raw_by_row, active_slots, norm_mode, hi, hi_cnt)
     for p in range(2 * size):
         tmax[p] = -1
         tcnt[p] = 0
@@ -701,6 +711,59 @@ def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
         tcnt[size + i] = 1
     for p in range(size - 1, 0, -1):
         tree_pull(tmax, tcnt, p)
+    return feasible
+
+
+def row_key(i, total, seed_mix, requested):
+    """Row i's tie key for ``total`` (-1: infeasible) with the pods it holds
+    now (``requested[i, RES_PODS]``)."""
+    if total < 0:
+        return -1
+    return tie_key(total, tie_rank(seed_mix, i, requested[i, RES_PODS]))
+
+
+def key_set(tkey, size, i, value):
+    """Leaf i of a key tree [2 size] := value; its ancestors refreshed up to
+    the first one that keeps its max."""
+    p = size + i
+    tkey[p] = value
+    p >>= 1
+    while p >= 1:
+        v = max(tkey[2 * p], tkey[2 * p + 1])
+        if tkey[p] == v:
+            break
+        tkey[p] = v
+        p >>= 1
+
+
+def key_pull_all(tkey, size):
+    """Every inner node of a key tree from its leaves."""
+    for p in range(size - 1, 0, -1):
+        tkey[p] = max(tkey[2 * p], tkey[2 * p + 1])
+
+
+def key_top_row(tkey, size):
+    """The row of a key tree's largest leaf, the lowest row among equal
+    ones (the tie rule's pick; meaningful when ``tkey[1]`` >= 0)."""
+    p = 1
+    while p < size:
+        a = 2 * p
+        p = a if tkey[a] == tkey[p] else a + 1
+    return p - size
+
+
+def rebuild_keys(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
+                 total_by_row, seed_mix, requested, tkey, size):
+    """Recompute maxima (``top_maxima``), totals [N] and the key tree tkey
+    [2 size] (leaf i: ``row_key``); returns feasible rows."""
+    feasible = top_maxima(n, reasons_by_row, raw_by_row, active_slots, norm_mode, hi, hi_cnt)
+    for i in range(n):
+        t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
+        total_by_row[i] = t
+        tkey[size + i] = row_key(i, t, seed_mix, requested)
+    for i in range(n, size):
+        tkey[size + i] = -1
+    key_pull_all(tkey, size)
     return feasible
 
 
@@ -807,6 +870,29 @@ def update_top(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, activ
         t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
         total_by_row[i] = t
         tree_set(tmax, tcnt, size, i, t)
+    return delta
+
+
+def update_keys(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
+                norm_mode, weights, hi, hi_cnt, total_by_row, seed_mix, requested, tkey, size):
+    """``update_top`` for a key tree: the k re-evaluated rows dirty[:k]
+    folded into maxima, totals and leaves (their keys with the pods they
+    hold now).  Returns the change in feasible rows, or -1000000000 when a
+    normalization maximum moved (the caller rebuilds)."""
+    delta = fold_maxima(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row,
+                        active_slots, norm_mode, hi, hi_cnt)
+    if delta == -1000000000:
+        return delta
+    for d in range(k):
+        i = dirty[d]
+        t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
+        total_by_row[i] = t
+        if k * 16 > size:
+            tkey[size + i] = row_key(i, t, seed_mix, requested)
+        else:
+            key_set(tkey, size, i, row_key(i, t, seed_mix, requested))
+    if k * 16 > size:
+        key_pull_all(tkey, size)
     return delta
 
 
@@ -1122,11 +1208,12 @@ def count_placed(row, count_dom, sums, params, n_terms, counts_col):
 # few domains) the row's domain id -- and share ``has_all``.  A class's raw
 # spread and affinity scores, hence its normalized part of the total, and
 # its class rules' answer are one value; each class keeps a segment tree
-# over node rows of its leaf-feasible members' other slots' total (``base``;
-# -1 elsewhere; leaf-feasible: the built-in reasons and the per-row rules
-# pass), so a pod's best total and its ties come from the classes' roots
-# (O(classes)) and the tied row from a walk down the tied classes' trees
-# (O(tied classes x log N)).  Each class also keeps the largest raw score of
+# over node rows of its leaf-feasible members' tie keys of the other slots'
+# total (``base``: ``row_key(i, base)``; -1 elsewhere; leaf-feasible: the
+# built-in reasons and the per-row rules pass).  A class's term adds
+# ``cterm << 31`` to each of its keys, so a pod's best key comes from the
+# classes' roots (O(classes)) and the row the tie rule takes from a walk
+# down one class's tree (O(log N)).  Each class also keeps the largest raw score of
 # every slot over its leaf-feasible members and how many reach it: the
 # normalization maxima over the feasible rows are those of the classes
 # whose rules pass.
@@ -1156,7 +1243,7 @@ def class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, ha
             out[r_col[r]] = r_domp1[r, i]
 
 
-def class_lookup(key, ckey, cmembers, chw, cap, ctmax, ctcnt):
+def class_lookup(key, ckey, cmembers, chw, cap, ctkey):
     """The class of ``key`` [K]: an existing one with members, else a free
     slot (no members; a slot beyond the high-water mark ``chw[0]`` gets its
     tree cleared), its key written; -1 when all ``cap`` slots are taken."""
@@ -1179,76 +1266,33 @@ def class_lookup(key, ckey, cmembers, chw, cap, ctmax, ctcnt):
             return -1
         free = chw[0]
         chw[0] += 1
-        for p in range(ctmax.shape[1]):
-            ctmax[free, p] = -1
-            ctcnt[free, p] = 0
+        for p in range(ctkey.shape[1]):
+            ctkey[free, p] = -1
     for x in range(n_key):
         ckey[free, x] = key[x]
     return free
 
 
-def ctree_pull(ctmax, ctcnt, c, p):
-    """Class c's tree node p from its children (max, count of max)."""
-    a = 2 * p
-    b = a + 1
-    if ctmax[c, a] > ctmax[c, b]:
-        ctmax[c, p] = ctmax[c, a]
-        ctcnt[c, p] = ctcnt[c, a]
-    elif ctmax[c, a] < ctmax[c, b]:
-        ctmax[c, p] = ctmax[c, b]
-        ctcnt[c, p] = ctcnt[c, b]
-    else:
-        ctmax[c, p] = ctmax[c, a]
-        ctcnt[c, p] = ctcnt[c, a] + ctcnt[c, b]
-
-
-def ctree_set(ctmax, ctcnt, c, size, i, value):
-    """Class c's leaf i set to value, its ancestors refreshed."""
+def ctree_set(ctkey, c, size, i, value):
+    """Class c's leaf i set to value, its ancestors refreshed up to the
+    first one that keeps its max."""
     p = size + i
-    ctmax[c, p] = value
-    ctcnt[c, p] = 1
+    ctkey[c, p] = value
     p >>= 1
     while p >= 1:
-        ctree_pull(ctmax, ctcnt, c, p)
+        v = max(ctkey[c, 2 * p], ctkey[c, 2 * p + 1])
+        if ctkey[c, p] == v:
+            break
+        ctkey[c, p] = v
         p >>= 1
 
 
-def ctree_count_eq(ctmax, ctcnt, c, size, lo, hi_excl, best):
-    """Leaves of class c's tree in [lo, hi_excl) equal to best (its maximum)."""
-    n = 0
-    a = lo + size
-    b = hi_excl + size
-    while a < b:
-        if a & 1:
-            if ctmax[c, a] == best:
-                n += ctcnt[c, a]
-            a += 1
-        if b & 1:
-            b -= 1
-            if ctmax[c, b] == best:
-                n += ctcnt[c, b]
-        a >>= 1
-        b >>= 1
-    return n
-
-
-def ctree_kth_tied(ctmax, ctcnt, size, tied, targets, n_tied, k):
-    """The row of the k-th (0-based, by row) leaf equal to its class's
-    target among the classes tied[:n_tied] (targets[x] = class tied[x]'s
-    maximum): one walk down all their trees together."""
+def ctree_top_row(ctkey, c, size):
+    """The row of class c's largest leaf, the lowest row among equal ones."""
     p = 1
     while p < size:
         a = 2 * p
-        n = 0
-        for x in range(n_tied):
-            c = tied[x]
-            if ctmax[c, a] == targets[x]:
-                n += ctcnt[c, a]
-        if k < n:
-            p = a
-        else:
-            k -= n
-            p = a + 1
+        p = a if ctkey[c, a] == ctkey[c, p] else a + 1
     return p - size
 
 
@@ -1349,29 +1393,27 @@ def classes_maxima(chw, cok, cshi, active_slots, norm_mode, out):
 
 
 def classes_rebase(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
-                   skip_slot, base, row_class, chw, ctmax, ctcnt, size):
-    """Every row's base under the maxima ``hi`` and every class tree again."""
+                   skip_slot, base, row_class, chw, seed_mix, requested, ctkey, size):
+    """Every row's base under the maxima ``hi`` and every class tree again
+    (leaves: ``row_key`` of the base, the pods each row holds now)."""
     for c in range(chw):
         for p in range(2 * size):
-            ctmax[c, p] = -1
-            ctcnt[c, p] = 0
+            ctkey[c, p] = -1
     for i in range(n):
         b = base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot)
         base[i] = b
         if reasons_by_row[i] == 0:
-            c = row_class[i]
-            ctmax[c, size + i] = b
-            ctcnt[c, size + i] = 1
+            ctkey[row_class[i], size + i] = row_key(i, b, seed_mix, requested)
     for c in range(chw):
         for p in range(size - 1, 0, -1):
-            ctree_pull(ctmax, ctcnt, c, p)
+            ctkey[c, p] = max(ctkey[c, 2 * p], ctkey[c, 2 * p + 1])
 
 
 def classes_build(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
                   skip_slot, base, row_class, mode, sp_domp1, sp_sums, sp_size_dom, sp_params,
                   sp_has_all, n_sp, af_domp1, af_sums, n_af, r_domp1, r_sums, r_params, r_thr,
-                  r_col, ckey, cmembers, cfeas, cok, cshi, cscnt, cstale, chw, ctmax, ctcnt,
-                  size, sd_cnt, sizes, counted, key):
+                  r_col, ckey, cmembers, cfeas, cok, cshi, cscnt, cstale, chw, seed_mix,
+                  requested, ctkey, size, sd_cnt, sizes, counted, key):
     """Every row's class, base and leaf from scratch (``reasons_by_row``:
     the leaf reasons, built-in | per-row rules), the maxima ``hi`` over the
     feasible rows; False when more classes than the trees hold
@@ -1393,7 +1435,7 @@ def classes_build(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weight
     for i in range(n):
         class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, sp_has_all,
                        r_domp1, r_col, key)
-        c = class_lookup(key, ckey, cmembers, chw, cap, ctmax, ctcnt)
+        c = class_lookup(key, ckey, cmembers, chw, cap, ctkey)
         if c < 0:
             return False
         cmembers[c] += 1
@@ -1408,15 +1450,15 @@ def classes_build(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weight
         hi[s] = -1
     classes_maxima(chw[0], cok, cshi, active_slots, norm_mode, hi)
     classes_rebase(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi,
-                   skip_slot, base, row_class, chw[0], ctmax, ctcnt, size)
+                   skip_slot, base, row_class, chw[0], seed_mix, requested, ctkey, size)
     return True
 
 
 def class_move(i, x, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots, norm_mode,
                weights, hi, skip_slot, base, row_class, mode, sp_domp1, sp_sums, sp_size_dom,
                sp_params, sp_has_all, n_sp, af_domp1, af_sums, n_af, r_domp1, r_col, ckey,
-               cmembers, cfeas, cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes,
-               counted, key):
+               cmembers, cfeas, cshi, cscnt, cstale, chw, seed_mix, requested, ctkey, size,
+               sd_cnt, sizes, counted, key):
     """Row i re-evaluated (its leaf reasons and raw scores before:
     old_reasons[x], old_raw[x]): its class, slot maxima, base and leaf
     follow; False when its new class finds no slot."""
@@ -1438,18 +1480,18 @@ def class_move(i, x, old_reasons, old_raw, reasons_by_row, raw_by_row, active_sl
                         cstale[old] = 1
     class_key_into(i, mode, sp_domp1, sp_sums, n_sp, af_domp1, af_sums, n_af, sp_has_all,
                    r_domp1, r_col, key)
-    c = class_lookup(key, ckey, cmembers, chw, ckey.shape[0], ctmax, ctcnt)
+    c = class_lookup(key, ckey, cmembers, chw, ckey.shape[0], ctkey)
     if c < 0:
         return False
     if c != old:
-        ctree_set(ctmax, ctcnt, old, size, i, -1)
+        ctree_set(ctkey, old, size, i, -1)
         cmembers[old] -= 1
         cmembers[c] += 1
         row_class[i] = c
     b = base_total(i, raw_by_row, active_slots, norm_mode, weights, hi, skip_slot)
     base[i] = b
     if reasons_by_row[i] == 0:
-        ctree_set(ctmax, ctcnt, c, size, i, b)
+        ctree_set(ctkey, c, size, i, row_key(i, b, seed_mix, requested))
         if cfeas[c] == 0:
             cstale[c] = 0
             for s in range(cshi.shape[1]):
@@ -1458,7 +1500,7 @@ def class_move(i, x, old_reasons, old_raw, reasons_by_row, raw_by_row, active_sl
         class_slots_add(c, i, raw_by_row, cshi, cscnt, cstale)
         class_sizes_add(i, 1, sp_size_dom, sp_params, sp_has_all, n_sp, sd_cnt, sizes, counted)
     else:
-        ctree_set(ctmax, ctcnt, c, size, i, -1)
+        ctree_set(ctkey, c, size, i, -1)
     return True
 
 

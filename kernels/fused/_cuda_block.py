@@ -129,6 +129,21 @@ def block_max(v, wbuf, n_warps):
 
 
 @cuda.jit(device=True)
+def block_min(v, wbuf, n_warps):
+    """The block's smallest int64 ``v`` in every thread; ``wbuf`` [MAX_WARPS]
+    int64 shared scratch."""
+    lane = cuda.threadIdx.x % WARP
+    v = warp_min(int64(v))
+    if lane == 0:
+        wbuf[cuda.threadIdx.x // WARP] = v
+    cuda.syncthreads()
+    w = wbuf[lane] if lane < n_warps else wbuf[0]
+    v = warp_min(w)
+    cuda.syncthreads()              # wbuf free for the next reduction
+    return v
+
+
+@cuda.jit(device=True)
 def block_min_max(lo, hi, wbuf, n_warps):
     """(block minimum of ``lo``, block maximum of ``hi``), int64, in every
     thread; ``wbuf`` [2, MAX_WARPS] int64 shared scratch."""

@@ -21,18 +21,19 @@ The block's threads split the evaluated positions into contiguous chunks
 4. each row's total: the built-in slots' weighted sum comes from a per-row
    cache (``base_by_row``) that stays valid while the maxima stay put, so
    only the row the last pod was placed on is recomputed, unless a maximum
-   moved; then the top total (block max) and the ties (block scan of each
-   thread's tie count): the thread holding the drawn tie finds its row.
+   moved; each scanned row's tie key (``_core.tie_key`` of its total and
+   ``tie_rank`` with the pods it holds now), the block's largest key (block
+   max) and the lowest row holding it (block min): the tie rule's pick.
 5. thread 0 accounts the pod on that row, recomputes that row's reasons and
    raw scores (``stage_reasons`` / ``stage_raw_scores``) and counts the pod
    in the rules and the pod-to-pod domain sums.
 
 Reductions are warp shuffles (``_cuda_block``): no thread loops over the
 other threads' partials.  Arithmetic is 32-bit where bounds prove it fits:
-positions, chunk bounds and feasible/tie counts are int32 (a state holds
+positions, chunk bounds and feasible counts are int32 (a state holds
 fewer than 2**31 node rows; the launcher checks), and the per-row divisions
 of the normalizations are 32-bit unsigned when the operands fit (see
-``_scaled``); scores, totals and the tie draw's hash stay 64-bit.
+``_scaled``); scores, totals, tie keys and the tie rank's hash stay 64-bit.
 Import this module only after ``_deps.cuda_unavailable_reason()`` said yes.
 """
 
@@ -42,17 +43,18 @@ import math
 import warnings
 
 import numpy as np
-from numba import cuda, int32, int64, uint32, uint64
+from numba import cuda, int32, int64, uint32
 
 from . import _cuda_block as CB
 from . import stage_args as SA
 from ._cuda import core, stage_raw_scores, stage_reasons
 
-# The tie draw's arithmetic wraps mod 2**64 by design; under the CUDA
+# The tie rank's arithmetic wraps mod 2**64 by design; under the CUDA
 # simulator it runs as NumPy scalar operations (on the simulator's threads,
 # so ``np.errstate`` cannot reach it), which warn on every wrap.
-warnings.filterwarnings("ignore", r".*overflow encountered in scalar", RuntimeWarning,
-                        module=__name__)
+for _module in (__name__, f"{__package__}._core"):     # the tie rank is _core's
+    warnings.filterwarnings("ignore", r".*overflow encountered in scalar", RuntimeWarning,
+                            module=_module)
 
 # The most threads a run block uses: 256 on a GPU; a block reduction's
 # second step has one lane per warp, so at most WARP warps (under the
@@ -62,7 +64,7 @@ MAX_RUN_SLOTS = 16          # score slots the block keeps maxima for
 MAX_ROWS = (1 << 31) - 1    # positions are int32
 
 # run parameters: rp[0:RP_HEADER] scalars, then the pod's vectors
-RP_COUNT, RP_ATTEMPT, RP_START, RP_TO_FIND, RP_SLOTS, RP_RESOURCES, RP_HEADER = range(7)
+RP_COUNT, RP_START, RP_TO_FIND, RP_SLOTS, RP_RESOURCES, RP_HEADER = range(6)
 
 spread_raw = core["spread_raw"]
 affinity_raw = core["affinity_raw"]
@@ -71,6 +73,9 @@ rule_fails_row = core["rule_fails_row"]
 rule_thresholds = core["rule_thresholds"]
 rule_count = core["rule_count"]
 rules_group_placed = core["rules_group_placed"]
+tie_rank = core["tie_rank"]
+tie_key = core["tie_key"]
+RES_PODS = core["RES_PODS"]
 
 _BIG = 1 << 62
 _MAX_WARPS = CB.MAX_WARPS     # module constants: the shared arrays' sizes are literals
@@ -81,13 +86,13 @@ _UNSET = -(1 << 62)         # base_by_row: not computed under the current maxima
 _FITS32 = (1 << 32) // 100 - 1
 
 
-def pack_run_params(count, attempt, start, num_to_find, request, nonzero, active, norm,
+def pack_run_params(count, start, num_to_find, request, nonzero, active, norm,
                     weights) -> np.ndarray:
     """The run's scalars and the pod's vectors as one int64 array:
-    [count, attempt, start, num_to_find, S, R], request [R], nonzero [2],
+    [count, start, num_to_find, S, R], request [R], nonzero [2],
     active [S] (0/1), norm [S], weights [S]."""
     s, r = active.shape[0], request.shape[0]
-    head = np.array([count, attempt, start, num_to_find, s, r], np.int64)
+    head = np.array([count, start, num_to_find, s, r], np.int64)
     return np.concatenate((head, request.astype(np.int64), nonzero.astype(np.int64),
                            active.astype(np.int64), norm.astype(np.int64),
                            weights.astype(np.int64)))
@@ -129,15 +134,6 @@ def _one_row(a: np.ndarray) -> np.ndarray:
     if a.shape[0] == 0:
         return np.zeros((1,) + a.shape[1:], a.dtype)
     return a
-
-
-@cuda.jit(device=True)
-def _tie_index(seed_mix, attempt, n):
-    z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
-    z = z ^ (z >> uint64(31))
-    return int64(z % uint64(n))
 
 
 @cuda.jit(device=True)
@@ -237,9 +233,9 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                      sp_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
                      sp_weights, af_dom, af_sums, af_params, af_meta):
     """Place up to rp[RP_COUNT] pods; out[0] = pods placed, out[1] = the next
-    start position, out[2 + i] = pod i's row.  ``scratch`` [4 M + N] int64:
-    feasibility and totals by position, raw spread and affinity by position,
-    the per-row base totals.  The rules, spread and affinity arrays come
+    start position, out[2 + i] = pod i's row.  ``scratch`` [3 M + N] int64:
+    feasibility by position, raw spread and affinity by position, the
+    per-row base totals.  The rules, spread and affinity arrays come
     stacked (``pack_rules`` etc.): same-shaped arrays along a first axis."""
     tid = int32(cuda.threadIdx.x)
     nt = int32(cuda.blockDim.x)
@@ -248,7 +244,6 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
     n_rows = raw_by_row.shape[0]
     n_slots = int32(raw_by_row.shape[1])
     count = rp[RP_COUNT]
-    attempt0 = rp[RP_ATTEMPT]
     num_to_find = rp[RP_TO_FIND]
     n_res = rp[RP_RESOURCES]
     o = RP_HEADER
@@ -259,10 +254,10 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
     norm = rp[o + n_slots:o + 2 * n_slots]
     weights = rp[o + 2 * n_slots:o + 3 * n_slots]
     feas = scratch[0:m]
-    tot = scratch[m:2 * m]
-    sp_raw = scratch[2 * m:3 * m]
-    af_raw = scratch[3 * m:4 * m]
-    base_by_row = scratch[4 * m:4 * m + n_rows]
+    sp_raw = scratch[m:2 * m]
+    af_raw = scratch[2 * m:3 * m]
+    base_by_row = scratch[3 * m:3 * m + n_rows]
+    pods_at = qbuf[_REQUESTED_AT] + RES_PODS    # the pods column in node_i64
     r_domp1 = r_dom[0]
     r_count_dom = r_dom[1]
     r_sums = r_counts[0]
@@ -279,7 +274,7 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
     wbuf2 = cuda.shared.array((2, _MAX_WARPS), int64)
     wcount = cuda.shared.array(_MAX_WARPS, int32)
     wslots = cuda.shared.array((MAX_RUN_SLOTS, _MAX_WARPS), int64)
-    run = cuda.shared.array(4, int64)       # start, placed, stop position, chosen row
+    run = cuda.shared.array(3, int64)       # start, placed, stop position
     hi = cuda.local.array(MAX_RUN_SLOTS, int64)
     hi_norm = cuda.local.array(MAX_RUN_SLOTS, int64)
     hi_prev = cuda.local.array(MAX_RUN_SLOTS, int64)
@@ -416,52 +411,36 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                 a_hi = 0
         else:
             s_lo = s_hi = a_lo = a_hi = int64(0)
-        # 4. totals, the top one and its ties
+        # 4. totals and tie keys; the largest key, then the lowest row at it
         best = int64(-1)
-        cnt = int32(0)
+        best_row = int64(n_rows)
         for j in range(lo, stop):
-            t = int64(-1)
-            if feas[j] != 0:
-                jj = start + j
-                if jj >= m:
-                    jj -= m
-                row = rows[jj]
-                b = base_by_row[row]
-                if moved or b == _UNSET:
-                    b = _base_total(row, raw_by_row, active, norm, weights, hi, skip_slot)
-                    base_by_row[row] = b
-                t = b
-                if dense:
-                    t = _dense_total(b, sp_has_all[row], sp_raw[j], s_lo, s_hi, sp_on, sp_w,
-                                     af_raw[j] if n_af > 0 else 0, a_lo,
-                                     a_hi - a_lo if n_af > 0 else 0, af_meta[2])
-            tot[j] = t
-            if t > best:
-                best = t
-                cnt = 1
-            elif t == best and t >= 0:
-                cnt += 1
+            if feas[j] == 0:
+                continue
+            jj = start + j
+            if jj >= m:
+                jj -= m
+            row = rows[jj]
+            b = base_by_row[row]
+            if moved or b == _UNSET:
+                b = _base_total(row, raw_by_row, active, norm, weights, hi, skip_slot)
+                base_by_row[row] = b
+            t = b
+            if dense:
+                t = _dense_total(b, sp_has_all[row], sp_raw[j], s_lo, s_hi, sp_on, sp_w,
+                                 af_raw[j] if n_af > 0 else 0, a_lo,
+                                 a_hi - a_lo if n_af > 0 else 0, af_meta[2])
+            key = tie_key(t, tie_rank(seed_mix, row, node_i64[row, pods_at]))
+            if key > best or (key == best and row < best_row):
+                best = key
+                best_row = row
         top = CB.block_max(best, wbuf, n_warps)
         if top < 0:
             break                           # uniform: no feasible row for this pod
-        mine = cnt if best == top else int32(0)
-        first, n_ties = CB.block_scan32(mine, wcount, n_warps)
-        k = int32(_tie_index(seed_mix, attempt0 + i, n_ties))
-        if first <= k and k < first + mine:
-            k -= first
-            for j in range(lo, stop):
-                if tot[j] == top:
-                    if k == 0:
-                        jj = start + j
-                        if jj >= m:
-                            jj -= m
-                        run[3] = rows[jj]
-                        break
-                    k -= 1
-        cuda.syncthreads()
+        chosen = CB.block_min(best_row if best == top else int64(n_rows), wbuf, n_warps)
         # 5. thread 0 places the pod and recomputes its row
         if tid == 0:
-            row = run[3]
+            row = chosen
             out[2 + i] = row
             _account(node_i64, qbuf, row, pod_request, pod_nonzero)
             rr = stage_reasons(row, node_i64, node_flags, label_vals, qbuf)

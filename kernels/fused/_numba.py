@@ -13,7 +13,7 @@ import math
 import os
 import sys
 
-from numba import int64, njit, prange, uint64
+from numba import njit, prange
 
 from tensorsched.kernels._compile import KEY, compile_module, compile_source
 
@@ -138,10 +138,9 @@ fused_pass_by_row = build_fused_pass(by_row=True)
 finalize_rows = core["finalize_rows"]
 dirty_rows = core["dirty_rows"]
 snapshot_rows = core["snapshot_rows"]
-rebuild_top = core["rebuild_top"]
-update_top = core["update_top"]
-tree_count_eq = core["tree_count_eq"]
-tree_kth_eq = core["tree_kth_eq"]
+rebuild_keys = core["rebuild_keys"]
+update_keys = core["update_keys"]
+key_top_row = core["key_top_row"]
 gather_rows = core["gather_rows"]
 scan_mixed = core["scan_mixed"]
 partial_totals = core["partial_totals"]
@@ -153,12 +152,26 @@ finalize_partial = core["finalize_partial"]
 # cycle would place it (every node scored, per-row cache and segment tree).
 
 _RUN_TEMPLATE = """
-def tie_index(seed_mix, attempt, n):
-    z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
-    z = z ^ (z >> uint64(31))
-    return int64(z % uint64(n))
+def pick_tied(ties, n_ties, rows, start, seed_mix, requested):
+    '''The position (in ``rows``) the tie rule takes among the tied
+    positions ``ties[:n_ties]`` (counted from ``start``): the highest
+    ``tie_rank`` of the row with the pods it holds now, the lower row on an
+    equal rank.'''
+    m = rows.shape[0]
+    best = -1
+    best_row = -1
+    best_p = -1
+    for x in range(n_ties):
+        p = ties[x] + start
+        if p >= m:
+            p -= m
+        row = rows[p]
+        r = tie_rank(seed_mix, row, requested[row, RES_PODS])
+        if r > best or (r == best and row < best_row):
+            best = r
+            best_row = row
+            best_p = p
+    return best_p
 
 
 def rule_bits(i, domp1, sums, params, thr):
@@ -315,9 +328,9 @@ def finalize_spread(rows, start, reasons_by_row, raw_by_row, num_to_find, active
     return n_ties, processed, found
 
 
-def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
+def place_run(count, seed_mix, pod_request, pod_nonzero, fargs,
               base_reasons, reasons_run, raw_by_row, active_slots, norm_mode, weights, hi,
-              hi_cnt, total_by_row, tmax, tcnt, size, n_rows, feasible, one_row, old_reasons,
+              hi_cnt, total_by_row, tkey, size, n_rows, feasible, one_row, old_reasons,
               old_raw, out_rows, r_domp1, r_count_dom, r_sums, r_present, r_params, r_dom_ptr,
               r_dom_rows, r_thr, r_at_min, mark, dirty):
     requested = fargs[1]
@@ -327,20 +340,13 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
     if n_rules > 0:
         rules_start(n_rows, base_reasons, reasons_run, r_domp1, r_sums, r_present, r_params,
                     r_thr, r_at_min)
-        feasible = rebuild_top(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
-                               weights, hi, hi_cnt, total_by_row, tmax, tcnt, size)
+        feasible = rebuild_keys(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
+                                weights, hi, hi_cnt, total_by_row, seed_mix, requested, tkey,
+                                size)
     for i in range(count):
-        best = tmax[1]
-        if best < 0:
+        if tkey[1] < 0:
             return i, feasible
-        n_ties = tcnt[1]
-        t = tie_index(seed_mix, attempt0 + i, n_ties)
-        before = tree_count_eq(tmax, tcnt, size, 0, r0, best)
-        after = n_ties - before
-        if t < after:
-            row = tree_kth_eq(tmax, tcnt, size, before + t, best)
-        else:
-            row = tree_kth_eq(tmax, tcnt, size, t - after, best)
+        row = key_top_row(tkey, size)
         out_rows[i] = row
         for r in range(pod_request.shape[0]):
             requested[row, r] += pod_request[r]
@@ -369,13 +375,13 @@ def place_run(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
                     j = dirty[x]
                     reasons_run[j] = base_reasons[j] | rule_bits(j, r_domp1, r_sums,
                                                                  r_params, r_thr)
-            delta = update_top(dirty, k, old_reasons, old_raw, reasons_run, raw_by_row,
-                               active_slots, norm_mode, weights, hi, hi_cnt, total_by_row,
-                               tmax, tcnt, size)
+            delta = update_keys(dirty, k, old_reasons, old_raw, reasons_run, raw_by_row,
+                                active_slots, norm_mode, weights, hi, hi_cnt, total_by_row,
+                                seed_mix, requested, tkey, size)
         if delta == -1000000000:
-            feasible = rebuild_top(n_rows, reasons_run, raw_by_row, active_slots,
-                                   norm_mode, weights, hi, hi_cnt, total_by_row, tmax, tcnt,
-                                   size)
+            feasible = rebuild_keys(n_rows, reasons_run, raw_by_row, active_slots,
+                                    norm_mode, weights, hi, hi_cnt, total_by_row, seed_mix,
+                                    requested, tkey, size)
         else:
             feasible += delta
     return count, feasible
@@ -420,15 +426,15 @@ def rules_count_rows(row, count_dom, sums, present, params, thr, at_min, dom_ptr
     return -1 if over else k
 
 
-def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, fargs,
+def place_run_classes(count, seed_mix, pod_request, pod_nonzero, fargs,
                       base_reasons, reasons_run, raw_by_row, active_slots, norm_mode, weights,
                       hi, n_rows, one_row, old_reasons, old_raw, out_rows, r_domp1,
                       r_count_dom, r_sums, r_present, r_params, r_dom_ptr, r_dom_rows, r_thr,
                       r_at_min, mark, dirty, sp_domp1, sp_count_dom, sp_size_dom, sp_sums,
                       sp_params, sp_has_all, sp_meta, af_domp1, af_count_dom, af_sums, af_params,
                       af_meta, mode, dom_row, r_col, base, row_class, ckey, cmembers, cfeas, cok,
-                      cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes, counted,
-                      term_weights, craw_sp, craw_af, cterm, tied, targets, key):
+                      cshi, cscnt, cstale, chw, ctkey, size, sd_cnt, sizes, counted,
+                      term_weights, craw_sp, craw_af, cterm, key):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     n_rules = r_params.shape[0]
@@ -453,43 +459,37 @@ def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, f
                                  weights, hi, skip, base, row_class, mode, sp_domp1, sp_sums,
                                  sp_size_dom, sp_params, sp_has_all, n_sp, af_domp1, af_sums,
                                  n_af, r_domp1, r_sums, r_params, r_thr, r_col, ckey, cmembers,
-                                 cfeas, cok, cshi, cscnt, cstale, chw, ctmax, ctcnt, size,
-                                 sd_cnt, sizes, counted, key):
+                                 cfeas, cok, cshi, cscnt, cstale, chw, seed_mix, requested,
+                                 ctkey, size, sd_cnt, sizes, counted, key):
                 return i, 1
             rebuild = False
         else:
             classes_usable(chw[0], cmembers, cfeas, ckey, cok, r_col, r_sums, r_params, r_thr)
             if classes_maxima(chw[0], cok, cshi, active_slots, norm_mode, hi):
                 classes_rebase(n_rows, reasons_run, raw_by_row, active_slots, norm_mode,
-                               weights, hi, skip, base, row_class, chw[0], ctmax, ctcnt, size)
+                               weights, hi, skip, base, row_class, chw[0], seed_mix, requested,
+                               ctkey, size)
         for c in range(n_sp):
             sz = counted[0] if sp_params[c, 0] != 0 else sizes[c]
             term_weights[c] = math.log(float(sz + 2))
         class_terms(chw[0], cok, ckey, mode, sp_sums, sp_params, term_weights, require_all,
                     n_sp, af_sums, af_params, n_af, sp_on, sp_w, af_meta[2], craw_sp, craw_af,
                     cterm)
+        # the best key over the usable classes (a class's term shifts every
+        # key of its tree alike); equal keys: the lower row
         best = -1
+        row = -1
         for c in range(chw[0]):
-            if cok[c]:
-                v = ctmax[c, 1] + cterm[c]
-                if v > best:
-                    best = v
+            if not cok[c] or ctkey[c, 1] < 0:
+                continue
+            v = ctkey[c, 1] + (cterm[c] << 31)
+            if v > best:
+                best = v
+                row = ctree_top_row(ctkey, c, size)
+            elif v == best:
+                row = min(row, ctree_top_row(ctkey, c, size))
         if best < 0:
             return i, 0
-        n_tied = 0
-        n_ties = 0
-        before = 0
-        for c in range(chw[0]):
-            if cok[c] and ctmax[c, 1] + cterm[c] == best:
-                tied[n_tied] = c
-                targets[n_tied] = ctmax[c, 1]
-                n_ties += ctcnt[c, 1]
-                before += ctree_count_eq(ctmax, ctcnt, c, size, 0, r0, ctmax[c, 1])
-                n_tied += 1
-        t = tie_index(seed_mix, attempt0 + i, n_ties)
-        after = n_ties - before
-        kth = before + t if t < after else t - after
-        row = ctree_kth_tied(ctmax, ctcnt, size, tied, targets, n_tied, kth)
         out_rows[i] = row
         for r in range(pod_request.shape[0]):
             requested[row, r] += pod_request[r]
@@ -541,8 +541,8 @@ def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, f
                               active_slots, norm_mode, weights, hi, skip, base, row_class, mode,
                               sp_domp1, sp_sums, sp_size_dom, sp_params, sp_has_all, n_sp,
                               af_domp1, af_sums, n_af, r_domp1, r_col, ckey, cmembers, cfeas,
-                              cshi, cscnt, cstale, chw, ctmax, ctcnt, size, sd_cnt, sizes,
-                              counted, key):
+                              cshi, cscnt, cstale, chw, seed_mix, requested, ctkey, size,
+                              sd_cnt, sizes, counted, key):
                 return i + 1, 1
         for c in range(chw[0]):
             if cstale[c] != 0:
@@ -551,7 +551,7 @@ def place_run_classes(count, seed_mix, attempt0, r0, pod_request, pod_nonzero, f
     return count, 0
 
 
-def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
+def place_run_scan(count, seed_mix, rows, start, num_to_find, pod_request,
                    pod_nonzero, fargs, base_reasons, reasons_run, raw_by_row, active_slots,
                    norm_mode, weights, scores_scratch, total_scratch, ties_scratch, hi_scratch,
                    one_row, out_rows, r_domp1, r_count_dom, r_sums, r_present, r_params, r_dom_ptr,
@@ -580,11 +580,7 @@ def place_run_scan(count, seed_mix, attempt0, rows, start, num_to_find, pod_requ
                 weights, False, scores_scratch, total_scratch, ties_scratch, hi_scratch)
         if n_ties == 0:
             return i, start
-        t = tie_index(seed_mix, attempt0 + i, n_ties)
-        p = ties_scratch[t] + start
-        if p >= m:
-            p -= m
-        row = rows[p]
+        row = rows[pick_tied(ties_scratch, n_ties, rows, start, seed_mix, requested)]
         out_rows[i] = row
         for r in range(pod_request.shape[0]):
             requested[row, r] += pod_request[r]
@@ -646,157 +642,122 @@ def win_kth(wt, size, r):
     return p - size
 
 
+def win_better(wt, q, key, row):
+    '''Whether node q's top (key, row) beats ``key``/``row``: a larger
+    key, or the same key on a lower row.'''
+    return wt[q, 1] > key or (wt[q, 1] == key and wt[q, 2] < row)
+
+
 def win_take(wt, q, acc):
-    '''Fold node q into a window's answer ``acc``: its top total and how
-    many reach it (columns 1, 2), the normalized slots' maxima (3...).'''
-    v = wt[q, 1]
-    if v > acc[1]:
-        acc[1] = v
+    '''Fold node q into a window's answer ``acc``: its top tie key, that
+    key's row and position (columns 1-3), the normalized slots' maxima
+    (4...).'''
+    if win_better(wt, q, acc[1], acc[2]):
+        acc[1] = wt[q, 1]
         acc[2] = wt[q, 2]
-    elif v == acc[1]:
-        acc[2] += wt[q, 2]
-    for c in range(3, wt.shape[1]):
+        acc[3] = wt[q, 3]
+    for c in range(4, wt.shape[1]):
         if wt[q, c] > acc[c]:
             acc[c] = wt[q, c]
 
 
-def win_range(wt, size, lo, hi, acc, order, n, right):
+def win_range(wt, size, lo, hi, acc):
     '''Fold the nodes covering [lo, hi) into ``acc`` (``win_take``): one
-    walk up for the top total, its count and every slot's maximum; the
-    nodes are appended to ``order`` from ``n`` on, left to right (``right``
-    scratch); returns the new length.'''
+    walk up for the top key, its row and every slot's maximum.'''
     a = lo + size
     b = hi + size
-    nr = 0
     while a < b:
         if a & 1:
             win_take(wt, a, acc)
-            order[n] = a
-            n += 1
             a += 1
         if b & 1:
             b -= 1
             win_take(wt, b, acc)
-            right[nr] = b
-            nr += 1
         a >>= 1
         b >>= 1
-    for j in range(nr - 1, -1, -1):
-        order[n] = right[j]
-        n += 1
-    return n
-
-
-def win_pick(wt, size, order, n, k, best):
-    '''The position of the k-th (0-based, window order) total equal to
-    ``best`` (the window's maximum) under the nodes ``order[:n]``: no leaf
-    under them exceeds ``best``, so their (max, count) pairs count exactly.'''
-    for j in range(n):
-        node = order[j]
-        if wt[node, 1] == best:
-            if k < wt[node, 2]:
-                return win_descend(wt, size, node, k, best)
-            k -= wt[node, 2]
-    return -1
-
-
-def win_descend(wt, size, p, k, best):
-    '''The position of the k-th total equal to ``best`` under node p.'''
-    while p < size:
-        a = 2 * p
-        if wt[a, 1] == best:
-            if k < wt[a, 2]:
-                p = a
-                continue
-            k -= wt[a, 2]
-        p = a + 1
-    return p - size
 
 
 def win_leaf(p, i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-             norm_slots, wt, size):
+             norm_slots, wt, size, seed_mix, requested):
     '''Write position p (row i) into its leaf.'''
     ok = reasons_by_row[i] == 0
     q = size + p
     wt[q, 0] = 1 if ok else 0
-    wt[q, 1] = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href)
-    wt[q, 2] = 1
+    wt[q, 1] = row_key(i, row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode,
+                                    weights, href), seed_mix, requested)
+    wt[q, 2] = i
+    wt[q, 3] = p
     for j in range(norm_slots.shape[0]):
-        wt[q, 3 + j] = raw_by_row[i, norm_slots[j]] if ok else -1
+        wt[q, 4 + j] = raw_by_row[i, norm_slots[j]] if ok else -1
 
 
 def win_pull_top(wt, p):
-    '''Node p's top total and its count from its children's.'''
+    '''Node p's top key, its row and position from its children's.'''
     a = 2 * p
-    b = a + 1
-    if wt[a, 1] > wt[b, 1]:
-        wt[p, 1] = wt[a, 1]
-        wt[p, 2] = wt[a, 2]
-    elif wt[a, 1] < wt[b, 1]:
-        wt[p, 1] = wt[b, 1]
-        wt[p, 2] = wt[b, 2]
-    else:
-        wt[p, 1] = wt[a, 1]
-        wt[p, 2] = wt[a, 2] + wt[b, 2]
+    if not win_better(wt, a, wt[a + 1, 1], wt[a + 1, 2]):
+        a += 1
+    wt[p, 1] = wt[a, 1]
+    wt[p, 2] = wt[a, 2]
+    wt[p, 3] = wt[a, 3]
 
 
 def win_pull(wt, p):
-    '''Node p from its children: feasible count, top total, slot maxima.'''
+    '''Node p from its children: feasible count, top key, slot maxima.'''
     a = 2 * p
     wt[p, 0] = wt[a, 0] + wt[a + 1, 0]
     win_pull_top(wt, p)
-    for c in range(3, wt.shape[1]):
+    for c in range(4, wt.shape[1]):
         wt[p, c] = max(wt[a, c], wt[a + 1, c])
 
 
 def win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-              norm_slots, wt, size):
+              norm_slots, wt, size, seed_mix, requested):
     '''The tree over evaluation positions 0..M-1 (position p = row rows[p]).'''
     m = rows.shape[0]
     for p in range(size):
         if p < m:
             win_leaf(p, rows[p], reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
-                     href, norm_slots, wt, size)
+                     href, norm_slots, wt, size, seed_mix, requested)
         else:
             q = size + p
             wt[q, 0] = 0
             wt[q, 1] = -1
-            wt[q, 2] = 1
-            for c in range(3, wt.shape[1]):
+            wt[q, 2] = 1 << 62
+            wt[q, 3] = p
+            for c in range(4, wt.shape[1]):
                 wt[q, c] = -1
     for p in range(size - 1, 0, -1):
         win_pull(wt, p)
 
 
 def win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-               wt, size):
-    '''The totals again under new maxima ``href``.'''
+               wt, size, seed_mix, requested):
+    '''The keys again under new maxima ``href``.'''
     m = rows.shape[0]
     for p in range(m):
-        wt[size + p, 1] = row_total(rows[p], reasons_by_row, raw_by_row, active_slots,
-                                    norm_mode, weights, href)
+        i = rows[p]
+        wt[size + p, 1] = row_key(i, row_total(i, reasons_by_row, raw_by_row, active_slots,
+                                               norm_mode, weights, href), seed_mix, requested)
     for p in range(size - 1, 0, -1):
         win_pull_top(wt, p)
 
 
-def win_answer(wt, size, start, end1, end2, acc, order, right):
-    '''The window [start, end1) + [0, end2) folded into ``acc`` (top total
-    and count, slot maxima from 0); returns how many nodes cover it, in
-    window order in ``order``.'''
+def win_answer(wt, size, start, end1, end2, acc):
+    '''The window [start, end1) + [0, end2) folded into ``acc`` (top key,
+    its row and position, slot maxima from 0).'''
     acc[1] = -1
-    acc[2] = 0
-    for c in range(3, acc.shape[0]):
+    acc[2] = 1 << 62
+    acc[3] = -1
+    for c in range(4, acc.shape[0]):
         acc[c] = 0
-    n = win_range(wt, size, start, end1, acc, order, 0, right)
+    win_range(wt, size, start, end1, acc)
     if end2 > 0:
-        n = win_range(wt, size, 0, end2, acc, order, n, right)
-    return n
+        win_range(wt, size, 0, end2, acc)
 
 
-def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_request,
+def place_run_window(count, seed_mix, rows, start, num_to_find, pod_request,
                      pod_nonzero, fargs, reasons_by_row, raw_by_row, active_slots, norm_mode,
-                     weights, ties_scratch, hi, href, one_row, out_rows, norm_slots, wt, acc,
-                     order, right, size):
+                     weights, hi, href, one_row, out_rows, norm_slots, wt, acc, size):
     requested = fargs[1]
     nonzero_requested = fargs[2]
     m = rows.shape[0]
@@ -805,7 +766,7 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
     for s in range(n_slots):
         href[s] = 0
     win_build(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-              norm_slots, wt, size)
+              norm_slots, wt, size, seed_mix, requested)
     misses = 0
     before = win_sum(wt, size, 0, start)    # feasible positions before ``start``
     for i in range(count):
@@ -827,52 +788,48 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
                 after = r - feasible + 1
         end1 = min(m, start + processed)
         end2 = start + processed - m          # <= 0: the window does not wrap
-        # one walk over the window: its top total (under ``href``), how
-        # many reach it, the normalization maxima over its feasible rows
-        n_nodes = win_answer(wt, size, start, end1, end2, acc, order, right)
+        # one walk over the window: its top key (totals under ``href``),
+        # that key's position, the normalization maxima over its feasible rows
+        win_answer(wt, size, start, end1, end2, acc)
         same = True
         for s in range(n_slots):
             hi[s] = 0
         for j in range(n_norm):
             s = norm_slots[j]
-            hi[s] = acc[3 + j]
+            hi[s] = acc[4 + j]
             if hi[s] != href[s]:
                 same = False
         if not same:
-            # totals under other maxima: this window by a scan, and the tree
+            # keys under other maxima: this window by a scan, and the tree
             # re-taken under them when windows keep disagreeing
             misses += 1
             if misses >= 4:
                 for s in range(n_slots):
                     href[s] = hi[s]
                 win_totals(rows, reasons_by_row, raw_by_row, active_slots, norm_mode, weights,
-                           href, wt, size)
+                           href, wt, size, seed_mix, requested)
                 misses = 0
                 same = True
-                n_nodes = win_answer(wt, size, start, end1, end2, acc, order, right)
+                win_answer(wt, size, start, end1, end2, acc)
         if same:
-            best = acc[1]
-            n_ties = acc[2]
-            p = win_pick(wt, size, order, n_nodes, tie_index(seed_mix, attempt0 + i, n_ties),
-                         best)
+            p = acc[3]
         else:
             best = -1
-            n_ties = 0
+            best_row = -1
+            p = -1
             for j in range(processed):
-                p = start + j
-                if p >= m:
-                    p -= m
-                if reasons_by_row[rows[p]] != 0:
+                q = start + j
+                if q >= m:
+                    q -= m
+                x = rows[q]
+                if reasons_by_row[x] != 0:
                     continue
-                t = row_total(rows[p], reasons_by_row, raw_by_row, active_slots, norm_mode,
-                              weights, hi)
-                if t > best:
-                    best = t
-                    n_ties = 0
-                if t == best:
-                    ties_scratch[n_ties] = p
-                    n_ties += 1
-            p = ties_scratch[tie_index(seed_mix, attempt0 + i, n_ties)]
+                key = row_key(x, row_total(x, reasons_by_row, raw_by_row, active_slots,
+                                           norm_mode, weights, hi), seed_mix, requested)
+                if key > best or (key == best and x < best_row):
+                    best = key
+                    best_row = x
+                    p = q
         row = rows[p]
         out_rows[i] = row
         for r in range(pod_request.shape[0]):
@@ -883,7 +840,7 @@ def place_run_window(count, seed_mix, attempt0, rows, start, num_to_find, pod_re
         fused_pass_by_row(one_row, *fargs, reasons_by_row, raw_by_row)
         was = wt[size + p, 0]
         win_leaf(p, row, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, href,
-                 norm_slots, wt, size)
+                 norm_slots, wt, size, seed_mix, requested)
         q = (size + p) >> 1
         while q >= 1:
             win_pull(wt, q)
@@ -909,7 +866,7 @@ def build_place_run_classes(by_row_pass):
     placements as ``place_run_scan`` without rescanning every row per pod
     (``_core``'s score classes); per-domain rules of few domains are answered
     per class too (a zone flip costs no row).  ``place_run_classes(count, seed_mix,
-    attempt0, r0, pod_request, pod_nonzero, fargs, the row cache's reasons
+    pod_request, pod_nonzero, fargs, the row cache's reasons
     [N], the run's reasons [N] (built-in | per-row rules), raw [N, S],
     active, norm, weights, maxima [S], N, one_row [1], old reasons / raw scratch [L],
     [L, S], out_rows [count], the ``RuleArrays`` fields, thresholds /
@@ -918,10 +875,10 @@ def build_place_run_classes(by_row_pass):
     (``domain_rules.ClassKeys``: mode [K], dom_row [K, D], r_col [R]),
     base [N], row_class [N], ckey [cap, K], members / leaf-feasible members /
     usable flags [cap], slot maxima and their counts [cap, S] x 2, stale
-    flags [cap], high-water [1], trees [cap, 2Z] x 2, Z, size-domain counts [C, K'],
-    sizes [C], counted [1], and scratch: term weights [C], raw spread /
-    affinity and terms by class [cap] x 3, tied classes and their maxima
-    [cap] x 2, key [K]) -> (placed, overflow)``: overflow 1 when the
+    flags [cap], high-water [1], key trees [cap, 2Z], Z, size-domain counts
+    [C, K'], sizes [C], counted [1], and scratch: term weights [C], raw
+    spread / affinity and terms by class [cap] x 3, key [K]) -> (placed,
+    overflow)``: overflow 1 when the
     classes outgrew cap after ``placed`` pods (the caller places the rest
     by the scan; every array is current), else the run stopped before a
     pod with no feasible row or placed them all."""
@@ -935,28 +892,31 @@ def build_place_run(by_row_pass):
     ``place_run_window``).
 
     ``place_run`` is for every node scored: ``place_run(count, seed_mix,
-    attempt0, r0, pod_request [R], pod_nonzero [2], fargs (kernel_args), the
-    row cache's reasons [N], the run's reasons [N] (the same array without
-    rules), raw [N, S], the score setup, maxima, totals, segment tree over
-    the run's reasons, feasible count, scratch (one_row [1], old reasons /
-    raw [L], [L, S]), out_rows [count], the ``domain_rules.RuleArrays``
-    fields, thresholds / at-minimum counts [R], mark [N] zeros, dirty [L])
-    -> (placed, feasible)``.
+    pod_request [R], pod_nonzero [2], fargs (kernel_args), the row cache's
+    reasons [N], the run's reasons [N] (the same array without rules), raw
+    [N, S], the score setup, maxima, totals, the key tree over the run's
+    reasons [2Z], Z, feasible count, scratch (one_row [1], old reasons / raw
+    [L], [L, S]), out_rows [count], the ``domain_rules.RuleArrays`` fields,
+    thresholds / at-minimum counts [R], mark [N] zeros, dirty [L]) ->
+    (placed, feasible)``.
 
-    Pod i takes the tie ``tie_index(seed_mix, attempt0 + i, ties)`` among the
-    rows at the top total, counted in evaluation order from row ``r0``
-    (``seed_mix`` = seed * 0x9E3779B97F4A7C15 mod 2**64, as the runtime's
-    ``tie_break_index``); its request is added to that row of ``fargs``'
-    requested columns, the row is recomputed and folded into the tree.  A
-    rule that counts the pod adds one to the row's domain; the rows of every
-    domain whose answer flipped are re-tested and folded in too (more than
-    L rows: every row, and the tree rebuilt).  The run stops before the
-    first pod with no feasible row.
+    Every run takes the tie rule (``fused.ties``, ``seed_mix`` = seed *
+    0x9E3779B97F4A7C15 mod 2**64): among the rows at the top total the
+    highest ``tie_rank(seed_mix, row, pods on the row)``, the lower row on
+    an equal rank, whatever the evaluation order.  Pod i takes the row of
+    the largest key (``_core.row_key``); its request is added to that row
+    of ``fargs``' requested columns (its pod count with it), the row is
+    recomputed and its key folded into the tree.  A rule that counts the
+    pod adds one to the row's domain; the rows of every domain whose answer
+    flipped are re-tested and folded in too (more than L rows: every row,
+    and the tree rebuilt).  The run stops before the first pod with no
+    feasible row.
 
     ``place_run_scan`` is for percentageOfNodesToScore below every node:
     each pod's cycle scans ``rows`` (evaluation order from position
     ``start``) until ``num_to_find`` feasible rows, as ``finalize_rows``
-    does, takes the tie, and the next pod starts where that scan stopped;
+    does, takes the tie rule's row among the scanned top ones
+    (``pick_tied``), and the next pod starts where that scan stopped;
     returns (placed, the next start position).
 
     ``place_run_window`` places as ``place_run_scan`` does (without
@@ -964,28 +924,27 @@ def build_place_run(by_row_pass):
     the evaluation positions (position p = row ``rows[p]``), a node's
     answers side by side in a row of ``wt`` (one walk reads them all):
     column 0 counts the feasible positions (the window's end is the k-th
-    feasible one from ``start``), columns 1 and 2 hold the top weighted
-    total under reference maxima ``href`` and how many reach it (the
-    window's top total, its ties, the t-th tie in window order), column
-    3 + j the largest raw score of normalized slot ``norm_slots[j]`` on a
-    feasible position (the window's maxima).  A window whose maxima differ
-    from ``href`` totals its rows by a scan; after four such windows the
-    totals are re-taken under the new maxima.
-    ``place_run_window(count, seed_mix, attempt0, rows [M], start,
+    feasible one from ``start``), columns 1 to 3 hold the largest tie key
+    under reference maxima ``href``, its row (the lowest among equal keys)
+    and its position (the window's pick), column 4 + j the largest raw
+    score of normalized slot ``norm_slots[j]`` on a feasible position (the
+    window's maxima).  A window whose maxima differ from ``href`` keys its
+    rows by a scan; after four such windows the keys are re-taken under the
+    new maxima.  ``place_run_window(count, seed_mix, rows [M], start,
     num_to_find, pod_request, pod_nonzero, fargs, reasons [N], raw [N, S],
-    active, norm, weights, ties scratch [M], maxima scratch [S], href [S],
-    one_row [1], out_rows [count], norm_slots [K] (the active normalized
-    slots), wt [2Z, 3 + K], acc [3 + K], order [4 log2 Z + 4] and right
-    [2 log2 Z + 2] scratch, Z) -> (placed, next start
-    position)``, Z a power of two >= M."""
+    active, norm, weights, maxima scratch [S], href [S], one_row [1],
+    out_rows [count], norm_slots [K] (the active normalized slots), wt [2Z,
+    4 + K], acc [4 + K], Z) -> (placed, next start position)``, Z a power
+    of two >= M."""
     fn = _runs.get(by_row_pass)
     if fn is not None:
         return fn
-    namespace = {"fused_pass_by_row": by_row_pass, "uint64": uint64, "int64": int64,
-                 "tree_count_eq": core["tree_count_eq"], "tree_kth_eq": core["tree_kth_eq"],
-                 "snapshot_rows": core["snapshot_rows"], "update_top": core["update_top"],
-                 "rebuild_top": core["rebuild_top"], "finalize_rows": core["finalize_rows"],
-                 "row_total": core["row_total"], "tree_pull": core["tree_pull"],
+    namespace = {"fused_pass_by_row": by_row_pass,
+                 "RES_PODS": _core.RES_PODS,
+                 **{n: core[n] for n in ("tie_rank", "row_key", "key_top_row", "update_keys",
+                                         "rebuild_keys")},
+                 "snapshot_rows": core["snapshot_rows"], "finalize_rows": core["finalize_rows"],
+                 "row_total": core["row_total"],
                  "normalized": core["normalized"], "scan_stop": core["scan_stop"],
                  **{n: core[n] for n in ("go_round", "base_total", "spread_raw",
                                          "affinity_raw", "dense_total", "count_placed")},
@@ -993,18 +952,18 @@ def build_place_run(by_row_pass):
                                          "rule_thresholds", "rule_count",
                                          "rules_group_placed")},
                  **{n: core[n] for n in ("classes_build", "class_move", "class_terms",
-                                         "ctree_count_eq", "ctree_kth_tied", "classes_usable",
+                                         "ctree_top_row", "classes_usable",
                                          "classes_maxima", "classes_rebase", "row_rule_bits",
                                          "class_slots_rescan")},
                  "math": math}
     depends = [core[KEY], _built_keys.get(by_row_pass)]
     ns = compile_source(f"{__name__}.place_run", _RUN_TEMPLATE, njit,
-                        ("tie_index", "rule_bits", "rules_start", "add_domain_rows",
+                        ("pick_tied", "rule_bits", "rules_start", "add_domain_rows",
                          "rules_count", "finalize_spread", "place_run", "rules_count_rows",
                          "place_run_classes",
                          "place_run_scan",
-                         "win_sum", "win_kth", "win_take", "win_range", "win_pick",
-                         "win_descend", "win_leaf", "win_pull_top", "win_pull",
+                         "win_sum", "win_kth", "win_better", "win_take", "win_range",
+                         "win_leaf", "win_pull_top", "win_pull",
                          "win_build", "win_totals", "win_answer", "place_run_window"),
                         namespace,
                         options={"nogil": True, "_nrt": False},

@@ -3,7 +3,8 @@
 ``make_backend(name)`` is called once per framework; ``backend.evaluate``
 then answers, for the rows to evaluate, every filter's reasons and every
 score, and finds the rows tied at the top total.  All backends return
-identical arrays; the draw among ties happens in the caller, on the host.
+identical arrays; the tie rule among them (``ties``) is the caller's, on
+the host.  Runs of alike pods (``place_run``) take the tie rule themselves.
 
 The column source passed to ``evaluate`` is a ``source.ColumnSource``:
 ``columns()`` -> NodeColumns, plus ``version``, ``layout_version`` and
@@ -28,6 +29,7 @@ from tensorsched.kernels._errors import BackendUnavailable
 from . import filters, scores
 from . import stage_args as SA
 from .source import ColumnSource
+from .ties import TIE_RANK_BITS, seed_mix as mix_of_seed
 
 
 class StageResult(NamedTuple):
@@ -119,8 +121,9 @@ class _RowCache:
     state version ``seen`` (rows written later are recomputed).
 
     When every node is scored it also keeps the weighted total of every row
-    and a max/count segment tree over them (``top_*``), so a cycle costs the
-    changed rows times log N while the normalization maxima stay put."""
+    and a segment tree of their tie keys (``_core.rebuild_keys``, ranks under
+    ``top_mix``), so a cycle costs the changed rows times log N while the
+    normalization maxima stay put."""
 
     def __init__(self, q, key, n_rows, n_slots):
         self.q = q
@@ -135,8 +138,8 @@ class _RowCache:
         self.total = np.full(n_rows, -1, np.int64)
         self.hi = np.zeros(n_slots, np.int64)
         self.hi_cnt = np.zeros(n_slots, np.int64)
-        self.tmax = np.full(2 * self.size, -1, np.int64)
-        self.tcnt = np.zeros(2 * self.size, np.int64)
+        self.tkey = np.full(2 * self.size, -1, np.int64)
+        self.top_mix = np.uint64(0)     # the seed mix the tree's keys rank with
         self.feasible = 0
         self.args = None                # kernel_args for ``args_cols``
         self.args_cols = None
@@ -145,42 +148,22 @@ class _RowCache:
         self.mix_total = None           # [N] built-in slots' weighted sum per row
 
 
-class TreeTies:
-    """The rows tied at the top total, in evaluation order, read from the
-    segment tree on demand: ``len(ties)`` and ``ties[k]`` -> position."""
-
-    def __init__(self, k, cache, rows, start):
-        self._k = k
-        self._c = cache
-        self._rows = rows
-        self._start = start
-        best = int(cache.tmax[1])
-        self.best = best
-        self.n = int(cache.tcnt[1]) if best >= 0 else 0
-        m = rows.shape[0]
-        self._r0 = int(rows[start]) if m else 0
-
-    def __len__(self) -> int:
-        return self.n
-
-    @property
-    def shape(self):
-        return (self.n,)
-
-    def __getitem__(self, k: int) -> int:
-        c, K = self._c, self._k
-        before = K.tree_count_eq(c.tmax, c.tcnt, c.size, 0, self._r0, self.best)
-        after = self.n - before
-        if k < after:
-            row = K.tree_kth_eq(c.tmax, c.tcnt, c.size, before + k, self.best)
-        else:
-            row = K.tree_kth_eq(c.tmax, c.tcnt, c.size, k - after, self.best)
-        m = self._rows.shape[0]
-        return (int(np.searchsorted(self._rows, row)) - self._start) % m
+def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
+    """The positions (evaluation order from ``start`` over ``rows``, sorted
+    node rows) of the rows at the top total of ``cache``'s key tree, in
+    that order (none when no row is feasible)."""
+    top = int(cache.tkey[1])
+    if top < 0:
+        return np.zeros(0, np.int64)
+    tied = np.flatnonzero(cache.total[:n] == top >> _RANK_BITS)
+    m = rows.shape[0]
+    if m != n:                      # rows: some of the node rows, sorted
+        tied = np.searchsorted(rows, tied)
+    # positions from ``start``: the rows from there, then those before it
+    return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
 
 
-_SEED_MIX = 0x9E3779B97F4A7C15     # the runtime's tie-break mixes the seed with this
-_MASK64 = (1 << 64) - 1
+_RANK_BITS = TIE_RANK_BITS          # a tie key is total << these | rank
 # Runs of at least this many pods take the window trees under a percentage
 # below every node (building them costs about one scan of every row).
 WINDOW_TREE_MIN_RUN = 32
@@ -272,9 +255,9 @@ class NumbaBackend:
                     self._k.partial_totals(dirty, k, c.raw, *c.mix_params, c.mix_total)
                 if track:
                     active, norm, weights = c.top_params[:3]
-                    delta = self._k.update_top(dirty, k, old_reasons, old_raw, c.reasons, c.raw,
-                                               active, norm, weights, c.hi, c.hi_cnt, c.total,
-                                               c.tmax, c.tcnt, c.size)
+                    delta = self._k.update_keys(dirty, k, old_reasons, old_raw, c.reasons, c.raw,
+                                                active, norm, weights, c.hi, c.hi_cnt, c.total,
+                                                c.top_mix, cols.requested, c.tkey, c.size)
                     if delta == -1000000000:
                         c.top_params = None
                     else:
@@ -313,18 +296,21 @@ class NumbaBackend:
             c.mix_key = key
         return c.mix_total
 
-    def _select_top(self, c, n, rows, start, active, norm, weights):
-        """Every node scored: the top rows straight from the segment tree."""
+    def _select_top(self, c, cols, active, norm, weights, mix=None) -> None:
+        """Every node scored: the key tree current for these score
+        parameters (and tie ranks under ``mix``, when given)."""
         params = c.top_params
-        if params is None or not (params[3] is active and params[4] is norm
-                                  and params[5] is weights) and not (
+        if params is None or (mix is not None and mix != c.top_mix) or not (
+                params[3] is active and params[4] is norm and params[5] is weights) and not (
                 np.array_equal(params[0], active) and np.array_equal(params[1], norm)
                 and np.array_equal(params[2], weights)):
             # Copies for the kernels, the callers' arrays for a cheap identity test.
             c.top_params = (active.copy(), norm.copy(), weights.copy(), active, norm, weights)
-            c.feasible = self._k.rebuild_top(n, c.reasons, c.raw, *c.top_params[:3], c.hi,
-                                             c.hi_cnt, c.total, c.tmax, c.tcnt, c.size)
-        return TreeTies(self._k, c, rows, start)
+            if mix is not None:
+                c.top_mix = mix
+            c.feasible = self._k.rebuild_keys(
+                cols.allocatable.shape[0], c.reasons, c.raw, *c.top_params[:3], c.hi,
+                c.hi_cnt, c.total, c.top_mix, cols.requested, c.tkey, c.size)
 
     def place_run(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                   n_slots, count, seed, attempt, request, nonzero, register,
@@ -356,7 +342,7 @@ class NumbaBackend:
             c.args_cols = cols
         whole, scan, window = self._k.build_place_run(self._fused_by_row)
         out = np.empty(count, np.int64)
-        seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
+        seed_mix = np.uint64(mix_of_seed(seed))
         m = rows.shape[0]
         with_rules = rules is not None and rules.params.shape[0] > 0
         if not with_rules:
@@ -394,13 +380,12 @@ class NumbaBackend:
             # every node scored: the pod-to-pod scores and the rules of few
             # domains over score classes
             placed, overflow = self._place_classes(
-                c, n, rows, start, request, nonzero, count, seed_mix, attempt, out, rules,
+                c, n, request, nonzero, count, seed_mix, out, rules,
                 keys, reasons_run, thr, at_min, mark, one_row, spread, affinity,
                 active, norm, weights, n_slots)
             if overflow:
                 # too many classes: the scan places the rest from here on
                 count -= placed
-                attempt += placed
             else:
                 count = 0
             c.top_params = None         # rows moved outside the tree: rebuild when used
@@ -413,13 +398,14 @@ class NumbaBackend:
                 # bits, rebuilding the tree: the built-in one is not needed
                 c.top_params = (active.copy(), norm.copy(), weights.copy(), active, norm,
                                 weights)
+                c.top_mix = seed_mix
             else:
-                self._select_top(c, n, rows, start, active, norm, weights)
+                self._select_top(c, cols, active, norm, weights, seed_mix)
             limit = max(64, n // 2) if with_rules else 1
             dirty = np.zeros(limit, np.int64)
             placed, feasible = whole(
-                count, seed_mix, attempt, int(rows[start]), request, nonzero, c.args, c.reasons,
-                reasons_run, c.raw, *c.top_params[:3], c.hi, c.hi_cnt, c.total, c.tmax, c.tcnt,
+                count, seed_mix, request, nonzero, c.args, c.reasons,
+                reasons_run, c.raw, *c.top_params[:3], c.hi, c.hi_cnt, c.total, c.tkey,
                 c.size, n, c.feasible, one_row, np.zeros(limit, np.int64),
                 np.zeros((limit, n_slots), np.int64), out, *rules, thr, at_min, mark, dirty)
             if with_rules:
@@ -432,16 +418,13 @@ class NumbaBackend:
             # (to the num_to_find-th feasible row) answered by trees over
             # the evaluation positions, O(log N) a pod
             size = 1 << max(m - 1, 1).bit_length()
-            ties = self._buf.get(m, n_slots, zero=False)[3]
             norm_slots = spread_scratch[5]
-            width = 3 + norm_slots.shape[0]
+            width = 4 + norm_slots.shape[0]
             placed, next_start = window(
-                count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
-                c.reasons, c.raw, active, norm, weights, ties, np.zeros(n_slots, np.int64),
+                count, seed_mix, rows, start, num_to_find, request, nonzero, c.args,
+                c.reasons, c.raw, active, norm, weights, np.zeros(n_slots, np.int64),
                 np.zeros(n_slots, np.int64), one_row, out, norm_slots,
-                np.empty((2 * size, width), np.int64), np.empty(width, np.int64),
-                np.empty(4 * size.bit_length() + 4, np.int64),
-                np.empty(2 * size.bit_length() + 2, np.int64), size)
+                np.empty((2 * size, width), np.int64), np.empty(width, np.int64), size)
             c.top_params = None         # rows moved outside the tree: rebuild when used
         else:
             reasons, scores, total, ties = self._buf.get(m, n_slots, zero=False)
@@ -449,7 +432,7 @@ class NumbaBackend:
                 self._hi = np.zeros(n_slots, np.int64)
             done = placed
             placed, next_start = scan(
-                count, seed_mix, attempt, rows, start, num_to_find, request, nonzero, c.args,
+                count, seed_mix, rows, start, num_to_find, request, nonzero, c.args,
                 c.reasons, reasons_run, c.raw, active, norm, weights, scores, total, ties,
                 self._hi, one_row, out[done:], *rules, thr, at_min, mark,
                 np.zeros(n + 1 if with_rules else 1, np.int64), *spread, *spread_scratch,
@@ -465,9 +448,9 @@ class NumbaBackend:
         self.rows_recomputed += placed
         return out[:placed], int(next_start)
 
-    def _place_classes(self, c, n, rows, start, request, nonzero, count, seed_mix, attempt,
-                       out, rules, keys, reasons_run, thr, at_min, mark, one_row, spread,
-                       affinity, active, norm, weights, n_slots) -> tuple[int, bool]:
+    def _place_classes(self, c, n, request, nonzero, count, seed_mix, out, rules, keys,
+                       reasons_run, thr, at_min, mark, one_row, spread, affinity, active, norm,
+                       weights, n_slots) -> tuple[int, bool]:
         """``place_run``'s every-node-scored run over score classes
         (``_numba.build_place_run_classes``, ``keys`` from
         ``domain_rules.class_keys``): (placed, whether the classes outgrew
@@ -481,22 +464,21 @@ class NumbaBackend:
         i64 = np.int64
         run = self._k.build_place_run_classes(self._fused_by_row)
         trees = self._class_trees
-        if trees is None or trees[0].shape != (cap, 2 * size):
+        if trees is None or trees.shape != (cap, 2 * size):
             # kept between runs: fresh pages cost more than the run's build
-            trees = self._class_trees = (np.empty((cap, 2 * size), i64),
-                                         np.empty((cap, 2 * size), i64))
+            trees = self._class_trees = np.empty((cap, 2 * size), i64)
         placed, overflow = run(
-            count, seed_mix, attempt, int(rows[start]), request, nonzero, c.args, c.reasons,
+            count, seed_mix, request, nonzero, c.args, c.reasons,
             reasons_run, c.raw, active, norm, weights, np.zeros(n_slots, i64), n, one_row,
             np.zeros(limit, i64), np.zeros((limit, n_slots), i64), out, *rules, thr, at_min,
             mark, np.zeros(limit, i64), *spread[:7], *affinity, *keys, np.zeros(n, i64),
             np.zeros(n, i64), np.zeros((cap, n_keys), i64), np.zeros(cap, i64),
             np.zeros(cap, i64), np.zeros(cap, np.bool_), np.zeros((cap, n_slots), i64),
             np.zeros((cap, n_slots), i64), np.zeros(cap, i64), np.zeros(1, i64),
-            *trees, size,
+            trees, size,
             np.zeros(spread.marks.shape, i64), np.zeros(n_terms, i64), np.zeros(1, i64),
             np.zeros(n_terms, np.float64), np.zeros(cap, i64), np.zeros(cap, i64),
-            np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(cap, i64), np.zeros(n_keys, i64))
+            np.zeros(cap, i64), np.zeros(n_keys, i64))
         if overflow:
             mark[:] = 0                 # the scan's stamps start over
         return int(placed), bool(overflow)
@@ -541,14 +523,14 @@ class NumbaBackend:
         m = rows.shape[0]
         reasons, scores_out, total, ties = self._buf.get(m, n_slots, zero=False)
         if not want_scores and num_to_find >= m:
-            tree_ties = self._select_top(c, cols.allocatable.shape[0], rows, start, active,
-                                         norm, weights)
-            if len(tree_ties):
+            self._select_top(c, cols, active, norm, weights)
+            top = tree_ties(c, cols.allocatable.shape[0], rows, start)
+            if len(top):
                 # A placement needs no per-node reasons: skip the gather.
-                return StageResult(None, None, None, tree_ties, m, c.feasible)
+                return StageResult(None, None, None, top, m, c.feasible)
             np.take(c.reasons, rows[start:], out=reasons[: m - start])
             np.take(c.reasons, rows[:start], out=reasons[m - start:])
-            return StageResult(reasons, None, None, tree_ties, m, c.feasible)
+            return StageResult(reasons, None, None, top, m, c.feasible)
         if self._hi.shape[0] < n_slots:
             self._hi = np.zeros(n_slots, np.int64)
         n_ties, processed, found = self._k.finalize_rows(
@@ -805,14 +787,14 @@ class CudaBackend:
             affinity = DR.stack_affinity(None, n)
         R = self._run
         families = (*R.pack_rules(rules), *R.pack_spread(spread), *R.pack_affinity(affinity))
-        rp = self._run.pack_run_params(count, attempt, start, num_to_find, request, nonzero,
+        rp = self._run.pack_run_params(count, start, num_to_find, request, nonzero,
                                        active, norm, weights)
         d_out = cuda.device_array(count + 2, np.int64)
-        seed_mix = np.uint64((seed * _SEED_MIX) & _MASK64)
+        seed_mix = np.uint64(mix_of_seed(seed))
         self._run.launch_place_run(
             m, seed_mix, cuda.to_device(rp), cuda.to_device(rows), *packs,
             self._qbuf(cols, q), c.reasons, c.raw, d_out,
-            cuda.device_array(4 * m + n, np.int64), *(cuda.to_device(a) for a in families))
+            cuda.device_array(3 * m + n, np.int64), *(cuda.to_device(a) for a in families))
         self.launches += 1
         got = d_out.copy_to_host()
         placed, next_start = int(got[0]), int(got[1])

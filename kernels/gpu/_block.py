@@ -2,7 +2,7 @@
 per-pod rules of a GPU-sharing profile (NodeResourcesFit's fit, GpuShareFit
 with its NVLink / NUMA constraints, GpuShareScore's policy, GpuTopologyScore,
 the row-local built-in scores NodeResourcesFit and
-NodeResourcesBalancedAllocation, node-only scores, the tie-break) over every
+NodeResourcesBalancedAllocation, node-only scores, the tie rule) over every
 node.
 
 Plain Python compiled by ``gpu.block`` with ``njit`` on top of the GPU rules
@@ -16,9 +16,10 @@ resource columns are the ClusterState's (int64 [N, R]).
 from numba import int64, uint64
 
 # The GPU rules (model_ok, gpu_fit, affinity_tag, score_node, select_gpus,
-# free_mask, zone_allowed_mask, best_subset) and the fused row scores
-# (fit_score, balanced_score) are the compiled namespace's (``gpu.block``),
-# not names of this file.
+# free_mask, zone_allowed_mask, best_subset), the fused row scores
+# (fit_score, balanced_score) and the tie rule's key and key trees (tie_rank,
+# tie_key, key_set, key_pull_all, key_top_row) are the compiled namespace's
+# (``gpu.block``), not names of this file.
 # ruff: noqa: F821
 
 MILLI = 1000
@@ -36,8 +37,9 @@ LEVEL = 1000                   # gpu.subsets' cost per looseness level
 
 
 def tie_pick(seed_mix, attempt, n):
-    """Which of ``n`` tied rows pod ``attempt`` takes: the runtime's
-    ``tie_break_index`` (splitmix64 of seed * golden + attempt)."""
+    """Which of ``n`` tied rows pod ``attempt`` takes under the former
+    (seed, attempt)-th tie draw: the openb batched engine's until it takes
+    the tie rule (``place_block`` takes ``key_push`` / key trees)."""
     z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
@@ -71,7 +73,8 @@ def gpu_reject_code(count, model, mask):
 
 def top_push(t, i, best, n_ties, ties):
     """Row ``i`` with total ``t`` folded into the running top: (best total,
-    how many rows have it), ``ties[:count]`` those rows in the order seen."""
+    how many rows have it), ``ties[:count]`` those rows in the order seen
+    (the openb batched engine's, with ``tie_pick``)."""
     if t > best:
         best = t
         n_ties = 0
@@ -79,6 +82,21 @@ def top_push(t, i, best, n_ties, ties):
         ties[n_ties] = i
         n_ties += 1
     return best, n_ties
+
+
+def row_tie_key(t, i, seed_mix, requested):
+    """Row ``i``'s order key for a feasible total ``t``: the tie rule's
+    (``fused._core.tie_key`` of ``t`` and ``tie_rank`` with the pods on the
+    row now, ``requested[i, RES_PODS]``)."""
+    return tie_key(t, tie_rank(seed_mix, i, requested[i, RES_PODS]))
+
+
+def key_push(key, i, best, row):
+    """Row ``i`` with order key ``key`` folded into the running pick
+    (best key, its row): a larger key, or the same key on a lower row."""
+    if key > best or (key == best and i < row):
+        return key, i
+    return best, row
 
 
 def key_of(keys, n_keys, bits, code, row):
@@ -190,93 +208,6 @@ def row_eval(i, c, sr, allocatable, requested, req, res, n_res, asks_gpu, gpu_bi
     return max(score[i], 0)
 
 
-def tree_pull(tmax, tcnt, p):
-    """Node ``p`` of a (max, count of the max) tree from its two children."""
-    a = tmax[2 * p]
-    b = tmax[2 * p + 1]
-    if a > b:
-        tmax[p] = a
-        tcnt[p] = tcnt[2 * p]
-    elif b > a:
-        tmax[p] = b
-        tcnt[p] = tcnt[2 * p + 1]
-    else:
-        tmax[p] = a
-        tcnt[p] = tcnt[2 * p] + tcnt[2 * p + 1]
-
-
-def tree_set(tmax, tcnt, size, i, v):
-    """Leaf ``i`` := ``v`` and its ancestors pulled again (O(log size))."""
-    p = size + i
-    tmax[p] = v
-    tcnt[p] = 1
-    p >>= 1
-    while p >= 1:
-        tree_pull(tmax, tcnt, p)
-        p >>= 1
-
-
-def tree_count_top(tmax, tcnt, size, lo, hi, best):
-    """How many leaves in [lo, hi) hold ``best`` (the whole tree's max, so
-    no node holds more)."""
-    k = 0
-    lo += size
-    hi += size
-    while lo < hi:
-        if lo & 1:
-            if tmax[lo] == best:
-                k += tcnt[lo]
-            lo += 1
-        if hi & 1:
-            hi -= 1
-            if tmax[hi] == best:
-                k += tcnt[hi]
-        lo >>= 1
-        hi >>= 1
-    return k
-
-
-def tree_descend(tmax, tcnt, size, p, k, best):
-    """The ``k``-th (0-based) leaf holding ``best`` under node ``p``."""
-    while p < size:
-        q = 2 * p
-        if tmax[q] == best:
-            if k < tcnt[q]:
-                p = q
-                continue
-            k -= tcnt[q]
-        p = q + 1
-    return p - size
-
-
-def tree_kth_top(tmax, tcnt, size, lo, hi, k, best, stack):
-    """The ``k``-th (0-based, in row order) leaf in [lo, hi) holding
-    ``best``; ``stack`` scratch (>= 64) for the range's right-hand nodes."""
-    lo += size
-    hi += size
-    n_right = 0
-    while lo < hi:
-        if lo & 1:
-            if tmax[lo] == best:
-                if k < tcnt[lo]:
-                    return tree_descend(tmax, tcnt, size, lo, k, best)
-                k -= tcnt[lo]
-            lo += 1
-        if hi & 1:
-            hi -= 1
-            stack[n_right] = hi
-            n_right += 1
-        lo >>= 1
-        hi >>= 1
-    for q in range(n_right - 1, -1, -1):
-        p = stack[q]
-        if tmax[p] == best:
-            if k < tcnt[p]:
-                return tree_descend(tmax, tcnt, size, p, k, best)
-            k -= tcnt[p]
-    return -1
-
-
 def class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz, c_shape,
                 static_reasons, gpu_bit, allocatable, requested, gpu_count, model, gpu_left,
                 aff, node_ver, policy, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
@@ -336,9 +267,10 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     fit, and its NVLink / NUMA constraint, ``row_extras``);
     feasible nodes total ``gpu_weight * policy score + static_total[i]``
     plus ``row_extras`` (GpuTopologyScore, the row-local built-in scores);
-    the tie ``tie_pick(seed_mix, attempt0 + j, ties)`` among the top rows
-    in order from row ``start`` wins.  The pod's requests are added to its
-    row, its GPUs taken (FGD's GPU for a share under FGD, ``u[j]`` for
+    the tie rule takes the row (the highest ``tie_rank(seed_mix, row, pods
+    on the row now)`` among the top rows, the lower row on an equal rank;
+    ``attempt0`` and ``start`` do not move it).  The pod's requests are
+    added to its row, its GPUs taken (FGD's GPU for a share under FGD, ``u[j]`` for
     Random, else the best fit; whole GPUs: the cheapest allowed subset when
     the class has a subset table, else the first free) and the row's
     GPU version bumped (``version``[0] is the table's counter); a NUMA
@@ -357,10 +289,10 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
 
     Top structure (``size`` > 0, a power of two >= n; not for BestFit,
     whose min-max normalization reads every feasible row): for the
-    classes with ``slot[c]`` >= 0 a tree of (max total, how many rows
-    hold it) over the rows, ``tree_max``/``tree_cnt`` [T, 2 * size]
-    int64 row ``slot[c]`` (leaf ``size + i`` = row i's total, NEG when it
-    rejects), built at the class's first pod (``built[c]`` 0 -> 1); the
+    classes with ``slot[c]`` >= 0 a max tree of the rows' order keys
+    (``row_tie_key``), ``tree_max`` [T, 2 * size] int64 row ``slot[c]``
+    (leaf ``size + i`` = row i's key, NEG when it rejects), built at the
+    class's first pod (``built[c]`` 0 -> 1); the
     other classes pass over the rows.  A row's total is a function of
     that row alone (its columns, GPUs, zones and version; the static parts
     are fixed for the block), so only the rows placed on since are
@@ -368,10 +300,11 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     (``placed_log`` [P] the rows placed on in order, ``seen[c]`` how much
     of it class c's tree has taken in, ``row_mark`` [n] scratch, -1 at the
     start): a pod costs O(rows placed on since its class's last pod +
-    log n), not a pass over the rows; the tie is the k-th top leaf from
-    ``start`` on, found by descending the tree.  A pod that fits nowhere still passes
-    over every row for its rejection counts.  ``stack`` int64 [>= 64]
-    scratch.  ``size`` 0: one pass over every row per pod.  Either way the
+    log n), not a pass over the rows; the pick is the tree's largest leaf,
+    the lowest row among equal ones (``key_top_row``).  A pod that fits
+    nowhere still passes over every row for its rejection counts.
+    ``tree_cnt``, ``ties`` and ``stack``: unused scratch of the caller's
+    layout.  ``size`` 0: one pass over every row per pod.  Either way the
     placements are the same.
 
     Outputs: ``out_rows[j]`` the row or -1 when no node fits; ``out_gpus[j]``
@@ -408,21 +341,18 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
         row = -1
         if size > 0 and slot[c] >= 0:
             tm = tree_max[slot[c]]
-            tc = tree_cnt[slot[c]]
             if built[c] == 0:
                 for i in range(n):
-                    tm[size + i] = class_total(
+                    t = class_total(
                         i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz, c_shape,
                         static_reasons, gpu_bit, allocatable, requested, gpu_count, model,
                         gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli, tp_mask,
                         tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight, static_total,
                         reasons, cpu_left, mem_zero, score, out_gpu, work, nonzero_requested, ex)
-                    tc[size + i] = 1
+                    tm[size + i] = NEG if t == NEG else row_tie_key(t, i, seed_mix, requested)
                 for i in range(n, size):
                     tm[size + i] = NEG
-                    tc[size + i] = 1
-                for p in range(size - 1, 0, -1):
-                    tree_pull(tm, tc, p)
+                key_pull_all(tm, size)
                 built[c] = 1
             else:
                 # the rows placed on since this class's last pod, each once
@@ -430,23 +360,19 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                     r = placed_log[q]
                     if row_mark[r] != j:
                         row_mark[r] = j
-                        tree_set(tm, tc, size, r, class_total(
+                        t = class_total(
                             r, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
                             c_shape, static_reasons, gpu_bit, allocatable, requested, gpu_count,
                             model, gpu_left, aff, node_ver, policy, tp_cpu, tp_num, tp_milli,
                             tp_mask, tp_freq, cache_score, cache_gpu, cache_ver, gpu_weight,
                             static_total, reasons, cpu_left, mem_zero, score, out_gpu, work,
-                            nonzero_requested, ex))
+                            nonzero_requested, ex)
+                        key_set(tm, size, r,
+                                NEG if t == NEG else row_tie_key(t, r, seed_mix, requested))
             seen[c] = n_log
-            best = tm[1]
-            if best != NEG:
+            if tm[1] != NEG:
                 feasible = 1
-                pick = tie_pick(seed_mix, attempt0 + j, tc[1])
-                a = tree_count_top(tm, tc, size, start, n, best)
-                if pick < a:
-                    row = tree_kth_top(tm, tc, size, start, n, pick, best, stack)
-                else:
-                    row = tree_kth_top(tm, tc, size, 0, start, pick - a, best, stack)
+                row = key_top_row(tm, size)
             else:
                 for i in range(n):      # the rejections, counted below
                     class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
@@ -456,10 +382,9 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                                 cache_ver, gpu_weight, static_total, reasons, cpu_left,
                                 mem_zero, score, out_gpu, work, nonzero_requested, ex)
         elif has_extras(c, ex):
-            # one pass in evaluation order over the rows' whole totals (no
-            # BestFit here: its normalization reads every feasible row)
-            best = -(1 << 62)
-            n_ties = 0
+            # one pass over the rows' whole totals (no BestFit here: its
+            # normalization reads every feasible row)
+            best = -1
             for p in range(n):
                 i = start + p
                 if i >= n:
@@ -473,16 +398,13 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 if t == NEG:
                     continue
                 feasible += 1
-                best, n_ties = top_push(t, i, best, n_ties, ties)
-            if feasible > 0:
-                row = ties[tie_pick(seed_mix, attempt0 + j, n_ties)]
+                best, row = key_push(row_tie_key(t, i, seed_mix, requested), i, best, row)
         else:
             # one pass in evaluation order (from row ``start``): the filters,
-            # the policy's score (GpuShareScore.score) and the top total's
-            # ties; BestFit normalizes over the feasible rows first, so it
+            # the policy's score (GpuShareScore.score) and the tie rule's
+            # pick; BestFit normalizes over the feasible rows first, so it
             # totals in a second pass
-            best = -(1 << 62)
-            n_ties = 0
+            best = -1
             lo = 1 << 62
             hi = -lo
             # the class's arguments taken once, not per row
@@ -527,7 +449,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                     lo = min(lo, s)
                     hi = max(hi, s)
                     continue
-                best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
+                best, row = key_push(row_tie_key(gpu_weight * s + static_total[i], i, seed_mix,
+                                                 requested), i, best, row)
             if feasible > 0:
                 if policy == P_BESTFIT:
                     for p in range(n):
@@ -537,9 +460,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                         if reasons[i] != 0:
                             continue
                         s = 0 if hi == lo else (score[i] - lo) * 100 // (hi - lo)
-                        best, n_ties = top_push(gpu_weight * s + static_total[i], i, best,
-                                                n_ties, ties)
-                row = ties[tie_pick(seed_mix, attempt0 + j, n_ties)]
+                        best, row = key_push(row_tie_key(gpu_weight * s + static_total[i], i,
+                                                         seed_mix, requested), i, best, row)
         if feasible == 0:
             if failures >= out_counts.shape[0]:
                 return j, failures

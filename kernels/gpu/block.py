@@ -23,8 +23,10 @@ from . import subsets as _subsets
 
 _INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus",
               "free_mask", "zone_allowed_mask", "best_subset")
-# the fused stage's row-local built-in scores, the very rules a cycle runs
-_FUSED = ("fit_score", "balanced_score")
+# the fused stage's row-local built-in scores, the very rules a cycle runs,
+# and its tie rule (keys and key trees)
+_FUSED = ("fit_score", "balanced_score", "tie_rank", "tie_key", "key_set", "key_pull_all",
+          "key_top_row")
 
 
 def _base() -> dict:

@@ -37,7 +37,7 @@ def gpu_pods(seed, n=12):
     return out
 
 
-@pytest.mark.parametrize("policy, seed", [("FGD", 0), ("BestFit", 1), ("FGD", 2)])
+@pytest.mark.parametrize("policy, seed", [("FGD", 0), ("BestFit", 1), ("FGD", 3)])
 def test_a_block_places_as_one_cycle_after_another(policy, seed):
     config = openb_config(policy, TYPICAL)
     cluster = build_cluster(openb_node_objects(INVENTORY), config)

@@ -1,5 +1,6 @@
-"""The numba backend's incremental selection (segment tree over node rows)
-gives the same top-total ties as the full serial finalize, under random
+"""The numba backend's incremental selection (a segment tree of tie keys
+over node rows) gives the same top-total ties as the full serial finalize,
+and the tie rule's row at its top, under random
 updates that move and keep the normalization maxima (and a min-max slot's
 minimum: InterPodAffinity's normalization, ``NORM_MINMAX``, whose scores
 are those of the plugin's own ``minmax_normalize``)."""
@@ -10,7 +11,8 @@ from hypothesis import strategies as st
 
 from tensorsched.kernels import domains as D
 from tensorsched.kernels.fused import _numba as FN
-from tensorsched.kernels.fused._core import NORM_MINMAX
+from tensorsched.kernels.fused._core import NORM_MINMAX, RES_PODS
+from tensorsched.kernels.fused.ties import TIE_RANK_BITS, pick_tied, seed_mix
 
 
 def _full(reasons, raw, active, norm, weights, start):
@@ -27,13 +29,19 @@ def _full(reasons, raw, active, norm, weights, start):
 
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(st.integers(1, 40), st.integers(0, 10_000), st.lists(st.integers(0, 10_000), max_size=12))
-def test_tree_matches_full_finalize(m, seed, steps):
+def test_key_tree_matches_full_finalize_and_the_tie_rule(m, seed, steps):
+    """The key tree's top rows are the full finalize's ties, and its top row
+    is the one the tie rule takes among them (``ties.pick_tied``), as rows'
+    scores and pod counts move."""
     rng = np.random.default_rng(seed)
     slots = 4
     active = rng.integers(0, 2, slots).astype(np.bool_)
     norm = rng.integers(0, 4, slots).astype(np.int64)       # 3: min-max
     weights = rng.integers(1, 4, slots).astype(np.int64)
     reasons = np.where(rng.random(m) < 0.3, 1, 0).astype(np.int64)
+    requested = np.zeros((m, 4), np.int64)
+    requested[:, RES_PODS] = rng.integers(0, 3, m)
+    mix = np.uint64(seed_mix(seed))
 
     def draw_raw(g, shape):
         # a min-max slot's raw scores may be negative (anti-affinity weights)
@@ -45,10 +53,9 @@ def test_tree_matches_full_finalize(m, seed, steps):
     total = np.zeros(m, np.int64)
     hi = np.zeros(2 * slots, np.int64)
     hi_cnt = np.zeros(2 * slots, np.int64)
-    tmax = np.zeros(2 * size, np.int64)
-    tcnt = np.zeros(2 * size, np.int64)
-    feasible = FN.rebuild_top(m, reasons, raw, active, norm, weights, hi, hi_cnt, total,
-                             tmax, tcnt, size)
+    tkey = np.zeros(2 * size, np.int64)
+    feasible = FN.rebuild_keys(m, reasons, raw, active, norm, weights, hi, hi_cnt, total,
+                               mix, requested, tkey, size)
     for step in [None] + steps:
         if step is not None:
             srng = np.random.default_rng(step)
@@ -59,26 +66,25 @@ def test_tree_matches_full_finalize(m, seed, steps):
             FN.snapshot_rows(dirty, k, reasons, raw, old_r, old_raw)
             reasons[dirty] = np.where(srng.random(k) < 0.3, 1, 0)
             raw[dirty] = draw_raw(srng, (k, slots))
-            delta = FN.update_top(dirty, k, old_r, old_raw, reasons, raw, active, norm, weights,
-                                 hi, hi_cnt, total, tmax, tcnt, size)
+            requested[dirty, RES_PODS] += srng.integers(0, 2, k)
+            delta = FN.update_keys(dirty, k, old_r, old_raw, reasons, raw, active, norm,
+                                   weights, hi, hi_cnt, total, mix, requested, tkey, size)
             if delta == -1000000000:
-                feasible = FN.rebuild_top(m, reasons, raw, active, norm, weights, hi, hi_cnt,
-                                         total, tmax, tcnt, size)
+                feasible = FN.rebuild_keys(m, reasons, raw, active, norm, weights, hi, hi_cnt,
+                                           total, mix, requested, tkey, size)
             else:
                 feasible += delta
         start = int(rng.integers(0, m))
         want, found = _full(reasons, raw, active, norm, weights, start)
         assert feasible == found
-        best = int(tmax[1])
-        n = int(tcnt[1]) if best >= 0 else 0
-        assert n == len(want)
-        r0 = start
-        before = FN.tree_count_eq(tmax, tcnt, size, 0, r0, best) if n else 0
-        got = []
-        for j in range(n):
-            idx = before + j if j < n - before else j - (n - before)
-            got.append(int(FN.tree_kth_eq(tmax, tcnt, size, idx, best)))
-        assert got == want
+        if not want:
+            assert tkey[1] == -1
+            continue
+        top = int(tkey[1])
+        assert sorted(want) == np.flatnonzero(total == top >> TIE_RANK_BITS).tolist()
+        rows = np.array(want, np.int64)
+        pick = int(rows[pick_tied(int(mix), rows, requested[rows, RES_PODS])])
+        assert FN.key_top_row(tkey, size) == pick
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -144,3 +150,25 @@ def test_a_minmax_slot_scores_as_the_plugins_normalize(m, seed, to_find):
     base = np.where(scored, out_s[:, 0], 0)
     assert np.array_equal(np.where(scored, out_t, -1), np.where(scored, base + want * weights[1],
                                                                 -1))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(values=st.lists(st.integers(-1, 3), min_size=1, max_size=40),
+       sets=st.lists(st.tuples(st.integers(0, 39), st.integers(-1, 3)), max_size=10))
+def test_key_tree_top_is_the_lowest_row_of_the_largest_key(values, sets):
+    """``key_set`` keeps every inner node the max of its leaves (its early
+    stop included) and ``key_top_row`` is the lowest row at the max."""
+    n = len(values)
+    size = 1 << max(n - 1, 1).bit_length()
+    vals = np.array(values, np.int64)
+    tkey = np.full(2 * size, -1, np.int64)
+    tkey[size:size + n] = vals
+    FN.core["key_pull_all"](tkey, size)
+    for i, v in sets:
+        if i < n:
+            vals[i] = v
+            FN.core["key_set"](tkey, size, i, v)
+    for p in range(1, size):
+        assert tkey[p] == max(tkey[2 * p], tkey[2 * p + 1])
+    assert tkey[1] == vals.max()
+    assert FN.key_top_row(tkey, size) == int(np.flatnonzero(vals == vals.max())[0])

@@ -1,9 +1,8 @@
 """GpuShareFit's compiled block with its top structure (``place_block``'s
-per-class trees of the best total): the tree helpers against a brute-force
-scan, and blocks placed with a tree for every class, with none, and one
-arrival at a time giving the same rows and GPUs over random GPU clusters
-with departures, node changes and pods that fit nowhere between and inside
-blocks."""
+per-class trees of the rows' tie keys): blocks placed with a tree for every
+class, with none, and one arrival at a time giving the same rows and GPUs
+over random GPU clusters with departures, node changes and pods that fit
+nowhere between and inside blocks."""
 from unittest.mock import patch
 
 import numpy as np
@@ -26,39 +25,6 @@ POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD"
 TYPICAL = [{"cpu": 1000, "gpuCount": 1, "gpuMilli": 300, "weight": 2},
            {"cpu": 2000, "gpuCount": 1, "gpuMilli": 1000, "weight": 1},
            {"cpu": 500, "gpuCount": 2, "gpuMilli": 1000, "weight": 1}]
-
-
-def _tree(values, size):
-    tm = np.full(2 * size, _gpu_block.NEG, np.int64)
-    tc = np.ones(2 * size, np.int64)
-    tm[size:size + len(values)] = values
-    for p in range(size - 1, 0, -1):
-        _gpu_block.tree_pull(tm, tc, p)
-    return tm, tc
-
-
-@settings(max_examples=60, deadline=None)
-@given(values=st.lists(st.integers(0, 3), min_size=1, max_size=40),
-       sets=st.lists(st.tuples(st.integers(0, 39), st.integers(-1, 3)), max_size=10),
-       lo=st.integers(0, 40), hi=st.integers(0, 40), k=st.integers(0, 40))
-def test_tree_top_count_and_kth_equal_a_scan(values, sets, lo, hi, k):
-    n = len(values)
-    size = 1 << max(n - 1, 1).bit_length()
-    vals = np.array(values, np.int64)
-    tm, tc = _tree(vals, size)
-    for i, v in sets:
-        if i < n:
-            v = _gpu_block.NEG if v < 0 else v
-            vals[i] = v
-            _gpu_block.tree_set(tm, tc, size, i, v)
-    best = vals.max()
-    assert tm[1] == best and tc[1] == (vals == best).sum()
-    lo, hi = min(lo, n), min(hi, n)
-    lo, hi = min(lo, hi), max(lo, hi)
-    top = np.flatnonzero(vals[lo:hi] == best) + lo
-    assert _gpu_block.tree_count_top(tm, tc, size, lo, hi, best) == top.shape[0]
-    got = _gpu_block.tree_kth_top(tm, tc, size, lo, hi, k, best, np.empty(64, np.int64))
-    assert got == (top[k] if k < top.shape[0] else -1)
 
 
 def _node(i, count, model, cpu):
