@@ -74,14 +74,15 @@ def splitmix64(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def tied_node(state: ClusterState, seed: int, rows: np.ndarray) -> int:
+def tied_node(source, seed: int, rows: np.ndarray) -> int:
     """The row a cycle takes among ``rows`` [n >= 1], the nodes sharing
     the top total score: the seeded tie rule (``kernels.fused.ties``) on
-    the pods each holds in ``state``."""
+    the pods each holds in ``source`` (the ``ColumnSource`` the cycle read:
+    the state, or its overlay with the nominated pods)."""
     if rows.shape[0] == 1:
         return int(rows[0])
-    k = pick_tied(seed_mix(seed), rows, state.requested[rows, L.RES_PODS])
-    return int(rows[k])
+    pods = source.columns().requested[:, L.RES_PODS]
+    return int(rows[pick_tied(seed_mix(seed), rows, pods[rows])])
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -481,12 +482,13 @@ class Framework:
         extra = (self._user_stage(ctx, rotated(all_rows, start), plan.host_filters,
                                   plan.host_scores, to_find)
                  if plan.host_filters or plan.host_scores else None)
-        res = self.backend.evaluate(state if columns is None else columns, all_rows, start,
-                                    plan.query, to_find, plan.active,
-                                    plan.norm, plan.weights, self.n_slots, extra, want_scores)
+        source = state if columns is None else columns
+        res = self.backend.evaluate(source, all_rows, start, plan.query, to_find, plan.active,
+                                    plan.norm, plan.weights, self.n_slots, extra, want_scores,
+                                    seed=seed)
         sel = -1
         if len(res.ties):
-            sel = tied_node(state, seed, rotated(all_rows, start)[res.ties])
+            sel = tied_node(source, seed, rotated(all_rows, start)[res.ties])
         pf_rejects = {}
         if plan.node_names is not None:
             pf_rejects = {"plugins": plan.restricted_by, "names": plan.node_names}

@@ -102,7 +102,7 @@ class NumpyBackend:
     name = "numpy"
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
-                 n_slots, extra=None, want_scores=True) -> StageResult:
+                 n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
         cols = source.columns()
         q = _pad_bitsets(cols, q)
         rows = rotated(rows, start)
@@ -161,6 +161,19 @@ def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
         tied = np.searchsorted(rows, tied)
     # positions from ``start``: the rows from there, then those before it
     return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
+
+
+def tree_pick(k, cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
+    """(``k``: the numba kernels) The position (evaluation order from ``start`` over ``rows``, sorted
+    node rows) of the row at the top of ``cache``'s key tree: the tie
+    rule's pick when the tree's ranks are the cycle's seed's ([1] int64;
+    none when no row is feasible)."""
+    if int(cache.tkey[1]) < 0:
+        return np.zeros(0, np.int64)
+    row = int(k.key_top_row(cache.tkey, cache.size))
+    m = rows.shape[0]
+    pos = row if m == n else int(np.searchsorted(rows, row))
+    return np.array([pos - start if pos >= start else pos + (m - start)], np.int64)
 
 
 _RANK_BITS = TIE_RANK_BITS          # a tie key is total << these | rank
@@ -484,7 +497,7 @@ class NumbaBackend:
         return int(placed), bool(overflow)
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
-                 n_slots, extra=None, want_scores=True) -> StageResult:
+                 n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
         cols = source.columns()
         if extra is not None:
             # Array user plugins need positional arrays: the built-in part
@@ -523,8 +536,15 @@ class NumbaBackend:
         m = rows.shape[0]
         reasons, scores_out, total, ties = self._buf.get(m, n_slots, zero=False)
         if not want_scores and num_to_find >= m:
-            self._select_top(c, cols, active, norm, weights)
-            top = tree_ties(c, cols.allocatable.shape[0], rows, start)
+            n = cols.allocatable.shape[0]
+            if seed is not None:
+                # the key tree under the cycle's seed: its top row is the
+                # tie rule's pick (no list of the tied rows to rank)
+                self._select_top(c, cols, active, norm, weights, np.uint64(mix_of_seed(seed)))
+                top = tree_pick(self._k, c, n, rows, start)
+            else:
+                self._select_top(c, cols, active, norm, weights)
+                top = tree_ties(c, n, rows, start)
             if len(top):
                 # A placement needs no per-node reasons: skip the gather.
                 return StageResult(None, None, None, top, m, c.feasible)
@@ -699,7 +719,7 @@ class CudaBackend:
         return out
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
-                 n_slots, extra=None, want_scores=True) -> StageResult:
+                 n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
         """One cycle: the query's device row cache brought up to date (at
         most one launch, over the rows written since), copied back, and
         normalized, weighed and ranked on the host in evaluation order (the

@@ -68,8 +68,9 @@ def test_splitmix64_matches_the_reference_generator():
 def test_tied_node_takes_the_highest_rank_then_the_lowest_row(seed, rows, pods):
     rows = np.asarray(rows, np.int64)
     pods_on = (rows * 7 + pods) % 111
-    state = SimpleNamespace(requested=np.zeros((5001, 8), np.int64))   # what tied_node reads
-    state.requested[rows, L.RES_PODS] = pods_on
+    requested = np.zeros((5001, 8), np.int64)
+    requested[rows, L.RES_PODS] = pods_on
+    state = SimpleNamespace(columns=lambda: SimpleNamespace(requested=requested))  # what it reads
     got = F.tied_node(state, seed, rows)
     ranks = tie_ranks(seed_mix(seed), rows, pods_on)
     assert got in rows.tolist()
