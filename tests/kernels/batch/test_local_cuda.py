@@ -3,8 +3,9 @@ shuffles emulated under the simulator) gives the CPU twin's answers: random
 clusters (taints, node affinity, unschedulable nodes, images, an extended
 resource, the three Fit strategies), node subsets, more nodes than threads,
 the percentage of nodes to score's scan window, chunks by a small budget,
-InterPodAffinity's static filter bits and min-max normalized score, and
-the same diagnosis counts for the pods that fit nowhere."""
+InterPodAffinity's static filter bits and min-max normalized score, the
+same diagnosis counts for the pods that fit nowhere, and many identical
+nodes tied cycle after cycle (the seeded tie rule's block reduction)."""
 
 import copy
 
