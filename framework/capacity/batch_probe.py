@@ -13,8 +13,10 @@ node names, the pods it schedules) in one call.
 What a probe of the Scheduler does, and the kernel with it: the pods enter
 the queue together and are attempted in queue order (priority, then the
 order given), every attempt a cycle (filter, score over the nodes the
-percentage of nodes to score reaches, normalize, weigh, the seeded
-tie-break of that attempt); a pod that fits nowhere is set aside (its
+percentage of nodes to score reaches, normalize, weigh, the seeded tie
+rule among the top-scored nodes: ``kernels.fused.ties``, the rank of a
+probe's node by its row in the probe's own cluster, the i-th of its node
+names, and the pods on it); a pod that fits nowhere is set aside (its
 FailedScheduling) and retried only after the queue is empty (the
 unschedulable pool's flush, on the clock), when nothing it could use has
 been freed (no pod leaves, a node-local filter's answer only closes as pods

@@ -274,7 +274,8 @@ def _batched(work: Cluster, recs, replicas, limit, seed: int, device: str,
     keep that order), the replicas' queue order (priority, creation, then
     the interleaved order) -- a template's pods after its first that fits
     nowhere dropped unattempted, as the Scheduler path deletes them (so the
-    attempt numbers, and the tie-breaks, are the same).  Each template gets
+    start indices are the same; a tie goes by the nodes' rows, their pods
+    and the seed alone).  Each template gets
     ``free_bound + 1`` pods (``limit`` at most), or its replicas up to its
     room + 1: the usage only grows, so it stops within them.  None when the
     kernel does not cover the profile or the pods (the Scheduler

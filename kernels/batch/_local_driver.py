@@ -17,7 +17,7 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
                   c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy,
                   fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind,
                   node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix,
-                  attempt0, out_row, out_bound, s_key, key_first, fail_pod, fail_counts,
+                  out_row, out_bound, s_key, key_first, fail_pod, fail_counts,
                   pod_group):
     n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
@@ -48,13 +48,11 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
             a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
             c_norm, c_weights, sb, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
             shape_util, shape_score, bal_res, bal_kind, pod_cls[p0:p1], num_to_find[b],
-            seed_mix, attempt0, local, np.empty(m, np.int64), np.empty(m, np.int64),
+            seed_mix, local, np.empty(m, np.int64), np.empty(m, np.int64),
             np.empty(m, np.int64), np.empty(2 * N_SLOTS, np.int64),
             np.zeros((nc, 2 * N_SLOTS), np.int64), np.zeros((nc, 2 * N_SLOTS), np.int64),
-            np.empty((nc, m), np.int64),
-            np.empty((nc, 2 * size), np.int64), np.empty((nc, 2 * size), np.int64),
-            np.empty(nc, np.int64), np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64),
-            rows,
+            np.empty((nc, 2 * size), np.int64), np.empty(nc, np.int64),
+            np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64), rows,
             s_key, key_first, k_static, fail_pod[b * cap:(b + 1) * cap],
             fail_counts[b * cap:(b + 1) * cap], pod_group[p0:p1])
         for k in range(p1 - p0):
@@ -115,9 +113,8 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
             log_t[2 * p0:2 * p1], log_pod[2 * p0:2 * p1], n_log[b:b + 1], end[b:b + 1],
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
             np.empty(2 * N_SLOTS, np.int64), np.zeros((nc, 2 * N_SLOTS), np.int64),
-            np.zeros((nc, 2 * N_SLOTS), np.int64),
-            np.empty((nc, m), np.int64), np.empty((nc, 2 * size), np.int64),
-            np.empty((nc, 2 * size), np.int64), np.empty(nc, np.int64),
+            np.zeros((nc, 2 * N_SLOTS), np.int64), np.empty((nc, 2 * size), np.int64),
+            np.empty(nc, np.int64),
             np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64),
             np.zeros(14, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),

@@ -3,7 +3,9 @@ and leave on the Simulation's clock, in the order ``_queue`` (the openb
 engine's queue, shared) attempts them and lets them leave, each attempt
 placed by the node-local rules of ``_local_core`` (filter, the percentage
 of nodes to score's scan from the rotating start, normalize, weigh, the
-seeded tie-break of that attempt), a departure returning the pod's usage.
+seeded tie rule among the top-scored nodes: ``_local_core.pick_node``), a
+departure returning the pod's usage (the node's answers and tie rank
+follow: ``_local_core.fold_node``).
 
 Plain Python on scalars and arrays, compiled with ``njit`` on top of
 ``_local_core`` and ``_queue`` (``local_trace``).
@@ -17,33 +19,7 @@ import numpy as np
 Q_DONE = 0
 Q_DEPART = 2
 Q_POD = 10
-Q_ATTEMPT = 11
 Q_NOW = 0
-
-
-def fold_row(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, totals, tmax,
-             tcnt, old_reasons, old_raw, dirty, size):
-    """After node ``i``'s answers changed (their previous values in
-    ``old_reasons`` / ``old_raw``), every class's top tree follows."""
-    if not every:
-        return
-    n = reasons.shape[1]
-    dirty[0] = i
-    for cc in range(reasons.shape[0]):
-        moved = update_top(dirty, 1, old_reasons[cc:cc + 1], old_raw[cc:cc + 1], reasons[cc],
-                           raw[cc], c_active[cc], c_norm[cc], c_weights[cc], hi[cc],
-                           hi_cnt[cc], totals[cc], tmax[cc], tcnt[cc], size)
-        if moved == -1000000000:
-            rebuild_top(n, reasons[cc], raw[cc], c_active[cc], c_norm[cc], c_weights[cc],
-                        hi[cc], hi_cnt[cc], totals[cc], tmax[cc], tcnt[cc], size)
-
-
-def keep_row(i, reasons, raw, old_reasons, old_raw):
-    """Node ``i``'s answers before a change, for ``fold_row``."""
-    for cc in range(reasons.shape[0]):
-        old_reasons[cc] = reasons[cc, i]
-        for s in range(raw.shape[2]):
-            old_raw[cc, s] = raw[cc, i, s]
 
 
 def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
@@ -53,15 +29,14 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
                             backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
                             out_node, out_bind, out_tries, log_t, log_pod, n_log, end,
                             positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt,
-                            totals, tmax, tcnt, old_reasons, old_raw, dirty,
+                            tkey, old_reasons, old_raw, dirty,
                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Pod j (class ``pod_cls[j]``, trace order) arrives at ``arr[j]`` and
     leaves at ``dep[j]`` or ``dur[j]`` seconds after its binding (inf:
     stays; never both); ``rank`` its place in activeQ's order (empty: all
-    equal); ``_queue`` says when each is attempted (the attempt number
-    seeds its tie) and when a bound one leaves; an attempt places the pod
-    as ``_local_core.run_local_cluster`` places one (the start index
-    rotating by the nodes it processed), a pod that fits nowhere goes to
+    equal); ``_queue`` says when each is attempted and when a bound one
+    leaves; an attempt places the pod as ``_local_core.run_local_cluster``
+    places one (the start index rotating by the nodes it processed), a pod that fits nowhere goes to
     the unschedulable pool.  The cluster's arrays as ``run_local_cluster``
     takes them (``used`` / ``nz_used`` updated).
 
@@ -72,12 +47,11 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
     when nothing was left to do.  The rest: scratch as ``run_local_cluster``
     and ``_queue``'s state."""
     n = alloc.shape[0]
-    size = tmax.shape[1] // 2
     every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                           c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
                           strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                          bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, totals, tmax,
-                          tcnt)
+                          bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
+                          tkey)
     for j in range(pod_cls.shape[0]):
         out_node[j] = -1
         out_bind[j] = np.nan
@@ -94,34 +68,22 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
         if kind == Q_DEPART:
             i = out_node[j]
             if every:
-                keep_row(i, reasons, raw, old_reasons, old_raw)
+                keep_node(i, reasons, raw, old_reasons, old_raw)
             release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
                          c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
                          strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                          bal_res, bal_kind)
-            fold_row(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, totals,
-                     tmax, tcnt, old_reasons, old_raw, dirty, size)
+            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix,
+                      used, tkey, old_reasons, old_raw, dirty)
             log_t[m] = qf[Q_NOW]
             log_pod[m] = -1 - j
             m += 1
             continue
-        attempt = qi[Q_ATTEMPT]
         i = -1
-        processed = n
         if n > 0:
-            if every:
-                best = tmax[c, 1]
-                if best >= 0:
-                    i = tree_kth_eq(tmax[c], tcnt[c], size,
-                                    tie_index(seed_mix, attempt, tcnt[c, 1]), best)
-            else:
-                n_ties, processed, found = finalize_rows(
-                    positions, start, reasons[c], raw[c], num_to_find, c_active[c], c_norm[c],
-                    c_weights[c], False, raw[c], total_scratch, ties_scratch, hi_scratch)
-                if n_ties > 0:
-                    i = start + ties_scratch[tie_index(seed_mix, attempt, n_ties)]
-                    if i >= n:
-                        i -= n
+            i, processed = pick_node(c, n, every, start, reasons, raw, c_active, c_norm,
+                                     c_weights, num_to_find, seed_mix, used, positions,
+                                     total_scratch, ties_scratch, hi_scratch, tkey)
             start += processed
             while start >= n:
                 start -= n
@@ -129,12 +91,12 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
             q_failed(j, qi, qf, pst, pts, up)
             continue
         if every:
-            keep_row(i, reasons, raw, old_reasons, old_raw)
+            keep_node(i, reasons, raw, old_reasons, old_raw)
         place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                  c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
                  fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-        fold_row(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, totals, tmax,
-                 tcnt, old_reasons, old_raw, dirty, size)
+        fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix,
+                  used, tkey, old_reasons, old_raw, dirty)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
         out_node[j] = i
         out_bind[j] = qf[Q_NOW]

@@ -26,8 +26,9 @@ in bytes, column 3 the pod count; C pod classes; S = 6 score slots):
 - strategy, fit_res/fit_kind/fit_weights [F], shape_util/shape_score [Q],
   bal_res/bal_kind [K]: the Fit and Balanced arguments (``PodQuery``);
 - num_to_find [B] int64 (numFeasibleNodesToFind of each cluster's node
-  count), seed (the Scheduler's), attempt0 (the attempt count before the
-  first pod).
+  count), seed (the Scheduler's: the tie rule's, ``fused.ties``; a
+  cluster's node i, its row for the tie rank, is its i-th of
+  ``node_rows``).
 
 Failures (``fail_cap`` F per cluster, default 0): the first F pods of each
 cluster that fit nowhere, with their FailedScheduling diagnosis at that
@@ -38,8 +39,8 @@ comes before NodeResourcesFit in the profile.
 
 Groups (``pod_group`` [sum P] int64, optional): each pod's group (0..62)
 or -1; once a pod of group g fits nowhere in a cluster, the cluster's later
-pods of g are dropped, never attempted (row -1; the attempt count and the
-start index stay as they were, no diagnosis): a template whose remaining
+pods of g are dropped, never attempted (row -1; the start index stays as
+it was, no diagnosis): a template whose remaining
 pods are deleted at its first failure.
 
 The trace form (``LocalTrace``, ``run_local_trace``): each cluster's pods
@@ -63,6 +64,7 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 from tensorsched.kernels.fused import _numba as _fused
+from tensorsched.kernels.fused import ties
 from tensorsched.kernels.fused._core import NORM_MINMAX   # c_norm's min-max mode
 
 from . import _local_core, _local_driver, _local_trace, _queue
@@ -70,8 +72,6 @@ from . import _local_core, _local_driver, _local_trace, _queue
 N_SLOTS = _local_core.N_SLOTS          # score slots: layout's five, then InterPodAffinity
 IPA_SLOT = _local_core.IPA_SLOT
 MAX_GROUPS = 63            # pod groups a cluster tracks (bits of one int64)
-_GOLDEN = 0x9E3779B97F4A7C15
-_MASK64 = (1 << 64) - 1
 
 _core = compile_module(_local_core, njit, base=_fused.core,
                        options={"nogil": True}, cache=True)
@@ -117,7 +117,6 @@ class LocalBatch(NamedTuple):
     image_group: np.ndarray
     num_to_find: np.ndarray
     seed: int
-    attempt0: int = 0
     s_key: np.ndarray | None = None
     key_first: np.ndarray | None = None
     fail_cap: int = 0
@@ -210,8 +209,9 @@ def empty_result(a: LocalBatch) -> LocalResult:
 
 
 def seed_mix(seed: int) -> np.uint64:
-    """seed * 0x9E3779B97F4A7C15 mod 2**64 (``_local_core.tie_index``)."""
-    return np.uint64((int(seed) * _GOLDEN) & _MASK64)
+    """The kernels' form of a Scheduler seed (``fused.ties.seed_mix``), as
+    the uint64 they take."""
+    return np.uint64(ties.seed_mix(seed))
 
 
 def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
@@ -237,7 +237,7 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
                  i64(a.fit_weights), i64(a.shape_util), i64(a.shape_score), i64(a.bal_res),
                  i64(a.bal_kind), i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr),
                  i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find), seed_mix(a.seed),
-                 int(a.attempt0), out.rows, out.bound, s_key, first, out.fail_pod,
+                 out.rows, out.bound, s_key, first, out.fail_pod,
                  out.fail_counts, a.groups())
     finally:
         numba.set_parallel_chunksize(chunk)
@@ -247,7 +247,7 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
 
 class LocalTrace(NamedTuple):
     """A trace call's inputs: ``batch`` the clusters, nodes and classes
-    (its ``seed``, ``attempt0`` and failure fields unused); per pod (the
+    (its ``seed`` and failure fields unused); per pod (the
     order of ``batch.pod_cls``: each cluster's pods in trace order)
     ``arrive`` and ``depart`` seconds [sum P] float64 (inf: stays; depart
     >= arrive); ``seeds`` [B] each cluster's Scheduler seed; the queue's

@@ -1,7 +1,7 @@
 """The batched node-local engine as one CUDA kernel: a thread block per
 cluster, its threads over the cluster's nodes, on the same rules as the
-CPU twin (``_local_core.refresh_row`` / ``place_on`` / ``tie_index`` and
-``fused._core``'s Fit, Balanced and normalization, compiled with
+CPU twin (``_local_core.refresh_row`` / ``place_on`` and ``fused._core``'s
+Fit, Balanced, normalization and ``tie_rank`` / ``tie_key``, compiled with
 ``cuda.jit(device=True)``); ``run_local_batch_cuda(a)`` answers what
 ``local_cpu.run_local_batch(a)`` answers.
 
@@ -14,9 +14,10 @@ order (node (start + j) mod n):
 - the normalization maxima of the window's feasible nodes, and the
   min-max slot's minimum (InterPodAffinity's) (block-wide reductions by
   warp shuffles, then over the warps' partials);
-- each position's weighted total, the top total with its count and first
-  position (the same reduction); the ``tie_index``-th tied position in
-  evaluation order (the first, or a block-wide scan);
+- each scored node's order key (``tie_key`` of its weighted total and its
+  ``tie_rank``: the seed, its local node i, the pods on it now), and the
+  largest key with the lowest node holding it (the same reduction): the
+  seeded tie rule among the top-scored nodes, as ``_local_core.pick_node``;
 - thread 0 accounts the pod and refreshes that node for every class, or,
   for one of the first ``fail_cap`` pods of the cluster that fit nowhere,
   counts its diagnosis (``_local_core.count_failure``);
@@ -45,20 +46,23 @@ from tensorsched.kernels._compile import compile_module  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
+RES_PODS_COL = _local_core.RES_PODS_COL
 
 _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
 _refresh_row = _ns["refresh_row"]
 _gather_node = _ns["gather_node"]
 _place_on = _ns["place_on"]
-_tie_index = _ns["tie_index"]
+_tie_rank = _fused_cuda.core["tie_rank"]
+_tie_key = _fused_cuda.core["tie_key"]
 _count_failure = _ns["count_failure"]
 _slot_score = _fused_cuda.core["slot_score"]
 
 
 @cuda.jit(device=True)
-def _kth_pos(k, limit, flags, value, buf, sh):
-    """The k-th (from 0) position j < limit with flags[j] == value, in
-    position order, or -1 when there are fewer: a block-wide scan (warp
+def _kth_feasible(k, limit, flags, buf, sh):
+    """The k-th (from 0) position j < limit with flags[j] == 1 (feasible),
+    in position order, or -1 when there are fewer (the scan window's last
+    node: the ``num_to_find``-th feasible one): a block-wide scan (warp
     shuffles up, the warps' counts scanned by every warp) over rounds of
     THREADS positions.  Every thread gets the answer."""
     tid = cuda.threadIdx.x
@@ -71,7 +75,7 @@ def _kth_pos(k, limit, flags, value, buf, sh):
     for base in range(0, limit, THREADS):
         j = base + tid
         f = 0
-        if j < limit and flags[j] == value:
+        if j < limit and flags[j] == 1:
             f = 1
         x = f
         d = 1
@@ -104,13 +108,13 @@ def _kth_pos(k, limit, flags, value, buf, sh):
 
 
 @cuda.jit(device=True)
-def block_pick(c, n, start, to_find, attempt, smix, reasons, raw, c_active, c_norm, c_weights,
+def block_pick(c, n, start, to_find, smix, used, reasons, raw, c_active, c_norm, c_weights,
                flags, hi, buf, sh):
     """One attempt of a pod of class ``c`` on the cluster's n > 0 nodes
-    from ``start``, every thread of the block together: (the position
-    (from ``start``, evaluation order) of the node it takes or -1, the
-    positions processed); the scan window, normalization, weighted totals
-    and the seeded tie as the module doc says.  Every thread gets the
+    from ``start``, every thread of the block together: (the local node it
+    takes or -1, the positions processed); the scan window, normalization,
+    weighted totals and the seeded tie rule (``used`` [n, R]: the pods
+    column ranks the nodes) as the module doc says.  Every thread gets the
     answer."""
     tid = cuda.threadIdx.x
     processed = n
@@ -121,7 +125,7 @@ def block_pick(c, n, start, to_find, attempt, smix, reasons, raw, c_active, c_no
                 i -= n
             flags[j] = 1 if reasons[c, i] == 0 else 0
         cuda.syncthreads()
-        last = _kth_pos(to_find - 1, n, flags, 1, buf, sh)
+        last = _kth_feasible(to_find - 1, n, flags, buf, sh)
         if last >= 0:
             processed = last + 1
     for s in range(N_SLOTS):
@@ -153,41 +157,32 @@ def block_pick(c, n, start, to_find, attempt, smix, reasons, raw, c_active, c_no
                 hi[s] = m
     cuda.syncthreads()
     best = NEG
-    ties = int64(0)
-    first = BIG
-    for j in range(tid, n, THREADS):
-        t = NEG
+    low = BIG
+    for j in range(tid, processed, THREADS):
         i = start + j
         if i >= n:
             i -= n
-        if j < processed and reasons[c, i] == 0:
-            t = 0
+        if reasons[c, i] == 0:
+            t = int64(0)
             for s in range(N_SLOTS):
                 if c_active[c, s]:
                     t += _slot_score(raw[c, i, s], c_norm[c, s], hi, s, N_SLOTS) * \
                         c_weights[c, s]
-        flags[j] = t
-        if t > best:
-            best = t
-            ties = 0
-            first = j
-        if t == best and t != NEG:
-            ties += 1
-    best, ties, first = block_top(best, ties, first, buf, sh)
-    pos = -1
-    if ties > 0:
-        kk = _tie_index(smix, attempt, ties)
-        pos = first
-        if kk > 0:
-            pos = _kth_pos(kk, processed, flags, best, buf, sh)
-    return pos, processed
+            key = _tie_key(t, _tie_rank(smix, i, used[i, RES_PODS_COL]))
+            if key > best or (key == best and i < low):
+                best = key
+                low = i
+    best, _cnt, low = block_top(best, int64(0), low, buf, sh)
+    if best == NEG:
+        return -1, processed
+    return low, processed
 
 
 @cuda.jit
 def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
             c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy, fit_res,
             fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, node_ptr,
-            node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix_arr, attempt0,
+            node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix_arr,
             out_row, out_bound, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
             flags_all, s_key, key_first, fail_cap, fail_pod, fail_counts, pod_group):
     b = cuda.blockIdx.x
@@ -220,7 +215,6 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     p1 = pod_ptr[b + 1]
     to_find = num_to_find[b]
     start = 0
-    attempt = attempt0
     bound = 0
     failed = 0
     k_static = key_first.shape[0]
@@ -241,16 +235,12 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                     fail_pod[b * fail_cap + failed] = k
             if failed < fail_cap:
                 failed += 1
-            attempt += 1
             continue
-        pos, processed = block_pick(c, n, start, to_find, attempt, smix, reasons, raw,
-                                    c_active, c_norm, c_weights, flags, hi, buf, sh)
+        i, processed = block_pick(c, n, start, to_find, smix, u, reasons, raw, c_active, c_norm,
+                                  c_weights, flags, hi, buf, sh)
         if tid == 0:
             out_row[p0 + k] = -1
-            if pos >= 0:
-                i = start + pos
-                if i >= n:
-                    i -= n
+            if i >= 0:
                 _place_on(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
                           c_fit_filter, c_active, sb, reasons, raw, strategy, fit_res, fit_kind,
                           fit_weights, shape_util, shape_score, bal_res, bal_kind)
@@ -259,7 +249,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                 fail_pod[b * fail_cap + failed] = k
                 _count_failure(c, n, node_rows[off:off + n], reasons, sb, s_key, key_first,
                                k_static, n_res, fail_counts[b * fail_cap + failed])
-        if pos >= 0:
+        if i >= 0:
             bound += 1
         else:
             if grp >= 0:
@@ -269,7 +259,6 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         start += processed
         while start >= n:
             start -= n
-        attempt += 1
         cuda.syncthreads()
     if tid == 0:
         out_bound[b] = bound
@@ -353,7 +342,7 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
         fails = [d(out.fail_pod[f0:f1] if cap else np.zeros(1, np.int64)),
                  d(out.fail_counts[f0:f1] if cap else np.zeros((1, 1), np.int64))]
         _kernel[nb, THREADS](*shared, int(a.strategy), *fit, *part[:4], part[4], part[5], smix,
-                             int(a.attempt0), rows_out, bound_out, *scratch, *keys, cap,
+                             rows_out, bound_out, *scratch, *keys, cap,
                              *fails, group)
         out.rows[p0:p1] = rows_out.copy_to_host()[:p1 - p0]
         out.bound[lo:hi] = bound_out.copy_to_host()

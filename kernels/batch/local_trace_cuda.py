@@ -55,7 +55,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
     hi = cuda.shared.array(2 * N_SLOTS, int64)
-    cmd = cuda.shared.array(3, int64)                # thread 0's queue answer, for all
+    cmd = cuda.shared.array(2, int64)                # thread 0's queue answer, for all
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
@@ -120,11 +120,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             cmd[0] = _q_next(arr, dep, backoff0, backoff_max, max_unsched, qi, qf, pst,
                              patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak)
             cmd[1] = qi[_queue.QI_POD]
-            cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
         kind = cmd[0]
         j = cmd[1]
-        attempt = cmd[2]
         cuda.syncthreads()
         if kind == _queue.DONE:
             break
@@ -140,23 +138,19 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                 m += 1
             cuda.syncthreads()
             continue
-        pos = -1
-        s0 = start
+        i = -1
         if n > 0:
-            pos, processed = block_pick(c, n, start, to_find, attempt, smix, reasons, raw,
-                                        c_active, c_norm, c_weights, flags, hi, buf, sh)
+            i, processed = block_pick(c, n, start, to_find, smix, u, reasons, raw, c_active,
+                                      c_norm, c_weights, flags, hi, buf, sh)
             start += processed
             while start >= n:
                 start -= n
-        if pos < 0:
+        if i < 0:
             if tid == 0:
                 _q_failed(j, qi, qf, pst, pts, up)
             cuda.syncthreads()
             continue
         if tid == 0:
-            i = s0 + pos
-            if i >= n:
-                i -= n
             _place_on(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
                       c_active, sb, reasons, raw, strat, fr, fk, fw, su, ss, br, bk)
             _q_bound(j, dur, qi, qf, pst, dk, ds, dp)

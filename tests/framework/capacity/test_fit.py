@@ -234,12 +234,13 @@ def test_several_templates_and_replicas_batched_equal_the_scheduler(data):
 
 
 @pytest.mark.parametrize("replicas", [None, [3, 4, 4]])
-def test_the_tie_breaks_follow_the_pods_attempted(replicas):
-    # twelve identical nodes: where the small pods go is the seeded tie-break
-    # of each attempt.  t0 fits nowhere (no node in zone c, room for many by
-    # resources): its first pod fails (an attempt), its later ones are never
-    # attempted (the Scheduler deletes them), so t1's and t2's pods take
-    # attempts 1, 2, 3, ... in both paths
+def test_the_tie_rule_places_alike_pods_on_identical_nodes_as_the_scheduler(replicas):
+    # twelve identical nodes: where the small pods go is the seeded tie rule
+    # (each node's rank by the seed, its row and the pods on it now).  t0
+    # fits nowhere (no node in zone c, room for many by resources): its
+    # first pod fails, its later ones are never attempted (the Scheduler
+    # deletes them); t1's and t2's pods land as the Scheduler's cycles put
+    # them
     cl = cluster_of(_two_zones(12, cpu="4"))
     templates = [_template("t0", "1", zone="c"), _template("t1", "1"), _template("t2", "2")]
     seen = set()

@@ -2,7 +2,7 @@
 run by ``local_cpu.run_local_trace``) on hand-made inputs: a pod that fits
 nowhere waits in the unschedulable pool until a bound pod leaves, then
 binds at that departure; a departure before a pod binds deletes it; a seed
-per cluster; the checks naming a bad array; the queue's slots as
+per cluster (the tie rule's); a departure giving a node back its tie rank; the checks naming a bad array; the queue's slots as
 ``_queue`` numbers them.  Equality with the Simulation on random clusters
 and traces is tests/experiments/test_sweep_local.py."""
 
@@ -11,6 +11,7 @@ import pytest
 
 from tensorsched.kernels.batch import _local_trace, _queue
 from tensorsched.kernels.batch.local_cpu import LocalTrace, run_local_trace
+from tensorsched.kernels.fused import ties
 
 from support.local_batches import hand_batch as _batch
 
@@ -41,10 +42,21 @@ def test_a_pending_pod_that_departs_is_deleted_and_seeds_are_per_cluster():
     res = run_local_trace(_trace([0, 0, 0], [inf, inf, 3]))
     assert res.node.tolist() == [0, 0, -1] and np.isnan(res.bind[2])
     # two equal nodes, one pod, two clusters with their own seeds: each
-    # takes the tie its own seed draws (attempt 0)
-    from tensorsched.framework.runtime.framework import tie_break_index
+    # takes the tie rule's pick under its own seed
     two = run_local_trace(_trace([0], [inf], seeds=(3, 4), node_sets=([0, 1], [0, 1])))
-    assert two.node.tolist() == [tie_break_index(3, 0, 2), tie_break_index(4, 0, 2)]
+    rows = np.arange(2)
+    assert two.node.tolist() == [ties.pick_tied(ties.seed_mix(s), rows, np.zeros(2, np.int64))
+                                 for s in (3, 4)]
+
+
+def test_a_departure_moves_the_nodes_tie_rank():
+    # two equal nodes (1000m): pod 0 binds, leaves at 5; pod 1 arrives at
+    # 10 on two empty nodes again: the tie rule on (0 pods, 0 pods), not on
+    # the pod count pod 0 left behind
+    inf = np.inf
+    res = run_local_trace(_trace([0, 10], [5, inf], seeds=(9,), node_sets=([0, 1],)))
+    first = ties.pick_tied(ties.seed_mix(9), np.arange(2), np.zeros(2, np.int64))
+    assert res.node.tolist() == [first, first]
 
 
 def test_bad_traces_are_named():
@@ -59,5 +71,4 @@ def test_bad_traces_are_named():
 
 def test_the_queue_slots_are_the_queues():
     assert (_local_trace.Q_DONE, _local_trace.Q_DEPART) == (_queue.DONE, _queue.DEPART)
-    assert (_local_trace.Q_POD, _local_trace.Q_ATTEMPT, _local_trace.Q_NOW) == (
-        _queue.QI_POD, _queue.QI_ATTEMPT, _queue.QF_NOW)
+    assert (_local_trace.Q_POD, _local_trace.Q_NOW) == (_queue.QI_POD, _queue.QF_NOW)

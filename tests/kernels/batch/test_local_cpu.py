@@ -1,7 +1,9 @@
 """The batched node-local engine's CPU twin (``local_cpu``) on hand-made
 inputs: LeastAllocated spreading two pods over two equal nodes, a pod
 that fits nowhere (-1, the cluster goes on), clusters cut from one
-universe, the failures' diagnosis counts (static statuses before and
+universe, the seeded tie rule (``fused.ties``) on a cluster's local
+nodes, many identical nodes tied pod after pod (every node scored, and a
+scan window), the failures' diagnosis counts (static statuses before and
 after NodeResourcesFit, Fit's reason bits), and the checks naming a bad
 array, groups dropped after their first failure.  Equality with the
 Scheduler on random clusters is tests/framework/capacity/test_batch_probe.py."""
@@ -9,8 +11,9 @@ Scheduler on random clusters is tests/framework/capacity/test_batch_probe.py."""
 import numpy as np
 import pytest
 
-from tensorsched.framework.runtime.framework import tie_break_index
+from tensorsched.kernels.batch import _local_core
 from tensorsched.kernels.batch.local_cpu import run_local_batch, seed_mix
+from tensorsched.kernels.fused import ties
 
 from support.local_batches import hand_batch as _batch
 
@@ -24,32 +27,93 @@ def test_least_allocated_spreads_and_a_pod_that_fits_nowhere_is_skipped():
     assert bound.tolist() == [2, 1, 0]
 
 
+def _tie_pick(seed, local_rows, pods):
+    """The local node the tie rule takes among ``local_rows`` holding ``pods``."""
+    local_rows = np.asarray(local_rows)
+    return int(local_rows[ties.pick_tied(ties.seed_mix(seed), local_rows, np.asarray(pods))])
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_the_tie_break_is_the_runtimes_and_follows_the_attempt(seed):
-    # two equal nodes: the pod takes tie_break_index(seed, attempt, 2); a pod
-    # that fits nowhere before it still advances the attempt
-    for pods, attempt in (([0], 0), ([1, 0], 1), ([1, 1, 1, 0], 3)):
-        b = _batch([[0, 1]], [pods])._replace(seed=seed)
-        assert run_local_batch(b)[0][-1] == tie_break_index(seed, attempt, 2)
+def test_the_tie_rule_ranks_the_local_nodes_whatever_was_attempted_before(seed):
+    # two equal nodes: the pod takes the tie rule's pick of local nodes 0
+    # and 1 (no pods on them); pods that fit nowhere before it change
+    # nothing.  The cluster lists universe rows 1, 0: the rank is the
+    # local node's (its row in the cluster's own Scheduler), the answer
+    # the universe row.
+    local = _tie_pick(seed, [0, 1], [0, 0])
+    for pods in ([0], [1, 0], [1, 1, 1, 0]):
+        b = _batch([[1, 0]], [pods])._replace(seed=seed)
+        assert run_local_batch(b)[0][-1] == [1, 0][local]
     assert seed_mix(1) == np.uint64(0x9E3779B97F4A7C15)
+    assert seed_mix(12345) == np.uint64(ties.seed_mix(12345))
+
+
+def _identical_nodes_expected(seed, n, n_pods, to_find):
+    """Where ``n_pods`` 400m pods go on n identical 1000m nodes (two fit
+    on each), cycle by cycle: the scan window from the start index up to
+    the ``to_find``-th feasible node; LeastAllocated makes the window's
+    nodes with the fewest pods the top-scored ones; the tie rule picks
+    among them (``ties.pick_tied``)."""
+    pods_on = np.zeros(n, np.int64)
+    start, out = 0, []
+    for _ in range(n_pods):
+        order = (start + np.arange(n)) % n
+        feasible = pods_on[order] < 2
+        if not feasible.any():
+            out.append(-1)
+            continue
+        seen = np.cumsum(feasible)
+        processed = int(np.searchsorted(seen, to_find)) + 1 if seen[-1] >= to_find else n
+        window = order[:processed][feasible[:processed]]
+        tied = window[pods_on[window] == pods_on[window].min()]
+        i = _tie_pick(seed, tied, pods_on[tied])
+        pods_on[i] += 1
+        out.append(i)
+        start = (start + processed) % n
+    return out
+
+
+@pytest.mark.parametrize("seed, to_find", [(0, 40), (11, 40), (3, 7), (5, 1)])
+def test_many_identical_nodes_take_the_tie_rules_pick_pod_after_pod(seed, to_find):
+    # 40 identical nodes, 90 pods of 400m: each cycle ties every node of
+    # its window with the fewest pods (all 40 at first); 80 bind, 10 fit
+    # nowhere.  to_find = 40: every node scored (the key tree); fewer: the
+    # scan window from the rotating start index.
+    n = 40
+    b = _batch([list(range(n))], [[0] * 90], alloc_cpu=(1000,) * n)._replace(
+        seed=seed, num_to_find=np.array([to_find]))
+    rows, bound, _, _ = run_local_batch(b)
+    want = _identical_nodes_expected(seed, n, 90, to_find)
+    assert rows.tolist() == want
+    assert bound.tolist() == [80]
+    if to_find == n:
+        # every node once before any twice, in the ranks' order (not the rows')
+        assert sorted(want[:n]) == list(range(n)) and want[:n] != list(range(n))
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_group_stops_at_its_first_failure_without_attempts(seed):
     # group 0: class 1 fits nowhere, then two more of it (dropped: no
-    # attempt, no diagnosis); group 1: class 0 on two equal nodes, its
-    # tie-break at attempt 1 (the one failure before it), not 3; a pod
-    # of no group (-1) is attempted, and fails, as before
+    # attempt, no diagnosis); group 1: class 0 on two equal nodes, the tie
+    # rule's pick; a pod of no group (-1) is attempted, and fails, as before
     pods = [1, 1, 0, 1, 1]
     b = _batch([[0, 1]], [pods])._replace(
         seed=seed, pod_group=np.array([0, 0, 1, 0, -1]), fail_cap=3)
     rows, bound, fail_pod, _ = run_local_batch(b)
     assert rows.tolist()[:2] == [-1, -1] and rows.tolist()[3:] == [-1, -1]
-    assert rows[2] == tie_break_index(seed, 1, 2)
+    assert rows[2] == _tie_pick(seed, [0, 1], [0, 0])
     assert fail_pod.tolist() == [0, 4, -1] and bound.tolist() == [1]
-    # without groups every pod is attempted: the tie-break at attempt 2
-    rows = run_local_batch(b._replace(pod_group=None))[0]
-    assert rows[2] == tie_break_index(seed, 2, 2)
+    # without groups every pod is attempted and fails but the two
+    rows, bound, fail_pod, _ = run_local_batch(b._replace(pod_group=None))
+    assert rows[2] == _tie_pick(seed, [0, 1], [0, 0])
+    assert fail_pod.tolist() == [0, 1, 3] and bound.tolist() == [1]
+
+
+def test_the_cores_constants_are_the_fused_cores():
+    from tensorsched.kernels.fused import _core as fused_core
+    from tensorsched.kernels import layout as L
+    assert _local_core.NORM_MINMAX == fused_core.NORM_MINMAX
+    assert _local_core.RES_PODS_COL == L.RES_PODS
 
 
 @pytest.mark.parametrize("field, value, message", [

@@ -3,8 +3,9 @@ shuffles emulated under the simulator) gives the CPU twin's answers: random
 clusters (taints, node affinity, unschedulable nodes, images, an extended
 resource, the three Fit strategies), node subsets, more nodes than threads,
 the percentage of nodes to score's scan window, chunks by a small budget,
-InterPodAffinity's static filter bits and min-max normalized score, and
-the same diagnosis counts for the pods that fit nowhere."""
+InterPodAffinity's static filter bits and min-max normalized score, the
+same diagnosis counts for the pods that fit nowhere, and many identical
+nodes tied cycle after cycle (the seeded tie rule's block reduction)."""
 
 import copy
 
@@ -139,3 +140,17 @@ def test_cuda_drops_a_group_after_its_first_failure_as_the_twin():
     placed, bound, fail_pod, _ = _same(batch, budget=60_000)
     assert bound.tolist() == [6, 0] and fail_pod.tolist()[3:] == [0, 1, 2]
     assert (placed[:15][2::3] == -1).all()
+
+
+@pytest.mark.parametrize("to_find", [40, 9])
+def test_cuda_many_identical_nodes_tie_as_the_twin(to_find):
+    # 40 identical nodes (more than a block's threads under the simulator),
+    # 90 pods of 400m: every cycle
+    # ties the window's least loaded nodes, the tie rule picks one by its
+    # rank (the pods on it move it); every node scored, and a scan window
+    from support.local_batches import hand_batch
+    n = 40
+    b = hand_batch([list(range(n))], [[0] * 90], alloc_cpu=(1000,) * n)._replace(
+        seed=5, num_to_find=np.array([to_find]))
+    rows, bound, _, _ = _same(b)
+    assert bound.tolist() == [80] and (rows[80:] == -1).all()
