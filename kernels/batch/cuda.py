@@ -6,11 +6,11 @@ rules with ``njit``).
 Per pod: every thread brings its nodes' answers up to date (the
 per-(pod class, node) cache) and folds them; block-wide reductions (warp
 shuffles, then the warps' partials reduced again by every warp) give the
-feasible count, BestFit's range and the top total with its count and
-lowest row; the tie ``tie_pick(seed_mix, attempt)`` among the top rows
-in node order is that lowest row, or for k > 0 found by a block-wide scan
-of the top rows; thread 0 accounts the pod on its node and refreshes the
-fragmentation sum (the same summation tree as ``numpy.sum``).  The
+feasible count, BestFit's range, then the largest order key (the total,
+then the seeded tie rank of the row and the pods on it now: the tie rule
+of ``fused.ties``) with the lowest row holding it; thread 0 accounts the
+pod on its node and refreshes the fragmentation sum (the same summation
+tree as ``numpy.sum``).  The
 cluster's event stream, state and outputs live in device memory: one
 upload and one download per chunk of clusters, chunks sized to the free
 device memory.
@@ -36,18 +36,17 @@ if _reason is not None:
 from numba import cuda, float64, int64  # noqa: E402
 
 from tensorsched.kernels._compile import COMPILED, KEY, compile_module  # noqa: E402
-from tensorsched.kernels.gpu import _block as _gpu_block  # noqa: E402
+from tensorsched.kernels.fused import _core as _fused_core  # noqa: E402
 from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
 from . import _queue, _rules  # noqa: E402
 from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
-from .warp import (BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max,  # noqa: E402
-                   block_top, shfl_up)
+from .warp import BIG, NEG, THREADS, WARPS, block_sum_min_max, block_top  # noqa: E402
 
 _FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
              "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
-_FROM_BLOCK = ("tie_pick", "top_push")
+_FROM_FUSED = ("tie_rank", "tie_key")     # the seeded tie rule (``fused.ties``)
 # per block; the simulator's "warps" are 8 threads (shuffles emulated with
 # barriers cost a barrier each there: fewer lanes, the same two-level form)
 AFF_TAGS = 18
@@ -59,9 +58,10 @@ QF_N = _queue.QF_N
 
 def _base() -> dict:
     base = {name: _gpu_cuda.core[name] for name in _FROM_GPU}
-    base.update({name: cuda.jit(getattr(_gpu_block, name), device=True) for name in _FROM_BLOCK})
+    base.update({name: cuda.jit(getattr(_fused_core, name), device=True)
+                 for name in _FROM_FUSED})
     base[KEY] = None
-    base[COMPILED] = _FROM_GPU + _FROM_BLOCK
+    base[COMPILED] = _FROM_GPU + _FROM_FUSED
     return base
 
 
@@ -72,7 +72,7 @@ _account = _ns["account"]
 _node_frag_of = _ns["node_frag_of"]
 _tree_refresh = _ns["tree_refresh"]
 _bestfit_norm = _ns["bestfit_norm"]
-_tie_pick = _ns["tie_pick"]
+_top_key = _ns["top_key"]
 _release = _ns["release"]
 _qns = compile_module(_queue, lambda f: cuda.jit(f, device=True), base=_ns)
 
@@ -104,57 +104,16 @@ def _total(i, cs, policy, lo, hi, gpu_weight, static_total):
 
 
 @cuda.jit(device=True)
-def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
-    """The row of the k-th (from 0) top row in node order: a block-wide
-    scan (warp shuffles up, the warps' totals scanned by every warp) over
-    rounds of THREADS rows."""
-    tid = cuda.threadIdx.x
-    lane = tid % LANES
-    warp = tid // LANES
-    seen = 0
-    for base in range(0, n, THREADS):
-        i = base + tid
-        f = 0
-        if i < n and _total(i, cs, policy, lo, hi, gpu_weight, static_total) == best:
-            f = 1
-        x = f
-        d = 1
-        while d < LANES:
-            y = shfl_up(x, d, buf)
-            if lane >= d:
-                x += y
-            d *= 2
-        if lane == LANES - 1:
-            sh[warp, 0] = x
-        cuda.syncthreads()
-        w = sh[lane, 0] if lane < WARPS else 0
-        d = 1
-        while d < LANES:
-            y = shfl_up(w, d, buf)
-            if lane >= d:
-                w += y
-            d *= 2
-        if lane < WARPS:
-            sh[lane, 1] = w             # every warp writes the same scan
-        cuda.syncthreads()
-        before = sh[warp - 1, 1] if warp > 0 else 0
-        if f == 1 and seen + before + x - 1 == k:
-            sh[0, 2] = i
-        seen += sh[WARPS - 1, 1]
-        cuda.syncthreads()
-    row = sh[0, 2]
-    cuda.syncthreads()
-    return row
-
-
-@cuda.jit(device=True)
-def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff, cpu, mem,
-                  cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf, cs, cg, cv, node_ver, work,
-                  gpu_weight, static_total, seed_mix, attempt, with_feas, feas, buf, sh):
+def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, pods_left, aff,
+                 cpu, mem, cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf, cs, cg, cv,
+                 node_ver, work, gpu_weight, static_total, seed_mix, with_feas, feas, buf, sh):
     """The row one pod (a class's ``cs``/``cg``/``cv`` cache rows) is
     placed on, -1 when none fits: ``_env.decide`` with the block's threads
-    over the nodes (every thread gets the answer); with ``with_feas``,
-    ``feas`` [N] set to the filters' mask (1: the row passes)."""
+    over the nodes (every thread gets the answer): each thread's best
+    order key (``_rules.top_key``: the total, then the tie rank) over its
+    rows, then the block's largest key and the lowest row holding it;
+    with ``with_feas``, ``feas`` [N] set to the filters' mask (1: the row
+    passes)."""
     tid = cuda.threadIdx.x
     feasible = 0
     lo = BIG
@@ -174,22 +133,13 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left,
     feasible, lo, hi = block_sum_min_max(feasible, lo, hi, buf, sh)
     if feasible == 0:
         return -1
-    best = NEG
-    ties = 0
-    first = BIG
+    best = -1
+    row = BIG
     for i in range(tid, n, THREADS):
         t = _total(i, cs, policy, lo, hi, gpu_weight, static_total)
-        if t > best:
-            best = t
-            ties = 0
-            first = i
-        if t == best and t != NEG:
-            ties += 1
-    best, ties, first = block_top(best, ties, first, buf, sh)
-    k = _tie_pick(seed_mix, attempt, ties)
-    row = first
-    if k > 0:
-        row = _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh)
+        if t != NEG:
+            best, row = _top_key(t, i, seed_mix, pods_cap, pods_left, best, row)
+    best, _count, row = block_top(best, 0, row, buf, sh)
     return row
 
 
@@ -209,7 +159,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
     sh = cuda.shared.array((WARPS, 3), int64)
-    cmd = cuda.shared.array(3, int64)                # thread 0's queue answer, for all
+    cmd = cuda.shared.array(2, int64)                # thread 0's queue answer, for all
     work = cuda.local.array(MAX_GPUS, int64)
     gidx = cuda.local.array(MAX_GPUS, int64)
     s = run_set[b]
@@ -288,11 +238,9 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                              max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
                              dk, ds, dp, rk, ak)
             cmd[1] = qi[_queue.QI_POD]
-            cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
         kind = cmd[0]
         j = cmd[1]
-        attempt = cmd[2]
         cuda.syncthreads()
         if kind == _queue.DONE:
             break
@@ -318,10 +266,10 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             continue
         cs = cache_score_all[b, c]
         cg = cache_gpu_all[b, c]
-        row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff,
-                            cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c], tpc, tpn, tpm,
-                            tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work, gpu_weight,
-                            static_total, seed_mix, attempt, False, cs, buf, sh)
+        row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap[s],
+                           pods_left, aff, cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c],
+                           tpc, tpn, tpm, tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work,
+                           gpu_weight, static_total, seed_mix, False, cs, buf, sh)
         if row < 0:
             if tid == 0:
                 _q_failed(j, qi, qf, pst, pts, up)

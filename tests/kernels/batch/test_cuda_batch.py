@@ -1,13 +1,15 @@
 """The batched engine's CUDA kernel (a block per cluster, shuffles
 emulated under the simulator) gives the CPU twin's answers, bit for bit,
 and so each run's Simulation: tiny clusters under ``NUMBA_ENABLE_CUDASIM``,
-all six policies, more nodes than threads (several rounds of the tie
-scan), runs split into chunks by a small memory budget; traces with
-departures (pods retrying after them, thread 0 keeping the queue)."""
+all six policies, more nodes than threads (several rows per thread
+before the block's reduction of the order keys), runs split into chunks
+by a small memory budget; traces with departures (pods retrying after
+them, thread 0 keeping the queue)."""
 import numpy as np
 import pytest
 from support.backends import needs_cuda
-from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
+from support.openb import (REFERENCE, openb_slice, read_openb_slice, simulate_trace,
+                          with_durations)
 
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import batch as B
@@ -50,7 +52,7 @@ def test_cuda_equals_the_twin_and_the_simulation(tmp_path):
     # the twin's runs are their Simulations' (as far as these pods go)
     for res in B.results_of(inv, wl, runs, a, twin, 1.3, 0.0, True):
         _rec, _sched, seq, (where, _gpus, _m) = T._experiment(
-            inv, pods, res.policy, res.seed, 1.3, "numba", outcomes=True)
+            inv, pods, res.policy, res.seed, 1.3, "numba", outcomes=True, **REFERENCE)
         assert [p[1] for p in res.placements] == where[:6].tolist(), res.policy
 
 

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from support.openb import read_openb_slice
+from support.openb import REFERENCE, read_openb_slice
 
 from tensorsched.kernels.batch import arrays as BA
 from tensorsched.kernels.batch import cpu
+from tensorsched.kernels.fused.ties import pick_tied, seed_mix
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import build_inventory
 from tensorsched.topology.openb import batch as B
@@ -63,7 +64,7 @@ def _assert_simulation(res, inv, pods, seed, tune):
     placements, then the curves and counts (as ``simulate_replay`` builds
     them from the same run)."""
     records, scheduled, seq, (where, gpu_idx, _milli) = T._experiment(
-        inv, pods, res.policy, seed, tune, "numba", outcomes=True)
+        inv, pods, res.policy, seed, tune, "numba", outcomes=True, **REFERENCE)
     assert [p[1] for p in res.placements] == where.tolist(), res.policy
     assert [tuple(p[2]) for p in res.placements] == [tuple(g) for g in gpu_idx], res.policy
     want = R.ReplayResult(res.policy, seed, tune, inv.total_gpus, len(seq), scheduled, 0.0,
@@ -117,6 +118,30 @@ def test_batched_sweep_on_numba(tmp_path):
     _assert_equal(out[0][1], T.simulate_replay(inv, tp, "FGD", 3, 1.3), "FGD")
     rows = (tmp_path / "s.csv").read_text().splitlines()
     assert len(rows) == 1 + 4 * 3
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(2, 7), p=st.integers(1, 30), seed=st.integers(0, 2**20))
+def test_ties_go_to_the_highest_seeded_rank_of_row_and_pods(n, p, seed):
+    """Random scores every feasible node alike: pod after pod, the engine
+    takes the node of the highest ``tie_rank(seed, row, pods on it now)``
+    (the lower row on an equal rank), as ``fused.ties`` picks."""
+    inv = build_inventory([f"node-{i}" for i in range(n)], [64000] * n, [65536] * n,
+                          [8] * n, ["A10"] * n)
+    pods = R.TracePods(["pod-000"], np.array([100]), np.array([64]), np.array([1]),
+                       np.array([100]), [""])
+    seq = np.zeros(p, np.int64)
+    a = B.batch_arrays(inv, [B.workload_of(inv, pods)],
+                       [B.Run(0, "Random", seed, seq, np.zeros(n, np.int64))])
+    got = cpu.run_batch(a).node
+    held = np.zeros(n, np.int64)
+    want = []
+    for _ in range(p):
+        row = pick_tied(seed_mix(seed), np.arange(n), held)
+        held[row] += 1
+        want.append(row)
+    assert got.tolist() == want
+    assert len(set(want)) > 1 or p == 1
 
 
 def test_bad_arguments_are_refused(tmp_path):
@@ -173,13 +198,16 @@ def test_discrete_slices_equal_the_masked_means(steps, seed, shuffle):
     np.testing.assert_array_equal(R._discrete(arrive, values), want)
 
 
-def test_sweep_experiment_jobs_run_batched(tmp_path):
+def test_sweep_experiment_jobs_run_batched(tmp_path, monkeypatch):
     """``tensorsched sweep``'s experiment jobs on one machine: the batched
     call's rows equal each job's own ``simulate_replay`` row (all six
-    policies), ``wall_seconds`` aside."""
+    policies; its Simulation under ``REFERENCE``), ``wall_seconds`` aside."""
+    from functools import partial
+
     from support.openb import openb_slice
 
     from tensorsched.experiments import sweep as S
+    monkeypatch.setattr(T, "Simulation", partial(T.Simulation, **REFERENCE))
     nodes, pods = openb_slice(tmp_path, "multigpu20", 30, 150)
     jobs = S.make_jobs([pods], [5], policies=list(POLICIES), experiment=True, nodes=nodes)
     table = S.run_sweep(jobs, workers=1)
