@@ -51,10 +51,13 @@ from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.parsing.quantity import resource_value
 from tensorsched.framework.runtime.blocks import BlockOutput
 from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_DELETE
+from tensorsched.framework.runtime.plugin import CYCLE_DRAW
 from tensorsched.framework.runtime.registry import InputAsk
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
+from tensorsched.kernels.fused.ties import draw_index
 from tensorsched.kernels.gpu import block as KB
+from tensorsched.kernels.layout import MAX_NODE_SCORE
 from tensorsched.kernels.gpu import share as K
 from tensorsched.kernels.gpu import subsets as KT
 
@@ -505,7 +508,8 @@ class GpuShareFit(ArrayPlugin):
         placement of a GPU share or when the block counts failures
         (``inputs.max_failures`` > 0); None (no block) on another backend,
         under BestFit with any score beside it, or when FGD learns its
-        typical pods from the pods it scores."""
+        typical pods from the pods it scores, or under Random (it draws per
+        pod)."""
         fw = ctx.framework
         if self.backend != "numba":
             return None
@@ -519,6 +523,8 @@ class GpuShareFit(ArrayPlugin):
         if sc is not None and weight:
             if sc.policy == "FGD" and sc.learns_typical_pods:
                 return None
+            if sc.policy == "Random":
+                return None         # its draw is per pod (GpuShareScore._random_pick)
             policy = K.POLICIES.index(sc.policy)
             if sc.policy == "FGD":
                 typ = sc.typical(t)
@@ -692,6 +698,21 @@ class GpuShareScore(ArrayPlugin):
                        if self._fixed is None and self.backend in ("numpy", "numba") else None)
         if self._fixed is not None:
             self._typical_from(list(self._fixed), None)
+
+    @staticmethod
+    def _random_pick(ctx, raw, scored):
+        """Random (the openb simulator's RandomScore): one of the scored
+        nodes, uniformly at random per pod, takes the maximum score, the
+        others 0.  The draw is the cycle's seeded one (``draw_index`` of its
+        seed and attempt, the k-th scored node in evaluation order), not
+        the tie rule: ties are broken by a rank a sort can express, which
+        does not draw per pod."""
+        out = np.zeros_like(raw)
+        picked = np.flatnonzero(scored)
+        if picked.shape[0]:
+            seed, attempt = ctx.data.get(CYCLE_DRAW, (0, 0))
+            out[picked[draw_index(seed, attempt, picked.shape[0])]] = MAX_NODE_SCORE
+        return out
 
     def _typical_from(self, shapes, t):
         tot = sum(s[4] for s in shapes) or 1.0
@@ -888,6 +909,8 @@ class GpuShareScore(ArrayPlugin):
         return self._lt
 
     def normalize_scores(self, ctx, rows, raw, scored):
+        if self.policy == "Random":
+            return self._random_pick(ctx, raw, scored)
         if self.policy != "BestFit":
             return raw
         if not scored.any():

@@ -49,6 +49,7 @@ from tensorsched.framework.runtime.plugin import FusedFilter
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.backend_names import VICTIMS
 from tensorsched.kernels.fused import filters
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
@@ -489,7 +490,8 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
                               classes=(table.cls, table.class_records),
                               order=table.order, alike_from=table.alike_from,
                               columns=table.nominated_columns) if host else None
-    if not every and fw.backend_name == "numba" and (search is None or search.on_counts):
+    backend = fw.backend_for(VICTIMS)
+    if not every and backend == "numba" and (search is None or search.on_counts):
         try:
             got = visit_candidates(table.node_columns(), q, prio, pods, table.order, scan, cap,
                                    search, any_pdb=bool(table.pdbs),
@@ -511,7 +513,7 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
         cands = [_candidate(state, table, row, stats, slots) for row, stats, slots in found]
         chosen = pick_one_node(np.array([c.stats for c in cands], np.int64)) if cands else -1
         return cands, chosen, failures, calls, host
-    if fw.backend_name == "cuda" and not every:
+    if backend == "cuda" and not every:
         return (*_device_visit(fw, state, q, prio, pods, scan, cap, table), host)
     stats, victims = _search_until_stop(fw, state, q, prio, pods, scan, cap, table)
     pk = VP.visit_and_pick(stats, cap)
@@ -548,15 +550,16 @@ def _search(fw, state, q, rows, prio, pods, table: PodTable, hooks=None) -> V.Vi
     (``filter_hooks.VictimSearchHooks``) lift the resources host filters
     take over from NodeResourcesFit."""
     cols = table.node_columns()
-    if fw.backend_name == "cuda":
+    backend = fw.backend_for(VICTIMS)
+    if backend == "cuda":
         dev = table.device(V.fit_pods(cols, pods))
-        dcols = fw.backend.device_columns(state)
+        dcols = fw.stage_backend(VICTIMS).device_columns(state)
         if hooks is not None:
             dcols = hooks.device_columns(dcols, cols, rows)
         return dev.search(dcols, cols, q, rows, prio)
     if hooks is not None:
         cols = hooks.columns(cols, rows)
-    return V.select_victims(fw.backend_name, cols, q, rows, prio, pods)
+    return V.select_victims(backend, cols, q, rows, prio, pods)
 
 
 def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
@@ -586,7 +589,8 @@ def _device_visit(fw, state, q, prio, pods, scan, cap, table):
     chosen one, 0 or -1, failures, Filter calls)."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
-    got = dev.search_and_pick(fw.backend.device_columns(state), cols, q, scan, prio, cap)
+    got = dev.search_and_pick(fw.stage_backend(VICTIMS).device_columns(state), cols, q, scan,
+                              prio, cap)
     if got.chosen < 0:
         return [], -1, _visit_failures(scan, dev.last_stats(got.visited)), got.calls
     cand = _candidate(state, table, int(scan[got.chosen]), got.stats, got.victims)

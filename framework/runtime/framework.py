@@ -36,6 +36,7 @@ from tensorsched.kernels.fused.ties import pick_tied, seed_mix
 
 from .blocks import block_setup, place_block
 from .plugin import (
+    CYCLE_DRAW,
     NORMALIZE_NONE,
     CycleContext,
     FusedFilter,
@@ -181,6 +182,7 @@ class Framework:
         # runs on (they differ for ``auto``); other stages ask ``backend_for``
         self.requested_backend = backend
         self.backend_name = resolve_backend(backend)
+        self._stage_backends: dict = {}     # stage_backend's, by name
         self.percentage = (profile.percentage_of_nodes_to_score
                            if profile.percentage_of_nodes_to_score is not None
                            else percentage_of_nodes_to_score)
@@ -251,6 +253,18 @@ class Framework:
         """The backend that runs ``stage`` (``kernels.backend_names.STAGES``)
         under this framework's backend: itself, or ``auto``'s choice."""
         return resolve_backend(self.requested_backend, stage)
+
+    def stage_backend(self, stage: str):
+        """The kernel backend object that runs ``stage``: the cycle's own,
+        or (``auto`` with a GPU: the victim search, sorts) one made for that
+        stage on first use and kept."""
+        name = self.backend_for(stage)
+        if name == self.backend_name:
+            return self.backend
+        made = self._stage_backends.get(name)
+        if made is None:
+            made = self._stage_backends[name] = make_backend(name)
+        return made
 
     def signature(self, pod: PodRecord) -> tuple | None:
         """The pod's scheduling signature under this profile: its compiled
@@ -444,6 +458,7 @@ class Framework:
         PreFilter rejects, a host plugin runs that does not count nominated
         pods per node itself: ``counts_nominated_per_node``)."""
         ctx = CycleContext(state, pod, self)
+        ctx.data[CYCLE_DRAW] = (seed, attempt)
         if nominated is not None:
             ctx.data[NOMINATED_PODS] = nominated
         all_rows = state.valid_rows()

@@ -30,6 +30,11 @@ NORMALIZE_NONE = 0
 NORMALIZE_DEFAULT = 1      # DefaultNormalizeScore(100, reverse=False)
 NORMALIZE_REVERSE = 2      # DefaultNormalizeScore(100, reverse=True)
 
+#: the ``CycleContext.data`` key of the cycle's (seed, attempt): what a
+#: plugin that chooses at random on purpose draws with
+#: (``kernels.fused.ties.draw_index``), the same on every backend
+CYCLE_DRAW = "cycle_draw"
+
 
 @dataclass
 class CycleContext:

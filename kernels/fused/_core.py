@@ -69,14 +69,29 @@ def tdiv(a, b):
 def tie_rank(seed_mix, row, pods):
     """The tie rank of node ``row`` holding ``pods`` pods, in [0, 2**31):
     among the top-scored nodes a cycle takes the highest, the lower row on
-    an equal rank (``fused.ties``: the rule and its NumPy twin).
-    ``seed_mix`` = seed x 0x9E3779B97F4A7C15 mod 2**64."""
+    an equal rank (``fused.ties``: the rule and its NumPy twin).  Fewer
+    pods rank higher (11 bits, 2,047 pods and more alike), then a seeded
+    hash of (row, pods) (20 bits).  ``seed_mix`` = seed x
+    0x9E3779B97F4A7C15 mod 2**64."""
     z = (uint64(seed_mix) + uint64(row) * uint64(0xD1B54A32D192ED03)
          + uint64(pods) * uint64(0x9E3779B97F4A7C15))
     z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
     z = z ^ (z >> uint64(31))
-    return int64(z >> uint64(33))
+    few = 2047 - pods if pods < 2047 else 0
+    return int64((few << 20) | int64(z >> uint64(44)))
+
+
+def draw_index(seed_mix, attempt, n):
+    """Which of ``n`` candidates (in evaluation order) a seeded uniform draw
+    of attempt ``attempt`` takes: splitmix64 of seed x golden + attempt,
+    mod n.  For policies that choose at random themselves (openb's
+    Random), not for ties."""
+    z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return int64(z % uint64(n))
 
 
 def tie_key(total, rank):

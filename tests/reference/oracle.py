@@ -143,14 +143,15 @@ def splitmix64(z: int) -> int:
 def tie_rank(seed: int, row: int, pods: int) -> int:
     """The seeded tie rank, in [0, 2**31), of the node at position ``row``
     of the cluster's node list holding ``pods`` pods: among the top-scored
-    nodes a cycle takes the highest rank, the lower row on an equal one.
-    (kube-scheduler draws uniformly among them; the project's rule is a
-    seeded rank so that a run of alike pods can be placed by one sort.)"""
+    nodes a cycle takes the highest rank (fewest pods first, then a seeded
+    hash of row and pods), the lower row on an equal one.  (kube-scheduler
+    draws uniformly among them; the project's rule is a seeded rank so that
+    a run of alike pods can be placed by one sort.)"""
     z = (seed * _GOLDEN + row * 0xD1B54A32D192ED03 + pods * _GOLDEN) & _M64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
     z ^= z >> 31
-    return z >> 33
+    return ((2047 - min(pods, 2047)) << 20) | (z >> 44)
 
 
 def pick_tie(seed: int, ties: list, row_of: dict, pods_of: dict) -> str:

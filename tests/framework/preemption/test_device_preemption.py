@@ -16,6 +16,7 @@ from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.kernels.fused import backends as fused_backends
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
@@ -85,3 +86,20 @@ def test_explain_on_cuda():
     r = explain(objs, _pod("high", prio=10, cpu=300), CONFIG, backend="cuda")
     assert r["backend"] == "cuda"
     assert r["preemption"] == {"nominated_node": "n0", "victims": ["default/low"]}
+
+
+def test_auto_sends_the_victim_search_to_the_device(monkeypatch):
+    # `auto` on a machine with a GPU: cycles on numba, the victim search on
+    # cuda (the simulator stands for the device); same answers as numba,
+    # and the search went through the pod table's device mirror.
+    monkeypatch.setattr(fused_backends, "gpu_present", lambda: True)
+    objs = [_node(f"n{i}", 1000) for i in range(4)]
+    objs += [_pod(f"low{i}-{k}", f"n{i}", prio=0, cpu=300, start=k) for i in range(4)
+             for k in range(3)]
+    pending = [_pod(f"high{j}", prio=100, cpu=500) for j in range(2)]
+    want, _ = _run(objs, pending, "numba")
+    got, cluster = _run(objs, pending, "auto")
+    assert got == want and all(b[3] for b in got)
+    fw = cluster.framework_for(cluster.resolve(pending[0]), "auto")
+    assert fw.backend_name == "numba" and fw.backend_for("victims") == "cuda"
+    assert cluster.pod_table().mirror.full_uploads == 1

@@ -20,7 +20,7 @@ from tensorsched.framework.runtime import framework as F
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused._numba import core
-from tensorsched.kernels.fused.ties import pick_tied, seed_mix, tie_ranks
+from tensorsched.kernels.fused.ties import draw_index, pick_tied, seed_mix, tie_ranks
 
 
 def upstream_num_feasible(percentage, n):
@@ -79,14 +79,29 @@ def test_tied_node_takes_the_highest_rank_then_the_lowest_row(seed, rows, pods):
     assert F.tied_node(state, seed, rows[::-1].copy()) == got
 
 
-def test_tie_ranks_spread_over_nodes_and_move_with_the_pod_count():
+def test_tie_ranks_take_the_fewest_pods_then_spread_over_nodes():
     rows = np.arange(4)
     picks = [rows[pick_tied(seed_mix(7), rows, np.full(4, k))] for k in range(400)]
     counts = np.bincount(picks, minlength=4)
     assert counts.min() > 60                               # each of 4 ties about 100 times
+    # fewer pods rank higher, whatever the hash
+    assert pick_tied(seed_mix(7), rows, np.array([3, 2, 5, 2])) in (1, 3)
+    # alike pods on tied nodes: a round over them before any takes a second
+    pods = np.zeros(50, np.int64)
+    for _ in range(120):
+        pods[pick_tied(seed_mix(3), np.arange(50), pods)] += 1
+    assert pods.min() == 2 and pods.max() == 3
     a = tie_ranks(seed_mix(7), np.arange(1000), np.zeros(1000, np.int64))
     b = tie_ranks(seed_mix(7), np.arange(1000), np.ones(1000, np.int64))
-    assert (a >= 0).all() and (a < 2 ** 31).all() and (a != b).mean() > 0.99
+    assert (a >= 0).all() and (a < 2 ** 31).all() and (a > b).all()
+
+
+def test_draw_index_is_the_seeded_uniform_draw():
+    got = [draw_index(7, a, 4) for a in range(400)]
+    assert np.bincount(got, minlength=4).min() > 60
+    mix = np.uint64(seed_mix(7))
+    assert [core["draw_index"](mix, a, 4) for a in range(50)] == got[:50]
+    assert F.splitmix64((7 * 0x9E3779B97F4A7C15 + 5) % 2 ** 64) % 4 == got[5]
 
 
 def test_tie_rank_compiled_equals_the_numpy_twin():
