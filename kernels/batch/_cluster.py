@@ -12,6 +12,7 @@ import numpy as np
 Q_DONE = 0
 Q_DEPART = 2
 Q_POD = 10
+Q_ATTEMPT = 11
 Q_NOW = 0
 
 
@@ -32,7 +33,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     (or ``dur[j]`` after its binding, ``dur`` empty: none), activeQ in
     the order of ``rank`` (empty: first in first out; ``_queue``);
     each attempt places it as the module doc of ``_rules`` says (the
-    tie among the top rows: the seed, the row and the pods on it now).
+    tie among the top rows: the seed, the row and the pods on it now;
+    Random's draw: the seed and the attempt number).
     Outputs per pod: ``out_node`` the row it was bound to (-1 never),
     ``out_gmask`` its GPUs (bit mask), ``out_bind`` when (seconds; NaN
     never), ``out_tries`` its attempts;
@@ -79,8 +81,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap,
                          pods_left, aff, node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c],
                          c_milli[c], c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
-                         policy, seed_mix, gpu_weight, static_total, cs, cg, cache_ver[c],
-                         work, feas)
+                         policy, seed_mix, qi[Q_ATTEMPT], gpu_weight, static_total, cs, cg,
+                         cache_ver[c], work, feas)
             if row < 0:
                 q_failed(j, qi, qf, pst, pts, up)
                 continue

@@ -25,16 +25,22 @@ columns and caches of ``_cluster`` plus
 
 # ruff: noqa: F821
 
+P_RANDOM = 0
 P_BESTFIT = 4
+MAX_NODE_SCORE = 100
 
 
 def decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap, pods_left, aff,
            node_ver, cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli, tp_mask,
-           tp_freq, policy, seed_mix, gpu_weight, static_total, cs, cg, cv, work, feas):
+           tp_freq, policy, seed_mix, attempt, gpu_weight, static_total, cs, cg, cv, work,
+           feas):
     """``feas`` set for one pod (a class's ``cs``/``cg``/``cv`` cache rows);
     returns the row the batched engine places it on (-1: none fits): the
     top total, the seeded tie rule among the rows that share it
-    (``_rules.top_key``)."""
+    (``_rules.top_key``).  Random scores the k-th feasible row (in row
+    order, k = ``draw_index(seed_mix, attempt, feasible rows)``)
+    MAX_NODE_SCORE and the others 0, as the Scheduler's GpuShareScore
+    does (its draw per pod, not a tie)."""
     feasible = 0
     best = -1
     row = -1
@@ -55,6 +61,8 @@ def decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap, pods_lef
             lo = min(lo, s)
             hi = max(hi, s)
             continue
+        if policy == P_RANDOM:
+            continue
         best, row = top_key(gpu_weight * s + static_total[i], i, seed_mix, pods_cap, pods_left,
                             best, row)
     if feasible == 0:
@@ -64,6 +72,14 @@ def decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap, pods_lef
             if cs[i] >= 0:
                 best, row = top_key(gpu_weight * bestfit_norm(cs[i], lo, hi) + static_total[i],
                                     i, seed_mix, pods_cap, pods_left, best, row)
+    elif policy == P_RANDOM:
+        k = draw_index(seed_mix, attempt, feasible)
+        for i in range(n):
+            if cs[i] >= 0:
+                s = MAX_NODE_SCORE if k == 0 else 0
+                best, row = top_key(gpu_weight * s + static_total[i], i, seed_mix, pods_cap,
+                                    pods_left, best, row)
+                k -= 1
     return row
 
 
@@ -85,6 +101,7 @@ HOLD = 2
 Q_DONE = 0
 Q_DEPART = 2
 Q_POD = 10
+Q_ATTEMPT = 11
 
 
 def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
@@ -176,8 +193,8 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             continue
         d = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap, pods_left, aff,
                    node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c], c_mask[c],
-                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy, seed_mix, gpu_weight,
-                   static_total, cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
+                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy, seed_mix, qi[Q_ATTEMPT],
+                   gpu_weight, static_total, cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
         if d >= 0:
             ist[0] = j
             ist[1] = d

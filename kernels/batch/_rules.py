@@ -9,15 +9,18 @@ what the ``Simulation`` runs for it: NodeResourcesFit (pod count, then the
 cpu and memory the pod asks for), GpuShareFit (``gpu_fit``), GpuShareScore
 (``score_node``'s policies; every row's answer kept per (pod class, node)
 while the node is unchanged, as ``score_node`` keeps FGD's), the node's total ``gpu_weight * score + static_total[i]``
-(BestFit min-max normalized over the feasible nodes first), the seeded
-tie rule among the top rows (``fused.ties``: the highest ``tie_rank(seed_mix,
+(BestFit min-max normalized over the feasible nodes first; Random: the
+``draw_index(seed_mix, attempt, feasible rows)``-th feasible row in row
+order scores MAX_NODE_SCORE, the others 0, the Scheduler's draw per pod),
+the seeded tie rule among the top rows (``fused.ties``: the highest ``tie_rank(seed_mix,
 row, pods on the row now)``, the lower row on an equal rank), then the
 pod accounted on its node (Reserve's GPU pick: FGD's GPU for a share under
 FGD, ``u`` for Random, else the best fit; whole GPUs: the first free).
 
 The inherited names (``gpu_fit``, ``node_frag``, ``affinity_tag``, the
 policies' ``*_node`` / ``bestfit_raw``, ``select_gpus`` of ``gpu._core``;
-``tie_rank``, ``tie_key`` of ``fused._core``) are the compiled namespace's.
+``tie_rank``, ``tie_key``, ``draw_index`` of ``fused._core``) are the
+compiled namespace's.
 
 Units: GPU milli (1000 = one GPU), CPU millicores, memory in the caller's
 unit (any, the same for nodes and pods); node columns [N], GPU rows
@@ -38,6 +41,7 @@ P_PACKING = 3
 P_BESTFIT = 4
 P_FGD = 5
 NEG = -(1 << 62)
+MAX_NODE_SCORE = 100    # Random's drawn row (the others score 0)
 TIE_RANK_BITS = 31      # fused.ties': a key is total << 31 | rank
 
 

@@ -22,7 +22,7 @@ from .arrays import BatchArrays, BatchOutputs
 
 _FROM_SHARE = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
                "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
-_FROM_FUSED = ("tie_rank", "tie_key")     # the seeded tie rule (``fused.ties``)
+_FROM_FUSED = ("tie_rank", "tie_key", "draw_index")   # the tie rule, Random's draw
 AFF_TAGS = 18       # gpu._core.affinity_tag: 0 .. 17
 
 

@@ -42,11 +42,12 @@ from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 from . import _queue, _rules  # noqa: E402
 from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
-from .warp import BIG, NEG, THREADS, WARPS, block_sum_min_max, block_top  # noqa: E402
+from .warp import (BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max,  # noqa: E402
+                   block_top, shfl_up)
 
 _FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
              "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
-_FROM_FUSED = ("tie_rank", "tie_key")     # the seeded tie rule (``fused.ties``)
+_FROM_FUSED = ("tie_rank", "tie_key", "draw_index")   # the tie rule, Random's draw
 # per block; the simulator's "warps" are 8 threads (shuffles emulated with
 # barriers cost a barrier each there: fewer lanes, the same two-level form)
 AFF_TAGS = 18
@@ -73,6 +74,7 @@ _node_frag_of = _ns["node_frag_of"]
 _tree_refresh = _ns["tree_refresh"]
 _bestfit_norm = _ns["bestfit_norm"]
 _top_key = _ns["top_key"]
+_draw_index = _ns["draw_index"]
 _release = _ns["release"]
 _qns = compile_module(_queue, lambda f: cuda.jit(f, device=True), base=_ns)
 
@@ -104,14 +106,61 @@ def _total(i, cs, policy, lo, hi, gpu_weight, static_total):
 
 
 @cuda.jit(device=True)
+def _kth_feasible(k, n, cs, buf, sh):
+    """The k-th (from 0) feasible row (``cs`` >= 0) in row order: a
+    block-wide scan (warp shuffles up, the warps' counts scanned by every
+    warp) over rounds of THREADS rows."""
+    tid = cuda.threadIdx.x
+    lane = tid % LANES
+    warp = tid // LANES
+    seen = 0
+    for base in range(0, n, THREADS):
+        i = base + tid
+        f = 0
+        if i < n and cs[i] >= 0:
+            f = 1
+        x = f
+        d = 1
+        while d < LANES:
+            y = shfl_up(x, d, buf)
+            if lane >= d:
+                x += y
+            d *= 2
+        if lane == LANES - 1:
+            sh[warp, 0] = x
+        cuda.syncthreads()
+        w = sh[lane, 0] if lane < WARPS else 0
+        d = 1
+        while d < LANES:
+            y = shfl_up(w, d, buf)
+            if lane >= d:
+                w += y
+            d *= 2
+        if lane < WARPS:
+            sh[lane, 1] = w             # every warp writes the same scan
+        cuda.syncthreads()
+        before = sh[warp - 1, 1] if warp > 0 else 0
+        if f == 1 and seen + before + x - 1 == k:
+            sh[0, 2] = i
+        seen += sh[WARPS - 1, 1]
+        cuda.syncthreads()
+    row = sh[0, 2]
+    cuda.syncthreads()
+    return row
+
+
+@cuda.jit(device=True)
 def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, pods_left, aff,
                  cpu, mem, cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf, cs, cg, cv,
-                 node_ver, work, gpu_weight, static_total, seed_mix, with_feas, feas, buf, sh):
+                 node_ver, work, gpu_weight, static_total, seed_mix, attempt, with_feas, feas,
+                 buf, sh):
     """The row one pod (a class's ``cs``/``cg``/``cv`` cache rows) is
     placed on, -1 when none fits: ``_env.decide`` with the block's threads
     over the nodes (every thread gets the answer): each thread's best
     order key (``_rules.top_key``: the total, then the tie rank) over its
-    rows, then the block's largest key and the lowest row holding it;
+    rows, then the block's largest key and the lowest row holding it
+    (Random: the ``draw_index(seed_mix, attempt, feasible)``-th feasible
+    row, found by a block scan, scores MAX_NODE_SCORE, the others 0);
     with ``with_feas``, ``feas`` [N] set to the filters' mask (1: the row
     passes)."""
     tid = cuda.threadIdx.x
@@ -133,11 +182,16 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, 
     feasible, lo, hi = block_sum_min_max(feasible, lo, hi, buf, sh)
     if feasible == 0:
         return -1
+    drawn = -1
+    if policy == _rules.P_RANDOM:
+        drawn = _kth_feasible(_draw_index(seed_mix, attempt, feasible), n, cs, buf, sh)
     best = -1
     row = BIG
     for i in range(tid, n, THREADS):
         t = _total(i, cs, policy, lo, hi, gpu_weight, static_total)
         if t != NEG:
+            if i == drawn:
+                t += gpu_weight * _rules.MAX_NODE_SCORE
             best, row = _top_key(t, i, seed_mix, pods_cap, pods_left, best, row)
     best, _count, row = block_top(best, 0, row, buf, sh)
     return row
@@ -159,7 +213,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
     sh = cuda.shared.array((WARPS, 3), int64)
-    cmd = cuda.shared.array(2, int64)                # thread 0's queue answer, for all
+    cmd = cuda.shared.array(3, int64)                # thread 0's queue answer, for all
     work = cuda.local.array(MAX_GPUS, int64)
     gidx = cuda.local.array(MAX_GPUS, int64)
     s = run_set[b]
@@ -238,9 +292,11 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                              max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
                              dk, ds, dp, rk, ak)
             cmd[1] = qi[_queue.QI_POD]
+            cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
         kind = cmd[0]
         j = cmd[1]
+        attempt = cmd[2]
         cuda.syncthreads()
         if kind == _queue.DONE:
             break
@@ -269,7 +325,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap[s],
                            pods_left, aff, cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c],
                            tpc, tpn, tpm, tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work,
-                           gpu_weight, static_total, seed_mix, False, cs, buf, sh)
+                           gpu_weight, static_total, seed_mix, attempt, False, cs, buf, sh)
         if row < 0:
             if tid == 0:
                 _q_failed(j, qi, qf, pst, pts, up)

@@ -71,7 +71,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
         return
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
     sh = cuda.shared.array((WARPS, 3), int64)
-    cmd = cuda.shared.array(2, int64)                # thread 0's queue answer, for all
+    cmd = cuda.shared.array(3, int64)                # thread 0's queue answer, for all
     work = cuda.local.array(MAX_GPUS, int64)
     gidx = cuda.local.array(MAX_GPUS, int64)
     s = run_set[b]
@@ -182,9 +182,11 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
                              backoff0_of[b], backoff_max_of[b], max_unsched_of[b], qi, qf, pst,
                              patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0], dp[:0])
             cmd[1] = qi[_queue.QI_POD]
+            cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
         kind = cmd[0]
         j = cmd[1]
+        attempt = cmd[2]
         cuda.syncthreads()
         if kind == _queue.DONE:
             break
@@ -208,8 +210,8 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
                          pods_left, aff, c_cpu[w, c], c_mem[w, c], c_cpu_nz[w, c], c_num[w, c],
                          c_milli[w, c], c_mask[w, c], tpc, tpn, tpm, tpk, tpf,
                          cache_score_all[b, c], cache_gpu_all[b, c], cache_ver_all[b, c],
-                         node_ver, work, gpu_weight_of[b], static_of[b], seed_mix_of[b], True,
-                         feas, buf, sh)
+                         node_ver, work, gpu_weight_of[b], static_of[b], seed_mix_of[b], attempt,
+                         True, feas, buf, sh)
         if d >= 0:
             if tid == 0:
                 ist[0] = j
