@@ -6,12 +6,12 @@ rules with ``njit``).
 Per pod: every thread brings its nodes' answers up to date (the
 per-(pod class, node) cache) and folds them; block-wide reductions (warp
 shuffles, then the warps' partials reduced again by every warp) give the
-feasible count, BestFit's range, then the largest order key (the total,
-then the seeded tie rank of the row and the pods on it now: the tie rule
-of ``fused.ties``) with the lowest row holding it; thread 0 accounts the
-pod on its node and refreshes the fragmentation sum (the same summation
-tree as ``numpy.sum``).  The
-cluster's event stream, state and outputs live in device memory: one
+feasible count, BestFit's range (Random: its drawn feasible row, by a
+block-wide scan of the feasible rows), then the largest order key (the
+total, then the seeded tie rank of the row and the pods on it now: the
+tie rule of ``fused.ties``) with the lowest row holding it; thread 0
+accounts the pod on its node and refreshes the fragmentation sum (the
+same summation tree as ``numpy.sum``).  The cluster's event stream, state and outputs live in device memory: one
 upload and one download per chunk of clusters, chunks sized to the free
 device memory.
 

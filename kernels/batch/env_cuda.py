@@ -6,7 +6,8 @@ the fragmentation sum, writes the row's observation), then keeps the
 run's queue (``_queue``: arrivals, departures it frees the nodes of,
 retries) and the block decides each attempt as the batched engine's
 kernel decides one (``cuda.block_decide``: warp-shuffle reductions, the
-largest key of the total and the seeded tie rank), writing the filters' mask as it goes,
+largest key of the total and the seeded tie rank; Random's drawn row by
+a block scan), writing the filters' mask as it goes,
 until an attempt some node takes is pending.
 
 ``EnvBatchCuda`` keeps the state in device memory between calls (the
