@@ -11,9 +11,9 @@ block-wide scan of the feasible rows), then the largest order key (the
 total, then the seeded tie rank of the row and the pods on it now: the
 tie rule of ``fused.ties``) with the lowest row holding it; thread 0
 accounts the pod on its node and refreshes the fragmentation sum (the
-same summation tree as ``numpy.sum``).  The cluster's event stream, state and outputs live in device memory: one
-upload and one download per chunk of clusters, chunks sized to the free
-device memory.
+same summation tree as ``numpy.sum``).  The cluster's event stream,
+state and outputs live in device memory: one upload and one download per
+chunk of clusters, chunks sized to the free device memory.
 
 Under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which has no
 warp shuffles, the shuffles are emulated through shared memory with the
