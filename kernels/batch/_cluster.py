@@ -25,7 +25,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 out_node, out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log,
                 frag0, end,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
-                cache_score, cache_gpu, cache_ver, ties, work, gidx,
+                cache_score, cache_gpu, cache_ver, work, gidx,
                 nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp,
                 ak):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
@@ -33,9 +33,11 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     (or ``dur[j]`` after its binding, ``dur`` empty: none), activeQ in
     the order of ``rank`` (empty: first in first out; ``_queue``);
     each attempt places it as the module doc of ``_rules`` says (the
-    attempt number seeds the tie).  Outputs per pod: ``out_node`` the row
-    it was bound to (-1 never), ``out_gmask`` its GPUs (bit mask),
-    ``out_bind`` when (seconds; NaN never), ``out_tries`` its attempts;
+    tie among the top rows: the seed, the row and the pods on it now;
+    Random's draw: the seed and the attempt number).
+    Outputs per pod: ``out_node`` the row it was bound to (-1 never),
+    ``out_gmask`` its GPUs (bit mask), ``out_bind`` when (seconds; NaN
+    never), ``out_tries`` its attempts;
     per change of the cluster (a bind, then a departure), in order,
     ``log_t`` its time, ``log_pod`` the pod (j bound, -1 - j left) and
     ``log_frag`` the cluster's fragmentation (GPU milli, summed over the
@@ -76,11 +78,11 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         else:
             cs = cache_score[c]
             cg = cache_gpu[c]
-            row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff,
-                         node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c],
-                         c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy,
-                         seed_mix, gpu_weight, static_total, qi[Q_ATTEMPT], cs, cg,
-                         cache_ver[c], ties, work, feas)
+            row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap,
+                         pods_left, aff, node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c],
+                         c_milli[c], c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                         policy, seed_mix, qi[Q_ATTEMPT], gpu_weight, static_total, cs, cg,
+                         cache_ver[c], work, feas)
             if row < 0:
                 q_failed(j, qi, qf, pst, pts, up)
                 continue

@@ -25,18 +25,25 @@ columns and caches of ``_cluster`` plus
 
 # ruff: noqa: F821
 
+P_RANDOM = 0
 P_BESTFIT = 4
-NEG = -(1 << 62)
+MAX_NODE_SCORE = 100
 
 
-def decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
-           cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
-           policy, seed_mix, gpu_weight, static_total, attempt, cs, cg, cv, ties, work, feas):
+def decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap, pods_left, aff,
+           node_ver, cpu, mem, cpu_nz, num, milli, mask, tp_cpu, tp_num, tp_milli, tp_mask,
+           tp_freq, policy, seed_mix, attempt, gpu_weight, static_total, cs, cg, cv, work,
+           feas):
     """``feas`` set for one pod (a class's ``cs``/``cg``/``cv`` cache rows);
-    returns the row the batched engine places it on (-1: none fits)."""
+    returns the row the batched engine places it on (-1: none fits): the
+    top total, the seeded tie rule among the rows that share it
+    (``_rules.top_key``).  Random scores the k-th feasible row (in row
+    order, k = ``draw_index(seed_mix, attempt, feasible rows)``)
+    MAX_NODE_SCORE and the others 0, as the Scheduler's GpuShareScore
+    does (its draw per pod, not a tie)."""
     feasible = 0
-    best = NEG
-    n_ties = 0
+    best = -1
+    row = -1
     lo = 1 << 62
     hi = -lo
     for i in range(n):
@@ -54,15 +61,26 @@ def decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, no
             lo = min(lo, s)
             hi = max(hi, s)
             continue
-        best, n_ties = top_push(gpu_weight * s + static_total[i], i, best, n_ties, ties)
+        if policy == P_RANDOM:
+            continue
+        best, row = top_key(gpu_weight * s + static_total[i], i, seed_mix, pods_cap, pods_left,
+                            best, row)
     if feasible == 0:
         return -1
     if policy == P_BESTFIT:
         for i in range(n):
             if cs[i] >= 0:
-                best, n_ties = top_push(gpu_weight * bestfit_norm(cs[i], lo, hi)
-                                        + static_total[i], i, best, n_ties, ties)
-    return ties[tie_pick(seed_mix, attempt, n_ties)]
+                best, row = top_key(gpu_weight * bestfit_norm(cs[i], lo, hi) + static_total[i],
+                                    i, seed_mix, pods_cap, pods_left, best, row)
+    elif policy == P_RANDOM:
+        k = draw_index(seed_mix, attempt, feasible)
+        for i in range(n):
+            if cs[i] >= 0:
+                s = MAX_NODE_SCORE if k == 0 else 0
+                best, row = top_key(gpu_weight * s + static_total[i], i, seed_mix, pods_cap,
+                                    pods_left, best, row)
+                k -= 1
+    return row
 
 
 def write_row(i, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scale, obs):
@@ -94,7 +112,7 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
              arr, dep, dur, backoff0, backoff_max, max_unsched,
              out_node, out_gmask, out_frag,
              gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
-             cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag, tree_val,
+             cache_score, cache_gpu, cache_ver, work, gidx, nfrag, tree_val,
              feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
              dk, ds, dp):
     """``mode`` 1 (reset): the cluster emptied and the run started again;
@@ -173,11 +191,10 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             write_row(row, gpu_count, cpu_cap, mem_cap, gpu_left, cpu_left, mem_left, scale,
                       obs)
             continue
-        d = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
-                   c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c], c_mask[c],
-                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy, seed_mix, gpu_weight,
-                   static_total, qi[Q_ATTEMPT], cache_score[c], cache_gpu[c], cache_ver[c],
-                   ties, work, feas)
+        d = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap, pods_left, aff,
+                   node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c], c_mask[c],
+                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy, seed_mix, qi[Q_ATTEMPT],
+                   gpu_weight, static_total, cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
         if d >= 0:
             ist[0] = j
             ist[1] = d

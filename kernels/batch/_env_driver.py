@@ -15,7 +15,7 @@ def step_all(mode, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap
              run_workload, policy, sel, seed_mix, gpu_weight, static_total, ev_off, ev_len,
              cls, u, arrive, depart, duration, backoff0, backoff_max, max_unsched,
              out_node, out_gmask, out_frag, gpu_left, cpu_left, mem_left, pods_left, aff,
-             node_ver, version, cache_score, cache_gpu, cache_ver, ties, work, gidx, nfrag,
+             node_ver, version, cache_score, cache_gpu, cache_ver, work, gidx, nfrag,
              tree_val, feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk,
              hs, hp, dk, ds, dp):
     for b in prange(run_set.shape[0]):
@@ -38,7 +38,7 @@ def step_all(mode, action, n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap
             max_unsched[b], out_node[o:o + e], out_gmask[o:o + e], out_frag[o:o + e], gpu_left[b, :n],
             cpu_left[b, :n], mem_left[b, :n], pods_left[b, :n], aff[b, :n], node_ver[b, :n],
             version[b], cache_score[b, :nc, :n], cache_gpu[b, :nc, :n], cache_ver[b, :nc, :n],
-            ties[b], work[b], gidx[b], nfrag[b, :n], tree_val[b, :max(nt, 1)], feas[b],
+            work[b], gidx[b], nfrag[b, :n], tree_val[b, :max(nt, 1)], feas[b],
             scale, obs[b], pod_obs[b], ist[b], fst[b], qi[b], qf[b], pst[o:o + e],
             patt[o:o + e], pts[o:o + e], aq[2 * o:2 * (o + e)], up[2 * o:2 * (o + e)],
             hk[2 * o:2 * (o + e)], hs[2 * o:2 * (o + e)], hp[2 * o:2 * (o + e)],

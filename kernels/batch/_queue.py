@@ -17,8 +17,8 @@ What it reproduces (``framework/simulation`` and ``framework/scheduler``):
   bound at t with duration d leaves at t + d (before later events: the
   Simulation lowers its horizon);
 - between event times the scheduler runs until idle, its clock at most the
-  next event time: it pops activeQ's head (each pop a scheduling attempt:
-  the attempt counter seeds the tie-break); when activeQ is empty it jumps
+  next event time: it pops activeQ's head (each pop a scheduling attempt,
+  counted: the Scheduler's attempt number); when activeQ is empty it jumps
   to the next backoff expiry (one at the next event time still comes
   first); every pop first flushes backoffQ (expired, in (expiry, push)
   order) and then the unschedulable pods waiting ``max_unsched`` seconds or

@@ -9,14 +9,18 @@ what the ``Simulation`` runs for it: NodeResourcesFit (pod count, then the
 cpu and memory the pod asks for), GpuShareFit (``gpu_fit``), GpuShareScore
 (``score_node``'s policies; every row's answer kept per (pod class, node)
 while the node is unchanged, as ``score_node`` keeps FGD's), the node's total ``gpu_weight * score + static_total[i]``
-(BestFit min-max normalized over the feasible nodes first), the tie among
-the top rows in node order by ``tie_pick(seed_mix, attempt)``, then the
+(BestFit min-max normalized over the feasible nodes first; Random: the
+``draw_index(seed_mix, attempt, feasible rows)``-th feasible row in row
+order scores MAX_NODE_SCORE, the others 0, the Scheduler's draw per pod),
+the seeded tie rule among the top rows (``fused.ties``: the highest ``tie_rank(seed_mix,
+row, pods on the row now)``, the lower row on an equal rank), then the
 pod accounted on its node (Reserve's GPU pick: FGD's GPU for a share under
 FGD, ``u`` for Random, else the best fit; whole GPUs: the first free).
 
 The inherited names (``gpu_fit``, ``node_frag``, ``affinity_tag``, the
 policies' ``*_node`` / ``bestfit_raw``, ``select_gpus`` of ``gpu._core``;
-``tie_pick``, ``top_push`` of ``gpu._block``) are the compiled namespace's.
+``tie_rank``, ``tie_key``, ``draw_index`` of ``fused._core``) are the
+compiled namespace's.
 
 Units: GPU milli (1000 = one GPU), CPU millicores, memory in the caller's
 unit (any, the same for nodes and pods); node columns [N], GPU rows
@@ -37,6 +41,8 @@ P_PACKING = 3
 P_BESTFIT = 4
 P_FGD = 5
 NEG = -(1 << 62)
+MAX_NODE_SCORE = 100    # Random's drawn row (the others score 0)
+TIE_RANK_BITS = 31      # fused.ties': a key is total << 31 | rank
 
 
 def leaf_sum(a, lo, m):
@@ -174,6 +180,21 @@ def node_answer(i, policy, gpu_count, model, gpu_left, cpu_left, mem_left, pods_
 
 def bestfit_norm(s, lo, hi):
     return 0 if hi == lo else (s - lo) * 100 // (hi - lo)
+
+
+def top_key(total, i, seed_mix, pods_cap, pods_left, best, row):
+    """Feasible row ``i`` with ``total`` (>= 0) folded into the running pick
+    (``best`` the largest key so far, -1 none; ``row`` its row): the key is
+    ``tie_key(total, tie_rank(seed_mix, i, pods on i now))``, the pods on
+    a row ``pods_cap[i] - pods_left[i]``; rows come in increasing order, so
+    an equal key keeps the lower row.  The rank is hashed only for a row
+    whose total reaches the best's."""
+    if total < (best >> TIE_RANK_BITS):
+        return best, row
+    k = tie_key(total, tie_rank(seed_mix, i, pods_cap[i] - pods_left[i]))
+    if k > best:
+        return k, i
+    return best, row
 
 
 def account(row, sel, gpu_count, cpu, mem, num, milli, u, fgd_gpu, gpu_left, cpu_left,

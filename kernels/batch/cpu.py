@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from tensorsched.kernels._compile import COMPILED, KEY, compile_module
-from tensorsched.kernels.gpu import _block as _gpu_block
+from tensorsched.kernels.fused import _core as _fused_core
 from tensorsched.kernels.gpu import share as _share
 
 from . import _cluster, _driver, _env, _queue, _rules
@@ -22,18 +22,19 @@ from .arrays import BatchArrays, BatchOutputs
 
 _FROM_SHARE = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
                "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
-_FROM_BLOCK = ("tie_pick", "top_push")
+_FROM_FUSED = ("tie_rank", "tie_key", "draw_index")   # the tie rule, Random's draw
 AFF_TAGS = 18       # gpu._core.affinity_tag: 0 .. 17
 
 
 def _base() -> dict:
     base = {name: _share.core[name] for name in _FROM_SHARE}
-    # the block's tie rules, inlined here (they run once per node)
-    base.update({name: njit(getattr(_gpu_block, name), inline="always") for name in _FROM_BLOCK})
+    # the tie rule, inlined here (it runs once per node)
+    tie = {name: getattr(_fused_core, name) for name in _FROM_FUSED}
+    base.update({name: njit(f, inline="always") for name, f in tie.items()})
     key = _share.core.get(KEY)
-    src = hashlib.sha256(inspect.getsource(_gpu_block).encode()).hexdigest()
+    src = hashlib.sha256("".join(inspect.getsource(f) for f in tie.values()).encode()).hexdigest()
     base[KEY] = None if key is None else f"{key}+{src}"
-    base[COMPILED] = _FROM_SHARE + _FROM_BLOCK
+    base[COMPILED] = _FROM_SHARE + _FROM_FUSED
     return base
 
 

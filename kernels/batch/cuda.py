@@ -6,14 +6,14 @@ rules with ``njit``).
 Per pod: every thread brings its nodes' answers up to date (the
 per-(pod class, node) cache) and folds them; block-wide reductions (warp
 shuffles, then the warps' partials reduced again by every warp) give the
-feasible count, BestFit's range and the top total with its count and
-lowest row; the tie ``tie_pick(seed_mix, attempt)`` among the top rows
-in node order is that lowest row, or for k > 0 found by a block-wide scan
-of the top rows; thread 0 accounts the pod on its node and refreshes the
-fragmentation sum (the same summation tree as ``numpy.sum``).  The
-cluster's event stream, state and outputs live in device memory: one
-upload and one download per chunk of clusters, chunks sized to the free
-device memory.
+feasible count, BestFit's range (Random: its drawn feasible row, by a
+block-wide scan of the feasible rows), then the largest order key (the
+total, then the seeded tie rank of the row and the pods on it now: the
+tie rule of ``fused.ties``) with the lowest row holding it; thread 0
+accounts the pod on its node and refreshes the fragmentation sum (the
+same summation tree as ``numpy.sum``).  The cluster's event stream,
+state and outputs live in device memory: one upload and one download per
+chunk of clusters, chunks sized to the free device memory.
 
 Under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which has no
 warp shuffles, the shuffles are emulated through shared memory with the
@@ -36,7 +36,7 @@ if _reason is not None:
 from numba import cuda, float64, int64  # noqa: E402
 
 from tensorsched.kernels._compile import COMPILED, KEY, compile_module  # noqa: E402
-from tensorsched.kernels.gpu import _block as _gpu_block  # noqa: E402
+from tensorsched.kernels.fused import _core as _fused_core  # noqa: E402
 from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
 from . import _queue, _rules  # noqa: E402
@@ -47,7 +47,7 @@ from .warp import (BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max,  # noqa: 
 
 _FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
              "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
-_FROM_BLOCK = ("tie_pick", "top_push")
+_FROM_FUSED = ("tie_rank", "tie_key", "draw_index")   # the tie rule, Random's draw
 # per block; the simulator's "warps" are 8 threads (shuffles emulated with
 # barriers cost a barrier each there: fewer lanes, the same two-level form)
 AFF_TAGS = 18
@@ -59,9 +59,10 @@ QF_N = _queue.QF_N
 
 def _base() -> dict:
     base = {name: _gpu_cuda.core[name] for name in _FROM_GPU}
-    base.update({name: cuda.jit(getattr(_gpu_block, name), device=True) for name in _FROM_BLOCK})
+    base.update({name: cuda.jit(getattr(_fused_core, name), device=True)
+                 for name in _FROM_FUSED})
     base[KEY] = None
-    base[COMPILED] = _FROM_GPU + _FROM_BLOCK
+    base[COMPILED] = _FROM_GPU + _FROM_FUSED
     return base
 
 
@@ -72,7 +73,8 @@ _account = _ns["account"]
 _node_frag_of = _ns["node_frag_of"]
 _tree_refresh = _ns["tree_refresh"]
 _bestfit_norm = _ns["bestfit_norm"]
-_tie_pick = _ns["tie_pick"]
+_top_key = _ns["top_key"]
+_draw_index = _ns["draw_index"]
 _release = _ns["release"]
 _qns = compile_module(_queue, lambda f: cuda.jit(f, device=True), base=_ns)
 
@@ -104,10 +106,10 @@ def _total(i, cs, policy, lo, hi, gpu_weight, static_total):
 
 
 @cuda.jit(device=True)
-def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
-    """The row of the k-th (from 0) top row in node order: a block-wide
-    scan (warp shuffles up, the warps' totals scanned by every warp) over
-    rounds of THREADS rows."""
+def _kth_feasible(k, n, cs, buf, sh):
+    """The k-th (from 0) feasible row (``cs`` >= 0) in row order: a
+    block-wide scan (warp shuffles up, the warps' counts scanned by every
+    warp) over rounds of THREADS rows."""
     tid = cuda.threadIdx.x
     lane = tid % LANES
     warp = tid // LANES
@@ -115,7 +117,7 @@ def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
     for base in range(0, n, THREADS):
         i = base + tid
         f = 0
-        if i < n and _total(i, cs, policy, lo, hi, gpu_weight, static_total) == best:
+        if i < n and cs[i] >= 0:
             f = 1
         x = f
         d = 1
@@ -148,13 +150,19 @@ def _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh):
 
 
 @cuda.jit(device=True)
-def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff, cpu, mem,
-                  cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf, cs, cg, cv, node_ver, work,
-                  gpu_weight, static_total, seed_mix, attempt, with_feas, feas, buf, sh):
+def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, pods_left, aff,
+                 cpu, mem, cpu_nz, num, milli, mask, tpc, tpn, tpm, tpk, tpf, cs, cg, cv,
+                 node_ver, work, gpu_weight, static_total, seed_mix, attempt, with_feas, feas,
+                 buf, sh):
     """The row one pod (a class's ``cs``/``cg``/``cv`` cache rows) is
     placed on, -1 when none fits: ``_env.decide`` with the block's threads
-    over the nodes (every thread gets the answer); with ``with_feas``,
-    ``feas`` [N] set to the filters' mask (1: the row passes)."""
+    over the nodes (every thread gets the answer): each thread's best
+    order key (``_rules.top_key``: the total, then the tie rank) over its
+    rows, then the block's largest key and the lowest row holding it
+    (Random: the ``draw_index(seed_mix, attempt, feasible)``-th feasible
+    row, found by a block scan, scores MAX_NODE_SCORE, the others 0);
+    with ``with_feas``, ``feas`` [N] set to the filters' mask (1: the row
+    passes)."""
     tid = cuda.threadIdx.x
     feasible = 0
     lo = BIG
@@ -174,22 +182,18 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left,
     feasible, lo, hi = block_sum_min_max(feasible, lo, hi, buf, sh)
     if feasible == 0:
         return -1
-    best = NEG
-    ties = 0
-    first = BIG
+    drawn = -1
+    if policy == _rules.P_RANDOM:
+        drawn = _kth_feasible(_draw_index(seed_mix, attempt, feasible), n, cs, buf, sh)
+    best = -1
+    row = BIG
     for i in range(tid, n, THREADS):
         t = _total(i, cs, policy, lo, hi, gpu_weight, static_total)
-        if t > best:
-            best = t
-            ties = 0
-            first = i
-        if t == best and t != NEG:
-            ties += 1
-    best, ties, first = block_top(best, ties, first, buf, sh)
-    k = _tie_pick(seed_mix, attempt, ties)
-    row = first
-    if k > 0:
-        row = _kth_top(k, n, best, cs, policy, lo, hi, gpu_weight, static_total, buf, sh)
+        if t != NEG:
+            if i == drawn:
+                t += gpu_weight * _rules.MAX_NODE_SCORE
+            best, row = _top_key(t, i, seed_mix, pods_cap, pods_left, best, row)
+    best, _count, row = block_top(best, 0, row, buf, sh)
     return row
 
 
@@ -318,10 +322,10 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             continue
         cs = cache_score_all[b, c]
         cg = cache_gpu_all[b, c]
-        row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff,
-                            cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c], tpc, tpn, tpm,
-                            tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work, gpu_weight,
-                            static_total, seed_mix, attempt, False, cs, buf, sh)
+        row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap[s],
+                           pods_left, aff, cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c],
+                           tpc, tpn, tpm, tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work,
+                           gpu_weight, static_total, seed_mix, attempt, False, cs, buf, sh)
         if row < 0:
             if tid == 0:
                 _q_failed(j, qi, qf, pst, pts, up)

@@ -6,7 +6,8 @@ the fragmentation sum, writes the row's observation), then keeps the
 run's queue (``_queue``: arrivals, departures it frees the nodes of,
 retries) and the block decides each attempt as the batched engine's
 kernel decides one (``cuda.block_decide``: warp-shuffle reductions, the
-k-th tied row by a block scan), writing the filters' mask as it goes,
+largest key of the total and the seeded tie rank; Random's drawn row by
+a block scan), writing the filters' mask as it goes,
 until an attempt some node takes is pending.
 
 ``EnvBatchCuda`` keeps the state in device memory between calls (the
@@ -206,12 +207,12 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
                            scale, obs)
             cuda.syncthreads()
             continue
-        d = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_left, aff,
-                          c_cpu[w, c], c_mem[w, c], c_cpu_nz[w, c], c_num[w, c], c_milli[w, c],
-                          c_mask[w, c], tpc, tpn, tpm, tpk, tpf, cache_score_all[b, c],
-                          cache_gpu_all[b, c], cache_ver_all[b, c], node_ver, work,
-                          gpu_weight_of[b], static_of[b], seed_mix_of[b], attempt, True, feas,
-                          buf, sh)
+        d = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap[s],
+                         pods_left, aff, c_cpu[w, c], c_mem[w, c], c_cpu_nz[w, c], c_num[w, c],
+                         c_milli[w, c], c_mask[w, c], tpc, tpn, tpm, tpk, tpf,
+                         cache_score_all[b, c], cache_gpu_all[b, c], cache_ver_all[b, c],
+                         node_ver, work, gpu_weight_of[b], static_of[b], seed_mix_of[b], attempt,
+                         True, feas, buf, sh)
         if d >= 0:
             if tid == 0:
                 ist[0] = j

@@ -73,7 +73,6 @@ class EnvBatch:
         self.cache_score = np.zeros((b, c, n), np.int64)
         self.cache_gpu = np.zeros((b, c, n), np.int64)
         self.cache_ver = np.full((b, c, n), -1, np.int64)
-        self.ties = np.zeros((b, max(n, 1)), np.int64)
         self.work = np.zeros((b, 16), np.int64)
         self.gidx = np.zeros((b, 16), np.int64)
         self.nfrag = np.zeros((b, n), np.float64)
@@ -118,7 +117,7 @@ class EnvBatch:
                       a.u, *self._times, self.out_node, self.out_gmask, self.out_frag,
                       self.gpu_left,
                       self.cpu_left, self.mem_left, self.pods_left, self.aff, self.node_ver,
-                      self.version, self.cache_score, self.cache_gpu, self.cache_ver, self.ties,
+                      self.version, self.cache_score, self.cache_gpu, self.cache_ver,
                       self.work, self.gidx, self.nfrag, self.tree_val, self.feas, self.scale,
                       self.obs, self.pod_obs, self.ist, self.fst, *self._queue)
         finally:

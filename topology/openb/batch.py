@@ -11,11 +11,13 @@ What each run is, from the definitions the Simulation's profile uses:
   score is ``n - 1 - rank``, GpuShareScore's weight ``n + 1`` above it:
   ``openb_config(policy, typical, n + 1)``); Random has neither (every
   feasible node ties);
-- pod j of the sequence is the Simulation's attempt j (one pod per
-  simulated second, each scheduled at its arrival or never), so its tie
-  among the top nodes is ``tie_pick(seed * 0x9E3779B97F4A7C15, j)`` over
-  them in node order, and Random's GPU pick is ``key_uniform`` of its key
-  ``default/<name>-<j>``;
+- pod j of the sequence is the Simulation's pod ``<name>-<j>`` (one pod
+  per simulated second, each scheduled at its arrival or never); its tie
+  among the top nodes is the Scheduler's seeded rule (``fused.ties``: the
+  highest ``tie_rank(seed * 0x9E3779B97F4A7C15, row, pods on the row
+  now)``, the lower row on an equal rank; a row is the node's index in the
+  node list, as the Simulation adds them), and Random's GPU pick is
+  ``key_uniform`` of its key ``default/<name>-<j>``;
 - pods are classes of equal (cpu, memory, GPU ask, model mask); the CPU
   the policies score with is kube-scheduler's non-zero request, which for
   an explicit request (the trace's, 0 included) is the request; FGD's

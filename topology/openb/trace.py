@@ -218,7 +218,8 @@ def simulate_replay(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: i
 
 
 def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, tune: float,
-                backend: str, sampled: bool = False, outcomes: bool = False) -> tuple:
+                backend: str, sampled: bool = False, outcomes: bool = False,
+                **scheduler_options) -> tuple:
     """((arrived, used, frag, idle) [pods] GPU milli after each pod of the
     arrival sequence, scheduled pods) of the experiment's ``Simulation``.
 
@@ -228,7 +229,9 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
     state after pod t is the initial one plus the placements of pods 0..t.
     ``sampled``: the Simulation samples the GPU metrics (``GpuTracker``)
     every second instead (~12 % of the run; the tests check both agree).  ``outcomes``: (those records, scheduled, the sequence,
-    ``_outcomes``) instead.
+    ``_outcomes``) instead.  ``scheduler_options``: more of the
+    Scheduler's (``batch``: runs of alike pods in one call or not, the same
+    placements either way).
     The arguments as ``simulate_replay`` checked them."""
     rng = np.random.default_rng(seed)
     cap = nodes.total_gpus * MILLI
@@ -263,7 +266,7 @@ def _experiment(nodes: GpuInventory, pods: R.TracePods, policy: str, seed: int, 
     metrics = _sampled_metrics(typical) if sampled else None
     sim = Simulation(objs, cfg, backend, seed, interval=1.0 if sampled else None,
                      metrics=metrics, registry=experiment_registry(),
-                     pod_max_in_unschedulable_seconds=float("inf"))
+                     pod_max_in_unschedulable_seconds=float("inf"), **scheduler_options)
     sim.submit(table)
     sim.run()
     scheduled = int(sim.summary()["scheduled"])

@@ -1,13 +1,15 @@
 """The batched engine's CUDA kernel (a block per cluster, shuffles
 emulated under the simulator) gives the CPU twin's answers, bit for bit,
 and so each run's Simulation: tiny clusters under ``NUMBA_ENABLE_CUDASIM``,
-all six policies, more nodes than threads (several rounds of the tie
-scan), runs split into chunks by a small memory budget; traces with
-departures (pods retrying after them, thread 0 keeping the queue)."""
+all six policies, more nodes than threads (several rows per thread
+before the block's reduction of the order keys), runs split into chunks
+by a small memory budget; traces with departures (pods retrying after
+them, thread 0 keeping the queue); Random's drawn rows on such a trace."""
 import numpy as np
 import pytest
 from support.backends import needs_cuda
-from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
+from support.openb import (REFERENCE, openb_slice, read_openb_slice, simulate_trace,
+                          with_durations)
 
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import batch as B
@@ -50,7 +52,7 @@ def test_cuda_equals_the_twin_and_the_simulation(tmp_path):
     # the twin's runs are their Simulations' (as far as these pods go)
     for res in B.results_of(inv, wl, runs, a, twin, 1.3, 0.0, True):
         _rec, _sched, seq, (where, _gpus, _m) = T._experiment(
-            inv, pods, res.policy, res.seed, 1.3, "numba", outcomes=True)
+            inv, pods, res.policy, res.seed, 1.3, "numba", outcomes=True, **REFERENCE)
         assert [p[1] for p in res.placements] == where[:6].tolist(), res.policy
 
 
@@ -61,7 +63,35 @@ def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
     priorities, the runs chunked; device, twin and Simulation agree.  Four
     policies (two chunks of up to three runs; the test above runs all
     six), 16 pods."""
+    inv, tw = _departure_trace(tmp_path)
+    twin, dev, a = _trace_runs(inv, tw, [(0, 0, pol, 3) for pol in POLICIES[2:]], 3)
+    for res in twin[::3]:
+        _sim, log, _gpus = simulate_trace(inv, tw, res.policy, res.seed)
+        assert [(t, p) for t, p, _n in log] == list(zip(res.log_t.tolist(),
+                                                        res.log_pod.tolist()))
+
+
+def test_cuda_random_draws_equal_the_twin_and_the_simulation(tmp_path):
+    """Random on the trace above (18 nodes: the drawn row's block scan runs
+    two rounds of the simulator's 16 threads; failed pods retry, so the
+    draw's attempt numbers count retries): device and twin agree, and the
+    twin is its Simulation's with the Scheduler batching alike pods or
+    not."""
     from tensorsched.kernels.batch import cuda as KC
+    inv, tw = _departure_trace(tmp_path)
+    twin, _dev, _a = _trace_runs(inv, tw, [(0, 0, "Random", s) for s in (3, 8)], 1)
+    assert max(int(r.node.max()) for r in twin) >= KC.THREADS
+    for res in twin:
+        for batch in (True, False):
+            _sim, log, _gpus = simulate_trace(inv, tw, res.policy, res.seed, batch=batch)
+            assert [(t, p) for t, p, _n in log] == list(zip(res.log_t.tolist(),
+                                                            res.log_pod.tolist()))
+
+
+def _departure_trace(tmp_path):
+    """(inventory, TraceWorkload): the first 16 pods of gpuspec10 on its
+    first 18 nodes, times compressed, half the leaving pods leaving a
+    duration after their binding, three priorities."""
     nodes, pods = openb_slice(tmp_path, "gpuspec10", 18, 16)
     inv = R.read_openb_nodes(nodes)
     tw = B.trace_workload(T.read_openb_trace(pods))
@@ -72,12 +102,19 @@ def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
         (tw.departure - tw.arrival) / 20000.0)))
     tw.rank = np.arange(len(tw.arrival)) % 3
     assert np.isfinite(tw.duration).any() and np.isfinite(tw.departure).any()
-    jobs = [(0, 0, pol, 3) for pol in POLICIES[2:]]
+    return inv, tw
+
+
+def _trace_runs(inv, tw, jobs, per_chunk):
+    """The twin's runs of ``jobs`` on ``tw`` and the device's (chunks of
+    ``per_chunk`` runs), asserted equal: (twin results, device outputs,
+    arrays)."""
+    from tensorsched.kernels.batch import cuda as KC
     twin = B.trace_batch([inv], [tw], jobs, workers=1)
     sets = [inv]
     wl = [(B.workload_of(inv, tw.pods), tw)]
     a = B.trace_arrays(sets, wl, {(0, 0): 0}, jobs, B.DEFAULT_MAX_UNSCHED, (1.0, 10.0))
-    dev = KC.run_batch(a, budget=int(KC.cluster_bytes(a)[:3].sum()))
+    dev = KC.run_batch(a, budget=int(KC.cluster_bytes(a)[:per_chunk].sum()))
     for b, res in enumerate(twin):
         o, e = int(a.ev_off[b]), int(a.ev_len[b])
         assert dev.node[o:o + e].tolist() == res.node.tolist(), res.policy
@@ -87,7 +124,4 @@ def test_cuda_with_departures_equals_the_twin_and_the_simulation(tmp_path):
         np.testing.assert_array_equal(f, res.log_frag)
         np.testing.assert_array_equal(dev.tries[o:o + e], res.tries)
     assert any((r.tries > 1).any() for r in twin)
-    for res in twin[::3]:
-        _sim, log, _gpus = simulate_trace(inv, tw, res.policy, res.seed)
-        assert [(t, p) for t, p, _n in log] == list(zip(res.log_t.tolist(),
-                                                        res.log_pod.tolist()))
+    return twin, dev, a
