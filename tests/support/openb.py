@@ -6,13 +6,6 @@ from tensorsched.topology.openb import replay as R
 
 NODES = "data/openb/csv/openb_node_list_gpu_node.csv"
 
-#: the Scheduler's options of the Simulations the batched openb engine is
-#: compared with: one pod per scheduling cycle (``framework.tied_node``'s
-#: tie rule).  The batched runs (``place_run`` and the GPU block placer)
-#: place alike pods the same way once they take the same rule; until then
-#: the reference is the one-pod cycle.
-REFERENCE = {"batch": False}
-
 
 def openb_slice(tmp_path, trace: str, n_nodes: int, n_pods: int,
                 leave_every: int | None = None) -> tuple[str, str]:
@@ -68,7 +61,7 @@ def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = Non
     metrics sampled (``timeseries``); ``config``: a KubeSchedulerConfiguration
     instead of the experiment's (its GpuShareScore given the trace's
     typical pods; the tie labels set when OpenbTieRank scores); ``options``
-    the Scheduler's (default ``REFERENCE``)."""
+    the Scheduler's."""
     import numpy as np
     import pyarrow as pa
 
@@ -114,7 +107,7 @@ def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = Non
     sim = Simulation(T.openb_node_objects(inv, tie), config, "numba",
                      seed, interval=interval,
                      metrics=T._sampled_metrics(typical) if interval else None,
-                     registry=T.experiment_registry(), **(REFERENCE | options))
+                     registry=T.experiment_registry(), **options)
     index = {name: i for i, name in enumerate(pods.names)}
     node_index = {name: i for i, name in enumerate(inv.names)}
     log, gpus = [], {}

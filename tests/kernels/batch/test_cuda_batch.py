@@ -8,8 +8,7 @@ them, thread 0 keeping the queue); Random's drawn rows on such a trace."""
 import numpy as np
 import pytest
 from support.backends import needs_cuda
-from support.openb import (REFERENCE, openb_slice, read_openb_slice, simulate_trace,
-                          with_durations)
+from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
 
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.openb import batch as B
@@ -52,7 +51,7 @@ def test_cuda_equals_the_twin_and_the_simulation(tmp_path):
     # the twin's runs are their Simulations' (as far as these pods go)
     for res in B.results_of(inv, wl, runs, a, twin, 1.3, 0.0, True):
         _rec, _sched, seq, (where, _gpus, _m) = T._experiment(
-            inv, pods, res.policy, res.seed, 1.3, "numba", outcomes=True, **REFERENCE)
+            inv, pods, res.policy, res.seed, 1.3, "numba", outcomes=True)
         assert [p[1] for p in res.placements] == where[:6].tolist(), res.policy
 
 

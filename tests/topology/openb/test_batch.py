@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from support.openb import REFERENCE, read_openb_slice
+from support.openb import read_openb_slice
 
 from tensorsched.kernels.batch import arrays as BA
 from tensorsched.kernels.batch import cpu
@@ -64,10 +64,9 @@ def _assert_equal(res, want, what):
 def _assert_simulation(res, inv, pods, seed, tune, **options):
     """``res`` is what ``simulate_replay`` computes: its Simulation's
     placements, then the curves and counts (as ``simulate_replay`` builds
-    them from the same run); ``options`` the Scheduler's (default
-    ``REFERENCE``)."""
+    them from the same run); ``options`` the Scheduler's."""
     records, scheduled, seq, (where, gpu_idx, _milli) = T._experiment(
-        inv, pods, res.policy, seed, tune, "numba", outcomes=True, **(options or REFERENCE))
+        inv, pods, res.policy, seed, tune, "numba", outcomes=True, **options)
     assert [p[1] for p in res.placements] == where.tolist(), res.policy
     assert [tuple(p[2]) for p in res.placements] == [tuple(g) for g in gpu_idx], res.policy
     want = R.ReplayResult(res.policy, seed, tune, inv.total_gpus, len(seq), scheduled, 0.0,
@@ -257,16 +256,13 @@ def test_discrete_slices_equal_the_masked_means(steps, seed, shuffle):
     np.testing.assert_array_equal(R._discrete(arrive, values), want)
 
 
-def test_sweep_experiment_jobs_run_batched(tmp_path, monkeypatch):
+def test_sweep_experiment_jobs_run_batched(tmp_path):
     """``tensorsched sweep``'s experiment jobs on one machine: the batched
     call's rows equal each job's own ``simulate_replay`` row (all six
-    policies; its Simulation under ``REFERENCE``), ``wall_seconds`` aside."""
-    from functools import partial
-
+    policies), ``wall_seconds`` aside."""
     from support.openb import openb_slice
 
     from tensorsched.experiments import sweep as S
-    monkeypatch.setattr(T, "Simulation", partial(T.Simulation, **REFERENCE))
     nodes, pods = openb_slice(tmp_path, "multigpu20", 30, 150)
     jobs = S.make_jobs([pods], [5], policies=list(POLICIES), experiment=True, nodes=nodes)
     table = S.run_sweep(jobs, workers=1)

@@ -1,12 +1,11 @@
 """``simulate_replay``'s curves come from each pod's outcome after the run
 (``_curves_from_outcomes``, the Simulation without samples); they equal,
 bit for bit, the ones the Simulation's per-second GPU samples
-(``GpuTracker``) gave (the Simulations under ``REFERENCE``)."""
-from functools import partial
+(``GpuTracker``) gave."""
 
 import numpy as np
 import pytest
-from support.openb import NODES, REFERENCE, read_openb_slice
+from support.openb import NODES, read_openb_slice
 
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
@@ -16,8 +15,7 @@ from tensorsched.topology.openb import trace as T
                                                  ("multigpu20", "BestFit", 3),
                                                  ("gpuspec10", "DotProd", 11),
                                                  ("default", "Random", 7)])
-def test_curves_from_outcomes_equal_the_sampled_ones(tmp_path, monkeypatch, trace, policy, seed):
-    monkeypatch.setattr(T, "Simulation", partial(T.Simulation, **REFERENCE))
+def test_curves_from_outcomes_equal_the_sampled_ones(tmp_path, trace, policy, seed):
     nodes, pods = read_openb_slice(tmp_path, trace, 120, 600)
     sampled, s_sched = T._experiment(nodes, pods, policy, seed, 1.3, "numba", sampled=True)
     rebuilt, r_sched = T._experiment(nodes, pods, policy, seed, 1.3, "numba")
