@@ -21,10 +21,11 @@ land).  The first P = min(run length, feasible pairs) of that order are
 the run; it stops where the pairs run out (the next pod fits nowhere).
 
 The normalization maxima of TaintToleration / NodeAffinity (DefaultNormalize
-over the feasible rows) are held fixed at the run's start: ``maxima_hold``
-checks afterwards that for every normalized slot a row attaining its
-maximum is still feasible when the run's last pod is placed (else the
-caller lets the compiled run place it).
+over the feasible rows) are held fixed at the run's start: ``exact_prefix``
+finds afterwards the first pod for which every row attaining some
+normalized slot's maximum is full; the run stops before it (that pod takes
+its own cycle, which sees the new maximum, and the pods after it the next
+run).
 
 Parts, each with a twin:
 
@@ -182,7 +183,8 @@ def run_maxima(base_reasons, raw_by_row, rows, active, norm) -> np.ndarray:
     n_slots = raw_by_row.shape[1]
     hi = np.zeros(n_slots, np.int64)
     feasible = rows[base_reasons[rows] == 0]
-    for s in np.flatnonzero(np.asarray(active[:n_slots], bool) & (np.asarray(norm[:n_slots]) != 0)):
+    normalized = np.asarray(active[:n_slots], bool) & (np.asarray(norm[:n_slots]) != 0)
+    for s in np.flatnonzero(normalized):
         if feasible.shape[0]:
             hi[s] = max(0, int(raw_by_row[feasible, s].max()))
     return hi
@@ -202,20 +204,34 @@ def key_width(cols: L.NodeColumns, rows, filter_flags: int, count: int) -> int:
     return max(width, 1)
 
 
-def maxima_hold(order, lens, rows, base_reasons, raw_by_row, active, norm, hi) -> bool:
-    """True when every normalized slot keeps its maximum through the run
-    placed in ``order`` ([P] positions): some row attaining ``hi[s]`` is
-    still feasible for the last pod (it took fewer of the first P - 1
-    pods than its sequence holds).  A maximum of 0 holds always (a subset
-    of the feasible rows has no larger maximum)."""
+def exact_prefix(order, lens, rows, base_reasons, raw_by_row, active, norm, hi) -> int:
+    """How many pods of the run placed in ``order`` ([P] positions) saw
+    the maxima ``hi`` of every normalized slot: pod i sees the state after
+    the first i placements, and a slot's maximum moves once every row
+    attaining it has taken as many pods as its sequence holds (a maximum
+    of 0 never moves: a subset of the feasible rows has none larger).
+    The first that many placements are exact; the pod after them takes
+    its own cycle (which sees the new maxima)."""
+    p = order.shape[0]
     n_slots = raw_by_row.shape[1]
     slots = np.flatnonzero(np.asarray(active[:n_slots], bool)
                            & (np.asarray(norm[:n_slots]) != 0) & (hi != 0))
-    if slots.shape[0] == 0 or order.shape[0] <= 1:
-        return True
-    taken = np.bincount(order[:-1], minlength=rows.shape[0])
-    alive = rows[(taken < lens) & (base_reasons[rows] == 0)]
-    return all(bool((raw_by_row[alive, s] == hi[s]).any()) for s in slots)
+    if slots.shape[0] == 0 or p == 0:
+        return p
+    # filled[j]: the index in order of position j's last pod (P: never filled)
+    by_pos = np.argsort(order, kind="stable")
+    first = np.searchsorted(order[by_pos], np.arange(rows.shape[0]))
+    nth = np.empty(p, np.int64)
+    nth[by_pos] = np.arange(p) - first[order[by_pos]]
+    filled = np.full(rows.shape[0], p, np.int64)
+    last = nth == lens[order] - 1
+    filled[order[last]] = np.flatnonzero(last)
+    feasible = base_reasons[rows] == 0
+    exact = p
+    for s in slots:
+        at_max = feasible & (raw_by_row[rows, s] == hi[s])
+        exact = min(exact, int(filled[at_max].max()) + 1)
+    return exact
 
 
 # ------------------------------------------------------------------- keys
@@ -345,9 +361,9 @@ def order_by_merge(keys, lens, count: int) -> np.ndarray:
 # ------------------------------------------------------------------- host
 def sorted_positions(rows, count: int, base_reasons, raw_by_row, active, norm, cols,
                      filter_flags: int, make_keys, order=order_by_merge):
-    """The run's [P] positions into ``rows`` (ascending) in placement order,
-    or None when the sort path cannot place it (too many keys, or a
-    normalized slot would lose its maximum inside the run).
+    """The run's [P] positions into ``rows`` (ascending) in placement order
+    (up to where a normalized slot's maximum would move: ``exact_prefix``),
+    or None when the sort path cannot place it (too many keys).
     ``make_keys(width, hi)`` -> (keys [M, W], lens [M]) on some target."""
     hi = run_maxima(base_reasons, raw_by_row, rows, active, norm)
     width = key_width(cols, rows, filter_flags, count)
@@ -355,9 +371,7 @@ def sorted_positions(rows, count: int, base_reasons, raw_by_row, active, norm, c
         return None
     keys, lens = make_keys(width, hi)
     pos = order(keys, lens, count)
-    if not maxima_hold(pos, lens, rows, base_reasons, raw_by_row, active, norm, hi):
-        return None
-    return pos
+    return pos[:exact_prefix(pos, lens, rows, base_reasons, raw_by_row, active, norm, hi)]
 
 
 def ascending(rows) -> np.ndarray:

@@ -1,8 +1,8 @@
 """kernels/fused/run_sort.py: the compiled key kernel equals its NumPy twin
 on random clusters and queries; the heap merge orders as the stable sort;
 the order of running-minimum keys is the one-pod-after-another greedy over
-the same keys; the conditions and the maxima check refuse what the sort
-cannot place."""
+the same keys; the conditions refuse what the sort cannot place and the
+run stops before a normalization maximum would move."""
 
 from __future__ import annotations
 
@@ -160,9 +160,10 @@ def test_sortable_refuses_partial_scoring_forms_user_slots_and_moving_normalizat
     assert run_sort.sortable(10, 10, active, norm, 6, (None, Form(), None))
 
 
-def test_maxima_hold_only_while_a_row_at_the_maximum_stays_feasible():
-    """Slot 3 normalized, its maximum 5 on row 1 only: row 1 holds one pod
-    of the run.  Taking it before the last pod loses the maximum."""
+def test_the_run_stops_before_the_first_pod_that_would_see_a_maximum_move():
+    """Slot 3 normalized, its maximum 5 on row 1 only, which holds one pod
+    of the run: the pod after the one that fills it would see a new
+    maximum, so the exact prefix ends there."""
     rows = np.array([0, 1, 2], np.int64)
     reasons = np.zeros(3, np.int64)
     raw = np.zeros((3, 5), np.int64)
@@ -172,15 +173,23 @@ def test_maxima_hold_only_while_a_row_at_the_maximum_stays_feasible():
     hi = run_sort.run_maxima(reasons, raw, rows, active, norm)
     assert hi.tolist() == [0, 0, 0, 5, 0]
     lens = np.array([3, 1, 3], np.int64)
-    hold = run_sort.maxima_hold
-    assert hold(np.array([1]), lens, rows, reasons, raw, active, norm, hi)
-    assert hold(np.array([0, 2, 1]), lens, rows, reasons, raw, active, norm, hi)
-    assert not hold(np.array([1, 0]), lens, rows, reasons, raw, active, norm, hi)
-    raw[2, 3] = 5                                   # a second row at the maximum
-    assert hold(np.array([1, 0, 0]), lens, rows, reasons, raw, active, norm, hi)
-    zero = np.zeros(5, np.int64)                    # a maximum of 0 holds always
-    assert hold(np.array([1, 0]), lens, rows, reasons, np.zeros((3, 5), np.int64), active,
-                norm, zero)
+
+    def exact(order, raw=raw, hi=hi):
+        return run_sort.exact_prefix(np.array(order, np.int64), lens, rows, reasons, raw,
+                                     active, norm, hi)
+    assert exact([1]) == 1
+    assert exact([0, 2, 1]) == 3
+    assert exact([1, 0, 0]) == 1
+    assert exact([0, 1, 2, 2]) == 2
+    raw2 = raw.copy()
+    raw2[2, 3] = 5                                  # a second row at the maximum
+    assert exact([1, 0, 2, 0], raw2) == 4
+    assert exact([1, 2, 2, 2, 0], raw2) == 4        # row 2 full after its third pod
+    zero = np.zeros(5, np.int64)                    # a maximum of 0 never moves
+    assert exact([1, 0, 0], np.zeros((3, 5), np.int64), zero) == 3
+    reasons2 = np.array([0, 0, 4], np.int64)        # row 2 infeasible: not a maximum
+    assert run_sort.exact_prefix(np.array([1, 0]), lens, rows, reasons2, raw2, active, norm,
+                                 hi) == 1
 
 
 def test_key_width_is_the_most_free_pod_slots_or_refuses_too_many_keys(monkeypatch):
