@@ -584,13 +584,12 @@ class NumbaBackend:
         def keys(width, hi):
             return RS.keys_numba(c.args, rows, width, mix, c.reasons, c.raw, active, norm,
                                  weights, hi)
-        pos = RS.sorted_positions(rows, count, c.reasons, c.raw, active, norm, cols,
-                                  int(q.filter_flags), keys)
+        pos = RS.sorted_positions(rows, count, c.reasons, c.raw, active, norm, cols, q, keys,
+                                  min_share=RS.CPU_MIN_SHARE)
         if pos is None:
             return None
         out = rows[pos]
-        np.add.at(cols.requested, out, request)
-        np.add.at(cols.nonzero_requested, out, nonzero)
+        RS.add_requests(cols, out, request, nonzero)
         register(out)
         self.sorted_runs = getattr(self, "sorted_runs", 0) + 1
         return out, int(start)
@@ -887,13 +886,12 @@ class CudaBackend:
             return RC.run_keys(rows, width, mix, packs, qbuf, c.reasons, c.raw,
                                RC.slot_params(active, norm, weights, hi),
                                cols.requested.shape[1])
-        pos = RS.sorted_positions(rows, count, reasons, raw, active, norm, cols,
-                                  int(q.filter_flags), keys, order=RC.order_positions)
+        pos = RS.sorted_positions(rows, count, reasons, raw, active, norm, cols, q, keys,
+                                  order=RC.order_positions)
         if pos is None:
             return None
         out = rows[pos]
-        np.add.at(cols.requested, out, request)
-        np.add.at(cols.nonzero_requested, out, nonzero)
+        RS.add_requests(cols, out, request, nonzero)
         register(out)
         self.sorted_runs = getattr(self, "sorted_runs", 0) + 1
         return out, int(start)

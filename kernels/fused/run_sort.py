@@ -190,18 +190,34 @@ def run_maxima(base_reasons, raw_by_row, rows, active, norm) -> np.ndarray:
     return hi
 
 
-def key_width(cols: L.NodeColumns, rows, filter_flags: int, count: int) -> int:
-    """W: the most pods of a run of ``count`` any node can take (its free
-    pod slots when Fit filters, else ``count``); 0 when M x W keys would
-    pass ``MAX_KEYS``."""
-    if filter_flags & L.F_FIT:
-        free = cols.allocatable[rows, L.RES_PODS] - cols.requested[rows, L.RES_PODS]
-        width = int(min(count, max(0, int(free.max(initial=0)))))
-    else:
-        width = int(count)
+def key_width(cols: L.NodeColumns, rows, q: L.PodQuery, count: int) -> int:
+    """W: the most pods of a run of ``count`` any node can take, bounded
+    when Fit filters by each node's free pod slots and its free amount of
+    every resource the Fit filter checks over the pod's request (else
+    ``count``); 0 when M x W keys would pass ``MAX_KEYS``."""
+    width = int(count)
+    if q.filter_flags & L.F_FIT and rows.shape[0]:
+        alloc = cols.allocatable[rows]
+        used = cols.requested[rows]
+        room = alloc[:, L.RES_PODS] - used[:, L.RES_PODS]
+        if q.requests_anything:
+            for r in range(min(q.request.shape[0], alloc.shape[1])):
+                want = int(q.request[r])
+                if r != L.RES_PODS and want > 0 and not q.fit_ignored[r]:
+                    room = np.minimum(room, (alloc[:, r] - used[:, r]) // want)
+        width = int(min(count, max(0, int(room.max()))))
     if rows.shape[0] * max(width, 1) > MAX_KEYS:
         return 0
     return max(width, 1)
+
+
+def add_requests(cols: L.NodeColumns, out, request, nonzero) -> None:
+    """The run's requests on the rows it placed ``out`` [P] (a row taking k
+    pods gets k requests), on the host columns."""
+    k = np.bincount(out, minlength=cols.requested.shape[0])[:, None]
+    touched = np.flatnonzero(k[:, 0])
+    cols.requested[touched] += k[touched] * np.asarray(request, np.int64)[None, :]
+    cols.nonzero_requested[touched] += k[touched] * np.asarray(nonzero, np.int64)[None, :]
 
 
 def exact_prefix(order, lens, rows, base_reasons, raw_by_row, active, norm, hi) -> int:
@@ -359,18 +375,30 @@ def order_by_merge(keys, lens, count: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------- host
+CPU_MIN_SHARE = 0.5
+"""On the CPU the sort path takes runs of at least this share of the M x W
+keys it writes: basic, 10,000 nodes x 40 keys, placement CPU seconds on 2
+cores (bench/run_sort.py): 100,000 pods 0.078 sorted vs 0.062 compiled run,
+400,000 pods 0.084 vs 0.248."""
+
+CPU_ORDER = order_by_sort
+"""The host's order: NumPy's stable argsort of the M x W keys took 37 ms
+where the heap merge took 99 ms (10,000 nodes x 110 keys, 400,000 pods
+taken, 2-core machine); the merge stays as the second witness."""
+
 def sorted_positions(rows, count: int, base_reasons, raw_by_row, active, norm, cols,
-                     filter_flags: int, make_keys, order=order_by_merge):
+                     q: L.PodQuery, make_keys, order=None, min_share: float = 0.0):
     """The run's [P] positions into ``rows`` (ascending) in placement order
     (up to where a normalized slot's maximum would move: ``exact_prefix``),
-    or None when the sort path cannot place it (too many keys).
+    or None when the sort path cannot place it (too many keys) or should
+    not (fewer than ``min_share`` x M x W pods: most keys would go unused).
     ``make_keys(width, hi)`` -> (keys [M, W], lens [M]) on some target."""
     hi = run_maxima(base_reasons, raw_by_row, rows, active, norm)
-    width = key_width(cols, rows, filter_flags, count)
-    if width == 0:
+    width = key_width(cols, rows, q, count)
+    if width == 0 or count < min_share * rows.shape[0] * width:
         return None
     keys, lens = make_keys(width, hi)
-    pos = order(keys, lens, count)
+    pos = (order or CPU_ORDER)(keys, lens, count)
     return pos[:exact_prefix(pos, lens, rows, base_reasons, raw_by_row, active, norm, hi)]
 
 

@@ -33,6 +33,13 @@ STRATEGIES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def every_run_sorted(monkeypatch):
+    """The numba backend sorts short runs too (it leaves runs that would
+    use few of their keys to the compiled run)."""
+    monkeypatch.setattr(run_sort, "CPU_MIN_SHARE", 0.0)
+
+
 def config(strategy: str, weights: dict) -> dict:
     """Every default plugin, the five node-local scores at ``weights``,
     Fit scoring by ``strategy`` (cpu weight 2, memory 1); every node scored."""
@@ -97,6 +104,8 @@ def test_sorted_runs_place_exactly_as_one_by_one(case, seed):
     one_log, one_req, _ = play(objects, run, cfg, seed, "numpy", batch=False)
     assert sorted_log == one_log
     assert np.array_equal(sorted_req, one_req)
+    if len(run) > 1:
+        assert backend_of(sched).sorted_runs >= 1
 
 
 def test_a_long_run_is_one_sort_and_stops_where_nodes_run_out():

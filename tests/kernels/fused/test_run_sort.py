@@ -46,7 +46,7 @@ def setup(case, weights, norm):
 def test_compiled_keys_equal_the_numpy_twin(case, weights, seed, count):
     cols, q, rows, reasons, raw, active, norm, weights = setup(case, weights, DEFAULT_NORM)
     hi = run_sort.run_maxima(reasons, raw, rows, active, norm)
-    width = run_sort.key_width(cols, rows, int(q.filter_flags), count)
+    width = run_sort.key_width(cols, rows, q, count)
     got_keys, got_lens = run_sort.keys_numba(kernel_args(cols, q), rows, width, seed, reasons,
                                              raw, active, norm, weights, hi)
     want_keys, want_lens = run_sort.keys_numpy(cols, q, rows, width, seed, active, norm,
@@ -192,15 +192,63 @@ def test_the_run_stops_before_the_first_pod_that_would_see_a_maximum_move():
                                  hi) == 1
 
 
-def test_key_width_is_the_most_free_pod_slots_or_refuses_too_many_keys(monkeypatch):
+def test_key_width_bounds_what_a_node_can_take_or_refuses_too_many_keys(monkeypatch):
+    """Nodes of 4 cpu and 5, 6, 7 pod slots: a 1-cpu pod fits 4 times on
+    each, a 500m pod 8 times by cpu but 7 by pods on the largest."""
     objs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
              "status": {"allocatable": {"cpu": "4", "memory": "1Gi", "pods": str(5 + i)}}}
             for i in range(3)]
+
+    def pod(cpu):
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+                    "requests": {"cpu": cpu}}}]}}
     state = state_of(objs)
     cols, rows = state.columns(), state.valid_rows()
-    assert run_sort.key_width(cols, rows, L.F_FIT, 100) == 7
-    assert run_sort.key_width(cols, rows, L.F_FIT, 4) == 4
-    assert run_sort.key_width(cols, rows, 0, 100) == 100
+    whole = compiled(state, pod("1"), filter_flags=L.F_FIT)
+    half = compiled(state, pod("500m"), filter_flags=L.F_FIT)
+    assert run_sort.key_width(cols, rows, whole, 100) == 4
+    assert run_sort.key_width(cols, rows, half, 100) == 7
+    assert run_sort.key_width(cols, rows, half, 3) == 3
+    assert run_sort.key_width(cols, rows, compiled(state, pod("1")), 100) == 100   # no Fit
     monkeypatch.setattr(run_sort, "MAX_KEYS", 20)
-    assert run_sort.key_width(cols, rows, L.F_FIT, 100) == 0
+    assert run_sort.key_width(cols, rows, half, 100) == 0
     assert run_sort.ascending(np.array([3, 1, 2])).tolist() == [1, 2, 3]
+
+
+def test_add_requests_adds_one_request_per_pod_placed():
+    state = state_of([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+                       "status": {"allocatable": {"cpu": "4", "pods": "9"}}} for i in range(3)])
+    cols = state.columns()
+    before = cols.requested.copy()
+    request = np.zeros(cols.requested.shape[1], np.int64)
+    request[[L.RES_CPU, L.RES_PODS]] = [300, 1]
+    run_sort.add_requests(cols, np.array([2, 0, 2, 2]), request, np.array([300, 7]))
+    assert (cols.requested - before)[:, L.RES_CPU].tolist() == [300, 0, 900]
+    assert (cols.requested - before)[:, L.RES_PODS].tolist() == [1, 0, 3]
+    assert cols.nonzero_requested[2].tolist() == [900, 21]
+
+
+def test_short_runs_are_left_to_the_compiled_run_below_the_share():
+    """3 nodes x 4 keys: a run of 5 pods uses under half of them."""
+    objs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+             "status": {"allocatable": {"cpu": "4", "memory": "1Gi", "pods": "9"}}}
+            for i in range(3)]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+           "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+               "requests": {"cpu": "1"}}}]}}
+    state = state_of(objs)
+    cols, rows = state.columns(), state.valid_rows()
+    q = compiled(state, pod, filter_flags=L.F_FIT, score_flags=1 << L.S_FIT)
+    active = np.array([True, False, False, False, False])
+    zeros, raw = np.zeros(3, np.int64), np.zeros((3, 5), np.int64)
+    norm, weights = np.zeros(5, np.int64), np.ones(5, np.int64)
+
+    def place(count, share):
+        return run_sort.sorted_positions(
+            rows, count, zeros, raw, active, norm, cols, q,
+            lambda w, hi: run_sort.keys_numba(kernel_args(cols, q), rows, w, 1, zeros, raw,
+                                              active, norm, weights, hi), min_share=share)
+    assert place(5, 0.5) is None
+    assert place(6, 0.5).shape == (6,)
+    assert sorted(np.bincount(place(12, 0.0)).tolist()) == [4, 4, 4]

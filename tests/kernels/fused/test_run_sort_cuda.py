@@ -46,7 +46,7 @@ def test_device_keys_and_order_equal_the_numba_twin(case, seed, count):
     active = np.ones(L.N_BUILTIN_SCORES, bool)
     weights = np.array([1, 2, 3, 1, 2], np.int64)
     hi = run_sort.run_maxima(reasons, raw, rows, active, DEFAULT_NORM)
-    width = run_sort.key_width(cols, rows, int(q.filter_flags), count)
+    width = run_sort.key_width(cols, rows, q, count)
     want_keys, want_lens = run_sort.keys_numba(kernel_args(cols, q), rows, width, seed,
                                                reasons, raw, active, DEFAULT_NORM, weights, hi)
     packs = tuple(cuda.to_device(a) for a in SA.pack_nodes(cols))
