@@ -4,6 +4,9 @@ pod does (the bench asserts it) and both paths are timed."""
 
 import json
 
+import pytest
+from support.backends import needs_cuda
+
 from tensorsched.bench import run_sort
 
 
@@ -19,3 +22,15 @@ def test_the_bench_records_the_sort_path_against_the_compiled_run(tmp_path):
     assert small["same_as_one_by_one_prefix"] == 60
     assert full["sort_cpu_seconds"] > 0 and full["compiled_run_cpu_seconds"] > 0
     assert full["same_node_counts"]         # a full cluster: 40 pods on every node
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
+def test_the_cuda_bench_checks_its_placements_against_numbas_sort_path(tmp_path):
+    out = tmp_path / "r.json"
+    run_sort.main(["--nodes", "6", "--pods", "30", "--check", "10", "--backend", "cuda",
+                   "--output", str(out)])
+    (got,) = json.loads(out.read_text())["runs"]
+    assert got["path"] == "sort" and got["other"] == "sort path (numba)"
+    assert got["same_placements"] and got["placed"] == 30
