@@ -35,8 +35,10 @@ STRATEGIES = {
 
 @pytest.fixture(autouse=True)
 def every_run_sorted(monkeypatch):
-    """The numba backend sorts short runs too (it leaves runs that would
-    use few of their keys to the compiled run)."""
+    """The sort path on (whatever TENSORSCHED_SORT_RUNS says), and the
+    numba backend sorts short runs too (it leaves runs that would use few of
+    their keys to the compiled run)."""
+    monkeypatch.setattr(run_sort, "ENABLED", True)
     monkeypatch.setattr(run_sort, "CPU_MIN_SHARE", 0.0)
 
 

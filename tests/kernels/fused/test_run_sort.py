@@ -137,7 +137,9 @@ def test_keys_fold_the_tie_rank_of_the_pods_on_the_node():
         assert keys[j, 2] == -1
 
 
-def test_sortable_refuses_partial_scoring_forms_user_slots_and_moving_normalizations():
+def test_sortable_refuses_partial_scoring_forms_user_slots_and_moving_normalizations(
+        monkeypatch):
+    monkeypatch.setattr(run_sort, "ENABLED", True)
     active = np.array([True, True, True, True, True, False])
     norm = np.array([0, 0, 2, 1, 0, 0])
     assert run_sort.sortable(10, 10, active, norm, 6)
@@ -158,6 +160,8 @@ def test_sortable_refuses_partial_scoring_forms_user_slots_and_moving_normalizat
     assert not run_sort.sortable(10, 10, active, norm, 6, (Form(), None, None))
     Form.params = np.zeros((0, 3))
     assert run_sort.sortable(10, 10, active, norm, 6, (None, Form(), None))
+    monkeypatch.setattr(run_sort, "ENABLED", False)                # the switch
+    assert not run_sort.sortable(10, 10, active, norm, 6)
 
 
 def test_the_run_stops_before_the_first_pod_that_would_see_a_maximum_move():

@@ -61,7 +61,8 @@ def test_device_keys_and_order_equal_the_numba_twin(case, seed, count):
                           run_sort.order_by_sort(want_keys, want_lens, count))
 
 
-def test_cuda_sort_path_places_as_one_by_one():
+def test_cuda_sort_path_places_as_one_by_one(monkeypatch):
+    monkeypatch.setattr(run_sort, "ENABLED", True)
     prefer = [{"key": "spot", "value": "yes", "effect": "PreferNoSchedule"}]
     objects = [node_dict(f"n{i}", cpu=str(1 + i % 3), memory="2Gi", pods=str(4 + i),
                          labels={"zone": f"z{i % 2}"}, taints=prefer if i % 3 == 0 else None)
