@@ -501,8 +501,8 @@ class Framework:
     def place_run(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
                   start_index: int) -> tuple[np.ndarray, int] | None:
         """Schedule ``pods`` (alike: one signature) in one compiled call, as
-        their cycles one after another would: each takes the best node (ties
-        broken by (seed, attempt + i)), is accounted on it and recorded in
+        their cycles one after another would: each takes the best node (the
+        seeded tie rule, ``tied_node``), is accounted on it and recorded in
         the state (``ClusterState.register_run``), and that node's answers
         are recomputed; with percentageOfNodesToScore below every node each
         pod scans from where the previous one stopped.  Returns (the rows
@@ -511,6 +511,10 @@ class Framework:
         the usual cycle).
 
         Host plugins take part through their compiled forms (``_run_forms``).
+        Where the backend has a sort path (``place_run_sorted``: every score
+        node-local, every node scored) it places the run, else the compiled
+        run does; the sort path also stops before a pod whose cycle would
+        see a normalization maximum move (that pod takes its own cycle).
 
         None (nothing done) when such a run cannot be compiled: the backend
         has none, a PreFilter rejects the pod or narrows its nodes, a host
@@ -549,10 +553,17 @@ class Framework:
             state.register_run(placed, rows, request, nz)
             for p in self._run_reservers:
                 p.reserve_run(ctx, placed, rows)
-        return place(state, all_rows, start_index % n, plan.query,
-                     num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
-                     plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero,
-                     register, **forms)
+        args = (state, all_rows, start_index % n, plan.query,
+                num_feasible_nodes_to_find(self.percentage, n), plan.active, plan.norm,
+                plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero, register)
+        # the sort path first (node-local scores, every node scored); it
+        # answers None where it does not apply
+        place_sorted = getattr(self.backend, "place_run_sorted", None)
+        if place_sorted is not None:
+            got = place_sorted(*args, **forms)
+            if got is not None:
+                return got
+        return place(*args, **forms)
 
     def place_block(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
                     start_index: int):

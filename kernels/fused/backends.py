@@ -562,6 +562,40 @@ class NumbaBackend:
         return StageResult(reasons, scores_out if want_scores else None, total,
                            ties[:n_ties], processed, found)
 
+    def place_run_sorted(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
+                         weights, n_slots, count, seed, attempt, request, nonzero, register,
+                         rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
+        """``place_run`` by one sort of per-node keys (``run_sort``): the
+        same placements where every active score is node-local and every
+        node is scored; None (nothing done) where the sort path does not
+        apply, and the compiled run places the run.  With every node scored
+        the start index stays where it was, as in ``place_run``."""
+        from . import run_sort as RS
+        if (self._fused_by_row is not self._k.fused_pass_by_row
+                or not RS.sortable(rows.shape[0], num_to_find, active, norm, n_slots,
+                                   (rules, spread, affinity))):
+            return None
+        cols = source.columns()
+        c = self._row_cache(source, cols, q, n_slots)
+        if c.args_cols is not cols:
+            c.args = kernel_args(cols, _pad_bitsets(cols, q))
+            c.args_cols = cols
+        rows = RS.ascending(rows)
+        mix = (seed * _SEED_MIX) & _MASK64
+
+        def keys(width, hi):
+            return RS.keys_numba(c.args, rows, width, mix, c.reasons, c.raw, active, norm,
+                                 weights, hi)
+        pos = RS.sorted_positions(rows, count, c.reasons, c.raw, active, norm, cols, q, keys,
+                                  min_share=RS.CPU_MIN_SHARE)
+        if pos is None:
+            return None
+        out = rows[pos]
+        RS.add_requests(cols, out, request, nonzero)
+        register(out)
+        self.sorted_runs = getattr(self, "sorted_runs", 0) + 1
+        return out, int(start)
+
 
 _numba_warmed = False
 
@@ -826,6 +860,43 @@ class CudaBackend:
         np.add.at(cols.nonzero_requested, out, nonzero)
         register(out)
         return out, next_start
+
+    def place_run_sorted(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
+                         weights, n_slots, count, seed, attempt, request, nonzero, register,
+                         rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
+        """``NumbaBackend.place_run_sorted`` on the device: the row cache
+        brought up to date, one launch writes every node's key sequence
+        (``run_sort_cuda``), one device sort orders them (the simulator
+        path sorts on the host); the host columns then get the requests,
+        as in ``place_run``.  None where the sort path does not apply."""
+        from . import run_sort as RS
+        from . import run_sort_cuda as RC
+        if not RS.sortable(rows.shape[0], num_to_find, active, norm, n_slots,
+                           (rules, spread, affinity)):
+            return None
+        packs = self._sync_columns(source)
+        cols = source.columns()
+        c = self._row_cache(source, cols, q, n_slots, packs)
+        rows = RS.ascending(rows)
+        reasons = c.reasons.copy_to_host()
+        raw = c.raw.copy_to_host()
+        mix = (seed * _SEED_MIX) & _MASK64
+        qbuf = self._qbuf(cols, q)
+
+        def keys(width, hi):
+            self.launches += 1
+            return RC.run_keys(rows, width, mix, packs, qbuf, c.reasons, c.raw,
+                               RC.slot_params(active, norm, weights, hi),
+                               cols.requested.shape[1])
+        pos = RS.sorted_positions(rows, count, reasons, raw, active, norm, cols, q, keys,
+                                  order=RC.order_positions)
+        if pos is None:
+            return None
+        out = rows[pos]
+        RS.add_requests(cols, out, request, nonzero)
+        register(out)
+        self.sorted_runs = getattr(self, "sorted_runs", 0) + 1
+        return out, int(start)
 
 
 def _never_fails(n: int) -> DR.RuleArrays:
