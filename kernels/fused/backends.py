@@ -581,7 +581,7 @@ class NumbaBackend:
             c.args = kernel_args(cols, _pad_bitsets(cols, q))
             c.args_cols = cols
         rows = RS.ascending(rows)
-        mix = (seed * _SEED_MIX) & _MASK64
+        mix = mix_of_seed(seed)
 
         def keys(width, hi):
             return RS.keys_numba(c.args, rows, width, mix, c.reasons, c.raw, active, norm,
@@ -880,7 +880,7 @@ class CudaBackend:
         rows = RS.ascending(rows)
         reasons = c.reasons.copy_to_host()
         raw = c.raw.copy_to_host()
-        mix = (seed * _SEED_MIX) & _MASK64
+        mix = mix_of_seed(seed)
         qbuf = self._qbuf(cols, q)
 
         def keys(width, hi):
