@@ -167,6 +167,19 @@ echo "== benchmarks: $nodes nodes =="
   bench gpu 2000
   bench basic 5000 --no-batch
   bench preemption 200
+  bench basic 400000
+  # the sort path of one run of alike pods on the device against numba's
+  # (same placements asserted): issue target 40M pods/s at 400,000 pods
+  budget=$(left)
+  (( budget > 120 )) && budget=120
+  if (( budget >= 20 )); then
+    timeout "$budget" "$py" -m tensorsched.bench.run_sort --backend cuda --nodes "$nodes" \
+      --pods $(( 100000 / div )) $(( 400000 / div )) --output "$runs/run-sort-cuda.json" \
+      2>>"$out/bench.log" | tail -n 4 || echo "FAILED run_sort cuda (exit $?)" \
+      | tee -a "$runs/skipped.txt"
+  else
+    echo "skipped run_sort cuda: deadline" | tee -a "$runs/skipped.txt"
+  fi
 } 2>&1 | tee -a "$out/bench.log"
 
 "$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
