@@ -619,9 +619,7 @@ def finalize_rows(rows, start, reasons_by_row, raw_by_row, num_to_find, active_s
 # Incremental top selection (every node scored): a segment tree over node
 # rows of each row's tie key (``tie_key(total, tie_rank)``, -1 infeasible;
 # the max is the row the tie rule takes) keeps each cycle O(changed rows x
-# log N) instead of O(N) while the normalization maxima stay put.  The
-# node-local batched engine still keeps (max total, count) trees
-# (``rebuild_top`` / ``update_top`` / ``tree_kth_eq``).
+# log N) instead of O(N) while the normalization maxima stay put.
 # ---------------------------------------------------------------------------
 
 def row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi):
@@ -636,32 +634,6 @@ def row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, h
             continue
         t += slot_score(raw_by_row[i, s], norm_mode[s], hi, s, n_slots) * weights[s]
     return t
-
-
-def tree_pull(tmax, tcnt, p):
-    """Node p becomes the max of its children and the count attaining it."""
-    a = 2 * p
-    b = a + 1
-    if tmax[a] > tmax[b]:
-        tmax[p] = tmax[a]
-        tcnt[p] = tcnt[a]
-    elif tmax[a] < tmax[b]:
-        tmax[p] = tmax[b]
-        tcnt[p] = tcnt[b]
-    else:
-        tmax[p] = tmax[a]
-        tcnt[p] = tcnt[a] + tcnt[b]
-
-
-def tree_set(tmax, tcnt, size, i, value):
-    """Set leaf i to value and refresh its ancestors (max, count of max)."""
-    p = size + i
-    tmax[p] = value
-    tcnt[p] = 1
-    p >>= 1
-    while p >= 1:
-        tree_pull(tmax, tcnt, p)
-        p >>= 1
 
 
 def top_maxima(n, reasons_by_row, raw_by_row, active_slots, norm_mode, hi, hi_cnt):
@@ -690,27 +662,6 @@ def top_maxima(n, reasons_by_row, raw_by_row, active_slots, norm_mode, hi, hi_cn
                         hi_cnt[lo] = 1
                     elif v == hi[lo]:
                         hi_cnt[lo] += 1
-    return feasible
-
-
-def rebuild_top(n, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi, hi_cnt,
-                total_by_row, tmax, tcnt, size):
-    """Recompute maxima (``top_maxima``), totals and a (max total, count)
-    tree; returns feasible rows."""
-    feasible = top_maxima(n, reasons_by_row, raw_by_row, active_slots, norm_mode, hi, hi_cnt)
-    for p in range(2 * size):
-        tmax[p] = -1
-        tcnt[p] = 0
-    for i in range(n):
-        t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
-        total_by_row[i] = t
-        tmax[size + i] = t
-        tcnt[size + i] = 1
-    for i in range(n, size):
-        tmax[size + i] = -1
-        tcnt[size + i] = 1
-    for p in range(size - 1, 0, -1):
-        tree_pull(tmax, tcnt, p)
     return feasible
 
 
@@ -842,41 +793,10 @@ def fold_extreme(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, s, 
     return False
 
 
-def update_top(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
-               norm_mode, weights, hi, hi_cnt, total_by_row, tmax, tcnt, size):
-    """Fold the k re-evaluated rows dirty[:k] (their previous reasons/raw in
-    old_reasons/old_raw [k], [k, S]) into maxima, totals and tree.
-
-    Returns the change in feasible rows, or -1000000000 when a normalization
-    maximum moved (every total changes: the caller rebuilds).  Many rows
-    (over a sixteenth of the leaves) are written as leaves first and the
-    tree pulled once bottom-up, cheaper than a path per row."""
-    delta = fold_maxima(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row,
-                        active_slots, norm_mode, hi, hi_cnt)
-    if delta == -1000000000:
-        return delta
-    if k * 16 > size:
-        for d in range(k):
-            i = dirty[d]
-            t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
-            total_by_row[i] = t
-            tmax[size + i] = t
-            tcnt[size + i] = 1
-        for p in range(size - 1, 0, -1):
-            tree_pull(tmax, tcnt, p)
-        return delta
-    for d in range(k):
-        i = dirty[d]
-        t = row_total(i, reasons_by_row, raw_by_row, active_slots, norm_mode, weights, hi)
-        total_by_row[i] = t
-        tree_set(tmax, tcnt, size, i, t)
-    return delta
-
-
 def update_keys(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, active_slots,
                 norm_mode, weights, hi, hi_cnt, total_by_row, seed_mix, requested, tkey, size):
-    """``update_top`` for a key tree: the k re-evaluated rows dirty[:k]
-    folded into maxima, totals and leaves (their keys with the pods they
+    """The k re-evaluated rows dirty[:k] folded into maxima, totals and
+    the key tree's leaves (their keys with the pods they
     hold now).  Returns the change in feasible rows, or -1000000000 when a
     normalization maximum moved (the caller rebuilds)."""
     delta = fold_maxima(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row,
@@ -894,39 +814,6 @@ def update_keys(dirty, k, old_reasons, old_raw, reasons_by_row, raw_by_row, acti
     if k * 16 > size:
         key_pull_all(tkey, size)
     return delta
-
-
-def tree_count_eq(tmax, tcnt, size, lo, hi_excl, best):
-    """Rows in [lo, hi_excl) whose total equals best (best = global max)."""
-    c = 0
-    a = lo + size
-    b = hi_excl + size
-    while a < b:
-        if a & 1:
-            if tmax[a] == best:
-                c += tcnt[a]
-            a += 1
-        if b & 1:
-            b -= 1
-            if tmax[b] == best:
-                c += tcnt[b]
-        a >>= 1
-        b >>= 1
-    return c
-
-
-def tree_kth_eq(tmax, tcnt, size, k, best):
-    """The row of the k-th (0-based, by row) total equal to best."""
-    p = 1
-    while p < size:
-        a = 2 * p
-        if tmax[a] == best:
-            if k < tcnt[a]:
-                p = a
-                continue
-            k -= tcnt[a]
-        p = a + 1
-    return p - size
 
 
 # ---------------------------------------------------------------------------

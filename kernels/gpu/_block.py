@@ -36,17 +36,6 @@ C_NUMA = 2                     # gpu._core's constraint bit: one NUMA node
 LEVEL = 1000                   # gpu.subsets' cost per looseness level
 
 
-def tie_pick(seed_mix, attempt, n):
-    """Which of ``n`` tied rows pod ``attempt`` takes under the former
-    (seed, attempt)-th tie draw: the openb batched engine's until it takes
-    the tie rule (``place_block`` takes ``key_push`` / key trees)."""
-    z = uint64(seed_mix) + uint64(attempt) + uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
-    z = z ^ (z >> uint64(31))
-    return int64(z % uint64(n))
-
-
 def fit_bits(i, allocatable, requested, req, res, n_res):
     """NodeResourcesFit's reason bits for row ``i`` (``fit_reasons`` of the
     fused filters, over the pod's requested resources ``res[:n_res]`` only:
@@ -69,19 +58,6 @@ def gpu_reject_code(count, model, mask):
     if not model_ok(model, mask):
         return 1
     return 2
-
-
-def top_push(t, i, best, n_ties, ties):
-    """Row ``i`` with total ``t`` folded into the running top: (best total,
-    how many rows have it), ``ties[:count]`` those rows in the order seen
-    (the openb batched engine's, with ``tie_pick``)."""
-    if t > best:
-        best = t
-        n_ties = 0
-    if t == best:
-        ties[n_ties] = i
-        n_ties += 1
-    return best, n_ties
 
 
 def row_tie_key(t, i, seed_mix, requested):
