@@ -62,7 +62,7 @@ def _run(nodes: int, pods: int, backend: str, seed: int, sorted_on: bool) -> dic
         for p in warm[: 0 if got is None else got[0].shape[0]]:
             state.remove_pod(p.key)
         run = [dataclasses.replace(template, name=f"pod-{i}") for i in range(pods)]
-        before = getattr(fw.backend, "sorted_runs", 0)
+        before = fw.backend.sorted_runs
         register = state.register_run
         booked = []
 
@@ -75,7 +75,7 @@ def _run(nodes: int, pods: int, backend: str, seed: int, sorted_on: bool) -> dic
         rows, _ = fw.place_run(state, run, seed=seed, attempt=0, start_index=0)
         cpu = time.process_time() - c0
         del state.register_run
-        path = "sort" if getattr(fw.backend, "sorted_runs", 0) > before else "compiled run"
+        path = "sort" if fw.backend.sorted_runs > before else "compiled run"
     finally:
         run_sort.ENABLED, run_sort.CPU_MIN_SHARE = keep
     names = [state.node_name(int(r)) for r in rows]

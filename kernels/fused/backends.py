@@ -163,6 +163,21 @@ def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
     return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
 
 
+def place_sorted(backend, cols, rows, pos, request, nonzero, register, start):
+    """The sort path's placements on ``backend`` (``pos`` [P] positions
+    into ``rows``; None: the sort path did not apply) added to the
+    requested columns ``cols`` and registered: ``place_run``'s return (the
+    start index unmoved), or None."""
+    if pos is None:
+        return None
+    from . import run_sort as RS
+    out = rows[pos]
+    RS.add_requests(cols, out, request, nonzero)
+    register(out)
+    backend.sorted_runs += 1
+    return out, int(start)
+
+
 def tree_pick(k, cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
     """(``k``: the numba kernels) The position (evaluation order from ``start`` over ``rows``, sorted
     node rows) of the row at the top of ``cache``'s key tree: the tie
@@ -213,6 +228,7 @@ class NumbaBackend:
         self._buf = _Buffers()
         self._caches: OrderedDict = OrderedDict()
         self._dirty = np.zeros(16, np.int64)
+        self.sorted_runs = 0        # runs the sort path placed (``place_run_sorted``)
         self._hi = np.zeros(16, np.int64)
         self._class_trees = None        # the score classes' trees, kept between runs
         self._all_rows = np.zeros(0, np.int64)
@@ -588,13 +604,7 @@ class NumbaBackend:
                                  weights, hi)
         pos = RS.sorted_positions(rows, count, c.reasons, c.raw, active, norm, cols, q, keys,
                                   min_share=RS.CPU_MIN_SHARE)
-        if pos is None:
-            return None
-        out = rows[pos]
-        RS.add_requests(cols, out, request, nonzero)
-        register(out)
-        self.sorted_runs = getattr(self, "sorted_runs", 0) + 1
-        return out, int(start)
+        return place_sorted(self, cols, rows, pos, request, nonzero, register, start)
 
 
 _numba_warmed = False
@@ -666,6 +676,7 @@ class CudaBackend:
             raise BackendUnavailable(f"backend 'cuda' cannot run: {reason}")
         from numba import cuda
 
+        self.sorted_runs = 0        # runs the sort path placed (``place_run_sorted``)
         from . import _cuda as _fused_cuda       # numba-cuda: only with the cuda backend
         from . import _cuda_run
         from . import _numba as _fused_numba
@@ -890,13 +901,7 @@ class CudaBackend:
                                cols.requested.shape[1])
         pos = RS.sorted_positions(rows, count, reasons, raw, active, norm, cols, q, keys,
                                   order=RC.order_positions)
-        if pos is None:
-            return None
-        out = rows[pos]
-        RS.add_requests(cols, out, request, nonzero)
-        register(out)
-        self.sorted_runs = getattr(self, "sorted_runs", 0) + 1
-        return out, int(start)
+        return place_sorted(self, cols, rows, pos, request, nonzero, register, start)
 
 
 def _never_fails(n: int) -> DR.RuleArrays:

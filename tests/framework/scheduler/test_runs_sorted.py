@@ -136,7 +136,7 @@ def test_the_switch_leaves_runs_to_the_compiled_run(monkeypatch):
     sched = play(objects, run, cfg, 1, "numba", batch=True)[2]
     monkeypatch.setattr(run_sort, "ENABLED", True)
     sched_on = play(objects, run, cfg, 1, "numba", batch=True)[2]
-    assert getattr(backend_of(sched), "sorted_runs", 0) == 0
+    assert backend_of(sched).sorted_runs == 0
     assert backend_of(sched_on).sorted_runs == 1
 
 
