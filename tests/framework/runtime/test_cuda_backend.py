@@ -14,6 +14,7 @@ from tensorsched.generators.clusters import node_dict, pod_dict, sample
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
 from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.kernels.fused import run_sort
 
 
 @pytest.mark.cudasim
@@ -41,7 +42,9 @@ def test_cuda_schedule_matches_numpy_and_uploads_only_changed_rows():
             # node columns by dtype) per placed pod
             placed = sum(1 for _, n in placements["cuda"] if n is not None)
             assert 3 <= be.copies <= 3 * (1 + placed)
-            # the mirror holds the host columns (the next sync has nothing to send)
+            # a sync brings the mirror to the host columns (the last binding's
+            # row); the next one has nothing to send
+            be._sync_columns(cluster.state)
             copies = be.copies
             be._sync_columns(cluster.state)
             assert be.copies == copies
@@ -68,10 +71,12 @@ def test_cuda_without_device_fails_clearly():
 @pytest.mark.cudasim
 @needs_cuda
 @pytest.mark.parametrize("batch", [False, True])
-def test_cuda_cycle_launches_one_kernel_and_a_run_two(batch):
+def test_cuda_cycle_launches_one_kernel_and_a_run_two(batch, monkeypatch):
     """A cycle is one launch (the row cache over the rows written since), a
     run two (that pass and the run block); after the first pass only
-    written rows are recomputed."""
+    written rows are recomputed.  (Runs by the device run kernel: the sort
+    path's are tests/kernels/fused/test_run_sort_cuda.py's.)"""
+    monkeypatch.setattr(run_sort, "ENABLED", False)
     nodes = [node_dict(f"n{i}", cpu=str(2 + i % 3)) for i in range(6)]
     pods = [pod_dict(f"p{i}", cpu="300m", created=i) for i in range(12)]
     cluster = build_cluster(nodes)
