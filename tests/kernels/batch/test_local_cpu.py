@@ -11,8 +11,10 @@ Scheduler on random clusters is tests/framework/capacity/test_batch_probe.py."""
 import numpy as np
 import pytest
 
+from tensorsched.kernels import layout as L
 from tensorsched.kernels.batch import _local_core
 from tensorsched.kernels.batch.local_cpu import run_local_batch, seed_mix
+from tensorsched.kernels.fused import _core as fused_core
 from tensorsched.kernels.fused import ties
 
 from support.local_batches import hand_batch as _batch
@@ -110,8 +112,6 @@ def test_a_group_stops_at_its_first_failure_without_attempts(seed):
 
 
 def test_the_cores_constants_are_the_fused_cores():
-    from tensorsched.kernels.fused import _core as fused_core
-    from tensorsched.kernels import layout as L
     assert _local_core.NORM_MINMAX == fused_core.NORM_MINMAX
     assert _local_core.RES_PODS_COL == L.RES_PODS
 
