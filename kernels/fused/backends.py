@@ -876,10 +876,13 @@ class CudaBackend:
                          weights, n_slots, count, seed, attempt, request, nonzero, register,
                          rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
         """``NumbaBackend.place_run_sorted`` on the device: the row cache
-        brought up to date, one launch writes every node's key sequence
-        (``run_sort_cuda``), one device sort orders them (the simulator
-        path sorts on the host); the host columns then get the requests,
-        as in ``place_run``.  None where the sort path does not apply."""
+        brought up to date and kept there; the normalization maxima reduced
+        on the device, one launch writes every node's key sequence, one
+        device sort orders them (the simulator path sorts on the host), the
+        exact prefix is read on the device (``run_sort_cuda.sorted_positions``:
+        O(S) counts and the P placements come back, not the row cache); the
+        host columns then get the requests, as in ``place_run``.  None where
+        the sort path does not apply."""
         from . import run_sort as RS
         from . import run_sort_cuda as RC
         if not RS.sortable(rows.shape[0], num_to_find, active, norm, n_slots,
@@ -889,19 +892,21 @@ class CudaBackend:
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots, packs)
         rows = RS.ascending(rows)
-        reasons = c.reasons.copy_to_host()
-        raw = c.raw.copy_to_host()
-        mix = mix_of_seed(seed)
-        qbuf = self._qbuf(cols, q)
-
-        def keys(width, hi):
-            self.launches += 1
-            return RC.run_keys(rows, width, mix, packs, qbuf, c.reasons, c.raw,
-                               RC.slot_params(active, norm, weights, hi),
-                               cols.requested.shape[1])
-        pos = RS.sorted_positions(rows, count, reasons, raw, active, norm, cols, q, keys,
-                                  order=RC.order_positions)
+        pos, launches = RC.sorted_positions(
+            rows, self._device_rows(rows, cols.allocatable.shape[0]), count, c.reasons, c.raw,
+            np.asarray(active), np.asarray(norm), np.asarray(weights), cols, q,
+            mix_of_seed(seed), packs, self._qbuf(cols, q))
+        self.launches += launches
         return place_sorted(self, cols, rows, pos, request, nonzero, register, start)
+
+    def _device_rows(self, rows: np.ndarray, n: int):
+        """``rows`` (ascending, distinct, below ``n``) on the device: every
+        row is the cached ``arange(n)``, else one copy."""
+        if rows.shape[0] == n:
+            if self._all_rows is None or self._all_rows.shape[0] != n:
+                self._all_rows = self._cuda.to_device(np.arange(n, dtype=np.int64))
+            return self._all_rows
+        return self._cuda.to_device(rows)
 
 
 def _never_fails(n: int) -> DR.RuleArrays:

@@ -28,6 +28,8 @@ pytestmark = [pytest.mark.cudasim, needs_cuda,
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(stage_case(), st.integers(0, 2**64 - 1), st.integers(1, 12))
 def test_device_keys_and_order_equal_the_numba_twin(case, seed, count):
+    """The maxima reduced on the device, the keys, the pair and at-maximum
+    counts, the order and the exact prefix: each the host twin's."""
     from numba import cuda
 
     from tensorsched.kernels.fused import run_sort_cuda as RC
@@ -51,14 +53,59 @@ def test_device_keys_and_order_equal_the_numba_twin(case, seed, count):
                                                reasons, raw, active, DEFAULT_NORM, weights, hi)
     packs = tuple(cuda.to_device(a) for a in SA.pack_nodes(cols))
     qbuf = cuda.to_device(SA.pack_query(cols, q))
-    keys_d, lens = RC.run_keys(rows, width, seed, packs, qbuf, cuda.to_device(reasons),
-                               cuda.to_device(raw),
-                               RC.slot_params(active, DEFAULT_NORM, weights, hi),
-                               cols.requested.shape[1])
-    assert np.array_equal(lens, want_lens)
+    d_rows, reasons_d, raw_d = (cuda.to_device(a) for a in (rows, reasons, raw))
+    sparams_d = cuda.to_device(RC.slot_params(active, DEFAULT_NORM, weights, 0 * hi))
+    RC.run_maxima(d_rows, reasons_d, raw_d, sparams_d)
+    assert sparams_d.copy_to_host()[3].tolist() == hi.tolist()
+    keys_d, lens_d, stats = RC.run_keys(d_rows, width, seed, packs, qbuf, reasons_d, raw_d,
+                                        sparams_d, cols.requested.shape[1])
+    assert np.array_equal(lens_d.copy_to_host(), want_lens)
     assert np.array_equal(keys_d.copy_to_host(), want_keys)
-    assert np.array_equal(RC.order_positions(keys_d, lens, count),
-                          run_sort.order_by_sort(want_keys, want_lens, count))
+    feasible = reasons[rows] == 0
+    at_max = [int((feasible & (raw[rows, s] == hi[s])).sum()) if hi[s] else 0
+              for s in range(hi.shape[0])]
+    assert stats.tolist() == [int(want_lens.sum())] + at_max
+    want = run_sort.order_by_sort(want_keys, want_lens, count)
+    p = want.shape[0]
+    flat_d, pos = RC.flat_order(keys_d, p)
+    assert np.array_equal(pos, want)
+    if p:
+        assert RC.exact_prefix(flat_d, p, width, lens_d, d_rows, raw_d, sparams_d,
+                               stats[1:]) == run_sort.exact_prefix(
+            want, want_lens, rows, reasons, raw, active, DEFAULT_NORM, hi)
+
+
+def test_device_exact_prefix_equals_the_host_rule():
+    """``run_sort``'s hand-made exact-prefix cases (slot 3's maximum 5 on
+    row 1, then on rows 1 and 2) read on the device from flat key indices."""
+    from numba import cuda
+
+    from tensorsched.kernels.fused import run_sort_cuda as RC
+    rows = np.array([0, 1, 2], np.int64)
+    reasons = np.zeros(3, np.int64)
+    active = np.ones(5, bool)
+    norm = np.array([0, 0, 0, 1, 0])
+    weights = np.ones(5, np.int64)
+    lens = np.array([3, 1, 3], np.int64)
+    width = 3
+    raw1 = np.zeros((3, 5), np.int64)
+    raw1[:, 3] = [2, 5, 0]
+    raw2 = raw1.copy()
+    raw2[2, 3] = 5
+    cases = [(raw1, [1]), (raw1, [0, 2, 1]), (raw1, [1, 0, 0]), (raw1, [0, 1, 2, 2]),
+             (raw2, [1, 0, 2, 0]), (raw2, [1, 2, 2, 2, 0]), (raw2, [2, 2, 0])]
+    for raw, order in cases:
+        order = np.array(order, np.int64)
+        hi = run_sort.run_maxima(reasons, raw, rows, active, norm)
+        want = run_sort.exact_prefix(order, lens, rows, reasons, raw, active, norm, hi)
+        nth = [int((order[:t] == j).sum()) for t, j in enumerate(order)]
+        flat = order * width + np.array(nth, np.int64)
+        at_max = np.where(hi != 0, (raw == hi).sum(axis=0), 0)
+        got = RC.exact_prefix(cuda.to_device(flat), order.shape[0], width,
+                              cuda.to_device(lens), cuda.to_device(rows), cuda.to_device(raw),
+                              cuda.to_device(RC.slot_params(active, norm, weights, hi)),
+                              at_max)
+        assert got == want, (order.tolist(), got, want)
 
 
 def test_cuda_sort_path_places_as_one_by_one(monkeypatch):
@@ -82,3 +129,65 @@ def test_cuda_sort_path_places_as_one_by_one(monkeypatch):
     assert got == want
     (fw,) = sched.cluster.frameworks.values()
     assert fw.backend.sorted_runs == 1
+
+
+def test_a_sorted_run_leaves_the_row_cache_on_the_device(monkeypatch):
+    """During the cuda backend's sorted runs no device array of N rows
+    comes back to the host: the reasons and raw scores by row stay there
+    (the maxima, the counts and the exact prefix are read on the device);
+    what comes back is O(S) counts and the P placements, plus, on the
+    simulator path only, the keys for the host sort.  The placements are
+    numba's and the one-by-one cycles'."""
+    from numba import cuda
+
+    from tensorsched.kernels.fused import run_sort_cuda as RC
+    from tensorsched.kernels.fused.backends import CudaBackend
+    monkeypatch.setattr(run_sort, "ENABLED", True)
+    n_nodes = 37
+    prefer = [{"key": "spot", "value": "yes", "effect": "PreferNoSchedule"}]
+    objects = [node_dict(f"n{i}", cpu=str(1 + i % 4), memory="4Gi", pods=str(3 + i % 5),
+                         taints=prefer if i % 3 == 0 else None) for i in range(n_nodes)]
+    run = [pod_dict(f"p{k}", cpu="300m", memory="100Mi", created=k) for k in range(90)]
+    cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "percentageOfNodesToScore": 100}
+    copies, keys, recording = [], [], []
+    device_type = type(cuda.device_array(1, np.int64))
+    real_copy, real_keys = device_type.copy_to_host, RC.run_keys
+    real_sorted = CudaBackend.place_run_sorted
+
+    def copy_to_host(self, *a, **k):
+        if recording:
+            copies.append((self, tuple(self.shape)))
+        return real_copy(self, *a, **k)
+
+    def run_keys(*a, **k):
+        got = real_keys(*a, **k)
+        keys.append(got[0])
+        return got
+
+    def place_run_sorted(self, *a, **k):
+        recording.append(1)
+        try:
+            return real_sorted(self, *a, **k)
+        finally:
+            recording.clear()
+    monkeypatch.setattr(device_type, "copy_to_host", copy_to_host)
+    monkeypatch.setattr(RC, "run_keys", run_keys)
+    monkeypatch.setattr(CudaBackend, "place_run_sorted", place_run_sorted)
+
+    def play(backend, batch):
+        sched = Scheduler(build_cluster(objects, cfg), backend, 4, batch=batch)
+        return [(b.pod, b.node) for b in sched.schedule_pending(run)[0]], sched
+
+    got, sched = play("cuda", True)
+    (fw,) = sched.cluster.frameworks.values()
+    assert fw.backend.sorted_runs >= 1 and keys
+    n_slots = fw.n_slots
+    for arr, shape in copies:
+        if any(arr is k for k in keys):
+            assert RC.cupy is None or RC.CUDA_SIMULATOR     # the simulator path's host sort
+            continue
+        assert shape[0] != n_nodes, shape
+        assert int(np.prod(shape)) <= max(len(run), 2 * n_slots, 1 + n_slots), shape
+    monkeypatch.setattr(device_type, "copy_to_host", real_copy)
+    assert got == play("numba", True)[0] == play("numpy", False)[0]
