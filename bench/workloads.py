@@ -110,6 +110,8 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         "cpu_seconds": round(cpu, 4),
         "mean_run_length": round(sum(runs) / len(runs), 1) if runs else 1.0,
         "compiled_runs": len(runs),
+        # pods and calls per placement path (``metrics.PLACEMENT_PATHS``)
+        "placed_by": dict(sched.placed_by), "runs_by": dict(sched.runs_by),
         **latency_fields(sched.latencies),
         "stages": {k: round(v, 4) for k, v in sched.timer.seconds.items()},
         "scheduled": sum(1 for b in bindings if b.node is not None),

@@ -113,7 +113,7 @@ def cmd_schedule(args) -> int:
 
     from tensorsched.generators.clusters import sample
     from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
-    from tensorsched.framework.scheduler.metrics import summarize
+    from tensorsched.framework.scheduler.metrics import placed_by_line, summarize
     from tensorsched.framework.scheduler.scheduler import Scheduler
     from tensorsched.topology.gpu_table import binding_gpus
     if args.cluster:
@@ -142,7 +142,8 @@ def cmd_schedule(args) -> int:
     summary["preemptions"] = len(preemptions)
     summary["evictions"] = len(sched.evictions)
     out = {"bindings": [b.to_dict() for b in bindings], "preemptions": preemptions,
-           "evictions": sched.evictions, "summary": summary}
+           "evictions": sched.evictions, "summary": summary,
+           "placed_by": dict(sched.placed_by), "runs_by": dict(sched.runs_by)}
     gpus = binding_gpus(cluster.state)      # GPU indices, only for pods holding GPUs
     for d in out["bindings"]:
         if d.get("node") is not None and d["pod"] in gpus:
@@ -161,6 +162,7 @@ def cmd_schedule(args) -> int:
     print(f"scheduled {s['scheduled']}/{s['pods']} pods on {s['nodes_used']} nodes "
           f"({s['unschedulable']} unschedulable{ignored}, {s['preemptions']} preemptions, "
           f"{s['evictions']} evictions), backend {_ran(args.backend)}", file=sys.stderr)
+    print(placed_by_line(out["placed_by"], out["runs_by"]), file=sys.stderr)
     return 0
 
 

@@ -99,6 +99,8 @@ def cmd_simulate(args) -> int:
     pq.write_table(ts, paths[0])
     summary.update({"events_rows": events.rows, "wall_seconds": round(time.perf_counter() - t0, 3),
                     "peak_rss_bytes": peak_rss_bytes(), "backend": args.backend, "seed": args.seed,
+                    "placed_by": dict(sim.scheduler.placed_by),
+                    "runs_by": dict(sim.scheduler.runs_by),
                     "interval": args.interval, "inputs": {
                         "cluster": args.cluster, "nodes": args.nodes, "trace": args.trace,
                         "scenario": args.scenario, "config": args.config,

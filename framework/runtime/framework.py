@@ -31,7 +31,13 @@ from tensorsched.kernels.domain_rules import (
     stack_rules,
     stack_spread,
 )
-from tensorsched.kernels.fused.backends import make_backend, resolve_backend, rotated
+from tensorsched.kernels.fused.backends import (
+    COMPILED_RUN_PATH,
+    SORT_PATH,
+    make_backend,
+    resolve_backend,
+    rotated,
+)
 from tensorsched.kernels.fused.ties import pick_tied, seed_mix
 
 from .blocks import block_setup, place_block
@@ -249,6 +255,7 @@ class Framework:
         self._masked: collections.OrderedDict = collections.OrderedDict()   # _masked_query
         self.block_setup = block_setup(self)
         self.block_classes = None       # (state key, kinds of pods) of the last block
+        self.last_run_path = None       # the path that placed the last run (``place_run``)
 
     def backend_for(self, stage: str) -> str:
         """The backend that runs ``stage`` (``kernels.backend_names.STAGES``)
@@ -518,7 +525,10 @@ class Framework:
 
         None (nothing done) when such a run cannot be compiled: the backend
         has none, a PreFilter rejects the pod or narrows its nodes, a host
-        plugin has no compiled form for it, or the pod holds host ports."""
+        plugin has no compiled form for it, or the pod holds host ports.
+        After a run, ``last_run_path`` names the path that placed it
+        (``SORT_PATH``, or the backend's ``run_path``: ``compiled_run`` on
+        numba, ``device_run`` on cuda)."""
         place = getattr(self.backend, "place_run", None)
         pod = pods[0]
         if place is None or pod.host_ports or any(
@@ -562,8 +572,12 @@ class Framework:
         if place_sorted is not None:
             got = place_sorted(*args, **forms)
             if got is not None:
+                self.last_run_path = SORT_PATH
                 return got
-        return place(*args, **forms)
+        got = place(*args, **forms)
+        if got is not None:
+            self.last_run_path = getattr(self.backend, "run_path", COMPILED_RUN_PATH)
+        return got
 
     def place_block(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
                     start_index: int):

@@ -29,7 +29,7 @@ from tensorsched.framework.state.cluster_state import ClusterState
 from .binding import BindingCycle
 from .counters import CycleCounters
 from .events import BOUND, Binding, EventBus, Outcomes
-from .metrics import MetricsRecorder
+from .metrics import ARRIVAL_BLOCK_PATH, MetricsRecorder
 from .profiles import Profiles
 from .queue import UNSCHEDULED_POD_ADD, SchedulingQueue
 from .runs import CompiledRuns
@@ -216,6 +216,7 @@ class ArrivalBlocks:
             set_clock(clock, float(times[-1]))
         if placed:
             metrics.results["scheduled"] = metrics.results.get("scheduled", 0) + placed
+            metrics.placed(ARRIVAL_BLOCK_PATH, placed)
             metrics.e2e_latencies.extend([0.0] * placed)
             metrics.run_lengths.append(placed)
         metrics.latencies.extend([wall] * len(pods))

@@ -27,7 +27,7 @@ from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.cluster_state import ClusterState
 
 from .events import BOUND, Binding, EventBus, Outcomes
-from .metrics import MetricsRecorder
+from .metrics import CYCLE_PATH, MetricsRecorder
 from .nominator import Nominator
 from .queue import POD_DELETE, QueuedPodInfo, SchedulingQueue
 
@@ -335,6 +335,7 @@ class BindingCycle:
         if self.assume_ttl is not None:
             self.assumed[pod.key] = self.clock.now() + self.assume_ttl
         self.metrics.result("scheduled")
+        self.metrics.placed(CYCLE_PATH)
         if self.nominator:
             self.nominator.delete(pod.key)
         now = self.clock.now()

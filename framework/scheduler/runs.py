@@ -59,7 +59,7 @@ from .binding import BindingCycle
 from .counters import CycleCounters
 from .events import BOUND, Binding, EventBus, Outcomes
 from .failure_memory import FailureMemory, failure_stamp, nominated_in
-from .metrics import MetricsRecorder
+from .metrics import GPU_BLOCK_PATH, MetricsRecorder
 from .nominator import Nominator
 from .profiles import Profiles
 from .queue import UNSCHEDULABLE, SchedulingQueue
@@ -158,7 +158,7 @@ class CompiledRuns:
         metrics.timer.add("filter_score", t1 - t0)
         # (nothing placed: no binding stage, as for the lone cycle the
         # failing head then gets -- or a remembered failure instead of it)
-        out = self._bind_run(run, placed, rows, collect) if placed else []
+        out = self._bind_run(run, placed, rows, fw.last_run_path, collect) if placed else []
         t2 = time.perf_counter()
         if placed:
             metrics.timer.add("reserve_bind", t2 - t1)
@@ -229,7 +229,7 @@ class CompiledRuns:
         t1 = time.perf_counter()
         metrics = self.metrics
         metrics.timer.add("filter_score", t1 - t0)
-        out = self._bind_run(run, placed, rows, collect)
+        out = self._bind_run(run, placed, rows, GPU_BLOCK_PATH, collect)
         t2 = time.perf_counter()
         metrics.timer.add("reserve_bind", t2 - t1)
         metrics.latencies.extend([(t2 - t0) / placed] * placed)
@@ -302,11 +302,11 @@ class CompiledRuns:
             queue.unpop(run, done)
         return out
 
-    def _bind_run(self, run, placed: int, rows, collect: bool = True) -> list:
+    def _bind_run(self, run, placed: int, rows, path: str, collect: bool = True) -> list:
         """The binding cycles of the first ``placed`` pods of a run (its
         plugins are ``run_safe``: nothing to call), in order: outcomes,
-        latencies and events.  Returns the Bindings (``collect``), else the
-        pods' keys."""
+        latencies and events; ``path`` placed them (``metrics.PLACEMENT_PATHS``).
+        Returns the Bindings (``collect``), else the pods' keys."""
         state, now = self.state, self.clock.now()
         binding = self.binding
         names = state.node_names[rows].tolist()
@@ -354,6 +354,7 @@ class CompiledRuns:
         else:
             metrics.e2e_latencies.extend([now - t for t in run.initial_timestamps()[:placed]])
         metrics.results["scheduled"] = metrics.results.get("scheduled", 0) + len(keys)
+        metrics.placed(path, len(keys))
         if collect:
             return [outcomes[key] for key in keys]
         return keys

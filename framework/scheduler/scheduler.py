@@ -146,6 +146,8 @@ class Scheduler:
     bind_failures = _Forward("recorder")
     run_lengths = _Forward("recorder")              # pods placed per compiled run
     block_pods = _Forward("recorder")               # pods arrival blocks handled
+    placed_by = _Forward("recorder")                # placement path -> pods it placed
+    runs_by = _Forward("recorder")                  # placement path -> calls that placed
     # the embedding API's cluster events
     ignored = _Forward("handlers")                  # key -> why no profile takes it
     add_node = _Forward("handlers")

@@ -32,6 +32,14 @@ from .source import ColumnSource
 from .ties import TIE_RANK_BITS, seed_mix as mix_of_seed
 
 
+SORT_PATH = "sort"
+"""The name of the path that places a run by one sort (``place_run_sorted``)."""
+COMPILED_RUN_PATH = "compiled_run"
+"""The numba backend's run path (``NumbaBackend.place_run``: one pod after another)."""
+DEVICE_RUN_PATH = "device_run"
+"""The cuda backend's run path (``CudaBackend.place_run``: the device run kernel)."""
+
+
 class StageResult(NamedTuple):
     """One evaluation; arrays are host NumPy views valid until the next call.
     For a placement (no explain) ``scores`` may be None; when every node is
@@ -218,6 +226,7 @@ class NumbaBackend:
     (``mix_total``, kept for the cycle's normalization maxima)."""
 
     name = "numba"
+    run_path = COMPILED_RUN_PATH    # what ``place_run`` is called in the metrics
     MAX_CACHED_QUERIES = 32
 
     def __init__(self):
@@ -668,6 +677,7 @@ class CudaBackend:
     one launch (that pass) and the cache copied back for the host's ranking."""
 
     name = "cuda"
+    run_path = DEVICE_RUN_PATH      # what ``place_run`` is called in the metrics
     MAX_CACHED_QUERIES = 32
 
     def __init__(self):
