@@ -661,6 +661,9 @@ class _DeviceRowCache:
         self.seen = -1
         self.reasons = reasons
         self.raw = raw
+        self.host_reasons = None    # host copies for a cycle's ranking (``_host_rows``)
+        self.host_raw = None
+        self.host_seen = -1         # the ``seen`` they are level with
 
 
 class CudaBackend:
@@ -673,8 +676,10 @@ class CudaBackend:
     query is one device buffer (``stage_args.pack_query``), uploaded once.
     A run keeps its query's reasons and raw scores by row on the device
     between calls and recomputes the rows written since: a run costs at most
-    two launches (that pass and the run kernel) and one copy back; a cycle
-    one launch (that pass) and the cache copied back for the host's ranking."""
+    two launches (that pass and the run kernel) and one copy back (the
+    sort path: O(S) counts and its placements, ``run_sort_cuda``); a cycle
+    one launch (that pass) and, for the host's ranking, the span of the
+    cache's rows written since its last cycle copied back (``_host_rows``)."""
 
     name = "cuda"
     run_path = DEVICE_RUN_PATH      # what ``place_run`` is called in the metrics
@@ -706,6 +711,7 @@ class CudaBackend:
         self.copies = 0             # host -> device copies made for them
         self.rows_recomputed = 0    # rows the device row caches recomputed
         self.launches = 0           # kernels launched
+        self.rows_downloaded = 0    # row cache rows copied back for the host's ranking
 
     def _qbuf(self, cols, q):
         """The query's packed buffer on the device, uploaded once per
@@ -776,14 +782,14 @@ class CudaBackend:
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                  n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
         """One cycle: the query's device row cache brought up to date (at
-        most one launch, over the rows written since), copied back, and
-        normalized, weighed and ranked on the host in evaluation order (the
-        numba backend's ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
+        most one launch, over the rows written since), its host copy brought
+        level (``_host_rows``: the rows written since), and normalized,
+        weighed and ranked on the host in evaluation order (the numba
+        backend's ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
         packs = self._sync_columns(source)
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots, packs)
-        reasons_by_row = c.reasons.copy_to_host()
-        raw_by_row = c.raw.copy_to_host()
+        reasons_by_row, raw_by_row = self._host_rows(source, c)
         m = rows.shape[0]
         total = np.zeros(m, np.int64)
         ties = np.zeros(m, np.int64)
@@ -802,6 +808,27 @@ class CudaBackend:
         reasons = np.take(reasons_by_row, rotated(rows, start))
         return StageResult(reasons, scores_out if want_scores else None, total, ties[:n_ties],
                            processed, found)
+
+    def _host_rows(self, source: ColumnSource, c: _DeviceRowCache) -> tuple:
+        """(reasons [N], raw [N, S]) of the device row cache ``c`` on the
+        host, level with the device: copied whole the first time, then only
+        the span of the rows written since the last copy (every change to
+        the device cache is to a row whose ``row_version`` moved: the
+        by-row pass recomputes those, the run kernel rewrites the rows it
+        placed on, which ``register`` then marks)."""
+        n = c.reasons.shape[0]
+        if c.host_reasons is None:
+            c.host_reasons, c.host_raw = c.reasons.copy_to_host(), c.raw.copy_to_host()
+            self.rows_downloaded += n
+        elif c.host_seen != c.seen:
+            dirty = np.flatnonzero(source.row_version[:n] > c.host_seen)
+            if dirty.shape[0]:
+                lo, hi = int(dirty[0]), int(dirty[-1]) + 1
+                c.host_reasons[lo:hi] = c.reasons[lo:hi].copy_to_host()
+                c.host_raw[lo:hi] = c.raw[lo:hi].copy_to_host()
+                self.rows_downloaded += hi - lo
+        c.host_seen = c.seen
+        return c.host_reasons, c.host_raw
 
     def _row_cache(self, source: ColumnSource, cols, q, n_slots, packs) -> _DeviceRowCache:
         """The query's device row cache, current: the rows written since it

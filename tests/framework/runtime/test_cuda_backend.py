@@ -97,3 +97,45 @@ def test_cuda_cycle_launches_one_kernel_and_a_run_two(batch, monkeypatch):
     # one pass over every row, then the rows the placements wrote
     n = cluster.state.columns().allocatable.shape[0]
     assert be.rows_recomputed <= n + len(bound)
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_cycles_copy_back_only_the_rows_written_since(monkeypatch):
+    """One-by-one cycles: the host copy of the row cache is taken whole
+    once, then only the rows written since (one per placement here; a
+    deleted pod's and an added node's rows too), and the bindings are the
+    numpy backend's."""
+    from numba import cuda
+    nodes = [node_dict(f"n{i}", cpu=str(2 + i % 3)) for i in range(7)]
+    first = [pod_dict(f"p{i}", cpu="300m", created=i) for i in range(10)]
+    later = [pod_dict(f"q{i}", cpu="300m", created=20 + i) for i in range(6)]
+    copied = []
+    device_type = type(cuda.device_array(1))
+    real_copy = device_type.copy_to_host
+
+    def copy_to_host(self, *a, **k):
+        copied.append(self.shape[0])
+        return real_copy(self, *a, **k)
+
+    def play(backend):
+        cluster = build_cluster(nodes)
+        sched = Scheduler(cluster, backend, seed=3, batch=False)
+        out = sched.schedule_pending(first)[0]
+        sched.delete_pod(out[2].pod)
+        sched.add_node(node_dict("extra", cpu="4"))
+        out += sched.schedule_pending(later)[0]
+        (fw,) = cluster.frameworks.values()
+        return [(b.pod, b.node) for b in out], fw.backend, cluster
+
+    monkeypatch.setattr(device_type, "copy_to_host", copy_to_host)
+    got, be, cluster = play("cuda")
+    monkeypatch.setattr(device_type, "copy_to_host", real_copy)
+    assert got == play("numpy")[0]
+    n = cluster.state.columns().allocatable.shape[0]
+    cycles = len(first) + len(later)
+    # reasons and raw scores: the same rows of each
+    assert sum(copied) == 2 * be.rows_downloaded
+    # whole once (and again after the node added reallocates the layout,
+    # at most), then a few rows a cycle: not every row every cycle
+    assert be.rows_downloaded <= 2 * n + 2 * cycles < cycles * n, be.rows_downloaded
