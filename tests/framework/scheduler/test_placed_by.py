@@ -181,3 +181,17 @@ def test_schedule_writes_placed_by_and_names_the_paths(tmp_path, capsys, monkeyp
         lines = err.splitlines()
         at = next(i for i, line in enumerate(lines) if "backend numba" in line)
         assert lines[at + 1].startswith(f"placed by {want} 10")
+
+
+def test_bench_records_carry_placed_by(monkeypatch):
+    from tensorsched.bench import workloads as W
+    monkeypatch.setattr(W, "_state_bytes_per_pod", lambda: 0.0)   # not what is tested here
+    for batch in (True, False):
+        rec = W.run_workload("basic", 6, 40, "numba", batch=batch)
+        by = {k: v for k, v in rec["placed_by"].items() if v}
+        assert sum(by.values()) == rec["scheduled"] > 0
+        assert set(rec["runs_by"]) == set(PLACEMENT_PATHS)
+        if batch:
+            assert by.keys() & {"sort", "compiled_run"}
+        else:
+            assert set(by) == {"cycle"}
