@@ -15,7 +15,10 @@ own times (``batch.TraceWorkload``), the run goes through its queue
 between decisions as ``batch.trace_batch`` runs it: bound pods leave at
 their departure (freeing their node; the reward counts it), pods that fit
 nowhere wait and retry as the Simulation's scheduling queue lets them, and
-the pending pod is the next attempt some node takes.  Conventions as the single
+the pending pod is the next attempt some node takes: the head of activeQ,
+in PrioritySort's order when the trace's pods have unequal priorities
+(``TraceWorkload.rank``: the higher priority first, then the earlier
+creation, then first in first out), else first in first out.  Conventions as the single
 environment ``SchedulingEnv``'s where they apply:
 
 - ``observation`` (a dict of arrays with a leading axis ``num_envs``):
