@@ -260,7 +260,9 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         ``ReplayResult.placements``: (pod name, row or -1, [GPU indices])
         for the pods up to the pending one (every pod once the episode is
         over; with departures a pod keeps the row it was bound to after it
-        left, and a pod still waiting shows -1)."""
+        left, and a pod still waiting shows -1; with retries or ranks a pod
+        after the pending one in trace order may be bound already, listed
+        once the episode is over)."""
         r = self.runs[env]
         off = int(self.arrays.ev_off[env])
         k = int(self.engine.ist[env, 0]) if self.engine.ist[env, 2] == 0 else len(r.seq)
