@@ -2,8 +2,8 @@
 ``NUMBA_ENABLE_CUDASIM``) equals the numba twin step by step: observations,
 masks, rewards, flags and infos, with random valid and invalid actions, a
 partial reset and next-step autoreset, all six policies, more nodes than
-threads, departures, pods of unequal priorities; device actions and device observations; and ``backend='cuda'``
-refused cleanly where no device is."""
+threads, departures, pods of unequal priorities; device actions and device
+observations; and ``backend='cuda'`` refused cleanly where no device is."""
 import numpy as np
 import pytest
 from support.backends import cuda_available, needs_cuda
