@@ -20,7 +20,9 @@ columns and caches of ``_cluster`` plus
 - ``fst`` [2] float64: the cluster's fragmentation (GPU milli), the GPU
   milli allocated;
 - ``_queue``'s state (``qi``, ``qf``, ``pst``, ``patt``, ``pts``, ``aq``,
-  ``up``, ``hk``, ``hs``, ``hp``).
+  ``up``, ``hk``, ``hs``, ``hp``, ``dk``, ``ds``, ``dp``; with ``rank``,
+  ``ak`` [2P] activeQ's heap keys: the pending pod is the head of activeQ
+  in PrioritySort's order, as the batched engine's run pops it).
 """
 
 # ruff: noqa: F821
@@ -114,13 +116,15 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
              gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
              cache_score, cache_gpu, cache_ver, work, gidx, nfrag, tree_val,
              feas, scale, obs, pod_obs, ist, fst, qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
-             dk, ds, dp):
+             dk, ds, dp, rank, ak):
     """``mode`` 1 (reset): the cluster emptied and the run started again;
     2 (hold): nothing changes; 0 (step): the pending pod placed on row
     ``action`` (the default row when ``action`` is outside the mask).  Then
     on through the run's queue (``_queue``: arrivals, departures freeing
     their nodes, failed attempts waiting as the Simulation's queue lets
-    them) to the next attempt some node takes.  Outputs per pod: the row
+    them; activeQ in the order of ``rank`` [P], empty: first in first
+    out, ``ak`` [2P] or empty its heap keys) to the next attempt some node
+    takes.  Outputs per pod: the row
     it was bound to (-1: not yet or never), its GPUs, the fragmentation
     after it (or, for a failed attempt, when it failed)."""
     if mode == HOLD:
@@ -174,8 +178,7 @@ def step_env(mode, action, n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         ist[4] = row
     while True:
         kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0],
-                      dp[:0])
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak)
         if kind == Q_DONE:
             break
         j = qi[Q_POD]

@@ -4,7 +4,8 @@ what ``_env.step_env`` does for its environment (the CPU twin,
 ``env_step``): thread 0 applies the action (accounts the pod, refreshes
 the fragmentation sum, writes the row's observation), then keeps the
 run's queue (``_queue``: arrivals, departures it frees the nodes of,
-retries) and the block decides each attempt as the batched engine's
+retries, activeQ a heap in PrioritySort's order with ranks) and the
+block decides each attempt as the batched engine's
 kernel decides one (``cuda.block_decide``: warp-shuffle reductions, the
 largest key of the total and the seeded tie rank; Random's drawn row by
 a block scan), writing the filters' mask as it goes,
@@ -58,13 +59,13 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
                  n_tree, t_lo, t_len, t_left, t_right, leaf_of, n_classes, c_cpu, c_mem,
                  c_cpu_nz, c_num, c_milli, c_mask, n_typical, tp_cpu, tp_num, tp_milli, tp_mask,
                  tp_freq, run_set, run_workload, policy_of, sel_of, seed_mix_of, gpu_weight_of,
-                 static_of, ev_off, ev_len, cls_all, u_all, arrive, depart, duration,
+                 static_of, ev_off, ev_len, cls_all, u_all, arrive, depart, duration, rank,
                  backoff0_of, backoff_max_of, max_unsched_of, out_node_all, out_gmask_all,
                  out_frag_all, gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all,
                  node_ver_all, version_all, cache_score_all, cache_gpu_all, cache_ver_all,
                  nfrag_all, tree_all, feas_all, scale, obs_all, pod_obs_all, ist_all, fst_all,
                  qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all,
-                 hp_all, dk_all, ds_all, dp_all):
+                 hp_all, dk_all, ds_all, dp_all, ak_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     mode = mode_of[b]
@@ -121,6 +122,8 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
     ds = ds_all[o:o + e]
     dp = dp_all[o:o + e]
     dur = duration[o:o + e]
+    rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]    # empty: first in first out
+    ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
     if mode == STEP_RESET:
         for i in range(tid, n, THREADS):
             _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
@@ -181,7 +184,7 @@ def _step_kernel(mode_of, action_of, n_nodes, gpu_count, model, cpu_cap, mem_cap
         if tid == 0:
             cmd[0] = _q_next(arrive[o:o + e], depart[o:o + e],
                              backoff0_of[b], backoff_max_of[b], max_unsched_of[b], qi, qf, pst,
-                             patt, pts, aq, up, hk, hs, hp, dk, ds, dp, dp[:0], dp[:0])
+                             patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak)
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
         cuda.syncthreads()
@@ -285,7 +288,8 @@ class EnvBatchCuda:
             a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
             a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total, a.ev_off, a.ev_len,
             a.cls, a.u, a.arrive.astype(np.float64), a.depart.astype(np.float64),
-            a.duration.astype(np.float64), a.backoff0.astype(np.float64),
+            a.duration.astype(np.float64), a.rank.astype(np.int64),
+            a.backoff0.astype(np.float64),
             a.backoff_max.astype(np.float64), a.max_unsched.astype(np.float64))]
         i64 = np.int64
         self._outs = [d(np.full(e, -1, i64)), d(np.zeros(e, i64)), d(np.zeros(e))]
@@ -309,7 +313,9 @@ class EnvBatchCuda:
         self._queue = [da((b, QI_N), i64), da((b, QF_N)), da(max(e, 1), i64),
                        da(max(e, 1), i64), da(max(e, 1)), da(r, i64), da(r, i64), da(r),
                        da(r, i64), da(r, i64), da(max(e, 1)), da(max(e, 1), i64),
-                       da(max(e, 1), i64)]
+                       da(max(e, 1), i64),
+                       # activeQ's heap keys (``_queue``), with ranks only
+                       da(r if a.rank.shape[0] else 1, i64)]
         self._b = b
         self._cupy = _cupy()
 

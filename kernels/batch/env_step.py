@@ -5,7 +5,8 @@ stepped one decision per call, all in one ``prange`` over environments
 ``_env``) between calls; its outputs per event (node, GPUs, the
 fragmentation after the pod) are the batched engine's placements when a
 batch is stepped with its default actions (the experiment's runs, and
-traces with departures and retries as ``trace_batch`` runs them)."""
+traces with departures, retries and pods of unequal priorities as
+``trace_batch`` runs them: activeQ in the order of ``BatchArrays.rank``)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,6 @@ def check_env(a: BatchArrays, scale) -> np.ndarray:
     a.check()
     if (a.run_set != 0).any() or int(a.n_nodes[0]) != a.gpu_count.shape[1]:
         raise ValueError("run_set: every environment runs on node set 0, unpadded")
-    if a.rank.shape[0]:
-        raise ValueError("rank: an environment's activeQ is first in first out (pods of one "
-                         "priority)")
     scale = np.asarray(scale, np.float64)
     if scale.shape != (3,) or not (scale > 0).all():
         raise ValueError("scale: three positive divisors (cpu, memory, GPU milli)")
@@ -84,15 +82,19 @@ class EnvBatch:
         self.ist[:, 2] = 1
         self.fst = np.zeros((b, 2), np.float64)
         self._seed_mix = a.seed_mix.astype(np.uint64)
-        self._times = (a.arrive.astype(np.float64), a.depart.astype(np.float64),
-                       a.duration.astype(np.float64), a.backoff0.astype(np.float64),
-                       a.backoff_max.astype(np.float64), a.max_unsched.astype(np.float64))
+        # the queue's inputs, in the order ``_env_driver.step_all`` takes them
+        self._queue_in = (a.arrive.astype(np.float64), a.depart.astype(np.float64),
+                          a.duration.astype(np.float64), a.rank.astype(np.int64),
+                          a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
+                          a.max_unsched.astype(np.float64))
         r = max(2 * e, 1)
         self._queue = (np.zeros((b, QI_N), np.int64), np.zeros((b, QF_N), np.float64),
                        np.zeros(e, np.int64), np.zeros(e, np.int64), np.zeros(e, np.float64),
                        np.zeros(r, np.int64), np.zeros(r, np.int64), np.zeros(r, np.float64),
                        np.zeros(r, np.int64), np.zeros(r, np.int64), np.zeros(e, np.float64),
-                       np.zeros(e, np.int64), np.zeros(e, np.int64))
+                       np.zeros(e, np.int64), np.zeros(e, np.int64),
+                       # activeQ's heap keys (``_queue``), with ranks only
+                       np.zeros(r if a.rank.shape[0] else 0, np.int64))
 
     def step(self, reset: np.ndarray, action: np.ndarray, hold: np.ndarray | None = None) -> None:
         """Environments with ``reset[b]`` start their run again, those with
@@ -114,7 +116,7 @@ class EnvBatch:
                       a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli,
                       a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
                       self._seed_mix, a.gpu_weight, a.static_total, a.ev_off, a.ev_len, a.cls,
-                      a.u, *self._times, self.out_node, self.out_gmask, self.out_frag,
+                      a.u, *self._queue_in, self.out_node, self.out_gmask, self.out_frag,
                       self.gpu_left,
                       self.cpu_left, self.mem_left, self.pods_left, self.aff, self.node_ver,
                       self.version, self.cache_score, self.cache_gpu, self.cache_ver,

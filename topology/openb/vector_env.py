@@ -15,7 +15,10 @@ own times (``batch.TraceWorkload``), the run goes through its queue
 between decisions as ``batch.trace_batch`` runs it: bound pods leave at
 their departure (freeing their node; the reward counts it), pods that fit
 nowhere wait and retry as the Simulation's scheduling queue lets them, and
-the pending pod is the next attempt some node takes.  Conventions as the single
+the pending pod is the next attempt some node takes: the head of activeQ,
+in PrioritySort's order when the trace's pods have unequal priorities
+(``TraceWorkload.rank``: the higher priority first, then the earlier
+creation, then first in first out), else first in first out.  Conventions as the single
 environment ``SchedulingEnv``'s where they apply:
 
 - ``observation`` (a dict of arrays with a leading axis ``num_envs``):
@@ -257,7 +260,9 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         ``ReplayResult.placements``: (pod name, row or -1, [GPU indices])
         for the pods up to the pending one (every pod once the episode is
         over; with departures a pod keeps the row it was bound to after it
-        left, and a pod still waiting shows -1)."""
+        left, and a pod still waiting shows -1; with retries or ranks a pod
+        after the pending one in trace order may be bound already, listed
+        once the episode is over)."""
         r = self.runs[env]
         off = int(self.arrays.ev_off[env])
         k = int(self.engine.ist[env, 0]) if self.engine.ist[env, 2] == 0 else len(r.seq)

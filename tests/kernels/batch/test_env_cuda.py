@@ -2,8 +2,8 @@
 ``NUMBA_ENABLE_CUDASIM``) equals the numba twin step by step: observations,
 masks, rewards, flags and infos, with random valid and invalid actions, a
 partial reset and next-step autoreset, all six policies, more nodes than
-threads; device actions and device observations; and ``backend='cuda'``
-refused cleanly where no device is."""
+threads, departures, pods of unequal priorities; device actions and device
+observations; and ``backend='cuda'`` refused cleanly where no device is."""
 import numpy as np
 import pytest
 from support.backends import cuda_available, needs_cuda
@@ -140,3 +140,55 @@ def test_cuda_step_with_departures_equals_the_twin(tmp_path):
         if done.all():
             break
     assert done.any() and left
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_step_with_ranks_equals_the_twin(tmp_path):
+    """Pods of three priorities arriving in groups (activeQ a heap in
+    PrioritySort's order): the device pops the same pending pods as the
+    twin, not first in first out, under random actions, through the end
+    of the episodes and an autoreset.  8 pods: a launch per step is
+    slow in the simulator."""
+    from support.openb import openb_slice
+
+    from tensorsched.topology.gpu import read_openb_nodes
+    from tensorsched.topology.openb import batch as B
+    from tensorsched.topology.openb import trace as T
+    nodes, pods = openb_slice(tmp_path, "gpuspec10", 4, 8)
+    tw = B.trace_workload(T.read_openb_trace(pods))
+    arrival = np.floor(tw.arrival / 1e6)        # 0 0 1 2 2 2 3 3
+    leave = arrival + np.floor((tw.departure - tw.arrival) / 1e6)
+    rank = np.array([2, 0, 1, 2, 0, 1, 1, 0])
+    tw = B.TraceWorkload(tw.pods, arrival, leave, rank=rank)
+    inv = read_openb_nodes(nodes)
+    jobs = [(0, "FGD", 1), (0, "Random", 2)]
+    twin = OpenbVectorEnv(inv, [tw], jobs)
+    dev = OpenbVectorEnv(inv, [tw], jobs, backend="cuda")
+    rng = np.random.default_rng(4)
+    o1, i1 = twin.reset()
+    o2, i2 = dev.reset()
+    _same(o1, o2, "reset obs")
+    _same(i1, i2, "reset info")
+    order = [int(i1["pod_index"][0])]
+    ended = np.zeros(twin.num_envs, bool)
+    while not ended.all():
+        act = np.where(rng.random(twin.num_envs) < 0.7, i1["default_action"],
+                       rng.integers(0, inv.n_nodes, twin.num_envs))
+        o1, r1, t1, u1, i1 = twin.step(act)
+        o2, r2, t2, u2, i2 = dev.step(act)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(t1, t2)
+        _same(o1, o2, f"step {len(order)} obs")
+        _same(i1, i2, f"step {len(order)} info")
+        for b in np.flatnonzero(t1 & ~ended):
+            assert twin.placements(b) == dev.placements(b)
+        ended |= t1
+        order.append(int(i1["pod_index"][0]))
+        assert len(order) < 12
+    assert order[:3] == [1, 0, 2]           # the higher priority first at time 0
+    o1, r1, t1, _, i1 = twin.step(np.zeros(twin.num_envs, np.int64))     # autoreset
+    o2, r2, t2, _, i2 = dev.step(np.zeros(twin.num_envs, np.int64))
+    _same(o1, o2, "autoreset obs")
+    _same(i1, i2, "autoreset info")
+    assert i1["pod_index"][0] == 1

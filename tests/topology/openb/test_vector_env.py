@@ -211,9 +211,5 @@ def test_departures_default_actions_reproduce_trace_batch(tmp_path, durations):
     assert np.isfinite(tw.departure).any()
     with pytest.raises(ValueError, match="not a mix"):
         OpenbVectorEnv(inv, [tw, tw.pods], jobs)
-    ranked = B.TraceWorkload(tw.pods, tw.arrival, tw.departure,
-                             rank=np.arange(len(tw.arrival)) % 2)
-    with pytest.raises(ValueError, match="rank: an environment's activeQ is first in first out"):
-        OpenbVectorEnv(inv, [ranked], jobs)
     with pytest.raises(ValueError, match="max_unsched"):
         OpenbVectorEnv(inv, [tw], jobs, max_unsched=-1.0)
