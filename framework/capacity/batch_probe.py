@@ -32,6 +32,16 @@ min-max over the nodes each cycle scores and weighs it with the profile's
 weight), computed once on the universe's initial state.  They stay
 constants while no pod the batch places is selected by another queued
 pod's terms or selects it: placed pods change nothing the plugin reads.
+A probe without some node whose bound pods those constants read (a
+drain's removal: a DaemonSet pod a class's terms select, a bound pod
+whose anti-affinity selects a class, a lone pod whose terms select its
+own class) reads the constants of its group instead: probes that lack the
+same such nodes share one group, whose filter verdicts, raw scores and
+FailedScheduling statuses are the plugin's on the universe without those
+nodes' pods (``LocalBatch.static_group``).  The groups of one call are
+bounded by ``group_budget`` bytes; ``run(..., partial=True)`` answers None
+for the probes beyond it (``left_out`` says why), the caller's Scheduler
+answers them.
 
 Refused (``BatchProfileError``, naming the plugin; the caller then takes
 the per-probe path): a plugin outside the default profile's; a pod for
@@ -40,8 +50,7 @@ spreading of a Deployment's, ReplicaSet's or StatefulSet's pod); pods
 whose InterPodAffinity terms (required or preferred affinity or
 anti-affinity, with their namespaces) select another queued pod, or whose
 terms select their own class when a probe places more than one of it
-(named with both pods), and a probe without a node whose bound pods those
-constants read (a drain's removal of such a node); volumes, claims (DRA),
+(named with both pods); volumes, claims (DRA),
 host ports, scheduling gates, a PreFilter that narrows or rejects; pods of
 more than one profile; a pod that could preempt (DefaultPreemption with a
 pod of lower priority in the cluster or the workload).
@@ -49,6 +58,7 @@ pod of lower priority in the cluster or the workload).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numba
@@ -61,6 +71,7 @@ from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.framework.runtime.framework import CyclePlan, num_feasible_nodes_to_find
 from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.runtime.status import Code
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import layout as L
@@ -90,6 +101,7 @@ DEFAULT_PLUGINS = frozenset({
     "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DefaultPreemption",
     "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder", "DynamicResources"})
 CHUNK = 256                 # probes per kernel call (bounds the per-call arrays)
+GROUP_BUDGET = 256 << 20    # bytes of static group tables per kernel call
 _STATIC_SLOTS = (L.S_TAINT, L.S_NODE_AFFINITY)
 _KIND_NAMES = {"req_aff": "required affinity", "req_anti": "required anti-affinity",
                "pref_aff": "preferred affinity", "pref_anti": "preferred anti-affinity"}
@@ -134,6 +146,8 @@ class LocalProber:
     ``pods`` to schedule (resolved PodRecords, pending); see the module doc.
     Raises ``BatchProfileError`` when the profile or a pod is not covered."""
 
+    group_budget = GROUP_BUDGET     # bytes of one call's static group tables
+
     def __init__(self, cluster: Cluster, nodes: list[NodeRecord], bound: list[PodRecord],
                  pods: list[PodRecord], seed: int, threads: int | None = None,
                  device: str = "cpu"):
@@ -155,6 +169,8 @@ class LocalProber:
         self.row_name = {row: name for name, row in self.names.items()}
         self._check_interactions(state)
         self._arrays(state, plans)
+        self._group_cache: dict[tuple, tuple] = {}
+        self.left_out = ""          # why the last partial call left probes out
 
     # ----------------------------------------------------------- coverage
 
@@ -288,19 +304,10 @@ class LocalProber:
                 rows.add(state.node_rows[bp.node_name])
         return np.asarray(sorted(rows), np.int64)
 
-    def _check_probes(self, rows: list[np.ndarray], orders: list[list[int]]) -> None:
+    def _check_probes(self, orders: list[list[int]]) -> None:
         """Refuse probes the static InterPodAffinity answers do not hold
-        for: one without a node whose bound pods they read, one with more
-        than one pod of a class whose terms select itself."""
-        if self._ipa_rows.shape[0]:
-            present = np.zeros(self.cols.allocatable.shape[0], np.bool_)
-            for r in rows:
-                present[:] = False
-                present[r] = True
-                gone = self._ipa_rows[~present[self._ipa_rows]]
-                if gone.shape[0]:
-                    raise _refuse(IPA, f"a probe without node {self.row_name[int(gone[0])]}, "
-                                       "whose bound pods its terms read")
+        for: one with more than one pod of a class whose terms select
+        itself."""
         if self.self_selecting:
             for order in orders:
                 n = np.bincount(self.class_of[np.asarray(order, np.int64)],
@@ -309,6 +316,84 @@ class LocalProber:
                     if n[k] > 1:
                         raise _refuse(IPA, f"pod {self.class_pods[k].key}'s terms select "
                                            f"itself and the probe places {int(n[k])} of them")
+
+    # ------------------------------------------------------ static groups
+
+    def _static_groups(self, rows: list[np.ndarray]) -> tuple[np.ndarray, list, list[int]]:
+        """(group [B] of each probe, -1: the base constants; the tables of
+        groups 0..G-1 (``_group_tables``); the probes left out, beyond
+        ``group_budget``): probes that lack the same nodes whose bound pods
+        InterPodAffinity reads share a group."""
+        group = np.full(len(rows), -1, np.int64)
+        if not self._ipa_rows.shape[0]:
+            return group, [], []
+        per = 3 * 8 * max(self.c, 1) * max(self.cols.allocatable.shape[0], 1)
+        cap = self.group_budget // per
+        present = np.zeros(self.cols.allocatable.shape[0], np.bool_)
+        index: dict[tuple, int] = {}
+        tables, over = [], []
+        for j, r in enumerate(rows):
+            present[:] = False
+            present[r] = True
+            gone = self._ipa_rows[~present[self._ipa_rows]]
+            if not gone.shape[0]:
+                continue
+            key = tuple(gone.tolist())
+            g = index.get(key)
+            if g is None:
+                if len(tables) >= cap:
+                    over.append(j)
+                    continue
+                g = index[key] = len(tables)
+                tables.append(self._group_tables(key, cap))
+            group[j] = g
+        return group, tables, over
+
+    def _group_tables(self, gone: tuple, cap: int) -> tuple:
+        """(bits, ipa_raw, s_key), each [C, U] int64: the usage-independent
+        reason bits, InterPodAffinity's raw score and the static statuses
+        of every class on the universe without the bound pods of rows
+        ``gone`` (kept for later calls, at most ``cap`` groups)."""
+        got = self._group_cache.get(gone)
+        if got is not None:
+            return got
+        names = {self.row_name[r] for r in gone}
+        work = fresh_cluster(self.universe, pods=[p for p in self.universe.objects.pods
+                                                  if p.node_name not in names])
+        state = work.state
+        u = self.cols.allocatable.shape[0]
+        rows = np.asarray([state.node_rows[self.row_name[r]] for r in range(u)], np.int64)
+        base = self.base
+        bits = base["static_bits"].copy()
+        raw = np.ascontiguousarray(base["static_raw"][:, :, 2])
+        s_key = base["s_key"].copy()
+        pods = list(self.class_pods)
+        working = []
+        for k, (_ctx, ipa_filter, ipa_score) in enumerate(self.ipa):
+            if not ipa_filter and not ipa_score:
+                continue
+            working.append(k)
+            # a pod object of its own: the plugin keeps its last filter's
+            # answers per pod object and state version
+            pods[k] = dataclasses.replace(self.class_pods[k])
+            ctx = CycleContext(state, pods[k], self.fw)
+            for p, bit in ipa_filter:
+                bits[k] &= ~(np.int64(1) << bit)
+                if p.pre_filter(ctx)[0].code != Code.SKIP:
+                    ok = np.asarray(p.filter(ctx, rows), np.bool_)
+                    bits[k] |= np.where(ok, 0, np.int64(1) << bit)
+            for p, _slot in ipa_score:
+                # a PreScore that skips leaves the slot at 0 on every node,
+                # as the min-max of equal scores normalizes it
+                raw[k] = (0 if p.pre_score(ctx).code == Code.SKIP
+                          else np.asarray(p.score(ctx, rows), np.int64))
+        if working:
+            got = self.keys.add(state, self.plans, bits, classes=working, pods=pods, rows=rows)
+            s_key[working] = got[working]
+        if len(self._group_cache) >= cap:
+            self._group_cache.clear()
+        self._group_cache[gone] = (bits, raw, s_key)
+        return bits, raw, s_key
 
     # ------------------------------------------------------------- arrays
 
@@ -435,36 +520,72 @@ class LocalProber:
         idx = list(pod_indices)
         return sorted(idx, key=lambda i: self.sort_key(self.pods[i]))
 
-    def run(self, node_sets: list, pod_lists: list) -> list[list[tuple[int, str | None]]]:
+    def run(self, node_sets: list, pod_lists: list,
+            partial: bool = False) -> list[list[tuple[int, str | None]] | None]:
         """Each probe b: the cluster of the universe nodes ``node_sets[b]``
         (names, in the cluster's order) scheduling the pods
         ``pod_lists[b]`` (indices into ``pods``; they enter the queue in
         that order).  Returns per probe [(pod index, node name or None)] in
-        queue order (the order of their first attempts)."""
+        queue order (the order of their first attempts).  Probes whose
+        static groups exceed ``group_budget``: ``BatchProfileError``, or
+        with ``partial`` None in their place (``left_out`` says why)."""
         out = []
-        for lo in range(0, len(node_sets), CHUNK):
-            out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK]))
-        return out
-
-    def run_failures(self, node_sets: list, pod_lists: list, fail_cap: int) -> list:
-        """``run``'s probes, each with the FailedScheduling messages of its
-        first ``fail_cap`` pods that fit nowhere: per probe (placements as
-        ``run``'s, [(pod index, message)] in queue order); a message is
-        None on a probe without nodes (the Scheduler's text there is its
-        own)."""
-        out = []
+        self.left_out = ""
         for lo in range(0, len(node_sets), CHUNK):
             out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK],
-                                       fail_cap))
+                                       partial=partial))
+        return out
+
+    def run_failures(self, node_sets: list, pod_lists: list, fail_cap: int,
+                     partial: bool = False) -> list:
+        """``run``'s probes, each with the FailedScheduling messages of its
+        first ``fail_cap`` pods that fit nowhere: per probe (placements as
+        ``run``'s, [(pod index, message)] in queue order) or None (left
+        out, as ``run``'s); a message is None on a probe without nodes (the
+        Scheduler's text there is its own)."""
+        out = []
+        self.left_out = ""
+        for lo in range(0, len(node_sets), CHUNK):
+            out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK],
+                                       fail_cap, partial))
         return out
 
     def batch(self, node_sets, pod_lists, fail_cap: int = 0) -> tuple[LocalBatch, list]:
         """The kernel's inputs for these probes (see ``run``), and each
         probe's pods in queue order; ``fail_cap`` failures' diagnoses per
-        probe."""
+        probe.  ``BatchProfileError`` when their static groups exceed
+        ``group_budget``."""
+        batch, orders, _kept = self._batch(node_sets, pod_lists, fail_cap, False)
+        return batch, orders
+
+    def _batch(self, node_sets, pod_lists, fail_cap: int,
+               partial: bool) -> tuple[LocalBatch, list, list[int]]:
+        """``batch``'s answer for the probes that fit ``group_budget``
+        (with ``partial``; else all or ``BatchProfileError``), and the
+        indices of the probes it holds."""
         rows = [self.rows_of(ns) for ns in node_sets]
         orders = [self.queue_order(pl) for pl in pod_lists]
-        self._check_probes(rows, orders)
+        self._check_probes(orders)
+        group, tables, over = self._static_groups(rows)
+        kept = list(range(len(rows)))
+        if over:
+            why = (f"{len(over)} probe(s) whose removals change InterPodAffinity's "
+                   f"answers beyond {len(tables)} group(s) of constants in "
+                   f"{self.group_budget} bytes")
+            if not partial:
+                raise _refuse(IPA, why)
+            self.left_out = f"{IPA}: {why}"
+            gone = set(over)
+            kept = [j for j in kept if j not in gone]
+            rows = [rows[j] for j in kept]
+            orders = [orders[j] for j in kept]
+            group = group[kept]
+        statics = {}
+        if tables:
+            statics = dict(static_group=group,
+                           group_bits=np.stack([t[0] for t in tables]),
+                           group_raw=np.stack([t[1] for t in tables]),
+                           group_s_key=np.stack([t[2] for t in tables]))
         node_ptr = np.zeros(len(rows) + 1, np.int64)
         node_ptr[1:] = np.cumsum([r.shape[0] for r in rows])
         pod_ptr = np.zeros(len(orders) + 1, np.int64)
@@ -473,14 +594,14 @@ class LocalProber:
         image_raw, group = self._image_table(rows)
         pct = self.fw.percentage if self.fw is not None else None
         batch = LocalBatch(
-            **self.base, image_raw=image_raw,
+            **{**self.base, "key_first": self.keys.key_first}, image_raw=image_raw, **statics,
             node_ptr=node_ptr,
             node_rows=np.concatenate(rows) if rows else np.zeros(0, np.int64),
             pod_ptr=pod_ptr, pod_cls=pod_cls, image_group=group,
             num_to_find=np.asarray([num_feasible_nodes_to_find(pct, r.shape[0])
                                     for r in rows], np.int64),
             seed=self.seed, fail_cap=fail_cap)
-        return batch, orders
+        return batch, orders, kept
 
     def place_groups(self, order: np.ndarray) -> tuple[np.ndarray, list]:
         """Copies of the pods on every node of the universe, attempted in
@@ -494,7 +615,7 @@ class LocalProber:
         on a universe without nodes, where the Scheduler's text is its
         own)."""
         order = np.ascontiguousarray(order, np.int64)
-        self._check_probes([], [order.tolist()])
+        self._check_probes([order.tolist()])
         names = [self.row_name[r] for r in range(len(self.row_name))]
         batch, _orders = self.batch([names], [[0]], len(self.pods))
         batch = batch._replace(pod_cls=self.class_of[order],
@@ -526,17 +647,17 @@ class LocalProber:
             return run_local_batch_cuda(batch)
         return run_local_batch(batch, self.threads)
 
-    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0):
-        batch, orders = self.batch(node_sets, pod_lists, fail_cap)
+    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0, partial: bool = False):
+        batch, orders, kept = self._batch(node_sets, pod_lists, fail_cap, partial)
         pod_ptr = batch.pod_ptr
         res = self._kernel(batch)
-        result = []
+        result: list = [None] * len(node_sets)
         for b, order in enumerate(orders):
             got = res.rows[pod_ptr[b]:pod_ptr[b + 1]]
             placed = [(i, self.row_name[int(r)] if r >= 0 else None)
                       for i, r in zip(order, got)]
             if not fail_cap:
-                result.append(placed)
+                result[kept[b]] = placed
                 continue
             n = int(batch.node_ptr[b + 1] - batch.node_ptr[b])
             fails = []
@@ -546,5 +667,5 @@ class LocalProber:
                     break
                 pod = self.pods[order[k]]
                 fails.append((order[k], self.keys.message(pod, n, res.fail_counts[f])))
-            result.append((placed, fails))
+            result[kept[b]] = (placed, fails)
         return result
