@@ -283,26 +283,28 @@ class LocalProber:
                         raise _refuse(IPA, f"a {_KIND_NAMES[kind]} term of pod {rep.key} "
                                            f"selects pod {other.key}, both queued (its "
                                            "answers change as the batch places pods)")
-        self._ipa_rows = self._ipa_rows_of(state, working, nsl)
+        self._ipa_pods = self._ipa_pods_of(working, nsl)
+        self._ipa_rows = np.unique(np.asarray(
+            [state.node_rows[p.node_name] for p in self._ipa_pods.values()], np.int64))
+        self._ipa_state = None      # the universe's nodes with only those pods
 
-    def _ipa_rows_of(self, state, working: list[int], nsl) -> np.ndarray:
-        """The universe rows of the bound pods InterPodAffinity reads for
-        the classes ``working`` (a pod their terms select, or whose terms
-        select them): a probe without one of these nodes would see other
-        answers."""
+    def _ipa_pods_of(self, working: list[int], nsl) -> dict[str, PodRecord]:
+        """The bound pods InterPodAffinity reads for the classes ``working``
+        (a pod their terms select, or whose terms select them), by key: a
+        probe without the node of one of these would see other answers."""
         if not working:
-            return np.zeros(0, np.int64)
+            return {}
         reps = [self.class_pods[k] for k in working]
         own = [t for rep in reps for ts in pod_terms(rep).values() for t in ts]
-        rows = set()
+        out = {}
         for bp in self.universe.objects.pods:
             if not bp.node_name:
                 continue
             theirs = [t for ts in pod_terms(bp).values() for t in ts]
             if any(t.matches(bp.namespace, bp.labels, nsl) for t in own) or any(
                     t.matches(rep.namespace, rep.labels, nsl) for t in theirs for rep in reps):
-                rows.add(state.node_rows[bp.node_name])
-        return np.asarray(sorted(rows), np.int64)
+                out[bp.key] = bp
+        return out
 
     def _check_probes(self, orders: list[list[int]]) -> None:
         """Refuse probes the static InterPodAffinity answers do not hold
@@ -357,12 +359,32 @@ class LocalProber:
         got = self._group_cache.get(gone)
         if got is not None:
             return got
+        if self._ipa_state is None:
+            # the plugin's answers read these pods alone: a state of the
+            # universe's nodes and them, whose removals are cheap
+            self._ipa_state = fresh_cluster(self.universe,
+                                            pods=list(self._ipa_pods.values())).state
+            u = self.cols.allocatable.shape[0]
+            self._ipa_state_rows = np.asarray(
+                [self._ipa_state.node_rows[self.row_name[r]] for r in range(u)], np.int64)
+        state = self._ipa_state
         names = {self.row_name[r] for r in gone}
-        work = fresh_cluster(self.universe, pods=[p for p in self.universe.objects.pods
-                                                  if p.node_name not in names])
-        state = work.state
-        u = self.cols.allocatable.shape[0]
-        rows = np.asarray([state.node_rows[self.row_name[r]] for r in range(u)], np.int64)
+        taken = [state.remove_pod(p.key) for p in self._ipa_pods.values()
+                 if p.node_name in names]
+        try:
+            got = self._tables_on(state)
+        finally:
+            for entry in reversed(taken):
+                state.restore_pod(entry)
+        if len(self._group_cache) >= cap:
+            self._group_cache.clear()
+        self._group_cache[gone] = got
+        return got
+
+    def _tables_on(self, state) -> tuple:
+        """``_group_tables``'s answer on ``state`` (the universe's nodes,
+        ``_ipa_state_rows`` the row of each universe row)."""
+        rows = self._ipa_state_rows
         base = self.base
         bits = base["static_bits"].copy()
         raw = np.ascontiguousarray(base["static_raw"][:, :, 2])
@@ -390,9 +412,6 @@ class LocalProber:
         if working:
             got = self.keys.add(state, self.plans, bits, classes=working, pods=pods, rows=rows)
             s_key[working] = got[working]
-        if len(self._group_cache) >= cap:
-            self._group_cache.clear()
-        self._group_cache[gone] = (bits, raw, s_key)
         return bits, raw, s_key
 
     # ------------------------------------------------------------- arrays
