@@ -4,12 +4,12 @@ static groups) against the per-probe path: ``python -m
 tensorsched.bench.drain_ipa``.
 
 The cluster: ``--nodes`` basic nodes (4 cpu, three zones); on every node a
-logging agent (DaemonSet, app=agent) whose preferred anti-affinity keeps
-web pods off its node; on every fifth node a guard (DaemonSet) whose
-required anti-affinity keeps web pods off its node; on every node two
-web pods (500m) that prefer a node with an agent... of their zone
-(preferred affinity to app=agent, zone) and one api pod (1 cpu).  Removing
-a node takes its agent and guard along, so every removal reads its own
+logging agent (DaemonSet, app=agent) whose preferred anti-affinity (weight
+40 to 46) keeps web pods off its node; on every fifth node a guard
+(DaemonSet) whose required anti-affinity keeps web pods off its node (they
+were bound before it came); on every node two web pods (500m, preferred
+affinity to the agents' zones) and one api pod (1 cpu).  Removing a node
+takes its agent and guard along, so every removal reads its own
 InterPodAffinity constants (the batch used to refuse those: per probe).
 ``removable_nodes`` over every node, greedy (cluster-autoscaler's order,
 ``exact_limit=0``), batched and per probe (``batch=False``).
@@ -94,7 +94,7 @@ def drain_case(nodes: int, repeats: int) -> dict:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.drain_ipa",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=60)
+    ap.add_argument("--nodes", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
