@@ -38,9 +38,10 @@ whose anti-affinity selects a class, a lone pod whose terms select its
 own class) reads the constants of its group instead: probes that lack the
 same such nodes share one group, whose filter verdicts, raw scores and
 FailedScheduling statuses are the plugin's on the universe without those
-nodes' pods (``LocalBatch.static_group``).  The groups of one call are
-bounded by ``group_budget`` bytes; ``run(..., partial=True)`` answers None
-for the probes beyond it (``left_out`` says why), the caller's Scheduler
+nodes' pods (``LocalBatch.static_group``).  One call holds at most
+``group_budget`` bytes of group tables (the probes left over go in the
+next call); when not one group fits, ``run(..., partial=True)`` answers
+None for those probes (``left_out`` says why) and the caller's Scheduler
 answers them.
 
 Refused (``BatchProfileError``, naming the plugin; the caller then takes
@@ -329,7 +330,7 @@ class LocalProber:
         group = np.full(len(rows), -1, np.int64)
         if not self._ipa_rows.shape[0]:
             return group, [], []
-        per = 3 * 8 * max(self.c, 1) * max(self.cols.allocatable.shape[0], 1)
+        per = self._group_bytes
         cap = self.group_budget // per
         present = np.zeros(self.cols.allocatable.shape[0], np.bool_)
         index: dict[tuple, int] = {}
@@ -463,6 +464,9 @@ class LocalProber:
                 active[k, IPA_SLOT] = True
                 norm[k, IPA_SLOT] = NORM_MINMAX
                 weights[k, IPA_SLOT] = int(np.asarray(plan.weights)[slot])
+        # one static group's tables: bits, raw score and status ids per
+        # class and node
+        self._group_bytes = 3 * 8 * max(c, 1) * max(u, 1)
         q0 = plans[0].query if plans else None
         self.keys = FailureKeys.of(self.fw, state, plans, self.class_pods, static_bits)
         self.base = dict(
@@ -545,15 +549,13 @@ class LocalProber:
         (names, in the cluster's order) scheduling the pods
         ``pod_lists[b]`` (indices into ``pods``; they enter the queue in
         that order).  Returns per probe [(pod index, node name or None)] in
-        queue order (the order of their first attempts).  Probes whose
-        static groups exceed ``group_budget``: ``BatchProfileError``, or
-        with ``partial`` None in their place (``left_out`` says why)."""
-        out = []
-        self.left_out = ""
-        for lo in range(0, len(node_sets), CHUNK):
-            out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK],
-                                       partial=partial))
-        return out
+        queue order (the order of their first attempts).  The probes go in
+        calls of at most ``CHUNK`` probes and ``group_budget`` bytes of
+        static group tables (the probes a call leaves over go in the next);
+        those no call can take (not one group's tables fit the budget):
+        ``BatchProfileError``, or with ``partial`` None in their place
+        (``left_out`` says why)."""
+        return self._run_all(node_sets, pod_lists, 0, partial)
 
     def run_failures(self, node_sets: list, pod_lists: list, fail_cap: int,
                      partial: bool = False) -> list:
@@ -562,38 +564,56 @@ class LocalProber:
         ``run``'s, [(pod index, message)] in queue order) or None (left
         out, as ``run``'s); a message is None on a probe without nodes (the
         Scheduler's text there is its own)."""
-        out = []
+        return self._run_all(node_sets, pod_lists, fail_cap, partial)
+
+    def _run_all(self, node_sets: list, pod_lists: list, fail_cap: int, partial: bool) -> list:
+        """``run`` / ``run_failures``: the calls, each probe's answer or None."""
         self.left_out = ""
-        for lo in range(0, len(node_sets), CHUNK):
-            out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK],
-                                       fail_cap, partial))
+        out: list = [None] * len(node_sets)
+        todo = list(range(len(node_sets)))
+        while todo:
+            chunk, todo = todo[:CHUNK], todo[CHUNK:]
+            got = self._run_chunk([node_sets[j] for j in chunk], [pod_lists[j] for j in chunk],
+                                  fail_cap)
+            over = []
+            for j, r in zip(chunk, got):
+                out[j] = r
+                if r is None:
+                    over.append(j)
+            if len(over) < len(chunk):
+                todo = over + todo          # the groups a later call holds
+                continue
+            why = self._over_budget(len(over))
+            if not partial:
+                raise _refuse(IPA, why)
+            self.left_out = f"{IPA}: {why}"
         return out
+
+    def _over_budget(self, n: int) -> str:
+        return (f"{n} probe(s) whose removals change its answers, and not one group of "
+                f"its constants ({self._group_bytes} bytes) fits in {self.group_budget} "
+                "bytes")
 
     def batch(self, node_sets, pod_lists, fail_cap: int = 0) -> tuple[LocalBatch, list]:
         """The kernel's inputs for these probes (see ``run``), and each
         probe's pods in queue order; ``fail_cap`` failures' diagnoses per
         probe.  ``BatchProfileError`` when their static groups exceed
         ``group_budget``."""
-        batch, orders, _kept = self._batch(node_sets, pod_lists, fail_cap, False)
+        batch, orders, kept = self._batch(node_sets, pod_lists, fail_cap)
+        if len(kept) < len(node_sets):
+            raise _refuse(IPA, f"{len(node_sets) - len(kept)} probe(s) whose removals change "
+                               f"its answers beyond {self.group_budget} bytes of constants")
         return batch, orders
 
-    def _batch(self, node_sets, pod_lists, fail_cap: int,
-               partial: bool) -> tuple[LocalBatch, list, list[int]]:
-        """``batch``'s answer for the probes that fit ``group_budget``
-        (with ``partial``; else all or ``BatchProfileError``), and the
-        indices of the probes it holds."""
+    def _batch(self, node_sets, pod_lists, fail_cap: int) -> tuple[LocalBatch, list, list[int]]:
+        """``batch``'s answer for the probes whose static groups fit
+        ``group_budget``, and the indices of the probes it holds."""
         rows = [self.rows_of(ns) for ns in node_sets]
         orders = [self.queue_order(pl) for pl in pod_lists]
         self._check_probes(orders)
         group, tables, over = self._static_groups(rows)
         kept = list(range(len(rows)))
         if over:
-            why = (f"{len(over)} probe(s) whose removals change InterPodAffinity's "
-                   f"answers beyond {len(tables)} group(s) of constants in "
-                   f"{self.group_budget} bytes")
-            if not partial:
-                raise _refuse(IPA, why)
-            self.left_out = f"{IPA}: {why}"
             gone = set(over)
             kept = [j for j in kept if j not in gone]
             rows = [rows[j] for j in kept]
@@ -666,8 +686,9 @@ class LocalProber:
             return run_local_batch_cuda(batch)
         return run_local_batch(batch, self.threads)
 
-    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0, partial: bool = False):
-        batch, orders, kept = self._batch(node_sets, pod_lists, fail_cap, partial)
+    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0) -> list:
+        """One call: each probe's answer, None for those beyond the budget."""
+        batch, orders, kept = self._batch(node_sets, pod_lists, fail_cap)
         pod_ptr = batch.pod_ptr
         res = self._kernel(batch)
         result: list = [None] * len(node_sets)

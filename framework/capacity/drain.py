@@ -234,8 +234,10 @@ def removable_nodes(cluster: Cluster, *, nodes=None, backend: str = "numba", see
     node names (default: every node, in load order); ``progress(1)`` after
     each trial.  ``batch``: the trials run as batches of the node-local
     kernel where it covers the profile and the pods (numba, auto: the CPU
-    twin; cuda: the device; ``probe_path`` of the report says which ran);
-    False, or numpy: every trial through the Scheduler.  The answers are
+    twin; cuda: the device; ``probe_path`` of the report says which ran,
+    and how many removals it left to the Scheduler: those beyond the
+    batch's memory for per-probe InterPodAffinity constants); False, or
+    numpy: every trial through the Scheduler.  The answers are
     the same.  The cluster is not modified."""
     args = capacity_arguments("removable_nodes", cluster, backend, seed, progress)
     nodes = args.names("nodes", nodes, optional=True)

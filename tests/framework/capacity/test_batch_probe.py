@@ -351,7 +351,10 @@ def test_pod_affinity_probes_that_change_the_answers_read_their_groups_constants
         prober.run(sets, [[0]] * 4)
     assert prober.run(sets, [[0]] * 4, partial=True) == [[(0, "n2")], None, None, [(0, None)]]
     assert prober.left_out.startswith("InterPodAffinity")
-    assert "beyond 0 group(s)" in prober.left_out
+    assert "fits in 0 bytes" in prober.left_out
+    # a budget of one group: one group per call, every probe answered
+    prober.group_budget = prober._group_bytes
+    assert prober.run_failures(sets, [[0]] * 4, 1) == got
     # a pending pod that selects another pending pod (its class's answers
     # move as the batch places it)
     api = pod_dict("api", labels={"app": "api"}, spec={"affinity": anti})

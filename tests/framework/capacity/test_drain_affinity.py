@@ -116,7 +116,7 @@ def test_removals_beyond_the_group_budget_take_the_scheduler(monkeypatch):
     batched, per_probe = _reports(_guarded(), config(0))
     assert batched.to_dict() == per_probe.to_dict()
     assert batched.probe_path.startswith("batched (cpu); per probe for ")
-    assert "InterPodAffinity" in batched.probe_path and "beyond 0 group(s)" in batched.probe_path
+    assert "InterPodAffinity" in batched.probe_path and "fits in 0 bytes" in batched.probe_path
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -134,3 +134,23 @@ def test_a_lone_pod_whose_anti_affinity_selects_itself_moves_batched(seed):
     assert batched.to_dict() == per_probe.to_dict()
     assert batched.probe_path == "batched (cpu)"
     assert {n.node: n.moves for n in batched.nodes}["n0"] == {"default/solo": "n1"}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(drain_clusters())
+def test_a_budget_of_one_group_per_call_answers_every_removal_batched(cluster):
+    # each call holds one group's tables: the subsets of one size that
+    # need others go in the calls after it
+    nodes, pods = cluster
+    arrays = LocalProber._arrays
+
+    def one_group(self, *args):
+        arrays(self, *args)
+        self.group_budget = self._group_bytes
+    LocalProber._arrays = one_group
+    try:
+        batched, per_probe = _reports(nodes + pods, config(0), exact_limit=8)
+    finally:
+        LocalProber._arrays = arrays
+    assert batched.to_dict() == per_probe.to_dict()
+    assert batched.probe_path == "batched (cpu)"
