@@ -86,8 +86,8 @@ def drain_case(nodes: int, repeats: int) -> dict:
     doc = run(True)
     return {"case": "drain-daemonset-affinity", "nodes": nodes,
             "bound_pods": len(cluster.objects.pods),
-            "removable_alone": sum(1 for n in doc["status"]["nodes"] if n.get("removable")),
-            "removable_set": len(doc["status"]["removable"]),
+            "removable_alone": len(doc["status"]["removable"]),
+            "removable_set": len(doc["status"]["removableSet"]["nodes"]),
             "batched_path": paths[-1], **got, "reports_equal": same}
 
 

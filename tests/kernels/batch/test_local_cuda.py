@@ -4,8 +4,9 @@ clusters (taints, node affinity, unschedulable nodes, images, an extended
 resource, the three Fit strategies), node subsets, more nodes than threads,
 the percentage of nodes to score's scan window, chunks by a small budget,
 InterPodAffinity's static filter bits and min-max normalized score (and a
-probe group's own, ``static_group``), the same diagnosis counts for the pods that fit nowhere, and many identical
-nodes tied cycle after cycle (the seeded tie rule's block reduction)."""
+probe group's own, ``static_group``), the same diagnosis counts for the
+pods that fit nowhere, and many identical nodes tied cycle after cycle
+(the seeded tie rule's block reduction)."""
 
 import copy
 
