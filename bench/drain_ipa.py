@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import time
 from pathlib import Path
 
 from tensorsched.framework.capacity.drain import removable_nodes
@@ -34,11 +36,44 @@ from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.generators.clusters import basic, pod_dict
 
 from .harness import git_commit, machine_info
-from .ipa_static import CONFIG, HOST, ZONE, _alternate, _term
+from .ipa_static import CONFIG, HOST, ZONE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DAEMONSET = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u",
               "controller": True}]
+
+
+def _term(key: str, app: str) -> dict:
+    return {"topologyKey": key, "labelSelector": {"matchLabels": {"app": app}}}
+
+
+def _alternate(run, repeats: int) -> tuple[dict, bool]:
+    """``run(batch)`` for batch True then False, ``repeats`` rounds after
+    an untimed one: per side its runs' CPU / wall seconds and the load
+    before each, their medians; whether every result equals the first
+    batched one."""
+    first = run(True)
+    same = run(False) == first
+    sides: dict = {"batched": [], "per_probe": []}
+    for _ in range(repeats):
+        for batch in (True, False):
+            load = os.getloadavg()
+            c0, t0 = time.process_time(), time.perf_counter()
+            got = run(batch)
+            sides["batched" if batch else "per_probe"].append(
+                {"cpu_seconds": round(time.process_time() - c0, 3),
+                 "wall_seconds": round(time.perf_counter() - t0, 3),
+                 "load_before": [round(x, 2) for x in load]})
+            same = same and got == first
+    out: dict = {}
+    for side, runs in sides.items():
+        out[side] = {"runs": runs,
+                     "cpu_seconds": round(statistics.median(r["cpu_seconds"] for r in runs), 3),
+                     "wall_seconds": round(statistics.median(r["wall_seconds"] for r in runs),
+                                           3)}
+    out["cpu_ratio"] = round(out["per_probe"]["cpu_seconds"]
+                             / max(out["batched"]["cpu_seconds"], 1e-9), 2)
+    return out, same
 
 
 def _daemon(name: str, node: str, app: str, affinity: dict) -> dict:
@@ -82,7 +117,7 @@ def drain_case(nodes: int, repeats: int) -> dict:
         doc = report.to_dict()
         doc["status"].pop("seconds", None)
         return doc
-    got, same = _alternate(run, repeats, "per_probe")
+    got, same = _alternate(run, repeats)
     doc = run(True)
     return {"case": "drain-daemonset-affinity", "nodes": nodes,
             "bound_pods": len(cluster.objects.pods),
