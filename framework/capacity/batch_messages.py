@@ -35,6 +35,7 @@ from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.runtime.framework import CycleResult
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Diagnosis, NodeStatuses, Status
+from tensorsched.kernels.batch._local_core import FIT_SLOTS
 
 __all__ = ["FailureKeys"]
 
@@ -45,31 +46,27 @@ _UNRESOLVABLE = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 class FailureKeys:
     """The static statuses of a prober's classes (see the module doc):
     ``s_key`` [C, U] int64 (-1: the static filters pass the node),
-    ``key_first`` [K] bool, ``statuses`` [K] and their status codes."""
+    ``key_first`` [K] bool, ``statuses`` [K] and their status codes.
+    ``add`` interns the statuses of another state's static bits (a
+    probe group whose InterPodAffinity answers differ) into the same keys."""
 
-    def __init__(self, fw, state, s_key: np.ndarray, statuses: list, key_bits: list,
-                 pods: list[PodRecord]):
+    def __init__(self, fw, state, pods: list[PodRecord]):
         self.fw = fw
         self.state = state
-        self.s_key = s_key
-        self.statuses = statuses
         self.pods = pods        # one pod of each class (its CycleContext)
-        order = [p.name for p in fw.filters] if fw is not None else []
-        fit_at = order.index(_FIT) if _FIT in order else len(order)
-        self.key_first = np.array(
-            [st.plugin not in order or order.index(st.plugin) < fit_at for st in statuses],
-            np.bool_)
-        self.codes = (status_codes(fw, np.asarray(key_bits, np.int64)).tolist()
-                      if statuses else [])
+        self.statuses: list[Status] = []
+        self._key_bits: list[int] = []
+        self._index: dict[Status, int] = {}
+        self._order = [p.name for p in fw.filters] if fw is not None else []
         # a host filter whose one bit stands for statuses of either code
         # (InterPodAffinity: its required affinity is unresolvable, its
         # anti-affinity not) reports the code with the status, as the
         # Scheduler's preemption reads it (``unresolvable``)
-        two_codes = {p.name for p in (fw.filters if fw is not None else ())
-                     if hasattr(p, "unresolvable")}
-        for j, st in enumerate(statuses):
-            if st.plugin in two_codes:
-                self.codes[j] = int(st.code)
+        self._two_codes = {p.name for p in (fw.filters if fw is not None else ())
+                           if hasattr(p, "unresolvable")}
+        self.key_first = np.zeros(0, np.bool_)
+        self.codes: list[int] = []
+        self.s_key = np.zeros((0, 0), np.int64)
         self.preempts = fw is not None and "DefaultPreemption" in fw.profile.names("postFilter")
         self._fit: dict[int, Status] = {}
         self._memo: dict = {}
@@ -79,13 +76,25 @@ class FailureKeys:
         """The keys of classes ``plans`` (``pods``: one pod of each) over
         the universe ``state`` whose usage-independent reason bits are
         ``static_bits`` [C, U]."""
+        keys = FailureKeys(fw, state, pods)
+        keys.s_key = keys.add(state, plans, static_bits)
+        return keys
+
+    def add(self, state, plans: list, static_bits: np.ndarray, classes=None,
+            pods: list[PodRecord] | None = None, rows: np.ndarray | None = None) -> np.ndarray:
+        """[C, U] int64: the status ids of ``static_bits`` [C, U] (the
+        universe's rows) as the framework's diagnosis gives them on
+        ``state`` (``rows`` [U]: its row of each universe row; default the
+        same), for the classes ``classes`` (default every one; the others
+        -1), diagnosed with ``pods`` (default the keys' own); new statuses
+        are interned after the known ones (ids already given stay)."""
         c, u = static_bits.shape
+        pods = self.pods if pods is None else pods
         s_key = np.full((c, u), -1, np.int64)
-        index: dict[Status, int] = {}
-        statuses: list[Status] = []
-        key_bits: list[int] = []
-        rows = np.arange(u, dtype=np.int64)
-        for k in range(c):
+        rows = np.arange(u, dtype=np.int64) if rows is None else rows
+        back = np.full(max(state.n_rows, u), -1, np.int64)
+        back[rows] = np.arange(u, dtype=np.int64)
+        for k in (range(c) if classes is None else classes):
             bits = static_bits[k]
             if not bits.any():
                 continue
@@ -94,17 +103,32 @@ class FailureKeys:
                                  prefilter_status=Status.OK, prefilter_plugin_rejects={},
                                  active_score_plugins=[], skipped_filters=set(),
                                  query=plans[k].query)
-            ns = fw.diagnosis(CycleContext(state, pods[k], fw), result).node_statuses
+            ns = self.fw.diagnosis(CycleContext(state, pods[k], self.fw), result).node_statuses
+            at = back[ns.rows]
             gid = np.empty(len(ns.table), np.int64)
             for j, st in enumerate(ns.table):
-                g = index.get(st)
+                g = self._index.get(st)
                 if g is None:
-                    g = index[st] = len(statuses)
-                    statuses.append(st)
-                    key_bits.append(int(bits[ns.rows[ns.ids == j][0]]))
+                    g = self._index[st] = len(self.statuses)
+                    self.statuses.append(st)
+                    self._key_bits.append(int(bits[at[ns.ids == j][0]]))
                 gid[j] = g
-            s_key[k, ns.rows] = gid[ns.ids]
-        return FailureKeys(fw, state, s_key, statuses, key_bits, pods)
+            s_key[k, at] = gid[ns.ids]
+        self._refresh()
+        return s_key
+
+    def _refresh(self) -> None:
+        """``key_first`` and ``codes`` of every status interned so far."""
+        order = self._order
+        fit_at = order.index(_FIT) if _FIT in order else len(order)
+        self.key_first = np.array(
+            [st.plugin not in order or order.index(st.plugin) < fit_at for st in self.statuses],
+            np.bool_)
+        self.codes = (status_codes(self.fw, np.asarray(self._key_bits, np.int64)).tolist()
+                      if self.statuses else [])
+        for j, st in enumerate(self.statuses):
+            if st.plugin in self._two_codes:
+                self.codes[j] = int(st.code)
 
     def _fit_status(self, bit: int) -> Status:
         st = self._fit.get(bit)
@@ -125,7 +149,8 @@ class FailureKeys:
         got = self._memo.get(key)
         if got is not None:
             return got
-        k = len(self.statuses)
+        # the statuses known when the kernel counted (later ones come after)
+        k = counts.shape[0] - FIT_SLOTS
         table, n, unhelpful = [], [], 0
         for j in np.flatnonzero(counts[:k]).tolist():
             table.append(self.statuses[j])

@@ -32,6 +32,17 @@ min-max over the nodes each cycle scores and weighs it with the profile's
 weight), computed once on the universe's initial state.  They stay
 constants while no pod the batch places is selected by another queued
 pod's terms or selects it: placed pods change nothing the plugin reads.
+A probe without some node whose bound pods those constants read (a
+drain's removal: a DaemonSet pod a class's terms select, a bound pod
+whose anti-affinity selects a class, a lone pod whose terms select its
+own class) reads the constants of its group instead: probes that lack the
+same such nodes share one group, whose filter verdicts, raw scores and
+FailedScheduling statuses are the plugin's on the universe without those
+nodes' pods (``LocalBatch.static_group``).  One call holds at most
+``group_budget`` bytes of group tables (the probes left over go in the
+next call); when not one group fits, ``run(..., partial=True)`` answers
+None for those probes (``left_out`` says why) and the caller's Scheduler
+answers them.
 
 Refused (``BatchProfileError``, naming the plugin; the caller then takes
 the per-probe path): a plugin outside the default profile's; a pod for
@@ -40,8 +51,7 @@ spreading of a Deployment's, ReplicaSet's or StatefulSet's pod); pods
 whose InterPodAffinity terms (required or preferred affinity or
 anti-affinity, with their namespaces) select another queued pod, or whose
 terms select their own class when a probe places more than one of it
-(named with both pods), and a probe without a node whose bound pods those
-constants read (a drain's removal of such a node); volumes, claims (DRA),
+(named with both pods); volumes, claims (DRA),
 host ports, scheduling gates, a PreFilter that narrows or rejects; pods of
 more than one profile; a pod that could preempt (DefaultPreemption with a
 pod of lower priority in the cluster or the workload).
@@ -49,6 +59,7 @@ pod of lower priority in the cluster or the workload).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numba
@@ -61,6 +72,7 @@ from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.framework.runtime.framework import CyclePlan, num_feasible_nodes_to_find
 from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.runtime.status import Code
 from tensorsched.framework.scheduler.cluster import Cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels import layout as L
@@ -90,6 +102,7 @@ DEFAULT_PLUGINS = frozenset({
     "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DefaultPreemption",
     "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder", "DynamicResources"})
 CHUNK = 256                 # probes per kernel call (bounds the per-call arrays)
+GROUP_BUDGET = 256 << 20    # bytes of static group tables per kernel call
 _STATIC_SLOTS = (L.S_TAINT, L.S_NODE_AFFINITY)
 _KIND_NAMES = {"req_aff": "required affinity", "req_anti": "required anti-affinity",
                "pref_aff": "preferred affinity", "pref_anti": "preferred anti-affinity"}
@@ -134,6 +147,8 @@ class LocalProber:
     ``pods`` to schedule (resolved PodRecords, pending); see the module doc.
     Raises ``BatchProfileError`` when the profile or a pod is not covered."""
 
+    group_budget = GROUP_BUDGET     # bytes of one call's static group tables
+
     def __init__(self, cluster: Cluster, nodes: list[NodeRecord], bound: list[PodRecord],
                  pods: list[PodRecord], seed: int, threads: int | None = None,
                  device: str = "cpu"):
@@ -155,6 +170,8 @@ class LocalProber:
         self.row_name = {row: name for name, row in self.names.items()}
         self._check_interactions(state)
         self._arrays(state, plans)
+        self._group_cache: dict[tuple, tuple] = {}
+        self.left_out = ""          # why the last partial call left probes out
 
     # ----------------------------------------------------------- coverage
 
@@ -267,40 +284,33 @@ class LocalProber:
                         raise _refuse(IPA, f"a {_KIND_NAMES[kind]} term of pod {rep.key} "
                                            f"selects pod {other.key}, both queued (its "
                                            "answers change as the batch places pods)")
-        self._ipa_rows = self._ipa_rows_of(state, working, nsl)
+        self._ipa_pods = self._ipa_pods_of(working, nsl)
+        self._ipa_rows = np.unique(np.asarray(
+            [state.node_rows[p.node_name] for p in self._ipa_pods.values()], np.int64))
+        self._ipa_state = None      # the universe's nodes with only those pods
 
-    def _ipa_rows_of(self, state, working: list[int], nsl) -> np.ndarray:
-        """The universe rows of the bound pods InterPodAffinity reads for
-        the classes ``working`` (a pod their terms select, or whose terms
-        select them): a probe without one of these nodes would see other
-        answers."""
+    def _ipa_pods_of(self, working: list[int], nsl) -> dict[str, PodRecord]:
+        """The bound pods InterPodAffinity reads for the classes ``working``
+        (a pod their terms select, or whose terms select them), by key: a
+        probe without the node of one of these would see other answers."""
         if not working:
-            return np.zeros(0, np.int64)
+            return {}
         reps = [self.class_pods[k] for k in working]
         own = [t for rep in reps for ts in pod_terms(rep).values() for t in ts]
-        rows = set()
+        out = {}
         for bp in self.universe.objects.pods:
             if not bp.node_name:
                 continue
             theirs = [t for ts in pod_terms(bp).values() for t in ts]
             if any(t.matches(bp.namespace, bp.labels, nsl) for t in own) or any(
                     t.matches(rep.namespace, rep.labels, nsl) for t in theirs for rep in reps):
-                rows.add(state.node_rows[bp.node_name])
-        return np.asarray(sorted(rows), np.int64)
+                out[bp.key] = bp
+        return out
 
-    def _check_probes(self, rows: list[np.ndarray], orders: list[list[int]]) -> None:
+    def _check_probes(self, orders: list[list[int]]) -> None:
         """Refuse probes the static InterPodAffinity answers do not hold
-        for: one without a node whose bound pods they read, one with more
-        than one pod of a class whose terms select itself."""
-        if self._ipa_rows.shape[0]:
-            present = np.zeros(self.cols.allocatable.shape[0], np.bool_)
-            for r in rows:
-                present[:] = False
-                present[r] = True
-                gone = self._ipa_rows[~present[self._ipa_rows]]
-                if gone.shape[0]:
-                    raise _refuse(IPA, f"a probe without node {self.row_name[int(gone[0])]}, "
-                                       "whose bound pods its terms read")
+        for: one with more than one pod of a class whose terms select
+        itself."""
         if self.self_selecting:
             for order in orders:
                 n = np.bincount(self.class_of[np.asarray(order, np.int64)],
@@ -309,6 +319,101 @@ class LocalProber:
                     if n[k] > 1:
                         raise _refuse(IPA, f"pod {self.class_pods[k].key}'s terms select "
                                            f"itself and the probe places {int(n[k])} of them")
+
+    # ------------------------------------------------------ static groups
+
+    def _static_groups(self, rows: list[np.ndarray]) -> tuple[np.ndarray, list, list[int]]:
+        """(group [B] of each probe, -1: the base constants; the tables of
+        groups 0..G-1 (``_group_tables``); the probes left out, beyond
+        ``group_budget``): probes that lack the same nodes whose bound pods
+        InterPodAffinity reads share a group."""
+        group = np.full(len(rows), -1, np.int64)
+        if not self._ipa_rows.shape[0]:
+            return group, [], []
+        per = self._group_bytes
+        cap = self.group_budget // per
+        present = np.zeros(self.cols.allocatable.shape[0], np.bool_)
+        index: dict[tuple, int] = {}
+        tables, over = [], []
+        for j, r in enumerate(rows):
+            present[:] = False
+            present[r] = True
+            gone = self._ipa_rows[~present[self._ipa_rows]]
+            if not gone.shape[0]:
+                continue
+            key = tuple(gone.tolist())
+            g = index.get(key)
+            if g is None:
+                if len(tables) >= cap:
+                    over.append(j)
+                    continue
+                g = index[key] = len(tables)
+                tables.append(self._group_tables(key, cap))
+            group[j] = g
+        return group, tables, over
+
+    def _group_tables(self, gone: tuple, cap: int) -> tuple:
+        """(bits, ipa_raw, s_key), each [C, U] int64: the usage-independent
+        reason bits, InterPodAffinity's raw score and the static statuses
+        of every class on the universe without the bound pods of rows
+        ``gone`` (kept for later calls, at most ``cap`` groups)."""
+        got = self._group_cache.get(gone)
+        if got is not None:
+            return got
+        if self._ipa_state is None:
+            # the plugin's answers read these pods alone: a state of the
+            # universe's nodes and them, whose removals are cheap
+            self._ipa_state = fresh_cluster(self.universe,
+                                            pods=list(self._ipa_pods.values())).state
+            u = self.cols.allocatable.shape[0]
+            self._ipa_state_rows = np.asarray(
+                [self._ipa_state.node_rows[self.row_name[r]] for r in range(u)], np.int64)
+        state = self._ipa_state
+        names = {self.row_name[r] for r in gone}
+        taken = [state.remove_pod(p.key) for p in self._ipa_pods.values()
+                 if p.node_name in names]
+        try:
+            got = self._tables_on(state)
+        finally:
+            for entry in reversed(taken):
+                state.restore_pod(entry)
+        if len(self._group_cache) >= cap:
+            self._group_cache.clear()
+        self._group_cache[gone] = got
+        return got
+
+    def _tables_on(self, state) -> tuple:
+        """``_group_tables``'s answer on ``state`` (the universe's nodes,
+        ``_ipa_state_rows`` the row of each universe row)."""
+        rows = self._ipa_state_rows
+        base = self.base
+        bits = base["static_bits"].copy()
+        raw = np.ascontiguousarray(base["static_raw"][:, :, 2])
+        s_key = base["s_key"].copy()
+        pods = list(self.class_pods)
+        working = []
+        for k, (_ctx, ipa_filter, ipa_score) in enumerate(self.ipa):
+            if not ipa_filter and not ipa_score:
+                continue
+            working.append(k)
+            # a pod object of its own: the plugin keeps its last filter's
+            # answers per pod object and state version
+            pods[k] = dataclasses.replace(self.class_pods[k])
+            ctx = CycleContext(state, pods[k], self.fw)
+            for p, bit in ipa_filter:
+                bits[k] &= ~(np.int64(1) << bit)
+                if p.pre_filter(ctx)[0].code != Code.SKIP:
+                    ok = np.asarray(p.filter(ctx, rows), np.bool_)
+                    bits[k] |= np.where(ok, 0, np.int64(1) << bit)
+            for p, _slot in ipa_score:
+                # a PreScore that skips leaves the slot at 0 on every node,
+                # as the min-max of equal scores normalizes it
+                raw[k] = (0 if p.pre_score(ctx).code == Code.SKIP
+                          else np.asarray(p.score(ctx, rows), np.int64))
+        if working:
+            got = self.keys.add(state, self.plans, bits, classes=working, pods=pods, rows=rows)
+            s_key[working] = got[working]
+        return bits, raw, s_key
 
     # ------------------------------------------------------------- arrays
 
@@ -359,6 +464,9 @@ class LocalProber:
                 active[k, IPA_SLOT] = True
                 norm[k, IPA_SLOT] = NORM_MINMAX
                 weights[k, IPA_SLOT] = int(np.asarray(plan.weights)[slot])
+        # one static group's tables: bits, raw score and status ids per
+        # class and node
+        self._group_bytes = 3 * 8 * max(c, 1) * max(u, 1)
         q0 = plans[0].query if plans else None
         self.keys = FailureKeys.of(self.fw, state, plans, self.class_pods, static_bits)
         self.base = dict(
@@ -435,36 +543,88 @@ class LocalProber:
         idx = list(pod_indices)
         return sorted(idx, key=lambda i: self.sort_key(self.pods[i]))
 
-    def run(self, node_sets: list, pod_lists: list) -> list[list[tuple[int, str | None]]]:
+    def run(self, node_sets: list, pod_lists: list,
+            partial: bool = False) -> list[list[tuple[int, str | None]] | None]:
         """Each probe b: the cluster of the universe nodes ``node_sets[b]``
         (names, in the cluster's order) scheduling the pods
         ``pod_lists[b]`` (indices into ``pods``; they enter the queue in
         that order).  Returns per probe [(pod index, node name or None)] in
-        queue order (the order of their first attempts)."""
-        out = []
-        for lo in range(0, len(node_sets), CHUNK):
-            out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK]))
-        return out
+        queue order (the order of their first attempts).  The probes go in
+        calls of at most ``CHUNK`` probes and ``group_budget`` bytes of
+        static group tables (the probes a call leaves over go in the next);
+        those no call can take (not one group's tables fit the budget):
+        ``BatchProfileError``, or with ``partial`` None in their place
+        (``left_out`` says why)."""
+        return self._run_all(node_sets, pod_lists, 0, partial)
 
-    def run_failures(self, node_sets: list, pod_lists: list, fail_cap: int) -> list:
+    def run_failures(self, node_sets: list, pod_lists: list, fail_cap: int,
+                     partial: bool = False) -> list:
         """``run``'s probes, each with the FailedScheduling messages of its
         first ``fail_cap`` pods that fit nowhere: per probe (placements as
-        ``run``'s, [(pod index, message)] in queue order); a message is
-        None on a probe without nodes (the Scheduler's text there is its
-        own)."""
-        out = []
-        for lo in range(0, len(node_sets), CHUNK):
-            out.extend(self._run_chunk(node_sets[lo:lo + CHUNK], pod_lists[lo:lo + CHUNK],
-                                       fail_cap))
+        ``run``'s, [(pod index, message)] in queue order) or None (left
+        out, as ``run``'s); a message is None on a probe without nodes (the
+        Scheduler's text there is its own)."""
+        return self._run_all(node_sets, pod_lists, fail_cap, partial)
+
+    def _run_all(self, node_sets: list, pod_lists: list, fail_cap: int, partial: bool) -> list:
+        """``run`` / ``run_failures``: the calls, each probe's answer or None."""
+        self.left_out = ""
+        out: list = [None] * len(node_sets)
+        todo = list(range(len(node_sets)))
+        while todo:
+            chunk, todo = todo[:CHUNK], todo[CHUNK:]
+            got = self._run_chunk([node_sets[j] for j in chunk], [pod_lists[j] for j in chunk],
+                                  fail_cap)
+            over = []
+            for j, r in zip(chunk, got):
+                out[j] = r
+                if r is None:
+                    over.append(j)
+            if len(over) < len(chunk):
+                todo = over + todo          # the groups a later call holds
+                continue
+            why = self._over_budget(len(over))
+            if not partial:
+                raise _refuse(IPA, why)
+            self.left_out = f"{IPA}: {why}"
         return out
+
+    def _over_budget(self, n: int) -> str:
+        return (f"{n} probe(s) whose removals change its answers, and not one group of "
+                f"its constants ({self._group_bytes} bytes) fits in {self.group_budget} "
+                "bytes")
 
     def batch(self, node_sets, pod_lists, fail_cap: int = 0) -> tuple[LocalBatch, list]:
         """The kernel's inputs for these probes (see ``run``), and each
         probe's pods in queue order; ``fail_cap`` failures' diagnoses per
-        probe."""
+        probe.  ``BatchProfileError`` when their static groups exceed
+        ``group_budget``."""
+        batch, orders, kept = self._batch(node_sets, pod_lists, fail_cap)
+        if len(kept) < len(node_sets):
+            raise _refuse(IPA, f"{len(node_sets) - len(kept)} probe(s) whose removals change "
+                               f"its answers beyond {self.group_budget} bytes of constants")
+        return batch, orders
+
+    def _batch(self, node_sets, pod_lists, fail_cap: int) -> tuple[LocalBatch, list, list[int]]:
+        """``batch``'s answer for the probes whose static groups fit
+        ``group_budget``, and the indices of the probes it holds."""
         rows = [self.rows_of(ns) for ns in node_sets]
         orders = [self.queue_order(pl) for pl in pod_lists]
-        self._check_probes(rows, orders)
+        self._check_probes(orders)
+        group, tables, over = self._static_groups(rows)
+        kept = list(range(len(rows)))
+        if over:
+            gone = set(over)
+            kept = [j for j in kept if j not in gone]
+            rows = [rows[j] for j in kept]
+            orders = [orders[j] for j in kept]
+            group = group[kept]
+        statics = {}
+        if tables:
+            statics = dict(static_group=group,
+                           group_bits=np.stack([t[0] for t in tables]),
+                           group_raw=np.stack([t[1] for t in tables]),
+                           group_s_key=np.stack([t[2] for t in tables]))
         node_ptr = np.zeros(len(rows) + 1, np.int64)
         node_ptr[1:] = np.cumsum([r.shape[0] for r in rows])
         pod_ptr = np.zeros(len(orders) + 1, np.int64)
@@ -473,14 +633,14 @@ class LocalProber:
         image_raw, group = self._image_table(rows)
         pct = self.fw.percentage if self.fw is not None else None
         batch = LocalBatch(
-            **self.base, image_raw=image_raw,
+            **{**self.base, "key_first": self.keys.key_first}, image_raw=image_raw, **statics,
             node_ptr=node_ptr,
             node_rows=np.concatenate(rows) if rows else np.zeros(0, np.int64),
             pod_ptr=pod_ptr, pod_cls=pod_cls, image_group=group,
             num_to_find=np.asarray([num_feasible_nodes_to_find(pct, r.shape[0])
                                     for r in rows], np.int64),
             seed=self.seed, fail_cap=fail_cap)
-        return batch, orders
+        return batch, orders, kept
 
     def place_groups(self, order: np.ndarray) -> tuple[np.ndarray, list]:
         """Copies of the pods on every node of the universe, attempted in
@@ -494,7 +654,7 @@ class LocalProber:
         on a universe without nodes, where the Scheduler's text is its
         own)."""
         order = np.ascontiguousarray(order, np.int64)
-        self._check_probes([], [order.tolist()])
+        self._check_probes([order.tolist()])
         names = [self.row_name[r] for r in range(len(self.row_name))]
         batch, _orders = self.batch([names], [[0]], len(self.pods))
         batch = batch._replace(pod_cls=self.class_of[order],
@@ -526,17 +686,18 @@ class LocalProber:
             return run_local_batch_cuda(batch)
         return run_local_batch(batch, self.threads)
 
-    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0):
-        batch, orders = self.batch(node_sets, pod_lists, fail_cap)
+    def _run_chunk(self, node_sets, pod_lists, fail_cap: int = 0) -> list:
+        """One call: each probe's answer, None for those beyond the budget."""
+        batch, orders, kept = self._batch(node_sets, pod_lists, fail_cap)
         pod_ptr = batch.pod_ptr
         res = self._kernel(batch)
-        result = []
+        result: list = [None] * len(node_sets)
         for b, order in enumerate(orders):
             got = res.rows[pod_ptr[b]:pod_ptr[b + 1]]
             placed = [(i, self.row_name[int(r)] if r >= 0 else None)
                       for i, r in zip(order, got)]
             if not fail_cap:
-                result.append(placed)
+                result[kept[b]] = placed
                 continue
             n = int(batch.node_ptr[b + 1] - batch.node_ptr[b])
             fails = []
@@ -546,5 +707,5 @@ class LocalProber:
                     break
                 pod = self.pods[order[k]]
                 fails.append((order[k], self.keys.message(pod, n, res.fail_counts[f])))
-            result.append((placed, fails))
+            result[kept[b]] = (placed, fails)
         return result

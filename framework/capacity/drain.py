@@ -79,6 +79,10 @@ class _Drainer:
         self.fails: set[frozenset] = set()
         self.prober: LocalProber | None = None
         self.refused = ""
+        # removals the batch left to the Scheduler (beyond its memory for
+        # per-probe InterPodAffinity constants), and why
+        self.left_out: set[frozenset] = set()
+        self.left_why = ""
         self.device = batched_backend(backend) if batch else ""
         if self.device:
             self._start_batch()
@@ -96,7 +100,10 @@ class _Drainer:
 
     def path(self) -> str:
         if self.prober is not None:
-            return f"batched ({self.device})"
+            path = f"batched ({self.device})"
+            if self.left_out:
+                path += f"; per probe for {len(self.left_out)} removal(s) ({self.left_why})"
+            return path
         return f"per probe ({self.refused})" if self.refused else "per probe"
 
     def precompute(self, sets) -> None:
@@ -111,7 +118,7 @@ class _Drainer:
         queued: set[frozenset] = set()
         for names in sets:
             key = frozenset(names)
-            if key in self.cache or key in self.fails or key in queued:
+            if key in self.cache or key in self.fails or key in queued or key in self.left_out:
                 continue
             queued.add(key)
             move, _ = self.movers(names)
@@ -131,14 +138,22 @@ class _Drainer:
         pod_lists = [[self.index[p.key] for p in self.movers(t)[0]] for t in todo]
         pods = self.prober.pods
         try:
-            runs = self.prober.run_failures(node_sets, pod_lists, 1)
+            runs = self.prober.run_failures(node_sets, pod_lists, 1, partial=True)
         except BatchProfileError as exc:
             # a removal the kernel's answers do not hold for (InterPodAffinity
-            # reading pods of a removed node): this and later sets per probe
+            # of a class whose terms select itself, placed twice): this and
+            # later sets per probe
             self.refused = str(exc)
             self.prober = None
             return
-        for names, (placed, fails) in zip(todo, runs):
+        for names, run in zip(todo, runs):
+            if run is None:
+                # beyond the batch's memory for per-probe constants: the
+                # Scheduler answers it (``try_remove``)
+                self.left_out.add(frozenset(names))
+                self.left_why = self.prober.left_out
+                continue
+            placed, fails = run
             key = frozenset(names)
             moves = {pods[i].key: node for i, node in placed if node is not None}
             if not fails:
@@ -219,8 +234,10 @@ def removable_nodes(cluster: Cluster, *, nodes=None, backend: str = "numba", see
     node names (default: every node, in load order); ``progress(1)`` after
     each trial.  ``batch``: the trials run as batches of the node-local
     kernel where it covers the profile and the pods (numba, auto: the CPU
-    twin; cuda: the device; ``probe_path`` of the report says which ran);
-    False, or numpy: every trial through the Scheduler.  The answers are
+    twin; cuda: the device; ``probe_path`` of the report says which ran,
+    and how many removals it left to the Scheduler: those beyond the
+    batch's memory for per-probe InterPodAffinity constants); False, or
+    numpy: every trial through the Scheduler.  The answers are
     the same.  The cluster is not modified."""
     args = capacity_arguments("removable_nodes", cluster, backend, seed, progress)
     nodes = args.names("nodes", nodes, optional=True)

@@ -18,7 +18,9 @@ core's ``NORM_MINMAX``).  What does not depend on the node's usage (taints,
 affinity, unschedulable, nodeName, images, and InterPodAffinity's filter
 and raw score where no pod of the batch is selected by another's terms:
 ``framework/capacity/batch_probe.py``) is given (``static_bits`` /
-``static_raw``); the usage-dependent part (Fit's bits, Fit's and
+``static_raw``, or per cluster from a group's tables where its removed
+nodes held bound pods InterPodAffinity reads: ``gather_group``); the
+usage-dependent part (Fit's bits, Fit's and
 Balanced's scores) is computed here and recomputed for every class on the
 one node a pod lands on.  The normalization extremes (``hi``) hold 2 x
 N_SLOTS entries: each slot's maximum, then the min-max slot's minimum.
@@ -57,6 +59,16 @@ def gather_node(i, x, g, alloc, used0, nz0, static_bits, static_raw, image_raw, 
         raw[c, i, 3] = static_raw[c, x, 1]
         raw[c, i, 4] = image_raw[g, c, x]
         raw[c, i, IPA_SLOT] = static_raw[c, x, 2]
+
+
+def gather_group(i, x, q, group_raw, raw):
+    """Local node ``i`` (universe row ``x``) of a cluster that reads static
+    group ``q``: every class's InterPodAffinity raw score from
+    ``group_raw`` [G, C, U] in place of ``static_raw``'s (a probe whose
+    removed nodes held bound pods the plugin reads:
+    ``LocalBatch.static_group``); call after ``gather_node``."""
+    for c in range(raw.shape[0]):
+        raw[c, i, IPA_SLOT] = group_raw[q, c, x]
 
 
 def refresh_row(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,

@@ -3,7 +3,11 @@ compiled with ``njit(parallel=True)`` on top of ``_local_core``
 (``local_cpu``); each iteration gathers its nodes' columns from the shared
 universe and allocates its own scratch; its failures' diagnoses go to
 rows ``b * F .. (b + 1) * F - 1`` of ``fail_pod`` / ``fail_counts`` (F
-per cluster); ``pod_group`` [sum P] each pod's group (-1: none)."""
+per cluster); ``pod_group`` [sum P] each pod's group (-1: none);
+``static_group`` [B] the static group cluster b reads (-1: the base
+``static_bits`` / ``static_raw``'s InterPodAffinity score / ``s_key``;
+g >= 0: ``group_bits[g]``, ``group_raw[g]``, ``group_s_key[g]``, each
+[G, C, U])."""
 
 # ruff: noqa: F821
 
@@ -18,7 +22,7 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
                   fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind,
                   node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix,
                   out_row, out_bound, s_key, key_first, fail_pod, fail_counts,
-                  pod_group):
+                  pod_group, static_group, group_bits, group_raw, group_s_key):
     n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     cap = fail_pod.shape[0] // max(node_ptr.shape[0] - 1, 1)
@@ -33,9 +37,17 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
         reasons = np.empty((n_classes, n), np.int64)
         raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
         g = image_group[b]
+        q = static_group[b]
+        bits = static_bits
+        keys = s_key
+        if q >= 0:
+            bits = group_bits[q]
+            keys = group_s_key[q]
         for i in range(n):
-            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
+            gather_node(i, rows[i], g, alloc, used0, nz0, bits, static_raw, image_raw,
                         a, u, z, sb, raw)
+            if q >= 0:
+                gather_group(i, rows[i], q, group_raw, raw)
         p0 = pod_ptr[b]
         p1 = pod_ptr[b + 1]
         local = np.empty(p1 - p0, np.int64)
@@ -53,7 +65,7 @@ def run_local_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored
             np.zeros((nc, 2 * N_SLOTS), np.int64), np.zeros((nc, 2 * N_SLOTS), np.int64),
             np.empty((nc, 2 * size), np.int64), np.empty(nc, np.int64),
             np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64), rows,
-            s_key, key_first, k_static, fail_pod[b * cap:(b + 1) * cap],
+            keys, key_first, k_static, fail_pod[b * cap:(b + 1) * cap],
             fail_counts[b * cap:(b + 1) * cap], pod_group[p0:p1])
         for k in range(p1 - p0):
             out_row[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

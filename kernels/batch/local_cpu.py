@@ -43,6 +43,14 @@ pods of g are dropped, never attempted (row -1; the start index stays as
 it was, no diagnosis): a template whose remaining
 pods are deleted at its first failure.
 
+Static groups (``static_group`` [B] int64, optional): a cluster whose
+usage-independent answers are not the base's (a drain's removed nodes
+held bound pods InterPodAffinity reads) reads group g =
+``static_group[b]`` (-1: the base): ``group_bits`` [G, C, U] int64 in
+place of ``static_bits``, ``group_raw`` [G, C, U] int64 in place of
+``static_raw[:, :, 2]`` (InterPodAffinity's raw score), ``group_s_key``
+[G, C, U] int64 in place of ``s_key`` (-1 everywhere when unset).
+
 The trace form (``LocalTrace``, ``run_local_trace``): each cluster's pods
 arrive and leave on a clock (``_local_trace``: the openb engine's queue,
 ``_queue``), with a seed per cluster.
@@ -121,6 +129,10 @@ class LocalBatch(NamedTuple):
     key_first: np.ndarray | None = None
     fail_cap: int = 0
     pod_group: np.ndarray | None = None
+    static_group: np.ndarray | None = None
+    group_bits: np.ndarray | None = None
+    group_raw: np.ndarray | None = None
+    group_s_key: np.ndarray | None = None
 
     @property
     def n_clusters(self) -> int:
@@ -173,6 +185,41 @@ class LocalBatch(NamedTuple):
             if g.size and (g.min() < -1 or g.max() >= MAX_GROUPS):
                 raise ValueError(f"LocalBatch.pod_group: values must be in "
                                  f"-1..{MAX_GROUPS - 1}")
+        self._check_static_groups(b, c, u)
+
+    def _check_static_groups(self, b: int, c: int, u: int) -> None:
+        if self.static_group is None:
+            return
+        grp = np.asarray(self.static_group)
+        if grp.shape != (b,):
+            raise ValueError(f"LocalBatch.static_group: shape {grp.shape}, expected ({b},)")
+        if self.group_bits is None or self.group_raw is None:
+            raise ValueError("LocalBatch.group_bits/group_raw: needed with static_group")
+        g = self.group_bits.shape[0]
+        for name in ("group_bits", "group_raw", "group_s_key"):
+            v = getattr(self, name)
+            if v is not None and v.shape != (g, c, u):
+                raise ValueError(f"LocalBatch.{name}: shape {v.shape}, expected ({g}, {c}, {u})")
+        if grp.size and (grp.min() < -1 or grp.max() >= g):
+            raise ValueError(f"LocalBatch.static_group: values must be in -1..{g - 1}")
+        if self.group_s_key is not None and self.group_s_key.size:
+            k = self.key_first.shape[0] if self.key_first is not None else 0
+            if self.group_s_key.min() < -1 or self.group_s_key.max() >= k:
+                raise ValueError(f"LocalBatch.group_s_key: values must be in -1..{k - 1}")
+
+    def static_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(static_group [B], group_bits, group_raw, group_s_key [G, C, U])
+        as contiguous int64: every cluster -1 and G = 0 when unset, s_key
+        -1 where unset."""
+        c, u = self.c_request.shape[0], self.alloc.shape[0]
+        if self.static_group is None:
+            empty = np.zeros((0, c, u), np.int64)
+            return np.full(self.n_clusters, -1, np.int64), empty, empty, empty
+        bits = np.ascontiguousarray(self.group_bits, np.int64)
+        s_key = (np.full(bits.shape, -1, np.int64) if self.group_s_key is None
+                 else np.ascontiguousarray(self.group_s_key, np.int64))
+        return (np.ascontiguousarray(self.static_group, np.int64), bits,
+                np.ascontiguousarray(self.group_raw, np.int64), s_key)
 
     def groups(self) -> np.ndarray:
         """``pod_group`` as int64, every pod -1 (no group) when unset."""
@@ -238,7 +285,7 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
                  i64(a.bal_kind), i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr),
                  i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find), seed_mix(a.seed),
                  out.rows, out.bound, s_key, first, out.fail_pod,
-                 out.fail_counts, a.groups())
+                 out.fail_counts, a.groups(), *a.static_groups())
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)

@@ -22,7 +22,9 @@ order (node (start + j) mod n):
   for one of the first ``fail_cap`` pods of the cluster that fit nowhere,
   counts its diagnosis (``_local_core.count_failure``);
 - a pod of a group that already had a pod fit nowhere is dropped, never
-  attempted (``LocalBatch.pod_group``).
+  attempted (``LocalBatch.pod_group``);
+- a cluster of a static group reads that group's usage-independent bits,
+  InterPodAffinity raw scores and statuses (``LocalBatch.static_group``).
 
 The per-(class, node) answers, the cluster's usage and the pods' outputs
 live in device memory: one upload and one download per chunk of clusters.
@@ -51,6 +53,7 @@ RES_PODS_COL = _local_core.RES_PODS_COL
 _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
 _refresh_row = _ns["refresh_row"]
 _gather_node = _ns["gather_node"]
+_gather_group = _ns["gather_group"]
 _place_on = _ns["place_on"]
 _tie_rank = _fused_cuda.core["tie_rank"]
 _tie_key = _fused_cuda.core["tie_key"]
@@ -184,7 +187,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, node_ptr,
             node_rows, pod_ptr, pod_cls, image_group, num_to_find, seed_mix_arr,
             out_row, out_bound, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
-            flags_all, s_key, key_first, fail_cap, fail_pod, fail_counts, pod_group):
+            flags_all, s_key, key_first, fail_cap, fail_pod, fail_counts, pod_group,
+            static_group, group_bits, group_raw, group_s_key):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
@@ -203,9 +207,18 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     flags = flags_all[b]
     g = image_group[b]
     smix = seed_mix_arr[0]
+    # a cluster of a static group reads that group's tables (the twin's rule)
+    q = static_group[b]
+    bits = static_bits
+    keys = s_key
+    if q >= 0:
+        bits = group_bits[q]
+        keys = group_s_key[q]
     for i in range(tid, n, THREADS):
-        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, bits, static_raw,
                      image_raw, a, u, z, sb, raw)
+        if q >= 0:
+            _gather_group(i, node_rows[off + i], q, group_raw, raw)
         for c in range(n_classes):
             _refresh_row(i, c, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
                          c_fit_filter, c_active, sb, reasons, raw, strategy, fit_res, fit_kind,
@@ -247,7 +260,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                 out_row[p0 + k] = node_rows[off + i]
             elif failed < fail_cap:
                 fail_pod[b * fail_cap + failed] = k
-                _count_failure(c, n, node_rows[off:off + n], reasons, sb, s_key, key_first,
+                _count_failure(c, n, node_rows[off:off + n], reasons, sb, keys, key_first,
                                k_static, n_res, fail_counts[b * fail_cap + failed])
         if i >= 0:
             bound += 1
@@ -318,6 +331,11 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
     keys = [d(s_key), d(first)]
     cap = int(a.fail_cap)
     groups = a.groups()
+    static_group, *tables = a.static_groups()
+    if not tables[0].shape[0]:
+        # no group: one unread table keeps the kernel's argument types
+        tables = [np.full((1,) + t.shape[1:], -1, np.int64) for t in tables]
+    tables = [d(t) for t in tables]
     c = max(1, a.c_request.shape[0])
     r = a.alloc.shape[1]
     for lo, hi in _chunks(a, budget):
@@ -329,6 +347,7 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
                 d(i64(a.pod_ptr[lo:hi + 1] - p0)), d(i64(a.pod_cls[p0:p1])),
                 d(i64(a.image_group[lo:hi])), d(i64(a.num_to_find[lo:hi]))]
         group = d(groups[p0:p1] if p1 > p0 else np.full(1, -1, np.int64))
+        sgroup = d(static_group[lo:hi])
         rows_out = cuda.device_array(max(p1 - p0, 1), np.int64)
         bound_out = cuda.device_array(nb, np.int64)
         scratch = [cuda.device_array((nb, nmax, r), np.int64),
@@ -343,7 +362,7 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
                  d(out.fail_counts[f0:f1] if cap else np.zeros((1, 1), np.int64))]
         _kernel[nb, THREADS](*shared, int(a.strategy), *fit, *part[:4], part[4], part[5], smix,
                              rows_out, bound_out, *scratch, *keys, cap,
-                             *fails, group)
+                             *fails, group, sgroup, *tables)
         out.rows[p0:p1] = rows_out.copy_to_host()[:p1 - p0]
         out.bound[lo:hi] = bound_out.copy_to_host()
         if cap:

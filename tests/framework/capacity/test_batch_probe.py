@@ -325,17 +325,36 @@ def test_the_first_pod_of_its_own_affinity_group_is_placed():
         assert {pods[0].key: placed[0][1]} == scheduler_placements(ns, config(0), [lead], seed)
 
 
-def test_pod_affinity_probes_that_change_the_answers_are_refused():
-    ns = [node_dict(f"n{i}") for i in range(2)]
+def test_pod_affinity_probes_that_change_the_answers_read_their_groups_constants():
+    # the guard on n0 repels web from zone a; a probe without n0 has no
+    # guard: its group's constants let web into zone a, as the Scheduler
+    ns = [node_dict(f"n{i}", labels={"zone": "aab"[i]}) for i in range(3)]
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "kubernetes.io/hostname",
-         "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
     guard = pod_dict("guard", spec={"nodeName": "n0", "affinity": anti})
     web = pod_dict("web", labels={"app": "web"})
     cl, pods, prober = _prober(ns + [guard], config(0), [web], 0)
-    assert prober.run([["n0", "n1"]], [[0]]) == [[(0, "n1")]]
-    with pytest.raises(BatchProfileError, match="InterPodAffinity: a probe without node n0"):
-        prober.run([["n1"]], [[0]])
+    sets = [["n0", "n1", "n2"], ["n1"], ["n1", "n2"], ["n0", "n1"]]
+    got = prober.run_failures(sets, [[0]] * 4, 1)
+    for subset, (placed, fails) in zip(sets, got):
+        objs = [n for n in ns if n["metadata"]["name"] in subset]
+        objs += [guard] if "n0" in subset else []
+        want = scheduler_bindings(objs, config(0), [web], 0)
+        assert placed == [(0, want[0][1])]
+        assert fails == ([(0, want[0][2])] if want[0][1] is None else [])
+    assert [got[j][0] for j in (0, 1, 3)] == [[(0, "n2")], [(0, "n1")], [(0, None)]]
+    batch, _ = prober.batch(sets, [[0]] * 4)
+    assert batch.static_group.tolist() == [-1, 0, 0, -1]
+    # beyond the budget for constants: refused, or left out with partial
+    prober.group_budget = 0
+    with pytest.raises(BatchProfileError, match="InterPodAffinity: 2 probe"):
+        prober.run(sets, [[0]] * 4)
+    assert prober.run(sets, [[0]] * 4, partial=True) == [[(0, "n2")], None, None, [(0, None)]]
+    assert prober.left_out.startswith("InterPodAffinity")
+    assert "fits in 0 bytes" in prober.left_out
+    # a budget of one group: one group per call, every probe answered
+    prober.group_budget = prober._group_bytes
+    assert prober.run_failures(sets, [[0]] * 4, 1) == got
     # a pending pod that selects another pending pod (its class's answers
     # move as the batch places it)
     api = pod_dict("api", labels={"app": "api"}, spec={"affinity": anti})

@@ -5,7 +5,8 @@ universe, the seeded tie rule (``fused.ties``) on a cluster's local
 nodes, many identical nodes tied pod after pod (every node scored, and a
 scan window), the failures' diagnosis counts (static statuses before and
 after NodeResourcesFit, Fit's reason bits), and the checks naming a bad
-array, groups dropped after their first failure.  Equality with the
+array, groups dropped after their first failure, clusters reading a
+static group's constants (``static_group``) as if they were the base.  Equality with the
 Scheduler on random clusters is tests/framework/capacity/test_batch_probe.py."""
 
 import numpy as np
@@ -165,4 +166,75 @@ def test_failure_keys_are_checked():
     b = _batch([[0, 1]], [[0]])._replace(s_key=np.full((2, 3), 4, np.int64),
                                          key_first=np.zeros(2, np.bool_))
     with pytest.raises(ValueError, match="s_key"):
+        run_local_batch(b)
+
+
+def _static_group_batch(to_find=3):
+    """Three clusters of the three nodes, class 0 scored by InterPodAffinity
+    (min-max, weight 2) beside Fit; cluster 0 reads the base constants
+    (node 0 rejected by the plugin's bit, raw scores favouring node 1),
+    clusters 1 and 2 group 1 (node 2 rejected, node 0 favoured) and
+    group 0 (nothing rejected, equal scores); 400m pods and one 2000m pod
+    that fits nowhere (its statuses per group)."""
+    b = _batch([[0, 1, 2]] * 3, [[0, 0, 1, 0]] * 3)
+    c, u = 2, 3
+    active = b.c_active.copy()
+    active[:, 5] = True
+    norm = np.zeros((c, 6), np.int64)
+    norm[:, 5] = _local_core.NORM_MINMAX
+    weights = b.c_weights.copy()
+    weights[:, 5] = 2
+    ipa = np.int64(1) << 30
+    sb = np.zeros((c, u), np.int64)
+    sb[:, 0] = ipa
+    raw = np.zeros((c, u, 3), np.int64)
+    raw[:, :, 2] = (0, 9, 3)
+    s_key = np.where(sb != 0, 0, -1)
+    g_bits = np.zeros((2, c, u), np.int64)
+    g_bits[1, :, 2] = ipa
+    g_raw = np.zeros((2, c, u), np.int64)
+    g_raw[1] = (8, 0, 1)
+    g_key = np.where(g_bits != 0, 1, -1)
+    return b._replace(c_active=active, c_norm=norm, c_weights=weights, static_bits=sb,
+                      static_raw=raw, s_key=s_key, key_first=np.array([True, True]),
+                      fail_cap=1, num_to_find=np.full(3, to_find, np.int64),
+                      static_group=np.array([-1, 1, 0]), group_bits=g_bits,
+                      group_raw=g_raw, group_s_key=g_key)
+
+
+@pytest.mark.parametrize("to_find", [3, 1])
+def test_a_static_group_reads_its_own_constants(to_find):
+    # each cluster equals the same cluster alone with its group's tables
+    # as the base ones
+    b = _static_group_batch(to_find)
+    res = run_local_batch(b)
+    raw = b.static_raw
+    for k, g in enumerate(b.static_group.tolist()):
+        one = b._replace(node_ptr=b.node_ptr[:2], pod_ptr=b.pod_ptr[:2],
+                         node_rows=b.node_rows[:3], pod_cls=b.pod_cls[:4],
+                         image_group=b.image_group[:1], num_to_find=b.num_to_find[:1],
+                         static_group=None, group_bits=None, group_raw=None,
+                         group_s_key=None)
+        if g >= 0:
+            alone_raw = raw.copy()
+            alone_raw[:, :, 2] = b.group_raw[g]
+            one = one._replace(static_bits=b.group_bits[g], static_raw=alone_raw,
+                               s_key=b.group_s_key[g])
+        want = run_local_batch(one)
+        np.testing.assert_array_equal(res.rows[4 * k:4 * k + 4], want.rows)
+        np.testing.assert_array_equal(res.fail_counts[k], want.fail_counts[0])
+    # the groups decide: node 0 closed to cluster 0, node 2 to cluster 1
+    assert 0 not in res.rows[:4].tolist() and 2 not in res.rows[4:8].tolist()
+    assert res.fail_counts[0, 0] == 1 and res.fail_counts[1, 1] == 1
+
+
+@pytest.mark.parametrize("field, value", [
+    ("static_group", np.array([-1, 2, 0])),
+    ("static_group", np.array([0, 0])),
+    ("group_raw", np.zeros((1, 2, 3), np.int64)),
+    ("group_s_key", np.full((2, 2, 3), 5, np.int64)),
+])
+def test_bad_static_groups_are_named(field, value):
+    b = _static_group_batch()._replace(**{field: value})
+    with pytest.raises(ValueError, match=field):
         run_local_batch(b)

@@ -3,9 +3,10 @@ shuffles emulated under the simulator) gives the CPU twin's answers: random
 clusters (taints, node affinity, unschedulable nodes, images, an extended
 resource, the three Fit strategies), node subsets, more nodes than threads,
 the percentage of nodes to score's scan window, chunks by a small budget,
-InterPodAffinity's static filter bits and min-max normalized score, the
-same diagnosis counts for the pods that fit nowhere, and many identical
-nodes tied cycle after cycle (the seeded tie rule's block reduction)."""
+InterPodAffinity's static filter bits and min-max normalized score (and a
+probe group's own, ``static_group``), the same diagnosis counts for the
+pods that fit nowhere, and many identical nodes tied cycle after cycle
+(the seeded tie rule's block reduction)."""
 
 import copy
 
@@ -154,3 +155,25 @@ def test_cuda_many_identical_nodes_tie_as_the_twin(to_find):
         seed=5, num_to_find=np.array([to_find]))
     rows, bound, _, _ = _same(b)
     assert bound.tolist() == [80] and (rows[80:] == -1).all()
+
+
+def test_cuda_static_groups_equal_the_twin():
+    # a guard on n0 whose anti-affinity closes zone a to web pods, a db pod
+    # there that web pods prefer: probes without n0 read their group's
+    # constants (the guard and the db pod gone), the others the base
+    ns = [node_dict(f"n{i}", cpu="2", labels={"zone": "aabb"[i]}) for i in range(4)]
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    guard = pod_dict("guard", spec={"nodeName": "n0", "affinity": anti})
+    db = pod_dict("db", labels={"app": "db"}, spec={"nodeName": "n2"})
+    pref = {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 40, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                           "labelSelector": {"matchLabels": {"app": "db"}}}}]}}}
+    pending = [pod_dict(f"w{k}", cpu="1200m", labels={"app": "web"}, spec=pref)
+               for k in range(3)]
+    subsets = [[True] * 4, [False, True, True, True], [True, True, False, False]]
+    batch = _batch(ns + [guard, db], config(0), pending, 2, subsets, fail_cap=1)
+    assert batch.static_group.tolist() == [-1, 0, 1]
+    placed, bound, fail_pod, _ = _same(batch)
+    # zone a closed with the guard (clusters 0 and 2), open without it
+    assert bound.tolist() == [2, 3, 0] and fail_pod[2] >= 0
