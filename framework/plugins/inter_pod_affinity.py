@@ -134,7 +134,7 @@ class InterPodAffinity(Plugin):
 
     def __init__(self, args: InterPodAffinityArgs | None = None):
         self.args = args or InterPodAffinityArgs()
-        self._codes = None          # (pod, state version, codes by row) of the last filter
+        self._codes = None          # (pod, state, its version, codes by row) of the last filter
         self._by_row = None         # (state, signature, codes by row, fits by row)
         self._scores = None         # (state, signature, raw score by row)
 
@@ -288,7 +288,7 @@ class InterPodAffinity(Plugin):
 
     def filter(self, ctx, rows):
         codes = self.codes_by_row(ctx.state, ctx.pod, ctx.data.get(NAME))
-        self._codes = (ctx.pod, ctx.state.version, codes)
+        self._codes = (ctx.pod, ctx.state, ctx.state.version, codes)
         return np.take(self._by_row[3], rows)
 
     def unresolvable(self, ctx, rows):
@@ -300,10 +300,13 @@ class InterPodAffinity(Plugin):
         """[n_rows] the filter codes of ``ctx.pod`` on the state as it is
         (the last filter's, while nothing changed)."""
         c = self._codes
-        if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version:
-            c = (ctx.pod, ctx.state.version, self.codes_by_row(ctx.state, ctx.pod))
+        # the state too: one plugin serves several states (capacity probes,
+        # a probe group's state), whose version numbers can coincide
+        if c is None or c[0] is not ctx.pod or c[1] is not ctx.state \
+                or c[2] != ctx.state.version:
+            c = (ctx.pod, ctx.state, ctx.state.version, self.codes_by_row(ctx.state, ctx.pod))
             self._codes = c
-        return c[2]
+        return c[3]
 
     @staticmethod
     def _status_of_code(code: int) -> Status:

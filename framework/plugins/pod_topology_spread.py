@@ -181,8 +181,8 @@ class PodTopologySpread(Plugin):
 
     def __init__(self, args: PodTopologySpreadArgs | None = None):
         self.args = args or PodTopologySpreadArgs()
-        self._codes = None          # (pod, state version, codes by row, nominated) of the last
-        #                             filter
+        self._codes = None          # (pod, state, its version, codes by row, nominated) of
+        #                             the last filter
         self._probe = None          # (state, version, pod, nominated, SpreadProbe) last built
         self._by_row = None         # (state, signature, codes by row, fits by row)
         self._system = self.args.defaulting_type == SYSTEM_DEFAULTING
@@ -408,10 +408,10 @@ class PodTopologySpread(Plugin):
         codes = self.codes_by_row(ctx.state, ctx.pod)
         nom = nominated_pods(ctx)
         if not nom:
-            self._codes = (ctx.pod, ctx.state.version, codes, None)
+            self._codes = (ctx.pod, ctx.state, ctx.state.version, codes, None)
             return np.take(self._by_row[3], rows)
         codes = self._nominated_codes(ctx, codes)
-        self._codes = (ctx.pod, ctx.state.version, codes, nom)
+        self._codes = (ctx.pod, ctx.state, ctx.state.version, codes, nom)
         return np.take(codes == 0, rows)
 
     def unresolvable(self, ctx, rows):
@@ -425,12 +425,14 @@ class PodTopologySpread(Plugin):
         changed)."""
         c = self._codes
         nom = nominated_pods(ctx)
-        if c is None or c[0] is not ctx.pod or c[1] != ctx.state.version or (
-                nom is not None and c[3] is not nom):
+        # the state too: one plugin serves several states (capacity probes),
+        # whose version numbers can coincide
+        if c is None or c[0] is not ctx.pod or c[1] is not ctx.state \
+                or c[2] != ctx.state.version or (nom is not None and c[4] is not nom):
             codes = self._nominated_codes(ctx, self.codes_by_row(ctx.state, ctx.pod))
-            c = (ctx.pod, ctx.state.version, codes, nom)
+            c = (ctx.pod, ctx.state, ctx.state.version, codes, nom)
             self._codes = c
-        return c[2]
+        return c[3]
 
     @staticmethod
     def _status_of_code(code: int) -> Status:
