@@ -59,7 +59,7 @@ from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_S
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
-from tensorsched.framework.simulation.scenario import Scenario
+from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
 from tensorsched.kernels.batch.local_events import EV_ADD, EV_DELETE, EV_EVICT, LocalEvents, \
     run_local_events
@@ -580,7 +580,8 @@ def _manifests(x) -> bool:
 
 def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str = "numba",
                    workers: int | None = None,
-                   max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS) -> list:
+                   max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
+                   scenario=None) -> list:
     """``ts.simulate_batch``: on openb nodes (CSV paths, ``GpuInventory``)
     ``topology.openb.batch_sim.simulate_batch``; on a manifest cluster
     (``nodes``: object dicts, a YAML / JSON file or a directory) every
@@ -594,10 +595,15 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
     row of the cluster's nodes, ``node_names`` its names), each equal to
     ``ts.Simulation(objects, config, seed=seed,
-    pod_max_in_unschedulable_seconds=max_unsched)`` fed the trace.  What
+    pod_max_in_unschedulable_seconds=max_unsched)`` given ``scenario``
+    (manifests only: a ``Scenario``, a dict or a YAML path; its node
+    steps run in the kernel, ``sweep_events``) and fed the trace.  What
     the kernel does not cover raises ``BatchProfileError`` (module doc)
     before any run; ``ts.Simulation`` runs it per cluster."""
     if not _manifests(nodes):
+        if scenario is not None:
+            raise Arguments("simulate_batch").error(
+                "scenario", "on a manifest cluster only; ts.Simulation runs it per cluster")
         return openb_batch(nodes, traces, configs, seeds, backend=backend, workers=workers,
                            max_unsched=max_unsched)
     args = Arguments("simulate_batch")
@@ -622,13 +628,16 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     for name, v in (("traces", traces), ("configs", cfgs), ("seeds", seeds)):
         if not v:
             raise args.error(name, "empty: at least one")
-    setups = [[trace_setup(objects, c, t) for c in cfgs] for t in traces]
+    sc = None if scenario is None else (scenario if isinstance(scenario, Scenario)
+                                        else load_scenario(scenario))
+    setups = [[trace_setup(objects, c, t, sc) for c in cfgs] for t in traces]
     out = []
     for ti, per_trace in enumerate(setups):
         got = run_setups(per_trace, [seeds] * len(per_trace), workers, max_unsched, backend)
         for ci, runs in enumerate(got):
             for seed, r in zip(seeds, runs):
                 r.trace, r.config, r.seed = ti, ci, seed
-                r.node_names = per_trace[ci].names
+                ev = per_trace[ci].events
+                r.node_names = per_trace[ci].names if ev is None else ev.plan.names
                 out.append(r)
     return out

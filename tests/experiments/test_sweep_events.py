@@ -1,0 +1,195 @@
+"""A scenario's node steps inside the batched node-local trace kernel's
+queue (``experiments/sweep_events.py``, ``kernels/batch/local_events``):
+cordon, uncordon, drain, addNodes from a template, removeNodes and Node
+deletes at times among the trace's arrivals and departures, on small
+random clusters and traces under the sweep's configurations; every
+batched row equals the row of the run's own Simulation (``batch=False``)
+but ``wall_seconds``.  A pod the usage-independent filters reject on
+every node waits for a node event (or the pool's flush) and binds at the
+event's time; what the kernel does not cover is refused by the step's
+field and goes the per-run way."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tensorsched as ts
+from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
+from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.generators.clusters import node_dict, pod_dict
+
+from support.local_clusters import config
+from support.local_scenarios import write_scenario
+from support.local_traces import write_inputs
+
+
+def _rows(jobs, batch: bool):
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist()
+
+
+def _batched(jobs) -> tuple:
+    inputs = S.load_inputs(jobs)
+    got: dict = {}
+    rest = SL.batched_local(jobs, inputs, 1, lambda i, row, e: got.__setitem__(i, row))
+    return [got.get(i) for i in range(len(jobs))], rest
+
+
+def _same(got, want) -> None:
+    for g, w in zip(got, want):
+        g = dict(g)
+        g.pop("wall_seconds")
+        assert g == w
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
+       bound=st.integers(0, 3), n_steps=st.integers(1, 6), durations=st.booleans(),
+       interval=st.sampled_from([7.0, 60.0]))
+def test_node_events_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound, n_steps,
+                                                durations, interval):
+    cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, bound,
+                                           durations=durations)
+    scenario = write_scenario(tmp_path, seed, n_nodes, n_steps)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs, cluster=cluster,
+                       scenario=scenario, interval=interval)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    _same(got, want)
+    assert _rows(jobs, True) == want
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(1, 20))
+def test_priorities_and_node_events_equal_each_simulation(tmp_path, seed, n_nodes, n_pods):
+    # activeQ in PrioritySort's order while node events move the pool
+    cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, 1,
+                                           durations=True, priorities=True)
+    scenario = write_scenario(tmp_path, seed, n_nodes, 4)
+    jobs = S.make_jobs([trace], [0], configs=configs[:2], cluster=cluster,
+                       scenario=scenario, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
+
+
+def _write(tmp_path, objs, trace: str, steps: list | None, cfg=None) -> tuple:
+    c = tmp_path / "cluster.yaml"
+    c.write_text(yaml.safe_dump_all(objs))
+    t = tmp_path / "t.csv"
+    t.write_text(trace)
+    cf = tmp_path / "cfg.yaml"
+    cf.write_text(yaml.safe_dump(cfg or config(0)))
+    sc = None
+    if steps is not None:
+        sc = tmp_path / "sc.yaml"
+        sc.write_text(yaml.safe_dump({"steps": steps}))
+    return str(c), str(t), str(cf), None if sc is None else str(sc)
+
+
+@pytest.mark.parametrize("step", [
+    {"at": 100, "uncordon": "n0"},
+    {"at": 100, "addNodes": {"template": node_dict("x", cpu="2", memory="4Gi"), "count": 1}},
+])
+def test_a_pod_waiting_for_a_node_event_binds_at_its_time(tmp_path, step):
+    # the only node is cordoned: p0 fails on NodeUnschedulable (no Pod/Delete
+    # interest: q0's departure at 30 leaves it waiting), then the step
+    # opens a node at 100 and p0 binds then, batched as in its Simulation
+    objs = [node_dict("n0", cpu="2", memory="4Gi", unschedulable=True)]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\nq0,2,30,1,1Gi\n"
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, [step])
+    (r,) = ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[0] == 100.0 and r.node[0] >= 0
+    assert r.node_names[r.node[0]] == ("n0" if "uncordon" in step else "x-0")
+    assert r.tries[0] == 2          # its failure at 1, its binding at 100
+    jobs = S.make_jobs([tr], [0, 5], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=20.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
+
+
+def test_a_pod_rejected_everywhere_runs_batched_without_a_scenario(tmp_path):
+    # no scenario: the pod waits for the pool's flush (300 s), retries and
+    # fails again; q0's departure does not move it (Pod/Delete: not its
+    # rejectors' event), in the batch as in the Simulation
+    objs = [node_dict("n0", cpu="2", memory="4Gi",
+                      taints=[{"key": "spot", "effect": "NoSchedule"}])]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\nq0,2,30,1,1Gi\nq1,700,,1,1Gi\n"
+    cluster, tr, cfg, _ = _write(tmp_path, objs, trace, None)
+    jobs = S.make_jobs([tr], [0], configs=[cfg], cluster=cluster, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    _same(got, want)
+    assert want[0]["failed_attempts"] > 3
+
+
+def test_drain_and_node_delete_free_bound_pods(tmp_path):
+    # n0's drain evicts the trace's pods on it (p2 waits: n0 cordoned, n1
+    # too small), its uncordon lets them in again, n1's delete deletes the
+    # manifests' bound pod and whatever is on it: counts and curves as the
+    # Simulation's
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="1", memory="2Gi"),
+            dict(pod_dict("b0", cpu="500m", memory="1Gi"), spec={
+                **pod_dict("b0", cpu="500m", memory="1Gi")["spec"], "nodeName": "n1"})]
+    trace = ("name,arrival,departure,cpu,memory\np0,1,,1500m,1Gi\np1,2,,1500m,1Gi\n"
+             "p2,3,,500m,1Gi\n")
+    steps = [{"at": 50, "drain": "n0"}, {"at": 80, "uncordon": "n0"},
+             {"at": 120, "delete": {"kind": "Node", "name": "n1"}}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    jobs = S.make_jobs([tr], [0, 1], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=30.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    _same(got, want)
+    assert want[0]["evicted"] >= 1 and want[0]["deleted"] >= 1
+
+
+@pytest.mark.parametrize("steps, what", [
+    ([{"at": 5, "create": pod_dict("z", cpu="1", memory="1Gi")}], "create Pod"),
+    ([{"at": 5, "removeNodes": ["n1"]},
+      {"at": 9, "addNodes": {"template": node_dict("x", cpu="1", memory="1Gi")}}],
+     "row of a removed node"),
+    ([{"at": 5, "removeNodes": ["n0", "n1"]}], "no node left"),
+])
+def test_uncovered_steps_are_refused_by_name(tmp_path, steps, what):
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\n"
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    with pytest.raises(BatchProfileError, match=what):
+        ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    jobs = S.make_jobs([tr], [0], configs=[cfg], cluster=cluster, scenario=sc, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == [0]          # the per-run path takes it
+    assert S.run_sweep(jobs, workers=1).num_rows == 1
+
+
+def test_cordoned_variants_keep_classes(tmp_path):
+    # the universe holds each node once per variant; an event swaps rows
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\n"
+    steps = [{"at": 0, "cordon": ["n0", "n1"]}, {"at": 10, "uncordon": "n1"},
+             {"at": 20, "cordon": "n1"}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    objects = S.run.cluster_objects(cluster=cluster)
+    s = SL.trace_setup(objects, yaml.safe_load(open(cfg)), ts.read_trace(tr),
+                       load_scenario(sc))
+    assert len(s.events.probers) == 2
+    assert s.events.rej.shape[1] == 4
+    (r,) = ts.simulate_batch(copy.deepcopy(objects), [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[0] == 10.0 and r.node_names[r.node[0]] == "n1"
+    assert np.array_equal(r.why, [0])
