@@ -20,8 +20,9 @@ node added where a removed node's row is free (the Scheduler reuses that
 row), a step naming a node absent then or adding one present (the
 Simulation's own error), a step leaving the cluster without nodes (a pod
 failing there is rejected by no plugin and waits for any event, an
-arrival's too), a drain of a node holding pods a drain leaves (DaemonSet,
-static), a node added or removed while ImageLocality scores an image (its
+arrival's too), a drain of a node when a queued pod is one a drain leaves
+(DaemonSet, static: the manifests' bound ones stay, as the Simulation keeps
+them), a node added or removed while ImageLocality scores an image (its
 score counts the nodes holding it), a node removed or drained whose bound
 pods InterPodAffinity's answers read.
 """
@@ -94,22 +95,37 @@ class NodeEvents:
     bound: list = field(default_factory=list)
     bound_cpu: list = field(default_factory=list)
     bound_mem: list = field(default_factory=list)
+    left: list = field(default_factory=list)       # a drain: {resource: requested} it leaves
+    left_nz: list = field(default_factory=list)    # ... and its non-zero cpu, memory
 
     @property
     def n_all(self) -> int:
         return len(self.names)
 
-    def add(self, t, kind, node, variant, live, bound=0, cpu=0, mem=0) -> None:
+    def add(self, t, kind, node, variant, live, bound=0, cpu=0, mem=0, left=None,
+            left_nz=(0, 0)) -> None:
         for lst, v in ((self.t, float(t)), (self.kind, kind), (self.node, node),
                        (self.variant, variant), (self.live, live), (self.bound, bound),
-                       (self.bound_cpu, cpu), (self.bound_mem, mem)):
+                       (self.bound_cpu, cpu), (self.bound_mem, mem), (self.left, left or {}),
+                       (self.left_nz, tuple(left_nz))):
             lst.append(v)
+
+    def left_usage(self, resources: list, width: int) -> tuple:
+        """([E, width] what each event leaves requested on its node,
+        columns named ``resources``; [E, 2] its non-zero cpu, memory)."""
+        used = np.zeros((len(self.t), width), np.int64)
+        for e, left in enumerate(self.left):
+            for name, v in left.items():
+                if name in resources:
+                    used[e, resources.index(name)] = v
+        return used, np.asarray(self.left_nz, np.int64).reshape(len(self.t), 2)
 
 
 def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     """The node events of ``scenario`` (a ``Scenario``) on the cluster
-    ``cl`` built from ``objects`` (manifests); ``trace_pods`` the queued
-    pods (records).  Raises ``BatchProfileError`` (module doc)."""
+    ``cl`` built from ``objects`` (manifests; its state loses the bound
+    pods the events remove); ``trace_pods`` the queued pods (records).
+    Raises ``BatchProfileError`` (module doc)."""
     nodes = list(cl.objects.nodes)
     names = [n.name for n in nodes]
     objs = {n.name: [copy.deepcopy(n.obj)] for n in nodes}
@@ -163,16 +179,29 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                     continue
             pods = on_node.pop(name, [])
             evict = st.action == "drain"
-            if evict and any(drain_exemption(p) is not None for p in pods):
-                raise refuse(f"{where} (drain)", f"node {name!r} holds pods a drain leaves "
-                             "(DaemonSet, static)")
             if evict and any(drain_exemption(p) is not None for p in trace_pods):
                 raise refuse(f"{where} (drain)", "a queued pod a drain would leave (DaemonSet, "
                              "static)")
+            left, left_nz = {}, (0, 0)
             cpu = mem = 0
-            if pods and name in state.node_rows:
+            if pods:
+                # what the pods leaving took: the cluster's own accounting
+                # (``cl``'s state is this plan's: they leave it here)
                 r = state.node_rows[name]
-                cpu, mem = int(state.requested[r, ci]), int(state.requested[r, mi])
+                before = state.requested[r].copy()
+                if evict:
+                    stay = [p for p in pods if drain_exemption(p) is not None]
+                    if stay:
+                        on_node[name] = stay
+                    pods = [p for p in pods if drain_exemption(p) is None]
+                for p in pods:
+                    state.remove_pod(p.key)
+                cpu = int(before[ci] - state.requested[r, ci])
+                mem = int(before[mi] - state.requested[r, mi])
+                left = {nm: int(state.requested[r, k])
+                        for k, nm in enumerate(state.resources.names)}
+                left_nz = (int(state.nonzero_requested[r, 0]),
+                           int(state.nonzero_requested[r, 1]))
             if not evict:
                 present.discard(name)
                 free.append(row)
@@ -180,7 +209,7 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                     raise refuse(f"{where} ({st.action})", "the cluster has no node left (a "
                                  "pod failing there waits for any event)")
             plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, cur[name], len(present),
-                     len(pods), cpu, mem)
+                     len(pods), cpu, mem, left, left_nz)
     n_var = max(len(v) for v in objs.values()) if objs else 1
     for v in range(n_var):
         out = []

@@ -215,6 +215,8 @@ class EventSetup:
     find0: int
     find: np.ndarray
     steps: RowSteps
+    used: np.ndarray        # [E, R] what each event leaves requested on its node
+    nz: np.ndarray          # [E, 2] its non-zero cpu, memory
 
 
 def event_setup(plan: NodeEvents, probers: list, pods: list, cols, ci: int, mi: int,
@@ -244,7 +246,9 @@ def event_setup(plan: NodeEvents, probers: list, pods: list, cols, ci: int, mi: 
                       codes[0][1], korder, num_feasible_nodes_to_find(pct, plan.n0),
                       np.asarray([num_feasible_nodes_to_find(pct, n) for n in plan.live],
                                  np.int64),
-                      row_steps(plan, cols.allocatable, ci, mi, base))
+                      row_steps(plan, cols.allocatable, ci, mi, base),
+                      *plan.left_usage(list(p0.universe.state.resources.names),
+                                       cols.requested.shape[1]))
 
 
 def trace_runs(objects, config, trace, seeds, threads: int | None = None) -> list[LocalRun]:
@@ -386,8 +390,10 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
     universe = {f: np.concatenate([getattr(b, f) for b in parts[0]])
                 for f in ("alloc", "used0", "nz0")}
     cols = {f: [] for f in ("pod_cls", "arrive", "depart", "dur", "rank", "find", "korder",
-                            "ev_t", "ev_kind", "ev_node", "ev_x", "ev_find", "ev_bound")}
+                            "ev_t", "ev_kind", "ev_node", "ev_x", "ev_find", "ev_bound",
+                            "ev_used", "ev_nz")}
     profile, run_seeds, ev_ptr = [], [], [0]
+    width = first.alloc.shape[1]
     valid0 = np.arange(n_all) < ev0.plan.n0
     for k, s in enumerate(setups):
         e, plan = s.events, s.events.plan
@@ -406,6 +412,8 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
                                 + np.asarray(plan.node, np.int64))
             cols["ev_find"].append(e.find)
             cols["ev_bound"].append(np.asarray(plan.bound, np.int64))
+            cols["ev_used"].append(e.used)
+            cols["ev_nz"].append(e.nz)
             ev_ptr.append(ev_ptr[-1] + len(plan.t))
             profile.append(k)
             run_seeds.append(int(seed))
@@ -431,7 +439,9 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
                      cat_or("korder", np.int64), np.asarray(ev_ptr, np.int64),
                      cat_or("ev_t", np.float64), cat_or("ev_kind", np.int64),
                      cat_or("ev_node", np.int64), cat_or("ev_x", np.int64),
-                     cat_or("ev_find", np.int64), cat_or("ev_bound", np.int64))
+                     cat_or("ev_find", np.int64), cat_or("ev_bound", np.int64),
+                     np.concatenate(cols["ev_used"]) if n else np.zeros((0, width), np.int64),
+                     np.concatenate(cols["ev_nz"]) if n else np.zeros((0, 2), np.int64))
     if backend == "cuda":
         try:
             from tensorsched.kernels.batch.local_trace_cuda import run_local_events_cuda

@@ -21,7 +21,7 @@ def run_local_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_
                          backoff0, backoff_max, max_unsched, out_node, out_bind, out_tries,
                          out_why, log_t, log_pod, n_log, end, profile, n_fit, n_shape, n_bal,
                          valid0, u_rej, fit_interest, korder, ev_ptr, ev_t, ev_kind, ev_node,
-                         ev_x, ev_find, ev_bound):
+                         ev_x, ev_find, ev_bound, ev_used, ev_nz):
     """``run_local_events_cluster`` for every cluster b: its local nodes
     ``node_rows[node_ptr[b]:node_ptr[b+1]]`` (universe rows; ``valid0``
     beside them: in the cluster at the start), its pods and ``korder``
@@ -78,4 +78,5 @@ def run_local_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_
             np.empty(e, np.int64), rank[p0:p1], np.empty(r_heap, np.int64),
             np.empty(e, np.int64), valid, rej, fit_interest, korder[p0:p1],
             ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
-            ev_bound[e0:e1], alloc, used0, nz0, static_bits, static_raw, u_rej)
+            ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
+            static_raw, u_rej)

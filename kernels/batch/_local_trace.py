@@ -226,7 +226,7 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                              positions, total_scratch, ties_scratch, hi_scratch,
                              qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
                              pmask, valid, rej, fit_interest, korder,
-                             ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+                             ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
                              u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej):
     """``run_local_trace_cluster`` with timed node events, every cycle a
     scan of the live nodes (``pick_live``).  The n local nodes are the
@@ -242,7 +242,8 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
     row ``ev_x[e]``: its allocatable, usage and static answers;
     ``EV_UPDATE``: its static answers become row ``ev_x[e]``'s;
     ``EV_EVICT`` / ``EV_DELETE``: its pods leave (``ev_bound[e]`` of them
-    the manifests' bound pods), in key order), ``ev_find[e]`` the nodes to
+    the manifests' bound pods), in key order; a drain leaves ``ev_used[e]``
+    [R] / ``ev_nz[e]`` [2] requested: its pods that stay), ``ev_find[e]`` the nodes to
     find after it (percentageOfNodesToScore of the nodes then).  The
     Simulation's events: a node's add moves the pool for Node/Add, an
     update for Node/Update, each pod deleted for Pod/Delete, a node's
@@ -306,11 +307,11 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                         log_pod[m] = -1 - jj
                         m += 1
                         gone += 1
-                # every pod on the node left (the planner refuses pods a drain leaves)
+                # what stays: the manifests' pods a drain leaves (none on a delete)
                 for r in range(used.shape[1]):
-                    used[i, r] = 0
-                nz_used[i, 0] = 0
-                nz_used[i, 1] = 0
+                    used[i, r] = ev_used[e, r]
+                nz_used[i, 0] = ev_nz[e, 0]
+                nz_used[i, 1] = ev_nz[e, 1]
                 if what == EV_DELETE:
                     valid[i] = False
                     nv = live_rows(valid, positions)

@@ -52,7 +52,8 @@ class LocalEvents(NamedTuple):
     ``ev_kind`` (``EV_KINDS``), ``ev_node`` (local node), ``ev_x``
     (universe row: EV_ADD's and EV_UPDATE's answers), ``ev_find`` (nodes
     to find after it), ``ev_bound`` (the manifests' bound pods it
-    removes)."""
+    removes), ``ev_used`` [E, R] / ``ev_nz`` [E, 2] what a drain leaves
+    requested on its node (the pods a drain leaves; zeros otherwise)."""
 
     trace: LocalTrace
     valid0: np.ndarray
@@ -66,6 +67,8 @@ class LocalEvents(NamedTuple):
     ev_x: np.ndarray
     ev_find: np.ndarray
     ev_bound: np.ndarray
+    ev_used: np.ndarray
+    ev_nz: np.ndarray
 
     def check(self) -> None:
         """``trace.check`` and the event arrays; a ValueError naming the array."""
@@ -87,6 +90,8 @@ class LocalEvents(NamedTuple):
             if np.shape(getattr(self, name)) != (e,):
                 raise ValueError(f"LocalEvents.{name}: shape {np.shape(getattr(self, name))}, "
                                  f"expected ({e},)")
+        if np.shape(self.ev_used) != (e, a.alloc.shape[1]) or np.shape(self.ev_nz) != (e, 2):
+            raise ValueError("LocalEvents.ev_used / ev_nz: [E, R] and [E, 2]")
         if not np.isin(self.ev_kind, EV_KINDS).all():
             raise ValueError(f"LocalEvents.ev_kind: kinds {EV_KINDS}")
         if ((np.asarray(self.ev_x) < 0) | (np.asarray(self.ev_x) >= u)).any():
@@ -148,7 +153,8 @@ def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[Trace
                         i64(pr.profile), i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal),
                         b8(ev.valid0), i64(ev.rej), int(ev.fit_interest), i64(ev.korder),
                         i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node),
-                        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound))
+                        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used),
+                        i64(ev.ev_nz))
     finally:
         numba.set_parallel_chunksize(chunk)
         numba.set_num_threads(old)

@@ -371,7 +371,7 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
                    bal_res, bal_kind, n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls,
                    image_group, num_to_find, seed_mixes, arrive, depart, duration, rank,
                    valid0, u_rej, korder, ev_ptr, ev_t, ev_kind, ev_node, ev_x, ev_find,
-                   ev_bound, fit_interest, backoff0, backoff_max, max_unsched,
+                   ev_bound, ev_used, ev_nz, fit_interest, backoff0, backoff_max, max_unsched,
                    out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
                    alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, rej_all,
                    valid_all, pos_all, tot_all, ties_all, hi_all, qi_all, qf_all, pst_all,
@@ -419,7 +419,8 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
         ds_all[b, :max(e, 1)], dp_all[b, :max(e, 1)], rank[p0:p0 + e],
         ak_all[b], pm_all[b, :max(e, 1)], valid, rej, fit_interest, korder[p0:p0 + e],
         ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
-        ev_bound[e0:e1], alloc, used0, nz0, static_bits, static_raw, u_rej)
+        ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
+        static_raw, u_rej)
 
 
 def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
@@ -455,7 +456,7 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
         i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
         f64(t.arrive), f64(t.depart), t.durations(), t.ranks(), b8(ev.valid0), i64(ev.rej),
         i64(ev.korder), i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node),
-        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound))
+        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz))
     ins = [cuda.to_device(x) for x in host]
     nmax = max(1, int(np.diff(a.node_ptr).max()))
     emax = max(1, int(np.diff(a.pod_ptr).max()))

@@ -137,14 +137,22 @@ def test_a_pod_rejected_everywhere_runs_batched_without_a_scenario(tmp_path):
     assert want[0]["failed_attempts"] > 3
 
 
+def _bound(name: str, node: str, daemon: bool = False) -> dict:
+    p = pod_dict(name, cpu="500m", memory="1Gi")
+    p["spec"]["nodeName"] = node
+    if daemon:
+        p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                             "name": "agent", "uid": "u1", "controller": True}]
+    return p
+
+
 def test_drain_and_node_delete_free_bound_pods(tmp_path):
-    # n0's drain evicts the trace's pods on it (p2 waits: n0 cordoned, n1
-    # too small), its uncordon lets them in again, n1's delete deletes the
-    # manifests' bound pod and whatever is on it: counts and curves as the
-    # Simulation's
+    # n0's drain evicts the trace's pods and the manifests' b1 on it (its
+    # DaemonSet pod stays, still requesting), its uncordon lets pods in
+    # again, n1's delete deletes the manifests' b0 and whatever is on it:
+    # counts and curves as the Simulation's
     objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="1", memory="2Gi"),
-            dict(pod_dict("b0", cpu="500m", memory="1Gi"), spec={
-                **pod_dict("b0", cpu="500m", memory="1Gi")["spec"], "nodeName": "n1"})]
+            _bound("b0", "n1"), _bound("b1", "n0"), _bound("ds0", "n0", daemon=True)]
     trace = ("name,arrival,departure,cpu,memory\np0,1,,1500m,1Gi\np1,2,,1500m,1Gi\n"
              "p2,3,,500m,1Gi\n")
     steps = [{"at": 50, "drain": "n0"}, {"at": 80, "uncordon": "n0"},
@@ -156,7 +164,7 @@ def test_drain_and_node_delete_free_bound_pods(tmp_path):
     assert rest == []
     want = _rows(jobs, False)
     _same(got, want)
-    assert want[0]["evicted"] >= 1 and want[0]["deleted"] >= 1
+    assert want[0]["evicted"] >= 2 and want[0]["deleted"] >= 1
 
 
 @pytest.mark.parametrize("steps, what", [
