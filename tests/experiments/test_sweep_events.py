@@ -201,3 +201,47 @@ def test_cordoned_variants_keep_classes(tmp_path):
     (r,) = ts.simulate_batch(copy.deepcopy(objects), [tr], [cfg], seeds=[0], scenario=sc)
     assert r.bind[0] == 10.0 and r.node_names[r.node[0]] == "n1"
     assert np.array_equal(r.why, [0])
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_scan_window_follows_the_live_nodes(tmp_path, seed):
+    # over 100 nodes percentageOfNodesToScore scans a window from the
+    # rotating start: nodes removed (rows left free), cordoned and added
+    # change the live rows, the count the window and the start's modulus
+    rng = np.random.default_rng(seed)
+    objs = [node_dict(f"n{i}", cpu=str(rng.choice(["1", "2"])), memory="4Gi", pods="4")
+            for i in range(150)]
+    trace = "name,arrival,departure,cpu,memory\n" + "".join(
+        f"p{j},{1 + j // 3},{'' if j % 4 else 40 + j},{rng.choice(['500m', '1'])},1Gi\n"
+        for j in range(60))
+    steps = [{"at": 3, "addNodes": {"template": node_dict("x", cpu="2", memory="4Gi"),
+                                    "count": 3}},
+             {"at": 5, "removeNodes": [f"n{i}" for i in range(0, 30, 3)]},
+             {"at": 7, "cordon": [f"n{i}" for i in range(40, 60)]},
+             {"at": 9, "drain": "x-1"}, {"at": 15, "uncordon": "n41"}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps, config(seed % 3, pct=40))
+    jobs = S.make_jobs([tr], [0, 7], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=10.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
+
+
+def test_a_departure_does_not_move_a_pod_waiting_for_a_node(tmp_path):
+    # w (the manifests' pending pod) wants a disk=ssd node: NodeAffinity
+    # rejects it everywhere, and NodeAffinity listens to Node/Add and
+    # Node/Update, not Pod/Delete: q0's departure at 30 leaves it waiting,
+    # the ssd node added at 100 moves it and it binds then (2 attempts)
+    objs = [node_dict("n0", cpu="2", memory="4Gi"),
+            pod_dict("w", cpu="1", memory="1Gi", spec={"nodeSelector": {"disk": "ssd"}})]
+    trace = "name,arrival,departure,cpu,memory\nq0,2,30,1,1Gi\n"
+    steps = [{"at": 100, "addNodes": {"template": node_dict(
+        "x", cpu="2", memory="4Gi", labels={"disk": "ssd"}), "count": 1}}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    (r,) = ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[0] == 100.0 and r.node_names[r.node[0]] == "x-0" and r.tries[0] == 2
+    jobs = S.make_jobs([tr], [0], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=20.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
