@@ -235,7 +235,9 @@ def rejector_codes(prober) -> tuple[np.ndarray, int]:
     listens to a pending pod's arrival (the kernel's queue does not move
     the pool on arrivals)."""
     fw = prober.fw
-    plugins = fw.plugins if fw is not None else {}
+    if fw is None:          # no pod to schedule: no failure either
+        return np.zeros(prober.base["static_bits"].shape, np.int64), 0
+    plugins = fw.plugins
 
     def bits_of(name: str) -> int:
         events = plugin_events(plugins.get(name))

@@ -7,6 +7,12 @@ seeded tie rule among the top-scored nodes: ``_local_core.pick_node``), a
 departure returning the pod's usage (the node's answers and tie rank
 follow: ``_local_core.fold_node``).
 
+With timed node events (``run_local_events_cluster``: nodes added,
+cordoned and uncordoned, drained, deleted) every cycle scans the live
+nodes, each failed pod keeps the cluster events its rejecting plugins
+listen to, and a departure or a node event moves only the pods listening
+to it (``_queue.move_where``).
+
 Plain Python on scalars and arrays, compiled with ``njit`` on top of
 ``_local_core`` and ``_queue`` (``local_trace``).
 """
