@@ -16,8 +16,11 @@ load average before each, whether the tables are equal (but
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -27,9 +30,22 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import basic
 
 from .harness import git_commit, machine_info
-from .sweep_local import _timed, write_inputs
+from .sweep_local import write_inputs
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _timed(jobs, batch: bool, workers: int) -> tuple:
+    """(CPU and wall seconds of the sweep and the load before it, its
+    rows but ``wall_seconds``)."""
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    load = os.getloadavg()
+    c0, t0 = time.process_time(), time.perf_counter()
+    table = S.run_sweep(jobs, workers=workers)
+    return ({"cpu_seconds": round(time.process_time() - c0, 3),
+             "wall_seconds": round(time.perf_counter() - t0, 3),
+             "load_before": [round(x, 2) for x in load]},
+            table.drop(["wall_seconds"]).to_pylist())
 
 
 def write_scenario(where: Path, nodes: int, pods: int) -> str:

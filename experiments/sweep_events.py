@@ -46,6 +46,7 @@ from tensorsched.framework.runtime.cluster_events import (
     UNSCHEDULED_POD_ADD,
     plugin_events,
 )
+from tensorsched.framework.simulation.series import percentile
 from tensorsched.kernels.batch.local_events import (
     EV_ADD,
     EV_DELETE,
@@ -60,7 +61,7 @@ from tensorsched.kernels.batch.local_events import (
     WHY_EVICTED,
 )
 
-from .sweep_batch import _at, finite, percentile, sample_times, time_mean
+from .sweep_batch import _at, finite, sample_times, time_mean
 
 _BITS = ((POD_DELETE, I_POD_DELETE), (NODE_ADD, I_NODE_ADD), (NODE_UPDATE, I_NODE_UPDATE),
          (NODE_DELETE, I_NODE_DELETE))

@@ -60,20 +60,32 @@ from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalP
 from tensorsched.framework.capacity.common import bound_pods
 from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.parsing.manifests import load_objects, parse_yaml_documents, read_text
+from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
+from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
-from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
-from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
-from tensorsched.kernels.batch.local_events import EV_ADD, EV_DELETE, EV_EVICT, LocalEvents, \
-    run_local_events
+from tensorsched.kernels.batch.local_events import (
+    EV_ADD,
+    EV_DELETE,
+    EV_EVICT,
+    LocalEvents,
+    run_local_events,
+)
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
-from .sweep_events import NodeEvents, RowSteps, event_row, plan_events, rejector_codes, row_steps
+from .sweep_events import (
+    NodeEvents,
+    RowSteps,
+    event_row,
+    plan_events,
+    rejector_codes,
+    row_steps,
+)
 
 __all__ = ["BatchProfileError", "LocalRun", "TraceSetup", "batched_local", "run_setups", "share_call",
            "simulate_batch", "trace_runs", "trace_setup"]
@@ -146,7 +158,8 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     """The checks and inputs of ``trace_runs`` (module doc); ``scenario``
     (a ``Scenario``) its node steps as the kernel's node events
     (``sweep_events``)."""
-    cl = build_cluster(copy.deepcopy(list(objects)), copy.deepcopy(config))
+    objects = list(objects)
+    cl = build_cluster(copy.deepcopy(objects), copy.deepcopy(config))
     # the manifests' pending pods arrive at time 0 and stay; those of no
     # profile are never queued (the rows count them arrived, ``unprofiled``)
     early, n_pending = _queued(cl)
@@ -155,7 +168,7 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     nodes = list(cl.objects.nodes)
     plan = None
     if scenario is not None and scenario.steps:
-        plan = plan_events(list(objects), cl, scenario, pods)
+        plan = plan_events(objects, cl, scenario, pods)
     if plan is None:
         prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
     else:
@@ -180,7 +193,7 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
         # a pod the usage-independent filters reject on every node waits
         # for a node event (or the pool's flush): the node-event form
         # keeps each failed pod's rejectors
-        plan = plan_events(list(objects), cl, Scenario([]), pods)
+        plan = plan_events(objects, cl, Scenario([]), pods)
         probers = [prober]
     sched_cfg = cl.config
     cols = prober.cols

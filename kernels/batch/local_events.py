@@ -20,9 +20,10 @@ import numpy as np
 from numba import njit
 
 from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels.fused import _numba as _fused
 
-from . import _local_events_driver, _local_trace
-from .local_cpu import LocalProfiles, LocalTrace, TraceResult, _trace_ns, seed_mix
+from . import _local_core, _local_events_driver, _local_trace, _queue
+from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_local_trace.EV_ADD, _local_trace.EV_UPDATE,
                                           _local_trace.EV_EVICT, _local_trace.EV_DELETE)
@@ -33,6 +34,11 @@ REJ_FIRST = _local_trace.REJ_FIRST
 WHY_DELETED, WHY_EVICTED = _local_trace.WHY_DELETED, _local_trace.WHY_EVICTED
 EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE)
 
+# the same chain as ``local_cpu``'s (the same sources and keys: its on-disk cache)
+_core = compile_module(_local_core, njit, base=_fused.core, options={"nogil": True}, cache=True)
+_queue_ns = compile_module(_queue, njit, base=_core, options={"nogil": True}, cache=True)
+_trace_ns = compile_module(_local_trace, njit, base=_queue_ns, options={"nogil": True},
+                           cache=True)
 _drivers = compile_module(_local_events_driver, njit, base=_trace_ns,
                           options={"nogil": True, "parallel": True}, cache=True)
 _run_events_all = _drivers["run_local_events_all"]
