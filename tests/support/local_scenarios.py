@@ -1,6 +1,7 @@
 """Random scenarios of node steps for the node-local trace kernel's node
 events (``experiments/sweep_events.py``): cordon, uncordon, drain,
-addNodes from a template, removeNodes and Node deletes at times among a
+addNodes from a template, Node creates, removeNodes and Node deletes at
+times among a
 trace's arrivals (ties with them included), on the nodes of a
 ``local_traces`` cluster."""
 
@@ -36,6 +37,12 @@ def scenario_steps(rng, n_nodes: int, n_steps: int, removals: bool = True) -> li
             kind = "cordon"
         if kind == "addNodes" and removed:
             kind = "uncordon"
+        if kind == "addNodes" and rng.random() < 0.3:
+            # a Node create: one node of its own name
+            name = f"c{len(steps)}"
+            steps.append({"at": t, "create": _template(rng, name)})
+            live.append(name)
+            continue
         if kind == "addNodes":
             count = int(rng.integers(1, 3))
             steps.append({"at": t, "addNodes": {"template": _template(rng, "x"),
