@@ -12,12 +12,13 @@ unschedulable yet, then evicts its pods (Pod/Delete); a Node ``delete`` /
 Each distinct object a node takes is a variant: the kernel's universe holds
 every node once per variant (variant v of the cluster: each node's v-th
 object, or its last), so a step swaps a node's static answers for those of
-another universe row.
+another universe row.  A node added while a removed node's row is free
+takes that row (the last freed first, as the cluster state reuses rows):
+the kernel's local row then holds another universe node from its time.
 
 Refused, by the step's field and why (the per-run path takes the job):
 Pod creates and deletes (the kernel's queue takes the trace's pods only), a
-node added where a removed node's row is free (the Scheduler reuses that
-row), a step naming a node absent then or adding one present (the
+node added under the name of one removed before, a step naming a node absent then or adding one present (the
 Simulation's own error), a step leaving the cluster without nodes (a pod
 failing there is rejected by no plugin and waits for any event, an
 arrival's too), a drain of a node when a queued pod is one a drain leaves
@@ -74,13 +75,16 @@ def refuse(what: str, why: str) -> BatchProfileError:
 
 @dataclass
 class NodeEvents:
-    """A scenario's node steps on one cluster: ``names`` the local rows'
+    """A scenario's node steps on one cluster: ``names`` the universe's
     nodes (the cluster's, then those added, in order), ``n0`` how many
-    are there at the start; ``variants[v]`` the objects (manifests) of
+    are there at the start (local rows 0..n0-1); ``local_rows`` each
+    local row's first node (its universe index; a row freed by a removal
+    takes the next node added); ``variants[v]`` the objects (manifests) of
     variant v of the cluster (every node's v-th object, or its last; the
     nodes added appended); per event (time order) ``t`` (seconds),
-    ``kind`` (``local_events.EV_*``), ``node`` (local row), ``variant``
-    (the object it takes), ``live`` (nodes in the cluster after it),
+    ``kind`` (``local_events.EV_*``), ``node`` (local row), ``uid`` (the
+    node's universe index), ``variant`` (the object it takes), ``live``
+    (nodes in the cluster after it),
     ``bound`` / ``bound_cpu`` / ``bound_mem`` (the manifests' bound pods it
     removes, their cpu millicores and memory bytes), ``evict`` (they are
     evicted, not deleted)."""
@@ -88,9 +92,11 @@ class NodeEvents:
     names: list
     n0: int
     variants: list
+    local_rows: list = field(default_factory=list)
     t: list = field(default_factory=list)
     kind: list = field(default_factory=list)
     node: list = field(default_factory=list)
+    uid: list = field(default_factory=list)
     variant: list = field(default_factory=list)
     live: list = field(default_factory=list)
     bound: list = field(default_factory=list)
@@ -103,9 +109,23 @@ class NodeEvents:
     def n_all(self) -> int:
         return len(self.names)
 
-    def add(self, t, kind, node, variant, live, bound=0, cpu=0, mem=0, left=None,
+    def occupants(self, local: np.ndarray, when: np.ndarray) -> np.ndarray:
+        """The universe index of the node on local row ``local[j]`` at
+        ``when[j]`` seconds (after that time's node events; -1 stays -1)."""
+        out = np.full(local.shape[0], -1, np.int64)
+        for r in np.unique(local[local >= 0]).tolist():
+            times = [-np.inf] + [t for t, k, n in zip(self.t, self.kind, self.node)
+                                 if k == EV_ADD and n == r]
+            ids = [self.local_rows[r]] + [u for k, n, u in zip(self.kind, self.node, self.uid)
+                                          if k == EV_ADD and n == r]
+            on = local == r
+            out[on] = np.asarray(ids, np.int64)[
+                np.searchsorted(np.asarray(times), when[on], side="right") - 1]
+        return out
+
+    def add(self, t, kind, node, uid, variant, live, bound=0, cpu=0, mem=0, left=None,
             left_nz=(0, 0)) -> None:
-        for lst, v in ((self.t, float(t)), (self.kind, kind), (self.node, node),
+        for lst, v in ((self.t, float(t)), (self.kind, kind), (self.node, node), (self.uid, uid),
                        (self.variant, variant), (self.live, live), (self.bound, bound),
                        (self.bound_cpu, cpu), (self.bound_mem, mem), (self.left, left or {}),
                        (self.left_nz, tuple(left_nz))):
@@ -131,7 +151,8 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     names = [n.name for n in nodes]
     objs = {n.name: [copy.deepcopy(n.obj)] for n in nodes}
     cur = {name: 0 for name in names}
-    rows = {name: i for i, name in enumerate(names)}
+    rows = {name: i for i, name in enumerate(names)}      # local rows (at their time)
+    uids = dict(rows)                                    # universe indices
     present = set(names)
     free: list = []
     state = cl.state
@@ -141,7 +162,7 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     for p in bound_pods(cl):
         on_node.setdefault(p.node_name, []).append(p)
     added: list = []
-    plan = NodeEvents(names, len(names), [])
+    plan = NodeEvents(names, len(names), [], list(range(len(names))))
     for st in scenario.steps:
         where = st.field
         if st.kind == "Pod":
@@ -152,16 +173,18 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                 name = (o.get("metadata") or {}).get("name")
                 if name in present or name in rows:
                     raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
+                uids[name] = len(names)
                 if free:
-                    raise refuse(f"{where} ({st.action})", f"node {name!r} would take the "
-                                 "row of a removed node")
-                rows[name] = len(names)
+                    rows[name] = free.pop()
+                else:
+                    rows[name] = len(plan.local_rows)
+                    plan.local_rows.append(uids[name])
                 names.append(name)
                 objs[name] = [copy.deepcopy(o)]
                 cur[name] = 0
                 present.add(name)
                 added.append(name)
-                plan.add(st.at, EV_ADD, rows[name], 0, len(present))
+                plan.add(st.at, EV_ADD, rows[name], uids[name], 0, len(present))
             continue
         for name in st.names:
             if name not in present:
@@ -175,7 +198,7 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                     if new not in objs[name]:
                         objs[name].append(new)
                     cur[name] = objs[name].index(new)
-                    plan.add(st.at, EV_UPDATE, row, cur[name], len(present))
+                    plan.add(st.at, EV_UPDATE, row, uids[name], cur[name], len(present))
                 if st.action != "drain":
                     continue
             pods = on_node.pop(name, [])
@@ -209,8 +232,8 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                 if not present:
                     raise refuse(f"{where} ({st.action})", "the cluster has no node left (a "
                                  "pod failing there waits for any event)")
-            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, cur[name], len(present),
-                     len(pods), cpu, mem, left, left_nz)
+            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[name], cur[name],
+                     len(present), len(pods), cpu, mem, left, left_nz)
     n_var = max(len(v) for v in objs.values()) if objs else 1
     for v in range(n_var):
         out = []
@@ -271,14 +294,14 @@ class RowSteps:
 
 
 def row_steps(plan: NodeEvents, alloc: np.ndarray, ci: int, mi: int, base: tuple) -> RowSteps:
-    """``RowSteps`` of ``plan``; ``alloc`` [n_all, R] the local nodes'
-    allocatable, ``base`` the bound pods' cpu and memory at the start."""
+    """``RowSteps`` of ``plan``; ``alloc`` [n_all, R] the universe's
+    nodes' allocatable, ``base`` the bound pods' cpu and memory at the start."""
     live = np.zeros(plan.n_all, np.bool_)
     live[:plan.n0] = True
     cap_c, cap_m, base_c, base_m = [], [], [], []
     bc, bm = int(base[0]), int(base[1])
     deleted = evicted = 0
-    for kind, node, k, c, m in zip(plan.kind, plan.node, plan.bound, plan.bound_cpu,
+    for kind, node, k, c, m in zip(plan.kind, plan.uid, plan.bound, plan.bound_cpu,
                                    plan.bound_mem):
         if kind == EV_ADD:
             live[node] = True

@@ -253,7 +253,7 @@ def event_setup(plan: NodeEvents, probers: list, pods: list, cols, ci: int, mi: 
         raise _refuse("ImageLocality", f"a node added or removed at {moves[0]:g}s changes "
                       "its scores (they count the nodes holding an image)")
     ipa_rows = set(np.asarray(p0._ipa_rows).tolist())
-    for t, kind, node in zip(plan.t, plan.kind, plan.node):
+    for t, kind, node in zip(plan.t, plan.kind, plan.uid):
         if kind in (EV_DELETE, EV_EVICT) and node in ipa_rows:
             raise _refuse("InterPodAffinity", f"node {plan.names[node]!r} leaves at {t:g}s "
                           "with bound pods its terms read")
@@ -301,7 +301,8 @@ def share_call(setups: list[TraceSetup]) -> bool:
                     s.events.plan.names != a.events.plan.names
                     or len(s.events.probers) != len(a.events.probers)
                     or s.events.plan.t != a.events.plan.t
-                    or s.events.plan.kind != a.events.plan.kind))):
+                    or s.events.plan.kind != a.events.plan.kind
+                    or s.events.plan.node != a.events.plan.node))):
             return False
     return True
 
@@ -390,7 +391,8 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
     (``EventSetup.probers``), every run's local nodes are variant 0's rows,
     an event swaps a node's answers for another variant's row."""
     ev0 = setups[0].events
-    n_all = ev0.plan.n_all
+    n_all = ev0.plan.n_all                  # the universe's nodes (per variant)
+    n_loc = len(ev0.plan.local_rows)        # each run's local rows
     parts = []
     for s in setups:
         pods = list(range(len(s.prober.pods)))
@@ -413,7 +415,7 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
                             "ev_used", "ev_nz")}
     profile, run_seeds, ev_ptr = [], [], [0]
     width = first.alloc.shape[1]
-    valid0 = np.arange(n_all) < ev0.plan.n0
+    valid0 = np.arange(n_loc) < ev0.plan.n0
     for k, s in enumerate(setups):
         e, plan = s.events, s.events.plan
         for seed in seeds[k]:
@@ -428,7 +430,7 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
             cols["ev_kind"].append(np.asarray(plan.kind, np.int64))
             cols["ev_node"].append(np.asarray(plan.node, np.int64))
             cols["ev_x"].append(np.asarray(plan.variant, np.int64) * n_all
-                                + np.asarray(plan.node, np.int64))
+                                + np.asarray(plan.uid, np.int64))
             cols["ev_find"].append(e.find)
             cols["ev_bound"].append(np.asarray(plan.bound, np.int64))
             cols["ev_used"].append(e.used)
@@ -442,8 +444,8 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
     pod_ptr = np.concatenate([[0], np.cumsum([c.shape[0] for c in cols["pod_cls"]])])
     batch = first._replace(
         **cat, **universe, image_raw=image_raw,
-        node_ptr=np.arange(n + 1, dtype=np.int64) * n_all,
-        node_rows=np.tile(np.arange(n_all, dtype=np.int64), n),
+        node_ptr=np.arange(n + 1, dtype=np.int64) * n_loc,
+        node_rows=np.tile(np.asarray(ev0.plan.local_rows, np.int64), n),
         pod_ptr=pod_ptr.astype(np.int64), pod_cls=cat_or("pod_cls", np.int64),
         image_group=np.zeros(n, np.int64), num_to_find=np.asarray(cols["find"], np.int64),
         s_key=None, key_first=None)
@@ -474,9 +476,10 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
         p0, p1 = int(pod_ptr[b]), int(pod_ptr[b + 1])
         m = int(got.n_log[b])
         out[profile[b]].append(LocalRun(
-            got.node[p0:p1].copy(), got.bind[p0:p1].copy(), got.tries[p0:p1].copy(),
-            got.log_t[2 * p0:2 * p0 + m].copy(), got.log_pod[2 * p0:2 * p0 + m].copy(),
-            float(got.end[b]), why=why[p0:p1].copy()))
+            # a local row may hold another node later: the node at the binding
+            ev0.plan.occupants(got.node[p0:p1], got.bind[p0:p1]), got.bind[p0:p1].copy(),
+            got.tries[p0:p1].copy(), got.log_t[2 * p0:2 * p0 + m].copy(),
+            got.log_pod[2 * p0:2 * p0 + m].copy(), float(got.end[b]), why=why[p0:p1].copy()))
     return out
 
 

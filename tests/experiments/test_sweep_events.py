@@ -1,7 +1,8 @@
 """A scenario's node steps inside the batched node-local trace kernel's
 queue (``experiments/sweep_events.py``, ``kernels/batch/local_events``):
-cordon, uncordon, drain, addNodes from a template, removeNodes and Node
-deletes at times among the trace's arrivals and departures, on small
+cordon, uncordon, drain, addNodes from a template, Node creates (into a
+row a removal freed too), removeNodes and Node deletes at times among the
+trace's arrivals and departures, on small
 random clusters and traces under the sweep's configurations; every
 batched row equals the row of the run's own Simulation (``batch=False``)
 but ``wall_seconds``.  A pod the usage-independent filters reject on
@@ -170,8 +171,7 @@ def test_drain_and_node_delete_free_bound_pods(tmp_path):
 @pytest.mark.parametrize("steps, what", [
     ([{"at": 5, "create": pod_dict("z", cpu="1", memory="1Gi")}], "create Pod"),
     ([{"at": 5, "removeNodes": ["n1"]},
-      {"at": 9, "addNodes": {"template": node_dict("x", cpu="1", memory="1Gi")}}],
-     "row of a removed node"),
+      {"at": 9, "create": node_dict("n1", cpu="1", memory="1Gi")}], "exists or existed"),
     ([{"at": 5, "removeNodes": ["n0", "n1"]}], "no node left"),
 ])
 def test_uncovered_steps_are_refused_by_name(tmp_path, steps, what):
@@ -245,3 +245,40 @@ def test_a_departure_does_not_move_a_pod_waiting_for_a_node(tmp_path):
     got, rest = _batched(jobs)
     assert rest == []
     _same(got, _rows(jobs, False))
+
+
+def test_a_node_added_after_a_removal_takes_the_freed_row(tmp_path):
+    # n0's removal frees row 0 and y takes it at 40 (the last freed row
+    # first, as the cluster state reuses rows): the tie rank and the scan
+    # read that row; p2 waits for y and binds on it then
+    objs = [node_dict(f"n{i}", cpu="1", memory="4Gi") for i in range(3)]
+    trace = ("name,arrival,departure,cpu,memory\np0,1,,1,1Gi\np1,1,,1,1Gi\np2,20,,1,1Gi\n"
+             "p3,41,,500m,1Gi\n")
+    steps = [{"at": 10, "removeNodes": ["n0", "n2"]},
+             {"at": 40, "create": node_dict("y", cpu="2", memory="4Gi")},
+             {"at": 40, "addNodes": {"template": node_dict("z", cpu="1", memory="4Gi")}}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    objects = S.run.cluster_objects(cluster=cluster)
+    s = SL.trace_setup(objects, yaml.safe_load(open(cfg)), ts.read_trace(tr),
+                       load_scenario(sc))
+    assert s.events.plan.local_rows == [0, 1, 2]
+    assert s.events.plan.node[-2:] == [2, 0]        # y takes n2's row, z n0's
+    (r,) = ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[2] == 40.0 and r.node_names[r.node[2]] in ("y", "z")
+    # each pod's node and binding time as the Simulation's Bound events say
+    sim = ts.Simulation(copy.deepcopy(objects), yaml.safe_load(open(cfg)), "numba", 0)
+    bound = {}
+    sim.scheduler.subscribe("Bound", lambda e: bound.__setitem__(
+        e["pod"], (e["node"], sim.clock.now())))
+    sim.scenario(sc)
+    sim.submit(ts.read_trace(tr))
+    sim.run()
+    keys = [p.key for p in s.prober.pods]
+    assert bound == {k: (r.node_names[n], float(t)) for k, n, t in zip(keys, r.node, r.bind)
+                     if n >= 0}
+    for seed in (0, 1, 2, 3):
+        jobs = S.make_jobs([tr], [seed], configs=[cfg], cluster=cluster, scenario=sc,
+                           interval=15.0)
+        got, rest = _batched(jobs)
+        assert rest == []
+        _same(got, _rows(jobs, False))
