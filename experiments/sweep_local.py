@@ -31,11 +31,17 @@ fits nowhere waits in the unschedulable pool until a bound pod leaves
 A pod that fails has NodeResourcesFit among its rejectors as long as a
 usage-independent filter (taints, affinity, unschedulable, nodeName,
 InterPodAffinity's constants) passes one node for it, so a departure moves
-it as ``_queue`` moves every waiting pod.  Refused: a trace pod those
-filters reject on every node (it would wait for a node event, not a
-departure; named by the plugin), a scenario, ``until``; a pod that could
-preempt, pods whose InterPodAffinity terms select each other (the probes'
-kernel refuses them).
+it as ``_queue`` moves every waiting pod.  A scenario's node steps
+(cordon, uncordon, drain, addNodes, Node deletes, removeNodes) run in the
+kernel as timed node events (``sweep_events``, ``kernels.batch.
+local_events``): each failed pod then keeps the cluster events its
+rejecting plugins listen to and a departure or a node event moves only
+the pods listening to it, as the Simulation's queue does; so does a job
+whose trace pod those filters reject on every node (it waits for a node
+event or the pool's flush).  Refused: ``until``, a scenario step
+``sweep_events`` refuses (named by the step's field: Pod creates and
+deletes, ...); a pod that could preempt, pods whose InterPodAffinity terms
+select each other (the probes' kernel refuses them).
 """
 
 from __future__ import annotations
@@ -54,15 +60,32 @@ from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalP
 from tensorsched.framework.capacity.common import bound_pods
 from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.parsing.manifests import load_objects, parse_yaml_documents, read_text
+from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
+from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
+from tensorsched.kernels.batch.local_events import (
+    EV_ADD,
+    EV_DELETE,
+    EV_EVICT,
+    LocalEvents,
+    run_local_events,
+)
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
+from .sweep_events import (
+    NodeEvents,
+    RowSteps,
+    event_row,
+    plan_events,
+    rejector_codes,
+    row_steps,
+)
 
 __all__ = ["BatchProfileError", "LocalRun", "TraceSetup", "batched_local", "run_setups", "share_call",
            "simulate_batch", "trace_runs", "trace_setup"]
@@ -87,6 +110,7 @@ class LocalRun:
     config: int = 0
     seed: int = 0
     node_names: list | None = None
+    why: np.ndarray | None = None   # node events: how each pod left with its node (0: it did not)
 
     @property
     def log_used(self) -> np.ndarray:
@@ -119,32 +143,58 @@ class TraceSetup:
     names: list
     bound: int          # the manifests' bound pods (they keep running)
     unprofiled: int = 0     # the manifests' pending pods of no profile (never queued)
+    events: "EventSetup | None" = None      # node events (``sweep_events``), or None
 
 
-def trace_setup(objects, config, trace) -> TraceSetup:
-    """The checks and inputs of ``trace_runs`` (module doc)."""
-    cl = build_cluster(copy.deepcopy(list(objects)), copy.deepcopy(config))
-    # the manifests' pending pods arrive at time 0 and stay
+def _queued(cl):
+    """The manifests' pending pods of a profile and the pending pods of
+    no profile (never queued)."""
     names = {p.scheduler_name for p in cl.config.profiles}
     pending = [p for p in cl.objects.pods if not p.node_name]
-    # the manifests' pending pods of no profile are never queued (the rows
-    # count them arrived, ``unprofiled``)
-    early = [p for p in pending if p.scheduler_name in names]
-    pods = [cl.resolve(p) for p in early + list(trace.records(0, len(trace)))]
+    return [p for p in pending if p.scheduler_name in names], len(pending)
+
+
+def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
+    """The checks and inputs of ``trace_runs`` (module doc); ``scenario``
+    (a ``Scenario``) its node steps as the kernel's node events
+    (``sweep_events``)."""
+    objects = list(objects)
+    cl = build_cluster(copy.deepcopy(objects), copy.deepcopy(config))
+    # the manifests' pending pods arrive at time 0 and stay; those of no
+    # profile are never queued (the rows count them arrived, ``unprofiled``)
+    early, n_pending = _queued(cl)
+    records = list(trace.records(0, len(trace)))
+    pods = [cl.resolve(p) for p in early + records]
     nodes = list(cl.objects.nodes)
-    prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
+    plan = None
+    if scenario is not None and scenario.steps:
+        plan = plan_events(objects, cl, scenario, pods)
+    if plan is None:
+        prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
+    else:
+        probers = []
+        for objs in plan.variants:
+            cv = build_cluster(copy.deepcopy(objs), copy.deepcopy(config))
+            if [n.name for n in cv.objects.nodes] != plan.names:
+                raise _refuse("scenario", "its nodes do not keep the cluster's order")
+            ev_early, _ = _queued(cv)
+            probers.append(LocalProber(cv, list(cv.objects.nodes), bound_pods(cv),
+                                       [cv.resolve(p) for p in ev_early + records], 0))
+        prober = probers[0]
     # activeQ's order before the push order: the queue's own sort key
     # (PrioritySort: higher priority first, then the earlier creation)
     keys = [prober.sort_key(p) for p in pods]
     dense = {k: i for i, k in enumerate(sorted(set(keys)))}
     rank = np.array([dense[k] for k in keys], np.int64)
-    static = prober.base["static_bits"]
-    if static.shape[1]:
-        for c in np.flatnonzero((static != 0).all(axis=1)).tolist():
-            st = prober.keys.statuses[int(prober.keys.s_key[c, 0])]
-            raise _refuse(st.plugin or "filter", f"rejects trace pod "
-                          f"{prober.class_pods[c].key} on every node ({', '.join(st.reasons)}):"
-                          " it would wait for a node event, not a departure")
+    n0 = len(nodes)
+    static = prober.base["static_bits"][:, :n0]
+    waits = bool(static.shape[1]) and bool((static != 0).all(axis=1).any())
+    if waits and plan is None:
+        # a pod the usage-independent filters reject on every node waits
+        # for a node event (or the pool's flush): the node-event form
+        # keeps each failed pod's rejectors
+        plan = plan_events(objects, cl, Scenario([]), pods)
+        probers = [prober]
     sched_cfg = cl.config
     cols = prober.cols
     state = prober.universe.state
@@ -155,14 +205,69 @@ def trace_setup(objects, config, trace) -> TraceSetup:
                              np.where(np.isnan(trace.departure), np.inf, trace.departure)])
     duration = np.concatenate([np.full(k, np.inf),
                                np.where(np.isnan(trace.duration), np.inf, trace.duration)])
-    return TraceSetup(prober, arrive, depart.astype(np.float64), duration.astype(np.float64),
-                      rank,
-                      (float(sched_cfg.pod_initial_backoff_seconds),
-                       float(sched_cfg.pod_max_backoff_seconds)),
-                      (int(cols.allocatable[:, ci].sum()), int(cols.allocatable[:, mi].sum())),
-                      (int(cols.requested[:, ci].sum()), int(cols.requested[:, mi].sum())),
-                      [n.name for n in nodes], len(prober.universe.objects.pods),
-                      len(pending) - len(early))
+    base = (int(cols.requested[:n0, ci].sum()), int(cols.requested[:n0, mi].sum()))
+    caps = (int(cols.allocatable[:n0, ci].sum()), int(cols.allocatable[:n0, mi].sum()))
+    setup = TraceSetup(prober, arrive, depart.astype(np.float64), duration.astype(np.float64),
+                       rank,
+                       (float(sched_cfg.pod_initial_backoff_seconds),
+                        float(sched_cfg.pod_max_backoff_seconds)),
+                       caps, base, [n.name for n in nodes], len(prober.universe.objects.pods),
+                       n_pending - len(early))
+    if plan is not None:
+        setup.events = event_setup(plan, probers, pods, cols, ci, mi, base)
+    return setup
+
+
+@dataclass
+class EventSetup:
+    """A setup's node events (``sweep_events``): ``plan``; ``probers`` one
+    per variant of the cluster (the classes alike); ``rej`` [C, V x n_all]
+    the rejector codes, ``fit_interest``; ``korder`` the pods in key
+    order; ``find0`` / ``find`` the nodes to find at the start and after
+    each event; ``steps`` what the rows read."""
+
+    plan: NodeEvents
+    probers: list
+    rej: np.ndarray
+    fit_interest: int
+    korder: np.ndarray
+    find0: int
+    find: np.ndarray
+    steps: RowSteps
+    used: np.ndarray        # [E, R] what each event leaves requested on its node
+    nz: np.ndarray          # [E, 2] its non-zero cpu, memory
+
+
+def event_setup(plan: NodeEvents, probers: list, pods: list, cols, ci: int, mi: int,
+                base: tuple) -> EventSetup:
+    """``EventSetup`` of ``plan`` over ``probers``; refused (module doc of
+    ``sweep_events``) where the kernel's answers would not hold."""
+    p0 = probers[0]
+    for pv in probers[1:]:
+        if not (np.array_equal(pv.class_of, p0.class_of)
+                and all(np.array_equal(pv.base[f], p0.base[f]) for f in (
+                    "c_request", "c_nonzero", "c_active", "c_weights", "alloc", "used0"))):
+            raise _refuse("scenario", "a cordoned node changes the pods' classes")
+    moves = [t for t, kind in zip(plan.t, plan.kind) if kind in (EV_ADD, EV_DELETE)]
+    if moves and any(e for e in p0.images if e):
+        raise _refuse("ImageLocality", f"a node added or removed at {moves[0]:g}s changes "
+                      "its scores (they count the nodes holding an image)")
+    ipa_rows = set(np.asarray(p0._ipa_rows).tolist())
+    for t, kind, node in zip(plan.t, plan.kind, plan.uid):
+        if kind in (EV_DELETE, EV_EVICT) and node in ipa_rows:
+            raise _refuse("InterPodAffinity", f"node {plan.names[node]!r} leaves at {t:g}s "
+                          "with bound pods its terms read")
+    codes = [rejector_codes(pv) for pv in probers]
+    pct = p0.fw.percentage if p0.fw is not None else None
+    keys = [p.key for p in pods]
+    korder = np.asarray(sorted(range(len(keys)), key=keys.__getitem__), np.int64)
+    return EventSetup(plan, probers, np.concatenate([c[0] for c in codes], axis=1),
+                      codes[0][1], korder, num_feasible_nodes_to_find(pct, plan.n0),
+                      np.asarray([num_feasible_nodes_to_find(pct, n) for n in plan.live],
+                                 np.int64),
+                      row_steps(plan, cols.allocatable, ci, mi, base),
+                      *plan.left_usage(list(p0.universe.state.resources.names),
+                                       cols.requested.shape[1]))
 
 
 def trace_runs(objects, config, trace, seeds, threads: int | None = None) -> list[LocalRun]:
@@ -190,7 +295,14 @@ def share_call(setups: list[TraceSetup]) -> bool:
         if (s.backoff != a.backoff or s.names != a.names
                 or list(st.resources.names) != list(sa.resources.names)
                 or not np.array_equal(s.prober.cols.allocatable, a.prober.cols.allocatable)
-                or not np.array_equal(s.prober.cols.requested, a.prober.cols.requested)):
+                or not np.array_equal(s.prober.cols.requested, a.prober.cols.requested)
+                or (s.events is None) != (a.events is None)
+                or (s.events is not None and (
+                    s.events.plan.names != a.events.plan.names
+                    or len(s.events.probers) != len(a.events.probers)
+                    or s.events.plan.t != a.events.plan.t
+                    or s.events.plan.kind != a.events.plan.kind
+                    or s.events.plan.node != a.events.plan.node))):
             return False
     return True
 
@@ -207,6 +319,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     if len(setups) > 1 and not share_call(setups):
         return [run_setups([s], [sd], threads, max_unsched, backend)[0]
                 for s, sd in zip(setups, seeds)]
+    if any(s.events is not None for s in setups):
+        return _run_event_setups(setups, seeds, threads, max_unsched, backend)
     parts = []
     for s in setups:
         b, _orders = s.prober.batch([s.names], [list(range(len(s.prober.pods)))])
@@ -270,6 +384,105 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     return out
 
 
+def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsched: float,
+                      backend: str) -> list[list[LocalRun]]:
+    """``run_setups`` of setups with node events (alike: ``share_call``):
+    the universe holds each variant of the cluster's nodes side by side
+    (``EventSetup.probers``), every run's local nodes are variant 0's rows,
+    an event swaps a node's answers for another variant's row."""
+    ev0 = setups[0].events
+    n_all = ev0.plan.n_all                  # the universe's nodes (per variant)
+    n_loc = len(ev0.plan.local_rows)        # each run's local rows
+    parts = []
+    for s in setups:
+        pods = list(range(len(s.prober.pods)))
+        parts.append([pv.batch([s.events.plan.names], [pods])[0] for pv in s.events.probers])
+    offsets = np.cumsum([0] + [bs[0].c_request.shape[0] for bs in parts])
+    first = parts[0][0]
+    cat = {f: np.concatenate([getattr(bs[0], f) for bs in parts]) for f in _CLASS_FIELDS}
+    cat["static_bits"] = np.concatenate(
+        [np.concatenate([b.static_bits for b in bs], axis=1) for bs in parts])
+    cat["static_raw"] = np.concatenate(
+        [np.concatenate([b.static_raw for b in bs], axis=1) for bs in parts])
+    image_raw = np.concatenate(
+        [np.concatenate([b.image_raw[b.image_group[0]] for b in bs], axis=1)[None]
+         for bs in parts], axis=1)
+    rej = np.concatenate([s.events.rej for s in setups])
+    universe = {f: np.concatenate([getattr(b, f) for b in parts[0]])
+                for f in ("alloc", "used0", "nz0")}
+    cols = {f: [] for f in ("pod_cls", "arrive", "depart", "dur", "rank", "find", "korder",
+                            "ev_t", "ev_kind", "ev_node", "ev_x", "ev_find", "ev_bound",
+                            "ev_used", "ev_nz")}
+    profile, run_seeds, ev_ptr = [], [], [0]
+    width = first.alloc.shape[1]
+    valid0 = np.arange(n_loc) < ev0.plan.n0
+    for k, s in enumerate(setups):
+        e, plan = s.events, s.events.plan
+        for seed in seeds[k]:
+            cols["pod_cls"].append(s.prober.class_of + offsets[k])
+            cols["arrive"].append(s.arrive)
+            cols["depart"].append(s.depart)
+            cols["dur"].append(s.duration)
+            cols["rank"].append(s.rank)
+            cols["korder"].append(e.korder)
+            cols["find"].append(e.find0)
+            cols["ev_t"].append(np.asarray(plan.t, np.float64))
+            cols["ev_kind"].append(np.asarray(plan.kind, np.int64))
+            cols["ev_node"].append(np.asarray(plan.node, np.int64))
+            cols["ev_x"].append(np.asarray(plan.variant, np.int64) * n_all
+                                + np.asarray(plan.uid, np.int64))
+            cols["ev_find"].append(e.find)
+            cols["ev_bound"].append(np.asarray(plan.bound, np.int64))
+            cols["ev_used"].append(e.used)
+            cols["ev_nz"].append(e.nz)
+            ev_ptr.append(ev_ptr[-1] + len(plan.t))
+            profile.append(k)
+            run_seeds.append(int(seed))
+    n = len(run_seeds)
+    cat_or = lambda name, dtype: (np.concatenate(cols[name]).astype(dtype) if n  # noqa: E731
+                                  else np.zeros(0, dtype))
+    pod_ptr = np.concatenate([[0], np.cumsum([c.shape[0] for c in cols["pod_cls"]])])
+    batch = first._replace(
+        **cat, **universe, image_raw=image_raw,
+        node_ptr=np.arange(n + 1, dtype=np.int64) * n_loc,
+        node_rows=np.tile(np.asarray(ev0.plan.local_rows, np.int64), n),
+        pod_ptr=pod_ptr.astype(np.int64), pod_cls=cat_or("pod_cls", np.int64),
+        image_group=np.zeros(n, np.int64), num_to_find=np.asarray(cols["find"], np.int64),
+        s_key=None, key_first=None)
+    profiles = LocalProfiles.of([{f: getattr(bs[0], f) for f in _PROFILE_FIELDS}
+                                 for bs in parts], profile)
+    rank = cat_or("rank", np.int64)
+    lt = LocalTrace(batch, cat_or("arrive", np.float64), cat_or("depart", np.float64),
+                    np.asarray(run_seeds, np.int64), setups[0].backoff[0],
+                    setups[0].backoff[1], float(max_unsched), profiles,
+                    cat_or("dur", np.float64), rank if rank.any() else None)
+    ev = LocalEvents(lt, np.tile(valid0, n), rej, int(ev0.fit_interest),
+                     cat_or("korder", np.int64), np.asarray(ev_ptr, np.int64),
+                     cat_or("ev_t", np.float64), cat_or("ev_kind", np.int64),
+                     cat_or("ev_node", np.int64), cat_or("ev_x", np.int64),
+                     cat_or("ev_find", np.int64), cat_or("ev_bound", np.int64),
+                     np.concatenate(cols["ev_used"]) if n else np.zeros((0, width), np.int64),
+                     np.concatenate(cols["ev_nz"]) if n else np.zeros((0, 2), np.int64))
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch.local_trace_cuda import run_local_events_cuda
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from exc
+        got, why = run_local_events_cuda(ev)
+    else:
+        got, why = run_local_events(ev, threads)
+    out: list[list[LocalRun]] = [[] for _ in setups]
+    for b in range(n):
+        p0, p1 = int(pod_ptr[b]), int(pod_ptr[b + 1])
+        m = int(got.n_log[b])
+        out[profile[b]].append(LocalRun(
+            # a local row may hold another node later: the node at the binding
+            ev0.plan.occupants(got.node[p0:p1], got.bind[p0:p1]), got.bind[p0:p1].copy(),
+            got.tries[p0:p1].copy(), got.log_t[2 * p0:2 * p0 + m].copy(),
+            got.log_pod[2 * p0:2 * p0 + m].copy(), float(got.end[b]), why=why[p0:p1].copy()))
+    return out
+
+
 def _row_trace(s: TraceSetup, trace):
     """What ``simulate_row`` reads of the trace: times, and each pod's cpu
     and memory request as the cluster accounts it."""
@@ -313,10 +526,10 @@ def samples_follow(spans: np.ndarray, interval: float, horizon: float) -> bool:
 
 
 def batchable(job, inputs: dict) -> bool:
-    """A simulate job this path may take: manifests, no scenario, no
-    ``until``, on numba (the CPU twin) or cuda."""
+    """A simulate job this path may take: manifests, no ``until``, on
+    numba (the CPU twin) or cuda (a scenario's node steps: ``sweep_events``)."""
     return (job.kind == "simulate" and job.batch and job.backend in ("numba", "cuda")
-            and bool(job.cluster) and not job.nodes and not job.policy and not job.scenario
+            and bool(job.cluster) and not job.nodes and not job.policy
             and job.until is None and inputs.get(("typical", job.trace)) is None)
 
 
@@ -328,18 +541,20 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
     rest = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
-            groups.setdefault((job.cluster, job.trace, job.interval, job.backend),
-                              {}).setdefault(job.config, []).append(i)
+            groups.setdefault((job.cluster, job.trace, job.interval, job.backend,
+                               job.scenario), {}).setdefault(job.config, []).append(i)
         else:
             rest.append(i)
-    for (cluster, trace_path, interval, backend), by_config in groups.items():
+    for (cluster, trace_path, interval, backend, sc_path), by_config in groups.items():
         trace = inputs[("trace", trace_path)]
+        scenario = inputs[("scenario", sc_path)] if sc_path else None
         t0 = time.perf_counter()
         setups, idxs = [], []
         for config, idx in by_config.items():
             cfg = copy.deepcopy(inputs[("config", config)]) if config else None
             try:
-                setups.append(trace_setup(inputs[("cluster", cluster)], cfg, trace))
+                setups.append(trace_setup(inputs[("cluster", cluster)], cfg, trace,
+                                          scenario))
                 idxs.append(idx)
             except (TensorschedError, ValueError):
                 # refused (BatchProfileError), or inputs the per-run path reports
@@ -353,7 +568,7 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
             rest.extend(i for idx in idxs for i in idx)     # the per-run path says why
             continue
         each = (time.perf_counter() - t0) / sum(len(idx) for idx in idxs)
-        horizon = run.horizon(trace, None, None)
+        horizon = run.horizon(trace, scenario, None)
         for s, idx, got in zip(setups, idxs, runs):
             rt = _row_trace(s, trace)
             for i, res in zip(idx, got):
@@ -363,10 +578,15 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                     rest.append(i)          # the per-run path samples it
                     continue
                 row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
-                row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
-                                        horizon, False, base=s.base,
-                                        last_event=float(spans[:, 1].max())))
-                row["running"] += s.bound
+                if s.events is not None:
+                    row.update(event_row(res, res.why, rt, s.events.steps, s.caps, s.base,
+                                         s.bound, interval, horizon,
+                                         float(spans[:, 1].max())))
+                else:
+                    row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
+                                            horizon, False, base=s.base,
+                                            last_event=float(spans[:, 1].max())))
+                    row["running"] += s.bound
                 row["arrived"] += s.unprofiled      # never queued: not pending either
                 row["wall_seconds"] = each
                 done(i, row, None)
@@ -392,7 +612,8 @@ def _manifests(x) -> bool:
 
 def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str = "numba",
                    workers: int | None = None,
-                   max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS) -> list:
+                   max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
+                   scenario=None) -> list:
     """``ts.simulate_batch``: on openb nodes (CSV paths, ``GpuInventory``)
     ``topology.openb.batch_sim.simulate_batch``; on a manifest cluster
     (``nodes``: object dicts, a YAML / JSON file or a directory) every
@@ -406,10 +627,15 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
     row of the cluster's nodes, ``node_names`` its names), each equal to
     ``ts.Simulation(objects, config, seed=seed,
-    pod_max_in_unschedulable_seconds=max_unsched)`` fed the trace.  What
+    pod_max_in_unschedulable_seconds=max_unsched)`` given ``scenario``
+    (manifests only: a ``Scenario``, a dict or a YAML path; its node
+    steps run in the kernel, ``sweep_events``) and fed the trace.  What
     the kernel does not cover raises ``BatchProfileError`` (module doc)
     before any run; ``ts.Simulation`` runs it per cluster."""
     if not _manifests(nodes):
+        if scenario is not None:
+            raise Arguments("simulate_batch").error(
+                "scenario", "on a manifest cluster only; ts.Simulation runs it per cluster")
         return openb_batch(nodes, traces, configs, seeds, backend=backend, workers=workers,
                            max_unsched=max_unsched)
     args = Arguments("simulate_batch")
@@ -434,13 +660,16 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     for name, v in (("traces", traces), ("configs", cfgs), ("seeds", seeds)):
         if not v:
             raise args.error(name, "empty: at least one")
-    setups = [[trace_setup(objects, c, t) for c in cfgs] for t in traces]
+    sc = None if scenario is None else (scenario if isinstance(scenario, Scenario)
+                                        else load_scenario(scenario))
+    setups = [[trace_setup(objects, c, t, sc) for c in cfgs] for t in traces]
     out = []
     for ti, per_trace in enumerate(setups):
         got = run_setups(per_trace, [seeds] * len(per_trace), workers, max_unsched, backend)
         for ci, runs in enumerate(got):
             for seed, r in zip(seeds, runs):
                 r.trace, r.config, r.seed = ti, ci, seed
-                r.node_names = per_trace[ci].names
+                ev = per_trace[ci].events
+                r.node_names = per_trace[ci].names if ev is None else ev.plan.names
                 out.append(r)
     return out

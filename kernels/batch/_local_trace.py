@@ -7,6 +7,12 @@ seeded tie rule among the top-scored nodes: ``_local_core.pick_node``), a
 departure returning the pod's usage (the node's answers and tie rank
 follow: ``_local_core.fold_node``).
 
+With timed node events (``run_local_events_cluster``: nodes added,
+cordoned and uncordoned, drained, deleted) every cycle scans the live
+nodes, each failed pod keeps the cluster events its rejecting plugins
+listen to, and a departure or a node event moves only the pods listening
+to it (``_queue.move_where``).
+
 Plain Python on scalars and arrays, compiled with ``njit`` on top of
 ``_local_core`` and ``_queue`` (``local_trace``).
 """
@@ -101,6 +107,264 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
         out_node[j] = i
         out_bind[j] = qf[Q_NOW]
         log_t[m] = qf[Q_NOW]
+        log_pod[m] = j
+        m += 1
+    n_log[0] = m
+    end[0] = qf[Q_NOW]
+    for j in range(pod_cls.shape[0]):
+        out_tries[j] = patt[j]
+
+
+# ---------------------------------------------------------------------------
+# node events: the trace form with timed node changes (``run_local_events_cluster``)
+
+Q_NODE = 3              # _queue.NODE
+P_BOUND = 4             # _queue.BOUND: a pod's status
+P_GONE = 5              # _queue.GONE
+RES_PODS = 3            # _local_core.RES_PODS_COL
+IPA = 5                 # _local_core.IPA_SLOT
+
+# node event kinds (``ev_kind``)
+EV_ADD = 1              # the node joins (its universe row ``ev_x``)
+EV_UPDATE = 2           # cordon / uncordon: its static answers become row ``ev_x``'s
+EV_EVICT = 3            # a drain's evictions: every pod on it leaves
+EV_DELETE = 4           # the node and its pods are deleted
+
+# interest bits (_queue.EV_*) and a rejector code's flag: the status's
+# filter comes before NodeResourcesFit
+I_POD_DELETE = 1
+I_NODE_ADD = 2
+I_NODE_UPDATE = 4
+I_NODE_DELETE = 8
+REJ_FIRST = 16
+REJ_MASK = 15
+
+# how a pod left (``out_why``)
+WHY_DELETED = 2         # its node deleted
+WHY_EVICTED = 3         # its node drained
+
+
+def restatic(i, x, u_static_bits, u_static_raw, u_rej, static_bits, raw, rej):
+    """Local node ``i``'s usage-independent answers (reason bits, the
+    static raw scores, rejector codes) from universe row ``x``."""
+    for c in range(static_bits.shape[0]):
+        static_bits[c, i] = u_static_bits[c, x]
+        raw[c, i, 2] = u_static_raw[c, x, 0]
+        raw[c, i, 3] = u_static_raw[c, x, 1]
+        raw[c, i, IPA] = u_static_raw[c, x, 2]
+        rej[c, i] = u_rej[c, x]
+
+
+def live_rows(valid, positions):
+    """The live local nodes in row order into ``positions``; their number."""
+    nv = 0
+    for i in range(valid.shape[0]):
+        if valid[i]:
+            positions[nv] = i
+            nv += 1
+    return nv
+
+
+def failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest):
+    """The events the plugins rejecting class ``c`` on the ``nv`` live
+    nodes listen to: per node its first rejecting filter (the static
+    status when it comes before NodeResourcesFit, else Fit when Fit's
+    bits are set, else the static status), their interest bits or'ed."""
+    m = 0
+    for k in range(nv):
+        i = positions[k]
+        bits = reasons[c, i]
+        if bits == 0:
+            continue
+        r = rej[c, i]
+        if (r & REJ_FIRST) != 0 and static_bits[c, i] != 0:
+            m |= r & REJ_MASK
+        elif (bits & ~static_bits[c, i]) != 0:
+            m |= fit_interest
+        else:
+            m |= r & REJ_MASK
+    return m
+
+
+def pick_live(c, nv, start, reasons, raw, c_active, c_norm, c_weights, num_to_find, seed_mix,
+              used, positions, total_scratch, ties_scratch, hi_scratch):
+    """One cycle of class ``c`` over the ``nv`` live nodes ``positions``
+    from position ``start``: (the local node, -1 none; the nodes
+    processed): the scan to the ``num_to_find``-th feasible node,
+    normalized and weighed (``finalize_rows``), the tie rule among the top
+    ones (the highest ``tie_rank`` of (row, pods on it), the lower row on
+    an equal rank)."""
+    n_ties, processed, found = finalize_rows(
+        positions[:nv], start, reasons[c], raw[c], num_to_find, c_active[c], c_norm[c],
+        c_weights[c], False, raw[c], total_scratch, ties_scratch, hi_scratch)
+    if n_ties == 0:
+        return -1, processed
+    best = -1
+    best_rank = -1
+    for t in range(n_ties):
+        k = start + ties_scratch[t]
+        if k >= nv:
+            k -= nv
+        i = positions[k]
+        r = tie_rank(seed_mix, i, used[i, RES_PODS])
+        if r > best_rank or (r == best_rank and i < best):
+            best = i
+            best_rank = r
+    return best, processed
+
+
+def refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind):
+    """Every class's answer on local node ``i`` recomputed."""
+    for cc in range(reasons.shape[0]):
+        refresh_row(i, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                    c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                    fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+
+
+def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                             c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
+                             raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                             shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+                             backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+                             out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+                             positions, total_scratch, ties_scratch, hi_scratch,
+                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                             pmask, valid, rej, fit_interest, korder,
+                             ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
+                             u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej):
+    """``run_local_trace_cluster`` with timed node events, every cycle a
+    scan of the live nodes (``pick_live``).  The n local nodes are the
+    rows the Scheduler gives them, ``valid`` [n] (updated) those in the
+    cluster now (a node added later is a row from the start, absent until
+    its time); ``rej`` [C, n] each class's rejector code per node (the
+    static status's interest bits, ``REJ_FIRST``); ``fit_interest``
+    NodeResourcesFit's interest bits; ``korder`` [P] the pods in key order
+    (the order a node's pods are deleted in).
+
+    Node event e at ``ev_t[e]`` (seconds, nondecreasing) of kind
+    ``ev_kind[e]`` on local node ``ev_node[e]`` (``EV_ADD`` from universe
+    row ``ev_x[e]``: its allocatable, usage and static answers;
+    ``EV_UPDATE``: its static answers become row ``ev_x[e]``'s;
+    ``EV_EVICT`` / ``EV_DELETE``: its pods leave (``ev_bound[e]`` of them
+    the manifests' bound pods), in key order; a drain leaves ``ev_used[e]``
+    [R] / ``ev_nz[e]`` [2] requested: its pods that stay), ``ev_find[e]`` the nodes to
+    find after it (percentageOfNodesToScore of the nodes then).  The
+    Simulation's events: a node's add moves the pool for Node/Add, an
+    update for Node/Update, each pod deleted for Pod/Delete, a node's
+    deletion (after its pods') for Node/Delete.  A failed pod keeps what
+    its rejectors listen to (``failure_interest``; the pool moves by it,
+    ``_queue.move_where``).  ``out_why`` [P]: how a pod left with its
+    node (``WHY_DELETED``, ``WHY_EVICTED``; 0 otherwise).  The universe
+    arrays ``u_*`` as the driver gathers from; the rest as
+    ``run_local_trace_cluster``."""
+    nv = live_rows(valid, positions)
+    for i in range(alloc.shape[0]):
+        refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    for j in range(pod_cls.shape[0]):
+        out_node[j] = -1
+        out_bind[j] = np.nan
+        out_why[j] = 0
+        pmask[j] = 0
+    q_init(qi, qf, pst, patt, pts)
+    to_find = num_to_find
+    start = 0
+    m = 0
+    while True:
+        kind = q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
+                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                             pmask)
+        if kind == Q_DONE:
+            break
+        now = qf[Q_NOW]
+        if kind == Q_NODE:
+            e = qi[Q_POD]
+            i = ev_node[e]
+            x = ev_x[e]
+            what = ev_kind[e]
+            if what == EV_ADD or what == EV_UPDATE:
+                if what == EV_ADD:
+                    for r in range(alloc.shape[1]):
+                        alloc[i, r] = u_alloc[x, r]
+                        used[i, r] = u_used0[x, r]
+                    nz_used[i, 0] = u_nz0[x, 0]
+                    nz_used[i, 1] = u_nz0[x, 1]
+                    valid[i] = True
+                    nv = live_rows(valid, positions)
+                restatic(i, x, u_static_bits, u_static_raw, u_rej, static_bits, raw, rej)
+                refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                             c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                             strategy, fit_res, fit_kind, fit_weights, shape_util,
+                             shape_score, bal_res, bal_kind)
+                move_where(I_NODE_ADD if what == EV_ADD else I_NODE_UPDATE, now, backoff0,
+                           backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
+                           pmask)
+            else:
+                gone = ev_bound[e]
+                for k in range(korder.shape[0]):
+                    jj = korder[k]
+                    if pst[jj] == P_BOUND and out_node[jj] == i:
+                        pst[jj] = P_GONE
+                        out_why[jj] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
+                        log_t[m] = now
+                        log_pod[m] = -1 - jj
+                        m += 1
+                        gone += 1
+                # what stays: the manifests' pods a drain leaves (none on a delete)
+                for r in range(used.shape[1]):
+                    used[i, r] = ev_used[e, r]
+                nz_used[i, 0] = ev_nz[e, 0]
+                nz_used[i, 1] = ev_nz[e, 1]
+                if what == EV_DELETE:
+                    valid[i] = False
+                    nv = live_rows(valid, positions)
+                else:
+                    refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
+                                 shape_score, bal_res, bal_kind)
+                if gone > 0:
+                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+                if what == EV_DELETE:
+                    move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+            to_find = ev_find[e]
+            continue
+        j = qi[Q_POD]
+        c = pod_cls[j]
+        if kind == Q_DEPART:
+            i = out_node[j]
+            release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                         strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                         bal_res, bal_kind)
+            log_t[m] = now
+            log_pod[m] = -1 - j
+            m += 1
+            continue
+        i = -1
+        if nv > 0:
+            s = start % nv
+            i, processed = pick_live(c, nv, s, reasons, raw, c_active, c_norm, c_weights,
+                                     to_find, seed_mix, used, positions, total_scratch,
+                                     ties_scratch, hi_scratch)
+            start = (start + processed) % nv
+        if i < 0:
+            q_failed_mask(j, failure_interest(c, nv, positions, reasons, static_bits, rej,
+                                              fit_interest),
+                          qi, qf, pst, pts, up, pmask)
+            continue
+        place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+        out_node[j] = i
+        out_bind[j] = now
+        log_t[m] = now
         log_pod[m] = j
         m += 1
     n_log[0] = m

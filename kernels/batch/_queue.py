@@ -383,3 +383,107 @@ def q_bound(j, dur, qi, qf, pst, dk, ds, dp):
     pst[j] = BOUND
     if dur.shape[0] > 0 and dur[j] < INF:
         push_departure(qf[QF_NOW] + dur[j], j, qi, dk, ds, dp)
+
+
+# ---------------------------------------------------------------------------
+# node events (the node-local trace form's ``run_local_events_cluster``):
+# timed node changes between the departures and the arrivals of their time,
+# and the unschedulable pool moved per cluster event by what its pods'
+# rejecting plugins listen to (``pmask`` [P]: a pod's interest bits, set at
+# its failure; 0: rejected by no plugin, moved by every event)
+
+NODE = 3               # q_next_events: node event ``qi[QI_POD]`` is due now
+QI_NEXT_EV = 14        # the next node event
+QI_EV_N = 15           # qi's length in the node-event form
+
+# a failed pod's interest bits: the cluster events its rejecting plugins
+# listen to (``framework/runtime/cluster_events``)
+EV_POD_DELETE = 1
+EV_NODE_ADD = 2
+EV_NODE_UPDATE = 4
+EV_NODE_DELETE = 8
+
+
+def move_where(bit, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank,
+               ak, pmask):
+    """A cluster event of interest ``bit``: the unschedulable pods whose
+    rejecting plugins listen to it move (``move``), in the order they
+    entered; the others keep their places."""
+    for _ in range(qi[QI_UP_LEN]):
+        j = ring_pop(up, qi, QI_UP_HEAD, QI_UP_LEN)
+        if pst[j] != UNSCHED:
+            continue
+        if pmask[j] == 0 or (pmask[j] & bit) != 0:
+            move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+        else:
+            ring_push(up, qi, QI_UP_HEAD, QI_UP_LEN, j)
+
+
+def q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask):
+    """``q_failed`` of a pod whose rejecting plugins listen to ``mask``."""
+    pmask[j] = mask
+    q_failed(j, qi, qf, pst, pts, up)
+
+
+def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
+                  qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask):
+    """``q_next`` with node events at times ``ev_t`` [E] (nondecreasing):
+    at a time, the departures due, then the node events (NODE: event
+    ``qi[QI_POD]``; the caller applies it and moves the pool), then the
+    arrivals; a departure moves the pods listening to an assigned pod's
+    deletion only (``move_where``)."""
+    p = arr.shape[0]
+    n_ev = ev_t.shape[0]
+    while True:
+        now = qf[QF_NOW]
+        if qi[QI_EVENTS] == 1:
+            if qi[QI_D_LEN] > 0 and dk[0] == now:
+                k = heap_pop_at(dk, ds, dp, qi, QI_D_LEN)
+                if pst[k] == BOUND:
+                    pst[k] = GONE
+                    move_where(EV_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+                    qi[QI_POD] = k
+                    return DEPART
+                pst[k] = GONE
+                continue
+            e = qi[QI_NEXT_EV]
+            if e < n_ev and ev_t[e] == now:
+                qi[QI_NEXT_EV] = e + 1
+                qi[QI_POD] = e
+                return NODE
+            a = qi[QI_NEXT_ARR]
+            if a < p and arr[a] == now:
+                while a < p and arr[a] == now:
+                    pts[a] = now
+                    push_active(a, qi, pst, aq, rank, ak)
+                    if dep[a] < INF:
+                        push_departure(dep[a], a, qi, dk, ds, dp)
+                    a += 1
+                qi[QI_NEXT_ARR] = a
+                continue
+            qi[QI_EVENTS] = 0
+            continue
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+              rank, ak)
+        while qi[QI_AQ_LEN] > 0:
+            j = pop_active(qi, aq, rank, ak)
+            if pst[j] != ACTIVE:
+                continue
+            pst[j] = IN_FLIGHT
+            patt[j] += 1
+            qi[QI_POD] = j
+            qi[QI_ATTEMPT] = qi[QI_ATTEMPTS]
+            qi[QI_ATTEMPTS] += 1
+            return ATTEMPT
+        t = next_backoff(hk, hp, hs, qi, pst)
+        h = horizon(arr, qi, dk)
+        if qi[QI_NEXT_EV] < n_ev:
+            h = min(h, ev_t[qi[QI_NEXT_EV]])
+        if t == INF and h == INF:
+            return DONE
+        if t > h:
+            qf[QF_NOW] = h
+            qi[QI_EVENTS] = 1
+            continue
+        qf[QF_NOW] = max(t, now)

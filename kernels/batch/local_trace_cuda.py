@@ -3,7 +3,12 @@ cluster, thread 0 running the openb engine's queue (``_queue``, as the
 openb kernel ``cuda`` runs it) and accounting, the block choosing each
 attempt's node together (``local_cuda.block_pick``: the node-local
 kernel's own pick); ``run_local_trace_cuda(t)`` answers what
-``local_cpu.run_local_trace(t)`` answers.
+``local_cpu.run_local_trace(t)`` answers.  With timed node events
+(``local_events.LocalEvents``) ``run_local_events_cuda(ev)`` answers what
+``local_events.run_local_events(ev)`` answers: a thread block per cluster
+whose thread 0 runs the CPU twin's own cluster function
+(``_local_trace.run_local_events_cluster``, every cycle a scan of the live
+nodes) as a device function.
 
 The clusters in chunks sized to the free device memory (``trace_chunks``),
 each chunk's state in device memory (one upload, one download).
@@ -17,8 +22,9 @@ import numpy as np
 from .local_cuda import THREADS, block_pick
 from .device_memory import device_budget
 from .warp import WARPS
-from . import _local_core, _queue
+from . import _local_core, _local_trace, _queue
 from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
+from .local_events import LocalEvents
 
 from numba import cuda, int64  # noqa: E402
 
@@ -38,6 +44,8 @@ _q_init = _qns["q_init"]
 _q_next = _qns["q_next"]
 _q_failed = _qns["q_failed"]
 _q_bound = _qns["q_bound"]
+_tns = compile_module(_local_trace, lambda f: cuda.jit(f, device=True), base=_qns)
+_run_events_cluster = _tns["run_local_events_cluster"]
 
 
 @cuda.jit
@@ -356,4 +364,136 @@ def trace_chunks(t: LocalTrace, budget: int) -> list:
     return out
 
 
-__all__ = ["run_local_trace_cuda", "chunk_bytes", "trace_chunks", "trace_cluster_bytes"]
+@cuda.jit
+def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                   c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy,
+                   fit_res, fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape,
+                   bal_res, bal_kind, n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls,
+                   image_group, num_to_find, seed_mixes, arrive, depart, duration, rank,
+                   valid0, u_rej, korder, ev_ptr, ev_t, ev_kind, ev_node, ev_x, ev_find,
+                   ev_bound, ev_used, ev_nz, fit_interest, backoff0, backoff_max, max_unsched,
+                   out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+                   alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, rej_all,
+                   valid_all, pos_all, tot_all, ties_all, hi_all, qi_all, qf_all, pst_all,
+                   patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
+                   dp_all, ak_all, pm_all):
+    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
+    ``run_local_events_cluster`` (the scratch ``*_all`` padded per cluster)."""
+    b = cuda.blockIdx.x
+    if cuda.threadIdx.x != 0:
+        return
+    off = node_ptr[b]
+    n = node_ptr[b + 1] - off
+    p0 = pod_ptr[b]
+    e = pod_ptr[b + 1] - p0
+    e0 = ev_ptr[b]
+    e1 = ev_ptr[b + 1]
+    k = profile[b]
+    a = alloc_all[b, :n]
+    u = used_all[b, :n]
+    z = nz_all[b, :n]
+    sb = sb_all[b, :, :n]
+    raw = raw_all[b, :, :n]
+    rej = rej_all[b, :, :n]
+    valid = valid_all[b, :n]
+    g = image_group[b]
+    for i in range(n):
+        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+                     image_raw, a, u, z, sb, raw)
+        valid[i] = valid0[off + i]
+        for c in range(c_request.shape[0]):
+            rej[c, i] = u_rej[c, node_rows[off + i]]
+    e2 = max(2 * e, 1)
+    _run_events_cluster(
+        a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, c_norm,
+        c_weights, sb, reasons_all[b, :, :n], raw, strategy[k], fit_res[k, :n_fit[k]],
+        fit_kind[k, :n_fit[k]], fit_weights[k, :n_fit[k]], shape_util[k, :n_shape[k]],
+        shape_score[k, :n_shape[k]], bal_res[k, :n_bal[k]], bal_kind[k, :n_bal[k]],
+        pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
+        backoff0, backoff_max, max_unsched, num_to_find[b], seed_mixes[b],
+        out_node[p0:p0 + e], out_bind[p0:p0 + e], out_tries[p0:p0 + e], out_why[p0:p0 + e],
+        log_t[2 * p0:2 * (p0 + e)], log_pod[2 * p0:2 * (p0 + e)], n_log[b:b + 1],
+        end[b:b + 1], pos_all[b], tot_all[b], ties_all[b], hi_all[b], qi_all[b], qf_all[b],
+        pst_all[b, :e], patt_all[b, :e], pts_all[b, :e], aq_all[b, :e2], up_all[b, :e2],
+        hk_all[b, :e2], hs_all[b, :e2], hp_all[b, :e2], dk_all[b, :max(e, 1)],
+        ds_all[b, :max(e, 1)], dp_all[b, :max(e, 1)], rank[p0:p0 + e],
+        ak_all[b], pm_all[b, :max(e, 1)], valid, rej, fit_interest, korder[p0:p0 + e],
+        ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
+        ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
+        static_raw, u_rej)
+
+
+def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
+    """Every cluster of ``ev`` (checked first) on the device, one launch:
+    ``local_events.run_local_events``'s (``TraceResult``, ``why``)."""
+    ev.check()
+    t = ev.trace
+    a = t.batch
+    p = a.pod_cls.shape[0]
+    nb = a.n_clusters
+    out = TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
+                      np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
+                      np.zeros(nb, np.int64), np.zeros(nb, np.float64))
+    why = np.zeros(p, np.int64)
+    if nb == 0:
+        return out, why
+    pr = t.profiles
+    if pr is None:
+        pr = LocalProfiles.of([{f: getattr(a, f) for f in (
+            "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
+            "bal_res", "bal_kind")}], np.zeros(nb, np.int64))
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    host = (
+        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
+        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
+        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
+        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
+        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
+        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
+        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
+        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
+        f64(t.arrive), f64(t.depart), t.durations(), t.ranks(), b8(ev.valid0), i64(ev.rej),
+        i64(ev.korder), i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node),
+        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz))
+    ins = [cuda.to_device(x) for x in host]
+    nmax = max(1, int(np.diff(a.node_ptr).max()))
+    emax = max(1, int(np.diff(a.pod_ptr).max()))
+    c = max(1, a.c_request.shape[0])
+    r = a.alloc.shape[1]
+    e2 = 2 * emax
+    da = cuda.device_array
+    outs = [da(max(p, 1), np.int64), da(max(p, 1), np.float64), da(max(p, 1), np.int64),
+            da(max(p, 1), np.int64), cuda.to_device(np.zeros(max(2 * p, 1), np.float64)),
+            cuda.to_device(np.zeros(max(2 * p, 1), np.int64)), da(nb, np.int64),
+            da(nb, np.float64)]
+    scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
+               da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
+               da((nb, c, nmax), np.int64),
+               cuda.to_device(np.zeros((nb, c, nmax, N_SLOTS), np.int64)),
+               da((nb, c, nmax), np.int64), da((nb, nmax), np.bool_),
+               da((nb, nmax), np.int64), da((nb, nmax), np.int64), da((nb, nmax), np.int64),
+               da((nb, 2 * N_SLOTS), np.int64), da((nb, _queue.QI_EV_N), np.int64),
+               da((nb, _queue.QF_N), np.float64),
+               da((nb, emax), np.int64), da((nb, emax), np.int64), da((nb, emax), np.float64),
+               da((nb, e2), np.int64), da((nb, e2), np.int64), da((nb, e2), np.float64),
+               da((nb, e2), np.int64), da((nb, e2), np.int64),
+               da((nb, emax), np.float64), da((nb, emax), np.int64), da((nb, emax), np.int64),
+               da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64)]
+    _events_kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0),
+                           float(t.backoff_max), float(t.max_unsched), *outs, *scratch)
+    got = [x.copy_to_host() for x in outs]
+    out.node[:] = got[0][:p]
+    out.bind[:] = got[1][:p]
+    out.tries[:] = got[2][:p]
+    why[:] = got[3][:p]
+    out.log_t[:] = got[4]
+    out.log_pod[:] = got[5]
+    out.n_log[:] = got[6]
+    out.end[:] = got[7]
+    return out, why
+
+
+__all__ = ["run_local_trace_cuda", "run_local_events_cuda", "chunk_bytes", "trace_chunks",
+           "trace_cluster_bytes"]

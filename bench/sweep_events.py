@@ -1,0 +1,108 @@
+"""``tensorsched sweep`` with a scenario of node steps on manifests, batched
+(``experiments.sweep_local`` with ``sweep_events``: the node-local trace
+kernel's node events, one call) against one Simulation per job: ``python
+-m tensorsched.bench.sweep_events``.
+
+The inputs of ``bench.sweep_local`` (``--nodes`` basic nodes, ``--pods``
+pods a second apart, three configurations, ``--seeds`` seeds) and a
+scenario over the trace's T seconds: 10 nodes cordoned at T/4, 3 drained
+at T/3, ``--nodes``/10 added from a template at T/2 (mid-trace), the 10
+uncordoned at 3T/4, 5 removed at 4T/5.  CPU and wall seconds of both, the
+load average before each, whether the tables are equal (but
+``wall_seconds``) and how many jobs the batched path took.  Written to
+``bench/results/sweep-events-numba.json`` (``--output`` elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
+from tensorsched.generators.clusters import basic
+
+from .harness import git_commit, machine_info
+from .sweep_local import write_inputs
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _timed(jobs, batch: bool, workers: int) -> tuple:
+    """(CPU and wall seconds of the sweep and the load before it, its
+    rows but ``wall_seconds``)."""
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    load = os.getloadavg()
+    c0, t0 = time.process_time(), time.perf_counter()
+    table = S.run_sweep(jobs, workers=workers)
+    return ({"cpu_seconds": round(time.process_time() - c0, 3),
+             "wall_seconds": round(time.perf_counter() - t0, 3),
+             "load_before": [round(x, 2) for x in load]},
+            table.drop(["wall_seconds"]).to_pylist())
+
+
+def write_scenario(where: Path, nodes: int, pods: int) -> str:
+    """The scenario (module doc) as a file under ``where``; its path."""
+    names = [o["metadata"]["name"] for o in basic(nodes, 0)[0]]
+    template = basic(1, 0)[0][0]
+    template["metadata"]["name"] = "added"
+    t = float(pods)
+    steps = [{"at": t / 4, "cordon": names[:10]},
+             {"at": t / 3, "drain": names[10:13]},
+             {"at": t / 2, "addNodes": {"template": template, "count": max(1, nodes // 10)}},
+             {"at": 3 * t / 4, "uncordon": names[:10]},
+             {"at": 4 * t / 5, "removeNodes": names[20:25]}]
+    path = where / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"steps": steps}))
+    return str(path)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.sweep_events",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=200)
+    ap.add_argument("--pods", type=int, default=2000)
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster, trace, configs = write_inputs(Path(tmp), args.nodes, args.pods)
+        scenario = write_scenario(Path(tmp), args.nodes, args.pods)
+        jobs = S.make_jobs([trace], list(range(args.seeds)), configs=configs, cluster=cluster,
+                           scenario=scenario)
+        taken: list = []
+        SL.batched_local(jobs, S.load_inputs(jobs), 1, lambda i, row, e: taken.append(i))
+        # compile (or load the cached) kernels before timing
+        _timed(S.make_jobs([trace], [0], configs=configs[:1], cluster=cluster,
+                           scenario=scenario), True, 1)
+        batched, rows_b = _timed(jobs, True, 1)
+        per_run, rows_p = _timed(jobs, False, 1)
+    record = {"benchmark": "sweep-events", "backend": "numba", "nodes": args.nodes,
+              "pods": args.pods, "configs": len(configs), "seeds": args.seeds,
+              "jobs": len(jobs), "scenario": "cordon 10 at T/4, drain 3 at T/3, add "
+              f"{max(1, args.nodes // 10)} at T/2, uncordon 10 at 3T/4, remove 5 at 4T/5",
+              "batched_jobs": len(taken), "batched": batched, "per_run": per_run,
+              "tables_equal": rows_b == rows_p,
+              "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
+              "scheduled": [r["scheduled"] for r in rows_b],
+              "evicted": [r["evicted"] for r in rows_b],
+              "deleted": [r["deleted"] for r in rows_b],
+              "machine": machine_info(), "commit": git_commit()}
+    out = Path(args.output) if args.output else RESULTS / "sweep-events-numba.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"{len(jobs)} jobs ({len(taken)} batched), {args.nodes} nodes, {args.pods} pods: "
+          f"batched {batched['cpu_seconds']} CPU s, per run {per_run['cpu_seconds']} CPU s "
+          f"({record['cpu_ratio']}x), tables equal {record['tables_equal']}")
+    print(f"wrote {out}")
+    return record
+
+
+if __name__ == "__main__":
+    main()

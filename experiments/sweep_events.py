@@ -1,0 +1,375 @@
+"""A scenario's node steps as the batched node-local trace kernel's node
+events (``kernels.batch.local_events``), and a run's sweep row from them.
+
+``plan_events(cluster, scenario)`` follows the steps in time order as the
+Simulation applies them (``framework/simulation/changes.py``): a node added
+(``addNodes``, a Node ``create``) takes the next row (a row from the start
+in the kernel, absent until then); ``cordon`` / ``uncordon`` replace the
+node's object (``set_unschedulable``: the field and the taint together) and
+move the pool for Node/Update; ``drain`` cordons a node that is not
+unschedulable yet, then evicts its pods (Pod/Delete); a Node ``delete`` /
+``removeNodes`` deletes its pods (Pod/Delete), then the node (Node/Delete).
+Each distinct object a node takes is a variant: the kernel's universe holds
+every node once per variant (variant v of the cluster: each node's v-th
+object, or its last), so a step swaps a node's static answers for those of
+another universe row.  A node added while a removed node's row is free
+takes that row (the last freed first, as the cluster state reuses rows):
+the kernel's local row then holds another universe node from its time.
+
+Refused, by the step's field and why (the per-run path takes the job):
+Pod creates and deletes (the kernel's queue takes the trace's pods only), a
+node added under the name of one removed before, a step naming a node absent then or adding one present (the
+Simulation's own error), a step leaving the cluster without nodes (a pod
+failing there is rejected by no plugin and waits for any event, an
+arrival's too), a drain of a node when a queued pod is one a drain leaves
+(DaemonSet, static: the manifests' bound ones stay, as the Simulation keeps
+them), a node added or removed while ImageLocality scores an image (its
+score counts the nodes holding it), a node removed or drained whose bound
+pods InterPodAffinity's answers read.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.capacity.common import bound_pods
+from tensorsched.framework.parsing.manifests import parse_node
+from tensorsched.framework.parsing.node_lifecycle import drain_exemption, set_unschedulable
+from tensorsched.framework.runtime.cluster_events import (
+    NODE_ADD,
+    NODE_DELETE,
+    NODE_UPDATE,
+    POD_DELETE,
+    UNSCHEDULED_POD_ADD,
+    plugin_events,
+)
+from tensorsched.framework.simulation.series import percentile
+from tensorsched.kernels.batch.local_events import (
+    EV_ADD,
+    EV_DELETE,
+    EV_EVICT,
+    EV_UPDATE,
+    I_NODE_ADD,
+    I_NODE_DELETE,
+    I_NODE_UPDATE,
+    I_POD_DELETE,
+    REJ_FIRST,
+    WHY_DELETED,
+    WHY_EVICTED,
+)
+
+from .sweep_batch import _at, finite, sample_times, time_mean
+
+_BITS = ((POD_DELETE, I_POD_DELETE), (NODE_ADD, I_NODE_ADD), (NODE_UPDATE, I_NODE_UPDATE),
+         (NODE_DELETE, I_NODE_DELETE))
+
+
+def refuse(what: str, why: str) -> BatchProfileError:
+    return BatchProfileError(f"{what}: {why}; the batched node-local trace kernel does not "
+                             "cover it")
+
+
+@dataclass
+class NodeEvents:
+    """A scenario's node steps on one cluster: ``names`` the universe's
+    nodes (the cluster's, then those added, in order), ``n0`` how many
+    are there at the start (local rows 0..n0-1); ``local_rows`` each
+    local row's first node (its universe index; a row freed by a removal
+    takes the next node added); ``variants[v]`` the objects (manifests) of
+    variant v of the cluster (every node's v-th object, or its last; the
+    nodes added appended); per event (time order) ``t`` (seconds),
+    ``kind`` (``local_events.EV_*``), ``node`` (local row), ``uid`` (the
+    node's universe index), ``variant`` (the object it takes), ``live``
+    (nodes in the cluster after it),
+    ``bound`` / ``bound_cpu`` / ``bound_mem`` (the manifests' bound pods it
+    removes, their cpu millicores and memory bytes), ``evict`` (they are
+    evicted, not deleted)."""
+
+    names: list
+    n0: int
+    variants: list
+    local_rows: list = field(default_factory=list)
+    t: list = field(default_factory=list)
+    kind: list = field(default_factory=list)
+    node: list = field(default_factory=list)
+    uid: list = field(default_factory=list)
+    variant: list = field(default_factory=list)
+    live: list = field(default_factory=list)
+    bound: list = field(default_factory=list)
+    bound_cpu: list = field(default_factory=list)
+    bound_mem: list = field(default_factory=list)
+    left: list = field(default_factory=list)       # a drain: {resource: requested} it leaves
+    left_nz: list = field(default_factory=list)    # ... and its non-zero cpu, memory
+
+    @property
+    def n_all(self) -> int:
+        return len(self.names)
+
+    def occupants(self, local: np.ndarray, when: np.ndarray) -> np.ndarray:
+        """The universe index of the node on local row ``local[j]`` at
+        ``when[j]`` seconds (after that time's node events; -1 stays -1)."""
+        out = np.full(local.shape[0], -1, np.int64)
+        for r in np.unique(local[local >= 0]).tolist():
+            times = [-np.inf] + [t for t, k, n in zip(self.t, self.kind, self.node)
+                                 if k == EV_ADD and n == r]
+            ids = [self.local_rows[r]] + [u for k, n, u in zip(self.kind, self.node, self.uid)
+                                          if k == EV_ADD and n == r]
+            on = local == r
+            out[on] = np.asarray(ids, np.int64)[
+                np.searchsorted(np.asarray(times), when[on], side="right") - 1]
+        return out
+
+    def add(self, t, kind, node, uid, variant, live, bound=0, cpu=0, mem=0, left=None,
+            left_nz=(0, 0)) -> None:
+        for lst, v in ((self.t, float(t)), (self.kind, kind), (self.node, node), (self.uid, uid),
+                       (self.variant, variant), (self.live, live), (self.bound, bound),
+                       (self.bound_cpu, cpu), (self.bound_mem, mem), (self.left, left or {}),
+                       (self.left_nz, tuple(left_nz))):
+            lst.append(v)
+
+    def left_usage(self, resources: list, width: int) -> tuple:
+        """([E, width] what each event leaves requested on its node,
+        columns named ``resources``; [E, 2] its non-zero cpu, memory)."""
+        used = np.zeros((len(self.t), width), np.int64)
+        for e, left in enumerate(self.left):
+            for name, v in left.items():
+                if name in resources:
+                    used[e, resources.index(name)] = v
+        return used, np.asarray(self.left_nz, np.int64).reshape(len(self.t), 2)
+
+
+def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
+    """The node events of ``scenario`` (a ``Scenario``) on the cluster
+    ``cl`` built from ``objects`` (manifests; its state loses the bound
+    pods the events remove); ``trace_pods`` the queued pods (records).
+    Raises ``BatchProfileError`` (module doc)."""
+    nodes = list(cl.objects.nodes)
+    names = [n.name for n in nodes]
+    objs = {n.name: [copy.deepcopy(n.obj)] for n in nodes}
+    cur = {name: 0 for name in names}
+    rows = {name: i for i, name in enumerate(names)}      # local rows (at their time)
+    uids = dict(rows)                                    # universe indices
+    present = set(names)
+    free: list = []
+    state = cl.state
+    ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
+    # the manifests' bound pods per node: (pods, exempt from a drain, cpu, memory)
+    on_node: dict = {}
+    for p in bound_pods(cl):
+        on_node.setdefault(p.node_name, []).append(p)
+    added: list = []
+    plan = NodeEvents(names, len(names), [], list(range(len(names))))
+    for st in scenario.steps:
+        where = st.field
+        if st.kind == "Pod":
+            raise refuse(f"{where} ({st.action} Pod)", "the kernel's queue takes the "
+                         "trace's pods only")
+        if st.action in ("create", "addNodes"):
+            for o in st.objects:
+                name = (o.get("metadata") or {}).get("name")
+                if name in present or name in rows:
+                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
+                uids[name] = len(names)
+                if free:
+                    rows[name] = free.pop()
+                else:
+                    rows[name] = len(plan.local_rows)
+                    plan.local_rows.append(uids[name])
+                names.append(name)
+                objs[name] = [copy.deepcopy(o)]
+                cur[name] = 0
+                present.add(name)
+                added.append(name)
+                plan.add(st.at, EV_ADD, rows[name], uids[name], 0, len(present))
+            continue
+        for name in st.names:
+            if name not in present:
+                raise refuse(f"{where} ({st.action})", f"node {name!r} is not in the cluster "
+                             f"at {st.at:g}s")
+            row = rows[name]
+            if st.action in ("cordon", "uncordon", "drain"):
+                obj = objs[name][cur[name]]
+                if st.action != "drain" or not parse_node(obj).unschedulable:
+                    new = set_unschedulable(obj, st.action != "uncordon")
+                    if new not in objs[name]:
+                        objs[name].append(new)
+                    cur[name] = objs[name].index(new)
+                    plan.add(st.at, EV_UPDATE, row, uids[name], cur[name], len(present))
+                if st.action != "drain":
+                    continue
+            pods = on_node.pop(name, [])
+            evict = st.action == "drain"
+            if evict and any(drain_exemption(p) is not None for p in trace_pods):
+                raise refuse(f"{where} (drain)", "a queued pod a drain would leave (DaemonSet, "
+                             "static)")
+            left, left_nz = {}, (0, 0)
+            cpu = mem = 0
+            if pods:
+                # what the pods leaving took: the cluster's own accounting
+                # (``cl``'s state is this plan's: they leave it here)
+                r = state.node_rows[name]
+                before = state.requested[r].copy()
+                if evict:
+                    stay = [p for p in pods if drain_exemption(p) is not None]
+                    if stay:
+                        on_node[name] = stay
+                    pods = [p for p in pods if drain_exemption(p) is None]
+                for p in pods:
+                    state.remove_pod(p.key)
+                cpu = int(before[ci] - state.requested[r, ci])
+                mem = int(before[mi] - state.requested[r, mi])
+                left = {nm: int(state.requested[r, k])
+                        for k, nm in enumerate(state.resources.names)}
+                left_nz = (int(state.nonzero_requested[r, 0]),
+                           int(state.nonzero_requested[r, 1]))
+            if not evict:
+                present.discard(name)
+                free.append(row)
+                if not present:
+                    raise refuse(f"{where} ({st.action})", "the cluster has no node left (a "
+                                 "pod failing there waits for any event)")
+            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[name], cur[name],
+                     len(present), len(pods), cpu, mem, left, left_nz)
+    n_var = max(len(v) for v in objs.values()) if objs else 1
+    for v in range(n_var):
+        out = []
+        for o in objects:
+            if isinstance(o, dict) and o.get("kind") == "Node":
+                name = (o.get("metadata") or {}).get("name")
+                if name in objs:
+                    vs = objs[name]
+                    o = vs[min(v, len(vs) - 1)]
+            out.append(copy.deepcopy(o))
+        for name in added:
+            vs = objs[name]
+            out.append(copy.deepcopy(vs[min(v, len(vs) - 1)]))
+        plan.variants.append(out)
+    return plan
+
+
+def rejector_codes(prober) -> tuple[np.ndarray, int]:
+    """Each class's rejector code per universe row of ``prober`` (the
+    interest bits of its static status's plugin, ``REJ_FIRST`` when that
+    filter runs before NodeResourcesFit; 0 where the static filters pass)
+    and NodeResourcesFit's interest bits; refused where a rejecting plugin
+    listens to a pending pod's arrival (the kernel's queue does not move
+    the pool on arrivals)."""
+    fw = prober.fw
+    if fw is None:          # no pod to schedule: no failure either
+        return np.zeros(prober.base["static_bits"].shape, np.int64), 0
+    plugins = fw.plugins
+
+    def bits_of(name: str) -> int:
+        events = plugin_events(plugins.get(name))
+        if UNSCHEDULED_POD_ADD in events:
+            raise refuse(name or "filter", "it listens to pending pods' arrivals")
+        return sum(b for ev, b in _BITS if ev in events)
+
+    keys = prober.keys
+    codes = np.array([bits_of(st.plugin) | (REJ_FIRST if first else 0)
+                      for st, first in zip(keys.statuses, keys.key_first.tolist())] + [0],
+                     np.int64)
+    # s_key -1 (the static filters pass) reads the trailing 0
+    return codes[keys.s_key], bits_of("NodeResourcesFit")
+
+
+@dataclass
+class RowSteps:
+    """What a run's row needs of the node events besides the kernel's log:
+    per event (time order) ``t``, the cluster's cpu / memory allocatable
+    after it (millicores, bytes), the manifests' bound pods' cpu / memory
+    still requested after it, and the bound pods it deleted or evicted."""
+
+    t: np.ndarray
+    cap_cpu: np.ndarray
+    cap_mem: np.ndarray
+    base_cpu: np.ndarray
+    base_mem: np.ndarray
+    deleted: int
+    evicted: int
+
+
+def row_steps(plan: NodeEvents, alloc: np.ndarray, ci: int, mi: int, base: tuple) -> RowSteps:
+    """``RowSteps`` of ``plan``; ``alloc`` [n_all, R] the universe's
+    nodes' allocatable, ``base`` the bound pods' cpu and memory at the start."""
+    live = np.zeros(plan.n_all, np.bool_)
+    live[:plan.n0] = True
+    cap_c, cap_m, base_c, base_m = [], [], [], []
+    bc, bm = int(base[0]), int(base[1])
+    deleted = evicted = 0
+    for kind, node, k, c, m in zip(plan.kind, plan.uid, plan.bound, plan.bound_cpu,
+                                   plan.bound_mem):
+        if kind == EV_ADD:
+            live[node] = True
+        elif kind == EV_DELETE:
+            live[node] = False
+        if kind in (EV_DELETE, EV_EVICT):
+            bc -= c
+            bm -= m
+            if kind == EV_DELETE:
+                deleted += k
+            else:
+                evicted += k
+        cap_c.append(int(alloc[live, ci].sum()))
+        cap_m.append(int(alloc[live, mi].sum()))
+        base_c.append(bc)
+        base_m.append(bm)
+    as_int = lambda x: np.asarray(x, np.int64)   # noqa: E731
+    return RowSteps(np.asarray(plan.t, np.float64), as_int(cap_c), as_int(cap_m),
+                    as_int(base_c), as_int(base_m), deleted, evicted)
+
+
+def event_row(res, why: np.ndarray, trace, steps: RowSteps, caps: tuple, base: tuple,
+              bound: int, interval: float, horizon: float, last_event: float) -> dict:
+    """``sweep_batch.simulate_row`` for a run with node events: ``why``
+    [P] how each pod left with its node, ``steps`` the events' changes,
+    ``caps`` / ``base`` the cluster's allocatable and bound pods' requests
+    at the start (cpu millicores, memory bytes), ``bound`` the manifests'
+    bound pods."""
+    arrival = np.asarray(trace.arrival, np.float64)
+    leaves = np.isfinite(np.asarray(trace.departure, np.float64))
+    timed = np.isfinite(np.asarray(trace.duration, np.float64))
+    on = res.node >= 0
+    stayed = why == 0
+    scheduled = int(on.sum())
+    end = float(res.end)
+    lat = (res.bind[on] - arrival[on]).tolist()
+    row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
+           "scheduled": scheduled, "failed_attempts": int(res.tries.sum()) - scheduled,
+           "preemptions": 0, "departed": int((on & (leaves | timed) & stayed).sum()),
+           "deleted": int((~on & leaves).sum()) + int((why == WHY_DELETED).sum())
+           + steps.deleted,
+           "evicted": int((why == WHY_EVICTED).sum()) + steps.evicted,
+           "pending": int((~on & ~leaves).sum()),
+           "running": int((on & ~leaves & ~timed & stayed).sum()) + bound - steps.deleted
+           - steps.evicted,
+           "latency_p50": finite(percentile(lat, 50)),
+           "latency_p99": finite(percentile(lat, 99))}
+    times = sample_times(interval, horizon, end, last_event)
+    j = np.where(res.log_pod >= 0, res.log_pod, -1 - res.log_pod)
+    sign = np.where(res.log_pod >= 0, 1, -1)
+    cpu = np.asarray(trace.table.column("cpu").to_numpy(), np.int64)
+    mem = np.asarray(trace.table.column("memory").to_numpy(), np.int64)
+    # the trace's pods' requests, then the bound pods' and the allocatable
+    # as the node events left them, at each sample time
+    cpu_req = _at(res.log_t, 0, np.cumsum(sign * cpu[j]), times)
+    mem_req = _at(res.log_t, 0, np.cumsum(sign * mem[j]), times)
+    cpu_req = cpu_req + _at(steps.t, base[0], steps.base_cpu, times)
+    mem_req = mem_req + _at(steps.t, base[1], steps.base_mem, times)
+    cpu_cap = _at(steps.t, caps[0], steps.cap_cpu, times)
+    mem_cap = _at(steps.t, caps[1], steps.cap_mem, times)
+    series = {
+        "cpu_alloc_pct": [100.0 * int(r) / int(c) if c else np.nan
+                          for r, c in zip(cpu_req, cpu_cap)],
+        "memory_alloc_pct": [100.0 * int(r) / int(c) if c else np.nan
+                             for r, c in zip(mem_req, mem_cap)],
+        "gpu_alloc_pct": [np.nan] * len(times),
+        "gpu_frag_pct": [np.nan] * len(times),
+    }
+    for col, values in series.items():
+        row[f"mean_{col}"] = time_mean(times, np.array(values, np.float64))
+    return row

@@ -1,0 +1,82 @@
+"""The node-local trace form with node events, CPU twin's driver: one
+cluster per ``prange`` iteration (``_local_trace.run_local_events_cluster``),
+compiled with ``njit(parallel=True)`` by ``local_events``; each iteration
+gathers its local nodes (those added later too) from the shared universe
+and allocates its own scratch."""
+
+# ruff: noqa: F821
+
+import numpy as np
+from numba import prange
+
+N_SLOTS = 6     # _local_core.N_SLOTS (a compiled namespace holds functions only)
+QI_EV_N = 15    # _queue.QI_EV_N
+
+
+def run_local_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored,
+                         c_fit_filter, c_active, c_norm, c_weights, static_bits, static_raw,
+                         image_raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                         shape_score, bal_res, bal_kind, node_ptr, node_rows, pod_ptr, pod_cls,
+                         image_group, num_to_find, seed_mixes, arrive, depart, duration, rank,
+                         backoff0, backoff_max, max_unsched, out_node, out_bind, out_tries,
+                         out_why, log_t, log_pod, n_log, end, profile, n_fit, n_shape, n_bal,
+                         valid0, u_rej, fit_interest, korder, ev_ptr, ev_t, ev_kind, ev_node,
+                         ev_x, ev_find, ev_bound, ev_used, ev_nz):
+    """``run_local_events_cluster`` for every cluster b: its local nodes
+    ``node_rows[node_ptr[b]:node_ptr[b+1]]`` (universe rows; ``valid0``
+    beside them: in the cluster at the start), its pods and ``korder``
+    (local pod indices) ``pod_ptr[b]:pod_ptr[b+1]``, its node events
+    ``ev_ptr[b]:ev_ptr[b+1]``; ``out_node`` local rows.  The rest as
+    ``_local_driver.run_local_trace_all``."""
+    n_res = alloc.shape[1]
+    n_classes = c_request.shape[0]
+    for b in prange(node_ptr.shape[0] - 1):
+        off = node_ptr[b]
+        rows = node_rows[off:node_ptr[b + 1]]
+        n = rows.shape[0]
+        a = np.empty((n, n_res), np.int64)
+        u = np.empty((n, n_res), np.int64)
+        z = np.empty((n, 2), np.int64)
+        sb = np.empty((n_classes, n), np.int64)
+        reasons = np.empty((n_classes, n), np.int64)
+        raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
+        rej = np.empty((n_classes, n), np.int64)
+        valid = np.empty(n, np.bool_)
+        g = image_group[b]
+        for i in range(n):
+            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
+                        a, u, z, sb, raw)
+            valid[i] = valid0[off + i]
+            for c in range(n_classes):
+                rej[c, i] = u_rej[c, rows[i]]
+        p0 = pod_ptr[b]
+        p1 = pod_ptr[b + 1]
+        e0 = ev_ptr[b]
+        e1 = ev_ptr[b + 1]
+        e = p1 - p0
+        m = max(n, 1)
+        r2 = max(2 * e, 1)
+        r_heap = r2 if rank.shape[0] > 0 else 0
+        k = profile[b]
+        nf = n_fit[k]
+        nq = n_shape[k]
+        nb = n_bal[k]
+        run_local_events_cluster(
+            a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
+            c_norm, c_weights, sb, reasons, raw, strategy[k], fit_res[k, :nf], fit_kind[k, :nf],
+            fit_weights[k, :nf], shape_util[k, :nq], shape_score[k, :nq], bal_res[k, :nb],
+            bal_kind[k, :nb], pod_cls[p0:p1], arrive[p0:p1], depart[p0:p1], duration[p0:p1],
+            backoff0, backoff_max, max_unsched, num_to_find[b], seed_mixes[b],
+            out_node[p0:p1], out_bind[p0:p1], out_tries[p0:p1], out_why[p0:p1],
+            log_t[2 * p0:2 * p1], log_pod[2 * p0:2 * p1], n_log[b:b + 1], end[b:b + 1],
+            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
+            np.empty(2 * N_SLOTS, np.int64),
+            np.zeros(QI_EV_N, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
+            np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),
+            np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),
+            np.empty(r2, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
+            np.empty(e, np.int64), rank[p0:p1], np.empty(r_heap, np.int64),
+            np.empty(e, np.int64), valid, rej, fit_interest, korder[p0:p1],
+            ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
+            ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
+            static_raw, u_rej)

@@ -1,0 +1,172 @@
+"""The node-local trace form with timed node events, on the CPU twin: each
+cluster's nodes join, change (cordon, uncordon), are drained and deleted at
+their times while its pods arrive and leave (``_local_trace.
+run_local_events_cluster``, a ``prange`` over clusters:
+``_local_events_driver``).
+
+``LocalEvents`` is a ``local_cpu.LocalTrace`` and, per cluster, its local
+nodes' presence at the start and its node events; ``run_local_events``
+answers a ``local_cpu.TraceResult`` (``node`` in local rows: the rows the
+cluster's Scheduler gives its nodes) and each pod's ``why`` (how it left
+with its node: ``WHY_DELETED``, ``WHY_EVICTED``; 0 otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import njit
+
+from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels.fused import _numba as _fused
+
+from . import _local_core, _local_events_driver, _local_trace, _queue
+from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
+
+EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_local_trace.EV_ADD, _local_trace.EV_UPDATE,
+                                          _local_trace.EV_EVICT, _local_trace.EV_DELETE)
+I_POD_DELETE, I_NODE_ADD, I_NODE_UPDATE, I_NODE_DELETE = (
+    _local_trace.I_POD_DELETE, _local_trace.I_NODE_ADD, _local_trace.I_NODE_UPDATE,
+    _local_trace.I_NODE_DELETE)
+REJ_FIRST = _local_trace.REJ_FIRST
+WHY_DELETED, WHY_EVICTED = _local_trace.WHY_DELETED, _local_trace.WHY_EVICTED
+EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE)
+
+# the same chain as ``local_cpu``'s (the same sources and keys: its on-disk cache)
+_core = compile_module(_local_core, njit, base=_fused.core, options={"nogil": True}, cache=True)
+_queue_ns = compile_module(_queue, njit, base=_core, options={"nogil": True}, cache=True)
+_trace_ns = compile_module(_local_trace, njit, base=_queue_ns, options={"nogil": True},
+                           cache=True)
+_drivers = compile_module(_local_events_driver, njit, base=_trace_ns,
+                          options={"nogil": True, "parallel": True}, cache=True)
+_run_events_all = _drivers["run_local_events_all"]
+
+
+class LocalEvents(NamedTuple):
+    """A node-event call's inputs: ``trace`` (its batch's universe holds
+    every node variant the events name: ``static_bits`` / ``static_raw``
+    [C, U]); ``valid0`` [sum n] bool beside ``batch.node_rows``: the local
+    node is in its cluster at the start; ``rej`` [C, U] int64 each class's
+    rejector code per universe row (the interest bits of the static
+    status's plugin, ``REJ_FIRST`` when that filter runs before
+    NodeResourcesFit; 0 where the static filters pass); ``fit_interest``
+    NodeResourcesFit's interest bits; ``korder`` [sum P] each cluster's
+    pods (local indices) in key order; per cluster b its events
+    ``ev_ptr[b]:ev_ptr[b+1]`` of ``ev_t`` (seconds, nondecreasing),
+    ``ev_kind`` (``EV_KINDS``), ``ev_node`` (local node), ``ev_x``
+    (universe row: EV_ADD's and EV_UPDATE's answers), ``ev_find`` (nodes
+    to find after it), ``ev_bound`` (the manifests' bound pods it
+    removes), ``ev_used`` [E, R] / ``ev_nz`` [E, 2] what a drain leaves
+    requested on its node (the pods a drain leaves; zeros otherwise)."""
+
+    trace: LocalTrace
+    valid0: np.ndarray
+    rej: np.ndarray
+    fit_interest: int
+    korder: np.ndarray
+    ev_ptr: np.ndarray
+    ev_t: np.ndarray
+    ev_kind: np.ndarray
+    ev_node: np.ndarray
+    ev_x: np.ndarray
+    ev_find: np.ndarray
+    ev_bound: np.ndarray
+    ev_used: np.ndarray
+    ev_nz: np.ndarray
+
+    def check(self) -> None:
+        """``trace.check`` and the event arrays; a ValueError naming the array."""
+        self.trace.check()
+        a = self.trace.batch
+        u = a.static_bits.shape[1]
+        if np.shape(self.valid0) != a.node_rows.shape:
+            raise ValueError("LocalEvents.valid0: one flag per local node")
+        if np.shape(self.rej) != a.static_bits.shape:
+            raise ValueError(f"LocalEvents.rej: shape {np.shape(self.rej)}, expected "
+                             f"{a.static_bits.shape}")
+        if np.shape(self.korder) != a.pod_cls.shape:
+            raise ValueError("LocalEvents.korder: one entry per pod")
+        ptr = np.asarray(self.ev_ptr)
+        if ptr.shape != (a.n_clusters + 1,) or ptr[0] != 0 or (np.diff(ptr) < 0).any():
+            raise ValueError("LocalEvents.ev_ptr: [B + 1] offsets from 0")
+        e = int(ptr[-1])
+        for name in ("ev_t", "ev_kind", "ev_node", "ev_x", "ev_find", "ev_bound"):
+            if np.shape(getattr(self, name)) != (e,):
+                raise ValueError(f"LocalEvents.{name}: shape {np.shape(getattr(self, name))}, "
+                                 f"expected ({e},)")
+        if np.shape(self.ev_used) != (e, a.alloc.shape[1]) or np.shape(self.ev_nz) != (e, 2):
+            raise ValueError("LocalEvents.ev_used / ev_nz: [E, R] and [E, 2]")
+        if not np.isin(self.ev_kind, EV_KINDS).all():
+            raise ValueError(f"LocalEvents.ev_kind: kinds {EV_KINDS}")
+        if ((np.asarray(self.ev_x) < 0) | (np.asarray(self.ev_x) >= u)).any():
+            raise ValueError("LocalEvents.ev_x: universe rows")
+        for b in range(a.n_clusters):
+            n = int(a.node_ptr[b + 1] - a.node_ptr[b])
+            t = np.asarray(self.ev_t)[ptr[b]:ptr[b + 1]]
+            nodes = np.asarray(self.ev_node)[ptr[b]:ptr[b + 1]]
+            if (~np.isfinite(t)).any() or (t < 0).any() or (np.diff(t) < 0).any():
+                raise ValueError(f"LocalEvents.ev_t: cluster {b}'s events: finite seconds "
+                                 ">= 0 in time order")
+            if ((nodes < 0) | (nodes >= n)).any():
+                raise ValueError(f"LocalEvents.ev_node: cluster {b}'s local nodes 0..{n - 1}")
+
+
+def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[TraceResult,
+                                                                           np.ndarray]:
+    """Every cluster of ``ev`` (checked first) on ``threads`` cores
+    (default: Numba's): the ``TraceResult`` (``node`` local rows) and
+    ``why`` [sum P]."""
+    ev.check()
+    t = ev.trace
+    a = t.batch
+    p = a.pod_cls.shape[0]
+    b = a.n_clusters
+    out = TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
+                      np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
+                      np.zeros(b, np.int64), np.zeros(b, np.float64))
+    why = np.zeros(p, np.int64)
+    if b == 0:
+        return out, why
+    old = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    chunk = numba.get_parallel_chunksize()
+    numba.set_parallel_chunksize(1)
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    mixes = np.asarray([seed_mix(s) for s in t.seeds], np.uint64)
+    pr = t.profiles
+    if pr is None:
+        pr = LocalProfiles.of([{f: getattr(a, f) for f in (
+            "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
+            "bal_res", "bal_kind")}], np.zeros(b, np.int64))
+    try:
+        _run_events_all(i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request),
+                        i64(a.c_nonzero), b8(a.c_anything), b8(a.c_ignored),
+                        b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm), i64(a.c_weights),
+                        i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
+                        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind),
+                        i64(pr.fit_weights), i64(pr.shape_util), i64(pr.shape_score),
+                        i64(pr.bal_res), i64(pr.bal_kind),
+                        i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls),
+                        i64(a.image_group), i64(a.num_to_find), mixes, f64(t.arrive),
+                        f64(t.depart), t.durations(), t.ranks(), float(t.backoff0),
+                        float(t.backoff_max), float(t.max_unsched), out.node, out.bind,
+                        out.tries, why, out.log_t, out.log_pod, out.n_log, out.end,
+                        i64(pr.profile), i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal),
+                        b8(ev.valid0), i64(ev.rej), int(ev.fit_interest), i64(ev.korder),
+                        i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node),
+                        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used),
+                        i64(ev.ev_nz))
+    finally:
+        numba.set_parallel_chunksize(chunk)
+        numba.set_num_threads(old)
+    return out, why
+
+
+__all__ = ["EV_ADD", "EV_DELETE", "EV_EVICT", "EV_KINDS", "EV_UPDATE", "I_NODE_ADD",
+           "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE", "LocalEvents", "REJ_FIRST",
+           "WHY_DELETED", "WHY_EVICTED", "run_local_events"]

@@ -1,0 +1,284 @@
+"""A scenario's node steps inside the batched node-local trace kernel's
+queue (``experiments/sweep_events.py``, ``kernels/batch/local_events``):
+cordon, uncordon, drain, addNodes from a template, Node creates (into a
+row a removal freed too), removeNodes and Node deletes at times among the
+trace's arrivals and departures, on small
+random clusters and traces under the sweep's configurations; every
+batched row equals the row of the run's own Simulation (``batch=False``)
+but ``wall_seconds``.  A pod the usage-independent filters reject on
+every node waits for a node event (or the pool's flush) and binds at the
+event's time; what the kernel does not cover is refused by the step's
+field and goes the per-run way."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tensorsched as ts
+from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
+from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.generators.clusters import node_dict, pod_dict
+
+from support.local_clusters import config
+from support.local_scenarios import write_scenario
+from support.local_traces import write_inputs
+
+
+def _rows(jobs, batch: bool):
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist()
+
+
+def _batched(jobs) -> tuple:
+    inputs = S.load_inputs(jobs)
+    got: dict = {}
+    rest = SL.batched_local(jobs, inputs, 1, lambda i, row, e: got.__setitem__(i, row))
+    return [got.get(i) for i in range(len(jobs))], rest
+
+
+def _same(got, want) -> None:
+    for g, w in zip(got, want):
+        g = dict(g)
+        g.pop("wall_seconds")
+        assert g == w
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
+       bound=st.integers(0, 3), n_steps=st.integers(1, 6), durations=st.booleans(),
+       interval=st.sampled_from([7.0, 60.0]))
+def test_node_events_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound, n_steps,
+                                                durations, interval):
+    cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, bound,
+                                           durations=durations)
+    scenario = write_scenario(tmp_path, seed, n_nodes, n_steps)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs, cluster=cluster,
+                       scenario=scenario, interval=interval)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    _same(got, want)
+    assert _rows(jobs, True) == want
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(1, 20))
+def test_priorities_and_node_events_equal_each_simulation(tmp_path, seed, n_nodes, n_pods):
+    # activeQ in PrioritySort's order while node events move the pool
+    cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, 1,
+                                           durations=True, priorities=True)
+    scenario = write_scenario(tmp_path, seed, n_nodes, 4)
+    jobs = S.make_jobs([trace], [0], configs=configs[:2], cluster=cluster,
+                       scenario=scenario, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
+
+
+def _write(tmp_path, objs, trace: str, steps: list | None, cfg=None) -> tuple:
+    c = tmp_path / "cluster.yaml"
+    c.write_text(yaml.safe_dump_all(objs))
+    t = tmp_path / "t.csv"
+    t.write_text(trace)
+    cf = tmp_path / "cfg.yaml"
+    cf.write_text(yaml.safe_dump(cfg or config(0)))
+    sc = None
+    if steps is not None:
+        sc = tmp_path / "sc.yaml"
+        sc.write_text(yaml.safe_dump({"steps": steps}))
+    return str(c), str(t), str(cf), None if sc is None else str(sc)
+
+
+@pytest.mark.parametrize("step", [
+    {"at": 100, "uncordon": "n0"},
+    {"at": 100, "addNodes": {"template": node_dict("x", cpu="2", memory="4Gi"), "count": 1}},
+])
+def test_a_pod_waiting_for_a_node_event_binds_at_its_time(tmp_path, step):
+    # the only node is cordoned: p0 fails on NodeUnschedulable (no Pod/Delete
+    # interest: q0's departure at 30 leaves it waiting), then the step
+    # opens a node at 100 and p0 binds then, batched as in its Simulation
+    objs = [node_dict("n0", cpu="2", memory="4Gi", unschedulable=True)]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\nq0,2,30,1,1Gi\n"
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, [step])
+    (r,) = ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[0] == 100.0 and r.node[0] >= 0
+    assert r.node_names[r.node[0]] == ("n0" if "uncordon" in step else "x-0")
+    assert r.tries[0] == 2          # its failure at 1, its binding at 100
+    jobs = S.make_jobs([tr], [0, 5], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=20.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
+
+
+def test_a_pod_rejected_everywhere_runs_batched_without_a_scenario(tmp_path):
+    # no scenario: the pod waits for the pool's flush (300 s), retries and
+    # fails again; q0's departure does not move it (Pod/Delete: not its
+    # rejectors' event), in the batch as in the Simulation
+    objs = [node_dict("n0", cpu="2", memory="4Gi",
+                      taints=[{"key": "spot", "effect": "NoSchedule"}])]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\nq0,2,30,1,1Gi\nq1,700,,1,1Gi\n"
+    cluster, tr, cfg, _ = _write(tmp_path, objs, trace, None)
+    jobs = S.make_jobs([tr], [0], configs=[cfg], cluster=cluster, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    _same(got, want)
+    assert want[0]["failed_attempts"] > 3
+
+
+def _bound(name: str, node: str, daemon: bool = False) -> dict:
+    p = pod_dict(name, cpu="500m", memory="1Gi")
+    p["spec"]["nodeName"] = node
+    if daemon:
+        p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                             "name": "agent", "uid": "u1", "controller": True}]
+    return p
+
+
+def test_drain_and_node_delete_free_bound_pods(tmp_path):
+    # n0's drain evicts the trace's pods and the manifests' b1 on it (its
+    # DaemonSet pod stays, still requesting), its uncordon lets pods in
+    # again, n1's delete deletes the manifests' b0 and whatever is on it:
+    # counts and curves as the Simulation's
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="1", memory="2Gi"),
+            _bound("b0", "n1"), _bound("b1", "n0"), _bound("ds0", "n0", daemon=True)]
+    trace = ("name,arrival,departure,cpu,memory\np0,1,,1500m,1Gi\np1,2,,1500m,1Gi\n"
+             "p2,3,,500m,1Gi\n")
+    steps = [{"at": 50, "drain": "n0"}, {"at": 80, "uncordon": "n0"},
+             {"at": 120, "delete": {"kind": "Node", "name": "n1"}}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    jobs = S.make_jobs([tr], [0, 1], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=30.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    _same(got, want)
+    assert want[0]["evicted"] >= 2 and want[0]["deleted"] >= 1
+
+
+@pytest.mark.parametrize("steps, what", [
+    ([{"at": 5, "create": pod_dict("z", cpu="1", memory="1Gi")}], "create Pod"),
+    ([{"at": 5, "removeNodes": ["n1"]},
+      {"at": 9, "create": node_dict("n1", cpu="1", memory="1Gi")}], "exists or existed"),
+    ([{"at": 5, "removeNodes": ["n0", "n1"]}], "no node left"),
+])
+def test_uncovered_steps_are_refused_by_name(tmp_path, steps, what):
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\n"
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    with pytest.raises(BatchProfileError, match=what):
+        ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    jobs = S.make_jobs([tr], [0], configs=[cfg], cluster=cluster, scenario=sc, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == [0]          # the per-run path takes it
+    assert S.run_sweep(jobs, workers=1).num_rows == 1
+
+
+def test_cordoned_variants_keep_classes(tmp_path):
+    # the universe holds each node once per variant; an event swaps rows
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\n"
+    steps = [{"at": 0, "cordon": ["n0", "n1"]}, {"at": 10, "uncordon": "n1"},
+             {"at": 20, "cordon": "n1"}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    objects = S.run.cluster_objects(cluster=cluster)
+    s = SL.trace_setup(objects, yaml.safe_load(open(cfg)), ts.read_trace(tr),
+                       load_scenario(sc))
+    assert len(s.events.probers) == 2
+    assert s.events.rej.shape[1] == 4
+    (r,) = ts.simulate_batch(copy.deepcopy(objects), [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[0] == 10.0 and r.node_names[r.node[0]] == "n1"
+    assert np.array_equal(r.why, [0])
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_scan_window_follows_the_live_nodes(tmp_path, seed):
+    # over 100 nodes percentageOfNodesToScore scans a window from the
+    # rotating start: nodes removed (rows left free), cordoned and added
+    # change the live rows, the count the window and the start's modulus
+    rng = np.random.default_rng(seed)
+    objs = [node_dict(f"n{i}", cpu=str(rng.choice(["1", "2"])), memory="4Gi", pods="4")
+            for i in range(150)]
+    trace = "name,arrival,departure,cpu,memory\n" + "".join(
+        f"p{j},{1 + j // 3},{'' if j % 4 else 40 + j},{rng.choice(['500m', '1'])},1Gi\n"
+        for j in range(60))
+    steps = [{"at": 3, "addNodes": {"template": node_dict("x", cpu="2", memory="4Gi"),
+                                    "count": 3}},
+             {"at": 5, "removeNodes": [f"n{i}" for i in range(0, 30, 3)]},
+             {"at": 7, "cordon": [f"n{i}" for i in range(40, 60)]},
+             {"at": 9, "drain": "x-1"}, {"at": 15, "uncordon": "n41"}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps, config(seed % 3, pct=40))
+    jobs = S.make_jobs([tr], [0, 7], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=10.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
+
+
+def test_a_departure_does_not_move_a_pod_waiting_for_a_node(tmp_path):
+    # w (the manifests' pending pod) wants a disk=ssd node: NodeAffinity
+    # rejects it everywhere, and NodeAffinity listens to Node/Add and
+    # Node/Update, not Pod/Delete: q0's departure at 30 leaves it waiting,
+    # the ssd node added at 100 moves it and it binds then (2 attempts)
+    objs = [node_dict("n0", cpu="2", memory="4Gi"),
+            pod_dict("w", cpu="1", memory="1Gi", spec={"nodeSelector": {"disk": "ssd"}})]
+    trace = "name,arrival,departure,cpu,memory\nq0,2,30,1,1Gi\n"
+    steps = [{"at": 100, "addNodes": {"template": node_dict(
+        "x", cpu="2", memory="4Gi", labels={"disk": "ssd"}), "count": 1}}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    (r,) = ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[0] == 100.0 and r.node_names[r.node[0]] == "x-0" and r.tries[0] == 2
+    jobs = S.make_jobs([tr], [0], configs=[cfg], cluster=cluster, scenario=sc,
+                       interval=20.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    _same(got, _rows(jobs, False))
+
+
+def test_a_node_added_after_a_removal_takes_the_freed_row(tmp_path):
+    # n0's removal frees row 0 and y takes it at 40 (the last freed row
+    # first, as the cluster state reuses rows): the tie rank and the scan
+    # read that row; p2 waits for y and binds on it then
+    objs = [node_dict(f"n{i}", cpu="1", memory="4Gi") for i in range(3)]
+    trace = ("name,arrival,departure,cpu,memory\np0,1,,1,1Gi\np1,1,,1,1Gi\np2,20,,1,1Gi\n"
+             "p3,41,,500m,1Gi\n")
+    steps = [{"at": 10, "removeNodes": ["n0", "n2"]},
+             {"at": 40, "create": node_dict("y", cpu="2", memory="4Gi")},
+             {"at": 40, "addNodes": {"template": node_dict("z", cpu="1", memory="4Gi")}}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    objects = S.run.cluster_objects(cluster=cluster)
+    s = SL.trace_setup(objects, yaml.safe_load(open(cfg)), ts.read_trace(tr),
+                       load_scenario(sc))
+    assert s.events.plan.local_rows == [0, 1, 2]
+    assert s.events.plan.node[-2:] == [2, 0]        # y takes n2's row, z n0's
+    (r,) = ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    assert r.bind[2] == 40.0 and r.node_names[r.node[2]] in ("y", "z")
+    # each pod's node and binding time as the Simulation's Bound events say
+    sim = ts.Simulation(copy.deepcopy(objects), yaml.safe_load(open(cfg)), "numba", 0)
+    bound = {}
+    sim.scheduler.subscribe("Bound", lambda e: bound.__setitem__(
+        e["pod"], (e["node"], sim.clock.now())))
+    sim.scenario(sc)
+    sim.submit(ts.read_trace(tr))
+    sim.run()
+    keys = [p.key for p in s.prober.pods]
+    assert bound == {k: (r.node_names[n], float(t)) for k, n, t in zip(keys, r.node, r.bind)
+                     if n >= 0}
+    for seed in (0, 1, 2, 3):
+        jobs = S.make_jobs([tr], [seed], configs=[cfg], cluster=cluster, scenario=sc,
+                           interval=15.0)
+        got, rest = _batched(jobs)
+        assert rest == []
+        _same(got, _rows(jobs, False))

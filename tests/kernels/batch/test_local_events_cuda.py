@@ -1,0 +1,47 @@
+"""The node-local trace form with timed node events as a CUDA kernel
+(``kernels/batch/local_trace_cuda.run_local_events_cuda``, under the
+simulator) gives the CPU twin's answers (``local_events.run_local_events``):
+tiny random clusters, traces and scenarios (cordon, uncordon, drain,
+addNodes, node deletes), several configurations in one call."""
+
+import numpy as np
+import pytest
+import yaml
+from support.backends import needs_cuda
+
+from tensorsched.experiments import simulate_run as run
+from tensorsched.experiments import sweep_local as SL
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.kernels.batch.local_events import run_local_events
+
+from support.local_scenarios import write_scenario
+from support.local_traces import write_inputs
+
+pytestmark = [pytest.mark.cudasim, needs_cuda,
+              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+
+
+def _events_of(tmp_path, seed, monkeypatch):
+    """The LocalEvents ``sweep_local.run_setups`` hands the CPU twin."""
+    cluster, trace, configs = write_inputs(tmp_path, seed, 3, 8, 1, durations=True)
+    sc = load_scenario(write_scenario(tmp_path, seed, 3, 5))
+    objs = list(yaml.safe_load_all(open(cluster)))
+    tr = run.read_trace_file(trace)
+    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr, sc) for c in configs[:2]]
+    calls = []
+    monkeypatch.setattr(SL, "run_local_events", lambda ev, threads=None: calls.append(ev) or
+                        run_local_events(ev, threads))
+    SL.run_setups(setups, [[0, 1], [2]])
+    return calls[0]
+
+
+@pytest.mark.parametrize("seed", [4, 11])
+def test_cuda_events_equal_the_twin(tmp_path, seed, monkeypatch):
+    from tensorsched.kernels.batch.local_trace_cuda import run_local_events_cuda
+    ev = _events_of(tmp_path, seed, monkeypatch)
+    assert ev.ev_t.shape[0] > 0
+    twin, why = run_local_events(ev)
+    dev, dev_why = run_local_events_cuda(ev)
+    for a, b in zip(twin, dev):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(why, dev_why)
