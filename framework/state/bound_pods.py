@@ -30,7 +30,8 @@ from its class and its slot (``build_record``: a dict copy, about half a
 microsecond), equal to the record it was bound with.  ``add_many`` takes
 pods as ``PodColumns`` (a compiled run's, from the queue) without a record
 per pod.  The names column is the key -> slot index (``namespace/name``,
-in bind order); host ports, which few pods hold, are kept by slot in a
+in bind order; a run's keys join it when it is next read, so binding a
+run costs no Python step per pod); host ports, which few pods hold, are kept by slot in a
 dict.  The table is a read-only ``Mapping`` from key
 to :class:`PodRow`, a view built on request; ``arrays()`` gives the live
 columns for vectorized questions (pods per node, requests by priority)
@@ -98,13 +99,35 @@ class BoundPods(Mapping):
         self._class_refs: list[int] = []                # id -> bound pods of the class
         self._class_ids: dict = {}                      # record.pod_class -> class id
         self._free_classes: list[int] = []
-        self._slot: dict[str, int] = {}                 # key -> slot, in bind order
+        self._index: dict[str, int] = {}                # key -> slot, in bind order
+        # runs bound by ``add_many`` whose keys are not in ``_index`` yet:
+        # (keys, reused slots, first fresh slot), merged in bind order on
+        # the first read of ``_slot`` (a run of 400,000 pods otherwise
+        # costs a dict insert per pod that nobody may ask for)
+        self._unindexed: list[tuple[list[str], list[int], int]] = []
         self._free: dict[int, None] = {}                # freed slots, reused last-in first
         self._top = 0                                   # slots ever used (high-water)
 
     # ------------------------------------------------------------ Mapping
+    @property
+    def _slot(self) -> dict[str, int]:
+        """key -> slot of every bound pod, in bind order (the runs not yet
+        indexed merged in first)."""
+        if self._unindexed:
+            index = self._index
+            for keys, reused, start in self._unindexed:
+                r = len(reused)
+                index.update(zip(keys, chain(reused, range(start, start + len(keys) - r))))
+            self._unindexed = []
+        return self._index
+
+    @_slot.setter
+    def _slot(self, index: dict[str, int]) -> None:
+        self._index = index
+        self._unindexed = []
+
     def __len__(self) -> int:
-        return len(self._slot)
+        return len(self._index) + sum(len(run[0]) for run in self._unindexed)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._slot)
@@ -281,7 +304,8 @@ class BoundPods(Mapping):
         mf[start:start + k - r] = objs[r:] if r else objs
         for i, extra in cols.extras.items():
             self.extras[reused[i] if i < r else start + i - r] = extra
-        self._slot.update(zip(cols.keys, chain(reused, range(start, start + k - r))))
+        # the keys go into the index when it is next read (``_slot``)
+        self._unindexed.append((cols.keys, reused, start))
         return slots
 
     def pop(self, key: str, *default):
