@@ -155,7 +155,13 @@ class PodColumns(Sequence):
         """These pods after ``record``, with a class list of their own
         holding only the classes they use (a run's pods out of a large
         block: the cost follows the run, not the block)."""
-        used, inverse = np.unique(self.class_id, return_inverse=True)
+        # the classes used, in id order, renumbered from 1 through a table
+        # over the class list (no sort of the pods' ids)
+        present = np.zeros(len(self.classes), np.bool_)
+        present[self.class_id] = True
+        used = np.flatnonzero(present)
+        renumber = np.zeros(len(self.classes), np.int32)
+        renumber[used] = np.arange(1, used.shape[0] + 1, dtype=np.int32)
         classes = [record] + [self.classes[c] for c in used.tolist()]
         extras = {i + 1: e for i, e in self.extras.items()}
         extra = extras_of(record)
@@ -163,7 +169,7 @@ class PodColumns(Sequence):
             extras[0] = extra
         return PodColumns(
             [record.key] + self.keys,
-            np.concatenate([np.zeros(1, np.int32), inverse.astype(np.int32) + 1]),
+            np.concatenate([np.zeros(1, np.int32), renumber[self.class_id]]),
             classes,
             np.concatenate([np.array([record.creation_ns or 0], np.int64), self.creation_ns]),
             [record.obj] + self.manifests, extras)

@@ -248,7 +248,8 @@ class SchedulingQueue:
         fast = gate_free is not None and all(map(gate_free, cols.classes))
         # a key twice in ``pods`` shows on the fast path when the block's keys
         # go in (no set of them made first)
-        if not infos.keys().isdisjoint(keys) or (not fast and len(set(keys)) != len(keys)):
+        if ((infos and not infos.keys().isdisjoint(keys))
+                or (not fast and len(set(keys)) != len(keys))):
             _refuse_queued(keys, infos)
         if not fast:
             # ask PreEnqueue pod by pod (pods of one class share gates and

@@ -76,6 +76,11 @@ def test_columns_are_the_records_in_every_order(spec, data):
     assert list(taken.take(range(a, b))) == [recs[i] for i in order][a:b]
     head = _records([(1, 31)])[0]
     assert list(cols.take(range(a, b)).with_first(head)) == [head] + recs[a:b]
+    # its own class list: the head's, then the classes the stretch uses
+    first = cols.take(range(a, b)).with_first(head)
+    assert first.classes[0] is head and [c.memo for c in first.classes[1:]] == [
+        cols.classes[c].memo for c in sorted(set(cols.class_id[a:b].tolist()))]
+    assert [p.memo for p in first] == [head.memo] + [r.memo for r in recs[a:b]]
     assert PrioritySort.sort_keys(taken) == PrioritySort.sort_keys([recs[i] for i in order])
     assert PodColumns.from_records(cols) is cols
 
