@@ -85,6 +85,27 @@ def test_columns_are_the_records_in_every_order(spec, data):
     assert PodColumns.from_records(cols) is cols
 
 
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(st.lists(st.integers(0, 20), max_size=60))
+def test_classes_number_in_order_of_first_appearance(picks):
+    """Few classes or many (a scan each, or a map of first positions):
+    class i is the i-th distinct class met, its prototype the first
+    record of it, every pod's id its class's."""
+    protos = [parse_pod(_manifest(c, c % 3, 0)) for c in range(21)]
+    recs = [copy.copy(protos[c]) for c in picks]      # a copy shares its class
+    cols = PodColumns.from_records(recs)
+    seen: list = []
+    for r in recs:
+        if not any(r.pod_class is c.pod_class for c in seen):
+            seen.append(r)
+    assert [c is s for c, s in zip(cols.classes, seen)] == [True] * len(seen)
+    assert len(cols.classes) == len(seen)
+    assert cols.class_id.dtype == np.int32 and cols.class_id.tolist() == [
+        next(j for j, c in enumerate(seen) if c.pod_class is r.pod_class) for r in recs]
+    assert list(cols) == recs
+
+
 def test_queued_and_bound_pods_keep_no_record():
     """Once the caller lets go of the records, neither the scheduling queue
     nor the bound-pod table keeps more than one per class (its prototype);
