@@ -40,9 +40,10 @@ without a Python object per pod.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 
@@ -222,7 +223,9 @@ class BoundPods(Mapping):
         (a list, last freed first), the first of the fresh ones that follow,
         which are consecutive)."""
         reuse = min(k, len(self._free))
-        taken = [self._free.popitem()[0] for _ in range(reuse)]
+        # popitem's order (last freed first), by C-level passes
+        taken = list(islice(reversed(self._free), reuse))
+        deque(map(self._free.pop, taken), maxlen=0)
         fresh = k - reuse
         self._grow(self._top + fresh)
         out = np.empty(k, np.int64)
@@ -296,11 +299,11 @@ class BoundPods(Mapping):
                 refs[cid] += n
             self.class_id[slots] = ours[inverse]
         self.creation_ns[slots] = cols.creation_ns
-        # the reused slots one by one (freed in any order), the fresh ones,
-        # consecutive, as one slice
+        # the reused slots (freed in any order) by one C-level pass, the
+        # fresh ones, consecutive, as one slice
         mf, objs, r = self.manifests, cols.manifests, len(reused)
-        for s, obj in zip(reused, objs):
-            mf[s] = obj
+        if r:
+            deque(map(mf.__setitem__, reused, objs), maxlen=0)
         mf[start:start + k - r] = objs[r:] if r else objs
         for i, extra in cols.extras.items():
             self.extras[reused[i] if i < r else start + i - r] = extra
