@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from tensorsched import synthetic
+from tensorsched.framework.records.pod_columns import PodColumns, build_record
 from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.kernels.fused import run_sort
@@ -61,7 +62,11 @@ def _run(nodes: int, pods: int, backend: str, seed: int, sorted_on: bool) -> dic
         got = fw.place_run(state, warm, seed=seed, attempt=0, start_index=0)
         for p in warm[: 0 if got is None else got[0].shape[0]]:
             state.remove_pod(p.key)
-        run = [dataclasses.replace(template, name=f"pod-{i}") for i in range(pods)]
+        # the run as the scheduling queue hands it: pods of one template
+        # (one class) as columns
+        run = PodColumns.from_records([build_record(template, f"{template.namespace}/pod-{i}",
+                                                    template.creation_ns or 0, template.obj)
+                                       for i in range(pods)])
         before = fw.backend.sorted_runs
         register = state.register_run
         booked = []

@@ -20,8 +20,8 @@ per pod.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import compress, groupby, repeat
-from operator import attrgetter, itemgetter
+from itertools import compress, repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -37,8 +37,8 @@ NO_EXTRAS = ("", None, "", "", False)
 extras_of = attrgetter(*EXTRA_FIELDS)
 _class_of, _key_of, _obj_of = attrgetter("pod_class"), attrgetter("key"), attrgetter("obj")
 _creation_of = attrgetter("creation_ns")
-_first = itemgetter(0)
 _new = object.__new__
+_FEW_CLASSES = 8                # classes found by a scan of the list each
 
 
 def build_record(proto: PodRecord, key: str, creation_ns: int, obj,
@@ -82,8 +82,7 @@ class PodColumns(Sequence):
     def from_records(cls, records) -> PodColumns:
         """The columns of ``records`` (a ``PodColumns`` is returned as is);
         pods sharing a memo share a class.  Per pod only C-level passes
-        (``map``, ``groupby``): pods of a template mostly come together,
-        so a class is looked up once per stretch of them."""
+        (``map``, dict building), per class a Python step."""
         if isinstance(records, PodColumns):
             return records
         if not isinstance(records, list):
@@ -94,18 +93,18 @@ class PodColumns(Sequence):
             raise Arguments("PodColumns.from_records").error(
                 f"records[{i}]", f"must be a PodRecord, got {shown(records[i])}")
         n = len(records)
-        classes: list[PodRecord] = []
-        of_class: dict = {}             # PodClass -> class id
-        ids: list[int] = []
-        for pod_class, stretch in groupby(zip(map(_class_of, records), records),
-                                        key=_first):
-            cid = of_class.get(pod_class)
-            first = next(stretch)
-            if cid is None:
-                cid = of_class[pod_class] = len(classes)
-                classes.append(first[1])
-            ids.append(cid)
-            ids.extend(repeat(cid, sum(1 for _ in stretch)))
+        # classes numbered in order of first appearance, each prototype its
+        # first record: dict passes at C level, Python per class only
+        class_of = list(map(_class_of, records))
+        ids_of = dict.fromkeys(class_of)
+        ids_of = dict(zip(ids_of, range(len(ids_of))))
+        if len(ids_of) <= _FEW_CLASSES:     # a run's or a template's: a scan each
+            classes = [records[class_of.index(c)] for c in ids_of]
+        else:
+            first_at = dict(zip(reversed(class_of), range(n - 1, -1, -1)))   # last write wins
+            classes = [records[first_at[c]] for c in ids_of]
+        ids = (np.zeros(n, np.int32) if len(ids_of) == 1
+               else np.fromiter(map(ids_of.__getitem__, class_of), np.int32, n))
         extra = list(map(extras_of, records))
         unusual = list(map(NO_EXTRAS.__ne__, extra))
         extras = {i: extra[i] for i in compress(range(n), unusual)} if any(unusual) else {}
@@ -113,7 +112,7 @@ class PodColumns(Sequence):
             creation = np.fromiter(map(_creation_of, records), np.int64, n)
         except TypeError:       # a record built by hand with creation_ns None
             creation = np.fromiter((r.creation_ns or 0 for r in records), np.int64, n)
-        return cls(list(map(_key_of, records)), np.array(ids, np.int32), classes, creation,
+        return cls(list(map(_key_of, records)), ids, classes, creation,
                    list(map(_obj_of, records)), extras)
 
     def __len__(self) -> int:
@@ -155,7 +154,13 @@ class PodColumns(Sequence):
         """These pods after ``record``, with a class list of their own
         holding only the classes they use (a run's pods out of a large
         block: the cost follows the run, not the block)."""
-        used, inverse = np.unique(self.class_id, return_inverse=True)
+        # the classes used, in id order, renumbered from 1 through a table
+        # over the class list (no sort of the pods' ids)
+        present = np.zeros(len(self.classes), np.bool_)
+        present[self.class_id] = True
+        used = np.flatnonzero(present)
+        renumber = np.zeros(len(self.classes), np.int32)
+        renumber[used] = np.arange(1, used.shape[0] + 1, dtype=np.int32)
         classes = [record] + [self.classes[c] for c in used.tolist()]
         extras = {i + 1: e for i, e in self.extras.items()}
         extra = extras_of(record)
@@ -163,7 +168,7 @@ class PodColumns(Sequence):
             extras[0] = extra
         return PodColumns(
             [record.key] + self.keys,
-            np.concatenate([np.zeros(1, np.int32), inverse.astype(np.int32) + 1]),
+            np.concatenate([np.zeros(1, np.int32), renumber[self.class_id]]),
             classes,
             np.concatenate([np.array([record.creation_ns or 0], np.int64), self.creation_ns]),
             [record.obj] + self.manifests, extras)

@@ -142,6 +142,16 @@ class BindingList(UserList):
             return len(self._bound) + len(self._tail)
         return len(self._data)
 
+    def node_pairs(self) -> tuple[dict, list]:
+        """(``key -> node name`` of the leading pods bound without a
+        nomination, the other Bindings): the list is those pairs as
+        ``Binding(key, node)``, then the rest, in order.  The pairs are the
+        dict ``of_nodes`` took while no Binding has been built for them
+        (read it, never write it), else empty."""
+        if self._bound is not None:
+            return self._bound, self._tail
+        return {}, self._data
+
     def __copy__(self) -> BindingList:
         return self.__class__(self.data)
 

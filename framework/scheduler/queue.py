@@ -248,7 +248,8 @@ class SchedulingQueue:
         fast = gate_free is not None and all(map(gate_free, cols.classes))
         # a key twice in ``pods`` shows on the fast path when the block's keys
         # go in (no set of them made first)
-        if not infos.keys().isdisjoint(keys) or (not fast and len(set(keys)) != len(keys)):
+        if ((infos and not infos.keys().isdisjoint(keys))
+                or (not fast and len(set(keys)) != len(keys))):
             _refuse_queued(keys, infos)
         if not fast:
             # ask PreEnqueue pod by pod (pods of one class share gates and
@@ -483,9 +484,15 @@ class SchedulingQueue:
             return
         self.done(run.first.key)
         if run.block is not None:
+            infos = self._infos
+            if len(infos) == count - 1:
+                # the stretch's keys, all still mapped to its block, are
+                # every key left: the queue empties at once
+                infos.clear()
+                return
             keys = run.block.keys[run.start:run.start + count - 1]
             # ``pop(key, None)`` of each, as one C-level pass
-            deque(map(self._infos.pop, keys, repeat(None)), maxlen=0)
+            deque(map(infos.pop, keys, repeat(None)), maxlen=0)
         else:
             for pi in run.rest[:count - 1]:
                 self.done(pi.key)

@@ -84,7 +84,9 @@ class QueueLane:
     first position not taken yet; ``now``: when they were added."""
 
     __slots__ = ("pods", "keys", "sort_keys", "seq0", "pos", "now", "_index", "_columns",
-                 "_detached")
+                 "_asks", "_detached")
+
+    LISTS_AFTER = 64
 
     def __init__(self, pods: PodColumns, sort_keys, seq0: int, now: float):
         self.pods = pods
@@ -95,6 +97,7 @@ class QueueLane:
         self.now = now
         self._index: dict[str, int] | None = None
         self._columns: tuple | None = None
+        self._asks = 0
         # positions whose key no longer maps to this block in the queue's
         # ``infos`` (the pod got an info, left or was re-added), ascending:
         # a stretch of positions is handed out without a look at each key
@@ -110,13 +113,20 @@ class QueueLane:
         return self._index[key]
 
     def record(self, i: int) -> PodRecord:
-        """``pods[i]`` (``i`` >= 0), its class id and creation time read
-        from Python lists made on the first ask (pods popped one by one
-        skip a numpy scalar each)."""
-        if self._columns is None:
-            self._columns = (self.pods.class_id.tolist(), self.pods.creation_ns.tolist())
-        ids, born = self._columns
+        """``pods[i]`` (``i`` >= 0).  Its class id and creation time are
+        read from the arrays for the first ``LISTS_AFTER`` asks (a lane
+        handed out in runs asks for each run's first pod only), then from
+        Python lists made at once (pods popped one by one skip a numpy
+        scalar each)."""
         pods = self.pods
+        if self._columns is None:
+            self._asks += 1
+            if self._asks <= self.LISTS_AFTER:
+                return build_record(pods.classes[pods.class_id[i]], self.keys[i],
+                                    int(pods.creation_ns[i]), pods.manifests[i],
+                                    pods.extras.get(i, NO_EXTRAS))
+            self._columns = (pods.class_id.tolist(), pods.creation_ns.tolist())
+        ids, born = self._columns
         return build_record(pods.classes[ids[i]], self.keys[i], born[i], pods.manifests[i],
                             pods.extras.get(i, NO_EXTRAS))
 

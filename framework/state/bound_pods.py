@@ -30,7 +30,8 @@ from its class and its slot (``build_record``: a dict copy, about half a
 microsecond), equal to the record it was bound with.  ``add_many`` takes
 pods as ``PodColumns`` (a compiled run's, from the queue) without a record
 per pod.  The names column is the key -> slot index (``namespace/name``,
-in bind order); host ports, which few pods hold, are kept by slot in a
+in bind order; a run's keys join it when it is next read, so binding a
+run costs no Python step per pod); host ports, which few pods hold, are kept by slot in a
 dict.  The table is a read-only ``Mapping`` from key
 to :class:`PodRow`, a view built on request; ``arrays()`` gives the live
 columns for vectorized questions (pods per node, requests by priority)
@@ -39,9 +40,10 @@ without a Python object per pod.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 
@@ -98,13 +100,35 @@ class BoundPods(Mapping):
         self._class_refs: list[int] = []                # id -> bound pods of the class
         self._class_ids: dict = {}                      # record.pod_class -> class id
         self._free_classes: list[int] = []
-        self._slot: dict[str, int] = {}                 # key -> slot, in bind order
+        self._index: dict[str, int] = {}                # key -> slot, in bind order
+        # runs bound by ``add_many`` whose keys are not in ``_index`` yet:
+        # (keys, reused slots, first fresh slot), merged in bind order on
+        # the first read of ``_slot`` (a run of 400,000 pods otherwise
+        # costs a dict insert per pod that nobody may ask for)
+        self._unindexed: list[tuple[list[str], list[int], int]] = []
         self._free: dict[int, None] = {}                # freed slots, reused last-in first
         self._top = 0                                   # slots ever used (high-water)
 
     # ------------------------------------------------------------ Mapping
+    @property
+    def _slot(self) -> dict[str, int]:
+        """key -> slot of every bound pod, in bind order (the runs not yet
+        indexed merged in first)."""
+        if self._unindexed:
+            index = self._index
+            for keys, reused, start in self._unindexed:
+                r = len(reused)
+                index.update(zip(keys, chain(reused, range(start, start + len(keys) - r))))
+            self._unindexed = []
+        return self._index
+
+    @_slot.setter
+    def _slot(self, index: dict[str, int]) -> None:
+        self._index = index
+        self._unindexed = []
+
     def __len__(self) -> int:
-        return len(self._slot)
+        return len(self._index) + sum(len(run[0]) for run in self._unindexed)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._slot)
@@ -199,7 +223,9 @@ class BoundPods(Mapping):
         (a list, last freed first), the first of the fresh ones that follow,
         which are consecutive)."""
         reuse = min(k, len(self._free))
-        taken = [self._free.popitem()[0] for _ in range(reuse)]
+        # popitem's order (last freed first), by C-level passes
+        taken = list(islice(reversed(self._free), reuse))
+        deque(map(self._free.pop, taken), maxlen=0)
         fresh = k - reuse
         self._grow(self._top + fresh)
         out = np.empty(k, np.int64)
@@ -273,15 +299,16 @@ class BoundPods(Mapping):
                 refs[cid] += n
             self.class_id[slots] = ours[inverse]
         self.creation_ns[slots] = cols.creation_ns
-        # the reused slots one by one (freed in any order), the fresh ones,
-        # consecutive, as one slice
+        # the reused slots (freed in any order) by one C-level pass, the
+        # fresh ones, consecutive, as one slice
         mf, objs, r = self.manifests, cols.manifests, len(reused)
-        for s, obj in zip(reused, objs):
-            mf[s] = obj
+        if r:
+            deque(map(mf.__setitem__, reused, objs), maxlen=0)
         mf[start:start + k - r] = objs[r:] if r else objs
         for i, extra in cols.extras.items():
             self.extras[reused[i] if i < r else start + i - r] = extra
-        self._slot.update(zip(cols.keys, chain(reused, range(start, start + k - r))))
+        # the keys go into the index when it is next read (``_slot``)
+        self._unindexed.append((cols.keys, reused, start))
         return slots
 
     def pop(self, key: str, *default):

@@ -529,8 +529,9 @@ class ClusterState:
         has already added their requests (``request`` [R] and ``nonzero``,
         the same for every pod of a run) to the requested columns (``pods``:
         records or ``PodColumns``, bound from their columns): the pod
-        entries, the rows' pod sets (written on their next read: the run's
-        ``rows`` are kept until then, unchanged), one version bump and the
+        entries (their keys join the table's key index on its next read),
+        the rows' pod sets (written on their next read: the run's ``rows``
+        are kept until then, unchanged), one version bump and the
         listeners, in order.  The pods hold no host ports (runs refuse
         those)."""
         if not len(pods):

@@ -11,8 +11,11 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensorsched.bench import harness as H
+from tensorsched.framework.scheduler.events import Binding, BindingList
 
 
 def outcome(pod, node, victims=()):
@@ -127,3 +130,32 @@ def test_timed_pending_clocks_bracket_the_run():
     assert [o.pod for o in outcomes] == ["c"]
     assert start[0] <= inside[0] <= end[0] and start[1] <= end[1]
     assert gc.get_freeze_count() == 0
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 99), st.integers(0, 9)), max_size=40,
+                unique_by=lambda t: t[0]),
+       st.lists(st.tuples(st.integers(100, 199), st.one_of(st.none(), st.integers(0, 9))),
+                max_size=5, unique_by=lambda t: t[0]),
+       st.booleans())
+def test_placement_hash_of_a_binding_list_equals_one_line_per_binding(bound, tail, read):
+    """A ``BindingList`` whose bound pods are still a key -> node dict is
+    hashed from that dict in joined chunks (3 pairs here, so chunks end
+    anywhere): the digest equals one line per Binding, the Bindings read
+    first or not, the failed ones ('-') after."""
+    pairs = {f"ns/p{i}": f"n{n}" for i, n in bound}
+    rest = [Binding(f"ns/p{i}", None if n is None else f"n{n}",
+                    "" if n is not None else "0/10 nodes are available") for i, n in tail]
+    lines = [f"{k} {v}\n" for k, v in pairs.items()]
+    lines += [f"{b.pod} {b.node if b.node is not None else '-'}\n" for b in rest]
+    want = hashlib.sha256("".join(lines).encode()).hexdigest()
+    keep = H._HASH_CHUNK
+    H._HASH_CHUNK = 3
+    try:
+        got = BindingList.of_nodes(dict(pairs), list(rest))
+        if read:
+            assert [b.pod for b in got] == list(pairs) + [b.pod for b in rest]
+        assert H.placements_sha256(got) == want
+        assert H.placements_sha256(list(got)) == want
+    finally:
+        H._HASH_CHUNK = keep

@@ -76,8 +76,34 @@ def test_columns_are_the_records_in_every_order(spec, data):
     assert list(taken.take(range(a, b))) == [recs[i] for i in order][a:b]
     head = _records([(1, 31)])[0]
     assert list(cols.take(range(a, b)).with_first(head)) == [head] + recs[a:b]
+    # its own class list: the head's, then the classes the stretch uses
+    first = cols.take(range(a, b)).with_first(head)
+    assert first.classes[0] is head and [c.memo for c in first.classes[1:]] == [
+        cols.classes[c].memo for c in sorted(set(cols.class_id[a:b].tolist()))]
+    assert [p.memo for p in first] == [head.memo] + [r.memo for r in recs[a:b]]
     assert PrioritySort.sort_keys(taken) == PrioritySort.sort_keys([recs[i] for i in order])
     assert PodColumns.from_records(cols) is cols
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(st.lists(st.integers(0, 20), max_size=60))
+def test_classes_number_in_order_of_first_appearance(picks):
+    """Few classes or many (a scan each, or a map of first positions):
+    class i is the i-th distinct class met, its prototype the first
+    record of it, every pod's id its class's."""
+    protos = [parse_pod(_manifest(c, c % 3, 0)) for c in range(21)]
+    recs = [copy.copy(protos[c]) for c in picks]      # a copy shares its class
+    cols = PodColumns.from_records(recs)
+    seen: list = []
+    for r in recs:
+        if not any(r.pod_class is c.pod_class for c in seen):
+            seen.append(r)
+    assert [c is s for c, s in zip(cols.classes, seen)] == [True] * len(seen)
+    assert len(cols.classes) == len(seen)
+    assert cols.class_id.dtype == np.int32 and cols.class_id.tolist() == [
+        next(j for j, c in enumerate(seen) if c.pod_class is r.pod_class) for r in recs]
+    assert list(cols) == recs
 
 
 def test_queued_and_bound_pods_keep_no_record():

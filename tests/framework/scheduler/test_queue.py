@@ -358,6 +358,38 @@ def test_lane_blocks_and_runs_equal_one_by_one_adds_and_pops(ops):
         heap.done(b.key)
 
 
+@pytest.mark.parametrize("others, placed", [(0, 6), (0, 4), (1, 6), (1, 3)])
+def test_done_run_leaves_the_queue_as_done_of_each_pod(others, placed):
+    """``done_run`` of a lane run's placed pods (the whole queue, when the
+    run took every pod, is emptied at once) leaves what ``done`` of each
+    leaves: the same keys, counts and next heads."""
+    def fresh():
+        q = _q(gate_free=lambda pod: True)
+        q.add_many([_p(f"r{i}", 0, i) for i in range(6)])
+        for j in range(others):
+            q.add(_p(f"later{j}", 0, 100 + j))
+        return q
+
+    bulk, one = fresh(), fresh()
+    run = bulk.pop_run(lambda pod: "k", 6)
+    assert len(run) == 6 and run.block is not None
+    bulk.done_run(run, placed)
+    bulk.unpop(run, placed)
+    run1 = one.pop_run(lambda pod: "k", 6)
+    for key in run1.keys[:placed]:
+        one.done(key)
+    one.unpop(run1, placed)
+    assert list(bulk.infos) == list(one.infos) and len(bulk) == len(one)
+    assert bulk.counts() == one.counts()
+    heads = []
+    for q in (bulk, one):
+        got = []
+        while (pi := q.pop()) is not None:
+            got.append((pi.key, pi.attempts, pi.cycle))
+        heads.append(got)
+    assert heads[0] == heads[1]
+
+
 def test_pop_run_uses_the_run_key_given_at_construction():
     asked = []
 

@@ -80,6 +80,22 @@ def test_lane_entries_and_index():
         lane.index("default/missing")
 
 
+def test_lane_records_read_from_arrays_then_lists_are_the_pods():
+    """A lane's records come from its arrays for the first asks (the
+    first pod of each run) and from Python lists after: both equal the
+    pods, with per-pod fields (a uid, a creation time) and a class apart."""
+    objs = [pod_dict(f"p{i}", cpu="100m" if i % 5 else "200m", created=i)
+            for i in range(3 * QueueLane.LISTS_AFTER)]
+    objs[7]["metadata"]["uid"] = "u-7"
+    recs = [parse_pod(o) for o in objs]
+    cols = PodColumns.from_records(recs)
+    lane = QueueLane(cols, list(range(len(recs))), 0, 0.0)
+    for i in list(range(len(recs)))[::-1] + [7, 0]:
+        got = lane.record(i)
+        assert got == recs[i] and got.uid == recs[i].uid and got.key == recs[i].key
+        assert got.creation_ns == recs[i].creation_ns and type(got.creation_ns) is int
+
+
 def test_run_over_lane_positions():
     head, *rest = _records(["h", "a", "b", "c"])
     lane = QueueLane(PodColumns.from_records(rest), [0, 1, 2], 0, 7.5)
