@@ -316,13 +316,47 @@ def horizon(arr, qi, dk):
     return h
 
 
+def admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
+    """The pods arriving at ``now`` (the next ones of ``arr``) into activeQ,
+    their departures (``dep``, absolute) into the heap; False when none
+    arrives then."""
+    p = arr.shape[0]
+    a = qi[QI_NEXT_ARR]
+    if a >= p or arr[a] != now:
+        return False
+    while a < p and arr[a] == now:
+        pts[a] = now
+        push_active(a, qi, pst, aq, rank, ak)
+        if dep[a] < INF:
+            push_departure(dep[a], a, qi, dk, ds, dp)
+        a += 1
+    qi[QI_NEXT_ARR] = a
+    return True
+
+
+def start_attempt(qi, pst, patt, aq, rank, ak):
+    """activeQ's head in flight (``qi[QI_POD]``, attempt number
+    ``qi[QI_ATTEMPT]``), entries of pods no longer active dropped on the
+    way; False when activeQ holds none."""
+    while qi[QI_AQ_LEN] > 0:
+        j = pop_active(qi, aq, rank, ak)
+        if pst[j] != ACTIVE:
+            continue
+        pst[j] = IN_FLIGHT
+        patt[j] += 1
+        qi[QI_POD] = j
+        qi[QI_ATTEMPT] = qi[QI_ATTEMPTS]
+        qi[QI_ATTEMPTS] += 1
+        return True
+    return False
+
+
 def q_next(arr, dep, backoff0, backoff_max, max_unsched,
            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Advance to what the caller must do next: ATTEMPT (pod ``qi[QI_POD]``,
     attempt number ``qi[QI_ATTEMPT]``; answer with ``q_failed`` or
     ``q_bound``), DEPART (bound pod ``qi[QI_POD]`` leaves: free its node)
     or DONE.  ``qf[QF_NOW]``: the clock."""
-    p = arr.shape[0]
     while True:
         now = qf[QF_NOW]
         if qi[QI_EVENTS] == 1:
@@ -336,29 +370,13 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
                     return DEPART
                 pst[k] = GONE
                 continue
-            a = qi[QI_NEXT_ARR]
-            if a < p and arr[a] == now:
-                while a < p and arr[a] == now:
-                    pts[a] = now
-                    push_active(a, qi, pst, aq, rank, ak)
-                    if dep[a] < INF:
-                        push_departure(dep[a], a, qi, dk, ds, dp)
-                    a += 1
-                qi[QI_NEXT_ARR] = a
+            if admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
                 continue
             qi[QI_EVENTS] = 0
             continue
         flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
               rank, ak)
-        while qi[QI_AQ_LEN] > 0:
-            j = pop_active(qi, aq, rank, ak)
-            if pst[j] != ACTIVE:
-                continue
-            pst[j] = IN_FLIGHT
-            patt[j] += 1
-            qi[QI_POD] = j
-            qi[QI_ATTEMPT] = qi[QI_ATTEMPTS]
-            qi[QI_ATTEMPTS] += 1
+        if start_attempt(qi, pst, patt, aq, rank, ak):
             return ATTEMPT
         t = next_backoff(hk, hp, hs, qi, pst)
         h = horizon(arr, qi, dk)
@@ -432,7 +450,6 @@ def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
     ``qi[QI_POD]``; the caller applies it and moves the pool), then the
     arrivals; a departure moves the pods listening to an assigned pod's
     deletion only (``move_where``)."""
-    p = arr.shape[0]
     n_ev = ev_t.shape[0]
     while True:
         now = qf[QF_NOW]
@@ -452,29 +469,13 @@ def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
                 qi[QI_NEXT_EV] = e + 1
                 qi[QI_POD] = e
                 return NODE
-            a = qi[QI_NEXT_ARR]
-            if a < p and arr[a] == now:
-                while a < p and arr[a] == now:
-                    pts[a] = now
-                    push_active(a, qi, pst, aq, rank, ak)
-                    if dep[a] < INF:
-                        push_departure(dep[a], a, qi, dk, ds, dp)
-                    a += 1
-                qi[QI_NEXT_ARR] = a
+            if admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
                 continue
             qi[QI_EVENTS] = 0
             continue
         flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
               rank, ak)
-        while qi[QI_AQ_LEN] > 0:
-            j = pop_active(qi, aq, rank, ak)
-            if pst[j] != ACTIVE:
-                continue
-            pst[j] = IN_FLIGHT
-            patt[j] += 1
-            qi[QI_POD] = j
-            qi[QI_ATTEMPT] = qi[QI_ATTEMPTS]
-            qi[QI_ATTEMPTS] += 1
+        if start_attempt(qi, pst, patt, aq, rank, ak):
             return ATTEMPT
         t = next_backoff(hk, hp, hs, qi, pst)
         h = horizon(arr, qi, dk)

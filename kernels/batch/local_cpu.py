@@ -64,6 +64,7 @@ id, then per Fit reason bit, then the nodes Fit decides).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numba
@@ -261,6 +262,24 @@ def seed_mix(seed: int) -> np.uint64:
     return np.uint64(ties.seed_mix(seed))
 
 
+@contextmanager
+def numba_threads(threads: int | None):
+    """Numba's thread count set to ``threads`` (None: as it is; capped at
+    the cores Numba started with) and its parallel chunk size to 1 (each
+    cluster one chunk: clusters differ in cost) for the block, both put
+    back after."""
+    old = numba.get_num_threads()
+    chunk = numba.get_parallel_chunksize()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    numba.set_parallel_chunksize(1)
+    try:
+        yield
+    finally:
+        numba.set_parallel_chunksize(chunk)
+        numba.set_num_threads(old)
+
+
 def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
     """Every cluster of ``a`` (checked first), on ``threads`` cores (default:
     Numba's): the ``LocalResult`` (module doc)."""
@@ -269,14 +288,9 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
     if a.n_clusters == 0:
         return out
     s_key, first = a.failure_keys()
-    old = numba.get_num_threads()
-    if threads is not None:
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
-    chunk = numba.get_parallel_chunksize()
-    numba.set_parallel_chunksize(1)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
-    try:
+    with numba_threads(threads):
         _run_all(i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
                  b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active),
                  i64(a.c_norm), i64(a.c_weights), i64(a.static_bits), i64(a.static_raw),
@@ -286,9 +300,6 @@ def run_local_batch(a: LocalBatch, threads: int | None = None) -> LocalResult:
                  i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find), seed_mix(a.seed),
                  out.rows, out.bound, s_key, first, out.fail_pod,
                  out.fail_counts, a.groups(), *a.static_groups())
-    finally:
-        numba.set_parallel_chunksize(chunk)
-        numba.set_num_threads(old)
     return out
 
 
@@ -424,47 +435,57 @@ class TraceResult(NamedTuple):
     end: np.ndarray
 
 
+def empty_trace_result(p: int, b: int) -> TraceResult:
+    """The output arrays of a trace call of ``p`` pods in ``b`` clusters,
+    allocated (to be filled)."""
+    return TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
+                       np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
+                       np.zeros(b, np.int64), np.zeros(b, np.float64))
+
+
+def trace_profiles(t: LocalTrace) -> LocalProfiles:
+    """``t``'s scoring profiles: its own, else one made of the batch's
+    fields that every cluster runs."""
+    if t.profiles is not None:
+        return t.profiles
+    a = t.batch
+    return LocalProfiles.of([{f: getattr(a, f) for f in (
+        "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
+        "bal_res", "bal_kind")}], np.zeros(a.n_clusters, np.int64))
+
+
+def trace_inputs(t: LocalTrace, pr: LocalProfiles) -> tuple:
+    """The leading arguments every trace-form driver takes (the clusters'
+    nodes and classes, the profiles' scoring arrays, the pods' times and
+    the queue's parameters), contiguous in the kernels' dtypes."""
+    a = t.batch
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    return (i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
+            b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active),
+            i64(a.c_norm), i64(a.c_weights), i64(a.static_bits), i64(a.static_raw),
+            i64(a.image_raw), i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind),
+            i64(pr.fit_weights), i64(pr.shape_util), i64(pr.shape_score), i64(pr.bal_res),
+            i64(pr.bal_kind), i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr),
+            i64(a.pod_cls), i64(a.image_group), i64(a.num_to_find),
+            np.asarray([seed_mix(s) for s in t.seeds], np.uint64), f64(t.arrive),
+            f64(t.depart), t.durations(), t.ranks(), float(t.backoff0), float(t.backoff_max),
+            float(t.max_unsched))
+
+
 def run_local_trace(t: LocalTrace, threads: int | None = None) -> TraceResult:
     """Every cluster of ``t`` (checked first) on ``threads`` cores
     (default: Numba's): the ``TraceResult``."""
     t.check()
     a = t.batch
-    p = a.pod_cls.shape[0]
-    b = a.n_clusters
-    out = TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
-                      np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
-                      np.zeros(b, np.int64), np.zeros(b, np.float64))
-    if b == 0:
+    out = empty_trace_result(a.pod_cls.shape[0], a.n_clusters)
+    if a.n_clusters == 0:
         return out
-    old = numba.get_num_threads()
-    if threads is not None:
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
-    chunk = numba.get_parallel_chunksize()
-    numba.set_parallel_chunksize(1)
+    pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
-    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
-    mixes = np.asarray([seed_mix(s) for s in t.seeds], np.uint64)
-    pr = t.profiles
-    if pr is None:
-        pr = LocalProfiles.of([{f: getattr(a, f) for f in (
-            "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
-            "bal_res", "bal_kind")}], np.zeros(b, np.int64))
-    try:
-        _run_trace_all(i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request),
-                       i64(a.c_nonzero), b8(a.c_anything), b8(a.c_ignored),
-                       b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm), i64(a.c_weights),
-                       i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-                       i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind),
-                       i64(pr.fit_weights), i64(pr.shape_util), i64(pr.shape_score),
-                       i64(pr.bal_res), i64(pr.bal_kind),
-                       i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls),
-                       i64(a.image_group), i64(a.num_to_find), mixes, f64(t.arrive),
-                       f64(t.depart), t.durations(), t.ranks(), float(t.backoff0),
-                       float(t.backoff_max), float(t.max_unsched), out.node, out.bind,
-                       out.tries, out.log_t, out.log_pod, out.n_log, out.end, i64(pr.profile),
-                       i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal))
-    finally:
-        numba.set_parallel_chunksize(chunk)
-        numba.set_num_threads(old)
+    with numba_threads(threads):
+        _run_trace_all(*trace_inputs(t, pr), out.node, out.bind, out.tries, out.log_t,
+                       out.log_pod, out.n_log, out.end, i64(pr.profile), i64(pr.n_fit),
+                       i64(pr.n_shape), i64(pr.n_bal))
     return out

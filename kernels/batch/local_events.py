@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import njit
 
@@ -23,7 +22,14 @@ from tensorsched.kernels._compile import compile_module
 from tensorsched.kernels.fused import _numba as _fused
 
 from . import _local_core, _local_events_driver, _local_trace, _queue
-from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
+from .local_cpu import (
+    LocalTrace,
+    TraceResult,
+    empty_trace_result,
+    numba_threads,
+    trace_inputs,
+    trace_profiles,
+)
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_local_trace.EV_ADD, _local_trace.EV_UPDATE,
                                           _local_trace.EV_EVICT, _local_trace.EV_DELETE)
@@ -121,49 +127,21 @@ def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[Trace
     ev.check()
     t = ev.trace
     a = t.batch
-    p = a.pod_cls.shape[0]
-    b = a.n_clusters
-    out = TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
-                      np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
-                      np.zeros(b, np.int64), np.zeros(b, np.float64))
-    why = np.zeros(p, np.int64)
-    if b == 0:
+    out = empty_trace_result(a.pod_cls.shape[0], a.n_clusters)
+    why = np.zeros(a.pod_cls.shape[0], np.int64)
+    if a.n_clusters == 0:
         return out, why
-    old = numba.get_num_threads()
-    if threads is not None:
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
-    chunk = numba.get_parallel_chunksize()
-    numba.set_parallel_chunksize(1)
+    pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
-    mixes = np.asarray([seed_mix(s) for s in t.seeds], np.uint64)
-    pr = t.profiles
-    if pr is None:
-        pr = LocalProfiles.of([{f: getattr(a, f) for f in (
-            "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
-            "bal_res", "bal_kind")}], np.zeros(b, np.int64))
-    try:
-        _run_events_all(i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request),
-                        i64(a.c_nonzero), b8(a.c_anything), b8(a.c_ignored),
-                        b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm), i64(a.c_weights),
-                        i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-                        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind),
-                        i64(pr.fit_weights), i64(pr.shape_util), i64(pr.shape_score),
-                        i64(pr.bal_res), i64(pr.bal_kind),
-                        i64(a.node_ptr), i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls),
-                        i64(a.image_group), i64(a.num_to_find), mixes, f64(t.arrive),
-                        f64(t.depart), t.durations(), t.ranks(), float(t.backoff0),
-                        float(t.backoff_max), float(t.max_unsched), out.node, out.bind,
-                        out.tries, why, out.log_t, out.log_pod, out.n_log, out.end,
-                        i64(pr.profile), i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal),
-                        b8(ev.valid0), i64(ev.rej), int(ev.fit_interest), i64(ev.korder),
-                        i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node),
-                        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used),
-                        i64(ev.ev_nz))
-    finally:
-        numba.set_parallel_chunksize(chunk)
-        numba.set_num_threads(old)
+    with numba_threads(threads):
+        _run_events_all(*trace_inputs(t, pr), out.node, out.bind, out.tries, why, out.log_t,
+                        out.log_pod, out.n_log, out.end, i64(pr.profile), i64(pr.n_fit),
+                        i64(pr.n_shape), i64(pr.n_bal), b8(ev.valid0), i64(ev.rej),
+                        int(ev.fit_interest), i64(ev.korder), i64(ev.ev_ptr), f64(ev.ev_t),
+                        i64(ev.ev_kind), i64(ev.ev_node), i64(ev.ev_x), i64(ev.ev_find),
+                        i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz))
     return out, why
 
 

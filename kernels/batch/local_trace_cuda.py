@@ -23,7 +23,7 @@ from .local_cuda import THREADS, block_pick
 from .device_memory import device_budget
 from .warp import WARPS
 from . import _local_core, _local_trace, _queue
-from .local_cpu import LocalProfiles, LocalTrace, TraceResult, seed_mix
+from .local_cpu import LocalTrace, TraceResult, empty_trace_result, seed_mix, trace_profiles
 from .local_events import LocalEvents
 
 from numba import cuda, int64  # noqa: E402
@@ -190,18 +190,12 @@ def run_local_trace_cuda(t: LocalTrace, memory_fraction: float = 0.5,
     a = t.batch
     p = a.pod_cls.shape[0]
     nb = a.n_clusters
-    out = TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
-                      np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
-                      np.zeros(nb, np.int64), np.zeros(nb, np.float64))
+    out = empty_trace_result(p, nb)
     if nb == 0:
         return out
     if budget is None:
         budget = device_budget(memory_fraction)
-    pr = t.profiles
-    if pr is None:
-        pr = LocalProfiles.of([{f: getattr(a, f) for f in (
-            "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
-            "bal_res", "bal_kind")}], np.zeros(nb, np.int64))
+    pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
@@ -431,17 +425,11 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
     a = t.batch
     p = a.pod_cls.shape[0]
     nb = a.n_clusters
-    out = TraceResult(np.empty(p, np.int64), np.empty(p, np.float64), np.zeros(p, np.int64),
-                      np.zeros(max(2 * p, 1), np.float64), np.zeros(max(2 * p, 1), np.int64),
-                      np.zeros(nb, np.int64), np.zeros(nb, np.float64))
+    out = empty_trace_result(p, nb)
     why = np.zeros(p, np.int64)
     if nb == 0:
         return out, why
-    pr = t.profiles
-    if pr is None:
-        pr = LocalProfiles.of([{f: getattr(a, f) for f in (
-            "strategy", "fit_res", "fit_kind", "fit_weights", "shape_util", "shape_score",
-            "bal_res", "bal_kind")}], np.zeros(nb, np.int64))
+    pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
