@@ -508,8 +508,10 @@ class GpuShareFit(ArrayPlugin):
         placement of a GPU share or when the block counts failures
         (``inputs.max_failures`` > 0); None (no block) on another backend,
         under BestFit with any score beside it, or when FGD learns its
-        typical pods from the pods it scores, or under Random (it draws per
-        pod)."""
+        typical pods from the pods it scores.  Under Random each pod draws
+        its node as its cycle would (``_random_pick``: attempt
+        ``inputs.attempt + j`` for the block's pod j, the feasible nodes
+        counted from ``inputs.start``)."""
         fw = ctx.framework
         if self.backend != "numba":
             return None
@@ -523,8 +525,6 @@ class GpuShareFit(ArrayPlugin):
         if sc is not None and weight:
             if sc.policy == "FGD" and sc.learns_typical_pods:
                 return None
-            if sc.policy == "Random":
-                return None         # its draw is per pod (GpuShareScore._random_pick)
             policy = K.POLICIES.index(sc.policy)
             if sc.policy == "FGD":
                 typ = sc.typical(t)

@@ -16,6 +16,7 @@ from numba import njit
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._compile import COMPILED, KEY, compile_module
 from tensorsched.kernels.fused import _numba as _fused_numba
+from tensorsched.kernels.fused.ties import TIE_RANK_BITS
 
 from . import _block
 from . import share as _share
@@ -24,9 +25,9 @@ from . import subsets as _subsets
 _INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus",
               "free_mask", "zone_allowed_mask", "best_subset")
 # the fused stage's row-local built-in scores, the very rules a cycle runs,
-# and its tie rule (keys and key trees)
+# its tie rule (keys and key trees) and Random's draw
 _FUSED = ("fit_score", "balanced_score", "tie_rank", "tie_key", "key_set", "key_pull_all",
-          "key_top_row")
+          "key_top_row", "draw_index")
 
 
 def _base() -> dict:
@@ -42,6 +43,7 @@ assert (_block.RES_PODS, _block.R_TOO_MANY_PODS, _block.INSUFFICIENT_SHIFT) == (
     L.RES_PODS, int(L.R_TOO_MANY_PODS), L.INSUFFICIENT_SHIFT)
 assert (_block.C_NUMA, _block.LEVEL, _block.MILLI) == (
     _share.core["C_NUMA"], _subsets.LEVEL, _share.MILLI)
+assert (_block.MAX_NODE_SCORE, _block.TIE_RANK_BITS) == (L.MAX_NODE_SCORE, TIE_RANK_BITS)
 
 
 _ns = compile_module(_block, njit, base=_base(), options={"nogil": True, "_nrt": False},
