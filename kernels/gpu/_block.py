@@ -15,12 +15,18 @@ resource columns are the ClusterState's (int64 [N, R]).
 
 from numba import int64, uint64
 
-# The GPU rules (model_ok, gpu_fit, affinity_tag, score_node, select_gpus,
-# free_mask, zone_allowed_mask, best_subset), the fused row scores
-# (fit_score, balanced_score), the tie rule's key and key trees (tie_rank,
-# tie_key, key_set, key_pull_all, key_top_row) and Random's draw (draw_index)
-# are the compiled namespace's (``gpu.block``), not names of this file.
 # ruff: noqa: F821
+
+# Names of the compiled namespace, not of this file (``gpu.block`` brings
+# them compiled with njit, ``_block_cuda`` as device functions): the GPU
+# rules (``gpu._core``'s) and the fused stage's row-local built-in scores,
+# the very rules a cycle runs, its tie rule (keys and key trees) and
+# Random's draw (``fused._core``'s).
+INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus",
+             "free_mask", "zone_allowed_mask", "best_subset")
+FUSED = ("fit_score", "balanced_score", "tie_rank", "tie_key", "key_set", "key_pull_all",
+         "key_top_row", "draw_index")
+EX_LEN = 26                    # the arrays of place_block's ``ex`` tuple
 
 MILLI = 1000
 RES_PODS = 3                   # kernels.layout's, checked by gpu.block

@@ -22,20 +22,17 @@ from . import _block
 from . import share as _share
 from . import subsets as _subsets
 
-_INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus",
-              "free_mask", "zone_allowed_mask", "best_subset")
-# the fused stage's row-local built-in scores, the very rules a cycle runs,
-# its tie rule (keys and key trees) and Random's draw
-_FUSED = ("fit_score", "balanced_score", "tie_rank", "tie_key", "key_set", "key_pull_all",
-          "key_top_row", "draw_index")
+EX_LEN = _block.EX_LEN
+INHERITED = _block.INHERITED
+FUSED = _block.FUSED
 
 
 def _base() -> dict:
-    base = {name: _share.core[name] for name in _INHERITED}
-    base.update({name: _fused_numba.core[name] for name in _FUSED})
+    base = {name: _share.core[name] for name in INHERITED}
+    base.update({name: _fused_numba.core[name] for name in FUSED})
     keys = (_share.core.get(KEY), _fused_numba.core.get(KEY))
     base[KEY] = None if None in keys else "+".join(keys)
-    base[COMPILED] = _INHERITED + _FUSED
+    base[COMPILED] = INHERITED + FUSED
     return base
 
 
@@ -49,3 +46,11 @@ assert (_block.MAX_NODE_SCORE, _block.TIE_RANK_BITS) == (L.MAX_NODE_SCORE, TIE_R
 _ns = compile_module(_block, njit, base=_base(), options={"nogil": True, "_nrt": False},
                      cache=True)
 place_block = _ns["place_block"]
+
+
+def place_block_cuda(*args) -> tuple[int, int]:
+    """``place_block`` (same arguments, results and in-place updates) on
+    the device, one thread (``_block_cuda``).  Raises
+    ``BackendUnavailable`` without a device or the simulator."""
+    from . import _block_cuda     # numba-cuda: only with the cuda backend
+    return _block_cuda.place_block(*args)
