@@ -347,8 +347,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     feasible rows (a leaf 1 per feasible row), so the drawn row is found
     in O(log n) (``cnt_kth``); without a tree ``ties`` [n] holds the
     feasible rows in evaluation order and ``score`` [n] their totals.
-    ``stack``: unused scratch of the caller's layout.  ``size`` 0: one pass over every row per pod.  Either way the
-    placements are the same.
+    ``stack``: unused scratch of the caller's layout.  ``size`` 0: one
+    pass over every row per pod.  Either way the placements are the same.
 
     Outputs: ``out_rows[j]`` the row or -1 when no node fits; ``out_gpus[j]``
     the GPU indices (-1 padded); a pod that fits nowhere takes the next row

@@ -4,9 +4,10 @@ NVLink / NUMA constraints), GpuShareScore's policy, GpuTopologyScore and the
 row-local built-in scores per pod over every node, the pod accounted on the
 node it takes before the next one is scored.
 
-``place_block`` takes the columns as they are (the ClusterState's resource
-columns, the GPU table's rows) and updates them in place; see its doc for
-the argument shapes.
+``place_block`` (numba) takes the columns as they are (the ClusterState's
+resource columns, the GPU table's rows) and updates them in place; see its
+doc for the argument shapes.  ``place_block_cuda``: the same source and
+answers on the device (``_block_cuda``, the cuda backend's).
 """
 
 from __future__ import annotations
