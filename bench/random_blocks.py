@@ -1,29 +1,28 @@
 """openb's Random policy through ``Simulation``, GPU blocks on against off
 (``python -m tensorsched.bench.random_blocks``): each pod of a block draws
 its node as its own cycle would, so both place the same; this measures what
-the blocks save.  Two workloads, each run blocks on and off alternately
-``--rounds`` times in this process (process CPU seconds): ``experiment``,
-the paper's experiment through ``Simulation`` (``simulate_replay``'s: the
-``--trace`` pod list drawn into one arrival per simulated second, no
-departures, on the openb GPU nodes; its curves compared), ``trace``, that
-openb pod list as it is, with its departures (``--trace``, default
-``default``), and ``arrivals``, ``gpu_blocks``' openb-style pods arriving
-one after another with no departures on ``--nodes`` 8-GPU nodes.  One JSON
-record: per workload and mode the CPU seconds of every round, their median,
-the pods the blocks placed (``Scheduler.block_pods``: arrival blocks), the
-digest, GPU-index sha256 and curves (equal on and off), and the speed-up of
-the medians.
+the blocks save.  Three workloads, each run blocks on and off alternately
+``--rounds`` times in this process (process CPU seconds over
+``Simulation.run``): ``openb-arrivals``, the ``--trace`` pod list (default
+``default``) on the openb GPU nodes arriving one pod a simulated second
+with no departures (as the paper's experiment feeds its pods); ``trace``,
+that pod list as it is, with its departures; ``arrivals``, ``gpu_blocks``'
+openb-style pods arriving one after another with no departures on
+``--nodes`` 8-GPU nodes.  One JSON record: per workload and mode the CPU
+seconds of every round, their median, the pods the arrival blocks placed
+(``Scheduler.block_pods``), the digest and GPU-index sha256 (equal on and
+off; the hourly curves compared too), and the speed-up of the medians.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import statistics
 import time
 
 import numpy as np
+import pyarrow as pa
 
 from tensorsched.bench.gpu_blocks import gpu_sha256, gpu_trace
 from tensorsched.bench.harness import record_stamp, write_record
@@ -32,7 +31,6 @@ from tensorsched.framework.simulation.trace import trace_from_table
 from tensorsched.generators.clusters import node_dict
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.trace import (
-    _experiment,
     experiment_registry,
     openb_config,
     openb_node_objects,
@@ -42,15 +40,25 @@ from tensorsched.topology.openb.trace import (
 NODES_CSV = "data/openb/csv/openb_node_list_gpu_node.csv"
 
 
+def _paced(path: str):
+    """The openb pod list at ``path`` arriving one pod a second from t = 1,
+    none leaving."""
+    table = read_openb_trace(path).table.drop_columns(["departure"])
+    arrival = pa.array(np.arange(1, table.num_rows + 1, dtype=np.float64))
+    return trace_from_table(table.set_column(table.schema.get_field_index("arrival"),
+                                             "arrival", arrival))
+
+
 def _workloads(trace: str, nodes: int, arrivals: int) -> dict:
     """name -> (node objects, a function giving a fresh trace)."""
     path = f"data/openb/csv/openb_pod_list_{trace}.csv"
-    inv = R.read_openb_nodes(NODES_CSV)
+    openb_nodes = openb_node_objects(R.read_openb_nodes(NODES_CSV))
     gpu_nodes = [node_dict(f"gpu-{i}", cpu="96", memory="768Gi", pods="110",
                            extra={"nvidia.com/gpu": "8"},
                            labels={"nvidia.com/gpu.product": "A100"}) for i in range(nodes)]
     synthetic = gpu_trace(arrivals)
-    return {"trace": (openb_node_objects(inv), lambda: read_openb_trace(path)),
+    return {"openb-arrivals": (openb_nodes, lambda: _paced(path)),
+            "trace": (openb_nodes, lambda: read_openb_trace(path)),
             "arrivals": (gpu_nodes, lambda: trace_from_table(synthetic))}
 
 
@@ -63,40 +71,11 @@ def _once(objs, trace, batch: bool, seed: int) -> dict:
     cpu = time.process_time() - c0
     return {"cpu_seconds": round(cpu, 3), "scheduled": s["scheduled"],
             "block_pods": sim.scheduler.block_pods, "digest": sim.digest(),
-            "gpu_sha256": gpu_sha256(sim),
-            "series": sim.timeseries().to_pydict()}
-
-
-def _experiment_once(inv, pods, batch: bool, seed: int) -> dict:
-    c0 = time.process_time()
-    records, scheduled, _seq, outcomes = _experiment(inv, pods, "Random", seed, 1.3, "numba",
-                                                     outcomes=True, batch=batch)
-    cpu = time.process_time() - c0
-    h = hashlib.sha256(str(scheduled).encode())
-    for a in records:                   # the curves
-        h.update(np.ascontiguousarray(a).tobytes())
-    h.update(repr([list(map(repr, o)) for o in outcomes]).encode())   # nodes, GPUs
-    digest = h.hexdigest()
-    return {"cpu_seconds": round(cpu, 3), "scheduled": int(scheduled), "digest": digest}
+            "gpu_sha256": gpu_sha256(sim), "series": sim.timeseries().to_pydict()}
 
 
 def bench(trace: str, nodes: int, arrivals: int, rounds: int, seed: int) -> dict:
     out = {}
-    inv = R.read_openb_nodes(NODES_CSV)
-    pods = R.read_openb_pods(f"data/openb/csv/openb_pod_list_{trace}.csv")
-    _experiment_once(inv, pods, True, seed)         # compiled kernels loaded
-    runs: dict = {"on": [], "off": []}
-    for _ in range(rounds):
-        for mode in ("on", "off"):
-            runs[mode].append(_experiment_once(inv, pods, mode == "on", seed))
-    rec = {mode: {"cpu_seconds": [r["cpu_seconds"] for r in rs],
-                  "median_cpu_seconds": statistics.median(r["cpu_seconds"] for r in rs),
-                  "scheduled": rs[0]["scheduled"], "digest": rs[0]["digest"]}
-           for mode, rs in runs.items()}
-    out["experiment"] = {**rec, "same_placements_curves": len(
-        {r["digest"] for rs in runs.values() for r in rs}) == 1,
-        "speedup": round(rec["off"]["median_cpu_seconds"]
-                         / max(rec["on"]["median_cpu_seconds"], 1e-9), 2)}
     for name, (objs, make) in _workloads(trace, nodes, arrivals).items():
         _once(objs, make(), True, seed)         # compiled kernels loaded
         runs: dict = {"on": [], "off": []}
@@ -131,9 +110,8 @@ def main(argv=None) -> int:
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
     record = {"benchmark": "random_blocks", **record_stamp(args.seed), "backend": "numba",
-              "policy": "Random", "trace": args.trace,
-              "arrival_nodes": args.nodes, "arrival_pods": args.arrivals,
-              "rounds": args.rounds, "load_average": [round(x, 2) for x in os.getloadavg()],
+              "policy": "Random", "trace": args.trace, "arrival_nodes": args.nodes,
+              "arrival_pods": args.arrivals, "rounds": args.rounds,
               **bench(args.trace, args.nodes, args.arrivals, args.rounds, args.seed)}
     print(record)
     if args.output:
