@@ -27,7 +27,12 @@ if _reason is not None:
 
 from numba import cuda  # noqa: E402
 
-from tensorsched.kernels._compile import COMPILED, KEY, compile_module, compile_source  # noqa: E402
+from tensorsched.kernels._compile import (  # noqa: E402
+    COMPILED,
+    KEY,
+    compile_module,
+    compile_source,
+)
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 from . import _block  # noqa: E402
