@@ -499,22 +499,22 @@ class GpuShareFit(ArrayPlugin):
 
     def place_block(self, ctx, inputs):
         """``BlockPlacerPlugin``: the block's pods placed by
-        ``kernels.gpu.block.place_block`` on the numba backend, its device
-        twin (one thread, ``place_block_cuda``) on cuda (fit, this
+        ``kernels.gpu.block.place_block`` on the numba backend (fit, this
         filter with its NVLink / NUMA constraints, GpuShareScore's policy,
         GpuTopologyScore, the row-local built-in scores, the node-only
         scores, the tie-break; Reserve's GPU pick by the profile's rule and
         its NUMA pin), recorded in the GPU table.  The block ends before the
         first pod asking for fixed GPU indices, or for an NVLink / NUMA
         placement of a GPU share or when the block counts failures
-        (``inputs.max_failures`` > 0); None (no block) on numpy,
+        (``inputs.max_failures`` > 0); None (no block) on another backend
+        (cuda places its pods by their cycles),
         under BestFit with any score beside it, or when FGD learns its
         typical pods from the pods it scores.  Under Random each pod draws
         its node as its cycle would (``_random_pick``: attempt
         ``inputs.attempt + j`` for the block's pod j, the feasible nodes
         counted from ``inputs.start``)."""
         fw = ctx.framework
-        if self.backend not in ("numba", "cuda"):
+        if self.backend != "numba":
             return None
         state = ctx.state
         t = GpuTable.of(state)
@@ -562,9 +562,8 @@ class GpuShareFit(ArrayPlugin):
         else:
             shapes[:] = 0
         ex = self._block_extras(t, inputs, n, xs, sizes, count)
-        place = KB.place_block if self.backend == "numba" else KB.place_block_cuda
         assert len(ex) == KB.EX_LEN
-        handled, _failed = place(
+        handled, _failed = KB.place_block(
             count, np.uint64(inputs.seed_mix), inputs.attempt, inputs.start, n, inputs.cls,
             u, inputs.c_req, inputs.c_nz, inputs.c_res, inputs.c_nres, asks[:, 0], asks[:, 1],
             asks[:, 2], asks[:, 3], shapes, inputs.static_reasons,

@@ -18,7 +18,7 @@ from numba import int64, uint64
 # ruff: noqa: F821
 
 # Names of the compiled namespace, not of this file (``gpu.block`` brings
-# them compiled with njit, ``_block_cuda`` as device functions): the GPU
+# them compiled with njit): the GPU
 # rules (``gpu._core``'s) and the fused stage's row-local built-in scores,
 # the very rules a cycle runs, its tie rule (keys and key trees) and
 # Random's draw (``fused._core``'s).

@@ -4,10 +4,9 @@ NVLink / NUMA constraints), GpuShareScore's policy, GpuTopologyScore and the
 row-local built-in scores per pod over every node, the pod accounted on the
 node it takes before the next one is scored.
 
-``place_block`` (numba) takes the columns as they are (the ClusterState's
-resource columns, the GPU table's rows) and updates them in place; see its
-doc for the argument shapes.  ``place_block_cuda``: the same source and
-answers on the device (``_block_cuda``, the cuda backend's).
+``place_block`` (numba only) takes the columns as they are (the
+ClusterState's resource columns, the GPU table's rows) and updates them in
+place; see its doc for the argument shapes.
 """
 
 from __future__ import annotations
@@ -48,10 +47,3 @@ _ns = compile_module(_block, njit, base=_base(), options={"nogil": True, "_nrt":
                      cache=True)
 place_block = _ns["place_block"]
 
-
-def place_block_cuda(*args) -> tuple[int, int]:
-    """``place_block`` (same arguments, results and in-place updates) on
-    the device, one thread (``_block_cuda``).  Raises
-    ``BackendUnavailable`` without a device or the simulator."""
-    from . import _block_cuda     # numba-cuda: only with the cuda backend
-    return _block_cuda.place_block(*args)
