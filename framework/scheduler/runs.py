@@ -111,6 +111,9 @@ class CompiledRuns:
         # cycles first, doubling while blocks keep placing nothing
         self._block_skip = 0
         self._block_backoff = 0
+        # lone heads that took their own cycle instead of a block (no other
+        # head of their profile in activeQ)
+        self.lone_heads = 0
 
     def batching(self) -> bool:
         """Runs may be formed now: nothing must happen between two pods
@@ -199,10 +202,15 @@ class CompiledRuns:
         if self._block_skip:
             self._block_skip -= 1
             return None
+        queue, counters = self.queue, self.counters
+        if queue.active.head()[0] is None:
+            # a stretch of one pod: a block's setup costs more than the
+            # pod's own cycle (as when pods arrive between departures)
+            self.lone_heads += 1
+            return None
         fw = self._block_form(first.pod)
         if fw is None:
             return None
-        queue, counters = self.queue, self.counters
         name = first.pod.scheduler_name
 
         def same_profile(pod):
@@ -210,6 +218,9 @@ class CompiledRuns:
         queue.unpop(run, 0)
         run = queue.pop_run(same_profile, min(self.max_run, self._block_limit))
         first = run.first
+        if len(run) == 1:           # the next heads are another profile's
+            self.lone_heads += 1
+            return [self.cycle.attempt(first.pod, first)]
         t0 = time.perf_counter()
         got = place_block(fw, self.state, run.pods, seed=self.seed, attempt=counters.attempts,
                           start_index=counters.next_start_index, stop_at_failure=True)
