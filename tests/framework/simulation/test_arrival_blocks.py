@@ -263,3 +263,36 @@ def test_schedule_arrivals_api():
     plain, sched = scheduler(None)          # the default profile: no block form
     recs = [plain.resolve(pod_from(p)) for p in pods]
     assert sched.schedule_arrivals(recs, np.arange(30, dtype=np.float64)).shape == (0,)
+
+
+
+def _at_once(tr, n: int):
+    """The first ``n`` pods of trace ``tr`` arriving together at t = 1."""
+    table = tr.table.slice(0, n)
+    at = table.schema.get_field_index("arrival")
+    return trace_from_table(table.set_column(at, "arrival", pa.array(np.ones(n))))
+
+
+@pytest.mark.parametrize("policy", ["Random", "FGD"])
+def test_a_stretch_too_short_for_a_block_takes_its_cycles(tmp_path, policy):
+    """Arrivals reaching the queue one at a time (no arrival blocks, each
+    pod leaving before the next arrives): each head takes its own cycle,
+    not a one-pod block (whose setup costs more than the cycle), leaving
+    what one cycle at a time leaves; pods queued together still form a
+    block."""
+    nodes_csv, pods_csv = openb_slice(tmp_path, "default", 80, 300)
+    tr = read_openb_trace(pods_csv)
+    inv = R.read_openb_nodes(nodes_csv)
+    cfg = openb_config(policy, typical_shapes(trace_shapes(tr)))
+    with patch.object(SM, "MIN_BLOCK", 10**9):
+        for trace in (tr, _at_once(tr, 40)):
+            a, sim = _run(openb_node_objects(inv), cfg, trace, batch=True, interval=3600.0)
+            b, _ = _run(openb_node_objects(inv), cfg, trace, batch=False, interval=3600.0)
+            _same(a, b)
+            sched = sim.scheduler
+            assert sched.block_pods == 0
+            if trace is tr:
+                assert a["summary"]["scheduled"] == 300
+                assert sched.runs.short_heads == 300 and not sched.run_lengths
+            else:
+                assert sched.runs.short_heads < 4 and max(sched.run_lengths) >= 36
