@@ -506,10 +506,13 @@ class GpuShareFit(ArrayPlugin):
         its NUMA pin), recorded in the GPU table.  The block ends before the
         first pod asking for fixed GPU indices, or for an NVLink / NUMA
         placement of a GPU share or when the block counts failures
-        (``inputs.max_failures`` > 0); None (no block) on another backend,
+        (``inputs.max_failures`` > 0); None (no block) on another backend
+        (cuda places its pods by their cycles),
         under BestFit with any score beside it, or when FGD learns its
-        typical pods from the pods it scores, or under Random (it draws per
-        pod)."""
+        typical pods from the pods it scores.  Under Random each pod draws
+        its node as its cycle would (``_random_pick``: attempt
+        ``inputs.attempt + j`` for the block's pod j, the feasible nodes
+        counted from ``inputs.start``)."""
         fw = ctx.framework
         if self.backend != "numba":
             return None
@@ -523,8 +526,6 @@ class GpuShareFit(ArrayPlugin):
         if sc is not None and weight:
             if sc.policy == "FGD" and sc.learns_typical_pods:
                 return None
-            if sc.policy == "Random":
-                return None         # its draw is per pod (GpuShareScore._random_pick)
             policy = K.POLICIES.index(sc.policy)
             if sc.policy == "FGD":
                 typ = sc.typical(t)
@@ -561,6 +562,7 @@ class GpuShareFit(ArrayPlugin):
         else:
             shapes[:] = 0
         ex = self._block_extras(t, inputs, n, xs, sizes, count)
+        assert len(ex) == KB.EX_LEN
         handled, _failed = KB.place_block(
             count, np.uint64(inputs.seed_mix), inputs.attempt, inputs.start, n, inputs.cls,
             u, inputs.c_req, inputs.c_nz, inputs.c_res, inputs.c_nres, asks[:, 0], asks[:, 1],

@@ -42,7 +42,8 @@ profiles, PostFilter plugins allowed): the heads of its profile are popped
 as one stretch, placed in one compiled call as their cycles one after
 another would place them, and the block stops before the first pod that
 fits nowhere or cannot join it; that pod takes the usual cycle and the rest
-go back untouched, as for a run.
+go back untouched, as for a run.  A stretch shorter than ``_MIN_STRETCH``
+forms no block: its first head takes its own cycle (``short_heads``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ from .schedule_one import SchedulingCycle
 
 _MIN_BLOCK = 64                 # heads a block pops at least
 _MAX_BLOCK_BACKOFF = 64         # heads on their own after blocks that placed nothing
+# heads of one profile a block needs: a shorter stretch takes its own
+# cycles, as a block's setup costs about as much as two or three cycles
+# (e.g. arrivals between departures, which reach the queue one at a time)
+_MIN_STRETCH = 4
 
 
 class CompiledRuns:
@@ -111,6 +116,9 @@ class CompiledRuns:
         # cycles first, doubling while blocks keep placing nothing
         self._block_skip = 0
         self._block_backoff = 0
+        # heads that took their own cycle, not a block, their stretch being
+        # shorter than _MIN_STRETCH
+        self.short_heads = 0
 
     def batching(self) -> bool:
         """Runs may be formed now: nothing must happen between two pods
@@ -199,10 +207,13 @@ class CompiledRuns:
         if self._block_skip:
             self._block_skip -= 1
             return None
+        queue, counters = self.queue, self.counters
+        if queue.active.head()[0] is None:      # a stretch of one (_MIN_STRETCH)
+            self.short_heads += 1
+            return None
         fw = self._block_form(first.pod)
         if fw is None:
             return None
-        queue, counters = self.queue, self.counters
         name = first.pod.scheduler_name
 
         def same_profile(pod):
@@ -210,6 +221,10 @@ class CompiledRuns:
         queue.unpop(run, 0)
         run = queue.pop_run(same_profile, min(self.max_run, self._block_limit))
         first = run.first
+        if len(run) < _MIN_STRETCH:
+            self.short_heads += 1
+            queue.unpop(run, 1)
+            return [self.cycle.attempt(first.pod, first)]
         t0 = time.perf_counter()
         got = place_block(fw, self.state, run.pods, seed=self.seed, attempt=counters.attempts,
                           start_index=counters.next_start_index, stop_at_failure=True)

@@ -15,12 +15,18 @@ resource columns are the ClusterState's (int64 [N, R]).
 
 from numba import int64, uint64
 
-# The GPU rules (model_ok, gpu_fit, affinity_tag, score_node, select_gpus,
-# free_mask, zone_allowed_mask, best_subset), the fused row scores
-# (fit_score, balanced_score) and the tie rule's key and key trees (tie_rank,
-# tie_key, key_set, key_pull_all, key_top_row) are the compiled namespace's
-# (``gpu.block``), not names of this file.
 # ruff: noqa: F821
+
+# Names of the compiled namespace, not of this file (``gpu.block`` brings
+# them compiled with njit): the GPU
+# rules (``gpu._core``'s) and the fused stage's row-local built-in scores,
+# the very rules a cycle runs, its tie rule (keys and key trees) and
+# Random's draw (``fused._core``'s).
+INHERITED = ("model_ok", "gpu_fit", "affinity_tag", "score_node", "select_gpus",
+             "free_mask", "zone_allowed_mask", "best_subset")
+FUSED = ("fit_score", "balanced_score", "tie_rank", "tie_key", "key_set", "key_pull_all",
+         "key_top_row", "draw_index")
+EX_LEN = 26                    # the arrays of place_block's ``ex`` tuple
 
 MILLI = 1000
 RES_PODS = 3                   # kernels.layout's, checked by gpu.block
@@ -34,6 +40,8 @@ P_BESTFIT = 4
 P_FGD = 5
 C_NUMA = 2                     # gpu._core's constraint bit: one NUMA node
 LEVEL = 1000                   # gpu.subsets' cost per looseness level
+MAX_NODE_SCORE = 100           # Random's drawn row (kernels.layout's)
+TIE_RANK_BITS = 31             # fused.ties': a key is total << 31 | rank
 
 
 def fit_bits(i, allocatable, requested, req, res, n_res):
@@ -92,6 +100,57 @@ def key_of(keys, n_keys, bits, code, row):
 
 
 NEG = -(1 << 62)               # a tree leaf of a row that rejects the pod
+
+
+def cnt_set(tc, size, i, v):
+    """Leaf i of a count tree [2 size] (each inner node the sum of its
+    two children) := v, its ancestors adjusted."""
+    p = size + i
+    d = v - tc[p]
+    while d != 0 and p >= 1:
+        tc[p] += d
+        p >>= 1
+
+
+def cnt_pull_all(tc, size):
+    """Every inner node of a count tree from its leaves."""
+    for p in range(size - 1, 0, -1):
+        tc[p] = tc[2 * p] + tc[2 * p + 1]
+
+
+def cnt_before(tc, size, i):
+    """How many of a count tree's leaves before leaf ``i`` are set."""
+    p = size + i
+    s = 0
+    while p > 1:
+        if p & 1:
+            s += tc[p - 1]
+        p >>= 1
+    return s
+
+
+def cnt_kth(tc, size, k):
+    """The leaf of a count tree holding its k-th set leaf (from 0, in row
+    order; 0 <= k < ``tc[1]``)."""
+    p = 1
+    while p < size:
+        a = 2 * p
+        if k < tc[a]:
+            p = a
+        else:
+            k -= tc[a]
+            p = a + 1
+    return p - size
+
+
+def drawn_pick(best, row, d, t_d, bonus, seed_mix, requested):
+    """Random's pick (``GpuShareScore._random_pick``): the drawn row ``d``
+    (feasible total ``t_d`` without the draw) gains ``bonus`` (the
+    policy's weight x MAX_NODE_SCORE) over the running pick (best key,
+    its row) of every feasible row scored 0 by the policy; only its own
+    key moves, so it takes the pick when its raised key beats the best
+    (the lower row on an equal key)."""
+    return key_push(row_tie_key(t_d + bonus, d, seed_mix, requested), d, best, row)
 
 
 def subset_score(cost):
@@ -245,7 +304,12 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     plus ``row_extras`` (GpuTopologyScore, the row-local built-in scores);
     the tie rule takes the row (the highest ``tie_rank(seed_mix, row, pods
     on the row now)`` among the top rows, the lower row on an equal rank;
-    ``attempt0`` and ``start`` do not move it).  The pod's requests are
+    ``attempt0`` and ``start`` do not move it).  Under Random (``policy``
+    P_RANDOM with a ``gpu_weight``) pod j draws as its cycle (attempt
+    ``attempt0 + j``) does: the ``draw_index(seed_mix, attempt0 + j,
+    feasible rows)``-th feasible row counted from row ``start`` (the
+    evaluation order, every node scored) gains ``gpu_weight *
+    MAX_NODE_SCORE`` (``drawn_pick``).  The pod's requests are
     added to its row, its GPUs taken (FGD's GPU for a share under FGD, ``u[j]`` for
     Random, else the best fit; whole GPUs: the cheapest allowed subset when
     the class has a subset table, else the first free) and the row's
@@ -279,9 +343,12 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     log n), not a pass over the rows; the pick is the tree's largest leaf,
     the lowest row among equal ones (``key_top_row``).  A pod that fits
     nowhere still passes over every row for its rejection counts.
-    ``tree_cnt``, ``ties`` and ``stack``: unused scratch of the caller's
-    layout.  ``size`` 0: one pass over every row per pod.  Either way the
-    placements are the same.
+    Under Random a class's ``tree_cnt`` row [2 * size] counts its
+    feasible rows (a leaf 1 per feasible row), so the drawn row is found
+    in O(log n) (``cnt_kth``); without a tree ``ties`` [n] holds the
+    feasible rows in evaluation order and ``score`` [n] their totals.
+    ``stack``: unused scratch of the caller's layout.  ``size`` 0: one
+    pass over every row per pod.  Either way the placements are the same.
 
     Outputs: ``out_rows[j]`` the row or -1 when no node fits; ``out_gpus[j]``
     the GPU indices (-1 padded); a pod that fits nowhere takes the next row
@@ -303,6 +370,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
     out_sub = ex[24]
     out_zone = ex[25]
     n_log = 0
+    draw = policy == P_RANDOM and gpu_weight != 0
+    bonus = gpu_weight * MAX_NODE_SCORE
     for i in range(n):          # kept current as pods are placed
         cpu_left[i] = allocatable[i, cpu_col] - requested[i, cpu_col]
     for j in range(count):
@@ -317,6 +386,7 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
         row = -1
         if size > 0 and slot[c] >= 0:
             tm = tree_max[slot[c]]
+            tc = tree_cnt[slot[c]]
             if built[c] == 0:
                 for i in range(n):
                     t = class_total(
@@ -329,6 +399,10 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 for i in range(n, size):
                     tm[size + i] = NEG
                 key_pull_all(tm, size)
+                if draw:
+                    for i in range(size):
+                        tc[size + i] = 0 if tm[size + i] == NEG else 1
+                    cnt_pull_all(tc, size)
                 built[c] = 1
             else:
                 # the rows placed on since this class's last pod, each once
@@ -345,10 +419,20 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                             nonzero_requested, ex)
                         key_set(tm, size, r,
                                 NEG if t == NEG else row_tie_key(t, r, seed_mix, requested))
+                        if draw:
+                            cnt_set(tc, size, r, 0 if t == NEG else 1)
             seen[c] = n_log
             if tm[1] != NEG:
                 feasible = 1
                 row = key_top_row(tm, size)
+                if draw:
+                    m = tc[1]
+                    d = cnt_kth(tc, size, (cnt_before(tc, size, start)
+                                           + draw_index(seed_mix, attempt0 + j, m)) % m)
+                    # the leaf's key raised by the bonus: tie_key(t + bonus, rank)
+                    kd = tm[size + d] + (bonus << TIE_RANK_BITS)
+                    if kd > tm[1] or (kd == tm[1] and d < row):
+                        row = d
             else:
                 for i in range(n):      # the rejections, counted below
                     class_total(i, c, c_req, c_res, c_nres, c_num, c_milli, c_mask, c_cpu_nz,
@@ -373,8 +457,14 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                                 mem_zero, score, out_gpu, work, nonzero_requested, ex)
                 if t == NEG:
                     continue
+                if draw:
+                    ties[feasible] = i
+                    score[i] = t        # (Random writes no policy score there)
                 feasible += 1
                 best, row = key_push(row_tie_key(t, i, seed_mix, requested), i, best, row)
+            if draw and feasible > 0:
+                d = ties[draw_index(seed_mix, attempt0 + j, feasible)]
+                best, row = drawn_pick(best, row, d, score[d], bonus, seed_mix, requested)
         else:
             # one pass in evaluation order (from row ``start``): the filters,
             # the policy's score (GpuShareScore.score) and the tie rule's
@@ -412,6 +502,8 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                 reasons[i] = b
                 if b != 0:
                     continue
+                if draw:
+                    ties[feasible] = i
                 feasible += 1
                 s = 0
                 if policy != P_RANDOM:
@@ -427,6 +519,9 @@ def place_block(count, seed_mix, attempt0, start, n, cls, u,
                     continue
                 best, row = key_push(row_tie_key(gpu_weight * s + static_total[i], i, seed_mix,
                                                  requested), i, best, row)
+            if draw and feasible > 0:
+                d = ties[draw_index(seed_mix, attempt0 + j, feasible)]
+                best, row = drawn_pick(best, row, d, static_total[d], bonus, seed_mix, requested)
             if feasible > 0:
                 if policy == P_BESTFIT:
                     for p in range(n):

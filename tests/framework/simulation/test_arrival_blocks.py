@@ -84,10 +84,7 @@ def test_openb_trace_with_departures_block_equals_one_by_one(tmp_path, policy, t
         a, sim = _run(openb_node_objects(inv, ranks), cfg, tr, batch=True, **opts)
     b, _ = _run(openb_node_objects(inv, ranks), cfg, tr, batch=False, **opts)
     _same(a, b)
-    if policy == "Random":                       # it draws per pod: cycles, no blocks
-        assert sim.scheduler.block_pods == 0
-    else:
-        assert sim.scheduler.block_pods > 50      # blocks placed pods between departures
+    assert sim.scheduler.block_pods > 50          # blocks placed pods between departures
     assert a["summary"]["failed_attempts"] > 0    # failures inside blocks too
     assert any(e["event"] == "Departed" for e in a["events"])
 
@@ -151,7 +148,7 @@ def _gpu_nodes(draw):
 
 
 @st.composite
-def _clusters(draw):
+def _clusters(draw, policies=POLICIES):
     nodes = _gpu_nodes(draw)
     m = draw(st.integers(1, 40))
     t = 0.0
@@ -189,7 +186,7 @@ def _clusters(draw):
         if draw(st.booleans()):
             pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
         extra.append(([pod], at))
-    policy = draw(st.sampled_from(POLICIES))
+    policy = draw(st.sampled_from(policies))
     tie = draw(st.booleans())
     flush = draw(st.sampled_from([math.inf, 3.0, 20.0]))
     interval = draw(st.sampled_from([None, 4.0]))
@@ -199,6 +196,21 @@ def _clusters(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_clusters())
 def test_random_gpu_clusters_block_equals_one_by_one(case):
+    _blocks_equal_one_by_one(case)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_clusters(("Random",)))
+def test_random_policy_blocks_equal_one_by_one(case):
+    """Random, whose pods draw their nodes per cycle, on its own: blocks
+    on (however short, and from 8 arrivals) and off give the same events,
+    placements, GPU indices, queue and curves, with departures and pods
+    retried after the unschedulable flush (that blocks form under Random:
+    ``test_openb_trace_with_departures_block_equals_one_by_one``)."""
+    _blocks_equal_one_by_one(case)
+
+
+def _blocks_equal_one_by_one(case):
     nodes, table, extra, policy, tie, flush, interval = case
     trace = trace_from_table(table)
     cfg = openb_config(policy, typical_shapes(trace_shapes(trace)),
@@ -208,9 +220,10 @@ def test_random_gpu_clusters_block_equals_one_by_one(case):
         with patch.object(SM, "MIN_BLOCK", min_block):
             runs.append(_run(nodes, cfg, trace_from_table(table), batch=batch,
                              interval=interval, extra=extra,
-                             pod_max_in_unschedulable_seconds=flush)[0])
-    _same(runs[0], runs[2])
-    _same(runs[1], runs[2])
+                             pod_max_in_unschedulable_seconds=flush))
+    _same(runs[0][0], runs[2][0])
+    _same(runs[1][0], runs[2][0])
+    return runs
 
 
 def _gpu_pod(name, milli):
@@ -250,3 +263,36 @@ def test_schedule_arrivals_api():
     plain, sched = scheduler(None)          # the default profile: no block form
     recs = [plain.resolve(pod_from(p)) for p in pods]
     assert sched.schedule_arrivals(recs, np.arange(30, dtype=np.float64)).shape == (0,)
+
+
+
+def _at_once(tr, n: int):
+    """The first ``n`` pods of trace ``tr`` arriving together at t = 1."""
+    table = tr.table.slice(0, n)
+    at = table.schema.get_field_index("arrival")
+    return trace_from_table(table.set_column(at, "arrival", pa.array(np.ones(n))))
+
+
+@pytest.mark.parametrize("policy", ["Random", "FGD"])
+def test_a_stretch_too_short_for_a_block_takes_its_cycles(tmp_path, policy):
+    """Arrivals reaching the queue one at a time (no arrival blocks, each
+    pod leaving before the next arrives): each head takes its own cycle,
+    not a one-pod block (whose setup costs more than the cycle), leaving
+    what one cycle at a time leaves; pods queued together still form a
+    block."""
+    nodes_csv, pods_csv = openb_slice(tmp_path, "default", 80, 300)
+    tr = read_openb_trace(pods_csv)
+    inv = R.read_openb_nodes(nodes_csv)
+    cfg = openb_config(policy, typical_shapes(trace_shapes(tr)))
+    with patch.object(SM, "MIN_BLOCK", 10**9):
+        for trace in (tr, _at_once(tr, 40)):
+            a, sim = _run(openb_node_objects(inv), cfg, trace, batch=True, interval=3600.0)
+            b, _ = _run(openb_node_objects(inv), cfg, trace, batch=False, interval=3600.0)
+            _same(a, b)
+            sched = sim.scheduler
+            assert sched.block_pods == 0
+            if trace is tr:
+                assert a["summary"]["scheduled"] == 300
+                assert sched.runs.short_heads == 300 and not sched.run_lengths
+            else:
+                assert sched.runs.short_heads < 4 and max(sched.run_lengths) >= 36
