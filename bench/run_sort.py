@@ -67,7 +67,6 @@ def _run(nodes: int, pods: int, backend: str, seed: int, sorted_on: bool) -> dic
         run = PodColumns.from_records([build_record(template, f"{template.namespace}/pod-{i}",
                                                     template.creation_ns or 0, template.obj)
                                        for i in range(pods)])
-        before = fw.backend.sorted_runs
         register = state.register_run
         booked = []
 
@@ -80,7 +79,7 @@ def _run(nodes: int, pods: int, backend: str, seed: int, sorted_on: bool) -> dic
         rows, _ = fw.place_run(state, run, seed=seed, attempt=0, start_index=0)
         cpu = time.process_time() - c0
         del state.register_run
-        path = "sort" if fw.backend.sorted_runs > before else "compiled run"
+        path = fw.last_run_path     # sort, compiled_run or device_run
     finally:
         run_sort.ENABLED, run_sort.CPU_MIN_SHARE = keep
     names = [state.node_name(int(r)) for r in rows]
@@ -122,6 +121,7 @@ def measure(nodes: int, pods: int, backend: str = "numba", seed: int = 0,
     return {
         "pods": pods, "placed": placed, "path": fast["path"],
         "other": "compiled run (numba)" if numba else "sort path (numba)",
+        "other_path": slow["path"],
         "sort_cpu_seconds": round(fast["cpu_seconds"], 4),
         "compiled_run_cpu_seconds": round(slow["cpu_seconds"], 4),
         "sort_place_cpu_seconds": round(fast_place, 4),

@@ -18,6 +18,7 @@ def test_the_bench_records_the_sort_path_against_the_compiled_run(tmp_path):
     small, full = rec["runs"]
     assert rec["nodes"] == 30 and rec["backend"] == "numba" and rec["commit"]
     assert small["path"] == full["path"] == "sort"
+    assert small["other_path"] == full["other_path"] == "compiled_run"
     assert small["placed"] == 200 and full["placed"] == 1200      # 30 nodes x 40 pods
     assert small["same_as_one_by_one_prefix"] == 60
     assert full["sort_cpu_seconds"] > 0 and full["compiled_run_cpu_seconds"] > 0
@@ -33,4 +34,5 @@ def test_the_cuda_bench_checks_its_placements_against_numbas_sort_path(tmp_path)
                    "--output", str(out)])
     (got,) = json.loads(out.read_text())["runs"]
     assert got["path"] == "sort" and got["other"] == "sort path (numba)"
+    assert got["other_path"] == "sort"
     assert got["same_placements"] and got["placed"] == 30
