@@ -9,6 +9,7 @@ placements do not depend on the path."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from unittest.mock import patch
@@ -19,6 +20,7 @@ from support.backends import needs_cuda
 from support.openb import openb_slice
 
 from tensorsched import synthetic
+from tensorsched.bench import workloads as W
 from tensorsched.cli import main
 from tensorsched.framework.scheduler.cluster import build_cluster, pod_columns_from
 from tensorsched.framework.scheduler.metrics import PLACEMENT_PATHS, placed_by_line
@@ -85,7 +87,6 @@ def test_runs_report_the_sort_path_or_the_compiled_run_and_no_batch_only_cycles(
 
 def test_the_switch_env_var_leaves_runs_to_the_compiled_run(monkeypatch):
     """``TENSORSCHED_SORT_RUNS=0`` as the module reads it at import."""
-    import importlib
     monkeypatch.setenv("TENSORSCHED_SORT_RUNS", "0")
     assert importlib.reload(run_sort).ENABLED is False
     try:
@@ -185,7 +186,6 @@ def test_schedule_writes_placed_by_and_names_the_paths(tmp_path, capsys, monkeyp
 
 
 def test_bench_records_carry_placed_by(monkeypatch):
-    from tensorsched.bench import workloads as W
     monkeypatch.setattr(W, "_state_bytes_per_pod", lambda: 0.0)   # not what is tested here
     for batch in (True, False):
         rec = W.run_workload("basic", 6, 40, "numba", batch=batch)

@@ -7,11 +7,14 @@ observations; and ``backend='cuda'`` refused cleanly where no device is."""
 import numpy as np
 import pytest
 from support.backends import cuda_available, needs_cuda
-from support.openb import read_openb_slice
+from support.openb import openb_slice, read_openb_slice, with_durations
 
 pytest.importorskip("gymnasium")
 
 from tensorsched.kernels.gpu.share import POLICIES  # noqa: E402
+from tensorsched.topology.gpu import read_openb_nodes  # noqa: E402
+from tensorsched.topology.openb import batch as B  # noqa: E402
+from tensorsched.topology.openb import trace as T  # noqa: E402
 from tensorsched.topology.openb.vector_env import OpenbVectorEnv  # noqa: E402
 
 
@@ -100,11 +103,6 @@ def test_backend_arguments_refused(tmp_path):
 @pytest.mark.cudasim
 @needs_cuda
 def test_cuda_step_with_departures_equals_the_twin(tmp_path):
-    from support.openb import openb_slice, with_durations
-
-    from tensorsched.topology.gpu import read_openb_nodes
-    from tensorsched.topology.openb import batch as B
-    from tensorsched.topology.openb import trace as T
     nodes, pods = openb_slice(tmp_path, "gpuspec10", 6, 24)
     tw = B.trace_workload(T.read_openb_trace(pods))
     arrival = np.floor(tw.arrival / 600.0)
@@ -150,11 +148,6 @@ def test_cuda_step_with_ranks_equals_the_twin(tmp_path):
     twin, not first in first out, under random actions, through the end
     of the episodes and an autoreset.  8 pods: a launch per step is
     slow in the simulator."""
-    from support.openb import openb_slice
-
-    from tensorsched.topology.gpu import read_openb_nodes
-    from tensorsched.topology.openb import batch as B
-    from tensorsched.topology.openb import trace as T
     nodes, pods = openb_slice(tmp_path, "gpuspec10", 4, 8)
     tw = B.trace_workload(T.read_openb_trace(pods))
     arrival = np.floor(tw.arrival / 1e6)        # 0 0 1 2 2 2 3 3
