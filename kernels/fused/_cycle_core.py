@@ -1,0 +1,178 @@
+"""A one-at-a-time cycle's finalize over the row cache, as the pieces one
+thread of a block runs over its chunk of evaluation positions.
+
+Plain scalar code compiled like ``fused._core`` on top of its compiled
+rules (``slot_score``, ``tie_key``, ``tie_rank`` resolve to the same
+target's): ``_cuda_cycle`` calls it from a one-block kernel, ``cycle`` from
+a host twin that runs the chunks one after another.  The answer is the
+numba backend's ``finalize_rows`` followed by the tie rule
+(``ties.pick_tied`` among its tied rows): the same rows scanned, the same
+maxima, the same totals, the same pick.
+
+Evaluation position j is row rows[(start + j) % M]; thread t of T owns the
+positions [t x C, (t + 1) x C) with C = ceil(M / T), so thread order is
+evaluation order and a prefix count over the threads says which thread
+holds the ``num_to_find``-th feasible row.
+
+Slot parameters ``sparams`` [3, S] int64: active (0/1), normalization mode,
+weight.  Extremes ``ext`` [2 S]: ext[s] the maximum of a normalized active
+slot (from 0, or from -MINMAX_BIG for a min-max slot), ext[S + s] a
+min-max slot's minimum negated (so both halves combine by a maximum);
+``extremes_finish`` turns the second half into the minimum ``slot_score``
+reads.  A tie key is ``tie_key(total, tie_rank(seed_mix, row, pods))``;
+totals are >= 0 (normalized scores times non-negative weights), so -1
+means "none".
+"""
+
+MINMAX = 3                  # fused._core.NORM_MINMAX
+BIG = 1 << 62               # fused._core.MINMAX_BIG
+
+
+def position_row(rows, start, j):
+    """The node row at evaluation position j."""
+    m = rows.shape[0]
+    jj = start + j
+    if jj >= m:
+        jj -= m
+    return rows[jj]
+
+
+def chunk_feasible(rows, start, lo, hi, reasons_by_row):
+    """Feasible rows at positions [lo, hi)."""
+    c = 0
+    for j in range(lo, hi):
+        if reasons_by_row[position_row(rows, start, j)] == 0:
+            c += 1
+    return c
+
+
+def chunk_stop(rows, start, lo, hi, reasons_by_row, need):
+    """One past the position of the ``need``-th feasible row at positions
+    [lo, hi) (need >= 1; hi when there are fewer)."""
+    for j in range(lo, hi):
+        if reasons_by_row[position_row(rows, start, j)] == 0:
+            need -= 1
+            if need == 0:
+                return j + 1
+    return hi
+
+
+def start_extremes(sparams, n_slots, ext):
+    """``ext`` [2 S] before any row (``_core.start_extremes``'s values, a
+    min-max slot's minimum negated)."""
+    for s in range(n_slots):
+        ext[s] = 0
+        ext[n_slots + s] = 0
+        if sparams[0, s] != 0 and sparams[1, s] == MINMAX:
+            ext[s] = -BIG
+            ext[n_slots + s] = -BIG
+
+
+def chunk_extremes(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, ext):
+    """The feasible rows at positions [lo, stop) folded into ``ext`` (as
+    ``finalize_rows`` folds the scanned rows into its maxima)."""
+    n_slots = raw_by_row.shape[1]
+    for j in range(lo, stop):
+        i = position_row(rows, start, j)
+        if reasons_by_row[i] != 0:
+            continue
+        for s in range(n_slots):
+            if sparams[0, s] == 0 or sparams[1, s] == 0:
+                continue
+            v = raw_by_row[i, s]
+            if v > ext[s]:
+                ext[s] = v
+            if sparams[1, s] == MINMAX and -v > ext[n_slots + s]:
+                ext[n_slots + s] = -v
+
+
+def extremes_finish(sparams, n_slots, ext):
+    """``ext`` combined over every chunk -> the ``hi`` ``slot_score`` reads
+    (a min-max slot's minimum back to its sign)."""
+    for s in range(n_slots):
+        if sparams[0, s] != 0 and sparams[1, s] == MINMAX:
+            ext[n_slots + s] = -ext[n_slots + s]
+
+
+def row_total(i, raw_by_row, sparams, hi):
+    """Weighted total of feasible row i under the extremes ``hi``
+    (``finalize_rows``'s sum)."""
+    n_slots = raw_by_row.shape[1]
+    t = 0
+    for s in range(n_slots):
+        if sparams[0, s] != 0:
+            t += slot_score(raw_by_row[i, s], sparams[1, s], hi, s, n_slots) * sparams[2, s]  # noqa: F821
+    return t
+
+
+def chunk_best(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, hi, seed_mix,
+               pods_src, pods_at, best):
+    """The best feasible row at positions [lo, stop): the largest tie key,
+    the lower row on an equal key, into ``best`` [3] = (key, row, position)
+    (key -1 when none).  ``pods_src[row, pods_at]``: the pods on a row."""
+    best[0] = -1
+    best[1] = -1
+    best[2] = -1
+    for j in range(lo, stop):
+        i = position_row(rows, start, j)
+        if reasons_by_row[i] != 0:
+            continue
+        t = row_total(i, raw_by_row, sparams, hi)
+        key = tie_key(t, tie_rank(seed_mix, i, pods_src[i, pods_at]))  # noqa: F821
+        if key > best[0] or (key == best[0] and i < best[1]):
+            best[0] = key
+            best[1] = i
+            best[2] = j
+
+
+def combine_best(best, other):
+    """``other`` [3] folded into ``best`` [3]: the larger key, the lower row
+    on an equal key."""
+    if other[0] > best[0] or (other[0] == best[0] and other[0] >= 0 and other[1] < best[1]):
+        best[0] = other[0]
+        best[1] = other[1]
+        best[2] = other[2]
+
+
+def pick_by_chunks(rows, start, reasons_by_row, raw_by_row, num_to_find, sparams, seed_mix,
+                   pods_src, pods_at, threads, ext, part, best, other, out):
+    """The block's answer with its ``threads`` chunks run one after another
+    (the host twin of ``_cuda_cycle.cycle_pick_kernel``; scratch ``ext``,
+    ``part`` [2 S], ``best``, ``other`` [3]): out [4] = (picked row or -1,
+    rows processed, feasible found, the picked row's position or -1)."""
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    chunk = (m + threads - 1) // threads
+    found = 0
+    processed = m
+    for t in range(threads):
+        lo = min(m, t * chunk)
+        hi = min(m, lo + chunk)
+        c = chunk_feasible(rows, start, lo, hi, reasons_by_row)
+        if num_to_find > 0 and found < num_to_find and found + c >= num_to_find:
+            processed = chunk_stop(rows, start, lo, hi, reasons_by_row, num_to_find - found)
+        found += c
+    if num_to_find > 0 and found >= num_to_find:
+        found = num_to_find
+    start_extremes(sparams, n_slots, ext)
+    for t in range(threads):
+        lo = min(m, t * chunk)
+        start_extremes(sparams, n_slots, part)
+        chunk_extremes(rows, start, lo, min(processed, lo + chunk), reasons_by_row, raw_by_row,
+                       sparams, part)
+        for k in range(2 * n_slots):
+            if part[k] > ext[k]:
+                ext[k] = part[k]
+    extremes_finish(sparams, n_slots, ext)
+    best[0] = -1
+    best[1] = -1
+    best[2] = -1
+    for t in range(threads):
+        lo = min(m, t * chunk)
+        chunk_best(rows, start, lo, min(processed, lo + chunk), reasons_by_row, raw_by_row,
+                   sparams, ext, seed_mix, pods_src, pods_at, other)
+        combine_best(best, other)
+    out[0] = best[1]
+    out[1] = processed
+    out[2] = found
+    out[3] = best[2]

@@ -1,0 +1,49 @@
+"""A one-at-a-time cycle's pick over the row cache by chunks: the host twin
+of the device finalize (``_cuda_cycle``), compiled with ``njit`` from the
+same source (``_cycle_core``).
+
+``pick`` answers what ``finalize_rows`` and the tie rule answer together
+for a placement (no per-row output): the row the cycle takes, its
+position, rows processed and feasible found, whatever the number of
+chunks.  The tests hold it, and the device kernel, to ``finalize_rows``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from tensorsched.kernels._compile import compile_module
+
+from . import _cycle_core
+from . import _numba
+
+core = compile_module(_cycle_core, njit, _numba.core, options={"nogil": True}, cache=True)
+_pick_by_chunks = core["pick_by_chunks"]
+
+# result fields: out[k]
+OUT_ROW, OUT_PROCESSED, OUT_FOUND, OUT_POSITION, OUT_LEN = range(5)
+
+
+def slot_params(active, norm, weights, n_slots: int) -> np.ndarray:
+    """[3, S] int64: each slot's active (0/1), normalization mode and weight
+    (one array for the kernels)."""
+    return np.ascontiguousarray(np.stack([np.asarray(a[:n_slots], np.int64)
+                                          for a in (active, norm, weights)]))
+
+
+def pick(rows, start: int, reasons_by_row, raw_by_row, num_to_find: int, sparams, mix: int,
+         pods_src, pods_at: int, threads: int = 1) -> np.ndarray:
+    """[4] int64 (``OUT_*``): the row the cycle over ``rows`` [M] (evaluation
+    order from ``start``) takes and its position (-1, -1 when no scanned row
+    is feasible), rows processed, feasible found; the row cache
+    ``reasons_by_row`` [N], ``raw_by_row`` [N, S]; ``sparams``
+    (``slot_params``); ``mix`` the seed's ``ties.seed_mix``;
+    ``pods_src[row, pods_at]`` the pods on a row; ``threads`` chunks."""
+    s = raw_by_row.shape[1]
+    out = np.zeros(OUT_LEN, np.int64)
+    _pick_by_chunks(rows, np.int64(start), reasons_by_row, raw_by_row, np.int64(num_to_find),
+                    sparams, np.uint64(mix), pods_src, np.int64(pods_at),
+                    np.int64(max(1, threads)), np.zeros(2 * s, np.int64),
+                    np.zeros(2 * s, np.int64), np.zeros(3, np.int64), np.zeros(3, np.int64), out)
+    return out

@@ -1,0 +1,29 @@
+"""The device finalize of a one-at-a-time cycle (``_cuda_cycle``, Numba's
+CUDA simulator in CI, the device on a GPU machine) answers what the numba
+backend's ``finalize_rows`` and the tie rule answer, on random row caches."""
+
+import numpy as np
+import pytest
+from cycle_cases import cycles, numba_answer
+from hypothesis import given, settings
+from support.backends import needs_cuda
+
+from tensorsched.kernels.fused import cycle
+from tensorsched.kernels.fused._core import RES_PODS
+
+pytestmark = [pytest.mark.cudasim, needs_cuda]
+
+
+@settings(max_examples=25, deadline=None)
+@given(cycles(max_rows=24))
+def test_device_pick_equals_finalize_rows_and_the_tie_rule(case):
+    from numba import cuda
+
+    from tensorsched.kernels.fused import _cuda_cycle as CC
+    rows, start, reasons, raw, to_find, active, norm, weights, mix, requested = case
+    sp = cycle.slot_params(active, norm, weights, raw.shape[1])
+    out = cuda.to_device(np.full(4, -7, np.int64))
+    CC.launch_cycle_pick(rows.shape[0], cuda.to_device(rows), cuda.to_device(reasons),
+                         cuda.to_device(raw), cuda.to_device(sp), cuda.to_device(requested),
+                         start, to_find, mix, RES_PODS, out)
+    assert tuple(int(v) for v in out.copy_to_host()) == numba_answer(*case)
