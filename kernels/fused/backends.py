@@ -699,6 +699,14 @@ class CudaBackend:
         self._k = _fused_cuda
         self._run = _cuda_run
         self._host = _fused_numba                # the host-side ranking kernels
+        from . import _cuda_cycle
+        from . import cycle as _cycle_host
+        self._cycle = _cuda_cycle                # a placement cycle's finalize
+        self._cycle_host = _cycle_host
+        self._kept_rows = None
+        self._sparams: dict = {}
+        self._pick_out = cuda.device_array(_cycle_host.OUT_LEN, np.int64)
+        self._pick_host = cuda.pinned_array(_cycle_host.OUT_LEN, np.int64)
         self._finalize = _fused_numba.finalize
         self._packs: tuple = ()
         self._qbufs: OrderedDict = OrderedDict()
@@ -711,7 +719,8 @@ class CudaBackend:
         self.copies = 0             # host -> device copies made for them
         self.rows_recomputed = 0    # rows the device row caches recomputed
         self.launches = 0           # kernels launched
-        self.rows_downloaded = 0    # row cache rows copied back for the host's ranking
+        self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
+        #                             placement's reasons)
 
     def _qbuf(self, cols, q):
         """The query's packed buffer on the device, uploaded once per
@@ -782,10 +791,17 @@ class CudaBackend:
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                  n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
         """One cycle: the query's device row cache brought up to date (at
-        most one launch, over the rows written since), its host copy brought
-        level (``_host_rows``: the rows written since), and normalized,
-        weighed and ranked on the host in evaluation order (the numba
-        backend's ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
+        most one launch, over the rows written since).  A placement (no
+        scores wanted, no host plugins, a seed for the tie rule) is then
+        decided on the device (``_device_pick``: one more launch, O(1)
+        numbers back).  Otherwise the cache's host copy is brought level
+        (``_host_rows``: the rows written since) and normalized, weighed
+        and ranked on the host in evaluation order (the numba backend's
+        ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
+        if (extra is None and not want_scores and seed is not None and rows.shape[0] > 0
+                and n_slots <= self._cycle.MAX_CYCLE_SLOTS):
+            return self._device_pick(source, rows, start, q, num_to_find, active, norm,
+                                     weights, n_slots, seed)
         packs = self._sync_columns(source)
         cols = source.columns()
         c = self._row_cache(source, cols, q, n_slots, packs)
@@ -808,6 +824,58 @@ class CudaBackend:
         reasons = np.take(reasons_by_row, rotated(rows, start))
         return StageResult(reasons, scores_out if want_scores else None, total, ties[:n_ties],
                            processed, found)
+
+    def _device_pick(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
+                     weights, n_slots, seed) -> StageResult:
+        """A placement cycle decided on the device: the row cache brought up
+        to date, then one block scans it from ``start`` up to
+        ``num_to_find`` feasible rows, normalizes, weighs and takes the tie
+        rule's row (``_cuda_cycle.cycle_pick_kernel``; the numba backend's
+        ``finalize_rows`` and ``ties.pick_tied``).  Back come four numbers:
+        ``ties`` is the picked position alone (as the numba backend's key
+        tree answers), ``reasons`` and ``total`` None.  Only when no row is
+        feasible does the cache's reasons [N] come back (the diagnosis
+        reads them by position)."""
+        packs = self._sync_columns(source)
+        cols = source.columns()
+        c = self._row_cache(source, cols, q, n_slots, packs)
+        n = cols.allocatable.shape[0]
+        spans, _, _ = SA.node_packs(self._shape)
+        pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
+        self._cycle.launch_cycle_pick(
+            rows.shape[0], self._cycle_rows(rows, n), c.reasons, c.raw,
+            self._slot_params(active, norm, weights, n_slots), packs[0], start, num_to_find,
+            mix_of_seed(seed), pods_at, self._pick_out)
+        self.launches += 1
+        got = self._pick_out.copy_to_host(self._pick_host)
+        row, processed, found, pos = (int(v) for v in got)
+        if row >= 0:
+            return StageResult(None, None, None, np.array([pos], np.int64), processed, found)
+        self.rows_downloaded += n
+        reasons = np.take(c.reasons.copy_to_host(), rotated(rows, start))
+        return StageResult(reasons, None, None, np.zeros(0, np.int64), processed, found)
+
+    def _cycle_rows(self, rows: np.ndarray, n: int):
+        """``rows`` on the device for a cycle: every row is the cached
+        ``arange(n)``; other rows are kept from the last cycle that had the
+        same ones (a deleted node changes them), else copied."""
+        if rows.shape[0] == n:
+            return self._device_rows(rows, n)
+        kept = self._kept_rows
+        if kept is None or kept[0].shape != rows.shape or not np.array_equal(kept[0], rows):
+            kept = self._kept_rows = (rows.copy(), self._cuda.to_device(rows))
+        return kept[1]
+
+    def _slot_params(self, active, norm, weights, n_slots):
+        """The device copy of ``cycle.slot_params``, one per distinct value."""
+        sp = self._cycle_host.slot_params(active, norm, weights, n_slots)
+        key = (sp.shape, sp.tobytes())
+        got = self._sparams.get(key)
+        if got is None:
+            got = self._sparams[key] = self._cuda.to_device(sp)
+            while len(self._sparams) > self.MAX_CACHED_QUERIES:
+                self._sparams.pop(next(iter(self._sparams)))
+        return got
 
     def _host_rows(self, source: ColumnSource, c: _DeviceRowCache) -> tuple:
         """(reasons [N], raw [N, S]) of the device row cache ``c`` on the
