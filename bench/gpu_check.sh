@@ -128,7 +128,8 @@ bench() {
       || echo "FAILED $workload $backend $extra (exit $?)" | tee -a "$runs/skipped.txt"
     [ -f "$file" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
 print(d['workload'], d['backend'], 'batch' if d.get('batch') else 'no-batch', d['nodes'], 'x', d['pods'], \
-d['pods_per_second'], 'pods/s p50', d.get('p50_us'), 'us', d['placements_sha256'][:12])" "$file"
+d['pods_per_second'], 'pods/s p50', d.get('p50_us'), 'us', d['placements_sha256'][:12], \
+d.get('device_counters', ''))" "$file"
   done
 }
 

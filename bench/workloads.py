@@ -88,6 +88,7 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         sched.subscribe("FailedScheduling", lambda e: failed_at.append(
             (time.perf_counter(), time.process_time())) if not failed_at else None)
     rss0 = rss_bytes()
+    counted = device_counters(fw.backend)
     # the end clocks are the run's own: the FailedScheduling instant is
     # inside the run, so the time after it is never longer than the run
     bindings, (t0, c0), (ended, cpu1) = timed_pending_clocks(sched, pending)
@@ -98,6 +99,7 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
     if workload == "unschedulable":
         extra = unschedulable_summary(sched, pods, elapsed, ended - failed_at[0][0],
                                       cpu1 - failed_at[0][1]) if failed_at else {}
+    counted = {k: v - counted[k] for k, v in device_counters(fw.backend).items()}
     runs = sched.run_lengths
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": fw.backend_name,
@@ -120,8 +122,20 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
         "rss_bytes_per_pod": round((rss1 - rss0) / max(pods, 1), 1),
         "state_bytes_per_pod": _state_bytes_per_pod(),
         **record_stamp(seed),
+        # the cuda backend's launches and copies in the timed run
+        **({"device_counters": counted} if counted else {}),
         **extra,
     }
+
+
+# the cuda backend's counters (``CudaBackend``): kernels launched, row cache
+# rows copied back, rows recomputed, node rows uploaded and the copies for them
+DEVICE_COUNTERS = ("launches", "rows_downloaded", "rows_recomputed", "rows_uploaded", "copies")
+
+
+def device_counters(backend) -> dict:
+    """``DEVICE_COUNTERS`` of ``backend`` now ({} on a backend without them)."""
+    return {k: int(getattr(backend, k)) for k in DEVICE_COUNTERS if hasattr(backend, k)}
 
 
 def unschedulable_summary(sched, pods: int, elapsed: float, after_first: float,

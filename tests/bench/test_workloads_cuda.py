@@ -1,0 +1,34 @@
+"""``bench.workloads`` on the cuda backend (Numba's CUDA simulator in CI, the
+device on a GPU machine): a one-at-a-time record counts the backend's
+launches and copies of the timed run, at most two launches a cycle and no
+row cache rows copied back; records of other backends carry no counters."""
+
+from __future__ import annotations
+
+import pytest
+from support.backends import needs_cuda
+
+from tensorsched.bench import workloads as W
+
+
+@pytest.fixture(autouse=True)
+def small_state_probe(monkeypatch):
+    # the record's state_bytes_per_pod binds 20,000 pods; 20 tell the same here
+    probe = W._state_bytes_per_pod
+    monkeypatch.setattr(W, "_state_bytes_per_pod", lambda: probe(20))
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_a_no_batch_record_counts_two_launches_a_cycle_and_no_rows_back():
+    pods = 6
+    rec = W.run_workload("basic", 4, pods, "cuda", batch=False)
+    got = rec["device_counters"]
+    assert rec["scheduled"] == pods and set(got) == set(W.DEVICE_COUNTERS)
+    assert 0 < got["launches"] <= 2 * pods and got["rows_downloaded"] == 0, got
+    assert rec["placements_sha256"] == W.run_workload("basic", 4, pods, "numba",
+                                                      batch=False)["placements_sha256"]
+
+
+def test_records_off_the_device_carry_no_counters():
+    assert "device_counters" not in W.run_workload("basic", 3, 2, "numpy", batch=False)
