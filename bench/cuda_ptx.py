@@ -2,8 +2,8 @@
 
 Numba's CUDA simulator runs kernels as Python, so it never types them for
 the device: an intrinsic it lacks (the warp shuffles) or a construct the
-CUDA target refuses shows only on a GPU.  This compiles the fused pass and
-the run kernel for one compute capability with NVVM alone (no driver, no
+CUDA target refuses shows only on a GPU.  This compiles the fused pass,
+the run kernel and the cycle pick for one compute capability with NVVM alone (no driver, no
 device) and counts a few instructions::
 
     python -m tensorsched.bench.cuda_ptx [--cc 9.0]
@@ -34,7 +34,11 @@ def _signatures():
            t(i3), t(i2), t(i2), t(np.zeros(3, np.bool_)), t(i1), t(i2), t(i1),
            t(np.zeros(3)),                                                 # spread
            t(i3), t(i2), t(i2), t(i1))                                     # affinity
-    return fused, run
+    # rows, reasons, raw, sparams, pods (node_i64), start, num_to_find,
+    # seed_mix, pods_at, out (``_cuda_cycle.launch_cycle_pick``)
+    from numba import int64
+    cycle = (t(i1), t(i1), t(i2), t(i2), t(i2), int64, int64, uint64, int64, t(i1))
+    return fused, run, cycle
 
 
 def main(argv=None) -> int:
@@ -49,13 +53,15 @@ def main(argv=None) -> int:
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     from tensorsched.kernels.fused.backends import cuda_kernels
     kernels = cuda_kernels()
-    fused_sig, run_sig = _signatures()
+    fused_sig, run_sig, cycle_sig = _signatures()
     try:
-        for name, sig in (("fused pass", fused_sig), ("run kernel", run_sig)):
+        for name, sig in (("fused pass", fused_sig), ("run kernel", run_sig),
+                          ("cycle pick", cycle_sig)):
             kernel = kernels[name]
             ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc)
             counts = {op: len(re.findall(rf"\b{re.escape(op)}\b", ptx))
-                      for op in ("shfl.sync", "bar.sync", "div.s64", "div.u32", "rem.u64")}
+                      for op in ("shfl.sync", "bar.sync", "atom.shared", "div.s64", "div.u32",
+                                 "rem.u64")}
             print(f"{name}: {len(ptx)} bytes of PTX for sm_{cc[0]}{cc[1]};",
                   ", ".join(f"{k} {v}" for k, v in counts.items()))
     except Exception as exc:

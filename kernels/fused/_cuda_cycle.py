@@ -73,6 +73,7 @@ _MINMAX = 3                  # fused._core.NORM_MINMAX
 _TOP_KEY = _MAX_EXT
 _TOP_ROW = _MAX_EXT + 1
 _STOP = _MAX_EXT + 2
+_CELLS = _MAX_EXT + 3
 
 
 @cuda.jit(device=True)
@@ -126,7 +127,7 @@ def cycle_pick_kernel(rows, reasons_by_row, raw_by_row, sparams, pods_src, start
     n_slots = raw_by_row.shape[1]
     wcount = cuda.shared.array(_MAX_WARPS, int32)
     # the block's extremes [2 S], then its top key and the lowest row at it
-    cells = cuda.shared.array(_MAX_EXT + 3, int64)
+    cells = cuda.shared.array(_CELLS, int64)
     ext = cuda.local.array(_MAX_EXT, int64)
     best = cuda.local.array(3, int64)
     if tid == 0:

@@ -101,7 +101,8 @@ def row_total(i, raw_by_row, sparams, hi):
     t = 0
     for s in range(n_slots):
         if sparams[0, s] != 0:
-            t += slot_score(raw_by_row[i, s], sparams[1, s], hi, s, n_slots) * sparams[2, s]  # noqa: F821
+            v = slot_score(raw_by_row[i, s], sparams[1, s], hi, s, n_slots)  # noqa: F821
+            t += v * sparams[2, s]
     return t
 
 

@@ -1050,10 +1050,13 @@ def make_backend(name: str):
 
 def cuda_kernels() -> dict:
     """The CUDA backend's kernels by what they do, ``{"fused pass": ...,
-    "run kernel": ...}`` (numba-cuda dispatchers, ``.py_func`` their Python
-    source), for compiling them ahead of a device (``bench.cuda_ptx``).
-    Imports numba-cuda: call it only where the cuda backend could run."""
+    "run kernel": ..., "cycle pick": ...}`` (numba-cuda dispatchers,
+    ``.py_func`` their Python source), for compiling them ahead of a device
+    (``bench.cuda_ptx``).  Imports numba-cuda: call it only where the cuda
+    backend could run."""
     from . import _cuda as _fused_cuda
+    from . import _cuda_cycle
     from . import _cuda_run
     return {"fused pass": _fused_cuda.fused_pass_kernel,
-            "run kernel": _cuda_run.place_run_kernel}
+            "run kernel": _cuda_run.place_run_kernel,
+            "cycle pick": _cuda_cycle.cycle_pick_kernel}
