@@ -134,8 +134,11 @@ DEVICE_COUNTERS = ("launches", "rows_downloaded", "rows_recomputed", "rows_uploa
 
 
 def device_counters(backend) -> dict:
-    """``DEVICE_COUNTERS`` of ``backend`` now ({} on a backend without them)."""
-    return {k: int(getattr(backend, k)) for k in DEVICE_COUNTERS if hasattr(backend, k)}
+    """``DEVICE_COUNTERS`` of ``backend`` now ({} off the device: a backend
+    that launches no kernels, whatever else it counts)."""
+    if not hasattr(backend, "launches"):
+        return {}
+    return {k: int(getattr(backend, k)) for k in DEVICE_COUNTERS}
 
 
 def unschedulable_summary(sched, pods: int, elapsed: float, after_first: float,

@@ -30,5 +30,6 @@ def test_a_no_batch_record_counts_two_launches_a_cycle_and_no_rows_back():
                                                       batch=False)["placements_sha256"]
 
 
-def test_records_off_the_device_carry_no_counters():
-    assert "device_counters" not in W.run_workload("basic", 3, 2, "numpy", batch=False)
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_records_off_the_device_carry_no_counters(backend):
+    assert "device_counters" not in W.run_workload("basic", 3, 2, backend, batch=False)
