@@ -19,11 +19,11 @@ pytestmark = [pytest.mark.cudasim, needs_cuda]
 def test_device_pick_equals_finalize_rows_and_the_tie_rule(case):
     from numba import cuda
 
-    from tensorsched.kernels.fused import _cuda_cycle as CC
+    from tensorsched.kernels.fused import _cuda_cycle as DCY
     rows, start, reasons, raw, to_find, active, norm, weights, mix, requested = case
     sp = cycle.slot_params(active, norm, weights, raw.shape[1])
     out = cuda.to_device(np.full(4, -7, np.int64))
-    CC.launch_cycle_pick(rows.shape[0], cuda.to_device(rows), cuda.to_device(reasons),
-                         cuda.to_device(raw), cuda.to_device(sp), cuda.to_device(requested),
-                         start, to_find, mix, RES_PODS, out)
+    DCY.launch_cycle_pick(rows.shape[0], cuda.to_device(rows), cuda.to_device(reasons),
+                          cuda.to_device(raw), cuda.to_device(sp), cuda.to_device(requested),
+                          start, to_find, mix, RES_PODS, out)
     assert tuple(int(v) for v in out.copy_to_host()) == numba_answer(*case)
