@@ -675,15 +675,22 @@ class CudaBackend:
     pack), or everything when the arrays were reallocated.  Each compiled
     query is one device buffer (``stage_args.pack_query``), uploaded once.
     A run keeps its query's reasons and raw scores by row on the device
-    between calls and recomputes the rows written since: a run costs at most
-    two launches (that pass and the run kernel) and one copy back (the
-    sort path: O(S) counts and its placements, ``run_sort_cuda``); a cycle
-    one launch (that pass) and, for the host's ranking, the span of the
-    cache's rows written since its last cycle copied back (``_host_rows``)."""
+    between calls and recomputes the rows written since (their span, when
+    it is short: no copy of row numbers): a run costs at most two launches
+    (that pass and the run kernel) and one copy back (the sort path: O(S)
+    counts and its placements, ``run_sort_cuda``); a placement cycle two
+    launches (that pass and the pick, ``_cuda_cycle``) and four numbers
+    back; a cycle that wants scores or has host plugins one launch and,
+    for the host's ranking, the span of the cache's rows written since its
+    last such cycle copied back (``_host_rows``)."""
 
     name = "cuda"
     run_path = DEVICE_RUN_PATH      # what ``place_run`` is called in the metrics
     MAX_CACHED_QUERIES = 32
+    # The by-row pass recomputes the whole span of the rows written since
+    # (a view of the device arange, no copy) while it holds at most this
+    # many rows per written one; else the written rows are copied over.
+    SPAN_SLACK = 4
 
     def __init__(self):
         reason = cuda_unavailable_reason()
@@ -915,12 +922,19 @@ class CudaBackend:
             self._caches.move_to_end(id(q))
         if c.seen != source.version:
             if c.seen < 0:
-                if self._all_rows is None or self._all_rows.shape[0] != n:
-                    self._all_rows = cuda.to_device(np.arange(n, dtype=np.int64))
-                d_rows, k = self._all_rows, n
+                d_rows, k = self._arange(n), n
             else:
                 dirty = np.flatnonzero(source.row_version[:n] > c.seen)
-                d_rows, k = (cuda.to_device(dirty) if dirty.shape[0] else None), dirty.shape[0]
+                k = dirty.shape[0]
+                d_rows = None
+                if k:
+                    lo, hi = int(dirty[0]), int(dirty[-1]) + 1
+                    if hi - lo <= self.SPAN_SLACK * k:
+                        # the span as a view of the device arange: no copy
+                        # (its unwritten rows recompute to what they hold)
+                        d_rows, k = self._arange(n)[lo:hi], hi - lo
+                    else:
+                        d_rows = cuda.to_device(dirty)
             if k:
                 self._k.launch_fused_pass(k, d_rows, packs, self._qbuf(cols, q), True,
                                           c.reasons, c.raw)
@@ -1008,10 +1022,14 @@ class CudaBackend:
         """``rows`` (ascending, distinct, below ``n``) on the device: every
         row is the cached ``arange(n)``, else one copy."""
         if rows.shape[0] == n:
-            if self._all_rows is None or self._all_rows.shape[0] != n:
-                self._all_rows = self._cuda.to_device(np.arange(n, dtype=np.int64))
-            return self._all_rows
+            return self._arange(n)
         return self._cuda.to_device(rows)
+
+    def _arange(self, n: int):
+        """``arange(n)`` on the device, kept."""
+        if self._all_rows is None or self._all_rows.shape[0] != n:
+            self._all_rows = self._cuda.to_device(np.arange(n, dtype=np.int64))
+        return self._all_rows
 
 
 def _never_fails(n: int) -> DR.RuleArrays:

@@ -42,12 +42,13 @@ def _pods():
     return pods + [pod_dict("huge", cpu="64", created=99)]
 
 
-def _play(backend, calls=None):
+def _play(backend, calls=None, pods=None, nodes=None):
     """(bindings, the backend, the cluster); ``calls`` (cuda) gets per
     evaluate: (launches, row cache rows copied back, sizes of the arrays
-    copied back, tied positions, rows processed)."""
-    pods = _pods()
-    cluster = build_cluster(_nodes(), HALF)
+    copied back, tied positions, rows processed, sizes of the new arrays
+    sent to the device)."""
+    pods = pods or _pods()
+    cluster = build_cluster(nodes or _nodes(), HALF)
     be = cluster.framework_for(parse_pod(pods[0]), backend).backend
     if calls is not None:
         from numba import cuda
@@ -59,18 +60,28 @@ def _play(backend, calls=None):
             copied.append(self.size)
             return real_copy(self, *a, **k)
 
+        sent = []
+        real_to_device = cuda.to_device
+
+        def to_device(a, *args, **k):
+            sent.append(a.size)
+            return real_to_device(a, *args, **k)
+
         def evaluate(*a, **k):
             launches, rows_back, copies = be.launches, be.rows_downloaded, len(copied)
+            uploads = len(sent)
             res = real_evaluate(*a, **k)
             calls.append((be.launches - launches, be.rows_downloaded - rows_back,
-                          copied[copies:], len(res.ties), res.processed))
+                          copied[copies:], len(res.ties), res.processed, sent[uploads:]))
             return res
         be.evaluate = evaluate
         device_type.copy_to_host = copy_to_host
+        cuda.to_device = to_device
         try:
             out = Scheduler(cluster, backend, seed=7, batch=False).schedule_pending(pods)[0]
         finally:
             device_type.copy_to_host = real_copy
+            cuda.to_device = real_to_device
     else:
         out = Scheduler(cluster, backend, seed=7, batch=False).schedule_pending(pods)[0]
     return [(b.pod, b.node) for b in out], be, cluster
@@ -83,13 +94,30 @@ def test_device_cycles_place_as_numba_with_two_launches_and_no_rows_back():
     n = cluster.state.columns().allocatable.shape[0]
     placed = [c for c in calls if c[3]]
     assert len(placed) == 12 and any(c[4] < n for c in placed), calls
-    for launches, rows_back, copies, _ties, _processed in placed:
+    for launches, rows_back, copies, _ties, _processed, _sent in placed:
         # the by-row pass (when rows were written) and the pick; four numbers back
         assert launches <= 2 and rows_back == 0 and copies == [cycle.OUT_LEN], calls
+    # after a query's first cycle what goes to the device (besides the
+    # written node rows, into the packs: not counted here) is at most the
+    # numbers of the rows written since its last cycle (one placement per
+    # kind of pod in between, far apart), and nothing when they lie close
+    kinds = 3
+    assert all(len(c[5]) <= 1 and sum(c[5]) <= kinds for c in placed[kinds:]), calls
     # the pod that fits nowhere: its reasons by row come back for the diagnosis
     failed = [c for c in calls if not c[3]]
     assert failed and all(c[1] == n for c in failed), calls
     assert be.rows_downloaded == n * len(failed)
+
+
+def test_alike_pods_cycles_send_nothing_after_the_first():
+    """One kind of pod: each cycle's by-row pass recomputes the one row
+    written since, as a view of rows the device holds: after the first
+    cycle nothing but the written node rows goes to the device."""
+    pods = [pod_dict(f"a{i}", cpu="500m", created=i) for i in range(5)]
+    calls = []
+    got, _be, _cluster = _play("cuda", calls, pods, _nodes(12))
+    assert got == _play("numba", None, pods, _nodes(12))[0]
+    assert all(c[0] == 2 and not c[5] for c in calls[1:]), calls
 
 
 def test_host_ranked_cycles_copy_back_only_the_rows_written_since():
