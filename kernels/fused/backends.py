@@ -712,8 +712,8 @@ class CudaBackend:
         self._cycle_host = _cycle_host
         self._kept_rows = None
         self._sparams: dict = {}
-        self._pick_out = cuda.device_array(_cycle_host.OUT_LEN, np.int64)
-        self._pick_host = cuda.pinned_array(_cycle_host.OUT_LEN, np.int64)
+        self._pick_out = None                    # the pick's answer, device and host
+        self._pick_host = None
         self._finalize = _fused_numba.finalize
         self._packs: tuple = ()
         self._qbufs: OrderedDict = OrderedDict()
@@ -849,6 +849,9 @@ class CudaBackend:
         n = cols.allocatable.shape[0]
         spans, _, _ = SA.node_packs(self._shape)
         pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
+        if self._pick_out is None:
+            self._pick_out = self._cuda.device_array(self._cycle_host.OUT_LEN, np.int64)
+            self._pick_host = self._cuda.pinned_array(self._cycle_host.OUT_LEN, np.int64)
         self._cycle.launch_cycle_pick(
             rows.shape[0], self._cycle_rows(rows, n), c.reasons, c.raw,
             self._slot_params(active, norm, weights, n_slots), packs[0], start, num_to_find,
