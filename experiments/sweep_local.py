@@ -85,6 +85,7 @@ from .sweep_events import (
     plan_events,
     rejector_codes,
     row_steps,
+    scenario_trace,
 )
 
 __all__ = ["BatchProfileError", "LocalRun", "TraceSetup", "batched_local", "run_setups", "share_call",
@@ -159,6 +160,7 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     (a ``Scenario``) its node steps as the kernel's node events
     (``sweep_events``)."""
     objects = list(objects)
+    trace = scenario_trace(trace, scenario)     # its created pods among the trace's rows
     cl = build_cluster(copy.deepcopy(objects), copy.deepcopy(config))
     # the manifests' pending pods arrive at time 0 and stay; those of no
     # profile are never queued (the rows count them arrived, ``unprofiled``)

@@ -29,7 +29,7 @@ from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.generators.clusters import node_dict, pod_dict
 
 from support.local_clusters import config
-from support.local_scenarios import write_scenario
+from support.local_scenarios import scenario_steps, write_scenario
 from support.local_traces import write_inputs
 
 
@@ -52,16 +52,78 @@ def _same(got, want) -> None:
         assert g == w
 
 
+def pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
+    """``n_pods`` Pod creates (some leaving a ``duration`` after binding,
+    some too big for any node, some of another priority class's value
+    when ``priorities``) and deletes of created pods, of the manifests'
+    pending pods and of their bound pods, at times among ``node_steps``'
+    (ties included); a delete only where the Simulation finds the pod (no
+    drain or removal since it arrived, its duration not over, its node
+    still there)."""
+    objs = list(yaml.safe_load_all(open(cluster)))
+    bound = {o["metadata"]["name"]: o["spec"]["nodeName"] for o in objs
+             if o.get("kind") == "Pod" and o["spec"].get("nodeName")}
+    pending = [o["metadata"]["name"] for o in objs
+               if o.get("kind") == "Pod" and not o["spec"].get("nodeName")]
+    times = sorted({int(s["at"]) for s in node_steps} | {0, 1, 2, 40})
+
+    def leaves(s):
+        # (time, nodes) of the steps that take pods off nodes
+        if "drain" in s:
+            return [s["drain"]]
+        if "removeNodes" in s:
+            return list(s["removeNodes"])
+        if "delete" in s:
+            return [s["delete"]["name"]]
+        return []
+
+    gone = [(int(s["at"]), leaves(s)) for s in node_steps if leaves(s)]
+    steps, alive = [], {}          # pod -> (arrival, seconds bound or None)
+    for k in range(n_pods):
+        t = int(rng.choice(times)) + int(rng.choice([0, 0, 1, 30]))
+        name = f"s{k}"
+        step = {"at": t, "create": pod_dict(name, cpu=str(rng.choice(["300m", "1", "5"])),
+                                            memory="512Mi")}
+        dur = None
+        if rng.random() < 0.4:
+            dur = int(rng.choice([0, 5, 100]))
+            step["duration"] = dur
+        steps.append(step)
+        alive[name] = (t, dur)
+    for name in pending:
+        alive[name] = (0, None)
+    for _ in range(int(rng.integers(0, 4))):
+        t = int(rng.choice(times)) + int(rng.choice([0, 1, 3, 60]))
+        cands = [n for n, (t0, d) in alive.items() if t0 < t and (d is None or t <= t0 + d)
+                 and not any(t0 < g < t for g, _ in gone)]
+        cands += [n for n, node in bound.items()
+                  if not any(g < t and node in names for g, names in gone)]
+        if not cands:
+            continue
+        name = str(rng.choice(sorted(cands)))
+        alive.pop(name, None)
+        bound.pop(name, None)
+        steps.append({"at": t, "delete": {"kind": "Pod", "name": name}})
+    return steps
+
+
 @settings(max_examples=10, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
        bound=st.integers(0, 3), n_steps=st.integers(1, 6), durations=st.booleans(),
-       interval=st.sampled_from([7.0, 60.0]))
+       interval=st.sampled_from([7.0, 60.0]), n_created=st.integers(0, 4))
 def test_node_events_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound, n_steps,
-                                                durations, interval):
+                                                durations, interval, n_created):
+    # node steps and pod steps (creates, deletes of created, pending and
+    # bound pods) among the trace's arrivals and departures
     cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, bound,
                                            durations=durations)
-    scenario = write_scenario(tmp_path, seed, n_nodes, n_steps)
+    rng = np.random.default_rng(seed + 7919)
+    steps = scenario_steps(rng, n_nodes, n_steps)
+    steps += pod_steps(rng, steps, cluster, n_created)
+    scenario = tmp_path / f"scenario{seed}.yaml"
+    scenario.write_text(yaml.safe_dump({"steps": steps}))
+    scenario = str(scenario)
     jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs, cluster=cluster,
                        scenario=scenario, interval=interval)
     got, rest = _batched(jobs)
