@@ -25,8 +25,9 @@ import tensorsched as ts
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_local as SL
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
-from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
 from tensorsched.generators.clusters import node_dict, pod_dict
+from tensorsched.kernels.batch.local_events import WHY_DELETED
 
 from support.local_clusters import config
 from support.local_scenarios import scenario_steps, write_scenario
@@ -231,7 +232,20 @@ def test_drain_and_node_delete_free_bound_pods(tmp_path):
 
 
 @pytest.mark.parametrize("steps, what", [
-    ([{"at": 5, "create": pod_dict("z", cpu="1", memory="1Gi")}], "create Pod"),
+    ([{"at": 5, "create": {**pod_dict("z", cpu="1", memory="1Gi"),
+                           "spec": {**pod_dict("z")["spec"], "nodeName": "n0"}}}],
+     "created bound"),
+    # z fits nowhere: it is still pending at its delete, but whether a pod
+    # left before its delete (the Simulation's NotFound) is known only as
+    # it runs: refused when it could have
+    ([{"at": 5, "create": pod_dict("z", cpu="9", memory="1Gi"), "duration": 10},
+      {"at": 20, "delete": {"kind": "Pod", "name": "z"}}], "may have left before"),
+    ([{"at": 5, "create": pod_dict("z", cpu="9", memory="1Gi")},
+      {"at": 7, "drain": "n0"}, {"at": 9, "delete": {"kind": "Pod", "name": "z"}}],
+     "may have left with a node"),
+    # p0 created and deleted before the trace's p0 arrives (at 1)
+    ([{"at": 0, "create": pod_dict("p0", cpu="1", memory="1Gi")},
+      {"at": 0.5, "delete": {"kind": "Pod", "name": "p0"}}], "named as another pod"),
     ([{"at": 5, "removeNodes": ["n1"]},
       {"at": 9, "create": node_dict("n1", cpu="1", memory="1Gi")}], "exists or existed"),
     ([{"at": 5, "removeNodes": ["n0", "n1"]}], "no node left"),
@@ -344,3 +358,101 @@ def test_a_node_added_after_a_removal_takes_the_freed_row(tmp_path):
         got, rest = _batched(jobs)
         assert rest == []
         _same(got, _rows(jobs, False))
+
+
+def _no_preemption() -> dict:
+    cfg = config(0)
+    cfg["profiles"][0]["plugins"] = {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
+    return cfg
+
+
+def _check(tmp_path, objs, trace, steps, cfg=None, seeds=(0, 3), interval=10.0):
+    """Write the inputs, run ``simulate_batch`` (seed 0), compare each
+    job's batched row with its Simulation's; the LocalRun and the rows."""
+    cluster, tr, cf, sc = _write(tmp_path, objs, trace, steps, cfg)
+    (r,) = ts.simulate_batch(cluster, [tr], [cf], seeds=[0], scenario=sc)
+    jobs = S.make_jobs([tr], list(seeds), configs=[cf], cluster=cluster, scenario=sc,
+                       interval=interval)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    _same(got, want)
+    return r, want
+
+
+@pytest.mark.parametrize("holder", ["bound", "created"])
+def test_a_deleted_pod_wakes_a_pod_waiting_on_resources(tmp_path, holder):
+    # ``big`` holds 1500m of n0's 2 cpus (the manifests' bound pod, or a
+    # pod the scenario created at 0); p0 (1 cpu) fails on NodeResourcesFit
+    # at 1 and waits; ``big``'s delete at 50 frees n0 (Pod/Delete) and p0
+    # binds then, on its second attempt
+    objs = [node_dict("n0", cpu="2", memory="4Gi")]
+    steps = [{"at": 50, "delete": {"kind": "Pod", "name": "big"}}]
+    if holder == "bound":
+        objs.append(_bound("big", "n0"))
+        objs[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1500m"
+    else:
+        steps.insert(0, {"at": 0, "create": pod_dict("big", cpu="1500m", memory="1Gi")})
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\n"
+    r, want = _check(tmp_path, objs, trace, steps)
+    p0 = 0 if holder == "bound" else 1      # a pod created at 0 comes first
+    assert r.bind[p0] == 50.0 and r.tries[p0] == 2
+    assert want[0]["deleted"] == 1 and want[0]["pending"] == 0
+    if holder == "created":
+        assert r.why[0] == WHY_DELETED and r.bind[0] == 0.0
+
+
+def test_a_created_high_priority_pod_jumps_the_queue(tmp_path):
+    # at 10 the scenario creates lo (priority 0) and then hi (1000), each
+    # 1500m of n0's 2 cpus: PrioritySort pops hi first and it binds, lo
+    # waits; created before the trace's p1 arriving then too (p1 fits
+    # beside hi only: 500m)
+    objs = [node_dict("n0", cpu="2", memory="4Gi")]
+    steps = [{"at": 10, "create": pod_dict("lo", cpu="1500m", memory="1Gi")},
+             {"at": 10, "create": pod_dict("hi", cpu="1500m", memory="1Gi", priority=1000)}]
+    trace = "name,arrival,departure,cpu,memory\np0,1,5,100m,1Gi\np1,10,,500m,1Gi\n"
+    r, want = _check(tmp_path, objs, trace, steps, _no_preemption())
+    # the pods: p0, then at 10 the created lo and hi before the trace's p1
+    assert r.bind[2] == 10.0 and r.node[1] == -1 and r.bind[3] == 10.0
+    assert want[0]["pending"] == 1 and want[0]["scheduled"] == 3
+
+
+def test_deleting_a_pending_pod_removes_it(tmp_path):
+    # w0 (the manifests') and huge (created at 3) fit nowhere and wait;
+    # their deletes at 20 take them out of the queue (no cluster event:
+    # nothing else moves), counted deleted, not pending
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), pod_dict("w0", cpu="5", memory="1Gi")]
+    steps = [{"at": 3, "create": pod_dict("huge", cpu="9", memory="1Gi")},
+             {"at": 20, "delete": {"kind": "Pod", "name": "huge"}},
+             {"at": 20, "delete": {"kind": "Pod", "name": "w0"}}]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\np1,20,,3,1Gi\n"
+    r, want = _check(tmp_path, objs, trace, steps)
+    assert list(r.why) == [WHY_DELETED, 0, WHY_DELETED, 0]
+    assert want[0]["deleted"] == 2 and want[0]["pending"] == 1
+
+
+def test_a_delete_the_simulation_cannot_find_is_its_error(tmp_path):
+    # the scenario is checked before the trace is submitted: a trace pod
+    # is not found (the Simulation's ScenarioError), batched or not
+    objs = [node_dict("n0", cpu="2", memory="4Gi")]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\n"
+    steps = [{"at": 5, "delete": {"kind": "Pod", "name": "p0"}}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
+    with pytest.raises(ScenarioError, match="not found"):
+        ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    with pytest.raises(ScenarioError, match="not found"):
+        sim = ts.Simulation(S.run.cluster_objects(cluster=cluster), yaml.safe_load(open(cfg)))
+        sim.scenario(sc)
+
+
+def test_a_delete_goes_before_a_departure_of_its_time(tmp_path):
+    # d binds at 0 and is due to leave at 50 (its duration); its delete at
+    # 50 is on the agenda first (pushed with the scenario): Deleted, not
+    # Departed, in the batch as in the Simulation
+    objs = [node_dict("n0", cpu="2", memory="4Gi")]
+    steps = [{"at": 0, "create": pod_dict("d", cpu="1", memory="1Gi"), "duration": 50},
+             {"at": 50, "delete": {"kind": "Pod", "name": "d"}}]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1500m,1Gi\n"
+    r, want = _check(tmp_path, objs, trace, steps)
+    assert r.why[0] == WHY_DELETED and r.bind[1] == 50.0
+    assert want[0]["deleted"] == 1 and want[0]["departed"] == 0
