@@ -145,6 +145,11 @@ class NodeEvents:
         return used, np.asarray(self.left_nz, np.int64).reshape(len(self.t), 2)
 
 
+def _reads_node_names(pod) -> bool:
+    """Whether a pod's node affinity selects nodes by name (``matchFields``)."""
+    return "matchFields" in repr(pod.node_affinity or {})
+
+
 def _phase(st) -> int:
     """Where a step's events go among those of its time on the Simulation's
     agenda: pod deletes with the departures (first: pushed before any),
@@ -223,6 +228,9 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     rows = {name: i for i, name in enumerate(names)}      # local rows (at their time)
     uids = dict(rows)                                    # universe indices
     present = set(names)
+    alias = {name: name for name in names}    # a live node's universe name
+    taken = set(names) | {(o.get("metadata") or {}).get("name") for st in scenario.steps
+                          if st.kind == "Node" for o in st.objects}
     free: list = []
     state = cl.state
     ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
@@ -289,8 +297,9 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                     on_node[home] = [p for p in on_node[home] if p.key != key]
                     gone = {nm: int(before[k] - state.requested[r, k])
                             for k, nm in enumerate(state.resources.names)}
-                    plan.add(st.at, EV_POD_DELETE, rows[home], uids[home], cur[home],
-                             len(present), -1, gone["cpu"], gone["memory"], gone,
+                    u = alias[home]
+                    plan.add(st.at, EV_POD_DELETE, rows[u], uids[u], cur[u], len(present),
+                             -1, gone["cpu"], gone["memory"], gone,
                              (int(nz_before[0] - state.nonzero_requested[r, 0]),
                               int(nz_before[1] - state.nonzero_requested[r, 1])))
                     continue
@@ -309,34 +318,51 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
         if st.action in ("create", "addNodes"):
             for o in st.objects:
                 name = (o.get("metadata") or {}).get("name")
-                if name in present or name in rows:
-                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
-                uids[name] = len(names)
+                if name in present:
+                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
+                u = name
+                o = copy.deepcopy(o)
+                if name in rows:
+                    # added again after its removal: the universe holds it
+                    # under a name of its own (``<name>.<k>``; only a
+                    # node's name tells them apart, and no queued pod reads it)
+                    if any(_reads_node_names(p) for p in trace_pods):
+                        raise refuse(f"{where} ({st.action})", f"node {name!r} added again "
+                                     "while a queued pod's node affinity reads node names")
+                    k = 1
+                    while f"{name}.{k}" in taken:
+                        k += 1
+                    u = f"{name}.{k}"
+                    taken.add(u)
+                    o["metadata"]["name"] = u
+                alias[name] = u
+                uids[u] = len(names)
                 if free:
-                    rows[name] = free.pop()
+                    rows[u] = free.pop()
                 else:
-                    rows[name] = len(plan.local_rows)
-                    plan.local_rows.append(uids[name])
-                names.append(name)
-                objs[name] = [copy.deepcopy(o)]
-                cur[name] = 0
+                    rows[u] = len(plan.local_rows)
+                    plan.local_rows.append(uids[u])
+                names.append(u)
+                objs[u] = [o]
+                cur[u] = 0
                 present.add(name)
-                added.append(name)
-                plan.add(st.at, EV_ADD, rows[name], uids[name], 0, len(present))
+                added.append(u)
+                plan.add(st.at, EV_ADD, rows[u], uids[u], 0, len(present))
             continue
         for name in st.names:
             if name not in present:
                 raise refuse(f"{where} ({st.action})", f"node {name!r} is not in the cluster "
                              f"at {st.at:g}s")
-            row = rows[name]
+            u = alias[name]
+            row = rows[u]
             if st.action in ("cordon", "uncordon", "drain"):
-                obj = objs[name][cur[name]]
+                obj = objs[u][cur[u]]
                 if st.action != "drain" or not parse_node(obj).unschedulable:
                     new = set_unschedulable(obj, st.action != "uncordon")
-                    if new not in objs[name]:
-                        objs[name].append(new)
-                    cur[name] = objs[name].index(new)
-                    plan.add(st.at, EV_UPDATE, row, uids[name], cur[name], len(present))
+                    if new not in objs[u]:
+                        objs[u].append(new)
+                    cur[u] = objs[u].index(new)
+                    plan.add(st.at, EV_UPDATE, row, uids[u], cur[u], len(present))
                 if st.action != "drain":
                     continue
             leaves.append(st.at)
@@ -371,7 +397,7 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                 if not present:
                     raise refuse(f"{where} ({st.action})", "the cluster has no node left (a "
                                  "pod failing there waits for any event)")
-            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[name], cur[name],
+            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[u], cur[u],
                      len(present), len(pods), cpu, mem, left, left_nz)
     if EV_POD_DELETE in plan.kind and not plan.local_rows:
         raise refuse("scenario (delete Pod)", "a cluster without nodes")

@@ -53,6 +53,20 @@ def _same(got, want) -> None:
         assert g == w
 
 
+def readd_steps(rng, node_steps: list) -> list:
+    """Nodes removed by ``node_steps`` added again under their names (a
+    Node create, random size), at the removal's time (after it) or later."""
+    out = []
+    for s in node_steps:
+        gone = s.get("removeNodes") or ([s["delete"]["name"]] if "delete" in s else [])
+        for name in gone:
+            if rng.random() < 0.5:
+                out.append({"at": int(s["at"]) + int(rng.choice([0, 1, 20])),
+                            "create": node_dict(name, cpu=str(rng.choice(["1", "2", "4"])),
+                                                memory="4Gi", pods=str(int(rng.integers(2, 7))))})
+    return out
+
+
 def pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
     """``n_pods`` Pod creates (some leaving a ``duration`` after binding,
     some too big for any node, some of another priority class's value
@@ -115,13 +129,14 @@ def pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
        interval=st.sampled_from([7.0, 60.0]), n_created=st.integers(0, 4))
 def test_node_events_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, bound, n_steps,
                                                 durations, interval, n_created):
-    # node steps and pod steps (creates, deletes of created, pending and
-    # bound pods) among the trace's arrivals and departures
+    # node steps (removed nodes added again under their names too) and pod
+    # steps (creates, deletes of created, pending and bound pods) among the
+    # trace's arrivals and departures
     cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, bound,
                                            durations=durations)
     rng = np.random.default_rng(seed + 7919)
     steps = scenario_steps(rng, n_nodes, n_steps)
-    steps += pod_steps(rng, steps, cluster, n_created)
+    steps += pod_steps(rng, steps, cluster, n_created) + readd_steps(rng, steps)
     scenario = tmp_path / f"scenario{seed}.yaml"
     scenario.write_text(yaml.safe_dump({"steps": steps}))
     scenario = str(scenario)
@@ -231,6 +246,13 @@ def test_drain_and_node_delete_free_bound_pods(tmp_path):
     assert want[0]["evicted"] >= 2 and want[0]["deleted"] >= 1
 
 
+def _daemon_pod(name: str) -> dict:
+    p = pod_dict(name, cpu="100m", memory="128Mi")
+    p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                         "name": "agent", "uid": "u1", "controller": True}]
+    return p
+
+
 @pytest.mark.parametrize("steps, what", [
     ([{"at": 5, "create": {**pod_dict("z", cpu="1", memory="1Gi"),
                            "spec": {**pod_dict("z")["spec"], "nodeName": "n0"}}}],
@@ -246,8 +268,8 @@ def test_drain_and_node_delete_free_bound_pods(tmp_path):
     # p0 created and deleted before the trace's p0 arrives (at 1)
     ([{"at": 0, "create": pod_dict("p0", cpu="1", memory="1Gi")},
       {"at": 0.5, "delete": {"kind": "Pod", "name": "p0"}}], "named as another pod"),
-    ([{"at": 5, "removeNodes": ["n1"]},
-      {"at": 9, "create": node_dict("n1", cpu="1", memory="1Gi")}], "exists or existed"),
+    ([{"at": 3, "create": _daemon_pod("agent-x")}, {"at": 5, "drain": "n0"}],
+     "a drain would leave"),
     ([{"at": 5, "removeNodes": ["n0", "n1"]}], "no node left"),
 ])
 def test_uncovered_steps_are_refused_by_name(tmp_path, steps, what):
@@ -456,3 +478,17 @@ def test_a_delete_goes_before_a_departure_of_its_time(tmp_path):
     r, want = _check(tmp_path, objs, trace, steps)
     assert r.why[0] == WHY_DELETED and r.bind[1] == 50.0
     assert want[0]["deleted"] == 1 and want[0]["departed"] == 0
+
+
+def test_a_node_added_again_under_a_removed_name(tmp_path):
+    # n1 (1 cpu) goes at 10 with its pod; n1 comes back at 20 with 4 cpus
+    # (the universe holds it as n1.1, in the row n1 freed): p2 (2 cpus,
+    # waiting for a node event) binds on it then
+    objs = [node_dict("n0", cpu="1", memory="4Gi"), node_dict("n1", cpu="1", memory="4Gi")]
+    steps = [{"at": 10, "removeNodes": ["n1"]},
+             {"at": 20, "create": node_dict("n1", cpu="4", memory="4Gi")}]
+    trace = "name,arrival,departure,cpu,memory\np0,1,,1,1Gi\np1,2,,1,1Gi\np2,3,,2,1Gi\n"
+    r, want = _check(tmp_path, objs, trace, steps)
+    assert r.bind[2] == 20.0 and r.node_names[r.node[2]] == "n1.1"
+    assert r.node_names[r.node[0]] != r.node_names[r.node[1]]
+    assert want[0]["deleted"] == 1 and want[0]["running"] == 2
