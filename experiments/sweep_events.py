@@ -394,9 +394,6 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
             if not evict:
                 present.discard(name)
                 free.append(row)
-                if not present:
-                    raise refuse(f"{where} ({st.action})", "the cluster has no node left (a "
-                                 "pod failing there waits for any event)")
             plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[u], cur[u],
                      len(present), len(pods), cpu, mem, left, left_nz)
     if EV_POD_DELETE in plan.kind and not plan.local_rows:

@@ -280,10 +280,13 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
     to_find = num_to_find
     start = 0
     m = 0
+    # a pod failed where no node was (rejected by no plugin): from then on
+    # an arrival moves such pods too (``_queue.admit_moving``)
+    nowhere = 0
     while True:
-        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, backoff0, backoff_max,
-                            max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp,
-                            rank, ak, pmask)
+        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
+                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                            hp, dk, ds, dp, rank, ak, pmask)
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]
@@ -394,9 +397,10 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                                      ties_scratch, hi_scratch)
             start = (start + processed) % nv
         if i < 0:
-            q_failed_mask(j, failure_interest(c, nv, positions, reasons, static_bits, rej,
-                                              fit_interest),
-                          qi, qf, pst, pts, up, pmask)
+            mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
+            if mask == 0:
+                nowhere = 1
+            q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
             continue
         place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                  c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,

@@ -490,14 +490,39 @@ def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
         qf[QF_NOW] = max(t, now)
 
 
-def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, backoff0, backoff_max, max_unsched,
-                 qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask):
+def admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
+                 rank, ak, dk, ds, dp, pmask):
+    """``admit_arrivals`` where each pod's arrival (an unscheduled pod's
+    add) moves the unschedulable pods rejected by no plugin (``pmask`` 0:
+    they failed where no node was), after its push, as the queue's
+    ``add`` then ``move_all`` does."""
+    p = arr.shape[0]
+    a = qi[QI_NEXT_ARR]
+    if a >= p or arr[a] != now:
+        return False
+    while a < p and arr[a] == now:
+        pts[a] = now
+        push_active(a, qi, pst, aq, rank, ak)
+        if dep[a] < INF:
+            push_departure(dep[a], a, qi, dk, ds, dp)
+        qi[QI_NEXT_ARR] = a + 1
+        move_where(0, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank,
+                   ak, pmask)
+        a += 1
+    return True
+
+
+def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backoff_max,
+                 max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                 pmask):
     """``q_next_events`` where the events of kind ``lead_kind`` (``ev_kind``
     [E]) come before the departures of their time: a scenario's pod
     deletes, which the Simulation's agenda holds among the departures
     (pushed before any of them).  At a time: those events (NODE), the
     departures due, the other events (NODE), the arrivals; the stream
-    (``ev_t`` nondecreasing) lists a time's lead events first."""
+    (``ev_t`` nondecreasing) lists a time's lead events first.
+    ``add_moves`` nonzero: an arrival moves the pods rejected by no plugin
+    (``admit_moving``)."""
     n_ev = ev_t.shape[0]
     while True:
         now = qf[QF_NOW]
@@ -521,7 +546,11 @@ def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, backoff0, backoff_max, max_
                 qi[QI_NEXT_EV] = e + 1
                 qi[QI_POD] = e
                 return NODE
-            if admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
+            if add_moves != 0:
+                if admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq,
+                                up, hk, hs, hp, rank, ak, dk, ds, dp, pmask):
+                    continue
+            elif admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
                 continue
             qi[QI_EVENTS] = 0
             continue

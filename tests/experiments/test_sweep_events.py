@@ -270,7 +270,6 @@ def _daemon_pod(name: str) -> dict:
       {"at": 0.5, "delete": {"kind": "Pod", "name": "p0"}}], "named as another pod"),
     ([{"at": 3, "create": _daemon_pod("agent-x")}, {"at": 5, "drain": "n0"}],
      "a drain would leave"),
-    ([{"at": 5, "removeNodes": ["n0", "n1"]}], "no node left"),
 ])
 def test_uncovered_steps_are_refused_by_name(tmp_path, steps, what):
     objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
@@ -492,3 +491,23 @@ def test_a_node_added_again_under_a_removed_name(tmp_path):
     assert r.bind[2] == 20.0 and r.node_names[r.node[2]] == "n1.1"
     assert r.node_names[r.node[0]] != r.node_names[r.node[1]]
     assert want[0]["deleted"] == 1 and want[0]["running"] == 2
+
+
+@pytest.mark.parametrize("back", [50, 12])
+def test_pods_failing_where_no_node_is_wait_for_any_event(tmp_path, back):
+    # every node goes at 10: p1 and p2 fail with no node (rejected by no
+    # plugin), each later arrival (p2's, the created s0's) moves them, a
+    # bound pod's departure too; the node added back at ``back`` takes them
+    objs = [node_dict("n0", cpu="4", memory="4Gi"), node_dict("n1", cpu="4", memory="4Gi")]
+    steps = [{"at": 10, "removeNodes": ["n0", "n1"]},
+             {"at": 14, "create": pod_dict("s0", cpu="1", memory="1Gi")},
+             {"at": back, "addNodes": {"template": node_dict("x", cpu="4", memory="4Gi")}}]
+    trace = ("name,arrival,departure,cpu,memory\np0,1,,1,1Gi\np1,11,,1,1Gi\n"
+             "p2,13,,1,1Gi\np3,30,,1,1Gi\n")
+    r, want = _check(tmp_path, objs, trace, steps, interval=5.0)
+    assert want[0]["deleted"] == 1 and want[0]["pending"] == 0
+    assert (r.bind[1:] >= back).all() and r.tries[1] >= 2
+    if back == 50:
+        # p1 tried at 11, again after the arrivals at 13 and 14 (backing
+        # off), at 30 (p3's arrival), then at 50 on the node added
+        assert r.tries[1] == 5 and want[0]["failed_attempts"] >= 8
