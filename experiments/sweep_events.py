@@ -1,5 +1,6 @@
-"""A scenario's node steps as the batched node-local trace kernel's node
-events (``kernels.batch.local_events``), and a run's sweep row from them.
+"""A scenario's node and pod steps as the batched node-local trace
+kernel's events (``kernels.batch.local_events``), and a run's sweep row
+from them.
 
 ``plan_events(cluster, scenario)`` follows the steps in time order as the
 Simulation applies them (``framework/simulation/changes.py``): a node added
@@ -14,18 +15,37 @@ every node once per variant (variant v of the cluster: each node's v-th
 object, or its last), so a step swaps a node's static answers for those of
 another universe row.  A node added while a removed node's row is free
 takes that row (the last freed first, as the cluster state reuses rows):
-the kernel's local row then holds another universe node from its time.
+the kernel's local row then holds another universe node from its time; a
+node added again under a removed node's name is another universe node,
+``<name>.<k>`` (its name the only difference, and no queued pod's node
+affinity reads names).  With no node left, a pod failing there is
+rejected by no plugin and every event moves it (an arrival too).
 
-Refused, by the step's field and why (the per-run path takes the job):
-Pod creates and deletes (the kernel's queue takes the trace's pods only), a
-node added under the name of one removed before, a step naming a node absent then or adding one present (the
-Simulation's own error), a step leaving the cluster without nodes (a pod
-failing there is rejected by no plugin and waits for any event, an
-arrival's too), a drain of a node when a queued pod is one a drain leaves
-(DaemonSet, static: the manifests' bound ones stay, as the Simulation keeps
-them), a node added or removed while ImageLocality scores an image (its
-score counts the nodes holding it), a node removed or drained whose bound
-pods InterPodAffinity's answers read.
+Pod steps, as the Simulation's agenda orders them at one time (deletes
+with the departures, before them; node steps; creates with the arrivals,
+before the trace's): a created pod is a row of the kernel's trace
+(``scenario_trace``: its class built as the trace pods' are, arriving at
+its step's time, leaving its ``duration`` after its binding, in
+PrioritySort's order by its own priority and creation time); a Pod delete
+is an event before the departures of its time (``EV_POD_DELETE``): a
+bound pod frees its node (Pod/Delete moves the pods listening to it), a
+pending one leaves the queue; a manifests' bound pod deleted frees its
+requests on its node.  The steps are checked as the Simulation checks
+them (``check_steps``, before the trace is submitted): a node absent then
+or added while present, a pod not found (a trace pod: not submitted yet)
+raise its own ``ScenarioError``.
+
+Refused, by the step's field and why (the per-run path takes the job): a
+pod created bound (``spec.nodeName``) or of no profile, or named as
+another pod (or created again); a delete of a pod that may have left
+before it (its ``duration`` could be over, or a node was drained or
+removed since it arrived: the Simulation stops with NotFound then; known
+only as it runs), of a bound pod that left with its node, of a manifests'
+bound pod while InterPodAffinity terms are about; a drain of a node when a queued pod is one a drain leaves (DaemonSet, static:
+the manifests' bound ones stay, as the Simulation keeps them), a node
+added or removed while ImageLocality scores an image (its score counts
+the nodes holding it), a node removed or drained whose bound pods
+InterPodAffinity's answers read.
 """
 
 from __future__ import annotations
@@ -79,7 +99,8 @@ def refuse(what: str, why: str) -> BatchProfileError:
 @dataclass
 class NodeEvents:
     """A scenario's node steps on one cluster: ``names`` the universe's
-    nodes (the cluster's, then those added, in order), ``n0`` how many
+    nodes (the cluster's, then those added, in order; one added again
+    under a removed node's name as ``<name>.<k>``), ``n0`` how many
     are there at the start (local rows 0..n0-1); ``local_rows`` each
     local row's first node (its universe index; a row freed by a removal
     takes the next node added); ``variants[v]`` the objects (manifests) of

@@ -33,14 +33,16 @@ usage-independent filter (taints, affinity, unschedulable, nodeName,
 InterPodAffinity's constants) passes one node for it, so a departure moves
 it as ``_queue`` moves every waiting pod.  A scenario's node steps
 (cordon, uncordon, drain, addNodes, Node deletes, removeNodes) run in the
-kernel as timed node events (``sweep_events``, ``kernels.batch.
+kernel as timed node events and its Pod steps too (creates as trace rows,
+deletes as events; ``sweep_events``, ``kernels.batch.
 local_events``): each failed pod then keeps the cluster events its
 rejecting plugins listen to and a departure or a node event moves only
 the pods listening to it, as the Simulation's queue does; so does a job
 whose trace pod those filters reject on every node (it waits for a node
 event or the pool's flush).  Refused: ``until``, a scenario step
-``sweep_events`` refuses (named by the step's field: Pod creates and
-deletes, ...); a pod that could preempt, pods whose InterPodAffinity terms
+``sweep_events`` refuses (named by the step's field: a drain while a
+queued pod is a DaemonSet's, a Pod delete of a pod that may have left
+before, ...); a pod that could preempt, pods whose InterPodAffinity terms
 select each other (the probes' kernel refuses them).
 """
 
