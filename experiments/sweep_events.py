@@ -41,11 +41,12 @@ another pod (or created again); a delete of a pod that may have left
 before it (its ``duration`` could be over, or a node was drained or
 removed since it arrived: the Simulation stops with NotFound then; known
 only as it runs), of a bound pod that left with its node, of a manifests'
-bound pod while InterPodAffinity terms are about; a drain of a node when a queued pod is one a drain leaves (DaemonSet, static:
-the manifests' bound ones stay, as the Simulation keeps them), a node
-added or removed while ImageLocality scores an image (its score counts
-the nodes holding it), a node removed or drained whose bound pods
-InterPodAffinity's answers read.
+bound pod while InterPodAffinity terms are about; a drain of a node when
+a queued pod is one a drain leaves (DaemonSet, static: the manifests'
+bound ones stay, as the Simulation keeps them), a node added or removed
+while ImageLocality scores an image (its score counts the nodes holding
+it), a node removed or drained whose bound pods InterPodAffinity's
+answers read.
 """
 
 from __future__ import annotations

@@ -163,5 +163,5 @@ def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[Trace
 
 
 __all__ = ["EV_ADD", "EV_DELETE", "EV_EVICT", "EV_KINDS", "EV_POD_DELETE", "EV_UPDATE",
-           "I_NODE_ADD", "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE", "LocalEvents", "REJ_FIRST",
-           "WHY_DELETED", "WHY_EVICTED", "run_local_events"]
+           "I_NODE_ADD", "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE", "LocalEvents",
+           "REJ_FIRST", "WHY_DELETED", "WHY_EVICTED", "run_local_events"]
