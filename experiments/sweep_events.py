@@ -8,7 +8,10 @@ Simulation applies them (``framework/simulation/changes.py``): a node added
 in the kernel, absent until then); ``cordon`` / ``uncordon`` replace the
 node's object (``set_unschedulable``: the field and the taint together) and
 move the pool for Node/Update; ``drain`` cordons a node that is not
-unschedulable yet, then evicts its pods (Pod/Delete); a Node ``delete`` /
+unschedulable yet, then evicts its pods (Pod/Delete) but those ``kubectl
+drain`` leaves (DaemonSet's, static: the manifests' bound ones stay, a
+queued one bound there stays by an ``EV_KEEP`` event before the drain's);
+a Node ``delete`` /
 ``removeNodes`` deletes its pods (Pod/Delete), then the node (Node/Delete).
 Each distinct object a node takes is a variant: the kernel's universe holds
 every node once per variant (variant v of the cluster: each node's v-th
@@ -41,9 +44,7 @@ another pod (or created again); a delete of a pod that may have left
 before it (its ``duration`` could be over, or a node was drained or
 removed since it arrived: the Simulation stops with NotFound then; known
 only as it runs), of a bound pod that left with its node, of a manifests'
-bound pod while InterPodAffinity terms are about; a drain of a node when
-a queued pod is one a drain leaves (DaemonSet, static: the manifests'
-bound ones stay, as the Simulation keeps them), a node added or removed
+bound pod while InterPodAffinity terms are about; a node added or removed
 while ImageLocality scores an image (its score counts the nodes holding
 it), a node removed or drained whose bound pods InterPodAffinity's
 answers read.
@@ -75,6 +76,7 @@ from tensorsched.kernels.batch.local_events import (
     EV_ADD,
     EV_DELETE,
     EV_EVICT,
+    EV_KEEP,
     EV_POD_DELETE,
     EV_UPDATE,
     I_NODE_ADD,
@@ -390,9 +392,12 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
             leaves.append(st.at)
             pods = on_node.pop(name, [])
             evict = st.action == "drain"
-            if evict and any(drain_exemption(p) is not None for p in trace_pods):
-                raise refuse(f"{where} (drain)", "a queued pod a drain would leave (DaemonSet, "
-                             "static)")
+            if evict:
+                # the queued pods a drain leaves (DaemonSet's, static), in
+                # case they are bound there
+                for j, p in enumerate(trace_pods):
+                    if drain_exemption(p) is not None:
+                        plan.add(st.at, EV_KEEP, row, uids[u], cur[u], len(present), j)
             left, left_nz = {}, (0, 0)
             cpu = mem = 0
             if pods:

@@ -40,9 +40,8 @@ rejecting plugins listen to and a departure or a node event moves only
 the pods listening to it, as the Simulation's queue does; so does a job
 whose trace pod those filters reject on every node (it waits for a node
 event or the pool's flush).  Refused: ``until``, a scenario step
-``sweep_events`` refuses (named by the step's field: a drain while a
-queued pod is a DaemonSet's, a Pod delete of a pod that may have left
-before, ...); a pod that could preempt, pods whose InterPodAffinity terms
+``sweep_events`` refuses (named by the step's field: a Pod delete of a
+pod that may have left before, ...); a pod that could preempt, pods whose InterPodAffinity terms
 select each other (the probes' kernel refuses them).
 """
 

@@ -130,7 +130,9 @@ EV_UPDATE = 2           # cordon / uncordon: its static answers become row ``ev_
 EV_EVICT = 3            # a drain's evictions: every pod on it leaves
 EV_DELETE = 4           # the node and its pods are deleted
 EV_POD_DELETE = 5       # a scenario's pod delete: pod ``ev_bound`` (a manifests' bound pod: -1)
+EV_KEEP = 6             # the next drain (of node ``ev_node``) leaves pod ``ev_bound`` there
 P_NOT_ARRIVED = 0       # _queue.NOT_ARRIVED
+P_KEPT = 7              # a bound pod the drain under way leaves (not a _queue status)
 
 # interest bits (_queue.EV_*) and a rejector code's flag: the status's
 # filter comes before NodeResourcesFit
@@ -252,6 +254,8 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
     ``EV_EVICT`` / ``EV_DELETE``: its pods leave (``ev_bound[e]`` of them
     the manifests' bound pods), in key order; a drain leaves ``ev_used[e]``
     [R] / ``ev_nz[e]`` [2] requested: its pods that stay;
+    ``EV_KEEP``: the drain next (of node ``ev_node[e]``) leaves pod
+    ``ev_bound[e]`` there when bound on it (a DaemonSet's, static);
     ``EV_POD_DELETE``: pod ``ev_bound[e]`` is deleted (bound: it frees its
     node, Pod/Delete; pending: it leaves the queue), or with -1 a
     manifests' bound pod on node ``ev_node[e]`` requesting ``ev_used[e]`` /
@@ -312,6 +316,11 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                 move_where(I_NODE_ADD if what == EV_ADD else I_NODE_UPDATE, now, backoff0,
                            backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
                            pmask)
+            elif what == EV_KEEP:
+                # a DaemonSet's (or static) pod: the drain that follows leaves it
+                jj = ev_bound[e]
+                if pst[jj] == P_BOUND and out_node[jj] == i:
+                    pst[jj] = P_KEPT
             elif what == EV_POD_DELETE:
                 jj = ev_bound[e]
                 freed = False
@@ -356,11 +365,22 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                         log_pod[m] = -1 - jj
                         m += 1
                         gone += 1
-                # what stays: the manifests' pods a drain leaves (none on a delete)
+                # what stays: the manifests' pods a drain leaves (none on a
+                # delete), and the queued pods it leaves (``EV_KEEP``)
                 for r in range(used.shape[1]):
                     used[i, r] = ev_used[e, r]
                 nz_used[i, 0] = ev_nz[e, 0]
                 nz_used[i, 1] = ev_nz[e, 1]
+                for k in range(korder.shape[0]):
+                    jj = korder[k]
+                    if pst[jj] == P_KEPT:
+                        pst[jj] = P_BOUND
+                        cc = pod_cls[jj]
+                        for r in range(used.shape[1]):
+                            used[i, r] += c_request[cc, r]
+                        used[i, RES_PODS] += 1
+                        nz_used[i, 0] += c_nonzero[cc, 0]
+                        nz_used[i, 1] += c_nonzero[cc, 1]
                 if what == EV_DELETE:
                     valid[i] = False
                     nv = live_rows(valid, positions)

@@ -27,7 +27,7 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
 from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
 from tensorsched.generators.clusters import node_dict, pod_dict
-from tensorsched.kernels.batch.local_events import WHY_DELETED
+from tensorsched.kernels.batch.local_events import WHY_DELETED, WHY_EVICTED
 
 from support.local_clusters import config
 from support.local_scenarios import scenario_steps, write_scenario
@@ -69,8 +69,7 @@ def readd_steps(rng, node_steps: list) -> list:
 
 def pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
     """``n_pods`` Pod creates (some leaving a ``duration`` after binding,
-    some too big for any node, some of another priority class's value
-    when ``priorities``) and deletes of created pods, of the manifests'
+    some too big for any node, some a DaemonSet's) and deletes of created pods, of the manifests'
     pending pods and of their bound pods, at times among ``node_steps``'
     (ties included); a delete only where the Simulation finds the pod (no
     drain or removal since it arrived, its duration not over, its node
@@ -97,8 +96,13 @@ def pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
     for k in range(n_pods):
         t = int(rng.choice(times)) + int(rng.choice([0, 0, 1, 30]))
         name = f"s{k}"
-        step = {"at": t, "create": pod_dict(name, cpu=str(rng.choice(["300m", "1", "5"])),
-                                            memory="512Mi")}
+        pod = pod_dict(name, cpu=str(rng.choice(["300m", "1", "5"])), memory="512Mi")
+        if rng.random() < 0.25:
+            # a DaemonSet's pod: a drain leaves it where it is bound
+            pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                                   "name": "agent", "uid": "u1",
+                                                   "controller": True}]
+        step = {"at": t, "create": pod}
         dur = None
         if rng.random() < 0.4:
             dur = int(rng.choice([0, 5, 100]))
@@ -268,8 +272,6 @@ def _daemon_pod(name: str) -> dict:
     # p0 created and deleted before the trace's p0 arrives (at 1)
     ([{"at": 0, "create": pod_dict("p0", cpu="1", memory="1Gi")},
       {"at": 0.5, "delete": {"kind": "Pod", "name": "p0"}}], "named as another pod"),
-    ([{"at": 3, "create": _daemon_pod("agent-x")}, {"at": 5, "drain": "n0"}],
-     "a drain would leave"),
 ])
 def test_uncovered_steps_are_refused_by_name(tmp_path, steps, what):
     objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
@@ -511,3 +513,20 @@ def test_pods_failing_where_no_node_is_wait_for_any_event(tmp_path, back):
         # p1 tried at 11, again after the arrivals at 13 and 14 (backing
         # off), at 30 (p3's arrival), then at 50 on the node added
         assert r.tries[1] == 5 and want[0]["failed_attempts"] >= 8
+
+
+def test_a_drain_leaves_a_queued_daemonset_pod(tmp_path):
+    # agent-x (a DaemonSet's pod, created at 1) and p0 bind on n0, the one
+    # schedulable node; n0's drain at 20 evicts p0 and leaves agent-x (its
+    # requests still count: p1, arriving at 21, does not fit beside it)
+    objs = [node_dict("n0", cpu="2", memory="4Gi"),
+            node_dict("n1", cpu="2", memory="4Gi", unschedulable=True)]
+    agent = _daemon_pod("agent-x")
+    agent["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    steps = [{"at": 1, "create": agent}, {"at": 20, "drain": "n0"},
+             {"at": 30, "uncordon": "n0"}]
+    trace = "name,arrival,departure,cpu,memory\np0,2,,1,1Gi\np1,21,,1500m,1Gi\n"
+    r, want = _check(tmp_path, objs, trace, steps, interval=5.0)
+    assert list(r.why) == [0, WHY_EVICTED, 0]
+    assert r.node_names[r.node[0]] == "n0" and np.isnan(r.bind[2])
+    assert want[0]["evicted"] == 1 and want[0]["running"] == 1 and want[0]["pending"] == 1
