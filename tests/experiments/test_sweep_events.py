@@ -30,7 +30,7 @@ from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels.batch.local_events import WHY_DELETED, WHY_EVICTED
 
 from support.local_clusters import config
-from support.local_scenarios import scenario_steps, write_scenario
+from support.local_scenarios import scenario_steps
 from support.local_traces import write_inputs
 
 
@@ -67,9 +67,11 @@ def readd_steps(rng, node_steps: list) -> list:
     return out
 
 
-def pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
+def pod_steps(rng, node_steps: list, cluster: str, n_pods: int,
+              priorities: bool = False) -> list:
     """``n_pods`` Pod creates (some leaving a ``duration`` after binding,
-    some too big for any node, some a DaemonSet's) and deletes of created pods, of the manifests'
+    some too big for any node, some a DaemonSet's; priorities 0, 10 or
+    1000 when ``priorities``) and deletes of created pods, of the manifests'
     pending pods and of their bound pods, at times among ``node_steps``'
     (ties included); a delete only where the Simulation finds the pod (no
     drain or removal since it arrived, its duration not over, its node
@@ -96,7 +98,8 @@ def pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
     for k in range(n_pods):
         t = int(rng.choice(times)) + int(rng.choice([0, 0, 1, 30]))
         name = f"s{k}"
-        pod = pod_dict(name, cpu=str(rng.choice(["300m", "1", "5"])), memory="512Mi")
+        pod = pod_dict(name, cpu=str(rng.choice(["300m", "1", "5"])), memory="512Mi",
+                       priority=int(rng.choice([0, 10, 1000])) if priorities else None)
         if rng.random() < 0.25:
             # a DaemonSet's pod: a drain leaves it where it is bound
             pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
@@ -157,10 +160,16 @@ def test_node_events_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(1, 20))
 def test_priorities_and_node_events_equal_each_simulation(tmp_path, seed, n_nodes, n_pods):
-    # activeQ in PrioritySort's order while node events move the pool
+    # activeQ in PrioritySort's order while node events move the pool, the
+    # scenario's created pods of their own priorities among the trace's
     cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, 1,
                                            durations=True, priorities=True)
-    scenario = write_scenario(tmp_path, seed, n_nodes, 4)
+    rng = np.random.default_rng(seed + 7919)
+    steps = scenario_steps(rng, n_nodes, 4)
+    steps += pod_steps(rng, steps, cluster, 3, priorities=True)
+    scenario = tmp_path / f"scenario{seed}.yaml"
+    scenario.write_text(yaml.safe_dump({"steps": steps}))
+    scenario = str(scenario)
     jobs = S.make_jobs([trace], [0], configs=configs[:2], cluster=cluster,
                        scenario=scenario, interval=60.0)
     got, rest = _batched(jobs)
