@@ -69,8 +69,8 @@ class LocalEvents(NamedTuple):
     to find after it), ``ev_bound`` (the manifests' bound pods it
     removes; ``EV_POD_DELETE``: the pod deleted, a local pod index, or -1
     for a manifests' bound pod; ``EV_KEEP``: a pod the drain next leaves
-    on the node, when bound there), ``ev_used`` [E, R] / ``ev_nz`` [E, 2] what
-    a drain leaves requested on its node (the pods a drain leaves;
+    on the node, when bound there), ``ev_used`` [E, R] / ``ev_nz`` [E, 2]
+    what a drain leaves requested on its node (the pods a drain leaves;
     ``EV_POD_DELETE`` of a bound pod of the manifests: its requests; zeros
     otherwise).  A time's pod deletes come first in the stream: they go
     before the departures of their time (``_queue.q_next_steps``)."""
@@ -167,6 +167,5 @@ def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[Trace
 
 
 __all__ = ["EV_ADD", "EV_DELETE", "EV_EVICT", "EV_KEEP", "EV_KINDS", "EV_POD_DELETE",
-           "EV_UPDATE",
-           "I_NODE_ADD", "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE", "LocalEvents",
-           "REJ_FIRST", "WHY_DELETED", "WHY_EVICTED", "run_local_events"]
+           "EV_UPDATE", "I_NODE_ADD", "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE",
+           "LocalEvents", "REJ_FIRST", "WHY_DELETED", "WHY_EVICTED", "run_local_events"]
