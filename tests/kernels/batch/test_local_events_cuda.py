@@ -34,8 +34,9 @@ POD_STEPS = [{"at": 1, "create": pod_dict("s0", cpu="300m", memory="512Mi"), "du
              {"at": 30, "uncordon": "n1"},
              {"at": 31, "addNodes": {"template": node_dict("x", cpu="2", memory="4Gi")}},
              {"at": 32, "create": {**pod_dict("ds", cpu="100m", memory="64Mi"), "metadata": {
-                 "name": "ds", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
-                                                   "name": "a", "uid": "u", "controller": True}]}}},
+                 "name": "ds", "ownerReferences": [{
+                     "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "a", "uid": "u",
+                     "controller": True}]}}},
              {"at": 40, "drain": "x-0"}, {"at": 40, "drain": "n0"}]
 
 
