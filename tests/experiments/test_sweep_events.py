@@ -1,8 +1,9 @@
 """A scenario's node steps inside the batched node-local trace kernel's
 queue (``experiments/sweep_events.py``, ``kernels/batch/local_events``):
 cordon, uncordon, drain, addNodes from a template, Node creates (into a
-row a removal freed too), removeNodes and Node deletes at times among the
-trace's arrivals and departures, on small
+row a removal freed too, under a removed node's name too), removeNodes and
+Node deletes, Pod creates and Pod deletes at times among the trace's
+arrivals and departures, on small
 random clusters and traces under the sweep's configurations; every
 batched row equals the row of the run's own Simulation (``batch=False``)
 but ``wall_seconds``.  A pod the usage-independent filters reject on
