@@ -1,5 +1,5 @@
-"""A scenario's node steps inside the batched node-local trace kernel's
-queue (``experiments/sweep_events.py``, ``kernels/batch/local_events``):
+"""A scenario's node and pod steps inside the batched node-local trace
+kernel's queue (``experiments/sweep_events.py``, ``kernels/batch/local_events``):
 cordon, uncordon, drain, addNodes from a template, Node creates (into a
 row a removal freed too, under a removed node's name too), removeNodes and
 Node deletes, Pod creates and Pod deletes at times among the trace's
