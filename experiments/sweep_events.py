@@ -1,5 +1,6 @@
-"""A scenario's node steps as the batched node-local trace kernel's node
-events (``kernels.batch.local_events``), and a run's sweep row from them.
+"""A scenario's node and pod steps as the batched node-local trace
+kernel's events (``kernels.batch.local_events``), and a run's sweep row
+from them.
 
 ``plan_events(cluster, scenario)`` follows the steps in time order as the
 Simulation applies them (``framework/simulation/changes.py``): a node added
@@ -7,25 +8,46 @@ Simulation applies them (``framework/simulation/changes.py``): a node added
 in the kernel, absent until then); ``cordon`` / ``uncordon`` replace the
 node's object (``set_unschedulable``: the field and the taint together) and
 move the pool for Node/Update; ``drain`` cordons a node that is not
-unschedulable yet, then evicts its pods (Pod/Delete); a Node ``delete`` /
+unschedulable yet, then evicts its pods (Pod/Delete) but those ``kubectl
+drain`` leaves (DaemonSet's, static: the manifests' bound ones stay, a
+queued one bound there stays by an ``EV_KEEP`` event before the drain's);
+a Node ``delete`` /
 ``removeNodes`` deletes its pods (Pod/Delete), then the node (Node/Delete).
 Each distinct object a node takes is a variant: the kernel's universe holds
 every node once per variant (variant v of the cluster: each node's v-th
 object, or its last), so a step swaps a node's static answers for those of
 another universe row.  A node added while a removed node's row is free
 takes that row (the last freed first, as the cluster state reuses rows):
-the kernel's local row then holds another universe node from its time.
+the kernel's local row then holds another universe node from its time; a
+node added again under a removed node's name is another universe node,
+``<name>.<k>`` (its name the only difference, and no queued pod's node
+affinity reads names).  With no node left, a pod failing there is
+rejected by no plugin and every event moves it (an arrival too).
 
-Refused, by the step's field and why (the per-run path takes the job):
-Pod creates and deletes (the kernel's queue takes the trace's pods only), a
-node added under the name of one removed before, a step naming a node absent then or adding one present (the
-Simulation's own error), a step leaving the cluster without nodes (a pod
-failing there is rejected by no plugin and waits for any event, an
-arrival's too), a drain of a node when a queued pod is one a drain leaves
-(DaemonSet, static: the manifests' bound ones stay, as the Simulation keeps
-them), a node added or removed while ImageLocality scores an image (its
-score counts the nodes holding it), a node removed or drained whose bound
-pods InterPodAffinity's answers read.
+Pod steps, as the Simulation's agenda orders them at one time (deletes
+with the departures, before them; node steps; creates with the arrivals,
+before the trace's): a created pod is a row of the kernel's trace
+(``scenario_trace``: its class built as the trace pods' are, arriving at
+its step's time, leaving its ``duration`` after its binding, in
+PrioritySort's order by its own priority and creation time); a Pod delete
+is an event before the departures of its time (``EV_POD_DELETE``): a
+bound pod frees its node (Pod/Delete moves the pods listening to it), a
+pending one leaves the queue; a manifests' bound pod deleted frees its
+requests on its node.  The steps are checked as the Simulation checks
+them (``check_steps``, before the trace is submitted): a node absent then
+or added while present, a pod not found (a trace pod: not submitted yet)
+raise its own ``ScenarioError``.
+
+Refused, by the step's field and why (the per-run path takes the job): a
+pod created bound (``spec.nodeName``) or of no profile, or named as
+another pod (or created again); a delete of a pod that may have left
+before it (its ``duration`` could be over, or a node was drained or
+removed since it arrived: the Simulation stops with NotFound then; known
+only as it runs), of a bound pod that left with its node, of a manifests'
+bound pod while InterPodAffinity terms are about; a node added or removed
+while ImageLocality scores an image (its score counts the nodes holding
+it), a node removed or drained whose bound pods InterPodAffinity's
+answers read.
 """
 
 from __future__ import annotations
@@ -47,11 +69,15 @@ from tensorsched.framework.runtime.cluster_events import (
     UNSCHEDULED_POD_ADD,
     plugin_events,
 )
+from tensorsched.framework.scheduler.cluster import pod_from
+from tensorsched.framework.simulation.scenario import check_steps
 from tensorsched.framework.simulation.series import percentile
 from tensorsched.kernels.batch.local_events import (
     EV_ADD,
     EV_DELETE,
     EV_EVICT,
+    EV_KEEP,
+    EV_POD_DELETE,
     EV_UPDATE,
     I_NODE_ADD,
     I_NODE_DELETE,
@@ -76,7 +102,8 @@ def refuse(what: str, why: str) -> BatchProfileError:
 @dataclass
 class NodeEvents:
     """A scenario's node steps on one cluster: ``names`` the universe's
-    nodes (the cluster's, then those added, in order), ``n0`` how many
+    nodes (the cluster's, then those added, in order; one added again
+    under a removed node's name as ``<name>.<k>``), ``n0`` how many
     are there at the start (local rows 0..n0-1); ``local_rows`` each
     local row's first node (its universe index; a row freed by a removal
     takes the next node added); ``variants[v]`` the objects (manifests) of
@@ -142,11 +169,82 @@ class NodeEvents:
         return used, np.asarray(self.left_nz, np.int64).reshape(len(self.t), 2)
 
 
+def _reads_node_names(pod) -> bool:
+    """Whether a pod's node affinity selects nodes by name (``matchFields``)."""
+    return "matchFields" in repr(pod.node_affinity or {})
+
+
+def _phase(st) -> int:
+    """Where a step's events go among those of its time on the Simulation's
+    agenda: pod deletes with the departures (first: pushed before any),
+    node steps, then pod creates with the arrivals (before the trace's)."""
+    if st.kind == "Pod":
+        return 0 if st.action == "delete" else 2
+    return 1
+
+
+def pod_key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+class ScenarioTrace:
+    """A trace with a scenario's created pods among its rows, what
+    ``sweep_local.trace_setup`` reads of a trace: ``len``, ``arrival`` /
+    ``departure`` / ``duration`` [P] seconds (NaN: none) and
+    ``records(start, stop)``.  Rows in arrival order, at one time the
+    created pods first (in the scenario's order: its ``pods`` events are
+    on the agenda before the trace's), then the trace's rows; a created
+    pod arrives at its step's time and leaves its step's ``duration``
+    after its binding.  ``source[r]``: row r's trace row, or -1 - k for the
+    k-th created pod."""
+
+    def __init__(self, trace, scenario):
+        self.trace = trace
+        self.created = [(st.at, o, st.duration) for st in scenario.steps
+                        if st.kind == "Pod" and st.action == "create" for o in st.objects]
+        n = len(trace)
+        arr = np.asarray(trace.arrival, np.float64)
+        at = np.asarray([c[0] for c in self.created], np.float64)
+        # created first at a time: the sort's second key
+        order = np.lexsort((np.concatenate([np.ones(n), np.zeros(at.shape[0])]),
+                            np.concatenate([arr, at])))
+        self.source = np.where(order < n, order, -1 - (order - n)).astype(np.int64)
+        self.arrival = np.concatenate([arr, at])[order]
+        self.departure = np.concatenate([np.asarray(trace.departure, np.float64),
+                                         np.full(at.shape[0], np.nan)])[order]
+        dur = [np.nan if c[2] is None else float(c[2]) for c in self.created]
+        self.duration = np.concatenate([np.asarray(trace.duration, np.float64),
+                                        np.asarray(dur, np.float64)])[order]
+        self._records = None
+
+    def __len__(self) -> int:
+        return self.arrival.shape[0]
+
+    def records(self, start: int, stop: int) -> list:
+        if self._records is None:
+            rows = list(self.trace.records(0, len(self.trace)))
+            made = [pod_from(copy.deepcopy(c[1])) for c in self.created]
+            self._records = [rows[r] if r >= 0 else made[-1 - r] for r in self.source.tolist()]
+        return self._records[start:stop]
+
+
+def scenario_trace(trace, scenario):
+    """``trace`` with the pods ``scenario`` creates among its rows
+    (``ScenarioTrace``), or ``trace`` itself when it creates none."""
+    if scenario is None or not any(st.kind == "Pod" and st.action == "create"
+                                   for st in scenario.steps):
+        return trace
+    return ScenarioTrace(trace, scenario)
+
+
 def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     """The node events of ``scenario`` (a ``Scenario``) on the cluster
     ``cl`` built from ``objects`` (manifests; its state loses the bound
-    pods the events remove); ``trace_pods`` the queued pods (records).
-    Raises ``BatchProfileError`` (module doc)."""
+    pods the events remove); ``trace_pods`` the queued pods (records: the
+    manifests' pending pods, then the rows of ``scenario_trace``).
+    Raises ``BatchProfileError`` (module doc), or the Simulation's own
+    ``ScenarioError`` for a step it refuses."""
     nodes = list(cl.objects.nodes)
     names = [n.name for n in nodes]
     objs = {n.name: [copy.deepcopy(n.obj)] for n in nodes}
@@ -154,6 +252,9 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     rows = {name: i for i, name in enumerate(names)}      # local rows (at their time)
     uids = dict(rows)                                    # universe indices
     present = set(names)
+    alias = {name: name for name in names}    # a live node's universe name
+    taken = set(names) | {(o.get("metadata") or {}).get("name") for st in scenario.steps
+                          if st.kind == "Node" for o in st.objects}
     free: list = []
     state = cl.state
     ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
@@ -161,51 +262,142 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     on_node: dict = {}
     for p in bound_pods(cl):
         on_node.setdefault(p.node_name, []).append(p)
+    bound_keys = {p.key for ps in on_node.values() for p in ps}
+    profiles = {p.scheduler_name for p in cl.config.profiles}
+    pending_keys = {p.key for p in cl.objects.pods if not p.node_name}
+    # the Simulation's own check (as ``Simulation.scenario``, before the
+    # trace is submitted): the pods a step deletes are the manifests' (a
+    # pending one from after 0 s: its arrival) or the scenario's own
+    check_steps(scenario, names, 0.0,
+                lambda key, t: key in bound_keys or (key in pending_keys and t > 0))
+    index: dict = {}
+    for j, p in enumerate(trace_pods):
+        index.setdefault(p.key, []).append(j)
+    for st in scenario.steps:
+        for o in st.objects if st.kind == "Pod" else ():
+            key = pod_key(o)
+            if len(index.get(key, ())) > 1 or key in bound_keys:
+                raise refuse(f"{st.field} (create Pod)", f"pod {key} named as another pod "
+                             "(or created again)")
+    index = {key: js[0] for key, js in index.items()}
+    arrive: dict = {}           # a deletable queued pod -> (arrival, seconds bound or None)
+    for p in trace_pods:
+        if p.key in pending_keys:
+            arrive[p.key] = (0.0, None)
+    leaves: list = []           # times nodes are drained or removed
+    ipa_queued = any(p.pod_affinity or p.pod_anti_affinity for p in trace_pods)
     added: list = []
     plan = NodeEvents(names, len(names), [], list(range(len(names))))
-    for st in scenario.steps:
+    order = sorted(range(len(scenario.steps)), key=lambda k: (scenario.steps[k].at,
+                                                              _phase(scenario.steps[k]), k))
+    for st in (scenario.steps[k] for k in order):
         where = st.field
-        if st.kind == "Pod":
-            raise refuse(f"{where} ({st.action} Pod)", "the kernel's queue takes the "
-                         "trace's pods only")
+        if st.kind == "Pod" and st.action == "create":
+            for o in st.objects:
+                rec = pod_from(o)
+                if rec.node_name:
+                    raise refuse(f"{where} (create Pod)", "a pod created bound (spec.nodeName)")
+                if rec.scheduler_name not in profiles:
+                    raise refuse(f"{where} (create Pod)", f"no profile schedules pod {rec.key} "
+                                 f"(schedulerName {rec.scheduler_name!r})")
+                arrive[rec.key] = (st.at, st.duration)
+            continue
+        if st.kind == "Pod":            # a delete
+            for key in st.names:
+                if key in bound_keys:
+                    home = next((n for n, ps in on_node.items() if any(
+                        p.key == key for p in ps)), None)
+                    if home is None:
+                        raise refuse(f"{where} (delete Pod)", f"pod {key} left with its node "
+                                     "before (the Simulation's NotFound)")
+                    pod = next(p for p in on_node[home] if p.key == key)
+                    if ipa_queued or pod.pod_affinity or pod.pod_anti_affinity:
+                        raise refuse("InterPodAffinity", f"bound pod {key} deleted at "
+                                     f"{st.at:g}s (its terms' answers change)")
+                    r = state.node_rows[home]
+                    before = state.requested[r].copy()
+                    nz_before = state.nonzero_requested[r].copy()
+                    state.remove_pod(key)
+                    on_node[home] = [p for p in on_node[home] if p.key != key]
+                    gone = {nm: int(before[k] - state.requested[r, k])
+                            for k, nm in enumerate(state.resources.names)}
+                    u = alias[home]
+                    plan.add(st.at, EV_POD_DELETE, rows[u], uids[u], cur[u], len(present),
+                             -1, gone["cpu"], gone["memory"], gone,
+                             (int(nz_before[0] - state.nonzero_requested[r, 0]),
+                              int(nz_before[1] - state.nonzero_requested[r, 1])))
+                    continue
+                if key not in arrive or key not in index:
+                    raise refuse(f"{where} (delete Pod)", f"pod {key} is not queued (no "
+                                 "profile schedules it: the Simulation's NotFound)")
+                t0, dur = arrive.pop(key)
+                if dur is not None and st.at > t0 + dur:
+                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left before "
+                                 f"{st.at:g}s ({dur:g}s after its binding)")
+                if any(t0 < t < st.at for t in leaves):
+                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left with a "
+                                 "node drained or removed before")
+                plan.add(st.at, EV_POD_DELETE, 0, 0, 0, len(present), index[key])
+            continue
         if st.action in ("create", "addNodes"):
             for o in st.objects:
                 name = (o.get("metadata") or {}).get("name")
-                if name in present or name in rows:
-                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
-                uids[name] = len(names)
+                if name in present:
+                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
+                u = name
+                o = copy.deepcopy(o)
+                if name in rows:
+                    # added again after its removal: the universe holds it
+                    # under a name of its own (``<name>.<k>``; only a
+                    # node's name tells them apart, and no queued pod reads it)
+                    if any(_reads_node_names(p) for p in trace_pods):
+                        raise refuse(f"{where} ({st.action})", f"node {name!r} added again "
+                                     "while a queued pod's node affinity reads node names")
+                    k = 1
+                    while f"{name}.{k}" in taken:
+                        k += 1
+                    u = f"{name}.{k}"
+                    taken.add(u)
+                    o["metadata"]["name"] = u
+                alias[name] = u
+                uids[u] = len(names)
                 if free:
-                    rows[name] = free.pop()
+                    rows[u] = free.pop()
                 else:
-                    rows[name] = len(plan.local_rows)
-                    plan.local_rows.append(uids[name])
-                names.append(name)
-                objs[name] = [copy.deepcopy(o)]
-                cur[name] = 0
+                    rows[u] = len(plan.local_rows)
+                    plan.local_rows.append(uids[u])
+                names.append(u)
+                objs[u] = [o]
+                cur[u] = 0
                 present.add(name)
-                added.append(name)
-                plan.add(st.at, EV_ADD, rows[name], uids[name], 0, len(present))
+                added.append(u)
+                plan.add(st.at, EV_ADD, rows[u], uids[u], 0, len(present))
             continue
         for name in st.names:
             if name not in present:
                 raise refuse(f"{where} ({st.action})", f"node {name!r} is not in the cluster "
                              f"at {st.at:g}s")
-            row = rows[name]
+            u = alias[name]
+            row = rows[u]
             if st.action in ("cordon", "uncordon", "drain"):
-                obj = objs[name][cur[name]]
+                obj = objs[u][cur[u]]
                 if st.action != "drain" or not parse_node(obj).unschedulable:
                     new = set_unschedulable(obj, st.action != "uncordon")
-                    if new not in objs[name]:
-                        objs[name].append(new)
-                    cur[name] = objs[name].index(new)
-                    plan.add(st.at, EV_UPDATE, row, uids[name], cur[name], len(present))
+                    if new not in objs[u]:
+                        objs[u].append(new)
+                    cur[u] = objs[u].index(new)
+                    plan.add(st.at, EV_UPDATE, row, uids[u], cur[u], len(present))
                 if st.action != "drain":
                     continue
+            leaves.append(st.at)
             pods = on_node.pop(name, [])
             evict = st.action == "drain"
-            if evict and any(drain_exemption(p) is not None for p in trace_pods):
-                raise refuse(f"{where} (drain)", "a queued pod a drain would leave (DaemonSet, "
-                             "static)")
+            if evict:
+                # the queued pods a drain leaves (DaemonSet's, static), in
+                # case they are bound there
+                for j, p in enumerate(trace_pods):
+                    if drain_exemption(p) is not None:
+                        plan.add(st.at, EV_KEEP, row, uids[u], cur[u], len(present), j)
             left, left_nz = {}, (0, 0)
             cpu = mem = 0
             if pods:
@@ -229,11 +421,10 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
             if not evict:
                 present.discard(name)
                 free.append(row)
-                if not present:
-                    raise refuse(f"{where} ({st.action})", "the cluster has no node left (a "
-                                 "pod failing there waits for any event)")
-            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[name], cur[name],
+            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[u], cur[u],
                      len(present), len(pods), cpu, mem, left, left_nz)
+    if EV_POD_DELETE in plan.kind and not plan.local_rows:
+        raise refuse("scenario (delete Pod)", "a cluster without nodes")
     n_var = max(len(v) for v in objs.values()) if objs else 1
     for v in range(n_var):
         out = []
@@ -314,6 +505,11 @@ def row_steps(plan: NodeEvents, alloc: np.ndarray, ci: int, mi: int, base: tuple
                 deleted += k
             else:
                 evicted += k
+        elif kind == EV_POD_DELETE and k < 0:
+            # a manifests' bound pod (the kernel's pods count by ``why``)
+            bc -= c
+            bm -= m
+            deleted += 1
         cap_c.append(int(alloc[live, ci].sum()))
         cap_m.append(int(alloc[live, mi].sum()))
         base_c.append(bc)
@@ -341,10 +537,10 @@ def event_row(res, why: np.ndarray, trace, steps: RowSteps, caps: tuple, base: t
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(res.tries.sum()) - scheduled,
            "preemptions": 0, "departed": int((on & (leaves | timed) & stayed).sum()),
-           "deleted": int((~on & leaves).sum()) + int((why == WHY_DELETED).sum())
+           "deleted": int((~on & leaves & stayed).sum()) + int((why == WHY_DELETED).sum())
            + steps.deleted,
            "evicted": int((why == WHY_EVICTED).sum()) + steps.evicted,
-           "pending": int((~on & ~leaves).sum()),
+           "pending": int((~on & ~leaves & stayed).sum()),
            "running": int((on & ~leaves & ~timed & stayed).sum()) + bound - steps.deleted
            - steps.evicted,
            "latency_p50": finite(percentile(lat, 50)),

@@ -33,14 +33,15 @@ usage-independent filter (taints, affinity, unschedulable, nodeName,
 InterPodAffinity's constants) passes one node for it, so a departure moves
 it as ``_queue`` moves every waiting pod.  A scenario's node steps
 (cordon, uncordon, drain, addNodes, Node deletes, removeNodes) run in the
-kernel as timed node events (``sweep_events``, ``kernels.batch.
+kernel as timed node events and its Pod steps too (creates as trace rows,
+deletes as events; ``sweep_events``, ``kernels.batch.
 local_events``): each failed pod then keeps the cluster events its
 rejecting plugins listen to and a departure or a node event moves only
 the pods listening to it, as the Simulation's queue does; so does a job
 whose trace pod those filters reject on every node (it waits for a node
 event or the pool's flush).  Refused: ``until``, a scenario step
-``sweep_events`` refuses (named by the step's field: Pod creates and
-deletes, ...); a pod that could preempt, pods whose InterPodAffinity terms
+``sweep_events`` refuses (named by the step's field: a Pod delete of a
+pod that may have left before, ...); a pod that could preempt, pods whose InterPodAffinity terms
 select each other (the probes' kernel refuses them).
 """
 
@@ -85,6 +86,7 @@ from .sweep_events import (
     plan_events,
     rejector_codes,
     row_steps,
+    scenario_trace,
 )
 
 __all__ = ["BatchProfileError", "LocalRun", "TraceSetup", "batched_local", "run_setups", "share_call",
@@ -159,6 +161,7 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     (a ``Scenario``) its node steps as the kernel's node events
     (``sweep_events``)."""
     objects = list(objects)
+    trace = scenario_trace(trace, scenario)     # its created pods among the trace's rows
     cl = build_cluster(copy.deepcopy(objects), copy.deepcopy(config))
     # the manifests' pending pods arrive at time 0 and stay; those of no
     # profile are never queued (the rows count them arrived, ``unprofiled``)

@@ -129,6 +129,10 @@ EV_ADD = 1              # the node joins (its universe row ``ev_x``)
 EV_UPDATE = 2           # cordon / uncordon: its static answers become row ``ev_x``'s
 EV_EVICT = 3            # a drain's evictions: every pod on it leaves
 EV_DELETE = 4           # the node and its pods are deleted
+EV_POD_DELETE = 5       # a scenario's pod delete: pod ``ev_bound`` (a manifests' bound pod: -1)
+EV_KEEP = 6             # the next drain (of node ``ev_node``) leaves pod ``ev_bound`` there
+P_NOT_ARRIVED = 0       # _queue.NOT_ARRIVED
+P_KEPT = 7              # a bound pod the drain under way leaves (not a _queue status)
 
 # interest bits (_queue.EV_*) and a rejector code's flag: the status's
 # filter comes before NodeResourcesFit
@@ -249,7 +253,14 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
     ``EV_UPDATE``: its static answers become row ``ev_x[e]``'s;
     ``EV_EVICT`` / ``EV_DELETE``: its pods leave (``ev_bound[e]`` of them
     the manifests' bound pods), in key order; a drain leaves ``ev_used[e]``
-    [R] / ``ev_nz[e]`` [2] requested: its pods that stay), ``ev_find[e]`` the nodes to
+    [R] / ``ev_nz[e]`` [2] requested: its pods that stay;
+    ``EV_KEEP``: the drain next (of node ``ev_node[e]``) leaves pod
+    ``ev_bound[e]`` there when bound on it (a DaemonSet's, static);
+    ``EV_POD_DELETE``: pod ``ev_bound[e]`` is deleted (bound: it frees its
+    node, Pod/Delete; pending: it leaves the queue), or with -1 a
+    manifests' bound pod on node ``ev_node[e]`` requesting ``ev_used[e]`` /
+    ``ev_nz[e]``; at its time before the departures, ``_queue.
+    q_next_steps``), ``ev_find[e]`` the nodes to
     find after it (percentageOfNodesToScore of the nodes then).  The
     Simulation's events: a node's add moves the pool for Node/Add, an
     update for Node/Update, each pod deleted for Pod/Delete, a node's
@@ -273,10 +284,13 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
     to_find = num_to_find
     start = 0
     m = 0
+    # a pod failed where no node was (rejected by no plugin): from then on
+    # an arrival moves such pods too (``_queue.admit_moving``)
+    nowhere = 0
     while True:
-        kind = q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
-                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                             pmask)
+        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
+                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                            hp, dk, ds, dp, rank, ak, pmask)
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]
@@ -302,6 +316,44 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                 move_where(I_NODE_ADD if what == EV_ADD else I_NODE_UPDATE, now, backoff0,
                            backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
                            pmask)
+            elif what == EV_KEEP:
+                # a DaemonSet's (or static) pod: the drain that follows leaves it
+                jj = ev_bound[e]
+                if pst[jj] == P_BOUND and out_node[jj] == i:
+                    pst[jj] = P_KEPT
+            elif what == EV_POD_DELETE:
+                jj = ev_bound[e]
+                freed = False
+                if jj < 0:
+                    # a manifests' bound pod: its requests ``ev_used[e]`` leave node i
+                    for r in range(used.shape[1]):
+                        used[i, r] -= ev_used[e, r]
+                    nz_used[i, 0] -= ev_nz[e, 0]
+                    nz_used[i, 1] -= ev_nz[e, 1]
+                    refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
+                                 shape_score, bal_res, bal_kind)
+                    freed = True
+                elif pst[jj] == P_BOUND:
+                    release_from(out_node[jj], pod_cls[jj], alloc, used, nz_used, c_request,
+                                 c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
+                                 static_bits, reasons, raw, strategy, fit_res, fit_kind,
+                                 fit_weights, shape_util, shape_score, bal_res, bal_kind)
+                    pst[jj] = P_GONE
+                    out_why[jj] = WHY_DELETED
+                    log_t[m] = now
+                    log_pod[m] = -1 - jj
+                    m += 1
+                    freed = True
+                elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
+                    # pending: it leaves the queue (its entries die where they
+                    # are); no cluster event
+                    pst[jj] = P_GONE
+                    out_why[jj] = WHY_DELETED
+                if freed:
+                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
             else:
                 gone = ev_bound[e]
                 for k in range(korder.shape[0]):
@@ -313,11 +365,22 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                         log_pod[m] = -1 - jj
                         m += 1
                         gone += 1
-                # what stays: the manifests' pods a drain leaves (none on a delete)
+                # what stays: the manifests' pods a drain leaves (none on a
+                # delete), and the queued pods it leaves (``EV_KEEP``)
                 for r in range(used.shape[1]):
                     used[i, r] = ev_used[e, r]
                 nz_used[i, 0] = ev_nz[e, 0]
                 nz_used[i, 1] = ev_nz[e, 1]
+                for k in range(korder.shape[0]):
+                    jj = korder[k]
+                    if pst[jj] == P_KEPT:
+                        pst[jj] = P_BOUND
+                        cc = pod_cls[jj]
+                        for r in range(used.shape[1]):
+                            used[i, r] += c_request[cc, r]
+                        used[i, RES_PODS] += 1
+                        nz_used[i, 0] += c_nonzero[cc, 0]
+                        nz_used[i, 1] += c_nonzero[cc, 1]
                 if what == EV_DELETE:
                     valid[i] = False
                     nv = live_rows(valid, positions)
@@ -354,9 +417,10 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                                      ties_scratch, hi_scratch)
             start = (start + processed) % nv
         if i < 0:
-            q_failed_mask(j, failure_interest(c, nv, positions, reasons, static_bits, rej,
-                                              fit_interest),
-                          qi, qf, pst, pts, up, pmask)
+            mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
+            if mask == 0:
+                nowhere = 1
+            q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
             continue
         place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                  c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,

@@ -488,3 +488,84 @@ def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
             qi[QI_EVENTS] = 1
             continue
         qf[QF_NOW] = max(t, now)
+
+
+def admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
+                 rank, ak, dk, ds, dp, pmask):
+    """``admit_arrivals`` where each pod's arrival (an unscheduled pod's
+    add) moves the unschedulable pods rejected by no plugin (``pmask`` 0:
+    they failed where no node was), after its push, as the queue's
+    ``add`` then ``move_all`` does."""
+    p = arr.shape[0]
+    a = qi[QI_NEXT_ARR]
+    if a >= p or arr[a] != now:
+        return False
+    while a < p and arr[a] == now:
+        pts[a] = now
+        push_active(a, qi, pst, aq, rank, ak)
+        if dep[a] < INF:
+            push_departure(dep[a], a, qi, dk, ds, dp)
+        qi[QI_NEXT_ARR] = a + 1
+        move_where(0, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank,
+                   ak, pmask)
+        a += 1
+    return True
+
+
+def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backoff_max,
+                 max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                 pmask):
+    """``q_next_events`` where the events of kind ``lead_kind`` (``ev_kind``
+    [E]) come before the departures of their time: a scenario's pod
+    deletes, which the Simulation's agenda holds among the departures
+    (pushed before any of them).  At a time: those events (NODE), the
+    departures due, the other events (NODE), the arrivals; the stream
+    (``ev_t`` nondecreasing) lists a time's lead events first.
+    ``add_moves`` nonzero: an arrival moves the pods rejected by no plugin
+    (``admit_moving``)."""
+    n_ev = ev_t.shape[0]
+    while True:
+        now = qf[QF_NOW]
+        if qi[QI_EVENTS] == 1:
+            e = qi[QI_NEXT_EV]
+            if e < n_ev and ev_t[e] == now and ev_kind[e] == lead_kind:
+                qi[QI_NEXT_EV] = e + 1
+                qi[QI_POD] = e
+                return NODE
+            if qi[QI_D_LEN] > 0 and dk[0] == now:
+                k = heap_pop_at(dk, ds, dp, qi, QI_D_LEN)
+                if pst[k] == BOUND:
+                    pst[k] = GONE
+                    move_where(EV_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+                    qi[QI_POD] = k
+                    return DEPART
+                pst[k] = GONE
+                continue
+            if e < n_ev and ev_t[e] == now:
+                qi[QI_NEXT_EV] = e + 1
+                qi[QI_POD] = e
+                return NODE
+            if add_moves != 0:
+                if admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq,
+                                up, hk, hs, hp, rank, ak, dk, ds, dp, pmask):
+                    continue
+            elif admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
+                continue
+            qi[QI_EVENTS] = 0
+            continue
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+              rank, ak)
+        if start_attempt(qi, pst, patt, aq, rank, ak):
+            return ATTEMPT
+        t = next_backoff(hk, hp, hs, qi, pst)
+        h = horizon(arr, qi, dk)
+        if qi[QI_NEXT_EV] < n_ev:
+            h = min(h, ev_t[qi[QI_NEXT_EV]])
+        if t == INF and h == INF:
+            return DONE
+        if t > h:
+            qf[QF_NOW] = h
+            qi[QI_EVENTS] = 1
+            continue
+        qf[QF_NOW] = max(t, now)

@@ -1,6 +1,7 @@
 """The node-local trace form with timed node events, on the CPU twin: each
 cluster's nodes join, change (cordon, uncordon), are drained and deleted at
-their times while its pods arrive and leave (``_local_trace.
+their times, and pods are deleted at theirs (a scenario's pod deletes),
+while its pods arrive and leave (``_local_trace.
 run_local_events_cluster``, a ``prange`` over clusters:
 ``_local_events_driver``).
 
@@ -33,12 +34,14 @@ from .local_cpu import (
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_local_trace.EV_ADD, _local_trace.EV_UPDATE,
                                           _local_trace.EV_EVICT, _local_trace.EV_DELETE)
+EV_POD_DELETE = _local_trace.EV_POD_DELETE
+EV_KEEP = _local_trace.EV_KEEP
 I_POD_DELETE, I_NODE_ADD, I_NODE_UPDATE, I_NODE_DELETE = (
     _local_trace.I_POD_DELETE, _local_trace.I_NODE_ADD, _local_trace.I_NODE_UPDATE,
     _local_trace.I_NODE_DELETE)
 REJ_FIRST = _local_trace.REJ_FIRST
 WHY_DELETED, WHY_EVICTED = _local_trace.WHY_DELETED, _local_trace.WHY_EVICTED
-EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE)
+EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE, EV_POD_DELETE, EV_KEEP)
 
 # the same chain as ``local_cpu``'s (the same sources and keys: its on-disk cache)
 _core = compile_module(_local_core, njit, base=_fused.core, options={"nogil": True}, cache=True)
@@ -64,8 +67,13 @@ class LocalEvents(NamedTuple):
     ``ev_kind`` (``EV_KINDS``), ``ev_node`` (local node), ``ev_x``
     (universe row: EV_ADD's and EV_UPDATE's answers), ``ev_find`` (nodes
     to find after it), ``ev_bound`` (the manifests' bound pods it
-    removes), ``ev_used`` [E, R] / ``ev_nz`` [E, 2] what a drain leaves
-    requested on its node (the pods a drain leaves; zeros otherwise)."""
+    removes; ``EV_POD_DELETE``: the pod deleted, a local pod index, or -1
+    for a manifests' bound pod; ``EV_KEEP``: a pod the drain next leaves
+    on the node, when bound there), ``ev_used`` [E, R] / ``ev_nz`` [E, 2]
+    what a drain leaves requested on its node (the pods a drain leaves;
+    ``EV_POD_DELETE`` of a bound pod of the manifests: its requests; zeros
+    otherwise).  A time's pod deletes come first in the stream: they go
+    before the departures of their time (``_queue.q_next_steps``)."""
 
     trace: LocalTrace
     valid0: np.ndarray
@@ -117,6 +125,19 @@ class LocalEvents(NamedTuple):
                                  ">= 0 in time order")
             if ((nodes < 0) | (nodes >= n)).any():
                 raise ValueError(f"LocalEvents.ev_node: cluster {b}'s local nodes 0..{n - 1}")
+            kinds = np.asarray(self.ev_kind)[ptr[b]:ptr[b + 1]]
+            keep = kinds == EV_KEEP
+            pods = np.asarray(self.ev_bound)[ptr[b]:ptr[b + 1]][(kinds == EV_POD_DELETE) | keep]
+            n_pods = int(a.pod_ptr[b + 1] - a.pod_ptr[b])
+            if ((pods < -1) | (pods >= n_pods)).any() or (
+                    np.asarray(self.ev_bound)[ptr[b]:ptr[b + 1]][keep] < 0).any():
+                raise ValueError(f"LocalEvents.ev_bound: cluster {b}'s pod deletes name its "
+                                 f"pods 0..{n_pods - 1} (or -1)")
+            lead = kinds == EV_POD_DELETE
+            same = t[1:] == t[:-1]
+            if (same & lead[1:] & ~lead[:-1]).any():
+                raise ValueError(f"LocalEvents.ev_kind: cluster {b}'s pod deletes come first "
+                                 "at their time")
 
 
 def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[TraceResult,
@@ -145,6 +166,6 @@ def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[Trace
     return out, why
 
 
-__all__ = ["EV_ADD", "EV_DELETE", "EV_EVICT", "EV_KINDS", "EV_UPDATE", "I_NODE_ADD",
-           "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE", "LocalEvents", "REJ_FIRST",
-           "WHY_DELETED", "WHY_EVICTED", "run_local_events"]
+__all__ = ["EV_ADD", "EV_DELETE", "EV_EVICT", "EV_KEEP", "EV_KINDS", "EV_POD_DELETE",
+           "EV_UPDATE", "I_NODE_ADD", "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE",
+           "LocalEvents", "REJ_FIRST", "WHY_DELETED", "WHY_EVICTED", "run_local_events"]
