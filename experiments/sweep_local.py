@@ -67,6 +67,7 @@ from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
+from tensorsched.kernels.batch.local_preempt import LocalPreempt, run_local_preempt
 from tensorsched.kernels.batch.local_events import (
     EV_ADD,
     EV_DELETE,
@@ -78,6 +79,7 @@ from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
+from .sweep_preempt import PreemptingProber, PreemptSetup, preempt_row, preempt_setup
 from .sweep_events import (
     NodeEvents,
     RowSteps,
@@ -111,6 +113,7 @@ class LocalRun:
     seed: int = 0
     node_names: list | None = None
     why: np.ndarray | None = None   # node events: how each pod left with its node (0: it did not)
+    victim: np.ndarray | None = None    # preemption: 1 for each pod preempted (it left then)
 
     @property
     def log_used(self) -> np.ndarray:
@@ -144,6 +147,7 @@ class TraceSetup:
     bound: int          # the manifests' bound pods (they keep running)
     unprofiled: int = 0     # the manifests' pending pods of no profile (never queued)
     events: "EventSetup | None" = None      # node events (``sweep_events``), or None
+    preempt: PreemptSetup | None = None     # DefaultPreemption's inputs (``sweep_preempt``), or None
 
 
 def _queued(cl):
@@ -169,8 +173,11 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     plan = None
     if scenario is not None and scenario.steps:
         plan = plan_events(objects, cl, scenario, pods)
+    preempt = None
     if plan is None:
-        prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
+        # a pod that could preempt: the kernel's queue preempts (``sweep_preempt``)
+        prober = PreemptingProber(cl, nodes, bound_pods(cl), pods, 0)
+        preempt = preempt_setup(prober, cl.objects, pods)
     else:
         probers = []
         for objs in plan.variants:
@@ -189,6 +196,11 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     n0 = len(nodes)
     static = prober.base["static_bits"][:, :n0]
     waits = bool(static.shape[1]) and bool((static != 0).all(axis=1).any())
+    if waits and preempt is not None:
+        who = pods[int(np.flatnonzero((static != 0).all(axis=1)[prober.class_of])[0])]
+        raise _refuse("DefaultPreemption", f"pod {who.key} is rejected on every node by the "
+                      "usage-independent filters (it waits for node events: the node-event "
+                      "form has no preemption) while a pod could preempt")
     if waits and plan is None:
         # a pod the usage-independent filters reject on every node waits
         # for a node event (or the pool's flush): the node-event form
@@ -212,7 +224,7 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
                        (float(sched_cfg.pod_initial_backoff_seconds),
                         float(sched_cfg.pod_max_backoff_seconds)),
                        caps, base, [n.name for n in nodes], len(prober.universe.objects.pods),
-                       n_pending - len(early))
+                       n_pending - len(early), preempt=preempt)
     if plan is not None:
         setup.events = event_setup(plan, probers, pods, cols, ci, mi, base)
     return setup
@@ -316,7 +328,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     ``max_unsched``: the Scheduler's pod_max_in_unschedulable_seconds;
     ``backend``: numba (the CPU twin, ``threads``) or cuda (a block per
     run; ``BackendError`` without a device)."""
-    if len(setups) > 1 and not share_call(setups):
+    if len(setups) > 1 and (not share_call(setups)
+                            or len({s.preempt is None for s in setups}) > 1):
         return [run_setups([s], [sd], threads, max_unsched, backend)[0]
                 for s, sd in zip(setups, seeds)]
     if any(s.events is not None for s in setups):
@@ -363,7 +376,10 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                     np.concatenate(dur) if n else np.zeros(0),
                     # all equal: activeQ first-in first-out (a ring, not a heap)
                     np.concatenate(rank) if n and any(r.any() for r in rank) else None)
-    if backend == "cuda":
+    victim = None
+    if setups[0].preempt is not None:
+        got, victim = _run_preempt(lt, setups, seeds, threads, backend)
+    elif backend == "cuda":
         try:
             # the cuda kernel's module raises BackendUnavailable on import
             # where no device (or simulator) is there
@@ -380,8 +396,33 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
         out[profile[b]].append(LocalRun(
             got.node[p0:p1].copy(), got.bind[p0:p1].copy(), got.tries[p0:p1].copy(),
             got.log_t[2 * p0:2 * p0 + m].copy(), got.log_pod[2 * p0:2 * p0 + m].copy(),
-            float(got.end[b])))
+            float(got.end[b]), victim=None if victim is None else victim[p0:p1].copy()))
     return out
+
+
+def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
+                 backend: str):
+    """``lt`` with DefaultPreemption in the kernel's queue
+    (``kernels.batch.local_preempt``; cuda: ``local_trace_cuda.
+    run_local_preempt_cuda``): (``TraceResult``, victim [sum P])."""
+    cols: dict = {f: [] for f in ("prio", "may", "krank", "pstart")}
+    pct, least = [], []
+    for s, sd in zip(setups, seeds):
+        for _seed in sd:
+            for f in cols:
+                cols[f].append(getattr(s.preempt, f))
+            pct.append(s.preempt.pct)
+            least.append(s.preempt.least)
+    cat = {f: np.concatenate(v) if v else np.zeros(0, np.int64) for f, v in cols.items()}
+    p = LocalPreempt(lt, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
+                     np.asarray(pct, np.int64), np.asarray(least, np.int64))
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch.local_trace_cuda import run_local_preempt_cuda
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from exc
+        return run_local_preempt_cuda(p)
+    return run_local_preempt(p, threads)
 
 
 def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsched: float,
@@ -586,6 +627,8 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                     row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
                                             horizon, False, base=s.base,
                                             last_event=float(spans[:, 1].max())))
+                    if res.victim is not None:
+                        row = preempt_row(row, res, rt)
                     row["running"] += s.bound
                 row["arrived"] += s.unprofiled      # never queued: not pending either
                 row["wall_seconds"] = each

@@ -1,0 +1,286 @@
+"""DefaultPreemption inside the node-local trace kernel's queue
+(``experiments/sweep_preempt.py``, ``kernels/batch/_local_preempt.py``):
+jobs where a pod could preempt run batched and every row equals the row
+of the job's own Simulation (``batch=False``) but ``wall_seconds``, on
+small random clusters (tainted and unschedulable nodes: candidates whose
+status is unresolvable; high-priority bound pods; pending pods of the
+manifests with priorities, some with preemptionPolicy Never) and traces
+with priorities (high-priority pods arriving when the cluster is full,
+departures at a time or a duration after the binding), under
+configurations that differ in scoring, percentageOfNodesToScore and
+DefaultPreemption's candidate count; targeted cases of the nomination;
+what the kernel does not cover is refused by name."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tensorsched as ts
+from tensorsched.experiments import simulate_run as run
+from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
+from tensorsched.generators.clusters import node_dict, pod_dict
+
+from support.local_clusters import config
+
+API = "kubescheduler.config.k8s.io/v1"
+
+
+def _rows(jobs, batch: bool):
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist()
+
+
+def _batched(jobs) -> tuple[list, list]:
+    inputs = S.load_inputs(jobs)
+    got: dict = {}
+    rest = SL.batched_local(jobs, inputs, 1, lambda i, row, e: got.__setitem__(i, row))
+    rows = [got.get(i) for i in range(len(jobs))]
+    for r in rows:
+        if r is not None:
+            r.pop("wall_seconds")
+    return rows, rest
+
+
+def _cluster(rng, n_nodes: int, n_bound: int) -> list:
+    objs = []
+    for i in range(n_nodes):
+        objs.append(node_dict(
+            f"n{i}", cpu=str(rng.choice(["1", "2", "4"])), memory=str(rng.choice(["2Gi", "4Gi"])),
+            pods=str(int(rng.integers(2, 6))), labels={"zone": str(rng.choice(["a", "b"]))},
+            taints=[{"key": "spot", "effect": str(rng.choice(["PreferNoSchedule", "NoSchedule"]))}]
+            if i and rng.random() < 0.3 else None, unschedulable=bool(i and rng.random() < 0.15)))
+    for k in range(n_bound):
+        # above every queued pod: never a victim
+        p = pod_dict(f"b{k}", cpu="100m", memory="256Mi", priority=5000)
+        p["spec"]["nodeName"] = f"n{int(rng.integers(n_nodes))}"
+        objs.append(p)
+    for k in range(int(rng.integers(0, 4))):
+        spec = {"preemptionPolicy": "Never"} if rng.random() < 0.4 else {}
+        objs.append(pod_dict(f"w{k}", cpu=str(rng.choice(["300m", "1"])), memory="512Mi",
+                             priority=int(rng.choice([0, 10, 1000])), spec=spec))
+    return objs
+
+
+def _trace(rng, n_pods: int) -> str:
+    lines = ["name,arrival,departure,duration,cpu,memory,priority"]
+    t = 0
+    for j in range(n_pods):
+        t += int(rng.choice([0, 0, 1, 3, 30, 400]))
+        stay = int(rng.choice([-1, -1, 0, 2, 50, 700]))
+        timed = stay >= 0 and rng.random() < 0.5
+        dep = "" if stay < 0 or timed else str(t + stay)
+        dur = str(stay) if timed else ""
+        # later pods of higher priority: they arrive when the cluster is full
+        prio = int(rng.choice([0, 0, 10, 1000] if j < n_pods // 2 else [0, 10, 1000, 1000]))
+        lines.append(f"p{j},{t},{dep},{dur},{rng.choice(['100m', '500m', '1', '2'])},"
+                     f"{rng.choice(['256Mi', '1Gi'])},{prio}")
+    return "\n".join(lines) + "\n"
+
+
+def _configs(rng, tmp) -> list[str]:
+    paths = []
+    for k in range(3):
+        cfg = config(k, False, pct=int(rng.choice([100, 50])))
+        cfg["profiles"][0]["pluginConfig"].append({"name": "DefaultPreemption", "args": {
+            "apiVersion": API, "kind": "DefaultPreemptionArgs",
+            "minCandidateNodesPercentage": int(rng.choice([0, 10, 50])),
+            "minCandidateNodesAbsolute": int(rng.choice([1, 2, 100]))}})
+        if rng.random() < 0.5:
+            cfg["profiles"][0]["plugins"] = {"score": {"enabled": [
+                {"name": "NodeResourcesBalancedAllocation", "weight": int(rng.integers(1, 4))},
+                {"name": "TaintToleration", "weight": int(rng.integers(1, 4))}]}}
+        path = tmp / f"cfg{k}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        paths.append(str(path))
+    return paths
+
+
+def _inputs(tmp, seed: int, n_nodes: int, n_pods: int, n_bound: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    cluster = tmp / f"cluster{seed}.yaml"
+    cluster.write_text(yaml.safe_dump_all(_cluster(rng, n_nodes, n_bound)))
+    trace = tmp / f"trace{seed}.csv"
+    trace.write_text(_trace(rng, n_pods))
+    return str(cluster), str(trace), _configs(rng, tmp)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 5), n_pods=st.integers(1, 30),
+       n_bound=st.integers(0, 2), interval=st.sampled_from([7.0, 60.0]))
+def test_preempting_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, n_bound,
+                                               interval):
+    cluster, trace, configs = _inputs(tmp_path, seed, n_nodes, n_pods, n_bound)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs, cluster=cluster,
+                       interval=interval)
+    inputs = S.load_inputs(jobs)
+    try:
+        SL.trace_setup(inputs[("cluster", cluster)], None, inputs[("trace", trace)])
+    except SL.BatchProfileError as exc:
+        # the one refusal these inputs can meet: a pod no node's static filters pass
+        assert "usage-independent filters" in str(exc)
+        return
+    got, rest = _batched(jobs)
+    want = _rows(jobs, False)
+    assert len(rest) < len(jobs)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if i not in rest:
+            assert g == w
+
+
+def test_random_inputs_preempt():
+    # the inputs above do preempt (the equality is not vacuous)
+    import tempfile
+    from pathlib import Path
+    total = 0
+    with tempfile.TemporaryDirectory() as d:
+        for seed in range(6):
+            cluster, trace, configs = _inputs(Path(d), seed, 3, 25, 1)
+            jobs = S.make_jobs([trace], [0], configs=configs[:1], cluster=cluster,
+                               interval=60.0)
+            got, rest = _batched(jobs)
+            total += sum(g["preemptions"] for g in got if g is not None)
+    assert total > 0
+
+
+def _one(tmp_path, objs, trace: str, cfg=None, seeds=(0,)):
+    """The batched rows and per-run rows of a sweep of ``objs`` and ``trace``."""
+    cl = tmp_path / "c.yaml"
+    cl.write_text(yaml.safe_dump_all(objs))
+    tr = tmp_path / "t.csv"
+    tr.write_text(trace)
+    more = {}
+    if cfg is not None:
+        (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+        more["configs"] = [str(tmp_path / "cfg.yaml")]
+    jobs = S.make_jobs([str(tr)], list(seeds), cluster=str(cl), interval=10.0, **more)
+    got, rest = _batched(jobs)
+    assert rest == []
+    return got, _rows(jobs, False)
+
+
+def _placements(objs, trace_text: str, tmp_path, seed: int = 0):
+    """(batched LocalRun, the Simulation's {pod: node} bound at the end, its
+    Preempted pods)."""
+    tr = tmp_path / "p.csv"
+    tr.write_text(trace_text)
+    (r,) = ts.simulate_batch(objs, [str(tr)], [None], seeds=[seed])
+    sim = ts.Simulation(objs, None, "numba", seed)
+    gone = []
+    sim.scheduler.subscribe("Preempted", lambda e: gone.append(e["pod"]))
+    sim.submit(run.read_trace_file(str(tr)))
+    sim.run()
+    state = sim.cluster.state
+    bound = {k: state.node_name(state.pods.row_of(k)) for k in state.pods.keys()}
+    return r, bound, gone
+
+
+def test_preemptor_binds_on_its_nominated_node_after_its_victims_go(tmp_path):
+    # two full nodes; hi (priority 1000) preempts the low pod of n1 (the
+    # lower priority sum there), waits out its backoff and binds on n1
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+    trace = ("name,arrival,cpu,priority\na,0,2,10\nb,0,2,0\nhi,5,2,1000\n")
+    r, bound, gone = _placements(objs, trace, tmp_path)
+    names = r.node_names
+    got = {f"default/{k}": names[n] for k, n, v in zip("ab", r.node[:2], r.victim[:2])
+           if n >= 0 and not v}
+    got["default/hi"] = names[r.node[2]]
+    assert got == bound and gone == ["default/b"]
+    assert r.victim.tolist() == [0, 1, 0] and names[r.node[1]] == names[r.node[2]]
+    assert r.bind[2] > 5.0          # after its backoff, not in the preempting cycle
+    got_rows, want = _one(tmp_path, objs, trace)
+    assert got_rows == want and want[0]["preemptions"] == 1
+
+
+def test_a_lower_priority_pod_cannot_take_the_nominated_room(tmp_path):
+    # hi preempts v at 5 and backs off; lo (priority 10 > v's 0, below
+    # hi's) arrives in between and would fit the freed room: the
+    # nomination keeps it out (it waits), hi binds there
+    objs = [node_dict("n0", cpu="2", memory="4Gi")]
+    trace = "name,arrival,cpu,priority\nv,0,2,0\nhi,5,2,1000\nlo,5.2,2,10\n"
+    r, bound, gone = _placements(objs, trace, tmp_path)
+    assert gone == ["default/v"] and bound == {"default/hi": "n0"}
+    assert r.victim.tolist() == [1, 0, 0] and r.node[1] == 0 and r.node[2] == -1
+    got_rows, want = _one(tmp_path, objs, trace)
+    assert got_rows == want
+    # without the nomination lo would have bound first (it is attempted first)
+    assert want[0]["scheduled"] == 2 and want[0]["pending"] == 1
+
+
+def test_a_preemptor_whose_candidates_are_all_unresolvable_waits(tmp_path):
+    # the only node with a low pod is tainted for hi: no candidate, no
+    # preemption; hi waits until the low pod leaves
+    taint = [{"key": "spot", "effect": "NoSchedule"}]
+    low = pod_dict("low", cpu="2", memory="1Gi", priority=0,
+                   spec={"tolerations": [{"key": "spot", "operator": "Exists"}]})
+    objs = [node_dict("n0", cpu="2", memory="4Gi", taints=taint), low]
+    objs.append(node_dict("n1", cpu="1", memory="4Gi"))
+    trace = "name,arrival,departure,cpu,priority\nhi,5,,2,1000\nx,6,40,500m,0\n"
+    got, want = _one(tmp_path, objs, trace)
+    assert got == want and want[0]["preemptions"] == 0
+
+
+@pytest.mark.parametrize("policy,preempted", [("Never", 0), ("PreemptLowerPriority", 1)])
+def test_never_policy_does_not_preempt(tmp_path, policy, preempted):
+    # x (2000) binds first, "w" (1000) fails, v (0) takes the rest; when x
+    # leaves, w could preempt v: only without preemptionPolicy Never
+    objs = [node_dict("n0", cpu="2", memory="4Gi"),
+            pod_dict("w", cpu="2", memory="1Gi", priority=1000,
+                     spec={"preemptionPolicy": policy})]
+    trace = "name,arrival,departure,cpu,priority\nx,0,30,1,2000\nv,0,,1,0\n"
+    got, want = _one(tmp_path, objs, trace, seeds=(0, 1))
+    assert got == want and want[0]["preemptions"] == preempted
+    assert want[0]["pending"] == 1 - preempted
+
+
+def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
+    cl = tmp_path / "r.yaml"
+    cl.write_text(yaml.safe_dump_all(objs))
+    tr = tmp_path / "r.csv"
+    tr.write_text(trace)
+    with pytest.raises(SL.BatchProfileError) as err:
+        SL.trace_runs(yaml.safe_load_all(cl.read_text()), cfg, run.read_trace_file(str(tr)),
+                      [0])
+    return str(err.value)
+
+
+def test_what_preemption_does_not_cover_is_refused_by_name(tmp_path):
+    trace = "name,arrival,cpu,priority\np0,0,1,0\np1,0,1,1000\n"
+    node = node_dict("n0", cpu="2", memory="4Gi")
+    low = pod_dict("low", priority=0)
+    low["spec"]["nodeName"] = "n0"
+    msg = _refusal(tmp_path, [node, low], trace)
+    assert msg.startswith("DefaultPreemption: bound pod default/low (priority 0)")
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "keep", "namespace": "default"},
+           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}}
+    assert _refusal(tmp_path, [node, pdb], trace).startswith(
+        "PodDisruptionBudget: default/keep")
+    web = pod_dict("web", labels={"app": "web"}, spec={"affinity": {"podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": {
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": {"app": "web"}}}}]}}})
+    assert _refusal(tmp_path, [node, web], trace).startswith("InterPodAffinity: pod default/web")
+    nominated = pod_dict("nom", priority=5)
+    nominated["status"] = {"nominatedNodeName": "n0"}
+    assert _refusal(tmp_path, [node, nominated], trace).startswith("status.nominatedNodeName")
+    tainted = node_dict("n1", taints=[{"key": "k", "effect": "NoSchedule"}])
+    msg = _refusal(tmp_path, [tainted], trace)
+    assert msg.startswith("DefaultPreemption: pod default/p0 is rejected on every node")
+    # without DefaultPreemption (or with equal priorities) nothing is refused
+    cfg = config(0)
+    cfg["profiles"][0]["plugins"] = {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}
+    assert SL.trace_runs([node, low], cfg, _trace_of(tmp_path, trace), [0])[0].victim is None
+
+
+def _trace_of(tmp_path, text: str):
+    tr = tmp_path / "x.csv"
+    tr.write_text(text)
+    return run.read_trace_file(str(tr))
