@@ -418,7 +418,7 @@ def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
                      np.asarray(pct, np.int64), np.asarray(least, np.int64))
     if backend == "cuda":
         try:
-            from tensorsched.kernels.batch.local_trace_cuda import run_local_preempt_cuda
+            from tensorsched.kernels.batch.local_preempt_cuda import run_local_preempt_cuda
         except BackendUnavailable as exc:
             raise BackendError(str(exc)) from exc
         return run_local_preempt_cuda(p)
