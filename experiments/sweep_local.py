@@ -67,7 +67,7 @@ from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
-from tensorsched.kernels.batch.local_preempt import LocalPreempt, run_local_preempt
+from tensorsched.kernels.batch.local_preempt import LocalPreempt, log_start, run_local_preempt
 from tensorsched.kernels.batch.local_events import (
     EV_ADD,
     EV_DELETE,
@@ -177,7 +177,7 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     if plan is None:
         # a pod that could preempt: the kernel's queue preempts (``sweep_preempt``)
         prober = PreemptingProber(cl, nodes, bound_pods(cl), pods, 0)
-        preempt = preempt_setup(prober, cl.objects, pods)
+        preempt = preempt_setup(prober, cl.objects, pods, [n.name for n in nodes])
     else:
         probers = []
         for objs in plan.variants:
@@ -377,8 +377,9 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                     # all equal: activeQ first-in first-out (a ring, not a heap)
                     np.concatenate(rank) if n and any(r.any() for r in rank) else None)
     victim = None
+    log0 = 2 * pod_ptr[:-1]     # where each run's log rows start
     if setups[0].preempt is not None:
-        got, victim = _run_preempt(lt, setups, seeds, threads, backend)
+        got, victim, vic_ptr, log0 = _run_preempt(lt, setups, seeds, threads, backend)
     elif backend == "cuda":
         try:
             # the cuda kernel's module raises BackendUnavailable on import
@@ -393,10 +394,12 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     for b in range(n):
         p0, p1 = int(pod_ptr[b]), int(pod_ptr[b + 1])
         m = int(got.n_log[b])
+        g0 = int(log0[b])
         out[profile[b]].append(LocalRun(
             got.node[p0:p1].copy(), got.bind[p0:p1].copy(), got.tries[p0:p1].copy(),
-            got.log_t[2 * p0:2 * p0 + m].copy(), got.log_pod[2 * p0:2 * p0 + m].copy(),
-            float(got.end[b]), victim=None if victim is None else victim[p0:p1].copy()))
+            got.log_t[g0:g0 + m].copy(), got.log_pod[g0:g0 + m].copy(),
+            float(got.end[b]), victim=None if victim is None
+            else victim[vic_ptr[b]:vic_ptr[b + 1]].copy()))
     return out
 
 
@@ -404,25 +407,34 @@ def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
                  backend: str):
     """``lt`` with DefaultPreemption in the kernel's queue
     (``kernels.batch.local_preempt``; cuda: ``local_trace_cuda.
-    run_local_preempt_cuda``): (``TraceResult``, victim [sum P])."""
-    cols: dict = {f: [] for f in ("prio", "may", "krank", "pstart")}
-    pct, least = [], []
+    run_local_preempt_cuda``): (``TraceResult``, victim [sum (P + B)], each
+    run's rows of it [runs + 1], each run's first log row [runs])."""
+    fields = ("prio", "may", "krank", "pstart", "preq", "pnz", "bnode")
+    cols: dict = {f: [] for f in fields}
+    pct, least, sizes = [], [], [0]
     for s, sd in zip(setups, seeds):
         for _seed in sd:
-            for f in cols:
+            for f in fields:
                 cols[f].append(getattr(s.preempt, f))
             pct.append(s.preempt.pct)
             least.append(s.preempt.least)
-    cat = {f: np.concatenate(v) if v else np.zeros(0, np.int64) for f, v in cols.items()}
-    p = LocalPreempt(lt, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
-                     np.asarray(pct, np.int64), np.asarray(least, np.int64))
+            sizes.append(s.preempt.prio.shape[0])
+    width = lt.batch.alloc.shape[1]
+    empty = {"preq": np.zeros((0, width), np.int64), "pnz": np.zeros((0, 2), np.int64)}
+    cat = {f: np.concatenate(v) if v else empty.get(f, np.zeros(0, np.int64))
+           for f, v in cols.items()}
+    vic_ptr = np.cumsum(sizes).astype(np.int64)
+    p = LocalPreempt(lt, vic_ptr, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
+                     cat["preq"], cat["pnz"], cat["bnode"], np.asarray(pct, np.int64),
+                     np.asarray(least, np.int64))
+    starts = np.asarray([log_start(p, b) for b in range(len(pct))], np.int64)
     if backend == "cuda":
         try:
             from tensorsched.kernels.batch.local_preempt_cuda import run_local_preempt_cuda
         except BackendUnavailable as exc:
             raise BackendError(str(exc)) from exc
-        return run_local_preempt_cuda(p)
-    return run_local_preempt(p, threads)
+        return (*run_local_preempt_cuda(p), vic_ptr, starts)
+    return (*run_local_preempt(p, threads), vic_ptr, starts)
 
 
 def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsched: float,
@@ -528,6 +540,9 @@ def _row_trace(s: TraceSetup, trace):
     """What ``simulate_row`` reads of the trace: times, and each pod's cpu
     and memory request as the cluster accounts it."""
     req = s.prober.base["c_request"][s.prober.class_of]
+    if s.preempt is not None:
+        # the manifests' bound pods after the queue's: a preempted one leaves the log
+        req = s.preempt.preq
     state = s.prober.universe.state
     ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
     return SimpleNamespace(arrival=s.arrive, departure=np.where(np.isinf(s.depart), np.nan,

@@ -33,12 +33,12 @@ nominated overlay, scores and tie rank included), its PostFilter too; a
 pod's nomination ends when it binds, a later preemption moves it, or it is
 deleted.
 
-Per pod: ``prio`` its priority, ``may`` 1 when it may preempt (policy not
-Never, DefaultPreemption in the profile), ``krank`` its key's rank (the
-victim table's slot order), ``pstart`` its start time (ns, START_NOW
-none); ``out_victim`` 1 for a pod preempted.  Manifests' bound pods are in
-``used`` and never victims (the caller refuses a cluster where one could
-be).
+Per pod (the queue's, then the manifests' bound pods, which are in
+``used`` from the start and may be victims too): ``prio`` its priority,
+``may`` 1 when it may preempt (policy not Never, DefaultPreemption in the
+profile), ``krank`` its key's rank (the victim table's slot order),
+``pstart`` its start time (ns, START_NOW none), ``preq`` / ``pnz`` its
+requests; ``out_victim`` 1 for a pod preempted.
 
 Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
 and ``cuda.jit(device=True)`` (``local_trace_cuda``: thread 0 of a block per
@@ -109,12 +109,12 @@ def overlay(j, pj, sign, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz
     return nt
 
 
-def take_pod(i, k, sign, pod_cls, c_request, used):
-    """Pod ``k``'s requests off node ``i`` (``sign`` -1) or back (1), for a
-    Filter call of the victim search (scores are not read there)."""
-    cc = pod_cls[k]
+def take_pod(i, k, sign, preq, used):
+    """Pod ``k``'s requests (``preq[k]``) off node ``i`` (``sign`` -1) or
+    back (1), for a Filter call of the victim search (scores are not read
+    there)."""
     for r in range(used.shape[1]):
-        used[i, r] += sign * c_request[cc, r]
+        used[i, r] += sign * preq[k, r]
     used[i, RES_PODS] += sign
 
 
@@ -137,7 +137,7 @@ def more_important(a, b, prio, pstart, krank):
 
 
 def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
-               c_fit_filter, pod_cls, prio, pstart, krank, stats):
+               c_fit_filter, preq, prio, pstart, krank, stats):
     """SelectVictimsOnNode for node ``i`` (its lower-priority pods the list
     ``head[i]`` / ``nxt``): the victims in ``cur`` most important first,
     ``stats`` [3] their highest priority, sum of priority + 2^31 and the
@@ -152,10 +152,10 @@ def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignor
     if k == 0:
         return 0
     for a in range(k):
-        take_pod(i, cur[a], -1, pod_cls, c_request, used)
+        take_pod(i, cur[a], -1, preq, used)
     if not fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
         for a in range(k):
-            take_pod(i, cur[a], 1, pod_cls, c_request, used)
+            take_pod(i, cur[a], 1, preq, used)
         return 0
     for a in range(1, k):
         s = cur[a]
@@ -167,13 +167,13 @@ def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignor
     nv = 0
     for a in range(k):
         s = cur[a]
-        take_pod(i, s, 1, pod_cls, c_request, used)
+        take_pod(i, s, 1, preq, used)
         if not fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
-            take_pod(i, s, -1, pod_cls, c_request, used)
+            take_pod(i, s, -1, preq, used)
             cur[nv] = s
             nv += 1
     for a in range(nv):
-        take_pod(i, cur[a], 1, pod_cls, c_request, used)
+        take_pod(i, cur[a], 1, preq, used)
     if nv == 0:
         return 0
     top = prio[cur[0]]
@@ -203,12 +203,13 @@ def better(nv, stats, best_nv, best):
 
 
 def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
-                c_ignored, c_fit_filter, static_bits, pod_cls, prio, pstart, krank, pst,
-                out_node, pot, head, nxt, cur, vout, stats):
+                c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst,
+                out_node, bnode, out_victim, pot, head, nxt, cur, vout, stats):
     """DefaultPreemption for pod ``j`` (class ``c``) whose cycle failed on
     the ``n`` nodes (``used`` with the nominated pods counted): (the node
-    to nominate, -1 none; its victims, in ``vout`` most important
-    first).  ``stats`` [6] scratch."""
+    to nominate, -1 none; its victims, in ``vout`` most important first:
+    pod k < P the queue's, P + b the manifests' bound pod b).  ``stats``
+    [6] scratch."""
     m = 0
     for i in range(n):
         if static_bits[c, i] == 0:
@@ -220,7 +221,15 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
     for i in range(n):
         head[i] = -1
     low = 0
-    for k in range(pst.shape[0] - 1, -1, -1):
+    n_q = pst.shape[0]
+    for b in range(bnode.shape[0]):
+        k = n_q + b
+        if out_victim[k] == 0 and prio[k] < pj:
+            i = bnode[b]
+            nxt[k] = head[i]
+            head[i] = k
+            low += 1
+    for k in range(n_q):
         if pst[k] == P_BOUND and prio[k] < pj:
             i = out_node[k]
             nxt[k] = head[i]
@@ -239,7 +248,7 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
             q -= m
         i = pot[q]
         nv = victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
-                        c_fit_filter, pod_cls, prio, pstart, krank, stats)
+                        c_fit_filter, preq, prio, pstart, krank, stats)
         if nv == 0:
             continue
         if best_node < 0 or better(nv, stats, best_nv, stats[3:]):
@@ -265,16 +274,21 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                               positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt,
                               tkey, old_reasons, old_raw, dirty,
                               qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                              prio, may, krank, pstart, pct, least, out_victim,
-                              nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits,
-                              save_raw):
+                              prio, may, krank, pstart, preq, pnz, bnode, pct, least,
+                              out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
+                              save_bits, save_raw):
     """``_local_trace.run_local_trace_cluster`` (its arguments first, the
-    same outputs) with DefaultPreemption (module doc): per pod ``prio``,
-    ``may``, ``krank``, ``pstart``; ``pct`` / ``least`` the profile's
+    same outputs) with DefaultPreemption (module doc).  Pods k < P are the
+    queue's (``pod_cls``' order), P + b the manifests' bound pod b (on
+    local node ``bnode[b]``, in ``used`` from the start); per pod [P + B]
+    ``prio``, ``may`` (first P), ``krank``, ``pstart``, ``preq`` [P + B, R]
+    (pods column 0) and ``pnz`` [P + B, 2] its requests and non-zero
+    cpu / memory; ``pct`` / ``least`` the profile's
     minCandidateNodesPercentage / minCandidateNodesAbsolute; out:
-    ``out_victim`` [P].  Scratch: ``nom`` [P] (each pod's nominated node),
-    ``pot``, ``head``, ``mark``, ``touched`` [n], ``save_bits`` [n],
-    ``save_raw`` [n, S], ``nxt``, ``cur``, ``vout`` [P], ``stats`` [6]."""
+    ``out_victim`` [P + B] 1 for each pod preempted.  Scratch: ``nom`` [P]
+    (each pod's nominated node), ``pot``, ``head``, ``mark``, ``touched``
+    [n], ``save_bits`` [n], ``save_raw`` [n, S], ``nxt``, ``cur``,
+    ``vout`` [P + B], ``stats`` [6]."""
     n = alloc.shape[0]
     every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                           c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
@@ -284,8 +298,9 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
     for j in range(pod_cls.shape[0]):
         out_node[j] = -1
         out_bind[j] = np.nan
-        out_victim[j] = 0
         nom[j] = -1
+    for k in range(out_victim.shape[0]):
+        out_victim[k] = 0
     for i in range(n):
         mark[i] = 0
     q_init(qi, qf, pst, patt, pts)
@@ -346,8 +361,8 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
         if i < 0 and n > 0 and may[j] != 0:
             target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
                                      c_request, c_anything, c_ignored, c_fit_filter,
-                                     static_bits, pod_cls, prio, pstart, krank, pst, out_node,
-                                     pot, head, nxt, cur, vout, stats)
+                                     static_bits, preq, prio, pstart, krank, pst, out_node,
+                                     bnode, out_victim, pot, head, nxt, cur, vout, stats)
         if n_nom > 0:
             overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
                     nz_used, mark, touched)
@@ -388,14 +403,21 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
         nom[j] = target
         for a in range(nv):
             v = vout[a]
-            pst[v] = P_GONE
             out_victim[v] = 1
             if every:
                 keep_node(target, reasons, raw, old_reasons, old_raw)
-            release_from(target, pod_cls[v], alloc, used, nz_used, c_request, c_nonzero,
-                         c_anything, c_ignored, c_fit_filter, c_active, static_bits, reasons,
-                         raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
-                         shape_score, bal_res, bal_kind)
+            if v < pod_cls.shape[0]:
+                pst[v] = P_GONE
+            for r in range(used.shape[1]):
+                used[target, r] -= preq[v, r]
+            used[target, RES_PODS] -= 1
+            nz_used[target, 0] -= pnz[v, 0]
+            nz_used[target, 1] -= pnz[v, 1]
+            for cc in range(reasons.shape[0]):
+                refresh_row(target, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                            c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                            bal_res, bal_kind)
             fold_node(target, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
                       seed_mix, used, tkey, old_reasons, old_raw, dirty)
             log_t[m] = now

@@ -19,10 +19,16 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
                           pod_cls, image_group, num_to_find, seed_mixes, arrive, depart,
                           duration, rank, backoff0, backoff_max, max_unsched, out_node,
                           out_bind, out_tries, log_t, log_pod, n_log, end, profile, n_fit,
-                          n_shape, n_bal, prio, may, krank, pstart, pct, least, out_victim):
-    """``run_local_trace_all`` with preemption: per pod [sum P] ``prio``,
-    ``may``, ``krank``, ``pstart`` and ``out_victim``; per cluster [B]
-    ``pct`` / ``least`` (DefaultPreemption's arguments of its profile)."""
+                          n_shape, n_bal, vic_ptr, prio, may, krank, pstart, preq, pnz, bnode,
+                          pct, least, out_victim):
+    """``run_local_trace_all`` with preemption: cluster b's queue pods then
+    its manifests' bound pods are rows ``vic_ptr[b]:vic_ptr[b+1]`` of
+    ``prio``, ``may``, ``krank``, ``pstart``, ``preq`` [., R], ``pnz``
+    [., 2] and ``out_victim``; its bound pods' local nodes ``bnode``
+    ``vic_ptr[b] - pod_ptr[b]`` onwards; per cluster ``pct`` / ``least``
+    (DefaultPreemption's arguments of its profile); its log rows
+    ``pod_ptr[b] + vic_ptr[b]`` onwards (two per queue pod, one per bound
+    pod)."""
     n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
@@ -49,6 +55,11 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
         r2 = max(2 * e, 1)
         r_heap = r2 if rank.shape[0] > 0 else 0
         e1 = max(e, 1)
+        v0 = vic_ptr[b]
+        v1 = vic_ptr[b + 1]
+        w1 = max(v1 - v0, 1)
+        b0 = v0 - p0
+        b1 = v1 - p1
         local = np.empty(e, np.int64)
         k = profile[b]
         nf = n_fit[k]
@@ -61,7 +72,7 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
             bal_kind[k, :nb], pod_cls[p0:p1], arrive[p0:p1],
             depart[p0:p1], duration[p0:p1], backoff0, backoff_max, max_unsched,
             num_to_find[b], seed_mixes[b], local, out_bind[p0:p1], out_tries[p0:p1],
-            log_t[2 * p0:2 * p1], log_pod[2 * p0:2 * p1], n_log[b:b + 1], end[b:b + 1],
+            log_t[p0 + v0:p1 + v1], log_pod[p0 + v0:p1 + v1], n_log[b:b + 1], end[b:b + 1],
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
             np.empty(2 * N_SLOTS, np.int64), np.zeros((nc, 2 * N_SLOTS), np.int64),
             np.zeros((nc, 2 * N_SLOTS), np.int64), np.empty((nc, 2 * size), np.int64),
@@ -72,10 +83,11 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
             np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), rank[p0:p1], np.empty(r_heap, np.int64),
-            prio[p0:p1], may[p0:p1], krank[p0:p1], pstart[p0:p1], pct[b], least[b],
-            out_victim[p0:p1], np.empty(e1, np.int64), np.empty(m, np.int64),
-            np.empty(m, np.int64), np.empty(e1, np.int64), np.empty(e1, np.int64),
-            np.empty(e1, np.int64), np.empty(6, np.int64), np.empty(m, np.int64),
+            prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1], pnz[v0:v1],
+            bnode[b0:b1], pct[b], least[b], out_victim[v0:v1], np.empty(e1, np.int64),
+            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(w1, np.int64),
+            np.empty(w1, np.int64), np.empty(w1, np.int64), np.empty(6, np.int64),
+            np.empty(m, np.int64),
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64))
         for k in range(e):
             out_node[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _local_core, _local_preempt, _queue
 from .local_cpu import TraceResult, empty_trace_result, seed_mix, trace_profiles
-from .local_preempt import LocalPreempt
+from .local_preempt import LocalPreempt, log_rows
 from .local_trace_cuda import _gather_node, _qns
 
 from numba import cuda  # noqa: E402
@@ -33,7 +33,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy, fit_res,
             fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape, bal_res, bal_kind,
             n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find,
-            seed_mixes, arrive, depart, duration, rank, prio, may, krank, pstart, pct, least,
+            seed_mixes, arrive, depart, duration, rank, vic_ptr, prio, may, krank, pstart, preq,
+            pnz, bnode, pct, least,
             backoff0, backoff_max, max_unsched,
             out_node, out_bind, out_tries, out_victim, log_t, log_pod, n_log, end,
             alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, node_all, nraw_all,
@@ -41,8 +42,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             hk_all, dk_all, ak_all):
     """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
     ``run_local_preempt_cluster`` (the scratch ``*_all`` padded per
-    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 11, e] int64 rows
-    of per-node and per-pod scratch)."""
+    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 10, e] int64 rows
+    of per-node and per-pod scratch, e the most queue and bound pods of a
+    cluster)."""
     b = cuda.blockIdx.x
     if cuda.threadIdx.x != 0:
         return
@@ -50,6 +52,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
     e = pod_ptr[b + 1] - p0
+    v0 = vic_ptr[b]
+    v1 = vic_ptr[b + 1]
+    w1 = max(v1 - v0, 1)
     k = profile[b]
     a = alloc_all[b, :n]
     u = used_all[b, :n]
@@ -75,14 +80,15 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
         backoff0, backoff_max, max_unsched, num_to_find[b], seed_mixes[b],
         pd[0, :e], out_bind[p0:p0 + e], out_tries[p0:p0 + e],
-        log_t[2 * p0:2 * (p0 + e)], log_pod[2 * p0:2 * (p0 + e)], n_log[b:b + 1],
+        log_t[p0 + v0:p0 + e + v1], log_pod[p0 + v0:p0 + e + v1], n_log[b:b + 1],
         end[b:b + 1], nd[0, :m], nd[1, :m], nd[2, :m], hi_all[b, 0, 0], hi_all[b, 1],
         hi_all[b, 2], tkey_all[b], cls_all[b], craw_all[b], nd[3, :1], qi_all[b], qf_all[b],
         pd[1, :e], pd[2, :e], pts_all[b, 0, :e], ring[0, :e2], ring[1, :e2], hk[0, :e2],
         ring[2, :e2], ring[3, :e2], dk_all[b, :e1], pd[3, :e1], pd[4, :e1], rank[p0:p0 + e],
-        ak_all[b], prio[p0:p0 + e], may[p0:p0 + e], krank[p0:p0 + e], pstart[p0:p0 + e],
-        pct[b], least[b], out_victim[p0:p0 + e], pd[5, :e1], nd[4, :m], nd[5, :m],
-        pd[6, :e1], pd[7, :e1], pd[8, :e1], pd[9, :6], nd[6, :m], nd[7, :m], nd[8, :m],
+        ak_all[b], prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1],
+        pnz[v0:v1], bnode[v0 - p0:v1 - p0 - e], pct[b], least[b], out_victim[v0:v1],
+        pd[5, :e1], nd[4, :m], nd[5, :m], pd[6, :w1], pd[7, :w1], pd[8, :w1], pd[9, :6],
+        nd[6, :m], nd[7, :m], nd[8, :m],
         nraw_all[b, 0, :m])
     for j in range(e):
         out_node[p0 + j] = node_rows[off + pd[0, j]] if pd[0, j] >= 0 else -1
@@ -97,7 +103,10 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     n_pods = a.pod_cls.shape[0]
     nb = a.n_clusters
     out = empty_trace_result(n_pods, nb)
-    victim = np.zeros(n_pods, np.int64)
+    n_vic = int(p.vic_ptr[-1])
+    rows = max(log_rows(p), 1)
+    victim = np.zeros(n_vic, np.int64)
+    out = out._replace(log_t=np.zeros(rows, np.float64), log_pod=np.zeros(rows, np.int64))
     if nb == 0:
         return out, victim
     pr = trace_profiles(t)
@@ -117,6 +126,7 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     ins = [cuda.to_device(x) for x in host]
     nmax = max(1, int(np.diff(a.node_ptr).max()))
     emax = max(1, int(np.diff(a.pod_ptr).max()))
+    wmax = max(6, int(np.diff(p.vic_ptr).max()))
     size = 1
     while size < nmax:
         size *= 2
@@ -126,9 +136,9 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     da = cuda.device_array
     zeros = lambda shape: cuda.to_device(np.zeros(shape, np.int64))   # noqa: E731
     outs = [da(max(n_pods, 1), np.int64), da(max(n_pods, 1), np.float64),
-            da(max(n_pods, 1), np.int64), da(max(n_pods, 1), np.int64),
-            cuda.to_device(np.zeros(max(2 * n_pods, 1), np.float64)),
-            zeros(max(2 * n_pods, 1)), da(nb, np.int64), da(nb, np.float64)]
+            da(max(n_pods, 1), np.int64), da(max(n_vic, 1), np.int64),
+            cuda.to_device(np.zeros(rows, np.float64)), zeros(rows), da(nb, np.int64),
+            da(nb, np.float64)]
     scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
                da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
                da((nb, c, nmax), np.int64), zeros((nb, c, nmax, N_SLOTS)),
@@ -137,7 +147,7 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
                zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
                da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
                da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
-               da((nb, 11, max(emax, 6)), np.int64), da((nb, 1, emax), np.float64),
+               da((nb, 10, wmax), np.int64), da((nb, 1, emax), np.float64),
                da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
                da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64)]
     _kernel[nb, 32](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
@@ -146,7 +156,7 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     out.node[:] = got[0][:n_pods]
     out.bind[:] = got[1][:n_pods]
     out.tries[:] = got[2][:n_pods]
-    victim[:] = got[3][:n_pods]
+    victim[:] = got[3][:n_vic]
     out.log_t[:] = got[4]
     out.log_pod[:] = got[5]
     out.n_log[:] = got[6]

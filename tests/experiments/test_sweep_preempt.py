@@ -153,6 +153,24 @@ def test_a_preemptor_whose_candidates_are_all_unresolvable_waits(tmp_path):
     assert got == want and want[0]["preemptions"] == 0
 
 
+def test_the_manifests_bound_pods_are_victims_too(tmp_path):
+    # b0 (priority 0) and b2 (10) fill n0, b1 (5000) half of n1; hi
+    # (1000, 2 cpu) can only take n0: both go, most important first; the
+    # rows count them preempted and no longer running
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+    for name, cpu, prio, node in (("b0", "1", 0, "n0"), ("b1", "1", 5000, "n1"),
+                                  ("b2", "1", 10, "n0")):
+        p = pod_dict(name, cpu=cpu, memory="256Mi", priority=prio)
+        p["spec"]["nodeName"] = node
+        objs.append(p)
+    trace = "name,arrival,cpu,priority\nhi,5,2,1000\n"
+    r, bound, gone = _placements(objs, trace, tmp_path)
+    assert gone == ["default/b2", "default/b0"] and bound["default/hi"] == "n0"
+    assert r.victim.tolist() == [0, 1, 0, 1] and r.node_names[r.node[0]] == "n0"
+    got, want = _one(tmp_path, objs, trace, seeds=(0, 4))
+    assert got == want and want[0]["preemptions"] == 2 and want[0]["running"] == 2
+
+
 @pytest.mark.parametrize("policy,preempted", [("Never", 0), ("PreemptLowerPriority", 1)])
 def test_never_policy_does_not_preempt(tmp_path, policy, preempted):
     # x (2000) binds first, "w" (1000) fails, v (0) takes the rest; when x
@@ -182,8 +200,9 @@ def test_what_preemption_does_not_cover_is_refused_by_name(tmp_path):
     node = node_dict("n0", cpu="2", memory="4Gi")
     low = pod_dict("low", priority=0)
     low["spec"]["nodeName"] = "n0"
-    msg = _refusal(tmp_path, [node, low], trace)
-    assert msg.startswith("DefaultPreemption: bound pod default/low (priority 0)")
+    dying = dict(low, metadata=dict(low["metadata"], deletionTimestamp="2026-01-01T00:00:00Z"))
+    msg = _refusal(tmp_path, [node, dying], trace)
+    assert msg.startswith("metadata.deletionTimestamp: bound pod default/low is terminating")
     pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
            "metadata": {"name": "keep", "namespace": "default"},
            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}}

@@ -1,6 +1,6 @@
 """Random small inputs of sweeps where pods preempt (the node-local trace
 kernel's DefaultPreemption tests): a manifest cluster (tainted and
-unschedulable nodes, bound pods of a priority above every queued pod,
+unschedulable nodes, bound pods of priorities 0, 10 and 5000,
 pending pods of priorities 0, 10 and 1000, some with preemptionPolicy
 Never), a generic trace CSV with priorities (the later half more often
 high: they arrive when the cluster is full; departures at a time or a
@@ -29,8 +29,9 @@ def _cluster(rng, n_nodes: int, n_bound: int) -> list:
             taints=[{"key": "spot", "effect": str(rng.choice(["PreferNoSchedule", "NoSchedule"]))}]
             if i and rng.random() < 0.3 else None, unschedulable=bool(i and rng.random() < 0.15)))
     for k in range(n_bound):
-        # above every queued pod: never a victim
-        p = pod_dict(f"b{k}", cpu="100m", memory="256Mi", priority=5000)
+        # possible victims too, or above every queued pod
+        p = pod_dict(f"b{k}", cpu=str(rng.choice(["100m", "500m", "1"])), memory="256Mi",
+                     priority=int(rng.choice([0, 10, 5000])))
         p["spec"]["nodeName"] = f"n{int(rng.integers(n_nodes))}"
         objs.append(p)
     for k in range(int(rng.integers(0, 4))):
