@@ -38,10 +38,19 @@ local_events``): each failed pod then keeps the cluster events its
 rejecting plugins listen to and a departure or a node event moves only
 the pods listening to it, as the Simulation's queue does; so does a job
 whose trace pod those filters reject on every node (it waits for a node
-event or the pool's flush).  Refused: ``until``, a scenario step
-``sweep_events`` refuses (named by the step's field: Pod creates and
-deletes, ...); a pod that could preempt, pods whose InterPodAffinity terms
-select each other (the probes' kernel refuses them).
+event or the pool's flush).  A job where a pod could preempt (unequal
+priorities with DefaultPreemption in the profile) runs DefaultPreemption
+inside the kernel's queue (``sweep_preempt``, ``kernels.batch.
+local_preempt``: PostFilter's candidates, victims and pick, the victims'
+deletion, the preemptor's nomination counted in the cycles of pods of
+lower or equal priority), its rows counting the preemptions.  Refused:
+``until``, a scenario step ``sweep_events`` refuses (named by the step's
+field: Pod creates and deletes, ...); what ``sweep_preempt`` refuses where
+a pod could preempt (a PodDisruptionBudget, InterPodAffinity terms, a
+terminating bound pod, a pod nominated in its manifest, NodeResourcesFit
+before a usage-independent filter, node events); pods whose
+InterPodAffinity terms select each other (the probes' kernel refuses
+them).
 """
 
 from __future__ import annotations
