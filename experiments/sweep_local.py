@@ -76,7 +76,6 @@ from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.local_cpu import LocalProfiles, LocalTrace, run_local_trace
-from tensorsched.kernels.batch.local_preempt import LocalPreempt, log_start, run_local_preempt
 from tensorsched.kernels.batch.local_events import (
     EV_ADD,
     EV_DELETE,
@@ -84,6 +83,7 @@ from tensorsched.kernels.batch.local_events import (
     LocalEvents,
     run_local_events,
 )
+from tensorsched.kernels.batch.local_preempt import LocalPreempt, log_start, run_local_preempt
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
