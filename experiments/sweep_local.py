@@ -122,7 +122,9 @@ class LocalRun:
     seed: int = 0
     node_names: list | None = None
     why: np.ndarray | None = None   # node events: how each pod left with its node (0: it did not)
-    victim: np.ndarray | None = None    # preemption: 1 for each pod preempted (it left then)
+    # preemption (a pod could preempt; else None): per pod, then per bound
+    # pod of the manifests, 1 when preempted (it left at its log entry)
+    victim: np.ndarray | None = None
 
     @property
     def log_used(self) -> np.ndarray:
@@ -692,7 +694,9 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     per run, tested under the simulator): a ``LocalRun`` per
     run in product order (``trace``, ``config`` the indices, ``seed``;
     ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
-    row of the cluster's nodes, ``node_names`` its names), each equal to
+    row of the cluster's nodes, ``node_names`` its names; where a pod could
+    preempt, ``victim`` per pod then per bound pod of the manifests, 1
+    preempted), each equal to
     ``ts.Simulation(objects, config, seed=seed,
     pod_max_in_unschedulable_seconds=max_unsched)`` given ``scenario``
     (manifests only: a ``Scenario``, a dict or a YAML path; its node

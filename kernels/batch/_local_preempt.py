@@ -331,8 +331,9 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
             continue
         i = -1
         nt = 0
+        counted = n > 0 and n_nom > 0
         if n > 0:
-            if n_nom > 0:
+            if counted:
                 # the nominated pods of priority >= j's use their nodes in
                 # this cycle: class c's answers there recomputed, a scan
                 nt = overlay(j, prio[j], 1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
@@ -363,7 +364,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                                      c_request, c_anything, c_ignored, c_fit_filter,
                                      static_bits, preq, prio, pstart, krank, pst, out_node,
                                      bnode, out_victim, pot, head, nxt, cur, vout, stats)
-        if n_nom > 0:
+        if counted:
             overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
                     nz_used, mark, touched)
             for t in range(nt):

@@ -31,9 +31,9 @@ from tensorsched.kernels._compile import compile_module
 
 from . import _local_preempt, _local_preempt_driver
 from .local_cpu import (
+    TRACE_NAMESPACE,
     LocalTrace,
     TraceResult,
-    _trace_ns,
     empty_trace_result,
     numba_threads,
     trace_inputs,
@@ -42,7 +42,7 @@ from .local_cpu import (
 
 START_NOW = _local_preempt.START_NOW
 
-_preempt_ns = compile_module(_local_preempt, njit, base=_trace_ns, options={"nogil": True},
+_preempt_ns = compile_module(_local_preempt, njit, base=TRACE_NAMESPACE, options={"nogil": True},
                              cache=True)
 _drivers = compile_module(_local_preempt_driver, njit, base=_preempt_ns,
                           options={"nogil": True, "parallel": True}, cache=True)

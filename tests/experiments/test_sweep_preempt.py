@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -184,6 +185,26 @@ def test_never_policy_does_not_preempt(tmp_path, policy, preempted):
     assert want[0]["pending"] == 1 - preempted
 
 
+def test_a_partial_scan_of_a_full_cluster_equals_each_simulation(tmp_path):
+    # 102 one-cpu nodes (over 100: percentageOfNodesToScore 50 scans from
+    # the rotating start, nominated nodes counted in the scan), filled by
+    # low pods, then high ones preempting among few candidates
+    rng = np.random.default_rng(7)
+    objs = [node_dict(f"n{i:03d}", cpu="1", memory="4Gi", pods="3") for i in range(102)]
+    rows = ["name,arrival,departure,cpu,priority"]
+    for j in range(150):
+        low = j < 105
+        dep = str(j // 2 + int(rng.integers(5, 90))) if not low and rng.random() < 0.3 else ""
+        prio = 0 if low else int(rng.choice([10, 1000]))
+        rows.append(f"p{j},{j // 2},{dep},{'1' if low else rng.choice(['500m', '1'])},{prio}")
+    cfg = config(1, pct=50)
+    cfg["profiles"][0]["pluginConfig"].append({"name": "DefaultPreemption", "args": {
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "DefaultPreemptionArgs",
+        "minCandidateNodesPercentage": 2, "minCandidateNodesAbsolute": 1}})
+    got, want = _one(tmp_path, objs, "\n".join(rows) + "\n", cfg, seeds=(0, 9))
+    assert got == want and min(w["preemptions"] for w in want) > 10
+
+
 def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
     cl = tmp_path / "r.yaml"
     cl.write_text(yaml.safe_dump_all(objs))
@@ -216,6 +237,11 @@ def test_what_preemption_does_not_cover_is_refused_by_name(tmp_path):
     nominated = pod_dict("nom", priority=5)
     nominated["status"] = {"nominatedNodeName": "n0"}
     assert _refusal(tmp_path, [node, nominated], trace).startswith("status.nominatedNodeName")
+    late = config(0)
+    late["profiles"][0]["plugins"] = {"filter": {"disabled": [{"name": "*"}], "enabled": [
+        {"name": "NodeResourcesFit"}, {"name": "TaintToleration"}]}}
+    assert _refusal(tmp_path, [node], trace, late).startswith(
+        "NodeResourcesFit: filters before TaintToleration")
     tainted = node_dict("n1", taints=[{"key": "k", "effect": "NoSchedule"}])
     msg = _refusal(tmp_path, [tainted], trace)
     assert msg.startswith("DefaultPreemption: pod default/p0 is rejected on every node")
