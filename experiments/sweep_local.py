@@ -387,7 +387,7 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                     np.concatenate(dur) if n else np.zeros(0),
                     # all equal: activeQ first-in first-out (a ring, not a heap)
                     np.concatenate(rank) if n and any(r.any() for r in rank) else None)
-    victim = None
+    victim = vic_ptr = None
     log0 = 2 * pod_ptr[:-1]     # where each run's log rows start
     if setups[0].preempt is not None:
         got, victim, vic_ptr, log0 = _run_preempt(lt, setups, seeds, threads, backend)
@@ -417,7 +417,7 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
 def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
                  backend: str):
     """``lt`` with DefaultPreemption in the kernel's queue
-    (``kernels.batch.local_preempt``; cuda: ``local_trace_cuda.
+    (``kernels.batch.local_preempt``; cuda: ``local_preempt_cuda.
     run_local_preempt_cuda``): (``TraceResult``, victim [sum (P + B)], each
     run's rows of it [runs + 1], each run's first log row [runs])."""
     fields = ("prio", "may", "krank", "pstart", "preq", "pnz", "bnode")
