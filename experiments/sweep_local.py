@@ -39,10 +39,19 @@ local_events``): each failed pod then keeps the cluster events its
 rejecting plugins listen to and a departure or a node event moves only
 the pods listening to it, as the Simulation's queue does; so does a job
 whose trace pod those filters reject on every node (it waits for a node
-event or the pool's flush).  Refused: ``until``, a scenario step
-``sweep_events`` refuses (named by the step's field: a Pod delete of a
-pod that may have left before, ...); a pod that could preempt, pods whose InterPodAffinity terms
-select each other (the probes' kernel refuses them).
+event or the pool's flush).  A job where a pod could preempt (unequal
+priorities with DefaultPreemption in the profile) runs DefaultPreemption
+inside the kernel's queue (``sweep_preempt``, ``kernels.batch.
+local_preempt``: PostFilter's candidates, victims and pick, the victims'
+deletion, the preemptor's nomination counted in the cycles of pods of
+lower or equal priority), its rows counting the preemptions.  Refused:
+``until``, a scenario step ``sweep_events`` refuses (named by the step's
+field: a Pod delete of a pod that may have left before, ...); what
+``sweep_preempt`` refuses where a pod could preempt (a PodDisruptionBudget, InterPodAffinity terms, a
+terminating bound pod, a pod nominated in its manifest, NodeResourcesFit
+before a usage-independent filter, node events); pods whose
+InterPodAffinity terms select each other (the probes' kernel refuses
+them).
 """
 
 from __future__ import annotations
@@ -75,10 +84,12 @@ from tensorsched.kernels.batch.local_events import (
     LocalEvents,
     run_local_events,
 )
+from tensorsched.kernels.batch.local_preempt import LocalPreempt, log_start, run_local_preempt
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
+from .sweep_preempt import PreemptingProber, PreemptSetup, preempt_row, preempt_setup
 from .sweep_events import (
     NodeEvents,
     RowSteps,
@@ -113,6 +124,9 @@ class LocalRun:
     seed: int = 0
     node_names: list | None = None
     why: np.ndarray | None = None   # node events: how each pod left with its node (0: it did not)
+    # preemption (a pod could preempt; else None): per pod, then per bound
+    # pod of the manifests, 1 when preempted (it left at its log entry)
+    victim: np.ndarray | None = None
 
     @property
     def log_used(self) -> np.ndarray:
@@ -146,6 +160,7 @@ class TraceSetup:
     bound: int          # the manifests' bound pods (they keep running)
     unprofiled: int = 0     # the manifests' pending pods of no profile (never queued)
     events: "EventSetup | None" = None      # node events (``sweep_events``), or None
+    preempt: PreemptSetup | None = None     # DefaultPreemption's inputs (``sweep_preempt``), or None
 
 
 def _queued(cl):
@@ -172,8 +187,11 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     plan = None
     if scenario is not None and scenario.steps:
         plan = plan_events(objects, cl, scenario, pods)
+    preempt = None
     if plan is None:
-        prober = LocalProber(cl, nodes, bound_pods(cl), pods, 0)
+        # a pod that could preempt: the kernel's queue preempts (``sweep_preempt``)
+        prober = PreemptingProber(cl, nodes, bound_pods(cl), pods, 0)
+        preempt = preempt_setup(prober, cl.objects, pods, [n.name for n in nodes])
     else:
         probers = []
         for objs in plan.variants:
@@ -192,6 +210,11 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     n0 = len(nodes)
     static = prober.base["static_bits"][:, :n0]
     waits = bool(static.shape[1]) and bool((static != 0).all(axis=1).any())
+    if waits and preempt is not None:
+        who = pods[int(np.flatnonzero((static != 0).all(axis=1)[prober.class_of])[0])]
+        raise _refuse("DefaultPreemption", f"pod {who.key} is rejected on every node by the "
+                      "usage-independent filters (it waits for node events: the node-event "
+                      "form has no preemption) while a pod could preempt")
     if waits and plan is None:
         # a pod the usage-independent filters reject on every node waits
         # for a node event (or the pool's flush): the node-event form
@@ -215,7 +238,7 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
                        (float(sched_cfg.pod_initial_backoff_seconds),
                         float(sched_cfg.pod_max_backoff_seconds)),
                        caps, base, [n.name for n in nodes], len(prober.universe.objects.pods),
-                       n_pending - len(early))
+                       n_pending - len(early), preempt=preempt)
     if plan is not None:
         setup.events = event_setup(plan, probers, pods, cols, ci, mi, base)
     return setup
@@ -319,7 +342,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     ``max_unsched``: the Scheduler's pod_max_in_unschedulable_seconds;
     ``backend``: numba (the CPU twin, ``threads``) or cuda (a block per
     run; ``BackendError`` without a device)."""
-    if len(setups) > 1 and not share_call(setups):
+    if len(setups) > 1 and (not share_call(setups)
+                            or len({s.preempt is None for s in setups}) > 1):
         return [run_setups([s], [sd], threads, max_unsched, backend)[0]
                 for s, sd in zip(setups, seeds)]
     if any(s.events is not None for s in setups):
@@ -366,7 +390,11 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                     np.concatenate(dur) if n else np.zeros(0),
                     # all equal: activeQ first-in first-out (a ring, not a heap)
                     np.concatenate(rank) if n and any(r.any() for r in rank) else None)
-    if backend == "cuda":
+    victim = vic_ptr = None
+    log0 = 2 * pod_ptr[:-1]     # where each run's log rows start
+    if setups[0].preempt is not None:
+        got, victim, vic_ptr, log0 = _run_preempt(lt, setups, seeds, threads, backend)
+    elif backend == "cuda":
         try:
             # the cuda kernel's module raises BackendUnavailable on import
             # where no device (or simulator) is there
@@ -380,11 +408,47 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     for b in range(n):
         p0, p1 = int(pod_ptr[b]), int(pod_ptr[b + 1])
         m = int(got.n_log[b])
+        g0 = int(log0[b])
         out[profile[b]].append(LocalRun(
             got.node[p0:p1].copy(), got.bind[p0:p1].copy(), got.tries[p0:p1].copy(),
-            got.log_t[2 * p0:2 * p0 + m].copy(), got.log_pod[2 * p0:2 * p0 + m].copy(),
-            float(got.end[b])))
+            got.log_t[g0:g0 + m].copy(), got.log_pod[g0:g0 + m].copy(),
+            float(got.end[b]), victim=None if victim is None
+            else victim[vic_ptr[b]:vic_ptr[b + 1]].copy()))
     return out
+
+
+def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
+                 backend: str):
+    """``lt`` with DefaultPreemption in the kernel's queue
+    (``kernels.batch.local_preempt``; cuda: ``local_preempt_cuda.
+    run_local_preempt_cuda``): (``TraceResult``, victim [sum (P + B)], each
+    run's rows of it [runs + 1], each run's first log row [runs])."""
+    fields = ("prio", "may", "krank", "pstart", "preq", "pnz", "bnode")
+    cols: dict = {f: [] for f in fields}
+    pct, least, sizes = [], [], [0]
+    for s, sd in zip(setups, seeds):
+        for _seed in sd:
+            for f in fields:
+                cols[f].append(getattr(s.preempt, f))
+            pct.append(s.preempt.pct)
+            least.append(s.preempt.least)
+            sizes.append(s.preempt.prio.shape[0])
+    width = lt.batch.alloc.shape[1]
+    empty = {"preq": np.zeros((0, width), np.int64), "pnz": np.zeros((0, 2), np.int64)}
+    cat = {f: np.concatenate(v) if v else empty.get(f, np.zeros(0, np.int64))
+           for f, v in cols.items()}
+    vic_ptr = np.cumsum(sizes).astype(np.int64)
+    p = LocalPreempt(lt, vic_ptr, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
+                     cat["preq"], cat["pnz"], cat["bnode"], np.asarray(pct, np.int64),
+                     np.asarray(least, np.int64))
+    starts = np.asarray([log_start(p, b) for b in range(len(pct))], np.int64)
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch.local_preempt_cuda import run_local_preempt_cuda
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from exc
+        return (*run_local_preempt_cuda(p), vic_ptr, starts)
+    return (*run_local_preempt(p, threads), vic_ptr, starts)
 
 
 def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsched: float,
@@ -490,6 +554,9 @@ def _row_trace(s: TraceSetup, trace):
     """What ``simulate_row`` reads of the trace: times, and each pod's cpu
     and memory request as the cluster accounts it."""
     req = s.prober.base["c_request"][s.prober.class_of]
+    if s.preempt is not None:
+        # the manifests' bound pods after the queue's: a preempted one leaves the log
+        req = s.preempt.preq
     state = s.prober.universe.state
     ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
     return SimpleNamespace(arrival=s.arrive, departure=np.where(np.isinf(s.depart), np.nan,
@@ -589,6 +656,8 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                     row.update(simulate_row(res, rt, s.caps[0], s.caps[1], 0, interval,
                                             horizon, False, base=s.base,
                                             last_event=float(spans[:, 1].max())))
+                    if res.victim is not None:
+                        row = preempt_row(row, res, rt)
                     row["running"] += s.bound
                 row["arrived"] += s.unprofiled      # never queued: not pending either
                 row["wall_seconds"] = each
@@ -628,7 +697,9 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     per run, tested under the simulator): a ``LocalRun`` per
     run in product order (``trace``, ``config`` the indices, ``seed``;
     ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
-    row of the cluster's nodes, ``node_names`` its names), each equal to
+    row of the cluster's nodes, ``node_names`` its names; where a pod could
+    preempt, ``victim`` per pod then per bound pod of the manifests, 1
+    preempted), each equal to
     ``ts.Simulation(objects, config, seed=seed,
     pod_max_in_unschedulable_seconds=max_unsched)`` given ``scenario``
     (manifests only: a ``Scenario``, a dict or a YAML path; its node

@@ -90,6 +90,9 @@ _trace_ns = compile_module(_local_trace, njit, base=_queue_ns, options={"nogil":
                            cache=True)
 _drivers = compile_module(_local_driver, njit, base=_trace_ns,
                           options={"nogil": True, "parallel": True}, cache=True)
+# the trace form's compiled functions (the node-local rules, the queue and
+# the cluster functions), for the forms built on top (``local_preempt``)
+TRACE_NAMESPACE = _trace_ns
 _run_all = _drivers["run_local_all"]
 _run_trace_all = _drivers["run_local_trace_all"]
 

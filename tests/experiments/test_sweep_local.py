@@ -204,8 +204,10 @@ def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
     nodes = [node_dict("n0", taints=[{"key": "gpu", "effect": "NoSchedule"}]),
              node_dict("n1", unschedulable=True)]
     plain = "name,arrival,cpu\np0,0,100m\n"
-    # unequal priorities with DefaultPreemption on: the higher could preempt
-    assert _refusal(tmp_path, [node_dict("n2")], "name,arrival,cpu,priority\np0,0,1,1\n"
+    # unequal priorities with DefaultPreemption on: the higher could
+    # preempt, in the kernel's queue (``test_sweep_preempt``); with a pod
+    # the usage-independent filters reject everywhere it is refused
+    assert _refusal(tmp_path, nodes[:1], "name,arrival,cpu,priority\np0,0,1,1\n"
                     "p1,0,1,2\n").startswith("DefaultPreemption")
     cfg = config(0)
     cfg["profiles"][0]["plugins"] = {"filter": {"enabled": [{"name": "GpuShareFit"}]}}

@@ -1,0 +1,183 @@
+"""DefaultPreemption for ``sweep_local``'s batched jobs: the pods' arrays
+the trace kernel's queue preempts with (``kernels.batch.local_preempt``),
+the checks of what it covers, and the rows' preemption counts.
+
+A job "could preempt" when its profile has DefaultPreemption and a pod
+whose preemptionPolicy is not Never has a priority above the lowest of the
+cluster's pods (``LocalProber``'s own refusal, here lifted).  Covered: the
+victims are the pods the kernel binds (the manifests' pending pods and the
+trace's) and the manifests' bound pods, on the node-local filters and
+scores, without PodDisruptionBudgets.  Refused by name
+(``BatchProfileError``): a PodDisruptionBudget in the manifests (the
+victim search's violation counts); a bound pod being deleted
+(``metadata.deletionTimestamp``: a terminating victim); pod affinity or
+anti-affinity terms on any pod (InterPodAffinity's answers change as
+victims leave); a pending pod nominated in its manifest
+(``status.nominatedNodeName``); a profile whose filters put
+NodeResourcesFit before a usage-independent filter (the nodes where
+preemption might help would depend on usage); node events (a scenario's
+node steps, a pod the usage-independent filters reject everywhere: the
+node-event form has no preemption).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
+from tensorsched.framework.parsing.priorities import NEVER, pod_priority
+from tensorsched.kernels import layout as L
+from tensorsched.kernels.batch.local_preempt import START_NOW
+
+__all__ = ["PreemptSetup", "PreemptingProber", "preempt_row", "preempt_setup"]
+
+DEFAULT_PREEMPTION = "DefaultPreemption"
+# the usage-independent filters (UnschedulableAndUnresolvable where they reject)
+STATIC_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity")
+RES_PODS = L.RES_PODS
+
+
+def _refuse(what: str, why: str) -> BatchProfileError:
+    return BatchProfileError(f"{what}: {why}; the batched node-local trace kernel does not "
+                             "cover it with preemption")
+
+
+class PreemptingProber(LocalProber):
+    """``LocalProber`` that leaves a pod that could preempt to the trace
+    kernel's queue (``preempt_setup`` checks what it covers) instead of
+    refusing it; ``bound`` keeps the manifests' bound pods."""
+
+    def _check_preemption(self, bound) -> None:
+        self.bound = list(bound)
+
+
+@dataclass
+class PreemptSetup:
+    """Per pod, the setup's queue pods then the manifests' bound pods
+    (``local_preempt``'s rows of one cluster): ``prio``, ``may`` (1: it
+    may preempt), ``krank`` (its key's rank), ``pstart``
+    (``status.startTime`` ns, START_NOW none), ``preq`` [., R] / ``pnz``
+    [., 2] its requests (pods column 0) and non-zero cpu / memory;
+    ``bnode`` each bound pod's node (its index in the setup's nodes); the
+    profile's ``pct`` / ``least`` (minCandidateNodesPercentage /
+    minCandidateNodesAbsolute)."""
+
+    prio: np.ndarray
+    may: np.ndarray
+    krank: np.ndarray
+    pstart: np.ndarray
+    preq: np.ndarray
+    pnz: np.ndarray
+    bnode: np.ndarray
+    pct: int
+    least: int
+
+
+def _preemption(fw):
+    """The profile's DefaultPreemption plugin, or None."""
+    if fw is None:
+        return None
+    return next((p for p in fw.plugins_at("postFilter") if p.name == DEFAULT_PREEMPTION), None)
+
+
+def preempt_setup(prober: LocalProber, objects, pods: list, names: list) -> PreemptSetup | None:
+    """The kernel's preemption inputs for ``pods`` (resolved records, the
+    setup's order) on ``prober``'s cluster (``objects``: its
+    ``ClusterObjects``; ``names`` its nodes in order); None when no pod
+    could preempt; raises ``BatchProfileError`` (module doc) for what the
+    kernel does not cover."""
+    plugin = _preemption(prober.fw)
+    if plugin is None or not pods:
+        return None
+    bound = list(getattr(prober, "bound", []))
+    prio = np.asarray([pod_priority(p) for p in pods], np.int64)
+    lowest = min([pod_priority(p) for p in bound] + prio.tolist())
+    may = np.asarray([p.preemption_policy != NEVER for p in pods], np.int64)
+    able = may.astype(bool) & (prio > lowest)
+    if not able.any():
+        return None
+    top = int(prio[able].max())
+    first = pods[int(np.flatnonzero(able & (prio == top))[0])]
+    if objects.pdbs:
+        pdb = objects.pdbs[0]
+        raise _refuse("PodDisruptionBudget", f"{pdb.namespace}/{pdb.name} is in the manifests "
+                      "(the victim search counts its violations)")
+    for b in bound:
+        if b.deleting and pod_priority(b) < top:
+            raise _refuse("metadata.deletionTimestamp", f"bound pod {b.key} is terminating "
+                          f"and pod {first.key} (priority {top}) could preempt it")
+    for p in list(bound) + list(pods):
+        if p.pod_affinity or p.pod_anti_affinity:
+            raise _refuse("InterPodAffinity", f"pod {p.key} has pod affinity or anti-affinity "
+                          "terms (their answers change as victims leave)")
+    for p in pods:
+        if ((p.obj or {}).get("status") or {}).get("nominatedNodeName"):
+            raise _refuse("status.nominatedNodeName", f"pod {p.key} is nominated in its "
+                          "manifest")
+    filters = [f.name for f in prober.fw.filters]
+    if "NodeResourcesFit" in filters:
+        fit = filters.index("NodeResourcesFit")
+        early = [n for n in STATIC_FILTERS if n in filters and filters.index(n) > fit]
+        if early:
+            raise _refuse("NodeResourcesFit", f"filters before {early[0]} (the nodes where "
+                          "preemption might help would depend on usage)")
+    everyone = list(pods) + bound
+    keys = [p.key for p in everyone]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    krank = np.empty(len(keys), np.int64)
+    krank[np.asarray(order, np.int64)] = np.arange(len(keys), dtype=np.int64)
+    pstart = np.asarray([START_NOW if p.start_ns is None else int(p.start_ns)
+                         for p in everyone], np.int64)
+    preq, pnz = _requests(prober, bound)
+    at = {name: i for i, name in enumerate(names)}
+    bnode = np.asarray([at[b.node_name] for b in bound], np.int64)
+    args = plugin.args
+    return PreemptSetup(np.concatenate([prio, [pod_priority(b) for b in bound]]).astype(np.int64),
+                        np.concatenate([may, np.zeros(len(bound), np.int64)]), krank, pstart,
+                        preq, pnz, bnode, int(args.min_candidate_nodes_percentage),
+                        int(args.min_candidate_nodes_absolute))
+
+
+def _requests(prober: LocalProber, bound: list) -> tuple[np.ndarray, np.ndarray]:
+    """([P + B, R] requests, pods column 0; [P + B, 2] non-zero cpu and
+    memory) of the queue pods (their classes') then the ``bound`` pods (as
+    the cluster's state accounts them)."""
+    base = prober.base
+    req = base["c_request"][prober.class_of]
+    nz = base["c_nonzero"][prober.class_of]
+    r = req.shape[1]
+    cols = prober.universe.state.pods.arrays()
+    row = {k: i for i, k in enumerate(cols["key"].tolist())}
+    breq = np.zeros((len(bound), r), np.int64)
+    bnz = np.zeros((len(bound), 2), np.int64)
+    for k, b in enumerate(bound):
+        i = row[b.key]
+        w = min(r, cols["request"].shape[1])
+        breq[k, :w] = cols["request"][i, :w]
+        bnz[k] = cols["nonzero"][i]
+    breq[:, RES_PODS] = 0
+    return (np.concatenate([req, breq]).astype(np.int64),
+            np.concatenate([nz, bnz]).astype(np.int64))
+
+
+def preempt_row(row: dict, res, trace) -> dict:
+    """``row`` (``sweep_batch.simulate_row``'s, of ``res``: a run whose
+    ``victim`` [P + B] marks the pods preempted, the queue's then the
+    manifests' bound pods) with the preemptions counted: a victim of the
+    queue's was scheduled and left at its preemption, neither departed nor
+    running nor deleted later (its departure finds it gone), a bound one
+    is no longer running, and ``preemptions`` counts the victims (the
+    Simulation's Preempted events)."""
+    v = np.asarray(res.victim, bool)
+    if not v.any():
+        return row
+    p = res.node.shape[0]
+    q = v[:p]
+    leaves = np.isfinite(np.asarray(trace.departure, np.float64))
+    timed = np.isfinite(np.asarray(trace.duration, np.float64))
+    row["preemptions"] += int(v.sum())
+    row["departed"] -= int((q & (leaves | timed)).sum())
+    row["running"] -= int((q & ~leaves & ~timed).sum()) + int(v[p:].sum())
+    return row

@@ -1,0 +1,435 @@
+"""The node-local trace form with DefaultPreemption in its queue: one
+cluster fed a trace (``_local_trace.run_local_trace_cluster``'s clock,
+queue and node-local rules) where a pod that fits nowhere runs PostFilter
+as the Scheduler runs it (``framework/preemption/evaluator.py``,
+``framework/scheduler/schedule_one.py``), with grace 0 (the victims leave
+at once):
+
+1. eligible: its preemption policy is not Never (no victim is ever left
+   terminating, so a nominated node never makes it wait);
+2. the nodes where preemption might help: those whose usage-independent
+   filters pass the pod (NodeUnschedulable, NodeName, TaintToleration,
+   NodeAffinity are UnschedulableAndUnresolvable; only NodeResourcesFit,
+   Unschedulable, rejects there), in row order;
+3. numCandidates (``min(max(n x pct / 100, abs), n)``) and the seeded
+   offset (``evaluator.seeded_offset`` of the Scheduler's seed and the
+   attempt number); nodes visited from the offset, wrapping, each searched
+   (``victims_on``: every lower-priority pod off, the pod must fit, then
+   reprieve most important first: priority, start time, pod key), the
+   visit stopping at the numCandidates-th candidate;
+4. pickOneNodeForPreemption without PDBs (``better``): the lowest
+   highest-victim priority, the smallest sum of priority + 2^31, the
+   fewest victims, the latest earliest start among the highest-priority
+   victims, then the first visited.
+
+The preemptor is nominated to the chosen node (pods nominated there with
+a lower priority lose their nomination), the victims leave in importance
+order (each an assigned pod's deletion: every unschedulable pod moves) and
+the preemptor goes back to the queue as a pod that failed while a move
+request came: backoffQ while it backs off.  While nominations are
+outstanding, each cycle of pod j counts the pods nominated to a node with
+priority >= j's (not j) as using it (``overlay``: the Scheduler's
+nominated overlay, scores and tie rank included), its PostFilter too; a
+pod's nomination ends when it binds, a later preemption moves it, or it is
+deleted.
+
+Per pod (the queue's, then the manifests' bound pods, which are in
+``used`` from the start and may be victims too): ``prio`` its priority,
+``may`` 1 when it may preempt (policy not Never, DefaultPreemption in the
+profile), ``krank`` its key's rank (the victim table's slot order),
+``pstart`` its start time (ns, START_NOW none), ``preq`` / ``pnz`` its
+requests; ``out_victim`` 1 for a pod preempted.
+
+Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
+and ``cuda.jit(device=True)`` (``local_trace_cuda``: thread 0 of a block per
+cluster) on top of ``_local_core`` and ``_queue``.
+"""
+
+# ruff: noqa: F821
+
+import numpy as np
+from numba import int64, uint64
+
+# ``_queue``'s answers, slots and statuses (a compiled namespace holds functions only)
+Q_DONE = 0
+Q_DEPART = 2
+Q_POD = 10
+Q_ATTEMPT = 11
+Q_NOW = 0
+P_BOUND = 4
+P_GONE = 5
+RES_PODS = 3
+START_NOW = 9223372036854775807
+PRIORITY_OFFSET = 2147483648
+OFFSET_SALT = 0x5EED0FF5E7          # evaluator._OFFSET_SALT
+
+
+def preempt_offset(seed_mix, attempt, n):
+    """``evaluator.seeded_offset``: splitmix64 of (seed x golden + attempt
+    + salt), mod ``n`` (> 0)."""
+    z = (uint64(seed_mix) + uint64(attempt) + uint64(OFFSET_SALT)
+         + uint64(0x9E3779B97F4A7C15))
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return int64(z % uint64(n))
+
+
+def num_candidates(n, pct, least):
+    """DefaultPreemption's numCandidates of ``n`` potential nodes."""
+    k = n * pct // 100
+    if k < least:
+        k = least
+    if k > n:
+        k = n
+    return k
+
+
+def overlay(j, pj, sign, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used, mark,
+            touched):
+    """The pods nominated to a node with priority >= ``pj`` (not pod
+    ``j``, not bound or gone) counted on it (``sign`` 1) or taken off
+    again (-1).  Adding, the nodes touched go to ``touched`` (``mark`` [n]
+    set; returned: how many)."""
+    nt = 0
+    for k in range(nom.shape[0]):
+        i = nom[k]
+        if i < 0 or k == j or pst[k] == P_BOUND or pst[k] == P_GONE or prio[k] < pj:
+            continue
+        cc = pod_cls[k]
+        for r in range(used.shape[1]):
+            used[i, r] += sign * c_request[cc, r]
+        used[i, RES_PODS] += sign
+        nz_used[i, 0] += sign * c_nonzero[cc, 0]
+        nz_used[i, 1] += sign * c_nonzero[cc, 1]
+        if sign > 0 and mark[i] == 0:
+            mark[i] = 1
+            touched[nt] = i
+            nt += 1
+    return nt
+
+
+def take_pod(i, k, sign, preq, used):
+    """Pod ``k``'s requests (``preq[k]``) off node ``i`` (``sign`` -1) or
+    back (1), for a Filter call of the victim search (scores are not read
+    there)."""
+    for r in range(used.shape[1]):
+        used[i, r] += sign * preq[k, r]
+    used[i, RES_PODS] += sign
+
+
+def fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
+    """Whether NodeResourcesFit passes class ``c`` on node ``i`` now (the
+    other filters pass it on a node the search visits)."""
+    if not c_fit_filter[c]:
+        return True
+    return fit_reasons(i, alloc, used, c_request[c], c_anything[c], c_ignored[c]) == 0
+
+
+def more_important(a, b, prio, pstart, krank):
+    """MoreImportantPod: higher priority, then the earlier start, then the
+    pod key (the victim table's slot order)."""
+    if prio[a] != prio[b]:
+        return prio[a] > prio[b]
+    if pstart[a] != pstart[b]:
+        return pstart[a] < pstart[b]
+    return krank[a] < krank[b]
+
+
+def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
+               c_fit_filter, preq, prio, pstart, krank, stats):
+    """SelectVictimsOnNode for node ``i`` (its lower-priority pods the list
+    ``head[i]`` / ``nxt``): the victims in ``cur`` most important first,
+    ``stats`` [3] their highest priority, sum of priority + 2^31 and the
+    earliest start among the highest-priority ones; returns how many (0:
+    not a candidate).  ``used`` is as it was after."""
+    k = 0
+    x = head[i]
+    while x >= 0:
+        cur[k] = x
+        k += 1
+        x = nxt[x]
+    if k == 0:
+        return 0
+    for a in range(k):
+        take_pod(i, cur[a], -1, preq, used)
+    if not fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
+        for a in range(k):
+            take_pod(i, cur[a], 1, preq, used)
+        return 0
+    for a in range(1, k):
+        s = cur[a]
+        b = a - 1
+        while b >= 0 and more_important(s, cur[b], prio, pstart, krank):
+            cur[b + 1] = cur[b]
+            b -= 1
+        cur[b + 1] = s
+    nv = 0
+    for a in range(k):
+        s = cur[a]
+        take_pod(i, s, 1, preq, used)
+        if not fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
+            take_pod(i, s, -1, preq, used)
+            cur[nv] = s
+            nv += 1
+    for a in range(nv):
+        take_pod(i, cur[a], 1, preq, used)
+    if nv == 0:
+        return 0
+    top = prio[cur[0]]
+    total = 0
+    earliest = pstart[cur[0]]
+    for a in range(nv):
+        s = cur[a]
+        total += prio[s] + PRIORITY_OFFSET
+        if prio[s] == top and pstart[s] < earliest:
+            earliest = pstart[s]
+    stats[0] = top
+    stats[1] = total
+    stats[2] = earliest
+    return nv
+
+
+def better(nv, stats, best_nv, best):
+    """pickOneNodeForPreemption without PDBs: a candidate (``nv`` victims,
+    ``stats``) before the best so far (the earlier visited on a tie)."""
+    if stats[0] != best[0]:
+        return stats[0] < best[0]
+    if stats[1] != best[1]:
+        return stats[1] < best[1]
+    if nv != best_nv:
+        return nv < best_nv
+    return stats[2] > best[2]
+
+
+def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
+                c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst,
+                out_node, bnode, out_victim, pot, head, nxt, cur, vout, stats):
+    """DefaultPreemption for pod ``j`` (class ``c``) whose cycle failed on
+    the ``n`` nodes (``used`` with the nominated pods counted): (the node
+    to nominate, -1 none; its victims, in ``vout`` most important first:
+    pod k < P the queue's, P + b the manifests' bound pod b).  ``stats``
+    [6] scratch."""
+    m = 0
+    for i in range(n):
+        if static_bits[c, i] == 0:
+            pot[m] = i
+            m += 1
+    if m == 0:
+        return -1, 0
+    pj = prio[j]
+    for i in range(n):
+        head[i] = -1
+    low = 0
+    n_q = pst.shape[0]
+    for b in range(bnode.shape[0]):
+        k = n_q + b
+        if out_victim[k] == 0 and prio[k] < pj:
+            i = bnode[b]
+            nxt[k] = head[i]
+            head[i] = k
+            low += 1
+    for k in range(n_q):
+        if pst[k] == P_BOUND and prio[k] < pj:
+            i = out_node[k]
+            nxt[k] = head[i]
+            head[i] = k
+            low += 1
+    if low == 0:
+        return -1, 0
+    cap = num_candidates(m, pct, least)
+    off = preempt_offset(seed_mix, attempt, m)
+    found = 0
+    best_node = -1
+    best_nv = 0
+    for t in range(m):
+        q = off + t
+        if q >= m:
+            q -= m
+        i = pot[q]
+        nv = victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
+                        c_fit_filter, preq, prio, pstart, krank, stats)
+        if nv == 0:
+            continue
+        if best_node < 0 or better(nv, stats, best_nv, stats[3:]):
+            best_node = i
+            best_nv = nv
+            stats[3] = stats[0]
+            stats[4] = stats[1]
+            stats[5] = stats[2]
+            for a in range(nv):
+                vout[a] = cur[a]
+        found += 1
+        if found >= cap:
+            break
+    return best_node, best_nv
+
+
+def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                              c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits,
+                              reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                              shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep,
+                              dur, backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+                              out_node, out_bind, out_tries, log_t, log_pod, n_log, end,
+                              positions, total_scratch, ties_scratch, hi_scratch, hi, hi_cnt,
+                              tkey, old_reasons, old_raw, dirty,
+                              qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                              prio, may, krank, pstart, preq, pnz, bnode, pct, least,
+                              out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
+                              save_bits, save_raw):
+    """``_local_trace.run_local_trace_cluster`` (its arguments first, the
+    same outputs) with DefaultPreemption (module doc).  Pods k < P are the
+    queue's (``pod_cls``' order), P + b the manifests' bound pod b (on
+    local node ``bnode[b]``, in ``used`` from the start); per pod [P + B]
+    ``prio``, ``may`` (first P), ``krank``, ``pstart``, ``preq`` [P + B, R]
+    (pods column 0) and ``pnz`` [P + B, 2] its requests and non-zero
+    cpu / memory; ``pct`` / ``least`` the profile's
+    minCandidateNodesPercentage / minCandidateNodesAbsolute; out:
+    ``out_victim`` [P + B] 1 for each pod preempted.  Scratch: ``nom`` [P]
+    (each pod's nominated node), ``pot``, ``head``, ``mark``, ``touched``
+    [n], ``save_bits`` [n], ``save_raw`` [n, S], ``nxt``, ``cur``,
+    ``vout`` [P + B], ``stats`` [6]."""
+    n = alloc.shape[0]
+    every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                          c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                          strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                          bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
+                          tkey)
+    for j in range(pod_cls.shape[0]):
+        out_node[j] = -1
+        out_bind[j] = np.nan
+        nom[j] = -1
+    for k in range(out_victim.shape[0]):
+        out_victim[k] = 0
+    for i in range(n):
+        mark[i] = 0
+    q_init(qi, qf, pst, patt, pts)
+    start = 0
+    m = 0
+    n_nom = 0
+    while True:
+        kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak)
+        if kind == Q_DONE:
+            break
+        j = qi[Q_POD]
+        c = pod_cls[j]
+        now = qf[Q_NOW]
+        if kind == Q_DEPART:
+            i = out_node[j]
+            if every:
+                keep_node(i, reasons, raw, old_reasons, old_raw)
+            release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                         strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                         bal_res, bal_kind)
+            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix,
+                      used, tkey, old_reasons, old_raw, dirty)
+            log_t[m] = now
+            log_pod[m] = -1 - j
+            m += 1
+            continue
+        i = -1
+        nt = 0
+        counted = n > 0 and n_nom > 0
+        if n > 0:
+            if counted:
+                # the nominated pods of priority >= j's use their nodes in
+                # this cycle: class c's answers there recomputed, a scan
+                nt = overlay(j, prio[j], 1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
+                             nz_used, mark, touched)
+                for t in range(nt):
+                    ii = touched[t]
+                    save_bits[t] = reasons[c, ii]
+                    for s in range(raw.shape[2]):
+                        save_raw[t, s] = raw[c, ii, s]
+                    refresh_row(ii, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                                c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                                strategy, fit_res, fit_kind, fit_weights, shape_util,
+                                shape_score, bal_res, bal_kind)
+                i, processed = pick_node(c, n, False, start, reasons, raw, c_active, c_norm,
+                                         c_weights, num_to_find, seed_mix, used, positions,
+                                         total_scratch, ties_scratch, hi_scratch, tkey)
+            else:
+                i, processed = pick_node(c, n, every, start, reasons, raw, c_active, c_norm,
+                                         c_weights, num_to_find, seed_mix, used, positions,
+                                         total_scratch, ties_scratch, hi_scratch, tkey)
+            start += processed
+            while start >= n:
+                start -= n
+        target = -1
+        nv = 0
+        if i < 0 and n > 0 and may[j] != 0:
+            target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
+                                     c_request, c_anything, c_ignored, c_fit_filter,
+                                     static_bits, preq, prio, pstart, krank, pst, out_node,
+                                     bnode, out_victim, pot, head, nxt, cur, vout, stats)
+        if counted:
+            overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
+                    nz_used, mark, touched)
+            for t in range(nt):
+                ii = touched[t]
+                mark[ii] = 0
+                reasons[c, ii] = save_bits[t]
+                for s in range(raw.shape[2]):
+                    raw[c, ii, s] = save_raw[t, s]
+        if i >= 0:
+            if every:
+                keep_node(i, reasons, raw, old_reasons, old_raw)
+            place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
+                      seed_mix, used, tkey, old_reasons, old_raw, dirty)
+            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+            if nom[j] >= 0:
+                nom[j] = -1
+                n_nom -= 1
+            out_node[j] = i
+            out_bind[j] = now
+            log_t[m] = now
+            log_pod[m] = j
+            m += 1
+            continue
+        if target < 0:
+            q_failed(j, qi, qf, pst, pts, up)
+            continue
+        # nominated: lower-priority nominations to the node end
+        for k in range(nom.shape[0]):
+            if nom[k] == target and k != j and prio[k] < prio[j]:
+                nom[k] = -1
+                n_nom -= 1
+        if nom[j] < 0:
+            n_nom += 1
+        nom[j] = target
+        for a in range(nv):
+            v = vout[a]
+            out_victim[v] = 1
+            if every:
+                keep_node(target, reasons, raw, old_reasons, old_raw)
+            if v < pod_cls.shape[0]:
+                pst[v] = P_GONE
+            for r in range(used.shape[1]):
+                used[target, r] -= preq[v, r]
+            used[target, RES_PODS] -= 1
+            nz_used[target, 0] -= pnz[v, 0]
+            nz_used[target, 1] -= pnz[v, 1]
+            for cc in range(reasons.shape[0]):
+                refresh_row(target, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                            c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                            bal_res, bal_kind)
+            fold_node(target, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
+                      seed_mix, used, tkey, old_reasons, old_raw, dirty)
+            log_t[m] = now
+            log_pod[m] = -1 - v
+            m += 1
+        # the victims' deletion moved the pool during the cycle: the
+        # preemptor goes back as a pod with a move request (backoffQ)
+        move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
+        pts[j] = now
+        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+    n_log[0] = m
+    end[0] = qf[Q_NOW]
+    for j in range(pod_cls.shape[0]):
+        out_tries[j] = patt[j]

@@ -1,0 +1,169 @@
+"""The node-local trace form with DefaultPreemption in its queue as one
+CUDA kernel: a thread block per cluster whose thread 0 gathers its nodes
+and runs the CPU twin's own cluster function
+(``_local_preempt.run_local_preempt_cluster``) as a device function, as
+``local_trace_cuda``'s node-event form runs its own.
+``run_local_preempt_cuda(p)`` answers what ``local_preempt.
+run_local_preempt(p)`` answers (tested under the simulator).  Importing
+this module without a device or the simulator raises
+``BackendUnavailable``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _local_core, _local_preempt, _queue
+from .local_cpu import TraceResult, empty_trace_result, seed_mix, trace_profiles
+from .local_preempt import LocalPreempt, log_rows
+from .local_trace_cuda import QUEUE_DEVICE_NAMESPACE
+
+from numba import cuda  # noqa: E402
+
+from tensorsched.kernels._compile import compile_module  # noqa: E402
+
+N_SLOTS = _local_core.N_SLOTS
+
+_pns = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
+                      base=QUEUE_DEVICE_NAMESPACE)
+_gather_node = QUEUE_DEVICE_NAMESPACE["gather_node"]
+_run_cluster = _pns["run_local_preempt_cluster"]
+
+
+@cuda.jit
+def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+            c_active, c_norm, c_weights, static_bits, static_raw, image_raw, strategy, fit_res,
+            fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape, bal_res, bal_kind,
+            n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find,
+            seed_mixes, arrive, depart, duration, rank, vic_ptr, prio, may, krank, pstart, preq,
+            pnz, bnode, pct, least,
+            backoff0, backoff_max, max_unsched,
+            out_node, out_bind, out_tries, out_victim, log_t, log_pod, n_log, end,
+            alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, node_all, nraw_all,
+            hi_all, tkey_all, cls_all, craw_all, qi_all, qf_all, pod_all, pts_all, ring_all,
+            hk_all, dk_all, ak_all):
+    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
+    ``run_local_preempt_cluster`` (the scratch ``*_all`` padded per
+    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 10, e] int64 rows
+    of per-node and per-pod scratch, e the most queue and bound pods of a
+    cluster)."""
+    b = cuda.blockIdx.x
+    if cuda.threadIdx.x != 0:
+        return
+    off = node_ptr[b]
+    n = node_ptr[b + 1] - off
+    p0 = pod_ptr[b]
+    e = pod_ptr[b + 1] - p0
+    v0 = vic_ptr[b]
+    v1 = vic_ptr[b + 1]
+    w1 = max(v1 - v0, 1)
+    k = profile[b]
+    a = alloc_all[b, :n]
+    u = used_all[b, :n]
+    z = nz_all[b, :n]
+    sb = sb_all[b, :, :n]
+    raw = raw_all[b, :, :n]
+    g = image_group[b]
+    for i in range(n):
+        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+                     image_raw, a, u, z, sb, raw)
+    m = max(n, 1)
+    e1 = max(e, 1)
+    e2 = max(2 * e, 1)
+    nd = node_all[b]
+    pd = pod_all[b]
+    ring = ring_all[b]
+    hk = hk_all[b]
+    _run_cluster(
+        a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, c_norm,
+        c_weights, sb, reasons_all[b, :, :n], raw, strategy[k], fit_res[k, :n_fit[k]],
+        fit_kind[k, :n_fit[k]], fit_weights[k, :n_fit[k]], shape_util[k, :n_shape[k]],
+        shape_score[k, :n_shape[k]], bal_res[k, :n_bal[k]], bal_kind[k, :n_bal[k]],
+        pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
+        backoff0, backoff_max, max_unsched, num_to_find[b], seed_mixes[b],
+        pd[0, :e], out_bind[p0:p0 + e], out_tries[p0:p0 + e],
+        log_t[p0 + v0:p0 + e + v1], log_pod[p0 + v0:p0 + e + v1], n_log[b:b + 1],
+        end[b:b + 1], nd[0, :m], nd[1, :m], nd[2, :m], hi_all[b, 0, 0], hi_all[b, 1],
+        hi_all[b, 2], tkey_all[b], cls_all[b], craw_all[b], nd[3, :1], qi_all[b], qf_all[b],
+        pd[1, :e], pd[2, :e], pts_all[b, 0, :e], ring[0, :e2], ring[1, :e2], hk[0, :e2],
+        ring[2, :e2], ring[3, :e2], dk_all[b, :e1], pd[3, :e1], pd[4, :e1], rank[p0:p0 + e],
+        ak_all[b], prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1],
+        pnz[v0:v1], bnode[v0 - p0:v1 - p0 - e], pct[b], least[b], out_victim[v0:v1],
+        pd[5, :e1], nd[4, :m], nd[5, :m], pd[6, :w1], pd[7, :w1], pd[8, :w1], pd[9, :6],
+        nd[6, :m], nd[7, :m], nd[8, :m],
+        nraw_all[b, 0, :m])
+    for j in range(e):
+        out_node[p0 + j] = node_rows[off + pd[0, j]] if pd[0, j] >= 0 else -1
+
+
+def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
+    """Every cluster of ``p`` (checked first) on the device, one launch:
+    ``local_preempt.run_local_preempt``'s (``TraceResult``, victim)."""
+    p.check()
+    t = p.trace
+    a = t.batch
+    n_pods = a.pod_cls.shape[0]
+    nb = a.n_clusters
+    out = empty_trace_result(n_pods, nb)
+    n_vic = int(p.vic_ptr[-1])
+    rows = max(log_rows(p), 1)
+    victim = np.zeros(n_vic, np.int64)
+    out = out._replace(log_t=np.zeros(rows, np.float64), log_pod=np.zeros(rows, np.int64))
+    if nb == 0:
+        return out, victim
+    pr = trace_profiles(t)
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    host = (
+        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
+        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
+        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
+        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
+        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
+        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
+        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
+        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
+        f64(t.arrive), f64(t.depart), t.durations(), t.ranks(), *p.inputs())
+    ins = [cuda.to_device(x) for x in host]
+    nmax = max(1, int(np.diff(a.node_ptr).max()))
+    emax = max(1, int(np.diff(a.pod_ptr).max()))
+    wmax = max(6, int(np.diff(p.vic_ptr).max()))
+    size = 1
+    while size < nmax:
+        size *= 2
+    c = max(1, a.c_request.shape[0])
+    r = a.alloc.shape[1]
+    e2 = 2 * emax
+    da = cuda.device_array
+    zeros = lambda shape: cuda.to_device(np.zeros(shape, np.int64))   # noqa: E731
+    outs = [da(max(n_pods, 1), np.int64), da(max(n_pods, 1), np.float64),
+            da(max(n_pods, 1), np.int64), da(max(n_vic, 1), np.int64),
+            cuda.to_device(np.zeros(rows, np.float64)), zeros(rows), da(nb, np.int64),
+            da(nb, np.float64)]
+    scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
+               da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
+               da((nb, c, nmax), np.int64), zeros((nb, c, nmax, N_SLOTS)),
+               da((nb, 9, nmax), np.int64), da((nb, 1, nmax, N_SLOTS), np.int64),
+               # hi_all[b, 0, 0]: hi_scratch [2S]; [b, 1] / [b, 2]: hi, hi_cnt [C, 2S]
+               zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
+               da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
+               da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
+               da((nb, 10, wmax), np.int64), da((nb, 1, emax), np.float64),
+               da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
+               da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64)]
+    _kernel[nb, 32](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
+                    *outs, *scratch)
+    got = [x.copy_to_host() for x in outs]
+    out.node[:] = got[0][:n_pods]
+    out.bind[:] = got[1][:n_pods]
+    out.tries[:] = got[2][:n_pods]
+    victim[:] = got[3][:n_vic]
+    out.log_t[:] = got[4]
+    out.log_pod[:] = got[5]
+    out.n_log[:] = got[6]
+    out.end[:] = got[7]
+    return out, victim
+
+
+__all__ = ["run_local_preempt_cuda"]
