@@ -37,8 +37,7 @@ over the live rows gathered).
 
 # ruff: noqa: F821
 
-import numpy as np
-
+NAN = float("nan")
 # ``_queue``'s answers, slots and interest bits (a compiled namespace holds functions only)
 Q_DONE = 0
 Q_DEPART = 2
@@ -166,7 +165,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     for j in range(p):
         out_node[j] = -1
         out_gmask[j] = 0
-        out_bind[j] = np.nan
+        out_bind[j] = NAN
         out_why[j] = 0
         pmask[j] = 0
     q_init(qi, qf, pst, patt, pts)
