@@ -149,9 +149,10 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     (module doc)."""
     n0 = inv.n_nodes
     pods = int(T.NODE_PODS)
-    u = {"gc": inv.gpu_count.astype(np.int64).tolist(), "md": inv.model.astype(np.int64).tolist(),
-         "cpu": inv.cpu_cap.astype(np.int64).tolist(), "mem": inv.mem_cap.astype(np.int64).tolist(),
-         "bytes": (inv.mem_cap.astype(np.int64) * MIB).tolist(), "pods": [pods] * n0}
+    col = lambda v: np.asarray(v, np.int64).tolist()
+    u = {"gc": col(inv.gpu_count), "md": col(inv.model), "cpu": col(inv.cpu_cap),
+         "mem": col(inv.mem_cap), "bytes": col(np.asarray(inv.mem_cap, np.int64) * MIB),
+         "pods": [pods] * n0}
     names = list(inv.names)
     rows = {name: i for i, name in enumerate(names)}
     uid = dict(rows)
@@ -232,7 +233,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     fit = interest_bits(NodeResourcesFit)
     if interest_bits(GpuShareFit) != fit:
         raise refuse("GpuShareFit", "it listens to other events than NodeResourcesFit")
-    i64 = lambda v: np.asarray(v, np.int64)   # noqa: E731
+    i64 = lambda v: np.asarray(v, np.int64)
     events = NodeEvents(row0, np.zeros(n_rows, np.int8), i64(u["gc"]), i64(u["md"]),
                         i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),
                         np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
@@ -243,7 +244,8 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
 
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
                      backend: str = "numba", workers: int | None = None,
-                     max_unsched: float = DEFAULT_MAX_UNSCHED, backoff: tuple = (1.0, 10.0)) -> tuple:
+                     max_unsched: float = DEFAULT_MAX_UNSCHED,
+                     backoff: tuple = (1.0, 10.0)) -> tuple:
     """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
     seed): an index into ``workloads``, ``TraceWorkload``s) on ``inv``
     under ``plan``'s node events, the openb profile without OpenbTieRank
@@ -298,7 +300,7 @@ def event_row(a, out, b: int, plan: OpenbPlan, trace, interval: float, horizon: 
     sign = np.where(~pod, 0, np.where(log_pod >= 0, 1, -1))
     cpu = np.asarray(trace.table.column("cpu").to_numpy(), np.int64)
     mem = np.asarray(trace.table.column("memory").to_numpy(), np.int64)
-    gpus = np.array([bin(int(m)).count("1") for m in gm.tolist()], np.int64)
+    gpus = np.array([int(m).bit_count() for m in gm.tolist()], np.int64)
     cpu_req = _at(log_t, 0, np.cumsum(sign * cpu[j]), times)
     mem_req = _at(log_t, 0, np.cumsum(sign * mem[j]), times)
     used = _at(log_t, 0, np.cumsum(sign * gpus[j] * pods_milli[j]), times)

@@ -188,6 +188,20 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None)
     return out
 
 
-__all__ = ["EV_ADD", "EV_DELETE", "EV_EVICT", "EV_KINDS", "EV_UPDATE", "EventOutputs",
-           "I_NODE_ADD", "I_NODE_DELETE", "I_NODE_UPDATE", "I_POD_DELETE", "NodeEvents",
-           "WHY_DELETED", "WHY_EVICTED", "run_openb_events", "run_inputs"]
+__all__ = [
+    "EV_ADD",
+    "EV_DELETE",
+    "EV_EVICT",
+    "EV_KINDS",
+    "EV_UPDATE",
+    "I_NODE_ADD",
+    "I_NODE_DELETE",
+    "I_NODE_UPDATE",
+    "I_POD_DELETE",
+    "WHY_DELETED",
+    "WHY_EVICTED",
+    "EventOutputs",
+    "NodeEvents",
+    "run_inputs",
+    "run_openb_events",
+]

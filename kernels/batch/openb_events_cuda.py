@@ -21,14 +21,14 @@ _reason = cuda_unavailable_reason()
 if _reason is not None:
     raise BackendUnavailable(f"backend 'cuda' cannot run: {_reason}")
 
-from numba import cuda, float64, int64  # noqa: E402
+from numba import cuda, float64, int64
 
-from tensorsched.kernels._compile import compile_module  # noqa: E402
+from tensorsched.kernels._compile import compile_module
 
-from . import _env, _openb_events, _queue  # noqa: E402
-from .arrays import BatchArrays  # noqa: E402
-from .cuda import device_rules  # noqa: E402
-from .openb_events import EventOutputs, NodeEvents, run_inputs  # noqa: E402
+from . import _env, _openb_events, _queue
+from .arrays import BatchArrays
+from .cuda import device_rules
+from .openb_events import EventOutputs, NodeEvents, run_inputs
 
 AFF_TAGS = 18
 MAX_GPUS = 16

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_sweep_batch import HEADER, _write, _write_generic
 
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.topology.gpu import read_openb_nodes
-
-from test_sweep_batch import HEADER, _write, _write_generic
 
 POLICIES = ("FGD", "Random", "BestFit", "DotProd", "GpuPacking", "GpuClustering")
 TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
@@ -176,6 +175,25 @@ def test_a_pod_rejected_by_cordons_only_waits_for_a_node_event(tmp_path, monkeyp
                              {"at": 100, "uncordon": ["n0", "n1"]}]}, POLICIES, [0, 2], 10.0)
     for r in rows:
         assert r["scheduled"] == 3 and r["failed_attempts"] == 1 and r["departed"] == 1
+
+
+def test_an_added_node_tainted_unschedulable_or_without_pod_slots(tmp_path, monkeypatch):
+    """A node added with the unschedulable taint takes no pod until its
+    uncordon; one without ``pods`` allocatable takes none at all (the
+    Simulation's NodeResourcesFit): b binds at 70, on the first."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,2,,2\n")
+    tainted = _node("x0", 2)
+    tainted["spec"] = {"taints": [{"key": "node.kubernetes.io/unschedulable",
+                                   "effect": "NoSchedule"}]}
+    slotless = _node("x1", 2)
+    del slotless["status"]["allocatable"]["pods"]
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 50, "create": tainted}, {"at": 60, "create": slotless},
+                             {"at": 70, "uncordon": "x0"}]}, POLICIES, [0], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 2 and r["latency_p99"] > 60
 
 
 def test_curves_after_a_removal(tmp_path, monkeypatch):

@@ -82,8 +82,8 @@ def test_event_inputs_are_checked_by_name(tmp_path):
 @needs_cuda
 def test_cuda_form_equals_the_twin(tmp_path):
     inv, plan, tws, jobs = _inputs(tmp_path)
-    a, twin = E.openb_event_runs(inv, plan, tws, jobs, "numba")
-    _a, dev = E.openb_event_runs(inv, plan, tws, jobs, "cuda")
+    _a, twin = E.openb_event_runs(inv, plan, tws, jobs, "numba")
+    _b, dev = E.openb_event_runs(inv, plan, tws, jobs, "cuda")
     assert (twin.why > 0).any() and (twin.node >= 0).any()
     for x, y in zip(twin, dev):
         np.testing.assert_array_equal(x, y)
