@@ -9,7 +9,8 @@ events (``plan_openb``, in time order, file order among equal times):
 
 - ``addNodes`` / a Node ``create``: the node joins (its GPUs and model as
   ``GpuTable`` reads them: ``nvidia.com/gpu`` and the GPU product label;
-  its cpu, memory and pod slots from its allocatable), in the row the
+  its cpu, memory and pod slots from its allocatable; a GPU model new to
+  the node list joins the models the pods' masks are over), in the row the
   cluster state gives it (a row freed by a removal, the last freed first,
   else the next one); the pool moves for Node/Add;
 - ``cordon`` / ``uncordon``: the node's unschedulable field (and taint)
@@ -36,7 +37,7 @@ Refused (``BatchProfileError`` naming the step's field and why; the job
 then runs per job): Pod creates and deletes (the kernel's queue takes the
 trace's pods only), a step naming a node absent then or adding one
 present or removed before (the Simulation's error, or a name the rows
-cannot tell apart), a node added with a GPU model the node CSV lacks, GPU
+cannot tell apart), a node added with GPUs but no GPU model label, GPU
 topology, taints or memory that is not a whole number of MiB, a step
 leaving the cluster without nodes (a pod failing there is rejected by no
 plugin and waits for any event, an arrival's too), a drain when a trace
@@ -107,28 +108,33 @@ class OpenbPlan:
     """A scenario's node steps on an openb node list: ``events`` the
     kernel's (``NodeEvents``); per event ``live_cpu`` / ``live_mem`` /
     ``live_gpus`` the live nodes' allocatable cpu (millicores), memory
-    (bytes) and GPUs after it; ``names`` each universe node's name."""
+    (bytes) and GPUs after it; ``names`` each universe node's name,
+    ``models`` the GPU models (the node list's, then those added nodes
+    bring: the pods' and typical pods' model masks are over them)."""
 
     events: NodeEvents
     names: list
+    models: list
     live_cpu: np.ndarray
     live_mem: np.ndarray
     live_gpus: np.ndarray
 
 
-def _added_node(obj: dict, inv: GpuInventory, where: str) -> tuple:
+def _added_node(obj: dict, models: list, where: str) -> tuple:
     """(GPUs, model index, cpu millicores, memory MiB, memory bytes, pod
-    slots, cordoned) of a Node manifest a step adds; refused (module doc)."""
+    slots, cordoned) of a Node manifest a step adds (a GPU model new to
+    ``models``, the models so far, appended to it); refused (module doc)."""
     try:
         rec = parse_node(obj)
-        count, model, _mem, topo = node_inputs(rec, list(inv.models), {})
+        count, model, _mem, topo = node_inputs(rec, list(models), {})
     except (TensorschedError, ValueError) as exc:
         raise refuse(where, f"its node: {exc}") from None
     if topo is not None:
         raise refuse(where, f"node {rec.name!r} has a GPU topology")
-    if count and model not in inv.models:
-        raise refuse(where, f"node {rec.name!r}: GPU model {model!r} is not one of the node "
-                     "list's")
+    if count and not model:
+        raise refuse(where, f"node {rec.name!r}: GPUs without a GPU model label")
+    if count and model not in models:
+        models.append(model)        # (``node_inputs`` refused one past the masks' bits)
     if count > 16:
         raise refuse(where, f"node {rec.name!r}: {count} GPUs (at most 16)")
     if any(t.key != UNSCHEDULABLE_TAINT for t in rec.taints):
@@ -139,7 +145,7 @@ def _added_node(obj: dict, inv: GpuInventory, where: str) -> tuple:
         raise refuse(where, f"node {rec.name!r}: memory {mem} bytes is not a whole number of "
                      "MiB")
     cordoned = bool(rec.unschedulable) or any(t.key == UNSCHEDULABLE_TAINT for t in rec.taints)
-    return (int(count), inv.models.index(model) if count else -1, int(alloc.get("cpu", 0)),
+    return (int(count), models.index(model) if count else -1, int(alloc.get("cpu", 0)),
             mem // MIB, mem, int(alloc.get("pods", 0)), cordoned)
 
 
@@ -154,6 +160,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
          "mem": col(inv.mem_cap), "bytes": col(np.asarray(inv.mem_cap, np.int64) * MIB),
          "pods": [pods] * n0}
     names = list(inv.names)
+    models = list(inv.models)
     rows = {name: i for i, name in enumerate(names)}
     uid = dict(rows)
     present = set(names)
@@ -185,7 +192,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 name = (o.get("metadata") or {}).get("name")
                 if name in present or name in uid:
                     raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
-                gc, md, cpu, mem, nbytes, slots, cord = _added_node(o, inv, f"{where} "
+                gc, md, cpu, mem, nbytes, slots, cord = _added_node(o, models, f"{where} "
                                                                     f"({st.action})")
                 x = len(names)
                 names.append(name)
@@ -239,7 +246,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                         np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
                         i64(ev["x"]), np.asarray(ev["flag"], np.int8), fit,
                         interest_bits(NodeUnschedulable))
-    return OpenbPlan(events, names, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]))
+    return OpenbPlan(events, names, models, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]))
 
 
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
@@ -250,6 +257,9 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     seed): an index into ``workloads``, ``TraceWorkload``s) on ``inv``
     under ``plan``'s node events, the openb profile without OpenbTieRank
     (GpuShareScore alone, weight 1), ``backend`` numba or cuda."""
+    if list(plan.models) != list(inv.models):
+        inv = inv.copy()
+        inv.models = list(plan.models)
     wls, key = [], {}
     for t, _p, _s in jobs:
         if (0, t) not in key:

@@ -196,6 +196,21 @@ def test_an_added_node_tainted_unschedulable_or_without_pod_slots(tmp_path, monk
         assert r["scheduled"] == 2 and r["latency_p99"] > 60
 
 
+def test_a_pod_asking_for_a_new_gpu_model_binds_on_the_added_node(tmp_path, monkeypatch):
+    """b asks for an A100, a model the node list lacks: it waits until a
+    node of that model joins at 40 (typical pods of that model count
+    in the fragmentation from then on)."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,500,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,500,A100,LS,Running,2,,2\n"
+                                    "c,1000,1024,1,300,A100,LS,Running,3,90,3\n")
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 40, "create": _node("x0", 2, model="A100")}]}, POLICIES,
+                  [0], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 3 and r["latency_p99"] > 30
+
+
 def test_curves_after_a_removal(tmp_path, monkeypatch):
     """A node removed with its pods: they are deleted, the GPU curves then
     divide by the GPUs left."""
@@ -222,7 +237,7 @@ def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
                            "metadata": {"name": "x", "namespace": "default"},
                            "spec": {"containers": [{"name": "c"}]}}}], "steps[0].create"),
     ([{"at": 1, "removeNodes": ["n0"]}], "steps[0].removeNodes"),
-    ([{"at": 1, "create": _node("y", 1, model="A100")}], "steps[0].create"),
+    ([{"at": 1, "create": _node("y", 1, model="")}], "steps[0].create"),
     ([{"at": 1, "cordon": "nope"}], "steps[0].cordon"),
     ([{"at": 1, "create": _node("n0", 1)}], "steps[0].create"),
     ([{"at": 1, "create": _node("y", 1, mem="1000")}], "steps[0].create"),
@@ -238,7 +253,7 @@ def test_refused_jobs_run_per_simulation(tmp_path):
     nodes = _one_gpu_cluster(tmp_path)
     (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n")
     sc = tmp_path / "s.json"
-    sc.write_text(json.dumps({"steps": [{"at": 1, "create": _node("y", 1, model="A100")}]}))
+    sc.write_text(json.dumps({"steps": [{"at": 1, "removeNodes": ["n0"]}]}))
     jobs = S.make_jobs([str(tmp_path / "p.csv")], [0], policies=["FGD"], nodes=nodes,
                        scenario=str(sc))
     assert _rows(jobs, True) == _rows(jobs, False)
