@@ -39,6 +39,7 @@ from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.openb.batch import trace_workload
 from tensorsched.topology.openb.trace import openb_node_objects
 
 from .harness import git_commit, machine_info
@@ -58,6 +59,13 @@ def _timed(jobs, batch: bool) -> tuple:
              "wall_seconds": round(time.perf_counter() - t0, 3),
              "load_before": [round(x, 2) for x in load]},
             table.drop(["wall_seconds"]).to_pylist())
+
+
+def _workload(inputs: dict, path: str):
+    """The trace's ``TraceWorkload`` with the Simulation's typical pods."""
+    tw = trace_workload(inputs[("trace", path)])
+    tw.typical = inputs[("typical", path)]
+    return tw
 
 
 def write_inputs(where: Path, trace: str, pods: int) -> tuple:
@@ -140,7 +148,7 @@ def main(argv=None) -> dict:
         inputs = S.load_inputs(jobs)
         taken: list = []
         E.batched_openb_events(jobs, inputs, 1, lambda i, row, e: taken.append(i),
-                               lambda t: S._workload(t, inputs), "FGD")
+                               lambda t: _workload(inputs, t), "FGD")
         # compile (or load the cached) kernels before timing
         _timed(jobs[:1], True)
         batched, rows_b = _timed(jobs, True)
