@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from support.backends import needs_cuda
 
+from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.batch import openb_events as OE
@@ -39,8 +40,26 @@ def _node(name, gpus, unschedulable=False):
                                                      "nvidia.com/gpu": str(gpus)}}}
 
 
-def _inputs(tmp_path, seed: int = 3):
-    """A two-node cluster, a trace with departures and every kind of node step."""
+def _generic_trace(tmp_path, rng):
+    """A generic trace: pods leaving at a time or a duration after their
+    binding, of three priorities (activeQ a heap of ranks)."""
+    anno = '"alibabacloud.com/gpu-milli={m};alibabacloud.com/gpu-count={n}"'
+    lines = ["name,arrival,departure,duration,cpu,memory,annotations,priority"]
+    for j in range(14):
+        t = 3 * j
+        n, m = [(1, 1000), (1, 500), (2, 1000)][int(rng.integers(3))]
+        how = int(rng.integers(3))
+        dep = str(t + 20) if how == 0 else ""
+        dur = "15" if how == 1 else ""
+        lines.append(f"p{j},{t},{dep},{dur},1000m,1024Mi,{anno.format(m=m, n=n)},"
+                     f"{int(rng.choice([0, 10, 100]))}")
+    (tmp_path / "g.csv").write_text("\n".join(lines) + "\n")
+    return run.read_trace_file(str(tmp_path / "g.csv"))
+
+
+def _inputs(tmp_path, seed: int = 3, generic: bool = False):
+    """A two-node cluster, a trace with departures (``generic``: durations
+    and priorities too) and every kind of node step."""
     (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
                                     "n0,8000,16384,2,T4\nn1,16000,32768,1,T4\n")
     rng = np.random.default_rng(seed)
@@ -57,11 +76,10 @@ def _inputs(tmp_path, seed: int = 3):
         {"at": 20, "removeNodes": ["x0"]}, {"at": 24, "create": _node("x1", 2, True)},
         {"at": 30, "uncordon": ["n1", "x1"]}]})
     inv = read_openb_nodes(tmp_path / "n.csv")
-    trace = read_openb_trace(tmp_path / "p.csv")
+    trace = _generic_trace(tmp_path, rng) if generic else read_openb_trace(tmp_path / "p.csv")
     plan = E.plan_openb(inv, sc, trace)
     tw = trace_workload(trace)
-    from tensorsched.topology.openb.trace import typical_of
-    tw.typical = typical_of(tw.pods)
+    tw.typical = run.typical_of(trace)
     jobs = [(0, p, s) for p in ("FGD", "Random", "BestFit", "DotProd", "GpuPacking",
                                 "GpuClustering") for s in (0, 1)]
     return inv, plan, [tw], jobs
@@ -80,10 +98,12 @@ def test_event_inputs_are_checked_by_name(tmp_path):
 
 @pytest.mark.cudasim
 @needs_cuda
-def test_cuda_form_equals_the_twin(tmp_path):
-    inv, plan, tws, jobs = _inputs(tmp_path)
+@pytest.mark.parametrize("generic", [False, True])
+def test_cuda_form_equals_the_twin(tmp_path, generic):
+    inv, plan, tws, jobs = _inputs(tmp_path, generic=generic)
     _a, twin = E.openb_event_runs(inv, plan, tws, jobs, "numba")
     _b, dev = E.openb_event_runs(inv, plan, tws, jobs, "cuda")
     assert (twin.why > 0).any() and (twin.node >= 0).any()
+    assert not generic or (tws[0].rank is not None and np.isfinite(tws[0].duration).any())
     for x, y in zip(twin, dev):
         np.testing.assert_array_equal(x, y)
