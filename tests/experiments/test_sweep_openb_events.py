@@ -2,6 +2,7 @@
 steps (nodes added, cordoned, uncordoned, drained, removed) run as one
 batched call (``experiments.sweep_openb_events``): every row equals the
 row of the job's own Simulation (``batch=False``) but ``wall_seconds``."""
+import copy
 import dataclasses
 import json
 
@@ -11,11 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sweep_batch import HEADER, _write, _write_generic
 
+from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.gpu_table import GpuTable
+from tensorsched.topology.openb.batch import trace_workload
 
 POLICIES = ("FGD", "Random", "BestFit", "DotProd", "GpuPacking", "GpuClustering")
 TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
@@ -125,6 +129,57 @@ def test_random_scenarios_are_mostly_covered():
             except BatchProfileError:
                 pass
     assert took >= 15
+
+
+def _occupant(plan, row: int, t: float) -> str:
+    """The node on local ``row`` at ``t`` (after that time's node events)."""
+    ev = plan.events
+    x = int(ev.row0[row])
+    for te, kind, r, xe in zip(ev.ev_t.tolist(), ev.ev_kind.tolist(), ev.ev_row.tolist(),
+                               ev.ev_x.tolist()):
+        if te <= t and kind == E.EV_ADD and r == row:
+            x = xe
+    return plan.names[x]
+
+
+@pytest.mark.parametrize("seed", [2, 9, 21])
+def test_placements_and_gpu_indices_are_each_simulations(tmp_path, seed):
+    """Each pod's node (by name) and GPU indices in the batched run are the
+    ones its Simulation binds it to, under random node steps, six policies."""
+    nodes, pods = _write_generic(tmp_path, seed, 3, 30)
+    scenario = load_scenario(_random_scenario(np.random.default_rng(seed), 3))
+    inv = read_openb_nodes(nodes)
+    trace = run.read_trace_file(pods)
+    plan = E.plan_openb(inv, scenario, trace)
+    tw = trace_workload(trace)
+    tw.typical = run.typical_of(trace)
+    jobs = [(0, p, seed) for p in POLICIES]
+    a, out = E.openb_event_runs(inv, plan, [tw], jobs)
+    names = tw.pods.names
+    for b, (_t, policy, s) in enumerate(jobs):
+        sim = run.build_simulation(run.cluster_objects(nodes=nodes), run.choose_config(
+            None, policy, True, tw.typical), "numba", s, interval=60.0, typical=tw.typical)
+        sim.scenario(copy.deepcopy(scenario))
+        got = {}
+
+        def bound(e, sim=sim, got=got):
+            gt = GpuTable.attached(sim.cluster.state)
+            al = gt.alloc.get(e["pod"]) if gt is not None else None
+            got[e["pod"].split("/", 1)[1]] = (e["node"], tuple(al.indices) if al is not None
+                                              and al.indices else ())
+        sim.on("Bound", bound)
+        sim.submit(trace)
+        sim.run()
+        o = int(a.ev_off[b])
+        mine = {}
+        for j, name in enumerate(names):
+            row = int(out.node[o + j])
+            if row >= 0:
+                gm = int(out.gmask[o + j])
+                mine[name] = (_occupant(plan, row, float(out.bind[o + j])),
+                              tuple(g for g in range(16) if (gm >> g) & 1))
+        assert mine == got, policy
+        assert got, policy
 
 
 def _one_gpu_cluster(tmp_path):
