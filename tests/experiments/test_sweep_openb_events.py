@@ -94,7 +94,7 @@ def _equal(tmp_path, monkeypatch, nodes, pods, scenario: dict, policies, seeds, 
     return b
 
 
-@settings(max_examples=6, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 30),
        interval=st.sampled_from([7.0, 60.0, 3600.0]), generic=st.booleans())
