@@ -55,7 +55,8 @@ def _random_scenario(rng, n_nodes: int) -> dict:
         elif what == "remove":
             if len(present) > 1:
                 nm = present.pop(int(rng.integers(len(present))))
-                steps.append({"at": t, "removeNodes": [nm]})
+                steps.append({"at": t, "removeNodes": [nm]} if rng.random() < 0.5 else
+                             {"at": t, "delete": {"kind": "Node", "name": nm}})
         else:
             steps.append({"at": t, what: str(rng.choice(present))})
     return {"steps": steps}
