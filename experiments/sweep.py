@@ -83,6 +83,7 @@ from .results import (
 )
 from .sweep_batch import MIB, simulate_row, time_mean
 from .sweep_local import agenda_spans, batched_local, samples_follow
+from .sweep_openb_events import batched_openb_events
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
            "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
@@ -684,6 +685,10 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
             rest = _batched_experiments(jobs, inputs, workers, done)
             rest = [rest[k] for k in _batched_simulations([jobs[i] for i in rest], inputs,
                                                           workers, _shifted(rest, done))]
+            # the openb profile with a scenario's node steps: the openb engine's node events
+            rest = [rest[k] for k in batched_openb_events(
+                [jobs[i] for i in rest], inputs, workers, _shifted(rest, done),
+                lambda t: _workload(t, inputs), run.DEFAULT_POLICY)]
             # default-profile configurations on manifests: the node-local kernel
             rest = [rest[k] for k in batched_local([jobs[i] for i in rest], inputs, workers,
                                                    _shifted(rest, done))]

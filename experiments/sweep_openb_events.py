@@ -1,0 +1,412 @@
+"""``simulate`` jobs of the openb profile with a scenario of node steps, run
+as one batched call (``kernels.batch.openb_events``) per (node CSV,
+scenario, backend, interval): each row equal to the row ``experiments.
+sweep`` makes from the job's own Simulation, but ``wall_seconds``.
+
+What the Simulation does for an openb cluster under each node step
+(``framework/simulation/changes.py``), mirrored here as the kernel's node
+events (``plan_openb``, in time order, file order among equal times):
+
+- ``addNodes`` / a Node ``create``: the node joins (its GPUs and model as
+  ``GpuTable`` reads them: ``nvidia.com/gpu`` and the GPU product label;
+  its cpu, memory and pod slots from its allocatable; a GPU model new to
+  the node list joins the models the pods' masks are over), in the row the
+  cluster state gives it (a row freed by a removal, the last freed first,
+  else the next one); the pool moves for Node/Add;
+- ``cordon`` / ``uncordon``: the node's unschedulable field (and taint)
+  set or cleared, the pool moved for Node/Update (also when it was
+  already so); the openb profile keeps the default filters, so
+  NodeUnschedulable (first in filter order) rejects every trace pod on a
+  cordoned node;
+- ``drain``: a cordon (unless the node is unschedulable already), then
+  every pod bound there evicted (the trace's pods: no DaemonSet, no
+  static pod), each a Pod/Delete;
+- ``removeNodes`` / a Node ``delete``: its pods deleted (Pod/Delete),
+  then the node (Node/Delete).
+
+A failed pod waits for the events its rejecting plugins listen to: each
+live node's first failing filter, NodeUnschedulable on a cordoned node
+(Node/Add, Node/Update), else NodeResourcesFit or GpuShareFit
+(Pod/Delete, Node/Add, Node/Update).  The time series divide by the live
+nodes' allocatable cpu and memory and GPUs (``GpuTracker``), the
+fragmentation summed over the live nodes in row order.  Evicted and
+deleted pods leave the counts of the running pods; their later departures
+do nothing.
+
+Refused (``BatchProfileError`` naming the step's field and why; the job
+then runs per job): Pod creates and deletes (the kernel's queue takes the
+trace's pods only), a step naming a node absent then or adding one
+present or removed before (the Simulation's error, or a name the rows
+cannot tell apart), a node added with GPUs but no GPU model label, GPU
+topology, taints or memory that is not a whole number of MiB, a step
+leaving the cluster without nodes (a pod failing there is rejected by no
+plugin and waits for any event, an arrival's too), a drain when a trace
+pod is one a drain leaves (a static pod's annotation).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.parsing.manifests import parse_node
+from tensorsched.framework.parsing.node_lifecycle import MIRROR_ANNOTATION
+from tensorsched.framework.plugins.node_resources_fit import NodeResourcesFit
+from tensorsched.framework.plugins.node_unschedulable import NodeUnschedulable
+from tensorsched.framework.runtime.cluster_events import (
+    NODE_ADD,
+    NODE_DELETE,
+    NODE_UPDATE,
+    POD_DELETE,
+    plugin_events,
+)
+from tensorsched.framework.simulation.series import KEEP_LATENCIES, percentile
+from tensorsched.kernels.batch.openb_events import (
+    EV_ADD,
+    EV_DELETE,
+    EV_EVICT,
+    EV_UPDATE,
+    I_NODE_ADD,
+    I_NODE_DELETE,
+    I_NODE_UPDATE,
+    I_POD_DELETE,
+    WHY_DELETED,
+    WHY_EVICTED,
+    NodeEvents,
+)
+from tensorsched.topology.gpu import GpuInventory, read_openb_nodes
+from tensorsched.topology.gpu_inputs import node_inputs
+from tensorsched.topology.openb import trace as T
+from tensorsched.topology.openb.batch import DEFAULT_MAX_UNSCHED, trace_arrays, workload_of
+from tensorsched.topology.plugins import GpuShareFit
+
+from . import simulate_run as run
+from .sweep_batch import MIB, _at, finite, sample_times, time_mean
+from .sweep_local import agenda_spans, samples_follow
+
+_BITS = ((POD_DELETE, I_POD_DELETE), (NODE_ADD, I_NODE_ADD), (NODE_UPDATE, I_NODE_UPDATE),
+         (NODE_DELETE, I_NODE_DELETE))
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+def refuse(what: str, why: str) -> BatchProfileError:
+    return BatchProfileError(f"{what}: {why}; the batched openb engine does not cover it")
+
+
+def interest_bits(plugin) -> int:
+    """``_queue``'s bits of the cluster events ``plugin`` (a class) listens to."""
+    events = plugin_events(plugin)
+    return sum(b for ev, b in _BITS if ev in events)
+
+
+@dataclass
+class OpenbPlan:
+    """A scenario's node steps on an openb node list: ``events`` the
+    kernel's (``NodeEvents``); per event ``live_cpu`` / ``live_mem`` /
+    ``live_gpus`` the live nodes' allocatable cpu (millicores), memory
+    (bytes) and GPUs after it; ``names`` each universe node's name,
+    ``models`` the GPU models (the node list's, then those added nodes
+    bring: the pods' and typical pods' model masks are over them)."""
+
+    events: NodeEvents
+    names: list
+    models: list
+    live_cpu: np.ndarray
+    live_mem: np.ndarray
+    live_gpus: np.ndarray
+
+
+def _added_node(obj: dict, models: list, where: str) -> tuple:
+    """(GPUs, model index, cpu millicores, memory MiB, memory bytes, pod
+    slots, cordoned) of a Node manifest a step adds (a GPU model new to
+    ``models``, the models so far, appended to it); refused (module doc)."""
+    try:
+        rec = parse_node(obj)
+        count, model, _mem, topo = node_inputs(rec, list(models), {})
+    except (TensorschedError, ValueError) as exc:
+        raise refuse(where, f"its node: {exc}") from None
+    if topo is not None:
+        raise refuse(where, f"node {rec.name!r} has a GPU topology")
+    if count and not model:
+        raise refuse(where, f"node {rec.name!r}: GPUs without a GPU model label")
+    if count and model not in models:
+        models.append(model)        # (``node_inputs`` refused one past the masks' bits)
+    if count > 16:
+        raise refuse(where, f"node {rec.name!r}: {count} GPUs (at most 16)")
+    if any(t.key != UNSCHEDULABLE_TAINT for t in rec.taints):
+        raise refuse(where, f"node {rec.name!r} has taints")
+    alloc = rec.allocatable
+    mem = int(alloc.get("memory", 0))
+    if mem % MIB:
+        raise refuse(where, f"node {rec.name!r}: memory {mem} bytes is not a whole number of "
+                     "MiB")
+    cordoned = bool(rec.unschedulable) or any(t.key == UNSCHEDULABLE_TAINT for t in rec.taints)
+    return (int(count), models.index(model) if count else -1, int(alloc.get("cpu", 0)),
+            mem // MIB, mem, int(alloc.get("pods", 0)), cordoned)
+
+
+def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
+    """The node events of ``scenario`` (a ``Scenario``) on the node list
+    ``inv``; ``trace`` the pods (a ``Trace``).  Raises ``BatchProfileError``
+    (module doc)."""
+    n0 = inv.n_nodes
+    pods = int(T.NODE_PODS)
+    col = lambda v: np.asarray(v, np.int64).tolist()
+    u = {"gc": col(inv.gpu_count), "md": col(inv.model), "cpu": col(inv.cpu_cap),
+         "mem": col(inv.mem_cap), "bytes": col(np.asarray(inv.mem_cap, np.int64) * MIB),
+         "pods": [pods] * n0}
+    names = list(inv.names)
+    models = list(inv.models)
+    rows = {name: i for i, name in enumerate(names)}
+    uid = dict(rows)
+    present = set(names)
+    cordoned = {name: False for name in names}
+    free: list = []
+    n_rows = n0
+    ev = {k: [] for k in ("t", "kind", "row", "x", "flag")}
+    live = set(range(n0))
+    caps = {"cpu": [], "mem": [], "gpus": []}
+
+    def add(t, kind, row, x, flag):
+        for k, v in zip(ev, (t, kind, row, x, flag)):
+            ev[k].append(v)
+        caps["cpu"].append(sum(u["cpu"][k] for k in live))
+        caps["mem"].append(sum(u["bytes"][k] for k in live))
+        caps["gpus"].append(sum(u["gc"][k] for k in live))
+
+    exempt = False
+    if "annotations" in trace.table.column_names:
+        exempt = any(pairs and MIRROR_ANNOTATION in dict(pairs)
+                     for pairs in trace.table.column("annotations").to_pylist())
+    for st in scenario.steps:
+        where = st.field
+        if st.kind == "Pod":
+            raise refuse(f"{where} ({st.action} Pod)", "the kernel's queue takes the trace's "
+                         "pods only")
+        if st.action in ("create", "addNodes"):
+            for o in st.objects:
+                name = (o.get("metadata") or {}).get("name")
+                if name in present or name in uid:
+                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
+                gc, md, cpu, mem, nbytes, slots, cord = _added_node(o, models, f"{where} "
+                                                                    f"({st.action})")
+                x = len(names)
+                names.append(name)
+                for k, v in zip(("gc", "md", "cpu", "mem", "bytes", "pods"),
+                                (gc, md, cpu, mem, nbytes, slots)):
+                    u[k].append(v)
+                uid[name] = x
+                if free:
+                    rows[name] = free.pop()
+                else:
+                    rows[name] = n_rows
+                    n_rows += 1
+                present.add(name)
+                cordoned[name] = cord
+                live.add(x)
+                add(st.at, EV_ADD, rows[name], x, int(cord))
+            continue
+        for name in st.names:
+            if name not in present:
+                raise refuse(f"{where} ({st.action})", f"node {name!r} is not in the cluster "
+                             f"at {st.at:g}s")
+            if st.action in ("cordon", "uncordon"):
+                cordoned[name] = st.action == "cordon"
+                add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name]))
+                continue
+            if st.action == "drain":
+                if exempt:
+                    raise refuse(f"{where} (drain)", "a trace pod is one a drain leaves "
+                                 "(static)")
+                if not cordoned[name]:
+                    cordoned[name] = True
+                    add(st.at, EV_UPDATE, rows[name], -1, 1)
+                add(st.at, EV_EVICT, rows[name], -1, 1)
+                continue
+            # delete Node / removeNodes
+            present.discard(name)
+            live.discard(uid[name])
+            free.append(rows[name])
+            if not present:
+                raise refuse(f"{where} ({st.action})", "the cluster has no node left (a pod "
+                             "failing there waits for any event)")
+            add(st.at, EV_DELETE, rows[name], -1, 0)
+    row0 = np.full(n_rows, -1, np.int64)
+    row0[:n0] = np.arange(n0)
+    fit = interest_bits(NodeResourcesFit)
+    if interest_bits(GpuShareFit) != fit:
+        raise refuse("GpuShareFit", "it listens to other events than NodeResourcesFit")
+    i64 = lambda v: np.asarray(v, np.int64)
+    events = NodeEvents(row0, np.zeros(n_rows, np.int8), i64(u["gc"]), i64(u["md"]),
+                        i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),
+                        np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
+                        i64(ev["x"]), np.asarray(ev["flag"], np.int8), fit,
+                        interest_bits(NodeUnschedulable))
+    return OpenbPlan(events, names, models, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]))
+
+
+def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
+                     backend: str = "numba", workers: int | None = None,
+                     max_unsched: float = DEFAULT_MAX_UNSCHED,
+                     backoff: tuple = (1.0, 10.0)) -> tuple:
+    """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
+    seed): an index into ``workloads``, ``TraceWorkload``s) on ``inv``
+    under ``plan``'s node events, the openb profile without OpenbTieRank
+    (GpuShareScore alone, weight 1), ``backend`` numba or cuda."""
+    if list(plan.models) != list(inv.models):
+        inv = inv.copy()
+        inv.models = list(plan.models)
+    wls, key = [], {}
+    for t, _p, _s in jobs:
+        if (0, t) not in key:
+            key[(0, t)] = len(wls)
+            tw = workloads[t]
+            wls.append((workload_of(inv, tw.pods, tw.typical), tw))
+    a = trace_arrays([inv], wls, key, [(0, t, p, s) for t, p, s in jobs], max_unsched,
+                     backoff, weights=[(1, 0)] * len(jobs))
+    if backend == "cuda":
+        from tensorsched.kernels.batch import openb_events_cuda
+        return a, openb_events_cuda.run_openb_events(a, plan.events)
+    from tensorsched.kernels.batch import openb_events
+    return a, openb_events.run_openb_events(a, plan.events, threads=workers)
+
+
+def event_row(a, out, b: int, plan: OpenbPlan, trace, interval: float, horizon: float,
+              last_event: float, pods_milli: np.ndarray) -> dict:
+    """The row's values but its identifiers and ``wall_seconds`` (as
+    ``sweep_batch.simulate_row``, the allocatable and GPUs the live nodes'
+    after each node event): run ``b`` of ``out`` for ``trace``;
+    ``pods_milli`` [P] each pod's GPU milli per GPU."""
+    o, p = int(a.ev_off[b]), int(a.ev_len[b])
+    ne = plan.events.n_events
+    node, gm, bind = out.node[o:o + p], out.gmask[o:o + p], out.bind[o:o + p]
+    why = out.why[o:o + p]
+    log_t, log_pod, log_frag = out.log(a, b, ne)
+    arrival = np.asarray(trace.arrival, np.float64)
+    leaves = np.isfinite(np.asarray(trace.departure, np.float64))
+    timed = np.isfinite(np.asarray(trace.duration, np.float64))
+    on = node >= 0
+    stayed = why == 0
+    scheduled = int(on.sum())
+    end = float(out.end[b])
+    lat = (bind[on] - arrival[on]).tolist()
+    row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
+           "scheduled": scheduled, "failed_attempts": int(out.tries[o:o + p].sum()) - scheduled,
+           "preemptions": 0, "departed": int((on & (leaves | timed) & stayed).sum()),
+           "deleted": int((~on & leaves).sum()) + int((why == WHY_DELETED).sum()),
+           "evicted": int((why == WHY_EVICTED).sum()),
+           "pending": int((~on & ~leaves).sum()),
+           "running": int((on & ~leaves & ~timed & stayed).sum()),
+           "latency_p50": finite(percentile(lat, 50)),
+           "latency_p99": finite(percentile(lat, 99))}
+    times = sample_times(interval, horizon, end, last_event)
+    pod = log_pod < p
+    j = np.where(log_pod >= 0, log_pod, -1 - log_pod)
+    j = np.where(pod, j, 0)
+    sign = np.where(~pod, 0, np.where(log_pod >= 0, 1, -1))
+    cpu = np.asarray(trace.table.column("cpu").to_numpy(), np.int64)
+    mem = np.asarray(trace.table.column("memory").to_numpy(), np.int64)
+    gpus = np.array([int(m).bit_count() for m in gm.tolist()], np.int64)
+    cpu_req = _at(log_t, 0, np.cumsum(sign * cpu[j]), times)
+    mem_req = _at(log_t, 0, np.cumsum(sign * mem[j]), times)
+    used = _at(log_t, 0, np.cumsum(sign * gpus[j] * pods_milli[j]), times)
+    frag = _at(log_t, float(out.frag0[b]), log_frag, times)
+    ev_t = np.asarray(plan.events.ev_t, np.float64)
+    e0 = plan.events.row0 >= 0
+    u = plan.events
+    cpu_cap = _at(ev_t, int(u.u_cpu_cap[u.row0[e0]].sum()), plan.live_cpu, times)
+    mem_cap = _at(ev_t, int(u.u_mem_cap[u.row0[e0]].sum()) * MIB, plan.live_mem, times)
+    gcap = _at(ev_t, int(u.u_gpu_count[u.row0[e0]].sum()), plan.live_gpus, times) * 1000
+    # the Simulation's arithmetic: Python ints over Python ints, times 100.0
+    series = {
+        "cpu_alloc_pct": [100.0 * int(r) / int(c) if c else np.nan
+                          for r, c in zip(cpu_req, cpu_cap)],
+        "memory_alloc_pct": [100.0 * int(r) / int(c) if c else np.nan
+                             for r, c in zip(mem_req, mem_cap)],
+        "gpu_alloc_pct": [100.0 * int(x) / int(g) if g else np.nan for x, g in zip(used, gcap)],
+        "gpu_frag_pct": [100.0 * float(f) / int(g) if g else np.nan for f, g in zip(frag, gcap)],
+    }
+    for col, values in series.items():
+        row[f"mean_{col}"] = time_mean(times, np.array(values, np.float64))
+    return row
+
+
+def batchable(job, inputs: dict, workload) -> bool:
+    """A simulate job this path may take: the openb profile of a policy on
+    an openb node list, a scenario, no ``until``, numba or cuda, a trace
+    the batched engine takes (``workload`` its ``TraceWorkload``, None:
+    not)."""
+    return (job.kind == "simulate" and job.batch and job.backend in ("numba", "cuda")
+            and bool(job.nodes) and not job.config and bool(job.scenario)
+            and job.until is None and inputs.get(("typical", job.trace)) is not None
+            and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES and workload is not None)
+
+
+def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload_of_trace,
+                         default_policy: str) -> list:
+    """The jobs ``batchable`` takes, one call per (node CSV, scenario,
+    backend, interval); a refused group goes back (the per-job path runs
+    it and reports what the Simulation says).  ``done(i, row, None)`` per
+    row; returns the indices of the other jobs."""
+    groups: dict = {}
+    rest = []
+    for i, job in enumerate(jobs):
+        if batchable(job, inputs, workload_of_trace(job.trace) if job.kind == "simulate"
+                     and job.nodes and job.scenario else None):
+            groups.setdefault((job.nodes, job.scenario, job.backend, job.interval),
+                              []).append(i)
+        else:
+            rest.append(i)
+    for (nodes, sc_path, backend, interval), idx in groups.items():
+        inv = read_openb_nodes(nodes)
+        scenario = inputs[("scenario", sc_path)]
+        traces = list(dict.fromkeys(jobs[i].trace for i in idx))
+        if inv.total_gpus <= 0:
+            rest.extend(idx)
+            continue
+        try:
+            plans = [plan_openb(inv, scenario, inputs[("trace", t)]) for t in traces]
+        except BatchProfileError:
+            rest.extend(idx)
+            continue
+        plan = plans[0]
+        t0 = time.perf_counter()
+        runs = [(traces.index(jobs[i].trace), jobs[i].policy or default_policy, jobs[i].seed)
+                for i in idx]
+        try:
+            a, out = openb_event_runs(inv, plan, [workload_of_trace(t) for t in traces], runs,
+                                      backend, workers)
+        except (ValueError, OSError, TensorschedError):
+            rest.extend(idx)                # the per-job path says why
+            continue
+        each = (time.perf_counter() - t0) / len(idx)
+        horizon_of = {t: run.horizon(inputs[("trace", t)], scenario, None) for t in traces}
+        for b, i in enumerate(idx):
+            job = jobs[i]
+            trace = inputs[("trace", job.trace)]
+            tw = workload_of_trace(job.trace)
+            horizon = horizon_of[job.trace]
+            o, p = int(a.ev_off[b]), int(a.ev_len[b])
+            res = _Spans(out.node[o:o + p], out.bind[o:o + p])
+            spans = agenda_spans(tw, res, horizon)
+            if not samples_follow(spans, interval, horizon):
+                rest.append(i)              # the per-run path samples it
+                continue
+            row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
+            row.update(event_row(a, out, b, plan, trace, interval, horizon,
+                                 float(spans[:, 1].max()), np.asarray(tw.pods.milli, np.int64)))
+            row["wall_seconds"] = each
+            done(i, row, None)
+    return sorted(rest)
+
+
+@dataclass
+class _Spans:
+    """What ``sweep_local.agenda_spans`` reads of a run."""
+
+    node: np.ndarray
+    bind: np.ndarray

@@ -1,0 +1,279 @@
+"""One openb cluster's run with timed node events (a scenario's node steps),
+on the batched engine's rules (``_rules``), decision (``_env.decide``)
+and queue (``_queue.q_next_events``): plain Python on scalars and array
+rows, no allocation, compiled with ``njit`` for the CPU twin
+(``openb_events``, one cluster per ``prange`` iteration of
+``_openb_events_driver``) and with ``cuda.jit(device=True)`` for the CUDA
+form (``openb_events_cuda``, one thread per cluster): one source.
+
+The cluster's N local rows are the rows its Simulation's state gives its
+nodes (a node added later takes a row from the start, absent until its
+time; a row freed by a removal is taken by the next node added, as the
+state reuses rows).  ``live`` [N] says which rows hold a node now,
+``cordoned`` [N] which of them are unschedulable.  A row that is absent
+or cordoned passes no filter for any pod: its pod slots are lowered by
+``BLOCKED`` (NodeResourcesFit's pod count then says no; the trace's pods
+tolerate no taint, so NodeUnschedulable rejects every one of them on a
+cordoned node), and its version bumped so the answer cache forgets it.
+
+Node event e (time order, at ``ev_t[e]`` seconds) of kind ``ev_kind[e]``
+on local row ``ev_row[e]``: ``EV_ADD`` puts universe node ``ev_x[e]``
+there (its GPUs, model, cpu, memory, pod slots; empty; cordoned when
+``ev_flag[e]``), ``EV_UPDATE`` sets the row's cordon to ``ev_flag[e]``,
+``EV_EVICT`` (a drain, after its cordon) and ``EV_DELETE`` free the row's
+bound pods (``out_why`` ``WHY_EVICTED`` / ``WHY_DELETED``), a delete then
+takes the node away.  The unschedulable pool moves as the Simulation's
+queue moves it: Node/Add, Node/Update, Pod/Delete (per freed pod, once is
+the same), Node/Delete, each to the pods whose rejecting plugins listen
+to it (``_queue.move_where``).  A failed pod's rejectors: each live row's
+first failing filter, NodeUnschedulable on a cordoned row
+(``cordon_interest``), else NodeResourcesFit or GpuShareFit
+(``fit_interest``: they listen to the same events).
+
+Fragmentation: the Simulation's ``GpuTracker`` sums the live rows' values
+in row order with ``numpy.sum`` (``live_frag``: the same pairwise tree
+over the live rows gathered).
+"""
+
+# ruff: noqa: F821
+
+NAN = float("nan")
+# ``_queue``'s answers, slots and interest bits (a compiled namespace holds functions only)
+Q_DONE = 0
+Q_DEPART = 2
+Q_NODE = 3
+Q_POD = 10
+Q_ATTEMPT = 11
+Q_NOW = 0
+P_BOUND = 4
+P_GONE = 5
+I_POD_DELETE = 1
+I_NODE_ADD = 2
+I_NODE_UPDATE = 4
+I_NODE_DELETE = 8
+
+EV_ADD = 0
+EV_UPDATE = 1
+EV_EVICT = 2
+EV_DELETE = 3
+WHY_DELETED = 1
+WHY_EVICTED = 2
+BLOCKED = 1 << 40       # pod slots a row that is absent or cordoned lacks
+PW_BLOCK = 128          # numpy's pairwise block (``pairwise``)
+PW_LANES = 8
+
+
+def pairwise_sum(a, m, s_lo, s_m, s_st, s_v):
+    """``numpy.sum`` of ``a[0:m]`` (its pairwise tree: blocks of at most 128
+    by ``leaf_sum``, halves split at a multiple of eight), walked with an
+    explicit stack (``s_*`` [64]: no recursion on the device)."""
+    if m <= PW_BLOCK:
+        return leaf_sum(a, 0, m)
+    d = 0
+    s_lo[0] = 0
+    s_m[0] = m
+    s_st[0] = 0
+    ret = 0.0
+    while d >= 0:
+        mm = s_m[d]
+        if mm <= PW_BLOCK:
+            ret = leaf_sum(a, s_lo[d], mm)
+            d -= 1
+            continue
+        h = mm // 2
+        h -= h % PW_LANES
+        st = s_st[d]
+        if st == 0:
+            s_st[d] = 1
+            s_lo[d + 1] = s_lo[d]
+            s_m[d + 1] = h
+            s_st[d + 1] = 0
+            d += 1
+        elif st == 1:
+            s_v[d] = ret
+            s_st[d] = 2
+            s_lo[d + 1] = s_lo[d] + h
+            s_m[d + 1] = mm - h
+            s_st[d + 1] = 0
+            d += 1
+        else:
+            ret = s_v[d] + ret
+            d -= 1
+    return ret
+
+
+def live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v):
+    """The live rows' fragmentation (GPU milli) summed as ``GpuTracker`` sums it."""
+    m = 0
+    for i in range(n):
+        if live[i] != 0:
+            fbuf[m] = nfrag[i]
+            m += 1
+    return pairwise_sum(fbuf, m, s_lo, s_m, s_st, s_v)
+
+
+def failure_bits(n, live, cordoned, fit_interest, cordon_interest):
+    """The events a failed pod's rejecting plugins listen to (module doc);
+    0 (any event) when no node is live."""
+    m = 0
+    for i in range(n):
+        if live[i] != 0:
+            m |= cordon_interest if cordoned[i] != 0 else fit_interest
+    return m
+
+
+def bump(i, node_ver, version):
+    version[0] += 1
+    node_ver[i] = version[0]
+
+
+def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
+                       u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
+                       ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
+                       c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
+                       tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                       policy, sel, seed_mix, gpu_weight, static_total,
+                       cls, u, arr, dep, dur, rank, backoff0, backoff_max, max_unsched,
+                       out_node, out_gmask, out_bind, out_tries, out_why,
+                       log_t, log_pod, log_frag, n_log, frag0, end,
+                       gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
+                       cache_score, cache_gpu, cache_ver, work, gidx, nfrag, feas, fbuf,
+                       s_lo, s_m, s_st, s_v,
+                       qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask):
+    """One cluster (module doc): rows 0..n-1 with their first node's
+    columns (``gpu_count`` .. ``pods_cap`` [N], updated as nodes are
+    added), ``live`` / ``cordoned`` [N] int8 at the start (updated); the
+    universe's nodes ``u_*`` [U]; the node events ``ev_*`` [E].  Pods and
+    outputs as ``_cluster.run_cluster`` (``ak`` activeQ's heap keys with
+    ``rank``, ``pmask`` [P] each failed pod's interest bits), plus
+    ``out_why`` [P]; the change log (``log_*`` [2P + E]) also holds each
+    node event, ``log_pod`` = P + e, after the pods it freed.  The rest:
+    scratch as ``_cluster`` names it, ``fbuf`` [N], ``s_*`` [64]."""
+    p = cls.shape[0]
+    for i in range(n):
+        init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
+                  mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
+                  tp_freq, nfrag)
+        if live[i] == 0 or cordoned[i] != 0:
+            pods_left[i] -= BLOCKED
+    version[0] = 0
+    for s in range(cache_ver.shape[0]):
+        for i in range(n):
+            cache_ver[s, i] = -1
+    frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    frag0[0] = frag
+    for j in range(p):
+        out_node[j] = -1
+        out_gmask[j] = 0
+        out_bind[j] = NAN
+        out_why[j] = 0
+        pmask[j] = 0
+    q_init(qi, qf, pst, patt, pts)
+    m = 0
+    while True:
+        kind = q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
+                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                             pmask)
+        if kind == Q_DONE:
+            break
+        now = qf[Q_NOW]
+        if kind == Q_NODE:
+            e = qi[Q_POD]
+            row = ev_row[e]
+            what = ev_kind[e]
+            if what == EV_ADD:
+                x = ev_x[e]
+                gpu_count[row] = u_gpu_count[x]
+                model[row] = u_model[x]
+                cpu_cap[row] = u_cpu_cap[x]
+                mem_cap[row] = u_mem_cap[x]
+                pods_cap[row] = u_pods_cap[x]
+                init_node(row, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left,
+                          cpu_left, mem_left, pods_left, aff, node_ver, tp_cpu, tp_num,
+                          tp_milli, tp_mask, tp_freq, nfrag)
+                live[row] = 1
+                cordoned[row] = ev_flag[e]
+                if cordoned[row] != 0:
+                    pods_left[row] -= BLOCKED
+                bump(row, node_ver, version)
+                move_where(I_NODE_ADD, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                           hk, hs, hp, rank, ak, pmask)
+            elif what == EV_UPDATE:
+                flag = ev_flag[e]
+                if flag != cordoned[row]:
+                    if flag != 0:
+                        pods_left[row] -= BLOCKED
+                    else:
+                        pods_left[row] += BLOCKED
+                    cordoned[row] = flag
+                    bump(row, node_ver, version)
+                move_where(I_NODE_UPDATE, now, backoff0, backoff_max, qi, pst, patt, pts, aq,
+                           up, hk, hs, hp, rank, ak, pmask)
+            else:
+                gone = 0
+                for j in range(p):
+                    if pst[j] == P_BOUND and out_node[j] == row:
+                        c = cls[j]
+                        release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c],
+                                gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                                version)
+                        pst[j] = P_GONE
+                        out_why[j] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
+                        log_t[m] = now
+                        log_pod[m] = -1 - j
+                        log_frag[m] = frag          # (the event's entry below follows)
+                        m += 1
+                        gone += 1
+                nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
+                                          tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+                if gone > 0:
+                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+                if what == EV_DELETE:
+                    if cordoned[row] == 0:
+                        pods_left[row] -= BLOCKED
+                    live[row] = 0
+                    cordoned[row] = 0
+                    bump(row, node_ver, version)
+                    move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+            frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+            log_t[m] = now
+            log_pod[m] = p + e
+            log_frag[m] = frag
+            m += 1
+            continue
+        j = qi[Q_POD]
+        c = cls[j]
+        if kind == Q_DEPART:
+            row = out_node[j]
+            release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
+                    cpu_left, mem_left, pods_left, aff, node_ver, version)
+            log_pod[m] = -1 - j
+        else:
+            row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap,
+                         pods_left, aff, node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c],
+                         c_milli[c], c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                         policy, seed_mix, qi[Q_ATTEMPT], gpu_weight, static_total,
+                         cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
+            if row < 0:
+                q_failed_mask(j, failure_bits(n, live, cordoned, fit_interest, cordon_interest),
+                              qi, qf, pst, pts, up, pmask)
+                continue
+            out_gmask[j] = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c],
+                                   c_milli[c], u[j], cache_gpu[c, row], gpu_left, cpu_left,
+                                   mem_left, pods_left, aff, node_ver, version, gidx)
+            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+            out_node[j] = row
+            out_bind[j] = now
+            log_pod[m] = j
+        nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
+                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+        frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+        log_t[m] = now
+        log_frag[m] = frag
+        m += 1
+    n_log[0] = m
+    end[0] = qf[Q_NOW]
+    for j in range(p):
+        out_tries[j] = patt[j]

@@ -1,0 +1,207 @@
+"""The batched openb engine with timed node events (a scenario's node
+steps: nodes added, cordoned, uncordoned, drained, deleted), on the CPU
+twin: ``_openb_events.run_events_cluster`` (the engine's rules, decision
+and queue) compiled with ``njit``, one run per ``prange`` iteration
+(``_openb_events_driver``); ``openb_events_cuda`` runs the same source on
+the device.
+
+A call's runs share one cluster and its node events (``NodeEvents``);
+their pods, policies and seeds are a ``BatchArrays``' (its node sets are
+not read: the rows are ``NodeEvents``').  ``run_openb_events`` answers
+``EventOutputs``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import njit
+
+from tensorsched.kernels._compile import compile_module
+
+from . import _openb_events, _openb_events_driver
+from .arrays import MAX_GPUS, BatchArrays
+from .cpu import env_ns
+
+EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_openb_events.EV_ADD, _openb_events.EV_UPDATE,
+                                          _openb_events.EV_EVICT, _openb_events.EV_DELETE)
+EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE)
+WHY_DELETED, WHY_EVICTED = _openb_events.WHY_DELETED, _openb_events.WHY_EVICTED
+I_POD_DELETE, I_NODE_ADD, I_NODE_UPDATE, I_NODE_DELETE = (
+    _openb_events.I_POD_DELETE, _openb_events.I_NODE_ADD, _openb_events.I_NODE_UPDATE,
+    _openb_events.I_NODE_DELETE)
+
+_events_ns = compile_module(_openb_events, njit, base=env_ns, options={"nogil": True},
+                            cache=True)
+_run_all = compile_module(_openb_events_driver, njit, base=_events_ns,
+                          options={"nogil": True, "parallel": True}, cache=True)["run_events_all"]
+
+
+class NodeEvents(NamedTuple):
+    """A cluster and its node events, as arrays: ``row0`` [N] int64 each
+    local row's node at the start (a universe index; -1: the row is
+    empty until a node is added there), ``cord0`` [N] int8 cordoned at
+    the start; the universe's nodes [U] int64: ``u_gpu_count``,
+    ``u_model`` (-1 none), ``u_cpu_cap`` (millicores), ``u_mem_cap`` (the
+    pods' unit), ``u_pods_cap``; the events [E] in time order: ``ev_t``
+    (seconds), ``ev_kind`` (``EV_KINDS``), ``ev_row`` (local row),
+    ``ev_x`` (EV_ADD: the universe node), ``ev_flag`` (EV_ADD,
+    EV_UPDATE: cordoned after it); ``fit_interest`` / ``cordon_interest``
+    the cluster events (``_queue``'s bits) NodeResourcesFit and
+    GpuShareFit / NodeUnschedulable listen to."""
+
+    row0: np.ndarray
+    cord0: np.ndarray
+    u_gpu_count: np.ndarray
+    u_model: np.ndarray
+    u_cpu_cap: np.ndarray
+    u_mem_cap: np.ndarray
+    u_pods_cap: np.ndarray
+    ev_t: np.ndarray
+    ev_kind: np.ndarray
+    ev_row: np.ndarray
+    ev_x: np.ndarray
+    ev_flag: np.ndarray
+    fit_interest: int
+    cordon_interest: int
+
+    @property
+    def n_events(self) -> int:
+        return int(np.shape(self.ev_t)[0])
+
+    def check(self) -> None:
+        """Shapes and ranges, else a ValueError naming the array."""
+        n = np.shape(self.row0)[0]
+        u = np.shape(self.u_gpu_count)[0]
+        if np.shape(self.cord0) != (n,):
+            raise ValueError(f"NodeEvents.cord0: shape {np.shape(self.cord0)}, expected ({n},)")
+        for name in ("u_model", "u_cpu_cap", "u_mem_cap", "u_pods_cap"):
+            if np.shape(getattr(self, name)) != (u,):
+                raise ValueError(f"NodeEvents.{name}: shape {np.shape(getattr(self, name))}, "
+                                 f"expected ({u},)")
+        row0 = np.asarray(self.row0)
+        if ((row0 < -1) | (row0 >= u)).any():
+            raise ValueError(f"NodeEvents.row0: universe nodes 0..{u - 1} or -1")
+        g = np.asarray(self.u_gpu_count)
+        if ((g < 0) | (g > MAX_GPUS)).any():
+            raise ValueError(f"NodeEvents.u_gpu_count: 0..{MAX_GPUS} GPUs a node")
+        e = self.n_events
+        for name in ("ev_kind", "ev_row", "ev_x", "ev_flag"):
+            if np.shape(getattr(self, name)) != (e,):
+                raise ValueError(f"NodeEvents.{name}: shape {np.shape(getattr(self, name))}, "
+                                 f"expected ({e},)")
+        t = np.asarray(self.ev_t, np.float64)
+        if (~np.isfinite(t)).any() or (t < 0).any() or (np.diff(t) < 0).any():
+            raise ValueError("NodeEvents.ev_t: finite seconds >= 0 in time order")
+        if not np.isin(self.ev_kind, EV_KINDS).all():
+            raise ValueError(f"NodeEvents.ev_kind: kinds {EV_KINDS}")
+        if ((np.asarray(self.ev_row) < 0) | (np.asarray(self.ev_row) >= n)).any():
+            raise ValueError(f"NodeEvents.ev_row: local rows 0..{n - 1}")
+        add = np.asarray(self.ev_kind) == EV_ADD
+        x = np.asarray(self.ev_x)[add]
+        if ((x < 0) | (x >= u)).any():
+            raise ValueError(f"NodeEvents.ev_x: an EV_ADD's universe node 0..{u - 1}")
+
+    def gpu_slots(self) -> int:
+        return max(1, int(np.max(self.u_gpu_count, initial=0)))
+
+    def i64(self) -> tuple:
+        """The arrays as the kernels take them (contiguous; ``cord0`` and
+        ``ev_flag`` int8, ``ev_t`` float64)."""
+        c = np.ascontiguousarray
+        return (c(self.row0, np.int64), c(self.cord0, np.int8), c(self.u_gpu_count, np.int64),
+                c(self.u_model, np.int64), c(self.u_cpu_cap, np.int64),
+                c(self.u_mem_cap, np.int64), c(self.u_pods_cap, np.int64),
+                c(self.ev_t, np.float64), c(self.ev_kind, np.int64), c(self.ev_row, np.int64),
+                c(self.ev_x, np.int64), c(self.ev_flag, np.int8), int(self.fit_interest),
+                int(self.cordon_interest))
+
+
+class EventOutputs(NamedTuple):
+    """Per pod (``BatchArrays``' events): ``node`` (local row, -1 never),
+    ``gmask`` (its GPUs, bit g = GPU g), ``bind`` (seconds, NaN never),
+    ``tries``, ``why`` (0, or how it left with its node: ``WHY_DELETED``,
+    ``WHY_EVICTED``); per run b its change log from ``2 * ev_off[b] + b *
+    E``, ``n_log[b]`` entries: ``log_t`` (seconds), ``log_pod`` (k bound,
+    -1 - k left, P + e node event e, after the pods it freed; P the run's
+    pods), ``log_frag`` (GPU milli fragmented after it); ``frag0`` [B] at
+    the start, ``end`` [B] the clock when nothing was left to do."""
+
+    node: np.ndarray
+    gmask: np.ndarray
+    bind: np.ndarray
+    tries: np.ndarray
+    why: np.ndarray
+    log_t: np.ndarray
+    log_pod: np.ndarray
+    log_frag: np.ndarray
+    n_log: np.ndarray
+    frag0: np.ndarray
+    end: np.ndarray
+
+    @classmethod
+    def empty(cls, n_pods: int, n_runs: int, n_events: int) -> EventOutputs:
+        m = 2 * n_pods + n_runs * n_events
+        i64, f64 = np.int64, np.float64
+        return cls(np.full(n_pods, -1, i64), np.zeros(n_pods, i64),
+                   np.full(n_pods, np.nan, f64), np.zeros(n_pods, i64), np.zeros(n_pods, i64),
+                   np.zeros(m, f64), np.zeros(m, i64), np.zeros(m, f64), np.zeros(n_runs, i64),
+                   np.zeros(n_runs, f64), np.zeros(n_runs, f64))
+
+    def log(self, a: BatchArrays, b: int, n_events: int) -> tuple:
+        """Run b's (log_t, log_pod, log_frag)."""
+        lo = 2 * int(a.ev_off[b]) + b * n_events
+        k = int(self.n_log[b])
+        return self.log_t[lo:lo + k], self.log_pod[lo:lo + k], self.log_frag[lo:lo + k]
+
+
+def run_inputs(a: BatchArrays, ev: NodeEvents) -> tuple:
+    """The arguments both forms take before the outputs."""
+    f64 = np.float64
+    return (*ev.i64(), a.n_classes, a.c_cpu, a.c_mem, a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask,
+            a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli, a.tp_mask, a.tp_freq, a.run_workload,
+            a.policy, a.sel, a.seed_mix.astype(np.uint64), a.gpu_weight,
+            a.backoff0.astype(f64), a.backoff_max.astype(f64), a.max_unsched.astype(f64),
+            a.ev_off, a.ev_len, a.cls, a.u, a.arrive.astype(f64), a.depart.astype(f64),
+            a.duration.astype(f64), a.rank.astype(np.int64))
+
+
+def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None) -> EventOutputs:
+    """Every run of ``a`` (its pods, policy, seed; checked first) on the
+    cluster and node events ``ev``, on ``threads`` cores (default:
+    Numba's)."""
+    a.check()
+    ev.check()
+    out = EventOutputs.empty(a.cls.shape[0], a.n_runs, ev.n_events)
+    old = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    chunk = numba.get_parallel_chunksize()
+    numba.set_parallel_chunksize(1)         # runs differ in length: hand them out one by one
+    try:
+        _run_all(*run_inputs(a, ev), ev.gpu_slots(), *out)
+    finally:
+        numba.set_parallel_chunksize(chunk)
+        numba.set_num_threads(old)
+    return out
+
+
+__all__ = [
+    "EV_ADD",
+    "EV_DELETE",
+    "EV_EVICT",
+    "EV_KINDS",
+    "EV_UPDATE",
+    "I_NODE_ADD",
+    "I_NODE_DELETE",
+    "I_NODE_UPDATE",
+    "I_POD_DELETE",
+    "WHY_DELETED",
+    "WHY_EVICTED",
+    "EventOutputs",
+    "NodeEvents",
+    "run_inputs",
+    "run_openb_events",
+]

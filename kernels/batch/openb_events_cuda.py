@@ -1,0 +1,155 @@
+"""The batched openb engine with timed node events on the device: the CPU
+twin's source (``_openb_events.run_events_cluster`` on ``_rules``,
+``_env.decide`` and ``_queue``) compiled with ``cuda.jit(device=True)``,
+one thread per run (each run's loop is serial: its node events, queue and
+decisions in the twin's order, so both forms give the same bits).  Inputs
+and outputs as ``openb_events.run_openb_events``; the state lives in
+device memory, one upload and one download per call.
+
+Importing this module without a device or the simulator raises
+``BackendUnavailable``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorsched.kernels._deps import cuda_unavailable_reason
+from tensorsched.kernels._errors import BackendUnavailable
+
+_reason = cuda_unavailable_reason()
+if _reason is not None:
+    raise BackendUnavailable(f"backend 'cuda' cannot run: {_reason}")
+
+from numba import cuda, float64, int64
+
+from tensorsched.kernels._compile import compile_module
+
+from . import _env, _openb_events, _queue
+from .arrays import BatchArrays
+from .cuda import device_rules
+from .openb_events import EventOutputs, NodeEvents, run_inputs
+
+AFF_TAGS = 18
+MAX_GPUS = 16
+STACK = 64          # pairwise_sum's stack
+THREADS = 32        # runs per block
+
+_env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_rules)
+_ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_env_ns)
+_run_cluster = _ev_ns["run_events_cluster"]
+
+
+@cuda.jit
+def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
+            ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
+            n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
+            n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
+            policy, sel, seed_mix, gpu_weight, backoff0, backoff_max, max_unsched,
+            ev_off, ev_len, cls, u, arrive, depart, duration, rank,
+            out_node, out_gmask, out_bind, out_tries, out_why, log_t, log_pod, log_frag,
+            n_log, frag0, end,
+            gc_all, md_all, cc_all, mc_all, pc_all, live_all, cord_all, static_all,
+            gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
+            version_all, cs_all, cg_all, cv_all, nfrag_all, feas_all, fbuf_all, qi_all, qf_all,
+            pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
+            dp_all, ak_all, pmask_all):
+    b = cuda.grid(1)
+    if b >= run_workload.shape[0]:
+        return
+    work = cuda.local.array(MAX_GPUS, int64)
+    gidx = cuda.local.array(MAX_GPUS, int64)
+    s_lo = cuda.local.array(STACK, int64)
+    s_m = cuda.local.array(STACK, int64)
+    s_st = cuda.local.array(STACK, int64)
+    s_v = cuda.local.array(STACK, float64)
+    n = row0.shape[0]
+    n_ev = ev_t.shape[0]
+    w = run_workload[b]
+    nc = n_classes[w]
+    ntp = n_typical[w]
+    o = ev_off[b]
+    e = ev_len[b]
+    lo = 2 * o + b * n_ev
+    gc = gc_all[b]
+    md = md_all[b]
+    cc = cc_all[b]
+    mc = mc_all[b]
+    pc = pc_all[b]
+    live = live_all[b]
+    cord = cord_all[b]
+    for i in range(n):
+        x = row0[i]
+        gc[i] = 0
+        md[i] = 0
+        cc[i] = 0
+        mc[i] = 0
+        pc[i] = 0
+        live[i] = 0
+        cord[i] = 0
+        static_all[b, i] = 0
+        if x >= 0:
+            gc[i] = u_gpu_count[x]
+            md[i] = u_model[x]
+            cc[i] = u_cpu_cap[x]
+            mc[i] = u_mem_cap[x]
+            pc[i] = u_pods_cap[x]
+            live[i] = 1
+            cord[i] = cord0[i]
+    r2 = 2 * o
+    rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
+    ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
+    _run_cluster(
+        n, gc, md, cc, mc, pc, live, cord, u_gpu_count, u_model, u_cpu_cap, u_mem_cap,
+        u_pods_cap, ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
+        c_cpu[w, :nc], c_mem[w, :nc], c_cpu_nz[w, :nc], c_num[w, :nc], c_milli[w, :nc],
+        c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp], tp_mask[w, :ntp],
+        tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b], static_all[b],
+        cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e], duration[o:o + e], rk,
+        backoff0[b], backoff_max[b], max_unsched[b],
+        out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
+        out_why[o:o + e], log_t[lo:lo + 2 * e + n_ev], log_pod[lo:lo + 2 * e + n_ev],
+        log_frag[lo:lo + 2 * e + n_ev], n_log[b:b + 1], frag0[b:b + 1], end[b:b + 1],
+        gpu_left_all[b], cpu_left_all[b], mem_left_all[b], pods_left_all[b], aff_all[b],
+        node_ver_all[b], version_all[b], cs_all[b, :max(nc, 1)], cg_all[b, :max(nc, 1)],
+        cv_all[b, :max(nc, 1)], work, gidx, nfrag_all[b], feas_all[b], fbuf_all[b],
+        s_lo, s_m, s_st, s_v,
+        qi_all[b], qf_all[b], pst_all[o:o + e], patt_all[o:o + e], pts_all[o:o + e],
+        aq_all[r2:r2 + 2 * e], up_all[r2:r2 + 2 * e], hk_all[r2:r2 + 2 * e],
+        hs_all[r2:r2 + 2 * e], hp_all[r2:r2 + 2 * e], dk_all[o:o + e], ds_all[o:o + e],
+        dp_all[o:o + e], ak, pmask_all[o:o + e])
+
+
+def run_openb_events(a: BatchArrays, ev: NodeEvents) -> EventOutputs:
+    """``openb_events.run_openb_events`` on the device (one thread per run)."""
+    a.check()
+    ev.check()
+    b = a.n_runs
+    n = max(1, int(np.shape(ev.row0)[0]))
+    c = max(1, a.c_cpu.shape[1])
+    p = a.cls.shape[0]
+    p1 = max(p, 1)
+    p2 = max(2 * p, 1)
+    g = ev.gpu_slots()
+    d = cuda.to_device
+    ins = [d(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
+           for x in run_inputs(a, ev)]
+    host = EventOutputs.empty(p, b, ev.n_events)
+    outs = [d(x) for x in host]
+    i64, f64, i8 = np.int64, np.float64, np.int8
+    da = cuda.device_array
+    scratch = [da((b, n), i64), da((b, n), i64), da((b, n), i64), da((b, n), i64),
+               da((b, n), i64), da((b, n), i8), da((b, n), i8), da((b, n), i64),
+               da((b, n, g), i64), da((b, n), i64), da((b, n), i64), da((b, n), i64),
+               da((b, n, AFF_TAGS), i64), da((b, n), i64), da((b, 1), i64),
+               da((b, c, n), i64), da((b, c, n), i64), da((b, c, n), i64),
+               da((b, n), f64), da((b, n), i8), da((b, n), f64),
+               da((b, _queue.QI_EV_N), i64), da((b, _queue.QF_N), f64),
+               da(p1, i64), da(p1, i64), da(p1, f64), da(p2, i64), da(p2, i64), da(p2, f64),
+               da(p2, i64), da(p2, i64), da(p1, f64), da(p1, i64), da(p1, i64),
+               da(p2 if a.rank.shape[0] else 1, i64), da(p1, i64)]
+    _kernel[(b + THREADS - 1) // THREADS, THREADS](*ins, *outs, *scratch)
+    return EventOutputs(*(x.copy_to_host() for x in outs))
+
+
+__all__ = ["run_openb_events"]

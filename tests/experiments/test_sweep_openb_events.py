@@ -1,0 +1,315 @@
+"""``tensorsched sweep`` jobs of the openb profile with a scenario of node
+steps (nodes added, cordoned, uncordoned, drained, removed) run as one
+batched call (``experiments.sweep_openb_events``): every row equals the
+row of the job's own Simulation (``batch=False``) but ``wall_seconds``."""
+import copy
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sweep_batch import HEADER, _write, _write_generic
+
+from tensorsched.experiments import simulate_run as run
+from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_openb_events as E
+from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.gpu_table import GpuTable
+from tensorsched.topology.openb.batch import trace_workload
+
+POLICIES = ("FGD", "Random", "BestFit", "DotProd", "GpuPacking", "GpuClustering")
+TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
+
+
+def _node(name: str, gpus: int, model: str = "T4", cpu: str = "16", mem: str = "32Gi",
+          unschedulable: bool = False) -> dict:
+    alloc = {"cpu": cpu, "memory": mem, "pods": "110"}
+    labels = {"kubernetes.io/hostname": name}
+    if gpus:
+        alloc["nvidia.com/gpu"] = str(gpus)
+        labels["nvidia.com/gpu.product"] = model
+    spec = {"unschedulable": True} if unschedulable else {}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": spec, "status": {"allocatable": alloc}}
+
+
+def _random_scenario(rng, n_nodes: int) -> dict:
+    """Valid node steps in time order: never a step on an absent node, never
+    the last node removed."""
+    present = [f"n{i}" for i in range(n_nodes)]
+    steps, added = [], 0
+    for t in sorted(rng.choice(TIMES, size=int(rng.integers(1, 7))).tolist()):
+        what = rng.choice(["cordon", "uncordon", "drain", "add", "remove"])
+        if what == "add":
+            names = [f"x{added + k}" for k in range(int(rng.integers(1, 3)))]
+            added += len(names)
+            for nm in names:
+                steps.append({"at": t, "create": _node(
+                    nm, int(rng.choice([0, 1, 2, 4])), str(rng.choice(["T4", "V100M16"])),
+                    unschedulable=bool(rng.random() < 0.2))})
+            present += names
+        elif what == "remove":
+            if len(present) > 1:
+                nm = present.pop(int(rng.integers(len(present))))
+                steps.append({"at": t, "removeNodes": [nm]} if rng.random() < 0.5 else
+                             {"at": t, "delete": {"kind": "Node", "name": nm}})
+        else:
+            steps.append({"at": t, what: str(rng.choice(present))})
+    return {"steps": steps}
+
+
+def _rows(jobs, batch: bool):
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist()
+
+
+def _counted(monkeypatch) -> list:
+    calls = []
+    real = E.openb_event_runs
+    monkeypatch.setattr(E, "openb_event_runs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def _equal(tmp_path, monkeypatch, nodes, pods, scenario: dict, policies, seeds, interval):
+    sc = tmp_path / "scenario.json"
+    sc.write_text(json.dumps(scenario))
+    jobs = S.make_jobs([pods], seeds, policies=list(policies), nodes=nodes, interval=interval,
+                       scenario=str(sc))
+    inputs = S.load_inputs(jobs)
+    if inputs[("typical", pods)] is None:       # no GPU ask: per job only
+        return None
+    try:
+        E.plan_openb(read_openb_nodes(nodes), inputs[("scenario", str(sc))],
+                     inputs[("trace", pods)])
+        refused = False
+    except BatchProfileError:
+        refused = True                          # (the per-job path runs them)
+    calls = _counted(monkeypatch)
+    b = _rows(jobs, True)
+    assert calls == ([] if refused else [1])    # every job in one batched call
+    assert b == _rows(jobs, False)
+    return b
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 30),
+       interval=st.sampled_from([7.0, 60.0, 3600.0]), generic=st.booleans())
+def test_rows_equal_each_simulation_under_node_steps(tmp_path, monkeypatch, seed, n_nodes,
+                                                     n_pods, interval, generic):
+    """Random node steps on random small CSV clusters and traces with
+    departures (generic traces: durations, priorities); three of the six
+    policies per example, in turn, two seeds."""
+    write = _write_generic if generic else _write
+    nodes, pods = write(tmp_path, seed, n_nodes, n_pods)
+    scenario = _random_scenario(np.random.default_rng(seed), n_nodes)
+    k = seed % 2
+    _equal(tmp_path, monkeypatch, nodes, pods, scenario, POLICIES[k::2], [0, 1 + seed % 7],
+           interval)
+
+
+def test_random_scenarios_are_mostly_covered():
+    """The generator's scenarios are ones the engine takes (the equality
+    test above then runs them batched), not refusals."""
+    import tempfile
+    from pathlib import Path
+    took = 0
+    with tempfile.TemporaryDirectory() as d:
+        for seed in range(20):
+            nodes, pods = _write(Path(d), seed, 1 + seed % 4, 5)
+            from tensorsched.topology.openb.trace import read_openb_trace
+            try:
+                E.plan_openb(read_openb_nodes(nodes), load_scenario(
+                    _random_scenario(np.random.default_rng(seed), 1 + seed % 4)),
+                    read_openb_trace(pods))
+                took += 1
+            except BatchProfileError:
+                pass
+    assert took >= 15
+
+
+def _occupant(plan, row: int, t: float) -> str:
+    """The node on local ``row`` at ``t`` (after that time's node events)."""
+    ev = plan.events
+    x = int(ev.row0[row])
+    for te, kind, r, xe in zip(ev.ev_t.tolist(), ev.ev_kind.tolist(), ev.ev_row.tolist(),
+                               ev.ev_x.tolist()):
+        if te <= t and kind == E.EV_ADD and r == row:
+            x = xe
+    return plan.names[x]
+
+
+@pytest.mark.parametrize("seed", [2, 9, 21])
+def test_placements_and_gpu_indices_are_each_simulations(tmp_path, seed):
+    """Each pod's node (by name) and GPU indices in the batched run are the
+    ones its Simulation binds it to, under random node steps, six policies."""
+    nodes, pods = _write_generic(tmp_path, seed, 3, 30)
+    scenario = load_scenario(_random_scenario(np.random.default_rng(seed), 3))
+    inv = read_openb_nodes(nodes)
+    trace = run.read_trace_file(pods)
+    plan = E.plan_openb(inv, scenario, trace)
+    tw = trace_workload(trace)
+    tw.typical = run.typical_of(trace)
+    jobs = [(0, p, seed) for p in POLICIES]
+    a, out = E.openb_event_runs(inv, plan, [tw], jobs)
+    names = tw.pods.names
+    for b, (_t, policy, s) in enumerate(jobs):
+        sim = run.build_simulation(run.cluster_objects(nodes=nodes), run.choose_config(
+            None, policy, True, tw.typical), "numba", s, interval=60.0, typical=tw.typical)
+        sim.scenario(copy.deepcopy(scenario))
+        got = {}
+
+        def bound(e, sim=sim, got=got):
+            gt = GpuTable.attached(sim.cluster.state)
+            al = gt.alloc.get(e["pod"]) if gt is not None else None
+            got[e["pod"].split("/", 1)[1]] = (e["node"], tuple(al.indices) if al is not None
+                                              and al.indices else ())
+        sim.on("Bound", bound)
+        sim.submit(trace)
+        sim.run()
+        o = int(a.ev_off[b])
+        mine = {}
+        for j, name in enumerate(names):
+            row = int(out.node[o + j])
+            if row >= 0:
+                gm = int(out.gmask[o + j])
+                mine[name] = (_occupant(plan, row, float(out.bind[o + j])),
+                              tuple(g for g in range(16) if (gm >> g) & 1))
+        assert mine == got, policy
+        assert got, policy
+
+
+def _one_gpu_cluster(tmp_path):
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
+    return str(tmp_path / "n.csv")
+
+
+def test_a_pod_waiting_for_gpus_binds_when_a_node_is_added(tmp_path, monkeypatch):
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,2,,2\n")
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 50, "addNodes": {"template": _node("extra", 1),
+                                                     "count": 1}}]}, POLICIES, [0], 10.0)
+    for r in rows:
+        # b fails at 2 and binds on the added node at 50: its latency is 48 s
+        assert r["scheduled"] == 2 and r["failed_attempts"] == 1
+        assert r["latency_p99"] == pytest.approx(48 * 0.99 + 0.0 * 0.01, rel=1e-9) \
+            or r["latency_p99"] > 40
+
+
+def test_a_drain_evicts_the_nodes_pods(tmp_path, monkeypatch):
+    """n0 drained at 10: a and c evicted (not requeued), the node cordoned:
+    b (arriving at 20) waits for the uncordon at 100."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,20,,20\n"
+                                    "c,0,0,0,0,,LS,Running,0,50,0\n")
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 10, "drain": "n0"}, {"at": 100, "uncordon": "n0"}]},
+                  POLICIES, [0], 10.0)
+    for r in rows:
+        assert r["evicted"] == 2 and r["running"] == 1 and r["departed"] == 0
+        assert r["scheduled"] == 3 and r["failed_attempts"] == 1
+
+
+def test_a_pod_rejected_by_cordons_only_waits_for_a_node_event(tmp_path, monkeypatch):
+    """Both nodes cordoned at 10: b (arriving at 20) is rejected by
+    NodeUnschedulable alone, so d's departure at 50 (a Pod/Delete) leaves
+    it waiting; the uncordons at 100 (Node/Update) bind it."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,1,T4\nn1,8000,16384,1,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "d,1000,1024,1,1000,,LS,Running,0,50,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,20,,20\n")
+    rows = _equal(tmp_path, monkeypatch, str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 10, "cordon": ["n0", "n1"]},
+                             {"at": 100, "uncordon": ["n0", "n1"]}]}, POLICIES, [0, 2], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 3 and r["failed_attempts"] == 1 and r["departed"] == 1
+
+
+def test_an_added_node_tainted_unschedulable_or_without_pod_slots(tmp_path, monkeypatch):
+    """A node added with the unschedulable taint takes no pod until its
+    uncordon; one without ``pods`` allocatable takes none at all (the
+    Simulation's NodeResourcesFit): b binds at 70, on the first."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,2,,2\n")
+    tainted = _node("x0", 2)
+    tainted["spec"] = {"taints": [{"key": "node.kubernetes.io/unschedulable",
+                                   "effect": "NoSchedule"}]}
+    slotless = _node("x1", 2)
+    del slotless["status"]["allocatable"]["pods"]
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 50, "create": tainted}, {"at": 60, "create": slotless},
+                             {"at": 70, "uncordon": "x0"}]}, POLICIES, [0], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 2 and r["latency_p99"] > 60
+
+
+def test_a_pod_asking_for_a_new_gpu_model_binds_on_the_added_node(tmp_path, monkeypatch):
+    """b asks for an A100, a model the node list lacks: it waits until a
+    node of that model joins at 40 (typical pods of that model count
+    in the fragmentation from then on)."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,500,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,500,A100,LS,Running,2,,2\n"
+                                    "c,1000,1024,1,300,A100,LS,Running,3,90,3\n")
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 40, "create": _node("x0", 2, model="A100")}]}, POLICIES,
+                  [0], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 3 and r["latency_p99"] > 30
+
+
+def test_curves_after_a_removal(tmp_path, monkeypatch):
+    """A node removed with its pods: they are deleted, the GPU curves then
+    divide by the GPUs left."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,2,T4\nn1,8000,16384,4,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "".join(
+        f"p{k},1000,1024,1,{500 + 100 * k},,LS,Running,{k},,{k}\n" for k in range(5)))
+    rows = _equal(tmp_path, monkeypatch, str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 30, "removeNodes": ["n1"]}]}, POLICIES, [0, 5], 10.0)
+    assert any(r["deleted"] > 0 for r in rows)
+    assert all(r["deleted"] + r["running"] == 5 for r in rows)
+
+
+def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + trace_lines)
+    sc = load_scenario({"steps": steps})
+    from tensorsched.topology.openb.trace import read_openb_trace
+    return E.plan_openb(read_openb_nodes(nodes), sc, read_openb_trace(tmp_path / "p.csv"))
+
+
+@pytest.mark.parametrize("steps,field", [
+    ([{"at": 1, "create": {"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": "x", "namespace": "default"},
+                           "spec": {"containers": [{"name": "c"}]}}}], "steps[0].create"),
+    ([{"at": 1, "removeNodes": ["n0"]}], "steps[0].removeNodes"),
+    ([{"at": 1, "create": _node("y", 1, model="")}], "steps[0].create"),
+    ([{"at": 1, "cordon": "nope"}], "steps[0].cordon"),
+    ([{"at": 1, "create": _node("n0", 1)}], "steps[0].create"),
+    ([{"at": 1, "create": _node("y", 1, mem="1000")}], "steps[0].create"),
+])
+def test_refused_steps_name_their_field(tmp_path, steps, field):
+    with pytest.raises(BatchProfileError, match=rf"^{field.replace('[', '.').replace(']', '.')}"):
+        _plan(tmp_path, steps)
+
+
+def test_refused_jobs_run_per_simulation(tmp_path):
+    """A refused scenario's jobs take the per-job path (the same rows as
+    ``batch=False``)."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n")
+    sc = tmp_path / "s.json"
+    sc.write_text(json.dumps({"steps": [{"at": 1, "removeNodes": ["n0"]}]}))
+    jobs = S.make_jobs([str(tmp_path / "p.csv")], [0], policies=["FGD"], nodes=nodes,
+                       scenario=str(sc))
+    assert _rows(jobs, True) == _rows(jobs, False)

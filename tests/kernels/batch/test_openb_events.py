@@ -1,0 +1,109 @@
+"""The openb engine's node-event form (``kernels.batch.openb_events``):
+its fragmentation sum over the live rows is ``numpy.sum``'s, bit for bit,
+at every size; its inputs are checked by name; and the CUDA form
+(``openb_events_cuda``, under the simulator) gives the CPU twin's
+answers on a tiny cluster with every kind of node event."""
+
+import numpy as np
+import pytest
+from support.backends import needs_cuda
+
+from tensorsched.experiments import simulate_run as run
+from tensorsched.experiments import sweep_openb_events as E
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.kernels.batch import openb_events as OE
+from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.openb.batch import trace_workload
+from tensorsched.topology.openb.trace import read_openb_trace
+
+HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time," \
+         "deletion_time,scheduled_time\n"
+
+
+@pytest.mark.parametrize("m", [0, 1, 7, 8, 128, 129, 300, 1000, 4099])
+def test_live_frag_sums_as_numpy(m):
+    rng = np.random.default_rng(m)
+    n = m + 17
+    vals = rng.random(n) * 1000.0
+    live = np.zeros(n, np.int8)
+    live[rng.choice(n, size=m, replace=False)] = 1
+    stack = [np.empty(64, np.int64) for _ in range(3)] + [np.empty(64, np.float64)]
+    got = OE._events_ns["live_frag"](n, live, vals, np.empty(n), *stack)
+    assert got == np.sum(vals[live == 1])
+
+
+def _node(name, gpus, unschedulable=False):
+    spec = {"unschedulable": True} if unschedulable else {}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "T4"}},
+            "spec": spec, "status": {"allocatable": {"cpu": "8", "memory": "16Gi",
+                                                     "nvidia.com/gpu": str(gpus)}}}
+
+
+def _generic_trace(tmp_path, rng):
+    """A generic trace: pods leaving at a time or a duration after their
+    binding, of three priorities (activeQ a heap of ranks)."""
+    anno = '"alibabacloud.com/gpu-milli={m};alibabacloud.com/gpu-count={n}"'
+    lines = ["name,arrival,departure,duration,cpu,memory,annotations,priority"]
+    for j in range(14):
+        t = 3 * j
+        n, m = [(1, 1000), (1, 500), (2, 1000)][int(rng.integers(3))]
+        how = int(rng.integers(3))
+        dep = str(t + 20) if how == 0 else ""
+        dur = "15" if how == 1 else ""
+        lines.append(f"p{j},{t},{dep},{dur},1000m,1024Mi,{anno.format(m=m, n=n)},"
+                     f"{int(rng.choice([0, 10, 100]))}")
+    (tmp_path / "g.csv").write_text("\n".join(lines) + "\n")
+    return run.read_trace_file(str(tmp_path / "g.csv"))
+
+
+def _inputs(tmp_path, seed: int = 3, generic: bool = False):
+    """A two-node cluster, a trace with departures (``generic``: durations
+    and priorities too) and every kind of node step."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,2,T4\nn1,16000,32768,1,T4\n")
+    rng = np.random.default_rng(seed)
+    lines = []
+    for j in range(14):
+        t = 3 * j
+        num, milli = [(1, 1000), (1, 500), (2, 1000), (0, 0)][int(rng.integers(4))]
+        dep = "" if rng.random() < 0.5 else str(t + int(rng.choice([2, 20, 60])))
+        lines.append(f"p{j},1000,1024,{num},{milli},,LS,Running,{t},{dep},{t}")
+    (tmp_path / "p.csv").write_text(HEADER + "\n".join(lines) + "\n")
+    sc = load_scenario({"steps": [
+        {"at": 4, "cordon": "n0"}, {"at": 9, "create": _node("x0", 4)},
+        {"at": 12, "drain": "n1"}, {"at": 15, "uncordon": "n0"},
+        {"at": 20, "removeNodes": ["x0"]}, {"at": 24, "create": _node("x1", 2, True)},
+        {"at": 30, "uncordon": ["n1", "x1"]}]})
+    inv = read_openb_nodes(tmp_path / "n.csv")
+    trace = _generic_trace(tmp_path, rng) if generic else read_openb_trace(tmp_path / "p.csv")
+    plan = E.plan_openb(inv, sc, trace)
+    tw = trace_workload(trace)
+    tw.typical = run.typical_of(trace)
+    jobs = [(0, p, s) for p in ("FGD", "Random", "BestFit", "DotProd", "GpuPacking",
+                                "GpuClustering") for s in (0, 1)]
+    return inv, plan, [tw], jobs
+
+
+def test_event_inputs_are_checked_by_name(tmp_path):
+    _inv, plan, _tws, _jobs = _inputs(tmp_path)
+    ev = plan.events
+    bad = ev._replace(ev_row=np.full(ev.n_events, 99, np.int64))
+    with pytest.raises(ValueError, match="NodeEvents.ev_row"):
+        bad.check()
+    with pytest.raises(ValueError, match="NodeEvents.ev_t"):
+        ev._replace(ev_t=ev.ev_t[::-1].copy() + np.arange(ev.n_events)[::-1]).check() \
+            if ev.n_events > 1 else ev._replace(ev_t=np.array([-1.0])).check()
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("generic", [False, True])
+def test_cuda_form_equals_the_twin(tmp_path, generic):
+    inv, plan, tws, jobs = _inputs(tmp_path, generic=generic)
+    _a, twin = E.openb_event_runs(inv, plan, tws, jobs, "numba")
+    _b, dev = E.openb_event_runs(inv, plan, tws, jobs, "cuda")
+    assert (twin.why > 0).any() and (twin.node >= 0).any()
+    assert not generic or (tws[0].rank is not None and np.isfinite(tws[0].duration).any())
+    for x, y in zip(twin, dev):
+        np.testing.assert_array_equal(x, y)
