@@ -351,6 +351,56 @@ def start_attempt(qi, pst, patt, aq, rank, ak):
     return False
 
 
+AGAIN = -1   # scheduler_run: the clock moved, ask again (no answer yet)
+
+
+def depart_due(now, qi, pst, dk, ds, dp):
+    """The next bound pod due to leave at ``now``, now GONE (the caller
+    moves the pool); the due entries of pods no longer bound dropped on the
+    way (their pods GONE); -1 when none is due."""
+    while qi[QI_D_LEN] > 0 and dk[0] == now:
+        k = heap_pop_at(dk, ds, dp, qi, QI_D_LEN)
+        was = pst[k]
+        pst[k] = GONE
+        if was == BOUND:
+            return k
+    return -1
+
+
+def take_event(now, ev_t, qi):
+    """The next node event when it is due at ``now``: it is taken
+    (``qi[QI_POD]``) and True; False otherwise."""
+    e = qi[QI_NEXT_EV]
+    if e < ev_t.shape[0] and ev_t[e] == now:
+        qi[QI_NEXT_EV] = e + 1
+        qi[QI_POD] = e
+        return True
+    return False
+
+
+def scheduler_run(now, ev_next, arr, backoff0, backoff_max, max_unsched,
+                  qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, rank, ak):
+    """The scheduler's step between event times: flush, then ATTEMPT on
+    activeQ's head; else the clock to the next backoff expiry or, when the
+    next event (``horizon``, or ``ev_next`` seconds: the next node event,
+    inf none) comes first, to that time with the events due
+    (``qi[QI_EVENTS]`` 1) and AGAIN; DONE when nothing is left."""
+    flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+          rank, ak)
+    if start_attempt(qi, pst, patt, aq, rank, ak):
+        return ATTEMPT
+    t = next_backoff(hk, hp, hs, qi, pst)
+    h = min(horizon(arr, qi, dk), ev_next)
+    if t == INF and h == INF:
+        return DONE
+    if t > h:
+        qf[QF_NOW] = h
+        qi[QI_EVENTS] = 1
+    else:
+        qf[QF_NOW] = max(t, now)
+    return AGAIN
+
+
 def q_next(arr, dep, backoff0, backoff_max, max_unsched,
            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Advance to what the caller must do next: ATTEMPT (pod ``qi[QI_POD]``,
@@ -360,33 +410,20 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
     while True:
         now = qf[QF_NOW]
         if qi[QI_EVENTS] == 1:
-            if qi[QI_D_LEN] > 0 and dk[0] == now:
-                k = heap_pop_at(dk, ds, dp, qi, QI_D_LEN)
-                if pst[k] == BOUND:
-                    pst[k] = GONE
-                    move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
-                             hk, hs, hp, rank, ak)
-                    qi[QI_POD] = k
-                    return DEPART
-                pst[k] = GONE
-                continue
+            k = depart_due(now, qi, pst, dk, ds, dp)
+            if k >= 0:
+                move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                         hk, hs, hp, rank, ak)
+                qi[QI_POD] = k
+                return DEPART
             if admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
                 continue
             qi[QI_EVENTS] = 0
             continue
-        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
-              rank, ak)
-        if start_attempt(qi, pst, patt, aq, rank, ak):
-            return ATTEMPT
-        t = next_backoff(hk, hp, hs, qi, pst)
-        h = horizon(arr, qi, dk)
-        if t == INF and h == INF:
-            return DONE
-        if t > h:
-            qf[QF_NOW] = h
-            qi[QI_EVENTS] = 1
-            continue
-        qf[QF_NOW] = max(t, now)
+        r = scheduler_run(now, INF, arr, backoff0, backoff_max, max_unsched, qi, qf, pst,
+                          patt, pts, aq, up, hk, hs, hp, dk, rank, ak)
+        if r != AGAIN:
+            return r
 
 
 def q_failed(j, qi, qf, pst, pts, up):
@@ -450,44 +487,27 @@ def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
     ``qi[QI_POD]``; the caller applies it and moves the pool), then the
     arrivals; a departure moves the pods listening to an assigned pod's
     deletion only (``move_where``)."""
-    n_ev = ev_t.shape[0]
     while True:
         now = qf[QF_NOW]
         if qi[QI_EVENTS] == 1:
-            if qi[QI_D_LEN] > 0 and dk[0] == now:
-                k = heap_pop_at(dk, ds, dp, qi, QI_D_LEN)
-                if pst[k] == BOUND:
-                    pst[k] = GONE
-                    move_where(EV_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-                    qi[QI_POD] = k
-                    return DEPART
-                pst[k] = GONE
-                continue
-            e = qi[QI_NEXT_EV]
-            if e < n_ev and ev_t[e] == now:
-                qi[QI_NEXT_EV] = e + 1
-                qi[QI_POD] = e
+            k = depart_due(now, qi, pst, dk, ds, dp)
+            if k >= 0:
+                move_where(EV_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                           aq, up, hk, hs, hp, rank, ak, pmask)
+                qi[QI_POD] = k
+                return DEPART
+            if take_event(now, ev_t, qi):
                 return NODE
             if admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
                 continue
             qi[QI_EVENTS] = 0
             continue
-        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
-              rank, ak)
-        if start_attempt(qi, pst, patt, aq, rank, ak):
-            return ATTEMPT
-        t = next_backoff(hk, hp, hs, qi, pst)
-        h = horizon(arr, qi, dk)
-        if qi[QI_NEXT_EV] < n_ev:
-            h = min(h, ev_t[qi[QI_NEXT_EV]])
-        if t == INF and h == INF:
-            return DONE
-        if t > h:
-            qf[QF_NOW] = h
-            qi[QI_EVENTS] = 1
-            continue
-        qf[QF_NOW] = max(t, now)
+        e = qi[QI_NEXT_EV]
+        r = scheduler_run(now, ev_t[e] if e < ev_t.shape[0] else INF, arr, backoff0,
+                          backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                          hp, dk, rank, ak)
+        if r != AGAIN:
+            return r
 
 
 def admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
@@ -523,28 +543,19 @@ def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backof
     (``ev_t`` nondecreasing) lists a time's lead events first.
     ``add_moves`` nonzero: an arrival moves the pods rejected by no plugin
     (``admit_moving``)."""
-    n_ev = ev_t.shape[0]
     while True:
         now = qf[QF_NOW]
         if qi[QI_EVENTS] == 1:
             e = qi[QI_NEXT_EV]
-            if e < n_ev and ev_t[e] == now and ev_kind[e] == lead_kind:
-                qi[QI_NEXT_EV] = e + 1
-                qi[QI_POD] = e
+            if e < ev_t.shape[0] and ev_kind[e] == lead_kind and take_event(now, ev_t, qi):
                 return NODE
-            if qi[QI_D_LEN] > 0 and dk[0] == now:
-                k = heap_pop_at(dk, ds, dp, qi, QI_D_LEN)
-                if pst[k] == BOUND:
-                    pst[k] = GONE
-                    move_where(EV_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-                    qi[QI_POD] = k
-                    return DEPART
-                pst[k] = GONE
-                continue
-            if e < n_ev and ev_t[e] == now:
-                qi[QI_NEXT_EV] = e + 1
-                qi[QI_POD] = e
+            k = depart_due(now, qi, pst, dk, ds, dp)
+            if k >= 0:
+                move_where(EV_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                           aq, up, hk, hs, hp, rank, ak, pmask)
+                qi[QI_POD] = k
+                return DEPART
+            if take_event(now, ev_t, qi):
                 return NODE
             if add_moves != 0:
                 if admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq,
@@ -554,18 +565,9 @@ def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backof
                 continue
             qi[QI_EVENTS] = 0
             continue
-        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
-              rank, ak)
-        if start_attempt(qi, pst, patt, aq, rank, ak):
-            return ATTEMPT
-        t = next_backoff(hk, hp, hs, qi, pst)
-        h = horizon(arr, qi, dk)
-        if qi[QI_NEXT_EV] < n_ev:
-            h = min(h, ev_t[qi[QI_NEXT_EV]])
-        if t == INF and h == INF:
-            return DONE
-        if t > h:
-            qf[QF_NOW] = h
-            qi[QI_EVENTS] = 1
-            continue
-        qf[QF_NOW] = max(t, now)
+        e = qi[QI_NEXT_EV]
+        r = scheduler_run(now, ev_t[e] if e < ev_t.shape[0] else INF, arr, backoff0,
+                          backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                          hp, dk, rank, ak)
+        if r != AGAIN:
+            return r
