@@ -19,11 +19,8 @@ seconds of both, the load average before each, whether the tables are equal (but
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import os
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
@@ -34,21 +31,9 @@ from tensorsched.generators.clusters import basic, pod_dict
 
 from .harness import git_commit, machine_info
 from .sweep_local import write_inputs
+from .sweep_timing import comparison, timed_sweep
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _timed(jobs, batch: bool, workers: int) -> tuple:
-    """(CPU and wall seconds of the sweep and the load before it, its
-    rows but ``wall_seconds``)."""
-    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
-    load = os.getloadavg()
-    c0, t0 = time.process_time(), time.perf_counter()
-    table = S.run_sweep(jobs, workers=workers)
-    return ({"cpu_seconds": round(time.process_time() - c0, 3),
-             "wall_seconds": round(time.perf_counter() - t0, 3),
-             "load_before": [round(x, 2) for x in load]},
-            table.drop(["wall_seconds"]).to_pylist())
 
 
 def pod_steps(pods: int) -> list:
@@ -98,20 +83,17 @@ def main(argv=None) -> dict:
         taken: list = []
         SL.batched_local(jobs, S.load_inputs(jobs), 1, lambda i, row, e: taken.append(i))
         # compile (or load the cached) kernels before timing
-        _timed(S.make_jobs([trace], [0], configs=configs[:1], cluster=cluster,
-                           scenario=scenario), True, 1)
-        batched, rows_b = _timed(jobs, True, 1)
-        per_run, rows_p = _timed(jobs, False, 1)
+        timed_sweep(S.make_jobs([trace], [0], configs=configs[:1], cluster=cluster,
+                                scenario=scenario), True)
+        batched, rows_b = timed_sweep(jobs, True)
+        per_run, rows_p = timed_sweep(jobs, False)
     record = {"benchmark": "sweep-events", "backend": "numba", "nodes": args.nodes,
               "pods": args.pods, "configs": len(configs), "seeds": args.seeds,
               "jobs": len(jobs), "scenario": "cordon 10 at T/4, drain 3 at T/3, add "
               f"{max(1, args.nodes // 10)} at T/2, uncordon 10 at 3T/4, remove 5 at 4T/5"
               + (f"; create {max(1, args.pods // 20)} pods at T/3 (deleted at 7T/10) and "
                  f"{max(1, args.pods // 20)} at 3T/5 (100 s bound)" if args.pod_steps else ""),
-              "batched_jobs": len(taken), "batched": batched, "per_run": per_run,
-              "tables_equal": rows_b == rows_p,
-              "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
-              "scheduled": [r["scheduled"] for r in rows_b],
+              "batched_jobs": len(taken), **comparison(batched, per_run, rows_b, rows_p),
               "evicted": [r["evicted"] for r in rows_b],
               "deleted": [r["deleted"] for r in rows_b],
               "machine": machine_info(), "commit": git_commit()}

@@ -26,11 +26,9 @@ no-scenario path must not get slower.  Written to
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
@@ -43,22 +41,10 @@ from tensorsched.topology.openb.batch import trace_workload
 from tensorsched.topology.openb.trace import openb_node_objects
 
 from .harness import git_commit, machine_info
+from .sweep_timing import comparison, timed_sweep
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CSV = Path(__file__).resolve().parent.parent / "data" / "openb" / "csv"
-
-
-def _timed(jobs, batch: bool) -> tuple:
-    """(CPU and wall seconds of the sweep and the load before it, its
-    rows but ``wall_seconds``)."""
-    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
-    load = os.getloadavg()
-    c0, t0 = time.process_time(), time.perf_counter()
-    table = S.run_sweep(jobs, workers=1)
-    return ({"cpu_seconds": round(time.process_time() - c0, 3),
-             "wall_seconds": round(time.perf_counter() - t0, 3),
-             "load_before": [round(x, 2) for x in load]},
-            table.drop(["wall_seconds"]).to_pylist())
 
 
 def _workload(inputs: dict, path: str):
@@ -100,16 +86,16 @@ def overhead_main(args) -> dict:
                            nodes=nodes)
         real = S.batched_openb_events
         skip = lambda jobs, *a, **k: list(range(len(jobs)))
-        _timed(jobs, True)                  # compile or load the kernels first
+        timed_sweep(jobs, True)             # compile or load the kernels first
         with_pass, without = [], []
         for _ in range(args.repeats):
             S.batched_openb_events = skip
             try:
-                t, rows_off = _timed(jobs, True)
+                t, rows_off = timed_sweep(jobs, True)
             finally:
                 S.batched_openb_events = real
             without.append(t["cpu_seconds"])
-            t, rows_on = _timed(jobs, True)
+            t, rows_on = timed_sweep(jobs, True)
             with_pass.append(t["cpu_seconds"])
     med = lambda v: sorted(v)[len(v) // 2]
     return {"benchmark": "sweep-openb-events-overhead", "backend": "numba",
@@ -150,18 +136,15 @@ def main(argv=None) -> dict:
         E.batched_openb_events(jobs, inputs, 1, lambda i, row, e: taken.append(i),
                                lambda t: _workload(inputs, t), "FGD")
         # compile (or load the cached) kernels before timing
-        _timed(jobs[:1], True)
-        batched, rows_b = _timed(jobs, True)
-        per_run, rows_p = _timed(jobs, False)
+        timed_sweep(jobs[:1], True)
+        batched, rows_b = timed_sweep(jobs, True)
+        per_run, rows_p = timed_sweep(jobs, False)
     record = {"benchmark": "sweep-openb-events", "backend": "numba", "trace": args.trace,
               "nodes": "openb_node_list_gpu_node.csv (1213)", "pods": args.pods,
               "policies": list(POLICIES), "seeds": args.seeds, "jobs": len(jobs),
               "scenario": "cordon names[1::10] at T/4, drain names[2::10] at T/3, add 20 "
               "at T/2, uncordon names[1::10] at 3T/4, remove names[5::10] at 4T/5",
-              "batched_jobs": len(taken), "batched": batched, "per_run": per_run,
-              "tables_equal": rows_b == rows_p,
-              "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
-              "scheduled": [r["scheduled"] for r in rows_b],
+              "batched_jobs": len(taken), **comparison(batched, per_run, rows_b, rows_p),
               "evicted": [r["evicted"] for r in rows_b],
               "deleted": [r["deleted"] for r in rows_b],
               "machine": machine_info(), "commit": git_commit()}
