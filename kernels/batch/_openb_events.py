@@ -127,6 +127,31 @@ def bump(i, node_ver, version):
     node_ver[i] = version[0]
 
 
+def first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
+                gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned):
+    """The local rows at the start: row i holds universe node ``row0[i]``
+    (its columns; live; cordoned as ``cord0[i]``), or nothing (-1: zeros,
+    not live)."""
+    for i in range(row0.shape[0]):
+        x = row0[i]
+        if x >= 0:
+            gpu_count[i] = u_gpu_count[x]
+            model[i] = u_model[x]
+            cpu_cap[i] = u_cpu_cap[x]
+            mem_cap[i] = u_mem_cap[x]
+            pods_cap[i] = u_pods_cap[x]
+            live[i] = 1
+            cordoned[i] = cord0[i]
+        else:
+            gpu_count[i] = 0
+            model[i] = 0
+            cpu_cap[i] = 0
+            mem_cap[i] = 0
+            pods_cap[i] = 0
+            live[i] = 0
+            cordoned[i] = 0
+
+
 def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
                        u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                        ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,

@@ -35,23 +35,15 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
         o = ev_off[b]
         e = ev_len[b]
         lo = 2 * o + b * n_ev
-        gc = np.zeros(n, np.int64)
-        md = np.zeros(n, np.int64)
-        cc = np.zeros(n, np.int64)
-        mc = np.zeros(n, np.int64)
-        pc = np.zeros(n, np.int64)
-        live = np.zeros(n, np.int8)
-        cord = np.zeros(n, np.int8)
-        for i in range(n):
-            x = row0[i]
-            if x >= 0:
-                gc[i] = u_gpu_count[x]
-                md[i] = u_model[x]
-                cc[i] = u_cpu_cap[x]
-                mc[i] = u_mem_cap[x]
-                pc[i] = u_pods_cap[x]
-                live[i] = 1
-                cord[i] = cord0[i]
+        gc = np.empty(n, np.int64)
+        md = np.empty(n, np.int64)
+        cc = np.empty(n, np.int64)
+        mc = np.empty(n, np.int64)
+        pc = np.empty(n, np.int64)
+        live = np.empty(n, np.int8)
+        cord = np.empty(n, np.int8)
+        first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
+                    gc, md, cc, mc, pc, live, cord)
         r = max(2 * e, 1)
         rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
         ak = np.empty(r if rank.shape[0] > 0 else 0, np.int64)

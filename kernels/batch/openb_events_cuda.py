@@ -38,6 +38,7 @@ THREADS = 32        # runs per block
 _env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_rules)
 _ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_env_ns)
 _run_cluster = _ev_ns["run_events_cluster"]
+_first_nodes = _ev_ns["first_nodes"]
 
 
 @cuda.jit
@@ -78,24 +79,10 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     pc = pc_all[b]
     live = live_all[b]
     cord = cord_all[b]
+    _first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
+                 gc, md, cc, mc, pc, live, cord)
     for i in range(n):
-        x = row0[i]
-        gc[i] = 0
-        md[i] = 0
-        cc[i] = 0
-        mc[i] = 0
-        pc[i] = 0
-        live[i] = 0
-        cord[i] = 0
         static_all[b, i] = 0
-        if x >= 0:
-            gc[i] = u_gpu_count[x]
-            md[i] = u_model[x]
-            cc[i] = u_cpu_cap[x]
-            mc[i] = u_mem_cap[x]
-            pc[i] = u_pods_cap[x]
-            live[i] = 1
-            cord[i] = cord0[i]
     r2 = 2 * o
     rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
     ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
