@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from contextlib import contextmanager
 
 import numba
 import numpy as np
@@ -52,17 +53,29 @@ _run_all = compile_module(_driver, njit, base=_cluster_ns,
                           options={"nogil": True, "parallel": True}, cache=True)["run_all"]
 
 
+@contextmanager
+def run_by_run(threads: int | None):
+    """Inside: Numba's ``prange`` on ``threads`` cores (None: Numba's, all of
+    them), handing the runs out one by one (they differ in length); both
+    settings restored on the way out."""
+    old = numba.get_num_threads()
+    if threads is not None:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+    chunk = numba.get_parallel_chunksize()
+    numba.set_parallel_chunksize(1)
+    try:
+        yield
+    finally:
+        numba.set_parallel_chunksize(chunk)
+        numba.set_num_threads(old)
+
+
 def run_batch(a: BatchArrays, threads: int | None = None) -> BatchOutputs:
     """Every run of ``a`` (checked first), on ``threads`` cores (default:
     Numba's, all of them); see ``arrays`` for the outputs."""
     a.check()
     out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
-    old = numba.get_num_threads()
-    if threads is not None:
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
-    chunk = numba.get_parallel_chunksize()
-    numba.set_parallel_chunksize(1)         # runs differ in length: hand them out one by one
-    try:
+    with run_by_run(threads):
         _run_all(a.n_nodes, a.gpu_count, a.model, a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree,
                  a.t_lo, a.t_len, a.t_left, a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem,
                  a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num,
@@ -74,7 +87,4 @@ def run_batch(a: BatchArrays, threads: int | None = None) -> BatchOutputs:
                  a.duration.astype(np.float64), a.rank.astype(np.int64), a.gpu_slots,
                  out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
                  out.log_frag, out.n_log, out.frag0, out.end)
-    finally:
-        numba.set_parallel_chunksize(chunk)
-        numba.set_num_threads(old)
     return out

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import njit
 
@@ -23,7 +22,7 @@ from tensorsched.kernels._compile import compile_module
 
 from . import _openb_events, _openb_events_driver
 from .arrays import MAX_GPUS, BatchArrays
-from .cpu import env_ns
+from .cpu import env_ns, run_by_run
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_openb_events.EV_ADD, _openb_events.EV_UPDATE,
                                           _openb_events.EV_EVICT, _openb_events.EV_DELETE)
@@ -175,16 +174,8 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None)
     a.check()
     ev.check()
     out = EventOutputs.empty(a.cls.shape[0], a.n_runs, ev.n_events)
-    old = numba.get_num_threads()
-    if threads is not None:
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
-    chunk = numba.get_parallel_chunksize()
-    numba.set_parallel_chunksize(1)         # runs differ in length: hand them out one by one
-    try:
+    with run_by_run(threads):
         _run_all(*run_inputs(a, ev), ev.gpu_slots(), *out)
-    finally:
-        numba.set_parallel_chunksize(chunk)
-        numba.set_num_threads(old)
     return out
 
 
