@@ -43,7 +43,7 @@ from . import _queue, _rules  # noqa: E402
 from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
 from .warp import (BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max,  # noqa: E402
-                   block_top, shfl_up)
+                   block_top, warp_scan)
 
 _FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
              "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
@@ -120,22 +120,12 @@ def _kth_feasible(k, n, cs, buf, sh):
         if i < n and cs[i] >= 0:
             f = 1
         x = f
-        d = 1
-        while d < LANES:
-            y = shfl_up(x, d, buf)
-            if lane >= d:
-                x += y
-            d *= 2
+        x = warp_scan(x, buf)
         if lane == LANES - 1:
             sh[warp, 0] = x
         cuda.syncthreads()
         w = sh[lane, 0] if lane < WARPS else 0
-        d = 1
-        while d < LANES:
-            y = shfl_up(w, d, buf)
-            if lane >= d:
-                w += y
-            d *= 2
+        w = warp_scan(w, buf)
         if lane < WARPS:
             sh[lane, 1] = w             # every warp writes the same scan
         cuda.syncthreads()

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 # ``warp`` raises BackendUnavailable without a device or the simulator
-from .warp import BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max, block_top, shfl_up
+from .warp import BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max, block_top, warp_scan
 from .device_memory import device_budget
 from . import _local_core
 from .local_cpu import NORM_MINMAX, LocalBatch, LocalResult, empty_result, seed_mix
@@ -81,22 +81,12 @@ def _kth_feasible(k, limit, flags, buf, sh):
         if j < limit and flags[j] == 1:
             f = 1
         x = f
-        d = 1
-        while d < LANES:
-            y = shfl_up(x, d, buf)
-            if lane >= d:
-                x += y
-            d *= 2
+        x = warp_scan(x, buf)
         if lane == LANES - 1:
             sh[warp, 0] = x
         cuda.syncthreads()
         w = sh[lane, 0] if lane < WARPS else 0
-        d = 1
-        while d < LANES:
-            y = shfl_up(w, d, buf)
-            if lane >= d:
-                w += y
-            d *= 2
+        w = warp_scan(w, buf)
         if lane < WARPS:
             sh[lane, 1] = w
         cuda.syncthreads()

@@ -92,6 +92,34 @@ def warp_top(t, c, r, buf):
 
 
 @cuda.jit(device=True)
+def warp_sum_min_max(a, lo, hi, buf):
+    """(sum of a, min of lo, max of hi) over a warp, in its lane 0, by
+    shuffles down."""
+    off = LANES // 2
+    while off > 0:
+        a2, lo2, hi2 = shfl_down3(a, lo, hi, off, buf)
+        a += a2
+        lo = min(lo, lo2)
+        hi = max(hi, hi2)
+        off //= 2
+    return a, lo, hi
+
+
+@cuda.jit(device=True)
+def warp_scan(x, buf):
+    """The inclusive prefix sum of x over a warp (lane k: the sum over
+    lanes 0..k), by shuffles up."""
+    lane = cuda.threadIdx.x % LANES
+    d = 1
+    while d < LANES:
+        y = shfl_up(x, d, buf)
+        if lane >= d:
+            x += y
+        d *= 2
+    return x
+
+
+@cuda.jit(device=True)
 def block_top(t, c, r, buf, sh):
     """``warp_top`` over the block: each warp's lane 0 to shared memory,
     the partials reduced again by every warp; every thread gets it."""
@@ -125,13 +153,7 @@ def block_sum_min_max(a, lo, hi, buf, sh):
     tid = cuda.threadIdx.x
     lane = tid % LANES
     warp = tid // LANES
-    off = LANES // 2
-    while off > 0:
-        a2, lo2, hi2 = shfl_down3(a, lo, hi, off, buf)
-        a += a2
-        lo = min(lo, lo2)
-        hi = max(hi, hi2)
-        off //= 2
+    a, lo, hi = warp_sum_min_max(a, lo, hi, buf)
     if lane == 0:
         sh[warp, 0] = a
         sh[warp, 1] = lo
@@ -141,13 +163,7 @@ def block_sum_min_max(a, lo, hi, buf, sh):
         a, lo, hi = sh[lane, 0], sh[lane, 1], sh[lane, 2]
     else:
         a, lo, hi = 0, BIG, -BIG
-    off = LANES // 2
-    while off > 0:
-        a2, lo2, hi2 = shfl_down3(a, lo, hi, off, buf)
-        a += a2
-        lo = min(lo, lo2)
-        hi = max(hi, hi2)
-        off //= 2
+    a, lo, hi = warp_sum_min_max(a, lo, hi, buf)
     if tid == 0:
         sh[0, 0] = a
         sh[0, 1] = lo
