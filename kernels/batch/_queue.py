@@ -351,9 +351,6 @@ def start_attempt(qi, pst, patt, aq, rank, ak):
     return False
 
 
-AGAIN = -1   # scheduler_run: the clock moved, ask again (no answer yet)
-
-
 def depart_due(now, qi, pst, dk, ds, dp):
     """The next bound pod due to leave at ``now``, now GONE (the caller
     moves the pool); the due entries of pods no longer bound dropped on the
@@ -378,29 +375,6 @@ def take_event(now, ev_t, qi):
     return False
 
 
-def scheduler_run(now, ev_next, arr, backoff0, backoff_max, max_unsched,
-                  qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, rank, ak):
-    """The scheduler's step between event times: flush, then ATTEMPT on
-    activeQ's head; else the clock to the next backoff expiry or, when the
-    next event (``horizon``, or ``ev_next`` seconds: the next node event,
-    inf none) comes first, to that time with the events due
-    (``qi[QI_EVENTS]`` 1) and AGAIN; DONE when nothing is left."""
-    flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
-          rank, ak)
-    if start_attempt(qi, pst, patt, aq, rank, ak):
-        return ATTEMPT
-    t = next_backoff(hk, hp, hs, qi, pst)
-    h = min(horizon(arr, qi, dk), ev_next)
-    if t == INF and h == INF:
-        return DONE
-    if t > h:
-        qf[QF_NOW] = h
-        qi[QI_EVENTS] = 1
-    else:
-        qf[QF_NOW] = max(t, now)
-    return AGAIN
-
-
 def q_next(arr, dep, backoff0, backoff_max, max_unsched,
            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Advance to what the caller must do next: ATTEMPT (pod ``qi[QI_POD]``,
@@ -420,10 +394,19 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
                 continue
             qi[QI_EVENTS] = 0
             continue
-        r = scheduler_run(now, INF, arr, backoff0, backoff_max, max_unsched, qi, qf, pst,
-                          patt, pts, aq, up, hk, hs, hp, dk, rank, ak)
-        if r != AGAIN:
-            return r
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+              rank, ak)
+        if start_attempt(qi, pst, patt, aq, rank, ak):
+            return ATTEMPT
+        t = next_backoff(hk, hp, hs, qi, pst)
+        h = horizon(arr, qi, dk)
+        if t == INF and h == INF:
+            return DONE
+        if t > h:
+            qf[QF_NOW] = h
+            qi[QI_EVENTS] = 1
+            continue
+        qf[QF_NOW] = max(t, now)
 
 
 def q_failed(j, qi, qf, pst, pts, up):
@@ -502,12 +485,21 @@ def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
                 continue
             qi[QI_EVENTS] = 0
             continue
-        e = qi[QI_NEXT_EV]
-        r = scheduler_run(now, ev_t[e] if e < ev_t.shape[0] else INF, arr, backoff0,
-                          backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                          hp, dk, rank, ak)
-        if r != AGAIN:
-            return r
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+              rank, ak)
+        if start_attempt(qi, pst, patt, aq, rank, ak):
+            return ATTEMPT
+        t = next_backoff(hk, hp, hs, qi, pst)
+        h = horizon(arr, qi, dk)
+        if qi[QI_NEXT_EV] < ev_t.shape[0]:
+            h = min(h, ev_t[qi[QI_NEXT_EV]])
+        if t == INF and h == INF:
+            return DONE
+        if t > h:
+            qf[QF_NOW] = h
+            qi[QI_EVENTS] = 1
+            continue
+        qf[QF_NOW] = max(t, now)
 
 
 def admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
@@ -565,9 +557,18 @@ def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backof
                 continue
             qi[QI_EVENTS] = 0
             continue
-        e = qi[QI_NEXT_EV]
-        r = scheduler_run(now, ev_t[e] if e < ev_t.shape[0] else INF, arr, backoff0,
-                          backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                          hp, dk, rank, ak)
-        if r != AGAIN:
-            return r
+        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
+              rank, ak)
+        if start_attempt(qi, pst, patt, aq, rank, ak):
+            return ATTEMPT
+        t = next_backoff(hk, hp, hs, qi, pst)
+        h = horizon(arr, qi, dk)
+        if qi[QI_NEXT_EV] < ev_t.shape[0]:
+            h = min(h, ev_t[qi[QI_NEXT_EV]])
+        if t == INF and h == INF:
+            return DONE
+        if t > h:
+            qf[QF_NOW] = h
+            qi[QI_EVENTS] = 1
+            continue
+        qf[QF_NOW] = max(t, now)
