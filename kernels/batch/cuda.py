@@ -42,8 +42,8 @@ from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 from . import _queue, _rules  # noqa: E402
 from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
-from .warp import (BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max,  # noqa: E402
-                   block_top, warp_scan)
+from .warp import (BIG, NEG, THREADS, WARPS, block_scan, block_sum_min_max,  # noqa: E402
+                   block_top)
 
 _FROM_GPU = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
              "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
@@ -111,28 +111,16 @@ def _kth_feasible(k, n, cs, buf, sh):
     block-wide scan (warp shuffles up, the warps' counts scanned by every
     warp) over rounds of THREADS rows."""
     tid = cuda.threadIdx.x
-    lane = tid % LANES
-    warp = tid // LANES
     seen = 0
     for base in range(0, n, THREADS):
         i = base + tid
         f = 0
         if i < n and cs[i] >= 0:
             f = 1
-        x = f
-        x = warp_scan(x, buf)
-        if lane == LANES - 1:
-            sh[warp, 0] = x
-        cuda.syncthreads()
-        w = sh[lane, 0] if lane < WARPS else 0
-        w = warp_scan(w, buf)
-        if lane < WARPS:
-            sh[lane, 1] = w             # every warp writes the same scan
-        cuda.syncthreads()
-        before = sh[warp - 1, 1] if warp > 0 else 0
-        if f == 1 and seen + before + x - 1 == k:
+        x, total = block_scan(f, buf, sh)
+        if f == 1 and seen + x - 1 == k:
             sh[0, 2] = i
-        seen += sh[WARPS - 1, 1]
+        seen += total
         cuda.syncthreads()
     row = sh[0, 2]
     cuda.syncthreads()

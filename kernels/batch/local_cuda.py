@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 # ``warp`` raises BackendUnavailable without a device or the simulator
-from .warp import BIG, LANES, NEG, THREADS, WARPS, block_sum_min_max, block_top, warp_scan
+from .warp import BIG, NEG, THREADS, WARPS, block_scan, block_sum_min_max, block_top
 from .device_memory import device_budget
 from . import _local_core
 from .local_cpu import NORM_MINMAX, LocalBatch, LocalResult, empty_result, seed_mix
@@ -69,8 +69,6 @@ def _kth_feasible(k, limit, flags, buf, sh):
     shuffles up, the warps' counts scanned by every warp) over rounds of
     THREADS positions.  Every thread gets the answer."""
     tid = cuda.threadIdx.x
-    lane = tid % LANES
-    warp = tid // LANES
     seen = 0
     if tid == 0:
         sh[0, 2] = -1
@@ -80,20 +78,10 @@ def _kth_feasible(k, limit, flags, buf, sh):
         f = 0
         if j < limit and flags[j] == 1:
             f = 1
-        x = f
-        x = warp_scan(x, buf)
-        if lane == LANES - 1:
-            sh[warp, 0] = x
-        cuda.syncthreads()
-        w = sh[lane, 0] if lane < WARPS else 0
-        w = warp_scan(w, buf)
-        if lane < WARPS:
-            sh[lane, 1] = w
-        cuda.syncthreads()
-        before = sh[warp - 1, 1] if warp > 0 else 0
-        if f == 1 and seen + before + x - 1 == k:
+        x, total = block_scan(f, buf, sh)
+        if f == 1 and seen + x - 1 == k:
             sh[0, 2] = j
-        seen += sh[WARPS - 1, 1]
+        seen += total
         cuda.syncthreads()
     pos = sh[0, 2]
     cuda.syncthreads()

@@ -120,6 +120,27 @@ def warp_scan(x, buf):
 
 
 @cuda.jit(device=True)
+def block_scan(x, buf, sh):
+    """(the inclusive prefix sum of x over the block in thread order, the
+    block's total): each warp's scan, the warps' totals scanned by every
+    warp through ``sh[:, 0:2]``; every thread gets both."""
+    tid = cuda.threadIdx.x
+    lane = tid % LANES
+    warp = tid // LANES
+    x = warp_scan(x, buf)
+    if lane == LANES - 1:
+        sh[warp, 0] = x
+    cuda.syncthreads()
+    w = sh[lane, 0] if lane < WARPS else 0
+    w = warp_scan(w, buf)
+    if lane < WARPS:
+        sh[lane, 1] = w             # every warp writes the same scan
+    cuda.syncthreads()
+    before = sh[warp - 1, 1] if warp > 0 else 0
+    return before + x, sh[WARPS - 1, 1]
+
+
+@cuda.jit(device=True)
 def block_top(t, c, r, buf, sh):
     """``warp_top`` over the block: each warp's lane 0 to shared memory,
     the partials reduced again by every warp; every thread gets it."""
