@@ -35,11 +35,3 @@ def comparison(batched: dict, per_run: dict, rows_b: list, rows_p: list) -> dict
             "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
             "scheduled": [r["scheduled"] for r in rows_b]}
 
-
-def summary(record: dict, what: str) -> str:
-    """The printed line of a record with ``comparison``'s fields (``what``:
-    the jobs' sizes)."""
-    return (f"{record['jobs']} jobs ({record['batched_jobs']} batched), {what}: batched "
-            f"{record['batched']['cpu_seconds']} CPU s, per job "
-            f"{record['per_run']['cpu_seconds']} CPU s ({record['cpu_ratio']}x), tables equal "
-            f"{record['tables_equal']}")
