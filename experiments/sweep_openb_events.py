@@ -12,7 +12,10 @@ events (``plan_openb``, in time order, file order among equal times):
   its cpu, memory and pod slots from its allocatable; a GPU model new to
   the node list joins the models the pods' masks are over), in the row the
   cluster state gives it (a row freed by a removal, the last freed first,
-  else the next one); the pool moves for Node/Add;
+  else the next one); the pool moves for Node/Add; a node added again
+  under a removed node's name is another node of the universe, named
+  ``<name>.<k>`` in ``OpenbPlan.names`` (as ``sweep_events`` names it),
+  the later steps naming it act on it;
 - ``cordon`` / ``uncordon``: the node's unschedulable field (and taint)
   set or cleared, the pool moved for Node/Update (also when it was
   already so); the openb profile keeps the default filters, so
@@ -36,12 +39,12 @@ do nothing.
 Refused (``BatchProfileError`` naming the step's field and why; the job
 then runs per job): Pod creates and deletes (the kernel's queue takes the
 trace's pods only), a step naming a node absent then or adding one
-present or removed before (the Simulation's error, or a name the rows
-cannot tell apart), a node added with GPUs but no GPU model label, GPU
-topology, taints or memory that is not a whole number of MiB, a step
-leaving the cluster without nodes (a pod failing there is rejected by no
-plugin and waits for any event, an arrival's too), a drain when a trace
-pod is one a drain leaves (a static pod's annotation).
+present (the Simulation's error: the per-job path reports it), a node
+added with GPUs but no GPU model label, GPU topology, taints or memory
+that is not a whole number of MiB, a step leaving the cluster without
+nodes (a pod failing there is rejected by no plugin and waits for any
+event, an arrival's too), a drain when a trace pod is one a drain leaves
+(a static pod's annotation).
 """
 
 from __future__ import annotations
@@ -162,7 +165,8 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     names = list(inv.names)
     models = list(inv.models)
     rows = {name: i for i, name in enumerate(names)}
-    uid = dict(rows)
+    uid = dict(rows)            # a node name -> its universe node now (the latest added)
+    taken = set(names)
     present = set(names)
     cordoned = {name: False for name in names}
     free: list = []
@@ -190,12 +194,18 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
         if st.action in ("create", "addNodes"):
             for o in st.objects:
                 name = (o.get("metadata") or {}).get("name")
-                if name in present or name in uid:
-                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
+                if name in present:
+                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
                 gc, md, cpu, mem, nbytes, slots, cord = _added_node(o, models, f"{where} "
                                                                     f"({st.action})")
                 x = len(names)
-                names.append(name)
+                # added again after its removal: another universe node, named
+                # ``<name>.<k>`` (as ``sweep_events``; no trace pod reads names)
+                k = 1
+                while name in uid and f"{name}.{k}" in taken:
+                    k += 1
+                names.append(f"{name}.{k}" if name in uid else name)
+                taken.add(names[-1])
                 for k, v in zip(("gc", "md", "cpu", "mem", "bytes", "pods"),
                                 (gc, md, cpu, mem, nbytes, slots)):
                     u[k].append(v)
@@ -252,11 +262,15 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
                      backend: str = "numba", workers: int | None = None,
                      max_unsched: float = DEFAULT_MAX_UNSCHED,
-                     backoff: tuple = (1.0, 10.0)) -> tuple:
+                     backoff: tuple = (1.0, 10.0), weights: list | None = None) -> tuple:
     """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
     seed): an index into ``workloads``, ``TraceWorkload``s) on ``inv``
     under ``plan``'s node events, the openb profile without OpenbTieRank
-    (GpuShareScore alone, weight 1), ``backend`` numba or cuda."""
+    (GpuShareScore alone: ``weights`` per job (its weight, 0), default
+    weight 1), ``backend`` numba or cuda."""
+    if weights is not None and any(tie for _w, tie in weights):
+        raise ValueError("weights: the node-event engine scores without OpenbTieRank "
+                         "(its weight 0)")
     if list(plan.models) != list(inv.models):
         inv = inv.copy()
         inv.models = list(plan.models)
@@ -267,7 +281,7 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
             tw = workloads[t]
             wls.append((workload_of(inv, tw.pods, tw.typical), tw))
     a = trace_arrays([inv], wls, key, [(0, t, p, s) for t, p, s in jobs], max_unsched,
-                     backoff, weights=[(1, 0)] * len(jobs))
+                     backoff, weights=weights or [(1, 0)] * len(jobs))
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
         return a, openb_events_cuda.run_openb_events(a, plan.events)

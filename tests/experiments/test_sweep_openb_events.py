@@ -39,14 +39,16 @@ def _node(name: str, gpus: int, model: str = "T4", cpu: str = "16", mem: str = "
 
 def _random_scenario(rng, n_nodes: int) -> dict:
     """Valid node steps in time order: never a step on an absent node, never
-    the last node removed."""
+    the last node removed; a removed node's name now and then added again."""
     present = [f"n{i}" for i in range(n_nodes)]
-    steps, added = [], 0
+    steps, added, removed = [], 0, []
     for t in sorted(rng.choice(TIMES, size=int(rng.integers(1, 7))).tolist()):
         what = rng.choice(["cordon", "uncordon", "drain", "add", "remove"])
         if what == "add":
             names = [f"x{added + k}" for k in range(int(rng.integers(1, 3)))]
             added += len(names)
+            if removed and rng.random() < 0.4:
+                names[0] = removed.pop(0)
             for nm in names:
                 steps.append({"at": t, "create": _node(
                     nm, int(rng.choice([0, 1, 2, 4])), str(rng.choice(["T4", "V100M16"])),
@@ -55,6 +57,7 @@ def _random_scenario(rng, n_nodes: int) -> dict:
         elif what == "remove":
             if len(present) > 1:
                 nm = present.pop(int(rng.integers(len(present))))
+                removed.append(nm)
                 steps.append({"at": t, "removeNodes": [nm]} if rng.random() < 0.5 else
                              {"at": t, "delete": {"kind": "Node", "name": nm}})
         else:
@@ -278,6 +281,31 @@ def test_curves_after_a_removal(tmp_path, monkeypatch):
                   {"steps": [{"at": 30, "removeNodes": ["n1"]}]}, POLICIES, [0, 5], 10.0)
     assert any(r["deleted"] > 0 for r in rows)
     assert all(r["deleted"] + r["running"] == 5 for r in rows)
+
+
+def test_a_node_added_again_under_a_removed_name(tmp_path, monkeypatch):
+    """n1 removed at 10 with its pod, added again at 20 with 4 GPUs (the
+    universe's ``n1.1``), cordoned at 40 (the new one): rows equal each
+    job's Simulation."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,1,T4\nn1,8000,16384,1,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "".join(
+        f"p{k},1000,1024,1,1000,,LS,Running,{k},,{k}\n" for k in range(2)) + "".join(
+        f"q{k},1000,1024,1,1000,,LS,Running,{30 + 20 * k},,{30 + 20 * k}\n"
+        for k in range(4)))
+    steps = [{"at": 10, "removeNodes": ["n1"]}, {"at": 20, "create": _node("n1", 4)},
+             {"at": 40, "cordon": "n1"}]
+    rows = _equal(tmp_path, monkeypatch, str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
+                  {"steps": steps}, POLICIES, [0, 3], 10.0)
+    for r in rows:
+        # q0 binds on the new n1 at 30, q1..q3 wait: n0 full, n1 cordoned
+        assert r["deleted"] == 1 and r["scheduled"] == 3
+    plan = _plan(tmp_path, [{"at": 10, "create": _node("x", 1)},
+                            {"at": 11, "removeNodes": ["x"]}, {"at": 12, "create": _node("x", 2)},
+                            {"at": 13, "removeNodes": ["x"]}, {"at": 14, "create": _node("x", 1)},
+                            {"at": 15, "cordon": "x"}])
+    assert plan.names == ["n0", "x", "x.1", "x.2"]
+    assert plan.events.ev_row.tolist() == [1, 1, 1, 1, 1, 1]
 
 
 def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
