@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -155,10 +156,12 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         mine = [x for x in product if x[0] == c]
         jobs = [(t, cfgs[k].policy, s) for _c, t, k, s in mine]
         weights = [(cfgs[k].gpu_weight, 0) for _c, _t, k, _s in mine]
+        t0 = time.perf_counter()
         a, ev = openb_event_runs(inv, plans[c], tws, jobs, backend, workers, max_unsched,
                                  cfgs[0].backoff, weights=weights)
+        each = (time.perf_counter() - t0) / len(mine)
         for b, (_c, t, k, s) in enumerate(mine):
-            res = _result(a, ev, b, plans[c], tws[t].pods, (c, t, cfgs[k].policy, int(s)))
+            res = _result(a, ev, b, plans[c], tws[t].pods, (c, t, cfgs[k].policy, int(s)), each)
             res.config = k
             out.append(res)
     return out
@@ -173,7 +176,7 @@ def _with_models(inv: GpuInventory, plan: OpenbPlan) -> GpuInventory:
     return wide
 
 
-def _result(a, ev, b: int, plan: OpenbPlan, pods, job: tuple) -> OpenbEventRun:
+def _result(a, ev, b: int, plan: OpenbPlan, pods, job: tuple, seconds: float) -> OpenbEventRun:
     """Run ``b``'s ``OpenbEventRun``: each bound pod's local row turned
     into the node then on it, following the log (rows are reused by nodes
     added after a removal)."""
@@ -200,5 +203,5 @@ def _result(a, ev, b: int, plan: OpenbPlan, pods, job: tuple) -> OpenbEventRun:
                          [tuple(g for g in range(16) if (int(x) >> g) & 1) for x in gm.tolist()],
                          ev.bind[o:o + p].copy(), ev.tries[o:o + p].copy(), log_t, log_pod,
                          log_frag, np.cumsum(step).astype(np.float64), float(ev.frag0[b]),
-                         float("nan"), end=float(ev.end[b]), node_names=list(plan.names),
+                         seconds, end=float(ev.end[b]), node_names=list(plan.names),
                          why=ev.why[o:o + p].copy())

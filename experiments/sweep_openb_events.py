@@ -16,6 +16,12 @@ events (``plan_openb``, in time order, file order among equal times):
   under a removed node's name is another node of the universe, named
   ``<name>.<k>`` in ``OpenbPlan.names`` (as ``sweep_events`` names it),
   the later steps naming it act on it;
+- a node added with a NoSchedule or NoExecute taint (but the
+  unschedulable one) rejects every trace pod (they tolerate nothing:
+  TaintToleration; a PreferNoSchedule taint only scores, and the openb
+  profile scores with GpuShareScore alone): the kernel keeps it blocked as
+  a cordoned node, through its uncordons (TaintToleration listens to the
+  events NodeUnschedulable does);
 - ``cordon`` / ``uncordon``: the node's unschedulable field (and taint)
   set or cleared, the pool moved for Node/Update (also when it was
   already so); the openb profile keeps the default filters, so
@@ -40,8 +46,8 @@ Refused (``BatchProfileError`` naming the step's field and why; the job
 then runs per job): Pod creates and deletes (the kernel's queue takes the
 trace's pods only), a step naming a node absent then or adding one
 present (the Simulation's error: the per-job path reports it), a node
-added with GPUs but no GPU model label, GPU topology, taints or memory
-that is not a whole number of MiB, a step leaving the cluster without
+added with GPUs but no GPU model label, GPU topology or memory that is
+not a whole number of MiB, a step leaving the cluster without
 nodes (a pod failing there is rejected by no plugin and waits for any
 event, an arrival's too), a drain when a trace pod is one a drain leaves
 (a static pod's annotation).
@@ -60,6 +66,7 @@ from tensorsched.framework.parsing.manifests import parse_node
 from tensorsched.framework.parsing.node_lifecycle import MIRROR_ANNOTATION
 from tensorsched.framework.plugins.node_resources_fit import NodeResourcesFit
 from tensorsched.framework.plugins.node_unschedulable import NodeUnschedulable
+from tensorsched.framework.plugins.taint_toleration import TaintToleration
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,
     NODE_DELETE,
@@ -125,8 +132,10 @@ class OpenbPlan:
 
 def _added_node(obj: dict, models: list, where: str) -> tuple:
     """(GPUs, model index, cpu millicores, memory MiB, memory bytes, pod
-    slots, cordoned) of a Node manifest a step adds (a GPU model new to
-    ``models``, the models so far, appended to it); refused (module doc)."""
+    slots, cordoned, tainted) of a Node manifest a step adds (a GPU model
+    new to ``models``, the models so far, appended to it; tainted: a
+    NoSchedule or NoExecute taint but the unschedulable one, which no
+    trace pod tolerates); refused (module doc)."""
     try:
         rec = parse_node(obj)
         count, model, _mem, topo = node_inputs(rec, list(models), {})
@@ -140,16 +149,17 @@ def _added_node(obj: dict, models: list, where: str) -> tuple:
         models.append(model)        # (``node_inputs`` refused one past the masks' bits)
     if count > 16:
         raise refuse(where, f"node {rec.name!r}: {count} GPUs (at most 16)")
-    if any(t.key != UNSCHEDULABLE_TAINT for t in rec.taints):
-        raise refuse(where, f"node {rec.name!r} has taints")
     alloc = rec.allocatable
     mem = int(alloc.get("memory", 0))
     if mem % MIB:
         raise refuse(where, f"node {rec.name!r}: memory {mem} bytes is not a whole number of "
                      "MiB")
     cordoned = bool(rec.unschedulable) or any(t.key == UNSCHEDULABLE_TAINT for t in rec.taints)
+    # PreferNoSchedule taints only score (TaintToleration is not among the profile's scores)
+    tainted = any(t.key != UNSCHEDULABLE_TAINT and t.effect in ("NoSchedule", "NoExecute")
+                  for t in rec.taints)
     return (int(count), models.index(model) if count else -1, int(alloc.get("cpu", 0)),
-            mem // MIB, mem, int(alloc.get("pods", 0)), cordoned)
+            mem // MIB, mem, int(alloc.get("pods", 0)), cordoned, tainted)
 
 
 def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
@@ -169,6 +179,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     taken = set(names)
     present = set(names)
     cordoned = {name: False for name in names}
+    tainted = {name: False for name in names}   # a taint no trace pod tolerates: always blocked
     free: list = []
     n_rows = n0
     ev = {k: [] for k in ("t", "kind", "row", "x", "flag")}
@@ -196,7 +207,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 name = (o.get("metadata") or {}).get("name")
                 if name in present:
                     raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
-                gc, md, cpu, mem, nbytes, slots, cord = _added_node(o, models, f"{where} "
+                gc, md, cpu, mem, nbytes, slots, cord, taint = _added_node(o, models, f"{where} "
                                                                     f"({st.action})")
                 x = len(names)
                 # added again after its removal: another universe node, named
@@ -217,8 +228,9 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                     n_rows += 1
                 present.add(name)
                 cordoned[name] = cord
+                tainted[name] = taint
                 live.add(x)
-                add(st.at, EV_ADD, rows[name], x, int(cord))
+                add(st.at, EV_ADD, rows[name], x, int(cord or taint))
             continue
         for name in st.names:
             if name not in present:
@@ -226,7 +238,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                              f"at {st.at:g}s")
             if st.action in ("cordon", "uncordon"):
                 cordoned[name] = st.action == "cordon"
-                add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name]))
+                add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name] or tainted[name]))
                 continue
             if st.action == "drain":
                 if exempt:
@@ -250,6 +262,10 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     fit = interest_bits(NodeResourcesFit)
     if interest_bits(GpuShareFit) != fit:
         raise refuse("GpuShareFit", "it listens to other events than NodeResourcesFit")
+    if any(tainted.values()) and interest_bits(TaintToleration) != interest_bits(
+            NodeUnschedulable):
+        # a tainted node's rejections wait as a cordoned one's (``failure_bits``)
+        raise refuse("TaintToleration", "it listens to other events than NodeUnschedulable")
     i64 = lambda v: np.asarray(v, np.int64)
     events = NodeEvents(row0, np.zeros(n_rows, np.int8), i64(u["gc"]), i64(u["md"]),
                         i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),

@@ -141,6 +141,22 @@ def test_a_node_added_again_is_named_apart(tmp_path):
         assert {r.node_names[int(r.node[j])] for j in (2, 3, 4)} == {"n1.1"}
 
 
+def test_nodes_added_with_taints(tmp_path):
+    """A NoSchedule / NoExecute tainted node takes no pod, through its
+    uncordon; a PreferNoSchedule one does."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "".join(
+        f"p{k},1000,1024,1,1000,,LS,Running,{k},,{k}\n" for k in range(4)))
+    runs = _check(str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 1, "create": _node("t0", 2, taint="NoSchedule")},
+                             {"at": 1, "create": _node("t1", 2, taint="NoExecute")},
+                             {"at": 5, "uncordon": ["t0", "t1"]},
+                             {"at": 9, "create": _node("t2", 1, taint="PreferNoSchedule")}]},
+                  POLICIES, [2])
+    for r in runs:
+        assert sorted(r.node_names[int(x)] for x in r.node if x >= 0) == ["n0", "t2"]
+
+
 def test_a_drain_and_its_uncordon(tmp_path):
     (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
     (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"

@@ -26,13 +26,15 @@ TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
 
 
 def _node(name: str, gpus: int, model: str = "T4", cpu: str = "16", mem: str = "32Gi",
-          unschedulable: bool = False) -> dict:
+          unschedulable: bool = False, taint: str = "") -> dict:
     alloc = {"cpu": cpu, "memory": mem, "pods": "110"}
     labels = {"kubernetes.io/hostname": name}
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
         labels["nvidia.com/gpu.product"] = model
     spec = {"unschedulable": True} if unschedulable else {}
+    if taint:       # an effect: a taint no trace pod tolerates
+        spec["taints"] = [{"key": "dedicated", "value": "x", "effect": taint}]
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "spec": spec, "status": {"allocatable": alloc}}
 
@@ -52,7 +54,8 @@ def _random_scenario(rng, n_nodes: int) -> dict:
             for nm in names:
                 steps.append({"at": t, "create": _node(
                     nm, int(rng.choice([0, 1, 2, 4])), str(rng.choice(["T4", "V100M16"])),
-                    unschedulable=bool(rng.random() < 0.2))})
+                    unschedulable=bool(rng.random() < 0.2), taint=str(rng.choice(
+                        ["", "", "", "NoSchedule", "NoExecute", "PreferNoSchedule"])))})
             present += names
         elif what == "remove":
             if len(present) > 1:
@@ -306,6 +309,23 @@ def test_a_node_added_again_under_a_removed_name(tmp_path, monkeypatch):
                             {"at": 15, "cordon": "x"}])
     assert plan.names == ["n0", "x", "x.1", "x.2"]
     assert plan.events.ev_row.tolist() == [1, 1, 1, 1, 1, 1]
+
+
+def test_nodes_added_with_taints(tmp_path, monkeypatch):
+    """x0 (NoSchedule) and x1 (NoExecute) take no trace pod, not even after
+    an uncordon or a drain of theirs; x2 (PreferNoSchedule) takes them."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n" + "".join(
+        f"b{k},1000,1024,1,1000,,LS,Running,{2 + k},,{2 + k}\n" for k in range(3)))
+    steps = [{"at": 10, "create": _node("x0", 2, taint="NoSchedule")},
+             {"at": 10, "create": _node("x1", 2, taint="NoExecute", unschedulable=True)},
+             {"at": 20, "uncordon": ["x0", "x1"]}, {"at": 30, "drain": "x0"},
+             {"at": 40, "cordon": "x1"}, {"at": 50, "uncordon": "x1"},
+             {"at": 60, "create": _node("x2", 1, taint="PreferNoSchedule")}]
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"), {"steps": steps},
+                  POLICIES, [0, 4], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 2 and r["latency_p99"] > 50
 
 
 def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
