@@ -36,9 +36,11 @@ events (``plan_openb``, in time order, file order among equal times):
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
 (Node/Add, Node/Update), else NodeResourcesFit or GpuShareFit
-(Pod/Delete, Node/Add, Node/Update).  The time series divide by the live
-nodes' allocatable cpu and memory and GPUs (``GpuTracker``), the
-fragmentation summed over the live nodes in row order.  Evicted and
+(Pod/Delete, Node/Add, Node/Update); with no node left, no plugin
+rejects it and it moves on any event, a pod's arrival too.  The time
+series divide by the live nodes' allocatable cpu and memory and GPUs
+(``GpuTracker``), the fragmentation summed over the live nodes in row
+order.  Evicted and
 deleted pods leave the counts of the running pods; their later departures
 do nothing.
 
@@ -47,9 +49,7 @@ then runs per job): Pod creates and deletes (the kernel's queue takes the
 trace's pods only), a step naming a node absent then or adding one
 present (the Simulation's error: the per-job path reports it), a node
 added with GPUs but no GPU model label, GPU topology or memory that is
-not a whole number of MiB, a step leaving the cluster without
-nodes (a pod failing there is rejected by no plugin and waits for any
-event, an arrival's too), a drain when a trace pod is one a drain leaves
+not a whole number of MiB, a drain when a trace pod is one a drain leaves
 (a static pod's annotation).
 """
 
@@ -253,9 +253,6 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
             present.discard(name)
             live.discard(uid[name])
             free.append(rows[name])
-            if not present:
-                raise refuse(f"{where} ({st.action})", "the cluster has no node left (a pod "
-                             "failing there waits for any event)")
             add(st.at, EV_DELETE, rows[name], -1, 0)
     row0 = np.full(n_rows, -1, np.int64)
     row0[:n0] = np.arange(n0)

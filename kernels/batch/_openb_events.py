@@ -1,6 +1,6 @@
 """One openb cluster's run with timed node events (a scenario's node steps),
 on the batched engine's rules (``_rules``), decision (``_env.decide``)
-and queue (``_queue.q_next_events``): plain Python on scalars and array
+and queue (``_queue.q_next_steps``): plain Python on scalars and array
 rows, no allocation, compiled with ``njit`` for the CPU twin
 (``openb_events``, one cluster per ``prange`` iteration of
 ``_openb_events_driver``) and with ``cuda.jit(device=True)`` for the CUDA
@@ -28,7 +28,8 @@ the same), Node/Delete, each to the pods whose rejecting plugins listen
 to it (``_queue.move_where``).  A failed pod's rejectors: each live row's
 first failing filter, NodeUnschedulable on a cordoned row
 (``cordon_interest``), else NodeResourcesFit or GpuShareFit
-(``fit_interest``: they listen to the same events).
+(``fit_interest``: they listen to the same events); with no live row,
+none: the pod moves on any event, an arrival too (``_queue.admit_moving``).
 
 Fragmentation: the Simulation's ``GpuTracker`` sums the live rows' values
 in row order with ``numpy.sum`` (``live_frag``: the same pairwise tree
@@ -171,9 +172,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     q_init(qi, qf, pst, patt, pts)
     m = 0
     while True:
-        kind = q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
-                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                             pmask)
+        # no event kind leads its time's departures (-1); an arrival moves the
+        # pods that failed where no node was (pmask 0: ``failure_bits``)
+        kind = q_next_steps(arr, dep, ev_t, ev_kind, -1, 1, backoff0, backoff_max, max_unsched,
+                            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                            pmask)
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]

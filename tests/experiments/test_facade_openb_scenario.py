@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backends import needs_cuda
 from test_sweep_batch import HEADER, _write, _write_generic
 from test_sweep_openb_events import _node, _random_scenario
 
@@ -212,3 +213,26 @@ def test_scenario_by_path_and_object_give_the_same_runs(tmp_path):
     b = F.simulate_batch(nodes, pods, [cfg], scenario=load_scenario(steps))[0]
     assert a.node.tolist() == b.node.tolist() and a.log_t.tolist() == b.log_t.tolist()
     assert a.node_names[int(a.node[0])] == "n0" and a.why[0] == WHY_EVICTED
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_form_equals_the_twin_with_no_node_left_taints_and_a_name_added_again(tmp_path):
+    """The cases this form added to the node events, on the device (the
+    simulator) and the twin: the same runs."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "".join(
+        f"p{k},1000,1024,1,{500 + 250 * (k % 3)},,LS,Running,{4 * k},{4 * k + 9},{4 * k}\n"
+        for k in range(6)))
+    sc = {"steps": [{"at": 5, "removeNodes": ["n0"]},
+                    {"at": 9, "create": _node("t0", 2, taint="NoSchedule")},
+                    {"at": 13, "create": _node("n0", 2)}, {"at": 14, "uncordon": "t0"}]}
+    cfg = T.openb_config("FGD")
+    twin, dev = (ts.simulate_batch(str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
+                                   [cfg, "Random"], [0, 1], backend=b, scenario=sc)
+                 for b in ("numba", "cuda"))
+    assert any(r.scheduled for r in twin)
+    for x, y in zip(twin, dev):
+        assert x.node.tolist() == y.node.tolist() and x.gpus == y.gpus
+        assert x.log_t.tolist() == y.log_t.tolist() and x.log_pod.tolist() == y.log_pod.tolist()
+        assert x.log_frag.tolist() == y.log_frag.tolist() and x.why.tolist() == y.why.tolist()

@@ -40,8 +40,9 @@ def _node(name: str, gpus: int, model: str = "T4", cpu: str = "16", mem: str = "
 
 
 def _random_scenario(rng, n_nodes: int) -> dict:
-    """Valid node steps in time order: never a step on an absent node, never
-    the last node removed; a removed node's name now and then added again."""
+    """Valid node steps in time order: never a step on an absent node; the
+    last node removed now and then; a removed node's name now and then
+    added again."""
     present = [f"n{i}" for i in range(n_nodes)]
     steps, added, removed = [], 0, []
     for t in sorted(rng.choice(TIMES, size=int(rng.integers(1, 7))).tolist()):
@@ -58,12 +59,12 @@ def _random_scenario(rng, n_nodes: int) -> dict:
                         ["", "", "", "NoSchedule", "NoExecute", "PreferNoSchedule"])))})
             present += names
         elif what == "remove":
-            if len(present) > 1:
+            if len(present) > 1 or (present and rng.random() < 0.5):
                 nm = present.pop(int(rng.integers(len(present))))
                 removed.append(nm)
                 steps.append({"at": t, "removeNodes": [nm]} if rng.random() < 0.5 else
                              {"at": t, "delete": {"kind": "Node", "name": nm}})
-        else:
+        elif present:
             steps.append({"at": t, what: str(rng.choice(present))})
     return {"steps": steps}
 
@@ -328,6 +329,20 @@ def test_nodes_added_with_taints(tmp_path, monkeypatch):
         assert r["scheduled"] == 2 and r["latency_p99"] > 50
 
 
+def test_pods_wait_while_no_node_is_left(tmp_path, monkeypatch):
+    """n0 removed at 5: b (arriving at 10) fails where no node is and is
+    moved by c's arrival at 20 (fails again) and by x0's add at 50."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,10,,10\n"
+                                    "c,1000,1024,1,500,,LS,Running,20,,20\n")
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 5, "removeNodes": ["n0"]},
+                             {"at": 50, "create": _node("x0", 2)}]}, POLICIES, [0, 1], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 3 and r["deleted"] == 1 and r["failed_attempts"] >= 3
+
+
 def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
     nodes = _one_gpu_cluster(tmp_path)
     (tmp_path / "p.csv").write_text(HEADER + trace_lines)
@@ -340,7 +355,6 @@ def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
     ([{"at": 1, "create": {"apiVersion": "v1", "kind": "Pod",
                            "metadata": {"name": "x", "namespace": "default"},
                            "spec": {"containers": [{"name": "c"}]}}}], "steps[0].create"),
-    ([{"at": 1, "removeNodes": ["n0"]}], "steps[0].removeNodes"),
     ([{"at": 1, "create": _node("y", 1, model="")}], "steps[0].create"),
     ([{"at": 1, "cordon": "nope"}], "steps[0].cordon"),
     ([{"at": 1, "create": _node("n0", 1)}], "steps[0].create"),
@@ -357,7 +371,9 @@ def test_refused_jobs_run_per_simulation(tmp_path):
     nodes = _one_gpu_cluster(tmp_path)
     (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n")
     sc = tmp_path / "s.json"
-    sc.write_text(json.dumps({"steps": [{"at": 1, "removeNodes": ["n0"]}]}))
+    sc.write_text(json.dumps({"steps": [{"at": 1, "create": {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"},
+        "spec": {"containers": [{"name": "c"}]}}}]}))
     jobs = S.make_jobs([str(tmp_path / "p.csv")], [0], policies=["FGD"], nodes=nodes,
                        scenario=str(sc))
     assert _rows(jobs, True) == _rows(jobs, False)
