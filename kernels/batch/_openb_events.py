@@ -170,13 +170,18 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         out_why[j] = 0
         pmask[j] = 0
     q_init(qi, qf, pst, patt, pts)
+    n_live = 0
+    for i in range(n):
+        if live[i] != 0:
+            n_live += 1
     m = 0
     while True:
-        # no event kind leads its time's departures (-1); an arrival moves the
-        # pods that failed where no node was (pmask 0: ``failure_bits``)
-        kind = q_next_steps(arr, dep, ev_t, ev_kind, -1, 1, backoff0, backoff_max, max_unsched,
-                            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                            pmask)
+        # no event kind leads its time's departures (-1); while no node is
+        # live an arrival moves the pods that failed there (pmask 0:
+        # ``failure_bits``; the next node event moves them all otherwise)
+        kind = q_next_steps(arr, dep, ev_t, ev_kind, -1, 1 if n_live == 0 else 0, backoff0,
+                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                            hp, dk, ds, dp, rank, ak, pmask)
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]
@@ -195,6 +200,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                           cpu_left, mem_left, pods_left, aff, node_ver, tp_cpu, tp_num,
                           tp_milli, tp_mask, tp_freq, nfrag)
                 live[row] = 1
+                n_live += 1
                 cordoned[row] = ev_flag[e]
                 if cordoned[row] != 0:
                     pods_left[row] -= BLOCKED
@@ -236,6 +242,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                     if cordoned[row] == 0:
                         pods_left[row] -= BLOCKED
                     live[row] = 0
+                    n_live -= 1
                     cordoned[row] = 0
                     bump(row, node_ver, version)
                     move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,

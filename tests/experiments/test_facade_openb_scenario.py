@@ -14,7 +14,7 @@ from test_sweep_batch import HEADER, _write, _write_generic
 from test_sweep_openb_events import _node, _random_scenario
 
 import tensorsched as ts
-from tensorsched.experiments import batch_facade as F
+from tensorsched.experiments import batch_facade
 from tensorsched.experiments import simulate_run as run
 from tensorsched.framework.errors import ArgumentError
 from tensorsched.framework.simulation.scenario import load_scenario
@@ -209,8 +209,8 @@ def test_scenario_by_path_and_object_give_the_same_runs(tmp_path):
     import yaml
     path.write_text(yaml.safe_dump(steps))
     cfg = T.openb_config("BestFit")
-    a = F.simulate_batch(nodes, pods, [cfg], scenario=str(path))[0]
-    b = F.simulate_batch(nodes, pods, [cfg], scenario=load_scenario(steps))[0]
+    a = batch_facade.simulate_batch(nodes, pods, [cfg], scenario=str(path))[0]
+    b = batch_facade.simulate_batch(nodes, pods, [cfg], scenario=load_scenario(steps))[0]
     assert a.node.tolist() == b.node.tolist() and a.log_t.tolist() == b.log_t.tolist()
     assert a.node_names[int(a.node[0])] == "n0" and a.why[0] == WHY_EVICTED
 
