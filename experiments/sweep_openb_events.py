@@ -40,9 +40,8 @@ live node's first failing filter, NodeUnschedulable on a cordoned node
 rejects it and it moves on any event, a pod's arrival too.  The time
 series divide by the live nodes' allocatable cpu and memory and GPUs
 (``GpuTracker``), the fragmentation summed over the live nodes in row
-order.  Evicted and
-deleted pods leave the counts of the running pods; their later departures
-do nothing.
+order.  Evicted and deleted pods leave the counts of the running pods;
+their later departures do nothing.
 
 Refused (``BatchProfileError`` naming the step's field and why; the job
 then runs per job): Pod creates and deletes (the kernel's queue takes the
@@ -207,8 +206,8 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 name = (o.get("metadata") or {}).get("name")
                 if name in present:
                     raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
-                gc, md, cpu, mem, nbytes, slots, cord, taint = _added_node(o, models, f"{where} "
-                                                                    f"({st.action})")
+                gc, md, cpu, mem, nbytes, slots, cord, taint = _added_node(
+                    o, models, f"{where} ({st.action})")
                 x = len(names)
                 # added again after its removal: another universe node, named
                 # ``<name>.<k>`` (as ``sweep_events``; no trace pod reads names)

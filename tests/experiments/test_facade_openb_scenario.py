@@ -167,7 +167,7 @@ def test_a_drain_and_its_uncordon(tmp_path):
                   {"steps": [{"at": 10, "drain": "n0"}, {"at": 100, "uncordon": "n0"}]},
                   POLICIES, [0])
     for r in runs:
-        assert int((r.why == WHY_EVICTED).sum()) == 2 and r.bind[2] == 100.0     # b (arrival order)
+        assert int((r.why == WHY_EVICTED).sum()) == 2 and r.bind[2] == 100.0  # b: arrival order
 
 
 def _one(tmp_path):
