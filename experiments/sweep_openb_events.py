@@ -12,7 +12,16 @@ events (``plan_openb``, in time order, file order among equal times):
   its cpu, memory and pod slots from its allocatable; a GPU model new to
   the node list joins the models the pods' masks are over), in the row the
   cluster state gives it (a row freed by a removal, the last freed first,
-  else the next one); the pool moves for Node/Add;
+  else the next one); the pool moves for Node/Add; a node added again
+  under a removed node's name is another node of the universe, named
+  ``<name>.<k>`` in ``OpenbPlan.names`` (as ``sweep_events`` names it),
+  the later steps naming it act on it;
+- a node added with a NoSchedule or NoExecute taint (but the
+  unschedulable one) rejects every trace pod (they tolerate nothing:
+  TaintToleration; a PreferNoSchedule taint only scores, and the openb
+  profile scores with GpuShareScore alone): the kernel keeps it blocked as
+  a cordoned node, through its uncordons (TaintToleration listens to the
+  events NodeUnschedulable does);
 - ``cordon`` / ``uncordon``: the node's unschedulable field (and taint)
   set or cleared, the pool moved for Node/Update (also when it was
   already so); the openb profile keeps the default filters, so
@@ -27,21 +36,20 @@ events (``plan_openb``, in time order, file order among equal times):
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
 (Node/Add, Node/Update), else NodeResourcesFit or GpuShareFit
-(Pod/Delete, Node/Add, Node/Update).  The time series divide by the live
-nodes' allocatable cpu and memory and GPUs (``GpuTracker``), the
-fragmentation summed over the live nodes in row order.  Evicted and
-deleted pods leave the counts of the running pods; their later departures
-do nothing.
+(Pod/Delete, Node/Add, Node/Update); with no node left, no plugin
+rejects it and it moves on any event, a pod's arrival too.  The time
+series divide by the live nodes' allocatable cpu and memory and GPUs
+(``GpuTracker``), the fragmentation summed over the live nodes in row
+order.  Evicted and deleted pods leave the counts of the running pods;
+their later departures do nothing.
 
 Refused (``BatchProfileError`` naming the step's field and why; the job
 then runs per job): Pod creates and deletes (the kernel's queue takes the
 trace's pods only), a step naming a node absent then or adding one
-present or removed before (the Simulation's error, or a name the rows
-cannot tell apart), a node added with GPUs but no GPU model label, GPU
-topology, taints or memory that is not a whole number of MiB, a step
-leaving the cluster without nodes (a pod failing there is rejected by no
-plugin and waits for any event, an arrival's too), a drain when a trace
-pod is one a drain leaves (a static pod's annotation).
+present (the Simulation's error: the per-job path reports it), a node
+added with GPUs but no GPU model label, GPU topology or memory that is
+not a whole number of MiB, a drain when a trace pod is one a drain leaves
+(a static pod's annotation).
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ from tensorsched.framework.parsing.manifests import parse_node
 from tensorsched.framework.parsing.node_lifecycle import MIRROR_ANNOTATION
 from tensorsched.framework.plugins.node_resources_fit import NodeResourcesFit
 from tensorsched.framework.plugins.node_unschedulable import NodeUnschedulable
+from tensorsched.framework.plugins.taint_toleration import TaintToleration
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,
     NODE_DELETE,
@@ -122,8 +131,10 @@ class OpenbPlan:
 
 def _added_node(obj: dict, models: list, where: str) -> tuple:
     """(GPUs, model index, cpu millicores, memory MiB, memory bytes, pod
-    slots, cordoned) of a Node manifest a step adds (a GPU model new to
-    ``models``, the models so far, appended to it); refused (module doc)."""
+    slots, cordoned, tainted) of a Node manifest a step adds (a GPU model
+    new to ``models``, the models so far, appended to it; tainted: a
+    NoSchedule or NoExecute taint but the unschedulable one, which no
+    trace pod tolerates); refused (module doc)."""
     try:
         rec = parse_node(obj)
         count, model, _mem, topo = node_inputs(rec, list(models), {})
@@ -137,16 +148,17 @@ def _added_node(obj: dict, models: list, where: str) -> tuple:
         models.append(model)        # (``node_inputs`` refused one past the masks' bits)
     if count > 16:
         raise refuse(where, f"node {rec.name!r}: {count} GPUs (at most 16)")
-    if any(t.key != UNSCHEDULABLE_TAINT for t in rec.taints):
-        raise refuse(where, f"node {rec.name!r} has taints")
     alloc = rec.allocatable
     mem = int(alloc.get("memory", 0))
     if mem % MIB:
         raise refuse(where, f"node {rec.name!r}: memory {mem} bytes is not a whole number of "
                      "MiB")
     cordoned = bool(rec.unschedulable) or any(t.key == UNSCHEDULABLE_TAINT for t in rec.taints)
+    # PreferNoSchedule taints only score (TaintToleration is not among the profile's scores)
+    tainted = any(t.key != UNSCHEDULABLE_TAINT and t.effect in ("NoSchedule", "NoExecute")
+                  for t in rec.taints)
     return (int(count), models.index(model) if count else -1, int(alloc.get("cpu", 0)),
-            mem // MIB, mem, int(alloc.get("pods", 0)), cordoned)
+            mem // MIB, mem, int(alloc.get("pods", 0)), cordoned, tainted)
 
 
 def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
@@ -162,9 +174,11 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     names = list(inv.names)
     models = list(inv.models)
     rows = {name: i for i, name in enumerate(names)}
-    uid = dict(rows)
+    uid = dict(rows)            # a node name -> its universe node now (the latest added)
+    taken = set(names)
     present = set(names)
     cordoned = {name: False for name in names}
+    tainted = {name: False for name in names}   # a taint no trace pod tolerates: always blocked
     free: list = []
     n_rows = n0
     ev = {k: [] for k in ("t", "kind", "row", "x", "flag")}
@@ -190,12 +204,18 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
         if st.action in ("create", "addNodes"):
             for o in st.objects:
                 name = (o.get("metadata") or {}).get("name")
-                if name in present or name in uid:
-                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists or existed")
-                gc, md, cpu, mem, nbytes, slots, cord = _added_node(o, models, f"{where} "
-                                                                    f"({st.action})")
+                if name in present:
+                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
+                gc, md, cpu, mem, nbytes, slots, cord, taint = _added_node(
+                    o, models, f"{where} ({st.action})")
                 x = len(names)
-                names.append(name)
+                # added again after its removal: another universe node, named
+                # ``<name>.<k>`` (as ``sweep_events``; no trace pod reads names)
+                k = 1
+                while name in uid and f"{name}.{k}" in taken:
+                    k += 1
+                names.append(f"{name}.{k}" if name in uid else name)
+                taken.add(names[-1])
                 for k, v in zip(("gc", "md", "cpu", "mem", "bytes", "pods"),
                                 (gc, md, cpu, mem, nbytes, slots)):
                     u[k].append(v)
@@ -207,8 +227,9 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                     n_rows += 1
                 present.add(name)
                 cordoned[name] = cord
+                tainted[name] = taint
                 live.add(x)
-                add(st.at, EV_ADD, rows[name], x, int(cord))
+                add(st.at, EV_ADD, rows[name], x, int(cord or taint))
             continue
         for name in st.names:
             if name not in present:
@@ -216,7 +237,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                              f"at {st.at:g}s")
             if st.action in ("cordon", "uncordon"):
                 cordoned[name] = st.action == "cordon"
-                add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name]))
+                add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name] or tainted[name]))
                 continue
             if st.action == "drain":
                 if exempt:
@@ -231,15 +252,16 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
             present.discard(name)
             live.discard(uid[name])
             free.append(rows[name])
-            if not present:
-                raise refuse(f"{where} ({st.action})", "the cluster has no node left (a pod "
-                             "failing there waits for any event)")
             add(st.at, EV_DELETE, rows[name], -1, 0)
     row0 = np.full(n_rows, -1, np.int64)
     row0[:n0] = np.arange(n0)
     fit = interest_bits(NodeResourcesFit)
     if interest_bits(GpuShareFit) != fit:
         raise refuse("GpuShareFit", "it listens to other events than NodeResourcesFit")
+    if any(tainted.values()) and interest_bits(TaintToleration) != interest_bits(
+            NodeUnschedulable):
+        # a tainted node's rejections wait as a cordoned one's (``failure_bits``)
+        raise refuse("TaintToleration", "it listens to other events than NodeUnschedulable")
     i64 = lambda v: np.asarray(v, np.int64)
     events = NodeEvents(row0, np.zeros(n_rows, np.int8), i64(u["gc"]), i64(u["md"]),
                         i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),
@@ -252,11 +274,15 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
                      backend: str = "numba", workers: int | None = None,
                      max_unsched: float = DEFAULT_MAX_UNSCHED,
-                     backoff: tuple = (1.0, 10.0)) -> tuple:
+                     backoff: tuple = (1.0, 10.0), weights: list | None = None) -> tuple:
     """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
     seed): an index into ``workloads``, ``TraceWorkload``s) on ``inv``
     under ``plan``'s node events, the openb profile without OpenbTieRank
-    (GpuShareScore alone, weight 1), ``backend`` numba or cuda."""
+    (GpuShareScore alone: ``weights`` per job (its weight, 0), default
+    weight 1), ``backend`` numba or cuda."""
+    if weights is not None and any(tie for _w, tie in weights):
+        raise ValueError("weights: the node-event engine scores without OpenbTieRank "
+                         "(its weight 0)")
     if list(plan.models) != list(inv.models):
         inv = inv.copy()
         inv.models = list(plan.models)
@@ -267,7 +293,7 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
             tw = workloads[t]
             wls.append((workload_of(inv, tw.pods, tw.typical), tw))
     a = trace_arrays([inv], wls, key, [(0, t, p, s) for t, p, s in jobs], max_unsched,
-                     backoff, weights=[(1, 0)] * len(jobs))
+                     backoff, weights=weights or [(1, 0)] * len(jobs))
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
         return a, openb_events_cuda.run_openb_events(a, plan.events)

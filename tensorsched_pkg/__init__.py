@@ -54,7 +54,7 @@ _EXPORTS = {
     "read_pods_table": ("tensorsched.framework.parsing.pod_tables", "read_pods_table"),
     "PodColumns": ("tensorsched.framework.records.pod_columns", "PodColumns"),
     "Simulation": ("tensorsched.framework.simulation.simulation", "Simulation"),
-    "simulate_batch": ("tensorsched.experiments.sweep_local", "simulate_batch"),
+    "simulate_batch": ("tensorsched.experiments.batch_facade", "simulate_batch"),
     "read_trace": ("tensorsched.framework.simulation.trace", "read_trace"),
     "SchedulingEnv": ("tensorsched.framework.simulation.gym_env", "SchedulingEnv"),  # gym extra
     "how_many_fit": ("tensorsched.framework.capacity.fit", "how_many_fit"),

@@ -1,6 +1,6 @@
 """One openb cluster's run with timed node events (a scenario's node steps),
 on the batched engine's rules (``_rules``), decision (``_env.decide``)
-and queue (``_queue.q_next_events``): plain Python on scalars and array
+and queue (``_queue.q_next_steps``): plain Python on scalars and array
 rows, no allocation, compiled with ``njit`` for the CPU twin
 (``openb_events``, one cluster per ``prange`` iteration of
 ``_openb_events_driver``) and with ``cuda.jit(device=True)`` for the CUDA
@@ -28,7 +28,8 @@ the same), Node/Delete, each to the pods whose rejecting plugins listen
 to it (``_queue.move_where``).  A failed pod's rejectors: each live row's
 first failing filter, NodeUnschedulable on a cordoned row
 (``cordon_interest``), else NodeResourcesFit or GpuShareFit
-(``fit_interest``: they listen to the same events).
+(``fit_interest``: they listen to the same events); with no live row,
+none: the pod moves on any event, an arrival too (``_queue.admit_moving``).
 
 Fragmentation: the Simulation's ``GpuTracker`` sums the live rows' values
 in row order with ``numpy.sum`` (``live_frag``: the same pairwise tree
@@ -194,11 +195,18 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         out_why[j] = 0
         pmask[j] = 0
     q_init(qi, qf, pst, patt, pts)
+    n_live = 0
+    for i in range(n):
+        if live[i] != 0:
+            n_live += 1
     m = 0
     while True:
-        kind = q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
-                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                             pmask)
+        # no event kind leads its time's departures (-1); while no node is
+        # live an arrival moves the pods that failed there (pmask 0:
+        # ``failure_bits``; the next node event moves them all otherwise)
+        kind = q_next_steps(arr, dep, ev_t, ev_kind, -1, 1 if n_live == 0 else 0, backoff0,
+                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                            hp, dk, ds, dp, rank, ak, pmask)
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]
@@ -217,6 +225,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                           cpu_left, mem_left, pods_left, aff, node_ver, tp_cpu, tp_num,
                           tp_milli, tp_mask, tp_freq, nfrag)
                 live[row] = 1
+                n_live += 1
                 cordoned[row] = ev_flag[e]
                 if cordoned[row] != 0:
                     pods_left[row] -= BLOCKED
@@ -258,6 +267,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                     if cordoned[row] == 0:
                         pods_left[row] -= BLOCKED
                     live[row] = 0
+                    n_live -= 1
                     cordoned[row] = 0
                     bump(row, node_ver, version)
                     move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,

@@ -26,38 +26,45 @@ TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
 
 
 def _node(name: str, gpus: int, model: str = "T4", cpu: str = "16", mem: str = "32Gi",
-          unschedulable: bool = False) -> dict:
+          unschedulable: bool = False, taint: str = "") -> dict:
     alloc = {"cpu": cpu, "memory": mem, "pods": "110"}
     labels = {"kubernetes.io/hostname": name}
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
         labels["nvidia.com/gpu.product"] = model
     spec = {"unschedulable": True} if unschedulable else {}
+    if taint:       # an effect: a taint no trace pod tolerates
+        spec["taints"] = [{"key": "dedicated", "value": "x", "effect": taint}]
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "spec": spec, "status": {"allocatable": alloc}}
 
 
 def _random_scenario(rng, n_nodes: int) -> dict:
-    """Valid node steps in time order: never a step on an absent node, never
-    the last node removed."""
+    """Valid node steps in time order: never a step on an absent node; the
+    last node removed now and then; a removed node's name now and then
+    added again."""
     present = [f"n{i}" for i in range(n_nodes)]
-    steps, added = [], 0
+    steps, added, removed = [], 0, []
     for t in sorted(rng.choice(TIMES, size=int(rng.integers(1, 7))).tolist()):
         what = rng.choice(["cordon", "uncordon", "drain", "add", "remove"])
         if what == "add":
             names = [f"x{added + k}" for k in range(int(rng.integers(1, 3)))]
             added += len(names)
+            if removed and rng.random() < 0.4:
+                names[0] = removed.pop(0)
             for nm in names:
                 steps.append({"at": t, "create": _node(
                     nm, int(rng.choice([0, 1, 2, 4])), str(rng.choice(["T4", "V100M16"])),
-                    unschedulable=bool(rng.random() < 0.2))})
+                    unschedulable=bool(rng.random() < 0.2), taint=str(rng.choice(
+                        ["", "", "", "NoSchedule", "NoExecute", "PreferNoSchedule"])))})
             present += names
         elif what == "remove":
-            if len(present) > 1:
+            if len(present) > 1 or (present and rng.random() < 0.5):
                 nm = present.pop(int(rng.integers(len(present))))
+                removed.append(nm)
                 steps.append({"at": t, "removeNodes": [nm]} if rng.random() < 0.5 else
                              {"at": t, "delete": {"kind": "Node", "name": nm}})
-        else:
+        elif present:
             steps.append({"at": t, what: str(rng.choice(present))})
     return {"steps": steps}
 
@@ -280,6 +287,62 @@ def test_curves_after_a_removal(tmp_path, monkeypatch):
     assert all(r["deleted"] + r["running"] == 5 for r in rows)
 
 
+def test_a_node_added_again_under_a_removed_name(tmp_path, monkeypatch):
+    """n1 removed at 10 with its pod, added again at 20 with 4 GPUs (the
+    universe's ``n1.1``), cordoned at 40 (the new one): rows equal each
+    job's Simulation."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,1,T4\nn1,8000,16384,1,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "".join(
+        f"p{k},1000,1024,1,1000,,LS,Running,{k},,{k}\n" for k in range(2)) + "".join(
+        f"q{k},1000,1024,1,1000,,LS,Running,{30 + 20 * k},,{30 + 20 * k}\n"
+        for k in range(4)))
+    steps = [{"at": 10, "removeNodes": ["n1"]}, {"at": 20, "create": _node("n1", 4)},
+             {"at": 40, "cordon": "n1"}]
+    rows = _equal(tmp_path, monkeypatch, str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
+                  {"steps": steps}, POLICIES, [0, 3], 10.0)
+    for r in rows:
+        # q0 binds on the new n1 at 30, q1..q3 wait: n0 full, n1 cordoned
+        assert r["deleted"] == 1 and r["scheduled"] == 3
+    plan = _plan(tmp_path, [{"at": 10, "create": _node("x", 1)},
+                            {"at": 11, "removeNodes": ["x"]}, {"at": 12, "create": _node("x", 2)},
+                            {"at": 13, "removeNodes": ["x"]}, {"at": 14, "create": _node("x", 1)},
+                            {"at": 15, "cordon": "x"}])
+    assert plan.names == ["n0", "x", "x.1", "x.2"]
+    assert plan.events.ev_row.tolist() == [1, 1, 1, 1, 1, 1]
+
+
+def test_nodes_added_with_taints(tmp_path, monkeypatch):
+    """x0 (NoSchedule) and x1 (NoExecute) take no trace pod, not even after
+    an uncordon or a drain of theirs; x2 (PreferNoSchedule) takes them."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n" + "".join(
+        f"b{k},1000,1024,1,1000,,LS,Running,{2 + k},,{2 + k}\n" for k in range(3)))
+    steps = [{"at": 10, "create": _node("x0", 2, taint="NoSchedule")},
+             {"at": 10, "create": _node("x1", 2, taint="NoExecute", unschedulable=True)},
+             {"at": 20, "uncordon": ["x0", "x1"]}, {"at": 30, "drain": "x0"},
+             {"at": 40, "cordon": "x1"}, {"at": 50, "uncordon": "x1"},
+             {"at": 60, "create": _node("x2", 1, taint="PreferNoSchedule")}]
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"), {"steps": steps},
+                  POLICIES, [0, 4], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 2 and r["latency_p99"] > 50
+
+
+def test_pods_wait_while_no_node_is_left(tmp_path, monkeypatch):
+    """n0 removed at 5: b (arriving at 10) fails where no node is and is
+    moved by c's arrival at 20 (fails again) and by x0's add at 50."""
+    nodes = _one_gpu_cluster(tmp_path)
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,10,,10\n"
+                                    "c,1000,1024,1,500,,LS,Running,20,,20\n")
+    rows = _equal(tmp_path, monkeypatch, nodes, str(tmp_path / "p.csv"),
+                  {"steps": [{"at": 5, "removeNodes": ["n0"]},
+                             {"at": 50, "create": _node("x0", 2)}]}, POLICIES, [0, 1], 10.0)
+    for r in rows:
+        assert r["scheduled"] == 3 and r["deleted"] == 1 and r["failed_attempts"] >= 3
+
+
 def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
     nodes = _one_gpu_cluster(tmp_path)
     (tmp_path / "p.csv").write_text(HEADER + trace_lines)
@@ -292,7 +355,6 @@ def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
     ([{"at": 1, "create": {"apiVersion": "v1", "kind": "Pod",
                            "metadata": {"name": "x", "namespace": "default"},
                            "spec": {"containers": [{"name": "c"}]}}}], "steps[0].create"),
-    ([{"at": 1, "removeNodes": ["n0"]}], "steps[0].removeNodes"),
     ([{"at": 1, "create": _node("y", 1, model="")}], "steps[0].create"),
     ([{"at": 1, "cordon": "nope"}], "steps[0].cordon"),
     ([{"at": 1, "create": _node("n0", 1)}], "steps[0].create"),
@@ -309,7 +371,9 @@ def test_refused_jobs_run_per_simulation(tmp_path):
     nodes = _one_gpu_cluster(tmp_path)
     (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n")
     sc = tmp_path / "s.json"
-    sc.write_text(json.dumps({"steps": [{"at": 1, "removeNodes": ["n0"]}]}))
+    sc.write_text(json.dumps({"steps": [{"at": 1, "create": {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"},
+        "spec": {"containers": [{"name": "c"}]}}}]}))
     jobs = S.make_jobs([str(tmp_path / "p.csv")], [0], policies=["FGD"], nodes=nodes,
                        scenario=str(sc))
     assert _rows(jobs, True) == _rows(jobs, False)
