@@ -89,7 +89,13 @@ from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
-from .sweep_preempt import PreemptingProber, PreemptSetup, preempt_row, preempt_setup
+from .sweep_preempt import (
+    PreemptingProber,
+    PreemptSetup,
+    pdb_columns,
+    preempt_row,
+    preempt_setup,
+)
 from .sweep_events import (
     NodeEvents,
     RowSteps,
@@ -440,7 +446,8 @@ def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
     vic_ptr = np.cumsum(sizes).astype(np.int64)
     p = LocalPreempt(lt, vic_ptr, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
                      cat["preq"], cat["pnz"], cat["bnode"], np.asarray(pct, np.int64),
-                     np.asarray(least, np.int64))
+                     np.asarray(least, np.int64),
+                     **pdb_columns([s.preempt for s, sd in zip(setups, seeds) for _ in sd]))
     starts = np.asarray([log_start(p, b) for b in range(len(pct))], np.int64)
     if backend == "cuda":
         try:
