@@ -44,10 +44,11 @@ priorities with DefaultPreemption in the profile) runs DefaultPreemption
 inside the kernel's queue (``sweep_preempt``, ``kernels.batch.
 local_preempt``: PostFilter's candidates, victims and pick, the victims'
 deletion, the preemptor's nomination counted in the cycles of pods of
-lower or equal priority), its rows counting the preemptions.  Refused:
+lower or equal priority, PodDisruptionBudgets), its rows counting the
+preemptions.  Refused:
 ``until``, a scenario step ``sweep_events`` refuses (named by the step's
 field: a Pod delete of a pod that may have left before, ...); what
-``sweep_preempt`` refuses where a pod could preempt (a PodDisruptionBudget, InterPodAffinity terms, a
+``sweep_preempt`` refuses where a pod could preempt (InterPodAffinity terms, a
 terminating bound pod, a pod nominated in its manifest, NodeResourcesFit
 before a usage-independent filter, node events); pods whose
 InterPodAffinity terms select each other (the probes' kernel refuses

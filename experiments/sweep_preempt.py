@@ -7,9 +7,10 @@ whose preemptionPolicy is not Never has a priority above the lowest of the
 cluster's pods (``LocalProber``'s own refusal, here lifted).  Covered: the
 victims are the pods the kernel binds (the manifests' pending pods and the
 trace's) and the manifests' bound pods, on the node-local filters and
-scores, without PodDisruptionBudgets.  Refused by name
-(``BatchProfileError``): a PodDisruptionBudget in the manifests (the
-victim search's violation counts); a bound pod being deleted
+scores, with the manifests' PodDisruptionBudgets (``pdb_kind`` /
+``pdb_val`` / ``pmatch``: ``parsing.pdb``'s rules, the allowance
+recounted in the kernel).  Refused by name (``BatchProfileError``): a
+bound pod being deleted
 (``metadata.deletionTimestamp``: a terminating victim); pod affinity or
 anti-affinity terms on any pod (InterPodAffinity's answers change as
 victims leave); a pending pod nominated in its manifest
