@@ -63,7 +63,6 @@ cluster) on top of ``_local_core`` and ``_queue``.
 
 # ruff: noqa: F821
 
-import numpy as np
 from numba import int64, uint64
 
 # ``_queue``'s answers, slots and statuses (a compiled namespace holds functions only)
@@ -418,15 +417,13 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                           strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
+    trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
     for j in range(pod_cls.shape[0]):
-        out_node[j] = -1
-        out_bind[j] = np.nan
         nom[j] = -1
     for k in range(out_victim.shape[0]):
         out_victim[k] = 0
     for i in range(n):
         mark[i] = 0
-    q_init(qi, qf, pst, patt, pts)
     start = 0
     m = 0
     n_nom = 0
@@ -439,18 +436,12 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
         c = pod_cls[j]
         now = qf[Q_NOW]
         if kind == Q_DEPART:
-            i = out_node[j]
-            if every:
-                keep_node(i, reasons, raw, old_reasons, old_raw)
-            release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                         strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                         bal_res, bal_kind)
-            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix,
-                      used, tkey, old_reasons, old_raw, dirty)
-            log_t[m] = now
-            log_pod[m] = -1 - j
-            m += 1
+            shift_pod(out_node[j], c, False, every, alloc, used, nz_used, c_request, c_nonzero,
+                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                      old_reasons, old_raw, dirty)
+            m = log_change(m, now, -1 - j, log_t, log_pod)
             continue
         i = -1
         nt = 0
@@ -470,16 +461,9 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
                                 shape_score, bal_res, bal_kind)
-                i, processed = pick_node(c, n, False, start, reasons, raw, c_active, c_norm,
-                                         c_weights, num_to_find, seed_mix, used, positions,
-                                         total_scratch, ties_scratch, hi_scratch, tkey)
-            else:
-                i, processed = pick_node(c, n, every, start, reasons, raw, c_active, c_norm,
-                                         c_weights, num_to_find, seed_mix, used, positions,
-                                         total_scratch, ties_scratch, hi_scratch, tkey)
-            start += processed
-            while start >= n:
-                start -= n
+            i, start = pick_next(c, n, every and not counted, start, reasons, raw, c_active,
+                                 c_norm, c_weights, num_to_find, seed_mix, used, positions,
+                                 total_scratch, ties_scratch, hi_scratch, tkey)
         target = -1
         nv = 0
         if i < 0 and n > 0 and may[j] != 0:
@@ -498,22 +482,18 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                 for s in range(raw.shape[2]):
                     raw[c, ii, s] = save_raw[t, s]
         if i >= 0:
-            if every:
-                keep_node(i, reasons, raw, old_reasons, old_raw)
-            place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
-                      seed_mix, used, tkey, old_reasons, old_raw, dirty)
+            shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero,
+                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                      old_reasons, old_raw, dirty)
             q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             if nom[j] >= 0:
                 nom[j] = -1
                 n_nom -= 1
             out_node[j] = i
             out_bind[j] = now
-            log_t[m] = now
-            log_pod[m] = j
-            m += 1
+            m = log_change(m, now, j, log_t, log_pod)
             continue
         if target < 0:
             q_failed(j, qi, qf, pst, pts, up)
@@ -538,22 +518,16 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
             used[target, RES_PODS] -= 1
             nz_used[target, 0] -= pnz[v, 0]
             nz_used[target, 1] -= pnz[v, 1]
-            for cc in range(reasons.shape[0]):
-                refresh_row(target, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                            c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                            bal_res, bal_kind)
+            refresh_node(target, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw, strategy,
+                         fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                         bal_kind)
             fold_node(target, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
                       seed_mix, used, tkey, old_reasons, old_raw, dirty)
-            log_t[m] = now
-            log_pod[m] = -1 - v
-            m += 1
+            m = log_change(m, now, -1 - v, log_t, log_pod)
         # the victims' deletion moved the pool during the cycle: the
         # preemptor goes back as a pod with a move request (backoffQ)
         move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
         pts[j] = now
         move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
-    n_log[0] = m
-    end[0] = qf[Q_NOW]
-    for j in range(pod_cls.shape[0]):
-        out_tries[j] = patt[j]
+    trace_end(m, qf, patt, n_log, end, out_tries)
