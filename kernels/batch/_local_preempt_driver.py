@@ -1,8 +1,8 @@
 """The CPU twin's driver of the trace form with DefaultPreemption
 (``_local_preempt.run_local_preempt_cluster``): one cluster per ``prange``
 iteration, compiled with ``njit(parallel=True)`` (``local_preempt``), the
-nodes gathered and the scratch allocated as ``_local_driver.
-run_local_trace_all`` does."""
+nodes gathered (``_local_trace.gather_cluster``) and the scratch
+allocated as ``_local_driver.run_local_trace_all`` does."""
 
 # ruff: noqa: F821
 
@@ -30,21 +30,12 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
     ``pod_ptr[b] + vic_ptr[b]`` onwards (two per queue pod, one per bound
     pod); cluster b's ``n_pdb[b]`` PodDisruptionBudgets ``pdb_kind[b]`` /
     ``pdb_val[b]`` [B, W], its pods' ``pmatch`` rows as ``prio``'s [., W]."""
-    n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
         rows = node_rows[node_ptr[b]:node_ptr[b + 1]]
         n = rows.shape[0]
-        a = np.empty((n, n_res), np.int64)
-        u = np.empty((n, n_res), np.int64)
-        z = np.empty((n, 2), np.int64)
-        sb = np.empty((n_classes, n), np.int64)
-        reasons = np.empty((n_classes, n), np.int64)
-        raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
-        g = image_group[b]
-        for i in range(n):
-            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
-                        a, u, z, sb, raw)
+        a, u, z, sb, reasons, raw = gather_cluster(rows, image_group[b], alloc, used0, nz0,
+                                                   static_bits, static_raw, image_raw)
         p0 = pod_ptr[b]
         p1 = pod_ptr[b + 1]
         e = p1 - p0

@@ -26,6 +26,26 @@ Q_DONE = 0
 Q_DEPART = 2
 Q_POD = 10
 Q_NOW = 0
+N_SLOTS = 6     # _local_core.N_SLOTS
+
+
+def gather_cluster(rows, g, alloc, used0, nz0, static_bits, static_raw, image_raw):
+    """The CPU drivers' per-cluster copy of its nodes (universe rows
+    ``rows``, image group ``g``): (allocatable, used [n, R], non-zero used
+    [n, 2], static bits [C, n], reasons [C, n] (unset), raw scores [C, n,
+    N_SLOTS]), each newly allocated."""
+    n = rows.shape[0]
+    n_classes = static_bits.shape[0]
+    a = np.empty((n, alloc.shape[1]), np.int64)
+    u = np.empty((n, alloc.shape[1]), np.int64)
+    z = np.empty((n, 2), np.int64)
+    sb = np.empty((n_classes, n), np.int64)
+    reasons = np.empty((n_classes, n), np.int64)
+    raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
+    for i in range(n):
+        gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
+                    a, u, z, sb, raw)
+    return a, u, z, sb, reasons, raw
 
 
 def trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts):

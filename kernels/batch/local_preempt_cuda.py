@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _local_core, _local_preempt, _queue
-from .local_cpu import TraceResult, empty_trace_result, seed_mix, trace_profiles
+from .local_cpu import TraceResult, empty_trace_result, trace_profiles
 from .local_preempt import LocalPreempt, log_rows
-from .local_trace_cuda import QUEUE_DEVICE_NAMESPACE
+from .local_trace_cuda import QUEUE_DEVICE_NAMESPACE, copy_results, trace_host_inputs
 
 from numba import cuda  # noqa: E402
 
@@ -113,19 +113,7 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     if nb == 0:
         return out, victim
     pr = trace_profiles(t)
-    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
-    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
-    host = (
-        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
-        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
-        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
-        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
-        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
-        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
-        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
-        f64(t.arrive), f64(t.depart), t.durations(), t.ranks(), *p.inputs(), *p.pdb_inputs())
+    host = (*trace_host_inputs(t, pr), *p.inputs(), *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
     nmax = max(1, int(np.diff(a.node_ptr).max()))
     emax = max(1, int(np.diff(a.pod_ptr).max()))
@@ -156,15 +144,7 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
                da((nb, 2, p.pmatch.shape[1]), np.int64)]
     _kernel[nb, 32](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
                     *outs, *scratch)
-    got = [x.copy_to_host() for x in outs]
-    out.node[:] = got[0][:n_pods]
-    out.bind[:] = got[1][:n_pods]
-    out.tries[:] = got[2][:n_pods]
-    victim[:] = got[3][:n_vic]
-    out.log_t[:] = got[4]
-    out.log_pod[:] = got[5]
-    out.n_log[:] = got[6]
-    out.end[:] = got[7]
+    victim[:] = copy_results(outs, out, n_pods)[:n_vic]
     return out, victim
 
 
