@@ -16,7 +16,7 @@ import numpy as np
 from . import _local_core, _local_preempt, _queue
 from .local_cpu import TraceResult, empty_trace_result, trace_profiles
 from .local_preempt import LocalPreempt, log_rows
-from .local_trace_cuda import QUEUE_DEVICE_NAMESPACE, copy_results, trace_host_inputs
+from .local_trace_cuda import TRACE_DEVICE_NAMESPACE, copy_results, trace_host_inputs
 
 from numba import cuda  # noqa: E402
 
@@ -25,8 +25,8 @@ from tensorsched.kernels._compile import compile_module  # noqa: E402
 N_SLOTS = _local_core.N_SLOTS
 
 _pns = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
-                      base=QUEUE_DEVICE_NAMESPACE)
-_gather_node = QUEUE_DEVICE_NAMESPACE["gather_node"]
+                      base=TRACE_DEVICE_NAMESPACE)
+_gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
 _run_cluster = _pns["run_local_preempt_cluster"]
 
 

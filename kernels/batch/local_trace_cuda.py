@@ -49,6 +49,8 @@ _q_bound = _qns["q_bound"]
 QUEUE_DEVICE_NAMESPACE = _qns
 _tns = compile_module(_local_trace, lambda f: cuda.jit(f, device=True), base=_qns)
 _run_events_cluster = _tns["run_local_events_cluster"]
+# with the trace forms' shared steps (``local_preempt_cuda``)
+TRACE_DEVICE_NAMESPACE = _tns
 
 
 @cuda.jit
