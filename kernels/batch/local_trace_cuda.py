@@ -44,8 +44,7 @@ _q_init = _qns["q_init"]
 _q_next = _qns["q_next"]
 _q_failed = _qns["q_failed"]
 _q_bound = _qns["q_bound"]
-# the node-local rules and the queue as device functions, for the forms
-# built on top (``local_preempt_cuda``)
+# the node-local rules and the queue as device functions
 QUEUE_DEVICE_NAMESPACE = _qns
 _tns = compile_module(_local_trace, lambda f: cuda.jit(f, device=True), base=_qns)
 _run_events_cluster = _tns["run_local_events_cluster"]

@@ -3,8 +3,8 @@ kernel's DefaultPreemption tests): a manifest cluster (tainted and
 unschedulable nodes, bound pods of priorities 0, 10 and 5000,
 pending pods of priorities 0, 10 and 1000, some with preemptionPolicy
 Never; PodDisruptionBudgets over their labels), a generic trace CSV with
-priorities (the later half more often high: they arrive when the cluster is full; departures at a time or a
-duration after the binding) and three configurations (NodeResourcesFit's
+priorities (the later half more often high: they arrive when the cluster
+is full; departures at a time or a duration after the binding) and three configurations (NodeResourcesFit's
 strategies, scores, percentageOfNodesToScore, DefaultPreemption's
 minCandidateNodesPercentage / minCandidateNodesAbsolute)."""
 
