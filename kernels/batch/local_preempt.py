@@ -111,6 +111,13 @@ class LocalPreempt(NamedTuple):
                                  f"expected {shape} (W >= 1)")
         if ((np.asarray(self.n_pdb) < 0) | (np.asarray(self.n_pdb) > w)).any():
             raise ValueError(f"LocalPreempt.n_pdb: 0 to {w} per cluster")
+        kinds = np.asarray(self.pdb_kind)
+        if ((kinds < PDB_FIXED) | (kinds > PDB_NEITHER)).any():
+            raise ValueError("LocalPreempt.pdb_kind: one of the PDB_* kinds")
+        codes = np.asarray(self.pmatch)
+        if ((codes < 0) | (codes > PDB_DISRUPTED)).any():
+            raise ValueError("LocalPreempt.pmatch: 0 or one of PDB_HEALTHY, PDB_DELETING, "
+                             "PDB_DISRUPTED")
         if (np.asarray(self.pct) < 0).any() or (np.asarray(self.least) < 0).any():
             raise ValueError("LocalPreempt.pct/least: >= 0")
         nodes = np.diff(a.node_ptr)

@@ -313,3 +313,24 @@ def _trace_of(tmp_path, text: str):
     tr = tmp_path / "x.csv"
     tr.write_text(text)
     return run.read_trace_file(str(tr))
+
+
+def test_bad_pdb_arrays_are_refused_by_name(tmp_path, monkeypatch):
+    # the LocalPreempt sweep_local hands the kernel, its PDB arrays spoiled
+    from tensorsched.kernels.batch import local_preempt as LP
+    objs = _two_nodes() + [_bound("a", "n0", "2", 0, "guard"), _bound("b", "n1", "2", 10),
+                           _pdb("keep", "guard", minAvailable=1)]
+    setup = SL.trace_setup(objs, None, _trace_of(tmp_path, "name,arrival,cpu,priority\n"
+                                                           "hi,5,2,1000\n"))
+    calls = []
+    monkeypatch.setattr(SL, "run_local_preempt", lambda p, threads=None: calls.append(p) or
+                        LP.run_local_preempt(p, threads))
+    SL.run_setups([setup], [[0]])
+    p = calls[0]
+    assert p.n_pdb.tolist() == [1] and p.pmatch[:, 0].tolist() == [0, LP.PDB_HEALTHY, 0]
+    for field, bad, msg in (("pdb_kind", p.pdb_kind + 9, "LocalPreempt.pdb_kind"),
+                            ("pmatch", p.pmatch + 4, "LocalPreempt.pmatch"),
+                            ("n_pdb", p.n_pdb + 1, "LocalPreempt.n_pdb"),
+                            ("pmatch", p.pmatch[:1], "LocalPreempt.pmatch: shape")):
+        with pytest.raises(ValueError, match=msg):
+            LP.run_local_preempt(p._replace(**{field: bad}))
