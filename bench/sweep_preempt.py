@@ -22,8 +22,11 @@ jobs the batched path took.  Written to
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +37,6 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import node_dict, pod_dict
 
 from .harness import git_commit, machine_info
-from .sweep_local import _timed
 
 RESULTS = Path(__file__).resolve().parent / "results"
 API = "kubescheduler.config.k8s.io/v1"
@@ -84,6 +86,17 @@ def write_inputs(where: Path, nodes: int, pods: int, seed: int = 0) -> tuple:
         path.write_text(yaml.safe_dump(cfg))
         configs.append(str(path))
     return str(cluster), str(trace), configs
+
+
+def _timed(jobs, batch: bool, workers: int) -> tuple:
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    load = os.getloadavg()
+    c0, t0 = time.process_time(), time.perf_counter()
+    table = S.run_sweep(jobs, workers=workers)
+    return ({"cpu_seconds": round(time.process_time() - c0, 3),
+             "wall_seconds": round(time.perf_counter() - t0, 3),
+             "load_before": [round(x, 2) for x in load]},
+            table.drop(["wall_seconds"]).to_pylist())
 
 
 def main(argv=None) -> dict:
