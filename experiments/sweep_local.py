@@ -44,10 +44,11 @@ priorities with DefaultPreemption in the profile) runs DefaultPreemption
 inside the kernel's queue (``sweep_preempt``, ``kernels.batch.
 local_preempt``: PostFilter's candidates, victims and pick, the victims'
 deletion, the preemptor's nomination counted in the cycles of pods of
-lower or equal priority), its rows counting the preemptions.  Refused:
+lower or equal priority, PodDisruptionBudgets), its rows counting the
+preemptions.  Refused:
 ``until``, a scenario step ``sweep_events`` refuses (named by the step's
 field: a Pod delete of a pod that may have left before, ...); what
-``sweep_preempt`` refuses where a pod could preempt (a PodDisruptionBudget, InterPodAffinity terms, a
+``sweep_preempt`` refuses where a pod could preempt (InterPodAffinity terms, a
 terminating bound pod, a pod nominated in its manifest, NodeResourcesFit
 before a usage-independent filter, node events); pods whose
 InterPodAffinity terms select each other (the probes' kernel refuses
@@ -89,7 +90,13 @@ from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
 from .sweep_batch import simulate_row
-from .sweep_preempt import PreemptingProber, PreemptSetup, preempt_row, preempt_setup
+from .sweep_preempt import (
+    PreemptingProber,
+    PreemptSetup,
+    pdb_columns,
+    preempt_row,
+    preempt_setup,
+)
 from .sweep_events import (
     NodeEvents,
     RowSteps,
@@ -440,7 +447,8 @@ def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
     vic_ptr = np.cumsum(sizes).astype(np.int64)
     p = LocalPreempt(lt, vic_ptr, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
                      cat["preq"], cat["pnz"], cat["bnode"], np.asarray(pct, np.int64),
-                     np.asarray(least, np.int64))
+                     np.asarray(least, np.int64),
+                     **pdb_columns([s.preempt for s, sd in zip(setups, seeds) for _ in sd]))
     starts = np.asarray([log_start(p, b) for b in range(len(pct))], np.int64)
     if backend == "cuda":
         try:

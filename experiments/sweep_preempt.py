@@ -7,9 +7,10 @@ whose preemptionPolicy is not Never has a priority above the lowest of the
 cluster's pods (``LocalProber``'s own refusal, here lifted).  Covered: the
 victims are the pods the kernel binds (the manifests' pending pods and the
 trace's) and the manifests' bound pods, on the node-local filters and
-scores, without PodDisruptionBudgets.  Refused by name
-(``BatchProfileError``): a PodDisruptionBudget in the manifests (the
-victim search's violation counts); a bound pod being deleted
+scores, with the manifests' PodDisruptionBudgets (``pdb_kind`` /
+``pdb_val`` / ``pmatch``: ``parsing.pdb``'s rules, the allowance
+recounted in the kernel).  Refused by name (``BatchProfileError``): a
+bound pod being deleted
 (``metadata.deletionTimestamp``: a terminating victim); pod affinity or
 anti-affinity terms on any pod (InterPodAffinity's answers change as
 victims leave); a pending pod nominated in its manifest
@@ -29,9 +30,11 @@ import numpy as np
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
 from tensorsched.kernels import layout as L
+from tensorsched.framework.parsing.pdb import pdb_selects
+from tensorsched.kernels.batch import local_preempt as P
 from tensorsched.kernels.batch.local_preempt import START_NOW
 
-__all__ = ["PreemptSetup", "PreemptingProber", "preempt_row", "preempt_setup"]
+__all__ = ["PreemptSetup", "PreemptingProber", "pdb_columns", "preempt_row", "preempt_setup"]
 
 DEFAULT_PREEMPTION = "DefaultPreemption"
 # the usage-independent filters (UnschedulableAndUnresolvable where they reject)
@@ -62,7 +65,9 @@ class PreemptSetup:
     [., 2] its requests (pods column 0) and non-zero cpu / memory;
     ``bnode`` each bound pod's node (its index in the setup's nodes); the
     profile's ``pct`` / ``least`` (minCandidateNodesPercentage /
-    minCandidateNodesAbsolute)."""
+    minCandidateNodesAbsolute); the manifests' PodDisruptionBudgets
+    ``pdb_kind`` / ``pdb_val`` [NP] and ``pmatch`` [., NP] (``local_preempt``'s
+    columns of one cluster)."""
 
     prio: np.ndarray
     may: np.ndarray
@@ -73,6 +78,9 @@ class PreemptSetup:
     bnode: np.ndarray
     pct: int
     least: int
+    pdb_kind: np.ndarray
+    pdb_val: np.ndarray
+    pmatch: np.ndarray
 
 
 def _preemption(fw):
@@ -100,10 +108,6 @@ def preempt_setup(prober: LocalProber, objects, pods: list, names: list) -> Pree
         return None
     top = int(prio[able].max())
     first = pods[int(np.flatnonzero(able & (prio == top))[0])]
-    if objects.pdbs:
-        pdb = objects.pdbs[0]
-        raise _refuse("PodDisruptionBudget", f"{pdb.namespace}/{pdb.name} is in the manifests "
-                      "(the victim search counts its violations)")
     for b in bound:
         if b.deleting and pod_priority(b) < top:
             raise _refuse("metadata.deletionTimestamp", f"bound pod {b.key} is terminating "
@@ -134,10 +138,64 @@ def preempt_setup(prober: LocalProber, objects, pods: list, names: list) -> Pree
     at = {name: i for i, name in enumerate(names)}
     bnode = np.asarray([at[b.node_name] for b in bound], np.int64)
     args = plugin.args
+    kind, val, pmatch = _pdbs(objects.pdbs, everyone)
     return PreemptSetup(np.concatenate([prio, [pod_priority(b) for b in bound]]).astype(np.int64),
                         np.concatenate([may, np.zeros(len(bound), np.int64)]), krank, pstart,
                         preq, pnz, bnode, int(args.min_candidate_nodes_percentage),
-                        int(args.min_candidate_nodes_absolute))
+                        int(args.min_candidate_nodes_absolute), kind, val, pmatch)
+
+
+def _budget(pdb) -> tuple[int, int]:
+    """(``PDB_*`` kind, its number): how ``parsing.pdb.disruptions_allowed``
+    finds the PDB's disruptionsAllowed."""
+    if pdb.disruptions_allowed is not None:
+        return P.PDB_FIXED, int(pdb.disruptions_allowed)
+    for value, count, pct in ((pdb.max_unavailable, P.PDB_MAX_UNAVAILABLE,
+                               P.PDB_MAX_UNAVAILABLE_PCT),
+                              (pdb.min_available, P.PDB_MIN_AVAILABLE, P.PDB_MIN_AVAILABLE_PCT)):
+        if value is not None:
+            return (pct, int(value[:-1])) if isinstance(value, str) else (count, int(value))
+    return P.PDB_NEITHER, 0
+
+
+def _pdbs(pdbs, pods: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """([NP] kind, [NP] number, [len(pods), NP] ``pmatch`` code) of the
+    manifests' PodDisruptionBudgets over ``pods`` (``parsing.pdb``'s
+    rules: namespace and selector; ``status.disruptedPods``; terminating)."""
+    budgets = [_budget(b) for b in pdbs]
+    kind = np.asarray([k for k, _ in budgets], np.int64)
+    val = np.asarray([v for _, v in budgets], np.int64)
+    pmatch = np.zeros((len(pods), len(pdbs)), np.int64)
+    for q, b in enumerate(pdbs):
+        for k, p in enumerate(pods):
+            if p.namespace != b.namespace or not pdb_selects(b.selector, p.labels):
+                continue
+            if p.name in b.disrupted_pods:
+                pmatch[k, q] = P.PDB_DISRUPTED
+            else:
+                pmatch[k, q] = P.PDB_DELETING if p.deleting else P.PDB_HEALTHY
+    return kind, val, pmatch
+
+
+def pdb_columns(setups: list) -> dict:
+    """``LocalPreempt``'s PodDisruptionBudget fields (``n_pdb``,
+    ``pdb_kind``, ``pdb_val``, ``pmatch``) of one run per ``PreemptSetup``
+    in ``setups``, padded to the most PDBs of a run (at least 1)."""
+    w = max([s.pdb_kind.shape[0] for s in setups] + [1])
+    n = len(setups)
+    kind = np.zeros((n, w), np.int64)
+    val = np.zeros((n, w), np.int64)
+    rows = []
+    for b, s in enumerate(setups):
+        k = s.pdb_kind.shape[0]
+        kind[b, :k] = s.pdb_kind
+        val[b, :k] = s.pdb_val
+        m = np.zeros((s.pmatch.shape[0], w), np.int64)
+        m[:, :k] = s.pmatch
+        rows.append(m)
+    return {"n_pdb": np.asarray([s.pdb_kind.shape[0] for s in setups], np.int64),
+            "pdb_kind": kind, "pdb_val": val,
+            "pmatch": np.concatenate(rows) if rows else np.zeros((0, w), np.int64)}
 
 
 def _requests(prober: LocalProber, bound: list) -> tuple[np.ndarray, np.ndarray]:

@@ -85,21 +85,12 @@ def run_local_trace_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_i
     the first ``n_fit[k]`` of ``fit_res[k]`` / ``fit_kind[k]`` /
     ``fit_weights[k]``, ``n_shape[k]`` of the shape, ``n_bal[k]`` of
     Balanced's (rows of [K, ...] arrays)."""
-    n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
         rows = node_rows[node_ptr[b]:node_ptr[b + 1]]
         n = rows.shape[0]
-        a = np.empty((n, n_res), np.int64)
-        u = np.empty((n, n_res), np.int64)
-        z = np.empty((n, 2), np.int64)
-        sb = np.empty((n_classes, n), np.int64)
-        reasons = np.empty((n_classes, n), np.int64)
-        raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
-        g = image_group[b]
-        for i in range(n):
-            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
-                        a, u, z, sb, raw)
+        a, u, z, sb, reasons, raw = gather_cluster(rows, image_group[b], alloc, used0, nz0,
+                                                   static_bits, static_raw, image_raw)
         p0 = pod_ptr[b]
         p1 = pod_ptr[b + 1]
         e = p1 - p0

@@ -28,24 +28,16 @@ def run_local_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_
     (local pod indices) ``pod_ptr[b]:pod_ptr[b+1]``, its node events
     ``ev_ptr[b]:ev_ptr[b+1]``; ``out_node`` local rows.  The rest as
     ``_local_driver.run_local_trace_all``."""
-    n_res = alloc.shape[1]
     n_classes = c_request.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
         off = node_ptr[b]
         rows = node_rows[off:node_ptr[b + 1]]
         n = rows.shape[0]
-        a = np.empty((n, n_res), np.int64)
-        u = np.empty((n, n_res), np.int64)
-        z = np.empty((n, 2), np.int64)
-        sb = np.empty((n_classes, n), np.int64)
-        reasons = np.empty((n_classes, n), np.int64)
-        raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
+        a, u, z, sb, reasons, raw = gather_cluster(rows, image_group[b], alloc, used0, nz0,
+                                                   static_bits, static_raw, image_raw)
         rej = np.empty((n_classes, n), np.int64)
         valid = np.empty(n, np.bool_)
-        g = image_group[b]
         for i in range(n):
-            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
-                        a, u, z, sb, raw)
             valid[i] = valid0[off + i]
             for c in range(n_classes):
                 rej[c, i] = u_rej[c, rows[i]]

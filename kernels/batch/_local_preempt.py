@@ -17,10 +17,26 @@ at once):
    (``victims_on``: every lower-priority pod off, the pod must fit, then
    reprieve most important first: priority, start time, pod key), the
    visit stopping at the numCandidates-th candidate;
-4. pickOneNodeForPreemption without PDBs (``better``): the lowest
-   highest-victim priority, the smallest sum of priority + 2^31, the
-   fewest victims, the latest earliest start among the highest-priority
-   victims, then the first visited.
+   PDB-violating victims reprieved first (filterPodsWithPDBViolation over
+   the importance order on a running copy of each PDB's
+   disruptionsAllowed: a pod violates when a PDB that applies to it has
+   gone below 0), then the others, each group most important first; two
+   candidate lists (non-violating, violating), each listing its first
+   numCandidates, the visit stopping once there is a non-violating one
+   and the two lists hold numCandidates together;
+4. pickOneNodeForPreemption (``better``) over the listed candidates: the
+   fewest PDB violations, the lowest highest-victim priority, the
+   smallest sum of priority + 2^31, the fewest victims, the latest
+   earliest start among the highest-priority victims, then the first
+   visited.
+
+Each PDB's disruptionsAllowed is its ``status.disruptionsAllowed`` when
+the manifest has one, else recomputed at each PostFilter as
+``parsing.pdb.disruptions_allowed`` does over the pods bound then (the
+manifests' bound pods not preempted, the queue's bound ones): per pod and
+PDB ``pmatch`` 0 (no match), PDB_HEALTHY (it applies, the pod is
+healthy), PDB_DELETING (it applies, the pod is terminating), PDB_DISRUPTED
+(selected but in ``status.disruptedPods``: counted as expected only).
 
 The preemptor is nominated to the chosen node (pods nominated there with
 a lower priority lose their nomination), the victims leave in importance
@@ -47,7 +63,6 @@ cluster) on top of ``_local_core`` and ``_queue``.
 
 # ruff: noqa: F821
 
-import numpy as np
 from numba import int64, uint64
 
 # ``_queue``'s answers, slots and statuses (a compiled namespace holds functions only)
@@ -62,6 +77,17 @@ RES_PODS = 3
 START_NOW = 9223372036854775807
 PRIORITY_OFFSET = 2147483648
 OFFSET_SALT = 0x5EED0FF5E7          # evaluator._OFFSET_SALT
+# pmatch codes (a pod under a PDB)
+PDB_HEALTHY = 1
+PDB_DELETING = 2
+PDB_DISRUPTED = 3
+# pdb_kind: how disruptionsAllowed comes (pdb_val its number)
+PDB_FIXED = 0           # status.disruptionsAllowed
+PDB_MAX_UNAVAILABLE = 1
+PDB_MAX_UNAVAILABLE_PCT = 2
+PDB_MIN_AVAILABLE = 3
+PDB_MIN_AVAILABLE_PCT = 4
+PDB_NEITHER = 5
 
 
 def preempt_offset(seed_mix, attempt, n):
@@ -136,13 +162,73 @@ def more_important(a, b, prio, pstart, krank):
     return krank[a] < krank[b]
 
 
+def pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, out_victim, left):
+    """Each PDB's disruptionsAllowed now into ``left[:n_pdb]``
+    (``parsing.pdb.disruptions_allowed`` over the pods bound now: queue
+    pods ``pst`` BOUND, bound pods of the manifests not preempted)."""
+    n_q = pst.shape[0]
+    for p in range(n_pdb):
+        kd = pdb_kind[p]
+        val = pdb_val[p]
+        if kd == PDB_FIXED:
+            left[p] = val
+            continue
+        expected = 0
+        healthy = 0
+        for k in range(pmatch.shape[0]):
+            code = pmatch[k, p]
+            if code == 0:
+                continue
+            if k < n_q:
+                if pst[k] != P_BOUND:
+                    continue
+            elif out_victim[k] != 0:
+                continue
+            expected += 1
+            if code == PDB_HEALTHY:
+                healthy += 1
+        if kd == PDB_MAX_UNAVAILABLE:
+            desired = max(0, expected - val)
+        elif kd == PDB_MAX_UNAVAILABLE_PCT:
+            desired = max(0, expected - (val * expected + 99) // 100)
+        elif kd == PDB_MIN_AVAILABLE:
+            desired = val
+        elif kd == PDB_MIN_AVAILABLE_PCT:
+            desired = (val * expected + 99) // 100
+        else:
+            expected = 0
+            desired = 0
+        got = healthy - desired
+        left[p] = got if expected > 0 and got > 0 else 0
+
+
+def pdb_flags(k, cur, n_pdb, pmatch, left, run, vflag):
+    """filterPodsWithPDBViolation over ``cur[:k]`` (importance order):
+    ``vflag[a]`` 1 when pod ``cur[a]`` violates (a PDB that applies to it
+    falls below 0 on ``run``, a running copy of ``left``), else 0."""
+    for p in range(n_pdb):
+        run[p] = left[p]
+    for a in range(k):
+        s = cur[a]
+        hit = 0
+        for p in range(n_pdb):
+            code = pmatch[s, p]
+            if code == PDB_HEALTHY or code == PDB_DELETING:
+                run[p] -= 1
+                if run[p] < 0:
+                    hit = 1
+        vflag[a] = hit
+
+
 def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
-               c_fit_filter, preq, prio, pstart, krank, stats):
+               c_fit_filter, preq, prio, pstart, krank, stats, n_pdb, pmatch, left, vflag):
     """SelectVictimsOnNode for node ``i`` (its lower-priority pods the list
     ``head[i]`` / ``nxt``): the victims in ``cur`` most important first,
-    ``stats`` [3] their highest priority, sum of priority + 2^31 and the
-    earliest start among the highest-priority ones; returns how many (0:
-    not a candidate).  ``used`` is as it was after."""
+    ``stats`` [4] their highest priority, sum of priority + 2^31, the
+    earliest start among the highest-priority ones and their PDB
+    violations; returns how many (0: not a candidate).  ``used`` is as it
+    was after.  ``left`` [2, .]: row 0 each PDB's disruptionsAllowed, row
+    1 scratch; ``vflag`` scratch."""
     k = 0
     x = head[i]
     while x >= 0:
@@ -164,13 +250,30 @@ def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignor
             cur[b + 1] = cur[b]
             b -= 1
         cur[b + 1] = s
+    first = 1
+    if n_pdb > 0:
+        pdb_flags(k, cur, n_pdb, pmatch, left[0], left[1], vflag)
+        first = 0
+    else:
+        for a in range(k):
+            vflag[a] = 0
+    # violating pods reprieved first (want 1), then the others; a victim's
+    # flag gains 2
+    for want in range(first, 2):
+        for a in range(k):
+            if vflag[a] != 1 - want:
+                continue
+            s = cur[a]
+            take_pod(i, s, 1, preq, used)
+            if not fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
+                take_pod(i, s, -1, preq, used)
+                vflag[a] += 2
     nv = 0
+    n_viol = 0
     for a in range(k):
-        s = cur[a]
-        take_pod(i, s, 1, preq, used)
-        if not fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
-            take_pod(i, s, -1, preq, used)
-            cur[nv] = s
+        if vflag[a] >= 2:
+            n_viol += vflag[a] - 2
+            cur[nv] = cur[a]
             nv += 1
     for a in range(nv):
         take_pod(i, cur[a], 1, preq, used)
@@ -187,12 +290,15 @@ def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignor
     stats[0] = top
     stats[1] = total
     stats[2] = earliest
+    stats[3] = n_viol
     return nv
 
 
 def better(nv, stats, best_nv, best):
-    """pickOneNodeForPreemption without PDBs: a candidate (``nv`` victims,
-    ``stats``) before the best so far (the earlier visited on a tie)."""
+    """pickOneNodeForPreemption: a candidate (``nv`` victims, ``stats``)
+    before the best so far (the earlier visited on a tie)."""
+    if stats[3] != best[3]:
+        return stats[3] < best[3]
     if stats[0] != best[0]:
         return stats[0] < best[0]
     if stats[1] != best[1]:
@@ -204,12 +310,14 @@ def better(nv, stats, best_nv, best):
 
 def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
                 c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst,
-                out_node, bnode, out_victim, pot, head, nxt, cur, vout, stats):
+                out_node, bnode, out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind,
+                pdb_val, pmatch, left, vflag):
     """DefaultPreemption for pod ``j`` (class ``c``) whose cycle failed on
     the ``n`` nodes (``used`` with the nominated pods counted): (the node
     to nominate, -1 none; its victims, in ``vout`` most important first:
     pod k < P the queue's, P + b the manifests' bound pod b).  ``stats``
-    [6] scratch."""
+    [8] scratch; ``n_pdb`` PDBs (``pdb_kind`` / ``pdb_val``, ``pmatch``:
+    module doc); ``left`` [2, .], ``vflag`` scratch."""
     m = 0
     for i in range(n):
         if static_bits[c, i] == 0:
@@ -237,9 +345,13 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
             low += 1
     if low == 0:
         return -1, 0
+    if n_pdb > 0:
+        pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, out_victim, left[0])
     cap = num_candidates(m, pct, least)
+    listed = max(cap, 1)
     off = preempt_offset(seed_mix, attempt, m)
-    found = 0
+    n_ok = 0
+    n_bad = 0
     best_node = -1
     best_nv = 0
     for t in range(m):
@@ -248,19 +360,25 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
             q -= m
         i = pot[q]
         nv = victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
-                        c_fit_filter, preq, prio, pstart, krank, stats)
+                        c_fit_filter, preq, prio, pstart, krank, stats, n_pdb, pmatch, left,
+                        vflag)
         if nv == 0:
             continue
-        if best_node < 0 or better(nv, stats, best_nv, stats[3:]):
+        # upstream's two lists (non-violating, violating), each its first cap
+        if stats[3] > 0:
+            n_bad += 1
+            shown = n_bad <= listed
+        else:
+            n_ok += 1
+            shown = n_ok <= listed
+        if shown and (best_node < 0 or better(nv, stats, best_nv, stats[4:])):
             best_node = i
             best_nv = nv
-            stats[3] = stats[0]
-            stats[4] = stats[1]
-            stats[5] = stats[2]
+            for s in range(4):
+                stats[4 + s] = stats[s]
             for a in range(nv):
                 vout[a] = cur[a]
-        found += 1
-        if found >= cap:
+        if n_ok >= 1 and min(n_ok, cap) + min(n_bad, cap) >= cap:
             break
     return best_node, best_nv
 
@@ -276,7 +394,8 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                               qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
                               prio, may, krank, pstart, preq, pnz, bnode, pct, least,
                               out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
-                              save_bits, save_raw):
+                              save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left,
+                              vflag):
     """``_local_trace.run_local_trace_cluster`` (its arguments first, the
     same outputs) with DefaultPreemption (module doc).  Pods k < P are the
     queue's (``pod_cls``' order), P + b the manifests' bound pod b (on
@@ -288,22 +407,23 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
     ``out_victim`` [P + B] 1 for each pod preempted.  Scratch: ``nom`` [P]
     (each pod's nominated node), ``pot``, ``head``, ``mark``, ``touched``
     [n], ``save_bits`` [n], ``save_raw`` [n, S], ``nxt``, ``cur``,
-    ``vout`` [P + B], ``stats`` [6]."""
+    ``vout`` [P + B], ``stats`` [8].  PodDisruptionBudgets: ``n_pdb`` of
+    them, each ``pdb_kind`` / ``pdb_val`` [>= n_pdb] (how its
+    disruptionsAllowed comes), ``pmatch`` [P + B, >= n_pdb] (module doc);
+    scratch ``left`` [2, >= n_pdb], ``vflag`` [P + B]."""
     n = alloc.shape[0]
     every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                           c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
                           strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
+    trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
     for j in range(pod_cls.shape[0]):
-        out_node[j] = -1
-        out_bind[j] = np.nan
         nom[j] = -1
     for k in range(out_victim.shape[0]):
         out_victim[k] = 0
     for i in range(n):
         mark[i] = 0
-    q_init(qi, qf, pst, patt, pts)
     start = 0
     m = 0
     n_nom = 0
@@ -316,18 +436,12 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
         c = pod_cls[j]
         now = qf[Q_NOW]
         if kind == Q_DEPART:
-            i = out_node[j]
-            if every:
-                keep_node(i, reasons, raw, old_reasons, old_raw)
-            release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                         strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                         bal_res, bal_kind)
-            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix,
-                      used, tkey, old_reasons, old_raw, dirty)
-            log_t[m] = now
-            log_pod[m] = -1 - j
-            m += 1
+            shift_pod(out_node[j], c, False, every, alloc, used, nz_used, c_request, c_nonzero,
+                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                      old_reasons, old_raw, dirty)
+            m = log_change(m, now, -1 - j, log_t, log_pod)
             continue
         i = -1
         nt = 0
@@ -347,23 +461,17 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
                                 shape_score, bal_res, bal_kind)
-                i, processed = pick_node(c, n, False, start, reasons, raw, c_active, c_norm,
-                                         c_weights, num_to_find, seed_mix, used, positions,
-                                         total_scratch, ties_scratch, hi_scratch, tkey)
-            else:
-                i, processed = pick_node(c, n, every, start, reasons, raw, c_active, c_norm,
-                                         c_weights, num_to_find, seed_mix, used, positions,
-                                         total_scratch, ties_scratch, hi_scratch, tkey)
-            start += processed
-            while start >= n:
-                start -= n
+            i, start = pick_next(c, n, every and not counted, start, reasons, raw, c_active,
+                                 c_norm, c_weights, num_to_find, seed_mix, used, positions,
+                                 total_scratch, ties_scratch, hi_scratch, tkey)
         target = -1
         nv = 0
         if i < 0 and n > 0 and may[j] != 0:
             target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
                                      c_request, c_anything, c_ignored, c_fit_filter,
                                      static_bits, preq, prio, pstart, krank, pst, out_node,
-                                     bnode, out_victim, pot, head, nxt, cur, vout, stats)
+                                     bnode, out_victim, pot, head, nxt, cur, vout, stats,
+                                     n_pdb, pdb_kind, pdb_val, pmatch, left, vflag)
         if counted:
             overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
                     nz_used, mark, touched)
@@ -374,22 +482,18 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                 for s in range(raw.shape[2]):
                     raw[c, ii, s] = save_raw[t, s]
         if i >= 0:
-            if every:
-                keep_node(i, reasons, raw, old_reasons, old_raw)
-            place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
-                      seed_mix, used, tkey, old_reasons, old_raw, dirty)
+            shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero,
+                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                      old_reasons, old_raw, dirty)
             q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             if nom[j] >= 0:
                 nom[j] = -1
                 n_nom -= 1
             out_node[j] = i
             out_bind[j] = now
-            log_t[m] = now
-            log_pod[m] = j
-            m += 1
+            m = log_change(m, now, j, log_t, log_pod)
             continue
         if target < 0:
             q_failed(j, qi, qf, pst, pts, up)
@@ -414,22 +518,16 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
             used[target, RES_PODS] -= 1
             nz_used[target, 0] -= pnz[v, 0]
             nz_used[target, 1] -= pnz[v, 1]
-            for cc in range(reasons.shape[0]):
-                refresh_row(target, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                            c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                            bal_res, bal_kind)
+            refresh_node(target, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw, strategy,
+                         fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                         bal_kind)
             fold_node(target, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
                       seed_mix, used, tkey, old_reasons, old_raw, dirty)
-            log_t[m] = now
-            log_pod[m] = -1 - v
-            m += 1
+            m = log_change(m, now, -1 - v, log_t, log_pod)
         # the victims' deletion moved the pool during the cycle: the
         # preemptor goes back as a pod with a move request (backoffQ)
         move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
         pts[j] = now
         move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
-    n_log[0] = m
-    end[0] = qf[Q_NOW]
-    for j in range(pod_cls.shape[0]):
-        out_tries[j] = patt[j]
+    trace_end(m, qf, patt, n_log, end, out_tries)

@@ -1,8 +1,8 @@
 """The CPU twin's driver of the trace form with DefaultPreemption
 (``_local_preempt.run_local_preempt_cluster``): one cluster per ``prange``
 iteration, compiled with ``njit(parallel=True)`` (``local_preempt``), the
-nodes gathered and the scratch allocated as ``_local_driver.
-run_local_trace_all`` does."""
+nodes gathered (``_local_trace.gather_cluster``) and the scratch
+allocated as ``_local_driver.run_local_trace_all`` does."""
 
 # ruff: noqa: F821
 
@@ -20,7 +20,7 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
                           duration, rank, backoff0, backoff_max, max_unsched, out_node,
                           out_bind, out_tries, log_t, log_pod, n_log, end, profile, n_fit,
                           n_shape, n_bal, vic_ptr, prio, may, krank, pstart, preq, pnz, bnode,
-                          pct, least, out_victim):
+                          pct, least, out_victim, n_pdb, pdb_kind, pdb_val, pmatch):
     """``run_local_trace_all`` with preemption: cluster b's queue pods then
     its manifests' bound pods are rows ``vic_ptr[b]:vic_ptr[b+1]`` of
     ``prio``, ``may``, ``krank``, ``pstart``, ``preq`` [., R], ``pnz``
@@ -28,22 +28,14 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
     ``vic_ptr[b] - pod_ptr[b]`` onwards; per cluster ``pct`` / ``least``
     (DefaultPreemption's arguments of its profile); its log rows
     ``pod_ptr[b] + vic_ptr[b]`` onwards (two per queue pod, one per bound
-    pod)."""
-    n_res = alloc.shape[1]
+    pod); cluster b's ``n_pdb[b]`` PodDisruptionBudgets ``pdb_kind[b]`` /
+    ``pdb_val[b]`` [B, W], its pods' ``pmatch`` rows as ``prio``'s [., W]."""
     n_classes = c_request.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
         rows = node_rows[node_ptr[b]:node_ptr[b + 1]]
         n = rows.shape[0]
-        a = np.empty((n, n_res), np.int64)
-        u = np.empty((n, n_res), np.int64)
-        z = np.empty((n, 2), np.int64)
-        sb = np.empty((n_classes, n), np.int64)
-        reasons = np.empty((n_classes, n), np.int64)
-        raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
-        g = image_group[b]
-        for i in range(n):
-            gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
-                        a, u, z, sb, raw)
+        a, u, z, sb, reasons, raw = gather_cluster(rows, image_group[b], alloc, used0, nz0,
+                                                   static_bits, static_raw, image_raw)
         p0 = pod_ptr[b]
         p1 = pod_ptr[b + 1]
         e = p1 - p0
@@ -86,8 +78,10 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
             prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1], pnz[v0:v1],
             bnode[b0:b1], pct[b], least[b], out_victim[v0:v1], np.empty(e1, np.int64),
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty(w1, np.int64),
-            np.empty(w1, np.int64), np.empty(w1, np.int64), np.empty(6, np.int64),
+            np.empty(w1, np.int64), np.empty(w1, np.int64), np.empty(8, np.int64),
             np.empty(m, np.int64),
-            np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64))
+            np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64),
+            n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
+            np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64))
         for k in range(e):
             out_node[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

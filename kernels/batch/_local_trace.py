@@ -26,6 +26,85 @@ Q_DONE = 0
 Q_DEPART = 2
 Q_POD = 10
 Q_NOW = 0
+N_SLOTS = 6     # _local_core.N_SLOTS
+
+
+def gather_cluster(rows, g, alloc, used0, nz0, static_bits, static_raw, image_raw):
+    """The CPU drivers' per-cluster copy of its nodes (universe rows
+    ``rows``, image group ``g``): (allocatable, used [n, R], non-zero used
+    [n, 2], static bits [C, n], reasons [C, n] (unset), raw scores [C, n,
+    N_SLOTS]), each newly allocated."""
+    n = rows.shape[0]
+    n_classes = static_bits.shape[0]
+    a = np.empty((n, alloc.shape[1]), np.int64)
+    u = np.empty((n, alloc.shape[1]), np.int64)
+    z = np.empty((n, 2), np.int64)
+    sb = np.empty((n_classes, n), np.int64)
+    reasons = np.empty((n_classes, n), np.int64)
+    raw = np.zeros((n_classes, n, N_SLOTS), np.int64)
+    for i in range(n):
+        gather_node(i, rows[i], g, alloc, used0, nz0, static_bits, static_raw, image_raw,
+                    a, u, z, sb, raw)
+    return a, u, z, sb, reasons, raw
+
+
+def trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts):
+    """Every pod unbound, the queue at its start."""
+    for j in range(pod_cls.shape[0]):
+        out_node[j] = -1
+        out_bind[j] = np.nan
+    q_init(qi, qf, pst, patt, pts)
+
+
+def trace_end(m, qf, patt, n_log, end, out_tries):
+    """The log's length ``m``, the clock at the end, each pod's attempts."""
+    n_log[0] = m
+    end[0] = qf[Q_NOW]
+    for j in range(out_tries.shape[0]):
+        out_tries[j] = patt[j]
+
+
+def log_change(m, now, what, log_t, log_pod):
+    """Log row ``m``: at ``now`` pod ``what`` bound (j) or left (-1 - j);
+    the next row."""
+    log_t[m] = now
+    log_pod[m] = what
+    return m + 1
+
+
+def shift_pod(i, c, add, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+              c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+              strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+              bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty):
+    """A pod of class ``c`` placed on node ``i`` (``add``) or gone from it:
+    its usage, the node's answers and its tie rank (``fold_node``; with
+    ``every`` the node's old answers kept first)."""
+    if every:
+        keep_node(i, reasons, raw, old_reasons, old_raw)
+    if add:
+        place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    else:
+        release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix, used,
+              tkey, old_reasons, old_raw, dirty)
+
+
+def pick_next(c, n, every, start, reasons, raw, c_active, c_norm, c_weights, num_to_find,
+              seed_mix, used, positions, total_scratch, ties_scratch, hi_scratch, tkey):
+    """``pick_node`` of class ``c`` on the ``n`` (> 0) nodes from ``start``:
+    (the node, -1 none; the next cycle's start, rotated by the nodes
+    processed)."""
+    i, processed = pick_node(c, n, every, start, reasons, raw, c_active, c_norm, c_weights,
+                             num_to_find, seed_mix, used, positions, total_scratch,
+                             ties_scratch, hi_scratch, tkey)
+    start += processed
+    while start >= n:
+        start -= n
+    return i, start
 
 
 def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
@@ -58,10 +137,7 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
                           strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
-    for j in range(pod_cls.shape[0]):
-        out_node[j] = -1
-        out_bind[j] = np.nan
-    q_init(qi, qf, pst, patt, pts)
+    trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
     start = 0
     m = 0
     while True:
@@ -72,47 +148,30 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
         j = qi[Q_POD]
         c = pod_cls[j]
         if kind == Q_DEPART:
-            i = out_node[j]
-            if every:
-                keep_node(i, reasons, raw, old_reasons, old_raw)
-            release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                         strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                         bal_res, bal_kind)
-            fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix,
-                      used, tkey, old_reasons, old_raw, dirty)
-            log_t[m] = qf[Q_NOW]
-            log_pod[m] = -1 - j
-            m += 1
+            shift_pod(out_node[j], c, False, every, alloc, used, nz_used, c_request, c_nonzero,
+                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                      old_reasons, old_raw, dirty)
+            m = log_change(m, qf[Q_NOW], -1 - j, log_t, log_pod)
             continue
         i = -1
         if n > 0:
-            i, processed = pick_node(c, n, every, start, reasons, raw, c_active, c_norm,
-                                     c_weights, num_to_find, seed_mix, used, positions,
-                                     total_scratch, ties_scratch, hi_scratch, tkey)
-            start += processed
-            while start >= n:
-                start -= n
+            i, start = pick_next(c, n, every, start, reasons, raw, c_active, c_norm, c_weights,
+                                 num_to_find, seed_mix, used, positions, total_scratch,
+                                 ties_scratch, hi_scratch, tkey)
         if i < 0:
             q_failed(j, qi, qf, pst, pts, up)
             continue
-        if every:
-            keep_node(i, reasons, raw, old_reasons, old_raw)
-        place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-        fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix,
-                  used, tkey, old_reasons, old_raw, dirty)
+        shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                  c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
+                  raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                  bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
         out_node[j] = i
         out_bind[j] = qf[Q_NOW]
-        log_t[m] = qf[Q_NOW]
-        log_pod[m] = j
-        m += 1
-    n_log[0] = m
-    end[0] = qf[Q_NOW]
-    for j in range(pod_cls.shape[0]):
-        out_tries[j] = patt[j]
+        m = log_change(m, qf[Q_NOW], j, log_t, log_pod)
+    trace_end(m, qf, patt, n_log, end, out_tries)
 
 
 # ---------------------------------------------------------------------------
@@ -342,9 +401,7 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                                  fit_weights, shape_util, shape_score, bal_res, bal_kind)
                     pst[jj] = P_GONE
                     out_why[jj] = WHY_DELETED
-                    log_t[m] = now
-                    log_pod[m] = -1 - jj
-                    m += 1
+                    m = log_change(m, now, -1 - jj, log_t, log_pod)
                     freed = True
                 elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
                     # pending: it leaves the queue (its entries die where they
@@ -361,9 +418,7 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                     if pst[jj] == P_BOUND and out_node[jj] == i:
                         pst[jj] = P_GONE
                         out_why[jj] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
-                        log_t[m] = now
-                        log_pod[m] = -1 - jj
-                        m += 1
+                        m = log_change(m, now, -1 - jj, log_t, log_pod)
                         gone += 1
                 # what stays: the manifests' pods a drain leaves (none on a
                 # delete), and the queued pods it leaves (``EV_KEEP``)
@@ -405,9 +460,7 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
                          c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
                          strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                          bal_res, bal_kind)
-            log_t[m] = now
-            log_pod[m] = -1 - j
-            m += 1
+            m = log_change(m, now, -1 - j, log_t, log_pod)
             continue
         i = -1
         if nv > 0:
@@ -428,10 +481,5 @@ def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyth
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
         out_node[j] = i
         out_bind[j] = now
-        log_t[m] = now
-        log_pod[m] = j
-        m += 1
-    n_log[0] = m
-    end[0] = qf[Q_NOW]
-    for j in range(pod_cls.shape[0]):
-        out_tries[j] = patt[j]
+        m = log_change(m, now, j, log_t, log_pod)
+    trace_end(m, qf, patt, n_log, end, out_tries)

@@ -17,7 +17,13 @@ its requests (the pods column 0) and ``pnz`` [., 2] its non-zero cpu and
 memory; ``bnode`` [sum Bb] int64 each bound pod's local node (its index
 in the cluster's ``node_rows``); per cluster [B] ``pct`` / ``least``
 int64: DefaultPreemption's minCandidateNodesPercentage and
-minCandidateNodesAbsolute.
+minCandidateNodesAbsolute; PodDisruptionBudgets: per cluster [B]
+``n_pdb`` int64 how many, ``pdb_kind`` / ``pdb_val`` [B, W] int64 how
+each one's disruptionsAllowed comes (``_local_preempt.PDB_*``: the
+status's number, maxUnavailable or minAvailable as a count or a
+percentage, neither) and its number; ``pmatch`` [sum (P + Bb), W] int64
+each pod under each of its cluster's PDBs (0 none, ``PDB_HEALTHY``,
+``PDB_DELETING``, ``PDB_DISRUPTED``).
 """
 
 from __future__ import annotations
@@ -41,6 +47,16 @@ from .local_cpu import (
 )
 
 START_NOW = _local_preempt.START_NOW
+# pmatch codes and pdb_kind values
+PDB_HEALTHY = _local_preempt.PDB_HEALTHY
+PDB_DELETING = _local_preempt.PDB_DELETING
+PDB_DISRUPTED = _local_preempt.PDB_DISRUPTED
+PDB_FIXED = _local_preempt.PDB_FIXED
+PDB_MAX_UNAVAILABLE = _local_preempt.PDB_MAX_UNAVAILABLE
+PDB_MAX_UNAVAILABLE_PCT = _local_preempt.PDB_MAX_UNAVAILABLE_PCT
+PDB_MIN_AVAILABLE = _local_preempt.PDB_MIN_AVAILABLE
+PDB_MIN_AVAILABLE_PCT = _local_preempt.PDB_MIN_AVAILABLE_PCT
+PDB_NEITHER = _local_preempt.PDB_NEITHER
 
 _preempt_ns = compile_module(_local_preempt, njit, base=TRACE_NAMESPACE, options={"nogil": True},
                              cache=True)
@@ -63,6 +79,10 @@ class LocalPreempt(NamedTuple):
     bnode: np.ndarray
     pct: np.ndarray
     least: np.ndarray
+    n_pdb: np.ndarray
+    pdb_kind: np.ndarray
+    pdb_val: np.ndarray
+    pmatch: np.ndarray
 
     def check(self) -> None:
         """``trace.check`` and the preemption arrays' shapes; a ValueError
@@ -83,6 +103,21 @@ class LocalPreempt(NamedTuple):
             if np.shape(getattr(self, name)) != shape:
                 raise ValueError(f"LocalPreempt.{name}: shape {np.shape(getattr(self, name))}, "
                                  f"expected {shape}")
+        w = np.shape(self.pdb_kind)[1] if np.ndim(self.pdb_kind) == 2 else -1
+        for name, shape in (("n_pdb", (b,)), ("pdb_kind", (b, w)), ("pdb_val", (b, w)),
+                            ("pmatch", (v, w))):
+            if w < 1 or np.shape(getattr(self, name)) != shape:
+                raise ValueError(f"LocalPreempt.{name}: shape {np.shape(getattr(self, name))}, "
+                                 f"expected {shape} (W >= 1)")
+        if ((np.asarray(self.n_pdb) < 0) | (np.asarray(self.n_pdb) > w)).any():
+            raise ValueError(f"LocalPreempt.n_pdb: 0 to {w} per cluster")
+        kinds = np.asarray(self.pdb_kind)
+        if ((kinds < PDB_FIXED) | (kinds > PDB_NEITHER)).any():
+            raise ValueError("LocalPreempt.pdb_kind: one of the PDB_* kinds")
+        codes = np.asarray(self.pmatch)
+        if ((codes < 0) | (codes > PDB_DISRUPTED)).any():
+            raise ValueError("LocalPreempt.pmatch: 0 or one of PDB_HEALTHY, PDB_DELETING, "
+                             "PDB_DISRUPTED")
         if (np.asarray(self.pct) < 0).any() or (np.asarray(self.least) < 0).any():
             raise ValueError("LocalPreempt.pct/least: >= 0")
         nodes = np.diff(a.node_ptr)
@@ -99,6 +134,11 @@ class LocalPreempt(NamedTuple):
         return (i64(self.vic_ptr), i64(self.prio), i64(self.may), i64(self.krank),
                 i64(self.pstart), i64(self.preq), i64(self.pnz), i64(self.bnode),
                 i64(self.pct), i64(self.least))
+
+    def pdb_inputs(self) -> tuple:
+        """The PodDisruptionBudget arrays as the kernels take them."""
+        i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+        return i64(self.n_pdb), i64(self.pdb_kind), i64(self.pdb_val), i64(self.pmatch)
 
 
 def log_rows(p: LocalPreempt) -> int:
@@ -134,5 +174,5 @@ def run_local_preempt(p: LocalPreempt, threads: int | None = None
     with numba_threads(threads):
         _run_all(*trace_inputs(t, pr), out.node, out.bind, out.tries, out.log_t,
                  out.log_pod, out.n_log, out.end, i64(pr.profile), i64(pr.n_fit),
-                 i64(pr.n_shape), i64(pr.n_bal), *p.inputs(), victim)
+                 i64(pr.n_shape), i64(pr.n_bal), *p.inputs(), victim, *p.pdb_inputs())
     return out, victim

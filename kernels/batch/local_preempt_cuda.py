@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _local_core, _local_preempt, _queue
-from .local_cpu import TraceResult, empty_trace_result, seed_mix, trace_profiles
+from .local_cpu import TraceResult, empty_trace_result, trace_profiles
 from .local_preempt import LocalPreempt, log_rows
-from .local_trace_cuda import QUEUE_DEVICE_NAMESPACE
+from .local_trace_cuda import TRACE_DEVICE_NAMESPACE, copy_results, trace_host_inputs
 
 from numba import cuda  # noqa: E402
 
@@ -25,8 +25,8 @@ from tensorsched.kernels._compile import compile_module  # noqa: E402
 N_SLOTS = _local_core.N_SLOTS
 
 _pns = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
-                      base=QUEUE_DEVICE_NAMESPACE)
-_gather_node = QUEUE_DEVICE_NAMESPACE["gather_node"]
+                      base=TRACE_DEVICE_NAMESPACE)
+_gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
 _run_cluster = _pns["run_local_preempt_cluster"]
 
 
@@ -36,15 +36,15 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape, bal_res, bal_kind,
             n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find,
             seed_mixes, arrive, depart, duration, rank, vic_ptr, prio, may, krank, pstart, preq,
-            pnz, bnode, pct, least,
+            pnz, bnode, pct, least, n_pdb, pdb_kind, pdb_val, pmatch,
             backoff0, backoff_max, max_unsched,
             out_node, out_bind, out_tries, out_victim, log_t, log_pod, n_log, end,
             alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, node_all, nraw_all,
             hi_all, tkey_all, cls_all, craw_all, qi_all, qf_all, pod_all, pts_all, ring_all,
-            hk_all, dk_all, ak_all):
+            hk_all, dk_all, ak_all, left_all):
     """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
     ``run_local_preempt_cluster`` (the scratch ``*_all`` padded per
-    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 10, e] int64 rows
+    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 11, e] int64 rows
     of per-node and per-pod scratch, e the most queue and bound pods of a
     cluster)."""
     b = cuda.blockIdx.x
@@ -89,9 +89,10 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         ring[2, :e2], ring[3, :e2], dk_all[b, :e1], pd[3, :e1], pd[4, :e1], rank[p0:p0 + e],
         ak_all[b], prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1],
         pnz[v0:v1], bnode[v0 - p0:v1 - p0 - e], pct[b], least[b], out_victim[v0:v1],
-        pd[5, :e1], nd[4, :m], nd[5, :m], pd[6, :w1], pd[7, :w1], pd[8, :w1], pd[9, :6],
+        pd[5, :e1], nd[4, :m], nd[5, :m], pd[6, :w1], pd[7, :w1], pd[8, :w1], pd[9, :8],
         nd[6, :m], nd[7, :m], nd[8, :m],
-        nraw_all[b, 0, :m])
+        nraw_all[b, 0, :m], n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1], left_all[b],
+        pd[10, :w1])
     for j in range(e):
         out_node[p0 + j] = node_rows[off + pd[0, j]] if pd[0, j] >= 0 else -1
 
@@ -112,23 +113,11 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     if nb == 0:
         return out, victim
     pr = trace_profiles(t)
-    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
-    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
-    host = (
-        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
-        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
-        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
-        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
-        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
-        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
-        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
-        f64(t.arrive), f64(t.depart), t.durations(), t.ranks(), *p.inputs())
+    host = (*trace_host_inputs(t, pr), *p.inputs(), *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
     nmax = max(1, int(np.diff(a.node_ptr).max()))
     emax = max(1, int(np.diff(a.pod_ptr).max()))
-    wmax = max(6, int(np.diff(p.vic_ptr).max()))
+    wmax = max(8, int(np.diff(p.vic_ptr).max()))
     size = 1
     while size < nmax:
         size *= 2
@@ -149,20 +138,13 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
                zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
                da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
                da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
-               da((nb, 10, wmax), np.int64), da((nb, 1, emax), np.float64),
+               da((nb, 11, wmax), np.int64), da((nb, 1, emax), np.float64),
                da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
-               da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64)]
+               da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
+               da((nb, 2, p.pmatch.shape[1]), np.int64)]
     _kernel[nb, 32](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
                     *outs, *scratch)
-    got = [x.copy_to_host() for x in outs]
-    out.node[:] = got[0][:n_pods]
-    out.bind[:] = got[1][:n_pods]
-    out.tries[:] = got[2][:n_pods]
-    victim[:] = got[3][:n_vic]
-    out.log_t[:] = got[4]
-    out.log_pod[:] = got[5]
-    out.n_log[:] = got[6]
-    out.end[:] = got[7]
+    victim[:] = copy_results(outs, out, n_pods)[:n_vic]
     return out, victim
 
 

@@ -44,11 +44,12 @@ _q_init = _qns["q_init"]
 _q_next = _qns["q_next"]
 _q_failed = _qns["q_failed"]
 _q_bound = _qns["q_bound"]
-# the node-local rules and the queue as device functions, for the forms
-# built on top (``local_preempt_cuda``)
+# the node-local rules and the queue as device functions
 QUEUE_DEVICE_NAMESPACE = _qns
 _tns = compile_module(_local_trace, lambda f: cuda.jit(f, device=True), base=_qns)
 _run_events_cluster = _tns["run_local_events_cluster"]
+# with the trace forms' shared steps (``local_preempt_cuda``)
+TRACE_DEVICE_NAMESPACE = _tns
 
 
 @cuda.jit
@@ -420,6 +421,41 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
         static_raw, u_rej)
 
 
+def trace_host_inputs(t, pr) -> tuple:
+    """The host arrays every trace-form kernel takes first (the batch, the
+    profiles ``pr``, the seeds' mixes, the trace's times, durations and
+    ranks), contiguous in the kernels' dtypes."""
+    a = t.batch
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    return (
+        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
+        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
+        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
+        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
+        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
+        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
+        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
+        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
+        f64(t.arrive), f64(t.depart), t.durations(), t.ranks())
+
+
+def copy_results(outs, out: TraceResult, p: int) -> np.ndarray:
+    """The device outputs ``outs`` (node, bind, tries, a per-pod extra,
+    log_t, log_pod, n_log, end) copied into ``out`` (``p`` pods); the
+    extra's host copy."""
+    got = [x.copy_to_host() for x in outs]
+    out.node[:] = got[0][:p]
+    out.bind[:] = got[1][:p]
+    out.tries[:] = got[2][:p]
+    out.log_t[:] = got[4]
+    out.log_pod[:] = got[5]
+    out.n_log[:] = got[6]
+    out.end[:] = got[7]
+    return got[3]
+
+
 def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
     """Every cluster of ``ev`` (checked first) on the device, one launch:
     ``local_events.run_local_events``'s (``TraceResult``, ``why``)."""
@@ -437,15 +473,7 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
     host = (
-        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
-        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
-        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
-        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
-        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
-        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
-        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
-        f64(t.arrive), f64(t.depart), t.durations(), t.ranks(), b8(ev.valid0), i64(ev.rej),
+        *trace_host_inputs(t, pr), b8(ev.valid0), i64(ev.rej),
         i64(ev.korder), i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node),
         i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz))
     ins = [cuda.to_device(x) for x in host]
@@ -474,15 +502,7 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
                da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64)]
     _events_kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0),
                            float(t.backoff_max), float(t.max_unsched), *outs, *scratch)
-    got = [x.copy_to_host() for x in outs]
-    out.node[:] = got[0][:p]
-    out.bind[:] = got[1][:p]
-    out.tries[:] = got[2][:p]
-    why[:] = got[3][:p]
-    out.log_t[:] = got[4]
-    out.log_pod[:] = got[5]
-    out.n_log[:] = got[6]
-    out.end[:] = got[7]
+    why[:] = copy_results(outs, out, p)[:p]
     return out, why
 
 

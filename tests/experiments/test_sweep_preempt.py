@@ -9,7 +9,10 @@ with priorities (high-priority pods arriving when the cluster is full,
 departures at a time or a duration after the binding), under
 configurations that differ in scoring, percentageOfNodesToScore and
 DefaultPreemption's candidate count; targeted cases of the nomination;
-what the kernel does not cover is refused by name."""
+PodDisruptionBudgets (random ones in the manifests; targeted: a node whose
+victims violate one loses, violating victims reprieved first, the
+allowance recounted as pods leave); what the kernel does not cover is
+refused by name."""
 
 from __future__ import annotations
 
@@ -205,6 +208,66 @@ def test_a_partial_scan_of_a_full_cluster_equals_each_simulation(tmp_path):
     assert got == want and min(w["preemptions"] for w in want) > 10
 
 
+def _pdb(name: str, app: str, **spec) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": dict(spec, selector={"matchLabels": {"app": app}})}
+
+
+def _bound(name: str, node: str, cpu: str, prio: int, app: str = "none") -> dict:
+    p = pod_dict(name, cpu=cpu, memory="256Mi", priority=prio, labels={"app": app})
+    p["spec"]["nodeName"] = node
+    return p
+
+
+def _two_nodes() -> list:
+    return [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_node_whose_victims_violate_a_pdb_loses(tmp_path, seed):
+    # n0's victim (priority 0) beats n1's (10) on priority, but a PDB
+    # (minAvailable 1 of 1: no disruption allowed) covers it: n1 wins
+    objs = _two_nodes() + [_bound("a", "n0", "2", 0, "guard"), _bound("b", "n1", "2", 10),
+                           _pdb("keep", "guard", minAvailable=1)]
+    trace = "name,arrival,cpu,priority\nhi,5,2,1000\n"
+    r, bound, gone = _placements(objs, trace, tmp_path, seed)
+    assert gone == ["default/b"] and bound["default/hi"] == "n1"
+    assert r.victim.tolist() == [0, 0, 1]
+    got, want = _one(tmp_path, objs, trace, seeds=(seed,))
+    assert got == want and want[0]["preemptions"] == 1
+
+
+def test_pdb_violating_victims_are_reprieved_first(tmp_path):
+    # hi needs 1 of n0's 2 cpus: b (priority 5) is more important than a
+    # (0) and would be reprieved first, leaving a the victim; a violates
+    # its PDB (disruptionsAllowed 0 in its status), so a is reprieved
+    # first and b goes
+    objs = [node_dict("n0", cpu="2", memory="4Gi"), _bound("a", "n0", "1", 0, "guard"),
+            _bound("b", "n0", "1", 5),
+            dict(_pdb("keep", "guard", maxUnavailable=3), status={"disruptionsAllowed": 0})]
+    trace = "name,arrival,cpu,priority\nhi,5,1,1000\n"
+    r, bound, gone = _placements(objs, trace, tmp_path)
+    assert gone == ["default/b"] and bound["default/hi"] == "n0"
+    got, want = _one(tmp_path, objs, trace, seeds=(0, 3))
+    assert got == want and want[0]["preemptions"] == 1
+
+
+def test_a_pdbs_allowance_is_recounted_after_its_pods_leave(tmp_path):
+    # minAvailable 1 over a0 and a1 allows one disruption: the first
+    # preemptor takes an app=guard pod (priority 0 beats c's 10), after
+    # which the PDB allows none, so the second takes c
+    objs = [node_dict(f"n{i}", cpu="2", memory="4Gi") for i in range(3)]
+    objs += [_bound("a0", "n0", "2", 0, "guard"), _bound("a1", "n1", "2", 0, "guard"),
+             _bound("c", "n2", "2", 10), _pdb("keep", "guard", minAvailable=1)]
+    trace = "name,arrival,cpu,priority\nh0,5,2,1000\nh1,50,2,1000\n"
+    r, bound, gone = _placements(objs, trace, tmp_path)
+    assert len(gone) == 2 and gone[0] in ("default/a0", "default/a1") and gone[1] == "default/c"
+    assert r.victim[2:].sum() == 2 and r.victim[4] == 1
+    got, want = _one(tmp_path, objs, trace, seeds=(0, 5))
+    assert got == want and want[0]["preemptions"] == 2
+
+
 def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
     cl = tmp_path / "r.yaml"
     cl.write_text(yaml.safe_dump_all(objs))
@@ -224,11 +287,6 @@ def test_what_preemption_does_not_cover_is_refused_by_name(tmp_path):
     dying = dict(low, metadata=dict(low["metadata"], deletionTimestamp="2026-01-01T00:00:00Z"))
     msg = _refusal(tmp_path, [node, dying], trace)
     assert msg.startswith("metadata.deletionTimestamp: bound pod default/low is terminating")
-    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-           "metadata": {"name": "keep", "namespace": "default"},
-           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}}
-    assert _refusal(tmp_path, [node, pdb], trace).startswith(
-        "PodDisruptionBudget: default/keep")
     web = pod_dict("web", labels={"app": "web"}, spec={"affinity": {"podAntiAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": {
             "topologyKey": "kubernetes.io/hostname",
@@ -255,3 +313,24 @@ def _trace_of(tmp_path, text: str):
     tr = tmp_path / "x.csv"
     tr.write_text(text)
     return run.read_trace_file(str(tr))
+
+
+def test_bad_pdb_arrays_are_refused_by_name(tmp_path, monkeypatch):
+    # the LocalPreempt sweep_local hands the kernel, its PDB arrays spoiled
+    from tensorsched.kernels.batch import local_preempt as LP
+    objs = _two_nodes() + [_bound("a", "n0", "2", 0, "guard"), _bound("b", "n1", "2", 10),
+                           _pdb("keep", "guard", minAvailable=1)]
+    setup = SL.trace_setup(objs, None, _trace_of(tmp_path, "name,arrival,cpu,priority\n"
+                                                           "hi,5,2,1000\n"))
+    calls = []
+    monkeypatch.setattr(SL, "run_local_preempt", lambda p, threads=None: calls.append(p) or
+                        LP.run_local_preempt(p, threads))
+    SL.run_setups([setup], [[0]])
+    p = calls[0]
+    assert p.n_pdb.tolist() == [1] and p.pmatch[:, 0].tolist() == [0, LP.PDB_HEALTHY, 0]
+    for field, bad, msg in (("pdb_kind", p.pdb_kind + 9, "LocalPreempt.pdb_kind"),
+                            ("pmatch", p.pmatch + 4, "LocalPreempt.pmatch"),
+                            ("n_pdb", p.n_pdb + 1, "LocalPreempt.n_pdb"),
+                            ("pmatch", p.pmatch[:1], "LocalPreempt.pmatch: shape")):
+        with pytest.raises(ValueError, match=msg):
+            LP.run_local_preempt(p._replace(**{field: bad}))

@@ -2,9 +2,9 @@
 kernel's DefaultPreemption tests): a manifest cluster (tainted and
 unschedulable nodes, bound pods of priorities 0, 10 and 5000,
 pending pods of priorities 0, 10 and 1000, some with preemptionPolicy
-Never), a generic trace CSV with priorities (the later half more often
-high: they arrive when the cluster is full; departures at a time or a
-duration after the binding) and three configurations (NodeResourcesFit's
+Never; PodDisruptionBudgets over their labels), a generic trace CSV with
+priorities (the later half more often high: they arrive when the cluster
+is full; departures at a time or a duration after the binding) and three configurations (NodeResourcesFit's
 strategies, scores, percentageOfNodesToScore, DefaultPreemption's
 minCandidateNodesPercentage / minCandidateNodesAbsolute)."""
 
@@ -31,14 +31,39 @@ def _cluster(rng, n_nodes: int, n_bound: int) -> list:
     for k in range(n_bound):
         # possible victims too, or above every queued pod
         p = pod_dict(f"b{k}", cpu=str(rng.choice(["100m", "500m", "1"])), memory="256Mi",
-                     priority=int(rng.choice([0, 10, 5000])))
+                     priority=int(rng.choice([0, 10, 5000])),
+                     labels={"app": str(rng.choice(["a", "b"]))})
         p["spec"]["nodeName"] = f"n{int(rng.integers(n_nodes))}"
         objs.append(p)
     for k in range(int(rng.integers(0, 4))):
         spec = {"preemptionPolicy": "Never"} if rng.random() < 0.4 else {}
         objs.append(pod_dict(f"w{k}", cpu=str(rng.choice(["300m", "1"])), memory="512Mi",
-                             priority=int(rng.choice([0, 10, 1000])), spec=spec))
+                             priority=int(rng.choice([0, 10, 1000])), spec=spec,
+                             labels={"app": str(rng.choice(["a", "b"]))}))
+    for k in range(int(rng.choice([0, 0, 1, 2]))):
+        objs.append(_pdb(rng, k, n_bound))
     return objs
+
+
+def _pdb(rng, k: int, n_bound: int) -> dict:
+    """A PodDisruptionBudget over app a or b: minAvailable or maxUnavailable
+    as a count or a percentage, or neither; sometimes a status with
+    disruptionsAllowed and a disrupted bound pod."""
+    spec = {"selector": {"matchLabels": {"app": str(rng.choice(["a", "b"]))}}}
+    field = str(rng.choice(["minAvailable", "maxUnavailable", "none"]))
+    if field != "none":
+        spec[field] = (f"{int(rng.choice([0, 34, 50, 100]))}%" if rng.random() < 0.4
+                       else int(rng.integers(0, 3)))
+    obj = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": f"pdb{k}", "namespace": "default"}, "spec": spec}
+    status = {}
+    if rng.random() < 0.3:
+        status["disruptionsAllowed"] = int(rng.integers(0, 3))
+    if n_bound and rng.random() < 0.3:
+        status["disruptedPods"] = {f"b{int(rng.integers(n_bound))}": "2026-01-01T00:00:00Z"}
+    if status:
+        obj["status"] = status
+    return obj
 
 
 def _trace(rng, n_pods: int) -> str:
