@@ -22,11 +22,8 @@ jobs the batched path took.  Written to
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import os
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +34,7 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import node_dict, pod_dict
 
 from .harness import git_commit, machine_info
+from .sweep_timing import comparison, timed_sweep
 
 RESULTS = Path(__file__).resolve().parent / "results"
 API = "kubescheduler.config.k8s.io/v1"
@@ -88,17 +86,6 @@ def write_inputs(where: Path, nodes: int, pods: int, seed: int = 0) -> tuple:
     return str(cluster), str(trace), configs
 
 
-def _timed(jobs, batch: bool, workers: int) -> tuple:
-    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
-    load = os.getloadavg()
-    c0, t0 = time.process_time(), time.perf_counter()
-    table = S.run_sweep(jobs, workers=workers)
-    return ({"cpu_seconds": round(time.process_time() - c0, 3),
-             "wall_seconds": round(time.perf_counter() - t0, 3),
-             "load_before": [round(x, 2) for x in load]},
-            table.drop(["wall_seconds"]).to_pylist())
-
-
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.sweep_preempt",
                                  description=__doc__.splitlines()[0])
@@ -113,19 +100,16 @@ def main(argv=None) -> dict:
         taken: list = []
         SL.batched_local(jobs, S.load_inputs(jobs), 1, lambda i, row, e: taken.append(i))
         # compile (or load the cached) kernels before timing
-        _timed(S.make_jobs([trace], [0], configs=configs[:1], cluster=cluster), True, 1)
-        batched, rows_b = _timed(jobs, True, 1)
+        timed_sweep(S.make_jobs([trace], [0], configs=configs[:1], cluster=cluster), True)
+        batched, rows_b = timed_sweep(jobs, True)
         # per job: one process (the CPU time of a pool's workers is not this
         # process's), so both sides count every CPU second they spend
-        per_run, rows_p = _timed(jobs, False, 1)
+        per_run, rows_p = timed_sweep(jobs, False)
     record = {"benchmark": "sweep-preempt", "backend": "numba", "nodes": args.nodes,
               "pods": args.pods, "configs": len(configs), "seeds": args.seeds,
               "jobs": len(jobs), "batched_jobs": len(taken),
-              "batched": batched, "per_run": per_run,
-              "tables_equal": rows_b == rows_p,
-              "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
+              **comparison(batched, per_run, rows_b, rows_p),
               "preemptions": [r["preemptions"] for r in rows_b],
-              "scheduled": [r["scheduled"] for r in rows_b],
               "machine": machine_info(), "commit": git_commit()}
     out = Path(args.output) if args.output else RESULTS / "sweep-preempt-numba.json"
     out.write_text(json.dumps(record, indent=2) + "\n")

@@ -1,5 +1,5 @@
 """What the batched-against-per-job sweep benchmarks (``sweep_local``,
-``sweep_events``, ``sweep_openb_events``) time and record alike: one
+``sweep_events``, ``sweep_openb_events``, ``sweep_preempt``) time and record alike: one
 ``run_sweep`` of the jobs on one path, and the fields comparing the two
 paths."""
 
