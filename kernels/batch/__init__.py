@@ -24,6 +24,19 @@ queue retries them.
   NodeName, ImageLocality) for pods placed one after another on clusters
   cut from a shared universe of nodes (capacity probes), on the fused
   rules; ``local_cuda``: the same, one thread block per cluster;
+- ``local_cpu``'s trace form (``_local_trace``, on ``_queue``): runs of
+  a trace through the node-local rules on the Simulation's clock;
+  ``local_trace_cuda``: the same source, thread 0 of a block per run;
+- ``local_events`` (``_local_events_driver``): the trace form with timed
+  node events and a scenario's Pod steps;
+- ``local_preempt`` (``_local_preempt``, ``_local_preempt_driver``;
+  ``local_preempt_cuda``): the trace form with DefaultPreemption in its
+  queue (victims, PodDisruptionBudgets, nominations);
+- ``openb_events`` (``_openb_events``, ``_openb_events_driver``;
+  ``openb_events_cuda``): the openb profile's runs with timed node events;
 - ``env_step``: the vectorized environment (one decision per environment
-  per call: ``_env`` on the same rules, driven by ``_env_driver``).
+  per call: ``_env`` on the same rules, driven by ``_env_driver``;
+  ``env_cuda``: its CUDA step);
+- ``warp``: warp and block reductions and scans the CUDA kernels share;
+  ``device_memory``: the device memory budget the cuda engines chunk by.
 """
