@@ -7,6 +7,7 @@ import copy
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.backends import needs_cuda
@@ -206,7 +207,6 @@ def test_scenario_by_path_and_object_give_the_same_runs(tmp_path):
     nodes, pods = _one(tmp_path)
     steps = {"steps": [{"at": 1, "create": _node("x0", 2)}, {"at": 2, "drain": "n0"}]}
     path = tmp_path / "s.yaml"
-    import yaml
     path.write_text(yaml.safe_dump(steps))
     cfg = T.openb_config("BestFit")
     a = batch_facade.simulate_batch(nodes, pods, [cfg], scenario=str(path))[0]

@@ -5,6 +5,8 @@ row of the job's own Simulation (``batch=False``) but ``wall_seconds``."""
 import copy
 import dataclasses
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.openb.batch import trace_workload
+from tensorsched.topology.openb.trace import read_openb_trace
 
 POLICIES = ("FGD", "Random", "BestFit", "DotProd", "GpuPacking", "GpuClustering")
 TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
@@ -122,13 +125,10 @@ def test_rows_equal_each_simulation_under_node_steps(tmp_path, monkeypatch, seed
 def test_random_scenarios_are_mostly_covered():
     """The generator's scenarios are ones the engine takes (the equality
     test above then runs them batched), not refusals."""
-    import tempfile
-    from pathlib import Path
     took = 0
     with tempfile.TemporaryDirectory() as d:
         for seed in range(20):
             nodes, pods = _write(Path(d), seed, 1 + seed % 4, 5)
-            from tensorsched.topology.openb.trace import read_openb_trace
             try:
                 E.plan_openb(read_openb_nodes(nodes), load_scenario(
                     _random_scenario(np.random.default_rng(seed), 1 + seed % 4)),
@@ -347,7 +347,6 @@ def _plan(tmp_path, steps, trace_lines="a,1000,1024,1,1000,,LS,Running,0,,0\n"):
     nodes = _one_gpu_cluster(tmp_path)
     (tmp_path / "p.csv").write_text(HEADER + trace_lines)
     sc = load_scenario({"steps": steps})
-    from tensorsched.topology.openb.trace import read_openb_trace
     return E.plan_openb(read_openb_nodes(nodes), sc, read_openb_trace(tmp_path / "p.csv"))
 
 

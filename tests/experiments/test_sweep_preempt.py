@@ -29,6 +29,7 @@ from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import node_dict, pod_dict
+from tensorsched.kernels.batch import local_preempt as LP
 
 from support.local_clusters import config
 from support.preempt_inputs import write_inputs as _inputs
@@ -317,7 +318,6 @@ def _trace_of(tmp_path, text: str):
 
 def test_bad_pdb_arrays_are_refused_by_name(tmp_path, monkeypatch):
     # the LocalPreempt sweep_local hands the kernel, its PDB arrays spoiled
-    from tensorsched.kernels.batch import local_preempt as LP
     objs = _two_nodes() + [_bound("a", "n0", "2", 0, "guard"), _bound("b", "n1", "2", 10),
                            _pdb("keep", "guard", minAvailable=1)]
     setup = SL.trace_setup(objs, None, _trace_of(tmp_path, "name,arrival,cpu,priority\n"
