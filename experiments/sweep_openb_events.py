@@ -86,6 +86,7 @@ from tensorsched.kernels.batch.openb_events import (
     WHY_DELETED,
     WHY_EVICTED,
     NodeEvents,
+    run_openb_events,
 )
 from tensorsched.topology.gpu import GpuInventory, read_openb_nodes
 from tensorsched.topology.gpu_inputs import node_inputs
@@ -297,8 +298,7 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
         return a, openb_events_cuda.run_openb_events(a, plan.events)
-    from tensorsched.kernels.batch import openb_events
-    return a, openb_events.run_openb_events(a, plan.events, threads=workers)
+    return a, run_openb_events(a, plan.events, threads=workers)
 
 
 def event_row(a, out, b: int, plan: OpenbPlan, trace, interval: float, horizon: float,
