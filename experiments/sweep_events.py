@@ -131,6 +131,8 @@ class NodeEvents:
     bound_mem: list = field(default_factory=list)
     left: list = field(default_factory=list)       # a drain: {resource: requested} it leaves
     left_nz: list = field(default_factory=list)    # ... and its non-zero cpu, memory
+    # a Pod delete of a manifests' bound pod: event index -> the pod's key
+    bound_deleted: dict = field(default_factory=dict)
 
     @property
     def n_all(self) -> int:
@@ -326,6 +328,7 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                              -1, gone["cpu"], gone["memory"], gone,
                              (int(nz_before[0] - state.nonzero_requested[r, 0]),
                               int(nz_before[1] - state.nonzero_requested[r, 1])))
+                    plan.bound_deleted[len(plan.t) - 1] = key
                     continue
                 if key not in arrive or key not in index:
                     raise refuse(f"{where} (delete Pod)", f"pod {key} is not queued (no "

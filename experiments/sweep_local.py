@@ -86,6 +86,10 @@ from tensorsched.kernels.batch.local_events import (
     run_local_events,
 )
 from tensorsched.kernels.batch.local_preempt import LocalPreempt, log_start, run_local_preempt
+from tensorsched.kernels.batch.local_preempt_events import (
+    LocalPreemptEvents,
+    run_local_preempt_events,
+)
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
@@ -93,7 +97,10 @@ from .sweep_batch import simulate_row
 from .sweep_preempt import (
     PreemptingProber,
     PreemptSetup,
+    check_preempt_events,
     pdb_columns,
+    preempt_event_arrays,
+    preempt_event_row,
     preempt_row,
     preempt_setup,
 )
@@ -206,9 +213,14 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
             if [n.name for n in cv.objects.nodes] != plan.names:
                 raise _refuse("scenario", "its nodes do not keep the cluster's order")
             ev_early, _ = _queued(cv)
-            probers.append(LocalProber(cv, list(cv.objects.nodes), bound_pods(cv),
-                                       [cv.resolve(p) for p in ev_early + records], 0))
+            # a pod that could preempt: the kernel's queue preempts with the
+            # node events (``sweep_preempt``, ``local_preempt_events``)
+            probers.append(PreemptingProber(cv, list(cv.objects.nodes), bound_pods(cv),
+                                            [cv.resolve(p) for p in ev_early + records], 0))
         prober = probers[0]
+        preempt = preempt_setup(prober, cl.objects, pods, [n.name for n in nodes])
+        if preempt is not None:
+            check_preempt_events(plan, preempt, pods, prober.bound)
     # activeQ's order before the push order: the queue's own sort key
     # (PrioritySort: higher priority first, then the earlier creation)
     keys = [prober.sort_key(p) for p in pods]
@@ -217,11 +229,6 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     n0 = len(nodes)
     static = prober.base["static_bits"][:, :n0]
     waits = bool(static.shape[1]) and bool((static != 0).all(axis=1).any())
-    if waits and preempt is not None:
-        who = pods[int(np.flatnonzero((static != 0).all(axis=1)[prober.class_of])[0])]
-        raise _refuse("DefaultPreemption", f"pod {who.key} is rejected on every node by the "
-                      "usage-independent filters (it waits for node events: the node-event "
-                      "form has no preemption) while a pod could preempt")
     if waits and plan is None:
         # a pod the usage-independent filters reject on every node waits
         # for a node event (or the pool's flush): the node-event form
@@ -430,6 +437,20 @@ def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
     (``kernels.batch.local_preempt``; cuda: ``local_preempt_cuda.
     run_local_preempt_cuda``): (``TraceResult``, victim [sum (P + B)], each
     run's rows of it [runs + 1], each run's first log row [runs])."""
+    p = _preempt_call(lt, setups, seeds)
+    vic_ptr = p.vic_ptr
+    starts = np.asarray([log_start(p, b) for b in range(p.pct.shape[0])], np.int64)
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch.local_preempt_cuda import run_local_preempt_cuda
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from exc
+        return (*run_local_preempt_cuda(p), vic_ptr, starts)
+    return (*run_local_preempt(p, threads), vic_ptr, starts)
+
+
+def _preempt_call(lt: LocalTrace, setups: list[TraceSetup], seeds: list) -> LocalPreempt:
+    """The ``LocalPreempt`` of ``lt``: each setup's preemption rows once per seed."""
     fields = ("prio", "may", "krank", "pstart", "preq", "pnz", "bnode")
     cols: dict = {f: [] for f in fields}
     pct, least, sizes = [], [], [0]
@@ -445,18 +466,10 @@ def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
     cat = {f: np.concatenate(v) if v else empty.get(f, np.zeros(0, np.int64))
            for f, v in cols.items()}
     vic_ptr = np.cumsum(sizes).astype(np.int64)
-    p = LocalPreempt(lt, vic_ptr, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
-                     cat["preq"], cat["pnz"], cat["bnode"], np.asarray(pct, np.int64),
-                     np.asarray(least, np.int64),
-                     **pdb_columns([s.preempt for s, sd in zip(setups, seeds) for _ in sd]))
-    starts = np.asarray([log_start(p, b) for b in range(len(pct))], np.int64)
-    if backend == "cuda":
-        try:
-            from tensorsched.kernels.batch.local_preempt_cuda import run_local_preempt_cuda
-        except BackendUnavailable as exc:
-            raise BackendError(str(exc)) from exc
-        return (*run_local_preempt_cuda(p), vic_ptr, starts)
-    return (*run_local_preempt(p, threads), vic_ptr, starts)
+    return LocalPreempt(lt, vic_ptr, cat["prio"], cat["may"], cat["krank"], cat["pstart"],
+                        cat["preq"], cat["pnz"], cat["bnode"], np.asarray(pct, np.int64),
+                        np.asarray(least, np.int64),
+                        **pdb_columns([s.preempt for s, sd in zip(setups, seeds) for _ in sd]))
 
 
 def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsched: float,
@@ -493,6 +506,17 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
     valid0 = np.arange(n_loc) < ev0.plan.n0
     for k, s in enumerate(setups):
         e, plan = s.events, s.events.plan
+        arrays = {"ev_t": np.asarray(plan.t, np.float64),
+                  "ev_kind": np.asarray(plan.kind, np.int64),
+                  "ev_node": np.asarray(plan.node, np.int64),
+                  "ev_x": np.asarray(plan.variant, np.int64) * n_all
+                  + np.asarray(plan.uid, np.int64),
+                  "ev_find": e.find, "ev_bound": np.asarray(plan.bound, np.int64),
+                  "ev_used": e.used, "ev_nz": e.nz}
+        if s.preempt is not None:
+            # the bound pods one by one (``sweep_preempt.preempt_event_arrays``)
+            arrays = preempt_event_arrays(arrays, plan, s.prober.bound, s.preempt.bnode,
+                                          len(s.prober.pods))
         for seed in seeds[k]:
             cols["pod_cls"].append(s.prober.class_of + offsets[k])
             cols["arrive"].append(s.arrive)
@@ -501,16 +525,9 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
             cols["rank"].append(s.rank)
             cols["korder"].append(e.korder)
             cols["find"].append(e.find0)
-            cols["ev_t"].append(np.asarray(plan.t, np.float64))
-            cols["ev_kind"].append(np.asarray(plan.kind, np.int64))
-            cols["ev_node"].append(np.asarray(plan.node, np.int64))
-            cols["ev_x"].append(np.asarray(plan.variant, np.int64) * n_all
-                                + np.asarray(plan.uid, np.int64))
-            cols["ev_find"].append(e.find)
-            cols["ev_bound"].append(np.asarray(plan.bound, np.int64))
-            cols["ev_used"].append(e.used)
-            cols["ev_nz"].append(e.nz)
-            ev_ptr.append(ev_ptr[-1] + len(plan.t))
+            for name, v in arrays.items():
+                cols[name].append(v)
+            ev_ptr.append(ev_ptr[-1] + arrays["ev_t"].shape[0])
             profile.append(k)
             run_seeds.append(int(seed))
     n = len(run_seeds)
@@ -538,6 +555,8 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
                      cat_or("ev_find", np.int64), cat_or("ev_bound", np.int64),
                      np.concatenate(cols["ev_used"]) if n else np.zeros((0, width), np.int64),
                      np.concatenate(cols["ev_nz"]) if n else np.zeros((0, 2), np.int64))
+    if setups[0].preempt is not None:
+        return _run_preempt_events(ev, setups, seeds, profile, threads, backend)
     if backend == "cuda":
         try:
             from tensorsched.kernels.batch.local_trace_cuda import run_local_events_cuda
@@ -555,6 +574,40 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
             ev0.plan.occupants(got.node[p0:p1], got.bind[p0:p1]), got.bind[p0:p1].copy(),
             got.tries[p0:p1].copy(), got.log_t[2 * p0:2 * p0 + m].copy(),
             got.log_pod[2 * p0:2 * p0 + m].copy(), float(got.end[b]), why=why[p0:p1].copy()))
+    return out
+
+
+def _run_preempt_events(ev: LocalEvents, setups: list[TraceSetup], seeds: list, profile: list,
+                        threads, backend: str) -> list[list[LocalRun]]:
+    """``_run_event_setups``' call where a pod could preempt
+    (``kernels.batch.local_preempt_events``; cuda: ``local_preempt_events_cuda``):
+    each run's ``why`` and ``victim`` per queue pod then per bound pod of
+    the manifests."""
+    p = _preempt_call(ev.trace, setups, seeds)
+    pe = LocalPreemptEvents(ev, p)
+    if backend == "cuda":
+        try:
+            from tensorsched.kernels.batch.local_preempt_events_cuda import (
+                run_local_preempt_events_cuda,
+            )
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from exc
+        got, why, victim = run_local_preempt_events_cuda(pe)
+    else:
+        got, why, victim = run_local_preempt_events(pe, threads)
+    plan = setups[0].events.plan
+    pod_ptr, vic_ptr = ev.trace.batch.pod_ptr, p.vic_ptr
+    out: list[list[LocalRun]] = [[] for _ in setups]
+    for b in range(len(profile)):
+        p0, p1 = int(pod_ptr[b]), int(pod_ptr[b + 1])
+        v0, v1 = int(vic_ptr[b]), int(vic_ptr[b + 1])
+        m = int(got.n_log[b])
+        g0 = log_start(p, b)
+        out[profile[b]].append(LocalRun(
+            plan.occupants(got.node[p0:p1], got.bind[p0:p1]), got.bind[p0:p1].copy(),
+            got.tries[p0:p1].copy(), got.log_t[g0:g0 + m].copy(),
+            got.log_pod[g0:g0 + m].copy(), float(got.end[b]), why=why[v0:v1].copy(),
+            victim=victim[v0:v1].copy()))
     return out
 
 
@@ -656,7 +709,11 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                     rest.append(i)          # the per-run path samples it
                     continue
                 row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
-                if s.events is not None:
+                if s.events is not None and s.preempt is not None:
+                    row.update(preempt_event_row(res, rt, s.events.steps, s.caps, s.base,
+                                                 s.bound, interval, horizon,
+                                                 float(spans[:, 1].max())))
+                elif s.events is not None:
                     row.update(event_row(res, res.why, rt, s.events.steps, s.caps, s.base,
                                          s.bound, interval, horizon,
                                          float(spans[:, 1].max())))

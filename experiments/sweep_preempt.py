@@ -30,11 +30,22 @@ import numpy as np
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
 from tensorsched.kernels import layout as L
+from tensorsched.framework.parsing.node_lifecycle import drain_exemption
 from tensorsched.framework.parsing.pdb import pdb_selects
 from tensorsched.kernels.batch import local_preempt as P
+from tensorsched.kernels.batch.local_events import (
+    EV_EVICT,
+    EV_KEEP,
+    EV_POD_DELETE,
+    WHY_DELETED,
+    WHY_EVICTED,
+)
 from tensorsched.kernels.batch.local_preempt import START_NOW
 
-__all__ = ["PreemptSetup", "PreemptingProber", "pdb_columns", "preempt_row", "preempt_setup"]
+from .sweep_events import RowSteps, event_row
+
+__all__ = ["PreemptSetup", "PreemptingProber", "check_preempt_events", "pdb_columns",
+           "preempt_event_arrays", "preempt_event_row", "preempt_row", "preempt_setup"]
 
 DEFAULT_PREEMPTION = "DefaultPreemption"
 # the usage-independent filters (UnschedulableAndUnresolvable where they reject)
@@ -239,3 +250,84 @@ def preempt_row(row: dict, res, trace) -> dict:
     row["departed"] -= int((q & (leaves | timed)).sum())
     row["running"] -= int((q & ~leaves & ~timed).sum()) + int(v[p:].sum())
     return row
+
+
+def check_preempt_events(plan, setup: PreemptSetup, pods: list, bound: list) -> None:
+    """Refuse (``BatchProfileError``) what the kernel with preemption and
+    node events does not cover of ``plan`` (``sweep_events.NodeEvents``):
+    a scenario's Pod delete of a pod a preemption may have removed before
+    it (its priority below a pod that may preempt: the Simulation stops
+    with NotFound then, known only as it runs).  ``pods`` the setup's
+    queue pods, ``bound`` the manifests' bound pods (``setup``'s rows)."""
+    p = len(pods)
+    able = setup.may[:p] != 0
+    if not able.any():
+        return
+    top = int(setup.prio[:p][able].max())
+    at = {b.key: k for k, b in enumerate(bound)}
+    for e, kind in enumerate(plan.kind):
+        if kind != EV_POD_DELETE:
+            continue
+        j = int(plan.bound[e])
+        key = pods[j].key if j >= 0 else plan.bound_deleted[e]
+        prio = int(setup.prio[j if j >= 0 else p + at[key]])
+        if prio < top:
+            raise _refuse("scenario (delete Pod)", f"pod {key} (priority {prio}) may be "
+                          f"preempted before {plan.t[e]:g}s by a pod of priority {top} (the "
+                          "Simulation's NotFound)")
+
+
+def preempt_event_arrays(arrays: dict, plan, bound: list, bnode: np.ndarray, p: int) -> dict:
+    """The node events' kernel arrays ``arrays`` (``ev_t``, ``ev_kind``,
+    ``ev_node``, ``ev_x``, ``ev_find``, ``ev_bound``, ``ev_used``,
+    ``ev_nz``, one row per event of ``plan``) in the form with preemption:
+    a Pod delete of the manifests' bound pod k names it P + k (``p`` queue
+    pods), and before each drain an ``EV_KEEP`` per bound pod on its node
+    that ``kubectl drain`` leaves (DaemonSet's, static; ``bound`` the
+    records, ``bnode`` their local rows)."""
+    out = {k: np.asarray(v).copy() for k, v in arrays.items()}
+    at = {b.key: k for k, b in enumerate(bound)}
+    for e, key in plan.bound_deleted.items():
+        out["ev_bound"][e] = p + at[key]
+    exempt = [k for k, b in enumerate(bound) if drain_exemption(b) is not None]
+    if not exempt:
+        return out
+    rows = []       # (insert before event e, its copy with kind EV_KEEP and pod P + k)
+    for e, kind in enumerate(out["ev_kind"].tolist()):
+        if kind == EV_EVICT:
+            rows += [(e, p + k) for k in exempt if int(bnode[k]) == int(out["ev_node"][e])]
+    if not rows:
+        return out
+    where = np.asarray([e for e, _ in rows], np.int64)
+    for name, v in out.items():
+        extra = v[where].copy()
+        if name == "ev_kind":
+            extra[:] = EV_KEEP
+        elif name == "ev_bound":
+            extra[:] = [k for _, k in rows]
+        elif name in ("ev_used", "ev_nz"):
+            extra[:] = 0
+        out[name] = np.insert(v, where, extra, axis=0)
+    return out
+
+
+def preempt_event_row(res, trace, steps: RowSteps, caps: tuple, base: tuple, bound: int,
+                      interval: float, horizon: float, last_event: float) -> dict:
+    """``sweep_events.event_row`` of a run with preemption and node events
+    (its arguments; ``res.why`` / ``res.victim`` per queue pod then per
+    bound pod of the manifests, ``trace.table`` both's requests): the
+    bound pods' leavings are in the run's log (not ``steps``' per-event
+    totals), counted deleted / evicted by their ``why``, and the
+    preemptions as ``preempt_row`` counts them."""
+    p = res.node.shape[0]
+    why = np.asarray(res.why, np.int64)
+    flat = RowSteps(steps.t, steps.cap_cpu, steps.cap_mem,
+                    np.full(steps.t.shape[0], base[0], np.int64),
+                    np.full(steps.t.shape[0], base[1], np.int64), 0, 0)
+    row = event_row(res, why[:p], trace, flat, caps, base, bound, interval, horizon,
+                    last_event)
+    left = why[p:]
+    row["deleted"] += int((left == WHY_DELETED).sum())
+    row["evicted"] += int((left == WHY_EVICTED).sum())
+    row["running"] -= int((left != 0).sum())
+    return preempt_row(row, res, trace)

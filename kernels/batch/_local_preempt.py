@@ -323,6 +323,19 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
         if static_bits[c, i] == 0:
             pot[m] = i
             m += 1
+    return preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request,
+                      c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst,
+                      out_node, bnode, out_victim, pot, head, nxt, cur, vout, stats, n_pdb,
+                      pdb_kind, pdb_val, pmatch, left, vflag)
+
+
+def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
+               c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, out_node, bnode,
+               out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+               left, vflag):
+    """``post_filter``'s search over the ``m`` potential nodes ``pot[:m]``
+    (row order) of the ``n`` local rows; ``out_victim`` [P + B]: nonzero
+    for a manifests' bound pod no longer there."""
     if m == 0:
         return -1, 0
     pj = prio[j]

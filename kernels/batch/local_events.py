@@ -90,8 +90,10 @@ class LocalEvents(NamedTuple):
     ev_used: np.ndarray
     ev_nz: np.ndarray
 
-    def check(self) -> None:
-        """``trace.check`` and the event arrays; a ValueError naming the array."""
+    def check(self, bound: np.ndarray | None = None) -> None:
+        """``trace.check`` and the event arrays; a ValueError naming the
+        array.  ``bound`` [B]: each cluster's bound pods a pod delete or
+        keep may also name (P + b; the form with preemption)."""
         self.trace.check()
         a = self.trace.batch
         u = a.static_bits.shape[1]
@@ -129,6 +131,8 @@ class LocalEvents(NamedTuple):
             keep = kinds == EV_KEEP
             pods = np.asarray(self.ev_bound)[ptr[b]:ptr[b + 1]][(kinds == EV_POD_DELETE) | keep]
             n_pods = int(a.pod_ptr[b + 1] - a.pod_ptr[b])
+            if bound is not None:
+                n_pods += int(bound[b])
             if ((pods < -1) | (pods >= n_pods)).any() or (
                     np.asarray(self.ev_bound)[ptr[b]:ptr[b + 1]][keep] < 0).any():
                 raise ValueError(f"LocalEvents.ev_bound: cluster {b}'s pod deletes name its "

@@ -63,6 +63,9 @@ _preempt_ns = compile_module(_local_preempt, njit, base=TRACE_NAMESPACE, options
 _drivers = compile_module(_local_preempt_driver, njit, base=_preempt_ns,
                           options={"nogil": True, "parallel": True}, cache=True)
 _run_all = _drivers["run_local_preempt_all"]
+# the preemption form's compiled functions, for the form with node events
+# (``local_preempt_events``)
+PREEMPT_NAMESPACE = _preempt_ns
 
 
 class LocalPreempt(NamedTuple):

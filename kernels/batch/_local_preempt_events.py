@@ -1,0 +1,353 @@
+"""The node-local trace form with DefaultPreemption and timed node events
+together: one cluster fed a trace whose nodes join, are cordoned, drained
+and deleted, and whose pods are deleted at their times
+(``_local_trace.run_local_events_cluster``'s steps), where a pod that
+fits nowhere runs PostFilter (``_local_preempt``'s search and pick).
+
+What the two forms do not do alone:
+
+- the manifests' bound pods are pods one by one (rows P + b of the
+  preemption arrays, on local node ``bnode[b]``), not per-node totals: a
+  drain evicts them but those it leaves (``EV_KEEP`` names them as it
+  names the queue's), a node's deletion deletes them, a scenario's Pod
+  delete names one as P + b; each leaving is logged (-1 - (P + b)) and its
+  ``out_why`` set, as a queue pod's;
+- a preemption's candidates are the live nodes whose usage-independent
+  filters pass the pod (row order), numCandidates and the seeded offset
+  over their number;
+- the nominated pods (priority >= the pod's) are counted on their nodes
+  in the live-node scan (``_local_preempt.overlay``) and in the failure's
+  rejectors (``failure_interest``: upstream filters with them);
+- a node's deletion ends the nominations to it (the Scheduler's
+  ``delete_node``: the nominator forgets them); a cordon keeps them (the
+  node's NodeUnschedulable then rejects the nominee there);
+- the victims' deletion is Pod/Delete: the pool moves by interest
+  (``_queue.move_where``), the preemptor goes back as a pod with a move
+  request (backoffQ while it backs off).
+
+Plain Python on scalars and arrays, compiled with ``njit``
+(``local_preempt_events``) and ``cuda.jit(device=True)``
+(``local_preempt_events_cuda``: thread 0 of a block per cluster) on top of
+``_local_preempt`` (and so ``_local_trace``, ``_queue``, ``_local_core``).
+"""
+
+# ruff: noqa: F821
+
+import numpy as np
+
+# ``_queue``'s answers, slots and statuses, ``_local_trace``'s event kinds
+# and interest bits (a compiled namespace holds functions only)
+Q_DONE = 0
+Q_DEPART = 2
+Q_NODE = 3
+Q_POD = 10
+Q_ATTEMPT = 11
+Q_NOW = 0
+P_NOT_ARRIVED = 0
+P_BOUND = 4
+P_GONE = 5
+P_KEPT = 7
+RES_PODS = 3
+EV_ADD = 1
+EV_UPDATE = 2
+EV_EVICT = 3
+EV_DELETE = 4
+EV_POD_DELETE = 5
+EV_KEEP = 6
+I_POD_DELETE = 1
+I_NODE_ADD = 2
+I_NODE_UPDATE = 4
+I_NODE_DELETE = 8
+WHY_DELETED = 2
+WHY_EVICTED = 3
+# ``bgone``: a manifests' bound pod's state
+B_HERE = 0
+B_GONE = 1
+B_KEPT = 2          # the drain under way leaves it
+
+
+def take_off(i, k, preq, pnz, used, nz_used):
+    """Pod ``k``'s requests (``preq[k]``, ``pnz[k]``, one pod) off node
+    ``i``; its answers are left to the caller."""
+    for r in range(used.shape[1]):
+        used[i, r] -= preq[k, r]
+    used[i, RES_PODS] -= 1
+    nz_used[i, 0] -= pnz[k, 0]
+    nz_used[i, 1] -= pnz[k, 1]
+
+
+def live_potential(c, nv, positions, static_bits, pot):
+    """The live nodes (``positions[:nv]``) whose usage-independent filters
+    pass class ``c``, in row order, into ``pot``; how many."""
+    m = 0
+    for t in range(nv):
+        i = positions[t]
+        if static_bits[c, i] == 0:
+            pot[m] = i
+            m += 1
+    return m
+
+
+def empty_node(i, what, now, n_q, korder, pst, out_node, out_why, bnode, bgone, preq, pnz,
+               used, nz_used, m, log_t, log_pod):
+    """A drain (``what`` EV_EVICT) or a deletion of node ``i``: its pods
+    leave (the queue's in key order, then the manifests' bound ones), but
+    those the drain leaves (P_KEPT, B_KEPT: they stay, marks cleared);
+    (the next log row, how many left)."""
+    why = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
+    gone = 0
+    for t in range(korder.shape[0]):
+        jj = korder[t]
+        if pst[jj] == P_KEPT:
+            pst[jj] = P_BOUND
+        elif pst[jj] == P_BOUND and out_node[jj] == i:
+            take_off(i, jj, preq, pnz, used, nz_used)
+            pst[jj] = P_GONE
+            out_why[jj] = why
+            m = log_change(m, now, -1 - jj, log_t, log_pod)
+            gone += 1
+    for b in range(bnode.shape[0]):
+        k = n_q + b
+        if bnode[b] != i:
+            continue
+        if bgone[k] == B_KEPT:
+            bgone[k] = B_HERE
+        elif bgone[k] == B_HERE:
+            take_off(i, k, preq, pnz, used, nz_used)
+            bgone[k] = B_GONE
+            out_why[k] = why
+            m = log_change(m, now, -1 - k, log_t, log_pod)
+            gone += 1
+    return m, gone
+
+
+def run_local_preempt_events_cluster(
+        alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+        c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+        fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+        backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+        out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+        positions, total_scratch, ties_scratch, hi_scratch,
+        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
+        valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+        u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+        prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
+        nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag):
+    """``_local_trace.run_local_events_cluster`` with DefaultPreemption
+    (module doc).  Its arguments (the events' ``ev_used`` / ``ev_nz`` not
+    taken: the bound pods leave one by one) but: ``out_why`` [P + B] the
+    queue's pods then the manifests' bound ones; ``EV_POD_DELETE`` /
+    ``EV_KEEP`` name a bound pod b as ``ev_bound`` P + b.  The preemption
+    arrays as ``_local_preempt.run_local_preempt_cluster`` takes them
+    (``bnode`` local rows at the start); ``bgone`` [P + B] scratch (a bound
+    pod's ``B_*`` state)."""
+    n = alloc.shape[0]
+    n_q = pod_cls.shape[0]
+    nv = live_rows(valid, positions)
+    for i in range(n):
+        mark[i] = 0
+        refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    for j in range(n_q):
+        out_node[j] = -1
+        out_bind[j] = np.nan
+        pmask[j] = 0
+        nom[j] = -1
+    for k in range(out_victim.shape[0]):
+        out_victim[k] = 0
+        out_why[k] = 0
+        bgone[k] = B_HERE
+    q_init(qi, qf, pst, patt, pts)
+    to_find = num_to_find
+    start = 0
+    m = 0
+    n_nom = 0
+    nowhere = 0         # a pod failed where no node was: arrivals move such pods
+    while True:
+        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
+                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                            hp, dk, ds, dp, rank, ak, pmask)
+        if kind == Q_DONE:
+            break
+        now = qf[Q_NOW]
+        if kind == Q_NODE:
+            e = qi[Q_POD]
+            i = ev_node[e]
+            x = ev_x[e]
+            what = ev_kind[e]
+            if what == EV_ADD or what == EV_UPDATE:
+                if what == EV_ADD:
+                    for r in range(alloc.shape[1]):
+                        alloc[i, r] = u_alloc[x, r]
+                        used[i, r] = u_used0[x, r]
+                    nz_used[i, 0] = u_nz0[x, 0]
+                    nz_used[i, 1] = u_nz0[x, 1]
+                    valid[i] = True
+                    nv = live_rows(valid, positions)
+                restatic(i, x, u_static_bits, u_static_raw, u_rej, static_bits, raw, rej)
+                refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                             c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                             strategy, fit_res, fit_kind, fit_weights, shape_util,
+                             shape_score, bal_res, bal_kind)
+                move_where(I_NODE_ADD if what == EV_ADD else I_NODE_UPDATE, now, backoff0,
+                           backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
+                           pmask)
+            elif what == EV_KEEP:
+                jj = ev_bound[e]
+                if jj < n_q:
+                    if pst[jj] == P_BOUND and out_node[jj] == i:
+                        pst[jj] = P_KEPT
+                elif bgone[jj] == B_HERE and bnode[jj - n_q] == i:
+                    bgone[jj] = B_KEPT
+            elif what == EV_POD_DELETE:
+                jj = ev_bound[e]
+                freed = -1
+                if jj >= n_q:
+                    if bgone[jj] == B_HERE:
+                        freed = bnode[jj - n_q]
+                        bgone[jj] = B_GONE
+                elif pst[jj] == P_BOUND:
+                    freed = out_node[jj]
+                    pst[jj] = P_GONE
+                elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
+                    # pending: it leaves the queue, and its nomination ends
+                    pst[jj] = P_GONE
+                    out_why[jj] = WHY_DELETED
+                    if nom[jj] >= 0:
+                        nom[jj] = -1
+                        n_nom -= 1
+                if freed >= 0:
+                    take_off(freed, jj, preq, pnz, used, nz_used)
+                    refresh_node(freed, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
+                                 shape_score, bal_res, bal_kind)
+                    out_why[jj] = WHY_DELETED
+                    m = log_change(m, now, -1 - jj, log_t, log_pod)
+                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+            else:
+                m, gone = empty_node(i, what, now, n_q, korder, pst, out_node, out_why, bnode,
+                                     bgone, preq, pnz, used, nz_used, m, log_t, log_pod)
+                if what == EV_DELETE:
+                    valid[i] = False
+                    nv = live_rows(valid, positions)
+                    # the nominator forgets the nominations to a deleted node
+                    for k in range(n_q):
+                        if nom[k] == i:
+                            nom[k] = -1
+                            n_nom -= 1
+                else:
+                    refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
+                                 shape_score, bal_res, bal_kind)
+                if gone > 0:
+                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+                if what == EV_DELETE:
+                    move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+            to_find = ev_find[e]
+            continue
+        j = qi[Q_POD]
+        c = pod_cls[j]
+        if kind == Q_DEPART:
+            release_from(out_node[j], c, alloc, used, nz_used, c_request, c_nonzero,
+                         c_anything, c_ignored, c_fit_filter, c_active, static_bits, reasons,
+                         raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                         shape_score, bal_res, bal_kind)
+            m = log_change(m, now, -1 - j, log_t, log_pod)
+            continue
+        i = -1
+        nt = 0
+        counted = nv > 0 and n_nom > 0
+        if counted:
+            # the nominated pods of priority >= j's use their nodes in this
+            # cycle (its scan, its rejectors, its PostFilter)
+            nt = overlay(j, prio[j], 1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
+                         nz_used, mark, touched)
+            for t in range(nt):
+                ii = touched[t]
+                save_bits[t] = reasons[c, ii]
+                for s in range(raw.shape[2]):
+                    save_raw[t, s] = raw[c, ii, s]
+                refresh_row(ii, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                            c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                            bal_res, bal_kind)
+        if nv > 0:
+            s0 = start % nv
+            i, processed = pick_live(c, nv, s0, reasons, raw, c_active, c_norm, c_weights,
+                                     to_find, seed_mix, used, positions, total_scratch,
+                                     ties_scratch, hi_scratch)
+            start = (start + processed) % nv
+        target = -1
+        n_vic = 0
+        mask = 0
+        if i < 0:
+            mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
+            if may[j] != 0:
+                mm = live_potential(c, nv, positions, static_bits, pot)
+                target, n_vic = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
+                                           alloc, used, c_request, c_anything, c_ignored,
+                                           c_fit_filter, preq, prio, pstart, krank, pst,
+                                           out_node, bnode, bgone, pot, head, nxt, cur, vout,
+                                           stats, n_pdb, pdb_kind, pdb_val, pmatch, left,
+                                           vflag)
+        if counted:
+            overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
+                    nz_used, mark, touched)
+            for t in range(nt):
+                ii = touched[t]
+                mark[ii] = 0
+                reasons[c, ii] = save_bits[t]
+                for s in range(raw.shape[2]):
+                    raw[c, ii, s] = save_raw[t, s]
+        if i >= 0:
+            place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+            if nom[j] >= 0:
+                nom[j] = -1
+                n_nom -= 1
+            out_node[j] = i
+            out_bind[j] = now
+            m = log_change(m, now, j, log_t, log_pod)
+            continue
+        if target < 0:
+            if mask == 0:
+                nowhere = 1
+            q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
+            continue
+        # nominated: lower-priority nominations to the node end
+        for k in range(n_q):
+            if nom[k] == target and k != j and prio[k] < prio[j]:
+                nom[k] = -1
+                n_nom -= 1
+        if nom[j] < 0:
+            n_nom += 1
+        nom[j] = target
+        for a in range(n_vic):
+            v = vout[a]
+            out_victim[v] = 1
+            if v < n_q:
+                pst[v] = P_GONE
+            else:
+                bgone[v] = B_GONE
+            take_off(target, v, preq, pnz, used, nz_used)
+            m = log_change(m, now, -1 - v, log_t, log_pod)
+        refresh_node(target, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+        # the victims' deletion (Pod/Delete) moved the pool during the
+        # cycle: the preemptor goes back as a pod with a move request
+        move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk,
+                   hs, hp, rank, ak, pmask)
+        pmask[j] = mask
+        pts[j] = now
+        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+    trace_end(m, qf, patt, n_log, end, out_tries)
