@@ -28,6 +28,8 @@ _pns = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
                       base=TRACE_DEVICE_NAMESPACE)
 _gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
 _run_cluster = _pns["run_local_preempt_cluster"]
+# the preemption steps as device functions (``local_preempt_events_cuda``)
+PREEMPT_DEVICE_NAMESPACE = _pns
 
 
 @cuda.jit

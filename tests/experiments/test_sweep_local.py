@@ -189,6 +189,12 @@ def test_the_readme_example_sweep_is_batched():
     assert got == _rows(jobs, False)
 
 
+def _trace(tmp_path, text: str):
+    tr = tmp_path / "x.csv"
+    tr.write_text(text)
+    return run.read_trace_file(str(tr))
+
+
 def _refusal(tmp_path, objs, trace: str, cfg=None) -> str:
     cl = tmp_path / "c.yaml"
     cl.write_text(yaml.safe_dump_all(objs))
@@ -206,9 +212,11 @@ def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
     plain = "name,arrival,cpu\np0,0,100m\n"
     # unequal priorities with DefaultPreemption on: the higher could
     # preempt, in the kernel's queue (``test_sweep_preempt``); with a pod
-    # the usage-independent filters reject everywhere it is refused
-    assert _refusal(tmp_path, nodes[:1], "name,arrival,cpu,priority\np0,0,1,1\n"
-                    "p1,0,1,2\n").startswith("DefaultPreemption")
+    # the usage-independent filters reject everywhere, with the node
+    # events' form (``test_sweep_preempt_events``)
+    (r,) = SL.trace_runs(nodes[:1], None, _trace(tmp_path, "name,arrival,cpu,priority\n"
+                                                           "p0,0,1,1\np1,0,1,2\n"), [0])
+    assert r.victim is not None and r.why is not None and r.node.tolist() == [-1, -1]
     cfg = config(0)
     cfg["profiles"][0]["plugins"] = {"filter": {"enabled": [{"name": "GpuShareFit"}]}}
     assert "not of the default profile" in _refusal(tmp_path, nodes[:1], plain, cfg)

@@ -301,9 +301,11 @@ def test_what_preemption_does_not_cover_is_refused_by_name(tmp_path):
         {"name": "NodeResourcesFit"}, {"name": "TaintToleration"}]}}
     assert _refusal(tmp_path, [node], trace, late).startswith(
         "NodeResourcesFit: filters before TaintToleration")
+    # a pod rejected on every node by the usage-independent filters runs
+    # with the node events' form (``test_sweep_preempt_events``)
     tainted = node_dict("n1", taints=[{"key": "k", "effect": "NoSchedule"}])
-    msg = _refusal(tmp_path, [tainted], trace)
-    assert msg.startswith("DefaultPreemption: pod default/p0 is rejected on every node")
+    (r,) = SL.trace_runs([tainted], None, _trace_of(tmp_path, trace), [0])
+    assert r.node.tolist() == [-1, -1] and r.victim is not None
     # without DefaultPreemption (or with equal priorities) nothing is refused
     cfg = config(0)
     cfg["profiles"][0]["plugins"] = {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}

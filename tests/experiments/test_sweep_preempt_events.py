@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tensorsched as ts
-from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_local as SL
+from tensorsched.experiments.results import SweepError
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
 from tensorsched.generators.clusters import node_dict, pod_dict
 
@@ -138,3 +138,115 @@ def test_random_inputs_preempt_and_meet_node_events(tmp_path):
                 totals[k] += g[k]
             totals["both"] += bool(g["preemptions"] and (g["evicted"] or g["deleted"]))
     assert all(v > 0 for v in totals.values()), totals
+
+
+def _write(tmp_path, objs, trace: str, steps: list | None) -> tuple:
+    c = tmp_path / "cluster.yaml"
+    c.write_text(yaml.safe_dump_all(objs))
+    t = tmp_path / "t.csv"
+    t.write_text(trace)
+    sc = None
+    if steps is not None:
+        sc = tmp_path / "sc.yaml"
+        sc.write_text(yaml.safe_dump({"steps": steps}))
+        sc = str(sc)
+    return str(c), str(t), sc
+
+
+def _check(tmp_path, objs, trace: str, steps: list | None, seeds=(0, 3)):
+    """The batched run (``ts.simulate_batch``, seed 0) and the rows of a
+    sweep of ``objs`` / ``trace`` / ``steps``: batched equal to per run."""
+    cluster, tr, sc = _write(tmp_path, objs, trace, steps)
+    (r,) = ts.simulate_batch(cluster, [tr], [None], seeds=[0], scenario=sc)
+    jobs = S.make_jobs([tr], list(seeds), cluster=cluster, scenario=sc, interval=10.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    assert got == want
+    return r, want
+
+
+def _bound(name: str, node: str, cpu: str, prio: int, daemon: bool = False) -> dict:
+    p = pod_dict(name, cpu=cpu, memory="256Mi", priority=prio)
+    p["spec"]["nodeName"] = node
+    if daemon:
+        p["metadata"]["ownerReferences"] = DAEMON
+    return p
+
+
+def _full_pair() -> list:
+    # n0 full of a low bound pod, n1 of one no queued pod may preempt: hi
+    # (2 cpu, priority 1000) arriving at 5 preempts on n0, is nominated
+    # there and backs off (1 s)
+    return [node_dict("n0", cpu="2", memory="4Gi"), node_dict("n1", cpu="2", memory="4Gi"),
+            _bound("low", "n0", "2", 0), _bound("top", "n1", "2", 5000)]
+
+
+def test_a_deleted_nominated_node_ends_the_nomination(tmp_path):
+    # at 5.5 n0 is deleted and c added in its freed row, mid (priority 10)
+    # arrives: the nomination died with n0 (it would hold c's room if the
+    # row kept it), mid binds on c; hi then preempts mid there
+    trace = "name,arrival,cpu,priority\nhi,5,2,1000\nmid,5.5,2,10\n"
+    steps = [{"at": 5.5, "delete": {"kind": "Node", "name": "n0"}},
+             {"at": 5.5, "create": node_dict("c", cpu="2", memory="4Gi")}]
+    r, want = _check(tmp_path, _full_pair(), trace, steps)
+    names = r.node_names
+    assert r.victim.tolist() == [0, 1, 1, 0]     # mid, then the bound low
+    assert names[r.node[1]] == "c" and r.bind[1] == 5.5
+    assert names[r.node[0]] == "c" and r.bind[0] > 5.5
+    assert want[0]["preemptions"] == 2 and want[0]["deleted"] == 0
+
+
+def test_a_cordoned_nominated_node_keeps_its_preemptor_out_until_uncordoned(tmp_path):
+    # n0 is cordoned while hi backs off: hi fails there (NodeUnschedulable)
+    # and finds no other candidate; it binds on n0 when uncordoned at 30
+    trace = "name,arrival,cpu,priority\nhi,5,2,1000\n"
+    steps = [{"at": 5.5, "cordon": "n0"}, {"at": 30, "uncordon": "n0"}]
+    r, want = _check(tmp_path, _full_pair(), trace, steps)
+    assert r.victim.tolist() == [0, 1, 0]
+    assert r.node_names[r.node[0]] == "n0" and r.bind[0] == 30.0
+    assert want[0]["preemptions"] == 1 and want[0]["failed_attempts"] >= 2
+
+
+def test_a_drain_evicts_what_preemption_left_on_a_node(tmp_path):
+    # hi preempts b0 (priority 0) on n0, b1 (priority 10) and the DaemonSet's
+    # ds (100) are reprieved; the drain at 20 evicts b1 and hi, ds stays
+    # (the bound pods leave one by one, not as n0's total)
+    objs = [node_dict("n0", cpu="3", memory="4Gi"), node_dict("n1", cpu="1", memory="4Gi"),
+            _bound("b0", "n0", "1", 0), _bound("b1", "n0", "1", 10),
+            _bound("ds", "n0", "500m", 100, daemon=True), _bound("top", "n1", "1", 5000)]
+    trace = "name,arrival,cpu,priority\nhi,5,1,1000\n"
+    r, want = _check(tmp_path, objs, trace, [{"at": 20, "drain": "n0"}])
+    assert r.victim.tolist() == [0, 1, 0, 0, 0]
+    assert r.why.tolist() == [3, 0, 3, 0, 0]          # hi and b1 evicted
+    assert want[0]["preemptions"] == 1 and want[0]["evicted"] == 2
+    assert want[0]["running"] == 2                    # ds and top
+
+
+def test_a_pod_rejected_everywhere_waits_while_others_preempt(tmp_path):
+    # no scenario: w's node selector matches no node (it waits for a node
+    # event or the pool's flush, not for the victims' deletion), hi
+    # preempts low meanwhile
+    objs = [node_dict("n0", cpu="2", memory="4Gi"),
+            pod_dict("w", cpu="1", memory="1Gi", priority=0,
+                     spec={"nodeSelector": {"zone": "nowhere"}})]
+    trace = "name,arrival,cpu,priority\nlow,1,2,0\nhi,3,2,1000\n"
+    cluster, tr, _ = _write(tmp_path, objs, trace, None)
+    jobs = S.make_jobs([tr], [0, 2], cluster=cluster, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    want = _rows(jobs, False)
+    assert got == want and want[0]["preemptions"] == 1 and want[0]["pending"] == 1
+
+
+def test_a_delete_of_a_pod_a_preemption_may_remove_first_is_refused(tmp_path):
+    trace = "name,arrival,cpu,priority\nhi,5,2,1000\n"
+    steps = [{"at": 9, "delete": {"kind": "Pod", "name": "low"}}]
+    cluster, tr, sc = _write(tmp_path, _full_pair(), trace, steps)
+    with pytest.raises(BatchProfileError, match="low .* may be preempted"):
+        ts.simulate_batch(cluster, [tr], [None], seeds=[0], scenario=sc)
+    jobs = S.make_jobs([tr], [0], cluster=cluster, scenario=sc, interval=60.0)
+    _got, rest = _batched(jobs)
+    assert rest == [0]          # the per-run path takes it: low was preempted first
+    with pytest.raises(SweepError, match="low: not found"):
+        S.run_sweep(jobs, workers=1)
