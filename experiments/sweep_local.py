@@ -45,12 +45,17 @@ inside the kernel's queue (``sweep_preempt``, ``kernels.batch.
 local_preempt``: PostFilter's candidates, victims and pick, the victims'
 deletion, the preemptor's nomination counted in the cycles of pods of
 lower or equal priority, PodDisruptionBudgets), its rows counting the
-preemptions.  Refused:
+preemptions; where it also has node events (a scenario's steps, a pod
+those filters reject on every node) both run in one call
+(``kernels.batch.local_preempt_events``: the manifests' bound pods one by
+one, candidates among the live nodes, a deleted node's nominations
+forgotten).  Refused:
 ``until``, a scenario step ``sweep_events`` refuses (named by the step's
 field: a Pod delete of a pod that may have left before, ...); what
 ``sweep_preempt`` refuses where a pod could preempt (InterPodAffinity terms, a
 terminating bound pod, a pod nominated in its manifest, NodeResourcesFit
-before a usage-independent filter, node events); pods whose
+before a usage-independent filter, a scenario's Pod delete of a pod a
+preemption may remove first); pods whose
 InterPodAffinity terms select each other (the probes' kernel refuses
 them).
 """

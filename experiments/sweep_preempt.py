@@ -16,9 +16,15 @@ anti-affinity terms on any pod (InterPodAffinity's answers change as
 victims leave); a pending pod nominated in its manifest
 (``status.nominatedNodeName``); a profile whose filters put
 NodeResourcesFit before a usage-independent filter (the nodes where
-preemption might help would depend on usage); node events (a scenario's
-node steps, a pod the usage-independent filters reject everywhere: the
-node-event form has no preemption).
+preemption might help would depend on usage); with node events, a
+scenario's Pod delete of a pod a preemption may remove before it
+(``check_preempt_events``: the Simulation would stop with NotFound).
+
+With node events (a scenario's steps, a pod the usage-independent
+filters reject everywhere) the kernel's form with both runs the job
+(``kernels.batch.local_preempt_events``): ``preempt_event_arrays`` names
+the manifests' bound pods in the events one by one, ``preempt_event_row``
+counts the row.
 """
 
 from __future__ import annotations
