@@ -1,8 +1,10 @@
 """The node-local trace form with node events, CPU twin's driver: one
-cluster per ``prange`` iteration (``_local_trace.run_local_events_cluster``),
-compiled with ``njit(parallel=True)`` by ``local_events``; each iteration
-gathers its local nodes (those added later too) from the shared universe
-and allocates its own scratch."""
+cluster per ``prange`` iteration (``_local_preempt_events.
+run_local_preempt_events_cluster`` without preemption: no pod may preempt,
+the manifests' bound pods in the nodes' totals), compiled with
+``njit(parallel=True)`` by ``local_events``; each iteration gathers its
+local nodes (those added later too) from the shared universe and
+allocates its own scratch."""
 
 # ruff: noqa: F821
 
@@ -22,14 +24,22 @@ def run_local_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_
                          out_why, log_t, log_pod, n_log, end, profile, n_fit, n_shape, n_bal,
                          valid0, u_rej, fit_interest, korder, ev_ptr, ev_t, ev_kind, ev_node,
                          ev_x, ev_find, ev_bound, ev_used, ev_nz):
-    """``run_local_events_cluster`` for every cluster b: its local nodes
+    """``run_local_preempt_events_cluster`` without preemption for every cluster b: its local nodes
     ``node_rows[node_ptr[b]:node_ptr[b+1]]`` (universe rows; ``valid0``
     beside them: in the cluster at the start), its pods and ``korder``
     (local pod indices) ``pod_ptr[b]:pod_ptr[b+1]``, its node events
     ``ev_ptr[b]:ev_ptr[b+1]``; ``out_node`` local rows.  The rest as
     ``_local_driver.run_local_trace_all``."""
     n_classes = c_request.shape[0]
+    # the preemption's inputs, empty (int64 C arrays and an int64 zero:
+    # the types the form with preemption passes, one compiled function)
+    none = np.empty(0, np.int64)
+    none_r = np.empty((0, used0.shape[1]), np.int64)
+    none_2 = np.empty((0, 2), np.int64)
+    none_1 = np.empty((0, 1), np.int64)
+    zero = none.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
+        one = np.empty(1, np.int64)
         off = node_ptr[b]
         rows = node_rows[off:node_ptr[b + 1]]
         n = rows.shape[0]
@@ -53,7 +63,8 @@ def run_local_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_
         nf = n_fit[k]
         nq = n_shape[k]
         nb = n_bal[k]
-        run_local_events_cluster(
+        q1 = max(e, 1)
+        run_local_preempt_events_cluster(
             a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
             c_norm, c_weights, sb, reasons, raw, strategy[k], fit_res[k, :nf], fit_kind[k, :nf],
             fit_weights[k, :nf], shape_util[k, :nq], shape_score[k, :nq], bal_res[k, :nb],
@@ -71,4 +82,12 @@ def run_local_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_
             np.empty(e, np.int64), valid, rej, fit_interest, korder[p0:p1],
             ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
             ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
-            static_raw, u_rej)
+            static_raw, u_rej,
+            # no preemption: no pod may preempt, the manifests' bound pods in
+            # the nodes' totals (the preemption arrays empty, the scratch one
+            # row where the cluster function never reads it)
+            none, none, none, none, none_r, none_2, none, zero, zero, none,
+            np.empty(1, np.int64), np.empty(q1, np.int64), one, one, one, one, one,
+            np.empty(8, np.int64), np.empty(m, np.int64), one, one,
+            np.empty((1, N_SLOTS), np.int64), zero, one, one, none_1,
+            np.empty((2, 1), np.int64), one)

@@ -1,10 +1,14 @@
-"""The node-local trace form with DefaultPreemption and timed node events
-together: one cluster fed a trace whose nodes join, are cordoned, drained
-and deleted, and whose pods are deleted at their times
-(``_local_trace.run_local_events_cluster``'s steps), where a pod that
-fits nowhere runs PostFilter (``_local_preempt``'s search and pick).
+"""The node-local trace form with timed node events, and DefaultPreemption
+with them: one cluster fed a trace whose nodes join, are cordoned, drained
+and deleted, and whose pods are deleted at their times (``_local_trace``'s
+node-event steps), where a pod that may preempt and fits nowhere runs
+PostFilter (``_local_preempt``'s search and pick).  The node-event form
+(``local_events``) runs it without preemption: no pod may preempt
+(``may`` empty) and the manifests' bound pods are in the nodes' totals
+(``bnode`` empty: a drain leaves the node what the event says, a bound
+pod's delete takes its requests).
 
-What the two forms do not do alone:
+With preemption (bound pods of its own), what neither form does alone:
 
 - the manifests' bound pods are pods one by one (rows P + b of the
   preemption arrays, on local node ``bnode[b]``), not per-node totals: a
@@ -66,14 +70,22 @@ B_GONE = 1
 B_KEPT = 2          # the drain under way leaves it
 
 
-def take_off(i, k, preq, pnz, used, nz_used):
-    """Pod ``k``'s requests (``preq[k]``, ``pnz[k]``, one pod) off node
-    ``i``; its answers are left to the caller."""
-    for r in range(used.shape[1]):
-        used[i, r] -= preq[k, r]
+def take_off(i, k, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used):
+    """Pod ``k``'s requests off node ``i`` (a queue pod k < ``n_q``: its
+    class's, as ``place_on`` put them; a bound pod: ``preq[k]`` /
+    ``pnz[k]``), one pod less; its answers are left to the caller."""
+    if k < n_q:
+        c = pod_cls[k]
+        for r in range(used.shape[1]):
+            used[i, r] -= c_request[c, r]
+        nz_used[i, 0] -= c_nonzero[c, 0]
+        nz_used[i, 1] -= c_nonzero[c, 1]
+    else:
+        for r in range(used.shape[1]):
+            used[i, r] -= preq[k, r]
+        nz_used[i, 0] -= pnz[k, 0]
+        nz_used[i, 1] -= pnz[k, 1]
     used[i, RES_PODS] -= 1
-    nz_used[i, 0] -= pnz[k, 0]
-    nz_used[i, 1] -= pnz[k, 1]
 
 
 def live_potential(c, nv, positions, static_bits, pot):
@@ -88,24 +100,44 @@ def live_potential(c, nv, positions, static_bits, pot):
     return m
 
 
-def empty_node(i, what, now, n_q, korder, pst, out_node, out_why, bnode, bgone, preq, pnz,
-               used, nz_used, m, log_t, log_pod):
+def empty_node(i, what, n_bound, left, left_nz, now, n_q, korder, pst, pod_cls, c_request, c_nonzero,
+               out_node, out_why, bnode, bgone, preq, pnz, used, nz_used, m, log_t, log_pod):
     """A drain (``what`` EV_EVICT) or a deletion of node ``i``: its pods
     leave (the queue's in key order, then the manifests' bound ones), but
     those the drain leaves (P_KEPT, B_KEPT: they stay, marks cleared);
-    (the next log row, how many left)."""
+    (the next log row, how many left).  Without bound pods of their own
+    (``bnode`` empty) the manifests' bound pods are in the node's totals:
+    ``n_bound`` of them leave, the node keeps ``left`` [R] / ``left_nz``
+    [2] requested (what the drain leaves of them; the node-event form's
+    accounting) and the queue pods that stay."""
     why = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
-    gone = 0
+    rows = bnode.shape[0] > 0
+    gone = 0 if rows else n_bound
     for t in range(korder.shape[0]):
         jj = korder[t]
-        if pst[jj] == P_KEPT:
-            pst[jj] = P_BOUND
-        elif pst[jj] == P_BOUND and out_node[jj] == i:
-            take_off(i, jj, preq, pnz, used, nz_used)
+        if pst[jj] == P_BOUND and out_node[jj] == i:
+            if rows:
+                take_off(i, jj, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
             pst[jj] = P_GONE
             out_why[jj] = why
             m = log_change(m, now, -1 - jj, log_t, log_pod)
             gone += 1
+    if not rows:
+        for r in range(used.shape[1]):
+            used[i, r] = left[r]
+        nz_used[i, 0] = left_nz[0]
+        nz_used[i, 1] = left_nz[1]
+    for t in range(korder.shape[0]):
+        jj = korder[t]
+        if pst[jj] == P_KEPT:
+            pst[jj] = P_BOUND
+            if not rows:
+                c = pod_cls[jj]
+                for r in range(used.shape[1]):
+                    used[i, r] += c_request[c, r]
+                used[i, RES_PODS] += 1
+                nz_used[i, 0] += c_nonzero[c, 0]
+                nz_used[i, 1] += c_nonzero[c, 1]
     for b in range(bnode.shape[0]):
         k = n_q + b
         if bnode[b] != i:
@@ -113,7 +145,7 @@ def empty_node(i, what, now, n_q, korder, pst, out_node, out_why, bnode, bgone, 
         if bgone[k] == B_KEPT:
             bgone[k] = B_HERE
         elif bgone[k] == B_HERE:
-            take_off(i, k, preq, pnz, used, nz_used)
+            take_off(i, k, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
             bgone[k] = B_GONE
             out_why[k] = why
             m = log_change(m, now, -1 - k, log_t, log_pod)
@@ -130,18 +162,46 @@ def run_local_preempt_events_cluster(
         positions, total_scratch, ties_scratch, hi_scratch,
         qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
         valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
-        u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+        ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
         prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
         nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
         n_pdb, pdb_kind, pdb_val, pmatch, left, vflag):
-    """``_local_trace.run_local_events_cluster`` with DefaultPreemption
-    (module doc).  Its arguments (the events' ``ev_used`` / ``ev_nz`` not
-    taken: the bound pods leave one by one) but: ``out_why`` [P + B] the
-    queue's pods then the manifests' bound ones; ``EV_POD_DELETE`` /
-    ``EV_KEEP`` name a bound pod b as ``ev_bound`` P + b.  The preemption
-    arrays as ``_local_preempt.run_local_preempt_cluster`` takes them
-    (``bnode`` local rows at the start); ``bgone`` [P + B] scratch (a bound
-    pod's ``B_*`` state)."""
+    """``_local_trace.run_local_trace_cluster`` with timed node events,
+    every cycle a scan of the live nodes (``pick_live``), and
+    DefaultPreemption (module doc).  The n local nodes are the rows the
+    Scheduler gives them, ``valid`` [n] (updated) those in the cluster now
+    (a node added later is a row from the start, absent until its time);
+    ``rej`` [C, n] each class's rejector code per node (the static
+    status's interest bits, ``REJ_FIRST``); ``fit_interest``
+    NodeResourcesFit's interest bits; ``korder`` [P] the pods in key order
+    (the order a node's pods are deleted in).
+
+    Node event e at ``ev_t[e]`` (seconds, nondecreasing) of kind
+    ``ev_kind[e]`` on local node ``ev_node[e]`` (``EV_ADD`` from universe
+    row ``ev_x[e]``: its allocatable, usage and static answers;
+    ``EV_UPDATE``: its static answers become row ``ev_x[e]``'s;
+    ``EV_EVICT`` / ``EV_DELETE``: its pods leave, in key order; without
+    bound pods of its own a drain leaves ``ev_used[e]`` [R] / ``ev_nz[e]``
+    [2] of the manifests' requested; ``EV_KEEP``: the drain next (of node
+    ``ev_node[e]``) leaves pod ``ev_bound[e]`` there when bound on it (a
+    DaemonSet's, static; P + b a bound pod b); ``EV_POD_DELETE``: pod
+    ``ev_bound[e]`` is deleted (bound: it frees its node, Pod/Delete;
+    pending: it leaves the queue; P + b: bound pod b), or with -1 a
+    manifests' bound pod in node ``ev_node[e]``'s totals requesting
+    ``ev_used[e]`` / ``ev_nz[e]``; at its time before the departures,
+    ``_queue.q_next_steps``), ``ev_find[e]`` the nodes to find after it.
+    A node's add moves the pool for Node/Add, an update for Node/Update,
+    each pod deleted for Pod/Delete, a node's deletion (after its pods')
+    for Node/Delete; a failed pod keeps what its rejectors listen to
+    (``failure_interest``).  ``out_why`` [P (+ B)]: how a pod left with
+    its node or by a Pod delete (``WHY_DELETED``, ``WHY_EVICTED``; 0
+    otherwise).  The universe arrays ``u_*`` as the driver gathers from;
+    the rest as ``run_local_trace_cluster``.
+
+    The preemption arrays as ``_local_preempt.run_local_preempt_cluster``
+    takes them (``bnode`` local rows at the start; ``may`` empty: no
+    preemption); ``bgone`` [P + B] scratch (a bound pod's ``B_*``
+    state)."""
     n = alloc.shape[0]
     n_q = pod_cls.shape[0]
     nv = live_rows(valid, positions)
@@ -157,7 +217,9 @@ def run_local_preempt_events_cluster(
         nom[j] = -1
     for k in range(out_victim.shape[0]):
         out_victim[k] = 0
+    for k in range(out_why.shape[0]):
         out_why[k] = 0
+    for k in range(bgone.shape[0]):
         bgone[k] = B_HERE
     q_init(qi, qf, pst, patt, pts)
     to_find = num_to_find
@@ -204,7 +266,15 @@ def run_local_preempt_events_cluster(
             elif what == EV_POD_DELETE:
                 jj = ev_bound[e]
                 freed = -1
-                if jj >= n_q:
+                if jj < 0:
+                    # a manifests' bound pod in the node's totals: its
+                    # requests ``ev_used[e]`` leave node i
+                    for r in range(used.shape[1]):
+                        used[i, r] -= ev_used[e, r]
+                    nz_used[i, 0] -= ev_nz[e, 0]
+                    nz_used[i, 1] -= ev_nz[e, 1]
+                    freed = i
+                elif jj >= n_q:
                     if bgone[jj] == B_HERE:
                         freed = bnode[jj - n_q]
                         bgone[jj] = B_GONE
@@ -219,17 +289,20 @@ def run_local_preempt_events_cluster(
                         nom[jj] = -1
                         n_nom -= 1
                 if freed >= 0:
-                    take_off(freed, jj, preq, pnz, used, nz_used)
+                    if jj >= 0:
+                        take_off(freed, jj, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used,
+                                 nz_used)
+                        out_why[jj] = WHY_DELETED
+                        m = log_change(m, now, -1 - jj, log_t, log_pod)
                     refresh_node(freed, alloc, used, nz_used, c_request, c_nonzero, c_anything,
                                  c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
                                  strategy, fit_res, fit_kind, fit_weights, shape_util,
                                  shape_score, bal_res, bal_kind)
-                    out_why[jj] = WHY_DELETED
-                    m = log_change(m, now, -1 - jj, log_t, log_pod)
                     move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
                                aq, up, hk, hs, hp, rank, ak, pmask)
             else:
-                m, gone = empty_node(i, what, now, n_q, korder, pst, out_node, out_why, bnode,
+                m, gone = empty_node(i, what, ev_bound[e], ev_used[e], ev_nz[e], now, n_q, korder, pst,
+                                     pod_cls, c_request, c_nonzero, out_node, out_why, bnode,
                                      bgone, preq, pnz, used, nz_used, m, log_t, log_pod)
                 if what == EV_DELETE:
                     valid[i] = False
@@ -289,7 +362,7 @@ def run_local_preempt_events_cluster(
         mask = 0
         if i < 0:
             mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
-            if may[j] != 0:
+            if may.shape[0] > 0 and may[j] != 0:
                 mm = live_potential(c, nv, positions, static_bits, pot)
                 target, n_vic = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
                                            alloc, used, c_request, c_anything, c_ignored,
@@ -338,7 +411,7 @@ def run_local_preempt_events_cluster(
                 pst[v] = P_GONE
             else:
                 bgone[v] = B_GONE
-            take_off(target, v, preq, pnz, used, nz_used)
+            take_off(target, v, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
             m = log_change(m, now, -1 - v, log_t, log_pod)
         refresh_node(target, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                      c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,

@@ -22,7 +22,8 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
                                  backoff0, backoff_max, max_unsched, out_node, out_bind,
                                  out_tries, out_why, log_t, log_pod, n_log, end, profile, n_fit,
                                  n_shape, n_bal, valid0, u_rej, fit_interest, korder, ev_ptr,
-                                 ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, vic_ptr, prio,
+                                 ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
+                                 vic_ptr, prio,
                                  may, krank, pstart, preq, pnz, bnode, pct, least, out_victim,
                                  n_pdb, pdb_kind, pdb_val, pmatch):
     """``run_local_preempt_events_cluster`` for every cluster b: its nodes
@@ -78,7 +79,8 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
             np.empty(e, np.int64), rank[p0:p1], np.empty(r_heap, np.int64),
             np.empty(e, np.int64), valid, rej, fit_interest, korder[p0:p1],
             ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
-            ev_bound[e0:e1], alloc, used0, nz0, static_bits, static_raw, u_rej,
+            ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
+            static_raw, u_rej,
             prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1], pnz[v0:v1],
             bnode[v0 - p0:v1 - p1], pct[b], least[b], out_victim[v0:v1],
             np.empty(w1, np.int64), np.empty(q1, np.int64), np.empty(m, np.int64),

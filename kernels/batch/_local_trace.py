@@ -7,11 +7,12 @@ seeded tie rule among the top-scored nodes: ``_local_core.pick_node``), a
 departure returning the pod's usage (the node's answers and tie rank
 follow: ``_local_core.fold_node``).
 
-With timed node events (``run_local_events_cluster``: nodes added,
-cordoned and uncordoned, drained, deleted) every cycle scans the live
-nodes, each failed pod keeps the cluster events its rejecting plugins
-listen to, and a departure or a node event moves only the pods listening
-to it (``_queue.move_where``).
+With timed node events (nodes added, cordoned and uncordoned, drained,
+deleted: their steps below, the cluster function
+``_local_preempt_events.run_local_preempt_events_cluster``) every cycle
+scans the live nodes, each failed pod keeps the cluster events its
+rejecting plugins listen to, and a departure or a node event moves only
+the pods listening to it (``_queue.move_where``).
 
 Plain Python on scalars and arrays, compiled with ``njit`` on top of
 ``_local_core`` and ``_queue`` (``local_trace``).
@@ -175,7 +176,8 @@ def run_local_trace_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anythi
 
 
 # ---------------------------------------------------------------------------
-# node events: the trace form with timed node changes (``run_local_events_cluster``)
+# node events: the trace form's steps with timed node changes
+# (``_local_preempt_events.run_local_preempt_events_cluster``)
 
 Q_NODE = 3              # _queue.NODE
 P_BOUND = 4             # _queue.BOUND: a pod's status
@@ -284,202 +286,3 @@ def refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ig
         refresh_row(i, cc, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-
-
-def run_local_events_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                             c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
-                             raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
-                             shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
-                             backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
-                             out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
-                             positions, total_scratch, ties_scratch, hi_scratch,
-                             qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                             pmask, valid, rej, fit_interest, korder,
-                             ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
-                             u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej):
-    """``run_local_trace_cluster`` with timed node events, every cycle a
-    scan of the live nodes (``pick_live``).  The n local nodes are the
-    rows the Scheduler gives them, ``valid`` [n] (updated) those in the
-    cluster now (a node added later is a row from the start, absent until
-    its time); ``rej`` [C, n] each class's rejector code per node (the
-    static status's interest bits, ``REJ_FIRST``); ``fit_interest``
-    NodeResourcesFit's interest bits; ``korder`` [P] the pods in key order
-    (the order a node's pods are deleted in).
-
-    Node event e at ``ev_t[e]`` (seconds, nondecreasing) of kind
-    ``ev_kind[e]`` on local node ``ev_node[e]`` (``EV_ADD`` from universe
-    row ``ev_x[e]``: its allocatable, usage and static answers;
-    ``EV_UPDATE``: its static answers become row ``ev_x[e]``'s;
-    ``EV_EVICT`` / ``EV_DELETE``: its pods leave (``ev_bound[e]`` of them
-    the manifests' bound pods), in key order; a drain leaves ``ev_used[e]``
-    [R] / ``ev_nz[e]`` [2] requested: its pods that stay;
-    ``EV_KEEP``: the drain next (of node ``ev_node[e]``) leaves pod
-    ``ev_bound[e]`` there when bound on it (a DaemonSet's, static);
-    ``EV_POD_DELETE``: pod ``ev_bound[e]`` is deleted (bound: it frees its
-    node, Pod/Delete; pending: it leaves the queue), or with -1 a
-    manifests' bound pod on node ``ev_node[e]`` requesting ``ev_used[e]`` /
-    ``ev_nz[e]``; at its time before the departures, ``_queue.
-    q_next_steps``), ``ev_find[e]`` the nodes to
-    find after it (percentageOfNodesToScore of the nodes then).  The
-    Simulation's events: a node's add moves the pool for Node/Add, an
-    update for Node/Update, each pod deleted for Pod/Delete, a node's
-    deletion (after its pods') for Node/Delete.  A failed pod keeps what
-    its rejectors listen to (``failure_interest``; the pool moves by it,
-    ``_queue.move_where``).  ``out_why`` [P]: how a pod left with its
-    node (``WHY_DELETED``, ``WHY_EVICTED``; 0 otherwise).  The universe
-    arrays ``u_*`` as the driver gathers from; the rest as
-    ``run_local_trace_cluster``."""
-    nv = live_rows(valid, positions)
-    for i in range(alloc.shape[0]):
-        refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-    for j in range(pod_cls.shape[0]):
-        out_node[j] = -1
-        out_bind[j] = np.nan
-        out_why[j] = 0
-        pmask[j] = 0
-    q_init(qi, qf, pst, patt, pts)
-    to_find = num_to_find
-    start = 0
-    m = 0
-    # a pod failed where no node was (rejected by no plugin): from then on
-    # an arrival moves such pods too (``_queue.admit_moving``)
-    nowhere = 0
-    while True:
-        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
-                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                            hp, dk, ds, dp, rank, ak, pmask)
-        if kind == Q_DONE:
-            break
-        now = qf[Q_NOW]
-        if kind == Q_NODE:
-            e = qi[Q_POD]
-            i = ev_node[e]
-            x = ev_x[e]
-            what = ev_kind[e]
-            if what == EV_ADD or what == EV_UPDATE:
-                if what == EV_ADD:
-                    for r in range(alloc.shape[1]):
-                        alloc[i, r] = u_alloc[x, r]
-                        used[i, r] = u_used0[x, r]
-                    nz_used[i, 0] = u_nz0[x, 0]
-                    nz_used[i, 1] = u_nz0[x, 1]
-                    valid[i] = True
-                    nv = live_rows(valid, positions)
-                restatic(i, x, u_static_bits, u_static_raw, u_rej, static_bits, raw, rej)
-                refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                             c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                             strategy, fit_res, fit_kind, fit_weights, shape_util,
-                             shape_score, bal_res, bal_kind)
-                move_where(I_NODE_ADD if what == EV_ADD else I_NODE_UPDATE, now, backoff0,
-                           backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
-                           pmask)
-            elif what == EV_KEEP:
-                # a DaemonSet's (or static) pod: the drain that follows leaves it
-                jj = ev_bound[e]
-                if pst[jj] == P_BOUND and out_node[jj] == i:
-                    pst[jj] = P_KEPT
-            elif what == EV_POD_DELETE:
-                jj = ev_bound[e]
-                freed = False
-                if jj < 0:
-                    # a manifests' bound pod: its requests ``ev_used[e]`` leave node i
-                    for r in range(used.shape[1]):
-                        used[i, r] -= ev_used[e, r]
-                    nz_used[i, 0] -= ev_nz[e, 0]
-                    nz_used[i, 1] -= ev_nz[e, 1]
-                    refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
-                                 shape_score, bal_res, bal_kind)
-                    freed = True
-                elif pst[jj] == P_BOUND:
-                    release_from(out_node[jj], pod_cls[jj], alloc, used, nz_used, c_request,
-                                 c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
-                                 static_bits, reasons, raw, strategy, fit_res, fit_kind,
-                                 fit_weights, shape_util, shape_score, bal_res, bal_kind)
-                    pst[jj] = P_GONE
-                    out_why[jj] = WHY_DELETED
-                    m = log_change(m, now, -1 - jj, log_t, log_pod)
-                    freed = True
-                elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
-                    # pending: it leaves the queue (its entries die where they
-                    # are); no cluster event
-                    pst[jj] = P_GONE
-                    out_why[jj] = WHY_DELETED
-                if freed:
-                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-            else:
-                gone = ev_bound[e]
-                for k in range(korder.shape[0]):
-                    jj = korder[k]
-                    if pst[jj] == P_BOUND and out_node[jj] == i:
-                        pst[jj] = P_GONE
-                        out_why[jj] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
-                        m = log_change(m, now, -1 - jj, log_t, log_pod)
-                        gone += 1
-                # what stays: the manifests' pods a drain leaves (none on a
-                # delete), and the queued pods it leaves (``EV_KEEP``)
-                for r in range(used.shape[1]):
-                    used[i, r] = ev_used[e, r]
-                nz_used[i, 0] = ev_nz[e, 0]
-                nz_used[i, 1] = ev_nz[e, 1]
-                for k in range(korder.shape[0]):
-                    jj = korder[k]
-                    if pst[jj] == P_KEPT:
-                        pst[jj] = P_BOUND
-                        cc = pod_cls[jj]
-                        for r in range(used.shape[1]):
-                            used[i, r] += c_request[cc, r]
-                        used[i, RES_PODS] += 1
-                        nz_used[i, 0] += c_nonzero[cc, 0]
-                        nz_used[i, 1] += c_nonzero[cc, 1]
-                if what == EV_DELETE:
-                    valid[i] = False
-                    nv = live_rows(valid, positions)
-                else:
-                    refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
-                                 shape_score, bal_res, bal_kind)
-                if gone > 0:
-                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-                if what == EV_DELETE:
-                    move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-            to_find = ev_find[e]
-            continue
-        j = qi[Q_POD]
-        c = pod_cls[j]
-        if kind == Q_DEPART:
-            i = out_node[j]
-            release_from(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                         strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                         bal_res, bal_kind)
-            m = log_change(m, now, -1 - j, log_t, log_pod)
-            continue
-        i = -1
-        if nv > 0:
-            s = start % nv
-            i, processed = pick_live(c, nv, s, reasons, raw, c_active, c_norm, c_weights,
-                                     to_find, seed_mix, used, positions, total_scratch,
-                                     ties_scratch, hi_scratch)
-            start = (start + processed) % nv
-        if i < 0:
-            mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
-            if mask == 0:
-                nowhere = 1
-            q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
-            continue
-        place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-        out_node[j] = i
-        out_bind[j] = now
-        m = log_change(m, now, j, log_t, log_pod)
-    trace_end(m, qf, patt, n_log, end, out_tries)

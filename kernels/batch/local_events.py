@@ -1,9 +1,9 @@
 """The node-local trace form with timed node events, on the CPU twin: each
 cluster's nodes join, change (cordon, uncordon), are drained and deleted at
 their times, and pods are deleted at theirs (a scenario's pod deletes),
-while its pods arrive and leave (``_local_trace.
-run_local_events_cluster``, a ``prange`` over clusters:
-``_local_events_driver``).
+while its pods arrive and leave (``_local_preempt_events.
+run_local_preempt_events_cluster`` without preemption, a ``prange`` over
+clusters: ``_local_events_driver``).
 
 ``LocalEvents`` is a ``local_cpu.LocalTrace`` and, per cluster, its local
 nodes' presence at the start and its node events; ``run_local_events``
@@ -20,9 +20,8 @@ import numpy as np
 from numba import njit
 
 from tensorsched.kernels._compile import compile_module
-from tensorsched.kernels.fused import _numba as _fused
 
-from . import _local_core, _local_events_driver, _local_trace, _queue
+from . import _local_events_driver, _local_preempt_events, _local_trace
 from .local_cpu import (
     LocalTrace,
     TraceResult,
@@ -31,6 +30,7 @@ from .local_cpu import (
     trace_inputs,
     trace_profiles,
 )
+from .local_preempt import PREEMPT_NAMESPACE
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_local_trace.EV_ADD, _local_trace.EV_UPDATE,
                                           _local_trace.EV_EVICT, _local_trace.EV_DELETE)
@@ -43,12 +43,12 @@ REJ_FIRST = _local_trace.REJ_FIRST
 WHY_DELETED, WHY_EVICTED = _local_trace.WHY_DELETED, _local_trace.WHY_EVICTED
 EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE, EV_POD_DELETE, EV_KEEP)
 
-# the same chain as ``local_cpu``'s (the same sources and keys: its on-disk cache)
-_core = compile_module(_local_core, njit, base=_fused.core, options={"nogil": True}, cache=True)
-_queue_ns = compile_module(_queue, njit, base=_core, options={"nogil": True}, cache=True)
-_trace_ns = compile_module(_local_trace, njit, base=_queue_ns, options={"nogil": True},
-                           cache=True)
-_drivers = compile_module(_local_events_driver, njit, base=_trace_ns,
+# the cluster function of the form with preemption (``_local_preempt_events``),
+# without it here: one compiled function for both forms
+_pe_ns = compile_module(_local_preempt_events, njit, base=PREEMPT_NAMESPACE,
+                        options={"nogil": True}, cache=True)
+PREEMPT_EVENTS_NAMESPACE = _pe_ns
+_drivers = compile_module(_local_events_driver, njit, base=_pe_ns,
                           options={"nogil": True, "parallel": True}, cache=True)
 _run_events_all = _drivers["run_local_events_all"]
 

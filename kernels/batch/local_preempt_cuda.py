@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _local_core, _local_preempt, _queue
+from . import _local_core, _queue
 from .local_cpu import TraceResult, empty_trace_result, trace_profiles
 from .local_preempt import LocalPreempt, log_rows
-from .local_trace_cuda import TRACE_DEVICE_NAMESPACE, copy_results, trace_host_inputs
+from .local_trace_cuda import (
+    PREEMPT_DEVICE_NAMESPACE,
+    TRACE_DEVICE_NAMESPACE,
+    copy_results,
+    trace_host_inputs,
+)
 
 from numba import cuda  # noqa: E402
 
-from tensorsched.kernels._compile import compile_module  # noqa: E402
-
 N_SLOTS = _local_core.N_SLOTS
 
-_pns = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
-                      base=TRACE_DEVICE_NAMESPACE)
+_pns = PREEMPT_DEVICE_NAMESPACE
 _gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
 _run_cluster = _pns["run_local_preempt_cluster"]
-# the preemption steps as device functions (``local_preempt_events_cuda``)
-PREEMPT_DEVICE_NAMESPACE = _pns
 
 
 @cuda.jit

@@ -4,9 +4,9 @@ run_local_preempt_events_cluster``, a ``prange`` over clusters:
 ``_local_preempt_events_driver``).
 
 ``LocalPreemptEvents`` is a ``local_events.LocalEvents`` and a
-``local_preempt.LocalPreempt`` on the same ``LocalTrace``: the events'
-``ev_used`` / ``ev_nz`` are not read (the manifests' bound pods are the
-preemption's rows, leaving one by one), and a pod delete or a drain's keep
+``local_preempt.LocalPreempt`` on the same ``LocalTrace``: where a cluster
+has bound pods of the preemption's rows the events' ``ev_used`` /
+``ev_nz`` are not read (they leave one by one), and a pod delete or a drain's keep
 may name cluster b's bound pod k as ``ev_bound`` P + k (P its queue pods).
 ``run_local_preempt_events`` answers a ``local_cpu.TraceResult`` (``node``
 in local rows, the log as ``local_preempt``'s: two rows per queue pod, one
@@ -25,14 +25,14 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _local_preempt_events, _local_preempt_events_driver
+from . import _local_preempt_events_driver
 from .local_cpu import empty_trace_result, numba_threads, trace_inputs, trace_profiles
-from .local_events import LocalEvents
-from .local_preempt import PREEMPT_NAMESPACE, LocalPreempt, log_rows
+from .local_events import PREEMPT_EVENTS_NAMESPACE, LocalEvents
+from .local_preempt import LocalPreempt, log_rows
 
-_pe_ns = compile_module(_local_preempt_events, njit, base=PREEMPT_NAMESPACE,
-                        options={"nogil": True}, cache=True)
-_drivers = compile_module(_local_preempt_events_driver, njit, base=_pe_ns,
+# the cluster function the node-event form's driver calls too (one compiled
+# function: the same argument types)
+_drivers = compile_module(_local_preempt_events_driver, njit, base=PREEMPT_EVENTS_NAMESPACE,
                           options={"nogil": True, "parallel": True}, cache=True)
 _run_all = _drivers["run_local_preempt_events_all"]
 
@@ -61,7 +61,7 @@ class LocalPreemptEvents(NamedTuple):
         return (np.ascontiguousarray(ev.valid0, np.bool_), i64(ev.rej), int(ev.fit_interest),
                 i64(ev.korder), i64(ev.ev_ptr), np.ascontiguousarray(ev.ev_t, np.float64),
                 i64(ev.ev_kind), i64(ev.ev_node), i64(ev.ev_x), i64(ev.ev_find),
-                i64(ev.ev_bound))
+                i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz))
 
 
 def run_local_preempt_events(pe: LocalPreemptEvents, threads: int | None = None

@@ -13,23 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _local_core, _local_preempt_events, _queue
+from . import _local_core, _queue
 from .local_cpu import empty_trace_result, trace_profiles
 from .local_preempt import log_rows
-from .local_preempt_cuda import PREEMPT_DEVICE_NAMESPACE
 from .local_preempt_events import LocalPreemptEvents
-from .local_trace_cuda import TRACE_DEVICE_NAMESPACE, copy_results, trace_host_inputs
+from .local_trace_cuda import (
+    PREEMPT_EVENTS_DEVICE_NAMESPACE,
+    TRACE_DEVICE_NAMESPACE,
+    copy_results,
+    trace_host_inputs,
+)
 
 from numba import cuda  # noqa: E402
 
-from tensorsched.kernels._compile import compile_module  # noqa: E402
-
 N_SLOTS = _local_core.N_SLOTS
 
-_pens = compile_module(_local_preempt_events, lambda f: cuda.jit(f, device=True),
-                       base=PREEMPT_DEVICE_NAMESPACE)
 _gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
-_run_cluster = _pens["run_local_preempt_events_cluster"]
+# the node-event form's cluster function (``local_trace_cuda``), with preemption here
+_run_cluster = PREEMPT_EVENTS_DEVICE_NAMESPACE["run_local_preempt_events_cluster"]
 
 
 @cuda.jit
@@ -38,8 +39,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape, bal_res, bal_kind,
             n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find,
             seed_mixes, arrive, depart, duration, rank, valid0, u_rej, korder, ev_ptr, ev_t,
-            ev_kind, ev_node, ev_x, ev_find, ev_bound, vic_ptr, prio, may, krank, pstart, preq,
-            pnz, bnode, pct, least, n_pdb, pdb_kind, pdb_val, pmatch, fit_interest, backoff0,
+            ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz, vic_ptr, prio, may, krank,
+            pstart, preq, pnz, bnode, pct, least, n_pdb, pdb_kind, pdb_val, pmatch, fit_interest, backoff0,
             backoff_max, max_unsched, out_node, out_bind, out_tries, out_why, out_victim, log_t,
             log_pod, n_log, end, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
             rej_all, valid_all, node_all, sraw_all, hi_all, qi_all, qf_all, pod_all, podf_all,
@@ -97,8 +98,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         pd[0, :e], pd[1, :e], pf[0, :e], ring[0, :e2], ring[1, :e2], hk_all[b, :e2],
         ring[2, :e2], ring[3, :e2], pf[1, :q1], pd[2, :q1], pd[3, :q1], rank[p0:p0 + e],
         ak_all[b], pd[4, :q1], valid, rej, fit_interest, korder[p0:p0 + e], ev_t[e0:e1],
-        ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1], ev_bound[e0:e1], alloc,
-        used0, nz0, static_bits, static_raw, u_rej, prio[v0:v1], may[v0:v1], krank[v0:v1],
+        ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1], ev_bound[e0:e1],
+        ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits, static_raw, u_rej,
+        prio[v0:v1], may[v0:v1], krank[v0:v1],
         pstart[v0:v1], preq[v0:v1], pnz[v0:v1], bnode[v0 - p0:v1 - p0 - e], pct[b], least[b],
         out_victim[v0:v1], vd[0, :w1], pd[5, :q1], nd[3, :m], nd[4, :m], vd[1, :w1],
         vd[2, :w1], vd[3, :w1], vd[4, :8], nd[5, :m], nd[6, :m], nd[7, :m], sraw_all[b, :m],
@@ -129,7 +131,7 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     host = (*trace_host_inputs(t, pr), np.ascontiguousarray(ev.valid0, np.bool_), i64(ev.rej),
             i64(ev.korder), i64(ev.ev_ptr), np.ascontiguousarray(ev.ev_t, np.float64),
             i64(ev.ev_kind), i64(ev.ev_node), i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound),
-            *p.inputs(), *p.pdb_inputs())
+            i64(ev.ev_used), i64(ev.ev_nz), *p.inputs(), *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
     nmax = max(1, int(np.diff(a.node_ptr).max()))
     emax = max(1, int(np.diff(a.pod_ptr).max()))

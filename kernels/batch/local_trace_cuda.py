@@ -7,8 +7,8 @@ kernel's own pick); ``run_local_trace_cuda(t)`` answers what
 (``local_events.LocalEvents``) ``run_local_events_cuda(ev)`` answers what
 ``local_events.run_local_events(ev)`` answers: a thread block per cluster
 whose thread 0 runs the CPU twin's own cluster function
-(``_local_trace.run_local_events_cluster``, every cycle a scan of the live
-nodes) as a device function.
+(``_local_preempt_events.run_local_preempt_events_cluster`` without
+preemption, every cycle a scan of the live nodes) as a device function.
 
 The clusters in chunks sized to the free device memory (``trace_chunks``),
 each chunk's state in device memory (one upload, one download).
@@ -22,7 +22,7 @@ import numpy as np
 from .local_cuda import THREADS, block_pick
 from .device_memory import device_budget
 from .warp import WARPS
-from . import _local_core, _local_trace, _queue
+from . import _local_core, _local_preempt, _local_preempt_events, _local_trace, _queue
 from .local_cpu import LocalTrace, TraceResult, empty_trace_result, seed_mix, trace_profiles
 from .local_events import LocalEvents
 
@@ -47,9 +47,16 @@ _q_bound = _qns["q_bound"]
 # the node-local rules and the queue as device functions
 QUEUE_DEVICE_NAMESPACE = _qns
 _tns = compile_module(_local_trace, lambda f: cuda.jit(f, device=True), base=_qns)
-_run_events_cluster = _tns["run_local_events_cluster"]
 # with the trace forms' shared steps (``local_preempt_cuda``)
 TRACE_DEVICE_NAMESPACE = _tns
+# the preemption steps and the cluster function with node events (the node
+# event form runs it without preemption; ``local_preempt_cuda``,
+# ``local_preempt_events_cuda``)
+PREEMPT_DEVICE_NAMESPACE = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
+                                          base=_tns)
+PREEMPT_EVENTS_DEVICE_NAMESPACE = compile_module(
+    _local_preempt_events, lambda f: cuda.jit(f, device=True), base=PREEMPT_DEVICE_NAMESPACE)
+_run_events_cluster = PREEMPT_EVENTS_DEVICE_NAMESPACE["run_local_preempt_events_cluster"]
 
 
 @cuda.jit
@@ -374,9 +381,13 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
                    alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, rej_all,
                    valid_all, pos_all, tot_all, ties_all, hi_all, qi_all, qf_all, pst_all,
                    patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
-                   dp_all, ak_all, pm_all):
+                   dp_all, ak_all, pm_all, none, none_r, none_2, none_1, nom_all, mark_all,
+                   one_all, sraw_all, left_all):
     """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
-    ``run_local_events_cluster`` (the scratch ``*_all`` padded per cluster)."""
+    ``run_local_preempt_events_cluster`` without preemption (the scratch
+    ``*_all`` padded per cluster; ``none*`` the empty preemption inputs,
+    ``one_all`` [B, 12, 8] rows of the preemption's scratch it never
+    reads)."""
     b = cuda.blockIdx.x
     if cuda.threadIdx.x != 0:
         return
@@ -402,6 +413,9 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
         for c in range(c_request.shape[0]):
             rej[c, i] = u_rej[c, node_rows[off + i]]
     e2 = max(2 * e, 1)
+    q1 = max(e, 1)
+    zero = none.shape[0]
+    one = one_all[b]
     _run_events_cluster(
         a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, c_norm,
         c_weights, sb, reasons_all[b, :, :n], raw, strategy[k], fit_res[k, :n_fit[k]],
@@ -418,7 +432,10 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
         ak_all[b], pm_all[b, :max(e, 1)], valid, rej, fit_interest, korder[p0:p0 + e],
         ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
         ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
-        static_raw, u_rej)
+        static_raw, u_rej, none, none, none, none, none_r, none_2, none, zero, zero, none,
+        one[0, :1], nom_all[b, :q1], one[1, :1], one[2, :1], one[3, :1], one[4, :1],
+        one[5, :1], one[6], mark_all[b, :max(n, 1)], one[7, :1], one[8, :1], sraw_all[b],
+        zero, one[9, :1], one[10, :1], none_1, left_all[b], one[11, :1])
 
 
 def trace_host_inputs(t, pr) -> tuple:
@@ -499,7 +516,11 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
                da((nb, e2), np.int64), da((nb, e2), np.int64), da((nb, e2), np.float64),
                da((nb, e2), np.int64), da((nb, e2), np.int64),
                da((nb, emax), np.float64), da((nb, emax), np.int64), da((nb, emax), np.int64),
-               da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64)]
+               da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64),
+               da(0, np.int64), da((0, r), np.int64), da((0, 2), np.int64),
+               da((0, 1), np.int64), da((nb, emax), np.int64), da((nb, nmax), np.int64),
+               da((nb, 12, 8), np.int64), da((nb, 1, N_SLOTS), np.int64),
+               da((nb, 2, 1), np.int64)]
     _events_kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0),
                            float(t.backoff_max), float(t.max_unsched), *outs, *scratch)
     why[:] = copy_results(outs, out, p)[:p]
