@@ -28,7 +28,9 @@ queue retries them.
   a trace through the node-local rules on the Simulation's clock;
   ``local_trace_cuda``: the same source, thread 0 of a block per run;
 - ``local_events`` (``_local_events_driver``): the trace form with timed
-  node events and a scenario's Pod steps;
+  node events and a scenario's Pod steps, on ``_local_preempt_events``'
+  cluster function, which ``local_preempt_events`` (``_cuda``) runs with
+  DefaultPreemption too;
 - ``local_preempt`` (``_local_preempt``, ``_local_preempt_driver``;
   ``local_preempt_cuda``): the trace form with DefaultPreemption in its
   queue (victims, PodDisruptionBudgets, nominations);
