@@ -304,18 +304,21 @@ def test_scenario_by_path_and_object_give_the_same_runs(tmp_path):
 @pytest.mark.cudasim
 @needs_cuda
 def test_cuda_form_equals_the_twin_with_no_node_left_taints_and_a_name_added_again(tmp_path):
-    """The cases this form added to the node events, on the device (the
-    simulator) and the twin: the same runs."""
+    """The cases this form added to the node events, a created pod deleted
+    and the experiment's profile (BestFit by name: OpenbTieRank), on the
+    device (the simulator) and the twin: the same runs."""
     (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
     (tmp_path / "p.csv").write_text(HEADER + "".join(
         f"p{k},1000,1024,1,{500 + 250 * (k % 3)},,LS,Running,{4 * k},{4 * k + 9},{4 * k}\n"
         for k in range(6)))
     sc = {"steps": [{"at": 5, "removeNodes": ["n0"]},
                     {"at": 9, "create": _node("t0", 2, taint="NoSchedule")},
-                    {"at": 13, "create": _node("n0", 2)}, {"at": 14, "uncordon": "t0"}]}
+                    {"at": 13, "create": _node("n0", 2, tie="4")}, {"at": 14, "uncordon": "t0"},
+                    {"at": 14, "create": _pod("c0", 1, 500)},
+                    {"at": 20, "delete": {"kind": "Pod", "name": "c0"}}]}
     cfg = T.openb_config("FGD")
     twin, dev = (ts.simulate_batch(str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
-                                   [cfg, "Random"], [0, 1], backend=b, scenario=sc)
+                                   [cfg, "Random", "BestFit"], [0, 1], backend=b, scenario=sc)
                  for b in ("numba", "cuda"))
     assert any(r.scheduled for r in twin)
     for x, y in zip(twin, dev):
