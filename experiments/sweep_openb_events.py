@@ -1,4 +1,4 @@
-"""``simulate`` jobs of the openb profile with a scenario of node steps, run
+"""``simulate`` jobs of the openb profile with a scenario of node and Pod steps, run
 as one batched call (``kernels.batch.openb_events``) per (node CSV,
 scenario, backend, interval): each row equal to the row ``experiments.
 sweep`` makes from the job's own Simulation, but ``wall_seconds``.
@@ -33,6 +33,22 @@ events (``plan_openb``, in time order, file order among equal times):
 - ``removeNodes`` / a Node ``delete``: its pods deleted (Pod/Delete),
   then the node (Node/Delete).
 
+Pod steps, as the Simulation's agenda orders them at one time (deletes
+before the departures, node steps, creates before the trace's arrivals):
+a created pod is a row of the run's pods (``OpenbPlan.workload``: its
+cpu, memory and GPU share read as the trace's pods' are, arriving at its
+step's time, leaving its ``duration`` after its binding, in
+PrioritySort's order by its own priority); a Pod delete is a kernel
+event (``EV_POD_DELETE``) before its time's departures: a bound pod
+frees its node (Pod/Delete moves the pods listening to it), a pending one
+leaves the queue; either counts as deleted.
+
+OpenbTieRank (a config that scores with it: the experiment's profile):
+the node list's ranks are ``batch.tie_of(n, seed)``, an added node's its
+``openb.tensorsched.io/tie`` label (0 without), a row's rank its node's.
+The ``sweep`` jobs' profile (``simulate_run.choose_config``) scores with
+GpuShareScore alone.
+
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
 (Node/Add, Node/Update), else NodeResourcesFit or GpuShareFit
@@ -44,12 +60,22 @@ order.  Evicted and deleted pods leave the counts of the running pods;
 their later departures do nothing.
 
 Refused (``BatchProfileError`` naming the step's field and why; the job
-then runs per job): Pod creates and deletes (the kernel's queue takes the
-trace's pods only), a step naming a node absent then or adding one
-present (the Simulation's error: the per-job path reports it), a node
-added with GPUs but no GPU model label, GPU topology or memory that is
-not a whole number of MiB, a drain when a trace pod is one a drain leaves
-(a static pod's annotation).
+then runs per job): a step the Simulation refuses (``check_steps``: a
+node absent then or added while present, a pod delete finding no pod: a
+trace pod is not submitted yet when the scenario is scheduled; the
+per-job path reports it), a node added with GPUs but no GPU model label,
+GPU topology or memory that is not a whole number of MiB, a drain when a
+trace pod is one a drain leaves (a static pod's annotation); a created
+pod outside the trace's kind (another namespace than default, bound,
+another scheduler, a priorityClassName, tolerations, node selection or
+affinity, spread constraints, host ports, gates, claims, volumes, a
+request but cpu and memory, a container without a cpu or memory request,
+memory not a whole number of MiB, an annotation but the GPU share's),
+named as a trace pod or created twice; a delete of a created pod that
+may have left before it (its ``duration`` could be over, or a node was
+drained or removed since it arrived: the Simulation's NotFound, known
+only as it runs); with OpenbTieRank scoring, an added node's tie label
+that is not an integer 0 .. 2**24 - 1.
 """
 
 from __future__ import annotations

@@ -25,10 +25,11 @@ bound pods (``out_why`` ``WHY_EVICTED`` / ``WHY_DELETED``), a delete then
 takes the node away; ``EV_POD_DELETE`` deletes the run's pod
 ``made[ev_x[e]]`` (a scenario's created pod: bound, it frees its node and
 leaves, ``WHY_POD_DELETED``; pending, it leaves the queue), at its time
-before the departures (``_queue.q_next_steps``' lead kind).  The unschedulable pool moves as the Simulation's
-queue moves it: Node/Add, Node/Update, Pod/Delete (per freed pod, once is
-the same), Node/Delete, each to the pods whose rejecting plugins listen
-to it (``_queue.move_where``).  A failed pod's rejectors: each live row's
+before the departures (``_queue.q_next_steps``' lead kind).  The
+unschedulable pool moves as the Simulation's queue moves it: Node/Add,
+Node/Update, Pod/Delete (per freed pod, once is the same), Node/Delete,
+each to the pods whose rejecting plugins listen to it
+(``_queue.move_where``).  A failed pod's rejectors: each live row's
 first failing filter, NodeUnschedulable on a cordoned row
 (``cordon_interest``), else NodeResourcesFit or GpuShareFit
 (``fit_interest``: they listen to the same events); with no live row,

@@ -134,11 +134,12 @@ class EventOutputs(NamedTuple):
     """Per pod (``BatchArrays``' events): ``node`` (local row, -1 never),
     ``gmask`` (its GPUs, bit g = GPU g), ``bind`` (seconds, NaN never),
     ``tries``, ``why`` (0, or how it left with its node: ``WHY_DELETED``,
-    ``WHY_EVICTED``; or by a scenario's delete: ``WHY_POD_DELETED``); per run b its change log from ``2 * ev_off[b] + b *
-    E``, ``n_log[b]`` entries: ``log_t`` (seconds), ``log_pod`` (k bound,
-    -1 - k left, P + e node event e, after the pods it freed; P the run's
-    pods), ``log_frag`` (GPU milli fragmented after it); ``frag0`` [B] at
-    the start, ``end`` [B] the clock when nothing was left to do."""
+    ``WHY_EVICTED``; or by a scenario's delete: ``WHY_POD_DELETED``); per
+    run b its change log from ``2 * ev_off[b] + b * E``, ``n_log[b]``
+    entries: ``log_t`` (seconds), ``log_pod`` (k bound, -1 - k left, P + e
+    event e, after the pods it freed; P the run's pods), ``log_frag`` (GPU
+    milli fragmented after it); ``frag0`` [B] at the start, ``end`` [B] the
+    clock when nothing was left to do."""
 
     node: np.ndarray
     gmask: np.ndarray
