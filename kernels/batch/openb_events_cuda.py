@@ -28,7 +28,7 @@ from tensorsched.kernels._compile import compile_module
 from . import _env, _openb_events, _queue
 from .arrays import BatchArrays
 from .cuda import device_rules
-from .openb_events import EventOutputs, NodeEvents, run_inputs
+from .openb_events import EventOutputs, NodeEvents, run_inputs, run_scenario
 
 AFF_TAGS = 18
 MAX_GPUS = 16
@@ -121,8 +121,11 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     p2 = max(2 * p, 1)
     g = ev.gpu_slots()
     d = cuda.to_device
+    st, mk = run_scenario(a, ev, u_static, made)
+    if mk.shape[1] == 0:
+        mk = np.zeros((b, 1), np.int64)     # (no created pod: a column no event reads)
     ins = [d(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-           for x in run_inputs(a, ev, u_static, made)]
+           for x in run_inputs(a, ev, st, mk)]
     host = EventOutputs.empty(p, b, ev.n_events)
     outs = [d(x) for x in host]
     i64, f64, i8 = np.int64, np.float64, np.int8
