@@ -111,7 +111,7 @@ def _check(nodes, pods, scenario: dict, policies, seeds, tie: bool = False):
     return runs
 
 
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
        generic=st.booleans())

@@ -179,7 +179,7 @@ def test_rows_equal_each_simulation_under_node_steps(tmp_path, monkeypatch, seed
            interval)
 
 
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(1, 20),
        generic=st.booleans())
