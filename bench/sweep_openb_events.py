@@ -15,6 +15,18 @@ tables are equal (but ``wall_seconds``) and how many jobs the batched path
 took.  Written to ``bench/results/sweep-openb-events-numba.json``
 (``--output`` elsewhere).
 
+``--tie``: the experiment's default profile (FGD by name: GpuShareScore
+with OpenbTieRank's node order, ``batch.tie_of(n, seed)``), ``--seeds``
+seeds, through ``ts.simulate_batch`` (the facade's openb scenario form,
+one batched call) against one ``Simulation`` per seed (the node list
+labelled with the seed's ranks, ``trace.experiment_registry()``), under
+the scenario above plus Pod steps: 12 GPU-share pods created at T/3 (the
+even ones staying 600 s after their binding), the odd ones deleted at
+T/2, the added nodes labelled with ranks.  CPU and wall seconds of both,
+the load average before each, whether every pod's node (by name), GPUs
+and binding time are equal.  Written to
+``bench/results/sweep-openb-events-tie-numba.json``.
+
 ``--overhead``: the same jobs without the scenario (the batched engine's
 no-scenario path, ``sweep_batch``), timed alternately with and without
 this path's routing pass in ``run_sweep`` (``batched_openb_events``
@@ -31,14 +43,28 @@ import os
 import tempfile
 from pathlib import Path
 
+import time
+
+import numpy as np
 import yaml
 
+import tensorsched as ts
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import read_openb_nodes
-from tensorsched.topology.openb.batch import trace_workload
-from tensorsched.topology.openb.trace import openb_node_objects
+from tensorsched.experiments.simulate_run import read_trace_file
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.framework.simulation.simulation import Simulation
+from tensorsched.topology.gpu_table import GpuTable
+from tensorsched.topology.openb.batch import tie_of, trace_workload
+from tensorsched.topology.openb.trace import (
+    TIE_LABEL,
+    experiment_registry,
+    openb_config,
+    openb_node_objects,
+    typical_of,
+)
 
 from .harness import git_commit, machine_info
 from .sweep_timing import comparison, timed_sweep
@@ -76,6 +102,97 @@ def write_inputs(where: Path, trace: str, pods: int) -> tuple:
     sc = where / "scenario.yaml"
     sc.write_text(yaml.safe_dump({"steps": steps}))
     return nodes, str(pod_csv), str(sc)
+
+
+def tie_scenario(pod_csv: str, scenario: str, where: Path) -> str:
+    """The ``--tie`` scenario (module doc): ``scenario``'s steps, the added
+    nodes labelled with ranks, plus Pod steps; its path under ``where``."""
+    steps = yaml.safe_load(Path(scenario).read_text())["steps"]
+    k = [r.split(",") for r in Path(pod_csv).read_text().splitlines()]
+    span = max(float(r[k[0].index("creation_time")]) for r in k[1:]) or 1.0
+    for st in steps:
+        if "addNodes" in st:
+            st["addNodes"]["template"]["metadata"]["labels"][TIE_LABEL] = "600"
+    for j in range(12):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": f"made-{j}", "namespace": "default", "annotations": {
+                "alibabacloud.com/gpu-milli": str([1000, 500, 250][j % 3]),
+                "alibabacloud.com/gpu-count": "1"}},
+            "spec": {"containers": [{"name": "c", "resources": {
+                "requests": {"cpu": "2", "memory": "4Gi"}}}]}}
+        step = {"at": span / 3, "create": pod}
+        if j % 2 == 0:
+            step["duration"] = 600
+        steps.append(step)
+        if j % 2:
+            steps.append({"at": span / 2, "delete": {"kind": "Pod", "name": f"made-{j}"}})
+    out = where / "scenario-tie.yaml"
+    out.write_text(yaml.safe_dump({"steps": steps}))
+    return str(out)
+
+
+def _simulated(nodes: str, trace, scenario, seed: int) -> dict:
+    """Per pod name: (node, GPU indices, binding time) in the seed's
+    Simulation of the experiment's FGD profile (module doc)."""
+    inv = read_openb_nodes(nodes)
+    n = inv.n_nodes
+    typical = typical_of(trace_workload(trace).pods)
+    sim = Simulation(openb_node_objects(inv, tie_of(n, seed)), openb_config("FGD", typical, n + 1),
+                     "numba", seed, interval=60.0, registry=experiment_registry())
+    sim.scenario(load_scenario(scenario))
+    got = {}
+
+    def bound(e):
+        gt = GpuTable.attached(sim.cluster.state)
+        al = gt.alloc.get(e["pod"]) if gt is not None else None
+        got[e["pod"].split("/", 1)[1]] = (e["node"], tuple(al.indices) if al is not None
+                                          and al.indices else (), float(e["time"]))
+    sim.on("Bound", bound)
+    sim.submit(trace)
+    sim.run()
+    return got
+
+
+def tie_main(args) -> dict:
+    """The ``--tie`` record (module doc)."""
+    seeds = list(range(args.seeds))
+    with tempfile.TemporaryDirectory() as tmp:
+        nodes, pods, sc = write_inputs(Path(tmp), args.trace, args.pods)
+        sc = tie_scenario(pods, sc, Path(tmp))
+        trace = read_trace_file(pods)
+        ts.simulate_batch(nodes, pods, ["FGD"], [0], scenario=sc, workers=1)  # compile first
+        load_b = os.getloadavg()
+        c0, t0 = time.process_time(), time.perf_counter()
+        runs = ts.simulate_batch(nodes, pods, ["FGD"], seeds, scenario=sc, workers=1)
+        batched = {"cpu_seconds": round(time.process_time() - c0, 3),
+                   "wall_seconds": round(time.perf_counter() - t0, 3),
+                   "load_before": [round(x, 2) for x in load_b]}
+        load_p = os.getloadavg()
+        c0, t0 = time.process_time(), time.perf_counter()
+        sims = [_simulated(nodes, trace, sc, s) for s in seeds]
+        per_run = {"cpu_seconds": round(time.process_time() - c0, 3),
+                   "wall_seconds": round(time.perf_counter() - t0, 3),
+                   "load_before": [round(x, 2) for x in load_p]}
+    mine = []
+    for r in runs:
+        got = {}
+        for j, name in enumerate(r.pod_names):
+            if r.node[j] >= 0:
+                got[name] = (r.node_names[int(r.node[j])].split(".")[0], r.gpus[j],
+                             float(r.bind[j]))
+        mine.append(got)
+    record = {"benchmark": "sweep-openb-events-tie", "backend": "numba", "trace": args.trace,
+              "nodes": "openb_node_list_gpu_node.csv (1213)", "pods": args.pods,
+              "config": "FGD by name (GpuShareScore weight n + 1, OpenbTieRank 1)",
+              "seeds": args.seeds, "runs": len(runs),
+              "scenario": "the default scenario (added nodes labelled rank 600) plus 12 "
+              "GPU-share pods created at T/3 (even: 600 s), the odd ones deleted at T/2",
+              "batched": batched, "per_run": per_run, "placements_equal": mine == sims,
+              "cpu_ratio": round(per_run["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
+              "scheduled": [int((r.node >= 0).sum()) for r in runs],
+              "pods_deleted_by_steps": [int(np.sum(r.why == 3)) for r in runs],
+              "machine": machine_info(), "commit": git_commit()}
+    return record
 
 
 def overhead_main(args) -> dict:
@@ -116,7 +233,18 @@ def main(argv=None) -> dict:
     ap.add_argument("--output", default=None)
     ap.add_argument("--overhead", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--tie", action="store_true")
     args = ap.parse_args(argv)
+    if args.tie:
+        record = tie_main(args)
+        out = Path(args.output) if args.output else RESULTS / "sweep-openb-events-tie-numba.json"
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"{record['runs']} runs, {args.pods} pods: batched "
+              f"{record['batched']['cpu_seconds']} CPU s, per job "
+              f"{record['per_run']['cpu_seconds']} CPU s ({record['cpu_ratio']}x), placements "
+              f"equal {record['placements_equal']}")
+        print(f"wrote {out}")
+        return record
     if args.overhead:
         record = overhead_main(args)
         out = Path(args.output) if args.output else \

@@ -5,15 +5,18 @@ paths, ``GpuInventory``) with a scenario run here on the batched openb
 engine with node events (``sweep_openb_events``: one call per cluster, its
 node steps as the kernel's events).
 
-The openb scenario form takes the configs the node-event engine covers:
-``batch_sim.batch_config``'s, without OpenbTieRank (the policy name
-``Random``, or a KubeSchedulerConfiguration whose score plugin is
-GpuShareScore alone, e.g. ``trace.openb_config(policy)``); a policy name
-other than Random is the paper experiment's profile, whose OpenbTieRank
-labels the kernel's node events do not carry, and is refused naming the
-config.  Its traces: openb pod CSV or generic trace paths, or ``Trace``s
-(not a ``TraceWorkload``: the scenario's drains read the pods'
-annotations).  What ``sweep_openb_events.plan_openb`` refuses raises its
+The openb scenario form takes ``batch_sim.batch_config``'s configs: a
+policy name (the paper experiment's profile: GpuShareScore with the
+OpenbTieRank node order, ``batch.tie_of(n, seed)`` on the node list's n
+nodes; Random without it) or a KubeSchedulerConfiguration of that profile
+(e.g. ``trace.openb_config(policy)``: GpuShareScore alone).  A node a
+scenario adds ranks by its own ``openb.tensorsched.io/tie`` label (0
+without), as OpenbTieRank reads it.  Its traces: openb pod CSV or generic
+trace paths, or ``Trace``s (not a ``TraceWorkload``: the scenario's drains
+read the pods' annotations).  The scenario's Pod creates are pods of the
+run (``OpenbEventRun.pod_names``: the trace's and the created ones in
+arrival order, at one time the created first); its Pod deletes delete
+them.  What ``sweep_openb_events.plan_openb`` refuses raises its
 ``BatchProfileError`` before any run; ``ts.Simulation`` runs it per
 cluster.
 """
@@ -53,10 +56,13 @@ class OpenbEventRun(B.TraceRunResult):
     drain, ``WHY_DELETED`` a removal: ``openb_events``); the change log
     also holds each node event e as ``log_pod`` = P + e (P the trace's
     pods; ``log_used`` unchanged by it), an evicted or deleted pod's
-    leaving as -1 - j."""
+    leaving as -1 - j; ``pod_names`` [P] each pod's name (the trace's
+    rows and the pods the scenario creates, in arrival order; a created
+    pod deleted by a step has ``why`` ``WHY_POD_DELETED``)."""
 
     node_names: list = field(default_factory=list)
     why: np.ndarray | None = None
+    pod_names: list = field(default_factory=list)
 
 
 def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str = "numba",
@@ -88,16 +94,6 @@ def _trace(x, where: str) -> Trace:
         f"a drain leaves static pods), got {x!r}")
 
 
-def _config(x, where: str) -> BS.BatchConfig:
-    cfg = BS.batch_config(x, where)
-    if cfg.tie_weight:
-        raise BatchProfileError(
-            f"{where}: OpenbTieRank scores (a policy name other than Random is the experiment's "
-            "profile with it); the batched openb engine with node events runs GpuShareScore "
-            "alone (e.g. trace.openb_config(policy)); ts.Simulation runs it per cluster")
-    return cfg
-
-
 def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                             backend: str = "numba", workers: int | None = None,
                             max_unsched: float = B.DEFAULT_MAX_UNSCHED) -> list:
@@ -108,7 +104,9 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
     order, each equal to ``Simulation(openb_node_objects(cluster), config
     with the trace's typical pods (trace.typical_of), seed=seed,
     pod_max_in_unschedulable_seconds=max_unsched)`` given the scenario and
-    fed the trace (module doc: what is refused)."""
+    fed the trace, the nodes labelled ``batch.tie_of(n, seed)`` and the
+    registry ``trace.experiment_registry()`` where OpenbTieRank scores
+    (module doc: what is refused)."""
     args = Arguments("simulate_batch")
     if backend not in B.BACKENDS:
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
@@ -116,7 +114,7 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                          "cluster on numpy)")
     clusters = [BS._cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
     trs = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
-    cfgs = [_config(x, f"configs[{i}]") for i, x in enumerate(_as_list(configs))]
+    cfgs = [BS.batch_config(x, f"configs[{i}]") for i, x in enumerate(_as_list(configs))]
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
@@ -135,33 +133,43 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         raise
     except ValueError as exc:
         raise BatchInputError(f"simulate_batch: {exc}") from None
-    plans = []
+    plans, pods = [], []
     for c, inv in enumerate(clusters):
         try:
             got = [plan_openb(inv, sc, t) for t in trs]     # refusals before any run
         except ProbeRefusal as exc:        # as the openb form's config refusals
             raise BatchProfileError(f"scenario: {exc}") from None
         plan = got[0]
+        if plan.rank_problem and any(cf.tie_weight for cf in cfgs):
+            raise BatchProfileError(f"scenario: {plan.rank_problem}; the batched openb engine "
+                                    "does not cover it")
+        # each trace's pods with the scenario's created ones among them
+        mine = [g.workload(tw, t) for g, tw, t in zip(got, tws, trs)]
         wide = _with_models(inv, plan)
         try:
-            for tw in tws:
+            for tw, _m in mine:
                 R.check_inputs(wide, tw.pods)
         except ValueError as exc:
             raise BatchInputError(f"simulate_batch: nodes[{c}]: {exc}") from None
         plans.append(plan)
+        pods.append(mine)
     product = list(itertools.product(range(len(clusters)), range(len(trs)),
                                      range(len(cfgs)), seeds))
     out = []
     for c, inv in enumerate(clusters):
         mine = [x for x in product if x[0] == c]
         jobs = [(t, cfgs[k].policy, s) for _c, t, k, s in mine]
-        weights = [(cfgs[k].gpu_weight, 0) for _c, _t, k, _s in mine]
+        n = inv.n_nodes
+        weights = [(n + 1 if cfgs[k].gpu_weight < 0 else cfgs[k].gpu_weight, cfgs[k].tie_weight)
+                   for _c, _t, k, _s in mine]
         t0 = time.perf_counter()
-        a, ev = openb_event_runs(inv, plans[c], tws, jobs, backend, workers, max_unsched,
-                                 cfgs[0].backoff, weights=weights)
+        a, ev = openb_event_runs(inv, plans[c], [tw for tw, _m in pods[c]], jobs, backend,
+                                 workers, max_unsched, cfgs[0].backoff, weights=weights,
+                                 made=[m for _tw, m in pods[c]])
         each = (time.perf_counter() - t0) / len(mine)
         for b, (_c, t, k, s) in enumerate(mine):
-            res = _result(a, ev, b, plans[c], tws[t].pods, (c, t, cfgs[k].policy, int(s)), each)
+            res = _result(a, ev, b, plans[c], pods[c][t][0].pods, (c, t, cfgs[k].policy, int(s)),
+                          each)
             res.config = k
             out.append(res)
     return out
@@ -204,4 +212,4 @@ def _result(a, ev, b: int, plan: OpenbPlan, pods, job: tuple, seconds: float) ->
                          ev.bind[o:o + p].copy(), ev.tries[o:o + p].copy(), log_t, log_pod,
                          log_frag, np.cumsum(step).astype(np.float64), float(ev.frag0[b]),
                          seconds, end=float(ev.end[b]), node_names=list(plan.names),
-                         why=ev.why[o:o + p].copy())
+                         why=ev.why[o:o + p].copy(), pod_names=list(pods.names))

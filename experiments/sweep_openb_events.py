@@ -1,4 +1,4 @@
-"""``simulate`` jobs of the openb profile with a scenario of node steps, run
+"""``simulate`` jobs of the openb profile with a scenario of node and Pod steps, run
 as one batched call (``kernels.batch.openb_events``) per (node CSV,
 scenario, backend, interval): each row equal to the row ``experiments.
 sweep`` makes from the job's own Simulation, but ``wall_seconds``.
@@ -33,6 +33,22 @@ events (``plan_openb``, in time order, file order among equal times):
 - ``removeNodes`` / a Node ``delete``: its pods deleted (Pod/Delete),
   then the node (Node/Delete).
 
+Pod steps, as the Simulation's agenda orders them at one time (deletes
+before the departures, node steps, creates before the trace's arrivals):
+a created pod is a row of the run's pods (``OpenbPlan.workload``: its
+cpu, memory and GPU share read as the trace's pods' are, arriving at its
+step's time, leaving its ``duration`` after its binding, in
+PrioritySort's order by its own priority); a Pod delete is a kernel
+event (``EV_POD_DELETE``) before its time's departures: a bound pod
+frees its node (Pod/Delete moves the pods listening to it), a pending one
+leaves the queue; either counts as deleted.
+
+OpenbTieRank (a config that scores with it: the experiment's profile):
+the node list's ranks are ``batch.tie_of(n, seed)``, an added node's its
+``openb.tensorsched.io/tie`` label (0 without), a row's rank its node's.
+The ``sweep`` jobs' profile (``simulate_run.choose_config``) scores with
+GpuShareScore alone.
+
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
 (Node/Add, Node/Update), else NodeResourcesFit or GpuShareFit
@@ -44,24 +60,35 @@ order.  Evicted and deleted pods leave the counts of the running pods;
 their later departures do nothing.
 
 Refused (``BatchProfileError`` naming the step's field and why; the job
-then runs per job): Pod creates and deletes (the kernel's queue takes the
-trace's pods only), a step naming a node absent then or adding one
-present (the Simulation's error: the per-job path reports it), a node
-added with GPUs but no GPU model label, GPU topology or memory that is
-not a whole number of MiB, a drain when a trace pod is one a drain leaves
-(a static pod's annotation).
+then runs per job): a step the Simulation refuses (``check_steps``: a
+node absent then or added while present, a pod delete finding no pod: a
+trace pod is not submitted yet when the scenario is scheduled; the
+per-job path reports it), a node added with GPUs but no GPU model label,
+GPU topology or memory that is not a whole number of MiB, a drain when a
+trace pod is one a drain leaves (a static pod's annotation); a created
+pod outside the trace's kind (another namespace than default, bound,
+another scheduler, a priorityClassName, tolerations, node selection or
+affinity, spread constraints, host ports, gates, claims, volumes, a
+request but cpu and memory, a container without a cpu or memory request,
+memory not a whole number of MiB, an annotation but the GPU share's),
+named as a trace pod or created twice; a delete of a created pod that
+may have left before it (its ``duration`` could be over, or a node was
+drained or removed since it arrived: the Simulation's NotFound, known
+only as it runs); with OpenbTieRank scoring, an added node's tie label
+that is not an integer 0 .. 2**24 - 1.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.parsing.manifests import parse_node
+from tensorsched.framework.parsing.manifests import parse_node, parse_pod
 from tensorsched.framework.parsing.node_lifecycle import MIRROR_ANNOTATION
 from tensorsched.framework.plugins.node_resources_fit import NodeResourcesFit
 from tensorsched.framework.plugins.node_unschedulable import NodeUnschedulable
@@ -73,11 +100,14 @@ from tensorsched.framework.runtime.cluster_events import (
     POD_DELETE,
     plugin_events,
 )
+from tensorsched.framework.plugins.priority_sort import PrioritySort
+from tensorsched.framework.simulation.scenario import check_steps
 from tensorsched.framework.simulation.series import KEEP_LATENCIES, percentile
 from tensorsched.kernels.batch.openb_events import (
     EV_ADD,
     EV_DELETE,
     EV_EVICT,
+    EV_POD_DELETE,
     EV_UPDATE,
     I_NODE_ADD,
     I_NODE_DELETE,
@@ -85,13 +115,28 @@ from tensorsched.kernels.batch.openb_events import (
     I_POD_DELETE,
     WHY_DELETED,
     WHY_EVICTED,
+    WHY_POD_DELETED,
     NodeEvents,
     run_openb_events,
 )
-from tensorsched.topology.gpu import GpuInventory, read_openb_nodes
+from tensorsched.topology.gpu import (
+    ANNO_GPU_COUNT,
+    ANNO_GPU_MILLI,
+    ANNO_GPU_MODEL,
+    GpuInventory,
+    pod_gpu_ask,
+    read_openb_nodes,
+)
 from tensorsched.topology.gpu_inputs import node_inputs
 from tensorsched.topology.openb import trace as T
-from tensorsched.topology.openb.batch import DEFAULT_MAX_UNSCHED, trace_arrays, workload_of
+from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.batch import (
+    DEFAULT_MAX_UNSCHED,
+    TraceWorkload,
+    tie_of,
+    trace_arrays,
+    workload_of,
+)
 from tensorsched.topology.plugins import GpuShareFit
 
 from . import simulate_run as run
@@ -114,13 +159,37 @@ def interest_bits(plugin) -> int:
 
 
 @dataclass
+class CreatedPod:
+    """A pod a scenario creates, as the kernel's pods are: ``at`` its step's
+    time (seconds), ``duration`` (seconds bound before it leaves; inf:
+    stays), ``cpu`` millicores, ``mem`` MiB, the GPU share (``num`` GPUs
+    of ``milli`` each, ``spec`` its models joined by ``|``), ``key`` its
+    PrioritySort key (minus the priority, creation ns)."""
+
+    name: str
+    at: float
+    duration: float
+    cpu: int
+    mem: int
+    num: int
+    milli: int
+    spec: str
+    key: tuple
+
+
+@dataclass
 class OpenbPlan:
-    """A scenario's node steps on an openb node list: ``events`` the
-    kernel's (``NodeEvents``); per event ``live_cpu`` / ``live_mem`` /
+    """A scenario's steps on an openb node list: ``events`` the kernel's
+    (``NodeEvents``); per event ``live_cpu`` / ``live_mem`` /
     ``live_gpus`` the live nodes' allocatable cpu (millicores), memory
     (bytes) and GPUs after it; ``names`` each universe node's name,
     ``models`` the GPU models (the node list's, then those added nodes
-    bring: the pods' and typical pods' model masks are over them)."""
+    bring: the pods' and typical pods' model masks are over them);
+    ``ranks`` each added node's OpenbTieRank label (``ranks[x - n0]`` of
+    universe node x; the node list's come from the run's seed),
+    ``rank_problem`` why an added node's label is one the kernel does not
+    rank (None: none); ``created`` the pods the scenario creates, in the
+    Simulation's order (an ``EV_POD_DELETE``'s ``ev_x`` is an index)."""
 
     events: NodeEvents
     names: list
@@ -128,6 +197,61 @@ class OpenbPlan:
     live_cpu: np.ndarray
     live_mem: np.ndarray
     live_gpus: np.ndarray
+    ranks: list = field(default_factory=list)
+    rank_problem: str | None = None
+    created: list = field(default_factory=list)
+
+    def workload(self, tw: TraceWorkload, trace) -> tuple:
+        """(``tw``, the workload of the ``Trace`` ``trace``, with the
+        created pods among its rows, [K] each created pod's row:
+        ``merged``); ``tw`` itself with none."""
+        if not self.created:
+            return tw, np.zeros(0, np.int64)
+        return merged(tw, self.created, trace_keys(trace))
+
+
+def trace_keys(trace) -> list | None:
+    """PrioritySort's key of each row of ``trace`` (None: all equal, no
+    ``priority`` column)."""
+    if "priority" not in trace.table.column_names:
+        return None
+    return PrioritySort.sort_keys(trace.records(0, len(trace)))
+
+
+def merged(tw: TraceWorkload, created: list, keys: list | None) -> tuple:
+    """(the ``TraceWorkload`` of ``tw``'s rows and the ``created`` pods in
+    arrival order, at one time the created ones first (the Simulation's
+    agenda holds a step's pods before the trace's), [K] each created pod's
+    row).  activeQ's ranks: PrioritySort's keys of both (``keys`` the
+    trace rows', None: all (0, 0)), densely ranked."""
+    p, k = len(tw.arrival), len(created)
+    arr = np.concatenate([np.asarray(tw.arrival, np.float64),
+                          np.array([c.at for c in created], np.float64)])
+    order = np.lexsort((np.concatenate([np.ones(p), np.zeros(k)]), arr))
+    made = np.empty(k, np.int64)
+    made[order[order >= p] - p] = np.flatnonzero(order >= p)
+    pods = tw.pods
+
+    def col(a, b, dtype):
+        return np.concatenate([np.asarray(a, dtype), np.asarray(b, dtype)])[order]
+    names = list(pods.names) + [c.name for c in created]
+    out_pods = R.TracePods([names[i] for i in order.tolist()],
+                           col(pods.cpu, [c.cpu for c in created], np.int64),
+                           col(pods.mem, [c.mem for c in created], np.int64),
+                           col(pods.num, [c.num for c in created], np.int64),
+                           col(pods.milli, [c.milli for c in created], np.int64),
+                           [(list(pods.spec) + [c.spec for c in created])[i]
+                            for i in order.tolist()], pods.source)
+    keys = list(keys if keys is not None else [(0, 0)] * p) + [c.key for c in created]
+    dense = {key: i for i, key in enumerate(sorted(set(keys)))}
+    rank = None if len(dense) < 2 else np.array([dense[keys[i]] for i in order.tolist()],
+                                                np.int64)
+    out = TraceWorkload(out_pods, arr[order],
+                        col(tw.departure, np.full(k, np.inf), np.float64),
+                        typical=tw.typical if tw.typical is not None else T.typical_of(pods),
+                        duration=col(tw.duration, [c.duration for c in created], np.float64),
+                        rank=rank)
+    return out, made
 
 
 def _added_node(obj: dict, models: list, where: str) -> tuple:
@@ -160,6 +284,87 @@ def _added_node(obj: dict, models: list, where: str) -> tuple:
                   for t in rec.taints)
     return (int(count), models.index(model) if count else -1, int(alloc.get("cpu", 0)),
             mem // MIB, mem, int(alloc.get("pods", 0)), cordoned, tainted)
+
+
+MAX_RANK = 1 << 24     # an added node's OpenbTieRank label the kernel ranks: 0 .. this - 1
+GPU_ANNOTATIONS = frozenset({ANNO_GPU_MILLI, ANNO_GPU_COUNT, ANNO_GPU_MODEL})
+POD_SPEC_UNCOVERED = ("tolerations", "node_selector", "node_affinity", "pod_affinity",
+                      "pod_anti_affinity", "topology_spread", "host_ports", "scheduling_gates",
+                      "resource_claims")
+
+
+def _tie_rank(obj: dict, where: str) -> tuple:
+    """(OpenbTieRank's rank of an added Node manifest: its label read as
+    the plugin reads it, 0 without; why the kernel does not rank it, or
+    None)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if T.TIE_LABEL not in labels:
+        return 0, None
+    try:
+        v = int(labels[T.TIE_LABEL])
+    except (TypeError, ValueError):
+        v = None
+    if v is None or not 0 <= v < MAX_RANK:
+        return 0, (f"{where}: label {T.TIE_LABEL}={labels[T.TIE_LABEL]!r} (OpenbTieRank's "
+                   f"rank: an integer 0..{MAX_RANK - 1})")
+    return v, None
+
+
+def _created_pod(obj: dict, st, where: str) -> CreatedPod:
+    """The ``CreatedPod`` of a Pod manifest step ``st`` creates: a pod of
+    the default namespace asking for cpu, memory and a GPU share alone (as
+    the trace's pods); refused otherwise (module doc)."""
+    try:
+        rec = parse_pod(copy.deepcopy(obj))
+        ask = pod_gpu_ask(obj)
+    except (TensorschedError, ValueError) as exc:
+        raise refuse(where, f"its pod: {exc}") from None
+    key = rec.key
+
+    def no(why):
+        return refuse(where, f"pod {key}: {why}")
+    if rec.namespace != "default":
+        raise no("a namespace other than default (the engine's pods are default's)")
+    if rec.node_name:
+        raise no("created bound (spec.nodeName)")
+    if rec.scheduler_name != "default-scheduler":
+        raise no(f"schedulerName {rec.scheduler_name!r} (the openb profile is "
+                 "default-scheduler)")
+    if rec.priority_class_name:
+        raise no("a priorityClassName")
+    for name in POD_SPEC_UNCOVERED:
+        if getattr(rec, name, None):
+            raise no(f"{name} (the trace's pods have none)")
+    if (obj.get("spec") or {}).get("volumes"):
+        raise no("volumes")
+    extra = sorted(set(rec.requests) - {"cpu", "memory"})
+    if extra:
+        raise no(f"requests {extra[0]} (the engine's pods ask for cpu, memory and a GPU "
+                 "share)")
+    cpu, mem = int(rec.requests.get("cpu", 0)), int(rec.requests.get("memory", 0))
+    if rec.nonzero_cpu != cpu or rec.nonzero_memory != mem:
+        raise no("a container without a cpu or memory request (its non-zero default "
+                 "scores)")
+    if mem % MIB:
+        raise no(f"memory {mem} bytes is not a whole number of MiB")
+    annos = (obj.get("metadata") or {}).get("annotations") or {}
+    odd = sorted(set(annos) - GPU_ANNOTATIONS)
+    if odd:
+        raise no(f"annotation {odd[0]} (the engine reads the GPU share's alone)")
+    num, milli = (int(ask.num), int(ask.milli)) if ask.num and ask.milli else (0, 0)
+    return CreatedPod(rec.name, float(st.at), np.inf if st.duration is None
+                      else float(st.duration), cpu, mem // MIB, num, milli,
+                      str(annos.get(ANNO_GPU_MODEL, "")) if num else "",
+                      PrioritySort.sort_keys([rec])[0])
+
+
+def _phase(st) -> int:
+    """Where a step goes among those of its time on the Simulation's
+    agenda: pod deletes with the departures (before them), node steps,
+    pod creates with the arrivals (before the trace's)."""
+    if st.kind == "Pod":
+        return 0 if st.action == "delete" else 2
+    return 1
 
 
 def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
@@ -197,11 +402,48 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     if "annotations" in trace.table.column_names:
         exempt = any(pairs and MIRROR_ANNOTATION in dict(pairs)
                      for pairs in trace.table.column("annotations").to_pylist())
-    for st in scenario.steps:
+    try:
+        # the Simulation's own check (``Simulation.scenario``, before the
+        # trace is submitted: a step deleting a trace pod finds none)
+        check_steps(scenario, names, 0.0, lambda key, t: False)
+    except TensorschedError as exc:
+        raise refuse(getattr(exc, "field", "") or "scenario", getattr(exc, "problem", str(exc)))
+    ranks: list = []
+    rank_problem = None
+    created: list = []
+    made: dict = {}             # a created pod's key -> its index in ``created``
+    trace_keys_ = {f"default/{nm}" for nm in trace.table.column("name").to_pylist()}
+    leaves: list = []           # times nodes are drained or removed
+    steps = [scenario.steps[k] for k in sorted(
+        range(len(scenario.steps)),
+        key=lambda k: (scenario.steps[k].at, _phase(scenario.steps[k]), k))]
+    for st in steps:
         where = st.field
+        if st.kind == "Pod" and st.action == "create":
+            for o in st.objects:
+                c = _created_pod(o, st, f"{where} (create Pod)")
+                key = f"default/{c.name}"
+                if key in trace_keys_ or key in made:
+                    raise refuse(f"{where} (create Pod)", f"pod {key} named as another pod "
+                                 "(or created again)")
+                made[key] = len(created)
+                created.append(c)
+            continue
         if st.kind == "Pod":
-            raise refuse(f"{where} ({st.action} Pod)", "the kernel's queue takes the trace's "
-                         "pods only")
+            for key in st.names:
+                k = made.get(key)
+                if k is None:       # (check_steps found it: created before)
+                    raise refuse(f"{where} (delete Pod)", f"pod {key} is not one the "
+                                 "scenario created")
+                c = created[k]
+                if st.at > c.at + c.duration:
+                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left before "
+                                 f"{st.at:g}s ({c.duration:g}s after its binding)")
+                if any(c.at < t < st.at for t in leaves):
+                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left with a "
+                                 "node drained or removed before")
+                add(st.at, EV_POD_DELETE, 0, k, 0)
+            continue
         if st.action in ("create", "addNodes"):
             for o in st.objects:
                 name = (o.get("metadata") or {}).get("name")
@@ -209,6 +451,9 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                     raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
                 gc, md, cpu, mem, nbytes, slots, cord, taint = _added_node(
                     o, models, f"{where} ({st.action})")
+                rank, problem = _tie_rank(o, f"{where} ({st.action})")
+                ranks.append(rank)
+                rank_problem = rank_problem or problem
                 x = len(names)
                 # added again after its removal: another universe node, named
                 # ``<name>.<k>`` (as ``sweep_events``; no trace pod reads names)
@@ -241,6 +486,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name] or tainted[name]))
                 continue
             if st.action == "drain":
+                leaves.append(st.at)
                 if exempt:
                     raise refuse(f"{where} (drain)", "a trace pod is one a drain leaves "
                                  "(static)")
@@ -250,6 +496,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 add(st.at, EV_EVICT, rows[name], -1, 1)
                 continue
             # delete Node / removeNodes
+            leaves.append(st.at)
             present.discard(name)
             live.discard(uid[name])
             free.append(rows[name])
@@ -269,21 +516,33 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                         np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
                         i64(ev["x"]), np.asarray(ev["flag"], np.int8), fit,
                         interest_bits(NodeUnschedulable))
-    return OpenbPlan(events, names, models, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]))
+    return OpenbPlan(events, names, models, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]),
+                     ranks, rank_problem, created)
 
 
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
                      backend: str = "numba", workers: int | None = None,
                      max_unsched: float = DEFAULT_MAX_UNSCHED,
-                     backoff: tuple = (1.0, 10.0), weights: list | None = None) -> tuple:
+                     backoff: tuple = (1.0, 10.0), weights: list | None = None,
+                     made: list | None = None) -> tuple:
     """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
-    seed): an index into ``workloads``, ``TraceWorkload``s) on ``inv``
-    under ``plan``'s node events, the openb profile without OpenbTieRank
-    (GpuShareScore alone: ``weights`` per job (its weight, 0), default
-    weight 1), ``backend`` numba or cuda."""
-    if weights is not None and any(tie for _w, tie in weights):
-        raise ValueError("weights: the node-event engine scores without OpenbTieRank "
-                         "(its weight 0)")
+    seed): an index into ``workloads``, ``TraceWorkload``s, with the pods
+    the scenario creates among their rows: ``OpenbPlan.workload``) on
+    ``inv`` under ``plan``'s events, the openb profile scored by
+    GpuShareScore and OpenbTieRank (``weights`` per job: their weights,
+    default (1, 0): GpuShareScore alone; the node list's ranks
+    ``batch.tie_of(n, seed)``, an added node's its label), ``made`` per
+    workload the rows of the created pods (``OpenbPlan.workload``'s),
+    ``backend`` numba or cuda."""
+    weights = weights or [(1, 0)] * len(jobs)
+    if len(weights) != len(jobs):
+        raise ValueError(f"weights: {len(weights)} for {len(jobs)} jobs")
+    if plan.rank_problem and any(tie for _w, tie in weights):
+        raise BatchProfileError(f"{plan.rank_problem}; the batched openb engine does not "
+                                "cover it")
+    k = len(plan.created)
+    if made is None and k:
+        raise ValueError("made: the rows of the pods the scenario creates, per workload")
     if list(plan.models) != list(inv.models):
         inv = inv.copy()
         inv.models = list(plan.models)
@@ -294,27 +553,37 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
             tw = workloads[t]
             wls.append((workload_of(inv, tw.pods, tw.typical), tw))
     a = trace_arrays([inv], wls, key, [(0, t, p, s) for t, p, s in jobs], max_unsched,
-                     backoff, weights=weights or [(1, 0)] * len(jobs))
+                     backoff, weights=weights)
+    n0 = inv.n_nodes
+    added = np.asarray(plan.ranks, np.int64)
+    u_static = np.zeros((len(jobs), n0 + added.shape[0]), np.int64)
+    for b, ((_t, _p, seed), (_w, tie)) in enumerate(zip(jobs, weights)):
+        if tie:
+            u_static[b] = tie * np.concatenate([tie_of(n0, seed), added])
+    rows = np.zeros((len(jobs), k), np.int64)
+    for b, (t, _p, _s) in enumerate(jobs):
+        if k:
+            rows[b] = made[t]
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
-        return a, openb_events_cuda.run_openb_events(a, plan.events)
-    return a, run_openb_events(a, plan.events, threads=workers)
+        return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows)
+    return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows)
 
 
-def event_row(a, out, b: int, plan: OpenbPlan, trace, interval: float, horizon: float,
-              last_event: float, pods_milli: np.ndarray) -> dict:
+def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: float,
+              horizon: float, last_event: float) -> dict:
     """The row's values but its identifiers and ``wall_seconds`` (as
     ``sweep_batch.simulate_row``, the allocatable and GPUs the live nodes'
-    after each node event): run ``b`` of ``out`` for ``trace``;
-    ``pods_milli`` [P] each pod's GPU milli per GPU."""
+    after each node event): run ``b`` of ``out`` for the workload ``tw``
+    (the trace's pods and the scenario's: ``OpenbPlan.workload``)."""
     o, p = int(a.ev_off[b]), int(a.ev_len[b])
     ne = plan.events.n_events
     node, gm, bind = out.node[o:o + p], out.gmask[o:o + p], out.bind[o:o + p]
     why = out.why[o:o + p]
     log_t, log_pod, log_frag = out.log(a, b, ne)
-    arrival = np.asarray(trace.arrival, np.float64)
-    leaves = np.isfinite(np.asarray(trace.departure, np.float64))
-    timed = np.isfinite(np.asarray(trace.duration, np.float64))
+    arrival = np.asarray(tw.arrival, np.float64)
+    leaves = np.isfinite(np.asarray(tw.departure, np.float64))
+    timed = np.isfinite(np.asarray(tw.duration, np.float64))
     on = node >= 0
     stayed = why == 0
     scheduled = int(on.sum())
@@ -323,9 +592,10 @@ def event_row(a, out, b: int, plan: OpenbPlan, trace, interval: float, horizon: 
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(out.tries[o:o + p].sum()) - scheduled,
            "preemptions": 0, "departed": int((on & (leaves | timed) & stayed).sum()),
-           "deleted": int((~on & leaves).sum()) + int((why == WHY_DELETED).sum()),
+           "deleted": int((~on & leaves & stayed).sum())
+           + int(((why == WHY_DELETED) | (why == WHY_POD_DELETED)).sum()),
            "evicted": int((why == WHY_EVICTED).sum()),
-           "pending": int((~on & ~leaves).sum()),
+           "pending": int((~on & ~leaves & stayed).sum()),
            "running": int((on & ~leaves & ~timed & stayed).sum()),
            "latency_p50": finite(percentile(lat, 50)),
            "latency_p99": finite(percentile(lat, 99))}
@@ -334,8 +604,9 @@ def event_row(a, out, b: int, plan: OpenbPlan, trace, interval: float, horizon: 
     j = np.where(log_pod >= 0, log_pod, -1 - log_pod)
     j = np.where(pod, j, 0)
     sign = np.where(~pod, 0, np.where(log_pod >= 0, 1, -1))
-    cpu = np.asarray(trace.table.column("cpu").to_numpy(), np.int64)
-    mem = np.asarray(trace.table.column("memory").to_numpy(), np.int64)
+    cpu = np.asarray(tw.pods.cpu, np.int64)
+    mem = np.asarray(tw.pods.mem, np.int64) * MIB
+    pods_milli = np.asarray(tw.pods.milli, np.int64)
     gpus = np.array([int(m).bit_count() for m in gm.tolist()], np.int64)
     cpu_req = _at(log_t, 0, np.cumsum(sign * cpu[j]), times)
     mem_req = _at(log_t, 0, np.cumsum(sign * mem[j]), times)
@@ -401,11 +672,16 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
             continue
         plan = plans[0]
         t0 = time.perf_counter()
+        # the trace's pods with the scenario's created ones among them
+        wide = [plan.workload(workload_of_trace(t), inputs[("trace", t)]) for t in traces]
+        if any(len(tw.arrival) > KEEP_LATENCIES for tw, _m in wide):
+            rest.extend(idx)                # (the per-job path's latency sample)
+            continue
         runs = [(traces.index(jobs[i].trace), jobs[i].policy or default_policy, jobs[i].seed)
                 for i in idx]
         try:
-            a, out = openb_event_runs(inv, plan, [workload_of_trace(t) for t in traces], runs,
-                                      backend, workers)
+            a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
+                                      workers, made=[m for _tw, m in wide])
         except (ValueError, OSError, TensorschedError):
             rest.extend(idx)                # the per-job path says why
             continue
@@ -413,8 +689,7 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         horizon_of = {t: run.horizon(inputs[("trace", t)], scenario, None) for t in traces}
         for b, i in enumerate(idx):
             job = jobs[i]
-            trace = inputs[("trace", job.trace)]
-            tw = workload_of_trace(job.trace)
+            tw = wide[traces.index(job.trace)][0]
             horizon = horizon_of[job.trace]
             o, p = int(a.ev_off[b]), int(a.ev_len[b])
             res = _Spans(out.node[o:o + p], out.bind[o:o + p])
@@ -423,8 +698,8 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
                 rest.append(i)              # the per-run path samples it
                 continue
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
-            row.update(event_row(a, out, b, plan, trace, interval, horizon,
-                                 float(spans[:, 1].max()), np.asarray(tw.pods.milli, np.int64)))
+            row.update(event_row(a, out, b, plan, tw, interval, horizon,
+                                 float(spans[:, 1].max())))
             row["wall_seconds"] = each
             done(i, row, None)
     return sorted(rest)

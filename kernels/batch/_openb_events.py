@@ -22,14 +22,22 @@ there (its GPUs, model, cpu, memory, pod slots; empty; cordoned when
 ``ev_flag[e]``), ``EV_UPDATE`` sets the row's cordon to ``ev_flag[e]``,
 ``EV_EVICT`` (a drain, after its cordon) and ``EV_DELETE`` free the row's
 bound pods (``out_why`` ``WHY_EVICTED`` / ``WHY_DELETED``), a delete then
-takes the node away.  The unschedulable pool moves as the Simulation's
-queue moves it: Node/Add, Node/Update, Pod/Delete (per freed pod, once is
-the same), Node/Delete, each to the pods whose rejecting plugins listen
-to it (``_queue.move_where``).  A failed pod's rejectors: each live row's
+takes the node away; ``EV_POD_DELETE`` deletes the run's pod
+``made[ev_x[e]]`` (a scenario's created pod: bound, it frees its node and
+leaves, ``WHY_POD_DELETED``; pending, it leaves the queue), at its time
+before the departures (``_queue.q_next_steps``' lead kind).  The
+unschedulable pool moves as the Simulation's queue moves it: Node/Add,
+Node/Update, Pod/Delete (per freed pod, once is the same), Node/Delete,
+each to the pods whose rejecting plugins listen to it
+(``_queue.move_where``).  A failed pod's rejectors: each live row's
 first failing filter, NodeUnschedulable on a cordoned row
 (``cordon_interest``), else NodeResourcesFit or GpuShareFit
 (``fit_interest``: they listen to the same events); with no live row,
 none: the pod moves on any event, an arrival too (``_queue.admit_moving``).
+
+OpenbTieRank: a row's static score (``static_total`` [N]) is its node's,
+``u_static`` [U] (the tie weight times the node's rank label), taken with
+the node when it is added (``first_static`` at the start).
 
 Fragmentation: the Simulation's ``GpuTracker`` sums the live rows' values
 in row order with ``numpy.sum`` (``live_frag``: the same pairwise tree
@@ -46,6 +54,7 @@ Q_NODE = 3
 Q_POD = 10
 Q_ATTEMPT = 11
 Q_NOW = 0
+P_NOT_ARRIVED = 0
 P_BOUND = 4
 P_GONE = 5
 I_POD_DELETE = 1
@@ -57,8 +66,10 @@ EV_ADD = 0
 EV_UPDATE = 1
 EV_EVICT = 2
 EV_DELETE = 3
+EV_POD_DELETE = 4
 WHY_DELETED = 1
 WHY_EVICTED = 2
+WHY_POD_DELETED = 3     # deleted by a scenario's step (not with its node)
 BLOCKED = 1 << 40       # pod slots a row that is absent or cordoned lacks
 PW_BLOCK = 128          # numpy's pairwise block (``pairwise``)
 PW_LANES = 8
@@ -153,12 +164,20 @@ def first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_
             cordoned[i] = 0
 
 
+def first_static(row0, u_static, static_total):
+    """Each local row's static score at the start: its first node's
+    (``u_static`` [U]; 0 on an empty row)."""
+    for i in range(row0.shape[0]):
+        x = row0[i]
+        static_total[i] = u_static[x] if x >= 0 else 0
+
+
 def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
                        u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                        ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
                        c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                        tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
-                       policy, sel, seed_mix, gpu_weight, static_total,
+                       policy, sel, seed_mix, gpu_weight, u_static, static_total, made,
                        cls, u, arr, dep, dur, rank, backoff0, backoff_max, max_unsched,
                        out_node, out_gmask, out_bind, out_tries, out_why,
                        log_t, log_pod, log_frag, n_log, frag0, end,
@@ -169,7 +188,10 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     """One cluster (module doc): rows 0..n-1 with their first node's
     columns (``gpu_count`` .. ``pods_cap`` [N], updated as nodes are
     added), ``live`` / ``cordoned`` [N] int8 at the start (updated); the
-    universe's nodes ``u_*`` [U]; the node events ``ev_*`` [E].  Pods and
+    universe's nodes ``u_*`` [U]; the node events ``ev_*`` [E];
+    ``u_static`` [U] each node's static score, ``static_total`` [N] the
+    rows' now (set by ``first_static``, updated); ``made`` [K] the run's
+    pod index of each pod a scenario creates.  Pods and
     outputs as ``_cluster.run_cluster`` (``ak`` activeQ's heap keys with
     ``rank``, ``pmask`` [P] each failed pod's interest bits), plus
     ``out_why`` [P]; the change log (``log_*`` [2P + E]) also holds each
@@ -201,10 +223,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
             n_live += 1
     m = 0
     while True:
-        # no event kind leads its time's departures (-1); while no node is
-        # live an arrival moves the pods that failed there (pmask 0:
-        # ``failure_bits``; the next node event moves them all otherwise)
-        kind = q_next_steps(arr, dep, ev_t, ev_kind, -1, 1 if n_live == 0 else 0, backoff0,
+        # pod deletes lead their time's departures; while no node is live an
+        # arrival moves the pods that failed there (pmask 0: ``failure_bits``;
+        # the next node event moves them all otherwise)
+        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, 1 if n_live == 0 else 0,
+                            backoff0,
                             backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
                             hp, dk, ds, dp, rank, ak, pmask)
         if kind == Q_DONE:
@@ -214,7 +237,30 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
             e = qi[Q_POD]
             row = ev_row[e]
             what = ev_kind[e]
-            if what == EV_ADD:
+            if what == EV_POD_DELETE:
+                jj = made[ev_x[e]]
+                if pst[jj] == P_BOUND:
+                    row = out_node[jj]
+                    c = cls[jj]
+                    release(row, out_gmask[jj], c_cpu[c], c_mem[c], c_num[c], c_milli[c],
+                            gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version)
+                    pst[jj] = P_GONE
+                    out_why[jj] = WHY_POD_DELETED
+                    nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
+                                              tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
+                    frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+                    log_t[m] = now
+                    log_pod[m] = -1 - jj
+                    log_frag[m] = frag
+                    m += 1
+                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+                elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
+                    # pending: it leaves the queue (its entries die where they
+                    # are); no cluster event
+                    pst[jj] = P_GONE
+                    out_why[jj] = WHY_POD_DELETED
+            elif what == EV_ADD:
                 x = ev_x[e]
                 gpu_count[row] = u_gpu_count[x]
                 model[row] = u_model[x]
@@ -224,6 +270,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                 init_node(row, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left,
                           cpu_left, mem_left, pods_left, aff, node_ver, tp_cpu, tp_num,
                           tp_milli, tp_mask, tp_freq, nfrag)
+                static_total[row] = u_static[x]
                 live[row] = 1
                 n_live += 1
                 cordoned[row] = ev_flag[e]

@@ -18,14 +18,17 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
                    ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
                    n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                    n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
-                   policy, sel, seed_mix, gpu_weight, backoff0, backoff_max, max_unsched,
-                   ev_off, ev_len, cls, u, arrive, depart, duration, rank, gpu_slots,
+                   policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
+                   max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank, gpu_slots,
                    out_node, out_gmask, out_bind, out_tries, out_why, log_t, log_pod, log_frag,
                    n_log, frag0, end):
     """Run b: workload ``run_workload[b]``, its pods ``ev_off[b]`` ..
     ``+ ev_len[b]``, its log from ``2 * ev_off[b] + b * E``
     (``2 * ev_len[b] + E`` entries); ``row0`` [N] each local row's
-    universe node at the start (-1 absent), ``cord0`` [N] cordoned then."""
+    universe node at the start (-1 absent), ``cord0`` [N] cordoned then;
+    ``u_static`` [B, U] each run's static score of each universe node;
+    ``made`` [B, K] the pod index (in the run) of each pod the scenario
+    creates."""
     n = row0.shape[0]
     n_ev = ev_t.shape[0]
     for b in prange(run_workload.shape[0]):
@@ -44,6 +47,8 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
         cord = np.empty(n, np.int8)
         first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                     gc, md, cc, mc, pc, live, cord)
+        st = np.empty(n, np.int64)
+        first_static(row0, u_static[b], st)
         r = max(2 * e, 1)
         rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
         ak = np.empty(r if rank.shape[0] > 0 else 0, np.int64)
@@ -53,7 +58,7 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
             c_cpu[w, :nc], c_mem[w, :nc], c_cpu_nz[w, :nc], c_num[w, :nc], c_milli[w, :nc],
             c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp],
             tp_mask[w, :ntp], tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b],
-            np.zeros(n, np.int64), cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
+            u_static[b], st, made[b], cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
             duration[o:o + e], rk, backoff0[b], backoff_max[b], max_unsched[b],
             out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
             out_why[o:o + e], log_t[lo:lo + 2 * e + n_ev], log_pod[lo:lo + 2 * e + n_ev],

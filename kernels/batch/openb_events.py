@@ -1,5 +1,6 @@
 """The batched openb engine with timed node events (a scenario's node
-steps: nodes added, cordoned, uncordoned, drained, deleted), on the CPU
+steps: nodes added, cordoned, uncordoned, drained, deleted; and its pod
+deletes), on the CPU
 twin: ``_openb_events.run_events_cluster`` (the engine's rules, decision
 and queue) compiled with ``njit``, one run per ``prange`` iteration
 (``_openb_events_driver``); ``openb_events_cuda`` runs the same source on
@@ -7,8 +8,10 @@ the device.
 
 A call's runs share one cluster and its node events (``NodeEvents``);
 their pods, policies and seeds are a ``BatchArrays``' (its node sets are
-not read: the rows are ``NodeEvents``').  ``run_openb_events`` answers
-``EventOutputs``.
+not read: the rows are ``NodeEvents``'), each run's static scores of the
+universe's nodes (OpenbTieRank: ``u_static`` [B, U]) and the pods the
+scenario creates (``made`` [B, K]: their rows among the run's pods).
+``run_openb_events`` answers ``EventOutputs``.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from .cpu import env_ns, run_by_run
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_openb_events.EV_ADD, _openb_events.EV_UPDATE,
                                           _openb_events.EV_EVICT, _openb_events.EV_DELETE)
-EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE)
+EV_POD_DELETE = _openb_events.EV_POD_DELETE
+EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE, EV_POD_DELETE)
 WHY_DELETED, WHY_EVICTED = _openb_events.WHY_DELETED, _openb_events.WHY_EVICTED
+WHY_POD_DELETED = _openb_events.WHY_POD_DELETED
 I_POD_DELETE, I_NODE_ADD, I_NODE_UPDATE, I_NODE_DELETE = (
     _openb_events.I_POD_DELETE, _openb_events.I_NODE_ADD, _openb_events.I_NODE_UPDATE,
     _openb_events.I_NODE_DELETE)
@@ -46,8 +51,10 @@ class NodeEvents(NamedTuple):
     ``u_model`` (-1 none), ``u_cpu_cap`` (millicores), ``u_mem_cap`` (the
     pods' unit), ``u_pods_cap``; the events [E] in time order: ``ev_t``
     (seconds), ``ev_kind`` (``EV_KINDS``), ``ev_row`` (local row),
-    ``ev_x`` (EV_ADD: the universe node), ``ev_flag`` (EV_ADD,
-    EV_UPDATE: cordoned after it); ``fit_interest`` / ``cordon_interest``
+    ``ev_x`` (EV_ADD: the universe node; EV_POD_DELETE: the k-th pod the
+    scenario creates, its row ``ev_row`` unread), ``ev_flag`` (EV_ADD,
+    EV_UPDATE: cordoned after it), a time's EV_POD_DELETE events before
+    its others; ``fit_interest`` / ``cordon_interest``
     the cluster events (``_queue``'s bits) NodeResourcesFit and
     GpuShareFit / NodeUnschedulable listen to."""
 
@@ -98,10 +105,15 @@ class NodeEvents(NamedTuple):
             raise ValueError(f"NodeEvents.ev_kind: kinds {EV_KINDS}")
         if ((np.asarray(self.ev_row) < 0) | (np.asarray(self.ev_row) >= n)).any():
             raise ValueError(f"NodeEvents.ev_row: local rows 0..{n - 1}")
-        add = np.asarray(self.ev_kind) == EV_ADD
+        kind = np.asarray(self.ev_kind)
+        add = kind == EV_ADD
         x = np.asarray(self.ev_x)[add]
         if ((x < 0) | (x >= u)).any():
             raise ValueError(f"NodeEvents.ev_x: an EV_ADD's universe node 0..{u - 1}")
+        lead = kind == EV_POD_DELETE
+        if (lead[1:] & ~lead[:-1] & (t[1:] == t[:-1])).any():
+            raise ValueError("NodeEvents.ev_kind: a time's EV_POD_DELETE events come before "
+                             "its other events")
 
     def gpu_slots(self) -> int:
         return max(1, int(np.max(self.u_gpu_count, initial=0)))
@@ -122,11 +134,12 @@ class EventOutputs(NamedTuple):
     """Per pod (``BatchArrays``' events): ``node`` (local row, -1 never),
     ``gmask`` (its GPUs, bit g = GPU g), ``bind`` (seconds, NaN never),
     ``tries``, ``why`` (0, or how it left with its node: ``WHY_DELETED``,
-    ``WHY_EVICTED``); per run b its change log from ``2 * ev_off[b] + b *
-    E``, ``n_log[b]`` entries: ``log_t`` (seconds), ``log_pod`` (k bound,
-    -1 - k left, P + e node event e, after the pods it freed; P the run's
-    pods), ``log_frag`` (GPU milli fragmented after it); ``frag0`` [B] at
-    the start, ``end`` [B] the clock when nothing was left to do."""
+    ``WHY_EVICTED``; or by a scenario's delete: ``WHY_POD_DELETED``); per
+    run b its change log from ``2 * ev_off[b] + b * E``, ``n_log[b]``
+    entries: ``log_t`` (seconds), ``log_pod`` (k bound, -1 - k left, P + e
+    event e, after the pods it freed; P the run's pods), ``log_frag`` (GPU
+    milli fragmented after it); ``frag0`` [B] at the start, ``end`` [B] the
+    clock when nothing was left to do."""
 
     node: np.ndarray
     gmask: np.ndarray
@@ -156,26 +169,58 @@ class EventOutputs(NamedTuple):
         return self.log_t[lo:lo + k], self.log_pod[lo:lo + k], self.log_frag[lo:lo + k]
 
 
-def run_inputs(a: BatchArrays, ev: NodeEvents) -> tuple:
-    """The arguments both forms take before the outputs."""
+def run_scenario(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None,
+                 made: np.ndarray | None) -> tuple:
+    """(``u_static`` [B, U], ``made`` [B, K]) as the kernels take them
+    (None: zeros, no created pod), checked against ``a`` and ``ev``, else
+    a ValueError naming the array."""
+    b = a.n_runs
+    u = int(np.shape(ev.u_gpu_count)[0])
+    st = np.zeros((b, u), np.int64) if u_static is None else \
+        np.ascontiguousarray(u_static, np.int64)
+    if st.shape != (b, u):
+        raise ValueError(f"u_static: shape {st.shape}, expected ({b}, {u})")
+    if ((st < 0) | (st >= 1 << 31)).any():
+        raise ValueError("u_static: static scores 0 .. 2**31 - 1")
+    mk = np.zeros((b, 0), np.int64) if made is None else np.ascontiguousarray(made, np.int64)
+    if mk.ndim != 2 or mk.shape[0] != b:
+        raise ValueError(f"made: shape {mk.shape}, expected ({b}, K)")
+    if ((mk < 0) | (mk >= a.ev_len[:, None])).any():
+        raise ValueError("made: a pod index of its run")
+    x = np.asarray(ev.ev_x)[np.asarray(ev.ev_kind) == EV_POD_DELETE]
+    if ((x < 0) | (x >= mk.shape[1])).any():
+        raise ValueError(f"NodeEvents.ev_x: an EV_POD_DELETE's created pod 0..{mk.shape[1] - 1}")
+    return st, mk
+
+
+def run_inputs(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
+               made: np.ndarray | None = None) -> tuple:
+    """The arguments both forms take before the outputs (``run_scenario``)."""
     f64 = np.float64
+    st, mk = run_scenario(a, ev, u_static, made)
     return (*ev.i64(), a.n_classes, a.c_cpu, a.c_mem, a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask,
             a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli, a.tp_mask, a.tp_freq, a.run_workload,
-            a.policy, a.sel, a.seed_mix.astype(np.uint64), a.gpu_weight,
+            a.policy, a.sel, a.seed_mix.astype(np.uint64), a.gpu_weight, st, mk,
             a.backoff0.astype(f64), a.backoff_max.astype(f64), a.max_unsched.astype(f64),
             a.ev_off, a.ev_len, a.cls, a.u, a.arrive.astype(f64), a.depart.astype(f64),
             a.duration.astype(f64), a.rank.astype(np.int64))
 
 
-def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None) -> EventOutputs:
+def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None,
+                     u_static: np.ndarray | None = None,
+                     made: np.ndarray | None = None) -> EventOutputs:
     """Every run of ``a`` (its pods, policy, seed; checked first) on the
     cluster and node events ``ev``, on ``threads`` cores (default:
-    Numba's)."""
+    Numba's); ``u_static`` [B, U] each run's static score of each
+    universe node (OpenbTieRank's weight times the node's rank; None:
+    zeros); ``made`` [B, K] each run's pod index of the k-th pod the
+    scenario creates (None: none)."""
     a.check()
     ev.check()
     out = EventOutputs.empty(a.cls.shape[0], a.n_runs, ev.n_events)
+    inputs = run_inputs(a, ev, u_static, made)
     with run_by_run(threads):
-        _run_all(*run_inputs(a, ev), ev.gpu_slots(), *out)
+        _run_all(*inputs, ev.gpu_slots(), *out)
     return out
 
 
@@ -184,6 +229,7 @@ __all__ = [
     "EV_DELETE",
     "EV_EVICT",
     "EV_KINDS",
+    "EV_POD_DELETE",
     "EV_UPDATE",
     "I_NODE_ADD",
     "I_NODE_DELETE",
@@ -191,8 +237,10 @@ __all__ = [
     "I_POD_DELETE",
     "WHY_DELETED",
     "WHY_EVICTED",
+    "WHY_POD_DELETED",
     "EventOutputs",
     "NodeEvents",
     "run_inputs",
+    "run_scenario",
     "run_openb_events",
 ]

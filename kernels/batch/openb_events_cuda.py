@@ -28,7 +28,7 @@ from tensorsched.kernels._compile import compile_module
 from . import _env, _openb_events, _queue
 from .arrays import BatchArrays
 from .cuda import device_rules
-from .openb_events import EventOutputs, NodeEvents, run_inputs
+from .openb_events import EventOutputs, NodeEvents, run_inputs, run_scenario
 
 AFF_TAGS = 18
 MAX_GPUS = 16
@@ -39,6 +39,7 @@ _env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_r
 _ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_env_ns)
 _run_cluster = _ev_ns["run_events_cluster"]
 _first_nodes = _ev_ns["first_nodes"]
+_first_static = _ev_ns["first_static"]
 
 
 @cuda.jit
@@ -46,8 +47,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
             ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
             n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
-            policy, sel, seed_mix, gpu_weight, backoff0, backoff_max, max_unsched,
-            ev_off, ev_len, cls, u, arrive, depart, duration, rank,
+            policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
+            max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank,
             out_node, out_gmask, out_bind, out_tries, out_why, log_t, log_pod, log_frag,
             n_log, frag0, end,
             gc_all, md_all, cc_all, mc_all, pc_all, live_all, cord_all, static_all,
@@ -81,8 +82,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     cord = cord_all[b]
     _first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                  gc, md, cc, mc, pc, live, cord)
-    for i in range(n):
-        static_all[b, i] = 0
+    _first_static(row0, u_static[b], static_all[b])
     r2 = 2 * o
     rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
     ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
@@ -91,8 +91,9 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
         u_pods_cap, ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
         c_cpu[w, :nc], c_mem[w, :nc], c_cpu_nz[w, :nc], c_num[w, :nc], c_milli[w, :nc],
         c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp], tp_mask[w, :ntp],
-        tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b], static_all[b],
-        cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e], duration[o:o + e], rk,
+        tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b], u_static[b],
+        static_all[b], made[b], cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
+        duration[o:o + e], rk,
         backoff0[b], backoff_max[b], max_unsched[b],
         out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
         out_why[o:o + e], log_t[lo:lo + 2 * e + n_ev], log_pod[lo:lo + 2 * e + n_ev],
@@ -107,7 +108,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
         dp_all[o:o + e], ak, pmask_all[o:o + e])
 
 
-def run_openb_events(a: BatchArrays, ev: NodeEvents) -> EventOutputs:
+def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
+                     made: np.ndarray | None = None) -> EventOutputs:
     """``openb_events.run_openb_events`` on the device (one thread per run)."""
     a.check()
     ev.check()
@@ -119,8 +121,11 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents) -> EventOutputs:
     p2 = max(2 * p, 1)
     g = ev.gpu_slots()
     d = cuda.to_device
+    st, mk = run_scenario(a, ev, u_static, made)
+    if mk.shape[1] == 0:
+        mk = np.zeros((b, 1), np.int64)     # (no created pod: a column no event reads)
     ins = [d(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-           for x in run_inputs(a, ev)]
+           for x in run_inputs(a, ev, st, mk)]
     host = EventOutputs.empty(p, b, ev.n_events)
     outs = [d(x) for x in host]
     i64, f64, i8 = np.int64, np.float64, np.int8

@@ -1,8 +1,10 @@
-"""``ts.simulate_batch`` on openb nodes with a scenario of node steps
-(``experiments.batch_facade``): every run's placements (node by name), GPU
-indices, binding times, evictions and removals are its own Simulation's
-given the scenario; the configs, traces and steps the node-event engine
-does not cover are refused by name before any run."""
+"""``ts.simulate_batch`` on openb nodes with a scenario of node and Pod
+steps (``experiments.batch_facade``): every run's placements (node by
+name), GPU indices, binding times, evictions, removals and deletions are
+its own Simulation's given the scenario, under the experiment's profile
+(policy names: OpenbTieRank's node order) and GpuShareScore alone; the
+traces and steps the node-event engine does not cover are refused by
+name before any run."""
 import copy
 
 import numpy as np
@@ -12,14 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.backends import needs_cuda
 from test_sweep_batch import HEADER, _write, _write_generic
-from test_sweep_openb_events import _node, _random_scenario
+from test_sweep_openb_events import _node, _pod, _random_scenario
 
 import tensorsched as ts
 from tensorsched.experiments import batch_facade
 from tensorsched.experiments import simulate_run as run
 from tensorsched.framework.errors import ArgumentError
 from tensorsched.framework.simulation.scenario import load_scenario
-from tensorsched.kernels.batch.openb_events import WHY_DELETED, WHY_EVICTED
+from tensorsched.framework.simulation.simulation import Simulation
+from tensorsched.kernels.batch.openb_events import WHY_DELETED, WHY_EVICTED, WHY_POD_DELETED
+from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import trace as T
@@ -28,14 +32,21 @@ from tensorsched.topology.openb.batch_sim import BatchProfileError
 POLICIES = ("FGD", "Random", "BestFit", "DotProd", "GpuPacking", "GpuClustering")
 
 
-def _simulated(nodes: str, trace, policy: str, seed: int, scenario) -> dict:
+def _simulated(nodes: str, trace, policy: str, seed: int, scenario, tie: bool = False) -> dict:
     """The Simulation's outcome per pod name: (node, GPU indices, binding
-    time) when bound, and how it left with its node."""
+    time) when bound, and how it left with its node (or by a step's
+    delete: ``PodDeleted``); ``tie``: the experiment's profile
+    (OpenbTieRank's labels ``batch.tie_of(n, seed)``)."""
     tw = B.trace_workload(trace)
     typical = T.typical_of(tw.pods)
-    sim = run.build_simulation(run.cluster_objects(nodes=nodes), T.openb_config(policy, typical),
-                               "numba", seed, interval=60.0, typical=typical)
+    inv = read_openb_nodes(nodes)
+    n = inv.n_nodes
+    sim = Simulation(T.openb_node_objects(inv, B.tie_of(n, seed) if tie else None),
+                     T.openb_config(policy, typical, n + 1 if tie else None), "numba", seed,
+                     interval=60.0, registry=T.experiment_registry())
     sim.scenario(copy.deepcopy(scenario))
+    created = {o["metadata"]["name"] for st in sim_steps(scenario) for o in st.objects
+               if st.kind == "Pod"}
     got, gone = {}, {}
 
     def bound(e):
@@ -45,8 +56,11 @@ def _simulated(nodes: str, trace, policy: str, seed: int, scenario) -> dict:
                                           and al.indices else (), float(e["time"]))
 
     def left(e):
+        name = e["pod"].split("/", 1)[1]
         if "node" in str(e.get("message", "")):         # with its node, not its own deletion
-            gone[e["pod"].split("/", 1)[1]] = e["event"]
+            gone[name] = e["event"]
+        elif e["event"] == "Deleted" and name in created:
+            gone[name] = "PodDeleted"
     sim.on("Bound", bound)
     sim.on("Evicted", left)
     sim.on("Deleted", left)
@@ -55,9 +69,14 @@ def _simulated(nodes: str, trace, policy: str, seed: int, scenario) -> dict:
     return {"bound": got, "gone": gone}
 
 
-def _batched(res, names) -> dict:
+def sim_steps(scenario) -> list:
+    return load_scenario(copy.deepcopy(scenario)).steps if isinstance(scenario, dict) \
+        else scenario.steps
+
+
+def _batched(res) -> dict:
     got, gone = {}, {}
-    for j, name in enumerate(names):
+    for j, name in enumerate(res.pod_names):
         if res.node[j] >= 0:
             # a node added again under a removed name is ``<name>.<k>`` (no dots in these names)
             node = res.node_names[int(res.node[j])].split(".")[0]
@@ -66,46 +85,50 @@ def _batched(res, names) -> dict:
             gone[name] = "Evicted"
         elif res.why[j] == WHY_DELETED:
             gone[name] = "Deleted"
+        elif res.why[j] == WHY_POD_DELETED:
+            gone[name] = "PodDeleted"
     return {"bound": got, "gone": gone}
 
 
-def _check(nodes, pods, scenario: dict, policies, seeds):
+def _check(nodes, pods, scenario: dict, policies, seeds, tie: bool = False):
+    """Each run of ``policies`` x ``seeds`` is its Simulation's; ``tie``:
+    the policies by name (the experiment's profile, OpenbTieRank but for
+    Random), else ``trace.openb_config(policy)`` (GpuShareScore alone)."""
     trace = run.read_trace_file(pods)
     sc = load_scenario(scenario)
-    configs = [T.openb_config(p) if p != "Random" else "Random" for p in policies]
+    configs = [p if tie or p == "Random" else T.openb_config(p) for p in policies]
     runs = ts.simulate_batch(nodes, [pods], configs, seeds, scenario=scenario, workers=1)
     assert [(r.cluster, r.trace, r.config, r.seed) for r in runs] == [
         (0, 0, k, s) for k in range(len(policies)) for s in seeds]
-    names = B.trace_workload(trace).pods.names
+    trace_names = B.trace_workload(trace).pods.names
     for r in runs:
         assert r.policy == policies[r.config]
-        assert _batched(r, names) == _simulated(nodes, trace, r.policy, r.seed, sc), r.policy
-        used, _frag = r.at([1e12])
-        assert used[0] == sum(len(r.gpus[j]) * int(B.trace_workload(trace).pods.milli[j])
-                              for j in range(len(names)) if r.node[j] >= 0
-                              and r.why[j] == 0 and not _left(trace, r, j))
+        assert sorted(r.pod_names) == sorted(list(trace_names) + [
+            o["metadata"]["name"] for st in sc.steps if st.kind == "Pod"
+            and st.action == "create" for o in st.objects])
+        assert _batched(r) == _simulated(nodes, trace, r.policy, r.seed, sc,
+                                         tie and r.policy != "Random"), r.policy
     return runs
 
 
-def _left(trace, r, j) -> bool:
-    tw = B.trace_workload(trace)
-    return bool(np.isfinite(tw.departure[j]) or np.isfinite(tw.duration[j]))
-
-
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(1, 25),
        generic=st.booleans())
-def test_each_run_is_its_simulation_under_random_node_steps(tmp_path, seed, n_nodes, n_pods,
-                                                            generic):
-    """Random node steps (adds, cordons, drains, removals) on random CSV
-    clusters and traces; two policies per example, two seeds."""
+def test_each_run_is_its_simulation_under_random_node_and_pod_steps(tmp_path, seed, n_nodes,
+                                                                    n_pods, generic):
+    """Random node steps (adds, some with a tie label, cordons, drains,
+    removals) and, on odd seeds, Pod creates and deletes, on random CSV
+    clusters and traces; two policies per example by name (the
+    experiment's profile: OpenbTieRank) or by config (GpuShareScore
+    alone), in turn, two seeds."""
     nodes, pods = (_write_generic if generic else _write)(tmp_path, seed, n_nodes, n_pods)
     if not B.trace_workload(run.read_trace_file(pods)).pods.gpu_total.any():
         return                                  # no GPU ask: the batched engine's input check
-    scenario = _random_scenario(np.random.default_rng(seed), n_nodes)
+    scenario = _random_scenario(np.random.default_rng(seed), n_nodes, pods=seed % 2 == 1)
     try:
-        _check(nodes, pods, scenario, POLICIES[seed % 3::3], [0, 1 + seed % 5])
+        _check(nodes, pods, scenario, POLICIES[seed % 3::3], [0, 1 + seed % 5],
+               tie=seed % 4 < 2)
     except BatchProfileError:
         pass                                    # (the generator's rare refusals)
 
@@ -177,17 +200,80 @@ def _one(tmp_path):
     return str(tmp_path / "n.csv"), str(tmp_path / "p.csv")
 
 
-def test_the_experiment_profile_with_a_scenario_is_refused_by_name(tmp_path):
-    """A policy name (but Random) is the experiment's profile, OpenbTieRank
-    included: refused naming the config; the same runs without a scenario
-    still go to the experiment's batched kernel."""
+def test_the_experiment_profile_ranks_an_added_node_by_its_label(tmp_path):
+    """Policy names are the experiment's profile (OpenbTieRank): x0 (label
+    7) and x1 (no label: rank 0) join at 5, alike and empty; b (at 10)
+    ties on them and takes x0 under every tie-ranked policy; n0 removed
+    and added again at 20 with label 9 (``n0.1``) ranks by it."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "a,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "b,1000,1024,1,1000,,LS,Running,10,,10\n"
+                                    "c,1000,1024,1,500,,LS,Running,30,,30\n")
+    sc = {"steps": [{"at": 5, "create": _node("x1", 2)},
+                    {"at": 5, "create": _node("x0", 2, tie="7")},
+                    {"at": 20, "removeNodes": ["n0"]},
+                    {"at": 20, "create": _node("n0", 2, tie="9")}]}
+    runs = _check(str(tmp_path / "n.csv"), str(tmp_path / "p.csv"), sc, POLICIES, [0, 1, 2],
+                  tie=True)
+    for r in runs:
+        if r.policy != "Random":
+            assert [r.node_names[int(x)] for x in r.node[:2]] == ["n0", "x0"], r.policy
+
+
+def test_a_rank_label_the_kernel_does_not_rank_is_refused_by_name(tmp_path):
+    """An added node's tie label that is not an integer 0..2**24 - 1: a
+    tie-ranked config is refused naming the step; GpuShareScore alone
+    (OpenbTieRank absent: the label unread) runs."""
     nodes, pods = _one(tmp_path)
-    sc = {"steps": [{"at": 5, "cordon": "n0"}]}
-    with pytest.raises(BatchProfileError, match=r"^configs\[1\]: OpenbTieRank"):
+    sc = {"steps": [{"at": 1, "create": _node("x0", 1, tie="high")}]}
+    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[0\]\.create .*tie"):
         ts.simulate_batch(nodes, pods, ["Random", "FGD"], scenario=sc)
-    with pytest.raises(BatchProfileError, match=r"^configs\[0\]: OpenbTieRank"):
-        ts.simulate_batch(nodes, pods, scenario=sc)
-    assert ts.simulate_batch(nodes, pods, ["FGD"])[0].scheduled == 1
+    assert ts.simulate_batch(nodes, pods, [T.openb_config("FGD"), "Random"],
+                             scenario=sc)[0].scheduled == 1
+
+
+def test_created_pods_bind_leave_and_are_deleted(tmp_path):
+    """c0 (created at 2, 1 GPU) binds on n0's free GPU; a (trace, at 5)
+    waits until c0's delete at 20 frees it (a Pod/Delete moves it); c1
+    (created at 3, pending: no GPU) is deleted at 10 and never binds; c2
+    (created at 40 with a 15 s duration) binds and leaves."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,2,T4\n")
+    (tmp_path / "p.csv").write_text(HEADER + "z,1000,1024,1,1000,,LS,Running,0,,0\n"
+                                    "a,1000,1024,1,1000,,LS,Running,5,,5\n")
+    sc = {"steps": [{"at": 2, "create": _pod("c0")}, {"at": 3, "create": _pod("c1", 2)},
+                    {"at": 10, "delete": {"kind": "Pod", "name": "c1"}},
+                    {"at": 20, "delete": {"kind": "Pod", "name": "c0"}},
+                    {"at": 40, "create": _pod("c2", 1, 500), "duration": 15}]}
+    for tie in (False, True):
+        runs = _check(str(tmp_path / "n.csv"), str(tmp_path / "p.csv"), sc, POLICIES, [0, 5],
+                      tie=tie)
+        for r in runs:
+            assert r.pod_names == ["z", "c0", "c1", "a", "c2"]
+            assert r.bind[1] == 2.0 and r.bind[3] == 20.0 and r.node[2] < 0
+            assert r.why.tolist() == [0, WHY_POD_DELETED, WHY_POD_DELETED, 0, 0]
+            used, _frag = r.at([1e12])
+            assert used[0] == 2000          # z and a; c2 left at 55
+
+
+def test_refused_pod_steps_name_their_field(tmp_path):
+    nodes, pods = _one(tmp_path)
+    bad = [_pod("x"), _pod("y"), _pod("z"), _pod("a")]
+    bad[0]["metadata"]["namespace"] = "other"
+    bad[1]["spec"]["tolerations"] = [{"operator": "Exists"}]
+    bad[2]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    for o in bad:
+        with pytest.raises(BatchProfileError, match=r"^scenario: steps\[0\]\.create \(create "
+                                                    r"Pod\)"):
+            ts.simulate_batch(nodes, pods, ["FGD"], scenario={"steps": [{"at": 1, "create": o}]})
+    steps = [{"at": 1, "create": _pod("c", 1, 500), "duration": 5},
+             {"at": 9, "delete": {"kind": "Pod", "name": "c"}}]
+    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[1\]\.delete .*may have "
+                                                r"left"):
+        ts.simulate_batch(nodes, pods, ["FGD"], scenario={"steps": steps})
+    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[0\]\.delete: pod "
+                                                r"default/a not found"):
+        ts.simulate_batch(nodes, pods, ["FGD"], scenario={"steps": [
+            {"at": 5, "delete": {"kind": "Pod", "name": "a"}}]})
 
 
 def test_refusals_name_the_input(tmp_path):
@@ -218,18 +304,21 @@ def test_scenario_by_path_and_object_give_the_same_runs(tmp_path):
 @pytest.mark.cudasim
 @needs_cuda
 def test_cuda_form_equals_the_twin_with_no_node_left_taints_and_a_name_added_again(tmp_path):
-    """The cases this form added to the node events, on the device (the
-    simulator) and the twin: the same runs."""
+    """The cases this form added to the node events, a created pod deleted
+    and the experiment's profile (BestFit by name: OpenbTieRank), on the
+    device (the simulator) and the twin: the same runs."""
     (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,1,T4\n")
     (tmp_path / "p.csv").write_text(HEADER + "".join(
         f"p{k},1000,1024,1,{500 + 250 * (k % 3)},,LS,Running,{4 * k},{4 * k + 9},{4 * k}\n"
         for k in range(6)))
     sc = {"steps": [{"at": 5, "removeNodes": ["n0"]},
                     {"at": 9, "create": _node("t0", 2, taint="NoSchedule")},
-                    {"at": 13, "create": _node("n0", 2)}, {"at": 14, "uncordon": "t0"}]}
+                    {"at": 13, "create": _node("n0", 2, tie="4")}, {"at": 14, "uncordon": "t0"},
+                    {"at": 14, "create": _pod("c0", 1, 500)},
+                    {"at": 20, "delete": {"kind": "Pod", "name": "c0"}}]}
     cfg = T.openb_config("FGD")
     twin, dev = (ts.simulate_batch(str(tmp_path / "n.csv"), str(tmp_path / "p.csv"),
-                                   [cfg, "Random"], [0, 1], backend=b, scenario=sc)
+                                   [cfg, "Random", "BestFit"], [0, 1], backend=b, scenario=sc)
                  for b in ("numba", "cuda"))
     assert any(r.scheduled for r in twin)
     for x, y in zip(twin, dev):

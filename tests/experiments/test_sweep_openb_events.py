@@ -1,7 +1,8 @@
 """``tensorsched sweep`` jobs of the openb profile with a scenario of node
-steps (nodes added, cordoned, uncordoned, drained, removed) run as one
-batched call (``experiments.sweep_openb_events``): every row equals the
-row of the job's own Simulation (``batch=False``) but ``wall_seconds``."""
+steps (nodes added, cordoned, uncordoned, drained, removed) and Pod steps
+(GPU-share pods created, created pods deleted) run as one batched call
+(``experiments.sweep_openb_events``): every row equals the row of the
+job's own Simulation (``batch=False``) but ``wall_seconds``."""
 import copy
 import dataclasses
 import json
@@ -29,9 +30,11 @@ TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
 
 
 def _node(name: str, gpus: int, model: str = "T4", cpu: str = "16", mem: str = "32Gi",
-          unschedulable: bool = False, taint: str = "") -> dict:
+          unschedulable: bool = False, taint: str = "", tie: str | None = None) -> dict:
     alloc = {"cpu": cpu, "memory": mem, "pods": "110"}
     labels = {"kubernetes.io/hostname": name}
+    if tie is not None:         # OpenbTieRank's rank label
+        labels["openb.tensorsched.io/tie"] = tie
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
         labels["nvidia.com/gpu.product"] = model
@@ -42,14 +45,66 @@ def _node(name: str, gpus: int, model: str = "T4", cpu: str = "16", mem: str = "
             "spec": spec, "status": {"allocatable": alloc}}
 
 
-def _random_scenario(rng, n_nodes: int) -> dict:
+def _pod(name: str, num: int = 1, milli: int = 1000, cpu: str = "1", mem: str = "1Gi",
+         model: str = "", priority: int | None = None) -> dict:
+    """A GPU-share Pod manifest (``num`` GPUs of ``milli`` each; 0: none)."""
+    annos = {}
+    if num:
+        annos = {"alibabacloud.com/gpu-milli": str(milli), "alibabacloud.com/gpu-count": str(num)}
+        if model:
+            annos["alibabacloud.com/gpu-card-model"] = model
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu,
+                                                                   "memory": mem}}}]}
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "annotations": annos},
+            "spec": spec}
+
+
+def _random_scenario(rng, n_nodes: int, pods: bool = False) -> dict:
     """Valid node steps in time order: never a step on an absent node; the
     last node removed now and then; a removed node's name now and then
-    added again."""
+    added again; added nodes now and then with an OpenbTieRank label.
+    ``pods``: GPU-share pods created too (some with a duration or a
+    priority), a created one now and then deleted later (while it cannot
+    have left)."""
     present = [f"n{i}" for i in range(n_nodes)]
     steps, added, removed = [], 0, []
-    for t in sorted(rng.choice(TIMES, size=int(rng.integers(1, 7))).tolist()):
-        what = rng.choice(["cordon", "uncordon", "drain", "add", "remove"])
+    made = []               # (name, created at, its duration or None), not deleted
+    n_made = 0
+    leaves = []             # times of drains and removals
+    kinds = ["cordon", "uncordon", "drain", "add", "remove"] + (
+        ["pod", "pod", "unpod", "unpod"] if pods else [])
+    for t in sorted(rng.choice(TIMES, size=int(rng.integers(1, 7 + 3 * pods))).tolist()):
+        what = rng.choice(kinds)
+        if what == "pod":
+            for _ in range(int(rng.integers(1, 3))):
+                name = f"c{n_made}"
+                n_made += 1
+                num, milli = [(1, 1000), (1, 500), (2, 1000), (0, 0), (1, 300)][
+                    int(rng.integers(5))]
+                step = {"at": t, "create": _pod(
+                    name, num, milli, str(rng.choice(["0", "1", "4"])),
+                    str(rng.choice(["0", "2Gi", "8Gi"])), "T4" if rng.random() < 0.1 else "",
+                    int(rng.choice([0, 10, 1000])) if rng.random() < 0.3 else None)}
+                dur = float(rng.choice([5, 60, 700])) if rng.random() < 0.4 else None
+                if dur is not None:
+                    step["duration"] = dur
+                steps.append(step)
+                made.append((name, t, dur))
+            continue
+        if what == "unpod":
+            ok = [m for m in made if m[1] < t and (m[2] is None or t <= m[1] + m[2])
+                  and not any(m[1] < x < t for x in leaves)]
+            if ok:
+                m = ok[int(rng.integers(len(ok)))]
+                made.remove(m)
+                steps.append({"at": t, "delete": {"kind": "Pod", "name": m[0],
+                                                  "namespace": "default"}})
+            continue
+        if what in ("drain", "remove"):
+            leaves.append(t)
         if what == "add":
             names = [f"x{added + k}" for k in range(int(rng.integers(1, 3)))]
             added += len(names)
@@ -59,7 +114,9 @@ def _random_scenario(rng, n_nodes: int) -> dict:
                 steps.append({"at": t, "create": _node(
                     nm, int(rng.choice([0, 1, 2, 4])), str(rng.choice(["T4", "V100M16"])),
                     unschedulable=bool(rng.random() < 0.2), taint=str(rng.choice(
-                        ["", "", "", "NoSchedule", "NoExecute", "PreferNoSchedule"])))})
+                        ["", "", "", "NoSchedule", "NoExecute", "PreferNoSchedule"])),
+                    tie=str(int(rng.integers(0, 2 * n_nodes + 2))) if rng.random() < 0.5
+                    else None)})
             present += names
         elif what == "remove":
             if len(present) > 1 or (present and rng.random() < 0.5):
@@ -122,21 +179,40 @@ def test_rows_equal_each_simulation_under_node_steps(tmp_path, monkeypatch, seed
            interval)
 
 
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(1, 20),
+       generic=st.booleans())
+def test_rows_equal_each_simulation_under_node_and_pod_steps(tmp_path, monkeypatch, seed,
+                                                             n_nodes, n_pods, generic):
+    """Random node steps with Pod creates (GPU shares, durations,
+    priorities) and deletes of the created pods; two of the six policies
+    per example, in turn."""
+    write = _write_generic if generic else _write
+    nodes, pods = write(tmp_path, seed, n_nodes, n_pods)
+    scenario = _random_scenario(np.random.default_rng(seed), n_nodes, pods=True)
+    k = seed % 3
+    _equal(tmp_path, monkeypatch, nodes, pods, scenario, POLICIES[k::3], [1 + seed % 7], 60.0)
+
+
 def test_random_scenarios_are_mostly_covered():
     """The generator's scenarios are ones the engine takes (the equality
-    test above then runs them batched), not refusals."""
-    took = 0
+    tests above then run them batched), not refusals; half of them create
+    pods, and delete some."""
+    took = made = deleted = 0
     with tempfile.TemporaryDirectory() as d:
         for seed in range(20):
             nodes, pods = _write(Path(d), seed, 1 + seed % 4, 5)
             try:
-                E.plan_openb(read_openb_nodes(nodes), load_scenario(
-                    _random_scenario(np.random.default_rng(seed), 1 + seed % 4)),
+                plan = E.plan_openb(read_openb_nodes(nodes), load_scenario(
+                    _random_scenario(np.random.default_rng(seed), 1 + seed % 4, seed % 2 == 1)),
                     read_openb_trace(pods))
                 took += 1
+                made += len(plan.created)
+                deleted += int((plan.events.ev_kind == E.EV_POD_DELETE).sum())
             except BatchProfileError:
                 pass
-    assert took >= 15
+    assert took >= 15 and made >= 5 and deleted >= 1
 
 
 def _occupant(plan, row: int, t: float) -> str:

@@ -2,7 +2,8 @@
 its fragmentation sum over the live rows is ``numpy.sum``'s, bit for bit,
 at every size; its inputs are checked by name; and the CUDA form
 (``openb_events_cuda``, under the simulator) gives the CPU twin's
-answers on a tiny cluster with every kind of node event."""
+answers on a tiny cluster with every kind of node event, Pod creates and
+deletes, and OpenbTieRank's ranks (an added node's its label)."""
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.batch import openb_events as OE
 from tensorsched.topology.gpu import read_openb_nodes
-from tensorsched.topology.openb.batch import trace_workload
+from tensorsched.topology.openb.batch import trace_arrays, trace_workload, workload_of
 from tensorsched.topology.openb.trace import read_openb_trace
 
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time," \
@@ -32,10 +33,13 @@ def test_live_frag_sums_as_numpy(m):
     assert got == np.sum(vals[live == 1])
 
 
-def _node(name, gpus, unschedulable=False):
+def _node(name, gpus, unschedulable=False, tie=None):
     spec = {"unschedulable": True} if unschedulable else {}
+    labels = {"nvidia.com/gpu.product": "T4"}
+    if tie is not None:
+        labels["openb.tensorsched.io/tie"] = tie
     return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "T4"}},
+            "metadata": {"name": name, "labels": labels},
             "spec": spec, "status": {"allocatable": {"cpu": "8", "memory": "16Gi",
                                                      "nvidia.com/gpu": str(gpus)}}}
 
@@ -57,9 +61,21 @@ def _generic_trace(tmp_path, rng):
     return run.read_trace_file(str(tmp_path / "g.csv"))
 
 
+def _pod(name, milli, priority=None):
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1",
+                                                                   "memory": "1Gi"}}}]}
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": {
+        "alibabacloud.com/gpu-milli": str(milli), "alibabacloud.com/gpu-count": "1"}},
+        "spec": spec}
+
+
 def _inputs(tmp_path, seed: int = 3, generic: bool = False):
     """A two-node cluster, a trace with departures (``generic``: durations
-    and priorities too) and every kind of node step."""
+    and priorities too), every kind of node step (added nodes with tie
+    labels) and Pod steps; the workloads with the created pods, the jobs
+    (six policies, two seeds), their rows of the created pods."""
     (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
                                     "n0,8000,16384,2,T4\nn1,16000,32768,1,T4\n")
     rng = np.random.default_rng(seed)
@@ -71,22 +87,27 @@ def _inputs(tmp_path, seed: int = 3, generic: bool = False):
         lines.append(f"p{j},1000,1024,{num},{milli},,LS,Running,{t},{dep},{t}")
     (tmp_path / "p.csv").write_text(HEADER + "\n".join(lines) + "\n")
     sc = load_scenario({"steps": [
-        {"at": 4, "cordon": "n0"}, {"at": 9, "create": _node("x0", 4)},
+        {"at": 1, "create": _pod("c0", 1000)}, {"at": 3, "create": _pod("c1", 500, 10)},
+        {"at": 4, "cordon": "n0"}, {"at": 9, "create": _node("x0", 4, tie="3")},
+        {"at": 9, "delete": {"kind": "Pod", "name": "c1"}},
         {"at": 12, "drain": "n1"}, {"at": 15, "uncordon": "n0"},
+        {"at": 18, "create": _pod("c2", 1000), "duration": 4},
         {"at": 20, "removeNodes": ["x0"]}, {"at": 24, "create": _node("x1", 2, True)},
-        {"at": 30, "uncordon": ["n1", "x1"]}]})
+        {"at": 30, "uncordon": ["n1", "x1"]}, {"at": 33, "create": _node("x2", 1, tie="5")},
+        {"at": 8, "delete": {"kind": "Pod", "name": "c0"}}]})
     inv = read_openb_nodes(tmp_path / "n.csv")
     trace = _generic_trace(tmp_path, rng) if generic else read_openb_trace(tmp_path / "p.csv")
     plan = E.plan_openb(inv, sc, trace)
     tw = trace_workload(trace)
     tw.typical = run.typical_of(trace)
+    tw, made = plan.workload(tw, trace)
     jobs = [(0, p, s) for p in ("FGD", "Random", "BestFit", "DotProd", "GpuPacking",
                                 "GpuClustering") for s in (0, 1)]
-    return inv, plan, [tw], jobs
+    return inv, plan, [tw], jobs, [made]
 
 
 def test_event_inputs_are_checked_by_name(tmp_path):
-    _inv, plan, _tws, _jobs = _inputs(tmp_path)
+    inv, plan, tws, jobs, made = _inputs(tmp_path)
     ev = plan.events
     bad = ev._replace(ev_row=np.full(ev.n_events, 99, np.int64))
     with pytest.raises(ValueError, match="NodeEvents.ev_row"):
@@ -94,16 +115,47 @@ def test_event_inputs_are_checked_by_name(tmp_path):
     with pytest.raises(ValueError, match="NodeEvents.ev_t"):
         ev._replace(ev_t=ev.ev_t[::-1].copy() + np.arange(ev.n_events)[::-1]).check() \
             if ev.n_events > 1 else ev._replace(ev_t=np.array([-1.0])).check()
+    lead = ev.ev_kind == OE.EV_POD_DELETE
+    with pytest.raises(ValueError, match="NodeEvents.ev_kind: a time's EV_POD_DELETE"):
+        k = int(np.flatnonzero(lead)[0])
+        t = ev.ev_t.copy()
+        t[k - 1] = t[k]     # an event of its time before it
+        ev._replace(ev_t=t).check()
+    u = ev.u_gpu_count.shape[0]
+    with pytest.raises(ValueError, match=r"u_static: shape \(12, 2\)"):
+        OE.run_scenario(*_arrays(inv, plan, tws, jobs), np.zeros((12, 2), np.int64), None)
+    with pytest.raises(ValueError, match="u_static: static scores"):
+        OE.run_scenario(*_arrays(inv, plan, tws, jobs), np.full((12, u), -1, np.int64), None)
+    with pytest.raises(ValueError, match="made: a pod index of its run"):
+        OE.run_scenario(*_arrays(inv, plan, tws, jobs), None, np.full((12, 3), 999, np.int64))
+    with pytest.raises(ValueError, match="NodeEvents.ev_x: an EV_POD_DELETE's created pod"):
+        OE.run_scenario(*_arrays(inv, plan, tws, jobs), None, np.zeros((12, 1), np.int64))
+    with pytest.raises(ValueError, match="made: the rows of the pods the scenario creates"):
+        E.openb_event_runs(inv, plan, tws, jobs)
+
+
+def _arrays(inv, plan, tws, jobs) -> tuple:
+    """(``BatchArrays``, ``NodeEvents``) of the jobs (as ``openb_event_runs`` builds them)."""
+    wide = inv.copy()
+    wide.models = list(plan.models)
+    a = trace_arrays([wide], [(workload_of(wide, tws[0].pods, tws[0].typical), tws[0])],
+                     {(0, 0): 0}, [(0, 0, p, s) for _t, p, s in jobs], 300.0, (1.0, 10.0),
+                     weights=[(1, 0)] * len(jobs))
+    return a, plan.events
 
 
 @pytest.mark.cudasim
 @needs_cuda
 @pytest.mark.parametrize("generic", [False, True])
 def test_cuda_form_equals_the_twin(tmp_path, generic):
-    inv, plan, tws, jobs = _inputs(tmp_path, generic=generic)
-    _a, twin = E.openb_event_runs(inv, plan, tws, jobs, "numba")
-    _b, dev = E.openb_event_runs(inv, plan, tws, jobs, "cuda")
+    inv, plan, tws, jobs, made = _inputs(tmp_path, generic=generic)
+    # seed 0: the experiment's profile (OpenbTieRank), seed 1: GpuShareScore alone
+    weights = [(inv.n_nodes + 1, 1) if s == 0 and p != "Random" else (1, 0)
+               for _t, p, s in jobs]
+    _a, twin = E.openb_event_runs(inv, plan, tws, jobs, "numba", weights=weights, made=made)
+    _b, dev = E.openb_event_runs(inv, plan, tws, jobs, "cuda", weights=weights, made=made)
     assert (twin.why > 0).any() and (twin.node >= 0).any()
+    assert (twin.why == OE.WHY_POD_DELETED).any()
     assert not generic or (tws[0].rank is not None and np.isfinite(tws[0].duration).any())
     for x, y in zip(twin, dev):
         np.testing.assert_array_equal(x, y)
