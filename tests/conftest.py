@@ -34,3 +34,15 @@ if os.environ.get("HYPOTHESIS_RANDOM") != "1":
 def backend(request) -> str:
     """Every backend name: numpy, numba, cuda (cuda only where it can run)."""
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``runs_late`` move to the end of the collection (their
+    order kept): they call engines that their own tests compile, so run
+    after those they load the machine code from the kernel cache instead
+    of compiling it (on an empty cache, as in CI, the compile would
+    otherwise land on them, often while another worker compiles the same
+    engine).  Every worker collects the same order, as pytest-xdist needs."""
+    late = [item for item in items if item.get_closest_marker("runs_late")]
+    if late:
+        items[:] = [item for item in items if not item.get_closest_marker("runs_late")] + late

@@ -18,6 +18,11 @@ def _record(tmp_path, *args):
     return rc, json.loads((tmp_path / "batch-check.json").read_text())
 
 
+# runs_late: the engines are compiled by their own tests (tests/kernels/batch,
+# tests/topology/openb, the vector environment's); after them this test
+# loads them from the kernel cache (on an empty cache it compiled all of
+# them: minutes of CI)
+@pytest.mark.runs_late
 def test_every_part_runs_on_numba(tmp_path):
     rc, rec = _record(tmp_path, "--backends", "numba")
     assert rc == 0 and rec["tiny"] and rec["not_run"] == []
@@ -62,6 +67,7 @@ def test_cuda_equals_numba_on_the_new_parts(tmp_path, part):
     assert rec["parts"][part]["cuda"]["seconds"] > 0
 
 
+@pytest.mark.runs_late
 def test_a_part_cut_by_a_kill_is_listed_as_not_run(tmp_path, monkeypatch):
     def killed(*_args):
         raise KeyboardInterrupt       # what a timeout's kill leaves: no more writes
