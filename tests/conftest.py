@@ -47,10 +47,10 @@ def backend(request) -> str:
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``runs_late`` move to the end of the collection (their
     order kept): they call engines that their own tests compile, so run
-    after those they load the machine code from the kernel cache instead
-    of compiling it (on an empty cache, as in CI, the compile would
-    otherwise land on them, often while another worker compiles the same
-    engine).  Every worker collects the same order, as pytest-xdist needs."""
+    after those they load the machine code from the kernel cache (on an
+    empty cache, as in CI, the compile lands on the engines' own tests, not
+    on a smoke test that may run beside them on the other worker).  Every
+    worker collects the same order, as pytest-xdist needs."""
     late = [item for item in items if item.get_closest_marker("runs_late")]
     if late:
         items[:] = [item for item in items if not item.get_closest_marker("runs_late")] + late

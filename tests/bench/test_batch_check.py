@@ -18,10 +18,10 @@ def _record(tmp_path, *args):
     return rc, json.loads((tmp_path / "batch-check.json").read_text())
 
 
-# runs_late: the engines are compiled by their own tests (tests/kernels/batch,
-# tests/topology/openb, the vector environment's); after them this test
-# loads them from the kernel cache (on an empty cache it compiled all of
-# them: minutes of CI)
+# runs_late: its four batched engines are compiled by their own tests
+# (tests/bench/test_batch_local.py, tests/kernels/batch, the facade's
+# simulate_batch); after them this test loads them from the kernel cache
+# instead of being the one that compiles all four on an empty cache
 @pytest.mark.runs_late
 def test_every_part_runs_on_numba(tmp_path):
     rc, rec = _record(tmp_path, "--backends", "numba")
