@@ -21,7 +21,15 @@ _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
-from support.backends import backend_params  # noqa: E402
+from support.backends import backend_params, cudasim_enabled  # noqa: E402
+
+# Numba's CUDA simulator runs a block's threads as Python threads, handed
+# the GIL by a polling loop at every syncthreads; at Python's default switch
+# interval (5 ms) much of a kernel's time is spent waiting for a handoff.
+# At 0.1 ms the cudasim tests take about half the time (CPU and wall); the
+# answers do not depend on it (the simulated threads synchronize explicitly).
+if cudasim_enabled():
+    sys.setswitchinterval(1e-4)
 
 # Property tests draw the same examples on every run, so a CI run is
 # reproducible; HYPOTHESIS_RANDOM=1 draws new ones (for exploring locally).
@@ -34,3 +42,15 @@ if os.environ.get("HYPOTHESIS_RANDOM") != "1":
 def backend(request) -> str:
     """Every backend name: numpy, numba, cuda (cuda only where it can run)."""
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``runs_late`` move to the end of the collection (their
+    order kept): they call engines that their own tests compile, so run
+    after those they load the machine code from the kernel cache (on an
+    empty cache, as in CI, the compile lands on the engines' own tests, not
+    on a smoke test that may run beside them on the other worker).  Every
+    worker collects the same order, as pytest-xdist needs."""
+    late = [item for item in items if item.get_closest_marker("runs_late")]
+    if late:
+        items[:] = [item for item in items if not item.get_closest_marker("runs_late")] + late

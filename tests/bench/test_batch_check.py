@@ -18,6 +18,11 @@ def _record(tmp_path, *args):
     return rc, json.loads((tmp_path / "batch-check.json").read_text())
 
 
+# runs_late: its four batched engines are compiled by their own tests
+# (tests/bench/test_batch_local.py, tests/kernels/batch, the facade's
+# simulate_batch); after them this test loads them from the kernel cache
+# instead of being the one that compiles all four on an empty cache
+@pytest.mark.runs_late
 def test_every_part_runs_on_numba(tmp_path):
     rc, rec = _record(tmp_path, "--backends", "numba")
     assert rc == 0 and rec["tiny"] and rec["not_run"] == []
@@ -62,6 +67,7 @@ def test_cuda_equals_numba_on_the_new_parts(tmp_path, part):
     assert rec["parts"][part]["cuda"]["seconds"] > 0
 
 
+@pytest.mark.runs_late
 def test_a_part_cut_by_a_kill_is_listed_as_not_run(tmp_path, monkeypatch):
     def killed(*_args):
         raise KeyboardInterrupt       # what a timeout's kill leaves: no more writes

@@ -107,11 +107,13 @@ def test_chunks_to_a_budget_equal_one_launch_and_the_twin(tmp_path, monkeypatch)
     from numba import cuda
 
     from tensorsched.kernels.batch import local_trace_cuda as LTC
-    cluster, trace, configs = _write(tmp_path, 2, 4, 10, 1, True, True)
-    t = _trace_of(cluster, trace, configs, [[0, 1], [2], [3, 4]], monkeypatch)
-    assert t.batch.n_clusters == 5 and t.rank is not None
+    # three clusters (one per configuration), 6 pods each: a budget of the
+    # two largest makes two chunks or more, one launch each
+    cluster, trace, configs = _write(tmp_path, 2, 4, 6, 1, True, True)
+    t = _trace_of(cluster, trace, configs, [[0], [1], [2]], monkeypatch)
+    assert t.batch.n_clusters == 3 and t.rank is not None
     per = LTC.trace_cluster_bytes(t)
-    assert per.tolist() == [LTC.chunk_bytes(t, b, b + 1) for b in range(5)]
+    assert per.tolist() == [LTC.chunk_bytes(t, b, b + 1) for b in range(3)]
     sizes, marks, chunks = [], [], []
     real_da, real_td, real_chunks, real_kernel = (cuda.device_array, cuda.to_device,
                                                   LTC.trace_chunks, LTC._kernel)
@@ -140,14 +142,14 @@ def test_chunks_to_a_budget_equal_one_launch_and_the_twin(tmp_path, monkeypatch)
     monkeypatch.setattr(LTC, "_kernel", Kernel())
     big = 1 << 40
     one = LTC.run_local_trace_cuda(t, budget=big)
-    assert chunks == [(0, 5)]                           # unchunked: one launch
+    assert chunks == [(0, 3)]                           # unchunked: one launch
     shared = big - marks[0][1]
     del sizes[:], marks[:], chunks[:]
     budget = shared + int(np.sort(per)[-2:].sum())
     got = LTC.run_local_trace_cuda(t, budget=budget)
     (start, room), launches = marks[0], marks[1:]
     assert sum(sizes[:start]) == shared and room == budget - shared   # shared inputs, once
-    assert len(chunks) >= 2 and chunks[0][0] == 0 and chunks[-1][1] == 5
+    assert len(chunks) >= 2 and chunks[0][0] == 0 and chunks[-1][1] == 3
     assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
     assert [n for _at, n in launches] == [hi - lo for lo, hi in chunks]
     ends = [at for at, _n in launches] + [len(sizes)]
@@ -164,6 +166,6 @@ def test_chunks_to_a_budget_equal_one_launch_and_the_twin(tmp_path, monkeypatch)
     # a budget below every cluster: one launch per cluster, the same answers
     del chunks[:]
     alone = LTC.run_local_trace_cuda(t, budget=0)
-    assert chunks == [(b, b + 1) for b in range(5)]
+    assert chunks == [(b, b + 1) for b in range(3)]
     for x, z in zip(alone, twin):
         np.testing.assert_array_equal(x, z)
