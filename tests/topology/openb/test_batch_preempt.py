@@ -14,7 +14,7 @@ import copy
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import tensorsched as ts
@@ -37,7 +37,7 @@ def preempt_config(policy: str, n: int, pct: int = 10, least: int = 100) -> dict
     plus DefaultPreemption at postFilter."""
     cfg = T.openb_config(policy, None, None if policy == "Random" else n + 1)
     prof = cfg["profiles"][0]
-    prof["plugins"]["postFilter"] = {"enabled": [{"name": "DefaultPreemption"}]}
+    prof["plugins"]["postFilter"]["enabled"] = [{"name": "DefaultPreemption"}]
     if (pct, least) != DEFAULT:
         prof["pluginConfig"].append({"name": "DefaultPreemption", "args": {
             "minCandidateNodesPercentage": pct, "minCandidateNodesAbsolute": least}})
@@ -188,3 +188,103 @@ def test_preempting_traces_equal_their_simulations(case, seed, policies, args):
     got = B.trace_batch([inv], [tw], jobs, workers=1, preempt=[args] * len(jobs))
     for res in got:
         assert_simulation(res, inv, tw, *args)
+
+
+def _run(inv, tw, policy="FGD", seed=7, args=DEFAULT):
+    (res,) = B.trace_batch([inv], [tw], [(0, 0, policy, seed)], workers=1, preempt=[args])
+    assert_simulation(res, inv, tw, *args)
+    return res
+
+
+def test_random_traces_do_preempt():
+    """The random inputs of the test above preempt: of 20 drawn (the same
+    strategy, derandomized), at least a third evict pods under FGD."""
+    evicted = []
+
+    @settings(max_examples=20, deadline=None, derandomize=True, database=None,
+              phases=[Phase.generate])
+    @given(case=preempting_clusters())
+    def draw(case):
+        inv, tw = case
+        (res,) = B.trace_batch([inv], [tw], [(0, 0, "FGD", 1)], workers=1, preempt=[DEFAULT])
+        evicted.append(int(res.preempted.sum()))
+
+    draw()
+    assert len(evicted) == 20 and sum(k > 0 for k in evicted) >= 7, evicted
+
+
+def test_a_whole_gpu_pod_evicts_two_shares_of_one_gpu_and_binds_there():
+    """One node, one GPU shared by a and b (priority 0); c (priority 100)
+    asks the whole GPU: both shares are evicted at once (in key order: a
+    before b), c is nominated and binds on GPU 0 when its backoff ends; a
+    pod of priority 50 arriving in between does not take the room the
+    nomination holds."""
+    inv = build_inventory(["n0"], [32000], [65536], [1], ["T4"])
+    tw = workload(["b", "a", "c", "d"], [1000] * 4, [1024] * 4,
+                  [(1, 500), (1, 500), (1, 1000), (1, 500)], [0.0, 1.0, 2.0, 2.5],
+                  priority=[0, 0, 100, 50])
+    res = _run(inv, tw)
+    assert res.preempted.tolist() == [True, True, False, False]
+    assert list(zip(res.log_t.tolist(), res.log_pod.tolist())) == [
+        (0.0, 0), (1.0, 1), (2.0, -2), (2.0, -1), (3.0, 2)]
+    assert res.gpus[2] == (0,) and res.node.tolist() == [0, 0, 0, -1]
+    assert res.tries[3] >= 1
+
+
+def test_the_reprieve_keeps_a_victim_the_pod_does_not_need():
+    """Two whole GPUs held by a (priority 0) and b (priority 1); c
+    (priority 10) needs one GPU: both are taken off, b (the more
+    important) is put back first and the pod still fits, so only a is
+    evicted and c takes a's GPU."""
+    inv = build_inventory(["n0"], [32000], [65536], [2], ["T4"])
+    tw = workload(["a", "b", "c"], [1000] * 3, [1024] * 3, [(1, 1000)] * 3, [0.0, 1.0, 2.0],
+                  priority=[0, 1, 10])
+    res = _run(inv, tw)
+    assert res.preempted.tolist() == [True, False, False]
+    assert res.gpus == [(0,), (1,), (0,)]
+
+
+def test_the_pick_prefers_the_node_with_lower_priority_victims():
+    """Two full nodes: the victim on node 1 has the lower priority, so c
+    is nominated there (pickOneNodeForPreemption), whichever node the
+    seeded offset visits first; a share-sized preemptor frees a share on
+    its GPU and takes it."""
+    inv = build_inventory(["n0", "n1"], [32000, 32000], [65536, 65536], [1, 1], ["T4", "T4"])
+    tw = workload(["a", "b", "c"], [1000] * 3, [1024] * 3, [(1, 1000), (1, 1000), (1, 600)],
+                  [0.0, 1.0, 2.0], priority=[5, 1, 10])
+    for seed in (1, 2, 3, 4):
+        res = _run(inv, tw, "DotProd", seed)
+        where = res.node[1]
+        assert res.preempted.tolist() == [False, True, False]
+        assert res.node[2] == where and res.gpus[2] == (0,)
+
+
+def test_simulate_batch_takes_default_preemption_in_the_config():
+    """``ts.simulate_batch`` with the openb profile plus DefaultPreemption
+    (its defaults and other arguments): each run is its Simulation's; a
+    profile with another postFilter plugin is refused by name."""
+    inv = build_inventory(["n0", "n1", "n2"], [16000] * 3, [65536] * 3, [2, 4, 1],
+                          ["T4", "T4", "A10"])
+    names = [f"p{j}" for j in range(12)]
+    gpus = [(1, 500), (1, 1000), (2, 1000), (1, 250), (4, 1000), (1, 700)] * 2
+    tw = workload(names, [2000] * 12, [2048] * 12, gpus, np.arange(12.0),
+                  [np.inf, 30.0] * 6, priority=[0, 0, 3, 0, 9, 5, 0, 1, 9, 0, 20, 2])
+    configs = [preempt_config("FGD", 3), preempt_config("BestFit", 3, 50, 1), "Random"]
+    runs = ts.simulate_batch(inv, tw, configs, seeds=[2], workers=1)
+    assert [r.preempted is None for r in runs] == [False, False, True]
+    assert sum(int(r.preempted.sum()) for r in runs[:2]) > 0
+    for res, args in zip(runs[:2], (DEFAULT, (50, 1))):
+        assert_simulation(res, inv, tw, *args)
+    bad = preempt_config("FGD", 3)
+    bad["profiles"][0]["plugins"]["postFilter"]["enabled"].append({"name": "Coscheduling"})
+    with pytest.raises(BS.BatchProfileError, match="plugin Coscheduling at postFilter"):
+        ts.simulate_batch(inv, tw, [bad], workers=1)
+
+
+def test_trace_batch_refuses_bad_preemption_arguments():
+    inv = build_inventory(["n0"], [8000], [8192], [1], ["T4"])
+    tw = workload(["a"], [0], [0], [(1, 500)], [0.0])
+    with pytest.raises(ValueError, match="preempt: one"):
+        B.trace_batch([inv], [tw], [(0, 0, "FGD", 1)], preempt=[DEFAULT, DEFAULT])
+    with pytest.raises(ValueError, match=r"preempt: \(101, 1\)"):
+        B.trace_batch([inv], [tw], [(0, 0, "FGD", 1)], preempt=[(101, 1)])
