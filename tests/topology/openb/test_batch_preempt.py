@@ -178,7 +178,7 @@ def preempting_clusters(draw):
     return inv, tw
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=preempting_clusters(), seed=st.integers(0, 2**20),
        policies=st.lists(st.sampled_from(POLICIES), min_size=2, max_size=3, unique=True),
        args=st.sampled_from([DEFAULT, DEFAULT, (50, 1), (0, 2)]))
