@@ -6,8 +6,8 @@ process, with whether each run's placements, GPU indices and victims are
 its Simulation's.
 
 python -m tensorsched.bench.openb_preempt [--trace gpushare40] [--nodes 12] [--pods 400]
-        [--scale 600] [--stay 30] [--high 0.3] [--seeds 1-2] [--policies ...] [--backend numba|cuda]
-        [--workers N] [--output bench/results/openb-preempt-<backend>.json]
+        [--scale 600] [--stay 30] [--high 0.3] [--seeds 1-2] [--policies ...]
+        [--backend numba|cuda] [--workers N] [--output bench/results/openb-preempt-<backend>.json]
 
 The workload: the first ``--nodes`` GPU nodes of the openb node list and
 the first ``--pods`` pods of the trace, arrivals compressed ``--scale``
@@ -57,10 +57,10 @@ def workload(data: str, trace: str, n_nodes: int, n_pods: int, scale: float,
     """(GpuInventory, Trace) of the module doc's workload."""
     csv_dir = os.path.join(data, "csv")
     inv = R.read_openb_nodes(os.path.join(csv_dir, "openb_node_list_gpu_node.csv"))
-    keep = range(min(n_nodes, inv.n_nodes))
-    inv = build_inventory([inv.names[i] for i in keep], inv.cpu_cap[list(keep)], inv.mem_cap[list(keep)],
-                          inv.gpu_count[list(keep)], [inv.models[inv.model[i]] if inv.model[i] >= 0
-                                                else "" for i in keep])
+    keep = list(range(min(n_nodes, inv.n_nodes)))
+    inv = build_inventory([inv.names[i] for i in keep], inv.cpu_cap[keep], inv.mem_cap[keep],
+                          inv.gpu_count[keep],
+                          [inv.models[inv.model[i]] if inv.model[i] >= 0 else "" for i in keep])
     tw = B.trace_workload(T.read_openb_trace(os.path.join(csv_dir,
                                                           f"openb_pod_list_{trace}.csv")))
     p = tw.pods

@@ -11,6 +11,7 @@ from support.backends import needs_cuda
 from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
 
 from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import build_inventory
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
@@ -135,7 +136,6 @@ def test_cuda_preemption_equals_the_twin():
     settings in chunks of one run, device and twin give the same
     placements, GPUs, change log and victims (the twin is its
     Simulation's: ``tests/topology/openb/test_batch_preempt.py``)."""
-    from tensorsched.topology.gpu import build_inventory
     inv = build_inventory(["n0", "n1", "n2"], [16000] * 3, [65536] * 3, [2, 4, 1],
                           ["T4", "T4", "A10"])
     gpus = [(1, 500), (1, 1000), (2, 1000), (1, 250), (4, 1000), (1, 700)] * 2

@@ -62,7 +62,8 @@ def simulate(inv, tw, policy: str, seed: int, pct: int = 10, least: int = 100,
     for j in range(len(pods)):
         a = None
         if pods.num[j] and pods.milli[j]:
-            a = [(ANNO_GPU_MILLI, str(int(pods.milli[j]))), (ANNO_GPU_COUNT, str(int(pods.num[j])))]
+            a = [(ANNO_GPU_MILLI, str(int(pods.milli[j]))),
+                 (ANNO_GPU_COUNT, str(int(pods.num[j])))]
             if pods.spec[j]:
                 a.append((ANNO_GPU_MODEL, pods.spec[j]))
         annos.append(a)
