@@ -70,9 +70,11 @@ def _covered_profile():
     return reg, load_config(T.openb_config("FGD", None, 2), reg.plugin_points()).profiles[0]
 
 
-def batch_config(config, where: str) -> BatchConfig:
+def batch_config(config, where: str, preemption: bool = False) -> BatchConfig:
     """The ``BatchConfig`` of a policy name, a KubeSchedulerConfiguration
-    dict or a path of one (``where`` names it in errors)."""
+    dict or a path of one (``where`` names it in errors); ``preemption``:
+    DefaultPreemption at postFilter is taken (the caller's engine runs it:
+    ``simulate_batch``'s), else refused like any other plugin there."""
     if isinstance(config, str) and config in K.POLICIES:
         tie = 0 if config == "Random" else 1
         return BatchConfig(config, 1 if config == "Random" else -1, tie, (1.0, 10.0))
@@ -95,8 +97,8 @@ def batch_config(config, where: str) -> BatchConfig:
     for point, refs in prof.plugins.items():
         names = [r.name for r in refs]
         want = [r.name for r in covered.plugins[point]]
-        allowed = SCORES if point == "score" else POST_FILTERS if point == "postFilter" \
-            else want
+        allowed = SCORES if point == "score" else \
+            (POST_FILTERS if preemption else want) if point == "postFilter" else want
         for name in names:
             if name not in allowed:
                 raise BatchProfileError(
@@ -204,7 +206,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
                          "cluster on numpy)")
     clusters = [_cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
     tws = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
-    cfgs = [batch_config(x, f"configs[{i}]") for i, x in enumerate(_as_list(configs))]
+    cfgs = [batch_config(x, f"configs[{i}]", preemption=True)
+            for i, x in enumerate(_as_list(configs))]
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)

@@ -276,6 +276,10 @@ def test_simulate_batch_takes_default_preemption_in_the_config():
     assert sum(int(r.preempted.sum()) for r in runs[:2]) > 0
     for res, args in zip(runs[:2], (DEFAULT, (50, 1))):
         assert_simulation(res, inv, tw, *args)
+    # an engine without preemption (the node-event form's) refuses it by name
+    with pytest.raises(BS.BatchProfileError, match="plugin DefaultPreemption at postFilter"):
+        BS.batch_config(configs[0], "configs[0]")
+    assert BS.batch_config(configs[1], "c", preemption=True).preempt == (50, 1)
     bad = preempt_config("FGD", 3)
     bad["profiles"][0]["plugins"]["postFilter"]["enabled"].append({"name": "Coscheduling"})
     with pytest.raises(BS.BatchProfileError, match="plugin Coscheduling at postFilter"):
