@@ -22,6 +22,7 @@ the runs, preemptions and equality.
 import argparse
 import json
 import os
+import resource
 import time
 
 import numpy as np
@@ -39,9 +40,23 @@ from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
 
 from .harness import git_commit, machine_info
-from .openb_batch import DATA, _timed
+from .openb_batch import DATA
 
 HIGH, LOW = 100, 0
+
+
+def timed(fn) -> tuple:
+    """(``fn()``, its wall and CPU seconds and the load average before and
+    after)."""
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+    load0, c0, t0 = os.getloadavg(), cpu(), time.perf_counter()
+    out = fn()
+    return out, {"wall_seconds": round(time.perf_counter() - t0, 2),
+                 "cpu_seconds": round(cpu() - c0, 2),
+                 "load_before": [round(x, 2) for x in load0],
+                 "load_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def preempt_config(policy: str, n: int) -> dict:
@@ -140,9 +155,9 @@ def main(argv=None):
     configs = [preempt_config(p, inv.n_nodes) for p in policies]
     # compile (or load the compiled kernels) outside the timing
     ts.simulate_batch(inv, trace, configs[:1], seeds[:1], backend=a.backend, workers=a.workers)
-    runs, batched = _timed(lambda: ts.simulate_batch(inv, trace, configs, seeds,
+    runs, batched = timed(lambda: ts.simulate_batch(inv, trace, configs, seeds,
                                                      backend=a.backend, workers=a.workers))
-    sims, per_run = _timed(lambda: [simulate(inv, trace, policies[r.config], r.seed)
+    sims, per_run = timed(lambda: [simulate(inv, trace, policies[r.config], r.seed)
                                     for r in runs])
     equal = [r.node.tolist() == node.tolist()
              and all(r.gpus[j] == g for j, g in enumerate(gpus) if node[j] >= 0)
