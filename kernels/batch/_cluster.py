@@ -15,7 +15,6 @@ Q_DEPART = 2
 Q_POD = 10
 Q_ATTEMPT = 11
 Q_NOW = 0
-S_JR_POD = 0        # _gpu_preempt's slot: the pod last taken off a node
 
 
 def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
@@ -118,14 +117,10 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                                     pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps)
                     continue
                 if row >= 0:
-                    # Reserve's GPU pick sees the node without the nominated pods
-                    if cache_ver[c, row] != node_ver[row]:
-                        node_answer(row, policy, gpu_count, model, gpu_left, cpu_left,
-                                    mem_left, pods_left, aff, c_cpu[c], c_mem[c], c_cpu_nz[c],
-                                    c_num[c], c_milli[c], c_mask[c], tp_cpu, tp_num, tp_milli,
-                                    tp_mask, tp_freq, cs, cg, cache_ver[c], node_ver, work)
-                    ps[S_JR_POD] = -1
-                    nom_delete(j, pw, nw, ps)
+                    bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left,
+                               mem_left, pods_left, aff, c_cpu, c_mem, c_cpu_nz, c_num,
+                               c_milli, c_mask, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, cs,
+                               cg, cache_ver[c], node_ver, work, pw, nw, ps)
             if row < 0:
                 q_failed(j, qi, qf, pst, pts, up)
                 continue

@@ -213,6 +213,20 @@ def nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left
     ps[S_NADD] = 0
 
 
+def bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
+               aff, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask, tp_cpu, tp_num, tp_milli,
+               tp_mask, tp_freq, cs, cg, cv, node_ver, work, pw, nw, ps):
+    """Pod ``j`` (class ``c``) binds on ``row`` after its cycle: the row's
+    answer again where the nominated pods changed it (Reserve's GPU pick
+    sees the node without them), its nomination over, a pod added."""
+    if cv[row] != node_ver[row]:
+        node_answer(row, policy, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
+                    aff, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c], c_mask[c],
+                    tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, cs, cg, cv, node_ver, work)
+    ps[S_JR_POD] = -1
+    nom_delete(j, pw, nw, ps)
+
+
 def shift_pod(i, k, sign, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left, cpu_left,
               mem_left, pods_left):
     """Bound pod ``k`` off node ``i`` (``sign`` 1: its requests and GPU

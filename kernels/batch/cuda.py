@@ -101,7 +101,7 @@ _nominees_on = _pns["nominees_on"]
 _nominees_off = _pns["nominees_off"]
 _post_filter = _pns["post_filter_gpu"]
 _preempt_for = _pns["preempt_for"]
-_nom_delete = _pns["nom_delete"]
+_bound_here = _pns["bound_here"]
 _q_init = _qns["q_init"]
 _q_next = _qns["q_next"]
 _q_failed = _qns["q_failed"]
@@ -360,14 +360,10 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                                      ak, pw, nw, ps)
                     cmd[0] = 1
                 elif row >= 0:
-                    # Reserve's GPU pick sees the node without the nominated pods
-                    if cv[row] != node_ver[row]:
-                        _node_answer(row, policy, count, mdl, gpu_left, cpu_left, mem_left,
-                                     pods_left, aff, cpu, mem, c_cpu_nz[w, c], num, milli,
-                                     c_mask[w, c], tpc, tpn, tpm, tpk, tpf, cs, cg, cv,
-                                     node_ver, work)
-                    ps[_gp.S_JR_POD] = -1
-                    _nom_delete(j, pw, nw, ps)
+                    _bound_here(j, row, policy, c, count, mdl, gpu_left, cpu_left, mem_left,
+                                pods_left, aff, c_cpu[w], c_mem[w], c_cpu_nz[w], c_num[w],
+                                c_milli[w], c_mask[w], tpc, tpn, tpm, tpk, tpf, cs, cg, cv,
+                                node_ver, work, pw, nw, ps)
             cuda.syncthreads()
             preempted = cmd[0]
             cuda.syncthreads()
