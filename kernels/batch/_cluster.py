@@ -1,8 +1,9 @@
 """The CPU twin's per-cluster loop (``_rules`` compiled with ``njit`` and
 inlined here; each pod's node chosen by the vector environment's
 ``_env.decide``, the one serial form of the decision; the order of
-attempts and departures is ``_queue``'s; the CUDA kernel runs the same
-rules a thread per node, ``cuda``)."""
+attempts and departures is ``_queue``'s, DefaultPreemption's
+``_gpu_preempt``'s; the CUDA kernel runs the same rules a thread per
+node, ``cuda``)."""
 
 # ruff: noqa: F821
 
@@ -27,7 +28,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, work, gidx,
                 nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp,
-                ak):
+                ak, pre, pct, least, prio, krank, victim, pw, nw, ps):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
     pod j (class ``cls[j]``) arrives at ``arr[j]`` and leaves at ``dep[j]``
     (or ``dur[j]`` after its binding, ``dur`` empty: none), activeQ in
@@ -46,7 +47,12 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     (seconds: the last event or attempt).  The rest: scratch, [N] / [N, G] / [N, 18] /
     [C, N] / [16] / [T] as named (``feas`` [N] int8: the mask ``decide``
     leaves, unread here), ``_queue``'s state (``ak`` [2P] activeQ's heap
-    keys with ``rank``)."""
+    keys with ``rank``).  ``pre`` nonzero: DefaultPreemption
+    (``_gpu_preempt``: minCandidateNodesPercentage ``pct`` and
+    minCandidateNodesAbsolute ``least``, per pod ``prio`` its priority and
+    ``krank`` its key's rank; out ``victim`` [P] 1 for a pod preempted, its
+    eviction in the log as a departure; scratch ``pw`` / ``nw`` / ``ps``);
+    0: none (those arrays may be empty)."""
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
                   mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
@@ -62,6 +68,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         out_gmask[j] = 0
         out_bind[j] = np.nan
     q_init(qi, qf, pst, patt, pts)
+    if pre != 0:
+        preempt_init(pw, nw, ps, victim)
     m = 0
     while True:
         kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
@@ -74,15 +82,45 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             row = out_node[j]
             release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
                     cpu_left, mem_left, pods_left, aff, node_ver, version)
+            if pre != 0:
+                taken_off(j, row, out_gmask[j], ps)
             log_pod[m] = -1 - j
         else:
             cs = cache_score[c]
             cg = cache_gpu[c]
+            if pre != 0:
+                nominees_on(j, prio, pst, cls, c_cpu, c_mem, c_num, c_milli, gpu_count,
+                            gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
+                            gidx, pw, nw, ps)
             row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap,
                          pods_left, aff, node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c],
                          c_milli[c], c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                          policy, seed_mix, qi[Q_ATTEMPT], gpu_weight, static_total, cs, cg,
                          cache_ver[c], work, feas)
+            if pre != 0:
+                target = -1
+                if row < 0:
+                    target = post_filter_gpu(j, n, qi[Q_ATTEMPT], seed_mix, pct, least, c_cpu[c],
+                                             c_mem[c], c_num[c], c_milli[c], c_mask[c], prio,
+                                             krank, pst, out_node, cls, c_cpu, c_mem, c_num,
+                                             c_milli, out_gmask, gpu_count, model, gpu_left,
+                                             cpu_left, mem_left, pods_left, pw, nw, ps)
+                nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left,
+                             pods_left, aff, node_ver, version, pw, ps)
+                if target >= 0:
+                    m = preempt_for(j, target, qf[Q_NOW], backoff0, backoff_max, m, cls,
+                                    c_cpu, c_mem, c_num, c_milli, prio, out_gmask, gpu_count,
+                                    model, gpu_left, cpu_left, mem_left, pods_left, aff,
+                                    node_ver, version, tp_cpu, tp_num, tp_milli, tp_mask,
+                                    tp_freq, nfrag, leaf_of, t_lo, t_len, t_left, t_right,
+                                    tree_val, log_t, log_pod, log_frag, victim, qi, pst, patt,
+                                    pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps)
+                    continue
+                if row >= 0:
+                    bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left,
+                               mem_left, pods_left, aff, c_cpu, c_mem, c_cpu_nz, c_num,
+                               c_milli, c_mask, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, cs,
+                               cg, cache_ver[c], node_ver, work, pw, nw, ps)
             if row < 0:
                 q_failed(j, qi, qf, pst, pts, up)
                 continue

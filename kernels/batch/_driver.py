@@ -1,6 +1,8 @@
 """The CPU twin's driver: one cluster per ``prange`` iteration, compiled
 with ``njit(parallel=True)`` on top of ``_cluster`` (``cpu``); each
-iteration allocates its own scratch."""
+iteration allocates its own scratch.  DefaultPreemption: run b preempts
+when ``pct[b] >= 0`` and the per-pod ``prio`` / ``krank`` are given (else
+they are empty), ``_gpu_preempt``'s arguments."""
 
 # ruff: noqa: F821
 
@@ -9,6 +11,9 @@ from numba import prange
 
 QI_N = 14       # ``_queue``'s scalar slots
 QF_N = 1
+PW_N = 7        # ``_gpu_preempt``'s scratch widths
+NW_N = 3
+PS_N = 16
 
 
 def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
@@ -16,7 +21,8 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_set, run_workload,
             policy, sel, seed_mix, gpu_weight, static_total, backoff0, backoff_max, max_unsched,
             ev_off, ev_len, cls, u, arrive, depart, duration, rank, gpu_slots, out_node,
-            out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end):
+            out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end,
+            pct, least, prio, krank, out_victim):
     for b in prange(run_set.shape[0]):
         s = run_set[b]
         w = run_workload[b]
@@ -33,6 +39,13 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         # (no conditional inside the call: its arguments must be one block)
         rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
         ak = np.empty(r if rank.shape[0] > 0 else 0, np.int64)
+        pre = 1 if prio.shape[0] > 0 and pct[b] >= 0 else 0
+        ep = e if pre else 0
+        pr = prio[o:o + ep] if pre else prio[:0]
+        kr = krank[o:o + ep] if pre else krank[:0]
+        npre = n if pre else 0
+        pw = np.empty((ep, PW_N), np.int64)
+        nw = np.empty((npre, NW_N), np.int64)
         run_cluster(
             n, gpu_count[s, :n], model[s, :n], cpu_cap[s, :n], mem_cap[s, :n], pods_cap[s, :n],
             t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt], t_right[s, :nt], leaf_of[s, :n],
@@ -54,4 +67,5 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
-            np.empty(e, np.int64), ak)
+            np.empty(e, np.int64), ak, pre, pct[b], least[b], pr, kr, out_victim[o:o + e],
+            pw, nw, np.empty(PS_N, np.int64))

@@ -18,8 +18,9 @@ from tensorsched.kernels._compile import COMPILED, KEY, compile_module
 from tensorsched.kernels.fused import _core as _fused_core
 from tensorsched.kernels.gpu import share as _share
 
-from . import _cluster, _driver, _env, _queue, _rules
+from . import _cluster, _driver, _env, _gpu_preempt, _queue, _rules
 from .arrays import BatchArrays, BatchOutputs
+from .preempt_arrays import BatchPreempt
 
 _FROM_SHARE = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
                "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
@@ -46,7 +47,11 @@ queue_ns = compile_module(_queue, njit, base=rules, options={"nogil": True, "inl
 # the vector environment's decision (``_env.decide``) is the cluster loop's too,
 # and its step goes through the same queue
 env_ns = compile_module(_env, njit, base=queue_ns, options={"nogil": True}, cache=True)
-_cluster_ns = compile_module(_cluster, njit, base=env_ns, options={"nogil": True}, cache=True)
+# DefaultPreemption in the cluster loop (``_gpu_preempt``; off per run by a flag)
+_preempt_ns = compile_module(_gpu_preempt, njit, base=env_ns, options={"nogil": True},
+                             cache=True)
+_cluster_ns = compile_module(_cluster, njit, base=_preempt_ns, options={"nogil": True},
+                             cache=True)
 
 
 _run_all = compile_module(_driver, njit, base=_cluster_ns,
@@ -70,10 +75,18 @@ def run_by_run(threads: int | None):
         numba.set_num_threads(old)
 
 
-def run_batch(a: BatchArrays, threads: int | None = None) -> BatchOutputs:
+def run_batch(a: BatchArrays, threads: int | None = None, preempt: BatchPreempt | None = None,
+              victim: np.ndarray | None = None) -> BatchOutputs:
     """Every run of ``a`` (checked first), on ``threads`` cores (default:
-    Numba's, all of them); see ``arrays`` for the outputs."""
+    Numba's, all of them); see ``arrays`` for the outputs.  ``preempt``:
+    DefaultPreemption's inputs (``preempt_arrays``; None: no run
+    preempts), each pod preempted marked 1 in ``victim`` [E] int64 (zeros
+    given)."""
     a.check()
+    pre = BatchPreempt.off(a.n_runs) if preempt is None else preempt
+    pre.check(a.n_runs, a.cls.shape[0])
+    if victim is None:
+        victim = np.zeros(a.cls.shape[0], np.int64)
     out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
     with run_by_run(threads):
         _run_all(a.n_nodes, a.gpu_count, a.model, a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree,
@@ -86,5 +99,5 @@ def run_batch(a: BatchArrays, threads: int | None = None) -> BatchOutputs:
                  a.arrive.astype(np.float64), a.depart.astype(np.float64),
                  a.duration.astype(np.float64), a.rank.astype(np.int64), a.gpu_slots,
                  out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
-                 out.log_frag, out.n_log, out.frag0, out.end)
+                 out.log_frag, out.n_log, out.frag0, out.end, *pre.inputs(), victim)
     return out

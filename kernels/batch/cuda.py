@@ -11,7 +11,10 @@ block-wide scan of the feasible rows), then the largest order key (the
 total, then the seeded tie rank of the row and the pods on it now: the
 tie rule of ``fused.ties``) with the lowest row holding it; thread 0
 accounts the pod on its node and refreshes the fragmentation sum (the
-same summation tree as ``numpy.sum``).  The cluster's event stream,
+same summation tree as ``numpy.sum``).  DefaultPreemption
+(``_gpu_preempt``: the nominated pods added around a cycle, the victim
+search, the pick, the evictions) runs on thread 0 between the block's
+decisions.  The cluster's event stream,
 state and outputs live in device memory: one upload and one download per
 chunk of clusters, chunks sized to the free device memory.
 
@@ -39,9 +42,11 @@ from tensorsched.kernels._compile import COMPILED, KEY, compile_module  # noqa: 
 from tensorsched.kernels.fused import _core as _fused_core  # noqa: E402
 from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
+from . import _gpu_preempt as _gp  # noqa: E402
 from . import _queue, _rules  # noqa: E402
 from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
+from .preempt_arrays import BatchPreempt  # noqa: E402
 from .warp import (BIG, NEG, THREADS, WARPS, block_scan, block_sum_min_max,  # noqa: E402
                    block_top)
 
@@ -89,6 +94,14 @@ def compile_device(module) -> dict:
     return compile_module(module, lambda f: cuda.jit(f, device=True), base=_ns)
 
 
+_pns = compile_module(_gp, lambda f: cuda.jit(f, device=True), base=_qns)
+_preempt_init = _pns["preempt_init"]
+_taken_off = _pns["taken_off"]
+_nominees_on = _pns["nominees_on"]
+_nominees_off = _pns["nominees_off"]
+_post_filter = _pns["post_filter_gpu"]
+_preempt_for = _pns["preempt_for"]
+_bound_here = _pns["bound_here"]
 _q_init = _qns["q_init"]
 _q_next = _qns["q_next"]
 _q_failed = _qns["q_failed"]
@@ -186,7 +199,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
             qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all,
-            dk_all, ds_all, dp_all, ak_all):
+            dk_all, ds_all, dp_all, ak_all, pct_of, least_of, prio_all, krank_all, victim_all,
+            pw_all, nw_all, ps_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
@@ -245,6 +259,13 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     lt = log_t[r2:r2 + 2 * e]
     lp = log_pod[r2:r2 + 2 * e]
     lf = log_frag[r2:r2 + 2 * e]
+    pre = prio_all.shape[0] > 0 and pct_of[b] >= 0
+    prio = prio_all[o:o + e] if pre else prio_all[:0]
+    krank = krank_all[o:o + e] if pre else krank_all[:0]
+    victim = victim_all[o:o + e]
+    pw = pw_all[o:o + e] if pre else pw_all[:0]
+    nw = nw_all[b]
+    ps = ps_all[b]
     for i in range(tid, n, THREADS):
         _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
                    mem_left, pods_left, aff, node_ver, tpc, tpn, tpm, tpk, tpf, nfrag)
@@ -259,6 +280,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     if tid == 0:
         version[0] = 0
         _q_init(qi, qf, pst, patt, pts)
+        if pre:
+            _preempt_init(pw, nw, ps, victim)
     cuda.syncthreads()
     if tid == 0:
         frag = _tree_refresh(nfrag, -1, t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt],
@@ -288,6 +311,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                 row = out_node[o + j]
                 _release(row, out_gmask[o + j], cpu, mem, num, milli, gpu_left, cpu_left,
                          mem_left, pods_left, aff, node_ver, version)
+                if pre:
+                    _taken_off(j, row, out_gmask[o + j], ps)
                 nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm,
                                            tpk, tpf)
                 frag = _tree_refresh(nfrag, leaf_of[s, row], t_lo[s, :nt], t_len[s, :nt],
@@ -300,10 +325,50 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             continue
         cs = cache_score_all[b, c]
         cg = cache_gpu_all[b, c]
+        cv = cache_ver_all[b, c]
+        wcls = cls[o:o + e]
+        if pre:
+            if tid == 0:
+                _nominees_on(j, prio, pst, wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w],
+                             count, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                             version, gidx, pw, nw, ps)
+            cuda.syncthreads()
         row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap[s],
                            pods_left, aff, cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c],
-                           tpc, tpn, tpm, tpk, tpf, cs, cg, cache_ver_all[b, c], node_ver, work,
+                           tpc, tpn, tpm, tpk, tpf, cs, cg, cv, node_ver, work,
                            gpu_weight, static_total, seed_mix, attempt, False, cs, buf, sh)
+        if pre:
+            if tid == 0:
+                target = -1
+                if row < 0:
+                    target = _post_filter(j, n, attempt, seed_mix, pct_of[b], least_of[b], cpu,
+                                          mem, num, milli, c_mask[w, c], prio, krank, pst,
+                                          out_node[o:o + e], wcls, c_cpu[w], c_mem[w], c_num[w],
+                                          c_milli[w], out_gmask[o:o + e], count, mdl, gpu_left,
+                                          cpu_left, mem_left, pods_left, pw, nw, ps)
+                _nominees_off(wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w], gpu_left,
+                              cpu_left, mem_left, pods_left, aff, node_ver, version, pw, ps)
+                cmd[0] = 0
+                if target >= 0:
+                    m = _preempt_for(j, target, qf[_queue.QF_NOW], backoff0_of[b],
+                                     backoff_max_of[b], m, wcls, c_cpu[w], c_mem[w], c_num[w],
+                                     c_milli[w], prio, out_gmask[o:o + e], count, mdl, gpu_left,
+                                     cpu_left, mem_left, pods_left, aff, node_ver, version, tpc,
+                                     tpn, tpm, tpk, tpf, nfrag, leaf_of[s], t_lo[s, :nt],
+                                     t_len[s, :nt], t_left[s, :nt], t_right[s, :nt], tree, lt,
+                                     lp, lf, victim, qi, pst, patt, pts, aq, up, hk, hs, hp, rk,
+                                     ak, pw, nw, ps)
+                    cmd[0] = 1
+                elif row >= 0:
+                    _bound_here(j, row, policy, c, count, mdl, gpu_left, cpu_left, mem_left,
+                                pods_left, aff, c_cpu[w], c_mem[w], c_cpu_nz[w], c_num[w],
+                                c_milli[w], c_mask[w], tpc, tpn, tpm, tpk, tpf, cs, cg, cv,
+                                node_ver, work, pw, nw, ps)
+            cuda.syncthreads()
+            preempted = cmd[0]
+            cuda.syncthreads()
+            if preempted == 1:
+                continue
         if row < 0:
             if tid == 0:
                 _q_failed(j, qi, qf, pst, pts, up)
@@ -345,9 +410,18 @@ def cluster_bytes(a: BatchArrays) -> np.ndarray:
     return fixed + 8 * (QI_N + 1) + 8 * words * a.ev_len
 
 
-def _chunks(a: BatchArrays, budget: int) -> list:
+def preempt_bytes(a: BatchArrays, p: BatchPreempt) -> np.ndarray:
+    """Device bytes DefaultPreemption adds to each run of ``a`` (its
+    per-pod inputs, output and scratch, per-node and per-run scratch)."""
+    if p.prio.shape[0] == 0:
+        return np.zeros(a.n_runs, np.int64)
+    n = a.gpu_count.shape[1]
+    return 8 * (_gp.PS_N + n * _gp.NW_N + (3 + _gp.PW_N) * a.ev_len)
+
+
+def _chunks(a: BatchArrays, budget: int, p: BatchPreempt) -> list:
     """Runs in consecutive chunks whose device bytes fit ``budget``."""
-    need = cluster_bytes(a)
+    need = cluster_bytes(a) + preempt_bytes(a, p)
     out, cur, used = [], [], 0
     for b, m in enumerate(need.tolist()):
         if cur and used + m > budget:
@@ -361,21 +435,30 @@ def _chunks(a: BatchArrays, budget: int) -> list:
 
 
 def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
-              budget: int | None = None) -> BatchOutputs:
-    """Every run of ``a`` (checked first): ``cpu.run_batch``'s outputs; the
-    runs in chunks that fit ``budget`` bytes (default: ``memory_fraction``
-    of the device's free memory), each chunk one upload, one launch (a
-    block per run) and one download."""
+              budget: int | None = None, preempt: BatchPreempt | None = None,
+              victim: np.ndarray | None = None) -> BatchOutputs:
+    """Every run of ``a`` (checked first): ``cpu.run_batch``'s outputs
+    (``preempt`` / ``victim`` as there); the runs in chunks that fit
+    ``budget`` bytes (default: ``memory_fraction`` of the device's free
+    memory), each chunk one upload, one launch (a block per run) and one
+    download."""
     a.check()
+    pre = BatchPreempt.off(a.n_runs) if preempt is None else preempt
+    pre.check(a.n_runs, a.cls.shape[0])
+    if victim is None:
+        victim = np.zeros(a.cls.shape[0], np.int64)
     if budget is None:
         budget = device_budget(memory_fraction)
     out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
-    for chunk in _chunks(a, budget):
+    for chunk in _chunks(a, budget, pre):
         part = a.runs(chunk)
-        got = _run_chunk(part)
+        ev = np.concatenate([np.arange(int(a.ev_off[b]), int(a.ev_off[b] + a.ev_len[b]))
+                             for b in chunk])
+        got, vic = _run_chunk(part, pre.runs(chunk, ev))
         for k, b in enumerate(chunk):
             lo, ln = int(a.ev_off[b]), int(a.ev_len[b])
             plo = int(part.ev_off[k])
+            victim[lo:lo + ln] = vic[plo:plo + ln]
             for name in ("node", "gmask", "bind", "tries"):
                 getattr(out, name)[lo:lo + ln] = getattr(got, name)[plo:plo + ln]
             for name in ("log_t", "log_pod", "log_frag"):
@@ -387,7 +470,7 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
     return out
 
 
-def _run_chunk(a: BatchArrays) -> BatchOutputs:
+def _run_chunk(a: BatchArrays, p: BatchPreempt) -> tuple:
     b = a.n_runs
     n = a.gpu_count.shape[1]
     c = max(1, a.c_cpu.shape[1])
@@ -424,8 +507,14 @@ def _run_chunk(a: BatchArrays) -> BatchOutputs:
                cuda.device_array(max(e, 1), f64), cuda.device_array(max(e, 1), i64),
                cuda.device_array(max(e, 1), i64),
                cuda.device_array(e2 if a.rank.shape[0] else 1, i64)]
-    _kernel[b, THREADS](*ins, *outs, *scratch)
-    return BatchOutputs(*(x.copy_to_host() for x in outs))
+    on = p.prio.shape[0] > 0
+    victim = d(np.zeros(max(e, 1), i64))
+    pre = [*(d(x) for x in p.inputs()), victim,
+           cuda.device_array((e if on else 0, _gp.PW_N), i64),
+           cuda.device_array((b, n if on else 0, _gp.NW_N), i64),
+           cuda.device_array((b, _gp.PS_N), i64)]
+    _kernel[b, THREADS](*ins, *outs, *scratch, *pre)
+    return BatchOutputs(*(x.copy_to_host() for x in outs)), victim.copy_to_host()[:e]
 
 
 __all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "device_rules",

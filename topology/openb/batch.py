@@ -44,6 +44,7 @@ from tensorsched.framework.errors import BackendError
 from tensorsched.framework.plugins.priority_sort import PrioritySort
 from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch import arrays as BA
+from tensorsched.kernels.batch.preempt_arrays import BatchPreempt
 from tensorsched.kernels.gpu import share as K
 
 from ..gpu import ANNO_GPU_COUNT, ANNO_GPU_MILLI, ANNO_GPU_MODEL, MILLI, GpuInventory
@@ -154,14 +155,17 @@ def batch_arrays(inv: GpuInventory, workloads: list[Workload], runs: list[Run]) 
         gpu_weight=weight, static_total=static, ev_off=off, ev_len=lens, cls=cls, u=u)
 
 
-def run_kernel(a: BA.BatchArrays, backend: str, workers: int | None) -> BA.BatchOutputs:
-    """The kernel's outputs for every run of ``a``."""
+def run_kernel(a: BA.BatchArrays, backend: str, workers: int | None,
+               preempt: BatchPreempt | None = None,
+               victim: np.ndarray | None = None) -> BA.BatchOutputs:
+    """The kernel's outputs for every run of ``a`` (``preempt``:
+    DefaultPreemption's inputs, the pods preempted marked in ``victim``)."""
     if backend == "numba":
         from tensorsched.kernels.batch import cpu
-        return cpu.run_batch(a, threads=workers)
+        return cpu.run_batch(a, threads=workers, preempt=preempt, victim=victim)
     if backend == "cuda":
         from tensorsched.kernels.batch import cuda
-        return cuda.run_batch(a)
+        return cuda.run_batch(a, preempt=preempt, victim=victim)
     raise ValueError(f"unknown backend {backend!r} for the batched experiment; choose one of "
                      f"{', '.join(BACKENDS)}")
 
@@ -303,7 +307,9 @@ class TraceWorkload:
     place in activeQ's order before the push order (PrioritySort's key,
     densely ranked; None: all equal, first in first out); ``typical``
     GpuShareScore's ``typicalPods`` its runs use (None:
-    ``trace.typical_of(pods)``)."""
+    ``trace.typical_of(pods)``); ``priority`` [P] int64 each pod's
+    priority, which DefaultPreemption compares (None: ``-rank``, the
+    priorities that rank the pods so, or 0 without a rank)."""
 
     pods: R.TracePods
     arrival: np.ndarray
@@ -311,10 +317,16 @@ class TraceWorkload:
     typical: list | None = None     # typicalPods (default: ``trace.typical_of(pods)``)
     duration: np.ndarray | None = None
     rank: np.ndarray | None = None
+    priority: np.ndarray | None = None
 
     def __post_init__(self):
         self.duration = np.full(len(self.arrival), np.inf) if self.duration is None \
             else np.asarray(self.duration, np.float64)
+        if self.priority is None:
+            self.priority = np.zeros(len(self.arrival), np.int64) if self.rank is None \
+                else -np.asarray(self.rank, np.int64)
+        else:
+            self.priority = np.asarray(self.priority, np.int64)
 
 
 def trace_workload(trace) -> TraceWorkload:
@@ -359,20 +371,25 @@ def trace_workload(trace) -> TraceWorkload:
             spec[j] = d.get(ANNO_GPU_MODEL, "")
     dep = np.where(np.isnan(trace.departure), np.inf, trace.departure)
     dur = np.where(np.isnan(trace.duration), np.inf, trace.duration)
+    rank, priority = _ranks(trace)
     return TraceWorkload(R.TracePods(names, cpu, mem, num, milli, spec, trace.source),
                          trace.arrival.astype(np.float64), dep.astype(np.float64),
-                         duration=dur.astype(np.float64), rank=_ranks(trace))
+                         duration=dur.astype(np.float64), rank=rank, priority=priority)
 
 
-def _ranks(trace) -> np.ndarray | None:
-    """The dense rank of each row's PrioritySort key (-priority, creation
-    time) as the Simulation's queue computes it from the row's pod, None
-    when every row ties (no ``priority`` column, or one value)."""
+def _ranks(trace) -> tuple:
+    """(rank, priority): the dense rank of each row's PrioritySort key
+    (-priority, creation time) as the Simulation's queue computes it from
+    the row's pod, None when every row ties (no ``priority`` column, or
+    one value); each row's priority (int64 [P], 0 without one)."""
     if "priority" not in trace.table.column_names:
-        return None
-    keys = PrioritySort.sort_keys(trace.records(0, len(trace)))
+        return None, np.zeros(len(trace), np.int64)
+    records = trace.records(0, len(trace))
+    keys = PrioritySort.sort_keys(records)
+    priority = np.array([-k[0] for k in keys], np.int64)
     dense = {k: i for i, k in enumerate(sorted(set(keys)))}
-    return None if len(dense) < 2 else np.array([dense[k] for k in keys], np.int64)
+    rank = None if len(dense) < 2 else np.array([dense[k] for k in keys], np.int64)
+    return rank, priority
 
 
 @dataclass
@@ -402,6 +419,9 @@ class TraceRunResult:
     seconds: float
     config: int = -1            # ``batch_sim.simulate_batch``'s config index
     end: float = float("nan")   # the clock when nothing was left to do (seconds)
+    # [P] bool: the pods DefaultPreemption evicted (their eviction is in the
+    # log as their departure); None when the run does not preempt
+    preempted: np.ndarray | None = None
 
     @property
     def scheduled(self) -> int:
@@ -494,10 +514,37 @@ def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsc
         max_unsched=np.full(b, float(max_unsched)))
 
 
+def preempt_arrays(workloads: list, wl_key: dict, jobs: list, preempt: list | None,
+                   a: BA.BatchArrays) -> BatchPreempt:
+    """DefaultPreemption's inputs for ``jobs`` (``trace_arrays``' runs ``a``):
+    per job ``preempt[k]`` (minCandidateNodesPercentage,
+    minCandidateNodesAbsolute) or None (no DefaultPreemption); per pod its
+    priority and its key's rank (``default/<name>``, the victim table's
+    order among equal priorities)."""
+    b = len(jobs)
+    if not preempt or all(p is None for p in preempt):
+        return BatchPreempt.off(b)
+    e = a.cls.shape[0]
+    pct = np.full(b, -1, np.int64)
+    least = np.zeros(b, np.int64)
+    prio = np.zeros(e, np.int64)
+    krank = np.zeros(e, np.int64)
+    for k, (ci, t, _p, _s) in enumerate(jobs):
+        if preempt[k] is not None:
+            pct[k], least[k] = preempt[k]
+        tw = workloads[wl_key[(ci, t)]][1]
+        sl = slice(int(a.ev_off[k]), int(a.ev_off[k] + a.ev_len[k]))
+        prio[sl] = tw.priority
+        order = np.argsort(np.array(tw.pods.names, dtype=object), kind="stable")
+        krank[sl][order] = np.arange(order.shape[0])
+    return BatchPreempt(pct, least, prio, krank)
+
+
 def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs: list[tuple],
                 backend: str = "numba", workers: int | None = None,
                 max_unsched: float = DEFAULT_MAX_UNSCHED, backoff: tuple = (1.0, 10.0),
-                chunk: int | None = None, weights: list | None = None) -> list[TraceRunResult]:
+                chunk: int | None = None, weights: list | None = None,
+                preempt: list | None = None) -> list[TraceRunResult]:
     """Every ``(cluster, trace, policy, seed)`` of ``jobs`` in one batched
     call per ``chunk`` runs: each run equal to the ``Simulation`` of
     ``openb_node_objects(clusters[c], tie_of(n, seed))`` under
@@ -506,7 +553,10 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     weights, 0 none) with ``experiment_registry()``, its seed ``seed``, the
     trace's pods submitted as a trace (arrival, departure or duration,
     priority: activeQ in PrioritySort's order), the queue's timers
-    ``backoff`` (initial, max) and ``max_unsched`` seconds.
+    ``backoff`` (initial, max) and ``max_unsched`` seconds; ``preempt``
+    per job: (minCandidateNodesPercentage, minCandidateNodesAbsolute) when
+    the profile has DefaultPreemption at postFilter (termination grace 0),
+    None when not (default: no job preempts).
     Arguments checked before any run."""
     if not jobs:
         raise ValueError("no runs: jobs is empty")
@@ -529,6 +579,15 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     if weights is not None and len(weights) != len(jobs):
         raise ValueError(f"weights: one (GpuShareScore, OpenbTieRank) pair per job, got "
                          f"{len(weights)} for {len(jobs)}")
+    if preempt is not None:
+        if len(preempt) != len(jobs):
+            raise ValueError(f"preempt: one (percentage, absolute) pair or None per job, got "
+                             f"{len(preempt)} for {len(jobs)}")
+        for p in preempt:
+            if p is not None and not (len(p) == 2 and 0 <= p[0] <= 100 and p[1] >= 0
+                                      and p[0] + p[1] > 0):
+                raise ValueError(f"preempt: {p!r}: (minCandidateNodesPercentage 0..100, "
+                                 "minCandidateNodesAbsolute >= 0), not both 0")
     for inv in clusters:
         for tw in traces:
             R.check_inputs(inv, tw.pods)
@@ -547,11 +606,17 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
         part = jobs[lo:lo + chunk]
         a = trace_arrays(clusters, workloads, wl_key, part, max_unsched, backoff,
                          weights[lo:lo + chunk] if weights else None)
-        got = run_kernel(a, backend, workers)
+        pre_part = preempt[lo:lo + chunk] if preempt else None
+        pre = preempt_arrays(workloads, wl_key, part, pre_part, a)
+        victim = np.zeros(a.cls.shape[0], np.int64)
+        got = run_kernel(a, backend, workers, pre, victim)
         seconds = (time.perf_counter() - t0) / len(part)
         for b, (ci, t, policy, seed) in enumerate(part):
-            out.append(_trace_result(a, got, b, (ci, t, policy, int(seed)),
-                                     traces[t].pods, seconds))
+            res = _trace_result(a, got, b, (ci, t, policy, int(seed)), traces[t].pods, seconds)
+            if pre_part and pre_part[b] is not None:
+                o, e = int(a.ev_off[b]), int(a.ev_len[b])
+                res.preempted = victim[o:o + e] != 0
+            out.append(res)
     return out
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
+from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.trace import Trace, read_trace
 from tensorsched.kernels.gpu import share as K
@@ -37,6 +38,8 @@ from . import trace as T
 
 #: score plugins the batched kernel covers (GpuShareScore required)
 SCORES = ("GpuShareScore", T.NAME_TIE)
+#: postFilter plugins it covers (optional)
+POST_FILTERS = ("DefaultPreemption",)
 
 
 class BatchProfileError(TensorschedError):
@@ -51,12 +54,15 @@ class BatchInputError(TensorschedError):
 @dataclass(frozen=True)
 class BatchConfig:
     """A config as the kernel takes it: the policy and the two score
-    weights (``tie_weight`` 0: no OpenbTieRank), the queue's backoff."""
+    weights (``tie_weight`` 0: no OpenbTieRank), the queue's backoff;
+    ``preempt`` DefaultPreemption's (minCandidateNodesPercentage,
+    minCandidateNodesAbsolute), None without it."""
 
     policy: str
     gpu_weight: int
     tie_weight: int
     backoff: tuple
+    preempt: tuple | None = None
 
 
 def _covered_profile():
@@ -64,9 +70,11 @@ def _covered_profile():
     return reg, load_config(T.openb_config("FGD", None, 2), reg.plugin_points()).profiles[0]
 
 
-def batch_config(config, where: str) -> BatchConfig:
+def batch_config(config, where: str, preemption: bool = False) -> BatchConfig:
     """The ``BatchConfig`` of a policy name, a KubeSchedulerConfiguration
-    dict or a path of one (``where`` names it in errors)."""
+    dict or a path of one (``where`` names it in errors); ``preemption``:
+    DefaultPreemption at postFilter is taken (the caller's engine runs it:
+    ``simulate_batch``'s), else refused like any other plugin there."""
     if isinstance(config, str) and config in K.POLICIES:
         tie = 0 if config == "Random" else 1
         return BatchConfig(config, 1 if config == "Random" else -1, tie, (1.0, 10.0))
@@ -89,14 +97,16 @@ def batch_config(config, where: str) -> BatchConfig:
     for point, refs in prof.plugins.items():
         names = [r.name for r in refs]
         want = [r.name for r in covered.plugins[point]]
-        allowed = SCORES if point == "score" else want
+        allowed = SCORES if point == "score" else \
+            (POST_FILTERS if preemption else want) if point == "postFilter" else want
         for name in names:
             if name not in allowed:
                 raise BatchProfileError(
                     f"{where}: plugin {name} at {point} is not covered by the batched kernel "
                     f"(it runs {', '.join(allowed) or 'nothing'} there); ts.Simulation runs "
                     "this profile per cluster")
-            if name != "GpuShareScore" and prof.args.get(name) != covered.args.get(name):
+            if name not in ("GpuShareScore", "DefaultPreemption") \
+                    and prof.args.get(name) != covered.args.get(name):
                 raise BatchProfileError(f"{where}: plugin {name}: arguments other than its "
                                         "defaults are not covered by the batched kernel")
         needed = ["GpuShareScore"] if point == "score" else want
@@ -109,9 +119,13 @@ def batch_config(config, where: str) -> BatchConfig:
         raise BatchProfileError(f"{where}: plugin GpuShareScore: typicalPods given; the batched "
                                 "kernel uses the trace's own (trace.typical_of)")
     w = prof.score_weights()
+    preempt = None
+    if "DefaultPreemption" in [r.name for r in prof.plugins.get("postFilter", ())]:
+        pa = prof.args.get("DefaultPreemption") or DefaultPreemptionArgs()
+        preempt = (int(pa.min_candidate_nodes_percentage), int(pa.min_candidate_nodes_absolute))
     return BatchConfig(args.policy, w["GpuShareScore"], w.get(T.NAME_TIE, 0),
                        (float(cfg.pod_initial_backoff_seconds),
-                        float(cfg.pod_max_backoff_seconds)))
+                        float(cfg.pod_max_backoff_seconds)), preempt)
 
 
 def _as_list(x) -> list:
@@ -174,8 +188,9 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     pod CSV paths (``creation_time`` / ``deletion_time``), generic trace
     paths or ``Trace``s (``read_trace``: ``name``, ``arrival``,
     ``departure`` or ``duration``, ``cpu``, ``memory`` in whole MiB,
-    ``annotations``, ``priority``: activeQ in PrioritySort's order; no
-    other column), ``Trace``s of ``read_openb_trace``
+    ``annotations``, ``priority``: activeQ in PrioritySort's order, and
+    what DefaultPreemption compares; no other column), ``Trace``s of
+    ``read_openb_trace``
     or ``batch.TraceWorkload``; ``configs``: see the
     module doc; ``backend``: ``numba`` (the CPU twin, ``workers`` threads,
     default all cores) or ``cuda``; ``max_unsched``: the scheduler's
@@ -191,7 +206,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
                          "cluster on numpy)")
     clusters = [_cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
     tws = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
-    cfgs = [batch_config(x, f"configs[{i}]") for i, x in enumerate(_as_list(configs))]
+    cfgs = [batch_config(x, f"configs[{i}]", preemption=True)
+            for i, x in enumerate(_as_list(configs))]
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
@@ -211,7 +227,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         weights.append((n + 1 if cf.gpu_weight < 0 else cf.gpu_weight, cf.tie_weight))
     try:
         got = B.trace_batch(clusters, tws, jobs, backend=backend, workers=workers,
-                            max_unsched=max_unsched, backoff=cfgs[0].backoff, weights=weights)
+                            max_unsched=max_unsched, backoff=cfgs[0].backoff, weights=weights,
+                            preempt=[cfgs[k].preempt for _c, _t, k, _s in product])
     except TensorschedError:
         raise
     except ValueError as exc:       # the inputs' own checks (no GPU, no pods, ...)

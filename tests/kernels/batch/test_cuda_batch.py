@@ -11,6 +11,7 @@ from support.backends import needs_cuda
 from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
 
 from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import build_inventory
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
@@ -124,3 +125,33 @@ def _trace_runs(inv, tw, jobs, per_chunk):
         np.testing.assert_array_equal(dev.tries[o:o + e], res.tries)
     assert any((r.tries > 1).any() for r in twin)
     return twin, dev, a
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_cuda_preemption_equals_the_twin():
+    """DefaultPreemption in the queue (thread 0 adds the nominated pods
+    around a cycle, searches the victims, evicts them): on a small
+    preempting trace (three nodes of 1-4 GPUs, shares and whole GPUs of
+    unequal priorities, some leaving), two policies and two candidate
+    settings in chunks of one run, device and twin give the same
+    placements, GPUs, change log and victims (the twin is its
+    Simulation's: ``tests/topology/openb/test_batch_preempt.py``)."""
+    inv = build_inventory(["n0", "n1", "n2"], [16000] * 3, [65536] * 3, [2, 4, 1],
+                          ["T4", "T4", "A10"])
+    gpus = [(1, 500), (1, 1000), (2, 1000), (1, 250), (4, 1000), (1, 700)] * 2
+    pods = R.TracePods([f"p{j}" for j in range(12)], np.full(12, 2000), np.full(12, 2048),
+                       np.array([g[0] for g in gpus]), np.array([g[1] for g in gpus]),
+                       [""] * 12)
+    prio = np.array([0, 0, 3, 0, 9, 5, 0, 1, 9, 0, 20, 2])
+    tw = B.TraceWorkload(pods, np.arange(12.0), np.array([np.inf, 30.0] * 6),
+                         rank=np.unique(-prio, return_inverse=True)[1], priority=prio)
+    jobs = [(0, 0, "FGD", 2), (0, 0, "Random", 5)]
+    pre = [(10, 100), (50, 1)]
+    twin = B.trace_batch([inv], [tw], jobs, workers=1, preempt=pre)
+    dev = B.trace_batch([inv], [tw], jobs, backend="cuda", preempt=pre, chunk=1)
+    assert sum(int(r.preempted.sum()) for r in twin) >= 2
+    for x, y in zip(twin, dev):
+        assert x.node.tolist() == y.node.tolist() and x.gpus == y.gpus
+        assert x.preempted.tolist() == y.preempted.tolist()
+        for name in ("log_t", "log_pod", "log_frag", "tries", "bind"):
+            np.testing.assert_array_equal(getattr(x, name), getattr(y, name), err_msg=name)

@@ -99,8 +99,8 @@ def _config_with(**change) -> dict:
 @pytest.mark.parametrize("config, match", [
     (_config_with(score=[{"name": "NodeResourcesBalancedAllocation", "weight": 1}]),
      "plugin NodeResourcesBalancedAllocation at score is not covered"),
-    (_config_with(postFilter=[{"name": "DefaultPreemption"}]),
-     "plugin DefaultPreemption at postFilter is not covered"),
+    (_config_with(postFilter=[{"name": "Coscheduling"}]),
+     "plugin Coscheduling at postFilter is not covered"),
     ({**T.openb_config("FGD"), "percentageOfNodesToScore": 50}, "percentageOfNodesToScore 50"),
     (T.openb_config("FGD", [{"cpu": 1, "gpuCount": 1, "gpuMilli": 500}]), "typicalPods given"),
 ])

@@ -1,0 +1,404 @@
+"""DefaultPreemption in the batched openb engine's queue (``_cluster``,
+``cuda``): what the ``Simulation`` does for a pod whose cycle fails on the
+openb profile (NodeResourcesFit + GpuShareFit) with DefaultPreemption at
+postFilter and a termination grace of 0 (the victims leave at once),
+``framework/preemption`` (``evaluator``, ``host_search``) and
+``framework/scheduler/schedule_one``.  The node-local trace form's
+(``_local_preempt``) rules, where a victim also frees its GPU share.
+
+- The nominated pods: while nominations are outstanding, a cycle of pod
+  j adds the pods nominated to a node with priority >= j's (not j, not
+  bound or deleted) to the state on their nodes, in the nominator's order
+  (nodes in the order they got their first current nomination, a node's
+  pods in nomination order), each with GPUs picked as the GPU table
+  places an added pod (``select_gpus`` best fit / first free; the GPUs it
+  held when it was the last pod taken off that node, when they are still
+  free: the table's ``prefer``), filters, scores and PostFilter run with
+  them, and they are taken off again before the bind or the evictions.
+- The victim search on a node (``victims_on_gpu``): every bound pod of
+  lower priority off (its cpu, memory, pod slot and its GPU milli on its
+  GPU indices), the pod must pass NodeResourcesFit and GpuShareFit (a pod
+  without a GPU ask: NodeResourcesFit only), then reprieve most important
+  first (priority, then the pod key: trace pods have no start time): put
+  back on the very GPUs it holds, kept when the pod still fits, else a
+  victim.  Every node is a potential node (both filters reject with
+  Unschedulable, never UnschedulableAndUnresolvable), so numCandidates is
+  of all ``n`` nodes and the visit starts at the seeded offset
+  (``_local_preempt.preempt_offset``) and stops at the numCandidates-th
+  candidate; pickOneNodeForPreemption (the lowest highest-victim
+  priority, the smallest sum of priority + 2^31, the fewest victims, then
+  the first visited; no PodDisruptionBudgets, no start times).
+- The preemptor is nominated to the chosen node (the pods nominated there
+  with a lower priority lose their nomination), the victims leave in
+  importance order (each an assigned pod's deletion: every unschedulable
+  pod moves) and the preemptor goes back to the queue as a pod that failed
+  while a move request came: backoffQ while it backs off.  A nomination
+  ends when its pod binds, is deleted, or preempts again.
+
+State per cluster: ``pw`` [P, PW_N] int64 per pod (its nominated node,
+nomination number, the GPUs its nominated copy holds, list links), ``nw``
+[N, NW_N] int64 per node (victim list head, nominations, when its first
+current one came), ``ps`` [PS_N] int64 scalars (the last pod taken off a
+node: pod, row, GPUs; counters; the best candidate's statistics).  Per pod
+inputs ``prio`` (priority) and ``krank`` (its key's rank); ``victim`` [P]
+out: 1 for a pod preempted.
+
+Plain Python on scalars and arrays (``_rules`` and ``_queue`` inlined),
+compiled with ``njit`` (``cpu``) and ``cuda.jit(device=True)`` (``cuda``:
+thread 0 of the cluster's block).
+"""
+
+# ruff: noqa: F821
+
+from numba import int64, uint64
+
+P_BOUND = 4             # _queue's statuses (a compiled namespace holds functions only)
+P_GONE = 5
+SEL_BEST = 0
+PRIORITY_OFFSET = 2147483648
+OFFSET_SALT = 0x5EED0FF5E7          # evaluator._OFFSET_SALT
+
+# pw columns
+W_NOM = 0           # nominated node (-1 none)
+W_SEQ = 1           # nomination number
+W_GM = 2            # the GPUs (bit mask) its nominated copy holds in a cycle
+W_NXT = 3           # next lower-priority pod on its node (victim search)
+W_CUR = 4           # a node's lower-priority pods (victim search)
+W_VOUT = 5          # the best candidate's victims
+W_ADDED = 6         # the nominated pods a cycle added, in order
+PW_N = 7
+# nw columns
+N_HEAD = 0
+N_CNT = 1           # pods nominated there
+N_SINCE = 2         # the nomination number of its first current one
+NW_N = 3
+# ps slots
+S_JR_POD = 0        # the pod last taken off a node (-1: a pod was added since)
+S_JR_ROW = 1
+S_JR_GM = 2
+S_SEQ = 3           # nomination numbers given
+S_NNOM = 4          # nominations outstanding
+S_NADD = 5          # nominated pods this cycle added
+S_STATS = 8         # 8..10 this node's (top priority, sum, victims), 11..13 the best's
+PS_N = 16
+
+
+def preempt_init(pw, nw, ps, victim):
+    for k in range(pw.shape[0]):
+        pw[k, W_NOM] = -1
+        victim[k] = 0
+    for i in range(nw.shape[0]):
+        nw[i, N_CNT] = 0
+    for s in range(ps.shape[0]):
+        ps[s] = 0
+    ps[S_JR_POD] = -1
+
+
+def taken_off(k, row, gm, ps):
+    """Pod ``k`` (GPUs ``gm``) just left ``row``: the GPU table's
+    ``_just_released``."""
+    ps[S_JR_POD] = k
+    ps[S_JR_ROW] = row
+    ps[S_JR_GM] = gm
+
+
+def nom_delete(k, pw, nw, ps):
+    i = pw[k, W_NOM]
+    if i < 0:
+        return
+    nw[i, N_CNT] -= 1
+    pw[k, W_NOM] = -1
+    ps[S_NNOM] -= 1
+
+
+def nom_add(k, i, pw, nw, ps):
+    """The nominator's ``add``: ``k`` off its old node, appended to ``i``'s
+    list (a node without nominations goes after the others)."""
+    nom_delete(k, pw, nw, ps)
+    if nw[i, N_CNT] == 0:
+        nw[i, N_SINCE] = ps[S_SEQ]
+        ps[S_SEQ] += 1
+    nw[i, N_CNT] += 1
+    pw[k, W_SEQ] = ps[S_SEQ]
+    ps[S_SEQ] += 1
+    pw[k, W_NOM] = i
+    ps[S_NNOM] += 1
+
+
+def gpu_bits(left, count, gm, milli, num):
+    """Whether the GPUs ``gm`` (bit mask) are ``num`` GPUs of the node with
+    ``milli`` free each."""
+    took = 0
+    for g in range(16):
+        if (gm >> g) & 1:
+            if g >= count or left[g] < milli:
+                return False
+            took += 1
+    return took == num
+
+
+def nominees_on(j, prio, pst, cls, c_cpu, c_mem, c_num, c_milli, gpu_count, gpu_left, cpu_left,
+                mem_left, pods_left, aff, node_ver, version, gidx, pw, nw, ps):
+    """Pod ``j``'s cycle: the nominated pods it counts added to their nodes
+    (module doc); returns how many (``pw[:, W_ADDED]``, in order)."""
+    ps[S_NADD] = 0
+    if ps[S_NNOM] == 0:
+        return 0
+    e = pw.shape[0]
+    # bound or deleted since: the nominator forgot them then (no nomination
+    # came in between, so the order is the same)
+    for k in range(e):
+        if pw[k, W_NOM] >= 0 and (pst[k] == P_BOUND or pst[k] == P_GONE):
+            nom_delete(k, pw, nw, ps)
+    pj = prio[j]
+    na = 0
+    for k in range(e):
+        i = pw[k, W_NOM]
+        if i < 0 or k == j or prio[k] < pj:
+            continue
+        a = na
+        while a > 0:
+            q = pw[a - 1, W_ADDED]
+            qi = pw[q, W_NOM]
+            if nw[qi, N_SINCE] < nw[i, N_SINCE] or (
+                    nw[qi, N_SINCE] == nw[i, N_SINCE] and pw[q, W_SEQ] < pw[k, W_SEQ]):
+                break
+            pw[a, W_ADDED] = q
+            a -= 1
+        pw[a, W_ADDED] = k
+        na += 1
+    for a in range(na):
+        k = pw[a, W_ADDED]
+        i = pw[k, W_NOM]
+        c = cls[k]
+        num = c_num[c]
+        milli = c_milli[c]
+        gm = 0
+        if num > 0 and milli > 0:
+            left = gpu_left[i]
+            if ps[S_JR_POD] == k and ps[S_JR_ROW] == i and gpu_bits(
+                    left, gpu_count[i], ps[S_JR_GM], milli, num):
+                gm = ps[S_JR_GM]
+            else:
+                took = select_gpus(SEL_BEST, gpu_count[i], left, num, milli, 0.0, gidx)
+                if took == num:         # else it holds none (the table's ``unplaced``)
+                    for q in range(took):
+                        gm |= 1 << gidx[q]
+            for g in range(16):
+                if (gm >> g) & 1:
+                    left[g] -= milli
+        ps[S_JR_POD] = -1
+        cpu_left[i] -= c_cpu[c]
+        mem_left[i] -= c_mem[c]
+        pods_left[i] -= 1
+        aff[i, affinity_tag(num, milli)] += 1
+        version[0] += 1
+        node_ver[i] = version[0]
+        pw[k, W_GM] = gm
+    ps[S_NADD] = na
+    return na
+
+
+def nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left, pods_left,
+                 aff, node_ver, version, pw, ps):
+    """The nominated pods ``nominees_on`` added taken off again, in the
+    order they came."""
+    for a in range(ps[S_NADD]):
+        k = pw[a, W_ADDED]
+        i = pw[k, W_NOM]
+        c = cls[k]
+        release(i, pw[k, W_GM], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left, cpu_left,
+                mem_left, pods_left, aff, node_ver, version)
+        taken_off(k, i, pw[k, W_GM], ps)
+    ps[S_NADD] = 0
+
+
+def bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
+               aff, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask, tp_cpu, tp_num, tp_milli,
+               tp_mask, tp_freq, cs, cg, cv, node_ver, work, pw, nw, ps):
+    """Pod ``j`` (class ``c``) binds on ``row`` after its cycle: the row's
+    answer again where the nominated pods changed it (Reserve's GPU pick
+    sees the node without them), its nomination over, a pod added."""
+    if cv[row] != node_ver[row]:
+        node_answer(row, policy, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
+                    aff, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c], c_mask[c],
+                    tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, cs, cg, cv, node_ver, work)
+    ps[S_JR_POD] = -1
+    nom_delete(j, pw, nw, ps)
+
+
+def shift_pod(i, k, sign, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left, cpu_left,
+              mem_left, pods_left):
+    """Bound pod ``k`` off node ``i`` (``sign`` 1: its requests and GPU
+    milli given back) or on again (-1), on the GPUs it holds; for a filter
+    test of the victim search (scores are not read there)."""
+    c = cls[k]
+    cpu_left[i] += sign * c_cpu[c]
+    mem_left[i] += sign * c_mem[c]
+    pods_left[i] += sign
+    milli = c_milli[c]
+    if c_num[c] > 0 and milli > 0:
+        gm = gmask[k]
+        for g in range(16):
+            if (gm >> g) & 1:
+                gpu_left[i, g] += sign * milli
+
+
+def victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem, c_num,
+                   c_milli, gmask, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
+                   pw, nw, ps):
+    """SelectVictimsOnNode for node ``i`` (its lower-priority pods the list
+    ``nw[i, N_HEAD]`` / ``pw[:, W_NXT]``) and a pod asking ``cpu``, ``mem``,
+    ``num`` x ``milli`` GPU of models ``mask``: the victims in
+    ``pw[:, W_CUR]`` most important first, ``ps[S_STATS:S_STATS + 3]`` their
+    highest priority, sum of priority + 2^31 and count; returns how many
+    (0: not a candidate).  The node is as it was after."""
+    k = 0
+    x = nw[i, N_HEAD]
+    while x >= 0:
+        pw[k, W_CUR] = x
+        k += 1
+        x = pw[x, W_NXT]
+    if k == 0:
+        return 0
+    for a in range(k):
+        shift_pod(i, pw[a, W_CUR], 1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left,
+                  cpu_left, mem_left, pods_left)
+    if not node_feasible(i, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, cpu,
+                         mem, num, milli, mask):
+        for a in range(k):
+            shift_pod(i, pw[a, W_CUR], -1, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                      gpu_left, cpu_left, mem_left, pods_left)
+        return 0
+    # most important first: the higher priority, then the smaller key
+    for a in range(1, k):
+        s = pw[a, W_CUR]
+        b = a - 1
+        while b >= 0 and (prio[s] > prio[pw[b, W_CUR]] or (
+                prio[s] == prio[pw[b, W_CUR]] and krank[s] < krank[pw[b, W_CUR]])):
+            pw[b + 1, W_CUR] = pw[b, W_CUR]
+            b -= 1
+        pw[b + 1, W_CUR] = s
+    # reprieve in that order; the victims kept in order at the list's front
+    nv = 0
+    for a in range(k):
+        s = pw[a, W_CUR]
+        shift_pod(i, s, -1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left, cpu_left,
+                  mem_left, pods_left)
+        if not node_feasible(i, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
+                             cpu, mem, num, milli, mask):
+            shift_pod(i, s, 1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left, cpu_left,
+                      mem_left, pods_left)
+            pw[nv, W_CUR] = s
+            nv += 1
+    for a in range(nv):
+        shift_pod(i, pw[a, W_CUR], -1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left,
+                  cpu_left, mem_left, pods_left)
+    if nv == 0:
+        return 0
+    total = 0
+    for a in range(nv):
+        total += prio[pw[a, W_CUR]] + PRIORITY_OFFSET
+    ps[S_STATS] = prio[pw[0, W_CUR]]
+    ps[S_STATS + 1] = total
+    ps[S_STATS + 2] = nv
+    return nv
+
+
+def gpu_offset(seed_mix, attempt, n):
+    """``evaluator.seeded_offset``: splitmix64 of (seed x golden + attempt
+    + salt), mod ``n`` (> 0)."""
+    z = (uint64(seed_mix) + uint64(attempt) + uint64(OFFSET_SALT)
+         + uint64(0x9E3779B97F4A7C15))
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    z = z ^ (z >> uint64(31))
+    return int64(z % uint64(n))
+
+
+def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, mask, prio,
+                    krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count,
+                    model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
+    """DefaultPreemption for pod ``j`` whose cycle failed on the ``n``
+    nodes (the nominated pods it counts on them): the node to nominate (-1
+    none); its victims, most important first, ``pw[:nv, W_VOUT]``, ``nv``
+    in ``ps[S_STATS + 5]``."""
+    pj = prio[j]
+    for i in range(n):
+        nw[i, N_HEAD] = -1
+    low = 0
+    for k in range(pw.shape[0]):
+        if pst[k] == P_BOUND and prio[k] < pj:
+            i = out_node[k]
+            pw[k, W_NXT] = nw[i, N_HEAD]
+            nw[i, N_HEAD] = k
+            low += 1
+    if low == 0 or n == 0:
+        return -1
+    cap = n * pct // 100
+    if cap < least:
+        cap = least
+    if cap > n:
+        cap = n
+    off = gpu_offset(seed_mix, attempt, n)
+    found = 0
+    best = -1
+    for t in range(n):
+        i = off + t
+        if i >= n:
+            i -= n
+        nv = victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem,
+                            c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
+                            mem_left, pods_left, pw, nw, ps)
+        if nv == 0:
+            continue
+        found += 1
+        if found > cap:
+            break
+        b = S_STATS
+        if best < 0 or ps[b] < ps[b + 3] or (ps[b] == ps[b + 3] and (
+                ps[b + 1] < ps[b + 4] or (ps[b + 1] == ps[b + 4] and nv < ps[b + 5]))):
+            best = i
+            for s in range(3):
+                ps[b + 3 + s] = ps[b + s]
+            for a in range(nv):
+                pw[a, W_VOUT] = pw[a, W_CUR]
+        if found >= cap:
+            break
+    return best
+
+
+def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_num, c_milli,
+                prio, gmask, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff,
+                node_ver, version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, leaf_of,
+                t_lo, t_len, t_left, t_right, tree_val, log_t, log_pod, log_frag, victim,
+                qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps):
+    """``post_filter_gpu`` chose ``target`` for pod ``j``: nominated there
+    (lower-priority nominations there end), the victims evicted in order
+    (each logged at ``now`` with the fragmentation after it, from log row
+    ``m``), the unschedulable pods moved, ``j`` requeued as a pod that
+    failed while a move request came.  Returns the log rows used so far."""
+    pj = prio[j]
+    for k in range(pw.shape[0]):
+        if pw[k, W_NOM] == target and k != j and prio[k] < pj:
+            nom_delete(k, pw, nw, ps)
+    nom_add(j, target, pw, nw, ps)
+    for a in range(ps[S_STATS + 5]):
+        v = pw[a, W_VOUT]
+        c = cls[v]
+        release(target, gmask[v], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
+                cpu_left, mem_left, pods_left, aff, node_ver, version)
+        taken_off(v, target, gmask[v], ps)
+        pst[v] = P_GONE
+        victim[v] = 1
+        nfrag[target] = node_frag_of(target, gpu_count, model, gpu_left, cpu_left, tp_cpu,
+                                     tp_num, tp_milli, tp_mask, tp_freq)
+        log_t[m] = now
+        log_pod[m] = -1 - v
+        log_frag[m] = tree_refresh(nfrag, leaf_of[target], t_lo, t_len, t_left, t_right,
+                                   tree_val)
+        m += 1
+    move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
+    pts[j] = now
+    move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+    return m
