@@ -135,6 +135,56 @@ def overlay(j, pj, sign, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz
     return nt
 
 
+def overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request, c_nonzero,
+               c_anything, c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+               strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+               bal_kind, mark, touched, save_bits, save_raw):
+    """Pod ``j``'s cycle with the nominated pods of priority >= its own
+    counted on their nodes (``overlay``): class ``c``'s answers on the nodes
+    touched are saved (``save_bits`` [n], ``save_raw`` [n, S], in
+    ``touched`` order) and recomputed.  Returns how many nodes;
+    ``overlay_off`` undoes it after the cycle."""
+    nt = overlay(j, prio[j], 1, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used,
+                 mark, touched)
+    for t in range(nt):
+        ii = touched[t]
+        save_bits[t] = reasons[c, ii]
+        for s in range(raw.shape[2]):
+            save_raw[t, s] = raw[c, ii, s]
+        refresh_row(ii, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                    c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                    fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    return nt
+
+
+def overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
+                reasons, raw, mark, touched, save_bits, save_raw):
+    """``overlay_on``'s ``nt`` nodes as they were before pod ``j``'s cycle:
+    the nominated pods taken off again, class ``c``'s saved answers back."""
+    overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used, mark,
+            touched)
+    for t in range(nt):
+        ii = touched[t]
+        mark[ii] = 0
+        reasons[c, ii] = save_bits[t]
+        for s in range(raw.shape[2]):
+            raw[c, ii, s] = save_raw[t, s]
+
+
+def nominate(j, target, nom, prio):
+    """Pod ``j`` nominated to node ``target`` (``nom`` [P] each pod's node,
+    -1 none): the pods nominated there with a lower priority lose their
+    nomination.  Returns the change in the number of nominations."""
+    moved = 0
+    for k in range(nom.shape[0]):
+        if nom[k] == target and k != j and prio[k] < prio[j]:
+            nom[k] = -1
+            moved -= 1
+    if nom[j] < 0:
+        moved += 1
+    nom[j] = target
+    return moved
+
 def take_pod(i, k, sign, preq, used):
     """Pod ``k``'s requests (``preq[k]``) off node ``i`` (``sign`` -1) or
     back (1), for a Filter call of the victim search (scores are not read
@@ -463,17 +513,11 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
             if counted:
                 # the nominated pods of priority >= j's use their nodes in
                 # this cycle: class c's answers there recomputed, a scan
-                nt = overlay(j, prio[j], 1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
-                             nz_used, mark, touched)
-                for t in range(nt):
-                    ii = touched[t]
-                    save_bits[t] = reasons[c, ii]
-                    for s in range(raw.shape[2]):
-                        save_raw[t, s] = raw[c, ii, s]
-                    refresh_row(ii, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                                c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                                strategy, fit_res, fit_kind, fit_weights, shape_util,
-                                shape_score, bal_res, bal_kind)
+                nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used,
+                                c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                                c_active, static_bits, reasons, raw, strategy, fit_res,
+                                fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                                bal_kind, mark, touched, save_bits, save_raw)
             i, start = pick_next(c, n, every and not counted, start, reasons, raw, c_active,
                                  c_norm, c_weights, num_to_find, seed_mix, used, positions,
                                  total_scratch, ties_scratch, hi_scratch, tkey)
@@ -486,14 +530,8 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                                      bnode, out_victim, pot, head, nxt, cur, vout, stats,
                                      n_pdb, pdb_kind, pdb_val, pmatch, left, vflag)
         if counted:
-            overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
-                    nz_used, mark, touched)
-            for t in range(nt):
-                ii = touched[t]
-                mark[ii] = 0
-                reasons[c, ii] = save_bits[t]
-                for s in range(raw.shape[2]):
-                    raw[c, ii, s] = save_raw[t, s]
+            overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
+                        reasons, raw, mark, touched, save_bits, save_raw)
         if i >= 0:
             shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero,
                       c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
@@ -512,13 +550,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
             q_failed(j, qi, qf, pst, pts, up)
             continue
         # nominated: lower-priority nominations to the node end
-        for k in range(nom.shape[0]):
-            if nom[k] == target and k != j and prio[k] < prio[j]:
-                nom[k] = -1
-                n_nom -= 1
-        if nom[j] < 0:
-            n_nom += 1
-        nom[j] = target
+        n_nom += nominate(j, target, nom, prio)
         for a in range(nv):
             v = vout[a]
             out_victim[v] = 1

@@ -340,17 +340,11 @@ def run_local_preempt_events_cluster(
         if counted:
             # the nominated pods of priority >= j's use their nodes in this
             # cycle (its scan, its rejectors, its PostFilter)
-            nt = overlay(j, prio[j], 1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
-                         nz_used, mark, touched)
-            for t in range(nt):
-                ii = touched[t]
-                save_bits[t] = reasons[c, ii]
-                for s in range(raw.shape[2]):
-                    save_raw[t, s] = raw[c, ii, s]
-                refresh_row(ii, c, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                            c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
-                            bal_res, bal_kind)
+            nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request,
+                            c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
+                            static_bits, reasons, raw, strategy, fit_res, fit_kind,
+                            fit_weights, shape_util, shape_score, bal_res, bal_kind, mark,
+                            touched, save_bits, save_raw)
         if nv > 0:
             s0 = start % nv
             i, processed = pick_live(c, nv, s0, reasons, raw, c_active, c_norm, c_weights,
@@ -371,14 +365,8 @@ def run_local_preempt_events_cluster(
                                            stats, n_pdb, pdb_kind, pdb_val, pmatch, left,
                                            vflag)
         if counted:
-            overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used,
-                    nz_used, mark, touched)
-            for t in range(nt):
-                ii = touched[t]
-                mark[ii] = 0
-                reasons[c, ii] = save_bits[t]
-                for s in range(raw.shape[2]):
-                    raw[c, ii, s] = save_raw[t, s]
+            overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
+                        reasons, raw, mark, touched, save_bits, save_raw)
         if i >= 0:
             place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                      c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
@@ -397,13 +385,7 @@ def run_local_preempt_events_cluster(
             q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
             continue
         # nominated: lower-priority nominations to the node end
-        for k in range(n_q):
-            if nom[k] == target and k != j and prio[k] < prio[j]:
-                nom[k] = -1
-                n_nom -= 1
-        if nom[j] < 0:
-            n_nom += 1
-        nom[j] = target
+        n_nom += nominate(j, target, nom, prio)
         for a in range(n_vic):
             v = vout[a]
             out_victim[v] = 1
