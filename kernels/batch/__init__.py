@@ -27,7 +27,7 @@ queue retries them.
 - ``local_cpu``'s trace form (``_local_trace``, on ``_queue``): runs of
   a trace through the node-local rules on the Simulation's clock;
   ``local_trace_cuda``: the same source, thread 0 of a block per run;
-- ``local_events`` (``_local_events_driver``): the trace form with timed
+- ``local_events`` (``_local_preempt_events_driver``): the trace form with timed
   node events and a scenario's Pod steps, on ``_local_preempt_events``'
   cluster function, which ``local_preempt_events`` (``_cuda``) runs with
   DefaultPreemption too;

@@ -27,8 +27,8 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
                                  may, krank, pstart, preq, pnz, bnode, pct, least, out_victim,
                                  n_pdb, pdb_kind, pdb_val, pmatch):
     """``run_local_preempt_events_cluster`` for every cluster b: its nodes
-    and events as ``_local_events_driver.run_local_events_all`` takes
-    them, its pods' preemption rows (and ``out_why``, ``out_victim``)
+    and events as ``local_events.run_local_events`` passes them (its
+    preemption arrays empty), its pods' preemption rows (and ``out_why``, ``out_victim``)
     ``vic_ptr[b]:vic_ptr[b+1]`` and the rest as ``_local_preempt_driver.
     run_local_preempt_all``; its log rows ``pod_ptr[b] + vic_ptr[b]``
     onwards (two per queue pod, one per bound pod); ``out_node`` local

@@ -3,7 +3,7 @@ cluster's nodes join, change (cordon, uncordon), are drained and deleted at
 their times, and pods are deleted at theirs (a scenario's pod deletes),
 while its pods arrive and leave (``_local_preempt_events.
 run_local_preempt_events_cluster`` without preemption, a ``prange`` over
-clusters: ``_local_events_driver``).
+clusters: ``_local_preempt_events_driver``, its preemption arrays empty).
 
 ``LocalEvents`` is a ``local_cpu.LocalTrace`` and, per cluster, its local
 nodes' presence at the start and its node events; ``run_local_events``
@@ -21,7 +21,7 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _local_events_driver, _local_preempt_events, _local_trace
+from . import _local_preempt_events, _local_preempt_events_driver, _local_trace
 from .local_cpu import (
     LocalTrace,
     TraceResult,
@@ -48,9 +48,11 @@ EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE, EV_POD_DELETE, EV_KEEP)
 _pe_ns = compile_module(_local_preempt_events, njit, base=PREEMPT_NAMESPACE,
                         options={"nogil": True}, cache=True)
 PREEMPT_EVENTS_NAMESPACE = _pe_ns
-_drivers = compile_module(_local_events_driver, njit, base=_pe_ns,
+# and the driver of both (``local_preempt_events``): one compiled prange
+# loop, which this form calls with the preemption's arrays empty
+_drivers = compile_module(_local_preempt_events_driver, njit, base=_pe_ns,
                           options={"nogil": True, "parallel": True}, cache=True)
-_run_events_all = _drivers["run_local_events_all"]
+RUN_PREEMPT_EVENTS_ALL = _drivers["run_local_preempt_events_all"]
 
 
 class LocalEvents(NamedTuple):
@@ -160,13 +162,23 @@ def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[Trace
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    # no preemption: every pod's preemption rows are its queue rows
+    # (``vic_ptr`` = ``pod_ptr``: no bound pod of its own, the manifests'
+    # bound pods in the nodes' totals), each array of them empty, so no pod
+    # may preempt; the types those of ``local_preempt_events``' call
+    b = a.n_clusters
+    none = np.zeros(0, np.int64)
     with numba_threads(threads):
-        _run_events_all(*trace_inputs(t, pr), out.node, out.bind, out.tries, why, out.log_t,
-                        out.log_pod, out.n_log, out.end, i64(pr.profile), i64(pr.n_fit),
-                        i64(pr.n_shape), i64(pr.n_bal), b8(ev.valid0), i64(ev.rej),
-                        int(ev.fit_interest), i64(ev.korder), i64(ev.ev_ptr), f64(ev.ev_t),
-                        i64(ev.ev_kind), i64(ev.ev_node), i64(ev.ev_x), i64(ev.ev_find),
-                        i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz))
+        RUN_PREEMPT_EVENTS_ALL(
+            *trace_inputs(t, pr), out.node, out.bind, out.tries, why, out.log_t, out.log_pod,
+            out.n_log, out.end, i64(pr.profile), i64(pr.n_fit), i64(pr.n_shape),
+            i64(pr.n_bal), b8(ev.valid0), i64(ev.rej), int(ev.fit_interest), i64(ev.korder),
+            i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node), i64(ev.ev_x),
+            i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz),
+            i64(a.pod_ptr), none, none, none, none, np.zeros((0, 1), np.int64),
+            np.zeros((0, 2), np.int64), none, np.zeros(b, np.int64), np.zeros(b, np.int64),
+            none, np.zeros(b, np.int64), np.zeros((b, 1), np.int64),
+            np.zeros((b, 1), np.int64), np.zeros((0, 1), np.int64))
     return out, why
 
 

@@ -1,7 +1,8 @@
 """The node-local trace form with DefaultPreemption and timed node events
 together, on the CPU twin (``_local_preempt_events.
 run_local_preempt_events_cluster``, a ``prange`` over clusters:
-``_local_preempt_events_driver``).
+``_local_preempt_events_driver``, compiled by ``local_events``, whose
+form runs it without preemption).
 
 ``LocalPreemptEvents`` is a ``local_events.LocalEvents`` and a
 ``local_preempt.LocalPreempt`` on the same ``LocalTrace``: where a cluster
@@ -21,20 +22,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
-from tensorsched.kernels._compile import compile_module
-
-from . import _local_preempt_events_driver
 from .local_cpu import empty_trace_result, numba_threads, trace_inputs, trace_profiles
-from .local_events import PREEMPT_EVENTS_NAMESPACE, LocalEvents
+from .local_events import RUN_PREEMPT_EVENTS_ALL, LocalEvents
 from .local_preempt import LocalPreempt, log_rows
-
-# the cluster function the node-event form's driver calls too (one compiled
-# function: the same argument types)
-_drivers = compile_module(_local_preempt_events_driver, njit, base=PREEMPT_EVENTS_NAMESPACE,
-                          options={"nogil": True, "parallel": True}, cache=True)
-_run_all = _drivers["run_local_preempt_events_all"]
 
 
 class LocalPreemptEvents(NamedTuple):
@@ -83,10 +74,10 @@ def run_local_preempt_events(pe: LocalPreemptEvents, threads: int | None = None
     pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     with numba_threads(threads):
-        _run_all(*trace_inputs(t, pr), out.node, out.bind, out.tries, why, out.log_t,
-                 out.log_pod, out.n_log, out.end, i64(pr.profile), i64(pr.n_fit),
-                 i64(pr.n_shape), i64(pr.n_bal), *pe.inputs(), *p.inputs(), victim,
-                 *p.pdb_inputs())
+        RUN_PREEMPT_EVENTS_ALL(*trace_inputs(t, pr), out.node, out.bind, out.tries, why,
+                               out.log_t, out.log_pod, out.n_log, out.end, i64(pr.profile),
+                               i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal), *pe.inputs(),
+                               *p.inputs(), victim, *p.pdb_inputs())
     return out, why, victim
 
 
