@@ -424,7 +424,7 @@ def q_bound(j, dur, qi, qf, pst, dk, ds, dp):
 
 
 # ---------------------------------------------------------------------------
-# node events (the node-local trace form's ``run_local_events_cluster``):
+# node events (``_local_preempt_events.run_local_preempt_events_cluster``):
 # timed node changes between the departures and the arrivals of their time,
 # and the unschedulable pool moved per cluster event by what its pods'
 # rejecting plugins listen to (``pmask`` [P]: a pod's interest bits, set at
