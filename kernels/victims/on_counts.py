@@ -153,8 +153,11 @@ def importance_order(prio: np.ndarray, start: np.ndarray, count: np.ndarray) -> 
     n, c = prio.shape
     slot = np.broadcast_to(np.arange(c), (n, c))
     free = slot >= count[:, None]
-    order = np.lexsort((slot, start, -prio, free), axis=-1) if c else slot
-    return np.ascontiguousarray(order, np.int64)
+    if c == 0:
+        # Writable, unlike the broadcast: a read-only array is another
+        # signature of the compiled visit (another compile).
+        return np.zeros((n, 0), np.int64)
+    return np.ascontiguousarray(np.lexsort((slot, start, -prio, free), axis=-1), np.int64)
 
 
 def alike_tail(order: np.ndarray, shape: np.ndarray, cls: np.ndarray, special: np.ndarray,
