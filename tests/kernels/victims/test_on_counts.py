@@ -107,3 +107,38 @@ def test_visit_equals_search_then_pick(case, cap, split, tails):
         n = int(want.stats[pk.chosen, V.STAT_N_VICTIMS])
         assert state.victims().tolist() == want.victims[pk.chosen, :n].tolist()
         assert state.best_stats.tolist() == want.stats[pk.chosen].tolist()
+
+
+def _strided(a):
+    """A copy of ``a`` as a strided view (what ``ClusterState.columns``
+    hands out: rows of a wider table), the same values."""
+    if not isinstance(a, np.ndarray) or a.ndim == 0:
+        return a
+    wide = np.zeros(a.shape[:-1] + (a.shape[-1] + 1,), a.dtype)
+    wide[..., : a.shape[-1]] = a
+    return wide[..., : a.shape[-1]]
+
+
+@settings(max_examples=10, **SETTINGS)
+@given(victim_case(max_nodes=6, alike=True))
+def test_visit_one_compile_for_any_layout(case):
+    """C-contiguous inputs (a test's) and strided views (the state's node
+    columns) give the same visit through the same compiled signature."""
+    from tensorsched.kernels.victims import _numba as VN
+
+    c, q, rows, prio, pods = case
+    rows = np.asarray(rows, np.int64)
+    order, alike, _, _ = _tails(pods)
+    q2 = V.pad_query(c, q)
+    got = []
+    for cols, table in ((c, pods), (c._replace(**{f: _strided(getattr(c, f)) for f in c._fields}),
+                                    pods._replace(**{f: _strided(getattr(pods, f))
+                                                     for f in pods._fields}))):
+        state = VS.VisitState(3, pods.pod_prio.shape[1])
+        out = VS.visit(cols, q2, prio, table, order, rows, 0, state, keep_victims=True,
+                       alike_from=alike)
+        got.append((out.stats.tolist(), out.victims.tolist(), state.chosen))
+        if len(got) == 1:
+            compiled = list(VN.visit_rows.signatures)
+    assert got[0] == got[1]
+    assert VN.visit_rows.signatures == compiled
