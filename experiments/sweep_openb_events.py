@@ -46,8 +46,10 @@ leaves the queue; either counts as deleted.
 OpenbTieRank (a config that scores with it: the experiment's profile):
 the node list's ranks are ``batch.tie_of(n, seed)``, an added node's its
 ``openb.tensorsched.io/tie`` label (0 without), a row's rank its node's.
-The ``sweep`` jobs' profile (``simulate_run.choose_config``) scores with
-GpuShareScore alone.
+The ``sweep`` jobs' profile (``simulate_run.choose_config``): a policy's
+scores with GpuShareScore alone; a ``--config`` runs here when
+``job_profile`` takes it (GpuShareScore's weight, policy and the backoff
+from it), else per job.
 
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
