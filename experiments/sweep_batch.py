@@ -14,8 +14,8 @@ removed name, cordoned, drained, removed, none left; Pod steps; a
 ``--config`` of the openb profile too: ``sweep_openb_events.job_profile``).
 Its time series then has a row at every ``interval`` seconds
 (``interval``, ``interval + interval``, ...: the Simulation adds the
-interval to the last sample time) up to the last arrival or departure (``simulate_run.horizon``), and one more at the end
-(the clock when the scheduler has nothing left to do: its last event or
+interval to the last sample time) up to the last arrival or departure
+(``simulate_run.horizon``), and one more at the end (the clock when the scheduler has nothing left to do: its last event or
 attempt) when that is later; each row holds the state after everything
 done at or before its time.  The totals follow from each pod's outcome:
 every pod arrives; a bound pod with a departure or a duration departs, an
