@@ -672,7 +672,7 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
     given = []
     for entry in profiles[0].get("pluginConfig") or []:
         args = entry.get("args") if isinstance(entry, dict) else None
-        if entry.get("name") == NAME_SCORE and isinstance(args, dict) and "typicalPods" in args:
+        if isinstance(args, dict) and entry.get("name") == NAME_SCORE and "typicalPods" in args:
             given.append(args.pop("typicalPods"))
     try:
         bc = batch_config(cfg, job.config)
