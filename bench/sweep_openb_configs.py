@@ -26,11 +26,19 @@ from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.experiments.simulate_run import read_trace_file, typical_of
 from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.openb.batch import trace_workload
 from tensorsched.topology.openb.trace import openb_config
 
 from .harness import git_commit, machine_info
-from .sweep_openb_events import RESULTS, _workload, tie_scenario, write_inputs
+from .sweep_openb_events import RESULTS, tie_scenario, write_inputs
 from .sweep_timing import comparison, timed_sweep
+
+
+def workload(inputs: dict, path: str):
+    """The trace's ``TraceWorkload`` with the Simulation's typical pods."""
+    tw = trace_workload(inputs[("trace", path)])
+    tw.typical = inputs[("typical", path)]
+    return tw
 
 
 def write_configs(where: Path, pods: str) -> list:
@@ -63,7 +71,7 @@ def main(argv=None) -> dict:
         inputs = S.load_inputs(jobs)
         taken: list = []
         E.batched_openb_events(jobs, inputs, 1, lambda i, row, e: taken.append(i),
-                               lambda t: _workload(inputs, t), "FGD")
+                               lambda t: workload(inputs, t), "FGD")
         # compile (or load the cached) kernels before timing
         timed_sweep(jobs[:1], True)
         batched, rows_b = timed_sweep(jobs, True)
