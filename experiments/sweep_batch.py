@@ -10,20 +10,20 @@ as ``simulate_run.run_to_end`` drives it (a job with a scenario of node
 steps runs on the same engine with the steps as node events in its queue:
 ``sweep_openb_events``, whose rows divide by the live nodes' allocatable
 and GPUs after each step; nodes added, tainted, added again under a
-removed name, cordoned, drained, removed, none left; Pod steps run per
-job).  Its time series then has a row
-at every ``interval`` seconds (``interval``, ``interval + interval``, ...:
-the Simulation adds the interval to the last sample time) up to the last
-arrival or departure (``simulate_run.horizon``), and one more at the end
-(the clock when the scheduler has nothing left to do: its last event or
-attempt) when that is later; each row holds the state after everything
-done at or before its time.  The totals follow from each pod's outcome:
-every pod arrives; a bound pod with a departure or a duration departs, an
-unbound one with a departure is deleted then (one with a duration
-waits); the others stay running or pending; every attempt but the
-binding one failed; a bound pod's latency is its binding time less its
-arrival (the percentiles of all of them, as the Simulation keeps them all
-up to ``KEEP_LATENCIES``).
+removed name, cordoned, drained, removed, none left; Pod steps; a
+``--config`` of the openb profile too: ``sweep_openb_events.job_profile``).
+Its time series then has a row at every ``interval`` seconds
+(``interval``, ``interval + interval``, ...: the Simulation adds the
+interval to the last sample time) up to the last arrival or departure
+(``simulate_run.horizon``), and one more at the end (the clock when the
+scheduler has nothing left to do: its last event or attempt) when that is
+later; each row holds the state after everything done at or before its
+time.  The totals follow from each pod's outcome: every pod arrives; a
+bound pod with a departure or a duration departs, an unbound one with a
+departure is deleted then (one with a duration waits); the others stay
+running or pending; every attempt but the binding one failed; a bound
+pod's latency is its binding time less its arrival (the percentiles of all
+of them, as the Simulation keeps them all up to ``KEEP_LATENCIES``).
 """
 
 from __future__ import annotations

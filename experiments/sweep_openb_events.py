@@ -46,8 +46,10 @@ leaves the queue; either counts as deleted.
 OpenbTieRank (a config that scores with it: the experiment's profile):
 the node list's ranks are ``batch.tie_of(n, seed)``, an added node's its
 ``openb.tensorsched.io/tie`` label (0 without), a row's rank its node's.
-The ``sweep`` jobs' profile (``simulate_run.choose_config``) scores with
-GpuShareScore alone.
+The ``sweep`` jobs' profile (``simulate_run.choose_config``): a policy's
+scores with GpuShareScore alone; a ``--config`` runs here when
+``job_profile`` takes it (GpuShareScore's weight, policy and the backoff
+from it), else per job.
 
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
@@ -130,6 +132,7 @@ from tensorsched.topology.gpu import (
 from tensorsched.topology.gpu_inputs import node_inputs
 from tensorsched.topology.openb import trace as T
 from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.batch_sim import batch_config
 from tensorsched.topology.openb.batch import (
     DEFAULT_MAX_UNSCHED,
     TraceWorkload,
@@ -137,7 +140,7 @@ from tensorsched.topology.openb.batch import (
     trace_arrays,
     workload_of,
 )
-from tensorsched.topology.plugins import GpuShareFit
+from tensorsched.topology.plugins import NAME_SCORE, GpuShareFit, decode_score_args
 
 from . import simulate_run as run
 from .sweep_batch import MIB, _at, finite, sample_times, time_mean
@@ -633,32 +636,83 @@ def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: floa
 
 
 def batchable(job, inputs: dict, workload) -> bool:
-    """A simulate job this path may take: the openb profile of a policy on
-    an openb node list, a scenario, no ``until``, numba or cuda, a trace
-    the batched engine takes (``workload`` its ``TraceWorkload``, None:
-    not)."""
+    """A simulate job this path may take: the openb profile (a policy's,
+    or a ``--config`` of it: ``job_profile``) on an openb node list, a
+    scenario, no ``until``, numba or cuda, a trace the batched engine
+    takes (``workload`` its ``TraceWorkload``, None: not)."""
     return (job.kind == "simulate" and job.batch and job.backend in ("numba", "cuda")
-            and bool(job.nodes) and not job.config and bool(job.scenario)
+            and bool(job.nodes) and bool(job.scenario)
             and job.until is None and inputs.get(("typical", job.trace)) is not None
             and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES and workload is not None)
 
 
+SWEEP_BACKOFF = (1.0, 10.0)     # ``openb_config``'s queue backoff (initial, max), seconds
+
+
+def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
+    """(GpuShareScore's policy, (its weight, OpenbTieRank's), the backoff
+    (initial, max seconds)) of the profile ``job``'s Simulation runs, or
+    None when the kernel does not run it (the job then runs per job).
+
+    A policy: ``simulate_run.choose_config``'s ``openb_config(policy, the
+    trace's typical pods)``, GpuShareScore alone.  A ``--config``: one
+    ``batch_sim.batch_config`` takes (the openb profile up to the two
+    score weights, the policy and the backoff; DefaultPreemption refused),
+    its profile the default scheduler's, GpuShareScore's ``typicalPods``
+    absent (but under FGD, which then learns them from the pods it
+    scores) or the trace's own (``simulate_run.typical_of``), and no
+    OpenbTieRank (the sweep's Simulation labels no node with a rank)."""
+    if not job.config:
+        return job.policy or default_policy, (1, 0), SWEEP_BACKOFF
+    cfg = copy.deepcopy(inputs[("config", job.config)])
+    profiles = cfg.get("profiles") if isinstance(cfg, dict) else None
+    if not isinstance(profiles, list) or len(profiles) != 1 or not isinstance(profiles[0], dict) \
+            or profiles[0].get("schedulerName", "default-scheduler") != "default-scheduler":
+        return None
+    given = []
+    for entry in profiles[0].get("pluginConfig") or []:
+        args = entry.get("args") if isinstance(entry, dict) else None
+        if isinstance(args, dict) and entry.get("name") == NAME_SCORE and "typicalPods" in args:
+            given.append(args.pop("typicalPods"))
+    try:
+        bc = batch_config(cfg, job.config)
+        if given:
+            own = decode_score_args({"typicalPods": inputs[("typical", job.trace)]}, "")
+            if any(decode_score_args({"typicalPods": g}, "").typical_pods != own.typical_pods
+                   for g in given):
+                return None
+    except (TensorschedError, ValueError):
+        return None
+    if bc.tie_weight or bc.preempt is not None or (bc.policy == "FGD" and not given):
+        return None
+    return bc.policy, (bc.gpu_weight, 0), tuple(bc.backoff)
+
+
 def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload_of_trace,
                          default_policy: str) -> list:
-    """The jobs ``batchable`` takes, one call per (node CSV, scenario,
-    backend, interval); a refused group goes back (the per-job path runs
+    """The jobs ``batchable`` takes whose profile the kernel runs
+    (``job_profile``), one call per (node CSV, scenario, backend,
+    interval, backoff); a refused group goes back (the per-job path runs
     it and reports what the Simulation says).  ``done(i, row, None)`` per
     row; returns the indices of the other jobs."""
     groups: dict = {}
     rest = []
+    profiles: dict = {}
     for i, job in enumerate(jobs):
         if batchable(job, inputs, workload_of_trace(job.trace) if job.kind == "simulate"
                      and job.nodes and job.scenario else None):
-            groups.setdefault((job.nodes, job.scenario, job.backend, job.interval),
-                              []).append(i)
+            key = (job.config, job.policy, job.trace)
+            if key not in profiles:
+                profiles[key] = job_profile(job, inputs, default_policy)
+            prof = profiles[key]
         else:
+            prof = None
+        if prof is None:
             rest.append(i)
-    for (nodes, sc_path, backend, interval), idx in groups.items():
+            continue
+        groups.setdefault((job.nodes, job.scenario, job.backend, job.interval, prof[2]),
+                          []).append(i)
+    for (nodes, sc_path, backend, interval, backoff), idx in groups.items():
         inv = read_openb_nodes(nodes)
         scenario = inputs[("scenario", sc_path)]
         traces = list(dict.fromkeys(jobs[i].trace for i in idx))
@@ -677,11 +731,14 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         if any(len(tw.arrival) > KEEP_LATENCIES for tw, _m in wide):
             rest.extend(idx)                # (the per-job path's latency sample)
             continue
-        runs = [(traces.index(jobs[i].trace), jobs[i].policy or default_policy, jobs[i].seed)
-                for i in idx]
+        mine = [profiles[(jobs[i].config, jobs[i].policy, jobs[i].trace)] for i in idx]
+        runs = [(traces.index(jobs[i].trace), prof[0], jobs[i].seed)
+                for i, prof in zip(idx, mine)]
         try:
             a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
-                                      workers, made=[m for _tw, m in wide])
+                                      workers, backoff=backoff,
+                                      weights=[prof[1] for prof in mine],
+                                      made=[m for _tw, m in wide])
         except (ValueError, OSError, TensorschedError):
             rest.extend(idx)                # the per-job path says why
             continue

@@ -19,11 +19,14 @@ from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.openb.batch import trace_workload
-from tensorsched.topology.openb.trace import read_openb_trace
+from tensorsched.topology.openb.batch_sim import BatchProfileError as ConfigRefused
+from tensorsched.topology.openb.batch_sim import batch_config
+from tensorsched.topology.openb.trace import openb_config, read_openb_trace
 
 POLICIES = ("FGD", "Random", "BestFit", "DotProd", "GpuPacking", "GpuClustering")
 TIMES = (0, 1, 3, 5, 30, 60, 100, 400, 700)
@@ -452,3 +455,114 @@ def test_refused_jobs_run_per_simulation(tmp_path):
     jobs = S.make_jobs([str(tmp_path / "p.csv")], [0], policies=["FGD"], nodes=nodes,
                        scenario=str(sc))
     assert _rows(jobs, True) == _rows(jobs, False)
+
+
+def _config(tmp_path, stem: str, policy: str, typical=None, weight: int = 1,
+            backoff: tuple | None = None, preempt: bool = False) -> str:
+    """A KubeSchedulerConfiguration file of the openb profile (``openb_config``)
+    with GpuShareScore's ``weight``, the queue's ``backoff`` (initial, max
+    seconds), ``preempt``: DefaultPreemption at postFilter."""
+    cfg = openb_config(policy, typical)
+    prof = cfg["profiles"][0]
+    prof["plugins"]["score"]["enabled"][0]["weight"] = weight
+    if backoff:
+        cfg["podInitialBackoffSeconds"], cfg["podMaxBackoffSeconds"] = backoff
+    if preempt:
+        prof["plugins"]["postFilter"] = {"enabled": [{"name": "DefaultPreemption"}]}
+    path = tmp_path / f"{stem}.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def _weights_counted(monkeypatch) -> list:
+    """Per batched call, the (GpuShareScore, OpenbTieRank) weight of each run."""
+    calls = []
+    real = E.openb_event_runs
+
+    def counted(*a, **k):
+        calls.append(list(k.get("weights") or [(1, 0)] * len(a[3])))
+        return real(*a, **k)
+    monkeypatch.setattr(E, "openb_event_runs", counted)
+    return calls
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(2, 20),
+       generic=st.booleans())
+def test_config_jobs_run_batched_equal_to_each_simulation(tmp_path, monkeypatch, seed, n_nodes,
+                                                          n_pods, generic):
+    """``--config`` jobs of the openb profile (GpuShareScore's weight, its
+    policy, FGD with the trace's own typical pods, another backoff) beside
+    a policy job, under random node and Pod steps: one batched call per
+    backoff, each with the configs' weights, rows equal to each job's own
+    Simulation."""
+    write = _write_generic if generic else _write
+    nodes, pods = write(tmp_path, seed, n_nodes, n_pods)
+    typical = run.typical_of(run.read_trace_file(pods))
+    if typical is None:                         # no GPU ask: per job only
+        return
+    configs = [_config(tmp_path, "bestfit3", "BestFit", weight=3),
+               _config(tmp_path, "dotprod", "DotProd", typical, weight=2),
+               _config(tmp_path, "fgd_own", "FGD", typical, backoff=(2, 20))]
+    sc = tmp_path / "scenario.json"
+    sc.write_text(json.dumps(_random_scenario(np.random.default_rng(seed), n_nodes, pods=True)))
+    jobs = S.make_jobs([pods], [1 + seed % 5], configs=configs, policies=[POLICIES[seed % 6]],
+                       nodes=nodes, interval=60.0, scenario=str(sc))
+    inputs = S.load_inputs(jobs)
+    try:
+        E.plan_openb(read_openb_nodes(nodes), inputs[("scenario", str(sc))],
+                     inputs[("trace", pods)])
+        refused = False
+    except BatchProfileError:
+        refused = True
+    calls = _weights_counted(monkeypatch)
+    assert _rows(jobs, True) == _rows(jobs, False)
+    assert sorted(calls) == ([] if refused else [[(1, 0)], [(3, 0), (2, 0), (1, 0)]])
+
+
+def test_config_jobs_the_kernel_does_not_run_go_per_job(tmp_path, monkeypatch):
+    """FGD learning its typical pods (no ``typicalPods``), FGD with other
+    typical pods than the trace's, DefaultPreemption (refused by name), a
+    profile of another scheduler: those jobs run per job (rows equal to
+    ``batch=False``), the policy job beside them batched."""
+    nodes, pods = _write(tmp_path, 3, 2, 12)
+    typical = run.typical_of(run.read_trace_file(pods))
+    other = _config(tmp_path, "other_sched", "BestFit")
+    cfg = json.loads(Path(other).read_text())
+    cfg["profiles"][0]["schedulerName"] = "mine"
+    Path(other).write_text(json.dumps(cfg))
+    configs = [_config(tmp_path, "fgd_learns", "FGD"),
+               _config(tmp_path, "fgd_other", "FGD", typical[:1]),
+               _config(tmp_path, "preempts", "BestFit", preempt=True), other]
+    sc = tmp_path / "scenario.json"
+    sc.write_text(json.dumps({"steps": [{"at": 5, "cordon": "n0"},
+                                        {"at": 10, "create": _pod("c0", 1, 500)},
+                                        {"at": 40, "create": _node("x0", 2)},
+                                        {"at": 90, "uncordon": "n0"}]}))
+    jobs = S.make_jobs([pods], [0], configs=configs, policies=["GpuPacking"], nodes=nodes,
+                       interval=30.0, scenario=str(sc))
+    inputs = S.load_inputs(jobs)
+    assert [E.job_profile(j, inputs, run.DEFAULT_POLICY) for j in jobs[:4]] == [None] * 4
+    with pytest.raises(ConfigRefused, match="DefaultPreemption"):
+        batch_config(inputs[("config", configs[2])], configs[2])
+    calls = _weights_counted(monkeypatch)
+    assert _rows(jobs, True) == _rows(jobs, False)
+    assert calls == [[(1, 0)]]
+
+
+def test_policy_jobs_score_with_gpushare_alone(tmp_path):
+    """The sweep's policy job is ``openb_config(policy)``: GpuShareScore alone
+    (no OpenbTieRank, which the sweep's registry lacks: a config naming it
+    is refused as it is read)."""
+    nodes, pods = _write(tmp_path, 4, 2, 5)
+    sc = tmp_path / "scenario.json"
+    sc.write_text(json.dumps({"steps": [{"at": 5, "cordon": "n0"}]}))
+    jobs = S.make_jobs([pods], [7], policies=["Random"], nodes=nodes, scenario=str(sc))
+    assert E.job_profile(jobs[0], S.load_inputs(jobs), run.DEFAULT_POLICY) == \
+        ("Random", (1, 0), (1.0, 10.0))
+    tie = tmp_path / "tie.json"
+    tie.write_text(json.dumps(openb_config("BestFit", None, 3)))
+    with pytest.raises(TensorschedError, match="OpenbTieRank"):
+        S.load_inputs(S.make_jobs([pods], [0], configs=[str(tie)], nodes=nodes,
+                                  scenario=str(sc)))
