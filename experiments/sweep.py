@@ -65,7 +65,6 @@ from tensorsched.topology.gpu import MILLI, read_openb_nodes
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.limits import DEFAULT_TUNE
 from tensorsched.topology.openb.batch import (
-    default_weights,
     replay_batch,
     tie_of,
     trace_batch,

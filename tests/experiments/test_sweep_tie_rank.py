@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sweep_batch import HEADER, _write, _write_generic
-from test_sweep_openb_events import _node, _pod, _random_scenario
+from test_sweep_openb_events import _node, _random_scenario
 
 from tensorsched.cli import main
 from tensorsched.experiments import simulate_run as run
