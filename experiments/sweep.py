@@ -7,8 +7,11 @@ A ``Job`` is a small picklable description of one run.  Two kinds:
 - ``simulate``: a ``Simulation`` of the cluster (an openb node CSV or
   manifests) with the trace, under a configuration (a
   KubeSchedulerConfiguration file, or on an openb node list the openb
-  profile of a GpuShareScore policy), exactly as ``tensorsched simulate``
-  runs it (``simulate_run``).  Row: ``SIMULATE_SCHEMA``.
+  profile of a GpuShareScore policy; with ``tie_rank`` the experiment's),
+  exactly as ``tensorsched simulate`` runs it (``simulate_run``), with
+  the sweep's registry (``sweep_registry``: OpenbTieRank too; a run it
+  scores labels the node list's nodes ``batch.tie_of(n, seed)``).  Row:
+  ``SIMULATE_SCHEMA``.
 - ``experiment``: the openb paper's experiment through the framework
   (``tensorsched.topology.openb.trace.simulate_replay``: arrivals only, GPU
   demand up to ``tune`` x capacity).  Row: ``EXPERIMENT_SCHEMA``.

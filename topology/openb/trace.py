@@ -198,16 +198,19 @@ class OpenbTieRank(ArrayPlugin):
 def tie_rank(node: str, labels) -> int:
     """OpenbTieRank's score of the node ``node`` of ``labels``: its
     ``openb.tensorsched.io/tie`` label, 0 without; a label that is not
-    a whole number 0..``TIE_LIMIT`` - 1 raises ``ManifestError``."""
+    an integer 0..``TIE_LIMIT`` - 1 raises ``ManifestError``."""
     value = labels.get(TIE_LABEL)
     if value is None:
         return 0
-    text = value.strip() if isinstance(value, str) else ""
-    if not (text.isascii() and text.isdigit()) or int(text) >= TIE_LIMIT:
+    try:
+        rank = int(value)       # (as the batched engines read an added node's label)
+    except (TypeError, ValueError):
+        rank = -1
+    if not 0 <= rank < TIE_LIMIT:
         raise ManifestError(f"Node {node}", join_path("metadata.labels", TIE_LABEL),
                             f"{NAME_TIE}'s rank must be an integer 0..{TIE_LIMIT - 1}, "
                             f"got {value!r}")
-    return int(text)
+    return rank
 
 
 def experiment_registry():
