@@ -95,23 +95,28 @@ def cluster_objects(nodes: str | None = None, cluster: str | None = None) -> lis
     return load_objects(cluster)
 
 
-def choose_config(config, policy: str | None, openb: bool, typical: list[dict] | None):
+def choose_config(config, policy: str | None, openb: bool, typical: list[dict] | None,
+                  tie_weight: int | None = None):
     """``config`` when given; on an openb node list the openb profile of
-    ``policy`` (FGD by default) with the trace's typical pods; else None
-    (kube-scheduler's default profile)."""
+    ``policy`` (FGD by default) with the trace's typical pods (``tie_weight``:
+    GpuShareScore's weight with OpenbTieRank breaking its ties,
+    ``openb_config``'s); else None (kube-scheduler's default profile)."""
     if config is not None:
         return config
     if openb:
-        return openb_config(policy or DEFAULT_POLICY, typical)
+        return openb_config(policy or DEFAULT_POLICY, typical, tie_weight)
     return None
 
 
 def build_simulation(objects, config, backend: str, seed: int, *, interval: float,
-                     batch: bool = True, typical: list[dict] | None = None) -> Simulation:
+                     batch: bool = True, typical: list[dict] | None = None,
+                     registry=None) -> Simulation:
     """A Simulation of ``objects`` under ``config``; when the cluster has
     GPUs, with the GPU columns (``gpu_alloc_pct``, and with ``typical`` the
-    fragmentation ones) in its time series."""
-    sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch)
+    fragmentation ones) in its time series.  ``registry``: the plugins the
+    config may name (default: the installed ``default_registry()``)."""
+    sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch,
+                     registry=registry)
     if int(GpuTable.of(sim.cluster.state).count.sum()):
         # the metrics are known only once the cluster is built (does it have GPUs?)
         sim.series.add_metrics(gpu_metrics(typical))

@@ -7,8 +7,11 @@ A ``Job`` is a small picklable description of one run.  Two kinds:
 - ``simulate``: a ``Simulation`` of the cluster (an openb node CSV or
   manifests) with the trace, under a configuration (a
   KubeSchedulerConfiguration file, or on an openb node list the openb
-  profile of a GpuShareScore policy), exactly as ``tensorsched simulate``
-  runs it (``simulate_run``).  Row: ``SIMULATE_SCHEMA``.
+  profile of a GpuShareScore policy; with ``tie_rank`` the experiment's),
+  exactly as ``tensorsched simulate`` runs it (``simulate_run``), with
+  the sweep's registry (``sweep_registry``: OpenbTieRank too; a run it
+  scores labels the node list's nodes ``batch.tie_of(n, seed)``).  Row:
+  ``SIMULATE_SCHEMA``.
 - ``experiment``: the openb paper's experiment through the framework
   (``tensorsched.topology.openb.trace.simulate_replay``: arrivals only, GPU
   demand up to ``tune`` x capacity).  Row: ``EXPERIMENT_SCHEMA``.
@@ -61,12 +64,21 @@ from tensorsched.framework.simulation.series import KEEP_LATENCIES
 from tensorsched.framework.parsing.manifests import parse_yaml_documents, read_text
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES
-from tensorsched.plugin_sets import default_registry
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.limits import DEFAULT_TUNE
-from tensorsched.topology.openb.batch import replay_batch, trace_batch, trace_workload
-from tensorsched.topology.openb.trace import simulate_replay
+from tensorsched.topology.openb.batch import (
+    replay_batch,
+    tie_of,
+    trace_batch,
+    trace_workload,
+)
+from tensorsched.topology.openb.trace import (
+    NAME_TIE,
+    experiment_registry,
+    openb_node_objects,
+    simulate_replay,
+)
 
 from . import DEFAULT_INTERVAL
 from . import simulate_run as run
@@ -83,7 +95,7 @@ from .results import (
 )
 from .sweep_batch import MIB, simulate_row, time_mean
 from .sweep_local import agenda_spans, batched_local, samples_follow
-from .sweep_openb_events import batched_openb_events
+from .sweep_openb_events import batched_openb_events, job_profile, policy_weights
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
            "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
@@ -106,7 +118,10 @@ class Job:
     the experiment's); ``nodes``: an openb node CSV, or ``cluster``:
     manifests (simulate); ``scenario``: a scenario file (simulate);
     ``interval``/``until``: seconds (simulate); ``tune``: the experiment's
-    arrived GPU demand as a multiple of capacity."""
+    arrived GPU demand as a multiple of capacity; ``tie_rank``: a policy's
+    simulate job runs the experiment's profile (GpuShareScore with
+    OpenbTieRank breaking its ties, the nodes labelled ``batch.tie_of(n,
+    seed)``; Random without it), as ``ts.simulate_batch`` runs a policy."""
 
     kind: str
     trace: str
@@ -121,6 +136,7 @@ class Job:
     until: float | None = None
     tune: float = DEFAULT_TUNE
     batch: bool = True
+    tie_rank: bool = False
 
     @property
     def trace_name(self) -> str:
@@ -147,11 +163,15 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
               nodes: str | None = None, cluster: str | None = None,
               scenario: str | None = None, backend: str = "numba",
               interval: float = DEFAULT_INTERVAL, until: float | None = None,
-              tune: float = DEFAULT_TUNE, batch: bool = True) -> list[Job]:
+              tune: float = DEFAULT_TUNE, batch: bool = True,
+              tie_rank: bool = False) -> list[Job]:
     """Every (trace, config, seed), traces outermost, seeds innermost.
     Configs: the ``configs`` files then the ``policies`` (none given: the
     default one; with ``experiment`` every policy).  Names (file stems,
-    policies) must be unique: they label the rows."""
+    policies) must be unique: they label the rows.  ``tie_rank``: the
+    policy jobs (the default one too) on ``nodes`` run the experiment's
+    profile (``Job.tie_rank``); a configuration file names its own
+    plugins."""
     args = Arguments("sweep.make_jobs")
     traces = [args.path(f"traces[{i}]", t) for i, t in
               enumerate(args.sequence("traces", traces, items="trace paths"))]
@@ -169,6 +189,7 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
                         unit="seconds")
     args.number("tune", tune, 0.0, above=True)
     batch = args.flag("batch", batch)
+    tie_rank = args.flag("tie_rank", tie_rank)
     if not traces:
         raise SweepError("no trace to sweep")
     if not seeds:
@@ -183,6 +204,15 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     if bool(nodes) == bool(cluster):
         raise SweepError("give the cluster as an openb node CSV (nodes) or manifests (cluster)")
     kind = "experiment" if experiment else "simulate"
+    if tie_rank and (experiment or not nodes):
+        raise SweepError("tie_rank: the policies' simulate jobs on an openb node CSV (nodes) "
+                         "run the experiment's profile; "
+                         + ("the experiment's runs rank their ties already" if experiment
+                            else "on manifests (cluster) enable OpenbTieRank in a "
+                            "configuration instead"))
+    if tie_rank and configs and not policies:
+        raise SweepError("tie_rank goes with policies (a configuration file names its own "
+                         "score plugins: enable OpenbTieRank there)")
     if experiment:
         if not nodes:
             raise SweepError("the experiment runs on an openb node CSV (nodes)")
@@ -199,7 +229,8 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
         choices = [(c, None) for c in configs] + [(None, p) for p in policies] or [(None, None)]
     jobs = [Job(kind, t, s, config=c, policy=p, nodes=nodes, cluster=cluster,
                 scenario=scenario, backend=backend, interval=float(interval),
-                until=None if until is None else float(until), tune=float(tune), batch=batch)
+                until=None if until is None else float(until), tune=float(tune), batch=batch,
+                tie_rank=tie_rank and c is None)
             for t in traces for c, p in choices for s in seeds]
     for what, given in (("trace", traces), ("config", configs), ("policy", policies),
                         ("seed", seeds)):
@@ -282,14 +313,16 @@ def _load_simulate(jobs, inputs: dict) -> None:
     for path in dict.fromkeys(j.trace for j in jobs):
         trace = inputs[("trace", path)] = run.read_trace_file(path)
         inputs[("typical", path)] = run.typical_of(trace)
-    registry = default_registry()
+    registry = sweep_registry()
     for path in dict.fromkeys(j.config for j in jobs if j.config):
-        load_config(path, registry.plugin_points())      # errors name the file
+        cfg = load_config(path, registry.plugin_points())      # errors name the file
         inputs[("config", path)] = _read_config(path)
+        inputs[("ties", path)] = scores_with_tie(cfg)
     for path in dict.fromkeys(j.scenario for j in jobs if j.scenario):
         inputs[("scenario", path)] = load_scenario(path)
     for path in dict.fromkeys(j.nodes for j in jobs if j.nodes):
         inputs[("nodes", path)] = run.cluster_objects(nodes=path)
+        inputs[("inventory", path)] = read_openb_nodes(path)
     for path in dict.fromkeys(j.cluster for j in jobs if j.cluster):
         inputs[("cluster", path)] = run.cluster_objects(cluster=path)
     # each configuration once on its cluster (from the file, so its errors
@@ -297,17 +330,16 @@ def _load_simulate(jobs, inputs: dict) -> None:
     checked = set()
     warnings: dict[str, None] = {}
     for j in jobs:
-        key = (j.nodes, j.cluster, j.config, j.policy, j.scenario, j.backend)
+        key = (j.nodes, j.cluster, j.config, j.policy, j.scenario, j.backend, j.tie_rank)
         if key in checked:
             continue
         checked.add(key)
         traces = dict.fromkeys((k.trace, k.trace_name) for k in jobs
                                if (k.nodes, k.cluster, k.config, k.policy, k.scenario,
-                                   k.backend) == key)
+                                   k.backend, k.tie_rank) == key)
         typical = inputs[("typical", j.trace)]
-        sim = run.build_simulation(_objects(j, inputs), run.choose_config(
-            j.config, j.policy, bool(j.nodes), typical), j.backend, j.seed,
-            interval=j.interval, batch=j.batch, typical=typical)
+        # the config from its file, so its errors name it
+        sim = _simulation(j, inputs, j.config, typical)
         scenario = inputs[("scenario", j.scenario)] if j.scenario else None
         if scenario is not None:
             sim.scenario(copy.deepcopy(scenario))
@@ -317,10 +349,51 @@ def _load_simulate(jobs, inputs: dict) -> None:
     inputs[("warnings", "")] = list(warnings)
 
 
+def sweep_registry():
+    """The plugins a sweep's configurations may name: the installed
+    ``default_registry()`` and OpenbTieRank (``trace.experiment_registry``:
+    a node's ``openb.tensorsched.io/tie`` label as its score)."""
+    return experiment_registry()
+
+
+def scores_with_tie(cfg) -> bool:
+    """Some profile of the loaded configuration ``cfg`` scores with
+    OpenbTieRank."""
+    return any(ref.name == NAME_TIE for prof in cfg.profiles
+               for ref in prof.plugins.get("score", ()))
+
+
+def tie_ranked(job: Job, inputs: dict) -> bool:
+    """The job's Simulation scores with OpenbTieRank: its configuration
+    enables it, or a ``tie_rank`` policy job but Random's."""
+    if job.config:
+        return bool(inputs[("ties", job.config)])
+    return bool(job.nodes) and policy_weights(job, inputs, run.DEFAULT_POLICY)[1] > 0
+
+
 def _objects(job: Job, inputs: dict) -> list[dict]:
-    # a fresh copy per run: nothing one run does can reach the next
+    """The job's cluster objects, a fresh copy per run (nothing one run does
+    can reach the next); on an openb node CSV with OpenbTieRank scoring,
+    each node labelled with its rank ``batch.tie_of(n, seed)``, as
+    ``ts.simulate_batch``'s run is (manifests: the labels they carry)."""
+    if job.nodes and tie_ranked(job, inputs):
+        inv = inputs[("inventory", job.nodes)]
+        return openb_node_objects(inv, tie_of(inv.n_nodes, job.seed))
     key = ("nodes", job.nodes) if job.nodes else ("cluster", job.cluster)
     return copy.deepcopy(inputs[key])
+
+
+def _simulation(job: Job, inputs: dict, config, typical):
+    """The job's Simulation (not yet given its scenario or trace): ``config``
+    the configuration file's dict (a copy) or None (the policy's openb
+    profile, the experiment's with ``tie_rank``), the sweep's registry."""
+    gpu_weight, tie_weight = policy_weights(job, inputs, run.DEFAULT_POLICY) if job.nodes \
+        else (1, 0)
+    config = run.choose_config(config, job.policy, bool(job.nodes), typical,
+                               gpu_weight if tie_weight else None)
+    return run.build_simulation(_objects(job, inputs), config, job.backend, job.seed,
+                                interval=job.interval, batch=job.batch, typical=typical,
+                                registry=sweep_registry())
 
 
 # ---------------------------------------------------------------------------
@@ -352,9 +425,7 @@ def _run_simulate(job: Job, inputs: dict) -> dict:
     typical = inputs[("typical", job.trace)]
     scenario = inputs.get(("scenario", job.scenario))
     config = copy.deepcopy(inputs[("config", job.config)]) if job.config else None
-    config = run.choose_config(config, job.policy, bool(job.nodes), typical)
-    sim = run.build_simulation(_objects(job, inputs), config, job.backend, job.seed,
-                               interval=job.interval, batch=job.batch, typical=typical)
+    sim = _simulation(job, inputs, config, typical)
     if scenario is not None:
         sim.scenario(copy.deepcopy(scenario))
     sim.submit(trace)
@@ -409,15 +480,28 @@ def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
 
 def batchable(job: Job, inputs: dict) -> bool:
     """A simulate job the batched engine runs (``sweep_batch``): the openb
-    profile of a policy on an openb node list with GPUs, a trace asking
-    for GPUs whose columns the engine takes (``trace_workload``: an openb
-    pod CSV, or a generic trace of those columns and ``duration``), no
-    scenario, no ``until``, numba or cuda."""
+    profile on an openb node list with GPUs (a policy's, with ``tie_rank``
+    the experiment's, or a ``--config`` of it that
+    ``sweep_openb_events.job_profile`` takes: OpenbTieRank too), a trace
+    asking for GPUs whose columns the engine takes (``trace_workload``:
+    an openb pod CSV, or a generic trace of those columns and
+    ``duration``), no scenario, no ``until``, numba or cuda."""
     return (job.kind == "simulate" and job.batch and job.backend in BATCH_BACKENDS
-            and bool(job.nodes) and not job.config and not job.scenario and job.until is None
+            and bool(job.nodes) and not job.scenario and job.until is None
             and inputs.get(("typical", job.trace)) is not None
             and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES
-            and _workload(job.trace, inputs) is not None)
+            and _workload(job.trace, inputs) is not None
+            and _profile(job, inputs) is not None)
+
+
+def _profile(job: Job, inputs: dict):
+    """``job_profile`` of the job (once per configuration, policy and trace):
+    (policy, (GpuShareScore's weight, OpenbTieRank's), backoff), None when
+    the kernel does not run it."""
+    key = ("profile", (job.config, job.policy, job.tie_rank, job.trace))
+    if key not in inputs:
+        inputs[key] = job_profile(job, inputs, run.DEFAULT_POLICY)
+    return inputs[key]
 
 
 def _workload(path: str, inputs: dict):
@@ -437,29 +521,34 @@ def _workload(path: str, inputs: dict):
 
 def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     """The simulate jobs ``batchable`` covers run as batched calls (one per
-    node CSV, backend and interval: ``openb.batch.trace_batch``, each run
-    equal to its Simulation, the row made as ``sweep_batch.simulate_row``
-    makes it); returns the indices of the other jobs."""
+    node CSV, backend, interval and queue backoff: ``openb.batch.
+    trace_batch``, each run equal to its Simulation, the row made as
+    ``sweep_batch.simulate_row`` makes it); returns the indices of the
+    other jobs."""
     groups: dict = {}
     rest = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
-            groups.setdefault((job.nodes, job.backend, job.interval), []).append(i)
+            groups.setdefault((job.nodes, job.backend, job.interval,
+                               _profile(job, inputs)[2]), []).append(i)
         else:
             rest.append(i)
-    for (nodes, backend, interval), idx in groups.items():
+    for (nodes, backend, interval, backoff), idx in groups.items():
         inv = read_openb_nodes(nodes)
         if inv.total_gpus <= 0:
             rest.extend(idx)
             continue
         traces = list(dict.fromkeys(jobs[i].trace for i in idx))
-        runs = [(0, traces.index(jobs[i].trace), jobs[i].policy or run.DEFAULT_POLICY,
-                 jobs[i].seed) for i in idx]
+        profiles = [_profile(jobs[i], inputs) for i in idx]
+        runs = [(0, traces.index(jobs[i].trace), prof[0], jobs[i].seed)
+                for i, prof in zip(idx, profiles)]
         t0 = time.perf_counter()
         try:
-            # the openb profile without OpenbTieRank: GpuShareScore alone, weight 1
+            # each job's (GpuShareScore, OpenbTieRank) weights: the kernel ranks
+            # the nodes batch.tie_of(n, seed), as the job's Simulation labels them
             got = trace_batch([inv], [_workload(t, inputs) for t in traces], runs, backend=backend,
-                              workers=workers, weights=[(1, 0)] * len(runs))
+                              workers=workers, backoff=backoff,
+                              weights=[prof[1] for prof in profiles])
         except (ValueError, OSError) as exc:
             raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
         each = (time.perf_counter() - t0) / len(idx)

@@ -47,9 +47,10 @@ OpenbTieRank (a config that scores with it: the experiment's profile):
 the node list's ranks are ``batch.tie_of(n, seed)``, an added node's its
 ``openb.tensorsched.io/tie`` label (0 without), a row's rank its node's.
 The ``sweep`` jobs' profile (``simulate_run.choose_config``): a policy's
-scores with GpuShareScore alone; a ``--config`` runs here when
-``job_profile`` takes it (GpuShareScore's weight, policy and the backoff
-from it), else per job.
+scores with GpuShareScore alone (with ``--tie-rank`` the experiment's:
+OpenbTieRank under it); a ``--config`` runs here when ``job_profile``
+takes it (the two score weights, the policy and the backoff from it),
+else per job.
 
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
@@ -136,6 +137,7 @@ from tensorsched.topology.openb.batch_sim import batch_config
 from tensorsched.topology.openb.batch import (
     DEFAULT_MAX_UNSCHED,
     TraceWorkload,
+    default_weights,
     tie_of,
     trace_arrays,
     workload_of,
@@ -649,21 +651,35 @@ def batchable(job, inputs: dict, workload) -> bool:
 SWEEP_BACKOFF = (1.0, 10.0)     # ``openb_config``'s queue backoff (initial, max), seconds
 
 
+def policy_weights(job, inputs: dict, default_policy: str) -> tuple:
+    """(GpuShareScore's weight, OpenbTieRank's) of a policy job's openb
+    profile (``simulate_run.choose_config``): (1, 0), GpuShareScore alone;
+    with ``job.tie_rank`` the experiment's (``batch.default_weights`` on
+    the node list's n nodes: n + 1 and 1; Random (1, 0))."""
+    if not job.tie_rank:
+        return 1, 0
+    return default_weights(len(inputs[("nodes", job.nodes)]), job.policy or default_policy)
+
+
 def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
     """(GpuShareScore's policy, (its weight, OpenbTieRank's), the backoff
     (initial, max seconds)) of the profile ``job``'s Simulation runs, or
     None when the kernel does not run it (the job then runs per job).
 
     A policy: ``simulate_run.choose_config``'s ``openb_config(policy, the
-    trace's typical pods)``, GpuShareScore alone.  A ``--config``: one
+    trace's typical pods)``, GpuShareScore alone, or with ``tie_rank``
+    the experiment's (``policy_weights``).  A ``--config``: one
     ``batch_sim.batch_config`` takes (the openb profile up to the two
-    score weights, the policy and the backoff; DefaultPreemption refused),
-    its profile the default scheduler's, GpuShareScore's ``typicalPods``
-    absent (but under FGD, which then learns them from the pods it
-    scores) or the trace's own (``simulate_run.typical_of``), and no
-    OpenbTieRank (the sweep's Simulation labels no node with a rank)."""
+    score weights, OpenbTieRank's too, the policy and the backoff;
+    DefaultPreemption refused), its profile the default scheduler's,
+    GpuShareScore's ``typicalPods`` absent (but under FGD, which then
+    learns them from the pods it scores) or the trace's own
+    (``simulate_run.typical_of``).  With OpenbTieRank scoring, the sweep's
+    Simulation labels the node list's nodes ``batch.tie_of(n, seed)``, as
+    the kernel ranks them."""
     if not job.config:
-        return job.policy or default_policy, (1, 0), SWEEP_BACKOFF
+        policy = job.policy or default_policy
+        return policy, policy_weights(job, inputs, default_policy), SWEEP_BACKOFF
     cfg = copy.deepcopy(inputs[("config", job.config)])
     profiles = cfg.get("profiles") if isinstance(cfg, dict) else None
     if not isinstance(profiles, list) or len(profiles) != 1 or not isinstance(profiles[0], dict) \
@@ -683,9 +699,9 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
                 return None
     except (TensorschedError, ValueError):
         return None
-    if bc.tie_weight or bc.preempt is not None or (bc.policy == "FGD" and not given):
+    if bc.preempt is not None or (bc.policy == "FGD" and not given):
         return None
-    return bc.policy, (bc.gpu_weight, 0), tuple(bc.backoff)
+    return bc.policy, (bc.gpu_weight, bc.tie_weight), tuple(bc.backoff)
 
 
 def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload_of_trace,
@@ -701,7 +717,7 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
     for i, job in enumerate(jobs):
         if batchable(job, inputs, workload_of_trace(job.trace) if job.kind == "simulate"
                      and job.nodes and job.scenario else None):
-            key = (job.config, job.policy, job.trace)
+            key = (job.config, job.policy, job.tie_rank, job.trace)
             if key not in profiles:
                 profiles[key] = job_profile(job, inputs, default_policy)
             prof = profiles[key]
@@ -731,7 +747,8 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         if any(len(tw.arrival) > KEEP_LATENCIES for tw, _m in wide):
             rest.extend(idx)                # (the per-job path's latency sample)
             continue
-        mine = [profiles[(jobs[i].config, jobs[i].policy, jobs[i].trace)] for i in idx]
+        mine = [profiles[(jobs[i].config, jobs[i].policy, jobs[i].tie_rank, jobs[i].trace)]
+                for i in idx]
         runs = [(traces.index(jobs[i].trace), prof[0], jobs[i].seed)
                 for i, prof in zip(idx, mine)]
         try:

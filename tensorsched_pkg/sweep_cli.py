@@ -59,10 +59,12 @@ def _check_flags(args) -> None:
         given = [flag for flag, v in (("--cluster", args.cluster), ("--config", args.config),
                                       ("--scenario", args.scenario), ("--until", args.until),
                                       ("--interval", args.interval),
-                                      ("--no-batch", args.no_batch)) if v]
+                                      ("--no-batch", args.no_batch),
+                                      ("--tie-rank", args.tie_rank)) if v]
         if given:
             raise TensorschedError(f"sweep --experiment: {given[0]} does not apply (the "
-                                   "experiment takes --nodes, --trace, --policy, --seeds, --tune)")
+                                   "experiment takes --nodes, --trace, --policy, --seeds, --tune; "
+                                   "its runs rank their ties already)")
         if not args.nodes:
             raise TensorschedError("sweep --experiment: give --nodes (an openb node CSV)")
     else:
@@ -71,6 +73,12 @@ def _check_flags(args) -> None:
         if args.policy and not args.nodes:
             raise TensorschedError("sweep: --policy goes with --nodes (the openb profile) "
                                    "or --experiment")
+        if args.tie_rank and not args.nodes:
+            raise TensorschedError("sweep: --tie-rank goes with --nodes (the policies' openb "
+                                   "profile); on --cluster enable OpenbTieRank in a --config")
+        if args.tie_rank and args.config and not args.policy:
+            raise TensorschedError("sweep: --tie-rank goes with --policy (a --config names "
+                                   "its own score plugins: enable OpenbTieRank there)")
 
 
 def _check_metrics(kind: str, metrics) -> None:
@@ -113,7 +121,7 @@ def cmd_sweep(args) -> int:
                        backend=args.backend,
                        interval=args.interval if args.interval else DEFAULT_INTERVAL,
                        until=args.until, tune=args.tune if args.tune else DEFAULT_TUNE,
-                       batch=not args.no_batch)
+                       batch=not args.no_batch, tie_rank=args.tie_rank)
     t0 = time.perf_counter()
     inputs = S.load_inputs(jobs)                # every file checked before the first run
     for line in inputs.get(("warnings", ""), ()):
@@ -176,6 +184,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     m.add_argument("--interval", type=positive_float,
                    help=f"seconds per time-series row, the time-weighted means' resolution "
                    f"(default {DEFAULT_INTERVAL:g})")
+    m.add_argument("--tie-rank", action="store_true",
+                   help="with --nodes: the --policy jobs run the openb paper experiment's "
+                   "profile (GpuShareScore with OpenbTieRank breaking its ties: a seeded node "
+                   "order, as --experiment and ts.simulate_batch; Random without it)")
     m.add_argument("--experiment", action="store_true",
                    help="the openb paper's experiment (simulate_replay: arrivals only, GPU "
                    "demand up to --tune x capacity) per (trace, policy, seed)")

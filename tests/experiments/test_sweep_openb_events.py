@@ -19,7 +19,6 @@ from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
-from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.gpu_table import GpuTable
@@ -552,17 +551,23 @@ def test_config_jobs_the_kernel_does_not_run_go_per_job(tmp_path, monkeypatch):
 
 
 def test_policy_jobs_score_with_gpushare_alone(tmp_path):
-    """The sweep's policy job is ``openb_config(policy)``: GpuShareScore alone
-    (no OpenbTieRank, which the sweep's registry lacks: a config naming it
-    is refused as it is read)."""
+    """The sweep's policy job is ``openb_config(policy)``: GpuShareScore
+    alone; with ``tie_rank`` the experiment's profile (OpenbTieRank under
+    GpuShareScore's weight n + 1; Random without it), and a config
+    enabling OpenbTieRank gives its two weights."""
     nodes, pods = _write(tmp_path, 4, 2, 5)
     sc = tmp_path / "scenario.json"
     sc.write_text(json.dumps({"steps": [{"at": 5, "cordon": "n0"}]}))
     jobs = S.make_jobs([pods], [7], policies=["Random"], nodes=nodes, scenario=str(sc))
     assert E.job_profile(jobs[0], S.load_inputs(jobs), run.DEFAULT_POLICY) == \
         ("Random", (1, 0), (1.0, 10.0))
+    jobs = S.make_jobs([pods], [7], policies=["Random", "BestFit"], nodes=nodes,
+                       scenario=str(sc), tie_rank=True)
+    inputs = S.load_inputs(jobs)
+    assert [E.job_profile(j, inputs, run.DEFAULT_POLICY) for j in jobs] == \
+        [("Random", (1, 0), (1.0, 10.0)), ("BestFit", (3, 1), (1.0, 10.0))]
     tie = tmp_path / "tie.json"
     tie.write_text(json.dumps(openb_config("BestFit", None, 3)))
-    with pytest.raises(TensorschedError, match="OpenbTieRank"):
-        S.load_inputs(S.make_jobs([pods], [0], configs=[str(tie)], nodes=nodes,
-                                  scenario=str(sc)))
+    jobs = S.make_jobs([pods], [0], configs=[str(tie)], nodes=nodes, scenario=str(sc))
+    assert E.job_profile(jobs[0], S.load_inputs(jobs), run.DEFAULT_POLICY) == \
+        ("BestFit", (3, 1), (1.0, 10.0))

@@ -31,6 +31,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.parsing.meta import join_path
 from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.runtime.user_plugins import ArrayPlugin
 from tensorsched.framework.simulation.simulation import Simulation
@@ -62,6 +64,7 @@ MAX_TIME = 10**15
 NODE_PODS = "100000"              # openb nodes: no pod-count limit in the simulator
 TIE_LABEL = "openb.tensorsched.io/tie"
 NAME_TIE = "OpenbTieRank"
+TIE_LIMIT = 1 << 24               # OpenbTieRank's ranks: 0 .. this - 1 (the batched kernels')
 
 
 def read_openb_trace(path) -> Trace:
@@ -165,7 +168,10 @@ def openb_config(policy: str = "FGD", typical: list[dict] | None = None,
 
 class OpenbTieRank(ArrayPlugin):
     """Score = the node's ``openb.tensorsched.io/tie`` label: the openb
-    simulator's fixed random node order among equal scores."""
+    simulator's fixed random node order among equal scores.  A node
+    without the label scores 0; a label that is not an integer
+    0..``TIE_LIMIT`` - 1 raises ``ManifestError`` naming the node and the
+    label (``tie_rank``)."""
 
     name = NAME_TIE
 
@@ -181,12 +187,30 @@ class OpenbTieRank(ArrayPlugin):
             for r in range(st.n_rows):
                 nd = st.nodes[r]
                 if nd is not None:
-                    ranks[r] = int(nd.labels.get(TIE_LABEL, 0))
+                    ranks[r] = tie_rank(nd.name, nd.labels)
             self._key, self._ranks = key, ranks
         return self._ranks
 
     def score(self, ctx, rows):
         return self.static_scores(ctx.state)[rows]
+
+
+def tie_rank(node: str, labels) -> int:
+    """OpenbTieRank's score of the node ``node`` of ``labels``: its
+    ``openb.tensorsched.io/tie`` label, 0 without; a label that is not
+    an integer 0..``TIE_LIMIT`` - 1 raises ``ManifestError``."""
+    value = labels.get(TIE_LABEL)
+    if value is None:
+        return 0
+    try:
+        rank = int(value)       # (as the batched engines read an added node's label)
+    except (TypeError, ValueError):
+        rank = -1
+    if not 0 <= rank < TIE_LIMIT:
+        raise ManifestError(f"Node {node}", join_path("metadata.labels", TIE_LABEL),
+                            f"{NAME_TIE}'s rank must be an integer 0..{TIE_LIMIT - 1}, "
+                            f"got {value!r}")
+    return rank
 
 
 def experiment_registry():
