@@ -10,6 +10,7 @@ python -m tensorsched.bench.fused_layout [--nodes 10000] [--calls 200]
 """
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -97,7 +98,7 @@ def main(argv=None):
                  "the C-layout one, alternated in one process (python -m "
                  "tensorsched.bench.fused_layout)",
         "backend": "numba (CPU)", "commit": git_commit(), "machine": machine_info(),
-        "load_at_end": open("/proc/loadavg").read().split()[:3],
+        "load_at_end": os.getloadavg(),
         "nodes": n, "calls_per_round": a.calls, "rounds": a.rounds,
         "feasible_rows": int((answers["c_layout"][0] == 0).sum()), "same_answers": same,
         "cpu_seconds_per_call": {k: [round(v, 7) for v in vs] for k, vs in per_call.items()},

@@ -216,7 +216,8 @@ class AnyLayout:
     @staticmethod
     def _signature(args) -> tuple:
         """The argument types with every array of any layout."""
-        from numba import typeof    # numba only where something compiles (as _toolchain)
+        # numba imported only where something compiles (as in _toolchain)
+        from numba import typeof
         return tuple(_any_layout(typeof(a)) for a in args)
 
     def __getattr__(self, name):
@@ -226,5 +227,5 @@ class AnyLayout:
 
 
 def _any_layout(t):
-    from numba import types     # numba only where something compiles (as _toolchain)
+    from numba import types
     return t.copy(layout="A") if isinstance(t, types.Array) else t

@@ -97,11 +97,13 @@ def _case(rng, b, sums=False):
     prio[j] = int(rng.integers(3, 6))
     pst[j] = 1
     pct, least = (0, 2 + 3 * b) if sums else CAPS[b % len(CAPS)]
-    return dict(j=j, n=N, attempt=int(rng.integers(1, 9)), seed_mix=int(rng.integers(0, 2**62)),
-                pct=pct, least=least, mask=int(rng.choice([0, 1, 2, 3])), prio=prio,
-                krank=rng.permutation(P).astype(np.int64), pst=pst, out_node=out_node, cls=cls,
-                gmask=gmask, gpu_count=gpu_count, model=model, gpu_left=gpu_left,
-                cpu_left=cpu_left, mem_left=mem_left, pods_left=pods_left)
+    return {"j": j, "n": N, "attempt": int(rng.integers(1, 9)),
+            "seed_mix": int(rng.integers(0, 2**62)), "pct": pct, "least": least,
+            "mask": int(rng.choice([0, 1, 2, 3])), "prio": prio,
+            "krank": rng.permutation(P).astype(np.int64), "pst": pst, "out_node": out_node,
+            "cls": cls, "gmask": gmask, "gpu_count": gpu_count, "model": model,
+            "gpu_left": gpu_left, "cpu_left": cpu_left, "mem_left": mem_left,
+            "pods_left": pods_left}
 
 
 def _device(cases):
