@@ -630,5 +630,5 @@ def _run_chunk(a: BatchArrays, p: BatchPreempt) -> tuple:
     return BatchOutputs(*(x.copy_to_host() for x in outs)), victim.copy_to_host()[:e]
 
 
-__all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "device_rules",
-           "THREADS", "float64"]
+__all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "block_post_filter",
+           "device_rules", "THREADS", "float64"]
