@@ -21,8 +21,7 @@ from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.state.query import QueryOptions, compile_query
 from tensorsched.kernels._compile import AnyLayout
-from tensorsched.kernels.fused import _numba as FN
-from tensorsched.kernels.fused.backends import kernel_args
+from tensorsched.kernels.fused.backends import kernel_args, numba_fused_pass
 
 from .harness import git_commit, machine_info
 
@@ -73,9 +72,9 @@ def main(argv=None):
     reasons = np.zeros(n, np.int64)
     raw = np.zeros((n, 5), np.int64)
     call = (rows, *args, reasons, raw)
-    d = FN.fused_pass.dispatcher
+    d = numba_fused_pass().dispatcher
     sig_c = tuple(typeof(x) for x in call)
-    sig_a = AnyLayout._signature(call)
+    sig_a = AnyLayout.signature_of(call)
     d.disable_compile(False)
     try:
         entries = {"any_layout": d.compile(sig_a), "c_layout": d.compile(sig_c)}

@@ -203,19 +203,20 @@ class AnyLayout:
             except TypeError:
                 # No compiled signature takes these argument types (else
                 # the error is the kernel's own).
-                if self._signature(args) in self.dispatcher.overloads:
+                if self.signature_of(args) in self.dispatcher.overloads:
                     raise
         self.dispatcher.disable_compile(False)
         try:
-            self.dispatcher.compile(self._signature(args))
+            self.dispatcher.compile(self.signature_of(args))
         finally:
             self.dispatcher.disable_compile()
         self._own = True
         return self.dispatcher(*args)
 
     @staticmethod
-    def _signature(args) -> tuple:
-        """The argument types with every array of any layout."""
+    def signature_of(args) -> tuple:
+        """The signature this compiles for ``args``: their types with every
+        array of any layout."""
         # numba imported only where something compiles (as in _toolchain)
         from numba import typeof
         return tuple(_any_layout(typeof(a)) for a in args)
