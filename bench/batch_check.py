@@ -49,6 +49,13 @@ python -m tensorsched.bench.batch_check [--out DIR] [--backends cuda,numba]
 8. ``fit_multi``: ``how_many_fit`` with three templates on
    ``--fit-nodes`` basic nodes through the batched node-local kernel,
    filling, then as replicas.  Equal: the two reports.
+9. ``preemption``: the openb engine with DefaultPreemption (defaults
+   10 %, 100 nodes; ``_gpu_preempt``, on cuda the victim search a thread
+   per node): the traces' first ``--pre-pods`` pods on the paper's first
+   ``--pre-nodes`` nodes, times over 600, none leaving, priorities rising
+   in four tiers along the trace, so that the filled cluster's later pods
+   evict earlier ones; traces x (FGD, BestFit) x the first two seeds.
+   Equal: bindings, evictions, attempts, curves and the victims.
 
 Per part and backend: wall seconds (the first call of a backend's kernel,
 on a tiny input, is its compile: ``warmup_seconds``, outside the timing;
@@ -86,7 +93,7 @@ from .vector_env import jobs_of
 
 SHAPES = 16
 PARTS = ("experiment", "basic", "vector_env", "local_probe", "local_trace",
-         "durations", "departures", "fit_multi")
+         "durations", "departures", "fit_multi", "preemption")
 
 
 def _basic_arrays(inv, clusters: int, pods: int, seed: int = 0) -> BA.BatchArrays:
@@ -220,6 +227,30 @@ def _duration_traces(paths: list, pods: int, scale: float = 600.0) -> list:
     return out
 
 
+def _preempt_traces(paths: list, pods: int, scale: float = 600.0) -> list:
+    """The traces' first ``pods`` pods, times over ``scale`` (whole
+    seconds), none leaving, priority 100 x (4 j // pods) for the j-th
+    (``rank``: PrioritySort's key densely ranked)."""
+    out = []
+    for p in paths:
+        tw = B.trace_workload(T.read_openb_trace(p))
+        k = min(pods, len(tw.arrival))
+        arrival = np.floor(tw.arrival[:k] / scale)
+        prio = 100 * (4 * np.arange(k) // k)
+        _, rank = np.unique(np.stack([-prio, arrival], axis=1), axis=0, return_inverse=True)
+        pods_k = R.TracePods(tw.pods.names[:k], tw.pods.cpu[:k], tw.pods.mem[:k],
+                             tw.pods.num[:k], tw.pods.milli[:k], tw.pods.spec[:k])
+        out.append(B.TraceWorkload(pods_k, arrival, np.full(k, np.inf),
+                                   rank=rank.reshape(-1).astype(np.int64),
+                                   priority=prio.astype(np.int64)))
+    return out
+
+
+def _same_preempted(xs: list, ys: list) -> bool:
+    return _same_traced(xs, ys) and all(np.array_equal(x.preempted, y.preempted)
+                                        for x, y in zip(xs, ys))
+
+
 def _same_replay(xs: list, ys: list) -> bool:
     return all(x.scheduled == y.scheduled and all(
         np.array_equal(getattr(x, m), getattr(y, m), equal_nan=True)
@@ -296,6 +327,22 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
         return dep, {"scheduled": int(sum(r.scheduled for r in dep)),
                      "attempts": int(sum(int(r.tries.sum()) for r in dep))}
 
+    pre_inv = _slice_nodes(exp_inv, a.pre_nodes)
+    pre_jobs = [(0, t, p, s) for t in range(len(traces)) for p in ("FGD", "BestFit")
+                for s in seeds[:2]]
+
+    def pre_build():
+        tws = _preempt_traces(paths, a.pre_pods, 20000.0 if a.tiny else 600.0)
+        return tws, {"runs": len(pre_jobs), "nodes": pre_inv.n_nodes,
+                     "pods_per_trace": a.pre_pods, "preempt": [10, 100]}
+
+    def pre_run(backend, tws):
+        got = B.trace_batch([pre_inv], tws, pre_jobs, backend=backend,
+                            preempt=[(10, 100)] * len(pre_jobs))
+        return got, {"scheduled": int(sum(r.scheduled for r in got)),
+                     "attempts": int(sum(int(r.tries.sum()) for r in got)),
+                     "victims": int(sum(int(r.preempted.sum()) for r in got))}
+
     def probe_build():
         return BL.probe_inputs(a.probe_nodes, a.probes, a.probe_pods)
 
@@ -342,6 +389,12 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
                             lambda m, s: {"attempts_per_second": round(m["attempts"] / s)}),
         "fit_multi": _Part(fit_build, BL.run_fit, BL.same_fit,
                            lambda b: BL.run_fit(b, small_of("fit", lambda: BL.fit_inputs(3)[0]))),
+        "preemption": _Part(pre_build, pre_run, _same_preempted,
+                            lambda b: B.trace_batch([tiny_inv], _preempt_traces(
+                                paths[:1], 12, 20000.0), [(0, 0, "FGD", 1)], backend=b,
+                                preempt=[(10, 100)]),
+                            lambda m, s: {"attempts_per_second": round(m["attempts"] / s),
+                                          "victims_per_second": round(m["victims"] / s, 1)}),
     }
 
 
@@ -434,6 +487,8 @@ def main(argv=None):
     ap.add_argument("--trace-seeds", type=int, default=128)
     ap.add_argument("--dur-pods", type=int, default=2000)
     ap.add_argument("--fit-nodes", type=int, default=5000)
+    ap.add_argument("--pre-nodes", type=int, default=300)
+    ap.add_argument("--pre-pods", type=int, default=3000)
     ap.add_argument("--no-warmup", action="store_true",
                     help="no untimed first call (the timings then include the compile)")
     ap.add_argument("--tiny", action="store_true", default=os.environ.get("BATCH_CHECK_TINY") == "1")
@@ -453,6 +508,7 @@ def main(argv=None):
         a.envs, a.env_steps, a.env_warmup = 4, 2, 1
         a.probe_nodes, a.probes, a.probe_pods = 12, 2, 4
         a.trace_nodes, a.trace_pods, a.trace_seeds, a.dur_pods, a.fit_nodes = 4, 6, 1, 20, 3
+        a.pre_nodes, a.pre_pods = 3, 12
     paths = [os.path.join(a.data, "csv", f"openb_pod_list_{t}.csv") for t in traces]
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:

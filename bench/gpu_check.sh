@@ -10,7 +10,8 @@
 #      basic clusters of 1,213 nodes, the vector environment of 4,096
 #      environments, the node-local probe kernel and its trace form, the
 #      openb engine with duration departures and priorities, its traces
-#      with departures, how_many_fit of several templates);
+#      with departures, how_many_fit of several templates, the openb engine
+#      with DefaultPreemption: its victim search a thread per node);
 #   3. the queue benchmarks on the cuda backend next to numba in the same
 #      run (placements_sha256 must agree), most telling first.
 # The project is laid out in a scratch folder (entry points too); wheels in

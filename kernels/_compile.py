@@ -177,3 +177,56 @@ def compile_module(module, decorate: Callable, base: dict | None = None,
                         filename=module.__file__)
     ns[COMPILED] = inherited + own
     return ns
+
+
+class AnyLayout:
+    """A compiled entry point called with arrays of any memory layout
+    through one specialization: the first call of each dtype combination
+    compiles (or loads from the cache) the signature with every array typed
+    ``A`` (any strides), and compiling on the arguments' own types stays off,
+    so a C-contiguous array (a test's, a caller's copy) and a strided view
+    (the state's trimmed node columns, ``ClusterState.columns``) share it.
+    Numba would otherwise compile once per layout combination (``visit_rows``:
+    ~25 CPU s each).  ``dispatcher`` is the Numba dispatcher; compiled code
+    that calls it directly (a run calling the fused pass) resolves to that
+    signature too (a C array converts to ``A``).  Other attributes are the
+    dispatcher's (``signatures``, ``py_func``, ...)."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._own = False           # compiled a signature itself (compiling is off)
+
+    def __call__(self, *args):
+        if self._own:
+            try:
+                return self.dispatcher(*args)
+            except TypeError:
+                # No compiled signature takes these argument types (else
+                # the error is the kernel's own).
+                if self.signature_of(args) in self.dispatcher.overloads:
+                    raise
+        self.dispatcher.disable_compile(False)
+        try:
+            self.dispatcher.compile(self.signature_of(args))
+        finally:
+            self.dispatcher.disable_compile()
+        self._own = True
+        return self.dispatcher(*args)
+
+    @staticmethod
+    def signature_of(args) -> tuple:
+        """The signature this compiles for ``args``: their types with every
+        array of any layout."""
+        # numba imported only where something compiles (as in _toolchain)
+        from numba import typeof
+        return tuple(_any_layout(typeof(a)) for a in args)
+
+    def __getattr__(self, name):
+        if name == "dispatcher":      # not set yet (a copy being built)
+            raise AttributeError(name)
+        return getattr(self.dispatcher, name)
+
+
+def _any_layout(t):
+    from numba import types
+    return t.copy(layout="A") if isinstance(t, types.Array) else t

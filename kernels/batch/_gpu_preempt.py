@@ -45,7 +45,10 @@ out: 1 for a pod preempted.
 
 Plain Python on scalars and arrays (``_rules`` and ``_queue`` inlined),
 compiled with ``njit`` (``cpu``) and ``cuda.jit(device=True)`` (``cuda``:
-thread 0 of the cluster's block).
+thread 0 of the cluster's block, except the victim search: there every
+thread runs ``victims_in_slots`` for its nodes, each node's lower-priority
+pods in its own range of per-pod slots and its statistics in its row of
+``vs`` [N, VS_N], before the block picks; ``cuda.block_post_filter``).
 """
 
 # ruff: noqa: F821
@@ -81,6 +84,14 @@ S_NNOM = 4          # nominations outstanding
 S_NADD = 5          # nominated pods this cycle added
 S_STATS = 8         # 8..10 this node's (top priority, sum, victims), 11..13 the best's
 PS_N = 16
+# vs columns: the block-parallel search's per-node scratch (``cuda``)
+V_TOP = 0           # its victims' highest priority (``victims_in_slots``'s stats)
+V_SUM = 1           # their sum of priority + 2^31
+V_NV = 2            # how many (0: not a candidate)
+V_LOW = 3           # its bound pods of lower priority than the preemptor's
+V_OFF = 4           # where they start in the per-pod slots
+V_FILL = 5          # how many are there so far
+VS_N = 6
 
 
 def preempt_init(pw, nw, ps, victim):
@@ -259,50 +270,100 @@ def victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem
         pw[k, W_CUR] = x
         k += 1
         x = pw[x, W_NXT]
+    return victims_in_slots(i, pw[:, W_CUR], 0, k, cpu, mem, num, milli, mask, prio, krank,
+                            cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count, model,
+                            gpu_left, cpu_left, mem_left, pods_left, ps[S_STATS:S_STATS + 3])
+
+
+def more_important(s, t, prio, krank):
+    """Whether pod ``s`` is reprieved before pod ``t``: the higher
+    priority, then the smaller key rank, then (equal keys) the larger pod
+    index, which is the order a list built by pushing pods in index order
+    leaves equal keys in, so any order of the same pods sorts alike."""
+    if prio[s] != prio[t]:
+        return prio[s] > prio[t]
+    if krank[s] != krank[t]:
+        return krank[s] < krank[t]
+    return s > t
+
+
+def victims_in_slots(i, slot, off, k, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu,
+                     c_mem, c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
+                     mem_left, pods_left, st):
+    """``victims_on_gpu``'s search on node ``i`` whose ``k`` lower-priority
+    pods are ``slot[off:off + k]`` (any order): they are sorted most
+    important first, then the victims kept in order at ``slot[off:off +
+    nv]``; ``st[0:3]`` (the victims' highest priority, sum of priority +
+    2^31, count) set when ``nv`` > 0; returns ``nv`` (0: not a candidate).
+    Reads and writes only row ``i`` of the node columns and only those
+    slots (so threads on different nodes and slot ranges run it at once);
+    the node is as it was after."""
     if k == 0:
         return 0
     for a in range(k):
-        shift_pod(i, pw[a, W_CUR], 1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left,
+        shift_pod(i, slot[off + a], 1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left,
                   cpu_left, mem_left, pods_left)
     if not node_feasible(i, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, cpu,
                          mem, num, milli, mask):
         for a in range(k):
-            shift_pod(i, pw[a, W_CUR], -1, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+            shift_pod(i, slot[off + a], -1, cls, c_cpu, c_mem, c_num, c_milli, gmask,
                       gpu_left, cpu_left, mem_left, pods_left)
         return 0
-    # most important first: the higher priority, then the smaller key
+    # most important first (insertion sort: a node holds few pods)
     for a in range(1, k):
-        s = pw[a, W_CUR]
+        s = slot[off + a]
         b = a - 1
-        while b >= 0 and (prio[s] > prio[pw[b, W_CUR]] or (
-                prio[s] == prio[pw[b, W_CUR]] and krank[s] < krank[pw[b, W_CUR]])):
-            pw[b + 1, W_CUR] = pw[b, W_CUR]
+        while b >= 0 and more_important(s, slot[off + b], prio, krank):
+            slot[off + b + 1] = slot[off + b]
             b -= 1
-        pw[b + 1, W_CUR] = s
-    # reprieve in that order; the victims kept in order at the list's front
+        slot[off + b + 1] = s
+    # reprieve in that order; the victims kept in order at the front
     nv = 0
     for a in range(k):
-        s = pw[a, W_CUR]
+        s = slot[off + a]
         shift_pod(i, s, -1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left, cpu_left,
                   mem_left, pods_left)
         if not node_feasible(i, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left,
                              cpu, mem, num, milli, mask):
             shift_pod(i, s, 1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left, cpu_left,
                       mem_left, pods_left)
-            pw[nv, W_CUR] = s
+            slot[off + nv] = s
             nv += 1
     for a in range(nv):
-        shift_pod(i, pw[a, W_CUR], -1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left,
+        shift_pod(i, slot[off + a], -1, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_left,
                   cpu_left, mem_left, pods_left)
     if nv == 0:
         return 0
     total = 0
     for a in range(nv):
-        total += prio[pw[a, W_CUR]] + PRIORITY_OFFSET
-    ps[S_STATS] = prio[pw[0, W_CUR]]
-    ps[S_STATS + 1] = total
-    ps[S_STATS + 2] = nv
+        total += prio[slot[off + a]] + PRIORITY_OFFSET
+    st[0] = prio[slot[off]]
+    st[1] = total
+    st[2] = nv
     return nv
+
+
+def better_candidate(top, total, nv, best_top, best_total, best_nv):
+    """pickOneNodeForPreemption between a candidate (its victims' highest
+    priority, sum of priority + 2^31, count) and the best one visited
+    before it: the lower highest priority, then the smaller sum, then the
+    fewer victims win; a tie keeps the one visited first."""
+    if top != best_top:
+        return top < best_top
+    if total != best_total:
+        return total < best_total
+    return nv < best_nv
+
+
+def candidate_cap(n, pct, least):
+    """numCandidates of ``n`` potential nodes: ``pct`` percent of them, at
+    least ``least``, at most ``n``."""
+    cap = n * pct // 100
+    if cap < least:
+        cap = least
+    if cap > n:
+        cap = n
+    return cap
 
 
 def gpu_offset(seed_mix, attempt, n):
@@ -335,11 +396,7 @@ def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, m
             low += 1
     if low == 0 or n == 0:
         return -1
-    cap = n * pct // 100
-    if cap < least:
-        cap = least
-    if cap > n:
-        cap = n
+    cap = candidate_cap(n, pct, least)
     off = gpu_offset(seed_mix, attempt, n)
     found = 0
     best = -1
@@ -356,8 +413,7 @@ def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, m
         if found > cap:
             break
         b = S_STATS
-        if best < 0 or ps[b] < ps[b + 3] or (ps[b] == ps[b + 3] and (
-                ps[b + 1] < ps[b + 4] or (ps[b + 1] == ps[b + 4] and nv < ps[b + 5]))):
+        if best < 0 or better_candidate(ps[b], ps[b + 1], nv, ps[b + 3], ps[b + 4], ps[b + 5]):
             best = i
             for s in range(3):
                 ps[b + 3 + s] = ps[b + s]

@@ -12,9 +12,10 @@ total, then the seeded tie rank of the row and the pods on it now: the
 tie rule of ``fused.ties``) with the lowest row holding it; thread 0
 accounts the pod on its node and refreshes the fragmentation sum (the
 same summation tree as ``numpy.sum``).  DefaultPreemption
-(``_gpu_preempt``: the nominated pods added around a cycle, the victim
-search, the pick, the evictions) runs on thread 0 between the block's
-decisions.  The cluster's event stream,
+(``_gpu_preempt``): thread 0 adds the nominated pods around a cycle and
+does the nomination and the evictions; the victim search runs on every
+node at once, a thread per node, and the block picks the node
+(``block_post_filter``).  The cluster's event stream,
 state and outputs live in device memory: one upload and one download per
 chunk of clusters, chunks sized to the free device memory.
 
@@ -99,7 +100,10 @@ _preempt_init = _pns["preempt_init"]
 _taken_off = _pns["taken_off"]
 _nominees_on = _pns["nominees_on"]
 _nominees_off = _pns["nominees_off"]
-_post_filter = _pns["post_filter_gpu"]
+_victims_in_slots = _pns["victims_in_slots"]
+_better_candidate = _pns["better_candidate"]
+_candidate_cap = _pns["candidate_cap"]
+_gpu_offset = _pns["gpu_offset"]
 _preempt_for = _pns["preempt_for"]
 _bound_here = _pns["bound_here"]
 _q_init = _qns["q_init"]
@@ -188,6 +192,108 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, 
     return row
 
 
+@cuda.jit(device=True)
+def block_post_filter(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, mask, prio,
+                      krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                      gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, pw, ps,
+                      vslot, vs, cur, buf, sh):
+    """``_gpu_preempt.post_filter_gpu``'s answer with the block's threads
+    (every thread gets the node, -1 none; the victims ``pw[:nv, W_VOUT]``
+    most important first, the winner's statistics ``ps[S_STATS + 3:S_STATS
+    + 6]``): the lower-priority bound pods counted per node (``vs[:,
+    V_LOW]``), each node given a range of the per-pod slots ``vslot`` [P]
+    (a block-shared cursor ``cur`` [1]) and its pods put there; then every
+    thread runs ``victims_in_slots`` for its nodes (rows strided by thread:
+    each touches only its node's row of the columns and its own slots),
+    the statistics in ``vs[i, V_TOP:V_NV + 1]``; then the visit from the
+    seeded offset, THREADS nodes a round, a block scan counting the
+    candidates so that the numCandidates-th ends it, and the pick
+    (pickOneNodeForPreemption, ties to the first visited) by three block
+    reductions: the lowest highest priority, then the smallest sum among
+    those, then the fewest victims with the first visit position."""
+    tid = cuda.threadIdx.x
+    pj = prio[j]
+    e = pst.shape[0]
+    for i in range(tid, n, THREADS):
+        vs[i, _gp.V_LOW] = 0
+        vs[i, _gp.V_FILL] = 0
+        vs[i, _gp.V_NV] = 0
+    if tid == 0:
+        cur[0] = 0
+    cuda.syncthreads()
+    low = 0
+    for k in range(tid, e, THREADS):
+        if pst[k] == _gp.P_BOUND and prio[k] < pj:
+            cuda.atomic.add(vs, (out_node[k], _gp.V_LOW), 1)
+            low += 1
+    low, _lo, _hi = block_sum_min_max(low, 0, 0, buf, sh)
+    if low == 0 or n == 0:
+        return -1
+    # slot ranges in whatever order the threads come (the search sorts a
+    # node's pods itself, so their order in the range is free)
+    for i in range(tid, n, THREADS):
+        if vs[i, _gp.V_LOW] > 0:
+            vs[i, _gp.V_OFF] = cuda.atomic.add(cur, 0, vs[i, _gp.V_LOW])
+    cuda.syncthreads()
+    for k in range(tid, e, THREADS):
+        if pst[k] == _gp.P_BOUND and prio[k] < pj:
+            i = out_node[k]
+            vslot[vs[i, _gp.V_OFF] + cuda.atomic.add(vs, (i, _gp.V_FILL), 1)] = k
+    cuda.syncthreads()
+    for i in range(tid, n, THREADS):
+        _victims_in_slots(i, vslot, vs[i, _gp.V_OFF], vs[i, _gp.V_LOW], cpu, mem, num, milli,
+                          mask, prio, krank, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                          gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, vs[i])
+    cuda.syncthreads()
+    cap = _candidate_cap(n, pct, least)
+    off = _gpu_offset(seed_mix, attempt, n)
+    # this thread's best eligible candidate: statistics and visit position
+    bt = BIG
+    bs = BIG
+    bn = BIG
+    bp = BIG
+    seen = 0
+    for base in range(0, n, THREADS):
+        t = base + tid
+        i = off + t
+        if i >= n:
+            i -= n
+        f = 0
+        if t < n and vs[i, _gp.V_NV] > 0:
+            f = 1
+        x, total = block_scan(f, buf, sh)
+        if f == 1 and seen + x <= cap and (bp == BIG or _better_candidate(
+                vs[i, _gp.V_TOP], vs[i, _gp.V_SUM], vs[i, _gp.V_NV], bt, bs, bn)):
+            bt = vs[i, _gp.V_TOP]
+            bs = vs[i, _gp.V_SUM]
+            bn = vs[i, _gp.V_NV]
+            bp = t
+        seen += total
+        if seen >= cap:
+            break
+    if seen == 0 or cap == 0:
+        return -1
+    top, _c, _r = block_top(-bt if bp < BIG else NEG, 0, BIG, buf, sh)
+    top = -top
+    hold = bp < BIG and bt == top
+    least_sum, _c, _r = block_top(-bs if hold else NEG, 0, BIG, buf, sh)
+    least_sum = -least_sum
+    hold = hold and bs == least_sum
+    _n, _c, t = block_top(-bn if hold else NEG, 0, bp if hold else BIG, buf, sh)
+    best = off + t
+    if best >= n:
+        best -= n
+    if tid == 0:
+        b = _gp.S_STATS + 3
+        for s in range(3):
+            ps[b + s] = vs[best, s]
+        o = vs[best, _gp.V_OFF]
+        for a in range(vs[best, _gp.V_NV]):
+            pw[a, _gp.W_VOUT] = vslot[o + a]
+    cuda.syncthreads()
+    return best
+
+
 @cuda.jit
 def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
             t_left, t_right, leaf_of, n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
@@ -200,12 +306,13 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
             qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all,
             dk_all, ds_all, dp_all, ak_all, pct_of, least_of, prio_all, krank_all, victim_all,
-            pw_all, nw_all, ps_all):
+            pw_all, nw_all, ps_all, vslot_all, vs_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
     sh = cuda.shared.array((WARPS, 3), int64)
     cmd = cuda.shared.array(3, int64)                # thread 0's queue answer, for all
+    cur = cuda.shared.array(1, int64)                # the victim search's slot cursor
     work = cuda.local.array(MAX_GPUS, int64)
     gidx = cuda.local.array(MAX_GPUS, int64)
     s = run_set[b]
@@ -266,6 +373,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     pw = pw_all[o:o + e] if pre else pw_all[:0]
     nw = nw_all[b]
     ps = ps_all[b]
+    vslot = vslot_all[o:o + e] if pre else vslot_all[:0]
+    vs = vs_all[b]
     for i in range(tid, n, THREADS):
         _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
                    mem_left, pods_left, aff, node_ver, tpc, tpn, tpm, tpk, tpf, nfrag)
@@ -338,14 +447,15 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                            tpc, tpn, tpm, tpk, tpf, cs, cg, cv, node_ver, work,
                            gpu_weight, static_total, seed_mix, attempt, False, cs, buf, sh)
         if pre:
+            target = -1
+            if row < 0:
+                target = block_post_filter(j, n, attempt, seed_mix, pct_of[b], least_of[b], cpu,
+                                           mem, num, milli, c_mask[w, c], prio, krank, pst,
+                                           out_node[o:o + e], wcls, c_cpu[w], c_mem[w],
+                                           c_num[w], c_milli[w], out_gmask[o:o + e], count, mdl,
+                                           gpu_left, cpu_left, mem_left, pods_left, pw, ps,
+                                           vslot, vs, cur, buf, sh)
             if tid == 0:
-                target = -1
-                if row < 0:
-                    target = _post_filter(j, n, attempt, seed_mix, pct_of[b], least_of[b], cpu,
-                                          mem, num, milli, c_mask[w, c], prio, krank, pst,
-                                          out_node[o:o + e], wcls, c_cpu[w], c_mem[w], c_num[w],
-                                          c_milli[w], out_gmask[o:o + e], count, mdl, gpu_left,
-                                          cpu_left, mem_left, pods_left, pw, nw, ps)
                 _nominees_off(wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w], gpu_left,
                               cpu_left, mem_left, pods_left, aff, node_ver, version, pw, ps)
                 cmd[0] = 0
@@ -416,7 +526,8 @@ def preempt_bytes(a: BatchArrays, p: BatchPreempt) -> np.ndarray:
     if p.prio.shape[0] == 0:
         return np.zeros(a.n_runs, np.int64)
     n = a.gpu_count.shape[1]
-    return 8 * (_gp.PS_N + n * _gp.NW_N + (3 + _gp.PW_N) * a.ev_len)
+    # per pod: prio, krank, victim, pw and a victim-search slot
+    return 8 * (_gp.PS_N + n * (_gp.NW_N + _gp.VS_N) + (4 + _gp.PW_N) * a.ev_len)
 
 
 def _chunks(a: BatchArrays, budget: int, p: BatchPreempt) -> list:
@@ -512,10 +623,12 @@ def _run_chunk(a: BatchArrays, p: BatchPreempt) -> tuple:
     pre = [*(d(x) for x in p.inputs()), victim,
            cuda.device_array((e if on else 0, _gp.PW_N), i64),
            cuda.device_array((b, n if on else 0, _gp.NW_N), i64),
-           cuda.device_array((b, _gp.PS_N), i64)]
+           cuda.device_array((b, _gp.PS_N), i64),
+           cuda.device_array(e if on else 0, i64),
+           cuda.device_array((b, n if on else 0, _gp.VS_N), i64)]
     _kernel[b, THREADS](*ins, *outs, *scratch, *pre)
     return BatchOutputs(*(x.copy_to_host() for x in outs)), victim.copy_to_host()[:e]
 
 
-__all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "device_rules",
-           "THREADS", "float64"]
+__all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "block_post_filter",
+           "device_rules", "THREADS", "float64"]

@@ -15,7 +15,7 @@ import sys
 
 from numba import njit, prange
 
-from tensorsched.kernels._compile import KEY, compile_module, compile_source
+from tensorsched.kernels._compile import KEY, AnyLayout, compile_module, compile_source
 
 from . import _core
 from . import stage_args as SA
@@ -99,7 +99,11 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
 
     With ``by_row`` the outputs are indexed by node row (reasons_out [N],
     raw_out [N, S]) instead of by position in ``rows``: the cached stage
-    re-runs only the rows that changed and keeps the rest."""
+    re-runs only the rows that changed and keeps the rest.
+
+    The pass is an ``AnyLayout``: one signature, every array of any
+    layout, for C-contiguous inputs and the state's strided column views
+    alike."""
     key = (tuple(user_filters), tuple(user_scores), first_filter_bit, first_score_slot, by_row)
     fn = _built.get(key)
     if fn is not None:
@@ -127,7 +131,7 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
                         options={"parallel": _PARALLEL, "nogil": True, "_nrt": False},
                         cache=True, depends=depends,
                         filename=f"<fused_pass {len(hooks_f)}f {len(hooks_s)}s>")
-    fn = ns["fused_pass"]
+    fn = AnyLayout(ns["fused_pass"])
     _built[key] = fn
     _built_keys[fn] = ns.get(KEY)
     return fn
@@ -138,8 +142,9 @@ fused_pass_by_row = build_fused_pass(by_row=True)
 finalize_rows = core["finalize_rows"]
 dirty_rows = core["dirty_rows"]
 snapshot_rows = core["snapshot_rows"]
-rebuild_keys = core["rebuild_keys"]
-update_keys = core["update_keys"]
+# called from Python with C-contiguous and strided arrays alike: one signature
+rebuild_keys = AnyLayout(core["rebuild_keys"])
+update_keys = AnyLayout(core["update_keys"])
 key_top_row = core["key_top_row"]
 gather_rows = core["gather_rows"]
 scan_mixed = core["scan_mixed"]
@@ -939,7 +944,7 @@ def build_place_run(by_row_pass):
     fn = _runs.get(by_row_pass)
     if fn is not None:
         return fn
-    namespace = {"fused_pass_by_row": by_row_pass,
+    namespace = {"fused_pass_by_row": by_row_pass.dispatcher,
                  "RES_PODS": _core.RES_PODS,
                  **{n: core[n] for n in ("tie_rank", "row_key", "key_top_row", "update_keys",
                                          "rebuild_keys")},

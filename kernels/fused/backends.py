@@ -1081,3 +1081,12 @@ def cuda_kernels() -> dict:
     return {"fused pass": _fused_cuda.fused_pass_kernel,
             "run kernel": _cuda_run.place_run_kernel,
             "cycle pick": _cuda_cycle.cycle_pick_kernel}
+
+
+def numba_fused_pass():
+    """The numba backend's fused pass (positional outputs): an
+    ``_compile.AnyLayout``, ``.dispatcher`` its Numba dispatcher (for
+    timing one signature against another, ``bench.fused_layout``).
+    Compiles (or loads) the numba kernels: call it where numba runs."""
+    from . import _numba as _fused_numba
+    return _fused_numba.fused_pass

@@ -9,9 +9,9 @@ from __future__ import annotations
 import inspect
 import os
 
-from numba import njit, prange, typeof, types
+from numba import njit, prange
 
-from tensorsched.kernels._compile import KEY, compile_module, compile_source
+from tensorsched.kernels._compile import KEY, AnyLayout, compile_module, compile_source
 from tensorsched.kernels.fused import _numba as _fused_numba
 
 from . import _core as _victims_core
@@ -35,49 +35,6 @@ def _njit_inlined(f, **options):
 
 counts_core = compile_module(_counts_core, _njit_inlined, _fused_numba.core,
                              options={"nogil": True, "_nrt": False}, cache=True)
-
-
-class AnyLayout:
-    """A compiled entry point called with arrays of any memory layout
-    through one specialization: the first call of each dtype combination
-    compiles (or loads from the cache) the signature with every array typed
-    ``A`` (any strides), and compiling on the arguments' own types stays off,
-    so a C-contiguous array (a test's, a caller's copy) and a strided view
-    (the state's trimmed node columns, ``ClusterState.columns``) share it.
-    Numba would otherwise compile once per layout combination, each time
-    ~25 CPU s for ``visit_rows``.  ``dispatcher`` is the Numba dispatcher."""
-
-    def __init__(self, dispatcher):
-        self.dispatcher = dispatcher
-
-    def __call__(self, *args):
-        if self.dispatcher.signatures:
-            try:
-                return self.dispatcher(*args)
-            except TypeError:
-                # No compiled signature takes these argument types (else
-                # the error is the kernel's own).
-                if self._signature(args) in self.dispatcher.overloads:
-                    raise
-        self.dispatcher.disable_compile(False)
-        try:
-            self.dispatcher.compile(self._signature(args))
-        finally:
-            self.dispatcher.disable_compile()
-        return self.dispatcher(*args)
-
-    @staticmethod
-    def _signature(args) -> tuple:
-        """The argument types with every array of any layout."""
-        return tuple(_any_layout(typeof(a)) for a in args)
-
-    @property
-    def signatures(self) -> list:
-        return self.dispatcher.signatures
-
-
-def _any_layout(t):
-    return t.copy(layout="A") if isinstance(t, types.Array) else t
 
 
 visit_rows = AnyLayout(counts_core["visit_rows"])

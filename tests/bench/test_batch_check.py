@@ -2,8 +2,8 @@
 runs to its end on numba and writes its record; a deadline skips the
 parts it leaves no time for and says so; on cuda (the simulator in CI) the
 parts this check gained (the node-local kernel's probe and trace forms,
-the openb engine with durations, how_many_fit of several templates) equal
-numba, one part a test."""
+the openb engine with durations, how_many_fit of several templates, the
+openb engine with DefaultPreemption) equal numba, one part a test."""
 
 import json
 
@@ -41,6 +41,7 @@ def test_every_part_runs_on_numba(tmp_path):
     assert dur["numba"]["attempts"] > dur["numba"]["scheduled"]
     fit = rec["parts"]["fit_multi"]["numba"]
     assert fit["fill_total"] > 0 and fit["replicas_fit"] is False
+    assert rec["parts"]["preemption"]["numba"]["victims"] > 0
 
 
 def test_a_deadline_skips_parts_and_says_so(tmp_path):
@@ -58,7 +59,8 @@ def test_an_unknown_part_is_refused(tmp_path):
 
 @pytest.mark.cudasim
 @needs_cuda
-@pytest.mark.parametrize("part", ["local_probe", "local_trace", "durations", "fit_multi"])
+@pytest.mark.parametrize("part", ["local_probe", "local_trace", "durations", "fit_multi",
+                                  "preemption"])
 def test_cuda_equals_numba_on_the_new_parts(tmp_path, part):
     # no untimed warm-up: under the simulator it would double the time
     rc, rec = _record(tmp_path, "--parts", part, "--no-warmup")
