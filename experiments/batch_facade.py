@@ -19,6 +19,15 @@ arrival order, at one time the created first); its Pod deletes delete
 them.  What ``sweep_openb_events.plan_openb`` refuses raises its
 ``BatchProfileError`` before any run; ``ts.Simulation`` runs it per
 cluster.
+
+A config with DefaultPreemption at postFilter (``batch_config``'s
+``preemption``) runs here too: the node-event engine's cluster function
+preempts for it (``_openb_events``: candidates among the live,
+schedulable nodes; a deleted node ends its nominations), its victims'
+``why`` ``WHY_PREEMPTED`` and ``preempted`` [P] set.  Refused then by the
+step's field: a Pod delete of a created pod some pod of the run outranks
+(it may be preempted before the step: the Simulation's NotFound, known
+only as it runs).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from tensorsched.framework.capacity.batch_probe import BatchProfileError as Prob
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
+from tensorsched.kernels.batch.openb_events import WHY_PREEMPTED
 from tensorsched.topology.gpu import GpuInventory
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import batch_sim as BS
@@ -114,7 +124,8 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                          "cluster on numpy)")
     clusters = [BS._cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
     trs = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
-    cfgs = [BS.batch_config(x, f"configs[{i}]") for i, x in enumerate(_as_list(configs))]
+    cfgs = [BS.batch_config(x, f"configs[{i}]", preemption=True)
+            for i, x in enumerate(_as_list(configs))]
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
@@ -145,6 +156,9 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                                     "does not cover it")
         # each trace's pods with the scenario's created ones among them
         mine = [g.workload(tw, t) for g, tw, t in zip(got, tws, trs)]
+        if any(cf.preempt is not None for cf in cfgs):
+            for tw, made in mine:
+                _check_deletes(sc, plan, tw, made)
         wide = _with_models(inv, plan)
         try:
             for tw, _m in mine:
@@ -165,14 +179,36 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         t0 = time.perf_counter()
         a, ev = openb_event_runs(inv, plans[c], [tw for tw, _m in pods[c]], jobs, backend,
                                  workers, max_unsched, cfgs[0].backoff, weights=weights,
-                                 made=[m for _tw, m in pods[c]])
+                                 made=[m for _tw, m in pods[c]],
+                                 preempt=[cfgs[k].preempt for _c, _t, k, _s in mine])
         each = (time.perf_counter() - t0) / len(mine)
         for b, (_c, t, k, s) in enumerate(mine):
             res = _result(a, ev, b, plans[c], pods[c][t][0].pods, (c, t, cfgs[k].policy, int(s)),
                           each)
             res.config = k
+            if cfgs[k].preempt is not None:
+                res.preempted = res.why == WHY_PREEMPTED
             out.append(res)
     return out
+
+
+def _check_deletes(sc: Scenario, plan: OpenbPlan, tw, made: np.ndarray) -> None:
+    """With DefaultPreemption: a Pod delete of a created pod that a pod of
+    the run (``tw``, the created pods at rows ``made``) outranks is
+    refused naming the step (module doc)."""
+    prio = np.asarray(tw.priority, np.int64)
+    top = int(prio.max(initial=0))
+    index = {f"default/{c.name}": k for k, c in enumerate(plan.created)}
+    for st in sc.steps:
+        if st.kind != "Pod" or st.action != "delete":
+            continue
+        for key in st.names:
+            k = index.get(key)
+            if k is not None and int(prio[made[k]]) < top:
+                raise BatchProfileError(
+                    f"scenario: {st.field} (delete Pod): pod {key} (priority "
+                    f"{int(prio[made[k]])}) may be preempted before it by a pod of priority "
+                    f"{top}; the batched openb engine does not cover it")
 
 
 def _with_models(inv: GpuInventory, plan: OpenbPlan) -> GpuInventory:

@@ -136,6 +136,7 @@ from tensorsched.topology.openb.batch_sim import batch_config
 from tensorsched.topology.openb.batch import (
     DEFAULT_MAX_UNSCHED,
     TraceWorkload,
+    preempt_arrays,
     tie_of,
     trace_arrays,
     workload_of,
@@ -253,7 +254,8 @@ def merged(tw: TraceWorkload, created: list, keys: list | None) -> tuple:
                         col(tw.departure, np.full(k, np.inf), np.float64),
                         typical=tw.typical if tw.typical is not None else T.typical_of(pods),
                         duration=col(tw.duration, [c.duration for c in created], np.float64),
-                        rank=rank)
+                        rank=rank, priority=col(tw.priority, [-c.key[0] for c in created],
+                                                np.int64))
     return out, made
 
 
@@ -527,7 +529,7 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
                      backend: str = "numba", workers: int | None = None,
                      max_unsched: float = DEFAULT_MAX_UNSCHED,
                      backoff: tuple = (1.0, 10.0), weights: list | None = None,
-                     made: list | None = None) -> tuple:
+                     made: list | None = None, preempt: list | None = None) -> tuple:
     """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
     seed): an index into ``workloads``, ``TraceWorkload``s, with the pods
     the scenario creates among their rows: ``OpenbPlan.workload``) on
@@ -536,7 +538,10 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     default (1, 0): GpuShareScore alone; the node list's ranks
     ``batch.tie_of(n, seed)``, an added node's its label), ``made`` per
     workload the rows of the created pods (``OpenbPlan.workload``'s),
-    ``backend`` numba or cuda."""
+    ``backend`` numba or cuda; ``preempt`` per job DefaultPreemption's
+    (minCandidateNodesPercentage, minCandidateNodesAbsolute) or None
+    (default: no job preempts; the workloads' ``priority`` is what it
+    compares)."""
     weights = weights or [(1, 0)] * len(jobs)
     if len(weights) != len(jobs):
         raise ValueError(f"weights: {len(weights)} for {len(jobs)} jobs")
@@ -567,10 +572,12 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     for b, (t, _p, _s) in enumerate(jobs):
         if k:
             rows[b] = made[t]
+    pre = preempt_arrays(wls, key, [(0, t, p, s) for t, p, s in jobs], preempt, a)
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
-        return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows)
-    return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows)
+        return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows, pre)
+    return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows,
+                               preempt=pre)
 
 
 def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: float,
