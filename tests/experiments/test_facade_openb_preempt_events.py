@@ -209,3 +209,83 @@ def test_random_inputs_do_preempt(tmp_path):
                                  workers=1)
         hits += int(runs[0].preempted.any())
     assert hits >= 5
+
+
+def _two_nodes(tmp_path, rows: list) -> tuple:
+    """n0 (8 cores) and n1 (4 cores), 1 T4 GPU each, and a generic trace
+    of ``rows`` (name, arrival, cores, GPU milli, priority)."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,1,T4\nn1,4000,16384,1,T4\n")
+    anno = '"alibabacloud.com/gpu-milli={};alibabacloud.com/gpu-count=1"'
+    (tmp_path / "p.csv").write_text(
+        "name,arrival,departure,duration,cpu,memory,annotations,priority\n" + "".join(
+            f"{nm},{t},,,{c},1024Mi,{anno.format(m)},{pr}\n" for nm, t, c, m, pr in rows))
+    return str(tmp_path / "n.csv"), str(tmp_path / "p.csv")
+
+
+# a (low, 6 cores: only n0) on n0, b (high) on n1; h (high) preempts a on
+# n0 at 10 and backs off to 11; m (middle, at 10.2) finds n0 taken by h's
+# nomination
+ROWS = [("a", 0, 6, 1000, 0), ("b", 1, 1, 1000, 100), ("h", 10, 1, 1000, 100),
+        ("m", 10.2, 1, 1000, 50)]
+
+
+def _names(r, which) -> list:
+    return [r.pod_names[j] for j in np.flatnonzero(which)]
+
+
+def test_a_nominated_node_deleted_before_its_pod_binds(tmp_path):
+    """n0 removed at 10.5 (h's nomination there ends) and x0 added: h
+    (backing off to 11, before m's 11.2) binds on x0; m waits."""
+    nodes, pods = _two_nodes(tmp_path, ROWS)
+    sc = {"steps": [{"at": 10.5, "removeNodes": ["n0"]},
+                    {"at": 10.5, "create": _node("x0", 1)}]}
+    for r in check(nodes, pods, sc, POLICIES, [0, 3]):
+        assert _names(r, r.preempted) == ["a"], r.policy
+        assert r.node_names[int(r.node[2])] == "x0" and r.bind[2] == 11.0
+        assert r.node[3] < 0
+
+
+def test_a_nominated_node_cordoned_keeps_the_nomination(tmp_path):
+    """n0 cordoned at 10.5: m, moved by the Node/Update, still fails (n0
+    cordoned, n1 full, nothing below it to preempt), h fails at 11 (no
+    candidate: n0 is UnschedulableAndUnresolvable); uncordoned at 20 h
+    (first in activeQ) binds on n0."""
+    nodes, pods = _two_nodes(tmp_path, ROWS)
+    sc = {"steps": [{"at": 10.5, "cordon": "n0"}, {"at": 20, "uncordon": "n0"}]}
+    for r in check(nodes, pods, sc, POLICIES, [0, 3]):
+        assert _names(r, r.preempted) == ["a"], r.policy
+        assert r.node_names[int(r.node[2])] == "n0" and r.bind[2] == 20.0
+        assert r.node[3] < 0
+
+
+def test_a_drain_after_a_preemption(tmp_path):
+    """h binds on n0 after preempting a; n0 drained at 15 evicts h (the
+    nominator forgot it at its binding), m then preempts nothing (b is
+    above it) and waits; n0 uncordoned at 30: h gone, m binds there."""
+    nodes, pods = _two_nodes(tmp_path, ROWS)
+    sc = {"steps": [{"at": 15, "drain": "n0"}, {"at": 30, "uncordon": "n0"}]}
+    for r in check(nodes, pods, sc, POLICIES, [1], args=(50, 1)):
+        assert _names(r, r.preempted) == ["a"]
+        assert r.why[2] != 0 and r.bind[3] == 30.0
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_form_preempts_as_the_twin(tmp_path):
+    """The device form (the simulator) and the twin give the same runs,
+    preempting through node deletes, cordons, drains and Pod steps."""
+    nodes, pods = _two_nodes(tmp_path, ROWS + [("z", 12, 1, 500, 0)])
+    sc = {"steps": [{"at": 10.5, "removeNodes": ["n0"]},
+                    {"at": 10.5, "create": _node("x0", 1)}, {"at": 13, "drain": "n1"},
+                    {"at": 14, "create": _pod("c0", 1, 500, priority=1000)},
+                    {"at": 16, "delete": {"kind": "Pod", "name": "c0"}},
+                    {"at": 20, "uncordon": "n1"}]}
+    cfgs = [preempt_config("FGD", 2), preempt_config("Random", 2, 50, 1), "BestFit"]
+    twin, dev = (ts.simulate_batch(nodes, pods, cfgs, [0, 1], backend=b, scenario=sc)
+                 for b in ("numba", "cuda"))
+    assert any(r.preempted is not None and r.preempted.any() for r in twin)
+    for x, y in zip(twin, dev):
+        assert x.node.tolist() == y.node.tolist() and x.gpus == y.gpus
+        assert x.log_t.tolist() == y.log_t.tolist() and x.log_pod.tolist() == y.log_pod.tolist()
+        assert x.log_frag.tolist() == y.log_frag.tolist() and x.why.tolist() == y.why.tolist()
