@@ -1,8 +1,8 @@
 """DefaultPreemption under a scenario's node and Pod steps in the batched
 openb engine, timed: ``openb_preempt``'s preempting workload (the openb
 profile plus DefaultPreemption at postFilter, 30% of the pods at priority
-100) under node steps (a node cordoned and uncordoned, one drained and
-uncordoned, one removed, two added) and Pod steps (GPU-share pods created
+100) under node steps (a node cordoned and uncordoned, one removed, two
+added, one drained near the end, when it holds pods, and uncordoned) and Pod steps (GPU-share pods created
 at the top priority, half of them deleted later), every (policy, seed) run
 in one ``ts.simulate_batch(..., scenario=S)`` call (the CPU twin on numba,
 or cuda) against one ``Simulation`` per run given the scenario in the same
@@ -71,12 +71,12 @@ def scenario(inv, trace) -> dict:
     n = len(names)
     at = lambda f: float(np.floor(f * t))     # noqa: E731
     steps = [{"at": at(0.2), "cordon": names[0]},
-             {"at": at(0.3), "drain": names[min(3, n - 1)]},
+             {"at": at(0.96), "drain": names[min(3, n - 1)]},
              {"at": at(0.4), "removeNodes": [names[min(6, n - 1)]]},
              {"at": at(0.5), "create": _node("added-0", 0, inv)},
              {"at": at(0.5), "create": _node("added-1", min(1, n - 1), inv)},
              {"at": at(0.6), "uncordon": names[0]},
-             {"at": at(0.7), "uncordon": names[min(3, n - 1)]}]
+             {"at": at(0.98), "uncordon": names[min(3, n - 1)]}]
     for k in range(CREATED):
         steps.append({"at": at(0.25 + 0.05 * k), "create": _pod(f"made-{k}", 500)})
         if k % 2:
