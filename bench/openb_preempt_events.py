@@ -2,8 +2,9 @@
 openb engine, timed: ``openb_preempt``'s preempting workload (the openb
 profile plus DefaultPreemption at postFilter, 30% of the pods at priority
 100) under node steps (a node cordoned and uncordoned, one removed, two
-added, one drained near the end, when it holds pods, and uncordoned) and Pod steps (GPU-share pods created
-at the top priority, half of them deleted later), every (policy, seed) run
+added, one drained near the end, when it holds pods, and uncordoned) and
+Pod steps (GPU-share pods created at the top priority, half of them
+deleted later), every (policy, seed) run
 in one ``ts.simulate_batch(..., scenario=S)`` call (the CPU twin on numba,
 or cuda) against one ``Simulation`` per run given the scenario in the same
 process, with whether each run's placements (node by name), GPU indices,

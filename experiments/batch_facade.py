@@ -52,7 +52,7 @@ from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.batch_sim import BatchInputError, BatchProfileError
 
 from . import sweep_local
-from .sweep_openb_events import EV_ADD, OpenbPlan, openb_event_runs, plan_openb
+from .sweep_openb_events import EV_ADD, OpenbPlan, openb_event_runs, plan_openb, preempt_deletes
 
 __all__ = ["OpenbEventRun", "simulate_batch", "simulate_openb_scenario"]
 
@@ -158,7 +158,10 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         mine = [g.workload(tw, t) for g, tw, t in zip(got, tws, trs)]
         if any(cf.preempt is not None for cf in cfgs):
             for tw, made in mine:
-                _check_deletes(sc, plan, tw, made)
+                try:
+                    preempt_deletes(sc, plan, tw, made)
+                except ProbeRefusal as exc:
+                    raise BatchProfileError(f"scenario: {exc}") from None
         wide = _with_models(inv, plan)
         try:
             for tw, _m in mine:
@@ -190,25 +193,6 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                 res.preempted = res.why == WHY_PREEMPTED
             out.append(res)
     return out
-
-
-def _check_deletes(sc: Scenario, plan: OpenbPlan, tw, made: np.ndarray) -> None:
-    """With DefaultPreemption: a Pod delete of a created pod that a pod of
-    the run (``tw``, the created pods at rows ``made``) outranks is
-    refused naming the step (module doc)."""
-    prio = np.asarray(tw.priority, np.int64)
-    top = int(prio.max(initial=0))
-    index = {f"default/{c.name}": k for k, c in enumerate(plan.created)}
-    for st in sc.steps:
-        if st.kind != "Pod" or st.action != "delete":
-            continue
-        for key in st.names:
-            k = index.get(key)
-            if k is not None and int(prio[made[k]]) < top:
-                raise BatchProfileError(
-                    f"scenario: {st.field} (delete Pod): pod {key} (priority "
-                    f"{int(prio[made[k]])}) may be preempted before it by a pod of priority "
-                    f"{top}; the batched openb engine does not cover it")
 
 
 def _with_models(inv: GpuInventory, plan: OpenbPlan) -> GpuInventory:

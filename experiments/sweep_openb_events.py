@@ -525,6 +525,27 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                      ranks, rank_problem, created)
 
 
+
+def preempt_deletes(scenario, plan: OpenbPlan, tw: TraceWorkload, made: np.ndarray) -> None:
+    """Where a run preempts: a Pod delete of a created pod that a pod of the
+    run (``tw``, the created pods at rows ``made``: ``OpenbPlan.workload``)
+    outranks is refused naming the step (``BatchProfileError``): it may be
+    preempted before the step, the Simulation's NotFound, known only as it
+    runs."""
+    prio = np.asarray(tw.priority, np.int64)
+    top = int(prio.max(initial=0))
+    index = {f"default/{c.name}": k for k, c in enumerate(plan.created)}
+    for st in scenario.steps:
+        if st.kind != "Pod" or st.action != "delete":
+            continue
+        for key in st.names:
+            k = index.get(key)
+            if k is not None and int(prio[made[k]]) < top:
+                raise refuse(f"{st.field} (delete Pod)", f"pod {key} (priority "
+                             f"{int(prio[made[k]])}) may be preempted before it by a pod of "
+                             f"priority {top}")
+
+
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
                      backend: str = "numba", workers: int | None = None,
                      max_unsched: float = DEFAULT_MAX_UNSCHED,

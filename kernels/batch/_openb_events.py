@@ -42,6 +42,14 @@ the node when it is added (``first_static`` at the start).
 Fragmentation: the Simulation's ``GpuTracker`` sums the live rows' values
 in row order with ``numpy.sum`` (``live_frag``: the same pairwise tree
 over the live rows gathered).
+
+DefaultPreemption (a run's flag ``pre``; ``_gpu_preempt``'s nominated-pod
+overlay, victim search and pick, compiled beneath this module): a failed
+pod's candidates are the live, schedulable rows (``potential_rows``;
+``post_filter_rows`` visits them from the seeded offset of their number),
+the victims leave at once (``evict_victims``), a Pod/Delete for the pool,
+the preemptor goes back with a move request; a node's deletion ends the
+nominations to it, a cordon keeps them.
 """
 
 # ruff: noqa: F821

@@ -23,8 +23,8 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
                    n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
                    policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
                    max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank, pct, least,
-                   prio, krank, gpu_slots, out_node, out_gmask, out_bind, out_tries, out_why, log_t, log_pod, log_frag,
-                   n_log, frag0, end):
+                   prio, krank, gpu_slots, out_node, out_gmask, out_bind, out_tries, out_why,
+                   log_t, log_pod, log_frag, n_log, frag0, end):
     """Run b: workload ``run_workload[b]``, its pods ``ev_off[b]`` ..
     ``+ ev_len[b]``, its log from ``2 * ev_off[b] + b * E``
     (``2 * ev_len[b] + E`` entries); ``row0`` [N] each local row's

@@ -10,8 +10,10 @@ A call's runs share one cluster and its node events (``NodeEvents``);
 their pods, policies and seeds are a ``BatchArrays``' (its node sets are
 not read: the rows are ``NodeEvents``'), each run's static scores of the
 universe's nodes (OpenbTieRank: ``u_static`` [B, U]) and the pods the
-scenario creates (``made`` [B, K]: their rows among the run's pods).
-``run_openb_events`` answers ``EventOutputs``.
+scenario creates (``made`` [B, K]: their rows among the run's pods),
+DefaultPreemption's inputs where runs preempt (``BatchPreempt``: the same
+compiled function, a flag per run).  ``run_openb_events`` answers
+``EventOutputs``.
 """
 
 from __future__ import annotations
