@@ -118,6 +118,7 @@ from tensorsched.kernels.batch.openb_events import (
     WHY_DELETED,
     WHY_EVICTED,
     WHY_POD_DELETED,
+    WHY_PREEMPTED,
     NodeEvents,
     run_openb_events,
 )
@@ -622,7 +623,8 @@ def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: floa
     lat = (bind[on] - arrival[on]).tolist()
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(out.tries[o:o + p].sum()) - scheduled,
-           "preemptions": 0, "departed": int((on & (leaves | timed) & stayed).sum()),
+           "preemptions": int((why == WHY_PREEMPTED).sum()),
+           "departed": int((on & (leaves | timed) & stayed).sum()),
            "deleted": int((~on & leaves & stayed).sum())
            + int(((why == WHY_DELETED) | (why == WHY_POD_DELETED)).sum()),
            "evicted": int((why == WHY_EVICTED).sum()),
@@ -685,7 +687,8 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
     A policy: ``simulate_run.choose_config``'s ``openb_config(policy, the
     trace's typical pods)``, GpuShareScore alone.  A ``--config``: one
     ``batch_sim.batch_config`` takes (the openb profile up to the two
-    score weights, the policy and the backoff; DefaultPreemption refused),
+    score weights, the policy and the backoff; DefaultPreemption taken,
+    its arguments ``job_preempt``'s),
     its profile the default scheduler's, GpuShareScore's ``typicalPods``
     absent (but under FGD, which then learns them from the pods it
     scores) or the trace's own (``simulate_run.typical_of``), and no
@@ -703,7 +706,7 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
         if isinstance(args, dict) and entry.get("name") == NAME_SCORE and "typicalPods" in args:
             given.append(args.pop("typicalPods"))
     try:
-        bc = batch_config(cfg, job.config)
+        bc = batch_config(cfg, job.config, preemption=True)
         if given:
             own = decode_score_args({"typicalPods": inputs[("typical", job.trace)]}, "")
             if any(decode_score_args({"typicalPods": g}, "").typical_pods != own.typical_pods
@@ -711,9 +714,23 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
                 return None
     except (TensorschedError, ValueError):
         return None
-    if bc.tie_weight or bc.preempt is not None or (bc.policy == "FGD" and not given):
+    if bc.tie_weight or (bc.policy == "FGD" and not given):
         return None
     return bc.policy, (bc.gpu_weight, 0), tuple(bc.backoff)
+
+
+def job_preempt(job, inputs: dict) -> tuple | None:
+    """DefaultPreemption's (minCandidateNodesPercentage,
+    minCandidateNodesAbsolute) of a job ``job_profile`` takes, None
+    without it (GpuShareScore's ``typicalPods`` not read: ``job_profile``
+    checked them)."""
+    if not job.config:
+        return None
+    cfg = copy.deepcopy(inputs[("config", job.config)])
+    for entry in cfg["profiles"][0].get("pluginConfig") or []:
+        if isinstance(entry, dict) and entry.get("name") == NAME_SCORE:
+            (entry.get("args") or {}).pop("typicalPods", None)
+    return batch_config(cfg, job.config, preemption=True).preempt
 
 
 def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload_of_trace,
@@ -762,11 +779,15 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         mine = [profiles[(jobs[i].config, jobs[i].policy, jobs[i].trace)] for i in idx]
         runs = [(traces.index(jobs[i].trace), prof[0], jobs[i].seed)
                 for i, prof in zip(idx, mine)]
+        pre = [job_preempt(jobs[i], inputs) for i in idx]
         try:
+            if any(x is not None for x in pre):
+                for tw, m in wide:
+                    preempt_deletes(scenario, plan, tw, m)
             a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
                                       workers, backoff=backoff,
                                       weights=[prof[1] for prof in mine],
-                                      made=[m for _tw, m in wide])
+                                      made=[m for _tw, m in wide], preempt=pre)
         except (ValueError, OSError, TensorschedError):
             rest.extend(idx)                # the per-job path says why
             continue
