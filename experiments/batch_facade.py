@@ -19,6 +19,15 @@ arrival order, at one time the created first); its Pod deletes delete
 them.  What ``sweep_openb_events.plan_openb`` refuses raises its
 ``BatchProfileError`` before any run; ``ts.Simulation`` runs it per
 cluster.
+
+A config with DefaultPreemption at postFilter (``batch_config``'s
+``preemption``) runs here too: the node-event engine's cluster function
+preempts for it (``_openb_events``: candidates among the live,
+schedulable nodes; a deleted node ends its nominations), its victims'
+``why`` ``WHY_PREEMPTED`` and ``preempted`` [P] set.  Refused then by the
+step's field: a Pod delete of a created pod some pod of the run outranks
+(it may be preempted before the step: the Simulation's NotFound, known
+only as it runs).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from tensorsched.framework.capacity.batch_probe import BatchProfileError as Prob
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
+from tensorsched.kernels.batch.openb_events import WHY_PREEMPTED
 from tensorsched.topology.gpu import GpuInventory
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import batch_sim as BS
@@ -42,7 +52,7 @@ from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.batch_sim import BatchInputError, BatchProfileError
 
 from . import sweep_local
-from .sweep_openb_events import EV_ADD, OpenbPlan, openb_event_runs, plan_openb
+from .sweep_openb_events import EV_ADD, OpenbPlan, openb_event_runs, plan_openb, preempt_deletes
 
 __all__ = ["OpenbEventRun", "simulate_batch", "simulate_openb_scenario"]
 
@@ -114,7 +124,8 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                          "cluster on numpy)")
     clusters = [BS._cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
     trs = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
-    cfgs = [BS.batch_config(x, f"configs[{i}]") for i, x in enumerate(_as_list(configs))]
+    cfgs = [BS.batch_config(x, f"configs[{i}]", preemption=True)
+            for i, x in enumerate(_as_list(configs))]
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
@@ -145,6 +156,12 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                                     "does not cover it")
         # each trace's pods with the scenario's created ones among them
         mine = [g.workload(tw, t) for g, tw, t in zip(got, tws, trs)]
+        if any(cf.preempt is not None for cf in cfgs):
+            for tw, made in mine:
+                try:
+                    preempt_deletes(sc, plan, tw, made)
+                except ProbeRefusal as exc:
+                    raise BatchProfileError(f"scenario: {exc}") from None
         wide = _with_models(inv, plan)
         try:
             for tw, _m in mine:
@@ -165,12 +182,15 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         t0 = time.perf_counter()
         a, ev = openb_event_runs(inv, plans[c], [tw for tw, _m in pods[c]], jobs, backend,
                                  workers, max_unsched, cfgs[0].backoff, weights=weights,
-                                 made=[m for _tw, m in pods[c]])
+                                 made=[m for _tw, m in pods[c]],
+                                 preempt=[cfgs[k].preempt for _c, _t, k, _s in mine])
         each = (time.perf_counter() - t0) / len(mine)
         for b, (_c, t, k, s) in enumerate(mine):
             res = _result(a, ev, b, plans[c], pods[c][t][0].pods, (c, t, cfgs[k].policy, int(s)),
                           each)
             res.config = k
+            if cfgs[k].preempt is not None:
+                res.preempted = res.why == WHY_PREEMPTED
             out.append(res)
     return out
 

@@ -95,7 +95,7 @@ from .results import (
 )
 from .sweep_batch import MIB, simulate_row, time_mean
 from .sweep_local import agenda_spans, batched_local, samples_follow
-from .sweep_openb_events import batched_openb_events, job_profile, policy_weights
+from .sweep_openb_events import batched_openb_events, job_preempt, job_profile, policy_weights
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
            "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
@@ -485,13 +485,17 @@ def batchable(job: Job, inputs: dict) -> bool:
     ``sweep_openb_events.job_profile`` takes: OpenbTieRank too), a trace
     asking for GPUs whose columns the engine takes (``trace_workload``:
     an openb pod CSV, or a generic trace of those columns and
-    ``duration``), no scenario, no ``until``, numba or cuda."""
+    ``duration``), no scenario, no ``until``, numba or cuda, no
+    DefaultPreemption (``sweep_batch.simulate_row`` counts no preemptions:
+    such a job runs per job, or under a scenario on the node-event
+    engine)."""
     return (job.kind == "simulate" and job.batch and job.backend in BATCH_BACKENDS
             and bool(job.nodes) and not job.scenario and job.until is None
             and inputs.get(("typical", job.trace)) is not None
             and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES
             and _workload(job.trace, inputs) is not None
-            and _profile(job, inputs) is not None)
+            and _profile(job, inputs) is not None
+            and job_preempt(job, inputs) is None)
 
 
 def _profile(job: Job, inputs: dict):

@@ -119,6 +119,7 @@ from tensorsched.kernels.batch.openb_events import (
     WHY_DELETED,
     WHY_EVICTED,
     WHY_POD_DELETED,
+    WHY_PREEMPTED,
     NodeEvents,
     run_openb_events,
 )
@@ -138,6 +139,7 @@ from tensorsched.topology.openb.batch import (
     DEFAULT_MAX_UNSCHED,
     TraceWorkload,
     default_weights,
+    preempt_arrays,
     tie_of,
     trace_arrays,
     workload_of,
@@ -255,7 +257,8 @@ def merged(tw: TraceWorkload, created: list, keys: list | None) -> tuple:
                         col(tw.departure, np.full(k, np.inf), np.float64),
                         typical=tw.typical if tw.typical is not None else T.typical_of(pods),
                         duration=col(tw.duration, [c.duration for c in created], np.float64),
-                        rank=rank)
+                        rank=rank, priority=col(tw.priority, [-c.key[0] for c in created],
+                                                np.int64))
     return out, made
 
 
@@ -525,11 +528,32 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                      ranks, rank_problem, created)
 
 
+
+def preempt_deletes(scenario, plan: OpenbPlan, tw: TraceWorkload, made: np.ndarray) -> None:
+    """Where a run preempts: a Pod delete of a created pod that a pod of the
+    run (``tw``, the created pods at rows ``made``: ``OpenbPlan.workload``)
+    outranks is refused naming the step (``BatchProfileError``): it may be
+    preempted before the step, the Simulation's NotFound, known only as it
+    runs."""
+    prio = np.asarray(tw.priority, np.int64)
+    top = int(prio.max(initial=0))
+    index = {f"default/{c.name}": k for k, c in enumerate(plan.created)}
+    for st in scenario.steps:
+        if st.kind != "Pod" or st.action != "delete":
+            continue
+        for key in st.names:
+            k = index.get(key)
+            if k is not None and int(prio[made[k]]) < top:
+                raise refuse(f"{st.field} (delete Pod)", f"pod {key} (priority "
+                             f"{int(prio[made[k]])}) may be preempted before it by a pod of "
+                             f"priority {top}")
+
+
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
                      backend: str = "numba", workers: int | None = None,
                      max_unsched: float = DEFAULT_MAX_UNSCHED,
                      backoff: tuple = (1.0, 10.0), weights: list | None = None,
-                     made: list | None = None) -> tuple:
+                     made: list | None = None, preempt: list | None = None) -> tuple:
     """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
     seed): an index into ``workloads``, ``TraceWorkload``s, with the pods
     the scenario creates among their rows: ``OpenbPlan.workload``) on
@@ -538,7 +562,10 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     default (1, 0): GpuShareScore alone; the node list's ranks
     ``batch.tie_of(n, seed)``, an added node's its label), ``made`` per
     workload the rows of the created pods (``OpenbPlan.workload``'s),
-    ``backend`` numba or cuda."""
+    ``backend`` numba or cuda; ``preempt`` per job DefaultPreemption's
+    (minCandidateNodesPercentage, minCandidateNodesAbsolute) or None
+    (default: no job preempts; the workloads' ``priority`` is what it
+    compares)."""
     weights = weights or [(1, 0)] * len(jobs)
     if len(weights) != len(jobs):
         raise ValueError(f"weights: {len(weights)} for {len(jobs)} jobs")
@@ -569,10 +596,12 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     for b, (t, _p, _s) in enumerate(jobs):
         if k:
             rows[b] = made[t]
+    pre = preempt_arrays(wls, key, [(0, t, p, s) for t, p, s in jobs], preempt, a)
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
-        return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows)
-    return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows)
+        return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows, pre)
+    return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows,
+                               preempt=pre)
 
 
 def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: float,
@@ -596,7 +625,8 @@ def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: floa
     lat = (bind[on] - arrival[on]).tolist()
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(out.tries[o:o + p].sum()) - scheduled,
-           "preemptions": 0, "departed": int((on & (leaves | timed) & stayed).sum()),
+           "preemptions": int((why == WHY_PREEMPTED).sum()),
+           "departed": int((on & (leaves | timed) & stayed).sum()),
            "deleted": int((~on & leaves & stayed).sum())
            + int(((why == WHY_DELETED) | (why == WHY_POD_DELETED)).sum()),
            "evicted": int((why == WHY_EVICTED).sum()),
@@ -671,12 +701,12 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
     the experiment's (``policy_weights``).  A ``--config``: one
     ``batch_sim.batch_config`` takes (the openb profile up to the two
     score weights, OpenbTieRank's too, the policy and the backoff;
-    DefaultPreemption refused), its profile the default scheduler's,
-    GpuShareScore's ``typicalPods`` absent (but under FGD, which then
-    learns them from the pods it scores) or the trace's own
-    (``simulate_run.typical_of``).  With OpenbTieRank scoring, the sweep's
-    Simulation labels the node list's nodes ``batch.tie_of(n, seed)``, as
-    the kernel ranks them."""
+    DefaultPreemption taken, its arguments ``job_preempt``'s), its profile
+    the default scheduler's, GpuShareScore's ``typicalPods`` absent (but
+    under FGD, which then learns them from the pods it scores) or the
+    trace's own (``simulate_run.typical_of``).  With OpenbTieRank scoring,
+    the sweep's Simulation labels the node list's nodes
+    ``batch.tie_of(n, seed)``, as the kernel ranks them."""
     if not job.config:
         policy = job.policy or default_policy
         return policy, policy_weights(job, inputs, default_policy), SWEEP_BACKOFF
@@ -691,7 +721,7 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
         if isinstance(args, dict) and entry.get("name") == NAME_SCORE and "typicalPods" in args:
             given.append(args.pop("typicalPods"))
     try:
-        bc = batch_config(cfg, job.config)
+        bc = batch_config(cfg, job.config, preemption=True)
         if given:
             own = decode_score_args({"typicalPods": inputs[("typical", job.trace)]}, "")
             if any(decode_score_args({"typicalPods": g}, "").typical_pods != own.typical_pods
@@ -699,9 +729,23 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
                 return None
     except (TensorschedError, ValueError):
         return None
-    if bc.preempt is not None or (bc.policy == "FGD" and not given):
+    if bc.policy == "FGD" and not given:
         return None
     return bc.policy, (bc.gpu_weight, bc.tie_weight), tuple(bc.backoff)
+
+
+def job_preempt(job, inputs: dict) -> tuple | None:
+    """DefaultPreemption's (minCandidateNodesPercentage,
+    minCandidateNodesAbsolute) of a job ``job_profile`` takes, None
+    without it (GpuShareScore's ``typicalPods`` not read: ``job_profile``
+    checked them)."""
+    if not job.config:
+        return None
+    cfg = copy.deepcopy(inputs[("config", job.config)])
+    for entry in cfg["profiles"][0].get("pluginConfig") or []:
+        if isinstance(entry, dict) and entry.get("name") == NAME_SCORE:
+            (entry.get("args") or {}).pop("typicalPods", None)
+    return batch_config(cfg, job.config, preemption=True).preempt
 
 
 def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload_of_trace,
@@ -751,11 +795,15 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
                 for i in idx]
         runs = [(traces.index(jobs[i].trace), prof[0], jobs[i].seed)
                 for i, prof in zip(idx, mine)]
+        pre = [job_preempt(jobs[i], inputs) for i in idx]
         try:
+            if any(x is not None for x in pre):
+                for tw, m in wide:
+                    preempt_deletes(scenario, plan, tw, m)
             a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
                                       workers, backoff=backoff,
                                       weights=[prof[1] for prof in mine],
-                                      made=[m for _tw, m in wide])
+                                      made=[m for _tw, m in wide], preempt=pre)
         except (ValueError, OSError, TensorschedError):
             rest.extend(idx)                # the per-job path says why
             continue

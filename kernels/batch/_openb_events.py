@@ -42,6 +42,14 @@ the node when it is added (``first_static`` at the start).
 Fragmentation: the Simulation's ``GpuTracker`` sums the live rows' values
 in row order with ``numpy.sum`` (``live_frag``: the same pairwise tree
 over the live rows gathered).
+
+DefaultPreemption (a run's flag ``pre``; ``_gpu_preempt``'s nominated-pod
+overlay, victim search and pick, compiled beneath this module): a failed
+pod's candidates are the live, schedulable rows (``potential_rows``;
+``post_filter_rows`` visits them from the seeded offset of their number),
+the victims leave at once (``evict_victims``), a Pod/Delete for the pool,
+the preemptor goes back with a move request; a node's deletion ends the
+nominations to it, a cordon keeps them.
 """
 
 # ruff: noqa: F821
@@ -70,6 +78,13 @@ EV_POD_DELETE = 4
 WHY_DELETED = 1
 WHY_EVICTED = 2
 WHY_POD_DELETED = 3     # deleted by a scenario's step (not with its node)
+WHY_PREEMPTED = 4       # a victim of DefaultPreemption
+W_NOM = 0               # ``_gpu_preempt``'s pw columns: nominated node, search lists
+W_NXT = 3
+W_CUR = 4
+W_VOUT = 5
+N_HEAD = 0              # ``_gpu_preempt``'s nw column: a node's lower-priority pods
+S_STATS = 8             # ``_gpu_preempt``'s ps slots: a node's statistics, the best's after
 BLOCKED = 1 << 40       # pod slots a row that is absent or cordoned lacks
 PW_BLOCK = 128          # numpy's pairwise block (``pairwise``)
 PW_LANES = 8
@@ -172,6 +187,105 @@ def first_static(row0, u_static, static_total):
         static_total[i] = u_static[x] if x >= 0 else 0
 
 
+def potential_rows(n, live, cordoned, pot):
+    """The rows where preemption might help, in row order, into ``pot``
+    [N]; how many: the live, schedulable ones (on a cordoned or tainted
+    row NodeUnschedulable / TaintToleration reject the pod as
+    UnschedulableAndUnresolvable; NodeResourcesFit and GpuShareFit never
+    do)."""
+    m = 0
+    for i in range(n):
+        if live[i] != 0 and cordoned[i] == 0:
+            pot[m] = i
+            m += 1
+    return m
+
+
+def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
+                     mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                     gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
+    """``_gpu_preempt.post_filter_gpu`` over the potential rows ``pot[:npot]``
+    (``potential_rows``) instead of every row: numCandidates and the seeded
+    offset of their number, the visit from that position wrapping around;
+    the node to nominate (-1 none), its victims ``pw[:nv, W_VOUT]``, ``nv``
+    in ``ps[S_STATS + 5]``."""
+    pj = prio[j]
+    for i in range(n):
+        nw[i, N_HEAD] = -1
+    low = 0
+    for k in range(pw.shape[0]):
+        if pst[k] == P_BOUND and prio[k] < pj:
+            i = out_node[k]
+            pw[k, W_NXT] = nw[i, N_HEAD]
+            nw[i, N_HEAD] = k
+            low += 1
+    if low == 0 or npot == 0:
+        return -1
+    cap = npot * pct // 100
+    if cap < least:
+        cap = least
+    if cap > npot:
+        cap = npot
+    off = gpu_offset(seed_mix, attempt, npot)
+    found = 0
+    best = -1
+    for t in range(npot):
+        q = off + t
+        if q >= npot:
+            q -= npot
+        i = pot[q]
+        nv = victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem,
+                            c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
+                            mem_left, pods_left, pw, nw, ps)
+        if nv == 0:
+            continue
+        found += 1
+        if found > cap:
+            break
+        b = S_STATS
+        if best < 0 or ps[b] < ps[b + 3] or (ps[b] == ps[b + 3] and (
+                ps[b + 1] < ps[b + 4] or (ps[b + 1] == ps[b + 4] and nv < ps[b + 5]))):
+            best = i
+            for s in range(3):
+                ps[b + 3 + s] = ps[b + s]
+            for a in range(nv):
+                pw[a, W_VOUT] = pw[a, W_CUR]
+        if found >= cap:
+            break
+    return best
+
+
+def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli, prio, gmask,
+                  gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                  version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, fbuf, s_lo, s_m,
+                  s_st, s_v, log_t, log_pod, log_frag, out_why, pst, pw, nw, ps):
+    """``post_filter_rows`` chose ``target`` for pod ``j``: nominated there
+    (lower-priority nominations there end), the victims evicted in order
+    (``out_why`` ``WHY_PREEMPTED``, each logged at ``now`` with the live
+    rows' fragmentation after it, from log row ``m``); returns the log
+    rows used so far.  The queue's moves are the caller's."""
+    pj = prio[j]
+    for k in range(pw.shape[0]):
+        if pw[k, W_NOM] == target and k != j and prio[k] < pj:
+            nom_delete(k, pw, nw, ps)
+    nom_add(j, target, pw, nw, ps)
+    for a in range(ps[S_STATS + 5]):
+        v = pw[a, W_VOUT]
+        c = cls[v]
+        release(target, gmask[v], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
+                cpu_left, mem_left, pods_left, aff, node_ver, version)
+        taken_off(v, target, gmask[v], ps)
+        pst[v] = P_GONE
+        out_why[v] = WHY_PREEMPTED
+        nfrag[target] = node_frag_of(target, gpu_count, model, gpu_left, cpu_left, tp_cpu,
+                                     tp_num, tp_milli, tp_mask, tp_freq)
+        log_t[m] = now
+        log_pod[m] = -1 - v
+        log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+        m += 1
+    return m
+
+
 def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
                        u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                        ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
@@ -184,7 +298,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                        gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                        cache_score, cache_gpu, cache_ver, work, gidx, nfrag, feas, fbuf,
                        s_lo, s_m, s_st, s_v,
-                       qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask):
+                       qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
+                       pre, pct, least, prio, krank, pw, nw, ps, pot, kord):
     """One cluster (module doc): rows 0..n-1 with their first node's
     columns (``gpu_count`` .. ``pods_cap`` [N], updated as nodes are
     added), ``live`` / ``cordoned`` [N] int8 at the start (updated); the
@@ -196,7 +311,22 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     ``rank``, ``pmask`` [P] each failed pod's interest bits), plus
     ``out_why`` [P]; the change log (``log_*`` [2P + E]) also holds each
     node event, ``log_pod`` = P + e, after the pods it freed.  The rest:
-    scratch as ``_cluster`` names it, ``fbuf`` [N], ``s_*`` [64]."""
+    scratch as ``_cluster`` names it, ``fbuf`` [N], ``s_*`` [64].
+
+    ``pre`` nonzero: DefaultPreemption (``_gpu_preempt``'s rules;
+    minCandidateNodesPercentage ``pct``, minCandidateNodesAbsolute
+    ``least``, per pod ``prio`` its priority, ``krank`` its key's rank; a
+    victim's ``out_why`` ``WHY_PREEMPTED``, its eviction in the log as a
+    departure): the candidates are the live, schedulable rows
+    (``potential_rows``); a node's deletion ends the nominations to it, a
+    cordon keeps them; every pod taken off a node (a departure, a drain, a
+    deletion) is the GPU table's last released; the victims' deletion moves
+    the pool for Pod/Delete and the preemptor goes back as a pod with a
+    move request; a node's pods leave it (a drain, a deletion) in key order
+    (the run's order without preemption: the same changes, and no GPU
+    table's last released to read).  Scratch ``pw`` [P, 7], ``nw`` [N, 3],
+    ``ps`` [16], ``pot`` [N], ``kord`` [P]; 0: none (those arrays may be
+    empty)."""
     p = cls.shape[0]
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
@@ -217,6 +347,10 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         out_why[j] = 0
         pmask[j] = 0
     q_init(qi, qf, pst, patt, pts)
+    if pre != 0:
+        preempt_init(pw, nw, ps, out_why)
+        for j in range(p):
+            kord[krank[j]] = j
     n_live = 0
     for i in range(n):
         if live[i] != 0:
@@ -246,6 +380,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                             gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version)
                     pst[jj] = P_GONE
                     out_why[jj] = WHY_POD_DELETED
+                    if pre != 0:
+                        taken_off(jj, row, out_gmask[jj], ps)
                     nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
                                               tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
                     frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
@@ -292,7 +428,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                            up, hk, hs, hp, rank, ak, pmask)
             else:
                 gone = 0
-                for j in range(p):
+                for t in range(p):
+                    j = kord[t] if pre != 0 else t
                     if pst[j] == P_BOUND and out_node[j] == row:
                         c = cls[j]
                         release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c],
@@ -300,6 +437,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                                 version)
                         pst[j] = P_GONE
                         out_why[j] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
+                        if pre != 0:
+                            taken_off(j, row, out_gmask[j], ps)
                         log_t[m] = now
                         log_pod[m] = -1 - j
                         log_frag[m] = frag          # (the event's entry below follows)
@@ -316,6 +455,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                     live[row] = 0
                     n_live -= 1
                     cordoned[row] = 0
+                    if pre != 0:
+                        # the nominator forgets the nominations to a deleted node
+                        for k in range(p):
+                            if pw[k, W_NOM] == row:
+                                nom_delete(k, pw, nw, ps)
                     bump(row, node_ver, version)
                     move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
                                aq, up, hk, hs, hp, rank, ak, pmask)
@@ -331,13 +475,53 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
             row = out_node[j]
             release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
                     cpu_left, mem_left, pods_left, aff, node_ver, version)
+            if pre != 0:
+                taken_off(j, row, out_gmask[j], ps)
             log_pod[m] = -1 - j
         else:
+            if pre != 0:
+                nominees_on(j, prio, pst, cls, c_cpu, c_mem, c_num, c_milli, gpu_count,
+                            gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
+                            gidx, pw, nw, ps)
             row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap,
                          pods_left, aff, node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c],
                          c_milli[c], c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
                          policy, seed_mix, qi[Q_ATTEMPT], gpu_weight, static_total,
                          cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
+            if pre != 0:
+                target = -1
+                if row < 0:
+                    npot = potential_rows(n, live, cordoned, pot)
+                    target = post_filter_rows(j, n, pot, npot, qi[Q_ATTEMPT], seed_mix, pct,
+                                              least, c_cpu[c], c_mem[c], c_num[c], c_milli[c],
+                                              c_mask[c], prio, krank, pst, out_node, cls, c_cpu,
+                                              c_mem, c_num, c_milli, out_gmask, gpu_count,
+                                              model, gpu_left, cpu_left, mem_left, pods_left,
+                                              pw, nw, ps)
+                nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left,
+                             pods_left, aff, node_ver, version, pw, ps)
+                if target >= 0:
+                    m = evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num,
+                                      c_milli, prio, out_gmask, gpu_count, model, gpu_left,
+                                      cpu_left, mem_left, pods_left, aff, node_ver, version,
+                                      tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, fbuf,
+                                      s_lo, s_m, s_st, s_v, log_t, log_pod, log_frag, out_why,
+                                      pst, pw, nw, ps)
+                    frag = log_frag[m - 1]
+                    # the victims' deletion (Pod/Delete) moved the pool during
+                    # the cycle: the preemptor goes back with a move request
+                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                               aq, up, hk, hs, hp, rank, ak, pmask)
+                    pts[j] = now
+                    move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp,
+                         rank, ak)
+                    continue
+                if row >= 0:
+                    bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left,
+                               mem_left, pods_left, aff, c_cpu, c_mem, c_cpu_nz, c_num,
+                               c_milli, c_mask, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
+                               cache_score[c], cache_gpu[c], cache_ver[c], node_ver, work, pw,
+                               nw, ps)
             if row < 0:
                 q_failed_mask(j, failure_bits(n, live, cordoned, fit_interest, cordon_interest),
                               qi, qf, pst, pts, up, pmask)

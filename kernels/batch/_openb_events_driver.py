@@ -12,6 +12,9 @@ from numba import prange
 
 QI_EV_N = 15    # _queue.QI_EV_N (a compiled namespace holds functions only)
 STACK = 64      # pairwise_sum's stack
+PW_N = 7        # _gpu_preempt's pw columns, nw columns, ps slots
+NW_N = 3
+PS_N = 16
 
 
 def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
@@ -19,16 +22,18 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
                    n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                    n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
                    policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
-                   max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank, gpu_slots,
-                   out_node, out_gmask, out_bind, out_tries, out_why, log_t, log_pod, log_frag,
-                   n_log, frag0, end):
+                   max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank, pct, least,
+                   prio, krank, gpu_slots, out_node, out_gmask, out_bind, out_tries, out_why,
+                   log_t, log_pod, log_frag, n_log, frag0, end):
     """Run b: workload ``run_workload[b]``, its pods ``ev_off[b]`` ..
     ``+ ev_len[b]``, its log from ``2 * ev_off[b] + b * E``
     (``2 * ev_len[b] + E`` entries); ``row0`` [N] each local row's
     universe node at the start (-1 absent), ``cord0`` [N] cordoned then;
     ``u_static`` [B, U] each run's static score of each universe node;
     ``made`` [B, K] the pod index (in the run) of each pod the scenario
-    creates."""
+    creates; ``pct`` / ``least`` [B] each run's DefaultPreemption
+    arguments (``pct`` -1: the run does not preempt), ``prio`` / ``krank``
+    [P] each pod's priority and key rank (empty when no run preempts)."""
     n = row0.shape[0]
     n_ev = ev_t.shape[0]
     for b in prange(run_workload.shape[0]):
@@ -52,6 +57,13 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
         r = max(2 * e, 1)
         rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
         ak = np.empty(r if rank.shape[0] > 0 else 0, np.int64)
+        pre = 1 if pct[b] >= 0 else 0
+        pp = e if pre != 0 else 0
+        pn = n if pre != 0 else 0
+        pr = prio[o:o + pp] if pre != 0 else prio[:0]
+        kr = krank[o:o + pp] if pre != 0 else krank[:0]
+        pw = np.empty((pp, PW_N), np.int64)
+        nw = np.empty((pn, NW_N), np.int64)
         run_events_cluster(
             n, gc, md, cc, mc, pc, live, cord, u_gpu_count, u_model, u_cpu_cap, u_mem_cap,
             u_pods_cap, ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
@@ -75,4 +87,6 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
-            np.empty(e, np.int64), ak, np.empty(e, np.int64))
+            np.empty(e, np.int64), ak, np.empty(e, np.int64),
+            pre, pct[b], least[b], pr, kr, pw, nw, np.empty(PS_N, np.int64),
+            np.empty(n, np.int64), np.empty(pp, np.int64))

@@ -10,8 +10,10 @@ A call's runs share one cluster and its node events (``NodeEvents``);
 their pods, policies and seeds are a ``BatchArrays``' (its node sets are
 not read: the rows are ``NodeEvents``'), each run's static scores of the
 universe's nodes (OpenbTieRank: ``u_static`` [B, U]) and the pods the
-scenario creates (``made`` [B, K]: their rows among the run's pods).
-``run_openb_events`` answers ``EventOutputs``.
+scenario creates (``made`` [B, K]: their rows among the run's pods),
+DefaultPreemption's inputs where runs preempt (``BatchPreempt``: the same
+compiled function, a flag per run).  ``run_openb_events`` answers
+``EventOutputs``.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _openb_events, _openb_events_driver
+from . import _gpu_preempt, _openb_events, _openb_events_driver
 from .arrays import MAX_GPUS, BatchArrays
 from .cpu import env_ns, run_by_run
+from .preempt_arrays import BatchPreempt
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_openb_events.EV_ADD, _openb_events.EV_UPDATE,
                                           _openb_events.EV_EVICT, _openb_events.EV_DELETE)
@@ -33,11 +36,17 @@ EV_POD_DELETE = _openb_events.EV_POD_DELETE
 EV_KINDS = (EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE, EV_POD_DELETE)
 WHY_DELETED, WHY_EVICTED = _openb_events.WHY_DELETED, _openb_events.WHY_EVICTED
 WHY_POD_DELETED = _openb_events.WHY_POD_DELETED
+WHY_PREEMPTED = _openb_events.WHY_PREEMPTED
 I_POD_DELETE, I_NODE_ADD, I_NODE_UPDATE, I_NODE_DELETE = (
     _openb_events.I_POD_DELETE, _openb_events.I_NODE_ADD, _openb_events.I_NODE_UPDATE,
     _openb_events.I_NODE_DELETE)
 
-_events_ns = compile_module(_openb_events, njit, base=env_ns, options={"nogil": True},
+# DefaultPreemption's rules (the source and options ``cpu`` compiles them
+# with: one cache entry), under the node events' cluster function (off
+# per run by a flag: one compiled variant)
+_preempt_ns = compile_module(_gpu_preempt, njit, base=env_ns, options={"nogil": True},
+                             cache=True)
+_events_ns = compile_module(_openb_events, njit, base=_preempt_ns, options={"nogil": True},
                             cache=True)
 _run_all = compile_module(_openb_events_driver, njit, base=_events_ns,
                           options={"nogil": True, "parallel": True}, cache=True)["run_events_all"]
@@ -134,7 +143,8 @@ class EventOutputs(NamedTuple):
     """Per pod (``BatchArrays``' events): ``node`` (local row, -1 never),
     ``gmask`` (its GPUs, bit g = GPU g), ``bind`` (seconds, NaN never),
     ``tries``, ``why`` (0, or how it left with its node: ``WHY_DELETED``,
-    ``WHY_EVICTED``; or by a scenario's delete: ``WHY_POD_DELETED``); per
+    ``WHY_EVICTED``; by a scenario's delete: ``WHY_POD_DELETED``;
+    preempted: ``WHY_PREEMPTED``); per
     run b its change log from ``2 * ev_off[b] + b * E``, ``n_log[b]``
     entries: ``log_t`` (seconds), ``log_pod`` (k bound, -1 - k left, P + e
     event e, after the pods it freed; P the run's pods), ``log_frag`` (GPU
@@ -194,31 +204,37 @@ def run_scenario(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None,
 
 
 def run_inputs(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
-               made: np.ndarray | None = None) -> tuple:
-    """The arguments both forms take before the outputs (``run_scenario``)."""
+               made: np.ndarray | None = None, preempt: BatchPreempt | None = None) -> tuple:
+    """The arguments both forms take before the outputs (``run_scenario``;
+    ``preempt`` None: no run preempts), checked."""
     f64 = np.float64
     st, mk = run_scenario(a, ev, u_static, made)
+    pre = BatchPreempt.off(a.n_runs) if preempt is None else preempt
+    pre.check(a.n_runs, a.cls.shape[0])
     return (*ev.i64(), a.n_classes, a.c_cpu, a.c_mem, a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask,
             a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli, a.tp_mask, a.tp_freq, a.run_workload,
             a.policy, a.sel, a.seed_mix.astype(np.uint64), a.gpu_weight, st, mk,
             a.backoff0.astype(f64), a.backoff_max.astype(f64), a.max_unsched.astype(f64),
             a.ev_off, a.ev_len, a.cls, a.u, a.arrive.astype(f64), a.depart.astype(f64),
-            a.duration.astype(f64), a.rank.astype(np.int64))
+            a.duration.astype(f64), a.rank.astype(np.int64), *pre.inputs())
 
 
 def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None,
                      u_static: np.ndarray | None = None,
-                     made: np.ndarray | None = None) -> EventOutputs:
+                     made: np.ndarray | None = None,
+                     preempt: BatchPreempt | None = None) -> EventOutputs:
     """Every run of ``a`` (its pods, policy, seed; checked first) on the
     cluster and node events ``ev``, on ``threads`` cores (default:
     Numba's); ``u_static`` [B, U] each run's static score of each
     universe node (OpenbTieRank's weight times the node's rank; None:
     zeros); ``made`` [B, K] each run's pod index of the k-th pod the
-    scenario creates (None: none)."""
+    scenario creates (None: none); ``preempt`` DefaultPreemption's inputs
+    (``preempt_arrays.BatchPreempt``; None: no run preempts; a victim's
+    ``why`` ``WHY_PREEMPTED``)."""
     a.check()
     ev.check()
     out = EventOutputs.empty(a.cls.shape[0], a.n_runs, ev.n_events)
-    inputs = run_inputs(a, ev, u_static, made)
+    inputs = run_inputs(a, ev, u_static, made, preempt)
     with run_by_run(threads):
         _run_all(*inputs, ev.gpu_slots(), *out)
     return out
@@ -238,6 +254,7 @@ __all__ = [
     "WHY_DELETED",
     "WHY_EVICTED",
     "WHY_POD_DELETED",
+    "WHY_PREEMPTED",
     "EventOutputs",
     "NodeEvents",
     "run_inputs",

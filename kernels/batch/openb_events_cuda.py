@@ -25,18 +25,23 @@ from numba import cuda, float64, int64
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _env, _openb_events, _queue
+from . import _env, _gpu_preempt, _openb_events, _queue
 from .arrays import BatchArrays
 from .cuda import device_rules
 from .openb_events import EventOutputs, NodeEvents, run_inputs, run_scenario
+from .preempt_arrays import BatchPreempt
 
 AFF_TAGS = 18
 MAX_GPUS = 16
 STACK = 64          # pairwise_sum's stack
+PW_N = 7            # _gpu_preempt's pw columns, nw columns, ps slots
+NW_N = 3
+PS_N = 16
 THREADS = 32        # runs per block
 
 _env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_rules)
-_ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_env_ns)
+_pre_ns = compile_module(_gpu_preempt, lambda f: cuda.jit(f, device=True), base=_env_ns)
+_ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_pre_ns)
 _run_cluster = _ev_ns["run_events_cluster"]
 _first_nodes = _ev_ns["first_nodes"]
 _first_static = _ev_ns["first_static"]
@@ -49,13 +54,13 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
             policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
             max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank,
-            out_node, out_gmask, out_bind, out_tries, out_why, log_t, log_pod, log_frag,
-            n_log, frag0, end,
+            pct, least, prio, krank, out_node, out_gmask, out_bind, out_tries, out_why, log_t,
+            log_pod, log_frag, n_log, frag0, end,
             gc_all, md_all, cc_all, mc_all, pc_all, live_all, cord_all, static_all,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cs_all, cg_all, cv_all, nfrag_all, feas_all, fbuf_all, qi_all, qf_all,
             pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
-            dp_all, ak_all, pmask_all):
+            dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, kord_all):
     b = cuda.grid(1)
     if b >= run_workload.shape[0]:
         return
@@ -86,6 +91,10 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     r2 = 2 * o
     rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
     ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
+    pre = 1 if pct[b] >= 0 else 0
+    pp = e if pre != 0 else 0
+    pr = prio[o:o + pp]
+    kr = krank[o:o + pp]
     _run_cluster(
         n, gc, md, cc, mc, pc, live, cord, u_gpu_count, u_model, u_cpu_cap, u_mem_cap,
         u_pods_cap, ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
@@ -105,12 +114,16 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
         qi_all[b], qf_all[b], pst_all[o:o + e], patt_all[o:o + e], pts_all[o:o + e],
         aq_all[r2:r2 + 2 * e], up_all[r2:r2 + 2 * e], hk_all[r2:r2 + 2 * e],
         hs_all[r2:r2 + 2 * e], hp_all[r2:r2 + 2 * e], dk_all[o:o + e], ds_all[o:o + e],
-        dp_all[o:o + e], ak, pmask_all[o:o + e])
+        dp_all[o:o + e], ak, pmask_all[o:o + e],
+        pre, pct[b], least[b], pr, kr, pw_all[o:o + pp], nw_all[b], ps_all[b], pot_all[b],
+        kord_all[o:o + pp])
 
 
 def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
-                     made: np.ndarray | None = None) -> EventOutputs:
-    """``openb_events.run_openb_events`` on the device (one thread per run)."""
+                     made: np.ndarray | None = None,
+                     preempt: BatchPreempt | None = None) -> EventOutputs:
+    """``openb_events.run_openb_events`` on the device (one thread per run;
+    DefaultPreemption's serial search and evictions on it too)."""
     a.check()
     ev.check()
     b = a.n_runs
@@ -125,7 +138,7 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     if mk.shape[1] == 0:
         mk = np.zeros((b, 1), np.int64)     # (no created pod: a column no event reads)
     ins = [d(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-           for x in run_inputs(a, ev, st, mk)]
+           for x in run_inputs(a, ev, st, mk, preempt)]
     host = EventOutputs.empty(p, b, ev.n_events)
     outs = [d(x) for x in host]
     i64, f64, i8 = np.int64, np.float64, np.int8
@@ -140,6 +153,10 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
                da(p1, i64), da(p1, i64), da(p1, f64), da(p2, i64), da(p2, i64), da(p2, f64),
                da(p2, i64), da(p2, i64), da(p1, f64), da(p1, i64), da(p1, i64),
                da(p2 if a.rank.shape[0] else 1, i64), da(p1, i64)]
+    on = preempt is not None and bool((np.asarray(preempt.pct) >= 0).any())
+    # DefaultPreemption's scratch (one row where no run preempts)
+    scratch += [da((p1 if on else 1, PW_N), i64), da((b, n if on else 1, NW_N), i64),
+                da((b, PS_N), i64), da((b, n), i64), da(p1 if on else 1, i64)]
     _kernel[(b + THREADS - 1) // THREADS, THREADS](*ins, *outs, *scratch)
     return EventOutputs(*(x.copy_to_host() for x in outs))
 
