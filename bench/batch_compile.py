@@ -5,7 +5,7 @@ compiled once and called rather than inlined (``cpu.compile_twin``):
 ``after`` is the module's own (DefaultPreemption's steps call
 ``cpu.COLD_CALLED``; the cluster loop inlines every one).
 
-python -m tensorsched.bench.batch_compile [--cold 2] [--warm 3] [--data DIR]
+python -m tensorsched.bench.batch_compile [--cold 2 [--paired]] [--warm 3] [--data DIR]
         [--output bench/results/batch-compile-cold-numba.json]
 
 ``--cold N``: N fresh processes per choice, alternated (before, after,
@@ -14,7 +14,8 @@ before, ...), each with an empty cache directory of its own
 trace (three nodes, two policies, DefaultPreemption on), whose
 compilation is the twin's whole compile (one compiled variant: runs
 without preemption pass a flag); the process's CPU seconds (all
-threads), and its answers, equal across choices.
+threads), and its answers, equal across choices.  ``--paired``: each
+round's two processes at the same time, under the same load.
 ``--warm N``: in this process, both choices compiled (or loaded from the
 cache) first, then N alternated rounds of two batches: the openb default
 trace's 12 runs (its 6 policies x seeds 42-43, every node of the openb
@@ -117,25 +118,35 @@ def child(choice: str) -> dict:
             "compile_and_run_cpu_s": round(c2 - c1, 2), "answers_sha256": digest(out, victim)}
 
 
-def cold(n: int) -> list:
-    """``n`` alternated fresh processes per choice (module doc)."""
+def cold(n: int, paired: bool = False) -> list:
+    """``n`` alternated fresh processes per choice (module doc); with
+    ``paired`` each round's two processes run at the same time (the same
+    load on a shared machine)."""
     runs = []
     for k in range(n):
-        for choice in CHOICES:
-            with tempfile.TemporaryDirectory(prefix="ts-cold-") as cache:
-                env = dict(os.environ, TENSORSCHED_CACHE_DIR=cache)
+        with tempfile.TemporaryDirectory(prefix="ts-cold-") as root:
+            procs = []
+            for choice in CHOICES:
+                env = dict(os.environ, TENSORSCHED_CACHE_DIR=os.path.join(root, choice))
                 env.pop("NUMBA_CACHE_DIR", None)
                 load = os.getloadavg()
                 t0 = time.perf_counter()
-                got = subprocess.run([sys.executable, "-m", "tensorsched.bench.batch_compile",
-                                      "--child", choice], env=env, check=True,
-                                     capture_output=True, text=True)
-                wall = time.perf_counter() - t0
-            rec = json.loads(got.stdout.strip().splitlines()[-1])
-            rec.update(run=k + 1, process_wall_s=round(wall, 2),
-                       load_before=[round(x, 2) for x in load])
-            print(json.dumps(rec), flush=True)
-            runs.append(rec)
+                proc = subprocess.Popen([sys.executable, "-m", "tensorsched.bench.batch_compile",
+                                         "--child", choice], env=env, stdout=subprocess.PIPE,
+                                        text=True)
+                procs.append((choice, proc, load, t0))
+                if not paired:
+                    proc.wait()
+            for choice, proc, load, t0 in procs:
+                out, _ = proc.communicate()
+                if proc.returncode:
+                    raise RuntimeError(f"{choice}: the cold process failed ({proc.returncode})")
+                rec = json.loads(out.strip().splitlines()[-1])
+                rec.update(run=k + 1, paired=paired,
+                           process_wall_s=round(time.perf_counter() - t0, 2),
+                           load_before=[round(x, 2) for x in load])
+                print(json.dumps(rec), flush=True)
+                runs.append(rec)
     return runs
 
 
@@ -197,6 +208,8 @@ def warm(n: int, data: str) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cold", type=int, default=0)
+    ap.add_argument("--paired", action="store_true",
+                    help="--cold: each round's two processes at the same time")
     ap.add_argument("--warm", type=int, default=0)
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--child", choices=CHOICES, help=argparse.SUPPRESS)
@@ -214,7 +227,7 @@ def main(argv=None):
               "cold_called_after": list(cpu.COLD_CALLED),
               "load_start": [round(x, 2) for x in os.getloadavg()]}
     if args.cold:
-        result["cold"] = cold(args.cold)
+        result["cold"] = cold(args.cold, args.paired)
     if args.warm:
         result["warm"] = warm(args.warm, args.data)
     result["load_end"] = [round(x, 2) for x in os.getloadavg()]
