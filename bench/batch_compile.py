@@ -137,13 +137,19 @@ def cold(n: int, paired: bool = False) -> list:
                 procs.append((choice, proc, load, t0))
                 if not paired:
                     proc.wait()
+            ended = {}
+            while len(ended) < len(procs):      # each process's end, as it comes
+                for choice, proc, _load, _t0 in procs:
+                    if choice not in ended and proc.poll() is not None:
+                        ended[choice] = time.perf_counter()
+                time.sleep(0.2)
             for choice, proc, load, t0 in procs:
                 out, _ = proc.communicate()
                 if proc.returncode:
                     raise RuntimeError(f"{choice}: the cold process failed ({proc.returncode})")
                 rec = json.loads(out.strip().splitlines()[-1])
                 rec.update(run=k + 1, paired=paired,
-                           process_wall_s=round(time.perf_counter() - t0, 2),
+                           process_wall_s=round(ended[choice] - t0, 2),
                            load_before=[round(x, 2) for x in load])
                 print(json.dumps(rec), flush=True)
                 runs.append(rec)
