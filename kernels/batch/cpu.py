@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from tensorsched.kernels._compile import COMPILED, KEY, compile_module
+from tensorsched.kernels._compile import COMPILED, KEY, compile_module, module_functions
 from tensorsched.kernels.fused import _core as _fused_core
 from tensorsched.kernels.gpu import share as _share
 
@@ -40,22 +40,59 @@ def _base() -> dict:
     return base
 
 
-rules = compile_module(_rules, njit, base=_base(), options={"nogil": True, "inline": "always"},
-                       cache=True)
-queue_ns = compile_module(_queue, njit, base=rules, options={"nogil": True, "inline": "always"},
-                          cache=True)
-# the vector environment's decision (``_env.decide``) is the cluster loop's too,
-# and its step goes through the same queue
-env_ns = compile_module(_env, njit, base=queue_ns, options={"nogil": True}, cache=True)
-# DefaultPreemption in the cluster loop (``_gpu_preempt``; off per run by a flag)
-_preempt_ns = compile_module(_gpu_preempt, njit, base=env_ns, options={"nogil": True},
-                             cache=True)
-_cluster_ns = compile_module(_cluster, njit, base=_preempt_ns, options={"nogil": True},
-                             cache=True)
+# Numba IR inlining (``inline="always"``) copies a body, with the bodies it
+# inlines in turn, into every call site and compiles it there again.  The
+# cluster loop keeps its rules and queue steps inlined (they run once per
+# node, attempt or event); DefaultPreemption's steps (``_gpu_preempt``:
+# once per preempting attempt, bind or eviction) call the ones they share
+# with the loop instead of inlining a copy each (the large ones, and the
+# ones several of them call): a third of the twin's cold compile.  The
+# cold compile and warm runs: ``bench/batch_compile.py``.
+COLD_CALLED = ("node_answer", "node_feasible", "release", "node_frag_of", "tree_refresh",
+               "move", "move_all")
 
 
-_run_all = compile_module(_driver, njit, base=_cluster_ns,
-                          options={"nogil": True, "parallel": True}, cache=True)["run_all"]
+def _njit_rule(f, called=(), **options):
+    """``njit`` inlining ``f`` at its call sites unless its name is in ``called``."""
+    return njit(f, inline="never" if f.__name__ in called else "always", **options)
+
+
+def _rules_and_queue(called: tuple) -> tuple:
+    """``_rules`` and ``_queue`` compiled (the queue's namespace on the
+    rules'), the steps named in ``called`` called, the others inlined
+    (``called`` is in the cache key)."""
+    opts = {"nogil": True, "called": tuple(sorted(called))}
+    rules_ns = compile_module(_rules, _njit_rule, base=_base(), options=opts, cache=True)
+    return rules_ns, compile_module(_queue, _njit_rule, base=rules_ns, options=opts, cache=True)
+
+
+def compile_twin(cold_called: tuple | None = COLD_CALLED) -> tuple:
+    """The twin's compiled namespaces (rules, queue, env, preemption,
+    cluster) and its driver ``run_all``: the cluster loop with every rule
+    and queue step inlined, the preemption's steps on their own copy of
+    the rules and queue with the steps named in ``cold_called`` called
+    (None: on the loop's, every step inlined: the twin up to 97712c8).
+    Each choice compiles and caches on its own."""
+    rules_ns, q_ns = _rules_and_queue(())
+    # the vector environment's decision (``_env.decide``) is the cluster loop's too,
+    # and its step goes through the same queue
+    e_ns = compile_module(_env, njit, base=q_ns, options={"nogil": True}, cache=True)
+    # DefaultPreemption in the cluster loop (``_gpu_preempt``; off per run by a flag)
+    cold_ns = e_ns if cold_called is None else _rules_and_queue(cold_called)[1]
+    p_ns = compile_module(_gpu_preempt, njit, base=cold_ns, options={"nogil": True}, cache=True)
+    # the cluster loop: the loop's rules, queue and decision, the preemption's steps
+    own = module_functions(_gpu_preempt)
+    c_base = dict(e_ns)
+    c_base.update({name: p_ns[name] for name in own})
+    c_base[COMPILED] = tuple(e_ns[COMPILED]) + own
+    c_base[KEY] = None if None in (e_ns[KEY], p_ns[KEY]) else f"{e_ns[KEY]}+{p_ns[KEY]}"
+    c_ns = compile_module(_cluster, njit, base=c_base, options={"nogil": True}, cache=True)
+    run_all = compile_module(_driver, njit, base=c_ns,
+                             options={"nogil": True, "parallel": True}, cache=True)["run_all"]
+    return rules_ns, q_ns, e_ns, p_ns, c_ns, run_all
+
+
+rules, queue_ns, env_ns, _preempt_ns, _cluster_ns, _run_all = compile_twin()
 
 
 @contextmanager
@@ -76,28 +113,30 @@ def run_by_run(threads: int | None):
 
 
 def run_batch(a: BatchArrays, threads: int | None = None, preempt: BatchPreempt | None = None,
-              victim: np.ndarray | None = None) -> BatchOutputs:
+              victim: np.ndarray | None = None, kernel=None) -> BatchOutputs:
     """Every run of ``a`` (checked first), on ``threads`` cores (default:
     Numba's, all of them); see ``arrays`` for the outputs.  ``preempt``:
     DefaultPreemption's inputs (``preempt_arrays``; None: no run
     preempts), each pod preempted marked 1 in ``victim`` [E] int64 (zeros
-    given)."""
+    given).  ``kernel``: the driver to run (default this module's;
+    ``compile_twin``'s for another choice of what is inlined)."""
     a.check()
     pre = BatchPreempt.off(a.n_runs) if preempt is None else preempt
     pre.check(a.n_runs, a.cls.shape[0])
     if victim is None:
         victim = np.zeros(a.cls.shape[0], np.int64)
     out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
+    run_all = _run_all if kernel is None else kernel
     with run_by_run(threads):
-        _run_all(a.n_nodes, a.gpu_count, a.model, a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree,
-                 a.t_lo, a.t_len, a.t_left, a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem,
-                 a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num,
-                 a.tp_milli, a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
-                 a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total,
-                 a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
-                 a.max_unsched.astype(np.float64), a.ev_off, a.ev_len, a.cls, a.u,
-                 a.arrive.astype(np.float64), a.depart.astype(np.float64),
-                 a.duration.astype(np.float64), a.rank.astype(np.int64), a.gpu_slots,
-                 out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
-                 out.log_frag, out.n_log, out.frag0, out.end, *pre.inputs(), victim)
+        run_all(a.n_nodes, a.gpu_count, a.model, a.cpu_cap, a.mem_cap, a.pods_cap, a.n_tree,
+                a.t_lo, a.t_len, a.t_left, a.t_right, a.leaf_of, a.n_classes, a.c_cpu, a.c_mem,
+                a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask, a.n_typical, a.tp_cpu, a.tp_num,
+                a.tp_milli, a.tp_mask, a.tp_freq, a.run_set, a.run_workload, a.policy, a.sel,
+                a.seed_mix.astype(np.uint64), a.gpu_weight, a.static_total,
+                a.backoff0.astype(np.float64), a.backoff_max.astype(np.float64),
+                a.max_unsched.astype(np.float64), a.ev_off, a.ev_len, a.cls, a.u,
+                a.arrive.astype(np.float64), a.depart.astype(np.float64),
+                a.duration.astype(np.float64), a.rank.astype(np.int64), a.gpu_slots,
+                out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
+                out.log_frag, out.n_log, out.frag0, out.end, *pre.inputs(), victim)
     return out

@@ -19,8 +19,12 @@ from .local_preempt import LocalPreempt, log_rows
 from .local_trace_cuda import (
     PREEMPT_DEVICE_NAMESPACE,
     TRACE_DEVICE_NAMESPACE,
+    class_count,
+    cluster_extent,
     copy_results,
+    node_scratch,
     trace_host_inputs,
+    trace_outputs,
 )
 
 from numba import cuda  # noqa: E402
@@ -114,39 +118,31 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     out = out._replace(log_t=np.zeros(rows, np.float64), log_pod=np.zeros(rows, np.int64))
     if nb == 0:
         return out, victim
-    pr = trace_profiles(t)
-    host = (*trace_host_inputs(t, pr), *p.inputs(), *p.pdb_inputs())
+    host = (*trace_host_inputs(t, trace_profiles(t)), *p.inputs(), *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
-    nmax = max(1, int(np.diff(a.node_ptr).max()))
-    emax = max(1, int(np.diff(a.pod_ptr).max()))
+    nmax, emax = cluster_extent(a)
     wmax = max(8, int(np.diff(p.vic_ptr).max()))
     size = 1
     while size < nmax:
         size *= 2
-    c = max(1, a.c_request.shape[0])
-    r = a.alloc.shape[1]
+    c, r = class_count(a), a.alloc.shape[1]
     e2 = 2 * emax
     da = cuda.device_array
     zeros = lambda shape: cuda.to_device(np.zeros(shape, np.int64))   # noqa: E731
-    outs = [da(max(n_pods, 1), np.int64), da(max(n_pods, 1), np.float64),
-            da(max(n_pods, 1), np.int64), da(max(n_vic, 1), np.int64),
-            cuda.to_device(np.zeros(rows, np.float64)), zeros(rows), da(nb, np.int64),
-            da(nb, np.float64)]
-    scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
-               da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
-               da((nb, c, nmax), np.int64), zeros((nb, c, nmax, N_SLOTS)),
-               da((nb, 9, nmax), np.int64), da((nb, 1, nmax, N_SLOTS), np.int64),
-               # hi_all[b, 0, 0]: hi_scratch [2S]; [b, 1] / [b, 2]: hi, hi_cnt [C, 2S]
-               zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
-               da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
-               da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
-               da((nb, 11, wmax), np.int64), da((nb, 1, emax), np.float64),
-               da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
-               da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-               da((nb, 2, p.pmatch.shape[1]), np.int64)]
+    outs = trace_outputs(n_pods, nb, rows, extras=(n_vic,))
+    scratch = node_scratch(nb, nmax, c, r) + [
+        da((nb, 9, nmax), np.int64), da((nb, 1, nmax, N_SLOTS), np.int64),
+        # hi_all[b, 0, 0]: hi_scratch [2S]; [b, 1] / [b, 2]: hi, hi_cnt [C, 2S]
+        zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
+        da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
+        da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
+        da((nb, 11, wmax), np.int64), da((nb, 1, emax), np.float64),
+        da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
+        da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
+        da((nb, 2, p.pmatch.shape[1]), np.int64)]
     _kernel[nb, 32](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
                     *outs, *scratch)
-    victim[:] = copy_results(outs, out, n_pods)[:n_vic]
+    victim[:] = copy_results(outs, out, n_pods)[0][:n_vic]
     return out, victim
 
 

@@ -20,8 +20,13 @@ from .local_preempt_events import LocalPreemptEvents
 from .local_trace_cuda import (
     PREEMPT_EVENTS_DEVICE_NAMESPACE,
     TRACE_DEVICE_NAMESPACE,
+    class_count,
+    cluster_extent,
     copy_results,
+    event_host_inputs,
+    node_scratch,
     trace_host_inputs,
+    trace_outputs,
 )
 
 from numba import cuda  # noqa: E402
@@ -126,42 +131,27 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     victim = np.zeros(n_vic, np.int64)
     if nb == 0:
         return out, why, victim
-    pr = trace_profiles(t)
-    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
-    host = (*trace_host_inputs(t, pr), np.ascontiguousarray(ev.valid0, np.bool_), i64(ev.rej),
-            i64(ev.korder), i64(ev.ev_ptr), np.ascontiguousarray(ev.ev_t, np.float64),
-            i64(ev.ev_kind), i64(ev.ev_node), i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound),
-            i64(ev.ev_used), i64(ev.ev_nz), *p.inputs(), *p.pdb_inputs())
+    host = (*trace_host_inputs(t, trace_profiles(t)), *event_host_inputs(ev), *p.inputs(),
+            *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
-    nmax = max(1, int(np.diff(a.node_ptr).max()))
-    emax = max(1, int(np.diff(a.pod_ptr).max()))
+    nmax, emax = cluster_extent(a)
     wmax = max(8, int(np.diff(p.vic_ptr).max()))
-    c = max(1, a.c_request.shape[0])
-    r = a.alloc.shape[1]
+    c, r = class_count(a), a.alloc.shape[1]
     e2 = 2 * emax
     da = cuda.device_array
-    zeros = lambda shape: cuda.to_device(np.zeros(shape, np.int64))   # noqa: E731
-    m1 = max(n_vic, 1)
-    outs = [da(max(n_pods, 1), np.int64), da(max(n_pods, 1), np.float64),
-            da(max(n_pods, 1), np.int64), da(m1, np.int64), da(m1, np.int64),
-            cuda.to_device(np.zeros(rows, np.float64)), zeros(rows), da(nb, np.int64),
-            da(nb, np.float64)]
-    scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
-               da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
-               da((nb, c, nmax), np.int64), zeros((nb, c, nmax, N_SLOTS)),
-               da((nb, c, nmax), np.int64), da((nb, nmax), np.bool_),
-               da((nb, 8, nmax), np.int64), da((nb, nmax, N_SLOTS), np.int64),
-               da((nb, 2 * N_SLOTS), np.int64), da((nb, _queue.QI_EV_N), np.int64),
-               da((nb, _queue.QF_N), np.float64), da((nb, 6, emax), np.int64),
-               da((nb, 2, emax), np.float64), da((nb, 4, e2), np.int64),
-               da((nb, e2), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-               da((nb, 6, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64)]
+    outs = trace_outputs(n_pods, nb, rows, extras=(n_vic, n_vic))
+    scratch = node_scratch(nb, nmax, c, r) + [
+        da((nb, c, nmax), np.int64), da((nb, nmax), np.bool_),
+        da((nb, 8, nmax), np.int64), da((nb, nmax, N_SLOTS), np.int64),
+        da((nb, 2 * N_SLOTS), np.int64), da((nb, _queue.QI_EV_N), np.int64),
+        da((nb, _queue.QF_N), np.float64), da((nb, 6, emax), np.int64),
+        da((nb, 2, emax), np.float64), da((nb, 4, e2), np.int64),
+        da((nb, e2), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
+        da((nb, 6, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64)]
     _kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0), float(t.backoff_max),
-                    float(t.max_unsched), outs[0], outs[1], outs[2], outs[3], outs[4],
-                    *outs[5:], *scratch)
-    got_victim = outs[4].copy_to_host()
-    # copy_results reads (node, bind, tries, extra, log_t, log_pod, n_log, end)
-    why[:] = copy_results(outs[:4] + outs[5:], out, n_pods)[:n_vic]
+                    float(t.max_unsched), *outs, *scratch)
+    got_why, got_victim = copy_results(outs, out, n_pods, extras=2)
+    why[:] = got_why[:n_vic]
     victim[:] = got_victim[:n_vic]
     return out, why, victim
 

@@ -206,24 +206,8 @@ def run_local_trace_cuda(t: LocalTrace, memory_fraction: float = 0.5,
         return out
     if budget is None:
         budget = device_budget(memory_fraction)
-    pr = trace_profiles(t)
-    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
-    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
     cut = _Cut()
-    host = (
-        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
-        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
-        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
-        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
-        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), cut.runs(i64(pr.profile)),
-        cut.node_ptr(i64(a.node_ptr)), cut.nodes(i64(a.node_rows)),
-        cut.pod_ptr(i64(a.pod_ptr)), cut.pods(i64(a.pod_cls)), cut.runs(i64(a.image_group)),
-        cut.runs(i64(a.num_to_find)),
-        cut.runs(np.asarray([seed_mix(s) for s in t.seeds], np.uint64)),
-        cut.pods(f64(t.arrive)), cut.pods(f64(t.depart)), cut.pods(t.durations()),
-        cut.pods(t.ranks()))
+    host = trace_host_inputs(t, trace_profiles(t), cut)
     shared = {k: cuda.to_device(x) for k, x in enumerate(host) if not cut.per_chunk(x)}
     for lo, hi in trace_chunks(t, budget - cut.shared_bytes(host)):
         ins = [shared[k] if k in shared else cuda.to_device(cut.chunk(x, a, lo, hi))
@@ -231,15 +215,8 @@ def run_local_trace_cuda(t: LocalTrace, memory_fraction: float = 0.5,
         outs, scratch = _chunk_arrays(t, lo, hi)
         _kernel[hi - lo, THREADS](*ins[:37], float(t.backoff0), float(t.backoff_max),
                                   float(t.max_unsched), *outs, *scratch)
-        got = [x.copy_to_host() for x in outs]
         p0, p1 = int(a.pod_ptr[lo]), int(a.pod_ptr[hi])
-        out.node[p0:p1] = got[0][:p1 - p0]
-        out.bind[p0:p1] = got[1][:p1 - p0]
-        out.tries[p0:p1] = got[2][:p1 - p0]
-        out.log_t[2 * p0:2 * p1] = got[3][:2 * (p1 - p0)]
-        out.log_pod[2 * p0:2 * p1] = got[4][:2 * (p1 - p0)]
-        out.n_log[lo:hi] = got[5]
-        out.end[lo:hi] = got[6]
+        copy_results(outs, out, p1 - p0, extras=0, p0=p0, rows=2 * (p1 - p0), lo=lo)
     return out
 
 
@@ -248,11 +225,13 @@ class _Cut:
     cluster, per node of ``node_rows``, per pod, and the two offset
     arrays, rebased), told apart by identity; the rest all chunks share."""
 
-    def __init__(self):
+    def __init__(self, marks: bool = True):
         self._kind: dict = {}
+        self._marks = marks     # False: nothing is cut (one launch takes every input whole)
 
     def _mark(self, kind: str, x: np.ndarray) -> np.ndarray:
-        self._kind[id(x)] = kind
+        if self._marks:
+            self._kind[id(x)] = kind
         return x
 
     def runs(self, x):
@@ -307,24 +286,18 @@ def _chunk_arrays(t: LocalTrace, lo: int, hi: int) -> tuple:
     cluster): (outputs, scratch), in the kernel's order."""
     a = t.batch
     nb, nmax, emax, _nodes, p = _chunk_shape(t, lo, hi)
-    c = max(1, a.c_request.shape[0])
-    r = a.alloc.shape[1]
+    c, r = class_count(a), a.alloc.shape[1]
     e2 = 2 * emax
     da = cuda.device_array
-    outs = [da(max(p, 1), np.int64), da(max(p, 1), np.float64), da(max(p, 1), np.int64),
-            cuda.to_device(np.zeros(max(2 * p, 1), np.float64)),
-            cuda.to_device(np.zeros(max(2 * p, 1), np.int64)),
-            da(nb, np.int64), da(nb, np.float64)]
-    scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
-               da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
-               da((nb, c, nmax), np.int64), da((nb, c, nmax, N_SLOTS), np.int64),
-               da((nb, nmax), np.int64), da((nb, _queue.QI_N), np.int64),
-               da((nb, _queue.QF_N), np.float64),
-               da((nb, emax), np.int64), da((nb, emax), np.int64), da((nb, emax), np.float64),
-               da((nb, e2), np.int64), da((nb, e2), np.int64), da((nb, e2), np.float64),
-               da((nb, e2), np.int64), da((nb, e2), np.int64),
-               da((nb, emax), np.float64), da((nb, emax), np.int64), da((nb, emax), np.int64),
-               da((nb, e2 if t.rank is not None else 1), np.int64)]
+    outs = trace_outputs(p, nb, 2 * p)
+    scratch = node_scratch(nb, nmax, c, r, zero_raw=False) + [
+        da((nb, nmax), np.int64), da((nb, _queue.QI_N), np.int64),
+        da((nb, _queue.QF_N), np.float64),
+        da((nb, emax), np.int64), da((nb, emax), np.int64), da((nb, emax), np.float64),
+        da((nb, e2), np.int64), da((nb, e2), np.int64), da((nb, e2), np.float64),
+        da((nb, e2), np.int64), da((nb, e2), np.int64),
+        da((nb, emax), np.float64), da((nb, emax), np.int64), da((nb, emax), np.int64),
+        da((nb, e2 if t.rank is not None else 1), np.int64)]
     return outs, scratch
 
 
@@ -438,39 +411,107 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
         zero, one[9, :1], one[10, :1], none_1, left_all[b], one[11, :1])
 
 
-def trace_host_inputs(t, pr) -> tuple:
+def _i64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, np.int64)
+
+
+def _b8(x) -> np.ndarray:
+    return np.ascontiguousarray(x, np.bool_)
+
+
+def _f64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, np.float64)
+
+
+def trace_host_inputs(t, pr, cut: _Cut | None = None) -> tuple:
     """The host arrays every trace-form kernel takes first (the batch, the
     profiles ``pr``, the seeds' mixes, the trace's times, durations and
-    ranks), contiguous in the kernels' dtypes."""
+    ranks), contiguous in the kernels' dtypes; ``cut`` (None: none) marks
+    the ones a chunk of clusters takes a part of (``run_local_trace_cuda``)."""
     a = t.batch
-    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
-    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
+    c = _Cut(marks=False) if cut is None else cut
     return (
-        i64(a.alloc), i64(a.used0), i64(a.nz0), i64(a.c_request), i64(a.c_nonzero),
-        b8(a.c_anything), b8(a.c_ignored), b8(a.c_fit_filter), b8(a.c_active), i64(a.c_norm),
-        i64(a.c_weights), i64(a.static_bits), i64(a.static_raw), i64(a.image_raw),
-        i64(pr.strategy), i64(pr.fit_res), i64(pr.fit_kind), i64(pr.fit_weights),
-        i64(pr.n_fit), i64(pr.shape_util), i64(pr.shape_score), i64(pr.n_shape),
-        i64(pr.bal_res), i64(pr.bal_kind), i64(pr.n_bal), i64(pr.profile), i64(a.node_ptr),
-        i64(a.node_rows), i64(a.pod_ptr), i64(a.pod_cls), i64(a.image_group),
-        i64(a.num_to_find), np.asarray([seed_mix(s) for s in t.seeds], np.uint64),
-        f64(t.arrive), f64(t.depart), t.durations(), t.ranks())
+        _i64(a.alloc), _i64(a.used0), _i64(a.nz0), _i64(a.c_request), _i64(a.c_nonzero),
+        _b8(a.c_anything), _b8(a.c_ignored), _b8(a.c_fit_filter), _b8(a.c_active),
+        _i64(a.c_norm), _i64(a.c_weights), _i64(a.static_bits), _i64(a.static_raw),
+        _i64(a.image_raw), _i64(pr.strategy), _i64(pr.fit_res), _i64(pr.fit_kind),
+        _i64(pr.fit_weights), _i64(pr.n_fit), _i64(pr.shape_util), _i64(pr.shape_score),
+        _i64(pr.n_shape), _i64(pr.bal_res), _i64(pr.bal_kind), _i64(pr.n_bal),
+        c.runs(_i64(pr.profile)), c.node_ptr(_i64(a.node_ptr)), c.nodes(_i64(a.node_rows)),
+        c.pod_ptr(_i64(a.pod_ptr)), c.pods(_i64(a.pod_cls)), c.runs(_i64(a.image_group)),
+        c.runs(_i64(a.num_to_find)),
+        c.runs(np.asarray([seed_mix(s) for s in t.seeds], np.uint64)),
+        c.pods(_f64(t.arrive)), c.pods(_f64(t.depart)), c.pods(t.durations()),
+        c.pods(t.ranks()))
 
 
-def copy_results(outs, out: TraceResult, p: int) -> np.ndarray:
-    """The device outputs ``outs`` (node, bind, tries, a per-pod extra,
-    log_t, log_pod, n_log, end) copied into ``out`` (``p`` pods); the
-    extra's host copy."""
+def event_host_inputs(ev) -> tuple:
+    """The host arrays the node-event forms take after ``trace_host_inputs``
+    (``LocalEvents``' validity, rejections, key order and its event stream),
+    contiguous in the kernels' dtypes."""
+    return (_b8(ev.valid0), _i64(ev.rej), _i64(ev.korder), _i64(ev.ev_ptr), _f64(ev.ev_t),
+            _i64(ev.ev_kind), _i64(ev.ev_node), _i64(ev.ev_x), _i64(ev.ev_find),
+            _i64(ev.ev_bound), _i64(ev.ev_used), _i64(ev.ev_nz))
+
+
+def class_count(a) -> int:
+    """The pod classes the kernels' per-class scratch is sized for (at least 1)."""
+    return max(1, a.c_request.shape[0])
+
+
+def cluster_extent(a) -> tuple:
+    """(the most nodes, the most pods) of a cluster of batch ``a``, at least 1 each."""
+    return max(1, int(np.diff(a.node_ptr).max())), max(1, int(np.diff(a.pod_ptr).max()))
+
+
+def trace_outputs(n_pods: int, nb: int, rows: int, extras: tuple = ()) -> list:
+    """The trace forms' device outputs, in their kernels' order: node [P]
+    int64, bind [P] float64, tries [P] int64, an int64 array of each
+    length in ``extras`` (the forms' why / victims), the change log's
+    ``rows`` times float64 and pods int64 (zeros), n_log [B] int64 and end
+    [B] float64 (every length at least 1 but B's)."""
+    da = cuda.device_array
+    p = max(n_pods, 1)
+    rows = max(rows, 1)
+    return [da(p, np.int64), da(p, np.float64), da(p, np.int64),
+            *[da(max(x, 1), np.int64) for x in extras],
+            cuda.to_device(np.zeros(rows, np.float64)), cuda.to_device(np.zeros(rows, np.int64)),
+            da(nb, np.int64), da(nb, np.float64)]
+
+
+def node_scratch(nb: int, nmax: int, c: int, r: int, zero_raw: bool = True) -> list:
+    """The node rows every trace-form kernel gathers a cluster into, [B,
+    ...] padded to ``nmax`` nodes (``c`` classes, ``r`` resources), in the
+    kernels' order: allocatable, used, nonzero used [B, n, r | 2], the
+    static bits and reasons [B, C, n], the raw scores [B, C, n, N_SLOTS]
+    (zeros with ``zero_raw``)."""
+    da = cuda.device_array
+    raw = (cuda.to_device(np.zeros((nb, c, nmax, N_SLOTS), np.int64)) if zero_raw
+           else da((nb, c, nmax, N_SLOTS), np.int64))
+    return [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
+            da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
+            da((nb, c, nmax), np.int64), raw]
+
+
+def copy_results(outs, out: TraceResult, p: int, extras: int = 1, p0: int = 0,
+                 rows: int | None = None, lo: int = 0) -> list:
+    """The device outputs ``outs`` (``trace_outputs``' order, ``extras``
+    arrays after tries) copied into ``out``: ``p`` pods from pod ``p0``,
+    ``rows`` change-log rows from row ``2 * p0`` (None: all of
+    ``out``'s), the clusters' from cluster ``lo``.  Returns the extras'
+    host copies."""
     got = [x.copy_to_host() for x in outs]
-    out.node[:] = got[0][:p]
-    out.bind[:] = got[1][:p]
-    out.tries[:] = got[2][:p]
-    out.log_t[:] = got[4]
-    out.log_pod[:] = got[5]
-    out.n_log[:] = got[6]
-    out.end[:] = got[7]
-    return got[3]
+    out.node[p0:p0 + p] = got[0][:p]
+    out.bind[p0:p0 + p] = got[1][:p]
+    out.tries[p0:p0 + p] = got[2][:p]
+    log_t, log_pod, n_log, end = got[3 + extras:]
+    r0 = 2 * p0
+    rows = out.log_t.shape[0] - r0 if rows is None else rows
+    out.log_t[r0:r0 + rows] = log_t[:rows]
+    out.log_pod[r0:r0 + rows] = log_pod[:rows]
+    out.n_log[lo:lo + n_log.shape[0]] = n_log
+    out.end[lo:lo + end.shape[0]] = end
+    return got[3:3 + extras]
 
 
 def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
@@ -485,45 +526,30 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
     why = np.zeros(p, np.int64)
     if nb == 0:
         return out, why
-    pr = trace_profiles(t)
-    i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
-    b8 = lambda x: np.ascontiguousarray(x, np.bool_)   # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, np.float64)   # noqa: E731
-    host = (
-        *trace_host_inputs(t, pr), b8(ev.valid0), i64(ev.rej),
-        i64(ev.korder), i64(ev.ev_ptr), f64(ev.ev_t), i64(ev.ev_kind), i64(ev.ev_node),
-        i64(ev.ev_x), i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz))
+    host = (*trace_host_inputs(t, trace_profiles(t)), *event_host_inputs(ev))
     ins = [cuda.to_device(x) for x in host]
-    nmax = max(1, int(np.diff(a.node_ptr).max()))
-    emax = max(1, int(np.diff(a.pod_ptr).max()))
-    c = max(1, a.c_request.shape[0])
-    r = a.alloc.shape[1]
+    nmax, emax = cluster_extent(a)
+    c, r = class_count(a), a.alloc.shape[1]
     e2 = 2 * emax
     da = cuda.device_array
-    outs = [da(max(p, 1), np.int64), da(max(p, 1), np.float64), da(max(p, 1), np.int64),
-            da(max(p, 1), np.int64), cuda.to_device(np.zeros(max(2 * p, 1), np.float64)),
-            cuda.to_device(np.zeros(max(2 * p, 1), np.int64)), da(nb, np.int64),
-            da(nb, np.float64)]
-    scratch = [da((nb, nmax, r), np.int64), da((nb, nmax, r), np.int64),
-               da((nb, nmax, 2), np.int64), da((nb, c, nmax), np.int64),
-               da((nb, c, nmax), np.int64),
-               cuda.to_device(np.zeros((nb, c, nmax, N_SLOTS), np.int64)),
-               da((nb, c, nmax), np.int64), da((nb, nmax), np.bool_),
-               da((nb, nmax), np.int64), da((nb, nmax), np.int64), da((nb, nmax), np.int64),
-               da((nb, 2 * N_SLOTS), np.int64), da((nb, _queue.QI_EV_N), np.int64),
-               da((nb, _queue.QF_N), np.float64),
-               da((nb, emax), np.int64), da((nb, emax), np.int64), da((nb, emax), np.float64),
-               da((nb, e2), np.int64), da((nb, e2), np.int64), da((nb, e2), np.float64),
-               da((nb, e2), np.int64), da((nb, e2), np.int64),
-               da((nb, emax), np.float64), da((nb, emax), np.int64), da((nb, emax), np.int64),
-               da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64),
-               da(0, np.int64), da((0, r), np.int64), da((0, 2), np.int64),
-               da((0, 1), np.int64), da((nb, emax), np.int64), da((nb, nmax), np.int64),
-               da((nb, 12, 8), np.int64), da((nb, 1, N_SLOTS), np.int64),
-               da((nb, 2, 1), np.int64)]
+    outs = trace_outputs(p, nb, 2 * p, extras=(p,))
+    scratch = node_scratch(nb, nmax, c, r) + [
+        da((nb, c, nmax), np.int64), da((nb, nmax), np.bool_),
+        da((nb, nmax), np.int64), da((nb, nmax), np.int64), da((nb, nmax), np.int64),
+        da((nb, 2 * N_SLOTS), np.int64), da((nb, _queue.QI_EV_N), np.int64),
+        da((nb, _queue.QF_N), np.float64),
+        da((nb, emax), np.int64), da((nb, emax), np.int64), da((nb, emax), np.float64),
+        da((nb, e2), np.int64), da((nb, e2), np.int64), da((nb, e2), np.float64),
+        da((nb, e2), np.int64), da((nb, e2), np.int64),
+        da((nb, emax), np.float64), da((nb, emax), np.int64), da((nb, emax), np.int64),
+        da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64),
+        da(0, np.int64), da((0, r), np.int64), da((0, 2), np.int64),
+        da((0, 1), np.int64), da((nb, emax), np.int64), da((nb, nmax), np.int64),
+        da((nb, 12, 8), np.int64), da((nb, 1, N_SLOTS), np.int64),
+        da((nb, 2, 1), np.int64)]
     _events_kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0),
                            float(t.backoff_max), float(t.max_unsched), *outs, *scratch)
-    why[:] = copy_results(outs, out, p)[:p]
+    why[:] = copy_results(outs, out, p)[0][:p]
     return out, why
 
 
