@@ -66,6 +66,19 @@ def _rules_and_queue(called: tuple) -> tuple:
     return rules_ns, compile_module(_queue, _njit_rule, base=rules_ns, options=opts, cache=True)
 
 
+def loop_base(e_ns: dict, p_ns: dict) -> dict:
+    """The namespace a cluster loop compiles on (this twin's, the node
+    events' engine's): the loop's rules, queue and decision of ``e_ns``
+    (inlined), the preemption's steps of ``p_ns`` (called: compiled once,
+    shared by every loop)."""
+    own = module_functions(_gpu_preempt)
+    base = dict(e_ns)
+    base.update({name: p_ns[name] for name in own})
+    base[COMPILED] = tuple(e_ns[COMPILED]) + own
+    base[KEY] = None if None in (e_ns[KEY], p_ns[KEY]) else f"{e_ns[KEY]}+{p_ns[KEY]}"
+    return base
+
+
 def compile_twin(cold_called: tuple | None = COLD_CALLED) -> tuple:
     """The twin's compiled namespaces (rules, queue, env, preemption,
     cluster) and its driver ``run_all``: the cluster loop with every rule
@@ -80,19 +93,14 @@ def compile_twin(cold_called: tuple | None = COLD_CALLED) -> tuple:
     # DefaultPreemption in the cluster loop (``_gpu_preempt``; off per run by a flag)
     cold_ns = e_ns if cold_called is None else _rules_and_queue(cold_called)[1]
     p_ns = compile_module(_gpu_preempt, njit, base=cold_ns, options={"nogil": True}, cache=True)
-    # the cluster loop: the loop's rules, queue and decision, the preemption's steps
-    own = module_functions(_gpu_preempt)
-    c_base = dict(e_ns)
-    c_base.update({name: p_ns[name] for name in own})
-    c_base[COMPILED] = tuple(e_ns[COMPILED]) + own
-    c_base[KEY] = None if None in (e_ns[KEY], p_ns[KEY]) else f"{e_ns[KEY]}+{p_ns[KEY]}"
-    c_ns = compile_module(_cluster, njit, base=c_base, options={"nogil": True}, cache=True)
+    c_ns = compile_module(_cluster, njit, base=loop_base(e_ns, p_ns), options={"nogil": True},
+                          cache=True)
     run_all = compile_module(_driver, njit, base=c_ns,
                              options={"nogil": True, "parallel": True}, cache=True)["run_all"]
     return rules_ns, q_ns, e_ns, p_ns, c_ns, run_all
 
 
-rules, queue_ns, env_ns, _preempt_ns, _cluster_ns, _run_all = compile_twin()
+rules, queue_ns, env_ns, preempt_ns, _cluster_ns, _run_all = compile_twin()
 
 
 @contextmanager

@@ -25,9 +25,9 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _gpu_preempt, _openb_events, _openb_events_driver
+from . import _openb_events, _openb_events_driver
 from .arrays import MAX_GPUS, BatchArrays
-from .cpu import env_ns, run_by_run
+from .cpu import env_ns, loop_base, preempt_ns, run_by_run
 from .preempt_arrays import BatchPreempt
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_openb_events.EV_ADD, _openb_events.EV_UPDATE,
@@ -41,13 +41,11 @@ I_POD_DELETE, I_NODE_ADD, I_NODE_UPDATE, I_NODE_DELETE = (
     _openb_events.I_POD_DELETE, _openb_events.I_NODE_ADD, _openb_events.I_NODE_UPDATE,
     _openb_events.I_NODE_DELETE)
 
-# DefaultPreemption's rules (the source and options ``cpu`` compiles them
-# with: one cache entry), under the node events' cluster function (off
-# per run by a flag: one compiled variant)
-_preempt_ns = compile_module(_gpu_preempt, njit, base=env_ns, options={"nogil": True},
-                             cache=True)
-_events_ns = compile_module(_openb_events, njit, base=_preempt_ns, options={"nogil": True},
-                            cache=True)
+# DefaultPreemption's steps as ``cpu`` compiled them (called, not inlined:
+# compiled once for both engines), under the node events' cluster function
+# (off per run by a flag: one compiled variant)
+_events_ns = compile_module(_openb_events, njit, base=loop_base(env_ns, preempt_ns),
+                            options={"nogil": True}, cache=True)
 _run_all = compile_module(_openb_events_driver, njit, base=_events_ns,
                           options={"nogil": True, "parallel": True}, cache=True)["run_events_all"]
 

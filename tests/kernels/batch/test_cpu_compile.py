@@ -23,12 +23,12 @@ def test_preemption_calls_the_cold_steps_and_inlines_the_rest():
     assert set(cpu.COLD_CALLED) <= set(module_functions(_rules) + module_functions(_queue))
     for name in module_functions(_rules) + module_functions(_queue):
         want = "never" if name in cpu.COLD_CALLED else "always"
-        assert _inline(cpu._preempt_ns, name) == want, name
+        assert _inline(cpu.preempt_ns, name) == want, name
 
 
 def test_the_loop_runs_the_preemption_namespace_steps():
     for name in module_functions(_gpu_preempt):
-        assert cpu._cluster_ns[name] is cpu._preempt_ns[name], name
+        assert cpu._cluster_ns[name] is cpu.preempt_ns[name], name
 
 
 def test_every_choice_has_its_own_cache_key():

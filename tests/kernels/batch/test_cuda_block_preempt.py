@@ -27,13 +27,9 @@ CAPS = [(0, 3), (10, 100), (50, 1), (0, 2), (20, 4), (0, 1), (100, 0), (0, 5), (
 
 
 def _twin():
-    from numba import njit
-
-    from tensorsched.kernels._compile import compile_module
-    from tensorsched.kernels.batch import _gpu_preempt, cpu
-    # the twin's own compilation (``cpu``'s options: loaded from its cache)
-    return compile_module(_gpu_preempt, njit, base=cpu.env_ns, options={"nogil": True},
-                          cache=True)
+    from tensorsched.kernels.batch import cpu
+    # the twin's own compiled preemption steps
+    return cpu.preempt_ns
 
 
 def _case(rng, b, sums=False):
