@@ -381,7 +381,23 @@ def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, m
                     krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count,
                     model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
     """DefaultPreemption for pod ``j`` whose cycle failed on the ``n``
-    nodes (the nominated pods it counts on them): the node to nominate (-1
+    nodes (the nominated pods it counts on them), every node a potential
+    one: ``post_filter_rows`` over rows 0 .. n - 1."""
+    # (an empty view: no row list, the rows themselves)
+    return post_filter_rows(j, n, pw[:0, W_NXT], n, attempt, seed_mix, pct, least, cpu, mem,
+                            num, milli, mask, prio, krank, pst, out_node, cls, c_cpu, c_mem,
+                            c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
+                            mem_left, pods_left, pw, nw, ps)
+
+
+def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
+                     mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                     gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
+    """DefaultPreemption for pod ``j`` whose cycle failed on the ``n``
+    rows, the potential nodes (those the usage-independent filters pass)
+    the rows ``pot[:npot]`` in row order (``pot`` empty: rows 0 .. npot -
+    1): numCandidates and the seeded offset of their number, the visit
+    from that position wrapping around.  Returns the node to nominate (-1
     none); its victims, most important first, ``pw[:nv, W_VOUT]``, ``nv``
     in ``ps[S_STATS + 5]``."""
     pj = prio[j]
@@ -394,16 +410,17 @@ def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, m
             pw[k, W_NXT] = nw[i, N_HEAD]
             nw[i, N_HEAD] = k
             low += 1
-    if low == 0 or n == 0:
+    if low == 0 or npot == 0:
         return -1
-    cap = candidate_cap(n, pct, least)
-    off = gpu_offset(seed_mix, attempt, n)
+    cap = candidate_cap(npot, pct, least)
+    off = gpu_offset(seed_mix, attempt, npot)
     found = 0
     best = -1
-    for t in range(n):
-        i = off + t
-        if i >= n:
-            i -= n
+    for t in range(npot):
+        q = off + t
+        if q >= npot:
+            q -= npot
+        i = q if pot.shape[0] == 0 else pot[q]
         nv = victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem,
                             c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
                             mem_left, pods_left, pw, nw, ps)

@@ -79,11 +79,8 @@ WHY_DELETED = 1
 WHY_EVICTED = 2
 WHY_POD_DELETED = 3     # deleted by a scenario's step (not with its node)
 WHY_PREEMPTED = 4       # a victim of DefaultPreemption
-W_NOM = 0               # ``_gpu_preempt``'s pw columns: nominated node, search lists
-W_NXT = 3
-W_CUR = 4
+W_NOM = 0               # ``_gpu_preempt``'s pw columns: nominated node, the chosen victims
 W_VOUT = 5
-N_HEAD = 0              # ``_gpu_preempt``'s nw column: a node's lower-priority pods
 S_STATS = 8             # ``_gpu_preempt``'s ps slots: a node's statistics, the best's after
 BLOCKED = 1 << 40       # pod slots a row that is absent or cordoned lacks
 PW_BLOCK = 128          # numpy's pairwise block (``pairwise``)
@@ -199,60 +196,6 @@ def potential_rows(n, live, cordoned, pot):
             pot[m] = i
             m += 1
     return m
-
-
-def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
-                     mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
-                     gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
-    """``_gpu_preempt.post_filter_gpu`` over the potential rows ``pot[:npot]``
-    (``potential_rows``) instead of every row: numCandidates and the seeded
-    offset of their number, the visit from that position wrapping around;
-    the node to nominate (-1 none), its victims ``pw[:nv, W_VOUT]``, ``nv``
-    in ``ps[S_STATS + 5]``."""
-    pj = prio[j]
-    for i in range(n):
-        nw[i, N_HEAD] = -1
-    low = 0
-    for k in range(pw.shape[0]):
-        if pst[k] == P_BOUND and prio[k] < pj:
-            i = out_node[k]
-            pw[k, W_NXT] = nw[i, N_HEAD]
-            nw[i, N_HEAD] = k
-            low += 1
-    if low == 0 or npot == 0:
-        return -1
-    cap = npot * pct // 100
-    if cap < least:
-        cap = least
-    if cap > npot:
-        cap = npot
-    off = gpu_offset(seed_mix, attempt, npot)
-    found = 0
-    best = -1
-    for t in range(npot):
-        q = off + t
-        if q >= npot:
-            q -= npot
-        i = pot[q]
-        nv = victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem,
-                            c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
-                            mem_left, pods_left, pw, nw, ps)
-        if nv == 0:
-            continue
-        found += 1
-        if found > cap:
-            break
-        b = S_STATS
-        if best < 0 or ps[b] < ps[b + 3] or (ps[b] == ps[b + 3] and (
-                ps[b + 1] < ps[b + 4] or (ps[b + 1] == ps[b + 4] and nv < ps[b + 5]))):
-            best = i
-            for s in range(3):
-                ps[b + 3 + s] = ps[b + s]
-            for a in range(nv):
-                pw[a, W_VOUT] = pw[a, W_CUR]
-        if found >= cap:
-            break
-    return best
 
 
 def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli, prio, gmask,
