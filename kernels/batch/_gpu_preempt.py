@@ -441,6 +441,32 @@ def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, n
     return best
 
 
+def nominate_to(j, target, prio, pw, nw, ps):
+    """Pod ``j`` nominated to node ``target`` (DefaultPreemption chose it):
+    the pods nominated there with a lower priority lose their nomination."""
+    pj = prio[j]
+    for k in range(pw.shape[0]):
+        if pw[k, W_NOM] == target and k != j and prio[k] < pj:
+            nom_delete(k, pw, nw, ps)
+    nom_add(j, target, pw, nw, ps)
+
+
+def evict_victim(v, target, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count, model,
+                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, tp_cpu,
+                 tp_num, tp_milli, tp_mask, tp_freq, nfrag, pst, ps):
+    """Victim ``v`` leaves node ``target``: its cpu, memory, pod slot and
+    GPU milli freed (the GPU table's last pod taken off that node), gone,
+    the node's fragmentation ``nfrag[target]`` recomputed.  Marking it and
+    logging the change are the caller's."""
+    c = cls[v]
+    release(target, gmask[v], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left, cpu_left,
+            mem_left, pods_left, aff, node_ver, version)
+    taken_off(v, target, gmask[v], ps)
+    pst[v] = P_GONE
+    nfrag[target] = node_frag_of(target, gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num,
+                                 tp_milli, tp_mask, tp_freq)
+
+
 def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_num, c_milli,
                 prio, gmask, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff,
                 node_ver, version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, leaf_of,
@@ -451,21 +477,13 @@ def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_n
     (each logged at ``now`` with the fragmentation after it, from log row
     ``m``), the unschedulable pods moved, ``j`` requeued as a pod that
     failed while a move request came.  Returns the log rows used so far."""
-    pj = prio[j]
-    for k in range(pw.shape[0]):
-        if pw[k, W_NOM] == target and k != j and prio[k] < pj:
-            nom_delete(k, pw, nw, ps)
-    nom_add(j, target, pw, nw, ps)
+    nominate_to(j, target, prio, pw, nw, ps)
     for a in range(ps[S_STATS + 5]):
         v = pw[a, W_VOUT]
-        c = cls[v]
-        release(target, gmask[v], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
-                cpu_left, mem_left, pods_left, aff, node_ver, version)
-        taken_off(v, target, gmask[v], ps)
-        pst[v] = P_GONE
+        evict_victim(v, target, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count, model,
+                     gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, tp_cpu,
+                     tp_num, tp_milli, tp_mask, tp_freq, nfrag, pst, ps)
         victim[v] = 1
-        nfrag[target] = node_frag_of(target, gpu_count, model, gpu_left, cpu_left, tp_cpu,
-                                     tp_num, tp_milli, tp_mask, tp_freq)
         log_t[m] = now
         log_pod[m] = -1 - v
         log_frag[m] = tree_refresh(nfrag, leaf_of[target], t_lo, t_len, t_left, t_right,

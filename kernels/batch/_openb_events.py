@@ -207,21 +207,13 @@ def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli,
     (``out_why`` ``WHY_PREEMPTED``, each logged at ``now`` with the live
     rows' fragmentation after it, from log row ``m``); returns the log
     rows used so far.  The queue's moves are the caller's."""
-    pj = prio[j]
-    for k in range(pw.shape[0]):
-        if pw[k, W_NOM] == target and k != j and prio[k] < pj:
-            nom_delete(k, pw, nw, ps)
-    nom_add(j, target, pw, nw, ps)
+    nominate_to(j, target, prio, pw, nw, ps)
     for a in range(ps[S_STATS + 5]):
         v = pw[a, W_VOUT]
-        c = cls[v]
-        release(target, gmask[v], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
-                cpu_left, mem_left, pods_left, aff, node_ver, version)
-        taken_off(v, target, gmask[v], ps)
-        pst[v] = P_GONE
+        evict_victim(v, target, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count, model,
+                     gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, tp_cpu,
+                     tp_num, tp_milli, tp_mask, tp_freq, nfrag, pst, ps)
         out_why[v] = WHY_PREEMPTED
-        nfrag[target] = node_frag_of(target, gpu_count, model, gpu_left, cpu_left, tp_cpu,
-                                     tp_num, tp_milli, tp_mask, tp_freq)
         log_t[m] = now
         log_pod[m] = -1 - v
         log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
