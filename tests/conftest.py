@@ -22,14 +22,18 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 from support.backends import backend_params, cudasim_enabled  # noqa: E402
+from support.cudasim_shared import atomic_shared_arrays  # noqa: E402
 
 # Numba's CUDA simulator runs a block's threads as Python threads, handed
 # the GIL by a polling loop at every syncthreads; at Python's default switch
 # interval (5 ms) much of a kernel's time is spent waiting for a handoff.
 # At 0.1 ms the cudasim tests take about half the time (CPU and wall); the
 # answers do not depend on it (the simulated threads synchronize explicitly).
+# (the simulator's shared arrays are then allocated under a lock:
+# ``support.cudasim_shared``, a race of the simulator that interval exposes)
 if cudasim_enabled():
     sys.setswitchinterval(1e-4)
+    atomic_shared_arrays()
 
 # Property tests draw the same examples on every run, so a CI run is
 # reproducible; HYPOTHESIS_RANDOM=1 draws new ones (for exploring locally).

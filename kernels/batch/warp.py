@@ -123,7 +123,8 @@ def warp_scan(x, buf):
 def block_scan(x, buf, sh):
     """(the inclusive prefix sum of x over the block in thread order, the
     block's total): each warp's scan, the warps' totals scanned by every
-    warp through ``sh[:, 0:2]``; every thread gets both."""
+    warp through ``sh[:, 0:2]``; every thread gets both (a barrier after
+    the last read of ``sh``)."""
     tid = cuda.threadIdx.x
     lane = tid % LANES
     warp = tid // LANES
@@ -137,7 +138,12 @@ def block_scan(x, buf, sh):
         sh[lane, 1] = w             # every warp writes the same scan
     cuda.syncthreads()
     before = sh[warp - 1, 1] if warp > 0 else 0
-    return before + x, sh[WARPS - 1, 1]
+    total = sh[WARPS - 1, 1]
+    # the next reduction's first writes to ``sh`` wait for every read here
+    # (on a device a warp runs ahead: ``block_top`` after a scan, in
+    # ``cuda.block_post_filter``, writes ``sh`` before its first barrier)
+    cuda.syncthreads()
+    return before + x, total
 
 
 @cuda.jit(device=True)
