@@ -37,6 +37,13 @@ import time
 
 import numpy as np
 
+from tensorsched.kernels.batch import cpu
+from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import build_inventory
+from tensorsched.topology.openb import batch as B
+from tensorsched.topology.openb import replay as R
+
+from . import openb_preempt as OP
 from .harness import git_commit, machine_info
 from .openb_batch import DATA
 
@@ -51,7 +58,6 @@ def cpu_seconds() -> float:
 
 def kernel_of(choice: str):
     """The twin's driver for ``choice`` (module doc)."""
-    from tensorsched.kernels.batch import cpu
     if choice == "before":
         return cpu.compile_twin(None)[-1]
     return cpu.compile_twin()[-1]
@@ -69,9 +75,6 @@ def small_batch() -> tuple:
     """(BatchArrays, BatchPreempt) of a small preempting trace: three nodes
     of 1-4 GPUs, shares and whole GPUs of unequal priorities, some
     leaving; FGD and Random, two candidate settings."""
-    from tensorsched.topology.gpu import build_inventory
-    from tensorsched.topology.openb import batch as B
-    from tensorsched.topology.openb import replay as R
     inv = build_inventory(["n0", "n1", "n2"], [16000] * 3, [65536] * 3, [2, 4, 1],
                           ["T4", "T4", "A10"])
     gpus = [(1, 500), (1, 1000), (2, 1000), (1, 250), (4, 1000), (1, 700)] * 2
@@ -88,13 +91,7 @@ def small_batch() -> tuple:
 def trace_batch_arrays(clusters, traces, jobs, preempt) -> tuple:
     """``openb.batch.trace_batch``'s arrays for ``jobs`` (one chunk):
     (BatchArrays, BatchPreempt)."""
-    from tensorsched.topology.openb import batch as B
-    workloads, wl_key = [], {}
-    for ci, t, _p, _s in jobs:
-        if (ci, t) not in wl_key:
-            wl_key[(ci, t)] = len(workloads)
-            workloads.append((B.workload_of(clusters[ci], traces[t].pods, traces[t].typical),
-                              traces[t]))
+    workloads, wl_key = B.job_workloads(clusters, traces, jobs)
     a = B.trace_arrays(clusters, workloads, wl_key, jobs, B.DEFAULT_MAX_UNSCHED, (1.0, 10.0),
                        None)
     return a, B.preempt_arrays(workloads, wl_key, jobs, preempt, a)
@@ -102,7 +99,6 @@ def trace_batch_arrays(clusters, traces, jobs, preempt) -> tuple:
 
 def run(kernel, a, pre) -> tuple:
     """(outputs, victims) of ``a`` on ``kernel``."""
-    from tensorsched.kernels.batch import cpu
     victim = np.zeros(a.cls.shape[0], np.int64)
     return cpu.run_batch(a, preempt=pre, victim=victim, kernel=kernel), victim
 
@@ -158,10 +154,6 @@ def cold(n: int, paired: bool = False) -> list:
 
 def warm_batches(data: str) -> dict:
     """The two warm batches (module doc): name -> (BatchArrays, BatchPreempt or None)."""
-    from tensorsched.topology.openb import batch as B
-    from tensorsched.topology.openb import replay as R
-    from tensorsched.kernels.gpu.share import POLICIES
-    from . import openb_preempt as OP
     csv_dir = os.path.join(data, "csv")
     nodes = R.read_openb_nodes(os.path.join(csv_dir, "openb_node_list_gpu_node.csv"))
     pods = R.load_cached("pods", os.path.join(csv_dir, "openb_pod_list_default.csv"))
@@ -224,7 +216,6 @@ def main(argv=None):
     if args.child:
         print(json.dumps(child(args.child)))
         return
-    from tensorsched.kernels.batch import cpu
     result = {"bench": "batched openb twin: cold compile (fresh process, empty cache dir) "
                        "and warm runs, rules/queue steps all inlined (before) or "
                        "cpu.COLD_CALLED called in DefaultPreemption's steps (after)",

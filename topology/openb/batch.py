@@ -593,12 +593,7 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
             R.check_inputs(inv, tw.pods)
     for t, tw in enumerate(traces):
         check_times(tw, f"traces[{t}]")
-    workloads, wl_key = [], {}
-    for ci, t, _p, _s in jobs:
-        if (ci, t) not in wl_key:
-            wl_key[(ci, t)] = len(workloads)
-            workloads.append((workload_of(clusters[ci], traces[t].pods, traces[t].typical),
-                              traces[t]))
+    workloads, wl_key = job_workloads(clusters, traces, jobs)
     chunk = max(1, int(chunk or (NUMBA_CHUNK if backend == "numba" else len(jobs))))
     out = []
     for lo in range(0, len(jobs), chunk):
@@ -618,6 +613,21 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
                 res.preempted = victim[o:o + e] != 0
             out.append(res)
     return out
+
+
+def job_workloads(clusters: list[GpuInventory], traces: list[TraceWorkload],
+                  jobs: list[tuple]) -> tuple[list, dict]:
+    """The (``Workload``, trace) pairs ``trace_arrays`` takes for ``jobs``
+    (``trace_batch``'s ``(cluster, trace, policy, seed)``): one per
+    (cluster, trace) the jobs name, in first-named order, and the index of
+    each pair in that list."""
+    workloads, wl_key = [], {}
+    for ci, t, _p, _s in jobs:
+        if (ci, t) not in wl_key:
+            wl_key[(ci, t)] = len(workloads)
+            workloads.append((workload_of(clusters[ci], traces[t].pods, traces[t].typical),
+                              traces[t]))
+    return workloads, wl_key
 
 
 def check_times(tw: TraceWorkload, where: str) -> None:

@@ -13,6 +13,11 @@ import pytest
 from numba import cuda, int64
 from support.backends import needs_cuda
 
+from tensorsched.kernels.batch import _gpu_preempt as gp
+from tensorsched.topology.gpu import build_inventory
+from tensorsched.topology.openb import batch as B
+from tensorsched.topology.openb import replay as R
+
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 N = 37          # nodes: more than the simulator's 16 threads a block
@@ -39,7 +44,6 @@ def _case(rng, b, sums=False):
     ``sums``: every node three pods of 5 cores, priorities 3, 2 and 1 or 0,
     so that a pod of 9 cores evicts two from each (the highest priority
     the same, the sums differing)."""
-    from tensorsched.kernels.batch import _gpu_preempt as gp
     period = int(rng.integers(2, 6))
     pat_count = rng.integers(0, G + 1, period)
     pat_model = rng.integers(0, 2, period)
@@ -104,7 +108,6 @@ def _case(rng, b, sums=False):
 
 def _device(cases):
     # the simulator swaps a kernel's global ``cuda``: it is imported above
-    from tensorsched.kernels.batch import _gpu_preempt as gp
     from tensorsched.kernels.batch import cuda as KC
     from tensorsched.kernels.batch.warp import THREADS, WARPS
 
@@ -150,7 +153,6 @@ def _device(cases):
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_block_victim_search_equals_the_serial_twin():
-    from tensorsched.kernels.batch import _gpu_preempt as gp
     twin = _twin()
     rng = np.random.default_rng(2)
     cases = [_case(rng, b) for b in range(CASES)] + [_case(rng, b, sums=True) for b in (1, 2)]
@@ -203,9 +205,6 @@ def test_preempting_runs_with_more_nodes_than_threads_equal_the_twin():
     second's pods after the first's in the per-pod slots) on 20 nodes of 1
     or 2 GPUs (more than the simulator's 16 threads), numCandidates cut to
     3: device and twin give the same placements, GPUs, victims and log."""
-    from tensorsched.topology.gpu import build_inventory
-    from tensorsched.topology.openb import batch as B
-    from tensorsched.topology.openb import replay as R
     n = 20
     inv = build_inventory([f"n{i}" for i in range(n)], [8000] * n, [32768] * n,
                           [1 + i % 2 for i in range(n)], ["T4"] * n)
