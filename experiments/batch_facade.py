@@ -90,8 +90,7 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
                                    workers=workers, max_unsched=max_unsched)
 
 
-def _as_list(x) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
+_as_list = BS._as_list
 
 
 def _trace(x, where: str) -> Trace:
@@ -122,20 +121,21 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
                          f"choose one of {', '.join(B.BACKENDS)} (ts.Simulation runs per "
                          "cluster on numpy)")
-    clusters = [BS._cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
-    trs = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
-    cfgs = [BS.batch_config(x, f"configs[{i}]", preemption=True)
-            for i, x in enumerate(_as_list(configs))]
-    seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
+    nodes, traces = _as_list(nodes, "nodes"), _as_list(traces, "traces")
+    configs, seeds = _as_list(configs, "configs"), _as_list(seeds, "seeds")
+    seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
-    for name, v in (("nodes", clusters), ("traces", trs), ("configs", cfgs), ("seeds", seeds)):
-        if not v:
-            raise args.error(name, "empty: at least one")
+    clusters = [BS._cluster(x, f"nodes[{i}]") for i, x in enumerate(nodes)]
+    trs = [_trace(x, f"traces[{i}]") for i, x in enumerate(traces)]
+    cfgs = [BS.batch_config(x, f"configs[{i}]", preemption=True)
+            for i, x in enumerate(configs)]
     if len({c.backoff for c in cfgs}) > 1:
         raise args.error("configs", "the configs set different pod backoffs; one call "
                          "takes one")
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    # what the Simulation refuses of the steps is bad input, not a kernel limit
+    BS.check_scenario(clusters, sc, any(cf.tie_weight for cf in cfgs))
     try:
         tws = [B.trace_workload(t) for t in trs]
         for t, tw in enumerate(tws):

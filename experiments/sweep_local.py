@@ -74,8 +74,13 @@ import pyarrow as pa
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.capacity.common import bound_pods
-from tensorsched.framework.errors import BackendError, TensorschedError
-from tensorsched.framework.parsing.manifests import load_objects, parse_yaml_documents, read_text
+from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
+from tensorsched.framework.parsing.manifests import (
+    DocumentError,
+    load_objects,
+    parse_yaml_documents,
+    read_text,
+)
 from tensorsched.framework.runtime.framework import num_feasible_nodes_to_find
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
@@ -736,8 +741,15 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
 
 
 def _read_config(path) -> dict | None:
-    """A KubeSchedulerConfiguration file's first document."""
-    docs = [d for _, d in parse_yaml_documents(read_text(str(path))) if d is not None]
+    """A KubeSchedulerConfiguration file's first document (a file that
+    cannot be read: ``ConfigError`` naming it)."""
+    try:
+        docs = [d for _, d in parse_yaml_documents(read_text(str(path))) if d is not None]
+    except DocumentError as exc:
+        raise ConfigError("", exc.problem, str(path)) from None
+    if docs and not isinstance(docs[0], dict):
+        raise ConfigError("", f"must hold one object (a mapping), got "
+                          f"{type(docs[0]).__name__}", str(path))
     return dict(docs[0]) if docs else None
 
 
@@ -788,22 +800,27 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
                          "numba (the CPU twin) or cuda; ts.Simulation runs per cluster")
     objects = (load_objects(nodes) if isinstance(nodes, (str, os.PathLike))
                else copy.deepcopy(list(nodes)))
-    as_list = (lambda x: list(x) if isinstance(x, (list, tuple)) else [x])  # noqa: E731
     if configs == ("FGD",):
         configs = [None]
+    traces, configs = args.items("traces", traces), args.items("configs", configs)
+    seeds = [args.seed(x, f"seeds[{i}]") for i, x in enumerate(args.items("seeds", seeds))]
+    max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
+    workers = args.integer("workers", workers, 1, optional=True)
+    for i, c in enumerate(configs):
+        if isinstance(c, (str, os.PathLike)) and os.path.isfile(c) or c is None \
+                or isinstance(c, dict):
+            continue
+        got = f"{os.fspath(c)!r} is not a file" if isinstance(c, (str, os.PathLike)) \
+            else f"got {c!r}"
+        raise args.error(f"configs[{i}]", f"{got}: on a manifest cluster a config is a "
+                         "KubeSchedulerConfiguration dict, the path of a file of one or None "
+                         "(policy names go with openb nodes)")
     traces = [run.read_trace_file(str(t)) if isinstance(t, (str, os.PathLike)) else t
-              for t in as_list(traces)]
+              for t in traces]
     for i, t in enumerate(traces):
         if not isinstance(t, Trace):
             raise args.error(f"traces[{i}]", f"a Trace (read_trace) or a trace path, got {t!r}")
-    cfgs = [_read_config(c) if isinstance(c, (str, os.PathLike)) else c
-            for c in as_list(configs)]
-    seeds = [args.seed(x, f"seeds[{i}]") for i, x in enumerate(as_list(seeds))]
-    max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
-    workers = args.integer("workers", workers, 1, optional=True)
-    for name, v in (("traces", traces), ("configs", cfgs), ("seeds", seeds)):
-        if not v:
-            raise args.error(name, "empty: at least one")
+    cfgs = [_read_config(c) if isinstance(c, (str, os.PathLike)) else c for c in configs]
     sc = None if scenario is None else (scenario if isinstance(scenario, Scenario)
                                         else load_scenario(scenario))
     setups = [[trace_setup(objects, c, t, sc) for c in cfgs] for t in traces]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from itertools import repeat
 
 from tensorsched.framework.errors import ArgumentError
@@ -150,6 +150,22 @@ class Arguments:
         if kinds is not object and not all(map(isinstance, got, repeat(kinds))):
             i, v = next((i, v) for i, v in enumerate(got) if not isinstance(v, kinds))
             raise self.error(f"{name}[{i}]", f"must be {item}, got {shown(v)}")
+        return got
+
+    def items(self, name: str, value, *, nonempty: bool = True) -> list:
+        """An argument that is one item or several (``simulate_batch``'s
+        ``nodes``, ``traces``, ``configs``, ``seeds``), as a list: the items
+        of a list, tuple, range, 1-D array or iterator (a generator is read
+        once); anything else (a string, a path, a mapping, one object) is
+        the one item.  ``nonempty``: no items is refused."""
+        if isinstance(value, (list, tuple, range, Iterator)):
+            got = list(value)
+        elif getattr(value, "ndim", None) == 1 and hasattr(value, "tolist"):
+            got = list(value)              # a 1-D array: its items (NumPy scalars)
+        else:
+            got = [value]
+        if nonempty and not got:
+            raise self.error(name, "empty: at least one")
         return got
 
     def names(self, name: str, value, *, optional: bool = False,

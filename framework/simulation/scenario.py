@@ -80,6 +80,9 @@ def load_scenario(source) -> Scenario:
     """A scenario from a YAML/JSON file path or a dict (``{"steps": [...]}``)."""
     if isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise ScenarioError("scenario", "", f"must be a path of a YAML / JSON file, a "
+                                f"Scenario or a dict, got {name!r}")
         try:
             docs = [d for _, d in parse_yaml_documents(read_text(name)) if d is not None]
         except DocumentError as exc:

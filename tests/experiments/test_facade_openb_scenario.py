@@ -20,7 +20,7 @@ import tensorsched as ts
 from tensorsched.experiments import batch_facade
 from tensorsched.experiments import simulate_run as run
 from tensorsched.framework.errors import ArgumentError
-from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.kernels.batch.openb_events import WHY_DELETED, WHY_EVICTED, WHY_POD_DELETED
 from tensorsched.topology.gpu import read_openb_nodes
@@ -129,7 +129,7 @@ def test_each_run_is_its_simulation_under_random_node_and_pod_steps(tmp_path, se
     try:
         _check(nodes, pods, scenario, POLICIES[seed % 3::3], [0, 1 + seed % 5],
                tie=seed % 4 < 2)
-    except BatchProfileError:
+    except (BatchProfileError, ScenarioError):
         pass                                    # (the generator's rare refusals)
 
 
@@ -222,11 +222,14 @@ def test_the_experiment_profile_ranks_an_added_node_by_its_label(tmp_path):
 
 def test_a_rank_label_the_kernel_does_not_rank_is_refused_by_name(tmp_path):
     """An added node's tie label that is not an integer 0..2**24 - 1: a
-    tie-ranked config is refused naming the step; GpuShareScore alone
-    (OpenbTieRank absent: the label unread) runs."""
+    tie-ranked config is refused naming the step, the node and the label
+    (``ScenarioError``: bad input, as the Simulation's OpenbTieRank
+    refuses it); GpuShareScore alone (OpenbTieRank absent: the label
+    unread) runs."""
     nodes, pods = _one(tmp_path)
     sc = {"steps": [{"at": 1, "create": _node("x0", 1, tie="high")}]}
-    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[0\]\.create .*tie"):
+    with pytest.raises(ScenarioError, match=r"^scenario: steps\[0\]\.create: Node x0: "
+                       r"metadata\.labels\[\"openb\.tensorsched\.io/tie\"\]: .*'high'"):
         ts.simulate_batch(nodes, pods, ["Random", "FGD"], scenario=sc)
     assert ts.simulate_batch(nodes, pods, [T.openb_config("FGD"), "Random"],
                              scenario=sc)[0].scheduled == 1
@@ -270,8 +273,10 @@ def test_refused_pod_steps_name_their_field(tmp_path):
     with pytest.raises(BatchProfileError, match=r"^scenario: steps\[1\]\.delete .*may have "
                                                 r"left"):
         ts.simulate_batch(nodes, pods, ["FGD"], scenario={"steps": steps})
-    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[0\]\.delete: pod "
-                                                r"default/a not found"):
+    # a trace pod is not submitted when the Simulation takes the scenario:
+    # its NotFound, bad input
+    with pytest.raises(ScenarioError, match=r"^scenario: steps\[0\]\.delete: pod "
+                                            r"default/a not found"):
         ts.simulate_batch(nodes, pods, ["FGD"], scenario={"steps": [
             {"at": 5, "delete": {"kind": "Pod", "name": "a"}}]})
 
@@ -279,7 +284,8 @@ def test_refused_pod_steps_name_their_field(tmp_path):
 def test_refusals_name_the_input(tmp_path):
     nodes, pods = _one(tmp_path)
     cfg = T.openb_config("FGD")
-    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[0\]\.cordon"):
+    with pytest.raises(ScenarioError, match=r"^scenario: steps\[0\]\.cordon: node 'x' is not "
+                                            r"in the cluster"):
         ts.simulate_batch(nodes, pods, [cfg], scenario={"steps": [{"at": 1, "cordon": "x"}]})
     with pytest.raises(ArgumentError, match=r"traces\[0\]"):
         ts.simulate_batch(nodes, [B.trace_workload(run.read_trace_file(pods))], [cfg],

@@ -25,14 +25,24 @@ import itertools
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
-from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.errors import ConfigError, ManifestError, TensorschedError
+from tensorsched.framework.simulation.scenario import Scenario, ScenarioError, check_steps
 from tensorsched.framework.simulation.trace import Trace, read_trace
 from tensorsched.kernels.gpu import share as K
 
-from ..gpu import GpuInventory, read_openb_nodes
+from ..gpu import (
+    MAX_CPU_MILLI,
+    MAX_MEMORY_MIB,
+    MAX_NODE_GPUS,
+    MILLI,
+    GpuInventory,
+    read_openb_nodes,
+)
 from . import batch as B
 from . import trace as T
 
@@ -84,7 +94,10 @@ def batch_config(config, where: str, preemption: bool = False) -> BatchConfig:
             where, f"a GpuShareScore policy ({', '.join(K.POLICIES)}), a "
             f"KubeSchedulerConfiguration dict or the path of a file of one, got {config!r}")
     reg, covered = _covered_profile()
-    cfg = load_config(config, reg.plugin_points())
+    try:
+        cfg = load_config(config, reg.plugin_points())
+    except ConfigError as exc:          # a dict's errors name the argument (a file's, the file)
+        raise exc.with_source(where) from None
     if len(cfg.profiles) != 1:
         raise BatchProfileError(f"{where}: {len(cfg.profiles)} profiles; the batched kernel "
                                 "runs one")
@@ -128,13 +141,103 @@ def batch_config(config, where: str, preemption: bool = False) -> BatchConfig:
                         float(cfg.pod_max_backoff_seconds)), preempt)
 
 
-def _as_list(x) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
+def _as_list(x, name: str = "") -> list:
+    """``simulate_batch``'s one item or list of items (``Arguments.items``:
+    a range, an array or a generator too), refused when empty."""
+    return Arguments("simulate_batch").items(name, x)
+
+
+def _column(inv: GpuInventory, field: str, shape: tuple, lo: int, hi: int, where: str,
+            args: Arguments):
+    """``inv.<field>`` checked: an integer array of ``shape`` in lo..hi."""
+    a = getattr(inv, field)
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu":
+        raise args.error(f"{where}.{field}", f"must be an integer NumPy array, got "
+                         f"{type(a).__name__}" + (f" of {a.dtype}" if hasattr(a, "dtype") else ""))
+    if a.shape != shape:
+        raise args.error(f"{where}.{field}", f"shape {a.shape}, expected {shape} (one row per "
+                         "node of names)")
+    bad = np.flatnonzero(((a < lo) | (a > hi)).reshape(a.shape[0], -1).any(axis=1))
+    if bad.size:
+        r = int(bad[0])
+        raise args.error(f"{where}.{field}", f"node {inv.names[r]!r} (row {r}): must be "
+                         f"{lo}..{hi}, got {a[r].tolist()}")
+    return a
+
+
+def check_inventory(inv: GpuInventory, where: str,
+                    function: str = "simulate_batch") -> GpuInventory:
+    """A ``GpuInventory`` the batched kernels can run (``read_openb_nodes``
+    makes one; one built by hand is checked as its CSV would be): unique
+    non-empty node names, per node an integer GPU count 0..16, a GPU model
+    index into ``models`` (-1: none), GPU milli free 0..1000 on its GPUs
+    (0 past its count), cpu and memory free within their capacities;
+    ``ArgumentError`` of ``function`` naming ``where``'s field and the node."""
+    args = Arguments(function)
+    names = args.names(f"{where}.names", inv.names, nonempty=True)
+    seen: dict = {}
+    for i, nm in enumerate(names):
+        if nm in seen:
+            raise args.error(f"{where}.names[{i}]", f"duplicate node {nm!r} (also at "
+                             f"{seen[nm]})")
+        seen[nm] = i
+    models = args.names(f"{where}.models", inv.models)
+    if len(set(models)) != len(models):
+        raise args.error(f"{where}.models", f"duplicate GPU models in {models!r}")
+    n = len(names)
+    count = _column(inv, "gpu_count", (n,), 0, MAX_NODE_GPUS, where, args)
+    _column(inv, "model", (n,), -1, len(models) - 1, where, args)
+    left = inv.gpu_left
+    g = left.shape[1] if isinstance(left, np.ndarray) and left.ndim == 2 else -1
+    _column(inv, "gpu_left", (n, max(g, 0)), 0, MILLI, where, args)
+    _column(inv, "gpu_mem", (n, g), 0, MAX_MEMORY_MIB, where, args)
+    if n and int(count.max()) > g:
+        raise args.error(f"{where}.gpu_left", f"{g} GPU columns for a node of "
+                         f"{int(count.max())} GPUs")
+    past = np.arange(g)[None, :] >= count[:, None]
+    if (left[past] != 0).any():
+        r = int(np.flatnonzero((left * past).any(axis=1))[0])
+        raise args.error(f"{where}.gpu_left", f"node {names[r]!r} (row {r}): GPU milli free "
+                         f"past its {int(count[r])} GPUs")
+    for cap_f, left_f, hi in (("cpu_cap", "cpu_left", MAX_CPU_MILLI),
+                              ("mem_cap", "mem_left", MAX_MEMORY_MIB)):
+        cap = _column(inv, cap_f, (n,), 0, hi, where, args)
+        free = _column(inv, left_f, (n,), 0, hi, where, args)
+        over = np.flatnonzero(free > cap)
+        if over.size:
+            r = int(over[0])
+            raise args.error(f"{where}.{left_f}", f"node {names[r]!r} (row {r}): "
+                             f"{int(free[r])} free of {int(cap[r])} ({cap_f})")
+    return inv
+
+
+def check_scenario(clusters: list, scenario: Scenario, ranked: bool) -> None:
+    """What ``ts.Simulation`` refuses of ``scenario`` on each of
+    ``clusters`` (``GpuInventory``) as ``Simulation.scenario`` does before
+    the trace is submitted (``check_steps``: a node absent then or added
+    while present, a pod delete finding no pod: the trace's are not
+    submitted yet), and with ``ranked`` (OpenbTieRank scores) an added
+    node's ``openb.tensorsched.io/tie`` label that is not a rank
+    (``trace.tie_rank``): ``ScenarioError`` naming the step's field."""
+    for inv in clusters:
+        check_steps(scenario, inv.names, 0.0, lambda key, t: False)
+    if not ranked:
+        return
+    for st in scenario.steps:
+        if st.kind != "Node" or st.action not in ("create", "addNodes"):
+            continue
+        for o in st.objects:
+            meta = o.get("metadata") or {}
+            try:
+                T.tie_rank(meta.get("name", ""), meta.get("labels") or {})
+            except ManifestError as exc:
+                raise ScenarioError(scenario.source, f"{st.field}: {exc.obj}: {exc.field}",
+                                    exc.problem) from None
 
 
 def _cluster(x, where: str) -> GpuInventory:
     if isinstance(x, GpuInventory):
-        return x
+        return check_inventory(x, where)
     if isinstance(x, (str, os.PathLike)):
         return read_openb_nodes(Arguments("simulate_batch").path(where, x, exists=True))
     raise Arguments("simulate_batch").error(
@@ -204,16 +307,16 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
                          f"choose one of {', '.join(B.BACKENDS)} (ts.Simulation runs per "
                          "cluster on numpy)")
-    clusters = [_cluster(x, f"nodes[{i}]") for i, x in enumerate(_as_list(nodes))]
-    tws = [_trace(x, f"traces[{i}]") for i, x in enumerate(_as_list(traces))]
-    cfgs = [batch_config(x, f"configs[{i}]", preemption=True)
-            for i, x in enumerate(_as_list(configs))]
-    seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(_as_list(seeds))]
+    # the cheap checks first: nothing is read before every argument's form is right
+    nodes, traces = _as_list(nodes, "nodes"), _as_list(traces, "traces")
+    configs, seeds = _as_list(configs, "configs"), _as_list(seeds, "seeds")
+    seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
-    for name, v in (("nodes", clusters), ("traces", tws), ("configs", cfgs), ("seeds", seeds)):
-        if not v:
-            raise args.error(name, "empty: at least one")
+    clusters = [_cluster(x, f"nodes[{i}]") for i, x in enumerate(nodes)]
+    tws = [_trace(x, f"traces[{i}]") for i, x in enumerate(traces)]
+    cfgs = [batch_config(x, f"configs[{i}]", preemption=True)
+            for i, x in enumerate(configs)]
     if len({c.backoff for c in cfgs}) > 1:
         raise args.error("configs", "the configs set different pod backoffs; one call "
                          "takes one")

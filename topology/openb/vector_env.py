@@ -58,12 +58,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.framework.errors import BackendError
+from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.kernels._errors import BackendUnavailable
 
 from ..gpu import MILLI, GpuInventory
 from . import batch as B
 from . import replay as R
+from .batch_sim import check_inventory
 
 try:
     import gymnasium as gym
@@ -81,6 +83,10 @@ except ImportError:               # gymnasium 1.0 names the mode by a string
 
 
 BACKENDS = ("numba", "cuda")
+
+
+class NotStartedError(TensorschedError, RuntimeError):
+    """``step`` called before the first ``reset``."""
 
 
 class OpenbVectorEnv(gym.vector.VectorEnv):
@@ -105,14 +111,40 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
                  max_steps: int | None = None, threads: int | None = None,
                  backend: str = "numba", device_arrays: bool = False,
                  max_unsched: float = B.DEFAULT_MAX_UNSCHED):
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r} for the vector environment; choose "
-                             f"one of {', '.join(BACKENDS)}")
-        if device_arrays not in (True, False):
-            raise ValueError(f"device_arrays: True or False, got {device_arrays!r}")
+        args = Arguments("OpenbVectorEnv")
+        if not isinstance(backend, str) or backend not in BACKENDS:
+            raise args.error("backend", f"unknown backend {backend!r} for the vector "
+                             f"environment; choose one of {', '.join(BACKENDS)}")
+        args.flag("device_arrays", device_arrays)
         if device_arrays and backend != "cuda":
-            raise ValueError("device_arrays: the observations are on the device with backend "
-                             "'cuda' only")
+            raise args.error("device_arrays", "the observations are on the device with "
+                             "backend 'cuda' only")
+        args.instance("nodes", nodes, GpuInventory, "a GpuInventory (read_openb_nodes)")
+        check_inventory(nodes, "nodes", function="OpenbVectorEnv")
+        traces = args.sequence("traces", traces, (R.TracePods, B.TraceWorkload),
+                               "TracePods (read_openb_pods) or a batch.TraceWorkload",
+                               "traces", nonempty=True)
+        jobs = args.sequence("jobs", jobs, (tuple, list), "a (trace index, policy, seed) tuple",
+                             "(trace index, policy, seed) tuples", nonempty=True)
+        for i, job in enumerate(jobs):
+            if len(job) != 3:
+                raise args.error(f"jobs[{i}]", f"must be a (trace index, policy, seed) tuple, "
+                                 f"got {job!r}")
+            t, policy, seed = job
+            if not isinstance(policy, str) or policy not in R.POLICY_SEL:
+                raise args.error(f"jobs[{i}]", f"unknown policy {policy!r}; choose one of "
+                                 f"{', '.join(R.POLICY_SEL)}")
+            args.integer(f"jobs[{i}]: trace index", t, 0, len(traces) - 1)
+            args.seed(seed, f"jobs[{i}]: seed")
+        try:
+            tune = R.check_tune(tune)
+        except ValueError as exc:
+            raise args.error("tune", str(exc).removeprefix("tune ")) from None
+        max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True,
+                                  unit="seconds (inf: never)")
+        invalid_action_penalty = args.number("invalid_action_penalty", invalid_action_penalty)
+        max_steps = args.integer("max_steps", max_steps, 1, optional=True)
+        threads = args.integer("threads", threads, 1, optional=True)
         if backend == "cuda":
             try:
                 from tensorsched.kernels.batch.env_cuda import EnvBatchCuda as Engine
@@ -122,28 +154,15 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         else:
             from tensorsched.kernels.batch.env_step import EnvBatch as Engine
             on_device = None
-        if not jobs:
-            raise ValueError("no environments: jobs is empty")
-        tune = R.check_tune(tune)
-        if isinstance(max_unsched, bool) or not isinstance(max_unsched, (int, float)) \
-                or not float(max_unsched) >= 0:
-            raise ValueError(f"max_unsched: {max_unsched!r}, expected seconds >= 0 (inf: never)")
-        for t, policy, seed in jobs:
-            if policy not in R.POLICY_SEL:
-                raise ValueError(f"unknown policy {policy!r}; choose one of "
-                                 f"{', '.join(R.POLICY_SEL)}")
-            if isinstance(t, bool) or not isinstance(t, (int, np.integer)) \
-                    or not 0 <= t < len(traces):
-                raise ValueError(f"trace index {t!r} outside 0..{len(traces) - 1}")
-            R.check_seed(seed)
         timed = [isinstance(x, B.TraceWorkload) for x in traces]
         if any(timed) and not all(timed):
-            raise ValueError("traces: all TracePods (the experiment's draw) or all "
+            raise args.error("traces", "all TracePods (the experiment's draw) or all "
                              "TraceWorkload (pods at their own times), not a mix")
-        for x in traces:
-            R.check_inputs(nodes, x.pods if isinstance(x, B.TraceWorkload) else x)
-        if max_steps is not None and int(max_steps) < 1:
-            raise ValueError(f"max_steps: {max_steps!r}, expected a positive count or None")
+        for i, x in enumerate(traces):
+            try:
+                R.check_inputs(nodes, x.pods if isinstance(x, B.TraceWorkload) else x)
+            except ValueError as exc:
+                raise args.error(f"traces[{i}]", str(exc)) from None
         used = sorted({t for t, _, _ in jobs})
         index = {t: i for i, t in enumerate(used)}
         self.runs = []
@@ -201,11 +220,18 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         super().reset(seed=seed)
         mask = self._all
         if options and options.get("reset_mask") is not None:
-            mask = np.asarray(options["reset_mask"], bool)
+            args = Arguments("OpenbVectorEnv.reset")
+            mask = np.asarray(options["reset_mask"])
+            if mask.dtype.kind not in "biu" or ((mask != 0) & (mask != 1)).any():
+                raise args.error("options: reset_mask", f"must be an array of booleans, got "
+                                 f"dtype {mask.dtype}")
+            mask = mask.astype(bool)
             if mask.shape != (self.num_envs,):
-                raise ValueError(f"reset_mask: shape {mask.shape}, expected ({self.num_envs},)")
+                raise args.error("options: reset_mask", f"shape {mask.shape}, expected "
+                                 f"({self.num_envs},)")
             if not self._started and not mask.all():
-                raise ValueError("reset_mask: the first reset starts every environment")
+                raise args.error("options: reset_mask", "the first reset starts every "
+                                 "environment")
         self.engine.step(mask, np.zeros(self.num_envs, np.int64), hold=~mask)
         self._started = True
         self._autoreset[mask] = False
@@ -216,13 +242,13 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         """One decision in every environment (next-step autoreset, module
         doc): (observation, reward, terminated, truncated, info)."""
         if not self._started:
-            raise RuntimeError("OpenbVectorEnv.step before reset")
+            raise NotStartedError("OpenbVectorEnv.step before reset")
         on_device = self.backend == "cuda" and self._on_device(actions)
         if not on_device:
-            actions = np.asarray(actions)
+            actions = self._host_actions(actions)
         if tuple(actions.shape) != (self.num_envs,):
-            raise ValueError(f"actions: shape {tuple(actions.shape)}, expected "
-                             f"({self.num_envs},)")
+            raise Arguments("OpenbVectorEnv.step").error(
+                "actions", f"shape {tuple(actions.shape)}, expected ({self.num_envs},)")
         was_done = self.engine.ist[:, 2] == 1
         used0 = self.engine.fst[:, 1].copy()
         resetting = self._autoreset.copy()
@@ -243,6 +269,24 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
                 self._info())
 
     # -- helpers ----------------------------------------------------------
+    def _host_actions(self, actions) -> np.ndarray:
+        """``actions`` as int64 node rows, refused (``ArgumentError``) unless
+        integers: a float, bool, NaN or string action is a bug in the
+        caller, not a node; an integer outside 0..N-1 is an invalid action
+        (the penalty and the default choice, as ``SchedulingEnv``)."""
+        try:
+            a = np.asarray(actions)
+        except (TypeError, ValueError) as exc:   # ragged nested lists
+            raise Arguments("OpenbVectorEnv.step").error(
+                "actions", f"must be an integer array, got {type(actions).__name__} ({exc})"
+            ) from None
+        if a.dtype.kind not in "iu":
+            raise Arguments("OpenbVectorEnv.step").error(
+                "actions", f"must be an integer array of node rows, got dtype {a.dtype}")
+        if a.dtype.kind == "u":                  # past int64: outside the rows as well
+            a = np.minimum(a, self.single_action_space.n).astype(np.int64)
+        return a
+
     def _observation(self) -> dict:
         return self.engine.observation(self.device_arrays)
 
