@@ -74,6 +74,23 @@ def _write(doc: dict, path: str) -> None:
             yaml.safe_dump(doc, f, sort_keys=False)
 
 
+def _node_names(given) -> list | None:
+    """``--nodes`` (comma-separated, repeatable) as a list of names, each
+    once; None when not given (every node a candidate)."""
+    if not given:
+        return None
+    names = [n.strip() for part in given for n in part.split(",") if n.strip()]
+    if not names:
+        raise TensorschedError(f"capacity --nodes {','.join(given)!r}: no node name "
+                               "(comma-separated names; leave it out for every node)")
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise TensorschedError(f"capacity --nodes: node {n} is given twice")
+        seen.add(n)
+    return names
+
+
 def cmd_capacity(args) -> int:
     from tensorsched.framework.capacity import how_many_fit, nodes_to_add, removable_nodes
     from tensorsched.framework.parsing.controllers import expand_workloads
@@ -124,8 +141,7 @@ def cmd_capacity(args) -> int:
                                   progress=lambda n: (bar.set_postfix_str(f"{n} nodes"),
                                                       bar.update(1)))
     else:
-        names = [n.strip() for part in args.nodes for n in part.split(",") if n.strip()] \
-            if args.nodes else None
+        names = _node_names(args.nodes)
         try:
             with _bar("drain", "trial") as bar:
                 report = removable_nodes(cluster, nodes=names, backend=args.backend,

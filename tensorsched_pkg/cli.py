@@ -191,6 +191,31 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _once(flag: str, what: str, items: list) -> list:
+    """``items`` refused when one is given twice (a run twice in the sweep
+    CSV would count twice in its means)."""
+    seen = set()
+    for x in items:
+        if x in seen:
+            raise TensorschedError(f"replay --sweep: {flag}: {what} {x} is given twice")
+        seen.add(x)
+    return items
+
+
+def _sweep_lists(args, R) -> tuple[list, list]:
+    """``replay --sweep``'s policies and seeds, each given once."""
+    if args.policies is not None:
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        if not policies:
+            raise TensorschedError(f"replay --sweep: --policies {args.policies!r}: no policy; "
+                                   f"choose of {', '.join(R.K.POLICIES)} (comma-separated)")
+    else:
+        policies = [args.policy] if args.policy else list(R.K.POLICIES)
+    seeds = R.parse_seeds(args.seeds if args.seeds is not None else str(args.seed))
+    _once("--pods", "pod CSV", list(args.pods))
+    return _once("--policies", "policy", policies), _once("--seeds", "seed", seeds)
+
+
 def cmd_replay(args) -> int:
     from tqdm import tqdm
 
@@ -220,9 +245,7 @@ def cmd_replay(args) -> int:
     if not args.output:
         raise TensorschedError("replay --sweep: --output CSV is required")
     try:
-        policies = [p.strip() for p in (args.policies or (args.policy or ",".join(R.K.POLICIES))).split(",")
-                    if p.strip()]
-        seeds = R.parse_seeds(args.seeds if args.seeds else str(args.seed))
+        policies, seeds = _sweep_lists(args, R)
         total = len(args.pods) * len(policies) * len(seeds)
         t0 = time.perf_counter()
         with tqdm(total=total, desc="replays", unit="run", file=sys.stderr, disable=None,
@@ -337,6 +360,10 @@ def main(argv=None) -> int:
         return args.func(args)
     except TensorschedError as exc:
         print(f"tensorsched: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:      # a file that cannot be written after all (disk full, ...)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"tensorsched: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -81,6 +81,18 @@ def _check_flags(args) -> None:
                                    "its own score plugins: enable OpenbTieRank there)")
 
 
+def _check_outputs(args) -> None:
+    """The files written beside ``--output`` (``<stem>.csv``, with
+    ``--plot`` ``<stem>.png``) can be written: refused before any run
+    (a directory of that name would fail after the runs, the results
+    Parquet written and the comparison lost)."""
+    stem = os.path.splitext(args.output)[0]
+    for ext in (".csv", ".png") if args.plot else (".csv",):
+        if os.path.isdir(stem + ext):
+            raise TensorschedError(f"sweep: --output {args.output!r}: the comparison goes to "
+                                   f"{stem + ext!r}, which is a directory")
+
+
 def _check_metrics(kind: str, metrics) -> None:
     import pyarrow as pa
 
@@ -112,6 +124,7 @@ def cmd_sweep(args) -> int:
     if args.plot:
         require_plotting("sweep")
     _check_flags(args)
+    _check_outputs(args)
     kind = "experiment" if args.experiment else "simulate"
     _check_metrics(kind, args.metric)
     seeds = args.seeds or [DEFAULT_SEED[kind]]

@@ -1,0 +1,222 @@
+"""Hostile input on the batched surfaces: ``ts.simulate_batch``'s openb
+nodes (a ``GpuInventory`` built by hand), its scenario steps, and the
+vector environment's constructor and actions.  Each call either runs or
+raises a ``TensorschedError`` naming the argument and field; never a bare
+Python error or a number computed from nonsense; an object that refused
+an input answers afterwards as one that never saw it."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.openb import openb_slice
+
+import tensorsched as ts
+from tensorsched.framework.errors import ArgumentError, TensorschedError
+from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
+from tensorsched.framework.simulation.simulation import Simulation
+from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.openb import trace as T
+
+pytestmark = [pytest.mark.filterwarnings("error::RuntimeWarning"), pytest.mark.timeout(600)]
+SETTINGS = dict(max_examples=25, deadline=None, derandomize=True,
+                suppress_health_check=list(HealthCheck))
+
+NODES, PODS = openb_slice(Path(tempfile.mkdtemp(prefix="fuzz-batch-")), "default", 4, 12,
+                          leave_every=2)
+INV = read_openb_nodes(NODES)
+NAMES = list(INV.names)
+
+
+def _placements(runs) -> list:
+    """Each run's nodes and binding times (NaN: never bound, as -1)."""
+    return [(r.node.tolist(), np.nan_to_num(r.bind, nan=-1.0).tolist()) for r in runs]
+
+
+BASE = _placements(ts.simulate_batch(INV, PODS, ["FGD"], [1], workers=1))
+
+# (field, bad value as a function of the inventory): each a nonsense node list
+BAD_FIELDS = {
+    "names": [lambda i: i.names[:1] + i.names[:-1], lambda i: [""] + i.names[1:],
+              lambda i: [5] + i.names[1:], lambda i: i.names[:-1], lambda i: "abc"],
+    "models": [lambda i: [], lambda i: i.models * 2, lambda i: [None]],
+    "gpu_count": [lambda i: i.gpu_count + 20, lambda i: -i.gpu_count,
+                  lambda i: i.gpu_count.astype(float), lambda i: i.gpu_count.tolist()],
+    "model": [lambda i: i.model + 5, lambda i: i.model - 5, lambda i: i.model[:-1]],
+    "gpu_left": [lambda i: i.gpu_left * 5, lambda i: -i.gpu_left,
+                 lambda i: np.full(i.gpu_left.shape, np.nan),
+                 lambda i: np.full((len(i.names), 1), 1000)],
+    "gpu_mem": [lambda i: -np.ones_like(i.gpu_mem), lambda i: i.gpu_mem[:, :1]],
+    "cpu_left": [lambda i: i.cpu_left - 10**9, lambda i: i.cpu_cap + 1,
+                 lambda i: i.cpu_left * 1.0],
+    "mem_cap": [lambda i: i.mem_cap * 0, lambda i: np.full(len(i.names), np.nan)],
+}
+
+
+@settings(**SETTINGS)
+@given(field=st.sampled_from(sorted(BAD_FIELDS)), k=st.integers(0, 4))
+def test_a_nonsense_inventory_is_refused_by_field(field, k):
+    """A hand-built ``GpuInventory`` whose field is nonsense (duplicate or
+    missing names, GPU counts past 16, a model index past ``models``, GPU
+    milli past 1000 or NaN, free past capacity, a wrong shape): an
+    ``ArgumentError`` naming ``nodes[0].<field>`` (the names, when they are
+    what is off), and the inventory unchanged: the valid one still gives
+    the same runs."""
+    inv = INV.copy()
+    bad = BAD_FIELDS[field][k % len(BAD_FIELDS[field])]
+    setattr(inv, field, bad(inv))
+    with pytest.raises(ArgumentError, match=r"^simulate_batch: nodes\[0\]\.(\w+)") as info:
+        ts.simulate_batch(inv, PODS, ["FGD"], [1], workers=1)
+    named = info.value.argument.split(".")[1].partition("[")[0]
+    # the field itself, or one its shape or range no longer agrees with
+    assert named == field or named in ("names", "gpu_count", "gpu_left", "gpu_mem", "model",
+                                       "cpu_cap", "mem_left"), str(info.value)
+    assert _placements(ts.simulate_batch(INV, PODS, ["FGD"], [1], workers=1)) == BASE
+
+
+def test_one_item_or_a_list_takes_ranges_arrays_and_generators():
+    """Seeds as a range, a NumPy array or a generator give the runs of the
+    same seeds as a list; an empty one of each is refused by name."""
+    want = _placements(ts.simulate_batch(NODES, PODS, ["FGD"], [0, 1], workers=1))
+    for seeds in (range(2), np.arange(2), (s for s in (0, 1))):
+        assert _placements(ts.simulate_batch(NODES, PODS, ["FGD"], seeds, workers=1)) == want
+    for name in ("nodes", "traces", "configs", "seeds"):
+        kw = dict(nodes=NODES, traces=PODS, configs=["FGD"], seeds=[1])
+        kw[name] = (x for x in ())
+        with pytest.raises(ArgumentError, match=rf"^simulate_batch: {name}: empty"):
+            ts.simulate_batch(**kw, workers=1)
+
+
+NODE = {"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "extra", "labels": {"alibabacloud.com/gpu-card-model": "P100"}},
+        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110",
+                                   "nvidia.com/gpu": "2"}}}
+POD = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "made", "namespace": "default",
+                    "annotations": {"alibabacloud.com/gpu-milli": "500",
+                                    "alibabacloud.com/gpu-count": "1"}},
+       "spec": {"containers": [{"name": "c", "image": "i",
+                                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
+
+
+@st.composite
+def steps(draw):
+    """A step on the openb slice's nodes, often naming a node or pod that
+    is not there (or not yet, or no longer)."""
+    at = draw(st.sampled_from([0, 1, 5, 30, 1e6]))
+    node = draw(st.sampled_from(NAMES[:2] + ["extra", "nope"]))
+    kind = draw(st.sampled_from(["cordon", "uncordon", "drain", "removeNodes", "deleteNode",
+                                 "deletePod", "createNode", "createPod"]))
+    if kind == "deleteNode":
+        return {"at": at, "delete": {"kind": "Node", "name": node}}
+    if kind == "deletePod":
+        name = draw(st.sampled_from(["made", "openb-pod-0000", "nope"]))
+        return {"at": at, "delete": {"kind": "Pod", "name": name}}
+    if kind == "createNode":
+        obj = copy.deepcopy(NODE)
+        obj["metadata"]["name"] = node
+        tie = draw(st.sampled_from([None, "3", "-1", "abc", "99999999999"]))
+        if tie is not None:
+            obj["metadata"]["labels"][T.TIE_LABEL] = tie
+        return {"at": at, "create": obj}
+    if kind == "createPod":
+        return {"at": at, "create": copy.deepcopy(POD)}
+    return {"at": at, kind: node}
+
+
+def _simulation_refusal(sc) -> str | None:
+    """What ``ts.Simulation`` says of the scenario (taken before the trace
+    is submitted, as the batch's runs are defined), or None."""
+    sim = Simulation(T.openb_node_objects(INV), T.openb_config("FGD", None, 0),
+                     registry=T.experiment_registry(), interval=None)
+    try:
+        sim.scenario(copy.deepcopy(sc))
+    except ScenarioError as exc:
+        return str(exc)
+    return None
+
+
+@settings(**SETTINGS)
+@given(st.lists(steps(), min_size=1, max_size=3))
+def test_scenario_steps_the_simulation_refuses_are_refused_alike(raw):
+    """Random steps naming absent nodes and pods: where ``ts.Simulation``
+    refuses the scenario (``check_steps``), ``simulate_batch`` raises the
+    same ``ScenarioError`` (bad input, not a kernel limit); else it runs
+    or names what its engine does not cover; never a bare error."""
+    sc = load_scenario({"steps": raw})
+    want = _simulation_refusal({"steps": raw})
+    try:
+        ts.simulate_batch(NODES, PODS, ["GpuPacking"], [1], workers=1, scenario=sc)
+    except ScenarioError as exc:
+        # the batch names a bad tie label too (the Simulation only as it scores)
+        assert str(exc) == want or T.TIE_LABEL in str(exc), (str(exc), want)
+        return
+    except TensorschedError as exc:
+        assert want is None, (str(exc), want)
+        assert str(exc).startswith("scenario: steps[")
+        return
+    assert want is None
+
+
+@pytest.mark.skipif(find_spec("gymnasium") is None, reason="the gym extra")
+def test_a_refused_action_leaves_the_environments_as_they_were():
+    """Actions of the wrong shape or dtype (floats, NaN, bools, strings,
+    objects, complex): ``ArgumentError`` naming ``actions``, the engine's
+    state untouched; the next valid step gives what an environment that
+    never saw them gives.  Integer rows outside 0..N-1 are invalid actions
+    (the penalty, the default row), as ``SchedulingEnv``'s."""
+    from tensorsched.topology.openb import replay as R
+    from tensorsched.topology.openb.vector_env import OpenbVectorEnv
+    pods = R.read_openb_pods(PODS)
+    jobs = [(0, "FGD", 1), (0, "BestFit", 2)]
+    bad = [np.array([0.0, 1.0]), np.array([np.nan, 1]), np.array([True, False]),
+           np.array(["0", "1"]), [None, 1], np.array([1j, 1]), np.array([0, 1, 2]),
+           np.array([[0, 1]]), 3, [[0], [1, 2]]]
+    env, ref = (OpenbVectorEnv(INV, [pods], jobs) for _ in range(2))
+    obs, info = env.reset()
+    ref.reset()
+    for a in bad:
+        before = (env.engine.ist.copy(), env.engine.fst.copy(), env._steps.copy())
+        with pytest.raises(ArgumentError, match=r"^OpenbVectorEnv\.step: actions: "):
+            env.step(a)
+        for x, y in zip(before, (env.engine.ist, env.engine.fst, env._steps)):
+            np.testing.assert_array_equal(x, y)
+    for a in (info["default_action"], np.array([-1, 99]), np.array([2**62, 0], np.uint64)):
+        got, want = env.step(a), ref.step(a)
+        for k in got[0]:
+            np.testing.assert_array_equal(got[0][k], want[0][k])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert (want[4]["invalid_action"]).all()      # the last two: outside the rows
+
+
+@pytest.mark.skipif(find_spec("gymnasium") is None, reason="the gym extra")
+@settings(**SETTINGS)
+@given(name=st.sampled_from(["nodes", "traces", "jobs", "tune", "invalid_action_penalty",
+                             "max_steps", "threads", "backend", "device_arrays",
+                             "max_unsched"]),
+       value=st.sampled_from(["x", "", -1, 0, 1.5, float("nan"), float("inf"), True, None, [],
+                              [(0, "FGD")], [(3, "FGD", 1)], [(0, "Nope", 1)],
+                              [(0, "FGD", -1)], {"k": 1}, object()]))
+def test_vector_environment_arguments_are_refused_by_name(name, value):
+    from tensorsched.topology.openb import replay as R
+    from tensorsched.topology.openb.vector_env import OpenbVectorEnv
+    kw = dict(nodes=INV, traces=[R.read_openb_pods(PODS)], jobs=[(0, "FGD", 1)], tune=1.3,
+              invalid_action_penalty=1.0, max_steps=None, threads=None, backend="numba",
+              device_arrays=False, max_unsched=300.0)
+    kw[name] = value
+    try:
+        env = OpenbVectorEnv(**kw)
+    except ArgumentError as exc:
+        assert exc.argument.partition("[")[0] == name, str(exc)
+        return
+    except TensorschedError:
+        return
+    env.reset()
+    env.step(np.zeros(env.num_envs, np.int64))
