@@ -8,6 +8,7 @@ an input answers afterwards as one that never saw it."""
 from __future__ import annotations
 
 import copy
+import os
 import tempfile
 from importlib.util import find_spec
 from pathlib import Path
@@ -26,7 +27,8 @@ from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.openb import trace as T
 
 pytestmark = [pytest.mark.filterwarnings("error::RuntimeWarning"), pytest.mark.timeout(600)]
-SETTINGS = dict(max_examples=25, deadline=None, derandomize=True,
+# FUZZ_N=2000 for a longer search than CI's
+SETTINGS = dict(max_examples=int(os.environ.get("FUZZ_N", 25)), deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
 NODES, PODS = openb_slice(Path(tempfile.mkdtemp(prefix="fuzz-batch-")), "default", 4, 12,
@@ -220,3 +222,72 @@ def test_vector_environment_arguments_are_refused_by_name(name, value):
         return
     env.reset()
     env.step(np.zeros(env.num_envs, np.int64))
+
+
+GENERIC = ["name,arrival,departure,duration,cpu,memory,annotations,priority"] + [
+    f'g{j},{3 * j},{"" if j % 3 else 3 * j + 50},{60 if j % 3 == 1 else ""},1000m,2048Mi,'
+    f'"alibabacloud.com/gpu-milli={250 * (1 + j % 4)};alibabacloud.com/gpu-count=1",{j % 2}'
+    for j in range(8)]
+OPENB = Path(PODS).read_text().splitlines()
+NODE_LINES = Path(NODES).read_text().splitlines()
+CELLS = ["abc", "", "-1", "-500", "1e30", "nan", "inf", "-inf", "99999999999999999999", "0",
+         "3.5", "2000", "1e-300", "0x10", "１", '"a=b;c"', "{}"]
+
+
+@st.composite
+def mutated_csv(draw, lines):
+    """``lines`` (a CSV with its header) with one to three changes: a cell
+    replaced by a bad number or text, a column dropped, the rows cut, a
+    row repeated or bytes that are not UTF-8; as bytes."""
+    rows = [r.split(",") for r in lines]
+    for _ in range(draw(st.integers(1, 3))):
+        action = draw(st.sampled_from(("cell", "cell", "cell", "drop_col", "drop_rows", "dup",
+                                       "bytes")))
+        if action in ("cell", "dup", "bytes") and len(rows) < 2:
+            action = "drop_col"
+        if action == "cell":
+            i = draw(st.integers(1, len(rows) - 1))
+            j = draw(st.integers(0, len(rows[i]) - 1))
+            rows[i][j] = draw(st.sampled_from(CELLS))
+        elif action == "drop_col" and rows[0]:
+            j = draw(st.integers(0, len(rows[0]) - 1))
+            rows = [r[:j] + r[j + 1:] for r in rows]
+        elif action == "drop_rows":
+            rows = rows[:draw(st.integers(1, 3))]
+        elif action == "dup":
+            rows.append(list(rows[draw(st.integers(1, len(rows) - 1))]))
+        elif action == "bytes":
+            i = draw(st.integers(1, len(rows) - 1))
+            rows[i][0] += "\udcff"
+    return ("\n".join(",".join(r) for r in rows) + "\n").encode("utf-8", "surrogateescape")
+
+
+@settings(**SETTINGS)
+@given(pods=st.one_of(mutated_csv(OPENB), mutated_csv(GENERIC)),
+       nodes=st.one_of(st.none(), mutated_csv(NODE_LINES)),
+       scenario=st.booleans())
+def test_mutated_csvs_run_or_are_refused_by_file_line_and_column(tmp_path_factory, pods,
+                                                                 nodes, scenario):
+    """Node and trace CSVs (openb's and the generic trace's: departures,
+    durations, priorities, annotations) with bad numbers, missing columns,
+    negative or non-finite times, repeated rows and bytes that are not
+    UTF-8, with and without a scenario: each call runs or raises a
+    ``TensorschedError`` whose message names the file; never a bare error
+    or a NumPy warning (``filterwarnings``)."""
+    tmp = tmp_path_factory.mktemp("csv")
+    (tmp / "pods.csv").write_bytes(pods)
+    node_path = NODES
+    if nodes is not None:
+        (tmp / "nodes.csv").write_bytes(nodes)
+        node_path = str(tmp / "nodes.csv")
+    sc = {"steps": [{"at": 4, "cordon": "openb-node-0000"}]} if scenario else None
+    try:
+        runs = ts.simulate_batch(node_path, str(tmp / "pods.csv"), ["FGD", "Random"], [1],
+                                 workers=1, scenario=sc)
+    except ArgumentError:
+        raise                   # every argument here is of the right form
+    except TensorschedError as exc:
+        assert str(tmp) in str(exc) or "scenario" in str(exc), str(exc)
+        return
+    for r in runs:              # no number from nonsense: times finite or NaN (never bound)
+        assert not np.isinf(r.bind).any() and (r.node >= -1).all()

@@ -7,6 +7,7 @@ traceback, a hang (pytest-timeout) or a numpy warning."""
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 
@@ -44,7 +45,7 @@ NODE_CSV = (ROOT / "data/openb/csv/openb_node_list_gpu_node.csv").read_text().sp
 POD_CSV = (ROOT / "data/openb/csv/openb_pod_list_default.csv").read_text().splitlines()[:301]
 
 pytestmark = [pytest.mark.filterwarnings("error::RuntimeWarning"), pytest.mark.timeout(600)]
-SETTINGS = dict(max_examples=20, deadline=None, derandomize=True,
+SETTINGS = dict(max_examples=int(os.environ.get("FUZZ_N", 20)), deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
 NASTY = st.sampled_from([
@@ -206,3 +207,113 @@ def test_bench_with_random_arguments(capsys, args):
     code = _run_cleanly(["bench", "--nodes", "3", "--pods", "2", "--backend", "numpy"] + args,
                         capsys)
     assert code in (0, 2)
+
+
+SWEEP_FLAGS = ["--policy", "--seeds", "--backend", "--workers", "--tie-rank", "--scenario",
+               "--config", "--until", "--interval", "--metric", "--no-batch",
+               "FGD", "Random", "Nope", "0", "-3", "1", "1,1", "5-1", "2-3", "nan", "inf", "x",
+               "numba", "numpy", "cuda", "scheduled", "/no/such.yaml", "SCENARIO", "CONFIG",
+               "99999999999999999999"]
+
+
+def _openb_inputs(tmp):
+    """A 4-node, 12-pod openb slice, a scenario on it and a config."""
+    from support.openb import openb_slice
+    nodes, pods = openb_slice(tmp, "default", 4, 12, leave_every=2)
+    scenario = _dump(tmp, "scenario.yaml", {"steps": [{"at": 5, "cordon": "openb-node-0000"},
+                                                       {"at": 9, "drain": "openb-node-0001"}]})
+    return nodes, pods, scenario, str(EXAMPLES / "scheduler-config.yaml")
+
+
+@settings(**SETTINGS)
+@given(args=st.lists(st.sampled_from(SWEEP_FLAGS), max_size=6))
+def test_sweep_on_openb_nodes_with_random_flags(tmp_path_factory, capsys, args):
+    """``sweep --nodes`` with random flags (--tie-rank, --policy, --config,
+    --scenario, --seeds, --backend, --workers ...): status 0 or one line
+    and status 2."""
+    tmp = tmp_path_factory.mktemp("fuzz")
+    nodes, pods, scenario, config = _openb_inputs(tmp)
+    args = [scenario if a == "SCENARIO" else config if a == "CONFIG" else a for a in args]
+    if "--workers" not in args:
+        args += ["--workers", "1"]      # (in this process: no pool to start)
+    _run_cleanly(["sweep", "--nodes", nodes, "--trace", pods, "--output",
+                  str(tmp / "out.parquet")] + args, capsys)
+
+
+@settings(**SETTINGS)
+@given(args=st.lists(st.sampled_from(
+    ["--policies", "--seeds", "--backend", "--workers", "--tune", "FGD", "FGD,FGD", "",
+     ",", "Nope", "1", "1,1", "1-2", "-1", "0", "numba", "numpy", "cuda", "auto", "nan",
+     "x"]), max_size=6))
+def test_replay_sweep_with_random_flags(tmp_path_factory, capsys, args):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    nodes, pods, _scenario, _config = _openb_inputs(tmp)
+    if "--workers" not in args:
+        args = args + ["--workers", "1"]
+    _run_cleanly(["replay", "--sweep", "--nodes", nodes, "--pods", pods, "--output",
+                  str(tmp / "sweep.csv")] + args, capsys)
+
+
+def _run_refused(argv, capsys, match: str) -> str:
+    """The one stderr line of a refused command, checked against ``match``."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert len([x for x in err.splitlines() if x.strip()]) == 1, err
+    assert re.search(match, err), err
+    return err
+
+
+def test_sweep_refuses_a_comparison_path_that_is_a_directory(tmp_path, capsys):
+    """``<stem>.csv`` a directory: refused before any run (it failed with a
+    traceback after the runs, the Parquet written)."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    (tmp_path / "out.csv").mkdir()
+    _run_refused(["sweep", "--nodes", nodes, "--trace", pods, "--policy", "FGD", "--output",
+                  str(tmp_path / "out.parquet"), "--workers", "1"], capsys,
+                 r"out\.csv'?, which is a directory")
+    assert not (tmp_path / "out.parquet").exists()
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--policies", ""], r"--policies '': no policy"),
+    (["--policies", " , "], r"no policy"),
+    (["--policies", "FGD,BestFit,FGD"], r"--policies: policy FGD is given twice"),
+    (["--seeds", "3,1-3"], r"--seeds: seed 3 is given twice"),
+    (["--pods", "PODS"], r"--pods: pod CSV .* is given twice"),
+])
+def test_replay_sweep_refuses_empty_and_repeated_lists(tmp_path, capsys, flags, match):
+    """Each policy, seed and pod CSV once (a run twice counts twice in the
+    sweep's means); an empty --policies is refused, not read as all six."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    flags = [pods if f == "PODS" else f for f in flags]
+    _run_refused(["replay", "--sweep", "--nodes", nodes, "--pods", pods, "--output",
+                  str(tmp_path / "s.csv"), "--workers", "1"] + flags, capsys, match)
+    assert not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.parametrize("nodes, match", [
+    ("", r"capacity --nodes '': no node name"),
+    (" , ,", r"no node name"),
+    ("worker-a1,worker-a2,worker-a1", r"node worker-a1 is given twice"),
+])
+def test_capacity_drain_refuses_empty_and_repeated_nodes(capsys, nodes, match):
+    _run_refused(["capacity", "--cluster", str(EXAMPLES / "cluster.yaml"), "--drain",
+                  "--nodes", nodes, "--backend", "numpy"], capsys, match)
+
+
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
+    """An OSError as the results are written (the disk full, the directory
+    gone since the flags were checked): one line naming the file."""
+    import pyarrow.parquet as pq
+
+    def full(table, where, *a, **k):
+        raise OSError(28, "No space left on device", where)
+    monkeypatch.setattr(pq, "write_table", full)
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    out = str(tmp_path / "out.parquet")
+    _run_refused(["sweep", "--nodes", nodes, "--trace", pods, "--policy", "FGD", "--output",
+                  out, "--workers", "1"], capsys, rf"{re.escape(out)}: No space left on device")
