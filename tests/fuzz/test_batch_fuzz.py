@@ -83,6 +83,59 @@ def test_a_nonsense_inventory_is_refused_by_field(field, k):
     assert _placements(ts.simulate_batch(INV, PODS, ["FGD"], [1], workers=1)) == BASE
 
 
+def _workload():
+    from tensorsched.topology.openb import batch as B
+    return B.trace_workload(T.read_openb_trace(PODS))
+
+
+def _nan_at(a, j=2):
+    a = a.astype(np.float64)
+    a[j] = np.nan
+    return a
+
+
+# (field of the TraceWorkload or of its pods, bad value as a function of it)
+BAD_WORKLOAD = {
+    "arrival": [lambda w: _nan_at(w.arrival), lambda w: w.arrival - 1e7,
+                lambda w: w.arrival[::-1].copy(), lambda w: w.arrival[:-1],
+                lambda w: w.arrival.tolist(), lambda w: w.arrival + np.inf],
+    "departure": [lambda w: np.where(np.isfinite(w.departure), w.arrival - 1, np.inf),
+                  lambda w: _nan_at(w.departure, 1), lambda w: w.departure[None, :]],
+    "duration": [lambda w: np.full(len(w.arrival), -1.0), lambda w: _nan_at(w.duration)],
+    "pods.names": [lambda w: w.pods.names[:1] * len(w.pods.names),
+                   lambda w: [""] + w.pods.names[1:], lambda w: w.pods.names[:-1]],
+    "pods.cpu": [lambda w: -w.pods.cpu, lambda w: w.pods.cpu * 1.0],
+    "pods.num": [lambda w: w.pods.num + 20, lambda w: np.where(w.pods.milli < 1000, 2, 1)],
+    "pods.milli": [lambda w: w.pods.milli * 7, lambda w: -w.pods.milli],
+    "pods.spec": [lambda w: w.pods.spec[:-1], lambda w: [None] * len(w.pods.spec)],
+}
+
+
+@settings(**SETTINGS)
+@given(field=st.sampled_from(sorted(BAD_WORKLOAD)), k=st.integers(0, 5))
+def test_a_nonsense_trace_workload_is_refused_by_field(field, k):
+    """A hand-built ``batch.TraceWorkload`` with NaN, negative, infinite
+    or out-of-order arrivals, departures before arrivals, negative
+    durations, duplicate or missing pod names, or pods asking for nonsense:
+    ``ArgumentError`` naming ``traces[0].<field>`` and the pod (a number
+    from it never reaches the kernel); the same call on the vector
+    environment names it alike."""
+    import dataclasses
+    tw = _workload()
+    bad = BAD_WORKLOAD[field][k % len(BAD_WORKLOAD[field])](tw)
+    if field.startswith("pods."):
+        tw = dataclasses.replace(tw, pods=dataclasses.replace(tw.pods, **{field[5:]: bad}))
+    else:
+        tw = dataclasses.replace(tw, **{field: bad})
+    with pytest.raises(ArgumentError, match=r"^simulate_batch: traces\[0\][.:]") as info:
+        ts.simulate_batch(INV, tw, ["FGD"], [1], workers=1)
+    assert info.value.argument.startswith(("traces[0].", "traces[0]")), str(info.value)
+    if find_spec("gymnasium") is not None:
+        from tensorsched.topology.openb.vector_env import OpenbVectorEnv
+        with pytest.raises(ArgumentError, match=r"^OpenbVectorEnv: traces\[0\]"):
+            OpenbVectorEnv(INV, [tw], [(0, "FGD", 1)])
+
+
 def test_one_item_or_a_list_takes_ranges_arrays_and_generators():
     """Seeds as a range, a NumPy array or a generator give the runs of the
     same seeds as a list; an empty one of each is refused by name."""

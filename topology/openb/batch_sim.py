@@ -44,7 +44,10 @@ from ..gpu import (
     read_openb_nodes,
 )
 from . import batch as B
+from . import replay as R
 from . import trace as T
+
+MAX_SECONDS = 1e15          # the traces' bound (``framework.simulation.trace``)
 
 #: score plugins the batched kernel covers (GpuShareScore required)
 SCORES = ("GpuShareScore", T.NAME_TIE)
@@ -211,6 +214,83 @@ def check_inventory(inv: GpuInventory, where: str,
     return inv
 
 
+def _vector(args: Arguments, name: str, a, n: int, kinds: str, lo, hi, names: list):
+    """``a`` checked: a 1-D NumPy array of ``n`` of dtype ``kinds`` in lo..hi
+    (never NaN), the first bad pod named."""
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in kinds:
+        what = "an integer" if kinds == "iu" else "a numeric"
+        raise args.error(name, f"must be {what} NumPy array, got {type(a).__name__}"
+                         + (f" of {a.dtype}" if hasattr(a, "dtype") else ""))
+    if a.shape != (n,):
+        raise args.error(name, f"shape {a.shape}, expected ({n},) (one per pod)")
+    bad = np.flatnonzero(np.isnan(a) | (a < lo) | (a > hi)) if a.dtype.kind == "f" \
+        else np.flatnonzero((a < lo) | (a > hi))
+    if bad.size:
+        j = int(bad[0])
+        raise args.error(name, f"pod {names[j]!r} (row {j}): must be {lo:g}..{hi:g}, "
+                         f"got {a[j]!r}")
+    return a
+
+
+def check_pods(pods: R.TracePods, where: str, function: str = "simulate_batch") -> None:
+    """A ``TracePods`` the batched kernels can run (``read_openb_pods``
+    makes one; one built by hand is checked as its CSV would be): names,
+    per pod integer cpu (millicores) and memory (MiB) 0..2^40, GPUs 0..16,
+    GPU milli 0..1000 (a share of one GPU), a model string; else
+    ``ArgumentError`` naming ``where``'s field and the pod."""
+    args = Arguments(function)
+    names = args.names(f"{where}.names", pods.names, nonempty=True)
+    n = len(names)
+    _vector(args, f"{where}.cpu", pods.cpu, n, "iu", 0, MAX_CPU_MILLI, names)
+    _vector(args, f"{where}.mem", pods.mem, n, "iu", 0, MAX_MEMORY_MIB, names)
+    num = _vector(args, f"{where}.num", pods.num, n, "iu", 0, MAX_NODE_GPUS, names)
+    milli = _vector(args, f"{where}.milli", pods.milli, n, "iu", 0, MILLI, names)
+    share = np.flatnonzero((num > 1) & (milli > 0) & (milli < MILLI))
+    if share.size:
+        j = int(share[0])
+        raise args.error(f"{where}.num", f"pod {names[j]!r} (row {j}): a GPU share "
+                         f"({int(milli[j])} milli) asks for exactly one GPU, not {int(num[j])}")
+    spec = args.sequence(f"{where}.spec", pods.spec, str, "a model string ('' any)",
+                         "model strings")
+    if len(spec) != n:
+        raise args.error(f"{where}.spec", f"{len(spec)} entries, expected {n} (one per pod)")
+
+
+def check_workload(tw: B.TraceWorkload, where: str, function: str = "simulate_batch") -> None:
+    """A ``TraceWorkload`` built by hand checked as ``trace_workload``
+    makes one: its pods (``check_pods``, each name once), ``arrival`` [P]
+    seconds 0..1e15 in arrival order, ``departure`` [P] at or after the
+    arrival (inf: none), ``duration`` [P] >= 0 (inf: stays), not both;
+    else ``ArgumentError`` naming ``where``'s field and the pod."""
+    args = Arguments(function)
+    check_pods(tw.pods, f"{where}.pods", function)
+    names = list(tw.pods.names)
+    seen: dict = {}
+    for j, nm in enumerate(names):
+        if nm in seen:
+            raise args.error(f"{where}.pods.names[{j}]", f"duplicate pod {nm!r} (also at "
+                             f"{seen[nm]})")
+        seen[nm] = j
+    n = len(names)
+    arrive = _vector(args, f"{where}.arrival", tw.arrival, n, "iuf", 0, MAX_SECONDS, names)
+    back = np.flatnonzero(np.diff(arrive) < 0)
+    if back.size:
+        j = int(back[0]) + 1
+        raise args.error(f"{where}.arrival", f"pod {names[j]!r} (row {j}) arrives at "
+                         f"{float(arrive[j]):g}, before the row above it: rows in arrival order")
+    depart = _vector(args, f"{where}.departure", tw.departure, n, "iuf", 0, np.inf, names)
+    early = np.flatnonzero(depart < arrive)
+    if early.size:
+        j = int(early[0])
+        raise args.error(f"{where}.departure", f"pod {names[j]!r} (row {j}): "
+                         f"{float(depart[j]):g} is before its arrival {float(arrive[j]):g}")
+    _vector(args, f"{where}.duration", tw.duration, n, "iuf", 0, np.inf, names)
+    try:
+        B.check_times(tw, where)
+    except ValueError as exc:
+        raise args.error(where, str(exc).removeprefix(f"{where}: ")) from None
+
+
 def check_scenario(clusters: list, scenario: Scenario, ranked: bool) -> None:
     """What ``ts.Simulation`` refuses of ``scenario`` on each of
     ``clusters`` (``GpuInventory``) as ``Simulation.scenario`` does before
@@ -262,6 +342,7 @@ def read_trace_path(path) -> Trace:
 
 def _trace(x, where: str) -> B.TraceWorkload:
     if isinstance(x, B.TraceWorkload):
+        check_workload(x, where)
         return x
     try:
         if isinstance(x, (str, os.PathLike)):

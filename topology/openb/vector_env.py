@@ -65,7 +65,7 @@ from tensorsched.kernels._errors import BackendUnavailable
 from ..gpu import MILLI, GpuInventory
 from . import batch as B
 from . import replay as R
-from .batch_sim import check_inventory
+from .batch_sim import check_inventory, check_pods, check_workload
 
 try:
     import gymnasium as gym
@@ -159,6 +159,10 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
             raise args.error("traces", "all TracePods (the experiment's draw) or all "
                              "TraceWorkload (pods at their own times), not a mix")
         for i, x in enumerate(traces):
+            if isinstance(x, B.TraceWorkload):
+                check_workload(x, f"traces[{i}]", "OpenbVectorEnv")
+            else:
+                check_pods(x, f"traces[{i}]", "OpenbVectorEnv")
             try:
                 R.check_inputs(nodes, x.pods if isinstance(x, B.TraceWorkload) else x)
             except ValueError as exc:
