@@ -74,6 +74,7 @@ import pyarrow as pa
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.capacity.common import bound_pods
+from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.errors import BackendError, ConfigError, TensorschedError
 from tensorsched.framework.parsing.manifests import (
     DocumentError,
@@ -100,6 +101,7 @@ from tensorsched.kernels.batch.local_preempt_events import (
     LocalPreemptEvents,
     run_local_preempt_events,
 )
+from tensorsched.registry_slot import default_registry
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
@@ -821,6 +823,13 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         if not isinstance(t, Trace):
             raise args.error(f"traces[{i}]", f"a Trace (read_trace) or a trace path, got {t!r}")
     cfgs = [_read_config(c) if isinstance(c, (str, os.PathLike)) else c for c in configs]
+    points = default_registry().plugin_points()       # build_cluster's, as trace_setup's
+    for i, (given, c) in enumerate(zip(configs, cfgs)):
+        try:                # before any run, its errors naming the file or the argument
+            load_config(c, points)
+        except ConfigError as exc:
+            raise exc.with_source(os.fspath(given) if isinstance(given, (str, os.PathLike))
+                                  else f"configs[{i}]") from None
     sc = None if scenario is None else (scenario if isinstance(scenario, Scenario)
                                         else load_scenario(scenario))
     setups = [[trace_setup(objects, c, t, sc) for c in cfgs] for t in traces]

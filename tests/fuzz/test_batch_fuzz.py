@@ -344,3 +344,36 @@ def test_mutated_csvs_run_or_are_refused_by_file_line_and_column(tmp_path_factor
         return
     for r in runs:              # no number from nonsense: times finite or NaN (never bound)
         assert not np.isinf(r.bind).any() and (r.node >= -1).all()
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
+BOGUS = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+         "profiles": [{"plugins": {"score": {"enabled": [{"name": "Nope", "weight": 1}]}}}]}
+
+
+@pytest.mark.parametrize("manifests", [False, True])
+@pytest.mark.parametrize("config, match", [
+    ("NAME", None),
+    (BOGUS, r"^configs\[1\]: profiles\[0\]\.plugins\.score\.enabled\[0\]\.name: unknown "
+            r"plugin 'Nope'"),
+    (str(EXAMPLES / "cluster.yaml"), r"cluster\.yaml: apiVersion"),
+    ("/no/such.yaml", r"configs\[1\]: .*/no/such\.yaml"),
+    (5, r"configs\[1\]"),
+])
+def test_a_bad_config_is_named_by_its_index_or_file(manifests, config, match):
+    """A config that is not one (an unknown plugin in a dict, a manifest
+    file, a missing path, a number; on a manifest cluster a policy name):
+    the error names ``configs[i]`` or the file, before any run (it named
+    neither, or was a bare ``DocumentError``)."""
+    if manifests:
+        kw = dict(nodes=str(EXAMPLES / "cluster.yaml"), traces=str(EXAMPLES / "trace.csv"))
+        first = None
+    else:
+        kw = dict(nodes=NODES, traces=PODS)
+        first = "FGD"
+    if config == "NAME":
+        if not manifests:
+            return                      # a policy name is an openb config
+        config, match = "FGD", r"configs\[1\]: 'FGD' is not a file.*policy names go with openb"
+    with pytest.raises(TensorschedError, match=match):
+        ts.simulate_batch(**kw, configs=[first, config], seeds=[1], workers=1)
