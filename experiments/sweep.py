@@ -73,6 +73,7 @@ from tensorsched.topology.openb.batch import (
     trace_batch,
     trace_workload,
 )
+from tensorsched.topology.openb.batch_sim import check_scenario
 from tensorsched.topology.openb.trace import (
     NAME_TIE,
     experiment_registry,
@@ -343,6 +344,8 @@ def _load_simulate(jobs, inputs: dict) -> None:
         scenario = inputs[("scenario", j.scenario)] if j.scenario else None
         if scenario is not None:
             sim.scenario(copy.deepcopy(scenario))
+            # an added node's tie label that is no rank: its step named, before any run
+            check_scenario([], scenario, tie_ranked(j, inputs))
         for path, name in traces:
             for line in run.profile_warning_lines(sim, inputs[("trace", path)], scenario):
                 warnings[f"{line} [{CONFIG_COLUMN[j.kind]} {j.config_name}, trace {name}]"] = None

@@ -317,3 +317,25 @@ def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypa
     out = str(tmp_path / "out.parquet")
     _run_refused(["sweep", "--nodes", nodes, "--trace", pods, "--policy", "FGD", "--output",
                   out, "--workers", "1"], capsys, rf"{re.escape(out)}: No space left on device")
+
+
+@pytest.mark.parametrize("tie_rank", [True, False])
+def test_sweep_names_the_step_of_an_added_node_tie_label_that_is_no_rank(tmp_path, capsys,
+                                                                          tie_rank):
+    """``sweep --tie-rank --scenario``: an added node labelled with a rank
+    that is not one is refused naming the scenario file, the step and the
+    label before any run (it failed inside a run, naming neither); without
+    --tie-rank the label is unread and the sweep runs."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    node = copy.deepcopy(GPU_NODE)
+    node["metadata"]["labels"]["openb.tensorsched.io/tie"] = "abc"
+    scenario = _dump(tmp_path, "tie.yaml", {"steps": [{"at": 10, "create": node}]})
+    argv = ["sweep", "--nodes", nodes, "--trace", pods, "--policy", "FGD", "--scenario",
+            scenario, "--output", str(tmp_path / "t.parquet"), "--workers", "1"]
+    if not tie_rank:
+        assert _run_cleanly(argv, capsys) == 0
+        return
+    _run_refused(argv + ["--tie-rank"], capsys,
+                 r"tie\.yaml: steps\[0\]\.create: Node gpu-0: metadata\.labels\["
+                 r"\"openb\.tensorsched\.io/tie\"\]: .*'abc'")
+    assert not (tmp_path / "t.parquet").exists()
