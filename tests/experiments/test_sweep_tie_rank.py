@@ -21,6 +21,7 @@ from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as E
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.simulation.scenario import ScenarioError
 from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.openb.batch import tie_of
 from tensorsched.topology.openb.trace import TIE_LABEL, openb_config
@@ -222,15 +223,17 @@ def test_a_bad_tie_label_is_named(tmp_path):
 
 
 def test_an_added_nodes_bad_label_runs_per_job_and_is_named(tmp_path, monkeypatch):
-    """A scenario's added node with a rank label the kernel does not rank:
-    the tie-ranked jobs go per job, whose OpenbTieRank names the label;
-    GpuShareScore alone does not read it (batched)."""
+    """A scenario's added node with a rank label that is no rank: the
+    tie-ranked jobs are refused before any run naming the scenario's step
+    and the label (as their per-job OpenbTieRank would); GpuShareScore
+    alone does not read it (batched)."""
     nodes, pods = _model_trap(tmp_path)
     sc = tmp_path / "scenario.json"
     sc.write_text(json.dumps({"steps": [{"at": 1, "create": _node("x0", 1, tie="-3")}]}))
     jobs = S.make_jobs([pods], [0], policies=["BestFit"], nodes=nodes, scenario=str(sc),
                        tie_rank=True)
-    with pytest.raises(S.SweepError, match=r"Node x0: .*openb\.tensorsched\.io/tie.*'-3'"):
+    with pytest.raises(ScenarioError, match=r"scenario\.json: steps\[0\]\.create: Node x0: "
+                                            r".*openb\.tensorsched\.io/tie.*'-3'"):
         S.run_sweep(jobs, workers=1)
     calls = _weights(monkeypatch, E, "openb_event_runs")
     plain = S.make_jobs([pods], [0], policies=["BestFit"], nodes=nodes, scenario=str(sc))
