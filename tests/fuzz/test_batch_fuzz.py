@@ -377,3 +377,33 @@ def test_a_bad_config_is_named_by_its_index_or_file(manifests, config, match):
         config, match = "FGD", r"configs\[1\]: 'FGD' is not a file.*policy names go with openb"
     with pytest.raises(TensorschedError, match=match):
         ts.simulate_batch(**kw, configs=[first, config], seeds=[1], workers=1)
+
+
+@pytest.mark.skipif(find_spec("gymnasium") is None, reason="the gym extra")
+def test_a_refused_reset_changes_nothing():
+    """``reset`` with a bad seed, options that are no mapping or a
+    reset_mask of the wrong dtype, shape or values, and ``placements`` of
+    an environment that is not there: ``ArgumentError``; the environments
+    (and their generator) step on as one that never saw them."""
+    from tensorsched.topology.openb import replay as R
+    from tensorsched.topology.openb.vector_env import OpenbVectorEnv
+    pods = R.read_openb_pods(PODS)
+    jobs = [(0, "FGD", 1), (0, "GpuPacking", 2)]
+    env, ref = (OpenbVectorEnv(INV, [pods], jobs) for _ in range(2))
+    _, info = env.reset(seed=5)
+    ref.reset(seed=5)
+    env.step(info["default_action"])
+    ref.step(info["default_action"])
+    for kw in ({"seed": -1}, {"seed": 1.5}, {"seed": "x"}, {"options": "reset_mask"},
+               {"options": {"reset_mask": [1, 0, 1]}}, {"options": {"reset_mask": [0.5, 1]}},
+               {"options": {"reset_mask": [2, 0]}}, {"options": {"reset_mask": ["a", "b"]}}):
+        with pytest.raises(ArgumentError, match=r"^OpenbVectorEnv\.reset: (seed|options)"):
+            env.reset(**kw)
+    for bad in (-1, 2, 1.0, None):
+        with pytest.raises(ArgumentError, match=r"^OpenbVectorEnv\.placements: env"):
+            env.placements(bad)
+    assert env.np_random.integers(1 << 30) == ref.np_random.integers(1 << 30)
+    got, want = env.step(info["default_action"]), ref.step(info["default_action"])
+    for k in got[0]:
+        np.testing.assert_array_equal(got[0][k], want[0][k])
+    assert env.placements(1) == ref.placements(1)

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.arguments import MAX_SEED, Arguments
 from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.kernels._errors import BackendUnavailable
 
@@ -96,8 +96,11 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
     ``batch.TraceWorkload`` (pods arriving and leaving at their own times,
     ``trace_workload(read_openb_trace(path))``) as ``batch.trace_batch``
     runs it (the Simulation's queue: failed pods retry after departures,
-    ``max_unsched`` its flush, seconds).  Arguments checked as
-    ``replay_batch`` checks them.  ``backend``: ``numba`` (the CPU twin,
+    ``max_unsched`` its flush, seconds).  Arguments checked where they
+    enter, a bad one an ``ArgumentError`` naming it (a hand-built node list
+    or trace as ``simulate_batch`` checks it, ``batch_sim.check_inventory``
+    and ``check_workload``); ``step`` refuses actions that are not
+    integers.  ``backend``: ``numba`` (the CPU twin,
     ``threads`` cores) or ``cuda`` (a thread block per environment, the
     state in device memory; without a device ``BackendError``);
     ``device_arrays`` (cuda): observations as device arrays (CuPy when
@@ -221,10 +224,11 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
     def reset(self, *, seed=None, options=None):
         """Every environment's run from its start (or those of
         ``options["reset_mask"]``): (observation, info)."""
-        super().reset(seed=seed)
+        args = Arguments("OpenbVectorEnv.reset")
+        args.integer("seed", seed, 0, MAX_SEED, optional=True)
+        args.mapping("options", options, optional=True)
         mask = self._all
         if options and options.get("reset_mask") is not None:
-            args = Arguments("OpenbVectorEnv.reset")
             mask = np.asarray(options["reset_mask"])
             if mask.dtype.kind not in "biu" or ((mask != 0) & (mask != 1)).any():
                 raise args.error("options: reset_mask", f"must be an array of booleans, got "
@@ -236,6 +240,7 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
             if not self._started and not mask.all():
                 raise args.error("options: reset_mask", "the first reset starts every "
                                  "environment")
+        super().reset(seed=seed)            # (after the checks: a refusal changes nothing)
         self.engine.step(mask, np.zeros(self.num_envs, np.int64), hold=~mask)
         self._started = True
         self._autoreset[mask] = False
@@ -311,6 +316,7 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         left, and a pod still waiting shows -1; with retries or ranks a pod
         after the pending one in trace order may be bound already, listed
         once the episode is over)."""
+        env = Arguments("OpenbVectorEnv.placements").integer("env", env, 0, self.num_envs - 1)
         r = self.runs[env]
         off = int(self.arrays.ev_off[env])
         k = int(self.engine.ist[env, 0]) if self.engine.ist[env, 2] == 0 else len(r.seq)
