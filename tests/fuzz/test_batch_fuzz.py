@@ -177,7 +177,8 @@ def steps(draw):
     if kind == "createNode":
         obj = copy.deepcopy(NODE)
         obj["metadata"]["name"] = node
-        tie = draw(st.sampled_from([None, "3", "-1", "abc", "99999999999"]))
+        tie = draw(st.sampled_from([None, "3", "007", "-1", "abc", "99999999999", " 3", "+3",
+                                    "1_000", "\u0663"]))
         if tie is not None:
             obj["metadata"]["labels"][T.TIE_LABEL] = tie
         return {"at": at, "create": obj}
@@ -407,3 +408,32 @@ def test_a_refused_reset_changes_nothing():
     for k in got[0]:
         np.testing.assert_array_equal(got[0][k], want[0][k])
     assert env.placements(1) == ref.placements(1)
+
+
+@pytest.mark.parametrize("label, rank", [
+    ("0", 0), ("7", 7), ("007", 7), (str((1 << 24) - 1), (1 << 24) - 1), (str(1 << 24), None),
+    ("-1", None), ("-0", None), (" 3", None), ("3 ", None), ("+3", None), ("1_000", None),
+    ("\u0663", None), ("3.0", None), ("", None), ("9" * 40, None)])
+def test_a_tie_label_is_a_decimal_rank(label, rank):
+    """OpenbTieRank's label (``trace.tie_rank``, which the batch checks an
+    added node's label with): ASCII decimal digits 0..2^24 - 1; Python's
+    ``int`` would also take a sign, spaces, underscores and other
+    scripts' digits.  On ``simulate_batch``'s scenario a refused label is
+    a ``ScenarioError`` naming the step, the node and the label; under
+    GpuShareScore alone it is unread."""
+    from tensorsched.framework.errors import ManifestError
+    if rank is None:
+        with pytest.raises(ManifestError, match=r"Node n: metadata\.labels\["):
+            T.tie_rank("n", {T.TIE_LABEL: label})
+    else:
+        assert T.tie_rank("n", {T.TIE_LABEL: label}) == rank
+    node = copy.deepcopy(NODE)
+    node["metadata"]["labels"][T.TIE_LABEL] = label
+    sc = {"steps": [{"at": 5, "create": node}]}
+    if rank is None:
+        with pytest.raises(ScenarioError, match=r"^scenario: steps\[0\]\.create: Node extra: "
+                                                r"metadata\.labels\["):
+            ts.simulate_batch(NODES, PODS, ["FGD"], [1], workers=1, scenario=sc)
+    else:
+        ts.simulate_batch(NODES, PODS, ["FGD"], [1], workers=1, scenario=sc)
+    ts.simulate_batch(NODES, PODS, [T.openb_config("FGD")], [1], workers=1, scenario=sc)

@@ -202,10 +202,10 @@ def tie_rank(node: str, labels) -> int:
     value = labels.get(TIE_LABEL)
     if value is None:
         return 0
-    try:
-        rank = int(value)       # (as the batched engines read an added node's label)
-    except (TypeError, ValueError):
-        rank = -1
+    # decimal digits only: int() would also take ' 3', '+3', '1_000' or
+    # other scripts' digits, none of them a label's integer
+    digits = isinstance(value, str) and value.isascii() and value.isdigit()
+    rank = int(value) if digits and len(value) <= 12 else -1
     if not 0 <= rank < TIE_LIMIT:
         raise ManifestError(f"Node {node}", join_path("metadata.labels", TIE_LABEL),
                             f"{NAME_TIE}'s rank must be an integer 0..{TIE_LIMIT - 1}, "
