@@ -437,3 +437,4 @@ def test_a_tie_label_is_a_decimal_rank(label, rank):
     else:
         ts.simulate_batch(NODES, PODS, ["FGD"], [1], workers=1, scenario=sc)
     ts.simulate_batch(NODES, PODS, [T.openb_config("FGD")], [1], workers=1, scenario=sc)
+

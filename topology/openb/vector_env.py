@@ -85,6 +85,17 @@ except ImportError:               # gymnasium 1.0 names the mode by a string
 BACKENDS = ("numba", "cuda")
 
 
+def _device_dtype(x) -> np.dtype | None:
+    """A device array's element type: its NumPy ``dtype`` (Numba, CuPy) or
+    its ``__cuda_array_interface__`` type string (PyTorch, ...)."""
+    dt = getattr(x, "dtype", None)
+    try:
+        return np.dtype(dt)
+    except TypeError:
+        face = getattr(x, "__cuda_array_interface__", None)
+        return np.dtype(face["typestr"]) if face else None
+
+
 class NotStartedError(TensorschedError, RuntimeError):
     """``step`` called before the first ``reset``."""
 
@@ -255,6 +266,10 @@ class OpenbVectorEnv(gym.vector.VectorEnv):
         on_device = self.backend == "cuda" and self._on_device(actions)
         if not on_device:
             actions = self._host_actions(actions)
+        elif _device_dtype(actions) != np.int64:
+            raise Arguments("OpenbVectorEnv.step").error(
+                "actions", f"a device array must hold int64 node rows, got "
+                f"{_device_dtype(actions)}")
         if tuple(actions.shape) != (self.num_envs,):
             raise Arguments("OpenbVectorEnv.step").error(
                 "actions", f"shape {tuple(actions.shape)}, expected ({self.num_envs},)")
