@@ -41,9 +41,10 @@ import numpy as np
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.capacity.batch_probe import BatchProfileError as ProbeRefusal
-from tensorsched.framework.errors import TensorschedError
+from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
+from tensorsched.kernels._errors import BackendUnavailable
 from tensorsched.kernels.batch.openb_events import WHY_PREEMPTED
 from tensorsched.topology.gpu import GpuInventory
 from tensorsched.topology.openb import batch as B
@@ -121,6 +122,11 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
                          f"choose one of {', '.join(B.BACKENDS)} (ts.Simulation runs per "
                          "cluster on numpy)")
+    if backend == "cuda":           # where it cannot run: refused before any work
+        try:
+            from tensorsched.kernels.batch import openb_events_cuda  # noqa: F401
+        except BackendUnavailable as exc:
+            raise BackendError(str(exc)) from None
     nodes, traces = _as_list(nodes, "nodes"), _as_list(traces, "traces")
     configs, seeds = _as_list(configs, "configs"), _as_list(seeds, "seeds")
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]

@@ -438,3 +438,17 @@ def test_a_tie_label_is_a_decimal_rank(label, rank):
         ts.simulate_batch(NODES, PODS, ["FGD"], [1], workers=1, scenario=sc)
     ts.simulate_batch(NODES, PODS, [T.openb_config("FGD")], [1], workers=1, scenario=sc)
 
+
+
+@pytest.mark.parametrize("scenario", [None, {"steps": [{"at": 1, "cordon": "openb-node-0000"}]}])
+def test_cuda_where_it_cannot_run_is_a_backend_error(scenario):
+    """``backend='cuda'`` without a device: ``BackendError`` before any work,
+    with a scenario too (a bare ``BackendUnavailable`` from the node-event
+    engine's import before)."""
+    from support.backends import cuda_available
+
+    from tensorsched.framework.errors import BackendError
+    if cuda_available():
+        pytest.skip("a CUDA device (or the simulator) is here: cuda runs")
+    with pytest.raises(BackendError, match="backend 'cuda' cannot run"):
+        ts.simulate_batch(NODES, PODS, ["FGD"], [1], backend="cuda", scenario=scenario)
