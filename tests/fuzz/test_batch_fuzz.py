@@ -452,3 +452,15 @@ def test_cuda_where_it_cannot_run_is_a_backend_error(scenario):
         pytest.skip("a CUDA device (or the simulator) is here: cuda runs")
     with pytest.raises(BackendError, match="backend 'cuda' cannot run"):
         ts.simulate_batch(NODES, PODS, ["FGD"], [1], backend="cuda", scenario=scenario)
+
+
+def test_a_step_one_of_several_clusters_refuses_names_it(tmp_path):
+    """Two node lists, a step naming a node only the first has: the
+    ``ScenarioError`` names the step and ``nodes[1]``."""
+    other = tmp_path / "other.csv"
+    other.write_text("sn,cpu_milli,memory_mib,gpu,model\nm0,64000,262144,2,P100\n")
+    with pytest.raises(ScenarioError, match=r"^scenario: steps\[0\]\.drain: node "
+                                            r"'openb-node-0000' is not in the cluster at 2s "
+                                            r"\(on nodes\[1\]\)$"):
+        ts.simulate_batch([NODES, str(other)], PODS, ["FGD"], [1], workers=1,
+                          scenario={"steps": [{"at": 2, "drain": "openb-node-0000"}]})

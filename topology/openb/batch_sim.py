@@ -299,8 +299,13 @@ def check_scenario(clusters: list, scenario: Scenario, ranked: bool) -> None:
     submitted yet), and with ``ranked`` (OpenbTieRank scores) an added
     node's ``openb.tensorsched.io/tie`` label that is not a rank
     (``trace.tie_rank``): ``ScenarioError`` naming the step's field."""
-    for inv in clusters:
-        check_steps(scenario, inv.names, 0.0, lambda key, t: False)
+    for c, inv in enumerate(clusters):
+        try:
+            check_steps(scenario, inv.names, 0.0, lambda key, t: False)
+        except ScenarioError as exc:
+            if len(clusters) == 1:
+                raise
+            raise ScenarioError(exc.source, exc.field, f"{exc.problem} (on nodes[{c}])") from None
     if not ranked:
         return
     for st in scenario.steps:
