@@ -41,7 +41,13 @@ step's time, leaving its ``duration`` after its binding, in
 PrioritySort's order by its own priority); a Pod delete is a kernel
 event (``EV_POD_DELETE``) before its time's departures: a bound pod
 frees its node (Pod/Delete moves the pods listening to it), a pending one
-leaves the queue; either counts as deleted.
+leaves the queue; either counts as deleted.  Where the job preempts
+(DefaultPreemption), a pod of the run may take the created pod before
+its delete: the Simulation then stops at the step with NotFound
+(``changes.pod_not_found``); the kernel's run goes on, and
+``missed_deletes`` finds it afterwards (the pod's ``why``): the job's
+error, as the per-job path reports it (``sweep._guarded``), the other
+runs' rows as before.
 
 OpenbTieRank (a config that scores with it: the experiment's profile):
 the node list's ranks are ``batch.tie_of(n, seed)``, an added node's its
@@ -104,6 +110,7 @@ from tensorsched.framework.runtime.cluster_events import (
     plugin_events,
 )
 from tensorsched.framework.plugins.priority_sort import PrioritySort
+from tensorsched.framework.simulation.changes import pod_not_found
 from tensorsched.framework.simulation.scenario import check_steps
 from tensorsched.framework.simulation.series import KEEP_LATENCIES, percentile
 from tensorsched.kernels.batch.openb_events import (
@@ -121,6 +128,7 @@ from tensorsched.kernels.batch.openb_events import (
     WHY_POD_DELETED,
     WHY_PREEMPTED,
     NodeEvents,
+    deletes_missed,
     run_openb_events,
 )
 from tensorsched.topology.gpu import (
@@ -529,25 +537,6 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
 
 
 
-def preempt_deletes(scenario, plan: OpenbPlan, tw: TraceWorkload, made: np.ndarray) -> None:
-    """Where a run preempts: a Pod delete of a created pod that a pod of the
-    run (``tw``, the created pods at rows ``made``: ``OpenbPlan.workload``)
-    outranks is refused naming the step (``BatchProfileError``): it may be
-    preempted before the step, the Simulation's NotFound, known only as it
-    runs."""
-    prio = np.asarray(tw.priority, np.int64)
-    top = int(prio.max(initial=0))
-    index = {f"default/{c.name}": k for k, c in enumerate(plan.created)}
-    for st in scenario.steps:
-        if st.kind != "Pod" or st.action != "delete":
-            continue
-        for key in st.names:
-            k = index.get(key)
-            if k is not None and int(prio[made[k]]) < top:
-                raise refuse(f"{st.field} (delete Pod)", f"pod {key} (priority "
-                             f"{int(prio[made[k]])}) may be preempted before it by a pod of "
-                             f"priority {top}")
-
 
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
                      backend: str = "numba", workers: int | None = None,
@@ -602,6 +591,27 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
         return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows, pre)
     return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows,
                                preempt=pre)
+
+
+def missed_deletes(a, out, plan: OpenbPlan, jobs: list, made: list) -> list:
+    """Per run of ``openb_event_runs``' ``jobs`` (its ``a`` and ``out``,
+    ``made`` per workload the created pods' rows), the Simulation's error
+    where a Pod delete of a created pod came after DefaultPreemption had
+    taken it (``openb_events.deletes_missed``): the ``SimulationError`` its
+    run stops with at the step (NotFound, ``changes.pod_not_found``), else
+    None (its delete found the pod)."""
+    k = len(plan.created)
+    if not k:
+        return [None] * len(jobs)
+    rows = np.array([made[t] for t, _p, _s in jobs], np.int64).reshape(len(jobs), k)
+    errors = []
+    for e in deletes_missed(out, a, plan.events, rows).tolist():
+        if e < 0:
+            errors.append(None)
+            continue
+        c = plan.created[int(plan.events.ev_x[e])]
+        errors.append(pod_not_found(f"default/{c.name}", float(plan.events.ev_t[e])))
+    return errors
 
 
 def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: float,
@@ -797,9 +807,6 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
                 for i, prof in zip(idx, mine)]
         pre = [job_preempt(jobs[i], inputs) for i in idx]
         try:
-            if any(x is not None for x in pre):
-                for tw, m in wide:
-                    preempt_deletes(scenario, plan, tw, m)
             a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
                                       workers, backoff=backoff,
                                       weights=[prof[1] for prof in mine],
@@ -809,8 +816,13 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
             continue
         each = (time.perf_counter() - t0) / len(idx)
         horizon_of = {t: run.horizon(inputs[("trace", t)], scenario, None) for t in traces}
+        missed = missed_deletes(a, out, plan, runs, [m for _tw, m in wide])
         for b, i in enumerate(idx):
             job = jobs[i]
+            if missed[b] is not None:
+                # its Simulation stops at the step: the per-job path's report
+                done(i, None, f"{job.label}: {missed[b]}")
+                continue
             tw = wide[traces.index(job.trace)][0]
             horizon = horizon_of[job.trace]
             o, p = int(a.ev_off[b]), int(a.ev_len[b])

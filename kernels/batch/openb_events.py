@@ -13,7 +13,9 @@ universe's nodes (OpenbTieRank: ``u_static`` [B, U]) and the pods the
 scenario creates (``made`` [B, K]: their rows among the run's pods),
 DefaultPreemption's inputs where runs preempt (``BatchPreempt``: the same
 compiled function, a flag per run).  ``run_openb_events`` answers
-``EventOutputs``.
+``EventOutputs``; ``deletes_missed`` reads from them, per run, a Pod
+delete whose pod DefaultPreemption took before it (where the Simulation
+stops with NotFound).
 """
 
 from __future__ import annotations
@@ -177,6 +179,33 @@ class EventOutputs(NamedTuple):
         return self.log_t[lo:lo + k], self.log_pod[lo:lo + k], self.log_frag[lo:lo + k]
 
 
+def deletes_missed(out: EventOutputs, a: BatchArrays, ev: NodeEvents,
+                   made: np.ndarray) -> np.ndarray:
+    """[B] per run the first ``EV_POD_DELETE`` event (an index into
+    ``ev``'s events) whose pod was gone before it, taken by
+    DefaultPreemption (its ``why`` ``WHY_PREEMPTED``), -1 none; ``made``
+    [B, K] as the run took it.  The Simulation stops there (NotFound).
+
+    Read from ``out.why``: a created pod leaves once, so a delete that
+    found it (bound or pending) marks it ``WHY_POD_DELETED`` and nothing
+    takes it after, and a victim's ``WHY_PREEMPTED`` means it was gone when
+    its delete came (the step is after its creation: ``check_steps``).  A
+    delete of a pod gone another way (its duration over, its node drained
+    or removed) is not read here: those are refused before the run."""
+    b = a.n_runs
+    kind = np.asarray(ev.ev_kind)
+    dels = np.flatnonzero(kind == EV_POD_DELETE)
+    first = np.full(b, -1, np.int64)
+    if dels.shape[0] == 0 or b == 0:
+        return first
+    mk = np.asarray(made, np.int64)
+    pods = np.asarray(a.ev_off, np.int64)[:, None] + mk[:, np.asarray(ev.ev_x)[dels]]
+    hit = np.asarray(out.why)[pods] == WHY_PREEMPTED          # [B, deletes]
+    some = hit.any(axis=1)
+    first[some] = dels[np.argmax(hit[some], axis=1)]
+    return first
+
+
 def run_scenario(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None,
                  made: np.ndarray | None) -> tuple:
     """(``u_static`` [B, U], ``made`` [B, K]) as the kernels take them
@@ -254,6 +283,7 @@ __all__ = [
     "WHY_POD_DELETED",
     "WHY_PREEMPTED",
     "EventOutputs",
+    "deletes_missed",
     "NodeEvents",
     "run_inputs",
     "run_scenario",

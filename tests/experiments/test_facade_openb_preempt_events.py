@@ -26,7 +26,6 @@ from tensorsched.topology.gpu import read_openb_nodes
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import trace as T
-from tensorsched.topology.openb.batch_sim import BatchProfileError
 
 POLICIES = ("FGD", "Random", "BestFit", "DotProd", "GpuPacking", "GpuClustering")
 DEFAULT = (10, 100)
@@ -290,17 +289,3 @@ def test_cuda_form_preempts_as_the_twin(tmp_path):
         assert x.log_t.tolist() == y.log_t.tolist() and x.log_pod.tolist() == y.log_pod.tolist()
         assert x.log_frag.tolist() == y.log_frag.tolist() and x.why.tolist() == y.why.tolist()
 
-
-def test_a_delete_of_a_pod_that_may_be_preempted_first_is_refused(tmp_path):
-    """c0 (priority 0) deleted at 20 while h (100) may preempt it before:
-    refused naming the step where a config preempts; without
-    DefaultPreemption it runs."""
-    nodes, pods = _two_nodes(tmp_path, ROWS)
-    sc = {"steps": [{"at": 2, "create": _pod("c0", 1, 500, priority=0)},
-                    {"at": 20, "delete": {"kind": "Pod", "name": "c0"}}]}
-    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[1\]\.delete \(delete Pod\): "
-                                                r"pod default/c0 \(priority 0\) may be "
-                                                r"preempted"):
-        ts.simulate_batch(nodes, pods, ["FGD", preempt_config("FGD", 2)], scenario=sc)
-    (r,) = ts.simulate_batch(nodes, pods, ["FGD"], scenario=sc)
-    assert r.why[r.pod_names.index("c0")] != 0

@@ -1,0 +1,208 @@
+"""A scenario's Pod delete of a created pod in runs that preempt, on the
+node-event engine (``ts.simulate_batch(..., scenario=)``, ``tensorsched
+sweep --config`` with DefaultPreemption): where a pod of the run
+preempted the created pod before its delete, the run's Simulation stops
+at the step with ``SimulationError`` (NotFound) -- the batched call raises
+that error, type and message, and the sweep reports the job as its
+per-job path does; where the delete finds its pod, every run (row) is its
+Simulation's.  Targeted cases and random clusters, traces and steps
+(created pods of random priorities, deleted later)."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_facade_openb_preempt_events import (
+    _two_nodes,
+    check,
+    preempt_config,
+    simulate,
+    write_cluster,
+)
+from test_sweep_openb_events import _pod, _random_scenario
+from test_sweep_openb_preempt_events import _config
+
+import tensorsched as ts
+from tensorsched.experiments import simulate_run as run
+from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_openb_events as E
+from tensorsched.experiments.results import SweepError
+from tensorsched.framework.simulation.errors import SimulationError
+from tensorsched.framework.simulation.scenario import load_scenario
+from tensorsched.kernels.batch.openb_events import WHY_POD_DELETED, WHY_PREEMPTED
+from tensorsched.topology.gpu import read_openb_nodes
+
+# a (low, 6 cores: only n0) on n0; c0 (created at 0.5, low) on n1; b waits;
+# h (high) at 10 preempts c0 on n1
+ROWS = [("a", 0, 6, 1000, 0), ("b", 1, 1, 1000, 0), ("h", 10, 1, 1000, 100)]
+NOT_FOUND = "Pod default/c0: not found (NotFound): no such pod pending or bound at 20s"
+
+
+def _steps(priority: int, delete_at: float) -> dict:
+    return {"steps": [{"at": 0.5, "create": _pod("c0", 1, 1000, priority=priority)},
+                      {"at": delete_at, "delete": {"kind": "Pod", "name": "c0"}}]}
+
+
+def deletes_scenario(rng, n_nodes: int) -> dict:
+    """One to three GPU-share pods created early (mostly at priority 0, so
+    that the trace's pods of priority 5 and 100 may preempt them), most of
+    them deleted later; now and then a node cordoned and uncordoned."""
+    steps = []
+    for k in range(int(rng.integers(1, 4))):
+        num, milli = [(1, 1000), (1, 500), (2, 1000), (1, 300)][int(rng.integers(4))]
+        at = float(rng.choice([0.5, 1, 3, 5, 30]))
+        steps.append({"at": at, "create": _pod(f"c{k}", num, milli,
+                                                priority=int(rng.choice([0, 0, 5, 1000])))})
+        if rng.random() < 0.8:
+            steps.append({"at": at + float(rng.choice([2, 30, 60, 400])),
+                          "delete": {"kind": "Pod", "name": f"c{k}"}})
+    if rng.random() < 0.3:
+        node = f"n{int(rng.integers(n_nodes))}"
+        at = float(rng.choice([3, 30, 100]))
+        steps += [{"at": at, "cordon": node}, {"at": at + 50, "uncordon": node}]
+    return {"steps": sorted(steps, key=lambda st: st["at"])}
+
+
+def _simulation_error(nodes, pods, sc, policy, seed, args=(10, 100)):
+    """The message the run's Simulation stops with, None when it runs."""
+    try:
+        simulate(nodes, run.read_trace_file(pods), policy, seed, load_scenario(sc), args)
+    except SimulationError as exc:
+        return str(exc)
+    return None
+
+
+def test_a_delete_of_a_preempted_pod_raises_the_simulations_error(tmp_path):
+    """h preempts c0 before its delete at 20: the Simulation's NotFound,
+    raised by the batched call (type and message; a note names the run,
+    the first such in product order); without DefaultPreemption c0 is
+    deleted and the run is returned."""
+    nodes, pods = _two_nodes(tmp_path, ROWS)
+    sc = _steps(0, 20)
+    for policy in ("FGD", "BestFit"):
+        assert _simulation_error(nodes, pods, sc, policy, 0) == NOT_FOUND
+    with pytest.raises(SimulationError) as got:
+        ts.simulate_batch(nodes, pods, ["FGD", preempt_config("FGD", 2),
+                                        preempt_config("BestFit", 2)], [0, 1], scenario=sc,
+                          workers=1)
+    assert type(got.value) is SimulationError and str(got.value) == NOT_FOUND
+    assert "run 2 (nodes[0], traces[0], configs[1], seed 0)" in got.value.__notes__[0]
+    (r,) = ts.simulate_batch(nodes, pods, ["FGD"], scenario=sc, workers=1)
+    assert r.why[r.pod_names.index("c0")] == WHY_POD_DELETED
+
+
+@pytest.mark.parametrize("priority,delete_at", [(0, 5), (1000, 20)])
+def test_a_delete_that_finds_its_pod_runs_batched(tmp_path, priority, delete_at):
+    """c0 deleted before h comes (5), or above h (1000: h preempts a
+    instead): every run its Simulation's, c0 deleted by the step, a pod
+    preempted."""
+    nodes, pods = _two_nodes(tmp_path, ROWS)
+    for r in check(nodes, pods, _steps(priority, delete_at), ["FGD", "BestFit", "Random"],
+                   [0, 2]):
+        assert r.why[r.pod_names.index("c0")] == WHY_POD_DELETED
+        assert (r.why == WHY_PREEMPTED).sum() == 1
+
+
+def _facade_or_error(nodes, pods, sc, policies, seeds, args):
+    """The batched call raises the first (product order) failing
+    Simulation's error, or every run is its Simulation's; the message or
+    None."""
+    n = read_openb_nodes(nodes).n_nodes
+    try:
+        ts.simulate_batch(nodes, [pods], [preempt_config(p, n, *args) for p in policies], seeds,
+                          scenario=sc, workers=1)
+    except SimulationError as exc:
+        for p in policies:
+            for s in seeds:
+                msg = _simulation_error(nodes, pods, sc, p, s, args)
+                if msg is not None:
+                    assert str(exc) == msg
+                    return msg
+        pytest.fail(f"the batched call raised {exc} where no Simulation does")
+    check(nodes, pods, sc, policies, seeds, args)
+    return None
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(6, 20))
+def test_random_deletes_raise_or_equal_each_simulation(tmp_path, seed, n_nodes, n_pods):
+    rng = np.random.default_rng(seed)
+    nodes, pods = write_cluster(tmp_path, rng, n_nodes, n_pods)
+    sc = deletes_scenario(rng, n_nodes) if seed % 3 else _random_scenario(rng, n_nodes, pods=True)
+    _facade_or_error(nodes, pods, sc, ["FGD", "BestFit"][seed % 2:][:1 + seed % 2],
+                     [seed % 5], [(10, 100), (50, 1)][seed % 2])
+
+
+def test_random_draws_hit_both_outcomes(tmp_path):
+    """The generator's draws give both: a delete finding its pod preempted
+    and runs that end (so the property above checks both)."""
+    seen = set()
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        nodes, pods = write_cluster(tmp_path, rng, 2, 16)
+        seen.add(_facade_or_error(nodes, pods, deletes_scenario(rng, 2), ["FGD"], [0],
+                                  (10, 100)) is None)
+        if seen == {True, False}:
+            break
+    assert seen == {True, False}
+
+
+# ---------------------------------------------------------------------------
+# tensorsched sweep
+
+
+def _sweep(jobs, batch: bool):
+    """(rows but ``wall_seconds``, None) or (None, the SweepError's message)."""
+    jobs = [dataclasses.replace(j, batch=batch) for j in jobs]
+    try:
+        return S.run_sweep(jobs, workers=1).drop(["wall_seconds"]).to_pylist(), None
+    except SweepError as exc:
+        return None, str(exc)
+
+
+def _counted(monkeypatch) -> list:
+    calls = []
+    real = E.openb_event_runs
+    monkeypatch.setattr(E, "openb_event_runs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def _sweep_jobs(tmp_path, nodes, pods, sc: dict, seeds):
+    typical = run.typical_of(run.read_trace_file(pods))
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(sc))
+    return S.make_jobs([pods], seeds, nodes=nodes, interval=5.0, scenario=str(path),
+                       policies=["FGD"],
+                       configs=[_config(tmp_path, "bestfit", "BestFit", typical),
+                                _config(tmp_path, "fgd", "FGD", typical, (50, 1))])
+
+
+def test_sweep_reports_the_job_whose_delete_misses_as_per_job(tmp_path, monkeypatch):
+    """The preempting config jobs' Simulations stop at c0's delete: the
+    batched sweep's SweepError is the per-job path's (the job's label and
+    the Simulation's message); c0 deleted first: rows equal, one call."""
+    nodes, pods = _two_nodes(tmp_path, ROWS)
+    jobs = _sweep_jobs(tmp_path, nodes, pods, _steps(0, 20), [0])
+    calls = _counted(monkeypatch)
+    rows, error = _sweep(jobs, True)
+    assert calls == [1] and rows is None
+    assert error == _sweep(jobs, False)[1] and error.endswith(NOT_FOUND)
+    assert error.startswith(jobs[0].label + ": ")
+    jobs = _sweep_jobs(tmp_path, nodes, pods, _steps(0, 5), [0])
+    rows, error = _sweep(jobs, True)
+    assert calls == [1, 1] and error is None and sum(r["preemptions"] for r in rows) > 0
+    assert rows == _sweep(jobs, False)[0]
+
+
+@settings(max_examples=5, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(6, 20))
+def test_sweep_random_deletes_as_per_job(tmp_path, seed, n_nodes, n_pods):
+    rng = np.random.default_rng(seed)
+    nodes, pods = write_cluster(tmp_path, rng, n_nodes, n_pods)
+    sc = deletes_scenario(rng, n_nodes) if seed % 3 else _random_scenario(rng, n_nodes, pods=True)
+    jobs = _sweep_jobs(tmp_path, nodes, pods, sc, [seed % 5])
+    assert _sweep(jobs, True) == _sweep(jobs, False)
