@@ -84,8 +84,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.sweep_openb_preempt",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default="gpushare40")
-    ap.add_argument("--nodes", type=int, default=12)
-    ap.add_argument("--pods", type=int, default=400)
+    ap.add_argument("--nodes", type=int, default=16)
+    ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--scale", type=float, default=600.0)
     ap.add_argument("--high", type=float, default=0.3)
     ap.add_argument("--stay", type=float, default=30.0)
