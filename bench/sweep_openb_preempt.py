@@ -15,9 +15,10 @@ KubeSchedulerConfiguration file per policy (``openb_config`` with the
 trace's typical pods plus DefaultPreemption), ``--seeds`` seeds.  Each
 path timed after a warm-up call (the compiled kernels loaded; the two
 batched routes ``--rounds`` times alternated, the median round
-recorded, the per-job path once), CPU and wall seconds, the load average before each, whether the tables are
-equal (but ``wall_seconds``), the preemptions per job and how many jobs
-each batched path took.  Written to
+recorded, the per-job path once), CPU and wall seconds, the load
+average before each, whether the tables are equal (but
+``wall_seconds``), the preemptions per job and how many jobs each
+batched path took.  Written to
 ``bench/results/sweep-openb-preempt-numba.json`` (``--output``
 elsewhere).
 """
