@@ -93,7 +93,9 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
                  horizon: float, fragmentation: bool, base: tuple = (0, 0),
                  last_event: float | None = None) -> dict:
     """The row's values but its identifiers and ``wall_seconds``: ``res`` a
-    ``TraceRunResult`` of ``trace`` (a ``Trace`` of ``read_openb_trace``);
+    ``TraceRunResult`` of ``trace`` (a ``Trace`` of ``read_openb_trace``;
+    its ``preempted`` the victims, where it has one: ``sweep_local``'s runs
+    have none, ``sweep_preempt`` counts theirs);
     ``cpu_cap`` (milli) and ``mem_cap`` (bytes) the cluster's allocatable,
     ``total_gpus`` its GPUs; ``interval`` the time series' seconds per row,
     ``horizon`` its last arrival or departure (seconds); ``fragmentation``:
@@ -106,7 +108,8 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
     bound = res.node >= 0
     # DefaultPreemption's victims: bound (and counted so), then gone; their
     # departure or duration, still on the agenda, finds nothing
-    gone = np.zeros_like(bound) if res.preempted is None else np.asarray(res.preempted, bool)
+    victims = getattr(res, "preempted", None)
+    gone = np.zeros_like(bound) if victims is None else np.asarray(victims, bool)
     stayed = bound & ~gone
     scheduled = int(bound.sum())
     end = float(res.end)

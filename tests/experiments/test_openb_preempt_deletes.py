@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backends import needs_cuda
 from test_facade_openb_preempt_events import (
     _two_nodes,
     check,
@@ -103,6 +104,23 @@ def test_a_delete_that_finds_its_pod_runs_batched(tmp_path, priority, delete_at)
                    [0, 2]):
         assert r.why[r.pod_names.index("c0")] == WHY_POD_DELETED
         assert (r.why == WHY_PREEMPTED).sum() == 1
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_form_raises_as_the_twin(tmp_path):
+    """The device form (the simulator): the same error where h preempts c0
+    before its delete, the twin's runs where the delete comes first."""
+    nodes, pods = _two_nodes(tmp_path, ROWS)
+    cfgs = [preempt_config("FGD", 2), "BestFit"]
+    with pytest.raises(SimulationError) as got:
+        ts.simulate_batch(nodes, pods, cfgs, [0], backend="cuda", scenario=_steps(0, 20))
+    assert str(got.value) == NOT_FOUND
+    twin, dev = (ts.simulate_batch(nodes, pods, cfgs, [0], backend=b, scenario=_steps(0, 5))
+                 for b in ("numba", "cuda"))
+    for x, y in zip(twin, dev):
+        assert x.why.tolist() == y.why.tolist() and x.log_pod.tolist() == y.log_pod.tolist()
+        assert x.log_t.tolist() == y.log_t.tolist() and x.node.tolist() == y.node.tolist()
 
 
 def _facade_or_error(nodes, pods, sc, policies, seeds, args):
