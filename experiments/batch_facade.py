@@ -121,7 +121,8 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
     pod_max_in_unschedulable_seconds=max_unsched)`` given the scenario and
     fed the trace, the nodes labelled ``batch.tie_of(n, seed)`` and the
     registry ``trace.experiment_registry()`` where OpenbTieRank scores
-    (module doc: what is refused)."""
+    (module doc: what is refused, and the error a run whose Pod delete
+    finds its pod preempted raises)."""
     args = Arguments("simulate_batch")
     if backend not in B.BACKENDS:
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
