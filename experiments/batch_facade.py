@@ -25,8 +25,9 @@ A config with DefaultPreemption at postFilter (``batch_config``'s
 preempts for it (``_openb_events``: candidates among the live,
 schedulable nodes; a deleted node ends its nominations), its victims'
 ``why`` ``WHY_PREEMPTED`` and ``preempted`` [P] set.  A Pod delete of a
-created pod that a pod of the run preempted before the step stops that
-run's Simulation there: ``SimulationError`` ``Pod default/<name>: not
+created pod gone before the step (preempted by a pod of the run, evicted
+by a drain, deleted with its node, its duration over; with or without
+DefaultPreemption) stops that run's Simulation there: ``SimulationError`` ``Pod default/<name>: not
 found (NotFound): no such pod pending or bound at <t>s``
 (``changes.pod_not_found``).  The batched call raises that error, type
 and message, for the first such run in product order (a note names the
@@ -122,7 +123,7 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
     fed the trace, the nodes labelled ``batch.tie_of(n, seed)`` and the
     registry ``trace.experiment_registry()`` where OpenbTieRank scores
     (module doc: what is refused, and the error a run whose Pod delete
-    finds its pod preempted raises)."""
+    finds its pod gone raises)."""
     args = Arguments("simulate_batch")
     if backend not in B.BACKENDS:
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
@@ -190,8 +191,7 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
             if err is not None:
                 # the run's Simulation stops at the step: its error, type and message
                 err.add_note(f"simulate_batch: run {product.index(mine[b])} (nodes[{c}], "
-                             f"traces[{t}], configs[{k}], seed {s}): a pod of the run "
-                             "preempted the pod before its delete")
+                             f"traces[{t}], configs[{k}], seed {s})")
                 raise err
         for b, (_c, t, k, s) in enumerate(mine):
             res = _result(a, ev, b, plans[c], pods[c][t][0].pods, (c, t, cfgs[k].policy, int(s)),

@@ -13,9 +13,10 @@ universe's nodes (OpenbTieRank: ``u_static`` [B, U]) and the pods the
 scenario creates (``made`` [B, K]: their rows among the run's pods),
 DefaultPreemption's inputs where runs preempt (``BatchPreempt``: the same
 compiled function, a flag per run).  ``run_openb_events`` answers
-``EventOutputs``; ``deletes_missed`` reads from them, per run, a Pod
-delete whose pod DefaultPreemption took before it (where the Simulation
-stops with NotFound).
+``EventOutputs``; ``deletes_missed`` reads from them, per run, the first
+Pod delete whose pod was gone before it (preempted, evicted by a drain,
+deleted with its node, its duration over: where the Simulation stops
+with NotFound).
 """
 
 from __future__ import annotations
@@ -182,28 +183,40 @@ class EventOutputs(NamedTuple):
 def deletes_missed(out: EventOutputs, a: BatchArrays, ev: NodeEvents,
                    made: np.ndarray) -> np.ndarray:
     """[B] per run the first ``EV_POD_DELETE`` event (an index into
-    ``ev``'s events) whose pod was gone before it, taken by
-    DefaultPreemption (its ``why`` ``WHY_PREEMPTED``), -1 none; ``made``
-    [B, K] as the run took it.  The Simulation stops there (NotFound).
+    ``ev``'s events, their order the Simulation's) whose pod was gone
+    before it, -1 none; ``made`` [B, K] as the run took it.  The
+    Simulation stops there (NotFound).
 
-    Read from ``out.why``: a created pod leaves once, so a delete that
-    found it (bound or pending) marks it ``WHY_POD_DELETED`` and nothing
-    takes it after, and a victim's ``WHY_PREEMPTED`` means it was gone when
-    its delete came (the step is after its creation: ``check_steps``).  A
-    delete of a pod gone another way (its duration over, its node drained
-    or removed) is not read here: those are refused before the run."""
+    Read from ``out.why``: the delete of a pod pending or bound marks it
+    ``WHY_POD_DELETED``, and nothing takes it after; a pod gone before
+    its delete (the step is after its creation, and a pod is deleted once:
+    ``check_steps``) keeps how it left: ``WHY_PREEMPTED``,
+    ``WHY_EVICTED`` (a drain), ``WHY_DELETED`` (its node removed), or 0
+    (its ``duration`` over: a departure at the delete's time comes after
+    it, on the Simulation's agenda as in the kernel), the delete finding
+    nothing."""
     b = a.n_runs
     kind = np.asarray(ev.ev_kind)
     dels = np.flatnonzero(kind == EV_POD_DELETE)
     first = np.full(b, -1, np.int64)
     if dels.shape[0] == 0 or b == 0:
         return first
-    mk = np.asarray(made, np.int64)
-    pods = np.asarray(a.ev_off, np.int64)[:, None] + mk[:, np.asarray(ev.ev_x)[dels]]
-    hit = np.asarray(out.why)[pods] == WHY_PREEMPTED          # [B, deletes]
+    hit = np.asarray(out.why)[delete_pods(a, ev, made)[:, dels]] != WHY_POD_DELETED
     some = hit.any(axis=1)
     first[some] = dels[np.argmax(hit[some], axis=1)]
     return first
+
+
+def delete_pods(a: BatchArrays, ev: NodeEvents, made: np.ndarray) -> np.ndarray:
+    """[B, E] per run and event the run's pod an ``EV_POD_DELETE`` deletes
+    (an index into ``a``'s pods; -1 at the other events); ``made`` [B, K]."""
+    kind = np.asarray(ev.ev_kind)
+    x = np.where(kind == EV_POD_DELETE, np.asarray(ev.ev_x, np.int64), 0)
+    mk = np.asarray(made, np.int64).reshape(a.n_runs, -1)
+    if mk.shape[1] == 0:
+        return np.full((a.n_runs, kind.shape[0]), -1, np.int64)
+    pods = np.asarray(a.ev_off, np.int64)[:, None] + mk[:, x]
+    return np.where(kind == EV_POD_DELETE, pods, -1)
 
 
 def run_scenario(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None,
@@ -283,6 +296,7 @@ __all__ = [
     "WHY_POD_DELETED",
     "WHY_PREEMPTED",
     "EventOutputs",
+    "delete_pods",
     "deletes_missed",
     "NodeEvents",
     "run_inputs",
