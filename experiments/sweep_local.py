@@ -49,13 +49,16 @@ preemptions; where it also has node events (a scenario's steps, a pod
 those filters reject on every node) both run in one call
 (``kernels.batch.local_preempt_events``: the manifests' bound pods one by
 one, candidates among the live nodes, a deleted node's nominations
-forgotten).  Refused:
+forgotten); a scenario's Pod delete of a pod a preemption removed first
+stops that run's Simulation with NotFound (``sweep_preempt.
+missed_delete``, after the run): ``simulate_batch`` raises that error,
+type and message, for the first such run in product order, a sweep
+reports the job as its per-job path does.  Refused:
 ``until``, a scenario step ``sweep_events`` refuses (named by the step's
 field: a Pod delete of a pod that may have left before, ...); what
 ``sweep_preempt`` refuses where a pod could preempt (InterPodAffinity terms, a
 terminating bound pod, a pod nominated in its manifest, NodeResourcesFit
-before a usage-independent filter, a scenario's Pod delete of a pod a
-preemption may remove first); pods whose
+before a usage-independent filter); pods whose
 InterPodAffinity terms select each other (the probes' kernel refuses
 them).
 """
@@ -102,9 +105,10 @@ from .sweep_batch import simulate_row
 from .sweep_preempt import (
     PreemptingProber,
     PreemptSetup,
-    check_preempt_events,
     pdb_columns,
     preempt_event_arrays,
+    missed_delete,
+    preempt_deletes,
     preempt_event_row,
     preempt_row,
     preempt_setup,
@@ -225,7 +229,8 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
         prober = probers[0]
         preempt = preempt_setup(prober, cl.objects, pods, [n.name for n in nodes])
         if preempt is not None:
-            check_preempt_events(plan, preempt, pods, prober.bound)
+            # a delete of a pod preempted first: read after the run (``missed_delete``)
+            preempt_deletes(plan, preempt, pods, prober.bound)
     # activeQ's order before the push order: the queue's own sort key
     # (PrioritySort: higher priority first, then the earlier creation)
     keys = [prober.sort_key(p) for p in pods]
@@ -709,6 +714,11 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
             rt = _row_trace(s, trace)
             for i, res in zip(idx, got):
                 job = jobs[i]
+                err = None if s.preempt is None else missed_delete(s.preempt, res.victim)
+                if err is not None:
+                    # its Simulation stops at the delete: the per-job path's report
+                    done(i, None, f"{job.label}: {err}")
+                    continue
                 spans = agenda_spans(s, res, horizon)
                 if not samples_follow(spans, interval, horizon):
                     rest.append(i)          # the per-run path samples it
@@ -813,6 +823,13 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         for ci, runs in enumerate(got):
             for seed, r in zip(seeds, runs):
                 r.trace, r.config, r.seed = ti, ci, seed
+                pre = per_trace[ci].preempt
+                err = None if pre is None else missed_delete(pre, r.victim)
+                if err is not None:
+                    # the run's Simulation stops at the delete: its error
+                    err.add_note(f"simulate_batch: run {len(out)} (traces[{ti}], "
+                                 f"configs[{ci}], seed {seed})")
+                    raise err
                 ev = per_trace[ci].events
                 r.node_names = per_trace[ci].names if ev is None else ev.plan.names
                 out.append(r)
