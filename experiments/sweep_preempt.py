@@ -19,9 +19,9 @@ NodeResourcesFit before a usage-independent filter (the nodes where
 preemption might help would depend on usage).  With node events, a
 scenario's Pod delete of a pod a preemption removed before it stops the
 Simulation with NotFound: the kernel's run goes on, and
-``missed_delete`` reads it afterwards from the run's victims (the
-Simulation's error, raised by ``ts.simulate_batch``, the job's in a
-sweep).
+``sweep_events.missed_delete`` reads it afterwards from the run's
+victims (the Simulation's error, raised by ``ts.simulate_batch``, the
+job's in a sweep).
 
 With node events (a scenario's steps, a pod the usage-independent
 filters reject everywhere) the kernel's form with both runs the job
@@ -32,7 +32,7 @@ counts the row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,13 +41,10 @@ from tensorsched.framework.parsing.priorities import NEVER, pod_priority
 from tensorsched.kernels import layout as L
 from tensorsched.framework.parsing.node_lifecycle import drain_exemption
 from tensorsched.framework.parsing.pdb import pdb_selects
-from tensorsched.framework.simulation.changes import pod_not_found
-from tensorsched.framework.simulation.errors import SimulationError
 from tensorsched.kernels.batch import local_preempt as P
 from tensorsched.kernels.batch.local_events import (
     EV_EVICT,
     EV_KEEP,
-    EV_POD_DELETE,
     WHY_DELETED,
     WHY_EVICTED,
 )
@@ -55,9 +52,8 @@ from tensorsched.kernels.batch.local_preempt import START_NOW
 
 from .sweep_events import RowSteps, event_row
 
-__all__ = ["PreemptSetup", "PreemptingProber", "missed_delete", "pdb_columns",
-           "preempt_deletes", "preempt_event_arrays", "preempt_event_row", "preempt_row",
-           "preempt_setup"]
+__all__ = ["PreemptSetup", "PreemptingProber", "pdb_columns",
+           "preempt_event_arrays", "preempt_event_row", "preempt_row", "preempt_setup"]
 
 DEFAULT_PREEMPTION = "DefaultPreemption"
 # the usage-independent filters (UnschedulableAndUnresolvable where they reject)
@@ -104,9 +100,6 @@ class PreemptSetup:
     pdb_kind: np.ndarray
     pdb_val: np.ndarray
     pmatch: np.ndarray
-    # with node events, a scenario's Pod deletes in the Simulation's order:
-    # (time in seconds, the pod's key, its row above) (``preempt_deletes``)
-    deletes: list = field(default_factory=list)
 
 
 def _preemption(fw):
@@ -265,39 +258,6 @@ def preempt_row(row: dict, res, trace) -> dict:
     row["departed"] -= int((q & (leaves | timed)).sum())
     row["running"] -= int((q & ~leaves & ~timed).sum()) + int(v[p:].sum())
     return row
-
-
-def preempt_deletes(plan, setup: PreemptSetup, pods: list, bound: list) -> None:
-    """``setup.deletes``: the Pod deletes of ``plan`` (``sweep_events.
-    NodeEvents``, in the Simulation's order), each (its time, the pod's key,
-    its row among ``setup``'s: ``pods`` the queue pods, ``bound`` the
-    manifests' bound pods), for ``missed_delete`` to read after the run."""
-    p = len(pods)
-    at = {b.key: k for k, b in enumerate(bound)}
-    setup.deletes = []
-    for e, kind in enumerate(plan.kind):
-        if kind != EV_POD_DELETE:
-            continue
-        j = int(plan.bound[e])
-        key = pods[j].key if j >= 0 else plan.bound_deleted[e]
-        setup.deletes.append((float(plan.t[e]), key, j if j >= 0 else p + at[key]))
-
-
-def missed_delete(setup: PreemptSetup, victim: np.ndarray) -> SimulationError | None:
-    """The error a run's Simulation stops with at a scenario's Pod delete
-    of a pod a preemption removed before it (``victim`` [P + B] the run's:
-    1 preempted), the first in the Simulation's order: ``SimulationError``
-    NotFound (``changes.pod_not_found``); None where every delete found
-    its pod.  The kernel's delete of a victim does nothing, and a deleted
-    pod is no victim after, so a victim named by a delete was gone before
-    it; the other ways a pod may be gone before its delete are refused
-    before the run (``sweep_events``)."""
-    for t, key, row in setup.deletes:
-        if victim[row]:
-            err = pod_not_found(key, t)
-            err.add_note("the pod was preempted before its delete")
-            return err
-    return None
 
 
 def preempt_event_arrays(arrays: dict, plan, bound: list, bnode: np.ndarray, p: int) -> dict:

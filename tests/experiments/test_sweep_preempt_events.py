@@ -57,8 +57,9 @@ def _pod_steps(rng, node_steps: list, cluster: str, n_pods: int,
     """Pod creates of priorities 0, 10, 1000 (some a DaemonSet's, some
     leaving a ``duration`` after binding) and deletes of pods no preemption
     can remove first (created ones of priority 1000, bound ones of 5000),
-    where the Simulation finds them then; ``preempted``: of any priority
-    (a preemption may remove them first)."""
+    where the Simulation finds them then; ``preempted``: a created one of
+    any priority, any time after its creation (it may be gone: preempted,
+    left, drained, removed with its node)."""
     objs = list(yaml.safe_load_all(open(cluster)))
     top = 0 if preempted else 5000
     bound = {o["metadata"]["name"]: o["spec"]["nodeName"] for o in objs
@@ -84,12 +85,15 @@ def _pod_steps(rng, node_steps: list, cluster: str, n_pods: int,
         step = {"at": t, "create": pod}
         if rng.random() < 0.3:
             step["duration"] = int(rng.choice([5, 100]))
+            if preempted:
+                alive[f"s{k}"] = t
         elif prio == 1000 or preempted:
             alive[f"s{k}"] = t
         steps.append(step)
     for _ in range(int(rng.integers(0, 3))):
         t = int(rng.choice(times)) + int(rng.choice([1, 3, 60]))
-        cands = [n for n, t0 in alive.items() if t0 < t and not any(t0 < g < t for g, _ in gone)]
+        cands = [n for n, t0 in alive.items() if t0 < t and (
+            preempted or not any(t0 < g < t for g, _ in gone))]
         cands += [n for n, node in bound.items()
                   if not any(g < t and node in names for g, names in gone)]
         if cands:
