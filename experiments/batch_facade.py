@@ -27,13 +27,14 @@ schedulable nodes; a deleted node ends its nominations), its victims'
 ``why`` ``WHY_PREEMPTED`` and ``preempted`` [P] set.  A Pod delete of a
 created pod gone before the step (preempted by a pod of the run, evicted
 by a drain, deleted with its node, its duration over; with or without
-DefaultPreemption) stops that run's Simulation there: ``SimulationError`` ``Pod default/<name>: not
-found (NotFound): no such pod pending or bound at <t>s``
-(``changes.pod_not_found``).  The batched call raises that error, type
-and message, for the first such run in product order (a note names the
-run; ``sweep_openb_events.missed_deletes`` finds them after the kernel,
-from the pods' ``why``); when no run's delete misses, every run is
-returned, each its Simulation's.
+DefaultPreemption) stops that run's Simulation there:
+``SimulationError`` ``Pod default/<name>: not found (NotFound): no such
+pod pending or bound at <t>s`` (``changes.pod_not_found``).  The batched
+call raises that error, type and message, for the first such run in
+product order (notes say how the pod left and name the run;
+``sweep_openb_events.missed_deletes`` finds them after the kernel, from
+the pods' ``why``); when no run's delete misses, every run is returned,
+each its Simulation's.
 """
 
 from __future__ import annotations

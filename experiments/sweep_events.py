@@ -50,8 +50,8 @@ before a departure (pushed first) and a node step, as the kernel does.
 Refused, by the step's field and why (the per-run path takes the job): a
 pod created bound (``spec.nodeName``) or of no profile, or named as
 another pod (or created again); a delete of a manifests' bound pod that
-left with its node, or while InterPodAffinity terms are about; a node added or removed
-while ImageLocality scores an image (its score counts the nodes holding
+left with its node, or while InterPodAffinity terms are about; a node
+added or removed while ImageLocality scores an image (its score counts the nodes holding
 it), a node removed or drained whose bound pods InterPodAffinity's
 answers read.
 """

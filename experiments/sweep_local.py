@@ -52,9 +52,9 @@ one, candidates among the live nodes, a deleted node's nominations
 forgotten); a scenario's Pod delete of a pod gone before it (its
 duration over, its node drained or removed, preempted) stops that run's
 Simulation with NotFound (``sweep_events.missed_delete``, after the
-run): ``simulate_batch`` raises that error,
-type and message, for the first such run in product order, a sweep
-reports the job as its per-job path does.  Refused:
+run): ``simulate_batch`` raises that error, type and message, for the
+first such run in product order, a sweep reports the job as its per-job
+path does.  Refused:
 ``until``, a scenario step ``sweep_events`` refuses (named by the step's
 field: a Pod delete of a manifests' bound pod whose node left before,
 ...); what
