@@ -24,10 +24,17 @@ A config with DefaultPreemption at postFilter (``batch_config``'s
 ``preemption``) runs here too: the node-event engine's cluster function
 preempts for it (``_openb_events``: candidates among the live,
 schedulable nodes; a deleted node ends its nominations), its victims'
-``why`` ``WHY_PREEMPTED`` and ``preempted`` [P] set.  Refused then by the
-step's field: a Pod delete of a created pod some pod of the run outranks
-(it may be preempted before the step: the Simulation's NotFound, known
-only as it runs).
+``why`` ``WHY_PREEMPTED`` and ``preempted`` [P] set.  A Pod delete of a
+created pod gone before the step (preempted by a pod of the run, evicted
+by a drain, deleted with its node, its duration over; with or without
+DefaultPreemption) stops that run's Simulation there:
+``SimulationError`` ``Pod default/<name>: not found (NotFound): no such
+pod pending or bound at <t>s`` (``changes.pod_not_found``).  The batched
+call raises that error, type and message, for the first such run in
+product order (notes say how the pod left and name the run;
+``sweep_openb_events.missed_deletes`` finds them after the kernel, from
+the pods' ``why``); when no run's delete misses, every run is returned,
+each its Simulation's.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb.batch_sim import BatchInputError, BatchProfileError
 
 from . import sweep_local
-from .sweep_openb_events import EV_ADD, OpenbPlan, openb_event_runs, plan_openb, preempt_deletes
+from .sweep_openb_events import EV_ADD, OpenbPlan, missed_deletes, openb_event_runs, plan_openb
 
 __all__ = ["OpenbEventRun", "simulate_batch", "simulate_openb_scenario"]
 
@@ -116,7 +123,8 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
     pod_max_in_unschedulable_seconds=max_unsched)`` given the scenario and
     fed the trace, the nodes labelled ``batch.tie_of(n, seed)`` and the
     registry ``trace.experiment_registry()`` where OpenbTieRank scores
-    (module doc: what is refused)."""
+    (module doc: what is refused, and the error a run whose Pod delete
+    finds its pod gone raises)."""
     args = Arguments("simulate_batch")
     if backend not in B.BACKENDS:
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
@@ -162,12 +170,6 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                                     "does not cover it")
         # each trace's pods with the scenario's created ones among them
         mine = [g.workload(tw, t) for g, tw, t in zip(got, tws, trs)]
-        if any(cf.preempt is not None for cf in cfgs):
-            for tw, made in mine:
-                try:
-                    preempt_deletes(sc, plan, tw, made)
-                except ProbeRefusal as exc:
-                    raise BatchProfileError(f"scenario: {exc}") from None
         wide = _with_models(inv, plan)
         try:
             for tw, _m in mine:
@@ -191,6 +193,13 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                                  made=[m for _tw, m in pods[c]],
                                  preempt=[cfgs[k].preempt for _c, _t, k, _s in mine])
         each = (time.perf_counter() - t0) / len(mine)
+        missed = missed_deletes(a, ev, plans[c], jobs, [m for _tw, m in pods[c]])
+        for b, ((_c, t, k, s), err) in enumerate(zip(mine, missed)):
+            if err is not None:
+                # the run's Simulation stops at the step: its error, type and message
+                err.add_note(f"simulate_batch: run {product.index(mine[b])} (nodes[{c}], "
+                             f"traces[{t}], configs[{k}], seed {s})")
+                raise err
         for b, (_c, t, k, s) in enumerate(mine):
             res = _result(a, ev, b, plans[c], pods[c][t][0].pods, (c, t, cfgs[k].policy, int(s)),
                           each)

@@ -488,17 +488,15 @@ def batchable(job: Job, inputs: dict) -> bool:
     ``sweep_openb_events.job_profile`` takes: OpenbTieRank too), a trace
     asking for GPUs whose columns the engine takes (``trace_workload``:
     an openb pod CSV, or a generic trace of those columns and
-    ``duration``), no scenario, no ``until``, numba or cuda, no
-    DefaultPreemption (``sweep_batch.simulate_row`` counts no preemptions:
-    such a job runs per job, or under a scenario on the node-event
-    engine)."""
+    ``duration``), no scenario, no ``until``, numba or cuda; a config with
+    DefaultPreemption at postFilter too (the engine preempts in its queue,
+    ``sweep_batch.simulate_row`` counts the victims)."""
     return (job.kind == "simulate" and job.batch and job.backend in BATCH_BACKENDS
             and bool(job.nodes) and not job.scenario and job.until is None
             and inputs.get(("typical", job.trace)) is not None
             and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES
             and _workload(job.trace, inputs) is not None
-            and _profile(job, inputs) is not None
-            and job_preempt(job, inputs) is None)
+            and _profile(job, inputs) is not None)
 
 
 def _profile(job: Job, inputs: dict):
@@ -508,6 +506,16 @@ def _profile(job: Job, inputs: dict):
     key = ("profile", (job.config, job.policy, job.tie_rank, job.trace))
     if key not in inputs:
         inputs[key] = job_profile(job, inputs, run.DEFAULT_POLICY)
+    return inputs[key]
+
+
+def _preempt(job: Job, inputs: dict):
+    """``job_preempt`` of a job ``_profile`` takes (once per configuration):
+    DefaultPreemption's (minCandidateNodesPercentage,
+    minCandidateNodesAbsolute), None without it."""
+    key = ("preempt", job.config)
+    if key not in inputs:
+        inputs[key] = job_preempt(job, inputs)
     return inputs[key]
 
 
@@ -555,7 +563,8 @@ def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
             # the nodes batch.tie_of(n, seed), as the job's Simulation labels them
             got = trace_batch([inv], [_workload(t, inputs) for t in traces], runs, backend=backend,
                               workers=workers, backoff=backoff,
-                              weights=[prof[1] for prof in profiles])
+                              weights=[prof[1] for prof in profiles],
+                              preempt=[_preempt(jobs[i], inputs) for i in idx])
         except (ValueError, OSError) as exc:
             raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
         each = (time.perf_counter() - t0) / len(idx)

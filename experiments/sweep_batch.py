@@ -20,8 +20,11 @@ scheduler has nothing left to do: its last event or attempt) when that is
 later; each row holds the state after everything done at or before its
 time.  The totals follow from each pod's outcome: every pod arrives; a
 bound pod with a departure or a duration departs, an unbound one with a
-departure is deleted then (one with a duration waits); the others stay
-running or pending; every attempt but the binding one failed; a bound
+departure is deleted then (one with a duration waits); a pod
+DefaultPreemption evicts (a config with it at postFilter: the engine's
+``preempted``) counts as bound and as a preemption, not as departed or
+running (its departure, still on the agenda, finds nothing); the others
+stay running or pending; every attempt but the binding one failed; a bound
 pod's latency is its binding time less its arrival (the percentiles of all
 of them, as the Simulation keeps them all up to ``KEEP_LATENCIES``).
 """
@@ -90,7 +93,9 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
                  horizon: float, fragmentation: bool, base: tuple = (0, 0),
                  last_event: float | None = None) -> dict:
     """The row's values but its identifiers and ``wall_seconds``: ``res`` a
-    ``TraceRunResult`` of ``trace`` (a ``Trace`` of ``read_openb_trace``);
+    ``TraceRunResult`` of ``trace`` (a ``Trace`` of ``read_openb_trace``;
+    its ``preempted`` the victims, where it has one: ``sweep_local``'s runs
+    have none, ``sweep_preempt`` counts theirs);
     ``cpu_cap`` (milli) and ``mem_cap`` (bytes) the cluster's allocatable,
     ``total_gpus`` its GPUs; ``interval`` the time series' seconds per row,
     ``horizon`` its last arrival or departure (seconds); ``fragmentation``:
@@ -101,15 +106,20 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
     leaves = np.isfinite(np.asarray(trace.departure, np.float64))
     timed = np.isfinite(np.asarray(trace.duration, np.float64))
     bound = res.node >= 0
+    # DefaultPreemption's victims: bound (and counted so), then gone; their
+    # departure or duration, still on the agenda, finds nothing
+    victims = getattr(res, "preempted", None)
+    gone = np.zeros_like(bound) if victims is None else np.asarray(victims, bool)
+    stayed = bound & ~gone
     scheduled = int(bound.sum())
     end = float(res.end)
     lat = (res.bind[bound] - arrival[bound]).tolist()
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(res.tries.sum()) - scheduled,
-           "preemptions": 0, "departed": int((bound & (leaves | timed)).sum()),
+           "preemptions": int(gone.sum()), "departed": int((stayed & (leaves | timed)).sum()),
            "deleted": int((~bound & leaves).sum()), "evicted": 0,
            "pending": int((~bound & ~leaves).sum()),
-           "running": int((bound & ~leaves & ~timed).sum()),
+           "running": int((stayed & ~leaves & ~timed).sum()),
            "latency_p50": finite(percentile(lat, 50)),
            "latency_p99": finite(percentile(lat, 99))}
     times = sample_times(interval, horizon, end, last_event)

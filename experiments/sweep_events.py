@@ -38,14 +38,20 @@ them (``check_steps``, before the trace is submitted): a node absent then
 or added while present, a pod not found (a trace pod: not submitted yet)
 raise its own ``ScenarioError``.
 
+A queued pod (the manifests' pending one, a created one) may be gone
+before its delete: left, its ``duration`` over; evicted by a drain;
+deleted with its node; preempted.  Its Simulation then stops at the
+step with NotFound (``changes.pod_not_found``); the kernel's delete does
+nothing and its run goes on, and ``missed_delete`` finds the run's first
+such delete afterwards (``ts.simulate_batch`` raises its error, a sweep
+reports the job as per job).  At one time the agenda applies the delete
+before a departure (pushed first) and a node step, as the kernel does.
+
 Refused, by the step's field and why (the per-run path takes the job): a
 pod created bound (``spec.nodeName``) or of no profile, or named as
-another pod (or created again); a delete of a pod that may have left
-before it (its ``duration`` could be over, or a node was drained or
-removed since it arrived: the Simulation stops with NotFound then; known
-only as it runs), of a bound pod that left with its node, of a manifests'
-bound pod while InterPodAffinity terms are about; a node added or removed
-while ImageLocality scores an image (its score counts the nodes holding
+another pod (or created again); a delete of a manifests' bound pod that
+left with its node, or while InterPodAffinity terms are about; a node
+added or removed while ImageLocality scores an image (its score counts the nodes holding
 it), a node removed or drained whose bound pods InterPodAffinity's
 answers read.
 """
@@ -70,6 +76,8 @@ from tensorsched.framework.runtime.cluster_events import (
     plugin_events,
 )
 from tensorsched.framework.scheduler.cluster import pod_from
+from tensorsched.framework.simulation.changes import pod_not_found
+from tensorsched.framework.simulation.errors import SimulationError
 from tensorsched.framework.simulation.scenario import check_steps
 from tensorsched.framework.simulation.series import percentile
 from tensorsched.kernels.batch.local_events import (
@@ -92,6 +100,57 @@ from .sweep_batch import _at, finite, sample_times, time_mean
 
 _BITS = ((POD_DELETE, I_POD_DELETE), (NODE_ADD, I_NODE_ADD), (NODE_UPDATE, I_NODE_UPDATE),
          (NODE_DELETE, I_NODE_DELETE))
+
+
+def missed_delete(plan: NodeEvents, keys: list, run, bound_rows: dict | None = None
+                  ) -> SimulationError | None:
+    """The error a run's Simulation stops with at a scenario's Pod delete
+    whose pod was gone before it, the first in the Simulation's order
+    (``plan``'s events): ``SimulationError`` NotFound
+    (``changes.pod_not_found``; a note says how the pod left), else None.
+    ``keys`` the queued pods' keys (the run's rows); ``run`` its
+    ``why`` (per queued pod, then per bound pod of the manifests where it
+    preempts), ``log_t`` / ``log_pod`` and ``victim`` (None: no
+    preemption); ``bound_rows`` a manifests' bound pod's key -> its row
+    in ``victim`` (where it preempts).
+
+    Read from the run: a delete that finds its pod marks it
+    ``WHY_DELETED`` (a bound one leaves at the delete's time; a pending
+    one leaves no log row), and nothing takes it after; a pod gone before
+    keeps how it left: a victim, ``WHY_EVICTED``, 0 (its duration over),
+    or ``WHY_DELETED`` with its node, logged before the delete's time (a
+    node deleted at that time comes after the delete).  A bound pod of
+    the manifests is there unless preempted (``plan_events`` refuses a
+    delete after its node left)."""
+    why, victim = run.why, run.victim
+    left_at: dict = {}          # a queued pod -> when it left (it leaves once)
+    for t, k in zip(np.asarray(run.log_t).tolist(), np.asarray(run.log_pod).tolist()):
+        if k < 0:
+            left_at.setdefault(-1 - k, t)
+    for e, kind in enumerate(plan.kind):
+        if kind != EV_POD_DELETE:
+            continue
+        t, j = float(plan.t[e]), int(plan.bound[e])
+        how = None
+        if j < 0:
+            key = plan.bound_deleted[e]
+            if victim is not None and bound_rows is not None and victim[bound_rows[key]]:
+                how = "was preempted"
+        else:
+            key = keys[j]
+            if victim is not None and victim[j]:
+                how = "was preempted"
+            elif why[j] == WHY_EVICTED:
+                how = "was evicted (a drain)"
+            elif why[j] == 0:
+                how = "left (its duration over)"
+            elif left_at.get(j, t) < t:
+                how = "was deleted with its node"
+        if how is not None:
+            err = pod_not_found(key, t)
+            err.add_note(f"the pod {how} before its delete")
+            return err
+    return None
 
 
 def refuse(what: str, why: str) -> BatchProfileError:
@@ -286,7 +345,6 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     for p in trace_pods:
         if p.key in pending_keys:
             arrive[p.key] = (0.0, None)
-    leaves: list = []           # times nodes are drained or removed
     ipa_queued = any(p.pod_affinity or p.pod_anti_affinity for p in trace_pods)
     added: list = []
     plan = NodeEvents(names, len(names), [], list(range(len(names))))
@@ -333,13 +391,9 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                 if key not in arrive or key not in index:
                     raise refuse(f"{where} (delete Pod)", f"pod {key} is not queued (no "
                                  "profile schedules it: the Simulation's NotFound)")
-                t0, dur = arrive.pop(key)
-                if dur is not None and st.at > t0 + dur:
-                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left before "
-                                 f"{st.at:g}s ({dur:g}s after its binding)")
-                if any(t0 < t < st.at for t in leaves):
-                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left with a "
-                                 "node drained or removed before")
+                # gone before (its duration over, its node drained or
+                # removed, preempted): read after the run (``missed_delete``)
+                arrive.pop(key)
                 plan.add(st.at, EV_POD_DELETE, 0, 0, 0, len(present), index[key])
             continue
         if st.action in ("create", "addNodes"):
@@ -392,7 +446,6 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
                     plan.add(st.at, EV_UPDATE, row, uids[u], cur[u], len(present))
                 if st.action != "drain":
                     continue
-            leaves.append(st.at)
             pods = on_node.pop(name, [])
             evict = st.action == "drain"
             if evict:

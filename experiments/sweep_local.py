@@ -49,13 +49,18 @@ preemptions; where it also has node events (a scenario's steps, a pod
 those filters reject on every node) both run in one call
 (``kernels.batch.local_preempt_events``: the manifests' bound pods one by
 one, candidates among the live nodes, a deleted node's nominations
-forgotten).  Refused:
+forgotten); a scenario's Pod delete of a pod gone before it (its
+duration over, its node drained or removed, preempted) stops that run's
+Simulation with NotFound (``sweep_events.missed_delete``, after the
+run): ``simulate_batch`` raises that error, type and message, for the
+first such run in product order, a sweep reports the job as its per-job
+path does.  Refused:
 ``until``, a scenario step ``sweep_events`` refuses (named by the step's
-field: a Pod delete of a pod that may have left before, ...); what
+field: a Pod delete of a manifests' bound pod whose node left before,
+...); what
 ``sweep_preempt`` refuses where a pod could preempt (InterPodAffinity terms, a
 terminating bound pod, a pod nominated in its manifest, NodeResourcesFit
-before a usage-independent filter, a scenario's Pod delete of a pod a
-preemption may remove first); pods whose
+before a usage-independent filter); pods whose
 InterPodAffinity terms select each other (the probes' kernel refuses
 them).
 """
@@ -109,7 +114,6 @@ from .sweep_batch import simulate_row
 from .sweep_preempt import (
     PreemptingProber,
     PreemptSetup,
-    check_preempt_events,
     pdb_columns,
     preempt_event_arrays,
     preempt_event_row,
@@ -120,6 +124,7 @@ from .sweep_events import (
     NodeEvents,
     RowSteps,
     event_row,
+    missed_delete,
     plan_events,
     rejector_codes,
     row_steps,
@@ -231,8 +236,6 @@ def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
                                             [cv.resolve(p) for p in ev_early + records], 0))
         prober = probers[0]
         preempt = preempt_setup(prober, cl.objects, pods, [n.name for n in nodes])
-        if preempt is not None:
-            check_preempt_events(plan, preempt, pods, prober.bound)
     # activeQ's order before the push order: the queue's own sort key
     # (PrioritySort: higher priority first, then the earlier creation)
     keys = [prober.sort_key(p) for p in pods]
@@ -623,6 +626,17 @@ def _run_preempt_events(ev: LocalEvents, setups: list[TraceSetup], seeds: list, 
     return out
 
 
+def _missed_delete(s: TraceSetup, res):
+    """The error ``res``'s Simulation stops with at a scenario's Pod delete
+    of a pod gone before it (``sweep_events.missed_delete``), else None."""
+    if s.events is None:
+        return None
+    keys = [p.key for p in s.prober.pods]
+    rows = None if s.preempt is None else {b.key: len(keys) + k
+                                           for k, b in enumerate(s.prober.bound)}
+    return missed_delete(s.events.plan, keys, res, rows)
+
+
 def _row_trace(s: TraceSetup, trace):
     """What ``simulate_row`` reads of the trace: times, and each pod's cpu
     and memory request as the cluster accounts it."""
@@ -716,6 +730,11 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
             rt = _row_trace(s, trace)
             for i, res in zip(idx, got):
                 job = jobs[i]
+                err = _missed_delete(s, res)
+                if err is not None:
+                    # its Simulation stops at the delete: the per-job path's report
+                    done(i, None, f"{job.label}: {err}")
+                    continue
                 spans = agenda_spans(s, res, horizon)
                 if not samples_follow(spans, interval, horizon):
                     rest.append(i)          # the per-run path samples it
@@ -839,6 +858,12 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         for ci, runs in enumerate(got):
             for seed, r in zip(seeds, runs):
                 r.trace, r.config, r.seed = ti, ci, seed
+                err = _missed_delete(per_trace[ci], r)
+                if err is not None:
+                    # the run's Simulation stops at the delete: its error
+                    err.add_note(f"simulate_batch: run {len(out)} (traces[{ti}], "
+                                 f"configs[{ci}], seed {seed})")
+                    raise err
                 ev = per_trace[ci].events
                 r.node_names = per_trace[ci].names if ev is None else ev.plan.names
                 out.append(r)

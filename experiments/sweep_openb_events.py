@@ -41,7 +41,16 @@ step's time, leaving its ``duration`` after its binding, in
 PrioritySort's order by its own priority); a Pod delete is a kernel
 event (``EV_POD_DELETE``) before its time's departures: a bound pod
 frees its node (Pod/Delete moves the pods listening to it), a pending one
-leaves the queue; either counts as deleted.
+leaves the queue; either counts as deleted.  The created pod may be gone
+before its delete: preempted by a pod of the run (DefaultPreemption),
+evicted by a drain, deleted with its node, or left, its ``duration``
+over (at equal times the agenda applies the delete first: pushed before
+any departure; a node step after it); the Simulation then stops at the
+step with NotFound (``changes.pod_not_found``).  The kernel's delete
+then does nothing and its run goes on; ``missed_deletes`` finds the
+first such delete afterwards (the pod's ``why``): the job's error, as
+the per-job path reports it (``sweep._guarded``), the other runs' rows
+as before.
 
 OpenbTieRank (a config that scores with it: the experiment's profile):
 the node list's ranks are ``batch.tie_of(n, seed)``, an added node's its
@@ -74,11 +83,8 @@ another scheduler, a priorityClassName, tolerations, node selection or
 affinity, spread constraints, host ports, gates, claims, volumes, a
 request but cpu and memory, a container without a cpu or memory request,
 memory not a whole number of MiB, an annotation but the GPU share's),
-named as a trace pod or created twice; a delete of a created pod that
-may have left before it (its ``duration`` could be over, or a node was
-drained or removed since it arrived: the Simulation's NotFound, known
-only as it runs); with OpenbTieRank scoring, an added node's tie label
-that is not an integer 0 .. 2**24 - 1.
+named as a trace pod or created twice; with OpenbTieRank scoring, an
+added node's tie label that is not an integer 0 .. 2**24 - 1.
 """
 
 from __future__ import annotations
@@ -104,6 +110,7 @@ from tensorsched.framework.runtime.cluster_events import (
     plugin_events,
 )
 from tensorsched.framework.plugins.priority_sort import PrioritySort
+from tensorsched.framework.simulation.changes import pod_not_found
 from tensorsched.framework.simulation.scenario import check_steps
 from tensorsched.framework.simulation.series import KEEP_LATENCIES, percentile
 from tensorsched.kernels.batch.openb_events import (
@@ -121,6 +128,8 @@ from tensorsched.kernels.batch.openb_events import (
     WHY_POD_DELETED,
     WHY_PREEMPTED,
     NodeEvents,
+    delete_pods,
+    deletes_missed,
     run_openb_events,
 )
 from tensorsched.topology.gpu import (
@@ -421,7 +430,6 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     created: list = []
     made: dict = {}             # a created pod's key -> its index in ``created``
     trace_keys_ = {f"default/{nm}" for nm in trace.table.column("name").to_pylist()}
-    leaves: list = []           # times nodes are drained or removed
     steps = [scenario.steps[k] for k in sorted(
         range(len(scenario.steps)),
         key=lambda k: (scenario.steps[k].at, _phase(scenario.steps[k]), k))]
@@ -443,13 +451,8 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 if k is None:       # (check_steps found it: created before)
                     raise refuse(f"{where} (delete Pod)", f"pod {key} is not one the "
                                  "scenario created")
-                c = created[k]
-                if st.at > c.at + c.duration:
-                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left before "
-                                 f"{st.at:g}s ({c.duration:g}s after its binding)")
-                if any(c.at < t < st.at for t in leaves):
-                    raise refuse(f"{where} (delete Pod)", f"pod {key} may have left with a "
-                                 "node drained or removed before")
+                # a pod gone before (preempted, drained, removed with its
+                # node, its duration over) is read after the run: ``missed_deletes``
                 add(st.at, EV_POD_DELETE, 0, k, 0)
             continue
         if st.action in ("create", "addNodes"):
@@ -494,7 +497,6 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name] or tainted[name]))
                 continue
             if st.action == "drain":
-                leaves.append(st.at)
                 if exempt:
                     raise refuse(f"{where} (drain)", "a trace pod is one a drain leaves "
                                  "(static)")
@@ -504,7 +506,6 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 add(st.at, EV_EVICT, rows[name], -1, 1)
                 continue
             # delete Node / removeNodes
-            leaves.append(st.at)
             present.discard(name)
             live.discard(uid[name])
             free.append(rows[name])
@@ -528,25 +529,6 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                      ranks, rank_problem, created)
 
 
-
-def preempt_deletes(scenario, plan: OpenbPlan, tw: TraceWorkload, made: np.ndarray) -> None:
-    """Where a run preempts: a Pod delete of a created pod that a pod of the
-    run (``tw``, the created pods at rows ``made``: ``OpenbPlan.workload``)
-    outranks is refused naming the step (``BatchProfileError``): it may be
-    preempted before the step, the Simulation's NotFound, known only as it
-    runs."""
-    prio = np.asarray(tw.priority, np.int64)
-    top = int(prio.max(initial=0))
-    index = {f"default/{c.name}": k for k, c in enumerate(plan.created)}
-    for st in scenario.steps:
-        if st.kind != "Pod" or st.action != "delete":
-            continue
-        for key in st.names:
-            k = index.get(key)
-            if k is not None and int(prio[made[k]]) < top:
-                raise refuse(f"{st.field} (delete Pod)", f"pod {key} (priority "
-                             f"{int(prio[made[k]])}) may be preempted before it by a pod of "
-                             f"priority {top}")
 
 
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
@@ -602,6 +584,36 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
         return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows, pre)
     return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows,
                                preempt=pre)
+
+
+def missed_deletes(a, out, plan: OpenbPlan, jobs: list, made: list) -> list:
+    """Per run of ``openb_event_runs``' ``jobs`` (its ``a`` and ``out``,
+    ``made`` per workload the created pods' rows), the Simulation's error
+    where a Pod delete of a created pod came after the pod was gone
+    (``openb_events.deletes_missed``: preempted, evicted by a drain,
+    deleted with its node, its ``duration`` over): the ``SimulationError``
+    its run stops with at the step (NotFound, ``changes.pod_not_found``;
+    a note says how the pod left), else None (its delete found the pod)."""
+    k = len(plan.created)
+    if not k:
+        return [None] * len(jobs)
+    rows = np.array([made[t] for t, _p, _s in jobs], np.int64).reshape(len(jobs), k)
+    pods = delete_pods(a, plan.events, rows)
+    errors = []
+    for b, e in enumerate(deletes_missed(out, a, plan.events, rows).tolist()):
+        if e < 0:
+            errors.append(None)
+            continue
+        c = plan.created[int(plan.events.ev_x[e])]
+        err = pod_not_found(f"default/{c.name}", float(plan.events.ev_t[e]))
+        err.add_note(f"the pod {_LEFT.get(int(out.why[pods[b, e]]), 'left')} before its delete")
+        errors.append(err)
+    return errors
+
+
+# how a created pod left before its delete (its ``why``)
+_LEFT = {WHY_PREEMPTED: "was preempted", WHY_EVICTED: "was evicted (a drain)",
+         WHY_DELETED: "was deleted with its node", 0: "left (its duration over)"}
 
 
 def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: float,
@@ -797,9 +809,6 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
                 for i, prof in zip(idx, mine)]
         pre = [job_preempt(jobs[i], inputs) for i in idx]
         try:
-            if any(x is not None for x in pre):
-                for tw, m in wide:
-                    preempt_deletes(scenario, plan, tw, m)
             a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
                                       workers, backoff=backoff,
                                       weights=[prof[1] for prof in mine],
@@ -809,8 +818,13 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
             continue
         each = (time.perf_counter() - t0) / len(idx)
         horizon_of = {t: run.horizon(inputs[("trace", t)], scenario, None) for t in traces}
+        missed = missed_deletes(a, out, plan, runs, [m for _tw, m in wide])
         for b, i in enumerate(idx):
             job = jobs[i]
+            if missed[b] is not None:
+                # its Simulation stops at the step: the per-job path's report
+                done(i, None, f"{job.label}: {missed[b]}")
+                continue
             tw = wide[traces.index(job.trace)][0]
             horizon = horizon_of[job.trace]
             o, p = int(a.ev_off[b]), int(a.ev_len[b])

@@ -16,9 +16,12 @@ anti-affinity terms on any pod (InterPodAffinity's answers change as
 victims leave); a pending pod nominated in its manifest
 (``status.nominatedNodeName``); a profile whose filters put
 NodeResourcesFit before a usage-independent filter (the nodes where
-preemption might help would depend on usage); with node events, a
-scenario's Pod delete of a pod a preemption may remove before it
-(``check_preempt_events``: the Simulation would stop with NotFound).
+preemption might help would depend on usage).  With node events, a
+scenario's Pod delete of a pod a preemption removed before it stops the
+Simulation with NotFound: the kernel's run goes on, and
+``sweep_events.missed_delete`` reads it afterwards from the run's
+victims (the Simulation's error, raised by ``ts.simulate_batch``, the
+job's in a sweep).
 
 With node events (a scenario's steps, a pod the usage-independent
 filters reject everywhere) the kernel's form with both runs the job
@@ -42,7 +45,6 @@ from tensorsched.kernels.batch import local_preempt as P
 from tensorsched.kernels.batch.local_events import (
     EV_EVICT,
     EV_KEEP,
-    EV_POD_DELETE,
     WHY_DELETED,
     WHY_EVICTED,
 )
@@ -50,7 +52,7 @@ from tensorsched.kernels.batch.local_preempt import START_NOW
 
 from .sweep_events import RowSteps, event_row
 
-__all__ = ["PreemptSetup", "PreemptingProber", "check_preempt_events", "pdb_columns",
+__all__ = ["PreemptSetup", "PreemptingProber", "pdb_columns",
            "preempt_event_arrays", "preempt_event_row", "preempt_row", "preempt_setup"]
 
 DEFAULT_PREEMPTION = "DefaultPreemption"
@@ -256,31 +258,6 @@ def preempt_row(row: dict, res, trace) -> dict:
     row["departed"] -= int((q & (leaves | timed)).sum())
     row["running"] -= int((q & ~leaves & ~timed).sum()) + int(v[p:].sum())
     return row
-
-
-def check_preempt_events(plan, setup: PreemptSetup, pods: list, bound: list) -> None:
-    """Refuse (``BatchProfileError``) what the kernel with preemption and
-    node events does not cover of ``plan`` (``sweep_events.NodeEvents``):
-    a scenario's Pod delete of a pod a preemption may have removed before
-    it (its priority below a pod that may preempt: the Simulation stops
-    with NotFound then, known only as it runs).  ``pods`` the setup's
-    queue pods, ``bound`` the manifests' bound pods (``setup``'s rows)."""
-    p = len(pods)
-    able = setup.may[:p] != 0
-    if not able.any():
-        return
-    top = int(setup.prio[:p][able].max())
-    at = {b.key: k for k, b in enumerate(bound)}
-    for e, kind in enumerate(plan.kind):
-        if kind != EV_POD_DELETE:
-            continue
-        j = int(plan.bound[e])
-        key = pods[j].key if j >= 0 else plan.bound_deleted[e]
-        prio = int(setup.prio[j if j >= 0 else p + at[key]])
-        if prio < top:
-            raise _refuse("scenario (delete Pod)", f"pod {key} (priority {prio}) may be "
-                          f"preempted before {plan.t[e]:g}s by a pod of priority {top} (the "
-                          "Simulation's NotFound)")
 
 
 def preempt_event_arrays(arrays: dict, plan, bound: list, bnode: np.ndarray, p: int) -> dict:

@@ -13,7 +13,10 @@ universe's nodes (OpenbTieRank: ``u_static`` [B, U]) and the pods the
 scenario creates (``made`` [B, K]: their rows among the run's pods),
 DefaultPreemption's inputs where runs preempt (``BatchPreempt``: the same
 compiled function, a flag per run).  ``run_openb_events`` answers
-``EventOutputs``.
+``EventOutputs``; ``deletes_missed`` reads from them, per run, the first
+Pod delete whose pod was gone before it (preempted, evicted by a drain,
+deleted with its node, its duration over: where the Simulation stops
+with NotFound).
 """
 
 from __future__ import annotations
@@ -177,6 +180,45 @@ class EventOutputs(NamedTuple):
         return self.log_t[lo:lo + k], self.log_pod[lo:lo + k], self.log_frag[lo:lo + k]
 
 
+def deletes_missed(out: EventOutputs, a: BatchArrays, ev: NodeEvents,
+                   made: np.ndarray) -> np.ndarray:
+    """[B] per run the first ``EV_POD_DELETE`` event (an index into
+    ``ev``'s events, their order the Simulation's) whose pod was gone
+    before it, -1 none; ``made`` [B, K] as the run took it.  The
+    Simulation stops there (NotFound).
+
+    Read from ``out.why``: the delete of a pod pending or bound marks it
+    ``WHY_POD_DELETED``, and nothing takes it after; a pod gone before
+    its delete (the step is after its creation, and a pod is deleted once:
+    ``check_steps``) keeps how it left: ``WHY_PREEMPTED``,
+    ``WHY_EVICTED`` (a drain), ``WHY_DELETED`` (its node removed), or 0
+    (its ``duration`` over: a departure at the delete's time comes after
+    it, on the Simulation's agenda as in the kernel), the delete finding
+    nothing."""
+    b = a.n_runs
+    kind = np.asarray(ev.ev_kind)
+    dels = np.flatnonzero(kind == EV_POD_DELETE)
+    first = np.full(b, -1, np.int64)
+    if dels.shape[0] == 0 or b == 0:
+        return first
+    hit = np.asarray(out.why)[delete_pods(a, ev, made)[:, dels]] != WHY_POD_DELETED
+    some = hit.any(axis=1)
+    first[some] = dels[np.argmax(hit[some], axis=1)]
+    return first
+
+
+def delete_pods(a: BatchArrays, ev: NodeEvents, made: np.ndarray) -> np.ndarray:
+    """[B, E] per run and event the run's pod an ``EV_POD_DELETE`` deletes
+    (an index into ``a``'s pods; -1 at the other events); ``made`` [B, K]."""
+    kind = np.asarray(ev.ev_kind)
+    x = np.where(kind == EV_POD_DELETE, np.asarray(ev.ev_x, np.int64), 0)
+    mk = np.asarray(made, np.int64).reshape(a.n_runs, -1)
+    if mk.shape[1] == 0:
+        return np.full((a.n_runs, kind.shape[0]), -1, np.int64)
+    pods = np.asarray(a.ev_off, np.int64)[:, None] + mk[:, x]
+    return np.where(kind == EV_POD_DELETE, pods, -1)
+
+
 def run_scenario(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None,
                  made: np.ndarray | None) -> tuple:
     """(``u_static`` [B, U], ``made`` [B, K]) as the kernels take them
@@ -254,6 +296,8 @@ __all__ = [
     "WHY_POD_DELETED",
     "WHY_PREEMPTED",
     "EventOutputs",
+    "delete_pods",
+    "deletes_missed",
     "NodeEvents",
     "run_inputs",
     "run_scenario",

@@ -64,12 +64,13 @@ def _pod(name: str, num: int = 1, milli: int = 1000, cpu: str = "1", mem: str = 
             "spec": spec}
 
 
-def _random_scenario(rng, n_nodes: int, pods: bool = False) -> dict:
+def _random_scenario(rng, n_nodes: int, pods: bool = False, gone: bool = False) -> dict:
     """Valid node steps in time order: never a step on an absent node; the
     last node removed now and then; a removed node's name now and then
     added again; added nodes now and then with an OpenbTieRank label.
     ``pods``: GPU-share pods created too (some with a duration or a
     priority), a created one now and then deleted later (while it cannot
+    have left; ``gone``: any time after its creation, also when it may
     have left)."""
     present = [f"n{i}" for i in range(n_nodes)]
     steps, added, removed = [], 0, []
@@ -97,8 +98,8 @@ def _random_scenario(rng, n_nodes: int, pods: bool = False) -> dict:
                 made.append((name, t, dur))
             continue
         if what == "unpod":
-            ok = [m for m in made if m[1] < t and (m[2] is None or t <= m[1] + m[2])
-                  and not any(m[1] < x < t for x in leaves)]
+            ok = [m for m in made if m[1] < t and (gone or (
+                m[2] is None or t <= m[1] + m[2]) and not any(m[1] < x < t for x in leaves))]
             if ok:
                 m = ok[int(rng.integers(len(ok)))]
                 made.remove(m)

@@ -22,9 +22,11 @@ from hypothesis import strategies as st
 
 import tensorsched as ts
 from tensorsched.experiments import sweep as S
+from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep_local as SL
 from tensorsched.experiments.results import SweepError
 from tensorsched.framework.capacity.batch_probe import BatchProfileError
+from tensorsched.framework.simulation.errors import SimulationError
 from tensorsched.generators.clusters import node_dict, pod_dict
 
 from support.local_scenarios import scenario_steps
@@ -50,15 +52,19 @@ def _batched(jobs) -> tuple[list, list]:
     return rows, rest
 
 
-def _pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
+def _pod_steps(rng, node_steps: list, cluster: str, n_pods: int,
+               preempted: bool = False) -> list:
     """Pod creates of priorities 0, 10, 1000 (some a DaemonSet's, some
     leaving a ``duration`` after binding) and deletes of pods no preemption
     can remove first (created ones of priority 1000, bound ones of 5000),
-    where the Simulation finds them then."""
+    where the Simulation finds them then; ``preempted``: a created one of
+    any priority, any time after its creation (it may be gone: preempted,
+    left, drained, removed with its node)."""
     objs = list(yaml.safe_load_all(open(cluster)))
+    top = 0 if preempted else 5000
     bound = {o["metadata"]["name"]: o["spec"]["nodeName"] for o in objs
              if o.get("kind") == "Pod" and o["spec"].get("nodeName")
-             and o["spec"].get("priority", 0) >= 5000}
+             and o["spec"].get("priority", 0) >= top}
     times = sorted({int(s["at"]) for s in node_steps} | {0, 1, 40})
 
     def leaves(s):
@@ -79,12 +85,15 @@ def _pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
         step = {"at": t, "create": pod}
         if rng.random() < 0.3:
             step["duration"] = int(rng.choice([5, 100]))
-        elif prio == 1000:
+            if preempted:
+                alive[f"s{k}"] = t
+        elif prio == 1000 or preempted:
             alive[f"s{k}"] = t
         steps.append(step)
     for _ in range(int(rng.integers(0, 3))):
         t = int(rng.choice(times)) + int(rng.choice([1, 3, 60]))
-        cands = [n for n, t0 in alive.items() if t0 < t and not any(t0 < g < t for g, _ in gone)]
+        cands = [n for n, t0 in alive.items() if t0 < t and (
+            preempted or not any(t0 < g < t for g, _ in gone))]
         cands += [n for n, node in bound.items()
                   if not any(g < t and node in names for g, names in gone)]
         if cands:
@@ -96,11 +105,11 @@ def _pod_steps(rng, node_steps: list, cluster: str, n_pods: int) -> list:
 
 
 def _jobs(tmp_path, seed, n_nodes, n_pods, n_bound, n_steps, n_created, interval=60.0,
-          configs=None):
+          configs=None, preempted: bool = False):
     cluster, trace, cfgs = write_inputs(tmp_path, seed, n_nodes, n_pods, n_bound)
     rng = np.random.default_rng(seed + 7919)
     steps = scenario_steps(rng, n_nodes, n_steps)
-    steps += _pod_steps(rng, steps, cluster, n_created)
+    steps += _pod_steps(rng, steps, cluster, n_created, preempted)
     sc = tmp_path / f"scenario{seed}.yaml"
     sc.write_text(yaml.safe_dump({"steps": steps}))
     return S.make_jobs([trace], [0, 1 + seed % 7], configs=cfgs[:configs], cluster=cluster,
@@ -239,14 +248,106 @@ def test_a_pod_rejected_everywhere_waits_while_others_preempt(tmp_path):
     assert got == want and want[0]["preemptions"] == 1 and want[0]["pending"] == 1
 
 
-def test_a_delete_of_a_pod_a_preemption_may_remove_first_is_refused(tmp_path):
+NOT_FOUND = "Pod default/low: not found (NotFound): no such pod pending or bound at 9s"
+
+
+def _per_run_error(cluster, tr, sc, seed=0):
+    """The message the run's own Simulation stops with, None when it runs."""
+    objs = list(yaml.safe_load_all(open(cluster)))
+    sim = ts.Simulation(objs, None, "numpy", seed)
+    sim.scenario(sc)
+    sim.submit(run.read_trace_file(tr))
+    try:
+        sim.run()
+    except SimulationError as exc:
+        assert type(exc) is SimulationError
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("at,missed", [(9, True), (5, False), (4, False)])
+def test_a_delete_of_a_pod_preempted_first_raises_the_simulations_error(tmp_path, at, missed):
+    """hi (at 5) preempts low on n0: low's delete at 9 finds it gone, the
+    Simulation's NotFound, raised by the batched call (type, message; a
+    note names the run) and reported by the sweep as per job; at 5 (the
+    delete before hi's attempt at its time) or 4 it finds low, and hi
+    binds without preempting."""
     trace = "name,arrival,cpu,priority\nhi,5,2,1000\n"
-    steps = [{"at": 9, "delete": {"kind": "Pod", "name": "low"}}]
+    steps = [{"at": at, "delete": {"kind": "Pod", "name": "low"}}]
     cluster, tr, sc = _write(tmp_path, _full_pair(), trace, steps)
-    with pytest.raises(BatchProfileError, match="low .* may be preempted"):
-        ts.simulate_batch(cluster, [tr], [None], seeds=[0], scenario=sc)
-    jobs = S.make_jobs([tr], [0], cluster=cluster, scenario=sc, interval=60.0)
-    _got, rest = _batched(jobs)
-    assert rest == [0]          # the per-run path takes it: low was preempted first
-    with pytest.raises(SweepError, match="low: not found"):
+    msg = _per_run_error(cluster, tr, sc)
+    assert msg == (NOT_FOUND.replace("9s", f"{at}s") if missed else None)
+    jobs = S.make_jobs([tr], [0, 2], cluster=cluster, scenario=sc, interval=60.0)
+    got, rest = _batched(jobs)
+    assert rest == []
+    if not missed:
+        (r,) = ts.simulate_batch(cluster, [tr], [None], seeds=[0], scenario=sc)
+        assert r.victim.tolist() == [0, 0, 0] and r.why.tolist() == [0, 2, 0]
+        assert got == _rows(jobs, False) and got[0]["preemptions"] == 0
+        return
+    with pytest.raises(SimulationError) as exc:
+        ts.simulate_batch(cluster, [tr], [None], seeds=[0, 2], scenario=sc)
+    assert type(exc.value) is SimulationError and str(exc.value) == msg
+    assert exc.value.__notes__ == ["the pod was preempted before its delete",
+                                   "simulate_batch: run 0 (traces[0], configs[0], seed 0)"]
+    with pytest.raises(SweepError) as per_job:
+        S.run_sweep([dataclasses.replace(j, batch=False) for j in jobs], workers=1)
+    with pytest.raises(SweepError) as batched:
         S.run_sweep(jobs, workers=1)
+    assert str(batched.value) == str(per_job.value) and msg in str(per_job.value)
+
+
+def _outcome(jobs, batch: bool):
+    """The sweep's rows but ``wall_seconds``, or its SweepError's message."""
+    try:
+        return _rows(jobs, batch), None
+    except SweepError as exc:
+        return None, str(exc)
+
+
+def _job_errors(jobs) -> list:
+    """Per job (the per-job path's message: its Simulation's error, None
+    where it runs; whether the batched call took it); ``ts.simulate_batch``
+    of the job alone raises that error, type and message, or runs."""
+    inputs = S.load_inputs(jobs)
+    out = []
+    for job in jobs:
+        _row, msg = S._guarded(dataclasses.replace(job, batch=False), inputs)
+        took = True
+        try:
+            ts.simulate_batch(job.cluster, [job.trace], [job.config], [job.seed],
+                              scenario=job.scenario)
+            assert msg is None, msg
+        except SimulationError as exc:
+            assert type(exc) is SimulationError and msg == f"{job.label}: {exc}"
+        except BatchProfileError:
+            took = False        # refused: the sweep runs it per job
+        out.append((msg, took))
+    return out
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(4, 20),
+       n_bound=st.integers(1, 3), n_steps=st.integers(1, 4), n_created=st.integers(1, 3))
+def test_random_deletes_of_pods_preemption_may_take_as_per_job(tmp_path, seed, n_nodes, n_pods,
+                                                                n_bound, n_steps, n_created):
+    """Deletes of pods of any priority: each job's batched outcome (its
+    row, or its Simulation's NotFound) is its per-job path's, and the
+    batched call of one job raises that error or runs."""
+    jobs = _jobs(tmp_path, seed, n_nodes, n_pods, n_bound, n_steps, n_created, configs=1,
+                 preempted=True)
+    assert _outcome(jobs, True) == _outcome(jobs, False)
+    _job_errors(jobs)
+
+
+def test_random_preempted_deletes_hit_both_outcomes(tmp_path):
+    """The draws above give jobs whose delete finds its pod preempted and
+    jobs that run, both through the batched call."""
+    seen = set()
+    for seed in range(40):
+        jobs = _jobs(tmp_path, seed, 2, 16, 2, 2, 3, configs=1, preempted=True)
+        seen |= {msg is None for msg, took in _job_errors(jobs) if took}
+        if seen == {True, False}:
+            break
+    assert seen == {True, False}
