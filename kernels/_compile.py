@@ -183,7 +183,8 @@ class AnyLayout:
     """A compiled entry point called with arrays of any memory layout
     through one specialization: the first call of each dtype combination
     compiles (or loads from the cache) the signature with every array typed
-    ``A`` (any strides), and compiling on the arguments' own types stays off,
+    ``A`` (any strides; arrays inside tuple arguments too, as a run's stage
+    arguments), and compiling on the arguments' own types stays off,
     so a C-contiguous array (a test's, a caller's copy) and a strided view
     (the state's trimmed node columns, ``ClusterState.columns``) share it.
     Numba would otherwise compile once per layout combination (``visit_rows``:
@@ -228,5 +229,13 @@ class AnyLayout:
 
 
 def _any_layout(t):
+    """``t`` with every array in it of any layout: an array, or a tuple
+    (of tuples) holding arrays (a run's stage arguments)."""
     from numba import types
-    return t.copy(layout="A") if isinstance(t, types.Array) else t
+    if isinstance(t, types.Array):
+        return t.copy(layout="A")
+    if isinstance(t, types.UniTuple):
+        return types.UniTuple(_any_layout(t.dtype), t.count)
+    if isinstance(t, types.Tuple) and not isinstance(t, types.BaseNamedTuple):
+        return types.Tuple([_any_layout(x) for x in t.types])
+    return t

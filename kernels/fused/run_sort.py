@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit, prange
 
 from tensorsched.kernels import layout as L
-from tensorsched.kernels._compile import KEY, compile_source
+from tensorsched.kernels._compile import KEY, AnyLayout, compile_source
 
 from . import filters, scores
 from . import stage_args as SA
@@ -153,7 +153,9 @@ _driver = compile_source(f"{__name__}.driver", _DRIVER_SOURCE, njit, ("run_keys"
                          {"prange": prange, "run_key_sequence": run_key_sequence},
                          options={"parallel": _PARALLEL, "nogil": True, "_nrt": False},
                          cache=True, depends=[_keys[KEY] or ""], filename="<run keys driver>")
-_run_keys = _driver["run_keys"]
+# the state's column views and C-contiguous columns (a test's) share one
+# signature (every array typed A; ``_compile.AnyLayout``)
+_run_keys = AnyLayout(_driver["run_keys"])
 
 
 # ------------------------------------------------------------------ checks
