@@ -228,6 +228,17 @@ class AnyLayout:
         return getattr(self.dispatcher, name)
 
 
+def array_types(t):
+    """The array types in Numba type ``t``: itself, or those inside a tuple
+    (of tuples)."""
+    from numba import types
+    if isinstance(t, types.Array):
+        yield t
+    elif isinstance(t, types.BaseTuple):
+        for x in t:
+            yield from array_types(x)
+
+
 def _any_layout(t):
     """``t`` with every array in it of any layout: an array, or a tuple
     (of tuples) holding arrays (a run's stage arguments)."""

@@ -10,6 +10,7 @@ from numba import types
 from support.kernel_inputs import cols, query
 
 from tensorsched.kernels import layout as L
+from tensorsched.kernels._compile import array_types
 from tensorsched.kernels.fused import _numba as FN
 from tensorsched.kernels.fused._core import RES_PODS
 from tensorsched.kernels.fused.backends import _pad_bitsets, kernel_args
@@ -107,15 +108,6 @@ def test_key_tree_one_compile_for_any_layout():
     assert got[0] == got[1]
 
 
-def _arrays(t):
-    """The array types in signature type ``t`` (inside tuples too)."""
-    if isinstance(t, types.Array):
-        yield t
-    elif isinstance(t, types.BaseTuple):
-        for x in t:
-            yield from _arrays(x)
-
-
 def _contiguous(a):
     """``a`` C-contiguous where it is an array (scalars as they are)."""
     return np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a
@@ -131,7 +123,7 @@ LAYOUTS = (_contiguous, _strided, _fortran)
 
 def _one_any_layout_signature(fn):
     sigs = fn.signatures
-    return len(sigs) == 1 and all(a.layout == "A" for s in sigs for t in s for a in _arrays(t))
+    return len(sigs) == 1 and all(a.layout == "A" for s in sigs for t in s for a in array_types(t))
 
 
 def test_compiled_runs_one_compile_for_any_layout():

@@ -1,0 +1,144 @@
+"""Warm cost of the compiled runs' one signature for any layout: one run
+of alike pods on the basic workload (``nodes`` nodes) placed by
+``Framework.place_run`` on the numba backend (the sort path off, so the
+compiled run places it: ``place_run`` with every node scored, or
+``place_run_window`` with ``--percentage`` below 100), its call's
+arguments kept, then that call repeated through the signature with every
+array typed ``A`` (what ``_compile.AnyLayout`` compiles) and through the
+signature of the arguments' own types (what the dispatcher compiled for
+them before: the state's views A, the scratch C), alternated in one
+process, every argument array restored in place before each call (the
+run writes the state's requested columns and its caches); process CPU
+seconds per call.  The answers and the arrays the two write must be equal.
+
+python -m tensorsched.bench.run_layout [--nodes 10000] [--pods 2000]
+        [--percentage 100] [--calls 5] [--rounds 6] [--output FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+
+import numpy as np
+from numba import typeof
+
+from tensorsched import synthetic
+from tensorsched.framework.records.pod_columns import PodColumns, build_record
+from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
+from tensorsched.kernels._compile import array_types
+from tensorsched.kernels.fused import _numba as FN
+from tensorsched.kernels.fused import run_sort
+
+from .fused_layout import both_signatures
+from .harness import record_stamp, write_record
+
+
+def _arrays(x):
+    """The arrays in an argument (inside tuples too)."""
+    if isinstance(x, np.ndarray):
+        yield x
+    elif isinstance(x, tuple):
+        for y in x:
+            yield from _arrays(y)
+
+
+def _captured_run(nodes: int, pods: int, percentage: int, seed: int):
+    """(the run's entry point, its arguments, a copy of every argument
+    array before the call) of one ``Framework.place_run`` on a fresh
+    cluster."""
+    node_objs, _ = synthetic.workload("basic", nodes, 1, seed)
+    cluster = build_cluster(node_objs, synthetic.config("basic", percentage))
+    template = pods_from([synthetic.pod_dict("warm-up")], cluster.resolve)[0]
+    fw = cluster.framework_for(template, "numba")
+    state = cluster.state
+    whole, scan, window = FN.build_place_run(FN.fused_pass_by_row)
+    seen = []
+
+    def keep(wrapper):
+        def call(*args):
+            if not seen:
+                seen.append((wrapper, args, [a.copy() for a in _arrays(args)]))
+            return wrapper(*args)
+        return call
+    runs = FN._runs[FN.fused_pass_by_row]
+    FN._runs[FN.fused_pass_by_row] = tuple(keep(w) for w in (whole, scan, window))
+    keep_sort = run_sort.ENABLED
+    run_sort.ENABLED = False
+    try:
+        warm = [dataclasses.replace(template, name=f"warm-up-{i}") for i in range(2)]
+        fw.place_run(state, warm, seed=seed, attempt=0, start_index=0)
+        seen.clear()
+        run = PodColumns.from_records([build_record(template, f"{template.namespace}/pod-{i}",
+                                                    template.creation_ns or 0, template.obj)
+                                       for i in range(pods)])
+        fw.place_run(state, run, seed=seed, attempt=0, start_index=0)
+    finally:
+        FN._runs[FN.fused_pass_by_row] = runs
+        run_sort.ENABLED = keep_sort
+    if not seen:
+        raise SystemExit("run_layout: no compiled run placed the pods")
+    return seen[0]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.run_layout",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=10000)
+    ap.add_argument("--pods", type=int, default=2000)
+    ap.add_argument("--percentage", type=int, default=100)
+    ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--output", default=None)
+    a = ap.parse_args(argv)
+    wrapper, args, before = _captured_run(a.nodes, a.pods, a.percentage, a.seed)
+    d = wrapper.dispatcher
+    any_layout, own = both_signatures(d, args)
+    entries = {"any_layout": any_layout, "own_types": own}
+    live = list(_arrays(args))
+
+    def restore():
+        for dst, src in zip(live, before):
+            np.copyto(dst, src)
+    answers = {}
+    for name, fn in entries.items():
+        restore()
+        got = fn(*args)
+        answers[name] = (got, [x.copy() for x in live])
+    same = answers["any_layout"][0] == answers["own_types"][0] and all(
+        np.array_equal(x, y) for x, y in zip(answers["any_layout"][1], answers["own_types"][1]))
+    per_call: dict = {name: [] for name in entries}
+    for _ in range(a.rounds):
+        for name, fn in entries.items():
+            spent = 0.0
+            for _ in range(a.calls):
+                restore()
+                c0 = time.process_time()
+                fn(*args)
+                spent += time.process_time() - c0
+            per_call[name].append(spent / a.calls)
+    layouts = sorted({x.layout for x in array_types(typeof(args))})
+    record = {
+        "bench": "a compiled run warm on the state's arguments: the any-layout signature "
+                 "against the arguments' own types, alternated in one process (python -m "
+                 "tensorsched.bench.run_layout)",
+        "backend": "numba (CPU)", **record_stamp(a.seed),
+        "run": d.py_func.__name__, "nodes": a.nodes, "pods": a.pods,
+        "percentage": a.percentage, "placed": int(answers["own_types"][0][0]),
+        "own_type_layouts": layouts,
+        "calls_per_round": a.calls, "rounds": a.rounds, "same_answers": bool(same),
+        "cpu_seconds_per_call": {k: [round(v, 6) for v in vs] for k, vs in per_call.items()},
+        "median_cpu_seconds_per_call": {k: round(statistics.median(vs), 6)
+                                        for k, vs in per_call.items()},
+    }
+    med = record["median_cpu_seconds_per_call"]
+    record["any_over_own"] = round(med["any_layout"] / med["own_types"], 3)
+    write_record(record, a.output)
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
