@@ -13,6 +13,7 @@ seconds per call.  The answers and the arrays the two write must be equal.
 
 python -m tensorsched.bench.run_layout [--nodes 10000] [--pods 2000]
         [--percentage 100] [--calls 5] [--rounds 6] [--output FILE]
+python -m tensorsched.bench.run_layout --second-layout [--nodes 50]
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from numba import typeof
 from tensorsched import synthetic
 from tensorsched.framework.records.pod_columns import PodColumns, build_record
 from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
-from tensorsched.kernels._compile import array_types
+from tensorsched.kernels._compile import array_types, with_layout
 from tensorsched.kernels.fused import _numba as FN
 from tensorsched.kernels.fused import run_sort
 
@@ -83,6 +84,54 @@ def _captured_run(nodes: int, pods: int, percentage: int, seed: int):
     return seen[0]
 
 
+def _compile_cpu(dispatcher, sig) -> float:
+    """Process CPU seconds ``dispatcher`` takes to compile (or load from
+    the cache) signature ``sig``."""
+    dispatcher.disable_compile(False)
+    try:
+        c0 = time.process_time()
+        dispatcher.compile(sig)
+        return time.process_time() - c0
+    finally:
+        dispatcher.disable_compile()
+
+
+def second_layout(nodes: int, seed: int) -> dict:
+    """What a second layout cost before the wrappers: the CPU seconds to
+    compile, in this process, the signature with every array C-contiguous
+    (what a caller with C columns compiled next to the state's) of the
+    whole run (``place_run``) and of the sort path's keys (``run_keys``),
+    each after its any-layout signature (compiled by a run on a fresh
+    cluster).  Meaningful with empty caches (``NUMBA_CACHE_DIR``,
+    ``TENSORSCHED_CACHE_DIR``)."""
+    out = {}
+    wrapper, args, _ = _captured_run(nodes, 40, 100, seed)
+    c_sig = tuple(with_layout(typeof(x), "C") for x in args)
+    out["place_run"] = round(_compile_cpu(wrapper.dispatcher, c_sig), 3)
+    node_objs, _ = synthetic.workload("basic", nodes, 1, seed)
+    cluster = build_cluster(node_objs, synthetic.config("basic", 100))
+    template = pods_from([synthetic.pod_dict("warm-up")], cluster.resolve)[0]
+    fw = cluster.framework_for(template, "numba")
+    seen = []
+    keys = run_sort._run_keys
+
+    def keep(*a):
+        seen.append(a)
+        return keys(*a)
+    kept = run_sort._run_keys, run_sort.ENABLED, run_sort.CPU_MIN_SHARE
+    run_sort._run_keys, run_sort.ENABLED, run_sort.CPU_MIN_SHARE = keep, True, 0.0
+    try:
+        pods = [dataclasses.replace(template, name=f"p-{i}") for i in range(40)]
+        fw.place_run(cluster.state, pods, seed=seed, attempt=0, start_index=0)
+    finally:
+        run_sort._run_keys, run_sort.ENABLED, run_sort.CPU_MIN_SHARE = kept
+    if not seen:
+        raise SystemExit("run_layout: the sort path computed no keys")
+    c_sig = tuple(with_layout(typeof(x), "C") for x in seen[0])
+    out["run_keys"] = round(_compile_cpu(keys.dispatcher, c_sig), 3)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.run_layout",
                                  description=__doc__.splitlines()[0])
@@ -92,8 +141,18 @@ def main(argv=None):
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--second-layout", action="store_true",
+                    help="only the compile CPU seconds of a second (C) layout's signatures "
+                         "(run it with empty caches)")
     ap.add_argument("--output", default=None)
     a = ap.parse_args(argv)
+    if a.second_layout:
+        record = {"bench": "compile CPU s of the all-C signature after the any-layout one "
+                           "(python -m tensorsched.bench.run_layout --second-layout)",
+                  "backend": "numba (CPU)", **record_stamp(a.seed), "nodes": a.nodes,
+                  "compile_cpu_seconds": second_layout(a.nodes, a.seed)}
+        write_record(record, a.output)
+        return 0
     wrapper, args, before = _captured_run(a.nodes, a.pods, a.percentage, a.seed)
     d = wrapper.dispatcher
     any_layout, own = both_signatures(d, args)

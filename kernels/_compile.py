@@ -220,7 +220,7 @@ class AnyLayout:
         array of any layout."""
         # numba imported only where something compiles (as in _toolchain)
         from numba import typeof
-        return tuple(_any_layout(typeof(a)) for a in args)
+        return tuple(with_layout(typeof(a)) for a in args)
 
     def __getattr__(self, name):
         if name == "dispatcher":      # not set yet (a copy being built)
@@ -239,14 +239,14 @@ def array_types(t):
             yield from array_types(x)
 
 
-def _any_layout(t):
-    """``t`` with every array in it of any layout: an array, or a tuple
-    (of tuples) holding arrays (a run's stage arguments)."""
+def with_layout(t, layout: str = "A"):
+    """``t`` with every array in it of ``layout`` (``A``: any): an array,
+    or a tuple (of tuples) holding arrays (a run's stage arguments)."""
     from numba import types
     if isinstance(t, types.Array):
-        return t.copy(layout="A")
+        return t.copy(layout=layout)
     if isinstance(t, types.UniTuple):
-        return types.UniTuple(_any_layout(t.dtype), t.count)
+        return types.UniTuple(with_layout(t.dtype, layout), t.count)
     if isinstance(t, types.Tuple) and not isinstance(t, types.BaseNamedTuple):
-        return types.Tuple([_any_layout(x) for x in t.types])
+        return types.Tuple([with_layout(x, layout) for x in t.types])
     return t

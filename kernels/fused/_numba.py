@@ -139,13 +139,14 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
 
 fused_pass = build_fused_pass()
 fused_pass_by_row = build_fused_pass(by_row=True)
-finalize_rows = core["finalize_rows"]
 dirty_rows = core["dirty_rows"]
-snapshot_rows = core["snapshot_rows"]
-# called from Python with C-contiguous and strided arrays alike: one signature
+# called from Python with C-contiguous and strided arrays alike, and from
+# the compiled runs (every array typed A there): one signature
 rebuild_keys = AnyLayout(core["rebuild_keys"])
 update_keys = AnyLayout(core["update_keys"])
-key_top_row = core["key_top_row"]
+finalize_rows = AnyLayout(core["finalize_rows"])
+snapshot_rows = AnyLayout(core["snapshot_rows"])
+key_top_row = AnyLayout(core["key_top_row"])
 gather_rows = core["gather_rows"]
 scan_mixed = core["scan_mixed"]
 partial_totals = core["partial_totals"]
