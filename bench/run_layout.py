@@ -3,13 +3,15 @@ of alike pods on the basic workload (``nodes`` nodes) placed by
 ``Framework.place_run`` on the numba backend (the sort path off, so the
 compiled run places it: ``place_run`` with every node scored, or
 ``place_run_window`` with ``--percentage`` below 100), its call's
-arguments kept, then that call repeated through the signature with every
-array typed ``A`` (what ``_compile.AnyLayout`` compiles) and through the
-signature of the arguments' own types (what the dispatcher compiled for
-them before: the state's views A, the scratch C), alternated in one
-process, every argument array restored in place before each call (the
-run writes the state's requested columns and its caches); process CPU
-seconds per call.  The answers and the arrays the two write must be equal.
+arguments kept, then that call repeated through the signature
+``_compile.AnyLayout`` compiles for it (the stage arguments' arrays typed
+``A``, the rest as they are), through the signature of the arguments' own
+types (what the dispatcher compiled for them before: the state's 2-D
+views A, the rest C) and through the signature with every array typed
+``A`` (``every_array_a``), alternated in one process, every argument
+array restored in place before each call (the run writes the state's
+requested columns and its caches); process CPU seconds per call.  The
+answers and the arrays the three write must be equal.
 
 python -m tensorsched.bench.run_layout [--nodes 10000] [--pods 2000]
         [--percentage 100] [--calls 5] [--rounds 6] [--output FILE]
@@ -155,8 +157,13 @@ def main(argv=None):
         return 0
     wrapper, args, before = _captured_run(a.nodes, a.pods, a.percentage, a.seed)
     d = wrapper.dispatcher
-    any_layout, own = both_signatures(d, args)
-    entries = {"any_layout": any_layout, "own_types": own}
+    all_a, own = both_signatures(d, args)
+    d.disable_compile(False)
+    try:
+        entries = {"any_layout": d.compile(wrapper.signature_of(args, wrapper.positions)),
+                   "own_types": own, "every_array_a": all_a}
+    finally:
+        d.disable_compile()
     live = list(_arrays(args))
 
     def restore():
@@ -167,8 +174,9 @@ def main(argv=None):
         restore()
         got = fn(*args)
         answers[name] = (got, [x.copy() for x in live])
-    same = answers["any_layout"][0] == answers["own_types"][0] and all(
-        np.array_equal(x, y) for x, y in zip(answers["any_layout"][1], answers["own_types"][1]))
+    same = all(answers[k][0] == answers["own_types"][0] and all(
+        np.array_equal(x, y) for x, y in zip(answers[k][1], answers["own_types"][1]))
+        for k in entries)
     per_call: dict = {name: [] for name in entries}
     for _ in range(a.rounds):
         for name, fn in entries.items():
@@ -195,6 +203,7 @@ def main(argv=None):
     }
     med = record["median_cpu_seconds_per_call"]
     record["any_over_own"] = round(med["any_layout"] / med["own_types"], 3)
+    record["every_array_a_over_own"] = round(med["every_array_a"] / med["own_types"], 3)
     write_record(record, a.output)
     return 0 if same else 1
 

@@ -139,14 +139,13 @@ def build_fused_pass(user_filters=(), user_scores=(), first_filter_bit=16, first
 
 fused_pass = build_fused_pass()
 fused_pass_by_row = build_fused_pass(by_row=True)
+finalize_rows = core["finalize_rows"]
 dirty_rows = core["dirty_rows"]
-# called from Python with C-contiguous and strided arrays alike, and from
-# the compiled runs (every array typed A there): one signature
+snapshot_rows = core["snapshot_rows"]
+# called from Python with C-contiguous and strided arrays alike: one signature
 rebuild_keys = AnyLayout(core["rebuild_keys"])
 update_keys = AnyLayout(core["update_keys"])
-finalize_rows = AnyLayout(core["finalize_rows"])
-snapshot_rows = AnyLayout(core["snapshot_rows"])
-key_top_row = AnyLayout(core["key_top_row"])
+key_top_row = core["key_top_row"]
 gather_rows = core["gather_rows"]
 scan_mixed = core["scan_mixed"]
 partial_totals = core["partial_totals"]
@@ -977,10 +976,11 @@ def build_place_run(by_row_pass):
                         filename="<place_run>")
     # Called from Python with the state's column views (strided, or C where
     # a table is exactly as wide as its columns, or one row long) and with
-    # C-contiguous arrays: one signature each, every array (in the stage
-    # arguments' tuple too) typed A.
-    fn = tuple(AnyLayout(ns[name]) for name in ("place_run", "place_run_scan",
-                                                "place_run_window"))
-    _classes_runs[by_row_pass] = AnyLayout(ns["place_run_classes"])
+    # C-contiguous columns: one signature each, the stage arguments' arrays
+    # typed A; the rest (the backend's scratch and caches, C) keep their
+    # types, and so the rules the runs call share the backend's signatures.
+    fn = tuple(AnyLayout(ns[name], only=("fargs",))
+               for name in ("place_run", "place_run_scan", "place_run_window"))
+    _classes_runs[by_row_pass] = AnyLayout(ns["place_run_classes"], only=("fargs",))
     _runs[by_row_pass] = fn
     return fn

@@ -154,8 +154,8 @@ _driver = compile_source(f"{__name__}.driver", _DRIVER_SOURCE, njit, ("run_keys"
                          options={"parallel": _PARALLEL, "nogil": True, "_nrt": False},
                          cache=True, depends=[_keys[KEY] or ""], filename="<run keys driver>")
 # the state's column views and C-contiguous columns (a test's) share one
-# signature (every array typed A; ``_compile.AnyLayout``)
-_run_keys = AnyLayout(_driver["run_keys"])
+# signature (the stage arguments' arrays typed A; ``_compile.AnyLayout``)
+_run_keys = AnyLayout(_driver["run_keys"], only=SA.STAGE_NAMES)
 
 
 # ------------------------------------------------------------------ checks

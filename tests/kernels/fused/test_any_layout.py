@@ -1,19 +1,27 @@
 """The fused kernels called from Python (``fused_pass``,
-``fused_pass_by_row``, ``rebuild_keys``, ``update_keys``) compile one
-signature with every array of any layout (``_compile.AnyLayout``): on a
-random cluster, C-contiguous inputs (a test's) and strided views (the
-state's node columns are rows of wider tables) give the same answers, and
-the second layout compiles nothing more."""
+``fused_pass_by_row``, ``rebuild_keys``, ``update_keys``, the compiled
+runs and the sort path's ``run_keys``) compile one signature with every
+array of any layout (``_compile.AnyLayout``; the runs and ``run_keys``:
+the stage arguments' arrays): on a random cluster, C-contiguous inputs (a
+test's), strided views (the state's node columns are rows of wider
+tables) and, for the runs, Fortran-ordered columns give the same answers,
+and the other layouts compile nothing more."""
 
 import numpy as np
 from numba import types
-from support.kernel_inputs import cols, query
+from support.kernel_inputs import DEFAULT_NORM, DEFAULT_WEIGHTS, Source, cols, query
 
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._compile import array_types
 from tensorsched.kernels.fused import _numba as FN
+from tensorsched.kernels.fused import run_sort as RS
 from tensorsched.kernels.fused._core import RES_PODS
-from tensorsched.kernels.fused.backends import _pad_bitsets, kernel_args
+from tensorsched.kernels.fused.backends import (
+    WINDOW_TREE_MIN_RUN,
+    NumbaBackend,
+    _pad_bitsets,
+    kernel_args,
+)
 from tensorsched.kernels.fused.ties import seed_mix
 
 
@@ -122,18 +130,20 @@ LAYOUTS = (_contiguous, _strided, _fortran)
 
 
 def _one_any_layout_signature(fn):
+    """One signature, the arrays of the parameters ``fn`` types any-layout
+    all of layout A."""
     sigs = fn.signatures
-    return len(sigs) == 1 and all(a.layout == "A" for s in sigs for t in s for a in array_types(t))
+    return len(sigs) == 1 and all(a.layout == "A" for s in sigs for k, t in enumerate(s)
+                                  if fn.positions is None or k in fn.positions
+                                  for a in array_types(t))
 
 
 def test_compiled_runs_one_compile_for_any_layout():
     # whole: every node scored (the key tree); scan: a window of
     # percentageOfNodesToScore, few pods; window: the same, a long run
     # (the position trees).  Each on C, strided and Fortran-ordered columns.
-    from tensorsched.kernels.fused import backends as B
-    from support.kernel_inputs import DEFAULT_NORM, DEFAULT_WEIGHTS, Source
     active = np.array([True, True, False, False, False])
-    cases = (("whole", None, 12), ("scan", 9, 6), ("window", 9, B.WINDOW_TREE_MIN_RUN + 8))
+    cases = (("whole", None, 12), ("scan", 9, 6), ("window", 9, WINDOW_TREE_MIN_RUN + 8))
     for seed in range(2):
         c, q = _cluster(seed, 40)
         n = c.allocatable.shape[0]
@@ -141,13 +151,12 @@ def test_compiled_runs_one_compile_for_any_layout():
         for path, num_to_find, count in cases:
             got = []
             for lay in LAYOUTS:
-                cols = L.NodeColumns(*(lay(np.array(x)) for x in c))
-                backend = B.NumbaBackend()
-                placed, start = backend.place_run(
-                    Source(cols), rows, 3, q, num_to_find or n, active, DEFAULT_NORM,
+                columns = L.NodeColumns(*(lay(np.array(x)) for x in c))
+                placed, start = NumbaBackend().place_run(
+                    Source(columns), rows, 3, q, num_to_find or n, active, DEFAULT_NORM,
                     DEFAULT_WEIGHTS, 5, count, seed + 7, 0, q.request, q.nonzero_request,
                     lambda r: None)
-                got.append((placed.tolist(), start, np.asarray(cols.requested).tolist()))
+                got.append((placed.tolist(), start, columns.requested.tolist()))
             assert got[0] == got[1] == got[2], path
             assert got[0][0], path
     for fn in FN.build_place_run(FN.fused_pass_by_row):
@@ -155,7 +164,6 @@ def test_compiled_runs_one_compile_for_any_layout():
 
 
 def test_run_keys_one_compile_for_any_layout():
-    from tensorsched.kernels.fused import run_sort as RS
     active = np.array([True, True, False, False, False])
     norm = np.array([0, 0, 2, 1, 0], np.int64)
     weights = np.array([1, 1, 3, 2, 1], np.int64)
