@@ -53,7 +53,7 @@ def _entry_points():
         add("run.place_run_classes", f)
     for k, v in sorted(vars(FN).items()):
         add("fused." + k, v)
-    add("run_sort.run_keys", RS._run_keys)
+    add("run_sort.run_keys", getattr(RS, "keys_kernel", None) or RS._run_keys)
     return out
 
 

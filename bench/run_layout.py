@@ -32,8 +32,8 @@ from tensorsched import synthetic
 from tensorsched.framework.records.pod_columns import PodColumns, build_record
 from tensorsched.framework.scheduler.cluster import build_cluster, pods_from
 from tensorsched.kernels._compile import array_types, with_layout
-from tensorsched.kernels.fused import _numba as FN
 from tensorsched.kernels.fused import run_sort
+from tensorsched.kernels.fused.backends import numba_runs
 
 from .fused_layout import both_signatures
 from .harness import record_stamp, write_record
@@ -48,6 +48,38 @@ def _arrays(x):
             yield from _arrays(y)
 
 
+class _Recording:
+    """A Numba dispatcher that keeps the arguments of its first call (and
+    a copy of their arrays then), put as an ``AnyLayout``'s ``dispatcher``
+    while a run places pods; anything else is the dispatcher's."""
+
+    def __init__(self, dispatcher, seen: list):
+        self.inner = dispatcher
+        self.seen = seen
+
+    def __call__(self, *args):
+        if not self.seen:
+            self.seen.append((args, [a.copy() for a in _arrays(args)]))
+        return self.inner(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _recorded(wrappers, call) -> list:
+    """[(wrapper, its first call's arguments, their arrays' copies)] of
+    the ``AnyLayout`` wrappers ``call()`` called."""
+    seen = {w: [] for w in wrappers}
+    for w in wrappers:
+        w.dispatcher = _Recording(w.dispatcher, seen[w])
+    try:
+        call()
+    finally:
+        for w in wrappers:
+            w.dispatcher = w.dispatcher.inner
+    return [(w, *got[0]) for w, got in seen.items() if got]
+
+
 def _captured_run(nodes: int, pods: int, percentage: int, seed: int):
     """(the run's entry point, its arguments, a copy of every argument
     array before the call) of one ``Framework.place_run`` on a fresh
@@ -57,29 +89,17 @@ def _captured_run(nodes: int, pods: int, percentage: int, seed: int):
     template = pods_from([synthetic.pod_dict("warm-up")], cluster.resolve)[0]
     fw = cluster.framework_for(template, "numba")
     state = cluster.state
-    whole, scan, window = FN.build_place_run(FN.fused_pass_by_row)
-    seen = []
-
-    def keep(wrapper):
-        def call(*args):
-            if not seen:
-                seen.append((wrapper, args, [a.copy() for a in _arrays(args)]))
-            return wrapper(*args)
-        return call
-    runs = FN._runs[FN.fused_pass_by_row]
-    FN._runs[FN.fused_pass_by_row] = tuple(keep(w) for w in (whole, scan, window))
     keep_sort = run_sort.ENABLED
     run_sort.ENABLED = False
     try:
         warm = [dataclasses.replace(template, name=f"warm-up-{i}") for i in range(2)]
         fw.place_run(state, warm, seed=seed, attempt=0, start_index=0)
-        seen.clear()
         run = PodColumns.from_records([build_record(template, f"{template.namespace}/pod-{i}",
                                                     template.creation_ns or 0, template.obj)
                                        for i in range(pods)])
-        fw.place_run(state, run, seed=seed, attempt=0, start_index=0)
+        seen = _recorded(numba_runs(), lambda: fw.place_run(state, run, seed=seed, attempt=0,
+                                                             start_index=0))
     finally:
-        FN._runs[FN.fused_pass_by_row] = runs
         run_sort.ENABLED = keep_sort
     if not seen:
         raise SystemExit("run_layout: no compiled run placed the pods")
@@ -114,22 +134,18 @@ def second_layout(nodes: int, seed: int) -> dict:
     cluster = build_cluster(node_objs, synthetic.config("basic", 100))
     template = pods_from([synthetic.pod_dict("warm-up")], cluster.resolve)[0]
     fw = cluster.framework_for(template, "numba")
-    seen = []
-    keys = run_sort._run_keys
-
-    def keep(*a):
-        seen.append(a)
-        return keys(*a)
-    kept = run_sort._run_keys, run_sort.ENABLED, run_sort.CPU_MIN_SHARE
-    run_sort._run_keys, run_sort.ENABLED, run_sort.CPU_MIN_SHARE = keep, True, 0.0
+    kept = run_sort.ENABLED, run_sort.CPU_MIN_SHARE
+    run_sort.ENABLED, run_sort.CPU_MIN_SHARE = True, 0.0
     try:
         pods = [dataclasses.replace(template, name=f"p-{i}") for i in range(40)]
-        fw.place_run(cluster.state, pods, seed=seed, attempt=0, start_index=0)
+        seen = _recorded([run_sort.keys_kernel], lambda: fw.place_run(
+            cluster.state, pods, seed=seed, attempt=0, start_index=0))
     finally:
-        run_sort._run_keys, run_sort.ENABLED, run_sort.CPU_MIN_SHARE = kept
+        run_sort.ENABLED, run_sort.CPU_MIN_SHARE = kept
     if not seen:
         raise SystemExit("run_layout: the sort path computed no keys")
-    c_sig = tuple(with_layout(typeof(x), "C") for x in seen[0])
+    keys, key_args, _ = seen[0]
+    c_sig = tuple(with_layout(typeof(x), "C") for x in key_args)
     out["run_keys"] = round(_compile_cpu(keys.dispatcher, c_sig), 3)
     return out
 

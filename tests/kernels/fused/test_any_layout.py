@@ -181,4 +181,4 @@ def test_run_keys_one_compile_for_any_layout():
                                    weights, hi)
         got.append((keys.tolist(), lens.tolist()))
     assert got[0] == got[1] == got[2]
-    assert _one_any_layout_signature(RS._run_keys)
+    assert _one_any_layout_signature(RS.keys_kernel)
