@@ -51,6 +51,18 @@ def _pod() -> dict:
                 "requests": {"cpu": "1", "memory": "2Gi"}}}]}}
 
 
+def both_signatures(dispatcher, call: tuple) -> tuple:
+    """(the entry point of the signature ``AnyLayout`` compiles for the
+    arguments ``call``, that of their own types), both compiled here
+    (``dispatcher`` compiles nothing when called)."""
+    dispatcher.disable_compile(False)
+    try:
+        return (dispatcher.compile(AnyLayout.signature_of(call)),
+                dispatcher.compile(tuple(typeof(x) for x in call)))
+    finally:
+        dispatcher.disable_compile()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.fused_layout",
                                  description=__doc__.splitlines()[0])
@@ -72,14 +84,8 @@ def main(argv=None):
     reasons = np.zeros(n, np.int64)
     raw = np.zeros((n, 5), np.int64)
     call = (rows, *args, reasons, raw)
-    d = numba_fused_pass().dispatcher
-    sig_c = tuple(typeof(x) for x in call)
-    sig_a = AnyLayout.signature_of(call)
-    d.disable_compile(False)
-    try:
-        entries = {"any_layout": d.compile(sig_a), "c_layout": d.compile(sig_c)}
-    finally:
-        d.disable_compile()
+    any_layout, own = both_signatures(numba_fused_pass().dispatcher, call)
+    entries = {"any_layout": any_layout, "c_layout": own}
     answers = {}
     for name, fn in entries.items():
         fn(*call)

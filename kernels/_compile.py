@@ -183,17 +183,28 @@ class AnyLayout:
     """A compiled entry point called with arrays of any memory layout
     through one specialization: the first call of each dtype combination
     compiles (or loads from the cache) the signature with every array typed
-    ``A`` (any strides), and compiling on the arguments' own types stays off,
+    ``A`` (any strides; arrays inside tuple arguments too, as a run's stage
+    arguments), and compiling on the arguments' own types stays off,
     so a C-contiguous array (a test's, a caller's copy) and a strided view
     (the state's trimmed node columns, ``ClusterState.columns``) share it.
     Numba would otherwise compile once per layout combination (``visit_rows``:
     ~25 CPU s each).  ``dispatcher`` is the Numba dispatcher; compiled code
     that calls it directly (a run calling the fused pass) resolves to that
     signature too (a C array converts to ``A``).  Other attributes are the
-    dispatcher's (``signatures``, ``py_func``, ...)."""
+    dispatcher's (``signatures``, ``py_func``, ...).
 
-    def __init__(self, dispatcher):
+    ``only``: the names of the parameters whose arrays are typed ``A``;
+    the others keep the types of the first call's arguments (None: every
+    parameter typed ``A``).  For arrays a caller always allocates
+    C-contiguous (a run's scratch and caches), whose C code is faster
+    (all of a run's arrays typed ``A``: ~5 % slower warm,
+    ``bench/results/fused-runs-any-layout-warm-numba.json``); an argument
+    of another layout there later compiles a signature of its own."""
+
+    def __init__(self, dispatcher, only=None):
         self.dispatcher = dispatcher
+        self.positions = None if only is None else frozenset(
+            list(inspect.signature(dispatcher.py_func).parameters).index(name) for name in only)
         self._own = False           # compiled a signature itself (compiling is off)
 
     def __call__(self, *args):
@@ -203,23 +214,25 @@ class AnyLayout:
             except TypeError:
                 # No compiled signature takes these argument types (else
                 # the error is the kernel's own).
-                if self.signature_of(args) in self.dispatcher.overloads:
+                if self.signature_of(args, self.positions) in self.dispatcher.overloads:
                     raise
         self.dispatcher.disable_compile(False)
         try:
-            self.dispatcher.compile(self.signature_of(args))
+            self.dispatcher.compile(self.signature_of(args, self.positions))
         finally:
             self.dispatcher.disable_compile()
         self._own = True
         return self.dispatcher(*args)
 
     @staticmethod
-    def signature_of(args) -> tuple:
-        """The signature this compiles for ``args``: their types with every
-        array of any layout."""
+    def signature_of(args, positions=None) -> tuple:
+        """The signature compiled for ``args``: their types with every array
+        of any layout (only those of the arguments at ``positions`` where
+        given)."""
         # numba imported only where something compiles (as in _toolchain)
         from numba import typeof
-        return tuple(_any_layout(typeof(a)) for a in args)
+        return tuple(with_layout(typeof(a)) if positions is None or k in positions
+                     else typeof(a) for k, a in enumerate(args))
 
     def __getattr__(self, name):
         if name == "dispatcher":      # not set yet (a copy being built)
@@ -227,6 +240,25 @@ class AnyLayout:
         return getattr(self.dispatcher, name)
 
 
-def _any_layout(t):
+def array_types(t):
+    """The array types in Numba type ``t``: itself, or those inside a tuple
+    (of tuples)."""
     from numba import types
-    return t.copy(layout="A") if isinstance(t, types.Array) else t
+    if isinstance(t, types.Array):
+        yield t
+    elif isinstance(t, types.BaseTuple):
+        for x in t:
+            yield from array_types(x)
+
+
+def with_layout(t, layout: str = "A"):
+    """``t`` with every array in it of ``layout`` (``A``: any): an array,
+    or a tuple (of tuples) holding arrays (a run's stage arguments)."""
+    from numba import types
+    if isinstance(t, types.Array):
+        return t.copy(layout=layout)
+    if isinstance(t, types.UniTuple):
+        return types.UniTuple(with_layout(t.dtype, layout), t.count)
+    if isinstance(t, types.Tuple) and not isinstance(t, types.BaseNamedTuple):
+        return types.Tuple([with_layout(x, layout) for x in t.types])
+    return t

@@ -34,6 +34,9 @@ queue retries them.
 - ``local_preempt`` (``_local_preempt``, ``_local_preempt_driver``;
   ``local_preempt_cuda``): the trace form with DefaultPreemption in its
   queue (victims, PodDisruptionBudgets, nominations);
+- ``_candidates``: DefaultPreemption's numCandidates and seeded offset,
+  compiled under both preemption forms (``_gpu_preempt``,
+  ``_local_preempt``) for the CPU and the CUDA engines;
 - ``openb_events`` (``_openb_events``, ``_openb_events_driver``;
   ``openb_events_cuda``): the openb profile's runs with timed node events;
 - ``env_step``: the vectorized environment (one decision per environment

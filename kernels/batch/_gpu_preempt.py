@@ -24,7 +24,7 @@ postFilter and a termination grace of 0 (the victims leave at once),
   victim.  Every node is a potential node (both filters reject with
   Unschedulable, never UnschedulableAndUnresolvable), so numCandidates is
   of all ``n`` nodes and the visit starts at the seeded offset
-  (``_local_preempt.preempt_offset``) and stops at the numCandidates-th
+  (``_candidates.preempt_offset``) and stops at the numCandidates-th
   candidate; pickOneNodeForPreemption (the lowest highest-victim
   priority, the smallest sum of priority + 2^31, the fewest victims, then
   the first visited; no PodDisruptionBudgets, no start times).
@@ -53,13 +53,10 @@ pods in its own range of per-pod slots and its statistics in its row of
 
 # ruff: noqa: F821
 
-from numba import int64, uint64
-
 P_BOUND = 4             # _queue's statuses (a compiled namespace holds functions only)
 P_GONE = 5
 SEL_BEST = 0
 PRIORITY_OFFSET = 2147483648
-OFFSET_SALT = 0x5EED0FF5E7          # evaluator._OFFSET_SALT
 
 # pw columns
 W_NOM = 0           # nominated node (-1 none)
@@ -355,28 +352,6 @@ def better_candidate(top, total, nv, best_top, best_total, best_nv):
     return nv < best_nv
 
 
-def candidate_cap(n, pct, least):
-    """numCandidates of ``n`` potential nodes: ``pct`` percent of them, at
-    least ``least``, at most ``n``."""
-    cap = n * pct // 100
-    if cap < least:
-        cap = least
-    if cap > n:
-        cap = n
-    return cap
-
-
-def gpu_offset(seed_mix, attempt, n):
-    """``evaluator.seeded_offset``: splitmix64 of (seed x golden + attempt
-    + salt), mod ``n`` (> 0)."""
-    z = (uint64(seed_mix) + uint64(attempt) + uint64(OFFSET_SALT)
-         + uint64(0x9E3779B97F4A7C15))
-    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
-    z = z ^ (z >> uint64(31))
-    return int64(z % uint64(n))
-
-
 def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, mask, prio,
                     krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count,
                     model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
@@ -412,8 +387,8 @@ def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, n
             low += 1
     if low == 0 or npot == 0:
         return -1
-    cap = candidate_cap(npot, pct, least)
-    off = gpu_offset(seed_mix, attempt, npot)
+    cap = num_candidates(npot, pct, least)
+    off = preempt_offset(seed_mix, attempt, npot)
     found = 0
     best = -1
     for t in range(npot):

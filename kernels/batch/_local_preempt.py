@@ -13,7 +13,8 @@ at once):
    Unschedulable, rejects there), in row order;
 3. numCandidates (``min(max(n x pct / 100, abs), n)``) and the seeded
    offset (``evaluator.seeded_offset`` of the Scheduler's seed and the
-   attempt number); nodes visited from the offset, wrapping, each searched
+   attempt number; both ``_candidates``'); nodes visited from the offset,
+   wrapping, each searched
    (``victims_on``: every lower-priority pod off, the pod must fit, then
    reprieve most important first: priority, start time, pod key), the
    visit stopping at the numCandidates-th candidate;
@@ -58,12 +59,10 @@ requests; ``out_victim`` 1 for a pod preempted.
 
 Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
 and ``cuda.jit(device=True)`` (``local_trace_cuda``: thread 0 of a block per
-cluster) on top of ``_local_core`` and ``_queue``.
+cluster) on top of ``_local_core``, ``_queue`` and ``_candidates``.
 """
 
 # ruff: noqa: F821
-
-from numba import int64, uint64
 
 # ``_queue``'s answers, slots and statuses (a compiled namespace holds functions only)
 Q_DONE = 0
@@ -76,7 +75,6 @@ P_GONE = 5
 RES_PODS = 3
 START_NOW = 9223372036854775807
 PRIORITY_OFFSET = 2147483648
-OFFSET_SALT = 0x5EED0FF5E7          # evaluator._OFFSET_SALT
 # pmatch codes (a pod under a PDB)
 PDB_HEALTHY = 1
 PDB_DELETING = 2
@@ -88,27 +86,6 @@ PDB_MAX_UNAVAILABLE_PCT = 2
 PDB_MIN_AVAILABLE = 3
 PDB_MIN_AVAILABLE_PCT = 4
 PDB_NEITHER = 5
-
-
-def preempt_offset(seed_mix, attempt, n):
-    """``evaluator.seeded_offset``: splitmix64 of (seed x golden + attempt
-    + salt), mod ``n`` (> 0)."""
-    z = (uint64(seed_mix) + uint64(attempt) + uint64(OFFSET_SALT)
-         + uint64(0x9E3779B97F4A7C15))
-    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
-    z = z ^ (z >> uint64(31))
-    return int64(z % uint64(n))
-
-
-def num_candidates(n, pct, least):
-    """DefaultPreemption's numCandidates of ``n`` potential nodes."""
-    k = n * pct // 100
-    if k < least:
-        k = least
-    if k > n:
-        k = n
-    return k
 
 
 def overlay(j, pj, sign, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used, mark,

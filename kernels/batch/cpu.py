@@ -18,7 +18,7 @@ from tensorsched.kernels._compile import COMPILED, KEY, compile_module, module_f
 from tensorsched.kernels.fused import _core as _fused_core
 from tensorsched.kernels.gpu import share as _share
 
-from . import _cluster, _driver, _env, _gpu_preempt, _queue, _rules
+from . import _candidates, _cluster, _driver, _env, _gpu_preempt, _queue, _rules
 from .arrays import BatchArrays, BatchOutputs
 from .preempt_arrays import BatchPreempt
 
@@ -92,7 +92,9 @@ def compile_twin(cold_called: tuple | None = COLD_CALLED) -> tuple:
     e_ns = compile_module(_env, njit, base=q_ns, options={"nogil": True}, cache=True)
     # DefaultPreemption in the cluster loop (``_gpu_preempt``; off per run by a flag)
     cold_ns = e_ns if cold_called is None else _rules_and_queue(cold_called)[1]
-    p_ns = compile_module(_gpu_preempt, njit, base=cold_ns, options={"nogil": True}, cache=True)
+    # on numCandidates and the seeded offset (``_candidates``, the node-local engines' too)
+    cand_ns = compile_module(_candidates, njit, base=cold_ns, options={"nogil": True}, cache=True)
+    p_ns = compile_module(_gpu_preempt, njit, base=cand_ns, options={"nogil": True}, cache=True)
     c_ns = compile_module(_cluster, njit, base=loop_base(e_ns, p_ns), options={"nogil": True},
                           cache=True)
     run_all = compile_module(_driver, njit, base=c_ns,

@@ -44,7 +44,7 @@ from tensorsched.kernels.fused import _core as _fused_core  # noqa: E402
 from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
 from . import _gpu_preempt as _gp  # noqa: E402
-from . import _queue, _rules  # noqa: E402
+from . import _candidates, _queue, _rules  # noqa: E402
 from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
 from .preempt_arrays import BatchPreempt  # noqa: E402
@@ -95,15 +95,18 @@ def compile_device(module) -> dict:
     return compile_module(module, lambda f: cuda.jit(f, device=True), base=_ns)
 
 
-_pns = compile_module(_gp, lambda f: cuda.jit(f, device=True), base=_qns)
+# on numCandidates and the seeded offset (``_candidates``, the node-local engines' too)
+_pns = compile_module(_gp, lambda f: cuda.jit(f, device=True),
+                      base=compile_module(_candidates, lambda f: cuda.jit(f, device=True),
+                                          base=_qns))
 _preempt_init = _pns["preempt_init"]
 _taken_off = _pns["taken_off"]
 _nominees_on = _pns["nominees_on"]
 _nominees_off = _pns["nominees_off"]
 _victims_in_slots = _pns["victims_in_slots"]
 _better_candidate = _pns["better_candidate"]
-_candidate_cap = _pns["candidate_cap"]
-_gpu_offset = _pns["gpu_offset"]
+_num_candidates = _pns["num_candidates"]
+_preempt_offset = _pns["preempt_offset"]
 _preempt_for = _pns["preempt_for"]
 _bound_here = _pns["bound_here"]
 _q_init = _qns["q_init"]
@@ -245,8 +248,8 @@ def block_post_filter(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli,
                           mask, prio, krank, cls, c_cpu, c_mem, c_num, c_milli, gmask,
                           gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, vs[i])
     cuda.syncthreads()
-    cap = _candidate_cap(n, pct, least)
-    off = _gpu_offset(seed_mix, attempt, n)
+    cap = _num_candidates(n, pct, least)
+    off = _preempt_offset(seed_mix, attempt, n)
     # this thread's best eligible candidate: statistics and visit position
     bt = BIG
     bs = BIG

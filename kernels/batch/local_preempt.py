@@ -35,7 +35,7 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _local_preempt, _local_preempt_driver
+from . import _candidates, _local_preempt, _local_preempt_driver
 from .local_cpu import (
     TRACE_NAMESPACE,
     LocalTrace,
@@ -58,7 +58,10 @@ PDB_MIN_AVAILABLE = _local_preempt.PDB_MIN_AVAILABLE
 PDB_MIN_AVAILABLE_PCT = _local_preempt.PDB_MIN_AVAILABLE_PCT
 PDB_NEITHER = _local_preempt.PDB_NEITHER
 
-_preempt_ns = compile_module(_local_preempt, njit, base=TRACE_NAMESPACE, options={"nogil": True},
+# on numCandidates and the seeded offset (``_candidates``, the openb engines' too)
+_cand_ns = compile_module(_candidates, njit, base=TRACE_NAMESPACE, options={"nogil": True},
+                          cache=True)
+_preempt_ns = compile_module(_local_preempt, njit, base=_cand_ns, options={"nogil": True},
                              cache=True)
 _drivers = compile_module(_local_preempt_driver, njit, base=_preempt_ns,
                           options={"nogil": True, "parallel": True}, cache=True)

@@ -22,7 +22,8 @@ import numpy as np
 from .local_cuda import THREADS, block_pick
 from .device_memory import device_budget
 from .warp import WARPS
-from . import _local_core, _local_preempt, _local_preempt_events, _local_trace, _queue
+from . import (_candidates, _local_core, _local_preempt, _local_preempt_events, _local_trace,
+               _queue)
 from .local_cpu import LocalTrace, TraceResult, empty_trace_result, seed_mix, trace_profiles
 from .local_events import LocalEvents
 
@@ -52,8 +53,10 @@ TRACE_DEVICE_NAMESPACE = _tns
 # the preemption steps and the cluster function with node events (the node
 # event form runs it without preemption; ``local_preempt_cuda``,
 # ``local_preempt_events_cuda``)
+# (on numCandidates and the seeded offset, ``_candidates``)
+_cand_ns = compile_module(_candidates, lambda f: cuda.jit(f, device=True), base=_tns)
 PREEMPT_DEVICE_NAMESPACE = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
-                                          base=_tns)
+                                          base=_cand_ns)
 PREEMPT_EVENTS_DEVICE_NAMESPACE = compile_module(
     _local_preempt_events, lambda f: cuda.jit(f, device=True), base=PREEMPT_DEVICE_NAMESPACE)
 _run_events_cluster = PREEMPT_EVENTS_DEVICE_NAMESPACE["run_local_preempt_events_cluster"]

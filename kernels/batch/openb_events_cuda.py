@@ -25,7 +25,7 @@ from numba import cuda, float64, int64
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _env, _gpu_preempt, _openb_events, _queue
+from . import _candidates, _env, _gpu_preempt, _openb_events, _queue
 from .arrays import BatchArrays
 from .cuda import device_rules
 from .openb_events import EventOutputs, NodeEvents, run_inputs, run_scenario
@@ -40,7 +40,8 @@ PS_N = 16
 THREADS = 32        # runs per block
 
 _env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_rules)
-_pre_ns = compile_module(_gpu_preempt, lambda f: cuda.jit(f, device=True), base=_env_ns)
+_cand_ns = compile_module(_candidates, lambda f: cuda.jit(f, device=True), base=_env_ns)
+_pre_ns = compile_module(_gpu_preempt, lambda f: cuda.jit(f, device=True), base=_cand_ns)
 _ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_pre_ns)
 _run_cluster = _ev_ns["run_events_cluster"]
 _first_nodes = _ev_ns["first_nodes"]

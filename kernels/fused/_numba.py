@@ -974,7 +974,13 @@ def build_place_run(by_row_pass):
                         options={"nogil": True, "_nrt": False},
                         cache=None not in depends, depends=[d or "" for d in depends],
                         filename="<place_run>")
-    fn = (ns["place_run"], ns["place_run_scan"], ns["place_run_window"])
-    _classes_runs[by_row_pass] = ns["place_run_classes"]
+    # Called from Python with the state's column views (strided, or C where
+    # a table is exactly as wide as its columns, or one row long) and with
+    # C-contiguous columns: one signature each, the stage arguments' arrays
+    # typed A; the rest (the backend's scratch and caches, C) keep their
+    # types, and so the rules the runs call share the backend's signatures.
+    fn = tuple(AnyLayout(ns[name], only=("fargs",))
+               for name in ("place_run", "place_run_scan", "place_run_window"))
+    _classes_runs[by_row_pass] = AnyLayout(ns["place_run_classes"], only=("fargs",))
     _runs[by_row_pass] = fn
     return fn

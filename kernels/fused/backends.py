@@ -1083,6 +1083,16 @@ def cuda_kernels() -> dict:
             "cycle pick": _cuda_cycle.cycle_pick_kernel}
 
 
+def numba_runs() -> tuple:
+    """The numba backend's compiled runs over its by-row fused pass
+    (``place_run``, ``place_run_scan``, ``place_run_window``: each an
+    ``_compile.AnyLayout``, ``.dispatcher`` its Numba dispatcher), for
+    timing one signature against another (``bench.run_layout``).  Compiles
+    (or loads) the numba kernels: call it where numba runs."""
+    from . import _numba as _fused_numba
+    return _fused_numba.build_place_run(_fused_numba.fused_pass_by_row)
+
+
 def numba_fused_pass():
     """The numba backend's fused pass (positional outputs): an
     ``_compile.AnyLayout``, ``.dispatcher`` its Numba dispatcher (for

@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit, prange
 
 from tensorsched.kernels import layout as L
-from tensorsched.kernels._compile import KEY, compile_source
+from tensorsched.kernels._compile import KEY, AnyLayout, compile_source
 
 from . import filters, scores
 from . import stage_args as SA
@@ -153,7 +153,10 @@ _driver = compile_source(f"{__name__}.driver", _DRIVER_SOURCE, njit, ("run_keys"
                          {"prange": prange, "run_key_sequence": run_key_sequence},
                          options={"parallel": _PARALLEL, "nogil": True, "_nrt": False},
                          cache=True, depends=[_keys[KEY] or ""], filename="<run keys driver>")
-_run_keys = _driver["run_keys"]
+# The compiled keys of every row (``keys_numba`` calls it): the state's
+# column views and C-contiguous columns (a test's) share one signature (the
+# stage arguments' arrays typed A; ``_compile.AnyLayout``).
+keys_kernel = AnyLayout(_driver["run_keys"], only=SA.STAGE_NAMES)
 
 
 # ------------------------------------------------------------------ checks
@@ -259,7 +262,7 @@ def keys_numba(fargs: tuple, rows, width: int, seed_mix, base_reasons, raw_by_ro
     n = fargs[0].shape[0]
     keys = np.empty((m, width), np.int64)
     lens = np.zeros(m, np.int64)
-    _run_keys(rows, width, np.uint64(seed_mix), *fargs, base_reasons, raw_by_row,
+    keys_kernel(rows, width, np.uint64(seed_mix), *fargs, base_reasons, raw_by_row,
               np.asarray(active, np.bool_), np.asarray(norm, np.int64),
               np.asarray(weights, np.int64), hi, np.zeros((n, fargs[1].shape[1]), np.int64),
               np.zeros((n, 2), np.int64), keys, lens)

@@ -183,10 +183,10 @@ def test_block_victim_search_equals_the_serial_twin():
                                       err_msg=f"case {b}: victims")
         # what the case exercised: the visit cut by numCandidates, a tie
         # decided by the visit order
-        off = twin["gpu_offset"](np.uint64(c["seed_mix"]), c["attempt"], N)
+        off = twin["preempt_offset"](np.uint64(c["seed_mix"]), c["attempt"], N)
         order = [(off + t) % N for t in range(N)]
         cand = [i for i in order if vs[b, i, gp.V_NV] > 0]
-        cap = twin["candidate_cap"](N, c["pct"], c["least"])
+        cap = twin["num_candidates"](N, c["pct"], c["least"])
         seen = cand[:cap]
         stats = [tuple(vs[b, i, :3]) for i in seen]
         win = tuple(vs[b, want, :3])

@@ -1,18 +1,27 @@
 """The fused kernels called from Python (``fused_pass``,
-``fused_pass_by_row``, ``rebuild_keys``, ``update_keys``) compile one
-signature with every array of any layout (``_compile.AnyLayout``): on a
-random cluster, C-contiguous inputs (a test's) and strided views (the
-state's node columns are rows of wider tables) give the same answers, and
-the second layout compiles nothing more."""
+``fused_pass_by_row``, ``rebuild_keys``, ``update_keys``, the compiled
+runs and the sort path's ``run_keys``) compile one signature with every
+array of any layout (``_compile.AnyLayout``; the runs and ``run_keys``:
+the stage arguments' arrays): on a random cluster, C-contiguous inputs (a
+test's), strided views (the state's node columns are rows of wider
+tables) and, for the runs, Fortran-ordered columns give the same answers,
+and the other layouts compile nothing more."""
 
 import numpy as np
 from numba import types
-from support.kernel_inputs import cols, query
+from support.kernel_inputs import DEFAULT_NORM, DEFAULT_WEIGHTS, Source, cols, query
 
 from tensorsched.kernels import layout as L
+from tensorsched.kernels._compile import array_types
 from tensorsched.kernels.fused import _numba as FN
+from tensorsched.kernels.fused import run_sort as RS
 from tensorsched.kernels.fused._core import RES_PODS
-from tensorsched.kernels.fused.backends import _pad_bitsets, kernel_args
+from tensorsched.kernels.fused.backends import (
+    WINDOW_TREE_MIN_RUN,
+    NumbaBackend,
+    _pad_bitsets,
+    kernel_args,
+)
 from tensorsched.kernels.fused.ties import seed_mix
 
 
@@ -105,3 +114,71 @@ def test_key_tree_one_compile_for_any_layout():
             assert _any_layout_only(FN.update_keys.dispatcher, before[1])
         got.append((feasible, delta, np.asarray(tkey).tolist(), np.asarray(total).tolist()))
     assert got[0] == got[1]
+
+
+def _contiguous(a):
+    """``a`` C-contiguous where it is an array (scalars as they are)."""
+    return np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a
+
+
+def _fortran(a):
+    """``a`` in Fortran order where it has two axes (layout F), else as is."""
+    return np.asfortranarray(a) if isinstance(a, np.ndarray) and a.ndim == 2 else a
+
+
+LAYOUTS = (_contiguous, _strided, _fortran)
+
+
+def _one_any_layout_signature(fn):
+    """One signature, the arrays of the parameters ``fn`` types any-layout
+    all of layout A."""
+    sigs = fn.signatures
+    return len(sigs) == 1 and all(a.layout == "A" for s in sigs for k, t in enumerate(s)
+                                  if fn.positions is None or k in fn.positions
+                                  for a in array_types(t))
+
+
+def test_compiled_runs_one_compile_for_any_layout():
+    # whole: every node scored (the key tree); scan: a window of
+    # percentageOfNodesToScore, few pods; window: the same, a long run
+    # (the position trees).  Each on C, strided and Fortran-ordered columns.
+    active = np.array([True, True, False, False, False])
+    cases = (("whole", None, 12), ("scan", 9, 6), ("window", 9, WINDOW_TREE_MIN_RUN + 8))
+    for seed in range(2):
+        c, q = _cluster(seed, 40)
+        n = c.allocatable.shape[0]
+        rows = np.arange(n, dtype=np.int64)
+        for path, num_to_find, count in cases:
+            got = []
+            for lay in LAYOUTS:
+                columns = L.NodeColumns(*(lay(np.array(x)) for x in c))
+                placed, start = NumbaBackend().place_run(
+                    Source(columns), rows, 3, q, num_to_find or n, active, DEFAULT_NORM,
+                    DEFAULT_WEIGHTS, 5, count, seed + 7, 0, q.request, q.nonzero_request,
+                    lambda r: None)
+                got.append((placed.tolist(), start, columns.requested.tolist()))
+            assert got[0] == got[1] == got[2], path
+            assert got[0][0], path
+    for fn in FN.build_place_run(FN.fused_pass_by_row):
+        assert _one_any_layout_signature(fn), fn.py_func.__name__
+
+
+def test_run_keys_one_compile_for_any_layout():
+    active = np.array([True, True, False, False, False])
+    norm = np.array([0, 0, 2, 1, 0], np.int64)
+    weights = np.array([1, 1, 3, 2, 1], np.int64)
+    c, q = _cluster(4, 16)
+    n = c.allocatable.shape[0]
+    rows = np.arange(n, dtype=np.int64)
+    got = []
+    for lay in LAYOUTS:
+        args = tuple(lay(x) for x in kernel_args(c, _pad_bitsets(c, q)))
+        reasons = np.zeros(n, np.int64)
+        raw = np.zeros((n, 5), np.int64)
+        FN.fused_pass_by_row(rows, *args, reasons, raw)
+        hi = RS.run_maxima(reasons, raw, rows, active, norm)
+        keys, lens = RS.keys_numba(args, rows, 6, seed_mix(2), reasons, raw, active, norm,
+                                   weights, hi)
+        got.append((keys.tolist(), lens.tolist()))
+    assert got[0] == got[1] == got[2]
+    assert _one_any_layout_signature(RS.keys_kernel)
