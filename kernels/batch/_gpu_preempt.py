@@ -1,7 +1,8 @@
 """DefaultPreemption in the batched openb engine's queue (``_cluster``,
 ``cuda``): what the ``Simulation`` does for a pod whose cycle fails on the
 openb profile (NodeResourcesFit + GpuShareFit) with DefaultPreemption at
-postFilter and a termination grace of 0 (the victims leave at once),
+postFilter and a termination grace (0: the victims leave at once; above
+0: they terminate on their node first, ``terminate_later``),
 ``framework/preemption`` (``evaluator``, ``host_search``) and
 ``framework/scheduler/schedule_one``.  The node-local trace form's
 (``_local_preempt``) rules, where a victim also frees its GPU share.
@@ -29,7 +30,8 @@ postFilter and a termination grace of 0 (the victims leave at once),
   priority, the smallest sum of priority + 2^31, the fewest victims, then
   the first visited; no PodDisruptionBudgets, no start times).
 - The preemptor is nominated to the chosen node (the pods nominated there
-  with a lower priority lose their nomination), the victims leave in
+  with a lower priority lose their nomination), with a grace of 0 the
+  victims leave in
   importance order (each an assigned pod's deletion: every unschedulable
   pod moves) and the preemptor goes back to the queue as a pod that failed
   while a move request came: backoffQ while it backs off.  A nomination
