@@ -83,11 +83,11 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         if kind == Q_DONE:
             break
         if kind == Q_TERMINATE:
-            j = terminate_pop(qf[Q_NOW], grace, pst, pts, tqp, tqt, tq)
+            # (the pool's move inside: ``move_all`` compiled once, not inlined here)
+            j = terminate_pop(qf[Q_NOW], grace, backoff0, backoff_max, qi, pst, patt, pts, aq,
+                              up, hk, hs, hp, rank, ak, tqp, tqt, tq)
             if j < 0:
                 continue
-            move_all(qf[Q_NOW], backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
-                     rank, ak)
             kind = Q_DEPART
         else:
             j = qi[Q_POD]

@@ -569,10 +569,12 @@ def terminate_next(tqt, tq):
     return tqt[tq[T_WHEAD]]
 
 
-def terminate_pop(now, grace, pst, pts, tqp, tqt, tq):
-    """The next victim whose grace ended by ``now`` and still bound, now
-    gone (the caller frees its node, logs it and moves the pool); -1 when
-    none is left, the deadlines due then passed."""
+def terminate_pop(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
+                  rank, ak, tqp, tqt, tq):
+    """The next victim whose grace ended by ``now`` and still bound: now
+    gone, the unschedulable pods moved (an assigned pod's deletion); the
+    caller frees its node and logs it.  -1 when none is left, the
+    deadlines due then passed."""
     while tq[T_HEAD] < tq[T_TAIL]:
         v = tqp[tq[T_HEAD]]
         if pts[v] + grace > now:
@@ -580,6 +582,8 @@ def terminate_pop(now, grace, pst, pts, tqp, tqt, tq):
         tq[T_HEAD] += 1
         if pst[v] == P_BOUND:
             pst[v] = P_GONE
+            move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank,
+                     ak)
             return v
     r = tqt.shape[0]
     while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:

@@ -108,7 +108,6 @@ _preempt_for = _pns["preempt_for"]
 _bound_here = _pns["bound_here"]
 _q_init = _qns["q_init"]
 _q_next_due = _qns["q_next_due"]
-_move_all = _qns["move_all"]
 _terminate_next = _pns["terminate_next"]
 _terminate_pop = _pns["terminate_pop"]
 _waits_for_victims = _pns["waits_for_victims"]
@@ -413,10 +412,10 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             cmd[2] = qi[_queue.QI_ATTEMPT]
             if cmd[0] == _queue.TERMINATE:
                 # a victim whose grace ended leaves like a departure
-                k = _terminate_pop(qf[_queue.QF_NOW], grace, pst, pts, tqp, tqt, tq)
+                k = _terminate_pop(qf[_queue.QF_NOW], grace, backoff0_of[b],
+                                   backoff_max_of[b], qi, pst, patt, pts, aq, up, hk, hs, hp,
+                                   rk, ak, tqp, tqt, tq)
                 if k >= 0:
-                    _move_all(qf[_queue.QF_NOW], backoff0_of[b], backoff_max_of[b], qi, pst,
-                              patt, pts, aq, up, hk, hs, hp, rk, ak)
                     cmd[0] = _queue.DEPART
                     cmd[1] = k
         cuda.syncthreads()
