@@ -85,15 +85,25 @@ class OpenbEventRun(B.TraceRunResult):
 
 def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str = "numba",
                    workers: int | None = None, max_unsched: float = B.DEFAULT_MAX_UNSCHED,
-                   scenario=None) -> list:
+                   scenario=None, termination_grace_seconds: float = 0.0) -> list:
     """``ts.simulate_batch`` (``sweep_local.simulate_batch`` documents the
     arguments and the manifest form): openb nodes with a ``scenario`` (a
     ``Scenario``, a dict or a YAML / JSON path) run on the node-event
-    engine, ``simulate_openb_scenario``; everything else as before."""
+    engine, ``simulate_openb_scenario``; everything else as before.
+    ``termination_grace_seconds`` (the Scheduler's, 0 by default): the
+    openb engine without a scenario honours it; the node-event engine and
+    the manifest form refuse a grace above 0 (``BatchProfileError``)."""
+    grace = Arguments("simulate_batch").number(
+        "termination_grace_seconds", termination_grace_seconds, 0.0, unit="seconds")
+    if grace > 0 and (scenario is not None or sweep_local._manifests(nodes)):
+        raise BatchProfileError(
+            f"termination_grace_seconds {grace:g}: the batched engines with a scenario or on "
+            "a manifest cluster evict with a grace of 0 only (victims leave at once); the "
+            "openb engine without a scenario takes it, ts.Simulation runs it per cluster")
     if scenario is None or sweep_local._manifests(nodes):
         return sweep_local.simulate_batch(nodes, traces, configs, seeds, backend=backend,
                                           workers=workers, max_unsched=max_unsched,
-                                          scenario=scenario)
+                                          scenario=scenario, termination_grace_seconds=grace)
     return simulate_openb_scenario(nodes, traces, configs, seeds, scenario, backend=backend,
                                    workers=workers, max_unsched=max_unsched)
 

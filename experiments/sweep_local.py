@@ -788,7 +788,7 @@ def _manifests(x) -> bool:
 def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str = "numba",
                    workers: int | None = None,
                    max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
-                   scenario=None) -> list:
+                   scenario=None, termination_grace_seconds: float = 0.0) -> list:
     """``ts.simulate_batch``: on openb nodes (CSV paths, ``GpuInventory``)
     ``topology.openb.batch_sim.simulate_batch``; on a manifest cluster
     (``nodes``: object dicts, a YAML / JSON file or a directory) every
@@ -808,13 +808,20 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     (manifests only: a ``Scenario``, a dict or a YAML path; its node
     steps run in the kernel, ``sweep_events``) and fed the trace.  What
     the kernel does not cover raises ``BatchProfileError`` (module doc)
-    before any run; ``ts.Simulation`` runs it per cluster."""
+    before any run; ``ts.Simulation`` runs it per cluster.
+    ``termination_grace_seconds``: the openb engine's (``batch_sim``);
+    the manifest form takes 0 only."""
     if not _manifests(nodes):
         if scenario is not None:
             raise Arguments("simulate_batch").error(
                 "scenario", "on a manifest cluster only; ts.Simulation runs it per cluster")
         return openb_batch(nodes, traces, configs, seeds, backend=backend, workers=workers,
-                           max_unsched=max_unsched)
+                           max_unsched=max_unsched,
+                           termination_grace_seconds=termination_grace_seconds)
+    if termination_grace_seconds != 0:
+        raise BatchProfileError(f"termination_grace_seconds {termination_grace_seconds!r}: "
+                                "the node-local kernel evicts with a grace of 0 only; "
+                                "ts.Simulation runs it per cluster")
     args = Arguments("simulate_batch")
     if backend not in ("numba", "cuda"):
         raise args.error("backend", f"{backend!r}: the node-local kernel's trace form runs on "

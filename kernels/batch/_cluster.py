@@ -12,6 +12,7 @@ import numpy as np
 # ``_queue``'s answers and slots (a compiled namespace holds functions only)
 Q_DONE = 0
 Q_DEPART = 2
+Q_TERMINATE = 4
 Q_POD = 10
 Q_ATTEMPT = 11
 Q_NOW = 0
@@ -28,7 +29,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, work, gidx,
                 nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp,
-                ak, pre, pct, least, prio, krank, victim, pw, nw, ps):
+                ak, pre, pct, least, prio, krank, victim, pw, nw, ps, grace, tqp, tqt, tq):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
     pod j (class ``cls[j]``) arrives at ``arr[j]`` and leaves at ``dep[j]``
     (or ``dur[j]`` after its binding, ``dur`` empty: none), activeQ in
@@ -51,8 +52,12 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     (``_gpu_preempt``: minCandidateNodesPercentage ``pct`` and
     minCandidateNodesAbsolute ``least``, per pod ``prio`` its priority and
     ``krank`` its key's rank; out ``victim`` [P] 1 for a pod preempted, its
-    eviction in the log as a departure; scratch ``pw`` / ``nw`` / ``ps``);
-    0: none (those arrays may be empty)."""
+    eviction in the log as a departure; scratch ``pw`` / ``nw`` / ``ps``;
+    ``grace`` the termination grace in seconds: above 0 a victim leaves
+    that long after its first eviction, its departure in the log then,
+    with the terminating victims' scratch ``tqp`` [P], ``tqt`` [R] float64
+    and ``tq`` [TQ_N] zeros, ``tq[T_OVER]`` 1 after if ``tqt`` was too
+    small); 0: none (those arrays may be empty)."""
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
                   mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
@@ -72,11 +77,20 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
         preempt_init(pw, nw, ps, victim)
     m = 0
     while True:
-        kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak)
+        kind = q_next_due(arr, dep, backoff0, backoff_max, max_unsched,
+                          qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                          terminate_next(tqt, tq))
         if kind == Q_DONE:
             break
-        j = qi[Q_POD]
+        if kind == Q_TERMINATE:
+            # (the pool's move inside: ``move_all`` compiled once, not inlined here)
+            j = terminate_pop(qf[Q_NOW], grace, backoff0, backoff_max, qi, pst, patt, pts, aq,
+                              up, hk, hs, hp, rank, ak, tqp, tqt, tq)
+            if j < 0:
+                continue
+            kind = Q_DEPART
+        else:
+            j = qi[Q_POD]
         c = cls[j]
         if kind == Q_DEPART:
             row = out_node[j]
@@ -99,7 +113,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                          cache_ver[c], work, feas)
             if pre != 0:
                 target = -1
-                if row < 0:
+                if row < 0 and not (grace > 0.0 and waits_for_victims(j, prio, pst, out_node,
+                                                                      victim, pw)):
                     target = post_filter_gpu(j, n, qi[Q_ATTEMPT], seed_mix, pct, least, c_cpu[c],
                                              c_mem[c], c_num[c], c_milli[c], c_mask[c], prio,
                                              krank, pst, out_node, cls, c_cpu, c_mem, c_num,
@@ -114,7 +129,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                                     node_ver, version, tp_cpu, tp_num, tp_milli, tp_mask,
                                     tp_freq, nfrag, leaf_of, t_lo, t_len, t_left, t_right,
                                     tree_val, log_t, log_pod, log_frag, victim, qi, pst, patt,
-                                    pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps)
+                                    pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps, grace, tqp,
+                                    tqt, tq)
                     continue
                 if row >= 0:
                     bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left,

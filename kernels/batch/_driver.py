@@ -2,7 +2,10 @@
 with ``njit(parallel=True)`` on top of ``_cluster`` (``cpu``); each
 iteration allocates its own scratch.  DefaultPreemption: run b preempts
 when ``pct[b] >= 0`` and the per-pod ``prio`` / ``krank`` are given (else
-they are empty), ``_gpu_preempt``'s arguments."""
+they are empty), ``_gpu_preempt``'s arguments; ``grace`` [B] float64 the
+termination grace (seconds), ``over`` [B] int64 out: 1 where the run's
+pending termination deadlines outgrew their ring (its results are not
+the Simulation's)."""
 
 # ruff: noqa: F821
 
@@ -14,6 +17,7 @@ QF_N = 1
 PW_N = 7        # ``_gpu_preempt``'s scratch widths
 NW_N = 3
 PS_N = 16
+TQ_N = 5        # ``_gpu_preempt``'s terminating victims' slots
 
 
 def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo, t_len,
@@ -22,7 +26,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             policy, sel, seed_mix, gpu_weight, static_total, backoff0, backoff_max, max_unsched,
             ev_off, ev_len, cls, u, arrive, depart, duration, rank, gpu_slots, out_node,
             out_gmask, out_bind, out_tries, log_t, log_pod, log_frag, n_log, frag0, end,
-            pct, least, prio, krank, out_victim):
+            pct, least, prio, krank, out_victim, grace, over):
     for b in prange(run_set.shape[0]):
         s = run_set[b]
         w = run_workload[b]
@@ -46,6 +50,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         npre = n if pre else 0
         pw = np.empty((ep, PW_N), np.int64)
         nw = np.empty((npre, NW_N), np.int64)
+        tq = np.zeros(TQ_N, np.int64)
         run_cluster(
             n, gpu_count[s, :n], model[s, :n], cpu_cap[s, :n], mem_cap[s, :n], pods_cap[s, :n],
             t_lo[s, :nt], t_len[s, :nt], t_left[s, :nt], t_right[s, :nt], leaf_of[s, :n],
@@ -68,4 +73,6 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), ak, pre, pct[b], least[b], pr, kr, out_victim[o:o + e],
-            pw, nw, np.empty(PS_N, np.int64))
+            pw, nw, np.empty(PS_N, np.int64), grace[b], np.empty(ep, np.int64),
+            np.empty(2 * ep, np.float64), tq)
+        over[b] = tq[4]

@@ -1,7 +1,8 @@
 """DefaultPreemption in the batched openb engine's queue (``_cluster``,
 ``cuda``): what the ``Simulation`` does for a pod whose cycle fails on the
 openb profile (NodeResourcesFit + GpuShareFit) with DefaultPreemption at
-postFilter and a termination grace of 0 (the victims leave at once),
+postFilter and a termination grace (0: the victims leave at once; above
+0: they terminate on their node first, ``terminate_later``),
 ``framework/preemption`` (``evaluator``, ``host_search``) and
 ``framework/scheduler/schedule_one``.  The node-local trace form's
 (``_local_preempt``) rules, where a victim also frees its GPU share.
@@ -29,7 +30,8 @@ postFilter and a termination grace of 0 (the victims leave at once),
   priority, the smallest sum of priority + 2^31, the fewest victims, then
   the first visited; no PodDisruptionBudgets, no start times).
 - The preemptor is nominated to the chosen node (the pods nominated there
-  with a lower priority lose their nomination), the victims leave in
+  with a lower priority lose their nomination), with a grace of 0 the
+  victims leave in
   importance order (each an assigned pod's deletion: every unschedulable
   pod moves) and the preemptor goes back to the queue as a pod that failed
   while a move request came: backoffQ while it backs off.  A nomination
@@ -55,6 +57,10 @@ pods in its own range of per-pod slots and its statistics in its row of
 
 P_BOUND = 4             # _queue's statuses (a compiled namespace holds functions only)
 P_GONE = 5
+P_UNSCHED = 3
+Q_UP_HEAD = 2           # _queue's slots of the unschedulable pool's ring
+Q_UP_LEN = 3
+INF = float("inf")
 SEL_BEST = 0
 PRIORITY_OFFSET = 2147483648
 
@@ -81,6 +87,13 @@ S_NNOM = 4          # nominations outstanding
 S_NADD = 5          # nominated pods this cycle added
 S_STATS = 8         # 8..10 this node's (top priority, sum, victims), 11..13 the best's
 PS_N = 16
+# tq slots: the victims terminating (a termination grace above 0)
+T_HEAD = 0          # the first of ``tqp`` not yet due
+T_TAIL = 1          # victims pushed to ``tqp``
+T_WHEAD = 2         # the first pending deadline of ``tqt`` (a ring)
+T_WLEN = 3          # pending deadlines
+T_OVER = 4          # 1: more pending deadlines than ``tqt`` holds (the run is wrong)
+TQ_N = 5
 # vs columns: the block-parallel search's per-node scratch (``cuda``)
 V_TOP = 0           # its victims' highest priority (``victims_in_slots``'s stats)
 V_SUM = 1           # their sum of priority + 2^31
@@ -446,13 +459,23 @@ def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_n
                 prio, gmask, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff,
                 node_ver, version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, leaf_of,
                 t_lo, t_len, t_left, t_right, tree_val, log_t, log_pod, log_frag, victim,
-                qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps):
+                qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps, grace, tqp, tqt,
+                tq):
     """``post_filter_gpu`` chose ``target`` for pod ``j``: nominated there
-    (lower-priority nominations there end), the victims evicted in order
-    (each logged at ``now`` with the fragmentation after it, from log row
-    ``m``), the unschedulable pods moved, ``j`` requeued as a pod that
-    failed while a move request came.  Returns the log rows used so far."""
+    (lower-priority nominations there end).  With ``grace`` 0 the victims
+    are evicted in order (each logged at ``now`` with the fragmentation
+    after it, from log row ``m``), the unschedulable pods moved, ``j``
+    requeued as a pod that failed while a move request came; above 0 they
+    stay on the node terminating until ``now + grace``
+    (``terminate_later``) and ``j``, no pod having left, goes to the
+    unschedulable pool.  Returns the log rows used so far."""
     nominate_to(j, target, prio, pw, nw, ps)
+    if grace > 0.0:
+        terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps)
+        pst[j] = P_UNSCHED
+        pts[j] = now
+        ring_push(up, qi, Q_UP_HEAD, Q_UP_LEN, j)
+        return m
     for a in range(ps[S_STATS + 5]):
         v = pw[a, W_VOUT]
         evict_victim(v, target, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count, model,
@@ -468,3 +491,92 @@ def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_n
     pts[j] = now
     move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
     return m
+
+
+# ---------------------------------------------------------------------------
+# A termination grace above 0 (``schedule_one``'s ``_evict`` / ``terminate_due``):
+# a victim stays bound, its resources held, marked terminating by
+# preemption (``victim`` 1 while bound), until its first eviction's time +
+# grace; then it leaves as an assigned pod's deletion.  A pod evicted again
+# while terminating keeps that deadline, but every eviction's deadline is a
+# time the scheduler's clock stops at.  ``tqp`` [P]: the victims in the
+# order of their first eviction (their deadlines ``pts + grace`` in that
+# order: the terminating heap's (deadline, push) order); ``tqt`` [R]
+# float64: the pending deadlines, a ring, equal ones once; ``tq`` [TQ_N].
+
+def terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps):
+    """The chosen victims (``pw[:nv, W_VOUT]``) terminating from ``now``:
+    the ones evicted for the first time marked and queued in ``tqp`` (their
+    eviction time in ``pts``), the deadline ``now + grace`` pending.  Each
+    is taken off its node and put back on the same GPUs (the record
+    updated): the GPU table's last pod taken off is none after."""
+    for a in range(ps[S_STATS + 5]):
+        v = pw[a, W_VOUT]
+        if victim[v] == 0:
+            victim[v] = 1
+            pts[v] = now
+            tqp[tq[T_TAIL]] = v
+            tq[T_TAIL] += 1
+    ps[S_JR_POD] = -1
+    d = now + grace
+    r = tqt.shape[0]
+    n = tq[T_WLEN]
+    if n > 0:
+        last = tq[T_WHEAD] + n - 1
+        if last >= r:
+            last -= r
+        if tqt[last] == d:
+            return
+    if n == r:
+        tq[T_OVER] = 1
+        return
+    k = tq[T_WHEAD] + n
+    if k >= r:
+        k -= r
+    tqt[k] = d
+    tq[T_WLEN] = n + 1
+
+
+def terminate_next(tqt, tq):
+    """The next pending termination deadline (inf: none)."""
+    if tq[T_WLEN] == 0:
+        return INF
+    return tqt[tq[T_WHEAD]]
+
+
+def terminate_pop(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
+                  rank, ak, tqp, tqt, tq):
+    """The next victim whose grace ended by ``now`` and still bound: now
+    gone, the unschedulable pods moved (an assigned pod's deletion); the
+    caller frees its node and logs it.  -1 when none is left, the
+    deadlines due then passed."""
+    while tq[T_HEAD] < tq[T_TAIL]:
+        v = tqp[tq[T_HEAD]]
+        if pts[v] + grace > now:
+            break
+        tq[T_HEAD] += 1
+        if pst[v] == P_BOUND:
+            pst[v] = P_GONE
+            move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank,
+                     ak)
+            return v
+    r = tqt.shape[0]
+    while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:
+        k = tq[T_WHEAD] + 1
+        tq[T_WHEAD] = 0 if k == r else k
+        tq[T_WLEN] -= 1
+    return -1
+
+
+def waits_for_victims(j, prio, pst, out_node, victim, pw):
+    """PodEligibleToPreemptOthers' terminating rule: pod ``j``'s nominated
+    node holds a pod of lower priority terminating by preemption (bound,
+    ``victim`` 1), so it may not preempt now."""
+    i = pw[j, W_NOM]
+    if i < 0:
+        return False
+    pj = prio[j]
+    for k in range(pst.shape[0]):
+        if victim[k] != 0 and pst[k] == P_BOUND and out_node[k] == i and prio[k] < pj:
+            return True
+    return False

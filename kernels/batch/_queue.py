@@ -65,6 +65,7 @@ IN_FLIGHT = 6
 DONE = 0
 ATTEMPT = 1
 DEPART = 2
+TERMINATE = 4          # q_next_due: victims' termination deadline reached (NODE is 3)
 
 # qi slots
 QI_AQ_HEAD = 0
@@ -381,6 +382,20 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
     attempt number ``qi[QI_ATTEMPT]``; answer with ``q_failed`` or
     ``q_bound``), DEPART (bound pod ``qi[QI_POD]`` leaves: free its node)
     or DONE.  ``qf[QF_NOW]``: the clock."""
+    return q_next_due(arr, dep, backoff0, backoff_max, max_unsched, qi, qf, pst, patt, pts,
+                      aq, up, hk, hs, hp, dk, ds, dp, rank, ak, INF)
+
+
+def q_next_due(arr, dep, backoff0, backoff_max, max_unsched,
+               qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, due):
+    """``q_next`` with the scheduler's own timer ``due`` (seconds, inf:
+    none): the next deadline of the victims still terminating
+    (``_gpu_preempt.terminate_next``).  Like a backoff expiry it is a time
+    the scheduler's clock jumps to (before the events of that time); once
+    the clock has reached it, the scheduler's next step answers TERMINATE
+    (before backoffQ's flush and the pop: the Scheduler's ``_tick``), and
+    the caller lets the victims due leave, each an assigned pod's deletion
+    (``move_all``), before it asks again."""
     while True:
         now = qf[QF_NOW]
         if qi[QI_EVENTS] == 1:
@@ -394,11 +409,13 @@ def q_next(arr, dep, backoff0, backoff_max, max_unsched,
                 continue
             qi[QI_EVENTS] = 0
             continue
+        if due <= now:
+            return TERMINATE
         flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
               rank, ak)
         if start_attempt(qi, pst, patt, aq, rank, ak):
             return ATTEMPT
-        t = next_backoff(hk, hp, hs, qi, pst)
+        t = min(next_backoff(hk, hp, hs, qi, pst), due)
         h = horizon(arr, qi, dk)
         if t == INF and h == INF:
             return DONE

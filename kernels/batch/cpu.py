@@ -20,7 +20,7 @@ from tensorsched.kernels.gpu import share as _share
 
 from . import _candidates, _cluster, _driver, _env, _gpu_preempt, _queue, _rules
 from .arrays import BatchArrays, BatchOutputs
-from .preempt_arrays import BatchPreempt
+from .preempt_arrays import BatchPreempt, check_terminating, termination_grace
 
 _FROM_SHARE = ("gpu_fit", "node_frag", "affinity_tag", "select_gpus", "dotprod_node",
                "clustering_node", "packing_node", "bestfit_raw", "fgd_node")
@@ -123,18 +123,23 @@ def run_by_run(threads: int | None):
 
 
 def run_batch(a: BatchArrays, threads: int | None = None, preempt: BatchPreempt | None = None,
-              victim: np.ndarray | None = None, kernel=None) -> BatchOutputs:
+              victim: np.ndarray | None = None, kernel=None,
+              grace: np.ndarray | None = None) -> BatchOutputs:
     """Every run of ``a`` (checked first), on ``threads`` cores (default:
     Numba's, all of them); see ``arrays`` for the outputs.  ``preempt``:
     DefaultPreemption's inputs (``preempt_arrays``; None: no run
     preempts), each pod preempted marked 1 in ``victim`` [E] int64 (zeros
     given).  ``kernel``: the driver to run (default this module's;
-    ``compile_twin``'s for another choice of what is inlined)."""
+    ``compile_twin``'s for another choice of what is inlined).  ``grace``
+    [B] the preempting runs' termination grace in seconds (None: 0, the
+    victims leave at once)."""
     a.check()
     pre = BatchPreempt.off(a.n_runs) if preempt is None else preempt
     pre.check(a.n_runs, a.cls.shape[0])
     if victim is None:
         victim = np.zeros(a.cls.shape[0], np.int64)
+    grace = termination_grace(grace, a.n_runs)
+    over = np.zeros(a.n_runs, np.int64)
     out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
     run_all = _run_all if kernel is None else kernel
     with run_by_run(threads):
@@ -148,5 +153,7 @@ def run_batch(a: BatchArrays, threads: int | None = None, preempt: BatchPreempt 
                 a.arrive.astype(np.float64), a.depart.astype(np.float64),
                 a.duration.astype(np.float64), a.rank.astype(np.int64), a.gpu_slots,
                 out.node, out.gmask, out.bind, out.tries, out.log_t, out.log_pod,
-                out.log_frag, out.n_log, out.frag0, out.end, *pre.inputs(), victim)
+                out.log_frag, out.n_log, out.frag0, out.end, *pre.inputs(), victim, grace,
+                over)
+    check_terminating(over)
     return out

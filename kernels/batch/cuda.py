@@ -47,7 +47,7 @@ from . import _gpu_preempt as _gp  # noqa: E402
 from . import _candidates, _queue, _rules  # noqa: E402
 from .device_memory import device_budget  # noqa: E402
 from .arrays import BatchArrays, BatchOutputs  # noqa: E402
-from .preempt_arrays import BatchPreempt  # noqa: E402
+from .preempt_arrays import BatchPreempt, check_terminating, termination_grace  # noqa: E402
 from .warp import (BIG, NEG, THREADS, WARPS, block_scan, block_sum_min_max,  # noqa: E402
                    block_top)
 
@@ -110,7 +110,10 @@ _preempt_offset = _pns["preempt_offset"]
 _preempt_for = _pns["preempt_for"]
 _bound_here = _pns["bound_here"]
 _q_init = _qns["q_init"]
-_q_next = _qns["q_next"]
+_q_next_due = _qns["q_next_due"]
+_terminate_next = _pns["terminate_next"]
+_terminate_pop = _pns["terminate_pop"]
+_waits_for_victims = _pns["waits_for_victims"]
 _q_failed = _qns["q_failed"]
 _q_bound = _qns["q_bound"]
 
@@ -309,7 +312,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
             qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all,
             dk_all, ds_all, dp_all, ak_all, pct_of, least_of, prio_all, krank_all, victim_all,
-            pw_all, nw_all, ps_all, vslot_all, vs_all):
+            pw_all, nw_all, ps_all, vslot_all, vs_all, grace_of, tqp_all, tqt_all, tq_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
@@ -378,6 +381,10 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     ps = ps_all[b]
     vslot = vslot_all[o:o + e] if pre else vslot_all[:0]
     vs = vs_all[b]
+    grace = grace_of[b]
+    tqp = tqp_all[o:o + e] if pre else tqp_all[:0]
+    tqt = tqt_all[r2:r2 + 2 * e] if pre else tqt_all[:0]
+    tq = tq_all[b]
     for i in range(tid, n, THREADS):
         _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
                    mem_left, pods_left, aff, node_ver, tpc, tpn, tpm, tpk, tpf, nfrag)
@@ -401,11 +408,19 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         frag0[b] = frag
     while True:
         if tid == 0:
-            cmd[0] = _q_next(arr, dep, backoff0_of[b], backoff_max_of[b],
-                             max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
-                             dk, ds, dp, rk, ak)
+            cmd[0] = _q_next_due(arr, dep, backoff0_of[b], backoff_max_of[b],
+                                 max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
+                                 dk, ds, dp, rk, ak, _terminate_next(tqt, tq))
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
+            if cmd[0] == _queue.TERMINATE:
+                # a victim whose grace ended leaves like a departure
+                k = _terminate_pop(qf[_queue.QF_NOW], grace, backoff0_of[b],
+                                   backoff_max_of[b], qi, pst, patt, pts, aq, up, hk, hs, hp,
+                                   rk, ak, tqp, tqt, tq)
+                if k >= 0:
+                    cmd[0] = _queue.DEPART
+                    cmd[1] = k
         cuda.syncthreads()
         kind = cmd[0]
         j = cmd[1]
@@ -413,6 +428,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         cuda.syncthreads()
         if kind == _queue.DONE:
             break
+        if kind == _queue.TERMINATE:
+            continue
         c = cls[o + j]
         cpu = c_cpu[w, c]
         mem = c_mem[w, c]
@@ -439,19 +456,23 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         cg = cache_gpu_all[b, c]
         cv = cache_ver_all[b, c]
         wcls = cls[o:o + e]
+        waits = 0
         if pre:
             if tid == 0:
                 _nominees_on(j, prio, pst, wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w],
                              count, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                              version, gidx, pw, nw, ps)
+                cmd[2] = 1 if grace > 0.0 and _waits_for_victims(
+                    j, prio, pst, out_node[o:o + e], victim, pw) else 0
             cuda.syncthreads()
+            waits = cmd[2]      # (rewritten only past block_decide's barriers)
         row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap[s],
                            pods_left, aff, cpu, mem, c_cpu_nz[w, c], num, milli, c_mask[w, c],
                            tpc, tpn, tpm, tpk, tpf, cs, cg, cv, node_ver, work,
                            gpu_weight, static_total, seed_mix, attempt, False, cs, buf, sh)
         if pre:
             target = -1
-            if row < 0:
+            if row < 0 and waits == 0:
                 target = block_post_filter(j, n, attempt, seed_mix, pct_of[b], least_of[b], cpu,
                                            mem, num, milli, c_mask[w, c], prio, krank, pst,
                                            out_node[o:o + e], wcls, c_cpu[w], c_mem[w],
@@ -470,7 +491,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                                      tpn, tpm, tpk, tpf, nfrag, leaf_of[s], t_lo[s, :nt],
                                      t_len[s, :nt], t_left[s, :nt], t_right[s, :nt], tree, lt,
                                      lp, lf, victim, qi, pst, patt, pts, aq, up, hk, hs, hp, rk,
-                                     ak, pw, nw, ps)
+                                     ak, pw, nw, ps, grace, tqp, tqt, tq)
                     cmd[0] = 1
                 elif row >= 0:
                     _bound_here(j, row, policy, c, count, mdl, gpu_left, cpu_left, mem_left,
@@ -530,7 +551,8 @@ def preempt_bytes(a: BatchArrays, p: BatchPreempt) -> np.ndarray:
         return np.zeros(a.n_runs, np.int64)
     n = a.gpu_count.shape[1]
     # per pod: prio, krank, victim, pw and a victim-search slot
-    return 8 * (_gp.PS_N + n * (_gp.NW_N + _gp.VS_N) + (4 + _gp.PW_N) * a.ev_len)
+    return 8 * (_gp.PS_N + _gp.TQ_N + n * (_gp.NW_N + _gp.VS_N)
+                + (7 + _gp.PW_N) * a.ev_len)
 
 
 def _chunks(a: BatchArrays, budget: int, p: BatchPreempt) -> list:
@@ -550,9 +572,10 @@ def _chunks(a: BatchArrays, budget: int, p: BatchPreempt) -> list:
 
 def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
               budget: int | None = None, preempt: BatchPreempt | None = None,
-              victim: np.ndarray | None = None) -> BatchOutputs:
+              victim: np.ndarray | None = None,
+              grace: np.ndarray | None = None) -> BatchOutputs:
     """Every run of ``a`` (checked first): ``cpu.run_batch``'s outputs
-    (``preempt`` / ``victim`` as there); the runs in chunks that fit
+    (``preempt`` / ``victim`` / ``grace`` as there); the runs in chunks that fit
     ``budget`` bytes (default: ``memory_fraction`` of the device's free
     memory), each chunk one upload, one launch (a block per run) and one
     download."""
@@ -561,6 +584,7 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
     pre.check(a.n_runs, a.cls.shape[0])
     if victim is None:
         victim = np.zeros(a.cls.shape[0], np.int64)
+    grace = termination_grace(grace, a.n_runs)
     if budget is None:
         budget = device_budget(memory_fraction)
     out = BatchOutputs.empty(a.cls.shape[0], a.n_runs)
@@ -568,7 +592,8 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
         part = a.runs(chunk)
         ev = np.concatenate([np.arange(int(a.ev_off[b]), int(a.ev_off[b] + a.ev_len[b]))
                              for b in chunk])
-        got, vic = _run_chunk(part, pre.runs(chunk, ev))
+        got, vic, over = _run_chunk(part, pre.runs(chunk, ev), grace[chunk])
+        check_terminating(over)
         for k, b in enumerate(chunk):
             lo, ln = int(a.ev_off[b]), int(a.ev_len[b])
             plo = int(part.ev_off[k])
@@ -584,7 +609,7 @@ def run_batch(a: BatchArrays, memory_fraction: float = 0.5,
     return out
 
 
-def _run_chunk(a: BatchArrays, p: BatchPreempt) -> tuple:
+def _run_chunk(a: BatchArrays, p: BatchPreempt, grace: np.ndarray) -> tuple:
     b = a.n_runs
     n = a.gpu_count.shape[1]
     c = max(1, a.c_cpu.shape[1])
@@ -628,9 +653,12 @@ def _run_chunk(a: BatchArrays, p: BatchPreempt) -> tuple:
            cuda.device_array((b, n if on else 0, _gp.NW_N), i64),
            cuda.device_array((b, _gp.PS_N), i64),
            cuda.device_array(e if on else 0, i64),
-           cuda.device_array((b, n if on else 0, _gp.VS_N), i64)]
+           cuda.device_array((b, n if on else 0, _gp.VS_N), i64),
+           d(np.ascontiguousarray(grace, f64)), cuda.device_array(e if on else 0, i64),
+           cuda.device_array(2 * e if on else 0, f64), d(np.zeros((b, _gp.TQ_N), i64))]
     _kernel[b, THREADS](*ins, *outs, *scratch, *pre)
-    return BatchOutputs(*(x.copy_to_host() for x in outs)), victim.copy_to_host()[:e]
+    over = pre[-1].copy_to_host()[:, _gp.T_OVER]
+    return BatchOutputs(*(x.copy_to_host() for x in outs)), victim.copy_to_host()[:e], over
 
 
 __all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "block_post_filter",

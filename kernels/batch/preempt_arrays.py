@@ -10,7 +10,11 @@ a ``BatchArrays`` ``a``:
   order the victim search breaks ties of priority in).
 
 The output is ``victim`` [E] int64: 1 for a pod preempted (its eviction is
-in the change log as a departure, ``-1 - k``).
+in the change log as a departure, ``-1 - k``, when it leaves: at once, or
+its first eviction's time + the run's termination grace).
+
+The no-scenario engine (``cpu`` / ``cuda``) also takes ``grace`` [B]
+float64, each run's termination grace in seconds (``termination_grace``).
 """
 
 from __future__ import annotations
@@ -63,3 +67,28 @@ class BatchPreempt(NamedTuple):
     def inputs(self) -> tuple:
         """The kernels' arguments (contiguous int64)."""
         return tuple(np.ascontiguousarray(x, np.int64) for x in self)
+
+
+def termination_grace(grace, n_runs: int) -> np.ndarray:
+    """[B] float64 each run's termination grace (seconds, >= 0, finite;
+    None: 0 for all); a ValueError naming it otherwise."""
+    if grace is None:
+        return np.zeros(n_runs, np.float64)
+    g = np.ascontiguousarray(grace, np.float64)
+    if g.shape != (n_runs,):
+        raise ValueError(f"termination grace: shape {g.shape}, expected ({n_runs},)")
+    if not (np.isfinite(g) & (g >= 0)).all():
+        raise ValueError("termination grace: seconds >= 0 and finite expected, got "
+                         f"{g[~(np.isfinite(g) & (g >= 0))][0]!r}")
+    return g
+
+
+def check_terminating(over: np.ndarray) -> None:
+    """A RuntimeError where a run's pending termination deadlines outgrew
+    their ring (``over`` [B] nonzero): its results would not be the
+    Simulation's."""
+    bad = np.flatnonzero(np.asarray(over))
+    if bad.shape[0]:
+        raise RuntimeError(f"run {int(bad[0])}: more victims' termination deadlines pending at "
+                           "once than the batched engine holds (twice the run's pods); "
+                           "ts.Simulation runs it per cluster")

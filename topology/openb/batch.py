@@ -157,15 +157,17 @@ def batch_arrays(inv: GpuInventory, workloads: list[Workload], runs: list[Run]) 
 
 def run_kernel(a: BA.BatchArrays, backend: str, workers: int | None,
                preempt: BatchPreempt | None = None,
-               victim: np.ndarray | None = None) -> BA.BatchOutputs:
+               victim: np.ndarray | None = None,
+               grace: np.ndarray | None = None) -> BA.BatchOutputs:
     """The kernel's outputs for every run of ``a`` (``preempt``:
-    DefaultPreemption's inputs, the pods preempted marked in ``victim``)."""
+    DefaultPreemption's inputs, the pods preempted marked in ``victim``;
+    ``grace`` [B] each run's termination grace, seconds, None 0)."""
     if backend == "numba":
         from tensorsched.kernels.batch import cpu
-        return cpu.run_batch(a, threads=workers, preempt=preempt, victim=victim)
+        return cpu.run_batch(a, threads=workers, preempt=preempt, victim=victim, grace=grace)
     if backend == "cuda":
         from tensorsched.kernels.batch import cuda
-        return cuda.run_batch(a, preempt=preempt, victim=victim)
+        return cuda.run_batch(a, preempt=preempt, victim=victim, grace=grace)
     raise ValueError(f"unknown backend {backend!r} for the batched experiment; choose one of "
                      f"{', '.join(BACKENDS)}")
 
@@ -544,7 +546,8 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
                 backend: str = "numba", workers: int | None = None,
                 max_unsched: float = DEFAULT_MAX_UNSCHED, backoff: tuple = (1.0, 10.0),
                 chunk: int | None = None, weights: list | None = None,
-                preempt: list | None = None) -> list[TraceRunResult]:
+                preempt: list | None = None,
+                termination_grace_seconds: float = 0.0) -> list[TraceRunResult]:
     """Every ``(cluster, trace, policy, seed)`` of ``jobs`` in one batched
     call per ``chunk`` runs: each run equal to the ``Simulation`` of
     ``openb_node_objects(clusters[c], tie_of(n, seed))`` under
@@ -555,8 +558,10 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
     priority: activeQ in PrioritySort's order), the queue's timers
     ``backoff`` (initial, max) and ``max_unsched`` seconds; ``preempt``
     per job: (minCandidateNodesPercentage, minCandidateNodesAbsolute) when
-    the profile has DefaultPreemption at postFilter (termination grace 0),
-    None when not (default: no job preempts).
+    the profile has DefaultPreemption at postFilter, None when not
+    (default: no job preempts); ``termination_grace_seconds`` the
+    Scheduler's (``ts.Simulation``'s): a victim stays on its node,
+    terminating, that long after its eviction (0: it leaves at once).
     Arguments checked before any run."""
     if not jobs:
         raise ValueError("no runs: jobs is empty")
@@ -576,6 +581,10 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < hi:
                 raise ValueError(f"{name} index {v!r} outside 0..{hi - 1}")
         R.check_seed(seed)
+    grace = float(termination_grace_seconds)
+    if not (np.isfinite(grace) and grace >= 0):
+        raise ValueError(f"termination_grace_seconds: {termination_grace_seconds!r}, expected "
+                         "seconds >= 0 (finite)")
     if weights is not None and len(weights) != len(jobs):
         raise ValueError(f"weights: one (GpuShareScore, OpenbTieRank) pair per job, got "
                          f"{len(weights)} for {len(jobs)}")
@@ -604,7 +613,7 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
         pre_part = preempt[lo:lo + chunk] if preempt else None
         pre = preempt_arrays(workloads, wl_key, part, pre_part, a)
         victim = np.zeros(a.cls.shape[0], np.int64)
-        got = run_kernel(a, backend, workers, pre, victim)
+        got = run_kernel(a, backend, workers, pre, victim, np.full(len(part), grace))
         seconds = (time.perf_counter() - t0) / len(part)
         for b, (ci, t, policy, seed) in enumerate(part):
             res = _trace_result(a, got, b, (ci, t, policy, int(seed)), traces[t].pods, seconds)

@@ -365,7 +365,8 @@ def _trace(x, where: str) -> B.TraceWorkload:
 
 def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str = "numba",
                    workers: int | None = None,
-                   max_unsched: float = B.DEFAULT_MAX_UNSCHED) -> list:
+                   max_unsched: float = B.DEFAULT_MAX_UNSCHED,
+                   termination_grace_seconds: float = 0.0) -> list:
     """Every (cluster, trace, config, seed) of the product of ``nodes``,
     ``traces``, ``configs`` and ``seeds`` (each one item or a list) in one
     batched call: a ``batch.TraceRunResult`` per run, in product order
@@ -387,7 +388,10 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     ``Simulation(openb_node_objects(cluster, tie), config with the trace's
     typical pods, seed=seed, registry=experiment_registry(),
     pod_max_in_unschedulable_seconds=max_unsched)`` fed the trace, where
-    ``tie`` is ``batch.tie_of(n, seed)`` when OpenbTieRank scores."""
+    ``tie`` is ``batch.tie_of(n, seed)`` when OpenbTieRank scores, and
+    ``termination_grace_seconds`` the Scheduler's: DefaultPreemption's
+    victims stay on their node, terminating, that long (0: they leave at
+    once; the default)."""
     args = Arguments("simulate_batch")
     if backend not in B.BACKENDS:
         raise args.error("backend", f"unknown backend {backend!r} for the batched kernel; "
@@ -399,6 +403,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
+    grace = args.number("termination_grace_seconds", termination_grace_seconds, 0.0,
+                        unit="seconds")
     clusters = [_cluster(x, f"nodes[{i}]") for i, x in enumerate(nodes)]
     tws = [_trace(x, f"traces[{i}]") for i, x in enumerate(traces)]
     cfgs = [batch_config(x, f"configs[{i}]", preemption=True)
@@ -417,7 +423,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     try:
         got = B.trace_batch(clusters, tws, jobs, backend=backend, workers=workers,
                             max_unsched=max_unsched, backoff=cfgs[0].backoff, weights=weights,
-                            preempt=[cfgs[k].preempt for _c, _t, k, _s in product])
+                            preempt=[cfgs[k].preempt for _c, _t, k, _s in product],
+                            termination_grace_seconds=grace)
     except TensorschedError:
         raise
     except ValueError as exc:       # the inputs' own checks (no GPU, no pods, ...)

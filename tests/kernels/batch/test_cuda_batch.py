@@ -155,3 +155,33 @@ def test_cuda_preemption_equals_the_twin():
         assert x.preempted.tolist() == y.preempted.tolist()
         for name in ("log_t", "log_pod", "log_frag", "tries", "bind"):
             np.testing.assert_array_equal(getattr(x, name), getattr(y, name), err_msg=name)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_cuda_preemption_with_a_grace_equals_the_twin():
+    """A termination grace above 0 (victims terminating on their node
+    until it ends, thread 0 letting them leave; a preemptor whose
+    nominated node holds one does not preempt): two nodes of one GPU,
+    pods of rising priorities, one leaving; device and twin give the same
+    placements, GPUs, change log and victims (the twin is its
+    Simulation's: ``tests/topology/openb/test_batch_preempt_grace.py``)."""
+    inv = build_inventory(["n0", "n1"], [8000, 16000], [65536, 65536], [1, 1], ["A10", "T4"])
+    pods = R.TracePods(["a", "b", "x", "c", "d"], np.array([2000, 2000, 13000, 4000, 2000]),
+                       np.full(5, 1024), np.array([1, 1, 0, 1, 1]),
+                       np.array([1000, 1000, 0, 1000, 500]), ["A10", "T4", "", "", ""])
+    prio = np.array([3, 1, 5, 100, 200])
+    tw = B.TraceWorkload(pods, np.array([0.0, 0.0, 0.0, 2.0, 3.0]),
+                         np.array([np.inf, np.inf, 4.0, np.inf, np.inf]),
+                         rank=np.unique(-prio, return_inverse=True)[1], priority=prio)
+    jobs = [(0, 0, "FGD", 3), (0, 0, "BestFit", 1)]
+    pre = [(10, 100), (50, 1)]
+    twin = B.trace_batch([inv], [tw], jobs, workers=1, preempt=pre,
+                         termination_grace_seconds=10.0)
+    dev = B.trace_batch([inv], [tw], jobs, backend="cuda", preempt=pre, chunk=1,
+                        termination_grace_seconds=10.0)
+    assert all(r.preempted.any() for r in twin) and any(r.bind[3] >= 12.0 for r in twin)
+    for x, y in zip(twin, dev):
+        assert x.node.tolist() == y.node.tolist() and x.gpus == y.gpus
+        assert x.preempted.tolist() == y.preempted.tolist()
+        for name in ("log_t", "log_pod", "log_frag", "tries", "bind"):
+            np.testing.assert_array_equal(getattr(x, name), getattr(y, name), err_msg=name)

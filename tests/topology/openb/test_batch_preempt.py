@@ -45,10 +45,12 @@ def preempt_config(policy: str, n: int, pct: int = 10, least: int = 100) -> dict
 
 
 def simulate(inv, tw, policy: str, seed: int, pct: int = 10, least: int = 100,
-             end: float = 0.0):
+             end: float = 0.0, grace: float = 0.0):
     """The Simulation a preempting run reproduces: (simulation, log, gpus,
     victims) -- ``log`` (time, pod bound j / left or evicted -1 - j, node),
-    ``gpus`` each bound pod's GPU indices, ``victims`` the evicted pods.
+    ``gpus`` each bound pod's GPU indices, ``victims`` the evicted pods
+    (once per eviction).  ``grace``: the Scheduler's termination grace (a
+    victim in ``log`` when it leaves the cluster, its grace over).
     Run to each sample time in turn up to ``end`` (which changes nothing
     that happens): a drive with nothing left to come in the agenda may run
     past a sample time before it samples."""
@@ -77,7 +79,8 @@ def simulate(inv, tw, policy: str, seed: int, pct: int = 10, least: int = 100,
         "annotations": pa.array(annos, pa.map_(pa.string(), pa.string())),
         "priority": pa.array(tw.priority, pa.int32())})
     sim = Simulation(T.openb_node_objects(inv, tie), cfg, "numba", seed, interval=5.0,
-                     metrics=T._sampled_metrics(typical), registry=T.experiment_registry())
+                     metrics=T._sampled_metrics(typical), registry=T.experiment_registry(),
+                     termination_grace_seconds=grace)
     index = {name: i for i, name in enumerate(pods.names)}
     node_index = {name: i for i, name in enumerate(inv.names)}
     log, gpus, victims = [], {}, []
@@ -95,8 +98,28 @@ def simulate(inv, tw, policy: str, seed: int, pct: int = 10, least: int = 100,
 
     def evicted(e):
         victims.append(pod_of(e))
-        log.append((e["time"], -1 - pod_of(e), -1))
+        if grace <= 0:
+            log.append((e["time"], -1 - pod_of(e), -1))
 
+    cycle = sim.scheduler.cycle
+    due = cycle.terminate_due
+
+    def terminate_due(now):
+        # the victims whose grace ended leave the state here (no event)
+        state = cycle.state
+        remove = state.remove_pod
+
+        def removed(key, *a, **kw):
+            log.append((now, -1 - index[key.split("/", 1)[1]], -1))
+            return remove(key, *a, **kw)
+
+        state.remove_pod = removed
+        try:
+            due(now)
+        finally:
+            del state.remove_pod
+
+    cycle.terminate_due = terminate_due
     sim.on("Bound", bound)
     sim.on("Departed", left)
     sim.on("Preempted", evicted)
@@ -109,9 +132,10 @@ def simulate(inv, tw, policy: str, seed: int, pct: int = 10, least: int = 100,
     return sim, log, gpus, victims
 
 
-def assert_simulation(res, inv, tw, pct=10, least=100):
-    """``res`` (a preempting run) is its Simulation's (module doc)."""
-    sim, log, gpus, victims = simulate(inv, tw, res.policy, res.seed, pct, least, res.end)
+def assert_simulation(res, inv, tw, pct=10, least=100, grace=0.0):
+    """``res`` (a preempting run) is its Simulation's (module doc), under
+    the termination grace ``grace``."""
+    sim, log, gpus, victims = simulate(inv, tw, res.policy, res.seed, pct, least, res.end, grace)
     what = res.policy
     assert [(t, p) for t, p, _n in log] == list(zip(res.log_t.tolist(),
                                                     res.log_pod.tolist())), what
@@ -122,7 +146,7 @@ def assert_simulation(res, inv, tw, pct=10, least=100):
     assert node.tolist() == res.node.tolist(), what
     assert [gpus.get(j, ()) for j in range(len(tw.arrival))] == [
         g if res.node[j] >= 0 else () for j, g in enumerate(res.gpus)], what
-    assert sorted(victims) == np.flatnonzero(res.preempted).tolist(), what
+    assert sorted(set(victims)) == np.flatnonzero(res.preempted).tolist(), what
     ts_ = sim.timeseries()
     used, frag = res.at(ts_.column("time").to_numpy())
     np.testing.assert_array_equal(frag, ts_.column("gpu_frag_milli").to_numpy(), err_msg=what)

@@ -1,0 +1,122 @@
+"""DefaultPreemption with a termination grace above 0 in the batched openb
+engine (``openb.batch.trace_batch`` / ``ts.simulate_batch`` with
+``termination_grace_seconds``): the victims stay on their node, holding
+its resources, until their grace ends, then leave as an assigned pod's
+deletion; a preemptor whose nominated node holds a lower-priority pod
+terminating by preemption does not preempt again.  Each run equals its
+``Simulation(..., termination_grace_seconds=g)`` bit for bit -- the
+bindings, departures and terminations in order and time, each pod's node
+and GPU indices, the victims, the GPU allocation and fragmentation curves
+-- on random small GPU clusters of unequal priorities with departures,
+several policies and graces (none, shorter and longer than the gaps
+between arrivals); and on a targeted case where the grace changes the
+run: the preemptor waits for its victim instead of preempting another
+node's pod."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_batch_preempt import DEFAULT, assert_simulation, preempt_config, \
+    preempting_clusters, workload
+
+import tensorsched as ts
+from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import build_inventory
+from tensorsched.topology.openb import batch as B
+from tensorsched.topology.openb.batch_sim import BatchProfileError
+
+
+@st.composite
+def crowded_clusters(draw):
+    """Few GPUs, GPU pods of rising and falling priorities coming faster
+    than they leave: most runs preempt, victims often still terminating
+    when the next preemptor comes."""
+    n = draw(st.integers(1, 3))
+    counts = draw(st.lists(st.sampled_from([1, 2]), min_size=n, max_size=n))
+    inv = build_inventory([f"node-{i}" for i in range(n)], [16000] * n, [65536] * n, counts,
+                          ["T4"] * n)
+    p = draw(st.integers(3, 14))
+    asks = draw(st.lists(st.sampled_from([(1, 1000), (1, 500), (1, 300), (2, 1000),
+                                          (0, 0)]), min_size=p, max_size=p))
+    asks[0] = (1, 1000)
+    gaps = draw(st.lists(st.sampled_from([0, 1, 2, 5]), min_size=p, max_size=p))
+    stays = draw(st.lists(st.sampled_from([None, None, 3, 8, 30]), min_size=p, max_size=p))
+    prio = draw(st.lists(st.sampled_from([0, 5, 10, 100]), min_size=p, max_size=p))
+    arrival = np.cumsum(np.array(gaps, np.float64))
+    names = [f"pod-{(5 * j) % 17:02d}-{j}" for j in range(p)]
+    tw = workload(names, [4000] * p, [1024] * p, asks, arrival,
+                  [np.inf if s is None else a + s for a, s in zip(arrival, stays)], prio)
+    return inv, tw
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.one_of(preempting_clusters(), crowded_clusters()), seed=st.integers(0, 2**20),
+       policies=st.lists(st.sampled_from(POLICIES), min_size=2, max_size=2, unique=True),
+       args=st.sampled_from([DEFAULT, DEFAULT, (50, 1)]),
+       grace=st.sampled_from([0.0, 0.5, 3.0, 45.0]))
+def test_graceful_preemption_equals_the_simulation(case, seed, policies, args, grace):
+    inv, tw = case
+    jobs = [(0, 0, pol, seed) for pol in policies]
+    got = B.trace_batch([inv], [tw], jobs, workers=1, preempt=[args] * len(jobs),
+                        termination_grace_seconds=grace)
+    for res in got:
+        assert_simulation(res, inv, tw, *args, grace=grace)
+
+
+def _waiting_case():
+    """n0 (8 cpu, one A10) holds a (priority 3, asking an A10); n1 (16 cpu,
+    one T4) holds b (priority 1, asking a T4) and x (priority 5, 13 cpu,
+    no GPU), x leaving at 4; c (priority 100, a whole GPU of any model and
+    4 cpu) comes at 2."""
+    inv = build_inventory(["n0", "n1"], [8000, 16000], [65536, 65536], [1, 1], ["A10", "T4"])
+    tw = workload(["a", "b", "x", "c"], [2000, 2000, 13000, 4000], [1024] * 4,
+                  [(1, 1000), (1, 1000), (0, 0), (1, 1000)], [0.0, 0.0, 0.0, 2.0],
+                  [np.inf, np.inf, 4.0, np.inf], priority=[3, 1, 5, 100],
+                  spec=["A10", "T4", "", ""])
+    return inv, tw
+
+
+def test_the_preemptor_waits_for_its_terminating_victim():
+    """At 2, c's cheapest candidate is n0 (victim a: priority 3 below n1's
+    {b, x}: 5): a is evicted.  Without a grace a leaves at once and c
+    binds on n0 at 3 (its backoff).  With 10 s, a holds n0 until 12; x
+    leaving at 4 retries c, and although n1 would now need only b
+    (priority 1, the better candidate), c may not preempt: its nominated
+    node holds a, terminating.  So b is never evicted and c binds on n0
+    at 12, when a has gone."""
+    inv, tw = _waiting_case()
+    (now,) = B.trace_batch([inv], [tw], [(0, 0, "FGD", 3)], workers=1, preempt=[DEFAULT])
+    assert_simulation(now, inv, tw)
+    assert now.preempted.tolist() == [True, False, False, False]
+    assert (now.node[3], now.bind[3]) == (0, 3.0)
+    (late,) = B.trace_batch([inv], [tw], [(0, 0, "FGD", 3)], workers=1, preempt=[DEFAULT],
+                            termination_grace_seconds=10.0)
+    assert_simulation(late, inv, tw, grace=10.0)
+    assert late.preempted.tolist() == [True, False, False, False]
+    assert (late.node[3], late.bind[3]) == (0, 12.0)
+    assert late.tries[3] >= 2
+    # x leaves at 4; a holds n0's GPU until 12, then c binds there
+    assert list(zip(late.log_t.tolist(), late.log_pod.tolist()))[3:] == [
+        (4.0, -3), (12.0, -1), (12.0, 3)]
+
+
+def test_simulate_batch_takes_the_grace():
+    """``ts.simulate_batch(..., termination_grace_seconds=g)`` runs the
+    batched engine with it (each run its Simulation's); a negative grace
+    is refused by name."""
+    inv, tw = _waiting_case()
+    cfg = preempt_config("FGD", 2)
+    (res,) = ts.simulate_batch(inv, tw, [cfg], seeds=[3], workers=1,
+                               termination_grace_seconds=10.0)
+    assert_simulation(res, inv, tw, grace=10.0)
+    assert res.bind[3] == 12.0
+    with pytest.raises(ts.TensorschedError, match="termination_grace_seconds"):
+        ts.simulate_batch(inv, tw, [cfg], workers=1, termination_grace_seconds=-1.0)
+
+
+def test_the_node_event_engine_refuses_a_grace_by_name():
+    inv, tw = _waiting_case()
+    cfg = preempt_config("FGD", 2)
+    with pytest.raises(BatchProfileError, match="termination_grace_seconds"):
+        ts.simulate_batch(inv, tw, [cfg], workers=1, termination_grace_seconds=1.0,
+                          scenario={"steps": [{"at": 1.0, "cordon": "n1"}]})
