@@ -578,7 +578,8 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     for b, (t, _p, _s) in enumerate(jobs):
         if k:
             rows[b] = made[t]
-    pre = preempt_arrays(wls, key, [(0, t, p, s) for t, p, s in jobs], preempt, a)
+    pre = preempt_arrays(wls, key, [(0, t, p, s) for t, p, s in jobs], preempt, a,
+                         key_ranks=True)
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
         return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows, pre)

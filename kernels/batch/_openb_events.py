@@ -257,11 +257,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     cordon keeps them; every pod taken off a node (a departure, a drain, a
     deletion) is the GPU table's last released; the victims' deletion moves
     the pool for Pod/Delete and the preemptor goes back as a pod with a
-    move request; a node's pods leave it (a drain, a deletion) in key order
-    (the run's order without preemption: the same changes, and no GPU
-    table's last released to read).  Scratch ``pw`` [P, 7], ``nw`` [N, 3],
-    ``ps`` [16], ``pot`` [N], ``kord`` [P]; 0: none (those arrays may be
-    empty)."""
+    move request.  A node's pods leave it (a drain, a deletion) in key order
+    where ``krank`` is given (with or without preemption: the order the
+    Simulation logs them in), in row order where it is empty.  Scratch
+    ``pw`` [P, 7], ``nw`` [N, 3], ``ps`` [16], ``pot`` [N]; 0: none (those
+    arrays may be empty); ``kord`` [P] where ``krank`` is given."""
     p = cls.shape[0]
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
@@ -284,6 +284,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     q_init(qi, qf, pst, patt, pts)
     if pre != 0:
         preempt_init(pw, nw, ps, out_why)
+    keyed = krank.shape[0] > 0
+    if keyed:
         for j in range(p):
             kord[krank[j]] = j
     n_live = 0
@@ -364,7 +366,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
             else:
                 gone = 0
                 for t in range(p):
-                    j = kord[t] if pre != 0 else t
+                    j = kord[t] if keyed else t
                     if pst[j] == P_BOUND and out_node[j] == row:
                         c = cls[j]
                         release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c],

@@ -33,7 +33,8 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
     ``made`` [B, K] the pod index (in the run) of each pod the scenario
     creates; ``pct`` / ``least`` [B] each run's DefaultPreemption
     arguments (``pct`` -1: the run does not preempt), ``prio`` / ``krank``
-    [P] each pod's priority and key rank (empty when no run preempts)."""
+    [P] each pod's priority and key rank (``prio`` empty when no run
+    preempts; ``krank`` empty: a drained node's pods leave in row order)."""
     n = row0.shape[0]
     n_ev = ev_t.shape[0]
     for b in prange(run_workload.shape[0]):
@@ -61,7 +62,7 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
         pp = e if pre != 0 else 0
         pn = n if pre != 0 else 0
         pr = prio[o:o + pp] if pre != 0 else prio[:0]
-        kr = krank[o:o + pp] if pre != 0 else krank[:0]
+        kr = krank[o:o + e] if krank.shape[0] > 0 else krank[:0]
         pw = np.empty((pp, PW_N), np.int64)
         nw = np.empty((pn, NW_N), np.int64)
         run_events_cluster(
@@ -89,4 +90,4 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), ak, np.empty(e, np.int64),
             pre, pct[b], least[b], pr, kr, pw, nw, np.empty(PS_N, np.int64),
-            np.empty(n, np.int64), np.empty(pp, np.int64))
+            np.empty(n, np.int64), np.empty(kr.shape[0], np.int64))

@@ -95,7 +95,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     pre = 1 if pct[b] >= 0 else 0
     pp = e if pre != 0 else 0
     pr = prio[o:o + pp]
-    kr = krank[o:o + pp]
+    kr = krank[o:o + e] if krank.shape[0] > 0 else krank[:0]
     _run_cluster(
         n, gc, md, cc, mc, pc, live, cord, u_gpu_count, u_model, u_cpu_cap, u_mem_cap,
         u_pods_cap, ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
@@ -117,7 +117,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
         hs_all[r2:r2 + 2 * e], hp_all[r2:r2 + 2 * e], dk_all[o:o + e], ds_all[o:o + e],
         dp_all[o:o + e], ak, pmask_all[o:o + e],
         pre, pct[b], least[b], pr, kr, pw_all[o:o + pp], nw_all[b], ps_all[b], pot_all[b],
-        kord_all[o:o + pp])
+        kord_all[o:o + kr.shape[0]])
 
 
 def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
@@ -157,7 +157,8 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     on = preempt is not None and bool((np.asarray(preempt.pct) >= 0).any())
     # DefaultPreemption's scratch (one row where no run preempts)
     scratch += [da((p1 if on else 1, PW_N), i64), da((b, n if on else 1, NW_N), i64),
-                da((b, PS_N), i64), da((b, n), i64), da(p1 if on else 1, i64)]
+                da((b, PS_N), i64), da((b, n), i64),
+                da(p1 if preempt is not None and preempt.krank.shape[0] else 1, i64)]
     _kernel[(b + THREADS - 1) // THREADS, THREADS](*ins, *outs, *scratch)
     return EventOutputs(*(x.copy_to_host() for x in outs))
 

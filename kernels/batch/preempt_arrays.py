@@ -46,11 +46,12 @@ class BatchPreempt(NamedTuple):
                 raise ValueError(f"BatchPreempt.{name}: shape {np.shape(getattr(self, name))}, "
                                  f"expected {want}")
         on = (np.asarray(self.pct) >= 0).any()
-        want = (n_events,) if on else None
         for name in ("prio", "krank"):
             got = np.shape(getattr(self, name))
-            if want is not None and got != want:
-                raise ValueError(f"BatchPreempt.{name}: shape {got}, expected {want}")
+            # (off, both may be empty; ``krank`` given orders a drain's pods)
+            if got != (n_events,) and (on or got != (0,)):
+                raise ValueError(f"BatchPreempt.{name}: shape {got}, expected ({n_events},)"
+                                 + ("" if on else " or (0,)"))
         if (np.asarray(self.pct) > 100).any():
             raise ValueError("BatchPreempt.pct: a percentage (0 to 100, -1 off)")
         if (np.asarray(self.least) < 0).any():

@@ -517,14 +517,16 @@ def trace_arrays(sets: list, workloads: list, wl_key: dict, jobs: list, max_unsc
 
 
 def preempt_arrays(workloads: list, wl_key: dict, jobs: list, preempt: list | None,
-                   a: BA.BatchArrays) -> BatchPreempt:
+                   a: BA.BatchArrays, key_ranks: bool = False) -> BatchPreempt:
     """DefaultPreemption's inputs for ``jobs`` (``trace_arrays``' runs ``a``):
     per job ``preempt[k]`` (minCandidateNodesPercentage,
     minCandidateNodesAbsolute) or None (no DefaultPreemption); per pod its
     priority and its key's rank (``default/<name>``, the victim table's
-    order among equal priorities)."""
+    order among equal priorities).  ``key_ranks``: the per-pod arrays even
+    when no job preempts (the node-event engine takes a drained node's
+    pods off in key order)."""
     b = len(jobs)
-    if not preempt or all(p is None for p in preempt):
+    if not key_ranks and (not preempt or all(p is None for p in preempt)):
         return BatchPreempt.off(b)
     e = a.cls.shape[0]
     pct = np.full(b, -1, np.int64)
@@ -532,7 +534,7 @@ def preempt_arrays(workloads: list, wl_key: dict, jobs: list, preempt: list | No
     prio = np.zeros(e, np.int64)
     krank = np.zeros(e, np.int64)
     for k, (ci, t, _p, _s) in enumerate(jobs):
-        if preempt[k] is not None:
+        if preempt and preempt[k] is not None:
             pct[k], least[k] = preempt[k]
         tw = workloads[wl_key[(ci, t)]][1]
         sl = slice(int(a.ev_off[k]), int(a.ev_off[k] + a.ev_len[k]))
