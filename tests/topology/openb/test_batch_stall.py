@@ -8,14 +8,19 @@ event.  A targeted case that once never returned and random traces under
 small ``max_unsched`` values end as their ``Simulation`` does: the
 bindings and departures in order and time, each pod's node and GPUs, the
 curves, the clock at the end and the attempts counted."""
+import functools
+
 import numpy as np
 import pytest
+import test_batch_preempt as P
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.openb import simulate_trace
 from test_batch_departures import assert_simulation, traced_clusters
-from test_batch_preempt import DEFAULT, workload
+from test_batch_preempt import DEFAULT, preempting_clusters, workload
+from test_batch_preempt_grace import crowded_clusters
 
+from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.topology.gpu import build_inventory
 from tensorsched.topology.openb import batch as B
 
@@ -64,3 +69,22 @@ def test_small_max_unsched_runs_equal_their_simulations(case, seed, max_unsched)
     jobs = [(0, 0, pol, seed) for pol in ("FGD", "Random")]
     for res in B.trace_batch([inv], [tw], jobs, workers=1, max_unsched=max_unsched):
         assert_ends_as_simulation(res, inv, tw, max_unsched)
+
+
+@pytest.mark.timeout(600)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.one_of(preempting_clusters(), crowded_clusters()), seed=st.integers(0, 2**20),
+       max_unsched=st.sampled_from([0.5, 2.0, 4.0]), grace=st.sampled_from([0.0, 3.0]))
+def test_small_max_unsched_preempting_runs_equal_their_simulations(case, seed, max_unsched,
+                                                                   grace):
+    """DefaultPreemption (victims leaving at once or after a grace, which
+    holds off the stall stop while they terminate)."""
+    inv, tw = case
+    jobs = [(0, 0, pol, seed) for pol in ("FGD", "Random")]
+    got = B.trace_batch([inv], [tw], jobs, workers=1, preempt=[DEFAULT] * len(jobs),
+                        max_unsched=max_unsched, termination_grace_seconds=grace)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(P, "Simulation", functools.partial(
+            Simulation, pod_max_in_unschedulable_seconds=max_unsched))
+        for res in got:
+            P.assert_simulation(res, inv, tw, grace=grace)
