@@ -29,6 +29,10 @@ What it reproduces (``framework/simulation`` and ``framework/scheduler``):
   backoffQ while it backs off (``backoff0 * 2^(attempts-1)`` capped at
   ``backoff_max`` seconds from its last failure), else to activeQ; a
   pending pod's departure deletes it from the queue.
+- the stall stop (``stalled``): a run that bound no pod for more than
+  2 x (``max_unsched`` + ``backoff_max``) seconds of clock, no victim
+  terminating, stops jumping to its backoff expiries and waits for the
+  next event time, where a fresh run starts (``run_fresh``).
 
 State, per cluster: ``qi`` [QI_N] int64 and ``qf`` [QF_N] float64
 scalars (the slots below); per pod [P]: ``pst`` (status), ``patt``

@@ -7,7 +7,7 @@ equal the Simulation's."""
 import functools
 
 import pytest
-import test_facade_openb_scenario as F
+import test_facade_openb_scenario as facade_tests
 from test_sweep_batch import HEADER
 from test_sweep_openb_events import _node
 
@@ -33,11 +33,11 @@ def test_stalled_pods_stop_then_bind_on_an_added_node(tmp_path, monkeypatch, add
         for j, t in enumerate(arrivals)))
     nodes, pods = str(tmp_path / "n.csv"), str(tmp_path / "p.csv")
     scenario = {"steps": [{"at": added_at, "create": _node("x0", 2)}]}
-    monkeypatch.setattr(F, "Simulation", functools.partial(
+    monkeypatch.setattr(facade_tests, "Simulation", functools.partial(
         Simulation, pod_max_in_unschedulable_seconds=4.0))
     trace = run.read_trace_file(pods)
     (res,) = ts.simulate_batch(nodes, [pods], [T.openb_config("FGD")], [0],
                                scenario=scenario, workers=1, max_unsched=4.0)
-    got = F._batched(res)
-    assert got == F._simulated(nodes, trace, "FGD", 0, load_scenario(scenario))
+    got = facade_tests._batched(res)
+    assert got == facade_tests._simulated(nodes, trace, "FGD", 0, load_scenario(scenario))
     assert len(got["bound"]) == 3 and {got["bound"][k][0] for k in got["bound"]} == {"n0", "x0"}

@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 import pytest
-import test_batch_preempt as P
+import test_batch_preempt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.openb import simulate_trace
@@ -84,7 +84,7 @@ def test_small_max_unsched_preempting_runs_equal_their_simulations(case, seed, m
     got = B.trace_batch([inv], [tw], jobs, workers=1, preempt=[DEFAULT] * len(jobs),
                         max_unsched=max_unsched, termination_grace_seconds=grace)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(P, "Simulation", functools.partial(
+        mp.setattr(test_batch_preempt, "Simulation", functools.partial(
             Simulation, pod_max_in_unschedulable_seconds=max_unsched))
         for res in got:
-            P.assert_simulation(res, inv, tw, grace=grace)
+            test_batch_preempt.assert_simulation(res, inv, tw, grace=grace)
