@@ -45,7 +45,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     ``log_frag`` the cluster's fragmentation (GPU milli, summed over the
     rows as ``numpy.sum``) after it, ``n_log[0]`` how many; ``frag0[0]``
     the empty cluster's, ``end[0]`` the clock when nothing was left to do
-    (seconds: the last event or attempt).  The rest: scratch, [N] / [N, G] / [N, 18] /
+    (seconds: the last event or attempt; a run the stall stop ended: its
+    clock then, ``_queue.stalled``).  The rest: scratch, [N] / [N, G] / [N, 18] /
     [C, N] / [16] / [T] as named (``feas`` [N] int8: the mask ``decide``
     leaves, unread here), ``_queue``'s state (``ak`` [2P] activeQ's heap
     keys with ``rank``).  ``pre`` nonzero: DefaultPreemption

@@ -13,7 +13,7 @@ import numpy as np
 from numba import prange
 
 QI_N = 14       # ``_queue``'s scalar slots
-QF_N = 1
+QF_N = 2
 PW_N = 7        # ``_gpu_preempt``'s scratch widths
 NW_N = 3
 PS_N = 16

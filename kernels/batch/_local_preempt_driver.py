@@ -70,7 +70,7 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
             np.zeros((nc, 2 * N_SLOTS), np.int64), np.empty((nc, 2 * size), np.int64),
             np.empty(nc, np.int64),
             np.empty((nc, N_SLOTS), np.int64), np.empty(1, np.int64),
-            np.zeros(14, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
+            np.zeros(14, np.int64), np.zeros(2, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),

@@ -72,7 +72,7 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
             log_t[p0 + v0:p1 + v1], log_pod[p0 + v0:p1 + v1], n_log[b:b + 1], end[b:b + 1],
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
             np.empty(2 * N_SLOTS, np.int64),
-            np.zeros(QI_EV_N, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
+            np.zeros(QI_EV_N, np.int64), np.zeros(2, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(r2, np.float64), np.empty(r2, np.int64),
             np.empty(r2, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),

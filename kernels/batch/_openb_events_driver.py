@@ -84,7 +84,7 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
             np.empty(n, np.int8), np.empty(max(n, 1), np.float64),
             np.empty(STACK, np.int64), np.empty(STACK, np.int64), np.empty(STACK, np.int64),
             np.empty(STACK, np.float64),
-            np.zeros(QI_EV_N, np.int64), np.zeros(1, np.float64), np.empty(e, np.int64),
+            np.zeros(QI_EV_N, np.int64), np.zeros(2, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), np.empty(e, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),

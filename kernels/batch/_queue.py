@@ -29,6 +29,10 @@ What it reproduces (``framework/simulation`` and ``framework/scheduler``):
   backoffQ while it backs off (``backoff0 * 2^(attempts-1)`` capped at
   ``backoff_max`` seconds from its last failure), else to activeQ; a
   pending pod's departure deletes it from the queue.
+- the stall stop (``stalled``): a run that bound no pod for more than
+  2 x (``max_unsched`` + ``backoff_max``) seconds of clock, no victim
+  terminating, stops jumping to its backoff expiries and waits for the
+  next event time, where a fresh run starts (``run_fresh``).
 
 State, per cluster: ``qi`` [QI_N] int64 and ``qf`` [QF_N] float64
 scalars (the slots below); per pod [P]: ``pst`` (status), ``patt``
@@ -76,7 +80,7 @@ QI_H_LEN = 4
 QI_SEQ = 5
 QI_ATTEMPTS = 6
 QI_NEXT_ARR = 7
-QI_NEXT_DEP = 8        # unused (departures are the heap's)
+QI_BOUND_NEW = 8       # 1: a pod bound since the stall clock last looked (``stalled``)
 QI_EVENTS = 9          # 1: applying the events due now; 0: the scheduler runs
 QI_POD = 10            # q_next's answer: the pod
 QI_ATTEMPT = 11        # ... and the attempt number of an ATTEMPT
@@ -85,7 +89,8 @@ QI_D_SEQ = 13          # departures pushed
 QI_N = 14
 # qf slots
 QF_NOW = 0
-QF_N = 1
+QF_PROGRESS = 1        # the stall clock: when the scheduler's run started or last bound a pod
+QF_N = 2
 
 
 def q_init(qi, qf, pst, patt, pts):
@@ -376,6 +381,31 @@ def take_event(now, ev_t, qi):
     return False
 
 
+def stalled(t, due, now, max_unsched, backoff_max, qi, qf):
+    """The Scheduler's stall stop (``Scheduler.run_until_idle``): about to
+    jump to its wakeup ``t`` (seconds), a simulated run ends when no pod
+    was bound for more than ``stall_horizon()`` = 2 * (``max_unsched`` +
+    ``backoff_max``) seconds of clock (no Permit wait in these engines)
+    since the run started or last bound one, and no victim is still
+    terminating (``due`` inf); the run then waits for the next event time
+    (``run_fresh``).  A pod bound since the last look moves the stall
+    clock to ``now`` instead."""
+    if qi[QI_BOUND_NEW] != 0:
+        qi[QI_BOUND_NEW] = 0
+        qf[QF_PROGRESS] = now
+        return False
+    return due == INF and t - qf[QF_PROGRESS] > 2.0 * (max_unsched + backoff_max)
+
+
+def run_fresh(h, qi, qf):
+    """The clock to event time ``h``: the events due then are applied and
+    the scheduler's run starts afresh there (its stall clock at ``h``)."""
+    qf[QF_NOW] = h
+    qf[QF_PROGRESS] = h
+    qi[QI_BOUND_NEW] = 0
+    qi[QI_EVENTS] = 1
+
+
 def q_next(arr, dep, backoff0, backoff_max, max_unsched,
            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak):
     """Advance to what the caller must do next: ATTEMPT (pod ``qi[QI_POD]``,
@@ -417,11 +447,12 @@ def q_next_due(arr, dep, backoff0, backoff_max, max_unsched,
             return ATTEMPT
         t = min(next_backoff(hk, hp, hs, qi, pst), due)
         h = horizon(arr, qi, dk)
+        if t < INF and stalled(t, due, now, max_unsched, backoff_max, qi, qf):
+            t = INF
         if t == INF and h == INF:
             return DONE
         if t > h:
-            qf[QF_NOW] = h
-            qi[QI_EVENTS] = 1
+            run_fresh(h, qi, qf)
             continue
         qf[QF_NOW] = max(t, now)
 
@@ -436,6 +467,7 @@ def q_failed(j, qi, qf, pst, pts, up):
 def q_bound(j, dur, qi, qf, pst, dk, ds, dp):
     """The attempted pod bound now; with a duration it leaves that long after."""
     pst[j] = BOUND
+    qi[QI_BOUND_NEW] = 1
     if dur.shape[0] > 0 and dur[j] < INF:
         push_departure(qf[QF_NOW] + dur[j], j, qi, dk, ds, dp)
 
@@ -510,11 +542,12 @@ def q_next_events(arr, dep, ev_t, backoff0, backoff_max, max_unsched,
         h = horizon(arr, qi, dk)
         if qi[QI_NEXT_EV] < ev_t.shape[0]:
             h = min(h, ev_t[qi[QI_NEXT_EV]])
+        if t < INF and stalled(t, INF, now, max_unsched, backoff_max, qi, qf):
+            t = INF
         if t == INF and h == INF:
             return DONE
         if t > h:
-            qf[QF_NOW] = h
-            qi[QI_EVENTS] = 1
+            run_fresh(h, qi, qf)
             continue
         qf[QF_NOW] = max(t, now)
 
@@ -582,10 +615,11 @@ def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backof
         h = horizon(arr, qi, dk)
         if qi[QI_NEXT_EV] < ev_t.shape[0]:
             h = min(h, ev_t[qi[QI_NEXT_EV]])
+        if t < INF and stalled(t, INF, now, max_unsched, backoff_max, qi, qf):
+            t = INF
         if t == INF and h == INF:
             return DONE
         if t > h:
-            qf[QF_NOW] = h
-            qi[QI_EVENTS] = 1
+            run_fresh(h, qi, qf)
             continue
         qf[QF_NOW] = max(t, now)

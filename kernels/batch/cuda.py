@@ -541,7 +541,7 @@ def cluster_bytes(a: BatchArrays) -> np.ndarray:
     # state (3), rings and heap (5 x 2), the departure heap (3), the change
     # log (3 x 2); with ranks, the rank (1) and activeQ's heap keys (2)
     words = 31 + (3 if a.rank.shape[0] else 0)
-    return fixed + 8 * (QI_N + 1) + 8 * words * a.ev_len
+    return fixed + 8 * (QI_N + QF_N) + 8 * words * a.ev_len
 
 
 def preempt_bytes(a: BatchArrays, p: BatchPreempt) -> np.ndarray:
