@@ -20,12 +20,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sweep_events import _batched, _rows, _write, pod_steps
+from test_sweep_preempt_events import _job_errors, _outcome
 
 import tensorsched as ts
 from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments.results import SweepError
-from tensorsched.framework.capacity.batch_probe import BatchProfileError
 from tensorsched.framework.simulation.errors import SimulationError
 from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels.batch.local_events import WHY_DELETED
@@ -117,35 +117,6 @@ def _jobs(tmp_path, seed, n_nodes, n_pods, n_bound, n_steps, n_created, duration
     sc.write_text(yaml.safe_dump({"steps": steps}))
     return S.make_jobs([trace], [0, 1 + seed % 7], configs=configs[:1], cluster=cluster,
                        scenario=str(sc), interval=60.0)
-
-
-def _outcome(jobs, batch: bool):
-    """The sweep's rows but ``wall_seconds``, or its SweepError's message."""
-    try:
-        return _rows(jobs, batch), None
-    except SweepError as exc:
-        return None, str(exc)
-
-
-def _job_errors(jobs) -> list:
-    """Per job (the per-job path's message: its Simulation's error, None
-    where it runs; whether the batched call took it); ``ts.simulate_batch``
-    of the job alone raises that error, type and message, or runs."""
-    inputs = S.load_inputs(jobs)
-    out = []
-    for job in jobs:
-        _row, msg = S._guarded(dataclasses.replace(job, batch=False), inputs)
-        took = True
-        try:
-            ts.simulate_batch(job.cluster, [job.trace], [job.config], [job.seed],
-                              scenario=job.scenario)
-            assert msg is None, msg
-        except SimulationError as exc:
-            assert type(exc) is SimulationError and msg == f"{job.label}: {exc}"
-        except BatchProfileError:
-            took = False        # refused: the sweep runs it per job
-        out.append((msg, took))
-    return out
 
 
 @settings(max_examples=6, deadline=None,
