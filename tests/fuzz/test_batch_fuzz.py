@@ -8,6 +8,7 @@ an input answers afterwards as one that never saw it."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import tempfile
 from importlib.util import find_spec
@@ -17,14 +18,19 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backends import cuda_available
 from support.openb import openb_slice
 
 import tensorsched as ts
-from tensorsched.framework.errors import ArgumentError, TensorschedError
+from tensorsched.framework.errors import (ArgumentError, BackendError, ManifestError,
+                                          TensorschedError)
 from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.openb import batch as B
+from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
+from tensorsched.topology.openb.vector_env import OpenbVectorEnv
 
 pytestmark = [pytest.mark.filterwarnings("error::RuntimeWarning"), pytest.mark.timeout(600)]
 # FUZZ_N=2000 for a longer search than CI's
@@ -84,7 +90,6 @@ def test_a_nonsense_inventory_is_refused_by_field(field, k):
 
 
 def _workload():
-    from tensorsched.topology.openb import batch as B
     return B.trace_workload(T.read_openb_trace(PODS))
 
 
@@ -120,7 +125,6 @@ def test_a_nonsense_trace_workload_is_refused_by_field(field, k):
     ``ArgumentError`` naming ``traces[0].<field>`` and the pod (a number
     from it never reaches the kernel); the same call on the vector
     environment names it alike."""
-    import dataclasses
     tw = _workload()
     bad = BAD_WORKLOAD[field][k % len(BAD_WORKLOAD[field])](tw)
     if field.startswith("pods."):
@@ -131,7 +135,6 @@ def test_a_nonsense_trace_workload_is_refused_by_field(field, k):
         ts.simulate_batch(INV, tw, ["FGD"], [1], workers=1)
     assert info.value.argument.startswith(("traces[0].", "traces[0]")), str(info.value)
     if find_spec("gymnasium") is not None:
-        from tensorsched.topology.openb.vector_env import OpenbVectorEnv
         with pytest.raises(ArgumentError, match=r"^OpenbVectorEnv: traces\[0\]"):
             OpenbVectorEnv(INV, [tw], [(0, "FGD", 1)])
 
@@ -228,8 +231,6 @@ def test_a_refused_action_leaves_the_environments_as_they_were():
     state untouched; the next valid step gives what an environment that
     never saw them gives.  Integer rows outside 0..N-1 are invalid actions
     (the penalty, the default row), as ``SchedulingEnv``'s."""
-    from tensorsched.topology.openb import replay as R
-    from tensorsched.topology.openb.vector_env import OpenbVectorEnv
     pods = R.read_openb_pods(PODS)
     jobs = [(0, "FGD", 1), (0, "BestFit", 2)]
     bad = [np.array([0.0, 1.0]), np.array([np.nan, 1]), np.array([True, False]),
@@ -261,8 +262,6 @@ def test_a_refused_action_leaves_the_environments_as_they_were():
                               [(0, "FGD")], [(3, "FGD", 1)], [(0, "Nope", 1)],
                               [(0, "FGD", -1)], {"k": 1}, object()]))
 def test_vector_environment_arguments_are_refused_by_name(name, value):
-    from tensorsched.topology.openb import replay as R
-    from tensorsched.topology.openb.vector_env import OpenbVectorEnv
     kw = dict(nodes=INV, traces=[R.read_openb_pods(PODS)], jobs=[(0, "FGD", 1)], tune=1.3,
               invalid_action_penalty=1.0, max_steps=None, threads=None, backend="numba",
               device_arrays=False, max_unsched=300.0)
@@ -386,8 +385,6 @@ def test_a_refused_reset_changes_nothing():
     reset_mask of the wrong dtype, shape or values, and ``placements`` of
     an environment that is not there: ``ArgumentError``; the environments
     (and their generator) step on as one that never saw them."""
-    from tensorsched.topology.openb import replay as R
-    from tensorsched.topology.openb.vector_env import OpenbVectorEnv
     pods = R.read_openb_pods(PODS)
     jobs = [(0, "FGD", 1), (0, "GpuPacking", 2)]
     env, ref = (OpenbVectorEnv(INV, [pods], jobs) for _ in range(2))
@@ -421,7 +418,6 @@ def test_a_tie_label_is_a_decimal_rank(label, rank):
     scripts' digits.  On ``simulate_batch``'s scenario a refused label is
     a ``ScenarioError`` naming the step, the node and the label; under
     GpuShareScore alone it is unread."""
-    from tensorsched.framework.errors import ManifestError
     if rank is None:
         with pytest.raises(ManifestError, match=r"Node n: metadata\.labels\["):
             T.tie_rank("n", {T.TIE_LABEL: label})
@@ -445,9 +441,6 @@ def test_cuda_where_it_cannot_run_is_a_backend_error(scenario):
     """``backend='cuda'`` without a device: ``BackendError`` before any work,
     with a scenario too (a bare ``BackendUnavailable`` from the node-event
     engine's import before)."""
-    from support.backends import cuda_available
-
-    from tensorsched.framework.errors import BackendError
     if cuda_available():
         pytest.skip("a CUDA device (or the simulator) is here: cuda runs")
     with pytest.raises(BackendError, match="backend 'cuda' cannot run"):

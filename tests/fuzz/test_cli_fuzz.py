@@ -11,10 +11,12 @@ import os
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.openb import openb_slice
 
 from tensorsched.cli import main
 
@@ -218,7 +220,6 @@ SWEEP_FLAGS = ["--policy", "--seeds", "--backend", "--workers", "--tie-rank", "-
 
 def _openb_inputs(tmp):
     """A 4-node, 12-pod openb slice, a scenario on it and a config."""
-    from support.openb import openb_slice
     nodes, pods = openb_slice(tmp, "default", 4, 12, leave_every=2)
     scenario = _dump(tmp, "scenario.yaml", {"steps": [{"at": 5, "cordon": "openb-node-0000"},
                                                        {"at": 9, "drain": "openb-node-0001"}]})
@@ -308,7 +309,6 @@ def test_capacity_drain_refuses_empty_and_repeated_nodes(capsys, nodes, match):
 def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
     """An OSError as the results are written (the disk full, the directory
     gone since the flags were checked): one line naming the file."""
-    import pyarrow.parquet as pq
 
     def full(table, where, *a, **k):
         raise OSError(28, "No space left on device", where)
