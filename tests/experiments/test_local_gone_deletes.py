@@ -20,10 +20,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sweep_events import _batched, _rows, _write, pod_steps
-from test_sweep_preempt_events import _job_errors, _outcome
+from test_sweep_preempt_events import _job_errors, _outcome, _per_run_error
 
 import tensorsched as ts
-from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments.results import SweepError
 from tensorsched.framework.simulation.errors import SimulationError
@@ -36,20 +35,6 @@ from support.local_traces import write_inputs
 NOT_FOUND = "Pod default/z: not found (NotFound): no such pod pending or bound at {}s"
 LEFT = {"duration": "left (its duration over)", "drain": "was evicted (a drain)",
         "remove": "was deleted with its node"}
-
-
-def _simulation_error(cluster, tr, cfg, sc, seed=0):
-    """The message the run's own Simulation stops with, None when it runs."""
-    sim = ts.Simulation(list(yaml.safe_load_all(open(cluster))), yaml.safe_load(open(cfg)),
-                        "numpy", seed)
-    sim.scenario(sc)
-    sim.submit(run.read_trace_file(tr))
-    try:
-        sim.run()
-    except SimulationError as exc:
-        assert type(exc) is SimulationError
-        return str(exc)
-    return None
 
 
 def _steps(delete_at: float, duration=None, node_step=None) -> list:
@@ -80,7 +65,7 @@ def test_a_delete_of_a_pod_gone_before_it(tmp_path, steps, missed):
     objs = [node_dict("n0", cpu="4", memory="8Gi"), node_dict("n1", cpu="2", memory="4Gi")]
     trace = "name,arrival,cpu,memory\np0,0,500m,1Gi\n"
     cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
-    msg = _simulation_error(cluster, tr, cfg, sc)
+    msg = _per_run_error(cluster, tr, sc, cfg=cfg)
     at = next(s["at"] for s in steps if "delete" in s and s["delete"]["kind"] == "Pod")
     assert msg == (None if missed is None else NOT_FOUND.format(at))
     jobs = S.make_jobs([tr], [0, 1], configs=[cfg], cluster=cluster, scenario=sc,

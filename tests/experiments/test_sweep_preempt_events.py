@@ -251,10 +251,11 @@ def test_a_pod_rejected_everywhere_waits_while_others_preempt(tmp_path):
 NOT_FOUND = "Pod default/low: not found (NotFound): no such pod pending or bound at 9s"
 
 
-def _per_run_error(cluster, tr, sc, seed=0):
-    """The message the run's own Simulation stops with, None when it runs."""
+def _per_run_error(cluster, tr, sc, seed=0, cfg=None):
+    """The message the run's own Simulation stops with (``cfg`` a config
+    path, None the default profile), None when it runs."""
     objs = list(yaml.safe_load_all(open(cluster)))
-    sim = ts.Simulation(objs, None, "numpy", seed)
+    sim = ts.Simulation(objs, yaml.safe_load(open(cfg)) if cfg else None, "numpy", seed)
     sim.scenario(sc)
     sim.submit(run.read_trace_file(tr))
     try:

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.backends import cuda_available
 from support.openb import openb_slice
 
 from tensorsched.framework.errors import ArgumentError
 from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.vector_env import OpenbVectorEnv
 
 NODES, PODS = openb_slice(Path(tempfile.mkdtemp(prefix="fuzz-device-")), "default", 4, 12,
                           leave_every=2)
@@ -28,13 +31,10 @@ def test_a_refused_device_action_changes_nothing():
     float or int32 device array, a wrong shape) are ``ArgumentError``s
     naming ``actions`` (the engine's own ValueError before), the device
     state untouched; the next step equals the twin's."""
-    from support.backends import cuda_available
     if not cuda_available():
         pytest.skip("no CUDA device and no simulator")
     from numba import cuda
 
-    from tensorsched.topology.openb import replay as R
-    from tensorsched.topology.openb.vector_env import OpenbVectorEnv
     pods = R.read_openb_pods(PODS)
     jobs = [(0, "FGD", 1), (0, "BestFit", 2)]
     dev = OpenbVectorEnv(INV, [pods], jobs, backend="cuda")
