@@ -110,13 +110,15 @@ def choose_config(config, policy: str | None, openb: bool, typical: list[dict] |
 
 def build_simulation(objects, config, backend: str, seed: int, *, interval: float,
                      batch: bool = True, typical: list[dict] | None = None,
-                     registry=None) -> Simulation:
+                     registry=None, termination_grace_seconds: float = 0.0) -> Simulation:
     """A Simulation of ``objects`` under ``config``; when the cluster has
     GPUs, with the GPU columns (``gpu_alloc_pct``, and with ``typical`` the
     fragmentation ones) in its time series.  ``registry``: the plugins the
-    config may name (default: the installed ``default_registry()``)."""
+    config may name (default: the installed ``default_registry()``);
+    ``termination_grace_seconds``: the Scheduler's (DefaultPreemption's
+    victims stay on their node, terminating, that long after eviction)."""
     sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch,
-                     registry=registry)
+                     registry=registry, termination_grace_seconds=termination_grace_seconds)
     if int(GpuTable.of(sim.cluster.state).count.sum()):
         # the metrics are known only once the cluster is built (does it have GPUs?)
         sim.series.add_metrics(gpu_metrics(typical))

@@ -59,6 +59,7 @@ from tqdm import tqdm
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
+from tensorsched.framework.config.plugin_names import DEFAULT_PREEMPTION
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.series import KEEP_LATENCIES
 from tensorsched.framework.parsing.manifests import parse_yaml_documents, read_text
@@ -94,7 +95,7 @@ from .results import (
     SweepError,
     results_table,
 )
-from .sweep_batch import MIB, simulate_row, time_mean
+from .sweep_batch import MIB, evicted_once, simulate_row, time_mean
 from .sweep_local import agenda_spans, batched_local, samples_follow
 from .sweep_openb_events import batched_openb_events, job_preempt, job_profile, policy_weights
 
@@ -122,7 +123,10 @@ class Job:
     arrived GPU demand as a multiple of capacity; ``tie_rank``: a policy's
     simulate job runs the experiment's profile (GpuShareScore with
     OpenbTieRank breaking its ties, the nodes labelled ``batch.tie_of(n,
-    seed)``; Random without it), as ``ts.simulate_batch`` runs a policy."""
+    seed)``; Random without it), as ``ts.simulate_batch`` runs a policy;
+    ``termination_grace_seconds``: the Scheduler's (``ts.Simulation``'s):
+    DefaultPreemption's victims stay on their node, terminating, until
+    their first eviction + that many seconds (0: they leave at once)."""
 
     kind: str
     trace: str
@@ -138,6 +142,7 @@ class Job:
     tune: float = DEFAULT_TUNE
     batch: bool = True
     tie_rank: bool = False
+    termination_grace_seconds: float = 0.0
 
     @property
     def trace_name(self) -> str:
@@ -165,14 +170,16 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
               scenario: str | None = None, backend: str = "numba",
               interval: float = DEFAULT_INTERVAL, until: float | None = None,
               tune: float = DEFAULT_TUNE, batch: bool = True,
-              tie_rank: bool = False) -> list[Job]:
+              tie_rank: bool = False, termination_grace_seconds: float = 0.0) -> list[Job]:
     """Every (trace, config, seed), traces outermost, seeds innermost.
     Configs: the ``configs`` files then the ``policies`` (none given: the
     default one; with ``experiment`` every policy).  Names (file stems,
     policies) must be unique: they label the rows.  ``tie_rank``: the
     policy jobs (the default one too) on ``nodes`` run the experiment's
     profile (``Job.tie_rank``); a configuration file names its own
-    plugins."""
+    plugins.  ``termination_grace_seconds`` (seconds, finite, >= 0): every
+    job's Simulation's (``Job.termination_grace_seconds``; the experiment,
+    which preempts nothing, takes none)."""
     args = Arguments("sweep.make_jobs")
     traces = [args.path(f"traces[{i}]", t) for i, t in
               enumerate(args.sequence("traces", traces, items="trace paths"))]
@@ -191,6 +198,8 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     args.number("tune", tune, 0.0, above=True)
     batch = args.flag("batch", batch)
     tie_rank = args.flag("tie_rank", tie_rank)
+    grace = args.number("termination_grace_seconds", termination_grace_seconds, 0.0,
+                        unit="seconds")
     if not traces:
         raise SweepError("no trace to sweep")
     if not seeds:
@@ -219,6 +228,9 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
             raise SweepError("the experiment runs on an openb node CSV (nodes)")
         if configs or scenario or until is not None:
             raise SweepError("the experiment takes policies, not configs, scenarios or until")
+        if grace > 0:
+            raise SweepError("the experiment preempts nothing: it takes no "
+                             "termination_grace_seconds")
         try:
             tune = R.check_tune(tune)
         except ValueError as exc:
@@ -231,7 +243,7 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     jobs = [Job(kind, t, s, config=c, policy=p, nodes=nodes, cluster=cluster,
                 scenario=scenario, backend=backend, interval=float(interval),
                 until=None if until is None else float(until), tune=float(tune), batch=batch,
-                tie_rank=tie_rank and c is None)
+                tie_rank=tie_rank and c is None, termination_grace_seconds=grace)
             for t in traces for c, p in choices for s in seeds]
     for what, given in (("trace", traces), ("config", configs), ("policy", policies),
                         ("seed", seeds)):
@@ -279,6 +291,10 @@ def load_inputs(jobs) -> dict:
         raise SweepError("no jobs")
     if len(kinds) != 1 or not kinds <= set(KINDS):
         raise SweepError(f"jobs of one kind ({' or '.join(KINDS)}), got {sorted(kinds)}")
+    args = Arguments("sweep.load_inputs")
+    for i, j in enumerate(jobs):        # a Job made by hand: what make_jobs checks
+        args.number(f"jobs[{i}].termination_grace_seconds", j.termination_grace_seconds, 0.0,
+                    unit="seconds")
     inputs: dict = {}
     try:
         if kinds == {"experiment"}:
@@ -396,7 +412,8 @@ def _simulation(job: Job, inputs: dict, config, typical):
                                gpu_weight if tie_weight else None)
     return run.build_simulation(_objects(job, inputs), config, job.backend, job.seed,
                                 interval=job.interval, batch=job.batch, typical=typical,
-                                registry=sweep_registry())
+                                registry=sweep_registry(),
+                                termination_grace_seconds=job.termination_grace_seconds)
 
 
 # ---------------------------------------------------------------------------
@@ -481,6 +498,42 @@ def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
     return rest
 
 
+#: The batched engines of ``simulate`` jobs that run a termination grace
+#: above 0 as the Simulation does: ``"openb"`` the openb engine without a
+#: scenario (``trace_batch``, here), ``"openb_events"`` it with a
+#: scenario's node steps (``sweep_openb_events.batched_openb_events``),
+#: ``"local"`` the node-local kernel on manifests (``sweep_local.
+#: batched_local``).  ``grace_goes`` reads it: a job whose grace matters
+#: goes to an engine not named here per job.  An engine that learns the
+#: grace (reads ``Job.termination_grace_seconds``) joins by its name here.
+GRACE_ENGINES = frozenset({"openb"})
+
+
+def preempts(job: Job, inputs: dict) -> bool:
+    """The job's profile (its configuration file, else the one ``simulate``
+    picks: the openb profile on openb nodes, kube-scheduler's default on
+    manifests) has DefaultPreemption at postFilter: the only evictions a
+    termination grace delays (once per configuration, policy and cluster
+    kind)."""
+    key = ("preempts", job.config, job.policy, bool(job.nodes))
+    if key not in inputs:
+        config = copy.deepcopy(inputs[("config", job.config)]) if job.config else \
+            run.choose_config(None, job.policy, bool(job.nodes), None)
+        cfg = load_config(config, sweep_registry().plugin_points())
+        inputs[key] = any(ref.name == DEFAULT_PREEMPTION for prof in cfg.profiles
+                          for ref in prof.plugins.get("postFilter", ()))
+    return inputs[key]
+
+
+def grace_goes(job: Job, inputs: dict, engine: str) -> bool:
+    """The job may run on the batched ``engine`` (a ``GRACE_ENGINES`` name)
+    as far as its termination grace goes: none (0), or a profile without
+    DefaultPreemption (nothing is evicted: the grace changes nothing), or
+    an engine that runs it.  The one place the sweep decides it."""
+    return (job.termination_grace_seconds == 0 or engine in GRACE_ENGINES
+            or not preempts(job, inputs))
+
+
 def batchable(job: Job, inputs: dict) -> bool:
     """A simulate job the batched engine runs (``sweep_batch``): the openb
     profile on an openb node list with GPUs (a policy's, with ``tie_rank``
@@ -490,13 +543,15 @@ def batchable(job: Job, inputs: dict) -> bool:
     an openb pod CSV, or a generic trace of those columns and
     ``duration``), no scenario, no ``until``, numba or cuda; a config with
     DefaultPreemption at postFilter too (the engine preempts in its queue,
-    ``sweep_batch.simulate_row`` counts the victims)."""
+    ``sweep_batch.simulate_row`` counts the victims), with a termination
+    grace where ``grace_goes`` lets it."""
     return (job.kind == "simulate" and job.batch and job.backend in BATCH_BACKENDS
             and bool(job.nodes) and not job.scenario and job.until is None
             and inputs.get(("typical", job.trace)) is not None
             and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES
             and _workload(job.trace, inputs) is not None
-            and _profile(job, inputs) is not None)
+            and _profile(job, inputs) is not None
+            and grace_goes(job, inputs, "openb"))
 
 
 def _profile(job: Job, inputs: dict):
@@ -519,6 +574,12 @@ def _preempt(job: Job, inputs: dict):
     return inputs[key]
 
 
+def _grace(job: Job, inputs: dict) -> float:
+    """The termination grace the job's batched run takes: its own where it
+    preempts, else 0 (nothing evicted: one call for all graces)."""
+    return job.termination_grace_seconds if _preempt(job, inputs) is not None else 0.0
+
+
 def _workload(path: str, inputs: dict):
     """The trace's ``TraceWorkload`` (once per trace), its typical pods the
     ones the Simulation's GpuShareScore and GpuTracker take; None when it
@@ -536,19 +597,19 @@ def _workload(path: str, inputs: dict):
 
 def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     """The simulate jobs ``batchable`` covers run as batched calls (one per
-    node CSV, backend, interval and queue backoff: ``openb.batch.
-    trace_batch``, each run equal to its Simulation, the row made as
-    ``sweep_batch.simulate_row`` makes it); returns the indices of the
-    other jobs."""
+    node CSV, backend, interval, queue backoff and termination grace:
+    ``openb.batch.trace_batch``, each run equal to its Simulation, the row
+    made as ``sweep_batch.simulate_row`` makes it); returns the indices of
+    the other jobs."""
     groups: dict = {}
     rest = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
             groups.setdefault((job.nodes, job.backend, job.interval,
-                               _profile(job, inputs)[2]), []).append(i)
+                               _profile(job, inputs)[2], _grace(job, inputs)), []).append(i)
         else:
             rest.append(i)
-    for (nodes, backend, interval, backoff), idx in groups.items():
+    for (nodes, backend, interval, backoff, grace), idx in groups.items():
         inv = read_openb_nodes(nodes)
         if inv.total_gpus <= 0:
             rest.extend(idx)
@@ -564,7 +625,8 @@ def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
             got = trace_batch([inv], [_workload(t, inputs) for t in traces], runs, backend=backend,
                               workers=workers, backoff=backoff,
                               weights=[prof[1] for prof in profiles],
-                              preempt=[_preempt(jobs[i], inputs) for i in idx])
+                              preempt=[_preempt(jobs[i], inputs) for i in idx],
+                              termination_grace_seconds=grace)
         except (ValueError, OSError) as exc:
             raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
         each = (time.perf_counter() - t0) / len(idx)
@@ -578,6 +640,9 @@ def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
             spans = agenda_spans(_workload(job.trace, inputs), res, horizon)
             if not samples_follow(spans, interval, horizon):
                 rest.append(i)              # the per-run path samples it
+                continue
+            if not evicted_once(res, _workload(job.trace, inputs), inv, grace):
+                rest.append(i)              # the per-run path counts its evictions
                 continue
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
             row.update(simulate_row(res, trace, cpu_cap, mem_cap, int(inv.total_gpus), interval,
@@ -744,6 +809,17 @@ def _shifted(index: list, done):
     return sub_done
 
 
+def _engine_rest(jobs, rest: list, inputs: dict, engine: str, batched, done) -> list:
+    """Hand the jobs ``rest`` (indices into ``jobs``) that ``grace_goes``
+    lets go to the batched ``engine`` to ``batched(sub_jobs, sub_done)``
+    (its ``sweep_local``-like call: returns the indices into ``sub_jobs``
+    it did not run); returns the indices of ``jobs`` still to run, each
+    once, in order: those it held back and those it gave back."""
+    sent = [i for i in rest if grace_goes(jobs[i], inputs, engine)]
+    left = [sent[k] for k in batched([jobs[i] for i in sent], _shifted(sent, done))]
+    return sorted(set(rest) - set(sent) | set(left))
+
+
 def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress=None,
               inputs: dict | None = None) -> pa.Table:
     """Run every job; one row per job, in job order (``SCHEMAS[kind]``).
@@ -791,12 +867,13 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
             rest = [rest[k] for k in _batched_simulations([jobs[i] for i in rest], inputs,
                                                           workers, _shifted(rest, done))]
             # the openb profile with a scenario's node steps: the openb engine's node events
-            rest = [rest[k] for k in batched_openb_events(
-                [jobs[i] for i in rest], inputs, workers, _shifted(rest, done),
-                lambda t: _workload(t, inputs), run.DEFAULT_POLICY)]
+            rest = _engine_rest(jobs, rest, inputs, "openb_events", lambda sub, sub_done: (
+                batched_openb_events(sub, inputs, workers, sub_done,
+                                     lambda t: _workload(t, inputs), run.DEFAULT_POLICY)),
+                done)
             # default-profile configurations on manifests: the node-local kernel
-            rest = [rest[k] for k in batched_local([jobs[i] for i in rest], inputs, workers,
-                                                   _shifted(rest, done))]
+            rest = _engine_rest(jobs, rest, inputs, "local", lambda sub, sub_done: (
+                batched_local(sub, inputs, workers, sub_done)), done)
             if rest:
                 sub = [jobs[i] for i in rest]
 

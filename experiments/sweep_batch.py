@@ -89,6 +89,48 @@ def _at(log_t: np.ndarray, first, after: np.ndarray, times: np.ndarray) -> np.nd
     return np.concatenate([np.array([first], after.dtype), after])[k]
 
 
+def evicted_once(res, tw, inv, grace: float) -> bool:
+    """No victim of ``res`` (a ``TraceRunResult`` whose ``preempted`` [P]
+    marks DefaultPreemption's victims, or None) of the trace ``tw`` (a
+    ``TraceWorkload``) on the node list ``inv`` (a ``GpuInventory``, no
+    pod bound at the start) can have been evicted twice, so its victims
+    are the Simulation's ``preemptions`` (which counts every eviction, a
+    ``Preempted`` event; the kernel marks each victim once).
+
+    With ``grace`` (seconds) 0 a victim leaves at its eviction.  Above 0
+    it stays, terminating, until its first eviction + ``grace`` (its
+    leaving in the log, or its departure before), and a later preemption
+    may pick it again.  That takes a pod of a higher priority than the
+    victim's, pending in that window (from its arrival to its binding,
+    else its departure, else the end) and fitting the victim's node when
+    empty, besides the pod that evicted it first: that one waits for its
+    victims (``pod_eligible_to_preempt_others``) unless another such pod
+    takes its nomination.  So: at most one such pod in each victim's
+    window, else False (the run may count more preemptions than victims:
+    it goes per job)."""
+    victims = getattr(res, "preempted", None)
+    if grace <= 0 or victims is None or not np.any(victims):
+        return True
+    pods = tw.pods
+    arrival, priority = tw.arrival, tw.priority
+    gone = res.log_pod < 0
+    leave = np.full(arrival.shape[0], np.inf)
+    leave[-1 - res.log_pod[gone]] = res.log_t[gone]
+    pending_until = np.where(res.node >= 0, res.bind,
+                             np.where(np.isfinite(tw.departure), tw.departure, np.inf))
+    gpus = np.where(pods.milli > 0, pods.num, 0)
+    for v in np.flatnonzero(victims):
+        n = int(res.node[v])
+        hi = leave[v]
+        lo = hi - grace if np.isfinite(hi) else -np.inf     # (never left: any time)
+        higher = ((priority > priority[v]) & (arrival <= hi) & (pending_until >= lo)
+                  & (pods.cpu <= inv.cpu_cap[n]) & (pods.mem <= inv.mem_cap[n])
+                  & (gpus <= inv.gpu_count[n]))
+        if int(higher.sum()) > 1:
+            return False
+    return True
+
+
 def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interval: float,
                  horizon: float, fragmentation: bool, base: tuple = (0, 0),
                  last_event: float | None = None) -> dict:

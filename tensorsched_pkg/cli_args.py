@@ -19,7 +19,7 @@ from tensorsched.framework.errors import TensorschedError
 from tensorsched.kernels.backend_names import BACKENDS
 
 __all__ = ["BACKENDS", "DEFAULT_INTERVAL", "SEED", "Help", "Parser", "existing_path", "int_in",
-           "load", "load_cluster", "output_file", "positive_float", "progress",
+           "load", "load_cluster", "nonnegative_float", "output_file", "positive_float", "progress",
            "require_plotting", "subcommand"]
 
 
@@ -49,6 +49,17 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(v) or v <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return v
+
+
+def nonnegative_float(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return v
 
 

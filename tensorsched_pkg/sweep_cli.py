@@ -28,6 +28,7 @@ from .cli_args import (
     DEFAULT_INTERVAL,
     existing_path,
     int_in,
+    nonnegative_float,
     output_file,
     positive_float,
     require_plotting,
@@ -60,7 +61,9 @@ def _check_flags(args) -> None:
                                       ("--scenario", args.scenario), ("--until", args.until),
                                       ("--interval", args.interval),
                                       ("--no-batch", args.no_batch),
-                                      ("--tie-rank", args.tie_rank)) if v]
+                                      ("--tie-rank", args.tie_rank),
+                                      ("--termination-grace-seconds",
+                                       args.termination_grace_seconds is not None)) if v]
         if given:
             raise TensorschedError(f"sweep --experiment: {given[0]} does not apply (the "
                                    "experiment takes --nodes, --trace, --policy, --seeds, --tune; "
@@ -134,7 +137,8 @@ def cmd_sweep(args) -> int:
                        backend=args.backend,
                        interval=args.interval if args.interval else DEFAULT_INTERVAL,
                        until=args.until, tune=args.tune if args.tune else DEFAULT_TUNE,
-                       batch=not args.no_batch, tie_rank=args.tie_rank)
+                       batch=not args.no_batch, tie_rank=args.tie_rank,
+                       termination_grace_seconds=args.termination_grace_seconds or 0.0)
     t0 = time.perf_counter()
     inputs = S.load_inputs(jobs)                # every file checked before the first run
     for line in inputs.get(("warnings", ""), ()):
@@ -197,6 +201,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     m.add_argument("--interval", type=positive_float,
                    help=f"seconds per time-series row, the time-weighted means' resolution "
                    f"(default {DEFAULT_INTERVAL:g})")
+    m.add_argument("--termination-grace-seconds", type=nonnegative_float, metavar="S",
+                   help="every run's termination grace: DefaultPreemption's victims stay on "
+                   "their node, terminating, until S seconds after their first eviction "
+                   "(default 0: they leave at once; as ts.Simulation's "
+                   "termination_grace_seconds)")
     m.add_argument("--tie-rank", action="store_true",
                    help="with --nodes: the --policy jobs run the openb paper experiment's "
                    "profile (GpuShareScore with OpenbTieRank breaking its ties: a seeded node "
