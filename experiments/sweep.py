@@ -27,10 +27,12 @@ instance), and returns the rows in job order; on one machine the
 (``openb.batch.replay_batch``, the same rows; ``wall_seconds`` the call's
 over its runs), and so do the ``simulate`` jobs the batched engines cover
 (``batchable``: the openb profile on openb nodes; ``sweep_local``: default-
-profile configurations on manifests, on numba): the table is the same
-whatever ran it (but ``wall_seconds``).  ``comparison(table)`` is the
-side-by-side table (rows: traces, columns: configs, cells: mean and standard
-deviation over the seeds), ``plot_comparison`` its bar chart.  The row
+profile configurations on manifests, on numba; a job with a termination
+grace, ``Job.termination_grace_seconds``, where ``grace_goes`` lets it):
+the table is the same whatever ran it (but ``wall_seconds``).
+``comparison(table)`` is the side-by-side table (rows: traces, columns:
+configs, cells: mean and standard deviation over the seeds),
+``plot_comparison`` its bar chart.  The row
 schemas and the table are ``results``, the comparison ``comparison``; this
 module, the jobs and their runs, is the API and names them all.
 
@@ -293,8 +295,11 @@ def load_inputs(jobs) -> dict:
         raise SweepError(f"jobs of one kind ({' or '.join(KINDS)}), got {sorted(kinds)}")
     args = Arguments("sweep.load_inputs")
     for i, j in enumerate(jobs):        # a Job made by hand: what make_jobs checks
-        args.number(f"jobs[{i}].termination_grace_seconds", j.termination_grace_seconds, 0.0,
-                    unit="seconds")
+        grace = args.number(f"jobs[{i}].termination_grace_seconds",
+                            j.termination_grace_seconds, 0.0, unit="seconds")
+        if grace > 0 and j.kind == "experiment":
+            raise SweepError(f"jobs[{i}]: the experiment preempts nothing: it takes no "
+                             "termination_grace_seconds")
     inputs: dict = {}
     try:
         if kinds == {"experiment"}:

@@ -19,8 +19,8 @@ from tensorsched.framework.errors import TensorschedError
 from tensorsched.kernels.backend_names import BACKENDS
 
 __all__ = ["BACKENDS", "DEFAULT_INTERVAL", "SEED", "Help", "Parser", "existing_path", "int_in",
-           "load", "load_cluster", "nonnegative_float", "output_file", "positive_float", "progress",
-           "require_plotting", "subcommand"]
+           "load", "load_cluster", "nonnegative_float", "output_file", "positive_float",
+           "progress", "require_plotting", "subcommand"]
 
 
 def int_in(lo: int, hi: int | None = None):

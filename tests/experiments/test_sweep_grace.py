@@ -248,6 +248,10 @@ def test_the_experiment_takes_no_grace(tmp_path):
     with pytest.raises(TensorschedError, match="experiment preempts nothing"):
         S.make_jobs([jobs[0].trace], [0], experiment=True, nodes=jobs[0].nodes,
                     termination_grace_seconds=1.0)
+    job = S.Job("experiment", jobs[0].trace, 0, policy="FGD", nodes=jobs[0].nodes,
+                termination_grace_seconds=1.0)
+    with pytest.raises(TensorschedError, match=r"jobs\[0\]: the experiment preempts nothing"):
+        S.load_inputs([job])
 
 
 def _cli(argv, capsys) -> tuple:
