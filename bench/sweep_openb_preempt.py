@@ -118,7 +118,7 @@ def main(argv=None) -> dict:
         inputs = S.load_inputs(jobs)
         taken = [i for i, j in enumerate(jobs) if S.batchable(j, inputs)]
         kept: list = []
-        S._batched_simulations(jobs, inputs, 1, lambda i, row, e: kept.append(i))
+        S.batched_simulations(jobs, inputs, 1, lambda i, row, e: kept.append(i))
         ev_inputs = S.load_inputs(events)
         ev_sent = [j for j in events if S.grace_goes(j, ev_inputs, "openb_events")]
         ev_taken: list = []

@@ -600,12 +600,14 @@ def _workload(path: str, inputs: dict):
     return inputs[key]
 
 
-def _batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
+def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     """The simulate jobs ``batchable`` covers run as batched calls (one per
     node CSV, backend, interval, queue backoff and termination grace:
     ``openb.batch.trace_batch``, each run equal to its Simulation, the row
-    made as ``sweep_batch.simulate_row`` makes it); returns the indices of
-    the other jobs."""
+    made as ``sweep_batch.simulate_row`` makes it; ``done(i, row, None)``
+    per row, ``inputs`` ``load_inputs(jobs)``'s); returns the indices of
+    the other jobs (``run_sweep`` runs them per job or on the other
+    engines; a bench counts the rows kept)."""
     groups: dict = {}
     rest = []
     for i, job in enumerate(jobs):
@@ -869,7 +871,7 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
         else:
             # on one machine the experiment's runs go as batched calls
             rest = _batched_experiments(jobs, inputs, workers, done)
-            rest = [rest[k] for k in _batched_simulations([jobs[i] for i in rest], inputs,
+            rest = [rest[k] for k in batched_simulations([jobs[i] for i in rest], inputs,
                                                           workers, _shifted(rest, done))]
             # the openb profile with a scenario's node steps: the openb engine's node events
             rest = _engine_rest(jobs, rest, inputs, "openb_events", lambda sub, sub_done: (
