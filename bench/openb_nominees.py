@@ -21,13 +21,15 @@ The cases:
   DefaultPreemption (10 %, 100);
 - ``tiers_grace``: the same with a termination grace of ``--grace``
   seconds (the victims terminate first: nominations outstanding longer,
-  the preemptors waiting on their victims).
+  the preemptors waiting on their victims);
+- ``tiers_off``: the same runs without DefaultPreemption (for scale: the
+  queue and decisions alone; another schedule).
 
 Recorded per tree and case: the CPU seconds (the process's, all threads)
-of ``--calls`` calls in each round, their mean over the rounds, the load
-average before and after each process, and a digest of the answers
-(placements, GPUs, attempts, victims, change log): equal digests are
-equal answers.
+of ``--calls`` calls (``openb_preempt``: 5 x as many) in each round,
+their mean over the rounds, the load average before and after each
+process, and a digest of the answers (placements, GPUs, attempts,
+victims, change log): equal digests are equal answers.
 """
 import argparse
 import hashlib
@@ -40,7 +42,8 @@ import time
 
 import numpy as np
 
-CASES = ("openb_preempt", "tiers", "tiers_grace")
+CASES = ("openb_preempt", "tiers", "tiers_grace", "tiers_off")
+SHORT = {"openb_preempt": 5}     # a short case: its calls a timing times this
 
 
 def _cpu() -> float:
@@ -51,9 +54,11 @@ def _cpu() -> float:
 def _digest(runs: list) -> str:
     h = hashlib.sha256()
     for r in runs:
-        for x in (r.node, r.tries, r.log_pod, r.log_t, r.log_frag, r.preempted):
+        for x in (r.node, r.tries, r.log_pod, r.log_t, r.log_frag):
             h.update(np.ascontiguousarray(x).tobytes())
         h.update(repr(r.gpus).encode())
+        if r.preempted is not None:
+            h.update(np.ascontiguousarray(r.preempted).tobytes())
     return h.hexdigest()[:16]
 
 
@@ -82,6 +87,7 @@ def _cases(a) -> dict:
     out["tiers_grace"] = lambda: B.trace_batch([pre_inv], tws, jobs, backend="numba",
                                                preempt=[(10, 100)] * len(jobs),
                                                termination_grace_seconds=a.grace)
+    out["tiers_off"] = lambda: B.trace_batch([pre_inv], tws, jobs, backend="numba")
     return out
 
 
@@ -95,13 +101,14 @@ def one(a) -> dict:
     for name in names:
         runs = cases[name]()            # the compile (or the cache's load), untimed
         c0, t0 = _cpu(), time.perf_counter()
-        for _ in range(a.calls):
+        for _ in range(a.calls * SHORT.get(name, 1)):
             runs = cases[name]()
         rec["cases"][name] = {
             "cpu_seconds": round(_cpu() - c0, 3),
             "wall_seconds": round(time.perf_counter() - t0, 3),
             "runs": len(runs),
-            "victims": int(sum(int(r.preempted.sum()) for r in runs)),
+            "calls": a.calls * SHORT.get(name, 1),
+            "victims": int(sum(int(r.preempted.sum()) for r in runs if r.preempted is not None)),
             "attempts": int(sum(int(r.tries.sum()) for r in runs)),
             "digest": _digest(runs)}
     rec["load_after"] = [round(x, 2) for x in os.getloadavg()]
