@@ -114,8 +114,9 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                          cache_ver[c], work, feas)
             if pre != 0:
                 target = -1
-                if row < 0 and not (grace > 0.0 and waits_for_victims(j, prio, pst, out_node,
-                                                                      victim, pw)):
+                if row < 0 and not (grace > 0.0 and waits_for_terminating(j, prio, pst,
+                                                                          out_node, pw, tqp,
+                                                                          tq)):
                     target = post_filter_gpu(j, n, qi[Q_ATTEMPT], seed_mix, pct, least, c_cpu[c],
                                              c_mem[c], c_num[c], c_milli[c], c_mask[c], prio,
                                              krank, pst, out_node, cls, c_cpu, c_mem, c_num,

@@ -16,6 +16,15 @@ postFilter and a termination grace (0: the victims leave at once; above
   held when it was the last pod taken off that node, when they are still
   free: the table's ``prefer``), filters, scores and PostFilter run with
   them, and they are taken off again before the bind or the evictions.
+  The nominated pods are a doubly linked list in that order (``pw[:,
+  W_LINK]``, its ends ``ps[S_NHEAD]`` / ``ps[S_NTAIL]``, a node's last pod
+  there ``nw[:, N_TAIL]``): a nomination goes after its node's last one
+  (a node without nominations: at the end) and leaves the list when it
+  ends, so a cycle walks the nominations only (dropping the pods bound or
+  deleted since), a nomination ends the lower ones on its node from that
+  node's last pod back, and the terminating rule reads the victims whose
+  grace has not ended (``waits_for_terminating``): no per-cycle step reads
+  every pod.
 - The victim search on a node (``victims_on_gpu``): every bound pod of
   lower priority off (its cpu, memory, pod slot and its GPU milli on its
   GPU indices), the pod must pass NodeResourcesFit and GpuShareFit (a pod
@@ -38,10 +47,11 @@ postFilter and a termination grace (0: the victims leave at once; above
   ends when its pod binds, is deleted, or preempts again.
 
 State per cluster: ``pw`` [P, PW_N] int64 per pod (its nominated node,
-nomination number, the GPUs its nominated copy holds, list links), ``nw``
-[N, NW_N] int64 per node (victim list head, nominations, when its first
-current one came), ``ps`` [PS_N] int64 scalars (the last pod taken off a
-node: pod, row, GPUs; counters; the best candidate's statistics).  Per pod
+its nominated pods' list links, the GPUs its nominated copy holds, list
+links of the victim search), ``nw`` [N, NW_N] int64 per node (victim list
+head, nominations, its last nominated pod), ``ps`` [PS_N] int64 scalars
+(the last pod taken off a node: pod, row, GPUs; counters; the nominated
+pods' list ends; the best candidate's statistics).  Per pod
 inputs ``prio`` (priority) and ``krank`` (its key's rank); ``victim`` [P]
 out: 1 for a pod preempted.
 
@@ -66,7 +76,7 @@ PRIORITY_OFFSET = 2147483648
 
 # pw columns
 W_NOM = 0           # nominated node (-1 none)
-W_SEQ = 1           # nomination number
+W_LINK = 1          # its neighbours in the nominated pods' list (``link_prev`` / ``link_next``)
 W_GM = 2            # the GPUs (bit mask) its nominated copy holds in a cycle
 W_NXT = 3           # next lower-priority pod on its node (victim search)
 W_CUR = 4           # a node's lower-priority pods (victim search)
@@ -76,15 +86,16 @@ PW_N = 7
 # nw columns
 N_HEAD = 0
 N_CNT = 1           # pods nominated there
-N_SINCE = 2         # the nomination number of its first current one
+N_TAIL = 2          # the last of them in the nominated pods' list (while N_CNT > 0)
 NW_N = 3
 # ps slots
 S_JR_POD = 0        # the pod last taken off a node (-1: a pod was added since)
 S_JR_ROW = 1
 S_JR_GM = 2
-S_SEQ = 3           # nomination numbers given
 S_NNOM = 4          # nominations outstanding
 S_NADD = 5          # nominated pods this cycle added
+S_NHEAD = 6         # the nominated pods' list: its first and last pod (-1: empty)
+S_NTAIL = 7
 S_STATS = 8         # 8..10 this node's (top priority, sum, victims), 11..13 the best's
 PS_N = 16
 # tq slots: the victims terminating (a termination grace above 0)
@@ -102,6 +113,8 @@ V_LOW = 3           # its bound pods of lower priority than the preemptor's
 V_OFF = 4           # where they start in the per-pod slots
 V_FILL = 5          # how many are there so far
 VS_N = 6
+LINK = 4294967296   # 2^32: a link word is (previous + 1) + (next + 1) * LINK
+LINK_LOW = 4294967295
 
 
 def preempt_init(pw, nw, ps, victim):
@@ -113,6 +126,8 @@ def preempt_init(pw, nw, ps, victim):
     for s in range(ps.shape[0]):
         ps[s] = 0
     ps[S_JR_POD] = -1
+    ps[S_NHEAD] = -1
+    ps[S_NTAIL] = -1
 
 
 def taken_off(k, row, gm, ps):
@@ -123,10 +138,39 @@ def taken_off(k, row, gm, ps):
     ps[S_JR_GM] = gm
 
 
+def link_prev(k, pw):
+    """The pod before ``k`` in the nominated pods' list (-1: none)."""
+    return (pw[k, W_LINK] & LINK_LOW) - 1
+
+
+def link_next(k, pw):
+    """The pod after ``k`` in the nominated pods' list (-1: none)."""
+    return (pw[k, W_LINK] >> 32) - 1
+
+
+def set_links(k, prev, nxt, pw):
+    # (a run's pods are fewer than 2^31: both fit a word)
+    pw[k, W_LINK] = (prev + 1) + (nxt + 1) * LINK
+
+
 def nom_delete(k, pw, nw, ps):
+    """Pod ``k``'s nomination ends (none: nothing): off the list, its
+    node's last pod there the one before it."""
     i = pw[k, W_NOM]
     if i < 0:
         return
+    p = link_prev(k, pw)
+    x = link_next(k, pw)
+    if p >= 0:
+        set_links(p, link_prev(p, pw), x, pw)
+    else:
+        ps[S_NHEAD] = x
+    if x >= 0:
+        set_links(x, p, link_next(x, pw), pw)
+    else:
+        ps[S_NTAIL] = p
+    if nw[i, N_TAIL] == k:
+        nw[i, N_TAIL] = p       # (a pod of the node while any is left: they are adjacent)
     nw[i, N_CNT] -= 1
     pw[k, W_NOM] = -1
     ps[S_NNOM] -= 1
@@ -134,14 +178,22 @@ def nom_delete(k, pw, nw, ps):
 
 def nom_add(k, i, pw, nw, ps):
     """The nominator's ``add``: ``k`` off its old node, appended to ``i``'s
-    list (a node without nominations goes after the others)."""
+    pods (a node without nominations goes after the others): the list
+    stays in the nominator's order, each node's pods together."""
     nom_delete(k, pw, nw, ps)
-    if nw[i, N_CNT] == 0:
-        nw[i, N_SINCE] = ps[S_SEQ]
-        ps[S_SEQ] += 1
+    t = nw[i, N_TAIL] if nw[i, N_CNT] > 0 else ps[S_NTAIL]
+    x = link_next(t, pw) if t >= 0 else ps[S_NHEAD]
+    set_links(k, t, x, pw)
+    if t >= 0:
+        set_links(t, link_prev(t, pw), k, pw)
+    else:
+        ps[S_NHEAD] = k
+    if x >= 0:
+        set_links(x, k, link_next(x, pw), pw)
+    else:
+        ps[S_NTAIL] = k
+    nw[i, N_TAIL] = k
     nw[i, N_CNT] += 1
-    pw[k, W_SEQ] = ps[S_SEQ]
-    ps[S_SEQ] += 1
     pw[k, W_NOM] = i
     ps[S_NNOM] += 1
 
@@ -163,31 +215,19 @@ def nominees_on(j, prio, pst, cls, c_cpu, c_mem, c_num, c_milli, gpu_count, gpu_
     """Pod ``j``'s cycle: the nominated pods it counts added to their nodes
     (module doc); returns how many (``pw[:, W_ADDED]``, in order)."""
     ps[S_NADD] = 0
-    if ps[S_NNOM] == 0:
-        return 0
-    e = pw.shape[0]
-    # bound or deleted since: the nominator forgot them then (no nomination
-    # came in between, so the order is the same)
-    for k in range(e):
-        if pw[k, W_NOM] >= 0 and (pst[k] == P_BOUND or pst[k] == P_GONE):
-            nom_delete(k, pw, nw, ps)
     pj = prio[j]
     na = 0
-    for k in range(e):
-        i = pw[k, W_NOM]
-        if i < 0 or k == j or prio[k] < pj:
-            continue
-        a = na
-        while a > 0:
-            q = pw[a - 1, W_ADDED]
-            qi = pw[q, W_NOM]
-            if nw[qi, N_SINCE] < nw[i, N_SINCE] or (
-                    nw[qi, N_SINCE] == nw[i, N_SINCE] and pw[q, W_SEQ] < pw[k, W_SEQ]):
-                break
-            pw[a, W_ADDED] = q
-            a -= 1
-        pw[a, W_ADDED] = k
-        na += 1
+    k = ps[S_NHEAD]
+    while k >= 0:
+        x = link_next(k, pw)
+        if pst[k] == P_BOUND or pst[k] == P_GONE:
+            # bound or deleted since: the nominator forgot it then (no
+            # nomination came in between, so the order is the same)
+            nom_delete(k, pw, nw, ps)
+        elif k != j and prio[k] >= pj:
+            pw[na, W_ADDED] = k
+            na += 1
+        k = x
     for a in range(na):
         k = pw[a, W_ADDED]
         i = pw[k, W_NOM]
@@ -431,11 +471,15 @@ def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, n
 
 def nominate_to(j, target, prio, pw, nw, ps):
     """Pod ``j`` nominated to node ``target`` (DefaultPreemption chose it):
-    the pods nominated there with a lower priority lose their nomination."""
+    the pods nominated there with a lower priority lose their nomination
+    (the node's pods in the list, from its last back)."""
     pj = prio[j]
-    for k in range(pw.shape[0]):
-        if pw[k, W_NOM] == target and k != j and prio[k] < pj:
+    k = nw[target, N_TAIL] if nw[target, N_CNT] > 0 else -1
+    while k >= 0 and pw[k, W_NOM] == target:
+        p = link_prev(k, pw)
+        if k != j and prio[k] < pj:
             nom_delete(k, pw, nw, ps)
+        k = p
     nom_add(j, target, pw, nw, ps)
 
 
@@ -571,12 +615,28 @@ def terminate_pop(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
 def waits_for_victims(j, prio, pst, out_node, victim, pw):
     """PodEligibleToPreemptOthers' terminating rule: pod ``j``'s nominated
     node holds a pod of lower priority terminating by preemption (bound,
-    ``victim`` 1), so it may not preempt now."""
+    ``victim`` 1), so it may not preempt now.  Reads every pod; an engine
+    with the terminating victims' queue calls ``waits_for_terminating``."""
     i = pw[j, W_NOM]
     if i < 0:
         return False
     pj = prio[j]
     for k in range(pst.shape[0]):
         if victim[k] != 0 and pst[k] == P_BOUND and out_node[k] == i and prio[k] < pj:
+            return True
+    return False
+
+
+def waits_for_terminating(j, prio, pst, out_node, pw, tqp, tq):
+    """``waits_for_victims`` over the victims whose grace has not ended
+    (``tqp[T_HEAD:T_TAIL]``: every victim still bound is there), not over
+    every pod."""
+    i = pw[j, W_NOM]
+    if i < 0:
+        return False
+    pj = prio[j]
+    for a in range(tq[T_HEAD], tq[T_TAIL]):
+        k = tqp[a]
+        if pst[k] == P_BOUND and out_node[k] == i and prio[k] < pj:
             return True
     return False

@@ -113,7 +113,7 @@ _q_init = _qns["q_init"]
 _q_next_due = _qns["q_next_due"]
 _terminate_next = _pns["terminate_next"]
 _terminate_pop = _pns["terminate_pop"]
-_waits_for_victims = _pns["waits_for_victims"]
+_waits_for_terminating = _pns["waits_for_terminating"]
 _q_failed = _qns["q_failed"]
 _q_bound = _qns["q_bound"]
 
@@ -462,8 +462,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                 _nominees_on(j, prio, pst, wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w],
                              count, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                              version, gidx, pw, nw, ps)
-                cmd[2] = 1 if grace > 0.0 and _waits_for_victims(
-                    j, prio, pst, out_node[o:o + e], victim, pw) else 0
+                cmd[2] = 1 if grace > 0.0 and _waits_for_terminating(
+                    j, prio, pst, out_node[o:o + e], pw, tqp, tq) else 0
             cuda.syncthreads()
             waits = cmd[2]      # (rewritten only past block_decide's barriers)
         row = block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap[s],
