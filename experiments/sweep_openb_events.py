@@ -395,6 +395,8 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
          "mem": col(inv.mem_cap), "bytes": col(np.asarray(inv.mem_cap, np.int64) * MIB),
          "pods": [pods] * n0}
     names = list(inv.names)
+    first = {name: i for i, name in enumerate(names)}
+    same = list(range(len(names)))      # each universe node's first node of its name
     models = list(inv.models)
     rows = {name: i for i, name in enumerate(names)}
     uid = dict(rows)            # a node name -> its universe node now (the latest added)
@@ -472,6 +474,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 while name in uid and f"{name}.{k}" in taken:
                     k += 1
                 names.append(f"{name}.{k}" if name in uid else name)
+                same.append(first.setdefault(name, x))
                 taken.add(names[-1])
                 for k, v in zip(("gc", "md", "cpu", "mem", "bytes", "pods"),
                                 (gc, md, cpu, mem, nbytes, slots)):
@@ -524,7 +527,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                         i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),
                         np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
                         i64(ev["x"]), np.asarray(ev["flag"], np.int8), fit,
-                        interest_bits(NodeUnschedulable))
+                        interest_bits(NodeUnschedulable), i64(same))
     return OpenbPlan(events, names, models, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]),
                      ranks, rank_problem, created)
 

@@ -49,7 +49,14 @@ pod's candidates are the live, schedulable rows (``potential_rows``;
 ``post_filter_rows`` visits them from the seeded offset of their number),
 the victims leave at once (``evict_victims``), a Pod/Delete for the pool,
 the preemptor goes back with a move request; a node's deletion ends the
-nominations to it, a cordon keeps them.
+nominations to it, a cordon keeps them.  With a termination grace above
+0 (the run's ``grace``) the victims terminate on their node (holding
+it) until their first eviction + grace and the preemptor waits in the
+pool (``_gpu_preempt.terminate_later`` / ``waits_for_victims``); each
+deadline is a time the clock stops at (``_queue.q_next_steps_due``), and
+then the victims still bound leave (``terminate_where``) -- one a drain,
+a removal, a Pod delete or its departure took off before is gone, its
+termination finds nothing.
 """
 
 # ruff: noqa: F821
@@ -181,6 +188,14 @@ def first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_
             cordoned[i] = 0
 
 
+def first_names(row0, u_name, row_name):
+    """Each local row's node name at the start (``u_name`` [U] a name's
+    number, -1 on an empty row)."""
+    for i in range(row0.shape[0]):
+        x = row0[i]
+        row_name[i] = u_name[x] if x >= 0 else -1
+
+
 def first_static(row0, u_static, static_total):
     """Each local row's static score at the start: its first node's
     (``u_static`` [U]; 0 on an empty row)."""
@@ -228,6 +243,26 @@ def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli,
     return m
 
 
+def waits_on_named(j, n, live, row_name, gone_nom, prio, pst, out_node, victim):
+    """``_gpu_preempt.waits_for_victims`` for pod ``j`` whose nomination a
+    node's removal ended: its status still names that node
+    (``gone_nom[j]``, a name's number, -1 none), and a node added later
+    under that name counts (the Simulation looks the name up): True where
+    such a node is live and holds a pod of lower priority terminating by
+    preemption."""
+    x = gone_nom[j]
+    if x < 0:
+        return False
+    pj = prio[j]
+    for i in range(n):
+        if live[i] != 0 and row_name[i] == x:
+            for k in range(pst.shape[0]):
+                if victim[k] != 0 and pst[k] == P_BOUND and out_node[k] == i and prio[k] < pj:
+                    return True
+            return False
+    return False
+
+
 def terminate_where(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
                     rank, ak, pmask, tqp, tqt, tq):
     """``_gpu_preempt.terminate_pop`` on this engine's pool: the next
@@ -269,7 +304,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                        s_lo, s_m, s_st, s_v,
                        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
                        pre, pct, least, prio, krank, pw, nw, ps, pot, kord,
-                       victim, grace, tqp, tqt, tq):
+                       victim, grace, tqp, tqt, tq, u_name, row_name, gone_nom):
     """One cluster (module doc): rows 0..n-1 with their first node's
     columns (``gpu_count`` .. ``pods_cap`` [N], updated as nodes are
     added), ``live`` / ``cordoned`` [N] int8 at the start (updated); the
@@ -296,7 +331,22 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     where ``krank`` is given (with or without preemption: the order the
     Simulation logs them in), in row order where it is empty.  Scratch
     ``pw`` [P, 7], ``nw`` [N, 3], ``ps`` [16], ``pot`` [N]; 0: none (those
-    arrays may be empty); ``kord`` [P] where ``krank`` is given."""
+    arrays may be empty); ``kord`` [P] where ``krank`` is given.  Out
+    ``victim`` [P] 1 for a pod preempted (its why ``WHY_PREEMPTED`` when
+    it left by preemption).
+
+    ``grace`` (seconds) above 0, with ``pre``: the victims terminate on
+    their node until their first eviction + grace (``_gpu_preempt``'s
+    ``terminate_later``; ``tqp`` [P], ``tqt`` [2P] float64, ``tq``
+    [TQ_N] zeros, ``tq[T_OVER]`` 1 after where ``tqt`` was too small),
+    then leave as a departure does (``terminate_where``: not when a drain,
+    a removal, a Pod delete or their departure took them first); the
+    preemptor waits in the pool as a failed pod, and may not preempt again
+    while its nominated node holds a lower-priority pod terminating
+    (``waits_for_victims``; where a removal ended its nomination, the node
+    its status names: a node added later under that name,
+    ``waits_on_named``: ``u_name`` [U] each universe node's name number,
+    scratch ``row_name`` [N] set by ``first_names``, ``gone_nom`` [P])."""
     p = cls.shape[0]
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
@@ -319,6 +369,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     q_init(qi, qf, pst, patt, pts)
     if pre != 0:
         preempt_init(pw, nw, ps, victim)
+        for k in range(p):
+            gone_nom[k] = -1
     keyed = krank.shape[0] > 0
     if keyed:
         for j in range(p):
@@ -379,6 +431,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                           cpu_left, mem_left, pods_left, aff, node_ver, tp_cpu, tp_num,
                           tp_milli, tp_mask, tp_freq, nfrag)
                 static_total[row] = u_static[x]
+                row_name[row] = u_name[x]
                 live[row] = 1
                 n_live += 1
                 cordoned[row] = ev_flag[e]
@@ -428,9 +481,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                     n_live -= 1
                     cordoned[row] = 0
                     if pre != 0:
-                        # the nominator forgets the nominations to a deleted node
+                        # the nominator forgets the nominations to a deleted
+                        # node; the pods' status still names it
                         for k in range(p):
                             if pw[k, W_NOM] == row:
+                                gone_nom[k] = row_name[row]
                                 nom_delete(k, pw, nw, ps)
                     bump(row, node_ver, version)
                     move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
@@ -472,8 +527,10 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                          cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
             if pre != 0:
                 target = -1
-                if row < 0 and not (grace > 0.0 and waits_for_victims(j, prio, pst, out_node,
-                                                                      victim, pw)):
+                if row < 0 and not (grace > 0.0 and (
+                        waits_for_victims(j, prio, pst, out_node, victim, pw)
+                        or waits_on_named(j, n, live, row_name, gone_nom, prio, pst, out_node,
+                                          victim))):
                     npot = potential_rows(n, live, cordoned, pot)
                     target = post_filter_rows(j, n, pot, npot, qi[Q_ATTEMPT], seed_mix, pct,
                                               least, c_cpu[c], c_mem[c], c_num[c], c_milli[c],
@@ -487,6 +544,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                     # the victims terminate on their node; no pod left, so
                     # the preemptor waits in the pool as a failed pod
                     nominate_to(j, target, prio, pw, nw, ps)
+                    gone_nom[j] = -1
                     terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps)
                     q_failed_mask(j, failure_bits(n, live, cordoned, fit_interest,
                                                   cordon_interest), qi, qf, pst, pts, up, pmask)

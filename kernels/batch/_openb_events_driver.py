@@ -20,7 +20,7 @@ T_OVER = 4
 
 
 def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
-                   ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
+                   ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest, u_name,
                    n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                    n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
                    policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
@@ -37,6 +37,8 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
     arguments (``pct`` -1: the run does not preempt), ``prio`` / ``krank``
     [P] each pod's priority and key rank (``prio`` empty when no run
     preempts; ``krank`` empty: a drained node's pods leave in row order),
+    ``u_name`` [U] each universe node's name number (a node added again
+    under a removed node's name has that node's);
     ``grace`` [B] each run's termination grace (seconds); out
     ``out_victim`` [P] 1 for a pod preempted, ``over`` [B] 1 where a run's
     pending termination deadlines outgrew their ring (``_gpu_preempt``'s
@@ -61,6 +63,8 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
                     gc, md, cc, mc, pc, live, cord)
         st = np.empty(n, np.int64)
         first_static(row0, u_static[b], st)
+        rn = np.empty(n, np.int64)
+        first_names(row0, u_name, rn)
         r = max(2 * e, 1)
         rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
         ak = np.empty(r if rank.shape[0] > 0 else 0, np.int64)
@@ -98,5 +102,6 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
             np.empty(e, np.int64), ak, np.empty(e, np.int64),
             pre, pct[b], least[b], pr, kr, pw, nw, np.empty(PS_N, np.int64),
             np.empty(n, np.int64), np.empty(kr.shape[0], np.int64), out_victim[o:o + e],
-            grace[b], np.empty(pp, np.int64), np.empty(2 * pp, np.float64), tq)
+            grace[b], np.empty(pp, np.int64), np.empty(2 * pp, np.float64), tq, u_name, rn,
+            np.empty(pp, np.int64))
         over[b] = tq[T_OVER]

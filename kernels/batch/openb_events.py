@@ -66,7 +66,11 @@ class NodeEvents(NamedTuple):
     EV_UPDATE: cordoned after it), a time's EV_POD_DELETE events before
     its others; ``fit_interest`` / ``cordon_interest``
     the cluster events (``_queue``'s bits) NodeResourcesFit and
-    GpuShareFit / NodeUnschedulable listen to."""
+    GpuShareFit / NodeUnschedulable listen to; ``u_name`` [U] int64 each
+    universe node's name as a number (a node added again under a removed
+    node's name: that node's; None: every node its own), read where a
+    removal ended a preemptor's nomination and its status still names
+    the node (a termination grace above 0)."""
 
     row0: np.ndarray
     cord0: np.ndarray
@@ -82,6 +86,7 @@ class NodeEvents(NamedTuple):
     ev_flag: np.ndarray
     fit_interest: int
     cordon_interest: int
+    u_name: np.ndarray | None = None
 
     @property
     def n_events(self) -> int:
@@ -120,6 +125,10 @@ class NodeEvents(NamedTuple):
         x = np.asarray(self.ev_x)[add]
         if ((x < 0) | (x >= u)).any():
             raise ValueError(f"NodeEvents.ev_x: an EV_ADD's universe node 0..{u - 1}")
+        if self.u_name is not None:
+            nm = np.asarray(self.u_name)
+            if nm.shape != (u,) or ((nm < 0) | (nm >= max(u, 1))).any():
+                raise ValueError(f"NodeEvents.u_name: shape ({u},), numbers 0..{u - 1}")
         lead = kind == EV_POD_DELETE
         if (lead[1:] & ~lead[:-1] & (t[1:] == t[:-1])).any():
             raise ValueError("NodeEvents.ev_kind: a time's EV_POD_DELETE events come before "
@@ -137,7 +146,14 @@ class NodeEvents(NamedTuple):
                 c(self.u_mem_cap, np.int64), c(self.u_pods_cap, np.int64),
                 c(self.ev_t, np.float64), c(self.ev_kind, np.int64), c(self.ev_row, np.int64),
                 c(self.ev_x, np.int64), c(self.ev_flag, np.int8), int(self.fit_interest),
-                int(self.cordon_interest))
+                int(self.cordon_interest), self.names_i64())
+
+    def names_i64(self) -> np.ndarray:
+        """``u_name`` as the kernels take it (None: 0 .. U - 1)."""
+        u = int(np.shape(self.u_gpu_count)[0])
+        if self.u_name is None:
+            return np.arange(u, dtype=np.int64)
+        return np.ascontiguousarray(self.u_name, np.int64)
 
 
 class EventOutputs(NamedTuple):

@@ -46,11 +46,12 @@ _ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=
 _run_cluster = _ev_ns["run_events_cluster"]
 _first_nodes = _ev_ns["first_nodes"]
 _first_static = _ev_ns["first_static"]
+_first_names = _ev_ns["first_names"]
 
 
 @cuda.jit
 def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
-            ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
+            ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest, u_name,
             n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
             policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
@@ -62,7 +63,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
             version_all, cs_all, cg_all, cv_all, nfrag_all, feas_all, fbuf_all, qi_all, qf_all,
             pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
             dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, kord_all, tqp_all,
-            tqt_all, tq_all):
+            tqt_all, tq_all, rn_all, gn_all):
     b = cuda.grid(1)
     if b >= run_workload.shape[0]:
         return
@@ -90,6 +91,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     _first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                  gc, md, cc, mc, pc, live, cord)
     _first_static(row0, u_static[b], static_all[b])
+    _first_names(row0, u_name, rn_all[b])
     r2 = 2 * o
     rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
     ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
@@ -119,7 +121,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
         dp_all[o:o + e], ak, pmask_all[o:o + e],
         pre, pct[b], least[b], pr, kr, pw_all[o:o + pp], nw_all[b], ps_all[b], pot_all[b],
         kord_all[o:o + kr.shape[0]], out_victim[o:o + e], grace[b], tqp_all[o:o + pp],
-        tqt_all[r2:r2 + 2 * pp], tq_all[b])
+        tqt_all[r2:r2 + 2 * pp], tq_all[b], u_name, rn_all[b], gn_all[o:o + pp])
 
 
 def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
@@ -167,6 +169,8 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     # tqt [2P] per run's pods, tq [B, TQ_N] zeros
     tq = d(np.zeros((b, _gpu_preempt.TQ_N), i64))
     scratch += [da(p1 if on else 1, i64), da(p2 if on else 1, f64), tq]
+    # the rows' node names; the name a removal left in a pod's nomination
+    scratch += [da((b, n), i64), da(p1 if on else 1, i64)]
     _kernel[(b + THREADS - 1) // THREADS, THREADS](*ins, *outs, *scratch)
     check_terminating(tq.copy_to_host()[:, _gpu_preempt.T_OVER])
     return EventOutputs(*(x.copy_to_host() for x in outs))

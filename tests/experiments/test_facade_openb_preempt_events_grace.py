@@ -28,7 +28,7 @@ from test_facade_openb_preempt_events import (
     write_cluster,
 )
 from test_openb_preempt_deletes import ROWS as DELETE_ROWS
-from test_openb_preempt_deletes import _steps
+from test_openb_preempt_deletes import _facade_or_error, _steps, deletes_scenario
 from test_sweep_openb_events import _node
 
 import tensorsched as ts
@@ -69,6 +69,21 @@ def test_each_run_is_its_simulation_under_random_steps_with_a_grace(tmp_path, se
     nodes, pods = write_cluster(tmp_path, rng, n_nodes, n_pods)
     check(nodes, pods, random_scenario(rng, n_nodes), POLICIES[seed % 3::3], [seed % 7], args,
           grace=grace)
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(6, 18),
+       grace=st.sampled_from(GRACES))
+def test_random_deletes_with_a_grace_raise_or_equal_each_simulation(tmp_path, seed, n_nodes,
+                                                                   n_pods, grace):
+    """Created pods of low priorities, deleted later, some while they
+    terminate as victims: the batched call raises the first failing
+    Simulation's error or every run is its Simulation's."""
+    rng = np.random.default_rng(seed)
+    nodes, pods = write_cluster(tmp_path, rng, n_nodes, n_pods)
+    _facade_or_error(nodes, pods, deletes_scenario(rng, n_nodes), ["FGD", "BestFit"][seed % 2:],
+                     [seed % 5], [(10, 100), (50, 1)][seed % 2], grace=grace)
 
 
 def test_random_inputs_do_terminate_victims(tmp_path):
@@ -163,6 +178,29 @@ def test_a_preemptor_whose_nominated_node_is_removed_preempts_again(tmp_path):
         (b_left,) = _leaves(r, "b")
         assert 12.0 < b_left <= 12.0 + 30.0 + 10.0, r.policy      # (h's backoff)
         assert r.bind[_pod_of(r, "h")] == b_left, r.policy
+
+
+def test_a_removed_nominated_nodes_name_still_counts(tmp_path):
+    """h (100) preempts a on n0 at 10; n0 is removed at 20 (h's
+    nomination ends, its status still names n0) and added again at 21,
+    where q (60) binds and r (150, only n0 fits it) makes q a victim at
+    21.5.  At 22 h fails and may not preempt: the node named n0 holds q,
+    terminating below it (b on n1, 50, would be the cheaper victim); b is
+    evicted only at 66.5, when q has gone and r took n0."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,1,T4\nn1,4000,16384,1,T4\n")
+    anno = '"alibabacloud.com/gpu-milli=1000;alibabacloud.com/gpu-count=1"'
+    rows = [("a", 0, "", 6, 0), ("z", 1, 20.2, 1, 200), ("h", 10, "", 1, 100),
+            ("b", 20.3, "", 1, 50), ("q", 21, "", 6, 60), ("r", 21.5, "", 6, 150)]
+    (tmp_path / "p.csv").write_text(
+        "name,arrival,departure,duration,cpu,memory,annotations,priority\n" + "".join(
+            f"{nm},{t},{dep},,{c},1024Mi,{anno},{pr}\n" for nm, t, dep, c, pr in rows))
+    sc = {"steps": [{"at": 20, "removeNodes": ["n0"]},
+                    {"at": 21, "create": _node("n0", 1, cpu="8")}]}
+    for r in check(str(tmp_path / "n.csv"), str(tmp_path / "p.csv"), sc, POLICIES, [0, 3],
+                   grace=45.0):
+        assert r.preempted.tolist() == [True, False, False, True, True, False], r.policy
+        assert _leaves(r, "b") == [111.5] and r.bind[_pod_of(r, "h")] == 111.5, r.policy
 
 
 def test_no_stall_stop_while_a_victim_terminates(tmp_path):
