@@ -12,8 +12,11 @@ binding times, victims and how each pod left are its Simulation's.
 
 python -m tensorsched.bench.openb_preempt_events [--trace gpushare40] [--nodes 12]
         [--pods 400] [--scale 600] [--stay 30] [--high 0.3] [--seeds 1-2] [--policies ...]
-        [--backend numba|cuda] [--workers N]
-        [--output bench/results/openb-preempt-events-<backend>.json]
+        [--backend numba|cuda] [--workers N] [--grace SECONDS]
+        [--output bench/results/openb-preempt-events[-grace]-<backend>.json]
+
+``--grace``: the Scheduler's termination grace for both paths (victims
+terminate on their node that long; default 0: they leave at once).
 
 Recorded: wall and CPU seconds of both paths (this process; the machine
 may be shared: the load average before and after), the runs, preemptions,
@@ -86,9 +89,10 @@ def scenario(inv, trace) -> dict:
     return {"steps": [s for s in steps if "removeNodes" not in s or n > 1]}
 
 
-def simulate(inv, trace, policy: str, seed: int, sc: dict) -> tuple:
-    """One run as a Simulation given the scenario: per pod name (node,
-    GPUs, binding time), how each pod that left its node left."""
+def simulate(inv, trace, policy: str, seed: int, sc: dict, grace: float = 0.0) -> tuple:
+    """One run as a Simulation given the scenario (termination grace
+    ``grace``): per pod name (node, GPUs, binding time), how each pod that
+    left its node other than by its own departure left."""
     n = inv.n_nodes
     tw = B.trace_workload(trace)
     cfg = preempt_config(policy, n)
@@ -98,7 +102,8 @@ def simulate(inv, trace, policy: str, seed: int, sc: dict) -> tuple:
     tie = None if policy == "Random" else B.tie_of(n, seed)
     sim = Simulation(T.openb_node_objects(inv, tie), cfg, "numba", seed,
                      registry=T.experiment_registry(),
-                     pod_max_in_unschedulable_seconds=B.DEFAULT_MAX_UNSCHED)
+                     pod_max_in_unschedulable_seconds=B.DEFAULT_MAX_UNSCHED,
+                     termination_grace_seconds=grace)
     sim.scenario(load_scenario(copy.deepcopy(sc)))
     made = {f"made-{k}" for k in range(CREATED)}
     got, gone = {}, {}
@@ -121,6 +126,8 @@ def simulate(inv, trace, policy: str, seed: int, sc: dict) -> tuple:
     sim.on("Evicted", left)
     sim.on("Deleted", left)
     sim.on("Preempted", lambda e: gone.__setitem__(name(e), "Preempted"))
+    # (a victim still terminating that departs first left as a departure)
+    sim.on("Departed", lambda e: gone.pop(name(e), None))
     sim.submit(trace.table)
     sim.run()
     return got, gone
@@ -152,6 +159,7 @@ def main(argv=None):
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--backend", default="numba", choices=("numba", "cuda"))
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--grace", type=float, default=0.0)
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--output")
     a = ap.parse_args(argv)
@@ -162,18 +170,20 @@ def main(argv=None):
     configs = [preempt_config(p, inv.n_nodes) for p in policies]
     # compile (or load the compiled kernels) outside the timing
     ts.simulate_batch(inv, trace, configs[:1], seeds[:1], backend=a.backend, workers=a.workers,
-                      scenario=sc)
+                      scenario=sc, termination_grace_seconds=a.grace)
     runs, batched_t = timed(lambda: ts.simulate_batch(inv, trace, configs, seeds,
                                                        backend=a.backend, workers=a.workers,
-                                                       scenario=sc))
-    sims, per_run = timed(lambda: [simulate(inv, trace, policies[r.config], r.seed, sc)
-                                    for r in runs])
+                                                       scenario=sc,
+                                                       termination_grace_seconds=a.grace))
+    sims, per_run = timed(lambda: [simulate(inv, trace, policies[r.config], r.seed, sc,
+                                            a.grace) for r in runs])
     equal = [batched(r) == s for r, s in zip(runs, sims)]
     record = {"experiment": "openb profile + DefaultPreemption under node and Pod steps, "
                             "simulate_batch(scenario=S) vs one Simulation per run (module "
                             "doc's workload)",
               "trace": a.trace, "nodes": inv.n_nodes, "pods": len(trace), "scale": a.scale,
               "stay": a.stay, "high_share": a.high, "steps": len(sc["steps"]),
+              "termination_grace_seconds": a.grace,
               "policies": policies, "seeds": a.seeds, "runs": len(runs),
               "backend": a.backend, "workers": a.workers or os.cpu_count(),
               "preemptions": [int(r.preempted.sum()) for r in runs],
@@ -188,7 +198,8 @@ def main(argv=None):
               "commit": git_commit(), "machine": machine_info(),
               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = a.output or os.path.join(os.path.dirname(os.path.realpath(__file__)), "results",
-                                   f"openb-preempt-events-{a.backend}.json")
+                                   "openb-preempt-events-"
+                                   + ("grace-" if a.grace > 0 else "") + f"{a.backend}.json")
     with open(out, "w") as f:
         json.dump(record, f, indent=1)
     print(json.dumps(record, indent=1))

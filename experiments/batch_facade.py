@@ -24,7 +24,12 @@ A config with DefaultPreemption at postFilter (``batch_config``'s
 ``preemption``) runs here too: the node-event engine's cluster function
 preempts for it (``_openb_events``: candidates among the live,
 schedulable nodes; a deleted node ends its nominations), its victims'
-``why`` ``WHY_PREEMPTED`` and ``preempted`` [P] set.  A Pod delete of a
+``preempted`` [P] set (``why`` ``WHY_PREEMPTED`` where they left by
+preemption).  ``termination_grace_seconds`` (the Scheduler's) above 0: the
+victims stay on their node, holding it, until their first eviction +
+grace, then leave (``why`` ``WHY_PREEMPTED``); one that a drain, its
+node's removal, a Pod delete or its own departure takes off first leaves
+that way then, and its termination finds nothing.  A Pod delete of a
 created pod gone before the step (preempted by a pod of the run, evicted
 by a drain, deleted with its node, its duration over; with or without
 DefaultPreemption) stops that run's Simulation there:
@@ -52,7 +57,6 @@ from tensorsched.framework.errors import BackendError, TensorschedError
 from tensorsched.framework.simulation.scenario import Scenario, load_scenario
 from tensorsched.framework.simulation.trace import Trace
 from tensorsched.kernels._errors import BackendUnavailable
-from tensorsched.kernels.batch.openb_events import WHY_PREEMPTED
 from tensorsched.topology.gpu import GpuInventory
 from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import batch_sim as BS
@@ -91,21 +95,22 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     ``Scenario``, a dict or a YAML / JSON path) run on the node-event
     engine, ``simulate_openb_scenario``; everything else as before.
     ``termination_grace_seconds`` (the Scheduler's, 0 by default): the
-    openb engine without a scenario honours it; the node-event engine and
-    the manifest form refuse a grace above 0 (``BatchProfileError``)."""
+    openb engines, with a scenario or without, honour it; the manifest
+    form refuses a grace above 0 (``BatchProfileError``)."""
     grace = Arguments("simulate_batch").number(
         "termination_grace_seconds", termination_grace_seconds, 0.0, unit="seconds")
-    if grace > 0 and (scenario is not None or sweep_local._manifests(nodes)):
+    if grace > 0 and sweep_local._manifests(nodes):
         raise BatchProfileError(
-            f"termination_grace_seconds {grace:g}: the batched engines with a scenario or on "
-            "a manifest cluster evict with a grace of 0 only (victims leave at once); the "
-            "openb engine without a scenario takes it, ts.Simulation runs it per cluster")
+            f"termination_grace_seconds {grace:g}: the batched engines on a manifest cluster "
+            "evict with a grace of 0 only (victims leave at once); the openb engines take it, "
+            "ts.Simulation runs it per cluster")
     if scenario is None or sweep_local._manifests(nodes):
         return sweep_local.simulate_batch(nodes, traces, configs, seeds, backend=backend,
                                           workers=workers, max_unsched=max_unsched,
                                           scenario=scenario, termination_grace_seconds=grace)
     return simulate_openb_scenario(nodes, traces, configs, seeds, scenario, backend=backend,
-                                   workers=workers, max_unsched=max_unsched)
+                                   workers=workers, max_unsched=max_unsched,
+                                   termination_grace_seconds=grace)
 
 
 _as_list = BS._as_list
@@ -123,15 +128,17 @@ def _trace(x, where: str) -> Trace:
 
 def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                             backend: str = "numba", workers: int | None = None,
-                            max_unsched: float = B.DEFAULT_MAX_UNSCHED) -> list:
+                            max_unsched: float = B.DEFAULT_MAX_UNSCHED,
+                            termination_grace_seconds: float = 0.0) -> list:
     """Every (cluster, trace, config, seed) of the product of ``nodes``
     (openb node CSV paths or ``GpuInventory``), ``traces``, ``configs``
     and ``seeds`` (each one item or a list) under ``scenario``'s steps, one
     batched call per cluster: an ``OpenbEventRun`` per run in product
     order, each equal to ``Simulation(openb_node_objects(cluster), config
     with the trace's typical pods (trace.typical_of), seed=seed,
-    pod_max_in_unschedulable_seconds=max_unsched)`` given the scenario and
-    fed the trace, the nodes labelled ``batch.tie_of(n, seed)`` and the
+    pod_max_in_unschedulable_seconds=max_unsched,
+    termination_grace_seconds=termination_grace_seconds)`` given the
+    scenario and fed the trace, the nodes labelled ``batch.tie_of(n, seed)`` and the
     registry ``trace.experiment_registry()`` where OpenbTieRank scores
     (module doc: what is refused, and the error a run whose Pod delete
     finds its pod gone raises)."""
@@ -149,6 +156,8 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
     configs, seeds = _as_list(configs, "configs"), _as_list(seeds, "seeds")
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     max_unsched = args.number("max_unsched", max_unsched, 0.0, infinite=True, unit="seconds")
+    grace = args.number("termination_grace_seconds", termination_grace_seconds, 0.0,
+                        unit="seconds")
     workers = args.integer("workers", workers, 1, optional=True)
     clusters = [BS._cluster(x, f"nodes[{i}]") for i, x in enumerate(nodes)]
     trs = [_trace(x, f"traces[{i}]") for i, x in enumerate(traces)]
@@ -201,7 +210,8 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
         a, ev = openb_event_runs(inv, plans[c], [tw for tw, _m in pods[c]], jobs, backend,
                                  workers, max_unsched, cfgs[0].backoff, weights=weights,
                                  made=[m for _tw, m in pods[c]],
-                                 preempt=[cfgs[k].preempt for _c, _t, k, _s in mine])
+                                 preempt=[cfgs[k].preempt for _c, _t, k, _s in mine],
+                                 grace=grace)
         each = (time.perf_counter() - t0) / len(mine)
         missed = missed_deletes(a, ev, plans[c], jobs, [m for _tw, m in pods[c]])
         for b, ((_c, t, k, s), err) in enumerate(zip(mine, missed)):
@@ -215,7 +225,7 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                           each)
             res.config = k
             if cfgs[k].preempt is not None:
-                res.preempted = res.why == WHY_PREEMPTED
+                res.preempted = ev.victim[int(a.ev_off[b]):int(a.ev_off[b] + a.ev_len[b])] != 0
             out.append(res)
     return out
 

@@ -395,6 +395,8 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
          "mem": col(inv.mem_cap), "bytes": col(np.asarray(inv.mem_cap, np.int64) * MIB),
          "pods": [pods] * n0}
     names = list(inv.names)
+    first = {name: i for i, name in enumerate(names)}
+    same = list(range(len(names)))      # each universe node's first node of its name
     models = list(inv.models)
     rows = {name: i for i, name in enumerate(names)}
     uid = dict(rows)            # a node name -> its universe node now (the latest added)
@@ -472,6 +474,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                 while name in uid and f"{name}.{k}" in taken:
                     k += 1
                 names.append(f"{name}.{k}" if name in uid else name)
+                same.append(first.setdefault(name, x))
                 taken.add(names[-1])
                 for k, v in zip(("gc", "md", "cpu", "mem", "bytes", "pods"),
                                 (gc, md, cpu, mem, nbytes, slots)):
@@ -524,7 +527,7 @@ def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
                         i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),
                         np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
                         i64(ev["x"]), np.asarray(ev["flag"], np.int8), fit,
-                        interest_bits(NodeUnschedulable))
+                        interest_bits(NodeUnschedulable), i64(same))
     return OpenbPlan(events, names, models, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]),
                      ranks, rank_problem, created)
 
@@ -535,7 +538,8 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
                      backend: str = "numba", workers: int | None = None,
                      max_unsched: float = DEFAULT_MAX_UNSCHED,
                      backoff: tuple = (1.0, 10.0), weights: list | None = None,
-                     made: list | None = None, preempt: list | None = None) -> tuple:
+                     made: list | None = None, preempt: list | None = None,
+                     grace: float = 0.0) -> tuple:
     """(``BatchArrays``, ``EventOutputs``) of ``jobs`` ((trace, policy,
     seed): an index into ``workloads``, ``TraceWorkload``s, with the pods
     the scenario creates among their rows: ``OpenbPlan.workload``) on
@@ -547,7 +551,9 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
     ``backend`` numba or cuda; ``preempt`` per job DefaultPreemption's
     (minCandidateNodesPercentage, minCandidateNodesAbsolute) or None
     (default: no job preempts; the workloads' ``priority`` is what it
-    compares)."""
+    compares), ``grace`` the preempting jobs' termination grace in seconds
+    (the Scheduler's ``termination_grace_seconds``; 0: victims leave at
+    once)."""
     weights = weights or [(1, 0)] * len(jobs)
     if len(weights) != len(jobs):
         raise ValueError(f"weights: {len(weights)} for {len(jobs)} jobs")
@@ -580,11 +586,12 @@ def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: 
             rows[b] = made[t]
     pre = preempt_arrays(wls, key, [(0, t, p, s) for t, p, s in jobs], preempt, a,
                          key_ranks=True)
+    g = np.full(len(jobs), float(grace), np.float64)
     if backend == "cuda":
         from tensorsched.kernels.batch import openb_events_cuda
-        return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows, pre)
+        return a, openb_events_cuda.run_openb_events(a, plan.events, u_static, rows, pre, g)
     return a, run_openb_events(a, plan.events, threads=workers, u_static=u_static, made=rows,
-                               preempt=pre)
+                               preempt=pre, grace=g)
 
 
 def missed_deletes(a, out, plan: OpenbPlan, jobs: list, made: list) -> list:

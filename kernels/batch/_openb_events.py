@@ -49,7 +49,14 @@ pod's candidates are the live, schedulable rows (``potential_rows``;
 ``post_filter_rows`` visits them from the seeded offset of their number),
 the victims leave at once (``evict_victims``), a Pod/Delete for the pool,
 the preemptor goes back with a move request; a node's deletion ends the
-nominations to it, a cordon keeps them.
+nominations to it, a cordon keeps them.  With a termination grace above
+0 (the run's ``grace``) the victims terminate on their node (holding
+it) until their first eviction + grace and the preemptor waits in the
+pool (``_gpu_preempt.terminate_later`` / ``waits_for_victims``); each
+deadline is a time the clock stops at (``_queue.q_next_steps_due``), and
+then the victims still bound leave (``terminate_where``) -- one a drain,
+a removal, a Pod delete or its departure took off before is gone, its
+termination finds nothing.
 """
 
 # ruff: noqa: F821
@@ -59,6 +66,7 @@ NAN = float("nan")
 Q_DONE = 0
 Q_DEPART = 2
 Q_NODE = 3
+Q_TERMINATE = 4
 Q_POD = 10
 Q_ATTEMPT = 11
 Q_NOW = 0
@@ -69,6 +77,10 @@ I_POD_DELETE = 1
 I_NODE_ADD = 2
 I_NODE_UPDATE = 4
 I_NODE_DELETE = 8
+T_HEAD = 0              # ``_gpu_preempt``'s tq slots (the victims terminating)
+T_TAIL = 1
+T_WHEAD = 2
+T_WLEN = 3
 
 EV_ADD = 0
 EV_UPDATE = 1
@@ -176,6 +188,14 @@ def first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_
             cordoned[i] = 0
 
 
+def first_names(row0, u_name, row_name):
+    """Each local row's node name at the start (``u_name`` [U] a name's
+    number, -1 on an empty row)."""
+    for i in range(row0.shape[0]):
+        x = row0[i]
+        row_name[i] = u_name[x] if x >= 0 else -1
+
+
 def first_static(row0, u_static, static_total):
     """Each local row's static score at the start: its first node's
     (``u_static`` [U]; 0 on an empty row)."""
@@ -201,12 +221,13 @@ def potential_rows(n, live, cordoned, pot):
 def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli, prio, gmask,
                   gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                   version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, fbuf, s_lo, s_m,
-                  s_st, s_v, log_t, log_pod, log_frag, out_why, pst, pw, nw, ps):
-    """``post_filter_rows`` chose ``target`` for pod ``j``: nominated there
-    (lower-priority nominations there end), the victims evicted in order
-    (``out_why`` ``WHY_PREEMPTED``, each logged at ``now`` with the live
-    rows' fragmentation after it, from log row ``m``); returns the log
-    rows used so far.  The queue's moves are the caller's."""
+                  s_st, s_v, log_t, log_pod, log_frag, out_why, victim, pst, pw, nw, ps):
+    """``post_filter_rows`` chose ``target`` for pod ``j`` (a termination
+    grace of 0): nominated there (lower-priority nominations there end),
+    the victims evicted in order (``out_why`` ``WHY_PREEMPTED``, ``victim``
+    1, each logged at ``now`` with the live rows' fragmentation after it,
+    from log row ``m``); returns the log rows used so far.  The queue's
+    moves are the caller's."""
     nominate_to(j, target, prio, pw, nw, ps)
     for a in range(ps[S_STATS + 5]):
         v = pw[a, W_VOUT]
@@ -214,11 +235,59 @@ def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli,
                      gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, tp_cpu,
                      tp_num, tp_milli, tp_mask, tp_freq, nfrag, pst, ps)
         out_why[v] = WHY_PREEMPTED
+        victim[v] = 1
         log_t[m] = now
         log_pod[m] = -1 - v
         log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
         m += 1
     return m
+
+
+def waits_on_named(j, n, live, row_name, gone_nom, prio, pst, out_node, victim):
+    """``_gpu_preempt.waits_for_victims`` for pod ``j`` whose nomination a
+    node's removal ended: its status still names that node
+    (``gone_nom[j]``, a name's number, -1 none), and a node added later
+    under that name counts (the Simulation looks the name up): True where
+    such a node is live and holds a pod of lower priority terminating by
+    preemption."""
+    x = gone_nom[j]
+    if x < 0:
+        return False
+    pj = prio[j]
+    for i in range(n):
+        if live[i] != 0 and row_name[i] == x:
+            for k in range(pst.shape[0]):
+                if victim[k] != 0 and pst[k] == P_BOUND and out_node[k] == i and prio[k] < pj:
+                    return True
+            return False
+    return False
+
+
+def terminate_where(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
+                    rank, ak, pmask, tqp, tqt, tq):
+    """``_gpu_preempt.terminate_pop`` on this engine's pool: the next
+    victim whose grace ended by ``now`` and still bound (not gone since
+    with its node, by a scenario's delete or its own departure: its
+    termination then finds nothing) is now gone, the pods listening to an
+    assigned pod's deletion moved (``move_where``); the caller frees its
+    node and logs it.  -1 when none is left, the deadlines due then
+    passed (each one a time the clock stopped at)."""
+    while tq[T_HEAD] < tq[T_TAIL]:
+        v = tqp[tq[T_HEAD]]
+        if pts[v] + grace > now:
+            break
+        tq[T_HEAD] += 1
+        if pst[v] == P_BOUND:
+            pst[v] = P_GONE
+            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                       hk, hs, hp, rank, ak, pmask)
+            return v
+    r = tqt.shape[0]
+    while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:
+        k = tq[T_WHEAD] + 1
+        tq[T_WHEAD] = 0 if k == r else k
+        tq[T_WLEN] -= 1
+    return -1
 
 
 def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
@@ -234,7 +303,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                        cache_score, cache_gpu, cache_ver, work, gidx, nfrag, feas, fbuf,
                        s_lo, s_m, s_st, s_v,
                        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
-                       pre, pct, least, prio, krank, pw, nw, ps, pot, kord):
+                       pre, pct, least, prio, krank, pw, nw, ps, pot, kord,
+                       victim, grace, tqp, tqt, tq, u_name, row_name, gone_nom):
     """One cluster (module doc): rows 0..n-1 with their first node's
     columns (``gpu_count`` .. ``pods_cap`` [N], updated as nodes are
     added), ``live`` / ``cordoned`` [N] int8 at the start (updated); the
@@ -261,7 +331,22 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     where ``krank`` is given (with or without preemption: the order the
     Simulation logs them in), in row order where it is empty.  Scratch
     ``pw`` [P, 7], ``nw`` [N, 3], ``ps`` [16], ``pot`` [N]; 0: none (those
-    arrays may be empty); ``kord`` [P] where ``krank`` is given."""
+    arrays may be empty); ``kord`` [P] where ``krank`` is given.  Out
+    ``victim`` [P] 1 for a pod preempted (its why ``WHY_PREEMPTED`` when
+    it left by preemption).
+
+    ``grace`` (seconds) above 0, with ``pre``: the victims terminate on
+    their node until their first eviction + grace (``_gpu_preempt``'s
+    ``terminate_later``; ``tqp`` [P], ``tqt`` [2P] float64, ``tq``
+    [TQ_N] zeros, ``tq[T_OVER]`` 1 after where ``tqt`` was too small),
+    then leave as a departure does (``terminate_where``: not when a drain,
+    a removal, a Pod delete or their departure took them first); the
+    preemptor waits in the pool as a failed pod, and may not preempt again
+    while its nominated node holds a lower-priority pod terminating
+    (``waits_for_victims``; where a removal ended its nomination, the node
+    its status names: a node added later under that name,
+    ``waits_on_named``: ``u_name`` [U] each universe node's name number,
+    scratch ``row_name`` [N] set by ``first_names``, ``gone_nom`` [P])."""
     p = cls.shape[0]
     for i in range(n):
         init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
@@ -283,7 +368,9 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         pmask[j] = 0
     q_init(qi, qf, pst, patt, pts)
     if pre != 0:
-        preempt_init(pw, nw, ps, out_why)
+        preempt_init(pw, nw, ps, victim)
+        for k in range(p):
+            gone_nom[k] = -1
     keyed = krank.shape[0] > 0
     if keyed:
         for j in range(p):
@@ -297,10 +384,10 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         # pod deletes lead their time's departures; while no node is live an
         # arrival moves the pods that failed there (pmask 0: ``failure_bits``;
         # the next node event moves them all otherwise)
-        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, 1 if n_live == 0 else 0,
-                            backoff0,
-                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                            hp, dk, ds, dp, rank, ak, pmask)
+        kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE,
+                                1 if n_live == 0 else 0, backoff0, backoff_max, max_unsched,
+                                qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                                pmask, terminate_next(tqt, tq))
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]
@@ -344,6 +431,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                           cpu_left, mem_left, pods_left, aff, node_ver, tp_cpu, tp_num,
                           tp_milli, tp_mask, tp_freq, nfrag)
                 static_total[row] = u_static[x]
+                row_name[row] = u_name[x]
                 live[row] = 1
                 n_live += 1
                 cordoned[row] = ev_flag[e]
@@ -393,9 +481,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                     n_live -= 1
                     cordoned[row] = 0
                     if pre != 0:
-                        # the nominator forgets the nominations to a deleted node
+                        # the nominator forgets the nominations to a deleted
+                        # node; the pods' status still names it
                         for k in range(p):
                             if pw[k, W_NOM] == row:
+                                gone_nom[k] = row_name[row]
                                 nom_delete(k, pw, nw, ps)
                     bump(row, node_ver, version)
                     move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
@@ -406,7 +496,17 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
             log_frag[m] = frag
             m += 1
             continue
-        j = qi[Q_POD]
+        if kind == Q_TERMINATE:
+            # a victim whose grace ended leaves its node (an assigned pod's
+            # deletion: the pool moved inside) as a departure is logged
+            j = terminate_where(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                                hk, hs, hp, rank, ak, pmask, tqp, tqt, tq)
+            if j < 0:
+                continue
+            out_why[j] = WHY_PREEMPTED
+            kind = Q_DEPART
+        else:
+            j = qi[Q_POD]
         c = cls[j]
         if kind == Q_DEPART:
             row = out_node[j]
@@ -427,7 +527,10 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                          cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
             if pre != 0:
                 target = -1
-                if row < 0:
+                if row < 0 and not (grace > 0.0 and (
+                        waits_for_victims(j, prio, pst, out_node, victim, pw)
+                        or waits_on_named(j, n, live, row_name, gone_nom, prio, pst, out_node,
+                                          victim))):
                     npot = potential_rows(n, live, cordoned, pot)
                     target = post_filter_rows(j, n, pot, npot, qi[Q_ATTEMPT], seed_mix, pct,
                                               least, c_cpu[c], c_mem[c], c_num[c], c_milli[c],
@@ -437,13 +540,22 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                                               pw, nw, ps)
                 nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left,
                              pods_left, aff, node_ver, version, pw, ps)
+                if target >= 0 and grace > 0.0:
+                    # the victims terminate on their node; no pod left, so
+                    # the preemptor waits in the pool as a failed pod
+                    nominate_to(j, target, prio, pw, nw, ps)
+                    gone_nom[j] = -1
+                    terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps)
+                    q_failed_mask(j, failure_bits(n, live, cordoned, fit_interest,
+                                                  cordon_interest), qi, qf, pst, pts, up, pmask)
+                    continue
                 if target >= 0:
                     m = evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num,
                                       c_milli, prio, out_gmask, gpu_count, model, gpu_left,
                                       cpu_left, mem_left, pods_left, aff, node_ver, version,
                                       tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, fbuf,
                                       s_lo, s_m, s_st, s_v, log_t, log_pod, log_frag, out_why,
-                                      pst, pw, nw, ps)
+                                      victim, pst, pw, nw, ps)
                     frag = log_frag[m - 1]
                     # the victims' deletion (Pod/Delete) moved the pool during
                     # the cycle: the preemptor goes back with a move request

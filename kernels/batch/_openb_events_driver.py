@@ -15,16 +15,18 @@ STACK = 64      # pairwise_sum's stack
 PW_N = 7        # _gpu_preempt's pw columns, nw columns, ps slots
 NW_N = 3
 PS_N = 16
+TQ_N = 5        # ``_gpu_preempt``'s terminating victims' slots
+T_OVER = 4
 
 
 def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
-                   ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
+                   ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest, u_name,
                    n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
                    n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
                    policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
                    max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank, pct, least,
-                   prio, krank, gpu_slots, out_node, out_gmask, out_bind, out_tries, out_why,
-                   log_t, log_pod, log_frag, n_log, frag0, end):
+                   prio, krank, grace, gpu_slots, out_node, out_gmask, out_bind, out_tries,
+                   out_why, log_t, log_pod, log_frag, n_log, frag0, end, out_victim, over):
     """Run b: workload ``run_workload[b]``, its pods ``ev_off[b]`` ..
     ``+ ev_len[b]``, its log from ``2 * ev_off[b] + b * E``
     (``2 * ev_len[b] + E`` entries); ``row0`` [N] each local row's
@@ -34,7 +36,13 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
     creates; ``pct`` / ``least`` [B] each run's DefaultPreemption
     arguments (``pct`` -1: the run does not preempt), ``prio`` / ``krank``
     [P] each pod's priority and key rank (``prio`` empty when no run
-    preempts; ``krank`` empty: a drained node's pods leave in row order)."""
+    preempts; ``krank`` empty: a drained node's pods leave in row order),
+    ``u_name`` [U] each universe node's name number (a node added again
+    under a removed node's name has that node's);
+    ``grace`` [B] each run's termination grace (seconds); out
+    ``out_victim`` [P] 1 for a pod preempted, ``over`` [B] 1 where a run's
+    pending termination deadlines outgrew their ring (``_gpu_preempt``'s
+    ``tqt``, twice the run's pods: its results are not the Simulation's)."""
     n = row0.shape[0]
     n_ev = ev_t.shape[0]
     for b in prange(run_workload.shape[0]):
@@ -55,6 +63,8 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
                     gc, md, cc, mc, pc, live, cord)
         st = np.empty(n, np.int64)
         first_static(row0, u_static[b], st)
+        rn = np.empty(n, np.int64)
+        first_names(row0, u_name, rn)
         r = max(2 * e, 1)
         rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
         ak = np.empty(r if rank.shape[0] > 0 else 0, np.int64)
@@ -65,6 +75,7 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
         kr = krank[o:o + e] if krank.shape[0] > 0 else krank[:0]
         pw = np.empty((pp, PW_N), np.int64)
         nw = np.empty((pn, NW_N), np.int64)
+        tq = np.zeros(TQ_N, np.int64)
         run_events_cluster(
             n, gc, md, cc, mc, pc, live, cord, u_gpu_count, u_model, u_cpu_cap, u_mem_cap,
             u_pods_cap, ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
@@ -90,4 +101,7 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), ak, np.empty(e, np.int64),
             pre, pct[b], least[b], pr, kr, pw, nw, np.empty(PS_N, np.int64),
-            np.empty(n, np.int64), np.empty(kr.shape[0], np.int64))
+            np.empty(n, np.int64), np.empty(kr.shape[0], np.int64), out_victim[o:o + e],
+            grace[b], np.empty(pp, np.int64), np.empty(2 * pp, np.float64), tq, u_name, rn,
+            np.empty(pp, np.int64))
+        over[b] = tq[T_OVER]

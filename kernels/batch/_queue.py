@@ -584,7 +584,23 @@ def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backof
     departures due, the other events (NODE), the arrivals; the stream
     (``ev_t`` nondecreasing) lists a time's lead events first.
     ``add_moves`` nonzero: an arrival moves the pods rejected by no plugin
-    (``admit_moving``)."""
+    (``admit_moving``).  No victim terminates (``q_next_steps_due``)."""
+    return q_next_steps_due(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0,
+                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                            hp, dk, ds, dp, rank, ak, pmask, INF)
+
+
+def q_next_steps_due(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backoff_max,
+                     max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank,
+                     ak, pmask, due):
+    """``q_next_steps`` with the scheduler's own timer ``due`` (seconds,
+    inf: none) as ``q_next_due`` takes it: the next deadline of the victims
+    still terminating (``_gpu_preempt.terminate_next``), a time the clock
+    jumps to like a backoff expiry (before the events of that time, and no
+    stall stop while one is pending); once reached, the scheduler's next
+    step answers TERMINATE (after the events due then were applied,
+    before backoffQ's flush and the pop), and the caller lets the victims
+    due leave before it asks again."""
     while True:
         now = qf[QF_NOW]
         if qi[QI_EVENTS] == 1:
@@ -607,15 +623,17 @@ def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backof
                 continue
             qi[QI_EVENTS] = 0
             continue
+        if due <= now:
+            return TERMINATE
         flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
               rank, ak)
         if start_attempt(qi, pst, patt, aq, rank, ak):
             return ATTEMPT
-        t = next_backoff(hk, hp, hs, qi, pst)
+        t = min(next_backoff(hk, hp, hs, qi, pst), due)
         h = horizon(arr, qi, dk)
         if qi[QI_NEXT_EV] < ev_t.shape[0]:
             h = min(h, ev_t[qi[QI_NEXT_EV]])
-        if t < INF and stalled(t, INF, now, max_unsched, backoff_max, qi, qf):
+        if t < INF and stalled(t, due, now, max_unsched, backoff_max, qi, qf):
             t = INF
         if t == INF and h == INF:
             return DONE

@@ -31,7 +31,7 @@ from tensorsched.kernels._compile import compile_module
 from . import _openb_events, _openb_events_driver
 from .arrays import MAX_GPUS, BatchArrays
 from .cpu import env_ns, loop_base, preempt_ns, run_by_run
-from .preempt_arrays import BatchPreempt
+from .preempt_arrays import BatchPreempt, check_terminating, termination_grace
 
 EV_ADD, EV_UPDATE, EV_EVICT, EV_DELETE = (_openb_events.EV_ADD, _openb_events.EV_UPDATE,
                                           _openb_events.EV_EVICT, _openb_events.EV_DELETE)
@@ -66,7 +66,11 @@ class NodeEvents(NamedTuple):
     EV_UPDATE: cordoned after it), a time's EV_POD_DELETE events before
     its others; ``fit_interest`` / ``cordon_interest``
     the cluster events (``_queue``'s bits) NodeResourcesFit and
-    GpuShareFit / NodeUnschedulable listen to."""
+    GpuShareFit / NodeUnschedulable listen to; ``u_name`` [U] int64 each
+    universe node's name as a number (a node added again under a removed
+    node's name: that node's; None: every node its own), read where a
+    removal ended a preemptor's nomination and its status still names
+    the node (a termination grace above 0)."""
 
     row0: np.ndarray
     cord0: np.ndarray
@@ -82,6 +86,7 @@ class NodeEvents(NamedTuple):
     ev_flag: np.ndarray
     fit_interest: int
     cordon_interest: int
+    u_name: np.ndarray | None = None
 
     @property
     def n_events(self) -> int:
@@ -120,6 +125,10 @@ class NodeEvents(NamedTuple):
         x = np.asarray(self.ev_x)[add]
         if ((x < 0) | (x >= u)).any():
             raise ValueError(f"NodeEvents.ev_x: an EV_ADD's universe node 0..{u - 1}")
+        if self.u_name is not None:
+            nm = np.asarray(self.u_name)
+            if nm.shape != (u,) or ((nm < 0) | (nm >= max(u, 1))).any():
+                raise ValueError(f"NodeEvents.u_name: shape ({u},), numbers 0..{u - 1}")
         lead = kind == EV_POD_DELETE
         if (lead[1:] & ~lead[:-1] & (t[1:] == t[:-1])).any():
             raise ValueError("NodeEvents.ev_kind: a time's EV_POD_DELETE events come before "
@@ -137,7 +146,14 @@ class NodeEvents(NamedTuple):
                 c(self.u_mem_cap, np.int64), c(self.u_pods_cap, np.int64),
                 c(self.ev_t, np.float64), c(self.ev_kind, np.int64), c(self.ev_row, np.int64),
                 c(self.ev_x, np.int64), c(self.ev_flag, np.int8), int(self.fit_interest),
-                int(self.cordon_interest))
+                int(self.cordon_interest), self.names_i64())
+
+    def names_i64(self) -> np.ndarray:
+        """``u_name`` as the kernels take it (None: 0 .. U - 1)."""
+        u = int(np.shape(self.u_gpu_count)[0])
+        if self.u_name is None:
+            return np.arange(u, dtype=np.int64)
+        return np.ascontiguousarray(self.u_name, np.int64)
 
 
 class EventOutputs(NamedTuple):
@@ -145,7 +161,10 @@ class EventOutputs(NamedTuple):
     ``gmask`` (its GPUs, bit g = GPU g), ``bind`` (seconds, NaN never),
     ``tries``, ``why`` (0, or how it left with its node: ``WHY_DELETED``,
     ``WHY_EVICTED``; by a scenario's delete: ``WHY_POD_DELETED``;
-    preempted: ``WHY_PREEMPTED``); per
+    preempted: ``WHY_PREEMPTED``, at its eviction, or with a termination
+    grace when its grace ended on its node; a victim still terminating
+    that left otherwise before keeps that way's), ``victim`` (1: evicted
+    by DefaultPreemption at least once, however it left after); per
     run b its change log from ``2 * ev_off[b] + b * E``, ``n_log[b]``
     entries: ``log_t`` (seconds), ``log_pod`` (k bound, -1 - k left, P + e
     event e, after the pods it freed; P the run's pods), ``log_frag`` (GPU
@@ -163,6 +182,7 @@ class EventOutputs(NamedTuple):
     n_log: np.ndarray
     frag0: np.ndarray
     end: np.ndarray
+    victim: np.ndarray
 
     @classmethod
     def empty(cls, n_pods: int, n_runs: int, n_events: int) -> EventOutputs:
@@ -171,7 +191,7 @@ class EventOutputs(NamedTuple):
         return cls(np.full(n_pods, -1, i64), np.zeros(n_pods, i64),
                    np.full(n_pods, np.nan, f64), np.zeros(n_pods, i64), np.zeros(n_pods, i64),
                    np.zeros(m, f64), np.zeros(m, i64), np.zeros(m, f64), np.zeros(n_runs, i64),
-                   np.zeros(n_runs, f64), np.zeros(n_runs, f64))
+                   np.zeros(n_runs, f64), np.zeros(n_runs, f64), np.zeros(n_pods, i64))
 
     def log(self, a: BatchArrays, b: int, n_events: int) -> tuple:
         """Run b's (log_t, log_pod, log_frag)."""
@@ -244,25 +264,29 @@ def run_scenario(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None,
 
 
 def run_inputs(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
-               made: np.ndarray | None = None, preempt: BatchPreempt | None = None) -> tuple:
+               made: np.ndarray | None = None, preempt: BatchPreempt | None = None,
+               grace: np.ndarray | None = None) -> tuple:
     """The arguments both forms take before the outputs (``run_scenario``;
-    ``preempt`` None: no run preempts), checked."""
+    ``preempt`` None: no run preempts; ``grace`` [B] each run's termination
+    grace in seconds, None: 0), checked."""
     f64 = np.float64
     st, mk = run_scenario(a, ev, u_static, made)
     pre = BatchPreempt.off(a.n_runs) if preempt is None else preempt
     pre.check(a.n_runs, a.cls.shape[0])
+    grace = termination_grace(grace, a.n_runs)
     return (*ev.i64(), a.n_classes, a.c_cpu, a.c_mem, a.c_cpu_nz, a.c_num, a.c_milli, a.c_mask,
             a.n_typical, a.tp_cpu, a.tp_num, a.tp_milli, a.tp_mask, a.tp_freq, a.run_workload,
             a.policy, a.sel, a.seed_mix.astype(np.uint64), a.gpu_weight, st, mk,
             a.backoff0.astype(f64), a.backoff_max.astype(f64), a.max_unsched.astype(f64),
             a.ev_off, a.ev_len, a.cls, a.u, a.arrive.astype(f64), a.depart.astype(f64),
-            a.duration.astype(f64), a.rank.astype(np.int64), *pre.inputs())
+            a.duration.astype(f64), a.rank.astype(np.int64), *pre.inputs(), grace)
 
 
 def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None,
                      u_static: np.ndarray | None = None,
                      made: np.ndarray | None = None,
-                     preempt: BatchPreempt | None = None) -> EventOutputs:
+                     preempt: BatchPreempt | None = None,
+                     grace: np.ndarray | None = None) -> EventOutputs:
     """Every run of ``a`` (its pods, policy, seed; checked first) on the
     cluster and node events ``ev``, on ``threads`` cores (default:
     Numba's); ``u_static`` [B, U] each run's static score of each
@@ -270,13 +294,20 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None,
     zeros); ``made`` [B, K] each run's pod index of the k-th pod the
     scenario creates (None: none); ``preempt`` DefaultPreemption's inputs
     (``preempt_arrays.BatchPreempt``; None: no run preempts; a victim's
-    ``why`` ``WHY_PREEMPTED``)."""
+    ``victim`` 1, ``why`` ``WHY_PREEMPTED`` when it left by preemption);
+    ``grace`` [B] each run's termination grace in seconds (None: 0, the
+    victims leave at once; above 0 they stay on their node, holding it,
+    until their first eviction + grace: ``_openb_events``).  A
+    RuntimeError where a run had more termination deadlines pending at
+    once than it holds (``preempt_arrays.check_terminating``)."""
     a.check()
     ev.check()
     out = EventOutputs.empty(a.cls.shape[0], a.n_runs, ev.n_events)
-    inputs = run_inputs(a, ev, u_static, made, preempt)
+    inputs = run_inputs(a, ev, u_static, made, preempt, grace)
+    over = np.zeros(a.n_runs, np.int64)
     with run_by_run(threads):
-        _run_all(*inputs, ev.gpu_slots(), *out)
+        _run_all(*inputs, ev.gpu_slots(), *out, over)
+    check_terminating(over)
     return out
 
 

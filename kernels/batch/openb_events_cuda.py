@@ -29,7 +29,7 @@ from . import _candidates, _env, _gpu_preempt, _openb_events, _queue
 from .arrays import BatchArrays
 from .cuda import device_rules
 from .openb_events import EventOutputs, NodeEvents, run_inputs, run_scenario
-from .preempt_arrays import BatchPreempt
+from .preempt_arrays import BatchPreempt, check_terminating
 
 AFF_TAGS = 18
 MAX_GPUS = 16
@@ -46,22 +46,24 @@ _ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=
 _run_cluster = _ev_ns["run_events_cluster"]
 _first_nodes = _ev_ns["first_nodes"]
 _first_static = _ev_ns["first_static"]
+_first_names = _ev_ns["first_names"]
 
 
 @cuda.jit
 def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
-            ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
+            ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest, u_name,
             n_classes, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask,
             n_typical, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, run_workload,
             policy, sel, seed_mix, gpu_weight, u_static, made, backoff0, backoff_max,
             max_unsched, ev_off, ev_len, cls, u, arrive, depart, duration, rank,
-            pct, least, prio, krank, out_node, out_gmask, out_bind, out_tries, out_why, log_t,
-            log_pod, log_frag, n_log, frag0, end,
+            pct, least, prio, krank, grace, out_node, out_gmask, out_bind, out_tries, out_why,
+            log_t, log_pod, log_frag, n_log, frag0, end, out_victim,
             gc_all, md_all, cc_all, mc_all, pc_all, live_all, cord_all, static_all,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cs_all, cg_all, cv_all, nfrag_all, feas_all, fbuf_all, qi_all, qf_all,
             pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
-            dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, kord_all):
+            dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, kord_all, tqp_all,
+            tqt_all, tq_all, rn_all, gn_all):
     b = cuda.grid(1)
     if b >= run_workload.shape[0]:
         return
@@ -89,6 +91,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     _first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                  gc, md, cc, mc, pc, live, cord)
     _first_static(row0, u_static[b], static_all[b])
+    _first_names(row0, u_name, rn_all[b])
     r2 = 2 * o
     rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
     ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
@@ -117,14 +120,17 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
         hs_all[r2:r2 + 2 * e], hp_all[r2:r2 + 2 * e], dk_all[o:o + e], ds_all[o:o + e],
         dp_all[o:o + e], ak, pmask_all[o:o + e],
         pre, pct[b], least[b], pr, kr, pw_all[o:o + pp], nw_all[b], ps_all[b], pot_all[b],
-        kord_all[o:o + kr.shape[0]])
+        kord_all[o:o + kr.shape[0]], out_victim[o:o + e], grace[b], tqp_all[o:o + pp],
+        tqt_all[r2:r2 + 2 * pp], tq_all[b], u_name, rn_all[b], gn_all[o:o + pp])
 
 
 def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
                      made: np.ndarray | None = None,
-                     preempt: BatchPreempt | None = None) -> EventOutputs:
+                     preempt: BatchPreempt | None = None,
+                     grace: np.ndarray | None = None) -> EventOutputs:
     """``openb_events.run_openb_events`` on the device (one thread per run;
-    DefaultPreemption's serial search and evictions on it too)."""
+    DefaultPreemption's serial search and evictions on it too, and with a
+    termination grace its victims' terminations)."""
     a.check()
     ev.check()
     b = a.n_runs
@@ -139,7 +145,7 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     if mk.shape[1] == 0:
         mk = np.zeros((b, 1), np.int64)     # (no created pod: a column no event reads)
     ins = [d(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-           for x in run_inputs(a, ev, st, mk, preempt)]
+           for x in run_inputs(a, ev, st, mk, preempt, grace)]
     host = EventOutputs.empty(p, b, ev.n_events)
     outs = [d(x) for x in host]
     i64, f64, i8 = np.int64, np.float64, np.int8
@@ -159,7 +165,14 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     scratch += [da((p1 if on else 1, PW_N), i64), da((b, n if on else 1, NW_N), i64),
                 da((b, PS_N), i64), da((b, n), i64),
                 da(p1 if preempt is not None and preempt.krank.shape[0] else 1, i64)]
+    # the terminating victims (a termination grace above 0): ``_gpu_preempt``'s tqp [P],
+    # tqt [2P] per run's pods, tq [B, TQ_N] zeros
+    tq = d(np.zeros((b, _gpu_preempt.TQ_N), i64))
+    scratch += [da(p1 if on else 1, i64), da(p2 if on else 1, f64), tq]
+    # the rows' node names; the name a removal left in a pod's nomination
+    scratch += [da((b, n), i64), da(p1 if on else 1, i64)]
     _kernel[(b + THREADS - 1) // THREADS, THREADS](*ins, *outs, *scratch)
+    check_terminating(tq.copy_to_host()[:, _gpu_preempt.T_OVER])
     return EventOutputs(*(x.copy_to_host() for x in outs))
 
 

@@ -50,10 +50,15 @@ def preempt_config(policy: str, n: int, pct: int = 10, least: int = 100,
 
 
 def simulate(nodes: str, trace, policy: str, seed: int, scenario, args=DEFAULT,
-             end: float = 0.0, preempt: bool = True):
+             end: float = 0.0, preempt: bool = True, grace: float = 0.0,
+             max_unsched: float = B.DEFAULT_MAX_UNSCHED, summary: dict | None = None):
     """The Simulation: (its change log [(time, pod name, what)], each bound
     pod's (node, GPU indices, binding time), the victims, the sampled
-    (time, GPU milli used, fragmented))."""
+    (time, GPU milli used, fragmented)).  ``grace``: the Scheduler's
+    termination grace (a victim "preempted" in the log when it leaves the
+    cluster, its grace over; one that leaves otherwise before, "left");
+    ``max_unsched`` its pod_max_in_unschedulable_seconds; ``summary`` a
+    dict updated with its ``summary()`` at the end."""
     tw = B.trace_workload(trace)
     typical = T.typical_of(tw.pods)
     inv = read_openb_nodes(nodes)
@@ -63,7 +68,8 @@ def simulate(nodes: str, trace, policy: str, seed: int, scenario, args=DEFAULT,
                      preempt_config(policy, n, *args, typical=typical, preempt=preempt),
                      "numba", seed,
                      interval=5.0, metrics=T._sampled_metrics(typical),
-                     registry=T.experiment_registry())
+                     registry=T.experiment_registry(), termination_grace_seconds=grace,
+                     pod_max_in_unschedulable_seconds=max_unsched)
     sim.scenario(copy.deepcopy(scenario))
     log, got, victims = [], {}, []
     on_node = set()             # the pods bound now (a pending pod's leaving is no change)
@@ -82,10 +88,33 @@ def simulate(nodes: str, trace, policy: str, seed: int, scenario, args=DEFAULT,
         def on(e):
             if what == "preempted":
                 victims.append(name(e))
+                if grace > 0:
+                    return              # it stays, terminating
             if name(e) in on_node:
                 on_node.discard(name(e))
                 log.append((float(e["time"]), name(e), what))
         return on
+
+    cycle = sim.scheduler.cycle
+    due = cycle.terminate_due
+
+    def terminate_due(now):
+        # the victims whose grace ended leave the state here (no event)
+        state = cycle.state
+        remove = state.remove_pod
+
+        def removed(key, *a, **kw):
+            on_node.discard(key.split("/", 1)[1])
+            log.append((float(now), key.split("/", 1)[1], "preempted"))
+            return remove(key, *a, **kw)
+
+        state.remove_pod = removed
+        try:
+            due(now)
+        finally:
+            del state.remove_pod
+
+    cycle.terminate_due = terminate_due
     sim.on("Bound", bound)
     for ev, what in (("Departed", "left"), ("Evicted", "left"), ("Deleted", "left"),
                      ("Preempted", "preempted")):
@@ -96,6 +125,8 @@ def simulate(nodes: str, trace, policy: str, seed: int, scenario, args=DEFAULT,
         sim.run(until=t)
         t += 5.0
     sim.run()
+    if summary is not None:
+        summary.update(sim.summary())
     s = sim.timeseries()
     return log, got, victims, (s.column("time").to_numpy(),
                                s.column("gpu_used_milli").to_numpy(),
@@ -122,26 +153,32 @@ def batched(res) -> tuple:
 
 
 def check(nodes: str, pods: str, scenario: dict, policies, seeds, args=DEFAULT,
-          backend: str = "numba", preempt: bool = True) -> list:
+          backend: str = "numba", preempt: bool = True, grace: float = 0.0,
+          max_unsched: float = B.DEFAULT_MAX_UNSCHED) -> list:
     """Each run of ``policies`` x ``seeds`` (DefaultPreemption with
-    ``args``; ``preempt`` False: without) is its Simulation's (module
-    doc); the runs."""
+    ``args``; ``preempt`` False: without; ``grace`` the termination grace,
+    ``max_unsched`` pod_max_in_unschedulable_seconds) is its Simulation's
+    (module doc; its attempts in all too); the runs."""
     trace = run.read_trace_file(pods)
     n = read_openb_nodes(nodes).n_nodes
     configs = [preempt_config(p, n, *args, preempt=preempt) for p in policies]
     runs = ts.simulate_batch(nodes, [pods], configs, seeds, scenario=scenario, workers=1,
-                             backend=backend)
+                             backend=backend, termination_grace_seconds=grace,
+                             max_unsched=max_unsched)
     for r in runs:
         pol = policies[r.config]
+        summary = {}
         log, got, victims, (times, used, frag) = simulate(nodes, trace, pol, r.seed,
                                                           load_scenario(scenario), args, r.end,
-                                                          preempt)
+                                                          preempt, grace, max_unsched, summary)
+        assert int(r.tries.sum()) == summary["scheduled"] + summary["failed_attempts"], pol
         b_log, b_got, b_victims = batched(r)
         # (with or without DefaultPreemption: a drained or removed node's
         # pods leave in key order, as the Simulation logs them)
         assert b_log == log, pol
         assert b_got == got, pol
-        assert sorted(b_victims) == sorted(victims), pol
+        # (with a grace a terminating pod may be evicted again: once here)
+        assert sorted(b_victims) == sorted(set(victims)), pol
         u, f = r.at(times)
         np.testing.assert_array_equal(u, used, err_msg=pol)
         np.testing.assert_array_equal(f, frag, err_msg=pol)

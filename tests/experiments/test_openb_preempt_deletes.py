@@ -73,11 +73,12 @@ def deletes_scenario(rng, n_nodes: int) -> dict:
     return {"steps": sorted(steps, key=lambda st: st["at"])}
 
 
-def _simulation_error(nodes, pods, sc, policy, seed, args=(10, 100), preempt=True):
-    """The message the run's Simulation stops with, None when it runs."""
+def _simulation_error(nodes, pods, sc, policy, seed, args=(10, 100), preempt=True, grace=0.0):
+    """The message the run's Simulation stops with (``grace`` its
+    termination grace), None when it runs."""
     try:
         simulate(nodes, run.read_trace_file(pods), policy, seed, load_scenario(sc), args,
-                 preempt=preempt)
+                 preempt=preempt, grace=grace)
     except SimulationError as exc:
         return str(exc)
     return None
@@ -133,25 +134,26 @@ def test_cuda_form_raises_as_the_twin(tmp_path):
         assert x.log_t.tolist() == y.log_t.tolist() and x.node.tolist() == y.node.tolist()
 
 
-def _facade_or_error(nodes, pods, sc, policies, seeds, args, preempt=True):
+def _facade_or_error(nodes, pods, sc, policies, seeds, args, preempt=True, grace=0.0):
     """The batched call raises the first (product order) failing
     Simulation's error, type and message, or every run is its
-    Simulation's (``preempt``: with DefaultPreemption); the message or
-    None."""
+    Simulation's (``preempt``: with DefaultPreemption; ``grace`` the
+    termination grace); the message or None."""
     n = read_openb_nodes(nodes).n_nodes
     try:
         ts.simulate_batch(nodes, [pods], [preempt_config(p, n, *args, preempt=preempt)
-                                          for p in policies], seeds, scenario=sc, workers=1)
+                                          for p in policies], seeds, scenario=sc, workers=1,
+                          termination_grace_seconds=grace)
     except SimulationError as exc:
         assert type(exc) is SimulationError
         for p in policies:
             for s in seeds:
-                msg = _simulation_error(nodes, pods, sc, p, s, args, preempt)
+                msg = _simulation_error(nodes, pods, sc, p, s, args, preempt, grace)
                 if msg is not None:
                     assert str(exc) == msg
                     return msg
         pytest.fail(f"the batched call raised {exc} where no Simulation does")
-    check(nodes, pods, sc, policies, seeds, args, preempt=preempt)
+    check(nodes, pods, sc, policies, seeds, args, preempt=preempt, grace=grace)
     return None
 
 

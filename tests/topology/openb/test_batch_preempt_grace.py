@@ -23,7 +23,6 @@ import tensorsched as ts
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import build_inventory
 from tensorsched.topology.openb import batch as B
-from tensorsched.topology.openb.batch_sim import BatchProfileError
 
 
 @st.composite
@@ -112,11 +111,3 @@ def test_simulate_batch_takes_the_grace():
     assert res.bind[3] == 12.0
     with pytest.raises(ts.TensorschedError, match="termination_grace_seconds"):
         ts.simulate_batch(inv, tw, [cfg], workers=1, termination_grace_seconds=-1.0)
-
-
-def test_the_node_event_engine_refuses_a_grace_by_name():
-    inv, tw = _waiting_case()
-    cfg = preempt_config("FGD", 2)
-    with pytest.raises(BatchProfileError, match="termination_grace_seconds"):
-        ts.simulate_batch(inv, tw, [cfg], workers=1, termination_grace_seconds=1.0,
-                          scenario={"steps": [{"at": 1.0, "cordon": "n1"}]})
