@@ -95,7 +95,7 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     the manifest form refuse a grace above 0 (``BatchProfileError``)."""
     grace = Arguments("simulate_batch").number(
         "termination_grace_seconds", termination_grace_seconds, 0.0, unit="seconds")
-    if grace > 0 and (scenario is not None or sweep_local._manifests(nodes)):
+    if grace > 0 and scenario is not None and not sweep_local._manifests(nodes):
         raise BatchProfileError(
             f"termination_grace_seconds {grace:g}: the batched engines with a scenario or on "
             "a manifest cluster evict with a grace of 0 only (victims leave at once); the "

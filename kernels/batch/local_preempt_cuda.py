@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _local_core, _queue
+from . import _local_core, _local_preempt, _queue
 from .local_cpu import TraceResult, empty_trace_result, trace_profiles
-from .local_preempt import LocalPreempt, log_rows
+from .local_preempt import LocalPreempt, check_terminating, log_rows
 from .local_trace_cuda import (
     PREEMPT_DEVICE_NAMESPACE,
     TRACE_DEVICE_NAMESPACE,
@@ -47,12 +47,14 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             out_node, out_bind, out_tries, out_victim, log_t, log_pod, n_log, end,
             alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, node_all, nraw_all,
             hi_all, tkey_all, cls_all, craw_all, qi_all, qf_all, pod_all, pts_all, ring_all,
-            hk_all, dk_all, ak_all, left_all):
+            hk_all, dk_all, ak_all, left_all, grace, vicf_all, tq_all):
     """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
     ``run_local_preempt_cluster`` (the scratch ``*_all`` padded per
-    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 11, e] int64 rows
+    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 13, e] int64 rows
     of per-node and per-pod scratch, e the most queue and bound pods of a
-    cluster)."""
+    cluster; ``grace`` the termination grace, ``vicf_all`` [B, 3e] float64
+    its eviction times and deadline ring, ``tq_all`` [B, TQ_N] its
+    slots)."""
     b = cuda.blockIdx.x
     if cuda.threadIdx.x != 0:
         return
@@ -98,7 +100,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         pd[5, :e1], nd[4, :m], nd[5, :m], pd[6, :w1], pd[7, :w1], pd[8, :w1], pd[9, :8],
         nd[6, :m], nd[7, :m], nd[8, :m],
         nraw_all[b, 0, :m], n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1], left_all[b],
-        pd[10, :w1])
+        pd[10, :w1], grace, vicf_all[b, :w1], pd[11, :w1], vicf_all[b, w1:3 * w1], tq_all[b],
+        pd[12, :w1])
     for j in range(e):
         out_node[p0 + j] = node_rows[off + pd[0, j]] if pd[0, j] >= 0 else -1
 
@@ -136,12 +139,15 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
         zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
         da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
         da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
-        da((nb, 11, wmax), np.int64), da((nb, 1, emax), np.float64),
+        da((nb, 13, wmax), np.int64), da((nb, 1, emax), np.float64),
         da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
         da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-        da((nb, 2, p.pmatch.shape[1]), np.int64)]
+        da((nb, 2, p.pmatch.shape[1]), np.int64), float(p.grace),
+        da((nb, 3 * wmax), np.float64),
+        cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64))]
     _kernel[nb, 32](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
                     *outs, *scratch)
+    check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
     victim[:] = copy_results(outs, out, n_pods)[0][:n_vic]
     return out, victim
 
