@@ -124,13 +124,13 @@ def assert_runs(objs, cfgs, trace_path: str, seeds, grace: float, scenario=None,
             # nodes' totals, their leaving not in the run's log
             queued = {p.key for p in setup.prober.pods}
             want["log"] = [e for e in want["log"] if e[1] in queued]
-        got = _kernel(r, setup)
+        seen = _kernel(r, setup)
         if scenario is not None:
             # a node's pods leave with it in the kernel's key order (the
             # queue's, then the manifests' bound pods), the Simulation's
             # in its own: the same pods at the same time
-            got["log"], want["log"] = _by_time(got["log"]), _by_time(want["log"])
-        assert got == want, (r.config, r.seed)
+            seen["log"], want["log"] = _by_time(seen["log"]), _by_time(want["log"])
+        assert seen == want, (r.config, r.seed)
     return got
 
 
