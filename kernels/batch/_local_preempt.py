@@ -62,8 +62,9 @@ profile), ``krank`` its key's rank (the victim table's slot order),
 requests; ``out_victim`` 1 for a pod preempted.
 
 Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
-and ``cuda.jit(device=True)`` (``local_trace_cuda``: thread 0 of a block per
-cluster) on top of ``_local_core``, ``_queue`` and ``_candidates``.
+and ``cuda.jit(device=True)`` (``local_trace_cuda``; ``local_preempt_cuda``'s
+thread 0 runs the loop's steps, ``attempt_open`` / ``attempt_close``, its
+block each pick) on top of ``_local_core``, ``_queue`` and ``_candidates``.
 """
 
 # ruff: noqa: F821
@@ -562,6 +563,170 @@ def pop_terminated(now, grace, pst, gone, vt, tqp, tqt, tq):
     return -1
 
 
+# ls slots: the cluster loop's scalars between its steps (``attempt_open``,
+# the pick, ``attempt_close``: the CPU twin's loop, and the CUDA form's, whose
+# block picks while thread 0 runs the steps)
+L_M = 0             # log rows used
+L_NNOM = 1          # nominations outstanding
+L_EVERY = 2         # 1: every node scored, the key trees kept (``start_answers``)
+L_NT = 3            # the nodes this attempt's nominated overlay touched
+L_COUNTED = 4       # 1: this attempt counts the nominated pods (``overlay_on``)
+L_N = 5
+Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
+
+
+def preempt_start(n_q, out_victim, nom, mark, tq, gone, ls):
+    """The preemption state before the loop (``ls`` [L_N] zeros but
+    ``L_EVERY``, set by the caller)."""
+    for j in range(n_q):
+        nom[j] = -1
+    for k in range(out_victim.shape[0]):
+        out_victim[k] = 0
+        gone[k] = 0
+    for k in range(tq.shape[0]):
+        tq[k] = 0
+    for i in range(mark.shape[0]):
+        mark[i] = 0
+    ls[L_M] = 0
+    ls[L_NNOM] = 0
+    ls[L_NT] = 0
+    ls[L_COUNTED] = 0
+
+
+def attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                 c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr,
+                 dep, dur, backoff0, backoff_max, max_unsched, seed_mix, out_node, out_bind, log_t,
+                 log_pod, hi, hi_cnt, tkey, old_reasons, old_raw, dirty, qi, qf, pst, patt, pts,
+                 aq, up, hk, hs, hp, dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz,
+                 bnode, pct, least, out_victim, nom, pot, head, nxt, cur, vout, stats, mark,
+                 touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag,
+                 grace, vt, tqp, tqt, tq, gone, ls):
+    """The loop's next step up to an attempt's pick: ``_queue``'s answer;
+    a termination (``Q_TERMINATE``, maybe none left: the deadlines passed)
+    or a departure done here; an attempt (``Q_ATTEMPTED``, pod
+    ``qi[Q_POD]``) with the nominated pods of priority >= its own counted
+    on their nodes (``ls[L_COUNTED]``, ``ls[L_NT]``)."""
+    kind = q_next_due(arr, dep, backoff0, backoff_max, max_unsched, qi, qf, pst, patt, pts,
+                      aq, up, hk, hs, hp, dk, ds, dp, rank, ak, next_termination(tqt, tq))
+    if kind == Q_DONE:
+        return kind
+    n = alloc.shape[0]
+    n_q = pod_cls.shape[0]
+    every = ls[L_EVERY] != 0
+    now = qf[Q_NOW]
+    if kind == Q_TERMINATE:
+        v = pop_terminated(now, grace, pst, gone, vt, tqp, tqt, tq)
+        if v < 0:
+            return kind
+        # its grace over: it leaves as an assigned pod's deletion
+        # (no conditional inside the call: its arguments must be one block)
+        iv = out_node[v] if v < n_q else bnode[v - n_q]
+        evict_from(iv, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                   c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
+                   raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                   bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty,
+                   preq, pnz, pst, gone)
+        ls[L_M] = log_change(ls[L_M], now, -1 - v, log_t, log_pod)
+        move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
+        return kind
+    j = qi[Q_POD]
+    c = pod_cls[j]
+    if kind == Q_DEPART:
+        shift_pod(out_node[j], c, False, every, alloc, used, nz_used, c_request, c_nonzero,
+                  c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                  static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                  shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                  old_reasons, old_raw, dirty)
+        ls[L_M] = log_change(ls[L_M], now, -1 - j, log_t, log_pod)
+        return kind
+    nt = 0
+    counted = n > 0 and ls[L_NNOM] > 0
+    if counted:
+        # the nominated pods of priority >= j's use their nodes in this
+        # cycle: class c's answers there recomputed, a scan
+        nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request,
+                        c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, static_bits,
+                        reasons, raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                        shape_score, bal_res, bal_kind, mark, touched, save_bits, save_raw)
+    ls[L_NT] = nt
+    ls[L_COUNTED] = 1 if counted else 0
+    return Q_ATTEMPTED
+
+
+def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                        c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                        strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                        bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                        seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey,
+                        old_reasons, old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
+                        dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz, bnode, pct,
+                        least, out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
+                        save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace,
+                        vt, tqp, tqt, tq, gone, ls):
+    """Pod ``j``'s attempt after its pick ``i`` (-1: it fits nowhere):
+    PostFilter when it may preempt, the nominated overlay off, then the
+    binding, the failure or the preemption (module doc)."""
+    n = alloc.shape[0]
+    n_q = pod_cls.shape[0]
+    c = pod_cls[j]
+    every = ls[L_EVERY] != 0
+    now = qf[Q_NOW]
+    target = -1
+    nv = 0
+    if i < 0 and n > 0 and may[j] != 0 and not (
+            grace > 0.0 and nom[j] >= 0
+            and terminating_on(j, nom[j], prio, pst, out_node, bnode, gone, out_victim)):
+        target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
+                                 c_request, c_anything, c_ignored, c_fit_filter, static_bits,
+                                 preq, prio, pstart, krank, pst, out_node, bnode, gone,
+                                 out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind,
+                                 pdb_val, pmatch, left, vflag)
+    if ls[L_COUNTED] != 0:
+        overlay_off(j, c, ls[L_NT], nom, pst, prio, pod_cls, used, nz_used, c_request,
+                    c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
+    if i >= 0:
+        shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                  c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
+                  raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                  bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
+        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+        if nom[j] >= 0:
+            nom[j] = -1
+            ls[L_NNOM] -= 1
+        out_node[j] = i
+        out_bind[j] = now
+        ls[L_M] = log_change(ls[L_M], now, j, log_t, log_pod)
+        return
+    if target < 0:
+        q_failed(j, qi, qf, pst, pts, up)
+        return
+    # nominated: lower-priority nominations to the node end
+    ls[L_NNOM] += nominate(j, target, nom, prio)
+    if grace > 0.0:
+        # the victims terminate on the node; no pod left, so the
+        # preemptor goes to the unschedulable pool
+        terminate_victims(now, grace, nv, vout, out_victim, vt, tqp, tqt, tq)
+        q_failed(j, qi, qf, pst, pts, up)
+        return
+    m = ls[L_M]
+    for a in range(nv):
+        v = vout[a]
+        out_victim[v] += 1
+        evict_from(target, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero,
+                   c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                   static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                   shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                   old_reasons, old_raw, dirty, preq, pnz, pst, gone)
+        m = log_change(m, now, -1 - v, log_t, log_pod)
+    ls[L_M] = m
+    # the victims' deletion moved the pool during the cycle: the
+    # preemptor goes back as a pod with a move request (backoffQ)
+    move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
+    pts[j] = now
+    move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+
+
 def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything,
                               c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits,
                               reasons, raw, strategy, fit_res, fit_kind, fit_weights,
@@ -574,7 +739,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                               prio, may, krank, pstart, preq, pnz, bnode, pct, least,
                               out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
                               save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left,
-                              vflag, grace, vt, tqp, tqt, tq, gone):
+                              vflag, grace, vt, tqp, tqt, tq, gone, ls):
     """``_local_trace.run_local_trace_cluster`` (its arguments first, the
     same outputs) with DefaultPreemption (module doc).  Pods k < P are the
     queue's (``pod_cls``' order), P + b the manifests' bound pod b (on
@@ -595,125 +760,46 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
     they terminate first, the scratch ``vt`` [P + B] float64, ``tqp`` [P +
     B], ``tqt`` [R] float64 and ``tq`` [TQ_N] zeros: the section above;
     ``tq[T_OVER]`` 1 after when ``tqt`` was too small); ``gone`` [P + B]
-    scratch (a manifests' bound pod no longer there)."""
+    scratch (a manifests' bound pod no longer there); ``ls`` [L_N]
+    scratch (the loop's scalars: ``attempt_open`` / ``attempt_close``)."""
     n = alloc.shape[0]
-    n_q = pod_cls.shape[0]
     every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                           c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
                           strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
     trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
-    for j in range(pod_cls.shape[0]):
-        nom[j] = -1
-    for k in range(out_victim.shape[0]):
-        out_victim[k] = 0
-        gone[k] = 0
-    for k in range(tq.shape[0]):
-        tq[k] = 0
-    for i in range(n):
-        mark[i] = 0
+    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, ls)
+    ls[L_EVERY] = 1 if every else 0
     start = 0
-    m = 0
-    n_nom = 0
     while True:
-        kind = q_next_due(arr, dep, backoff0, backoff_max, max_unsched, qi, qf, pst, patt, pts,
-                          aq, up, hk, hs, hp, dk, ds, dp, rank, ak, next_termination(tqt, tq))
+        kind = attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                            c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                            bal_res, bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max,
+                            max_unsched, seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt,
+                            tkey, old_reasons, old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk,
+                            hs, hp, dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz,
+                            bnode, pct, least, out_victim, nom, pot, head, nxt, cur, vout, stats,
+                            mark, touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch,
+                            left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
         if kind == Q_DONE:
             break
-        now = qf[Q_NOW]
-        if kind == Q_TERMINATE:
-            v = pop_terminated(now, grace, pst, gone, vt, tqp, tqt, tq)
-            if v < 0:
-                continue
-            # its grace over: it leaves as an assigned pod's deletion
-            # (no conditional inside the call: its arguments must be one block)
-            iv = out_node[v] if v < n_q else bnode[v - n_q]
-            evict_from(iv, v, n_q, every, alloc, used,
-                       nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
-                       c_active, c_norm, c_weights, static_bits, reasons, raw, strategy,
-                       fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
-                       bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty, preq,
-                       pnz, pst, gone)
-            m = log_change(m, now, -1 - v, log_t, log_pod)
-            move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank,
-                     ak)
+        if kind != Q_ATTEMPTED:
             continue
         j = qi[Q_POD]
-        c = pod_cls[j]
-        if kind == Q_DEPART:
-            shift_pod(out_node[j], c, False, every, alloc, used, nz_used, c_request, c_nonzero,
-                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
-                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
-                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
-                      old_reasons, old_raw, dirty)
-            m = log_change(m, now, -1 - j, log_t, log_pod)
-            continue
         i = -1
-        nt = 0
-        counted = n > 0 and n_nom > 0
         if n > 0:
-            if counted:
-                # the nominated pods of priority >= j's use their nodes in
-                # this cycle: class c's answers there recomputed, a scan
-                nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used,
-                                c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
-                                c_active, static_bits, reasons, raw, strategy, fit_res,
-                                fit_kind, fit_weights, shape_util, shape_score, bal_res,
-                                bal_kind, mark, touched, save_bits, save_raw)
-            i, start = pick_next(c, n, every and not counted, start, reasons, raw, c_active,
-                                 c_norm, c_weights, num_to_find, seed_mix, used, positions,
-                                 total_scratch, ties_scratch, hi_scratch, tkey)
-        target = -1
-        nv = 0
-        if i < 0 and n > 0 and may[j] != 0 and not (
-                grace > 0.0 and nom[j] >= 0
-                and terminating_on(j, nom[j], prio, pst, out_node, bnode, gone, out_victim)):
-            target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
-                                     c_request, c_anything, c_ignored, c_fit_filter,
-                                     static_bits, preq, prio, pstart, krank, pst, out_node,
-                                     bnode, gone, out_victim, pot, head, nxt, cur, vout, stats,
-                                     n_pdb, pdb_kind, pdb_val, pmatch, left, vflag)
-        if counted:
-            overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
-                        reasons, raw, mark, touched, save_bits, save_raw)
-        if i >= 0:
-            shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero,
-                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
-                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
-                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
-                      old_reasons, old_raw, dirty)
-            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-            if nom[j] >= 0:
-                nom[j] = -1
-                n_nom -= 1
-            out_node[j] = i
-            out_bind[j] = now
-            m = log_change(m, now, j, log_t, log_pod)
-            continue
-        if target < 0:
-            q_failed(j, qi, qf, pst, pts, up)
-            continue
-        # nominated: lower-priority nominations to the node end
-        n_nom += nominate(j, target, nom, prio)
-        if grace > 0.0:
-            # the victims terminate on the node; no pod left, so the
-            # preemptor goes to the unschedulable pool
-            terminate_victims(now, grace, nv, vout, out_victim, vt, tqp, tqt, tq)
-            q_failed(j, qi, qf, pst, pts, up)
-            continue
-        for a in range(nv):
-            v = vout[a]
-            out_victim[v] += 1
-            evict_from(target, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero,
-                       c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
-                       static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
-                       shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
-                       old_reasons, old_raw, dirty, preq, pnz, pst, gone)
-            m = log_change(m, now, -1 - v, log_t, log_pod)
-        # the victims' deletion moved the pool during the cycle: the
-        # preemptor goes back as a pod with a move request (backoffQ)
-        move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
-        pts[j] = now
-        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
-    trace_end(m, qf, patt, n_log, end, out_tries)
+            i, start = pick_next(pod_cls[j], n, every and ls[L_COUNTED] == 0, start, reasons,
+                                 raw, c_active, c_norm, c_weights, num_to_find, seed_mix, used,
+                                 positions, total_scratch, ties_scratch, hi_scratch, tkey)
+        attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                      c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                      strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                      bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                      seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey, old_reasons,
+                      old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank,
+                      ak, prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, nom,
+                      pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw, n_pdb,
+                      pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
+    trace_end(ls[L_M], qf, patt, n_log, end, out_tries)

@@ -89,7 +89,7 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
             n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
             np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64), grace,
             np.empty(w1, np.float64), np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq,
-            np.empty(w1, np.int64))
+            np.empty(w1, np.int64), np.zeros(8, np.int64))
         over[b] = tq[4]
         for k in range(e):
             out_node[p0 + k] = rows[local[k]] if local[k] >= 0 else -1
