@@ -17,20 +17,35 @@ wall seconds of both, the load average before each, whether the tables
 are equal (but ``wall_seconds``), the preemptions per job and how many
 jobs the batched path took.  Written to
 ``bench/results/sweep-preempt-numba.json`` (``--output`` elsewhere).
+
+``--grace G`` (seconds above 0): the victims terminate that long on their
+node (the Scheduler's termination_grace_seconds); the sweep has no grace,
+so the batched side is ``ts.simulate_batch(..., termination_grace_seconds=G)``
+over the configurations and seeds in one call and the per-run side one
+``ts.Simulation(..., termination_grace_seconds=G)`` per run fed the trace;
+equal when every run binds each pod on the same node at the same time and
+preempts the same pods as often (``timed_grace``).  Written to
+``bench/results/sweep-preempt-grace-numba.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
+import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+import tensorsched as ts
+from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_local as SL
+from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.generators.clusters import node_dict, pod_dict
 
 from .harness import git_commit, machine_info
@@ -86,14 +101,82 @@ def write_inputs(where: Path, nodes: int, pods: int, seed: int = 0) -> tuple:
     return str(cluster), str(trace), configs
 
 
+def _timed(fn) -> tuple:
+    load = os.getloadavg()
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return ({"cpu_seconds": round(time.process_time() - c0, 3),
+             "wall_seconds": round(time.perf_counter() - t0, 3),
+             "load_before": [round(x, 2) for x in load]}, out)
+
+
+def _outcome(sim) -> tuple:
+    """A Simulation's run to its end: ({pod: (node, bind time)}, Preempted
+    events per pod)."""
+    bound, preempted = {}, Counter()
+    sim.scheduler.subscribe("Bound", lambda e: bound.__setitem__(
+        e["pod"], (e["node"], sim.clock.now())))
+    sim.scheduler.subscribe("Preempted", lambda e: preempted.update([e["pod"]]))
+    return bound, preempted
+
+
+def timed_grace(cluster: str, trace: str, configs: list, seeds: list, grace: float,
+                scenario: str | None = None) -> dict:
+    """The record's fields of ``--grace``: ``ts.simulate_batch`` of every
+    (config, seed) under ``grace`` (after a warm-up call) against one
+    Simulation per run, timed alike; ``equal`` when each run's bindings
+    (pod, node, time) and preemption counts are its Simulation's."""
+    objs = list(yaml.safe_load_all(open(cluster)))
+    cfgs = [yaml.safe_load(open(c)) for c in configs]
+    tr = run.read_trace_file(trace)
+    sc = None if scenario is None else load_scenario(scenario)
+    setups = [SL.trace_setup(objs, c, tr, sc) for c in cfgs]
+    ts.simulate_batch(objs, [trace], cfgs[:1], seeds=seeds[:1], scenario=scenario,
+                      termination_grace_seconds=grace, workers=1)       # compile
+    batched, runs = _timed(lambda: ts.simulate_batch(
+        objs, [trace], cfgs, seeds=seeds, scenario=scenario, termination_grace_seconds=grace,
+        workers=1))
+
+    def per_run():
+        out = []
+        for cfg in cfgs:
+            for seed in seeds:
+                sim = ts.Simulation(objs, cfg, "numba", seed, termination_grace_seconds=grace)
+                if scenario is not None:
+                    sim.scenario(scenario)
+                got = _outcome(sim)
+                sim.submit(tr)
+                sim.run()
+                out.append(got)
+        return out
+
+    per, want = _timed(per_run)
+    equal = True
+    for r, (bound, preempted) in zip(runs, want):
+        s = setups[r.config]
+        keys = [p.key for p in s.prober.pods]
+        every = keys + [b.key for b in s.prober.bound]
+        got = {k: (r.node_names[n], float(t)) for k, n, t in zip(keys, r.node.tolist(),
+                                                                 r.bind.tolist()) if n >= 0}
+        vic = Counter({k: int(v) for k, v in zip(every, r.victim.tolist()) if v})
+        equal &= got == {k: v for k, v in bound.items() if k in set(keys)} and vic == preempted
+    return {"grace": grace, "batched": batched, "per_run": per, "equal": bool(equal),
+            "cpu_ratio": round(per["cpu_seconds"] / max(batched["cpu_seconds"], 1e-9), 2),
+            "preemptions": [int(r.victim.sum()) for r in runs],
+            "scheduled": [int((r.node >= 0).sum()) for r in runs]}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.sweep_preempt",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--pods", type=int, default=1500)
     ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--grace", type=float, default=0.0)
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
+    if args.grace > 0:
+        return _graceful(args)
     with tempfile.TemporaryDirectory() as tmp:
         cluster, trace, configs = write_inputs(Path(tmp), args.nodes, args.pods)
         jobs = S.make_jobs([trace], list(range(args.seeds)), configs=configs, cluster=cluster)
@@ -117,6 +200,29 @@ def main(argv=None) -> dict:
           f"{sum(record['preemptions'])} preemptions: batched {batched['cpu_seconds']} CPU s, "
           f"per run {per_run['cpu_seconds']} CPU s ({record['cpu_ratio']}x), "
           f"tables equal {record['tables_equal']}")
+    print(f"wrote {out}")
+    return record
+
+
+def _graceful(args, scenario_of=None, name: str = "sweep-preempt-grace") -> dict:
+    """``--grace``'s run (module doc); ``scenario_of(where, nodes, pods)``
+    writes a scenario (``bench.sweep_preempt_events``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        cluster, trace, configs = write_inputs(where, args.nodes, args.pods)
+        scenario = None if scenario_of is None else scenario_of(where, args.nodes, args.pods)
+        got = timed_grace(cluster, trace, configs, list(range(args.seeds)), args.grace,
+                          scenario)
+    record = {"benchmark": name, "backend": "numba", "nodes": args.nodes, "pods": args.pods,
+              "configs": len(configs), "seeds": args.seeds,
+              "runs": len(configs) * args.seeds, **got,
+              "machine": machine_info(), "commit": git_commit()}
+    out = Path(args.output) if args.output else RESULTS / f"{name}-numba.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"{record['runs']} runs, grace {args.grace:g} s, {args.nodes} nodes, {args.pods} pods, "
+          f"{sum(record['preemptions'])} preemptions: batched "
+          f"{got['batched']['cpu_seconds']} CPU s, per run {got['per_run']['cpu_seconds']} "
+          f"CPU s ({got['cpu_ratio']}x), equal {got['equal']}")
     print(f"wrote {out}")
     return record
 

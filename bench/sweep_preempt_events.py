@@ -16,7 +16,10 @@ average before each, whether the tables are equal (but
 ``wall_seconds``), the preemptions and evictions per job and how many
 jobs the batched path took.  Written to
 ``bench/results/sweep-preempt-events-numba.json`` (``--output``
-elsewhere).
+elsewhere).  ``--grace G``: with a termination grace, as
+``bench.sweep_preempt --grace`` (``ts.simulate_batch`` against one
+Simulation per run, under the scenario), written to
+``bench/results/sweep-preempt-events-grace-numba.json``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import node_dict
 
 from .harness import git_commit, machine_info
-from .sweep_preempt import RESULTS, write_inputs
+from .sweep_preempt import RESULTS, _graceful, write_inputs
 from .sweep_timing import comparison, timed_sweep
 
 
@@ -59,8 +62,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--pods", type=int, default=1500)
     ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--grace", type=float, default=0.0)
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
+    if args.grace > 0:
+        return _graceful(args, write_scenario, "sweep-preempt-events-grace")
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         cluster, trace, configs = write_inputs(where, args.nodes, args.pods)

@@ -94,16 +94,11 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     arguments and the manifest form): openb nodes with a ``scenario`` (a
     ``Scenario``, a dict or a YAML / JSON path) run on the node-event
     engine, ``simulate_openb_scenario``; everything else as before.
-    ``termination_grace_seconds`` (the Scheduler's, 0 by default): the
-    openb engines, with a scenario or without, honour it; the manifest
-    form refuses a grace above 0 (``BatchProfileError``)."""
+    ``termination_grace_seconds`` (the Scheduler's, 0 by default): every
+    engine honours it (the openb engines with a scenario or without, the
+    manifest form's node-local engines with and without node events)."""
     grace = Arguments("simulate_batch").number(
         "termination_grace_seconds", termination_grace_seconds, 0.0, unit="seconds")
-    if grace > 0 and sweep_local._manifests(nodes):
-        raise BatchProfileError(
-            f"termination_grace_seconds {grace:g}: the batched engines on a manifest cluster "
-            "evict with a grace of 0 only (victims leave at once); the openb engines take it, "
-            "ts.Simulation runs it per cluster")
     if scenario is None or sweep_local._manifests(nodes):
         return sweep_local.simulate_batch(nodes, traces, configs, seeds, backend=backend,
                                           workers=workers, max_unsched=max_unsched,

@@ -44,7 +44,9 @@ priorities with DefaultPreemption in the profile) runs DefaultPreemption
 inside the kernel's queue (``sweep_preempt``, ``kernels.batch.
 local_preempt``: PostFilter's candidates, victims and pick, the victims'
 deletion, the preemptor's nomination counted in the cycles of pods of
-lower or equal priority, PodDisruptionBudgets), its rows counting the
+lower or equal priority, PodDisruptionBudgets; with a termination grace
+above 0, ``simulate_batch``'s ``termination_grace_seconds``, the victims
+terminating on their node until their grace ends), its rows counting the
 preemptions; where it also has node events (a scenario's steps, a pod
 those filters reject on every node) both run in one call
 (``kernels.batch.local_preempt_events``: the manifests' bound pods one by
@@ -364,19 +366,21 @@ def share_call(setups: list[TraceSetup]) -> bool:
 
 def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
                max_unsched: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
-               backend: str = "numba") -> list[list[LocalRun]]:
+               backend: str = "numba", grace: float = 0.0) -> list[list[LocalRun]]:
     """Each setup (one cluster and trace, its configuration) under each of
     its ``seeds[k]``; setups that share the node columns run as one call
     (their classes side by side, each run scoring with its own profile);
     ``max_unsched``: the Scheduler's pod_max_in_unschedulable_seconds;
     ``backend``: numba (the CPU twin, ``threads``) or cuda (a block per
-    run; ``BackendError`` without a device)."""
+    run; ``BackendError`` without a device); ``grace``: the Scheduler's
+    termination_grace_seconds (where a pod could preempt: its victims
+    terminate that long on their node)."""
     if len(setups) > 1 and (not share_call(setups)
                             or len({s.preempt is None for s in setups}) > 1):
-        return [run_setups([s], [sd], threads, max_unsched, backend)[0]
+        return [run_setups([s], [sd], threads, max_unsched, backend, grace)[0]
                 for s, sd in zip(setups, seeds)]
     if any(s.events is not None for s in setups):
-        return _run_event_setups(setups, seeds, threads, max_unsched, backend)
+        return _run_event_setups(setups, seeds, threads, max_unsched, backend, grace)
     parts = []
     for s in setups:
         b, _orders = s.prober.batch([s.names], [list(range(len(s.prober.pods)))])
@@ -422,7 +426,7 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     victim = vic_ptr = None
     log0 = 2 * pod_ptr[:-1]     # where each run's log rows start
     if setups[0].preempt is not None:
-        got, victim, vic_ptr, log0 = _run_preempt(lt, setups, seeds, threads, backend)
+        got, victim, vic_ptr, log0 = _run_preempt(lt, setups, seeds, threads, backend, grace)
     elif backend == "cuda":
         try:
             # the cuda kernel's module raises BackendUnavailable on import
@@ -447,12 +451,13 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
 
 
 def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
-                 backend: str):
+                 backend: str, grace: float = 0.0):
     """``lt`` with DefaultPreemption in the kernel's queue
     (``kernels.batch.local_preempt``; cuda: ``local_preempt_cuda.
     run_local_preempt_cuda``): (``TraceResult``, victim [sum (P + B)], each
-    run's rows of it [runs + 1], each run's first log row [runs])."""
-    p = _preempt_call(lt, setups, seeds)
+    run's rows of it [runs + 1], each run's first log row [runs]); ``grace``
+    the termination grace."""
+    p = _preempt_call(lt, setups, seeds)._replace(grace=float(grace))
     vic_ptr = p.vic_ptr
     starts = np.asarray([log_start(p, b) for b in range(p.pct.shape[0])], np.int64)
     if backend == "cuda":
@@ -488,7 +493,7 @@ def _preempt_call(lt: LocalTrace, setups: list[TraceSetup], seeds: list) -> Loca
 
 
 def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsched: float,
-                      backend: str) -> list[list[LocalRun]]:
+                      backend: str, grace: float = 0.0) -> list[list[LocalRun]]:
     """``run_setups`` of setups with node events (alike: ``share_call``):
     the universe holds each variant of the cluster's nodes side by side
     (``EventSetup.probers``), every run's local nodes are variant 0's rows,
@@ -571,7 +576,7 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
                      np.concatenate(cols["ev_used"]) if n else np.zeros((0, width), np.int64),
                      np.concatenate(cols["ev_nz"]) if n else np.zeros((0, 2), np.int64))
     if setups[0].preempt is not None:
-        return _run_preempt_events(ev, setups, seeds, profile, threads, backend)
+        return _run_preempt_events(ev, setups, seeds, profile, threads, backend, grace)
     if backend == "cuda":
         try:
             from tensorsched.kernels.batch.local_trace_cuda import run_local_events_cuda
@@ -593,12 +598,12 @@ def _run_event_setups(setups: list[TraceSetup], seeds: list, threads, max_unsche
 
 
 def _run_preempt_events(ev: LocalEvents, setups: list[TraceSetup], seeds: list, profile: list,
-                        threads, backend: str) -> list[list[LocalRun]]:
+                        threads, backend: str, grace: float = 0.0) -> list[list[LocalRun]]:
     """``_run_event_setups``' call where a pod could preempt
     (``kernels.batch.local_preempt_events``; cuda: ``local_preempt_events_cuda``):
     each run's ``why`` and ``victim`` per queue pod then per bound pod of
     the manifests."""
-    p = _preempt_call(ev.trace, setups, seeds)
+    p = _preempt_call(ev.trace, setups, seeds)._replace(grace=float(grace))
     pe = LocalPreemptEvents(ev, p)
     if backend == "cuda":
         try:
@@ -634,6 +639,11 @@ def _missed_delete(s: TraceSetup, res):
     keys = [p.key for p in s.prober.pods]
     rows = None if s.preempt is None else {b.key: len(keys) + k
                                            for k, b in enumerate(s.prober.bound)}
+    if res.victim is not None and res.why is not None and (res.victim * res.why).any():
+        # a victim a step took while it terminated (a termination grace):
+        # it left as that step says, not at its preemption
+        res = SimpleNamespace(why=res.why, log_t=res.log_t, log_pod=res.log_pod,
+                              victim=np.where(res.why != 0, 0, res.victim))
     return missed_delete(s.events.plan, keys, res, rows)
 
 
@@ -809,8 +819,12 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     steps run in the kernel, ``sweep_events``) and fed the trace.  What
     the kernel does not cover raises ``BatchProfileError`` (module doc)
     before any run; ``ts.Simulation`` runs it per cluster.
-    ``termination_grace_seconds``: the openb engine's (``batch_sim``);
-    the manifest form takes 0 only."""
+    ``termination_grace_seconds`` (seconds >= 0): the Scheduler's; on
+    openb nodes the openb engine's (``batch_sim``); on a manifest cluster,
+    where a pod could preempt, its victims terminate that long on their
+    node (holding its resources; a victim chosen again keeps its first
+    deadline) before they leave, and ``victim`` counts each pod's
+    evictions (as the Simulation's Preempted events)."""
     if not _manifests(nodes):
         if scenario is not None:
             raise Arguments("simulate_batch").error(
@@ -818,11 +832,9 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         return openb_batch(nodes, traces, configs, seeds, backend=backend, workers=workers,
                            max_unsched=max_unsched,
                            termination_grace_seconds=termination_grace_seconds)
-    if termination_grace_seconds != 0:
-        raise BatchProfileError(f"termination_grace_seconds {termination_grace_seconds!r}: "
-                                "the node-local kernel evicts with a grace of 0 only; "
-                                "ts.Simulation runs it per cluster")
     args = Arguments("simulate_batch")
+    grace = args.number("termination_grace_seconds", termination_grace_seconds, 0.0,
+                        unit="seconds")
     if backend not in ("numba", "cuda"):
         raise args.error("backend", f"{backend!r}: the node-local kernel's trace form runs on "
                          "numba (the CPU twin) or cuda; ts.Simulation runs per cluster")
@@ -861,7 +873,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     setups = [[trace_setup(objects, c, t, sc) for c in cfgs] for t in traces]
     out = []
     for ti, per_trace in enumerate(setups):
-        got = run_setups(per_trace, [seeds] * len(per_trace), workers, max_unsched, backend)
+        got = run_setups(per_trace, [seeds] * len(per_trace), workers, max_unsched, backend,
+                         grace)
         for ci, runs in enumerate(got):
             for seed, r in zip(seeds, runs):
                 r.trace, r.config, r.seed = ti, ci, seed

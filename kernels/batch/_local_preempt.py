@@ -2,11 +2,12 @@
 cluster fed a trace (``_local_trace.run_local_trace_cluster``'s clock,
 queue and node-local rules) where a pod that fits nowhere runs PostFilter
 as the Scheduler runs it (``framework/preemption/evaluator.py``,
-``framework/scheduler/schedule_one.py``), with grace 0 (the victims leave
-at once):
+``framework/scheduler/schedule_one.py``), with a termination grace of 0
+(the victims leave at once) or above (they terminate first):
 
-1. eligible: its preemption policy is not Never (no victim is ever left
-   terminating, so a nominated node never makes it wait);
+1. eligible: its preemption policy is not Never, and (a grace above 0)
+   its nominated node holds no pod of lower priority terminating by
+   preemption (``terminating_on``);
 2. the nodes where preemption might help: those whose usage-independent
    filters pass the pod (NodeUnschedulable, NodeName, TaintToleration,
    NodeAffinity are UnschedulableAndUnresolvable; only NodeResourcesFit,
@@ -40,10 +41,13 @@ healthy), PDB_DELETING (it applies, the pod is terminating), PDB_DISRUPTED
 (selected but in ``status.disruptedPods``: counted as expected only).
 
 The preemptor is nominated to the chosen node (pods nominated there with
-a lower priority lose their nomination), the victims leave in importance
-order (each an assigned pod's deletion: every unschedulable pod moves) and
-the preemptor goes back to the queue as a pod that failed while a move
-request came: backoffQ while it backs off.  While nominations are
+a lower priority lose their nomination); with a grace of 0 the victims
+leave in importance order (each an assigned pod's deletion: every
+unschedulable pod moves) and the preemptor goes back to the queue as a
+pod that failed while a move request came: backoffQ while it backs off;
+above 0 they stay on the node, holding its resources, until their first
+eviction + grace (the section before ``run_local_preempt_cluster``),
+and the preemptor, no pod having left, goes to the unschedulable pool.  While nominations are
 outstanding, each cycle of pod j counts the pods nominated to a node with
 priority >= j's (not j) as using it (``overlay``: the Scheduler's
 nominated overlay, scores and tie rank included), its PostFilter too; a
@@ -58,8 +62,9 @@ profile), ``krank`` its key's rank (the victim table's slot order),
 requests; ``out_victim`` 1 for a pod preempted.
 
 Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
-and ``cuda.jit(device=True)`` (``local_trace_cuda``: thread 0 of a block per
-cluster) on top of ``_local_core``, ``_queue`` and ``_candidates``.
+and ``cuda.jit(device=True)`` (``local_trace_cuda``; ``local_preempt_cuda``'s
+thread 0 runs the loop's steps, ``attempt_open`` / ``attempt_close``, its
+block each pick) on top of ``_local_core``, ``_queue`` and ``_candidates``.
 """
 
 # ruff: noqa: F821
@@ -67,6 +72,7 @@ cluster) on top of ``_local_core``, ``_queue`` and ``_candidates``.
 # ``_queue``'s answers, slots and statuses (a compiled namespace holds functions only)
 Q_DONE = 0
 Q_DEPART = 2
+Q_TERMINATE = 4
 Q_POD = 10
 Q_ATTEMPT = 11
 Q_NOW = 0
@@ -86,6 +92,15 @@ PDB_MAX_UNAVAILABLE_PCT = 2
 PDB_MIN_AVAILABLE = 3
 PDB_MIN_AVAILABLE_PCT = 4
 PDB_NEITHER = 5
+# tq slots: the victims terminating (a termination grace above 0; the
+# openb engine's ``_gpu_preempt`` layout)
+T_HEAD = 0          # the first of ``tqp`` not yet due
+T_TAIL = 1          # victims pushed to ``tqp``
+T_WHEAD = 2         # the first pending deadline of ``tqt`` (a ring)
+T_WLEN = 3          # pending deadlines
+T_OVER = 4          # 1: more pending deadlines than ``tqt`` holds (the run is wrong)
+TQ_N = 5
+INF = float("inf")
 
 
 def overlay(j, pj, sign, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used, mark,
@@ -189,10 +204,12 @@ def more_important(a, b, prio, pstart, krank):
     return krank[a] < krank[b]
 
 
-def pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, out_victim, left):
+def pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, gone, victim, left):
     """Each PDB's disruptionsAllowed now into ``left[:n_pdb]``
     (``parsing.pdb.disruptions_allowed`` over the pods bound now: queue
-    pods ``pst`` BOUND, bound pods of the manifests not preempted)."""
+    pods ``pst`` BOUND, bound pods of the manifests not ``gone``; a pod
+    terminating by preemption, ``victim`` nonzero, is expected but not
+    healthy)."""
     n_q = pst.shape[0]
     for p in range(n_pdb):
         kd = pdb_kind[p]
@@ -209,10 +226,10 @@ def pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, out_victim, left):
             if k < n_q:
                 if pst[k] != P_BOUND:
                     continue
-            elif out_victim[k] != 0:
+            elif gone[k] != 0:
                 continue
             expected += 1
-            if code == PDB_HEALTHY:
+            if code == PDB_HEALTHY and victim[k] == 0:
                 healthy += 1
         if kd == PDB_MAX_UNAVAILABLE:
             desired = max(0, expected - val)
@@ -337,8 +354,8 @@ def better(nv, stats, best_nv, best):
 
 def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
                 c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst,
-                out_node, bnode, out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind,
-                pdb_val, pmatch, left, vflag):
+                out_node, bnode, gone, victim, pot, head, nxt, cur, vout, stats, n_pdb,
+                pdb_kind, pdb_val, pmatch, left, vflag):
     """DefaultPreemption for pod ``j`` (class ``c``) whose cycle failed on
     the ``n`` nodes (``used`` with the nominated pods counted): (the node
     to nominate, -1 none; its victims, in ``vout`` most important first:
@@ -352,17 +369,18 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
             m += 1
     return preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request,
                       c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst,
-                      out_node, bnode, out_victim, pot, head, nxt, cur, vout, stats, n_pdb,
+                      out_node, bnode, gone, victim, pot, head, nxt, cur, vout, stats, n_pdb,
                       pdb_kind, pdb_val, pmatch, left, vflag)
 
 
 def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
                c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, out_node, bnode,
-               out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+               gone, victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
                left, vflag):
     """``post_filter``'s search over the ``m`` potential nodes ``pot[:m]``
-    (row order) of the ``n`` local rows; ``out_victim`` [P + B]: nonzero
-    for a manifests' bound pod no longer there."""
+    (row order) of the ``n`` local rows; ``gone`` [P + B]: nonzero for a
+    manifests' bound pod no longer there; ``victim`` [P + B]: nonzero for a
+    pod preempted (still bound: terminating, a victim again)."""
     if m == 0:
         return -1, 0
     pj = prio[j]
@@ -372,7 +390,7 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
     n_q = pst.shape[0]
     for b in range(bnode.shape[0]):
         k = n_q + b
-        if out_victim[k] == 0 and prio[k] < pj:
+        if gone[k] == 0 and prio[k] < pj:
             i = bnode[b]
             nxt[k] = head[i]
             head[i] = k
@@ -386,7 +404,7 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
     if low == 0:
         return -1, 0
     if n_pdb > 0:
-        pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, out_victim, left[0])
+        pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, gone, victim, left[0])
     cap = num_candidates(m, pct, least)
     listed = max(cap, 1)
     off = preempt_offset(seed_mix, attempt, m)
@@ -423,6 +441,292 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
     return best_node, best_nv
 
 
+def evict_from(i, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+               c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+               strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+               bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty, preq, pnz,
+               pst, gone):
+    """Pod ``v`` (a queue pod v < ``n_q``, else a manifests' bound pod)
+    leaves node ``i``: gone, its requests (``preq[v]`` / ``pnz[v]``) off,
+    the node's answers recomputed.  Marking a victim and logging are the
+    caller's."""
+    if every:
+        keep_node(i, reasons, raw, old_reasons, old_raw)
+    if v < n_q:
+        pst[v] = P_GONE
+    else:
+        gone[v] = 1
+    for r in range(used.shape[1]):
+        used[i, r] -= preq[v, r]
+    used[i, RES_PODS] -= 1
+    nz_used[i, 0] -= pnz[v, 0]
+    nz_used[i, 1] -= pnz[v, 1]
+    refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    fold_node(i, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt, seed_mix, used,
+              tkey, old_reasons, old_raw, dirty)
+
+
+# ---------------------------------------------------------------------------
+# A termination grace above 0 (``schedule_one``'s ``_evict`` / ``terminate_due``,
+# as ``_gpu_preempt``'s ``terminate_*`` do it for the openb engine): a victim
+# stays bound, its requests held, terminating by preemption (``victim``
+# nonzero while there), until its first eviction's time + grace; then it
+# leaves as an assigned pod's deletion.  Chosen again while terminating it
+# keeps that deadline, but every eviction's deadline is a time the
+# scheduler's clock stops at (and no stall stop while one is pending).
+# ``vt`` [P + B] float64: each victim's first eviction time; ``tqp`` [P + B]:
+# the victims in the order of their first eviction (their deadlines in that
+# order: the terminating heap's (deadline, push) order); ``tqt`` [R]
+# float64: the pending deadlines, a ring, equal ones once; ``tq`` [TQ_N].
+
+def terminating_on(j, i, prio, pst, out_node, bnode, gone, victim):
+    """PodEligibleToPreemptOthers' terminating rule: node ``i`` (pod
+    ``j``'s nominated node) holds a pod of lower priority than ``j``'s
+    terminating by preemption (a victim still there), so ``j`` may not
+    preempt now."""
+    n_q = pst.shape[0]
+    pj = prio[j]
+    for k in range(victim.shape[0]):
+        if victim[k] == 0 or prio[k] >= pj:
+            continue
+        if k < n_q:
+            if pst[k] == P_BOUND and out_node[k] == i:
+                return True
+        elif gone[k] == 0 and bnode[k - n_q] == i:
+            return True
+    return False
+
+
+def terminate_victims(now, grace, nv, vout, victim, vt, tqp, tqt, tq):
+    """The chosen victims ``vout[:nv]`` terminating from ``now`` (each
+    eviction counted in ``victim``): those evicted for the first time
+    queued in ``tqp`` (their eviction time in ``vt``), the deadline ``now +
+    grace`` pending."""
+    for a in range(nv):
+        v = vout[a]
+        if victim[v] == 0:
+            vt[v] = now
+            tqp[tq[T_TAIL]] = v
+            tq[T_TAIL] += 1
+        victim[v] += 1
+    d = now + grace
+    r = tqt.shape[0]
+    n = tq[T_WLEN]
+    if n > 0:
+        last = tq[T_WHEAD] + n - 1
+        if last >= r:
+            last -= r
+        if tqt[last] == d:
+            return
+    if n == r:
+        tq[T_OVER] = 1
+        return
+    k = tq[T_WHEAD] + n
+    if k >= r:
+        k -= r
+    tqt[k] = d
+    tq[T_WLEN] = n + 1
+
+
+def next_termination(tqt, tq):
+    """The next pending termination deadline (inf: none)."""
+    if tq[T_WLEN] == 0:
+        return INF
+    return tqt[tq[T_WHEAD]]
+
+
+def pop_terminated(now, grace, pst, gone, vt, tqp, tqt, tq):
+    """The next victim whose grace ended by ``now`` and still bound: now
+    gone (a queue pod ``pst`` GONE, a bound one ``gone``); the caller frees
+    its node, logs it and moves the pool (an assigned pod's deletion).  -1
+    when none is left, the deadlines due then passed."""
+    n_q = pst.shape[0]
+    while tq[T_HEAD] < tq[T_TAIL]:
+        v = tqp[tq[T_HEAD]]
+        if vt[v] + grace > now:
+            break
+        tq[T_HEAD] += 1
+        if v < n_q:
+            if pst[v] == P_BOUND:
+                pst[v] = P_GONE
+                return v
+        elif gone[v] == 0:
+            gone[v] = 1
+            return v
+    r = tqt.shape[0]
+    while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:
+        k = tq[T_WHEAD] + 1
+        tq[T_WHEAD] = 0 if k == r else k
+        tq[T_WLEN] -= 1
+    return -1
+
+
+# ls slots: the cluster loop's scalars between its steps (``attempt_open``,
+# the pick, ``attempt_close``: the CPU twin's loop, and the CUDA form's, whose
+# block picks while thread 0 runs the steps)
+L_M = 0             # log rows used
+L_NNOM = 1          # nominations outstanding
+L_EVERY = 2         # 1: every node scored, the key trees kept (``start_answers``)
+L_NT = 3            # the nodes this attempt's nominated overlay touched
+L_COUNTED = 4       # 1: this attempt counts the nominated pods (``overlay_on``)
+L_N = 5
+Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
+
+
+def preempt_start(n_q, out_victim, nom, mark, tq, gone, ls):
+    """The preemption state before the loop (``ls`` [L_N] zeros but
+    ``L_EVERY``, set by the caller)."""
+    for j in range(n_q):
+        nom[j] = -1
+    for k in range(out_victim.shape[0]):
+        out_victim[k] = 0
+        gone[k] = 0
+    for k in range(tq.shape[0]):
+        tq[k] = 0
+    for i in range(mark.shape[0]):
+        mark[i] = 0
+    ls[L_M] = 0
+    ls[L_NNOM] = 0
+    ls[L_NT] = 0
+    ls[L_COUNTED] = 0
+
+
+def attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                 c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr,
+                 dep, dur, backoff0, backoff_max, max_unsched, seed_mix, out_node, out_bind, log_t,
+                 log_pod, hi, hi_cnt, tkey, old_reasons, old_raw, dirty, qi, qf, pst, patt, pts,
+                 aq, up, hk, hs, hp, dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz,
+                 bnode, pct, least, out_victim, nom, pot, head, nxt, cur, vout, stats, mark,
+                 touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag,
+                 grace, vt, tqp, tqt, tq, gone, ls):
+    """The loop's next step up to an attempt's pick: ``_queue``'s answer;
+    a termination (``Q_TERMINATE``, maybe none left: the deadlines passed)
+    or a departure done here; an attempt (``Q_ATTEMPTED``, pod
+    ``qi[Q_POD]``) with the nominated pods of priority >= its own counted
+    on their nodes (``ls[L_COUNTED]``, ``ls[L_NT]``)."""
+    kind = q_next_due(arr, dep, backoff0, backoff_max, max_unsched, qi, qf, pst, patt, pts,
+                      aq, up, hk, hs, hp, dk, ds, dp, rank, ak, next_termination(tqt, tq))
+    if kind == Q_DONE:
+        return kind
+    n = alloc.shape[0]
+    n_q = pod_cls.shape[0]
+    every = ls[L_EVERY] != 0
+    now = qf[Q_NOW]
+    if kind == Q_TERMINATE:
+        v = pop_terminated(now, grace, pst, gone, vt, tqp, tqt, tq)
+        if v < 0:
+            return kind
+        # its grace over: it leaves as an assigned pod's deletion
+        # (no conditional inside the call: its arguments must be one block)
+        iv = out_node[v] if v < n_q else bnode[v - n_q]
+        evict_from(iv, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                   c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
+                   raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                   bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty,
+                   preq, pnz, pst, gone)
+        ls[L_M] = log_change(ls[L_M], now, -1 - v, log_t, log_pod)
+        move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
+        return kind
+    j = qi[Q_POD]
+    c = pod_cls[j]
+    if kind == Q_DEPART:
+        shift_pod(out_node[j], c, False, every, alloc, used, nz_used, c_request, c_nonzero,
+                  c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                  static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                  shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                  old_reasons, old_raw, dirty)
+        ls[L_M] = log_change(ls[L_M], now, -1 - j, log_t, log_pod)
+        return kind
+    nt = 0
+    counted = n > 0 and ls[L_NNOM] > 0
+    if counted:
+        # the nominated pods of priority >= j's use their nodes in this
+        # cycle: class c's answers there recomputed, a scan
+        nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request,
+                        c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, static_bits,
+                        reasons, raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                        shape_score, bal_res, bal_kind, mark, touched, save_bits, save_raw)
+    ls[L_NT] = nt
+    ls[L_COUNTED] = 1 if counted else 0
+    return Q_ATTEMPTED
+
+
+def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                        c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                        strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                        bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                        seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey,
+                        old_reasons, old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
+                        dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz, bnode, pct,
+                        least, out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
+                        save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace,
+                        vt, tqp, tqt, tq, gone, ls):
+    """Pod ``j``'s attempt after its pick ``i`` (-1: it fits nowhere):
+    PostFilter when it may preempt, the nominated overlay off, then the
+    binding, the failure or the preemption (module doc)."""
+    n = alloc.shape[0]
+    n_q = pod_cls.shape[0]
+    c = pod_cls[j]
+    every = ls[L_EVERY] != 0
+    now = qf[Q_NOW]
+    target = -1
+    nv = 0
+    if i < 0 and n > 0 and may[j] != 0 and not (
+            grace > 0.0 and nom[j] >= 0
+            and terminating_on(j, nom[j], prio, pst, out_node, bnode, gone, out_victim)):
+        target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
+                                 c_request, c_anything, c_ignored, c_fit_filter, static_bits,
+                                 preq, prio, pstart, krank, pst, out_node, bnode, gone,
+                                 out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind,
+                                 pdb_val, pmatch, left, vflag)
+    if ls[L_COUNTED] != 0:
+        overlay_off(j, c, ls[L_NT], nom, pst, prio, pod_cls, used, nz_used, c_request,
+                    c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
+    if i >= 0:
+        shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                  c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
+                  raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                  bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
+        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+        if nom[j] >= 0:
+            nom[j] = -1
+            ls[L_NNOM] -= 1
+        out_node[j] = i
+        out_bind[j] = now
+        ls[L_M] = log_change(ls[L_M], now, j, log_t, log_pod)
+        return
+    if target < 0:
+        q_failed(j, qi, qf, pst, pts, up)
+        return
+    # nominated: lower-priority nominations to the node end
+    ls[L_NNOM] += nominate(j, target, nom, prio)
+    if grace > 0.0:
+        # the victims terminate on the node; no pod left, so the
+        # preemptor goes to the unschedulable pool
+        terminate_victims(now, grace, nv, vout, out_victim, vt, tqp, tqt, tq)
+        q_failed(j, qi, qf, pst, pts, up)
+        return
+    m = ls[L_M]
+    for a in range(nv):
+        v = vout[a]
+        out_victim[v] += 1
+        evict_from(target, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero,
+                   c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
+                   static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                   shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
+                   old_reasons, old_raw, dirty, preq, pnz, pst, gone)
+        m = log_change(m, now, -1 - v, log_t, log_pod)
+    ls[L_M] = m
+    # the victims' deletion moved the pool during the cycle: the
+    # preemptor goes back as a pod with a move request (backoffQ)
+    move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
+    pts[j] = now
+    move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+
+
 def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anything,
                               c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits,
                               reasons, raw, strategy, fit_res, fit_kind, fit_weights,
@@ -435,7 +739,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                               prio, may, krank, pstart, preq, pnz, bnode, pct, least,
                               out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
                               save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left,
-                              vflag):
+                              vflag, grace, vt, tqp, tqt, tq, gone, ls):
     """``_local_trace.run_local_trace_cluster`` (its arguments first, the
     same outputs) with DefaultPreemption (module doc).  Pods k < P are the
     queue's (``pod_cls``' order), P + b the manifests' bound pod b (on
@@ -444,13 +748,20 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
     (pods column 0) and ``pnz`` [P + B, 2] its requests and non-zero
     cpu / memory; ``pct`` / ``least`` the profile's
     minCandidateNodesPercentage / minCandidateNodesAbsolute; out:
-    ``out_victim`` [P + B] 1 for each pod preempted.  Scratch: ``nom`` [P]
+    ``out_victim`` [P + B] how many times each pod was preempted (1; a
+    pod terminating may be chosen again).  Scratch: ``nom`` [P]
     (each pod's nominated node), ``pot``, ``head``, ``mark``, ``touched``
     [n], ``save_bits`` [n], ``save_raw`` [n, S], ``nxt``, ``cur``,
     ``vout`` [P + B], ``stats`` [8].  PodDisruptionBudgets: ``n_pdb`` of
     them, each ``pdb_kind`` / ``pdb_val`` [>= n_pdb] (how its
     disruptionsAllowed comes), ``pmatch`` [P + B, >= n_pdb] (module doc);
-    scratch ``left`` [2, >= n_pdb], ``vflag`` [P + B]."""
+    scratch ``left`` [2, >= n_pdb], ``vflag`` [P + B].  ``grace``: the
+    termination grace in seconds (0: the victims leave at once; above 0
+    they terminate first, the scratch ``vt`` [P + B] float64, ``tqp`` [P +
+    B], ``tqt`` [R] float64 and ``tq`` [TQ_N] zeros: the section above;
+    ``tq[T_OVER]`` 1 after when ``tqt`` was too small); ``gone`` [P + B]
+    scratch (a manifests' bound pod no longer there); ``ls`` [L_N]
+    scratch (the loop's scalars: ``attempt_open`` / ``attempt_close``)."""
     n = alloc.shape[0]
     every = start_answers(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                           c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
@@ -458,98 +769,37 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
     trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
-    for j in range(pod_cls.shape[0]):
-        nom[j] = -1
-    for k in range(out_victim.shape[0]):
-        out_victim[k] = 0
-    for i in range(n):
-        mark[i] = 0
+    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, ls)
+    ls[L_EVERY] = 1 if every else 0
     start = 0
-    m = 0
-    n_nom = 0
     while True:
-        kind = q_next(arr, dep, backoff0, backoff_max, max_unsched,
-                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak)
+        kind = attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                            c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                            strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                            bal_res, bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max,
+                            max_unsched, seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt,
+                            tkey, old_reasons, old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk,
+                            hs, hp, dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz,
+                            bnode, pct, least, out_victim, nom, pot, head, nxt, cur, vout, stats,
+                            mark, touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch,
+                            left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
         if kind == Q_DONE:
             break
+        if kind != Q_ATTEMPTED:
+            continue
         j = qi[Q_POD]
-        c = pod_cls[j]
-        now = qf[Q_NOW]
-        if kind == Q_DEPART:
-            shift_pod(out_node[j], c, False, every, alloc, used, nz_used, c_request, c_nonzero,
-                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
-                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
-                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
-                      old_reasons, old_raw, dirty)
-            m = log_change(m, now, -1 - j, log_t, log_pod)
-            continue
         i = -1
-        nt = 0
-        counted = n > 0 and n_nom > 0
         if n > 0:
-            if counted:
-                # the nominated pods of priority >= j's use their nodes in
-                # this cycle: class c's answers there recomputed, a scan
-                nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used,
-                                c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
-                                c_active, static_bits, reasons, raw, strategy, fit_res,
-                                fit_kind, fit_weights, shape_util, shape_score, bal_res,
-                                bal_kind, mark, touched, save_bits, save_raw)
-            i, start = pick_next(c, n, every and not counted, start, reasons, raw, c_active,
-                                 c_norm, c_weights, num_to_find, seed_mix, used, positions,
-                                 total_scratch, ties_scratch, hi_scratch, tkey)
-        target = -1
-        nv = 0
-        if i < 0 and n > 0 and may[j] != 0:
-            target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
-                                     c_request, c_anything, c_ignored, c_fit_filter,
-                                     static_bits, preq, prio, pstart, krank, pst, out_node,
-                                     bnode, out_victim, pot, head, nxt, cur, vout, stats,
-                                     n_pdb, pdb_kind, pdb_val, pmatch, left, vflag)
-        if counted:
-            overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
-                        reasons, raw, mark, touched, save_bits, save_raw)
-        if i >= 0:
-            shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero,
-                      c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
-                      static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
-                      shape_util, shape_score, bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey,
-                      old_reasons, old_raw, dirty)
-            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-            if nom[j] >= 0:
-                nom[j] = -1
-                n_nom -= 1
-            out_node[j] = i
-            out_bind[j] = now
-            m = log_change(m, now, j, log_t, log_pod)
-            continue
-        if target < 0:
-            q_failed(j, qi, qf, pst, pts, up)
-            continue
-        # nominated: lower-priority nominations to the node end
-        n_nom += nominate(j, target, nom, prio)
-        for a in range(nv):
-            v = vout[a]
-            out_victim[v] = 1
-            if every:
-                keep_node(target, reasons, raw, old_reasons, old_raw)
-            if v < pod_cls.shape[0]:
-                pst[v] = P_GONE
-            for r in range(used.shape[1]):
-                used[target, r] -= preq[v, r]
-            used[target, RES_PODS] -= 1
-            nz_used[target, 0] -= pnz[v, 0]
-            nz_used[target, 1] -= pnz[v, 1]
-            refresh_node(target, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw, strategy,
-                         fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
-                         bal_kind)
-            fold_node(target, every, reasons, raw, c_active, c_norm, c_weights, hi, hi_cnt,
-                      seed_mix, used, tkey, old_reasons, old_raw, dirty)
-            m = log_change(m, now, -1 - v, log_t, log_pod)
-        # the victims' deletion moved the pool during the cycle: the
-        # preemptor goes back as a pod with a move request (backoffQ)
-        move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak)
-        pts[j] = now
-        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
-    trace_end(m, qf, patt, n_log, end, out_tries)
+            i, start = pick_next(pod_cls[j], n, every and ls[L_COUNTED] == 0, start, reasons,
+                                 raw, c_active, c_norm, c_weights, num_to_find, seed_mix, used,
+                                 positions, total_scratch, ties_scratch, hi_scratch, tkey)
+        attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                      c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                      strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                      bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                      seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey, old_reasons,
+                      old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank,
+                      ak, prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, nom,
+                      pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw, n_pdb,
+                      pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
+    trace_end(ls[L_M], qf, patt, n_log, end, out_tries)

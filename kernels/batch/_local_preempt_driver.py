@@ -10,6 +10,7 @@ import numpy as np
 from numba import prange
 
 N_SLOTS = 6     # _local_core.N_SLOTS (a compiled namespace holds functions only)
+TQ_N = 5        # _local_preempt.TQ_N, T_OVER its slot 4
 
 
 def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored,
@@ -20,7 +21,8 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
                           duration, rank, backoff0, backoff_max, max_unsched, out_node,
                           out_bind, out_tries, log_t, log_pod, n_log, end, profile, n_fit,
                           n_shape, n_bal, vic_ptr, prio, may, krank, pstart, preq, pnz, bnode,
-                          pct, least, out_victim, n_pdb, pdb_kind, pdb_val, pmatch):
+                          pct, least, out_victim, n_pdb, pdb_kind, pdb_val, pmatch, grace,
+                          over):
     """``run_local_trace_all`` with preemption: cluster b's queue pods then
     its manifests' bound pods are rows ``vic_ptr[b]:vic_ptr[b+1]`` of
     ``prio``, ``may``, ``krank``, ``pstart``, ``preq`` [., R], ``pnz``
@@ -29,7 +31,9 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
     (DefaultPreemption's arguments of its profile); its log rows
     ``pod_ptr[b] + vic_ptr[b]`` onwards (two per queue pod, one per bound
     pod); cluster b's ``n_pdb[b]`` PodDisruptionBudgets ``pdb_kind[b]`` /
-    ``pdb_val[b]`` [B, W], its pods' ``pmatch`` rows as ``prio``'s [., W]."""
+    ``pdb_val[b]`` [B, W], its pods' ``pmatch`` rows as ``prio``'s [., W];
+    ``grace`` the termination grace (seconds), ``over`` [B] out: 1 where a
+    run's pending termination deadlines outgrew their ring (2 (P + Bb))."""
     n_classes = c_request.shape[0]
     for b in prange(node_ptr.shape[0] - 1):
         rows = node_rows[node_ptr[b]:node_ptr[b + 1]]
@@ -53,6 +57,7 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
         b0 = v0 - p0
         b1 = v1 - p1
         local = np.empty(e, np.int64)
+        tq = np.zeros(TQ_N, np.int64)
         k = profile[b]
         nf = n_fit[k]
         nq = n_shape[k]
@@ -82,6 +87,9 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
             np.empty(m, np.int64),
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64),
             n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
-            np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64))
+            np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64), grace,
+            np.empty(w1, np.float64), np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq,
+            np.empty(w1, np.int64), np.zeros(8, np.int64))
+        over[b] = tq[4]
         for k in range(e):
             out_node[p0 + k] = rows[local[k]] if local[k] >= 0 else -1

@@ -44,6 +44,7 @@ import numpy as np
 Q_DONE = 0
 Q_DEPART = 2
 Q_NODE = 3
+Q_TERMINATE = 4
 Q_POD = 10
 Q_ATTEMPT = 11
 Q_NOW = 0
@@ -165,7 +166,7 @@ def run_local_preempt_events_cluster(
         ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
         prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
         nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
-        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag):
+        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq):
     """``_local_trace.run_local_trace_cluster`` with timed node events,
     every cycle a scan of the live nodes (``pick_live``), and
     DefaultPreemption (module doc).  The n local nodes are the rows the
@@ -201,7 +202,10 @@ def run_local_preempt_events_cluster(
     The preemption arrays as ``_local_preempt.run_local_preempt_cluster``
     takes them (``bnode`` local rows at the start; ``may`` empty: no
     preemption); ``bgone`` [P + B] scratch (a bound pod's ``B_*``
-    state)."""
+    state); ``grace`` and its scratch ``vt``, ``tqp``, ``tqt``, ``tq`` as
+    ``run_local_preempt_cluster`` takes them: above 0 a victim terminates
+    on its node until its first eviction + ``grace`` unless a drain, its
+    node's deletion, a Pod delete or its departure takes it first."""
     n = alloc.shape[0]
     n_q = pod_cls.shape[0]
     nv = live_rows(valid, positions)
@@ -221,6 +225,8 @@ def run_local_preempt_events_cluster(
         out_why[k] = 0
     for k in range(bgone.shape[0]):
         bgone[k] = B_HERE
+    for k in range(tq.shape[0]):
+        tq[k] = 0
     q_init(qi, qf, pst, patt, pts)
     to_find = num_to_find
     start = 0
@@ -228,12 +234,26 @@ def run_local_preempt_events_cluster(
     n_nom = 0
     nowhere = 0         # a pod failed where no node was: arrivals move such pods
     while True:
-        kind = q_next_steps(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
-                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                            hp, dk, ds, dp, rank, ak, pmask)
+        kind = q_next_events(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
+                             backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                             hp, dk, ds, dp, rank, ak, pmask, next_termination(tqt, tq))
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]
+        if kind == Q_TERMINATE:
+            v = pop_terminated(now, grace, pst, bgone, vt, tqp, tqt, tq)
+            if v < 0:
+                continue
+            # its grace over (still on its node): Pod/Delete
+            i = out_node[v] if v < n_q else bnode[v - n_q]
+            take_off(i, v, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
+            refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                         c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                         fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+            m = log_change(m, now, -1 - v, log_t, log_pod)
+            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                       hk, hs, hp, rank, ak, pmask)
+            continue
         if kind == Q_NODE:
             e = qi[Q_POD]
             i = ev_node[e]
@@ -356,14 +376,17 @@ def run_local_preempt_events_cluster(
         mask = 0
         if i < 0:
             mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
-            if may.shape[0] > 0 and may[j] != 0:
+            if may.shape[0] > 0 and may[j] != 0 and not (
+                    grace > 0.0 and nom[j] >= 0
+                    and terminating_on(j, nom[j], prio, pst, out_node, bnode, bgone,
+                                       out_victim)):
                 mm = live_potential(c, nv, positions, static_bits, pot)
                 target, n_vic = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
                                            alloc, used, c_request, c_anything, c_ignored,
                                            c_fit_filter, preq, prio, pstart, krank, pst,
-                                           out_node, bnode, bgone, pot, head, nxt, cur, vout,
-                                           stats, n_pdb, pdb_kind, pdb_val, pmatch, left,
-                                           vflag)
+                                           out_node, bnode, bgone, out_victim, pot, head, nxt,
+                                           cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+                                           left, vflag)
         if counted:
             overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
                         reasons, raw, mark, touched, save_bits, save_raw)
@@ -386,9 +409,17 @@ def run_local_preempt_events_cluster(
             continue
         # nominated: lower-priority nominations to the node end
         n_nom += nominate(j, target, nom, prio)
+        if grace > 0.0:
+            # the victims terminate on the node; no pod left, so the
+            # preemptor goes to the unschedulable pool with its rejectors
+            terminate_victims(now, grace, n_vic, vout, out_victim, vt, tqp, tqt, tq)
+            if mask == 0:
+                nowhere = 1
+            q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
+            continue
         for a in range(n_vic):
             v = vout[a]
-            out_victim[v] = 1
+            out_victim[v] += 1
             if v < n_q:
                 pst[v] = P_GONE
             else:

@@ -11,6 +11,7 @@ from numba import prange
 
 N_SLOTS = 6     # _local_core.N_SLOTS (a compiled namespace holds functions only)
 QI_EV_N = 15    # _queue.QI_EV_N
+TQ_N = 5        # _local_preempt.TQ_N, T_OVER its slot 4
 
 
 def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything,
@@ -25,15 +26,18 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
                                  ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
                                  vic_ptr, prio,
                                  may, krank, pstart, preq, pnz, bnode, pct, least, out_victim,
-                                 n_pdb, pdb_kind, pdb_val, pmatch):
+                                 n_pdb, pdb_kind, pdb_val, pmatch, grace=0.0):
     """``run_local_preempt_events_cluster`` for every cluster b: its nodes
     and events as ``local_events.run_local_events`` passes them (its
     preemption arrays empty), its pods' preemption rows (and ``out_why``, ``out_victim``)
     ``vic_ptr[b]:vic_ptr[b+1]`` and the rest as ``_local_preempt_driver.
     run_local_preempt_all``; its log rows ``pod_ptr[b] + vic_ptr[b]``
     onwards (two per queue pod, one per bound pod); ``out_node`` local
-    rows."""
+    rows; ``grace`` the termination grace (seconds; the form without
+    preemption leaves it 0).  Returns how many runs' pending termination
+    deadlines outgrew their ring (2 (P + Bb); their results are wrong)."""
     n_classes = c_request.shape[0]
+    over = 0
     for b in prange(node_ptr.shape[0] - 1):
         off = node_ptr[b]
         rows = node_rows[off:node_ptr[b + 1]]
@@ -62,6 +66,7 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
         nf = n_fit[k]
         nq = n_shape[k]
         nb = n_bal[k]
+        tq = np.zeros(TQ_N, np.int64)
         run_local_preempt_events_cluster(
             a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
             c_norm, c_weights, sb, reasons, raw, strategy[k], fit_res[k, :nf], fit_kind[k, :nf],
@@ -88,4 +93,7 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
             np.empty(w1, np.int64), np.empty(8, np.int64), np.empty(m, np.int64),
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64),
             n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
-            np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64))
+            np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64), grace,
+            np.empty(w1, np.float64), np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq)
+        over += tq[4]
+    return over

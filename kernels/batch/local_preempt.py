@@ -89,6 +89,7 @@ class LocalPreempt(NamedTuple):
     pdb_kind: np.ndarray
     pdb_val: np.ndarray
     pmatch: np.ndarray
+    grace: float = 0.0
 
     def check(self) -> None:
         """``trace.check`` and the preemption arrays' shapes; a ValueError
@@ -126,6 +127,10 @@ class LocalPreempt(NamedTuple):
                              "PDB_DISRUPTED")
         if (np.asarray(self.pct) < 0).any() or (np.asarray(self.least) < 0).any():
             raise ValueError("LocalPreempt.pct/least: >= 0")
+        g = self.grace
+        if not isinstance(g, (int, float, np.floating, np.integer)) or not g >= 0 \
+                or not np.isfinite(g):
+            raise ValueError(f"LocalPreempt.grace: a finite number of seconds >= 0, got {g!r}")
         nodes = np.diff(a.node_ptr)
         for k in range(b):
             lo = int(ptr[k] - a.pod_ptr[k])
@@ -158,14 +163,27 @@ def log_start(p: LocalPreempt, b: int) -> int:
     return int(p.trace.batch.pod_ptr[b] + p.vic_ptr[b])
 
 
+def check_terminating(over: np.ndarray) -> None:
+    """A RuntimeError where a run's pending termination deadlines outgrew
+    their ring (``over`` [B] nonzero): its results would not be the
+    Simulation's."""
+    bad = np.flatnonzero(np.asarray(over))
+    if bad.shape[0]:
+        raise RuntimeError(f"run {int(bad[0])}: more victims' termination deadlines pending at "
+                           "once than the node-local kernel holds (twice the run's pods); "
+                           "ts.Simulation runs it per cluster")
+
+
 def run_local_preempt(p: LocalPreempt, threads: int | None = None
                       ) -> tuple[TraceResult, np.ndarray]:
     """Every cluster of ``p`` (checked first) on ``threads`` cores
     (default: Numba's): the ``TraceResult`` and ``victim`` [sum (P + Bb)]
-    int64 (``vic_ptr``'s rows), 1 for each pod preempted (it left at its
-    log entry: pod k of the cluster's rows, a bound pod P + b); cluster
-    b's log rows ``log_start(p, b)`` onwards (two per queue pod, one per
-    bound pod)."""
+    int64 (``vic_ptr``'s rows), for each pod how many times it was
+    preempted (1; with ``p.grace`` above 0 a victim terminating may be
+    chosen again): it left at its log entry (pod k of the cluster's rows,
+    a bound pod P + b), at once or when its grace ended; cluster b's log
+    rows ``log_start(p, b)`` onwards (two per queue pod, one per bound
+    pod)."""
     p.check()
     t = p.trace
     a = t.batch
@@ -177,8 +195,11 @@ def run_local_preempt(p: LocalPreempt, threads: int | None = None
         return out, victim
     pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
+    over = np.zeros(a.n_clusters, np.int64)
     with numba_threads(threads):
         _run_all(*trace_inputs(t, pr), out.node, out.bind, out.tries, out.log_t,
                  out.log_pod, out.n_log, out.end, i64(pr.profile), i64(pr.n_fit),
-                 i64(pr.n_shape), i64(pr.n_bal), *p.inputs(), victim, *p.pdb_inputs())
+                 i64(pr.n_shape), i64(pr.n_bal), *p.inputs(), victim, *p.pdb_inputs(),
+                 float(p.grace), over)
+    check_terminating(over)
     return out, victim

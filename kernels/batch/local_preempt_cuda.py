@@ -1,8 +1,11 @@
 """The node-local trace form with DefaultPreemption in its queue as one
 CUDA kernel: a thread block per cluster whose thread 0 gathers its nodes
-and runs the CPU twin's own cluster function
-(``_local_preempt.run_local_preempt_cluster``) as a device function, as
-``local_trace_cuda``'s node-event form runs its own.
+and runs the CPU twin's own loop steps (``_local_preempt.attempt_open`` /
+``attempt_close``: the queue, the nominated overlay, PostFilter, the
+bindings, evictions and terminations) as device functions, while every
+thread of the block picks each attempt's node between them
+(``local_cuda.block_pick``, as ``local_trace_cuda``'s trace form picks:
+the twin's ``pick_next`` answer, threads over the nodes).
 ``run_local_preempt_cuda(p)`` answers what ``local_preempt.
 run_local_preempt(p)`` answers (tested under the simulator).  Importing
 this module without a device or the simulator raises
@@ -13,9 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _local_core, _queue
+from . import _local_core, _local_preempt, _queue
 from .local_cpu import TraceResult, empty_trace_result, trace_profiles
-from .local_preempt import LocalPreempt, log_rows
+from .local_cuda import THREADS, block_pick
+from .local_preempt import LocalPreempt, check_terminating, log_rows
+from .warp import WARPS
 from .local_trace_cuda import (
     PREEMPT_DEVICE_NAMESPACE,
     TRACE_DEVICE_NAMESPACE,
@@ -27,13 +32,18 @@ from .local_trace_cuda import (
     trace_outputs,
 )
 
-from numba import cuda  # noqa: E402
+from numba import cuda, int64  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
 
 _pns = PREEMPT_DEVICE_NAMESPACE
 _gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
-_run_cluster = _pns["run_local_preempt_cluster"]
+_start_answers = _pns["start_answers"]
+_trace_start = _pns["trace_start"]
+_trace_end = _pns["trace_end"]
+_preempt_start = _pns["preempt_start"]
+_open = _pns["attempt_open"]
+_close = _pns["attempt_close"]
 
 
 @cuda.jit
@@ -47,15 +57,24 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             out_node, out_bind, out_tries, out_victim, log_t, log_pod, n_log, end,
             alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, node_all, nraw_all,
             hi_all, tkey_all, cls_all, craw_all, qi_all, qf_all, pod_all, pts_all, ring_all,
-            hk_all, dk_all, ak_all, left_all):
-    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
-    ``run_local_preempt_cluster`` (the scratch ``*_all`` padded per
-    cluster; ``node_all`` [B, 9, n] and ``pod_all`` [B, 11, e] int64 rows
-    of per-node and per-pod scratch, e the most queue and bound pods of a
-    cluster)."""
+            hk_all, dk_all, ak_all, left_all, grace, vicf_all, tq_all):
+    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs the
+    cluster loop's steps (``_local_preempt.attempt_open`` /
+    ``attempt_close``: the queue, the nominated overlay, PostFilter, the
+    bindings, evictions and terminations), every thread of the block picks
+    each attempt's node between them (``local_cuda.block_pick``: the
+    twin's ``pick_next``); the scratch ``*_all`` padded per cluster
+    (``node_all`` [B, 10, n] and ``pod_all`` [B, 14, e] int64 rows of
+    per-node and per-pod scratch, e the most queue and bound pods of a
+    cluster; ``grace`` the termination grace, ``vicf_all`` [B, 3e] float64
+    its eviction times and deadline ring, ``tq_all`` [B, TQ_N] its
+    slots)."""
     b = cuda.blockIdx.x
-    if cuda.threadIdx.x != 0:
-        return
+    tid = cuda.threadIdx.x
+    buf = cuda.shared.array((3, THREADS), int64)
+    sh = cuda.shared.array((WARPS, 3), int64)
+    bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
+    cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
@@ -64,43 +83,146 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     v1 = vic_ptr[b + 1]
     w1 = max(v1 - v0, 1)
     k = profile[b]
-    a = alloc_all[b, :n]
-    u = used_all[b, :n]
-    z = nz_all[b, :n]
-    sb = sb_all[b, :, :n]
-    raw = raw_all[b, :, :n]
-    g = image_group[b]
-    for i in range(n):
-        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
-                     image_raw, a, u, z, sb, raw)
     m = max(n, 1)
     e1 = max(e, 1)
     e2 = max(2 * e, 1)
     nd = node_all[b]
     pd = pod_all[b]
     ring = ring_all[b]
-    hk = hk_all[b]
-    _run_cluster(
-        a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, c_norm,
-        c_weights, sb, reasons_all[b, :, :n], raw, strategy[k], fit_res[k, :n_fit[k]],
-        fit_kind[k, :n_fit[k]], fit_weights[k, :n_fit[k]], shape_util[k, :n_shape[k]],
-        shape_score[k, :n_shape[k]], bal_res[k, :n_bal[k]], bal_kind[k, :n_bal[k]],
-        pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
-        backoff0, backoff_max, max_unsched, num_to_find[b], seed_mixes[b],
-        pd[0, :e], out_bind[p0:p0 + e], out_tries[p0:p0 + e],
-        log_t[p0 + v0:p0 + e + v1], log_pod[p0 + v0:p0 + e + v1], n_log[b:b + 1],
-        end[b:b + 1], nd[0, :m], nd[1, :m], nd[2, :m], hi_all[b, 0, 0], hi_all[b, 1],
-        hi_all[b, 2], tkey_all[b], cls_all[b], craw_all[b], nd[3, :1], qi_all[b], qf_all[b],
-        pd[1, :e], pd[2, :e], pts_all[b, 0, :e], ring[0, :e2], ring[1, :e2], hk[0, :e2],
-        ring[2, :e2], ring[3, :e2], dk_all[b, :e1], pd[3, :e1], pd[4, :e1], rank[p0:p0 + e],
-        ak_all[b], prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1],
-        pnz[v0:v1], bnode[v0 - p0:v1 - p0 - e], pct[b], least[b], out_victim[v0:v1],
-        pd[5, :e1], nd[4, :m], nd[5, :m], pd[6, :w1], pd[7, :w1], pd[8, :w1], pd[9, :8],
-        nd[6, :m], nd[7, :m], nd[8, :m],
-        nraw_all[b, 0, :m], n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1], left_all[b],
-        pd[10, :w1])
-    for j in range(e):
-        out_node[p0 + j] = node_rows[off + pd[0, j]] if pd[0, j] >= 0 else -1
+    a = alloc_all[b, :n]
+    u = used_all[b, :n]
+    z = nz_all[b, :n]
+    sb = sb_all[b, :, :n]
+    rs = reasons_all[b, :, :n]
+    raw = raw_all[b, :, :n]
+    strat = strategy[k]
+    fr = fit_res[k, :n_fit[k]]
+    fk = fit_kind[k, :n_fit[k]]
+    fw = fit_weights[k, :n_fit[k]]
+    su = shape_util[k, :n_shape[k]]
+    ss = shape_score[k, :n_shape[k]]
+    br = bal_res[k, :n_bal[k]]
+    bk = bal_kind[k, :n_bal[k]]
+    cls = pod_cls[p0:p0 + e]
+    arr = arrive[p0:p0 + e]
+    dep = depart[p0:p0 + e]
+    dur = duration[p0:p0 + e]
+    smix = seed_mixes[b]
+    to_find = num_to_find[b]
+    onode = pd[0, :e]
+    obind = out_bind[p0:p0 + e]
+    lt = log_t[p0 + v0:p0 + e + v1]
+    lp = log_pod[p0 + v0:p0 + e + v1]
+    khi = hi_all[b, 1]
+    kcnt = hi_all[b, 2]
+    tkey = tkey_all[b]
+    ocls = cls_all[b]
+    oraw = craw_all[b]
+    dirty = nd[3, :1]
+    qi = qi_all[b]
+    qf = qf_all[b]
+    pst = pd[1, :e]
+    patt = pd[2, :e]
+    pts = pts_all[b, 0, :e]
+    aq = ring[0, :e2]
+    up = ring[1, :e2]
+    hk = hk_all[b, 0, :e2]
+    hs = ring[2, :e2]
+    hp = ring[3, :e2]
+    dk = dk_all[b, :e1]
+    ds = pd[3, :e1]
+    dp = pd[4, :e1]
+    rk = rank[p0:p0 + e]
+    ak = ak_all[b]
+    pr = prio[v0:v1]
+    my = may[v0:v1]
+    kr = krank[v0:v1]
+    ps = pstart[v0:v1]
+    pq = preq[v0:v1]
+    pz = pnz[v0:v1]
+    bn = bnode[v0 - p0:v1 - p0 - e]
+    pc = pct[b]
+    le = least[b]
+    ov = out_victim[v0:v1]
+    nom = pd[5, :e1]
+    pot = nd[4, :m]
+    head = nd[5, :m]
+    nxt = pd[6, :w1]
+    cur = pd[7, :w1]
+    vout = pd[8, :w1]
+    stats = pd[9, :8]
+    mark = nd[6, :m]
+    touched = nd[7, :m]
+    sbits = nd[8, :m]
+    sraw = nraw_all[b, 0, :m]
+    npdb = n_pdb[b]
+    pkind = pdb_kind[b]
+    pval = pdb_val[b]
+    pm = pmatch[v0:v1]
+    left = left_all[b]
+    vflag = pd[10, :w1]
+    vt = vicf_all[b, :w1]
+    tqp = pd[11, :w1]
+    tqt = vicf_all[b, w1:3 * w1]
+    tq = tq_all[b]
+    gone = pd[12, :w1]
+    ls = pd[13, :8]
+    flags = nd[9, :m]
+    if tid == 0:
+        g = image_group[b]
+        for i in range(n):
+            _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+                         image_raw, a, u, z, sb, raw)
+        _start_answers(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                       c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
+                       bk, to_find, nd[0, :m], khi, kcnt, smix, tkey)
+        _trace_start(cls, onode, obind, qi, qf, pst, patt, pts)
+        _preempt_start(e, ov, nom, mark, tq, gone, ls)
+        # the block picks from the answers themselves: no key trees kept
+        ls[_local_preempt.L_EVERY] = 0
+    cuda.syncthreads()
+    start = 0
+    while True:
+        if tid == 0:
+            cmd[0] = _open(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                           c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
+                           bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix, onode,
+                           obind, lt, lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt,
+                           pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn,
+                           pc, le, ov, nom, pot, head, nxt, cur, vout, stats, mark, touched, sbits,
+                           sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, gone,
+                           ls)
+            cmd[1] = qi[_queue.QI_POD]
+        cuda.syncthreads()
+        kind = cmd[0]
+        j = cmd[1]
+        cuda.syncthreads()
+        if kind == _queue.DONE:
+            break
+        if kind != _queue.ATTEMPT:
+            continue
+        i = -1
+        if n > 0:
+            i, processed = block_pick(cls[j], n, start, to_find, smix, u, rs, raw, c_active,
+                                      c_norm, c_weights, flags, bhi, buf, sh)
+            start += processed
+            while start >= n:
+                start -= n
+        if tid == 0:
+            _close(j, i, a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                   c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk,
+                   cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix, onode, obind, lt,
+                   lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                   hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn, pc, le, ov, nom, pot, head,
+                   nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm, left,
+                   vflag, grace, vt, tqp, tqt, tq, gone, ls)
+        cuda.syncthreads()
+    if tid == 0:
+        _trace_end(ls[_local_preempt.L_M], qf, patt, n_log[b:b + 1], end[b:b + 1],
+                   out_tries[p0:p0 + e])
+    cuda.syncthreads()
+    for jj in range(tid, e, THREADS):
+        out_node[p0 + jj] = node_rows[off + onode[jj]] if onode[jj] >= 0 else -1
 
 
 def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
@@ -131,17 +253,20 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     zeros = lambda shape: cuda.to_device(np.zeros(shape, np.int64))   # noqa: E731
     outs = trace_outputs(n_pods, nb, rows, extras=(n_vic,))
     scratch = node_scratch(nb, nmax, c, r) + [
-        da((nb, 9, nmax), np.int64), da((nb, 1, nmax, N_SLOTS), np.int64),
+        da((nb, 10, nmax), np.int64), da((nb, 1, nmax, N_SLOTS), np.int64),
         # hi_all[b, 0, 0]: hi_scratch [2S]; [b, 1] / [b, 2]: hi, hi_cnt [C, 2S]
         zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
         da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
         da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
-        da((nb, 11, wmax), np.int64), da((nb, 1, emax), np.float64),
+        da((nb, 14, wmax), np.int64), da((nb, 1, emax), np.float64),
         da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
         da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-        da((nb, 2, p.pmatch.shape[1]), np.int64)]
-    _kernel[nb, 32](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
+        da((nb, 2, p.pmatch.shape[1]), np.int64), float(p.grace),
+        da((nb, 3 * wmax), np.float64),
+        cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64))]
+    _kernel[nb, THREADS](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
                     *outs, *scratch)
+    check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
     victim[:] = copy_results(outs, out, n_pods)[0][:n_vic]
     return out, victim
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from .local_cpu import empty_trace_result, numba_threads, trace_inputs, trace_profiles
 from .local_events import RUN_PREEMPT_EVENTS_ALL, LocalEvents
-from .local_preempt import LocalPreempt, log_rows
+from .local_preempt import LocalPreempt, check_terminating, log_rows
 
 
 class LocalPreemptEvents(NamedTuple):
@@ -74,10 +74,12 @@ def run_local_preempt_events(pe: LocalPreemptEvents, threads: int | None = None
     pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     with numba_threads(threads):
-        RUN_PREEMPT_EVENTS_ALL(*trace_inputs(t, pr), out.node, out.bind, out.tries, why,
-                               out.log_t, out.log_pod, out.n_log, out.end, i64(pr.profile),
-                               i64(pr.n_fit), i64(pr.n_shape), i64(pr.n_bal), *pe.inputs(),
-                               *p.inputs(), victim, *p.pdb_inputs())
+        over = RUN_PREEMPT_EVENTS_ALL(*trace_inputs(t, pr), out.node, out.bind, out.tries, why,
+                                      out.log_t, out.log_pod, out.n_log, out.end,
+                                      i64(pr.profile), i64(pr.n_fit), i64(pr.n_shape),
+                                      i64(pr.n_bal), *pe.inputs(), *p.inputs(), victim,
+                                      *p.pdb_inputs(), float(p.grace))
+    check_terminating([over])
     return out, why, victim
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _local_core, _queue
+from . import _local_core, _local_preempt, _queue
 from .local_cpu import empty_trace_result, trace_profiles
-from .local_preempt import log_rows
+from .local_preempt import check_terminating, log_rows
 from .local_preempt_events import LocalPreemptEvents
 from .local_trace_cuda import (
     PREEMPT_EVENTS_DEVICE_NAMESPACE,
@@ -49,12 +49,14 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             backoff_max, max_unsched, out_node, out_bind, out_tries, out_why, out_victim, log_t,
             log_pod, n_log, end, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
             rej_all, valid_all, node_all, sraw_all, hi_all, qi_all, qf_all, pod_all, podf_all,
-            ring_all, hk_all, ak_all, vic_all, left_all):
+            ring_all, hk_all, ak_all, vic_all, left_all, grace, vicf_all, tq_all):
     """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
     ``run_local_preempt_events_cluster`` (the scratch ``*_all`` padded per
     cluster: ``node_all`` [B, 8, n], ``pod_all`` [B, 6, e], ``podf_all``
-    [B, 2, e], ``ring_all`` [B, 4, 2e], ``vic_all`` [B, 6, w] int64 rows of
-    per-node, per-pod and per-victim-row scratch)."""
+    [B, 2, e], ``ring_all`` [B, 4, 2e], ``vic_all`` [B, 7, w] int64 rows of
+    per-node, per-pod and per-victim-row scratch; ``grace`` the termination
+    grace, ``vicf_all`` [B, 3w] float64 its eviction times and deadline
+    ring, ``tq_all`` [B, TQ_N] its slots)."""
     b = cuda.blockIdx.x
     if cuda.threadIdx.x != 0:
         return
@@ -109,7 +111,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         pstart[v0:v1], preq[v0:v1], pnz[v0:v1], bnode[v0 - p0:v1 - p0 - e], pct[b], least[b],
         out_victim[v0:v1], vd[0, :w1], pd[5, :q1], nd[3, :m], nd[4, :m], vd[1, :w1],
         vd[2, :w1], vd[3, :w1], vd[4, :8], nd[5, :m], nd[6, :m], nd[7, :m], sraw_all[b, :m],
-        n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1], left_all[b], vd[5, :w1])
+        n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1], left_all[b], vd[5, :w1], grace,
+        vicf_all[b, :w1], vd[6, :w1], vicf_all[b, w1:3 * w1], tq_all[b])
 
 
 def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
@@ -147,9 +150,12 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
         da((nb, _queue.QF_N), np.float64), da((nb, 6, emax), np.int64),
         da((nb, 2, emax), np.float64), da((nb, 4, e2), np.int64),
         da((nb, e2), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-        da((nb, 6, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64)]
+        da((nb, 7, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64),
+        float(p.grace), da((nb, 3 * wmax), np.float64),
+        cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64))]
     _kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0), float(t.backoff_max),
                     float(t.max_unsched), *outs, *scratch)
+    check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
     got_why, got_victim = copy_results(outs, out, n_pods, extras=2)
     why[:] = got_why[:n_vic]
     victim[:] = got_victim[:n_vic]
