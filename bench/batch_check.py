@@ -185,7 +185,7 @@ def _vector_env(inv, pods, backend: str, envs: int, warmup: int, steps: int,
             "vector_env_steps_per_second": round(envs * steps / wall)}, state
 
 
-def _slice_nodes(inv, n: int):
+def slice_nodes(inv, n: int):
     keep = np.arange(min(n, inv.n_nodes))
     return type(inv)([inv.names[i] for i in keep], list(inv.models), inv.gpu_count[keep],
                      inv.model[keep], inv.gpu_left[keep], inv.gpu_mem[keep], inv.cpu_left[keep],
@@ -227,7 +227,7 @@ def _duration_traces(paths: list, pods: int, scale: float = 600.0) -> list:
     return out
 
 
-def _preempt_traces(paths: list, pods: int, scale: float = 600.0) -> list:
+def preempt_traces(paths: list, pods: int, scale: float = 600.0) -> list:
     """The traces' first ``pods`` pods, times over ``scale`` (whole
     seconds), none leaving, priority 100 x (4 j // pods) for the j-th
     (``rank``: PrioritySort's key densely ranked)."""
@@ -278,7 +278,7 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
     """The parts by name, in their order (module doc)."""
     jobs = [(t, p, s) for t in range(len(traces)) for p in POLICIES for s in seeds]
     dep_jobs = [(0, t, p, s) for t in range(len(traces)) for p in POLICIES for s in seeds]
-    tiny_inv = _slice_nodes(exp_inv, 8)
+    tiny_inv = slice_nodes(exp_inv, 8)
 
     def exp_build():
         return None, {"runs": len(jobs), "traces": traces, "seeds": a.seeds,
@@ -290,7 +290,7 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
                      "scheduled": int(sum(r.scheduled for r in res))}
 
     def basic_build():
-        arr = _basic_arrays(_slice_nodes(inv, a.nodes), a.clusters, a.pods)
+        arr = _basic_arrays(slice_nodes(inv, a.nodes), a.clusters, a.pods)
         return arr, {"clusters": a.clusters, "nodes": min(a.nodes, inv.n_nodes),
                      "pods_per_cluster": a.pods, "placements": a.clusters * a.pods}
 
@@ -327,12 +327,12 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
         return dep, {"scheduled": int(sum(r.scheduled for r in dep)),
                      "attempts": int(sum(int(r.tries.sum()) for r in dep))}
 
-    pre_inv = _slice_nodes(exp_inv, a.pre_nodes)
+    pre_inv = slice_nodes(exp_inv, a.pre_nodes)
     pre_jobs = [(0, t, p, s) for t in range(len(traces)) for p in ("FGD", "BestFit")
                 for s in seeds[:2]]
 
     def pre_build():
-        tws = _preempt_traces(paths, a.pre_pods, 20000.0 if a.tiny else 600.0)
+        tws = preempt_traces(paths, a.pre_pods, 20000.0 if a.tiny else 600.0)
         return tws, {"runs": len(pre_jobs), "nodes": pre_inv.n_nodes,
                      "pods_per_trace": a.pre_pods, "preempt": [10, 100]}
 
@@ -366,7 +366,7 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
                             lambda m, s: {"runs_per_second": round(len(jobs) / s, 1)}),
         "basic": _Part(basic_build, basic_run, lambda x, y: _same_outputs(x[0], x[1], y[1]),
                        lambda b: B.run_kernel(small_of("basic", lambda: _basic_arrays(
-                           _slice_nodes(inv, 8), 2, 4)), b, None),
+                           slice_nodes(inv, 8), 2, 4)), b, None),
                        lambda m, s: {"placements_per_second": round(a.clusters * a.pods / s)}),
         "vector_env": _Part(env_build, env_run, _same_state,
                             lambda b: _vector_env(tiny_inv, pods[0], b, 2, 1, 1, 0.05)),
@@ -390,7 +390,7 @@ def _parts(a, inv, exp_inv, traces, seeds, paths, pods) -> dict:
         "fit_multi": _Part(fit_build, BL.run_fit, BL.same_fit,
                            lambda b: BL.run_fit(b, small_of("fit", lambda: BL.fit_inputs(3)[0]))),
         "preemption": _Part(pre_build, pre_run, _same_preempted,
-                            lambda b: B.trace_batch([tiny_inv], _preempt_traces(
+                            lambda b: B.trace_batch([tiny_inv], preempt_traces(
                                 paths[:1], 12, 20000.0), [(0, 0, "FGD", 1)], backend=b,
                                 preempt=[(10, 100)]),
                             lambda m, s: {"attempts_per_second": round(m["attempts"] / s),
@@ -516,7 +516,7 @@ def main(argv=None):
                          f"{missing[0]}): pass --data with the public trace's directory (all "
                          "17 traces), or --traces with the ones there")
     pods = [R.read_openb_pods(p) for p in paths]
-    exp_inv = _slice_nodes(inv, a.nodes) if a.tiny else inv
+    exp_inv = slice_nodes(inv, a.nodes) if a.tiny else inv
     backends = a.backends.split(",")
     start = time.perf_counter()
 

@@ -2,10 +2,12 @@
 twin (``kernels.batch.cpu``, numba), timed warm: two source trees of the
 package compared in alternated processes (``--base DIR``: a directory
 holding another tree as ``DIR/tensorsched``, put first on the path of
-every other process), each process compiling (or loading) the twin on
-the cases first, outside the timing.
+every other process; ``--base-commit C`` alone: commit ``C`` of this
+repository laid out so in a temporary directory, with this tree's
+benchmarks), each process compiling
+(or loading) the twin on the cases first, outside the timing.
 
-python -m tensorsched.bench.openb_nominees [--base DIR] [--rounds 3] [--calls 2]
+python -m tensorsched.bench.openb_nominees [--base DIR | --base-commit C] [--rounds 3] [--calls 2]
         [--cases openb_preempt,tiers,tiers_grace] [--data DIR]
         [--output bench/results/openb-nominees-numba.json]
 
@@ -15,7 +17,7 @@ The cases:
   gpushare40, 30 % of priority 100) x its 6 policies x seeds 1-2 through
   ``ts.simulate_batch``;
 - ``tiers``: ``batch_check``'s ``preemption`` part's build
-  (``_preempt_traces``: the default trace's first ``--pods`` pods, times
+  (``preempt_traces``: the default trace's first ``--pods`` pods, times
   over 600, none leaving, priorities rising in four tiers) on the paper's
   first ``--nodes`` nodes, (FGD, BestFit) x seeds 42-43,
   DefaultPreemption (10 %, 100);
@@ -36,11 +38,24 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
+
+import tensorsched as ts
+from tensorsched.kernels.gpu.share import POLICIES
+from tensorsched.topology.gpu import read_openb_nodes
+from tensorsched.topology.openb import batch as B
+from tensorsched.topology.openb import replay as R
+
+from .batch_check import preempt_traces, slice_nodes
+from .harness import git_commit, machine_info
+from .openb_batch import DATA
+from .openb_preempt import preempt_config, workload
 
 CASES = ("openb_preempt", "tiers", "tiers_grace", "tiers_off")
 SHORT = {"openb_preempt": 5}     # a short case: its calls a timing times this
@@ -64,14 +79,6 @@ def _digest(runs: list) -> str:
 
 def _cases(a) -> dict:
     """name -> a function running the case once (its runs)."""
-    import tensorsched as ts
-    from tensorsched.bench.batch_check import _preempt_traces, _slice_nodes
-    from tensorsched.bench.openb_preempt import preempt_config, workload
-    from tensorsched.kernels.gpu.share import POLICIES
-    from tensorsched.topology.gpu import read_openb_nodes
-    from tensorsched.topology.openb import batch as B
-    from tensorsched.topology.openb import replay as R
-
     out = {}
     inv, trace = workload(a.data, "gpushare40", 12, 400, 600.0, 0.3, 30.0)
     configs = [preempt_config(p, inv.n_nodes) for p in POLICIES]
@@ -79,8 +86,8 @@ def _cases(a) -> dict:
     out["openb_preempt"] = lambda: ts.simulate_batch(inv, trace, configs, seeds,
                                                      backend="numba")
     nodes = read_openb_nodes(os.path.join(a.data, "csv", "openb_node_list_gpu_node.csv"))
-    pre_inv = _slice_nodes(nodes, a.nodes)
-    tws = _preempt_traces([os.path.join(a.data, "csv", "openb_pod_list_default.csv")], a.pods)
+    pre_inv = slice_nodes(nodes, a.nodes)
+    tws = preempt_traces([os.path.join(a.data, "csv", "openb_pod_list_default.csv")], a.pods)
     jobs = [(0, 0, p, s) for p in ("FGD", "BestFit") for s in (42, 43)]
     out["tiers"] = lambda: B.trace_batch([pre_inv], tws, jobs, backend="numba",
                                          preempt=[(10, 100)] * len(jobs))
@@ -93,10 +100,9 @@ def _cases(a) -> dict:
 
 def one(a) -> dict:
     """This process's timings of the chosen cases (the module doc)."""
-    import tensorsched
     cases = _cases(a)
     names = [c for c in a.cases.split(",") if c]
-    rec = {"tree": os.path.dirname(os.path.dirname(os.path.realpath(tensorsched.__file__))),
+    rec = {"tree": os.path.dirname(os.path.dirname(os.path.realpath(ts.__file__))),
            "load_before": [round(x, 2) for x in os.getloadavg()], "cases": {}}
     for name in names:
         runs = cases[name]()            # the compile (or the cache's load), untimed
@@ -115,14 +121,32 @@ def one(a) -> dict:
     return rec
 
 
-def main(argv=None):
-    from tensorsched.bench.harness import git_commit, machine_info
-    from tensorsched.bench.openb_batch import DATA
+def base_tree(commit: str, dest: str) -> str:
+    """Commit ``commit`` of the repository this module is in, laid out
+    under ``dest`` as an importable ``tensorsched`` (the package-dir map
+    of pyproject.toml), its ``bench`` this tree's; returns ``dest``."""
+    repo = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    src = os.path.join(dest, "src")
+    os.makedirs(src)
+    tar = subprocess.run(["git", "-C", repo, "archive", commit], capture_output=True,
+                         check=True).stdout
+    subprocess.run(["tar", "-x", "-C", src], input=tar, check=True)
+    pkg = os.path.join(dest, "tensorsched")
+    os.rename(os.path.join(src, "tensorsched_pkg"), pkg)
+    for sub in ("kernels", "framework", "topology", "experiments"):
+        os.rename(os.path.join(src, sub), os.path.join(pkg, sub))
+    # this tree's benchmarks (this module among them): the same timing and cases
+    shutil.copytree(os.path.dirname(os.path.realpath(__file__)), os.path.join(pkg, "bench"),
+                    ignore=shutil.ignore_patterns("results", "__pycache__"))
+    return dest
 
+
+def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.openb_nominees",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--base", default=None)
-    ap.add_argument("--base-commit", default=None, help="the base tree's commit, recorded")
+    ap.add_argument("--base-commit", default=None,
+                    help="the base tree's commit (recorded; without --base: built from it)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--calls", type=int, default=2)
     ap.add_argument("--cases", default=",".join(CASES))
@@ -136,6 +160,8 @@ def main(argv=None):
     if a.one:
         print(json.dumps(one(a)))
         return None
+    if a.base is None and a.base_commit:
+        a.base = base_tree(a.base_commit, tempfile.mkdtemp(prefix="openb-nominees-base-"))
     args = [sys.executable, "-m", "tensorsched.bench.openb_nominees", "--one",
             "--calls", str(a.calls), "--cases", a.cases, "--nodes", str(a.nodes),
             "--pods", str(a.pods), "--grace", str(a.grace), "--data", a.data]
