@@ -176,7 +176,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
     if args.grace > 0:
-        return _graceful(args)
+        return graceful_run(args)
     with tempfile.TemporaryDirectory() as tmp:
         cluster, trace, configs = write_inputs(Path(tmp), args.nodes, args.pods)
         jobs = S.make_jobs([trace], list(range(args.seeds)), configs=configs, cluster=cluster)
@@ -204,7 +204,7 @@ def main(argv=None) -> dict:
     return record
 
 
-def _graceful(args, scenario_of=None, name: str = "sweep-preempt-grace") -> dict:
+def graceful_run(args, scenario_of=None, name: str = "sweep-preempt-grace") -> dict:
     """``--grace``'s run (module doc); ``scenario_of(where, nodes, pods)``
     writes a scenario (``bench.sweep_preempt_events``)."""
     with tempfile.TemporaryDirectory() as tmp:

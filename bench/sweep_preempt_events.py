@@ -36,7 +36,7 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.generators.clusters import node_dict
 
 from .harness import git_commit, machine_info
-from .sweep_preempt import RESULTS, _graceful, write_inputs
+from .sweep_preempt import RESULTS, graceful_run, write_inputs
 from .sweep_timing import comparison, timed_sweep
 
 
@@ -66,7 +66,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
     if args.grace > 0:
-        return _graceful(args, write_scenario, "sweep-preempt-events-grace")
+        return graceful_run(args, write_scenario, "sweep-preempt-events-grace")
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         cluster, trace, configs = write_inputs(where, args.nodes, args.pods)
