@@ -234,9 +234,9 @@ def run_local_preempt_events_cluster(
     n_nom = 0
     nowhere = 0         # a pod failed where no node was: arrivals move such pods
     while True:
-        kind = q_next_events(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
-                             backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                             hp, dk, ds, dp, rank, ak, pmask, next_termination(tqt, tq))
+        kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
+                                backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk,
+                                hs, hp, dk, ds, dp, rank, ak, pmask, next_termination(tqt, tq))
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]

@@ -479,7 +479,7 @@ def q_bound(j, dur, qi, qf, pst, dk, ds, dp):
 # rejecting plugins listen to (``pmask`` [P]: a pod's interest bits, set at
 # its failure; 0: rejected by no plugin, moved by every event)
 
-NODE = 3               # q_next_events: node event ``qi[QI_POD]`` is due now
+NODE = 3               # q_next_steps: node event ``qi[QI_POD]`` is due now
 QI_NEXT_EV = 14        # the next node event
 QI_EV_N = 15           # qi's length in the node-event form
 
@@ -512,63 +512,6 @@ def q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask):
     q_failed(j, qi, qf, pst, pts, up)
 
 
-def q_next_events(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backoff_max,
-                  max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                  pmask, due):
-    """``q_next_steps`` (node events at times ``ev_t`` [E], those of kind
-    ``lead_kind`` before the departures of their time; NODE: event
-    ``qi[QI_POD]``, the caller applies it and moves the pool; a departure
-    moves the pods listening to an assigned pod's deletion only,
-    ``move_where``) with the scheduler's own timer ``due`` as
-    ``q_next_due`` takes it (seconds, inf: none): the next deadline of the
-    victims still terminating.  It is a time the scheduler's clock jumps
-    to (before the events of that time); once the clock has reached it the
-    scheduler's next step answers TERMINATE (before backoffQ's flush and
-    the pop), and the caller lets the victims due leave, each an assigned
-    pod's deletion, before it asks again; while one is pending the run
-    does not stall.  With ``due`` inf it answers as ``q_next_steps``."""
-    while True:
-        now = qf[QF_NOW]
-        if qi[QI_EVENTS] == 1:
-            e = qi[QI_NEXT_EV]
-            if e < ev_t.shape[0] and ev_kind[e] == lead_kind and take_event(now, ev_t, qi):
-                return NODE
-            k = depart_due(now, qi, pst, dk, ds, dp)
-            if k >= 0:
-                move_where(EV_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                           aq, up, hk, hs, hp, rank, ak, pmask)
-                qi[QI_POD] = k
-                return DEPART
-            if take_event(now, ev_t, qi):
-                return NODE
-            if add_moves != 0:
-                if admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq,
-                                up, hk, hs, hp, rank, ak, dk, ds, dp, pmask):
-                    continue
-            elif admit_arrivals(now, arr, dep, qi, pst, pts, aq, rank, ak, dk, ds, dp):
-                continue
-            qi[QI_EVENTS] = 0
-            continue
-        if due <= now:
-            return TERMINATE
-        flush(now, backoff0, backoff_max, max_unsched, qi, pst, patt, pts, aq, up, hk, hs, hp,
-              rank, ak)
-        if start_attempt(qi, pst, patt, aq, rank, ak):
-            return ATTEMPT
-        t = min(next_backoff(hk, hp, hs, qi, pst), due)
-        h = horizon(arr, qi, dk)
-        if qi[QI_NEXT_EV] < ev_t.shape[0]:
-            h = min(h, ev_t[qi[QI_NEXT_EV]])
-        if t < INF and stalled(t, due, now, max_unsched, backoff_max, qi, qf):
-            t = INF
-        if t == INF and h == INF:
-            return DONE
-        if t > h:
-            run_fresh(h, qi, qf)
-            continue
-        qf[QF_NOW] = max(t, now)
-
-
 def admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
                  rank, ak, dk, ds, dp, pmask):
     """``admit_arrivals`` where each pod's arrival (an unscheduled pod's
@@ -594,8 +537,11 @@ def admit_moving(now, arr, dep, backoff0, backoff_max, qi, pst, patt, pts, aq, u
 def q_next_steps(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, backoff_max,
                  max_unsched, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
                  pmask):
-    """``q_next_events`` where the events of kind ``lead_kind`` (``ev_kind``
-    [E]) come before the departures of their time: a scenario's pod
+    """``q_next`` with node events at times ``ev_t`` [E] (NODE: event
+    ``qi[QI_POD]``; the caller applies it and moves the pool; a departure
+    moves the pods listening to an assigned pod's deletion only,
+    ``move_where``), those of kind ``lead_kind`` (``ev_kind`` [E]) before
+    the departures of their time: a scenario's pod
     deletes, which the Simulation's agenda holds among the departures
     (pushed before any of them).  At a time: those events (NODE), the
     departures due, the other events (NODE), the arrivals; the stream
