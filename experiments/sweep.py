@@ -97,7 +97,7 @@ from .results import (
     SweepError,
     results_table,
 )
-from .sweep_batch import MIB, evicted_once, simulate_row, time_mean
+from .sweep_batch import MIB, departs_terminating, simulate_row, time_mean
 from .sweep_local import agenda_spans, batched_local, samples_follow
 from .sweep_openb_events import batched_openb_events, job_preempt, job_profile, policy_weights
 
@@ -511,7 +511,7 @@ def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
 #: batched_local``).  ``grace_goes`` reads it: a job whose grace matters
 #: goes to an engine not named here per job.  An engine that learns the
 #: grace (reads ``Job.termination_grace_seconds``) joins by its name here.
-GRACE_ENGINES = frozenset({"openb"})
+GRACE_ENGINES = frozenset({"openb", "openb_events", "local"})
 
 
 def preempts(job: Job, inputs: dict) -> bool:
@@ -648,8 +648,11 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
             if not samples_follow(spans, interval, horizon):
                 rest.append(i)              # the per-run path samples it
                 continue
-            if not evicted_once(res, _workload(job.trace, inputs), inv, grace):
-                rest.append(i)              # the per-run path counts its evictions
+            tw = _workload(job.trace, inputs)
+            if res.evictions is not None and departs_terminating(
+                    res.evictions, res.log_t, res.log_pod, res.bind, tw.departure, tw.duration,
+                    grace):
+                rest.append(i)              # the per-run path tells how its victim left
                 continue
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
             row.update(simulate_row(res, trace, cpu_cap, mem_cap, int(inv.total_gpus), interval,
