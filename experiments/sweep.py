@@ -53,7 +53,7 @@ import socket
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -610,6 +610,7 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     engines; a bench counts the rows kept)."""
     groups: dict = {}
     rest = []
+    unclear = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
             groups.setdefault((job.nodes, job.backend, job.interval,
@@ -652,14 +653,34 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
             if res.evictions is not None and departs_terminating(
                     res.evictions, res.log_t, res.log_pod, res.bind, tw.departure, tw.duration,
                     grace):
-                rest.append(i)              # the per-run path tells how its victim left
+                unclear.append(i)           # the node-event engine tells how it left
                 continue
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
             row.update(simulate_row(res, trace, cpu_cap, mem_cap, int(inv.total_gpus), interval,
                                     horizon, True, last_event=float(spans[:, 1].max())))
             row["wall_seconds"] = each
             done(i, row, None)
+    if unclear:
+        rest.extend(_on_no_steps(jobs, unclear, inputs, workers, done))
     return sorted(rest)
+
+
+#: ``inputs``' key of the scenario of no steps (``_on_no_steps``)
+NO_STEPS = "(no steps)"
+
+
+def _on_no_steps(jobs, idx: list, inputs: dict, workers: int | None, done) -> list:
+    """The jobs ``idx`` (indices into ``jobs``) whose openb run had a victim
+    leave at its own departure time (``departs_terminating``) run on the
+    node-event engine under a scenario of no steps: the same Simulation
+    (a scenario without steps changes nothing), and that engine's ``why``
+    tells a victim's departure while terminating from its grace's end.
+    Returns the indices it did not run (they go per job)."""
+    inputs.setdefault(("scenario", NO_STEPS), load_scenario({"steps": []}))
+    sub = [replace(jobs[i], scenario=NO_STEPS) for i in idx]
+    left = batched_openb_events(sub, inputs, workers, _shifted(idx, done),
+                                lambda t: _workload(t, inputs), run.DEFAULT_POLICY)
+    return [idx[k] for k in left]
 
 
 def _experiment_row(job: Job, res, seconds: float) -> dict:

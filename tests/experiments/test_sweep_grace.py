@@ -7,8 +7,9 @@ node-event form under ``--scenario``, the node-local kernel on
 ``--cluster`` manifests with and without a scenario) runs those jobs
 batched, grouped by grace, each row (every eviction a preemption, a
 terminating victim chosen again counted again) and the metadata its
-Simulation's; a run whose victim left at its own departure time while it
-may have been terminating (``sweep_batch.departs_terminating``) per job;
+Simulation's; an openb run whose victim left at its own departure time
+while it may have been terminating (``sweep_batch.departs_terminating``)
+reruns on the node-event engine under a scenario of no steps;
 refusals lose and duplicate no row; the CLI flag end to end and its bad
 values refused in one line naming it."""
 from __future__ import annotations
@@ -166,19 +167,21 @@ def _departure_case(tmp_path, departure: float):
                                interval=5.0), 5.0)
 
 
-@pytest.mark.parametrize("departure, per_job", [(12.0, True), (15.0, True), (40.0, False)])
-def test_a_victim_leaving_at_its_departure_runs_per_job(tmp_path, monkeypatch, departure,
-                                                        per_job):
+@pytest.mark.parametrize("departure, unclear", [(12.0, True), (15.0, True), (40.0, False)])
+def test_a_victim_leaving_at_its_departure_reruns_on_node_events(tmp_path, monkeypatch,
+                                                                departure, unclear):
     """low departs at 12, while terminating: the Simulation counts it
     departed; at 15 its grace ends first and its departure finds nothing.
-    Both are a leaving at its departure time in the engine's log (its
-    eviction time not among the outputs), so both go per job; at 40 it
-    left at 15, before its departure: batched.  Every row the
-    Simulation's."""
+    Both are a leaving at its departure time in the openb engine's log
+    (its eviction time not among the outputs), so both rerun on the
+    node-event engine under a scenario of no steps (its ``why`` tells
+    them apart); at 40 it left at 15, before its departure: kept.  None
+    per job, every row the Simulation's."""
     jobs = _departure_case(tmp_path, departure)
     ran = _run_per_job(monkeypatch)
+    sent = _sent(monkeypatch, "batched_openb_events")
     rows = _table(jobs).to_pylist()
-    assert ran == ([("fgd", 0)] if per_job else [])
+    assert ran == [] and [c for c in sent if c] == ([[("fgd", 5.0)]] if unclear else [])
     assert rows == _per_job(jobs, monkeypatch).to_pylist()
     assert rows[0]["departed"] == (1 if departure == 12.0 else 0) + 1
     assert rows[0]["preemptions"] == 1
