@@ -28,8 +28,9 @@ after their first eviction).  Both engines take it and count every
 eviction (a terminating victim chosen again counts again); a run where a
 victim left at its own departure time (``sweep_batch.departs_terminating``:
 its departure while terminating or its grace ending then, which the
-outputs do not tell apart) goes per job after the batched call
-(``batched_rows``: the rows the batched call kept).  Written to
+outputs do not tell apart) reruns on the node-event engine under a
+scenario of no steps (``sweep._on_no_steps``; ``batched_rows``: the rows
+the openb engine's call kept).  Written to
 ``bench/results/sweep-openb-preempt-grace-numba.json``.
 """
 
