@@ -24,11 +24,13 @@ elsewhere).
 
 ``--grace S``: every job's termination grace (``make_jobs``'
 ``termination_grace_seconds``; the victims stay on their node S seconds
-after their first eviction).  The openb engine takes it; a run where a
-victim may have been evicted twice (``sweep_batch.evicted_once``) goes
-per job after the batched call (``batched_rows``: the rows the batched
-call kept).  The node-event route is timed only where the sweep sends its
-jobs there (``sweep.grace_goes``).  Written to
+after their first eviction).  Both engines take it and count every
+eviction (a terminating victim chosen again counts again); a run where a
+victim left at its own departure time (``sweep_batch.departs_terminating``:
+its departure while terminating or its grace ending then, which the
+outputs do not tell apart) reruns on the node-event engine under a
+scenario of no steps (``sweep._on_no_steps``; ``batched_rows``: the rows
+the openb engine's call kept).  Written to
 ``bench/results/sweep-openb-preempt-grace-numba.json``.
 """
 
@@ -143,8 +145,7 @@ def main(argv=None) -> dict:
                                 "rounds": rounds_e, "rows_equal": rows_e == rows_p}
         else:
             node_event_route = {"batched_jobs": 0, "not_timed": "the sweep runs these jobs "
-                                "per job (sweep.grace_goes: the node-event engine takes no "
-                                "termination grace)"}
+                                "per job (sweep.grace_goes)"}
     record = {"benchmark": "sweep-openb-preempt", "backend": "numba", "trace": args.trace,
               "nodes": args.nodes, "pods": args.pods, "scale": args.scale, "stay": args.stay,
               "high": args.high, "policies": args.policies.split(","), "seeds": args.seeds,

@@ -19,13 +19,16 @@ jobs the batched path took.  Written to
 ``bench/results/sweep-preempt-numba.json`` (``--output`` elsewhere).
 
 ``--grace G`` (seconds above 0): the victims terminate that long on their
-node (the Scheduler's termination_grace_seconds); the sweep has no grace,
-so the batched side is ``ts.simulate_batch(..., termination_grace_seconds=G)``
-over the configurations and seeds in one call and the per-run side one
+node (the Scheduler's termination_grace_seconds); the batched side is
+``ts.simulate_batch(..., termination_grace_seconds=G)`` over the
+configurations and seeds in one call and the per-run side one
 ``ts.Simulation(..., termination_grace_seconds=G)`` per run fed the trace;
 equal when every run binds each pod on the same node at the same time and
 preempts the same pods as often (``timed_grace``).  Written to
-``bench/results/sweep-preempt-grace-numba.json``.
+``bench/results/sweep-preempt-grace-numba.json``.  With ``--sweep`` too:
+the sweep's jobs under that grace (``make_jobs(...,
+termination_grace_seconds=G)``), batched against per job as without a
+grace, written to ``bench/results/sweep-preempt-sweep-grace-numba.json``.
 """
 
 from __future__ import annotations
@@ -173,13 +176,16 @@ def main(argv=None) -> dict:
     ap.add_argument("--pods", type=int, default=1500)
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--grace", type=float, default=0.0)
+    ap.add_argument("--sweep", action="store_true",
+                    help="with --grace: the sweep's jobs under it, batched and per job")
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
-    if args.grace > 0:
+    if args.grace > 0 and not args.sweep:
         return graceful_run(args)
     with tempfile.TemporaryDirectory() as tmp:
         cluster, trace, configs = write_inputs(Path(tmp), args.nodes, args.pods)
-        jobs = S.make_jobs([trace], list(range(args.seeds)), configs=configs, cluster=cluster)
+        jobs = S.make_jobs([trace], list(range(args.seeds)), configs=configs, cluster=cluster,
+                           termination_grace_seconds=args.grace)
         taken: list = []
         SL.batched_local(jobs, S.load_inputs(jobs), 1, lambda i, row, e: taken.append(i))
         # compile (or load the cached) kernels before timing
@@ -190,11 +196,14 @@ def main(argv=None) -> dict:
         per_run, rows_p = timed_sweep(jobs, False)
     record = {"benchmark": "sweep-preempt", "backend": "numba", "nodes": args.nodes,
               "pods": args.pods, "configs": len(configs), "seeds": args.seeds,
-              "jobs": len(jobs), "batched_jobs": len(taken),
+              "jobs": len(jobs), "termination_grace_seconds": args.grace,
+              "batched_jobs": len(taken),
               **comparison(batched, per_run, rows_b, rows_p),
               "preemptions": [r["preemptions"] for r in rows_b],
               "machine": machine_info(), "commit": git_commit()}
-    out = Path(args.output) if args.output else RESULTS / "sweep-preempt-numba.json"
+    name = "sweep-preempt-sweep-grace-numba.json" if args.grace > 0 else \
+        "sweep-preempt-numba.json"
+    out = Path(args.output) if args.output else RESULTS / name
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"{len(jobs)} jobs ({len(taken)} batched), {args.nodes} nodes, {args.pods} pods, "
           f"{sum(record['preemptions'])} preemptions: batched {batched['cpu_seconds']} CPU s, "

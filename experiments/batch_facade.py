@@ -24,8 +24,8 @@ A config with DefaultPreemption at postFilter (``batch_config``'s
 ``preemption``) runs here too: the node-event engine's cluster function
 preempts for it (``_openb_events``: candidates among the live,
 schedulable nodes; a deleted node ends its nominations), its victims'
-``preempted`` [P] set (``why`` ``WHY_PREEMPTED`` where they left by
-preemption).  ``termination_grace_seconds`` (the Scheduler's) above 0: the
+``preempted`` [P] set and ``evictions`` [P] the times each was evicted
+(``why`` ``WHY_PREEMPTED`` where they left by preemption).  ``termination_grace_seconds`` (the Scheduler's) above 0: the
 victims stay on their node, holding it, until their first eviction +
 grace, then leave (``why`` ``WHY_PREEMPTED``); one that a drain, its
 node's removal, a Pod delete or its own departure takes off first leaves
@@ -220,7 +220,8 @@ def simulate_openb_scenario(nodes, traces, configs, seeds, scenario, *,
                           each)
             res.config = k
             if cfgs[k].preempt is not None:
-                res.preempted = ev.victim[int(a.ev_off[b]):int(a.ev_off[b] + a.ev_len[b])] != 0
+                res.evictions = ev.victim[int(a.ev_off[b]):int(a.ev_off[b] + a.ev_len[b])].copy()
+                res.preempted = res.evictions != 0
             out.append(res)
     return out
 

@@ -53,7 +53,7 @@ import socket
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -97,7 +97,7 @@ from .results import (
     SweepError,
     results_table,
 )
-from .sweep_batch import MIB, evicted_once, simulate_row, time_mean
+from .sweep_batch import MIB, departs_terminating, simulate_row, time_mean
 from .sweep_local import agenda_spans, batched_local, samples_follow
 from .sweep_openb_events import batched_openb_events, job_preempt, job_profile, policy_weights
 
@@ -511,7 +511,7 @@ def _batched_experiments(jobs, inputs: dict, workers: int | None, done) -> list:
 #: batched_local``).  ``grace_goes`` reads it: a job whose grace matters
 #: goes to an engine not named here per job.  An engine that learns the
 #: grace (reads ``Job.termination_grace_seconds``) joins by its name here.
-GRACE_ENGINES = frozenset({"openb"})
+GRACE_ENGINES = frozenset({"openb", "openb_events", "local"})
 
 
 def preempts(job: Job, inputs: dict) -> bool:
@@ -610,6 +610,7 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     engines; a bench counts the rows kept)."""
     groups: dict = {}
     rest = []
+    unclear = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
             groups.setdefault((job.nodes, job.backend, job.interval,
@@ -648,15 +649,38 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
             if not samples_follow(spans, interval, horizon):
                 rest.append(i)              # the per-run path samples it
                 continue
-            if not evicted_once(res, _workload(job.trace, inputs), inv, grace):
-                rest.append(i)              # the per-run path counts its evictions
+            tw = _workload(job.trace, inputs)
+            if res.evictions is not None and departs_terminating(
+                    res.evictions, res.log_t, res.log_pod, res.bind, tw.departure, tw.duration,
+                    grace):
+                unclear.append(i)           # the node-event engine tells how it left
                 continue
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
             row.update(simulate_row(res, trace, cpu_cap, mem_cap, int(inv.total_gpus), interval,
                                     horizon, True, last_event=float(spans[:, 1].max())))
             row["wall_seconds"] = each
             done(i, row, None)
+    if unclear:
+        rest.extend(_on_no_steps(jobs, unclear, inputs, workers, done))
     return sorted(rest)
+
+
+#: ``inputs``' key of the scenario of no steps (``_on_no_steps``)
+NO_STEPS = "(no steps)"
+
+
+def _on_no_steps(jobs, idx: list, inputs: dict, workers: int | None, done) -> list:
+    """The jobs ``idx`` (indices into ``jobs``) whose openb run had a victim
+    leave at its own departure time (``departs_terminating``) run on the
+    node-event engine under a scenario of no steps: the same Simulation
+    (a scenario without steps changes nothing), and that engine's ``why``
+    tells a victim's departure while terminating from its grace's end.
+    Returns the indices it did not run (they go per job)."""
+    inputs.setdefault(("scenario", NO_STEPS), load_scenario({"steps": []}))
+    sub = [replace(jobs[i], scenario=NO_STEPS) for i in idx]
+    left = batched_openb_events(sub, inputs, workers, _shifted(idx, done),
+                                lambda t: _workload(t, inputs), run.DEFAULT_POLICY)
+    return [idx[k] for k in left]
 
 
 def _experiment_row(job: Job, res, seconds: float) -> dict:

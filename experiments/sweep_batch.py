@@ -22,8 +22,11 @@ time.  The totals follow from each pod's outcome: every pod arrives; a
 bound pod with a departure or a duration departs, an unbound one with a
 departure is deleted then (one with a duration waits); a pod
 DefaultPreemption evicts (a config with it at postFilter: the engine's
-``preempted``) counts as bound and as a preemption, not as departed or
-running (its departure, still on the agenda, finds nothing); the others
+``preempted``) counts as bound, each of its evictions (``evictions``) a
+preemption, not as departed or running (its departure, still on the
+agenda, finds nothing; with a termination grace a victim that departs
+while terminating is departed: ``departs_terminating`` sends such a run
+per job); the others
 stay running or pending; every attempt but the binding one failed; a bound
 pod's latency is its binding time less its arrival (the percentiles of all
 of them, as the Simulation keeps them all up to ``KEEP_LATENCIES``).
@@ -89,46 +92,41 @@ def _at(log_t: np.ndarray, first, after: np.ndarray, times: np.ndarray) -> np.nd
     return np.concatenate([np.array([first], after.dtype), after])[k]
 
 
-def evicted_once(res, tw, inv, grace: float) -> bool:
-    """No victim of ``res`` (a ``TraceRunResult`` whose ``preempted`` [P]
-    marks DefaultPreemption's victims, or None) of the trace ``tw`` (a
-    ``TraceWorkload``) on the node list ``inv`` (a ``GpuInventory``, no
-    pod bound at the start) can have been evicted twice, so its victims
-    are the Simulation's ``preemptions`` (which counts every eviction, a
-    ``Preempted`` event; the kernel marks each victim once).
+def departs_terminating(evictions, log_t, log_pod, bind, departure, duration,
+                        grace: float) -> bool:
+    """Whether a victim of a run under the termination ``grace`` (seconds)
+    may have departed while terminating, which the run's outputs do not
+    tell apart from its grace ending: ``evictions`` [P] each pod's
+    evictions (a count; 0 never; a manifest's bound pods after the ``P``
+    trace pods are not read), ``log_t`` / ``log_pod`` the run's change
+    log (a pod j's leaving ``-1 - j``), ``bind`` [P] its binding time
+    (seconds, NaN never), ``departure`` / ``duration`` [P] its trace's
+    (seconds, NaN or inf none).
 
-    With ``grace`` (seconds) 0 a victim leaves at its eviction.  Above 0
-    it stays, terminating, until its first eviction + ``grace`` (its
-    leaving in the log, or its departure before), and a later preemption
-    may pick it again.  That takes a pod of a higher priority than the
-    victim's, pending in that window (from its arrival to its binding,
-    else its departure, else the end) and fitting the victim's node when
-    empty, besides the pod that evicted it first: that one waits for its
-    victims (``pod_eligible_to_preempt_others``) unless another such pod
-    takes its nomination.  So: at most one such pod in each victim's
-    window, else False (the run may count more preemptions than victims:
-    it goes per job)."""
-    victims = getattr(res, "preempted", None)
-    if grace <= 0 or victims is None or not np.any(victims):
-        return True
-    pods = tw.pods
-    arrival, priority = tw.arrival, tw.priority
-    gone = res.log_pod < 0
-    leave = np.full(arrival.shape[0], np.inf)
-    leave[-1 - res.log_pod[gone]] = res.log_t[gone]
-    pending_until = np.where(res.node >= 0, res.bind,
-                             np.where(np.isfinite(tw.departure), tw.departure, np.inf))
-    gpus = np.where(pods.milli > 0, pods.num, 0)
-    for v in np.flatnonzero(victims):
-        n = int(res.node[v])
-        hi = leave[v]
-        lo = hi - grace if np.isfinite(hi) else -np.inf     # (never left: any time)
-        higher = ((priority > priority[v]) & (arrival <= hi) & (pending_until >= lo)
-                  & (pods.cpu <= inv.cpu_cap[n]) & (pods.mem <= inv.mem_cap[n])
-                  & (gpus <= inv.gpu_count[n]))
-        if int(higher.sum()) > 1:
-            return False
-    return True
+    Such a victim leaves at its own departure (``departure``, else ``bind
+    + duration``), and the Simulation counts it ``departed``; one whose
+    grace ends at that same time leaves by its termination first (the
+    deadline comes before the events of its time) and its departure finds
+    nothing.  Both are a leaving at the victim's departure time in the log,
+    its first eviction's time not among the outputs: True where a victim
+    left exactly then (the job's row comes from its Simulation); with
+    ``grace`` 0 a victim leaves at its eviction, before any departure of
+    its own: False."""
+    p = np.asarray(bind).shape[0]
+    ev = np.asarray(evictions)[:p]            # (a manifest's bound pods after: no departure)
+    if grace <= 0 or p == 0 or not ev.any():
+        return False
+    log_pod = np.asarray(log_pod)
+    gone = log_pod < 0
+    left = np.full(ev.shape[0], np.nan)
+    k = -1 - log_pod[gone]
+    keep = k < p
+    left[k[keep]] = np.asarray(log_t)[gone][keep]
+    dep = np.asarray(departure, np.float64)
+    dur = np.asarray(duration, np.float64)
+    due = np.where(np.isfinite(dep), dep, np.asarray(bind, np.float64) + dur)
+    hit = (ev > 0) & np.isfinite(due) & (left == due)
+    return bool(hit.any())
 
 
 def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interval: float,
@@ -152,13 +150,17 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
     # departure or duration, still on the agenda, finds nothing
     victims = getattr(res, "preempted", None)
     gone = np.zeros_like(bound) if victims is None else np.asarray(victims, bool)
+    # every eviction a Preempted event (a terminating victim chosen again
+    # counts again): the engine's counts where it has them
+    evictions = getattr(res, "evictions", None)
+    preemptions = int(gone.sum()) if evictions is None else int(np.sum(evictions))
     stayed = bound & ~gone
     scheduled = int(bound.sum())
     end = float(res.end)
     lat = (res.bind[bound] - arrival[bound]).tolist()
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(res.tries.sum()) - scheduled,
-           "preemptions": int(gone.sum()), "departed": int((stayed & (leaves | timed)).sum()),
+           "preemptions": preemptions, "departed": int((stayed & (leaves | timed)).sum()),
            "deleted": int((~bound & leaves).sum()), "evicted": 0,
            "pending": int((~bound & ~leaves).sum()),
            "running": int((stayed & ~leaves & ~timed).sum()),

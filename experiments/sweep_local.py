@@ -112,7 +112,7 @@ from tensorsched.registry_slot import default_registry
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
-from .sweep_batch import simulate_row
+from .sweep_batch import departs_terminating, simulate_row
 from .sweep_preempt import (
     PreemptingProber,
     PreemptSetup,
@@ -158,7 +158,8 @@ class LocalRun:
     node_names: list | None = None
     why: np.ndarray | None = None   # node events: how each pod left with its node (0: it did not)
     # preemption (a pod could preempt; else None): per pod, then per bound
-    # pod of the manifests, 1 when preempted (it left at its log entry)
+    # pod of the manifests, the times it was evicted (0 never; it left at
+    # its log entry)
     victim: np.ndarray | None = None
 
     @property
@@ -709,10 +710,11 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
             groups.setdefault((job.cluster, job.trace, job.interval, job.backend,
-                               job.scenario), {}).setdefault(job.config, []).append(i)
+                               job.scenario, float(job.termination_grace_seconds)),
+                              {}).setdefault(job.config, []).append(i)
         else:
             rest.append(i)
-    for (cluster, trace_path, interval, backend, sc_path), by_config in groups.items():
+    for (cluster, trace_path, interval, backend, sc_path, grace), by_config in groups.items():
         trace = inputs[("trace", trace_path)]
         scenario = inputs[("scenario", sc_path)] if sc_path else None
         t0 = time.perf_counter()
@@ -730,7 +732,7 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
             continue
         try:
             runs = run_setups(setups, [[jobs[i].seed for i in idx] for idx in idxs], workers,
-                              backend=backend)
+                              backend=backend, grace=grace)
         except BackendError:
             rest.extend(i for idx in idxs for i in idx)     # the per-run path says why
             continue
@@ -748,6 +750,11 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                 spans = agenda_spans(s, res, horizon)
                 if not samples_follow(spans, interval, horizon):
                     rest.append(i)          # the per-run path samples it
+                    continue
+                if res.victim is not None and departs_terminating(
+                        res.victim if res.why is None else np.where(res.why != 0, 0, res.victim),
+                        res.log_t, res.log_pod, res.bind, s.depart, s.duration, grace):
+                    rest.append(i)          # the per-run path tells how its victim left
                     continue
                 row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
                 if s.events is not None and s.preempt is not None:
@@ -811,8 +818,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     run in product order (``trace``, ``config`` the indices, ``seed``;
     ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
     row of the cluster's nodes, ``node_names`` its names; where a pod could
-    preempt, ``victim`` per pod then per bound pod of the manifests, 1
-    preempted), each equal to
+    preempt, ``victim`` per pod then per bound pod of the manifests, its
+    evictions: 0 never), each equal to
     ``ts.Simulation(objects, config, seed=seed,
     pod_max_in_unschedulable_seconds=max_unsched)`` given ``scenario``
     (manifests only: a ``Scenario``, a dict or a YAML path; its node

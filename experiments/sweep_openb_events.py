@@ -645,7 +645,10 @@ def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: floa
     lat = (bind[on] - arrival[on]).tolist()
     row = {"sim_seconds": finite(end), "arrived": int(arrival.shape[0]),
            "scheduled": scheduled, "failed_attempts": int(out.tries[o:o + p].sum()) - scheduled,
-           "preemptions": int((why == WHY_PREEMPTED).sum()),
+           # every eviction (a terminating victim chosen again counts again);
+           # one that departed, was drained or deleted while terminating
+           # left that way (its ``why``)
+           "preemptions": int(out.victim[o:o + p].sum()),
            "departed": int((on & (leaves | timed) & stayed).sum()),
            "deleted": int((~on & leaves & stayed).sum())
            + int(((why == WHY_DELETED) | (why == WHY_POD_DELETED)).sum()),
@@ -772,12 +775,14 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
                          default_policy: str) -> list:
     """The jobs ``batchable`` takes whose profile the kernel runs
     (``job_profile``), one call per (node CSV, scenario, backend,
-    interval, backoff); a refused group goes back (the per-job path runs
+    interval, backoff, termination grace: the job's where it preempts, else
+    0); a refused group goes back (the per-job path runs
     it and reports what the Simulation says).  ``done(i, row, None)`` per
     row; returns the indices of the other jobs."""
     groups: dict = {}
     rest = []
     profiles: dict = {}
+    preempts: dict = {}
     for i, job in enumerate(jobs):
         if batchable(job, inputs, workload_of_trace(job.trace) if job.kind == "simulate"
                      and job.nodes and job.scenario else None):
@@ -790,9 +795,14 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         if prof is None:
             rest.append(i)
             continue
-        groups.setdefault((job.nodes, job.scenario, job.backend, job.interval, prof[2]),
+        if job.config not in preempts:
+            preempts[job.config] = job_preempt(job, inputs)
+        pre = preempts[job.config]
+        # the termination grace delays evictions only: one call for all where none
+        grace = float(job.termination_grace_seconds) if pre is not None else 0.0
+        groups.setdefault((job.nodes, job.scenario, job.backend, job.interval, prof[2], grace),
                           []).append(i)
-    for (nodes, sc_path, backend, interval, backoff), idx in groups.items():
+    for (nodes, sc_path, backend, interval, backoff, grace), idx in groups.items():
         inv = read_openb_nodes(nodes)
         scenario = inputs[("scenario", sc_path)]
         traces = list(dict.fromkeys(jobs[i].trace for i in idx))
@@ -815,12 +825,12 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
                 for i in idx]
         runs = [(traces.index(jobs[i].trace), prof[0], jobs[i].seed)
                 for i, prof in zip(idx, mine)]
-        pre = [job_preempt(jobs[i], inputs) for i in idx]
+        pre = [preempts[jobs[i].config] for i in idx]
         try:
             a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
                                       workers, backoff=backoff,
                                       weights=[prof[1] for prof in mine],
-                                      made=[m for _tw, m in wide], preempt=pre)
+                                      made=[m for _tw, m in wide], preempt=pre, grace=grace)
         except (ValueError, OSError, TensorschedError):
             rest.extend(idx)                # the per-job path says why
             continue

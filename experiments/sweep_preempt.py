@@ -241,20 +241,25 @@ def _requests(prober: LocalProber, bound: list) -> tuple[np.ndarray, np.ndarray]
 
 def preempt_row(row: dict, res, trace) -> dict:
     """``row`` (``sweep_batch.simulate_row``'s, of ``res``: a run whose
-    ``victim`` [P + B] marks the pods preempted, the queue's then the
-    manifests' bound pods) with the preemptions counted: a victim of the
-    queue's was scheduled and left at its preemption, neither departed nor
-    running nor deleted later (its departure finds it gone), a bound one
-    is no longer running, and ``preemptions`` counts the victims (the
-    Simulation's Preempted events)."""
-    v = np.asarray(res.victim, bool)
-    if not v.any():
+    ``victim`` [P + B] counts each pod's evictions, the queue's then the
+    manifests' bound pods, and whose ``why``, where it has one, says how a
+    pod a node event took left) with the preemptions counted: every
+    eviction is one (the Simulation's Preempted events; a terminating
+    victim chosen again counts again); a victim of the queue's that left
+    by its preemption was scheduled, neither departed nor running nor
+    deleted later (its departure finds it gone), a bound one is no longer
+    running; one a step took while it terminated (``why``) left that way,
+    counted so by the events' row."""
+    ev = np.asarray(res.victim, np.int64)
+    if not ev.any():
         return row
+    why = getattr(res, "why", None)
+    v = ev > 0 if why is None else (ev > 0) & (np.asarray(why) == 0)
     p = res.node.shape[0]
     q = v[:p]
     leaves = np.isfinite(np.asarray(trace.departure, np.float64))
     timed = np.isfinite(np.asarray(trace.duration, np.float64))
-    row["preemptions"] += int(v.sum())
+    row["preemptions"] += int(ev.sum())
     row["departed"] -= int((q & (leaves | timed)).sum())
     row["running"] -= int((q & ~leaves & ~timed).sum()) + int(v[p:].sum())
     return row

@@ -52,7 +52,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     keys with ``rank``).  ``pre`` nonzero: DefaultPreemption
     (``_gpu_preempt``: minCandidateNodesPercentage ``pct`` and
     minCandidateNodesAbsolute ``least``, per pod ``prio`` its priority and
-    ``krank`` its key's rank; out ``victim`` [P] 1 for a pod preempted, its
+    ``krank`` its key's rank; out ``victim`` [P] the times a pod was evicted (0 never), its
     eviction in the log as a departure; scratch ``pw`` / ``nw`` / ``ps``;
     ``grace`` the termination grace in seconds: above 0 a victim leaves
     that long after its first eviction, its departure in the log then,

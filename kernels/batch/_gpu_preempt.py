@@ -53,7 +53,8 @@ head, nominations, its last nominated pod), ``ps`` [PS_N] int64 scalars
 (the last pod taken off a node: pod, row, GPUs; counters; the nominated
 pods' list ends; the best candidate's statistics).  Per pod
 inputs ``prio`` (priority) and ``krank`` (its key's rank); ``victim`` [P]
-out: 1 for a pod preempted.
+out: the times each pod was evicted (DefaultPreemption chose it; above 1
+only where a terminating victim was chosen again), 0 never.
 
 Plain Python on scalars and arrays (``_rules`` and ``_queue`` inlined),
 compiled with ``njit`` (``cpu``) and ``cuda.jit(device=True)`` (``cuda``:
@@ -525,7 +526,7 @@ def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_n
         evict_victim(v, target, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count, model,
                      gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, tp_cpu,
                      tp_num, tp_milli, tp_mask, tp_freq, nfrag, pst, ps)
-        victim[v] = 1
+        victim[v] += 1
         log_t[m] = now
         log_pod[m] = -1 - v
         log_frag[m] = tree_refresh(nfrag, leaf_of[target], t_lo, t_len, t_left, t_right,
@@ -540,7 +541,7 @@ def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_n
 # ---------------------------------------------------------------------------
 # A termination grace above 0 (``schedule_one``'s ``_evict`` / ``terminate_due``):
 # a victim stays bound, its resources held, marked terminating by
-# preemption (``victim`` 1 while bound), until its first eviction's time +
+# preemption (``victim`` above 0 while bound: its evictions), until its first eviction's time +
 # grace; then it leaves as an assigned pod's deletion.  A pod evicted again
 # while terminating keeps that deadline, but every eviction's deadline is a
 # time the scheduler's clock stops at.  ``tqp`` [P]: the victims in the
@@ -550,17 +551,18 @@ def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_n
 
 def terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps):
     """The chosen victims (``pw[:nv, W_VOUT]``) terminating from ``now``:
-    the ones evicted for the first time marked and queued in ``tqp`` (their
-    eviction time in ``pts``), the deadline ``now + grace`` pending.  Each
+    each one's evictions counted in ``victim``, the ones evicted for the
+    first time queued in ``tqp`` (their eviction time in ``pts``), the
+    deadline ``now + grace`` pending.  Each
     is taken off its node and put back on the same GPUs (the record
     updated): the GPU table's last pod taken off is none after."""
     for a in range(ps[S_STATS + 5]):
         v = pw[a, W_VOUT]
         if victim[v] == 0:
-            victim[v] = 1
             pts[v] = now
             tqp[tq[T_TAIL]] = v
             tq[T_TAIL] += 1
+        victim[v] += 1
     ps[S_JR_POD] = -1
     d = now + grace
     r = tqt.shape[0]
@@ -615,7 +617,7 @@ def terminate_pop(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
 def waits_for_victims(j, prio, pst, out_node, victim, pw):
     """PodEligibleToPreemptOthers' terminating rule: pod ``j``'s nominated
     node holds a pod of lower priority terminating by preemption (bound,
-    ``victim`` 1), so it may not preempt now.  Reads every pod; an engine
+    ``victim`` above 0), so it may not preempt now.  Reads every pod; an engine
     with the terminating victims' queue calls ``waits_for_terminating``."""
     i = pw[j, W_NOM]
     if i < 0:

@@ -225,7 +225,7 @@ def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli,
     """``post_filter_rows`` chose ``target`` for pod ``j`` (a termination
     grace of 0): nominated there (lower-priority nominations there end),
     the victims evicted in order (``out_why`` ``WHY_PREEMPTED``, ``victim``
-    1, each logged at ``now`` with the live rows' fragmentation after it,
+    counting it, each logged at ``now`` with the live rows' fragmentation after it,
     from log row ``m``); returns the log rows used so far.  The queue's
     moves are the caller's."""
     nominate_to(j, target, prio, pw, nw, ps)
@@ -235,7 +235,7 @@ def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli,
                      gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, tp_cpu,
                      tp_num, tp_milli, tp_mask, tp_freq, nfrag, pst, ps)
         out_why[v] = WHY_PREEMPTED
-        victim[v] = 1
+        victim[v] += 1
         log_t[m] = now
         log_pod[m] = -1 - v
         log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
@@ -332,8 +332,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     Simulation logs them in), in row order where it is empty.  Scratch
     ``pw`` [P, 7], ``nw`` [N, 3], ``ps`` [16], ``pot`` [N]; 0: none (those
     arrays may be empty); ``kord`` [P] where ``krank`` is given.  Out
-    ``victim`` [P] 1 for a pod preempted (its why ``WHY_PREEMPTED`` when
-    it left by preemption).
+    ``victim`` [P] the times a pod was evicted (its why ``WHY_PREEMPTED``
+    when it left by preemption).
 
     ``grace`` (seconds) above 0, with ``pre``: the victims terminate on
     their node until their first eviction + grace (``_gpu_preempt``'s

@@ -40,7 +40,7 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
     ``u_name`` [U] each universe node's name number (a node added again
     under a removed node's name has that node's);
     ``grace`` [B] each run's termination grace (seconds); out
-    ``out_victim`` [P] 1 for a pod preempted, ``over`` [B] 1 where a run's
+    ``out_victim`` [P] each pod's evictions, ``over`` [B] 1 where a run's
     pending termination deadlines outgrew their ring (``_gpu_preempt``'s
     ``tqt``, twice the run's pods: its results are not the Simulation's)."""
     n = row0.shape[0]

@@ -128,8 +128,8 @@ def run_batch(a: BatchArrays, threads: int | None = None, preempt: BatchPreempt 
     """Every run of ``a`` (checked first), on ``threads`` cores (default:
     Numba's, all of them); see ``arrays`` for the outputs.  ``preempt``:
     DefaultPreemption's inputs (``preempt_arrays``; None: no run
-    preempts), each pod preempted marked 1 in ``victim`` [E] int64 (zeros
-    given).  ``kernel``: the driver to run (default this module's;
+    preempts), each pod's evictions counted in ``victim`` [E] int64
+    (zeros given).  ``kernel``: the driver to run (default this module's;
     ``compile_twin``'s for another choice of what is inlined).  ``grace``
     [B] the preempting runs' termination grace in seconds (None: 0, the
     victims leave at once)."""

@@ -163,8 +163,8 @@ class EventOutputs(NamedTuple):
     ``WHY_EVICTED``; by a scenario's delete: ``WHY_POD_DELETED``;
     preempted: ``WHY_PREEMPTED``, at its eviction, or with a termination
     grace when its grace ended on its node; a victim still terminating
-    that left otherwise before keeps that way's), ``victim`` (1: evicted
-    by DefaultPreemption at least once, however it left after); per
+    that left otherwise before keeps that way's), ``victim`` (the times
+    DefaultPreemption evicted it, 0 never, however it left after); per
     run b its change log from ``2 * ev_off[b] + b * E``, ``n_log[b]``
     entries: ``log_t`` (seconds), ``log_pod`` (k bound, -1 - k left, P + e
     event e, after the pods it freed; P the run's pods), ``log_frag`` (GPU
@@ -294,7 +294,7 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, threads: int | None = None,
     zeros); ``made`` [B, K] each run's pod index of the k-th pod the
     scenario creates (None: none); ``preempt`` DefaultPreemption's inputs
     (``preempt_arrays.BatchPreempt``; None: no run preempts; a victim's
-    ``victim`` 1, ``why`` ``WHY_PREEMPTED`` when it left by preemption);
+    ``victim`` its evictions, ``why`` ``WHY_PREEMPTED`` when it left by preemption);
     ``grace`` [B] each run's termination grace in seconds (None: 0, the
     victims leave at once; above 0 they stay on their node, holding it,
     until their first eviction + grace: ``_openb_events``).  A

@@ -9,9 +9,10 @@ a ``BatchArrays`` ``a``:
   ``krank`` its key's rank among its run's pods (``default/<name>``: the
   order the victim search breaks ties of priority in).
 
-The output is ``victim`` [E] int64: 1 for a pod preempted (its eviction is
-in the change log as a departure, ``-1 - k``, when it leaves: at once, or
-its first eviction's time + the run's termination grace).
+The output is ``victim`` [E] int64: the times a pod was evicted (0 never;
+above 1 where a terminating victim was chosen again; its eviction is in
+the change log as a departure, ``-1 - k``, when it leaves: at once, or its
+first eviction's time + the run's termination grace).
 
 The no-scenario engine (``cpu`` / ``cuda``) also takes ``grace`` [B]
 float64, each run's termination grace in seconds (``termination_grace``).

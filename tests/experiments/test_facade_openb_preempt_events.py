@@ -177,8 +177,12 @@ def check(nodes: str, pods: str, scenario: dict, policies, seeds, args=DEFAULT,
         # pods leave in key order, as the Simulation logs them)
         assert b_log == log, pol
         assert b_got == got, pol
-        # (with a grace a terminating pod may be evicted again: once here)
+        # (with a grace a terminating pod may be evicted again: ``preempted``
+        # marks it once, ``evictions`` counts each Preempted event)
         assert sorted(b_victims) == sorted(set(victims)), pol
+        counts = r.evictions if r.evictions is not None else np.zeros(len(r.pod_names))
+        assert {nm: int(c) for nm, c in zip(r.pod_names, counts) if c} == \
+            {nm: victims.count(nm) for nm in set(victims)}, pol
         u, f = r.at(times)
         np.testing.assert_array_equal(u, used, err_msg=pol)
         np.testing.assert_array_equal(f, frag, err_msg=pol)

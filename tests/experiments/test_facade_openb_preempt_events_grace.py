@@ -239,7 +239,8 @@ def test_a_grace_of_zero_is_the_engine_of_before(tmp_path):
     for x, y in zip(ts.simulate_batch(nodes, [pods], cfgs, [0, 1], scenario=sc, workers=1),
                     ts.simulate_batch(nodes, [pods], cfgs, [0, 1], scenario=sc, workers=1,
                                       termination_grace_seconds=0.0)):
-        for f in ("node", "bind", "tries", "why", "log_t", "log_pod", "log_frag", "preempted"):
+        for f in ("node", "bind", "tries", "why", "log_t", "log_pod", "log_frag", "preempted",
+                  "evictions"):
             np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ts.TensorschedError, match="termination_grace_seconds"):
@@ -264,5 +265,6 @@ def test_cuda_form_terminates_as_the_twin(tmp_path):
     # a terminated on n0, c0 deleted by its step while terminating
     assert {WHY_PREEMPTED, WHY_POD_DELETED} <= set(twin[0].why[twin[0].preempted].tolist())
     for x, y in zip(twin, dev):
-        for f in ("node", "bind", "tries", "why", "log_t", "log_pod", "log_frag", "preempted"):
+        for f in ("node", "bind", "tries", "why", "log_t", "log_pod", "log_frag", "preempted",
+                  "evictions"):
             np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)

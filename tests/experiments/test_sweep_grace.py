@@ -1,14 +1,17 @@
 """``tensorsched sweep --termination-grace-seconds S`` and ``make_jobs(...,
 termination_grace_seconds=S)``: every job's Simulation gets the grace
 (DefaultPreemption's victims stay on their node, terminating, until their
-first eviction + S), the jobs' metadata records it; the openb engine
-without a scenario runs those jobs batched (``trace_batch`` with the
-grace), each row its Simulation's, a run whose victims may have been
-evicted twice (``sweep_batch.evicted_once``) per job; the engines that do
-not run a grace (``sweep.GRACE_ENGINES``) get no job whose profile
-preempts, the others (no DefaultPreemption: the grace changes nothing)
-stay batched; refusals lose and duplicate no row; the CLI flag end to end
-and its bad values refused in one line naming it."""
+first eviction + S), the jobs' metadata records it; every batched engine
+(``sweep.GRACE_ENGINES``: the openb engine without a scenario, its
+node-event form under ``--scenario``, the node-local kernel on
+``--cluster`` manifests with and without a scenario) runs those jobs
+batched, grouped by grace, each row (every eviction a preemption, a
+terminating victim chosen again counted again) and the metadata its
+Simulation's; an openb run whose victim left at its own departure time
+while it may have been terminating (``sweep_batch.departs_terminating``)
+reruns on the node-event engine under a scenario of no steps;
+refusals lose and duplicate no row; the CLI flag end to end and its bad
+values refused in one line naming it."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,12 +23,16 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.preempt_inputs import write_inputs
+from support.local_scenarios import scenario_steps
+from test_facade_openb_preempt_events import random_scenario
 from test_sweep_openb_preempt import _jobs
 from test_sweep_openb_preempt_events import _config
 
 from tensorsched.cli import main
 from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
 from tensorsched.framework.errors import TensorschedError
 
 GPU = '"alibabacloud.com/gpu-milli=1000;alibabacloud.com/gpu-count=1"'
@@ -56,12 +63,16 @@ def _graces_of_calls(monkeypatch) -> list:
     return calls
 
 
-def _evictions_checked(monkeypatch) -> list:
-    """Per batched run with a grace, whether ``evicted_once`` kept its row."""
-    kept = []
-    real = S.evicted_once
-    monkeypatch.setattr(S, "evicted_once", lambda *a: kept.append(real(*a)) or kept[-1])
-    return kept
+def _run_per_job(monkeypatch) -> list:
+    """The jobs (config, seed) the sweep ran per job (no batched engine's)."""
+    ran = []
+    real = S._run_local
+
+    def record(jobs, *a, **k):
+        ran.extend((j.config_name, j.seed) for j in jobs)
+        return real(jobs, *a, **k)
+    monkeypatch.setattr(S, "_run_local", record)
+    return ran
 
 
 def _one_gpu_case(tmp_path, interval: float = 5.0):
@@ -91,13 +102,12 @@ def test_a_grace_delays_the_preemptor_batched_as_each_simulation(tmp_path, monke
     one with 0 for the other) and per job the same table, metadata too."""
     jobs = _one_gpu_case(tmp_path)
     calls = _graces_of_calls(monkeypatch)
-    kept = _evictions_checked(monkeypatch)
+    ran = _run_per_job(monkeypatch)
     zero = _table(jobs).to_pylist()
     assert calls == [(0.0, [(10, 100), None])]
     calls.clear()
-    kept.clear()
     table = _table(_graced(jobs, 30.0))
-    assert calls == [(30.0, [(10, 100)]), (0.0, [None])] and kept == [True, True]
+    assert calls == [(30.0, [(10, 100)]), (0.0, [None])] and ran == []
     rows = table.to_pylist()
     assert rows[0]["preemptions"] == 1 and zero[0]["preemptions"] == 1
     assert rows[0] != zero[0] and rows[1] == zero[1]
@@ -128,17 +138,53 @@ def test_graced_jobs_batched_equal_each_simulation(tmp_path, monkeypatch, seed, 
     assert table.to_pylist() == _per_job(jobs, monkeypatch).to_pylist()
 
 
-def test_a_victim_evicted_twice_runs_per_job(tmp_path, monkeypatch):
+def test_a_victim_evicted_twice_stays_batched(tmp_path, monkeypatch):
     """Two pods of priority 5 arrive while the first's victim terminates
-    and each evicts it (the Simulation counts 2 preemptions, the engine
-    one victim): ``evicted_once`` sends the run per job, its row the
-    Simulation's."""
+    and each evicts it: the engine counts 2 evictions of it, as the
+    Simulation's 2 Preempted events; every run stays batched, its row
+    the Simulation's."""
     jobs = _graced(_jobs(tmp_path, np.random.default_rng(4), 2, 18, 4), 3.0)
-    kept = _evictions_checked(monkeypatch)
+    ran = _run_per_job(monkeypatch)
     rows = _table(jobs).to_pylist()
-    assert kept == [False, False, True]
+    assert ran == []
     assert [r["preemptions"] for r in rows] == [2, 2, 0]
     assert rows == _per_job(jobs, monkeypatch).to_pylist()
+
+
+def _departure_case(tmp_path, departure: float):
+    """One GPU: low (priority 0, leaving at ``departure``) holds it; high
+    (100) arrives at 10 and evicts it: under a grace of 5 low terminates
+    until 15."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,1,T4\n")
+    (tmp_path / "p.csv").write_text(
+        "name,arrival,departure,duration,cpu,memory,annotations,priority\n"
+        f"low,0,{departure:g},,1000m,1024Mi,{GPU},0\n"
+        f"high,10,,600,1000m,1024Mi,{GPU},100\n"
+        "tail,100,,,1000m,1024Mi,,0\n")
+    pods = str(tmp_path / "p.csv")
+    cfg = _config(tmp_path, "fgd", "FGD", run.typical_of(run.read_trace_file(pods)))
+    return _graced(S.make_jobs([pods], [0], configs=[cfg], nodes=str(tmp_path / "n.csv"),
+                               interval=5.0), 5.0)
+
+
+@pytest.mark.parametrize("departure, unclear", [(12.0, True), (15.0, True), (40.0, False)])
+def test_a_victim_leaving_at_its_departure_reruns_on_node_events(tmp_path, monkeypatch,
+                                                                departure, unclear):
+    """low departs at 12, while terminating: the Simulation counts it
+    departed; at 15 its grace ends first and its departure finds nothing.
+    Both are a leaving at its departure time in the openb engine's log
+    (its eviction time not among the outputs), so both rerun on the
+    node-event engine under a scenario of no steps (its ``why`` tells
+    them apart); at 40 it left at 15, before its departure: kept.  None
+    per job, every row the Simulation's."""
+    jobs = _departure_case(tmp_path, departure)
+    ran = _run_per_job(monkeypatch)
+    sent = _sent(monkeypatch, "batched_openb_events")
+    rows = _table(jobs).to_pylist()
+    assert ran == [] and [c for c in sent if c] == ([[("fgd", 5.0)]] if unclear else [])
+    assert rows == _per_job(jobs, monkeypatch).to_pylist()
+    assert rows[0]["departed"] == (1 if departure == 12.0 else 0) + 1
+    assert rows[0]["preemptions"] == 1
 
 
 def _scenario(tmp_path) -> str:
@@ -159,31 +205,25 @@ def _sent(monkeypatch, name: str) -> list:
     return sent
 
 
-def test_engines_without_the_grace_get_no_preempting_job(tmp_path, monkeypatch):
-    """With a scenario (the node-event engine, not in ``GRACE_ENGINES``):
-    a grace above 0 keeps the preempting config's job from it (it runs per
-    job, its row its Simulation's), the openb profile's job (no
-    DefaultPreemption) goes batched; with grace 0 both go.  The engine
-    named in ``GRACE_ENGINES`` (one line) gets them all."""
+def test_every_engine_gets_the_preempting_jobs(tmp_path, monkeypatch):
+    """With a scenario (the node-event engine) and on manifests (the
+    node-local kernel), both in ``GRACE_ENGINES``: the preempting
+    config's job goes batched with its grace, the calls grouped by it;
+    its row its Simulation's."""
+    assert S.GRACE_ENGINES == {"openb", "openb_events", "local"}
     jobs = [dataclasses.replace(j, scenario=_scenario(tmp_path)) for j in _one_gpu_case(tmp_path)]
     sent = _sent(monkeypatch, "batched_openb_events")
+    ran = _run_per_job(monkeypatch)
     rows = _table(_graced(jobs, 30.0)).to_pylist()
-    assert sent == [[("FGD", 30.0)]]
+    assert sent == [[("fgd", 30.0), ("FGD", 30.0)]] and ran == []
     assert rows == _per_job(_graced(jobs, 30.0), monkeypatch).to_pylist()
     assert rows[0]["latency_p99"] > 20
-    sent.clear()
-    _table(jobs)
-    assert sent == [[("fgd", 0.0), ("FGD", 0.0)]]
-    sent.clear()
-    monkeypatch.setattr(S, "GRACE_ENGINES", S.GRACE_ENGINES | {"openb_events"})
-    S.run_sweep(_graced(jobs, 30.0), workers=1)
-    assert sent == [[("fgd", 30.0), ("FGD", 30.0)]]
 
 
-def test_manifest_jobs_with_a_grace_go_batched_without_preemption(tmp_path, monkeypatch):
-    """On manifests (the node-local kernel, not in ``GRACE_ENGINES``): the
-    default profile preempts, so with a grace its job runs per job; a
-    configuration without DefaultPreemption stays batched."""
+def test_manifest_jobs_with_a_grace_go_batched(tmp_path, monkeypatch):
+    """On manifests (the node-local kernel): the default profile's job
+    (it preempts) and a configuration's without DefaultPreemption go
+    batched, each row its Simulation's."""
     cfg = tmp_path / "nopreempt.json"
     cfg.write_text(json.dumps({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
@@ -194,10 +234,71 @@ def test_manifest_jobs_with_a_grace_go_batched_without_preemption(tmp_path, monk
                        cluster="data/examples/cluster.yaml", termination_grace_seconds=5.0)
     sent = _sent(monkeypatch, "batched_local")
     rows = _table(jobs).to_pylist()
-    assert sent == [[("nopreempt", 5.0)]]
+    assert sent == [[("spread", 5.0), ("nopreempt", 5.0)]]
     assert rows == _per_job(jobs, monkeypatch).to_pylist()
     inputs = S.load_inputs(jobs)
     assert [S.preempts(j, inputs) for j in jobs] == [True, False]
+
+
+def _local_graces(monkeypatch) -> list:
+    """Per node-local call with preemption, its grace."""
+    graces = []
+    for name in ("_run_preempt", "_run_preempt_events"):
+        real = getattr(SL, name)
+
+        def record(*a, _real=real, **k):
+            graces.append(k.get("grace", a[-1] if a else None))
+            return _real(*a, **k)
+        monkeypatch.setattr(SL, name, record)
+    return graces
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(6, 18),
+       grace=st.sampled_from([0.5, 3.0, 30.0]))
+def test_graced_jobs_under_a_scenario_batched_equal_each_simulation(tmp_path, monkeypatch, seed,
+                                                                   n_nodes, n_pods, grace):
+    """The node-event engine (``--scenario`` on openb nodes): random
+    steps, two preempting configs and a policy job with a grace, batched
+    (one call per grace: the policy job's 0) equal to per job."""
+    rng = np.random.default_rng(seed)
+    jobs = _jobs(tmp_path, rng, n_nodes, n_pods, seed % 5)
+    sc = tmp_path / "scenario.json"
+    sc.write_text(json.dumps(random_scenario(rng, n_nodes)))
+    jobs = _graced(jobs, grace, scenario=str(sc))
+    sent = _sent(monkeypatch, "batched_openb_events")
+    table = _table(jobs)
+    assert len(sent) == 1 and len(sent[0]) == 3
+    assert table.to_pylist() == _per_job(jobs, monkeypatch).to_pylist()
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(4, 24),
+       steps=st.sampled_from([0, 0, 3]), grace=st.sampled_from([0.5, 3.0, 30.0]))
+def test_graced_manifest_jobs_batched_equal_each_simulation(tmp_path, monkeypatch, seed,
+                                                            n_nodes, n_pods, steps, grace):
+    """The node-local kernel (``--cluster`` manifests, a ``--scenario`` of
+    node steps or none): random preempting clusters and traces, every
+    configuration with a grace, batched (its calls given the grace) equal
+    to per job, metadata too."""
+    cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, seed % 3)
+    sc = None
+    if steps:
+        sc = tmp_path / f"scenario{seed}.yaml"
+        sc.write_text(json.dumps({"steps": scenario_steps(np.random.default_rng(seed), n_nodes,
+                                                          steps)}))
+        sc = str(sc)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 7], configs=configs, cluster=cluster,
+                       scenario=sc, interval=7.0, termination_grace_seconds=grace)
+    graces = _local_graces(monkeypatch)
+    sent = _sent(monkeypatch, "batched_local")
+    table = _table(jobs)
+    assert len(sent) == 1 and set(graces) <= {grace}
+    per_job = _per_job(jobs, monkeypatch)
+    assert table.to_pylist() == per_job.to_pylist()
+    assert table.schema.metadata == per_job.schema.metadata
 
 
 @settings(max_examples=25, deadline=None)

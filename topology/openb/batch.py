@@ -160,7 +160,7 @@ def run_kernel(a: BA.BatchArrays, backend: str, workers: int | None,
                victim: np.ndarray | None = None,
                grace: np.ndarray | None = None) -> BA.BatchOutputs:
     """The kernel's outputs for every run of ``a`` (``preempt``:
-    DefaultPreemption's inputs, the pods preempted marked in ``victim``;
+    DefaultPreemption's inputs, each pod's evictions counted in ``victim``;
     ``grace`` [B] each run's termination grace, seconds, None 0)."""
     if backend == "numba":
         from tensorsched.kernels.batch import cpu
@@ -424,6 +424,10 @@ class TraceRunResult:
     # [P] bool: the pods DefaultPreemption evicted (their eviction is in the
     # log as their departure); None when the run does not preempt
     preempted: np.ndarray | None = None
+    # [P] int64: the times DefaultPreemption evicted each pod (the
+    # Simulation's Preempted events; above 1 where a victim terminating
+    # under a grace was chosen again); None when the run does not preempt
+    evictions: np.ndarray | None = None
 
     @property
     def scheduled(self) -> int:
@@ -621,7 +625,8 @@ def trace_batch(clusters: list[GpuInventory], traces: list[TraceWorkload], jobs:
             res = _trace_result(a, got, b, (ci, t, policy, int(seed)), traces[t].pods, seconds)
             if pre_part and pre_part[b] is not None:
                 o, e = int(a.ev_off[b]), int(a.ev_len[b])
-                res.preempted = victim[o:o + e] != 0
+                res.evictions = victim[o:o + e].copy()
+                res.preempted = res.evictions != 0
             out.append(res)
     return out
 

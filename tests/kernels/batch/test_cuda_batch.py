@@ -183,5 +183,6 @@ def test_cuda_preemption_with_a_grace_equals_the_twin():
     for x, y in zip(twin, dev):
         assert x.node.tolist() == y.node.tolist() and x.gpus == y.gpus
         assert x.preempted.tolist() == y.preempted.tolist()
+        assert x.evictions.tolist() == y.evictions.tolist()
         for name in ("log_t", "log_pod", "log_frag", "tries", "bind"):
             np.testing.assert_array_equal(getattr(x, name), getattr(y, name), err_msg=name)

@@ -147,6 +147,9 @@ def assert_simulation(res, inv, tw, pct=10, least=100, grace=0.0):
     assert [gpus.get(j, ()) for j in range(len(tw.arrival))] == [
         g if res.node[j] >= 0 else () for j, g in enumerate(res.gpus)], what
     assert sorted(set(victims)) == np.flatnonzero(res.preempted).tolist(), what
+    # each pod's evictions: the Simulation's Preempted events of it
+    assert np.bincount(np.asarray(victims, np.int64), minlength=len(tw.arrival)).tolist() \
+        == res.evictions.tolist(), what
     ts_ = sim.timeseries()
     used, frag = res.at(ts_.column("time").to_numpy())
     np.testing.assert_array_equal(frag, ts_.column("gpu_frag_milli").to_numpy(), err_msg=what)

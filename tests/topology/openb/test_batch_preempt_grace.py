@@ -111,3 +111,56 @@ def test_simulate_batch_takes_the_grace():
     assert res.bind[3] == 12.0
     with pytest.raises(ts.TensorschedError, match="termination_grace_seconds"):
         ts.simulate_batch(inv, tw, [cfg], workers=1, termination_grace_seconds=-1.0)
+
+
+@st.composite
+def repicking_clusters(draw):
+    """One or two single-GPU nodes filled by low-priority pods, then a
+    burst of pods of rising priorities arriving within a second: each
+    finds the GPUs held by victims still terminating (a long grace) and
+    may evict one again."""
+    n = draw(st.integers(1, 2))
+    inv = build_inventory([f"node-{i}" for i in range(n)], [16000] * n, [65536] * n, [1] * n,
+                          ["T4"] * n)
+    k = draw(st.integers(2, 5))
+    burst = draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=k, max_size=k))
+    prio = [0] * n + sorted(draw(st.lists(st.sampled_from([10, 20, 50, 100, 200]), min_size=k,
+                                          max_size=k)))
+    arrival = np.concatenate([np.zeros(n), 1.0 + np.cumsum(burst)])
+    stays = draw(st.lists(st.sampled_from([np.inf, 2.0, 6.0]), min_size=n + k,
+                          max_size=n + k))
+    p = n + k
+    tw = workload([f"pod-{j}" for j in range(p)], [4000] * p, [1024] * p, [(1, 1000)] * p,
+                  arrival, [a + s for a, s in zip(arrival, stays)], prio)
+    return inv, tw
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=repicking_clusters(), seed=st.integers(0, 2**20),
+       grace=st.sampled_from([3.0, 30.0]))
+def test_each_eviction_is_counted(case, seed, grace):
+    """A terminating victim chosen again: ``evictions`` counts every
+    eviction of each pod, the Simulation's Preempted events of it
+    (``assert_simulation``), ``preempted`` still marks it once."""
+    inv, tw = case
+    got = B.trace_batch([inv], [tw], [(0, 0, "FGD", seed)], workers=1, preempt=[DEFAULT],
+                        termination_grace_seconds=grace)
+    for res in got:
+        assert_simulation(res, inv, tw, grace=grace)
+        assert res.preempted.tolist() == (res.evictions > 0).tolist()
+
+
+def test_a_terminating_victim_evicted_twice():
+    """One GPU: low (priority 0) holds it; h1 (100) at 1 evicts it and
+    waits, nominated; h2 (200) at 1.5 does not fit (low still holds the
+    GPU for its 10 s) and, nominated nowhere, evicts low again: 2
+    evictions of one pod, both the Simulation's."""
+    inv = build_inventory(["n0"], [16000], [65536], [1], ["T4"])
+    tw = workload(["low", "h1", "h2"], [2000] * 3, [1024] * 3, [(1, 1000)] * 3,
+                  [0.0, 1.0, 1.5], [np.inf] * 3, priority=[0, 100, 200])
+    (res,) = B.trace_batch([inv], [tw], [(0, 0, "FGD", 1)], workers=1, preempt=[DEFAULT],
+                           termination_grace_seconds=10.0)
+    victims = assert_simulation(res, inv, tw, grace=10.0)
+    assert victims == [0, 0]
+    assert res.evictions.tolist() == [2, 0, 0]
+    assert res.preempted.tolist() == [True, False, False]
