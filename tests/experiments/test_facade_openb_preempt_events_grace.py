@@ -311,7 +311,8 @@ def test_cuda_forms_score_an_overcommitted_node_as_the_twin(tmp_path):
                                        termination_grace_seconds=10.0)
                      for b in ("numba", "cuda"))
         for x, y in zip(twin, dev):
-            assert x.node.tolist() == [0, 1, 0, 1]
-            for f in ("node", "bind", "tries", "why", "log_t", "log_pod", "log_frag",
-                      "preempted"):
+            assert x.node.tolist() == [0, 1, 0, 1] and x.gpus == y.gpus
+            for f in ("node", "bind", "tries", "log_t", "log_pod", "log_frag", "preempted"):
                 np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
+            if sc is not None:
+                np.testing.assert_array_equal(x.why, y.why)
