@@ -136,7 +136,12 @@ def policy_score(i, policy, gpu_count, model, gpu_left, cpu_left, aff, cpu_nz, n
                  mask, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, work):
     """(GpuShareScore's raw score, FGD's share GPU or -1) of feasible row
     ``i``: ``score_node``'s policies (BestFit before its normalization,
-    Random 0), without its feasibility test and cache."""
+    Random 0), without its cache.  A row whose free cpu is below 0 (a
+    nominated pod the cycle counts there over-commits it) scores 0 under
+    every policy but Random and BestFit: GpuShareScore's kernels test the
+    node's fit for a pod of no request first (``node_fits`` with cpu 0:
+    free cpu >= 0), while BestFit's raw score reads every row; FGD's GPU
+    is still its pick (Reserve picks again without the nominated pods)."""
     if policy == P_RANDOM:
         return 0, -1
     asks = num > 0 and milli > 0
@@ -147,16 +152,18 @@ def policy_score(i, policy, gpu_count, model, gpu_left, cpu_left, aff, cpu_nz, n
     lt = 0
     for g in range(c):
         lt += left[g]
-    if policy == P_DOTPROD:
-        return dotprod_node(cpu_left[i], lt, cpu_nz, gnum * gmilli), -1
-    if policy == P_CLUSTERING:
-        return clustering_node(lt, aff[i], affinity_tag(num, milli)), -1
-    if policy == P_PACKING:
-        return packing_node(c, left, gnum, gmilli), -1
     if policy == P_BESTFIT:
         return bestfit_raw(cpu_left[i], lt, cpu_nz, gnum * gmilli), -1
-    return fgd_node(c, model[i], left, cpu_left[i], cpu_nz, gnum, gmilli,
+    short = cpu_left[i] < 0
+    if policy == P_DOTPROD:
+        return 0 if short else dotprod_node(cpu_left[i], lt, cpu_nz, gnum * gmilli), -1
+    if policy == P_CLUSTERING:
+        return 0 if short else clustering_node(lt, aff[i], affinity_tag(num, milli)), -1
+    if policy == P_PACKING:
+        return 0 if short else packing_node(c, left, gnum, gmilli), -1
+    s, g = fgd_node(c, model[i], left, cpu_left[i], cpu_nz, gnum, gmilli,
                     tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, work)
+    return 0 if short else s, g
 
 
 def node_answer(i, policy, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff,

@@ -268,3 +268,53 @@ def test_cuda_form_terminates_as_the_twin(tmp_path):
         for f in ("node", "bind", "tries", "why", "log_t", "log_pod", "log_frag", "preempted",
                   "evictions"):
             np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
+
+
+def _overcommit_cluster(tmp_path) -> tuple:
+    """``test_batch_preempt_grace.overcommit_case`` as files: n0 (8
+    cores) and n1 (4 cores), two T4s each; a (0, 6 cores, a GPU), b (5, 3
+    cores, a GPU), h (100, 3 cores, half a GPU) at 10 preempting a on n0,
+    x (0, no cpu, 0.3 of a GPU) at 11 counting h on n0 (free cpu -1
+    core)."""
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                    "n0,8000,16384,2,T4\nn1,4000,16384,2,T4\n")
+    anno = '"alibabacloud.com/gpu-milli={};alibabacloud.com/gpu-count=1"'
+    rows = [("a", 0, 6000, 1000, 0), ("b", 1, 3000, 1000, 5), ("h", 10, 3000, 500, 100),
+            ("x", 11, 0, 300, 0)]
+    (tmp_path / "p.csv").write_text(
+        "name,arrival,departure,duration,cpu,memory,annotations,priority\n" + "".join(
+            f"{nm},{t},,,{c}m,1024Mi,{anno.format(m)},{pr}\n" for nm, t, c, m, pr in rows))
+    return str(tmp_path / "n.csv"), str(tmp_path / "p.csv")
+
+
+def test_a_node_a_nominated_pod_overcommits_scores_as_the_simulation(tmp_path):
+    """x's cycle sees n0 with free cpu below 0 (h counted there while a
+    terminates): GpuShareScore scores it 0 (FGD, GpuPacking,
+    GpuClustering), so x binds on n1, as in the Simulation; every policy
+    under a scenario (a cordon of n1 after x binds) equals its
+    Simulation."""
+    nodes, pods = _overcommit_cluster(tmp_path)
+    sc = {"steps": [{"at": 12, "cordon": "n1"}, {"at": 13, "uncordon": "n1"}]}
+    for r in check(nodes, pods, sc, POLICIES, [0, 3], grace=10.0):
+        assert r.preempted.tolist() == [True, False, False, False], r.policy
+        if r.policy in ("FGD", "GpuPacking", "GpuClustering"):
+            assert r.node_names[int(r.node[_pod_of(r, "x")])] == "n1", r.policy
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_cuda_forms_score_an_overcommitted_node_as_the_twin(tmp_path):
+    """The device forms (the simulator) of both openb engines on the
+    over-committed node: the twin's runs (FGD and GpuPacking)."""
+    nodes, pods = _overcommit_cluster(tmp_path)
+    cfgs = [preempt_config("FGD", 2), preempt_config("GpuPacking", 2)]
+    for sc in (None, {"steps": [{"at": 12, "cordon": "n1"}]}):
+        twin, dev = (ts.simulate_batch(nodes, pods, cfgs, [0], backend=b, scenario=sc,
+                                       termination_grace_seconds=10.0)
+                     for b in ("numba", "cuda"))
+        for x, y in zip(twin, dev):
+            assert x.node.tolist() == [0, 1, 0, 1] and x.gpus == y.gpus
+            for f in ("node", "bind", "tries", "log_t", "log_pod", "log_frag", "preempted"):
+                np.testing.assert_array_equal(getattr(x, f), getattr(y, f), err_msg=f)
+            if sc is not None:
+                np.testing.assert_array_equal(x.why, y.why)

@@ -164,3 +164,35 @@ def test_a_terminating_victim_evicted_twice():
     assert victims == [0, 0]
     assert res.evictions.tolist() == [2, 0, 0]
     assert res.preempted.tolist() == [True, False, False]
+
+
+def overcommit_case():
+    """n0 (8 cpu) and n1 (4 cpu), two T4s each: a (priority 0, 6 cpu, a
+    GPU) binds on n0, b (5, 3 cpu, a GPU) on n1; h (100, 3 cpu, half a
+    GPU) at 10 finds no room and preempts a on n0 (its victim of the
+    lowest priority), a terminating there until 20; x (0, no cpu, 0.3 of
+    a GPU) at 11 counts h, nominated to n0, on n0 in its cycle: n0's free
+    cpu is 2 - 3 = -1 core."""
+    inv = build_inventory(["n0", "n1"], [8000, 4000], [65536, 65536], [2, 2], ["T4", "T4"])
+    tw = workload(["a", "b", "h", "x"], [6000, 3000, 3000, 0], [1024] * 4,
+                  [(1, 1000), (1, 1000), (1, 500), (1, 300)], [0.0, 1.0, 10.0, 11.0],
+                  priority=[0, 5, 100, 0])
+    return inv, tw
+
+
+def test_a_node_a_nominated_pod_overcommits_scores_as_the_simulation():
+    """x's cycle sees n0 with free cpu below 0 (h counted there while a
+    still holds it): GpuShareScore scores such a node 0 under FGD,
+    GpuPacking and GpuClustering (its kernels test the node's fit for a
+    pod of no request first), so x binds on n1 there, as in the
+    Simulation; on n0 (every row scored as if the cpu were not short)
+    before.  Every policy, two seeds: each run its Simulation's."""
+    inv, tw = overcommit_case()
+    jobs = [(0, 0, pol, seed) for pol in POLICIES for seed in (0, 3)]
+    got = B.trace_batch([inv], [tw], jobs, workers=1, preempt=[DEFAULT] * len(jobs),
+                        termination_grace_seconds=10.0)
+    for res in got:
+        assert_simulation(res, inv, tw, grace=10.0)
+        assert res.preempted.tolist() == [True, False, False, False], res.policy
+        if res.policy in ("FGD", "GpuPacking", "GpuClustering"):
+            assert res.node.tolist() == [0, 1, 0, 1], res.policy
