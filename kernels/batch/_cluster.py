@@ -80,7 +80,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     while True:
         kind = q_next_due(arr, dep, backoff0, backoff_max, max_unsched,
                           qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                          terminate_next(tqt, tq))
+                          deadline_next(tqt, tq))
         if kind == Q_DONE:
             break
         if kind == Q_TERMINATE:

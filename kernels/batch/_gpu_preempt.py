@@ -564,30 +564,7 @@ def terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps):
             tq[T_TAIL] += 1
         victim[v] += 1
     ps[S_JR_POD] = -1
-    d = now + grace
-    r = tqt.shape[0]
-    n = tq[T_WLEN]
-    if n > 0:
-        last = tq[T_WHEAD] + n - 1
-        if last >= r:
-            last -= r
-        if tqt[last] == d:
-            return
-    if n == r:
-        tq[T_OVER] = 1
-        return
-    k = tq[T_WHEAD] + n
-    if k >= r:
-        k -= r
-    tqt[k] = d
-    tq[T_WLEN] = n + 1
-
-
-def terminate_next(tqt, tq):
-    """The next pending termination deadline (inf: none)."""
-    if tq[T_WLEN] == 0:
-        return INF
-    return tqt[tq[T_WHEAD]]
+    deadline_push(now + grace, tqt, tq)
 
 
 def terminate_pop(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp,
@@ -606,11 +583,7 @@ def terminate_pop(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
             move_all(now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank,
                      ak)
             return v
-    r = tqt.shape[0]
-    while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:
-        k = tq[T_WHEAD] + 1
-        tq[T_WHEAD] = 0 if k == r else k
-        tq[T_WLEN] -= 1
+    deadlines_pass(now, tqt, tq)
     return -1
 
 

@@ -511,30 +511,7 @@ def terminate_victims(now, grace, nv, vout, victim, vt, tqp, tqt, tq):
             tqp[tq[T_TAIL]] = v
             tq[T_TAIL] += 1
         victim[v] += 1
-    d = now + grace
-    r = tqt.shape[0]
-    n = tq[T_WLEN]
-    if n > 0:
-        last = tq[T_WHEAD] + n - 1
-        if last >= r:
-            last -= r
-        if tqt[last] == d:
-            return
-    if n == r:
-        tq[T_OVER] = 1
-        return
-    k = tq[T_WHEAD] + n
-    if k >= r:
-        k -= r
-    tqt[k] = d
-    tq[T_WLEN] = n + 1
-
-
-def next_termination(tqt, tq):
-    """The next pending termination deadline (inf: none)."""
-    if tq[T_WLEN] == 0:
-        return INF
-    return tqt[tq[T_WHEAD]]
+    deadline_push(now + grace, tqt, tq)
 
 
 def pop_terminated(now, grace, pst, gone, vt, tqp, tqt, tq):
@@ -555,11 +532,7 @@ def pop_terminated(now, grace, pst, gone, vt, tqp, tqt, tq):
         elif gone[v] == 0:
             gone[v] = 1
             return v
-    r = tqt.shape[0]
-    while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:
-        k = tq[T_WHEAD] + 1
-        tq[T_WHEAD] = 0 if k == r else k
-        tq[T_WLEN] -= 1
+    deadlines_pass(now, tqt, tq)
     return -1
 
 
@@ -608,7 +581,7 @@ def attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignor
     ``qi[Q_POD]``) with the nominated pods of priority >= its own counted
     on their nodes (``ls[L_COUNTED]``, ``ls[L_NT]``)."""
     kind = q_next_due(arr, dep, backoff0, backoff_max, max_unsched, qi, qf, pst, patt, pts,
-                      aq, up, hk, hs, hp, dk, ds, dp, rank, ak, next_termination(tqt, tq))
+                      aq, up, hk, hs, hp, dk, ds, dp, rank, ak, deadline_next(tqt, tq))
     if kind == Q_DONE:
         return kind
     n = alloc.shape[0]

@@ -236,7 +236,7 @@ def run_local_preempt_events_cluster(
     while True:
         kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
                                 backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk,
-                                hs, hp, dk, ds, dp, rank, ak, pmask, next_termination(tqt, tq))
+                                hs, hp, dk, ds, dp, rank, ak, pmask, deadline_next(tqt, tq))
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]

@@ -387,7 +387,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE,
                                 1 if n_live == 0 else 0, backoff0, backoff_max, max_unsched,
                                 qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                                pmask, terminate_next(tqt, tq))
+                                pmask, deadline_next(tqt, tq))
         if kind == Q_DONE:
             break
         now = qf[Q_NOW]

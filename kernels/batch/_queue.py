@@ -420,7 +420,7 @@ def q_next_due(arr, dep, backoff0, backoff_max, max_unsched,
                qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, due):
     """``q_next`` with the scheduler's own timer ``due`` (seconds, inf:
     none): the next deadline of the victims still terminating
-    (``_gpu_preempt.terminate_next``).  Like a backoff expiry it is a time
+    (``deadline_next``).  Like a backoff expiry it is a time
     the scheduler's clock jumps to (before the events of that time); once
     the clock has reached it, the scheduler's next step answers TERMINATE
     (before backoffQ's flush and the pop: the Scheduler's ``_tick``), and
@@ -470,6 +470,57 @@ def q_bound(j, dur, qi, qf, pst, dk, ds, dp):
     qi[QI_BOUND_NEW] = 1
     if dur.shape[0] > 0 and dur[j] < INF:
         push_departure(qf[QF_NOW] + dur[j], j, qi, dk, ds, dp)
+
+
+# ---------------------------------------------------------------------------
+# The scheduler's own timer under a termination grace: the deadlines of the
+# victims still terminating (DefaultPreemption's engines keep them: the
+# openb ones in ``_gpu_preempt``, the node-local ones in ``_local_preempt``,
+# each with its queue of victims ``tqp``).  ``tqt`` [R] float64: the
+# pending deadlines in seconds, a ring in time order, equal ones once;
+# ``tq`` [5] int64, slots below (those engines' ``T_*`` slots, same values).
+T_WHEAD = 2         # the first pending deadline of ``tqt``
+T_WLEN = 3          # pending deadlines
+T_OVER = 4          # 1: more pending deadlines than ``tqt`` holds (the run is wrong)
+
+
+def deadline_push(d, tqt, tq):
+    """Deadline ``d`` (seconds, not before the last one pushed) pending,
+    unless it equals the last; ``tq[T_OVER]`` set instead when the ring is
+    full."""
+    r = tqt.shape[0]
+    n = tq[T_WLEN]
+    if n > 0:
+        last = tq[T_WHEAD] + n - 1
+        if last >= r:
+            last -= r
+        if tqt[last] == d:
+            return
+    if n == r:
+        tq[T_OVER] = 1
+        return
+    k = tq[T_WHEAD] + n
+    if k >= r:
+        k -= r
+    tqt[k] = d
+    tq[T_WLEN] = n + 1
+
+
+def deadlines_pass(now, tqt, tq):
+    """The pending deadlines at or before ``now`` (seconds) dropped."""
+    r = tqt.shape[0]
+    while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:
+        k = tq[T_WHEAD] + 1
+        tq[T_WHEAD] = 0 if k == r else k
+        tq[T_WLEN] -= 1
+
+
+def deadline_next(tqt, tq):
+    """The next pending deadline (seconds; inf: none), the ``due`` that
+    ``q_next_due`` and ``q_next_steps_due`` take."""
+    if tq[T_WLEN] == 0:
+        return INF
+    return tqt[tq[T_WHEAD]]
 
 
 # ---------------------------------------------------------------------------
@@ -558,7 +609,7 @@ def q_next_steps_due(arr, dep, ev_t, ev_kind, lead_kind, add_moves, backoff0, ba
                      ak, pmask, due):
     """``q_next_steps`` with the scheduler's own timer ``due`` (seconds,
     inf: none) as ``q_next_due`` takes it: the next deadline of the victims
-    still terminating (``_gpu_preempt.terminate_next``), a time the clock
+    still terminating (``deadline_next``), a time the clock
     jumps to like a backoff expiry (before the events of that time, and no
     stall stop while one is pending); once reached, the scheduler's next
     step answers TERMINATE (after the events due then were applied,

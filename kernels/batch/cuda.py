@@ -111,7 +111,7 @@ _preempt_for = _pns["preempt_for"]
 _bound_here = _pns["bound_here"]
 _q_init = _qns["q_init"]
 _q_next_due = _qns["q_next_due"]
-_terminate_next = _pns["terminate_next"]
+_deadline_next = _qns["deadline_next"]
 _terminate_pop = _pns["terminate_pop"]
 _waits_for_terminating = _pns["waits_for_terminating"]
 _q_failed = _qns["q_failed"]
@@ -410,7 +410,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         if tid == 0:
             cmd[0] = _q_next_due(arr, dep, backoff0_of[b], backoff_max_of[b],
                                  max_unsched_of[b], qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
-                                 dk, ds, dp, rk, ak, _terminate_next(tqt, tq))
+                                 dk, ds, dp, rk, ak, _deadline_next(tqt, tq))
             cmd[1] = qi[_queue.QI_POD]
             cmd[2] = qi[_queue.QI_ATTEMPT]
             if cmd[0] == _queue.TERMINATE:
