@@ -282,11 +282,7 @@ def terminate_where(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, u
             move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
                        hk, hs, hp, rank, ak, pmask)
             return v
-    r = tqt.shape[0]
-    while tq[T_WLEN] > 0 and tqt[tq[T_WHEAD]] <= now:
-        k = tq[T_WHEAD] + 1
-        tq[T_WHEAD] = 0 if k == r else k
-        tq[T_WLEN] -= 1
+    deadlines_pass(now, tqt, tq)
     return -1
 
 

@@ -35,7 +35,7 @@ from numba import njit
 
 from tensorsched.kernels._compile import compile_module
 
-from . import _candidates, _local_preempt, _local_preempt_driver
+from . import _candidates, _local_preempt, _local_preempt_driver, preempt_arrays
 from .local_cpu import (
     TRACE_NAMESPACE,
     LocalTrace,
@@ -164,14 +164,8 @@ def log_start(p: LocalPreempt, b: int) -> int:
 
 
 def check_terminating(over: np.ndarray) -> None:
-    """A RuntimeError where a run's pending termination deadlines outgrew
-    their ring (``over`` [B] nonzero): its results would not be the
-    Simulation's."""
-    bad = np.flatnonzero(np.asarray(over))
-    if bad.shape[0]:
-        raise RuntimeError(f"run {int(bad[0])}: more victims' termination deadlines pending at "
-                           "once than the node-local kernel holds (twice the run's pods); "
-                           "ts.Simulation runs it per cluster")
+    """``preempt_arrays.check_terminating`` naming the node-local kernel."""
+    preempt_arrays.check_terminating(over, "the node-local kernel")
 
 
 def run_local_preempt(p: LocalPreempt, threads: int | None = None

@@ -85,12 +85,12 @@ def termination_grace(grace, n_runs: int) -> np.ndarray:
     return g
 
 
-def check_terminating(over: np.ndarray) -> None:
+def check_terminating(over: np.ndarray, engine: str = "the batched engine") -> None:
     """A RuntimeError where a run's pending termination deadlines outgrew
     their ring (``over`` [B] nonzero): its results would not be the
-    Simulation's."""
+    Simulation's.  ``engine`` names the engine in the message."""
     bad = np.flatnonzero(np.asarray(over))
     if bad.shape[0]:
         raise RuntimeError(f"run {int(bad[0])}: more victims' termination deadlines pending at "
-                           "once than the batched engine holds (twice the run's pods); "
+                           f"once than {engine} holds (twice the run's pods); "
                            "ts.Simulation runs it per cluster")
