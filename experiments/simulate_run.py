@@ -31,6 +31,7 @@ import csv
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.manifests import load_objects, parse_pod
 from tensorsched.framework.scheduler.profile_warnings import asks_of_pods, profile_warnings
+from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
 from tensorsched.framework.simulation.scenario import Scenario
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import Trace, TraceError, asks_of_trace, read_trace
@@ -110,15 +111,21 @@ def choose_config(config, policy: str | None, openb: bool, typical: list[dict] |
 
 def build_simulation(objects, config, backend: str, seed: int, *, interval: float,
                      batch: bool = True, typical: list[dict] | None = None,
-                     registry=None, termination_grace_seconds: float = 0.0) -> Simulation:
+                     registry=None, termination_grace_seconds: float = 0.0,
+                     pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
+                     ) -> Simulation:
     """A Simulation of ``objects`` under ``config``; when the cluster has
     GPUs, with the GPU columns (``gpu_alloc_pct``, and with ``typical`` the
     fragmentation ones) in its time series.  ``registry``: the plugins the
     config may name (default: the installed ``default_registry()``);
     ``termination_grace_seconds``: the Scheduler's (DefaultPreemption's
-    victims stay on their node, terminating, that long after eviction)."""
+    victims stay on their node, terminating, that long after eviction);
+    ``pod_max_in_unschedulable_seconds``: the Scheduler's (seconds a pod
+    waits in the unschedulable pool before it is tried again whatever the
+    events)."""
     sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch,
-                     registry=registry, termination_grace_seconds=termination_grace_seconds)
+                     registry=registry, termination_grace_seconds=termination_grace_seconds,
+                     pod_max_in_unschedulable_seconds=pod_max_in_unschedulable_seconds)
     if int(GpuTable.of(sim.cluster.state).count.sum()):
         # the metrics are known only once the cluster is built (does it have GPUs?)
         sim.series.add_metrics(gpu_metrics(typical))

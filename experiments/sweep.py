@@ -65,6 +65,7 @@ from tensorsched.framework.config.plugin_names import DEFAULT_PREEMPTION
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.series import KEEP_LATENCIES
 from tensorsched.framework.parsing.manifests import parse_yaml_documents, read_text
+from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
 from tensorsched.framework.simulation.scenario import load_scenario
 from tensorsched.kernels.gpu.share import POLICIES
 from tensorsched.topology.gpu import MILLI, read_openb_nodes
@@ -128,7 +129,10 @@ class Job:
     seed)``; Random without it), as ``ts.simulate_batch`` runs a policy;
     ``termination_grace_seconds``: the Scheduler's (``ts.Simulation``'s):
     DefaultPreemption's victims stay on their node, terminating, until
-    their first eviction + that many seconds (0: they leave at once)."""
+    their first eviction + that many seconds (0: they leave at once);
+    ``pod_max_in_unschedulable_seconds``: the Scheduler's (a pod waiting
+    in the unschedulable pool that long goes back to the queue whatever
+    the events; seconds >= 0, inf never; the experiment has no pool)."""
 
     kind: str
     trace: str
@@ -145,6 +149,7 @@ class Job:
     batch: bool = True
     tie_rank: bool = False
     termination_grace_seconds: float = 0.0
+    pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
 
     @property
     def trace_name(self) -> str:
@@ -172,7 +177,8 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
               scenario: str | None = None, backend: str = "numba",
               interval: float = DEFAULT_INTERVAL, until: float | None = None,
               tune: float = DEFAULT_TUNE, batch: bool = True,
-              tie_rank: bool = False, termination_grace_seconds: float = 0.0) -> list[Job]:
+              tie_rank: bool = False, termination_grace_seconds: float = 0.0,
+              pod_max_in_unschedulable_seconds: float | None = None) -> list[Job]:
     """Every (trace, config, seed), traces outermost, seeds innermost.
     Configs: the ``configs`` files then the ``policies`` (none given: the
     default one; with ``experiment`` every policy).  Names (file stems,
@@ -181,7 +187,11 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     profile (``Job.tie_rank``); a configuration file names its own
     plugins.  ``termination_grace_seconds`` (seconds, finite, >= 0): every
     job's Simulation's (``Job.termination_grace_seconds``; the experiment,
-    which preempts nothing, takes none)."""
+    which preempts nothing, takes none).
+    ``pod_max_in_unschedulable_seconds`` (seconds >= 0, inf: never; None:
+    the Scheduler's default, 300): every job's Simulation's
+    (``Job.pod_max_in_unschedulable_seconds``; the experiment, whose pods
+    are scheduled at their arrival or never, takes none)."""
     args = Arguments("sweep.make_jobs")
     traces = [args.path(f"traces[{i}]", t) for i, t in
               enumerate(args.sequence("traces", traces, items="trace paths"))]
@@ -202,6 +212,8 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     tie_rank = args.flag("tie_rank", tie_rank)
     grace = args.number("termination_grace_seconds", termination_grace_seconds, 0.0,
                         unit="seconds")
+    unsched = args.number("pod_max_in_unschedulable_seconds", pod_max_in_unschedulable_seconds,
+                          0.0, optional=True, infinite=True, unit="seconds")
     if not traces:
         raise SweepError("no trace to sweep")
     if not seeds:
@@ -233,6 +245,9 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
         if grace > 0:
             raise SweepError("the experiment preempts nothing: it takes no "
                              "termination_grace_seconds")
+        if unsched is not None:
+            raise SweepError("the experiment schedules each pod at its arrival or never (no "
+                             "unschedulable pool): it takes no pod_max_in_unschedulable_seconds")
         try:
             tune = R.check_tune(tune)
         except ValueError as exc:
@@ -245,7 +260,9 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     jobs = [Job(kind, t, s, config=c, policy=p, nodes=nodes, cluster=cluster,
                 scenario=scenario, backend=backend, interval=float(interval),
                 until=None if until is None else float(until), tune=float(tune), batch=batch,
-                tie_rank=tie_rank and c is None, termination_grace_seconds=grace)
+                tie_rank=tie_rank and c is None, termination_grace_seconds=grace,
+                pod_max_in_unschedulable_seconds=float(
+                    DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS if unsched is None else unsched))
             for t in traces for c, p in choices for s in seeds]
     for what, given in (("trace", traces), ("config", configs), ("policy", policies),
                         ("seed", seeds)):
@@ -300,6 +317,12 @@ def load_inputs(jobs) -> dict:
         if grace > 0 and j.kind == "experiment":
             raise SweepError(f"jobs[{i}]: the experiment preempts nothing: it takes no "
                              "termination_grace_seconds")
+        unsched = args.number(f"jobs[{i}].pod_max_in_unschedulable_seconds",
+                              j.pod_max_in_unschedulable_seconds, 0.0, infinite=True,
+                              unit="seconds")
+        if unsched != DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS and j.kind == "experiment":
+            raise SweepError(f"jobs[{i}]: the experiment has no unschedulable pool: it takes "
+                             "no pod_max_in_unschedulable_seconds")
     inputs: dict = {}
     try:
         if kinds == {"experiment"}:
@@ -418,7 +441,9 @@ def _simulation(job: Job, inputs: dict, config, typical):
     return run.build_simulation(_objects(job, inputs), config, job.backend, job.seed,
                                 interval=job.interval, batch=job.batch, typical=typical,
                                 registry=sweep_registry(),
-                                termination_grace_seconds=job.termination_grace_seconds)
+                                termination_grace_seconds=job.termination_grace_seconds,
+                                pod_max_in_unschedulable_seconds=(
+                                    job.pod_max_in_unschedulable_seconds))
 
 
 # ---------------------------------------------------------------------------
@@ -539,6 +564,23 @@ def grace_goes(job: Job, inputs: dict, engine: str) -> bool:
             or not preempts(job, inputs))
 
 
+#: The batched engines of ``simulate`` jobs that take the job's
+#: ``pod_max_in_unschedulable_seconds`` (their ``max_unsched``): the openb
+#: engine without a scenario and with one.  The node-local kernel's sweep
+#: call (``sweep_local.batched_local``) runs the Scheduler's default
+#: (``run_setups``' ``max_unsched`` not yet passed): a job with another
+#: value goes per job (``unsched_goes``).  An engine joins by its name here.
+UNSCHED_ENGINES = frozenset({"openb", "openb_events"})
+
+
+def unsched_goes(job: Job, engine: str) -> bool:
+    """The job may run on the batched ``engine`` as far as its
+    ``pod_max_in_unschedulable_seconds`` goes: the Scheduler's default, or
+    an engine of ``UNSCHED_ENGINES``."""
+    return (job.pod_max_in_unschedulable_seconds == DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
+            or engine in UNSCHED_ENGINES)
+
+
 def batchable(job: Job, inputs: dict) -> bool:
     """A simulate job the batched engine runs (``sweep_batch``): the openb
     profile on an openb node list with GPUs (a policy's, with ``tie_rank``
@@ -556,7 +598,7 @@ def batchable(job: Job, inputs: dict) -> bool:
             and len(inputs[("trace", job.trace)]) <= KEEP_LATENCIES
             and _workload(job.trace, inputs) is not None
             and _profile(job, inputs) is not None
-            and grace_goes(job, inputs, "openb"))
+            and grace_goes(job, inputs, "openb") and unsched_goes(job, "openb"))
 
 
 def _profile(job: Job, inputs: dict):
@@ -604,7 +646,8 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     """The simulate jobs ``batchable`` covers run as batched calls (one per
     node CSV, backend, interval, queue backoff and termination grace:
     ``openb.batch.trace_batch``, each run equal to its Simulation, the row
-    made as ``sweep_batch.simulate_row`` makes it; ``done(i, row, None)``
+    made as ``sweep_batch.simulate_row`` makes it; the unschedulable pool's
+    ``Job.pod_max_in_unschedulable_seconds`` too); ``done(i, row, None)``
     per row, ``inputs`` ``load_inputs(jobs)``'s); returns the indices of
     the other jobs (``run_sweep`` runs them per job or on the other
     engines; a bench counts the rows kept)."""
@@ -614,10 +657,11 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
             groups.setdefault((job.nodes, job.backend, job.interval,
-                               _profile(job, inputs)[2], _grace(job, inputs)), []).append(i)
+                               _profile(job, inputs)[2], _grace(job, inputs),
+                               float(job.pod_max_in_unschedulable_seconds)), []).append(i)
         else:
             rest.append(i)
-    for (nodes, backend, interval, backoff, grace), idx in groups.items():
+    for (nodes, backend, interval, backoff, grace, max_unsched), idx in groups.items():
         inv = read_openb_nodes(nodes)
         if inv.total_gpus <= 0:
             rest.extend(idx)
@@ -634,7 +678,7 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
                               workers=workers, backoff=backoff,
                               weights=[prof[1] for prof in profiles],
                               preempt=[_preempt(jobs[i], inputs) for i in idx],
-                              termination_grace_seconds=grace)
+                              termination_grace_seconds=grace, max_unsched=max_unsched)
         except (ValueError, OSError) as exc:
             raise SweepError(f"{jobs[idx[0]].label}: {_first_line(exc)}") from exc
         each = (time.perf_counter() - t0) / len(idx)
@@ -842,11 +886,13 @@ def _shifted(index: list, done):
 
 def _engine_rest(jobs, rest: list, inputs: dict, engine: str, batched, done) -> list:
     """Hand the jobs ``rest`` (indices into ``jobs``) that ``grace_goes``
-    lets go to the batched ``engine`` to ``batched(sub_jobs, sub_done)``
+    and ``unsched_goes`` let go to the batched ``engine`` to
+    ``batched(sub_jobs, sub_done)``
     (its ``sweep_local``-like call: returns the indices into ``sub_jobs``
     it did not run); returns the indices of ``jobs`` still to run, each
     once, in order: those it held back and those it gave back."""
-    sent = [i for i in rest if grace_goes(jobs[i], inputs, engine)]
+    sent = [i for i in rest if grace_goes(jobs[i], inputs, engine)
+            and unsched_goes(jobs[i], engine)]
     left = [sent[k] for k in batched([jobs[i] for i in sent], _shifted(sent, done))]
     return sorted(set(rest) - set(sent) | set(left))
 

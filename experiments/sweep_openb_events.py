@@ -776,7 +776,7 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
     """The jobs ``batchable`` takes whose profile the kernel runs
     (``job_profile``), one call per (node CSV, scenario, backend,
     interval, backoff, termination grace: the job's where it preempts, else
-    0); a refused group goes back (the per-job path runs
+    0, the job's ``pod_max_in_unschedulable_seconds``); a refused group goes back (the per-job path runs
     it and reports what the Simulation says).  ``done(i, row, None)`` per
     row; returns the indices of the other jobs."""
     groups: dict = {}
@@ -800,9 +800,9 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         pre = preempts[job.config]
         # the termination grace delays evictions only: one call for all where none
         grace = float(job.termination_grace_seconds) if pre is not None else 0.0
-        groups.setdefault((job.nodes, job.scenario, job.backend, job.interval, prof[2], grace),
-                          []).append(i)
-    for (nodes, sc_path, backend, interval, backoff, grace), idx in groups.items():
+        groups.setdefault((job.nodes, job.scenario, job.backend, job.interval, prof[2], grace,
+                           float(job.pod_max_in_unschedulable_seconds)), []).append(i)
+    for (nodes, sc_path, backend, interval, backoff, grace, max_unsched), idx in groups.items():
         inv = read_openb_nodes(nodes)
         scenario = inputs[("scenario", sc_path)]
         traces = list(dict.fromkeys(jobs[i].trace for i in idx))
@@ -828,7 +828,7 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         pre = [preempts[jobs[i].config] for i in idx]
         try:
             a, out = openb_event_runs(inv, plan, [tw for tw, _m in wide], runs, backend,
-                                      workers, backoff=backoff,
+                                      workers, max_unsched=max_unsched, backoff=backoff,
                                       weights=[prof[1] for prof in mine],
                                       made=[m for _tw, m in wide], preempt=pre, grace=grace)
         except (ValueError, OSError, TensorschedError):

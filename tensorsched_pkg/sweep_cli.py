@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import sys
 import time
@@ -46,6 +47,18 @@ def _seeds(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _seconds_or_inf(text: str) -> float:
+    """An argparse type: seconds >= 0, ``inf`` for never (what
+    ``ts.Simulation``'s ``pod_max_in_unschedulable_seconds`` takes)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if math.isnan(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0 (inf: never), got {text!r}")
+    return v
+
+
 def _parquet_output(text: str) -> str:
     """An argparse type: a ``.parquet`` file to write (the comparison goes
     beside it as ``.csv`` and ``.png``)."""
@@ -63,7 +76,9 @@ def _check_flags(args) -> None:
                                       ("--no-batch", args.no_batch),
                                       ("--tie-rank", args.tie_rank),
                                       ("--termination-grace-seconds",
-                                       args.termination_grace_seconds is not None)) if v]
+                                       args.termination_grace_seconds is not None),
+                                      ("--pod-max-in-unschedulable-seconds",
+                                       args.pod_max_in_unschedulable_seconds is not None)) if v]
         if given:
             raise TensorschedError(f"sweep --experiment: {given[0]} does not apply (the "
                                    "experiment takes --nodes, --trace, --policy, --seeds, --tune; "
@@ -138,7 +153,8 @@ def cmd_sweep(args) -> int:
                        interval=args.interval if args.interval else DEFAULT_INTERVAL,
                        until=args.until, tune=args.tune if args.tune else DEFAULT_TUNE,
                        batch=not args.no_batch, tie_rank=args.tie_rank,
-                       termination_grace_seconds=args.termination_grace_seconds or 0.0)
+                       termination_grace_seconds=args.termination_grace_seconds or 0.0,
+                       pod_max_in_unschedulable_seconds=args.pod_max_in_unschedulable_seconds)
     t0 = time.perf_counter()
     inputs = S.load_inputs(jobs)                # every file checked before the first run
     for line in inputs.get(("warnings", ""), ()):
@@ -206,6 +222,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "their node, terminating, until S seconds after their first eviction "
                    "(default 0: they leave at once; as ts.Simulation's "
                    "termination_grace_seconds)")
+    m.add_argument("--pod-max-in-unschedulable-seconds", type=_seconds_or_inf, metavar="S",
+                   help="every run's unschedulable pool: a pod waiting there S seconds goes "
+                   "back to the queue whatever the cluster events (default 300, "
+                   "kube-scheduler's; inf: never; as ts.Simulation's "
+                   "pod_max_in_unschedulable_seconds)")
     m.add_argument("--tie-rank", action="store_true",
                    help="with --nodes: the --policy jobs run the openb paper experiment's "
                    "profile (GpuShareScore with OpenbTieRank breaking its ties: a seeded node "
