@@ -98,9 +98,14 @@ from .results import (
     SweepError,
     results_table,
 )
-from .sweep_batch import MIB, departs_terminating, simulate_row, time_mean
+from .sweep_batch import MIB, departs_terminating, frag_under, simulate_row, time_mean
 from .sweep_local import agenda_spans, batched_local, samples_follow
-from .sweep_openb_events import batched_openb_events, job_preempt, job_profile, policy_weights
+from .sweep_openb_events import (
+    batched_openb_events,
+    job_preempt,
+    policy_weights,
+    profile_typical,
+)
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
            "RAY_NEEDS", "SCHEMAS", "SIMULATE_SCHEMA", "Job", "SweepError", "comparison",
@@ -585,7 +590,8 @@ def batchable(job: Job, inputs: dict) -> bool:
     """A simulate job the batched engine runs (``sweep_batch``): the openb
     profile on an openb node list with GPUs (a policy's, with ``tie_rank``
     the experiment's, or a ``--config`` of it that
-    ``sweep_openb_events.job_profile`` takes: OpenbTieRank too), a trace
+    ``sweep_openb_events.profile_typical`` takes: OpenbTieRank too; under
+    FGD the trace's ``typicalPods`` or its own), a trace
     asking for GPUs whose columns the engine takes (``trace_workload``:
     an openb pod CSV, or a generic trace of those columns and
     ``duration``), no scenario, no ``until``, numba or cuda; a config with
@@ -602,12 +608,13 @@ def batchable(job: Job, inputs: dict) -> bool:
 
 
 def _profile(job: Job, inputs: dict):
-    """``job_profile`` of the job (once per configuration, policy and trace):
-    (policy, (GpuShareScore's weight, OpenbTieRank's), backoff), None when
-    the kernel does not run it."""
+    """``profile_typical`` of the job (once per configuration, policy and
+    trace): (policy, (GpuShareScore's weight, OpenbTieRank's), backoff,
+    the configuration's own typical pods or None), None when the kernel
+    does not run it."""
     key = ("profile", (job.config, job.policy, job.tie_rank, job.trace))
     if key not in inputs:
-        inputs[key] = job_profile(job, inputs, run.DEFAULT_POLICY)
+        inputs[key] = profile_typical(job, inputs, run.DEFAULT_POLICY)
     return inputs[key]
 
 
@@ -642,6 +649,22 @@ def _workload(path: str, inputs: dict):
     return inputs[key]
 
 
+def _typical_key(typical: list | None):
+    """A hashable stand-in of typical pods (``profile_typical``'s; None:
+    the trace's)."""
+    return None if typical is None else tuple(tuple(sorted(p.items())) for p in typical)
+
+
+def _scored_workload(path: str, key, inputs: dict):
+    """The trace's ``TraceWorkload`` (``_workload``) with the typical pods
+    the job's GpuShareScore scores with: the trace's (``key`` None) or a
+    configuration's (``_typical_key`` of its ``typicalPods`` dicts), the
+    kernel's one table for the FGD score and its fragmentation log (the
+    row's comes from ``sweep_batch.frag_under`` then)."""
+    tw = _workload(path, inputs)
+    return tw if key is None else replace(tw, typical=[dict(p) for p in key])
+
+
 def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
     """The simulate jobs ``batchable`` covers run as batched calls (one per
     node CSV, backend, interval, queue backoff and termination grace:
@@ -666,15 +689,19 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
         if inv.total_gpus <= 0:
             rest.extend(idx)
             continue
-        traces = list(dict.fromkeys(jobs[i].trace for i in idx))
         profiles = [_profile(jobs[i], inputs) for i in idx]
-        runs = [(0, traces.index(jobs[i].trace), prof[0], jobs[i].seed)
-                for i, prof in zip(idx, profiles)]
+        # a workload per (trace, typical pods GpuShareScore scores with): the
+        # trace's own, or a configuration's (``_scored_workload``)
+        kinds = [(jobs[i].trace, _typical_key(prof[3])) for i, prof in zip(idx, profiles)]
+        traces = list(dict.fromkeys(kinds))
+        runs = [(0, traces.index(kind), prof[0], jobs[i].seed)
+                for i, kind, prof in zip(idx, kinds, profiles)]
         t0 = time.perf_counter()
         try:
             # each job's (GpuShareScore, OpenbTieRank) weights: the kernel ranks
             # the nodes batch.tie_of(n, seed), as the job's Simulation labels them
-            got = trace_batch([inv], [_workload(t, inputs) for t in traces], runs, backend=backend,
+            workloads = [_scored_workload(t, typical, inputs) for t, typical in traces]
+            got = trace_batch([inv], workloads, runs, backend=backend,
                               workers=workers, backoff=backoff,
                               weights=[prof[1] for prof in profiles],
                               preempt=[_preempt(jobs[i], inputs) for i in idx],
@@ -684,7 +711,7 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
         each = (time.perf_counter() - t0) / len(idx)
         cpu_cap = int(inv.cpu_cap.sum())
         mem_cap = int(inv.mem_cap.sum()) * MIB
-        for i, res in zip(idx, got):
+        for i, res, prof in zip(idx, got, profiles):
             job = jobs[i]
             trace = inputs[("trace", job.trace)]
             horizon = run.horizon(trace, None, None)
@@ -699,6 +726,11 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
                     grace):
                 unclear.append(i)           # the node-event engine tells how it left
                 continue
+            if prof[3] is not None:
+                # scored against the config's typical pods, measured (GpuTracker)
+                # under the trace's
+                f0, log_frag = frag_under(inv, tw.pods, res, tw.typical)
+                res = replace(res, frag0=f0, log_frag=log_frag)
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
             row.update(simulate_row(res, trace, cpu_cap, mem_cap, int(inv.total_gpus), interval,
                                     horizon, True, last_event=float(spans[:, 1].max())))

@@ -39,6 +39,9 @@ import math
 import numpy as np
 
 from tensorsched.framework.simulation.series import percentile
+from tensorsched.kernels.gpu import share as K
+from tensorsched.topology.gpu import MILLI
+from tensorsched.topology.openb.trace import tracker_typical
 
 MIB = 1048576
 
@@ -187,3 +190,44 @@ def simulate_row(res, trace, cpu_cap: int, mem_cap: int, total_gpus: int, interv
     for col, values in series.items():
         row[f"mean_{col}"] = time_mean(times, np.array(values, np.float64))
     return row
+
+
+def frag_under(inv, pods, res, typical: list) -> tuple:
+    """(frag0, log_frag) of a ``trace_batch`` run ``res`` on the node list
+    ``inv`` (``GpuInventory``, empty at the start) with the trace's pods
+    ``pods`` (``TracePods``: cpu milli, GPU milli per GPU), its
+    fragmentation measured under ``typical`` (``typicalPods`` dicts) as
+    the Simulation's ``GpuTracker`` measures it: per node ``node_frag`` of
+    its GPUs and cpu left (0 for a node without GPUs), the cluster's the
+    NumPy sum over the nodes in row order.  Replays the run's change log
+    (``log_t``, ``log_pod``: pod j bound on ``node[j]``, GPUs ``gpus[j]``;
+    left: ``-1 - j``): ``log_frag`` [changes] after each change.  What a
+    run whose GpuShareScore scored against other typical pods (the
+    kernel's table, which its own ``log_frag`` is measured under) has for
+    its time series."""
+    typ = tracker_typical(typical, inv)
+    count = np.asarray(inv.gpu_count, np.int64)
+    model = np.asarray(inv.model, np.int64)
+    width = max(int(count.max()) if count.shape[0] else 0, 1)
+    left = np.where(np.arange(width)[None, :] < count[:, None], MILLI, 0).astype(np.int64)
+    cpu_left = np.asarray(inv.cpu_cap, np.int64).copy()
+    node_frag = K.node_frag
+
+    def frag_of(i: int) -> float:
+        c = int(count[i])
+        return node_frag(c, int(model[i]), left[i], int(cpu_left[i]), *typ) if c else 0.0
+
+    nfrag = np.array([frag_of(i) for i in range(count.shape[0])], np.float64)
+    frag0 = float(nfrag.sum())
+    log_pod = np.asarray(res.log_pod)
+    out = np.empty(log_pod.shape[0], np.float64)
+    cpu, milli = np.asarray(pods.cpu, np.int64), np.asarray(pods.milli, np.int64)
+    for k, x in enumerate(log_pod.tolist()):
+        j, sign = (x, -1) if x >= 0 else (-1 - x, 1)
+        i = int(res.node[j])
+        for g in res.gpus[j]:
+            left[i, g] += sign * milli[j]
+        cpu_left[i] += sign * cpu[j]
+        nfrag[i] = frag_of(i)
+        out[k] = nfrag.sum()
+    return frag0, out

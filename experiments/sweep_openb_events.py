@@ -717,7 +717,28 @@ def policy_weights(job, inputs: dict, default_policy: str) -> tuple:
 def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
     """(GpuShareScore's policy, (its weight, OpenbTieRank's), the backoff
     (initial, max seconds)) of the profile ``job``'s Simulation runs, or
-    None when the kernel does not run it (the job then runs per job).
+    None when this engine does not run it (the job then runs per job):
+    ``profile_typical``'s where GpuShareScore scores with the trace's
+    typical pods (``simulate_run.typical_of``) or reads none (a policy but
+    FGD); under FGD with its own ``typicalPods`` the engine's one typical
+    table would measure the fragmentation under them too (the Simulation
+    measures it under the trace's), so not here (the openb engine without
+    a scenario takes it: ``sweep.batched_simulations``)."""
+    prof = profile_typical(job, inputs, default_policy)
+    return None if prof is None or prof[3] is not None else prof[:3]
+
+
+def profile_typical(job, inputs: dict, default_policy: str) -> tuple | None:
+    """(GpuShareScore's policy, (its weight, OpenbTieRank's), the backoff
+    (initial, max seconds), the typical pods it scores with) of the profile
+    ``job``'s Simulation runs, or None when the kernel does not run it (the
+    job then runs per job).  The typical pods: None for the trace's own
+    (``simulate_run.typical_of``, what the Simulation's GpuTracker measures
+    the fragmentation with) or for none read (a policy but FGD reads
+    none), else the configuration's ``typicalPods`` as ``{cpu, gpuCount,
+    gpuMilli, models, weight}`` dicts (decoded as GpuShareScore decodes
+    them: ``sim_metrics.GpuTracker``'s and ``trace.tracker_typical``'s
+    form).
 
     A policy: ``simulate_run.choose_config``'s ``openb_config(policy, the
     trace's typical pods)``, GpuShareScore alone, or with ``tie_rank``
@@ -725,14 +746,16 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
     ``batch_sim.batch_config`` takes (the openb profile up to the two
     score weights, OpenbTieRank's too, the policy and the backoff;
     DefaultPreemption taken, its arguments ``job_preempt``'s), its profile
-    the default scheduler's, GpuShareScore's ``typicalPods`` absent (but
-    under FGD, which then learns them from the pods it scores) or the
-    trace's own (``simulate_run.typical_of``).  With OpenbTieRank scoring,
-    the sweep's Simulation labels the node list's nodes
+    the default scheduler's, GpuShareScore's ``typicalPods`` (under FGD
+    not an empty list).  Refused: FGD without ``typicalPods``: the plugin then learns them from
+    the pods it scores, each new pod changing the shapes and their
+    frequencies during the run (``GpuShareScore._observe``), where the
+    kernel scores a run against one fixed table.  With OpenbTieRank
+    scoring, the sweep's Simulation labels the node list's nodes
     ``batch.tie_of(n, seed)``, as the kernel ranks them."""
     if not job.config:
         policy = job.policy or default_policy
-        return policy, policy_weights(job, inputs, default_policy), SWEEP_BACKOFF
+        return policy, policy_weights(job, inputs, default_policy), SWEEP_BACKOFF, None
     cfg = copy.deepcopy(inputs[("config", job.config)])
     profiles = cfg.get("profiles") if isinstance(cfg, dict) else None
     if not isinstance(profiles, list) or len(profiles) != 1 or not isinstance(profiles[0], dict) \
@@ -745,16 +768,20 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
             given.append(args.pop("typicalPods"))
     try:
         bc = batch_config(cfg, job.config, preemption=True)
-        if given:
-            own = decode_score_args({"typicalPods": inputs[("typical", job.trace)]}, "")
-            if any(decode_score_args({"typicalPods": g}, "").typical_pods != own.typical_pods
-                   for g in given):
-                return None
+        decoded = [decode_score_args({"typicalPods": g}, "").typical_pods for g in given]
+        own = decode_score_args({"typicalPods": inputs[("typical", job.trace)]}, "").typical_pods
     except (TensorschedError, ValueError):
         return None
-    if bc.policy == "FGD" and not given:
+    decoded = [d for d in decoded if d is not None]     # (typicalPods: null: none given)
+    if any(d != decoded[0] for d in decoded) or (bc.policy == "FGD" and not decoded):
         return None
-    return bc.policy, (bc.gpu_weight, bc.tie_weight), tuple(bc.backoff)
+    typical = None
+    if bc.policy == "FGD" and decoded[0] != own:
+        if not decoded[0]:
+            return None             # no typical pod at all: a table the kernel has no row of
+        typical = [{"cpu": c, "gpuCount": num, "gpuMilli": milli, "models": models,
+                    "weight": w} for c, num, milli, models, w in decoded[0]]
+    return bc.policy, (bc.gpu_weight, bc.tie_weight), tuple(bc.backoff), typical
 
 
 def job_preempt(job, inputs: dict) -> tuple | None:
