@@ -8,12 +8,13 @@ tensorsched.bench.sweep_openb_typical``.
 
 Inputs: the openb GPU node list, the first ``--pods`` pods of ``--trace``;
 three KubeSchedulerConfiguration files: FGD with the typical pods of the
-``--other`` trace (a config tuned for another workload), BestFit with them (read by no score: batched before too), FGD
-with the trace's own; ``--seeds`` seeds.  Each path timed after a warm-up
-call (the compiled kernels loaded), ``--rounds`` times alternated, the
-median round recorded: CPU and wall seconds, the load average before
-each, whether the tables are equal (but ``wall_seconds``) and which jobs
-the openb engine took.  Written to
+``--other`` trace (a config tuned for another workload), BestFit with
+them (no score reads them), FGD with the trace's own (batched before
+too); ``--seeds`` seeds.  Each path timed after a warm-up call (the
+compiled kernels loaded), ``--rounds`` times alternated, the median round
+recorded: CPU and wall seconds, the load average before each, whether the
+tables are equal (but ``wall_seconds``) and which jobs the openb engine
+took.  Written to
 ``bench/results/sweep-openb-typical-numba.json`` (``--output``
 elsewhere).
 """
@@ -38,8 +39,9 @@ def write_configs(where: Path, pods: str, other: str) -> list:
     """The three config files (module doc), their paths."""
     theirs = typical_of(read_trace_file(other))
     out = []
-    for stem, policy, typical in (("fgd-other", "FGD", theirs), ("bestfit-other", "BestFit", theirs),
-                                  ("fgd-own", "FGD", typical_of(read_trace_file(pods)))):
+    own = typical_of(read_trace_file(pods))
+    for stem, policy, typical in (("fgd-other", "FGD", theirs),
+                                  ("bestfit-other", "BestFit", theirs), ("fgd-own", "FGD", own)):
         path = where / f"{stem}.json"
         path.write_text(json.dumps(openb_config(policy, typical)))
         out.append(str(path))

@@ -28,7 +28,9 @@ instance), and returns the rows in job order; on one machine the
 over its runs), and so do the ``simulate`` jobs the batched engines cover
 (``batchable``: the openb profile on openb nodes; ``sweep_local``: default-
 profile configurations on manifests, on numba; a job with a termination
-grace, ``Job.termination_grace_seconds``, where ``grace_goes`` lets it):
+grace, ``Job.termination_grace_seconds``, where ``grace_goes`` lets it,
+one with another ``Job.pod_max_in_unschedulable_seconds`` where
+``unsched_goes`` does):
 the table is the same whatever ran it (but ``wall_seconds``).
 ``comparison(table)`` is the side-by-side table (rows: traces, columns:
 configs, cells: mean and standard deviation over the seeds),

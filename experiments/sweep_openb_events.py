@@ -803,8 +803,9 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
     """The jobs ``batchable`` takes whose profile the kernel runs
     (``job_profile``), one call per (node CSV, scenario, backend,
     interval, backoff, termination grace: the job's where it preempts, else
-    0, the job's ``pod_max_in_unschedulable_seconds``); a refused group goes back (the per-job path runs
-    it and reports what the Simulation says).  ``done(i, row, None)`` per
+    0, and the job's ``pod_max_in_unschedulable_seconds``: the kernel's
+    ``max_unsched``); a refused group goes back (the per-job path runs it
+    and reports what the Simulation says).  ``done(i, row, None)`` per
     row; returns the indices of the other jobs."""
     groups: dict = {}
     rest = []
