@@ -747,10 +747,11 @@ def profile_typical(job, inputs: dict, default_policy: str) -> tuple | None:
     score weights, OpenbTieRank's too, the policy and the backoff;
     DefaultPreemption taken, its arguments ``job_preempt``'s), its profile
     the default scheduler's, GpuShareScore's ``typicalPods`` (under FGD
-    not an empty list).  Refused: FGD without ``typicalPods``: the plugin then learns them from
-    the pods it scores, each new pod changing the shapes and their
-    frequencies during the run (``GpuShareScore._observe``), where the
-    kernel scores a run against one fixed table.  With OpenbTieRank
+    not an empty list).  Refused: FGD without ``typicalPods``: the plugin
+    then learns them from the pods it scores, each new pod changing the
+    shapes and their frequencies during the run
+    (``GpuShareScore._observe``), where the kernel scores a run against
+    one fixed table.  With OpenbTieRank
     scoring, the sweep's Simulation labels the node list's nodes
     ``batch.tie_of(n, seed)``, as the kernel ranks them."""
     if not job.config:
