@@ -678,11 +678,14 @@ class CudaBackend:
     between calls and recomputes the rows written since (their span, when
     it is short: no copy of row numbers): a run costs at most two launches
     (that pass and the run kernel) and one copy back (the sort path: O(S)
-    counts and its placements, ``run_sort_cuda``); a placement cycle two
-    launches (that pass and the pick, ``_cuda_cycle``) and four numbers
-    back; a cycle that wants scores or has host plugins one launch and,
-    for the host's ranking, the span of the cache's rows written since its
-    last such cycle copied back (``_host_rows``)."""
+    counts and its placements, ``run_sort_cuda``); a placement cycle at
+    most one copy up (the rows written since, staged in one buffer with
+    their pack values: ``staged_rows``), two launches (the by-row pass that
+    writes those rows into the packs and recomputes them, then the pick,
+    ``_cuda_cycle``) and four numbers back; a cycle that wants scores or
+    has host plugins one launch and, for the host's ranking, the span of
+    the cache's rows written since its last such cycle copied back
+    (``_host_rows``)."""
 
     name = "cuda"
     run_path = DEVICE_RUN_PATH      # what ``place_run`` is called in the metrics
@@ -691,6 +694,9 @@ class CudaBackend:
     # (a view of the device arange, no copy) while it holds at most this
     # many rows per written one; else the written rows are copied over.
     SPAN_SLACK = 4
+    # A placement cycle stages at most this many written rows in its one
+    # upload; more (a node set rewritten) go the packs' span copies.
+    MAX_STAGED_ROWS = 256
 
     def __init__(self):
         reason = cuda_unavailable_reason()
@@ -708,8 +714,12 @@ class CudaBackend:
         self._host = _fused_numba                # the host-side ranking kernels
         from . import _cuda_cycle
         from . import cycle as _cycle_host
+        from . import staged_rows
         self._cycle = _cuda_cycle                # a placement cycle's finalize
         self._cycle_host = _cycle_host
+        self._staged_rows = staged_rows
+        self._staged = None                      # (width, host pinned, device) staging buffers
+        self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
         self._sparams: dict = {}
         self._pick_out = None                    # the pick's answer, device and host
@@ -724,6 +734,7 @@ class CudaBackend:
         self._shape = None
         self.rows_uploaded = 0      # node rows sent to the device
         self.copies = 0             # host -> device copies made for them
+        self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
         self.launches = 0           # kernels launched
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
@@ -746,12 +757,16 @@ class CudaBackend:
         cuda = self._cuda
         cols = source.columns()
         shape = tuple(a.shape for a in cols)
-        if self._layout != source.layout_version or shape != self._shape:
-            self._packs = tuple(cuda.to_device(a) for a in SA.pack_nodes(cols))
-            self._layout, self._shape = source.layout_version, shape
+        if self._layout != _layout_key(source) or shape != self._shape:
+            host = SA.pack_nodes(cols)
+            self._packs = tuple(cuda.to_device(a) for a in host)
+            self._layout, self._shape = _layout_key(source), shape
+            spans, _, _ = SA.node_packs(shape)
+            self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
             self._caches.clear()
             self.rows_uploaded += cols.allocatable.shape[0]
             self.copies += len(self._packs)
+            self.bytes_uploaded += sum(a.nbytes for a in host)
         elif source.version != self._version:
             n = cols.allocatable.shape[0]
             dirty = np.flatnonzero(source.row_version[:n] > self._version)
@@ -763,6 +778,7 @@ class CudaBackend:
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
                 for dev, host in zip(self._packs, SA.pack_nodes(cols, lo, hi)):
                     dev[lo:hi].copy_to_device(host)
+                    self.bytes_uploaded += host.nbytes
                 self.rows_uploaded += hi - lo
                 self.copies += len(self._packs)
         self._version = source.version
@@ -843,19 +859,17 @@ class CudaBackend:
         tree answers), ``reasons`` and ``total`` None.  Only when no row is
         feasible does the cache's reasons [N] come back (the diagnosis
         reads them by position)."""
-        packs = self._sync_columns(source)
         cols = source.columns()
-        c = self._row_cache(source, cols, q, n_slots, packs)
+        c = self._staged_cache(source, cols, q, n_slots)
+        packs = self._packs
         n = cols.allocatable.shape[0]
-        spans, _, _ = SA.node_packs(self._shape)
-        pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
         if self._pick_out is None:
             self._pick_out = self._cuda.device_array(self._cycle_host.OUT_LEN, np.int64)
             self._pick_host = self._cuda.pinned_array(self._cycle_host.OUT_LEN, np.int64)
         self._cycle.launch_cycle_pick(
             rows.shape[0], self._cycle_rows(rows, n), c.reasons, c.raw,
             self._slot_params(active, norm, weights, n_slots), packs[0], start, num_to_find,
-            mix_of_seed(seed), pods_at, self._pick_out)
+            mix_of_seed(seed), self._pods_at, self._pick_out)
         self.launches += 1
         got = self._pick_out.copy_to_host(self._pick_host)
         row, processed, found, pos = (int(v) for v in got)
@@ -864,6 +878,49 @@ class CudaBackend:
         self.rows_downloaded += n
         reasons = np.take(c.reasons.copy_to_host(), rotated(rows, start))
         return StageResult(reasons, None, None, np.zeros(0, np.int64), processed, found)
+
+    def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> _DeviceRowCache:
+        """The query's device row cache and the packs level with ``source``
+        for a placement cycle: the rows the cache is behind on (written
+        after its ``seen``; the mirror is never behind the cache, so they
+        include every row the packs lack) are found and packed by one
+        compiled host call (``staged_rows.stage``), copied up in one
+        buffer and written into the packs and recomputed by one by-row
+        launch (``_cuda.fused_pass_staged_kernel``).  Nothing written: no
+        copy, no launch.  A first pass, a new layout or shape, or more than
+        ``MAX_STAGED_ROWS`` rows written go ``_sync_columns`` and
+        ``_row_cache`` (the packs' span copies)."""
+        n = cols.allocatable.shape[0]
+        c = self._caches.get(id(q))
+        if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
+                or self._layout != _layout_key(source)
+                or self._shape != tuple(a.shape for a in cols)):
+            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source))
+        self._caches.move_to_end(id(q))
+        if c.seen == source.version:
+            return c
+        S = self._staged_rows
+        width = S.row_width(cols)
+        if self._staged is None or self._staged[0] != width:
+            size = S.staged_size(self.MAX_STAGED_ROWS, width)
+            self._staged = (width, self._cuda.pinned_array(size, np.int64),
+                            self._cuda.device_array(size, np.int64))
+        _, host, dev = self._staged
+        k = S.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS)
+        if k > self.MAX_STAGED_ROWS:
+            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source))
+        if k:
+            size = S.staged_size(k, width)
+            dev[:size].copy_to_device(host[:size])
+            self.copies += 1
+            self.bytes_uploaded += 8 * size
+            self.rows_uploaded += k
+            self._k.launch_fused_pass_staged(k, dev, self._packs, self._qbuf(cols, q), c.reasons,
+                                             c.raw)
+            self.launches += 1
+            self.rows_recomputed += k
+        self._version = c.seen = source.version
+        return c
 
     def _cycle_rows(self, rows: np.ndarray, n: int):
         """``rows`` on the device for a cycle: every row is the cached
@@ -877,11 +934,14 @@ class CudaBackend:
         return kept[1]
 
     def _slot_params(self, active, norm, weights, n_slots):
-        """The device copy of ``cycle.slot_params``, one per distinct value."""
-        sp = self._cycle_host.slot_params(active, norm, weights, n_slots)
-        key = (sp.shape, sp.tobytes())
+        """The device copy of ``cycle.slot_params``, one per distinct value
+        (looked up by the three arrays' bytes: no array built per cycle)."""
+        active, norm, weights = (np.asarray(a) for a in (active, norm, weights))
+        key = (n_slots, active.dtype.str, active.tobytes(), norm.dtype.str, norm.tobytes(),
+               weights.dtype.str, weights.tobytes())
         got = self._sparams.get(key)
         if got is None:
+            sp = self._cycle_host.slot_params(active, norm, weights, n_slots)
             got = self._sparams[key] = self._cuda.to_device(sp)
             while len(self._sparams) > self.MAX_CACHED_QUERIES:
                 self._sparams.pop(next(iter(self._sparams)))
@@ -913,7 +973,7 @@ class CudaBackend:
         last ran recomputed by one by-row fused pass (all rows the first time)."""
         cuda = self._cuda
         n = cols.allocatable.shape[0]
-        key = (source.layout_version, n, n_slots)
+        key = _cache_key(source, n, n_slots)
         c = self._caches.get(id(q))
         if c is None or c.q is not q or c.key != key:
             c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
@@ -1035,6 +1095,18 @@ class CudaBackend:
         return self._all_rows
 
 
+def _layout_key(source: ColumnSource) -> tuple:
+    """What the device mirror's packs are a copy of: the source (its
+    ``cache_tag``: a source other than the state counts its own versions)
+    and its layout."""
+    return (source.layout_version, getattr(source, "cache_tag", None))
+
+
+def _cache_key(source: ColumnSource, n: int, n_slots: int) -> tuple:
+    """What a device row cache was computed for (with ``_layout_key``)."""
+    return (*_layout_key(source), n, n_slots)
+
+
 def _never_fails(n: int) -> DR.RuleArrays:
     """One per-domain rule over ``n`` rows that no row fails and no pod
     counts in (the device run's stand-in for none)."""
@@ -1071,7 +1143,7 @@ def make_backend(name: str):
 
 def cuda_kernels() -> dict:
     """The CUDA backend's kernels by what they do, ``{"fused pass": ...,
-    "run kernel": ..., "cycle pick": ...}`` (numba-cuda dispatchers,
+    "staged pass": ..., "run kernel": ..., "cycle pick": ...}`` (numba-cuda dispatchers,
     ``.py_func`` their Python source), for compiling them ahead of a device
     (``bench.cuda_ptx``).  Imports numba-cuda: call it only where the cuda
     backend could run."""
@@ -1079,6 +1151,7 @@ def cuda_kernels() -> dict:
     from . import _cuda_cycle
     from . import _cuda_run
     return {"fused pass": _fused_cuda.fused_pass_kernel,
+            "staged pass": _fused_cuda.fused_pass_staged_kernel,
             "run kernel": _cuda_run.place_run_kernel,
             "cycle pick": _cuda_cycle.cycle_pick_kernel}
 
