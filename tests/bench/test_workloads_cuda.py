@@ -26,6 +26,10 @@ def test_a_no_batch_record_counts_two_launches_a_cycle_and_no_rows_back():
     got = rec["device_counters"]
     assert rec["scheduled"] == pods and set(got) == set(W.DEVICE_COUNTERS)
     assert 0 < got["launches"] <= 2 * pods and got["rows_downloaded"] == 0, got
+    # one staged copy a cycle: the row the last placement wrote (warmed up
+    # before the timed run: no full upload in it)
+    assert got["copies"] <= pods and got["rows_uploaded"] <= pods, got
+    assert 0 < got["bytes_uploaded"] <= 1000 * pods, got
     assert rec["placements_sha256"] == W.run_workload("basic", 4, pods, "numba",
                                                       batch=False)["placements_sha256"]
 
