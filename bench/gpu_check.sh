@@ -168,8 +168,8 @@ echo "== benchmarks: $nodes nodes =="
   bench antiaffinity 10000
   bench gpu 2000
   bench basic 5000 --no-batch
-  # the one-at-a-time cycle on cuda per pod: target p50 <= 200 us, at most
-  # 2 launches and 1 copy up (the staged rows) a cycle, no row cache back
+  # the one-at-a-time cycle on cuda per pod: target p50 <= 200 us, one
+  # launch and at most one copy up (the staged rows) a cycle, no row cache back
   f="$runs/basic-$(( 5000 / div ))-cuda--no-batch.json"
   [ -f "$f" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
 c=d.get('device_counters') or {}; p=max(d['pods'], 1); \

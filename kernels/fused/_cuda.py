@@ -11,7 +11,6 @@ runs of alike pods are ``_cuda_run``.  Import this module only after
 
 from __future__ import annotations
 
-import numpy as np
 from numba import cuda
 
 from tensorsched.kernels._compile import compile_module, compile_source
@@ -73,18 +72,16 @@ def launch_fused_pass(n_rows: int, rows, packs, qbuf, by_row, reasons_out, raw_o
                                                  raw_out)
 
 
-@cuda.jit
-def fused_pass_staged_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, reasons_out,
-                             raw_out):
-    """The by-row fused pass over the ``k`` rows of a staged upload
-    (``staged_rows``: rows [k], then each row's pack values): each thread
-    first writes its row into the packs (the mirror's copy of the host
-    columns), then recomputes that row of the device row cache
-    (``reasons_out`` [N], ``raw_out`` [N, S]).  A row's rules read only
-    that row's columns, so no thread waits for another's write."""
-    j = cuda.grid(1)
-    if j >= k:
-        return
+
+@cuda.jit(device=True)
+def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                     raw_by_row):
+    """Staged row j of ``k`` (``staged_rows``: rows [k], then each row's
+    pack values) written into the packs (the mirror's copy of the host
+    columns), then that row of the device row cache (``reasons_by_row``
+    [N], ``raw_by_row`` [N, S]) recomputed from them.  A row's rules read
+    only that row's columns: the thread that writes a row is the only one
+    reading it until the caller's barrier."""
     i = staged[j]
     w = node_i64.shape[1]
     f = node_flags.shape[1]
@@ -98,15 +95,6 @@ def fused_pass_staged_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, 
     for c in range(label_vals.shape[1]):
         label_vals[i, c] = staged[at + c]
     r = stage_reasons(i, node_i64, node_flags, label_vals, qbuf)
-    reasons_out[i] = r
+    reasons_by_row[i] = r
     if r == 0:
-        stage_raw_scores(i, i, raw_out, node_i64, node_flags, label_vals, qbuf)
-
-
-def launch_fused_pass_staged(k: int, staged, packs, qbuf, reasons_out, raw_out) -> None:
-    """Run ``fused_pass_staged_kernel`` over the ``k`` >= 1 staged rows
-    (ceil-divided grid); ``packs``: the device (node_i64, node_flags,
-    label_vals), written at those rows."""
-    blocks = (k + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
-    fused_pass_staged_kernel[blocks, THREADS_PER_BLOCK](staged, np.int64(k), *packs, qbuf,
-                                                        reasons_out, raw_out)
+        stage_raw_scores(i, i, raw_by_row, node_i64, node_flags, label_vals, qbuf)

@@ -680,9 +680,10 @@ class CudaBackend:
     (that pass and the run kernel) and one copy back (the sort path: O(S)
     counts and its placements, ``run_sort_cuda``); a placement cycle at
     most one copy up (the rows written since, staged in one buffer with
-    their pack values: ``staged_rows``), two launches (the by-row pass that
-    writes those rows into the packs and recomputes them, then the pick,
-    ``_cuda_cycle``) and four numbers back; a cycle that wants scores or
+    their pack values: ``staged_rows``), one launch (the pick's block
+    writes those rows into the packs and recomputes them first,
+    ``_cuda_cycle``) and four numbers back (a query's first cycle, or one
+    after many rows were written, adds the by-row pass); a cycle that wants scores or
     has host plugins one launch and, for the host's ranking, the span of
     the cache's rows written since its last such cycle copied back
     (``_host_rows``)."""
@@ -718,7 +719,8 @@ class CudaBackend:
         self._cycle = _cuda_cycle                # a placement cycle's finalize
         self._cycle_host = _cycle_host
         self._staged_rows = staged_rows
-        self._staged = None                      # (width, host pinned, device) staging buffers
+        self._staged = None                      # (column shapes, row width, host pinned,
+        #                                          device): the staging buffers
         self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
         self._sparams: dict = {}
@@ -860,17 +862,18 @@ class CudaBackend:
         feasible does the cache's reasons [N] come back (the diagnosis
         reads them by position)."""
         cols = source.columns()
-        c = self._staged_cache(source, cols, q, n_slots)
-        packs = self._packs
+        c, k = self._staged_cache(source, cols, q, n_slots)
         n = cols.allocatable.shape[0]
         if self._pick_out is None:
             self._pick_out = self._cuda.device_array(self._cycle_host.OUT_LEN, np.int64)
             self._pick_host = self._cuda.pinned_array(self._cycle_host.OUT_LEN, np.int64)
         self._cycle.launch_cycle_pick(
-            rows.shape[0], self._cycle_rows(rows, n), c.reasons, c.raw,
-            self._slot_params(active, norm, weights, n_slots), packs[0], start, num_to_find,
+            rows.shape[0], self._staged[3], k, self._packs, self._qbuf(cols, q),
+            self._cycle_rows(rows, n), c.reasons, c.raw,
+            self._slot_params(active, norm, weights, n_slots), start, num_to_find,
             mix_of_seed(seed), self._pods_at, self._pick_out)
         self.launches += 1
+        self.rows_recomputed += k
         got = self._pick_out.copy_to_host(self._pick_host)
         row, processed, found, pos = (int(v) for v in got)
         if row >= 0:
@@ -879,48 +882,45 @@ class CudaBackend:
         reasons = np.take(c.reasons.copy_to_host(), rotated(rows, start))
         return StageResult(reasons, None, None, np.zeros(0, np.int64), processed, found)
 
-    def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> _DeviceRowCache:
-        """The query's device row cache and the packs level with ``source``
-        for a placement cycle: the rows the cache is behind on (written
-        after its ``seen``; the mirror is never behind the cache, so they
-        include every row the packs lack) are found and packed by one
-        compiled host call (``staged_rows.stage``), copied up in one
-        buffer and written into the packs and recomputed by one by-row
-        launch (``_cuda.fused_pass_staged_kernel``).  Nothing written: no
-        copy, no launch.  A first pass, a new layout or shape, or more than
-        ``MAX_STAGED_ROWS`` rows written go ``_sync_columns`` and
-        ``_row_cache`` (the packs' span copies)."""
+    def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> tuple:
+        """(the query's device row cache, k) for a placement cycle, with the
+        ``k`` rows it is behind on staged on the device (``_staged[2]``) for
+        the pick's launch to write into the packs and recompute first: the
+        rows written after the cache's ``seen`` (the mirror is never behind
+        the cache, so they include every row the packs lack), found and
+        packed by one compiled host call (``staged_rows.stage``) and copied
+        up in one buffer; nothing written: no copy (k = 0).  A first pass,
+        a new layout or shape, or more than ``MAX_STAGED_ROWS`` rows
+        written go ``_sync_columns`` and ``_row_cache`` (the packs' span
+        copies and a by-row launch; k = 0)."""
         n = cols.allocatable.shape[0]
+        S = self._staged_rows
+        shape = tuple(a.shape for a in cols)
+        if self._staged is None or self._staged[0] != shape:
+            width = S.row_width(cols)
+            size = S.staged_size(self.MAX_STAGED_ROWS, width)
+            self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
+                            self._cuda.device_array(size, np.int64))
         c = self._caches.get(id(q))
         if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
-                or self._layout != _layout_key(source)
-                or self._shape != tuple(a.shape for a in cols)):
-            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source))
+                or self._layout != _layout_key(source) or self._shape != shape):
+            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         self._caches.move_to_end(id(q))
         if c.seen == source.version:
-            return c
-        S = self._staged_rows
-        width = S.row_width(cols)
-        if self._staged is None or self._staged[0] != width:
-            size = S.staged_size(self.MAX_STAGED_ROWS, width)
-            self._staged = (width, self._cuda.pinned_array(size, np.int64),
-                            self._cuda.device_array(size, np.int64))
-        _, host, dev = self._staged
+            return c, 0
+        _, width, host, dev = self._staged
         k = S.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS)
         if k > self.MAX_STAGED_ROWS:
-            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source))
+            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         if k:
             size = S.staged_size(k, width)
             dev[:size].copy_to_device(host[:size])
             self.copies += 1
             self.bytes_uploaded += 8 * size
             self.rows_uploaded += k
-            self._k.launch_fused_pass_staged(k, dev, self._packs, self._qbuf(cols, q), c.reasons,
-                                             c.raw)
-            self.launches += 1
-            self.rows_recomputed += k
+        # level once the pick's launch has written the staged rows
         self._version = c.seen = source.version
-        return c
+        return c, k
 
     def _cycle_rows(self, rows: np.ndarray, n: int):
         """``rows`` on the device for a cycle: every row is the cached
@@ -1143,7 +1143,7 @@ def make_backend(name: str):
 
 def cuda_kernels() -> dict:
     """The CUDA backend's kernels by what they do, ``{"fused pass": ...,
-    "staged pass": ..., "run kernel": ..., "cycle pick": ...}`` (numba-cuda dispatchers,
+    "run kernel": ..., "cycle pick": ...}`` (numba-cuda dispatchers,
     ``.py_func`` their Python source), for compiling them ahead of a device
     (``bench.cuda_ptx``).  Imports numba-cuda: call it only where the cuda
     backend could run."""
@@ -1151,7 +1151,6 @@ def cuda_kernels() -> dict:
     from . import _cuda_cycle
     from . import _cuda_run
     return {"fused pass": _fused_cuda.fused_pass_kernel,
-            "staged pass": _fused_cuda.fused_pass_staged_kernel,
             "run kernel": _cuda_run.place_run_kernel,
             "cycle pick": _cuda_cycle.cycle_pick_kernel}
 

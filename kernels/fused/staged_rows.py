@@ -13,8 +13,9 @@ copy however many packs there are:
         (0/1) and label_vals [K] values, row after row,
 
 with W, F, K the packs' widths (the pack order of ``stage_args``).  The
-device's fused pass (``_cuda.fused_pass_staged_kernel``) writes each row
-into the packs and recomputes it.  The packer is generated from
+cycle's launch (``_cuda_cycle.cycle_pick_kernel``, through
+``_cuda.write_staged_row``) writes each row into the packs and recomputes
+it before its pick.  The packer is generated from
 ``stage_args.NODE_COLUMNS`` (no hand-written column list).  Imports numba:
 the cuda backend imports it lazily.
 """

@@ -254,5 +254,5 @@ def test_cuda_small_cluster_equals_numpy():
 @needs_cuda
 def test_cuda_kernels_named_for_ahead_compiling():
     kernels = fused.cuda_kernels()
-    assert set(kernels) == {"fused pass", "staged pass", "run kernel", "cycle pick"}
+    assert set(kernels) == {"fused pass", "run kernel", "cycle pick"}
     assert all(callable(k.py_func) for k in kernels.values())

@@ -1,10 +1,11 @@
 """What a one-at-a-time cycle on the cuda backend sends and launches
 (Numba's CUDA simulator in CI, the device on a GPU machine): once a query
 has had its first cycle, a cycle is at most one host-to-device copy (the
-rows written since, staged with their pack values: ``staged_rows``), at
-most two launches and one copy back of four numbers, across deleted pods,
-updated, added and deleted nodes; and its placements are the numba
-backend's on random small clusters over many cycles."""
+rows written since, staged with their pack values: ``staged_rows``), one
+launch (the pick, which writes and recomputes those rows first) and one
+copy back of four numbers, across deleted pods and updated nodes; and its
+placements are the numba backend's on random small clusters over many
+cycles, nodes added, updated and removed between them."""
 
 import numpy as np
 import pytest
@@ -117,8 +118,8 @@ def test_a_device_cycle_sends_one_staged_copy_launches_two_and_reads_four_number
     assert len(steady) >= 10, seen.calls
     for launches, ups, sent, back, rows, _ in steady:
         # the staged rows (one copy: their numbers and pack values), the
-        # by-row pass that writes and recomputes them, the pick, four numbers
-        assert launches <= 2 and ups <= 1 and back == [cycle.OUT_LEN], seen.calls
+        # pick that writes and recomputes them first, four numbers back
+        assert launches == 1 and ups <= 1 and back == [cycle.OUT_LEN], seen.calls
         assert sent == 8 * staged_rows.staged_size(rows, width), seen.calls
         # behind by the last placement of each kind (its own too) and a
         # deleted pod
@@ -132,7 +133,7 @@ def test_a_device_cycle_sends_one_staged_copy_launches_two_and_reads_four_number
 
 def test_a_cycle_with_nothing_written_sends_nothing(monkeypatch):
     """A pod that fits nowhere leaves the state as it was: the next cycle
-    of its kind has no row to stage, so no copy up and one launch (the
+    of its kind has no row to stage, so no copy up, one launch (the
     failures not remembered: each pod takes its cycle)."""
     nodes = [_node(i) for i in range(6)]
     huge = [pod_dict(f"h{i}", cpu="64", created=i) for i in range(3)]
@@ -200,7 +201,7 @@ def test_staged_rows_land_in_the_packs_whatever_column_they_wrote(seed, writes, 
         return res.selected_row, res.processed, res.found
 
     assert cycle_of("cuda") == cycle_of("numba")
-    staged = be.copies
+    staged, launched = be.copies, be.launches
     for row, what, v in writes:
         if what == "unschedulable":
             cols.unschedulable[row] = not cols.unschedulable[row]
@@ -214,7 +215,8 @@ def test_staged_rows_land_in_the_packs_whatever_column_they_wrote(seed, writes, 
         st_.version += 1
         st_.row_version[row] = st_.version
         assert cycle_of("cuda") == cycle_of("numba")
-    assert be.copies - staged <= len(writes)       # one staged copy a cycle at most
+    # one staged copy and one launch a cycle
+    assert be.copies - staged <= len(writes) and be.launches - launched == len(writes)
     be._sync_columns(st_)
     for f, host in zip(cols._fields, cols):
         assert (be.device_column(f) == host).all(), f
