@@ -35,7 +35,7 @@ from tensorsched.bench.harness import git_commit, machine_info
 from tensorsched.bench.openb_nominees import base_tree
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.kernels.fused import stage_args as SA
-from tensorsched.kernels.fused import staged_rows as S
+from tensorsched.kernels.fused import staged_rows as SR
 
 
 def _workload_record(path: str | None, nodes: int, pods: int) -> dict:
@@ -61,8 +61,8 @@ def _staging_seconds(nodes: int, repeats: int = 2000) -> dict:
     cols = state.columns()
     n = cols.allocatable.shape[0]
     rv = np.zeros(state.row_version.shape[0], np.int64)
-    width = S.row_width(cols)
-    out = np.zeros(S.staged_size(256, width), np.int64)
+    width = SR.row_width(cols)
+    out = np.zeros(SR.staged_size(256, width), np.int64)
     rng = np.random.default_rng(0)
     written = rng.integers(0, n, repeats)
 
@@ -73,7 +73,7 @@ def _staging_seconds(nodes: int, repeats: int = 2000) -> dict:
         return SA.pack_nodes(cols, lo, hi)
 
     def after(seen):
-        return S.stage(rv, seen, cols, out, 256)
+        return SR.stage(rv, seen, cols, out, 256)
 
     got = {}
     for name, fn in (("before", before), ("after", after)) * 2:    # alternated, twice

@@ -4,7 +4,9 @@ The device functions are ``fused._core`` compiled with
 ``cuda.jit(device=True)``.  The kernels take the stage packed
 (``stage_args.PACKED_PARAMETERS``: three node packs and one query buffer);
 ``stage_reasons`` / ``stage_raw_scores`` are generated from the declared
-argument lists and unpack them into the ``_core`` rules' arguments.  Compiled
+argument lists and unpack them into the ``_core`` rules' arguments;
+``write_staged_row`` puts one staged row (``staged_rows``) into the packs and
+recomputes it (the one-at-a-time cycle's launch, ``_cuda_cycle``).  Compiled
 runs of alike pods are ``_cuda_run``.  Import this module only after
 ``_deps.cuda_unavailable_reason()`` said yes.
 """

@@ -894,11 +894,11 @@ class CudaBackend:
         written go ``_sync_columns`` and ``_row_cache`` (the packs' span
         copies and a by-row launch; k = 0)."""
         n = cols.allocatable.shape[0]
-        S = self._staged_rows
+        SR = self._staged_rows
         shape = tuple(a.shape for a in cols)
         if self._staged is None or self._staged[0] != shape:
-            width = S.row_width(cols)
-            size = S.staged_size(self.MAX_STAGED_ROWS, width)
+            width = SR.row_width(cols)
+            size = SR.staged_size(self.MAX_STAGED_ROWS, width)
             self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
                             self._cuda.device_array(size, np.int64))
         c = self._caches.get(id(q))
@@ -909,11 +909,11 @@ class CudaBackend:
         if c.seen == source.version:
             return c, 0
         _, width, host, dev = self._staged
-        k = S.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS)
+        k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS)
         if k > self.MAX_STAGED_ROWS:
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         if k:
-            size = S.staged_size(k, width)
+            size = SR.staged_size(k, width)
             dev[:size].copy_to_device(host[:size])
             self.copies += 1
             self.bytes_uploaded += 8 * size

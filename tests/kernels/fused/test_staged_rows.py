@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.generators.clusters import sample
 from tensorsched.kernels.fused import stage_args as SA
-from tensorsched.kernels.fused import staged_rows as S
+from tensorsched.kernels.fused import staged_rows as SR
 
 
 def _cluster(seed):
@@ -26,9 +26,9 @@ def test_staged_rows_are_the_written_rows_packed(seed, versions, seen, cap):
     row_version = np.zeros(n + 3, np.int64)        # a source's row_version may be longer
     row_version[:n] = versions[:n]
     row_version[n:] = 99                           # rows past the columns never count
-    width = S.row_width(cols)
-    out = np.full(S.staged_size(cap, width), -7, np.int64)
-    k = S.stage(row_version, seen, cols, out, cap)
+    width = SR.row_width(cols)
+    out = np.full(SR.staged_size(cap, width), -7, np.int64)
+    k = SR.stage(row_version, seen, cols, out, cap)
     written = np.flatnonzero(row_version[:n] > seen)
     assert k == written.shape[0]
     if not 0 < k <= cap:
@@ -36,8 +36,8 @@ def test_staged_rows_are_the_written_rows_packed(seed, versions, seen, cap):
     packs = SA.pack_nodes(cols)
     widths = (packs[0].shape[1], packs[1].shape[1], packs[2].shape[1])
     assert width == sum(widths)
-    rows, i64, flags, labels = S.unstage(out, k, widths)
+    rows, i64, flags, labels = SR.unstage(out, k, widths)
     assert rows.tolist() == written.tolist()
     for got, want in zip((i64, flags, labels), packs):
         assert np.array_equal(got, want[written]), (got, want[written])
-    assert (out[S.staged_size(k, width):] == -7).all()     # nothing past the k rows
+    assert (out[SR.staged_size(k, width):] == -7).all()     # nothing past the k rows
