@@ -497,7 +497,8 @@ class Framework:
         if len(res.ties):
             # the tied positions' rows, read without rotating every row
             # (position j is row all_rows[(start + j) % n])
-            sel = tied_node(source, seed, all_rows[(res.ties + start) % n])
+            tied = (res.ties + start) % n if start else res.ties
+            sel = tied_node(source, seed, all_rows[tied])
         pf_rejects = {}
         if plan.node_names is not None:
             pf_rejects = {"plugins": plan.restricted_by, "names": plan.node_names}
