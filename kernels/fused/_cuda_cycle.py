@@ -37,6 +37,7 @@ this module only after ``_deps.cuda_unavailable_reason()`` said yes.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -81,6 +82,12 @@ _TOP_KEY = _MAX_EXT
 _TOP_ROW = _MAX_EXT + 1
 _STOP = _MAX_EXT + 2
 _CELLS = _MAX_EXT + 3
+# A block of CYCLE_THREADS must fit one multiprocessor's registers (64 a
+# thread at 1,024) with the fused rules inlined for the staged rows: the
+# bound holds the compiler to it (the simulator, and a numba-cuda without
+# the option, take none).
+_BOUNDED = not CUDA_SIMULATOR and "launch_bounds" in inspect.signature(cuda.jit).parameters
+_KERNEL_OPTIONS = {"launch_bounds": CYCLE_THREADS} if _BOUNDED else {}
 
 
 @cuda.jit(device=True)
@@ -120,7 +127,7 @@ def _prefix_count(c, wcount, n_warps):
     return before, total
 
 
-@cuda.jit
+@cuda.jit(**_KERNEL_OPTIONS)
 def cycle_pick_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, rows, reasons_by_row,
                       raw_by_row, sparams, start, num_to_find, seed_mix, pods_at, out):
     """The ``k`` staged rows (``staged_rows``; k may be 0) written into the
