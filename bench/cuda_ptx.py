@@ -3,8 +3,9 @@
 Numba's CUDA simulator runs kernels as Python, so it never types them for
 the device: an intrinsic it lacks (the warp shuffles) or a construct the
 CUDA target refuses shows only on a GPU.  This compiles the fused pass,
-the run kernel and the cycle pick for one compute capability with NVVM alone (no driver, no
-device) and counts a few instructions::
+the run kernel and the cycle pick (with its staged rows) for one compute
+capability with NVVM alone (no driver, no device) and counts a few
+instructions::
 
     python -m tensorsched.bench.cuda_ptx [--cc 9.0]
 
@@ -34,10 +35,11 @@ def _signatures():
            t(i3), t(i2), t(i2), t(np.zeros(3, np.bool_)), t(i1), t(i2), t(i1),
            t(np.zeros(3)),                                                 # spread
            t(i3), t(i2), t(i2), t(i1))                                     # affinity
-    # rows, reasons, raw, sparams, pods (node_i64), start, num_to_find,
-    # seed_mix, pods_at, out (``_cuda_cycle.launch_cycle_pick``)
+    # staged rows, k, packs, qbuf, rows, reasons, raw, sparams, start,
+    # num_to_find, seed_mix, pods_at, out (``_cuda_cycle.launch_cycle_pick``)
     from numba import int64
-    cycle = (t(i1), t(i1), t(i2), t(i2), t(i2), int64, int64, uint64, int64, t(i1))
+    cycle = (t(i1), int64, *packs, t(i1), t(i1), t(i2), t(i2), int64, int64, uint64, int64,
+             t(i1))
     return fused, run, cycle
 
 

@@ -168,6 +168,14 @@ echo "== benchmarks: $nodes nodes =="
   bench antiaffinity 10000
   bench gpu 2000
   bench basic 5000 --no-batch
+  # the one-at-a-time cycle on cuda per pod: target p50 <= 200 us, one
+  # launch and at most one copy up (the staged rows) a cycle, no row cache back
+  f="$runs/basic-$(( 5000 / div ))-cuda--no-batch.json"
+  [ -f "$f" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
+c=d.get('device_counters') or {}; p=max(d['pods'], 1); \
+print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
+', '.join(f'{k} {c[k] / p:.2f}' for k in ('launches', 'copies', 'bytes_uploaded', \
+'rows_downloaded') if k in c), 'a pod')" "$f"
   bench preemption 200
   bench basic 400000
   # the sort path of one run of alike pods on the device against numba's

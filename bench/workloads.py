@@ -129,8 +129,10 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
 
 
 # the cuda backend's counters (``CudaBackend``): kernels launched, row cache
-# rows copied back, rows recomputed, node rows uploaded and the copies for them
-DEVICE_COUNTERS = ("launches", "rows_downloaded", "rows_recomputed", "rows_uploaded", "copies")
+# rows copied back, rows recomputed, node rows uploaded, the copies for them
+# and their bytes
+DEVICE_COUNTERS = ("launches", "rows_downloaded", "rows_recomputed", "rows_uploaded", "copies",
+                   "bytes_uploaded")
 
 
 def device_counters(backend) -> dict:

@@ -495,7 +495,10 @@ class Framework:
                                     seed=seed)
         sel = -1
         if len(res.ties):
-            sel = tied_node(source, seed, rotated(all_rows, start)[res.ties])
+            # the tied positions' rows, read without rotating every row
+            # (position j is row all_rows[(start + j) % n])
+            tied = (res.ties + start) % n if start else res.ties
+            sel = tied_node(source, seed, all_rows[tied])
         pf_rejects = {}
         if plan.node_names is not None:
             pf_rejects = {"plugins": plan.restricted_by, "names": plan.node_names}

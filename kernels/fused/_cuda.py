@@ -4,7 +4,9 @@ The device functions are ``fused._core`` compiled with
 ``cuda.jit(device=True)``.  The kernels take the stage packed
 (``stage_args.PACKED_PARAMETERS``: three node packs and one query buffer);
 ``stage_reasons`` / ``stage_raw_scores`` are generated from the declared
-argument lists and unpack them into the ``_core`` rules' arguments.  Compiled
+argument lists and unpack them into the ``_core`` rules' arguments;
+``write_staged_row`` puts one staged row (``staged_rows``) into the packs and
+recomputes it (the one-at-a-time cycle's launch, ``_cuda_cycle``).  Compiled
 runs of alike pods are ``_cuda_run``.  Import this module only after
 ``_deps.cuda_unavailable_reason()`` said yes.
 """
@@ -70,3 +72,31 @@ def launch_fused_pass(n_rows: int, rows, packs, qbuf, by_row, reasons_out, raw_o
     blocks = max(1, (n_rows + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
     fused_pass_kernel[blocks, THREADS_PER_BLOCK](rows, *packs, qbuf, bool(by_row), reasons_out,
                                                  raw_out)
+
+
+
+@cuda.jit(device=True)
+def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                     raw_by_row):
+    """Staged row j of ``k`` (``staged_rows``: rows [k], then each row's
+    pack values) written into the packs (the mirror's copy of the host
+    columns), then that row of the device row cache (``reasons_by_row``
+    [N], ``raw_by_row`` [N, S]) recomputed from them.  A row's rules read
+    only that row's columns: the thread that writes a row is the only one
+    reading it until the caller's barrier."""
+    i = staged[j]
+    w = node_i64.shape[1]
+    f = node_flags.shape[1]
+    at = k + j * (w + f + label_vals.shape[1])
+    for c in range(w):
+        node_i64[i, c] = staged[at + c]
+    at += w
+    for c in range(f):
+        node_flags[i, c] = staged[at + c]
+    at += f
+    for c in range(label_vals.shape[1]):
+        label_vals[i, c] = staged[at + c]
+    r = stage_reasons(i, node_i64, node_flags, label_vals, qbuf)
+    reasons_by_row[i] = r
+    if r == 0:
+        stage_raw_scores(i, i, raw_by_row, node_i64, node_flags, label_vals, qbuf)

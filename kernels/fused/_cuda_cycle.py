@@ -1,13 +1,19 @@
-"""A one-at-a-time cycle's finalize on the device: one block reads the device
-row cache (reasons [N], raw scores [N, S]) and writes the row the cycle
-takes, rows processed and feasible found (4 numbers), so a placement
-cycle costs the by-row fused pass over the rows written since, this launch
-and one copy of O(1) numbers back; the row cache never leaves the device.
+"""A one-at-a-time cycle on the device in one launch: one block brings the
+device row cache (reasons [N], raw scores [N, S]) up to date with the rows
+written since its last cycle and writes the row the cycle takes, its
+position, rows processed and feasible found (4 numbers), so a placement
+cycle costs one copy of the written rows up (``staged_rows``; none when
+nothing was written), this launch and one copy of O(1) numbers back; the
+row cache never leaves the device.
 
-The block's threads own contiguous chunks of the evaluation positions
-(thread order = evaluation order), and run ``_cycle_core``'s pieces
-(compiled with ``cuda.jit(device=True)`` on top of the fused core's device
-rules: the same source as the host twin ``fused.cycle``):
+0. the staged rows, a thread each (``_cuda.write_staged_row``): their
+   columns written into the node packs, their reasons and raw scores
+   recomputed; a barrier, then the pick reads the cache.
+
+For the pick the block's threads own contiguous chunks of the evaluation
+positions (thread order = evaluation order), and run ``_cycle_core``'s
+pieces (compiled with ``cuda.jit(device=True)`` on top of the fused core's
+device rules: the same source as the host twin ``fused.cycle``):
 
 1. each thread counts its feasible rows; a prefix count over the threads
    (warp shuffles, then the warps' sums) says which thread holds the
@@ -24,13 +30,14 @@ rules: the same source as the host twin ``fused.cycle``):
    rule's pick, which the numba backend's ``finalize_rows`` followed by
    ``ties.pick_tied`` gives.
 
-Three to five barriers a launch.  Positions and counts are int32 (fewer than
+Four to six barriers a launch.  Positions and counts are int32 (fewer than
 2**31 rows: the launcher checks), scores, totals and keys int64.  Import
 this module only after ``_deps.cuda_unavailable_reason()`` said yes.
 """
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -42,6 +49,7 @@ from tensorsched.kernels._deps import CUDA_SIMULATOR
 from . import _cuda_block as CB
 from . import _cycle_core
 from ._cuda import core as _fused_core
+from ._cuda import write_staged_row
 
 # The tie rank's hash wraps mod 2**64 by design; under the CUDA simulator it
 # runs as NumPy scalar operations, which warn on every wrap (as in _cuda_run).
@@ -74,6 +82,12 @@ _TOP_KEY = _MAX_EXT
 _TOP_ROW = _MAX_EXT + 1
 _STOP = _MAX_EXT + 2
 _CELLS = _MAX_EXT + 3
+# A block of CYCLE_THREADS must fit one multiprocessor's registers (64 a
+# thread at 1,024) with the fused rules inlined for the staged rows: the
+# bound holds the compiler to it (the simulator, and a numba-cuda without
+# the option, take none).
+_BOUNDED = not CUDA_SIMULATOR and "launch_bounds" in inspect.signature(cuda.jit).parameters
+_KERNEL_OPTIONS = {"launch_bounds": CYCLE_THREADS} if _BOUNDED else {}
 
 
 @cuda.jit(device=True)
@@ -113,15 +127,24 @@ def _prefix_count(c, wcount, n_warps):
     return before, total
 
 
-@cuda.jit
-def cycle_pick_kernel(rows, reasons_by_row, raw_by_row, sparams, pods_src, start, num_to_find,
-                      seed_mix, pods_at, out):
-    """out [4] = (the picked row or -1, rows processed, feasible found, the
-    picked row's evaluation position or -1) of the cycle over ``rows`` [M]
-    from position ``start``; ``sparams`` [3, S] (active, mode, weight);
-    ``pods_src[row, pods_at]`` the pods on a row (the node_i64 pack)."""
+@cuda.jit(**_KERNEL_OPTIONS)
+def cycle_pick_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, rows, reasons_by_row,
+                      raw_by_row, sparams, start, num_to_find, seed_mix, pods_at, out):
+    """The ``k`` staged rows (``staged_rows``; k may be 0) written into the
+    packs (node_i64, node_flags, label_vals) and recomputed into the row
+    cache under the query ``qbuf``; then out [4] = (the picked row or -1,
+    rows processed, feasible found, the picked row's evaluation position
+    or -1) of the cycle over ``rows`` [M] from position ``start``;
+    ``sparams`` [3, S] (active, mode, weight); ``node_i64[row, pods_at]``
+    the pods on a row."""
     tid = int32(cuda.threadIdx.x)
     nt = int32(cuda.blockDim.x)
+    # 0. the rows written since (uniform barrier: every thread reaches it)
+    for j in range(tid, k, nt):
+        write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                         raw_by_row)
+    cuda.syncthreads()
+    pods_src = node_i64
     n_warps = int32(nt // _WARP)
     m = int32(rows.shape[0])
     n_slots = raw_by_row.shape[1]
@@ -199,12 +222,14 @@ def cycle_threads(n_rows: int) -> int:
     return threads
 
 
-def launch_cycle_pick(n_rows: int, rows, reasons_by_row, raw_by_row, sparams, pods_src,
-                      start: int, num_to_find: int, seed_mix: int, pods_at: int, out) -> None:
+def launch_cycle_pick(n_rows: int, staged, k: int, packs, qbuf, rows, reasons_by_row,
+                      raw_by_row, sparams, start: int, num_to_find: int, seed_mix: int,
+                      pods_at: int, out) -> None:
     """Run ``cycle_pick_kernel`` as one block of ``cycle_threads(n_rows)``
-    (``n_rows`` = rows.shape[0] >= 1, at most MAX_ROWS)."""
+    (``n_rows`` = rows.shape[0] >= 1, at most MAX_ROWS); ``packs``: the
+    device (node_i64, node_flags, label_vals); ``staged`` holds ``k`` rows."""
     if not 0 < n_rows <= MAX_ROWS:
         raise ValueError(f"a device cycle takes 1 to {MAX_ROWS} rows, got {n_rows}")
     cycle_pick_kernel[1, cycle_threads(n_rows)](
-        rows, reasons_by_row, raw_by_row, sparams, pods_src, np.int64(start),
-        np.int64(num_to_find), np.uint64(seed_mix), np.int64(pods_at), out)
+        staged, np.int64(k), *packs, qbuf, rows, reasons_by_row, raw_by_row, sparams,
+        np.int64(start), np.int64(num_to_find), np.uint64(seed_mix), np.int64(pods_at), out)

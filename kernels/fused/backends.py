@@ -678,11 +678,15 @@ class CudaBackend:
     between calls and recomputes the rows written since (their span, when
     it is short: no copy of row numbers): a run costs at most two launches
     (that pass and the run kernel) and one copy back (the sort path: O(S)
-    counts and its placements, ``run_sort_cuda``); a placement cycle two
-    launches (that pass and the pick, ``_cuda_cycle``) and four numbers
-    back; a cycle that wants scores or has host plugins one launch and,
-    for the host's ranking, the span of the cache's rows written since its
-    last such cycle copied back (``_host_rows``)."""
+    counts and its placements, ``run_sort_cuda``); a placement cycle at
+    most one copy up (the rows written since, staged in one buffer with
+    their pack values: ``staged_rows``), one launch (the pick's block
+    writes those rows into the packs and recomputes them first,
+    ``_cuda_cycle``) and four numbers back (a query's first cycle, or one
+    after many rows were written, adds the by-row pass); a cycle that wants scores or
+    has host plugins one launch and, for the host's ranking, the span of
+    the cache's rows written since its last such cycle copied back
+    (``_host_rows``)."""
 
     name = "cuda"
     run_path = DEVICE_RUN_PATH      # what ``place_run`` is called in the metrics
@@ -691,6 +695,9 @@ class CudaBackend:
     # (a view of the device arange, no copy) while it holds at most this
     # many rows per written one; else the written rows are copied over.
     SPAN_SLACK = 4
+    # A placement cycle stages at most this many written rows in its one
+    # upload; more (a node set rewritten) go the packs' span copies.
+    MAX_STAGED_ROWS = 256
 
     def __init__(self):
         reason = cuda_unavailable_reason()
@@ -708,8 +715,13 @@ class CudaBackend:
         self._host = _fused_numba                # the host-side ranking kernels
         from . import _cuda_cycle
         from . import cycle as _cycle_host
+        from . import staged_rows
         self._cycle = _cuda_cycle                # a placement cycle's finalize
         self._cycle_host = _cycle_host
+        self._staged_rows = staged_rows
+        self._staged = None                      # (column shapes, row width, host pinned,
+        #                                          device): the staging buffers
+        self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
         self._sparams: dict = {}
         self._pick_out = None                    # the pick's answer, device and host
@@ -724,6 +736,7 @@ class CudaBackend:
         self._shape = None
         self.rows_uploaded = 0      # node rows sent to the device
         self.copies = 0             # host -> device copies made for them
+        self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
         self.launches = 0           # kernels launched
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
@@ -746,12 +759,16 @@ class CudaBackend:
         cuda = self._cuda
         cols = source.columns()
         shape = tuple(a.shape for a in cols)
-        if self._layout != source.layout_version or shape != self._shape:
-            self._packs = tuple(cuda.to_device(a) for a in SA.pack_nodes(cols))
-            self._layout, self._shape = source.layout_version, shape
+        if self._layout != _layout_key(source) or shape != self._shape:
+            host = SA.pack_nodes(cols)
+            self._packs = tuple(cuda.to_device(a) for a in host)
+            self._layout, self._shape = _layout_key(source), shape
+            spans, _, _ = SA.node_packs(shape)
+            self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
             self._caches.clear()
             self.rows_uploaded += cols.allocatable.shape[0]
             self.copies += len(self._packs)
+            self.bytes_uploaded += sum(a.nbytes for a in host)
         elif source.version != self._version:
             n = cols.allocatable.shape[0]
             dirty = np.flatnonzero(source.row_version[:n] > self._version)
@@ -763,6 +780,7 @@ class CudaBackend:
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
                 for dev, host in zip(self._packs, SA.pack_nodes(cols, lo, hi)):
                     dev[lo:hi].copy_to_device(host)
+                    self.bytes_uploaded += host.nbytes
                 self.rows_uploaded += hi - lo
                 self.copies += len(self._packs)
         self._version = source.version
@@ -843,20 +861,19 @@ class CudaBackend:
         tree answers), ``reasons`` and ``total`` None.  Only when no row is
         feasible does the cache's reasons [N] come back (the diagnosis
         reads them by position)."""
-        packs = self._sync_columns(source)
         cols = source.columns()
-        c = self._row_cache(source, cols, q, n_slots, packs)
+        c, k = self._staged_cache(source, cols, q, n_slots)
         n = cols.allocatable.shape[0]
-        spans, _, _ = SA.node_packs(self._shape)
-        pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
         if self._pick_out is None:
             self._pick_out = self._cuda.device_array(self._cycle_host.OUT_LEN, np.int64)
             self._pick_host = self._cuda.pinned_array(self._cycle_host.OUT_LEN, np.int64)
         self._cycle.launch_cycle_pick(
-            rows.shape[0], self._cycle_rows(rows, n), c.reasons, c.raw,
-            self._slot_params(active, norm, weights, n_slots), packs[0], start, num_to_find,
-            mix_of_seed(seed), pods_at, self._pick_out)
+            rows.shape[0], self._staged[3], k, self._packs, self._qbuf(cols, q),
+            self._cycle_rows(rows, n), c.reasons, c.raw,
+            self._slot_params(active, norm, weights, n_slots), start, num_to_find,
+            mix_of_seed(seed), self._pods_at, self._pick_out)
         self.launches += 1
+        self.rows_recomputed += k
         got = self._pick_out.copy_to_host(self._pick_host)
         row, processed, found, pos = (int(v) for v in got)
         if row >= 0:
@@ -864,6 +881,46 @@ class CudaBackend:
         self.rows_downloaded += n
         reasons = np.take(c.reasons.copy_to_host(), rotated(rows, start))
         return StageResult(reasons, None, None, np.zeros(0, np.int64), processed, found)
+
+    def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> tuple:
+        """(the query's device row cache, k) for a placement cycle, with the
+        ``k`` rows it is behind on staged on the device (``_staged[2]``) for
+        the pick's launch to write into the packs and recompute first: the
+        rows written after the cache's ``seen`` (the mirror is never behind
+        the cache, so they include every row the packs lack), found and
+        packed by one compiled host call (``staged_rows.stage``) and copied
+        up in one buffer; nothing written: no copy (k = 0).  A first pass,
+        a new layout or shape, or more than ``MAX_STAGED_ROWS`` rows
+        written go ``_sync_columns`` and ``_row_cache`` (the packs' span
+        copies and a by-row launch; k = 0)."""
+        n = cols.allocatable.shape[0]
+        SR = self._staged_rows
+        shape = tuple(a.shape for a in cols)
+        if self._staged is None or self._staged[0] != shape:
+            width = SR.row_width(cols)
+            size = SR.staged_size(self.MAX_STAGED_ROWS, width)
+            self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
+                            self._cuda.device_array(size, np.int64))
+        c = self._caches.get(id(q))
+        if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
+                or self._layout != _layout_key(source) or self._shape != shape):
+            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
+        self._caches.move_to_end(id(q))
+        if c.seen == source.version:
+            return c, 0
+        _, width, host, dev = self._staged
+        k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS)
+        if k > self.MAX_STAGED_ROWS:
+            return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
+        if k:
+            size = SR.staged_size(k, width)
+            dev[:size].copy_to_device(host[:size])
+            self.copies += 1
+            self.bytes_uploaded += 8 * size
+            self.rows_uploaded += k
+        # level once the pick's launch has written the staged rows
+        self._version = c.seen = source.version
+        return c, k
 
     def _cycle_rows(self, rows: np.ndarray, n: int):
         """``rows`` on the device for a cycle: every row is the cached
@@ -877,11 +934,14 @@ class CudaBackend:
         return kept[1]
 
     def _slot_params(self, active, norm, weights, n_slots):
-        """The device copy of ``cycle.slot_params``, one per distinct value."""
-        sp = self._cycle_host.slot_params(active, norm, weights, n_slots)
-        key = (sp.shape, sp.tobytes())
+        """The device copy of ``cycle.slot_params``, one per distinct value
+        (looked up by the three arrays' bytes: no array built per cycle)."""
+        active, norm, weights = (np.asarray(a) for a in (active, norm, weights))
+        key = (n_slots, active.dtype.str, active.tobytes(), norm.dtype.str, norm.tobytes(),
+               weights.dtype.str, weights.tobytes())
         got = self._sparams.get(key)
         if got is None:
+            sp = self._cycle_host.slot_params(active, norm, weights, n_slots)
             got = self._sparams[key] = self._cuda.to_device(sp)
             while len(self._sparams) > self.MAX_CACHED_QUERIES:
                 self._sparams.pop(next(iter(self._sparams)))
@@ -913,7 +973,7 @@ class CudaBackend:
         last ran recomputed by one by-row fused pass (all rows the first time)."""
         cuda = self._cuda
         n = cols.allocatable.shape[0]
-        key = (source.layout_version, n, n_slots)
+        key = _cache_key(source, n, n_slots)
         c = self._caches.get(id(q))
         if c is None or c.q is not q or c.key != key:
             c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
@@ -1033,6 +1093,18 @@ class CudaBackend:
         if self._all_rows is None or self._all_rows.shape[0] != n:
             self._all_rows = self._cuda.to_device(np.arange(n, dtype=np.int64))
         return self._all_rows
+
+
+def _layout_key(source: ColumnSource) -> tuple:
+    """What the device mirror's packs are a copy of: the source (its
+    ``cache_tag``: a source other than the state counts its own versions)
+    and its layout."""
+    return (source.layout_version, getattr(source, "cache_tag", None))
+
+
+def _cache_key(source: ColumnSource, n: int, n_slots: int) -> tuple:
+    """What a device row cache was computed for (with ``_layout_key``)."""
+    return (*_layout_key(source), n, n_slots)
 
 
 def _never_fails(n: int) -> DR.RuleArrays:

@@ -95,7 +95,8 @@ def test_device_cycles_place_as_numba_with_two_launches_and_no_rows_back():
     placed = [c for c in calls if c[3]]
     assert len(placed) == 12 and any(c[4] < n for c in placed), calls
     for launches, rows_back, copies, _ties, _processed, _sent in placed:
-        # the by-row pass (when rows were written) and the pick; four numbers back
+        # the pick (writing the rows written since first), a query's first
+        # cycle the by-row pass too; four numbers back
         assert launches <= 2 and rows_back == 0 and copies == [cycle.OUT_LEN], calls
     # after a query's first cycle what goes to the device (besides the
     # written node rows, into the packs: not counted here) is at most the
@@ -110,14 +111,14 @@ def test_device_cycles_place_as_numba_with_two_launches_and_no_rows_back():
 
 
 def test_alike_pods_cycles_send_nothing_after_the_first():
-    """One kind of pod: each cycle's by-row pass recomputes the one row
-    written since, as a view of rows the device holds: after the first
-    cycle nothing but the written node rows goes to the device."""
+    """One kind of pod: each cycle's pick launch recomputes the one row
+    written since (staged with its columns: one copy, not counted here):
+    after the first cycle one launch a cycle and no new device array."""
     pods = [pod_dict(f"a{i}", cpu="500m", created=i) for i in range(5)]
     calls = []
     got, _be, _cluster = _play("cuda", calls, pods, _nodes(12))
     assert got == _play("numba", None, pods, _nodes(12))[0]
-    assert all(c[0] == 2 and not c[5] for c in calls[1:]), calls
+    assert all(c[0] == 1 and not c[5] for c in calls[1:]), calls
 
 
 def test_host_ranked_cycles_copy_back_only_the_rows_written_since():

@@ -23,7 +23,12 @@ def test_device_pick_equals_finalize_rows_and_the_tie_rule(case):
     rows, start, reasons, raw, to_find, active, norm, weights, mix, requested = case
     sp = cycle.slot_params(active, norm, weights, raw.shape[1])
     out = cuda.to_device(np.full(4, -7, np.int64))
-    DCY.launch_cycle_pick(rows.shape[0], cuda.to_device(rows), cuda.to_device(reasons),
-                          cuda.to_device(raw), cuda.to_device(sp), cuda.to_device(requested),
+    n = requested.shape[0]
+    # no staged rows (k = 0): the packs are read for the pods column only
+    packs = (cuda.to_device(requested), cuda.to_device(np.zeros((n, 1), np.int8)),
+             cuda.to_device(np.zeros((n, 1), np.int32)))
+    none = cuda.to_device(np.zeros(1, np.int64))
+    DCY.launch_cycle_pick(rows.shape[0], none, 0, packs, none, cuda.to_device(rows),
+                          cuda.to_device(reasons), cuda.to_device(raw), cuda.to_device(sp),
                           start, to_find, mix, RES_PODS, out)
     assert tuple(int(v) for v in out.copy_to_host()) == numba_answer(*case)

@@ -1,0 +1,133 @@
+"""The one-at-a-time cycle's host cost, CPU seconds, two source trees.
+
+1. The basic workload with batching off on the numba backend
+   (``tensorsched bench --workload basic --no-batch``), this tree and a base
+   tree in alternated processes (``--base-commit C``: commit ``C`` of this
+   repository laid out as ``openb_nominees.base_tree`` lays it out), each
+   process's record kept (CPU seconds of the timed run, placements digest,
+   load average).
+2. The cuda backend's host work before a placement cycle's launches, with
+   no device: one node row written since the row cache's last cycle, on the
+   basic workload's node columns, timed in this process.  Before: two
+   ``np.flatnonzero`` scans of ``row_version`` (the mirror's and the row
+   cache's) and the three packs of the written span (``stage_args.pack_nodes``;
+   then one copy each).  After: ``staged_rows.stage`` (one compiled scan
+   and pack; then one copy).
+
+python -m tensorsched.bench.cycle_cpu [--base-commit C] [--rounds 3] [--nodes 10000]
+        [--pods 5000] [--output bench/results/cycle-cpu-before-after-10000.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from tensorsched import synthetic
+from tensorsched.bench.harness import git_commit, machine_info
+from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.kernels.fused import stage_args as SA
+from tensorsched.kernels.fused import staged_rows as SR
+
+
+def _workload_record(path: str | None, nodes: int, pods: int) -> dict:
+    env = dict(os.environ)
+    if path:
+        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        subprocess.run([sys.executable, "-m", "tensorsched.cli", "bench", "--workload", "basic",
+                        "--nodes", str(nodes), "--pods", str(pods), "--backend", "numba",
+                        "--no-batch", "--output", f.name], env=env, check=True,
+                       capture_output=True)
+        rec = json.load(open(f.name))
+    keep = ("cpu_seconds", "pods_per_second", "p50_us", "p99_us", "placements_sha256", "load",
+            "stages", "scheduled")
+    return {k: rec.get(k) for k in keep}
+
+
+def _staging_seconds(nodes: int, repeats: int = 2000) -> dict:
+    """Mean seconds per cycle of the cuda backend's pre-launch host work,
+    before and after (module doc), one written row a cycle."""
+    node_objs, _ = synthetic.workload("basic", nodes, 1, 0)
+    state = build_cluster(node_objs).state
+    cols = state.columns()
+    n = cols.allocatable.shape[0]
+    rv = np.zeros(state.row_version.shape[0], np.int64)
+    width = SR.row_width(cols)
+    out = np.zeros(SR.staged_size(256, width), np.int64)
+    rng = np.random.default_rng(0)
+    written = rng.integers(0, n, repeats)
+
+    def before(seen):
+        for _ in range(2):      # the mirror's scan, then the row cache's
+            dirty = np.flatnonzero(rv[:n] > seen)
+        lo, hi = int(dirty[0]), int(dirty[-1]) + 1
+        return SA.pack_nodes(cols, lo, hi)
+
+    def after(seen):
+        return SR.stage(rv, seen, cols, out, 256)
+
+    got = {}
+    for name, fn in (("before", before), ("after", after)) * 2:    # alternated, twice
+        fn(-1)
+        c0 = time.process_time()
+        for v, row in enumerate(written.tolist(), start=1):
+            rv[row] = v
+            fn(v - 1)
+        got.setdefault(name, []).append((time.process_time() - c0) / repeats)
+        rv[:] = 0
+    return {k: {"cpu_us_per_cycle": [round(x * 1e6, 2) for x in v],
+                "mean_cpu_us_per_cycle": round(float(np.mean(v)) * 1e6, 2)}
+            for k, v in got.items()} | {"nodes": n, "staged_bytes_per_cycle": 8 * (1 + width)}
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base-commit")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--nodes", type=int, default=10000)
+    ap.add_argument("--pods", type=int, default=5000)
+    ap.add_argument("--output")
+    a = ap.parse_args(argv)
+    base = (base_tree(a.base_commit, tempfile.mkdtemp(prefix="cycle-cpu-base-"))
+            if a.base_commit else None)
+    trees = [("this", None)] + ([("base", base)] if base else [])
+    runs = {t: [] for t, _ in trees}
+    for r in range(a.rounds):
+        for t, path in (trees if r % 2 == 0 else trees[::-1]):     # alternated
+            runs[t].append(_workload_record(path, a.nodes, a.pods))
+    summary = {t: {"cpu_seconds": [x["cpu_seconds"] for x in v],
+                   "mean_cpu_seconds": round(float(np.mean([x["cpu_seconds"] for x in v])), 4),
+                   "cpu_us_per_pod": round(float(np.mean([x["cpu_seconds"] for x in v]))
+                                           / a.pods * 1e6, 2),
+                   "digests": sorted({x["placements_sha256"] for x in v})}
+               for t, v in runs.items()}
+    record = {"experiment": "basic --no-batch on numba, this tree vs the base tree in "
+                            "alternated processes; the cuda cycle's pre-launch host work "
+                            "(module doc)",
+              "backend": "numba", "nodes": a.nodes, "pods": a.pods, "rounds": a.rounds,
+              "summary": summary, "runs": runs, "cuda_host_staging": _staging_seconds(a.nodes),
+              "commit": git_commit(), "base_commit": a.base_commit, "machine": machine_info(),
+              "load_after": list(os.getloadavg()),
+              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if base:
+        record["same_placements"] = summary["this"]["digests"] == summary["base"]["digests"]
+    out = a.output or os.path.join(os.path.dirname(os.path.realpath(__file__)), "results",
+                                   "cycle-cpu-before-after-10000.json")
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+    print(json.dumps({"summary": summary, "cuda_host_staging": record["cuda_host_staging"]},
+                     indent=1))
+    return record
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""What a one-at-a-time cycle on the cuda backend sends and launches
+(Numba's CUDA simulator in CI, the device on a GPU machine): once a query
+has had its first cycle, a cycle is at most one host-to-device copy (the
+rows written since, staged with their pack values: ``staged_rows``), one
+launch (the pick, which writes and recomputes those rows first) and one
+copy back of four numbers, across deleted pods and updated nodes; and its
+placements are the numba backend's on random small clusters over many
+cycles, nodes added, updated and removed between them."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from support.backends import needs_cuda
+
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.generators.clusters import node_dict, pod_dict
+from tensorsched.kernels.fused import cycle, staged_rows
+
+pytestmark = [pytest.mark.cudasim, needs_cuda]
+
+HALF = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration", "percentageOfNodesToScore": 50}
+PREFER = [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]
+AFFINITY = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 5, "preference": {"matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["gold"]}]}}]}}}
+KINDS = (dict(cpu="500m"), dict(cpu="1", spec=AFFINITY), dict(cpu="250m", memory="2Gi"))
+
+
+def _node(i, cpu="4", gold=False, spot=False, unschedulable=False):
+    return node_dict(f"n{i:02d}", cpu=cpu, labels={"tier": "gold"} if gold else None,
+                     taints=PREFER if spot else None, unschedulable=unschedulable)
+
+
+class _Transfers:
+    """Host<->device copies the backend makes, per ``evaluate``: (launches,
+    host-to-device copies, bytes sent, sizes copied back, node rows
+    uploaded, whether the query had a row cache: False for its first cycle,
+    and after a node update that compiled it anew)."""
+
+    def __init__(self, be, monkeypatch):
+        from numba import cuda
+        self.calls = []
+        device_type = type(cuda.device_array(1))
+        up, back = [], []
+        real_to_device, real_up, real_back = (cuda.to_device, device_type.copy_to_device,
+                                              device_type.copy_to_host)
+
+        def to_device(a, *args, **k):
+            up.append(np.asarray(a).nbytes)
+            return real_to_device(a, *args, **k)
+
+        def copy_to_device(self, a, *args, **k):
+            up.append(np.asarray(a).nbytes)
+            return real_up(self, a, *args, **k)
+
+        def copy_to_host(self, *a, **k):
+            back.append(self.size)
+            return real_back(self, *a, **k)
+        monkeypatch.setattr(cuda, "to_device", to_device)
+        monkeypatch.setattr(device_type, "copy_to_device", copy_to_device)
+        monkeypatch.setattr(device_type, "copy_to_host", copy_to_host)
+        real_evaluate = be.evaluate
+
+        def evaluate(source, rows, start, q, *a, **k):
+            launches, ups, backs, sent = be.launches, len(up), len(back), be.rows_uploaded
+            c = be._caches.get(id(q))
+            cached = c is not None and c.q is q
+            res = real_evaluate(source, rows, start, q, *a, **k)
+            self.calls.append((be.launches - launches, len(up) - ups, sum(up[ups:]),
+                               back[backs:], be.rows_uploaded - sent, cached))
+            return res
+        be.evaluate = evaluate
+
+
+def _play(backend, nodes, steps, monkeypatch=None, seed=7, remember_failures=True):
+    """Bindings of ``steps`` (("pods", [pod dicts]) | ("delete", k: the
+    k-th bound pod) | ("update", node dict) | ("add", node dict) |
+    ("remove", node name)) on ``nodes`` with batching off; the backend and
+    (cuda, with ``monkeypatch``) its ``_Transfers``."""
+    cluster = build_cluster(nodes, HALF)
+    be = cluster.framework_for(parse_pod(pod_dict("probe")), backend).backend
+    seen = _Transfers(be, monkeypatch) if monkeypatch is not None else None
+    sched = Scheduler(cluster, backend, seed=seed, batch=False,
+                      remember_failures=remember_failures)
+    out = []
+    for what, arg in steps:
+        if what == "pods":
+            out += [(b.pod, b.node) for b in sched.schedule_pending(arg)[0]]
+        elif what == "delete":
+            bound = [p for p, n in out if n is not None and p in cluster.state.pods]
+            if bound:
+                sched.delete_pod(bound[arg % len(bound)])
+        elif what == "update":
+            sched.update_node(arg)
+        elif what == "add":
+            sched.add_node(arg)
+        else:
+            sched.delete_node(arg)
+    return out, be, seen, cluster
+
+
+def test_a_device_cycle_sends_one_staged_copy_launches_two_and_reads_four_numbers(monkeypatch):
+    nodes = [_node(i, cpu=("2", "4", "8")[i % 3], gold=i % 5 == 0, spot=i % 4 == 1)
+             for i in range(16)]
+    pods = [pod_dict(f"p{i:02d}", created=i, **KINDS[i % 3]) for i in range(21)]
+    # a node update compiles the queries anew (their first cycles again)
+    steps = [("pods", pods[:6]), ("delete", 2), ("pods", pods[6:9]),
+             ("update", _node(3, cpu="16", gold=True)), ("pods", pods[9:15]),
+             ("update", _node(5, unschedulable=True)), ("delete", 0), ("pods", pods[15:])]
+    got, be, seen, cluster = _play("cuda", nodes, steps, monkeypatch)
+    assert got == _play("numba", nodes, steps)[0]
+    width = staged_rows.row_width(cluster.state.columns())
+    assert len(seen.calls) == len(pods) and all(c[3] == [cycle.OUT_LEN] for c in seen.calls)
+    steady = [c for c in seen.calls if c[5]]
+    assert len(steady) >= 10, seen.calls
+    for launches, ups, sent, back, rows, _ in steady:
+        # the staged rows (one copy: their numbers and pack values), the
+        # pick that writes and recomputes them first, four numbers back
+        assert launches == 1 and ups <= 1 and back == [cycle.OUT_LEN], seen.calls
+        assert sent == 8 * staged_rows.staged_size(rows, width), seen.calls
+        # behind by the last placement of each kind (its own too) and a
+        # deleted pod
+        assert rows <= len(KINDS) + 1, seen.calls
+    assert be.rows_downloaded == 0
+    # the packs the staged rows were written into are the host's columns
+    be._sync_columns(cluster.state)
+    for f, host in zip(cluster.state.columns()._fields, cluster.state.columns()):
+        assert (be.device_column(f) == host).all(), f
+
+
+def test_a_cycle_with_nothing_written_sends_nothing(monkeypatch):
+    """A pod that fits nowhere leaves the state as it was: the next cycle
+    of its kind has no row to stage, so no copy up, one launch (the
+    failures not remembered: each pod takes its cycle)."""
+    nodes = [_node(i) for i in range(6)]
+    huge = [pod_dict(f"h{i}", cpu="64", created=i) for i in range(3)]
+    _got, _be, seen, _cluster = _play("cuda", nodes, [("pods", huge)], monkeypatch,
+                                      remember_failures=False)
+    assert len(seen.calls) == 3 and all(c[:3] == (1, 0, 0) for c in seen.calls[1:]), seen.calls
+
+
+_node_st = st.builds(lambda cpu, gold, spot: (cpu, gold, spot), st.sampled_from(["1", "2", "4"]),
+                     st.booleans(), st.booleans())
+_step_st = st.one_of(
+    st.tuples(st.just("pods"), st.lists(st.integers(0, len(KINDS) - 1), min_size=1,
+                                        max_size=4)),
+    st.tuples(st.just("delete"), st.integers(0, 20)),
+    st.tuples(st.just("update"), st.tuples(st.integers(0, 5), _node_st)),
+    st.tuples(st.just("add"), _node_st),
+    st.tuples(st.just("remove"), st.integers(0, 5)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(shapes=st.lists(_node_st, min_size=2, max_size=6), plan=st.lists(_step_st, max_size=6),
+       seed=st.integers(0, 3))
+def test_random_clusters_place_as_numba_cycle_by_cycle(shapes, plan, seed):
+    nodes = [_node(i, *s) for i, s in enumerate(shapes)]
+    steps, made, added = [], 0, 0
+    for what, arg in [("pods", [0, 1, 2])] + plan:
+        if what == "pods":
+            steps.append((what, [pod_dict(f"p{made + j:02d}", created=made + j, **KINDS[k])
+                                 for j, k in enumerate(arg)]))
+            made += len(arg)
+        elif what == "update":
+            steps.append((what, _node(arg[0] % len(nodes), *arg[1])))
+        elif what == "add":
+            steps.append((what, _node(len(nodes) + added, *arg)))
+            added += 1
+        elif what == "remove":
+            steps.append((what, f"n{arg % len(nodes):02d}"))
+        else:
+            steps.append((what, arg))
+    got = _play("cuda", nodes, steps, seed=seed)[0]
+    assert got == _play("numba", nodes, steps, seed=seed)[0]
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 3), writes=st.lists(st.tuples(
+    st.integers(0, 11), st.sampled_from(["unschedulable", "label", "requested", "taint"]),
+    st.integers(0, 10)), min_size=1, max_size=12), start=st.integers(0, 11))
+def test_staged_rows_land_in_the_packs_whatever_column_they_wrote(seed, writes, start):
+    """Writes to any node column (flags, label values, int64 columns)
+    between cycles of one compiled query reach the device packs through
+    the staged upload, and the cycles answer as numba's on the same state:
+    each write is stamped as a ``ColumnSource`` stamps one (``version``,
+    ``row_version``), with the node set and tables unchanged."""
+    from tensorsched.generators.clusters import sample
+    nodes, pods = sample(seed=seed, nodes=12, pods=12)
+    cluster = build_cluster(nodes + pods[:6], HALF)
+    st_ = cluster.state
+    pod = parse_pod(pods[6])
+    fws = {b: cluster.framework_for(pod, b) for b in ("cuda", "numba")}
+    be = fws["cuda"].backend
+    cols = st_.columns()
+
+    def cycle_of(backend):
+        res = fws[backend].run_cycle(st_, pod, seed=seed, start_index=start, want_scores=False)
+        return res.selected_row, res.processed, res.found
+
+    assert cycle_of("cuda") == cycle_of("numba")
+    staged, launched = be.copies, be.launches
+    for row, what, v in writes:
+        if what == "unschedulable":
+            cols.unschedulable[row] = not cols.unschedulable[row]
+        elif what == "label":
+            k = v % cols.label_vals.shape[1]
+            cols.label_vals[row, k] = cols.label_vals[(row + v) % 12, k]
+        elif what == "requested":
+            cols.requested[row, 0] += 50 * v
+        else:
+            cols.taint_bits[row, 0] ^= v % 4
+        st_.version += 1
+        st_.row_version[row] = st_.version
+        assert cycle_of("cuda") == cycle_of("numba")
+    # one staged copy and one launch a cycle
+    assert be.copies - staged <= len(writes) and be.launches - launched == len(writes)
+    be._sync_columns(st_)
+    for f, host in zip(cols._fields, cols):
+        assert (be.device_column(f) == host).all(), f
