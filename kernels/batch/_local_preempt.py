@@ -59,7 +59,8 @@ Per pod (the queue's, then the manifests' bound pods, which are in
 ``may`` 1 when it may preempt (policy not Never, DefaultPreemption in the
 profile), ``krank`` its key's rank (the victim table's slot order),
 ``pstart`` its start time (ns, START_NOW none), ``preq`` / ``pnz`` its
-requests; ``out_victim`` 1 for a pod preempted.
+requests; ``out_victim`` the times a pod was preempted, ``vt`` its first
+eviction's time (NaN never).
 
 Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
 and ``cuda.jit(device=True)`` (``local_trace_cuda``; ``local_preempt_cuda``'s
@@ -68,6 +69,8 @@ block each pick) on top of ``_local_core``, ``_queue`` and ``_candidates``.
 """
 
 # ruff: noqa: F821
+
+import numpy as np
 
 # ``_queue``'s answers, slots and statuses (a compiled namespace holds functions only)
 Q_DONE = 0
@@ -548,14 +551,17 @@ L_N = 5
 Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
 
 
-def preempt_start(n_q, out_victim, nom, mark, tq, gone, ls):
+def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, ls):
     """The preemption state before the loop (``ls`` [L_N] zeros but
-    ``L_EVERY``, set by the caller)."""
+    ``L_EVERY``, set by the caller; ``vt`` each pod's first eviction time,
+    NaN: not evicted yet)."""
     for j in range(n_q):
         nom[j] = -1
     for k in range(out_victim.shape[0]):
         out_victim[k] = 0
         gone[k] = 0
+    for k in range(vt.shape[0]):
+        vt[k] = np.nan
     for k in range(tq.shape[0]):
         tq[k] = 0
     for i in range(mark.shape[0]):
@@ -685,6 +691,8 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     m = ls[L_M]
     for a in range(nv):
         v = vout[a]
+        if out_victim[v] == 0:
+            vt[v] = now
         out_victim[v] += 1
         evict_from(target, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero,
                    c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
@@ -730,8 +738,11 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
     disruptionsAllowed comes), ``pmatch`` [P + B, >= n_pdb] (module doc);
     scratch ``left`` [2, >= n_pdb], ``vflag`` [P + B].  ``grace``: the
     termination grace in seconds (0: the victims leave at once; above 0
-    they terminate first, the scratch ``vt`` [P + B] float64, ``tqp`` [P +
-    B], ``tqt`` [R] float64 and ``tq`` [TQ_N] zeros: the section above;
+    they terminate first, ``tqp`` [P + B], ``tqt`` [R] float64 and ``tq``
+    [TQ_N] zeros the section above's scratch); out: ``vt`` [P + B]
+    float64 each pod's first eviction's time (seconds, NaN never evicted:
+    with ``out_victim`` and the log it tells a victim that departed while
+    terminating, before ``vt + grace``, from one whose grace ended;
     ``tq[T_OVER]`` 1 after when ``tqt`` was too small); ``gone`` [P + B]
     scratch (a manifests' bound pod no longer there); ``ls`` [L_N]
     scratch (the loop's scalars: ``attempt_open`` / ``attempt_close``)."""
@@ -742,7 +753,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
     trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
-    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, ls)
+    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, vt, ls)
     ls[L_EVERY] = 1 if every else 0
     start = 0
     while True:

@@ -202,7 +202,8 @@ def run_local_preempt_events_cluster(
     The preemption arrays as ``_local_preempt.run_local_preempt_cluster``
     takes them (``bnode`` local rows at the start; ``may`` empty: no
     preemption); ``bgone`` [P + B] scratch (a bound pod's ``B_*``
-    state); ``grace`` and its scratch ``vt``, ``tqp``, ``tqt``, ``tq`` as
+    state); ``grace``, ``vt`` (out: each pod's first eviction's time, NaN
+    never) and the scratch ``tqp``, ``tqt``, ``tq`` as
     ``run_local_preempt_cluster`` takes them: above 0 a victim terminates
     on its node until its first eviction + ``grace`` unless a drain, its
     node's deletion, a Pod delete or its departure takes it first."""
@@ -221,6 +222,8 @@ def run_local_preempt_events_cluster(
         nom[j] = -1
     for k in range(out_victim.shape[0]):
         out_victim[k] = 0
+    for k in range(vt.shape[0]):
+        vt[k] = np.nan
     for k in range(out_why.shape[0]):
         out_why[k] = 0
     for k in range(bgone.shape[0]):
@@ -419,6 +422,8 @@ def run_local_preempt_events_cluster(
             continue
         for a in range(n_vic):
             v = vout[a]
+            if out_victim[v] == 0:
+                vt[v] = now
             out_victim[v] += 1
             if v < n_q:
                 pst[v] = P_GONE

@@ -26,10 +26,11 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
                                  ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
                                  vic_ptr, prio,
                                  may, krank, pstart, preq, pnz, bnode, pct, least, out_victim,
-                                 n_pdb, pdb_kind, pdb_val, pmatch, grace=0.0):
+                                 evicted_at, n_pdb, pdb_kind, pdb_val, pmatch, grace=0.0):
     """``run_local_preempt_events_cluster`` for every cluster b: its nodes
     and events as ``local_events.run_local_events`` passes them (its
-    preemption arrays empty), its pods' preemption rows (and ``out_why``, ``out_victim``)
+    preemption arrays empty), its pods' preemption rows (and ``out_why``, ``out_victim``,
+    ``evicted_at``: float64, each pod's first eviction's time, NaN never)
     ``vic_ptr[b]:vic_ptr[b+1]`` and the rest as ``_local_preempt_driver.
     run_local_preempt_all``; its log rows ``pod_ptr[b] + vic_ptr[b]``
     onwards (two per queue pod, one per bound pod); ``out_node`` local
@@ -94,6 +95,6 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64),
             n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
             np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64), grace,
-            np.empty(w1, np.float64), np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq)
+            evicted_at[v0:v1], np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq)
         over += tq[4]
     return over

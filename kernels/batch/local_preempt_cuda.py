@@ -177,7 +177,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                        c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
                        bk, to_find, nd[0, :m], khi, kcnt, smix, tkey)
         _trace_start(cls, onode, obind, qi, qf, pst, patt, pts)
-        _preempt_start(e, ov, nom, mark, tq, gone, ls)
+        _preempt_start(e, ov, nom, mark, tq, gone, vt[:v1 - v0], ls)
         # the block picks from the answers themselves: no key trees kept
         ls[_local_preempt.L_EVERY] = 0
     cuda.syncthreads()
@@ -225,9 +225,10 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         out_node[p0 + jj] = node_rows[off + onode[jj]] if onode[jj] >= 0 else -1
 
 
-def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
+def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray, np.ndarray]:
     """Every cluster of ``p`` (checked first) on the device, one launch:
-    ``local_preempt.run_local_preempt``'s (``TraceResult``, victim)."""
+    ``local_preempt.run_local_preempt``'s (``TraceResult``, victim,
+    evicted_at)."""
     p.check()
     t = p.trace
     a = t.batch
@@ -237,9 +238,10 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     n_vic = int(p.vic_ptr[-1])
     rows = max(log_rows(p), 1)
     victim = np.zeros(n_vic, np.int64)
+    evicted_at = np.full(n_vic, np.nan)
     out = out._replace(log_t=np.zeros(rows, np.float64), log_pod=np.zeros(rows, np.int64))
     if nb == 0:
-        return out, victim
+        return out, victim, evicted_at
     host = (*trace_host_inputs(t, trace_profiles(t)), *p.inputs(), *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
     nmax, emax = cluster_extent(a)
@@ -268,7 +270,18 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
                     *outs, *scratch)
     check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
     victim[:] = copy_results(outs, out, n_pods)[0][:n_vic]
-    return out, victim
+    evicted_at[:] = first_evictions(scratch[-2].copy_to_host(), p.vic_ptr)
+    return out, victim, evicted_at
 
 
-__all__ = ["run_local_preempt_cuda"]
+def first_evictions(vicf: np.ndarray, vic_ptr: np.ndarray) -> np.ndarray:
+    """Each pod's first eviction's time [sum (P + Bb)] from the kernel's
+    per-cluster float rows ``vicf`` [B, >= P + Bb] (their first P + Bb
+    entries: the cluster's ``vt``)."""
+    sizes = np.diff(np.asarray(vic_ptr, np.int64))
+    if not sizes.sum():
+        return np.zeros(0, np.float64)
+    return np.concatenate([vicf[b, :w] for b, w in enumerate(sizes.tolist())])
+
+
+__all__ = ["first_evictions", "run_local_preempt_cuda"]

@@ -16,6 +16,7 @@ import numpy as np
 from . import _local_core, _local_preempt, _queue
 from .local_cpu import empty_trace_result, trace_profiles
 from .local_preempt import check_terminating, log_rows
+from .local_preempt_cuda import first_evictions
 from .local_preempt_events import LocalPreemptEvents
 from .local_trace_cuda import (
     PREEMPT_EVENTS_DEVICE_NAMESPACE,
@@ -118,7 +119,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
 def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     """Every cluster of ``pe`` (checked first) on the device, one launch:
     ``local_preempt_events.run_local_preempt_events``' (``TraceResult``,
-    ``why``, ``victim``)."""
+    ``why``, ``victim``, ``evicted_at``)."""
     pe.check()
     p = pe.preempt
     ev = pe.events
@@ -132,8 +133,9 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     out = out._replace(log_t=np.zeros(rows, np.float64), log_pod=np.zeros(rows, np.int64))
     why = np.zeros(n_vic, np.int64)
     victim = np.zeros(n_vic, np.int64)
+    evicted_at = np.full(n_vic, np.nan)
     if nb == 0:
-        return out, why, victim
+        return out, why, victim, evicted_at
     host = (*trace_host_inputs(t, trace_profiles(t)), *event_host_inputs(ev), *p.inputs(),
             *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
@@ -159,7 +161,8 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     got_why, got_victim = copy_results(outs, out, n_pods, extras=2)
     why[:] = got_why[:n_vic]
     victim[:] = got_victim[:n_vic]
-    return out, why, victim
+    evicted_at[:] = first_evictions(scratch[-2].copy_to_host(), p.vic_ptr)
+    return out, why, victim, evicted_at
 
 
 __all__ = ["run_local_preempt_events_cuda"]
