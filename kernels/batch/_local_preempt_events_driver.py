@@ -12,6 +12,7 @@ from numba import prange
 N_SLOTS = 6     # _local_core.N_SLOTS (a compiled namespace holds functions only)
 QI_EV_N = 15    # _queue.QI_EV_N
 TQ_N = 5        # _local_preempt.TQ_N, T_OVER its slot 4
+EL_N = 8        # _local_preempt_events.EL_N
 
 
 def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything,
@@ -95,6 +96,7 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64),
             n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
             np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64), grace,
-            evicted_at[v0:v1], np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq)
+            evicted_at[v0:v1], np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq,
+            np.zeros(EL_N, np.int64))
         over += tq[4]
     return over
