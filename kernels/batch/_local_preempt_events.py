@@ -184,7 +184,7 @@ def events_start(
         valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
         ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
         prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-        nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
         n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
     """The run's state before the loop: every node's answers, the outputs
     and the preemption state cleared, the queue empty; ``ls`` [EL_N] the
@@ -229,7 +229,7 @@ def events_open(
         valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
         ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
         prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-        nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
         n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
     """The loop's next step up to an attempt's pick: ``_queue``'s answer
     (``q_next_steps_due``); a termination (``Q_TERMINATE``), a node event
@@ -265,7 +265,7 @@ def events_open(
                    positions, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pmask, valid,
                    rej, korder, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
                    u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej, preq, pnz,
-                   bnode, bgone, nom, ls)
+                   bnode, bgone, nom, nlist, ls)
         return kind
     j = qi[Q_POD]
     c = pod_cls[j]
@@ -281,9 +281,9 @@ def events_open(
     if counted:
         # the nominated pods of priority >= j's use their nodes in this
         # cycle (its scan, its rejectors, its PostFilter)
-        nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request,
-                        c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
-                        static_bits, reasons, raw, strategy, fit_res, fit_kind,
+        nt = overlay_on(j, c, nom, nlist, ls[EL_NNOM], pst, prio, pod_cls, alloc, used,
+                        nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                        c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
                         fit_weights, shape_util, shape_score, bal_res, bal_kind, mark,
                         touched, save_bits, save_raw)
     ls[EL_NT] = nt
@@ -297,7 +297,7 @@ def node_event(e, now, alloc, used, nz_used, c_request, c_nonzero, c_anything, c
                backoff_max, out_node, out_why, log_t, log_pod, positions, qi, pst, patt, pts,
                aq, up, hk, hs, hp, rank, ak, pmask, valid, rej, korder, ev_kind, ev_node, ev_x,
                ev_find, ev_bound, ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits,
-               u_static_raw, u_rej, preq, pnz, bnode, bgone, nom, ls):
+               u_static_raw, u_rej, preq, pnz, bnode, bgone, nom, nlist, ls):
     """Node event ``e`` at ``now`` (``run_local_preempt_events_cluster``'s
     doc): the node's answers, its pods, the live rows (``ls[EL_NV]``), the
     nominations, the log and the pool's moves; then the nodes to find
@@ -352,9 +352,7 @@ def node_event(e, now, alloc, used, nz_used, c_request, c_nonzero, c_anything, c
             # pending: it leaves the queue, and its nomination ends
             pst[jj] = P_GONE
             out_why[jj] = WHY_DELETED
-            if nom[jj] >= 0:
-                nom[jj] = -1
-                ls[EL_NNOM] -= 1
+            ls[EL_NNOM] = nom_drop(jj, nom, nlist, ls[EL_NNOM])
         if freed >= 0:
             if jj >= 0:
                 take_off(freed, jj, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used,
@@ -375,11 +373,14 @@ def node_event(e, now, alloc, used, nz_used, c_request, c_nonzero, c_anything, c
         if what == EV_DELETE:
             valid[i] = False
             ls[EL_NV] = live_rows(valid, positions)
-            # the nominator forgets the nominations to a deleted node
-            for k in range(n_q):
+            # the nominator forgets the nominations to a deleted node (the
+            # list walked from its end: a dropped one's place takes the last)
+            t = ls[EL_NNOM] - 1
+            while t >= 0:
+                k = nlist[t]
                 if nom[k] == i:
-                    nom[k] = -1
-                    ls[EL_NNOM] -= 1
+                    ls[EL_NNOM] = nom_drop(k, nom, nlist, ls[EL_NNOM])
+                t -= 1
         else:
             refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
                          c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
@@ -405,7 +406,7 @@ def events_close(
         valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
         ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
         prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-        nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
         n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
     """Pod ``j``'s attempt after its pick ``i`` over the live rows (-1:
     it fits nowhere): the failure's rejectors and PostFilter (the
@@ -433,16 +434,14 @@ def events_close(
                                        cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
                                        left, vflag)
     if ls[EL_COUNTED] != 0:
-        overlay_off(j, c, ls[EL_NT], nom, pst, prio, pod_cls, used, nz_used, c_request,
-                    c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
+        overlay_off(j, c, ls[EL_NT], nom, nlist, ls[EL_NNOM], pst, prio, pod_cls, used,
+                    nz_used, c_request, c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
     if i >= 0:
         place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                  c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
                  fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-        if nom[j] >= 0:
-            nom[j] = -1
-            ls[EL_NNOM] -= 1
+        ls[EL_NNOM] = nom_drop(j, nom, nlist, ls[EL_NNOM])
         out_node[j] = i
         out_bind[j] = now
         ls[EL_M] = log_change(ls[EL_M], now, j, log_t, log_pod)
@@ -453,7 +452,7 @@ def events_close(
         q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
         return
     # nominated: lower-priority nominations to the node end
-    ls[EL_NNOM] += nominate(j, target, nom, prio)
+    ls[EL_NNOM] = nominate(j, target, nom, nlist, ls[EL_NNOM], prio)
     if grace > 0.0:
         # the victims terminate on the node; no pod left, so the
         # preemptor goes to the unschedulable pool with its rejectors
@@ -498,7 +497,7 @@ def run_local_preempt_events_cluster(
         valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
         ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
         prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-        nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
         n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
     """``_local_trace.run_local_trace_cluster`` with timed node events,
     every cycle a scan of the live nodes (``pick_live``), and
@@ -553,7 +552,7 @@ def run_local_preempt_events_cluster(
             valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
             ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
             prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-            nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+            nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
             n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls)
     while True:
         kind = events_open(
@@ -567,7 +566,7 @@ def run_local_preempt_events_cluster(
             valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
             ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
             prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-            nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+            nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
             n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls)
         if kind == Q_DONE:
             break
@@ -593,6 +592,6 @@ def run_local_preempt_events_cluster(
             valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
             ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
             prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-            nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+            nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
             n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls)
     trace_end(ls[EL_M], qf, patt, n_log, end, out_tries)

@@ -64,7 +64,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     bindings, evictions and terminations), every thread of the block picks
     each attempt's node between them (``local_cuda.block_pick``: the
     twin's ``pick_next``); the scratch ``*_all`` padded per cluster
-    (``node_all`` [B, 10, n] and ``pod_all`` [B, 14, e] int64 rows of
+    (``node_all`` [B, 10, n] and ``pod_all`` [B, 15, e] int64 rows of
     per-node and per-pod scratch, e the most queue and bound pods of a
     cluster; ``grace`` the termination grace, ``vicf_all`` [B, 3e] float64
     its eviction times and deadline ring, ``tq_all`` [B, TQ_N] its
@@ -145,6 +145,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     le = least[b]
     ov = out_victim[v0:v1]
     nom = pd[5, :e1]
+    nlist = pd[14, :e1]
     pot = nd[4, :m]
     head = nd[5, :m]
     nxt = pd[6, :w1]
@@ -189,9 +190,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                            bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix, onode,
                            obind, lt, lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt,
                            pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn,
-                           pc, le, ov, nom, pot, head, nxt, cur, vout, stats, mark, touched, sbits,
-                           sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, gone,
-                           ls)
+                           pc, le, ov, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
+                           touched, sbits, sraw, npdb, pkind, pval, pm, left, vflag, grace, vt,
+                           tqp, tqt, tq, gone, ls)
             cmd[1] = qi[_queue.QI_POD]
         cuda.syncthreads()
         kind = cmd[0]
@@ -213,9 +214,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                    c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk,
                    cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix, onode, obind, lt,
                    lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                   hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn, pc, le, ov, nom, pot, head,
-                   nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm, left,
-                   vflag, grace, vt, tqp, tqt, tq, gone, ls)
+                   hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn, pc, le, ov, nom, nlist, pot,
+                   head, nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm,
+                   left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
         cuda.syncthreads()
     if tid == 0:
         _trace_end(ls[_local_preempt.L_M], qf, patt, n_log[b:b + 1], end[b:b + 1],
@@ -260,7 +261,7 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray, np
         zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
         da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
         da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
-        da((nb, 14, wmax), np.int64), da((nb, 1, emax), np.float64),
+        da((nb, 15, wmax), np.int64), da((nb, 1, emax), np.float64),
         da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
         da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
         da((nb, 2, p.pmatch.shape[1]), np.int64), float(p.grace),

@@ -72,7 +72,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     terminations), every thread of the block picks each attempt's node
     over the live rows between them (``local_cuda.block_pick_rows``: the
     twin's ``pick_live``); the scratch ``*_all`` padded per cluster
-    (``node_all`` [B, 9, n], ``pod_all`` [B, 6, e], ``podf_all`` [B, 2,
+    (``node_all`` [B, 9, n], ``pod_all`` [B, 7, e], ``podf_all`` [B, 2,
     e], ``ring_all`` [B, 4, 2e], ``vic_all`` [B, 8, w] int64 rows of
     per-node, per-pod and per-victim-row scratch, its row 7 the loop's
     scalars; ``grace`` the termination grace, ``vicf_all`` [B, 3w]
@@ -173,6 +173,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     ov = out_victim[v0:v1]
     bgone = vd[0, :w1]
     nom = pd[5, :q1]
+    nlist = pd[6, :q1]
     pot = nd[3, :m]
     head = nd[4, :m]
     nxt = vd[1, :w1]
@@ -209,9 +210,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                lt, lp, nlog, oend, positions, tot, ties, hsc, qi, qf, pst, patt, pts, aq, up, hk,
                hs, hp, dk, ds, dp, rk, ak, pmask, valid, rej, fit_interest, kord, et, ekind, enode,
                ex, efind, ebound, eused, enz, alloc, used0, nz0, static_bits, static_raw, u_rej,
-               pr, my, kr, ps, pq, pz, bn, pc, le, ov, bgone, nom, pot, head, nxt, cur, vout,
-               stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm, left, vflag, grace, vt,
-               tqp, tqt, tq, ls)
+               pr, my, kr, ps, pq, pz, bn, pc, le, ov, bgone, nom, nlist, pot, head, nxt, cur,
+               vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm, left, vflag, grace,
+               vt, tqp, tqt, tq, ls)
     cuda.syncthreads()
     while True:
         if tid == 0:
@@ -222,9 +223,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                            ties, hsc, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk,
                            ak, pmask, valid, rej, fit_interest, kord, et, ekind, enode, ex, efind,
                            ebound, eused, enz, alloc, used0, nz0, static_bits, static_raw, u_rej,
-                           pr, my, kr, ps, pq, pz, bn, pc, le, ov, bgone, nom, pot, head, nxt, cur,
-                           vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm, left,
-                           vflag, grace, vt, tqp, tqt, tq, ls)
+                           pr, my, kr, ps, pq, pz, bn, pc, le, ov, bgone, nom, nlist, pot, head,
+                           nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval,
+                           pm, left, vflag, grace, vt, tqp, tqt, tq, ls)
             cmd[1] = qi[_queue.QI_POD]
         cuda.syncthreads()
         kind = cmd[0]
@@ -251,8 +252,8 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                    patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pmask, valid, rej,
                    fit_interest, kord, et, ekind, enode, ex, efind, ebound, eused, enz, alloc,
                    used0, nz0, static_bits, static_raw, u_rej, pr, my, kr, ps, pq, pz, bn, pc, le,
-                   ov, bgone, nom, pot, head, nxt, cur, vout, stats, mark, touched, sbits, sraw,
-                   npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, ls)
+                   ov, bgone, nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, sbits,
+                   sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, ls)
         cuda.syncthreads()
     if tid == 0:
         _trace_end(ls[EL_M], qf, patt, nlog, oend, otries)
@@ -291,7 +292,7 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
         da((nb, c, nmax), np.int64), da((nb, nmax), np.bool_),
         da((nb, 9, nmax), np.int64), da((nb, nmax, N_SLOTS), np.int64),
         da((nb, 2 * N_SLOTS), np.int64), da((nb, _queue.QI_EV_N), np.int64),
-        da((nb, _queue.QF_N), np.float64), da((nb, 6, emax), np.int64),
+        da((nb, _queue.QF_N), np.float64), da((nb, 7, emax), np.int64),
         da((nb, 2, emax), np.float64), da((nb, 4, e2), np.int64),
         da((nb, e2), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
         da((nb, 8, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64),

@@ -410,8 +410,8 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
         ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
         ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
         static_raw, u_rej, none, none, none, none, none_r, none_2, none, zero, zero, none,
-        one[0, :1], nom_all[b, :q1], one[1, :1], one[2, :1], one[3, :1], one[4, :1],
-        one[5, :1], one[6], mark_all[b, :max(n, 1)], one[7, :1], one[8, :1], sraw_all[b],
+        one[0, :1], nom_all[b, :q1], nom_all[b, :0], one[1, :1], one[2, :1], one[3, :1],
+        one[4, :1], one[5, :1], one[6], mark_all[b, :max(n, 1)], one[7, :1], one[8, :1], sraw_all[b],
         zero, one[9, :1], one[10, :1], none_1, left_all[b], one[11, :1], 0.0,
         pts_all[b, :0], one[11, :0], pts_all[b, :0], one[12], one[13])
 
