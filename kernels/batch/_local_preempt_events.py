@@ -533,7 +533,8 @@ def run_local_preempt_events_cluster(
 
     The preemption arrays as ``_local_preempt.run_local_preempt_cluster``
     takes them (``bnode`` local rows at the start; ``may`` empty: no
-    preemption); ``bgone`` [P + B] scratch (a bound pod's ``B_*``
+    preemption; ``nlist`` [P] the nominated pods, the first
+    ``ls[EL_NNOM]``); ``bgone`` [P + B] scratch (a bound pod's ``B_*``
     state); ``grace``, ``vt`` (out: each pod's first eviction's time, NaN
     never) and the scratch ``tqp``, ``tqt``, ``tq`` as
     ``run_local_preempt_cluster`` takes them: above 0 a victim terminates
