@@ -31,6 +31,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,11 +44,17 @@ import yaml
 import tensorsched as ts
 
 from .harness import git_commit, machine_info
-from .openb_nominees import _cpu, base_tree
+from .openb_nominees import base_tree
 from .sweep_preempt import write_inputs
 from .sweep_preempt_events import write_scenario
 
 CASES = ("preempt", "preempt_grace", "preempt_events")
+
+
+def _cpu() -> float:
+    """This process's CPU seconds (user and system, all threads)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _digest(runs: list) -> str:
