@@ -112,10 +112,11 @@ from tensorsched.registry_slot import default_registry
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
-from .sweep_batch import departs_terminating, simulate_row
+from .sweep_batch import simulate_row
 from .sweep_preempt import (
     PreemptingProber,
     PreemptSetup,
+    departed_terminating,
     pdb_columns,
     preempt_event_arrays,
     preempt_event_row,
@@ -159,8 +160,9 @@ class LocalRun:
     why: np.ndarray | None = None   # node events: how each pod left with its node (0: it did not)
     # preemption (a pod could preempt; else None): per pod, then per bound
     # pod of the manifests, the times it was evicted (0 never; it left at
-    # its log entry)
+    # its log entry) and its first eviction's time (seconds, NaN never)
     victim: np.ndarray | None = None
+    evicted_at: np.ndarray | None = None
 
     @property
     def log_used(self) -> np.ndarray:
@@ -427,7 +429,8 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
     victim = vic_ptr = None
     log0 = 2 * pod_ptr[:-1]     # where each run's log rows start
     if setups[0].preempt is not None:
-        got, victim, vic_ptr, log0 = _run_preempt(lt, setups, seeds, threads, backend, grace)
+        got, victim, evicted_at, vic_ptr, log0 = _run_preempt(lt, setups, seeds, threads,
+                                                              backend, grace)
     elif backend == "cuda":
         try:
             # the cuda kernel's module raises BackendUnavailable on import
@@ -447,7 +450,9 @@ def run_setups(setups: list[TraceSetup], seeds: list, threads=None,
             got.node[p0:p1].copy(), got.bind[p0:p1].copy(), got.tries[p0:p1].copy(),
             got.log_t[g0:g0 + m].copy(), got.log_pod[g0:g0 + m].copy(),
             float(got.end[b]), victim=None if victim is None
-            else victim[vic_ptr[b]:vic_ptr[b + 1]].copy()))
+            else victim[vic_ptr[b]:vic_ptr[b + 1]].copy(),
+            evicted_at=None if victim is None
+            else evicted_at[vic_ptr[b]:vic_ptr[b + 1]].copy()))
     return out
 
 
@@ -455,9 +460,9 @@ def _run_preempt(lt: LocalTrace, setups: list[TraceSetup], seeds: list, threads,
                  backend: str, grace: float = 0.0):
     """``lt`` with DefaultPreemption in the kernel's queue
     (``kernels.batch.local_preempt``; cuda: ``local_preempt_cuda.
-    run_local_preempt_cuda``): (``TraceResult``, victim [sum (P + B)], each
-    run's rows of it [runs + 1], each run's first log row [runs]); ``grace``
-    the termination grace."""
+    run_local_preempt_cuda``): (``TraceResult``, victim and evicted_at
+    [sum (P + B)], each run's rows of them [runs + 1], each run's first log
+    row [runs]); ``grace`` the termination grace."""
     p = _preempt_call(lt, setups, seeds)._replace(grace=float(grace))
     vic_ptr = p.vic_ptr
     starts = np.asarray([log_start(p, b) for b in range(p.pct.shape[0])], np.int64)
@@ -602,8 +607,8 @@ def _run_preempt_events(ev: LocalEvents, setups: list[TraceSetup], seeds: list, 
                         threads, backend: str, grace: float = 0.0) -> list[list[LocalRun]]:
     """``_run_event_setups``' call where a pod could preempt
     (``kernels.batch.local_preempt_events``; cuda: ``local_preempt_events_cuda``):
-    each run's ``why`` and ``victim`` per queue pod then per bound pod of
-    the manifests."""
+    each run's ``why``, ``victim`` and ``evicted_at`` per queue pod then
+    per bound pod of the manifests."""
     p = _preempt_call(ev.trace, setups, seeds)._replace(grace=float(grace))
     pe = LocalPreemptEvents(ev, p)
     if backend == "cuda":
@@ -613,9 +618,9 @@ def _run_preempt_events(ev: LocalEvents, setups: list[TraceSetup], seeds: list, 
             )
         except BackendUnavailable as exc:
             raise BackendError(str(exc)) from exc
-        got, why, victim = run_local_preempt_events_cuda(pe)
+        got, why, victim, evicted_at = run_local_preempt_events_cuda(pe)
     else:
-        got, why, victim = run_local_preempt_events(pe, threads)
+        got, why, victim, evicted_at = run_local_preempt_events(pe, threads)
     plan = setups[0].events.plan
     pod_ptr, vic_ptr = ev.trace.batch.pod_ptr, p.vic_ptr
     out: list[list[LocalRun]] = [[] for _ in setups]
@@ -628,23 +633,26 @@ def _run_preempt_events(ev: LocalEvents, setups: list[TraceSetup], seeds: list, 
             plan.occupants(got.node[p0:p1], got.bind[p0:p1]), got.bind[p0:p1].copy(),
             got.tries[p0:p1].copy(), got.log_t[g0:g0 + m].copy(),
             got.log_pod[g0:g0 + m].copy(), float(got.end[b]), why=why[v0:v1].copy(),
-            victim=victim[v0:v1].copy()))
+            victim=victim[v0:v1].copy(), evicted_at=evicted_at[v0:v1].copy()))
     return out
 
 
-def _missed_delete(s: TraceSetup, res):
+def _missed_delete(s: TraceSetup, res, grace: float = 0.0):
     """The error ``res``'s Simulation stops with at a scenario's Pod delete
-    of a pod gone before it (``sweep_events.missed_delete``), else None."""
+    of a pod gone before it (``sweep_events.missed_delete``), else None;
+    ``grace`` the run's termination grace (seconds)."""
     if s.events is None:
         return None
     keys = [p.key for p in s.prober.pods]
     rows = None if s.preempt is None else {b.key: len(keys) + k
                                            for k, b in enumerate(s.prober.bound)}
-    if res.victim is not None and res.why is not None and (res.victim * res.why).any():
-        # a victim a step took while it terminated (a termination grace):
-        # it left as that step says, not at its preemption
-        res = SimpleNamespace(why=res.why, log_t=res.log_t, log_pod=res.log_pod,
-                              victim=np.where(res.why != 0, 0, res.victim))
+    if res.victim is not None and res.why is not None and grace > 0:
+        # a victim a step took while it terminated left as that step says,
+        # one that departed while terminating left so, not at its preemption
+        gone = (res.why != 0) | departed_terminating(res, s.depart, s.duration, grace)
+        if (gone & (res.victim > 0)).any():
+            res = SimpleNamespace(why=res.why, log_t=res.log_t, log_pod=res.log_pod,
+                                  victim=np.where(gone, 0, res.victim))
     return missed_delete(s.events.plan, keys, res, rows)
 
 
@@ -742,7 +750,7 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
             rt = _row_trace(s, trace)
             for i, res in zip(idx, got):
                 job = jobs[i]
-                err = _missed_delete(s, res)
+                err = _missed_delete(s, res, grace)
                 if err is not None:
                     # its Simulation stops at the delete: the per-job path's report
                     done(i, None, f"{job.label}: {err}")
@@ -751,16 +759,14 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                 if not samples_follow(spans, interval, horizon):
                     rest.append(i)          # the per-run path samples it
                     continue
-                if res.victim is not None and departs_terminating(
-                        res.victim if res.why is None else np.where(res.why != 0, 0, res.victim),
-                        res.log_t, res.log_pod, res.bind, s.depart, s.duration, grace):
-                    rest.append(i)          # the per-run path tells how its victim left
-                    continue
+                # a victim that left at its own departure while terminating departed
+                departed = None if res.victim is None else departed_terminating(
+                    res, s.depart, s.duration, grace)
                 row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
                 if s.events is not None and s.preempt is not None:
                     row.update(preempt_event_row(res, rt, s.events.steps, s.caps, s.base,
                                                  s.bound, interval, horizon,
-                                                 float(spans[:, 1].max())))
+                                                 float(spans[:, 1].max()), departed))
                 elif s.events is not None:
                     row.update(event_row(res, res.why, rt, s.events.steps, s.caps, s.base,
                                          s.bound, interval, horizon,
@@ -770,7 +776,7 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
                                             horizon, False, base=s.base,
                                             last_event=float(spans[:, 1].max())))
                     if res.victim is not None:
-                        row = preempt_row(row, res, rt)
+                        row = preempt_row(row, res, rt, departed)
                     row["running"] += s.bound
                 row["arrived"] += s.unprofiled      # never queued: not pending either
                 row["wall_seconds"] = each
@@ -819,7 +825,8 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
     ``node`` per pod of the manifests' pending pods (of a profile) then the trace's, a
     row of the cluster's nodes, ``node_names`` its names; where a pod could
     preempt, ``victim`` per pod then per bound pod of the manifests, its
-    evictions: 0 never), each equal to
+    evictions: 0 never, and ``evicted_at`` its first eviction's time,
+    seconds, NaN never), each equal to
     ``ts.Simulation(objects, config, seed=seed,
     pod_max_in_unschedulable_seconds=max_unsched)`` given ``scenario``
     (manifests only: a ``Scenario``, a dict or a YAML path; its node
@@ -885,7 +892,7 @@ def simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), *, backend: str 
         for ci, runs in enumerate(got):
             for seed, r in zip(seeds, runs):
                 r.trace, r.config, r.seed = ti, ci, seed
-                err = _missed_delete(per_trace[ci], r)
+                err = _missed_delete(per_trace[ci], r, grace)
                 if err is not None:
                     # the run's Simulation stops at the delete: its error
                     err.add_note(f"simulate_batch: run {len(out)} (traces[{ti}], "

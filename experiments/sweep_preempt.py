@@ -53,7 +53,8 @@ from tensorsched.kernels.batch.local_preempt import START_NOW
 from .sweep_events import RowSteps, event_row
 
 __all__ = ["PreemptSetup", "PreemptingProber", "pdb_columns",
-           "preempt_event_arrays", "preempt_event_row", "preempt_row", "preempt_setup"]
+           "departed_terminating", "preempt_event_arrays", "preempt_event_row", "preempt_row",
+           "preempt_setup"]
 
 DEFAULT_PREEMPTION = "DefaultPreemption"
 # the usage-independent filters (UnschedulableAndUnresolvable where they reject)
@@ -239,7 +240,34 @@ def _requests(prober: LocalProber, bound: list) -> tuple[np.ndarray, np.ndarray]
             np.concatenate([nz, bnz]).astype(np.int64))
 
 
-def preempt_row(row: dict, res, trace) -> dict:
+def departed_terminating(res, depart, duration, grace: float) -> np.ndarray:
+    """[P + B] bool: the victims of ``res`` (a run under the termination
+    ``grace``, seconds; its ``victim`` and ``evicted_at`` per queue pod then
+    per bound pod of the manifests, ``bind`` per queue pod, ``why`` where
+    it has one) that left at their own departure while terminating:
+    ``depart`` / ``duration`` [P] the trace's (seconds, inf or NaN none),
+    the departure ``depart`` else ``bind + duration``, before the grace's
+    end (first eviction + ``grace``; at that same time the termination
+    comes first and the departure finds nothing), no node event having
+    taken it (``why`` 0).  The Simulation counts such a pod departed."""
+    ev = np.asarray(res.victim, np.int64)
+    out = np.zeros(ev.shape[0], bool)
+    if grace <= 0 or not ev.any():
+        return out
+    p = res.node.shape[0]
+    dep = np.asarray(depart, np.float64)
+    due = np.where(np.isfinite(dep), dep, np.asarray(res.bind, np.float64)
+                   + np.asarray(duration, np.float64))
+    at = np.asarray(res.evicted_at, np.float64)[:p]
+    hit = (ev[:p] > 0) & np.isfinite(due) & (at + grace > due)
+    why = getattr(res, "why", None)
+    if why is not None:
+        hit &= np.asarray(why)[:p] == 0
+    out[:p] = hit
+    return out
+
+
+def preempt_row(row: dict, res, trace, departed: np.ndarray | None = None) -> dict:
     """``row`` (``sweep_batch.simulate_row``'s, of ``res``: a run whose
     ``victim`` [P + B] counts each pod's evictions, the queue's then the
     manifests' bound pods, and whose ``why``, where it has one, says how a
@@ -249,12 +277,15 @@ def preempt_row(row: dict, res, trace) -> dict:
     by its preemption was scheduled, neither departed nor running nor
     deleted later (its departure finds it gone), a bound one is no longer
     running; one a step took while it terminated (``why``) left that way,
-    counted so by the events' row."""
+    counted so by the events' row; one that departed while terminating
+    (``departed`` [P + B], ``departed_terminating``) departed."""
     ev = np.asarray(res.victim, np.int64)
     if not ev.any():
         return row
     why = getattr(res, "why", None)
     v = ev > 0 if why is None else (ev > 0) & (np.asarray(why) == 0)
+    if departed is not None:
+        v &= ~departed
     p = res.node.shape[0]
     q = v[:p]
     leaves = np.isfinite(np.asarray(trace.departure, np.float64))
@@ -300,13 +331,14 @@ def preempt_event_arrays(arrays: dict, plan, bound: list, bnode: np.ndarray, p: 
 
 
 def preempt_event_row(res, trace, steps: RowSteps, caps: tuple, base: tuple, bound: int,
-                      interval: float, horizon: float, last_event: float) -> dict:
+                      interval: float, horizon: float, last_event: float,
+                      departed: np.ndarray | None = None) -> dict:
     """``sweep_events.event_row`` of a run with preemption and node events
     (its arguments; ``res.why`` / ``res.victim`` per queue pod then per
     bound pod of the manifests, ``trace.table`` both's requests): the
     bound pods' leavings are in the run's log (not ``steps``' per-event
     totals), counted deleted / evicted by their ``why``, and the
-    preemptions as ``preempt_row`` counts them."""
+    preemptions as ``preempt_row`` counts them (``departed`` its)."""
     p = res.node.shape[0]
     why = np.asarray(res.why, np.int64)
     flat = RowSteps(steps.t, steps.cap_cpu, steps.cap_mem,
@@ -318,4 +350,4 @@ def preempt_event_row(res, trace, steps: RowSteps, caps: tuple, base: tuple, bou
     row["deleted"] += int((left == WHY_DELETED).sum())
     row["evicted"] += int((left == WHY_EVICTED).sum())
     row["running"] -= int((left != 0).sum())
-    return preempt_row(row, res, trace)
+    return preempt_row(row, res, trace, departed)

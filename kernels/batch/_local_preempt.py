@@ -59,7 +59,8 @@ Per pod (the queue's, then the manifests' bound pods, which are in
 ``may`` 1 when it may preempt (policy not Never, DefaultPreemption in the
 profile), ``krank`` its key's rank (the victim table's slot order),
 ``pstart`` its start time (ns, START_NOW none), ``preq`` / ``pnz`` its
-requests; ``out_victim`` 1 for a pod preempted.
+requests; ``out_victim`` the times a pod was preempted, ``vt`` its first
+eviction's time (NaN never).
 
 Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
 and ``cuda.jit(device=True)`` (``local_trace_cuda``; ``local_preempt_cuda``'s
@@ -68,6 +69,8 @@ block each pick) on top of ``_local_core``, ``_queue`` and ``_candidates``.
 """
 
 # ruff: noqa: F821
+
+import numpy as np
 
 # ``_queue``'s answers, slots and statuses (a compiled namespace holds functions only)
 Q_DONE = 0
@@ -103,14 +106,16 @@ TQ_N = 5
 INF = float("inf")
 
 
-def overlay(j, pj, sign, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used, mark,
-            touched):
+def overlay(j, pj, sign, nom, nlist, n_nom, pst, prio, pod_cls, c_request, c_nonzero, used,
+            nz_used, mark, touched):
     """The pods nominated to a node with priority >= ``pj`` (not pod
     ``j``, not bound or gone) counted on it (``sign`` 1) or taken off
-    again (-1).  Adding, the nodes touched go to ``touched`` (``mark`` [n]
-    set; returned: how many)."""
+    again (-1): the nominated pods ``nlist[:n_nom]`` walked, not every
+    pod.  Adding, the nodes touched go to ``touched`` (``mark`` [n] set;
+    returned: how many)."""
     nt = 0
-    for k in range(nom.shape[0]):
+    for t in range(n_nom):
+        k = nlist[t]
         i = nom[k]
         if i < 0 or k == j or pst[k] == P_BOUND or pst[k] == P_GONE or prio[k] < pj:
             continue
@@ -127,8 +132,8 @@ def overlay(j, pj, sign, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz
     return nt
 
 
-def overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request, c_nonzero,
-               c_anything, c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+def overlay_on(j, c, nom, nlist, n_nom, pst, prio, pod_cls, alloc, used, nz_used, c_request,
+               c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
                strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
                bal_kind, mark, touched, save_bits, save_raw):
     """Pod ``j``'s cycle with the nominated pods of priority >= its own
@@ -136,8 +141,8 @@ def overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request, c
     touched are saved (``save_bits`` [n], ``save_raw`` [n, S], in
     ``touched`` order) and recomputed.  Returns how many nodes;
     ``overlay_off`` undoes it after the cycle."""
-    nt = overlay(j, prio[j], 1, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used,
-                 mark, touched)
+    nt = overlay(j, prio[j], 1, nom, nlist, n_nom, pst, prio, pod_cls, c_request, c_nonzero,
+                 used, nz_used, mark, touched)
     for t in range(nt):
         ii = touched[t]
         save_bits[t] = reasons[c, ii]
@@ -149,12 +154,12 @@ def overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request, c
     return nt
 
 
-def overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
-                reasons, raw, mark, touched, save_bits, save_raw):
+def overlay_off(j, c, nt, nom, nlist, n_nom, pst, prio, pod_cls, used, nz_used, c_request,
+                c_nonzero, reasons, raw, mark, touched, save_bits, save_raw):
     """``overlay_on``'s ``nt`` nodes as they were before pod ``j``'s cycle:
     the nominated pods taken off again, class ``c``'s saved answers back."""
-    overlay(j, prio[j], -1, nom, pst, prio, pod_cls, c_request, c_nonzero, used, nz_used, mark,
-            touched)
+    overlay(j, prio[j], -1, nom, nlist, n_nom, pst, prio, pod_cls, c_request, c_nonzero, used,
+            nz_used, mark, touched)
     for t in range(nt):
         ii = touched[t]
         mark[ii] = 0
@@ -163,19 +168,41 @@ def overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_n
             raw[c, ii, s] = save_raw[t, s]
 
 
-def nominate(j, target, nom, prio):
+def nominate(j, target, nom, nlist, n_nom, prio):
     """Pod ``j`` nominated to node ``target`` (``nom`` [P] each pod's node,
-    -1 none): the pods nominated there with a lower priority lose their
-    nomination.  Returns the change in the number of nominations."""
-    moved = 0
-    for k in range(nom.shape[0]):
-        if nom[k] == target and k != j and prio[k] < prio[j]:
+    -1 none; ``nlist[:n_nom]`` the nominated pods, in no order): the pods
+    nominated there with a lower priority lose their nomination (the list
+    walked, not every pod).  Returns the number of nominations after."""
+    pj = prio[j]
+    t = n_nom - 1
+    while t >= 0:
+        k = nlist[t]
+        if nom[k] == target and k != j and prio[k] < pj:
+            # the list's last in its place (already walked, from the end)
             nom[k] = -1
-            moved -= 1
+            n_nom -= 1
+            nlist[t] = nlist[n_nom]
+        t -= 1
     if nom[j] < 0:
-        moved += 1
+        nlist[n_nom] = j
+        n_nom += 1
     nom[j] = target
-    return moved
+    return n_nom
+
+
+def nom_drop(k, nom, nlist, n_nom):
+    """Pod ``k``'s nomination ends (it binds, is deleted or its node is):
+    off ``nlist[:n_nom]`` (the list's last in its place).  Returns the
+    number of nominations after."""
+    if nom[k] < 0:
+        return n_nom
+    nom[k] = -1
+    for t in range(n_nom):
+        if nlist[t] == k:
+            nlist[t] = nlist[n_nom - 1]
+            return n_nom - 1
+    return n_nom
+
 
 def take_pod(i, k, sign, preq, used):
     """Pod ``k``'s requests (``preq[k]``) off node ``i`` (``sign`` -1) or
@@ -548,14 +575,17 @@ L_N = 5
 Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
 
 
-def preempt_start(n_q, out_victim, nom, mark, tq, gone, ls):
+def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, ls):
     """The preemption state before the loop (``ls`` [L_N] zeros but
-    ``L_EVERY``, set by the caller)."""
+    ``L_EVERY``, set by the caller; ``vt`` each pod's first eviction time,
+    NaN: not evicted yet)."""
     for j in range(n_q):
         nom[j] = -1
     for k in range(out_victim.shape[0]):
         out_victim[k] = 0
         gone[k] = 0
+    for k in range(vt.shape[0]):
+        vt[k] = np.nan
     for k in range(tq.shape[0]):
         tq[k] = 0
     for i in range(mark.shape[0]):
@@ -572,7 +602,7 @@ def attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignor
                  dep, dur, backoff0, backoff_max, max_unsched, seed_mix, out_node, out_bind, log_t,
                  log_pod, hi, hi_cnt, tkey, old_reasons, old_raw, dirty, qi, qf, pst, patt, pts,
                  aq, up, hk, hs, hp, dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz,
-                 bnode, pct, least, out_victim, nom, pot, head, nxt, cur, vout, stats, mark,
+                 bnode, pct, least, out_victim, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
                  touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag,
                  grace, vt, tqp, tqt, tq, gone, ls):
     """The loop's next step up to an attempt's pick: ``_queue``'s answer;
@@ -618,10 +648,11 @@ def attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignor
     if counted:
         # the nominated pods of priority >= j's use their nodes in this
         # cycle: class c's answers there recomputed, a scan
-        nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request,
-                        c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, static_bits,
-                        reasons, raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
-                        shape_score, bal_res, bal_kind, mark, touched, save_bits, save_raw)
+        nt = overlay_on(j, c, nom, nlist, ls[L_NNOM], pst, prio, pod_cls, alloc, used, nz_used,
+                        c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
+                        static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
+                        shape_util, shape_score, bal_res, bal_kind, mark, touched, save_bits,
+                        save_raw)
     ls[L_NT] = nt
     ls[L_COUNTED] = 1 if counted else 0
     return Q_ATTEMPTED
@@ -634,9 +665,9 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
                         seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey,
                         old_reasons, old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp,
                         dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz, bnode, pct,
-                        least, out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
-                        save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace,
-                        vt, tqp, tqt, tq, gone, ls):
+                        least, out_victim, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
+                        touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left,
+                        vflag, grace, vt, tqp, tqt, tq, gone, ls):
     """Pod ``j``'s attempt after its pick ``i`` (-1: it fits nowhere):
     PostFilter when it may preempt, the nominated overlay off, then the
     binding, the failure or the preemption (module doc)."""
@@ -656,17 +687,15 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
                                  out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind,
                                  pdb_val, pmatch, left, vflag)
     if ls[L_COUNTED] != 0:
-        overlay_off(j, c, ls[L_NT], nom, pst, prio, pod_cls, used, nz_used, c_request,
-                    c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
+        overlay_off(j, c, ls[L_NT], nom, nlist, ls[L_NNOM], pst, prio, pod_cls, used, nz_used,
+                    c_request, c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
     if i >= 0:
         shift_pod(i, c, True, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
                   c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
                   raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                   bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-        if nom[j] >= 0:
-            nom[j] = -1
-            ls[L_NNOM] -= 1
+        ls[L_NNOM] = nom_drop(j, nom, nlist, ls[L_NNOM])
         out_node[j] = i
         out_bind[j] = now
         ls[L_M] = log_change(ls[L_M], now, j, log_t, log_pod)
@@ -675,7 +704,7 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
         q_failed(j, qi, qf, pst, pts, up)
         return
     # nominated: lower-priority nominations to the node end
-    ls[L_NNOM] += nominate(j, target, nom, prio)
+    ls[L_NNOM] = nominate(j, target, nom, nlist, ls[L_NNOM], prio)
     if grace > 0.0:
         # the victims terminate on the node; no pod left, so the
         # preemptor goes to the unschedulable pool
@@ -685,6 +714,8 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     m = ls[L_M]
     for a in range(nv):
         v = vout[a]
+        if out_victim[v] == 0:
+            vt[v] = now
         out_victim[v] += 1
         evict_from(target, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero,
                    c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
@@ -710,8 +741,8 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                               tkey, old_reasons, old_raw, dirty,
                               qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
                               prio, may, krank, pstart, preq, pnz, bnode, pct, least,
-                              out_victim, nom, pot, head, nxt, cur, vout, stats, mark, touched,
-                              save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left,
+                              out_victim, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
+                              touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left,
                               vflag, grace, vt, tqp, tqt, tq, gone, ls):
     """``_local_trace.run_local_trace_cluster`` (its arguments first, the
     same outputs) with DefaultPreemption (module doc).  Pods k < P are the
@@ -723,15 +754,19 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
     minCandidateNodesPercentage / minCandidateNodesAbsolute; out:
     ``out_victim`` [P + B] how many times each pod was preempted (1; a
     pod terminating may be chosen again).  Scratch: ``nom`` [P]
-    (each pod's nominated node), ``pot``, ``head``, ``mark``, ``touched``
+    (each pod's nominated node), ``nlist`` [P] (the nominated pods, the
+    first ``ls[L_NNOM]``), ``pot``, ``head``, ``mark``, ``touched``
     [n], ``save_bits`` [n], ``save_raw`` [n, S], ``nxt``, ``cur``,
     ``vout`` [P + B], ``stats`` [8].  PodDisruptionBudgets: ``n_pdb`` of
     them, each ``pdb_kind`` / ``pdb_val`` [>= n_pdb] (how its
     disruptionsAllowed comes), ``pmatch`` [P + B, >= n_pdb] (module doc);
     scratch ``left`` [2, >= n_pdb], ``vflag`` [P + B].  ``grace``: the
     termination grace in seconds (0: the victims leave at once; above 0
-    they terminate first, the scratch ``vt`` [P + B] float64, ``tqp`` [P +
-    B], ``tqt`` [R] float64 and ``tq`` [TQ_N] zeros: the section above;
+    they terminate first, ``tqp`` [P + B], ``tqt`` [R] float64 and ``tq``
+    [TQ_N] zeros the section above's scratch); out: ``vt`` [P + B]
+    float64 each pod's first eviction's time (seconds, NaN never evicted:
+    with ``out_victim`` and the log it tells a victim that departed while
+    terminating, before ``vt + grace``, from one whose grace ended;
     ``tq[T_OVER]`` 1 after when ``tqt`` was too small); ``gone`` [P + B]
     scratch (a manifests' bound pod no longer there); ``ls`` [L_N]
     scratch (the loop's scalars: ``attempt_open`` / ``attempt_close``)."""
@@ -742,7 +777,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
     trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
-    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, ls)
+    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, vt, ls)
     ls[L_EVERY] = 1 if every else 0
     start = 0
     while True:
@@ -753,9 +788,9 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                             max_unsched, seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt,
                             tkey, old_reasons, old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk,
                             hs, hp, dk, ds, dp, rank, ak, prio, may, krank, pstart, preq, pnz,
-                            bnode, pct, least, out_victim, nom, pot, head, nxt, cur, vout, stats,
-                            mark, touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch,
-                            left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
+                            bnode, pct, least, out_victim, nom, nlist, pot, head, nxt, cur, vout,
+                            stats, mark, touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val,
+                            pmatch, left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
         if kind == Q_DONE:
             break
         if kind != Q_ATTEMPTED:
@@ -773,6 +808,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                       seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey, old_reasons,
                       old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank,
                       ak, prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, nom,
-                      pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw, n_pdb,
-                      pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
+                      nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+                      n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq,
+                      gone, ls)
     trace_end(ls[L_M], qf, patt, n_log, end, out_tries)

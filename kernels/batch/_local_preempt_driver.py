@@ -21,12 +21,13 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
                           duration, rank, backoff0, backoff_max, max_unsched, out_node,
                           out_bind, out_tries, log_t, log_pod, n_log, end, profile, n_fit,
                           n_shape, n_bal, vic_ptr, prio, may, krank, pstart, preq, pnz, bnode,
-                          pct, least, out_victim, n_pdb, pdb_kind, pdb_val, pmatch, grace,
-                          over):
+                          pct, least, out_victim, evicted_at, n_pdb, pdb_kind, pdb_val, pmatch,
+                          grace, over):
     """``run_local_trace_all`` with preemption: cluster b's queue pods then
     its manifests' bound pods are rows ``vic_ptr[b]:vic_ptr[b+1]`` of
     ``prio``, ``may``, ``krank``, ``pstart``, ``preq`` [., R], ``pnz``
-    [., 2] and ``out_victim``; its bound pods' local nodes ``bnode``
+    [., 2], ``out_victim`` and ``evicted_at`` (float64 out: each pod's
+    first eviction's time, NaN never); its bound pods' local nodes ``bnode``
     ``vic_ptr[b] - pod_ptr[b]`` onwards; per cluster ``pct`` / ``least``
     (DefaultPreemption's arguments of its profile); its log rows
     ``pod_ptr[b] + vic_ptr[b]`` onwards (two per queue pod, one per bound
@@ -82,13 +83,14 @@ def run_local_preempt_all(alloc, used0, nz0, c_request, c_nonzero, c_anything, c
             np.empty(e, np.int64), rank[p0:p1], np.empty(r_heap, np.int64),
             prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1], pnz[v0:v1],
             bnode[b0:b1], pct[b], least[b], out_victim[v0:v1], np.empty(e1, np.int64),
-            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(w1, np.int64),
-            np.empty(w1, np.int64), np.empty(w1, np.int64), np.empty(8, np.int64),
+            np.empty(e1, np.int64), np.empty(m, np.int64), np.empty(m, np.int64),
+            np.empty(w1, np.int64), np.empty(w1, np.int64), np.empty(w1, np.int64),
+            np.empty(8, np.int64),
             np.empty(m, np.int64),
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64),
             n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
             np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64), grace,
-            np.empty(w1, np.float64), np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq,
+            evicted_at[v0:v1], np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq,
             np.empty(w1, np.int64), np.zeros(8, np.int64))
         over[b] = tq[4]
         for k in range(e):

@@ -31,7 +31,10 @@ With preemption (bound pods of its own), what neither form does alone:
 
 Plain Python on scalars and arrays, compiled with ``njit``
 (``local_preempt_events``) and ``cuda.jit(device=True)``
-(``local_preempt_events_cuda``: thread 0 of a block per cluster) on top of
+(``local_preempt_events_cuda``: a block per cluster, thread 0 running the
+loop's steps, ``events_start`` / ``events_open`` / ``events_close``, the
+block each attempt's pick over the live rows; ``local_trace_cuda``'s form
+without preemption: the whole cluster function on thread 0) on top of
 ``_local_preempt`` (and so ``_local_trace``, ``_queue``, ``_local_core``).
 """
 
@@ -154,6 +157,335 @@ def empty_node(i, what, n_bound, left, left_nz, now, n_q, korder, pst, pod_cls, 
     return m, gone
 
 
+# el slots: the cluster loop's scalars between its steps (``events_start``,
+# ``events_open``, the pick over the live rows, ``events_close``: the CPU
+# twin's loop, and the CUDA form's, whose block picks while thread 0 runs
+# the steps)
+EL_M = 0            # log rows used
+EL_NNOM = 1         # nominations outstanding
+EL_NV = 2           # live nodes (``positions[:nv]``)
+EL_TO_FIND = 3      # the nodes to find (the last node event's ``ev_find``)
+EL_START = 4        # the next cycle's start (a position among the live nodes)
+EL_NOWHERE = 5      # 1: a pod failed where no node was (arrivals move such pods)
+EL_NT = 6           # the nodes this attempt's nominated overlay touched
+EL_COUNTED = 7      # 1: this attempt counts the nominated pods
+EL_N = 8
+Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
+
+
+def events_start(
+        alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+        c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+        fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+        backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+        out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+        positions, total_scratch, ties_scratch, hi_scratch,
+        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
+        valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+        ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+        prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
+    """The run's state before the loop: every node's answers, the outputs
+    and the preemption state cleared, the queue empty; ``ls`` [EL_N] the
+    loop's scalars (the arguments: ``run_local_preempt_events_cluster``'s)."""
+    n = alloc.shape[0]
+    n_q = pod_cls.shape[0]
+    for i in range(n):
+        mark[i] = 0
+        refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    for j in range(n_q):
+        out_node[j] = -1
+        out_bind[j] = np.nan
+        pmask[j] = 0
+        nom[j] = -1
+    for k in range(out_victim.shape[0]):
+        out_victim[k] = 0
+    for k in range(vt.shape[0]):
+        vt[k] = np.nan
+    for k in range(out_why.shape[0]):
+        out_why[k] = 0
+    for k in range(bgone.shape[0]):
+        bgone[k] = B_HERE
+    for k in range(tq.shape[0]):
+        tq[k] = 0
+    q_init(qi, qf, pst, patt, pts)
+    for k in range(ls.shape[0]):
+        ls[k] = 0
+    ls[EL_NV] = live_rows(valid, positions)
+    ls[EL_TO_FIND] = num_to_find
+
+
+def events_open(
+        alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+        c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+        fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+        backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+        out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+        positions, total_scratch, ties_scratch, hi_scratch,
+        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
+        valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+        ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+        prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
+    """The loop's next step up to an attempt's pick: ``_queue``'s answer
+    (``q_next_steps_due``); a termination (``Q_TERMINATE``), a node event
+    (``Q_NODE``) or a departure done here; an attempt (``Q_ATTEMPTED``, pod
+    ``qi[Q_POD]``) with the nominated pods of priority >= its own counted
+    on their nodes (``ls[EL_COUNTED]``, ``ls[EL_NT]``)."""
+    kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE, ls[EL_NOWHERE], backoff0,
+                            backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk,
+                            hs, hp, dk, ds, dp, rank, ak, pmask, deadline_next(tqt, tq))
+    if kind == Q_DONE:
+        return kind
+    n_q = pod_cls.shape[0]
+    now = qf[Q_NOW]
+    if kind == Q_TERMINATE:
+        v = pop_terminated(now, grace, pst, bgone, vt, tqp, tqt, tq)
+        if v < 0:
+            return kind
+        # its grace over (still on its node): Pod/Delete
+        i = out_node[v] if v < n_q else bnode[v - n_q]
+        take_off(i, v, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
+        refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+        ls[EL_M] = log_change(ls[EL_M], now, -1 - v, log_t, log_pod)
+        move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                   hk, hs, hp, rank, ak, pmask)
+        return kind
+    if kind == Q_NODE:
+        node_event(qi[Q_POD], now, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                   c_ignored, c_fit_filter, c_active, static_bits, reasons, raw, strategy,
+                   fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind,
+                   pod_cls, backoff0, backoff_max, out_node, out_why, log_t, log_pod,
+                   positions, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pmask, valid,
+                   rej, korder, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
+                   u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej, preq, pnz,
+                   bnode, bgone, nom, nlist, ls)
+        return kind
+    j = qi[Q_POD]
+    c = pod_cls[j]
+    if kind == Q_DEPART:
+        release_from(out_node[j], c, alloc, used, nz_used, c_request, c_nonzero,
+                     c_anything, c_ignored, c_fit_filter, c_active, static_bits, reasons,
+                     raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
+                     shape_score, bal_res, bal_kind)
+        ls[EL_M] = log_change(ls[EL_M], now, -1 - j, log_t, log_pod)
+        return kind
+    nt = 0
+    counted = ls[EL_NV] > 0 and ls[EL_NNOM] > 0
+    if counted:
+        # the nominated pods of priority >= j's use their nodes in this
+        # cycle (its scan, its rejectors, its PostFilter)
+        nt = overlay_on(j, c, nom, nlist, ls[EL_NNOM], pst, prio, pod_cls, alloc, used,
+                        nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                        c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+                        fit_weights, shape_util, shape_score, bal_res, bal_kind, mark,
+                        touched, save_bits, save_raw)
+    ls[EL_NT] = nt
+    ls[EL_COUNTED] = 1 if counted else 0
+    return Q_ATTEMPTED
+
+
+def node_event(e, now, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+               c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+               fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, backoff0,
+               backoff_max, out_node, out_why, log_t, log_pod, positions, qi, pst, patt, pts,
+               aq, up, hk, hs, hp, rank, ak, pmask, valid, rej, korder, ev_kind, ev_node, ev_x,
+               ev_find, ev_bound, ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits,
+               u_static_raw, u_rej, preq, pnz, bnode, bgone, nom, nlist, ls):
+    """Node event ``e`` at ``now`` (``run_local_preempt_events_cluster``'s
+    doc): the node's answers, its pods, the live rows (``ls[EL_NV]``), the
+    nominations, the log and the pool's moves; then the nodes to find
+    (``ls[EL_TO_FIND]``)."""
+    n_q = pod_cls.shape[0]
+    i = ev_node[e]
+    x = ev_x[e]
+    what = ev_kind[e]
+    if what == EV_ADD or what == EV_UPDATE:
+        if what == EV_ADD:
+            for r in range(alloc.shape[1]):
+                alloc[i, r] = u_alloc[x, r]
+                used[i, r] = u_used0[x, r]
+            nz_used[i, 0] = u_nz0[x, 0]
+            nz_used[i, 1] = u_nz0[x, 1]
+            valid[i] = True
+            ls[EL_NV] = live_rows(valid, positions)
+        restatic(i, x, u_static_bits, u_static_raw, u_rej, static_bits, raw, rej)
+        refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                     c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                     strategy, fit_res, fit_kind, fit_weights, shape_util,
+                     shape_score, bal_res, bal_kind)
+        move_where(I_NODE_ADD if what == EV_ADD else I_NODE_UPDATE, now, backoff0,
+                   backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
+                   pmask)
+    elif what == EV_KEEP:
+        jj = ev_bound[e]
+        if jj < n_q:
+            if pst[jj] == P_BOUND and out_node[jj] == i:
+                pst[jj] = P_KEPT
+        elif bgone[jj] == B_HERE and bnode[jj - n_q] == i:
+            bgone[jj] = B_KEPT
+    elif what == EV_POD_DELETE:
+        jj = ev_bound[e]
+        freed = -1
+        if jj < 0:
+            # a manifests' bound pod in the node's totals: its
+            # requests ``ev_used[e]`` leave node i
+            for r in range(used.shape[1]):
+                used[i, r] -= ev_used[e, r]
+            nz_used[i, 0] -= ev_nz[e, 0]
+            nz_used[i, 1] -= ev_nz[e, 1]
+            freed = i
+        elif jj >= n_q:
+            if bgone[jj] == B_HERE:
+                freed = bnode[jj - n_q]
+                bgone[jj] = B_GONE
+        elif pst[jj] == P_BOUND:
+            freed = out_node[jj]
+            pst[jj] = P_GONE
+        elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
+            # pending: it leaves the queue, and its nomination ends
+            pst[jj] = P_GONE
+            out_why[jj] = WHY_DELETED
+            ls[EL_NNOM] = nom_drop(jj, nom, nlist, ls[EL_NNOM])
+        if freed >= 0:
+            if jj >= 0:
+                take_off(freed, jj, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used,
+                         nz_used)
+                out_why[jj] = WHY_DELETED
+                ls[EL_M] = log_change(ls[EL_M], now, -1 - jj, log_t, log_pod)
+            refresh_node(freed, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                         strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                         bal_res, bal_kind)
+            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                       aq, up, hk, hs, hp, rank, ak, pmask)
+    else:
+        m, gone = empty_node(i, what, ev_bound[e], ev_used[e], ev_nz[e], now, n_q, korder,
+                             pst, pod_cls, c_request, c_nonzero, out_node, out_why, bnode,
+                             bgone, preq, pnz, used, nz_used, ls[EL_M], log_t, log_pod)
+        ls[EL_M] = m
+        if what == EV_DELETE:
+            valid[i] = False
+            ls[EL_NV] = live_rows(valid, positions)
+            # the nominator forgets the nominations to a deleted node (the
+            # list walked from its end: a dropped one's place takes the last)
+            t = ls[EL_NNOM] - 1
+            while t >= 0:
+                k = nlist[t]
+                if nom[k] == i:
+                    ls[EL_NNOM] = nom_drop(k, nom, nlist, ls[EL_NNOM])
+                t -= 1
+        else:
+            refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                         c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
+                         strategy, fit_res, fit_kind, fit_weights, shape_util,
+                         shape_score, bal_res, bal_kind)
+        if gone > 0:
+            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                       aq, up, hk, hs, hp, rank, ak, pmask)
+        if what == EV_DELETE:
+            move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
+                       aq, up, hk, hs, hp, rank, ak, pmask)
+    ls[EL_TO_FIND] = ev_find[e]
+
+
+def events_close(
+        j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+        c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+        fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+        backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+        out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+        positions, total_scratch, ties_scratch, hi_scratch,
+        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
+        valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+        ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+        prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
+    """Pod ``j``'s attempt after its pick ``i`` over the live rows (-1:
+    it fits nowhere): the failure's rejectors and PostFilter (the
+    nominated pods still counted), the overlay off, then the binding, the
+    failure or the preemption (module doc)."""
+    n = alloc.shape[0]
+    n_q = pod_cls.shape[0]
+    c = pod_cls[j]
+    now = qf[Q_NOW]
+    nv = ls[EL_NV]
+    target = -1
+    n_vic = 0
+    mask = 0
+    if i < 0:
+        mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
+        if may.shape[0] > 0 and may[j] != 0 and not (
+                grace > 0.0 and nom[j] >= 0
+                and terminating_on(j, nom[j], prio, pst, out_node, bnode, bgone,
+                                   out_victim)):
+            mm = live_potential(c, nv, positions, static_bits, pot)
+            target, n_vic = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
+                                       alloc, used, c_request, c_anything, c_ignored,
+                                       c_fit_filter, preq, prio, pstart, krank, pst,
+                                       out_node, bnode, bgone, out_victim, pot, head, nxt,
+                                       cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+                                       left, vflag)
+    if ls[EL_COUNTED] != 0:
+        overlay_off(j, c, ls[EL_NT], nom, nlist, ls[EL_NNOM], pst, prio, pod_cls, used,
+                    nz_used, c_request, c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
+    if i >= 0:
+        place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+        ls[EL_NNOM] = nom_drop(j, nom, nlist, ls[EL_NNOM])
+        out_node[j] = i
+        out_bind[j] = now
+        ls[EL_M] = log_change(ls[EL_M], now, j, log_t, log_pod)
+        return
+    if target < 0:
+        if mask == 0:
+            ls[EL_NOWHERE] = 1
+        q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
+        return
+    # nominated: lower-priority nominations to the node end
+    ls[EL_NNOM] = nominate(j, target, nom, nlist, ls[EL_NNOM], prio)
+    if grace > 0.0:
+        # the victims terminate on the node; no pod left, so the
+        # preemptor goes to the unschedulable pool with its rejectors
+        terminate_victims(now, grace, n_vic, vout, out_victim, vt, tqp, tqt, tq)
+        if mask == 0:
+            ls[EL_NOWHERE] = 1
+        q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
+        return
+    m = ls[EL_M]
+    for a in range(n_vic):
+        v = vout[a]
+        if out_victim[v] == 0:
+            vt[v] = now
+        out_victim[v] += 1
+        if v < n_q:
+            pst[v] = P_GONE
+        else:
+            bgone[v] = B_GONE
+        take_off(target, v, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
+        m = log_change(m, now, -1 - v, log_t, log_pod)
+    ls[EL_M] = m
+    refresh_node(target, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+                 c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
+                 fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
+    # the victims' deletion (Pod/Delete) moved the pool during the
+    # cycle: the preemptor goes back as a pod with a move request
+    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk,
+               hs, hp, rank, ak, pmask)
+    pmask[j] = mask
+    pts[j] = now
+    move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+
+
 def run_local_preempt_events_cluster(
         alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
         c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
@@ -165,8 +497,8 @@ def run_local_preempt_events_cluster(
         valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
         ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
         prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-        nom, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
-        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq):
+        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
     """``_local_trace.run_local_trace_cluster`` with timed node events,
     every cycle a scan of the live nodes (``pick_live``), and
     DefaultPreemption (module doc).  The n local nodes are the rows the
@@ -201,239 +533,66 @@ def run_local_preempt_events_cluster(
 
     The preemption arrays as ``_local_preempt.run_local_preempt_cluster``
     takes them (``bnode`` local rows at the start; ``may`` empty: no
-    preemption); ``bgone`` [P + B] scratch (a bound pod's ``B_*``
-    state); ``grace`` and its scratch ``vt``, ``tqp``, ``tqt``, ``tq`` as
+    preemption; ``nlist`` [P] the nominated pods, the first
+    ``ls[EL_NNOM]``); ``bgone`` [P + B] scratch (a bound pod's ``B_*``
+    state); ``grace``, ``vt`` (out: each pod's first eviction's time, NaN
+    never) and the scratch ``tqp``, ``tqt``, ``tq`` as
     ``run_local_preempt_cluster`` takes them: above 0 a victim terminates
     on its node until its first eviction + ``grace`` unless a drain, its
-    node's deletion, a Pod delete or its departure takes it first."""
-    n = alloc.shape[0]
-    n_q = pod_cls.shape[0]
-    nv = live_rows(valid, positions)
-    for i in range(n):
-        mark[i] = 0
-        refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-    for j in range(n_q):
-        out_node[j] = -1
-        out_bind[j] = np.nan
-        pmask[j] = 0
-        nom[j] = -1
-    for k in range(out_victim.shape[0]):
-        out_victim[k] = 0
-    for k in range(out_why.shape[0]):
-        out_why[k] = 0
-    for k in range(bgone.shape[0]):
-        bgone[k] = B_HERE
-    for k in range(tq.shape[0]):
-        tq[k] = 0
-    q_init(qi, qf, pst, patt, pts)
-    to_find = num_to_find
-    start = 0
-    m = 0
-    n_nom = 0
-    nowhere = 0         # a pod failed where no node was: arrivals move such pods
+    node's deletion, a Pod delete or its departure takes it first.  ``ls``
+    [EL_N] scratch: the loop's scalars between its steps (``events_open``,
+    the pick, ``events_close``)."""
+    events_start(
+            alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+            c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+            fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+            backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+            out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+            positions, total_scratch, ties_scratch, hi_scratch,
+            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
+            valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+            ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+            prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
+            nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+            n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls)
     while True:
-        kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE, nowhere, backoff0,
-                                backoff_max, max_unsched, qi, qf, pst, patt, pts, aq, up, hk,
-                                hs, hp, dk, ds, dp, rank, ak, pmask, deadline_next(tqt, tq))
+        kind = events_open(
+            alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+            c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+            fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+            backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+            out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+            positions, total_scratch, ties_scratch, hi_scratch,
+            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
+            valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+            ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+            prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
+            nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+            n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls)
         if kind == Q_DONE:
             break
-        now = qf[Q_NOW]
-        if kind == Q_TERMINATE:
-            v = pop_terminated(now, grace, pst, bgone, vt, tqp, tqt, tq)
-            if v < 0:
-                continue
-            # its grace over (still on its node): Pod/Delete
-            i = out_node[v] if v < n_q else bnode[v - n_q]
-            take_off(i, v, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
-            refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                         c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                         fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-            m = log_change(m, now, -1 - v, log_t, log_pod)
-            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
-                       hk, hs, hp, rank, ak, pmask)
-            continue
-        if kind == Q_NODE:
-            e = qi[Q_POD]
-            i = ev_node[e]
-            x = ev_x[e]
-            what = ev_kind[e]
-            if what == EV_ADD or what == EV_UPDATE:
-                if what == EV_ADD:
-                    for r in range(alloc.shape[1]):
-                        alloc[i, r] = u_alloc[x, r]
-                        used[i, r] = u_used0[x, r]
-                    nz_used[i, 0] = u_nz0[x, 0]
-                    nz_used[i, 1] = u_nz0[x, 1]
-                    valid[i] = True
-                    nv = live_rows(valid, positions)
-                restatic(i, x, u_static_bits, u_static_raw, u_rej, static_bits, raw, rej)
-                refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                             c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                             strategy, fit_res, fit_kind, fit_weights, shape_util,
-                             shape_score, bal_res, bal_kind)
-                move_where(I_NODE_ADD if what == EV_ADD else I_NODE_UPDATE, now, backoff0,
-                           backoff_max, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
-                           pmask)
-            elif what == EV_KEEP:
-                jj = ev_bound[e]
-                if jj < n_q:
-                    if pst[jj] == P_BOUND and out_node[jj] == i:
-                        pst[jj] = P_KEPT
-                elif bgone[jj] == B_HERE and bnode[jj - n_q] == i:
-                    bgone[jj] = B_KEPT
-            elif what == EV_POD_DELETE:
-                jj = ev_bound[e]
-                freed = -1
-                if jj < 0:
-                    # a manifests' bound pod in the node's totals: its
-                    # requests ``ev_used[e]`` leave node i
-                    for r in range(used.shape[1]):
-                        used[i, r] -= ev_used[e, r]
-                    nz_used[i, 0] -= ev_nz[e, 0]
-                    nz_used[i, 1] -= ev_nz[e, 1]
-                    freed = i
-                elif jj >= n_q:
-                    if bgone[jj] == B_HERE:
-                        freed = bnode[jj - n_q]
-                        bgone[jj] = B_GONE
-                elif pst[jj] == P_BOUND:
-                    freed = out_node[jj]
-                    pst[jj] = P_GONE
-                elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
-                    # pending: it leaves the queue, and its nomination ends
-                    pst[jj] = P_GONE
-                    out_why[jj] = WHY_DELETED
-                    if nom[jj] >= 0:
-                        nom[jj] = -1
-                        n_nom -= 1
-                if freed >= 0:
-                    if jj >= 0:
-                        take_off(freed, jj, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used,
-                                 nz_used)
-                        out_why[jj] = WHY_DELETED
-                        m = log_change(m, now, -1 - jj, log_t, log_pod)
-                    refresh_node(freed, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
-                                 shape_score, bal_res, bal_kind)
-                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-            else:
-                m, gone = empty_node(i, what, ev_bound[e], ev_used[e], ev_nz[e], now, n_q, korder, pst,
-                                     pod_cls, c_request, c_nonzero, out_node, out_why, bnode,
-                                     bgone, preq, pnz, used, nz_used, m, log_t, log_pod)
-                if what == EV_DELETE:
-                    valid[i] = False
-                    nv = live_rows(valid, positions)
-                    # the nominator forgets the nominations to a deleted node
-                    for k in range(n_q):
-                        if nom[k] == i:
-                            nom[k] = -1
-                            n_nom -= 1
-                else:
-                    refresh_node(i, alloc, used, nz_used, c_request, c_nonzero, c_anything,
-                                 c_ignored, c_fit_filter, c_active, static_bits, reasons, raw,
-                                 strategy, fit_res, fit_kind, fit_weights, shape_util,
-                                 shape_score, bal_res, bal_kind)
-                if gone > 0:
-                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-                if what == EV_DELETE:
-                    move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-            to_find = ev_find[e]
+        if kind != Q_ATTEMPTED:
             continue
         j = qi[Q_POD]
-        c = pod_cls[j]
-        if kind == Q_DEPART:
-            release_from(out_node[j], c, alloc, used, nz_used, c_request, c_nonzero,
-                         c_anything, c_ignored, c_fit_filter, c_active, static_bits, reasons,
-                         raw, strategy, fit_res, fit_kind, fit_weights, shape_util,
-                         shape_score, bal_res, bal_kind)
-            m = log_change(m, now, -1 - j, log_t, log_pod)
-            continue
         i = -1
-        nt = 0
-        counted = nv > 0 and n_nom > 0
-        if counted:
-            # the nominated pods of priority >= j's use their nodes in this
-            # cycle (its scan, its rejectors, its PostFilter)
-            nt = overlay_on(j, c, nom, pst, prio, pod_cls, alloc, used, nz_used, c_request,
-                            c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
-                            static_bits, reasons, raw, strategy, fit_res, fit_kind,
-                            fit_weights, shape_util, shape_score, bal_res, bal_kind, mark,
-                            touched, save_bits, save_raw)
+        nv = ls[EL_NV]
         if nv > 0:
-            s0 = start % nv
-            i, processed = pick_live(c, nv, s0, reasons, raw, c_active, c_norm, c_weights,
-                                     to_find, seed_mix, used, positions, total_scratch,
-                                     ties_scratch, hi_scratch)
-            start = (start + processed) % nv
-        target = -1
-        n_vic = 0
-        mask = 0
-        if i < 0:
-            mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
-            if may.shape[0] > 0 and may[j] != 0 and not (
-                    grace > 0.0 and nom[j] >= 0
-                    and terminating_on(j, nom[j], prio, pst, out_node, bnode, bgone,
-                                       out_victim)):
-                mm = live_potential(c, nv, positions, static_bits, pot)
-                target, n_vic = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
-                                           alloc, used, c_request, c_anything, c_ignored,
-                                           c_fit_filter, preq, prio, pstart, krank, pst,
-                                           out_node, bnode, bgone, out_victim, pot, head, nxt,
-                                           cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
-                                           left, vflag)
-        if counted:
-            overlay_off(j, c, nt, nom, pst, prio, pod_cls, used, nz_used, c_request, c_nonzero,
-                        reasons, raw, mark, touched, save_bits, save_raw)
-        if i >= 0:
-            place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-            if nom[j] >= 0:
-                nom[j] = -1
-                n_nom -= 1
-            out_node[j] = i
-            out_bind[j] = now
-            m = log_change(m, now, j, log_t, log_pod)
-            continue
-        if target < 0:
-            if mask == 0:
-                nowhere = 1
-            q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
-            continue
-        # nominated: lower-priority nominations to the node end
-        n_nom += nominate(j, target, nom, prio)
-        if grace > 0.0:
-            # the victims terminate on the node; no pod left, so the
-            # preemptor goes to the unschedulable pool with its rejectors
-            terminate_victims(now, grace, n_vic, vout, out_victim, vt, tqp, tqt, tq)
-            if mask == 0:
-                nowhere = 1
-            q_failed_mask(j, mask, qi, qf, pst, pts, up, pmask)
-            continue
-        for a in range(n_vic):
-            v = vout[a]
-            out_victim[v] += 1
-            if v < n_q:
-                pst[v] = P_GONE
-            else:
-                bgone[v] = B_GONE
-            take_off(target, v, n_q, pod_cls, c_request, c_nonzero, preq, pnz, used, nz_used)
-            m = log_change(m, now, -1 - v, log_t, log_pod)
-        refresh_node(target, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
-                     c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
-                     fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-        # the victims' deletion (Pod/Delete) moved the pool during the
-        # cycle: the preemptor goes back as a pod with a move request
-        move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk,
-                   hs, hp, rank, ak, pmask)
-        pmask[j] = mask
-        pts[j] = now
-        move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
-    trace_end(m, qf, patt, n_log, end, out_tries)
+            s0 = ls[EL_START] % nv
+            i, processed = pick_live(pod_cls[j], nv, s0, reasons, raw, c_active, c_norm,
+                                     c_weights, ls[EL_TO_FIND], seed_mix, used, positions,
+                                     total_scratch, ties_scratch, hi_scratch)
+            ls[EL_START] = (ls[EL_START] + processed) % nv
+        events_close(
+            j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+            c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
+            fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
+            backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+            out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
+            positions, total_scratch, ties_scratch, hi_scratch,
+            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
+            valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
+            ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
+            prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
+            nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+            n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls)
+    trace_end(ls[EL_M], qf, patt, n_log, end, out_tries)

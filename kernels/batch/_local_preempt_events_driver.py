@@ -12,6 +12,7 @@ from numba import prange
 N_SLOTS = 6     # _local_core.N_SLOTS (a compiled namespace holds functions only)
 QI_EV_N = 15    # _queue.QI_EV_N
 TQ_N = 5        # _local_preempt.TQ_N, T_OVER its slot 4
+EL_N = 8        # _local_preempt_events.EL_N
 
 
 def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything,
@@ -26,10 +27,11 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
                                  ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz,
                                  vic_ptr, prio,
                                  may, krank, pstart, preq, pnz, bnode, pct, least, out_victim,
-                                 n_pdb, pdb_kind, pdb_val, pmatch, grace=0.0):
+                                 evicted_at, n_pdb, pdb_kind, pdb_val, pmatch, grace=0.0):
     """``run_local_preempt_events_cluster`` for every cluster b: its nodes
     and events as ``local_events.run_local_events`` passes them (its
-    preemption arrays empty), its pods' preemption rows (and ``out_why``, ``out_victim``)
+    preemption arrays empty), its pods' preemption rows (and ``out_why``, ``out_victim``,
+    ``evicted_at``: float64, each pod's first eviction's time, NaN never)
     ``vic_ptr[b]:vic_ptr[b+1]`` and the rest as ``_local_preempt_driver.
     run_local_preempt_all``; its log rows ``pod_ptr[b] + vic_ptr[b]``
     onwards (two per queue pod, one per bound pod); ``out_node`` local
@@ -88,12 +90,14 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
             static_raw, u_rej,
             prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1], preq[v0:v1], pnz[v0:v1],
             bnode[v0 - p0:v1 - p1], pct[b], least[b], out_victim[v0:v1],
-            np.empty(w1, np.int64), np.empty(q1, np.int64), np.empty(m, np.int64),
+            np.empty(w1, np.int64), np.empty(q1, np.int64), np.empty(q1, np.int64),
+            np.empty(m, np.int64),
             np.empty(m, np.int64), np.empty(w1, np.int64), np.empty(w1, np.int64),
             np.empty(w1, np.int64), np.empty(8, np.int64), np.empty(m, np.int64),
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, N_SLOTS), np.int64),
             n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1],
             np.empty((2, pmatch.shape[1]), np.int64), np.empty(w1, np.int64), grace,
-            np.empty(w1, np.float64), np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq)
+            evicted_at[v0:v1], np.empty(w1, np.int64), np.empty(2 * w1, np.float64), tq,
+            np.zeros(EL_N, np.int64))
         over += tq[4]
     return over

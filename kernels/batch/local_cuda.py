@@ -89,21 +89,27 @@ def _kth_feasible(k, limit, flags, buf, sh):
 
 
 @cuda.jit(device=True)
-def block_pick(c, n, start, to_find, smix, used, reasons, raw, c_active, c_norm, c_weights,
-               flags, hi, buf, sh):
-    """One attempt of a pod of class ``c`` on the cluster's n > 0 nodes
-    from ``start``, every thread of the block together: (the local node it
-    takes or -1, the positions processed); the scan window, normalization,
-    weighted totals and the seeded tie rule (``used`` [n, R]: the pods
-    column ranks the nodes) as the module doc says.  Every thread gets the
-    answer."""
+def _row_at(j, start, n, rows, by_rows):
+    """Position ``j``'s node: (``start`` + j) mod n, or that entry of
+    ``rows`` (``by_rows``)."""
+    i = start + j
+    if i >= n:
+        i -= n
+    if by_rows:
+        return rows[i]
+    return i
+
+
+@cuda.jit(device=True)
+def _pick(c, n, start, rows, by_rows, to_find, smix, used, reasons, raw, c_active, c_norm,
+          c_weights, flags, hi, buf, sh):
+    """``block_pick`` over positions 0..n-1 from ``start``, each position's
+    node ``_row_at``'s."""
     tid = cuda.threadIdx.x
     processed = n
     if to_find < n:
         for j in range(tid, n, THREADS):
-            i = start + j
-            if i >= n:
-                i -= n
+            i = _row_at(j, start, n, rows, by_rows)
             flags[j] = 1 if reasons[c, i] == 0 else 0
         cuda.syncthreads()
         last = _kth_feasible(to_find - 1, n, flags, buf, sh)
@@ -115,9 +121,7 @@ def block_pick(c, n, start, to_find, smix, used, reasons, raw, c_active, c_norm,
             lo = int64(BIG)
             m = int64(-BIG)
             for j in range(tid, processed, THREADS):
-                i = start + j
-                if i >= n:
-                    i -= n
+                i = _row_at(j, start, n, rows, by_rows)
                 if reasons[c, i] == 0:
                     lo = min(lo, raw[c, i, s])
                     m = max(m, raw[c, i, s])
@@ -128,9 +132,7 @@ def block_pick(c, n, start, to_find, smix, used, reasons, raw, c_active, c_norm,
         elif c_active[c, s] and c_norm[c, s] != 0:
             m = int64(0)
             for j in range(tid, processed, THREADS):
-                i = start + j
-                if i >= n:
-                    i -= n
+                i = _row_at(j, start, n, rows, by_rows)
                 if reasons[c, i] == 0 and raw[c, i, s] > m:
                     m = raw[c, i, s]
             m, _cnt, _first = block_top(m, int64(0), int64(0), buf, sh)
@@ -140,9 +142,7 @@ def block_pick(c, n, start, to_find, smix, used, reasons, raw, c_active, c_norm,
     best = NEG
     low = BIG
     for j in range(tid, processed, THREADS):
-        i = start + j
-        if i >= n:
-            i -= n
+        i = _row_at(j, start, n, rows, by_rows)
         if reasons[c, i] == 0:
             t = int64(0)
             for s in range(N_SLOTS):
@@ -157,6 +157,32 @@ def block_pick(c, n, start, to_find, smix, used, reasons, raw, c_active, c_norm,
     if best == NEG:
         return -1, processed
     return low, processed
+
+
+@cuda.jit(device=True)
+def block_pick(c, n, start, to_find, smix, used, reasons, raw, c_active, c_norm, c_weights,
+               flags, hi, buf, sh):
+    """One attempt of a pod of class ``c`` on the cluster's n > 0 nodes
+    from ``start``, every thread of the block together: (the local node it
+    takes or -1, the positions processed); the scan window, normalization,
+    weighted totals and the seeded tie rule (``used`` [n, R]: the pods
+    column ranks the nodes) as the module doc says.  Every thread gets the
+    answer."""
+    # (``flags`` stands in for the unread row list)
+    return _pick(c, n, start, flags, False, to_find, smix, used, reasons, raw, c_active,
+                 c_norm, c_weights, flags, hi, buf, sh)
+
+
+@cuda.jit(device=True)
+def block_pick_rows(c, nv, start, rows, to_find, smix, used, reasons, raw, c_active, c_norm,
+                    c_weights, flags, hi, buf, sh):
+    """``block_pick`` over the ``nv`` > 0 nodes ``rows[:nv]`` (local rows,
+    increasing: the live ones) from position ``start``: position j is row
+    ``rows[(start + j) mod nv]``, the tie rule on the rows themselves (the
+    twin's ``_local_trace.pick_live``).  (the row it takes or -1, the
+    positions processed); every thread gets the answer."""
+    return _pick(c, nv, start, rows, True, to_find, smix, used, reasons, raw, c_active,
+                 c_norm, c_weights, flags, hi, buf, sh)
 
 
 @cuda.jit
@@ -349,4 +375,4 @@ def run_local_batch_cuda(a: LocalBatch, memory_fraction: float = 0.5,
     return out
 
 
-__all__ = ["run_local_batch_cuda", "cluster_bytes", "THREADS"]
+__all__ = ["run_local_batch_cuda", "block_pick", "block_pick_rows", "cluster_bytes", "THREADS"]

@@ -177,7 +177,7 @@ def run_local_events(ev: LocalEvents, threads: int | None = None) -> tuple[Trace
             i64(ev.ev_find), i64(ev.ev_bound), i64(ev.ev_used), i64(ev.ev_nz),
             i64(a.pod_ptr), none, none, none, none, np.zeros((0, 1), np.int64),
             np.zeros((0, 2), np.int64), none, np.zeros(b, np.int64), np.zeros(b, np.int64),
-            none, np.zeros(b, np.int64), np.zeros((b, 1), np.int64),
+            none, np.zeros(0, np.float64), np.zeros(b, np.int64), np.zeros((b, 1), np.int64),
             np.zeros((b, 1), np.int64), np.zeros((0, 1), np.int64))
     return out, why
 

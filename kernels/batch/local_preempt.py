@@ -169,31 +169,34 @@ def check_terminating(over: np.ndarray) -> None:
 
 
 def run_local_preempt(p: LocalPreempt, threads: int | None = None
-                      ) -> tuple[TraceResult, np.ndarray]:
+                      ) -> tuple[TraceResult, np.ndarray, np.ndarray]:
     """Every cluster of ``p`` (checked first) on ``threads`` cores
-    (default: Numba's): the ``TraceResult`` and ``victim`` [sum (P + Bb)]
+    (default: Numba's): the ``TraceResult``, ``victim`` [sum (P + Bb)]
     int64 (``vic_ptr``'s rows), for each pod how many times it was
     preempted (1; with ``p.grace`` above 0 a victim terminating may be
     chosen again): it left at its log entry (pod k of the cluster's rows,
-    a bound pod P + b), at once or when its grace ended; cluster b's log
-    rows ``log_start(p, b)`` onwards (two per queue pod, one per bound
-    pod)."""
+    a bound pod P + b), at once, when its grace ended (its first
+    eviction's time + ``p.grace``) or, earlier, at its own departure; and
+    ``evicted_at`` [sum (P + Bb)] float64 each pod's first eviction's time
+    (seconds, NaN never).  Cluster b's log rows ``log_start(p, b)``
+    onwards (two per queue pod, one per bound pod)."""
     p.check()
     t = p.trace
     a = t.batch
     out = empty_trace_result(a.pod_cls.shape[0], a.n_clusters)
     victim = np.zeros(int(p.vic_ptr[-1]), np.int64)
+    evicted_at = np.full(int(p.vic_ptr[-1]), np.nan)
     out = out._replace(log_t=np.zeros(max(log_rows(p), 1), np.float64),
                        log_pod=np.zeros(max(log_rows(p), 1), np.int64))
     if a.n_clusters == 0:
-        return out, victim
+        return out, victim, evicted_at
     pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     over = np.zeros(a.n_clusters, np.int64)
     with numba_threads(threads):
         _run_all(*trace_inputs(t, pr), out.node, out.bind, out.tries, out.log_t,
                  out.log_pod, out.n_log, out.end, i64(pr.profile), i64(pr.n_fit),
-                 i64(pr.n_shape), i64(pr.n_bal), *p.inputs(), victim, *p.pdb_inputs(),
-                 float(p.grace), over)
+                 i64(pr.n_shape), i64(pr.n_bal), *p.inputs(), victim, evicted_at,
+                 *p.pdb_inputs(), float(p.grace), over)
     check_terminating(over)
-    return out, victim
+    return out, victim, evicted_at

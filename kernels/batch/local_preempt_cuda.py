@@ -64,7 +64,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     bindings, evictions and terminations), every thread of the block picks
     each attempt's node between them (``local_cuda.block_pick``: the
     twin's ``pick_next``); the scratch ``*_all`` padded per cluster
-    (``node_all`` [B, 10, n] and ``pod_all`` [B, 14, e] int64 rows of
+    (``node_all`` [B, 10, n] and ``pod_all`` [B, 15, e] int64 rows of
     per-node and per-pod scratch, e the most queue and bound pods of a
     cluster; ``grace`` the termination grace, ``vicf_all`` [B, 3e] float64
     its eviction times and deadline ring, ``tq_all`` [B, TQ_N] its
@@ -145,6 +145,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     le = least[b]
     ov = out_victim[v0:v1]
     nom = pd[5, :e1]
+    nlist = pd[14, :e1]
     pot = nd[4, :m]
     head = nd[5, :m]
     nxt = pd[6, :w1]
@@ -177,7 +178,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                        c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
                        bk, to_find, nd[0, :m], khi, kcnt, smix, tkey)
         _trace_start(cls, onode, obind, qi, qf, pst, patt, pts)
-        _preempt_start(e, ov, nom, mark, tq, gone, ls)
+        _preempt_start(e, ov, nom, mark, tq, gone, vt[:v1 - v0], ls)
         # the block picks from the answers themselves: no key trees kept
         ls[_local_preempt.L_EVERY] = 0
     cuda.syncthreads()
@@ -189,9 +190,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                            bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix, onode,
                            obind, lt, lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt,
                            pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn,
-                           pc, le, ov, nom, pot, head, nxt, cur, vout, stats, mark, touched, sbits,
-                           sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, gone,
-                           ls)
+                           pc, le, ov, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
+                           touched, sbits, sraw, npdb, pkind, pval, pm, left, vflag, grace, vt,
+                           tqp, tqt, tq, gone, ls)
             cmd[1] = qi[_queue.QI_POD]
         cuda.syncthreads()
         kind = cmd[0]
@@ -213,9 +214,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                    c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk,
                    cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix, onode, obind, lt,
                    lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                   hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn, pc, le, ov, nom, pot, head,
-                   nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm, left,
-                   vflag, grace, vt, tqp, tqt, tq, gone, ls)
+                   hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn, pc, le, ov, nom, nlist, pot,
+                   head, nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm,
+                   left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
         cuda.syncthreads()
     if tid == 0:
         _trace_end(ls[_local_preempt.L_M], qf, patt, n_log[b:b + 1], end[b:b + 1],
@@ -225,9 +226,10 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
         out_node[p0 + jj] = node_rows[off + onode[jj]] if onode[jj] >= 0 else -1
 
 
-def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
+def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray, np.ndarray]:
     """Every cluster of ``p`` (checked first) on the device, one launch:
-    ``local_preempt.run_local_preempt``'s (``TraceResult``, victim)."""
+    ``local_preempt.run_local_preempt``'s (``TraceResult``, victim,
+    evicted_at)."""
     p.check()
     t = p.trace
     a = t.batch
@@ -237,9 +239,10 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
     n_vic = int(p.vic_ptr[-1])
     rows = max(log_rows(p), 1)
     victim = np.zeros(n_vic, np.int64)
+    evicted_at = np.full(n_vic, np.nan)
     out = out._replace(log_t=np.zeros(rows, np.float64), log_pod=np.zeros(rows, np.int64))
     if nb == 0:
-        return out, victim
+        return out, victim, evicted_at
     host = (*trace_host_inputs(t, trace_profiles(t)), *p.inputs(), *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
     nmax, emax = cluster_extent(a)
@@ -258,7 +261,7 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
         zeros((nb, 3, c, 2 * N_SLOTS)), da((nb, c, 2 * size), np.int64),
         da((nb, c), np.int64), da((nb, c, N_SLOTS), np.int64),
         da((nb, _queue.QI_N), np.int64), da((nb, _queue.QF_N), np.float64),
-        da((nb, 14, wmax), np.int64), da((nb, 1, emax), np.float64),
+        da((nb, 15, wmax), np.int64), da((nb, 1, emax), np.float64),
         da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
         da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
         da((nb, 2, p.pmatch.shape[1]), np.int64), float(p.grace),
@@ -268,7 +271,18 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray]:
                     *outs, *scratch)
     check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
     victim[:] = copy_results(outs, out, n_pods)[0][:n_vic]
-    return out, victim
+    evicted_at[:] = first_evictions(scratch[-2].copy_to_host(), p.vic_ptr)
+    return out, victim, evicted_at
 
 
-__all__ = ["run_local_preempt_cuda"]
+def first_evictions(vicf: np.ndarray, vic_ptr: np.ndarray) -> np.ndarray:
+    """Each pod's first eviction's time [sum (P + Bb)] from the kernel's
+    per-cluster float rows ``vicf`` [B, >= P + Bb] (their first P + Bb
+    entries: the cluster's ``vt``)."""
+    sizes = np.diff(np.asarray(vic_ptr, np.int64))
+    if not sizes.sum():
+        return np.zeros(0, np.float64)
+    return np.concatenate([vicf[b, :w] for b, w in enumerate(sizes.tolist())])
+
+
+__all__ = ["first_evictions", "run_local_preempt_cuda"]

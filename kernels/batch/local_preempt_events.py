@@ -13,8 +13,11 @@ may name cluster b's bound pod k as ``ev_bound`` P + k (P its queue pods).
 in local rows, the log as ``local_preempt``'s: two rows per queue pod, one
 per bound pod, from ``local_preempt.log_start``), ``why`` and ``victim``
 [sum (P + Bb)] (``vic_ptr``'s rows): how each pod left with its node
-(``WHY_DELETED``, ``WHY_EVICTED``, also a Pod delete's; 0 otherwise), 1
-for each pod preempted.
+(``WHY_DELETED``, ``WHY_EVICTED``, also a Pod delete's; 0 otherwise), the
+times each pod was preempted, and ``evicted_at`` [sum (P + Bb)] float64
+its first eviction's time (seconds, NaN never; a victim with ``why`` 0
+left at its log entry: its grace's end, ``evicted_at`` + the grace, or
+its own departure before that).
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ class LocalPreemptEvents(NamedTuple):
 def run_local_preempt_events(pe: LocalPreemptEvents, threads: int | None = None
                              ) -> tuple:
     """Every cluster of ``pe`` (checked first) on ``threads`` cores
-    (default: Numba's): (``TraceResult``, ``why``, ``victim``) (module doc)."""
+    (default: Numba's): (``TraceResult``, ``why``, ``victim``,
+    ``evicted_at``) (module doc)."""
     pe.check()
     p = pe.preempt
     t = p.trace
@@ -69,8 +73,9 @@ def run_local_preempt_events(pe: LocalPreemptEvents, threads: int | None = None
                        log_pod=np.zeros(max(log_rows(p), 1), np.int64))
     why = np.zeros(n_vic, np.int64)
     victim = np.zeros(n_vic, np.int64)
+    evicted_at = np.full(n_vic, np.nan)
     if a.n_clusters == 0:
-        return out, why, victim
+        return out, why, victim, evicted_at
     pr = trace_profiles(t)
     i64 = lambda x: np.ascontiguousarray(x, np.int64)   # noqa: E731
     with numba_threads(threads):
@@ -78,9 +83,9 @@ def run_local_preempt_events(pe: LocalPreemptEvents, threads: int | None = None
                                       out.log_t, out.log_pod, out.n_log, out.end,
                                       i64(pr.profile), i64(pr.n_fit), i64(pr.n_shape),
                                       i64(pr.n_bal), *pe.inputs(), *p.inputs(), victim,
-                                      *p.pdb_inputs(), float(p.grace))
+                                      evicted_at, *p.pdb_inputs(), float(p.grace))
     check_terminating([over])
-    return out, why, victim
+    return out, why, victim, evicted_at
 
 
 __all__ = ["LocalPreemptEvents", "run_local_preempt_events"]

@@ -1,9 +1,13 @@
 """The node-local trace form with DefaultPreemption and node events as one
 CUDA kernel: a thread block per cluster whose thread 0 gathers its nodes
-and runs the CPU twin's own cluster function
-(``_local_preempt_events.run_local_preempt_events_cluster``) as a device
-function, as ``local_preempt_cuda`` and ``local_trace_cuda``'s node-event
-form run theirs.  ``run_local_preempt_events_cuda(pe)`` answers what
+and runs the CPU twin's own loop steps (``_local_preempt_events.
+events_start`` / ``events_open`` / ``events_close``: the queue, the node
+events, the nominated overlay, PostFilter, the bindings, evictions and
+terminations) as device functions, while every thread of the block picks
+each attempt's node between them over the live rows
+(``local_cuda.block_pick_rows``: the twin's ``pick_live`` answer, threads
+over the live nodes), as ``local_preempt_cuda`` does without node events.
+``run_local_preempt_events_cuda(pe)`` answers what
 ``local_preempt_events.run_local_preempt_events(pe)`` answers (tested
 under the simulator).  Importing this module without a device or the
 simulator raises ``BackendUnavailable``.
@@ -13,10 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _local_core, _local_preempt, _queue
+from . import _local_core, _local_preempt, _local_preempt_events, _queue
 from .local_cpu import empty_trace_result, trace_profiles
+from .local_cuda import THREADS, block_pick_rows
 from .local_preempt import check_terminating, log_rows
+from .local_preempt_cuda import first_evictions
 from .local_preempt_events import LocalPreemptEvents
+from .warp import WARPS
 from .local_trace_cuda import (
     PREEMPT_EVENTS_DEVICE_NAMESPACE,
     TRACE_DEVICE_NAMESPACE,
@@ -29,13 +36,20 @@ from .local_trace_cuda import (
     trace_outputs,
 )
 
-from numba import cuda  # noqa: E402
+from numba import cuda, int64  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
+EL_NV = _local_preempt_events.EL_NV
+EL_START = _local_preempt_events.EL_START
+EL_TO_FIND = _local_preempt_events.EL_TO_FIND
+EL_M = _local_preempt_events.EL_M
 
 _gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
-# the node-event form's cluster function (``local_trace_cuda``), with preemption here
-_run_cluster = PREEMPT_EVENTS_DEVICE_NAMESPACE["run_local_preempt_events_cluster"]
+# the twin's loop steps (``local_trace_cuda`` compiles them for the device)
+_start = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_start"]
+_open = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_open"]
+_close = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_close"]
+_trace_end = PREEMPT_EVENTS_DEVICE_NAMESPACE["trace_end"]
 
 
 @cuda.jit
@@ -45,21 +59,31 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             n_bal, profile, node_ptr, node_rows, pod_ptr, pod_cls, image_group, num_to_find,
             seed_mixes, arrive, depart, duration, rank, valid0, u_rej, korder, ev_ptr, ev_t,
             ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz, vic_ptr, prio, may, krank,
-            pstart, preq, pnz, bnode, pct, least, n_pdb, pdb_kind, pdb_val, pmatch, fit_interest, backoff0,
-            backoff_max, max_unsched, out_node, out_bind, out_tries, out_why, out_victim, log_t,
-            log_pod, n_log, end, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
-            rej_all, valid_all, node_all, sraw_all, hi_all, qi_all, qf_all, pod_all, podf_all,
-            ring_all, hk_all, ak_all, vic_all, left_all, grace, vicf_all, tq_all):
-    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
-    ``run_local_preempt_events_cluster`` (the scratch ``*_all`` padded per
-    cluster: ``node_all`` [B, 8, n], ``pod_all`` [B, 6, e], ``podf_all``
-    [B, 2, e], ``ring_all`` [B, 4, 2e], ``vic_all`` [B, 7, w] int64 rows of
-    per-node, per-pod and per-victim-row scratch; ``grace`` the termination
-    grace, ``vicf_all`` [B, 3w] float64 its eviction times and deadline
-    ring, ``tq_all`` [B, TQ_N] its slots)."""
+            pstart, preq, pnz, bnode, pct, least, n_pdb, pdb_kind, pdb_val, pmatch, fit_interest,
+            backoff0, backoff_max, max_unsched, out_node, out_bind, out_tries, out_why,
+            out_victim, log_t, log_pod, n_log, end, alloc_all, used_all, nz_all, sb_all,
+            reasons_all, raw_all, rej_all, valid_all, node_all, sraw_all, hi_all, qi_all, qf_all,
+            pod_all, podf_all, ring_all, hk_all, ak_all, vic_all, left_all, grace, vicf_all,
+            tq_all):
+    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs the
+    cluster loop's steps (``_local_preempt_events.events_start`` /
+    ``events_open`` / ``events_close``: the queue, the node events, the
+    nominated overlay, PostFilter, the bindings, evictions and
+    terminations), every thread of the block picks each attempt's node
+    over the live rows between them (``local_cuda.block_pick_rows``: the
+    twin's ``pick_live``); the scratch ``*_all`` padded per cluster
+    (``node_all`` [B, 9, n], ``pod_all`` [B, 7, e], ``podf_all`` [B, 2,
+    e], ``ring_all`` [B, 4, 2e], ``vic_all`` [B, 8, w] int64 rows of
+    per-node, per-pod and per-victim-row scratch, its row 7 the loop's
+    scalars; ``grace`` the termination grace, ``vicf_all`` [B, 3w]
+    float64 its eviction times and deadline ring, ``tq_all`` [B, TQ_N]
+    its slots)."""
     b = cuda.blockIdx.x
-    if cuda.threadIdx.x != 0:
-        return
+    tid = cuda.threadIdx.x
+    buf = cuda.shared.array((3, THREADS), int64)
+    sh = cuda.shared.array((WARPS, 3), int64)
+    bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
+    cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
@@ -70,20 +94,6 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     v1 = vic_ptr[b + 1]
     w1 = max(v1 - v0, 1)
     k = profile[b]
-    a = alloc_all[b, :n]
-    u = used_all[b, :n]
-    z = nz_all[b, :n]
-    sb = sb_all[b, :, :n]
-    raw = raw_all[b, :, :n]
-    rej = rej_all[b, :, :n]
-    valid = valid_all[b, :n]
-    g = image_group[b]
-    for i in range(n):
-        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
-                     image_raw, a, u, z, sb, raw)
-        valid[i] = valid0[off + i]
-        for c in range(c_request.shape[0]):
-            rej[c, i] = u_rej[c, node_rows[off + i]]
     m = max(n, 1)
     q1 = max(e, 1)
     e2 = max(2 * e, 1)
@@ -92,33 +102,167 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     pf = podf_all[b]
     ring = ring_all[b]
     vd = vic_all[b]
-    _run_cluster(
-        a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, c_norm,
-        c_weights, sb, reasons_all[b, :, :n], raw, strategy[k], fit_res[k, :n_fit[k]],
-        fit_kind[k, :n_fit[k]], fit_weights[k, :n_fit[k]], shape_util[k, :n_shape[k]],
-        shape_score[k, :n_shape[k]], bal_res[k, :n_bal[k]], bal_kind[k, :n_bal[k]],
-        pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
-        backoff0, backoff_max, max_unsched, num_to_find[b], seed_mixes[b],
-        out_node[p0:p0 + e], out_bind[p0:p0 + e], out_tries[p0:p0 + e], out_why[v0:v1],
-        log_t[p0 + v0:p0 + e + v1], log_pod[p0 + v0:p0 + e + v1], n_log[b:b + 1],
-        end[b:b + 1], nd[0, :m], nd[1, :m], nd[2, :m], hi_all[b], qi_all[b], qf_all[b],
-        pd[0, :e], pd[1, :e], pf[0, :e], ring[0, :e2], ring[1, :e2], hk_all[b, :e2],
-        ring[2, :e2], ring[3, :e2], pf[1, :q1], pd[2, :q1], pd[3, :q1], rank[p0:p0 + e],
-        ak_all[b], pd[4, :q1], valid, rej, fit_interest, korder[p0:p0 + e], ev_t[e0:e1],
-        ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1], ev_bound[e0:e1],
-        ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits, static_raw, u_rej,
-        prio[v0:v1], may[v0:v1], krank[v0:v1],
-        pstart[v0:v1], preq[v0:v1], pnz[v0:v1], bnode[v0 - p0:v1 - p0 - e], pct[b], least[b],
-        out_victim[v0:v1], vd[0, :w1], pd[5, :q1], nd[3, :m], nd[4, :m], vd[1, :w1],
-        vd[2, :w1], vd[3, :w1], vd[4, :8], nd[5, :m], nd[6, :m], nd[7, :m], sraw_all[b, :m],
-        n_pdb[b], pdb_kind[b], pdb_val[b], pmatch[v0:v1], left_all[b], vd[5, :w1], grace,
-        vicf_all[b, :w1], vd[6, :w1], vicf_all[b, w1:3 * w1], tq_all[b])
+    a = alloc_all[b, :n]
+    u = used_all[b, :n]
+    z = nz_all[b, :n]
+    sb = sb_all[b, :, :n]
+    rs = reasons_all[b, :, :n]
+    raw = raw_all[b, :, :n]
+    rej = rej_all[b, :, :n]
+    valid = valid_all[b, :n]
+    strat = strategy[k]
+    fr = fit_res[k, :n_fit[k]]
+    fk = fit_kind[k, :n_fit[k]]
+    fw = fit_weights[k, :n_fit[k]]
+    su = shape_util[k, :n_shape[k]]
+    ss = shape_score[k, :n_shape[k]]
+    br = bal_res[k, :n_bal[k]]
+    bk = bal_kind[k, :n_bal[k]]
+    cls = pod_cls[p0:p0 + e]
+    arr = arrive[p0:p0 + e]
+    dep = depart[p0:p0 + e]
+    dur = duration[p0:p0 + e]
+    to_find = num_to_find[b]
+    smix = seed_mixes[b]
+    onode = out_node[p0:p0 + e]
+    obind = out_bind[p0:p0 + e]
+    otries = out_tries[p0:p0 + e]
+    owhy = out_why[v0:v1]
+    lt = log_t[p0 + v0:p0 + e + v1]
+    lp = log_pod[p0 + v0:p0 + e + v1]
+    nlog = n_log[b:b + 1]
+    oend = end[b:b + 1]
+    positions = nd[0, :m]
+    tot = nd[1, :m]
+    ties = nd[2, :m]
+    hsc = hi_all[b]
+    qi = qi_all[b]
+    qf = qf_all[b]
+    pst = pd[0, :e]
+    patt = pd[1, :e]
+    pts = pf[0, :e]
+    aq = ring[0, :e2]
+    up = ring[1, :e2]
+    hk = hk_all[b, :e2]
+    hs = ring[2, :e2]
+    hp = ring[3, :e2]
+    dk = pf[1, :q1]
+    ds = pd[2, :q1]
+    dp = pd[3, :q1]
+    rk = rank[p0:p0 + e]
+    ak = ak_all[b]
+    pmask = pd[4, :q1]
+    kord = korder[p0:p0 + e]
+    et = ev_t[e0:e1]
+    ekind = ev_kind[e0:e1]
+    enode = ev_node[e0:e1]
+    ex = ev_x[e0:e1]
+    efind = ev_find[e0:e1]
+    ebound = ev_bound[e0:e1]
+    eused = ev_used[e0:e1]
+    enz = ev_nz[e0:e1]
+    pr = prio[v0:v1]
+    my = may[v0:v1]
+    kr = krank[v0:v1]
+    ps = pstart[v0:v1]
+    pq = preq[v0:v1]
+    pz = pnz[v0:v1]
+    bn = bnode[v0 - p0:v1 - p0 - e]
+    pc = pct[b]
+    le = least[b]
+    ov = out_victim[v0:v1]
+    bgone = vd[0, :w1]
+    nom = pd[5, :q1]
+    nlist = pd[6, :q1]
+    pot = nd[3, :m]
+    head = nd[4, :m]
+    nxt = vd[1, :w1]
+    cur = vd[2, :w1]
+    vout = vd[3, :w1]
+    stats = vd[4, :8]
+    mark = nd[5, :m]
+    touched = nd[6, :m]
+    sbits = nd[7, :m]
+    sraw = sraw_all[b, :m]
+    npdb = n_pdb[b]
+    pkind = pdb_kind[b]
+    pval = pdb_val[b]
+    pm = pmatch[v0:v1]
+    left = left_all[b]
+    vflag = vd[5, :w1]
+    vt = vicf_all[b, :w1]
+    tqp = vd[6, :w1]
+    tqt = vicf_all[b, w1:3 * w1]
+    tq = tq_all[b]
+    ls = vd[7, :8]
+    flags = nd[8, :m]
+    if tid == 0:
+        g = image_group[b]
+        for i in range(n):
+            _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+                         image_raw, a, u, z, sb, raw)
+            valid[i] = valid0[off + i]
+            for c in range(c_request.shape[0]):
+                rej[c, i] = u_rej[c, node_rows[off + i]]
+        _start(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
+               c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk, cls, arr, dep,
+               dur, backoff0, backoff_max, max_unsched, to_find, smix, onode, obind, otries, owhy,
+               lt, lp, nlog, oend, positions, tot, ties, hsc, qi, qf, pst, patt, pts, aq, up, hk,
+               hs, hp, dk, ds, dp, rk, ak, pmask, valid, rej, fit_interest, kord, et, ekind, enode,
+               ex, efind, ebound, eused, enz, alloc, used0, nz0, static_bits, static_raw, u_rej,
+               pr, my, kr, ps, pq, pz, bn, pc, le, ov, bgone, nom, nlist, pot, head, nxt, cur,
+               vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm, left, vflag, grace,
+               vt, tqp, tqt, tq, ls)
+    cuda.syncthreads()
+    while True:
+        if tid == 0:
+            cmd[0] = _open(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                           c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
+                           bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched, to_find,
+                           smix, onode, obind, otries, owhy, lt, lp, nlog, oend, positions, tot,
+                           ties, hsc, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk,
+                           ak, pmask, valid, rej, fit_interest, kord, et, ekind, enode, ex, efind,
+                           ebound, eused, enz, alloc, used0, nz0, static_bits, static_raw, u_rej,
+                           pr, my, kr, ps, pq, pz, bn, pc, le, ov, bgone, nom, nlist, pot, head,
+                           nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval,
+                           pm, left, vflag, grace, vt, tqp, tqt, tq, ls)
+            cmd[1] = qi[_queue.QI_POD]
+        cuda.syncthreads()
+        kind = cmd[0]
+        j = cmd[1]
+        cuda.syncthreads()
+        if kind == _queue.DONE:
+            break
+        if kind != _queue.ATTEMPT:
+            continue
+        i = -1
+        processed = 0
+        nv = ls[EL_NV]
+        if nv > 0:
+            i, processed = block_pick_rows(cls[j], nv, ls[EL_START] % nv, positions,
+                                           ls[EL_TO_FIND], smix, u, rs, raw, c_active, c_norm,
+                                           c_weights, flags, bhi, buf, sh)
+        if tid == 0:
+            if nv > 0:
+                ls[EL_START] = (ls[EL_START] + processed) % nv
+            _close(j, i, a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                   c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk,
+                   cls, arr, dep, dur, backoff0, backoff_max, max_unsched, to_find, smix, onode,
+                   obind, otries, owhy, lt, lp, nlog, oend, positions, tot, ties, hsc, qi, qf, pst,
+                   patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pmask, valid, rej,
+                   fit_interest, kord, et, ekind, enode, ex, efind, ebound, eused, enz, alloc,
+                   used0, nz0, static_bits, static_raw, u_rej, pr, my, kr, ps, pq, pz, bn, pc, le,
+                   ov, bgone, nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, sbits,
+                   sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, ls)
+        cuda.syncthreads()
+    if tid == 0:
+        _trace_end(ls[EL_M], qf, patt, nlog, oend, otries)
 
 
 def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     """Every cluster of ``pe`` (checked first) on the device, one launch:
     ``local_preempt_events.run_local_preempt_events``' (``TraceResult``,
-    ``why``, ``victim``)."""
+    ``why``, ``victim``, ``evicted_at``)."""
     pe.check()
     p = pe.preempt
     ev = pe.events
@@ -132,8 +276,9 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     out = out._replace(log_t=np.zeros(rows, np.float64), log_pod=np.zeros(rows, np.int64))
     why = np.zeros(n_vic, np.int64)
     victim = np.zeros(n_vic, np.int64)
+    evicted_at = np.full(n_vic, np.nan)
     if nb == 0:
-        return out, why, victim
+        return out, why, victim, evicted_at
     host = (*trace_host_inputs(t, trace_profiles(t)), *event_host_inputs(ev), *p.inputs(),
             *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
@@ -145,21 +290,22 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
     outs = trace_outputs(n_pods, nb, rows, extras=(n_vic, n_vic))
     scratch = node_scratch(nb, nmax, c, r) + [
         da((nb, c, nmax), np.int64), da((nb, nmax), np.bool_),
-        da((nb, 8, nmax), np.int64), da((nb, nmax, N_SLOTS), np.int64),
+        da((nb, 9, nmax), np.int64), da((nb, nmax, N_SLOTS), np.int64),
         da((nb, 2 * N_SLOTS), np.int64), da((nb, _queue.QI_EV_N), np.int64),
-        da((nb, _queue.QF_N), np.float64), da((nb, 6, emax), np.int64),
+        da((nb, _queue.QF_N), np.float64), da((nb, 7, emax), np.int64),
         da((nb, 2, emax), np.float64), da((nb, 4, e2), np.int64),
         da((nb, e2), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-        da((nb, 7, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64),
+        da((nb, 8, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64),
         float(p.grace), da((nb, 3 * wmax), np.float64),
         cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64))]
-    _kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0), float(t.backoff_max),
+    _kernel[nb, THREADS](*ins, int(ev.fit_interest), float(t.backoff0), float(t.backoff_max),
                     float(t.max_unsched), *outs, *scratch)
     check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
     got_why, got_victim = copy_results(outs, out, n_pods, extras=2)
     why[:] = got_why[:n_vic]
     victim[:] = got_victim[:n_vic]
-    return out, why, victim
+    evicted_at[:] = first_evictions(scratch[-2].copy_to_host(), p.vic_ptr)
+    return out, why, victim, evicted_at
 
 
 __all__ = ["run_local_preempt_events_cuda"]

@@ -362,9 +362,9 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
     """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
     ``run_local_preempt_events_cluster`` without preemption (the scratch
     ``*_all`` padded per cluster; ``none*`` the empty preemption inputs,
-    ``one_all`` [B, 13, 8] rows of the preemption's scratch it never
-    reads, row 12 the terminating victims' slots; no grace: the deadline
-    arrays empty views)."""
+    ``one_all`` [B, 14, 8] rows of the preemption's scratch it never
+    reads, row 12 the terminating victims' slots, row 13 the loop's
+    scalars; no grace: the deadline arrays empty views)."""
     b = cuda.blockIdx.x
     if cuda.threadIdx.x != 0:
         return
@@ -410,10 +410,10 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
         ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
         ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
         static_raw, u_rej, none, none, none, none, none_r, none_2, none, zero, zero, none,
-        one[0, :1], nom_all[b, :q1], one[1, :1], one[2, :1], one[3, :1], one[4, :1],
-        one[5, :1], one[6], mark_all[b, :max(n, 1)], one[7, :1], one[8, :1], sraw_all[b],
+        one[0, :1], nom_all[b, :q1], nom_all[b, :0], one[1, :1], one[2, :1], one[3, :1],
+        one[4, :1], one[5, :1], one[6], mark_all[b, :max(n, 1)], one[7, :1], one[8, :1], sraw_all[b],
         zero, one[9, :1], one[10, :1], none_1, left_all[b], one[11, :1], 0.0,
-        pts_all[b, :0], one[11, :0], pts_all[b, :0], one[12])
+        pts_all[b, :0], one[11, :0], pts_all[b, :0], one[12], one[13])
 
 
 def _i64(x) -> np.ndarray:
@@ -550,7 +550,7 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
         da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64),
         da(0, np.int64), da((0, r), np.int64), da((0, 2), np.int64),
         da((0, 1), np.int64), da((nb, emax), np.int64), da((nb, nmax), np.int64),
-        da((nb, 13, 8), np.int64), da((nb, 1, N_SLOTS), np.int64),
+        da((nb, 14, 8), np.int64), da((nb, 1, N_SLOTS), np.int64),
         da((nb, 2, 1), np.int64)]
     _events_kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0),
                            float(t.backoff_max), float(t.max_unsched), *outs, *scratch)

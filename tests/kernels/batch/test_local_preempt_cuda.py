@@ -35,14 +35,16 @@ def _preempt_of(tmp_path, monkeypatch):
 def test_cuda_preemption_equals_the_twin(tmp_path, monkeypatch):
     from tensorsched.kernels.batch.local_preempt_cuda import run_local_preempt_cuda
     p = _preempt_of(tmp_path, monkeypatch)
-    twin, victim = run_local_preempt(p)
+    twin, victim, at = run_local_preempt(p)
     bound = np.zeros(victim.shape[0], bool)
     for b in range(p.vic_ptr.shape[0] - 1):
         bound[p.vic_ptr[b] + p.trace.batch.pod_ptr[b + 1] - p.trace.batch.pod_ptr[b]:
               p.vic_ptr[b + 1]] = True
     # the queue's pods and the manifests' bound pods are preempted
     assert victim[~bound].sum() > 0 and victim[bound].sum() > 0
-    dev, dev_victim = run_local_preempt_cuda(p)
+    dev, dev_victim, dev_at = run_local_preempt_cuda(p)
     for a, b in zip(twin, dev):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(victim, dev_victim)
+    assert (np.isnan(at) == (victim == 0)).all()
+    np.testing.assert_array_equal(at, dev_at)

@@ -48,10 +48,11 @@ def test_cuda_preemption_with_node_events_equals_the_twin(tmp_path, monkeypatch)
         run_local_preempt_events_cuda,
     )
     pe = _calls_of(tmp_path, monkeypatch)
-    twin, why, victim = run_local_preempt_events(pe)
+    twin, why, victim, at = run_local_preempt_events(pe)
     assert victim.sum() > 0 and (why > 0).sum() > 0     # both happen
-    dev, dev_why, dev_victim = run_local_preempt_events_cuda(pe)
+    dev, dev_why, dev_victim, dev_at = run_local_preempt_events_cuda(pe)
     for a, b in zip(twin, dev):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(why, dev_why)
     np.testing.assert_array_equal(victim, dev_victim)
+    np.testing.assert_array_equal(at, dev_at)

@@ -21,14 +21,17 @@ pytestmark = [pytest.mark.cudasim, needs_cuda,
 def test_cuda_graceful_preemption_equals_the_twin(tmp_path, monkeypatch):
     from tensorsched.kernels.batch.local_preempt_cuda import run_local_preempt_cuda
     p = _preempt_of(tmp_path, monkeypatch)._replace(grace=3.0)
-    twin, victim = run_local_preempt(p)
-    now, _ = run_local_preempt(p._replace(grace=0.0))
+    twin, victim, at = run_local_preempt(p)
+    now, _, _ = run_local_preempt(p._replace(grace=0.0))
     # victims preempted, and the grace changed the run
     assert victim.sum() > 0 and not np.array_equal(twin.log_t, now.log_t)
-    dev, dev_victim = run_local_preempt_cuda(p)
+    dev, dev_victim, dev_at = run_local_preempt_cuda(p)
     for a, b in zip(twin, dev):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(victim, dev_victim)
+    # the first evictions' times: a victim's only (NaN elsewhere)
+    assert (np.isnan(at) == (victim == 0)).all()
+    np.testing.assert_array_equal(at, dev_at)
 
 
 def test_cuda_graceful_preemption_with_node_events_equals_the_twin(tmp_path, monkeypatch):
@@ -37,10 +40,12 @@ def test_cuda_graceful_preemption_with_node_events_equals_the_twin(tmp_path, mon
     )
     pe = _calls_of(tmp_path, monkeypatch)
     pe = pe._replace(preempt=pe.preempt._replace(grace=3.0))
-    twin, why, victim = run_local_preempt_events(pe)
+    twin, why, victim, at = run_local_preempt_events(pe)
     assert victim.sum() > 0 and (why > 0).sum() > 0
-    dev, dev_why, dev_victim = run_local_preempt_events_cuda(pe)
+    assert (np.isnan(at) == (victim == 0)).all()
+    dev, dev_why, dev_victim, dev_at = run_local_preempt_events_cuda(pe)
     for a, b in zip(twin, dev):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(why, dev_why)
     np.testing.assert_array_equal(victim, dev_victim)
+    np.testing.assert_array_equal(at, dev_at)
