@@ -59,7 +59,11 @@ The ``sweep`` jobs' profile (``simulate_run.choose_config``): a policy's
 scores with GpuShareScore alone (with ``--tie-rank`` the experiment's:
 OpenbTieRank under it); a ``--config`` runs here when ``job_profile``
 takes it (the two score weights, the policy and the backoff from it),
-else per job.
+else per job; under FGD with its own ``typicalPods`` (``profile_typical``)
+they are the run's table in the kernel, and the row's fragmentation is
+replayed under the trace's through the run's change log and node events
+(``sweep_batch.frag_under_events``), as the Simulation's GpuTracker
+measures it.
 
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
