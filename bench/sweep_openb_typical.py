@@ -38,6 +38,7 @@ from pathlib import Path
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_openb_events as SE
 from tensorsched.experiments.simulate_run import DEFAULT_POLICY, read_trace_file, typical_of
+from tensorsched.topology.openb.batch import trace_workload
 from tensorsched.topology.openb.trace import openb_config
 
 from .harness import git_commit, machine_info
@@ -56,6 +57,14 @@ def write_configs(where: Path, pods: str, other: str) -> list:
         path.write_text(json.dumps(openb_config(policy, typical)))
         out.append(str(path))
     return out
+
+
+def scored_workload(inputs: dict, path: str):
+    """The trace's ``TraceWorkload`` with the Simulation's typical pods (as
+    the sweep gives the node-event engine)."""
+    tw = trace_workload(inputs[("trace", path)])
+    tw.typical = inputs[("typical", path)]
+    return tw
 
 
 def taken_by_engine(jobs, scenario: bool) -> tuple:
@@ -80,7 +89,7 @@ def taken_by_engine(jobs, scenario: bool) -> tuple:
     try:
         SE.batched_openb_events(jobs, inputs, 1,
                                 lambda i, row, e: taken.append(jobs[i].config_name),
-                                lambda t: S._workload(t, inputs), DEFAULT_POLICY)
+                                lambda t: scored_workload(inputs, t), DEFAULT_POLICY)
     finally:
         SE.frag_under_events = real
     return taken, replays
