@@ -107,6 +107,7 @@ from .sweep_openb_events import (
     job_preempt,
     policy_weights,
     profile_typical,
+    typical_key,
 )
 
 __all__ = ["BATCH_BACKENDS", "CONFIG_COLUMN", "EXPERIMENT_SCHEMA", "HEADLINE", "KINDS",
@@ -651,16 +652,10 @@ def _workload(path: str, inputs: dict):
     return inputs[key]
 
 
-def _typical_key(typical: list | None):
-    """A hashable stand-in of typical pods (``profile_typical``'s; None:
-    the trace's)."""
-    return None if typical is None else tuple(tuple(sorted(p.items())) for p in typical)
-
-
 def _scored_workload(path: str, key, inputs: dict):
     """The trace's ``TraceWorkload`` (``_workload``) with the typical pods
     the job's GpuShareScore scores with: the trace's (``key`` None) or a
-    configuration's (``_typical_key`` of its ``typicalPods`` dicts), the
+    configuration's (``typical_key`` of its ``typicalPods`` dicts), the
     kernel's one table for the FGD score and its fragmentation log (the
     row's comes from ``sweep_batch.frag_under`` then)."""
     tw = _workload(path, inputs)
@@ -694,7 +689,7 @@ def batched_simulations(jobs, inputs: dict, workers: int | None, done) -> list:
         profiles = [_profile(jobs[i], inputs) for i in idx]
         # a workload per (trace, typical pods GpuShareScore scores with): the
         # trace's own, or a configuration's (``_scored_workload``)
-        kinds = [(jobs[i].trace, _typical_key(prof[3])) for i, prof in zip(idx, profiles)]
+        kinds = [(jobs[i].trace, typical_key(prof[3])) for i, prof in zip(idx, profiles)]
         traces = list(dict.fromkeys(kinds))
         runs = [(0, traces.index(kind), prof[0], jobs[i].seed)
                 for i, kind, prof in zip(idx, kinds, profiles)]

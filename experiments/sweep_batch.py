@@ -39,6 +39,7 @@ import math
 import numpy as np
 
 from tensorsched.framework.simulation.series import percentile
+from tensorsched.kernels.batch.openb_events import EV_ADD, EV_DELETE, NodeEvents
 from tensorsched.kernels.gpu import share as K
 from tensorsched.topology.gpu import MILLI
 from tensorsched.topology.openb.trace import tracker_typical
@@ -230,4 +231,79 @@ def frag_under(inv, pods, res, typical: list) -> tuple:
         cpu_left[i] += sign * cpu[j]
         nfrag[i] = frag_of(i)
         out[k] = nfrag.sum()
+    return frag0, out
+
+
+def frag_under_events(ev: NodeEvents, typ: tuple, pods, node: np.ndarray, gmask: np.ndarray,
+                      log_pod: np.ndarray) -> tuple:
+    """(frag0, log_frag) of a node-event engine's run (``openb_events``:
+    the cluster and its node events ``ev``; the run's pods ``pods``, a
+    ``TracePods``: cpu milli, GPU milli per GPU; per pod ``node`` its
+    local row, -1 never, ``gmask`` its GPUs, bit g = GPU g; its change log
+    ``log_pod``: k bound, -1 - k left, P + e node event e, after the pods
+    it freed), its fragmentation measured under the typical pods ``typ``
+    (``trace.tracker_typical``'s arrays over the run's models: the
+    node list's, then those added nodes bring) as the Simulation's
+    ``GpuTracker`` measures it: per live row ``node_frag`` of its GPUs and
+    cpu left (0 for a node without GPUs), the cluster's the NumPy sum over
+    the live rows in row order.  The replay follows the rows as the
+    engine does: a node added takes its row empty (a row freed by a
+    removal too), a removal takes the row off the sum, a cordon changes
+    nothing measured, a drain's and a removal's pods, a Pod delete's, a
+    victim's eviction (or its grace's end) are leavings in the log, each
+    before its node event.  ``log_frag`` [changes] after each change:
+    under the engine's own table, its ``log_frag`` at each time's last
+    change (what the time series read; the engine logs a drain's and a
+    removal's freed pods with the value before their node event)."""
+    n = int(np.shape(ev.row0)[0])
+    u_count = np.asarray(ev.u_gpu_count, np.int64)
+    u_model = np.asarray(ev.u_model, np.int64)
+    u_cpu = np.asarray(ev.u_cpu_cap, np.int64)
+    ev_kind = np.asarray(ev.ev_kind, np.int64)
+    ev_row = np.asarray(ev.ev_row, np.int64)
+    ev_x = np.asarray(ev.ev_x, np.int64)
+    slots = np.arange(ev.gpu_slots())
+    count = np.zeros(n, np.int64)
+    model = np.zeros(n, np.int64)
+    left = np.zeros((n, slots.shape[0]), np.int64)
+    cpu_left = np.zeros(n, np.int64)
+    live = np.zeros(n, bool)
+    nfrag = np.zeros(n, np.float64)
+    node_frag = K.node_frag
+
+    def frag_of(i: int) -> float:
+        c = int(count[i])
+        return node_frag(c, int(model[i]), left[i], int(cpu_left[i]), *typ) if c else 0.0
+
+    def put(i: int, x: int) -> None:
+        """Universe node x on row i, empty."""
+        count[i], model[i], cpu_left[i] = u_count[x], u_model[x], u_cpu[x]
+        left[i] = np.where(slots < count[i], MILLI, 0)
+        live[i] = True
+        nfrag[i] = frag_of(i)
+
+    for i, x in enumerate(np.asarray(ev.row0, np.int64).tolist()):
+        if x >= 0:
+            put(i, x)
+    frag0 = float(nfrag[live].sum())
+    cpu, milli = np.asarray(pods.cpu, np.int64), np.asarray(pods.milli, np.int64)
+    p = int(np.shape(node)[0])
+    gpus = [[g for g in range(slots.shape[0]) if int(m) >> g & 1] for m in np.asarray(gmask)]
+    out = np.empty(np.shape(log_pod)[0], np.float64)
+    for k, x in enumerate(np.asarray(log_pod).tolist()):
+        if x >= p:
+            e = x - p
+            kind, i = int(ev_kind[e]), int(ev_row[e])
+            if kind == EV_ADD:
+                put(i, int(ev_x[e]))
+            elif kind == EV_DELETE:
+                live[i] = False
+        else:
+            j, sign = (x, -1) if x >= 0 else (-1 - x, 1)
+            i = int(node[j])
+            for g in gpus[j]:
+                left[i, g] += sign * milli[j]
+            cpu_left[i] += sign * cpu[j]
+            nfrag[i] = frag_of(i)
+        out[k] = nfrag[live].sum()
     return frag0, out

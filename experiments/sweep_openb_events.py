@@ -59,7 +59,11 @@ The ``sweep`` jobs' profile (``simulate_run.choose_config``): a policy's
 scores with GpuShareScore alone (with ``--tie-rank`` the experiment's:
 OpenbTieRank under it); a ``--config`` runs here when ``job_profile``
 takes it (the two score weights, the policy and the backoff from it),
-else per job.
+else per job; under FGD with its own ``typicalPods`` (``profile_typical``)
+they are the run's table in the kernel, and the row's fragmentation is
+replayed under the trace's through the run's change log and node events
+(``sweep_batch.frag_under_events``), as the Simulation's GpuTracker
+measures it.
 
 A failed pod waits for the events its rejecting plugins listen to: each
 live node's first failing filter, NodeUnschedulable on a cordoned node
@@ -91,7 +95,7 @@ from __future__ import annotations
 
 import time
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -156,7 +160,7 @@ from tensorsched.topology.openb.batch import (
 from tensorsched.topology.plugins import NAME_SCORE, GpuShareFit, decode_score_args
 
 from . import simulate_run as run
-from .sweep_batch import MIB, _at, finite, sample_times, time_mean
+from .sweep_batch import MIB, _at, finite, frag_under_events, sample_times, time_mean
 from .sweep_local import agenda_spans, samples_follow
 
 _BITS = ((POD_DELETE, I_POD_DELETE), (NODE_ADD, I_NODE_ADD), (NODE_UPDATE, I_NODE_UPDATE),
@@ -625,16 +629,21 @@ _LEFT = {WHY_PREEMPTED: "was preempted", WHY_EVICTED: "was evicted (a drain)",
 
 
 def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: float,
-              horizon: float, last_event: float) -> dict:
+              horizon: float, last_event: float, frag_log: tuple | None = None) -> dict:
     """The row's values but its identifiers and ``wall_seconds`` (as
     ``sweep_batch.simulate_row``, the allocatable and GPUs the live nodes'
     after each node event): run ``b`` of ``out`` for the workload ``tw``
-    (the trace's pods and the scenario's: ``OpenbPlan.workload``)."""
+    (the trace's pods and the scenario's: ``OpenbPlan.workload``);
+    ``frag_log`` (frag0, log_frag) the fragmentation to read instead of the
+    run's own (``sweep_batch.frag_under_events``; None: the run's)."""
     o, p = int(a.ev_off[b]), int(a.ev_len[b])
     ne = plan.events.n_events
     node, gm, bind = out.node[o:o + p], out.gmask[o:o + p], out.bind[o:o + p]
     why = out.why[o:o + p]
     log_t, log_pod, log_frag = out.log(a, b, ne)
+    frag0 = float(out.frag0[b])
+    if frag_log is not None:
+        frag0, log_frag = frag_log
     arrival = np.asarray(tw.arrival, np.float64)
     leaves = np.isfinite(np.asarray(tw.departure, np.float64))
     timed = np.isfinite(np.asarray(tw.duration, np.float64))
@@ -669,7 +678,7 @@ def event_row(a, out, b: int, plan: OpenbPlan, tw: TraceWorkload, interval: floa
     cpu_req = _at(log_t, 0, np.cumsum(sign * cpu[j]), times)
     mem_req = _at(log_t, 0, np.cumsum(sign * mem[j]), times)
     used = _at(log_t, 0, np.cumsum(sign * gpus[j] * pods_milli[j]), times)
-    frag = _at(log_t, float(out.frag0[b]), log_frag, times)
+    frag = _at(log_t, frag0, log_frag, times)
     ev_t = np.asarray(plan.events.ev_t, np.float64)
     e0 = plan.events.row0 >= 0
     u = plan.events
@@ -718,14 +727,12 @@ def job_profile(job, inputs: dict, default_policy: str) -> tuple | None:
     """(GpuShareScore's policy, (its weight, OpenbTieRank's), the backoff
     (initial, max seconds)) of the profile ``job``'s Simulation runs, or
     None when this engine does not run it (the job then runs per job):
-    ``profile_typical``'s where GpuShareScore scores with the trace's
-    typical pods (``simulate_run.typical_of``) or reads none (a policy but
-    FGD); under FGD with its own ``typicalPods`` the engine's one typical
-    table would measure the fragmentation under them too (the Simulation
-    measures it under the trace's), so not here (the openb engine without
-    a scenario takes it: ``sweep.batched_simulations``)."""
+    ``profile_typical``'s but the typical pods (under FGD with its own
+    ``typicalPods`` they are the run's table in the kernel, and the row's
+    fragmentation is replayed under the trace's as the Simulation's
+    GpuTracker measures it: ``batched_openb_events``)."""
     prof = profile_typical(job, inputs, default_policy)
-    return None if prof is None or prof[3] is not None else prof[:3]
+    return None if prof is None else prof[:3]
 
 
 def profile_typical(job, inputs: dict, default_policy: str) -> tuple | None:
@@ -802,12 +809,16 @@ def job_preempt(job, inputs: dict) -> tuple | None:
 def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload_of_trace,
                          default_policy: str) -> list:
     """The jobs ``batchable`` takes whose profile the kernel runs
-    (``job_profile``), one call per (node CSV, scenario, backend,
+    (``profile_typical``), one call per (node CSV, scenario, backend,
     interval, backoff, termination grace: the job's where it preempts, else
     0, and the job's ``pod_max_in_unschedulable_seconds``: the kernel's
-    ``max_unsched``); a refused group goes back (the per-job path runs it
-    and reports what the Simulation says).  ``done(i, row, None)`` per
-    row; returns the indices of the other jobs."""
+    ``max_unsched``), a workload per (trace, the typical pods its
+    GpuShareScore scores with: the trace's, or under FGD a configuration's
+    own, the run's table in the kernel, the row's fragmentation then
+    replayed under the trace's: ``sweep_batch.frag_under_events``); a
+    refused group goes back (the per-job path runs it and reports what the
+    Simulation says).  ``done(i, row, None)`` per row; returns the indices
+    of the other jobs."""
     groups: dict = {}
     rest = []
     profiles: dict = {}
@@ -817,7 +828,7 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
                      and job.nodes and job.scenario else None):
             key = (job.config, job.policy, job.tie_rank, job.trace)
             if key not in profiles:
-                profiles[key] = job_profile(job, inputs, default_policy)
+                profiles[key] = profile_typical(job, inputs, default_policy)
             prof = profiles[key]
         else:
             prof = None
@@ -846,13 +857,18 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         plan = plans[0]
         t0 = time.perf_counter()
         # the trace's pods with the scenario's created ones among them
-        wide = [plan.workload(workload_of_trace(t), inputs[("trace", t)]) for t in traces]
-        if any(len(tw.arrival) > KEEP_LATENCIES for tw, _m in wide):
+        own = {t: plan.workload(workload_of_trace(t), inputs[("trace", t)]) for t in traces}
+        if any(len(tw.arrival) > KEEP_LATENCIES for tw, _m in own.values()):
             rest.extend(idx)                # (the per-job path's latency sample)
             continue
         mine = [profiles[(jobs[i].config, jobs[i].policy, jobs[i].tie_rank, jobs[i].trace)]
                 for i in idx]
-        runs = [(traces.index(jobs[i].trace), prof[0], jobs[i].seed)
+        # a workload per (trace, typical pods GpuShareScore scores with)
+        kinds = list(dict.fromkeys((jobs[i].trace, typical_key(prof[3]))
+                                   for i, prof in zip(idx, mine)))
+        wide = [own[t] if key is None else (replace(own[t][0], typical=[dict(q) for q in key]),
+                                            own[t][1]) for t, key in kinds]
+        runs = [(kinds.index((jobs[i].trace, typical_key(prof[3]))), prof[0], jobs[i].seed)
                 for i, prof in zip(idx, mine)]
         pre = [preempts[jobs[i].config] for i in idx]
         try:
@@ -866,13 +882,14 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
         each = (time.perf_counter() - t0) / len(idx)
         horizon_of = {t: run.horizon(inputs[("trace", t)], scenario, None) for t in traces}
         missed = missed_deletes(a, out, plan, runs, [m for _tw, m in wide])
+        measured: dict = {}         # a trace's typical pods as GpuTracker measures with them
         for b, i in enumerate(idx):
             job = jobs[i]
             if missed[b] is not None:
                 # its Simulation stops at the step: the per-job path's report
                 done(i, None, f"{job.label}: {missed[b]}")
                 continue
-            tw = wide[traces.index(job.trace)][0]
+            tw = own[job.trace][0]
             horizon = horizon_of[job.trace]
             o, p = int(a.ev_off[b]), int(a.ev_len[b])
             res = _Spans(out.node[o:o + p], out.bind[o:o + p])
@@ -880,12 +897,41 @@ def batched_openb_events(jobs, inputs: dict, workers: int | None, done, workload
             if not samples_follow(spans, interval, horizon):
                 rest.append(i)              # the per-run path samples it
                 continue
+            frag = None
+            if mine[b][3] is not None:
+                # scored against the config's typical pods, measured
+                # (GpuTracker) under the trace's
+                if job.trace not in measured:
+                    measured[job.trace] = trace_typical(inv, plan, tw)
+                log_pod = out.log(a, b, plan.events.n_events)[1]
+                frag = frag_under_events(plan.events, measured[job.trace], tw.pods, res.node,
+                                         out.gmask[o:o + p], log_pod)
             row = {"trace": job.trace_name, "config": job.config_name, "seed": job.seed}
             row.update(event_row(a, out, b, plan, tw, interval, horizon,
-                                 float(spans[:, 1].max())))
+                                 float(spans[:, 1].max()), frag))
             row["wall_seconds"] = each
             done(i, row, None)
     return sorted(rest)
+
+
+def typical_key(typical: list | None):
+    """A hashable stand-in of typical pods (``profile_typical``'s; None:
+    the trace's)."""
+    return None if typical is None else tuple(tuple(sorted(q.items())) for q in typical)
+
+
+def trace_typical(inv: GpuInventory, plan: OpenbPlan, tw: TraceWorkload) -> tuple:
+    """The typical pods of ``tw`` (a trace's workload, the scenario's
+    created pods among its rows: ``OpenbPlan.workload``; the trace's
+    typical pods, what the Simulation's GpuTracker measures with) as
+    ``trace.tracker_typical`` gives them over the run's models (the node
+    list's ``inv``, then those ``plan``'s added nodes bring), as the kernel
+    takes a table (``openb_event_runs``)."""
+    if list(plan.models) != list(inv.models):
+        inv = inv.copy()
+        inv.models = list(plan.models)
+    typical = tw.typical if tw.typical is not None else T.typical_of(tw.pods)
+    return T.tracker_typical(typical, inv)
 
 
 @dataclass

@@ -522,10 +522,10 @@ def test_config_jobs_run_batched_equal_to_each_simulation(tmp_path, monkeypatch,
 
 
 def test_config_jobs_the_kernel_does_not_run_go_per_job(tmp_path, monkeypatch):
-    """FGD learning its typical pods (no ``typicalPods``), FGD with other
-    typical pods than the trace's, DefaultPreemption (refused by name), a
-    profile of another scheduler: those jobs run per job (rows equal to
-    ``batch=False``), the policy job beside them batched."""
+    """FGD learning its typical pods (no ``typicalPods``), DefaultPreemption
+    (refused by name), a profile of another scheduler: those jobs run per
+    job (rows equal to ``batch=False``); the policy job and FGD with other
+    typical pods than the trace's (``test_sweep_typical``) batched."""
     nodes, pods = _write(tmp_path, 3, 2, 12)
     typical = run.typical_of(run.read_trace_file(pods))
     other = _config(tmp_path, "other_sched", "BestFit")
@@ -543,12 +543,13 @@ def test_config_jobs_the_kernel_does_not_run_go_per_job(tmp_path, monkeypatch):
     jobs = S.make_jobs([pods], [0], configs=configs, policies=["GpuPacking"], nodes=nodes,
                        interval=30.0, scenario=str(sc))
     inputs = S.load_inputs(jobs)
-    assert [E.job_profile(j, inputs, run.DEFAULT_POLICY) for j in jobs[:4]] == [None] * 4
+    assert [E.job_profile(j, inputs, run.DEFAULT_POLICY) for j in jobs[:4]] == \
+        [None, ("FGD", (1, 0), (1.0, 10.0)), None, None]
     with pytest.raises(ConfigRefused, match="DefaultPreemption"):
         batch_config(inputs[("config", configs[2])], configs[2])
     calls = _weights_counted(monkeypatch)
     assert _rows(jobs, True) == _rows(jobs, False)
-    assert calls == [[(1, 0)]]
+    assert calls == [[(1, 0), (1, 0)]]
 
 
 def test_policy_jobs_score_with_gpushare_alone(tmp_path):
