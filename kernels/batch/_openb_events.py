@@ -98,6 +98,8 @@ WHY_POD_DELETED = 3     # deleted by a scenario's step (not with its node)
 WHY_PREEMPTED = 4       # a victim of DefaultPreemption
 W_NOM = 0               # ``_gpu_preempt``'s pw columns: nominated node, the chosen victims
 W_VOUT = 5
+N_CNT = 1               # ``_gpu_preempt``'s nw columns: a node's nominations, its last one
+N_TAIL = 2
 S_STATS = 8             # ``_gpu_preempt``'s ps slots: a node's statistics, the best's after
 BLOCKED = 1 << 40       # pod slots a row that is absent or cordoned lacks
 # ``rs`` [RS_N] int64: a run's scalars between its loop's steps (on the
@@ -340,8 +342,9 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                        cache_score, cache_gpu, cache_ver, work, gidx, nfrag, feas, fbuf,
                        s_lo, s_m, s_st, s_v,
                        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
-                       pre, pct, least, prio, krank, pw, nw, ps, pot, kord,
-                       victim, grace, tqp, tqt, tq, u_name, row_name, gone_nom, rs):
+                       pre, pct, least, prio, krank, pw, nw, ps, pot, pbuf,
+                       nhead, pnext, victim, grace, tqp, tqt, tq, u_name, row_name, gone_nom,
+                       rs):
     """One cluster (module doc): rows 0..n-1 with their first node's
     columns (``gpu_count`` .. ``pods_cap`` [N], updated as nodes are
     added), ``live`` / ``cordoned`` [N] int8 at the start (updated); the
@@ -368,7 +371,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     where ``krank`` is given (with or without preemption: the order the
     Simulation logs them in), in row order where it is empty.  Scratch
     ``pw`` [P, 7], ``nw`` [N, 3], ``ps`` [16], ``pot`` [N]; 0: none (those
-    arrays may be empty); ``kord`` [P] where ``krank`` is given.  Out
+    arrays may be empty).  ``nhead`` [N] / ``pnext`` [P]: each row's pods
+    bound there since its last drain or deletion (a list, pushed at the
+    binding; the pods gone since are skipped when the row is drained or
+    deleted, and the list is empty after: a drain reads its row's pods,
+    not every pod), ``pbuf`` [P] scratch (their key order).  Out
     ``victim`` [P] the times a pod was evicted (its why ``WHY_PREEMPTED``
     when it left by preemption).
 
@@ -393,10 +400,10 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     for i in range(n):
         start_row(i, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned, gpu_left,
                   cpu_left, mem_left, pods_left, aff, node_ver, cache_ver, tp_cpu, tp_num,
-                  tp_milli, tp_mask, tp_freq, nfrag)
+                  tp_milli, tp_mask, tp_freq, nfrag, nhead)
     events_start(n, live, cordoned, nfrag, fbuf, s_lo, s_m, s_st, s_v, version, frag0,
                  out_node, out_gmask, out_bind, out_why, pmask, qi, qf, pst, patt, pts,
-                 pre, pw, nw, ps, victim, gone_nom, krank, kord, pot, rs)
+                 pre, pw, nw, ps, victim, gone_nom, pot, rs)
     while True:
         kind = events_open(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
                            u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap, ev_t,
@@ -407,7 +414,8 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                            gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                            gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt, pts, aq,
                            up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, krank, pw, nw, ps,
-                           pot, kord, grace, tqp, tqt, tq, u_name, row_name, gone_nom, rs)
+                           pot, pbuf, nhead, pnext, grace, tqp, tqt, tq, u_name, row_name,
+                           gone_nom, rs)
         if kind == Q_DONE:
             break
         if kind != Q_CYCLE:
@@ -434,15 +442,16 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                      cpu_left, mem_left, pods_left, aff, node_ver, version, cache_score,
                      cache_gpu, cache_ver, work, gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi,
                      qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio,
-                     pw, nw, ps, victim, grace, tqp, tqt, tq, gone_nom, rs)
+                     pw, nw, ps, victim, grace, tqp, tqt, tq, gone_nom, nhead, pnext, rs)
     events_end(end, out_tries, qf, patt, rs, n_log)
 
 
 def start_row(i, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned, gpu_left,
               cpu_left, mem_left, pods_left, aff, node_ver, cache_ver, tp_cpu, tp_num, tp_milli,
-              tp_mask, tp_freq, nfrag):
-    """Row ``i`` at the start (its first node's columns set): empty, its
-    pod slots lowered where it is absent or cordoned, no cached answer.
+              tp_mask, tp_freq, nfrag, nhead):
+    """Row ``i`` at the start (its first node's columns set): empty (no
+    pod in its list ``nhead``), its pod slots lowered where it is absent
+    or cordoned, no cached answer.
     Reads and writes row ``i`` only (the device's threads run rows at
     once)."""
     init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left, mem_left,
@@ -451,14 +460,15 @@ def start_row(i, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned, g
         pods_left[i] -= BLOCKED
     for s in range(cache_ver.shape[0]):
         cache_ver[s, i] = -1
+    nhead[i] = -1
 
 
 def events_start(n, live, cordoned, nfrag, fbuf, s_lo, s_m, s_st, s_v, version, frag0,
                  out_node, out_gmask, out_bind, out_why, pmask, qi, qf, pst, patt, pts,
-                 pre, pw, nw, ps, victim, gone_nom, krank, kord, pot, rs):
+                 pre, pw, nw, ps, victim, gone_nom, pot, rs):
     """The run's state at the start, after every row's ``start_row``: the
     fragmentation ``frag0[0]``, the outputs, the queue, DefaultPreemption's
-    state, the key order ``kord``, the live rows' counts (``rs``)."""
+    state, the live rows' counts (``rs``)."""
     p = out_node.shape[0]
     version[0] = 0
     frag0[0] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
@@ -473,9 +483,6 @@ def events_start(n, live, cordoned, nfrag, fbuf, s_lo, s_m, s_st, s_v, version, 
         preempt_init(pw, nw, ps, victim)
         for k in range(p):
             gone_nom[k] = -1
-    if krank.shape[0] > 0:
-        for j in range(p):
-            kord[krank[j]] = j
     for s in range(RS_N):
         rs[s] = 0
     rows_refresh(n, live, cordoned, pot, rs)
@@ -488,7 +495,7 @@ def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                out_gmask, out_why, log_t, log_pod, log_frag, frag0, gpu_left, cpu_left,
                mem_left, pods_left, aff, node_ver, version, nfrag, fbuf, s_lo, s_m, s_st, s_v,
                qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pmask, pre, pw, nw, ps, pot,
-               krank, kord, u_name, row_name, gone_nom, rs):
+               krank, pbuf, nhead, pnext, u_name, row_name, gone_nom, rs):
     """Node event ``e`` at ``now`` (module doc): the cluster changed, its
     freed pods and then the event logged, the pool moved."""
     p = cls.shape[0]
@@ -552,24 +559,21 @@ def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         move_where(I_NODE_UPDATE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk,
                    hs, hp, rank, ak, pmask)
     else:
-        keyed = krank.shape[0] > 0
         frag = last_frag(rs, log_frag, frag0)
-        gone = 0
-        for t in range(p):
-            j = kord[t] if keyed else t
-            if pst[j] == P_BOUND and out_node[j] == row:
-                c = cls[j]
-                release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
-                        cpu_left, mem_left, pods_left, aff, node_ver, version)
-                pst[j] = P_GONE
-                out_why[j] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
-                if pre != 0:
-                    taken_off(j, row, out_gmask[j], ps)
-                log_t[m] = now
-                log_pod[m] = -1 - j
-                log_frag[m] = frag          # (the event's entry below follows)
-                m += 1
-                gone += 1
+        gone = row_pods(row, krank, pst, pbuf, nhead, pnext)
+        for t in range(gone):
+            j = pbuf[t]
+            c = cls[j]
+            release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
+                    cpu_left, mem_left, pods_left, aff, node_ver, version)
+            pst[j] = P_GONE
+            out_why[j] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
+            if pre != 0:
+                taken_off(j, row, out_gmask[j], ps)
+            log_t[m] = now
+            log_pod[m] = -1 - j
+            log_frag[m] = frag          # (the event's entry below follows)
+            m += 1
         nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num,
                                   tp_milli, tp_mask, tp_freq)
         if gone > 0:
@@ -581,13 +585,16 @@ def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
             live[row] = 0
             cordoned[row] = 0
             rows_refresh(n, live, cordoned, pot, rs)
-            if pre != 0:
-                # the nominator forgets the nominations to a deleted node;
-                # the pods' status still names it
-                for k in range(p):
-                    if pw[k, W_NOM] == row:
-                        gone_nom[k] = row_name[row]
-                        nom_delete(k, pw, nw, ps)
+            if pre != 0 and nw[row, N_CNT] > 0:
+                # the nominator forgets the nominations to a deleted node
+                # (its pods together in the nominated pods' list, from its
+                # last back); the pods' status still names it
+                k = nw[row, N_TAIL]
+                while k >= 0 and pw[k, W_NOM] == row:
+                    x = link_prev(k, pw)
+                    gone_nom[k] = row_name[row]
+                    nom_delete(k, pw, nw, ps)
+                    k = x
             bump(row, node_ver, version)
             move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
                        hk, hs, hp, rank, ak, pmask)
@@ -595,6 +602,27 @@ def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     log_pod[m] = p + e
     log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
     rs[RS_M] = m + 1
+
+
+def row_pods(row, krank, pst, pbuf, nhead, pnext):
+    """The pods bound on ``row`` now into ``pbuf``, in key order (``krank``
+    empty: pod order); how many.  Its list (``nhead`` / ``pnext``) is
+    emptied: the caller takes them all off."""
+    k = 0
+    j = nhead[row]
+    while j >= 0:
+        if pst[j] == P_BOUND:
+            # insertion sort (a node holds few pods)
+            a = k
+            kj = krank[j] if krank.shape[0] > 0 else j
+            while a > 0 and (krank[pbuf[a - 1]] if krank.shape[0] > 0 else pbuf[a - 1]) > kj:
+                pbuf[a] = pbuf[a - 1]
+                a -= 1
+            pbuf[a] = j
+            k += 1
+        j = pnext[j]
+    nhead[row] = -1
+    return k
 
 
 def pod_leaves(j, now, n, gpu_count, model, live, cls, c_cpu, c_mem, c_num, c_milli, tp_cpu,
@@ -625,8 +653,8 @@ def events_open(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
                 backoff_max, max_unsched, out_node, out_gmask, out_why, log_t, log_pod,
                 log_frag, frag0, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                 version, gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt, pts, aq,
-                up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, krank, pw, nw, ps, pot, kord,
-                grace, tqp, tqt, tq, u_name, row_name, gone_nom, rs):
+                up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, krank, pw, nw, ps, pot, pbuf,
+                nhead, pnext, grace, tqp, tqt, tq, u_name, row_name, gone_nom, rs):
     """The run's next step, up to an attempt's decision: the queue's
     answer (``Q_DONE``: nothing is left), a node event, a departure or a
     termination's end done (``Q_NODE``, ``Q_DEPART``, ``Q_TERMINATE``), or
@@ -651,7 +679,8 @@ def events_open(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
                    backoff_max, out_node, out_gmask, out_why, log_t, log_pod, log_frag, frag0,
                    gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, nfrag, fbuf,
                    s_lo, s_m, s_st, s_v, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
-                   pmask, pre, pw, nw, ps, pot, krank, kord, u_name, row_name, gone_nom, rs)
+                   pmask, pre, pw, nw, ps, pot, krank, pbuf, nhead, pnext, u_name, row_name,
+                   gone_nom, rs)
         return kind
     if kind == Q_TERMINATE:
         # a victim whose grace ended leaves its node (an assigned pod's
@@ -692,7 +721,7 @@ def events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon
                  cpu_left, mem_left, pods_left, aff, node_ver, version, cache_score, cache_gpu,
                  cache_ver, work, gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt,
                  pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, pw, nw, ps, victim,
-                 grace, tqp, tqt, tq, gone_nom, rs):
+                 grace, tqp, tqt, tq, gone_nom, nhead, pnext, rs):
     """Pod ``j``'s cycle ends: ``row`` the pick (-1 none fits), ``target``
     the node DefaultPreemption chose (-1 none): the nominated pods taken
     off, then the victims evicted (or terminating, a grace above 0) and
@@ -742,6 +771,8 @@ def events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon
     q_bound(j, dur, qi, qf, pst, dk, ds, dp)
     out_node[j] = row
     out_bind[j] = now
+    pnext[j] = nhead[row]
+    nhead[row] = j
     nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num,
                               tp_milli, tp_mask, tp_freq)
     log_t[m] = now

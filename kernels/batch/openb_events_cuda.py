@@ -79,7 +79,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cs_all, cg_all, cv_all, nfrag_all, feas_all, fbuf_all, qi_all, qf_all,
             pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
-            dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, kord_all, tqp_all,
+            dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, pbuf_all, nhead_all,
+            pnext_all, tqp_all,
             tqt_all, tq_all, rn_all, gn_all, vslot_all, vs_all, rs_all):
     """Run ``blockIdx.x``: thread 0 runs the twin's serial steps
     (``_openb_events.events_open`` / ``preempt_waits`` / ``events_close``:
@@ -188,7 +189,9 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     nw = nw_all[b]
     ps = ps_all[b]
     pot = pot_all[b]
-    kord = kord_all[o:o + kr.shape[0]]
+    pbuf = pbuf_all[o:o + e]
+    nhead = nhead_all[b]
+    pnext = pnext_all[o:o + e]
     vic = out_victim[o:o + e]
     gr = grace[b]
     tqp = tqp_all[o:o + pp]
@@ -206,11 +209,11 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     cuda.syncthreads()
     for i in range(tid, n, THREADS):
         _start_row(i, gc, md, cc, mc, pc, live, cord, gl, cl, ml, pl, aff, nv, cv, tpc, tpn,
-                   tpm, tpk, tpf, nfrag)
+                   tpm, tpk, tpf, nfrag, nhead)
     cuda.syncthreads()
     if tid == 0:
         _start(n, live, cord, nfrag, fbuf, s_lo, s_m, s_st, s_v, ver, f0, onode, ogm, obind,
-               owhy, pmask, qi, qf, pst, patt, pts, pre, pw, nw, ps, vic, gn, kr, kord, pot, rs)
+               owhy, pmask, qi, qf, pst, patt, pts, pre, pw, nw, ps, vic, gn, pot, rs)
     cuda.syncthreads()
     while True:
         if tid == 0:
@@ -221,7 +224,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                                 owhy, lt, lp, lf, f0, gl, cl, ml, pl, aff, nv, ver, gidx, nfrag,
                                 fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt, pts, aq, up, hk,
                                 hs, hp, dk, ds, dp, ak, pmask, pre, pr, kr, pw, nw, ps, pot,
-                                kord, gr, tqp, tqt, tq, u_name, rn, gn, rs)
+                                pbuf, nhead, pnext, gr, tqp, tqt, tq, u_name, rn, gn, rs)
         cuda.syncthreads()
         kind = rs[RS_KIND]
         j = qi[_queue.QI_POD]
@@ -254,7 +257,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                    sel[b], wcls, wu, dur, rk, b0, bmax, onode, ogm, obind, owhy, lt, lp, lf, gl,
                    cl, ml, pl, aff, nv, ver, cs, cg, cv, work, gidx, nfrag, fbuf, s_lo, s_m,
                    s_st, s_v, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
-                   pre, pr, pw, nw, ps, vic, gr, tqp, tqt, tq, gn, rs)
+                   pre, pr, pw, nw, ps, vic, gr, tqp, tqt, tq, gn, nhead, pnext, rs)
         cuda.syncthreads()
     if tid == 0:
         _end(end[b:b + 1], otries, qf, patt, rs, n_log[b:b + 1])
@@ -300,8 +303,9 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     on = preempt is not None and bool((np.asarray(preempt.pct) >= 0).any())
     # DefaultPreemption's scratch (one row where no run preempts)
     scratch += [da((p1 if on else 1, PW_N), i64), da((b, n if on else 1, NW_N), i64),
-                da((b, PS_N), i64), da((b, n), i64),
-                da(p1 if preempt is not None and preempt.krank.shape[0] else 1, i64)]
+                da((b, PS_N), i64), da((b, n), i64)]
+    # each row's bound pods (a list; ``pbuf`` their key order at a drain)
+    scratch += [da(p1, i64), da((b, n), i64), da(p1, i64)]
     # the terminating victims (a termination grace above 0): ``_gpu_preempt``'s tqp [P],
     # tqt [2P] per run's pods, tq [B, TQ_N] zeros
     tq = d(np.zeros((b, _gpu_preempt.TQ_N), i64))
