@@ -415,7 +415,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                            gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt, pts, aq,
                            up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, krank, pw, nw, ps,
                            pot, pbuf, nhead, pnext, grace, tqp, tqt, tq, u_name, row_name,
-                           gone_nom, rs)
+                           gone_nom, rs=rs)
         if kind == Q_DONE:
             break
         if kind != Q_CYCLE:
@@ -442,7 +442,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                      cpu_left, mem_left, pods_left, aff, node_ver, version, cache_score,
                      cache_gpu, cache_ver, work, gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi,
                      qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio,
-                     pw, nw, ps, victim, grace, tqp, tqt, tq, gone_nom, nhead, pnext, rs)
+                     pw, nw, ps, victim, grace, tqp, tqt, tq, gone_nom, nhead, pnext, rs=rs)
     events_end(end, out_tries, qf, patt, rs, n_log)
 
 
