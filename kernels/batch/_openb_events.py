@@ -434,7 +434,7 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                                       least, c_cpu[c], c_mem[c], c_num[c], c_milli[c],
                                       c_mask[c], prio, krank, pst, out_node, cls, c_cpu, c_mem,
                                       c_num, c_milli, out_gmask, gpu_count, model, gpu_left,
-                                      cpu_left, mem_left, pods_left, pw, nw, ps)
+                                      cpu_left, mem_left, pods_left, nhead, pnext, pw, nw, ps)
         events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon_interest,
                      c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask, tp_cpu, tp_num, tp_milli,
                      tp_mask, tp_freq, policy, sel, cls, u, dur, rank, backoff0, backoff_max,

@@ -104,6 +104,7 @@ _taken_off = _pns["taken_off"]
 _nominees_on = _pns["nominees_on"]
 _nominees_off = _pns["nominees_off"]
 _victims_in_slots = _pns["victims_in_slots"]
+_row_low = _pns["row_low"]
 _better_candidate = _pns["better_candidate"]
 _num_candidates = _pns["num_candidates"]
 _preempt_offset = _pns["preempt_offset"]
@@ -201,8 +202,8 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, 
 @cuda.jit(device=True)
 def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
                       mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
-                      gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, pw, ps,
-                      vslot, vs, cur, buf, sh):
+                      gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, nhead, pnext,
+                      pw, ps, vslot, vs, cur, buf, sh):
     """``_gpu_preempt.post_filter_rows``'s answer with the block's threads
     (the potential nodes ``pot[:npot]`` in row order, ``pot`` empty: rows
     0 .. npot - 1; ``post_filter_gpu``'s: every row)
@@ -229,11 +230,21 @@ def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, 
     if tid == 0:
         cur[0] = 0
     cuda.syncthreads()
+    listed = pot.shape[0] > 0
+    by_row = nhead.shape[0] > 0
     low = 0
-    for k in range(tid, e, THREADS):
-        if pst[k] == _gp.P_BOUND and prio[k] < pj:
-            cuda.atomic.add(vs, (out_node[k], _gp.V_LOW), 1)
-            low += 1
+    if by_row:
+        # each potential row's pods from its list (the pods gone since unlinked)
+        for q in range(tid, npot, THREADS):
+            i = pot[q] if listed else q
+            k = _row_low(i, pj, prio, pst, nhead, pnext, vslot, 0, False)
+            vs[i, _gp.V_LOW] = k
+            low += k
+    else:
+        for k in range(tid, e, THREADS):
+            if pst[k] == _gp.P_BOUND and prio[k] < pj:
+                cuda.atomic.add(vs, (out_node[k], _gp.V_LOW), 1)
+                low += 1
     low, _lo, _hi = block_sum_min_max(low, 0, 0, buf, sh)
     if low == 0 or npot == 0:
         return -1
@@ -243,12 +254,17 @@ def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, 
         if vs[i, _gp.V_LOW] > 0:
             vs[i, _gp.V_OFF] = cuda.atomic.add(cur, 0, vs[i, _gp.V_LOW])
     cuda.syncthreads()
-    for k in range(tid, e, THREADS):
-        if pst[k] == _gp.P_BOUND and prio[k] < pj:
-            i = out_node[k]
-            vslot[vs[i, _gp.V_OFF] + cuda.atomic.add(vs, (i, _gp.V_FILL), 1)] = k
+    if by_row:
+        for q in range(tid, npot, THREADS):
+            i = pot[q] if listed else q
+            if vs[i, _gp.V_LOW] > 0:
+                _row_low(i, pj, prio, pst, nhead, pnext, vslot, vs[i, _gp.V_OFF], True)
+    else:
+        for k in range(tid, e, THREADS):
+            if pst[k] == _gp.P_BOUND and prio[k] < pj:
+                i = out_node[k]
+                vslot[vs[i, _gp.V_OFF] + cuda.atomic.add(vs, (i, _gp.V_FILL), 1)] = k
     cuda.syncthreads()
-    listed = pot.shape[0] > 0
     for q in range(tid, npot, THREADS):
         i = pot[q] if listed else q
         _victims_in_slots(i, vslot, vs[i, _gp.V_OFF], vs[i, _gp.V_LOW], cpu, mem, num, milli,
@@ -486,8 +502,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                                            prio, krank, pst,
                                            out_node[o:o + e], wcls, c_cpu[w], c_mem[w],
                                            c_num[w], c_milli[w], out_gmask[o:o + e], count, mdl,
-                                           gpu_left, cpu_left, mem_left, pods_left, pw, ps,
-                                           vslot, vs, cur, buf, sh)
+                                           gpu_left, cpu_left, mem_left, pods_left, vslot[:0],
+                                           vslot[:0], pw, ps, vslot, vs, cur, buf, sh)
             if tid == 0:
                 _nominees_off(wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w], gpu_left,
                               cpu_left, mem_left, pods_left, aff, node_ver, version, pw, ps)

@@ -250,7 +250,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                                            least[b], wc_cpu[c], wc_mem[c], wc_num[c],
                                            wc_milli[c], wc_mask[c], pr, kr, pst, onode, wcls,
                                            wc_cpu, wc_mem, wc_num, wc_milli, ogm, gc, md, gl,
-                                           cl, ml, pl, pw, ps, vslot, vs, cur, buf, sh)
+                                           cl, ml, pl, nhead, pnext, pw, ps, vslot, vs, cur,
+                                           buf, sh)
         if tid == 0:
             _close(j, row, target, n, gc, md, live, fit_interest, cordon_interest, wc_cpu,
                    wc_mem, wc_cpu_nz, wc_num, wc_milli, wc_mask, tpc, tpn, tpm, tpk, tpf, pol,
