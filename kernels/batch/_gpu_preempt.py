@@ -485,10 +485,12 @@ def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, n
         i = q if pot.shape[0] == 0 else pot[q]
         if listed:
             k = row_low(i, pj, prio, pst, nhead, pnext, pw[:, W_CUR], 0, True)
-            nv = victims_in_slots(i, pw[:, W_CUR], 0, k, cpu, mem, num, milli, mask, prio,
-                                  krank, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count,
-                                  model, gpu_left, cpu_left, mem_left, pods_left,
-                                  ps[S_STATS:S_STATS + 3])
+            nv = 0
+            if k > 0:       # (no call for a row without lower-priority pods)
+                nv = victims_in_slots(i, pw[:, W_CUR], 0, k, cpu, mem, num, milli, mask, prio,
+                                      krank, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                                      gpu_count, model, gpu_left, cpu_left, mem_left,
+                                      pods_left, ps[S_STATS:S_STATS + 3])
         else:
             nv = victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem,
                                 c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
