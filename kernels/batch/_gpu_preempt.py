@@ -412,34 +412,67 @@ def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, m
     """DefaultPreemption for pod ``j`` whose cycle failed on the ``n``
     nodes (the nominated pods it counts on them), every node a potential
     one: ``post_filter_rows`` over rows 0 .. n - 1."""
-    # (an empty view: no row list, the rows themselves)
+    # (empty views: no row list, the rows themselves; no lists of the rows' pods)
     return post_filter_rows(j, n, pw[:0, W_NXT], n, attempt, seed_mix, pct, least, cpu, mem,
                             num, milli, mask, prio, krank, pst, out_node, cls, c_cpu, c_mem,
                             c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
-                            mem_left, pods_left, pw, nw, ps)
+                            mem_left, pods_left, pw[:0, W_NXT], pw[:0, W_NXT], pw, nw, ps)
+
+
+def row_low(i, pj, prio, pst, nhead, pnext, slot, off, put):
+    """Row ``i``'s bound pods of a priority below ``pj``, from its list of
+    the pods bound there (``nhead`` [N] / ``pnext`` [P]; the pods gone
+    since are unlinked on the way): put at ``slot[off:]`` where ``put``;
+    returns how many.  Reads and writes row ``i``'s list only (threads on
+    different rows run it at once)."""
+    k = 0
+    prev = -1
+    x = nhead[i]
+    while x >= 0:
+        nx = pnext[x]
+        if pst[x] != P_BOUND:
+            if prev < 0:
+                nhead[i] = nx
+            else:
+                pnext[prev] = nx
+        else:
+            if prio[x] < pj:
+                if put:
+                    slot[off + k] = x
+                k += 1
+            prev = x
+        x = nx
+    return k
 
 
 def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
                      mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
-                     gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
+                     gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, nhead, pnext, pw,
+                     nw, ps):
     """DefaultPreemption for pod ``j`` whose cycle failed on the ``n``
     rows, the potential nodes (those the usage-independent filters pass)
     the rows ``pot[:npot]`` in row order (``pot`` empty: rows 0 .. npot -
     1): numCandidates and the seeded offset of their number, the visit
-    from that position wrapping around.  Returns the node to nominate (-1
-    none); its victims, most important first, ``pw[:nv, W_VOUT]``, ``nv``
-    in ``ps[S_STATS + 5]``."""
+    from that position wrapping around.  A visited row's lower-priority
+    bound pods: from its list of bound pods (``row_low``: ``nhead`` [N] /
+    ``pnext`` [P], the engine's), or (``nhead`` empty) from a scan of every
+    pod first.  Returns the node to nominate (-1 none); its victims, most
+    important first, ``pw[:nv, W_VOUT]``, ``nv`` in ``ps[S_STATS + 5]``."""
     pj = prio[j]
-    for i in range(n):
-        nw[i, N_HEAD] = -1
-    low = 0
-    for k in range(pw.shape[0]):
-        if pst[k] == P_BOUND and prio[k] < pj:
-            i = out_node[k]
-            pw[k, W_NXT] = nw[i, N_HEAD]
-            nw[i, N_HEAD] = k
-            low += 1
-    if low == 0 or npot == 0:
+    listed = nhead.shape[0] > 0
+    if not listed:
+        for i in range(n):
+            nw[i, N_HEAD] = -1
+        low = 0
+        for k in range(pw.shape[0]):
+            if pst[k] == P_BOUND and prio[k] < pj:
+                i = out_node[k]
+                pw[k, W_NXT] = nw[i, N_HEAD]
+                nw[i, N_HEAD] = k
+                low += 1
+        if low == 0:
+            return -1
+    if npot == 0:
         return -1
     cap = num_candidates(npot, pct, least)
     off = preempt_offset(seed_mix, attempt, npot)
@@ -450,9 +483,18 @@ def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, n
         if q >= npot:
             q -= npot
         i = q if pot.shape[0] == 0 else pot[q]
-        nv = victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem,
-                            c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
-                            mem_left, pods_left, pw, nw, ps)
+        if listed:
+            k = row_low(i, pj, prio, pst, nhead, pnext, pw[:, W_CUR], 0, True)
+            nv = 0
+            if k > 0:       # (no call for a row without lower-priority pods)
+                nv = victims_in_slots(i, pw[:, W_CUR], 0, k, cpu, mem, num, milli, mask, prio,
+                                      krank, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                                      gpu_count, model, gpu_left, cpu_left, mem_left,
+                                      pods_left, ps[S_STATS:S_STATS + 3])
+        else:
+            nv = victims_on_gpu(i, cpu, mem, num, milli, mask, prio, krank, cls, c_cpu, c_mem,
+                                c_num, c_milli, gmask, gpu_count, model, gpu_left, cpu_left,
+                                mem_left, pods_left, pw, nw, ps)
         if nv == 0:
             continue
         found += 1

@@ -4,7 +4,9 @@ and queue (``_queue.q_next_steps``): plain Python on scalars and array
 rows, no allocation, compiled with ``njit`` for the CPU twin
 (``openb_events``, one cluster per ``prange`` iteration of
 ``_openb_events_driver``) and with ``cuda.jit(device=True)`` for the CUDA
-form (``openb_events_cuda``, one thread per cluster): one source.
+form (``openb_events_cuda``, a block per cluster: its thread 0 the serial
+steps of ``run_events_cluster``'s loop, the block the pick and the
+victim search between them): one source.
 
 The cluster's N local rows are the rows its Simulation's state gives its
 nodes (a node added later takes a row from the start, absent until its
@@ -45,8 +47,10 @@ over the live rows gathered).
 
 DefaultPreemption (a run's flag ``pre``; ``_gpu_preempt``'s nominated-pod
 overlay, victim search and pick, compiled beneath this module): a failed
-pod's candidates are the live, schedulable rows (``potential_rows``;
-``post_filter_rows`` visits them from the seeded offset of their number),
+pod's candidates are the live, schedulable rows (``potential_rows``,
+kept with the live rows' counts as node events change them:
+``rows_refresh``; ``post_filter_rows`` visits them from the seeded offset
+of their number),
 the victims leave at once (``evict_victims``), a Pod/Delete for the pool,
 the preemptor goes back with a move request; a node's deletion ends the
 nominations to it, a cordon keeps them.  With a termination grace above
@@ -69,6 +73,7 @@ Q_NODE = 3
 Q_TERMINATE = 4
 Q_POD = 10
 Q_ATTEMPT = 11
+Q_CYCLE = 1             # _queue.ATTEMPT: an attempt's cycle (``events_open``)
 Q_NOW = 0
 P_NOT_ARRIVED = 0
 P_BOUND = 4
@@ -93,8 +98,19 @@ WHY_POD_DELETED = 3     # deleted by a scenario's step (not with its node)
 WHY_PREEMPTED = 4       # a victim of DefaultPreemption
 W_NOM = 0               # ``_gpu_preempt``'s pw columns: nominated node, the chosen victims
 W_VOUT = 5
+N_CNT = 1               # ``_gpu_preempt``'s nw columns: a node's nominations, its last one
+N_TAIL = 2
 S_STATS = 8             # ``_gpu_preempt``'s ps slots: a node's statistics, the best's after
 BLOCKED = 1 << 40       # pod slots a row that is absent or cordoned lacks
+# ``rs`` [RS_N] int64: a run's scalars between its loop's steps (on the
+# device, the slots thread 0 leaves for the block)
+RS_M = 0                # log rows used
+RS_LIVE = 1             # live rows
+RS_CORD = 2             # live rows cordoned
+RS_NPOT = 3             # DefaultPreemption's potential rows (``pot[:RS_NPOT]``)
+RS_KIND = 4             # the step ``events_open`` answered
+RS_WAITS = 5            # 1: the attempt's pod may not preempt now (``preempt_waits``)
+RS_N = 8
 PW_BLOCK = 128          # numpy's pairwise block (``pairwise``)
 PW_LANES = 8
 
@@ -148,14 +164,41 @@ def live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v):
     return pairwise_sum(fbuf, m, s_lo, s_m, s_st, s_v)
 
 
-def failure_bits(n, live, cordoned, fit_interest, cordon_interest):
-    """The events a failed pod's rejecting plugins listen to (module doc);
-    0 (any event) when no node is live."""
+def failure_bits(rs, fit_interest, cordon_interest):
+    """The events a failed pod's rejecting plugins listen to (module doc):
+    each live row's first failing filter's, from the live rows' counts
+    (``rs[RS_LIVE]``, ``rs[RS_CORD]`` cordoned); 0 (any event) when no
+    node is live."""
     m = 0
+    if rs[RS_LIVE] > rs[RS_CORD]:
+        m |= fit_interest
+    if rs[RS_CORD] > 0:
+        m |= cordon_interest
+    return m
+
+
+def rows_refresh(n, live, cordoned, pot, rs):
+    """After the live rows or their cordons changed (the start, a node
+    event): their counts (``rs[RS_LIVE]``, ``rs[RS_CORD]``) and the
+    potential rows of DefaultPreemption, ``pot[:rs[RS_NPOT]]`` (``pot``
+    empty: not kept), so an attempt reads no per-node loop for them."""
+    nl = 0
+    nc = 0
     for i in range(n):
         if live[i] != 0:
-            m |= cordon_interest if cordoned[i] != 0 else fit_interest
-    return m
+            nl += 1
+            if cordoned[i] != 0:
+                nc += 1
+    rs[RS_LIVE] = nl
+    rs[RS_CORD] = nc
+    rs[RS_NPOT] = potential_rows(n, live, cordoned, pot) if pot.shape[0] > 0 else 0
+
+
+def last_frag(rs, log_frag, frag0):
+    """The live rows' fragmentation now: the last change's (the start's
+    before any)."""
+    m = rs[RS_M]
+    return log_frag[m - 1] if m > 0 else frag0[0]
 
 
 def bump(i, node_ver, version):
@@ -299,8 +342,9 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                        cache_score, cache_gpu, cache_ver, work, gidx, nfrag, feas, fbuf,
                        s_lo, s_m, s_st, s_v,
                        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
-                       pre, pct, least, prio, krank, pw, nw, ps, pot, kord,
-                       victim, grace, tqp, tqt, tq, u_name, row_name, gone_nom):
+                       pre, pct, least, prio, krank, pw, nw, ps, pot, pbuf,
+                       nhead, pnext, victim, grace, tqp, tqt, tq, u_name, row_name, gone_nom,
+                       rs):
     """One cluster (module doc): rows 0..n-1 with their first node's
     columns (``gpu_count`` .. ``pods_cap`` [N], updated as nodes are
     added), ``live`` / ``cordoned`` [N] int8 at the start (updated); the
@@ -327,7 +371,11 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     where ``krank`` is given (with or without preemption: the order the
     Simulation logs them in), in row order where it is empty.  Scratch
     ``pw`` [P, 7], ``nw`` [N, 3], ``ps`` [16], ``pot`` [N]; 0: none (those
-    arrays may be empty); ``kord`` [P] where ``krank`` is given.  Out
+    arrays may be empty).  ``nhead`` [N] / ``pnext`` [P]: each row's pods
+    bound there since its last drain or deletion (a list, pushed at the
+    binding; the pods gone since are skipped when the row is drained or
+    deleted, and the list is empty after: a drain reads its row's pods,
+    not every pod), ``pbuf`` [P] scratch (their key order).  Out
     ``victim`` [P] the times a pod was evicted (its why ``WHY_PREEMPTED``
     when it left by preemption).
 
@@ -342,20 +390,88 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     (``waits_for_victims``; where a removal ended its nomination, the node
     its status names: a node added later under that name,
     ``waits_on_named``: ``u_name`` [U] each universe node's name number,
-    scratch ``row_name`` [N] set by ``first_names``, ``gone_nom`` [P])."""
-    p = cls.shape[0]
+    scratch ``row_name`` [N] set by ``first_names``, ``gone_nom`` [P]).
+    ``rs`` [RS_N]: the run's scalars between its loop's steps.
+
+    The loop is its steps (``events_open``, ``decide``, ``preempt_waits``
+    and ``post_filter_rows``, ``events_close``), in the order the CUDA
+    form (``openb_events_cuda``) runs them: thread 0 the serial ones, the
+    block the pick and the victim search."""
     for i in range(n):
-        init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
-                  mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
-                  tp_freq, nfrag)
-        if live[i] == 0 or cordoned[i] != 0:
-            pods_left[i] -= BLOCKED
-    version[0] = 0
+        start_row(i, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned, gpu_left,
+                  cpu_left, mem_left, pods_left, aff, node_ver, cache_ver, tp_cpu, tp_num,
+                  tp_milli, tp_mask, tp_freq, nfrag, nhead)
+    events_start(n, live, cordoned, nfrag, fbuf, s_lo, s_m, s_st, s_v, version, frag0,
+                 out_node, out_gmask, out_bind, out_why, pmask, qi, qf, pst, patt, pts,
+                 pre, pw, nw, ps, victim, gone_nom, pot, rs)
+    while True:
+        kind = events_open(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
+                           u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap, ev_t,
+                           ev_kind, ev_row, ev_x, ev_flag, c_cpu, c_mem, c_num, c_milli,
+                           tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, u_static, static_total,
+                           made, cls, arr, dep, rank, backoff0, backoff_max, max_unsched,
+                           out_node, out_gmask, out_why, log_t, log_pod, log_frag, frag0,
+                           gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
+                           gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt, pts, aq,
+                           up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, krank, pw, nw, ps,
+                           pot, pbuf, nhead, pnext, grace, tqp, tqt, tq, u_name, row_name,
+                           gone_nom, rs=rs)
+        if kind == Q_DONE:
+            break
+        if kind != Q_CYCLE:
+            continue
+        j = qi[Q_POD]
+        c = cls[j]
+        row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap, pods_left,
+                     aff, node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c], c_milli[c],
+                     c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, policy, seed_mix,
+                     qi[Q_ATTEMPT], gpu_weight, static_total, cache_score[c], cache_gpu[c],
+                     cache_ver[c], work, feas)
+        target = -1
+        if pre != 0 and row < 0 and not preempt_waits(j, n, live, row_name, gone_nom, prio,
+                                                      pst, out_node, victim, pw, grace):
+            target = post_filter_rows(j, n, pot, rs[RS_NPOT], qi[Q_ATTEMPT], seed_mix, pct,
+                                      least, c_cpu[c], c_mem[c], c_num[c], c_milli[c],
+                                      c_mask[c], prio, krank, pst, out_node, cls, c_cpu, c_mem,
+                                      c_num, c_milli, out_gmask, gpu_count, model, gpu_left,
+                                      cpu_left, mem_left, pods_left, nhead, pnext, pw, nw, ps)
+        events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon_interest,
+                     c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask, tp_cpu, tp_num, tp_milli,
+                     tp_mask, tp_freq, policy, sel, cls, u, dur, rank, backoff0, backoff_max,
+                     out_node, out_gmask, out_bind, out_why, log_t, log_pod, log_frag, gpu_left,
+                     cpu_left, mem_left, pods_left, aff, node_ver, version, cache_score,
+                     cache_gpu, cache_ver, work, gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi,
+                     qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio,
+                     pw, nw, ps, victim, grace, tqp, tqt, tq, gone_nom, nhead, pnext, rs=rs)
+    events_end(end, out_tries, qf, patt, rs, n_log)
+
+
+def start_row(i, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned, gpu_left,
+              cpu_left, mem_left, pods_left, aff, node_ver, cache_ver, tp_cpu, tp_num, tp_milli,
+              tp_mask, tp_freq, nfrag, nhead):
+    """Row ``i`` at the start (its first node's columns set): empty (no
+    pod in its list ``nhead``), its pod slots lowered where it is absent
+    or cordoned, no cached answer.
+    Reads and writes row ``i`` only (the device's threads run rows at
+    once)."""
+    init_node(i, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left, mem_left,
+              pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag)
+    if live[i] == 0 or cordoned[i] != 0:
+        pods_left[i] -= BLOCKED
     for s in range(cache_ver.shape[0]):
-        for i in range(n):
-            cache_ver[s, i] = -1
-    frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
-    frag0[0] = frag
+        cache_ver[s, i] = -1
+    nhead[i] = -1
+
+
+def events_start(n, live, cordoned, nfrag, fbuf, s_lo, s_m, s_st, s_v, version, frag0,
+                 out_node, out_gmask, out_bind, out_why, pmask, qi, qf, pst, patt, pts,
+                 pre, pw, nw, ps, victim, gone_nom, pot, rs):
+    """The run's state at the start, after every row's ``start_row``: the
+    fragmentation ``frag0[0]``, the outputs, the queue, DefaultPreemption's
+    state, the live rows' counts (``rs``)."""
+    p = out_node.shape[0]
+    version[0] = 0
+    frag0[0] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
     for j in range(p):
         out_node[j] = -1
         out_gmask[j] = 0
@@ -367,224 +483,307 @@ def run_events_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
         preempt_init(pw, nw, ps, victim)
         for k in range(p):
             gone_nom[k] = -1
-    keyed = krank.shape[0] > 0
-    if keyed:
-        for j in range(p):
-            kord[krank[j]] = j
-    n_live = 0
-    for i in range(n):
-        if live[i] != 0:
-            n_live += 1
-    m = 0
-    while True:
-        # pod deletes lead their time's departures; while no node is live an
-        # arrival moves the pods that failed there (pmask 0: ``failure_bits``;
-        # the next node event moves them all otherwise)
-        kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE,
-                                1 if n_live == 0 else 0, backoff0, backoff_max, max_unsched,
-                                qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
-                                pmask, deadline_next(tqt, tq))
-        if kind == Q_DONE:
-            break
-        now = qf[Q_NOW]
-        if kind == Q_NODE:
-            e = qi[Q_POD]
-            row = ev_row[e]
-            what = ev_kind[e]
-            if what == EV_POD_DELETE:
-                jj = made[ev_x[e]]
-                if pst[jj] == P_BOUND:
-                    row = out_node[jj]
-                    c = cls[jj]
-                    release(row, out_gmask[jj], c_cpu[c], c_mem[c], c_num[c], c_milli[c],
-                            gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version)
-                    pst[jj] = P_GONE
-                    out_why[jj] = WHY_POD_DELETED
-                    if pre != 0:
-                        taken_off(jj, row, out_gmask[jj], ps)
-                    nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
-                                              tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-                    frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
-                    log_t[m] = now
-                    log_pod[m] = -1 - jj
-                    log_frag[m] = frag
-                    m += 1
-                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-                elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
-                    # pending: it leaves the queue (its entries die where they
-                    # are); no cluster event
-                    pst[jj] = P_GONE
-                    out_why[jj] = WHY_POD_DELETED
-            elif what == EV_ADD:
-                x = ev_x[e]
-                gpu_count[row] = u_gpu_count[x]
-                model[row] = u_model[x]
-                cpu_cap[row] = u_cpu_cap[x]
-                mem_cap[row] = u_mem_cap[x]
-                pods_cap[row] = u_pods_cap[x]
-                init_node(row, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left,
-                          cpu_left, mem_left, pods_left, aff, node_ver, tp_cpu, tp_num,
-                          tp_milli, tp_mask, tp_freq, nfrag)
-                static_total[row] = u_static[x]
-                row_name[row] = u_name[x]
-                live[row] = 1
-                n_live += 1
-                cordoned[row] = ev_flag[e]
-                if cordoned[row] != 0:
-                    pods_left[row] -= BLOCKED
-                bump(row, node_ver, version)
-                move_where(I_NODE_ADD, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
-                           hk, hs, hp, rank, ak, pmask)
-            elif what == EV_UPDATE:
-                flag = ev_flag[e]
-                if flag != cordoned[row]:
-                    if flag != 0:
-                        pods_left[row] -= BLOCKED
-                    else:
-                        pods_left[row] += BLOCKED
-                    cordoned[row] = flag
-                    bump(row, node_ver, version)
-                move_where(I_NODE_UPDATE, now, backoff0, backoff_max, qi, pst, patt, pts, aq,
-                           up, hk, hs, hp, rank, ak, pmask)
-            else:
-                gone = 0
-                for t in range(p):
-                    j = kord[t] if keyed else t
-                    if pst[j] == P_BOUND and out_node[j] == row:
-                        c = cls[j]
-                        release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c],
-                                gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
-                                version)
-                        pst[j] = P_GONE
-                        out_why[j] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
-                        if pre != 0:
-                            taken_off(j, row, out_gmask[j], ps)
-                        log_t[m] = now
-                        log_pod[m] = -1 - j
-                        log_frag[m] = frag          # (the event's entry below follows)
-                        m += 1
-                        gone += 1
-                nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
-                                          tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-                if gone > 0:
-                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-                if what == EV_DELETE:
-                    if cordoned[row] == 0:
-                        pods_left[row] -= BLOCKED
-                    live[row] = 0
-                    n_live -= 1
-                    cordoned[row] = 0
-                    if pre != 0:
-                        # the nominator forgets the nominations to a deleted
-                        # node; the pods' status still names it
-                        for k in range(p):
-                            if pw[k, W_NOM] == row:
-                                gone_nom[k] = row_name[row]
-                                nom_delete(k, pw, nw, ps)
-                    bump(row, node_ver, version)
-                    move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-            frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    for s in range(RS_N):
+        rs[s] = 0
+    rows_refresh(n, live, cordoned, pot, rs)
+
+
+def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
+               u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap, ev_kind, ev_row, ev_x,
+               ev_flag, c_cpu, c_mem, c_num, c_milli, tp_cpu, tp_num, tp_milli, tp_mask,
+               tp_freq, u_static, static_total, made, cls, backoff0, backoff_max, out_node,
+               out_gmask, out_why, log_t, log_pod, log_frag, frag0, gpu_left, cpu_left,
+               mem_left, pods_left, aff, node_ver, version, nfrag, fbuf, s_lo, s_m, s_st, s_v,
+               qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pmask, pre, pw, nw, ps, pot,
+               krank, pbuf, nhead, pnext, u_name, row_name, gone_nom, rs):
+    """Node event ``e`` at ``now`` (module doc): the cluster changed, its
+    freed pods and then the event logged, the pool moved."""
+    p = cls.shape[0]
+    m = rs[RS_M]
+    row = ev_row[e]
+    what = ev_kind[e]
+    if what == EV_POD_DELETE:
+        jj = made[ev_x[e]]
+        if pst[jj] == P_BOUND:
+            row = out_node[jj]
+            c = cls[jj]
+            release(row, out_gmask[jj], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
+                    cpu_left, mem_left, pods_left, aff, node_ver, version)
+            pst[jj] = P_GONE
+            out_why[jj] = WHY_POD_DELETED
+            if pre != 0:
+                taken_off(jj, row, out_gmask[jj], ps)
+            nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left, tp_cpu,
+                                      tp_num, tp_milli, tp_mask, tp_freq)
             log_t[m] = now
-            log_pod[m] = p + e
-            log_frag[m] = frag
+            log_pod[m] = -1 - jj
+            log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
             m += 1
-            continue
-        if kind == Q_TERMINATE:
-            # a victim whose grace ended leaves its node (an assigned pod's
-            # deletion: the pool moved inside) as a departure is logged
-            j = terminate_where(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
-                                hk, hs, hp, rank, ak, pmask, tqp, tqt, tq)
-            if j < 0:
-                continue
-            out_why[j] = WHY_PREEMPTED
-            kind = Q_DEPART
-        else:
-            j = qi[Q_POD]
-        c = cls[j]
-        if kind == Q_DEPART:
-            row = out_node[j]
+            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                       hk, hs, hp, rank, ak, pmask)
+        elif pst[jj] != P_GONE and pst[jj] != P_NOT_ARRIVED:
+            # pending: it leaves the queue (its entries die where they are);
+            # no cluster event
+            pst[jj] = P_GONE
+            out_why[jj] = WHY_POD_DELETED
+    elif what == EV_ADD:
+        x = ev_x[e]
+        gpu_count[row] = u_gpu_count[x]
+        model[row] = u_model[x]
+        cpu_cap[row] = u_cpu_cap[x]
+        mem_cap[row] = u_mem_cap[x]
+        pods_cap[row] = u_pods_cap[x]
+        init_node(row, gpu_count, cpu_cap, mem_cap, pods_cap, model, gpu_left, cpu_left,
+                  mem_left, pods_left, aff, node_ver, tp_cpu, tp_num, tp_milli, tp_mask,
+                  tp_freq, nfrag)
+        static_total[row] = u_static[x]
+        row_name[row] = u_name[x]
+        live[row] = 1
+        cordoned[row] = ev_flag[e]
+        if cordoned[row] != 0:
+            pods_left[row] -= BLOCKED
+        bump(row, node_ver, version)
+        rows_refresh(n, live, cordoned, pot, rs)
+        move_where(I_NODE_ADD, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk, hs,
+                   hp, rank, ak, pmask)
+    elif what == EV_UPDATE:
+        flag = ev_flag[e]
+        if flag != cordoned[row]:
+            if flag != 0:
+                pods_left[row] -= BLOCKED
+            else:
+                pods_left[row] += BLOCKED
+            cordoned[row] = flag
+            bump(row, node_ver, version)
+            rows_refresh(n, live, cordoned, pot, rs)
+        move_where(I_NODE_UPDATE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk,
+                   hs, hp, rank, ak, pmask)
+    else:
+        frag = last_frag(rs, log_frag, frag0)
+        gone = row_pods(row, krank, pst, pbuf, nhead, pnext)
+        for t in range(gone):
+            j = pbuf[t]
+            c = cls[j]
             release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left,
                     cpu_left, mem_left, pods_left, aff, node_ver, version)
+            pst[j] = P_GONE
+            out_why[j] = WHY_EVICTED if what == EV_EVICT else WHY_DELETED
             if pre != 0:
                 taken_off(j, row, out_gmask[j], ps)
+            log_t[m] = now
             log_pod[m] = -1 - j
-        else:
-            if pre != 0:
-                nominees_on(j, prio, pst, cls, c_cpu, c_mem, c_num, c_milli, gpu_count,
-                            gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
-                            gidx, pw, nw, ps)
-            row = decide(n, gpu_count, model, gpu_left, cpu_left, mem_left, pods_cap,
-                         pods_left, aff, node_ver, c_cpu[c], c_mem[c], c_cpu_nz[c], c_num[c],
-                         c_milli[c], c_mask[c], tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
-                         policy, seed_mix, qi[Q_ATTEMPT], gpu_weight, static_total,
-                         cache_score[c], cache_gpu[c], cache_ver[c], work, feas)
-            if pre != 0:
-                target = -1
-                if row < 0 and not (grace > 0.0 and (
-                        waits_for_victims(j, prio, pst, out_node, victim, pw)
-                        or waits_on_named(j, n, live, row_name, gone_nom, prio, pst, out_node,
-                                          victim))):
-                    npot = potential_rows(n, live, cordoned, pot)
-                    target = post_filter_rows(j, n, pot, npot, qi[Q_ATTEMPT], seed_mix, pct,
-                                              least, c_cpu[c], c_mem[c], c_num[c], c_milli[c],
-                                              c_mask[c], prio, krank, pst, out_node, cls, c_cpu,
-                                              c_mem, c_num, c_milli, out_gmask, gpu_count,
-                                              model, gpu_left, cpu_left, mem_left, pods_left,
-                                              pw, nw, ps)
-                nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left,
-                             pods_left, aff, node_ver, version, pw, ps)
-                if target >= 0 and grace > 0.0:
-                    # the victims terminate on their node; no pod left, so
-                    # the preemptor waits in the pool as a failed pod
-                    nominate_to(j, target, prio, pw, nw, ps)
-                    gone_nom[j] = -1
-                    terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps)
-                    q_failed_mask(j, failure_bits(n, live, cordoned, fit_interest,
-                                                  cordon_interest), qi, qf, pst, pts, up, pmask)
-                    continue
-                if target >= 0:
-                    m = evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num,
-                                      c_milli, prio, out_gmask, gpu_count, model, gpu_left,
-                                      cpu_left, mem_left, pods_left, aff, node_ver, version,
-                                      tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, fbuf,
-                                      s_lo, s_m, s_st, s_v, log_t, log_pod, log_frag, out_why,
-                                      victim, pst, pw, nw, ps)
-                    frag = log_frag[m - 1]
-                    # the victims' deletion (Pod/Delete) moved the pool during
-                    # the cycle: the preemptor goes back with a move request
-                    move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts,
-                               aq, up, hk, hs, hp, rank, ak, pmask)
-                    pts[j] = now
-                    move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp,
-                         rank, ak)
-                    continue
-                if row >= 0:
-                    bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left,
-                               mem_left, pods_left, aff, c_cpu, c_mem, c_cpu_nz, c_num,
-                               c_milli, c_mask, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq,
-                               cache_score[c], cache_gpu[c], cache_ver[c], node_ver, work, pw,
-                               nw, ps)
-            if row < 0:
-                q_failed_mask(j, failure_bits(n, live, cordoned, fit_interest, cordon_interest),
-                              qi, qf, pst, pts, up, pmask)
-                continue
-            out_gmask[j] = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c],
-                                   c_milli[c], u[j], cache_gpu[c, row], gpu_left, cpu_left,
-                                   mem_left, pods_left, aff, node_ver, version, gidx)
-            q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-            out_node[j] = row
-            out_bind[j] = now
-            log_pod[m] = j
-        nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
-                                  tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)
-        frag = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
-        log_t[m] = now
-        log_frag[m] = frag
-        m += 1
-    n_log[0] = m
+            log_frag[m] = frag          # (the event's entry below follows)
+            m += 1
+        nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num,
+                                  tp_milli, tp_mask, tp_freq)
+        if gone > 0:
+            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                       hk, hs, hp, rank, ak, pmask)
+        if what == EV_DELETE:
+            if cordoned[row] == 0:
+                pods_left[row] -= BLOCKED
+            live[row] = 0
+            cordoned[row] = 0
+            rows_refresh(n, live, cordoned, pot, rs)
+            if pre != 0 and nw[row, N_CNT] > 0:
+                # the nominator forgets the nominations to a deleted node
+                # (its pods together in the nominated pods' list, from its
+                # last back); the pods' status still names it
+                k = nw[row, N_TAIL]
+                while k >= 0 and pw[k, W_NOM] == row:
+                    x = link_prev(k, pw)
+                    gone_nom[k] = row_name[row]
+                    nom_delete(k, pw, nw, ps)
+                    k = x
+            bump(row, node_ver, version)
+            move_where(I_NODE_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                       hk, hs, hp, rank, ak, pmask)
+    log_t[m] = now
+    log_pod[m] = p + e
+    log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    rs[RS_M] = m + 1
+
+
+def row_pods(row, krank, pst, pbuf, nhead, pnext):
+    """The pods bound on ``row`` now into ``pbuf``, in key order (``krank``
+    empty: pod order); how many.  Its list (``nhead`` / ``pnext``) is
+    emptied: the caller takes them all off."""
+    k = 0
+    j = nhead[row]
+    while j >= 0:
+        if pst[j] == P_BOUND:
+            # insertion sort (a node holds few pods)
+            a = k
+            kj = krank[j] if krank.shape[0] > 0 else j
+            while a > 0 and (krank[pbuf[a - 1]] if krank.shape[0] > 0 else pbuf[a - 1]) > kj:
+                pbuf[a] = pbuf[a - 1]
+                a -= 1
+            pbuf[a] = j
+            k += 1
+        j = pnext[j]
+    nhead[row] = -1
+    return k
+
+
+def pod_leaves(j, now, n, gpu_count, model, live, cls, c_cpu, c_mem, c_num, c_milli, tp_cpu,
+               tp_num, tp_milli, tp_mask, tp_freq, out_node, out_gmask, log_t, log_pod,
+               log_frag, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, nfrag,
+               fbuf, s_lo, s_m, s_st, s_v, pre, ps, rs):
+    """Bound pod ``j`` leaves its node at ``now`` (its departure, or its
+    termination's end; its status the caller's), logged."""
+    m = rs[RS_M]
+    c = cls[j]
+    row = out_node[j]
+    release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left, cpu_left,
+            mem_left, pods_left, aff, node_ver, version)
+    if pre != 0:
+        taken_off(j, row, out_gmask[j], ps)
+    nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num,
+                              tp_milli, tp_mask, tp_freq)
+    log_t[m] = now
+    log_pod[m] = -1 - j
+    log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    rs[RS_M] = m + 1
+
+
+def events_open(n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, cordoned,
+                u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap, ev_t, ev_kind, ev_row,
+                ev_x, ev_flag, c_cpu, c_mem, c_num, c_milli, tp_cpu, tp_num, tp_milli, tp_mask,
+                tp_freq, u_static, static_total, made, cls, arr, dep, rank, backoff0,
+                backoff_max, max_unsched, out_node, out_gmask, out_why, log_t, log_pod,
+                log_frag, frag0, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                version, gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt, pts, aq,
+                up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, krank, pw, nw, ps, pot, pbuf,
+                nhead, pnext, grace, tqp, tqt, tq, u_name, row_name, gone_nom, rs):
+    """The run's next step, up to an attempt's decision: the queue's
+    answer (``Q_DONE``: nothing is left), a node event, a departure or a
+    termination's end done (``Q_NODE``, ``Q_DEPART``, ``Q_TERMINATE``), or
+    ``Q_CYCLE``: pod ``qi[Q_POD]``'s cycle begins (the nominated pods it
+    counts added: ``nominees_on``); the node's pick (``decide``), the
+    victim search and ``events_close`` follow."""
+    # pod deletes lead their time's departures; while no node is live an
+    # arrival moves the pods that failed there (pmask 0: ``failure_bits``;
+    # the next node event moves them all otherwise)
+    kind = q_next_steps_due(arr, dep, ev_t, ev_kind, EV_POD_DELETE,
+                            1 if rs[RS_LIVE] == 0 else 0, backoff0, backoff_max, max_unsched,
+                            qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak,
+                            pmask, deadline_next(tqt, tq))
+    if kind == Q_DONE:
+        return kind
+    now = qf[Q_NOW]
+    if kind == Q_NODE:
+        node_event(qi[Q_POD], now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live,
+                   cordoned, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap, ev_kind,
+                   ev_row, ev_x, ev_flag, c_cpu, c_mem, c_num, c_milli, tp_cpu, tp_num,
+                   tp_milli, tp_mask, tp_freq, u_static, static_total, made, cls, backoff0,
+                   backoff_max, out_node, out_gmask, out_why, log_t, log_pod, log_frag, frag0,
+                   gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version, nfrag, fbuf,
+                   s_lo, s_m, s_st, s_v, qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak,
+                   pmask, pre, pw, nw, ps, pot, krank, pbuf, nhead, pnext, u_name, row_name,
+                   gone_nom, rs)
+        return kind
+    if kind == Q_TERMINATE:
+        # a victim whose grace ended leaves its node (an assigned pod's
+        # deletion: the pool moved inside) as a departure is logged
+        j = terminate_where(now, grace, backoff0, backoff_max, qi, pst, patt, pts, aq, up, hk,
+                            hs, hp, rank, ak, pmask, tqp, tqt, tq)
+        if j < 0:
+            return kind
+        out_why[j] = WHY_PREEMPTED
+        kind = Q_DEPART
+    else:
+        j = qi[Q_POD]
+    if kind == Q_DEPART:
+        pod_leaves(j, now, n, gpu_count, model, live, cls, c_cpu, c_mem, c_num, c_milli,
+                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, out_node, out_gmask, log_t,
+                   log_pod, log_frag, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                   version, nfrag, fbuf, s_lo, s_m, s_st, s_v, pre, ps, rs)
+        return kind
+    if pre != 0:
+        nominees_on(j, prio, pst, cls, c_cpu, c_mem, c_num, c_milli, gpu_count, gpu_left,
+                    cpu_left, mem_left, pods_left, aff, node_ver, version, gidx, pw, nw, ps)
+    return Q_CYCLE
+
+
+def preempt_waits(j, n, live, row_name, gone_nom, prio, pst, out_node, victim, pw, grace):
+    """Whether pod ``j``, its cycle failed, may not preempt now: with a
+    termination grace, its nominated node (or the node its status still
+    names) holds a lower-priority pod terminating by preemption."""
+    return grace > 0.0 and (waits_for_victims(j, prio, pst, out_node, victim, pw)
+                            or waits_on_named(j, n, live, row_name, gone_nom, prio, pst,
+                                              out_node, victim))
+
+
+def events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon_interest,
+                 c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask, tp_cpu, tp_num, tp_milli,
+                 tp_mask, tp_freq, policy, sel, cls, u, dur, rank, backoff0, backoff_max,
+                 out_node, out_gmask, out_bind, out_why, log_t, log_pod, log_frag, gpu_left,
+                 cpu_left, mem_left, pods_left, aff, node_ver, version, cache_score, cache_gpu,
+                 cache_ver, work, gidx, nfrag, fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt,
+                 pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask, pre, prio, pw, nw, ps, victim,
+                 grace, tqp, tqt, tq, gone_nom, nhead, pnext, rs):
+    """Pod ``j``'s cycle ends: ``row`` the pick (-1 none fits), ``target``
+    the node DefaultPreemption chose (-1 none): the nominated pods taken
+    off, then the victims evicted (or terminating, a grace above 0) and
+    the pod back in the queue, or the pod bound on ``row`` and logged, or
+    failed (its rejectors' interest: ``failure_bits``)."""
+    now = qf[Q_NOW]
+    c = cls[j]
+    if pre != 0:
+        nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left,
+                     pods_left, aff, node_ver, version, pw, ps)
+        if target >= 0 and grace > 0.0:
+            # the victims terminate on their node; no pod left, so the
+            # preemptor waits in the pool as a failed pod
+            nominate_to(j, target, prio, pw, nw, ps)
+            gone_nom[j] = -1
+            terminate_later(now, grace, victim, pts, tqp, tqt, tq, pw, ps)
+            q_failed_mask(j, failure_bits(rs, fit_interest, cordon_interest), qi, qf, pst,
+                          pts, up, pmask)
+            return
+        if target >= 0:
+            rs[RS_M] = evict_victims(j, target, now, rs[RS_M], n, live, cls, c_cpu, c_mem,
+                                     c_num, c_milli, prio, out_gmask, gpu_count, model,
+                                     gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
+                                     version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag,
+                                     fbuf, s_lo, s_m, s_st, s_v, log_t, log_pod, log_frag,
+                                     out_why, victim, pst, pw, nw, ps)
+            # the victims' deletion (Pod/Delete) moved the pool during the
+            # cycle: the preemptor goes back with a move request
+            move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
+                       hk, hs, hp, rank, ak, pmask)
+            pts[j] = now
+            move(j, now, backoff0, backoff_max, qi, pst, patt, pts, aq, hk, hs, hp, rank, ak)
+            return
+        if row >= 0:
+            bound_here(j, row, policy, c, gpu_count, model, gpu_left, cpu_left, mem_left,
+                       pods_left, aff, c_cpu, c_mem, c_cpu_nz, c_num, c_milli, c_mask, tp_cpu,
+                       tp_num, tp_milli, tp_mask, tp_freq, cache_score[c], cache_gpu[c],
+                       cache_ver[c], node_ver, work, pw, nw, ps)
+    if row < 0:
+        q_failed_mask(j, failure_bits(rs, fit_interest, cordon_interest), qi, qf, pst, pts,
+                      up, pmask)
+        return
+    m = rs[RS_M]
+    out_gmask[j] = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c], c_milli[c], u[j],
+                           cache_gpu[c, row], gpu_left, cpu_left, mem_left, pods_left, aff,
+                           node_ver, version, gidx)
+    q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+    out_node[j] = row
+    out_bind[j] = now
+    pnext[j] = nhead[row]
+    nhead[row] = j
+    nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num,
+                              tp_milli, tp_mask, tp_freq)
+    log_t[m] = now
+    log_pod[m] = j
+    log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    rs[RS_M] = m + 1
+
+
+def events_end(end, out_tries, qf, patt, rs, n_log):
+    """The run's last outputs: its log's length, its clock, the attempts."""
+    n_log[0] = rs[RS_M]
     end[0] = qf[Q_NOW]
-    for j in range(p):
+    for j in range(out_tries.shape[0]):
         out_tries[j] = patt[j]

@@ -17,6 +17,7 @@ NW_N = 3
 PS_N = 16
 TQ_N = 5        # ``_gpu_preempt``'s terminating victims' slots
 T_OVER = 4
+RS_N = 8        # ``_openb_events``' per-run scalars
 
 
 def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
@@ -101,7 +102,8 @@ def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_po
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), ak, np.empty(e, np.int64),
             pre, pct[b], least[b], pr, kr, pw, nw, np.empty(PS_N, np.int64),
-            np.empty(n, np.int64), np.empty(kr.shape[0], np.int64), out_victim[o:o + e],
+            np.empty(n, np.int64), np.empty(e, np.int64), np.empty(n, np.int64),
+            np.empty(e, np.int64), out_victim[o:o + e],
             grace[b], np.empty(pp, np.int64), np.empty(2 * pp, np.float64), tq, u_name, rn,
-            np.empty(pp, np.int64))
+            np.empty(pp, np.int64), np.empty(RS_N, np.int64))
         over[b] = tq[T_OVER]

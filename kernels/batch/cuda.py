@@ -104,6 +104,7 @@ _taken_off = _pns["taken_off"]
 _nominees_on = _pns["nominees_on"]
 _nominees_off = _pns["nominees_off"]
 _victims_in_slots = _pns["victims_in_slots"]
+_row_low = _pns["row_low"]
 _better_candidate = _pns["better_candidate"]
 _num_candidates = _pns["num_candidates"]
 _preempt_offset = _pns["preempt_offset"]
@@ -199,17 +200,19 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, 
 
 
 @cuda.jit(device=True)
-def block_post_filter(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, mask, prio,
-                      krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
-                      gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, pw, ps,
-                      vslot, vs, cur, buf, sh):
-    """``_gpu_preempt.post_filter_gpu``'s answer with the block's threads
+def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
+                      mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
+                      gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, nhead, pnext,
+                      pw, ps, vslot, vs, cur, buf, sh):
+    """``_gpu_preempt.post_filter_rows``'s answer with the block's threads
+    (the potential nodes ``pot[:npot]`` in row order, ``pot`` empty: rows
+    0 .. npot - 1; ``post_filter_gpu``'s: every row)
     (every thread gets the node, -1 none; the victims ``pw[:nv, W_VOUT]``
     most important first, the winner's statistics ``ps[S_STATS + 3:S_STATS
     + 6]``): the lower-priority bound pods counted per node (``vs[:,
     V_LOW]``), each node given a range of the per-pod slots ``vslot`` [P]
     (a block-shared cursor ``cur`` [1]) and its pods put there; then every
-    thread runs ``victims_in_slots`` for its nodes (rows strided by thread:
+    thread runs ``victims_in_slots`` for its potential nodes (strided by thread:
     each touches only its node's row of the columns and its own slots),
     the statistics in ``vs[i, V_TOP:V_NV + 1]``; then the visit from the
     seeded offset, THREADS nodes a round, a block scan counting the
@@ -227,13 +230,23 @@ def block_post_filter(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli,
     if tid == 0:
         cur[0] = 0
     cuda.syncthreads()
+    listed = pot.shape[0] > 0
+    by_row = nhead.shape[0] > 0
     low = 0
-    for k in range(tid, e, THREADS):
-        if pst[k] == _gp.P_BOUND and prio[k] < pj:
-            cuda.atomic.add(vs, (out_node[k], _gp.V_LOW), 1)
-            low += 1
+    if by_row:
+        # each potential row's pods from its list (the pods gone since unlinked)
+        for q in range(tid, npot, THREADS):
+            i = pot[q] if listed else q
+            k = _row_low(i, pj, prio, pst, nhead, pnext, vslot, 0, False)
+            vs[i, _gp.V_LOW] = k
+            low += k
+    else:
+        for k in range(tid, e, THREADS):
+            if pst[k] == _gp.P_BOUND and prio[k] < pj:
+                cuda.atomic.add(vs, (out_node[k], _gp.V_LOW), 1)
+                low += 1
     low, _lo, _hi = block_sum_min_max(low, 0, 0, buf, sh)
-    if low == 0 or n == 0:
+    if low == 0 or npot == 0:
         return -1
     # slot ranges in whatever order the threads come (the search sorts a
     # node's pods itself, so their order in the range is free)
@@ -241,32 +254,42 @@ def block_post_filter(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli,
         if vs[i, _gp.V_LOW] > 0:
             vs[i, _gp.V_OFF] = cuda.atomic.add(cur, 0, vs[i, _gp.V_LOW])
     cuda.syncthreads()
-    for k in range(tid, e, THREADS):
-        if pst[k] == _gp.P_BOUND and prio[k] < pj:
-            i = out_node[k]
-            vslot[vs[i, _gp.V_OFF] + cuda.atomic.add(vs, (i, _gp.V_FILL), 1)] = k
+    if by_row:
+        for q in range(tid, npot, THREADS):
+            i = pot[q] if listed else q
+            if vs[i, _gp.V_LOW] > 0:
+                _row_low(i, pj, prio, pst, nhead, pnext, vslot, vs[i, _gp.V_OFF], True)
+    else:
+        for k in range(tid, e, THREADS):
+            if pst[k] == _gp.P_BOUND and prio[k] < pj:
+                i = out_node[k]
+                vslot[vs[i, _gp.V_OFF] + cuda.atomic.add(vs, (i, _gp.V_FILL), 1)] = k
     cuda.syncthreads()
-    for i in range(tid, n, THREADS):
+    for q in range(tid, npot, THREADS):
+        i = pot[q] if listed else q
         _victims_in_slots(i, vslot, vs[i, _gp.V_OFF], vs[i, _gp.V_LOW], cpu, mem, num, milli,
                           mask, prio, krank, cls, c_cpu, c_mem, c_num, c_milli, gmask,
                           gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, vs[i])
     cuda.syncthreads()
-    cap = _num_candidates(n, pct, least)
-    off = _preempt_offset(seed_mix, attempt, n)
+    cap = _num_candidates(npot, pct, least)
+    off = _preempt_offset(seed_mix, attempt, npot)
     # this thread's best eligible candidate: statistics and visit position
     bt = BIG
     bs = BIG
     bn = BIG
     bp = BIG
     seen = 0
-    for base in range(0, n, THREADS):
+    for base in range(0, npot, THREADS):
         t = base + tid
-        i = off + t
-        if i >= n:
-            i -= n
+        q = off + t
+        if q >= npot:
+            q -= npot
+        i = 0
         f = 0
-        if t < n and vs[i, _gp.V_NV] > 0:
-            f = 1
+        if t < npot:
+            i = pot[q] if listed else q
+            if vs[i, _gp.V_NV] > 0:
+                f = 1
         x, total = block_scan(f, buf, sh)
         if f == 1 and seen + x <= cap and (bp == BIG or _better_candidate(
                 vs[i, _gp.V_TOP], vs[i, _gp.V_SUM], vs[i, _gp.V_NV], bt, bs, bn)):
@@ -286,9 +309,10 @@ def block_post_filter(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli,
     least_sum = -least_sum
     hold = hold and bs == least_sum
     _n, _c, t = block_top(-bn if hold else NEG, 0, bp if hold else BIG, buf, sh)
-    best = off + t
-    if best >= n:
-        best -= n
+    q = off + t
+    if q >= npot:
+        q -= npot
+    best = pot[q] if listed else q
     if tid == 0:
         b = _gp.S_STATS + 3
         for s in range(3):
@@ -473,12 +497,13 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
         if pre:
             target = -1
             if row < 0 and waits == 0:
-                target = block_post_filter(j, n, attempt, seed_mix, pct_of[b], least_of[b], cpu,
-                                           mem, num, milli, c_mask[w, c], prio, krank, pst,
+                target = block_post_filter(j, n, vslot[:0], n, attempt, seed_mix, pct_of[b],
+                                           least_of[b], cpu, mem, num, milli, c_mask[w, c],
+                                           prio, krank, pst,
                                            out_node[o:o + e], wcls, c_cpu[w], c_mem[w],
                                            c_num[w], c_milli[w], out_gmask[o:o + e], count, mdl,
-                                           gpu_left, cpu_left, mem_left, pods_left, pw, ps,
-                                           vslot, vs, cur, buf, sh)
+                                           gpu_left, cpu_left, mem_left, pods_left, vslot[:0],
+                                           vslot[:0], pw, ps, vslot, vs, cur, buf, sh)
             if tid == 0:
                 _nominees_off(wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w], gpu_left,
                               cpu_left, mem_left, pods_left, aff, node_ver, version, pw, ps)

@@ -44,11 +44,27 @@ I_POD_DELETE, I_NODE_ADD, I_NODE_UPDATE, I_NODE_DELETE = (
     _openb_events.I_POD_DELETE, _openb_events.I_NODE_ADD, _openb_events.I_NODE_UPDATE,
     _openb_events.I_NODE_DELETE)
 
+# the cluster loop's steps that run per attempt (split for the CUDA form: its
+# thread 0 runs them, the block the pick and the victim search between them)
+# inlined into the twin's loop, one body as before the split (the loop passes
+# one argument by keyword so that Numba's inliner takes a call of more than 30
+# arguments); no reference counting in this module's functions (``_nrt``
+# off: they allocate nothing, their arrays live in the driver's frame): a
+# step taking a hundred arrays counted each one's references in and out,
+# which cost the twin a fifth of its time
+_STEPS = ("events_open", "events_close", "preempt_waits")
+
+
+def _njit_step(f, **options):
+    """``njit``, inlining the loop's steps (``_STEPS``) at their call sites."""
+    return njit(f, inline="always" if f.__name__ in _STEPS else "never", **options)
+
+
 # DefaultPreemption's steps as ``cpu`` compiled them (called, not inlined:
 # compiled once for both engines), under the node events' cluster function
 # (off per run by a flag: one compiled variant)
-_events_ns = compile_module(_openb_events, njit, base=loop_base(env_ns, preempt_ns),
-                            options={"nogil": True}, cache=True)
+_events_ns = compile_module(_openb_events, _njit_step, base=loop_base(env_ns, preempt_ns),
+                            options={"nogil": True, "_nrt": False}, cache=True)
 _run_all = compile_module(_openb_events_driver, njit, base=_events_ns,
                           options={"nogil": True, "parallel": True}, cache=True)["run_events_all"]
 

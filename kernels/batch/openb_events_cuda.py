@@ -1,10 +1,17 @@
 """The batched openb engine with timed node events on the device: the CPU
-twin's source (``_openb_events.run_events_cluster`` on ``_rules``,
-``_env.decide`` and ``_queue``) compiled with ``cuda.jit(device=True)``,
-one thread per run (each run's loop is serial: its node events, queue and
-decisions in the twin's order, so both forms give the same bits).  Inputs
-and outputs as ``openb_events.run_openb_events``; the state lives in
-device memory, one upload and one download per call.
+twin's source (``_openb_events``' steps on ``_rules``, ``_env`` and
+``_queue``) compiled with ``cuda.jit(device=True)``, a thread block per
+run.  Thread 0 runs the serial steps in the twin's order
+(``events_open``: the queue, the node events, departures and
+terminations, the nominated pods; ``preempt_waits``; ``events_close``:
+the nominations, evictions, the binding and the log), the block the
+per-node parts between them: the rows' start, each cycle's pick over
+the rows (``cuda.block_decide``, the twin's ``decide``: an absent or
+cordoned row fails by its pod slots) and DefaultPreemption's victim
+search over the potential rows (``cuda.block_post_filter``, the twin's
+``post_filter_rows``), so both forms give the same bits.  Inputs and
+outputs as ``openb_events.run_openb_events``; the state lives in device
+memory, one upload and one download per call.
 
 Importing this module without a device or the simulator raises
 ``BackendUnavailable``.
@@ -27,7 +34,8 @@ from tensorsched.kernels._compile import compile_module
 
 from . import _candidates, _env, _gpu_preempt, _openb_events, _queue
 from .arrays import BatchArrays
-from .cuda import device_rules
+from .cuda import THREADS, block_decide, block_post_filter, device_rules
+from .warp import WARPS
 from .openb_events import EventOutputs, NodeEvents, run_inputs, run_scenario
 from .preempt_arrays import BatchPreempt, check_terminating
 
@@ -37,16 +45,25 @@ STACK = 64          # pairwise_sum's stack
 PW_N = 7            # _gpu_preempt's pw columns, nw columns, ps slots
 NW_N = 3
 PS_N = 16
-THREADS = 32        # runs per block
+RS_N = _openb_events.RS_N
+RS_KIND = _openb_events.RS_KIND
+RS_WAITS = _openb_events.RS_WAITS
+RS_NPOT = _openb_events.RS_NPOT
+Q_CYCLE = _openb_events.Q_CYCLE
 
 _env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_rules)
 _cand_ns = compile_module(_candidates, lambda f: cuda.jit(f, device=True), base=_env_ns)
 _pre_ns = compile_module(_gpu_preempt, lambda f: cuda.jit(f, device=True), base=_cand_ns)
 _ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_pre_ns)
-_run_cluster = _ev_ns["run_events_cluster"]
 _first_nodes = _ev_ns["first_nodes"]
 _first_static = _ev_ns["first_static"]
 _first_names = _ev_ns["first_names"]
+_start_row = _ev_ns["start_row"]
+_start = _ev_ns["events_start"]
+_open = _ev_ns["events_open"]
+_waits = _ev_ns["preempt_waits"]
+_close = _ev_ns["events_close"]
+_end = _ev_ns["events_end"]
 
 
 @cuda.jit
@@ -62,11 +79,23 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
             gpu_left_all, cpu_left_all, mem_left_all, pods_left_all, aff_all, node_ver_all,
             version_all, cs_all, cg_all, cv_all, nfrag_all, feas_all, fbuf_all, qi_all, qf_all,
             pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
-            dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, kord_all, tqp_all,
-            tqt_all, tq_all, rn_all, gn_all):
-    b = cuda.grid(1)
-    if b >= run_workload.shape[0]:
-        return
+            dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, pbuf_all, nhead_all,
+            pnext_all, tqp_all,
+            tqt_all, tq_all, rn_all, gn_all, vslot_all, vs_all, rs_all):
+    """Run ``blockIdx.x``: thread 0 runs the twin's serial steps
+    (``_openb_events.events_open`` / ``preempt_waits`` / ``events_close``:
+    the queue, the node events, the nominated pods, the evictions and
+    terminations, the log), the block the rows' start (``start_row``),
+    each cycle's pick (``cuda.block_decide``: the twin's ``decide``) and
+    DefaultPreemption's victim search over the potential rows
+    (``cuda.block_post_filter``: ``post_filter_rows``' answer; scratch
+    ``vslot_all`` [P], ``vs_all`` [B, N, VS_N]); ``rs_all`` [B, RS_N] the
+    run's scalars, thread 0's answers to the block past a barrier."""
+    b = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
+    sh = cuda.shared.array((WARPS, 3), int64)
+    cur = cuda.shared.array(1, int64)                # the victim search's slot cursor
     work = cuda.local.array(MAX_GPUS, int64)
     gidx = cuda.local.array(MAX_GPUS, int64)
     s_lo = cuda.local.array(STACK, int64)
@@ -88,10 +117,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     pc = pc_all[b]
     live = live_all[b]
     cord = cord_all[b]
-    _first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
-                 gc, md, cc, mc, pc, live, cord)
-    _first_static(row0, u_static[b], static_all[b])
-    _first_names(row0, u_name, rn_all[b])
+    st = static_all[b]
+    rn = rn_all[b]
     r2 = 2 * o
     rk = rank[o:o + e] if rank.shape[0] > 0 else rank[:0]
     ak = ak_all[r2:r2 + 2 * e] if rank.shape[0] > 0 else ak_all[:0]
@@ -99,38 +126,152 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     pp = e if pre != 0 else 0
     pr = prio[o:o + pp]
     kr = krank[o:o + e] if krank.shape[0] > 0 else krank[:0]
-    _run_cluster(
-        n, gc, md, cc, mc, pc, live, cord, u_gpu_count, u_model, u_cpu_cap, u_mem_cap,
-        u_pods_cap, ev_t, ev_kind, ev_row, ev_x, ev_flag, fit_interest, cordon_interest,
-        c_cpu[w, :nc], c_mem[w, :nc], c_cpu_nz[w, :nc], c_num[w, :nc], c_milli[w, :nc],
-        c_mask[w, :nc], tp_cpu[w, :ntp], tp_num[w, :ntp], tp_milli[w, :ntp], tp_mask[w, :ntp],
-        tp_freq[w, :ntp], policy[b], sel[b], seed_mix[b], gpu_weight[b], u_static[b],
-        static_all[b], made[b], cls[o:o + e], u[o:o + e], arrive[o:o + e], depart[o:o + e],
-        duration[o:o + e], rk,
-        backoff0[b], backoff_max[b], max_unsched[b],
-        out_node[o:o + e], out_gmask[o:o + e], out_bind[o:o + e], out_tries[o:o + e],
-        out_why[o:o + e], log_t[lo:lo + 2 * e + n_ev], log_pod[lo:lo + 2 * e + n_ev],
-        log_frag[lo:lo + 2 * e + n_ev], n_log[b:b + 1], frag0[b:b + 1], end[b:b + 1],
-        gpu_left_all[b], cpu_left_all[b], mem_left_all[b], pods_left_all[b], aff_all[b],
-        node_ver_all[b], version_all[b], cs_all[b, :max(nc, 1)], cg_all[b, :max(nc, 1)],
-        cv_all[b, :max(nc, 1)], work, gidx, nfrag_all[b], feas_all[b], fbuf_all[b],
-        s_lo, s_m, s_st, s_v,
-        qi_all[b], qf_all[b], pst_all[o:o + e], patt_all[o:o + e], pts_all[o:o + e],
-        aq_all[r2:r2 + 2 * e], up_all[r2:r2 + 2 * e], hk_all[r2:r2 + 2 * e],
-        hs_all[r2:r2 + 2 * e], hp_all[r2:r2 + 2 * e], dk_all[o:o + e], ds_all[o:o + e],
-        dp_all[o:o + e], ak, pmask_all[o:o + e],
-        pre, pct[b], least[b], pr, kr, pw_all[o:o + pp], nw_all[b], ps_all[b], pot_all[b],
-        kord_all[o:o + kr.shape[0]], out_victim[o:o + e], grace[b], tqp_all[o:o + pp],
-        tqt_all[r2:r2 + 2 * pp], tq_all[b], u_name, rn_all[b], gn_all[o:o + pp])
+    wc_cpu = c_cpu[w, :nc]
+    wc_mem = c_mem[w, :nc]
+    wc_cpu_nz = c_cpu_nz[w, :nc]
+    wc_num = c_num[w, :nc]
+    wc_milli = c_milli[w, :nc]
+    wc_mask = c_mask[w, :nc]
+    tpc = tp_cpu[w, :ntp]
+    tpn = tp_num[w, :ntp]
+    tpm = tp_milli[w, :ntp]
+    tpk = tp_mask[w, :ntp]
+    tpf = tp_freq[w, :ntp]
+    pol = policy[b]
+    smix = seed_mix[b]
+    gw = gpu_weight[b]
+    us = u_static[b]
+    mk = made[b]
+    wcls = cls[o:o + e]
+    wu = u[o:o + e]
+    arr = arrive[o:o + e]
+    dep = depart[o:o + e]
+    dur = duration[o:o + e]
+    b0 = backoff0[b]
+    bmax = backoff_max[b]
+    mun = max_unsched[b]
+    onode = out_node[o:o + e]
+    ogm = out_gmask[o:o + e]
+    obind = out_bind[o:o + e]
+    otries = out_tries[o:o + e]
+    owhy = out_why[o:o + e]
+    lt = log_t[lo:lo + 2 * e + n_ev]
+    lp = log_pod[lo:lo + 2 * e + n_ev]
+    lf = log_frag[lo:lo + 2 * e + n_ev]
+    f0 = frag0[b:b + 1]
+    gl = gpu_left_all[b]
+    cl = cpu_left_all[b]
+    ml = mem_left_all[b]
+    pl = pods_left_all[b]
+    aff = aff_all[b]
+    nv = node_ver_all[b]
+    ver = version_all[b]
+    cs = cs_all[b, :max(nc, 1)]
+    cg = cg_all[b, :max(nc, 1)]
+    cv = cv_all[b, :max(nc, 1)]
+    nfrag = nfrag_all[b]
+    fbuf = fbuf_all[b]
+    qi = qi_all[b]
+    qf = qf_all[b]
+    pst = pst_all[o:o + e]
+    patt = patt_all[o:o + e]
+    pts = pts_all[o:o + e]
+    aq = aq_all[r2:r2 + 2 * e]
+    up = up_all[r2:r2 + 2 * e]
+    hk = hk_all[r2:r2 + 2 * e]
+    hs = hs_all[r2:r2 + 2 * e]
+    hp = hp_all[r2:r2 + 2 * e]
+    dk = dk_all[o:o + e]
+    ds = ds_all[o:o + e]
+    dp = dp_all[o:o + e]
+    pmask = pmask_all[o:o + e]
+    pw = pw_all[o:o + pp]
+    nw = nw_all[b]
+    ps = ps_all[b]
+    pot = pot_all[b]
+    pbuf = pbuf_all[o:o + e]
+    nhead = nhead_all[b]
+    pnext = pnext_all[o:o + e]
+    vic = out_victim[o:o + e]
+    gr = grace[b]
+    tqp = tqp_all[o:o + pp]
+    tqt = tqt_all[r2:r2 + 2 * pp]
+    tq = tq_all[b]
+    gn = gn_all[o:o + pp]
+    vslot = vslot_all[o:o + pp]
+    vs = vs_all[b]
+    rs = rs_all[b]
+    if tid == 0:
+        _first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
+                     gc, md, cc, mc, pc, live, cord)
+        _first_static(row0, us, st)
+        _first_names(row0, u_name, rn)
+    cuda.syncthreads()
+    for i in range(tid, n, THREADS):
+        _start_row(i, gc, md, cc, mc, pc, live, cord, gl, cl, ml, pl, aff, nv, cv, tpc, tpn,
+                   tpm, tpk, tpf, nfrag, nhead)
+    cuda.syncthreads()
+    if tid == 0:
+        _start(n, live, cord, nfrag, fbuf, s_lo, s_m, s_st, s_v, ver, f0, onode, ogm, obind,
+               owhy, pmask, qi, qf, pst, patt, pts, pre, pw, nw, ps, vic, gn, pot, rs)
+    cuda.syncthreads()
+    while True:
+        if tid == 0:
+            rs[RS_KIND] = _open(n, gc, md, cc, mc, pc, live, cord, u_gpu_count, u_model,
+                                u_cpu_cap, u_mem_cap, u_pods_cap, ev_t, ev_kind, ev_row, ev_x,
+                                ev_flag, wc_cpu, wc_mem, wc_num, wc_milli, tpc, tpn, tpm, tpk,
+                                tpf, us, st, mk, wcls, arr, dep, rk, b0, bmax, mun, onode, ogm,
+                                owhy, lt, lp, lf, f0, gl, cl, ml, pl, aff, nv, ver, gidx, nfrag,
+                                fbuf, s_lo, s_m, s_st, s_v, qi, qf, pst, patt, pts, aq, up, hk,
+                                hs, hp, dk, ds, dp, ak, pmask, pre, pr, kr, pw, nw, ps, pot,
+                                pbuf, nhead, pnext, gr, tqp, tqt, tq, u_name, rn, gn, rs)
+        cuda.syncthreads()
+        kind = rs[RS_KIND]
+        j = qi[_queue.QI_POD]
+        attempt = qi[_queue.QI_ATTEMPT]
+        cuda.syncthreads()
+        if kind == _queue.DONE:
+            break
+        if kind != Q_CYCLE:
+            continue
+        c = wcls[j]
+        row = block_decide(n, pol, gc, md, gl, cl, ml, pc, pl, aff, wc_cpu[c], wc_mem[c],
+                           wc_cpu_nz[c], wc_num[c], wc_milli[c], wc_mask[c], tpc, tpn, tpm, tpk,
+                           tpf, cs[c], cg[c], cv[c], nv, work, gw, st, smix, attempt, False,
+                           cs[c], buf, sh)
+        target = -1
+        if pre != 0 and row < 0:
+            if tid == 0:
+                rs[RS_WAITS] = 1 if _waits(j, n, live, rn, gn, pr, pst, onode, vic, pw,
+                                           gr) else 0
+            cuda.syncthreads()
+            if rs[RS_WAITS] == 0:
+                target = block_post_filter(j, n, pot, rs[RS_NPOT], attempt, smix, pct[b],
+                                           least[b], wc_cpu[c], wc_mem[c], wc_num[c],
+                                           wc_milli[c], wc_mask[c], pr, kr, pst, onode, wcls,
+                                           wc_cpu, wc_mem, wc_num, wc_milli, ogm, gc, md, gl,
+                                           cl, ml, pl, nhead, pnext, pw, ps, vslot, vs, cur,
+                                           buf, sh)
+        if tid == 0:
+            _close(j, row, target, n, gc, md, live, fit_interest, cordon_interest, wc_cpu,
+                   wc_mem, wc_cpu_nz, wc_num, wc_milli, wc_mask, tpc, tpn, tpm, tpk, tpf, pol,
+                   sel[b], wcls, wu, dur, rk, b0, bmax, onode, ogm, obind, owhy, lt, lp, lf, gl,
+                   cl, ml, pl, aff, nv, ver, cs, cg, cv, work, gidx, nfrag, fbuf, s_lo, s_m,
+                   s_st, s_v, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
+                   pre, pr, pw, nw, ps, vic, gr, tqp, tqt, tq, gn, nhead, pnext, rs)
+        cuda.syncthreads()
+    if tid == 0:
+        _end(end[b:b + 1], otries, qf, patt, rs, n_log[b:b + 1])
 
 
 def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None = None,
                      made: np.ndarray | None = None,
                      preempt: BatchPreempt | None = None,
                      grace: np.ndarray | None = None) -> EventOutputs:
-    """``openb_events.run_openb_events`` on the device (one thread per run;
-    DefaultPreemption's serial search and evictions on it too, and with a
-    termination grace its victims' terminations)."""
+    """``openb_events.run_openb_events`` on the device (a block per run:
+    its thread 0 the serial steps, with DefaultPreemption the nominations,
+    evictions and a termination grace's terminations; the block the picks
+    and the victim search)."""
     a.check()
     ev.check()
     b = a.n_runs
@@ -163,15 +304,20 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     on = preempt is not None and bool((np.asarray(preempt.pct) >= 0).any())
     # DefaultPreemption's scratch (one row where no run preempts)
     scratch += [da((p1 if on else 1, PW_N), i64), da((b, n if on else 1, NW_N), i64),
-                da((b, PS_N), i64), da((b, n), i64),
-                da(p1 if preempt is not None and preempt.krank.shape[0] else 1, i64)]
+                da((b, PS_N), i64), da((b, n), i64)]
+    # each row's bound pods (a list; ``pbuf`` their key order at a drain)
+    scratch += [da(p1, i64), da((b, n), i64), da(p1, i64)]
     # the terminating victims (a termination grace above 0): ``_gpu_preempt``'s tqp [P],
     # tqt [2P] per run's pods, tq [B, TQ_N] zeros
     tq = d(np.zeros((b, _gpu_preempt.TQ_N), i64))
     scratch += [da(p1 if on else 1, i64), da(p2 if on else 1, f64), tq]
     # the rows' node names; the name a removal left in a pod's nomination
     scratch += [da((b, n), i64), da(p1 if on else 1, i64)]
-    _kernel[(b + THREADS - 1) // THREADS, THREADS](*ins, *outs, *scratch)
+    # the block's victim search (``cuda.block_post_filter``): per-pod slots, per-node
+    # statistics; the runs' scalars between steps
+    scratch += [da(p1 if on else 1, i64), da((b, n if on else 1, _gpu_preempt.VS_N), i64),
+                da((b, RS_N), i64)]
+    _kernel[b, THREADS](*ins, *outs, *scratch)
     check_terminating(tq.copy_to_host()[:, _gpu_preempt.T_OVER])
     return EventOutputs(*(x.copy_to_host() for x in outs))
 

@@ -121,11 +121,13 @@ def _device(cases):
         cur = cuda.shared.array(1, int64)
         s = scal[b]
         c = cls[b, s[0]]
-        t = KC.block_post_filter(s[0], s[1], s[2], s[3], s[4], s[5], c_cpu[c], c_mem[c],
+        t = KC.block_post_filter(s[0], s[1], vslot[b, :0], s[1], s[2], s[3], s[4], s[5],
+                                 c_cpu[c], c_mem[c],
                                  c_num[c], c_milli[c], s[6], prio[b], krank[b], pst[b],
                                  out_node[b], cls[b], c_cpu, c_mem, c_num, c_milli, gmask[b],
                                  gpu_count[b], model[b], gpu_left[b], cpu_left[b], mem_left[b],
-                                 pods_left[b], pw[b], ps[b], vslot[b], vs[b], cur, buf, sh)
+                                 pods_left[b], vslot[b, :0], vslot[b, :0], pw[b], ps[b],
+                                 vslot[b], vs[b], cur, buf, sh)
         if cuda.threadIdx.x == 0:
             target[b] = t
 
@@ -226,3 +228,109 @@ def test_preempting_runs_with_more_nodes_than_threads_equal_the_twin():
         assert x.preempted.tolist() == y.preempted.tolist()
         for name in ("log_t", "log_pod", "log_frag", "tries", "bind"):
             np.testing.assert_array_equal(getattr(x, name), getattr(y, name), err_msg=name)
+
+
+def _row_lists(rng, c):
+    """Each row's list of the pods bound there (``nhead`` / ``pnext``, the
+    engine's with a scenario): its bound pods and the ones gone since (left
+    in the list: the search unlinks them), in a random order."""
+    nhead = np.full(N, -1, np.int64)
+    pnext = np.full(P, -1, np.int64)
+    was = np.flatnonzero(c["out_node"] >= 0)
+    for k in rng.permutation(was):
+        i = c["out_node"][k]
+        pnext[k] = nhead[i]
+        nhead[i] = k
+    return nhead, pnext
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_block_victim_search_from_row_lists_equals_the_scan():
+    """The search over potential rows (a random subset, in row order) that
+    finds a row's lower-priority pods in its list of bound pods (the twin
+    and the block: ``_gpu_preempt.row_low``) answers what the twin's scan
+    of every pod answers: the node, the victims in order and their
+    statistics; the gone pods leave the lists, the bound ones stay."""
+    from tensorsched.kernels.batch import cuda as KC
+    from tensorsched.kernels.batch.warp import THREADS, WARPS
+    twin = _twin()
+
+    @cuda.jit
+    def search(scal, pot, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli,
+               gmask, gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, nhead, pnext,
+               pw, ps, vslot, vs, target):
+        b = cuda.blockIdx.x
+        buf = cuda.shared.array((3, THREADS), int64)
+        sh = cuda.shared.array((WARPS, 3), int64)
+        cur = cuda.shared.array(1, int64)
+        s = scal[b]
+        c = cls[b, s[0]]
+        t = KC.block_post_filter(s[0], s[1], pot[b, :s[7]], s[7], s[2], s[3], s[4], s[5],
+                                 c_cpu[c], c_mem[c], c_num[c], c_milli[c], s[6], prio[b],
+                                 krank[b], pst[b], out_node[b], cls[b], c_cpu, c_mem, c_num,
+                                 c_milli, gmask[b], gpu_count[b], model[b], gpu_left[b],
+                                 cpu_left[b], mem_left[b], pods_left[b], nhead[b], pnext[b],
+                                 pw[b], ps[b], vslot[b], vs[b], cur, buf, sh)
+        if cuda.threadIdx.x == 0:
+            target[b] = t
+
+    rng = np.random.default_rng(5)
+    cases = [_case(rng, b) for b in range(6)]
+    pots = [np.flatnonzero(rng.random(N) < 0.8) for _ in cases]
+    lists = [_row_lists(rng, c) for c in cases]
+    b = len(cases)
+    scal = np.array([[c[k] for k in ("j", "n", "attempt", "seed_mix", "pct", "least", "mask")]
+                     + [len(q)] for c, q in zip(cases, pots)], np.int64)
+    pot = np.zeros((b, N), np.int64)
+    for k, q in enumerate(pots):
+        pot[k, :len(q)] = q
+
+    def stack(name):
+        return np.ascontiguousarray(np.stack([c[name] for c in cases]))
+
+    dev_lists = [cuda.to_device(np.stack([x[q] for x in lists])) for q in (0, 1)]
+    dpw = cuda.to_device(np.zeros((b, P, gp.PW_N), np.int64))
+    dps = cuda.to_device(np.zeros((b, gp.PS_N), np.int64))
+    dt = cuda.to_device(np.zeros(b, np.int64))
+    cols = ("gpu_left", "cpu_left", "mem_left", "pods_left")
+    search[b, THREADS](scal, pot, stack("prio"), stack("krank"), stack("pst"), stack("out_node"),
+                       stack("cls"), *(np.ascontiguousarray(CLASSES[:, q]) for q in range(4)),
+                       stack("gmask"), stack("gpu_count"), stack("model"),
+                       *(cuda.to_device(stack(k)) for k in cols), *dev_lists, dpw, dps,
+                       np.zeros((b, P), np.int64), np.zeros((b, N, gp.VS_N), np.int64), dt)
+    target, pw, ps = dt.copy_to_host(), dpw.copy_to_host(), dps.copy_to_host()
+    heads, nexts = (x.copy_to_host() for x in dev_lists)
+    found = 0
+    for k, c in enumerate(cases):
+        q = CLASSES[c["cls"][c["j"]]]
+        got = []
+        for by_row in (False, True):
+            spw = np.zeros((P, gp.PW_N), np.int64)
+            sps = np.zeros(gp.PS_N, np.int64)
+            nh, nx = (x.copy() for x in lists[k]) if by_row else (np.zeros(0, np.int64),) * 2
+            t = twin["post_filter_rows"](
+                c["j"], N, pots[k], len(pots[k]), c["attempt"], np.uint64(c["seed_mix"]),
+                c["pct"], c["least"], q[0], q[1], q[2], q[3], c["mask"], c["prio"], c["krank"],
+                c["pst"], c["out_node"], c["cls"],
+                *(np.ascontiguousarray(CLASSES[:, x]) for x in range(4)), c["gmask"],
+                c["gpu_count"], c["model"], *(c[x].copy() for x in cols), nh, nx, spw,
+                np.zeros((N, gp.NW_N), np.int64), sps)
+            nv = sps[gp.S_STATS + 5] if t >= 0 else 0
+            got.append((t, spw[:nv, gp.W_VOUT].tolist(), sps[gp.S_STATS + 3:].tolist()))
+        assert got[0] == got[1], f"case {k}: the twin's lists"
+        t, victims, _stats = got[0]
+        assert target[k] == t, f"case {k}"
+        if t >= 0:
+            found += 1
+            assert pw[k, :len(victims), gp.W_VOUT].tolist() == victims, f"case {k}"
+            np.testing.assert_array_equal(ps[k, gp.S_STATS + 3:gp.S_STATS + 6],
+                                          got[0][2][:3], err_msg=f"case {k}")
+        # a searched row's list holds its bound pods only now
+        for i in pots[k]:
+            x, held = heads[k, i], []
+            while x >= 0:
+                held.append(int(x))
+                x = nexts[k, x]
+            want = np.flatnonzero((c["out_node"] == i) & (c["pst"] == gp.P_BOUND))
+            assert sorted(held) == want.tolist(), f"case {k}: row {i}"
+    assert found >= 2, found

@@ -146,16 +146,26 @@ def _arrays(inv, plan, tws, jobs) -> tuple:
 
 @pytest.mark.cudasim
 @needs_cuda
-@pytest.mark.parametrize("generic", [False, True])
-def test_cuda_form_equals_the_twin(tmp_path, generic):
+@pytest.mark.parametrize("generic,preempt,grace", [(False, False, 0.0), (True, True, 0.0),
+                                                   (True, True, 2.0)])
+def test_cuda_form_equals_the_twin(tmp_path, generic, preempt, grace):
+    """A block per run (thread 0 the serial steps, the block the picks and
+    the victim search) gives the twin's answers: two or three policies a
+    case (seeds alternating), without DefaultPreemption, with it (a generic trace's
+    priorities, ranks and durations), with a grace."""
     inv, plan, tws, jobs, made = _inputs(tmp_path, generic=generic)
+    # (FGD, Random, DotProd; BestFit, GpuPacking, GpuClustering: each policy once)
+    pick = [0, 2, 6] if not preempt else [4, 8, 10] if grace == 0.0 else [0, 2]
+    jobs = [(jobs[k][0], jobs[k][1], a % 2) for a, k in enumerate(pick)]
     # seed 0: the experiment's profile (OpenbTieRank), seed 1: GpuShareScore alone
     weights = [(inv.n_nodes + 1, 1) if s == 0 and p != "Random" else (1, 0)
                for _t, p, s in jobs]
-    _a, twin = E.openb_event_runs(inv, plan, tws, jobs, "numba", weights=weights, made=made)
-    _b, dev = E.openb_event_runs(inv, plan, tws, jobs, "cuda", weights=weights, made=made)
+    pre = [(100, 1), (10, 1), (50, 1)][:len(jobs)] if preempt else None
+    twin, dev = (E.openb_event_runs(inv, plan, tws, jobs, b, weights=weights, made=made,
+                                    preempt=pre, grace=grace)[1] for b in ("numba", "cuda"))
     assert (twin.why > 0).any() and (twin.node >= 0).any()
     assert (twin.why == OE.WHY_POD_DELETED).any()
     assert not generic or (tws[0].rank is not None and np.isfinite(tws[0].duration).any())
+    assert not preempt or (twin.victim > 0).any()
     for x, y in zip(twin, dev):
         np.testing.assert_array_equal(x, y)
