@@ -574,11 +574,11 @@ def grace_goes(job: Job, inputs: dict, engine: str) -> bool:
 
 #: The batched engines of ``simulate`` jobs that take the job's
 #: ``pod_max_in_unschedulable_seconds`` (their ``max_unsched``): the openb
-#: engine without a scenario and with one.  The node-local kernel's sweep
-#: call (``sweep_local.batched_local``) runs the Scheduler's default
-#: (``run_setups``' ``max_unsched`` not yet passed): a job with another
-#: value goes per job (``unsched_goes``).  An engine joins by its name here.
-UNSCHED_ENGINES = frozenset({"openb", "openb_events"})
+#: engine without a scenario and with one, and the node-local kernel's
+#: sweep call on manifests (``sweep_local.batched_local``: ``run_setups``'
+#: ``max_unsched``, a call per value).  A job with another value goes per
+#: job on an engine not named here (``unsched_goes``).
+UNSCHED_ENGINES = frozenset({"openb", "openb_events", "local"})
 
 
 def unsched_goes(job: Job, engine: str) -> bool:

@@ -74,14 +74,15 @@ def sample_times(interval: float, horizon: float, end: float,
     """The time series' row times (module doc), seconds; ``last_event``
     (departures after a duration): the last event's time when later than
     ``horizon``: the Simulation, run on until nothing is left, also samples
-    before it (at it, the agenda is empty and the run ends)."""
+    up to it (at it, after its events, the agenda is empty: its row is the
+    last interval's, then the scheduler's own timers run to the end)."""
     times = []
     t = interval
     while t <= horizon:
         times.append(t)
         t = t + interval
     if last_event is not None:
-        while t < last_event:
+        while t <= last_event:
             times.append(t)
             t = t + interval
     if not times or times[-1] < end:

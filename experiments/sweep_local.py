@@ -710,19 +710,23 @@ def batchable(job, inputs: dict) -> bool:
 
 
 def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
-    """The jobs ``batchable`` takes, grouped by (cluster, config, trace,
-    interval), each group one call (a refused group goes back); ``done(i,
-    row, None)`` per row.  Returns the indices of the other jobs."""
+    """The jobs ``batchable`` takes, grouped by (cluster, trace, interval,
+    backend, scenario, termination grace, pod_max_in_unschedulable_seconds),
+    each group one call (``run_setups``' ``grace`` and ``max_unsched``; a
+    refused configuration goes back); ``done(i, row, None)`` per row.
+    Returns the indices of the other jobs."""
     groups: dict = {}
     rest = []
     for i, job in enumerate(jobs):
         if batchable(job, inputs):
             groups.setdefault((job.cluster, job.trace, job.interval, job.backend,
-                               job.scenario, float(job.termination_grace_seconds)),
+                               job.scenario, float(job.termination_grace_seconds),
+                               float(job.pod_max_in_unschedulable_seconds)),
                               {}).setdefault(job.config, []).append(i)
         else:
             rest.append(i)
-    for (cluster, trace_path, interval, backend, sc_path, grace), by_config in groups.items():
+    for key, by_config in groups.items():
+        cluster, trace_path, interval, backend, sc_path, grace, max_unsched = key
         trace = inputs[("trace", trace_path)]
         scenario = inputs[("scenario", sc_path)] if sc_path else None
         t0 = time.perf_counter()
@@ -740,7 +744,7 @@ def batched_local(jobs, inputs: dict, workers: int | None, done) -> list:
             continue
         try:
             runs = run_setups(setups, [[jobs[i].seed for i in idx] for idx in idxs], workers,
-                              backend=backend, grace=grace)
+                              max_unsched=max_unsched, backend=backend, grace=grace)
         except BackendError:
             rest.extend(i for idx in idxs for i in idx)     # the per-run path says why
             continue

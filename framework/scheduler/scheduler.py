@@ -386,6 +386,10 @@ class Scheduler:
                 return out
             self._set_clock(self._wakeup)
         else:
+            # a fresh run recomputes its timers: the time a paused run was
+            # heading to may be gone since (a pending pod deleted at the pause
+            # leaves no backoff timer), and this run may end without pausing
+            self._wakeup = None
             self._progress = (results.get("scheduled", 0), self.clock.now())
         bound, progress_at = self._progress
         for _ in range(max_cycles):

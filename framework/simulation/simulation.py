@@ -458,8 +458,11 @@ class Simulation:
         with few_collections():
             while True:
                 nxt = min(agenda.next_time(), self._next_sample, until)
-                if not agenda and not math.isfinite(until):
+                last_row_due = self._next_sample == self.clock.now()
+                if not agenda and not math.isfinite(until) and not last_row_due:
                     # nothing left to come: the scheduler's own timers only
+                    # (after the row due at the last event's time, which a
+                    # ``run(until=...)`` ending there takes too)
                     self._drive(math.inf)
                     if agenda:
                         continue        # it bound pods that leave later

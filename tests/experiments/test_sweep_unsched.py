@@ -5,10 +5,11 @@ Simulation gets S as its Scheduler's ``pod_max_in_unschedulable_seconds``
 whatever the events), the jobs' metadata records it; the openb engine
 (``trace_batch``'s ``max_unsched``) and its node-event form
 (``openb_event_runs``' ``max_unsched``) run such jobs batched, grouped by
-S, each row its Simulation's; the node-local kernel's sweep call, which
-runs the default, leaves a job with another S per job
-(``sweep.unsched_goes``).  The CLI flag end to end; bad values, the flag
-twice and with ``--experiment`` refused in one line naming it."""
+S, each row its Simulation's; so does the node-local kernel's sweep call
+on manifests (``sweep_local.batched_local``: a ``run_setups`` call per
+S, with a scenario and with preemption too).  The CLI flag end to end;
+bad values, the flag twice and with ``--experiment`` refused in one line
+naming it."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,15 +19,19 @@ import math
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.backends import needs_cuda
 from test_facade_openb_preempt_events import random_scenario
 from test_sweep_openb_preempt import _jobs
 
 from tensorsched.cli import main
 from tensorsched.experiments import sweep as S
+from tensorsched.experiments import sweep_local as SL
 from tensorsched.experiments import sweep_openb_events as SE
 from tensorsched.framework.errors import TensorschedError
+from tensorsched.generators.clusters import node_dict
 
 GPU = '"alibabacloud.com/gpu-milli=1000;alibabacloud.com/gpu-count=1"'
 FLAG = "--pod-max-in-unschedulable-seconds"
@@ -166,22 +171,142 @@ def test_random_jobs_under_a_scenario_batched_equal_each_simulation(tmp_path, mo
     assert table.to_pylist() == _per_job(jobs, monkeypatch).to_pylist()
 
 
-def test_manifest_jobs_of_another_value_run_per_job(monkeypatch):
-    """On manifests the node-local kernel's sweep call runs the default
-    only: a job with 300 goes batched, one with 5 per job, each row its
-    Simulation's."""
-    assert "local" not in S.UNSCHED_ENGINES
-    jobs = S.make_jobs(["data/examples/trace.csv"], [1], configs=["data/examples/spread.yaml"],
-                       cluster="data/examples/cluster.yaml")
-    jobs = jobs + _with(jobs, 5.0, seed=2)
+def _manifest_flush_case(tmp_path, seconds: float | None = None, scenario=None):
+    """``_flush_case`` on manifests: n0 (2 cpu) taken by ``a`` (0 to 60);
+    ``x`` (1 cpu, at 1) and ``w`` (2 cpu, at 30, staying 100 s) wait in
+    the unschedulable pool; ``tail`` comes at 200."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump_all([node_dict("n0", cpu="2",
+                                                                   memory="4Gi")]))
+    (tmp_path / "t.csv").write_text(
+        "name,arrival,departure,duration,cpu,memory,priority\n"
+        "a,0,60,,2,1Gi,0\nx,1,,,1,1Gi,0\nw,30,,100,2,1Gi,0\ntail,200,,,100m,64Mi,0\n")
+    return S.make_jobs([str(tmp_path / "t.csv")], [0, 1], cluster=str(tmp_path / "c.yaml"),
+                       interval=5.0, scenario=scenario,
+                       pod_max_in_unschedulable_seconds=seconds)
+
+
+def _sent_local(monkeypatch) -> tuple[list, list]:
+    """(the seeds of each ``batched_local`` call's jobs, each node-local
+    ``run_setups`` call's ``max_unsched``)."""
     sent = []
     real = S.batched_local
     monkeypatch.setattr(S, "batched_local", lambda sub, *a: sent.append(
         [j.seed for j in sub]) or real(sub, *a))
+    return sent, _unsched_of_calls(monkeypatch, SL, "run_setups")
+
+
+@pytest.mark.parametrize("scenario", [False, True])
+def test_manifest_jobs_of_another_value_batched_as_each_simulation(tmp_path, monkeypatch,
+                                                                   scenario):
+    """On manifests the node-local kernel's sweep call takes the value (a
+    call per value): 10 s and 0 s bind ``w`` and then ``x`` (4 scheduled),
+    the default and inf ``x`` alone (3); every job batched, each row its
+    Simulation's; with a scenario (a node added at 250) on the node-event
+    form too."""
+    assert "local" in S.UNSCHED_ENGINES
+    sc = None
+    if scenario:
+        sc = tmp_path / "scenario.json"
+        sc.write_text(json.dumps({"steps": [
+            {"at": 250, "create": node_dict("c", cpu="1", memory="1Gi")}]}))
+        sc = str(sc)
+    sent, calls = _sent_local(monkeypatch)
+    ran = _ran_per_job(monkeypatch)
+    tables = {}
+    for seconds in (None, 10.0, 0.0, math.inf):
+        jobs = _manifest_flush_case(tmp_path, seconds, sc)
+        rows = _table(jobs).to_pylist()
+        assert ran == [] and sent == [[0, 1]]
+        assert rows == _per_job(jobs, monkeypatch).to_pylist()
+        sent.clear()
+        ran.clear()
+        tables[seconds] = rows
+    assert calls == [300.0, 10.0, 0.0, math.inf]
+    assert [r["scheduled"] for r in tables[None]] == [3, 3]
+    assert [r["scheduled"] for r in tables[10.0]] == [4, 4]
+    assert tables[math.inf] == tables[None]
+    assert tables[0.0][0]["failed_attempts"] > tables[10.0][0]["failed_attempts"]
+
+
+def test_manifest_jobs_of_several_values_go_one_call_each(monkeypatch):
+    """The example cluster, one job at the default and one at 5 s: two
+    node-local calls, nothing per job, each row its Simulation's."""
+    jobs = S.make_jobs(["data/examples/trace.csv"], [1], configs=["data/examples/spread.yaml"],
+                       cluster="data/examples/cluster.yaml")
+    jobs = jobs + _with(jobs, 5.0, seed=2)
+    sent, calls = _sent_local(monkeypatch)
     ran = _ran_per_job(monkeypatch)
     rows = _table(jobs).to_pylist()
-    assert sent == [[1]] and ran == [("spread", 2)]
+    assert sent == [[1, 2]] and ran == [] and sorted(calls) == [5.0, 300.0]
     assert rows == _per_job(jobs, monkeypatch).to_pylist()
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_manifest_jobs_of_another_value_on_cuda_as_the_twin(tmp_path, monkeypatch):
+    """The device forms (the simulator) of the node-local call given 10 s,
+    with a scenario (the node-event form) and without: the twin's rows,
+    nothing per job."""
+    _sent_local(monkeypatch)
+    ran = _ran_per_job(monkeypatch)
+    sc = tmp_path / "scenario.json"
+    sc.write_text(json.dumps({"steps": [
+        {"at": 250, "create": node_dict("c", cpu="1", memory="1Gi")}]}))
+    for scenario in (None, str(sc)):
+        jobs = _manifest_flush_case(tmp_path, 10.0, scenario)[:1]
+        twin = _table(jobs).to_pylist()
+        dev = _table([dataclasses.replace(j, backend="cuda") for j in jobs]).to_pylist()
+        assert dev == twin and twin[0]["scheduled"] == 4 and ran == []
+
+
+def _random_manifests(tmp_path, rng, n_nodes: int, n_pods: int, scenario: bool) -> tuple:
+    """``n_nodes`` nodes of 2 cpu; pods of 1 to 3 cpu (3 never fits)
+    arriving in the first 30 s at priority 0, 10 or 1000 (a preemptor),
+    staying a duration, until a departure time or for good; with
+    ``scenario`` a cordon, an uncordon and a node added."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump_all(
+        [node_dict(f"n{i}", cpu="2", memory="4Gi") for i in range(n_nodes)]))
+    lines = ["name,arrival,departure,duration,cpu,memory,priority"]
+    for k in range(n_pods):
+        a = int(rng.integers(0, 30))
+        stay = int(rng.integers(1, 40))
+        leaves = rng.choice([f"{a + stay},", f",{stay}", ","])
+        lines.append(f"p{k},{a},{leaves},{rng.choice(['1', '2', '3'])},256Mi,"
+                     f"{rng.choice([0, 10, 1000], p=[0.45, 0.35, 0.2])}")
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    sc = None
+    if scenario:
+        node = f"n{int(rng.integers(n_nodes))}"
+        sc = tmp_path / "scenario.json"
+        sc.write_text(json.dumps({"steps": [
+            {"at": int(rng.integers(1, 20)), "cordon": node},
+            {"at": int(rng.integers(20, 45)), "uncordon": node},
+            {"at": int(rng.integers(5, 50)), "create": node_dict("extra", cpu="2",
+                                                                 memory="4Gi")}]}))
+        sc = str(sc)
+    return str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), sc
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 3), n_pods=st.integers(3, 14),
+       seconds=st.sampled_from([0.0, 2.0, 7.5, 40.0, math.inf]),
+       grace=st.sampled_from([0.0, 0.0, 3.0]), scenario=st.booleans())
+def test_random_manifest_jobs_batched_equal_each_simulation(tmp_path, monkeypatch, seed, n_nodes,
+                                                            n_pods, seconds, grace, scenario):
+    """Random manifest clusters whose pods wait, retry and preempt (the
+    default profile's DefaultPreemption), a scenario or none, the value
+    and a termination grace drawn: the node-local call given the value,
+    the table each job's Simulation's."""
+    cluster, trace, sc = _random_manifests(tmp_path, np.random.default_rng(seed), n_nodes,
+                                           n_pods, scenario)
+    jobs = S.make_jobs([trace], [0, 1 + seed % 5], cluster=cluster, scenario=sc, interval=60.0,
+                       pod_max_in_unschedulable_seconds=seconds,
+                       termination_grace_seconds=grace)
+    sent, calls = _sent_local(monkeypatch)
+    table = _table(jobs)
+    assert sent and set(calls) <= {seconds}
+    assert table.to_pylist() == _per_job(jobs, monkeypatch).to_pylist()
 
 
 @pytest.mark.parametrize("value", [-1.0, math.nan, "3", True])
