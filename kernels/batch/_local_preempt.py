@@ -291,44 +291,10 @@ def pdb_flags(k, cur, n_pdb, pmatch, left, run, vflag):
         vflag[a] = hit
 
 
-# Each node's pods, for the victim search and the terminating rule to walk
-# instead of every pod of the run: a list ``head[i]`` (-1 empty) / ``nxt``
-# [P + B] per local row holding every pod bound there since the start (a
-# pod binds once, to one node: a queue pod after its attempt, a manifests'
-# bound pod from the start); a pod that left stays listed, ``bound_on``
-# tells it apart.  The victims' order does not depend on the list's
-# (``victims_on`` sorts them by importance, a total order).
-
-def bound_start(n_q, bnode, head, nxt):
-    """Every row's list holding its manifests' bound pods (P + b on row
-    ``bnode[b]``)."""
-    for i in range(head.shape[0]):
-        head[i] = -1
-    for b in range(bnode.shape[0]):
-        bound_add(bnode[b], n_q + b, head, nxt)
-
-
-def bound_add(i, k, head, nxt):
-    """Pod ``k`` bound on row ``i``: listed there."""
-    nxt[k] = head[i]
-    head[i] = k
-
-
-def bound_on(k, i, pst, out_node, bnode, gone):
-    """Pod ``k`` (a queue pod k < P, else the manifests' bound pod k - P)
-    is bound on row ``i`` now (a kept one of a drain under way not)."""
-    n_q = pst.shape[0]
-    if k < n_q:
-        return pst[k] == P_BOUND and out_node[k] == i
-    return gone[k] == 0 and bnode[k - n_q] == i
-
-
-def victims_on(i, c, pj, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
-               c_fit_filter, preq, prio, pstart, krank, pst, out_node, bnode, gone, stats,
-               n_pdb, pmatch, left, vflag):
-    """SelectVictimsOnNode for node ``i`` (its pods of priority below
-    ``pj``: those of its list ``head[i]`` / ``nxt``, ``bound_add``, still
-    bound there): the victims in ``cur`` most important first,
+def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
+               c_fit_filter, preq, prio, pstart, krank, stats, n_pdb, pmatch, left, vflag):
+    """SelectVictimsOnNode for node ``i`` (its lower-priority pods the list
+    ``head[i]`` / ``nxt``): the victims in ``cur`` most important first,
     ``stats`` [4] their highest priority, sum of priority + 2^31, the
     earliest start among the highest-priority ones and their PDB
     violations; returns how many (0: not a candidate).  ``used`` is as it
@@ -337,9 +303,8 @@ def victims_on(i, c, pj, head, nxt, cur, alloc, used, c_request, c_anything, c_i
     k = 0
     x = head[i]
     while x >= 0:
-        if prio[x] < pj and bound_on(x, i, pst, out_node, bnode, gone):
-            cur[k] = x
-            k += 1
+        cur[k] = x
+        k += 1
         x = nxt[x]
     if k == 0:
         return 0
@@ -440,14 +405,31 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
                gone, victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
                left, vflag):
     """``post_filter``'s search over the ``m`` potential nodes ``pot[:m]``
-    (row order) of the ``n`` local rows, each node's pods its list
-    ``head`` / ``nxt`` (``bound_start``, ``bound_add``); ``gone`` [P + B]:
-    nonzero for a manifests' bound pod no longer there; ``victim`` [P +
-    B]: nonzero for a pod preempted (still bound: terminating, a victim
-    again)."""
+    (row order) of the ``n`` local rows; ``gone`` [P + B]: nonzero for a
+    manifests' bound pod no longer there; ``victim`` [P + B]: nonzero for a
+    pod preempted (still bound: terminating, a victim again)."""
     if m == 0:
         return -1, 0
     pj = prio[j]
+    for i in range(n):
+        head[i] = -1
+    low = 0
+    n_q = pst.shape[0]
+    for b in range(bnode.shape[0]):
+        k = n_q + b
+        if gone[k] == 0 and prio[k] < pj:
+            i = bnode[b]
+            nxt[k] = head[i]
+            head[i] = k
+            low += 1
+    for k in range(n_q):
+        if pst[k] == P_BOUND and prio[k] < pj:
+            i = out_node[k]
+            nxt[k] = head[i]
+            head[i] = k
+            low += 1
+    if low == 0:
+        return -1, 0
     if n_pdb > 0:
         pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, gone, victim, left[0])
     cap = num_candidates(m, pct, least)
@@ -462,9 +444,9 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
         if q >= m:
             q -= m
         i = pot[q]
-        nv = victims_on(i, c, pj, head, nxt, cur, alloc, used, c_request, c_anything,
-                        c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, out_node,
-                        bnode, gone, stats, n_pdb, pmatch, left, vflag)
+        nv = victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
+                        c_fit_filter, preq, prio, pstart, krank, stats, n_pdb, pmatch, left,
+                        vflag)
         if nv == 0:
             continue
         # upstream's two lists (non-violating, violating), each its first cap
@@ -526,17 +508,21 @@ def evict_from(i, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero, c_a
 # order: the terminating heap's (deadline, push) order); ``tqt`` [R]
 # float64: the pending deadlines, a ring, equal ones once; ``tq`` [TQ_N].
 
-def terminating_on(j, i, prio, pst, out_node, bnode, gone, victim, head, nxt):
+def terminating_on(j, i, prio, pst, out_node, bnode, gone, victim):
     """PodEligibleToPreemptOthers' terminating rule: node ``i`` (pod
     ``j``'s nominated node) holds a pod of lower priority than ``j``'s
     terminating by preemption (a victim still there), so ``j`` may not
-    preempt now (the node's pods: its list ``head[i]`` / ``nxt``)."""
+    preempt now."""
+    n_q = pst.shape[0]
     pj = prio[j]
-    k = head[i]
-    while k >= 0:
-        if victim[k] != 0 and prio[k] < pj and bound_on(k, i, pst, out_node, bnode, gone):
+    for k in range(victim.shape[0]):
+        if victim[k] == 0 or prio[k] >= pj:
+            continue
+        if k < n_q:
+            if pst[k] == P_BOUND and out_node[k] == i:
+                return True
+        elif gone[k] == 0 and bnode[k - n_q] == i:
             return True
-        k = nxt[k]
     return False
 
 
@@ -589,11 +575,10 @@ L_N = 5
 Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
 
 
-def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, ls, bnode, head, nxt):
+def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, ls):
     """The preemption state before the loop (``ls`` [L_N] zeros but
     ``L_EVERY``, set by the caller; ``vt`` each pod's first eviction time,
-    NaN: not evicted yet; the nodes' lists of pods, ``bound_start``)."""
-    bound_start(n_q, bnode, head, nxt)
+    NaN: not evicted yet)."""
     for j in range(n_q):
         nom[j] = -1
     for k in range(out_victim.shape[0]):
@@ -695,8 +680,7 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     nv = 0
     if i < 0 and n > 0 and may[j] != 0 and not (
             grace > 0.0 and nom[j] >= 0
-            and terminating_on(j, nom[j], prio, pst, out_node, bnode, gone, out_victim, head,
-                               nxt)):
+            and terminating_on(j, nom[j], prio, pst, out_node, bnode, gone, out_victim)):
         target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
                                  c_request, c_anything, c_ignored, c_fit_filter, static_bits,
                                  preq, prio, pstart, krank, pst, out_node, bnode, gone,
@@ -712,7 +696,6 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
                   bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
         ls[L_NNOM] = nom_drop(j, nom, nlist, ls[L_NNOM])
-        bound_add(i, j, head, nxt)
         out_node[j] = i
         out_bind[j] = now
         ls[L_M] = log_change(ls[L_M], now, j, log_t, log_pod)
@@ -794,7 +777,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
     trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
-    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, vt, ls, bnode, head, nxt)
+    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, vt, ls)
     ls[L_EVERY] = 1 if every else 0
     start = 0
     while True:

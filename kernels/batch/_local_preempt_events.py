@@ -211,8 +211,6 @@ def events_start(
         bgone[k] = B_HERE
     for k in range(tq.shape[0]):
         tq[k] = 0
-    if may.shape[0] > 0:
-        bound_start(n_q, bnode, head, nxt)
     q_init(qi, qf, pst, patt, pts)
     for k in range(ls.shape[0]):
         ls[k] = 0
@@ -427,7 +425,7 @@ def events_close(
         if may.shape[0] > 0 and may[j] != 0 and not (
                 grace > 0.0 and nom[j] >= 0
                 and terminating_on(j, nom[j], prio, pst, out_node, bnode, bgone,
-                                   out_victim, head, nxt)):
+                                   out_victim)):
             mm = live_potential(c, nv, positions, static_bits, pot)
             target, n_vic = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
                                        alloc, used, c_request, c_anything, c_ignored,
@@ -444,9 +442,6 @@ def events_close(
                  fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
         ls[EL_NNOM] = nom_drop(j, nom, nlist, ls[EL_NNOM])
-        if may.shape[0] > 0:
-            # listed on its node (preemption's node walks, ``bound_add``)
-            bound_add(i, j, head, nxt)
         out_node[j] = i
         out_bind[j] = now
         ls[EL_M] = log_change(ls[EL_M], now, j, log_t, log_pod)
