@@ -31,10 +31,10 @@ With preemption (bound pods of its own), what neither form does alone:
 
 Plain Python on scalars and arrays, compiled with ``njit``
 (``local_preempt_events``) and ``cuda.jit(device=True)``
-(``local_preempt_events_cuda``: a block per cluster, thread 0 running the
-loop's steps, ``events_start`` / ``events_open`` / ``events_close``, the
-block each attempt's pick over the live rows; ``local_trace_cuda``'s form
-without preemption: the whole cluster function on thread 0) on top of
+(``local_preempt_events_cuda``, and ``local_trace_cuda``'s form without
+preemption: a block per cluster, thread 0 running the loop's steps,
+``events_start`` / ``events_open`` / ``events_close``, the block each
+attempt's pick over the live rows) on top of
 ``_local_preempt`` (and so ``_local_trace``, ``_queue``, ``_local_core``).
 """
 

@@ -6,9 +6,13 @@ kernel's own pick); ``run_local_trace_cuda(t)`` answers what
 ``local_cpu.run_local_trace(t)`` answers.  With timed node events
 (``local_events.LocalEvents``) ``run_local_events_cuda(ev)`` answers what
 ``local_events.run_local_events(ev)`` answers: a thread block per cluster
-whose thread 0 runs the CPU twin's own cluster function
-(``_local_preempt_events.run_local_preempt_events_cluster`` without
-preemption, every cycle a scan of the live nodes) as a device function.
+whose thread 0 runs the CPU twin's own loop steps
+(``_local_preempt_events.events_start`` / ``events_open`` /
+``events_close`` without preemption: the queue, the node events, the
+bindings) as device functions, while every thread of the block picks each
+attempt's node between them over the live rows
+(``local_cuda.block_pick_rows``: the twin's ``pick_live`` answer), as
+``local_preempt_events_cuda`` does with preemption.
 
 The clusters in chunks sized to the free device memory (``trace_chunks``),
 each chunk's state in device memory (one upload, one download).
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .local_cuda import THREADS, block_pick
+from .local_cuda import THREADS, block_pick, block_pick_rows
 from .device_memory import device_budget
 from .warp import WARPS
 from . import (_candidates, _local_core, _local_preempt, _local_preempt_events, _local_trace,
@@ -50,8 +54,8 @@ QUEUE_DEVICE_NAMESPACE = _qns
 _tns = compile_module(_local_trace, lambda f: cuda.jit(f, device=True), base=_qns)
 # with the trace forms' shared steps (``local_preempt_cuda``)
 TRACE_DEVICE_NAMESPACE = _tns
-# the preemption steps and the cluster function with node events (the node
-# event form runs it without preemption; ``local_preempt_cuda``,
+# the preemption steps and the loop steps with node events (the node event
+# form runs them without preemption; ``local_preempt_cuda``,
 # ``local_preempt_events_cuda``)
 # (on numCandidates and the seeded offset, ``_candidates``)
 _cand_ns = compile_module(_candidates, lambda f: cuda.jit(f, device=True), base=_tns)
@@ -59,7 +63,15 @@ PREEMPT_DEVICE_NAMESPACE = compile_module(_local_preempt, lambda f: cuda.jit(f, 
                                           base=_cand_ns)
 PREEMPT_EVENTS_DEVICE_NAMESPACE = compile_module(
     _local_preempt_events, lambda f: cuda.jit(f, device=True), base=PREEMPT_DEVICE_NAMESPACE)
-_run_events_cluster = PREEMPT_EVENTS_DEVICE_NAMESPACE["run_local_preempt_events_cluster"]
+# the twin's loop steps, the node-event form's (without preemption)
+_ev_start = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_start"]
+_ev_open = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_open"]
+_ev_close = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_close"]
+_ev_trace_end = PREEMPT_EVENTS_DEVICE_NAMESPACE["trace_end"]
+EL_M = _local_preempt_events.EL_M
+EL_NV = _local_preempt_events.EL_NV
+EL_START = _local_preempt_events.EL_START
+EL_TO_FIND = _local_preempt_events.EL_TO_FIND
 
 
 @cuda.jit
@@ -358,16 +370,24 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
                    valid_all, pos_all, tot_all, ties_all, hi_all, qi_all, qf_all, pst_all,
                    patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
                    dp_all, ak_all, pm_all, none, none_r, none_2, none_1, nom_all, mark_all,
-                   one_all, sraw_all, left_all):
-    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs
-    ``run_local_preempt_events_cluster`` without preemption (the scratch
-    ``*_all`` padded per cluster; ``none*`` the empty preemption inputs,
-    ``one_all`` [B, 14, 8] rows of the preemption's scratch it never
-    reads, row 12 the terminating victims' slots, row 13 the loop's
-    scalars; no grace: the deadline arrays empty views)."""
+                   one_all, sraw_all, left_all, flags_all):
+    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs the loop
+    steps of ``run_local_preempt_events_cluster`` without preemption
+    (``_local_preempt_events.events_start`` / ``events_open`` /
+    ``events_close``: the queue, the node events, the bindings), every
+    thread of the block picks each attempt's node over the live rows
+    between them (``local_cuda.block_pick_rows``: the twin's
+    ``pick_live``); the scratch ``*_all`` padded per cluster (``none*``
+    the empty preemption inputs, ``one_all`` [B, 14, 8] rows of the
+    preemption's scratch it never reads, row 12 the terminating victims'
+    slots, row 13 the loop's scalars; ``flags_all`` [B, n] the pick's
+    window flags; no grace: the deadline arrays empty views)."""
     b = cuda.blockIdx.x
-    if cuda.threadIdx.x != 0:
-        return
+    tid = cuda.threadIdx.x
+    buf = cuda.shared.array((3, THREADS), int64)
+    sh = cuda.shared.array((WARPS, 3), int64)
+    bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
+    cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
@@ -375,45 +395,155 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
     e0 = ev_ptr[b]
     e1 = ev_ptr[b + 1]
     k = profile[b]
-    a = alloc_all[b, :n]
-    u = used_all[b, :n]
-    z = nz_all[b, :n]
-    sb = sb_all[b, :, :n]
-    raw = raw_all[b, :, :n]
-    rej = rej_all[b, :, :n]
-    valid = valid_all[b, :n]
-    g = image_group[b]
-    for i in range(n):
-        _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
-                     image_raw, a, u, z, sb, raw)
-        valid[i] = valid0[off + i]
-        for c in range(c_request.shape[0]):
-            rej[c, i] = u_rej[c, node_rows[off + i]]
     e2 = max(2 * e, 1)
     q1 = max(e, 1)
     zero = none.shape[0]
     one = one_all[b]
-    _run_events_cluster(
-        a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active, c_norm,
-        c_weights, sb, reasons_all[b, :, :n], raw, strategy[k], fit_res[k, :n_fit[k]],
-        fit_kind[k, :n_fit[k]], fit_weights[k, :n_fit[k]], shape_util[k, :n_shape[k]],
-        shape_score[k, :n_shape[k]], bal_res[k, :n_bal[k]], bal_kind[k, :n_bal[k]],
-        pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
-        backoff0, backoff_max, max_unsched, num_to_find[b], seed_mixes[b],
-        out_node[p0:p0 + e], out_bind[p0:p0 + e], out_tries[p0:p0 + e], out_why[p0:p0 + e],
-        log_t[2 * p0:2 * (p0 + e)], log_pod[2 * p0:2 * (p0 + e)], n_log[b:b + 1],
-        end[b:b + 1], pos_all[b], tot_all[b], ties_all[b], hi_all[b], qi_all[b], qf_all[b],
-        pst_all[b, :e], patt_all[b, :e], pts_all[b, :e], aq_all[b, :e2], up_all[b, :e2],
-        hk_all[b, :e2], hs_all[b, :e2], hp_all[b, :e2], dk_all[b, :max(e, 1)],
-        ds_all[b, :max(e, 1)], dp_all[b, :max(e, 1)], rank[p0:p0 + e],
-        ak_all[b], pm_all[b, :max(e, 1)], valid, rej, fit_interest, korder[p0:p0 + e],
-        ev_t[e0:e1], ev_kind[e0:e1], ev_node[e0:e1], ev_x[e0:e1], ev_find[e0:e1],
-        ev_bound[e0:e1], ev_used[e0:e1], ev_nz[e0:e1], alloc, used0, nz0, static_bits,
-        static_raw, u_rej, none, none, none, none, none_r, none_2, none, zero, zero, none,
-        one[0, :1], nom_all[b, :q1], nom_all[b, :0], one[1, :1], one[2, :1], one[3, :1],
-        one[4, :1], one[5, :1], one[6], mark_all[b, :max(n, 1)], one[7, :1], one[8, :1], sraw_all[b],
-        zero, one[9, :1], one[10, :1], none_1, left_all[b], one[11, :1], 0.0,
-        pts_all[b, :0], one[11, :0], pts_all[b, :0], one[12], one[13])
+    a = alloc_all[b, :n]
+    u = used_all[b, :n]
+    z = nz_all[b, :n]
+    sb = sb_all[b, :, :n]
+    rs = reasons_all[b, :, :n]
+    raw = raw_all[b, :, :n]
+    rej = rej_all[b, :, :n]
+    valid = valid_all[b, :n]
+    strat = strategy[k]
+    fr = fit_res[k, :n_fit[k]]
+    fk = fit_kind[k, :n_fit[k]]
+    fw = fit_weights[k, :n_fit[k]]
+    su = shape_util[k, :n_shape[k]]
+    ss = shape_score[k, :n_shape[k]]
+    br = bal_res[k, :n_bal[k]]
+    bk = bal_kind[k, :n_bal[k]]
+    cls = pod_cls[p0:p0 + e]
+    arr = arrive[p0:p0 + e]
+    dep = depart[p0:p0 + e]
+    dur = duration[p0:p0 + e]
+    to_find = num_to_find[b]
+    smix = seed_mixes[b]
+    onode = out_node[p0:p0 + e]
+    obind = out_bind[p0:p0 + e]
+    otries = out_tries[p0:p0 + e]
+    owhy = out_why[p0:p0 + e]
+    lt = log_t[2 * p0:2 * (p0 + e)]
+    lp = log_pod[2 * p0:2 * (p0 + e)]
+    nlog = n_log[b:b + 1]
+    oend = end[b:b + 1]
+    positions = pos_all[b]
+    tot = tot_all[b]
+    ties = ties_all[b]
+    hsc = hi_all[b]
+    qi = qi_all[b]
+    qf = qf_all[b]
+    pst = pst_all[b, :e]
+    patt = patt_all[b, :e]
+    pts = pts_all[b, :e]
+    aq = aq_all[b, :e2]
+    up = up_all[b, :e2]
+    hk = hk_all[b, :e2]
+    hs = hs_all[b, :e2]
+    hp = hp_all[b, :e2]
+    dk = dk_all[b, :q1]
+    ds = ds_all[b, :q1]
+    dp = dp_all[b, :q1]
+    rk = rank[p0:p0 + e]
+    ak = ak_all[b]
+    pmask = pm_all[b, :q1]
+    kord = korder[p0:p0 + e]
+    et = ev_t[e0:e1]
+    ekind = ev_kind[e0:e1]
+    enode = ev_node[e0:e1]
+    ex = ev_x[e0:e1]
+    efind = ev_find[e0:e1]
+    ebound = ev_bound[e0:e1]
+    eused = ev_used[e0:e1]
+    enz = ev_nz[e0:e1]
+    bgone = one[0, :1]
+    nom = nom_all[b, :q1]
+    nlist = nom_all[b, :0]
+    pot = one[1, :1]
+    head = one[2, :1]
+    nxt = one[3, :1]
+    cur = one[4, :1]
+    vout = one[5, :1]
+    stats = one[6]
+    mark = mark_all[b, :max(n, 1)]
+    touched = one[7, :1]
+    sbits = one[8, :1]
+    sraw = sraw_all[b]
+    pkind = one[9, :1]
+    pval = one[10, :1]
+    left = left_all[b]
+    vflag = one[11, :1]
+    vt = pts_all[b, :0]
+    tqp = one[11, :0]
+    tq = one[12]
+    ls = one[13]
+    flags = flags_all[b]
+    if tid == 0:
+        g = image_group[b]
+        for i in range(n):
+            _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
+                         image_raw, a, u, z, sb, raw)
+            valid[i] = valid0[off + i]
+            for c in range(c_request.shape[0]):
+                rej[c, i] = u_rej[c, node_rows[off + i]]
+        _ev_start(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
+                  c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk, cls, arr,
+                  dep, dur, backoff0, backoff_max, max_unsched, to_find, smix, onode, obind,
+                  otries, owhy, lt, lp, nlog, oend, positions, tot, ties, hsc, qi, qf, pst, patt,
+                  pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pmask, valid, rej, fit_interest,
+                  kord, et, ekind, enode, ex, efind, ebound, eused, enz, alloc, used0, nz0,
+                  static_bits, static_raw, u_rej, none, none, none, none, none_r, none_2, none,
+                  zero, zero, none, bgone, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
+                  touched, sbits, sraw, zero, pkind, pval, none_1, left, vflag, 0.0, vt, tqp,
+                  vt, tq, ls)
+    cuda.syncthreads()
+    while True:
+        if tid == 0:
+            cmd[0] = _ev_open(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                              c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su,
+                              ss, br, bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                              to_find, smix, onode, obind, otries, owhy, lt, lp, nlog, oend,
+                              positions, tot, ties, hsc, qi, qf, pst, patt, pts, aq, up, hk, hs,
+                              hp, dk, ds, dp, rk, ak, pmask, valid, rej, fit_interest, kord, et,
+                              ekind, enode, ex, efind, ebound, eused, enz, alloc, used0, nz0,
+                              static_bits, static_raw, u_rej, none, none, none, none, none_r,
+                              none_2, none, zero, zero, none, bgone, nom, nlist, pot, head, nxt,
+                              cur, vout, stats, mark, touched, sbits, sraw, zero, pkind, pval,
+                              none_1, left, vflag, 0.0, vt, tqp, vt, tq, ls)
+            cmd[1] = qi[_queue.QI_POD]
+        cuda.syncthreads()
+        kind = cmd[0]
+        j = cmd[1]
+        cuda.syncthreads()
+        if kind == _queue.DONE:
+            break
+        if kind != _queue.ATTEMPT:
+            continue
+        i = -1
+        processed = 0
+        nv = ls[EL_NV]
+        if nv > 0:
+            i, processed = block_pick_rows(cls[j], nv, ls[EL_START] % nv, positions,
+                                           ls[EL_TO_FIND], smix, u, rs, raw, c_active, c_norm,
+                                           c_weights, flags, bhi, buf, sh)
+        if tid == 0:
+            if nv > 0:
+                ls[EL_START] = (ls[EL_START] + processed) % nv
+            _ev_close(j, i, a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
+                      c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
+                      bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched, to_find, smix,
+                      onode, obind, otries, owhy, lt, lp, nlog, oend, positions, tot, ties, hsc,
+                      qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pmask,
+                      valid, rej, fit_interest, kord, et, ekind, enode, ex, efind, ebound, eused,
+                      enz, alloc, used0, nz0, static_bits, static_raw, u_rej, none, none, none,
+                      none, none_r, none_2, none, zero, zero, none, bgone, nom, nlist, pot, head,
+                      nxt, cur, vout, stats, mark, touched, sbits, sraw, zero, pkind, pval,
+                      none_1, left, vflag, 0.0, vt, tqp, vt, tq, ls)
+        cuda.syncthreads()
+    if tid == 0:
+        _ev_trace_end(ls[EL_M], qf, patt, nlog, oend, otries)
 
 
 def _i64(x) -> np.ndarray:
@@ -551,8 +681,8 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
         da(0, np.int64), da((0, r), np.int64), da((0, 2), np.int64),
         da((0, 1), np.int64), da((nb, emax), np.int64), da((nb, nmax), np.int64),
         da((nb, 14, 8), np.int64), da((nb, 1, N_SLOTS), np.int64),
-        da((nb, 2, 1), np.int64)]
-    _events_kernel[nb, 32](*ins, int(ev.fit_interest), float(t.backoff0),
+        da((nb, 2, 1), np.int64), da((nb, nmax), np.int64)]
+    _events_kernel[nb, THREADS](*ins, int(ev.fit_interest), float(t.backoff0),
                            float(t.backoff_max), float(t.max_unsched), *outs, *scratch)
     why[:] = copy_results(outs, out, p)[0][:p]
     return out, why

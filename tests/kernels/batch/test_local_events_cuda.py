@@ -40,14 +40,14 @@ POD_STEPS = [{"at": 1, "create": pod_dict("s0", cpu="300m", memory="512Mi"), "du
              {"at": 40, "drain": "x-0"}, {"at": 40, "drain": "n0"}]
 
 
-def _events_of(tmp_path, seed, monkeypatch, pods=False):
+def _events_of(tmp_path, seed, monkeypatch, pods=False, n_nodes=3):
     """The LocalEvents ``sweep_local.run_setups`` hands the CPU twin;
-    ``pods``: the scenario ``POD_STEPS``."""
-    cluster, trace, configs = write_inputs(tmp_path, seed, 3, 8, 1, durations=True)
+    ``pods``: the scenario ``POD_STEPS``; ``n_nodes`` the cluster's nodes."""
+    cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, 8, 1, durations=True)
     if pods:
         sc = parse_scenario({"steps": POD_STEPS})
     else:
-        sc = load_scenario(write_scenario(tmp_path, seed, 3, 5))
+        sc = load_scenario(write_scenario(tmp_path, seed, n_nodes, 5))
     objs = list(yaml.safe_load_all(open(cluster)))
     tr = run.read_trace_file(trace)
     setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr, sc) for c in configs[:2]]
@@ -58,10 +58,12 @@ def _events_of(tmp_path, seed, monkeypatch, pods=False):
     return calls[0]
 
 
-@pytest.mark.parametrize("seed, pods", [(4, False), (11, False), (5, True)])
-def test_cuda_events_equal_the_twin(tmp_path, seed, pods, monkeypatch):
+# seed 11: more live nodes than the simulator's threads (a block's
+# threads stride over the live rows)
+@pytest.mark.parametrize("seed, pods, n_nodes", [(4, False, 3), (11, False, 20), (5, True, 3)])
+def test_cuda_events_equal_the_twin(tmp_path, seed, pods, n_nodes, monkeypatch):
     from tensorsched.kernels.batch.local_trace_cuda import run_local_events_cuda
-    ev = _events_of(tmp_path, seed, monkeypatch, pods)
+    ev = _events_of(tmp_path, seed, monkeypatch, pods, n_nodes)
     assert ev.ev_t.shape[0] > 0
     kinds = ev.ev_kind[:ev.ev_ptr[1]]
     assert (kinds == EV_POD_DELETE).sum() == (kinds == EV_KEEP).sum() == (2 if pods else 0)
