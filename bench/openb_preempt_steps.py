@@ -14,13 +14,19 @@ python bench/openb_preempt_steps.py [--nodes 30] [--pods 8000] [--scale 30] [--s
 import argparse
 import json
 import os
+import resource
 import time
 
 import tensorsched as ts
 from tensorsched.bench.openb_batch import DATA
-from tensorsched.bench.openb_events_steps import _cpu, digest
+from tensorsched.bench.openb_events_steps import digest
 from tensorsched.bench.openb_preempt import preempt_config, workload
 from tensorsched.topology.openb import replay as R
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def main(argv=None):
