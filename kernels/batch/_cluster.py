@@ -29,7 +29,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 gpu_left, cpu_left, mem_left, pods_left, aff, node_ver, version,
                 cache_score, cache_gpu, cache_ver, work, gidx,
                 nfrag, tree_val, feas, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp,
-                ak, pre, pct, least, prio, krank, victim, pw, nw, ps, grace, tqp, tqt, tq):
+                ak, pre, pct, least, prio, krank, victim, pw, nw, ps, nhead, pnext, grace, tqp,
+                tqt, tq):
     """One cluster (the CPU twin's serial form): rows 0..n-1 start empty;
     pod j (class ``cls[j]``) arrives at ``arr[j]`` and leaves at ``dep[j]``
     (or ``dur[j]`` after its binding, ``dur`` empty: none), activeQ in
@@ -54,6 +55,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     minCandidateNodesAbsolute ``least``, per pod ``prio`` its priority and
     ``krank`` its key's rank; out ``victim`` [P] the times a pod was evicted (0 never), its
     eviction in the log as a departure; scratch ``pw`` / ``nw`` / ``ps``;
+    ``nhead`` [N] / ``pnext`` [P] each row's list of the pods bound there
+    (pushed at the binding, the victim search's: ``row_low``);
     ``grace`` the termination grace in seconds: above 0 a victim leaves
     that long after its first eviction, its departure in the log then,
     with the terminating victims' scratch ``tqp`` [P], ``tqt`` [R] float64
@@ -76,6 +79,8 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     q_init(qi, qf, pst, patt, pts)
     if pre != 0:
         preempt_init(pw, nw, ps, victim)
+        for i in range(n):
+            nhead[i] = -1
     m = 0
     while True:
         kind = q_next_due(arr, dep, backoff0, backoff_max, max_unsched,
@@ -117,11 +122,14 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
                 if row < 0 and not (grace > 0.0 and waits_for_terminating(j, prio, pst,
                                                                           out_node, pw, tqp,
                                                                           tq)):
-                    target = post_filter_gpu(j, n, qi[Q_ATTEMPT], seed_mix, pct, least, c_cpu[c],
-                                             c_mem[c], c_num[c], c_milli[c], c_mask[c], prio,
-                                             krank, pst, out_node, cls, c_cpu, c_mem, c_num,
-                                             c_milli, out_gmask, gpu_count, model, gpu_left,
-                                             cpu_left, mem_left, pods_left, pw, nw, ps)
+                    # every row a potential one (``nhead[:0]``: no list of rows); each
+                    # row's lower-priority pods from its list of bound pods
+                    target = post_filter_rows(j, n, nhead[:0], n, qi[Q_ATTEMPT], seed_mix, pct,
+                                              least, c_cpu[c], c_mem[c], c_num[c], c_milli[c],
+                                              c_mask[c], prio, krank, pst, out_node, cls, c_cpu,
+                                              c_mem, c_num, c_milli, out_gmask, gpu_count, model,
+                                              gpu_left, cpu_left, mem_left, pods_left, nhead,
+                                              pnext, pw, nw, ps)
                 nominees_off(cls, c_cpu, c_mem, c_num, c_milli, gpu_left, cpu_left, mem_left,
                              pods_left, aff, node_ver, version, pw, ps)
                 if target >= 0:
@@ -148,6 +156,9 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             out_node[j] = row
             out_bind[j] = qf[Q_NOW]
+            if pre != 0:
+                pnext[j] = nhead[row]
+                nhead[row] = j
             log_pod[m] = j
         nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
                                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)

@@ -73,6 +73,7 @@ def run_all(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             np.empty(r, np.int64), np.empty(r, np.float64), np.empty(r, np.int64),
             np.empty(r, np.int64), np.empty(e, np.float64), np.empty(e, np.int64),
             np.empty(e, np.int64), ak, pre, pct[b], least[b], pr, kr, out_victim[o:o + e],
-            pw, nw, np.empty(PS_N, np.int64), grace[b], np.empty(ep, np.int64),
+            pw, nw, np.empty(PS_N, np.int64), np.empty(npre, np.int64),
+            np.empty(ep, np.int64), grace[b], np.empty(ep, np.int64),
             np.empty(2 * ep, np.float64), tq)
         over[b] = tq[4]

@@ -411,7 +411,10 @@ def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, m
                     model, gpu_left, cpu_left, mem_left, pods_left, pw, nw, ps):
     """DefaultPreemption for pod ``j`` whose cycle failed on the ``n``
     nodes (the nominated pods it counts on them), every node a potential
-    one: ``post_filter_rows`` over rows 0 .. n - 1."""
+    one: ``post_filter_rows`` over rows 0 .. n - 1, the lower-priority
+    pods from a scan of every pod (the engines pass their lists of each
+    row's bound pods instead; this form is what the tests compare them
+    with)."""
     # (empty views: no row list, the rows themselves; no lists of the rows' pods)
     return post_filter_rows(j, n, pw[:0, W_NXT], n, attempt, seed_mix, pct, least, cpu, mem,
                             num, milli, mask, prio, krank, pst, out_node, cls, c_cpu, c_mem,
@@ -548,7 +551,7 @@ def preempt_for(j, target, now, backoff0, backoff_max, m, cls, c_cpu, c_mem, c_n
                 t_lo, t_len, t_left, t_right, tree_val, log_t, log_pod, log_frag, victim,
                 qi, pst, patt, pts, aq, up, hk, hs, hp, rank, ak, pw, nw, ps, grace, tqp, tqt,
                 tq):
-    """``post_filter_gpu`` chose ``target`` for pod ``j``: nominated there
+    """``post_filter_rows`` chose ``target`` for pod ``j``: nominated there
     (lower-priority nominations there end).  With ``grace`` 0 the victims
     are evicted in order (each logged at ``now`` with the fragmentation
     after it, from log row ``m``), the unschedulable pods moved, ``j``

@@ -206,11 +206,13 @@ def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, 
                       pw, ps, vslot, vs, cur, buf, sh):
     """``_gpu_preempt.post_filter_rows``'s answer with the block's threads
     (the potential nodes ``pot[:npot]`` in row order, ``pot`` empty: rows
-    0 .. npot - 1; ``post_filter_gpu``'s: every row)
+    0 .. npot - 1; the engine without a scenario: every row)
     (every thread gets the node, -1 none; the victims ``pw[:nv, W_VOUT]``
     most important first, the winner's statistics ``ps[S_STATS + 3:S_STATS
     + 6]``): the lower-priority bound pods counted per node (``vs[:,
-    V_LOW]``), each node given a range of the per-pod slots ``vslot`` [P]
+    V_LOW]``; from each potential row's list ``nhead`` / ``pnext``, a
+    thread per row, or, ``nhead`` empty, a scan of every pod), each node
+    given a range of the per-pod slots ``vslot`` [P]
     (a block-shared cursor ``cur`` [1]) and its pods put there; then every
     thread runs ``victims_in_slots`` for its potential nodes (strided by thread:
     each touches only its node's row of the columns and its own slots),
@@ -336,7 +338,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             version_all, cache_score_all, cache_gpu_all, cache_ver_all, nfrag_all, tree_all,
             qi_all, qf_all, pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all,
             dk_all, ds_all, dp_all, ak_all, pct_of, least_of, prio_all, krank_all, victim_all,
-            pw_all, nw_all, ps_all, vslot_all, vs_all, grace_of, tqp_all, tqt_all, tq_all):
+            pw_all, nw_all, ps_all, vslot_all, vs_all, grace_of, tqp_all, tqt_all, tq_all,
+            nhead_all, pnext_all):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
@@ -409,11 +412,16 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     tqp = tqp_all[o:o + e] if pre else tqp_all[:0]
     tqt = tqt_all[r2:r2 + 2 * e] if pre else tqt_all[:0]
     tq = tq_all[b]
+    # each row's list of the pods bound there (the victim search's, ``_gp.row_low``)
+    nhead = nhead_all[b]
+    pnext = pnext_all[o:o + e] if pre else pnext_all[:0]
     for i in range(tid, n, THREADS):
         _init_node(i, count, cpu_cap[s], mem_cap[s], pods_cap[s], mdl, gpu_left, cpu_left,
                    mem_left, pods_left, aff, node_ver, tpc, tpn, tpm, tpk, tpf, nfrag)
         for c in range(nc):
             cache_ver_all[b, c, i] = -1
+        if pre:
+            nhead[i] = -1
     for j in range(tid, e, THREADS):
         out_node[o + j] = -1
         out_gmask[o + j] = 0
@@ -502,8 +510,8 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
                                            prio, krank, pst,
                                            out_node[o:o + e], wcls, c_cpu[w], c_mem[w],
                                            c_num[w], c_milli[w], out_gmask[o:o + e], count, mdl,
-                                           gpu_left, cpu_left, mem_left, pods_left, vslot[:0],
-                                           vslot[:0], pw, ps, vslot, vs, cur, buf, sh)
+                                           gpu_left, cpu_left, mem_left, pods_left, nhead,
+                                           pnext, pw, ps, vslot, vs, cur, buf, sh)
             if tid == 0:
                 _nominees_off(wcls, c_cpu[w], c_mem[w], c_num[w], c_milli[w], gpu_left,
                               cpu_left, mem_left, pods_left, aff, node_ver, version, pw, ps)
@@ -540,6 +548,9 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             _q_bound(j, dur, qi, qf, pst, dk, ds, dp)
             out_node[o + j] = row
             out_bind[o + j] = qf[_queue.QF_NOW]
+            if pre:
+                pnext[j] = nhead[row]
+                nhead[row] = j
             nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm, tpk,
                                        tpf)
             frag = _tree_refresh(nfrag, leaf_of[s, row], t_lo[s, :nt], t_len[s, :nt],
@@ -575,9 +586,10 @@ def preempt_bytes(a: BatchArrays, p: BatchPreempt) -> np.ndarray:
     if p.prio.shape[0] == 0:
         return np.zeros(a.n_runs, np.int64)
     n = a.gpu_count.shape[1]
-    # per pod: prio, krank, victim, pw and a victim-search slot
-    return 8 * (_gp.PS_N + _gp.TQ_N + n * (_gp.NW_N + _gp.VS_N)
-                + (7 + _gp.PW_N) * a.ev_len)
+    # per pod: prio, krank, victim, pw, a victim-search slot and its row
+    # list's link; per node: its list's head
+    return 8 * (_gp.PS_N + _gp.TQ_N + n * (_gp.NW_N + _gp.VS_N + 1)
+                + (8 + _gp.PW_N) * a.ev_len)
 
 
 def _chunks(a: BatchArrays, budget: int, p: BatchPreempt) -> list:
@@ -680,9 +692,10 @@ def _run_chunk(a: BatchArrays, p: BatchPreempt, grace: np.ndarray) -> tuple:
            cuda.device_array(e if on else 0, i64),
            cuda.device_array((b, n if on else 0, _gp.VS_N), i64),
            d(np.ascontiguousarray(grace, f64)), cuda.device_array(e if on else 0, i64),
-           cuda.device_array(2 * e if on else 0, f64), d(np.zeros((b, _gp.TQ_N), i64))]
+           cuda.device_array(2 * e if on else 0, f64), d(np.zeros((b, _gp.TQ_N), i64)),
+           cuda.device_array((b, n if on else 0), i64), cuda.device_array(e if on else 0, i64)]
     _kernel[b, THREADS](*ins, *outs, *scratch, *pre)
-    over = pre[-1].copy_to_host()[:, _gp.T_OVER]
+    over = pre[-3].copy_to_host()[:, _gp.T_OVER]
     return BatchOutputs(*(x.copy_to_host() for x in outs)), victim.copy_to_host()[:e], over
 
 

@@ -245,12 +245,15 @@ def _row_lists(rng, c):
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
-def test_block_victim_search_from_row_lists_equals_the_scan():
-    """The search over potential rows (a random subset, in row order) that
-    finds a row's lower-priority pods in its list of bound pods (the twin
-    and the block: ``_gpu_preempt.row_low``) answers what the twin's scan
-    of every pod answers: the node, the victims in order and their
-    statistics; the gone pods leave the lists, the bound ones stay."""
+@pytest.mark.parametrize("every_row", [False, True])
+def test_block_victim_search_from_row_lists_equals_the_scan(every_row):
+    """The search over potential rows (a random subset, in row order; or,
+    ``every_row``, no list of rows: every row, the engine without a
+    scenario) that finds a row's lower-priority pods in its list of bound
+    pods (the twin and the block: ``_gpu_preempt.row_low``) answers what
+    the twin's scan of every pod answers: the node, the victims in order
+    and their statistics; the gone pods leave the lists, the bound ones
+    stay."""
     from tensorsched.kernels.batch import cuda as KC
     from tensorsched.kernels.batch.warp import THREADS, WARPS
     twin = _twin()
@@ -265,7 +268,7 @@ def test_block_victim_search_from_row_lists_equals_the_scan():
         cur = cuda.shared.array(1, int64)
         s = scal[b]
         c = cls[b, s[0]]
-        t = KC.block_post_filter(s[0], s[1], pot[b, :s[7]], s[7], s[2], s[3], s[4], s[5],
+        t = KC.block_post_filter(s[0], s[1], pot[b, :s[8]], s[7], s[2], s[3], s[4], s[5],
                                  c_cpu[c], c_mem[c], c_num[c], c_milli[c], s[6], prio[b],
                                  krank[b], pst[b], out_node[b], cls[b], c_cpu, c_mem, c_num,
                                  c_milli, gmask[b], gpu_count[b], model[b], gpu_left[b],
@@ -276,11 +279,13 @@ def test_block_victim_search_from_row_lists_equals_the_scan():
 
     rng = np.random.default_rng(5)
     cases = [_case(rng, b) for b in range(6)]
-    pots = [np.flatnonzero(rng.random(N) < 0.8) for _ in cases]
+    pots = [np.arange(N) if every_row else np.flatnonzero(rng.random(N) < 0.8) for _ in cases]
+    # (the rows' list as given: none for every row)
+    given = [q[:0] if every_row else q for q in pots]
     lists = [_row_lists(rng, c) for c in cases]
     b = len(cases)
     scal = np.array([[c[k] for k in ("j", "n", "attempt", "seed_mix", "pct", "least", "mask")]
-                     + [len(q)] for c, q in zip(cases, pots)], np.int64)
+                     + [len(q), len(g)] for c, q, g in zip(cases, pots, given)], np.int64)
     pot = np.zeros((b, N), np.int64)
     for k, q in enumerate(pots):
         pot[k, :len(q)] = q
@@ -309,7 +314,7 @@ def test_block_victim_search_from_row_lists_equals_the_scan():
             sps = np.zeros(gp.PS_N, np.int64)
             nh, nx = (x.copy() for x in lists[k]) if by_row else (np.zeros(0, np.int64),) * 2
             t = twin["post_filter_rows"](
-                c["j"], N, pots[k], len(pots[k]), c["attempt"], np.uint64(c["seed_mix"]),
+                c["j"], N, given[k], len(pots[k]), c["attempt"], np.uint64(c["seed_mix"]),
                 c["pct"], c["least"], q[0], q[1], q[2], q[3], c["mask"], c["prio"], c["krank"],
                 c["pst"], c["out_node"], c["cls"],
                 *(np.ascontiguousarray(CLASSES[:, x]) for x in range(4)), c["gmask"],
