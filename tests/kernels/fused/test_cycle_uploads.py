@@ -15,7 +15,7 @@ from support.backends import needs_cuda
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
-from tensorsched.generators.clusters import node_dict, pod_dict
+from tensorsched.generators.clusters import node_dict, pod_dict, sample
 from tensorsched.kernels.fused import cycle, staged_rows
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
@@ -187,7 +187,6 @@ def test_staged_rows_land_in_the_packs_whatever_column_they_wrote(seed, writes, 
     the staged upload, and the cycles answer as numba's on the same state:
     each write is stamped as a ``ColumnSource`` stamps one (``version``,
     ``row_version``), with the node set and tables unchanged."""
-    from tensorsched.generators.clusters import sample
     nodes, pods = sample(seed=seed, nodes=12, pods=12)
     cluster = build_cluster(nodes + pods[:6], HALF)
     st_ = cluster.state
