@@ -44,12 +44,15 @@ def digest(runs) -> str:
     return h.hexdigest()[:16]
 
 
-def main(argv=None):
+def main(argv=None, with_scenario: bool = True, nodes: int = 200, pods: int = 3000,
+         scale: float = 60.0):
+    """The timing above; ``with_scenario`` False: the engine without one
+    (``openb_preempt_steps``, its own default sizes)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", default="gpushare40")
-    ap.add_argument("--nodes", type=int, default=200)
-    ap.add_argument("--pods", type=int, default=3000)
-    ap.add_argument("--scale", type=float, default=60.0)
+    ap.add_argument("--nodes", type=int, default=nodes)
+    ap.add_argument("--pods", type=int, default=pods)
+    ap.add_argument("--scale", type=float, default=scale)
     ap.add_argument("--high", type=float, default=0.3)
     ap.add_argument("--stay", type=float, default=30.0)
     ap.add_argument("--seeds", default="1-2")
@@ -59,7 +62,7 @@ def main(argv=None):
     ap.add_argument("--data", default=DATA)
     a = ap.parse_args(argv)
     inv, trace = workload(a.data, a.trace, a.nodes, a.pods, a.scale, a.high, a.stay)
-    sc = scenario(inv, trace)
+    sc = scenario(inv, trace) if with_scenario else None
     configs = [preempt_config(p, inv.n_nodes) for p in a.policies.split(",")]
     seeds = R.parse_seeds(a.seeds)
 

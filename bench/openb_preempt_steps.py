@@ -11,57 +11,12 @@ each call, the load average, and a digest of the runs' answers
 python bench/openb_preempt_steps.py [--nodes 30] [--pods 8000] [--scale 30] [--stay 30]
         [--seeds 1-2] [--policies FGD,BestFit] [--grace 0] [--repeat 2]
 """
-import argparse
-import json
-import os
-import resource
-import time
-
-import tensorsched as ts
-from tensorsched.bench.openb_batch import DATA
-from tensorsched.bench.openb_events_steps import digest
-from tensorsched.bench.openb_preempt import preempt_config, workload
-from tensorsched.topology.openb import replay as R
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+from tensorsched.bench.openb_events_steps import main as steps_main
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--trace", default="gpushare40")
-    ap.add_argument("--nodes", type=int, default=30)
-    ap.add_argument("--pods", type=int, default=8000)
-    ap.add_argument("--scale", type=float, default=30.0)
-    ap.add_argument("--high", type=float, default=0.3)
-    ap.add_argument("--stay", type=float, default=30.0)
-    ap.add_argument("--seeds", default="1-2")
-    ap.add_argument("--policies", default="FGD,BestFit")
-    ap.add_argument("--grace", type=float, default=0.0)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--data", default=DATA)
-    a = ap.parse_args(argv)
-    inv, trace = workload(a.data, a.trace, a.nodes, a.pods, a.scale, a.high, a.stay)
-    configs = [preempt_config(p, inv.n_nodes) for p in a.policies.split(",")]
-    seeds = R.parse_seeds(a.seeds)
-
-    def call():
-        return ts.simulate_batch(inv, trace, configs, seeds, backend="numba", workers=1,
-                                 termination_grace_seconds=a.grace)
-    call()
-    cpu, wall = [], []
-    load = os.getloadavg()
-    for _ in range(a.repeat):
-        c0, t0 = _cpu(), time.perf_counter()
-        runs = call()
-        cpu.append(round(_cpu() - c0, 3))
-        wall.append(round(time.perf_counter() - t0, 3))
-    print(json.dumps({"tree": os.path.dirname(os.path.dirname(ts.__file__)), "cpu": cpu,
-                      "wall": wall, "load": [round(x, 2) for x in load],
-                      "preempted": int(sum(int(r.preempted.sum()) for r in runs)),
-                      "digest": digest(runs)}))
+    """``openb_events_steps``' timing without a scenario."""
+    return steps_main(argv, with_scenario=False, nodes=30, pods=8000, scale=30.0)
 
 
 if __name__ == "__main__":
