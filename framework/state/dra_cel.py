@@ -54,6 +54,10 @@ __all__ = [
 ]
 
 
+#: the fields of CEL's ``device`` (upstream's declared device type)
+DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
+
+
 class CelError(TensorschedError):
     """A CEL expression that does not compile (``compile_selector``)."""
 
@@ -496,6 +500,15 @@ def _check_names(node, bound) -> None:
             return
     if node.data == "member_dot" and _is_ident(node.children[0], "cel"):
         return
+    if (node.data == "member_dot" and "device" not in bound
+            and _is_ident(node.children[0], "device")):
+        tok = node.children[1]
+        if str(tok) not in DEVICE_FIELDS:
+            # the device is a declared object type: its fields are known
+            raise CelError(
+                f"compilation failed: ERROR: <input>:{tok.line}:{tok.column}: "
+                f"undefined field '{tok}'"
+            )
     for c in node.children:
         _check_names(c, bound)
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from tensorsched.framework.errors import StateError
+from tensorsched.framework.errors import ManifestError, StateError
 from tensorsched.framework.records.dra_records import (
     AllocationResult,
     ConsumerRef,
@@ -47,9 +47,10 @@ from tensorsched.framework.records.dra_records import (
     ResourceClaimTemplateRecord,
     ResourceSliceRecord,
 )
-from tensorsched.framework.parsing.meta import parse_timestamp
+from tensorsched.framework.parsing.meta import invalid_value, parse_timestamp, source_of
 
 from .derived import StateKey
+from .dra_cel import CelError, compile_selector
 from .dra_in_use import DevicesInUse
 
 __all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER"]
@@ -114,6 +115,48 @@ def _status_of(record: ResourceClaimRecord) -> tuple[int | None, dict]:
     return allocated_ns, conditions
 
 
+def _selector_fields(requests, path: str):
+    """(field path, CEL expression) of every selector of ``requests``
+    (DeviceRequest records) under ``path`` (``spec.devices``)."""
+    for i, r in enumerate(requests):
+        rpath = f"{path}.requests[{i}]"
+        if r.exactly is not None:
+            subs = [(f"{rpath}.exactly", r.exactly)]
+        else:
+            subs = [(f"{rpath}.firstAvailable[{j}]", s) for j, s in enumerate(r.first_available)]
+        for spath, spec in subs:
+            for k, expr in enumerate(spec.selectors):
+                yield f"{spath}.selectors[{k}].cel.expression", expr
+
+
+def check_selectors(classes=(), templates=(), claims=()) -> None:
+    """Every CEL selector of the DeviceClasses, ResourceClaimTemplates and
+    ResourceClaims compiles, as the API server checks on create; else a
+    ManifestError naming the object and the field, with the compiler's
+    message.  (The allocator meets an expression that does not compile
+    with an error of its own; objects read as a cluster never carry one.)"""
+    def fields():
+        for c in classes:
+            for k, expr in enumerate(c.selectors):
+                yield (f"DeviceClass {c.name}", c.obj,
+                       f"spec.selectors[{k}].cel.expression", expr)
+        for t in templates:
+            for path, expr in _selector_fields(t.claim.requests, "spec.spec.devices"):
+                yield f"ResourceClaimTemplate {t.key}", t.obj, path, expr
+        for c in claims:
+            for path, expr in _selector_fields(c.requests, "spec.devices"):
+                yield f"ResourceClaim {c.key}", c.obj, path, expr
+
+    for label, obj, path, expr in fields():
+        if expr is None:
+            continue
+        try:
+            compile_selector(expr)
+        except CelError as exc:
+            raise ManifestError(label, path, invalid_value(expr, [str(exc)]),
+                                source_of(obj)) from None
+
+
 def consumer_matches(ref: ConsumerRef, name: str, uid: str) -> bool:
     """A reservedFor entry names this pod: by uid when both have one (as
     upstream), else by name (pods written without a uid)."""
@@ -166,6 +209,7 @@ class ClaimState:
     def load(self, classes=(), slices=(), templates=(), claims=()) -> None:
         """Add loaded objects (records of ``records.dra_records``); all of
         them are checked before any is kept, so an error changes nothing."""
+        check_selectors(classes, templates, claims)
         entries = []
         seen = set(self.claims)
         for rec in claims:

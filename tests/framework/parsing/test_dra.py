@@ -334,3 +334,76 @@ def test_devices_of_one_shape_are_checked_once_and_keep_their_names():
     with pytest.raises(ManifestError) as err:
         parse_resource_slice(bad)
     assert err.value.field == "spec.devices[2].attributes.v.version"
+
+
+def _template(requests, constraints=()):
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "spec": {"spec": {"devices": {"requests": requests,
+                                      "constraints": list(constraints)}}},
+    }
+
+
+_ONE = {"name": "a", "exactly": {"deviceClassName": "c"}}
+_SUBS = {"name": "b", "firstAvailable": [{"name": "big", "deviceClassName": "c"},
+                                         {"name": "small", "deviceClassName": "c"}]}
+
+
+@pytest.mark.parametrize(
+    "requests, constraints, field, words",
+    [
+        ([{"name": "a", "exactly": {"deviceClassName": "c", "allocationMode": "All",
+                                    "count": 2}}], (),
+         "devices.requests[0].exactly.count", "must not be specified when allocationMode is 'All'"),
+        ([{"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "c",
+                                            "allocationMode": "All", "count": 1}]}], (),
+         "devices.requests[0].firstAvailable[0].count", "allocationMode is 'All'"),
+        ([{"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "c"},
+                                           {"name": "s", "deviceClassName": "c"}]}], (),
+         "devices.requests[0].firstAvailable[1].name", "Duplicate value: 's'"),
+        ([{"name": "b", "firstAvailable": [{"name": "Big_One", "deviceClassName": "c"}]}], (),
+         "devices.requests[0].firstAvailable[0].name", "Big_One"),
+        ([_ONE, _SUBS], [{"requests": ["a", "nope"], "matchAttribute": "d.example/numa"}],
+         "devices.constraints[0].requests[1]", "must be the name of a request in the claim"),
+        ([_ONE, _SUBS], [{"requests": ["a", "b/medium"], "matchAttribute": "d.example/numa"}],
+         "devices.constraints[0].requests[1]", "b/medium"),
+        ([_ONE, _SUBS], [{"requests": ["a", "b"], "matchAttribute": "numa"}],
+         "devices.constraints[0].matchAttribute", "must include a domain"),
+        ([_ONE, _SUBS], [{"distinctAttribute": "/numa"}],
+         "devices.constraints[0].distinctAttribute", "must include a domain"),
+    ],
+)
+def test_claims_read_as_a_cluster_get_the_api_servers_checks(requests, constraints, field,
+                                                              words):
+    """What the API server refuses and upstream's allocator tests still build
+    (so ``parse_*`` keeps it) is refused when claims are read as a cluster,
+    for claims and templates alike; the parser alone still takes it."""
+    template = _template(requests, constraints)
+    with pytest.raises(ManifestError) as err:
+        parse_objects([template])
+    assert err.value.field == f"spec.spec.{field}" and "ResourceClaimTemplate ns/t" in str(err.value)
+    assert words in str(err.value)
+    claim = _claim(requests)
+    claim["spec"]["devices"]["constraints"] = list(constraints)
+    with pytest.raises(ManifestError) as err:
+        parse_objects([claim])
+    assert err.value.field == f"spec.{field}"
+    parse_resource_claim(claim)
+
+
+def test_constraints_naming_requests_and_subrequests_load():
+    parse_objects([_template([_ONE, _SUBS], [
+        {"requests": ["a", "b/big"], "matchAttribute": "d.example/numa"},
+        {"requests": ["b"], "distinctAttribute": "d.example/pcieRoot"},
+        {"matchAttribute": "d.example/numa"}])])
+
+
+def test_a_device_named_twice_in_one_slice_is_refused_when_read_as_a_cluster():
+    s = _slice()
+    s["spec"]["devices"].append(copy.deepcopy(s["spec"]["devices"][0]))
+    with pytest.raises(ManifestError) as err:
+        parse_objects([s])
+    assert err.value.field == "spec.devices[1].name" and "Duplicate value: 'dev'" in str(err.value)
+    assert len(parse_resource_slice(s).devices) == 2       # the allocator's invalid pool

@@ -204,11 +204,22 @@ def test_one_evaluation_per_distinct_value():
         ("noSuchVar", "undeclared reference to 'noSuchVar'"),
         ("device.driver ==", "Syntax error"),
         ("1", "must evaluate to bool"),
+        ("device.nosuchfield == 1", "1:8: undefined field 'nosuchfield'"),
+        ('device.driver == "a" || device.atributes["a"].x', "undefined field 'atributes'"),
     ],
 )
 def test_compile_errors(expr, words):
     with pytest.raises(CelError, match=words):
         compile_selector(expr)
+
+
+@pytest.mark.parametrize("expr", [
+    "device.allowMultipleAllocations",
+    '[1, 2].exists(device, device > 1)',          # a macro variable may be named device
+    'has(device.attributes["a"].x) && device.capacity["a"].m.isInteger()',
+])
+def test_the_device_fields_compile(expr):
+    compile_selector(expr)
 
 
 def test_runtime_errors_follow_cel_rules():

@@ -103,3 +103,42 @@ def test_create_refuses_an_existing_name():
         c.create(ClaimEntry(claim("c1", (1, None))))
     c.create(ClaimEntry(claim("c2", (1, None))))
     assert c.get("ml", "c2") is not None
+
+
+@pytest.mark.parametrize("which, label, field", [
+    ("class", "DeviceClass gpu", "spec.selectors[1].cel.expression"),
+    ("template", "ResourceClaimTemplate ml/one", "spec.spec.devices.requests[0].firstAvailable[1]"
+                                                 ".selectors[0].cel.expression"),
+    ("claim", "ResourceClaim ml/c", "spec.devices.requests[1].exactly.selectors[0].cel.expression"),
+])
+def test_selectors_that_do_not_compile_are_refused_on_load(which, label, field):
+    """As the API server refuses them on create: the object and the field,
+    with the compiler's message; nothing is loaded."""
+    from tensorsched.framework.errors import ManifestError
+    from tensorsched.framework.parsing.dra import (
+        parse_device_class, parse_resource_claim, parse_resource_claim_template)
+
+    bad = "device.atributes['a'].x == 1"
+    good = 'device.driver == "d"'
+    cls = {"metadata": {"name": "gpu"},
+           "spec": {"selectors": [{"cel": {"expression": good}},
+                                  {"cel": {"expression": bad if which == "class" else good}}]}}
+    def spec(bad_sub, bad_exact):
+        return {"devices": {"requests": [
+            {"name": "a", "firstAvailable": [
+                {"name": "x", "deviceClassName": "gpu"},
+                {"name": "y", "deviceClassName": "gpu", "selectors": [
+                    {"cel": {"expression": bad if bad_sub else good}}]}]},
+            {"name": "b", "exactly": {"deviceClassName": "gpu", "selectors": [
+                {"cel": {"expression": bad if bad_exact else good}}]}}]}}
+    template = {"metadata": {"name": "one", "namespace": "ml"},
+                "spec": {"spec": spec(which == "template", False)}}
+    claim_obj = {"metadata": {"name": "c", "namespace": "ml"},
+                 "spec": spec(False, which == "claim")}
+    store = ClaimState.of(ClusterState())
+    with pytest.raises(ManifestError) as err:
+        store.load([parse_device_class(cls)], [], [parse_resource_claim_template(template)],
+                   [parse_resource_claim(claim_obj)])
+    assert err.value.obj == label and err.value.field == field
+    assert "undefined field 'atributes'" in str(err.value)
+    assert not store.classes and not store.templates and not store.claims
