@@ -240,22 +240,20 @@ class Allocator:
             if req.spec.allocation_mode == "All":
                 if not req.all_rows:
                     return f"{label}: no device on the node matches the selectors (mode All)"
+                # every matching device must be free and usable
+                rows = [row for row, _ in req.all_rows]
+                used = 0 if req.admin else sum(bool(self.in_use_rows[r]) for r in rows)
+                tainted = sum(self._untolerated(r, req.spec) for r in rows) if f.device_taints else 0
+                if used or tainted:
+                    why = f"{label}: asks for all {len(rows)} matching devices, {used} in use"
+                    return why + (f", {tainted} tainted" if tainted else "")
                 continue
             matching = [row for row, _ in search.candidates(req) if search.selectable(req, row)]
             free = [row for row in matching if not self.in_use_rows[row]]
             tainted = 0
             if f.device_taints:
-                usable = []
-                for row in free:
-                    _, dev = self.columns.device(row)
-                    if any(
-                        t.effect in ("NoSchedule", "NoExecute")
-                        and not any(tol.tolerates(t) for tol in req.spec.tolerations)
-                        for t in dev.taints
-                    ):
-                        tainted += 1
-                    else:
-                        usable.append(row)
+                usable = [row for row in free if not self._untolerated(row, req.spec)]
+                tainted = len(free) - len(usable)
                 free = usable
             if len(free) < req.num_devices and (
                 si == -1 or si == len(claim.requests[ri].first_available) - 1
@@ -267,7 +265,15 @@ class Allocator:
                 why += f", {len(matching) - len(free) - tainted} in use"
                 if tainted:
                     why += f", {tainted} tainted"
-                return why + ")"
+                why += ")"
+                # the devices of such pools are not used (nor counted above)
+                skipped = [
+                    f"{p.pool_id} ({'incomplete' if p.incomplete else 'invalid'})"
+                    for p in view.pools if p.incomplete or p.invalid
+                ]
+                if skipped:
+                    why += "; pools not used: " + ", ".join(skipped)
+                return why
         constrained = [claim_ref(c) for c in self.claims if c.constraints]
         if constrained:
             return (
@@ -275,6 +281,16 @@ class Allocator:
                 "cannot be met by the node's available devices"
             )
         return "cannot allocate all claims (their requests compete for the same devices)"
+
+    def _untolerated(self, row: int, spec: ExactRequest) -> bool:
+        """Device ``row`` has a NoSchedule / NoExecute taint that ``spec``
+        does not tolerate (DRADeviceTaints)."""
+        _, dev = self.columns.device(row)
+        return any(
+            t.effect in ("NoSchedule", "NoExecute")
+            and not any(tol.tolerates(t) for tol in spec.tolerations)
+            for t in dev.taints
+        )
 
     def feasible(self, nodes, engine: str = "auto") -> np.ndarray:
         """[N] bool: ``allocate(node) is not None`` for every node, answered

@@ -233,3 +233,52 @@ def test_unknown_feature_gate_is_refused():
         DraFeatures.from_gates({"DRASomething"})
     f = DraFeatures.from_gates({"DRADeviceBindingConditions"})
     assert not f.binding_and_status
+
+
+def test_explain_names_what_keeps_an_all_request_from_its_devices():
+    """``All`` needs every matching device of the node: explain says how many
+    there are and how many are in use (or tainted), not that requests
+    compete; with admin access, devices in use do not stop it."""
+    from tensorsched.framework.records.dra_records import (
+        AllocationResult, DeviceRequestAllocationResult)
+
+    cols = DeviceColumns([gpu_slice("n0", ["H200", "H200", "A100"], node="n0")], ["n0"])
+    cols.allocate("ml/other", AllocationResult((
+        DeviceRequestAllocationResult("r0", DRIVER, "n0", "gpu-1"),)))
+
+    def all_of(model, admin=None):
+        exact = {"deviceClassName": "gpu", "allocationMode": "All", "selectors": [
+            {"cel": {"expression": f'device.attributes["{DRIVER}"].model == "{model}"'}}]}
+        if admin:
+            exact["adminAccess"] = True
+        return parse_resource_claim({"metadata": {"name": "a", "namespace": "ml"},
+                                     "spec": {"devices": {"requests": [
+                                         {"name": "r0", "exactly": exact}]}}})
+
+    alloc = Allocator([all_of("H200")], classes=[CLASS], devices=cols)
+    assert alloc.allocate("n0") is None
+    assert alloc.explain("n0") == (
+        "claim ml/a, request r0: asks for all 2 matching devices, 1 in use")
+    assert Allocator([all_of("A100")], classes=[CLASS], devices=cols).explain("n0") is None
+    assert Allocator([all_of("H200", admin=True)], classes=[CLASS],
+                     devices=cols).explain("n0") is None
+    assert Allocator([all_of("B200")], classes=[CLASS], devices=cols).explain("n0") == (
+        "claim ml/a, request r0: no device on the node matches the selectors (mode All)")
+
+
+def test_explain_names_the_pools_whose_devices_are_not_used():
+    """A pool missing one of its slices (resourceSliceCount) is skipped by
+    the search: explain says so instead of only "0 match the selectors"."""
+    s = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": "n0-a"},
+        "spec": {"driver": DRIVER, "nodeName": "n0",
+                 "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 2},
+                 "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "H200"}}}]},
+    }
+    cols = DeviceColumns([parse_resource_slice(s)], ["n0"])
+    alloc = Allocator([claim("a", (1, "H200"))], classes=[CLASS], devices=cols)
+    assert alloc.allocate("n0") is None
+    assert alloc.explain("n0") == (
+        "claim ml/a, request r0: 0 of 1 devices available (0 match the selectors, 0 in use); "
+        f"pools not used: {DRIVER}/n0 (incomplete)")
