@@ -59,6 +59,7 @@ from tensorsched.framework.runtime.cluster_events import (
     NODE_UPDATE,
     POD_DELETE,
     POD_UPDATE,
+    RESOURCE_CLAIM_UPDATE,
 )
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
@@ -97,6 +98,10 @@ MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
 MIN_RUN = 16
 MAX_CYCLES = 1024           # per-pod cycle data kept at most
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
+#: the ResourceClaim update PostFilter's deallocation makes: upstream's
+#: queueing hint queues every pod DynamicResources rejected (the devices
+#: may serve them), this pod included
+CLAIM_DEALLOCATED = RESOURCE_CLAIM_UPDATE
 
 
 _CANNOT_ALLOCATE = unresolvable(MSG_CANNOT_ALLOCATE)
@@ -186,10 +191,11 @@ class DynamicResources(Plugin):
     # at once and change nothing.
     run_safe = True
     # EventsToRegister: nodes added or relabelled; claims deallocated or
-    # updated, which here follows a bound pod leaving (or updated); slices
-    # and classes are fixed once loaded.  Not the arrival of other pending
+    # updated, which here follows a bound pod leaving (or updated) or
+    # PostFilter (``CLAIM_DEALLOCATED``); slices and classes are fixed once
+    # loaded.  Not the arrival of other pending
     # pods (blocks of arrivals rely on it).
-    events = frozenset({NODE_ADD, NODE_UPDATE, POD_DELETE, POD_UPDATE})
+    events = frozenset({NODE_ADD, NODE_UPDATE, POD_DELETE, POD_UPDATE, CLAIM_DEALLOCATED})
 
     def __init__(self, args: DynamicResourcesArgs | None = None, handle=None,
                  features: DraFeatures | None = None):
@@ -631,6 +637,11 @@ class DynamicResources(Plugin):
             if not rf or (len(rf) == 1 and consumer_matches(rf[0], pod.name, pod.uid)):
                 store.deallocate(e.key)
                 cyc.unavailable.discard(i)
+                # the claim's update reaches the queue: the pod (in flight)
+                # is tried again after its backoff, not left unschedulable
+                queue = getattr(self._scheduler, "queue", None)
+                if queue is not None:
+                    queue.move_all(CLAIM_DEALLOCATED)
                 return PreemptionResult(None, status=Status(
                     Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",), NAME))
         return PreemptionResult(None, status=Status(

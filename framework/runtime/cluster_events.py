@@ -13,8 +13,10 @@ from __future__ import annotations
 NODE_ADD, NODE_UPDATE, NODE_DELETE = "Node/Add", "Node/Update", "Node/Delete"
 POD_ADD, POD_UPDATE, POD_DELETE = "Pod/Add", "Pod/Update", "Pod/Delete"
 UNSCHEDULED_POD_ADD = "UnscheduledPod/Add"
+# a ResourceClaim's status changed (DynamicResources' PostFilter deallocated it)
+RESOURCE_CLAIM_UPDATE = "ResourceClaim/Update"
 ALL_EVENTS = frozenset({NODE_ADD, NODE_UPDATE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE,
-                        UNSCHEDULED_POD_ADD})
+                        UNSCHEDULED_POD_ADD, RESOURCE_CLAIM_UPDATE})
 
 
 def plugin_events(plugin) -> frozenset:

@@ -51,16 +51,21 @@ def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) ->
 @contextmanager
 def _claims_as_they_were(state):
     """The ResourceClaims that a look at a pod generated from its templates
-    (PreFilter instantiates them) forgotten after the block: explaining
-    leaves the cluster as it was."""
+    (PreFilter instantiates them) forgotten after the block, and the claims
+    there were as they were (DynamicResources' PostFilter deallocates one
+    that is not available where the pod could go): explaining leaves the
+    cluster as it was."""
     claims = ClaimState.attached(state)
     keep = set(claims.claims) if claims is not None else ()
+    snap = claims.snapshot() if claims is not None else None
     try:
         yield
     finally:
         got = ClaimState.attached(state)
         if got is not None:
             got.forget_generated(keep)
+            if snap is not None:
+                got.restore(snap)
 
 
 @contextmanager

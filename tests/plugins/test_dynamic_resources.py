@@ -483,3 +483,58 @@ def test_prebind_fails_on_a_failure_condition_or_the_timeout(report, message):
     got = sched.outcomes["default/a"]
     assert got.node is None and message in got.message
     assert "default/a" not in cluster.state.pods      # forgotten, requeued
+
+
+def _pinned_to_a_cordoned_node():
+    """Two GPU nodes; claim ``held`` allocated gpu-0 of node-0, reserved for
+    nobody; node-0 cordoned.  A pod naming the claim cannot go to node-0
+    and the claim is not available elsewhere."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "held", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": DC.GPU_CLASS, "count": 1}}]}},
+             "status": {"allocation": {
+                 "devices": {"results": [{"request": "gpu", "driver": DC.DRIVER,
+                                          "pool": "node-0", "device": "gpu-0"}]},
+                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                     {"key": "metadata.name", "operator": "In", "values": ["node-0"]}]}]}}}}
+    objs, _ = DC.dra(2, 0)
+    for o in objs:
+        if o["kind"] == "Node" and o["metadata"]["name"] == "node-0":
+            o["spec"] = {"unschedulable": True, "taints": [
+                {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}
+    pod = DC.claim_pod("p", "one-gpu")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "held"}]
+    return build_cluster(objs + [claim]), pod
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_claim_deallocated_by_post_filter_lets_the_pod_try_again(backend):
+    """Upstream's PostFilter deallocates the claim (reserved for nobody, not
+    available where the pod could go); the claim's update queues the pod,
+    whose next attempt allocates it on the other node."""
+    cluster, pod = _pinned_to_a_cordoned_node()
+    out, _ = Scheduler(cluster, backend, 0).schedule_pending([pod])
+    assert out[-1].node == "node-1"
+    e = ClaimState.of(cluster.state).get("default", "held")
+    assert e.allocation.results[0].pool == "node-1"
+    assert [r.name for r in e.reserved_for] == ["p"]
+
+
+def test_explain_leaves_a_claim_post_filter_deallocates_allocated():
+    """explain runs PostFilter as a dry run: the claim keeps its allocation
+    and its devices stay in use; the record and the message agree."""
+    from tensorsched.framework.scheduler.explain import failed_scheduling_message
+
+    cluster, pod = _pinned_to_a_cordoned_node()
+    store = ClaimState.of(cluster.state)
+    for _ in range(2):
+        record = explain_pod(cluster, pod)
+        assert record["selected"] is None
+        assert record["filter"]["node-1"]["reasons"] == ["resourceclaim not available on the node"]
+        e = store.get("default", "held")
+        assert e.allocation is not None and e.allocation.results[0].pool == "node-0"
+        assert store.devices_in_use == {(DC.DRIVER, "node-0", "gpu-0")}
+    assert failed_scheduling_message(cluster, pod) == (
+        "0/2 nodes are available: 1 node(s) were unschedulable, "
+        "1 resourceclaim not available on the node.")
