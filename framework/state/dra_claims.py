@@ -157,6 +157,33 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
                                 source_of(obj)) from None
 
 
+#: the namespace label that allows ``adminAccess`` requests (DRAAdminAccess)
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def check_admin_access(namespace_labels, templates=(), claims=()) -> None:
+    """A request with ``adminAccess: true`` only in a namespace labelled
+    ``resource.kubernetes.io/admin-access: "true"``, as the API server
+    checks on create; namespaces without a Namespace object in the input
+    (``namespace_labels`` lacks them) are not judged."""
+    def objects():
+        for t in templates:
+            yield f"ResourceClaimTemplate {t.key}", t.obj, t.namespace, t.claim, "spec.spec"
+        for c in claims:
+            yield f"ResourceClaim {c.key}", c.obj, c.namespace, c, "spec"
+
+    for label, obj, namespace, claim, path in objects():
+        labels = namespace_labels.get(namespace)
+        if labels is None or labels.get(ADMIN_ACCESS_LABEL) == "true":
+            continue
+        for i, r in enumerate(claim.requests):
+            if r.exactly is not None and r.exactly.admin_access:
+                raise ManifestError(
+                    label, f"{path}.devices.requests[{i}].exactly.adminAccess",
+                    f"Forbidden: admin access to devices requires the `{ADMIN_ACCESS_LABEL}: "
+                    "true` label on the containing namespace", source_of(obj))
+
+
 def consumer_matches(ref: ConsumerRef, name: str, uid: str) -> bool:
     """A reservedFor entry names this pod: by uid when both have one (as
     upstream), else by name (pods written without a uid)."""
@@ -210,6 +237,7 @@ class ClaimState:
         """Add loaded objects (records of ``records.dra_records``); all of
         them are checked before any is kept, so an error changes nothing."""
         check_selectors(classes, templates, claims)
+        check_admin_access(self.state.namespace_labels, templates, claims)
         entries = []
         seen = set(self.claims)
         for rec in claims:

@@ -142,3 +142,37 @@ def test_selectors_that_do_not_compile_are_refused_on_load(which, label, field):
     assert err.value.obj == label and err.value.field == field
     assert "undefined field 'atributes'" in str(err.value)
     assert not store.classes and not store.templates and not store.claims
+
+
+@pytest.mark.parametrize("labels, refused", [
+    (None, False),                                                   # no Namespace object
+    ({}, True),
+    ({"resource.kubernetes.io/admin-access": "false"}, True),
+    ({"resource.kubernetes.io/admin-access": "true"}, False),
+])
+def test_admin_access_needs_the_namespace_label(labels, refused):
+    """As the API server refuses it on create: a claim or template asking
+    admin access in a namespace without the label; nothing is loaded."""
+    from tensorsched.framework.errors import ManifestError
+    from tensorsched.framework.parsing.dra import parse_resource_claim_template
+
+    template = parse_resource_claim_template({
+        "metadata": {"name": "admin", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "plain", "exactly": {"deviceClassName": "gpu"}},
+            {"name": "all", "exactly": {"deviceClassName": "gpu", "allocationMode": "All",
+                                        "adminAccess": True}}]}}}})
+    state = ClusterState()
+    if labels is not None:
+        state.namespace_labels = {"ml": labels}
+    store = ClaimState.of(state)
+    if not refused:
+        store.load([], [], [template], [])
+        assert "ml/admin" in store.templates
+        return
+    with pytest.raises(ManifestError) as err:
+        store.load([], [], [template], [])
+    assert err.value.obj == "ResourceClaimTemplate ml/admin"
+    assert err.value.field == "spec.spec.devices.requests[1].exactly.adminAccess"
+    assert "requires the `resource.kubernetes.io/admin-access: true` label" in str(err.value)
+    assert not store.templates
