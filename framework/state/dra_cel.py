@@ -212,6 +212,72 @@ def _make_semver(text) -> Semver:
 
 #: method name -> f(target, *args) on our values (the compiled path and the
 #: cel-python library share these).
+def _int(v, fn: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _EvalError(f"no such overload: {fn}({_type_name(v)})")
+    return v
+
+
+def _index_in(text: str, i: int, fn: str) -> int:
+    if i < 0 or i > len(text):
+        raise _EvalError(f"index out of range: {i}")
+    return i
+
+
+def _index_of(s, sub, *offset, last=False):
+    fn = "lastIndexOf" if last else "indexOf"
+    s, sub = _string(s, fn), _string(sub, fn)
+    if not offset:
+        return s.rfind(sub) if last else s.find(sub)
+    i = _index_in(s, _int(offset[0], fn), fn)
+    return s.rfind(sub, 0, i + len(sub)) if last else s.find(sub, i)
+
+
+def _substring(s, start, *end):
+    s = _string(s, "substring")
+    a = _index_in(s, _int(start, "substring"), "substring")
+    b = _index_in(s, _int(end[0], "substring"), "substring") if end else len(s)
+    if a > b:
+        raise _EvalError(f"invalid substring range. start: {a}, end: {b}")
+    return s[a:b]
+
+
+def _split(s, sep, *limit):
+    s, sep = _string(s, "split"), _string(sep, "split")
+    n = _int(limit[0], "split") if limit else -1
+    if n == 0:
+        return ()
+    if sep == "":
+        parts = list(s)
+        if 0 < n < len(parts):
+            parts = parts[:n - 1] + ["".join(parts[n - 1:])]
+        return tuple(parts)
+    return tuple(s.split(sep, n - 1) if n > 0 else s.split(sep))
+
+
+def _replace(s, old, new, *limit):
+    s, old, new = (_string(x, "replace") for x in (s, old, new))
+    n = _int(limit[0], "replace") if limit else -1
+    return s.replace(old, new) if n < 0 else s.replace(old, new, n)
+
+
+def _join(items, *sep):
+    if not isinstance(items, (tuple, list)):
+        raise _EvalError(f"no such overload: {_type_name(items)}.join")
+    return (_string(sep[0], "join") if sep else "").join(_string(x, "join") for x in items)
+
+
+def _ascii_case(s, fn: str, upper: bool) -> str:
+    s = _string(s, fn)
+    return "".join((c.upper() if upper else c.lower()) if c.isascii() else c for c in s)
+
+
+def _char_at(s, i):
+    s = _string(s, "charAt")
+    i = _index_in(s, _int(i, "charAt"), "charAt")
+    return s[i:i + 1]
+
+
 METHODS = {
     "matches": lambda s, p: (
         _regex(_string(p, "matches")).search(_string(s, "matches")) is not None
@@ -231,6 +297,17 @@ METHODS = {
     "major": lambda v: _semver_of(v, "major").major,
     "minor": lambda v: _semver_of(v, "minor").minor,
     "patch": lambda v: _semver_of(v, "patch").patch,
+    # the strings extension of Kubernetes' CEL environment (code points)
+    "lowerAscii": lambda s: _ascii_case(s, "lowerAscii", False),
+    "upperAscii": lambda s: _ascii_case(s, "upperAscii", True),
+    "trim": lambda s: _string(s, "trim").strip(),
+    "replace": _replace,
+    "split": _split,
+    "substring": _substring,
+    "indexOf": _index_of,
+    "lastIndexOf": lambda s, sub, *o: _index_of(s, sub, *o, last=True),
+    "charAt": _char_at,
+    "join": _join,
 }
 FUNCTIONS = {
     "quantity": _make_quantity,
@@ -279,6 +356,11 @@ _REL = {
     "relation_ge": ">=",
     "relation_in": "in",
 }
+
+
+#: CEL's comprehension macros (``list.exists(x, ...)``): their first
+#: argument names a variable
+_MACROS = ("all", "exists", "exists_one", "map", "filter")
 
 
 class _Opaque(Exception):
@@ -405,6 +487,8 @@ def _translate(node, bound: frozenset):
             for sub in args_node.children[1:]:
                 _check_names(sub, bound | {name})
             raise _Opaque("cel.bind")
+        if method in _MACROS:
+            raise _Opaque(method)       # binds a variable: cel-python evaluates it
         target = _translate(target_node, bound)
         args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
         return ("call", method, target, args)
@@ -487,7 +571,7 @@ def _check_names(node, bound) -> None:
     if node.data == "member_dot_arg" and len(node.children) > 2:
         method = str(node.children[1])
         args = node.children[2].children
-        if method in ("all", "exists", "exists_one", "map", "filter") and args:
+        if method in _MACROS and args:
             var = _ident_name(args[0])
             _check_names(node.children[0], bound)
             for a in args[1:]:
@@ -846,7 +930,17 @@ def _celpy_functions():
     funcs.update({name: wrap(fn) for name, fn in FUNCTIONS.items()})
     funcs["_==_"] = wrap(cel_equal)
     funcs["_!=_"] = wrap(lambda a, b: not cel_equal(a, b))
-    funcs["_in_"] = wrap(lambda a, b: _member(a, b))
+    in_list = wrap(lambda a, b: _member(a, b))
+
+    def member(a, b):
+        # ``key in map`` asks for the key (device.attributes, one domain's map)
+        if isinstance(b, t.MapType) and not isinstance(a, celpy.CELEvalError):
+            if not isinstance(a, str):
+                return t.BoolType(False)
+            return t.BoolType(any(str(k) == str(a) for k in b.keys()))
+        return in_list(a, b)
+
+    funcs["_in_"] = member
     for op, name in (("<", "_<_"), ("<=", "_<=_"), (">", "_>_"), (">=", "_>=_")):
         funcs[name] = wrap(lambda a, b, op=op: cel_order(op, a, b))
     return funcs

@@ -95,6 +95,10 @@ def comparison():
         st.sampled_from((DRIVER, "other")).map(lambda d: f'device.driver == "{d}"'),
         st.just("device.allowMultipleAllocations"),
         st.just(f'device.attributes["{DRIVER}"].healthy'),
+        # the strings extension
+        attr_ref().map(lambda a: f'{a}.lowerAscii().startsWith("h")'),
+        attr_ref().map(lambda a: f'{a}.indexOf("0") >= 0'),
+        attr_ref().map(lambda a: f'{a}.substring(1) == "200"'),
     )
 
 
@@ -107,6 +111,16 @@ expressions = st.recursive(
         inner.map(lambda e: f"!({e})"),
     ),
     max_leaves=4,
+)
+
+
+# forms cel-python evaluates (once per distinct tuple of what they read)
+evaluated = st.one_of(
+    st.sampled_from(ATTR_NAMES).map(lambda n: f'"{n}" in device.attributes["{DRIVER}"]'),
+    st.sampled_from(ATTR_NAMES).map(
+        lambda n: f'device.attributes["{DRIVER}"].exists(k, k == "{n}")'),
+    st.tuples(st.sampled_from(ATTR_NAMES), expressions).map(
+        lambda t: f'("{t[0]}" in device.attributes["{DRIVER}"]) || ({t[1]})'),
 )
 
 
@@ -211,6 +225,47 @@ def test_one_evaluation_per_distinct_value():
 def test_compile_errors(expr, words):
     with pytest.raises(CelError, match=words):
         compile_selector(expr)
+
+
+@settings(max_examples=60, deadline=None)
+@given(devices, evaluated)
+def test_evaluated_forms_agree_with_cel_python(devs, expr):
+    check_against_reference(expr, columns_of(devs))
+
+
+@pytest.mark.parametrize("expr, want", [
+    # ``key in map`` asks for a key (cel-go), of one domain or of the domains
+    ('"model" in device.attributes["gpu.example.com"]', [True, False]),
+    ('"gpu.example.com" in device.attributes', [True, True]),
+    ('"memory" in device.capacity["gpu.example.com"]', [True, False]),
+    # comprehension macros bind their variable
+    ('[1, 2].exists(k, k == 2)', [True, True]),
+    ('device.attributes["gpu.example.com"].exists(k, k == "model")', [True, False]),
+    ('device.attributes["gpu.example.com"].all(k, k != "model")', [False, True]),
+    # Kubernetes' CEL environment has the strings extension
+    ('device.attributes["gpu.example.com"].?model.orValue("") == ""', None),
+    ('device.attributes["gpu.example.com"].index == 3 || '
+     'device.attributes["gpu.example.com"].model.lowerAscii() == "nvidia h100"', [True, True]),
+    ('device.attributes["gpu.example.com"].model.split(" ")[1] == "H100"', [True, "error"]),
+    ('device.attributes["gpu.example.com"].model.substring(0, 6).upperAscii() == "NVIDIA"',
+     [True, "error"]),
+    ('device.attributes["gpu.example.com"].model.indexOf("H1") == 7', [True, "error"]),
+    ('device.attributes["gpu.example.com"].model.charAt(20) == ""', ["error", "error"]),
+    ('["a", "b"].join("-") == "a-b" && " x ".trim() == "x"', [True, True]),
+])
+def test_map_membership_macros_and_string_functions(expr, want):
+    cols = columns_of([
+        {"name": "d0", "attributes": {"model": {"string": "NVIDIA H100"}, "index": {"int": 0}},
+         "capacity": {"memory": {"value": "80Gi"}}},
+        {"name": "d1", "attributes": {"index": {"int": 3}}},
+    ])
+    if want is None:        # optional chaining: not in cel-python's grammar
+        with pytest.raises(CelError, match="Syntax error"):
+            compile_selector(expr)
+        return
+    col = check_against_reference(expr, cols).evaluate(cols.values)
+    got = ["error" if col.error[i] >= 0 else bool(col.value[i]) for i in range(2)]
+    assert got == want
 
 
 @pytest.mark.parametrize("expr", [
