@@ -842,6 +842,92 @@ def _leaves_of(node, out: set) -> bool:
     return all([_leaves_of(c, out) for c in _subnodes(node)])
 
 
+_OPT_FIELD = re.compile(r"\.\?\s*([A-Za-z_][A-Za-z0-9_]*)")
+_OPT_TAIL = re.compile(r"\s*\.\s*(orValue|hasValue)\s*\(")
+
+
+def _operand_start(text: str, end: int) -> int:
+    """Where the member chain that ends at ``end`` starts: identifiers,
+    dots and balanced ``[...]`` / ``(...)`` scanned backwards (string
+    literals inside brackets are skipped whole)."""
+    i = end
+    while i > 0:
+        c = text[i - 1]
+        if c.isalnum() or c in "_.":
+            i -= 1
+        elif c in ")]":
+            depth, j, quote = 0, i - 1, None
+            while j >= 0:
+                ch = text[j]
+                if quote:
+                    if ch == quote and (j == 0 or text[j - 1] != "\\"):
+                        quote = None
+                elif ch in "\"'":
+                    quote = ch
+                elif ch in ")]":
+                    depth += 1
+                elif ch in "([":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j -= 1
+            if j < 0:
+                return -1
+            i = j
+        else:
+            break
+    return i
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the ``)`` that closes the ``(`` before ``start``."""
+    depth, quote, j = 1, None, start
+    while j < len(text):
+        ch = text[j]
+        if quote:
+            if ch == quote and text[j - 1] != "\\":
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def _desugar_optional(expression: str) -> str:
+    """Optional field selection as Kubernetes' CEL allows it (and its
+    "no such key" hint suggests), which cel-python's grammar lacks, in the
+    forms selectors use: ``X.?f.orValue(d)`` -> ``(has(X.f) ? X.f : (d))``
+    and ``X.?f.hasValue()`` -> ``has(X.f)``.  Other optional forms are left
+    as written (they do not parse)."""
+    out = expression
+    while True:
+        m = _OPT_FIELD.search(out)
+        if m is None:
+            return out
+        tail = _OPT_TAIL.match(out, m.end())
+        base_start = _operand_start(out, m.start())
+        if tail is None or base_start < 0 or base_start == m.start():
+            return out
+        base, field = out[base_start:m.start()], m.group(1)
+        close = _closing(out, tail.end())
+        if close < 0:
+            return out
+        arg = out[tail.end():close].strip()
+        if tail.group(1) == "hasValue":
+            if arg:
+                return out
+            repl = f"has({base}.{field})"
+        else:
+            repl = f"(has({base}.{field}) ? {base}.{field} : ({arg}))"
+        out = out[:base_start] + repl + out[close + 1:]
+
+
 @lru_cache(maxsize=4096)
 def compile_selector(expression: str) -> CompiledSelector:
     """Parse and check ``expression``; CelError (upstream's wording) when it
@@ -849,7 +935,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     celpy = _celpy()
     env = _environment()
     try:
-        tree = env.compile(expression)
+        tree = env.compile(_desugar_optional(expression))
     except celpy.CELParseError as exc:
         raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
     _check_names(tree, frozenset())

@@ -242,8 +242,15 @@ def test_evaluated_forms_agree_with_cel_python(devs, expr):
     ('[1, 2].exists(k, k == 2)', [True, True]),
     ('device.attributes["gpu.example.com"].exists(k, k == "model")', [True, False]),
     ('device.attributes["gpu.example.com"].all(k, k != "model")', [False, True]),
+    # optional field selection, as upstream's "no such key" hint suggests
+    ('device.attributes["gpu.example.com"].?model.orValue("") == ""', [False, True]),
+    ('device.attributes["gpu.example.com"].?model.hasValue()', [True, False]),
+    ('device.capacity["gpu.example.com"].?memory.orValue(quantity("0"))'
+     '.isGreaterThan(quantity("1Gi"))', [True, False]),
+    ('device.attributes["gpu.example.com"].?model.orValue("x").startsWith("N") || '
+     'device.attributes["gpu.example.com"].index > 2', [True, True]),
+    ('device.attributes["gpu.example.com"][?"model"].orValue("") == ""', None),
     # Kubernetes' CEL environment has the strings extension
-    ('device.attributes["gpu.example.com"].?model.orValue("") == ""', None),
     ('device.attributes["gpu.example.com"].index == 3 || '
      'device.attributes["gpu.example.com"].model.lowerAscii() == "nvidia h100"', [True, True]),
     ('device.attributes["gpu.example.com"].model.split(" ")[1] == "H100"', [True, "error"]),
@@ -259,7 +266,7 @@ def test_map_membership_macros_and_string_functions(expr, want):
          "capacity": {"memory": {"value": "80Gi"}}},
         {"name": "d1", "attributes": {"index": {"int": 3}}},
     ])
-    if want is None:        # optional chaining: not in cel-python's grammar
+    if want is None:        # optional indexing: not in cel-python's grammar
         with pytest.raises(CelError, match="Syntax error"):
             compile_selector(expr)
         return

@@ -176,3 +176,21 @@ def test_admin_access_needs_the_namespace_label(labels, refused):
     assert err.value.field == "spec.spec.devices.requests[1].exactly.adminAccess"
     assert "requires the `resource.kubernetes.io/admin-access: true` label" in str(err.value)
     assert not store.templates
+
+
+def test_optional_syntax_beyond_the_parser_is_left_to_the_allocator():
+    """``x[?"k"]`` is valid upstream but not parsed here: the object loads
+    (only pods that need it fail, with the compile error); a plain syntax
+    error is refused on load."""
+    from tensorsched.framework.errors import ManifestError
+    from tensorsched.framework.parsing.dra import parse_device_class
+
+    def cls(expr):
+        return parse_device_class({"metadata": {"name": "gpu"},
+                                   "spec": {"selectors": [{"cel": {"expression": expr}}]}})
+
+    store = ClaimState.of(ClusterState())
+    store.load([cls('device.attributes["d"][?"model"].orValue("") == "x"')])
+    assert "gpu" in store.classes
+    with pytest.raises(ManifestError, match="Syntax error"):
+        ClaimState.of(ClusterState()).load([cls('device.attributes["d"].model ==')])
