@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.preemption.host_search import Suspension
 from tensorsched.framework.runtime.plugin import CycleContext
+from tensorsched.framework.state import dra_claims
 from tensorsched.framework.state.dra_claims import ClaimState
 
 from .cluster import Cluster, build_cluster, check_cluster_inputs, check_pod
@@ -57,7 +58,7 @@ def _claims_as_they_were(state):
     cluster as it was."""
     claims = ClaimState.attached(state)
     keep = set(claims.claims) if claims is not None else ()
-    snap = claims.snapshot() if claims is not None else None
+    snap = dra_claims.snapshot(claims) if claims is not None else None
     try:
         yield
     finally:
@@ -65,7 +66,7 @@ def _claims_as_they_were(state):
         if got is not None:
             got.forget_generated(keep)
             if snap is not None:
-                got.restore(snap)
+                dra_claims.restore(got, snap)
 
 
 @contextmanager

@@ -54,7 +54,7 @@ from .derived import StateKey
 from .dra_cel import CelError, compile_selector
 from .dra_in_use import DevicesInUse
 
-__all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER"]
+__all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER", "restore", "snapshot"]
 
 EXTENSION = StateKey("dra_claims", __name__, "the state's ClaimState (``ClaimState.of``)")
 FINALIZER = "resource.kubernetes.io/delete-protection"
@@ -324,40 +324,6 @@ class ClaimState:
                 if f"{e.record.namespace}/{name}" == key:
                     del self.generated[k]
 
-    def snapshot(self) -> dict:
-        """What a scheduling cycle may change of the claims there are now:
-        per claim its allocation, allocation time, binding conditions and
-        reservations.  ``restore`` puts them back (explain's PostFilter
-        deallocates, and explaining leaves the cluster as it was)."""
-        return {k: (e.allocation, e.allocated_ns, e.conditions, tuple(e.reserved_for))
-                for k, e in self.claims.items()}
-
-    def restore(self, snap: dict) -> None:
-        """Each claim of ``snap`` that is still here as it was then: its
-        devices counted in use again, its pods' reservations back."""
-        for key, (allocation, allocated_ns, conditions, reserved) in snap.items():
-            e = self.claims.get(key)
-            if e is None:
-                continue
-            if e.allocation is not allocation:
-                if e.allocation is not None:
-                    self.in_use.count(e.allocation, -1)
-                if allocation is not None:
-                    self.in_use.count(allocation, +1)
-            e.allocation, e.allocated_ns, e.conditions = allocation, allocated_ns, conditions
-            if tuple(e.reserved_for) == reserved:
-                continue
-            for ref in e.reserved_for:
-                keys = self.by_pod.get(f"{e.record.namespace}/{ref.name}")
-                if keys and key in keys:
-                    keys.remove(key)
-            e.reserved_for = list(reserved)
-            for ref in reserved:
-                if ref.resource == "pods" and not ref.api_group:
-                    got = self.by_pod.setdefault(f"{e.record.namespace}/{ref.name}", [])
-                    if key not in got:
-                        got.append(key)
-
     def create(self, e: ClaimEntry) -> None:
         """A claim the scheduler makes (DRA extended resources), added as
         written; StateError when one of that name exists."""
@@ -542,3 +508,39 @@ class ClaimState:
                 c.reserved_for = list(e.reserved_for)
                 fresh.append(c)
             self._put_back(rec, fresh)
+
+
+def snapshot(store: ClaimState) -> dict:
+    """What a scheduling cycle may change of ``store``'s claims there are
+    now: per claim its allocation, allocation time, binding conditions and
+    reservations.  ``restore`` puts them back (explain's PostFilter
+    deallocates, and explaining leaves the cluster as it was)."""
+    return {k: (e.allocation, e.allocated_ns, e.conditions, tuple(e.reserved_for))
+            for k, e in store.claims.items()}
+
+
+def restore(store: ClaimState, snap: dict) -> None:
+    """Each claim of ``snap`` that is still in ``store`` as it was then: its
+    devices counted in use again, its pods' reservations back."""
+    for key, (allocation, allocated_ns, conditions, reserved) in snap.items():
+        e = store.claims.get(key)
+        if e is None:
+            continue
+        if e.allocation is not allocation:
+            if e.allocation is not None:
+                store.in_use.count(e.allocation, -1)
+            if allocation is not None:
+                store.in_use.count(allocation, +1)
+        e.allocation, e.allocated_ns, e.conditions = allocation, allocated_ns, conditions
+        if tuple(e.reserved_for) == reserved:
+            continue
+        for ref in e.reserved_for:
+            keys = store.by_pod.get(f"{e.record.namespace}/{ref.name}")
+            if keys and key in keys:
+                keys.remove(key)
+        e.reserved_for = list(reserved)
+        for ref in reserved:
+            if ref.resource == "pods" and not ref.api_group:
+                got = store.by_pod.setdefault(f"{e.record.namespace}/{ref.name}", [])
+                if key not in got:
+                    got.append(key)
