@@ -23,6 +23,7 @@ from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.volumes import install_catalog
 from tensorsched.framework.state.dra_cel_required import require_cel
 from tensorsched.framework.state.dra_claims import ClaimState
+from tensorsched.framework.state.dra_bound import adopt_bound_pods
 from tensorsched.framework.state.workload_index import WorkloadIndex
 from tensorsched.registry_slot import default_registry
 
@@ -148,6 +149,10 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
                 state.add_pod(pod)
         else:
             pending.append(pod)
+    claims = ClaimState.attached(state)
+    if claims is not None:      # bound pods hold their claims' devices (DRA)
+        adopt_bound_pods(claims, [p for p in objs.pods
+                                  if p.node_name and p.phase not in TERMINAL_PHASES])
     return Cluster(state, cfg, registry, objs, pending, resolver=resolver)
 
 
