@@ -683,6 +683,31 @@ class DynamicResources(Plugin):
                 cyc.results[row] = got
         return got
 
+    # ------------------------------------------------------------ explain
+    def explain_fields(self, ctx, selected: str | None) -> dict:
+        """``{"claims": {claim: [device results]}}``: for a pod with claims,
+        the devices each claim holds or would be given on the selected node
+        (what Reserve would take now; ``status.allocation.devices.results``
+        entries), or ``{"claims": None}`` when no node was selected.  Pods
+        without claims add nothing to the record."""
+        pod = ctx.pod
+        if not self._may_need(pod):
+            return {}
+        cyc = self._cycles.get(pod.key)
+        if selected is None or cyc is None:
+            return {"claims": None}
+        state = ctx.state
+        row = state.node_rows[selected]
+        cyc = cycle_at(cyc, pod, state.nodes[row])
+        out = {e.key: [r.to_dict() for r in e.allocation.results]
+               for e in cyc.claims if e.allocation is not None}
+        if cyc.pending:
+            self._claim_fits.ensure_allocator(claims_of(state), cyc)
+            got = self._node_results(cyc, state, row) if cyc.allocator is not None else None
+            for i, alloc in zip(cyc.pending, got or ()):
+                out[cyc.claims[i].key] = [r.to_dict() for r in alloc.results]
+        return {"claims": out}
+
     # ------------------------------------------------------------ Reserve
     def reserve(self, ctx, node_name: str) -> Status:
         pod = ctx.pod

@@ -9,7 +9,9 @@
 plus "weights": {plugin: weight} of the plugins that scored, "bound_node"
 when the pod is already bound in the cluster (explained without its own
 usage), and, only when the profile enables GpuShareFit, "gpus": {"node", "indices":
-[GPU indices], "milli": per-GPU milli-GPU} (what Reserve would pick) or null.
+[GPU indices], "milli": per-GPU milli-GPU} (what Reserve would pick) or null;
+for a pod with ResourceClaims, "claims": {claim: [allocation results]} (the
+devices each claim holds or Reserve would take on the selected node) or null.
 
 Every node is evaluated (percentageOfNodesToScore does not apply) and every
 feasible node is scored, even a lone one.

@@ -538,3 +538,22 @@ def test_explain_leaves_a_claim_post_filter_deallocates_allocated():
     assert failed_scheduling_message(cluster, pod) == (
         "0/2 nodes are available: 1 node(s) were unschedulable, "
         "1 resourceclaim not available on the node.")
+
+
+def test_explain_shows_the_devices_each_claim_would_get():
+    """The record names the devices Reserve would take on the selected node;
+    a pod without claims has no "claims" key; a pod that fits nowhere has
+    None."""
+    cluster = _cluster(1)
+    Scheduler(cluster, "numpy", 0).schedule_pending(
+        [DC.claim_pod(f"run-{i}", "one-gpu") for i in range(3)])
+    record = explain_pod(cluster, DC.claim_pod("x", "one-gpu"))
+    assert record["selected"] == "node-0"
+    assert record["claims"] == {"default/x-gpu": [
+        {"request": "gpu", "driver": DC.DRIVER, "pool": "node-0", "device": "gpu-3"}]}
+    assert ClaimState.of(cluster.state).get("default", "x-gpu") is None   # not kept
+    plain = DC.claim_pod("plain", "one-gpu")
+    del plain["spec"]["resourceClaims"], plain["spec"]["containers"][0]["resources"]["claims"]
+    assert "claims" not in explain_pod(cluster, plain)
+    cluster, pod = _pinned_to_a_cordoned_node()
+    assert explain_pod(cluster, pod)["claims"] is None
