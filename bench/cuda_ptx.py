@@ -30,11 +30,9 @@ def _signatures():
     i1, i2, i3 = np.zeros(3, np.int64), np.zeros((3, 3), np.int64), np.zeros((2, 3, 3), np.int64)
     packs = (t(i2), t(np.zeros((3, 3), np.int8)), t(np.zeros((3, 3), np.int32)), t(i1))
     fused = (t(i1), *packs, boolean, t(i1), t(i2))
-    run = (uint64, t(i1), t(i1), *packs, t(i1), t(i2), t(i1), t(i1),     # .. out, scratch
-           t(i3), t(i3), t(i2), t(i2),                                     # rules
-           t(i3), t(i2), t(i2), t(np.zeros(3, np.bool_)), t(i1), t(i2), t(i1),
-           t(np.zeros(3)),                                                 # spread
-           t(i3), t(i2), t(i2), t(i1))                                     # affinity
+    # seed, the packed run, packs, qbuf, reasons, raw, work, spread weights
+    # (``_cuda_run.launch_place_run``)
+    run = (uint64, t(i1), *packs[:3], t(i1), t(i1), t(i2), t(i1), t(np.zeros(3)))
     # staged rows, k, packs, qbuf, rows, reasons, raw, sparams, start,
     # num_to_find, seed_mix, pods_at, out (``_cuda_cycle.launch_cycle_pick``)
     from numba import int64

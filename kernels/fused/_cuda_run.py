@@ -45,6 +45,8 @@ import warnings
 import numpy as np
 from numba import cuda, int32, int64, uint32
 
+from tensorsched.kernels._compile import compile_source
+
 from . import _cuda_block as CB
 from . import stage_args as SA
 from ._cuda import core, stage_raw_scores, stage_reasons
@@ -111,13 +113,58 @@ def pack_rules(rules) -> tuple:
 def pack_spread(spread) -> tuple:
     """``domain_rules.SpreadArrays`` (at least one row each) as the kernel
     takes them: domp1, count_dom, size_dom [3, C, N], then sums, params,
-    has_all, meta, marks; the kernel's sizes [C] and weights [C] scratch."""
+    has_all (0/1), meta, marks; the kernel's sizes [C] scratch.  (Its
+    weights [C] float64 scratch is the launch's own argument.)"""
     c = max(spread.params.shape[0], 1)
     dom = np.stack([_one_row(a) for a in (spread.domp1, spread.count_dom, spread.size_dom)])
     return (np.ascontiguousarray(dom, np.int64),
             *(_one_row(a) for a in (spread.sums, spread.params, spread.has_all, spread.meta,
                                     spread.marks)),
-            np.zeros(c, np.int64), np.zeros(c, np.float64))
+            np.zeros(c, np.int64))
+
+
+# The run's arrays in the one int64 buffer the kernel takes (``pack_run``),
+# in this order, with their dimensions: the run parameters, the evaluated
+# rows, the rules (``pack_rules``), spread (``pack_spread``) and affinity
+# (``pack_affinity``) arrays.
+RUN_PARTS = (("rp", 1), ("rows", 1),
+             ("r_dom", 3), ("r_counts", 3), ("r_params", 2), ("r_state", 2),
+             ("sp_dom", 3), ("sp_sums", 2), ("sp_params", 2), ("sp_has_all", 1),
+             ("sp_meta", 1), ("sp_marks", 2), ("sp_sizes", 1),
+             ("af_dom", 3), ("af_sums", 2), ("af_params", 2), ("af_meta", 1))
+_PART_HEAD = 4                  # a part's header: offset, then up to 3 dimensions
+
+
+def pack_run(rp, rows, rules, spread, affinity) -> np.ndarray:
+    """One int64 buffer with every array of a run (``RUN_PARTS`` order):
+    header [4 x parts] (each part's offset into the buffer and its
+    dimensions, 1 for the absent ones), then the parts, C order, bools as
+    0/1.  One copy to the device, one launch argument (numba-cuda pays
+    microseconds per array argument at each launch)."""
+    parts = (rp, rows, *pack_rules(rules), *pack_spread(spread), *pack_affinity(affinity))
+    head = np.ones((len(RUN_PARTS), _PART_HEAD), np.int64)
+    at = head.size
+    for k, ((name, dims), a) in enumerate(zip(RUN_PARTS, parts)):
+        if a.ndim != dims:
+            raise ValueError(f"run part {name}: {a.ndim} dimensions, {dims} declared")
+        head[k, 0] = at
+        head[k, 1:1 + dims] = a.shape
+        at += a.size
+    out = np.empty(at, np.int64)
+    out[:head.size] = head.reshape(-1)
+    for k, a in enumerate(parts):
+        out[head[k, 0]:head[k, 0] + a.size] = a.reshape(-1)
+    return out
+
+
+def unpack_run(buf: np.ndarray) -> tuple:
+    """The parts of a ``pack_run`` buffer as arrays (tests)."""
+    out = []
+    for k, (_name, dims) in enumerate(RUN_PARTS):
+        at, *shape = buf[_PART_HEAD * k:_PART_HEAD * (k + 1)]
+        shape = tuple(int(d) for d in shape[:dims])
+        out.append(buf[at:at + int(np.prod(shape))].reshape(shape))
+    return tuple(out)
 
 
 def pack_affinity(affinity) -> tuple:
@@ -226,17 +273,18 @@ def _account(node_i64, qbuf, row, pod_request, pod_nonzero):
     node_i64[row, at + 1] += pod_nonzero[1]
 
 
-@cuda.jit
-def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
-                     reasons_by_row, raw_by_row, out, scratch,
-                     r_dom, r_counts, r_params, r_state,
-                     sp_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
-                     sp_weights, af_dom, af_sums, af_params, af_meta):
+@cuda.jit(device=True)
+def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                    raw_by_row, out, scratch, sp_weights, rp, rows, r_dom, r_counts, r_params,
+                    r_state, sp_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks,
+                    sp_sizes, af_dom, af_sums, af_params, af_meta):
     """Place up to rp[RP_COUNT] pods; out[0] = pods placed, out[1] = the next
     start position, out[2 + i] = pod i's row.  ``scratch`` [3 M + N] int64:
     feasibility by position, raw spread and affinity by position, the
-    per-row base totals.  The rules, spread and affinity arrays come
-    stacked (``pack_rules`` etc.): same-shaped arrays along a first axis."""
+    per-row base totals; ``sp_weights`` [C] float64 scratch.  The rules,
+    spread and affinity arrays come stacked (``pack_rules`` etc.):
+    same-shaped arrays along a first axis.  (The kernel,
+    ``place_run_kernel``, unpacks them from one buffer.)"""
     tid = int32(cuda.threadIdx.x)
     nt = int32(cuda.blockDim.x)
     n_warps = int32(nt // _WARP)
@@ -459,6 +507,42 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
         out[1] = run[0]
 
 
+_KERNEL_TEMPLATE = """
+def place_run_kernel(seed_mix, run, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                     raw_by_row, work, sp_weights):
+{unpack}    count = rp[RP_COUNT]
+    place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                   raw_by_row, work[:count + 2], work[count + 2:], sp_weights, {parts})
+"""
+
+
+def _unpack_lines(indent: str) -> str:
+    """Source lines binding each of ``RUN_PARTS`` to its view of ``run``
+    (a ``pack_run`` buffer: offset and dimensions in its header)."""
+    lines = []
+    for k, (name, dims) in enumerate(RUN_PARTS):
+        h = _PART_HEAD * k
+        at = f"run[{h}]"
+        shape = [f"run[{h + 1 + d}]" for d in range(dims)]
+        view = f"run[{at}:{at} + {' * '.join(shape)}]"
+        if dims > 1:
+            view += f".reshape(({', '.join(shape)}))"
+        lines.append(f"{name} = {view}")
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+# The kernel: the run's parts unpacked from one buffer (views, generated
+# from RUN_PARTS), then the body (a device function may not return a view
+# it made, so the unpacking is the kernel's own code).
+place_run_kernel = compile_source(
+    f"{__name__}.kernel",
+    _KERNEL_TEMPLATE.format(unpack=_unpack_lines("    "),
+                            parts=", ".join(name for name, _ in RUN_PARTS)),
+    cuda.jit, ("place_run_kernel",),
+    namespace={"place_run_body": _place_run_body, "RP_COUNT": RP_COUNT},
+    filename="<device run kernel>")["place_run_kernel"]
+
+
 def run_threads(n_rows: int) -> int:
     """Threads of a run block: whole warps, at most RUN_THREADS, no more
     than the evaluated rows need."""
@@ -468,8 +552,18 @@ def run_threads(n_rows: int) -> int:
     return threads
 
 
-def launch_place_run(n_rows: int, *args) -> None:
-    """Run ``place_run_kernel`` as one block of ``run_threads(n_rows)``."""
+def work_size(count: int, m: int, n: int) -> int:
+    """int64 values of the run's ``work`` buffer: out [count + 2], then
+    scratch [3 M + N]."""
+    return count + 2 + 3 * m + n
+
+
+def launch_place_run(n_rows: int, seed_mix, run, packs, qbuf, reasons_by_row, raw_by_row,
+                     work, sp_weights) -> None:
+    """Run ``place_run_kernel`` as one block of ``run_threads(n_rows)``
+    (``run`` from ``pack_run`` on the device, ``packs`` the device node
+    packs): ten arguments."""
     if n_rows > MAX_ROWS:
         raise ValueError(f"a device run takes at most {MAX_ROWS} rows, got {n_rows}")
-    place_run_kernel[1, run_threads(n_rows)](*args)
+    place_run_kernel[1, run_threads(n_rows)](seed_mix, run, *packs, qbuf, reasons_by_row,
+                                             raw_by_row, work, sp_weights)

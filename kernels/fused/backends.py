@@ -723,6 +723,7 @@ class CudaBackend:
         #                                          device): the staging buffers
         self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
+        self._kept: dict = {}                    # device buffers kept between runs
         self._sparams: dict = {}
         self._pick_out = None                    # the pick's answer, device and host
         self._pick_host = None
@@ -1014,13 +1015,15 @@ class CudaBackend:
         block places the whole run (``_cuda_run.place_run_kernel``, one
         launch; per-domain ``rules`` are evaluated by the block and counted
         by it, the ``spread`` and ``affinity`` scores recomputed by it over
-        the scanned rows for each pod); one copy back, then the host columns
-        get the same requests added.  None (nothing done) with more score
+        the scanned rows for each pod): the run's arrays go up packed in
+        one copy (``_cuda_run.pack_run``) into device buffers kept between
+        runs, the launch takes ten arguments, and one copy of the placements
+        comes back; then the host columns get the same requests added.
+        None (nothing done) with more score
         slots than the block keeps maxima for: those pods are scheduled one
         by one."""
         if n_slots > self._run.MAX_RUN_SLOTS:
             return None
-        cuda = self._cuda
         packs = self._sync_columns(source)
         cols = source.columns()
         n = cols.allocatable.shape[0]
@@ -1033,17 +1036,21 @@ class CudaBackend:
         if affinity is None:
             affinity = DR.stack_affinity(None, n)
         R = self._run
-        families = (*R.pack_rules(rules), *R.pack_spread(spread), *R.pack_affinity(affinity))
-        rp = self._run.pack_run_params(count, start, num_to_find, request, nonzero,
-                                       active, norm, weights)
-        d_out = cuda.device_array(count + 2, np.int64)
+        rp = R.pack_run_params(count, start, num_to_find, request, nonzero, active, norm,
+                               weights)
+        host = R.pack_run(rp, np.ascontiguousarray(rows, np.int64), rules, spread, affinity)
+        run = self._kept_buffer("run", host.shape[0], np.int64)
+        run[:host.shape[0]].copy_to_device(host)
+        self.copies += 1
+        self.bytes_uploaded += host.nbytes
+        work = self._kept_buffer("work", R.work_size(count, m, n), np.int64)
+        sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
+                                       np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
-        self._run.launch_place_run(
-            m, seed_mix, cuda.to_device(rp), cuda.to_device(rows), *packs,
-            self._qbuf(cols, q), c.reasons, c.raw, d_out,
-            cuda.device_array(3 * m + n, np.int64), *(cuda.to_device(a) for a in families))
+        R.launch_place_run(m, seed_mix, run, packs, self._qbuf(cols, q), c.reasons, c.raw,
+                           work, sp_weights)
         self.launches += 1
-        got = d_out.copy_to_host()
+        got = work[:count + 2].copy_to_host()
         placed, next_start = int(got[0]), int(got[1])
         out = got[2:2 + placed]
         # The host columns follow (the state's copy is the truth; the mirror
@@ -1053,6 +1060,15 @@ class CudaBackend:
         np.add.at(cols.nonzero_requested, out, nonzero)
         register(out)
         return out, next_start
+
+    def _kept_buffer(self, name: str, size: int, dtype):
+        """A device buffer of at least ``size`` values kept between runs
+        (grown by doubling): no allocation a run."""
+        got = self._kept.get(name)
+        if got is None or got.shape[0] < size:
+            cap = max(size, 2 * got.shape[0] if got is not None else 0, 16)
+            got = self._kept[name] = self._cuda.device_array(cap, dtype)
+        return got
 
     def place_run_sorted(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
                          weights, n_slots, count, seed, attempt, request, nonzero, register,
