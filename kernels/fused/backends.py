@@ -28,7 +28,7 @@ from tensorsched.kernels._errors import BackendUnavailable
 
 from . import filters, scores
 from . import stage_args as SA
-from .source import ColumnSource
+from .source import LOG_READ_MAX, ColumnSource
 from .ties import TIE_RANK_BITS, seed_mix as mix_of_seed
 
 
@@ -171,6 +171,21 @@ def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
     return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
 
 
+def written_rows(k, source: ColumnSource, n: int, seen: int, out: np.ndarray) -> int:
+    """(``k``: the numba kernels) How many of ``source``'s first ``n`` rows
+    were written after version ``seen``, those rows ascending in ``out``
+    ([>= n] int64): from the source's write log where it has one that
+    covers ``seen`` with few entries since (O(rows written)), else by a scan
+    of ``row_version`` (O(N))."""
+    log = getattr(source, "write_log", None)
+    if log is not None:
+        got = k.logged_rows(log.rows, log.versions, log.length, log.floor, seen,
+                            source.row_version, LOG_READ_MAX, out)
+        if got >= 0:
+            return int(got)
+    return int(k.dirty_rows(source.row_version, n, seen, out))
+
+
 def place_sorted(backend, cols, rows, pos, request, nonzero, register, start):
     """The sort path's placements on ``backend`` (``pos`` [P] positions
     into ``rows``; None: the sort path did not apply) added to the
@@ -276,7 +291,7 @@ class NumbaBackend:
         if c.seen != source.version:
             if self._dirty.shape[0] < n:
                 self._dirty = np.zeros(2 * n, np.int64)
-            k = self._k.dirty_rows(source.row_version, n, c.seen, self._dirty)
+            k = written_rows(self._k, source, n, c.seen, self._dirty)
             if k:
                 dirty = self._dirty[:k]
                 track = c.top_params is not None and k < n
@@ -724,6 +739,7 @@ class CudaBackend:
         self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
         self._kept: dict = {}                    # device buffers kept between runs
+        self._dirty = np.zeros(LOG_READ_MAX, np.int64)   # ``_written``'s scratch
         self._sparams: dict = {}
         self._pick_out = None                    # the pick's answer, device and host
         self._pick_host = None
@@ -772,7 +788,7 @@ class CudaBackend:
             self.bytes_uploaded += sum(a.nbytes for a in host)
         elif source.version != self._version:
             n = cols.allocatable.shape[0]
-            dirty = np.flatnonzero(source.row_version[:n] > self._version)
+            dirty = self._written(source, n, self._version)
             if dirty.shape[0]:
                 # One copy per pack over the span of written rows: a run
                 # writes rows all over the node set, and a copy per row costs
@@ -786,6 +802,14 @@ class CudaBackend:
                 self.copies += len(self._packs)
         self._version = source.version
         return self._packs
+
+    def _written(self, source: ColumnSource, n: int, seen: int) -> np.ndarray:
+        """The rows among the first ``n`` written after version ``seen``,
+        ascending ([k] int64, a view of a scratch buffer valid until the
+        next call): ``written_rows``."""
+        if self._dirty.shape[0] < n:
+            self._dirty = np.zeros(2 * n, np.int64)
+        return self._dirty[:written_rows(self._host, source, n, seen, self._dirty)]
 
     def device_column(self, name: str) -> np.ndarray:
         """Node column ``name`` as the device holds it (a host copy; tests)."""
@@ -910,7 +934,14 @@ class CudaBackend:
         if c.seen == source.version:
             return c, 0
         _, width, host, dev = self._staged
-        k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS)
+        log = getattr(source, "write_log", None)
+        found = -1                  # the write log's rows (-1: it cannot say: a scan)
+        if log is not None:
+            found = self._host.logged_rows(log.rows, log.versions, log.length, log.floor,
+                                           c.seen, source.row_version, LOG_READ_MAX,
+                                           self._dirty)
+        k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS,
+                     self._dirty, found)
         if k > self.MAX_STAGED_ROWS:
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         if k:
@@ -960,7 +991,7 @@ class CudaBackend:
             c.host_reasons, c.host_raw = c.reasons.copy_to_host(), c.raw.copy_to_host()
             self.rows_downloaded += n
         elif c.host_seen != c.seen:
-            dirty = np.flatnonzero(source.row_version[:n] > c.host_seen)
+            dirty = self._written(source, n, c.host_seen)
             if dirty.shape[0]:
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
                 c.host_reasons[lo:hi] = c.reasons[lo:hi].copy_to_host()
@@ -988,7 +1019,7 @@ class CudaBackend:
             if c.seen < 0:
                 d_rows, k = self._arange(n), n
             else:
-                dirty = np.flatnonzero(source.row_version[:n] > c.seen)
+                dirty = self._written(source, n, c.seen)
                 k = dirty.shape[0]
                 d_rows = None
                 if k:
