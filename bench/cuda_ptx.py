@@ -3,7 +3,8 @@
 Numba's CUDA simulator runs kernels as Python, so it never types them for
 the device: an intrinsic it lacks (the warp shuffles) or a construct the
 CUDA target refuses shows only on a GPU.  This compiles the fused pass,
-the run kernel and the cycle pick (with its staged rows) for one compute
+the run kernel, the cycle pick (with its staged rows) and the victim
+search for one compute
 capability with NVVM alone (no driver, no device) and counts a few
 instructions::
 
@@ -38,7 +39,12 @@ def _signatures():
     from numba import int64
     cycle = (t(i1), int64, *packs, t(i1), t(i1), t(i2), t(i2), int64, int64, uint64, int64,
              t(i1))
-    return fused, run, cycle
+    # rows, prio, packs, qbuf, allocatable (a view of node_i64), the six pod
+    # tables, pdb_allowed, work (``victims._cuda.launch``)
+    a2 = typeof(np.zeros((3, 6), np.int64)[:, 1:3])
+    victims = (t(i1), int64, *packs[:3], t(i1), a2, t(i1), t(i2), t(i2), t(i3), t(i3), t(i3),
+               t(i1), t(i1))
+    return fused, run, cycle, victims
 
 
 def main(argv=None) -> int:
@@ -53,10 +59,12 @@ def main(argv=None) -> int:
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     from tensorsched.kernels.fused.backends import cuda_kernels
     kernels = cuda_kernels()
-    fused_sig, run_sig, cycle_sig = _signatures()
+    from tensorsched.kernels.victims import _cuda as victims_cuda
+    kernels["victim search"] = victims_cuda.victims_kernel
+    fused_sig, run_sig, cycle_sig, victims_sig = _signatures()
     try:
         for name, sig in (("fused pass", fused_sig), ("run kernel", run_sig),
-                          ("cycle pick", cycle_sig)):
+                          ("cycle pick", cycle_sig), ("victim search", victims_sig)):
             kernel = kernels[name]
             ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc)
             counts = {op: len(re.findall(rf"\b{re.escape(op)}\b", ptx))

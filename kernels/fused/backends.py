@@ -822,21 +822,16 @@ class CudaBackend:
         lo, hi = spans[k]
         return host[:, lo] if dims == 1 else host[:, lo:hi]
 
-    def device_columns(self, source: ColumnSource) -> dict:
-        """The node columns on the device, level with ``source`` (field name
-        -> device array): views into the packs the fused pass reads, so a
-        kernel taking the columns one by one (the victim search) shares the
-        same mirror.  Flags come as int8, label values as int32."""
+    def device_stage(self, source: ColumnSource, q):
+        """The fused stage on the device for query ``q`` over ``source``'s
+        columns (``stage_args.DeviceStage``): the mirror's packs, level
+        with ``source``, the query buffer (uploaded once per compiled
+        query) and the allocatable view, for the victim kernel."""
         packs = self._sync_columns(source)
+        cols = source.columns()
         spans, _, _ = SA.node_packs(self._shape)
-        out = {}
-        for (name, pack, dims), (lo, hi) in zip(SA.NODE_COLUMNS, spans):
-            if pack == "labels":
-                out[name] = packs[2]
-                continue
-            dev = packs[0 if pack == "i64" else 1]
-            out[name] = dev[:, lo] if dims == 1 else dev[:, lo:hi]
-        return out
+        lo, hi = spans[SA.NODE_NAMES.index("allocatable")]
+        return SA.DeviceStage(packs, self._qbuf(cols, q), packs[0][:, lo:hi])
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                  n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
