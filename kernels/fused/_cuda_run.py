@@ -8,14 +8,15 @@ The block's threads split the evaluated positions into contiguous chunks
 
 1. each thread marks its positions' feasibility once (built-in reasons from
    the device row cache, then the per-domain rules of
-   ``kernels.domain_rules``) and counts them; a block scan of the counts
-   says which thread holds the ``num_to_find``-th feasible row
-   (percentageOfNodesToScore), and that thread alone finds where the scan
-   stops;
+   ``kernels.domain_rules``) and counts them; below every node
+   (percentageOfNodesToScore) a block scan of the counts says which thread
+   holds the ``num_to_find``-th feasible row, and that thread alone finds
+   where the scan stops (every node scored: no scan);
 2. the normalization maxima over the scanned feasible rows: one block
-   reduction for every slot together;
+   reduction for every slot together (none without a normalized slot);
 3. with the pod-to-pod scores (ScheduleAnyway spread, pod affinity weights)
-   their raw values by position and the block's minima and maxima (each
+   their raw values by position and the block's minima and maxima (one
+   reduction for both scores' four extremes; each
    spread constraint's distinct domains counted by atomics: the first
    thread to stamp a domain for this pod counts it);
 4. each row's total: the built-in slots' weighted sum comes from a per-row
@@ -319,7 +320,6 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
     af_count_dom = af_dom[1]
 
     wbuf = cuda.shared.array(_MAX_WARPS, int64)
-    wbuf2 = cuda.shared.array((2, _MAX_WARPS), int64)
     wcount = cuda.shared.array(_MAX_WARPS, int32)
     wslots = cuda.shared.array((MAX_RUN_SLOTS, _MAX_WARPS), int64)
     run = cuda.shared.array(3, int64)       # start, placed, stop position
@@ -327,6 +327,7 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
     hi_norm = cuda.local.array(MAX_RUN_SLOTS, int64)
     hi_prev = cuda.local.array(MAX_RUN_SLOTS, int64)
     norm_slots = cuda.local.array(MAX_RUN_SLOTS, int32)
+    ext4 = cuda.local.array(4, int64)       # the pod-to-pod scores' extremes
 
     n_terms = sp_meta[2]
     n_af = af_meta[1]
@@ -365,19 +366,20 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
             feas[j] = 1 if f else 0
             if f:
                 c += 1
-        before, found = CB.block_scan32(c, wcount, n_warps)
         processed = m
-        if num_to_find > 0 and found >= num_to_find:
-            if before < num_to_find and before + c >= num_to_find:
-                need = num_to_find - before
-                for j in range(lo, hi_pos):
-                    if feas[j] != 0:
-                        need -= 1
-                        if need == 0:
-                            run[2] = j + 1
-                            break
-            cuda.syncthreads()
-            processed = int32(run[2])
+        if 0 < num_to_find < m:             # uniform; else every position is scanned
+            before, found = CB.block_scan32(c, wcount, n_warps)
+            if found >= num_to_find:
+                if before < num_to_find and before + c >= num_to_find:
+                    need = num_to_find - before
+                    for j in range(lo, hi_pos):
+                        if feas[j] != 0:
+                            need -= 1
+                            if need == 0:
+                                run[2] = j + 1
+                                break
+                cuda.syncthreads()
+                processed = int32(run[2])
         stop = int32(min(hi_pos, processed))
         # 2. normalization maxima over the scanned feasible rows
         for k in range(n_norm):
@@ -393,7 +395,8 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                 v = raw_by_row[row, norm_slots[k]]
                 if v > hi_norm[k]:
                     hi_norm[k] = v
-        CB.block_max_slots(hi_norm, n_norm, wslots, n_warps)
+        if n_norm > 0:                      # uniform
+            CB.block_max_slots(hi_norm, n_norm, wslots, n_warps)
         for k in range(n_norm):
             hi[norm_slots[k]] = hi_norm[k]
         moved = False                       # uniform: every thread holds the same maxima
@@ -449,8 +452,16 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                     af_raw[j] = v
                     a_lo = min(a_lo, v)
                     a_hi = max(a_hi, v)
-            s_lo, s_hi = CB.block_min_max(s_lo, s_hi, wbuf2, n_warps)
-            a_lo, a_hi = CB.block_min_max(a_lo, a_hi, wbuf2, n_warps)
+            # both extremes of both scores in one block reduction (minima negated)
+            ext4[0] = -s_lo
+            ext4[1] = s_hi
+            ext4[2] = -a_lo
+            ext4[3] = a_hi
+            CB.block_max_slots(ext4, 4, wslots, n_warps)
+            s_lo = -ext4[0]
+            s_hi = ext4[1]
+            a_lo = -ext4[2]
+            a_hi = ext4[3]
             if s_lo == _BIG:                # nothing scored: both 0
                 s_lo = 0
                 s_hi = 0
