@@ -26,17 +26,17 @@ import numpy as np
 
 
 def _signatures():
-    from numba import boolean, typeof, uint64
+    from numba import boolean, int64, typeof, uint64
     t = typeof
     i1, i2, i3 = np.zeros(3, np.int64), np.zeros((3, 3), np.int64), np.zeros((2, 3, 3), np.int64)
     packs = (t(i2), t(np.zeros((3, 3), np.int8)), t(np.zeros((3, 3), np.int32)), t(i1))
     fused = (t(i1), *packs, boolean, t(i1), t(i2))
-    # seed, the packed run, packs, qbuf, reasons, raw, work, spread weights
-    # (``_cuda_run.launch_place_run``)
-    run = (uint64, t(i1), *packs[:3], t(i1), t(i1), t(i2), t(i1), t(np.zeros(3)))
+    # seed, staged rows, k, the packed run, packs, qbuf, reasons, raw, work,
+    # spread weights (``_cuda_run.launch_place_run``)
+    run = (uint64, t(i1), int64, t(i1), *packs[:3], t(i1), t(i1), t(i2), t(i1),
+           t(np.zeros(3)))
     # staged rows, k, packs, qbuf, rows, reasons, raw, sparams, start,
     # num_to_find, seed_mix, pods_at, out (``_cuda_cycle.launch_cycle_pick``)
-    from numba import int64
     cycle = (t(i1), int64, *packs, t(i1), t(i1), t(i2), t(i2), int64, int64, uint64, int64,
              t(i1))
     # rows, prio, packs, qbuf, allocatable (a view of node_i64), the six pod

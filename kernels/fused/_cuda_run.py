@@ -50,7 +50,7 @@ from tensorsched.kernels._compile import compile_source
 
 from . import _cuda_block as CB
 from . import stage_args as SA
-from ._cuda import core, stage_raw_scores, stage_reasons
+from ._cuda import core, stage_raw_scores, stage_reasons, write_staged_row
 
 # The tie rank's arithmetic wraps mod 2**64 by design; under the CUDA
 # simulator it runs as NumPy scalar operations (on the simulator's threads,
@@ -519,8 +519,14 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
 
 
 _KERNEL_TEMPLATE = """
-def place_run_kernel(seed_mix, run, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
-                     raw_by_row, work, sp_weights):
+def place_run_kernel(seed_mix, staged, k, run, node_i64, node_flags, label_vals, qbuf,
+                     reasons_by_row, raw_by_row, work, sp_weights):
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    for j in range(tid, k, nt):
+        write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                         raw_by_row)
+    cuda.syncthreads()
 {unpack}    count = rp[RP_COUNT]
     place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
                    raw_by_row, work[:count + 2], work[count + 2:], sp_weights, {parts})
@@ -542,15 +548,19 @@ def _unpack_lines(indent: str) -> str:
     return "".join(f"{indent}{line}\n" for line in lines)
 
 
-# The kernel: the run's parts unpacked from one buffer (views, generated
-# from RUN_PARTS), then the body (a device function may not return a view
-# it made, so the unpacking is the kernel's own code).
+# The kernel: the ``k`` rows written since the row cache's last pass
+# (``staged_rows``; k may be 0) written into the packs and recomputed, a
+# thread each (``_cuda.write_staged_row``, as the cycle pick's launch
+# does), then the run's parts unpacked from one buffer (views, generated
+# from RUN_PARTS) and the body (a device function may not return a view it
+# made, so the unpacking is the kernel's own code).
 place_run_kernel = compile_source(
     f"{__name__}.kernel",
     _KERNEL_TEMPLATE.format(unpack=_unpack_lines("    "),
                             parts=", ".join(name for name, _ in RUN_PARTS)),
     cuda.jit, ("place_run_kernel",),
-    namespace={"place_run_body": _place_run_body, "RP_COUNT": RP_COUNT},
+    namespace={"place_run_body": _place_run_body, "RP_COUNT": RP_COUNT, "cuda": cuda,
+               "write_staged_row": write_staged_row},
     filename="<device run kernel>")["place_run_kernel"]
 
 
@@ -569,12 +579,12 @@ def work_size(count: int, m: int, n: int) -> int:
     return count + 2 + 3 * m + n
 
 
-def launch_place_run(n_rows: int, seed_mix, run, packs, qbuf, reasons_by_row, raw_by_row,
-                     work, sp_weights) -> None:
+def launch_place_run(n_rows: int, seed_mix, staged, k: int, run, packs, qbuf, reasons_by_row,
+                     raw_by_row, work, sp_weights) -> None:
     """Run ``place_run_kernel`` as one block of ``run_threads(n_rows)``
-    (``run`` from ``pack_run`` on the device, ``packs`` the device node
-    packs): ten arguments."""
+    (``staged`` holds ``k`` rows, ``run`` from ``pack_run`` on the device,
+    ``packs`` the device node packs): twelve arguments."""
     if n_rows > MAX_ROWS:
         raise ValueError(f"a device run takes at most {MAX_ROWS} rows, got {n_rows}")
-    place_run_kernel[1, run_threads(n_rows)](seed_mix, run, *packs, qbuf, reasons_by_row,
-                                             raw_by_row, work, sp_weights)
+    place_run_kernel[1, run_threads(n_rows)](seed_mix, staged, np.int64(k), run, *packs, qbuf,
+                                             reasons_by_row, raw_by_row, work, sp_weights)

@@ -1036,24 +1036,29 @@ class CudaBackend:
     def place_run(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                   n_slots, count, seed, attempt, request, nonzero, register,
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
-        """``NumbaBackend.place_run`` device-resident: the query's device row
-        cache is brought up to date (only the rows written since), then one
-        block places the whole run (``_cuda_run.place_run_kernel``, one
-        launch; per-domain ``rules`` are evaluated by the block and counted
-        by it, the ``spread`` and ``affinity`` scores recomputed by it over
-        the scanned rows for each pod): the run's arrays go up packed in
-        one copy (``_cuda_run.pack_run``) into device buffers kept between
-        runs, the launch takes ten arguments, and one copy of the placements
-        comes back; then the host columns get the same requests added.
+        """``NumbaBackend.place_run`` device-resident: one block brings the
+        query's device row cache up to date (the rows written since staged
+        in one copy, as a placement cycle's: ``_staged_cache``) and places
+        the whole run (``_cuda_run.place_run_kernel``, one launch;
+        per-domain ``rules`` are evaluated by the block and counted by it,
+        the ``spread`` and ``affinity`` scores recomputed by it over the
+        scanned rows for each pod): the run's arrays go up packed in one
+        copy (``_cuda_run.pack_run``) into device buffers kept between runs,
+        the launch takes twelve arguments, and one copy of the placements
+        comes back; then the host columns get the same requests added.  (A
+        query's first run, or one after many rows were written, adds the
+        by-row pass and the packs' span copies.)
         None (nothing done) with more score
         slots than the block keeps maxima for: those pods are scheduled one
         by one."""
         if n_slots > self._run.MAX_RUN_SLOTS:
             return None
-        packs = self._sync_columns(source)
         cols = source.columns()
         n = cols.allocatable.shape[0]
-        c = self._row_cache(source, cols, q, n_slots, packs)
+        # the rows written since the row cache's last pass: staged, for the
+        # run's launch to write and recompute first (as a cycle's)
+        c, k = self._staged_cache(source, cols, q, n_slots)
+        packs = self._packs
         m = rows.shape[0]
         if rules is None or rules.params.shape[0] == 0:
             rules = _never_fails(n)     # one rule no row fails: no empty device arrays
@@ -1073,9 +1078,10 @@ class CudaBackend:
         sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
                                        np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
-        R.launch_place_run(m, seed_mix, run, packs, self._qbuf(cols, q), c.reasons, c.raw,
-                           work, sp_weights)
+        R.launch_place_run(m, seed_mix, self._staged[3], k, run, packs, self._qbuf(cols, q),
+                           c.reasons, c.raw, work, sp_weights)
         self.launches += 1
+        self.rows_recomputed += k
         got = work[:count + 2].copy_to_host()
         placed, next_start = int(got[0]), int(got[1])
         out = got[2:2 + placed]
