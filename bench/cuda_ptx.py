@@ -59,8 +59,8 @@ def main(argv=None) -> int:
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     from tensorsched.kernels.fused.backends import cuda_kernels
     kernels = cuda_kernels()
-    from tensorsched.kernels.victims import _cuda as victims_cuda
-    kernels["victim search"] = victims_cuda.victims_kernel
+    from tensorsched.kernels.victims.device import victim_kernel
+    kernels["victim search"] = victim_kernel()
     fused_sig, run_sig, cycle_sig, victims_sig = _signatures()
     try:
         for name, sig in (("fused pass", fused_sig), ("run kernel", run_sig),

@@ -36,6 +36,7 @@ from tensorsched.bench.harness import git_commit, machine_info
 from tensorsched.bench.openb_nominees import base_tree
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.kernels.fused import staged_rows as SR
+from tensorsched.kernels.fused.backends import numba_row_lookups
 from tensorsched.kernels.fused.source import LOG_READ_MAX, WriteLog
 
 
@@ -58,7 +59,7 @@ def _staging_seconds(nodes: int, repeats: int = 4000) -> dict:
     """Mean CPU microseconds per cycle of finding (and, on cuda, staging)
     the rows written since the last cycle: a scan of ``row_version`` against
     the write log (module doc), one written row a cycle, alternated."""
-    from tensorsched.kernels.fused import _numba as K      # numba: compiled on import
+    dirty_rows, logged_rows = numba_row_lookups()
     node_objs, _ = synthetic.workload("basic", nodes, 1, 0)
     state = build_cluster(node_objs).state
     cols = state.columns()
@@ -72,11 +73,11 @@ def _staging_seconds(nodes: int, repeats: int = 4000) -> dict:
     log = WriteLog()
 
     def from_log(seen):
-        return K.logged_rows(log.rows, log.versions, log.length, log.floor, seen, rv,
+        return logged_rows(log.rows, log.versions, log.length, log.floor, seen, rv,
                              LOG_READ_MAX, found)
 
     steps = {
-        "numba_scan": lambda seen: K.dirty_rows(rv, n, seen, found),
+        "numba_scan": lambda seen: dirty_rows(rv, n, seen, found),
         "numba_log": from_log,
         "cuda_scan": lambda seen: SR.stage(rv, seen, cols, out, 256),
         "cuda_log": lambda seen: SR.stage(rv, seen, cols, out, 256, found, from_log(seen)),

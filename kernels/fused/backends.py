@@ -1213,6 +1213,15 @@ def numba_runs() -> tuple:
     return _fused_numba.build_place_run(_fused_numba.fused_pass_by_row)
 
 
+def numba_row_lookups() -> tuple:
+    """The numba kernels that find the rows written since a version:
+    (``dirty_rows``, the scan of ``row_version``; ``logged_rows``, the
+    write log's lookup), for timing one against the other
+    (``bench.cycle_cpu``).  Compiles (or loads) the numba kernels."""
+    from . import _numba as _fused_numba
+    return _fused_numba.dirty_rows, _fused_numba.logged_rows
+
+
 def numba_fused_pass():
     """The numba backend's fused pass (positional outputs): an
     ``_compile.AnyLayout``, ``.dispatcher`` its Numba dispatcher (for

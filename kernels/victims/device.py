@@ -45,6 +45,14 @@ def pack_stage(cols, q) -> DeviceStage:
     return _cuda.pack_stage(cols, V.pad_query(cols, q))
 
 
+def victim_kernel():
+    """The victim search's CUDA kernel (a numba-cuda dispatcher,
+    ``.py_func`` its source), for compiling it ahead of a device
+    (``bench.cuda_ptx``).  Imports numba-cuda."""
+    from . import _cuda
+    return _cuda.victims_kernel
+
+
 class DevicePick(NamedTuple):
     """visited, calls: as ``pick.Pick``; chosen: position (-1 none);
     stats [7] int64 of the chosen position; victims [n_victims] int64 slots."""

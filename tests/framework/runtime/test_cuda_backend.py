@@ -149,7 +149,7 @@ def test_a_device_run_is_one_copy_up_and_one_back(monkeypatch):
     its placements back once."""
     from numba import cuda
 
-    from tensorsched.kernels.fused import _cuda_run as R
+    from tensorsched.kernels.fused import _cuda_run as cuda_run
     monkeypatch.setattr(run_sort, "ENABLED", False)
     nodes = [node_dict(f"n{i}", cpu=str(2 + i % 3), labels={"zone": f"z{i % 2}"})
              for i in range(6)]
@@ -199,11 +199,11 @@ def test_a_device_run_is_one_copy_up_and_one_back(monkeypatch):
     for r in runs[1:]:
         assert r["back"] == 1 and r["up"] <= 2 and r["alloc"] == 0, runs
         assert r["launches"] == 1, runs
-    host = R.pack_run(R.pack_run_params(3, 1, 4, np.arange(2), np.arange(2), np.ones(2, bool),
+    host = cuda_run.pack_run(cuda_run.pack_run_params(3, 1, 4, np.arange(2), np.arange(2), np.ones(2, bool),
                                         np.zeros(2, np.int64), np.ones(2, np.int64)),
                       np.arange(5, dtype=np.int64), *_forms(5))
-    parts = R.unpack_run(host)
-    assert [p.ndim for p in parts] == [d for _, d in R.RUN_PARTS]
+    parts = cuda_run.unpack_run(host)
+    assert [p.ndim for p in parts] == [d for _, d in cuda_run.RUN_PARTS]
     assert np.array_equal(parts[1], np.arange(5))
 
 

@@ -195,8 +195,8 @@ def test_auto_with_a_gpu_sorts_runs_on_the_device(monkeypatch):
     """``--backend auto`` where a GPU answers: the cycle stays on numba and
     the sort stage's backend (cuda) places the runs, the same nodes as
     numba alone.  (The simulator stands in for the device.)"""
-    from tensorsched.kernels.fused import backends as B
-    monkeypatch.setattr(B, "gpu_present", lambda: True)
+    from tensorsched.kernels.fused import backends as fused_backends
+    monkeypatch.setattr(fused_backends, "gpu_present", lambda: True)
     objects = [node_dict(f"n{i}", cpu=str(1 + i % 3), memory="2Gi", pods=str(4 + i),
                          taints=[PREFER] if i % 2 else None) for i in range(5)]
     run = [pod_dict(f"p{k}", cpu="200m", memory="300Mi", created=k) for k in range(12)]

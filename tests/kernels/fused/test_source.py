@@ -78,7 +78,7 @@ def test_the_write_log_gives_the_scans_rows(ops, limit):
     from tensorsched.framework.parsing.manifests import parse_pod
     from tensorsched.framework.state.cluster_state import add_pods, remove_pods
     from tensorsched.generators.clusters import pod_dict
-    from tensorsched.kernels.fused import _numba as K
+    from tensorsched.kernels.fused import _numba as numba_kernels
 
     st_ = ClusterState()
     st_.write_log = WriteLog(limit)
@@ -102,7 +102,7 @@ def test_the_write_log_gives_the_scans_rows(ops, limit):
             remove_pods(st_, gone)
         else:
             st_.add_node(parse_node(node_dict(f"x{t}", cpu="4")))
-        said += _check_log(st_, K)
+        said += _check_log(st_, numba_kernels)
     assert said > 0
 
 

@@ -112,7 +112,7 @@ def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
     packed (fifteen arguments)."""
     from numba import cuda
 
-    from tensorsched.kernels.victims import _cuda as K
+    from tensorsched.kernels.victims import _cuda as victims_cuda
     dev = _mirror(HAND_PODS)
     dc = _stage(HAND, HAND_Q)
     rows = np.array([1, 2, 0, 3], np.int64)
@@ -120,7 +120,7 @@ def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
     device_type = type(cuda.device_array(1))
     seen = {"up": 0, "back": 0, "alloc": 0, "args": []}
     real = (device_type.copy_to_device, device_type.copy_to_host, cuda.to_device,
-            cuda.device_array, K.launch)
+            cuda.device_array, victims_cuda.launch)
 
     def count(key, fn):
         def wrapped(*a, **k):
@@ -135,7 +135,7 @@ def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
     monkeypatch.setattr(device_type, "copy_to_host", count("back", real[1]))
     monkeypatch.setattr(cuda, "to_device", count("alloc", real[2]))
     monkeypatch.setattr(cuda, "device_array", count("alloc", real[3]))
-    monkeypatch.setattr(K, "launch", launch)
+    monkeypatch.setattr(victims_cuda, "launch", launch)
     again = dev.search_and_pick(dc, HAND, rows[::-1].copy(), 3, 4)
     assert (seen["up"], seen["back"], seen["alloc"]) == (1, 1, 0)
     assert seen["args"] == [15]
