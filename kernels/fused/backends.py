@@ -1055,10 +1055,6 @@ class CudaBackend:
             return None
         cols = source.columns()
         n = cols.allocatable.shape[0]
-        # the rows written since the row cache's last pass: staged, for the
-        # run's launch to write and recompute first (as a cycle's)
-        c, k = self._staged_cache(source, cols, q, n_slots)
-        packs = self._packs
         m = rows.shape[0]
         if rules is None or rules.params.shape[0] == 0:
             rules = _never_fails(n)     # one rule no row fails: no empty device arrays
@@ -1078,8 +1074,13 @@ class CudaBackend:
         sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
                                        np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
-        R.launch_place_run(m, seed_mix, self._staged[3], k, run, packs, self._qbuf(cols, q),
-                           c.reasons, c.raw, work, sp_weights)
+        qbuf = self._qbuf(cols, q)
+        # the rows written since the row cache's last pass: staged, for the
+        # run's launch to write and recompute first (as a cycle's); last
+        # before the launch (the mirror counts them written from here on)
+        c, k = self._staged_cache(source, cols, q, n_slots)
+        R.launch_place_run(m, seed_mix, self._staged[3], k, run, self._packs, qbuf, c.reasons,
+                           c.raw, work, sp_weights)
         self.launches += 1
         self.rows_recomputed += k
         got = work[:count + 2].copy_to_host()
