@@ -8,7 +8,9 @@ against a base tree (``--base-commit C``, laid out as
 the placements digests (they must agree).  Without a GPU it runs under
 Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``): slow, so the sizes are
 small, but the counts are the device's.  Per run = counters / compiled
-runs (the warm-up run is outside the timed part).
+runs (the warm-up run is outside the timed part).  Each tree counts what
+its own backend counts: an older tree may leave some uploads uncounted
+(say so in the record).
 
 python -m tensorsched.bench.gpu_counters --base-commit C [--nodes 300] [--pods 100]
         [--output bench/results/gpu-counters-cudasim-300.json]
