@@ -3,7 +3,8 @@
 Numba's CUDA simulator runs kernels as Python, so it never types them for
 the device: an intrinsic it lacks (the warp shuffles) or a construct the
 CUDA target refuses shows only on a GPU.  This compiles the fused pass,
-the run kernel and the cycle pick (with its staged rows) for one compute
+the run kernel, the cycle pick (with its staged rows) and the victim
+search for one compute
 capability with NVVM alone (no driver, no device) and counts a few
 instructions::
 
@@ -25,22 +26,25 @@ import numpy as np
 
 
 def _signatures():
-    from numba import boolean, typeof, uint64
+    from numba import boolean, int64, typeof, uint64
     t = typeof
     i1, i2, i3 = np.zeros(3, np.int64), np.zeros((3, 3), np.int64), np.zeros((2, 3, 3), np.int64)
     packs = (t(i2), t(np.zeros((3, 3), np.int8)), t(np.zeros((3, 3), np.int32)), t(i1))
     fused = (t(i1), *packs, boolean, t(i1), t(i2))
-    run = (uint64, t(i1), t(i1), *packs, t(i1), t(i2), t(i1), t(i1),     # .. out, scratch
-           t(i3), t(i3), t(i2), t(i2),                                     # rules
-           t(i3), t(i2), t(i2), t(np.zeros(3, np.bool_)), t(i1), t(i2), t(i1),
-           t(np.zeros(3)),                                                 # spread
-           t(i3), t(i2), t(i2), t(i1))                                     # affinity
+    # seed, staged rows, k, the packed run, packs, qbuf, reasons, raw, work,
+    # spread weights (``_cuda_run.launch_place_run``)
+    run = (uint64, t(i1), int64, t(i1), *packs[:3], t(i1), t(i1), t(i2), t(i1),
+           t(np.zeros(3)))
     # staged rows, k, packs, qbuf, rows, reasons, raw, sparams, start,
     # num_to_find, seed_mix, pods_at, out (``_cuda_cycle.launch_cycle_pick``)
-    from numba import int64
     cycle = (t(i1), int64, *packs, t(i1), t(i1), t(i2), t(i2), int64, int64, uint64, int64,
              t(i1))
-    return fused, run, cycle
+    # rows, prio, packs, qbuf, allocatable (a view of node_i64), the six pod
+    # tables, pdb_allowed, work (``victims._cuda.launch``)
+    a2 = typeof(np.zeros((3, 6), np.int64)[:, 1:3])
+    victims = (t(i1), int64, *packs[:3], t(i1), a2, t(i1), t(i2), t(i2), t(i3), t(i3), t(i3),
+               t(i1), t(i1))
+    return fused, run, cycle, victims
 
 
 def main(argv=None) -> int:
@@ -55,10 +59,12 @@ def main(argv=None) -> int:
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     from tensorsched.kernels.fused.backends import cuda_kernels
     kernels = cuda_kernels()
-    fused_sig, run_sig, cycle_sig = _signatures()
+    from tensorsched.kernels.victims.device import victim_kernel
+    kernels["victim search"] = victim_kernel()
+    fused_sig, run_sig, cycle_sig, victims_sig = _signatures()
     try:
         for name, sig in (("fused pass", fused_sig), ("run kernel", run_sig),
-                          ("cycle pick", cycle_sig)):
+                          ("cycle pick", cycle_sig), ("victim search", victims_sig)):
             kernel = kernels[name]
             ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc)
             counts = {op: len(re.findall(rf"\b{re.escape(op)}\b", ptx))

@@ -6,13 +6,14 @@
    repository laid out as ``openb_nominees.base_tree`` lays it out), each
    process's record kept (CPU seconds of the timed run, placements digest,
    load average).
-2. The cuda backend's host work before a placement cycle's launches, with
-   no device: one node row written since the row cache's last cycle, on the
-   basic workload's node columns, timed in this process.  Before: two
-   ``np.flatnonzero`` scans of ``row_version`` (the mirror's and the row
-   cache's) and the three packs of the written span (``stage_args.pack_nodes``;
-   then one copy each).  After: ``staged_rows.stage`` (one compiled scan
-   and pack; then one copy).
+2. The host work that finds and stages the rows written since a row
+   cache's last cycle, with no device: one node row written a cycle, on the
+   basic workload's node columns, timed in this process.  ``scan``: a
+   compiled scan of ``row_version`` over every row (the numba backend's
+   ``dirty_rows``; the cuda backend's ``staged_rows.stage`` scanning
+   itself).  ``log``: the state's write log (``_core.logged_rows``, then
+   ``stage`` with the rows found).  ``numba_*`` is the numba backend's
+   lookup alone, ``cuda_*`` the cuda backend's lookup and packing.
 
 python -m tensorsched.bench.cycle_cpu [--base-commit C] [--rounds 3] [--nodes 10000]
         [--pods 5000] [--output bench/results/cycle-cpu-before-after-10000.json]
@@ -34,8 +35,9 @@ from tensorsched import synthetic
 from tensorsched.bench.harness import git_commit, machine_info
 from tensorsched.bench.openb_nominees import base_tree
 from tensorsched.framework.scheduler.cluster import build_cluster
-from tensorsched.kernels.fused import stage_args as SA
 from tensorsched.kernels.fused import staged_rows as SR
+from tensorsched.kernels.fused.backends import numba_row_lookups
+from tensorsched.kernels.fused.source import LOG_READ_MAX, WriteLog
 
 
 def _workload_record(path: str | None, nodes: int, pods: int) -> dict:
@@ -53,9 +55,11 @@ def _workload_record(path: str | None, nodes: int, pods: int) -> dict:
     return {k: rec.get(k) for k in keep}
 
 
-def _staging_seconds(nodes: int, repeats: int = 2000) -> dict:
-    """Mean seconds per cycle of the cuda backend's pre-launch host work,
-    before and after (module doc), one written row a cycle."""
+def _staging_seconds(nodes: int, repeats: int = 4000) -> dict:
+    """Mean CPU microseconds per cycle of finding (and, on cuda, staging)
+    the rows written since the last cycle: a scan of ``row_version`` against
+    the write log (module doc), one written row a cycle, alternated."""
+    dirty_rows, logged_rows = numba_row_lookups()
     node_objs, _ = synthetic.workload("basic", nodes, 1, 0)
     state = build_cluster(node_objs).state
     cols = state.columns()
@@ -63,30 +67,37 @@ def _staging_seconds(nodes: int, repeats: int = 2000) -> dict:
     rv = np.zeros(state.row_version.shape[0], np.int64)
     width = SR.row_width(cols)
     out = np.zeros(SR.staged_size(256, width), np.int64)
+    found = np.zeros(max(n, LOG_READ_MAX), np.int64)
     rng = np.random.default_rng(0)
     written = rng.integers(0, n, repeats)
+    log = WriteLog()
 
-    def before(seen):
-        for _ in range(2):      # the mirror's scan, then the row cache's
-            dirty = np.flatnonzero(rv[:n] > seen)
-        lo, hi = int(dirty[0]), int(dirty[-1]) + 1
-        return SA.pack_nodes(cols, lo, hi)
+    def from_log(seen):
+        return logged_rows(log.rows, log.versions, log.length, log.floor, seen, rv,
+                             LOG_READ_MAX, found)
 
-    def after(seen):
-        return SR.stage(rv, seen, cols, out, 256)
-
+    steps = {
+        "numba_scan": lambda seen: dirty_rows(rv, n, seen, found),
+        "numba_log": from_log,
+        "cuda_scan": lambda seen: SR.stage(rv, seen, cols, out, 256),
+        "cuda_log": lambda seen: SR.stage(rv, seen, cols, out, 256, found, from_log(seen)),
+    }
     got = {}
-    for name, fn in (("before", before), ("after", after)) * 2:    # alternated, twice
+    for name, fn in list(steps.items()) * 3:        # alternated, three times
+        rv[:] = 0
+        log.restart(0)
         fn(-1)
         c0 = time.process_time()
         for v, row in enumerate(written.tolist(), start=1):
             rv[row] = v
-            fn(v - 1)
+            log.add(row, v)
+            assert fn(v - 1) == 1
         got.setdefault(name, []).append((time.process_time() - c0) / repeats)
-        rv[:] = 0
-    return {k: {"cpu_us_per_cycle": [round(x * 1e6, 2) for x in v],
-                "mean_cpu_us_per_cycle": round(float(np.mean(v)) * 1e6, 2)}
-            for k, v in got.items()} | {"nodes": n, "staged_bytes_per_cycle": 8 * (1 + width)}
+    return {k: {"cpu_us_per_cycle": [round(x * 1e6, 3) for x in v],
+                "mean_cpu_us_per_cycle": round(float(np.mean(v)) * 1e6, 3)}
+            for k, v in got.items()} | {"nodes": n, "staged_bytes_per_cycle": 8 * (1 + width),
+                                        "note": "each includes the loop's own stamping of "
+                                                "row_version and the log"}
 
 
 def main(argv=None) -> dict:
@@ -111,8 +122,8 @@ def main(argv=None) -> dict:
                    "digests": sorted({x["placements_sha256"] for x in v})}
                for t, v in runs.items()}
     record = {"experiment": "basic --no-batch on numba, this tree vs the base tree in "
-                            "alternated processes; the cuda cycle's pre-launch host work "
-                            "(module doc)",
+                            "alternated processes; finding / staging the rows written "
+                            "since the last cycle by a scan or the write log (module doc)",
               "backend": "numba", "nodes": a.nodes, "pods": a.pods, "rounds": a.rounds,
               "summary": summary, "runs": runs, "cuda_host_staging": _staging_seconds(a.nodes),
               "commit": git_commit(), "base_commit": a.base_commit, "machine": machine_info(),

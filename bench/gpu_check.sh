@@ -161,11 +161,24 @@ else
   echo "skipped batch check: deadline" | tee -a "$runs/skipped.txt"
 fi
 
+# the device runs' copies and launches a run (a run: the written rows'
+# span, one packed copy up and one back, at most two launches)
+run_counters() {
+  local f="$runs/$1-$(( $2 / div ))-cuda.json"
+  [ -f "$f" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
+c=d.get('device_counters') or {}; r=max(d.get('compiled_runs') or 0, 1); \
+print(d['workload'], 'runs on cuda:', d.get('compiled_runs'), 'runs of', d.get('mean_run_length'), \
+'pods;', ', '.join(f'{k} {c[k] / r:.1f}' for k in ('copies', 'launches', 'bytes_uploaded') \
+if k in c), 'a run (target: p50 <= 10 us a pod)')" "$f"
+}
+
 echo "== benchmarks: $nodes nodes =="
 {
   bench basic 100000
   bench spread 10000
+  run_counters spread 10000
   bench antiaffinity 10000
+  run_counters antiaffinity 10000
   bench gpu 2000
   bench basic 5000 --no-batch
   # the one-at-a-time cycle on cuda per pod: target p50 <= 200 us, one

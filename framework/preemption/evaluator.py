@@ -553,10 +553,9 @@ def _search(fw, state, q, rows, prio, pods, table: PodTable, hooks=None) -> V.Vi
     backend = fw.backend_for(VICTIMS)
     if backend == "cuda":
         dev = table.device(V.fit_pods(cols, pods))
-        dcols = fw.stage_backend(VICTIMS).device_columns(state)
-        if hooks is not None:
-            dcols = hooks.device_columns(dcols, cols, rows)
-        return dev.search(dcols, cols, q, rows, prio)
+        stage = fw.stage_backend(VICTIMS).device_stage(state, q)
+        lifted = hooks.device_allocatable(cols, rows) if hooks is not None else None
+        return dev.search(stage, cols, rows, prio, lifted)
     if hooks is not None:
         cols = hooks.columns(cols, rows)
     return V.select_victims(backend, cols, q, rows, prio, pods)
@@ -589,7 +588,7 @@ def _device_visit(fw, state, q, prio, pods, scan, cap, table):
     chosen one, 0 or -1, failures, Filter calls)."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
-    got = dev.search_and_pick(fw.stage_backend(VICTIMS).device_columns(state), cols, q, scan,
+    got = dev.search_and_pick(fw.stage_backend(VICTIMS).device_stage(state, q), cols, scan,
                               prio, cap)
     if got.chosen < 0:
         return [], -1, _visit_failures(scan, dev.last_stats(got.visited)), got.calls

@@ -18,7 +18,7 @@ asks the first):
 
 ``VictimSearchHooks`` gathers both for one preemptor and hands the
 exemptions to the places the search tests NodeResourcesFit: the kernel
-pre-pass (``columns`` / ``device_columns``: the exempt cells of
+pre-pass (``columns`` / ``device_allocatable``: the exempt cells of
 ``allocatable`` lifted out of reach, so every backend's unchanged kernel
 passes them) and the host search's per-step test (``bits``).
 """
@@ -95,11 +95,10 @@ class VictimSearchHooks:
                                  L.INSUFFICIENT_SHIFT)
         return cols if got is None else cols._replace(allocatable=got)
 
-    def device_columns(self, dcols: dict, cols: L.NodeColumns, rows) -> dict:
-        """The device column dict (``CudaBackend.device_columns``) likewise:
-        a lifted ``allocatable`` uploaded when some cell is exempt."""
+    def device_allocatable(self, cols: L.NodeColumns, rows):
+        """For the device search: a lifted ``allocatable`` [N, R] uploaded
+        when some cell is exempt, else None (the stage's own column)."""
         if not self.filters:
-            return dcols
-        got = lifted_allocatable_device(cols.allocatable, rows, self._exempt_of(rows),
-                                        L.INSUFFICIENT_SHIFT)
-        return dcols if got is None else dict(dcols, allocatable=got)
+            return None
+        return lifted_allocatable_device(cols.allocatable, rows, self._exempt_of(rows),
+                                         L.INSUFFICIENT_SHIFT)

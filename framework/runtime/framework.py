@@ -24,6 +24,7 @@ from tensorsched.framework.state.domain_counts import grouped_rows
 from tensorsched.framework.state.query import QueryCache, QueryOptions, pod_signature
 from tensorsched.kernels import domains as _T
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.backend_names import SORT
 from tensorsched.kernels.domain_rules import (
     AffinityScore,
     SpreadScore,
@@ -521,8 +522,9 @@ class Framework:
         the usual cycle).
 
         Host plugins take part through their compiled forms (``_run_forms``).
-        Where the backend has a sort path (``place_run_sorted``: every score
-        node-local, every node scored) it places the run, else the compiled
+        Where the sort stage's backend (``_sort_backend``) has a sort path
+        (``place_run_sorted``: every score node-local, every node scored) it
+        places the run, else the compiled
         run does; the sort path also stops before a pod whose cycle would
         see a normalization maximum move (that pod takes its own cycle).
 
@@ -571,7 +573,7 @@ class Framework:
                 plan.weights, self.n_slots, len(pods), seed, attempt, request, nonzero, register)
         # the sort path first (node-local scores, every node scored); it
         # answers None where it does not apply
-        place_sorted = getattr(self.backend, "place_run_sorted", None)
+        place_sorted = getattr(self._sort_backend(), "place_run_sorted", None)
         if place_sorted is not None:
             got = place_sorted(*args, **forms)
             if got is not None:
@@ -581,6 +583,14 @@ class Framework:
         if got is not None:
             self.last_run_path = getattr(self.backend, "run_path", COMPILED_RUN_PATH)
         return got
+
+    def _sort_backend(self):
+        """The backend whose sort path places runs: the sort stage's
+        (``auto`` with a GPU: cuda), unless user functions were compiled
+        into the cycle backend's fused pass (only that pass knows them)."""
+        if self._scalar_in_kernel:
+            return self.backend
+        return self.stage_backend(SORT)
 
     def place_block(self, state: ClusterState, pods: list, *, seed: int, attempt: int,
                     start_index: int):

@@ -8,7 +8,9 @@ with a per-node bitset (int64 words).  Every mutation validates first and
 writes second, so a refused operation leaves the state as it was.
 
 ``version`` counts mutations; ``row_version[i]`` is the version that last
-wrote node row i, so a device mirror re-uploads only rows newer than its copy.
+wrote node row i, so a device mirror re-uploads only rows newer than its copy;
+``write_log`` lists the rows written in version order, so a reader finds
+the rows written since its version without scanning every row.
 ``layout_version`` changes when arrays are reallocated (a full re-upload).
 """
 
@@ -22,6 +24,7 @@ from tensorsched.framework.errors import StateError
 from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.records.records import NodeRecord, PodRecord
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused.source import LOG_READ_MAX, WriteLog
 
 from .bound_pods import BoundPods, PodRow
 from .derived import DerivedData
@@ -184,6 +187,9 @@ class ClusterState:
         self.port_bits = np.zeros((cap, 1), np.int64)
         self.port_counts: list[dict[int, int]] = [dict() for _ in range(cap)]
         self.row_version = np.zeros(cap, np.int64)
+        # the rows written, in version order (readers find the rows written
+        # since a version without scanning row_version)
+        self.write_log = WriteLog()
         del r
         self.nodes: list[NodeRecord | None] = [None] * cap
         # each row's node name ([cap] object; None on a free row): a run's
@@ -576,6 +582,11 @@ class ClusterState:
         self._raise_ceilings(rows)
         self.version += 1
         self.row_version[rows] = self.version
+        if rows.shape[0] <= LOG_READ_MAX:
+            once = np.unique(rows)
+            self.write_log.add_many(once, np.full(once.shape[0], self.version, np.int64))
+        else:
+            self.write_log.restart(self.version)
         self.listeners.pods_added(pods, rows)
 
     def restore_pod(self, entry: PodRow) -> int:
@@ -650,6 +661,7 @@ class ClusterState:
     def _touch(self, row: int) -> None:
         self.version += 1
         self.row_version[row] = self.version
+        self.write_log.add(row, self.version)
         if self._growth[0] != self._growth_seen:
             self._growth_seen = self._growth[0]
             for t in (self.label_keys, self.taints, self.images, self.ports, *self.label_values):
@@ -821,6 +833,14 @@ def _touch_each(state: ClusterState, rows: np.ndarray) -> None:
     state.version = base + k
     last, at = np.unique(rows[::-1], return_index=True)
     state.row_version[last] = base + k - at
+    if 1 < k <= LOG_READ_MAX:
+        # each row once, at its last touch, in version order (the _touch
+        # above logged the last row at base + 1, a version its row_version
+        # holds only when k == 1: readers skip that entry)
+        order = np.argsort(-at, kind="stable")
+        state.write_log.add_many(last[order], base + k - at[order])
+    elif k > LOG_READ_MAX:
+        state.write_log.restart(state.version)
 
 
 def _check_sum_room(state: ClusterState, pod: PodRecord, row: int,

@@ -520,6 +520,39 @@ def dirty_rows(row_version, n, seen, out):
     return k
 
 
+def logged_rows(log_rows, log_versions, length, floor, seen, row_version, cap, out):
+    """The rows written after version ``seen`` from a write log
+    (``source.WriteLog``: ``length`` entries of (row, version), versions
+    non-decreasing, complete above ``floor``) into out, ascending, each row
+    once (the entry whose version is still the row's ``row_version``): their
+    count, or -1 when the log cannot say (``seen`` below ``floor``) or more
+    than ``cap`` entries came after ``seen`` (a scan is cheaper)."""
+    if seen < floor:
+        return -1
+    lo = 0
+    hi = length
+    while lo < hi:                      # the first entry after ``seen``
+        mid = (lo + hi) // 2
+        if log_versions[mid] > seen:
+            hi = mid
+        else:
+            lo = mid + 1
+    if length - lo > cap:
+        return -1
+    k = 0
+    for j in range(lo, length):
+        i = log_rows[j]
+        if log_versions[j] == row_version[i]:
+            # insertion into the ascending prefix (k <= cap, a few rows)
+            at = k
+            while at > 0 and out[at - 1] > i:
+                out[at] = out[at - 1]
+                at -= 1
+            out[at] = i
+            k += 1
+    return k
+
+
 def scan_stop(rows, start, reasons_by_row, num_to_find):
     """``scan_limit`` over results cached by node row, read in evaluation
     order (position j is row rows[(start + j) % M]): (rows processed,

@@ -8,14 +8,15 @@ The block's threads split the evaluated positions into contiguous chunks
 
 1. each thread marks its positions' feasibility once (built-in reasons from
    the device row cache, then the per-domain rules of
-   ``kernels.domain_rules``) and counts them; a block scan of the counts
-   says which thread holds the ``num_to_find``-th feasible row
-   (percentageOfNodesToScore), and that thread alone finds where the scan
-   stops;
+   ``kernels.domain_rules``) and counts them; below every node
+   (percentageOfNodesToScore) a block scan of the counts says which thread
+   holds the ``num_to_find``-th feasible row, and that thread alone finds
+   where the scan stops (every node scored: no scan);
 2. the normalization maxima over the scanned feasible rows: one block
-   reduction for every slot together;
+   reduction for every slot together (none without a normalized slot);
 3. with the pod-to-pod scores (ScheduleAnyway spread, pod affinity weights)
-   their raw values by position and the block's minima and maxima (each
+   their raw values by position and the block's minima and maxima (one
+   reduction for both scores' four extremes; each
    spread constraint's distinct domains counted by atomics: the first
    thread to stamp a domain for this pod counts it);
 4. each row's total: the built-in slots' weighted sum comes from a per-row
@@ -45,9 +46,11 @@ import warnings
 import numpy as np
 from numba import cuda, int32, int64, uint32
 
+from tensorsched.kernels._compile import compile_source
+
 from . import _cuda_block as CB
 from . import stage_args as SA
-from ._cuda import core, stage_raw_scores, stage_reasons
+from ._cuda import core, stage_raw_scores, stage_reasons, write_staged_row
 
 # The tie rank's arithmetic wraps mod 2**64 by design; under the CUDA
 # simulator it runs as NumPy scalar operations (on the simulator's threads,
@@ -111,13 +114,58 @@ def pack_rules(rules) -> tuple:
 def pack_spread(spread) -> tuple:
     """``domain_rules.SpreadArrays`` (at least one row each) as the kernel
     takes them: domp1, count_dom, size_dom [3, C, N], then sums, params,
-    has_all, meta, marks; the kernel's sizes [C] and weights [C] scratch."""
+    has_all (0/1), meta, marks; the kernel's sizes [C] scratch.  (Its
+    weights [C] float64 scratch is the launch's own argument.)"""
     c = max(spread.params.shape[0], 1)
     dom = np.stack([_one_row(a) for a in (spread.domp1, spread.count_dom, spread.size_dom)])
     return (np.ascontiguousarray(dom, np.int64),
             *(_one_row(a) for a in (spread.sums, spread.params, spread.has_all, spread.meta,
                                     spread.marks)),
-            np.zeros(c, np.int64), np.zeros(c, np.float64))
+            np.zeros(c, np.int64))
+
+
+# The run's arrays in the one int64 buffer the kernel takes (``pack_run``),
+# in this order, with their dimensions: the run parameters, the evaluated
+# rows, the rules (``pack_rules``), spread (``pack_spread``) and affinity
+# (``pack_affinity``) arrays.
+RUN_PARTS = (("rp", 1), ("rows", 1),
+             ("r_dom", 3), ("r_counts", 3), ("r_params", 2), ("r_state", 2),
+             ("sp_dom", 3), ("sp_sums", 2), ("sp_params", 2), ("sp_has_all", 1),
+             ("sp_meta", 1), ("sp_marks", 2), ("sp_sizes", 1),
+             ("af_dom", 3), ("af_sums", 2), ("af_params", 2), ("af_meta", 1))
+_PART_HEAD = 4                  # a part's header: offset, then up to 3 dimensions
+
+
+def pack_run(rp, rows, rules, spread, affinity) -> np.ndarray:
+    """One int64 buffer with every array of a run (``RUN_PARTS`` order):
+    header [4 x parts] (each part's offset into the buffer and its
+    dimensions, 1 for the absent ones), then the parts, C order, bools as
+    0/1.  One copy to the device, one launch argument (numba-cuda pays
+    microseconds per array argument at each launch)."""
+    parts = (rp, rows, *pack_rules(rules), *pack_spread(spread), *pack_affinity(affinity))
+    head = np.ones((len(RUN_PARTS), _PART_HEAD), np.int64)
+    at = head.size
+    for k, ((name, dims), a) in enumerate(zip(RUN_PARTS, parts)):
+        if a.ndim != dims:
+            raise ValueError(f"run part {name}: {a.ndim} dimensions, {dims} declared")
+        head[k, 0] = at
+        head[k, 1:1 + dims] = a.shape
+        at += a.size
+    out = np.empty(at, np.int64)
+    out[:head.size] = head.reshape(-1)
+    for k, a in enumerate(parts):
+        out[head[k, 0]:head[k, 0] + a.size] = a.reshape(-1)
+    return out
+
+
+def unpack_run(buf: np.ndarray) -> tuple:
+    """The parts of a ``pack_run`` buffer as arrays (tests)."""
+    out = []
+    for k, (_name, dims) in enumerate(RUN_PARTS):
+        at, *shape = buf[_PART_HEAD * k:_PART_HEAD * (k + 1)]
+        shape = tuple(int(d) for d in shape[:dims])
+        out.append(buf[at:at + int(np.prod(shape))].reshape(shape))
+    return tuple(out)
 
 
 def pack_affinity(affinity) -> tuple:
@@ -226,17 +274,18 @@ def _account(node_i64, qbuf, row, pod_request, pod_nonzero):
     node_i64[row, at + 1] += pod_nonzero[1]
 
 
-@cuda.jit
-def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
-                     reasons_by_row, raw_by_row, out, scratch,
-                     r_dom, r_counts, r_params, r_state,
-                     sp_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks, sp_sizes,
-                     sp_weights, af_dom, af_sums, af_params, af_meta):
+@cuda.jit(device=True)
+def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                    raw_by_row, out, scratch, sp_weights, rp, rows, r_dom, r_counts, r_params,
+                    r_state, sp_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks,
+                    sp_sizes, af_dom, af_sums, af_params, af_meta):
     """Place up to rp[RP_COUNT] pods; out[0] = pods placed, out[1] = the next
     start position, out[2 + i] = pod i's row.  ``scratch`` [3 M + N] int64:
     feasibility by position, raw spread and affinity by position, the
-    per-row base totals.  The rules, spread and affinity arrays come
-    stacked (``pack_rules`` etc.): same-shaped arrays along a first axis."""
+    per-row base totals; ``sp_weights`` [C] float64 scratch.  The rules,
+    spread and affinity arrays come stacked (``pack_rules`` etc.):
+    same-shaped arrays along a first axis.  (The kernel,
+    ``place_run_kernel``, unpacks them from one buffer.)"""
     tid = int32(cuda.threadIdx.x)
     nt = int32(cuda.blockDim.x)
     n_warps = int32(nt // _WARP)
@@ -271,7 +320,6 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
     af_count_dom = af_dom[1]
 
     wbuf = cuda.shared.array(_MAX_WARPS, int64)
-    wbuf2 = cuda.shared.array((2, _MAX_WARPS), int64)
     wcount = cuda.shared.array(_MAX_WARPS, int32)
     wslots = cuda.shared.array((MAX_RUN_SLOTS, _MAX_WARPS), int64)
     run = cuda.shared.array(3, int64)       # start, placed, stop position
@@ -279,6 +327,7 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
     hi_norm = cuda.local.array(MAX_RUN_SLOTS, int64)
     hi_prev = cuda.local.array(MAX_RUN_SLOTS, int64)
     norm_slots = cuda.local.array(MAX_RUN_SLOTS, int32)
+    ext4 = cuda.local.array(4, int64)       # the pod-to-pod scores' extremes
 
     n_terms = sp_meta[2]
     n_af = af_meta[1]
@@ -317,19 +366,20 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
             feas[j] = 1 if f else 0
             if f:
                 c += 1
-        before, found = CB.block_scan32(c, wcount, n_warps)
         processed = m
-        if num_to_find > 0 and found >= num_to_find:
-            if before < num_to_find and before + c >= num_to_find:
-                need = num_to_find - before
-                for j in range(lo, hi_pos):
-                    if feas[j] != 0:
-                        need -= 1
-                        if need == 0:
-                            run[2] = j + 1
-                            break
-            cuda.syncthreads()
-            processed = int32(run[2])
+        if 0 < num_to_find < m:             # uniform; else every position is scanned
+            before, found = CB.block_scan32(c, wcount, n_warps)
+            if found >= num_to_find:
+                if before < num_to_find and before + c >= num_to_find:
+                    need = num_to_find - before
+                    for j in range(lo, hi_pos):
+                        if feas[j] != 0:
+                            need -= 1
+                            if need == 0:
+                                run[2] = j + 1
+                                break
+                cuda.syncthreads()
+                processed = int32(run[2])
         stop = int32(min(hi_pos, processed))
         # 2. normalization maxima over the scanned feasible rows
         for k in range(n_norm):
@@ -345,7 +395,8 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                 v = raw_by_row[row, norm_slots[k]]
                 if v > hi_norm[k]:
                     hi_norm[k] = v
-        CB.block_max_slots(hi_norm, n_norm, wslots, n_warps)
+        if n_norm > 0:                      # uniform
+            CB.block_max_slots(hi_norm, n_norm, wslots, n_warps)
         for k in range(n_norm):
             hi[norm_slots[k]] = hi_norm[k]
         moved = False                       # uniform: every thread holds the same maxima
@@ -401,8 +452,16 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
                     af_raw[j] = v
                     a_lo = min(a_lo, v)
                     a_hi = max(a_hi, v)
-            s_lo, s_hi = CB.block_min_max(s_lo, s_hi, wbuf2, n_warps)
-            a_lo, a_hi = CB.block_min_max(a_lo, a_hi, wbuf2, n_warps)
+            # both extremes of both scores in one block reduction (minima negated)
+            ext4[0] = -s_lo
+            ext4[1] = s_hi
+            ext4[2] = -a_lo
+            ext4[3] = a_hi
+            CB.block_max_slots(ext4, 4, wslots, n_warps)
+            s_lo = -ext4[0]
+            s_hi = ext4[1]
+            a_lo = -ext4[2]
+            a_hi = ext4[3]
             if s_lo == _BIG:                # nothing scored: both 0
                 s_lo = 0
                 s_hi = 0
@@ -459,6 +518,52 @@ def place_run_kernel(seed_mix, rp, rows, node_i64, node_flags, label_vals, qbuf,
         out[1] = run[0]
 
 
+_KERNEL_TEMPLATE = """
+def place_run_kernel(seed_mix, staged, k, run, node_i64, node_flags, label_vals, qbuf,
+                     reasons_by_row, raw_by_row, work, sp_weights):
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    for j in range(tid, k, nt):
+        write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                         raw_by_row)
+    cuda.syncthreads()
+{unpack}    count = rp[RP_COUNT]
+    place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                   raw_by_row, work[:count + 2], work[count + 2:], sp_weights, {parts})
+"""
+
+
+def _unpack_lines(indent: str) -> str:
+    """Source lines binding each of ``RUN_PARTS`` to its view of ``run``
+    (a ``pack_run`` buffer: offset and dimensions in its header)."""
+    lines = []
+    for k, (name, dims) in enumerate(RUN_PARTS):
+        h = _PART_HEAD * k
+        at = f"run[{h}]"
+        shape = [f"run[{h + 1 + d}]" for d in range(dims)]
+        view = f"run[{at}:{at} + {' * '.join(shape)}]"
+        if dims > 1:
+            view += f".reshape(({', '.join(shape)}))"
+        lines.append(f"{name} = {view}")
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+# The kernel: the ``k`` rows written since the row cache's last pass
+# (``staged_rows``; k may be 0) written into the packs and recomputed, a
+# thread each (``_cuda.write_staged_row``, as the cycle pick's launch
+# does), then the run's parts unpacked from one buffer (views, generated
+# from RUN_PARTS) and the body (a device function may not return a view it
+# made, so the unpacking is the kernel's own code).
+place_run_kernel = compile_source(
+    f"{__name__}.kernel",
+    _KERNEL_TEMPLATE.format(unpack=_unpack_lines("    "),
+                            parts=", ".join(name for name, _ in RUN_PARTS)),
+    cuda.jit, ("place_run_kernel",),
+    namespace={"place_run_body": _place_run_body, "RP_COUNT": RP_COUNT, "cuda": cuda,
+               "write_staged_row": write_staged_row},
+    filename="<device run kernel>")["place_run_kernel"]
+
+
 def run_threads(n_rows: int) -> int:
     """Threads of a run block: whole warps, at most RUN_THREADS, no more
     than the evaluated rows need."""
@@ -468,8 +573,18 @@ def run_threads(n_rows: int) -> int:
     return threads
 
 
-def launch_place_run(n_rows: int, *args) -> None:
-    """Run ``place_run_kernel`` as one block of ``run_threads(n_rows)``."""
+def work_size(count: int, m: int, n: int) -> int:
+    """int64 values of the run's ``work`` buffer: out [count + 2], then
+    scratch [3 M + N]."""
+    return count + 2 + 3 * m + n
+
+
+def launch_place_run(n_rows: int, seed_mix, staged, k: int, run, packs, qbuf, reasons_by_row,
+                     raw_by_row, work, sp_weights) -> None:
+    """Run ``place_run_kernel`` as one block of ``run_threads(n_rows)``
+    (``staged`` holds ``k`` rows, ``run`` from ``pack_run`` on the device,
+    ``packs`` the device node packs): twelve arguments."""
     if n_rows > MAX_ROWS:
         raise ValueError(f"a device run takes at most {MAX_ROWS} rows, got {n_rows}")
-    place_run_kernel[1, run_threads(n_rows)](*args)
+    place_run_kernel[1, run_threads(n_rows)](seed_mix, staged, np.int64(k), run, *packs, qbuf,
+                                             reasons_by_row, raw_by_row, work, sp_weights)

@@ -141,6 +141,7 @@ fused_pass = build_fused_pass()
 fused_pass_by_row = build_fused_pass(by_row=True)
 finalize_rows = core["finalize_rows"]
 dirty_rows = core["dirty_rows"]
+logged_rows = core["logged_rows"]
 snapshot_rows = core["snapshot_rows"]
 # called from Python with C-contiguous and strided arrays alike: one signature
 rebuild_keys = AnyLayout(core["rebuild_keys"])

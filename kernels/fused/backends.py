@@ -28,7 +28,7 @@ from tensorsched.kernels._errors import BackendUnavailable
 
 from . import filters, scores
 from . import stage_args as SA
-from .source import ColumnSource
+from .source import LOG_READ_MAX, ColumnSource
 from .ties import TIE_RANK_BITS, seed_mix as mix_of_seed
 
 
@@ -171,6 +171,21 @@ def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
     return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
 
 
+def written_rows(k, source: ColumnSource, n: int, seen: int, out: np.ndarray) -> int:
+    """(``k``: the numba kernels) How many of ``source``'s first ``n`` rows
+    were written after version ``seen``, those rows ascending in ``out``
+    ([>= n] int64): from the source's write log where it has one that
+    covers ``seen`` with few entries since (O(rows written)), else by a scan
+    of ``row_version`` (O(N))."""
+    log = getattr(source, "write_log", None)
+    if log is not None:
+        got = k.logged_rows(log.rows, log.versions, log.length, log.floor, seen,
+                            source.row_version, LOG_READ_MAX, out)
+        if got >= 0:
+            return int(got)
+    return int(k.dirty_rows(source.row_version, n, seen, out))
+
+
 def place_sorted(backend, cols, rows, pos, request, nonzero, register, start):
     """The sort path's placements on ``backend`` (``pos`` [P] positions
     into ``rows``; None: the sort path did not apply) added to the
@@ -276,7 +291,7 @@ class NumbaBackend:
         if c.seen != source.version:
             if self._dirty.shape[0] < n:
                 self._dirty = np.zeros(2 * n, np.int64)
-            k = self._k.dirty_rows(source.row_version, n, c.seen, self._dirty)
+            k = written_rows(self._k, source, n, c.seen, self._dirty)
             if k:
                 dirty = self._dirty[:k]
                 track = c.top_params is not None and k < n
@@ -723,6 +738,8 @@ class CudaBackend:
         #                                          device): the staging buffers
         self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
+        self._kept: dict = {}                    # device buffers kept between runs
+        self._dirty = np.zeros(LOG_READ_MAX, np.int64)   # ``_written``'s scratch
         self._sparams: dict = {}
         self._pick_out = None                    # the pick's answer, device and host
         self._pick_host = None
@@ -771,7 +788,7 @@ class CudaBackend:
             self.bytes_uploaded += sum(a.nbytes for a in host)
         elif source.version != self._version:
             n = cols.allocatable.shape[0]
-            dirty = np.flatnonzero(source.row_version[:n] > self._version)
+            dirty = self._written(source, n, self._version)
             if dirty.shape[0]:
                 # One copy per pack over the span of written rows: a run
                 # writes rows all over the node set, and a copy per row costs
@@ -786,6 +803,14 @@ class CudaBackend:
         self._version = source.version
         return self._packs
 
+    def _written(self, source: ColumnSource, n: int, seen: int) -> np.ndarray:
+        """The rows among the first ``n`` written after version ``seen``,
+        ascending ([k] int64, a view of a scratch buffer valid until the
+        next call): ``written_rows``."""
+        if self._dirty.shape[0] < n:
+            self._dirty = np.zeros(2 * n, np.int64)
+        return self._dirty[:written_rows(self._host, source, n, seen, self._dirty)]
+
     def device_column(self, name: str) -> np.ndarray:
         """Node column ``name`` as the device holds it (a host copy; tests)."""
         spans, _, _ = SA.node_packs(self._shape)
@@ -797,21 +822,16 @@ class CudaBackend:
         lo, hi = spans[k]
         return host[:, lo] if dims == 1 else host[:, lo:hi]
 
-    def device_columns(self, source: ColumnSource) -> dict:
-        """The node columns on the device, level with ``source`` (field name
-        -> device array): views into the packs the fused pass reads, so a
-        kernel taking the columns one by one (the victim search) shares the
-        same mirror.  Flags come as int8, label values as int32."""
+    def device_stage(self, source: ColumnSource, q):
+        """The fused stage on the device for query ``q`` over ``source``'s
+        columns (``stage_args.DeviceStage``): the mirror's packs, level
+        with ``source``, the query buffer (uploaded once per compiled
+        query) and the allocatable view, for the victim kernel."""
         packs = self._sync_columns(source)
+        cols = source.columns()
         spans, _, _ = SA.node_packs(self._shape)
-        out = {}
-        for (name, pack, dims), (lo, hi) in zip(SA.NODE_COLUMNS, spans):
-            if pack == "labels":
-                out[name] = packs[2]
-                continue
-            dev = packs[0 if pack == "i64" else 1]
-            out[name] = dev[:, lo] if dims == 1 else dev[:, lo:hi]
-        return out
+        lo, hi = spans[SA.NODE_NAMES.index("allocatable")]
+        return SA.DeviceStage(packs, self._qbuf(cols, q), packs[0][:, lo:hi])
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                  n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
@@ -909,7 +929,14 @@ class CudaBackend:
         if c.seen == source.version:
             return c, 0
         _, width, host, dev = self._staged
-        k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS)
+        log = getattr(source, "write_log", None)
+        found = -1                  # the write log's rows (-1: it cannot say: a scan)
+        if log is not None:
+            found = self._host.logged_rows(log.rows, log.versions, log.length, log.floor,
+                                           c.seen, source.row_version, LOG_READ_MAX,
+                                           self._dirty)
+        k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS,
+                     self._dirty, found)
         if k > self.MAX_STAGED_ROWS:
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         if k:
@@ -959,7 +986,7 @@ class CudaBackend:
             c.host_reasons, c.host_raw = c.reasons.copy_to_host(), c.raw.copy_to_host()
             self.rows_downloaded += n
         elif c.host_seen != c.seen:
-            dirty = np.flatnonzero(source.row_version[:n] > c.host_seen)
+            dirty = self._written(source, n, c.host_seen)
             if dirty.shape[0]:
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
                 c.host_reasons[lo:hi] = c.reasons[lo:hi].copy_to_host()
@@ -987,7 +1014,7 @@ class CudaBackend:
             if c.seen < 0:
                 d_rows, k = self._arange(n), n
             else:
-                dirty = np.flatnonzero(source.row_version[:n] > c.seen)
+                dirty = self._written(source, n, c.seen)
                 k = dirty.shape[0]
                 d_rows = None
                 if k:
@@ -1009,22 +1036,25 @@ class CudaBackend:
     def place_run(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                   n_slots, count, seed, attempt, request, nonzero, register,
                   rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
-        """``NumbaBackend.place_run`` device-resident: the query's device row
-        cache is brought up to date (only the rows written since), then one
-        block places the whole run (``_cuda_run.place_run_kernel``, one
-        launch; per-domain ``rules`` are evaluated by the block and counted
-        by it, the ``spread`` and ``affinity`` scores recomputed by it over
-        the scanned rows for each pod); one copy back, then the host columns
-        get the same requests added.  None (nothing done) with more score
+        """``NumbaBackend.place_run`` device-resident: one block brings the
+        query's device row cache up to date (the rows written since staged
+        in one copy, as a placement cycle's: ``_staged_cache``) and places
+        the whole run (``_cuda_run.place_run_kernel``, one launch;
+        per-domain ``rules`` are evaluated by the block and counted by it,
+        the ``spread`` and ``affinity`` scores recomputed by it over the
+        scanned rows for each pod): the run's arrays go up packed in one
+        copy (``_cuda_run.pack_run``) into device buffers kept between runs,
+        the launch takes twelve arguments, and one copy of the placements
+        comes back; then the host columns get the same requests added.  (A
+        query's first run, or one after many rows were written, adds the
+        by-row pass and the packs' span copies.)
+        None (nothing done) with more score
         slots than the block keeps maxima for: those pods are scheduled one
         by one."""
         if n_slots > self._run.MAX_RUN_SLOTS:
             return None
-        cuda = self._cuda
-        packs = self._sync_columns(source)
         cols = source.columns()
         n = cols.allocatable.shape[0]
-        c = self._row_cache(source, cols, q, n_slots, packs)
         m = rows.shape[0]
         if rules is None or rules.params.shape[0] == 0:
             rules = _never_fails(n)     # one rule no row fails: no empty device arrays
@@ -1033,17 +1063,27 @@ class CudaBackend:
         if affinity is None:
             affinity = DR.stack_affinity(None, n)
         R = self._run
-        families = (*R.pack_rules(rules), *R.pack_spread(spread), *R.pack_affinity(affinity))
-        rp = self._run.pack_run_params(count, start, num_to_find, request, nonzero,
-                                       active, norm, weights)
-        d_out = cuda.device_array(count + 2, np.int64)
+        rp = R.pack_run_params(count, start, num_to_find, request, nonzero, active, norm,
+                               weights)
+        host = R.pack_run(rp, np.ascontiguousarray(rows, np.int64), rules, spread, affinity)
+        run = self._kept_buffer("run", host.shape[0], np.int64)
+        run[:host.shape[0]].copy_to_device(host)
+        self.copies += 1
+        self.bytes_uploaded += host.nbytes
+        work = self._kept_buffer("work", R.work_size(count, m, n), np.int64)
+        sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
+                                       np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
-        self._run.launch_place_run(
-            m, seed_mix, cuda.to_device(rp), cuda.to_device(rows), *packs,
-            self._qbuf(cols, q), c.reasons, c.raw, d_out,
-            cuda.device_array(3 * m + n, np.int64), *(cuda.to_device(a) for a in families))
+        qbuf = self._qbuf(cols, q)
+        # the rows written since the row cache's last pass: staged, for the
+        # run's launch to write and recompute first (as a cycle's); last
+        # before the launch (the mirror counts them written from here on)
+        c, k = self._staged_cache(source, cols, q, n_slots)
+        R.launch_place_run(m, seed_mix, self._staged[3], k, run, self._packs, qbuf, c.reasons,
+                           c.raw, work, sp_weights)
         self.launches += 1
-        got = d_out.copy_to_host()
+        self.rows_recomputed += k
+        got = work[:count + 2].copy_to_host()
         placed, next_start = int(got[0]), int(got[1])
         out = got[2:2 + placed]
         # The host columns follow (the state's copy is the truth; the mirror
@@ -1053,6 +1093,15 @@ class CudaBackend:
         np.add.at(cols.nonzero_requested, out, nonzero)
         register(out)
         return out, next_start
+
+    def _kept_buffer(self, name: str, size: int, dtype):
+        """A device buffer of at least ``size`` values kept between runs
+        (grown by doubling): no allocation a run."""
+        got = self._kept.get(name)
+        if got is None or got.shape[0] < size:
+            cap = max(size, 2 * got.shape[0] if got is not None else 0, 16)
+            got = self._kept[name] = self._cuda.device_array(cap, dtype)
+        return got
 
     def place_run_sorted(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
                          weights, n_slots, count, seed, attempt, request, nonzero, register,
@@ -1163,6 +1212,15 @@ def numba_runs() -> tuple:
     (or loads) the numba kernels: call it where numba runs."""
     from . import _numba as _fused_numba
     return _fused_numba.build_place_run(_fused_numba.fused_pass_by_row)
+
+
+def numba_row_lookups() -> tuple:
+    """The numba kernels that find the rows written since a version:
+    (``dirty_rows``, the scan of ``row_version``; ``logged_rows``, the
+    write log's lookup), for timing one against the other
+    (``bench.cycle_cpu``).  Compiles (or loads) the numba kernels."""
+    from . import _numba as _fused_numba
+    return _fused_numba.dirty_rows, _fused_numba.logged_rows
 
 
 def numba_fused_pass():

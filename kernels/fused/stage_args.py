@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import inspect
+from typing import NamedTuple
 
 import numpy as np
 
@@ -189,3 +190,14 @@ def unpack_source(indent: str) -> str:
             lines.append(f"{name} = qbuf[{at}]")
     return "".join(f"{indent}{line}\n" for line in lines)
 
+
+
+class DeviceStage(NamedTuple):
+    """The stage on a CUDA device for one query: ``packs`` the device
+    (node_i64, node_flags, label_vals), ``qbuf`` the packed query
+    (``pack_query``), ``allocatable`` the view of node_i64 that is the
+    allocatable column (the victim search's kernel takes it apart)."""
+
+    packs: tuple
+    qbuf: object
+    allocatable: object

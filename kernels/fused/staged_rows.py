@@ -4,7 +4,8 @@ A one-at-a-time cycle on the device needs the rows its row cache is behind
 on: their new columns in the device packs (``stage_args.pack_nodes``) and
 their reasons and raw scores recomputed.  ``stage`` finds them
 (``row_version`` > ``seen``, a compiled scan as the numba backend's
-``dirty_rows``) and writes, in the same compiled call, one int64 buffer
+``dirty_rows``, unless the caller found them in the source's write log)
+and writes, in the same compiled call, one int64 buffer
 holding everything the device needs, so the cycle pays one host-to-device
 copy however many packs there are:
 
@@ -31,13 +32,18 @@ from tensorsched.kernels._compile import compile_source
 from . import stage_args as SA
 
 _TEMPLATE = """
-def stage_rows(row_version, n, seen, cap, out, {params}):
-    k = 0
-    for i in range(n):
-        if row_version[i] > seen:
-            if k < cap:
-                out[k] = i
-            k += 1
+def stage_rows(row_version, n, seen, cap, out, found, n_found, {params}):
+    if n_found >= 0:
+        k = n_found
+        for j in range(min(k, cap)):
+            out[j] = found[j]
+    else:
+        k = 0
+        for i in range(n):
+            if row_version[i] > seen:
+                if k < cap:
+                    out[k] = i
+                k += 1
     if k > cap or k == 0:
         return k
     width = {width}
@@ -91,15 +97,22 @@ def staged_size(k: int, width: int) -> int:
     return k * (1 + width)
 
 
+_NONE_FOUND = np.zeros(1, np.int64)
+
+
 def stage(row_version: np.ndarray, seen: int, cols: L.NodeColumns, out: np.ndarray,
-          cap: int) -> int:
+          cap: int, found: np.ndarray | None = None, n_found: int = -1) -> int:
     """k, the rows among ``cols``' written after version ``seen``; when
     0 < k <= ``cap`` they are staged in ``out`` (module doc; ``out`` holds
     ``staged_size(cap, row_width(cols))`` values at least), else ``out``
-    is left unspecified (more than ``cap``: the caller uploads otherwise)."""
+    is left unspecified (more than ``cap``: the caller uploads otherwise).
+    ``found[:n_found]``: those rows, ascending, when the caller knows them
+    (a source's write log, ``fused._core.logged_rows``); n_found -1: a scan
+    of ``row_version`` finds them."""
     columns = cols if _FIELD_ORDER else (getattr(cols, n) for n in SA.NODE_NAMES)
     return int(_stage_rows(row_version, cols.allocatable.shape[0], np.int64(seen),
-                           np.int64(cap), out, *columns))
+                           np.int64(cap), out, _NONE_FOUND if found is None else found,
+                           np.int64(n_found), *columns))
 
 
 def unstage(staged: np.ndarray, k: int, widths: tuple[int, int, int]) -> tuple:

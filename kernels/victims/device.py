@@ -7,9 +7,12 @@ caller passes, with the table, a ``layout`` number (changes when the host
 arrays were reallocated: a full upload) and ``row_stamp`` [N] int64 (the
 sync at which each row was last written; rows newer than the last upload
 are packed into one array, sent in one copy and scattered by one kernel).
-The node columns come from the fused pass's device mirror
-(``fused.backends.CudaBackend.device_columns``), the query's arrays are
-uploaded once per compiled query.
+The node columns and the query come packed from the fused pass's device
+mirror (``fused.backends.CudaBackend.device_stage``: a ``DeviceStage`` of
+the three node packs and the query buffer), so the victim kernel takes
+fifteen arguments (``_cuda.victims_kernel``); its scratch is one buffer
+kept between searches, the visiting order goes up in one copy into a kept
+buffer.  ``pack_stage`` makes a ``DeviceStage`` from host columns (tests).
 
 ``search_and_pick`` is one preemptor's DryRunPreemption and
 pickOneNodeForPreemption on the device: the victim search of every node of
@@ -23,17 +26,31 @@ dry-run paths).  Same answers as ``search.select_victims`` and
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
 
+from tensorsched.kernels.fused.stage_args import DeviceStage
+
 from . import search as V
 
-__all__ = ["DevicePick", "DeviceVictims"]
+__all__ = ["DevicePick", "DeviceStage", "DeviceVictims", "pack_stage"]
 
-_COLUMN_ARGS = ("allocatable", "requested", "unschedulable", "valid", "label_vals",
-                "label_nums", "label_isnum", "taint_bits", "port_bits")
+
+def pack_stage(cols, q) -> DeviceStage:
+    """A ``DeviceStage`` uploaded from host columns ``cols`` and query ``q``
+    (tests; the cuda backend's ``device_stage`` serves the scheduler from
+    its mirror)."""
+    from . import _cuda     # numba-cuda: only with the cuda backend
+    return _cuda.pack_stage(cols, V.pad_query(cols, q))
+
+
+def victim_kernel():
+    """The victim search's CUDA kernel (a numba-cuda dispatcher,
+    ``.py_func`` its source), for compiling it ahead of a device
+    (``bench.cuda_ptx``).  Imports numba-cuda."""
+    from . import _cuda
+    return _cuda.victims_kernel
 
 
 class DevicePick(NamedTuple):
@@ -64,8 +81,8 @@ class DeviceVictims:
         self._seen = -1
         self._tables: tuple = ()
         self._allowed = (None, None)        # (host array, device copy)
-        self._qargs: OrderedDict = OrderedDict()
         self._scratch: dict = {}
+        self._rows = None                   # the visiting order's kept device buffer
         self._stats = None                  # the last search's device stats
         self.full_uploads = 0
         self.rows_uploaded = 0
@@ -102,42 +119,38 @@ class DeviceVictims:
         if self._allowed[0] is not allowed:
             self._allowed = (allowed, cuda.to_device(np.ascontiguousarray(allowed)))
 
-    # --------------------------------------------------------------- queries
-    def _query_args(self, cols, q) -> tuple:
-        """The query part of ``search.filter_args`` on the device (once per
-        compiled query and bitset width)."""
-        key = (id(q), cols.taint_bits.shape[1], cols.port_bits.shape[1])
-        hit = self._qargs.get(key)
-        if hit is not None and hit[0] is q:
-            return hit[1]
-        host = V.filter_args(cols, V.pad_query(cols, q))[len(_COLUMN_ARGS):]
-        args = tuple(self._cuda.to_device(np.ascontiguousarray(a))
-                     if isinstance(a, np.ndarray) and a.ndim > 0 else a for a in host)
-        self._qargs[key] = (q, args)
-        while len(self._qargs) > 32:
-            self._qargs.popitem(last=False)
-        return args
-
+    # --------------------------------------------------------------- scratch
     def _work(self, n: int, r: int, wp: int, m: int, c: int, p: int) -> tuple:
-        """Device scratch: per node row [N, R], [N, WP] x2; per position
-        [M, C] x2, [M, P], victims [M, C], stats [M, 7] (kept, grown by doubling)."""
+        """(the work buffer laid out for ``m`` positions or more, its parts'
+        device views by name, the pick's out [OUT_VICTIMS + C]): kept,
+        regrown by doubling ``m``; the header goes up once per layout."""
         cuda = self._cuda
         key = (n, r, wp, c, p)
         got = self._scratch.get(key)
         if got is None or got[0] < m:
             cap = max(m, 2 * got[0]) if got is not None else max(m, 1)
-            arrays = (cuda.device_array((n, r), np.int64), cuda.device_array((n, wp), np.int64),
-                      cuda.device_array((n, wp), np.int64), cuda.device_array((cap, c), np.int64),
-                      cuda.device_array((cap, c), np.int64), cuda.device_array((cap, p), np.int64),
-                      cuda.device_array((cap, c), np.int64),
-                      cuda.device_array((cap, V.N_STATS), np.int64),
-                      cuda.device_array(self._pk.OUT_VICTIMS + c, np.int64))
-            self._scratch = {key: (cap, arrays)}
+            head, size = self._k.work_layout(n, cap, r, wp, c, p, V.N_STATS)
+            buf = cuda.device_array(size, np.int64)
+            buf[:head.shape[0]].copy_to_device(head)
+            self._scratch = {key: (cap, buf, self._k.work_views(buf, head),
+                                   cuda.device_array(self._pk.OUT_VICTIMS + c, np.int64))}
             got = self._scratch[key]
-        return got[1]
+        return got[1:]
 
-    def _launch_search(self, dcols: dict, cols, q, rows: np.ndarray, priority: int) -> tuple:
-        """Run the victim kernel over ``rows``; its device outputs."""
+    def _device_rows(self, rows: np.ndarray):
+        """``rows`` on the device: one copy into a kept buffer."""
+        m = rows.shape[0]
+        if self._rows is None or self._rows.shape[0] < m:
+            self._rows = self._cuda.device_array(max(m, 2 * (0 if self._rows is None
+                                                             else self._rows.shape[0])),
+                                                 np.int64)
+        self._rows[:m].copy_to_device(np.ascontiguousarray(rows, np.int64))
+        return self._rows[:m]
+
+    def _launch_search(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
+                       allocatable=None) -> tuple:
+        """Run the victim kernel over ``rows``: (its work views by name, the
+        pick's out buffer)."""
         if not self._tables:
             raise RuntimeError("DeviceVictims.sync_pods must run before a search")
         n, r = cols.requested.shape
@@ -147,33 +160,36 @@ class DeviceVictims:
                              f"{self._shape[4][2]} port words, the node columns {r} and {wp}")
         c = max(self._shape[1][1], 1)
         m = rows.shape[0]
-        work = self._work(n, r, wp, m, c, self._allowed[1].shape[0])
-        args = (self._cuda.to_device(np.ascontiguousarray(rows, np.int64)),
-                *(dcols[f] for f in _COLUMN_ARGS), *self._query_args(cols, q),
-                np.int64(priority), *self._tables, self._allowed[1], *work[:8])
-        self._k.launch(m, *args)
-        return work
+        buf, views, out = self._work(n, r, wp, m, c, self._allowed[1].shape[0])
+        self._k.launch(m, self._device_rows(rows), priority, stage.packs, stage.qbuf,
+                       stage.allocatable if allocatable is None else allocatable,
+                       self._tables, self._allowed[1], buf)
+        return views, out
 
-    def search(self, dcols: dict, cols, q, rows: np.ndarray, priority: int) -> V.VictimResult:
-        """``search.select_victims`` on the device tables (outputs copied back)."""
+    def search(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
+               allocatable=None) -> V.VictimResult:
+        """``search.select_victims`` on the device tables (outputs copied
+        back); ``allocatable``: a device [N, R] read instead of the stage's
+        (host filters' lifted cells)."""
         m = rows.shape[0]
         if m == 0:
             return V.VictimResult(np.zeros((0, V.N_STATS), np.int64),
                                   np.zeros((0, max(self._shape[1][1], 1)), np.int64))
-        work = self._launch_search(dcols, cols, q, rows, priority)
-        return V.VictimResult(work[7][:m].copy_to_host(), work[6][:m].copy_to_host())
+        work, _ = self._launch_search(stage, cols, rows, priority, allocatable)
+        return V.VictimResult(work["stats"][:m].copy_to_host(),
+                              work["victims"][:m].copy_to_host())
 
-    def search_and_pick(self, dcols: dict, cols, q, rows: np.ndarray, priority: int,
+    def search_and_pick(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
                         cap: int) -> DevicePick:
         """The search over the visiting order ``rows`` [M], upstream's visit
-        (numCandidates ``cap``) and the pick, with one copy back."""
+        (numCandidates ``cap``) and the pick: one copy up (the rows), two
+        launches, one copy back."""
         m = rows.shape[0]
         if m == 0:
             return DevicePick(0, 0, -1, np.zeros(V.N_STATS, np.int64), np.zeros(0, np.int64))
-        work = self._launch_search(dcols, cols, q, rows, priority)
-        out = work[8]
-        self._pk.launch_pick(work[7], work[6], m, cap, out)
-        self._stats = work[7]
+        work, out = self._launch_search(stage, cols, rows, priority)
+        self._pk.launch_pick(work["stats"], work["victims"], m, cap, out)
+        self._stats = work["stats"]
         host = out.copy_to_host()
         pk = self._pk
         chosen = int(host[pk.OUT_CHOSEN])

@@ -154,12 +154,19 @@ def select_victims(backend: str, cols: L.NodeColumns, q: L.PodQuery, rows: np.nd
         from numba import cuda
 
         from . import _cuda as _victims_cuda     # numba-cuda: only with the cuda backend
-        dev = tuple(cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray)
-                    and a.ndim > 0 else a for a in args)
-        outs = [cuda.to_device(a) for a in (work_req, work_ports, save_ports, order, flags,
-                                            pdb_left, victims, stats)]
-        _victims_cuda.launch(rows.shape[0], *dev, *outs)
-        return VictimResult(outs[7].copy_to_host(), outs[6].copy_to_host())
+        stage = _victims_cuda.pack_stage(cols, q)
+        head, size = _victims_cuda.work_layout(
+            cols.requested.shape[0], rows.shape[0], cols.requested.shape[1],
+            cols.port_bits.shape[1], victims.shape[1], pdb_left.shape[1], N_STATS)
+        work = np.zeros(size, np.int64)
+        work[:head.shape[0]] = head
+        d_work = cuda.to_device(work)
+        _victims_cuda.launch(rows.shape[0], cuda.to_device(rows), int(priority), stage.packs,
+                             stage.qbuf, stage.allocatable,
+                             tuple(cuda.to_device(np.ascontiguousarray(a)) for a in pods[:6]),
+                             cuda.to_device(np.ascontiguousarray(pods.pdb_allowed)), d_work)
+        got = _victims_cuda.work_views(d_work.copy_to_host(), head)
+        return VictimResult(got["stats"], got["victims"])
     raise ValueError(f"unknown backend {backend!r}")
 
 

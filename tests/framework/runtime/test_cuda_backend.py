@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from support.backends import needs_cuda
 
@@ -136,3 +137,77 @@ def test_cuda_cycles_copy_back_no_rows(monkeypatch):
     assert got == play("numpy")[0]
     assert be.rows_downloaded == 0
     assert copied == [OUT_LEN] * (len(first) + len(later))
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_a_device_run_is_one_copy_up_and_one_back(monkeypatch):
+    """A device run sends its parameters, rows and rule / spread / affinity
+    arrays up in one copy (``_cuda_run.pack_run``) into buffers kept
+    between runs, the rows written since its query's last pass in one more
+    (staged: its one launch writes and recomputes them first), and copies
+    its placements back once."""
+    from numba import cuda
+
+    from tensorsched.kernels.fused import _cuda_run as cuda_run
+    monkeypatch.setattr(run_sort, "ENABLED", False)
+    nodes = [node_dict(f"n{i}", cpu=str(2 + i % 3), labels={"zone": f"z{i % 2}"})
+             for i in range(6)]
+    spec = {"topologySpreadConstraints": [{
+        "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": "web"}}}]}
+    pods = [pod_dict(f"p{i}", cpu="300m", labels={"app": "web"}, created=i, spec=spec)
+            for i in range(10)]
+    device_type = type(cuda.device_array(1))
+    seen = {"up": 0, "back": 0, "alloc": 0}
+    real = (device_type.copy_to_device, device_type.copy_to_host, cuda.to_device,
+            cuda.device_array)
+    in_run = []
+
+    def count(key, fn):
+        def wrapped(*a, **k):
+            if in_run:
+                seen[key] += 1
+            return fn(*a, **k)
+        return wrapped
+    monkeypatch.setattr(device_type, "copy_to_device", count("up", real[0]))
+    monkeypatch.setattr(device_type, "copy_to_host", count("back", real[1]))
+    monkeypatch.setattr(cuda, "to_device", count("up", real[2]))
+    monkeypatch.setattr(cuda, "device_array", count("alloc", real[3]))
+    cluster = build_cluster(nodes)
+    be = cluster.framework_for(parse_pod(pods[0]), "cuda").backend
+    runs = []
+
+    def place_run(*a, _orig=be.place_run, **k):
+        in_run.append(1)
+        before = dict(seen, launches=be.launches)
+        try:
+            return _orig(*a, **k)
+        finally:
+            in_run.pop()
+            runs.append({key: (be.launches if key == "launches" else seen[key]) - before[key]
+                         for key in before})
+    be.place_run = place_run
+    sched = Scheduler(cluster, "cuda", seed=1, batch=True)
+    one = Scheduler(build_cluster(nodes), "numba", seed=1, batch=False)
+    for part in (pods[:5], pods[5:]):
+        got = [(o.pod, o.node) for o in sched.schedule_pending(part)[0]]
+        assert got == [(o.pod, o.node) for o in one.schedule_pending(part)[0]]
+    assert len(runs) >= 2 and max(sched.run_lengths) > 3
+    # the first run also uploads the packs, the query and the row cache; a
+    # later one stages the rows written since (one copy) for its one launch
+    for r in runs[1:]:
+        assert r["back"] == 1 and r["up"] <= 2 and r["alloc"] == 0, runs
+        assert r["launches"] == 1, runs
+    host = cuda_run.pack_run(cuda_run.pack_run_params(3, 1, 4, np.arange(2), np.arange(2), np.ones(2, bool),
+                                        np.zeros(2, np.int64), np.ones(2, np.int64)),
+                      np.arange(5, dtype=np.int64), *_forms(5))
+    parts = cuda_run.unpack_run(host)
+    assert [p.ndim for p in parts] == [d for _, d in cuda_run.RUN_PARTS]
+    assert np.array_equal(parts[1], np.arange(5))
+
+
+def _forms(n):
+    from tensorsched.kernels import domain_rules as DR
+    from tensorsched.kernels.fused.backends import _never_fails
+    return _never_fails(n), DR.stack_spread(None, n), DR.stack_affinity(None, n)

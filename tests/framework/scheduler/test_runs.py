@@ -528,3 +528,31 @@ def test_run_outcomes_read_as_the_one_by_one_list():
         {"pod": "default/gated", "node": None, "message": off[-2].message},
         {"pod": "default/other", "node": None, "message": off[-1].message, "ignored": True}]
     assert all(b.node for b in on[:15])
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("kind", ["plain", "anti", "soft-spread"])
+def test_cuda_runs_below_every_node_place_as_one_by_one(kind):
+    """More than 100 nodes and percentageOfNodesToScore 50: each pod of a
+    device run scans from where the previous one stopped up to the 100th
+    feasible node (the block's prefix count finds the stop), as one-by-one
+    cycles do, with and without per-domain rules and pod-to-pod scores."""
+    nodes = [node_dict(f"n{i:03d}", cpu=str(1 + i % 3),
+                       labels={"zone": f"z{i % 4}", HOST: f"n{i:03d}"})
+             for i in range(130)]
+    spec = {"plain": {}, "anti": {"affinity": _anti(HOST, "web")},
+            "soft-spread": {"topologySpreadConstraints": [
+                _spread("zone", 1, "web", action="ScheduleAnyway")]}}[kind]
+    pods = [pod_dict(f"p{i}", cpu="700m", labels={"app": "web"}, created=i, spec=spec)
+            for i in range(8)]
+    cfg = {**ALL_NODES, "percentageOfNodesToScore": 50}
+    got = {}
+    for backend, batch in (("numba", False), ("cuda", True)):
+        sched = Scheduler(build_cluster(nodes, cfg), backend, 4, batch=batch)
+        got[backend] = ([(o.pod, o.node, o.message) for o in sched.schedule_pending(pods)[0]],
+                        sched.next_start_index)
+        if batch:
+            assert sched.run_lengths and max(sched.run_lengths) > 3
+            assert sched.placed_by.get("device_run", 0) > 3
+    assert got["cuda"] == got["numba"]

@@ -18,6 +18,7 @@ from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels.fused import run_sort
+from support.backends import needs_cuda
 
 PREFER = {"key": "spot", "value": "yes", "effect": "PreferNoSchedule"}
 PREFER2 = {"key": "old", "value": "yes", "effect": "PreferNoSchedule"}
@@ -186,3 +187,25 @@ def test_sorted_runs_agree_with_the_oracle(strategy):
     want = oracle_run(objects, run, profile, 11)
     got = [node for _, node, _ in log][: len(want)]
     assert got == [w for w in want]
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_auto_with_a_gpu_sorts_runs_on_the_device(monkeypatch):
+    """``--backend auto`` where a GPU answers: the cycle stays on numba and
+    the sort stage's backend (cuda) places the runs, the same nodes as
+    numba alone.  (The simulator stands in for the device.)"""
+    from tensorsched.kernels.fused import backends as fused_backends
+    monkeypatch.setattr(fused_backends, "gpu_present", lambda: True)
+    objects = [node_dict(f"n{i}", cpu=str(1 + i % 3), memory="2Gi", pods=str(4 + i),
+                         taints=[PREFER] if i % 2 else None) for i in range(5)]
+    run = [pod_dict(f"p{k}", cpu="200m", memory="300Mi", created=k) for k in range(12)]
+    cfg = config("LeastAllocated", dict.fromkeys(SCORES, 1))
+    auto_log, auto_req, sched = play(objects, run, cfg, 3, "auto", batch=True)
+    numba_log, numba_req, _ = play(objects, run, cfg, 3, "numba", batch=True)
+    assert auto_log == numba_log
+    assert np.array_equal(auto_req, numba_req)
+    (fw,) = sched.cluster.frameworks.values()
+    assert fw.backend_name == "numba" and fw.backend.sorted_runs == 0
+    assert fw.stage_backend("sort").name == "cuda"
+    assert fw.stage_backend("sort").sorted_runs >= 1

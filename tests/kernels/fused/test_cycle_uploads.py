@@ -186,7 +186,8 @@ def test_staged_rows_land_in_the_packs_whatever_column_they_wrote(seed, writes, 
     between cycles of one compiled query reach the device packs through
     the staged upload, and the cycles answer as numba's on the same state:
     each write is stamped as a ``ColumnSource`` stamps one (``version``,
-    ``row_version``), with the node set and tables unchanged."""
+    ``row_version``, and the state's ``write_log``), with the node set and
+    tables unchanged."""
     nodes, pods = sample(seed=seed, nodes=12, pods=12)
     cluster = build_cluster(nodes + pods[:6], HALF)
     st_ = cluster.state
@@ -213,6 +214,7 @@ def test_staged_rows_land_in_the_packs_whatever_column_they_wrote(seed, writes, 
             cols.taint_bits[row, 0] ^= v % 4
         st_.version += 1
         st_.row_version[row] = st_.version
+        st_.write_log.add(row, st_.version)
         assert cycle_of("cuda") == cycle_of("numba")
     # one staged copy and one launch a cycle
     assert be.copies - staged <= len(writes) and be.launches - launched == len(writes)

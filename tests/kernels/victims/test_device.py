@@ -19,9 +19,9 @@ from tensorsched.kernels.victims import search as V
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 
-def _device_cols(c):
-    from numba import cuda
-    return {f: cuda.to_device(np.ascontiguousarray(a)) for f, a in zip(c._fields, c)}
+def _stage(c, q):
+    from tensorsched.kernels.victims.device import pack_stage
+    return pack_stage(c, q)
 
 
 def _mirror(pods, layout=1, stamps=None, stamp=1):
@@ -40,9 +40,9 @@ def _numpy(c, q, rows, prio, pods):
 def test_hand_search_and_dirty_rows():
     pods = V.VictimPods(*(a.copy() for a in HAND_PODS))
     dev = _mirror(pods)
-    dc = _device_cols(HAND)
+    dc = _stage(HAND, HAND_Q4)
     rows = np.arange(7, dtype=np.int64)
-    got = dev.search(dc, HAND, HAND_Q4, rows, 3)
+    got = dev.search(dc, HAND, rows, 3)
     assert (got.stats.tolist(), got.victims.tolist()) == _numpy(HAND, HAND_Q4, rows, 3, pods)
     assert dev.full_uploads == 1 and dev.rows_uploaded == 7
     # Row 4 changes on the host (its second pod leaves): stamp 2 marks it;
@@ -53,7 +53,7 @@ def test_hand_search_and_dirty_rows():
     stamps[4] = 2
     dev.sync_pods(pods, 1, stamps, 2)
     assert dev.full_uploads == 1 and dev.rows_uploaded == 8
-    got = dev.search(dc, HAND, HAND_Q4, rows, 3)
+    got = dev.search(dc, HAND, rows, 3)
     assert (got.stats.tolist(), got.victims.tolist()) == _numpy(HAND, HAND_Q4, rows, 3, pods)
     # The same stamp again: nothing travels; a new layout: everything.
     dev.sync_pods(pods, 1, stamps, 2)
@@ -64,11 +64,11 @@ def test_hand_search_and_dirty_rows():
 
 def test_hand_search_and_pick_one_copy_back():
     dev = _mirror(HAND_PODS)
-    dc = _device_cols(HAND)
+    dc = _stage(HAND, HAND_Q)
     rows = np.array([1, 2, 0, 3], np.int64)
     stats, victims = _numpy(HAND, HAND_Q, rows, 3, HAND_PODS)
     want = VP.visit_and_pick(np.array(stats, np.int64), 4)
-    got = dev.search_and_pick(dc, HAND, HAND_Q, rows, 3, 4)
+    got = dev.search_and_pick(dc, HAND, rows, 3, 4)
     # Node 0 (position 2) is the one candidate: victim slot 1; every
     # position visited (no second candidate): calls 0 + 1 + 3 + 3.
     assert (got.visited, got.calls, got.chosen) == tuple(want) == (4, 7, 2)
@@ -84,7 +84,7 @@ def test_random_device_tables_follow_the_host(case, cap, data):
     pods = V.VictimPods(*(a.copy() for a in pods))
     n = pods.pod_count.shape[0]
     dev = _mirror(pods)
-    dc = _device_cols(c)
+    dc = _stage(c, q)
     rows = np.asarray(rows, np.int64)
     # Rewrite some rows on the host (priorities shuffled, a pod dropped).
     changed = data.draw(st.lists(st.integers(0, n - 1), max_size=n, unique=True))
@@ -94,12 +94,49 @@ def test_random_device_tables_follow_the_host(case, cap, data):
         pods.pod_count[i] = max(0, pods.pod_count[i] - 1)
         stamps[i] = 2
     dev.sync_pods(pods, 1, stamps, 2)
-    got = dev.search(dc, c, q, rows, prio)
+    got = dev.search(dc, c, rows, prio)
     want_stats, want_victims = _numpy(c, q, rows, prio, pods)
     assert (got.stats.tolist(), got.victims.tolist()) == (want_stats, want_victims)
-    pk = dev.search_and_pick(dc, c, q, rows, prio, cap)
+    pk = dev.search_and_pick(dc, c, rows, prio, cap)
     want = VP.visit_and_pick(np.array(want_stats, np.int64), cap)
     assert (pk.visited, pk.calls, pk.chosen) == tuple(want)
     if want.chosen >= 0:
         nv = want_stats[want.chosen][V.STAT_N_VICTIMS]
         assert pk.victims.tolist() == want_victims[want.chosen][:nv]
+
+
+def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
+    """Once the mirror and its scratch exist, a preemptor's search and pick
+    sends its visiting order up in one copy into a kept buffer, allocates
+    nothing and copies one buffer back; the victim kernel takes the stage
+    packed (fifteen arguments)."""
+    from numba import cuda
+
+    from tensorsched.kernels.victims import _cuda as victims_cuda
+    dev = _mirror(HAND_PODS)
+    dc = _stage(HAND, HAND_Q)
+    rows = np.array([1, 2, 0, 3], np.int64)
+    first = dev.search_and_pick(dc, HAND, rows, 3, 4)
+    device_type = type(cuda.device_array(1))
+    seen = {"up": 0, "back": 0, "alloc": 0, "args": []}
+    real = (device_type.copy_to_device, device_type.copy_to_host, cuda.to_device,
+            cuda.device_array, victims_cuda.launch)
+
+    def count(key, fn):
+        def wrapped(*a, **k):
+            seen[key] += 1
+            return fn(*a, **k)
+        return wrapped
+
+    def launch(n_rows, *args):
+        seen["args"].append(len(args) - 2 + len(args[2]) + len(args[5]))    # packs, tables
+        return real[4](n_rows, *args)
+    monkeypatch.setattr(device_type, "copy_to_device", count("up", real[0]))
+    monkeypatch.setattr(device_type, "copy_to_host", count("back", real[1]))
+    monkeypatch.setattr(cuda, "to_device", count("alloc", real[2]))
+    monkeypatch.setattr(cuda, "device_array", count("alloc", real[3]))
+    monkeypatch.setattr(victims_cuda, "launch", launch)
+    again = dev.search_and_pick(dc, HAND, rows[::-1].copy(), 3, 4)
+    assert (seen["up"], seen["back"], seen["alloc"]) == (1, 1, 0)
+    assert seen["args"] == [15]
+    assert first.chosen >= 0 and again.chosen >= 0
