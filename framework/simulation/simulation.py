@@ -71,6 +71,7 @@ from tensorsched.framework.scheduler.cluster import (
     Cluster,
     build_cluster,
     check_cluster_inputs,
+    check_feature_gates,
     pod_from,
 )
 from tensorsched.framework.scheduler.events import EVENTS as SCHEDULER_EVENTS
@@ -125,7 +126,8 @@ class Simulation:
     per ``timeseries`` row (None: no rows).  ``metrics``: extra time-series
     columns, ``{name: fn(cluster) -> float}`` (more later with
     ``series.add_metrics``).  ``registry``: the plugin registry (default:
-    the installed ``default_registry()``).  Other keyword arguments go to
+    the installed ``default_registry()``).  ``feature_gates``: gate name ->
+    on, with objects or a path (``build_cluster``'s).  Other keyword arguments go to
     the ``Scheduler`` (``batch``, ``termination_grace_seconds``,
     ``pod_max_in_unschedulable_seconds``, ...).  Pending pods of the loaded
     objects arrive at time 0.
@@ -136,7 +138,7 @@ class Simulation:
 
     def __init__(self, cluster, config=None, backend: str = "numba", seed: int = 0, *,
                  interval: float | None = 60.0, metrics: dict | None = None, registry=None,
-                 **scheduler_options):
+                 feature_gates=None, **scheduler_options):
         args = Arguments("Simulation")
         if isinstance(cluster, (str, os.PathLike)):
             cluster = args.path("cluster", cluster)
@@ -157,17 +159,21 @@ class Simulation:
                       optional=True)
         self._init = {"backend": backend, "seed": seed, "interval": interval,
                       "options": dict(scheduler_options), "objects": None, "config": None}
+        feature_gates = check_feature_gates(args, feature_gates, config)
         if isinstance(cluster, Cluster):
-            if config is not None:
-                raise SimulationError("config goes with objects; a Cluster has its own")
+            if config is not None or feature_gates is not None:
+                raise SimulationError("config and feature_gates go with objects; a Cluster "
+                                      "has its own")
             self.cluster = cluster
         else:
             objects = load_objects(cluster) if isinstance(cluster, (str, os.PathLike)) \
                 else list(cluster)
-            self.cluster = build_cluster(objects, config, registry)
+            self.cluster = build_cluster(objects, config, registry, feature_gates)
             cfg = _read_config(config) if isinstance(config, (str, os.PathLike)) else config
             self._init["objects"] = objects
             self._init["config"] = cfg
+            if feature_gates is not None:
+                self._init["feature_gates"] = feature_gates
         self.clock = HorizonClock()
         self.scheduler = Scheduler(self.cluster, backend, seed, clock=self.clock,
                                    **scheduler_options)
@@ -549,6 +555,7 @@ class Simulation:
             source = objects
         sim = cls(source, init["config"] if objects is not None else None, init["backend"],
                   init["seed"], interval=init["interval"], metrics=metrics, registry=registry,
+                  feature_gates=init.get("feature_gates") if objects is not None else None,
                   **init["options"])
         for call, at, arg, blob in calls:
             sim._log.append((call, at, arg, blob))
