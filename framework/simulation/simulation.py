@@ -82,6 +82,7 @@ from .arrivals import BLOCK_ROWS, CHUNK, FIRST_BLOCK_ROWS, MIN_BLOCK, TraceArriv
 from .changes import ClusterChanges, pod_not_found
 from .errors import SimulationError
 from .listeners import Listeners
+from .node_slices import checked_slices
 from .scenario import Scenario, check_steps, load_scenario
 from .series import TIMESERIES_COLUMNS, TimeSeries
 from .snapshot import SNAPSHOT_VERSION, read_snapshot, replay_call, snapshot_table, trace_blob
@@ -280,18 +281,28 @@ class Simulation:
         self._logged("delete", t, key)
         self._push(t, PRIO_LEAVE, "delete", key)
 
-    def add_node(self, node: dict, at=None) -> None:
+    def add_node(self, node: dict, at=None, *, slices=None) -> None:
         """Add a Node (a dict, validated now) at ``at``; a node of that name
-        in the cluster, not deleted before ``at``, is AlreadyExists."""
-        Arguments("Simulation.add_node").mapping("node", node, what="a Node dict")
+        in the cluster, not deleted before ``at``, is AlreadyExists.
+        ``slices``: ResourceSlice dicts local to the node, published as it
+        joins (its DRA devices)."""
+        args = Arguments("Simulation.add_node")
+        args.mapping("node", node, what="a Node dict")
         t = self._when(at, "add_node")
         name = parse_node(node).name
+        if slices is not None:
+            slices = checked_slices(args, slices, name)
         if name in self.cluster.state.node_rows and not any(
                 kind == "delete_node" and when <= t and payload == name
                 for when, kind, payload in self.agenda):
             raise SimulationError(f"Node {name}: already exists (AlreadyExists) in the "
                                   f"cluster at {t:g}s")
-        self._logged("add_node", t, node)
+        if slices:
+            self._logged("add_node_slices", t, {"node": node, "slices": slices})
+            # first in the agenda at that time: the devices are there when the node joins
+            self._push(t, PRIO_NODE, "add_slices", slices)
+        else:
+            self._logged("add_node", t, node)
         self._push(t, PRIO_NODE, "add_node", node)
 
     def delete_node(self, name: str, at=None) -> None:
@@ -356,8 +367,9 @@ class Simulation:
                 if st.kind == "Pod":
                     self.submit(st.objects, at=st.at, duration=st.duration)
                 else:
-                    for o in st.objects:
-                        self.add_node(o, at=st.at)
+                    for i, o in enumerate(st.objects):
+                        self.add_node(o, at=st.at,
+                                      slices=st.slices[i] if st.slices else None)
             elif st.action in ("delete", "removeNodes"):
                 for name in st.names:
                     if st.kind == "Pod":
