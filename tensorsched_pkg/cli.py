@@ -116,6 +116,7 @@ def cmd_schedule(args) -> int:
     from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
     from tensorsched.framework.scheduler.metrics import placed_by_line, summarize
     from tensorsched.framework.scheduler.scheduler import Scheduler
+    from tensorsched.framework.state.dra_claims import binding_claims
     from tensorsched.topology.gpu_table import binding_gpus
     if args.cluster:
         objects = load(args.cluster)
@@ -146,9 +147,12 @@ def cmd_schedule(args) -> int:
            "evictions": sched.evictions, "summary": summary,
            "placed_by": dict(sched.placed_by), "runs_by": dict(sched.runs_by)}
     gpus = binding_gpus(cluster.state)      # GPU indices, only for pods holding GPUs
+    claims = binding_claims(cluster.state)  # DRA devices, only for pods holding claims
     for d in out["bindings"]:
         if d.get("node") is not None and d["pod"] in gpus:
             d["gpus"] = gpus[d["pod"]]["indices"]
+        if d.get("node") is not None and d["pod"] in claims:
+            d["claims"] = claims[d["pod"]]
     if args.output:
         with open(args.output, "w") as f:
             if args.output.endswith(".json"):
