@@ -9,6 +9,7 @@ import json
 import textwrap
 
 import pyarrow.parquet as pq
+import yaml
 import pytest
 
 import tensorsched as ts
@@ -201,3 +202,39 @@ def test_a_loaded_config_carries_its_own_gates(files):
     assert [o.node for o in ts.Scheduler(cluster).schedule_pending(cluster.pending)[0]] == [None]
     with pytest.raises(ArgumentError, match="a loaded SchedulerConfig has its own"):
         ts.build_cluster(objects, cfg, feature_gates={"DRADeviceTaints": False})
+
+
+def test_compiled_runs_and_cycles_read_the_gate_alike():
+    """24 alike GPU pods on two nodes of 16 GPUs, every other one tainted
+    NoExecute: 24 placed with the gate off, 16 with it on, by compiled runs
+    (numba) as by one cycle per pod (numpy, no batch), on the same devices."""
+    import copy
+
+    objects = [o for o in yaml.safe_load_all(CLUSTER)
+               if o["kind"] in ("DeviceClass", "ResourceClaimTemplate")]
+    pod = yaml.safe_load(POD)
+    for i in range(24):
+        p = copy.deepcopy(pod)
+        p["metadata"]["name"] = f"p{i}"
+        objects.append(p)
+    for n in ("g1", "g2"):
+        objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
+                        "status": {"allocatable": {"cpu": "64", "memory": "64Gi",
+                                                   "pods": "110"}}})
+        objects.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                        "metadata": {"name": f"{n}-gpus"},
+                        "spec": {"driver": "gpu.example.com", "nodeName": n,
+                                 "pool": {"name": n, "generation": 1, "resourceSliceCount": 1},
+                                 "devices": [{"name": f"gpu-{i}", **({"taints": [
+                                     {"key": "k", "value": "v", "effect": "NoExecute"}]}
+                                     if i % 2 else {})} for i in range(16)]}})
+    for gates, placed in ((None, 24), ({"DRADeviceTaints": True}, 16)):
+        got = []
+        for backend, batch in (("numba", True), ("numpy", False)):
+            cluster = ts.build_cluster(copy.deepcopy(objects), feature_gates=gates)
+            sched = ts.Scheduler(cluster, backend=backend, batch=batch)
+            outcomes, _ = sched.schedule_pending(cluster.pending)
+            got.append(([o.node for o in outcomes], dict(sched.placed_by)))
+        assert got[0][0] == got[1][0]
+        assert sum(n is not None for n in got[0][0]) == placed
+        assert got[0][1]["compiled_run"] == placed and got[1][1]["cycle"] == placed
