@@ -13,7 +13,7 @@ from tensorsched.framework.parsing.node_lifecycle import drain_exemption, set_un
 
 from .agenda import PRIO_LEAVE
 from .errors import SimulationError
-from .node_slices import load_slices
+from .node_slices import drop_node_slices, load_slices
 
 
 def pod_not_found(key: str, t: float) -> SimulationError:
@@ -66,6 +66,7 @@ class ClusterChanges:
             for key in sorted(state.pods_on_node[row]):
                 self.remove_pod(key, "Deleted", f"node {payload} deleted")
             self._scheduler.delete_node(payload)
+            drop_node_slices(state, payload)
             self._listeners.event("NodeDeleted", None, payload)
         elif kind in ("cordon", "uncordon"):
             self._set_unschedulable(payload, kind == "cordon")

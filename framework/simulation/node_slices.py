@@ -53,3 +53,16 @@ def load_slices(state, slices: list[dict]) -> None:
         if rec.name in have:
             raise SimulationError(f"ResourceSlice {rec.name}: already exists (AlreadyExists)")
     claims.load(slices=records)
+
+
+def drop_node_slices(state, node: str) -> None:
+    """A deleted node's own ResourceSlices go with it (the Node owns them:
+    the garbage collector deletes them), so a node of that name may join
+    again with its slices."""
+    claims = ClaimState.attached(state)
+    if claims is None:
+        return
+    keep = [s for s in claims.slices if s.node_name != node]
+    if len(keep) != len(claims.slices):
+        claims.slices[:] = keep
+        claims.objects_version += 1     # the device columns are rebuilt

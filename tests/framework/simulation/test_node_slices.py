@@ -146,3 +146,14 @@ def test_add_node_refuses_bad_slices_and_changes_nothing():
         with pytest.raises(ArgumentError, match=field.replace("[", r"\[").replace("]", r"\]")):
             sim.add_node(_node("g7"), at=30, slices=slices)
     assert len(sim.agenda) == 0 or all(k != "add_node" for _t, k, _p in sim.agenda)
+
+
+def test_a_removed_node_takes_its_slices_and_may_join_again():
+    sim = ts.Simulation(_cluster(2), backend="numpy")
+    placed = _placed(sim)
+    sim.add_node(_node("g7"), at=10, slices=[_slice("g7")])
+    sim.delete_node("g7", at=20)              # train-0 deleted with it
+    sim.add_node(_node("g7"), at=30, slices=[_slice("g7")])
+    sim.run()
+    assert placed == {"ml/train-0": ("g7", 10.0), "ml/train-1": ("g7", 30.0)}
+    assert [s.name for s in ClaimState.attached(sim.cluster.state).slices] == ["g7-gpus"]
