@@ -238,3 +238,18 @@ def test_compiled_runs_and_cycles_read_the_gate_alike():
         assert got[0][0] == got[1][0]
         assert sum(n is not None for n in got[0][0]) == placed
         assert got[0][1]["compiled_run"] == placed and got[1][1]["cycle"] == placed
+
+
+def test_the_experiment_takes_no_gates(tmp_path, capsys):
+    """The openb experiment runs no scheduler profile: --feature-gates is
+    refused before anything is read (and by make_jobs)."""
+    from tensorsched.experiments.sweep import SweepError, make_jobs
+    trace, nodes = tmp_path / "pods.csv", tmp_path / "nodes.csv"
+    trace.write_text("x\n")
+    nodes.write_text("x\n")
+    assert main(["sweep", "--experiment", "--nodes", str(nodes), "--trace", str(trace),
+                 "--output", str(tmp_path / "r.parquet"), *ON]) == 2
+    assert "--feature-gates does not apply" in capsys.readouterr().err
+    with pytest.raises(SweepError, match="takes no feature_gates"):
+        make_jobs([str(trace)], [1], experiment=True, nodes=str(nodes),
+                  feature_gates={"DRADeviceTaints": True})
