@@ -105,6 +105,7 @@ def cmd_simulate(args) -> int:
                     "interval": args.interval, "inputs": {
                         "cluster": args.cluster, "nodes": args.nodes, "trace": args.trace,
                         "scenario": args.scenario, "config": args.config,
+                        "feature_gates": args.feature_gates,
                         "policy": (args.policy or ("FGD" if args.nodes and not args.config
                                                    else None))}})
     for k, v in list(summary.items()):

@@ -120,6 +120,7 @@ def test_simulate_reads_the_gate(files, gates):
                  "--backend", "numpy", "--output", str(out), *gates]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["scheduled"] == (0 if gates else 1)
+    assert summary["inputs"]["feature_gates"] == ({"DRADeviceTaints": True} if gates else None)
 
 
 @pytest.mark.parametrize("gates", [[], ON])
