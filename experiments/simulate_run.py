@@ -112,8 +112,8 @@ def choose_config(config, policy: str | None, openb: bool, typical: list[dict] |
 def build_simulation(objects, config, backend: str, seed: int, *, interval: float,
                      batch: bool = True, typical: list[dict] | None = None,
                      registry=None, termination_grace_seconds: float = 0.0,
-                     pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
-                     ) -> Simulation:
+                     pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
+                     feature_gates=None) -> Simulation:
     """A Simulation of ``objects`` under ``config``; when the cluster has
     GPUs, with the GPU columns (``gpu_alloc_pct``, and with ``typical`` the
     fragmentation ones) in its time series.  ``registry``: the plugins the
@@ -122,9 +122,10 @@ def build_simulation(objects, config, backend: str, seed: int, *, interval: floa
     victims stay on their node, terminating, that long after eviction);
     ``pod_max_in_unschedulable_seconds``: the Scheduler's (seconds a pod
     waits in the unschedulable pool before it is tried again whatever the
-    events)."""
+    events); ``feature_gates``: gate name -> on (``--feature-gates``)."""
     sim = Simulation(objects, config, backend, seed, interval=interval, batch=batch,
-                     registry=registry, termination_grace_seconds=termination_grace_seconds,
+                     registry=registry, feature_gates=feature_gates,
+                     termination_grace_seconds=termination_grace_seconds,
                      pod_max_in_unschedulable_seconds=pod_max_in_unschedulable_seconds)
     if int(GpuTable.of(sim.cluster.state).count.sum()):
         # the metrics are known only once the cluster is built (does it have GPUs?)

@@ -63,6 +63,7 @@ from tqdm import tqdm
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import load_config
+from tensorsched.framework.scheduler.cluster import check_feature_gates
 from tensorsched.framework.config.plugin_names import DEFAULT_PREEMPTION
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.simulation.series import KEEP_LATENCIES
@@ -140,7 +141,9 @@ class Job:
     their first eviction + that many seconds (0: they leave at once);
     ``pod_max_in_unschedulable_seconds``: the Scheduler's (a pod waiting
     in the unschedulable pool that long goes back to the queue whatever
-    the events; seconds >= 0, inf never; the experiment has no pool)."""
+    the events; seconds >= 0, inf never; the experiment has no pool);
+    ``feature_gates``: (gate name, on) pairs over upstream's defaults
+    (``--feature-gates``; a job with any runs per job, on the Simulation)."""
 
     kind: str
     trace: str
@@ -158,6 +161,12 @@ class Job:
     tie_rank: bool = False
     termination_grace_seconds: float = 0.0
     pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+
+    @property
+    def gates(self) -> dict[str, bool] | None:
+        """``feature_gates`` as the mapping ``load_config`` takes (None: none)."""
+        return dict(self.feature_gates) or None
 
     @property
     def trace_name(self) -> str:
@@ -186,7 +195,8 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
               interval: float = DEFAULT_INTERVAL, until: float | None = None,
               tune: float = DEFAULT_TUNE, batch: bool = True,
               tie_rank: bool = False, termination_grace_seconds: float = 0.0,
-              pod_max_in_unschedulable_seconds: float | None = None) -> list[Job]:
+              pod_max_in_unschedulable_seconds: float | None = None,
+              feature_gates=None) -> list[Job]:
     """Every (trace, config, seed), traces outermost, seeds innermost.
     Configs: the ``configs`` files then the ``policies`` (none given: the
     default one; with ``experiment`` every policy).  Names (file stems,
@@ -199,8 +209,11 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
     ``pod_max_in_unschedulable_seconds`` (seconds >= 0, inf: never; None:
     the Scheduler's default, 300): every job's Simulation's
     (``Job.pod_max_in_unschedulable_seconds``; the experiment, whose pods
-    are scheduled at their arrival or never, takes none)."""
+    are scheduled at their arrival or never, takes none).  ``feature_gates``
+    (gate name -> on, None: upstream's defaults): every simulate job's
+    (``Job.feature_gates``)."""
     args = Arguments("sweep.make_jobs")
+    gates = tuple(sorted((check_feature_gates(args, feature_gates) or {}).items()))
     traces = [args.path(f"traces[{i}]", t) for i, t in
               enumerate(args.sequence("traces", traces, items="trace paths"))]
     seeds = [args.seed(s, f"seeds[{i}]") for i, s in
@@ -256,6 +269,9 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
         if unsched is not None:
             raise SweepError("the experiment schedules each pod at its arrival or never (no "
                              "unschedulable pool): it takes no pod_max_in_unschedulable_seconds")
+        if gates:
+            raise SweepError("the experiment runs no scheduler profile: it takes no "
+                             "feature_gates")
         try:
             tune = R.check_tune(tune)
         except ValueError as exc:
@@ -270,7 +286,8 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
                 until=None if until is None else float(until), tune=float(tune), batch=batch,
                 tie_rank=tie_rank and c is None, termination_grace_seconds=grace,
                 pod_max_in_unschedulable_seconds=float(
-                    DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS if unsched is None else unsched))
+                    DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS if unsched is None else unsched),
+                feature_gates=gates)
             for t in traces for c, p in choices for s in seeds]
     for what, given in (("trace", traces), ("config", configs), ("policy", policies),
                         ("seed", seeds)):
@@ -367,8 +384,9 @@ def _load_simulate(jobs, inputs: dict) -> None:
         trace = inputs[("trace", path)] = run.read_trace_file(path)
         inputs[("typical", path)] = run.typical_of(trace)
     registry = sweep_registry()
-    for path in dict.fromkeys(j.config for j in jobs if j.config):
-        cfg = load_config(path, registry.plugin_points())      # errors name the file
+    for path, gates in dict.fromkeys((j.config, j.feature_gates) for j in jobs if j.config):
+        # errors name the file
+        cfg = load_config(path, registry.plugin_points(), dict(gates) or None)
         inputs[("config", path)] = _read_config(path)
         inputs[("ties", path)] = scores_with_tie(cfg)
     for path in dict.fromkeys(j.scenario for j in jobs if j.scenario):
@@ -383,13 +401,14 @@ def _load_simulate(jobs, inputs: dict) -> None:
     checked = set()
     warnings: dict[str, None] = {}
     for j in jobs:
-        key = (j.nodes, j.cluster, j.config, j.policy, j.scenario, j.backend, j.tie_rank)
+        key = (j.nodes, j.cluster, j.config, j.policy, j.scenario, j.backend, j.tie_rank,
+               j.feature_gates)
         if key in checked:
             continue
         checked.add(key)
         traces = dict.fromkeys((k.trace, k.trace_name) for k in jobs
                                if (k.nodes, k.cluster, k.config, k.policy, k.scenario,
-                                   k.backend, k.tie_rank) == key)
+                                   k.backend, k.tie_rank, k.feature_gates) == key)
         typical = inputs[("typical", j.trace)]
         # the config from its file, so its errors name it
         sim = _simulation(j, inputs, j.config, typical)
@@ -451,7 +470,8 @@ def _simulation(job: Job, inputs: dict, config, typical):
                                 registry=sweep_registry(),
                                 termination_grace_seconds=job.termination_grace_seconds,
                                 pod_max_in_unschedulable_seconds=(
-                                    job.pod_max_in_unschedulable_seconds))
+                                    job.pod_max_in_unschedulable_seconds),
+                                feature_gates=job.gates)
 
 
 # ---------------------------------------------------------------------------
@@ -553,11 +573,11 @@ def preempts(job: Job, inputs: dict) -> bool:
     manifests) has DefaultPreemption at postFilter: the only evictions a
     termination grace delays (once per configuration, policy and cluster
     kind)."""
-    key = ("preempts", job.config, job.policy, bool(job.nodes))
+    key = ("preempts", job.config, job.policy, bool(job.nodes), job.feature_gates)
     if key not in inputs:
         config = copy.deepcopy(inputs[("config", job.config)]) if job.config else \
             run.choose_config(None, job.policy, bool(job.nodes), None)
-        cfg = load_config(config, sweep_registry().plugin_points())
+        cfg = load_config(config, sweep_registry().plugin_points(), job.gates)
         inputs[key] = any(ref.name == DEFAULT_PREEMPTION for prof in cfg.profiles
                           for ref in prof.plugins.get("postFilter", ()))
     return inputs[key]
@@ -968,8 +988,11 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
         if ray is not None:
             _run_ray(jobs, inputs, ray, workers, done)
         else:
-            # on one machine the experiment's runs go as batched calls
+            # on one machine the experiment's runs go as batched calls; jobs
+            # under feature gates run per job (the batched engines read none)
             rest = _batched_experiments(jobs, inputs, workers, done)
+            gated = [i for i in rest if jobs[i].feature_gates]
+            rest = [i for i in rest if not jobs[i].feature_gates]
             rest = [rest[k] for k in batched_simulations([jobs[i] for i in rest], inputs,
                                                           workers, _shifted(rest, done))]
             # the openb profile with a scenario's node steps: the openb engine's node events
@@ -980,6 +1003,7 @@ def run_sweep(jobs, workers: int | None = None, ray: str | None = None, progress
             # default-profile configurations on manifests: the node-local kernel
             rest = _engine_rest(jobs, rest, inputs, "local", lambda sub, sub_done: (
                 batched_local(sub, inputs, workers, sub_done)), done)
+            rest = sorted(rest + gated)
             if rest:
                 sub = [jobs[i] for i in rest]
 

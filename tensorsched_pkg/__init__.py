@@ -4,7 +4,7 @@ The facade (a contract other tools read)::
 
     import tensorsched as ts
     objects = ts.load_manifests(path)            # files or directories -> list of dicts
-    cluster = ts.build_cluster(objects, config=None)
+    cluster = ts.build_cluster(objects, config=None, feature_gates=None)
     sched = ts.Scheduler(cluster, backend="numba", seed=0)
     outcomes, preemptions = sched.schedule_pending(pods)   # manifest dicts or parsed records
     ts.explain(objects, pod, config=None, backend="numpy", seed=0)

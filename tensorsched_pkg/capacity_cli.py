@@ -25,15 +25,17 @@ import sys
 from tensorsched.framework.capacity.limits import EXACT_LIMIT, MAX_EXACT_LIMIT, MAX_NODES
 from tensorsched.framework.errors import StateError, TensorschedError
 
-from .cli_args import BACKENDS, SEED, Help, int_in, load, load_cluster, output_file, progress
+from .cli_args import (BACKENDS, SEED, Help, add_feature_gates, int_in, load, load_cluster,
+                       output_file, progress)
 
 __all__ = ["add_parser", "cmd_capacity"]
 
 
-def _build(path: str, config, pods=()):
+def _build(path: str, config, pods=(), feature_gates=None):
     """The cluster of the manifests at ``path`` (warnings for what its
-    profiles cannot see of its pending pods and ``pods``)."""
-    return load_cluster(load(path), config, pods)
+    profiles cannot see of its pending pods and ``pods``) under
+    ``feature_gates`` (``--feature-gates``)."""
+    return load_cluster(load(path), config, pods, feature_gates)
 
 
 def _one(path: str, kind: str) -> dict:
@@ -128,7 +130,8 @@ def cmd_capacity(args) -> int:
             raise TensorschedError(f"{args.workloads}: no pods (Pods, Deployments, "
                                    "ReplicaSets, StatefulSets, Jobs) to place")
         workloads = parse_objects(workloads).pods
-    cluster = _build(args.cluster, args.config, pods + list(workloads or ()))
+    cluster = _build(args.cluster, args.config, pods + list(workloads or ()),
+                     args.feature_gates)
     if pods:
         with _bar("capacity", "pod", sum(args.replicas) if args.replicas else None) as bar:
             report = how_many_fit(cluster, pods, replicas=args.replicas, backend=args.backend,
@@ -197,4 +200,5 @@ def add_parser(sub) -> None:
                    "(else cluster-autoscaler's greedy order)")
     c.add_argument("--output", type=output_file,
                    help="write the CapacityReport (JSON for *.json, else YAML)")
+    add_feature_gates(c)
     c.set_defaults(func=cmd_capacity)

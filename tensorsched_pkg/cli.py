@@ -25,6 +25,7 @@ from .cli_args import (
     BACKENDS,
     SEED,
     Parser,
+    add_feature_gates,
     int_in,
     load,
     load_cluster,
@@ -93,7 +94,7 @@ def _explain_table(record: dict, top: int) -> list[str]:
 def cmd_explain(args) -> int:
     from tensorsched.framework.scheduler.explain import explain_pod, failed_scheduling_message
     pod = _single_pod(args.pod)
-    cluster = load_cluster(load(args.cluster), args.config, [pod])
+    cluster = load_cluster(load(args.cluster), args.config, [pod], args.feature_gates)
     record = explain_pod(cluster, pod, backend=args.backend, seed=args.seed)
     if args.format == "json":
         print(json.dumps(record, indent=2))
@@ -115,6 +116,7 @@ def cmd_schedule(args) -> int:
     from tensorsched.framework.scheduler.events import OUTCOME_EVENTS
     from tensorsched.framework.scheduler.metrics import placed_by_line, summarize
     from tensorsched.framework.scheduler.scheduler import Scheduler
+    from tensorsched.framework.state.dra_claims import binding_claims
     from tensorsched.topology.gpu_table import binding_gpus
     if args.cluster:
         objects = load(args.cluster)
@@ -123,7 +125,7 @@ def cmd_schedule(args) -> int:
     else:
         nodes, pods = sample(seed=args.seed)
         objects = nodes + ([o for path in args.pods for o in load(path)] if args.pods else pods)
-    cluster = load_cluster(objects, args.config)
+    cluster = load_cluster(objects, args.config, feature_gates=args.feature_gates)
     sched = Scheduler(cluster, args.backend, args.seed, batch=not args.no_batch)
     with progress(len(cluster.pending), "scheduling") as bar:
         done: set = set()
@@ -145,9 +147,12 @@ def cmd_schedule(args) -> int:
            "evictions": sched.evictions, "summary": summary,
            "placed_by": dict(sched.placed_by), "runs_by": dict(sched.runs_by)}
     gpus = binding_gpus(cluster.state)      # GPU indices, only for pods holding GPUs
+    claims = binding_claims(cluster.state)  # DRA devices, only for pods holding claims
     for d in out["bindings"]:
         if d.get("node") is not None and d["pod"] in gpus:
             d["gpus"] = gpus[d["pod"]]["indices"]
+        if d.get("node") is not None and d["pod"] in claims:
+            d["claims"] = claims[d["pod"]]
     if args.output:
         with open(args.output, "w") as f:
             if args.output.endswith(".json"):
@@ -287,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=SEED, default=0, help="seed of the tie-break among equal nodes")
     e.add_argument("--format", choices=("json", "table"), default="json", help="output form")
     e.add_argument("--top", type=int_in(1), default=10, help="nodes shown in the table")
+    add_feature_gates(e)
     e.set_defaults(func=cmd_explain)
 
     s = subcommand(sub, "schedule", "schedule pending pods through the scheduling queue")
@@ -303,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the bindings as YAML (JSON for *.json) instead of printing them")
     s.add_argument("--no-batch", action="store_true",
                    help="schedule every pod on its own (no compiled runs of alike pods)")
+    add_feature_gates(s)
     s.set_defaults(func=cmd_schedule)
 
     b = subcommand(sub, "bench", "scheduler_perf-like workloads, one JSON record")

@@ -18,7 +18,8 @@ from tensorsched.experiments import DEFAULT_INTERVAL
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.kernels.backend_names import BACKENDS
 
-__all__ = ["BACKENDS", "DEFAULT_INTERVAL", "SEED", "Help", "Parser", "existing_path", "int_in",
+__all__ = ["BACKENDS", "DEFAULT_INTERVAL", "SEED", "Help", "Parser", "add_feature_gates",
+           "existing_path", "feature_gates", "int_in",
            "load", "load_cluster", "nonnegative_float", "output_file", "positive_float",
            "progress", "require_plotting", "subcommand"]
 
@@ -83,6 +84,45 @@ def existing_path(text: str) -> str:
     return text
 
 
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def feature_gates(text: str) -> dict[str, bool]:
+    """An argparse type: kube-scheduler's ``--feature-gates``, a
+    comma-separated list of ``Name=bool`` (true/false, 1/0, t/f as Go's
+    ParseBool), each a gate tensorsched knows (``plugin_args.FEATURE_GATES``)
+    given once."""
+    from tensorsched.framework.config.plugin_args import FEATURE_GATES
+    out: dict[str, bool] = {}
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = (x.strip() for x in item.partition("="))
+        if not sep:
+            raise argparse.ArgumentTypeError(f"missing bool value for {name!r} "
+                                             "(Name=true or Name=false)")
+        if name not in FEATURE_GATES:
+            raise argparse.ArgumentTypeError(f"unrecognized feature gate: {name} "
+                                             f"(known: {', '.join(sorted(FEATURE_GATES))})")
+        if value not in _TRUE + _FALSE:
+            raise argparse.ArgumentTypeError(f"{name}={value}: the value must be true "
+                                             "or false")
+        if name in out:
+            raise argparse.ArgumentTypeError(f"feature gate {name} is given twice")
+        out[name] = value in _TRUE
+    return out
+
+
+def add_feature_gates(parser) -> None:
+    """The ``--feature-gates`` flag of a subcommand that builds a Scheduler."""
+    parser.add_argument("--feature-gates", type=feature_gates, metavar="Name=bool,...",
+                        help="feature gates over Kubernetes 1.35's defaults, as "
+                        "kube-scheduler takes them (e.g. DRADeviceTaints=true,"
+                        "DRAPartitionableDevices=true; the DRA gates and "
+                        "StorageCapacityScoring)")
+
+
 class _StoreOnce(argparse._StoreAction):
     """A single-valued flag that refuses to be given twice (argparse would
     keep the last value and drop the others without a word).  Flags that
@@ -135,15 +175,16 @@ def progress(total, what: str, unit: str = "pod"):
     return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=None, leave=False)
 
 
-def load_cluster(objects, config, pods=()):
+def load_cluster(objects, config, pods=(), feature_gates=None):
     """The cluster of ``objects``, after a warning line on stderr naming the
     kinds it read but ignores (Deployments, ConfigMaps, typos...), and one
     per blind spot of a profile for its pending pods and ``pods`` (dicts
-    or records: templates, the pod to explain)."""
+    or records: templates, the pod to explain).  ``feature_gates``: the
+    ``--feature-gates`` mapping (None: upstream's defaults)."""
     from tensorsched.framework.parsing.manifests import ignored_kinds_warning
     from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
     from tensorsched.framework.scheduler.profile_warnings import asks_of_pods
-    cluster = build_cluster(objects, config)
+    cluster = build_cluster(objects, config, feature_gates=feature_gates)
     warning = ignored_kinds_warning(cluster.objects)
     if warning:
         print(warning, file=sys.stderr)

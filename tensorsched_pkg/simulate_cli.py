@@ -24,6 +24,7 @@ from .cli_args import (
     BACKENDS,
     DEFAULT_INTERVAL,
     SEED,
+    add_feature_gates,
     existing_path,
     positive_float,
     progress,
@@ -73,7 +74,7 @@ def cmd_simulate(args) -> int:
     config = run.choose_config(args.config, args.policy, bool(args.nodes), typical)
     sim = run.build_simulation(objects, config, args.backend, args.seed,
                                interval=args.interval, batch=not args.no_batch,
-                               typical=typical)
+                               typical=typical, feature_gates=args.feature_gates)
     if scenario is not None:
         sim.scenario(scenario)
     for line in run.profile_warning_lines(sim, trace, scenario):
@@ -104,6 +105,7 @@ def cmd_simulate(args) -> int:
                     "interval": args.interval, "inputs": {
                         "cluster": args.cluster, "nodes": args.nodes, "trace": args.trace,
                         "scenario": args.scenario, "config": args.config,
+                        "feature_gates": args.feature_gates,
                         "policy": (args.policy or ("FGD" if args.nodes and not args.config
                                                    else None))}})
     for k, v in list(summary.items()):
@@ -155,6 +157,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "(simulation.png; needs the 'plot' extra)")
     m.add_argument("--no-batch", action="store_true",
                    help="schedule every pod on its own (no compiled runs of alike pods)")
+    add_feature_gates(m)
     m.set_defaults(func=cmd_simulate)
     return m
 

@@ -27,6 +27,7 @@ from tensorsched.topology.openb.limits import DEFAULT_TUNE, MAX_TUNE, parse_seed
 from .cli_args import (
     BACKENDS,
     DEFAULT_INTERVAL,
+    add_feature_gates,
     existing_path,
     int_in,
     nonnegative_float,
@@ -78,7 +79,8 @@ def _check_flags(args) -> None:
                                       ("--termination-grace-seconds",
                                        args.termination_grace_seconds is not None),
                                       ("--pod-max-in-unschedulable-seconds",
-                                       args.pod_max_in_unschedulable_seconds is not None)) if v]
+                                       args.pod_max_in_unschedulable_seconds is not None),
+                                      ("--feature-gates", args.feature_gates)) if v]
         if given:
             raise TensorschedError(f"sweep --experiment: {given[0]} does not apply (the "
                                    "experiment takes --nodes, --trace, --policy, --seeds, --tune; "
@@ -154,7 +156,8 @@ def cmd_sweep(args) -> int:
                        until=args.until, tune=args.tune if args.tune else DEFAULT_TUNE,
                        batch=not args.no_batch, tie_rank=args.tie_rank,
                        termination_grace_seconds=args.termination_grace_seconds or 0.0,
-                       pod_max_in_unschedulable_seconds=args.pod_max_in_unschedulable_seconds)
+                       pod_max_in_unschedulable_seconds=args.pod_max_in_unschedulable_seconds,
+                       feature_gates=args.feature_gates)
     t0 = time.perf_counter()
     inputs = S.load_inputs(jobs)                # every file checked before the first run
     for line in inputs.get(("warnings", ""), ()):
@@ -246,5 +249,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "(<stem>.png; needs the 'plot' extra)")
     m.add_argument("--no-batch", action="store_true",
                    help="schedule every pod on its own (no compiled runs of alike pods)")
+    add_feature_gates(m)
     m.set_defaults(func=cmd_sweep)
     return m

@@ -108,12 +108,16 @@ def test_unknown_scheduler_name(tmp_path, capsys):
 
 
 def test_explain_function_contract():
-    """tensorsched.framework.explain(objects, pod, config=None, backend="numpy", seed=0)."""
+    """tensorsched.framework.explain(objects, pod, config=None, backend="numpy", seed=0,
+    *, feature_gates=None)."""
     import inspect
 
     import tensorsched.framework as framework
     sig = inspect.signature(framework.explain)
-    assert list(sig.parameters) == ["objects", "pod", "config", "backend", "seed"]
+    assert list(sig.parameters) == ["objects", "pod", "config", "backend", "seed",
+                                    "feature_gates"]
+    assert sig.parameters["feature_gates"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert sig.parameters["feature_gates"].default is None
     assert sig.parameters["config"].default is None
     assert sig.parameters["backend"].default == "numpy"
     assert sig.parameters["seed"].default == 0

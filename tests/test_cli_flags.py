@@ -34,7 +34,8 @@ def _a_value(action, tmp_path) -> str:
     """A value the flag's type accepts."""
     if action.choices:
         return str(list(action.choices)[0])
-    for text in ("1", "42-43", "data/examples/cluster.yaml", str(tmp_path / "o.parquet"),
+    for text in ("1", "42-43", "data/examples/cluster.yaml", "DRADeviceTaints=true",
+                 str(tmp_path / "o.parquet"),
                  str(tmp_path / "o.json"), str(tmp_path / "odir"), "auto"):
         try:
             (action.type or str)(text)

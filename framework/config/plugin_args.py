@@ -18,6 +18,7 @@ they register their own with ``register_args_decoder``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -154,9 +155,23 @@ class VolumeBindingArgs:
     storage_capacity_scoring: bool = False
 
 
+# The DynamicResources plugin's gates at Kubernetes 1.35's defaults (admin
+# access and prioritized lists beta and on, device status beta and on, the
+# alpha ones off; DRAListTypeAttributes, alpha from 1.36, off).
+DRA_FEATURE_GATES: dict[str, bool] = {
+    "DRAAdminAccess": True,
+    "DRAConsumableCapacity": False,
+    "DRADeviceBindingConditions": False,
+    "DRADeviceTaints": False,
+    "DRAExtendedResource": False,
+    "DRAListTypeAttributes": False,
+    "DRAPartitionableDevices": False,
+    "DRAPrioritizedList": True,
+    "DRAResourceClaimDeviceStatus": True,
+}
 # feature gates a KubeSchedulerConfiguration's args depend on, at upstream's
 # defaults (kube-scheduler's --feature-gates)
-FEATURE_GATES: dict[str, bool] = {"StorageCapacityScoring": False}
+FEATURE_GATES: dict[str, bool] = {"StorageCapacityScoring": False, **DRA_FEATURE_GATES}
 MAX_CUSTOM_PRIORITY_SCORE = 10
 # StorageCapacityScoring on and no shape given: prefer the node with the
 # most free storage (upstream's SetDefaults_VolumeBindingArgs)
@@ -188,6 +203,9 @@ class DynamicResourcesArgs:
 
     filter_timeout_s: float = 10.0
     binding_timeout_s: float = 600.0
+    # the DRA feature gates that are on (names of ``DRA_FEATURE_GATES``,
+    # sorted), from the gates in force when the config was loaded
+    feature_gates: tuple[str, ...] = tuple(sorted(g for g, on in DRA_FEATURE_GATES.items() if on))
 
 
 # --------------------------------------------------------------------------
@@ -658,6 +676,13 @@ def _decode_dynamic_resources(raw: Any, path: str) -> DynamicResourcesArgs:
     return out
 
 
+def _with_dra_gates(args: DynamicResourcesArgs, gates: Mapping | None) -> DynamicResourcesArgs:
+    """``args`` carrying the DRA gates on among ``gates`` in force."""
+    on = feature_gates(gates)
+    return dataclasses.replace(args, feature_gates=tuple(sorted(
+        g for g in DRA_FEATURE_GATES if on[g])))
+
+
 ArgsDecoder = Callable[[Any, str], object]
 
 _BUILTIN_DECODERS: dict[str, ArgsDecoder] = {
@@ -710,6 +735,8 @@ def decode_args(plugin_name: str, raw: dict | None, path: str,
 def _gated(plugin_name: str, gates: Mapping | None) -> ArgsDecoder | None:
     if plugin_name == plugin_names.VOLUME_BINDING:
         return lambda raw, path: _decode_volume_binding(raw, path, gates)
+    if plugin_name == plugin_names.DYNAMIC_RESOURCES:
+        return lambda raw, path: _with_dra_gates(_decode_dynamic_resources(raw, path), gates)
     return _DECODERS.get(plugin_name)
 
 

@@ -998,6 +998,9 @@ class Objects:
     namespaces: list[NamespaceRecord] = field(default_factory=list)
     # ignored kind -> a kind that is read and spelled closely ("Nodes" -> "Node")
     ignored_suggestions: dict[str, str] = field(default_factory=dict)
+    # (kind, apiVersion, the apiVersion read) -> objects of a read kind in
+    # another version (resource.k8s.io/v1beta1), also in ``ignored_kinds``
+    ignored_versions: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # Storage (``objects.volumes``): what the four volume plugins read.
     persistent_volumes: list = field(default_factory=list)
     persistent_volume_claims: list = field(default_factory=list)
@@ -1025,16 +1028,32 @@ class Objects:
 
 def ignored_kinds_warning(objects: Objects) -> str | None:
     """One line naming every kind that was read but ignored, with counts
-    (and "did you mean" for near misses of a kind that is read); None when
-    nothing was ignored.  For the CLI to print on stderr."""
-    ignored = objects.ignored()
-    if not ignored:
-        return None
-    total = sum(n for _, n, _ in ignored)
-    parts = [f"{k} ({n}" + (f", did you mean {hint}?" if hint else "") + ")"
-             for k, n, hint in ignored]
-    noun = "object" if total == 1 else "objects"
-    return f"warning: ignored {total} {noun} of kinds tensorsched does not read: " + ", ".join(parts)
+    (and "did you mean" for near misses of a kind that is read), and one
+    naming the apiVersion of objects of a read kind in a version that is
+    not (``DeviceClass resource.k8s.io/v1beta1 (1): only resource.k8s.io/v1
+    is read``); None when nothing was ignored.  For the CLI to print on
+    stderr."""
+    by_version: dict[str, int] = {}
+    for (kind, _api, _reads), n in objects.ignored_versions.items():
+        by_version[kind] = by_version.get(kind, 0) + n
+    ignored = [(k, n - by_version.get(k, 0), hint) for k, n, hint in objects.ignored()
+               if n > by_version.get(k, 0)]
+    lines = []
+    if ignored:
+        total = sum(n for _, n, _ in ignored)
+        parts = [f"{k} ({n}" + (f", did you mean {hint}?" if hint else "") + ")"
+                 for k, n, hint in ignored]
+        noun = "object" if total == 1 else "objects"
+        lines.append(f"warning: ignored {total} {noun} of kinds tensorsched does not read: "
+                     + ", ".join(parts))
+    if objects.ignored_versions:
+        total = sum(objects.ignored_versions.values())
+        parts = [f"{kind} {api} ({n}): only {reads} is read"
+                 for (kind, api, reads), n in sorted(objects.ignored_versions.items())]
+        noun = "object" if total == 1 else "objects"
+        lines.append(f"warning: ignored {total} {noun} of an apiVersion tensorsched does not "
+                     "read: " + "; ".join(parts))
+    return "\n".join(lines) or None
 
 
 def parse_namespace(obj: dict, *, where: str | None = None) -> NamespaceRecord:
@@ -1120,6 +1139,9 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
                                     "kinds are case-sensitive)", obj_source)
             if entry is None or (entry[0].accepts is not None and not entry[0].accepts(obj)):
                 out.ignored_kinds[kind] = out.ignored_kinds.get(kind, 0) + 1
+                if entry is not None and entry[0].reads:
+                    v = (kind, str(obj.get("apiVersion")), entry[0].reads)
+                    out.ignored_versions[v] = out.ignored_versions.get(v, 0) + 1
                 hint = _near_kind(kind, table) if entry is None else None
                 if hint:
                     out.ignored_suggestions[kind] = hint

@@ -32,13 +32,15 @@ class ObjectKind:
     ``key(record)`` must be unique among the objects of this kind (the
     duplicate error shows ``label.format(key)``); ``accepts(obj)``, when set,
     tells objects of this kind name that belong to another API group apart
-    (they are counted as ignored)."""
+    (they are counted as ignored); ``reads``, when set, is the apiVersion
+    ``accepts`` takes (the ignored-objects warning names it)."""
 
     kind: str
     parse: Callable
     key: Callable
     label: str
     accepts: Callable | None = None
+    reads: str | None = None
 
 # --------------------------------------------------------------------------
 # small typed accessors; each raises ManifestError(ident, field, problem)

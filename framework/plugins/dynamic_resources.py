@@ -64,6 +64,7 @@ from tensorsched.framework.runtime.cluster_events import (
 from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, DraFeatures
+from tensorsched.framework.state.dra_search import features_of_gates
 from tensorsched.framework.state.dra_claims import consumer_matches
 from tensorsched.kernels import layout as L
 
@@ -201,7 +202,10 @@ class DynamicResources(Plugin):
                  features: DraFeatures | None = None):
         self.args = args or DynamicResourcesArgs()
         self.handle = handle
-        self.features = features if features is not None else DraFeatures.default()
+        # the allocator's switches: ``features`` when given, else the DRA
+        # gates the config was loaded under (``args.feature_gates``)
+        self.features = (features if features is not None
+                         else features_of_gates(self.args.feature_gates))
         self.now_ns = None          # the clock for binding timeouts (None: never timed out)
         # DRAPreemption (alpha upstream, on here): a node whose devices are
         # taken may be freed by preemption, whose victim search releases
@@ -210,7 +214,7 @@ class DynamicResources(Plugin):
         self.preemption = True
         # DRAExtendedResource (alpha upstream, off by default): containers'
         # extended-resource requests that DeviceClasses serve
-        self.extended_resources = False
+        self.extended_resources = "DRAExtendedResource" in self.args.feature_gates
         self._scheduler = None
         self._cycles: dict[str, Cycle] = {}
         # which nodes can allocate a cycle's pending claims (``dra_fits``)

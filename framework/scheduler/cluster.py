@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
+from tensorsched.framework.config.plugin_args import FEATURE_GATES, DynamicResourcesArgs
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.parsing.manifests import Objects, parse_objects, parse_pod
 from tensorsched.framework.records.pod_columns import PodColumns
@@ -24,6 +25,7 @@ from tensorsched.framework.state.volumes import install_catalog
 from tensorsched.framework.state.dra_cel_required import require_cel
 from tensorsched.framework.state.dra_claims import ClaimState
 from tensorsched.framework.state.dra_bound import adopt_bound_pods
+from tensorsched.framework.state.dra_search import features_of_gates
 from tensorsched.framework.state.workload_index import WorkloadIndex
 from tensorsched.registry_slot import default_registry
 
@@ -107,17 +109,52 @@ def check_pod(args: Arguments, pod, name: str = "pod"):
     return args.instance(name, pod, (Mapping, PodRecord), "a Pod dict or a PodRecord")
 
 
-def build_cluster(objects, config=None, registry: Registry | None = None) -> Cluster:
+def check_feature_gates(args: Arguments, gates, config=None) -> dict[str, bool] | None:
+    """A ``feature_gates`` argument: None, or a mapping of known gate names
+    (``plugin_args.FEATURE_GATES``) to bools, as a dict; it goes with a
+    configuration file or dict (a loaded ``SchedulerConfig`` has its own)."""
+    gates = args.mapping("feature_gates", gates, optional=True,
+                         what="a mapping of feature gate names to true or false")
+    if gates is None:
+        return None
+    if isinstance(config, SchedulerConfig):
+        raise args.error("feature_gates", "goes with a configuration file or dict; a loaded "
+                         "SchedulerConfig has its own (load_config(..., feature_gates=...))")
+    for name, on in gates.items():
+        if name not in FEATURE_GATES:
+            raise args.error("feature_gates", f"unknown feature gate {name!r} "
+                             f"(known: {', '.join(sorted(FEATURE_GATES))})")
+        if not isinstance(on, bool):
+            raise args.error(f"feature_gates[{name!r}]", f"must be True or False, got {on!r}")
+    return dict(gates)
+
+
+def _dra_features(cfg: SchedulerConfig):
+    """The allocator's switches under the DRA gates ``cfg`` was loaded with
+    (every profile's DynamicResources args carry the same); None: defaults."""
+    for prof in cfg.profiles:
+        for a in prof.args.values():
+            if isinstance(a, DynamicResourcesArgs):
+                return features_of_gates(a.feature_gates)
+    return None
+
+
+def build_cluster(objects, config=None, registry: Registry | None = None,
+                  feature_gates: Mapping[str, bool] | None = None) -> Cluster:
     """Parse object dicts (or take parsed ``Objects``) and load them into a
     fresh state: every node, then every pod bound with spec.nodeName (pods in
     a terminal phase hold nothing and are skipped).  Unbound pods become
     ``pending``.  Without ``registry``: the installed default
     (``registry_slot``; ``import tensorsched`` installs the composition
-    root's ``plugin_sets.default_registry``).  Any error leaves nothing
-    behind."""
-    objects = check_cluster_inputs(Arguments("build_cluster"), objects, config, registry)
+    root's ``plugin_sets.default_registry``).  ``feature_gates``: gate name
+    -> on, over upstream's defaults (kube-scheduler's ``--feature-gates``;
+    ``plugin_args.FEATURE_GATES`` lists them), with ``config`` a file, dict
+    or None.  Any error leaves nothing behind."""
+    args = Arguments("build_cluster")
+    objects = check_cluster_inputs(args, objects, config, registry)
+    feature_gates = check_feature_gates(args, feature_gates, config)
     registry = registry or default_registry()
-    cfg = load_config(config, registry.plugin_points()) if not isinstance(
+    cfg = load_config(config, registry.plugin_points(), feature_gates) if not isinstance(
         config, SchedulerConfig) else config
     objs = objects if isinstance(objects, Objects) else parse_objects(
         objects, kinds=registry.object_kinds())
@@ -152,7 +189,8 @@ def build_cluster(objects, config=None, registry: Registry | None = None) -> Clu
     claims = ClaimState.attached(state)
     if claims is not None:      # bound pods hold their claims' devices (DRA)
         adopt_bound_pods(claims, [p for p in objs.pods
-                                  if p.node_name and p.phase not in TERMINAL_PHASES])
+                                  if p.node_name and p.phase not in TERMINAL_PHASES],
+                         _dra_features(cfg))
     return Cluster(state, cfg, registry, objs, pending, resolver=resolver)
 
 

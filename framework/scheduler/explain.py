@@ -27,7 +27,7 @@ from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.state import dra_claims
 from tensorsched.framework.state.dra_claims import ClaimState
 
-from .cluster import Cluster, build_cluster, check_cluster_inputs, check_pod
+from .cluster import Cluster, build_cluster, check_cluster_inputs, check_feature_gates, check_pod
 
 
 def explain_pod(cluster: Cluster, pod, backend: str = "numpy", seed: int = 0) -> dict:
@@ -134,15 +134,18 @@ def _explain(cluster: Cluster, fw, pod, seed: int) -> dict:
 
 
 
-def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0) -> dict:
+def explain(objects, pod, config=None, backend: str = "numpy", seed: int = 0, *,
+            feature_gates=None) -> dict:
     """``explain`` as a function: ``objects`` are Kubernetes object dicts
     (Nodes, Pods bound with spec.nodeName, ...), ``pod`` the pod to place
-    (dict), ``config`` a KubeSchedulerConfiguration dict (None = defaults)."""
+    (dict), ``config`` a KubeSchedulerConfiguration dict (None = defaults),
+    ``feature_gates`` gate name -> on (``build_cluster``'s)."""
     args = Arguments("explain")
     objects = check_cluster_inputs(args, objects, config)
     check_pod(args, pod)
     backend, seed = args.backend(backend), args.seed(seed)
-    cluster = build_cluster(objects, config)
+    feature_gates = check_feature_gates(args, feature_gates, config)
+    cluster = build_cluster(objects, config, feature_gates=feature_gates)
     return explain_pod(cluster, pod, backend=backend, seed=seed)
 
 

@@ -13,6 +13,7 @@ from tensorsched.framework.parsing.node_lifecycle import drain_exemption, set_un
 
 from .agenda import PRIO_LEAVE
 from .errors import SimulationError
+from .node_slices import drop_node_slices, load_slices
 
 
 def pod_not_found(key: str, t: float) -> SimulationError:
@@ -49,6 +50,8 @@ class ClusterChanges:
         elif kind == "delete":
             if not self.remove_pod(payload, "Deleted", "deleted"):
                 raise pod_not_found(payload, self._clock.now())
+        elif kind == "add_slices":      # just before their node's add_node
+            load_slices(self._cluster.state, payload)
         elif kind == "add_node":
             name = (payload.get("metadata") or {}).get("name")
             if name in self._cluster.state.node_rows:
@@ -63,6 +66,7 @@ class ClusterChanges:
             for key in sorted(state.pods_on_node[row]):
                 self.remove_pod(key, "Deleted", f"node {payload} deleted")
             self._scheduler.delete_node(payload)
+            drop_node_slices(state, payload)
             self._listeners.event("NodeDeleted", None, payload)
         elif kind in ("cordon", "uncordon"):
             self._set_unschedulable(payload, kind == "cordon")

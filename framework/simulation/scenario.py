@@ -15,6 +15,8 @@ Schema::
     - {at: 240, drain: node-2}             # cordon, then delete its pods
     - at: 300
       addNodes: {template: {kind: Node, ...}, count: 10}   # <template name>-<i>
+        # optional: ResourceSlices local to the template node, a copy per node
+        # slices: [{kind: ResourceSlice, spec: {nodeName: <template name>, ...}}]
     - {at: 360, removeNodes: [node-3, node-4]}
 
 Every field is checked when the file is read, manifests by the same parser
@@ -32,6 +34,8 @@ import os
 from dataclasses import dataclass, field
 
 from tensorsched.framework.errors import ManifestError, TensorschedError
+from tensorsched.framework.parsing.dra import API_VERSION as DRA_API_VERSION
+from tensorsched.framework.parsing.dra import is_resource_v1, load_resource_slice
 from tensorsched.framework.parsing.manifests import (
     DocumentError,
     parse_node,
@@ -68,6 +72,9 @@ class Step:
     names: list = field(default_factory=list)
     kind: str = ""
     duration: float | None = None
+    # addNodes: the ResourceSlice dicts of each added node (``objects[i]``'s
+    # at ``slices[i]``), empty without ``slices``
+    slices: list = field(default_factory=list)
 
 
 @dataclass
@@ -152,6 +159,61 @@ def _replicas(obj: dict, n: int | None, suffix_start: int = 0) -> list[dict]:
     return out
 
 
+def _slice_templates(raw, node: str, src: str, path: str) -> list[dict]:
+    """An addNodes step's ``slices``: ResourceSlice manifests (checked by
+    the cluster's parser), each local to the template node ``node``, their
+    names distinct."""
+    if not isinstance(raw, list):
+        raise ScenarioError(src, path, f"must be a list of ResourceSlice manifests, got "
+                            f"{type(raw).__name__}")
+    names = set()
+    for i, obj in enumerate(raw):
+        p = f"{path}[{i}]"
+        if not isinstance(obj, dict):
+            raise ScenarioError(src, p, f"must be a ResourceSlice manifest (a mapping), got "
+                                f"{type(obj).__name__}")
+        if obj.get("kind") != "ResourceSlice":
+            raise ScenarioError(src, f"{p}.kind", f"must be ResourceSlice, got "
+                                f"{obj.get('kind')!r}")
+        if not is_resource_v1(obj):
+            raise ScenarioError(src, f"{p}.apiVersion", f"must be {DRA_API_VERSION}, got "
+                                f"{obj.get('apiVersion')!r}")
+        try:
+            rec = load_resource_slice(obj)
+        except ManifestError as exc:
+            raise ScenarioError(src, f"{p}: {exc.obj}: {exc.field}" if exc.field
+                                else f"{p}: {exc.obj}", exc.problem) from None
+        if rec.node_name != node:
+            raise ScenarioError(src, f"{p}.spec.nodeName", f"must be the template node's "
+                                f"name {node!r} (each added node gets a copy), got "
+                                f"{rec.node_name!r}")
+        if rec.name in names:
+            raise ScenarioError(src, f"{p}.metadata.name", f"ResourceSlice {rec.name!r} is "
+                                "given twice")
+        names.add(rec.name)
+    return raw
+
+
+def slice_dicts(slices: list[dict], template: str, node: str) -> list[dict]:
+    """The ResourceSlices of added node ``node``: copies of ``slices``
+    (local to node ``template``) on ``node``, the first ``template`` in the
+    slice and pool names replaced by ``node`` (else ``-<node>`` appended),
+    as capacity's node templates copy theirs."""
+    out = []
+    for obj in slices:
+        o = copy.deepcopy(obj)
+        spec, meta = o["spec"], o["metadata"]
+        pool = spec["pool"]
+        name = pool["name"]
+        pool["name"] = (node if name == template else name.replace(template, node, 1)
+                        if template in name else f"{name}-{node}")
+        meta["name"] = (meta["name"].replace(template, node, 1) if template in meta["name"]
+                        else f"{meta['name']}-{node}")
+        spec["nodeName"] = node
+        out.append(o)
+    return out
+
+
 def parse_scenario(doc, src: str = "scenario") -> Scenario:
     if not isinstance(doc, dict):
         raise ScenarioError(src, "", f"must be a mapping with 'steps', got {type(doc).__name__}")
@@ -224,14 +286,19 @@ def parse_scenario(doc, src: str = "scenario") -> Scenario:
             step.kind = "Node"
         else:   # addNodes
             if not isinstance(v, dict):
-                raise ScenarioError(src, ap, "must be a mapping {template, count}")
+                raise ScenarioError(src, ap, "must be a mapping {template, count, slices}")
             for k in v:
-                if k not in ("template", "count"):
-                    raise ScenarioError(src, f"{ap}.{k}", "unknown field (known: template, count)")
+                if k not in ("template", "count", "slices"):
+                    raise ScenarioError(src, f"{ap}.{k}", "unknown field (known: template, "
+                                        "count, slices)")
             tmpl = _manifest(v.get("template"), src, f"{ap}.template", ("Node",))
             n = _count(v.get("count", 1), src, f"{ap}.count")
             base = tmpl["metadata"]["name"]
             step.objects = _replicas(tmpl, n, added.get(base, 0))
+            if v.get("slices") is not None:
+                slices = _slice_templates(v["slices"], base, src, f"{ap}.slices")
+                step.slices = [slice_dicts(slices, base, o["metadata"]["name"])
+                               for o in step.objects]
             added[base] = added.get(base, 0) + n
             step.kind = "Node"
         steps.append(step)

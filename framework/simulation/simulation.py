@@ -71,6 +71,7 @@ from tensorsched.framework.scheduler.cluster import (
     Cluster,
     build_cluster,
     check_cluster_inputs,
+    check_feature_gates,
     pod_from,
 )
 from tensorsched.framework.scheduler.events import EVENTS as SCHEDULER_EVENTS
@@ -81,6 +82,7 @@ from .arrivals import BLOCK_ROWS, CHUNK, FIRST_BLOCK_ROWS, MIN_BLOCK, TraceArriv
 from .changes import ClusterChanges, pod_not_found
 from .errors import SimulationError
 from .listeners import Listeners
+from .node_slices import checked_slices
 from .scenario import Scenario, check_steps, load_scenario
 from .series import TIMESERIES_COLUMNS, TimeSeries
 from .snapshot import SNAPSHOT_VERSION, read_snapshot, replay_call, snapshot_table, trace_blob
@@ -125,7 +127,8 @@ class Simulation:
     per ``timeseries`` row (None: no rows).  ``metrics``: extra time-series
     columns, ``{name: fn(cluster) -> float}`` (more later with
     ``series.add_metrics``).  ``registry``: the plugin registry (default:
-    the installed ``default_registry()``).  Other keyword arguments go to
+    the installed ``default_registry()``).  ``feature_gates``: gate name ->
+    on, with objects or a path (``build_cluster``'s).  Other keyword arguments go to
     the ``Scheduler`` (``batch``, ``termination_grace_seconds``,
     ``pod_max_in_unschedulable_seconds``, ...).  Pending pods of the loaded
     objects arrive at time 0.
@@ -136,7 +139,7 @@ class Simulation:
 
     def __init__(self, cluster, config=None, backend: str = "numba", seed: int = 0, *,
                  interval: float | None = 60.0, metrics: dict | None = None, registry=None,
-                 **scheduler_options):
+                 feature_gates=None, **scheduler_options):
         args = Arguments("Simulation")
         if isinstance(cluster, (str, os.PathLike)):
             cluster = args.path("cluster", cluster)
@@ -157,17 +160,21 @@ class Simulation:
                       optional=True)
         self._init = {"backend": backend, "seed": seed, "interval": interval,
                       "options": dict(scheduler_options), "objects": None, "config": None}
+        feature_gates = check_feature_gates(args, feature_gates, config)
         if isinstance(cluster, Cluster):
-            if config is not None:
-                raise SimulationError("config goes with objects; a Cluster has its own")
+            if config is not None or feature_gates is not None:
+                raise SimulationError("config and feature_gates go with objects; a Cluster "
+                                      "has its own")
             self.cluster = cluster
         else:
             objects = load_objects(cluster) if isinstance(cluster, (str, os.PathLike)) \
                 else list(cluster)
-            self.cluster = build_cluster(objects, config, registry)
+            self.cluster = build_cluster(objects, config, registry, feature_gates)
             cfg = _read_config(config) if isinstance(config, (str, os.PathLike)) else config
             self._init["objects"] = objects
             self._init["config"] = cfg
+            if feature_gates is not None:
+                self._init["feature_gates"] = feature_gates
         self.clock = HorizonClock()
         self.scheduler = Scheduler(self.cluster, backend, seed, clock=self.clock,
                                    **scheduler_options)
@@ -274,18 +281,28 @@ class Simulation:
         self._logged("delete", t, key)
         self._push(t, PRIO_LEAVE, "delete", key)
 
-    def add_node(self, node: dict, at=None) -> None:
+    def add_node(self, node: dict, at=None, *, slices=None) -> None:
         """Add a Node (a dict, validated now) at ``at``; a node of that name
-        in the cluster, not deleted before ``at``, is AlreadyExists."""
-        Arguments("Simulation.add_node").mapping("node", node, what="a Node dict")
+        in the cluster, not deleted before ``at``, is AlreadyExists.
+        ``slices``: ResourceSlice dicts local to the node, published as it
+        joins (its DRA devices)."""
+        args = Arguments("Simulation.add_node")
+        args.mapping("node", node, what="a Node dict")
         t = self._when(at, "add_node")
         name = parse_node(node).name
+        if slices is not None:
+            slices = checked_slices(args, slices, name)
         if name in self.cluster.state.node_rows and not any(
                 kind == "delete_node" and when <= t and payload == name
                 for when, kind, payload in self.agenda):
             raise SimulationError(f"Node {name}: already exists (AlreadyExists) in the "
                                   f"cluster at {t:g}s")
-        self._logged("add_node", t, node)
+        if slices:
+            self._logged("add_node_slices", t, {"node": node, "slices": slices})
+            # first in the agenda at that time: the devices are there when the node joins
+            self._push(t, PRIO_NODE, "add_slices", slices)
+        else:
+            self._logged("add_node", t, node)
         self._push(t, PRIO_NODE, "add_node", node)
 
     def delete_node(self, name: str, at=None) -> None:
@@ -350,8 +367,9 @@ class Simulation:
                 if st.kind == "Pod":
                     self.submit(st.objects, at=st.at, duration=st.duration)
                 else:
-                    for o in st.objects:
-                        self.add_node(o, at=st.at)
+                    for i, o in enumerate(st.objects):
+                        self.add_node(o, at=st.at,
+                                      slices=st.slices[i] if st.slices else None)
             elif st.action in ("delete", "removeNodes"):
                 for name in st.names:
                     if st.kind == "Pod":
@@ -549,6 +567,7 @@ class Simulation:
             source = objects
         sim = cls(source, init["config"] if objects is not None else None, init["backend"],
                   init["seed"], interval=init["interval"], metrics=metrics, registry=registry,
+                  feature_gates=init.get("feature_gates") if objects is not None else None,
                   **init["options"])
         for call, at, arg, blob in calls:
             sim._log.append((call, at, arg, blob))

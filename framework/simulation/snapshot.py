@@ -81,6 +81,8 @@ def replay_call(sim, call: str, at, arg, blob) -> None:
         sim.submit(arg["pods"], at=at, duration=arg["duration"])
     elif call in ("delete", "add_node", "delete_node", "cordon", "uncordon", "drain"):
         getattr(sim, call)(arg, at=at)
+    elif call == "add_node_slices":
+        sim.add_node(arg["node"], at=at, slices=arg["slices"])
     elif call == "step":
         sim.step(at)
     elif call == "run":

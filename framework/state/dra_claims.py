@@ -544,3 +544,19 @@ def restore(store: ClaimState, snap: dict) -> None:
                 got = store.by_pod.setdefault(f"{e.record.namespace}/{ref.name}", [])
                 if key not in got:
                     got.append(key)
+
+
+def binding_claims(state) -> dict[str, dict[str, list[dict]]]:
+    """pod key -> {claim key: the devices allocated to it
+    (``status.allocation.devices.results`` entries as dicts)} for every pod
+    a claim with an allocation is reserved for; empty without DRA state."""
+    store = ClaimState.attached(state)
+    if store is None:
+        return {}
+    out: dict[str, dict[str, list[dict]]] = {}
+    for pod_key, keys in store.by_pod.items():
+        held = {k: [r.to_dict() for r in store.claims[k].allocation.results]
+                for k in keys if k in store.claims and store.claims[k].allocation is not None}
+        if held:
+            out[pod_key] = held
+    return out

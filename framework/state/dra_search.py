@@ -50,7 +50,7 @@ from tensorsched.framework.records.dra_records import (
 
 from .dra_devices import Pool, node_matches, qualify
 
-__all__ = ["DraFeatures", "AllocationError", "FEATURE_GATES", "claim_ref"]
+__all__ = ["DraFeatures", "AllocationError", "FEATURE_GATES", "claim_ref", "features_of_gates"]
 
 
 #: Feature gate -> DraFeatures field (DRADeviceBindingConditions and
@@ -106,6 +106,12 @@ class DraFeatures:
         """Kubernetes 1.35's defaults: admin access and prioritized lists on
         (beta), the alpha features off."""
         return cls(admin_access=True, prioritized_list=True)
+
+
+def features_of_gates(gates) -> DraFeatures:
+    """``DraFeatures.from_gates`` of the gate names ``gates`` the allocator
+    reads (others, e.g. DRAExtendedResource, are the plugin's own)."""
+    return DraFeatures.from_gates(set(gates) & set(FEATURE_GATES))
 
 
 class AllocationError(TensorschedError):

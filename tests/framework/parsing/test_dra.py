@@ -407,3 +407,24 @@ def test_a_device_named_twice_in_one_slice_is_refused_when_read_as_a_cluster():
         parse_objects([s])
     assert err.value.field == "spec.devices[1].name" and "Duplicate value: 'dev'" in str(err.value)
     assert len(parse_resource_slice(s).devices) == 2       # the allocator's invalid pool
+
+
+def test_a_read_kind_in_another_version_is_named_with_its_version():
+    """DeviceClass / ResourceSlice / ... of resource.k8s.io/v1beta1 are kinds
+    tensorsched reads, only not in that version: the warning says which
+    version it got and which one it reads (the other ignored kinds keep
+    their line)."""
+    from tensorsched.framework.parsing.manifests import ignored_kinds_warning
+    old = [{"apiVersion": f"resource.k8s.io/{v}", "kind": k, "metadata": {"name": f"x-{v}"}}
+           for k, v in (("DeviceClass", "v1beta1"), ("ResourceSlice", "v1beta2"),
+                        ("ResourceSlice", "v1beta2"))]
+    objects = parse_objects(old + [{"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": "c"}}])
+    assert ignored_kinds_warning(objects).splitlines() == [
+        "warning: ignored 1 object of kinds tensorsched does not read: ConfigMap (1)",
+        "warning: ignored 3 objects of an apiVersion tensorsched does not read: "
+        "DeviceClass resource.k8s.io/v1beta1 (1): only resource.k8s.io/v1 is read; "
+        "ResourceSlice resource.k8s.io/v1beta2 (2): only resource.k8s.io/v1 is read"]
+    assert ignored_kinds_warning(parse_objects(old[:1])) == (
+        "warning: ignored 1 object of an apiVersion tensorsched does not read: "
+        "DeviceClass resource.k8s.io/v1beta1 (1): only resource.k8s.io/v1 is read")
