@@ -162,7 +162,7 @@ class ClaimFits:
             if keep:
                 self._remember(cyc, store, state, rows, fits)
         # a rejected row without a status of its own could not allocate
-        # the claims (``_status_of``'s default): nothing to record per row
+        # the claims (``explain_status``' default): nothing to record per row
         return fits
 
     @staticmethod

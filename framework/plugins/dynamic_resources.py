@@ -565,8 +565,8 @@ class DynamicResources(Plugin):
         "cannot allocate all claims" which request failed there and why
         (the allocator's account: devices matching, in use, tainted; a
         constraint)."""
-        st = self._status_of(ctx, row)
         cyc = self._cycles.get(ctx.pod.key)
+        st = cyc.statuses.get(row, _CANNOT_ALLOCATE) if cyc is not None else _CANNOT_ALLOCATE
         if st.reasons != (MSG_CANNOT_ALLOCATE,) or cyc is None or not cyc.pending:
             return st
         self._claim_fits.ensure_allocator(claims_of(ctx.state), cyc)
@@ -604,12 +604,6 @@ class DynamicResources(Plugin):
                 table.append(st)
             ids[j] = k
         return ids, table
-
-    def _status_of(self, ctx, row: int) -> Status:
-        cyc = self._cycles.get(ctx.pod.key)
-        if cyc is not None and row in cyc.statuses:
-            return cyc.statuses[row]
-        return _CANNOT_ALLOCATE
 
     def aborted(self, pod) -> Status | None:
         """The Error status that ended the pod's last Filter, if any."""
