@@ -339,3 +339,27 @@ def test_sweep_names_the_step_of_an_added_node_tie_label_that_is_no_rank(tmp_pat
                  r"tie\.yaml: steps\[0\]\.create: Node gpu-0: metadata\.labels\["
                  r"\"openb\.tensorsched\.io/tie\"\]: .*'abc'")
     assert not (tmp_path / "t.parquet").exists()
+
+
+@pytest.mark.parametrize("command, flags, match", [
+    ("simulate", ["--until", "1e300"], r"--until: must be at most 1e\+15 seconds"),
+    ("simulate", ["--interval", "1e-300"],
+     r"simulate: --interval: a time-series row every 1e-300 s up to 1\.2903e\+07 s makes "
+     r"1\.29e\+307 rows; at most 2,000,000"),
+    ("simulate", ["--until", "1e14"], r"simulate: --interval: .* up to 1e\+14 s"),
+    ("sweep", ["--until", "1e308"], r"--until: must be at most 1e\+15 seconds"),
+    ("sweep", ["--interval", "1e-300"],
+     r"sweep: interval \(--interval\) on pods: a time-series row every 1e-300 s"),
+    ("sweep", ["--until", "1e15"], r"sweep: interval \(--interval\) on pods: .* 1e\+15 s"),
+])
+def test_a_run_that_would_sample_for_ages_is_refused_before_it_starts(tmp_path, capsys, command,
+                                                                     flags, match):
+    """``--until 1e300`` or ``--interval 1e-300`` sampled the time series
+    forever (``t + interval == t``); now one line, nothing written."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    out = tmp_path / ("out" if command == "simulate" else "out.parquet")
+    argv = [command, "--nodes", nodes, "--trace", pods, "--backend", "numpy", "--output",
+            str(out)] + (["--workers", "1"] if command == "sweep" else [])
+    _run_refused(argv + flags, capsys, match)
+    assert not out.exists()
+

@@ -326,3 +326,80 @@ def test_the_valid_call_of_each_target_works(target):
             target.call(target.make(), **target.kwargs)
         return
     target.call(target.make(), **target.kwargs)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda s: s.run(until=1e300), ArgumentError, r"Simulation\.run: until: .*\[0, 1e\+15\]"),
+    (lambda s: s.step(until=1e300), ArgumentError, r"Simulation\.step: until: .*1e\+15"),
+    (lambda s: s.submit([SMALL_POD], at=1e300), ArgumentError, r"Simulation\.submit: at: "),
+    (lambda s: s.submit([SMALL_POD], at=2, duration=1e300), ArgumentError,
+     r"Simulation\.submit: duration: "),
+    (lambda s: s.run(until=1e15), TensorschedError,
+     r"Simulation\.run: interval: a time-series row every 60 s up to 1e\+15 s makes "
+     r"1\.67e\+13 rows; at most 2,000,000"),
+    (lambda s: s.step(until=1e9), TensorschedError, r"Simulation\.step: interval: .*1e\+09 s"),
+])
+def test_a_run_that_would_sample_for_ages_is_refused_and_changes_nothing(call, error, match):
+    """Times past the traces' bound (1e15 s) are refused as a trace's are;
+    a run whose time series would pass MAX_ROWS rows is refused before it
+    starts (``run(until=1e300)`` sampled every 60 s forever)."""
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=60.0)
+    sim.step(until=1)
+    before = sim_digest(sim)
+    with pytest.raises(error, match=match):
+        call(sim)
+    assert sim_digest(sim) == before
+    assert sim.run(until=120)["rows"] == 2          # and it goes on as before
+
+
+def test_an_interval_below_the_span_of_the_events_is_refused_before_the_run():
+    """``interval=1e-300`` (every row's time equal to the last from some
+    point on: ``t + interval == t``) and a pod submitted at 1e14 s with
+    a minute's interval: refused, the events known now set the end."""
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=1e-300)
+    before = sim_digest(sim)
+    with pytest.raises(TensorschedError, match=r"every 1e-300 s up to 10 s"):
+        sim.run(until=10)
+    assert sim_digest(sim) == before
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=60.0)
+    sim.submit([SMALL_POD], at=1e14)
+    before = sim_digest(sim)
+    with pytest.raises(TensorschedError, match=r"Simulation\.run: interval: .* up to 1e\+14 s"):
+        sim.run()
+    assert sim_digest(sim) == before
+
+
+def test_a_run_that_outgrows_the_rows_on_the_way_stops(monkeypatch):
+    """A pod's duration is known only when it binds: a run that passes the
+    rows bound on the way stops with an error naming the time, not after
+    hours of sampling."""
+    from tensorsched.framework.simulation import series
+    monkeypatch.setattr(series, "MAX_ROWS", 50)
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=1.0)
+    sim.submit([SMALL_POD], at=2, duration=1e6)
+    with pytest.raises(TensorschedError, match=r"reached 50 rows at 51 s"):
+        sim.run()
+    assert sim.series.rows == 50
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: ts.Simulation(OBJECTS, backend="numpy", foo=1),
+     r"^Simulation: foo: unknown keyword argument \(the Scheduler's are binder_fault_rate, "),
+    (lambda: ts.Simulation(OBJECTS, backend="numpy", clock=None),
+     r"^Simulation: clock: unknown keyword argument"),
+    pytest.param(lambda: ts.SchedulingEnv(OBJECTS, [SMALL_POD], backend="numpy", grace=5),
+                 r"^SchedulingEnv: grace: unknown keyword argument",
+                 marks=pytest.mark.skipif(find_spec("gymnasium") is None, reason="gym extra")),
+    pytest.param(lambda: ts.SchedulingEnv(OBJECTS, [SMALL_POD], backend="numpy", batch=True),
+                 r"^SchedulingEnv: batch: the environment decides one pod at a time",
+                 marks=pytest.mark.skipif(find_spec("gymnasium") is None, reason="gym extra")),
+    pytest.param(lambda: ts.SchedulingEnv(OBJECTS, [SMALL_POD], backend="numpy", max_time=1e300),
+                 r"^SchedulingEnv: max_time: must be a finite number of seconds in \[0, 1e\+15\]",
+                 marks=pytest.mark.skipif(find_spec("gymnasium") is None, reason="gym extra")),
+])
+def test_an_unknown_keyword_is_named_by_the_function_called(make, match):
+    """A keyword passed on to the Scheduler that it does not take was a bare
+    TypeError naming ``Scheduler.__init__`` (the environment's only at its
+    first reset); ``batch`` given to the environment was dropped silently."""
+    with pytest.raises(ArgumentError, match=match):
+        make()
