@@ -25,6 +25,7 @@ from .cli_args import (
     BACKENDS,
     SEED,
     Parser,
+    existing_path,
     int_in,
     load,
     load_cluster,
@@ -35,6 +36,9 @@ from .cli_args import (
     subcommand,
 )
 from .synthetic import WORKLOADS
+
+
+REPLAY_SEED = 42        # the paper's first seed
 
 
 def _single_pod(path) -> dict:
@@ -216,12 +220,35 @@ def _sweep_lists(args, R) -> tuple[list, list]:
     return _once("--policies", "policy", policies), _once("--seeds", "seed", seeds)
 
 
+def _check_replay_flags(args) -> None:
+    """Flags that would be dropped without a word, refused before any work:
+    the sweep's lists without ``--sweep``, ``--policy`` or ``--seed``
+    beside the list that replaces them, ``--expected`` without a plot."""
+    if not args.sweep:
+        for flag, value in (("--policies", args.policies), ("--seeds", args.seeds),
+                            ("--workers", args.workers)):
+            if value is not None:
+                raise TensorschedError(f"replay: {flag} goes with --sweep")
+    if args.policies is not None and args.policy:
+        raise TensorschedError("replay --sweep: --policy and --policies exclude each other "
+                               "(give the policies in one)")
+    if args.seeds is not None and args.seed is not None:
+        raise TensorschedError("replay --sweep: --seed and --seeds exclude each other "
+                               "(give the seeds in one)")
+    if args.expected and not args.plot:
+        raise TensorschedError("replay: --expected goes with --plot (it draws the published "
+                               "means on the plot)")
+
+
 def cmd_replay(args) -> int:
     from tqdm import tqdm
 
     from tensorsched.topology.openb import replay as R
     if args.plot:
         require_plotting("replay")
+    _check_replay_flags(args)
+    if args.seed is None:
+        args.seed = REPLAY_SEED
     if not args.sweep:
         if not args.policy:
             raise TensorschedError("replay: --policy is required (or use --sweep)")
@@ -326,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pods", required=True, nargs="+", action="extend",
                    help="openb pod CSV (several with --sweep)")
     r.add_argument("--policy", choices=POLICIES, help="score policy (required without --sweep)")
-    r.add_argument("--seed", type=SEED, default=42, help="seed of the workload draw")
+    r.add_argument("--seed", type=SEED, help=f"seed of the workload draw (default "
+                   f"{REPLAY_SEED})")
     r.add_argument("--tune", type=positive_float, default=1.3,
                    help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")
     r.add_argument("--backend", choices=("numba", "numpy", "cuda", "auto"), default="numba",
@@ -345,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "numpy (default: all cores)")
     r.add_argument("--plot", metavar="PNG", type=output_file,
                    help="draw the allocation curves (needs the 'plot' extra)")
-    r.add_argument("--expected", metavar="CSV",
+    r.add_argument("--expected", metavar="CSV", type=existing_path,
                    help="with --plot: analysis_allo_discrete.csv to draw the published means dashed")
     r.set_defaults(func=cmd_replay)
     capacity_cli.add_parser(sub)

@@ -363,3 +363,26 @@ def test_a_run_that_would_sample_for_ages_is_refused_before_it_starts(tmp_path, 
     _run_refused(argv + flags, capsys, match)
     assert not out.exists()
 
+
+@pytest.mark.parametrize("flags, match", [
+    (["--policy", "FGD", "--policies", "BestFit"], r"replay: --policies goes with --sweep"),
+    (["--policy", "FGD", "--seeds", "1-5"], r"replay: --seeds goes with --sweep"),
+    (["--policy", "FGD", "--workers", "2"], r"replay: --workers goes with --sweep"),
+    (["--sweep", "--policy", "FGD", "--policies", "BestFit"],
+     r"--policy and --policies exclude each other"),
+    (["--sweep", "--seed", "3", "--seeds", "1-2"], r"--seed and --seeds exclude each other"),
+    (["--policy", "FGD", "--expected", "PODS"], r"replay: --expected goes with --plot"),
+    (["--policy", "FGD", "--expected", "/no/such.csv", "--plot", "OUT.png"],
+     r"argument --expected: '/no/such\.csv' does not exist"),
+])
+def test_replay_refuses_flags_it_would_drop(tmp_path, capsys, flags, match):
+    """A flag the run would ignore without a word (the sweep's lists on a
+    single replay, --policy beside --policies, a missing --expected file)
+    is refused; nothing is written."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    out = tmp_path / "r.csv"
+    flags = [pods if f == "PODS" else str(tmp_path / "p.png") if f == "OUT.png" else f
+             for f in flags]
+    _run_refused(["replay", "--nodes", nodes, "--pods", pods, "--backend", "numpy", "--output",
+                  str(out)] + flags, capsys, match)
+    assert not out.exists()
