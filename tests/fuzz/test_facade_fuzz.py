@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -403,3 +404,34 @@ def test_an_unknown_keyword_is_named_by_the_function_called(make, match):
     first reset); ``batch`` given to the environment was dropped silently."""
     with pytest.raises(ArgumentError, match=match):
         make()
+
+
+@pytest.mark.parametrize("column, match", [
+    ("cpu", r"row 0: cpu: must be a non-negative integer, got 18446744073709551615"),
+    ("nvidia.com/gpu", r"row 0: nvidia\.com/gpu: must be a non-negative integer, got 1844"),
+    ("priority", r"row 0: priority: must be in -2147483648\.\.2147483647, got 1844"),
+    ("creation_time", r"row 0: creation_time: out of range \(ns since the epoch\), got 1844"),
+    ("template", r"row 0: template: no template 18446744073709551615 \(1 templates given\)"),
+])
+def test_an_unsigned_column_past_int64_is_refused_by_row_and_column(column, match):
+    """A uint64 cell past 2**63 (a Parquet file written from unsigned
+    counters) raised a bare ArrowInvalid from the range check itself."""
+    table = pa.table({"name": ["a", "b"], column: pa.array([2**64 - 1, 1], pa.uint64())})
+    with pytest.raises(TensorschedError, match=match):
+        ts.read_pods_table(table, templates=[{"spec": {"containers": []}}])
+    ok = pa.table({"name": ["a"], column: pa.array([0], pa.uint64())})
+    assert len(ts.read_pods_table(ok, templates=[{"spec": {"containers": []}}])) == 1
+
+
+@pytest.mark.parametrize("column", ["arrival", "departure", "duration"])
+@pytest.mark.parametrize("kind", [pa.uint64(), pa.int64()])
+def test_a_trace_time_past_two_to_the_53_is_refused_by_row_and_column(tmp_path, column, kind):
+    """Integer seconds past 2**53 raised ArrowInvalid in the cast to float
+    (Arrow's safe cast); now the seconds' bound names the row."""
+    cols = {"name": ["a"], "arrival": pa.array([1], kind)}
+    cols[column] = pa.array([2**63 - 1], kind)
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table(cols), path)
+    with pytest.raises(TensorschedError, match=rf"t\.parquet: row 0: {column}: must be a "
+                       r"number of seconds 0\.\.1e\+15, got 9223372036854775807"):
+        ts.read_trace(path)
