@@ -386,3 +386,20 @@ def test_replay_refuses_flags_it_would_drop(tmp_path, capsys, flags, match):
     _run_refused(["replay", "--nodes", nodes, "--pods", pods, "--backend", "numpy", "--output",
                   str(out)] + flags, capsys, match)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("size, ok", [(2**63 - 1, False), (2**70, False), (1 << 50, True)])
+def test_an_image_size_past_a_petabyte_is_refused_by_node_and_field(tmp_path, capsys, size, ok):
+    """``status.images[].sizeBytes`` near 2**63 was read, then ImageLocality's
+    scaled sum raised a bare OverflowError at the first explain."""
+    cluster = copy.deepcopy(CLUSTER)
+    node = next(o for o in cluster["items"] if o["kind"] == "Node"
+                and o["metadata"]["name"] == "worker-a1")
+    node["status"]["images"] = [{"names": ["docker.io/library/nginx:1.27"], "sizeBytes": size}]
+    argv = ["explain", "--cluster", _dump(tmp_path, "c.yaml", cluster), "--pod",
+            _dump(tmp_path, "p.yaml", POD)]
+    if ok:
+        assert _run_cleanly(argv, capsys) == 0
+        return
+    _run_refused(argv, capsys, r"c\.yaml#0\.items\[\d+\]: Node worker-a1: "
+                 r"status\.images\[0\]\.sizeBytes: must be in 0\.\.1125899906842624")
