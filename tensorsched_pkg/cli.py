@@ -390,7 +390,9 @@ def main(argv=None) -> int:
         print(f"tensorsched: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:      # a file that cannot be written after all (disk full, ...)
-        where = f"{exc.filename}: " if exc.filename else ""
+        # a failed write or flush names no file: it is the output's
+        name = exc.filename or getattr(args, "output", None)
+        where = f"{name}: " if name else ""
         print(f"tensorsched: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 

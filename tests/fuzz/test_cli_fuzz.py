@@ -403,3 +403,18 @@ def test_an_image_size_past_a_petabyte_is_refused_by_node_and_field(tmp_path, ca
         return
     _run_refused(argv, capsys, r"c\.yaml#0\.items\[\d+\]: Node worker-a1: "
                  r"status\.images\[0\]\.sizeBytes: must be in 0\.\.1125899906842624")
+
+
+@pytest.mark.parametrize("command", ["schedule", "capacity"])
+def test_a_failed_write_names_the_output(tmp_path, capsys, monkeypatch, command):
+    """An OSError from a write or flush carries no file name: the line said
+    only 'Input/output error' (``schedule --output /proc/version``)."""
+
+    def broken(*a, **k):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(yaml, "safe_dump", broken)
+    out = str(tmp_path / "out.yaml")
+    argv = ({"schedule": ["schedule", "--cluster", str(EXAMPLES / "cluster.yaml")],
+             "capacity": ["capacity", "--cluster", str(EXAMPLES / "cluster.yaml"), "--drain"]}
+            [command] + ["--backend", "numpy", "--output", out])
+    _run_refused(argv, capsys, rf"tensorsched: error: {re.escape(out)}: Input/output error")
