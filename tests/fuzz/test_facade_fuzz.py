@@ -60,7 +60,8 @@ SETTINGS = dict(max_examples=int(os.environ.get("FUZZ_N", 60)), deadline=None, d
 # values that are wrong for most arguments and right for some
 NASTY = st.sampled_from([
     "x", "", "worker-a1", "numba-ish", "data/examples/cluster.yaml", "/no/such/file", b"x",
-    -1, -2, 0, 1, 3, 2**63, -(2**63), 10**30, 10**400, 1.5, -0.5, float("nan"), float("inf"),
+    -1, -2, 0, 1, 3, 2**63, 2**63 - 1, -(2**63), 10**30, 10**400, 1.5, -0.5, 1e300, 1e-300,
+    float("nan"), float("inf"),
     True, False,
     None, [], {}, [1, "x"], ["worker-a1"], [None], {"k": "v"}, {"kind": "Pod"}, [{"kind": "Pod"}],
     (x for x in ()), object()])
