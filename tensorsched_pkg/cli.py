@@ -48,6 +48,19 @@ def _single_pod(path) -> dict:
     return objs[0]
 
 
+def _pods_file(path) -> list[dict]:
+    """The objects of a ``schedule --pods`` file: pods and what they name
+    (PriorityClasses, PDBs, workloads...), never a Node (it was added to
+    the cluster without a word: the pods then landed on it)."""
+    objs = load(path)
+    for o in objs:
+        if isinstance(o, dict) and o.get("kind") == "Node":
+            name = (o.get("metadata") or {}).get("name")
+            raise TensorschedError(f"{path}: Node {name}: schedule --pods takes pending pods; "
+                                   "nodes go in --cluster")
+    return objs
+
+
 def _explain_table(record: dict, top: int) -> list[str]:
     """The table form of an explain record: the best nodes with each
     plugin's score and weight, the rejections by reason, the preemption."""
@@ -120,13 +133,12 @@ def cmd_schedule(args) -> int:
     from tensorsched.framework.scheduler.metrics import placed_by_line, summarize
     from tensorsched.framework.scheduler.scheduler import Scheduler
     from tensorsched.topology.gpu_table import binding_gpus
+    more = [o for path in args.pods or () for o in _pods_file(path)]
     if args.cluster:
-        objects = load(args.cluster)
-        for path in args.pods or ():
-            objects = objects + load(path)
+        objects = load(args.cluster) + more
     else:
         nodes, pods = sample(seed=args.seed)
-        objects = nodes + ([o for path in args.pods for o in load(path)] if args.pods else pods)
+        objects = nodes + (more if args.pods else pods)
     cluster = load_cluster(objects, args.config)
     sched = Scheduler(cluster, args.backend, args.seed, batch=not args.no_batch)
     with progress(len(cluster.pending), "scheduling") as bar:

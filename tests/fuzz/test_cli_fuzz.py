@@ -418,3 +418,29 @@ def test_a_failed_write_names_the_output(tmp_path, capsys, monkeypatch, command)
              "capacity": ["capacity", "--cluster", str(EXAMPLES / "cluster.yaml"), "--drain"]}
             [command] + ["--backend", "numpy", "--output", out])
     _run_refused(argv, capsys, rf"tensorsched: error: {re.escape(out)}: Input/output error")
+
+
+@pytest.mark.parametrize("with_cluster", [True, False])
+def test_schedule_pods_refuses_a_node(tmp_path, capsys, with_cluster):
+    """A Node in a ``--pods`` file joined the cluster without a word (the
+    pending pods then landed on it); now it is refused naming file and node,
+    nothing written."""
+    extra = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra"},
+             "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}}
+    pods = tmp_path / "more.yaml"
+    pods.write_text(yaml.safe_dump_all([SMALL_POD_FOR_PODS, extra]))
+    out = tmp_path / "b.yaml"
+    argv = ["schedule", "--pods", str(pods), "--backend", "numpy", "--output", str(out)]
+    if with_cluster:
+        argv += ["--cluster", str(EXAMPLES / "cluster.yaml")]
+    _run_refused(argv, capsys, r"more\.yaml: Node extra: schedule --pods takes pending pods; "
+                 r"nodes go in --cluster")
+    assert not out.exists()
+    pods.write_text(yaml.safe_dump(SMALL_POD_FOR_PODS))
+    assert _run_cleanly(argv, capsys) == 0
+
+
+SMALL_POD_FOR_PODS = {"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": "more", "namespace": "default"},
+                      "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+                          "requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
