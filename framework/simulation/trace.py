@@ -379,7 +379,9 @@ def _check_pod_columns(trace: Trace) -> None:
 
 def _read_csv(path: str, templates) -> Trace:
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        # utf-8-sig: the byte-order mark a spreadsheet writes first is no part of
+        # the first column's name (it was 'missing' from the header)
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             try:
                 header = next(reader)

@@ -444,3 +444,21 @@ SMALL_POD_FOR_PODS = {"apiVersion": "v1", "kind": "Pod",
                       "metadata": {"name": "more", "namespace": "default"},
                       "spec": {"containers": [{"name": "c", "image": "i", "resources": {
                           "requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+
+
+def test_csvs_with_a_byte_order_mark_read_as_without(tmp_path, capsys):
+    """A spreadsheet's UTF-8 CSV starts with a byte-order mark: the first
+    column was 'missing' from a header that showed it ('it has: sn, ...')."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    bom = []
+    for path in (nodes, pods, str(EXAMPLES / "trace.csv")):
+        p = tmp_path / ("bom-" + Path(path).name)
+        p.write_bytes(b"\xef\xbb\xbf" + Path(path).read_bytes())
+        bom.append(str(p))
+    for n, p, out in ((nodes, pods, "a.csv"), (bom[0], bom[1], "b.csv")):
+        assert _run_cleanly(["replay", "--nodes", n, "--pods", p, "--policy", "FGD", "--backend",
+                             "numpy", "--output", str(tmp_path / out)], capsys) == 0
+    assert (tmp_path / "a.csv").read_text() == \
+        (tmp_path / "b.csv").read_text().replace("bom-pods,", "pods,")
+    from tensorsched.framework.simulation.trace import read_trace
+    assert read_trace(bom[2]).table.equals(read_trace(str(EXAMPLES / "trace.csv")).table)
