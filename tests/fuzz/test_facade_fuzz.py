@@ -436,3 +436,28 @@ def test_a_trace_time_past_two_to_the_53_is_refused_by_row_and_column(tmp_path, 
     with pytest.raises(TensorschedError, match=rf"t\.parquet: row 0: {column}: must be a "
                        r"number of seconds 0\.\.1e\+15, got 9223372036854775807"):
         ts.read_trace(path)
+
+
+def _replica_set(name: str, replicas: int) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "x"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"a": name}},
+                     "template": {"metadata": {"labels": {"a": name}},
+                                  "spec": SMALL_POD["spec"]}}}
+
+
+@pytest.mark.parametrize("objects, match", [
+    ([_replica_set("rs", 2**31 - 1)],
+     r"^ReplicaSet x/rs: spec\.replicas: 2147483647 pods; workloads expand to at most "
+     r"1,000,000 pods"),
+    ([_replica_set("a", 600_000), _replica_set("b", 600_000)],
+     r"^ReplicaSet x/b: spec\.replicas: 600000 pods \(1200000 with the workloads before it\)"),
+])
+def test_workloads_past_a_million_pods_are_refused_before_any_pod_is_made(objects, match):
+    """A ReplicaSet of 2**31-1 replicas (an int32, valid upstream) made a
+    dict per pod: ``nodes_to_add`` and ``expand_workloads`` ran for hours."""
+    with pytest.raises(TensorschedError, match=match):
+        ts.expand_workloads(objects)
+    with pytest.raises(TensorschedError, match=match):
+        ts.nodes_to_add(ts.build_cluster(OBJECTS), objects, [NODE], backend="numpy")
+    assert len(ts.expand_workloads([_replica_set("ok", 3)])[0]) == 3
