@@ -462,3 +462,18 @@ def test_csvs_with_a_byte_order_mark_read_as_without(tmp_path, capsys):
         (tmp_path / "b.csv").read_text().replace("bom-pods,", "pods,")
     from tensorsched.framework.simulation.trace import read_trace
     assert read_trace(bom[2]).table.equals(read_trace(str(EXAMPLES / "trace.csv")).table)
+
+
+@pytest.mark.parametrize("command", ["replay", "simulate"])
+def test_a_pod_named_twice_in_an_openb_csv_is_refused_alike(tmp_path, capsys, command):
+    """``replay`` took a pod CSV with a name twice (the simulator keeps pods
+    by name) where ``simulate`` refused it; both refuse it now."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    lines = Path(pods).read_text().splitlines()
+    Path(pods).write_text("\n".join(lines + [lines[1]]) + "\n")
+    argv = {"replay": ["replay", "--policy", "FGD", "--output", str(tmp_path / "r.csv")],
+            "simulate": ["simulate", "--output", str(tmp_path / "out")]}[command]
+    trace = "--pods" if command == "replay" else "--trace"
+    _run_refused(argv + ["--nodes", nodes, trace, pods, "--backend", "numpy"], capsys,
+                 rf"pods\.csv:{len(lines) + 1}: name: duplicate pod 'openb-pod-0000' "
+                 r"\(first on line 2\)")
