@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pods", required=True, nargs="+", action="extend",
                    help="openb pod CSV (several with --sweep)")
     r.add_argument("--policy", choices=POLICIES, help="score policy (required without --sweep)")
-    r.add_argument("--seed", type=SEED, help=f"seed of the workload draw (default "
+    r.add_argument("--seed", type=SEED, help=f"seed of the workload draw (default: "
                    f"{REPLAY_SEED})")
     r.add_argument("--tune", type=positive_float, default=1.3,
                    help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")

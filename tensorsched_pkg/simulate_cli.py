@@ -150,7 +150,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     m.add_argument("--seed", type=SEED, default=0,
                    help="seed of tie-breaks")
     m.add_argument("--until", type=simulated_until,
-                   help="stop at this simulated second (default: when nothing can change)")
+                   help="stop at this simulated second, at most 1e15 (default: when nothing can "
+                   "change)")
     m.add_argument("--interval", type=positive_float, default=DEFAULT_INTERVAL,
                    help="seconds per time-series row")
     m.add_argument("--output", type=_output_dir, required=True,

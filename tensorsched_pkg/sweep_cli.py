@@ -213,8 +213,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     m.add_argument("--scenario", type=existing_path,
                    help="YAML of timed steps for every run (README: Simulation)")
     m.add_argument("--until", type=simulated_until,
-                   help="stop each run at this simulated second (default: when nothing can "
-                   "change)")
+                   help="stop each run at this simulated second, at most 1e15 (default: when "
+                   "nothing can change)")
     m.add_argument("--interval", type=positive_float,
                    help=f"seconds per time-series row, the time-weighted means' resolution "
                    f"(default {DEFAULT_INTERVAL:g})")
