@@ -66,7 +66,8 @@ from tensorsched.framework.config.kube_config import load_config
 from tensorsched.framework.scheduler.cluster import check_feature_gates
 from tensorsched.framework.config.plugin_names import DEFAULT_PREEMPTION
 from tensorsched.framework.errors import TensorschedError
-from tensorsched.framework.simulation.series import KEEP_LATENCIES
+from tensorsched.framework.simulation.series import KEEP_LATENCIES, check_rows
+from tensorsched.framework.simulation.trace import MAX_SECONDS
 from tensorsched.framework.parsing.manifests import parse_yaml_documents, read_text
 from tensorsched.framework.scheduler.queue import DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS
 from tensorsched.framework.simulation.scenario import load_scenario
@@ -226,7 +227,7 @@ def make_jobs(traces, seeds, *, configs=(), policies=(), experiment: bool = Fals
                                 (("nodes", nodes), ("cluster", cluster), ("scenario", scenario)))
     backend = args.backend(backend)
     interval = args.number("interval", interval, 0.0, above=True, unit="seconds")
-    until = args.number("until", until, 0.0, above=True, optional=True,
+    until = args.number("until", until, 0.0, MAX_SECONDS, above=True, optional=True,
                         unit="seconds")
     args.number("tune", tune, 0.0, above=True)
     batch = args.flag("batch", batch)
@@ -391,6 +392,10 @@ def _load_simulate(jobs, inputs: dict) -> None:
         inputs[("ties", path)] = scores_with_tie(cfg)
     for path in dict.fromkeys(j.scenario for j in jobs if j.scenario):
         inputs[("scenario", path)] = load_scenario(path)
+    for j in jobs:          # rows for every interval up to the end: refused before any run
+        check_rows(j.interval, j.interval, run.horizon(
+            inputs[("trace", j.trace)], inputs.get(("scenario", j.scenario)), j.until),
+            f"sweep: interval (--interval) on {j.trace_name}")
     for path in dict.fromkeys(j.nodes for j in jobs if j.nodes):
         inputs[("nodes", path)] = run.cluster_objects(nodes=path)
         inputs[("inventory", path)] = read_openb_nodes(path)

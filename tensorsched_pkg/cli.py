@@ -26,6 +26,7 @@ from .cli_args import (
     SEED,
     Parser,
     add_feature_gates,
+    existing_path,
     int_in,
     load,
     load_cluster,
@@ -38,11 +39,27 @@ from .cli_args import (
 from .synthetic import WORKLOADS
 
 
+REPLAY_SEED = 42        # the paper's first seed
+
+
 def _single_pod(path) -> dict:
     objs = [o for o in load(path) if o.get("kind") == "Pod"]
     if len(objs) != 1:
         raise TensorschedError(f"{path}: expected exactly one Pod, found {len(objs)}")
     return objs[0]
+
+
+def _pods_file(path) -> list[dict]:
+    """The objects of a ``schedule --pods`` file: pods and what they name
+    (PriorityClasses, PDBs, workloads...), never a Node (it was added to
+    the cluster without a word: the pods then landed on it)."""
+    objs = load(path)
+    for o in objs:
+        if isinstance(o, dict) and o.get("kind") == "Node":
+            name = (o.get("metadata") or {}).get("name")
+            raise TensorschedError(f"{path}: Node {name}: schedule --pods takes pending pods; "
+                                   "nodes go in --cluster")
+    return objs
 
 
 def _explain_table(record: dict, top: int) -> list[str]:
@@ -118,13 +135,12 @@ def cmd_schedule(args) -> int:
     from tensorsched.framework.scheduler.scheduler import Scheduler
     from tensorsched.framework.state.dra_claims import binding_claims
     from tensorsched.topology.gpu_table import binding_gpus
+    more = [o for path in args.pods or () for o in _pods_file(path)]
     if args.cluster:
-        objects = load(args.cluster)
-        for path in args.pods or ():
-            objects = objects + load(path)
+        objects = load(args.cluster) + more
     else:
         nodes, pods = sample(seed=args.seed)
-        objects = nodes + ([o for path in args.pods for o in load(path)] if args.pods else pods)
+        objects = nodes + (more if args.pods else pods)
     cluster = load_cluster(objects, args.config, feature_gates=args.feature_gates)
     sched = Scheduler(cluster, args.backend, args.seed, batch=not args.no_batch)
     with progress(len(cluster.pending), "scheduling") as bar:
@@ -221,12 +237,35 @@ def _sweep_lists(args, R) -> tuple[list, list]:
     return _once("--policies", "policy", policies), _once("--seeds", "seed", seeds)
 
 
+def _check_replay_flags(args) -> None:
+    """Flags that would be dropped without a word, refused before any work:
+    the sweep's lists without ``--sweep``, ``--policy`` or ``--seed``
+    beside the list that replaces them, ``--expected`` without a plot."""
+    if not args.sweep:
+        for flag, value in (("--policies", args.policies), ("--seeds", args.seeds),
+                            ("--workers", args.workers)):
+            if value is not None:
+                raise TensorschedError(f"replay: {flag} goes with --sweep")
+    if args.policies is not None and args.policy:
+        raise TensorschedError("replay --sweep: --policy and --policies exclude each other "
+                               "(give the policies in one)")
+    if args.seeds is not None and args.seed is not None:
+        raise TensorschedError("replay --sweep: --seed and --seeds exclude each other "
+                               "(give the seeds in one)")
+    if args.expected and not args.plot:
+        raise TensorschedError("replay: --expected goes with --plot (it draws the published "
+                               "means on the plot)")
+
+
 def cmd_replay(args) -> int:
     from tqdm import tqdm
 
     from tensorsched.topology.openb import replay as R
     if args.plot:
         require_plotting("replay")
+    _check_replay_flags(args)
+    if args.seed is None:
+        args.seed = REPLAY_SEED
     if not args.sweep:
         if not args.policy:
             raise TensorschedError("replay: --policy is required (or use --sweep)")
@@ -333,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pods", required=True, nargs="+", action="extend",
                    help="openb pod CSV (several with --sweep)")
     r.add_argument("--policy", choices=POLICIES, help="score policy (required without --sweep)")
-    r.add_argument("--seed", type=SEED, default=42, help="seed of the workload draw")
+    r.add_argument("--seed", type=SEED, help=f"seed of the workload draw (default: "
+                   f"{REPLAY_SEED})")
     r.add_argument("--tune", type=positive_float, default=1.3,
                    help="arrived GPU demand to draw, as a multiple of the cluster's GPUs")
     r.add_argument("--backend", choices=("numba", "numpy", "cuda", "auto"), default="numba",
@@ -352,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "numpy (default: all cores)")
     r.add_argument("--plot", metavar="PNG", type=output_file,
                    help="draw the allocation curves (needs the 'plot' extra)")
-    r.add_argument("--expected", metavar="CSV",
+    r.add_argument("--expected", metavar="CSV", type=existing_path,
                    help="with --plot: analysis_allo_discrete.csv to draw the published means dashed")
     r.set_defaults(func=cmd_replay)
     capacity_cli.add_parser(sub)
@@ -369,7 +409,9 @@ def main(argv=None) -> int:
         print(f"tensorsched: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:      # a file that cannot be written after all (disk full, ...)
-        where = f"{exc.filename}: " if exc.filename else ""
+        # a failed write or flush names no file: it is the output's
+        name = exc.filename or getattr(args, "output", None)
+        where = f"{name}: " if name else ""
         print(f"tensorsched: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 

@@ -21,7 +21,7 @@ from tensorsched.kernels.backend_names import BACKENDS
 __all__ = ["BACKENDS", "DEFAULT_INTERVAL", "SEED", "Help", "Parser", "add_feature_gates",
            "existing_path", "feature_gates", "int_in",
            "load", "load_cluster", "nonnegative_float", "output_file", "positive_float",
-           "progress", "require_plotting", "subcommand"]
+           "progress", "require_plotting", "simulated_until", "subcommand"]
 
 
 def int_in(lo: int, hi: int | None = None):
@@ -50,6 +50,22 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(v) or v <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return v
+
+
+#: The latest simulated second a flag may name: the traces' and scenarios'
+#: bound (``framework.simulation.trace.MAX_SECONDS``; not imported: the
+#: parser stays cheap).
+MAX_SECONDS = 1e15
+
+
+def simulated_until(text: str) -> float:
+    """An argparse type: a simulated second in (0, 1e15], the bound of
+    every time in a trace or scenario."""
+    v = positive_float(text)
+    if v > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} seconds (the "
+                                         f"traces' bound), got {text!r}")
     return v
 
 

@@ -29,6 +29,7 @@ from .cli_args import (
     positive_float,
     progress,
     require_plotting,
+    simulated_until,
     subcommand,
 )
 
@@ -50,6 +51,7 @@ def cmd_simulate(args) -> int:
 
     from tensorsched.bench.harness import peak_rss_bytes
     from tensorsched.framework.simulation.scenario import load_scenario
+    from tensorsched.framework.simulation.series import check_rows
 
     from tensorsched.experiments import simulate_run as run
     from .simulate_output import EventWriter, plot_simulation
@@ -64,6 +66,9 @@ def cmd_simulate(args) -> int:
     t0 = time.perf_counter()
     trace = run.read_trace_file(args.trace) if args.trace else None
     scenario = load_scenario(args.scenario) if args.scenario else None
+    # rows for every --interval up to the end: refused before any work
+    check_rows(args.interval, args.interval, run.horizon(trace, scenario, args.until),
+               "simulate: --interval")
     typical = run.typical_of(trace)
     try:
         objects = run.cluster_objects(args.nodes, args.cluster)
@@ -146,8 +151,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="kernel backend")
     m.add_argument("--seed", type=SEED, default=0,
                    help="seed of tie-breaks")
-    m.add_argument("--until", type=positive_float,
-                   help="stop at this simulated second (default: when nothing can change)")
+    m.add_argument("--until", type=simulated_until,
+                   help="stop at this simulated second, at most 1e15 (default: when nothing can "
+                   "change)")
     m.add_argument("--interval", type=positive_float, default=DEFAULT_INTERVAL,
                    help="seconds per time-series row")
     m.add_argument("--output", type=_output_dir, required=True,

@@ -34,6 +34,7 @@ from .cli_args import (
     output_file,
     positive_float,
     require_plotting,
+    simulated_until,
     subcommand,
 )
 
@@ -214,9 +215,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     m.add_argument("--backend", choices=BACKENDS, default="numba", help="kernel backend")
     m.add_argument("--scenario", type=existing_path,
                    help="YAML of timed steps for every run (README: Simulation)")
-    m.add_argument("--until", type=positive_float,
-                   help="stop each run at this simulated second (default: when nothing can "
-                   "change)")
+    m.add_argument("--until", type=simulated_until,
+                   help="stop each run at this simulated second, at most 1e15 (default: when "
+                   "nothing can change)")
     m.add_argument("--interval", type=positive_float,
                    help=f"seconds per time-series row, the time-weighted means' resolution "
                    f"(default {DEFAULT_INTERVAL:g})")

@@ -92,7 +92,9 @@ def read_csv_rows(path, required: tuple[str, ...]):
     ``required`` column; a row with fewer or more fields than the header,
     a missing column or unreadable text is a CsvError."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        # utf-8-sig: the byte-order mark a spreadsheet writes first is no part of
+        # the first column's name (it was 'missing' from the header)
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
             try:
                 header = reader.fieldnames

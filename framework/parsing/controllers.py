@@ -50,6 +50,11 @@ __all__ = ["EXPANDED_KINDS", "expand_workloads", "replicas_of", "SAFE_ALPHABET"]
 
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 INT32_MAX = (1 << 31) - 1
+#: The most pods one ``expand_workloads`` call makes (every controller's
+#: replicas together): each is a dict with its own copy of the template, so
+#: 2**31 replicas ran for hours and out of memory; a scenario step's
+#: ``replicas`` has the same bound.
+MAX_EXPANDED_PODS = 1_000_000
 
 #: kind -> (apiVersion of the owner reference, how replicas are read)
 EXPANDED_KINDS = {
@@ -188,6 +193,23 @@ def _expand(obj: dict) -> list[dict]:
     return pods
 
 
+def _check_total(objects) -> None:
+    """Refuse, before any pod is made, controllers whose replicas add up
+    past ``MAX_EXPANDED_PODS`` (the one that passes it named)."""
+    total = 0
+    for obj in objects:
+        if isinstance(obj, dict) and obj.get("kind") in EXPANDED_KINDS:
+            kind = obj["kind"]
+            ctx, _, _, _ = identity(obj, kind, True, None)
+            count = _replicas(ctx, kind, ctx.mapping(obj.get("spec"), "spec"))
+            total += count
+            if total > MAX_EXPANDED_PODS:
+                field = "spec.parallelism" if kind == "Job" else "spec.replicas"
+                before = f" ({total} with the workloads before it)" if total > count else ""
+                ctx.fail(field, f"{count} pods{before}; workloads expand to at most "
+                         f"{MAX_EXPANDED_PODS:,} pods")
+
+
 def expand_workloads(objects) -> tuple[list[dict], dict[str, int]]:
     """(the pods ``objects`` would run, {kind: count} of the objects that are
     neither pods nor controllers of :data:`EXPANDED_KINDS`).  Pods pass
@@ -196,6 +218,7 @@ def expand_workloads(objects) -> tuple[list[dict], dict[str, int]]:
     objects = Arguments("expand_workloads").sequence("objects", objects, items="object dicts")
     pods: list[dict] = []
     ignored: dict[str, int] = {}
+    _check_total(objects)
     for index, obj in enumerate(objects):
         if not isinstance(obj, dict):
             raise ManifestError(f"objects#{index}", "", "expected an object (a mapping)")

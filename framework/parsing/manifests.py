@@ -145,6 +145,10 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 #: objects nest about 15 levels; deeper documents are refused before any code
 #: walks them recursively (Python's recursion limit; YAML alias cycles).
 MAX_DEPTH = 128
+#: The largest image ``status.images[].sizeBytes`` read (1 PiB): ImageLocality
+#: scales sizes through a float and sums them per pod in int64, which a
+#: size near 2**63 overflowed (a bare OverflowError at the first explain).
+MAX_IMAGE_BYTES = 1 << 50
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -537,7 +541,8 @@ def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
         img = ctx.mapping(img, path)
         names = ctx.str_list(img.get("names"), f"{path}.names")
         size = img.get("sizeBytes")
-        size = 0 if size is None else ctx.integer(size, f"{path}.sizeBytes", lo=0)
+        size = 0 if size is None else ctx.integer(size, f"{path}.sizeBytes", lo=0,
+                                                  hi=MAX_IMAGE_BYTES)
         images.append(NodeImage(names=tuple(names), size_bytes=size))
 
     return NodeRecord(

@@ -145,7 +145,8 @@ class _Table:
         if not pa.types.is_integer(col.type):
             self.fail(None, name, f"must be an integer column, got {col.type}")
         valid = col.is_valid()
-        for bad, cmp in ((pc.less(col, lo), "<"), (pc.greater(col, hi), ">")):
+        for bad, cmp in ((_compared(pc.less, col, lo), "<"),
+                         (_compared(pc.greater, col, hi), ">")):
             bad = pc.and_(bad, valid)
             if pc.any(bad).as_py():
                 row = _first(bad)
@@ -153,6 +154,23 @@ class _Table:
         nulls = col.is_null().to_numpy(zero_copy_only=False)
         values = pc.fill_null(col, 0).cast(pa.int64()).to_numpy(zero_copy_only=False)
         return values, nulls
+
+
+def _compared(op, col, bound: int):
+    """``op(col, bound)`` (``pc.less`` or ``pc.greater``) for an integer
+    column of any width and sign.  An unsigned column is compared in its
+    own type (Arrow compares a column with a Python int as int64, and a
+    uint64 past 2**63 would raise ArrowInvalid instead of failing the check);
+    a bound outside its range holds for no row or for every row."""
+    if not pa.types.is_unsigned_integer(col.type):
+        return op(col, bound)
+    top = int(np.iinfo(col.type.to_pandas_dtype()).max)
+    if 0 <= bound <= top:
+        return op(col, pa.scalar(bound, col.type))
+    # less than a negative bound / greater than one past the top: no row;
+    # greater than a negative bound / less than one past the top: every row
+    every = (op is pc.greater) == (bound < 0)
+    return pc.is_valid(col) if every else pc.is_null(col)
 
 
 def _first(mask: pa.Array) -> int:
@@ -460,7 +478,8 @@ def _template_ids(t: _Table, col: pa.Array, templates) -> tuple:
         if templates is None:
             t.fail(None, "template", "integer template ids need templates (a list of Pod dicts)")
         templates = list(templates)
-        bad = pc.or_(pc.less(col, 0), pc.greater_equal(col, len(templates)))
+        bad = pc.or_(_compared(pc.less, col, 0),
+                     _compared(pc.greater, col, len(templates) - 1))
         if pc.any(bad).as_py():
             row = _first(bad)
             t.fail(row, "template", f"no template {col[row].as_py()} "
@@ -568,7 +587,7 @@ def _creation(t: _Table) -> tuple[list, list | None]:
     elif pa.types.is_integer(typ):
         factor = 1
         raw = col
-        big = pc.and_(pc.greater(col, INT64_MAX), col.is_valid())
+        big = pc.and_(_compared(pc.greater, col, INT64_MAX), col.is_valid())
         if pc.any(big).as_py():
             row = _first(big)
             t.fail(row, "creation_time", f"out of range (ns since the epoch), got {col[row].as_py()}")

@@ -66,6 +66,20 @@ class TraceArrivals:
         i = len(self._traces) - 1
         self._push(trace.arrival[0] + offset, PRIO_ARRIVE, "trace", i)
 
+    def last_time(self) -> float:
+        """The latest arrival or absolute departure (seconds) of the traces
+        still arriving; -inf when none (durations counted from a binding
+        are unknown until it)."""
+        last = -math.inf
+        for trace, off in zip(self._traces, self._offset):
+            if trace is None:
+                continue
+            last = max(last, float(trace.arrival[-1]) + off)
+            dep = trace.departure
+            if dep.size and np.isfinite(dep).any():
+                last = max(last, float(np.nanmax(dep)) + off)
+        return last
+
     def arrives_before(self, key: str, t: float) -> bool:
         """Whether a row of a trace, not arrived yet, is pod ``key`` and
         arrives before ``t``."""

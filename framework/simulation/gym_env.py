@@ -78,8 +78,8 @@ from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.parsing.manifests import load_objects
 from tensorsched.framework.scheduler.cluster import Cluster, build_cluster
 
-from .simulation import Simulation, SimulationError
-from .trace import Trace, read_trace
+from .simulation import Simulation, SimulationError, check_scheduler_options
+from .trace import MAX_SECONDS, Trace, read_trace
 
 try:
     import gymnasium as gym
@@ -264,6 +264,10 @@ class SchedulingEnv(gym.Env):
             raise SimulationError("SchedulingEnv: a Cluster is changed by a run; pass its "
                                   "objects, a path, or a factory that builds a fresh one")
         args = Arguments("SchedulingEnv")
+        check_scheduler_options(args, scheduler_options)
+        if "batch" in scheduler_options:
+            raise args.error("batch", "the environment decides one pod at a time (no "
+                             "compiled runs): it takes no batch")
         if isinstance(cluster, (str, os.PathLike)):
             cluster = load_objects(args.path("cluster", cluster))
         elif not callable(cluster):
@@ -282,7 +286,7 @@ class SchedulingEnv(gym.Env):
         features = args.names("features", features, nonempty=True)
         invalid_action_penalty = args.number("invalid_action_penalty", invalid_action_penalty)
         max_steps = args.integer("max_steps", max_steps, 1, optional=True)
-        max_time = args.number("max_time", max_time, 0.0, optional=True,
+        max_time = args.number("max_time", max_time, 0.0, MAX_SECONDS, optional=True,
                                unit="seconds")
         args.callback("setup", setup, optional=True)
         args.flag("scores", scores)

@@ -21,6 +21,12 @@ TIMESERIES_COLUMNS = ("time", "nodes", "running", "pending", "arrived", "schedul
 #: Counts kept per interval (the window) and summed into the totals.
 WINDOW_COUNTS = ("arrived", "scheduled", "departed", "failed_attempts", "preemptions")
 KEEP_LATENCIES = 100_000      # latencies kept for the summary; Scheduler lists trimmed to it
+#: Time-series rows one simulation may hold.  A run that would sample more
+#: is refused before it starts: an interval far below the time it covers
+#: would sample for hours (and forever where ``t + interval == t`` in
+#: float64).  Two million rows, a row a minute for almost four years, take
+#: about 400 MB and a minute of sampling.
+MAX_ROWS = 2_000_000
 _TYPES = {"time": pa.float64(), "nodes": pa.int64(), "running": pa.int64(),
           "pending": pa.int64()}
 
@@ -37,6 +43,26 @@ def percentile(values: list, q: float):
     if f + 1 >= len(v):
         return float(v[-1])
     return float(v[f] + (v[f + 1] - v[f]) * (k - f))
+
+
+def rows_up_to(interval: float, first: float, end: float) -> float:
+    """How many samples ``first, first + interval, ...`` fall at or before
+    ``end`` (seconds), as a float (it may be astronomically large)."""
+    return 0.0 if end < first else math.floor((end - first) / interval) + 1.0
+
+
+def check_rows(interval: float | None, first: float, end: float, where: str,
+               held: int = 0) -> None:
+    """Refuse (``SimulationError`` naming ``where``, the argument or flag)
+    sampling every ``interval`` seconds from ``first`` to ``end`` when that,
+    with the ``held`` rows already sampled, passes ``MAX_ROWS``."""
+    if interval is None or not math.isfinite(end):
+        return
+    rows = held + rows_up_to(interval, first, end)
+    if rows > MAX_ROWS:
+        raise SimulationError(
+            f"{where}: a time-series row every {interval:g} s up to {end:g} s makes "
+            f"{rows:.3g} rows; at most {MAX_ROWS:,} (a larger interval, or a shorter run)")
 
 
 class TimeSeries:

@@ -49,6 +49,7 @@ digest, so a restored simulation continues exactly as the original would
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from collections.abc import Callable
@@ -84,10 +85,11 @@ from .errors import SimulationError
 from .listeners import Listeners
 from .node_slices import checked_slices
 from .scenario import Scenario, check_steps, load_scenario
-from .series import TIMESERIES_COLUMNS, TimeSeries
+from . import series as series_rules
+from .series import TIMESERIES_COLUMNS, TimeSeries, check_rows
 from .snapshot import SNAPSHOT_VERSION, read_snapshot, replay_call, snapshot_table, trace_blob
 from .snapshot import digest as state_digest
-from .trace import Trace, trace_from_table
+from .trace import MAX_SECONDS, Trace, trace_from_table
 
 __all__ = ["BLOCK_ROWS", "CHUNK", "EVENTS", "FIRST_BLOCK_ROWS", "MIN_BLOCK", "PRIO_ARRIVE",
            "PRIO_LEAVE", "PRIO_NODE", "SIM_EVENTS", "SNAPSHOT_VERSION", "TIMESERIES_COLUMNS",
@@ -97,6 +99,18 @@ __all__ = ["BLOCK_ROWS", "CHUNK", "EVENTS", "FIRST_BLOCK_ROWS", "MIN_BLOCK", "PR
 SIM_EVENTS = ("Arrived", "Departed", "Deleted", "Evicted", "NodeAdded", "NodeUpdated",
               "NodeDeleted")
 EVENTS = SCHEDULER_EVENTS + SIM_EVENTS
+
+
+def check_scheduler_options(args: Arguments, options: dict) -> None:
+    """Refuse (``ArgumentError`` naming it) a keyword the Scheduler does not
+    take, before anything is built (Python's TypeError named neither the
+    function the user called nor the arguments it takes)."""
+    known = [p.name for p in inspect.signature(Scheduler.__init__).parameters.values()
+             if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "clock"]
+    for name in options:
+        if name not in known:
+            raise args.error(name, f"unknown keyword argument (the Scheduler's are "
+                             f"{', '.join(known)})")
 
 
 class _PastHorizon(Exception):
@@ -141,6 +155,7 @@ class Simulation:
                  interval: float | None = 60.0, metrics: dict | None = None, registry=None,
                  feature_gates=None, **scheduler_options):
         args = Arguments("Simulation")
+        check_scheduler_options(args, scheduler_options)
         if isinstance(cluster, (str, os.PathLike)):
             cluster = args.path("cluster", cluster)
         elif not isinstance(cluster, Cluster):
@@ -224,7 +239,7 @@ class Simulation:
         if at is None:
             return now
         args = Arguments(f"Simulation.{function}")
-        t = args.number(name, at, 0.0, unit="seconds")
+        t = args.number(name, at, 0.0, MAX_SECONDS, unit="seconds")   # as traces' and steps'
         if t < now:
             # a bad time for this simulation, not a bad value
             raise SimulationError(f"Simulation.{function}: {name}: {at:g} is before the "
@@ -261,7 +276,7 @@ class Simulation:
         pods = args.sequence("pods", pods, items="Pod dicts or PodRecords (or a trace: an "
                              "Arrow table or read_trace's Trace)")
         t = self._when(at, "submit")
-        duration = args.number("duration", duration, 0.0, optional=True,
+        duration = args.number("duration", duration, 0.0, MAX_SECONDS, optional=True,
                                unit="seconds")
         recs = [pod_from(p) for p in pods]
         self._logged("submit", t, {"pods": [r.obj for r in recs], "duration": duration})
@@ -441,6 +456,7 @@ class Simulation:
         return the events that happened, in order."""
         if until is not None:
             until = self._when(until, "step", "until")
+        self._check_rows("step", self.agenda.next_time() if until is None else until)
         self._logged("step", until)
         self.listeners.hear(self.scheduler)
         self.listeners.collected = []
@@ -460,12 +476,26 @@ class Simulation:
         (or until ``until``); returns ``summary()``."""
         if until is not None:
             until = self._when(until, "run", "until")
+        self._check_rows("run", self._known_end() if until is None else until)
         self._logged("run", until)
         self._run(math.inf if until is None else until)
         if until is None and self.interval is not None and (
                 self.series.last_time is None or self.series.last_time < self.clock.now()):
             self.series.sample(self.clock.now(), self.cluster, self.scheduler)
         return self.summary()
+
+    def _known_end(self) -> float:
+        """The latest time known now to come: pending events, trace
+        arrivals and departures (a run to the end samples at least to it;
+        departures after durations are known at their bindings)."""
+        return max([self.clock.now(), self.arrivals.last_time()]
+                   + [t for t, _, _ in self.agenda])
+
+    def _check_rows(self, function: str, end: float) -> None:
+        """Refuse (before anything changes) a ``step``/``run`` that would
+        sample more than ``MAX_ROWS`` rows up to ``end``."""
+        check_rows(self.interval, self._next_sample, end,
+                   f"Simulation.{function}: interval", self.series.rows)
 
     def _run(self, until: float, once: bool = False) -> None:
         """Events, samples and scheduling in time order up to ``until``
@@ -507,6 +537,13 @@ class Simulation:
                         return
                     continue
                 if self._next_sample <= nxt:
+                    if self.series.rows >= series_rules.MAX_ROWS:
+                        # pods bound on the way leave later than anything known
+                        # at the start (durations): stop, not sample for ages
+                        raise SimulationError(
+                            f"Simulation: interval: a time-series row every "
+                            f"{self.interval:g} s reached {series_rules.MAX_ROWS:,} rows at "
+                            f"{nxt:g} s; the run stopped there (a larger interval)")
                     self.series.sample(nxt, self.cluster, self.scheduler)
                     self._next_sample = nxt + self.interval
                     continue

@@ -180,7 +180,10 @@ class Trace:
 def _nan_filled(col, n: int) -> np.ndarray:
     if col is None:
         return np.full(n, np.nan)
-    return pc.fill_null(col.cast(pa.float64()), float("nan")).to_numpy().astype(np.float64)
+    # unsafe: an integer past 2**53 rounds (Arrow's safe cast raised
+    # ArrowInvalid); the seconds' bound (1e15, below 2**53) still refuses it
+    return pc.fill_null(col.cast(pa.float64(), safe=False),
+                        float("nan")).to_numpy().astype(np.float64)
 
 
 # --------------------------------------------------------------------------
@@ -376,7 +379,9 @@ def _check_pod_columns(trace: Trace) -> None:
 
 def _read_csv(path: str, templates) -> Trace:
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        # utf-8-sig: the byte-order mark a spreadsheet writes first is no part of
+        # the first column's name (it was 'missing' from the header)
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             try:
                 header = next(reader)

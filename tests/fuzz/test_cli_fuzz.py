@@ -339,3 +339,141 @@ def test_sweep_names_the_step_of_an_added_node_tie_label_that_is_no_rank(tmp_pat
                  r"tie\.yaml: steps\[0\]\.create: Node gpu-0: metadata\.labels\["
                  r"\"openb\.tensorsched\.io/tie\"\]: .*'abc'")
     assert not (tmp_path / "t.parquet").exists()
+
+
+@pytest.mark.parametrize("command, flags, match", [
+    ("simulate", ["--until", "1e300"], r"--until: must be at most 1e\+15 seconds"),
+    ("simulate", ["--interval", "1e-300"],
+     r"simulate: --interval: a time-series row every 1e-300 s up to 1\.2903e\+07 s makes "
+     r"1\.29e\+307 rows; at most 2,000,000"),
+    ("simulate", ["--until", "1e14"], r"simulate: --interval: .* up to 1e\+14 s"),
+    ("sweep", ["--until", "1e308"], r"--until: must be at most 1e\+15 seconds"),
+    ("sweep", ["--interval", "1e-300"],
+     r"sweep: interval \(--interval\) on pods: a time-series row every 1e-300 s"),
+    ("sweep", ["--until", "1e15"], r"sweep: interval \(--interval\) on pods: .* 1e\+15 s"),
+])
+def test_a_run_that_would_sample_for_ages_is_refused_before_it_starts(tmp_path, capsys, command,
+                                                                     flags, match):
+    """``--until 1e300`` or ``--interval 1e-300`` sampled the time series
+    forever (``t + interval == t``); now one line, nothing written."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    out = tmp_path / ("out" if command == "simulate" else "out.parquet")
+    argv = [command, "--nodes", nodes, "--trace", pods, "--backend", "numpy", "--output",
+            str(out)] + (["--workers", "1"] if command == "sweep" else [])
+    _run_refused(argv + flags, capsys, match)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--policy", "FGD", "--policies", "BestFit"], r"replay: --policies goes with --sweep"),
+    (["--policy", "FGD", "--seeds", "1-5"], r"replay: --seeds goes with --sweep"),
+    (["--policy", "FGD", "--workers", "2"], r"replay: --workers goes with --sweep"),
+    (["--sweep", "--policy", "FGD", "--policies", "BestFit"],
+     r"--policy and --policies exclude each other"),
+    (["--sweep", "--seed", "3", "--seeds", "1-2"], r"--seed and --seeds exclude each other"),
+    (["--policy", "FGD", "--expected", "PODS"], r"replay: --expected goes with --plot"),
+    (["--policy", "FGD", "--expected", "/no/such.csv", "--plot", "OUT.png"],
+     r"argument --expected: '/no/such\.csv' does not exist"),
+])
+def test_replay_refuses_flags_it_would_drop(tmp_path, capsys, flags, match):
+    """A flag the run would ignore without a word (the sweep's lists on a
+    single replay, --policy beside --policies, a missing --expected file)
+    is refused; nothing is written."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    out = tmp_path / "r.csv"
+    flags = [pods if f == "PODS" else str(tmp_path / "p.png") if f == "OUT.png" else f
+             for f in flags]
+    _run_refused(["replay", "--nodes", nodes, "--pods", pods, "--backend", "numpy", "--output",
+                  str(out)] + flags, capsys, match)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("size, ok", [(2**63 - 1, False), (2**70, False), (1 << 50, True)])
+def test_an_image_size_past_a_petabyte_is_refused_by_node_and_field(tmp_path, capsys, size, ok):
+    """``status.images[].sizeBytes`` near 2**63 was read, then ImageLocality's
+    scaled sum raised a bare OverflowError at the first explain."""
+    cluster = copy.deepcopy(CLUSTER)
+    node = next(o for o in cluster["items"] if o["kind"] == "Node"
+                and o["metadata"]["name"] == "worker-a1")
+    node["status"]["images"] = [{"names": ["docker.io/library/nginx:1.27"], "sizeBytes": size}]
+    argv = ["explain", "--cluster", _dump(tmp_path, "c.yaml", cluster), "--pod",
+            _dump(tmp_path, "p.yaml", POD)]
+    if ok:
+        assert _run_cleanly(argv, capsys) == 0
+        return
+    _run_refused(argv, capsys, r"c\.yaml#0\.items\[\d+\]: Node worker-a1: "
+                 r"status\.images\[0\]\.sizeBytes: must be in 0\.\.1125899906842624")
+
+
+@pytest.mark.parametrize("command", ["schedule", "capacity"])
+def test_a_failed_write_names_the_output(tmp_path, capsys, monkeypatch, command):
+    """An OSError from a write or flush carries no file name: the line said
+    only 'Input/output error' (``schedule --output /proc/version``)."""
+
+    def broken(*a, **k):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(yaml, "safe_dump", broken)
+    out = str(tmp_path / "out.yaml")
+    argv = ({"schedule": ["schedule", "--cluster", str(EXAMPLES / "cluster.yaml")],
+             "capacity": ["capacity", "--cluster", str(EXAMPLES / "cluster.yaml"), "--drain"]}
+            [command] + ["--backend", "numpy", "--output", out])
+    _run_refused(argv, capsys, rf"tensorsched: error: {re.escape(out)}: Input/output error")
+
+
+@pytest.mark.parametrize("with_cluster", [True, False])
+def test_schedule_pods_refuses_a_node(tmp_path, capsys, with_cluster):
+    """A Node in a ``--pods`` file joined the cluster without a word (the
+    pending pods then landed on it); now it is refused naming file and node,
+    nothing written."""
+    extra = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra"},
+             "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}}
+    pods = tmp_path / "more.yaml"
+    pods.write_text(yaml.safe_dump_all([SMALL_POD_FOR_PODS, extra]))
+    out = tmp_path / "b.yaml"
+    argv = ["schedule", "--pods", str(pods), "--backend", "numpy", "--output", str(out)]
+    if with_cluster:
+        argv += ["--cluster", str(EXAMPLES / "cluster.yaml")]
+    _run_refused(argv, capsys, r"more\.yaml: Node extra: schedule --pods takes pending pods; "
+                 r"nodes go in --cluster")
+    assert not out.exists()
+    pods.write_text(yaml.safe_dump(SMALL_POD_FOR_PODS))
+    assert _run_cleanly(argv, capsys) == 0
+
+
+SMALL_POD_FOR_PODS = {"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": "more", "namespace": "default"},
+                      "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+                          "requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+
+
+def test_csvs_with_a_byte_order_mark_read_as_without(tmp_path, capsys):
+    """A spreadsheet's UTF-8 CSV starts with a byte-order mark: the first
+    column was 'missing' from a header that showed it ('it has: sn, ...')."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    bom = []
+    for path in (nodes, pods, str(EXAMPLES / "trace.csv")):
+        p = tmp_path / ("bom-" + Path(path).name)
+        p.write_bytes(b"\xef\xbb\xbf" + Path(path).read_bytes())
+        bom.append(str(p))
+    for n, p, out in ((nodes, pods, "a.csv"), (bom[0], bom[1], "b.csv")):
+        assert _run_cleanly(["replay", "--nodes", n, "--pods", p, "--policy", "FGD", "--backend",
+                             "numpy", "--output", str(tmp_path / out)], capsys) == 0
+    assert (tmp_path / "a.csv").read_text() == \
+        (tmp_path / "b.csv").read_text().replace("bom-pods,", "pods,")
+    from tensorsched.framework.simulation.trace import read_trace
+    assert read_trace(bom[2]).table.equals(read_trace(str(EXAMPLES / "trace.csv")).table)
+
+
+@pytest.mark.parametrize("command", ["replay", "simulate"])
+def test_a_pod_named_twice_in_an_openb_csv_is_refused_alike(tmp_path, capsys, command):
+    """``replay`` took a pod CSV with a name twice (the simulator keeps pods
+    by name) where ``simulate`` refused it; both refuse it now."""
+    nodes, pods, _s, _c = _openb_inputs(tmp_path)
+    lines = Path(pods).read_text().splitlines()
+    Path(pods).write_text("\n".join(lines + [lines[1]]) + "\n")
+    argv = {"replay": ["replay", "--policy", "FGD", "--output", str(tmp_path / "r.csv")],
+            "simulate": ["simulate", "--output", str(tmp_path / "out")]}[command]
+    trace = "--pods" if command == "replay" else "--trace"
+    _run_refused(argv + ["--nodes", nodes, trace, pods, "--backend", "numpy"], capsys,
+                 rf"pods\.csv:{len(lines) + 1}: name: duplicate pod 'openb-pod-0000' "
+                 r"\(first on line 2\)")

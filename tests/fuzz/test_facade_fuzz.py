@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -59,7 +60,8 @@ SETTINGS = dict(max_examples=int(os.environ.get("FUZZ_N", 60)), deadline=None, d
 # values that are wrong for most arguments and right for some
 NASTY = st.sampled_from([
     "x", "", "worker-a1", "numba-ish", "data/examples/cluster.yaml", "/no/such/file", b"x",
-    -1, -2, 0, 1, 3, 2**63, -(2**63), 10**30, 10**400, 1.5, -0.5, float("nan"), float("inf"),
+    -1, -2, 0, 1, 3, 2**63, 2**63 - 1, -(2**63), 10**30, 10**400, 1.5, -0.5, 1e300, 1e-300,
+    float("nan"), float("inf"),
     True, False,
     None, [], {}, [1, "x"], ["worker-a1"], [None], {"k": "v"}, {"kind": "Pod"}, [{"kind": "Pod"}],
     (x for x in ()), object()])
@@ -326,3 +328,136 @@ def test_the_valid_call_of_each_target_works(target):
             target.call(target.make(), **target.kwargs)
         return
     target.call(target.make(), **target.kwargs)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda s: s.run(until=1e300), ArgumentError, r"Simulation\.run: until: .*\[0, 1e\+15\]"),
+    (lambda s: s.step(until=1e300), ArgumentError, r"Simulation\.step: until: .*1e\+15"),
+    (lambda s: s.submit([SMALL_POD], at=1e300), ArgumentError, r"Simulation\.submit: at: "),
+    (lambda s: s.submit([SMALL_POD], at=2, duration=1e300), ArgumentError,
+     r"Simulation\.submit: duration: "),
+    (lambda s: s.run(until=1e15), TensorschedError,
+     r"Simulation\.run: interval: a time-series row every 60 s up to 1e\+15 s makes "
+     r"1\.67e\+13 rows; at most 2,000,000"),
+    (lambda s: s.step(until=1e9), TensorschedError, r"Simulation\.step: interval: .*1e\+09 s"),
+])
+def test_a_run_that_would_sample_for_ages_is_refused_and_changes_nothing(call, error, match):
+    """Times past the traces' bound (1e15 s) are refused as a trace's are;
+    a run whose time series would pass MAX_ROWS rows is refused before it
+    starts (``run(until=1e300)`` sampled every 60 s forever)."""
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=60.0)
+    sim.step(until=1)
+    before = sim_digest(sim)
+    with pytest.raises(error, match=match):
+        call(sim)
+    assert sim_digest(sim) == before
+    assert sim.run(until=120)["rows"] == 2          # and it goes on as before
+
+
+def test_an_interval_below_the_span_of_the_events_is_refused_before_the_run():
+    """``interval=1e-300`` (every row's time equal to the last from some
+    point on: ``t + interval == t``) and a pod submitted at 1e14 s with
+    a minute's interval: refused, the events known now set the end."""
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=1e-300)
+    before = sim_digest(sim)
+    with pytest.raises(TensorschedError, match=r"every 1e-300 s up to 10 s"):
+        sim.run(until=10)
+    assert sim_digest(sim) == before
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=60.0)
+    sim.submit([SMALL_POD], at=1e14)
+    before = sim_digest(sim)
+    with pytest.raises(TensorschedError, match=r"Simulation\.run: interval: .* up to 1e\+14 s"):
+        sim.run()
+    assert sim_digest(sim) == before
+
+
+def test_a_run_that_outgrows_the_rows_on_the_way_stops(monkeypatch):
+    """A pod's duration is known only when it binds: a run that passes the
+    rows bound on the way stops with an error naming the time, not after
+    hours of sampling."""
+    from tensorsched.framework.simulation import series
+    monkeypatch.setattr(series, "MAX_ROWS", 50)
+    sim = ts.Simulation(OBJECTS, backend="numpy", interval=1.0)
+    sim.submit([SMALL_POD], at=2, duration=1e6)
+    with pytest.raises(TensorschedError, match=r"reached 50 rows at 51 s"):
+        sim.run()
+    assert sim.series.rows == 50
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: ts.Simulation(OBJECTS, backend="numpy", foo=1),
+     r"^Simulation: foo: unknown keyword argument \(the Scheduler's are binder_fault_rate, "),
+    (lambda: ts.Simulation(OBJECTS, backend="numpy", clock=None),
+     r"^Simulation: clock: unknown keyword argument"),
+    pytest.param(lambda: ts.SchedulingEnv(OBJECTS, [SMALL_POD], backend="numpy", grace=5),
+                 r"^SchedulingEnv: grace: unknown keyword argument",
+                 marks=pytest.mark.skipif(find_spec("gymnasium") is None, reason="gym extra")),
+    pytest.param(lambda: ts.SchedulingEnv(OBJECTS, [SMALL_POD], backend="numpy", batch=True),
+                 r"^SchedulingEnv: batch: the environment decides one pod at a time",
+                 marks=pytest.mark.skipif(find_spec("gymnasium") is None, reason="gym extra")),
+    pytest.param(lambda: ts.SchedulingEnv(OBJECTS, [SMALL_POD], backend="numpy", max_time=1e300),
+                 r"^SchedulingEnv: max_time: must be a finite number of seconds in \[0, 1e\+15\]",
+                 marks=pytest.mark.skipif(find_spec("gymnasium") is None, reason="gym extra")),
+])
+def test_an_unknown_keyword_is_named_by_the_function_called(make, match):
+    """A keyword passed on to the Scheduler that it does not take was a bare
+    TypeError naming ``Scheduler.__init__`` (the environment's only at its
+    first reset); ``batch`` given to the environment was dropped silently."""
+    with pytest.raises(ArgumentError, match=match):
+        make()
+
+
+@pytest.mark.parametrize("column, match", [
+    ("cpu", r"row 0: cpu: must be a non-negative integer, got 18446744073709551615"),
+    ("nvidia.com/gpu", r"row 0: nvidia\.com/gpu: must be a non-negative integer, got 1844"),
+    ("priority", r"row 0: priority: must be in -2147483648\.\.2147483647, got 1844"),
+    ("creation_time", r"row 0: creation_time: out of range \(ns since the epoch\), got 1844"),
+    ("template", r"row 0: template: no template 18446744073709551615 \(1 templates given\)"),
+])
+def test_an_unsigned_column_past_int64_is_refused_by_row_and_column(column, match):
+    """A uint64 cell past 2**63 (a Parquet file written from unsigned
+    counters) raised a bare ArrowInvalid from the range check itself."""
+    table = pa.table({"name": ["a", "b"], column: pa.array([2**64 - 1, 1], pa.uint64())})
+    with pytest.raises(TensorschedError, match=match):
+        ts.read_pods_table(table, templates=[{"spec": {"containers": []}}])
+    ok = pa.table({"name": ["a"], column: pa.array([0], pa.uint64())})
+    assert len(ts.read_pods_table(ok, templates=[{"spec": {"containers": []}}])) == 1
+
+
+@pytest.mark.parametrize("column", ["arrival", "departure", "duration"])
+@pytest.mark.parametrize("kind", [pa.uint64(), pa.int64()])
+def test_a_trace_time_past_two_to_the_53_is_refused_by_row_and_column(tmp_path, column, kind):
+    """Integer seconds past 2**53 raised ArrowInvalid in the cast to float
+    (Arrow's safe cast); now the seconds' bound names the row."""
+    cols = {"name": ["a"], "arrival": pa.array([1], kind)}
+    cols[column] = pa.array([2**63 - 1], kind)
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table(cols), path)
+    with pytest.raises(TensorschedError, match=rf"t\.parquet: row 0: {column}: must be a "
+                       r"number of seconds 0\.\.1e\+15, got 9223372036854775807"):
+        ts.read_trace(path)
+
+
+def _replica_set(name: str, replicas: int) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "x"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"a": name}},
+                     "template": {"metadata": {"labels": {"a": name}},
+                                  "spec": SMALL_POD["spec"]}}}
+
+
+@pytest.mark.parametrize("objects, match", [
+    ([_replica_set("rs", 2**31 - 1)],
+     r"^ReplicaSet x/rs: spec\.replicas: 2147483647 pods; workloads expand to at most "
+     r"1,000,000 pods"),
+    ([_replica_set("a", 600_000), _replica_set("b", 600_000)],
+     r"^ReplicaSet x/b: spec\.replicas: 600000 pods \(1200000 with the workloads before it\)"),
+])
+def test_workloads_past_a_million_pods_are_refused_before_any_pod_is_made(objects, match):
+    """A ReplicaSet of 2**31-1 replicas (an int32, valid upstream) made a
+    dict per pod: ``nodes_to_add`` and ``expand_workloads`` ran for hours."""
+    with pytest.raises(TensorschedError, match=match):
+        ts.expand_workloads(objects)
+    with pytest.raises(TensorschedError, match=match):
+        ts.nodes_to_add(ts.build_cluster(OBJECTS), objects, [NODE], backend="numpy")
+    assert len(ts.expand_workloads([_replica_set("ok", 3)])[0]) == 3

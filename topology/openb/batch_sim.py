@@ -336,7 +336,7 @@ def read_trace_path(path) -> Trace:
     after their binding)."""
     if str(path).lower().endswith(".csv"):
         try:
-            with open(path, newline="", encoding="utf-8") as f:
+            with open(path, newline="", encoding="utf-8-sig") as f:
                 header = [h.strip() for h in f.readline().split(",")]
         except (OSError, UnicodeDecodeError):
             header = []         # read_trace says what is wrong with it

@@ -104,8 +104,16 @@ def read_openb_pods(path) -> TracePods:
     num_gpu outside 0..16, ...), a missing column or a file without pods is
     a CsvError naming the file, line and column."""
     names, cpu, mem, num, milli, spec = [], [], [], [], [], []
+    seen: dict[str, int] = {}
     for line, row in read_csv_rows(path, POD_COLUMNS):
-        names.append(csv_name(path, line, "name", row["name"]))
+        name = csv_name(path, line, "name", row["name"])
+        if name in seen:
+            # the simulator keeps pods by name: a second row would replace
+            # the first (refused as the Simulation's reader refuses it)
+            raise CsvError(path, line, "name", f"duplicate pod {name!r} (first on line "
+                           f"{seen[name]})")
+        seen[name] = line
+        names.append(name)
         cpu.append(csv_int(path, line, "cpu_milli", row["cpu_milli"], 0, MAX_CPU_MILLI))
         mem.append(csv_int(path, line, "memory_mib", row["memory_mib"], 0, MAX_MEMORY_MIB))
         n = csv_int(path, line, "num_gpu", row["num_gpu"], 0, MAX_NODE_GPUS, default=0)
