@@ -27,6 +27,7 @@ from tensorsched.kernels._deps import cuda_unavailable_reason, gpu_present
 from tensorsched.kernels._errors import BackendUnavailable
 
 from . import filters, scores
+from . import query_match as QM
 from . import stage_args as SA
 from .source import LOG_READ_MAX, ColumnSource
 from .ties import TIE_RANK_BITS, seed_mix as mix_of_seed
@@ -135,6 +136,7 @@ class _RowCache:
 
     def __init__(self, q, key, n_rows, n_slots):
         self.q = q
+        self.fp = QM.fingerprint(q)     # for ``query_match.adopt``
         self.key = key
         self.seen = -1
         self.reasons = np.zeros(n_rows, np.int64)
@@ -259,6 +261,7 @@ class NumbaBackend:
         self._from_pos: dict = {}         # (host slots, n_slots) -> [S] bool
         self._mix_static = None           # see _partial
         self.rows_recomputed = 0
+        self.caches_adopted = 0     # row caches kept for an equal recompiled query
         _warm_numba(self._k)
 
     def use_user_functions(self, filters, scores, first_bit, first_slot) -> None:
@@ -282,8 +285,15 @@ class NumbaBackend:
         ck = (id(q), tag)
         c = self._caches.get(ck)
         if c is None or c.q is not q or c.key != key:
-            c = _RowCache(q, key, n, n_slots)
-            self._caches[ck] = c
+            c = QM.adopt(self._caches, q, key, ck)
+            if c is not None:
+                # the same arrays recompiled (a node event): the kept rows
+                # stay, the written ones are recomputed below
+                c.args = c.args_cols = None
+                self.caches_adopted += 1
+            else:
+                c = _RowCache(q, key, n, n_slots)
+                self._caches[ck] = c
             while len(self._caches) > self.MAX_CACHED_QUERIES:
                 self._caches.popitem(last=False)
         else:
@@ -672,6 +682,7 @@ class _DeviceRowCache:
 
     def __init__(self, q, key, reasons, raw):
         self.q = q
+        self.fp = QM.fingerprint(q)     # for ``query_match.adopt``
         self.key = key
         self.seen = -1
         self.reasons = reasons
@@ -755,6 +766,7 @@ class CudaBackend:
         self.copies = 0             # host -> device copies made for them
         self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
+        self.caches_adopted = 0     # row caches kept for an equal recompiled query
         self.launches = 0           # kernels launched
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
         #                             placement's reasons)
@@ -921,7 +933,7 @@ class CudaBackend:
             size = SR.staged_size(self.MAX_STAGED_ROWS, width)
             self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
                             self._cuda.device_array(size, np.int64))
-        c = self._caches.get(id(q))
+        c = self._cache_of(q, _cache_key(source, n, n_slots))
         if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
                 or self._layout != _layout_key(source) or self._shape != shape):
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
@@ -995,13 +1007,25 @@ class CudaBackend:
         c.host_seen = c.seen
         return c.host_reasons, c.host_raw
 
+    def _cache_of(self, q, key):
+        """The query's device row cache, or the one of an equal query
+        compiled before (``query_match.adopt``: moved to ``q``), or None."""
+        c = self._caches.get(id(q))
+        if c is not None and c.q is q:
+            return c
+        got = QM.adopt(self._caches, q, key, id(q))
+        if got is not None:
+            self.caches_adopted += 1
+            return got
+        return c
+
     def _row_cache(self, source: ColumnSource, cols, q, n_slots, packs) -> _DeviceRowCache:
         """The query's device row cache, current: the rows written since it
         last ran recomputed by one by-row fused pass (all rows the first time)."""
         cuda = self._cuda
         n = cols.allocatable.shape[0]
         key = _cache_key(source, n, n_slots)
-        c = self._caches.get(id(q))
+        c = self._cache_of(q, key)
         if c is None or c.q is not q or c.key != key:
             c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
                                 cuda.to_device(np.zeros((n, n_slots), np.int64)))
