@@ -173,6 +173,18 @@ def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
     return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
 
 
+def _grown(c: _RowCache, key, n: int, n_slots: int) -> _RowCache:
+    """``c`` for ``n`` rows (more than it has): its reasons and raw scores
+    kept, level with the same version; the totals, tree and mixed totals
+    rebuilt when next used."""
+    g = _RowCache(c.q, key, n, n_slots)
+    m = c.reasons.shape[0]
+    g.reasons[:m] = c.reasons
+    g.raw[:m] = c.raw
+    g.seen = c.seen
+    return g
+
+
 def written_rows(k, source: ColumnSource, n: int, seen: int, out: np.ndarray) -> int:
     """(``k``: the numba kernels) How many of ``source``'s first ``n`` rows
     were written after version ``seen``, those rows ascending in ``out``
@@ -285,10 +297,17 @@ class NumbaBackend:
         ck = (id(q), tag)
         c = self._caches.get(ck)
         if c is None or c.q is not q or c.key != key:
-            c = QM.adopt(self._caches, q, key, ck)
+            # The same arrays recompiled (a node event): the kept rows stay,
+            # the written ones are recomputed below.  A node appended: the
+            # rows before it kept in a grown cache (the new row is written).
+            # The layout may differ (arrays reallocated): a row's answer
+            # reads its own values, which reallocation keeps, and no column
+            # the query was compiled without.
+            c = QM.adopt(self._caches, q, ck, lambda k: k[2:] == key[2:] and k[1] <= n)
             if c is not None:
-                # the same arrays recompiled (a node event): the kept rows
-                # stay, the written ones are recomputed below
+                if c.key[1] < n:
+                    c = self._caches[ck] = _grown(c, key, n, n_slots)
+                c.key = key
                 c.args = c.args_cols = None
                 self.caches_adopted += 1
             else:
@@ -1013,7 +1032,7 @@ class CudaBackend:
         c = self._caches.get(id(q))
         if c is not None and c.q is q:
             return c
-        got = QM.adopt(self._caches, q, key, id(q))
+        got = QM.adopt(self._caches, q, id(q), key.__eq__)
         if got is not None:
             self.caches_adopted += 1
             return got

@@ -8,7 +8,10 @@ only the query and the row's own columns, and the state's dictionaries
 only append (ids never move), so when the new query holds the same arrays
 as a cached one, that cache's rows are still right except the rows written
 since it last ran, which the write log names: ``adopt`` hands the cache to
-the new query and the usual written-rows update does the rest.  A query
+the new query and the usual written-rows update does the rest.  A node
+appended in a new row (the row count grows) keeps the rows before it on
+the numba backend (``NumbaBackend._row_cache``: the cache grown, the new
+row among the written ones).  A query
 that differs in any array (a label value the node event brought, a new
 image count, a new taint word) gets no cache: a full pass, as before.
 """
@@ -57,14 +60,15 @@ def same_query(a, b) -> bool:
     return True
 
 
-def adopt(caches: OrderedDict, q, key, new_key):
+def adopt(caches: OrderedDict, q, new_key, fits):
     """The cache in ``caches`` (values with ``q``, ``key`` and ``fp``, the
-    fingerprint of their ``q``) for another query equal to ``q`` under the
-    same ``key``, moved to ``new_key`` and given ``q``; None when there is
-    none.  (The caller then brings its written rows up to date.)"""
+    fingerprint of their ``q``) whose ``key`` passes ``fits`` and whose
+    query is ``q`` or equal to it, moved to ``new_key`` and given ``q``;
+    None when there is none.  (The caller then brings its written rows up
+    to date.)"""
     fp = fingerprint(q)
     for k, c in caches.items():
-        if c.key == key and c.q is not q and c.fp == fp and same_query(c.q, q):
+        if fits(c.key) and c.fp == fp and (c.q is q or same_query(c.q, q)):
             del caches[k]
             c.q = q
             caches[new_key] = c

@@ -9,7 +9,7 @@ relabel costs the next cycle the written rows, not every row."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.backends import needs_cuda
 
@@ -38,7 +38,7 @@ def _pod(i, kind):
         spec = {"nodeSelector": {"zone": ZONES[i % 3]}}
     elif kind == "tolerates":
         spec = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
-    return pod_dict(f"p{i}", cpu=f"{100 * (1 + i % 4)}m", memory="200Mi", created=i,
+    return pod_dict(f"p{i}", cpu=f"{100 * (1 + i % 2)}m", memory="200Mi", created=i,
                     spec=spec)
 
 
@@ -82,10 +82,16 @@ def _play(backend, nodes, events):
 
 CASES = dict(nodes=st.lists(NODE, min_size=2, max_size=6),
              events=st.lists(EVENT, min_size=1, max_size=14))
+# a node appended between pods of one shape (the grown cache must keep the
+# rows before it: their scores decide p4)
+APPENDED = dict(nodes=[("z0", 1, False, False), ("z1", 3, False, False)],
+                events=[("place", "plain", 2), ("add", 5, ("z2", 2, False, False)),
+                        ("place", "plain", 3)])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(**CASES)
+@example(**APPENDED)
 def test_node_events_place_as_a_cacheless_backend(nodes, events):
     want, _ = _play("numpy", nodes, events)
     got, _ = _play("numba", nodes, events)
@@ -97,6 +103,7 @@ def test_node_events_place_as_a_cacheless_backend(nodes, events):
 @settings(max_examples=6, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(**CASES)
+@example(**APPENDED)
 def test_node_events_place_alike_on_cuda(nodes, events):
     want, _ = _play("numpy", nodes, events)
     got, _ = _play("cuda", nodes, events)
@@ -122,6 +129,36 @@ def test_a_relabel_recomputes_the_written_rows_only(backend):
     assert sched.schedule_one().node not in (None, "n6", "n7")
     assert be.caches_adopted == adopted + 1
     assert be.rows_recomputed - rows == len({first, "n5", "n6", "n7"})
+
+
+def test_an_appended_node_keeps_the_rows_before_it():
+    # 40 nodes of 1 cpu, the first 100m pod placed; a node appended in a new
+    # row (the state's arrays reallocated: a new layout) with 4 cpus, where
+    # the next 100m pod goes (LeastAllocated): the cache grows, and only
+    # the placement's row and the new one are recomputed.
+    got = {}
+    for backend in ("numpy", "numba"):
+        sched = Scheduler(build_cluster([_node(f"n{i}", "z0", 1) for i in range(40)]),
+                          backend, 5)
+        state = sched.cluster.state
+        be = sched.cluster.framework_for(sched.cluster.resolve(_pod(0, "plain")),
+                                         backend).backend
+        sched.add_pod(_pod(0, "plain"))
+        first = sched.schedule_one().node
+        layout = state.layout_version
+        while state.n_rows < state.allocatable.shape[0]:        # fill the arrays
+            sched.add_node(_node(f"m{state.n_rows}", "z0", 1))
+        sched.add_pod(_pod(2, "plain"))
+        filled = sched.schedule_one().node
+        sched.add_node(_node("big", "z1", 4))
+        assert state.layout_version > layout
+        rows, adopted = getattr(be, "rows_recomputed", 0), getattr(be, "caches_adopted", 0)
+        sched.add_pod(_pod(4, "plain"))                 # the same requests as p0
+        got[backend] = (first, filled, sched.schedule_one().node)
+        if backend == "numba":
+            assert be.caches_adopted == adopted + 1
+            assert be.rows_recomputed - rows == 2
+    assert got["numba"] == got["numpy"] and got["numba"][2] == "big"
 
 
 def test_equal_queries_match_and_unequal_do_not():
