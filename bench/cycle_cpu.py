@@ -17,7 +17,7 @@
 
 3. ``--node-events``: instead of 1 and 2, the first placement cycle after
    a node event (a node relabelled, cordoned, removed, added back into the
-   free row, in turn) against an ordinary cycle, numba, this tree and the
+   free row, appended in a new row, in turn) against an ordinary cycle, numba, this tree and the
    base tree in alternated processes (``_NODE_EVENTS_CHILD``): CPU
    microseconds a cycle, the rows the row cache recomputed, a digest of
    the placements.
@@ -135,27 +135,35 @@ def place():
     return time.process_time() - c0
 for _ in range(50):
     place()
+KINDS = ("relabel", "cordon", "remove", "add_back", "append")
 after, plain, rows_after, rows_plain = [], [], 0, 0
+by_kind = {k: [] for k in KINDS}
 for e in range(events):
-    i = 7 + 13 * (e // 4)
-    kind = e % 4
-    if kind == 0:
+    i = 7 + 13 * (e // len(KINDS))
+    kind = KINDS[e % len(KINDS)]
+    if kind == "relabel":
         sched.update_node(node(i, "z9"))
-    elif kind == 1:
+    elif kind == "cordon":
         sched.update_node(node(i, "z9", cordon=True))
-    elif kind == 2:
+    elif kind == "remove":
         sched.delete_node(f"n{i}")
-    else:
+    elif kind == "add_back":                     # into the free row
         sched.add_node(node(i, f"z{i % 3}"))
+    else:                                        # a new row
+        sched.add_node(node(n + e, f"z{e % 3}"))
     r0 = fw.backend.rows_recomputed
     after.append(place())
     r1 = fw.backend.rows_recomputed
     plain.append(place())
     rows_after += r1 - r0
     rows_plain += fw.backend.rows_recomputed - r1
+    by_kind[kind].append((after[-1], r1 - r0))
 print(json.dumps({"after_event_cpu_us": 1e6 * sum(after) / events,
                   "plain_cpu_us": 1e6 * sum(plain) / events,
                   "rows_after_event": rows_after / events, "rows_plain": rows_plain / events,
+                  "by_kind": {k: {"after_event_cpu_us": 1e6 * sum(t for t, _ in v) / len(v),
+                                  "rows_after_event": sum(r for _, r in v) / len(v)}
+                              for k, v in by_kind.items() if v},
                   "placements_sha256": hashlib.sha256(json.dumps(placed).encode()).hexdigest()}))
 """
 
@@ -178,10 +186,15 @@ def _node_events(a, trees) -> dict:
             runs[t].append(_node_events_record(path, a.nodes, a.events))
     keys = ("after_event_cpu_us", "plain_cpu_us", "rows_after_event", "rows_plain")
     summary = {t: {**{f"mean_{k}": round(float(np.mean([x[k] for x in v])), 2) for k in keys},
+                   "by_kind": {kind: {k: round(float(np.mean([x["by_kind"][kind][k]
+                                                                for x in v])), 2)
+                                      for k in ("after_event_cpu_us", "rows_after_event")}
+                               for kind in v[0]["by_kind"]},
                    "digests": sorted({x["placements_sha256"] for x in v})}
                for t, v in runs.items()}
     record = {"experiment": "first numba placement cycle after a node event (relabel, "
-                            "cordon, remove, add back, in turn) against an ordinary cycle, "
+                            "cordon, remove, add back, append, in turn) against an ordinary "
+                            "cycle, "
                             "this tree vs the base tree in alternated processes",
               "backend": "numba", "nodes": a.nodes, "events": a.events, "rounds": a.rounds,
               "summary": summary, "runs": runs, "commit": git_commit(),
