@@ -813,7 +813,8 @@ class CudaBackend:
             self._layout, self._shape = _layout_key(source), shape
             spans, _, _ = SA.node_packs(shape)
             self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
-            self._caches.clear()
+            # the row caches stay: their rows are the rows' answers, which a
+            # reallocation keeps (``_cache_of`` adopts them; LRU drops the rest)
             self.rows_uploaded += cols.allocatable.shape[0]
             self.copies += len(self._packs)
             self.bytes_uploaded += sum(a.nbytes for a in host)
@@ -1030,13 +1031,32 @@ class CudaBackend:
         """The query's device row cache, or the one of an equal query
         compiled before (``query_match.adopt``: moved to ``q``), or None."""
         c = self._caches.get(id(q))
-        if c is not None and c.q is q:
+        if c is not None and c.q is q and c.key == key:
             return c
-        got = QM.adopt(self._caches, q, id(q), key.__eq__)
+        # as ``NumbaBackend._row_cache``: any layout, the same tag and
+        # slots, at most as many rows (a node appended: grown on the device)
+        got = QM.adopt(self._caches, q, id(q), lambda k: (
+            k[1] == key[1] and k[3:] == key[3:] and k[2] <= key[2]))
         if got is not None:
+            if got.key[2] < key[2]:
+                self._grow(got, key[2])
+            got.key = key
             self.caches_adopted += 1
             return got
         return c
+
+    def _grow(self, c: _DeviceRowCache, n: int) -> None:
+        """``c``'s device arrays for ``n`` rows, the rows it has copied on
+        the device; its host copies dropped (copied whole when next asked)."""
+        cuda = self._cuda
+        m = c.reasons.shape[0]
+        reasons = cuda.device_array(n, np.int64)
+        raw = cuda.to_device(np.zeros((n, c.raw.shape[1]), np.int64))
+        reasons[:m].copy_to_device(c.reasons)
+        raw[:m].copy_to_device(c.raw)
+        c.reasons, c.raw = reasons, raw
+        c.host_reasons = c.host_raw = None
+        c.host_seen = -1
 
     def _row_cache(self, source: ColumnSource, cols, q, n_slots, packs) -> _DeviceRowCache:
         """The query's device row cache, current: the rows written since it

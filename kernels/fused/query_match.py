@@ -9,9 +9,10 @@ only append (ids never move), so when the new query holds the same arrays
 as a cached one, that cache's rows are still right except the rows written
 since it last ran, which the write log names: ``adopt`` hands the cache to
 the new query and the usual written-rows update does the rest.  A node
-appended in a new row (the row count grows) keeps the rows before it on
-the numba backend (``NumbaBackend._row_cache``: the cache grown, the new
-row among the written ones).  A query
+appended in a new row (the row count grows) keeps the rows before it
+(``NumbaBackend._row_cache``, ``CudaBackend._cache_of``: the cache grown,
+the new row among the written ones), and so do arrays reallocated (a new
+layout): a row's answer reads its own values, which reallocation keeps.  A query
 that differs in any array (a label value the node event brought, a new
 image count, a new taint word) gets no cache: a full pass, as before.
 """

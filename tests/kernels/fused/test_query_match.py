@@ -131,34 +131,40 @@ def test_a_relabel_recomputes_the_written_rows_only(backend):
     assert be.rows_recomputed - rows == len({first, "n5", "n6", "n7"})
 
 
-def test_an_appended_node_keeps_the_rows_before_it():
-    # 40 nodes of 1 cpu, the first 100m pod placed; a node appended in a new
-    # row (the state's arrays reallocated: a new layout) with 4 cpus, where
-    # the next 100m pod goes (LeastAllocated): the cache grows, and only
-    # the placement's row and the new one are recomputed.
-    got = {}
-    for backend in ("numpy", "numba"):
-        sched = Scheduler(build_cluster([_node(f"n{i}", "z0", 1) for i in range(40)]),
-                          backend, 5)
-        state = sched.cluster.state
-        be = sched.cluster.framework_for(sched.cluster.resolve(_pod(0, "plain")),
-                                         backend).backend
-        sched.add_pod(_pod(0, "plain"))
-        first = sched.schedule_one().node
-        layout = state.layout_version
-        while state.n_rows < state.allocatable.shape[0]:        # fill the arrays
-            sched.add_node(_node(f"m{state.n_rows}", "z0", 1))
-        sched.add_pod(_pod(2, "plain"))
-        filled = sched.schedule_one().node
-        sched.add_node(_node("big", "z1", 4))
-        assert state.layout_version > layout
-        rows, adopted = getattr(be, "rows_recomputed", 0), getattr(be, "caches_adopted", 0)
-        sched.add_pod(_pod(4, "plain"))                 # the same requests as p0
-        got[backend] = (first, filled, sched.schedule_one().node)
-        if backend == "numba":
-            assert be.caches_adopted == adopted + 1
-            assert be.rows_recomputed - rows == 2
-    assert got["numba"] == got["numpy"] and got["numba"][2] == "big"
+def _appended(backend):
+    """40 nodes of 1 cpu, the first 100m pod placed, the state's arrays
+    filled with nodes, a second pod placed; then a node appended in a new
+    row (the arrays reallocated: a new layout) with 4 cpus, where the next
+    100m pod goes (LeastAllocated).  (placements, caches adopted and rows
+    recomputed by that last cycle)."""
+    sched = Scheduler(build_cluster([_node(f"n{i}", "z0", 1) for i in range(40)]), backend, 5)
+    state = sched.cluster.state
+    be = sched.cluster.framework_for(sched.cluster.resolve(_pod(0, "plain")), backend).backend
+    sched.add_pod(_pod(0, "plain"))
+    first = sched.schedule_one().node
+    while state.n_rows < state.allocatable.shape[0]:
+        sched.add_node(_node(f"m{state.n_rows}", "z0", 1))
+    sched.add_pod(_pod(2, "plain"))
+    filled = sched.schedule_one().node
+    layout = state.layout_version
+    sched.add_node(_node("big", "z1", 4))
+    assert state.layout_version > layout
+    rows, adopted = getattr(be, "rows_recomputed", 0), getattr(be, "caches_adopted", 0)
+    sched.add_pod(_pod(4, "plain"))                 # the same requests as p0
+    last = sched.schedule_one().node
+    return ((first, filled, last), getattr(be, "caches_adopted", 0) - adopted,
+            getattr(be, "rows_recomputed", 0) - rows)
+
+
+@pytest.mark.parametrize("backend", ["numba", pytest.param(
+    "cuda", marks=[pytest.mark.cudasim, needs_cuda])])
+def test_an_appended_node_keeps_the_rows_before_it(backend):
+    # the cache grows: only the last placement's row and the new one are
+    # recomputed, and the placements are numpy's
+    want, _, _ = _appended("numpy")
+    got, adopted, rows = _appended(backend)
+    assert got == want and got[2] == "big"
+    assert adopted == 1 and rows == 2
 
 
 def test_equal_queries_match_and_unequal_do_not():
