@@ -15,8 +15,16 @@
    ``stage`` with the rows found).  ``numba_*`` is the numba backend's
    lookup alone, ``cuda_*`` the cuda backend's lookup and packing.
 
+3. ``--node-events``: instead of 1 and 2, the first placement cycle after
+   a node event (a node relabelled, cordoned, removed, added back into the
+   free row, appended in a new row, in turn) against an ordinary cycle, numba, this tree and the
+   base tree in alternated processes (``_NODE_EVENTS_CHILD``): CPU
+   microseconds a cycle, the rows the row cache recomputed, a digest of
+   the placements.
+
 python -m tensorsched.bench.cycle_cpu [--base-commit C] [--rounds 3] [--nodes 10000]
-        [--pods 5000] [--output bench/results/cycle-cpu-before-after-10000.json]
+        [--pods 5000] [--node-events] [--events 60]
+        [--output bench/results/cycle-cpu-before-after-10000.json]
 """
 
 from __future__ import annotations
@@ -100,17 +108,126 @@ def _staging_seconds(nodes: int, repeats: int = 4000) -> dict:
                                                 "row_version and the log"}
 
 
+# Run in a child process against either tree (only APIs both trees have):
+# N nodes, 50 pods placed, then per event one event and two placements,
+# the first (after the event) and the second (ordinary) timed apart.
+_NODE_EVENTS_CHILD = r"""
+import hashlib, json, sys, time
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.generators.clusters import node_dict, pod_dict
+n, events = int(sys.argv[1]), int(sys.argv[2])
+def node(i, zone, cordon=False):
+    d = node_dict(f"n{i}", cpu=str(4 + i % 5), memory="32Gi", labels={"zone": zone})
+    if cordon:
+        d["spec"]["unschedulable"] = True
+    return d
+sched = Scheduler(build_cluster([node(i, f"z{i % 3}") for i in range(n)]), "numba", 0)
+(fw,) = sched.cluster.frameworks.values()
+k, placed = 0, []
+def place():
+    global k
+    sched.add_pod(pod_dict(f"p{k}", cpu="100m", memory="100Mi"))
+    k += 1
+    c0 = time.process_time()
+    b = sched.schedule_one()
+    placed.append(b.node)
+    return time.process_time() - c0
+for _ in range(50):
+    place()
+KINDS = ("relabel", "cordon", "remove", "add_back", "append")
+after, plain, rows_after, rows_plain = [], [], 0, 0
+by_kind = {k: [] for k in KINDS}
+for e in range(events):
+    i = 7 + 13 * (e // len(KINDS))
+    kind = KINDS[e % len(KINDS)]
+    if kind == "relabel":
+        sched.update_node(node(i, "z9"))
+    elif kind == "cordon":
+        sched.update_node(node(i, "z9", cordon=True))
+    elif kind == "remove":
+        sched.delete_node(f"n{i}")
+    elif kind == "add_back":                     # into the free row
+        sched.add_node(node(i, f"z{i % 3}"))
+    else:                                        # a new row
+        sched.add_node(node(n + e, f"z{e % 3}"))
+    r0 = fw.backend.rows_recomputed
+    after.append(place())
+    r1 = fw.backend.rows_recomputed
+    plain.append(place())
+    rows_after += r1 - r0
+    rows_plain += fw.backend.rows_recomputed - r1
+    by_kind[kind].append((after[-1], r1 - r0))
+print(json.dumps({"after_event_cpu_us": 1e6 * sum(after) / events,
+                  "plain_cpu_us": 1e6 * sum(plain) / events,
+                  "rows_after_event": rows_after / events, "rows_plain": rows_plain / events,
+                  "by_kind": {k: {"after_event_cpu_us": 1e6 * sum(t for t, _ in v) / len(v),
+                                  "rows_after_event": sum(r for _, r in v) / len(v)}
+                              for k, v in by_kind.items() if v},
+                  "placements_sha256": hashlib.sha256(json.dumps(placed).encode()).hexdigest()}))
+"""
+
+
+def _node_events_record(path: str | None, nodes: int, events: int) -> dict:
+    env = dict(os.environ)
+    if path:
+        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
+    got = subprocess.run([sys.executable, "-c", _NODE_EVENTS_CHILD, str(nodes), str(events)],
+                         env=env, check=True, capture_output=True, text=True)
+    rec = json.loads(got.stdout.strip().splitlines()[-1])
+    rec["load"] = list(os.getloadavg())
+    return rec
+
+
+def _node_events(a, trees) -> dict:
+    runs = {t: [] for t, _ in trees}
+    for r in range(a.rounds):
+        for t, path in (trees if r % 2 == 0 else trees[::-1]):     # alternated
+            runs[t].append(_node_events_record(path, a.nodes, a.events))
+    keys = ("after_event_cpu_us", "plain_cpu_us", "rows_after_event", "rows_plain")
+    summary = {t: {**{f"mean_{k}": round(float(np.mean([x[k] for x in v])), 2) for k in keys},
+                   "by_kind": {kind: {k: round(float(np.mean([x["by_kind"][kind][k]
+                                                                for x in v])), 2)
+                                      for k in ("after_event_cpu_us", "rows_after_event")}
+                               for kind in v[0]["by_kind"]},
+                   "digests": sorted({x["placements_sha256"] for x in v})}
+               for t, v in runs.items()}
+    record = {"experiment": "first numba placement cycle after a node event (relabel, "
+                            "cordon, remove, add back, append, in turn) against an ordinary "
+                            "cycle, "
+                            "this tree vs the base tree in alternated processes",
+              "backend": "numba", "nodes": a.nodes, "events": a.events, "rounds": a.rounds,
+              "summary": summary, "runs": runs, "commit": git_commit(),
+              "base_commit": a.base_commit, "machine": machine_info(),
+              "load_after": list(os.getloadavg()),
+              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if len(trees) > 1:
+        record["same_placements"] = summary["this"]["digests"] == summary["base"]["digests"]
+    return record
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base-commit")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nodes", type=int, default=10000)
     ap.add_argument("--pods", type=int, default=5000)
+    ap.add_argument("--node-events", action="store_true",
+                    help="time the first cycle after a node event instead (module doc, 3)")
+    ap.add_argument("--events", type=int, default=60)
     ap.add_argument("--output")
     a = ap.parse_args(argv)
     base = (base_tree(a.base_commit, tempfile.mkdtemp(prefix="cycle-cpu-base-"))
             if a.base_commit else None)
     trees = [("this", None)] + ([("base", base)] if base else [])
+    if a.node_events:
+        record = _node_events(a, trees)
+        out = a.output or os.path.join(os.path.dirname(os.path.realpath(__file__)), "results",
+                                       "cycle-cpu-node-events-10000.json")
+        with open(out, "w") as f:
+            json.dump(record, f, indent=1)
+        print(json.dumps(record["summary"], indent=1))
+        return record
     runs = {t: [] for t, _ in trees}
     for r in range(a.rounds):
         for t, path in (trees if r % 2 == 0 else trees[::-1]):     # alternated

@@ -554,11 +554,35 @@ def _search(fw, state, q, rows, prio, pods, table: PodTable, hooks=None) -> V.Vi
     if backend == "cuda":
         dev = table.device(V.fit_pods(cols, pods))
         stage = fw.stage_backend(VICTIMS).device_stage(state, q)
+        shifted = nominated_allocatable(state, table)
+        if shifted is not None:
+            cols = cols._replace(allocatable=shifted)
         lifted = hooks.device_allocatable(cols, rows) if hooks is not None else None
+        if lifted is None and shifted is not None:
+            lifted = dev.allocatable_from(shifted)
         return dev.search(stage, cols, rows, prio, lifted)
     if hooks is not None:
         cols = hooks.columns(cols, rows)
     return V.select_victims(backend, cols, q, rows, prio, pods)
+
+
+def nominated_allocatable(state: ClusterState, table: PodTable) -> np.ndarray | None:
+    """With the nominated overlay (``table.nominated_columns``), the
+    allocatable [N, R] int64 the device search must read in place of the
+    stage's, else None.  The device stage packs the state's ``requested``
+    (the cuda mirror follows the state, not the overlay), and the victim
+    kernel's fit reads a node's resources only as ``allocatable -
+    requested`` (``fused._core.fit_reasons``): lowering ``allocatable`` by
+    the nominated pods' requests the overlay adds gives the answers of the
+    overlay's ``requested``.  None too where the overlay adds nothing."""
+    over = table.nominated_columns
+    if over is None:
+        return None
+    own = state.columns().requested
+    added = over.requested - own
+    if not added.any():
+        return None
+    return over.allocatable - added
 
 
 def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
@@ -588,8 +612,10 @@ def _device_visit(fw, state, q, prio, pods, scan, cap, table):
     chosen one, 0 or -1, failures, Filter calls)."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
+    shifted = nominated_allocatable(state, table)
     got = dev.search_and_pick(fw.stage_backend(VICTIMS).device_stage(state, q), cols, scan,
-                              prio, cap)
+                              prio, cap,
+                              None if shifted is None else dev.allocatable_from(shifted))
     if got.chosen < 0:
         return [], -1, _visit_failures(scan, dev.last_stats(got.visited)), got.calls
     cand = _candidate(state, table, int(scan[got.chosen]), got.stats, got.victims)

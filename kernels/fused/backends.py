@@ -27,6 +27,7 @@ from tensorsched.kernels._deps import cuda_unavailable_reason, gpu_present
 from tensorsched.kernels._errors import BackendUnavailable
 
 from . import filters, scores
+from . import query_match as QM
 from . import stage_args as SA
 from .source import LOG_READ_MAX, ColumnSource
 from .ties import TIE_RANK_BITS, seed_mix as mix_of_seed
@@ -135,6 +136,7 @@ class _RowCache:
 
     def __init__(self, q, key, n_rows, n_slots):
         self.q = q
+        self.fp = QM.fingerprint(q)     # for ``query_match.adopt``
         self.key = key
         self.seen = -1
         self.reasons = np.zeros(n_rows, np.int64)
@@ -169,6 +171,18 @@ def tree_ties(cache, n: int, rows: np.ndarray, start: int) -> np.ndarray:
         tied = np.searchsorted(rows, tied)
     # positions from ``start``: the rows from there, then those before it
     return np.concatenate((tied[tied >= start] - start, tied[tied < start] + (m - start)))
+
+
+def _grown(c: _RowCache, key, n: int, n_slots: int) -> _RowCache:
+    """``c`` for ``n`` rows (more than it has): its reasons and raw scores
+    kept, level with the same version; the totals, tree and mixed totals
+    rebuilt when next used."""
+    g = _RowCache(c.q, key, n, n_slots)
+    m = c.reasons.shape[0]
+    g.reasons[:m] = c.reasons
+    g.raw[:m] = c.raw
+    g.seen = c.seen
+    return g
 
 
 def written_rows(k, source: ColumnSource, n: int, seen: int, out: np.ndarray) -> int:
@@ -259,6 +273,7 @@ class NumbaBackend:
         self._from_pos: dict = {}         # (host slots, n_slots) -> [S] bool
         self._mix_static = None           # see _partial
         self.rows_recomputed = 0
+        self.caches_adopted = 0     # row caches kept for an equal recompiled query
         _warm_numba(self._k)
 
     def use_user_functions(self, filters, scores, first_bit, first_slot) -> None:
@@ -282,8 +297,22 @@ class NumbaBackend:
         ck = (id(q), tag)
         c = self._caches.get(ck)
         if c is None or c.q is not q or c.key != key:
-            c = _RowCache(q, key, n, n_slots)
-            self._caches[ck] = c
+            # The same arrays recompiled (a node event): the kept rows stay,
+            # the written ones are recomputed below.  A node appended: the
+            # rows before it kept in a grown cache (the new row is written).
+            # The layout may differ (arrays reallocated): a row's answer
+            # reads its own values, which reallocation keeps, and no column
+            # the query was compiled without.
+            c = QM.adopt(self._caches, q, ck, lambda k: k[2:] == key[2:] and k[1] <= n)
+            if c is not None:
+                if c.key[1] < n:
+                    c = self._caches[ck] = _grown(c, key, n, n_slots)
+                c.key = key
+                c.args = c.args_cols = None
+                self.caches_adopted += 1
+            else:
+                c = _RowCache(q, key, n, n_slots)
+                self._caches[ck] = c
             while len(self._caches) > self.MAX_CACHED_QUERIES:
                 self._caches.popitem(last=False)
         else:
@@ -672,6 +701,7 @@ class _DeviceRowCache:
 
     def __init__(self, q, key, reasons, raw):
         self.q = q
+        self.fp = QM.fingerprint(q)     # for ``query_match.adopt``
         self.key = key
         self.seen = -1
         self.reasons = reasons
@@ -755,6 +785,7 @@ class CudaBackend:
         self.copies = 0             # host -> device copies made for them
         self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
+        self.caches_adopted = 0     # row caches kept for an equal recompiled query
         self.launches = 0           # kernels launched
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
         #                             placement's reasons)
@@ -782,7 +813,8 @@ class CudaBackend:
             self._layout, self._shape = _layout_key(source), shape
             spans, _, _ = SA.node_packs(shape)
             self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
-            self._caches.clear()
+            # the row caches stay: their rows are the rows' answers, which a
+            # reallocation keeps (``_cache_of`` adopts them; LRU drops the rest)
             self.rows_uploaded += cols.allocatable.shape[0]
             self.copies += len(self._packs)
             self.bytes_uploaded += sum(a.nbytes for a in host)
@@ -921,7 +953,7 @@ class CudaBackend:
             size = SR.staged_size(self.MAX_STAGED_ROWS, width)
             self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
                             self._cuda.device_array(size, np.int64))
-        c = self._caches.get(id(q))
+        c = self._cache_of(q, _cache_key(source, n, n_slots))
         if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
                 or self._layout != _layout_key(source) or self._shape != shape):
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
@@ -995,13 +1027,44 @@ class CudaBackend:
         c.host_seen = c.seen
         return c.host_reasons, c.host_raw
 
+    def _cache_of(self, q, key):
+        """The query's device row cache, or the one of an equal query
+        compiled before (``query_match.adopt``: moved to ``q``), or None."""
+        c = self._caches.get(id(q))
+        if c is not None and c.q is q and c.key == key:
+            return c
+        # as ``NumbaBackend._row_cache``: any layout, the same tag and
+        # slots, at most as many rows (a node appended: grown on the device)
+        got = QM.adopt(self._caches, q, id(q), lambda k: (
+            k[1] == key[1] and k[3:] == key[3:] and k[2] <= key[2]))
+        if got is not None:
+            if got.key[2] < key[2]:
+                self._grow(got, key[2])
+            got.key = key
+            self.caches_adopted += 1
+            return got
+        return c
+
+    def _grow(self, c: _DeviceRowCache, n: int) -> None:
+        """``c``'s device arrays for ``n`` rows, the rows it has copied on
+        the device; its host copies dropped (copied whole when next asked)."""
+        cuda = self._cuda
+        m = c.reasons.shape[0]
+        reasons = cuda.device_array(n, np.int64)
+        raw = cuda.to_device(np.zeros((n, c.raw.shape[1]), np.int64))
+        reasons[:m].copy_to_device(c.reasons)
+        raw[:m].copy_to_device(c.raw)
+        c.reasons, c.raw = reasons, raw
+        c.host_reasons = c.host_raw = None
+        c.host_seen = -1
+
     def _row_cache(self, source: ColumnSource, cols, q, n_slots, packs) -> _DeviceRowCache:
         """The query's device row cache, current: the rows written since it
         last ran recomputed by one by-row fused pass (all rows the first time)."""
         cuda = self._cuda
         n = cols.allocatable.shape[0]
         key = _cache_key(source, n, n_slots)
-        c = self._caches.get(id(q))
+        c = self._cache_of(q, key)
         if c is None or c.q is not q or c.key != key:
             c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
                                 cuda.to_device(np.zeros((n, n_slots), np.int64)))

@@ -83,6 +83,7 @@ class DeviceVictims:
         self._allowed = (None, None)        # (host array, device copy)
         self._scratch: dict = {}
         self._rows = None                   # the visiting order's kept device buffer
+        self._alloc = None                  # kept buffer of ``allocatable_from``
         self._stats = None                  # the last search's device stats
         self.full_uploads = 0
         self.rows_uploaded = 0
@@ -147,6 +148,17 @@ class DeviceVictims:
         self._rows[:m].copy_to_device(np.ascontiguousarray(rows, np.int64))
         return self._rows[:m]
 
+    def allocatable_from(self, host: np.ndarray):
+        """``host`` [N, R] int64 in a kept device buffer (one copy up), for a
+        search that reads it instead of the stage's allocatable (the
+        nominated pods' requests taken off: ``evaluator.nominated_allocatable``)."""
+        host = np.ascontiguousarray(host, np.int64)
+        if self._alloc is None or self._alloc.shape != host.shape:
+            self._alloc = self._cuda.to_device(host)
+        else:
+            self._alloc.copy_to_device(host)
+        return self._alloc
+
     def _launch_search(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
                        allocatable=None) -> tuple:
         """Run the victim kernel over ``rows``: (its work views by name, the
@@ -180,14 +192,14 @@ class DeviceVictims:
                               work["victims"][:m].copy_to_host())
 
     def search_and_pick(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
-                        cap: int) -> DevicePick:
+                        cap: int, allocatable=None) -> DevicePick:
         """The search over the visiting order ``rows`` [M], upstream's visit
         (numCandidates ``cap``) and the pick: one copy up (the rows), two
-        launches, one copy back."""
+        launches, one copy back; ``allocatable`` as ``search``'s."""
         m = rows.shape[0]
         if m == 0:
             return DevicePick(0, 0, -1, np.zeros(V.N_STATS, np.int64), np.zeros(0, np.int64))
-        work, out = self._launch_search(stage, cols, rows, priority)
+        work, out = self._launch_search(stage, cols, rows, priority, allocatable)
         self._pk.launch_pick(work["stats"], work["victims"], m, cap, out)
         self._stats = work["stats"]
         host = out.copy_to_host()

@@ -1,0 +1,189 @@
+"""Row caches kept across node events (``fused.query_match``): a node added,
+relabelled, tainted, cordoned or removed recompiles every query, and a
+query that compiles to the same arrays keeps its row cache, only the rows
+the event wrote recomputed.  Random sequences of node events and
+placements give the same placements on numba and cuda (simulator) as on
+numpy, which keeps no row cache (every cycle reads every row afresh); a
+relabel costs the next cycle the written rows, not every row."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from support.backends import needs_cuda
+
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.framework.state.query import QueryOptions, compile_query
+from tensorsched.generators.clusters import node_dict, pod_dict
+from tensorsched.kernels.fused import query_match as QM
+
+ZONES = ("z0", "z1", "z2")
+TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+
+
+def _node(name, zone, cpu, taint=False, cordon=False):
+    d = node_dict(name, cpu=str(cpu), memory="8Gi", labels={"zone": zone},
+                  taints=[TAINT] if taint else None)
+    if cordon:
+        d["spec"]["unschedulable"] = True
+    return d
+
+
+def _pod(i, kind):
+    spec = None
+    if kind == "zone":
+        spec = {"nodeSelector": {"zone": ZONES[i % 3]}}
+    elif kind == "tolerates":
+        spec = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+    return pod_dict(f"p{i}", cpu=f"{100 * (1 + i % 2)}m", memory="200Mi", created=i,
+                    spec=spec)
+
+
+NODE = st.tuples(st.sampled_from(ZONES), st.integers(1, 4), st.booleans(), st.booleans())
+EVENT = st.one_of(
+    st.tuples(st.just("place"), st.sampled_from(["plain", "plain", "zone", "tolerates"]),
+              st.integers(1, 3)),
+    st.tuples(st.just("update"), st.integers(0, 7), NODE),
+    st.tuples(st.just("remove"), st.integers(0, 7), st.none()),
+    st.tuples(st.just("add"), st.integers(0, 7), NODE),
+)
+
+
+def _play(backend, nodes, events):
+    """Placements [(pod, node)] of ``events`` over the nodes ``nodes``, and
+    the backend (its counters)."""
+    names = [f"n{i}" for i in range(len(nodes))]
+    sched = Scheduler(build_cluster([_node(n, *spec) for n, spec in zip(names, nodes)]),
+                      backend, 5)
+    live = set(names)
+    out = []
+    k = 0
+    for what, arg, spec in events:
+        if what == "place":
+            for _ in range(spec):           # (kind of pod, how many)
+                sched.add_pod(_pod(k, arg))
+                b = sched.schedule_one()
+                out.append((b.pod, b.node))
+                k += 1
+        elif what == "update" and f"n{arg}" in live:
+            sched.update_node(_node(f"n{arg}", *spec))
+        elif what == "remove" and f"n{arg}" in live and len(live) > 1:
+            sched.delete_node(f"n{arg}")
+            live.discard(f"n{arg}")
+        elif what == "add" and f"n{arg}" not in live:
+            sched.add_node(_node(f"n{arg}", *spec))
+            live.add(f"n{arg}")
+    (fw,) = sched.cluster.frameworks.values()
+    return out, fw.backend
+
+
+CASES = dict(nodes=st.lists(NODE, min_size=2, max_size=6),
+             events=st.lists(EVENT, min_size=1, max_size=14))
+# a node appended between pods of one shape (the grown cache must keep the
+# rows before it: their scores decide p4)
+APPENDED = dict(nodes=[("z0", 1, False, False), ("z1", 3, False, False)],
+                events=[("place", "plain", 2), ("add", 5, ("z2", 2, False, False)),
+                        ("place", "plain", 3)])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(**CASES)
+@example(**APPENDED)
+def test_node_events_place_as_a_cacheless_backend(nodes, events):
+    want, _ = _play("numpy", nodes, events)
+    got, _ = _play("numba", nodes, events)
+    assert got == want
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(**CASES)
+@example(**APPENDED)
+def test_node_events_place_alike_on_cuda(nodes, events):
+    want, _ = _play("numpy", nodes, events)
+    got, _ = _play("cuda", nodes, events)
+    assert got == want
+
+
+@pytest.mark.parametrize("backend", ["numba", pytest.param(
+    "cuda", marks=[pytest.mark.cudasim, needs_cuda])])
+def test_a_relabel_recomputes_the_written_rows_only(backend):
+    # 40 nodes, one pod placed; after a relabel, a cordon and a removal the
+    # next pod of the same shape recomputes the rows written since its
+    # query last ran (the placement's and the three events'), not 40.
+    sched = Scheduler(build_cluster([_node(f"n{i}", "z0", 2) for i in range(40)]), backend, 5)
+    (fw,) = sched.cluster.frameworks.values()
+    be = fw.backend
+    sched.add_pod(_pod(0, "plain"))
+    first = sched.schedule_one().node
+    sched.update_node(_node("n5", "z1", 2))
+    sched.update_node(_node("n6", "z0", 2, cordon=True))
+    sched.delete_node("n7")
+    rows, adopted = be.rows_recomputed, be.caches_adopted
+    sched.add_pod(_pod(4, "plain"))                 # the same requests as p0
+    assert sched.schedule_one().node not in (None, "n6", "n7")
+    assert be.caches_adopted == adopted + 1
+    assert be.rows_recomputed - rows == len({first, "n5", "n6", "n7"})
+
+
+def _appended(backend):
+    """40 nodes of 1 cpu, the first 100m pod placed, the state's arrays
+    filled with nodes, a second pod placed; then a node appended in a new
+    row (the arrays reallocated: a new layout) with 4 cpus, where the next
+    100m pod goes (LeastAllocated).  (placements, caches adopted and rows
+    recomputed by that last cycle)."""
+    sched = Scheduler(build_cluster([_node(f"n{i}", "z0", 1) for i in range(40)]), backend, 5)
+    state = sched.cluster.state
+    be = sched.cluster.framework_for(sched.cluster.resolve(_pod(0, "plain")), backend).backend
+    sched.add_pod(_pod(0, "plain"))
+    first = sched.schedule_one().node
+    while state.n_rows < state.allocatable.shape[0]:
+        sched.add_node(_node(f"m{state.n_rows}", "z0", 1))
+    sched.add_pod(_pod(2, "plain"))
+    filled = sched.schedule_one().node
+    layout = state.layout_version
+    sched.add_node(_node("big", "z1", 4))
+    assert state.layout_version > layout
+    rows, adopted = getattr(be, "rows_recomputed", 0), getattr(be, "caches_adopted", 0)
+    sched.add_pod(_pod(4, "plain"))                 # the same requests as p0
+    last = sched.schedule_one().node
+    return ((first, filled, last), getattr(be, "caches_adopted", 0) - adopted,
+            getattr(be, "rows_recomputed", 0) - rows)
+
+
+@pytest.mark.parametrize("backend", ["numba", pytest.param(
+    "cuda", marks=[pytest.mark.cudasim, needs_cuda])])
+def test_an_appended_node_keeps_the_rows_before_it(backend):
+    # the cache grows: only the last placement's row and the new one are
+    # recomputed, and the placements are numpy's
+    want, _, _ = _appended("numpy")
+    got, adopted, rows = _appended(backend)
+    assert got == want and got[2] == "big"
+    assert adopted == 1 and rows == 2
+
+
+def test_equal_queries_match_and_unequal_do_not():
+    sched = Scheduler(build_cluster([_node("n0", "z0", 2), _node("n1", "z1", 2)]))
+    state = sched.cluster.state
+    pod = sched.cluster.resolve(parse_pod(_pod(0, "zone")))      # selects z0
+    a = compile_query(state, pod, QueryOptions())
+    sched.update_node(_node("n1", "z1", 3))        # the epoch moves, the same arrays
+    b = compile_query(state, pod, QueryOptions())
+    assert a is not b and QM.same_query(a, b) and QM.fingerprint(a) == QM.fingerprint(b)
+    other = sched.cluster.resolve(parse_pod(_pod(1, "zone")))    # selects z1
+    assert not QM.same_query(b, compile_query(state, other, QueryOptions()))
+    assert not QM.same_query(b, b._replace(request=b.request + 1))
+    # n0 relabelled away from z0: the value keeps its id (dictionaries only
+    # append), so the arrays stay; n0's own row is a written row
+    sched.update_node(_node("n0", "z2", 2))
+    assert QM.same_query(b, compile_query(state, pod, QueryOptions()))
+    # a value first seen now (z3) gets an id the selector now names
+    late = sched.cluster.resolve(parse_pod(pod_dict("late", spec={"nodeSelector": {"zone": "z3"}})))
+    before = compile_query(state, late, QueryOptions())
+    sched.update_node(_node("n1", "z3", 3))
+    assert not QM.same_query(before, compile_query(state, late, QueryOptions()))
