@@ -147,14 +147,16 @@ def run_maxima(d_rows, reasons_d, raw_d, sparams_d) -> None:
                                                                  sparams_d)
 
 
-def result_buffer(n_slots: int, limit: int, at_max=None):
+def result_buffer(n_slots: int, limit: int, pairs: int = 0, at_max=None):
     """A run's result buffer on the device, [1 + 3S + limit] int64 (the
     one array a run copies back): [0] the number of (node, k) pairs,
     [1, 1 + S) the feasible rows at each slot's maximum, [1 + S, 1 + 2S)
     and [1 + 2S, 1 + 3S) the exact prefix's filled counts and latest
     indices, then the first ``limit`` placements' positions.  One upload
-    of the 1 + 3S head (zeros, latest -1; ``at_max`` where given)."""
+    of the 1 + 3S head (zeros, latest -1; ``pairs`` and ``at_max`` where
+    given: the key kernel adds its counts there)."""
     head = np.zeros(1 + 3 * n_slots, np.int64)
+    head[0] = pairs
     head[1 + 2 * n_slots:] = -1
     if at_max is not None:
         head[1:1 + n_slots] = at_max
@@ -240,8 +242,7 @@ def exact_prefix(flat_d, p: int, width: int, lens_d, d_rows, raw_d, sparams_d,
     ``read_result``."""
     s = raw_d.shape[1]
     at_max = np.asarray(at_max, np.int64)
-    out = result_buffer(s, p, at_max)
-    out[:1].copy_to_device(np.array([p], np.int64))
+    out = result_buffer(s, p, p, at_max)
     order_result(flat_d, width, lens_d, d_rows, raw_d, sparams_d, out)
     return read_result(out.copy_to_host(), p, s).shape[0]
 
