@@ -722,8 +722,8 @@ class CudaBackend:
     A run keeps its query's reasons and raw scores by row on the device
     between calls and recomputes the rows written since (their span, when
     it is short: no copy of row numbers): a run costs at most two launches
-    (that pass and the run kernel) and one copy back (the sort path: O(S)
-    counts and its placements, ``run_sort_cuda``); a placement cycle at
+    (that pass and the run kernel) and one copy back (the sort path: one
+    buffer of O(S) counts and its placements, ``run_sort_cuda``); a placement cycle at
     most one copy up (the rows written since, staged in one buffer with
     their pack values: ``staged_rows``), one launch (the pick's block
     writes those rows into the packs and recomputes them first,
@@ -1174,7 +1174,7 @@ class CudaBackend:
         on the device, one launch writes every node's key sequence, one
         device sort orders them (the simulator path sorts on the host), the
         exact prefix is read on the device (``run_sort_cuda.sorted_positions``:
-        O(S) counts and the P placements come back, not the row cache); the
+        one copy back, O(S) counts and the placements, not the row cache); the
         host columns then get the requests, as in ``place_run``.  None where
         the sort path does not apply."""
         from . import run_sort as RS

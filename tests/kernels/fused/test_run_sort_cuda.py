@@ -57,8 +57,9 @@ def test_device_keys_and_order_equal_the_numba_twin(case, seed, count):
     sparams_d = cuda.to_device(RC.slot_params(active, DEFAULT_NORM, weights, 0 * hi))
     RC.run_maxima(d_rows, reasons_d, raw_d, sparams_d)
     assert sparams_d.copy_to_host()[3].tolist() == hi.tolist()
-    keys_d, lens_d, stats = RC.run_keys(d_rows, width, seed, packs, qbuf, reasons_d, raw_d,
-                                        sparams_d, cols.requested.shape[1])
+    keys_d, lens_d, stats_d = RC.run_keys(d_rows, width, seed, packs, qbuf, reasons_d, raw_d,
+                                          sparams_d, cols.requested.shape[1])
+    stats = stats_d.copy_to_host()
     assert np.array_equal(lens_d.copy_to_host(), want_lens)
     assert np.array_equal(keys_d.copy_to_host(), want_keys)
     feasible = reasons[rows] == 0
@@ -67,12 +68,19 @@ def test_device_keys_and_order_equal_the_numba_twin(case, seed, count):
     assert stats.tolist() == [int(want_lens.sum())] + at_max
     want = run_sort.order_by_sort(want_keys, want_lens, count)
     p = want.shape[0]
-    flat_d, pos = RC.flat_order(keys_d, p)
-    assert np.array_equal(pos, want)
+    flat_d = RC.flat_order(keys_d, p)
+    assert np.array_equal(flat_d.copy_to_host() // width, want)
+    exact = p
     if p:
+        exact = run_sort.exact_prefix(want, want_lens, rows, reasons, raw, active, DEFAULT_NORM,
+                                      hi)
         assert RC.exact_prefix(flat_d, p, width, lens_d, d_rows, raw_d, sparams_d,
-                               stats[1:]) == run_sort.exact_prefix(
-            want, want_lens, rows, reasons, raw, active, DEFAULT_NORM, hi)
+                               stats[1:]) == exact
+    # the whole path, the order taken at the host's bound min(count, M x W)
+    # (infeasible pairs included) and cut after: the same prefix
+    pos, _ = RC.sorted_positions(rows, d_rows, count, reasons_d, raw_d, active, DEFAULT_NORM,
+                                 weights, cols, q, seed, packs, qbuf)
+    assert np.array_equal(pos, want[:exact])
 
 
 def test_device_exact_prefix_equals_the_host_rule():
@@ -135,8 +143,8 @@ def test_a_sorted_run_leaves_the_row_cache_on_the_device(monkeypatch):
     """During the cuda backend's sorted runs no device array of N rows
     comes back to the host: the reasons and raw scores by row stay there
     (the maxima, the counts and the exact prefix are read on the device);
-    what comes back is O(S) counts and the P placements, plus, on the
-    simulator path only, the keys for the host sort.  The placements are
+    what comes back is one buffer of O(S) counts and the placements, plus,
+    on the simulator path only, the keys for the host sort.  The placements are
     numba's and the one-by-one cycles'."""
     from numba import cuda
 
@@ -188,6 +196,69 @@ def test_a_sorted_run_leaves_the_row_cache_on_the_device(monkeypatch):
             assert RC.cupy is None or RC.CUDA_SIMULATOR     # the simulator path's host sort
             continue
         assert shape[0] != n_nodes, shape
-        assert int(np.prod(shape)) <= max(len(run), 2 * n_slots, 1 + n_slots), shape
+        assert int(np.prod(shape)) <= 1 + 3 * n_slots + len(run), shape
+    monkeypatch.setattr(device_type, "copy_to_host", real_copy)
+    assert got == play("numba", True)[0] == play("numpy", False)[0]
+
+
+def test_a_sorted_run_copies_back_once(monkeypatch):
+    """Each sorted run on the cuda backend copies one buffer back to the
+    host (the counts, the exact prefix's and the placements together):
+    nothing is read back before the sort or for the exact prefix.  The
+    simulator path's host sort (``_host_sort``, the stand-in for CuPy's
+    device sort) is set apart.  Runs with a normalized slot
+    (TaintToleration: maxima and the exact prefix read), two runs; the
+    placements are numba's and the one-by-one cycles'."""
+    from numba import cuda
+
+    from tensorsched.kernels.fused import run_sort_cuda as RC
+    from tensorsched.kernels.fused.backends import CudaBackend
+    monkeypatch.setattr(run_sort, "ENABLED", True)
+    prefer = [{"key": "spot", "value": "yes", "effect": "PreferNoSchedule"}]
+    objects = [node_dict(f"n{i}", cpu=str(1 + i % 3), memory="4Gi", pods=str(2 + i % 4),
+                         taints=prefer if i % 4 == 0 else None) for i in range(11)]
+    # two runs of alike pods, one after the other
+    run = [pod_dict(f"p{k}", cpu="400m" if k < 15 else "300m", memory="100Mi", created=k)
+           for k in range(30)]
+    cfg = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "percentageOfNodesToScore": 100}
+    device_type = type(cuda.device_array(1, np.int64))
+    real_copy, real_sort = device_type.copy_to_host, RC._host_sort
+    real_sorted = CudaBackend.place_run_sorted
+    runs, state = [], {"run": None, "in_sort": False}
+
+    def copy_to_host(self, *a, **k):
+        if state["run"] is not None and not state["in_sort"]:
+            state["run"].append(self.size)
+        return real_copy(self, *a, **k)
+
+    def host_sort(*a, **k):
+        state["in_sort"] = True
+        try:
+            return real_sort(*a, **k)
+        finally:
+            state["in_sort"] = False
+
+    def place_run_sorted(self, *a, **k):
+        state["run"] = []
+        try:
+            got = real_sorted(self, *a, **k)
+        finally:
+            if got is not None:
+                runs.append(state["run"])
+            state["run"] = None
+        return got
+    monkeypatch.setattr(device_type, "copy_to_host", copy_to_host)
+    monkeypatch.setattr(RC, "_host_sort", host_sort)
+    monkeypatch.setattr(CudaBackend, "place_run_sorted", place_run_sorted)
+
+    def play(backend, batch):
+        sched = Scheduler(build_cluster(objects, cfg), backend, 5, batch=batch)
+        return [(b.pod, b.node) for b in sched.schedule_pending(run)[0]], sched
+
+    got, sched = play("cuda", True)
+    (fw,) = sched.cluster.frameworks.values()
+    assert runs and fw.backend.sorted_runs == len(runs)
+    assert [len(r) for r in runs] == [1] * len(runs), runs
     monkeypatch.setattr(device_type, "copy_to_host", real_copy)
     assert got == play("numba", True)[0] == play("numpy", False)[0]
