@@ -8,6 +8,10 @@ as the Scheduler runs it (``framework/preemption/evaluator.py``,
 1. eligible: its preemption policy is not Never, and (a grace above 0)
    its nominated node holds no pod of lower priority terminating by
    preemption (``terminating_on``);
+   A pod whose priority is at most ``ls[L_LOW]`` (a lower bound on the
+   lowest priority among the bound pods: each search below makes it
+   exact, each binding lowers it) has nothing to evict anywhere: its
+   search, which would find no candidate, is skipped;
 2. the nodes where preemption might help: those whose usage-independent
    filters pass the pod (NodeUnschedulable, NodeName, TaintToleration,
    NodeAffinity are UnschedulableAndUnresolvable; only NodeResourcesFit,
@@ -104,6 +108,10 @@ T_WLEN = 3          # pending deadlines
 T_OVER = 4          # 1: more pending deadlines than ``tqt`` holds (the run is wrong)
 TQ_N = 5
 INF = float("inf")
+# ``ls[L_LOW]`` before the first search: below every priority (int32), so
+# the first PostFilter scans; ``preempt_on``'s answer with no pod bound
+LOW_UNKNOWN = -4611686018427387904
+LOW_NONE = 4611686018427387904
 
 
 def overlay(j, pj, sign, nom, nlist, n_nom, pst, prio, pod_cls, c_request, c_nonzero, used,
@@ -394,6 +402,7 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
         if static_bits[c, i] == 0:
             pot[m] = i
             m += 1
+    # (the node, its victims' count, the lowest bound priority: ``preempt_on``)
     return preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request,
                       c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst,
                       out_node, bnode, gone, victim, pot, head, nxt, cur, vout, stats, n_pdb,
@@ -407,29 +416,37 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
     """``post_filter``'s search over the ``m`` potential nodes ``pot[:m]``
     (row order) of the ``n`` local rows; ``gone`` [P + B]: nonzero for a
     manifests' bound pod no longer there; ``victim`` [P + B]: nonzero for a
-    pod preempted (still bound: terminating, a victim again)."""
-    if m == 0:
-        return -1, 0
+    pod preempted (still bound: terminating, a victim again).  Third: the
+    lowest priority among the bound pods (``LOW_NONE`` none), read on the
+    way (``ls[L_LOW]``: a pod of that priority or below finds no victim
+    anywhere, its PostFilter skipped)."""
     pj = prio[j]
     for i in range(n):
         head[i] = -1
     low = 0
+    lowest = LOW_NONE
     n_q = pst.shape[0]
     for b in range(bnode.shape[0]):
         k = n_q + b
-        if gone[k] == 0 and prio[k] < pj:
-            i = bnode[b]
-            nxt[k] = head[i]
-            head[i] = k
-            low += 1
+        if gone[k] == 0:
+            if prio[k] < lowest:
+                lowest = prio[k]
+            if prio[k] < pj:
+                i = bnode[b]
+                nxt[k] = head[i]
+                head[i] = k
+                low += 1
     for k in range(n_q):
-        if pst[k] == P_BOUND and prio[k] < pj:
-            i = out_node[k]
-            nxt[k] = head[i]
-            head[i] = k
-            low += 1
-    if low == 0:
-        return -1, 0
+        if pst[k] == P_BOUND:
+            if prio[k] < lowest:
+                lowest = prio[k]
+            if prio[k] < pj:
+                i = out_node[k]
+                nxt[k] = head[i]
+                head[i] = k
+                low += 1
+    if m == 0 or low == 0:
+        return -1, 0, lowest
     if n_pdb > 0:
         pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, gone, victim, left[0])
     cap = num_candidates(m, pct, least)
@@ -465,7 +482,7 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
                 vout[a] = cur[a]
         if n_ok >= 1 and min(n_ok, cap) + min(n_bad, cap) >= cap:
             break
-    return best_node, best_nv
+    return best_node, best_nv, lowest
 
 
 def evict_from(i, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero, c_anything,
@@ -571,7 +588,8 @@ L_NNOM = 1          # nominations outstanding
 L_EVERY = 2         # 1: every node scored, the key trees kept (``start_answers``)
 L_NT = 3            # the nodes this attempt's nominated overlay touched
 L_COUNTED = 4       # 1: this attempt counts the nominated pods (``overlay_on``)
-L_N = 5
+L_LOW = 5           # at most the lowest priority among the bound pods (``preempt_on``)
+L_N = 6
 Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
 
 
@@ -594,6 +612,7 @@ def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, ls):
     ls[L_NNOM] = 0
     ls[L_NT] = 0
     ls[L_COUNTED] = 0
+    ls[L_LOW] = LOW_UNKNOWN
 
 
 def attempt_open(alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
@@ -678,14 +697,17 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     now = qf[Q_NOW]
     target = -1
     nv = 0
-    if i < 0 and n > 0 and may[j] != 0 and not (
+    # a pod of priority ls[L_LOW] or below has no lower-priority pod to
+    # evict anywhere: PostFilter would find no candidate (no scan)
+    if i < 0 and n > 0 and may[j] != 0 and prio[j] > ls[L_LOW] and not (
             grace > 0.0 and nom[j] >= 0
             and terminating_on(j, nom[j], prio, pst, out_node, bnode, gone, out_victim)):
-        target, nv = post_filter(j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
-                                 c_request, c_anything, c_ignored, c_fit_filter, static_bits,
-                                 preq, prio, pstart, krank, pst, out_node, bnode, gone,
-                                 out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind,
-                                 pdb_val, pmatch, left, vflag)
+        target, nv, lowest = post_filter(
+            j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request, c_anything,
+            c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst, out_node,
+            bnode, gone, out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val,
+            pmatch, left, vflag)
+        ls[L_LOW] = lowest
     if ls[L_COUNTED] != 0:
         overlay_off(j, c, ls[L_NT], nom, nlist, ls[L_NNOM], pst, prio, pod_cls, used, nz_used,
                     c_request, c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
@@ -695,6 +717,8 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
                   raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                   bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+        if prio[j] < ls[L_LOW]:
+            ls[L_LOW] = prio[j]
         ls[L_NNOM] = nom_drop(j, nom, nlist, ls[L_NNOM])
         out_node[j] = i
         out_bind[j] = now

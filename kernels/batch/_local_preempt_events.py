@@ -169,7 +169,9 @@ EL_START = 4        # the next cycle's start (a position among the live nodes)
 EL_NOWHERE = 5      # 1: a pod failed where no node was (arrivals move such pods)
 EL_NT = 6           # the nodes this attempt's nominated overlay touched
 EL_COUNTED = 7      # 1: this attempt counts the nominated pods
-EL_N = 8
+EL_LOW = 8          # at most the lowest priority among the bound pods (``preempt_on``)
+EL_N = 9
+LOW_UNKNOWN = -4611686018427387904      # ``_local_preempt.LOW_UNKNOWN``
 Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
 
 
@@ -216,6 +218,7 @@ def events_start(
         ls[k] = 0
     ls[EL_NV] = live_rows(valid, positions)
     ls[EL_TO_FIND] = num_to_find
+    ls[EL_LOW] = LOW_UNKNOWN
 
 
 def events_open(
@@ -422,17 +425,20 @@ def events_close(
     mask = 0
     if i < 0:
         mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
-        if may.shape[0] > 0 and may[j] != 0 and not (
+        # a pod of priority ls[EL_LOW] or below has no lower-priority pod
+        # to evict anywhere: PostFilter would find no candidate (no scan)
+        if may.shape[0] > 0 and may[j] != 0 and prio[j] > ls[EL_LOW] and not (
                 grace > 0.0 and nom[j] >= 0
                 and terminating_on(j, nom[j], prio, pst, out_node, bnode, bgone,
                                    out_victim)):
             mm = live_potential(c, nv, positions, static_bits, pot)
-            target, n_vic = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
+            target, n_vic, lowest = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
                                        alloc, used, c_request, c_anything, c_ignored,
                                        c_fit_filter, preq, prio, pstart, krank, pst,
                                        out_node, bnode, bgone, out_victim, pot, head, nxt,
                                        cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
                                        left, vflag)
+            ls[EL_LOW] = lowest
     if ls[EL_COUNTED] != 0:
         overlay_off(j, c, ls[EL_NT], nom, nlist, ls[EL_NNOM], pst, prio, pod_cls, used,
                     nz_used, c_request, c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)
@@ -441,6 +447,8 @@ def events_close(
                  c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
                  fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
         q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+        if prio.shape[0] > 0 and prio[j] < ls[EL_LOW]:
+            ls[EL_LOW] = prio[j]
         ls[EL_NNOM] = nom_drop(j, nom, nlist, ls[EL_NNOM])
         out_node[j] = i
         out_bind[j] = now

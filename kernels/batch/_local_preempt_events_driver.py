@@ -12,7 +12,7 @@ from numba import prange
 N_SLOTS = 6     # _local_core.N_SLOTS (a compiled namespace holds functions only)
 QI_EV_N = 15    # _queue.QI_EV_N
 TQ_N = 5        # _local_preempt.TQ_N, T_OVER its slot 4
-EL_N = 8        # _local_preempt_events.EL_N
+EL_N = 9        # _local_preempt_events.EL_N
 
 
 def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anything,

@@ -43,6 +43,7 @@ EL_NV = _local_preempt_events.EL_NV
 EL_START = _local_preempt_events.EL_START
 EL_TO_FIND = _local_preempt_events.EL_TO_FIND
 EL_M = _local_preempt_events.EL_M
+EL_N = _local_preempt_events.EL_N
 
 _gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
 # the twin's loop steps (``local_trace_cuda`` compiles them for the device)
@@ -194,7 +195,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tqp = vd[6, :w1]
     tqt = vicf_all[b, w1:3 * w1]
     tq = tq_all[b]
-    ls = vd[7, :8]
+    ls = vd[7, :EL_N]
     flags = nd[8, :m]
     if tid == 0:
         g = image_group[b]
@@ -283,7 +284,7 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
             *p.pdb_inputs())
     ins = [cuda.to_device(x) for x in host]
     nmax, emax = cluster_extent(a)
-    wmax = max(8, int(np.diff(p.vic_ptr).max()))
+    wmax = max(EL_N, int(np.diff(p.vic_ptr).max()))
     c, r = class_count(a), a.alloc.shape[1]
     e2 = 2 * emax
     da = cuda.device_array

@@ -69,6 +69,7 @@ _ev_open = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_open"]
 _ev_close = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_close"]
 _ev_trace_end = PREEMPT_EVENTS_DEVICE_NAMESPACE["trace_end"]
 EL_M = _local_preempt_events.EL_M
+EL_N = _local_preempt_events.EL_N
 EL_NV = _local_preempt_events.EL_NV
 EL_START = _local_preempt_events.EL_START
 EL_TO_FIND = _local_preempt_events.EL_TO_FIND
@@ -378,7 +379,7 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
     thread of the block picks each attempt's node over the live rows
     between them (``local_cuda.block_pick_rows``: the twin's
     ``pick_live``); the scratch ``*_all`` padded per cluster (``none*``
-    the empty preemption inputs, ``one_all`` [B, 14, 8] rows of the
+    the empty preemption inputs, ``one_all`` [B, 14, EL_N] rows of the
     preemption's scratch it never reads, row 12 the terminating victims'
     slots, row 13 the loop's scalars; ``flags_all`` [B, n] the pick's
     window flags; no grace: the deadline arrays empty views)."""
@@ -680,7 +681,7 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
         da((nb, e2 if t.rank is not None else 0), np.int64), da((nb, emax), np.int64),
         da(0, np.int64), da((0, r), np.int64), da((0, 2), np.int64),
         da((0, 1), np.int64), da((nb, emax), np.int64), da((nb, nmax), np.int64),
-        da((nb, 14, 8), np.int64), da((nb, 1, N_SLOTS), np.int64),
+        da((nb, 14, EL_N), np.int64), da((nb, 1, N_SLOTS), np.int64),
         da((nb, 2, 1), np.int64), da((nb, nmax), np.int64)]
     _events_kernel[nb, THREADS](*ins, int(ev.fit_interest), float(t.backoff0),
                            float(t.backoff_max), float(t.max_unsched), *outs, *scratch)

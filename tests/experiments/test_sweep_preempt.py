@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import tensorsched as ts
@@ -55,6 +55,8 @@ def _batched(jobs) -> tuple[list, list]:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 5), n_pods=st.integers(1, 30),
        n_bound=st.integers(0, 2), interval=st.sampled_from([7.0, 60.0]))
+# every job of this draw samples where the agenda is empty: all per run
+@example(seed=9562, n_nodes=3, n_pods=23, n_bound=0, interval=7.0)
 def test_preempting_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, n_bound,
                                                interval):
     cluster, trace, configs = _inputs(tmp_path, seed, n_nodes, n_pods, n_bound)
@@ -62,8 +64,10 @@ def test_preempting_rows_equal_each_simulation(tmp_path, seed, n_nodes, n_pods, 
                        interval=interval)
     got, rest = _batched(jobs)
     want = _rows(jobs, False)
-    # a job whose samples the agenda does not cover goes the per-run way
-    assert len(rest) < len(jobs)
+    # a job whose samples the agenda does not cover goes the per-run way;
+    # a draw where every job does compares nothing (not a failure: the
+    # batching itself is checked on fixed inputs, ``test_random_inputs_preempt``)
+    assume(len(rest) < len(jobs))
     for i, (g, w) in enumerate(zip(got, want)):
         if i not in rest:
             assert g == w
