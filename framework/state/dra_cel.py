@@ -28,6 +28,12 @@ Equality is heterogeneous, as in cel-go (``1 == "1"`` is false, not an
 error); ordering needs operands of one type (``int`` and ``double`` compare
 numerically).  A runtime error makes the expression's result an error for
 that device; the allocator reports it as upstream does.
+
+cel-python has no type checker; :func:`check_types` stands in for the API
+server's on load: with the device's declared types (``driver`` string,
+``allowMultipleAllocations`` bool, capacity values quantities, attribute
+values dynamic) it refuses a result that is not bool and operators or
+functions no overload takes (``device.driver == 1``).
 """
 
 from __future__ import annotations
@@ -1159,8 +1165,11 @@ _METHOD_TYPES = {
                 ("string", ("string", "string", "int"), "string")],
     "split": [("string", ("string",), "list"), ("string", ("string", "int"), "list")],
     "substring": [("string", ("int",), "string"), ("string", ("int", "int"), "string")],
-    "indexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int")],
-    "lastIndexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int")],
+    # strings extension on strings; Kubernetes' lists library on lists
+    "indexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int"),
+                ("list", (_DYN,), "int")],
+    "lastIndexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int"),
+                    ("list", (_DYN,), "int")],
     "charAt": [("string", ("int",), "string")],
     "join": [("list", (), "string"), ("list", ("string",), "string")],
     "compareTo": [("quantity", ("quantity",), "int"), ("semver", ("semver",), "int")],

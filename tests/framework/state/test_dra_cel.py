@@ -362,6 +362,7 @@ def test_cel_bind_is_expanded(devs):
         ('quantity(1).isInteger()', r"'quantity' applied to '\(int\)'"),
         ('device.driver + 1 == "a1"', r"'_\+_' applied to '\(string, int\)'"),
         ('!device.driver', r"'!_' applied to '\(string\)'"),
+        ('b"gpu" == device.driver', r"'_==_' applied to '\(bytes, string\)'"),
         ('device.driver == "a" && 1 == 1 || device.driver', r"'_\|\|_' applied to '\(bool, string\)'"),
         ('cel.bind(d, device.driver, d == 2)', r"'_==_' applied to '\(string, int\)'"),
         # the result must be bool
@@ -408,6 +409,8 @@ def test_type_errors(expr, words):
         'cel.bind(d, device.driver, d == "x")',
         f'device.attributes["{DRIVER}"].?model.orValue("") == ""',
         '1 < 2.0',                        # cross-type numeric ordering, as Kubernetes
+        '[1, 2].indexOf(2) == 1',         # Kubernetes' lists library
+        f'device.attributes["{DRIVER}"].model.indexOf("H") == 0',
     ],
 )
 def test_well_typed_selectors_pass(expr):
