@@ -51,7 +51,7 @@ from tensorsched.framework.records.dra_records import (
 from tensorsched.framework.parsing.meta import invalid_value, parse_timestamp, source_of
 
 from .derived import StateKey
-from .dra_cel import CelError, compile_selector
+from .dra_cel import CelError, check_types, compile_selector
 from .dra_in_use import DevicesInUse
 
 __all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER", "restore", "snapshot"]
@@ -137,7 +137,9 @@ _OPTIONAL_SYNTAX = re.compile(r"[.\[{]\s*\?")
 
 def check_selectors(classes=(), templates=(), claims=()) -> None:
     """Every CEL selector of the DeviceClasses, ResourceClaimTemplates and
-    ResourceClaims compiles, as the API server checks on create; else a
+    ResourceClaims compiles and type-checks (:func:`dra_cel.check_types`:
+    a bool result, operands some overload accepts), as the API server checks
+    on create; else a
     ManifestError naming the object and the field, with the compiler's
     message.  (The allocator meets an expression that does not compile
     with an error of its own; objects read as a cluster never carry one.)"""
@@ -158,6 +160,7 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
             continue
         try:
             compile_selector(expr)
+            check_types(expr)
         except CelError as exc:
             if "Syntax error" in str(exc) and _OPTIONAL_SYNTAX.search(expr):
                 # valid upstream, beyond cel-python's grammar: only the pods

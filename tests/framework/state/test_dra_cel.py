@@ -327,3 +327,102 @@ def test_quantity_and_semver_compare_exactly():
 def test_cel_bind_is_expanded(devs):
     expr = f'cel.bind(d, device.attributes["{DRIVER}"], d.model == "H200" || d.index > 1)'
     assert check_against_reference(expr, columns_of(devs)).compiled
+
+
+# --------------------------------------------------------------------------
+# type checking (what the API server's checker refuses on create)
+
+
+@pytest.mark.parametrize(
+    "expr, words",
+    [
+        # device.driver is a string, allowMultipleAllocations a bool
+        ("device.driver == 1", "1:15: found no matching overload for '_==_' applied to "
+                               r"'\(string, int\)'"),
+        ('device.driver != true', r"'_!=_' applied to '\(string, bool\)'"),
+        ('device.allowMultipleAllocations == "true"', r"'_==_' applied to '\(bool, string\)'"),
+        ("device.driver < 3", r"'_<_' applied to '\(string, int\)'"),
+        ('device.driver in [1, 2]', r"'@in' applied to '\(string, list\(int\)\)'"),
+        ('device.driver in [1, "gpu"]', None),      # a mixed literal is list(dyn)
+        ('device.driver in "gpu"', r"'@in' applied to '\(string, string\)'"),
+        # capacities are quantities: compared with their methods, not operators
+        (f'device.capacity["{DRIVER}"].memory >= 1', r"'_>=_' applied to '\(quantity, int\)'"),
+        (f'device.capacity["{DRIVER}"].memory == "40Gi"',
+         r"'_==_' applied to '\(quantity, string\)'"),
+        (f'device.capacity["{DRIVER}"].memory < quantity("1Gi")',
+         r"'_<_' applied to '\(quantity, quantity\)'"),
+        # a function with a receiver or arguments no overload takes
+        ('device.driver.isGreaterThan(quantity("1"))',
+         r"'isGreaterThan' applied to 'string.\(quantity\)'"),
+        ('device.driver.startsWith(1)', r"'startsWith' applied to 'string.\(int\)'"),
+        (f'device.capacity["{DRIVER}"].memory.startsWith("4")',
+         r"'startsWith' applied to 'quantity.\(string\)'"),
+        (f'device.capacity["{DRIVER}"].memory.isGreaterThan(semver("1.0.0"))',
+         r"'isGreaterThan' applied to 'quantity.\(semver\)'"),
+        ('quantity(1).isInteger()', r"'quantity' applied to '\(int\)'"),
+        ('device.driver + 1 == "a1"', r"'_\+_' applied to '\(string, int\)'"),
+        ('!device.driver', r"'!_' applied to '\(string\)'"),
+        ('b"gpu" == device.driver', r"'_==_' applied to '\(bytes, string\)'"),
+        ('device.driver == "a" && 1 == 1 || device.driver', r"'_\|\|_' applied to '\(bool, string\)'"),
+        ('cel.bind(d, device.driver, d == 2)', r"'_==_' applied to '\(string, int\)'"),
+        # the result must be bool
+        ("device.driver", "must evaluate to bool or the unknown type, not string"),
+        (f'device.capacity["{DRIVER}"].memory', "not quantity"),
+        ('device.driver.size()', "not int"),
+        (f'device.attributes["{DRIVER}"]', r"not map\(string, dyn\)"),
+    ],
+)
+def test_type_errors(expr, words):
+    """cel-python compiles these (no checker); the type check refuses them
+    with cel-go's words (a list literal of mixed types is list(dyn))."""
+    from tensorsched.framework.state.dra_cel import check_types
+
+    compile_selector(expr)
+    if words is None:
+        check_types(expr)
+        return
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        # attribute values are dynamic: any comparison or call passes the checker
+        f'device.attributes["{DRIVER}"].model == 1',
+        f'device.attributes["{DRIVER}"].model > "A"',
+        f'device.attributes["{DRIVER}"].model.startsWith("H") && device.driver == "d"',
+        f'device.attributes["{DRIVER}"].version.isGreaterThan(semver("1.0.0"))',
+        f'device.attributes["{DRIVER}"].healthy',
+        f'device.attributes["{DRIVER}"]["model"] in ["H200", 3]',
+        f'device.attributes["{DRIVER}"].index + 1 == 2.0',
+        f'device.attributes["{DRIVER}"].exists(k, k == "model")',
+        f'"memory" in device.capacity["{DRIVER}"]',
+        f'has(device.attributes["{DRIVER}"].model) ? device.attributes["{DRIVER}"].model == "x"'
+        ' : device.driver == "d"',
+        f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0',
+        f'device.capacity["{DRIVER}"].memory.add(1).isLessThan(quantity("1Gi"))',
+        f'device.capacity["{DRIVER}"].memory == quantity("40Gi")',
+        f'device.capacity["{DRIVER}"].memory.asApproximateFloat() > 1.5',
+        'device.driver.size() > 3 && device.driver.matches("^gpu")',
+        "device.allowMultipleAllocations",
+        'cel.bind(d, device.driver, d == "x")',
+        f'device.attributes["{DRIVER}"].?model.orValue("") == ""',
+        '1 < 2.0',                        # cross-type numeric ordering, as Kubernetes
+        '[1, 2].indexOf(2) == 1',         # Kubernetes' lists library
+        f'device.attributes["{DRIVER}"].model.indexOf("H") == 0',
+    ],
+)
+def test_well_typed_selectors_pass(expr):
+    from tensorsched.framework.state.dra_cel import check_types
+
+    check_types(expr)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(expressions, evaluated))
+def test_generated_selectors_are_well_typed(expr):
+    """The forms the column compiler is tested on all type-check."""
+    from tensorsched.framework.state.dra_cel import check_types
+
+    check_types(expr)

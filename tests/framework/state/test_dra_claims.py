@@ -194,3 +194,43 @@ def test_optional_syntax_beyond_the_parser_is_left_to_the_allocator():
     assert "gpu" in store.classes
     with pytest.raises(ManifestError, match="Syntax error"):
         ClaimState.of(ClusterState()).load([cls('device.attributes["d"].model ==')])
+
+
+@pytest.mark.parametrize("which, label, field", [
+    ("class", "DeviceClass gpu", "spec.selectors[0].cel.expression"),
+    ("template", "ResourceClaimTemplate ml/one", "spec.spec.devices.requests[0].exactly"
+                                                 ".selectors[0].cel.expression"),
+    ("claim", "ResourceClaim ml/c", "spec.devices.requests[0].firstAvailable[0]"
+                                    ".selectors[0].cel.expression"),
+])
+def test_selectors_that_do_not_type_check_are_refused_on_load(which, label, field):
+    """``device.driver == 1`` compiles in cel-python but not against the
+    API's declared types: refused naming the object and the field, nothing
+    loaded; a comparison on an attribute (dynamic upstream) loads."""
+    from tensorsched.framework.errors import ManifestError
+    from tensorsched.framework.parsing.dra import (
+        parse_device_class, parse_resource_claim, parse_resource_claim_template)
+
+    def load(bad):
+        def sel(on):
+            return [{"cel": {"expression": bad if on else 'device.driver == "d"'}}]
+        cls = {"metadata": {"name": "gpu"}, "spec": {"selectors": sel(which == "class")}}
+        template = {"metadata": {"name": "one", "namespace": "ml"}, "spec": {"spec": {
+            "devices": {"requests": [{"name": "a", "exactly": {
+                "deviceClassName": "gpu", "selectors": sel(which == "template")}}]}}}}
+        claim_obj = {"metadata": {"name": "c", "namespace": "ml"}, "spec": {
+            "devices": {"requests": [{"name": "a", "firstAvailable": [
+                {"name": "x", "deviceClassName": "gpu", "selectors": sel(which == "claim")}]}]}}}
+        store = ClaimState.of(ClusterState())
+        store.load([parse_device_class(cls)], [], [parse_resource_claim_template(template)],
+                   [parse_resource_claim(claim_obj)])
+        return store
+
+    with pytest.raises(ManifestError) as err:
+        store = load("device.driver == 1")
+    assert err.value.obj == label and err.value.field == field
+    assert "found no matching overload for '_==_' applied to '(string, int)'" in str(err.value)
+    with pytest.raises(ManifestError, match="must evaluate to bool or the unknown type, not string"):
+        load("device.driver")
+    store = load('device.attributes["d"].model == 1')
+    assert "gpu" in store.classes and "ml/one" in store.templates and "ml/c" in store.claims
