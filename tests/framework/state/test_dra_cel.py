@@ -375,7 +375,7 @@ def test_cel_bind_is_expanded(devs):
 def test_type_errors(expr, words):
     """cel-python compiles these (no checker); the type check refuses them
     with cel-go's words (a list literal of mixed types is list(dyn))."""
-    from tensorsched.framework.state.dra_cel import check_types
+    from tensorsched.framework.state.dra_cel_types import check_types
 
     compile_selector(expr)
     if words is None:
@@ -414,7 +414,7 @@ def test_type_errors(expr, words):
     ],
 )
 def test_well_typed_selectors_pass(expr):
-    from tensorsched.framework.state.dra_cel import check_types
+    from tensorsched.framework.state.dra_cel_types import check_types
 
     check_types(expr)
 
@@ -423,6 +423,6 @@ def test_well_typed_selectors_pass(expr):
 @given(st.one_of(expressions, evaluated))
 def test_generated_selectors_are_well_typed(expr):
     """The forms the column compiler is tested on all type-check."""
-    from tensorsched.framework.state.dra_cel import check_types
+    from tensorsched.framework.state.dra_cel_types import check_types
 
     check_types(expr)
