@@ -27,6 +27,16 @@ PREEMPTION_CONFIG = {
 }
 
 
+#: NodeResourcesFit alone at PreFilter/Filter, DefaultPreemption at PostFilter
+FIT_PREEMPTION_CONFIG = {
+    **PREEMPTION_CONFIG,
+    "profiles": [{"schedulerName": "default-scheduler", "plugins": {
+        **PREEMPTION_CONFIG["profiles"][0]["plugins"],
+        "preFilter": {"enabled": [{"name": "NodeResourcesFit"}]},
+        "filter": {"enabled": [{"name": "NodeResourcesFit"}]}}}],
+}
+
+
 HOST = "kubernetes.io/hostname"
 
 

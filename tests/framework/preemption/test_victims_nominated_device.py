@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from support.backends import needs_cuda
+from support.preemption import FIT_PREEMPTION_CONFIG
 
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -20,16 +21,7 @@ from tensorsched.kernels.fused import backends as fused_backends
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
-CFG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-    "profiles": [{"schedulerName": "default-scheduler", "plugins": {
-        "multiPoint": {"disabled": [{"name": "*"}]},
-        "queueSort": {"enabled": [{"name": "PrioritySort"}]},
-        "bind": {"enabled": [{"name": "DefaultBinder"}]},
-        "preFilter": {"enabled": [{"name": "NodeResourcesFit"}]},
-        "filter": {"enabled": [{"name": "NodeResourcesFit"}]},
-        "postFilter": {"enabled": [{"name": "DefaultPreemption"}]}}}],
-}
+CFG = FIT_PREEMPTION_CONFIG
 
 
 def _bound(name, cpu, node, start):
