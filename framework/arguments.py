@@ -16,14 +16,17 @@ import math
 import numbers
 import os
 from collections.abc import Iterator, Mapping
-from itertools import repeat
+from itertools import islice, repeat
 
 from tensorsched.framework.errors import ArgumentError
 from tensorsched.kernels.backend_names import BACKENDS
 
-__all__ = ["Arguments", "MAX_SEED", "shown"]
+__all__ = ["Arguments", "MAX_ITEMS", "MAX_SEED", "shown"]
 
 MAX_SEED = (1 << 63) - 1          # the CLI's --seed bound: any int64 >= 0
+# ``items``' bound: the CLI's seeds in one sweep (topology/openb/limits.MAX_SEEDS,
+# kept equal by a test; that module stays free of this one's imports)
+MAX_ITEMS = 10_000
 
 
 def shown(value) -> str:
@@ -38,6 +41,15 @@ def _is_integer(value) -> bool:
 
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _size(value) -> int:
+    """``len(value)``, a range's too when it passes ``sys.maxsize`` (where
+    ``len`` raises OverflowError)."""
+    if isinstance(value, range):
+        step = value.step
+        return max(0, (value.stop - value.start + step - (1 if step > 0 else -1)) // step)
+    return len(value)
 
 
 class Arguments:
@@ -152,16 +164,25 @@ class Arguments:
             raise self.error(f"{name}[{i}]", f"must be {item}, got {shown(v)}")
         return got
 
-    def items(self, name: str, value, *, nonempty: bool = True) -> list:
+    def items(self, name: str, value, *, nonempty: bool = True,
+              limit: int = MAX_ITEMS) -> list:
         """An argument that is one item or several (``simulate_batch``'s
         ``nodes``, ``traces``, ``configs``, ``seeds``), as a list: the items
         of a list, tuple, range, 1-D array or iterator (a generator is read
         once); anything else (a string, a path, a mapping, one object) is
-        the one item.  ``nonempty``: no items is refused."""
-        if isinstance(value, (list, tuple, range, Iterator)):
-            got = list(value)
-        elif getattr(value, "ndim", None) == 1 and hasattr(value, "tolist"):
-            got = list(value)              # a 1-D array: its items (NumPy scalars)
+        the one item.  ``nonempty``: no items is refused; more than
+        ``limit`` is refused too, having read at most ``limit + 1`` of them
+        (a ``range(10**12)`` or an endless generator is never listed)."""
+        array = getattr(value, "ndim", None) == 1 and hasattr(value, "tolist")
+        if isinstance(value, (list, tuple, range)) or array:
+            count = _size(value)
+            if count > limit:
+                raise self.error(name, f"at most {limit} items, got {count}")
+            got = list(value)              # an array's items: NumPy scalars
+        elif isinstance(value, Iterator):
+            got = list(islice(value, limit + 1))
+            if len(got) > limit:
+                raise self.error(name, f"at most {limit} items, got more")
         else:
             got = [value]
         if nonempty and not got:

@@ -55,6 +55,7 @@ from .common import (
     pod_template,
     unique_names,
 )
+from .limits import MAX_PODS
 from .report import FitReport, TemplateFit
 
 __all__ = ["how_many_fit"]
@@ -99,6 +100,7 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
                 raise ManifestError(f"Pod {n}", "metadata.name",
                                     f"template {i} has the name of an earlier template")
             seen.add(n)
+        _check_placeable(args, work.state, recs, replicas, limit)
         report = None
         if batch:
             report = _batched(work, recs, replicas, limit, seed, batched_backend(backend),
@@ -113,6 +115,23 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
         report.backend, report.seed = backend, seed
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _check_placeable(args, state, recs, replicas, limit) -> None:
+    """Refuse, before any pod is made, a call that could place more than
+    ``MAX_PODS`` pods: per template what its room lets bind (``_room``),
+    within ``limit`` or its replicas, summed over the templates."""
+    rooms = [_room(state, r) for r in recs]
+    if replicas is not None:
+        total = sum(min(n, room) for n, room in zip(replicas, rooms))
+        name, fix = "replicas", "fewer replicas"
+    else:
+        total = sum(room if limit is None else min(limit, room) for room in rooms)
+        name, fix = "limit", f"a limit of at most {MAX_PODS // len(recs):,}"
+    if total > MAX_PODS:
+        raise args.error(name, f"up to {total:,} pods could be placed (the room the nodes' free "
+                         f"resources and pod slots leave); one call places at most "
+                         f"{MAX_PODS:,} ({fix})")
 
 
 def _taken(cluster: Cluster) -> set[str]:

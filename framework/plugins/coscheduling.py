@@ -105,7 +105,9 @@ def _seconds(value, path: str) -> int:
     if value < 0:
         raise ConfigError(path, f"must be greater than or equal to 0, got {value}")
     if value > MAX_SECONDS:
-        raise ConfigError(path, f"must be at most {MAX_SECONDS} seconds, got {value}")
+        # a float like 1e300 arrives as a 301-digit int: shown as 1e+300
+        got = value if value < 10**18 else f"{value:g}"
+        raise ConfigError(path, f"must be at most {MAX_SECONDS} seconds, got {got}")
     return value
 
 

@@ -4,6 +4,7 @@ function and the argument (``function: argument: problem``)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -136,6 +137,26 @@ def test_sequence_reads_an_iterable_once_into_a_list():
     err = refused(A.sequence, "paths", ["a", 2], str, "a path", "paths")
     assert (err.argument, err.problem) == ("paths[1]", "must be a path, got 2")
     assert "non-empty list of items, got []" in str(refused(A.sequence, "xs", [], nonempty=True))
+
+
+def test_items_reads_at_most_the_bound_plus_one_and_refuses_past_it():
+    """A huge range is refused by its length, an endless generator after
+    ``limit + 1`` items; the bound is the CLI's seeds in one sweep."""
+    from tensorsched.framework.arguments import MAX_ITEMS
+    from tensorsched.topology.openb.limits import MAX_SEEDS
+    assert MAX_ITEMS == MAX_SEEDS
+    assert A.items("seeds", range(3)) == [0, 1, 2] and A.items("seeds", 7) == [7]
+    assert A.items("seeds", range(MAX_ITEMS)) == list(range(MAX_ITEMS))
+    err = refused(A.items, "seeds", range(10**12))
+    assert str(err) == f"f: seeds: at most {MAX_ITEMS} items, got {10**12}"
+    assert refused(A.items, "seeds", range(10**30)).problem.endswith(f"got {10**30}")
+    assert refused(A.items, "xs", np.zeros(6), limit=5).problem == "at most 5 items, got 6"
+    assert refused(A.items, "xs", list(range(6)), limit=5).argument == "xs"
+    endless = itertools.count()
+    err = refused(A.items, "seeds", endless, limit=5)
+    assert str(err) == "f: seeds: at most 5 items, got more"
+    assert next(endless) == 6                     # read 0..5: the bound + 1, no more
+    assert A.items("xs", (i for i in range(5)), limit=5) == [0, 1, 2, 3, 4]
 
 
 def test_names_refuses_empty_names_by_index():

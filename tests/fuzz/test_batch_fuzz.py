@@ -152,6 +152,17 @@ def test_one_item_or_a_list_takes_ranges_arrays_and_generators():
             ts.simulate_batch(**kw, workers=1)
 
 
+def test_a_huge_range_or_an_endless_generator_of_seeds_is_refused_by_name():
+    """Past MAX_SEEDS seeds (the CLI's bound) is refused before any run,
+    having read at most the bound + 1: no list of a trillion, no endless
+    loop."""
+    import itertools
+    for seeds, got in ((range(10**12), str(10**12)), (itertools.count(), "more")):
+        with pytest.raises(ArgumentError, match=rf"^simulate_batch: seeds: at most "
+                           rf"{R.MAX_SEEDS} items, got {got}$"):
+            ts.simulate_batch(NODES, PODS, ["FGD"], seeds, workers=1)
+
+
 NODE = {"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "extra", "labels": {"alibabacloud.com/gpu-card-model": "P100"}},
         "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110",

@@ -461,3 +461,36 @@ def test_workloads_past_a_million_pods_are_refused_before_any_pod_is_made(object
     with pytest.raises(TensorschedError, match=match):
         ts.nodes_to_add(ts.build_cluster(OBJECTS), objects, [NODE], backend="numpy")
     assert len(ts.expand_workloads([_replica_set("ok", 3)])[0]) == 3
+
+
+BIG_NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "big"},
+            "status": {"allocatable": {"cpu": "1000000", "memory": "1000Ti",
+                                       "pods": "1000000000"}}}
+EMPTY_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "t", "namespace": "x"},
+             "spec": {"containers": [{"name": "c", "image": "i"}]}}     # requests nothing
+
+
+@pytest.mark.parametrize("kw, name, count", [
+    ({}, "limit", "1,000,000,000"),
+    ({"limit": 10**18}, "limit", "1,000,000,000"),
+    ({"limit": 10**7 + 1}, "limit", "10,000,001"),
+    ({"replicas": [10**7 + 1]}, "replicas", "10,000,001"),
+])
+def test_how_many_fit_past_ten_million_placeable_pods_is_refused_up_front(kw, name, count):
+    """A node with a billion pod slots: how_many_fit placed ~2,500 pods/s
+    for days; now the pods its room lets bind (within ``limit`` or
+    ``replicas``) past MAX_PODS are refused before any pod is made."""
+    cluster = ts.build_cluster([BIG_NODE])
+    with pytest.raises(ArgumentError, match=rf"^how_many_fit: {name}: up to {count} pods could "
+                       r"be placed .*; one call places at most 10,000,000 \("):
+        ts.how_many_fit(cluster, [EMPTY_POD], backend="numpy", **kw)
+    assert ts.how_many_fit(cluster, [EMPTY_POD], backend="numpy", limit=3).templates[0].count == 3
+
+
+def test_replicas_past_the_bound_on_a_small_cluster_still_run():
+    """Replicas beyond the room are counted, never made: a hundred million
+    on the example cluster is within the bound (what can bind is small)."""
+    report = ts.how_many_fit(ts.build_cluster(OBJECTS), [SMALL_POD], replicas=[10**8],
+                             backend="numpy")
+    tf = report.templates[0]
+    assert tf.replicas == 10**8 and tf.count + tf.not_scheduled == 10**8 and tf.count < 10**3

@@ -373,6 +373,16 @@ def test_invalid_args_are_refused_with_the_field_path(args, field, text):
     assert exc.value.field == f"{ARGS_PATH}.{field}" and text in exc.value.problem
 
 
+@pytest.mark.parametrize("value, got", [(1e300, "1e+300"), (10**30, "1e+30"),
+                                        (9223372037, "9223372037")])
+def test_a_huge_wait_is_shown_readably(value, got):
+    cfg = _cfg(post_filter=False)
+    cfg["profiles"][0]["pluginConfig"][0]["args"] = {"permitWaitingTimeSeconds": value}
+    with pytest.raises(ConfigError) as exc:
+        build_cluster([node_dict("n0", cpu="4")], cfg, _registry())
+    assert exc.value.problem == f"must be at most 9223372036 seconds, got {got}"
+
+
 def test_args_not_a_mapping_refused():
     cfg = _cfg(post_filter=False)
     cfg["profiles"][0]["pluginConfig"][0]["args"] = "lots"

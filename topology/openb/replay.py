@@ -666,6 +666,18 @@ def pyplot():
     return plt
 
 
+def _column_means(runs: np.ndarray) -> np.ndarray:
+    """The mean of each column of ``runs`` [seeds, columns] over its
+    numbers; NaN where it has none (a short trace's demand never reaches
+    that column), without numpy's "Mean of empty slice" warning."""
+    have = ~np.isnan(runs)
+    count = have.sum(axis=0)
+    total = np.where(have, runs, 0.0).sum(axis=0)
+    out = np.full(runs.shape[1], np.nan)
+    np.divide(total, count, out=out, where=count > 0)
+    return out
+
+
 def plot_allocation(curves, path, expected=None):
     """One PNG: per workload a panel with the GPU allocation ratio (mean over
     seeds) against arrived GPU demand, one line per policy, like Fig. 9(a)
@@ -695,10 +707,10 @@ def plot_allocation(curves, path, expected=None):
             if (wl, pol) not in curves:
                 continue
             runs = np.vstack(curves[(wl, pol)])
-            ax.plot(x, np.nanmean(runs, axis=0), color=colors[pol], lw=1.6,
+            ax.plot(x, _column_means(runs), color=colors[pol], lw=1.6,
                     label=f"{pol} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
             if (wl, POLICY_DIR[pol]) in pub:
-                ax.plot(x, np.nanmean(np.vstack(pub[(wl, POLICY_DIR[pol])]), axis=0),
+                ax.plot(x, _column_means(np.vstack(pub[(wl, POLICY_DIR[pol])])),
                         color=colors[pol], lw=1.0, ls="--")
         ax.plot(x, x, color="black", lw=0.6, ls=":")
         ax.set_xlim(0, 130)
