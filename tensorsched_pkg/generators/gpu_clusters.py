@@ -46,9 +46,8 @@ def gpu_config(percentage: int = 100, policy: str = "FGD") -> dict:
                 "preScore": {"enabled": [{"name": "GpuTopologyScore"}]},
                 "score": {"enabled": [{"name": "GpuShareScore", "weight": 5},
                                       {"name": "GpuTopologyScore", "weight": 2}]}},
-                "pluginConfig": [{"name": "GpuShareScore", "args": (
-                    {"policy": policy, "typicalPods": gpu_typical_pods()} if policy == "FGD"
-                    else {"policy": policy})}]}]}      # FGD alone reads typicalPods
+                "pluginConfig": [{"name": "GpuShareScore",
+                                  "args": {"policy": policy, "typicalPods": gpu_typical_pods()}}]}]}
 
 
 def gpu_node(name: str, zone: str = "zone-0") -> dict:

@@ -3,10 +3,9 @@
 (``sweep_openb_events.profile_typical``: under FGD the config's typical
 pods the kernel's table for the run, its fragmentation measured again
 under the trace's as the Simulation's GpuTracker does:
-``sweep_batch.frag_under``; under another policy typicalPods is refused
-and ``openb_config`` leaves it out), each row its Simulation's.  FGD
-without ``typicalPods`` learns them from every new pod it scores (they
-change during the run): still per job.
+``sweep_batch.frag_under``; under another policy the typical pods are not
+read), each row its Simulation's.  FGD without ``typicalPods`` learns them
+from every new pod it scores (they change during the run): still per job.
 Under a scenario the node-event engine takes them too, the fragmentation
 replayed through the node events (``sweep_batch.frag_under_events``)."""
 from __future__ import annotations
@@ -100,7 +99,7 @@ def test_other_typical_pods_batched_equal_each_simulation(tmp_path, monkeypatch,
                                                           n_pods, grace):
     """Random contending clusters: FGD with the config's own typical pods
     (with and without DefaultPreemption; a termination grace drawn), FGD
-    with the trace's, BestFit (no typicalPods) go batched (but a preempting
+    with the trace's, BestFit with others go batched (but a preempting
     run whose victim left at its own departure time: per job, as
     ``departs_terminating`` sends it); FGD learning its typical pods per
     job; the table is the one of each job's Simulation."""

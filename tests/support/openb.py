@@ -84,8 +84,7 @@ def simulate_trace(inv, tw, policy: str, seed: int, interval: float | None = Non
         scores = prof["plugins"]["score"]["enabled"]
         tie = B.tie_of(n, seed) if any(p["name"] == T.NAME_TIE for p in scores) else None
         for pc in prof.get("pluginConfig", []):
-            if pc["name"] == "GpuShareScore" and typical \
-                    and pc["args"].get("policy", "FGD") == "FGD":   # FGD alone reads them
+            if pc["name"] == "GpuShareScore" and typical:
                 pc["args"]["typicalPods"] = typical
     annos = []
     for j in range(len(pods)):

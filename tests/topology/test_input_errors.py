@@ -222,47 +222,12 @@ ARGS = "profiles[0].pluginConfig[0].args"
     (lambda a: a.__setitem__("policy", "Best"), ARGS + ".policy", "must be one of"),
     (lambda a: a.__setitem__("policy", 3), ARGS + ".policy", "must be one of"),
     (lambda a: a.__setitem__("polcy", "FGD"), ARGS + ".polcy", "unknown field"),
-    (lambda a: a.__setitem__("typicalPods", []), ARGS + ".typicalPods",
-     "GpuShareScore: an empty list scores every node alike; leave typicalPods out to learn"),
-    (lambda a: a.__setitem__("policy", "BestFit"), ARGS + ".typicalPods",
-     "GpuShareScore: typicalPods is read by policy FGD only, not BestFit: leave it out"),
 ])
 def test_gpu_share_score_args_name_the_field(mutate, field, text):
     with pytest.raises(ConfigError) as exc:
         build_cluster([gpu_node("n1")], _score_args(mutate))
     assert exc.value.field == field and text in exc.value.problem
     assert "object has no attribute" not in str(exc.value)
-
-
-@pytest.mark.parametrize("args, text", [
-    ({"policy": "FGD", "typicalPods": []}, "leave typicalPods out"),
-    ({"policy": "DotProd", "typicalPods": [{"cpu": 1000, "gpuCount": 1, "gpuMilli": 500}]},
-     "read by policy FGD only, not DotProd"),
-])
-def test_cli_names_the_config_file_plugin_and_field_of_unread_typical_pods(
-        tmp_path, capsys, args, text):
-    cluster, cfg = tmp_path / "cluster.yaml", tmp_path / "cfg.yaml"
-    config = gpu_config()
-    config["profiles"][0]["pluginConfig"][0]["args"] = args
-    cfg.write_text(yaml.safe_dump(config))
-    cluster.write_text(yaml.safe_dump_all([gpu_node("n1"), _pod()]))
-    assert main(["schedule", "--cluster", str(cluster), "--config", str(cfg)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    for part in (str(cfg), ARGS + ".typicalPods", "GpuShareScore", text):
-        assert part in err[0], (part, err[0])
-
-
-def test_the_builders_give_typical_pods_to_fgd_only():
-    """The project's own configuration builders give typicalPods to FGD only."""
-    from tensorsched.topology.openb.trace import openb_config
-    typical = [{"cpu": 1000, "gpuCount": 1, "gpuMilli": 500}]
-    for policy in ("BestFit", "Random", "DotProd"):
-        for cfg in (gpu_config(policy=policy), openb_config(policy, typical)):
-            assert "typicalPods" not in cfg["profiles"][0]["pluginConfig"][0]["args"]
-            build_cluster([gpu_node("n1")], cfg)
-    assert openb_config("FGD", typical)["profiles"][0]["pluginConfig"][0]["args"][
-        "typicalPods"] == typical
 
 
 def test_gpu_fit_takes_no_args():

@@ -153,7 +153,7 @@ def openb_config(policy: str = "FGD", typical: list[dict] | None = None,
     if tie_weight:
         score.append({"name": NAME_TIE, "weight": 1})
     args = {"policy": policy}
-    if typical and policy == "FGD":      # no other policy reads them (refused there)
+    if typical:
         args["typicalPods"] = typical
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
             "percentageOfNodesToScore": 100,

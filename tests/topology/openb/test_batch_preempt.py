@@ -58,8 +58,7 @@ def simulate(inv, tw, policy: str, seed: int, pct: int = 10, least: int = 100,
     n = inv.n_nodes
     typical = T.typical_of(pods)
     cfg = copy.deepcopy(preempt_config(policy, n, pct, least))
-    if policy == "FGD":                     # FGD alone reads them
-        cfg["profiles"][0]["pluginConfig"][0]["args"]["typicalPods"] = typical
+    cfg["profiles"][0]["pluginConfig"][0]["args"]["typicalPods"] = typical
     tie = None if policy == "Random" else B.tie_of(n, seed)
     annos = []
     for j in range(len(pods)):
