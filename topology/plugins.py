@@ -17,8 +17,9 @@ ClusterState through its listeners).
   schedule`` bindings a ``gpus`` entry from it.
 - ``GpuShareScore`` (score), args ``{policy: Random | DotProd |
   GpuClustering | GpuPacking | BestFit | FGD}`` (default FGD) and, for FGD,
-  ``typicalPods``: the target workload's pod shapes, a list of ``{cpu
-  (millicores), gpuCount, gpuMilli, models ("A|B"), weight}``; without it,
+  ``typicalPods``: the target workload's pod shapes, a non-empty list of
+  ``{cpu (millicores), gpuCount, gpuMilli, models ("A|B"), weight}``
+  (other policies read none and pass it over); without it,
   the shapes of the pods this plugin has scored so far (the most frequent
   covering 95%, as the openb simulator takes them from its trace).  One
   plugin with a policy arg rather than six plugins: a profile scores with
@@ -198,6 +199,10 @@ def decode_score_args(raw, path: str) -> GpuShareScoreArgs:
         if not isinstance(typical, (list, tuple)):
             raise ConfigError(tp, f"must be a list of pod shapes, got {type(typical).__name__} "
                               f"{typical!r}")
+        if not typical:
+            raise ConfigError(tp, f"{NAME_SCORE}: an empty list scores every node alike; "
+                              "leave typicalPods out to learn the shapes from the pods "
+                              "scored")
         if len(typical) > MAX_TYPICAL_PODS:
             raise ConfigError(tp, f"{len(typical)} shapes; at most {MAX_TYPICAL_PODS}")
         typical = tuple(_typical_pod(p, f"{tp}[{i}]") for i, p in enumerate(typical))

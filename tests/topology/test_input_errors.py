@@ -222,12 +222,27 @@ ARGS = "profiles[0].pluginConfig[0].args"
     (lambda a: a.__setitem__("policy", "Best"), ARGS + ".policy", "must be one of"),
     (lambda a: a.__setitem__("policy", 3), ARGS + ".policy", "must be one of"),
     (lambda a: a.__setitem__("polcy", "FGD"), ARGS + ".polcy", "unknown field"),
+    (lambda a: a.__setitem__("typicalPods", []), ARGS + ".typicalPods",
+     "GpuShareScore: an empty list scores every node alike; leave typicalPods out to learn"),
 ])
 def test_gpu_share_score_args_name_the_field(mutate, field, text):
     with pytest.raises(ConfigError) as exc:
         build_cluster([gpu_node("n1")], _score_args(mutate))
     assert exc.value.field == field and text in exc.value.problem
     assert "object has no attribute" not in str(exc.value)
+
+
+def test_cli_names_the_config_file_plugin_and_field_of_empty_typical_pods(tmp_path, capsys):
+    cluster, cfg = tmp_path / "cluster.yaml", tmp_path / "cfg.yaml"
+    config = gpu_config()
+    config["profiles"][0]["pluginConfig"][0]["args"] = {"policy": "FGD", "typicalPods": []}
+    cfg.write_text(yaml.safe_dump(config))
+    cluster.write_text(yaml.safe_dump_all([gpu_node("n1"), _pod()]))
+    assert main(["schedule", "--cluster", str(cluster), "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    for part in (str(cfg), ARGS + ".typicalPods", "GpuShareScore", "leave typicalPods out"):
+        assert part in err[0], (part, err[0])
 
 
 def test_gpu_fit_takes_no_args():
