@@ -15,7 +15,7 @@ from tensorsched.framework.parsing.dra import (
     parse_resource_slice,
 )
 from tensorsched.framework.records.dra_records import AttrValue, format_quantity
-from tensorsched.framework.parsing.manifests import load_objects, parse_objects
+from tensorsched.framework.parsing.manifests import ignored_kinds_warning, load_objects, parse_objects
 from tensorsched.framework.parsing.semver import parse_semver
 
 CLUSTER = textwrap.dedent("""\
@@ -414,7 +414,6 @@ def test_a_read_kind_in_another_version_is_named_with_its_version():
     tensorsched reads, only not in that version: the warning says which
     version it got and which one it reads (the other ignored kinds keep
     their line)."""
-    from tensorsched.framework.parsing.manifests import ignored_kinds_warning
     old = [{"apiVersion": f"resource.k8s.io/{v}", "kind": k, "metadata": {"name": f"x-{v}"}}
            for k, v in (("DeviceClass", "v1beta1"), ("ResourceSlice", "v1beta2"),
                         ("ResourceSlice", "v1beta2"))]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from tensorsched.framework.parsing.dra import parse_resource_slice
 from tensorsched.framework.state.dra_cel import CelError, compile_selector, reference_matches
+from tensorsched.framework.state.dra_cel_types import check_types
 from tensorsched.framework.state.dra_devices import DeviceColumns
 
 DRIVER = "gpu.example.com"
@@ -375,7 +376,6 @@ def test_cel_bind_is_expanded(devs):
 def test_type_errors(expr, words):
     """cel-python compiles these (no checker); the type check refuses them
     with cel-go's words (a list literal of mixed types is list(dyn))."""
-    from tensorsched.framework.state.dra_cel_types import check_types
 
     compile_selector(expr)
     if words is None:
@@ -414,7 +414,6 @@ def test_type_errors(expr, words):
     ],
 )
 def test_well_typed_selectors_pass(expr):
-    from tensorsched.framework.state.dra_cel_types import check_types
 
     check_types(expr)
 
@@ -423,6 +422,5 @@ def test_well_typed_selectors_pass(expr):
 @given(st.one_of(expressions, evaluated))
 def test_generated_selectors_are_well_typed(expr):
     """The forms the column compiler is tested on all type-check."""
-    from tensorsched.framework.state.dra_cel_types import check_types
 
     check_types(expr)

@@ -9,7 +9,12 @@ from types import SimpleNamespace
 import pytest
 from support.dra import CLASS, DRIVER, claim, gpu_slice
 
-from tensorsched.framework.errors import StateError
+from tensorsched.framework.errors import ManifestError, StateError
+from tensorsched.framework.parsing.dra import (
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_claim_template,
+)
 from tensorsched.framework.records.dra_records import (
     AllocationResult,
     DeviceRequestAllocationResult,
@@ -114,9 +119,6 @@ def test_create_refuses_an_existing_name():
 def test_selectors_that_do_not_compile_are_refused_on_load(which, label, field):
     """As the API server refuses them on create: the object and the field,
     with the compiler's message; nothing is loaded."""
-    from tensorsched.framework.errors import ManifestError
-    from tensorsched.framework.parsing.dra import (
-        parse_device_class, parse_resource_claim, parse_resource_claim_template)
 
     bad = "device.atributes['a'].x == 1"
     good = 'device.driver == "d"'
@@ -153,8 +155,6 @@ def test_selectors_that_do_not_compile_are_refused_on_load(which, label, field):
 def test_admin_access_needs_the_namespace_label(labels, refused):
     """As the API server refuses it on create: a claim or template asking
     admin access in a namespace without the label; nothing is loaded."""
-    from tensorsched.framework.errors import ManifestError
-    from tensorsched.framework.parsing.dra import parse_resource_claim_template
 
     template = parse_resource_claim_template({
         "metadata": {"name": "admin", "namespace": "ml"},
@@ -182,8 +182,6 @@ def test_optional_syntax_beyond_the_parser_is_left_to_the_allocator():
     """``x[?"k"]`` is valid upstream but not parsed here: the object loads
     (only pods that need it fail, with the compile error); a plain syntax
     error is refused on load."""
-    from tensorsched.framework.errors import ManifestError
-    from tensorsched.framework.parsing.dra import parse_device_class
 
     def cls(expr):
         return parse_device_class({"metadata": {"name": "gpu"},
@@ -207,9 +205,6 @@ def test_selectors_that_do_not_type_check_are_refused_on_load(which, label, fiel
     """``device.driver == 1`` compiles in cel-python but not against the
     API's declared types: refused naming the object and the field, nothing
     loaded; a comparison on an attribute (dynamic upstream) loads."""
-    from tensorsched.framework.errors import ManifestError
-    from tensorsched.framework.parsing.dra import (
-        parse_device_class, parse_resource_claim, parse_resource_claim_template)
 
     def load(bad):
         def sel(on):
