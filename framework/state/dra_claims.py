@@ -51,8 +51,7 @@ from tensorsched.framework.records.dra_records import (
 from tensorsched.framework.parsing.meta import invalid_value, parse_timestamp, source_of
 
 from .derived import StateKey
-from .dra_cel import CelError, compile_selector
-from .dra_cel_types import check_types
+from .dra_cel import CelError, check_types, compile_selector
 from .dra_in_use import DevicesInUse
 
 __all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER", "restore", "snapshot"]
@@ -138,7 +137,7 @@ _OPTIONAL_SYNTAX = re.compile(r"[.\[{]\s*\?")
 
 def check_selectors(classes=(), templates=(), claims=()) -> None:
     """Every CEL selector of the DeviceClasses, ResourceClaimTemplates and
-    ResourceClaims compiles and type-checks (:func:`dra_cel_types.check_types`:
+    ResourceClaims compiles and type-checks (:func:`dra_cel.check_types`:
     a bool result, operands some overload accepts), as the API server checks
     on create; else a
     ManifestError naming the object and the field, with the compiler's
