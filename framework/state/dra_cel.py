@@ -90,6 +90,34 @@ class Quantity:
 _ABSENT = object()  # a device value that is not there (no such key)
 
 
+class CelOptional:
+    """CEL's ``optional_type(T)`` value: ``value`` when ``has_value``
+    (``optional.of(v)``), else :data:`NONE` (``optional.none()``)."""
+
+    __slots__ = ("value", "has_value")
+
+    def __init__(self, *value):
+        self.has_value = bool(value)
+        self.value = value[0] if value else None
+
+    def __eq__(self, other):
+        if not isinstance(other, CelOptional):
+            return NotImplemented
+        if not (self.has_value and other.has_value):
+            return self.has_value == other.has_value
+        return cel_equal(self.value, other.value)
+
+    def __hash__(self):
+        return hash(("optional", self.has_value))
+
+    def __repr__(self):
+        return f"optional.of({self.value!r})" if self.has_value else "optional.none()"
+
+
+#: ``optional.none()``
+NONE = CelOptional()
+
+
 def _type_name(v) -> str:
     if isinstance(v, bool):
         return "bool"
@@ -105,6 +133,8 @@ def _type_name(v) -> str:
         return "kubernetes.Quantity"
     if isinstance(v, (tuple, list)):
         return "list"
+    if isinstance(v, CelOptional):
+        return "optional_type"
     return type(v).__name__
 
 
@@ -116,6 +146,8 @@ def cel_equal(a, b) -> bool:
     """Heterogeneous equality (cel-go): numbers compare by value, lists
     element-wise, values of different types are unequal."""
     if _numeric(a) and _numeric(b):
+        return a == b
+    if isinstance(a, CelOptional) or isinstance(b, CelOptional):
         return a == b
     if type(a) is not type(b) and not (
         isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))
@@ -285,6 +317,19 @@ def _char_at(s, i):
     return s[i:i + 1]
 
 
+def _optional(v, fn: str) -> CelOptional:
+    if not isinstance(v, CelOptional):
+        raise _EvalError(f"no such overload: {_type_name(v)}.{fn}")
+    return v
+
+
+def _optional_value(v):
+    o = _optional(v, "value")
+    if not o.has_value:
+        raise _EvalError("optional.none() dereference")
+    return o.value
+
+
 METHODS = {
     "matches": lambda s, p: (
         _regex(_string(p, "matches")).search(_string(s, "matches")) is not None
@@ -315,6 +360,11 @@ METHODS = {
     "lastIndexOf": lambda s, sub, *o: _index_of(s, sub, *o, last=True),
     "charAt": _char_at,
     "join": _join,
+    # cel-go's optional library (orValue gives a receiver that is not
+    # optional back unchanged, as cel-go's evaluation does)
+    "hasValue": lambda v: _optional(v, "hasValue").has_value,
+    "value": _optional_value,
+    "orValue": lambda v, d: (v.value if v.has_value else d) if isinstance(v, CelOptional) else v,
 }
 FUNCTIONS = {
     "quantity": _make_quantity,
@@ -340,7 +390,21 @@ def _celpy():
 
 @lru_cache(maxsize=1)
 def _environment():
-    return _celpy().Environment()
+    celpy = _celpy()
+    # the optional forms (cel-go's optional library) on cel-python: a module
+    # that needs cel-python, so imported once it is known to be there
+    from .dra_cel_syntax import OptionalRunner
+
+    return celpy.Environment(runner_class=OptionalRunner)
+
+
+def _parse(text: str):
+    """cel-python's parse tree of ``text`` with the optional syntax
+    (``dra_cel_syntax.parse``); celpy.CELParseError on a syntax error."""
+    _celpy()
+    from .dra_cel_syntax import parse
+
+    return parse(text)
 
 
 _CHAIN = {
@@ -367,7 +431,7 @@ _REL = {
 
 #: CEL's comprehension macros (``list.exists(x, ...)``): their first
 #: argument names a variable
-_MACROS = ("all", "exists", "exists_one", "map", "filter")
+_MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap")
 
 
 class _Opaque(Exception):
@@ -484,6 +548,20 @@ def _translate(node, bound: frozenset):
         if target[0] == "domain":
             return ("leaf", (target[1], f"{target[2]}/{key[1]}"))
         raise _Opaque("index")
+    if d in ("member_dot_opt", "member_index_opt"):
+        # x.?f / x[?"f"] on one attribute or capacity domain: an optional
+        # leaf (none where the device has no such value)
+        target = _translate(ch[0], bound)
+        if d == "member_dot_opt":
+            field = str(ch[1])
+        else:
+            key = _translate(ch[1], bound)
+            if key[0] != "lit" or not isinstance(key[1], str):
+                raise _Opaque("index")
+            field = key[1]
+        if target[0] == "domain":
+            return ("optleaf", (target[1], f"{target[2]}/{field}"))
+        raise _Opaque("optional selection")
     if d == "member_dot_arg":
         target_node, method = ch[0], str(ch[1])
         args_node = ch[2] if len(ch) > 2 else None
@@ -746,6 +824,8 @@ class _Evaluator:
                 return v
 
             return key, get
+        if kind == "optleaf":
+            return node[1], lambda v: NONE if v is _ABSENT else CelOptional(v)
         if kind == "call" and node[2] is not None and node[1] in METHODS:
             key, inner = self.unary(node[2])
             args = [self.const(a) for a in node[3]]
@@ -801,7 +881,7 @@ class _Evaluator:
 
 def _subnodes(node):
     """The child nodes of a tuple-tree node (a leaf's key is not a node)."""
-    if node[0] in ("leaf", "lit", "domain", "map", "device"):
+    if node[0] in ("leaf", "optleaf", "lit", "domain", "map", "device"):
         return
     for c in node[1:]:
         if isinstance(c, tuple) and c and isinstance(c[0], str):
@@ -811,7 +891,7 @@ def _subnodes(node):
 
 
 def _reads_device(node) -> bool:
-    if node[0] in ("leaf", "device", "map", "domain"):
+    if node[0] in ("leaf", "optleaf", "device", "map", "domain"):
         return True
     return any(_reads_device(c) for c in _subnodes(node))
 
@@ -841,98 +921,12 @@ def _cmp_fn(op: str, inner, c, left: bool):
 def _leaves_of(node, out: set) -> bool:
     """Collect the leaf keys a tuple tree reads; False when it reads the
     device in a way we cannot name (then every leaf is relevant)."""
-    if node[0] == "leaf":
+    if node[0] in ("leaf", "optleaf"):
         out.add(node[1])
         return True
     if node[0] in ("device", "map", "domain"):
         return False
     return all([_leaves_of(c, out) for c in _subnodes(node)])
-
-
-_OPT_FIELD = re.compile(r"\.\?\s*([A-Za-z_][A-Za-z0-9_]*)")
-_OPT_TAIL = re.compile(r"\s*\.\s*(orValue|hasValue)\s*\(")
-
-
-def _operand_start(text: str, end: int) -> int:
-    """Where the member chain that ends at ``end`` starts: identifiers,
-    dots and balanced ``[...]`` / ``(...)`` scanned backwards (string
-    literals inside brackets are skipped whole)."""
-    i = end
-    while i > 0:
-        c = text[i - 1]
-        if c.isalnum() or c in "_.":
-            i -= 1
-        elif c in ")]":
-            depth, j, quote = 0, i - 1, None
-            while j >= 0:
-                ch = text[j]
-                if quote:
-                    if ch == quote and (j == 0 or text[j - 1] != "\\"):
-                        quote = None
-                elif ch in "\"'":
-                    quote = ch
-                elif ch in ")]":
-                    depth += 1
-                elif ch in "([":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j -= 1
-            if j < 0:
-                return -1
-            i = j
-        else:
-            break
-    return i
-
-
-def _closing(text: str, start: int) -> int:
-    """The index of the ``)`` that closes the ``(`` before ``start``."""
-    depth, quote, j = 1, None, start
-    while j < len(text):
-        ch = text[j]
-        if quote:
-            if ch == quote and text[j - 1] != "\\":
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    return -1
-
-
-def _desugar_optional(expression: str) -> str:
-    """Optional field selection as Kubernetes' CEL allows it (and its
-    "no such key" hint suggests), which cel-python's grammar lacks, in the
-    forms selectors use: ``X.?f.orValue(d)`` -> ``(has(X.f) ? X.f : (d))``
-    and ``X.?f.hasValue()`` -> ``has(X.f)``.  Other optional forms are left
-    as written (they do not parse)."""
-    out = expression
-    while True:
-        m = _OPT_FIELD.search(out)
-        if m is None:
-            return out
-        tail = _OPT_TAIL.match(out, m.end())
-        base_start = _operand_start(out, m.start())
-        if tail is None or base_start < 0 or base_start == m.start():
-            return out
-        base, field = out[base_start:m.start()], m.group(1)
-        close = _closing(out, tail.end())
-        if close < 0:
-            return out
-        arg = out[tail.end():close].strip()
-        if tail.group(1) == "hasValue":
-            if arg:
-                return out
-            repl = f"has({base}.{field})"
-        else:
-            repl = f"(has({base}.{field}) ? {base}.{field} : ({arg}))"
-        out = out[:base_start] + repl + out[close + 1:]
 
 
 @lru_cache(maxsize=4096)
@@ -942,7 +936,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     celpy = _celpy()
     env = _environment()
     try:
-        tree = env.compile(_desugar_optional(expression))
+        tree = _parse(expression)
     except celpy.CELParseError as exc:
         raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
     _check_names(tree, frozenset())
@@ -971,10 +965,10 @@ def _tree_leaves(tree, out: set) -> bool:
         nonlocal ok
         if not isinstance(node, lark.Tree):
             return
-        if node.data in ("member_dot", "member_index"):
+        if node.data in ("member_dot", "member_index", "member_dot_opt", "member_index_opt"):
             try:
                 t = _translate(node, frozenset())
-                if t[0] == "leaf":
+                if t[0] in ("leaf", "optleaf"):
                     out.add(t[1])
                     return
             except (_Opaque, CelError):
@@ -998,6 +992,8 @@ def _celpy_functions():
     t = celpy.celtypes
 
     def native(v):
+        if isinstance(v, CelOptional):
+            return CelOptional(native(v.value)) if v.has_value else v
         return (
             _from_cel(v, celpy)
             if not isinstance(v, (Quantity, Semver, t.ListType, tuple))
@@ -1036,6 +1032,9 @@ def _celpy_functions():
     funcs["_in_"] = member
     for op, name in (("<", "_<_"), ("<=", "_<=_"), (">", "_>_"), (">=", "_>=_")):
         funcs[name] = wrap(lambda a, b, op=op: cel_order(op, a, b))
+    from .dra_cel_syntax import optional_functions    # cel-python is there (see above)
+
+    funcs.update(optional_functions(celpy.evaluation.base_functions["_[_]"]))
     return funcs
 
 
@@ -1051,6 +1050,8 @@ def _to_cel(v, celpy):
         return t.StringType(v)
     if isinstance(v, (tuple, list)):
         return t.ListType([_to_cel(x, celpy) for x in v])
+    if isinstance(v, CelOptional) and v.has_value:
+        return CelOptional(_to_cel(v.value, celpy))
     return v  # Quantity, Semver: opaque to cel-python, handled by our functions
 
 
@@ -1205,8 +1206,8 @@ _ORDERED = ("int", "uint", "double", "string", "bytes", "bool", "timestamp", "du
 
 def _family(t: str) -> str:
     """A type's kind for overload matching: every map is a map, every list
-    a list."""
-    return t.split("(", 1)[0] if t.startswith(("map(", "list(")) else t
+    a list, every optional an optional."""
+    return t.split("(", 1)[0] if t.startswith(("map(", "list(", "optional_type(")) else t
 
 
 def _element(t: str) -> str:
@@ -1214,13 +1215,68 @@ def _element(t: str) -> str:
     return t[5:-1] if t.startswith("list(") else _DYN
 
 
+def _optional_of(t: str) -> str:
+    return f"optional_type({t})"
+
+
+def _unwrap_optional(t: str) -> tuple[str, bool]:
+    """(T, True) for ``optional_type(T)``, else (t, False)."""
+    if t.startswith("optional_type("):
+        return t[len("optional_type("):-1], True
+    return t, False
+
+
+def _map_value(t: str) -> str:
+    """The value type of a map type (dyn when not spelled out)."""
+    if t == _ATTRS:
+        return _ATTR_DOMAIN
+    if t == _CAPS:
+        return _CAP_DOMAIN
+    if t == _CAP_DOMAIN:
+        return "quantity"
+    return _DYN
+
+
+def _params(t: str) -> list[str]:
+    """The parameters of ``name(A, B)`` (nested ones kept whole)."""
+    inner = t[t.index("(") + 1:-1] if "(" in t else ""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(inner):
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth == 0:
+            out.append(inner[start:i].strip())
+            start = i + 1
+    if inner:
+        out.append(inner[start:].strip())
+    return out
+
+
+def _alike(a: str, b: str) -> bool:
+    """Whether two static types may be one type: equal where both are known
+    (dyn, this checker's unknown, is alike to anything)."""
+    if a == b or _DYN in (a, b):
+        return True
+    if _family(a) != _family(b) or "(" not in a or "(" not in b:
+        return False
+    pa, pb = _params(a), _params(b)
+    return len(pa) == len(pb) and all(_alike(x, y) for x, y in zip(pa, pb))
+
+
 def _fits(actual: str, expected: str) -> bool:
     return actual == _DYN or expected == _DYN or _family(actual) == _family(expected)
 
 
+#: methods of cel-go's optional library: name -> (receiver kind, arguments)
+_OPTIONAL_METHODS = {"hasValue": 0, "value": 0, "orValue": 1, "or": 1}
+#: comprehension macros whose body is a condition: the operator it feeds
+_CONDITION_MACROS = {"all": "_&&_", "exists": "_||_", "exists_one": "_?_:_",
+                     "filter": "_?_:_"}
+
+
 class _TypeChecker:
     """Infers static types over cel-python's parse tree of ``text``; raises
-    CelError with cel-go's wording where no overload accepts the operands."""
+    CelError with cel-go's wording where no overload accepts the operands.
+    ``bound`` maps the variables in scope (macro variables) to their types."""
 
     def __init__(self, text: str):
         self.text = text
@@ -1230,14 +1286,14 @@ class _TypeChecker:
         column = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
         return f"<input>:{line}:{column}"
 
+    def _error(self, pos: int, message: str) -> None:
+        raise CelError(f"compilation failed: ERROR: {self._where(pos)}: {message}")
+
     def _refuse(self, pos: int, name: str, args, receiver=None) -> None:
         sig = "(" + ", ".join(args) + ")"
         if receiver is not None:
             sig = f"{receiver}.{sig}"
-        raise CelError(
-            f"compilation failed: ERROR: {self._where(pos)}: "
-            f"found no matching overload for '{name}' applied to '{sig}'"
-        )
+        self._error(pos, f"found no matching overload for '{name}' applied to '{sig}'")
 
     def _operator_pos(self, lhs, op: str) -> int:
         """Where ``op`` follows the operand ``lhs`` (cel-go points at it)."""
@@ -1245,7 +1301,22 @@ class _TypeChecker:
         found = self.text.find(op, start)
         return found if found >= 0 else start
 
-    def type_of(self, node, bound: frozenset) -> str:
+    def _position(self, node) -> int:
+        """Where cel-go locates an expression: a selection at its ``.``, a
+        call at its ``(``, anything else where it starts."""
+        import lark
+
+        while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+            node = node.children[0]
+        if not isinstance(node, lark.Tree):
+            return 0
+        if node.data in ("member_dot", "member_dot_opt"):
+            return self.text.rfind(".", 0, node.children[1].start_pos)
+        if node.data == "member_dot_arg":
+            return self.text.find("(", node.children[1].end_pos)
+        return getattr(node.meta, "start_pos", 0)
+
+    def type_of(self, node, bound: dict) -> str:
         import lark
 
         while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
@@ -1259,7 +1330,9 @@ class _TypeChecker:
             return self.type_of(ch[0], bound)
         if d == "ident":
             name = str(ch[0])
-            return "device" if name == "device" and name not in bound else _DYN
+            if name in bound:
+                return bound[name]
+            return "device" if name == "device" else _DYN
         if d == "expr":                               # c ? a : b
             cond, a, b = (self.type_of(c, bound) for c in ch)
             if not _fits(cond, "bool"):
@@ -1283,40 +1356,165 @@ class _TypeChecker:
         if d in ("relation", "addition", "multiplication"):
             return self._binary(ch[0], ch[1], bound)
         if d == "list_lit":
-            items = {self.type_of(item, bound) for item in (ch[0].children if ch else ())}
-            # a literal of one element type is typed by it, else list(dyn)
-            return f"list({items.pop() if len(items) == 1 else _DYN})"
+            return self._list(ch[0].children if ch else (), bound)
         if d == "map_lit":
-            for item in ch[0].children if ch else ():
-                self.type_of(item, bound)
-            return "map(dyn, dyn)"
-        if d == "member_dot":
-            target = self.type_of(ch[0], bound)
-            field = str(ch[1])
-            if target == "device":
-                return {"driver": "string", "allowMultipleAllocations": "bool",
-                        "attributes": _ATTRS, "capacity": _CAPS}.get(field, _DYN)
-            return {_ATTR_DOMAIN: _DYN, _CAP_DOMAIN: "quantity"}.get(target, _DYN)
-        if d == "member_index":
-            target = self.type_of(ch[0], bound)
-            self.type_of(ch[1], bound)
-            return {_ATTRS: _ATTR_DOMAIN, _CAPS: _CAP_DOMAIN,
-                    _CAP_DOMAIN: "quantity"}.get(target, _DYN)
+            return self._map(ch[0].children if ch else (), bound)
+        if d in ("member_dot", "member_dot_opt"):
+            target, optional = _unwrap_optional(self.type_of(ch[0], bound))
+            result = self._select(node, target, str(ch[1]))
+            return _optional_of(result) if optional or d == "member_dot_opt" else result
+        if d in ("member_index", "member_index_opt"):
+            target, optional = _unwrap_optional(self.type_of(ch[0], bound))
+            key = self.type_of(ch[1], bound)
+            result = self._index(node, target, key)
+            return _optional_of(result) if optional or d == "member_index_opt" else result
         if d == "ident_arg":
-            name = str(ch[0])
-            if name == "has":
-                return "bool"
-            args = [self.type_of(a, bound) for a in (ch[1].children if len(ch) > 1 else ())]
-            overloads = _FUNCTION_TYPES.get(name)
-            if overloads is None:
-                return _DYN
-            return self._resolve(node.meta.start_pos, name, args, None,
-                                 [(None, a, r) for a, r in overloads])
+            return self._function(node, bound)
         if d == "member_dot_arg":
             return self._method(node, bound)
         for c in ch:
             self.type_of(c, bound)
         return _DYN
+
+    def _select(self, node, target: str, field: str) -> str:
+        if target == "device":
+            return {"driver": "string", "allowMultipleAllocations": "bool",
+                    "attributes": _ATTRS, "capacity": _CAPS}.get(field, _DYN)
+        if _family(target) == "map":
+            return _map_value(target)
+        if target != _DYN:
+            self._error(self._position(node),
+                        f"type '{target}' does not support field selection")
+        return _DYN
+
+    def _index(self, node, target: str, key: str) -> str:
+        family = _family(target)
+        if family == "map":
+            return _map_value(target)
+        if family == "list":
+            if not _fits(key, "int") and key not in _NUMERIC:
+                self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
+            return _element(target)
+        if target not in (_DYN, "device"):
+            self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
+        return _DYN
+
+    def _homogeneous(self, nodes, types) -> str:
+        """The one element type of a literal's entries (dyn when unknown);
+        cel-go's validator refuses a literal mixing known types."""
+        known = [(n, t) for n, t in zip(nodes, types) if t != _DYN]
+        if not known:
+            return _DYN
+        first = known[0][1]
+        for n, t in known[1:]:
+            if not _alike(t, first):
+                self._error(self._position(n), f"expected type '{first}' but found '{t}'")
+        return first if len(known) == len(types) else _DYN
+
+    def _unwrap_entry(self, node, t: str) -> str:
+        """The type of a ``?x`` entry's value (``x`` must be optional)."""
+        inner, optional = _unwrap_optional(t)
+        if not optional and t != _DYN:
+            self._error(self._position(node),
+                        f"expected type '{_optional_of(t)}' but found '{t}'")
+        return inner
+
+    def _list(self, items, bound) -> str:
+        import lark
+
+        nodes, types = [], []
+        for item in items:
+            if isinstance(item, lark.Tree) and item.data == "opt_elem":
+                item = item.children[0]
+                t = self._unwrap_entry(item, self.type_of(item, bound))
+            else:
+                t = self.type_of(item, bound)
+            nodes.append(item)
+            types.append(t)
+        return f"list({self._homogeneous(nodes, types)})"
+
+    def _map(self, items, bound) -> str:
+        import lark
+
+        keys, key_types, values, value_types = [], [], [], []
+        for key, value in zip(items[0::2], items[1::2]):
+            optional = isinstance(key, lark.Tree) and key.data == "opt_key"
+            if optional:
+                key = key.children[0]
+            keys.append(key)
+            key_types.append(self.type_of(key, bound))
+            t = self.type_of(value, bound)
+            values.append(value)
+            value_types.append(self._unwrap_entry(value, t) if optional else t)
+        k = self._homogeneous(keys, key_types)
+        v = self._homogeneous(values, value_types)
+        return f"map({k}, {v})"
+
+    def _function(self, node, bound) -> str:
+        ch = node.children
+        name = str(ch[0])
+        if name == "has":
+            return "bool"
+        arg_nodes = ch[1].children if len(ch) > 1 else ()
+        args = [self.type_of(a, bound) for a in arg_nodes]
+        pos = node.meta.start_pos
+        if name in ("optional.of", "optional.ofNonZeroValue") and len(args) == 1:
+            return _optional_of(args[0])
+        if name == "optional.none" and not args:
+            return _optional_of(_DYN)
+        if name == "optional.unwrap" and len(args) == 1:
+            return self._unwrap_list(pos, name, args[0], None)
+        overloads = _FUNCTION_TYPES.get(name)
+        if overloads is None:
+            return _DYN
+        return self._resolve(pos, name, args, None, [(None, a, r) for a, r in overloads])
+
+    def _unwrap_list(self, pos, name, t, receiver) -> str:
+        element, optional = _unwrap_optional(_element(t))
+        if t != _DYN and (_family(t) != "list" or not (optional or element == _DYN)):
+            if receiver is None:
+                self._refuse(pos, name, (t,))
+            self._refuse(pos, name, (), t)
+        return f"list({element})"
+
+    def _macro(self, node, method: str, bound) -> str:
+        target_node, args = node.children[0], node.children[2].children
+        target = self.type_of(target_node, bound)
+        var = _ident_name(args[0])
+        pos = self._position(node)
+        if method in ("optMap", "optFlatMap"):
+            inner, optional = _unwrap_optional(target)
+            if not optional and target != _DYN:
+                self._refuse(pos, "hasValue", (), target)
+            body = self.type_of(args[1], {**bound, var: inner})
+            if method == "optMap":
+                return _optional_of(body)
+            if _unwrap_optional(body)[1] or body == _DYN:
+                return body if body != _DYN else _optional_of(_DYN)
+            self._refuse(pos, "_?_:_", ("bool", body, _optional_of(_DYN)))
+        family = _family(target)
+        if family == "list":
+            element = _element(target)
+        elif family == "map":
+            element = target[4:].split(",", 1)[0] if target.startswith("map(") else _DYN
+        elif target in (_DYN,):
+            element = _DYN
+        else:
+            self._error(self._position(target_node),
+                        f"expression of type '{target}' cannot be range of a comprehension "
+                        "(must be list, map, or dynamic)")
+        body = self.type_of(args[1], {**bound, var: element})
+        op = _CONDITION_MACROS.get(method)
+        if op is not None and not _fits(body, "bool"):
+            if op == "_?_:_":
+                rest = ("int", "int") if method == "exists_one" else (f"list({element})",) * 2
+                self._refuse(pos, op, (body, *rest))
+            self._refuse(pos, op, ("bool", body))
+        if method == "map":
+            return f"list({body})"
+        if method == "filter":
+            return f"list({element})"
+        return "bool"
 
     def _binary(self, op_node, rhs, bound) -> str:
         lhs = op_node.children[0]
@@ -1355,19 +1553,39 @@ class _TypeChecker:
     def _method(self, node, bound) -> str:
         target_node, method = node.children[0], str(node.children[1])
         arg_nodes = node.children[2].children if len(node.children) > 2 else ()
-        if method in _MACROS and arg_nodes:
-            self.type_of(target_node, bound)
-            inner = bound | {_ident_name(arg_nodes[0])}
-            for a in arg_nodes[1:]:
-                self.type_of(a, inner)
-            return "list" if method in ("map", "filter") else "bool"
+        if method in _MACROS and len(arg_nodes) == 2:
+            return self._macro(node, method, bound)
         receiver = self.type_of(target_node, bound)
         args = [self.type_of(a, bound) for a in arg_nodes]
+        pos = self._operator_pos(target_node, "." + method) + 1
+        if method in _OPTIONAL_METHODS and len(args) == _OPTIONAL_METHODS[method]:
+            return self._optional_method(pos, method, receiver, args)
+        if method in ("first", "last") and not args and _family(receiver) in ("list", _DYN):
+            return _optional_of(_element(receiver))
+        if method == "unwrapOpt" and not args:
+            return self._unwrap_list(pos, method, receiver, receiver)
         overloads = _METHOD_TYPES.get(method)
         if overloads is None:
             return _DYN
-        pos = self._operator_pos(target_node, "." + method) + 1
         return self._resolve(pos, method, args, receiver, overloads)
+
+    def _optional_method(self, pos, method, receiver, args) -> str:
+        inner, optional = _unwrap_optional(receiver)
+        if not optional and receiver != _DYN:
+            self._refuse(pos, method, args, receiver)
+        if method == "hasValue":
+            return "bool"
+        if method == "value":
+            return inner
+        (arg,) = args
+        if method == "or":
+            other, arg_optional = _unwrap_optional(arg)
+            if not arg_optional and arg != _DYN or not _fits(other, inner):
+                self._refuse(pos, method, args, receiver)
+            return receiver if other == inner else _optional_of(_DYN)
+        if not _fits(arg, inner):
+            self._refuse(pos, method, args, receiver)
+        return inner if inner != _DYN else _DYN
 
     def _resolve(self, pos, name, args, receiver, overloads) -> str:
         results = {
@@ -1397,11 +1615,11 @@ def check_types(expression: str) -> None:
     dynamic (their type is known only at run time) and never refused.
     CelError (cel-go's wording) when refused; call after
     :func:`compile_selector` accepted ``expression``."""
-    text = _desugar_optional(expression)
+    text = expression
     try:
-        tree = _expand_binds(_environment().compile(text))
+        tree = _expand_binds(_parse(text))
     except _celpy().CELParseError:
         return  # a syntax error is compile_selector's to report
-    result = _TypeChecker(text).type_of(tree, frozenset())
+    result = _TypeChecker(text).type_of(tree, {})
     if result not in ("bool", _DYN):
         raise CelError(f"must evaluate to bool or the unknown type, not {result}")

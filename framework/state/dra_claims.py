@@ -36,7 +36,6 @@ stay allocated and reserved for it.
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 
 from tensorsched.framework.errors import ManifestError, StateError
@@ -130,11 +129,6 @@ def _selector_fields(requests, path: str):
                 yield f"{spath}.selectors[{k}].cel.expression", expr
 
 
-#: optional syntax (``x[?k]``, ``{?k: v}``, ``x.?f`` beyond ``orValue`` /
-#: ``hasValue``) that Kubernetes' CEL takes and cel-python cannot parse
-_OPTIONAL_SYNTAX = re.compile(r"[.\[{]\s*\?")
-
-
 def check_selectors(classes=(), templates=(), claims=()) -> None:
     """Every CEL selector of the DeviceClasses, ResourceClaimTemplates and
     ResourceClaims compiles and type-checks (:func:`dra_cel.check_types`:
@@ -162,10 +156,6 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
             compile_selector(expr)
             check_types(expr)
         except CelError as exc:
-            if "Syntax error" in str(exc) and _OPTIONAL_SYNTAX.search(expr):
-                # valid upstream, beyond cel-python's grammar: only the pods
-                # that need it fail (the allocator's compile error)
-                continue
             raise ManifestError(label, path, invalid_value(expr, [str(exc)]),
                                 source_of(obj)) from None
 

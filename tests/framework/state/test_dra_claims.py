@@ -178,10 +178,10 @@ def test_admin_access_needs_the_namespace_label(labels, refused):
     assert not store.templates
 
 
-def test_optional_syntax_beyond_the_parser_is_left_to_the_allocator():
-    """``x[?"k"]`` is valid upstream but not parsed here: the object loads
-    (only pods that need it fail, with the compile error); a plain syntax
-    error is refused on load."""
+def test_optional_syntax_loads_and_its_errors_are_refused():
+    """``x[?"k"]`` and the other optional forms parse and type-check like
+    any selector: a valid one loads, a syntax or type error among them is
+    refused on load (no longer left for the pods to meet)."""
 
     def cls(expr):
         return parse_device_class({"metadata": {"name": "gpu"},
@@ -190,8 +190,11 @@ def test_optional_syntax_beyond_the_parser_is_left_to_the_allocator():
     store = ClaimState.of(ClusterState())
     store.load([cls('device.attributes["d"][?"model"].orValue("") == "x"')])
     assert "gpu" in store.classes
-    with pytest.raises(ManifestError, match="Syntax error"):
-        ClaimState.of(ClusterState()).load([cls('device.attributes["d"].model ==')])
+    for bad, words in (('device.attributes["d"].model ==', "Syntax error"),
+                       ('device.attributes["d"][?"model"] ==', "Syntax error"),
+                       ('device.attributes["d"].?model == "x"', "no matching overload")):
+        with pytest.raises(ManifestError, match=words):
+            ClaimState.of(ClusterState()).load([cls(bad)])
 
 
 @pytest.mark.parametrize("which, label, field", [
