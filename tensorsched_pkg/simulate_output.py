@@ -58,7 +58,8 @@ def plot_simulation(ts: pa.Table, path: str) -> str:
     plt = R.pyplot()
     t = ts.column("time").to_numpy() / 3600.0
     panels = [("allocation (%)", [c for c in ("cpu_alloc_pct", "memory_alloc_pct",
-                                               "gpu_alloc_pct") if c in ts.column_names]),
+                                               "gpu_alloc_pct", "dra_alloc_pct")
+                                  if c in ts.column_names]),
               ("pending pods", ["pending"])]
     if "gpu_frag_pct" in ts.column_names:
         panels.append(("GPU fragmentation (% of capacity)", ["gpu_frag_pct"]))

@@ -29,6 +29,13 @@ error); ordering needs operands of one type (``int`` and ``double`` compare
 numerically).  A runtime error makes the expression's result an error for
 that device; the allocator reports it as upstream does.
 
+Kubernetes' base environment enables cel-go's optional library: its syntax
+(``x.?f``, ``x[?k]``, ``[?x]``, ``{?k: v}``) is parsed with cel-python's
+grammar plus the optional productions and its values evaluated by
+``dra_cel_syntax`` (:class:`CelOptional` here); ``x.?f`` on one attribute or
+capacity domain compiles to a column like ``x.f`` (an optional per distinct
+value), with ``hasValue()``, ``value()`` and ``orValue(c)`` on it.
+
 cel-python has no type checker; :func:`check_types` stands in for the API
 server's on load: with the device's declared types (``driver`` string,
 ``allowMultipleAllocations`` bool, capacity values quantities, attribute
@@ -669,7 +676,7 @@ def _check_names(node, bound) -> None:
             return
     if node.data == "member_dot" and _is_ident(node.children[0], "cel"):
         return
-    if (node.data == "member_dot" and "device" not in bound
+    if (node.data in ("member_dot", "member_dot_opt") and "device" not in bound
             and _is_ident(node.children[0], "device")):
         tok = node.children[1]
         if str(tok) not in DEVICE_FIELDS:
@@ -1390,9 +1397,12 @@ class _TypeChecker:
     def _index(self, node, target: str, key: str) -> str:
         family = _family(target)
         if family == "map":
+            params = _params(target)
+            if params and not _alike(params[0], key):
+                self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
             return _map_value(target)
         if family == "list":
-            if not _fits(key, "int") and key not in _NUMERIC:
+            if not _fits(key, "int"):
                 self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
             return _element(target)
         if target not in (_DYN, "device"):

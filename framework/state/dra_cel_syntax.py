@@ -184,8 +184,15 @@ def _optional_non_zero(v):
     return NONE if _is_zero(v) else CelOptional(v)
 
 
+_CEL_NAMES = {"BoolType": "bool", "IntType": "int", "UintType": "uint", "DoubleType": "double",
+              "StringType": "string", "BytesType": "bytes", "ListType": "list", "MapType": "map",
+              "CelOptional": "optional_type", "Quantity": "kubernetes.Quantity",
+              "Semver": "kubernetes.Semver", "NoneType": "null_type"}
+
+
 def _no_overload(fn: str, v) -> CELEvalError:
-    return CELEvalError(f"no such overload: {fn}({type(v).__name__})")
+    name = type(v).__name__
+    return CELEvalError(f"no such overload: {_CEL_NAMES.get(name, name)}.{fn}")
 
 
 def _value(o):

@@ -102,3 +102,30 @@ def test_a_metric_of_the_same_name_is_the_callers():
     assert table.num_rows >= 2
     assert table.column("dra_devices").to_pylist() == [42.0] * table.num_rows
     assert table.column("dra_devices_allocated").to_pylist() == [0.0] * table.num_rows
+
+
+def test_simulate_command_writes_the_dra_columns(tmp_path):
+    import csv
+    import json
+
+    import pyarrow.parquet as pq
+    import yaml
+
+    from tensorsched.cli import main
+
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(_cluster()))
+    trace = tmp_path / "trace.csv"
+    with open(trace, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["name", "namespace", "arrival", "duration", "template"])
+        for name, at, gpus in (("a", 5, 1), ("b", 15, 2)):
+            w.writerow([name, "ml", at, 20, json.dumps(_pod(name, gpus)["spec"])])
+    out = tmp_path / "out"
+    assert main(["simulate", "--cluster", str(cluster), "--trace", str(trace), "--output",
+                 str(out), "--interval", "10", "--backend", "numpy"]) == 0
+    ts = pq.read_table(out / "timeseries.parquet")
+    # a [5, 25), b [15, 35): rows at 10, 20, 30 and the end (35)
+    assert ts.column("time").to_pylist() == [10.0, 20.0, 30.0, 35.0]
+    assert ts.column("dra_devices_allocated").to_pylist() == [1.0, 3.0, 2.0, 0.0]
+    assert ts.column("dra_devices").to_pylist() == [6.0] * 4

@@ -233,6 +233,7 @@ def test_one_evaluation_per_distinct_value():
         ("1", "must evaluate to bool"),
         ("device.nosuchfield == 1", "1:8: undefined field 'nosuchfield'"),
         ('device.driver == "a" || device.atributes["a"].x', "undefined field 'atributes'"),
+        ('device.?nosuchfield.hasValue()', "1:9: undefined field 'nosuchfield'"),
     ],
 )
 def test_compile_errors(expr, words):
@@ -605,3 +606,15 @@ def test_a_comprehension_over_a_value_that_is_no_list_is_an_error():
     col = compile_selector(f'{D}.model.exists(x, x == "N")').evaluate(cols.values)
     assert [col.messages[col.error[i]] for i in range(2)] == [
         "got 'types.String', expected iterable type", "no such key: model"]
+
+
+@pytest.mark.parametrize("expr, words", [
+    ('device.attributes[1].size() > 0', r"1:18: found no matching overload for '_\[_\]' "
+                                        r"applied to '\(map\(string, map\(string, dyn\)\), int\)'"),
+    ('[1, 2][1u] == 1', r"'_\[_\]' applied to '\(list\(int\), uint\)'"),
+    ('{"a": 1}[1] == 1', r"'_\[_\]' applied to '\(map\(string, int\), int\)'"),
+])
+def test_index_type_errors(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
