@@ -129,3 +129,16 @@ def test_simulate_command_writes_the_dra_columns(tmp_path):
     assert ts.column("time").to_pylist() == [10.0, 20.0, 30.0, 35.0]
     assert ts.column("dra_devices_allocated").to_pylist() == [1.0, 3.0, 2.0, 0.0]
     assert ts.column("dra_devices").to_pylist() == [6.0] * 4
+
+
+def test_a_deleted_node_takes_its_devices_with_it():
+    sim = ts.Simulation(_cluster(slices=False), backend="numpy", interval=10.0)
+    sim.add_node(_node("g1"), at=5, slices=[_slice("g1", 3)])
+    sim.submit([_pod("a")], at=6, duration=100)
+    sim.delete_node("g1", at=25)
+    sim.run(until=40)
+    got = _columns(sim)
+    assert got["time"] == [10.0, 20.0, 30.0, 40.0]
+    assert got["dra_devices"] == [3.0, 3.0, 0.0, 0.0]
+    assert got["dra_devices_allocated"] == [1.0, 1.0, 0.0, 0.0]
+    assert got["dra_alloc_pct"] == [100 / 3, 100 / 3, None, None]
