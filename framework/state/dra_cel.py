@@ -530,6 +530,8 @@ def _translate(node, bound: frozenset):
     if d == "ident_arg":
         name = str(ch[0])
         args = tuple(_translate(a, bound) for a in (ch[1].children if len(ch) > 1 else ()))
+        if name in FUNCTIONS and not _takes(FUNCTIONS[name], len(args)):
+            raise _Opaque(name)
         return ("call", name, None, args)
     if d == "member_dot":
         target = _translate(ch[0], bound)
@@ -583,6 +585,8 @@ def _translate(node, bound: frozenset):
             raise _Opaque(method)       # binds a variable: cel-python evaluates it
         target = _translate(target_node, bound)
         args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
+        if method in METHODS and not _takes(METHODS[method], 1 + len(args)):
+            raise _Opaque(method)
         return ("call", method, target, args)
     raise _Opaque(d)
 
@@ -644,6 +648,35 @@ def _ident_name(node) -> str:
     return str(node.children[0]) if isinstance(node, lark.Tree) else str(node)
 
 
+def _macro_variable(method: str, node) -> str:
+    """A comprehension macro's variable: a simple name, else the compile
+    error cel-go's parser reports."""
+    import lark
+
+    inner = node
+    while isinstance(inner, lark.Tree) and len(inner.children) == 1 and inner.data != "ident":
+        inner = inner.children[0]
+    if isinstance(inner, lark.Tree) and inner.data == "ident":
+        return str(inner.children[0])
+    message = (f"{method}() variable name must be a simple identifier"
+               if method in ("optMap", "optFlatMap") else "argument must be a simple name")
+    start = getattr(node.meta, "line", None)
+    where = f"{start}:{node.meta.column}" if start is not None else "1:1"
+    raise CelError(f"compilation failed: ERROR: <input>:{where}: {message}")
+
+
+def _takes(fn, count: int) -> bool:
+    """Whether ``fn`` takes ``count`` positional arguments (a call with
+    another count is left to cel-python, whose answer is no overload)."""
+    import inspect
+
+    try:
+        inspect.signature(fn).bind(*range(count))
+    except TypeError:
+        return False
+    return True
+
+
 def _check_names(node, bound) -> None:
     """Undeclared identifiers anywhere in ``node`` are compile errors
     (comprehension variables of macros are allowed)."""
@@ -664,7 +697,7 @@ def _check_names(node, bound) -> None:
         method = str(node.children[1])
         args = node.children[2].children
         if method in _MACROS and args:
-            var = _ident_name(args[0])
+            var = _macro_variable(method, args[0])
             _check_names(node.children[0], bound)
             for a in args[1:]:
                 _check_names(a, bound | {var})

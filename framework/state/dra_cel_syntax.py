@@ -159,7 +159,8 @@ def qualify_if_present(obj, key):
     if isinstance(obj, celtypes.ListType):
         i = _index(key)
         if i is None:
-            return CELEvalError(f"unsupported index type '{type(key).__name__}' in list")
+            name = type(key).__name__
+            return CELEvalError(f"unsupported index type '{_CEL_NAMES.get(name, name)}' in list")
         return CelOptional(obj[i]) if 0 <= i < len(obj) else NONE
     return NONE
 

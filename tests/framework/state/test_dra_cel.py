@@ -618,3 +618,27 @@ def test_index_type_errors(expr, words):
     compile_selector(expr)
     with pytest.raises(CelError, match=words):
         check_types(expr)
+
+
+@pytest.mark.parametrize("expr, words", [
+    (f'{D}.?model.optMap(1, 2).hasValue()',
+     "1:52: optMap\\(\\) variable name must be a simple identifier"),
+    ('[1].all(1, true)', "1:9: argument must be a simple name"),
+])
+def test_macro_variables_must_be_names(expr, words):
+    with pytest.raises(CelError, match=words):
+        compile_selector(expr)
+
+
+@pytest.mark.parametrize("expr", [
+    f'{D}.?model.orValue()',
+    f'{D}.model.startsWith()',
+    f'{D}.model.startsWith("N", 1)',
+    'quantity() == quantity("1")',
+])
+def test_calls_with_a_wrong_argument_count_are_no_overload(expr):
+    """Not a crash of the column compiler: cel-python's answer, no such
+    overload, for every device that has the value."""
+    col = compile_selector(expr).evaluate(_two_devices().values)
+    assert (col.error >= 0).all()
+    assert col.messages[col.error[0]] == "no such overload"
