@@ -65,6 +65,8 @@ __all__ = [
     "check_types",
     "reference_matches",
     "BoolColumn",
+    "CelOptional",
+    "NONE",
 ]
 
 
