@@ -954,7 +954,8 @@ class CudaBackend:
         ``k`` rows it is behind on staged on the device (``_staged[2]``) for
         the pick's launch to write into the packs and recompute first: the
         rows written after the cache's ``seen`` (the mirror is never behind
-        the cache, so they include every row the packs lack), found and
+        the cache, so they include every row the packs lack) and those a
+        changed query reaches (``extra``, ``_cache_of``), found and
         packed by one compiled host call (``staged_rows.stage``) and copied
         up in one buffer; nothing written: no copy (k = 0).  A first pass,
         a new layout or shape, or more than ``MAX_STAGED_ROWS`` rows
@@ -970,20 +971,26 @@ class CudaBackend:
                             self._cuda.device_array(size, np.int64))
         c = self._cache_of(q, _cache_key(source, n, n_slots), source, cols)
         if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
-                or c.extra is not None
                 or self._layout != _layout_key(source) or self._shape != shape):
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         self._caches.move_to_end(id(q))
         c.epoch = QM.source_epoch(source)
-        if c.seen == source.version:
+        if c.seen == source.version and c.extra is None:
             return c, 0
         _, width, host, dev = self._staged
-        log = getattr(source, "write_log", None)
-        found = -1                  # the write log's rows (-1: it cannot say: a scan)
-        if log is not None:
-            found = self._host.logged_rows(log.rows, log.versions, log.length, log.floor,
-                                           c.seen, source.row_version, LOG_READ_MAX,
-                                           self._dirty)
+        found = -1                  # the rows found (-1: the write log cannot say: a scan)
+        if c.extra is not None:
+            # the rows a changed query reaches (``_cache_of``) staged with
+            # the written ones: their pack values are the mirror's already
+            rows = np.union1d(self._written(source, n, c.seen), c.extra)
+            found = rows.shape[0]
+            self._dirty[:found] = rows
+        else:
+            log = getattr(source, "write_log", None)
+            if log is not None:
+                found = self._host.logged_rows(log.rows, log.versions, log.length, log.floor,
+                                               c.seen, source.row_version, LOG_READ_MAX,
+                                               self._dirty)
         k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS,
                      self._dirty, found)
         if k > self.MAX_STAGED_ROWS:
@@ -996,6 +1003,7 @@ class CudaBackend:
             self.rows_uploaded += k
         # level once the pick's launch has written the staged rows
         self._version = c.seen = source.version
+        c.extra = None
         return c, k
 
     def _cycle_rows(self, rows: np.ndarray, n: int):

@@ -111,6 +111,8 @@ def same_query(a, b) -> bool:
 def _bits_changed(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     """The bits set in one of two bitsets ([W1], [W2] int64) and not the
     other, over the longer width."""
+    if old.shape == new.shape and np.array_equal(old, new):
+        return old[:0]
     w = max(old.shape[0], new.shape[0])
     out = np.zeros(w, np.int64)
     out[:old.shape[0]] ^= old
@@ -118,13 +120,12 @@ def _bits_changed(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return out
 
 
-def _carry_bits(bits: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """[n] bool: rows of the bitset column ``bits`` [n, W] sharing a bit
-    with ``mask`` (bits beyond the column's width: no row carries them)."""
-    w = min(bits.shape[1], mask.shape[0])
-    if not mask[:w].any():
-        return np.zeros(bits.shape[0], np.bool_)
-    return ((bits[:, :w] & mask[None, :w]) != 0).any(axis=1)
+def _carry_bits(bits: np.ndarray, mask: np.ndarray, moved: np.ndarray) -> None:
+    """Mark in ``moved`` [n] the rows of the bitset column ``bits`` [n, W]
+    sharing a bit with ``mask`` (bits beyond the column's width: no row
+    carries them), a word at a time over the mask's non-zero words."""
+    for w in np.flatnonzero(mask[:bits.shape[1]]).tolist():
+        moved |= (bits[:, w] & mask[w]) != 0
 
 
 def _image_weights(q) -> dict:
@@ -151,7 +152,9 @@ def _label_rows(old, new, lv: np.ndarray, moved: np.ndarray) -> bool:
             if ko < 0 or (vo.shape == vn.shape and np.array_equal(vo, vn)):
                 continue
             # a value named by one and not the other: only rows carrying it
-            moved |= np.isin(lv[:, ko], np.setxor1d(vo, vn))
+            col = lv[:, ko]
+            for v in np.setxor1d(vo, vn).tolist():
+                moved |= col == v
         elif ko < 0 and kn < lv.shape[1]:
             # the key first seen now (the kernels read -1 as "absent",
             # which every row without it still is)
@@ -178,10 +181,10 @@ def changed_rows(old, new, cols, n: int) -> np.ndarray | None:
     if not _label_rows(old, new, cols.label_vals[:n], moved):
         return None
     taints = cols.taint_bits[:n]
-    moved |= _carry_bits(taints, _bits_changed(old.taint_reject, new.taint_reject))
-    moved |= _carry_bits(taints, _bits_changed(old.taint_prefer, new.taint_prefer))
-    moved |= _carry_bits(cols.port_bits[:n],
-                         _bits_changed(old.port_conflicts, new.port_conflicts))
+    _carry_bits(taints, _bits_changed(old.taint_reject, new.taint_reject), moved)
+    _carry_bits(taints, _bits_changed(old.taint_prefer, new.taint_prefer), moved)
+    _carry_bits(cols.port_bits[:n], _bits_changed(old.port_conflicts, new.port_conflicts),
+                moved)
     wo, wn = _image_weights(old), _image_weights(new)
     images = [e for e in set(wo) | set(wn) if wo.get(e, 0) != wn.get(e, 0)]
     if images:
@@ -189,7 +192,7 @@ def changed_rows(old, new, cols, n: int) -> np.ndarray | None:
         for e in images:
             if (e >> 6) < mask.shape[0]:
                 mask[e >> 6] |= np.int64(1) << np.int64(e & 63)
-        moved |= _carry_bits(cols.image_bits[:n], mask)
+        _carry_bits(cols.image_bits[:n], mask, moved)
     if old.node_name_row != new.node_name_row:
         if old.node_name_row == -1 or new.node_name_row == -1:
             return None
