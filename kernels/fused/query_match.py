@@ -202,40 +202,47 @@ def changed_rows(old, new, cols, n: int) -> np.ndarray | None:
     return np.flatnonzero(moved).astype(np.int64)
 
 
+# At most this many caches of the same form are compared (``changed_rows``
+# costs a few passes over single columns), the most recently run first.
+FORM_TRIES = 4
+
+
 def adopt(caches: OrderedDict, q, new_key, fits, cols, n: int, epoch):
-    """(cache, rows): a cache in ``caches`` (values with ``q``, ``key``,
-    ``fp``, ``ffp``: the ``fingerprint`` and ``form_fingerprint`` of their
-    ``q``, and ``epoch``: the source's query epoch when they last ran) whose
-    ``key`` passes ``fits``, moved to ``new_key`` and given ``q``:
+    """(cache, rows): a cache in ``caches`` (least recently run first;
+    values with ``q``, ``key``, ``fp``, ``ffp``: the ``fingerprint`` and
+    ``form_fingerprint`` of their ``q``, and ``epoch``: the source's query
+    epoch when they last ran) whose ``key`` passes ``fits``, moved to
+    ``new_key`` and given ``q``:
 
     - one whose query is ``q`` or equal to it (rows: none);
     - else one of the same form last run in an epoch other than ``epoch``
       (its query is no longer handed out: a cache another live query uses
-      is not taken from it), the one whose ``changed_rows`` against ``q``
-      over the first ``n`` rows of ``cols`` are fewest, if fewer than ``n``
-      (rows: those).  ``epoch`` None (a source that does not say): none.
+      is not taken from it), of the ``FORM_TRIES`` most recently run the
+      one whose ``changed_rows`` against ``q`` over the first ``n`` rows of
+      ``cols`` are fewest, if fewer than ``n`` (rows: those).  ``epoch``
+      None (a source that does not say): none.
 
     (None, None) when there is none.  The caller recomputes the rows
     written since the cache last ran and ``rows``."""
     fp = fingerprint(q)
-    ffp = None
     best, best_rows = None, None
     for k, c in caches.items():
-        if not fits(c.key):
-            continue
-        if c.fp == fp and (c.q is q or same_query(c.q, q)):
+        if fits(c.key) and c.fp == fp and (c.q is q or same_query(c.q, q)):
             best, best_rows = k, np.zeros(0, np.int64)
             break
-        if epoch is None or c.epoch == epoch:
-            continue
-        if ffp is None:
-            ffp = form_fingerprint(q)
-        if c.ffp != ffp:
-            continue
-        rows = changed_rows(c.q, q, cols, n)
-        if rows is not None and rows.shape[0] < n and (
-                best_rows is None or rows.shape[0] < best_rows.shape[0]):
-            best, best_rows = k, rows
+    if best is None and epoch is not None:
+        ffp = form_fingerprint(q)
+        tries = 0
+        for k, c in reversed(caches.items()):
+            if c.ffp != ffp or c.epoch == epoch or not fits(c.key):
+                continue
+            rows = changed_rows(c.q, q, cols, n)
+            if rows is not None and rows.shape[0] < n and (
+                    best_rows is None or rows.shape[0] < best_rows.shape[0]):
+                best, best_rows = k, rows
+            tries += 1
+            if tries == FORM_TRIES:
+                break
     if best is None:
         return None, None
     c = caches.pop(best)

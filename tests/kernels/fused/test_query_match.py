@@ -327,3 +327,27 @@ def test_changed_rows_are_the_rows_carrying_a_changed_id():
     # a different request is a different form; a changed request: no rows bound
     other = new["image"]._replace(request=new["image"].request + 1)
     assert QM.changed_rows(new["image"], other, cols, 8) is None
+
+
+@pytest.mark.parametrize("backend", ["numba", pytest.param(
+    "cuda", marks=[pytest.mark.cudasim, needs_cuda])])
+def test_a_live_query_keeps_its_cache(backend):
+    # pods selecting z0, z1 and z2 compile to queries of one form; within
+    # one epoch none takes another's cache (each would then pay for the
+    # other's rows every cycle): the third shape gets a cache of its own
+    sched = Scheduler(build_cluster([_node(f"n{i}", ZONES[i % 3], 4) for i in range(30)]),
+                      backend, 5)
+    (fw,) = sched.cluster.frameworks.values()
+    be = fw.backend
+    for i in (0, 1):                                # z0, z1
+        sched.add_pod(_pod(3 * i, "zone"))
+        sched.schedule_one()
+    adopted, rows = be.caches_adopted, be.rows_recomputed
+    sched.add_pod(_pod(8, "zone"))                  # z2: a new shape
+    assert sched.schedule_one().node is not None
+    assert be.caches_adopted == adopted and be.rows_recomputed - rows == 30
+    rows = be.rows_recomputed
+    sched.add_pod(_pod(6, "zone"))                  # z0 again: its own cache
+    assert sched.schedule_one().node is not None
+    # the rows the three placements wrote
+    assert be.caches_adopted == adopted and be.rows_recomputed - rows <= 3
