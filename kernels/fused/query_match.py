@@ -26,8 +26,11 @@ What a node event changes in a query, and which rows it moves
   every row holding an entry whose summed weight changed moves: those
   rows, found from ``image_bits``, not every row.
 - ``request``/``fit_ignored``: a resource first seen now appends a column;
-  the pod requests 0 of it (a requested resource gets its column when the
-  pod is compiled), so no row moves.  Any other change: no cache.
+  where the pod requests 0 of it (with Fit enabled a requested resource
+  has its column from the pod's compilation) no row moves.  A non-zero
+  entry, or a resource the Fit or BalancedAllocation options name first
+  seen (``fit_res``/``bal_res`` change: another form): no cache, a full
+  pass.
 - ``node_name_row``: the named node added or removed moves its row (old
   and new row) only.
 
