@@ -20,10 +20,13 @@
    free row, appended in a new row, in turn) against an ordinary cycle, numba, this tree and the
    base tree in alternated processes (``_NODE_EVENTS_CHILD``): CPU
    microseconds a cycle, the rows the row cache recomputed, a digest of
-   the placements.
+   the placements.  ``--arrays``: events that change the pod's compiled
+   query (a taint first seen, a zone value it prefers first seen, its image
+   gained by a node, a node removed, appended: the image's spread), the pod
+   holding an image every tenth node has and preferring those zones.
 
 python -m tensorsched.bench.cycle_cpu [--base-commit C] [--rounds 3] [--nodes 10000]
-        [--pods 5000] [--node-events] [--events 60]
+        [--pods 5000] [--node-events [--arrays]] [--events 60]
         [--output bench/results/cycle-cpu-before-after-10000.json]
 """
 
@@ -116,18 +119,27 @@ import hashlib, json, sys, time
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.generators.clusters import node_dict, pod_dict
-n, events = int(sys.argv[1]), int(sys.argv[2])
-def node(i, zone, cordon=False):
-    d = node_dict(f"n{i}", cpu=str(4 + i % 5), memory="32Gi", labels={"zone": zone})
+n, events, arrays = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "arrays"
+IMAGE = [{"names": ["reg/app:1"], "sizeBytes": 500 << 20}]
+def node(i, zone, cordon=False, taint=None, image=False):
+    d = node_dict(f"n{i}", cpu=str(4 + i % 5), memory="32Gi", labels={"zone": zone},
+                  taints=[{"key": "dedicated", "value": taint, "effect": "NoSchedule"}]
+                  if taint else None, images=IMAGE if image or i % 10 == 0 else None)
     if cordon:
         d["spec"]["unschedulable"] = True
     return d
 sched = Scheduler(build_cluster([node(i, f"z{i % 3}") for i in range(n)]), "numba", 0)
 (fw,) = sched.cluster.frameworks.values()
 k, placed = 0, []
+# arrays: the pod's image is on every tenth node, and it prefers zones w0,
+# w1, ... that nodes take on over time: every event changes its query
+SPEC = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 5, "preference": {"matchExpressions": [
+        {"key": "zone", "operator": "In", "values": [f"w{e}" for e in range(events)]}]}}]}}}
 def place():
     global k
-    sched.add_pod(pod_dict(f"p{k}", cpu="100m", memory="100Mi"))
+    sched.add_pod(pod_dict(f"p{k}", cpu="100m", memory="100Mi", spec=SPEC if arrays else None,
+                           image="reg/app:1" if arrays else "registry.k8s.io/pause:3.10"))
     k += 1
     c0 = time.process_time()
     b = sched.schedule_one()
@@ -135,13 +147,20 @@ def place():
     return time.process_time() - c0
 for _ in range(50):
     place()
-KINDS = ("relabel", "cordon", "remove", "add_back", "append")
+KINDS = (("new_taint", "new_value", "image_gained", "remove", "append") if arrays else
+         ("relabel", "cordon", "remove", "add_back", "append"))
 after, plain, rows_after, rows_plain = [], [], 0, 0
 by_kind = {k: [] for k in KINDS}
 for e in range(events):
     i = 7 + 13 * (e // len(KINDS))
     kind = KINDS[e % len(KINDS)]
-    if kind == "relabel":
+    if kind == "new_taint":                      # a taint first seen: a new taint word
+        sched.update_node(node(i, f"z{i % 3}", taint=f"t{e}"))
+    elif kind == "new_value":                    # a zone value first seen, one it prefers
+        sched.update_node(node(i, f"w{e}"))
+    elif kind == "image_gained":                 # the image's spread grows
+        sched.update_node(node(i, f"z{i % 3}", image=True))
+    elif kind == "relabel":
         sched.update_node(node(i, "z9"))
     elif kind == "cordon":
         sched.update_node(node(i, "z9", cordon=True))
@@ -168,11 +187,12 @@ print(json.dumps({"after_event_cpu_us": 1e6 * sum(after) / events,
 """
 
 
-def _node_events_record(path: str | None, nodes: int, events: int) -> dict:
+def _node_events_record(path: str | None, nodes: int, events: int, arrays: bool) -> dict:
     env = dict(os.environ)
     if path:
         env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-    got = subprocess.run([sys.executable, "-c", _NODE_EVENTS_CHILD, str(nodes), str(events)],
+    got = subprocess.run([sys.executable, "-c", _NODE_EVENTS_CHILD, str(nodes), str(events),
+                          "arrays" if arrays else "plain"],
                          env=env, check=True, capture_output=True, text=True)
     rec = json.loads(got.stdout.strip().splitlines()[-1])
     rec["load"] = list(os.getloadavg())
@@ -183,7 +203,7 @@ def _node_events(a, trees) -> dict:
     runs = {t: [] for t, _ in trees}
     for r in range(a.rounds):
         for t, path in (trees if r % 2 == 0 else trees[::-1]):     # alternated
-            runs[t].append(_node_events_record(path, a.nodes, a.events))
+            runs[t].append(_node_events_record(path, a.nodes, a.events, a.arrays))
     keys = ("after_event_cpu_us", "plain_cpu_us", "rows_after_event", "rows_plain")
     summary = {t: {**{f"mean_{k}": round(float(np.mean([x[k] for x in v])), 2) for k in keys},
                    "by_kind": {kind: {k: round(float(np.mean([x["by_kind"][kind][k]
@@ -192,9 +212,11 @@ def _node_events(a, trees) -> dict:
                                for kind in v[0]["by_kind"]},
                    "digests": sorted({x["placements_sha256"] for x in v})}
                for t, v in runs.items()}
-    record = {"experiment": "first numba placement cycle after a node event (relabel, "
-                            "cordon, remove, add back, append, in turn) against an ordinary "
-                            "cycle, "
+    kinds = ("a new taint, a zone value the pod prefers first seen, the pod's image "
+             "gained by a node, remove, append, in turn (each changes the pod's query "
+             "arrays)" if a.arrays else "relabel, cordon, remove, add back, append, in turn")
+    record = {"experiment": f"first numba placement cycle after a node event ({kinds}) "
+                            "against an ordinary cycle, "
                             "this tree vs the base tree in alternated processes",
               "backend": "numba", "nodes": a.nodes, "events": a.events, "rounds": a.rounds,
               "summary": summary, "runs": runs, "commit": git_commit(),
@@ -215,6 +237,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--node-events", action="store_true",
                     help="time the first cycle after a node event instead (module doc, 3)")
     ap.add_argument("--events", type=int, default=60)
+    ap.add_argument("--arrays", action="store_true",
+                    help="with --node-events: events that change the pod's query arrays "
+                         "(module doc, 3)")
     ap.add_argument("--output")
     a = ap.parse_args(argv)
     base = (base_tree(a.base_commit, tempfile.mkdtemp(prefix="cycle-cpu-base-"))
@@ -222,8 +247,9 @@ def main(argv=None) -> dict:
     trees = [("this", None)] + ([("base", base)] if base else [])
     if a.node_events:
         record = _node_events(a, trees)
-        out = a.output or os.path.join(os.path.dirname(os.path.realpath(__file__)), "results",
-                                       "cycle-cpu-node-events-10000.json")
+        out = a.output or os.path.join(
+            os.path.dirname(os.path.realpath(__file__)), "results",
+            f"cycle-cpu-node-events{'-arrays' if a.arrays else ''}-{a.nodes}.json")
         with open(out, "w") as f:
             json.dump(record, f, indent=1)
         print(json.dumps(record["summary"], indent=1))

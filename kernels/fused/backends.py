@@ -137,8 +137,11 @@ class _RowCache:
     def __init__(self, q, key, n_rows, n_slots):
         self.q = q
         self.fp = QM.fingerprint(q)     # for ``query_match.adopt``
+        self.ffp = QM.form_fingerprint(q)
+        self.epoch = None               # the source's query epoch when last run
         self.key = key
         self.seen = -1
+        self.extra = None               # rows to recompute besides the written ones
         self.reasons = np.zeros(n_rows, np.int64)
         self.raw = np.zeros((n_rows, n_slots), np.int64)
         self.top_params = None          # (active, norm, weights) the totals use
@@ -178,6 +181,7 @@ def _grown(c: _RowCache, key, n: int, n_slots: int) -> _RowCache:
     kept, level with the same version; the totals, tree and mixed totals
     rebuilt when next used."""
     g = _RowCache(c.q, key, n, n_slots)
+    g.extra = c.extra
     m = c.reasons.shape[0]
     g.reasons[:m] = c.reasons
     g.raw[:m] = c.raw
@@ -290,6 +294,7 @@ class NumbaBackend:
 
     def _row_cache(self, source: ColumnSource, cols, q, n_slots) -> _RowCache:
         n = cols.allocatable.shape[0]
+        epoch = QM.source_epoch(source)
         # a source other than the state (the nominated overlay) has its own
         # counters: its caches are kept apart (``ColumnSource.cache_tag``)
         tag = getattr(source, "cache_tag", None)
@@ -297,14 +302,16 @@ class NumbaBackend:
         ck = (id(q), tag)
         c = self._caches.get(ck)
         if c is None or c.q is not q or c.key != key:
-            # The same arrays recompiled (a node event): the kept rows stay,
-            # the written ones are recomputed below.  A node appended: the
-            # rows before it kept in a grown cache (the new row is written).
-            # The layout may differ (arrays reallocated): a row's answer
-            # reads its own values, which reallocation keeps, and no column
-            # the query was compiled without.
-            c = QM.adopt(self._caches, q, ck, lambda k: k[2:] == key[2:] and k[1] <= n)
+            # Recompiled after a node event: the kept rows stay, the written
+            # ones and those the query's changes reach
+            # (``query_match.changed_rows``) are recomputed below.  A node
+            # appended: the rows before it kept in a grown cache (the new
+            # row is written).  The layout may differ (arrays reallocated):
+            # a row's answer reads its own values, which reallocation keeps.
+            c, extra = QM.adopt(self._caches, q, ck, lambda k: k[2:] == key[2:] and k[1] <= n,
+                                cols, n, epoch)
             if c is not None:
+                c.extra = extra if extra.shape[0] else None
                 if c.key[1] < n:
                     c = self._caches[ck] = _grown(c, key, n, n_slots)
                 c.key = key
@@ -317,12 +324,17 @@ class NumbaBackend:
                 self._caches.popitem(last=False)
         else:
             self._caches.move_to_end(ck)
-        if c.seen != source.version:
+        c.epoch = epoch
+        if c.seen != source.version or c.extra is not None:
             if self._dirty.shape[0] < n:
                 self._dirty = np.zeros(2 * n, np.int64)
             k = written_rows(self._k, source, n, c.seen, self._dirty)
+            dirty = self._dirty[:k]
+            if c.extra is not None:
+                dirty = np.union1d(dirty, c.extra)
+                k = dirty.shape[0]
+                c.extra = None
             if k:
-                dirty = self._dirty[:k]
                 track = c.top_params is not None and k < n
                 if track:
                     old_reasons = np.empty(k, np.int64)
@@ -702,8 +714,11 @@ class _DeviceRowCache:
     def __init__(self, q, key, reasons, raw):
         self.q = q
         self.fp = QM.fingerprint(q)     # for ``query_match.adopt``
+        self.ffp = QM.form_fingerprint(q)
+        self.epoch = None               # the source's query epoch when last run
         self.key = key
         self.seen = -1
+        self.extra = None               # rows to recompute besides the written ones
         self.reasons = reasons
         self.raw = raw
         self.host_reasons = None    # host copies for a cycle's ranking (``_host_rows``)
@@ -939,7 +954,8 @@ class CudaBackend:
         ``k`` rows it is behind on staged on the device (``_staged[2]``) for
         the pick's launch to write into the packs and recompute first: the
         rows written after the cache's ``seen`` (the mirror is never behind
-        the cache, so they include every row the packs lack), found and
+        the cache, so they include every row the packs lack) and those a
+        changed query reaches (``extra``, ``_cache_of``), found and
         packed by one compiled host call (``staged_rows.stage``) and copied
         up in one buffer; nothing written: no copy (k = 0).  A first pass,
         a new layout or shape, or more than ``MAX_STAGED_ROWS`` rows
@@ -953,20 +969,28 @@ class CudaBackend:
             size = SR.staged_size(self.MAX_STAGED_ROWS, width)
             self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
                             self._cuda.device_array(size, np.int64))
-        c = self._cache_of(q, _cache_key(source, n, n_slots))
+        c = self._cache_of(q, _cache_key(source, n, n_slots), source, cols)
         if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
                 or self._layout != _layout_key(source) or self._shape != shape):
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         self._caches.move_to_end(id(q))
-        if c.seen == source.version:
+        c.epoch = QM.source_epoch(source)
+        if c.seen == source.version and c.extra is None:
             return c, 0
         _, width, host, dev = self._staged
-        log = getattr(source, "write_log", None)
-        found = -1                  # the write log's rows (-1: it cannot say: a scan)
-        if log is not None:
-            found = self._host.logged_rows(log.rows, log.versions, log.length, log.floor,
-                                           c.seen, source.row_version, LOG_READ_MAX,
-                                           self._dirty)
+        found = -1                  # the rows found (-1: the write log cannot say: a scan)
+        if c.extra is not None:
+            # the rows a changed query reaches (``_cache_of``) staged with
+            # the written ones: their pack values are the mirror's already
+            rows = np.union1d(self._written(source, n, c.seen), c.extra)
+            found = rows.shape[0]
+            self._dirty[:found] = rows
+        else:
+            log = getattr(source, "write_log", None)
+            if log is not None:
+                found = self._host.logged_rows(log.rows, log.versions, log.length, log.floor,
+                                               c.seen, source.row_version, LOG_READ_MAX,
+                                               self._dirty)
         k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS,
                      self._dirty, found)
         if k > self.MAX_STAGED_ROWS:
@@ -979,6 +1003,7 @@ class CudaBackend:
             self.rows_uploaded += k
         # level once the pick's launch has written the staged rows
         self._version = c.seen = source.version
+        c.extra = None
         return c, k
 
     def _cycle_rows(self, rows: np.ndarray, n: int):
@@ -1027,19 +1052,28 @@ class CudaBackend:
         c.host_seen = c.seen
         return c.host_reasons, c.host_raw
 
-    def _cache_of(self, q, key):
-        """The query's device row cache, or the one of an equal query
-        compiled before (``query_match.adopt``: moved to ``q``), or None."""
+    def _cache_of(self, q, key, source, cols):
+        """The query's device row cache, or one compiled before that
+        ``query_match.adopt`` moves to ``q`` (an equal query's, or a stale
+        one of the same form: the rows its changes reach kept in ``extra``
+        for ``_row_cache``, and its host copies dropped, as those rows are
+        not among the written ones ``_host_rows`` copies back), or None."""
         c = self._caches.get(id(q))
         if c is not None and c.q is q and c.key == key:
             return c
         # as ``NumbaBackend._row_cache``: any layout, the same tag and
         # slots, at most as many rows (a node appended: grown on the device)
-        got = QM.adopt(self._caches, q, id(q), lambda k: (
-            k[1] == key[1] and k[3:] == key[3:] and k[2] <= key[2]))
+        n = key[2]
+        got, extra = QM.adopt(self._caches, q, id(q), lambda k: (
+            k[1] == key[1] and k[3:] == key[3:] and k[2] <= n), cols, n,
+            QM.source_epoch(source))
         if got is not None:
-            if got.key[2] < key[2]:
-                self._grow(got, key[2])
+            if got.key[2] < n:
+                self._grow(got, n)
+            if extra.shape[0]:
+                got.extra = extra if got.extra is None else np.union1d(got.extra, extra)
+                got.host_reasons = got.host_raw = None
+                got.host_seen = -1
             got.key = key
             self.caches_adopted += 1
             return got
@@ -1064,7 +1098,7 @@ class CudaBackend:
         cuda = self._cuda
         n = cols.allocatable.shape[0]
         key = _cache_key(source, n, n_slots)
-        c = self._cache_of(q, key)
+        c = self._cache_of(q, key, source, cols)
         if c is None or c.q is not q or c.key != key:
             c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
                                 cuda.to_device(np.zeros((n, n_slots), np.int64)))
@@ -1073,11 +1107,14 @@ class CudaBackend:
                 self._caches.popitem(last=False)
         else:
             self._caches.move_to_end(id(q))
-        if c.seen != source.version:
+        c.epoch = QM.source_epoch(source)
+        if c.seen != source.version or c.extra is not None:
             if c.seen < 0:
                 d_rows, k = self._arange(n), n
             else:
                 dirty = self._written(source, n, c.seen)
+                if c.extra is not None:
+                    dirty = np.union1d(dirty, c.extra)
                 k = dirty.shape[0]
                 d_rows = None
                 if k:
@@ -1094,6 +1131,7 @@ class CudaBackend:
                 self.launches += 1
                 self.rows_recomputed += k
             c.seen = source.version
+            c.extra = None
         return c
 
     def place_run(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,

@@ -1,10 +1,12 @@
 """Row caches kept across node events (``fused.query_match``): a node added,
-relabelled, tainted, cordoned or removed recompiles every query, and a
-query that compiles to the same arrays keeps its row cache, only the rows
-the event wrote recomputed.  Random sequences of node events and
-placements give the same placements on numba and cuda (simulator) as on
-numpy, which keeps no row cache (every cycle reads every row afresh); a
-relabel costs the next cycle the written rows, not every row."""
+relabelled, tainted, cordoned or removed recompiles every query; a query
+that compiles to the same arrays keeps its row cache, only the rows the
+event wrote recomputed, and one whose arrays changed (a label value or key
+first seen, a new taint, an image's spread) keeps it too, recomputing also
+the rows its changes reach (``changed_rows``).  Random sequences of node
+events and placements give the same placements on numba and cuda
+(simulator) as on numpy, which keeps no row cache (every cycle reads every
+row afresh); the rows recomputed after each kind of event are counted."""
 
 from __future__ import annotations
 
@@ -21,30 +23,58 @@ from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels.fused import query_match as QM
 
 ZONES = ("z0", "z1", "z2")
-TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+# node zones and taints drawn from more values than the first nodes have:
+# values first seen later give the queries new ids (their arrays change)
+NODE_ZONES = ZONES + ("z3", "z4")
+TAINT_VALUES = ("x", "y", "w")
+IMAGES = {"reg/a:1": 300 << 20, "reg/b:1": 600 << 20}
 
 
-def _node(name, zone, cpu, taint=False, cordon=False):
-    d = node_dict(name, cpu=str(cpu), memory="8Gi", labels={"zone": zone},
-                  taints=[TAINT] if taint else None)
+def _taint(value, effect="NoSchedule"):
+    return {"key": "dedicated", "value": value, "effect": effect}
+
+
+def _node(name, zone, cpu, taint=False, cordon=False, team=None, images=()):
+    """``taint``: False, True (dedicated=x NoSchedule), or a (value,
+    effect) pair; ``team``: a label of a key the first nodes lack."""
+    if taint is True:
+        taint = ("x", "NoSchedule")
+    labels = {"zone": zone} | ({"team": team} if team else {})
+    d = node_dict(name, cpu=str(cpu), memory="8Gi", labels=labels,
+                  taints=[_taint(*taint)] if taint else None,
+                  images=[{"names": [i], "sizeBytes": IMAGES[i]} for i in images] or None)
     if cordon:
         d["spec"]["unschedulable"] = True
     return d
 
 
 def _pod(i, kind):
-    spec = None
+    spec, image = None, "registry.k8s.io/pause:3.10"
     if kind == "zone":
         spec = {"nodeSelector": {"zone": ZONES[i % 3]}}
     elif kind == "tolerates":
         spec = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+    elif kind == "prefers":         # values and a key the first nodes may lack
+        spec = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["z3", "z4"]}]}},
+            {"weight": 3, "preference": {"matchExpressions": [
+                {"key": "team", "operator": "NotIn", "values": ["t1"]}]}}]}}}
+    elif kind == "image":
+        image = "reg/a:1"
     return pod_dict(f"p{i}", cpu=f"{100 * (1 + i % 2)}m", memory="200Mi", created=i,
-                    spec=spec)
+                    spec=spec, image=image)
 
 
-NODE = st.tuples(st.sampled_from(ZONES), st.integers(1, 4), st.booleans(), st.booleans())
+NODE = st.tuples(st.sampled_from(NODE_ZONES), st.integers(1, 4),
+                 st.one_of(st.booleans(), st.tuples(st.sampled_from(TAINT_VALUES),
+                                                    st.sampled_from(["NoSchedule",
+                                                                     "PreferNoSchedule"]))),
+                 st.booleans(), st.sampled_from([None, "t1", "t2"]),
+                 st.sampled_from([(), ("reg/a:1",), ("reg/b:1",), ("reg/a:1", "reg/b:1")]))
 EVENT = st.one_of(
-    st.tuples(st.just("place"), st.sampled_from(["plain", "plain", "zone", "tolerates"]),
+    st.tuples(st.just("place"), st.sampled_from(["plain", "plain", "zone", "tolerates",
+                                                 "prefers", "image"]),
               st.integers(1, 3)),
     st.tuples(st.just("update"), st.integers(0, 7), NODE),
     st.tuples(st.just("remove"), st.integers(0, 7), st.none()),
@@ -84,14 +114,24 @@ CASES = dict(nodes=st.lists(NODE, min_size=2, max_size=6),
              events=st.lists(EVENT, min_size=1, max_size=14))
 # a node appended between pods of one shape (the grown cache must keep the
 # rows before it: their scores decide p4)
-APPENDED = dict(nodes=[("z0", 1, False, False), ("z1", 3, False, False)],
-                events=[("place", "plain", 2), ("add", 5, ("z2", 2, False, False)),
+APPENDED = dict(nodes=[("z0", 1, False, False, None, ()), ("z1", 3, False, False, None, ())],
+                events=[("place", "plain", 2), ("add", 5, ("z2", 2, False, False, None, ())),
                         ("place", "plain", 3)])
+# a new taint word, a new label value and key, an image's spread changed,
+# between pods of one shape
+CHANGED = dict(nodes=[("z0", 2, False, False, None, ("reg/a:1",)),
+                      ("z1", 2, False, False, None, ()), ("z2", 4, False, False, None, ())],
+               events=[("place", "prefers", 1), ("place", "image", 1), ("place", "plain", 1),
+                       ("update", 1, ("z3", 2, ("w", "NoSchedule"), False, "t1", ("reg/a:1",))),
+                       ("place", "prefers", 2), ("place", "image", 2), ("place", "plain", 2),
+                       ("update", 2, ("z4", 4, ("y", "PreferNoSchedule"), False, None, ())),
+                       ("place", "prefers", 2), ("place", "image", 2), ("place", "plain", 2)])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(**CASES)
 @example(**APPENDED)
+@example(**CHANGED)
 def test_node_events_place_as_a_cacheless_backend(nodes, events):
     want, _ = _play("numpy", nodes, events)
     got, _ = _play("numba", nodes, events)
@@ -104,6 +144,7 @@ def test_node_events_place_as_a_cacheless_backend(nodes, events):
           suppress_health_check=list(HealthCheck))
 @given(**CASES)
 @example(**APPENDED)
+@example(**CHANGED)
 def test_node_events_place_alike_on_cuda(nodes, events):
     want, _ = _play("numpy", nodes, events)
     got, _ = _play("cuda", nodes, events)
@@ -187,3 +228,126 @@ def test_equal_queries_match_and_unequal_do_not():
     before = compile_query(state, late, QueryOptions())
     sched.update_node(_node("n1", "z3", 3))
     assert not QM.same_query(before, compile_query(state, late, QueryOptions()))
+
+
+# (pod kind, the event, the rows it reaches besides the written ones): 40
+# nodes in z0, n0..n9 holding image reg/a:1
+_CHANGES = {
+    "new taint": ("plain", lambda s: s.update_node(_node("n5", "z0", 2, ("w", "NoSchedule"))),
+                  {5}),
+    "new preferred taint": ("plain", lambda s: s.update_node(
+        _node("n5", "z0", 2, ("y", "PreferNoSchedule"))), {5}),
+    "new label value": ("prefers", lambda s: s.update_node(_node("n5", "z3", 2)), {5}),
+    "new label key": ("prefers", lambda s: s.update_node(_node("n5", "z0", 2, team="t2")), {5}),
+    # the image's spread 10 -> 11 nodes: every holder's score moves
+    "image gained": ("image", lambda s: s.update_node(
+        _node("n20", "z0", 2, images=("reg/a:1",))), set(range(10)) | {20}),
+    # the node count moves every image's spread: the holders (and the row)
+    "node appended": ("image", lambda s: s.add_node(_node("late", "z0", 2)),
+                      set(range(10)) | {40}),
+    "node removed": ("image", lambda s: s.delete_node("n30"), set(range(10)) | {30}),
+}
+
+
+def _after_change(backend, change):
+    """The placements of two pods of one shape around the event of
+    ``_CHANGES[change]``, the rows the second cycle recomputed, the caches
+    it adopted, whether the pod's query arrays changed, the rows it
+    should recompute (the first placement's, the event's and those the
+    change reaches), and whether the node columns were reallocated or
+    widened."""
+    kind, event, reached = _CHANGES[change]
+    sched = Scheduler(build_cluster([
+        _node(f"n{i}", "z0", 2, images=("reg/a:1",) if i < 10 else ())
+        for i in range(40)]), backend, 5)
+    state = sched.cluster.state
+    (fw,) = sched.cluster.frameworks.values()
+    be = fw.backend
+    sched.add_pod(_pod(0, kind))
+    first = sched.schedule_one().node
+    pod = sched.cluster.resolve(parse_pod(_pod(2, kind)))
+    before = compile_query(state, pod, QueryOptions(score_flags=-1))
+    form = (state.layout_version, tuple(a.shape[1:] for a in state.columns()))
+    event(sched)
+    after = compile_query(state, pod, QueryOptions(score_flags=-1))
+    reshaped = form != (state.layout_version, tuple(a.shape[1:] for a in state.columns()))
+    rows, adopted = getattr(be, "rows_recomputed", 0), getattr(be, "caches_adopted", 0)
+    sched.add_pod(_pod(2, kind))                    # the same shape as p0
+    second = sched.schedule_one().node
+    want = reached | {state.node_rows.get(first, -1)}
+    return ((first, second), getattr(be, "rows_recomputed", 0) - rows,
+            getattr(be, "caches_adopted", 0) - adopted, not QM.same_query(before, after),
+            sorted(want - {-1}), reshaped)
+
+
+def _span_rule(rows):
+    """The rows the cuda backend's by-row pass recomputes for ``rows``
+    (sorted): their whole span when it is short (``CudaBackend.SPAN_SLACK``)."""
+    span = rows[-1] - rows[0] + 1
+    return span if span <= 4 * len(rows) else len(rows)
+
+
+@pytest.mark.parametrize("change", sorted(_CHANGES))
+@pytest.mark.parametrize("backend", ["numba", pytest.param(
+    "cuda", marks=[pytest.mark.cudasim, needs_cuda])])
+def test_changed_arrays_recompute_the_rows_they_reach(backend, change):
+    want = _after_change("numpy", change)[0]
+    got, rows, adopted, changed, reached, reshaped = _after_change(backend, change)
+    assert changed                                  # the query's arrays differ
+    assert got == want and adopted == 1
+    assert len(reached) < 40
+    if backend == "cuda" and reshaped:
+        # new column widths or arrays: the packs uploaded whole and the
+        # by-row pass over the rows' span when short (a second launch)
+        assert rows == _span_rule(reached)
+    else:
+        # staged with the written rows (cuda: the pick's one launch)
+        assert rows == len(reached)
+
+
+def test_changed_rows_are_the_rows_carrying_a_changed_id():
+    sched = Scheduler(build_cluster([_node(f"n{i}", "z0", 2, images=("reg/a:1",) if i < 3
+                                           else ()) for i in range(8)]))
+    state = sched.cluster.state
+    opts = QueryOptions(score_flags=-1)
+    pods = {k: sched.cluster.resolve(parse_pod(_pod(0, k))) for k in ("prefers", "image")}
+    old = {k: compile_query(state, p, opts) for k, p in pods.items()}
+    sched.update_node(_node("n6", "z3", 2, ("w", "NoSchedule"), team="t1"))
+    cols = state.columns()
+    new = {k: compile_query(state, p, opts) for k, p in pods.items()}
+    # z3, the team key and the taint are carried by n6 alone
+    assert QM.changed_rows(old["prefers"], new["prefers"], cols, 8).tolist() == [6]
+    assert QM.form_fingerprint(old["prefers"]) == QM.form_fingerprint(new["prefers"])
+    # the image's spread is unchanged (3 of 8): only the taint moved, on n6
+    assert QM.changed_rows(old["image"], new["image"], cols, 8).tolist() == [6]
+    sched.delete_node("n7")                         # the node count: every holder
+    cols = state.columns()
+    newer = compile_query(state, pods["image"], opts)
+    assert QM.changed_rows(new["image"], newer, cols, 8).tolist() == [0, 1, 2]
+    # a different request is a different form; a changed request: no rows bound
+    other = new["image"]._replace(request=new["image"].request + 1)
+    assert QM.changed_rows(new["image"], other, cols, 8) is None
+
+
+@pytest.mark.parametrize("backend", ["numba", pytest.param(
+    "cuda", marks=[pytest.mark.cudasim, needs_cuda])])
+def test_a_live_query_keeps_its_cache(backend):
+    # pods selecting z0, z1 and z2 compile to queries of one form; within
+    # one epoch none takes another's cache (each would then pay for the
+    # other's rows every cycle): the third shape gets a cache of its own
+    sched = Scheduler(build_cluster([_node(f"n{i}", ZONES[i % 3], 4) for i in range(30)]),
+                      backend, 5)
+    (fw,) = sched.cluster.frameworks.values()
+    be = fw.backend
+    for i in (0, 1):                                # z0, z1
+        sched.add_pod(_pod(3 * i, "zone"))
+        sched.schedule_one()
+    adopted, rows = be.caches_adopted, be.rows_recomputed
+    sched.add_pod(_pod(8, "zone"))                  # z2: a new shape
+    assert sched.schedule_one().node is not None
+    assert be.caches_adopted == adopted and be.rows_recomputed - rows == 30
+    rows = be.rows_recomputed
+    sched.add_pod(_pod(6, "zone"))                  # z0 again: its own cache
+    assert sched.schedule_one().node is not None
+    # the rows the three placements wrote
+    assert be.caches_adopted == adopted and be.rows_recomputed - rows <= 3
