@@ -157,8 +157,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             out_node[j] = row
             out_bind[j] = qf[Q_NOW]
             if pre != 0:
-                pnext[j] = nhead[row]
-                nhead[row] = j
+                row_push(row, j, nhead, pnext)
             log_pod[m] = j
         nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
                                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)

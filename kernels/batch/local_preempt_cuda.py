@@ -178,7 +178,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
                        c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
                        bk, to_find, nd[0, :m], khi, kcnt, smix, tkey)
         _trace_start(cls, onode, obind, qi, qf, pst, patt, pts)
-        _preempt_start(e, ov, nom, mark, tq, gone, vt[:v1 - v0], ls)
+        _preempt_start(e, ov, nom, mark, tq, gone, vt[:v1 - v0], head, nxt, bn, ls)
         # the block picks from the answers themselves: no key trees kept
         ls[_local_preempt.L_EVERY] = 0
     cuda.syncthreads()
