@@ -531,6 +531,47 @@ def terminating_on(j, i, prio, pst, gone, victim, head, nxt):
     return False
 
 
+def may_search(j, low, grace, may, prio, nom, pst, gone, victim, head, nxt):
+    """Whether pod ``j``'s failed cycle runs PostFilter's search: it may
+    preempt (``may`` empty: no pod may), its priority is above ``low``
+    (at most the lowest bound priority: below it nothing to evict, no
+    candidate), and, with a ``grace`` above 0, its nominated node holds no
+    lower-priority pod terminating by preemption (``terminating_on``)."""
+    if may.shape[0] == 0 or may[j] == 0 or prio[j] <= low:
+        return False
+    return not (grace > 0.0 and nom[j] >= 0
+                and terminating_on(j, nom[j], prio, pst, gone, victim, head, nxt))
+
+
+def evicted(v, now, victim, vt):
+    """Pod ``v`` chosen as a victim at ``now``: counted in ``victim``, its
+    first eviction's time in ``vt``.  Whether this is its first."""
+    first = victim[v] == 0
+    if first:
+        vt[v] = now
+    victim[v] += 1
+    return first
+
+
+def bound_on(j, i, now, lists, dur, qi, qf, pst, dk, ds, dp, prio, nom, nlist, head, nxt,
+             out_node, out_bind, log_t, log_pod, ls, s_m, s_nnom, s_low):
+    """Pod ``j`` bound on node ``i`` at ``now`` (its node's usage and
+    answers already the caller's): the queue's binding, its nomination
+    ended, the outputs and the log; with ``lists`` (preemption) pushed on
+    the row's list of bound pods and the lowest bound priority lowered.
+    ``ls`` the loop's scalars, ``s_m`` / ``s_nnom`` / ``s_low`` their
+    slots of the log rows, the nominations, the lowest priority."""
+    q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+    if lists:
+        row_push(i, j, head, nxt)
+        if prio[j] < ls[s_low]:
+            ls[s_low] = prio[j]
+    ls[s_nnom] = nom_drop(j, nom, nlist, ls[s_nnom])
+    out_node[j] = i
+    out_bind[j] = now
+    ls[s_m] = log_change(ls[s_m], now, j, log_t, log_pod)
+
+
 def terminate_victims(now, grace, nv, vout, victim, vt, tqp, tqt, tq):
     """The chosen victims ``vout[:nv]`` terminating from ``now`` (each
     eviction counted in ``victim``): those evicted for the first time
@@ -538,11 +579,9 @@ def terminate_victims(now, grace, nv, vout, victim, vt, tqp, tqt, tq):
     grace`` pending."""
     for a in range(nv):
         v = vout[a]
-        if victim[v] == 0:
-            vt[v] = now
+        if evicted(v, now, victim, vt):
             tqp[tq[T_TAIL]] = v
             tq[T_TAIL] += 1
-        victim[v] += 1
     deadline_push(now + grace, tqt, tq)
 
 
@@ -691,9 +730,8 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     nv = 0
     # a pod of priority ls[L_LOW] or below has no lower-priority pod to
     # evict anywhere: PostFilter would find no candidate (no scan)
-    if i < 0 and n > 0 and may[j] != 0 and prio[j] > ls[L_LOW] and not (
-            grace > 0.0 and nom[j] >= 0
-            and terminating_on(j, nom[j], prio, pst, gone, out_victim, head, nxt)):
+    if i < 0 and n > 0 and may_search(j, ls[L_LOW], grace, may, prio, nom, pst, gone,
+                                      out_victim, head, nxt):
         target, nv, lowest = post_filter(
             j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request, c_anything,
             c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst, gone,
@@ -708,14 +746,8 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
                   c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
                   raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                   bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
-        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-        row_push(i, j, head, nxt)
-        if prio[j] < ls[L_LOW]:
-            ls[L_LOW] = prio[j]
-        ls[L_NNOM] = nom_drop(j, nom, nlist, ls[L_NNOM])
-        out_node[j] = i
-        out_bind[j] = now
-        ls[L_M] = log_change(ls[L_M], now, j, log_t, log_pod)
+        bound_on(j, i, now, True, dur, qi, qf, pst, dk, ds, dp, prio, nom, nlist, head, nxt,
+                 out_node, out_bind, log_t, log_pod, ls, L_M, L_NNOM, L_LOW)
         return
     if target < 0:
         q_failed(j, qi, qf, pst, pts, up)
@@ -731,9 +763,7 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     m = ls[L_M]
     for a in range(nv):
         v = vout[a]
-        if out_victim[v] == 0:
-            vt[v] = now
-        out_victim[v] += 1
+        evicted(v, now, out_victim, vt)
         evict_from(target, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero,
                    c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
                    static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,

@@ -439,9 +439,7 @@ def events_close(
         mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
         # a pod of priority ls[EL_LOW] or below has no lower-priority pod
         # to evict anywhere: PostFilter would find no candidate (no scan)
-        if may.shape[0] > 0 and may[j] != 0 and prio[j] > ls[EL_LOW] and not (
-                grace > 0.0 and nom[j] >= 0
-                and terminating_on(j, nom[j], prio, pst, bgone, out_victim, head, nxt)):
+        if may_search(j, ls[EL_LOW], grace, may, prio, nom, pst, bgone, out_victim, head, nxt):
             mm = live_potential(c, nv, positions, static_bits, pot)
             target, n_vic, lowest = preempt_on(
                 j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request,
@@ -456,15 +454,9 @@ def events_close(
         place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                  c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
                  fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-        if may.shape[0] > 0:
-            row_push(i, j, head, nxt)
-            if prio[j] < ls[EL_LOW]:
-                ls[EL_LOW] = prio[j]
-        ls[EL_NNOM] = nom_drop(j, nom, nlist, ls[EL_NNOM])
-        out_node[j] = i
-        out_bind[j] = now
-        ls[EL_M] = log_change(ls[EL_M], now, j, log_t, log_pod)
+        # (no preemption, ``may`` empty: no lists, ``head`` / ``nxt`` placeholders)
+        bound_on(j, i, now, may.shape[0] > 0, dur, qi, qf, pst, dk, ds, dp, prio, nom, nlist,
+                 head, nxt, out_node, out_bind, log_t, log_pod, ls, EL_M, EL_NNOM, EL_LOW)
         return
     if target < 0:
         if mask == 0:
@@ -484,9 +476,7 @@ def events_close(
     m = ls[EL_M]
     for a in range(n_vic):
         v = vout[a]
-        if out_victim[v] == 0:
-            vt[v] = now
-        out_victim[v] += 1
+        evicted(v, now, out_victim, vt)
         if v < n_q:
             pst[v] = P_GONE
         else:
