@@ -414,7 +414,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     tqp = tqp_all[o:o + e] if pre else tqp_all[:0]
     tqt = tqt_all[r2:r2 + 2 * e] if pre else tqt_all[:0]
     tq = tq_all[b]
-    # each row's list of the pods bound there (the victim search's, ``_gp.row_low``)
+    # each row's list of the pods bound there (the victim search's, ``_candidates.row_low``)
     nhead = nhead_all[b]
     pnext = pnext_all[o:o + e] if pre else pnext_all[:0]
     for i in range(tid, n, THREADS):
