@@ -35,6 +35,7 @@ queue retries them.
   ``local_preempt_cuda``): the trace form with DefaultPreemption in its
   queue (victims, PodDisruptionBudgets, nominations);
 - ``_candidates``: DefaultPreemption's numCandidates and seeded offset,
+  and each row's list of its bound pods the victim search reads,
   compiled under both preemption forms (``_gpu_preempt``,
   ``_local_preempt``) for the CPU and the CUDA engines;
 - ``openb_events`` (``_openb_events``, ``_openb_events_driver``;

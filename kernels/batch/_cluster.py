@@ -56,7 +56,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
     ``krank`` its key's rank; out ``victim`` [P] the times a pod was evicted (0 never), its
     eviction in the log as a departure; scratch ``pw`` / ``nw`` / ``ps``;
     ``nhead`` [N] / ``pnext`` [P] each row's list of the pods bound there
-    (pushed at the binding, the victim search's: ``row_low``);
+    (pushed at the binding, ``_candidates.row_push``; the victim search's: ``row_low``);
     ``grace`` the termination grace in seconds: above 0 a victim leaves
     that long after its first eviction, its departure in the log then,
     with the terminating victims' scratch ``tqp`` [P], ``tqt`` [R] float64
@@ -157,8 +157,7 @@ def run_cluster(n, gpu_count, model, cpu_cap, mem_cap, pods_cap,
             out_node[j] = row
             out_bind[j] = qf[Q_NOW]
             if pre != 0:
-                pnext[j] = nhead[row]
-                nhead[row] = j
+                row_push(row, j, nhead, pnext)
             log_pod[m] = j
         nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left,
                                   tp_cpu, tp_num, tp_milli, tp_mask, tp_freq)

@@ -422,32 +422,6 @@ def post_filter_gpu(j, n, attempt, seed_mix, pct, least, cpu, mem, num, milli, m
                             mem_left, pods_left, pw[:0, W_NXT], pw[:0, W_NXT], pw, nw, ps)
 
 
-def row_low(i, pj, prio, pst, nhead, pnext, slot, off, put):
-    """Row ``i``'s bound pods of a priority below ``pj``, from its list of
-    the pods bound there (``nhead`` [N] / ``pnext`` [P]; the pods gone
-    since are unlinked on the way): put at ``slot[off:]`` where ``put``;
-    returns how many.  Reads and writes row ``i``'s list only (threads on
-    different rows run it at once)."""
-    k = 0
-    prev = -1
-    x = nhead[i]
-    while x >= 0:
-        nx = pnext[x]
-        if pst[x] != P_BOUND:
-            if prev < 0:
-                nhead[i] = nx
-            else:
-                pnext[prev] = nx
-        else:
-            if prio[x] < pj:
-                if put:
-                    slot[off + k] = x
-                k += 1
-            prev = x
-        x = nx
-    return k
-
-
 def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
                      mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
                      gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, nhead, pnext, pw,
@@ -457,7 +431,7 @@ def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, n
     the rows ``pot[:npot]`` in row order (``pot`` empty: rows 0 .. npot -
     1): numCandidates and the seeded offset of their number, the visit
     from that position wrapping around.  A visited row's lower-priority
-    bound pods: from its list of bound pods (``row_low``: ``nhead`` [N] /
+    bound pods: from its list of bound pods (``_candidates.row_low``: ``nhead`` [N] /
     ``pnext`` [P], the engine's), or (``nhead`` empty) from a scan of every
     pod first.  Returns the node to nominate (-1 none); its victims, most
     important first, ``pw[:nv, W_VOUT]``, ``nv`` in ``ps[S_STATS + 5]``."""
@@ -487,7 +461,8 @@ def post_filter_rows(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, n
             q -= npot
         i = q if pot.shape[0] == 0 else pot[q]
         if listed:
-            k = row_low(i, pj, prio, pst, nhead, pnext, pw[:, W_CUR], 0, True)
+            # (``pst[:0]``: no pods but the queue's)
+            k, _ = row_low(i, pj, prio, pst, pst[:0], nhead, pnext, pw[:, W_CUR], 0, True)
             nv = 0
             if k > 0:       # (no call for a row without lower-priority pods)
                 nv = victims_in_slots(i, pw[:, W_CUR], 0, k, cpu, mem, num, milli, mask, prio,

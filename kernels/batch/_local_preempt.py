@@ -11,7 +11,14 @@ as the Scheduler runs it (``framework/preemption/evaluator.py``,
    A pod whose priority is at most ``ls[L_LOW]`` (a lower bound on the
    lowest priority among the bound pods: each search below makes it
    exact, each binding lowers it) has nothing to evict anywhere: its
-   search, which would find no candidate, is skipped;
+   search, which would find no candidate, is skipped.  The bound pods
+   are read from each row's list of the pods bound there (``head`` /
+   ``nxt``, ``_candidates.row_push`` at each binding, the manifests'
+   bound pods at the start; the pods gone since unlinked as a search
+   walks them: ``row_low``), not from every pod of the run: a search
+   walks every row's list once (the lowest bound priority, and whether
+   any bound pod is below the preemptor's), then the lists of the rows
+   it visits; the terminating rule reads the nominated node's list;
 2. the nodes where preemption might help: those whose usage-independent
    filters pass the pod (NodeUnschedulable, NodeName, TaintToleration,
    NodeAffinity are UnschedulableAndUnresolvable; only NodeResourcesFit,
@@ -299,23 +306,15 @@ def pdb_flags(k, cur, n_pdb, pmatch, left, run, vflag):
         vflag[a] = hit
 
 
-def victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
-               c_fit_filter, preq, prio, pstart, krank, stats, n_pdb, pmatch, left, vflag):
-    """SelectVictimsOnNode for node ``i`` (its lower-priority pods the list
-    ``head[i]`` / ``nxt``): the victims in ``cur`` most important first,
-    ``stats`` [4] their highest priority, sum of priority + 2^31, the
-    earliest start among the highest-priority ones and their PDB
-    violations; returns how many (0: not a candidate).  ``used`` is as it
-    was after.  ``left`` [2, .]: row 0 each PDB's disruptionsAllowed, row
-    1 scratch; ``vflag`` scratch."""
-    k = 0
-    x = head[i]
-    while x >= 0:
-        cur[k] = x
-        k += 1
-        x = nxt[x]
-    if k == 0:
-        return 0
+def victims_on(i, c, k, cur, alloc, used, c_request, c_anything, c_ignored, c_fit_filter,
+               preq, prio, pstart, krank, stats, n_pdb, pmatch, left, vflag):
+    """SelectVictimsOnNode for node ``i`` whose ``k`` (> 0) bound pods of
+    lower priority are ``cur[:k]`` (any order): the victims in ``cur``
+    most important first, ``stats`` [4] their highest priority, sum of
+    priority + 2^31, the earliest start among the highest-priority ones
+    and their PDB violations; returns how many (0: not a candidate).
+    ``used`` is as it was after.  ``left`` [2, .]: row 0 each PDB's
+    disruptionsAllowed, row 1 scratch; ``vflag`` scratch."""
     for a in range(k):
         take_pod(i, cur[a], -1, preq, used)
     if not fits_now(i, c, alloc, used, c_request, c_anything, c_ignored, c_fit_filter):
@@ -388,9 +387,9 @@ def better(nv, stats, best_nv, best):
 
 
 def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
-                c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst,
-                out_node, bnode, gone, victim, pot, head, nxt, cur, vout, stats, n_pdb,
-                pdb_kind, pdb_val, pmatch, left, vflag):
+                c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst, gone,
+                victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+                left, vflag):
     """DefaultPreemption for pod ``j`` (class ``c``) whose cycle failed on
     the ``n`` nodes (``used`` with the nominated pods counted): (the node
     to nominate, -1 none; its victims, in ``vout`` most important first:
@@ -404,47 +403,34 @@ def post_filter(j, c, n, attempt, seed_mix, pct, least, alloc, used, c_request, 
             m += 1
     # (the node, its victims' count, the lowest bound priority: ``preempt_on``)
     return preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request,
-                      c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst,
-                      out_node, bnode, gone, victim, pot, head, nxt, cur, vout, stats, n_pdb,
-                      pdb_kind, pdb_val, pmatch, left, vflag)
+                      c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, gone,
+                      victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val,
+                      pmatch, left, vflag)
 
 
 def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request, c_anything,
-               c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, out_node, bnode,
-               gone, victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
-               left, vflag):
+               c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, gone, victim, pot, head,
+               nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag):
     """``post_filter``'s search over the ``m`` potential nodes ``pot[:m]``
-    (row order) of the ``n`` local rows; ``gone`` [P + B]: nonzero for a
+    (row order) of the ``n`` local rows; ``head`` [n] / ``nxt`` [P + B]
+    each row's list of the pods bound there (``_candidates.row_push`` at
+    each binding, ``preempt_start``); ``gone`` [P + B]: nonzero for a
     manifests' bound pod no longer there; ``victim`` [P + B]: nonzero for a
     pod preempted (still bound: terminating, a victim again).  Third: the
     lowest priority among the bound pods (``LOW_NONE`` none), read on the
     way (``ls[L_LOW]``: a pod of that priority or below finds no victim
     anywhere, its PostFilter skipped)."""
     pj = prio[j]
-    for i in range(n):
-        head[i] = -1
+    # every row's list walked once (the pods gone since unlinked): the
+    # lowest bound priority of all rows, and whether any bound pod is below
+    # pod j's; the visit reads the potential rows' lists again
     low = 0
     lowest = LOW_NONE
-    n_q = pst.shape[0]
-    for b in range(bnode.shape[0]):
-        k = n_q + b
-        if gone[k] == 0:
-            if prio[k] < lowest:
-                lowest = prio[k]
-            if prio[k] < pj:
-                i = bnode[b]
-                nxt[k] = head[i]
-                head[i] = k
-                low += 1
-    for k in range(n_q):
-        if pst[k] == P_BOUND:
-            if prio[k] < lowest:
-                lowest = prio[k]
-            if prio[k] < pj:
-                i = out_node[k]
-                nxt[k] = head[i]
-                head[i] = k
-                low += 1
+    for i in range(n):
+        k, lo = row_low(i, pj, prio, pst, gone, head, nxt, cur, 0, False)
+        low += k
+        if lo < lowest:
+            lowest = lo
     if m == 0 or low == 0:
         return -1, 0, lowest
     if n_pdb > 0:
@@ -461,7 +447,10 @@ def preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request
         if q >= m:
             q -= m
         i = pot[q]
-        nv = victims_on(i, c, head, nxt, cur, alloc, used, c_request, c_anything, c_ignored,
+        k, _ = row_low(i, pj, prio, pst, gone, head, nxt, cur, 0, True)
+        if k == 0:
+            continue
+        nv = victims_on(i, c, k, cur, alloc, used, c_request, c_anything, c_ignored,
                         c_fit_filter, preq, prio, pstart, krank, stats, n_pdb, pmatch, left,
                         vflag)
         if nv == 0:
@@ -525,22 +514,62 @@ def evict_from(i, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero, c_a
 # order: the terminating heap's (deadline, push) order); ``tqt`` [R]
 # float64: the pending deadlines, a ring, equal ones once; ``tq`` [TQ_N].
 
-def terminating_on(j, i, prio, pst, out_node, bnode, gone, victim):
+def terminating_on(j, i, prio, pst, gone, victim, head, nxt):
     """PodEligibleToPreemptOthers' terminating rule: node ``i`` (pod
     ``j``'s nominated node) holds a pod of lower priority than ``j``'s
     terminating by preemption (a victim still there), so ``j`` may not
-    preempt now."""
+    preempt now.  Row ``i``'s list of bound pods (``head`` / ``nxt``) read,
+    not every pod."""
     n_q = pst.shape[0]
     pj = prio[j]
-    for k in range(victim.shape[0]):
-        if victim[k] == 0 or prio[k] >= pj:
-            continue
-        if k < n_q:
-            if pst[k] == P_BOUND and out_node[k] == i:
-                return True
-        elif gone[k] == 0 and bnode[k - n_q] == i:
+    x = head[i]
+    while x >= 0:
+        if victim[x] != 0 and prio[x] < pj and (
+                pst[x] == P_BOUND if x < n_q else gone[x] == 0):
             return True
+        x = nxt[x]
     return False
+
+
+def may_search(j, low, grace, may, prio, nom, pst, gone, victim, head, nxt):
+    """Whether pod ``j``'s failed cycle runs PostFilter's search: it may
+    preempt (``may`` empty: no pod may), its priority is above ``low``
+    (at most the lowest bound priority: below it nothing to evict, no
+    candidate), and, with a ``grace`` above 0, its nominated node holds no
+    lower-priority pod terminating by preemption (``terminating_on``)."""
+    if may.shape[0] == 0 or may[j] == 0 or prio[j] <= low:
+        return False
+    return not (grace > 0.0 and nom[j] >= 0
+                and terminating_on(j, nom[j], prio, pst, gone, victim, head, nxt))
+
+
+def evicted(v, now, victim, vt):
+    """Pod ``v`` chosen as a victim at ``now``: counted in ``victim``, its
+    first eviction's time in ``vt``.  Whether this is its first."""
+    first = victim[v] == 0
+    if first:
+        vt[v] = now
+    victim[v] += 1
+    return first
+
+
+def bound_on(j, i, now, lists, dur, qi, qf, pst, dk, ds, dp, prio, nom, nlist, head, nxt,
+             out_node, out_bind, log_t, log_pod, ls, s_m, s_nnom, s_low):
+    """Pod ``j`` bound on node ``i`` at ``now`` (its node's usage and
+    answers already the caller's): the queue's binding, its nomination
+    ended, the outputs and the log; with ``lists`` (preemption) pushed on
+    the row's list of bound pods and the lowest bound priority lowered.
+    ``ls`` the loop's scalars, ``s_m`` / ``s_nnom`` / ``s_low`` their
+    slots of the log rows, the nominations, the lowest priority."""
+    q_bound(j, dur, qi, qf, pst, dk, ds, dp)
+    if lists:
+        row_push(i, j, head, nxt)
+        if prio[j] < ls[s_low]:
+            ls[s_low] = prio[j]
+    ls[s_nnom] = nom_drop(j, nom, nlist, ls[s_nnom])
+    out_node[j] = i
+    out_bind[j] = now
+    ls[s_m] = log_change(ls[s_m], now, j, log_t, log_pod)
 
 
 def terminate_victims(now, grace, nv, vout, victim, vt, tqp, tqt, tq):
@@ -550,11 +579,9 @@ def terminate_victims(now, grace, nv, vout, victim, vt, tqp, tqt, tq):
     grace`` pending."""
     for a in range(nv):
         v = vout[a]
-        if victim[v] == 0:
-            vt[v] = now
+        if evicted(v, now, victim, vt):
             tqp[tq[T_TAIL]] = v
             tq[T_TAIL] += 1
-        victim[v] += 1
     deadline_push(now + grace, tqt, tq)
 
 
@@ -593,10 +620,11 @@ L_N = 6
 Q_ATTEMPTED = 1     # ``_queue.ATTEMPT``
 
 
-def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, ls):
+def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, head, nxt, bnode, ls):
     """The preemption state before the loop (``ls`` [L_N] zeros but
     ``L_EVERY``, set by the caller; ``vt`` each pod's first eviction time,
-    NaN: not evicted yet)."""
+    NaN: not evicted yet; ``head`` / ``nxt`` each row's list of bound
+    pods: the manifests' bound pods, on rows ``bnode``)."""
     for j in range(n_q):
         nom[j] = -1
     for k in range(out_victim.shape[0]):
@@ -608,6 +636,9 @@ def preempt_start(n_q, out_victim, nom, mark, tq, gone, vt, ls):
         tq[k] = 0
     for i in range(mark.shape[0]):
         mark[i] = 0
+        head[i] = -1
+    for b in range(bnode.shape[0]):
+        row_push(bnode[b], n_q + b, head, nxt)
     ls[L_M] = 0
     ls[L_NNOM] = 0
     ls[L_NT] = 0
@@ -699,14 +730,13 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     nv = 0
     # a pod of priority ls[L_LOW] or below has no lower-priority pod to
     # evict anywhere: PostFilter would find no candidate (no scan)
-    if i < 0 and n > 0 and may[j] != 0 and prio[j] > ls[L_LOW] and not (
-            grace > 0.0 and nom[j] >= 0
-            and terminating_on(j, nom[j], prio, pst, out_node, bnode, gone, out_victim)):
+    if i < 0 and n > 0 and may_search(j, ls[L_LOW], grace, may, prio, nom, pst, gone,
+                                      out_victim, head, nxt):
         target, nv, lowest = post_filter(
             j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request, c_anything,
-            c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst, out_node,
-            bnode, gone, out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val,
-            pmatch, left, vflag)
+            c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst, gone,
+            out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+            left, vflag)
         ls[L_LOW] = lowest
     if ls[L_COUNTED] != 0:
         overlay_off(j, c, ls[L_NT], nom, nlist, ls[L_NNOM], pst, prio, pod_cls, used, nz_used,
@@ -716,13 +746,8 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
                   c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
                   raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
                   bal_res, bal_kind, hi, hi_cnt, seed_mix, tkey, old_reasons, old_raw, dirty)
-        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-        if prio[j] < ls[L_LOW]:
-            ls[L_LOW] = prio[j]
-        ls[L_NNOM] = nom_drop(j, nom, nlist, ls[L_NNOM])
-        out_node[j] = i
-        out_bind[j] = now
-        ls[L_M] = log_change(ls[L_M], now, j, log_t, log_pod)
+        bound_on(j, i, now, True, dur, qi, qf, pst, dk, ds, dp, prio, nom, nlist, head, nxt,
+                 out_node, out_bind, log_t, log_pod, ls, L_M, L_NNOM, L_LOW)
         return
     if target < 0:
         q_failed(j, qi, qf, pst, pts, up)
@@ -738,9 +763,7 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
     m = ls[L_M]
     for a in range(nv):
         v = vout[a]
-        if out_victim[v] == 0:
-            vt[v] = now
-        out_victim[v] += 1
+        evicted(v, now, out_victim, vt)
         evict_from(target, v, n_q, every, alloc, used, nz_used, c_request, c_nonzero,
                    c_anything, c_ignored, c_fit_filter, c_active, c_norm, c_weights,
                    static_bits, reasons, raw, strategy, fit_res, fit_kind, fit_weights,
@@ -779,9 +802,10 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
     ``out_victim`` [P + B] how many times each pod was preempted (1; a
     pod terminating may be chosen again).  Scratch: ``nom`` [P]
     (each pod's nominated node), ``nlist`` [P] (the nominated pods, the
-    first ``ls[L_NNOM]``), ``pot``, ``head``, ``mark``, ``touched``
-    [n], ``save_bits`` [n], ``save_raw`` [n, S], ``nxt``, ``cur``,
-    ``vout`` [P + B], ``stats`` [8].  PodDisruptionBudgets: ``n_pdb`` of
+    first ``ls[L_NNOM]``), ``pot``, ``mark``, ``touched`` [n],
+    ``save_bits`` [n], ``save_raw`` [n, S], ``cur``, ``vout`` [P + B],
+    ``stats`` [8]; ``head`` [n] / ``nxt`` [P + B] each row's list of
+    the pods bound there (module doc).  PodDisruptionBudgets: ``n_pdb`` of
     them, each ``pdb_kind`` / ``pdb_val`` [>= n_pdb] (how its
     disruptionsAllowed comes), ``pmatch`` [P + B, >= n_pdb] (module doc);
     scratch ``left`` [2, >= n_pdb], ``vflag`` [P + B].  ``grace``: the
@@ -801,7 +825,7 @@ def run_local_preempt_cluster(alloc, used, nz_used, c_request, c_nonzero, c_anyt
                           bal_res, bal_kind, num_to_find, positions, hi, hi_cnt, seed_mix,
                           tkey)
     trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts)
-    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, vt, ls)
+    preempt_start(pod_cls.shape[0], out_victim, nom, mark, tq, gone, vt, head, nxt, bnode, ls)
     ls[L_EVERY] = 1 if every else 0
     start = 0
     while True:

@@ -25,6 +25,11 @@ With preemption (bound pods of its own), what neither form does alone:
 - a node's deletion ends the nominations to it (the Scheduler's
   ``delete_node``: the nominator forgets them); a cordon keeps them (the
   node's NodeUnschedulable then rejects the nominee there);
+- each row's list of the pods bound there (``_local_preempt``'s
+  ``head`` / ``nxt``, the victim search's and the terminating rule's):
+  the manifests' bound pods pushed at the start, each binding after; the
+  pods a drain, a deletion or a Pod delete takes are unlinked when a
+  search walks past them;
 - the victims' deletion is Pod/Delete: the pool moves by interest
   (``_queue.move_where``), the preemptor goes back as a pod with a move
   request (backoffQ while it backs off).
@@ -211,6 +216,13 @@ def events_start(
         out_why[k] = 0
     for k in range(bgone.shape[0]):
         bgone[k] = B_HERE
+    if may.shape[0] > 0:
+        # each row's list of bound pods (the victim search's): the
+        # manifests' bound pods first
+        for i in range(n):
+            head[i] = -1
+        for b in range(bnode.shape[0]):
+            row_push(bnode[b], n_q + b, head, nxt)
     for k in range(tq.shape[0]):
         tq[k] = 0
     q_init(qi, qf, pst, patt, pts)
@@ -427,17 +439,13 @@ def events_close(
         mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
         # a pod of priority ls[EL_LOW] or below has no lower-priority pod
         # to evict anywhere: PostFilter would find no candidate (no scan)
-        if may.shape[0] > 0 and may[j] != 0 and prio[j] > ls[EL_LOW] and not (
-                grace > 0.0 and nom[j] >= 0
-                and terminating_on(j, nom[j], prio, pst, out_node, bnode, bgone,
-                                   out_victim)):
+        if may_search(j, ls[EL_LOW], grace, may, prio, nom, pst, bgone, out_victim, head, nxt):
             mm = live_potential(c, nv, positions, static_bits, pot)
-            target, n_vic, lowest = preempt_on(j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least,
-                                       alloc, used, c_request, c_anything, c_ignored,
-                                       c_fit_filter, preq, prio, pstart, krank, pst,
-                                       out_node, bnode, bgone, out_victim, pot, head, nxt,
-                                       cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
-                                       left, vflag)
+            target, n_vic, lowest = preempt_on(
+                j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request,
+                c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, bgone,
+                out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+                left, vflag)
             ls[EL_LOW] = lowest
     if ls[EL_COUNTED] != 0:
         overlay_off(j, c, ls[EL_NT], nom, nlist, ls[EL_NNOM], pst, prio, pod_cls, used,
@@ -446,13 +454,9 @@ def events_close(
         place_on(i, c, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
                  c_fit_filter, c_active, static_bits, reasons, raw, strategy, fit_res,
                  fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind)
-        q_bound(j, dur, qi, qf, pst, dk, ds, dp)
-        if prio.shape[0] > 0 and prio[j] < ls[EL_LOW]:
-            ls[EL_LOW] = prio[j]
-        ls[EL_NNOM] = nom_drop(j, nom, nlist, ls[EL_NNOM])
-        out_node[j] = i
-        out_bind[j] = now
-        ls[EL_M] = log_change(ls[EL_M], now, j, log_t, log_pod)
+        # (no preemption, ``may`` empty: no lists, ``head`` / ``nxt`` placeholders)
+        bound_on(j, i, now, may.shape[0] > 0, dur, qi, qf, pst, dk, ds, dp, prio, nom, nlist,
+                 head, nxt, out_node, out_bind, log_t, log_pod, ls, EL_M, EL_NNOM, EL_LOW)
         return
     if target < 0:
         if mask == 0:
@@ -472,9 +476,7 @@ def events_close(
     m = ls[EL_M]
     for a in range(n_vic):
         v = vout[a]
-        if out_victim[v] == 0:
-            vt[v] = now
-        out_victim[v] += 1
+        evicted(v, now, out_victim, vt)
         if v < n_q:
             pst[v] = P_GONE
         else:

@@ -49,9 +49,7 @@ def run_local_preempt_events_all(alloc, used0, nz0, c_request, c_nonzero, c_anyt
         rej = np.empty((n_classes, n), np.int64)
         valid = np.empty(n, np.bool_)
         for i in range(n):
-            valid[i] = valid0[off + i]
-            for c in range(n_classes):
-                rej[c, i] = u_rej[c, rows[i]]
+            gather_presence(i, rows[i], valid0[off + i], u_rej, valid, rej)
         p0 = pod_ptr[b]
         p1 = pod_ptr[b + 1]
         e0 = ev_ptr[b]

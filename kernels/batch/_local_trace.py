@@ -49,6 +49,16 @@ def gather_cluster(rows, g, alloc, used0, nz0, static_bits, static_raw, image_ra
     return a, u, z, sb, reasons, raw
 
 
+def gather_presence(i, x, present, u_rej, valid, rej):
+    """Local node ``i`` (universe row ``x``) of a cluster with node
+    events: whether it is in the cluster at the start (``present``, into
+    ``valid`` [n]) and each class's rejector code (``rej`` [C, n] from
+    ``u_rej`` [C, U]); after ``gather_node``."""
+    valid[i] = present
+    for c in range(rej.shape[0]):
+        rej[c, i] = u_rej[c, x]
+
+
 def trace_start(pod_cls, out_node, out_bind, qi, qf, pst, patt, pts):
     """Every pod unbound, the queue at its start."""
     for j in range(pod_cls.shape[0]):

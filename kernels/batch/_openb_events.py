@@ -43,7 +43,11 @@ the node when it is added (``first_static`` at the start).
 
 Fragmentation: the Simulation's ``GpuTracker`` sums the live rows' values
 in row order with ``numpy.sum`` (``live_frag``: the same pairwise tree
-over the live rows gathered).
+over the live rows gathered).  Each change logs it (``frag_log``); on the
+device thread 0's step leaves the sum to the block after it
+(``openb_events_cuda.block_frag``: the rows gathered and the tree's
+leaves summed by its threads, the same bits), the start's alone summed by
+thread 0.
 
 DefaultPreemption (a run's flag ``pre``; ``_gpu_preempt``'s nominated-pod
 overlay, victim search and pick, compiled beneath this module): a failed
@@ -110,26 +114,40 @@ RS_CORD = 2             # live rows cordoned
 RS_NPOT = 3             # DefaultPreemption's potential rows (``pot[:RS_NPOT]``)
 RS_KIND = 4             # the step ``events_open`` answered
 RS_WAITS = 5            # 1: the attempt's pod may not preempt now (``preempt_waits``)
-RS_N = 8
+RS_DEFER = 6            # 1: a change's fragmentation left to the block (``frag_log``; the device)
+RS_F_FIRST = 7          # the first log row waiting for its fragmentation
+RS_F_ROW = 8            # the row whose changes they follow
+RS_F_N = 9              # how many wait (consecutive log rows from RS_F_FIRST)
+RS_F_POS = 10           # the block's scratch: that row's place among the live rows (-1 absent)
+RS_F_LEAVES = 11        # ... and the summation tree's leaves
+RS_N = 12
 PW_BLOCK = 128          # numpy's pairwise block (``pairwise``)
 PW_LANES = 8
 
 
-def pairwise_sum(a, m, s_lo, s_m, s_st, s_v):
+def pairwise_sum(a, m, leaf_val, s_lo, s_m, s_st, s_v):
     """``numpy.sum`` of ``a[0:m]`` (its pairwise tree: blocks of at most 128
     by ``leaf_sum``, halves split at a multiple of eight), walked with an
-    explicit stack (``s_*`` [64]: no recursion on the device)."""
+    explicit stack (``s_*`` [64]: no recursion on the device).  With
+    ``leaf_val`` not empty the leaves' sums are read from it (the leaves
+    left to right, ``pairwise_leaves``' order) instead of summed here."""
+    given = leaf_val.shape[0] > 0
     if m <= PW_BLOCK:
-        return leaf_sum(a, 0, m)
+        return leaf_val[0] if given else leaf_sum(a, 0, m)
     d = 0
     s_lo[0] = 0
     s_m[0] = m
     s_st[0] = 0
     ret = 0.0
+    t = 0
     while d >= 0:
         mm = s_m[d]
         if mm <= PW_BLOCK:
-            ret = leaf_sum(a, s_lo[d], mm)
+            if given:
+                ret = leaf_val[t]
+            else:
+                ret = leaf_sum(a, s_lo[d], mm)
+            t += 1
             d -= 1
             continue
         h = mm // 2
@@ -154,6 +172,36 @@ def pairwise_sum(a, m, s_lo, s_m, s_st, s_v):
     return ret
 
 
+def pairwise_leaves(m, leaf_lo, leaf_len, s_lo, s_m):
+    """The leaves of ``pairwise_sum``'s tree over ``m`` elements, left to
+    right: each one's first element and length into ``leaf_lo`` /
+    ``leaf_len`` (at least m // 64 + 1 long: a leaf of a split holds 64
+    or more); how many.  ``s_*`` [64] a stack of the parts still to
+    split."""
+    d = 0
+    s_lo[0] = 0
+    s_m[0] = m
+    t = 0
+    while d >= 0:
+        lo = s_lo[d]
+        mm = s_m[d]
+        d -= 1
+        if mm <= PW_BLOCK:
+            leaf_lo[t] = lo
+            leaf_len[t] = mm
+            t += 1
+            continue
+        h = mm // 2
+        h -= h % PW_LANES
+        # the right half below the left: the left is taken first
+        s_lo[d + 1] = lo + h
+        s_m[d + 1] = mm - h
+        s_lo[d + 2] = lo
+        s_m[d + 2] = h
+        d += 2
+    return t
+
+
 def live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v):
     """The live rows' fragmentation (GPU milli) summed as ``GpuTracker`` sums it."""
     m = 0
@@ -161,7 +209,24 @@ def live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v):
         if live[i] != 0:
             fbuf[m] = nfrag[i]
             m += 1
-    return pairwise_sum(fbuf, m, s_lo, s_m, s_st, s_v)
+    return pairwise_sum(fbuf, m, s_v[:0], s_lo, s_m, s_st, s_v)
+
+
+def frag_log(m, row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs):
+    """Log row ``m``'s fragmentation after a change on ``row``: the live
+    rows' sum now (``live_frag``), or, with ``rs[RS_DEFER]`` (the device:
+    thread 0's step, the block after it), the row's value now kept in its
+    place and the log row noted as waiting (``rs[RS_F_*]``; a step's
+    changes are on one row: a victim's evictions from their node, else one
+    change a step) for ``openb_events_cuda.block_frag``."""
+    if rs[RS_DEFER] == 0:
+        log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+        return
+    if rs[RS_F_N] == 0:
+        rs[RS_F_FIRST] = m
+        rs[RS_F_ROW] = row
+    rs[RS_F_N] += 1
+    log_frag[m] = nfrag[row]
 
 
 def failure_bits(rs, fit_interest, cordon_interest):
@@ -264,7 +329,7 @@ def potential_rows(n, live, cordoned, pot):
 def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli, prio, gmask,
                   gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                   version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag, fbuf, s_lo, s_m,
-                  s_st, s_v, log_t, log_pod, log_frag, out_why, victim, pst, pw, nw, ps):
+                  s_st, s_v, log_t, log_pod, log_frag, out_why, victim, pst, pw, nw, ps, rs):
     """``post_filter_rows`` chose ``target`` for pod ``j`` (a termination
     grace of 0): nominated there (lower-priority nominations there end),
     the victims evicted in order (``out_why`` ``WHY_PREEMPTED``, ``victim``
@@ -281,7 +346,7 @@ def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli,
         victim[v] += 1
         log_t[m] = now
         log_pod[m] = -1 - v
-        log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+        frag_log(m, target, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
         m += 1
     return m
 
@@ -517,7 +582,7 @@ def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                                       tp_num, tp_milli, tp_mask, tp_freq)
             log_t[m] = now
             log_pod[m] = -1 - jj
-            log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+            frag_log(m, row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
             m += 1
             move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
                        hk, hs, hp, rank, ak, pmask)
@@ -600,7 +665,7 @@ def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
                        hk, hs, hp, rank, ak, pmask)
     log_t[m] = now
     log_pod[m] = p + e
-    log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    frag_log(m, row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
     rs[RS_M] = m + 1
 
 
@@ -642,7 +707,7 @@ def pod_leaves(j, now, n, gpu_count, model, live, cls, c_cpu, c_mem, c_num, c_mi
                               tp_milli, tp_mask, tp_freq)
     log_t[m] = now
     log_pod[m] = -1 - j
-    log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    frag_log(m, row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
     rs[RS_M] = m + 1
 
 
@@ -747,7 +812,7 @@ def events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon
                                      gpu_left, cpu_left, mem_left, pods_left, aff, node_ver,
                                      version, tp_cpu, tp_num, tp_milli, tp_mask, tp_freq, nfrag,
                                      fbuf, s_lo, s_m, s_st, s_v, log_t, log_pod, log_frag,
-                                     out_why, victim, pst, pw, nw, ps)
+                                     out_why, victim, pst, pw, nw, ps, rs)
             # the victims' deletion (Pod/Delete) moved the pool during the
             # cycle: the preemptor goes back with a move request
             move_where(I_POD_DELETE, now, backoff0, backoff_max, qi, pst, patt, pts, aq, up,
@@ -771,13 +836,12 @@ def events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon
     q_bound(j, dur, qi, qf, pst, dk, ds, dp)
     out_node[j] = row
     out_bind[j] = now
-    pnext[j] = nhead[row]
-    nhead[row] = j
+    row_push(row, j, nhead, pnext)
     nfrag[row] = node_frag_of(row, gpu_count, model, gpu_left, cpu_left, tp_cpu, tp_num,
                               tp_milli, tp_mask, tp_freq)
     log_t[m] = now
     log_pod[m] = j
-    log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
+    frag_log(m, row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
     rs[RS_M] = m + 1
 
 

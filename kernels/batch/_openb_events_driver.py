@@ -17,7 +17,7 @@ NW_N = 3
 PS_N = 16
 TQ_N = 5        # ``_gpu_preempt``'s terminating victims' slots
 T_OVER = 4
-RS_N = 8        # ``_openb_events``' per-run scalars
+RS_N = 12       # ``_openb_events``' per-run scalars
 
 
 def run_events_all(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,

@@ -70,8 +70,9 @@ def loop_base(e_ns: dict, p_ns: dict) -> dict:
     """The namespace a cluster loop compiles on (this twin's, the node
     events' engine's): the loop's rules, queue and decision of ``e_ns``
     (inlined), the preemption's steps of ``p_ns`` (called: compiled once,
-    shared by every loop)."""
-    own = module_functions(_gpu_preempt)
+    shared by every loop), ``_candidates``' (the rows' lists of bound
+    pods) among them."""
+    own = module_functions(_gpu_preempt) + module_functions(_candidates)
     base = dict(e_ns)
     base.update({name: p_ns[name] for name in own})
     base[COMPILED] = tuple(e_ns[COMPILED]) + own

@@ -105,6 +105,7 @@ _nominees_on = _pns["nominees_on"]
 _nominees_off = _pns["nominees_off"]
 _victims_in_slots = _pns["victims_in_slots"]
 _row_low = _pns["row_low"]
+_row_push = _pns["row_push"]
 _better_candidate = _pns["better_candidate"]
 _num_candidates = _pns["num_candidates"]
 _preempt_offset = _pns["preempt_offset"]
@@ -239,7 +240,7 @@ def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, 
         # each potential row's pods from its list (the pods gone since unlinked)
         for q in range(tid, npot, THREADS):
             i = pot[q] if listed else q
-            k = _row_low(i, pj, prio, pst, nhead, pnext, vslot, 0, False)
+            k, _ = _row_low(i, pj, prio, pst, pst[:0], nhead, pnext, vslot, 0, False)
             vs[i, _gp.V_LOW] = k
             low += k
     else:
@@ -260,7 +261,8 @@ def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, 
         for q in range(tid, npot, THREADS):
             i = pot[q] if listed else q
             if vs[i, _gp.V_LOW] > 0:
-                _row_low(i, pj, prio, pst, nhead, pnext, vslot, vs[i, _gp.V_OFF], True)
+                _row_low(i, pj, prio, pst, pst[:0], nhead, pnext, vslot, vs[i, _gp.V_OFF],
+                         True)
     else:
         for k in range(tid, e, THREADS):
             if pst[k] == _gp.P_BOUND and prio[k] < pj:
@@ -412,7 +414,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
     tqp = tqp_all[o:o + e] if pre else tqp_all[:0]
     tqt = tqt_all[r2:r2 + 2 * e] if pre else tqt_all[:0]
     tq = tq_all[b]
-    # each row's list of the pods bound there (the victim search's, ``_gp.row_low``)
+    # each row's list of the pods bound there (the victim search's, ``_candidates.row_low``)
     nhead = nhead_all[b]
     pnext = pnext_all[o:o + e] if pre else pnext_all[:0]
     for i in range(tid, n, THREADS):
@@ -549,8 +551,7 @@ def _kernel(n_nodes, gpu_count, model, cpu_cap, mem_cap, pods_cap, n_tree, t_lo,
             out_node[o + j] = row
             out_bind[o + j] = qf[_queue.QF_NOW]
             if pre:
-                pnext[j] = nhead[row]
-                nhead[row] = j
+                _row_push(row, j, nhead, pnext)
             nfrag[row] = _node_frag_of(row, count, mdl, gpu_left, cpu_left, tpc, tpn, tpm, tpk,
                                        tpf)
             frag = _tree_refresh(nfrag, leaf_of[s, row], t_lo[s, :nt], t_len[s, :nt],

@@ -1,6 +1,7 @@
 """The node-local trace form with DefaultPreemption in its queue as one
-CUDA kernel: a thread block per cluster whose thread 0 gathers its nodes
-and runs the CPU twin's own loop steps (``_local_preempt.attempt_open`` /
+CUDA kernel: a thread block per cluster that gathers its nodes
+(``local_trace_cuda.block_gather``) and whose thread 0 runs the CPU
+twin's own loop steps (``_local_preempt.attempt_open`` /
 ``attempt_close``: the queue, the nominated overlay, PostFilter, the
 bindings, evictions and terminations) as device functions, while every
 thread of the block picks each attempt's node between them
@@ -23,7 +24,7 @@ from .local_preempt import LocalPreempt, check_terminating, log_rows
 from .warp import WARPS
 from .local_trace_cuda import (
     PREEMPT_DEVICE_NAMESPACE,
-    TRACE_DEVICE_NAMESPACE,
+    block_gather,
     class_count,
     cluster_extent,
     copy_results,
@@ -37,7 +38,6 @@ from numba import cuda, int64  # noqa: E402
 N_SLOTS = _local_core.N_SLOTS
 
 _pns = PREEMPT_DEVICE_NAMESPACE
-_gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
 _start_answers = _pns["start_answers"]
 _trace_start = _pns["trace_start"]
 _trace_end = _pns["trace_end"]
@@ -58,7 +58,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, node_all, nraw_all,
             hi_all, tkey_all, cls_all, craw_all, qi_all, qf_all, pod_all, pts_all, ring_all,
             hk_all, dk_all, ak_all, left_all, grace, vicf_all, tq_all):
-    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs the
+    """Cluster ``blockIdx.x``: the block gathers its nodes, thread 0 runs the
     cluster loop's steps (``_local_preempt.attempt_open`` /
     ``attempt_close``: the queue, the nominated overlay, PostFilter, the
     bindings, evictions and terminations), every thread of the block picks
@@ -169,16 +169,15 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     gone = pd[12, :w1]
     ls = pd[13, :8]
     flags = nd[9, :m]
+    # (no node events: no presence nor rejector codes, ``node_rows[:0]``)
+    block_gather(off, n, image_group[b], node_rows, alloc, used0, nz0, static_bits, static_raw,
+                 image_raw, a, u, z, sb, raw, node_rows[:0], sb[:0], node_rows[:0], sb[:0])
     if tid == 0:
-        g = image_group[b]
-        for i in range(n):
-            _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
-                         image_raw, a, u, z, sb, raw)
         _start_answers(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
                        c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br,
                        bk, to_find, nd[0, :m], khi, kcnt, smix, tkey)
         _trace_start(cls, onode, obind, qi, qf, pst, patt, pts)
-        _preempt_start(e, ov, nom, mark, tq, gone, vt[:v1 - v0], ls)
+        _preempt_start(e, ov, nom, mark, tq, gone, vt[:v1 - v0], head, nxt, bn, ls)
         # the block picks from the answers themselves: no key trees kept
         ls[_local_preempt.L_EVERY] = 0
     cuda.syncthreads()

@@ -1,9 +1,11 @@
 """The node-local trace form with DefaultPreemption and node events as one
-CUDA kernel: a thread block per cluster whose thread 0 gathers its nodes
-and runs the CPU twin's own loop steps (``_local_preempt_events.
+CUDA kernel: a thread block per cluster that gathers its nodes
+(``local_trace_cuda.block_gather``) and whose thread 0 runs the CPU
+twin's own loop steps (``_local_preempt_events.
 events_start`` / ``events_open`` / ``events_close``: the queue, the node
 events, the nominated overlay, PostFilter, the bindings, evictions and
-terminations) as device functions, while every thread of the block picks
+terminations) as device functions (the block gathers the nodes first:
+``local_trace_cuda.block_gather``), while every thread of the block picks
 each attempt's node between them over the live rows
 (``local_cuda.block_pick_rows``: the twin's ``pick_live`` answer, threads
 over the live nodes), as ``local_preempt_cuda`` does without node events.
@@ -26,7 +28,7 @@ from .local_preempt_events import LocalPreemptEvents
 from .warp import WARPS
 from .local_trace_cuda import (
     PREEMPT_EVENTS_DEVICE_NAMESPACE,
-    TRACE_DEVICE_NAMESPACE,
+    block_gather,
     class_count,
     cluster_extent,
     copy_results,
@@ -45,7 +47,6 @@ EL_TO_FIND = _local_preempt_events.EL_TO_FIND
 EL_M = _local_preempt_events.EL_M
 EL_N = _local_preempt_events.EL_N
 
-_gather_node = TRACE_DEVICE_NAMESPACE["gather_node"]
 # the twin's loop steps (``local_trace_cuda`` compiles them for the device)
 _start = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_start"]
 _open = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_open"]
@@ -66,7 +67,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             reasons_all, raw_all, rej_all, valid_all, node_all, sraw_all, hi_all, qi_all, qf_all,
             pod_all, podf_all, ring_all, hk_all, ak_all, vic_all, left_all, grace, vicf_all,
             tq_all):
-    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs the
+    """Cluster ``blockIdx.x``: the block gathers its nodes, thread 0 runs the
     cluster loop's steps (``_local_preempt_events.events_start`` /
     ``events_open`` / ``events_close``: the queue, the node events, the
     nominated overlay, PostFilter, the bindings, evictions and
@@ -197,14 +198,9 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tq = tq_all[b]
     ls = vd[7, :EL_N]
     flags = nd[8, :m]
+    block_gather(off, n, image_group[b], node_rows, alloc, used0, nz0, static_bits, static_raw,
+                 image_raw, a, u, z, sb, raw, valid0, u_rej, valid, rej)
     if tid == 0:
-        g = image_group[b]
-        for i in range(n):
-            _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
-                         image_raw, a, u, z, sb, raw)
-            valid[i] = valid0[off + i]
-            for c in range(c_request.shape[0]):
-                rej[c, i] = u_rej[c, node_rows[off + i]]
         _start(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
                c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk, cls, arr, dep,
                dur, backoff0, backoff_max, max_unsched, to_find, smix, onode, obind, otries, owhy,

@@ -63,6 +63,26 @@ PREEMPT_DEVICE_NAMESPACE = compile_module(_local_preempt, lambda f: cuda.jit(f, 
                                           base=_cand_ns)
 PREEMPT_EVENTS_DEVICE_NAMESPACE = compile_module(
     _local_preempt_events, lambda f: cuda.jit(f, device=True), base=PREEMPT_DEVICE_NAMESPACE)
+_gather_presence = TRACE_DEVICE_NAMESPACE["gather_presence"]
+
+
+@cuda.jit(device=True)
+def block_gather(off, n, g, node_rows, alloc, used0, nz0, static_bits, static_raw, image_raw,
+                 a, u, z, sb, raw, valid0, u_rej, valid, rej):
+    """A cluster's nodes (universe rows ``node_rows[off:off + n]``, image
+    group ``g``) into its scratch (``_local_core.gather_node``), with
+    ``valid0`` not empty (the node-event forms) each one's presence and
+    rejector codes too (``_local_trace.gather_presence``): a thread a
+    node, a barrier after (the loop kernels' start, before thread 0's)."""
+    for i in range(cuda.threadIdx.x, n, THREADS):
+        x = node_rows[off + i]
+        _gather_node(i, x, g, alloc, used0, nz0, static_bits, static_raw, image_raw, a, u, z, sb,
+                     raw)
+        if valid0.shape[0] > 0:
+            _gather_presence(i, x, valid0[off + i], u_rej, valid, rej)
+    cuda.syncthreads()
+
+
 # the twin's loop steps, the node-event form's (without preemption)
 _ev_start = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_start"]
 _ev_open = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_open"]
@@ -372,7 +392,7 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
                    patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
                    dp_all, ak_all, pm_all, none, none_r, none_2, none_1, nom_all, mark_all,
                    one_all, sraw_all, left_all, flags_all):
-    """Cluster ``blockIdx.x``: thread 0 gathers its nodes and runs the loop
+    """Cluster ``blockIdx.x``: the block gathers its nodes, thread 0 runs the loop
     steps of ``run_local_preempt_events_cluster`` without preemption
     (``_local_preempt_events.events_start`` / ``events_open`` /
     ``events_close``: the queue, the node events, the bindings), every
@@ -481,14 +501,9 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
     tq = one[12]
     ls = one[13]
     flags = flags_all[b]
+    block_gather(off, n, image_group[b], node_rows, alloc, used0, nz0, static_bits, static_raw,
+                 image_raw, a, u, z, sb, raw, valid0, u_rej, valid, rej)
     if tid == 0:
-        g = image_group[b]
-        for i in range(n):
-            _gather_node(i, node_rows[off + i], g, alloc, used0, nz0, static_bits, static_raw,
-                         image_raw, a, u, z, sb, raw)
-            valid[i] = valid0[off + i]
-            for c in range(c_request.shape[0]):
-                rej[c, i] = u_rej[c, node_rows[off + i]]
         _ev_start(a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter, c_active,
                   c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk, cls, arr,
                   dep, dur, backoff0, backoff_max, max_unsched, to_find, smix, onode, obind,
@@ -689,5 +704,5 @@ def run_local_events_cuda(ev: LocalEvents) -> tuple[TraceResult, np.ndarray]:
     return out, why
 
 
-__all__ = ["run_local_trace_cuda", "run_local_events_cuda", "chunk_bytes", "trace_chunks",
-           "trace_cluster_bytes"]
+__all__ = ["block_gather", "run_local_trace_cuda", "run_local_events_cuda", "chunk_bytes",
+           "trace_chunks", "trace_cluster_bytes"]

@@ -9,7 +9,9 @@ per-node parts between them: the rows' start, each cycle's pick over
 the rows (``cuda.block_decide``, the twin's ``decide``: an absent or
 cordoned row fails by its pod slots) and DefaultPreemption's victim
 search over the potential rows (``cuda.block_post_filter``, the twin's
-``post_filter_rows``), so both forms give the same bits.  Inputs and
+``post_filter_rows``) and the fragmentation each change logs
+(``block_frag``, the twin's ``live_frag``), so both forms give the same
+bits.  Inputs and
 outputs as ``openb_events.run_openb_events``; the state lives in device
 memory, one upload and one download per call.
 
@@ -35,13 +37,13 @@ from tensorsched.kernels._compile import compile_module
 from . import _candidates, _env, _gpu_preempt, _openb_events, _queue
 from .arrays import BatchArrays
 from .cuda import THREADS, block_decide, block_post_filter, device_rules
-from .warp import WARPS
+from .warp import WARPS, block_scan
 from .openb_events import EventOutputs, NodeEvents, run_inputs, run_scenario
 from .preempt_arrays import BatchPreempt, check_terminating
 
 AFF_TAGS = 18
 MAX_GPUS = 16
-STACK = 64          # pairwise_sum's stack
+STACK = 64          # pairwise_sum's and pairwise_leaves' stack
 PW_N = 7            # _gpu_preempt's pw columns, nw columns, ps slots
 NW_N = 3
 PS_N = 16
@@ -64,6 +66,76 @@ _open = _ev_ns["events_open"]
 _waits = _ev_ns["preempt_waits"]
 _close = _ev_ns["events_close"]
 _end = _ev_ns["events_end"]
+_leaves = _ev_ns["pairwise_leaves"]
+_pairwise = _ev_ns["pairwise_sum"]
+_leaf_sum = _ev_ns["leaf_sum"]
+
+
+def leaf_room(n: int) -> int:
+    """The leaves ``pairwise_leaves`` gives at most for ``n`` rows (a
+    leaf of a split holds 64 elements or more)."""
+    return n // 64 + 1
+
+
+@cuda.jit(device=True)
+def block_frag(n, live, nfrag, fbuf, log_frag, rs, leaf_lo, leaf_len, leaf_val, s_lo, s_m,
+               s_st, s_v, buf, sh):
+    """The log rows thread 0's step left waiting for their fragmentation
+    (``_openb_events.frag_log``: ``rs[RS_F_N]`` rows from ``rs[RS_F_FIRST]``,
+    changes on row ``rs[RS_F_ROW]``, each holding that row's value then)
+    get the live rows' sum then, ``live_frag``'s bits: the block gathers
+    the live rows' values in row order into ``fbuf`` (a thread a range of
+    rows, their places by a block scan), thread 0 lists the summation
+    tree's leaves (``pairwise_leaves``: [n // 64 + 1] scratch), the block
+    sums them (a thread a leaf), and thread 0, for each waiting row in
+    turn, puts the row's value back in its place, sums its leaf again and
+    adds the leaves up the tree (``pairwise_sum`` on the leaves' sums).
+    Every thread calls it, past a barrier after the step; nothing waiting:
+    nothing done."""
+    k = rs[_openb_events.RS_F_N]
+    if k == 0:
+        return
+    tid = cuda.threadIdx.x
+    row = rs[_openb_events.RS_F_ROW]
+    per = (n + THREADS - 1) // THREADS
+    a = min(tid * per, n)
+    z = min(a + per, n)
+    c = 0
+    for i in range(a, z):
+        if live[i] != 0:
+            c += 1
+    if tid == 0:
+        rs[_openb_events.RS_F_POS] = -1
+    # (its barriers order thread 0's write above before any below)
+    upto, m = block_scan(c, buf, sh)
+    q = upto - c
+    for i in range(a, z):
+        if live[i] != 0:
+            fbuf[q] = nfrag[i]
+            if i == row:
+                rs[_openb_events.RS_F_POS] = q
+            q += 1
+    cuda.syncthreads()
+    if tid == 0:
+        rs[_openb_events.RS_F_LEAVES] = _leaves(m, leaf_lo, leaf_len, s_lo, s_m)
+    cuda.syncthreads()
+    nl = rs[_openb_events.RS_F_LEAVES]
+    for t in range(tid, nl, THREADS):
+        leaf_val[t] = _leaf_sum(fbuf, leaf_lo[t], leaf_len[t])
+    cuda.syncthreads()
+    if tid == 0:
+        pos = rs[_openb_events.RS_F_POS]
+        lf = 0
+        while lf + 1 < nl and leaf_lo[lf + 1] <= pos:
+            lf += 1
+        m0 = rs[_openb_events.RS_F_FIRST]
+        for w in range(k):
+            if pos >= 0:
+                fbuf[pos] = log_frag[m0 + w]
+                leaf_val[lf] = _leaf_sum(fbuf, leaf_lo[lf], leaf_len[lf])
+            log_frag[m0 + w] = _pairwise(fbuf, m, leaf_val[:nl], s_lo, s_m, s_st, s_v)
+        rs[_openb_events.RS_F_N] = 0
+    cuda.syncthreads()
 
 
 @cuda.jit
@@ -81,7 +153,7 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
             pst_all, patt_all, pts_all, aq_all, up_all, hk_all, hs_all, hp_all, dk_all, ds_all,
             dp_all, ak_all, pmask_all, pw_all, nw_all, ps_all, pot_all, pbuf_all, nhead_all,
             pnext_all, tqp_all,
-            tqt_all, tq_all, rn_all, gn_all, vslot_all, vs_all, rs_all):
+            tqt_all, tq_all, rn_all, gn_all, vslot_all, vs_all, rs_all, leaf_all, leafv_all):
     """Run ``blockIdx.x``: thread 0 runs the twin's serial steps
     (``_openb_events.events_open`` / ``preempt_waits`` / ``events_close``:
     the queue, the node events, the nominated pods, the evictions and
@@ -89,8 +161,11 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     each cycle's pick (``cuda.block_decide``: the twin's ``decide``) and
     DefaultPreemption's victim search over the potential rows
     (``cuda.block_post_filter``: ``post_filter_rows``' answer; scratch
-    ``vslot_all`` [P], ``vs_all`` [B, N, VS_N]); ``rs_all`` [B, RS_N] the
-    run's scalars, thread 0's answers to the block past a barrier."""
+    ``vslot_all`` [P], ``vs_all`` [B, N, VS_N]) and the fragmentation
+    each change logs (``block_frag``: scratch ``leaf_all`` [B, 2, L] int64,
+    ``leafv_all`` [B, L] float64, L = ``leaf_room(N)``); ``rs_all`` [B,
+    RS_N] the run's scalars, thread 0's answers to the block past a
+    barrier."""
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)     # the simulator's shuffles
@@ -201,6 +276,9 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     vslot = vslot_all[o:o + pp]
     vs = vs_all[b]
     rs = rs_all[b]
+    leaf_lo = leaf_all[b, 0]
+    leaf_len = leaf_all[b, 1]
+    leaf_val = leafv_all[b]
     if tid == 0:
         _first_nodes(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                      gc, md, cc, mc, pc, live, cord)
@@ -214,6 +292,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     if tid == 0:
         _start(n, live, cord, nfrag, fbuf, s_lo, s_m, s_st, s_v, ver, f0, onode, ogm, obind,
                owhy, pmask, qi, qf, pst, patt, pts, pre, pw, nw, ps, vic, gn, pot, rs)
+        # each change's fragmentation from here on: the block's (``block_frag``)
+        rs[_openb_events.RS_DEFER] = 1
     cuda.syncthreads()
     while True:
         if tid == 0:
@@ -226,6 +306,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                                 hs, hp, dk, ds, dp, ak, pmask, pre, pr, kr, pw, nw, ps, pot,
                                 pbuf, nhead, pnext, gr, tqp, tqt, tq, u_name, rn, gn, rs)
         cuda.syncthreads()
+        block_frag(n, live, nfrag, fbuf, lf, rs, leaf_lo, leaf_len, leaf_val, s_lo, s_m, s_st,
+                   s_v, buf, sh)
         kind = rs[RS_KIND]
         j = qi[_queue.QI_POD]
         attempt = qi[_queue.QI_ATTEMPT]
@@ -260,6 +342,8 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
                    s_st, s_v, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, ak, pmask,
                    pre, pr, pw, nw, ps, vic, gr, tqp, tqt, tq, gn, nhead, pnext, rs)
         cuda.syncthreads()
+        block_frag(n, live, nfrag, fbuf, lf, rs, leaf_lo, leaf_len, leaf_val, s_lo, s_m, s_st,
+                   s_v, buf, sh)
     if tid == 0:
         _end(end[b:b + 1], otries, qf, patt, rs, n_log[b:b + 1])
 
@@ -317,9 +401,11 @@ def run_openb_events(a: BatchArrays, ev: NodeEvents, u_static: np.ndarray | None
     # statistics; the runs' scalars between steps
     scratch += [da(p1 if on else 1, i64), da((b, n if on else 1, _gpu_preempt.VS_N), i64),
                 da((b, RS_N), i64)]
+    # the fragmentation's summation tree: its leaves, their sums (``block_frag``)
+    scratch += [da((b, 2, leaf_room(n)), i64), da((b, leaf_room(n)), f64)]
     _kernel[b, THREADS](*ins, *outs, *scratch)
     check_terminating(tq.copy_to_host()[:, _gpu_preempt.T_OVER])
     return EventOutputs(*(x.copy_to_host() for x in outs))
 
 
-__all__ = ["run_openb_events"]
+__all__ = ["block_frag", "leaf_room", "run_openb_events"]

@@ -7,6 +7,7 @@ deletes, and OpenbTieRank's ranks (an added node's its label)."""
 
 import numpy as np
 import pytest
+from numba import cuda, float64, int64
 from support.backends import needs_cuda
 
 from tensorsched.experiments import simulate_run as run
@@ -31,6 +32,86 @@ def test_live_frag_sums_as_numpy(m):
     stack = [np.empty(64, np.int64) for _ in range(3)] + [np.empty(64, np.float64)]
     got = OE._events_ns["live_frag"](n, live, vals, np.empty(n), *stack)
     assert got == np.sum(vals[live == 1])
+
+
+@pytest.mark.parametrize("m", [0, 1, 127, 128, 129, 300, 1000, 4099])
+def test_leaves_and_their_sums_give_numpys_sum(m):
+    """``pairwise_leaves`` lists ``pairwise.pairwise_tree``'s leaves left
+    to right (at most ``m // 64 + 1``), and ``pairwise_sum`` given their
+    sums adds them up as ``numpy.sum`` does (the device's ``block_frag``
+    sums the leaves with its threads, then adds them so)."""
+    from tensorsched.kernels.batch.pairwise import pairwise_tree
+    ns = OE._events_ns
+    rng = np.random.default_rng(m + 1)
+    a = rng.random(max(m, 1)) * 10.0 ** rng.integers(-3, 9, max(m, 1))
+    stack = [np.empty(64, np.int64) for _ in range(3)] + [np.empty(64, np.float64)]
+    lo = np.empty(m // 64 + 1, np.int64)
+    ln = np.empty(m // 64 + 1, np.int64)
+    nl = ns["pairwise_leaves"](m, lo, ln, stack[0], stack[1])
+    t_lo, t_len, left, _right, _leaf_of = pairwise_tree(m)
+    leaves = left < 0
+    assert (lo[:nl].tolist(), ln[:nl].tolist()) == (t_lo[leaves].tolist(),
+                                                    t_len[leaves].tolist())
+    sums = np.array([np.sum(a[x:x + k]) for x, k in zip(lo[:nl], ln[:nl])])
+    assert ns["pairwise_sum"](a, m, sums, *stack) == np.sum(a[:m])
+    assert ns["pairwise_sum"](a, m, sums[:0], *stack) == np.sum(a[:m])
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("n,live_n,waiting,row_live", [(20, 13, 1, True), (700, 300, 4, True),
+                                                       (700, 300, 2, False), (2100, 2000, 3,
+                                                                              True)])
+def test_block_frag_gives_live_frags_bits(n, live_n, waiting, row_live):
+    """The block's fragmentation of the log rows a step left waiting (a
+    node's evictions: one row's value changing log row to log row; a
+    deleted row absent from the sum) equals ``numpy.sum`` over the live
+    rows as they were at each log row, bit for bit: one leaf, several
+    (m > 128), the row's leaf the first or a later one."""
+    from tensorsched.kernels.batch import openb_events_cuda as OC
+    from tensorsched.kernels.batch.warp import THREADS, WARPS
+
+    rng = np.random.default_rng(n + waiting)
+    live = np.zeros(n, np.int8)
+    rows = rng.choice(n, size=live_n, replace=False)
+    live[rows] = 1
+    row = int(rows[-1]) if row_live else int(np.flatnonzero(live == 0)[0])
+    nfrag = rng.random(n) * 10.0 ** rng.integers(-2, 7, n)
+    values = rng.random(waiting) * 1e5          # the row's value at each waiting log row
+    nfrag[row] = values[-1]
+    m0 = 5
+    log_frag = np.full(m0 + waiting + 2, -1.0)
+    log_frag[m0:m0 + waiting] = values
+    rs = np.zeros(OC.RS_N, np.int64)
+    rs[OC.RS_DEFER] = 1
+    rs[OC.RS_F_FIRST] = m0
+    rs[OC.RS_F_ROW] = row
+    rs[OC.RS_F_N] = waiting
+    room = OC.leaf_room(n)
+
+    @cuda.jit
+    def kernel(live, nfrag, fbuf, log_frag, rs, leaf, leafv):
+        buf = cuda.shared.array((3, THREADS), int64)
+        sh = cuda.shared.array((WARPS, 3), int64)
+        s_lo = cuda.local.array(64, int64)
+        s_m = cuda.local.array(64, int64)
+        s_st = cuda.local.array(64, int64)
+        s_v = cuda.local.array(64, float64)
+        OC.block_frag(live.shape[0], live, nfrag, fbuf, log_frag, rs, leaf[0], leaf[1], leafv,
+                      s_lo, s_m, s_st, s_v, buf, sh)
+
+    out = cuda.to_device(log_frag)
+    d_rs = cuda.to_device(rs)
+    kernel[1, THREADS](cuda.to_device(live), cuda.to_device(nfrag), cuda.device_array(n),
+                       out, d_rs, cuda.device_array((2, room), np.int64),
+                       cuda.device_array(room, np.float64))
+    got = out.copy_to_host()
+    for w in range(waiting):
+        then = nfrag.copy()
+        then[row] = values[w]
+        assert got[m0 + w] == np.sum(then[live == 1])
+    assert (got[:m0] == -1.0).all() and (got[m0 + waiting:] == -1.0).all()
+    assert d_rs.copy_to_host()[OC.RS_F_N] == 0
 
 
 def _node(name, gpus, unschedulable=False, tie=None):
