@@ -41,6 +41,8 @@ counts (``tests/test_victims_spread_fast.py``,
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tensorsched.framework.runtime.nominated_pods import NOMINATED_PODS, nominated_pods
@@ -141,6 +143,11 @@ class Suspension:
         self.rows.clear()
         for r, mark in zip(self.restorers, self.marks):
             r.rollback(mark)
+
+
+def _alive(rec):
+    """``rec`` as if not terminating (a class's record may be)."""
+    return dataclasses.replace(rec, deleting=False) if rec.deleting else rec
 
 
 def _importance_order(prio, start, slots) -> list:
@@ -409,6 +416,44 @@ class HostVictimSearch:
         self._affinity_matches(rows, match[n_spread:])
         return VS.Counts(match, *spread_arrays, ia_code, ia_valid, ia_base, ia_pos,
                          bool(ia_self), bool(self.ipa_first))
+
+    def device_counts(self, rows):
+        """The inputs of the device search on counts for ``rows``
+        (``DeviceVictims.counts_search_and_pick``): (``Counts`` with an empty
+        ``match``, class_match [S + P, K] int64 what a pod of victim-table
+        class k counts for each spread constraint, then each affinity
+        condition).  A spread constraint counts a pod by its namespace and
+        labels unless it is terminating, which the device reads from the
+        table's own flags, so a class is judged on its record as if not
+        terminating.  Needs the table's classes (``classes``)."""
+        counts = self.counts_without_matches(rows)
+        recs = self.classes[1]
+        n_spread = counts.sp_valid.shape[1]
+        out = np.zeros((n_spread + counts.ia_code.shape[0], max(len(recs), 1)), np.int64)
+        probe = self.probe
+        j = 0
+        for ci, p in enumerate(probe.parts if probe is not None else ()):
+            if p is None:
+                continue
+            pred = probe.preds[j]
+            j += 1
+            out[ci, :len(recs)] = [1 if pred(_alive(r)) else 0 for r in recs]
+        ia = self.ia_probe
+        for j, part in enumerate(ia.parts if ia is not None else ()):
+            if part[1] is not None:         # else the row fails whatever its pods
+                out[n_spread + j, :len(recs)] = [part[5](r) for r in recs]
+        return counts, out
+
+    def counts_without_matches(self, rows) -> VS.Counts:
+        """``counts(rows)`` less the per-slot matches (``match`` empty)."""
+        st = self.state
+        if self.probe is None and self.spread is not None:
+            self.probe = self.spread.victim_probe(st, self.ctx.pod, self.nominated)
+        if self.ia_probe is None and self.affinity is not None:
+            self.ia_probe = self.affinity.victim_probe(st, self.ctx.pod)
+        ia_code, ia_valid, ia_base, ia_pos, ia_self = self._affinity_arrays(rows)
+        return VS.Counts(np.zeros((0, 0, 0), np.int64), *self._spread_arrays(rows), ia_code,
+                         ia_valid, ia_base, ia_pos, bool(ia_self), bool(self.ipa_first))
 
     def answer(self, kind: int, bits: int):
         """``on_node``'s code for a kernel kind: the built-in reason bits, a
