@@ -22,7 +22,7 @@ table (``PodTable.device``) with one copy back per preemptor.  The same
 holds on cuda when PodTopologySpread and/or InterPodAffinity are the only
 host filters: the search on counts runs on the device, one thread per
 node (``_device_counts_visit``, ``kernels.victims._counts_cuda``), over the
-resident pod and index tables and one packed copy of the probes.
+resident pod, index and probe tables (each sent by the rows that change).
 
 The caller (the scheduler loop) deletes the victims and retries the pod.
 
@@ -670,10 +670,10 @@ def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search):
                    table.row_stamp, table.syncs)
     stage = fw.stage_backend(VICTIMS).device_stage(state, q)
     lowering = nominated_lowering(state, table)
-    counts, class_match = search.device_counts(scan)
     got = dev.counts_search_and_pick(
-        stage, cols, V.pad_query(cols, q), scan, prio, cap, counts, class_match,
-        bool(table.pdbs), None if lowering is None else dev.allocatable_lowered(stage, *lowering))
+        stage, cols, V.pad_query(cols, q), scan, prio, cap,
+        search.device_counts(table.order.shape[0]), bool(table.pdbs),
+        None if lowering is None else dev.allocatable_lowered(stage, *lowering))
     if got.chosen < 0:
         seen = dev.last_stats(got.visited)
         failures = [(int(scan[j]), search.answer(*decode_code(int(seen[j, V.STAT_CODE]))))

@@ -9,11 +9,14 @@ Arguments (``counts_kernel``): the stage packed as the fused stage takes it
 allocatable read (the pack's view or the nominated pods' lowered copy);
 the resident pod tables (``device.DeviceVictims``); ``index`` [N, 3C + 1]
 int64, the resident importance order, class ids, terminating flags and
-alike tail per row (``INDEX_PARTS``); ``per``, one int64 buffer the host
-packs per preemptor (``PER_SCALARS`` then the ``PER_PARTS``: the visiting
-order, NodeResourcesFit's compared columns, the conditions' codes, what a
-pod of each class counts for each condition, and the probes' per-row
-arrays); and ``work``, the scratch kept between preemptors (``WORK_PARTS``).
+alike tail per row (``INDEX_PARTS``); the probes' node and domain tables
+(``on_counts.DeviceCounts``: resident, sent by the rows that change), from
+which each thread works out its row's probe arrays; ``per``, one int64
+buffer the host packs per preemptor (``PER_SCALARS`` then the
+``PER_PARTS``: the visiting order, NodeResourcesFit's compared columns,
+the conditions' codes, what a pod of each class counts for each condition,
+the spread constraints' scalars); and ``work``, the scratch kept between
+preemptors (``WORK_PARTS``).
 
 What a slot counts for condition c (``match[c, j, s]`` of the numba visit)
 is looked up on the device: ``class_match[c, cls[row, s]]`` (0 for an
@@ -49,14 +52,18 @@ position_kind = core["position_kind"]
 # and its values.  1-D parts have rows = 1.
 PER_SCALARS = ("n_spread", "ia_self", "ia_first", "check_ports", "any_pdb")
 PER_PARTS = (("rows", 1), ("fit_cols", 1), ("fit_want", 1), ("ia_code", 1), ("ia_pos", 1),
-             ("class_match", 2), ("sp_valid", 2), ("sp_counted", 2), ("sp_base", 2),
-             ("sp_bound", 2), ("sp_other", 2), ("sp_here", 2), ("ia_valid", 2), ("ia_base", 2))
+             ("class_match", 2), ("sp_scalars", 2))
 # The scratch: (name, dimensions) over "m" positions, "k" fit columns + 1,
-# "c" slots, "h" conditions, "p" PDBs, "s" statistics.
+# "c" slots, "h" conditions (S + P), "S" spread constraints, "P" affinity
+# conditions, "p" PDBs, "s" statistics.  The probes' per-row arrays
+# (``on_counts.Counts``) are scratch too: each thread writes its own row.
 WORK_PARTS = (("work_fit", ("m", "k")), ("limit", ("m", "k")), ("viol", ("m", "c")),
               ("is_victim", ("m", "c")), ("taken", ("m", "h")), ("left", ("m", "p")),
               ("victims", ("m", "c")), ("stats", ("m", "s")), ("bits_out", ("m",)),
-              ("match", ("h", "m", "c")))
+              ("match", ("h", "m", "c")), ("sp_valid", ("m", "S")),
+              ("sp_counted", ("m", "S")), ("sp_base", ("m", "S")), ("sp_bound", ("m", "S")),
+              ("sp_other", ("m", "S")), ("sp_here", ("m", "S")), ("ia_valid", ("m", "P")),
+              ("ia_base", ("m", "P")))
 # The resident index table's columns: order [C], cls [C], dying [C], alike_from [1].
 INDEX_PARTS = ("order", "cls", "dying", "alike_from")
 _HEAD = 3
@@ -83,10 +90,12 @@ def pack_per(scalars: dict, parts: dict) -> np.ndarray:
     return out
 
 
-def work_layout(m: int, k: int, c: int, h: int, p: int, s: int) -> tuple[np.ndarray, int]:
+def work_layout(m: int, k: int, c: int, n_spread: int, n_ia: int, p: int,
+                s: int) -> tuple[np.ndarray, int]:
     """(header [3 x parts] int64, buffer size) of the scratch for ``m``
     positions (3-D ``match``: rows h, then m * c)."""
-    dims = {"m": m, "k": k, "c": c, "h": h, "p": p, "s": s}
+    dims = {"m": m, "k": k, "c": c, "h": n_spread + n_ia, "S": n_spread, "P": n_ia, "p": p,
+            "s": s}
     head = np.zeros((len(WORK_PARTS), _HEAD), np.int64)
     at = head.size
     for q, (_name, shape) in enumerate(WORK_PARTS):
@@ -138,8 +147,8 @@ def _stage_lines(indent: str) -> str:
 
 _TEMPLATE = """
 def counts_kernel(prio, node_i64, node_flags, label_vals, qbuf, allocatable, pod_count,
-                  pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed, index, per,
-                  work):
+                  pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed, index,
+                  probe_nodes, probe_doms, per, work):
     j = cuda.grid(1)
 {per}    n_pos = rows.shape[0]
     if j >= n_pos:
@@ -147,6 +156,38 @@ def counts_kernel(prio, node_i64, node_flags, label_vals, qbuf, allocatable, pod
     c_max = (index.shape[1] - 1) // 3
 {stage}{work}    pod_order = index[:, 0:c_max]
     row = rows[j]
+    # The probes' arrays of this row (``SpreadProbe.arrays``,
+    # ``AffinityProbe.arrays``) from the node and domain tables.
+    n_ia = ia_code.shape[0]
+    for c in range(n_spread):
+        d = probe_nodes[row, c]
+        ok = d >= 0
+        counted = ok and probe_nodes[row, n_spread + c] >= 0
+        base = 0
+        if ok:
+            base = probe_doms[d, c]
+        here = False
+        other = 0
+        if sp_scalars[c, 1] != 0:
+            if ok:
+                here = probe_doms[d, n_spread + c] != 0
+            other = sp_scalars[c, 2]
+            if here and base == sp_scalars[c, 2] and sp_scalars[c, 3] <= 1:
+                other = sp_scalars[c, 4]
+        if counted:
+            base += probe_nodes[row, 2 * n_spread + c]
+        sp_valid[j, c] = 1 if ok else 0
+        sp_counted[j, c] = 1 if counted else 0
+        sp_base[j, c] = base
+        sp_bound[j, c] = sp_scalars[c, 0]
+        sp_other[j, c] = other
+        sp_here[j, c] = 1 if here else 0
+    for c in range(n_ia):
+        d = probe_nodes[row, 3 * n_spread + c]
+        ia_valid[j, c] = 1 if d >= 0 else 0
+        ia_base[j, c] = 0
+        if d >= 0:
+            ia_base[j, c] = probe_doms[d, 2 * n_spread + c]
     # What each slot of this position's row counts per condition.
     for h in range(match.shape[0]):
         for s in range(match.shape[2]):
@@ -188,9 +229,10 @@ counts_kernel = compile_source(
     filename="<victims counts kernel>")["counts_kernel"]
 
 
-def launch(n_pos: int, prio: int, packs, qbuf, allocatable, tables, pdb_allowed, index, per,
-           work) -> None:
+def launch(n_pos: int, prio: int, packs, qbuf, allocatable, tables, pdb_allowed, index,
+           probe_nodes, probe_doms, per, work) -> None:
     """``counts_kernel`` over ``n_pos`` positions (see the module doc)."""
     blocks = max(1, (n_pos + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
     counts_kernel[blocks, THREADS_PER_BLOCK](np.int64(prio), *packs, qbuf, allocatable,
-                                             *tables, pdb_allowed, index, per, work)
+                                             *tables, pdb_allowed, index, probe_nodes,
+                                             probe_doms, per, work)

@@ -120,6 +120,7 @@ class DeviceVictims:
         self._index_seen = -1
         self._per = None                    # kept buffer of the per-preemptor inputs
         self._counts_scratch: dict = {}
+        self._kept: dict = {}               # name -> (host copy, device copy): ``_resident``
         self.full_uploads = 0
         self.rows_uploaded = 0
         self.launches = 0
@@ -316,18 +317,18 @@ class DeviceVictims:
                           host[pk.OUT_VICTIMS: pk.OUT_VICTIMS + nv].copy())
 
     def counts_search_and_pick(self, stage: DeviceStage, cols, q, rows: np.ndarray,
-                               priority: int, cap: int, counts, class_match: np.ndarray,
+                               priority: int, cap: int, counts: VS.DeviceCounts,
                                any_pdb: bool, allocatable=None) -> DevicePick:
         """The search on counts (``on_counts.visit``'s per-node answers)
         over the visiting order ``rows`` [M], the visit (numCandidates
-        ``cap``) and the pick on the device: one copy up (``per``: the rows,
-        the query's fit columns, the probes' per-row arrays of ``counts``
-        (an ``on_counts.Counts``; its ``match`` is not read) and
-        ``class_match`` [S + P, K]: what a pod of class k counts for each
-        condition), two launches, one copy back.  ``q`` the padded query;
-        the index table must be level (``sync_index``).  A position the
-        host filters reject carries ``_counts_cuda.CODE_KIND_BASE - kind``
-        as its code (``decode_code``)."""
+        ``cap``) and the pick on the device: the probes' node and domain
+        tables (``counts``, an ``on_counts.DeviceCounts``) kept resident and
+        sent by the rows that changed since the last search, one copy up of
+        the rest (``per``: the rows, the query's fit columns, the
+        conditions' scalars and class matches), two launches, one copy
+        back.  ``q`` the padded query; the index table must be level
+        (``sync_index``).  A position the host filters reject carries
+        ``CODE_KIND_BASE - kind`` as its code (``decode_code``)."""
         from . import _counts_cuda
         m = rows.shape[0]
         if m == 0:
@@ -337,18 +338,15 @@ class DeviceVictims:
         fit_cols, fit_want = VS.fit_columns(q)
         flags = int(q.filter_flags)
         check_ports = bool(flags & L.F_PORTS) and bool(np.any(q.port_conflicts))
-        n_spread = counts.sp_valid.shape[1]
-        h = n_spread + counts.ia_code.shape[0]
-        class_match = np.asarray(class_match, np.int64).reshape(h, -1)
+        n_spread, n_ia = counts.sp_scalars.shape[0], counts.ia_code.shape[0]
+        nodes = self._resident("nodes", counts.nodes)
+        doms = self._resident("doms", counts.doms)
         per = _counts_cuda.pack_per(
             {"n_spread": n_spread, "ia_self": counts.ia_self, "ia_first": counts.ia_first,
              "check_ports": check_ports, "any_pdb": any_pdb},
             {"rows": rows, "fit_cols": fit_cols, "fit_want": fit_want,
-             "ia_code": counts.ia_code, "ia_pos": counts.ia_pos, "class_match": class_match,
-             "sp_valid": counts.sp_valid, "sp_counted": counts.sp_counted,
-             "sp_base": counts.sp_base, "sp_bound": counts.sp_bound,
-             "sp_other": counts.sp_other, "sp_here": counts.sp_here,
-             "ia_valid": counts.ia_valid, "ia_base": counts.ia_base})
+             "ia_code": counts.ia_code, "ia_pos": counts.ia_pos,
+             "class_match": counts.class_match, "sp_scalars": counts.sp_scalars})
         if self._per is None or self._per.shape[0] < per.shape[0]:
             self._per = self._cuda.device_array(
                 max(per.shape[0], 2 * (0 if self._per is None else self._per.shape[0])),
@@ -356,11 +354,11 @@ class DeviceVictims:
         self._up(per, self._per[:per.shape[0]])
         self.counts_searches += 1
         c = max(self._shape[1][1], 1)
-        views, out = self._counts_work(m, 1 + fit_cols.shape[0], c, h,
+        views, out = self._counts_work(m, 1 + fit_cols.shape[0], c, n_spread, n_ia,
                                        self._allowed[1].shape[0])
         _counts_cuda.launch(m, priority, stage.packs, stage.qbuf,
                             stage.allocatable if allocatable is None else allocatable,
-                            self._tables, self._allowed[1], self._index,
+                            self._tables, self._allowed[1], self._index, nodes, doms,
                             self._per[:per.shape[0]], views["_buf"])
         self.launches += 1
         self._pk.launch_pick(views["stats"], views["victims"], m, cap, out)
@@ -368,15 +366,39 @@ class DeviceVictims:
         self._stats = views["stats"]
         return self._picked(self._down(out))
 
-    def _counts_work(self, m: int, k: int, c: int, h: int, p: int) -> tuple:
+    def _resident(self, name: str, host: np.ndarray):
+        """``host`` [n, w] int64 kept on the device under ``name``: the
+        first time (or another shape) one copy, then the rows that differ
+        from the last one sent (a packed copy and a scatter; all of them
+        in one copy when over a quarter changed)."""
+        host = np.ascontiguousarray(host, np.int64)
+        if host.shape[1] == 0:              # no column: one of zeros (a device array's
+            host = np.zeros((host.shape[0], 1), np.int64)   # shape must not be empty)
+        got = self._kept.get(name)
+        if got is None or got[0].shape != host.shape:
+            self._kept[name] = (host.copy(), self._up(host))
+            return self._kept[name][1]
+        last, dev = got
+        diff = np.flatnonzero((last != host).any(axis=1))
+        if diff.shape[0] * 4 > host.shape[0]:
+            self._up(host, dev)
+        elif diff.shape[0]:
+            packed = np.concatenate([diff[:, None], host[diff]], axis=1)
+            self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)), dev)
+            self.launches += 1
+        last[...] = host
+        return dev
+
+    def _counts_work(self, m: int, k: int, c: int, n_spread: int, n_ia: int,
+                     p: int) -> tuple:
         """(the counts search's work views by name, ``_buf`` the buffer, and
         the pick's out [OUT_VICTIMS + C]): kept, regrown by doubling ``m``."""
         from . import _counts_cuda
-        key = (k, c, h, p)
+        key = (k, c, n_spread, n_ia, p)
         got = self._counts_scratch.get(key)
         if got is None or got[0] < m:
             cap = max(m, 2 * got[0]) if got is not None else max(m, 1)
-            head, size = _counts_cuda.work_layout(cap, k, c, h, p, V.N_STATS)
+            head, size = _counts_cuda.work_layout(cap, k, c, n_spread, n_ia, p, V.N_STATS)
             buf = self._cuda.device_array(size, np.int64)
             self._up(head, buf[:head.shape[0]])
             views = _counts_cuda.work_views(buf, head)
