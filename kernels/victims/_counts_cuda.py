@@ -41,7 +41,7 @@ from tensorsched.kernels.fused import _cuda as _fused_cuda
 from tensorsched.kernels.fused import stage_args as SA
 
 from . import _counts_core
-from .device import CODE_KIND_BASE      # stats[j, 0] = CODE_KIND_BASE - kind, host kinds
+from .on_counts import CODE_KIND_BASE   # stats[j, 0] = CODE_KIND_BASE - kind, host kinds
 
 THREADS_PER_BLOCK = 128
 

@@ -27,12 +27,9 @@ victims_node = core["victims_node"]
 # The search on counts with the visit (``victims.on_counts``): one serial
 # pass, since the visit stops where upstream's serial visit does.
 # Its per-step rules are inlined (numba IR): as calls, passing their dozens
-# of array arguments costs more than the rules.  ``position_kind`` (one
-# node, shared with the cuda twin) stays a call: Python compiles a call of
-# over 30 arguments as ``f(*args)``, which numba's IR inliner refuses.
+# of array arguments costs more than the rules.
 def _njit_inlined(f, **options):
-    top = f.__name__ in ("visit_rows", "position_kind", "row_victims", "alike_victims",
-                         "index_rows")
+    top = f.__name__ in ("visit_rows", "row_victims", "alike_victims", "index_rows")
     return njit(f, inline="never" if top else "always", **options)
 
 

@@ -36,9 +36,7 @@ from tensorsched.kernels.fused.stage_args import DeviceStage
 from . import on_counts as VS
 from . import search as V
 
-# ``_counts_cuda.CODE_KIND_BASE`` (that module imports numba-cuda): a
-# position the host filters reject on counts carries this less its kind.
-CODE_KIND_BASE = -16
+CODE_KIND_BASE = VS.CODE_KIND_BASE
 
 
 def decode_code(code: int) -> tuple[int, int]:

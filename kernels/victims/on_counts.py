@@ -60,6 +60,10 @@ KIND_NO_VICTIMS = 6     # no lower-priority pod on the node
 KIND_AFFINITY = 7       # InterPodAffinity codes 1-3 (AffinityProbe.code + 6)
 KIND_ANTI = 8
 KIND_EXISTING = 9
+# The device search on counts (``victims._counts_cuda``) leaves a position
+# the host filters reject (code 0 in ``stats`` here) this less its kind as
+# its code, so the device pick reads code 0 as "a candidate" alone.
+CODE_KIND_BASE = -16
 
 _VS_NON_VIOLATING, _VS_VIOLATING, _VS_CALLS, _VS_BEST, _VS_VISITED, _VS_STOPPED = range(6)
 
