@@ -1,8 +1,9 @@
 """The victim search on counts (``victims._counts_core``) as a Numba CUDA
 kernel: one thread per position of the visiting order, each running
-``position_kind`` (the numba visit's per-node code, compiled as a device
-function on top of the fused filter core's device functions), the visit
-and the pick left to ``_pick_cuda.pick_kernel``.
+``position_kind`` (the numba visit's per-node lines, ``visit_rows`` holds
+them inline; compiled as a device function on top of the fused filter
+core's device functions and the same rules the numba visit inlines), the
+visit and the pick left to ``_pick_cuda.pick_kernel``.
 
 Arguments (``counts_kernel``): the stage packed as the fused stage takes it
 (three node packs and the query buffer, ``fused.stage_args``) and the

@@ -22,6 +22,16 @@ back of the chosen position, its statistics and its victims.  ``search``
 is the search alone with its statistics copied back (the host-filter and
 dry-run paths).  Same answers as ``search.select_victims`` and
 ``pick.visit_and_pick`` on the host.
+
+``counts_search_and_pick`` is the same with PodTopologySpread and/or
+InterPodAffinity the only host filters: the search on counts
+(``_counts_cuda.counts_kernel``, one thread per node, the numba visit's
+per-node code ``_counts_core.position_kind``) over the pod tables, a
+resident index table (``sync_index``) and the probes' node and domain
+tables (``_resident``: sent by the rows that change), then the same pick
+and one copy back.  ``allocatable_lowered`` builds, from the stage's own
+column and the k rows the nominated pods sit on, the allocatable a search
+reads beside a nominated overlay.  ``counters`` reports the traffic.
 """
 
 from __future__ import annotations
