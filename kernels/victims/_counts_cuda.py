@@ -12,9 +12,12 @@ the resident pod tables (``device.DeviceVictims``); ``index`` [N, 3C + 1]
 int64, the resident importance order, class ids, terminating flags and
 alike tail per row (``INDEX_PARTS``); the probes' node and domain tables
 (``on_counts.DeviceCounts``: resident, sent by the rows that change), from
-which each thread works out its row's probe arrays; ``per``, one int64
-buffer the host packs per preemptor (``PER_SCALARS`` then the
-``PER_PARTS``: the visiting order, NodeResourcesFit's compared columns,
+which each thread works out its row's probe arrays; ``visit`` [M, 1], the
+nodes the visit may reach, resident (position j is row ``visit[(offset +
+j) % M]``: upstream's visit is a rotation of them from a seeded offset, so
+a preemptor whose nodes are the last one's sends only the offset);
+``per``, one int64 buffer the host packs per preemptor (``PER_SCALARS``,
+the offset among them, then the ``PER_PARTS``: NodeResourcesFit's compared columns,
 the conditions' codes, what a pod of each class counts for each condition,
 the spread constraints' scalars); and ``work``, the scratch kept between
 preemptors (``WORK_PARTS``).
@@ -51,8 +54,8 @@ position_kind = core["position_kind"]
 
 # The per-preemptor buffer: scalars, then each part's (offset, rows, cols)
 # and its values.  1-D parts have rows = 1.
-PER_SCALARS = ("n_spread", "ia_self", "ia_first", "check_ports", "any_pdb")
-PER_PARTS = (("rows", 1), ("fit_cols", 1), ("fit_want", 1), ("ia_code", 1), ("ia_pos", 1),
+PER_SCALARS = ("n_spread", "ia_self", "ia_first", "check_ports", "any_pdb", "offset")
+PER_PARTS = (("fit_cols", 1), ("fit_want", 1), ("ia_code", 1), ("ia_pos", 1),
              ("class_match", 2), ("sp_scalars", 2))
 # The scratch: (name, dimensions) over "m" positions, "k" fit columns + 1,
 # "c" slots, "h" conditions (S + P), "S" spread constraints, "P" affinity
@@ -149,14 +152,14 @@ def _stage_lines(indent: str) -> str:
 _TEMPLATE = """
 def counts_kernel(prio, node_i64, node_flags, label_vals, qbuf, allocatable, pod_count,
                   pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed, index,
-                  probe_nodes, probe_doms, per, work):
+                  probe_nodes, probe_doms, visit, per, work):
     j = cuda.grid(1)
-{per}    n_pos = rows.shape[0]
+{per}    n_pos = visit.shape[0]
     if j >= n_pos:
         return
     c_max = (index.shape[1] - 1) // 3
 {stage}{work}    pod_order = index[:, 0:c_max]
-    row = rows[j]
+    row = visit[(offset + j) % n_pos, 0]
     # The probes' arrays of this row (``SpreadProbe.arrays``,
     # ``AffinityProbe.arrays``) from the node and domain tables.
     n_ia = ia_code.shape[0]
@@ -231,9 +234,9 @@ counts_kernel = compile_source(
 
 
 def launch(n_pos: int, prio: int, packs, qbuf, allocatable, tables, pdb_allowed, index,
-           probe_nodes, probe_doms, per, work) -> None:
+           probe_nodes, probe_doms, visit, per, work) -> None:
     """``counts_kernel`` over ``n_pos`` positions (see the module doc)."""
     blocks = max(1, (n_pos + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
     counts_kernel[blocks, THREADS_PER_BLOCK](np.int64(prio), *packs, qbuf, allocatable,
                                              *tables, pdb_allowed, index, probe_nodes,
-                                             probe_doms, per, work)
+                                             probe_doms, visit, per, work)

@@ -331,11 +331,12 @@ class DeviceVictims:
         over the visiting order ``rows`` [M], the visit (numCandidates
         ``cap``) and the pick on the device: the probes' node and domain
         tables (``counts``, an ``on_counts.DeviceCounts``) kept resident and
-        sent by the rows that changed since the last search, one copy up of
-        the rest (``per``: the rows, the query's fit columns, the
-        conditions' scalars and class matches), two launches, one copy
-        back.  ``q`` the padded query; the index table must be level
-        (``sync_index``).  A position the host filters reject carries
+        sent by the rows that changed since the last search, the visiting
+        order only when it is not a rotation of the last one
+        (``_visit_order``), one copy up of the rest (``per``: the offset,
+        the query's fit columns, the conditions' scalars and class
+        matches), two launches, one copy back.  ``q`` the padded query;
+        the index table must be level (``sync_index``).  A position the host filters reject carries
         ``CODE_KIND_BASE - kind`` as its code (``decode_code``)."""
         from . import _counts_cuda
         m = rows.shape[0]
@@ -349,10 +350,11 @@ class DeviceVictims:
         n_spread, n_ia = counts.sp_scalars.shape[0], counts.ia_code.shape[0]
         nodes = self._resident("nodes", counts.nodes)
         doms = self._resident("doms", counts.doms)
+        visit, offset = self._visit_order(np.ascontiguousarray(rows, np.int64))
         per = _counts_cuda.pack_per(
             {"n_spread": n_spread, "ia_self": counts.ia_self, "ia_first": counts.ia_first,
-             "check_ports": check_ports, "any_pdb": any_pdb},
-            {"rows": rows, "fit_cols": fit_cols, "fit_want": fit_want,
+             "check_ports": check_ports, "any_pdb": any_pdb, "offset": offset},
+            {"fit_cols": fit_cols, "fit_want": fit_want,
              "ia_code": counts.ia_code, "ia_pos": counts.ia_pos,
              "class_match": counts.class_match, "sp_scalars": counts.sp_scalars})
         if self._per is None or self._per.shape[0] < per.shape[0]:
@@ -366,13 +368,30 @@ class DeviceVictims:
                                        self._allowed[1].shape[0])
         _counts_cuda.launch(m, priority, stage.packs, stage.qbuf,
                             stage.allocatable if allocatable is None else allocatable,
-                            self._tables, self._allowed[1], self._index, nodes, doms,
+                            self._tables, self._allowed[1], self._index, nodes, doms, visit,
                             self._per[:per.shape[0]], views["_buf"])
         self.launches += 1
         self._pk.launch_pick(views["stats"], views["victims"], m, cap, out)
         self.launches += 1
         self._stats = views["stats"]
         return self._picked(self._down(out))
+
+    def _visit_order(self, rows: np.ndarray) -> tuple:
+        """(the resident visit base [M, 1] on the device, offset): ``rows``
+        [M] is the base rotated by offset.  A visiting order that is a
+        rotation of the last base (the same nodes from another seeded
+        offset) sends nothing; another becomes the base (``_resident``)."""
+        got = self._kept.get("visit")
+        m = rows.shape[0]
+        if got is not None and got[0].shape[0] == m:
+            base = got[0][:, 0]
+            at = np.flatnonzero(base == rows[0])
+            if at.shape[0] == 1:
+                k = int(at[0])
+                if np.array_equal(rows[:m - k], base[k:]) and np.array_equal(rows[m - k:],
+                                                                              base[:k]):
+                    return got[1], k
+        return self._resident("visit", rows[:, None]), 0
 
     def _resident(self, name: str, host: np.ndarray):
         """``host`` [n, w] int64 kept on the device under ``name``: the

@@ -165,3 +165,23 @@ def test_resident_tables_send_the_rows_that_changed():
     got = dev._resident("t", host)
     assert (dev.copies, dev.launches) == (3, 1)
     assert got.copy_to_host().tolist() == host.tolist()
+
+
+def test_a_rotated_visiting_order_sends_only_its_offset():
+    """``DeviceVictims._visit_order``: the same nodes from another offset
+    send nothing (the kept base and the offset); other nodes become the
+    base (one copy)."""
+    import numpy as np
+
+    from tensorsched.kernels.victims.device import DeviceVictims
+    dev = DeviceVictims()
+    base = np.array([4, 9, 2, 7, 0], np.int64)
+    got, off = dev._visit_order(base)
+    assert off == 0 and dev.copies == 1
+    for k in range(5):
+        again, off = dev._visit_order(np.roll(base, -k))
+        assert off == k and again is got and dev.copies == 1
+        assert [int(got[(off + j) % 5, 0]) for j in range(5)] == np.roll(base, -k).tolist()
+    other, off = dev._visit_order(np.array([4, 9, 7, 2, 0], np.int64))
+    assert off == 0 and dev.copies == 2
+    assert other.copy_to_host()[:, 0].tolist() == [4, 9, 7, 2, 0]
