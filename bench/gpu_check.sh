@@ -28,13 +28,18 @@
 # GPU_CHECK_TEST_SECONDS=0 skips the tests, GPU_CHECK_BATCH_PARTS (say
 # departures,fit_multi) runs those of batch_check's parts only, and
 # GPU_CHECK_BATCH_SECONDS=$GPU_CHECK_SECONDS gives the batched engines all
-# the time left (the queue benchmarks then skip).  What did not run says
+# the time left (the queue benchmarks then skip), GPU_CHECK_BENCHES (say
+# preemption-spread,preemption-antiaffinity) runs those queue benchmarks
+# only.  What did not run says
 # so: in bench.log and
 # in gpu-check.json ("budgets", "skipped", batch-check's "not_run" and each
 # part's "skipped").  Outputs (under $OUT, else bench/results/gpu-check):
 # versions.log, tests.log, bench.log, gpu-check.json (every record).
 # A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100
-# (tiny sizes throughout; the simulator is slow, so the tests time out).
+# (tiny sizes throughout; the simulator is slow, so the tests time out);
+# of the preemption benchmarks on counts alone, add GPU_CHECK_TEST_SECONDS=0
+# GPU_CHECK_BATCH_SECONDS=0 GPU_CHECK_BENCHES=preemption-spread,preemption-antiaffinity
+# (bench/results/gpu-check-dryrun-cudasim-preemption-counts.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -113,8 +118,14 @@ else
 fi
 
 # workload pods [extra flags]: cuda first, then numba, same seed.
+# GPU_CHECK_BENCHES (say preemption-spread,preemption-antiaffinity; run_sort
+# names the sort path's benchmark) runs those only (a rerun, or a dry run
+# of some under the simulator).
 bench() {
   local workload=$1 pods=$(( $2 / div )) extra=${3:-}
+  if [ -n "${GPU_CHECK_BENCHES:-}" ] && [[ ",$GPU_CHECK_BENCHES," != *",$workload,"* ]]; then
+    return
+  fi
   for backend in cuda numba; do
     local budget
     budget=$(left)
@@ -172,6 +183,19 @@ print(d['workload'], 'runs on cuda:', d.get('compiled_runs'), 'runs of', d.get('
 if k in c), 'a run (target: p50 <= 10 us a pod)')" "$f"
 }
 
+# the device victim search's traffic a preemptor (the timed run's
+# ``victim_device_counters``) and the two backends' digests side by side
+victim_counters() {
+  local c="$runs/$1-$(( $2 / div ))-cuda.json" n="$runs/$1-$(( $2 / div ))-numba.json"
+  [ -f "$c" ] && "$py" -c "import json,sys,os; d=json.load(open(sys.argv[1])); \
+c=d.get('victim_device_counters') or {}; p=max(d.get('preemptions') or 0, 1); \
+o=json.load(open(sys.argv[2])) if os.path.exists(sys.argv[2]) else {}; \
+print(d['workload'], 'on cuda a preemptor:', ', '.join(f'{k} {c[k] / p:.1f}' for k in \
+('launches', 'copies', 'bytes_uploaded', 'copies_back', 'bytes_downloaded', 'counts_searches') \
+if k in c), '; p50', d.get('p50_us'), 'us (target <= 1000); same placements as numba:', \
+d['placements_sha256'] == o.get('placements_sha256'))" "$c" "$n"
+}
+
 echo "== benchmarks: $nodes nodes =="
 {
   bench basic 100000
@@ -190,12 +214,22 @@ print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
 ', '.join(f'{k} {c[k] / p:.2f}' for k in ('launches', 'copies', 'bytes_uploaded', \
 'rows_downloaded') if k in c), 'a pod')" "$f"
   bench preemption 200
+  # preemptors whose only host filters are PodTopologySpread /
+  # InterPodAffinity: on cuda the victim search on counts, the visit and
+  # the pick on the device (one thread per node, one copy back a
+  # preemptor); same placements_sha256 as numba's search on counts
+  bench preemption-spread 200
+  victim_counters preemption-spread 200
+  bench preemption-antiaffinity 200
+  victim_counters preemption-antiaffinity 200
   bench basic 400000
   # the sort path of one run of alike pods on the device against numba's
   # (same placements asserted): issue target 40M pods/s at 400,000 pods
   budget=$(left)
   (( budget > 120 )) && budget=120
-  if (( budget >= 20 )); then
+  if [ -n "${GPU_CHECK_BENCHES:-}" ] && [[ ",$GPU_CHECK_BENCHES," != *",run_sort,"* ]]; then
+    :   # not asked for
+  elif (( budget >= 20 )); then
     timeout "$budget" "$py" -m tensorsched.bench.run_sort --backend cuda --nodes "$nodes" \
       --pods $(( 100000 / div )) $(( 400000 / div )) --output "$runs/run-sort-cuda.json" \
       2>>"$out/bench.log" | tail -n 4 || echo "FAILED run_sort cuda (exit $?)" \

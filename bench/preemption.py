@@ -12,7 +12,9 @@ per attempt (p50, mean; null through the queue, where no attempt is a
 call of its own), ``placements_sha256`` covers placements and
 victims.
 On cuda, ``victim_table_uploads`` counts the device pod table's full
-uploads and the node rows sent (warm-up included).
+uploads and the node rows sent (warm-up included), and
+``victim_device_counters`` the device victim search's launches, copies
+each way and their bytes in the timed run (``DeviceVictims.counters``).
 
 The ``preemption-spread`` variant (``spread=True``): the low pods carry
 ``app: web`` and so does every preemptor, which also has two DoNotSchedule
@@ -125,6 +127,8 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     if queue and batch:         # the run kernels a batching queue tries first
         warm_up_run(cluster, fw, warm, seed)
     progress("warmed up")
+    mirror = cluster.pod_table().mirror
+    counted = mirror.counters() if mirror is not None else None
     cpu_attempts = [] if queue else _cpu_per_attempt(sched)
     if queue:
         bindings, elapsed, cpu = timed_pending_cpu(sched, pending)
@@ -137,6 +141,12 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     mirror = cluster.pod_table().mirror
     uploads = {} if mirror is None else {"victim_table_uploads": {
         "full": mirror.full_uploads, "rows": mirror.rows_uploaded}}
+    if mirror is not None:
+        # the device victim search's traffic in the timed run
+        # (``DeviceVictims.counters``)
+        before = counted or {}
+        uploads["victim_device_counters"] = {k: v - before.get(k, 0)
+                                             for k, v in mirror.counters().items()}
     return {
         "workload": "preemption-" + variant if variant else "preemption",
         "nodes": nodes, "pods": pods, "backend": backend,

@@ -18,7 +18,11 @@ Order of work, as upstream:
 Without host filters, steps 3 and 4 are array code over the search's
 statistics (``kernels.victims.pick``); on the cuda backend the search, the
 visit and the pick run on the device over its resident copy of the pod
-table (``PodTable.device``) with one copy back per preemptor.
+table (``PodTable.device``) with one copy back per preemptor.  The same
+holds on cuda when PodTopologySpread and/or InterPodAffinity are the only
+host filters: the search on counts runs on the device, one thread per
+node (``_device_counts_visit``, ``kernels.victims._counts_cuda``), over the
+resident pod, index and probe tables (each sent by the rows that change).
 
 The caller (the scheduler loop) deletes the victims and retries the pod.
 
@@ -54,7 +58,7 @@ from tensorsched.kernels.fused import filters
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
-from tensorsched.kernels.victims.device import DeviceVictims
+from tensorsched.kernels.victims.device import DeviceVictims, decode_code
 
 from .filter_hooks import exempt_bits
 from .host_search import HostVictimSearch, active_host_filters
@@ -68,6 +72,11 @@ _OFFSET_SALT = 0x5EED0FF5E7
 
 
 _DELETING = EXTRA_FIELDS.index("deleting")
+# On cuda, a preemptor whose only host filters are PodTopologySpread /
+# InterPodAffinity is searched on counts on the device (``_device_counts_visit``);
+# False: the device pre-pass, then the search on counts on the CPU (the
+# path before, for before/after records: ``bench.victims_counts_device``).
+DEVICE_ON_COUNTS = True
 _NO_PDBS = np.zeros(1, np.int64)     # disruptionsAllowed without PDBs (read only by use)
 
 
@@ -503,6 +512,13 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
             return [], -1, got.failures, got.calls, host
         return ([_candidate(state, table, got.row, got.stats, got.victims)], 0, [],
                 got.calls, host)
+    if not every and backend == "cuda" and search is not None and search.on_counts \
+            and DEVICE_ON_COUNTS:
+        try:
+            return (*_device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search),
+                    host)
+        finally:
+            search.close()
     if host:
         try:
             nv_list, v_list, failures, calls = _dry_run(fw, state, q, prio, pods, scan, cap,
@@ -554,12 +570,14 @@ def _search(fw, state, q, rows, prio, pods, table: PodTable, hooks=None) -> V.Vi
     if backend == "cuda":
         dev = table.device(V.fit_pods(cols, pods))
         stage = fw.stage_backend(VICTIMS).device_stage(state, q)
-        shifted = nominated_allocatable(state, table)
-        if shifted is not None:
-            cols = cols._replace(allocatable=shifted)
-        lifted = hooks.device_allocatable(cols, rows) if hooks is not None else None
-        if lifted is None and shifted is not None:
-            lifted = dev.allocatable_from(shifted)
+        lowering = nominated_lowering(state, table)
+        lifted = None
+        if hooks is not None:
+            if lowering is not None:
+                cols = cols._replace(allocatable=nominated_allocatable(state, table))
+            lifted = hooks.device_allocatable(cols, rows)
+        if lifted is None and lowering is not None:
+            lifted = dev.allocatable_lowered(stage, *lowering)
         return dev.search(stage, cols, rows, prio, lifted)
     if hooks is not None:
         cols = hooks.columns(cols, rows)
@@ -574,7 +592,9 @@ def nominated_allocatable(state: ClusterState, table: PodTable) -> np.ndarray | 
     kernel's fit reads a node's resources only as ``allocatable -
     requested`` (``fused._core.fit_reasons``): lowering ``allocatable`` by
     the nominated pods' requests the overlay adds gives the answers of the
-    overlay's ``requested``.  None too where the overlay adds nothing."""
+    overlay's ``requested``.  None too where the overlay adds nothing.
+    The device takes only the lowered rows (``nominated_lowering``); the
+    whole column serves the host filters' lifted copy."""
     over = table.nominated_columns
     if over is None:
         return None
@@ -583,6 +603,22 @@ def nominated_allocatable(state: ClusterState, table: PodTable) -> np.ndarray | 
     if not added.any():
         return None
     return over.allocatable - added
+
+
+def nominated_lowering(state: ClusterState, table: PodTable):
+    """``nominated_allocatable`` as what the device needs to build it from
+    the stage's own column: (rows [k] int64 ascending, amounts [k, R] int64
+    the overlay adds on them), k the rows the nominated pods sit on; None
+    where the overlay adds nothing."""
+    over = table.nominated_columns
+    if over is None:
+        return None
+    own = state.columns().requested
+    # a host-side pass over [N, R]; only the k rows travel
+    rows = np.flatnonzero((over.requested != own).any(axis=1)).astype(np.int64)
+    if rows.shape[0] == 0:
+        return None
+    return rows, np.ascontiguousarray(over.requested[rows] - own[rows], np.int64)
 
 
 def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
@@ -612,12 +648,37 @@ def _device_visit(fw, state, q, prio, pods, scan, cap, table):
     chosen one, 0 or -1, failures, Filter calls)."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
-    shifted = nominated_allocatable(state, table)
-    got = dev.search_and_pick(fw.stage_backend(VICTIMS).device_stage(state, q), cols, scan,
-                              prio, cap,
-                              None if shifted is None else dev.allocatable_from(shifted))
+    stage = fw.stage_backend(VICTIMS).device_stage(state, q)
+    lowering = nominated_lowering(state, table)
+    got = dev.search_and_pick(stage, cols, scan, prio, cap,
+                              None if lowering is None else dev.allocatable_lowered(stage,
+                                                                                   *lowering))
     if got.chosen < 0:
         return [], -1, _visit_failures(scan, dev.last_stats(got.visited)), got.calls
+    cand = _candidate(state, table, int(scan[got.chosen]), got.stats, got.victims)
+    return [cand], 0, [], got.calls
+
+
+def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search):
+    """The search on counts (PodTopologySpread and/or InterPodAffinity the
+    only host filters), the visit and the pick on the device: (candidates
+    = the chosen one, 0 or -1, failures, Filter calls), as the numba visit
+    (``visit.visit_candidates`` with ``search``) gives them."""
+    cols = table.node_columns()
+    dev = table.device(V.fit_pods(cols, pods))
+    dev.sync_index(table.order, table.cls, table.dying, table.alike_from, table.layout,
+                   table.row_stamp, table.syncs)
+    stage = fw.stage_backend(VICTIMS).device_stage(state, q)
+    lowering = nominated_lowering(state, table)
+    got = dev.counts_search_and_pick(
+        stage, cols, V.pad_query(cols, q), scan, prio, cap,
+        search.device_counts(table.order.shape[0]), bool(table.pdbs),
+        None if lowering is None else dev.allocatable_lowered(stage, *lowering))
+    if got.chosen < 0:
+        seen = dev.last_stats(got.visited)
+        failures = [(int(scan[j]), search.answer(*decode_code(int(seen[j, V.STAT_CODE]))))
+                    for j in range(got.visited)]
+        return [], -1, failures, got.calls
     cand = _candidate(state, table, int(scan[got.chosen]), got.stats, got.victims)
     return [cand], 0, [], got.calls
 

@@ -41,6 +41,8 @@ counts (``tests/test_victims_spread_fast.py``,
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tensorsched.framework.runtime.nominated_pods import NOMINATED_PODS, nominated_pods
@@ -141,6 +143,18 @@ class Suspension:
         self.rows.clear()
         for r, mark in zip(self.restorers, self.marks):
             r.rollback(mark)
+
+
+def _fill(out: np.ndarray, values: np.ndarray) -> None:
+    """``out`` [n] from ``values`` [k] on the rows both have (the rest keep
+    their fill: rows beyond a probe's arrays are outside its domains)."""
+    k = min(out.shape[0], values.shape[0])
+    out[:k] = values[:k]
+
+
+def _alive(rec):
+    """``rec`` as if not terminating (a class's record may be)."""
+    return dataclasses.replace(rec, deleting=False) if rec.deleting else rec
 
 
 def _importance_order(prio, start, slots) -> list:
@@ -409,6 +423,71 @@ class HostVictimSearch:
         self._affinity_matches(rows, match[n_spread:])
         return VS.Counts(match, *spread_arrays, ia_code, ia_valid, ia_base, ia_pos,
                          bool(ia_self), bool(self.ipa_first))
+
+    def device_counts(self, n_rows: int):
+        """The inputs of the device search on counts
+        (``DeviceVictims.counts_search_and_pick``), the probes as tables the
+        device keeps and updates by the rows that change, not as per-row
+        arrays (``SpreadProbe.arrays`` / ``AffinityProbe.arrays`` are
+        computed from them by each node's thread).  A ``DeviceCounts``
+        over ``n_rows`` node rows."""
+        st = self.state
+        if self.probe is None and self.spread is not None:
+            self.probe = self.spread.victim_probe(st, self.ctx.pod, self.nominated)
+        if self.ia_probe is None and self.affinity is not None:
+            self.ia_probe = self.affinity.victim_probe(st, self.ctx.pod)
+        sp = self.probe.parts if self.probe is not None else []
+        ia = self.ia_probe.parts if self.ia_probe is not None else []
+        s, p = len(sp), len(ia)
+        nodes = np.full((n_rows, 3 * s + p), -1, np.int64)
+        nodes[:, 2 * s:3 * s] = 0
+        sums = [None] * (2 * s + p)
+        scal = np.zeros((s, 5), np.int64)
+        for c, part in enumerate(sp):
+            if part is None:
+                continue
+            bound, dom, ds, _, present, enforce, m1, n_m1, m2, extra = part
+            _fill(nodes[:, c], dom)
+            _fill(nodes[:, s + c], ds.dom)
+            if extra is not None:
+                _fill(nodes[:, 2 * s + c], extra)
+            sums[c], sums[s + c] = ds.sums, present
+            scal[c] = (bound, enforce, m1, n_m1, m2)
+        for j, part in enumerate(ia):
+            if part[1] is not None:
+                _fill(nodes[:, 3 * s + j], part[1])
+                sums[2 * s + j] = part[2].sums
+        width = max([a.shape[0] for a in sums if a is not None], default=0)
+        doms = np.zeros((max(width, 1), 2 * s + p), np.int64)
+        for k, a in enumerate(sums):
+            if a is not None:
+                doms[:a.shape[0], k] = a
+        ia_code = self.ia_probe.codes if self.ia_probe is not None else np.zeros(0, np.int64)
+        ia_pos = self.ia_probe.pos if self.ia_probe is not None else np.zeros(0, np.int64)
+        ia_self = self.ia_probe.self_all if self.ia_probe is not None else False
+        return VS.DeviceCounts(nodes, doms, scal, ia_code, ia_pos, bool(ia_self),
+                               bool(self.ipa_first), self._class_matches(s, ia))
+
+    def _class_matches(self, s: int, ia) -> np.ndarray:
+        """[S + P, K] int64 what a pod of victim-table class k counts for
+        each spread constraint, then each affinity condition.  A spread
+        constraint counts a pod by its namespace and labels unless it is
+        terminating, which the device reads from the table's own flags, so
+        a class is judged on its record as if not terminating."""
+        recs = self.classes[1]
+        out = np.zeros((s + len(ia), max(len(recs), 1)), np.int64)
+        probe = self.probe
+        j = 0
+        for ci, p in enumerate(probe.parts if probe is not None else ()):
+            if p is None:
+                continue
+            pred = probe.preds[j]
+            j += 1
+            out[ci, :len(recs)] = [1 if pred(_alive(r)) else 0 for r in recs]
+        for j, part in enumerate(ia):
+            if part[1] is not None:         # else the row fails whatever its pods
+                out[s + j, :len(recs)] = [part[5](r) for r in recs]
+        return out
 
     def answer(self, kind: int, bits: int):
         """``on_node``'s code for a kernel kind: the built-in reason bits, a

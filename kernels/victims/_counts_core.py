@@ -391,6 +391,76 @@ def beats(stats, i, best):
     return False
 
 
+def position_kind(i, row, allocatable, requested, unschedulable, valid, label_vals,
+                  label_nums, label_isnum, taint_bits, port_bits, request, requests_anything,
+                  fit_ignored, node_name_row, prefilter_rows, tolerates_unschedulable,
+                  taint_reject, has_node_selector, has_required, has_added_required,
+                  program_terms, term_offsets, req_key, req_op, req_num, val_offsets, vals,
+                  port_conflicts, prio, static_flags, fit, check_ports, any_pdb, monotone,
+                  pod_count, pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed,
+                  pod_order, alike_from, fit_cols, fit_want, match, sp_valid, sp_counted,
+                  sp_base, sp_bound, sp_other, sp_here, ia_code, ia_valid, ia_base, ia_pos,
+                  ia_self, ia_first, bits_out, stats, work, limit, viol, is_victim, taken,
+                  left, cur):
+    """SelectVictimsOnNode on counts for node ``row`` at batch index i: its
+    kind (KIND_*), ``stats[i]``, ``bits_out[i]`` and, for a candidate, the
+    victims in ``cur[:stats[i, 1]]``.  ``static_flags`` the query's filter
+    flags less NodePorts and NodeResourcesFit, ``fit`` NodeResourcesFit
+    runs, ``monotone`` no required affinity condition (``visit_rows``).
+    The device's thread per node (cuda) runs it; ``visit_rows`` holds the
+    same lines inline (numba inlines the rules below into it, but not a
+    call of this many arguments: Python passes over 30 as ``f(*args)``,
+    which numba's inliner refuses, and as a call it cost the serial visit
+    ~35 %); the cuda tests hold the two to the same answers."""
+    for t in range(stats.shape[1]):
+        stats[i, t] = 0
+    bits_out[i] = 0
+    # The lower-priority pods are the tail of the row's importance
+    # order (priority desc, start asc, slot asc).
+    n_on = pod_count[row]
+    lo = 0
+    hi = n_on
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pod_prio[row, pod_order[row, mid]] < prio:
+            hi = mid
+        else:
+            lo = mid + 1
+    t0 = lo
+    if t0 == n_on:
+        stats[i, 0] = CODE_NO_VICTIMS
+        k = KIND_NO_VICTIMS
+    else:
+        if not valid[row]:
+            static = R_INVALID_ROW
+        else:
+            static = node_reasons(row, allocatable, requested, unschedulable,  # noqa: F821
+                                  valid, label_vals, label_nums, label_isnum,
+                                  taint_bits, port_bits, static_flags, request,
+                                  requests_anything, fit_ignored, node_name_row,
+                                  prefilter_rows, tolerates_unschedulable,
+                                  taint_reject, has_node_selector, has_required,
+                                  has_added_required, program_terms, term_offsets,
+                                  req_key, req_op, req_num, val_offsets, vals,
+                                  port_conflicts)
+        if t0 >= alike_from[row]:
+            k = alike_victims(i, row, t0, static, fit, check_ports, monotone,
+                              allocatable, requested, fit_cols, fit_want,
+                              port_conflicts, pod_count, pod_prio, pod_start, pod_req, pod_ports, pod_order, match,
+                              sp_valid, sp_counted, sp_base, sp_bound, sp_other, sp_here,
+                              ia_code, ia_valid, ia_base, ia_pos, ia_self, ia_first,
+                              bits_out, stats, work, limit, taken, cur)
+        else:
+            k = row_victims(i, row, t0, static, fit, check_ports, any_pdb, allocatable,
+                            requested, fit_cols, fit_want, port_conflicts, pod_count,
+                            pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed,
+                            pod_order, match, sp_valid, sp_counted, sp_base, sp_bound,
+                            sp_other, sp_here, ia_code, ia_valid, ia_base, ia_pos,
+                            ia_self, ia_first, bits_out, stats, work, limit, viol,
+                            is_victim, taken, left, cur)
+    return k
+
+
 def visit_rows(base, rows, allocatable, requested, unschedulable, valid, label_vals,
                label_nums, label_isnum, taint_bits, port_bits, filter_flags, request,
                requests_anything, fit_ignored, node_name_row, prefilter_rows,

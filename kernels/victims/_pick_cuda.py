@@ -1,5 +1,6 @@
-"""The visit and the pick of ``victims.pick`` as one CUDA block, and the
-scatter of changed pod-table rows into the resident tables.
+"""The visit and the pick of ``victims.pick`` as one CUDA block, the
+scatter of changed pod-table rows into the resident tables, and the
+stage's allocatable lowered on a few rows (the nominated pods' requests).
 
 ``pick_kernel`` (one block of ``PICK_THREADS``, each thread a contiguous
 chunk of positions): per-thread counts of non-violating / violating
@@ -166,3 +167,49 @@ def scatter_rows_kernel(packed, count, prio, start, req, ports, pdb):
 def launch_scatter(packed, *tables) -> None:
     blocks = max(1, (packed.shape[0] + SCATTER_THREADS - 1) // SCATTER_THREADS)
     scatter_rows_kernel[blocks, SCATTER_THREADS](packed, *tables)
+
+
+@cuda.jit
+def scatter_flat_kernel(packed, table):
+    """Row d of ``packed``: node row, then the row's values of ``table``
+    [N, W] int64."""
+    d = cuda.grid(1)
+    if d >= packed.shape[0]:
+        return
+    i = packed[d, 0]
+    for w in range(table.shape[1]):
+        table[i, w] = packed[d, 1 + w]
+
+
+def launch_scatter_flat(packed, table) -> None:
+    blocks = max(1, (packed.shape[0] + SCATTER_THREADS - 1) // SCATTER_THREADS)
+    scatter_flat_kernel[blocks, SCATTER_THREADS](packed, table)
+
+
+@cuda.jit
+def lowered_rows_kernel(out, src, packed):
+    """``out`` [N, R] = ``src`` [N, R] (a view of the stage's allocatable),
+    less row d's amounts ``packed[d, 1:]`` on node row ``packed[d, 0]``
+    (rows ascending, each once): one thread per node row, each finding its
+    own row among the few packed ones by bisection."""
+    i = cuda.grid(1)
+    if i >= out.shape[0]:
+        return
+    for r in range(out.shape[1]):
+        out[i, r] = src[i, r]
+    lo = 0
+    hi = packed.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if packed[mid, 0] < i:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < packed.shape[0] and packed[lo, 0] == i:
+        for r in range(out.shape[1]):
+            out[i, r] -= packed[lo, 1 + r]
+
+
+def launch_lowered(out, src, packed) -> None:
+    blocks = max(1, (out.shape[0] + SCATTER_THREADS - 1) // SCATTER_THREADS)
+    lowered_rows_kernel[blocks, SCATTER_THREADS](out, src, packed)

@@ -22,6 +22,16 @@ back of the chosen position, its statistics and its victims.  ``search``
 is the search alone with its statistics copied back (the host-filter and
 dry-run paths).  Same answers as ``search.select_victims`` and
 ``pick.visit_and_pick`` on the host.
+
+``counts_search_and_pick`` is the same with PodTopologySpread and/or
+InterPodAffinity the only host filters: the search on counts
+(``_counts_cuda.counts_kernel``, one thread per node, the numba visit's
+per-node code ``_counts_core.position_kind``) over the pod tables, a
+resident index table (``sync_index``) and the probes' node and domain
+tables (``_resident``: sent by the rows that change), then the same pick
+and one copy back.  ``allocatable_lowered`` builds, from the stage's own
+column and the k rows the nominated pods sit on, the allocatable a search
+reads beside a nominated overlay.  ``counters`` reports the traffic.
 """
 
 from __future__ import annotations
@@ -30,11 +40,29 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused.stage_args import DeviceStage
 
+from . import on_counts as VS
 from . import search as V
 
-__all__ = ["DevicePick", "DeviceStage", "DeviceVictims", "pack_stage"]
+CODE_KIND_BASE = VS.CODE_KIND_BASE
+
+
+def decode_code(code: int) -> tuple[int, int]:
+    """(kind ``on_counts.KIND_*``, built-in reason bits) of a code the
+    device search on counts leaves in ``stats[j, 0]``."""
+    if code > 0:
+        return VS.KIND_BITS, code
+    if code == V.CODE_NO_VICTIMS:
+        return VS.KIND_NO_VICTIMS, 0
+    if code == V.CODE_NONE_LEFT:
+        return VS.KIND_NONE_LEFT, 0
+    if code == 0:
+        return VS.KIND_OK, 0
+    return CODE_KIND_BASE - code, 0
+
+__all__ = ["DevicePick", "DeviceStage", "DeviceVictims", "decode_code", "pack_stage"]
 
 
 def pack_stage(cols, q) -> DeviceStage:
@@ -53,6 +81,14 @@ def victim_kernel():
     return _cuda.victims_kernel
 
 
+def counts_kernel():
+    """The device search on counts' CUDA kernel (a numba-cuda dispatcher,
+    ``.py_func`` its source; benches count its arguments).  Imports
+    numba-cuda."""
+    from . import _counts_cuda
+    return _counts_cuda.counts_kernel
+
+
 class DevicePick(NamedTuple):
     """visited, calls: as ``pick.Pick``; chosen: position (-1 none);
     stats [7] int64 of the chosen position; victims [n_victims] int64 slots."""
@@ -67,7 +103,9 @@ class DevicePick(NamedTuple):
 class DeviceVictims:
     """The pod tables, scratch and query arguments of the victim search on
     the device (see the module docstring).  Counters for tests and benches:
-    ``full_uploads``, ``rows_uploaded``."""
+    ``full_uploads``, ``rows_uploaded``; and the traffic of every call:
+    ``launches`` (kernels), ``copies`` (host -> device), ``bytes_uploaded``,
+    ``copies_back`` (device -> host), ``bytes_downloaded``."""
 
     def __init__(self):
         from numba import cuda
@@ -85,8 +123,42 @@ class DeviceVictims:
         self._rows = None                   # the visiting order's kept device buffer
         self._alloc = None                  # kept buffer of ``allocatable_from``
         self._stats = None                  # the last search's device stats
+        self._index = None                  # [N, 3C + 1] order, classes, dying, alike tail
+        self._index_key = (None, None)      # (layout, shape) of the index table
+        self._index_seen = -1
+        self._per = None                    # kept buffer of the per-preemptor inputs
+        self._counts_scratch: dict = {}
+        self._kept: dict = {}               # name -> (host copy, device copy): ``_resident``
         self.full_uploads = 0
         self.rows_uploaded = 0
+        self.launches = 0
+        self.copies = 0
+        self.bytes_uploaded = 0
+        self.copies_back = 0
+        self.bytes_downloaded = 0
+        self.counts_searches = 0            # ``counts_search_and_pick`` calls
+
+    def _up(self, host: np.ndarray, dev=None):
+        """``host`` to the device (into ``dev`` when given), counted."""
+        self.copies += 1
+        self.bytes_uploaded += host.nbytes
+        if dev is None:
+            return self._cuda.to_device(host)
+        dev.copy_to_device(host)
+        return dev
+
+    def _down(self, dev) -> np.ndarray:
+        """``dev`` back to the host, counted."""
+        host = dev.copy_to_host()
+        self.copies_back += 1
+        self.bytes_downloaded += host.nbytes
+        return host
+
+    def counters(self) -> dict:
+        """The traffic counters by name (benches)."""
+        return {k: int(getattr(self, k)) for k in
+                ("launches", "copies", "bytes_uploaded", "copies_back", "bytes_downloaded",
+                 "full_uploads", "rows_uploaded", "counts_searches")}
 
     # ------------------------------------------------------------ pod tables
     def sync_pods(self, pods: V.VictimPods, layout, row_stamp: np.ndarray, stamp: int) -> None:
@@ -96,7 +168,7 @@ class DeviceVictims:
         tables = pods[:6]
         shape = tuple(a.shape for a in tables)
         if layout != self._layout or shape != self._shape:
-            self._tables = tuple(cuda.to_device(np.ascontiguousarray(a)) for a in tables)
+            self._tables = tuple(self._up(np.ascontiguousarray(a)) for a in tables)
             self._layout, self._shape = layout, shape
             self.full_uploads += 1
             self.rows_uploaded += tables[0].shape[0]
@@ -105,7 +177,7 @@ class DeviceVictims:
             dirty = np.flatnonzero(row_stamp[:n] > self._seen)
             if dirty.shape[0] * 4 > n:
                 for dev, a in zip(self._tables, tables):
-                    dev.copy_to_device(np.ascontiguousarray(a))
+                    self._up(np.ascontiguousarray(a), dev)
                 self.full_uploads += 1
                 self.rows_uploaded += n
             elif dirty.shape[0]:
@@ -113,12 +185,41 @@ class DeviceVictims:
                 packed = np.concatenate(
                     [dirty[:, None], tables[0][dirty][:, None]]
                     + [a[dirty].reshape(d, -1) for a in tables[1:]], axis=1)
-                self._pk.launch_scatter(cuda.to_device(packed), *self._tables)
+                self._pk.launch_scatter(self._up(packed), *self._tables)
+                self.launches += 1
                 self.rows_uploaded += d
         self._seen = stamp
         allowed = pods.pdb_allowed
         if self._allowed[0] is not allowed:
-            self._allowed = (allowed, cuda.to_device(np.ascontiguousarray(allowed)))
+            self._allowed = (allowed, self._up(np.ascontiguousarray(allowed)))
+
+    def sync_index(self, order: np.ndarray, cls: np.ndarray, dying: np.ndarray,
+                   alike_from: np.ndarray, layout, row_stamp: np.ndarray, stamp: int) -> None:
+        """Bring the resident index table (the search on counts reads it:
+        per row the importance order, class ids, terminating flags [N, C]
+        and the alike tail [N]) level with the host's, as ``sync_pods``
+        does the pod tables: whole on a new layout, else the rows whose
+        ``row_stamp`` is above the last upload (one packed copy, one
+        scatter)."""
+        n, c = order.shape
+
+        def rows_of(idx):
+            return np.concatenate([order[idx], cls[idx], dying[idx].astype(np.int64),
+                                   alike_from[idx][:, None]], axis=1)
+        key = (layout, (n, c))
+        if key != self._index_key:
+            self._index = self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64))
+            self._index_key = key
+        elif stamp != self._index_seen:
+            dirty = np.flatnonzero(row_stamp[:n] > self._index_seen)
+            if dirty.shape[0] * 4 > n:
+                self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64), self._index)
+            elif dirty.shape[0]:
+                packed = np.concatenate([dirty[:, None], rows_of(dirty)], axis=1)
+                self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)),
+                                             self._index)
+                self.launches += 1
+        self._index_seen = stamp
 
     # --------------------------------------------------------------- scratch
     def _work(self, n: int, r: int, wp: int, m: int, c: int, p: int) -> tuple:
@@ -132,7 +233,7 @@ class DeviceVictims:
             cap = max(m, 2 * got[0]) if got is not None else max(m, 1)
             head, size = self._k.work_layout(n, cap, r, wp, c, p, V.N_STATS)
             buf = cuda.device_array(size, np.int64)
-            buf[:head.shape[0]].copy_to_device(head)
+            self._up(head, buf[:head.shape[0]])
             self._scratch = {key: (cap, buf, self._k.work_views(buf, head),
                                    cuda.device_array(self._pk.OUT_VICTIMS + c, np.int64))}
             got = self._scratch[key]
@@ -145,18 +246,27 @@ class DeviceVictims:
             self._rows = self._cuda.device_array(max(m, 2 * (0 if self._rows is None
                                                              else self._rows.shape[0])),
                                                  np.int64)
-        self._rows[:m].copy_to_device(np.ascontiguousarray(rows, np.int64))
+        self._up(np.ascontiguousarray(rows, np.int64), self._rows[:m])
         return self._rows[:m]
 
-    def allocatable_from(self, host: np.ndarray):
-        """``host`` [N, R] int64 in a kept device buffer (one copy up), for a
-        search that reads it instead of the stage's allocatable (the
-        nominated pods' requests taken off: ``evaluator.nominated_allocatable``)."""
-        host = np.ascontiguousarray(host, np.int64)
-        if self._alloc is None or self._alloc.shape != host.shape:
-            self._alloc = self._cuda.to_device(host)
-        else:
-            self._alloc.copy_to_device(host)
+    def allocatable_lowered(self, stage: DeviceStage, rows: np.ndarray, amounts: np.ndarray):
+        """The stage's allocatable [N, R] less ``amounts`` [k, R] int64 on
+        node rows ``rows`` [k] (ascending, distinct), in a kept device
+        buffer, for a search that reads it instead of the stage's (the
+        nominated pods' requests taken off: ``evaluator.nominated_lowering``).
+        One copy up of the k rows (O(k), not O(N)) and one launch that
+        copies the stage's column on the device and lowers those rows."""
+        src = stage.allocatable
+        if self._alloc is None or self._alloc.shape != src.shape:
+            self._alloc = self._cuda.device_array(src.shape, np.int64)
+        k, r = amounts.shape[0], src.shape[1]
+        packed = np.zeros((max(k, 1), 1 + r), np.int64)
+        packed[:, 0] = -1               # no row: nothing lowered
+        packed[:k, 0] = rows
+        w = min(r, amounts.shape[1])
+        packed[:k, 1:1 + w] = amounts[:, :w]
+        self._pk.launch_lowered(self._alloc, src, self._up(packed))
+        self.launches += 1
         return self._alloc
 
     def _launch_search(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
@@ -176,6 +286,7 @@ class DeviceVictims:
         self._k.launch(m, self._device_rows(rows), priority, stage.packs, stage.qbuf,
                        stage.allocatable if allocatable is None else allocatable,
                        self._tables, self._allowed[1], buf)
+        self.launches += 1
         return views, out
 
     def search(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
@@ -188,8 +299,7 @@ class DeviceVictims:
             return V.VictimResult(np.zeros((0, V.N_STATS), np.int64),
                                   np.zeros((0, max(self._shape[1][1], 1)), np.int64))
         work, _ = self._launch_search(stage, cols, rows, priority, allocatable)
-        return V.VictimResult(work["stats"][:m].copy_to_host(),
-                              work["victims"][:m].copy_to_host())
+        return V.VictimResult(self._down(work["stats"][:m]), self._down(work["victims"][:m]))
 
     def search_and_pick(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
                         cap: int, allocatable=None) -> DevicePick:
@@ -201,8 +311,12 @@ class DeviceVictims:
             return DevicePick(0, 0, -1, np.zeros(V.N_STATS, np.int64), np.zeros(0, np.int64))
         work, out = self._launch_search(stage, cols, rows, priority, allocatable)
         self._pk.launch_pick(work["stats"], work["victims"], m, cap, out)
+        self.launches += 1
         self._stats = work["stats"]
-        host = out.copy_to_host()
+        return self._picked(self._down(out))
+
+    def _picked(self, host: np.ndarray) -> DevicePick:
+        """A ``DevicePick`` from the pick's out buffer copied back."""
         pk = self._pk
         chosen = int(host[pk.OUT_CHOSEN])
         stats = host[pk.OUT_STATS: pk.OUT_STATS + V.N_STATS].copy()
@@ -210,7 +324,119 @@ class DeviceVictims:
         return DevicePick(int(host[pk.OUT_VISITED]), int(host[pk.OUT_CALLS]), chosen, stats,
                           host[pk.OUT_VICTIMS: pk.OUT_VICTIMS + nv].copy())
 
+    def counts_search_and_pick(self, stage: DeviceStage, cols, q, rows: np.ndarray,
+                               priority: int, cap: int, counts: VS.DeviceCounts,
+                               any_pdb: bool, allocatable=None) -> DevicePick:
+        """The search on counts (``on_counts.visit``'s per-node answers)
+        over the visiting order ``rows`` [M], the visit (numCandidates
+        ``cap``) and the pick on the device: the probes' node and domain
+        tables (``counts``, an ``on_counts.DeviceCounts``) kept resident and
+        sent by the rows that changed since the last search, the visiting
+        order only when it is not a rotation of the last one
+        (``_visit_order``), one copy up of the rest (``per``: the offset,
+        the query's fit columns, the conditions' scalars and class
+        matches), two launches, one copy back.  ``q`` the padded query;
+        the index table must be level (``sync_index``).  A position the host filters reject carries
+        ``CODE_KIND_BASE - kind`` as its code (``decode_code``)."""
+        from . import _counts_cuda
+        m = rows.shape[0]
+        if m == 0:
+            return DevicePick(0, 0, -1, np.zeros(V.N_STATS, np.int64), np.zeros(0, np.int64))
+        if self._index is None:
+            raise RuntimeError("DeviceVictims.sync_index must run before a search on counts")
+        fit_cols, fit_want = VS.fit_columns(q)
+        flags = int(q.filter_flags)
+        check_ports = bool(flags & L.F_PORTS) and bool(np.any(q.port_conflicts))
+        n_spread, n_ia = counts.sp_scalars.shape[0], counts.ia_code.shape[0]
+        nodes = self._resident("nodes", counts.nodes)
+        doms = self._resident("doms", counts.doms)
+        visit, offset = self._visit_order(np.ascontiguousarray(rows, np.int64))
+        per = _counts_cuda.pack_per(
+            {"n_spread": n_spread, "ia_self": counts.ia_self, "ia_first": counts.ia_first,
+             "check_ports": check_ports, "any_pdb": any_pdb, "offset": offset},
+            {"fit_cols": fit_cols, "fit_want": fit_want,
+             "ia_code": counts.ia_code, "ia_pos": counts.ia_pos,
+             "class_match": counts.class_match, "sp_scalars": counts.sp_scalars})
+        if self._per is None or self._per.shape[0] < per.shape[0]:
+            self._per = self._cuda.device_array(
+                max(per.shape[0], 2 * (0 if self._per is None else self._per.shape[0])),
+                np.int64)
+        self._up(per, self._per[:per.shape[0]])
+        self.counts_searches += 1
+        c = max(self._shape[1][1], 1)
+        views, out = self._counts_work(m, 1 + fit_cols.shape[0], c, n_spread, n_ia,
+                                       self._allowed[1].shape[0])
+        _counts_cuda.launch(m, priority, stage.packs, stage.qbuf,
+                            stage.allocatable if allocatable is None else allocatable,
+                            self._tables, self._allowed[1], self._index, nodes, doms, visit,
+                            self._per[:per.shape[0]], views["_buf"])
+        self.launches += 1
+        self._pk.launch_pick(views["stats"], views["victims"], m, cap, out)
+        self.launches += 1
+        self._stats = views["stats"]
+        return self._picked(self._down(out))
+
+    def _visit_order(self, rows: np.ndarray) -> tuple:
+        """(the resident visit base [M, 1] on the device, offset): ``rows``
+        [M] is the base rotated by offset.  A visiting order that is a
+        rotation of the last base (the same nodes from another seeded
+        offset) sends nothing; another becomes the base (``_resident``)."""
+        got = self._kept.get("visit")
+        m = rows.shape[0]
+        if got is not None and got[0].shape[0] == m:
+            base = got[0][:, 0]
+            at = np.flatnonzero(base == rows[0])
+            if at.shape[0] == 1:
+                k = int(at[0])
+                if np.array_equal(rows[:m - k], base[k:]) and np.array_equal(rows[m - k:],
+                                                                              base[:k]):
+                    return got[1], k
+        return self._resident("visit", rows[:, None]), 0
+
+    def _resident(self, name: str, host: np.ndarray):
+        """``host`` [n, w] int64 kept on the device under ``name``: the
+        first time (or another shape) one copy, then the rows that differ
+        from the last one sent (a packed copy and a scatter; all of them
+        in one copy when over a quarter changed)."""
+        host = np.ascontiguousarray(host, np.int64)
+        if host.shape[1] == 0:              # no column: one of zeros (a device array's
+            host = np.zeros((host.shape[0], 1), np.int64)   # shape must not be empty)
+        got = self._kept.get(name)
+        if got is None or got[0].shape != host.shape:
+            self._kept[name] = (host.copy(), self._up(host))
+            return self._kept[name][1]
+        last, dev = got
+        diff = np.flatnonzero((last != host).any(axis=1))
+        if diff.shape[0] * 4 > host.shape[0]:
+            self._up(host, dev)
+        elif diff.shape[0]:
+            packed = np.concatenate([diff[:, None], host[diff]], axis=1)
+            self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)), dev)
+            self.launches += 1
+        last[...] = host
+        return dev
+
+    def _counts_work(self, m: int, k: int, c: int, n_spread: int, n_ia: int,
+                     p: int) -> tuple:
+        """(the counts search's work views by name, ``_buf`` the buffer, and
+        the pick's out [OUT_VICTIMS + C]): kept, regrown by doubling ``m``."""
+        from . import _counts_cuda
+        key = (k, c, n_spread, n_ia, p)
+        got = self._counts_scratch.get(key)
+        if got is None or got[0] < m:
+            cap = max(m, 2 * got[0]) if got is not None else max(m, 1)
+            head, size = _counts_cuda.work_layout(cap, k, c, n_spread, n_ia, p, V.N_STATS)
+            buf = self._cuda.device_array(size, np.int64)
+            self._up(head, buf[:head.shape[0]])
+            views = _counts_cuda.work_views(buf, head)
+            views["_buf"] = buf
+            self._counts_scratch = {key: (cap, views,
+                                          self._cuda.device_array(self._pk.OUT_VICTIMS + c,
+                                                                  np.int64))}
+            got = self._counts_scratch[key]
+        return got[1], got[2]
+
     def last_stats(self, visited: int) -> np.ndarray:
         """[visited, 7] statistics of the last ``search_and_pick`` (a second
         copy, for the reasons of a preemption that found no candidate)."""
-        return self._stats[:visited].copy_to_host()
+        return self._down(self._stats[:visited])

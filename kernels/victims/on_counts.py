@@ -47,7 +47,7 @@ from tensorsched.kernels import layout as L
 
 from .search import N_STATS, filter_args
 
-__all__ = ["Counts", "KIND_AFFINITY", "KIND_ANTI", "KIND_BITS", "KIND_EXISTING",
+__all__ = ["Counts", "DeviceCounts", "KIND_AFFINITY", "KIND_ANTI", "KIND_BITS", "KIND_EXISTING",
            "KIND_MISSING", "KIND_NONE_LEFT", "KIND_NO_VICTIMS", "KIND_OK", "KIND_SKEW",
            "Searched", "VisitState", "importance_order", "visit"]
 
@@ -60,6 +60,10 @@ KIND_NO_VICTIMS = 6     # no lower-priority pod on the node
 KIND_AFFINITY = 7       # InterPodAffinity codes 1-3 (AffinityProbe.code + 6)
 KIND_ANTI = 8
 KIND_EXISTING = 9
+# The device search on counts (``victims._counts_cuda``) leaves a position
+# the host filters reject (code 0 in ``stats`` here) this less its kind as
+# its code, so the device pick reads code 0 as "a candidate" alone.
+CODE_KIND_BASE = -16
 
 _VS_NON_VIOLATING, _VS_VIOLATING, _VS_CALLS, _VS_BEST, _VS_VISITED, _VS_STOPPED = range(6)
 
@@ -93,6 +97,33 @@ class Counts(NamedTuple):
     ia_pos: np.ndarray
     ia_self: bool
     ia_first: bool
+
+
+class DeviceCounts(NamedTuple):
+    """PodTopologySpread (S constraints) and InterPodAffinity (P
+    conditions) on counts as the device search reads them (``Counts``'
+    per-row arrays are worked out there, each node's thread its own row).
+
+    nodes [N, 3S + P] int64 per node row: each constraint's domain id (-1:
+    the row lacks the key), its counted domain id (-1: the row's pods do
+    not count), the nominated pods it counts there (0 without), then each
+    condition's domain id (-1: none); doms [D, 2S + P] int64 per domain:
+    each constraint's baseline sum and presence (0/1), each condition's
+    baseline sum; sp_scalars [S, 5]: maxSkew - self, minDomains enforced
+    (0/1), the least present sum, how many domains hold it, the next
+    (``SpreadProbe``); ia_code, ia_pos [P], ia_self, ia_first as
+    ``Counts``'; class_match [S + P, K] what a pod of class k counts for
+    each (a terminating pod counts for no spread constraint whatever its
+    class)."""
+
+    nodes: np.ndarray
+    doms: np.ndarray
+    sp_scalars: np.ndarray
+    ia_code: np.ndarray
+    ia_pos: np.ndarray
+    ia_self: bool
+    ia_first: bool
+    class_match: np.ndarray
 
 
 def no_counts() -> Counts:

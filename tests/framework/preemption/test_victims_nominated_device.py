@@ -128,3 +128,38 @@ def test_the_host_filter_path_counts_the_nominated_pod(backend, monkeypatch):
     mid = pod_dict("mid", cpu="300m", priority=50, spec=SPREAD)
     got, _ = _play(backend, N0, [ARRIVALS[0], mid], monkeypatch, SPREAD_CFG)
     assert got == WANT
+
+
+def _mid_bytes_up(fillers, monkeypatch):
+    """(bindings, bytes the device victim search sent up for mid's attempt,
+    node count, resource count) on N0 plus ``fillers`` nodes of 100m that
+    fit neither pod and hold no pod (visited, no victims), on ``auto``."""
+    objs = N0 + [node_dict(f"f{i}", cpu="100m") for i in range(fillers)]
+    with monkeypatch.context() as m:
+        m.setattr(fused_backends, "gpu_present", lambda: True)
+        sched = Scheduler(build_cluster(objs, CFG), "auto", 0, termination_grace_seconds=30)
+        out = []
+        sched.add_pod(ARRIVALS[0])
+        b = sched.schedule_one()
+        out.append((b.pod, b.node, b.nominated_node, list(b.victims)))
+        mirror = sched.cluster.pod_table().mirror
+        up = mirror.bytes_uploaded
+        sched.add_pod(ARRIVALS[1])
+        b = sched.schedule_one()
+        out.append((b.pod, b.node, b.nominated_node, list(b.victims)))
+        st = sched.cluster.state
+        return out, mirror.bytes_uploaded - up, st.num_nodes, len(st.resources)
+
+
+def test_a_warm_search_sends_the_nominated_rows_not_the_column(monkeypatch):
+    """mid's search on ``auto`` (high nominated to n0) sends up its visiting
+    order (8 bytes a node) and what does not grow with the cluster: the
+    nominated row of allocatable lowered on the device, the pod-table row
+    that changed; never the whole lowered allocatable [N, R].  Same
+    answers at both sizes."""
+    small, up_small, n_small, r = _mid_bytes_up(40, monkeypatch)
+    big, up_big, n_big, _ = _mid_bytes_up(160, monkeypatch)
+    assert small == big == WANT
+    rest_small, rest_big = up_small - 8 * n_small, up_big - 8 * n_big
+    assert rest_small == rest_big
+    assert rest_big < 8 * n_small * r

@@ -140,3 +140,36 @@ def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
     assert (seen["up"], seen["back"], seen["alloc"]) == (1, 1, 0)
     assert seen["args"] == [15]
     assert first.chosen >= 0 and again.chosen >= 0
+
+
+@given(n=st.integers(1, 12), r=st.integers(1, 5), data=st.data())
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_allocatable_lowered_on_few_rows(n, r, data):
+    """The stage's allocatable lowered by the nominated pods' requests on
+    k rows equals ``allocatable - added`` on the host, and only the k
+    packed rows travel up: (1 + R) x 8 bytes each, one copy, one launch."""
+    from numba import cuda
+
+    from tensorsched.kernels.fused.stage_args import DeviceStage
+    alloc = np.array(data.draw(st.lists(st.lists(st.integers(0, 10**9), min_size=r,
+                                                 max_size=r), min_size=n, max_size=n)),
+                     np.int64)
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1))), np.int64)
+    amounts = np.array(data.draw(st.lists(st.lists(st.integers(0, 10**6), min_size=r,
+                                                   max_size=r), min_size=rows.shape[0],
+                                          max_size=rows.shape[0])), np.int64)
+    # the stage's column is a strided view of a wider pack, as the mirror's
+    pack = np.zeros((n, r + 3), np.int64)
+    pack[:, 1:1 + r] = alloc
+    dev_pack = cuda.to_device(pack)
+    stage = DeviceStage((dev_pack,), None, dev_pack[:, 1:1 + r])
+    dev = _mirror(HAND_PODS)
+    before = dev.counters()
+    got = dev.allocatable_lowered(stage, rows, amounts).copy_to_host()
+    want = alloc.copy()
+    want[rows] -= amounts
+    assert got.tolist() == want.tolist()
+    after = dev.counters()
+    assert after["copies"] - before["copies"] == 1
+    assert after["bytes_uploaded"] - before["bytes_uploaded"] == 8 * (1 + r) * rows.shape[0]
+    assert after["launches"] - before["launches"] == 1
