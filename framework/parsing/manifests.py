@@ -31,7 +31,13 @@ written: such a term just never matches.  Structural errors (wrong types,
 unknown enum values, missing required keys) are load errors, and so is every
 LabelSelector (pod (anti-)affinity labelSelector / namespaceSelector, spread
 constraints, PDBs, ReplicaSets, StatefulSets) that apimachinery's
-``ValidateLabelSelector`` refuses, with its messages (``meta.validate_label_selector``).
+``ValidateLabelSelector`` refuses, with its messages (``meta.validate_label_selector``),
+and what the API server's object validation refuses: names, namespaces and
+labels (``meta.check_object_meta``), a ``nodeSelector`` that is no label map,
+affinity and spread topology keys and label keys that are not qualified
+names, a term's namespaces that are not DNS labels, spread constraints
+repeated or with minDomains under ScheduleAnyway, and int32 fields past int32
+(``maxSkew``, ``minDomains``, a PDB's counts; its percentages above 100%).
 
 Files are read strictly (``load_objects``): UTF-8 only, no duplicate keys,
 nesting at most :data:`MAX_DEPTH` deep, no YAML alias bombs; every object
@@ -62,6 +68,8 @@ from .meta import (
     ObjectKind,
     SourcedObject,
     canonical,
+    check_labels,
+    dns1123_label_errors,
     identity,
     invalid_value,
     join_path,
@@ -94,6 +102,7 @@ from tensorsched.framework.records.records import (
     Taint,
     Toleration,
 )
+from .quantity import INT64_MAX, INT64_MIN
 from .selectors import NS_NAME_LABEL
 from .volumes import VOLUME_KINDS, parse_pod_volumes, remember_pod_volumes
 from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
@@ -726,12 +735,17 @@ def _validate_pod_affinity(ctx: ObjectContext, pa, path: str) -> dict | None:
 
     def term(t, tpath):
         t = ctx.mapping(t, tpath)
-        ctx.string(t.get("topologyKey"), f"{tpath}.topologyKey", required=True)
+        key = ctx.string(t.get("topologyKey"), f"{tpath}.topologyKey", required=True)
+        _label_key(ctx, key, f"{tpath}.topologyKey")
         validate_label_selector(ctx, t.get("labelSelector"), f"{tpath}.labelSelector")
         validate_label_selector(ctx, t.get("namespaceSelector"), f"{tpath}.namespaceSelector")
-        ctx.str_list(t.get("namespaces"), f"{tpath}.namespaces")
-        ctx.str_list(t.get("matchLabelKeys"), f"{tpath}.matchLabelKeys")
-        ctx.str_list(t.get("mismatchLabelKeys"), f"{tpath}.mismatchLabelKeys")
+        for j, ns in enumerate(ctx.str_list(t.get("namespaces"), f"{tpath}.namespaces")):
+            errs = dns1123_label_errors(ns)
+            if errs:
+                ctx.fail(f"{tpath}.namespaces[{j}]", invalid_value(ns, errs))
+        for name in ("matchLabelKeys", "mismatchLabelKeys"):
+            for j, k in enumerate(ctx.str_list(t.get(name), f"{tpath}.{name}")):
+                _label_key(ctx, k, f"{tpath}.{name}[{j}]")
 
     req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
     for i, t in enumerate(ctx.list(pa.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)):
@@ -749,22 +763,54 @@ def _validate_pod_affinity(ctx: ObjectContext, pa, path: str) -> dict | None:
     return pa
 
 
+def _int32(ctx: ObjectContext, value, path: str, lo: int) -> int:
+    """An int32 field with a floor: ``value`` when an integer in
+    lo..INT32_MAX, else ManifestError (past int32 the API server's decoder
+    refuses it; nothing here saturates or wraps)."""
+    value = ctx.integer(value, path, lo=lo)
+    if value > INT32_MAX:
+        ctx.fail(path, f"must be <= {INT32_MAX} (an int32), got {value}")
+    return value
+
+
+def _label_key(ctx: ObjectContext, key: str, path: str) -> None:
+    """``ValidateLabelName``: ``key`` a qualified name (a topologyKey, a
+    matchLabelKeys entry), else ManifestError at ``path``."""
+    errs = qualified_name_errors(key)
+    if errs:
+        ctx.fail(path, invalid_value(key, errs))
+
+
 def _validate_spread(ctx: ObjectContext, value, path: str) -> list[dict]:
+    """topologySpreadConstraints as the API server validates them: maxSkew
+    and minDomains int32 >= 1 (minDomains with DoNotSchedule only),
+    qualified topologyKey and matchLabelKeys, no two constraints with one
+    {topologyKey, whenUnsatisfiable}."""
     out = []
+    seen: dict[tuple[str, str], int] = {}
     for i, c in enumerate(ctx.list(value, path)):
         cpath = f"{path}[{i}]"
         c = ctx.mapping(c, cpath)
         if c.get("maxSkew") is None:
             ctx.fail(f"{cpath}.maxSkew", "required (an integer >= 1)")
-        ctx.integer(c.get("maxSkew"), f"{cpath}.maxSkew", lo=1)
-        ctx.string(c.get("topologyKey"), f"{cpath}.topologyKey", required=True)
+        _int32(ctx, c.get("maxSkew"), f"{cpath}.maxSkew", 1)
+        key = ctx.string(c.get("topologyKey"), f"{cpath}.topologyKey", required=True)
+        _label_key(ctx, key, f"{cpath}.topologyKey")
         if c.get("whenUnsatisfiable") is None:
             ctx.fail(f"{cpath}.whenUnsatisfiable", "required (DoNotSchedule or ScheduleAnyway)")
-        ctx.enum(c.get("whenUnsatisfiable"), f"{cpath}.whenUnsatisfiable", WHEN_UNSATISFIABLE)
+        when = ctx.enum(c.get("whenUnsatisfiable"), f"{cpath}.whenUnsatisfiable",
+                        WHEN_UNSATISFIABLE)
+        if (key, when) in seen:
+            ctx.fail(cpath, f"Duplicate value: {{{key}, {when}}} (also {path}[{seen[key, when]}])")
+        seen[key, when] = i
         validate_label_selector(ctx, c.get("labelSelector"), f"{cpath}.labelSelector")
         if c.get("minDomains") is not None:
-            ctx.integer(c.get("minDomains"), f"{cpath}.minDomains", lo=1)
-        ctx.str_list(c.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")
+            _int32(ctx, c.get("minDomains"), f"{cpath}.minDomains", 1)
+            if when != "DoNotSchedule":
+                ctx.fail(f"{cpath}.minDomains",
+                         "can only use minDomains if whenUnsatisfiable=DoNotSchedule")
+        for j, k in enumerate(ctx.str_list(c.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")):
+            _label_key(ctx, k, f"{cpath}.matchLabelKeys[{j}]")
         for key in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
             if c.get(key) is not None:
                 ctx.enum(c.get(key), f"{cpath}.{key}", ("Honor", "Ignore"))
@@ -798,7 +844,8 @@ def _parse_tolerations(ctx: ObjectContext, value, path: str) -> list[Toleration]
         if not key and operator != "Exists":
             ctx.fail(f"{tpath}.operator", "must be Exists when key is empty (that tolerates every taint)")
         if t.get("tolerationSeconds") is not None:
-            ctx.integer(t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds")
+            ctx.integer(t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds",
+                        INT64_MIN, INT64_MAX)
             if effect != "NoExecute":
                 ctx.fail(f"{tpath}.effect", "must be NoExecute when tolerationSeconds is set")
         out.append(Toleration(key=key, operator=operator, value=val, effect=effect))
@@ -863,6 +910,7 @@ def _pod_constraints(ctx: ObjectContext, spec: dict) -> dict:
     """PodRecord kwargs restricting nodes: tolerations, selector, affinities, spread, gates."""
     tolerations = _parse_tolerations(ctx, spec.get("tolerations"), "spec.tolerations")
     node_selector = ctx.str_map(spec.get("nodeSelector"), "spec.nodeSelector")
+    check_labels(ctx, node_selector, "spec.nodeSelector")
     affinity = ctx.mapping(spec.get("affinity"), "spec.affinity")
     node_affinity = _validate_node_affinity(ctx, affinity.get("nodeAffinity"),
                                             "spec.affinity.nodeAffinity")
@@ -937,13 +985,17 @@ _PERCENT = re.compile(r"[0-9]+%")
 
 
 def _int_or_percent(ctx: ObjectContext, value, path: str) -> int | str | None:
+    """A PDB's minAvailable / maxUnavailable (an IntOrString) as the API
+    server takes it: an int32 >= 0, or a percentage of at most 100%."""
     if value is None:
         return None
     if isinstance(value, str):
         if not _PERCENT.fullmatch(value):
             ctx.fail(path, f"must be an integer or a percentage like '50%', got {value!r}")
+        if int(value[:-1]) > 100:
+            ctx.fail(path, f"Invalid value: {value!r}: must not be greater than 100%")
         return value
-    return ctx.integer(value, path, lo=0)
+    return _int32(ctx, value, path, 0)
 
 
 def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetRecord:
@@ -958,7 +1010,7 @@ def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetReco
         ctx.fail("spec.maxUnavailable", "minAvailable and maxUnavailable cannot both be set")
     allowed = status.get("disruptionsAllowed")
     if allowed is not None:
-        allowed = ctx.integer(allowed, "status.disruptionsAllowed", lo=0)
+        allowed = _int32(ctx, allowed, "status.disruptionsAllowed", 0)
     disrupted = ctx.mapping(status.get("disruptedPods"), "status.disruptedPods")
     for pod_name, when in disrupted.items():
         if not isinstance(pod_name, str):
