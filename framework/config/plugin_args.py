@@ -645,7 +645,7 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m
                    "h": 3600.0}
 
 
-def _duration(value: Any, path: str) -> float:
+def duration_seconds(value: Any, path: str) -> float:
     """A metav1.Duration (Go's time.ParseDuration text, e.g. "1m30s") in seconds."""
     text = _str(value, path)
     sign = -1.0 if text.startswith("-") else 1.0
@@ -664,12 +664,12 @@ def _decode_dynamic_resources(raw: Any, path: str) -> DynamicResourcesArgs:
     _only(m, ("filterTimeout", "bindingTimeout"), path)
     out = DynamicResourcesArgs()
     if m.get("filterTimeout") is not None:
-        t = _duration(m["filterTimeout"], _join(path, "filterTimeout"))
+        t = duration_seconds(m["filterTimeout"], _join(path, "filterTimeout"))
         if t < 0:
             raise ConfigError(_join(path, "filterTimeout"), "must be zero or positive")
         out = DynamicResourcesArgs(t, out.binding_timeout_s)
     if m.get("bindingTimeout") is not None:
-        t = _duration(m["bindingTimeout"], _join(path, "bindingTimeout"))
+        t = duration_seconds(m["bindingTimeout"], _join(path, "bindingTimeout"))
         if t <= 0:
             raise ConfigError(_join(path, "bindingTimeout"), "must be positive")
         out = DynamicResourcesArgs(out.filter_timeout_s, t)
