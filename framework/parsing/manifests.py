@@ -968,6 +968,29 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
 # PriorityClass, PodDisruptionBudget
 
 
+#: The PriorityClasses the API server keeps for itself (name -> value), and
+#: the highest value any other may have.
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2_000_001_000,
+                           "system-cluster-critical": 2_000_000_000}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+
+
+def _check_priority_value(ctx: ObjectContext, name: str, value: int, default: bool) -> None:
+    """``ValidatePriorityClass``: a ``system-`` name is one of the system
+    classes, with its value and not the global default; any other class's
+    value is at most ``HIGHEST_USER_DEFINABLE_PRIORITY``."""
+    if name.startswith("system-"):
+        want = SYSTEM_PRIORITY_CLASSES.get(name)
+        if want is None or want != value or default:
+            why = (f"{name!r} is not a known system priority class" if want is None else
+                   f"{name!r} must have value {want} and not be the global default")
+            ctx.fail("metadata.name", "Forbidden: priority class names with 'system-' prefix "
+                     f"are reserved for system use only: {why}")
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        ctx.fail("value", "Forbidden: maximum allowed value of a user defined priority is "
+                 f"{HIGHEST_USER_DEFINABLE_PRIORITY}, got {value}")
+
+
 def parse_priority_class(obj: dict, *, where: str | None = None) -> PriorityClassRecord:
     """A scheduling.k8s.io PriorityClass -> :class:`PriorityClassRecord`."""
     ctx, _, _, name = identity(obj, "PriorityClass", False, where)
@@ -975,6 +998,7 @@ def parse_priority_class(obj: dict, *, where: str | None = None) -> PriorityClas
         ctx.fail("value", "required (an integer)")
     value = ctx.integer(obj.get("value"), "value", INT32_MIN, INT32_MAX)
     global_default = ctx.boolean(obj.get("globalDefault"), "globalDefault")
+    _check_priority_value(ctx, name, value, global_default)
     policy = ctx.enum(unset_if_empty(obj.get("preemptionPolicy")), "preemptionPolicy",
                       PREEMPTION_POLICIES, "PreemptLowerPriority")
     return PriorityClassRecord(name=name, value=value, global_default=global_default,

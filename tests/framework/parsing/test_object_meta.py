@@ -260,3 +260,32 @@ def test_the_subdomain_match_is_upstreams_regex(name):
     # the capture-free form matched on each pod's name takes what upstream's takes
     assert (DNS1123_SUBDOMAIN_RE.fullmatch(name) is None) == (
         re.fullmatch(DNS1123_SUBDOMAIN_FMT, name) is None)
+
+
+def priority_class(name, value, default=False):
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "globalDefault": default}
+
+
+@pytest.mark.parametrize("obj, field, words", [
+    (priority_class("gold", 1_000_000_001), "value",
+     "maximum allowed value of a user defined priority is 1000000000, got 1000000001"),
+    (priority_class("gold", 2**31 - 1), "value", "maximum allowed value"),
+    (priority_class("system-gold", 5), "metadata.name",
+     "'system-gold' is not a known system priority class"),
+    (priority_class("system-node-critical", 1000), "metadata.name",
+     "'system-node-critical' must have value 2000001000"),
+    (priority_class("system-cluster-critical", 2_000_000_000, True), "metadata.name",
+     "not be the global default"),
+])
+def test_priority_class_values_are_refused_as_the_api_server_does(obj, field, words):
+    err = refused(obj)
+    assert err.field == field and words in err.problem, str(err)
+
+
+def test_system_and_user_priority_classes_load():
+    out = parse_objects([priority_class("system-node-critical", 2_000_001_000),
+                         priority_class("system-cluster-critical", 2_000_000_000),
+                         priority_class("gold", 1_000_000_000), priority_class("low", -(2**31))])
+    assert [p.value for p in out.priority_classes] == [2_000_001_000, 2_000_000_000,
+                                                        1_000_000_000, -(2**31)]
