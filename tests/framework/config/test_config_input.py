@@ -268,3 +268,22 @@ def test_leader_election_and_client_connection_that_kube_scheduler_takes(tmp_pat
     # leader election off: its durations are not checked against each other
     f.write_text(HEAD + "leaderElection: {leaderElect: false, leaseDuration: 1s}\n")
     load_config(str(f))
+
+
+@pytest.mark.parametrize("text, seconds", [("10s", 10.0), ("-1m30s", -90.0), ("+1.5h", 5400.0),
+                                           ("0", 0.0), ("2562047h", 2562047 * 3600.0)])
+def test_durations_read_as_go_reads_them(text, seconds):
+    assert plugin_args.duration_seconds(text, "f") == seconds
+
+
+@pytest.mark.parametrize("text, words", [
+    ("+-5s", "invalid duration '+-5s'"), ("--5s", "invalid duration"),
+    ("5", "invalid duration"), ("1e3s", "invalid duration"),
+    ("2562048h", "out of range"),
+])
+def test_durations_go_refuses_are_refused(tmp_path, text, words):
+    f = tmp_path / "c.yaml"
+    f.write_text(HEAD + "profiles:\n- pluginConfig:\n  - name: DynamicResources\n"
+                 f"    args: {{filterTimeout: '{text}'}}\n")
+    e = file_error(f)
+    assert e.field == "profiles[0].pluginConfig[0].args.filterTimeout" and words in e.problem, str(e)
