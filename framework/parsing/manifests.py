@@ -525,14 +525,21 @@ def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
 
     unschedulable = ctx.boolean(spec.get("unschedulable"), "spec.unschedulable")
     taints = []
+    seen: dict[tuple[str, str], int] = {}
     for i, t in enumerate(ctx.list(spec.get("taints"), "spec.taints")):
         path = f"spec.taints[{i}]"
         t = ctx.mapping(t, path)
         key = ctx.string(t.get("key"), f"{path}.key", required=True)
+        _label_key(ctx, key, f"{path}.key")
         value = ctx.string(t.get("value"), f"{path}.value")
+        _label_value(ctx, value, f"{path}.value")
         if t.get("effect") is None:
             ctx.fail(f"{path}.effect", "required (NoSchedule, PreferNoSchedule or NoExecute)")
         effect = ctx.enum(t.get("effect"), f"{path}.effect", TAINT_EFFECTS)
+        if (key, effect) in seen:       # validateNodeTaints
+            ctx.fail(path, f"Duplicate value: taints must be unique by key and effect pair "
+                     f"({key}:{effect} also spec.taints[{seen[key, effect]}])")
+        seen[key, effect] = i
         taints.append(Taint(key=key, value=value, effect=effect))
 
     capacity_q = ctx.quantity_map(status.get("capacity"), "status.capacity")
@@ -773,6 +780,13 @@ def _int32(ctx: ObjectContext, value, path: str, lo: int) -> int:
     return value
 
 
+def _label_value(ctx: ObjectContext, value: str, path: str) -> None:
+    """``IsValidLabelValue`` (a taint's value, an Equal toleration's)."""
+    errs = label_value_errors(value)
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+
+
 def _label_key(ctx: ObjectContext, key: str, path: str) -> None:
     """``ValidateLabelName``: ``key`` a qualified name (a topologyKey, a
     matchLabelKeys entry), else ManifestError at ``path``."""
@@ -836,8 +850,12 @@ def _parse_tolerations(ctx: ObjectContext, value, path: str) -> list[Toleration]
         tpath = f"{path}[{i}]"
         t = ctx.mapping(t, tpath)
         key = ctx.string(t.get("key"), f"{tpath}.key")
+        if key:
+            _label_key(ctx, key, f"{tpath}.key")
         operator = ctx.enum(t.get("operator"), f"{tpath}.operator", TOLERATION_OPERATORS) or "Equal"
         val = ctx.string(t.get("value"), f"{tpath}.value")
+        if operator == "Equal":
+            _label_value(ctx, val, f"{tpath}.value")
         effect = ctx.enum(t.get("effect"), f"{tpath}.effect", ("",) + TAINT_EFFECTS)
         if operator == "Exists" and val:
             ctx.fail(f"{tpath}.value", f"must be empty when operator is Exists, got {val!r}")
@@ -924,7 +942,11 @@ def _pod_constraints(ctx: ObjectContext, spec: dict) -> dict:
     gates = []
     for i, g in enumerate(ctx.list(spec.get("schedulingGates"), "spec.schedulingGates")):
         g = ctx.mapping(g, f"spec.schedulingGates[{i}]")
-        gates.append(ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True))
+        name = ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True)
+        _label_key(ctx, name, f"spec.schedulingGates[{i}].name")    # a qualified name
+        if name in gates:
+            ctx.fail(f"spec.schedulingGates[{i}].name", f"Duplicate value: {name!r}")
+        gates.append(name)
     return dict(tolerations=tolerations, node_selector=node_selector, node_affinity=node_affinity,
                 pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity,
                 topology_spread=topology_spread, scheduling_gates=gates,
@@ -1140,15 +1162,8 @@ def ignored_kinds_warning(objects: Objects) -> str | None:
 def parse_namespace(obj: dict, *, where: str | None = None) -> NamespaceRecord:
     """A v1 Namespace -> :class:`NamespaceRecord` (``metadata.labels``, with
     ``kubernetes.io/metadata.name: <name>`` set as the API server sets it)."""
-    ctx, meta, _, name = identity(obj, "Namespace", False, where)
+    ctx, meta, _, name = identity(obj, "Namespace", False, where)    # labels checked there
     labels = ctx.str_map(meta.get("labels"), "metadata.labels")
-    for k, v in labels.items():
-        errs = qualified_name_errors(k)
-        if errs:
-            ctx.fail("metadata.labels", invalid_value(k, errs))
-        errs = label_value_errors(v)
-        if errs:
-            ctx.fail(join_path("metadata.labels", k), invalid_value(v, errs))
     labels = {**labels, NS_NAME_LABEL: name}     # SetDefaults_Namespace overwrites it
     return NamespaceRecord(name=name, labels=labels, obj=obj)
 

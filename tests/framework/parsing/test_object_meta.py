@@ -289,3 +289,43 @@ def test_system_and_user_priority_classes_load():
                          priority_class("gold", 1_000_000_000), priority_class("low", -(2**31))])
     assert [p.value for p in out.priority_classes] == [2_000_001_000, 2_000_000_000,
                                                         1_000_000_000, -(2**31)]
+
+
+def tainted(*taints):
+    out = copy.deepcopy(NODE)
+    out["spec"] = {"taints": list(taints)}
+    return out
+
+
+@pytest.mark.parametrize("obj, field, words", [
+    (tainted({"key": "gpu type", "effect": "NoSchedule"}), "spec.taints[0].key",
+     'Invalid value: "gpu type"'),
+    (tainted({"key": "gpu", "value": "a100 x8", "effect": "NoSchedule"}), "spec.taints[0].value",
+     'Invalid value: "a100 x8"'),
+    (tainted({"key": "gpu", "effect": "NoSchedule"},
+             {"key": "gpu", "value": "x", "effect": "NoSchedule"}),
+     "spec.taints[1]", "taints must be unique by key and effect pair (gpu:NoSchedule also "
+     "spec.taints[0])"),
+    (spec_pod(tolerations=[{"key": "gpu/x/y", "operator": "Exists"}]), "spec.tolerations[0].key",
+     'Invalid value: "gpu/x/y"'),
+    (spec_pod(tolerations=[{"key": "gpu", "value": "a b"}]), "spec.tolerations[0].value",
+     'Invalid value: "a b"'),
+    (spec_pod(schedulingGates=[{"name": "example.com/wait"}, {"name": "wait for it"}]),
+     "spec.schedulingGates[1].name", 'Invalid value: "wait for it"'),
+    (spec_pod(schedulingGates=[{"name": "wait"}, {"name": "wait"}]),
+     "spec.schedulingGates[1].name", "Duplicate value: 'wait'"),
+])
+def test_taints_tolerations_and_gates_are_refused(obj, field, words):
+    err = refused(obj)
+    assert err.field == field and words in err.problem, str(err)
+
+
+def test_taints_unique_by_key_and_effect_load():
+    out = parse_objects([tainted({"key": "gpu", "effect": "NoSchedule"},
+                                 {"key": "gpu", "value": "x", "effect": "NoExecute"})])
+    assert [t.effect for t in out.nodes[0].taints] == ["NoSchedule", "NoExecute"]
+    pod = parse_pod(spec_pod(tolerations=[{"key": "gpu", "value": "a100"},
+                                          {"operator": "Exists"}],
+                             schedulingGates=[{"name": "example.com/wait"}]))
+    assert pod.scheduling_gates == ["example.com/wait"]
+
