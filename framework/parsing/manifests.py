@@ -25,9 +25,12 @@ hand-written manifests may lack is applied here, so both give the same record:
 * ``schedulerName`` defaults to ``default-scheduler``, ``preemptionPolicy`` to
   ``PreemptLowerPriority``, a port's protocol to TCP and its hostIP to 0.0.0.0.
 
-Semantic oddities that kube-scheduler tolerates in node selector terms
-(``In`` with no values, ``Gt`` with a non-integer value, ...) are kept as
-written: such a term just never matches.  Structural errors (wrong types,
+Node selector terms are validated as the API server validates a pod's
+(``In`` without values, ``Exists`` with some, ``Gt`` with two, a key that
+is no qualified name, an empty ``nodeSelectorTerms`` are refused); values
+it does not check (``Gt`` with a non-integer value, an ``In`` value that
+is no label value) are kept as written: such a term just never matches, as
+in kube-scheduler.  Structural errors (wrong types,
 unknown enum values, missing required keys) are load errors, and so is every
 LabelSelector (pod (anti-)affinity labelSelector / namespaceSelector, spread
 constraints, PDBs, ReplicaSets, StatefulSets) that apimachinery's
@@ -70,6 +73,7 @@ from .meta import (
     canonical,
     check_labels,
     dns1123_label_errors,
+    dns1123_subdomain_errors,
     identity,
     invalid_value,
     join_path,
@@ -584,9 +588,19 @@ class _Container:
 
 
 def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network: bool,
-                     images: list[str], host_ports: list[HostPort]) -> _Container:
+                     images: list[str], host_ports: list[HostPort],
+                     names: dict[str, str]) -> _Container:
+    """One container; ``names`` (container name -> its path) of the pod's
+    containers so far: a name is a DNS-1123 label, unique in the pod."""
     c = ctx.mapping(c, path)
-    ctx.string(c.get("name"), f"{path}.name")
+    name = ctx.string(c.get("name"), f"{path}.name")
+    if name:
+        errs = dns1123_label_errors(name)
+        if errs:
+            ctx.fail(f"{path}.name", invalid_value(name, errs))
+        if name in names:
+            ctx.fail(f"{path}.name", f"Duplicate value: {name!r} (also {names[name]}.name)")
+        names[name] = path
     image = ctx.string(c.get("image"), f"{path}.image")
     if image:
         images.append(image)
@@ -691,21 +705,50 @@ def _pod_requests(containers: list[_Container], init_containers: list[_Container
 # Pod: scheduling constraints
 
 
-def _node_selector_requirements(ctx: ObjectContext, value, path: str) -> None:
+def _node_selector_requirements(ctx: ObjectContext, value, path: str, fields: bool) -> None:
+    """A term's matchExpressions (``fields`` False) or matchFields, as the
+    API server validates a pod's: an expression's key a qualified name, In /
+    NotIn with values, Exists / DoesNotExist without, Gt / Lt with one (the
+    values themselves are not checked: kube-scheduler's matching reads a
+    bad one as matching no node); a field requirement on metadata.name, In
+    or NotIn with one value, a node name."""
     for i, req in enumerate(ctx.list(value, path)):
         rpath = f"{path}[{i}]"
         req = ctx.mapping(req, rpath)
-        ctx.string(req.get("key"), f"{rpath}.key", required=True)
+        key = ctx.string(req.get("key"), f"{rpath}.key", required=True)
         if req.get("operator") is None:
             ctx.fail(f"{rpath}.operator", "required (" + ", ".join(NODE_SELECTOR_OPERATORS) + ")")
-        ctx.enum(req.get("operator"), f"{rpath}.operator", NODE_SELECTOR_OPERATORS)
-        ctx.str_list(req.get("values"), f"{rpath}.values")
+        op = ctx.enum(req.get("operator"), f"{rpath}.operator", NODE_SELECTOR_OPERATORS)
+        values = ctx.str_list(req.get("values"), f"{rpath}.values")
+        if fields:
+            if op not in ("In", "NotIn"):
+                ctx.fail(f"{rpath}.operator", invalid_value(op, ["not a valid selector operator"]))
+            if len(values) != 1:
+                ctx.fail(f"{rpath}.values", "Required value: must be only one value when "
+                         "`operator` is 'In' or 'NotIn' for node field selector")
+            if key != "metadata.name":
+                ctx.fail(f"{rpath}.key", invalid_value(key, ["not a valid field selector key"]))
+            errs = dns1123_subdomain_errors(values[0])
+            if errs:
+                ctx.fail(f"{rpath}.values[0]", invalid_value(values[0], errs))
+            continue
+        if op in ("In", "NotIn") and not values:
+            ctx.fail(f"{rpath}.values", "Required value: must be specified when `operator` is "
+                     "'In' or 'NotIn'")
+        if op in ("Exists", "DoesNotExist") and values:
+            ctx.fail(f"{rpath}.values", "Forbidden: may not be specified when `operator` is "
+                     "'Exists' or 'DoesNotExist'")
+        if op in ("Gt", "Lt") and len(values) != 1:
+            ctx.fail(f"{rpath}.values", "Required value: must be specified single value when "
+                     "`operator` is 'Lt' or 'Gt'")
+        _label_key(ctx, key, f"{rpath}.key")
 
 
 def _node_selector_term(ctx: ObjectContext, term, path: str) -> None:
     term = ctx.mapping(term, path)
-    _node_selector_requirements(ctx, term.get("matchExpressions"), f"{path}.matchExpressions")
-    _node_selector_requirements(ctx, term.get("matchFields"), f"{path}.matchFields")
+    _node_selector_requirements(ctx, term.get("matchExpressions"), f"{path}.matchExpressions",
+                                False)
+    _node_selector_requirements(ctx, term.get("matchFields"), f"{path}.matchFields", True)
 
 
 def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
@@ -717,7 +760,10 @@ def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
     if required is not None:
         required = ctx.mapping(required, req_path)
         terms_path = f"{req_path}.nodeSelectorTerms"
-        for i, term in enumerate(ctx.list(required.get("nodeSelectorTerms"), terms_path)):
+        terms = ctx.list(required.get("nodeSelectorTerms"), terms_path)
+        if not terms:
+            ctx.fail(terms_path, "Required value: must have at least one node selector term")
+        for i, term in enumerate(terms):
             _node_selector_term(ctx, term, f"{terms_path}[{i}]")
     pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
     for i, pref in enumerate(ctx.list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)):
@@ -902,14 +948,15 @@ def _pod_resources(ctx: ObjectContext, spec: dict) -> dict:
     images: list[str] = []
     init_images: list[str] = []
     host_ports: list[HostPort] = []
+    names: dict[str, str] = {}
     containers = [
         _parse_container(ctx, c, f"spec.containers[{i}]", False, host_network, images,
-                         host_ports)
+                         host_ports, names)
         for i, c in enumerate(ctx.list(spec.get("containers"), "spec.containers"))
     ]
     init_containers = [
         _parse_container(ctx, c, f"spec.initContainers[{i}]", True, host_network, init_images,
-                         host_ports)
+                         host_ports, names)
         for i, c in enumerate(ctx.list(spec.get("initContainers"), "spec.initContainers"))
     ]
     overhead = ctx.quantity_map(spec.get("overhead"), "spec.overhead")

@@ -329,3 +329,56 @@ def test_taints_unique_by_key_and_effect_load():
                              schedulingGates=[{"name": "example.com/wait"}]))
     assert pod.scheduling_gates == ["example.com/wait"]
 
+
+@pytest.mark.parametrize("spec, field, words", [
+    ({"containers": [{"name": "Main"}]}, "spec.containers[0].name", 'Invalid value: "Main"'),
+    ({"containers": [{"name": "a.b"}]}, "spec.containers[0].name", LABEL),
+    ({"containers": [{"name": "app"}, {"name": "app"}]}, "spec.containers[1].name",
+     "Duplicate value: 'app' (also spec.containers[0].name)"),
+    ({"containers": [{"name": "app"}], "initContainers": [{"name": "app"}]},
+     "spec.initContainers[0].name", "Duplicate value: 'app' (also spec.containers[0].name)"),
+])
+def test_container_names_are_dns_labels_unique_in_the_pod(spec, field, words):
+    err = refused(spec_pod(**spec))
+    assert err.field == field and words in err.problem, str(err)
+
+
+def required_terms(*terms):
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": list(terms)}}}
+
+
+REQ = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+@pytest.mark.parametrize("terms, field, words", [
+    ((), f"{REQ}.nodeSelectorTerms", "must have at least one node selector term"),
+    (({"matchExpressions": [{"key": "zone", "operator": "In", "values": []}]},),
+     f"{REQ}.nodeSelectorTerms[0].matchExpressions[0].values",
+     "must be specified when `operator` is 'In' or 'NotIn'"),
+    (({"matchExpressions": [{"key": "x", "operator": "Exists", "values": ["v"]}]},),
+     f"{REQ}.nodeSelectorTerms[0].matchExpressions[0].values", "may not be specified"),
+    (({"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["1", "2"]}]},),
+     f"{REQ}.nodeSelectorTerms[0].matchExpressions[0].values", "single value"),
+    (({}, {"matchExpressions": [{"key": "Bad Key/", "operator": "Exists"}]}),
+     f"{REQ}.nodeSelectorTerms[1].matchExpressions[0].key", 'Invalid value: "Bad Key/"'),
+    (({"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["n1"]}]},),
+     f"{REQ}.nodeSelectorTerms[0].matchFields[0].key", "not a valid field selector key"),
+    (({"matchFields": [{"key": "metadata.name", "operator": "Exists"}]},),
+     f"{REQ}.nodeSelectorTerms[0].matchFields[0].operator", "not a valid selector operator"),
+    (({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]},),
+     f"{REQ}.nodeSelectorTerms[0].matchFields[0].values", "must be only one value"),
+    (({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["N1"]}]},),
+     f"{REQ}.nodeSelectorTerms[0].matchFields[0].values[0]", SUBDOMAIN),
+])
+def test_node_selector_terms_are_refused_as_the_api_server_does(terms, field, words):
+    err = refused(spec_pod(affinity=required_terms(*terms)))
+    assert err.field == field and words in err.problem, str(err)
+
+
+def test_preferred_terms_are_checked_alike():
+    pref = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [{"key": "z", "operator": "NotIn"}]}}]}}
+    err = refused(spec_pod(affinity=pref))
+    assert err.field == ("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuring"
+                         "Execution[0].preference.matchExpressions[0].values"), str(err)
