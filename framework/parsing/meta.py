@@ -388,6 +388,17 @@ def identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[Objec
     return ctx, meta, namespace, name
 
 
+class NameRules:
+    """Whether ``metadata.name`` is held to its kind's rule (``enforced``,
+    True).  Upstream's Go unit tests build objects without the API server
+    and name them freely (``nodeA``, ``p_with_nominated_node``); the
+    harness that replays those cases (the golden cases) turns the name
+    rules off while it builds their clusters.  Namespaces, labels and every
+    other field are checked either way."""
+
+    enforced = True
+
+
 def check_object_meta(ctx: ObjectContext, kind: str, meta: dict, name: str,
                       namespace: str | None) -> None:
     """What the API server's ``ValidateObjectMeta`` refuses in an object
@@ -395,7 +406,7 @@ def check_object_meta(ctx: ObjectContext, kind: str, meta: dict, name: str,
     a DNS-1123 subdomain for every other kind), a namespace that is not a
     DNS-1123 label, labels that are not a map of qualified names to label
     values.  ``namespace`` None for a cluster-scoped object."""
-    errs = name_errors(kind, name)
+    errs = name_errors(kind, name) if NameRules.enforced else None
     if errs:
         ctx.fail("metadata.name", invalid_value(name, errs))
     if namespace is not None and namespace != "default":

@@ -16,6 +16,7 @@ from tensorsched.framework.parsing.manifests import load_objects, parse_objects,
 from tensorsched.framework.parsing.meta import (
     DNS1123_SUBDOMAIN_FMT,
     DNS1123_SUBDOMAIN_RE,
+    NameRules,
     dns1035_label_errors,
     name_errors,
 )
@@ -382,3 +383,12 @@ def test_preferred_terms_are_checked_alike():
     err = refused(spec_pod(affinity=pref))
     assert err.field == ("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuring"
                          "Execution[0].preference.matchExpressions[0].values"), str(err)
+
+
+def test_name_rules_off_let_any_name_through_and_nothing_else(monkeypatch):
+    # (the golden cases' harness: upstream's unit tests name objects freely)
+    monkeypatch.setattr(NameRules, "enforced", False)
+    out = parse_objects([with_meta(NODE, name="nodeA"), with_meta(POD, name="p_with_x")])
+    assert [n.name for n in out.nodes] == ["nodeA"] and out.pods[0].name == "p_with_x"
+    assert refused(with_meta(NODE, name="nodeB", labels={"a b": "x"})).field == "metadata.labels"
+    assert refused(with_meta(POD, namespace="Shop")).field == "metadata.namespace"
