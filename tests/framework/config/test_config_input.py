@@ -261,7 +261,8 @@ def test_leader_election_and_client_connection_are_validated(tmp_path, body, fie
 def test_leader_election_and_client_connection_that_kube_scheduler_takes(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text(HEAD + "leaderElection: {leaderElect: true, leaseDuration: 30s,"
-                 " renewDeadline: 0s, retryPeriod: 1m, resourceLock: leases, resourceName: s, resourceNamespace: n}\n"
+                 " renewDeadline: 0s, retryPeriod: 1m, resourceLock: leases, resourceName: s,"
+                 " resourceNamespace: n}\n"
                  "clientConnection: {kubeconfig: /etc/k, qps: 50.5, burst: 100, contentType: x,"
                  " acceptContentTypes: y}\n")
     assert load_config(str(f)).profiles[0].scheduler_name == "default-scheduler"
@@ -286,4 +287,5 @@ def test_durations_go_refuses_are_refused(tmp_path, text, words):
     f.write_text(HEAD + "profiles:\n- pluginConfig:\n  - name: DynamicResources\n"
                  f"    args: {{filterTimeout: '{text}'}}\n")
     e = file_error(f)
-    assert e.field == "profiles[0].pluginConfig[0].args.filterTimeout" and words in e.problem, str(e)
+    assert e.field == "profiles[0].pluginConfig[0].args.filterTimeout", str(e)
+    assert words in e.problem, str(e)
