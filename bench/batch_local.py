@@ -162,7 +162,8 @@ def fit_inputs(nodes: int) -> tuple:
     """(cluster, templates, the part's sizes) of ``fit`` (module doc)."""
     node_objs, _ = basic(nodes, 0)
     cluster = build_cluster(node_objs, CONFIG)
-    templates = [pod_dict(f"t-{cpu}-{mem}", cpu=cpu, memory=mem) for cpu, mem in TEMPLATES]
+    templates = [pod_dict(f"t-{cpu}-{mem}".lower(), cpu=cpu, memory=mem)   # a DNS-1123 name
+                 for cpu, mem in TEMPLATES]
     return (cluster, templates), {"nodes": nodes, "templates": [f"{c}/{m}" for c, m in TEMPLATES]}
 
 

@@ -249,7 +249,8 @@ def test_explain_table_shows_weights_and_preemption(tmp_path, capsys):
     low = dict(pod_dict("low", cpu="7", priority=0), spec=dict(
         pod_dict("low", cpu="7")["spec"], nodeName="b"))
     cluster = _write(tmp_path, "cluster.yaml",
-                     [node_dict("b", cpu="8"), node_dict("NodeWithAVeryLongName", cpu="1"), low])
+                     [node_dict("b", cpu="8"), node_dict("node-with-a-very-long-name", cpu="1"),
+                      low])
     pod = _write(tmp_path, "pod.yaml", [pod_dict("vip", cpu="4", priority=100)])
     assert main(["explain", "--cluster", cluster, "--pod", pod, "--format", "table"]) == 0
     out = capsys.readouterr().out
@@ -259,7 +260,7 @@ def test_explain_table_shows_weights_and_preemption(tmp_path, capsys):
     out = capsys.readouterr().out
     # whole plugin names with their weights; the long node name uncut
     assert "NodeResourcesBalancedAllocation x1" in out and "TaintToleration x3" in out
-    assert "NodeWithAVeryLongName" in out
+    assert "node-with-a-very-long-name" in out
 
 
 def test_schedule_leaves_other_schedulers_pods_alone(tmp_path, capsys):

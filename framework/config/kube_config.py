@@ -32,6 +32,7 @@ invert the scores); extenders are not supported (rejected when non-empty).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -46,7 +47,7 @@ from tensorsched.framework.parsing.manifests import (
 )
 
 from . import plugin_names
-from .plugin_args import API_VERSION, decode_args, default_args, has_args_decoder
+from .plugin_args import API_VERSION, decode_args, default_args, duration_seconds, has_args_decoder
 from .plugin_args import feature_gates as feature_gates_in_force
 
 KIND = "KubeSchedulerConfiguration"
@@ -120,7 +121,15 @@ _TOP_FIELDS = (
     "delayCacheUntilActive",
 )
 _PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
+# component-base's LeaderElectionConfiguration and ClientConnectionConfiguration
+# (read strictly, validated as kube-scheduler validates them, otherwise unused)
+_LEADER_ELECTION_FIELDS = ("leaderElect", "leaseDuration", "renewDeadline", "retryPeriod",
+                           "resourceLock", "resourceName", "resourceNamespace")
+_CLIENT_CONNECTION_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", "qps", "burst")
+# kube-scheduler's defaults for a zero (unset) leader election duration, seconds
+_LEASE_DEFAULTS = {"leaseDuration": 15.0, "renewDeadline": 10.0, "retryPeriod": 2.0}
 _INT32_MAX = 2**31 - 1
+_FLOAT32_MAX = 3.4028234663852886e38
 _INT64_MAX = 2**63 - 1
 
 
@@ -499,13 +508,61 @@ def _check_top_level(raw: Mapping) -> None:
         raise ConfigError("kind", f"must be {KIND!r}, got {kind!r}")
     _only(raw, _TOP_FIELDS, "")
 
-    for k in ("leaderElection", "clientConnection"):
-        _mapping(raw.get(k), k)  # accepted, not used here
+    _check_leader_election(_mapping(raw.get("leaderElection"), "leaderElection"))
+    _check_client_connection(_mapping(raw.get("clientConnection"), "clientConnection"))
     for k in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
         if raw.get(k) is not None and not isinstance(raw[k], bool):
             raise ConfigError(k, f"must be a boolean, got {raw[k]!r}")
     if _list(raw.get("extenders"), "extenders"):
         raise ConfigError("extenders", "scheduler extenders are not supported")
+
+
+def _string(raw: Mapping, key: str, path: str) -> None:
+    if raw.get(key) is not None and not isinstance(raw[key], str):
+        raise ConfigError(f"{path}.{key}", f"must be a string, got {raw[key]!r}")
+
+
+def _check_leader_election(le: dict) -> None:
+    """leaderElection read strictly (its fields and their types), then as
+    kube-scheduler validates it once defaulted: with leaderElect on (the
+    default) every duration positive and leaseDuration > renewDeadline."""
+    path = "leaderElection"
+    _only(le, _LEADER_ELECTION_FIELDS, path)
+    elect = le.get("leaderElect")
+    if elect is not None and not isinstance(elect, bool):
+        raise ConfigError(f"{path}.leaderElect", f"must be a boolean, got {elect!r}")
+    for k in ("resourceLock", "resourceName", "resourceNamespace"):
+        _string(le, k, path)
+    seconds = {}
+    for k, default in _LEASE_DEFAULTS.items():
+        v = 0.0 if le.get(k) is None else duration_seconds(le[k], f"{path}.{k}")
+        seconds[k] = default if v == 0 else v       # a zero Duration is unset
+    if elect is False:
+        return
+    for k, v in seconds.items():
+        if v <= 0:
+            raise ConfigError(f"{path}.{k}",
+                              f"Invalid value: {le[k]!r}: must be greater than zero")
+    if seconds["leaseDuration"] <= seconds["renewDeadline"]:
+        raise ConfigError(f"{path}.leaseDuration",
+                          f"Invalid value: {le.get('leaseDuration', '15s')!r}: must be greater "
+                          f"than renewDeadline ({le.get('renewDeadline', '10s')})")
+
+
+def _check_client_connection(cc: dict) -> None:
+    """clientConnection read strictly; qps a finite number, burst an int32 >= 0."""
+    path = "clientConnection"
+    _only(cc, _CLIENT_CONNECTION_FIELDS, path)
+    for k in ("kubeconfig", "acceptContentTypes", "contentType"):
+        _string(cc, k, path)
+    qps = cc.get("qps")
+    if qps is not None and (isinstance(qps, bool) or not isinstance(qps, (int, float))
+                            or not math.isfinite(qps) or abs(qps) > _FLOAT32_MAX):
+        raise ConfigError(f"{path}.qps", f"must be a number (a float32), got {qps!r}")
+    if cc.get("burst") is not None:
+        burst = _int(cc["burst"], f"{path}.burst", -(2**31), _INT32_MAX)
+        if burst < 0:
+            raise ConfigError(f"{path}.burst", f"Invalid value: {burst}: must be non-negative")
 
 
 def _global_settings(raw: Mapping) -> dict[str, int]:

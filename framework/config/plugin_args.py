@@ -645,17 +645,23 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m
                    "h": 3600.0}
 
 
-def _duration(value: Any, path: str) -> float:
-    """A metav1.Duration (Go's time.ParseDuration text, e.g. "1m30s") in seconds."""
+def duration_seconds(value: Any, path: str) -> float:
+    """A metav1.Duration (Go's time.ParseDuration text, e.g. "1m30s") in
+    seconds: one optional sign, then numbers with units; as in Go, a
+    duration past int64 nanoseconds (about 292 years) is invalid."""
     text = _str(value, path)
     sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
+    body = text[1:] if text[:1] in ("+", "-") else text
     parts = _DURATION_PART.findall(body)
     if body == "0":
         return 0.0
     if not parts or "".join(n + u for n, u in parts) != body:
         raise ConfigError(path, f"invalid duration {text!r} (e.g. \"10s\", \"1m30s\")")
-    return sign * sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    if seconds * 1e9 > _INT64_MAX:
+        raise ConfigError(path, f"invalid duration {text!r}: out of range (at most "
+                          "2562047h47m16.854775807s)")
+    return sign * seconds
 
 
 def _decode_dynamic_resources(raw: Any, path: str) -> DynamicResourcesArgs:
@@ -664,12 +670,12 @@ def _decode_dynamic_resources(raw: Any, path: str) -> DynamicResourcesArgs:
     _only(m, ("filterTimeout", "bindingTimeout"), path)
     out = DynamicResourcesArgs()
     if m.get("filterTimeout") is not None:
-        t = _duration(m["filterTimeout"], _join(path, "filterTimeout"))
+        t = duration_seconds(m["filterTimeout"], _join(path, "filterTimeout"))
         if t < 0:
             raise ConfigError(_join(path, "filterTimeout"), "must be zero or positive")
         out = DynamicResourcesArgs(t, out.binding_timeout_s)
     if m.get("bindingTimeout") is not None:
-        t = _duration(m["bindingTimeout"], _join(path, "bindingTimeout"))
+        t = duration_seconds(m["bindingTimeout"], _join(path, "bindingTimeout"))
         if t <= 0:
             raise ConfigError(_join(path, "bindingTimeout"), "must be positive")
         out = DynamicResourcesArgs(out.filter_timeout_s, t)

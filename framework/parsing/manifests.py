@@ -25,13 +25,22 @@ hand-written manifests may lack is applied here, so both give the same record:
 * ``schedulerName`` defaults to ``default-scheduler``, ``preemptionPolicy`` to
   ``PreemptLowerPriority``, a port's protocol to TCP and its hostIP to 0.0.0.0.
 
-Semantic oddities that kube-scheduler tolerates in node selector terms
-(``In`` with no values, ``Gt`` with a non-integer value, ...) are kept as
-written: such a term just never matches.  Structural errors (wrong types,
+Node selector terms are validated as the API server validates a pod's
+(``In`` without values, ``Exists`` with some, ``Gt`` with two, a key that
+is no qualified name, an empty ``nodeSelectorTerms`` are refused); values
+it does not check (``Gt`` with a non-integer value, an ``In`` value that
+is no label value) are kept as written: such a term just never matches, as
+in kube-scheduler.  Structural errors (wrong types,
 unknown enum values, missing required keys) are load errors, and so is every
 LabelSelector (pod (anti-)affinity labelSelector / namespaceSelector, spread
 constraints, PDBs, ReplicaSets, StatefulSets) that apimachinery's
-``ValidateLabelSelector`` refuses, with its messages (``meta.validate_label_selector``).
+``ValidateLabelSelector`` refuses, with its messages (``meta.validate_label_selector``),
+and what the API server's object validation refuses: names, namespaces and
+labels (``meta.check_object_meta``), a ``nodeSelector`` that is no label map,
+affinity and spread topology keys and label keys that are not qualified
+names, a term's namespaces that are not DNS labels, spread constraints
+repeated or with minDomains under ScheduleAnyway, and int32 fields past int32
+(``maxSkew``, ``minDomains``, a PDB's counts; its percentages above 100%).
 
 Files are read strictly (``load_objects``): UTF-8 only, no duplicate keys,
 nesting at most :data:`MAX_DEPTH` deep, no YAML alias bombs; every object
@@ -62,6 +71,9 @@ from .meta import (
     ObjectKind,
     SourcedObject,
     canonical,
+    check_labels,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
     identity,
     invalid_value,
     join_path,
@@ -94,6 +106,7 @@ from tensorsched.framework.records.records import (
     Taint,
     Toleration,
 )
+from .quantity import INT64_MAX, INT64_MIN
 from .selectors import NS_NAME_LABEL
 from .volumes import VOLUME_KINDS, parse_pod_volumes, remember_pod_volumes
 from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
@@ -516,14 +529,21 @@ def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
 
     unschedulable = ctx.boolean(spec.get("unschedulable"), "spec.unschedulable")
     taints = []
+    seen: dict[tuple[str, str], int] = {}
     for i, t in enumerate(ctx.list(spec.get("taints"), "spec.taints")):
         path = f"spec.taints[{i}]"
         t = ctx.mapping(t, path)
         key = ctx.string(t.get("key"), f"{path}.key", required=True)
+        _label_key(ctx, key, f"{path}.key")
         value = ctx.string(t.get("value"), f"{path}.value")
+        _label_value(ctx, value, f"{path}.value")
         if t.get("effect") is None:
             ctx.fail(f"{path}.effect", "required (NoSchedule, PreferNoSchedule or NoExecute)")
         effect = ctx.enum(t.get("effect"), f"{path}.effect", TAINT_EFFECTS)
+        if (key, effect) in seen:       # validateNodeTaints
+            ctx.fail(path, f"Duplicate value: taints must be unique by key and effect pair "
+                     f"({key}:{effect} also spec.taints[{seen[key, effect]}])")
+        seen[key, effect] = i
         taints.append(Taint(key=key, value=value, effect=effect))
 
     capacity_q = ctx.quantity_map(status.get("capacity"), "status.capacity")
@@ -568,9 +588,19 @@ class _Container:
 
 
 def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network: bool,
-                     images: list[str], host_ports: list[HostPort]) -> _Container:
+                     images: list[str], host_ports: list[HostPort],
+                     names: dict[str, str]) -> _Container:
+    """One container; ``names`` (container name -> its path) of the pod's
+    containers so far: a name is a DNS-1123 label, unique in the pod."""
     c = ctx.mapping(c, path)
-    ctx.string(c.get("name"), f"{path}.name")
+    name = ctx.string(c.get("name"), f"{path}.name")
+    if name:
+        errs = dns1123_label_errors(name)
+        if errs:
+            ctx.fail(f"{path}.name", invalid_value(name, errs))
+        if name in names:
+            ctx.fail(f"{path}.name", f"Duplicate value: {name!r} (also {names[name]}.name)")
+        names[name] = path
     image = ctx.string(c.get("image"), f"{path}.image")
     if image:
         images.append(image)
@@ -675,21 +705,50 @@ def _pod_requests(containers: list[_Container], init_containers: list[_Container
 # Pod: scheduling constraints
 
 
-def _node_selector_requirements(ctx: ObjectContext, value, path: str) -> None:
+def _node_selector_requirements(ctx: ObjectContext, value, path: str, fields: bool) -> None:
+    """A term's matchExpressions (``fields`` False) or matchFields, as the
+    API server validates a pod's: an expression's key a qualified name, In /
+    NotIn with values, Exists / DoesNotExist without, Gt / Lt with one (the
+    values themselves are not checked: kube-scheduler's matching reads a
+    bad one as matching no node); a field requirement on metadata.name, In
+    or NotIn with one value, a node name."""
     for i, req in enumerate(ctx.list(value, path)):
         rpath = f"{path}[{i}]"
         req = ctx.mapping(req, rpath)
-        ctx.string(req.get("key"), f"{rpath}.key", required=True)
+        key = ctx.string(req.get("key"), f"{rpath}.key", required=True)
         if req.get("operator") is None:
             ctx.fail(f"{rpath}.operator", "required (" + ", ".join(NODE_SELECTOR_OPERATORS) + ")")
-        ctx.enum(req.get("operator"), f"{rpath}.operator", NODE_SELECTOR_OPERATORS)
-        ctx.str_list(req.get("values"), f"{rpath}.values")
+        op = ctx.enum(req.get("operator"), f"{rpath}.operator", NODE_SELECTOR_OPERATORS)
+        values = ctx.str_list(req.get("values"), f"{rpath}.values")
+        if fields:
+            if op not in ("In", "NotIn"):
+                ctx.fail(f"{rpath}.operator", invalid_value(op, ["not a valid selector operator"]))
+            if len(values) != 1:
+                ctx.fail(f"{rpath}.values", "Required value: must be only one value when "
+                         "`operator` is 'In' or 'NotIn' for node field selector")
+            if key != "metadata.name":
+                ctx.fail(f"{rpath}.key", invalid_value(key, ["not a valid field selector key"]))
+            errs = dns1123_subdomain_errors(values[0])
+            if errs:
+                ctx.fail(f"{rpath}.values[0]", invalid_value(values[0], errs))
+            continue
+        if op in ("In", "NotIn") and not values:
+            ctx.fail(f"{rpath}.values", "Required value: must be specified when `operator` is "
+                     "'In' or 'NotIn'")
+        if op in ("Exists", "DoesNotExist") and values:
+            ctx.fail(f"{rpath}.values", "Forbidden: may not be specified when `operator` is "
+                     "'Exists' or 'DoesNotExist'")
+        if op in ("Gt", "Lt") and len(values) != 1:
+            ctx.fail(f"{rpath}.values", "Required value: must be specified single value when "
+                     "`operator` is 'Lt' or 'Gt'")
+        _label_key(ctx, key, f"{rpath}.key")
 
 
 def _node_selector_term(ctx: ObjectContext, term, path: str) -> None:
     term = ctx.mapping(term, path)
-    _node_selector_requirements(ctx, term.get("matchExpressions"), f"{path}.matchExpressions")
-    _node_selector_requirements(ctx, term.get("matchFields"), f"{path}.matchFields")
+    _node_selector_requirements(ctx, term.get("matchExpressions"), f"{path}.matchExpressions",
+                                False)
+    _node_selector_requirements(ctx, term.get("matchFields"), f"{path}.matchFields", True)
 
 
 def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
@@ -701,7 +760,10 @@ def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
     if required is not None:
         required = ctx.mapping(required, req_path)
         terms_path = f"{req_path}.nodeSelectorTerms"
-        for i, term in enumerate(ctx.list(required.get("nodeSelectorTerms"), terms_path)):
+        terms = ctx.list(required.get("nodeSelectorTerms"), terms_path)
+        if not terms:
+            ctx.fail(terms_path, "Required value: must have at least one node selector term")
+        for i, term in enumerate(terms):
             _node_selector_term(ctx, term, f"{terms_path}[{i}]")
     pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
     for i, pref in enumerate(ctx.list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)):
@@ -726,12 +788,17 @@ def _validate_pod_affinity(ctx: ObjectContext, pa, path: str) -> dict | None:
 
     def term(t, tpath):
         t = ctx.mapping(t, tpath)
-        ctx.string(t.get("topologyKey"), f"{tpath}.topologyKey", required=True)
+        key = ctx.string(t.get("topologyKey"), f"{tpath}.topologyKey", required=True)
+        _label_key(ctx, key, f"{tpath}.topologyKey")
         validate_label_selector(ctx, t.get("labelSelector"), f"{tpath}.labelSelector")
         validate_label_selector(ctx, t.get("namespaceSelector"), f"{tpath}.namespaceSelector")
-        ctx.str_list(t.get("namespaces"), f"{tpath}.namespaces")
-        ctx.str_list(t.get("matchLabelKeys"), f"{tpath}.matchLabelKeys")
-        ctx.str_list(t.get("mismatchLabelKeys"), f"{tpath}.mismatchLabelKeys")
+        for j, ns in enumerate(ctx.str_list(t.get("namespaces"), f"{tpath}.namespaces")):
+            errs = dns1123_label_errors(ns)
+            if errs:
+                ctx.fail(f"{tpath}.namespaces[{j}]", invalid_value(ns, errs))
+        for name in ("matchLabelKeys", "mismatchLabelKeys"):
+            for j, k in enumerate(ctx.str_list(t.get(name), f"{tpath}.{name}")):
+                _label_key(ctx, k, f"{tpath}.{name}[{j}]")
 
     req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
     for i, t in enumerate(ctx.list(pa.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)):
@@ -749,22 +816,61 @@ def _validate_pod_affinity(ctx: ObjectContext, pa, path: str) -> dict | None:
     return pa
 
 
+def _int32(ctx: ObjectContext, value, path: str, lo: int) -> int:
+    """An int32 field with a floor: ``value`` when an integer in
+    lo..INT32_MAX, else ManifestError (past int32 the API server's decoder
+    refuses it; nothing here saturates or wraps)."""
+    value = ctx.integer(value, path, lo=lo)
+    if value > INT32_MAX:
+        ctx.fail(path, f"must be <= {INT32_MAX} (an int32), got {value}")
+    return value
+
+
+def _label_value(ctx: ObjectContext, value: str, path: str) -> None:
+    """``IsValidLabelValue`` (a taint's value, an Equal toleration's)."""
+    errs = label_value_errors(value)
+    if errs:
+        ctx.fail(path, invalid_value(value, errs))
+
+
+def _label_key(ctx: ObjectContext, key: str, path: str) -> None:
+    """``ValidateLabelName``: ``key`` a qualified name (a topologyKey, a
+    matchLabelKeys entry), else ManifestError at ``path``."""
+    errs = qualified_name_errors(key)
+    if errs:
+        ctx.fail(path, invalid_value(key, errs))
+
+
 def _validate_spread(ctx: ObjectContext, value, path: str) -> list[dict]:
+    """topologySpreadConstraints as the API server validates them: maxSkew
+    and minDomains int32 >= 1 (minDomains with DoNotSchedule only),
+    qualified topologyKey and matchLabelKeys, no two constraints with one
+    {topologyKey, whenUnsatisfiable}."""
     out = []
+    seen: dict[tuple[str, str], int] = {}
     for i, c in enumerate(ctx.list(value, path)):
         cpath = f"{path}[{i}]"
         c = ctx.mapping(c, cpath)
         if c.get("maxSkew") is None:
             ctx.fail(f"{cpath}.maxSkew", "required (an integer >= 1)")
-        ctx.integer(c.get("maxSkew"), f"{cpath}.maxSkew", lo=1)
-        ctx.string(c.get("topologyKey"), f"{cpath}.topologyKey", required=True)
+        _int32(ctx, c.get("maxSkew"), f"{cpath}.maxSkew", 1)
+        key = ctx.string(c.get("topologyKey"), f"{cpath}.topologyKey", required=True)
+        _label_key(ctx, key, f"{cpath}.topologyKey")
         if c.get("whenUnsatisfiable") is None:
             ctx.fail(f"{cpath}.whenUnsatisfiable", "required (DoNotSchedule or ScheduleAnyway)")
-        ctx.enum(c.get("whenUnsatisfiable"), f"{cpath}.whenUnsatisfiable", WHEN_UNSATISFIABLE)
+        when = ctx.enum(c.get("whenUnsatisfiable"), f"{cpath}.whenUnsatisfiable",
+                        WHEN_UNSATISFIABLE)
+        if (key, when) in seen:
+            ctx.fail(cpath, f"Duplicate value: {{{key}, {when}}} (also {path}[{seen[key, when]}])")
+        seen[key, when] = i
         validate_label_selector(ctx, c.get("labelSelector"), f"{cpath}.labelSelector")
         if c.get("minDomains") is not None:
-            ctx.integer(c.get("minDomains"), f"{cpath}.minDomains", lo=1)
-        ctx.str_list(c.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")
+            _int32(ctx, c.get("minDomains"), f"{cpath}.minDomains", 1)
+            if when != "DoNotSchedule":
+                ctx.fail(f"{cpath}.minDomains",
+                         "can only use minDomains if whenUnsatisfiable=DoNotSchedule")
+        for j, k in enumerate(ctx.str_list(c.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")):
+            _label_key(ctx, k, f"{cpath}.matchLabelKeys[{j}]")
         for key in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
             if c.get(key) is not None:
                 ctx.enum(c.get(key), f"{cpath}.{key}", ("Honor", "Ignore"))
@@ -790,15 +896,20 @@ def _parse_tolerations(ctx: ObjectContext, value, path: str) -> list[Toleration]
         tpath = f"{path}[{i}]"
         t = ctx.mapping(t, tpath)
         key = ctx.string(t.get("key"), f"{tpath}.key")
+        if key:
+            _label_key(ctx, key, f"{tpath}.key")
         operator = ctx.enum(t.get("operator"), f"{tpath}.operator", TOLERATION_OPERATORS) or "Equal"
         val = ctx.string(t.get("value"), f"{tpath}.value")
+        if operator == "Equal":
+            _label_value(ctx, val, f"{tpath}.value")
         effect = ctx.enum(t.get("effect"), f"{tpath}.effect", ("",) + TAINT_EFFECTS)
         if operator == "Exists" and val:
             ctx.fail(f"{tpath}.value", f"must be empty when operator is Exists, got {val!r}")
         if not key and operator != "Exists":
             ctx.fail(f"{tpath}.operator", "must be Exists when key is empty (that tolerates every taint)")
         if t.get("tolerationSeconds") is not None:
-            ctx.integer(t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds")
+            ctx.integer(t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds",
+                        INT64_MIN, INT64_MAX)
             if effect != "NoExecute":
                 ctx.fail(f"{tpath}.effect", "must be NoExecute when tolerationSeconds is set")
         out.append(Toleration(key=key, operator=operator, value=val, effect=effect))
@@ -837,14 +948,15 @@ def _pod_resources(ctx: ObjectContext, spec: dict) -> dict:
     images: list[str] = []
     init_images: list[str] = []
     host_ports: list[HostPort] = []
+    names: dict[str, str] = {}
     containers = [
         _parse_container(ctx, c, f"spec.containers[{i}]", False, host_network, images,
-                         host_ports)
+                         host_ports, names)
         for i, c in enumerate(ctx.list(spec.get("containers"), "spec.containers"))
     ]
     init_containers = [
         _parse_container(ctx, c, f"spec.initContainers[{i}]", True, host_network, init_images,
-                         host_ports)
+                         host_ports, names)
         for i, c in enumerate(ctx.list(spec.get("initContainers"), "spec.initContainers"))
     ]
     overhead = ctx.quantity_map(spec.get("overhead"), "spec.overhead")
@@ -863,6 +975,7 @@ def _pod_constraints(ctx: ObjectContext, spec: dict) -> dict:
     """PodRecord kwargs restricting nodes: tolerations, selector, affinities, spread, gates."""
     tolerations = _parse_tolerations(ctx, spec.get("tolerations"), "spec.tolerations")
     node_selector = ctx.str_map(spec.get("nodeSelector"), "spec.nodeSelector")
+    check_labels(ctx, node_selector, "spec.nodeSelector")
     affinity = ctx.mapping(spec.get("affinity"), "spec.affinity")
     node_affinity = _validate_node_affinity(ctx, affinity.get("nodeAffinity"),
                                             "spec.affinity.nodeAffinity")
@@ -876,7 +989,11 @@ def _pod_constraints(ctx: ObjectContext, spec: dict) -> dict:
     gates = []
     for i, g in enumerate(ctx.list(spec.get("schedulingGates"), "spec.schedulingGates")):
         g = ctx.mapping(g, f"spec.schedulingGates[{i}]")
-        gates.append(ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True))
+        name = ctx.string(g.get("name"), f"spec.schedulingGates[{i}].name", required=True)
+        _label_key(ctx, name, f"spec.schedulingGates[{i}].name")    # a qualified name
+        if name in gates:
+            ctx.fail(f"spec.schedulingGates[{i}].name", f"Duplicate value: {name!r}")
+        gates.append(name)
     return dict(tolerations=tolerations, node_selector=node_selector, node_affinity=node_affinity,
                 pod_affinity=pod_affinity, pod_anti_affinity=pod_anti_affinity,
                 topology_spread=topology_spread, scheduling_gates=gates,
@@ -920,6 +1037,29 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
 # PriorityClass, PodDisruptionBudget
 
 
+#: The PriorityClasses the API server keeps for itself (name -> value), and
+#: the highest value any other may have.
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2_000_001_000,
+                           "system-cluster-critical": 2_000_000_000}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+
+
+def _check_priority_value(ctx: ObjectContext, name: str, value: int, default: bool) -> None:
+    """``ValidatePriorityClass``: a ``system-`` name is one of the system
+    classes, with its value and not the global default; any other class's
+    value is at most ``HIGHEST_USER_DEFINABLE_PRIORITY``."""
+    if name.startswith("system-"):
+        want = SYSTEM_PRIORITY_CLASSES.get(name)
+        if want is None or want != value or default:
+            why = (f"{name!r} is not a known system priority class" if want is None else
+                   f"{name!r} must have value {want} and not be the global default")
+            ctx.fail("metadata.name", "Forbidden: priority class names with 'system-' prefix "
+                     f"are reserved for system use only: {why}")
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        ctx.fail("value", "Forbidden: maximum allowed value of a user defined priority is "
+                 f"{HIGHEST_USER_DEFINABLE_PRIORITY}, got {value}")
+
+
 def parse_priority_class(obj: dict, *, where: str | None = None) -> PriorityClassRecord:
     """A scheduling.k8s.io PriorityClass -> :class:`PriorityClassRecord`."""
     ctx, _, _, name = identity(obj, "PriorityClass", False, where)
@@ -927,6 +1067,7 @@ def parse_priority_class(obj: dict, *, where: str | None = None) -> PriorityClas
         ctx.fail("value", "required (an integer)")
     value = ctx.integer(obj.get("value"), "value", INT32_MIN, INT32_MAX)
     global_default = ctx.boolean(obj.get("globalDefault"), "globalDefault")
+    _check_priority_value(ctx, name, value, global_default)
     policy = ctx.enum(unset_if_empty(obj.get("preemptionPolicy")), "preemptionPolicy",
                       PREEMPTION_POLICIES, "PreemptLowerPriority")
     return PriorityClassRecord(name=name, value=value, global_default=global_default,
@@ -937,13 +1078,17 @@ _PERCENT = re.compile(r"[0-9]+%")
 
 
 def _int_or_percent(ctx: ObjectContext, value, path: str) -> int | str | None:
+    """A PDB's minAvailable / maxUnavailable (an IntOrString) as the API
+    server takes it: an int32 >= 0, or a percentage of at most 100%."""
     if value is None:
         return None
     if isinstance(value, str):
         if not _PERCENT.fullmatch(value):
             ctx.fail(path, f"must be an integer or a percentage like '50%', got {value!r}")
+        if int(value[:-1]) > 100:
+            ctx.fail(path, f"Invalid value: {value!r}: must not be greater than 100%")
         return value
-    return ctx.integer(value, path, lo=0)
+    return _int32(ctx, value, path, 0)
 
 
 def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetRecord:
@@ -958,7 +1103,7 @@ def parse_pdb(obj: dict, *, where: str | None = None) -> PodDisruptionBudgetReco
         ctx.fail("spec.maxUnavailable", "minAvailable and maxUnavailable cannot both be set")
     allowed = status.get("disruptionsAllowed")
     if allowed is not None:
-        allowed = ctx.integer(allowed, "status.disruptionsAllowed", lo=0)
+        allowed = _int32(ctx, allowed, "status.disruptionsAllowed", 0)
     disrupted = ctx.mapping(status.get("disruptedPods"), "status.disruptedPods")
     for pod_name, when in disrupted.items():
         if not isinstance(pod_name, str):
@@ -1064,15 +1209,8 @@ def ignored_kinds_warning(objects: Objects) -> str | None:
 def parse_namespace(obj: dict, *, where: str | None = None) -> NamespaceRecord:
     """A v1 Namespace -> :class:`NamespaceRecord` (``metadata.labels``, with
     ``kubernetes.io/metadata.name: <name>`` set as the API server sets it)."""
-    ctx, meta, _, name = identity(obj, "Namespace", False, where)
+    ctx, meta, _, name = identity(obj, "Namespace", False, where)    # labels checked there
     labels = ctx.str_map(meta.get("labels"), "metadata.labels")
-    for k, v in labels.items():
-        errs = qualified_name_errors(k)
-        if errs:
-            ctx.fail("metadata.labels", invalid_value(k, errs))
-        errs = label_value_errors(v)
-        if errs:
-            ctx.fail(join_path("metadata.labels", k), invalid_value(v, errs))
     labels = {**labels, NS_NAME_LABEL: name}     # SetDefaults_Namespace overwrites it
     return NamespaceRecord(name=name, labels=labels, obj=obj)
 

@@ -381,8 +381,41 @@ def identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[Objec
             raise ManifestError(f"{kind} {name}", "metadata.namespace",
                                 f"must be a string, got {type_name(namespace)} {namespace!r}",
                                 source)
-        return ObjectContext(f"{kind} {namespace}/{name}", source), meta, namespace, name
-    return ObjectContext(f"{kind} {name}", source), meta, namespace, name
+        ctx = ObjectContext(f"{kind} {namespace}/{name}", source)
+    else:
+        ctx = ObjectContext(f"{kind} {name}", source)
+    check_object_meta(ctx, kind, meta, name, namespace if namespaced else None)
+    return ctx, meta, namespace, name
+
+
+class NameRules:
+    """Whether ``metadata.name`` is held to its kind's rule (``enforced``,
+    True).  Upstream's Go unit tests build objects without the API server
+    and name them freely (``nodeA``, ``p_with_nominated_node``); the
+    harness that replays those cases (the golden cases) turns the name
+    rules off while it builds their clusters.  Namespaces, labels and every
+    other field are checked either way."""
+
+    enforced = True
+
+
+def check_object_meta(ctx: ObjectContext, kind: str, meta: dict, name: str,
+                      namespace: str | None) -> None:
+    """What the API server's ``ValidateObjectMeta`` refuses in an object
+    that has a string name: a name its kind does not allow (``NAME_RULES``;
+    a DNS-1123 subdomain for every other kind), a namespace that is not a
+    DNS-1123 label, labels that are not a map of qualified names to label
+    values.  ``namespace`` None for a cluster-scoped object."""
+    errs = name_errors(kind, name) if NameRules.enforced else None
+    if errs:
+        ctx.fail("metadata.name", invalid_value(name, errs))
+    if namespace is not None and namespace != "default":
+        errs = dns1123_label_errors(namespace)
+        if errs:
+            ctx.fail("metadata.namespace", invalid_value(namespace, errs))
+    labels = meta.get("labels")
+    if labels:
+        check_labels(ctx, ctx.str_map(labels, "metadata.labels"), "metadata.labels")
 
 
 
@@ -403,7 +436,10 @@ DNS1123_SUBDOMAIN_MAX_LENGTH = 253
 
 QUALIFIED_NAME_RE = re.compile(QUALIFIED_NAME_FMT)
 LABEL_VALUE_RE = re.compile(LABEL_VALUE_FMT)
-DNS1123_SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN_FMT)
+# the same language as DNS1123_SUBDOMAIN_FMT without capture groups (each
+# pod's name is matched: about 15% faster)
+DNS1123_SUBDOMAIN_RE = re.compile(
+    "[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
 
 _QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must "
                        "start and end with an alphanumeric character")
@@ -493,6 +529,64 @@ def label_value_errors(value: str) -> list[str]:
     if not LABEL_VALUE_RE.fullmatch(value):
         errs.append(_regex_error(_LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
+
+
+DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_RE = re.compile(DNS1035_LABEL_FMT)
+_DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or "
+                      "'-', start with an alphabetic character, and end with an alphanumeric "
+                      "character")
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """``IsDNS1035Label`` (a Service's name): the problems of ``value``."""
+    errs = []
+    if _go_len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(_max_len_error(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1035_LABEL_MSG, DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return errs
+
+
+#: The kinds whose ``metadata.name`` is not a DNS-1123 subdomain (every
+#: other kind's, custom resources' too, is: ``NameIsDNSSubdomain``).
+NAME_RULES: dict[str, Callable[[str], list[str]]] = {
+    "Namespace": dns1123_label_errors,
+    "Service": dns1035_label_errors,
+}
+
+
+def name_errors(kind: str, name: str) -> list[str]:
+    """The problems of ``name`` as the ``metadata.name`` of a ``kind``
+    (empty when valid); a valid DNS-1123 subdomain costs one match."""
+    rule = NAME_RULES.get(kind)
+    if rule is not None:
+        return rule(name)
+    if DNS1123_SUBDOMAIN_RE.fullmatch(name) and len(name) <= DNS1123_SUBDOMAIN_MAX_LENGTH:
+        return []
+    return dns1123_subdomain_errors(name)
+
+
+@functools.lru_cache(maxsize=65536)
+def _label_errors(key: str, value: str) -> tuple[bool, tuple[str, ...]]:
+    """(the key is at fault, its problems), else (False, the value's);
+    both empty for a valid label.  Cached: a cluster repeats its labels."""
+    errs = qualified_name_errors(key)
+    if errs:
+        return True, tuple(errs)
+    return False, tuple(label_value_errors(value))
+
+
+def check_labels(ctx: ObjectContext, labels: Mapping[str, str], path: str) -> None:
+    """ManifestError at ``path`` (a bad key) or ``path["key"]`` (a bad
+    value) for the first label ``ValidateLabels`` refuses; ``labels`` a
+    map of strings (``ObjectContext.str_map``)."""
+    for k, v in labels.items():
+        on_key, errs = _label_errors(k, v)
+        if errs:
+            if on_key:
+                ctx.fail(path, invalid_value(k, list(errs)))
+            ctx.fail(join_path(path, k), invalid_value(v, list(errs)))
 
 
 def is_qualified_name(value) -> bool:

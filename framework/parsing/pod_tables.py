@@ -9,8 +9,8 @@ names the file (when read from one), the row (0-based) and the column:
 
 Columns (any other column is an error):
 
-``name``            string, required, non-empty; ``namespace``/``name`` unique.
-``namespace``       string, optional (null: the template's, else ``default``).
+``name``            string, required, a DNS-1123 subdomain; ``namespace``/``name`` unique.
+``namespace``       string, optional, a DNS-1123 label (null: the template's, else ``default``).
 ``template``        the pod's template, either an integer id into ``templates``
                     (a list of Pod dicts given beside the table) or a string
                     holding JSON; either is a Pod (``{"spec": {...}}``, with
@@ -22,7 +22,8 @@ Columns (any other column is an error):
                     ``ephemeral-storage``, ``hugepages-2Mi``: a name with a
                     ``/``, or one of those) in whole units: the requests of one
                     container (null: not requested).  Not with ``template``.
-``labels``          map<string, string>, optional (null: the template's, else none).
+``labels``          map<string, string>, optional (null: the template's, else none);
+                    keys qualified names, values label values, as the API server's.
 ``priority``        integer (int32 range), optional (null: the template's, else none).
 ``creation_time``   timestamp (any unit or zone) or integer ns since the epoch, optional.
 ``scheduler_name``  string, optional (null: the template's; ``""`` means the default).
@@ -80,6 +81,16 @@ from .manifests import (
     parse_pod,
 )
 from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
+from .meta import (
+    DNS1123_SUBDOMAIN_FMT,
+    DNS1123_SUBDOMAIN_MAX_LENGTH,
+    NameRules,
+    ObjectContext,
+    check_labels,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    invalid_value,
+)
 from .quantity import INT64_MAX
 from tensorsched.framework.records.records import PodClass, PodRecord
 
@@ -329,6 +340,7 @@ def _pod_groups(t: _Table, templates) -> dict:
         dup = next(c for c in t.table.column_names if t.table.column_names.count(c) > 1)
         t.fail(None, dup, "duplicate column")
     names = t.strings("name", required=True)
+    _check_names(t, names)
     namespaces = t.strings("namespace")
     sched = t.strings("scheduler_name")
     nodes = t.strings("node_name")
@@ -371,6 +383,10 @@ def _pod_groups(t: _Table, templates) -> dict:
     group_ids, group_first = _combine((base_ids, base_count), (prio_ids, len(prio_vals)),
                                       (sched_ids, len(sched_vals)), (node_ids, len(node_vals)))
     ns_ids, ns_vals = _encode(namespaces, n)
+    for k, ns in enumerate(ns_vals):        # first-appearance order: the first bad row
+        errs = dns1123_label_errors(ns) if ns else []
+        if errs:
+            t.fail(int(np.argmax(ns_ids == k)), "namespace", invalid_value(ns, errs))
     final_ids, final_first = _combine((group_ids, len(group_first)), (ns_ids, len(ns_vals)),
                                       (labels_ids, len(label_sets)))
 
@@ -461,8 +477,31 @@ def _labels(t: _Table) -> tuple[np.ndarray, list]:
             seen = set()
             dup = next(k for k, _ in pairs if k in seen or seen.add(k))
             t.fail(r, "labels", f"duplicate key {dup!r}")
+        try:
+            check_labels(_ROW_LABELS, d, "labels")
+        except ManifestError as exc:
+            t.fail(r, exc.field, exc.problem)
         sets.append(d)
     return ids, sets
+
+
+#: Only the field and problem of its errors are read (``_Table.fail`` names the row).
+_ROW_LABELS = ObjectContext("labels")
+#: ``^...$`` as RE2 (pyarrow) reads it: the whole value.
+_NAME_RE2 = f"^{DNS1123_SUBDOMAIN_FMT}$"
+
+
+def _check_names(t: _Table, names: pa.Array) -> None:
+    """Every row's name a DNS-1123 subdomain (a Pod's ``metadata.name``),
+    vectorized; the first row that is not refused with upstream's words."""
+    if not NameRules.enforced:
+        return
+    bad = pc.or_(pc.invert(pc.match_substring_regex(names, _NAME_RE2)),
+                 pc.greater(pc.binary_length(names), DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if pc.any(bad).as_py():
+        row = _first(bad)
+        name = names[row].as_py()
+        t.fail(row, "name", invalid_value(name, dns1123_subdomain_errors(name)))
 
 
 def _stringish(t) -> bool:

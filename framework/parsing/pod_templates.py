@@ -39,7 +39,7 @@ pod of a template seen before costs one marshal, a few dict lookups and
 appends (about 2.4 us of CPU a pod through ``schedule_pending``, 7.5 before).
 
 The per-pod fields of a pod that hits a template are checked here; anything
-unusual (a wrong type, a bad timestamp, a missing name) sends the pod
+unusual (a wrong type, a bad timestamp, a missing or invalid name) sends the pod
 through ``parse_pod``, so the records and the errors (field paths,
 ``<file>#<doc>`` sources) are exactly ``parse_pod``'s.
 
@@ -56,7 +56,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .meta import SourcedObject, parse_timestamp, parse_utc_second
+from .meta import (
+    DNS1123_SUBDOMAIN_MAX_LENGTH,
+    DNS1123_SUBDOMAIN_RE,
+    SourcedObject,
+    parse_timestamp,
+    parse_utc_second,
+)
 from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
 from tensorsched.framework.records.records import PodClass, PodRecord
 from .stamps import utc_seconds
@@ -150,6 +156,9 @@ def _cheap_key(obj, meta: dict, spec: dict) -> bytes | None:
 
 
 _dumps = marshal.dumps
+#: A pod's name is a DNS-1123 subdomain (with the length checked beside it);
+#: a repeat whose name is not goes through ``parse_pod``, which refuses it.
+_valid_name = DNS1123_SUBDOMAIN_RE.fullmatch
 
 
 class _Unusual(Exception):
@@ -279,6 +288,8 @@ class PodTemplates:
         uid = meta.get("uid")
         if type(name) is not str or not name or (uid is not None and type(uid) is not str):
             raise _Unusual
+        if _valid_name(name) is None or len(name) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+            raise _Unusual          # parse_pod names the rule it breaks
         node_name = obj["spec"].get("nodeName")
         if node_name is not None and type(node_name) is not str:
             raise _Unusual
@@ -339,7 +350,7 @@ class PodTemplates:
         """``parse_columns``'s pass; None when a deferred creation time is
         not valid (``defer``: read the repeats' creation times after it).
 
-        A *plain repeat* (its cheap key seen, a name, no status, no
+        A *plain repeat* (its cheap key seen, a valid name, no status, no
         deletion timestamp, no node name, a uid and a creation time that
         are None or strings) takes the loop's first branch and ``continue``s:
         the cheap key written inline and five appends.  Any other pod takes
@@ -356,6 +367,7 @@ class PodTemplates:
         at: list[int] = []                      # ... and their positions
         self._deferred_bad = False
         per_pod, utc_second, obj_types, dumps = self._per_pod, parse_utc_second, _OBJ_TYPES, _dumps
+        valid_name, max_name = _valid_name, DNS1123_SUBDOMAIN_MAX_LENGTH
         str_type = str
         # counts of the general branch's pods (the plain repeats are the rest)
         slow = slow_hits = slow_known = flushed = 0
@@ -386,7 +398,8 @@ class PodTemplates:
                                 name = g("name")
                                 uid = g("uid")
                                 stamp = g("creationTimestamp")
-                                if (type(name) is str_type and name
+                                if (type(name) is str_type and valid_name(name)
+                                        and len(name) <= max_name
                                         and (uid is None or type(uid) is str_type)
                                         and "status" not in obj
                                         and "deletionTimestamp" not in meta):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .meta import ObjectKind, identity, validate_label_selector
+from .meta import ObjectKind, check_labels, identity, validate_label_selector
 
 CONTROLLER_KINDS = ("ReplicationController", "ReplicaSet", "StatefulSet")
 _SERVICE_KIND = "Service"
@@ -60,6 +60,8 @@ def parse_service(obj: dict, *, where: str | None = None) -> ServiceRecord:
     spec = ctx.mapping(obj.get("spec"), "spec")
     raw = spec.get("selector")
     selector = None if raw is None else ctx.str_map(raw, "spec.selector")
+    if selector:
+        check_labels(ctx, selector, "spec.selector")
     return ServiceRecord(namespace=namespace, name=name, selector=selector, obj=obj)
 
 
@@ -70,9 +72,11 @@ def parse_replication_controller(obj: dict, *, where: str | None = None) -> Cont
     ctx, _, namespace, name = identity(obj, "ReplicationController", True, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
     selector = ctx.str_map(spec.get("selector"), "spec.selector")
+    check_labels(ctx, selector, "spec.selector")
     template = ctx.mapping(spec.get("template"), "spec.template")
     meta = ctx.mapping(template.get("metadata"), "spec.template.metadata")
     labels = ctx.str_map(meta.get("labels"), "spec.template.metadata.labels")
+    check_labels(ctx, labels, "spec.template.metadata.labels")
     if not selector:
         selector = dict(labels)
     return ControllerRecord("ReplicationController", namespace, name, selector, obj)

@@ -229,11 +229,11 @@ def test_an_added_nodes_bad_label_runs_per_job_and_is_named(tmp_path, monkeypatc
     alone does not read it (batched)."""
     nodes, pods = _model_trap(tmp_path)
     sc = tmp_path / "scenario.json"
-    sc.write_text(json.dumps({"steps": [{"at": 1, "create": _node("x0", 1, tie="-3")}]}))
+    sc.write_text(json.dumps({"steps": [{"at": 1, "create": _node("x0", 1, tie="1_000")}]}))
     jobs = S.make_jobs([pods], [0], policies=["BestFit"], nodes=nodes, scenario=str(sc),
                        tie_rank=True)
     with pytest.raises(ScenarioError, match=r"scenario\.json: steps\[0\]\.create: Node x0: "
-                                            r".*openb\.tensorsched\.io/tie.*'-3'"):
+                                            r".*openb\.tensorsched\.io/tie.*'1_000'"):
         S.run_sweep(jobs, workers=1)
     calls = _weights(monkeypatch, E, "openb_event_runs")
     plain = S.make_jobs([pods], [0], policies=["BestFit"], nodes=nodes, scenario=str(sc))

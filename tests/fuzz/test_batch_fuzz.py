@@ -24,6 +24,7 @@ from support.openb import openb_slice
 import tensorsched as ts
 from tensorsched.framework.errors import (ArgumentError, BackendError, ManifestError,
                                           TensorschedError)
+from tensorsched.framework.parsing.meta import is_label_value
 from tensorsched.framework.simulation.scenario import ScenarioError, load_scenario
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.topology.gpu import read_openb_nodes
@@ -428,7 +429,8 @@ def test_a_tie_label_is_a_decimal_rank(label, rank):
     ``int`` would also take a sign, spaces, underscores and other
     scripts' digits.  On ``simulate_batch``'s scenario a refused label is
     a ``ScenarioError`` naming the step, the node and the label; under
-    GpuShareScore alone it is unread."""
+    GpuShareScore alone it is unread, unless it is no label value at all
+    (a sign, a space, another script's digit): the node is refused then."""
     if rank is None:
         with pytest.raises(ManifestError, match=r"Node n: metadata\.labels\["):
             T.tie_rank("n", {T.TIE_LABEL: label})
@@ -437,6 +439,12 @@ def test_a_tie_label_is_a_decimal_rank(label, rank):
     node = copy.deepcopy(NODE)
     node["metadata"]["labels"][T.TIE_LABEL] = label
     sc = {"steps": [{"at": 5, "create": node}]}
+    if not is_label_value(label):       # no label value: the node itself is refused
+        for config in ("FGD", T.openb_config("FGD")):
+            with pytest.raises(ScenarioError, match=r"^scenario: steps\[0\]\.create: Node extra: "
+                                                    r"metadata\.labels\[.*Invalid value"):
+                ts.simulate_batch(NODES, PODS, [config], [1], workers=1, scenario=sc)
+        return
     if rank is None:
         with pytest.raises(ScenarioError, match=r"^scenario: steps\[0\]\.create: Node extra: "
                                                 r"metadata\.labels\["):

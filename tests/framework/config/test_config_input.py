@@ -203,3 +203,89 @@ def test_check_qualified_name_is_the_shared_one():
     check_qualified_name("example.com/ok", "x")
     assert plugin_args.LABEL_VALUE.match("ok") and not plugin_args.LABEL_VALUE.match("ok\n")
     assert not plugin_args.LABEL_VALUE.match("a b")
+
+
+# --------------------------------------------------------------------------
+# strict decoding everywhere: an unknown field at any level names its path
+
+
+@pytest.mark.parametrize("body, field", [
+    ("foo: 1\n", "foo"),
+    ("profiles:\n- {schedulerName: a, foo: 1}\n", "profiles[0].foo"),
+    ("profiles:\n- plugins: {foo: {}}\n", "profiles[0].plugins.foo"),
+    ("profiles:\n- plugins: {score: {enabled: [], foo: 1}}\n", "profiles[0].plugins.score.foo"),
+    ("profiles:\n- plugins: {score: {enabled: [{name: ImageLocality, foo: 1}]}}\n",
+     "profiles[0].plugins.score.enabled[0].foo"),
+    ("profiles:\n- pluginConfig: [{name: NodeResourcesFit, args: {foo: 1}}]\n",
+     "profiles[0].pluginConfig[0].args.foo"),
+    ("profiles:\n- pluginConfig: [{name: DefaultPreemption, foo: 1}]\n",
+     "profiles[0].pluginConfig[0].foo"),
+    ("leaderElection: {leaderElect: false, foo: 1}\n", "leaderElection.foo"),
+    ("leaderElection: {LeaderElect: false}\n", "leaderElection.LeaderElect"),
+    ("clientConnection: {qps: 5, foo: 1}\n", "clientConnection.foo"),
+])
+def test_unknown_fields_are_refused_at_every_level(tmp_path, body, field):
+    f = tmp_path / "c.yaml"
+    f.write_text(HEAD + body)
+    e = file_error(f)
+    assert (e.source, e.field) == (str(f), field), str(e)
+    assert e.problem.startswith("unknown field") and str(e).startswith(f"{f}: {field}: ")
+
+
+@pytest.mark.parametrize("body, field, words", [
+    ("leaderElection: {leaderElect: 'yes'}\n", "leaderElection.leaderElect", "must be a boolean"),
+    ("leaderElection: {leaseDuration: 15}\n", "leaderElection.leaseDuration", "must be a string"),
+    ("leaderElection: {leaseDuration: 15 s}\n", "leaderElection.leaseDuration",
+     "invalid duration '15 s'"),
+    ("leaderElection: {retryPeriod: -2s}\n", "leaderElection.retryPeriod",
+     "Invalid value: '-2s': must be greater than zero"),
+    ("leaderElection: {leaseDuration: 5s}\n", "leaderElection.leaseDuration",
+     "must be greater than renewDeadline (10s)"),
+    ("leaderElection: {leaseDuration: 20s, renewDeadline: 20s}\n", "leaderElection.leaseDuration",
+     "must be greater than renewDeadline (20s)"),
+    ("leaderElection: {resourceName: 5}\n", "leaderElection.resourceName", "must be a string"),
+    ("clientConnection: {qps: fast}\n", "clientConnection.qps", "must be a number"),
+    ("clientConnection: {qps: .nan}\n", "clientConnection.qps", "must be a number"),
+    ("clientConnection: {qps: 1e39}\n", "clientConnection.qps", "a float32"),
+    ("clientConnection: {burst: -1}\n", "clientConnection.burst", "must be non-negative"),
+    ("clientConnection: {burst: 2147483648}\n", "clientConnection.burst", "not in valid range"),
+    ("clientConnection: {kubeconfig: [a]}\n", "clientConnection.kubeconfig", "must be a string"),
+])
+def test_leader_election_and_client_connection_are_validated(tmp_path, body, field, words):
+    f = tmp_path / "c.yaml"
+    f.write_text(HEAD + body)
+    e = file_error(f)
+    assert e.field == field and words in e.problem, str(e)
+
+
+def test_leader_election_and_client_connection_that_kube_scheduler_takes(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(HEAD + "leaderElection: {leaderElect: true, leaseDuration: 30s,"
+                 " renewDeadline: 0s, retryPeriod: 1m, resourceLock: leases, resourceName: s,"
+                 " resourceNamespace: n}\n"
+                 "clientConnection: {kubeconfig: /etc/k, qps: 50.5, burst: 100, contentType: x,"
+                 " acceptContentTypes: y}\n")
+    assert load_config(str(f)).profiles[0].scheduler_name == "default-scheduler"
+    # leader election off: its durations are not checked against each other
+    f.write_text(HEAD + "leaderElection: {leaderElect: false, leaseDuration: 1s}\n")
+    load_config(str(f))
+
+
+@pytest.mark.parametrize("text, seconds", [("10s", 10.0), ("-1m30s", -90.0), ("+1.5h", 5400.0),
+                                           ("0", 0.0), ("2562047h", 2562047 * 3600.0)])
+def test_durations_read_as_go_reads_them(text, seconds):
+    assert plugin_args.duration_seconds(text, "f") == seconds
+
+
+@pytest.mark.parametrize("text, words", [
+    ("+-5s", "invalid duration '+-5s'"), ("--5s", "invalid duration"),
+    ("5", "invalid duration"), ("1e3s", "invalid duration"),
+    ("2562048h", "out of range"),
+])
+def test_durations_go_refuses_are_refused(tmp_path, text, words):
+    f = tmp_path / "c.yaml"
+    f.write_text(HEAD + "profiles:\n- pluginConfig:\n  - name: DynamicResources\n"
+                 f"    args: {{filterTimeout: '{text}'}}\n")
+    e = file_error(f)
+    assert e.field == "profiles[0].pluginConfig[0].args.filterTimeout", str(e)
+    assert words in e.problem, str(e)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.parsing.meta import is_label_value, is_qualified_name
 from tensorsched.framework.parsing.pod_tables import read_pods_parquet, read_pods_table
 
 Mi = 1024 * 1024
@@ -93,7 +94,11 @@ def test_groups_do_not_share_derived_values(tmp_path):
     assert recs[0].memo is recs[2].memo and recs[0].memo is not recs[1].memo
 
 
-names = st.text("abc-", min_size=1, max_size=4)
+# label keys and values the API server takes ('-' and '.' inside only)
+names = st.text("abc-", min_size=1, max_size=4).filter(is_qualified_name)
+label_values = st.text("xy.-", max_size=3).filter(is_label_value)
+
+
 def maybe(s):
     return st.one_of(st.none(), s)
 
@@ -113,7 +118,7 @@ def tables(draw):
                 "cpu": maybe(st.integers(0, 2**63 - 1) | st.sampled_from([0, 100, 250])),
                 "memory": maybe(st.integers(0, 2**63 - 1) | st.sampled_from([0, 500 * Mi])),
                 "nvidia.com/gpu": maybe(st.integers(0, 8)),
-                "labels": maybe(st.dictionaries(names, st.text("xy=/", max_size=3), max_size=3)),
+                "labels": maybe(st.dictionaries(names, label_values, max_size=3)),
                 "priority": maybe(st.integers(-2**31, 2**31 - 1) | st.sampled_from([0, 7])),
                 "creation_time": maybe(st.integers(-2**63, 2**63 - 1) | st.just(T0)),
                 "scheduler_name": maybe(st.sampled_from(["", "bin-packer"])),
@@ -269,3 +274,29 @@ def test_bound_pods_and_empty_table():
     a, b = read_pods_table(t)
     assert (a.node_name, b.node_name, a.requests, b.requests, b.nonzero_cpu) == ("n1", "", {"cpu": 1}, {}, 100)
     assert read_pods_table(basic_table(0)) == []
+
+
+@pytest.mark.parametrize("column, values, row, words", [
+    # a Pod's name is a DNS-1123 subdomain, its namespace a DNS-1123 label
+    ("name", ["pod-0", "Pod_1", "pod-2"], 1,
+     'name: Invalid value: "Pod_1": a lowercase RFC 1123 subdomain'),
+    ("name", ["pod-0", "p" * 254, "pod-2"], 1, "must be no more than 253 characters"),
+    ("name", ["pod-0", "pod-1", "pod-2."], 2, "a lowercase RFC 1123 subdomain"),
+    ("namespace", ["shop", "shop", "My.Shop"], 2,
+     'namespace: Invalid value: "My.Shop": a lowercase RFC 1123 label'),
+    ("namespace", ["a" * 64, "shop", "shop"], 0, "must be no more than 63 characters"),
+    ("labels", [[("app", "web")], [("bad key", "x")], [("app", "web")]], 1,
+     'labels: Invalid value: "bad key": name part must consist of'),
+    ("labels", [[("app", "web")], [("app", "web")], [("app", "v" * 64)]], 2,
+     'labels.app: Invalid value: "' + "v" * 64 + '": must be no more than 63 characters'),
+])
+def test_names_namespaces_and_labels_refused_as_the_api_server_does(column, values, row, words):
+    t = pa.table({"name": pa.array(["pod-0", "pod-1", "pod-2"], pa.string()),
+                  "namespace": pa.array(["shop"] * 3, pa.string()),
+                  "cpu": pa.array([100] * 3, pa.int64()),
+                  "labels": pa.array([[("app", "web")]] * 3, LABELS)})
+    typ = LABELS if column == "labels" else pa.string()
+    t = t.set_column(t.schema.get_field_index(column), column, pa.array(values, typ))
+    text = _error(t)
+    assert text.startswith(f"pods.parquet: row {row}: {column}"), text
+    assert words in text

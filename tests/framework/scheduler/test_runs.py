@@ -256,7 +256,7 @@ def _spread(key, skew, app, min_domains=None, affinity_policy=None, taints_polic
             action="DoNotSchedule"):
     c = {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": action,
          "labelSelector": {"matchLabels": {"app": app}}}
-    if min_domains:
+    if min_domains and action == "DoNotSchedule":    # the API server refuses it otherwise
         c["minDomains"] = min_domains
     if affinity_policy:
         c["nodeAffinityPolicy"] = affinity_policy

@@ -64,9 +64,13 @@ def _names(*values):
 
 def test_prefilter_names_intersect_within_a_term_and_union_over_terms():
     assert prefilter_node_names(parse_pod(pod_dict("p", cpu="1"))) is None
-    pod = _pod_with_terms([{"matchFields": [_names("a", "b"), _names("b", "c")]},
+    # (a matchFields requirement has one value, as the API server requires)
+    pod = _pod_with_terms([{"matchFields": [_names("b"), _names("b")]},
                            {"matchFields": [_names("d")]}])
     assert prefilter_node_names(pod) == {"b", "d"}
+    pod = _pod_with_terms([{"matchFields": [_names("a"), _names("b")]},
+                           {"matchFields": [_names("d")]}])
+    assert prefilter_node_names(pod) == {"d"}
 
 
 def test_a_term_without_names_lifts_the_restriction():
