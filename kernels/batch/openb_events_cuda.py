@@ -51,6 +51,10 @@ RS_N = _openb_events.RS_N
 RS_KIND = _openb_events.RS_KIND
 RS_WAITS = _openb_events.RS_WAITS
 RS_NPOT = _openb_events.RS_NPOT
+RS_DEFER = _openb_events.RS_DEFER
+RS_F_FIRST = _openb_events.RS_F_FIRST
+RS_F_ROW = _openb_events.RS_F_ROW
+RS_F_N = _openb_events.RS_F_N
 Q_CYCLE = _openb_events.Q_CYCLE
 
 _env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_rules)
@@ -292,8 +296,11 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     if tid == 0:
         _start(n, live, cord, nfrag, fbuf, s_lo, s_m, s_st, s_v, ver, f0, onode, ogm, obind,
                owhy, pmask, qi, qf, pst, patt, pts, pre, pw, nw, ps, vic, gn, pot, rs)
-        # each change's fragmentation from here on: the block's (``block_frag``)
-        rs[_openb_events.RS_DEFER] = 1
+        # ``rs[RS_DEFER]`` stays 0: thread 0 sums each change's fragmentation
+        # itself.  ``block_frag`` assumes a step's waiting log rows are changes
+        # on one row over one live set, which a step's node events and
+        # departures break (the twin's curves differed); until the step
+        # flushes at such a boundary, its calls below find nothing waiting.
     cuda.syncthreads()
     while True:
         if tid == 0:
