@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _gpu_preempt as _gp
 from . import _local_core, _local_preempt, _queue
+from .cuda import block_row_lists
 from .local_cpu import TraceResult, empty_trace_result, trace_profiles
 from .local_cuda import THREADS, block_pick
 from .local_preempt import LocalPreempt, check_terminating, log_rows
-from .warp import WARPS
+from .warp import BIG, NEG, WARPS, block_scan, block_top
 from .local_trace_cuda import (
     PREEMPT_DEVICE_NAMESPACE,
     block_gather,
@@ -44,6 +46,137 @@ _trace_end = _pns["trace_end"]
 _preempt_start = _pns["preempt_start"]
 _open = _pns["attempt_open"]
 _close = _pns["attempt_close"]
+_victims_on = _pns["victims_on"]
+_pdb_allowed = _pns["pdb_allowed"]
+_better = _pns["better"]
+_num_candidates = _pns["num_candidates"]
+_preempt_offset = _pns["preempt_offset"]
+
+# vs columns of ``block_preempt_on``'s per-row scratch [N, LVS_N]: the
+# openb search's V_LOW / V_OFF (``cuda.block_row_lists``), then the row's
+# ``victims_on`` statistics (top priority, sum, earliest start, PDB
+# violations) and its victims' count (0: not a candidate)
+LV_STATS = 6
+LV_NV = 10
+LVS_N = 11
+
+
+@cuda.jit(device=True)
+def _stop(n_ok, n_bad, cap):
+    """``preempt_on``'s end of the visit: a non-violating candidate listed
+    and the two lists holding numCandidates together."""
+    return n_ok >= 1 and min(n_ok, cap) + min(n_bad, cap) >= cap
+
+
+@cuda.jit(device=True)
+def block_preempt_on(j, c, m, n, attempt, seed_mix, pct, least, alloc, used, c_request,
+                     c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, gone,
+                     victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
+                     left, vflag, vs, slot_cur, buf, sh):
+    """``_local_preempt.preempt_on``'s answer with the block's threads
+    (every thread gets (the node, -1 none; its victims' count; the lowest
+    bound priority), the victims in ``vout`` most important first, the
+    winner's statistics in ``stats[4:8]``): every row's list of bound pods
+    walked a thread a row (``cuda.block_row_lists``: the lowest bound
+    priority, each row's lower-priority pods in its own range of ``cur``);
+    each thread runs ``victims_on`` for its potential rows (its row of
+    ``used``, its range of ``cur`` and ``vflag``, its own PDB rows
+    ``left[2 + 2 tid:4 + 2 tid]``: ``left`` [2 + 2 THREADS, .]), the
+    statistics in ``vs`` [N, LVS_N]; then the visit from the seeded offset,
+    THREADS positions a round, two block scans counting the non-violating
+    and the violating candidates (each list its first numCandidates, the
+    visit ending as ``preempt_on``'s), each thread keeping its best listed
+    candidate (``better``, the first visited on a tie), and the pick by
+    five block reductions: the fewest violations, the lowest highest
+    priority, the smallest sum, the fewest victims, the latest earliest
+    start with the first visit position.  ``slot_cur`` [1] block-shared."""
+    tid = cuda.threadIdx.x
+    pj = prio[j]
+    for i in range(tid, n, THREADS):
+        vs[i, LV_NV] = 0
+    cuda.syncthreads()
+    low, lowest = block_row_lists(pj, pot[:0], n, prio, pst, gone, head, nxt, cur, vs, slot_cur,
+                                  buf, sh)
+    if m == 0 or low == 0:
+        return -1, 0, lowest
+    if tid == 0 and n_pdb > 0:
+        _pdb_allowed(n_pdb, pdb_kind, pdb_val, pmatch, pst, gone, victim, left[0])
+    cuda.syncthreads()
+    mine = left[2 + 2 * tid:4 + 2 * tid]
+    for p in range(n_pdb):
+        mine[0, p] = left[0, p]
+    for q in range(tid, m, THREADS):
+        i = pot[q]
+        k = vs[i, _gp.V_LOW]
+        if k > 0:
+            o = vs[i, _gp.V_OFF]
+            vs[i, LV_NV] = _victims_on(i, c, k, cur[o:o + k], alloc, used, c_request, c_anything,
+                                       c_ignored, c_fit_filter, preq, prio, pstart, krank,
+                                       vs[i, LV_STATS:LV_STATS + 4], n_pdb, pmatch, mine,
+                                       vflag[o:o + k])
+    cuda.syncthreads()
+    cap = _num_candidates(m, pct, least)
+    listed = max(cap, 1)
+    off = _preempt_offset(seed_mix, attempt, m)
+    # this thread's best listed candidate: its row and visit position
+    bi = -1
+    bp = BIG
+    n_ok = 0
+    n_bad = 0
+    for base in range(0, m, THREADS):
+        t = base + tid
+        i = 0
+        ok = 0
+        bad = 0
+        if t < m:
+            q = off + t
+            if q >= m:
+                q -= m
+            i = pot[q]
+            if vs[i, LV_NV] > 0:
+                if vs[i, LV_STATS + 3] > 0:
+                    bad = 1
+                else:
+                    ok = 1
+        x_ok, t_ok = block_scan(ok, buf, sh)
+        x_bad, t_bad = block_scan(bad, buf, sh)
+        # visited: the visit had not ended at the position before
+        if (ok + bad > 0 and not _stop(n_ok + x_ok - ok, n_bad + x_bad - bad, cap)
+                and (n_ok + x_ok <= listed if ok == 1 else n_bad + x_bad <= listed)
+                and (bi < 0 or _better(vs[i, LV_NV], vs[i, LV_STATS:LV_STATS + 4],
+                                       vs[bi, LV_NV], vs[bi, LV_STATS:LV_STATS + 4]))):
+            bi = i
+            bp = t
+        n_ok += t_ok
+        n_bad += t_bad
+        if _stop(n_ok, n_bad, cap):
+            break
+    hold = bi >= 0
+    s = LV_STATS
+    x, _c, _r = block_top(-vs[bi, s + 3] if hold else NEG, 0, BIG, buf, sh)
+    if x == NEG:
+        return -1, 0, lowest
+    hold = hold and -vs[bi, s + 3] == x
+    x, _c, _r = block_top(-vs[bi, s] if hold else NEG, 0, BIG, buf, sh)
+    hold = hold and -vs[bi, s] == x
+    x, _c, _r = block_top(-vs[bi, s + 1] if hold else NEG, 0, BIG, buf, sh)
+    hold = hold and -vs[bi, s + 1] == x
+    x, _c, _r = block_top(-vs[bi, LV_NV] if hold else NEG, 0, BIG, buf, sh)
+    hold = hold and -vs[bi, LV_NV] == x
+    _x, _c, t = block_top(vs[bi, s + 2] if hold else NEG, 0, bp if hold else BIG, buf, sh)
+    q = off + t
+    if q >= m:
+        q -= m
+    best = pot[q]
+    nv = vs[best, LV_NV]
+    if tid == 0:
+        for a in range(4):
+            stats[4 + a] = vs[best, s + a]
+        o = vs[best, _gp.V_OFF]
+        for a in range(nv):
+            vout[a] = cur[o + a]
+    cuda.syncthreads()
+    return best, nv, lowest
 
 
 @cuda.jit
@@ -284,4 +417,4 @@ def first_evictions(vicf: np.ndarray, vic_ptr: np.ndarray) -> np.ndarray:
     return np.concatenate([vicf[b, :w] for b, w in enumerate(sizes.tolist())])
 
 
-__all__ = ["first_evictions", "run_local_preempt_cuda"]
+__all__ = ["block_preempt_on", "first_evictions", "run_local_preempt_cuda", "LVS_N"]
