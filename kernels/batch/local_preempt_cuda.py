@@ -2,11 +2,15 @@
 CUDA kernel: a thread block per cluster that gathers its nodes
 (``local_trace_cuda.block_gather``) and whose thread 0 runs the CPU
 twin's own loop steps (``_local_preempt.attempt_open`` /
-``attempt_close``: the queue, the nominated overlay, PostFilter, the
-bindings, evictions and terminations) as device functions, while every
-thread of the block picks each attempt's node between them
-(``local_cuda.block_pick``, as ``local_trace_cuda``'s trace form picks:
-the twin's ``pick_next`` answer, threads over the nodes).
+``attempt_finish``: the queue, the nominated overlay, the bindings,
+evictions and terminations) as device functions, while every thread of
+the block picks each attempt's node between them (``local_cuda.
+block_pick``, as ``local_trace_cuda``'s trace form picks: the twin's
+``pick_next`` answer, threads over the nodes) and runs PostFilter's
+victim search for a pod that fits nowhere (``block_preempt_on``: the
+twin's ``preempt_on`` answer, threads over the rows, the pick by block
+reductions; its walk of the rows' lists shared with the openb engines'
+``cuda.block_post_filter``).
 ``run_local_preempt_cuda(p)`` answers what ``local_preempt.
 run_local_preempt(p)`` answers (tested under the simulator).  Importing
 this module without a device or the simulator raises
@@ -45,7 +49,8 @@ _trace_start = _pns["trace_start"]
 _trace_end = _pns["trace_end"]
 _preempt_start = _pns["preempt_start"]
 _open = _pns["attempt_open"]
-_close = _pns["attempt_close"]
+_search_due = _pns["search_due"]
+_finish = _pns["attempt_finish"]
 _victims_on = _pns["victims_on"]
 _pdb_allowed = _pns["pdb_allowed"]
 _better = _pns["better"]
@@ -66,6 +71,32 @@ def _stop(n_ok, n_bad, cap):
     """``preempt_on``'s end of the visit: a non-violating candidate listed
     and the two lists holding numCandidates together."""
     return n_ok >= 1 and min(n_ok, cap) + min(n_bad, cap) >= cap
+
+
+@cuda.jit(device=True)
+def block_potential(c, rows, nrows, static_bits, pot, buf, sh):
+    """The rows where preemption might help (``post_filter`` /
+    ``live_potential``: the usage-independent filters pass class ``c``,
+    ``static_bits[c, i]`` 0) among ``rows[:nrows]`` (``rows`` empty: rows
+    0 .. nrows - 1), in order, into ``pot`` by block scans, THREADS rows
+    a round; every thread gets how many."""
+    tid = cuda.threadIdx.x
+    listed = rows.shape[0] > 0
+    m = 0
+    for base in range(0, nrows, THREADS):
+        t = base + tid
+        i = 0
+        f = 0
+        if t < nrows:
+            i = rows[t] if listed else t
+            if static_bits[c, i] == 0:
+                f = 1
+        x, total = block_scan(f, buf, sh)
+        if f == 1:
+            pot[m + x - 1] = i
+        m += total
+    cuda.syncthreads()
+    return m
 
 
 @cuda.jit(device=True)
@@ -190,13 +221,15 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             out_node, out_bind, out_tries, out_victim, log_t, log_pod, n_log, end,
             alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all, node_all, nraw_all,
             hi_all, tkey_all, cls_all, craw_all, qi_all, qf_all, pod_all, pts_all, ring_all,
-            hk_all, dk_all, ak_all, left_all, grace, vicf_all, tq_all):
+            hk_all, dk_all, ak_all, left_all, grace, vicf_all, tq_all, vs_all):
     """Cluster ``blockIdx.x``: the block gathers its nodes, thread 0 runs the
     cluster loop's steps (``_local_preempt.attempt_open`` /
-    ``attempt_close``: the queue, the nominated overlay, PostFilter, the
-    bindings, evictions and terminations), every thread of the block picks
-    each attempt's node between them (``local_cuda.block_pick``: the
-    twin's ``pick_next``); the scratch ``*_all`` padded per cluster
+    ``attempt_finish``: the queue, the nominated overlay, the bindings,
+    evictions and terminations), every thread of the block picks each
+    attempt's node between them (``local_cuda.block_pick``: the twin's
+    ``pick_next``) and searches for victims (``block_preempt_on``, where
+    ``search_due``; ``vs_all`` [B, n, LVS_N] its per-row scratch); the
+    scratch ``*_all`` padded per cluster
     (``node_all`` [B, 10, n] and ``pod_all`` [B, 15, e] int64 rows of
     per-node and per-pod scratch, e the most queue and bound pods of a
     cluster; ``grace`` the termination grace, ``vicf_all`` [B, 3e] float64
@@ -208,6 +241,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     sh = cuda.shared.array((WARPS, 3), int64)
     bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
     cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
+    slot_cur = cuda.shared.array(1, int64)           # block_preempt_on's slot cursor
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
@@ -341,14 +375,31 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             start += processed
             while start >= n:
                 start -= n
+        # PostFilter's search with the whole block (``block_preempt_on``:
+        # the twin's ``post_filter``), the rest of the attempt on thread 0
         if tid == 0:
-            _close(j, i, a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
-                   c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk,
-                   cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix, onode, obind, lt,
-                   lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs,
-                   hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn, pc, le, ov, nom, nlist, pot,
-                   head, nxt, cur, vout, stats, mark, touched, sbits, sraw, npdb, pkind, pval, pm,
-                   left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
+            cmd[0] = 1 if _search_due(j, i, n, grace, my, pr, nom, pst, gone, ov, head, nxt,
+                                      ls[_local_preempt.L_LOW]) else 0
+        cuda.syncthreads()
+        target = -1
+        n_vic = 0
+        if cmd[0] == 1:
+            mm = block_potential(cls[j], node_rows[:0], n, sb, pot, buf, sh)
+            target, n_vic, lowest = block_preempt_on(
+                j, cls[j], mm, n, qi[_local_preempt.Q_ATTEMPT], smix, pc, le, a, u, c_request,
+                c_anything, c_ignored, c_fit_filter, pq, pr, ps, kr, pst, gone, ov, pot, head,
+                nxt, cur, vout, stats, npdb, pkind, pval, pm, left, vflag, vs_all[b], slot_cur,
+                buf, sh)
+            if tid == 0:
+                ls[_local_preempt.L_LOW] = lowest
+        if tid == 0:
+            _finish(j, i, target, n_vic, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
+                    c_fit_filter, c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su,
+                    ss, br, bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched, smix,
+                    onode, obind, lt, lp, khi, kcnt, tkey, ocls, oraw, dirty, qi, qf, pst, patt,
+                    pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pr, my, kr, ps, pq, pz, bn, pc,
+                    le, ov, nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, sbits,
+                    sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
         cuda.syncthreads()
     if tid == 0:
         _trace_end(ls[_local_preempt.L_M], qf, patt, n_log[b:b + 1], end[b:b + 1],
@@ -396,14 +447,16 @@ def run_local_preempt_cuda(p: LocalPreempt) -> tuple[TraceResult, np.ndarray, np
         da((nb, 15, wmax), np.int64), da((nb, 1, emax), np.float64),
         da((nb, 4, e2), np.int64), da((nb, 1, e2), np.float64),
         da((nb, emax), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-        da((nb, 2, p.pmatch.shape[1]), np.int64), float(p.grace),
+        # (each PDB's disruptionsAllowed, then two rows per thread: block_preempt_on)
+        da((nb, 2 + 2 * THREADS, p.pmatch.shape[1]), np.int64), float(p.grace),
         da((nb, 3 * wmax), np.float64),
-        cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64))]
+        cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64)),
+        da((nb, max(nmax, 1), LVS_N), np.int64)]
     _kernel[nb, THREADS](*ins, float(t.backoff0), float(t.backoff_max), float(t.max_unsched),
                     *outs, *scratch)
-    check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
+    check_terminating(scratch[-2].copy_to_host()[:, _local_preempt.T_OVER])
     victim[:] = copy_results(outs, out, n_pods)[0][:n_vic]
-    evicted_at[:] = first_evictions(scratch[-2].copy_to_host(), p.vic_ptr)
+    evicted_at[:] = first_evictions(scratch[-3].copy_to_host(), p.vic_ptr)
     return out, victim, evicted_at
 
 
