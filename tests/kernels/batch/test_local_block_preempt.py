@@ -14,7 +14,7 @@ import pytest
 from numba import cuda, int64
 from support.backends import needs_cuda
 
-from tensorsched.kernels.batch import _local_preempt as LP
+from tensorsched.kernels.batch import _local_preempt as LPS
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
@@ -41,7 +41,7 @@ def _case(rng, n_pdb, full):
     alloc = np.tile(np.array([8000, 8192, 0, 7], np.int64), (N, 1))
     used = np.zeros((N, R), np.int64)
     prio = rng.integers(0, 5, V).astype(np.int64)
-    pstart = rng.choice(np.array([10, 20, LP.START_NOW], np.int64), V)
+    pstart = rng.choice(np.array([10, 20, LPS.START_NOW], np.int64), V)
     krank = rng.permutation(V).astype(np.int64)
     preq = REQ[rng.integers(0, 4, V)]
     pst = np.full(Q, 3, np.int64)
@@ -59,12 +59,12 @@ def _case(rng, n_pdb, full):
             preq[k] = REQ[rq]
             prio[k] = pr
             # (full rows: start times per pod, parting rows that tie otherwise)
-            pstart[k] = (10, 20, LP.START_NOW)[int(rng.integers(0, 3)) if full else st]
+            pstart[k] = (10, 20, LPS.START_NOW)[int(rng.integers(0, 3)) if full else st]
             if used[i, 3] + 1 > alloc[i, 3] or np.any(used[i, :2] + preq[k, :2] > alloc[i, :2]):
                 continue
             used[i] += preq[k]
             if k < Q:
-                pst[k] = LP.P_BOUND
+                pst[k] = LPS.P_BOUND
             head[i], nxt[k] = k, head[i]
     # some pods gone since (still in the lists: the walk unlinks them)
     for i in range(N):
@@ -73,16 +73,16 @@ def _case(rng, n_pdb, full):
             if rng.random() < (0.03 if full else 0.15):
                 used[i] -= preq[x]
                 if x < Q:
-                    pst[x] = LP.P_GONE
+                    pst[x] = LPS.P_GONE
                 else:
                     gone[x] = 1
             x = nxt[x]
     pmatch = np.where(rng.random((V, W)) < 0.4,
-                      rng.choice([LP.PDB_HEALTHY, LP.PDB_DELETING, LP.PDB_DISRUPTED], (V, W)),
+                      rng.choice([LPS.PDB_HEALTHY, LPS.PDB_DELETING, LPS.PDB_DISRUPTED], (V, W)),
                       0).astype(np.int64)
     return dict(alloc=alloc, used=used, prio=prio, pstart=pstart, krank=krank, preq=preq,
                 pst=pst, gone=gone, victim=victim, head=head, nxt=nxt, pmatch=pmatch,
-                pdb_kind=rng.choice([LP.PDB_FIXED, LP.PDB_MAX_UNAVAILABLE, LP.PDB_MIN_AVAILABLE],
+                pdb_kind=rng.choice([LPS.PDB_FIXED, LPS.PDB_MAX_UNAVAILABLE, LPS.PDB_MIN_AVAILABLE],
                                     W).astype(np.int64),
                 pdb_val=rng.integers(0, 3, W).astype(np.int64),
                 n_pdb=n_pdb, j=int(rng.integers(0, Q)), c=int(rng.choice([1, 4, 5, 5])),
