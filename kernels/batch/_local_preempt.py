@@ -75,8 +75,8 @@ eviction's time (NaN never).
 
 Plain Python on scalars and arrays, compiled with ``njit`` (``local_preempt``)
 and ``cuda.jit(device=True)`` (``local_trace_cuda``; ``local_preempt_cuda``'s
-thread 0 runs the loop's steps, ``attempt_open`` / ``attempt_close``, its
-block each pick) on top of ``_local_core``, ``_queue`` and ``_candidates``.
+thread 0 runs the loop's steps, ``attempt_open`` / ``attempt_finish``, its
+block each pick and each ``post_filter`` search: ``block_preempt_on``) on top of ``_local_core``, ``_queue`` and ``_candidates``.
 """
 
 # ruff: noqa: F821
@@ -719,25 +719,59 @@ def attempt_close(j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, 
                         touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left,
                         vflag, grace, vt, tqp, tqt, tq, gone, ls):
     """Pod ``j``'s attempt after its pick ``i`` (-1: it fits nowhere):
-    PostFilter when it may preempt, the nominated overlay off, then the
-    binding, the failure or the preemption (module doc)."""
+    PostFilter when it may preempt (``search_due``), then the rest
+    (``attempt_finish``)."""
+    c = pod_cls[j]
+    target = -1
+    nv = 0
+    if search_due(j, i, alloc.shape[0], grace, may, prio, nom, pst, gone, out_victim, head, nxt,
+                  ls[L_LOW]):
+        target, nv, lowest = post_filter(
+            j, c, alloc.shape[0], qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request,
+            c_anything, c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst,
+            gone, out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val,
+            pmatch, left, vflag)
+        ls[L_LOW] = lowest
+    attempt_finish(j, i, target, nv, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                   c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                   strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                   bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched, seed_mix,
+                   out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey, old_reasons, old_raw,
+                   dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, prio,
+                   may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, nom, nlist, pot,
+                   head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw, n_pdb,
+                   pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, gone, ls)
+
+
+def search_due(j, i, n, grace, may, prio, nom, pst, gone, victim, head, nxt, low):
+    """Whether pod ``j``'s attempt (pick ``i``, -1 none, on ``n`` rows)
+    runs PostFilter's search: it fits nowhere and ``may_search`` (a pod
+    of priority ``low``, ``ls[L_LOW]``, or below has no lower-priority pod
+    to evict anywhere: the search would find no candidate, no scan)."""
+    return i < 0 and n > 0 and may_search(j, low, grace, may, prio, nom, pst, gone, victim,
+                                          head, nxt)
+
+
+def attempt_finish(j, i, target, nv, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                   c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons,
+                   raw, strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score,
+                   bal_res, bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                   seed_mix, out_node, out_bind, log_t, log_pod, hi, hi_cnt, tkey, old_reasons,
+                   old_raw, dirty, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank,
+                   ak, prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, nom,
+                   nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
+                   n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, gone,
+                   ls):
+    """Pod ``j``'s attempt after its pick ``i`` and PostFilter's answer
+    (``target`` -1: none or not run; its ``nv`` victims in ``vout``): the
+    nominated overlay off, then the binding, the failure or the preemption
+    (module doc).  ``local_preempt_cuda``'s thread 0 runs it after the
+    block's search."""
     n = alloc.shape[0]
     n_q = pod_cls.shape[0]
     c = pod_cls[j]
     every = ls[L_EVERY] != 0
     now = qf[Q_NOW]
-    target = -1
-    nv = 0
-    # a pod of priority ls[L_LOW] or below has no lower-priority pod to
-    # evict anywhere: PostFilter would find no candidate (no scan)
-    if i < 0 and n > 0 and may_search(j, ls[L_LOW], grace, may, prio, nom, pst, gone,
-                                      out_victim, head, nxt):
-        target, nv, lowest = post_filter(
-            j, c, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request, c_anything,
-            c_ignored, c_fit_filter, static_bits, preq, prio, pstart, krank, pst, gone,
-            out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
-            left, vflag)
-        ls[L_LOW] = lowest
     if ls[L_COUNTED] != 0:
         overlay_off(j, c, ls[L_NT], nom, nlist, ls[L_NNOM], pst, prio, pod_cls, used, nz_used,
                     c_request, c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)

@@ -412,41 +412,80 @@ def node_event(e, now, alloc, used, nz_used, c_request, c_nonzero, c_anything, c
 
 def events_close(
         j, i, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
-        c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res, fit_kind,
-        fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr, dep, dur,
-        backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
-        out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end,
-        positions, total_scratch, ties_scratch, hi_scratch,
-        qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask,
-        valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound,
-        ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej,
-        prio, may, krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone,
-        nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw,
-        n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls):
+        c_active, c_norm, c_weights, static_bits, reasons, raw, strategy, fit_res,
+        fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind, pod_cls, arr,
+        dep, dur, backoff0, backoff_max, max_unsched, num_to_find, seed_mix, out_node,
+        out_bind, out_tries, out_why, log_t, log_pod, n_log, end, positions, total_scratch,
+        ties_scratch, hi_scratch, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp,
+        rank, ak, pmask, valid, rej, fit_interest, korder, ev_t, ev_kind, ev_node, ev_x,
+        ev_find, ev_bound, ev_used, ev_nz, u_alloc, u_used0, u_nz0, u_static_bits,
+        u_static_raw, u_rej, prio, may, krank, pstart, preq, pnz, bnode, pct, least,
+        out_victim, bgone, nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched,
+        save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace, vt, tqp,
+        tqt, tq, ls):
     """Pod ``j``'s attempt after its pick ``i`` over the live rows (-1:
-    it fits nowhere): the failure's rejectors and PostFilter (the
-    nominated pods still counted), the overlay off, then the binding, the
-    failure or the preemption (module doc)."""
+    it fits nowhere): PostFilter when it may preempt (``events_search_due``: a
+    pod of priority ``ls[EL_LOW]`` or below has no lower-priority pod to
+    evict anywhere, no scan), then the rest (``events_finish``)."""
+    target = -1
+    n_vic = 0
+    if events_search_due(j, i, may, prio, nom, pst, bgone, out_victim, head, nxt, grace,
+                         ls[EL_LOW]):
+        c = pod_cls[j]
+        mm = live_potential(c, ls[EL_NV], positions, static_bits, pot)
+        target, n_vic, lowest = preempt_on(
+            j, c, mm, alloc.shape[0], qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used,
+            c_request, c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst,
+            bgone, out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val,
+            pmatch, left, vflag)
+        ls[EL_LOW] = lowest
+    events_finish(j, i, target, n_vic, alloc, used, nz_used, c_request, c_nonzero, c_anything,
+                  c_ignored, c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw,
+                  strategy, fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res,
+                  bal_kind, pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched,
+                  num_to_find, seed_mix, out_node, out_bind, out_tries, out_why, log_t, log_pod,
+                  n_log, end, positions, total_scratch, ties_scratch, hi_scratch, qi, qf, pst,
+                  patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rank, ak, pmask, valid, rej,
+                  fit_interest, korder, ev_t, ev_kind, ev_node, ev_x, ev_find, ev_bound, ev_used,
+                  ev_nz, u_alloc, u_used0, u_nz0, u_static_bits, u_static_raw, u_rej, prio, may,
+                  krank, pstart, preq, pnz, bnode, pct, least, out_victim, bgone, nom, nlist, pot,
+                  head, nxt, cur, vout, stats, mark, touched, save_bits, save_raw, n_pdb, pdb_kind,
+                  pdb_val, pmatch, left, vflag, grace, vt, tqp, tqt, tq, ls)
+
+
+def events_search_due(j, i, may, prio, nom, pst, bgone, victim, head, nxt, grace, low):
+    """Whether pod ``j``'s attempt (pick ``i``, -1 none) runs PostFilter's
+    search: it fits nowhere and ``may_search``."""
+    return i < 0 and may_search(j, low, grace, may, prio, nom, pst, bgone, victim, head, nxt)
+
+
+def events_finish(
+        j, i, target, n_vic, alloc, used, nz_used, c_request, c_nonzero, c_anything, c_ignored,
+        c_fit_filter, c_active, c_norm, c_weights, static_bits, reasons, raw, strategy,
+        fit_res, fit_kind, fit_weights, shape_util, shape_score, bal_res, bal_kind,
+        pod_cls, arr, dep, dur, backoff0, backoff_max, max_unsched, num_to_find, seed_mix,
+        out_node, out_bind, out_tries, out_why, log_t, log_pod, n_log, end, positions,
+        total_scratch, ties_scratch, hi_scratch, qi, qf, pst, patt, pts, aq, up, hk, hs,
+        hp, dk, ds, dp, rank, ak, pmask, valid, rej, fit_interest, korder, ev_t, ev_kind,
+        ev_node, ev_x, ev_find, ev_bound, ev_used, ev_nz, u_alloc, u_used0, u_nz0,
+        u_static_bits, u_static_raw, u_rej, prio, may, krank, pstart, preq, pnz, bnode,
+        pct, least, out_victim, bgone, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
+        touched, save_bits, save_raw, n_pdb, pdb_kind, pdb_val, pmatch, left, vflag, grace,
+        vt, tqp, tqt, tq, ls):
+    """Pod ``j``'s attempt after its pick ``i`` over the live rows and
+    PostFilter's answer (``target`` -1: none or not run; its ``n_vic``
+    victims in ``vout``): the failure's rejectors, the overlay off, then
+    the binding, the failure or the preemption (module doc).
+    ``local_preempt_events_cuda``'s thread 0 runs it after the block's
+    search."""
     n = alloc.shape[0]
     n_q = pod_cls.shape[0]
     c = pod_cls[j]
     now = qf[Q_NOW]
     nv = ls[EL_NV]
-    target = -1
-    n_vic = 0
     mask = 0
     if i < 0:
         mask = failure_interest(c, nv, positions, reasons, static_bits, rej, fit_interest)
-        # a pod of priority ls[EL_LOW] or below has no lower-priority pod
-        # to evict anywhere: PostFilter would find no candidate (no scan)
-        if may_search(j, ls[EL_LOW], grace, may, prio, nom, pst, bgone, out_victim, head, nxt):
-            mm = live_potential(c, nv, positions, static_bits, pot)
-            target, n_vic, lowest = preempt_on(
-                j, c, mm, n, qi[Q_ATTEMPT], seed_mix, pct, least, alloc, used, c_request,
-                c_anything, c_ignored, c_fit_filter, preq, prio, pstart, krank, pst, bgone,
-                out_victim, pot, head, nxt, cur, vout, stats, n_pdb, pdb_kind, pdb_val, pmatch,
-                left, vflag)
-            ls[EL_LOW] = lowest
     if ls[EL_COUNTED] != 0:
         overlay_off(j, c, ls[EL_NT], nom, nlist, ls[EL_NNOM], pst, prio, pod_cls, used,
                     nz_used, c_request, c_nonzero, reasons, raw, mark, touched, save_bits, save_raw)

@@ -201,6 +201,47 @@ def block_decide(n, policy, count, mdl, gpu_left, cpu_left, mem_left, pods_cap, 
 
 
 @cuda.jit(device=True)
+def block_row_lists(pj, pot, npot, prio, pst, gone, nhead, pnext, slot, vs, cur, buf, sh):
+    """The block's walk of the rows' lists of bound pods
+    (``_candidates.row_low``, a thread a row; the rows ``pot[:npot]``,
+    ``pot`` empty: rows 0 .. npot - 1): each row's count of bound pods of
+    a priority below ``pj`` in ``vs[i, V_LOW]``, a range of the per-pod
+    slots ``slot`` given to each row that has some (``vs[i, V_OFF]``, a
+    block-shared cursor ``cur`` [1]; ranges in whatever order the threads
+    come: a search sorts a row's pods itself) and its pods put there.
+    Every thread gets (how many such pods in all, the lowest priority
+    among the walked rows' bound pods, ``_candidates.LOW_NONE`` none).
+    ``vs`` rows other than the walked ones are not touched; ``gone``: as
+    ``row_low`` reads it (the openb engines: an empty view).  The openb
+    engines' search (``block_post_filter``) and the node-local ones'
+    (``local_preempt_cuda.block_preempt_on``) share it."""
+    tid = cuda.threadIdx.x
+    listed = pot.shape[0] > 0
+    if tid == 0:
+        cur[0] = 0
+    low = 0
+    lowest = BIG
+    for q in range(tid, npot, THREADS):
+        i = pot[q] if listed else q
+        k, lo = _row_low(i, pj, prio, pst, gone, nhead, pnext, slot, 0, False)
+        vs[i, _gp.V_LOW] = k
+        low += k
+        if lo < lowest:
+            lowest = lo
+    # (the reduction's barriers also order tid 0's cursor before its use)
+    low, lowest, _hi = block_sum_min_max(low, lowest, 0, buf, sh)
+    if low == 0:
+        return low, lowest
+    for q in range(tid, npot, THREADS):
+        i = pot[q] if listed else q
+        if vs[i, _gp.V_LOW] > 0:
+            vs[i, _gp.V_OFF] = cuda.atomic.add(cur, 0, vs[i, _gp.V_LOW])
+            _row_low(i, pj, prio, pst, gone, nhead, pnext, slot, vs[i, _gp.V_OFF], True)
+    cuda.syncthreads()
+    return low, lowest
+
+
+@cuda.jit(device=True)
 def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, num, milli,
                       mask, prio, krank, pst, out_node, cls, c_cpu, c_mem, c_num, c_milli, gmask,
                       gpu_count, model, gpu_left, cpu_left, mem_left, pods_left, nhead, pnext,
@@ -235,35 +276,27 @@ def block_post_filter(j, n, pot, npot, attempt, seed_mix, pct, least, cpu, mem, 
     cuda.syncthreads()
     listed = pot.shape[0] > 0
     by_row = nhead.shape[0] > 0
-    low = 0
     if by_row:
         # each potential row's pods from its list (the pods gone since unlinked)
-        for q in range(tid, npot, THREADS):
-            i = pot[q] if listed else q
-            k, _ = _row_low(i, pj, prio, pst, pst[:0], nhead, pnext, vslot, 0, False)
-            vs[i, _gp.V_LOW] = k
-            low += k
+        low, _lowest = block_row_lists(pj, pot, npot, prio, pst, pst[:0], nhead, pnext, vslot,
+                                       vs, cur, buf, sh)
+        if low == 0 or npot == 0:
+            return -1
     else:
+        low = 0
         for k in range(tid, e, THREADS):
             if pst[k] == _gp.P_BOUND and prio[k] < pj:
                 cuda.atomic.add(vs, (out_node[k], _gp.V_LOW), 1)
                 low += 1
-    low, _lo, _hi = block_sum_min_max(low, 0, 0, buf, sh)
-    if low == 0 or npot == 0:
-        return -1
-    # slot ranges in whatever order the threads come (the search sorts a
-    # node's pods itself, so their order in the range is free)
-    for i in range(tid, n, THREADS):
-        if vs[i, _gp.V_LOW] > 0:
-            vs[i, _gp.V_OFF] = cuda.atomic.add(cur, 0, vs[i, _gp.V_LOW])
-    cuda.syncthreads()
-    if by_row:
-        for q in range(tid, npot, THREADS):
-            i = pot[q] if listed else q
+        low, _lo, _hi = block_sum_min_max(low, 0, 0, buf, sh)
+        if low == 0 or npot == 0:
+            return -1
+        # slot ranges in whatever order the threads come (the search sorts a
+        # node's pods itself, so their order in the range is free)
+        for i in range(tid, n, THREADS):
             if vs[i, _gp.V_LOW] > 0:
-                _row_low(i, pj, prio, pst, pst[:0], nhead, pnext, vslot, vs[i, _gp.V_OFF],
-                         True)
-    else:
+                vs[i, _gp.V_OFF] = cuda.atomic.add(cur, 0, vs[i, _gp.V_LOW])
+        cuda.syncthreads()
         for k in range(tid, e, THREADS):
             if pst[k] == _gp.P_BOUND and prio[k] < pj:
                 i = out_node[k]
@@ -701,4 +734,5 @@ def _run_chunk(a: BatchArrays, p: BatchPreempt, grace: np.ndarray) -> tuple:
 
 
 __all__ = ["run_batch", "cluster_bytes", "compile_device", "block_decide", "block_post_filter",
+           "block_row_lists",
            "device_rules", "THREADS", "float64"]

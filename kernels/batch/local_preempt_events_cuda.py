@@ -2,13 +2,15 @@
 CUDA kernel: a thread block per cluster that gathers its nodes
 (``local_trace_cuda.block_gather``) and whose thread 0 runs the CPU
 twin's own loop steps (``_local_preempt_events.
-events_start`` / ``events_open`` / ``events_close``: the queue, the node
-events, the nominated overlay, PostFilter, the bindings, evictions and
+events_start`` / ``events_open`` / ``events_finish``: the queue, the
+node events, the nominated overlay, the bindings, evictions and
 terminations) as device functions (the block gathers the nodes first:
 ``local_trace_cuda.block_gather``), while every thread of the block picks
 each attempt's node between them over the live rows
 (``local_cuda.block_pick_rows``: the twin's ``pick_live`` answer, threads
-over the live nodes), as ``local_preempt_cuda`` does without node events.
+over the live nodes) and runs PostFilter's victim search over the live
+potential rows (``local_preempt_cuda.block_preempt_on``: the twin's
+``preempt_on`` answer), as ``local_preempt_cuda`` does without node events.
 ``run_local_preempt_events_cuda(pe)`` answers what
 ``local_preempt_events.run_local_preempt_events(pe)`` answers (tested
 under the simulator).  Importing this module without a device or the
@@ -23,7 +25,7 @@ from . import _local_core, _local_preempt, _local_preempt_events, _queue
 from .local_cpu import empty_trace_result, trace_profiles
 from .local_cuda import THREADS, block_pick_rows
 from .local_preempt import check_terminating, log_rows
-from .local_preempt_cuda import first_evictions
+from .local_preempt_cuda import LVS_N, block_potential, block_preempt_on, first_evictions
 from .local_preempt_events import LocalPreemptEvents
 from .warp import WARPS
 from .local_trace_cuda import (
@@ -50,7 +52,8 @@ EL_N = _local_preempt_events.EL_N
 # the twin's loop steps (``local_trace_cuda`` compiles them for the device)
 _start = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_start"]
 _open = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_open"]
-_close = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_close"]
+_search_due = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_search_due"]
+_finish = PREEMPT_EVENTS_DEVICE_NAMESPACE["events_finish"]
 _trace_end = PREEMPT_EVENTS_DEVICE_NAMESPACE["trace_end"]
 
 
@@ -66,7 +69,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             out_victim, log_t, log_pod, n_log, end, alloc_all, used_all, nz_all, sb_all,
             reasons_all, raw_all, rej_all, valid_all, node_all, sraw_all, hi_all, qi_all, qf_all,
             pod_all, podf_all, ring_all, hk_all, ak_all, vic_all, left_all, grace, vicf_all,
-            tq_all):
+            tq_all, vs_all):
     """Cluster ``blockIdx.x``: the block gathers its nodes, thread 0 runs the
     cluster loop's steps (``_local_preempt_events.events_start`` /
     ``events_open`` / ``events_close``: the queue, the node events, the
@@ -86,6 +89,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     sh = cuda.shared.array((WARPS, 3), int64)
     bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
     cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
+    slot_cur = cuda.shared.array(1, int64)           # block_preempt_on's slot cursor
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     p0 = pod_ptr[b]
@@ -239,18 +243,37 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
             i, processed = block_pick_rows(cls[j], nv, ls[EL_START] % nv, positions,
                                            ls[EL_TO_FIND], smix, u, rs, raw, c_active, c_norm,
                                            c_weights, flags, bhi, buf, sh)
+        # PostFilter's search with the whole block (``block_preempt_on`` over
+        # the live potential rows: the twin's ``preempt_on``), the rest of
+        # the attempt on thread 0
         if tid == 0:
             if nv > 0:
                 ls[EL_START] = (ls[EL_START] + processed) % nv
-            _close(j, i, a, u, z, c_request, c_nonzero, c_anything, c_ignored, c_fit_filter,
-                   c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk,
-                   cls, arr, dep, dur, backoff0, backoff_max, max_unsched, to_find, smix, onode,
-                   obind, otries, owhy, lt, lp, nlog, oend, positions, tot, ties, hsc, qi, qf, pst,
-                   patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pmask, valid, rej,
-                   fit_interest, kord, et, ekind, enode, ex, efind, ebound, eused, enz, alloc,
-                   used0, nz0, static_bits, static_raw, u_rej, pr, my, kr, ps, pq, pz, bn, pc, le,
-                   ov, bgone, nom, nlist, pot, head, nxt, cur, vout, stats, mark, touched, sbits,
-                   sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt, tq, ls)
+            cmd[0] = 1 if _search_due(j, i, my, pr, nom, pst, bgone, ov, head, nxt, grace,
+                                      ls[_local_preempt_events.EL_LOW]) else 0
+        cuda.syncthreads()
+        target = -1
+        n_vic = 0
+        if cmd[0] == 1:
+            mm = block_potential(cls[j], positions, nv, sb, pot, buf, sh)
+            target, n_vic, lowest = block_preempt_on(
+                j, cls[j], mm, n, qi[_local_preempt.Q_ATTEMPT], smix, pc, le, a, u, c_request,
+                c_anything, c_ignored, c_fit_filter, pq, pr, ps, kr, pst, bgone, ov, pot, head,
+                nxt, cur, vout, stats, npdb, pkind, pval, pm, left, vflag, vs_all[b], slot_cur,
+                buf, sh)
+            if tid == 0:
+                ls[_local_preempt_events.EL_LOW] = lowest
+        if tid == 0:
+            _finish(j, i, target, n_vic, a, u, z, c_request, c_nonzero, c_anything, c_ignored,
+                    c_fit_filter, c_active, c_norm, c_weights, sb, rs, raw, strat, fr, fk, fw, su,
+                    ss, br, bk, cls, arr, dep, dur, backoff0, backoff_max, max_unsched, to_find,
+                    smix, onode, obind, otries, owhy, lt, lp, nlog, oend, positions, tot, ties,
+                    hsc, qi, qf, pst, patt, pts, aq, up, hk, hs, hp, dk, ds, dp, rk, ak, pmask,
+                    valid, rej, fit_interest, kord, et, ekind, enode, ex, efind, ebound, eused,
+                    enz, alloc, used0, nz0, static_bits, static_raw, u_rej, pr, my, kr, ps, pq,
+                    pz, bn, pc, le, ov, bgone, nom, nlist, pot, head, nxt, cur, vout, stats, mark,
+                    touched, sbits, sraw, npdb, pkind, pval, pm, left, vflag, grace, vt, tqp, tqt,
+                    tq, ls)
         cuda.syncthreads()
     if tid == 0:
         _trace_end(ls[EL_M], qf, patt, nlog, oend, otries)
@@ -292,16 +315,18 @@ def run_local_preempt_events_cuda(pe: LocalPreemptEvents) -> tuple:
         da((nb, _queue.QF_N), np.float64), da((nb, 7, emax), np.int64),
         da((nb, 2, emax), np.float64), da((nb, 4, e2), np.int64),
         da((nb, e2), np.float64), da((nb, e2 if t.rank is not None else 0), np.int64),
-        da((nb, 8, wmax), np.int64), da((nb, 2, p.pmatch.shape[1]), np.int64),
+        # (each PDB's disruptionsAllowed, then two rows per thread: block_preempt_on)
+        da((nb, 8, wmax), np.int64), da((nb, 2 + 2 * THREADS, p.pmatch.shape[1]), np.int64),
         float(p.grace), da((nb, 3 * wmax), np.float64),
-        cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64))]
+        cuda.to_device(np.zeros((nb, _local_preempt.TQ_N), np.int64)),
+        da((nb, max(nmax, 1), LVS_N), np.int64)]
     _kernel[nb, THREADS](*ins, int(ev.fit_interest), float(t.backoff0), float(t.backoff_max),
                     float(t.max_unsched), *outs, *scratch)
-    check_terminating(scratch[-1].copy_to_host()[:, _local_preempt.T_OVER])
+    check_terminating(scratch[-2].copy_to_host()[:, _local_preempt.T_OVER])
     got_why, got_victim = copy_results(outs, out, n_pods, extras=2)
     why[:] = got_why[:n_vic]
     victim[:] = got_victim[:n_vic]
-    evicted_at[:] = first_evictions(scratch[-2].copy_to_host(), p.vic_ptr)
+    evicted_at[:] = first_evictions(scratch[-3].copy_to_host(), p.vic_ptr)
     return out, why, victim, evicted_at
 
 
