@@ -41,8 +41,8 @@ FILLERS = (40, 160, 640, 2560)
 def _child(kind: str, nodes: int, pods: int) -> dict:
     """One measure in this process (the tree on ``sys.path``)."""
     if kind == "nominated":
-        from tensorsched.bench.victims_counts_device import _nominated
-        got = _nominated(nodes)
+        from tensorsched.bench.victims_counts_device import nominated_traffic
+        got = nominated_traffic(nodes)
         return {"nodes": got["nodes"], "bytes_uploaded": got["bytes_uploaded"],
                 "victims": got["victims"], "nominated_node": got["nominated_node"]}
     from tensorsched.bench.preemption import run_preemption
