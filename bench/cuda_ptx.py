@@ -39,10 +39,10 @@ def _signatures():
     # num_to_find, seed_mix, pods_at, out (``_cuda_cycle.launch_cycle_pick``)
     cycle = (t(i1), int64, *packs, t(i1), t(i1), t(i2), t(i2), int64, int64, uint64, int64,
              t(i1))
-    # rows, prio, packs, qbuf, allocatable (a view of node_i64), the six pod
-    # tables, pdb_allowed, work (``victims._cuda.launch``)
+    # visit [M, 1], offset, prio, packs, qbuf, allocatable (a view of
+    # node_i64), the six pod tables, pdb_allowed, work (``victims._cuda.launch``)
     a2 = typeof(np.zeros((3, 6), np.int64)[:, 1:3])
-    victims = (t(i1), int64, *packs[:3], t(i1), a2, t(i1), t(i2), t(i2), t(i3), t(i3), t(i3),
+    victims = (t(i2), int64, int64, *packs[:3], t(i1), a2, t(i1), t(i2), t(i2), t(i3), t(i3), t(i3),
                t(i1), t(i1))
     return fused, run, cycle, victims
 

@@ -55,7 +55,7 @@ def _one(variant: str, nodes: int, pods: int, backend: str, on_device: bool) -> 
             "per_preemptor": {k: round(v / n, 2) for k, v in counters.items()}}
 
 
-def _nominated(fillers: int) -> dict:
+def nominated_traffic(fillers: int) -> dict:
     """The second preemptor's device traffic with the first nominated
     (``tests/framework/preemption/test_victims_nominated_device.py``'s
     cluster plus ``fillers`` empty 100m nodes)."""
@@ -112,7 +112,7 @@ def main(argv=None) -> dict:
                "numba": _one(variant, a.nodes, a.pods, "numba", True)}
         got["same_placements"] = len({v["placements_sha256"] for v in got.values()}) == 1
         out["preemption-" + variant] = got
-    nominated = [_nominated(f) for f in (40, 160, 640, 2560)]
+    nominated = [nominated_traffic(f) for f in (40, 160, 640, 2560)]
     device = "gpu" if gpu_present() else "numba cuda simulator"
     record = {"experiment": "the device victim search on counts: traffic a preemptor, "
                             "against the device pre-pass + CPU search on counts (module doc)",

@@ -5,9 +5,13 @@ of the fused filter core's device functions (``fused._cuda.core``).
 ``victims_kernel`` takes the node columns and the query packed as the fused
 stage takes them (``fused.stage_args``: three node packs and one query
 buffer, the cuda backend's device mirror), the per-call scratch in one
-buffer (``WORK_PARTS``, header first) and the resident pod tables: fifteen
-arguments where the columns one by one took 45 (numba-cuda pays
-microseconds per array argument at each launch).  ``allocatable`` comes
+buffer (``WORK_PARTS``, header first), the resident pod tables and the
+visiting order as a resident base and an offset (position j is row
+``visit[(offset + j) % M, 0]``: upstream's visit is a rotation of the
+candidate nodes from a seeded offset, so a preemptor whose nodes are the
+last one's sends only the offset): sixteen arguments where the columns one
+by one took 45 (numba-cuda pays microseconds per array argument at each
+launch).  ``allocatable`` comes
 apart: a view of the pack, or the lifted copy of host filters
 (``framework.preemption.filter_hooks``).  The kernel is generated from the
 declared lists (``stage_args.unpack_source``, ``WORK_PARTS`` and
@@ -64,12 +68,14 @@ def work_views(buf, head: np.ndarray) -> dict:
 
 
 _TEMPLATE = """
-def victims_kernel(rows, prio, node_i64, node_flags, label_vals, qbuf, allocatable, pod_count,
-                   pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed, work):
+def victims_kernel(visit, offset, prio, node_i64, node_flags, label_vals, qbuf, allocatable,
+                   pod_count, pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed,
+                   work):
     j = cuda.grid(1)
-    if j >= rows.shape[0]:
+    n_pos = visit.shape[0]
+    if j >= n_pos:
         return
-{unpack}    victims_node(j, rows[j], {args})
+{unpack}    victims_node(j, visit[(offset + j) % n_pos, 0], {args})
 """
 
 
@@ -108,12 +114,13 @@ def pack_stage(cols, q) -> SA.DeviceStage:
     return SA.DeviceStage(packs, cuda.to_device(SA.pack_query(cols, q)), packs[0][:, lo:hi])
 
 
-def launch(n_rows: int, rows, prio: int, packs, qbuf, allocatable, tables, pdb_allowed,
-           work) -> None:
-    """``victims_kernel`` over ``rows`` [n_rows] (device); ``packs`` the
+def launch(n_rows: int, visit, offset: int, prio: int, packs, qbuf, allocatable, tables,
+           pdb_allowed, work) -> None:
+    """``victims_kernel`` over the ``n_rows`` positions of the visiting
+    order ``visit`` [n_rows, 1] (device) rotated by ``offset``; ``packs`` the
     device node packs, ``qbuf`` the packed query (``stage_args``),
     ``tables`` the six resident pod tables, ``work`` a buffer laid out by
     ``work_layout`` (header written)."""
     blocks = max(1, (n_rows + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
-    victims_kernel[blocks, THREADS_PER_BLOCK](rows, np.int64(prio), *packs, qbuf, allocatable,
-                                              *tables, pdb_allowed, work)
+    victims_kernel[blocks, THREADS_PER_BLOCK](visit, np.int64(offset), np.int64(prio), *packs,
+                                              qbuf, allocatable, *tables, pdb_allowed, work)

@@ -10,9 +10,12 @@ are packed into one array, sent in one copy and scattered by one kernel).
 The node columns and the query come packed from the fused pass's device
 mirror (``fused.backends.CudaBackend.device_stage``: a ``DeviceStage`` of
 the three node packs and the query buffer), so the victim kernel takes
-fifteen arguments (``_cuda.victims_kernel``); its scratch is one buffer
-kept between searches, the visiting order goes up in one copy into a kept
-buffer.  ``pack_stage`` makes a ``DeviceStage`` from host columns (tests).
+sixteen arguments (``_cuda.victims_kernel``); its scratch is one buffer
+kept between searches.  The visiting order of ``search_and_pick`` and
+``counts_search_and_pick`` is kept resident (``_visit_order``): a rotation
+of the last one (the same nodes from another seeded offset) sends only its
+offset, another order its changed rows; ``search``'s batches go up in one
+copy into a kept buffer.  ``pack_stage`` makes a ``DeviceStage`` from host columns (tests).
 
 ``search_and_pick`` is one preemptor's DryRunPreemption and
 pickOneNodeForPreemption on the device: the victim search of every node of
@@ -120,7 +123,7 @@ class DeviceVictims:
         self._tables: tuple = ()
         self._allowed = (None, None)        # (host array, device copy)
         self._scratch: dict = {}
-        self._rows = None                   # the visiting order's kept device buffer
+        self._rows = None                   # ``search``'s kept buffer of its rows [M, 1]
         self._alloc = None                  # kept buffer of ``allocatable_from``
         self._stats = None                  # the last search's device stats
         self._index = None                  # [N, 3C + 1] order, classes, dying, alike tail
@@ -240,13 +243,14 @@ class DeviceVictims:
         return got[1:]
 
     def _device_rows(self, rows: np.ndarray):
-        """``rows`` on the device: one copy into a kept buffer."""
+        """``rows`` [M] on the device as [M, 1]: one copy into a kept
+        buffer (``search``'s batches: not a rotation of one another)."""
         m = rows.shape[0]
         if self._rows is None or self._rows.shape[0] < m:
-            self._rows = self._cuda.device_array(max(m, 2 * (0 if self._rows is None
-                                                             else self._rows.shape[0])),
-                                                 np.int64)
-        self._up(np.ascontiguousarray(rows, np.int64), self._rows[:m])
+            self._rows = self._cuda.device_array(
+                (max(m, 2 * (0 if self._rows is None else self._rows.shape[0])), 1), np.int64)
+        # reshape, not [:, None]: a stride-0 axis the simulator's copy rejects
+        self._up(np.ascontiguousarray(rows, np.int64).reshape(m, 1), self._rows[:m])
         return self._rows[:m]
 
     def allocatable_lowered(self, stage: DeviceStage, rows: np.ndarray, amounts: np.ndarray):
@@ -269,10 +273,11 @@ class DeviceVictims:
         self.launches += 1
         return self._alloc
 
-    def _launch_search(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
+    def _launch_search(self, stage: DeviceStage, cols, visit, offset: int, priority: int,
                        allocatable=None) -> tuple:
-        """Run the victim kernel over ``rows``: (its work views by name, the
-        pick's out buffer)."""
+        """Run the victim kernel over the visiting order ``visit`` [M, 1]
+        (device) rotated by ``offset``: (its work views by name, the pick's
+        out buffer)."""
         if not self._tables:
             raise RuntimeError("DeviceVictims.sync_pods must run before a search")
         n, r = cols.requested.shape
@@ -281,9 +286,9 @@ class DeviceVictims:
             raise ValueError(f"pod tables hold {self._shape[3][2]} resources and "
                              f"{self._shape[4][2]} port words, the node columns {r} and {wp}")
         c = max(self._shape[1][1], 1)
-        m = rows.shape[0]
+        m = visit.shape[0]
         buf, views, out = self._work(n, r, wp, m, c, self._allowed[1].shape[0])
-        self._k.launch(m, self._device_rows(rows), priority, stage.packs, stage.qbuf,
+        self._k.launch(m, visit, offset, priority, stage.packs, stage.qbuf,
                        stage.allocatable if allocatable is None else allocatable,
                        self._tables, self._allowed[1], buf)
         self.launches += 1
@@ -298,18 +303,24 @@ class DeviceVictims:
         if m == 0:
             return V.VictimResult(np.zeros((0, V.N_STATS), np.int64),
                                   np.zeros((0, max(self._shape[1][1], 1)), np.int64))
-        work, _ = self._launch_search(stage, cols, rows, priority, allocatable)
+        work, _ = self._launch_search(stage, cols, self._device_rows(rows), 0, priority,
+                                      allocatable)
         return V.VictimResult(self._down(work["stats"][:m]), self._down(work["victims"][:m]))
 
     def search_and_pick(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
                         cap: int, allocatable=None) -> DevicePick:
         """The search over the visiting order ``rows`` [M], upstream's visit
-        (numCandidates ``cap``) and the pick: one copy up (the rows), two
-        launches, one copy back; ``allocatable`` as ``search``'s."""
+        (numCandidates ``cap``) and the pick: the visiting order only when it
+        is not a rotation of the last one (``_visit_order``; a rotation
+        sends nothing, its offset is a launch argument), two launches, one
+        copy back; ``allocatable`` as ``search``'s."""
         m = rows.shape[0]
         if m == 0:
             return DevicePick(0, 0, -1, np.zeros(V.N_STATS, np.int64), np.zeros(0, np.int64))
-        work, out = self._launch_search(stage, cols, rows, priority, allocatable)
+        if not self._tables:
+            raise RuntimeError("DeviceVictims.sync_pods must run before a search")
+        visit, offset = self._visit_order(np.ascontiguousarray(rows, np.int64))
+        work, out = self._launch_search(stage, cols, visit, offset, priority, allocatable)
         self._pk.launch_pick(work["stats"], work["victims"], m, cap, out)
         self.launches += 1
         self._stats = work["stats"]
@@ -378,7 +389,7 @@ class DeviceVictims:
 
     def _visit_order(self, rows: np.ndarray) -> tuple:
         """(the resident visit base [M, 1] on the device, offset): ``rows``
-        [M] is the base rotated by offset.  A visiting order that is a
+        [M] is the base rotated by offset (both device searches share it).  A visiting order that is a
         rotation of the last base (the same nodes from another seeded
         offset) sends nothing; another becomes the base (``_resident``)."""
         got = self._kept.get("visit")
@@ -391,7 +402,7 @@ class DeviceVictims:
                 if np.array_equal(rows[:m - k], base[k:]) and np.array_equal(rows[m - k:],
                                                                               base[:k]):
                     return got[1], k
-        return self._resident("visit", rows[:, None]), 0
+        return self._resident("visit", rows.reshape(m, 1)), 0
 
     def _resident(self, name: str, host: np.ndarray):
         """``host`` [n, w] int64 kept on the device under ``name``: the

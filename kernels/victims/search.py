@@ -161,7 +161,8 @@ def select_victims(backend: str, cols: L.NodeColumns, q: L.PodQuery, rows: np.nd
         work = np.zeros(size, np.int64)
         work[:head.shape[0]] = head
         d_work = cuda.to_device(work)
-        _victims_cuda.launch(rows.shape[0], cuda.to_device(rows), int(priority), stage.packs,
+        _victims_cuda.launch(rows.shape[0], cuda.to_device(rows.reshape(-1, 1)), 0,
+                             int(priority), stage.packs,
                              stage.qbuf, stage.allocatable,
                              tuple(cuda.to_device(np.ascontiguousarray(a)) for a in pods[:6]),
                              cuda.to_device(np.ascontiguousarray(pods.pdb_allowed)), d_work)

@@ -107,9 +107,9 @@ def test_random_device_tables_follow_the_host(case, cap, data):
 
 def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
     """Once the mirror and its scratch exist, a preemptor's search and pick
-    sends its visiting order up in one copy into a kept buffer, allocates
-    nothing and copies one buffer back; the victim kernel takes the stage
-    packed (fifteen arguments)."""
+    whose visiting order is not a rotation of the last one sends it up in
+    one copy into the kept buffer, allocates nothing and copies one buffer
+    back; the victim kernel takes the stage packed (sixteen arguments)."""
     from numba import cuda
 
     from tensorsched.kernels.victims import _cuda as victims_cuda
@@ -129,7 +129,7 @@ def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
         return wrapped
 
     def launch(n_rows, *args):
-        seen["args"].append(len(args) - 2 + len(args[2]) + len(args[5]))    # packs, tables
+        seen["args"].append(len(args) - 2 + len(args[3]) + len(args[6]))    # packs, tables
         return real[4](n_rows, *args)
     monkeypatch.setattr(device_type, "copy_to_device", count("up", real[0]))
     monkeypatch.setattr(device_type, "copy_to_host", count("back", real[1]))
@@ -138,8 +138,43 @@ def test_a_warm_search_and_pick_is_one_copy_each_way(monkeypatch):
     monkeypatch.setattr(victims_cuda, "launch", launch)
     again = dev.search_and_pick(dc, HAND, rows[::-1].copy(), 3, 4)
     assert (seen["up"], seen["back"], seen["alloc"]) == (1, 1, 0)
-    assert seen["args"] == [15]
+    assert seen["args"] == [16]
     assert first.chosen >= 0 and again.chosen >= 0
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(victim_case(), st.integers(1, 4), st.data())
+def test_a_rotated_visiting_order_sends_nothing_and_answers_alike(case, cap, data):
+    """A second search and pick over the same nodes from another offset (the
+    next preemptor's visit) sends no bytes up, the first or another node
+    set its order; every answer equals ``pick.visit_and_pick`` over the
+    numpy search of that order."""
+    c, q, rows, prio, pods = case
+    dev = _mirror(pods)
+    dc = _stage(c, q)
+    rows = np.asarray(rows, np.int64)
+    m = rows.shape[0]
+    shift = data.draw(st.integers(0, max(m - 1, 0)))
+    others = data.draw(st.permutations(rows.tolist()))
+    for order, sends in ((rows, True), (np.roll(rows, -shift), False),
+                         (np.array(others, np.int64), None)):
+        up = dev.bytes_uploaded
+        pk = dev.search_and_pick(dc, c, order, prio, cap)
+        stats, victims = _numpy(c, q, order, prio, pods)
+        want = VP.visit_and_pick(np.array(stats, np.int64), cap)
+        assert (pk.visited, pk.calls, pk.chosen) == tuple(want)
+        if want.chosen >= 0:
+            assert pk.victims.tolist() == victims[want.chosen][:stats[want.chosen][
+                V.STAT_N_VICTIMS]]
+        sent = dev.bytes_uploaded - up
+        if sends is None:       # another order: its rows, unless a rotation of ``rows``
+            sends = not any(np.array_equal(np.roll(rows, -k), order) for k in range(m))
+            assert (sent > 0) == sends
+        elif sends:             # the first order whole (and the scratch's header)
+            assert sent >= 8 * m
+        else:                   # its rotation: nothing
+            assert sent == 0
 
 
 @given(n=st.integers(1, 12), r=st.integers(1, 5), data=st.data())
