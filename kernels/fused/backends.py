@@ -793,7 +793,10 @@ class CudaBackend:
         self._qbufs: OrderedDict = OrderedDict()
         self._caches: OrderedDict = OrderedDict()
         self._all_rows = None
-        self._layout = None
+        self._tag = None                         # whose columns the packs mirror
+        self._full: tuple = ()                   # the packs at capacity (``_fit_mirror``)
+        self._caps = None                        # (rows, each column's pack columns)
+        self._row_cap = 0
         self._version = -1
         self._shape = None
         self.rows_uploaded = 0      # node rows sent to the device
@@ -808,32 +811,57 @@ class CudaBackend:
     def _qbuf(self, cols, q):
         """The query's packed buffer on the device, uploaded once per
         compiled query and column shapes."""
-        key = (id(q), tuple(a.shape[1:] for a in cols))
+        key = (id(q), tuple(a.shape[1:] for a in cols), self._caps)
         hit = self._qbufs.get(key)
         if hit is not None and hit[0] is q:
             return hit[1]
-        buf = self._cuda.to_device(SA.pack_query(cols, _pad_bitsets(cols, q)))
+        buf = self._cuda.to_device(SA.pack_query(cols, _pad_bitsets(cols, q), self._caps[1:]))
         self._qbufs[key] = (q, buf)
         while len(self._qbufs) > self.MAX_CACHED_QUERIES:
             self._qbufs.popitem(last=False)
         return buf
 
-    def _sync_columns(self, source: ColumnSource) -> tuple:
-        cuda = self._cuda
-        cols = source.columns()
+    def _fit_mirror(self, source: ColumnSource, cols) -> None:
+        """The packs made to hold ``cols``: kept while they have room (the
+        rows and each column's pack columns, ``_caps``), so that a node
+        appended, a column widened (a new label key, a taint word) or the
+        host's arrays reallocated leave the rows the device holds where they
+        are; the spare rows and columns hold ``SA.FILLS``, what the host
+        gives a row or column it has not used.  Without room (or for another
+        source) every row is uploaded into packs of twice the room."""
         shape = tuple(a.shape for a in cols)
-        if self._layout != _layout_key(source) or shape != self._shape:
-            host = SA.pack_nodes(cols)
-            self._packs = tuple(cuda.to_device(a) for a in host)
-            self._layout, self._shape = _layout_key(source), shape
-            spans, _, _ = SA.node_packs(shape)
-            self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
-            # the row caches stay: their rows are the rows' answers, which a
-            # reallocation keeps (``_cache_of`` adopts them; LRU drops the rest)
-            self.rows_uploaded += cols.allocatable.shape[0]
-            self.copies += len(self._packs)
+        if shape == self._shape and self._tag == _mirror_tag(source):
+            return
+        n = cols.allocatable.shape[0]
+        widths = SA.widths_of(shape)
+        caps = self._caps
+        fresh = caps is None or self._tag != _mirror_tag(source)
+        if fresh or n > self._row_cap or any(w > c for w, c in zip(widths, caps[1:])):
+            if fresh:       # room for a few more rows and a half more of each column
+                self._row_cap = n + max(16, n // 8)
+                col_caps = tuple(w + max(1, w // 2) for w in widths)
+            else:           # twice the room that ran out, as the host's arrays grow
+                self._row_cap = max(n, 2 * self._row_cap) if n > self._row_cap else self._row_cap
+                col_caps = tuple(c if w <= c else max(w, 2 * c) for w, c in zip(widths, caps[1:]))
+            self._caps = (self._row_cap,) + col_caps
+            host = SA.pack_rows(cols, col_caps, 0, n, self._row_cap)
+            self._full = tuple(self._cuda.to_device(a) for a in host)
+            self.rows_uploaded += n     # node rows (the spare ones are fills: bytes)
+            self.copies += len(self._full)
             self.bytes_uploaded += sum(a.nbytes for a in host)
-        elif source.version != self._version:
+            self._version = source.version
+            self._tag = _mirror_tag(source)
+        self._shape = shape
+        self._packs = tuple(a[:n] for a in self._full)
+        spans, _, _ = SA.node_packs(shape, self._caps[1:])
+        self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
+
+    def _sync_columns(self, source: ColumnSource) -> tuple:
+        """The packs, level with ``source``: ``_fit_mirror``, then the span
+        of the rows written since the mirror's version, one copy per pack."""
+        cols = source.columns()
+        self._fit_mirror(source, cols)
+        if source.version != self._version:
             n = cols.allocatable.shape[0]
             dirty = self._written(source, n, self._version)
             if dirty.shape[0]:
@@ -842,11 +870,11 @@ class CudaBackend:
                 # a transfer's latency each; the unwritten rows inside the
                 # span are re-sent unchanged.
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
-                for dev, host in zip(self._packs, SA.pack_nodes(cols, lo, hi)):
+                for dev, host in zip(self._full, SA.pack_rows(cols, self._caps[1:], lo, hi)):
                     dev[lo:hi].copy_to_device(host)
                     self.bytes_uploaded += host.nbytes
                 self.rows_uploaded += hi - lo
-                self.copies += len(self._packs)
+                self.copies += len(self._full)
         self._version = source.version
         return self._packs
 
@@ -860,11 +888,11 @@ class CudaBackend:
 
     def device_column(self, name: str) -> np.ndarray:
         """Node column ``name`` as the device holds it (a host copy; tests)."""
-        spans, _, _ = SA.node_packs(self._shape)
+        spans, _, _ = SA.node_packs(self._shape, self._caps[1:])
         k = SA.NODE_NAMES.index(name)
         _, pack, dims = SA.NODE_COLUMNS[k]
         if pack == "labels":
-            return self._packs[2].copy_to_host()
+            return self._packs[2].copy_to_host()[:, :self._shape[k][1]]
         host = self._packs[0 if pack == "i64" else 1].copy_to_host()
         lo, hi = spans[k]
         return host[:, lo] if dims == 1 else host[:, lo:hi]
@@ -876,7 +904,7 @@ class CudaBackend:
         query) and the allocatable view, for the victim kernel."""
         packs = self._sync_columns(source)
         cols = source.columns()
-        spans, _, _ = SA.node_packs(self._shape)
+        spans, _, _ = SA.node_packs(self._shape, self._caps[1:])
         lo, hi = spans[SA.NODE_NAMES.index("allocatable")]
         return SA.DeviceStage(packs, self._qbuf(cols, q), packs[0][:, lo:hi])
 
@@ -969,9 +997,11 @@ class CudaBackend:
             size = SR.staged_size(self.MAX_STAGED_ROWS, width)
             self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
                             self._cuda.device_array(size, np.int64))
+        # room in the packs for the columns as they are now (a node
+        # appended, a column widened: the rows kept, those written staged)
+        self._fit_mirror(source, cols)
         c = self._cache_of(q, _cache_key(source, n, n_slots), source, cols)
-        if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
-                or self._layout != _layout_key(source) or self._shape != shape):
+        if c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0:
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         self._caches.move_to_end(id(q))
         c.epoch = QM.source_epoch(source)
@@ -1175,11 +1205,11 @@ class CudaBackend:
         sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
                                        np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
-        qbuf = self._qbuf(cols, q)
         # the rows written since the row cache's last pass: staged, for the
         # run's launch to write and recompute first (as a cycle's); last
         # before the launch (the mirror counts them written from here on)
         c, k = self._staged_cache(source, cols, q, n_slots)
+        qbuf = self._qbuf(cols, q)      # the packs' layout as ``_staged_cache`` left them
         R.launch_place_run(m, seed_mix, self._staged[3], k, run, self._packs, qbuf, c.reasons,
                            c.raw, work, sp_weights)
         self.launches += 1
@@ -1250,6 +1280,14 @@ def _layout_key(source: ColumnSource) -> tuple:
     ``cache_tag``: a source other than the state counts its own versions)
     and its layout."""
     return (source.layout_version, getattr(source, "cache_tag", None))
+
+
+def _mirror_tag(source: ColumnSource):
+    """Whose columns the device packs mirror: the source's ``cache_tag``
+    (a source other than the state counts its own versions); the state's
+    reallocations keep its rows and ``row_version``, so they do not count."""
+    tag = getattr(source, "cache_tag", None)
+    return ("tag", tag) if tag is not None else ("source", id(source))
 
 
 def _cache_key(source: ColumnSource, n: int, n_slots: int) -> tuple:

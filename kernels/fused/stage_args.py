@@ -116,18 +116,33 @@ def call_arguments(fn, leading: int) -> str:
 
 
 # ----------------------------------------------------------------- packing
-def node_packs(shapes) -> tuple[list, int, int]:
+# What a column holds where a node has no value (the host state's fill for
+# a column it has not used yet: a label key no node carried, a taint word
+# no taint reached); spare pack columns hold it, so a column that widens
+# into them reads as the host's new column does on every unwritten row.
+FILLS = {"label_vals": -1}
+
+
+def widths_of(shapes) -> tuple:
+    """Each column's width (1 for a 1-D column), ``NODE_COLUMNS`` order."""
+    return tuple(shape[1] if dims == 2 else 1
+                 for (_n, _p, dims), shape in zip(NODE_COLUMNS, shapes))
+
+
+def node_packs(shapes, caps=None) -> tuple[list, int, int]:
     """Where each node column sits in its pack: [(start, stop)] per column
     (a 1-D flag column takes one pack column, start), and the widths of
     node_i64 and node_flags.  ``shapes``: the columns' shapes in
-    ``NODE_COLUMNS`` order."""
+    ``NODE_COLUMNS`` order; ``caps``: the pack columns each column holds
+    (at least its width; spare ones follow its used ones), None: its
+    width."""
     spans = []
     width = {"i64": 0, "flag": 0, "labels": 0}
-    for (_name, pack, dims), shape in zip(NODE_COLUMNS, shapes):
-        w = shape[1] if dims == 2 else 1
+    used = widths_of(shapes)
+    for k, ((_name, pack, _dims), w) in enumerate(zip(NODE_COLUMNS, used)):
         start = width[pack]
         spans.append((start, start + w))
-        width[pack] = start + w
+        width[pack] = start + (w if caps is None else caps[k])
     return spans, width["i64"], width["flag"]
 
 
@@ -148,11 +163,39 @@ def pack_nodes(cols: L.NodeColumns, lo: int = 0, hi: int | None = None) -> tuple
     return node_i64, node_flags, labels
 
 
-def pack_query(cols: L.NodeColumns, q: L.PodQuery) -> np.ndarray:
+def pack_rows(cols: L.NodeColumns, caps, lo: int, hi: int, rows: int | None = None) -> tuple:
+    """``pack_nodes`` at capacity: (node_i64 [m, W'], node_flags [m, F'],
+    label_vals [m, K']) with each column at ``node_packs(.., caps)``'s
+    place and its spare pack columns at ``FILLS``; rows lo:hi of ``cols``
+    first, then (``rows`` > hi - lo) spare rows at the fills, m = ``rows``."""
+    shapes = [getattr(cols, n).shape for n in NODE_NAMES]
+    spans, w, f = node_packs(shapes, caps)
+    m = hi - lo if rows is None else rows
+    k_cap = caps[NODE_NAMES.index("label_vals")]
+    out = {"i64": np.zeros((m, w), np.int64), "flag": np.zeros((m, f), np.int8),
+           "labels": np.full((m, k_cap), FILLS["label_vals"], np.int32)}
+    for k, (name, pack, _dims) in enumerate(NODE_COLUMNS):
+        a = getattr(cols, name)[lo:hi]
+        start, stop = spans[k]
+        out[pack][:hi - lo, start:stop] = a.reshape(a.shape[0], -1)
+    return out["i64"], out["flag"], out["labels"]
+
+
+# The staged row's order (``staged_rows``): node_i64's columns, then
+# node_flags', then label_vals; each as (column index, pack 0/1/2).
+STAGED_ORDER = np.array(
+    [k for p in ("i64", "flag", "labels") for k, c in enumerate(NODE_COLUMNS) if c[1] == p],
+    np.int64)
+STAGED_PACK = np.array([("i64", "flag", "labels").index(NODE_COLUMNS[k][1])
+                        for k in STAGED_ORDER], np.int64)
+
+
+def pack_query(cols: L.NodeColumns, q: L.PodQuery, caps=None) -> np.ndarray:
     """The query and the node packs' layout as one int64 buffer: header
-    [2 * len(NODE_COLUMNS)] column spans, [len(QUERY_ARGS) + 1] field
-    offsets into the buffer, then the fields (bools as 0/1)."""
-    spans, _, _ = node_packs([getattr(cols, n).shape for n in NODE_NAMES])
+    [2 * len(NODE_COLUMNS)] column spans (``node_packs(.., caps)``),
+    [len(QUERY_ARGS) + 1] field offsets into the buffer, then the fields
+    (bools as 0/1)."""
+    spans, _, _ = node_packs([getattr(cols, n).shape for n in NODE_NAMES], caps)
     header = [v for span in spans for v in span]
     data = []
     pos = len(header) + len(QUERY_ARGS) + 1
