@@ -61,13 +61,17 @@ def _record(path: str | None, workload: str, nodes: int, pods: int) -> dict:
 EVENTS = ("write", "append", "label_key", "taint_word", "realloc")
 
 
-def event_counts(nodes: int) -> dict:
+def event_counts(nodes: int, backend: str = "cuda", regrow_appends: int = -1) -> dict:
     """{event: {launches, copies, rows_uploaded}} of the first cycle (one
-    pod, batching off, on the cuda backend) after each kind of node event
+    pod, batching off, on ``backend``: its counters, zeros where it keeps
+    none) after each kind of node event
     on ``nodes`` nodes, and the bindings.  Every node carries 64 distinct
     taints in all (one taint word), so the next one opens a second word;
     "realloc" appends nodes until the host state reallocates its arrays
-    and counts the cycle after that append."""
+    and counts the cycle after that append; "device_regrow" (a tree whose
+    packs keep spare room) appends until the device packs run out of room
+    (``regrow_appends`` > 0: that many appends, as many as another backend's
+    run needed, returned as "regrow_appends")."""
     from tensorsched.framework.parsing.manifests import parse_pod
     from tensorsched.framework.scheduler.cluster import build_cluster
     from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -79,19 +83,18 @@ def event_counts(nodes: int) -> dict:
         return node_dict(f"n{i:05d}", cpu="8", labels=labels, taints=taints)
 
     cluster = build_cluster([node(i) for i in range(max(nodes, 64))])
-    be = cluster.framework_for(parse_pod(pod_dict("probe")), "cuda").backend
-    sched = Scheduler(cluster, "cuda", seed=1, batch=False)
+    be = cluster.framework_for(parse_pod(pod_dict("probe")), backend).backend
+    sched = Scheduler(cluster, backend, seed=1, batch=False)
+    names = ("launches", "copies", "rows_uploaded", "full_uploads", "relayouts")
     bound = []
     k = [0]
 
     def cycle() -> dict:
-        before = (be.launches, be.copies, be.rows_uploaded)
+        before = [getattr(be, c, 0) for c in names]
         k[0] += 1
         got = sched.schedule_pending([pod_dict(f"p{k[0]}", cpu="100m", created=k[0])])[0]
         bound.extend((b.pod, b.node) for b in got)
-        return dict(zip(("launches", "copies", "rows_uploaded"),
-                        (a - b for a, b in zip((be.launches, be.copies, be.rows_uploaded),
-                                               before))))
+        return {c: getattr(be, c, 0) - b for c, b in zip(names, before)}
     cycle()
     cycle()                     # the query's first cycle is behind
     n = len(cluster.state.node_rows)
@@ -113,7 +116,18 @@ def event_counts(nodes: int) -> dict:
         if cluster.state.layout_version == layout:
             cycle()
     out["realloc"] = cycle()
-    return {"events": out, "bindings": bound}
+    appends = 0
+    if hasattr(be, "_caps") or regrow_appends:  # packs with room (not older trees'): to a regrow
+        while appends != regrow_appends:
+            caps = getattr(be, "_caps", None)
+            sched.add_node(node(i))
+            i += 1
+            appends += 1
+            got = cycle()
+            if caps is not None and be._caps != caps:
+                out["device_regrow"] = got
+                break
+    return {"events": out, "bindings": bound, "regrow_appends": appends}
 
 
 def _event_record(path: str | None, nodes: int) -> dict:

@@ -721,6 +721,7 @@ class _DeviceRowCache:
         self.extra = None               # rows to recompute besides the written ones
         self.reasons = reasons
         self.raw = raw
+        self.full = None                # (reasons, raw) with spare rows (``_grow``)
         self.host_reasons = None    # host copies for a cycle's ranking (``_host_rows``)
         self.host_raw = None
         self.host_seen = -1         # the ``seen`` they are level with
@@ -800,6 +801,8 @@ class CudaBackend:
         self._version = -1
         self._shape = None
         self.rows_uploaded = 0      # node rows sent to the device
+        self.full_uploads = 0       # packs uploaded whole (the first time, another source)
+        self.relayouts = 0          # packs out of room moved into larger ones on the device
         self.copies = 0             # host -> device copies made for them
         self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
@@ -827,8 +830,10 @@ class CudaBackend:
         appended, a column widened (a new label key, a taint word) or the
         host's arrays reallocated leave the rows the device holds where they
         are; the spare rows and columns hold ``SA.FILLS``, what the host
-        gives a row or column it has not used.  Without room (or for another
-        source) every row is uploaded into packs of twice the room."""
+        gives a row or column it has not used.  Without room the packs move
+        on the device into ones with twice the room that ran out
+        (``_cuda.relayout_kernel``); for another source (or the first time)
+        every row is uploaded."""
         shape = tuple(a.shape for a in cols)
         if shape == self._shape and self._tag == _mirror_tag(source):
             return
@@ -836,21 +841,39 @@ class CudaBackend:
         widths = SA.widths_of(shape)
         caps = self._caps
         fresh = caps is None or self._tag != _mirror_tag(source)
-        if fresh or n > self._row_cap or any(w > c for w, c in zip(widths, caps[1:])):
-            if fresh:       # room for a few more rows and a half more of each column
-                self._row_cap = n + max(16, n // 8)
-                col_caps = tuple(w + max(1, w // 2) for w in widths)
-            else:           # twice the room that ran out, as the host's arrays grow
-                self._row_cap = max(n, 2 * self._row_cap) if n > self._row_cap else self._row_cap
-                col_caps = tuple(c if w <= c else max(w, 2 * c) for w, c in zip(widths, caps[1:]))
-            self._caps = (self._row_cap,) + col_caps
-            host = SA.pack_rows(cols, col_caps, 0, n, self._row_cap)
+        if fresh:
+            # room for a few more rows and a half more of each column
+            self._row_cap = n + max(16, n // 8)
+            self._caps = (self._row_cap,) + tuple(w + max(1, w // 2) for w in widths)
+            host = SA.pack_rows(cols, self._caps[1:], 0, n, self._row_cap)
             self._full = tuple(self._cuda.to_device(a) for a in host)
             self.rows_uploaded += n     # node rows (the spare ones are fills: bytes)
+            self.full_uploads += 1
             self.copies += len(self._full)
             self.bytes_uploaded += sum(a.nbytes for a in host)
             self._version = source.version
             self._tag = _mirror_tag(source)
+        elif n > self._row_cap or any(w > c for w, c in zip(widths, caps[1:])):
+            # out of room: twice the room that ran out (as the host's arrays
+            # grow), the rows moved on the device (one launch, the column
+            # map up: no node row leaves the host); the rows written since
+            # the mirror's version are staged or uploaded at the new layout
+            self._row_cap = max(n, 2 * self._row_cap) if n > self._row_cap else self._row_cap
+            self._caps = (self._row_cap,) + tuple(
+                c if w <= c else max(w, 2 * c) for w, c in zip(widths, caps[1:]))
+            colmap = SA.relayout_map(self._shape, caps[1:], shape, self._caps[1:])
+            _, w, f = SA.node_packs(shape, self._caps[1:])
+            k_cap = self._caps[1 + SA.NODE_NAMES.index("label_vals")]
+            cuda = self._cuda
+            new = (cuda.device_array((self._row_cap, w), np.int64),
+                   cuda.device_array((self._row_cap, f), np.int8),
+                   cuda.device_array((self._row_cap, k_cap), np.int32))
+            self._k.launch_relayout(self._full, new, cuda.to_device(colmap))
+            self._full = new
+            self.launches += 1
+            self.copies += 1
+            self.bytes_uploaded += colmap.nbytes
+            self.relayouts += 1
         self._shape = shape
         self._packs = tuple(a[:n] for a in self._full)
         spans, _, _ = SA.node_packs(shape, self._caps[1:])
@@ -1110,15 +1133,23 @@ class CudaBackend:
         return c
 
     def _grow(self, c: _DeviceRowCache, n: int) -> None:
-        """``c``'s device arrays for ``n`` rows, the rows it has copied on
-        the device; its host copies dropped (copied whole when next asked)."""
+        """``c``'s device arrays for ``n`` rows, the rows it has kept: views
+        of arrays with spare rows (zeros), which grow to twice the rows
+        (the kept rows copied on the device, the zeros uploaded once a
+        doubling); its host copies dropped (copied whole when next asked)."""
         cuda = self._cuda
         m = c.reasons.shape[0]
-        reasons = cuda.device_array(n, np.int64)
-        raw = cuda.to_device(np.zeros((n, c.raw.shape[1]), np.int64))
-        reasons[:m].copy_to_device(c.reasons)
-        raw[:m].copy_to_device(c.raw)
-        c.reasons, c.raw = reasons, raw
+        full = c.full if c.full is not None else (c.reasons, c.raw)
+        if full[0].shape[0] < n:
+            cap = max(n, 2 * full[0].shape[0])
+            zeros = np.zeros((cap, c.raw.shape[1]), np.int64)
+            full = (cuda.device_array(cap, np.int64), cuda.to_device(zeros))
+            full[0][:m].copy_to_device(c.reasons)
+            full[1][:m].copy_to_device(c.raw)
+            self.copies += 1
+            self.bytes_uploaded += zeros.nbytes
+        c.full = full
+        c.reasons, c.raw = full[0][:n], full[1][:n]
         c.host_reasons = c.host_raw = None
         c.host_seen = -1
 
@@ -1130,8 +1161,12 @@ class CudaBackend:
         key = _cache_key(source, n, n_slots)
         c = self._cache_of(q, key, source, cols)
         if c is None or c.q is not q or c.key != key:
-            c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
-                                cuda.to_device(np.zeros((n, n_slots), np.int64)))
+            # spare rows for nodes appended later (``_grow``), as the packs'
+            cap = n + max(16, n // 8)
+            full = (cuda.device_array(cap, np.int64),
+                    cuda.to_device(np.zeros((cap, n_slots), np.int64)))
+            c = _DeviceRowCache(q, key, full[0][:n], full[1][:n])
+            c.full = full
             self._caches[id(q)] = c
             while len(self._caches) > self.MAX_CACHED_QUERIES:
                 self._caches.popitem(last=False)

@@ -181,6 +181,25 @@ def pack_rows(cols: L.NodeColumns, caps, lo: int, hi: int, rows: int | None = No
     return out["i64"], out["flag"], out["labels"]
 
 
+def relayout_map(old_shapes, old_caps, new_shapes, new_caps) -> np.ndarray:
+    """[W' + F' + K'] int64: for each column of the packs laid out by
+    (``new_shapes``, ``new_caps``), node_i64's, node_flags' then
+    label_vals', the column of the old packs (``old_shapes``, ``old_caps``)
+    holding the same values, -1 where none does (spare room, or a column
+    widened past its old width: the fill, as the host's new column on
+    every row not written since)."""
+    old_spans, _, _ = node_packs(old_shapes, old_caps)
+    new_spans, w, f = node_packs(new_shapes, new_caps)
+    k_cap = new_caps[NODE_NAMES.index("label_vals")]
+    out = np.full(w + f + k_cap, -1, np.int64)
+    base = {"i64": 0, "flag": w, "labels": w + f}
+    for k, (_name, pack, _dims) in enumerate(NODE_COLUMNS):
+        (olo, ohi), (nlo, nhi) = old_spans[k], new_spans[k]
+        m = min(ohi - olo, nhi - nlo)
+        out[base[pack] + nlo:base[pack] + nlo + m] = np.arange(olo, olo + m)
+    return out
+
+
 # The staged row's order (``staged_rows``): node_i64's columns, then
 # node_flags', then label_vals; each as (column index, pack 0/1/2).
 STAGED_ORDER = np.array(
