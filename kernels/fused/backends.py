@@ -731,9 +731,11 @@ class CudaBackend:
     """Numba CUDA kernels over device copies of the columns.
 
     The mirror keeps the node columns packed by dtype on the device
-    (``stage_args.pack_nodes``: three arrays) and re-uploads only the span of
-    node rows written since its last upload (``row_version``; one copy per
-    pack), or everything when the arrays were reallocated.  Each compiled
+    (``stage_args.pack_rows``: three arrays, with spare rows and pack
+    columns: ``_fit_mirror``) and re-uploads only the span of node rows
+    written since its last upload (``row_version``; one copy per pack); a
+    node appended, a column widened or the host's arrays reallocated keep
+    the rows it holds (packs out of room move on the device).  Each compiled
     query is one device buffer (``stage_args.pack_query``), uploaded once.
     A run keeps its query's reasons and raw scores by row on the device
     between calls and recomputes the rows written since (their span, when
@@ -780,7 +782,7 @@ class CudaBackend:
         self._cycle = _cuda_cycle                # a placement cycle's finalize
         self._cycle_host = _cycle_host
         self._staged_rows = staged_rows
-        self._staged = None                      # (column shapes, row width, host pinned,
+        self._staged = None                      # (column widths, row width, host pinned,
         #                                          device): the staging buffers
         self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
@@ -1008,13 +1010,14 @@ class CudaBackend:
         the cache, so they include every row the packs lack) and those a
         changed query reaches (``extra``, ``_cache_of``), found and
         packed by one compiled host call (``staged_rows.stage``) and copied
-        up in one buffer; nothing written: no copy (k = 0).  A first pass,
-        a new layout or shape, or more than ``MAX_STAGED_ROWS`` rows
-        written go ``_sync_columns`` and ``_row_cache`` (the packs' span
-        copies and a by-row launch; k = 0)."""
+        up in one buffer; nothing written: no copy (k = 0).  New column
+        shapes or reallocated host arrays keep the packs (``_fit_mirror``
+        first).  A query's first pass, or more than ``MAX_STAGED_ROWS``
+        rows written, go ``_sync_columns`` and ``_row_cache`` (the packs'
+        span copies and a by-row launch; k = 0)."""
         n = cols.allocatable.shape[0]
         SR = self._staged_rows
-        shape = tuple(a.shape for a in cols)
+        shape = tuple(a.shape[1:] for a in cols)     # the widths: a row appended keeps them
         if self._staged is None or self._staged[0] != shape:
             width = SR.row_width(cols)
             size = SR.staged_size(self.MAX_STAGED_ROWS, width)

@@ -15,7 +15,11 @@
   [N, W] int64, ``node_flags`` [N, F] int8, ``label_vals`` [N, K] int32),
   so a node's columns are contiguous and a dirty span of rows is one copy per
   pack; the query becomes one int64 buffer whose header holds where each
-  column sits in its pack and where each query field starts.
+  column sits in its pack and where each query field starts.  The device
+  mirror keeps spare rows and pack columns (``pack_rows`` with capacities,
+  ``FILLS`` in the spare room; ``relayout_map`` when it moves into larger
+  packs), so the header's spans, not the packs' widths, say where a column
+  is.
 """
 
 from __future__ import annotations
