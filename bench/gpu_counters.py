@@ -61,7 +61,10 @@ def _record(path: str | None, workload: str, nodes: int, pods: int) -> dict:
 EVENTS = ("write", "append", "label_key", "taint_word", "realloc")
 
 
-def event_counts(nodes: int, backend: str = "cuda", regrow_appends: int = -1) -> dict:
+STAGE_EVERY = 128       # appends between cycles while growing (fewer than a cycle stages)
+
+
+def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None) -> dict:
     """{event: {launches, copies, rows_uploaded}} of the first cycle (one
     pod, batching off, on ``backend``: its counters, zeros where it keeps
     none) after each kind of node event
@@ -70,8 +73,8 @@ def event_counts(nodes: int, backend: str = "cuda", regrow_appends: int = -1) ->
     "realloc" appends nodes until the host state reallocates its arrays
     and counts the cycle after that append; "device_regrow" (a tree whose
     packs keep spare room) appends until the device packs run out of room
-    (``regrow_appends`` > 0: that many appends, as many as another backend's
-    run needed, returned as "regrow_appends")."""
+    (``regrow_at``: to that many nodes, as another backend's run needed;
+    returned as "regrow_at")."""
     from tensorsched.framework.parsing.manifests import parse_pod
     from tensorsched.framework.scheduler.cluster import build_cluster
     from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -108,26 +111,31 @@ def event_counts(nodes: int, backend: str = "cuda", regrow_appends: int = -1) ->
     out["label_key"] = cycle()
     sched.add_node(node(n + 1, taint=64))
     out["taint_word"] = cycle()
+    i = [n + 2]
+
+    def grow_past(limit: int) -> dict:
+        """Nodes appended up to ``limit`` nodes (a cycle every
+        ``STAGE_EVERY`` appends and one at the limit: each stages its
+        rows), then one more appended: the next cycle's counts."""
+        while len(cluster.state.node_rows) < limit:
+            sched.add_node(node(i[0]))
+            i[0] += 1
+            left = limit - len(cluster.state.node_rows)
+            if left == 0 or left % STAGE_EVERY == 0:
+                cycle()
+        sched.add_node(node(i[0]))
+        i[0] += 1
+        return cycle()
     layout = cluster.state.layout_version
-    i = n + 2
-    while cluster.state.layout_version == layout:
-        sched.add_node(node(i))
-        i += 1
-        if cluster.state.layout_version == layout:
-            cycle()
-    out["realloc"] = cycle()
-    appends = 0
-    if hasattr(be, "_caps") or regrow_appends:  # packs with room (not older trees'): to a regrow
-        while appends != regrow_appends:
-            caps = getattr(be, "_caps", None)
-            sched.add_node(node(i))
-            i += 1
-            appends += 1
-            got = cycle()
-            if caps is not None and be._caps != caps:
-                out["device_regrow"] = got
-                break
-    return {"events": out, "bindings": bound, "regrow_appends": appends}
+    out["realloc"] = grow_past(cluster.state.allocatable.shape[0])   # the host's rows
+    assert cluster.state.layout_version != layout
+    if regrow_at is None and hasattr(be, "_row_cap"):    # packs with room (not older trees')
+        regrow_at = be._row_cap
+    if regrow_at is not None:
+        caps = getattr(be, "_caps", None)
+        out["device_regrow"] = grow_past(regrow_at)
+        assert caps is None or be._caps != caps
+    return {"events": out, "bindings": bound, "regrow_at": regrow_at}
 
 
 def _event_record(path: str | None, nodes: int) -> dict:

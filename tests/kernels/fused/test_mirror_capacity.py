@@ -52,7 +52,7 @@ def test_the_first_cycle_after_each_node_event_stages_its_rows_in_one_launch():
     one = {"launches": 1, "copies": 1, "rows_uploaded": 2, "full_uploads": 0, "relayouts": 0}
     assert got["events"] == {**{e: one for e in EVENTS}, "device_regrow": {
         "launches": 2, "copies": 3, "rows_uploaded": 2, "full_uploads": 0, "relayouts": 1}}
-    numba = event_counts(40, backend="numba", regrow_appends=got["regrow_appends"])
+    numba = event_counts(40, backend="numba", regrow_at=got["regrow_at"])
     assert got["bindings"] == numba["bindings"]
 
 
