@@ -138,14 +138,14 @@ def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None
     return {"events": out, "bindings": bound, "regrow_at": regrow_at}
 
 
-def _event_record(path: str | None, nodes: int) -> dict:
+def _event_record(path: str | None, nodes: int, regrow_at: int | None = None) -> dict:
     env = dict(os.environ)
     if path:
         env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
     if not gpu_present():
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     code = ("import json, sys\nfrom tensorsched.bench.gpu_counters import event_counts\n"
-            f"json.dump(event_counts({nodes}), sys.stdout)\n")
+            f"json.dump(event_counts({nodes}, regrow_at={regrow_at}), sys.stdout)\n")
     got = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True)
     return json.loads(got.stdout.strip().splitlines()[-1])
@@ -189,12 +189,17 @@ def main(argv=None) -> dict:
 
 
 def _events_main(a, base: str) -> dict:
-    got = {"this": _event_record(None, a.nodes), "base": _event_record(base, a.nodes)}
+    this = _event_record(None, a.nodes)
+    # the base tree replays the same appends and cycles (its own counters)
+    got = {"this": this, "base": _event_record(base, a.nodes, this["regrow_at"])}
     record = {"experiment": "cuda one-at-a-time cycles: launches, host-to-device copies and "
                             "node rows uploaded in the first cycle after each kind of node "
                             "event, this tree vs the base tree (module doc, --events)",
               "backend": "cuda", "device": "gpu" if gpu_present() else "numba cuda simulator",
               "nodes": a.nodes, "events": {t: v["events"] for t, v in got.items()},
+              "note": "counters a tree does not keep count 0 (the base tree keeps no "
+                      "full_uploads or relayouts; its device_regrow is the same appends "
+                      "as this tree's, with nothing to regrow)",
               "same_bindings": got["this"]["bindings"] == got["base"]["bindings"],
               "commit": git_commit(), "base_commit": a.base_commit, "machine": machine_info(),
               "load_after": list(os.getloadavg()),
