@@ -1314,9 +1314,9 @@ class CudaBackend:
 
 
 def _layout_key(source: ColumnSource) -> tuple:
-    """What the device mirror's packs are a copy of: the source (its
-    ``cache_tag``: a source other than the state counts its own versions)
-    and its layout."""
+    """The source's layout and ``cache_tag`` (a source other than the
+    state counts its own versions): part of a row cache's key (the packs
+    follow ``_mirror_tag``, which a reallocation leaves alone)."""
     return (source.layout_version, getattr(source, "cache_tag", None))
 
 

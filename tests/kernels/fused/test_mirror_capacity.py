@@ -6,7 +6,6 @@ packs' full upload and a by-row pass; packs that run out of room move on
 the device into ones with twice the room (``_cuda.relayout_kernel``).  Under Numba's CUDA simulator in CI: bindings equal the numba
 backend's over random event sequences, the packs equal the host columns."""
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from support.backends import needs_cuda
