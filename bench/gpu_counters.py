@@ -14,6 +14,12 @@ its own backend counts: an older tree may leave some uploads uncounted
 
 python -m tensorsched.bench.gpu_counters --base-commit C [--nodes 300] [--pods 100]
         [--output bench/results/gpu-counters-cudasim-300.json]
+
+``--events``: instead, the first one-at-a-time cycle after each kind of
+node event (``event_counts``: a node's columns written, a node appended, a
+new label key, a new taint word, the host's arrays reallocated), its
+launches, host-to-device copies and node rows uploaded, this tree against
+the base tree, with the bindings (they must agree).
 """
 
 from __future__ import annotations
@@ -52,14 +58,111 @@ def _record(path: str | None, workload: str, nodes: int, pods: int) -> dict:
             "placements_sha256": rec.get("placements_sha256")}
 
 
+EVENTS = ("write", "append", "label_key", "taint_word", "realloc")
+
+
+STAGE_EVERY = 128       # appends between cycles while growing (fewer than a cycle stages)
+
+
+def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None) -> dict:
+    """{event: {launches, copies, rows_uploaded}} of the first cycle (one
+    pod, batching off, on ``backend``: its counters, zeros where it keeps
+    none) after each kind of node event
+    on ``nodes`` nodes, and the bindings.  Every node carries 64 distinct
+    taints in all (one taint word), so the next one opens a second word;
+    "realloc" appends nodes until the host state reallocates its arrays
+    and counts the cycle after that append; "device_regrow" (a tree whose
+    packs keep spare room) appends until the device packs run out of room
+    (``regrow_at``: to that many nodes, as another backend's run needed;
+    returned as "regrow_at")."""
+    from tensorsched.framework.parsing.manifests import parse_pod
+    from tensorsched.framework.scheduler.cluster import build_cluster
+    from tensorsched.framework.scheduler.scheduler import Scheduler
+    from tensorsched.generators.clusters import node_dict, pod_dict
+
+    def node(i, labels=None, taint=None):
+        taints = [{"key": f"t{taint if taint is not None else i % 64}", "value": "x",
+                   "effect": "PreferNoSchedule"}]
+        return node_dict(f"n{i:05d}", cpu="8", labels=labels, taints=taints)
+
+    cluster = build_cluster([node(i) for i in range(max(nodes, 64))])
+    be = cluster.framework_for(parse_pod(pod_dict("probe")), backend).backend
+    sched = Scheduler(cluster, backend, seed=1, batch=False)
+    names = ("launches", "copies", "rows_uploaded", "full_uploads", "relayouts")
+    bound = []
+    k = [0]
+
+    def cycle() -> dict:
+        before = [getattr(be, c, 0) for c in names]
+        k[0] += 1
+        got = sched.schedule_pending([pod_dict(f"p{k[0]}", cpu="100m", created=k[0])])[0]
+        bound.extend((b.pod, b.node) for b in got)
+        return {c: getattr(be, c, 0) - b for c, b in zip(names, before)}
+    cycle()
+    cycle()                     # the query's first cycle is behind
+    n = len(cluster.state.node_rows)
+    out = {}
+    sched.update_node(node_dict("n00003", cpu="16", taints=[
+        {"key": "t3", "value": "x", "effect": "PreferNoSchedule"}]))
+    out["write"] = cycle()
+    sched.add_node(node(n))
+    out["append"] = cycle()
+    sched.update_node(node(1, labels={"zone-new": "z1"}, taint=1))
+    out["label_key"] = cycle()
+    sched.add_node(node(n + 1, taint=64))
+    out["taint_word"] = cycle()
+    i = [n + 2]
+
+    def grow_past(limit: int) -> dict:
+        """Nodes appended up to ``limit`` nodes (a cycle every
+        ``STAGE_EVERY`` appends and one at the limit: each stages its
+        rows), then one more appended: the next cycle's counts."""
+        while len(cluster.state.node_rows) < limit:
+            sched.add_node(node(i[0]))
+            i[0] += 1
+            left = limit - len(cluster.state.node_rows)
+            if left == 0 or left % STAGE_EVERY == 0:
+                cycle()
+        sched.add_node(node(i[0]))
+        i[0] += 1
+        return cycle()
+    layout = cluster.state.layout_version
+    out["realloc"] = grow_past(cluster.state.allocatable.shape[0])   # the host's rows
+    assert cluster.state.layout_version != layout
+    if regrow_at is None and hasattr(be, "_row_cap"):    # packs with room (not older trees')
+        regrow_at = be._row_cap
+    if regrow_at is not None:
+        caps = getattr(be, "_caps", None)
+        out["device_regrow"] = grow_past(regrow_at)
+        assert caps is None or be._caps != caps
+    return {"events": out, "bindings": bound, "regrow_at": regrow_at}
+
+
+def _event_record(path: str | None, nodes: int, regrow_at: int | None = None) -> dict:
+    env = dict(os.environ)
+    if path:
+        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
+    if not gpu_present():
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    code = ("import json, sys\nfrom tensorsched.bench.gpu_counters import event_counts\n"
+            f"json.dump(event_counts({nodes}, regrow_at={regrow_at}), sys.stdout)\n")
+    got = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(got.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base-commit", required=True)
     ap.add_argument("--nodes", type=int, default=300)
     ap.add_argument("--pods", type=int, default=100)
     ap.add_argument("--output")
+    ap.add_argument("--events", action="store_true",
+                    help="the first cycle after each kind of node event (module doc)")
     a = ap.parse_args(argv)
     base = base_tree(a.base_commit, tempfile.mkdtemp(prefix="gpu-counters-base-"))
+    if a.events:
+        return _events_main(a, base)
     out = {}
     for k, workload in enumerate(WORKLOADS):
         trees = [("this", None), ("base", base)]
@@ -82,6 +185,31 @@ def main(argv=None) -> dict:
         json.dump(record, f, indent=1)
     print(json.dumps({w: {t: v[t]["per_run"] for t in ("this", "base")}
                       for w, v in out.items()}, indent=1))
+    return record
+
+
+def _events_main(a, base: str) -> dict:
+    this = _event_record(None, a.nodes)
+    # the base tree replays the same appends and cycles (its own counters)
+    got = {"this": this, "base": _event_record(base, a.nodes, this["regrow_at"])}
+    record = {"experiment": "cuda one-at-a-time cycles: launches, host-to-device copies and "
+                            "node rows uploaded in the first cycle after each kind of node "
+                            "event, this tree vs the base tree (module doc, --events)",
+              "backend": "cuda", "device": "gpu" if gpu_present() else "numba cuda simulator",
+              "nodes": a.nodes, "events": {t: v["events"] for t, v in got.items()},
+              "note": "counters a tree does not keep count 0 (the base tree keeps no "
+                      "full_uploads or relayouts; its device_regrow is the same appends "
+                      "as this tree's, with nothing to regrow)",
+              "same_bindings": got["this"]["bindings"] == got["base"]["bindings"],
+              "commit": git_commit(), "base_commit": a.base_commit, "machine": machine_info(),
+              "load_after": list(os.getloadavg()),
+              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    dest = a.output or os.path.join(os.path.dirname(os.path.realpath(__file__)), "results",
+                                    f"gpu-counters-events-"
+                                    f"{'gpu' if gpu_present() else 'cudasim'}-{a.nodes}.json")
+    with open(dest, "w") as f:
+        json.dump(record, f, indent=1)
+    print(json.dumps({k: record[k] for k in ("events", "same_bindings")}, indent=1))
     return record
 
 

@@ -21,6 +21,9 @@ from . import _core
 from . import stage_args as SA
 
 THREADS_PER_BLOCK = 128
+_NCOLS = len(SA.NODE_COLUMNS)
+_STAGED_ORDER = SA.STAGED_ORDER      # constant arrays in the kernel
+_STAGED_PACK = SA.STAGED_PACK
 
 core = compile_module(_core, lambda f: cuda.jit(f, device=True))
 node_reasons = core["node_reasons"]
@@ -85,18 +88,64 @@ def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reaso
     only that row's columns: the thread that writes a row is the only one
     reading it until the caller's barrier."""
     i = staged[j]
-    w = node_i64.shape[1]
-    f = node_flags.shape[1]
-    at = k + j * (w + f + label_vals.shape[1])
-    for c in range(w):
-        node_i64[i, c] = staged[at + c]
-    at += w
-    for c in range(f):
-        node_flags[i, c] = staged[at + c]
-    at += f
-    for c in range(label_vals.shape[1]):
-        label_vals[i, c] = staged[at + c]
+    # the columns sit at the spans of the query buffer's header (the packs
+    # may hold spare rows and columns: the mirror's capacity)
+    width = 0
+    for col in range(_NCOLS):
+        width += qbuf[2 * col + 1] - qbuf[2 * col]
+    at = k + j * width
+    for t in range(_NCOLS):
+        col = _STAGED_ORDER[t]
+        pack = _STAGED_PACK[t]
+        for c in range(qbuf[2 * col], qbuf[2 * col + 1]):
+            if pack == 0:
+                node_i64[i, c] = staged[at]
+            elif pack == 1:
+                node_flags[i, c] = staged[at]
+            else:
+                label_vals[i, c] = staged[at]
+            at += 1
     r = stage_reasons(i, node_i64, node_flags, label_vals, qbuf)
     reasons_by_row[i] = r
     if r == 0:
         stage_raw_scores(i, i, raw_by_row, node_i64, node_flags, label_vals, qbuf)
+
+
+@cuda.jit
+def relayout_kernel(old_i64, old_flags, old_labels, new_i64, new_flags, new_labels, colmap):
+    """The device packs moved into larger ones, one thread per new row:
+    new column c of a pack (``colmap`` [W' + F' + K'], the three packs'
+    columns in turn) takes old column ``colmap[c]`` of the same row, or the
+    fill (0; label_vals -1) where it is -1 or the row is past the old packs'
+    (the spare room: ``stage_args.FILLS``)."""
+    r = cuda.grid(1)
+    if r >= new_i64.shape[0]:
+        return
+    inside = r < old_i64.shape[0]
+    w = new_i64.shape[1]
+    f = new_flags.shape[1]
+    for c in range(w):
+        s = colmap[c]
+        if inside and s >= 0:
+            new_i64[r, c] = old_i64[r, s]
+        else:
+            new_i64[r, c] = 0
+    for c in range(f):
+        s = colmap[w + c]
+        if inside and s >= 0:
+            new_flags[r, c] = old_flags[r, s]
+        else:
+            new_flags[r, c] = 0
+    for c in range(new_labels.shape[1]):
+        s = colmap[w + f + c]
+        if inside and s >= 0:
+            new_labels[r, c] = old_labels[r, s]
+        else:
+            new_labels[r, c] = -1
+
+
+def launch_relayout(old_packs, new_packs, colmap) -> None:
+    """``relayout_kernel`` over the new packs' rows (one launch)."""
+    rows = new_packs[0].shape[0]
+    blocks = max(1, (rows + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
+    relayout_kernel[blocks, THREADS_PER_BLOCK](*old_packs, *new_packs, colmap)

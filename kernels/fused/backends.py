@@ -721,6 +721,7 @@ class _DeviceRowCache:
         self.extra = None               # rows to recompute besides the written ones
         self.reasons = reasons
         self.raw = raw
+        self.full = None                # (reasons, raw) with spare rows (``_grow``)
         self.host_reasons = None    # host copies for a cycle's ranking (``_host_rows``)
         self.host_raw = None
         self.host_seen = -1         # the ``seen`` they are level with
@@ -730,9 +731,11 @@ class CudaBackend:
     """Numba CUDA kernels over device copies of the columns.
 
     The mirror keeps the node columns packed by dtype on the device
-    (``stage_args.pack_nodes``: three arrays) and re-uploads only the span of
-    node rows written since its last upload (``row_version``; one copy per
-    pack), or everything when the arrays were reallocated.  Each compiled
+    (``stage_args.pack_rows``: three arrays, with spare rows and pack
+    columns: ``_fit_mirror``) and re-uploads only the span of node rows
+    written since its last upload (``row_version``; one copy per pack); a
+    node appended, a column widened or the host's arrays reallocated keep
+    the rows it holds (packs out of room move on the device).  Each compiled
     query is one device buffer (``stage_args.pack_query``), uploaded once.
     A run keeps its query's reasons and raw scores by row on the device
     between calls and recomputes the rows written since (their span, when
@@ -779,7 +782,7 @@ class CudaBackend:
         self._cycle = _cuda_cycle                # a placement cycle's finalize
         self._cycle_host = _cycle_host
         self._staged_rows = staged_rows
-        self._staged = None                      # (column shapes, row width, host pinned,
+        self._staged = None                      # (column widths, row width, host pinned,
         #                                          device): the staging buffers
         self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
@@ -793,10 +796,15 @@ class CudaBackend:
         self._qbufs: OrderedDict = OrderedDict()
         self._caches: OrderedDict = OrderedDict()
         self._all_rows = None
-        self._layout = None
+        self._tag = None                         # whose columns the packs mirror
+        self._full: tuple = ()                   # the packs at capacity (``_fit_mirror``)
+        self._caps = None                        # (rows, each column's pack columns)
+        self._row_cap = 0
         self._version = -1
         self._shape = None
         self.rows_uploaded = 0      # node rows sent to the device
+        self.full_uploads = 0       # packs uploaded whole (the first time, another source)
+        self.relayouts = 0          # packs out of room moved into larger ones on the device
         self.copies = 0             # host -> device copies made for them
         self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
@@ -808,32 +816,77 @@ class CudaBackend:
     def _qbuf(self, cols, q):
         """The query's packed buffer on the device, uploaded once per
         compiled query and column shapes."""
-        key = (id(q), tuple(a.shape[1:] for a in cols))
+        key = (id(q), tuple(a.shape[1:] for a in cols), self._caps)
         hit = self._qbufs.get(key)
         if hit is not None and hit[0] is q:
             return hit[1]
-        buf = self._cuda.to_device(SA.pack_query(cols, _pad_bitsets(cols, q)))
+        buf = self._cuda.to_device(SA.pack_query(cols, _pad_bitsets(cols, q), self._caps[1:]))
         self._qbufs[key] = (q, buf)
         while len(self._qbufs) > self.MAX_CACHED_QUERIES:
             self._qbufs.popitem(last=False)
         return buf
 
-    def _sync_columns(self, source: ColumnSource) -> tuple:
-        cuda = self._cuda
-        cols = source.columns()
+    def _fit_mirror(self, source: ColumnSource, cols) -> None:
+        """The packs made to hold ``cols``: kept while they have room (the
+        rows and each column's pack columns, ``_caps``), so that a node
+        appended, a column widened (a new label key, a taint word) or the
+        host's arrays reallocated leave the rows the device holds where they
+        are; the spare rows and columns hold ``SA.FILLS``, what the host
+        gives a row or column it has not used.  Without room the packs move
+        on the device into ones with twice the room that ran out
+        (``_cuda.relayout_kernel``); for another source (or the first time)
+        every row is uploaded."""
         shape = tuple(a.shape for a in cols)
-        if self._layout != _layout_key(source) or shape != self._shape:
-            host = SA.pack_nodes(cols)
-            self._packs = tuple(cuda.to_device(a) for a in host)
-            self._layout, self._shape = _layout_key(source), shape
-            spans, _, _ = SA.node_packs(shape)
-            self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
-            # the row caches stay: their rows are the rows' answers, which a
-            # reallocation keeps (``_cache_of`` adopts them; LRU drops the rest)
-            self.rows_uploaded += cols.allocatable.shape[0]
-            self.copies += len(self._packs)
+        if shape == self._shape and self._tag == _mirror_tag(source):
+            return
+        n = cols.allocatable.shape[0]
+        widths = SA.widths_of(shape)
+        caps = self._caps
+        fresh = caps is None or self._tag != _mirror_tag(source)
+        if fresh:
+            # room for a few more rows and a half more of each column
+            self._row_cap = n + max(16, n // 8)
+            self._caps = (self._row_cap,) + tuple(w + max(1, w // 2) for w in widths)
+            host = SA.pack_rows(cols, self._caps[1:], 0, n, self._row_cap)
+            self._full = tuple(self._cuda.to_device(a) for a in host)
+            self.rows_uploaded += n     # node rows (the spare ones are fills: bytes)
+            self.full_uploads += 1
+            self.copies += len(self._full)
             self.bytes_uploaded += sum(a.nbytes for a in host)
-        elif source.version != self._version:
+            self._version = source.version
+            self._tag = _mirror_tag(source)
+        elif n > self._row_cap or any(w > c for w, c in zip(widths, caps[1:])):
+            # out of room: twice the room that ran out (as the host's arrays
+            # grow), the rows moved on the device (one launch, the column
+            # map up: no node row leaves the host); the rows written since
+            # the mirror's version are staged or uploaded at the new layout
+            self._row_cap = max(n, 2 * self._row_cap) if n > self._row_cap else self._row_cap
+            self._caps = (self._row_cap,) + tuple(
+                c if w <= c else max(w, 2 * c) for w, c in zip(widths, caps[1:]))
+            colmap = SA.relayout_map(self._shape, caps[1:], shape, self._caps[1:])
+            _, w, f = SA.node_packs(shape, self._caps[1:])
+            k_cap = self._caps[1 + SA.NODE_NAMES.index("label_vals")]
+            cuda = self._cuda
+            new = (cuda.device_array((self._row_cap, w), np.int64),
+                   cuda.device_array((self._row_cap, f), np.int8),
+                   cuda.device_array((self._row_cap, k_cap), np.int32))
+            self._k.launch_relayout(self._full, new, cuda.to_device(colmap))
+            self._full = new
+            self.launches += 1
+            self.copies += 1
+            self.bytes_uploaded += colmap.nbytes
+            self.relayouts += 1
+        self._shape = shape
+        self._packs = tuple(a[:n] for a in self._full)
+        spans, _, _ = SA.node_packs(shape, self._caps[1:])
+        self._pods_at = spans[SA.NODE_NAMES.index("requested")][0] + L.RES_PODS
+
+    def _sync_columns(self, source: ColumnSource) -> tuple:
+        """The packs, level with ``source``: ``_fit_mirror``, then the span
+        of the rows written since the mirror's version, one copy per pack."""
+        cols = source.columns()
+        self._fit_mirror(source, cols)
+        if source.version != self._version:
             n = cols.allocatable.shape[0]
             dirty = self._written(source, n, self._version)
             if dirty.shape[0]:
@@ -842,11 +895,11 @@ class CudaBackend:
                 # a transfer's latency each; the unwritten rows inside the
                 # span are re-sent unchanged.
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
-                for dev, host in zip(self._packs, SA.pack_nodes(cols, lo, hi)):
+                for dev, host in zip(self._full, SA.pack_rows(cols, self._caps[1:], lo, hi)):
                     dev[lo:hi].copy_to_device(host)
                     self.bytes_uploaded += host.nbytes
                 self.rows_uploaded += hi - lo
-                self.copies += len(self._packs)
+                self.copies += len(self._full)
         self._version = source.version
         return self._packs
 
@@ -860,11 +913,11 @@ class CudaBackend:
 
     def device_column(self, name: str) -> np.ndarray:
         """Node column ``name`` as the device holds it (a host copy; tests)."""
-        spans, _, _ = SA.node_packs(self._shape)
+        spans, _, _ = SA.node_packs(self._shape, self._caps[1:])
         k = SA.NODE_NAMES.index(name)
         _, pack, dims = SA.NODE_COLUMNS[k]
         if pack == "labels":
-            return self._packs[2].copy_to_host()
+            return self._packs[2].copy_to_host()[:, :self._shape[k][1]]
         host = self._packs[0 if pack == "i64" else 1].copy_to_host()
         lo, hi = spans[k]
         return host[:, lo] if dims == 1 else host[:, lo:hi]
@@ -876,7 +929,7 @@ class CudaBackend:
         query) and the allocatable view, for the victim kernel."""
         packs = self._sync_columns(source)
         cols = source.columns()
-        spans, _, _ = SA.node_packs(self._shape)
+        spans, _, _ = SA.node_packs(self._shape, self._caps[1:])
         lo, hi = spans[SA.NODE_NAMES.index("allocatable")]
         return SA.DeviceStage(packs, self._qbuf(cols, q), packs[0][:, lo:hi])
 
@@ -957,21 +1010,24 @@ class CudaBackend:
         the cache, so they include every row the packs lack) and those a
         changed query reaches (``extra``, ``_cache_of``), found and
         packed by one compiled host call (``staged_rows.stage``) and copied
-        up in one buffer; nothing written: no copy (k = 0).  A first pass,
-        a new layout or shape, or more than ``MAX_STAGED_ROWS`` rows
-        written go ``_sync_columns`` and ``_row_cache`` (the packs' span
-        copies and a by-row launch; k = 0)."""
+        up in one buffer; nothing written: no copy (k = 0).  New column
+        shapes or reallocated host arrays keep the packs (``_fit_mirror``
+        first).  A query's first pass, or more than ``MAX_STAGED_ROWS``
+        rows written, go ``_sync_columns`` and ``_row_cache`` (the packs'
+        span copies and a by-row launch; k = 0)."""
         n = cols.allocatable.shape[0]
         SR = self._staged_rows
-        shape = tuple(a.shape for a in cols)
+        shape = tuple(a.shape[1:] for a in cols)     # the widths: a row appended keeps them
         if self._staged is None or self._staged[0] != shape:
             width = SR.row_width(cols)
             size = SR.staged_size(self.MAX_STAGED_ROWS, width)
             self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
                             self._cuda.device_array(size, np.int64))
+        # room in the packs for the columns as they are now (a node
+        # appended, a column widened: the rows kept, those written staged)
+        self._fit_mirror(source, cols)
         c = self._cache_of(q, _cache_key(source, n, n_slots), source, cols)
-        if (c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0
-                or self._layout != _layout_key(source) or self._shape != shape):
+        if c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0:
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         self._caches.move_to_end(id(q))
         c.epoch = QM.source_epoch(source)
@@ -1080,15 +1136,23 @@ class CudaBackend:
         return c
 
     def _grow(self, c: _DeviceRowCache, n: int) -> None:
-        """``c``'s device arrays for ``n`` rows, the rows it has copied on
-        the device; its host copies dropped (copied whole when next asked)."""
+        """``c``'s device arrays for ``n`` rows, the rows it has kept: views
+        of arrays with spare rows (zeros), which grow to twice the rows
+        (the kept rows copied on the device, the zeros uploaded once a
+        doubling); its host copies dropped (copied whole when next asked)."""
         cuda = self._cuda
         m = c.reasons.shape[0]
-        reasons = cuda.device_array(n, np.int64)
-        raw = cuda.to_device(np.zeros((n, c.raw.shape[1]), np.int64))
-        reasons[:m].copy_to_device(c.reasons)
-        raw[:m].copy_to_device(c.raw)
-        c.reasons, c.raw = reasons, raw
+        full = c.full if c.full is not None else (c.reasons, c.raw)
+        if full[0].shape[0] < n:
+            cap = max(n, 2 * full[0].shape[0])
+            zeros = np.zeros((cap, c.raw.shape[1]), np.int64)
+            full = (cuda.device_array(cap, np.int64), cuda.to_device(zeros))
+            full[0][:m].copy_to_device(c.reasons)
+            full[1][:m].copy_to_device(c.raw)
+            self.copies += 1
+            self.bytes_uploaded += zeros.nbytes
+        c.full = full
+        c.reasons, c.raw = full[0][:n], full[1][:n]
         c.host_reasons = c.host_raw = None
         c.host_seen = -1
 
@@ -1100,8 +1164,12 @@ class CudaBackend:
         key = _cache_key(source, n, n_slots)
         c = self._cache_of(q, key, source, cols)
         if c is None or c.q is not q or c.key != key:
-            c = _DeviceRowCache(q, key, cuda.device_array(n, np.int64),
-                                cuda.to_device(np.zeros((n, n_slots), np.int64)))
+            # spare rows for nodes appended later (``_grow``), as the packs'
+            cap = n + max(16, n // 8)
+            full = (cuda.device_array(cap, np.int64),
+                    cuda.to_device(np.zeros((cap, n_slots), np.int64)))
+            c = _DeviceRowCache(q, key, full[0][:n], full[1][:n])
+            c.full = full
             self._caches[id(q)] = c
             while len(self._caches) > self.MAX_CACHED_QUERIES:
                 self._caches.popitem(last=False)
@@ -1175,11 +1243,11 @@ class CudaBackend:
         sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
                                        np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
-        qbuf = self._qbuf(cols, q)
         # the rows written since the row cache's last pass: staged, for the
         # run's launch to write and recompute first (as a cycle's); last
         # before the launch (the mirror counts them written from here on)
         c, k = self._staged_cache(source, cols, q, n_slots)
+        qbuf = self._qbuf(cols, q)      # the packs' layout as ``_staged_cache`` left them
         R.launch_place_run(m, seed_mix, self._staged[3], k, run, self._packs, qbuf, c.reasons,
                            c.raw, work, sp_weights)
         self.launches += 1
@@ -1246,10 +1314,18 @@ class CudaBackend:
 
 
 def _layout_key(source: ColumnSource) -> tuple:
-    """What the device mirror's packs are a copy of: the source (its
-    ``cache_tag``: a source other than the state counts its own versions)
-    and its layout."""
+    """The source's layout and ``cache_tag`` (a source other than the
+    state counts its own versions): part of a row cache's key (the packs
+    follow ``_mirror_tag``, which a reallocation leaves alone)."""
     return (source.layout_version, getattr(source, "cache_tag", None))
+
+
+def _mirror_tag(source: ColumnSource):
+    """Whose columns the device packs mirror: the source's ``cache_tag``
+    (a source other than the state counts its own versions); the state's
+    reallocations keep its rows and ``row_version``, so they do not count."""
+    tag = getattr(source, "cache_tag", None)
+    return ("tag", tag) if tag is not None else ("source", id(source))
 
 
 def _cache_key(source: ColumnSource, n: int, n_slots: int) -> tuple:

@@ -15,7 +15,11 @@
   [N, W] int64, ``node_flags`` [N, F] int8, ``label_vals`` [N, K] int32),
   so a node's columns are contiguous and a dirty span of rows is one copy per
   pack; the query becomes one int64 buffer whose header holds where each
-  column sits in its pack and where each query field starts.
+  column sits in its pack and where each query field starts.  The device
+  mirror keeps spare rows and pack columns (``pack_rows`` with capacities,
+  ``FILLS`` in the spare room; ``relayout_map`` when it moves into larger
+  packs), so the header's spans, not the packs' widths, say where a column
+  is.
 """
 
 from __future__ import annotations
@@ -116,18 +120,33 @@ def call_arguments(fn, leading: int) -> str:
 
 
 # ----------------------------------------------------------------- packing
-def node_packs(shapes) -> tuple[list, int, int]:
+# What a column holds where a node has no value (the host state's fill for
+# a column it has not used yet: a label key no node carried, a taint word
+# no taint reached); spare pack columns hold it, so a column that widens
+# into them reads as the host's new column does on every unwritten row.
+FILLS = {"label_vals": -1}
+
+
+def widths_of(shapes) -> tuple:
+    """Each column's width (1 for a 1-D column), ``NODE_COLUMNS`` order."""
+    return tuple(shape[1] if dims == 2 else 1
+                 for (_n, _p, dims), shape in zip(NODE_COLUMNS, shapes))
+
+
+def node_packs(shapes, caps=None) -> tuple[list, int, int]:
     """Where each node column sits in its pack: [(start, stop)] per column
     (a 1-D flag column takes one pack column, start), and the widths of
     node_i64 and node_flags.  ``shapes``: the columns' shapes in
-    ``NODE_COLUMNS`` order."""
+    ``NODE_COLUMNS`` order; ``caps``: the pack columns each column holds
+    (at least its width; spare ones follow its used ones), None: its
+    width."""
     spans = []
     width = {"i64": 0, "flag": 0, "labels": 0}
-    for (_name, pack, dims), shape in zip(NODE_COLUMNS, shapes):
-        w = shape[1] if dims == 2 else 1
+    used = widths_of(shapes)
+    for k, ((_name, pack, _dims), w) in enumerate(zip(NODE_COLUMNS, used)):
         start = width[pack]
         spans.append((start, start + w))
-        width[pack] = start + w
+        width[pack] = start + (w if caps is None else caps[k])
     return spans, width["i64"], width["flag"]
 
 
@@ -148,11 +167,58 @@ def pack_nodes(cols: L.NodeColumns, lo: int = 0, hi: int | None = None) -> tuple
     return node_i64, node_flags, labels
 
 
-def pack_query(cols: L.NodeColumns, q: L.PodQuery) -> np.ndarray:
+def pack_rows(cols: L.NodeColumns, caps, lo: int, hi: int, rows: int | None = None) -> tuple:
+    """``pack_nodes`` at capacity: (node_i64 [m, W'], node_flags [m, F'],
+    label_vals [m, K']) with each column at ``node_packs(.., caps)``'s
+    place and its spare pack columns at ``FILLS``; rows lo:hi of ``cols``
+    first, then (``rows`` > hi - lo) spare rows at the fills, m = ``rows``."""
+    shapes = [getattr(cols, n).shape for n in NODE_NAMES]
+    spans, w, f = node_packs(shapes, caps)
+    m = hi - lo if rows is None else rows
+    k_cap = caps[NODE_NAMES.index("label_vals")]
+    out = {"i64": np.zeros((m, w), np.int64), "flag": np.zeros((m, f), np.int8),
+           "labels": np.full((m, k_cap), FILLS["label_vals"], np.int32)}
+    for k, (name, pack, _dims) in enumerate(NODE_COLUMNS):
+        a = getattr(cols, name)[lo:hi]
+        start, stop = spans[k]
+        out[pack][:hi - lo, start:stop] = a.reshape(a.shape[0], -1)
+    return out["i64"], out["flag"], out["labels"]
+
+
+def relayout_map(old_shapes, old_caps, new_shapes, new_caps) -> np.ndarray:
+    """[W' + F' + K'] int64: for each column of the packs laid out by
+    (``new_shapes``, ``new_caps``), node_i64's, node_flags' then
+    label_vals', the column of the old packs (``old_shapes``, ``old_caps``)
+    holding the same values, -1 where none does (spare room, or a column
+    widened past its old width: the fill, as the host's new column on
+    every row not written since)."""
+    old_spans, _, _ = node_packs(old_shapes, old_caps)
+    new_spans, w, f = node_packs(new_shapes, new_caps)
+    k_cap = new_caps[NODE_NAMES.index("label_vals")]
+    out = np.full(w + f + k_cap, -1, np.int64)
+    base = {"i64": 0, "flag": w, "labels": w + f}
+    for k, (_name, pack, _dims) in enumerate(NODE_COLUMNS):
+        (olo, ohi), (nlo, nhi) = old_spans[k], new_spans[k]
+        m = min(ohi - olo, nhi - nlo)
+        out[base[pack] + nlo:base[pack] + nlo + m] = np.arange(olo, olo + m)
+    return out
+
+
+# The staged row's order (``staged_rows``): node_i64's columns, then
+# node_flags', then label_vals; each as (column index, pack 0/1/2).
+STAGED_ORDER = np.array(
+    [k for p in ("i64", "flag", "labels") for k, c in enumerate(NODE_COLUMNS) if c[1] == p],
+    np.int64)
+STAGED_PACK = np.array([("i64", "flag", "labels").index(NODE_COLUMNS[k][1])
+                        for k in STAGED_ORDER], np.int64)
+
+
+def pack_query(cols: L.NodeColumns, q: L.PodQuery, caps=None) -> np.ndarray:
     """The query and the node packs' layout as one int64 buffer: header
-    [2 * len(NODE_COLUMNS)] column spans, [len(QUERY_ARGS) + 1] field
-    offsets into the buffer, then the fields (bools as 0/1)."""
-    spans, _, _ = node_packs([getattr(cols, n).shape for n in NODE_NAMES])
+    [2 * len(NODE_COLUMNS)] column spans (``node_packs(.., caps)``),
+    [len(QUERY_ARGS) + 1] field offsets into the buffer, then the fields
+    (bools as 0/1)."""
+    spans, _, _ = node_packs([getattr(cols, n).shape for n in NODE_NAMES], caps)
     header = [v for span in spans for v in span]
     data = []
     pos = len(header) + len(QUERY_ARGS) + 1

@@ -272,19 +272,14 @@ def _after_change(backend, change):
     after = compile_query(state, pod, QueryOptions(score_flags=-1))
     reshaped = form != (state.layout_version, tuple(a.shape[1:] for a in state.columns()))
     rows, adopted = getattr(be, "rows_recomputed", 0), getattr(be, "caches_adopted", 0)
+    whole, launches = getattr(be, "full_uploads", 0), getattr(be, "launches", 0)
     sched.add_pod(_pod(2, kind))                    # the same shape as p0
     second = sched.schedule_one().node
     want = reached | {state.node_rows.get(first, -1)}
     return ((first, second), getattr(be, "rows_recomputed", 0) - rows,
             getattr(be, "caches_adopted", 0) - adopted, not QM.same_query(before, after),
-            sorted(want - {-1}), reshaped)
-
-
-def _span_rule(rows):
-    """The rows the cuda backend's by-row pass recomputes for ``rows``
-    (sorted): their whole span when it is short (``CudaBackend.SPAN_SLACK``)."""
-    span = rows[-1] - rows[0] + 1
-    return span if span <= 4 * len(rows) else len(rows)
+            sorted(want - {-1}), reshaped,
+            (getattr(be, "full_uploads", 0) - whole, getattr(be, "launches", 0) - launches))
 
 
 @pytest.mark.parametrize("change", sorted(_CHANGES))
@@ -292,17 +287,17 @@ def _span_rule(rows):
     "cuda", marks=[pytest.mark.cudasim, needs_cuda])])
 def test_changed_arrays_recompute_the_rows_they_reach(backend, change):
     want = _after_change("numpy", change)[0]
-    got, rows, adopted, changed, reached, reshaped = _after_change(backend, change)
+    got, rows, adopted, changed, reached, reshaped, (whole, launches) = _after_change(
+        backend, change)
     assert changed                                  # the query's arrays differ
     assert got == want and adopted == 1
     assert len(reached) < 40
-    if backend == "cuda" and reshaped:
-        # new column widths or arrays: the packs uploaded whole and the
-        # by-row pass over the rows' span when short (a second launch)
-        assert rows == _span_rule(reached)
-    else:
-        # staged with the written rows (cuda: the pick's one launch)
-        assert rows == len(reached)
+    # staged with the written rows (cuda: the pick's one launch), new
+    # column widths or reallocated arrays too (the packs keep spare room:
+    # no whole upload, no by-row pass)
+    assert rows == len(reached)
+    if backend == "cuda":
+        assert whole == 0 and launches == 1, (reshaped, whole, launches)
 
 
 def test_changed_rows_are_the_rows_carrying_a_changed_id():
