@@ -32,7 +32,7 @@ that device; the allocator reports it as upstream does.
 Kubernetes' base environment enables cel-go's optional library: its syntax
 (``x.?f``, ``x[?k]``, ``[?x]``, ``{?k: v}``) is parsed with cel-python's
 grammar plus the optional productions and its values evaluated by
-``dra_cel_syntax`` (:class:`CelOptional` here); ``x.?f`` on one attribute or
+``dra_cel_syntax`` (:class:`CelOptional`: ``dra_cel_values``); ``x.?f`` on one attribute or
 capacity domain compiles to a column like ``x.f`` (an optional per distinct
 value), with ``hasValue()``, ``value()`` and ``orValue(c)`` on it.
 
@@ -55,6 +55,9 @@ import numpy as np
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.quantity import parse_quantity
 from tensorsched.framework.parsing.semver import Semver, parse_semver
+
+from .dra_cel_values import NONE, CelOptional, cel_equal
+from .dra_cel_values import is_cel_number as _numeric
 
 __all__ = [
     "CelError",
@@ -99,34 +102,6 @@ class Quantity:
 _ABSENT = object()  # a device value that is not there (no such key)
 
 
-class CelOptional:
-    """CEL's ``optional_type(T)`` value: ``value`` when ``has_value``
-    (``optional.of(v)``), else :data:`NONE` (``optional.none()``)."""
-
-    __slots__ = ("value", "has_value")
-
-    def __init__(self, *value):
-        self.has_value = bool(value)
-        self.value = value[0] if value else None
-
-    def __eq__(self, other):
-        if not isinstance(other, CelOptional):
-            return NotImplemented
-        if not (self.has_value and other.has_value):
-            return self.has_value == other.has_value
-        return cel_equal(self.value, other.value)
-
-    def __hash__(self):
-        return hash(("optional", self.has_value))
-
-    def __repr__(self):
-        return f"optional.of({self.value!r})" if self.has_value else "optional.none()"
-
-
-#: ``optional.none()``
-NONE = CelOptional()
-
-
 def _type_name(v) -> str:
     if isinstance(v, bool):
         return "bool"
@@ -145,26 +120,6 @@ def _type_name(v) -> str:
     if isinstance(v, CelOptional):
         return "optional_type"
     return type(v).__name__
-
-
-def _numeric(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def cel_equal(a, b) -> bool:
-    """Heterogeneous equality (cel-go): numbers compare by value, lists
-    element-wise, values of different types are unequal."""
-    if _numeric(a) and _numeric(b):
-        return a == b
-    if isinstance(a, CelOptional) or isinstance(b, CelOptional):
-        return a == b
-    if type(a) is not type(b) and not (
-        isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))
-    ):
-        return False
-    if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(cel_equal(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 _ORDER = {

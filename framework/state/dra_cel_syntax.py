@@ -44,7 +44,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
-from .dra_cel import NONE, CelOptional
+from .dra_cel_values import NONE, CelOptional
 
 __all__ = ["parse", "OptionalEvaluator", "OptionalRunner", "optional_functions",
            "OPTIONAL_GLOBALS", "OPTIONAL_MACROS"]
