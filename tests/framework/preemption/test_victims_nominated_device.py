@@ -48,46 +48,46 @@ def _play(backend, objs, arrivals, monkeypatch, cfg=CFG):
         return out, (fw.backend_name, fw.backend_for("victims"))
 
 
-# One node n0 of 1000m: lowA 600m (started first, so more important) and
-# lowB 300m, both priority 0.
+# One node n0 of 1000m: low-a 600m (started first, so more important) and
+# low-b 300m, both priority 0.
 #
 # high (priority 100, 600m): fits nowhere (900m used).  Its victim search on
 # n0 removes both low pods (0m used, 600m fits), then reprieves the most
-# important first: lowA back gives 600 + 600 > 1000, a victim; lowB back
-# gives 300 + 600 <= 1000, reprieved.  Victims [lowA]; high is nominated to
-# n0 and waits for lowA's 30 s grace.
+# important first: low-a back gives 600 + 600 > 1000, a victim; low-b back
+# gives 300 + 600 <= 1000, reprieved.  Victims [low-a]; high is nominated to
+# n0 and waits for low-a's 30 s grace.
 #
 # mid (priority 50, 300m): high (100 >= 50) is nominated to n0, so upstream
 # counts its 600m on n0 in mid's Filter and victim search.  Filter: 900 +
 # 600 + 300 > 1000.  Search: both low pods removed, 0 + 600 (high) + 300 =
-# 900 fits; reprieve lowA: 600 + 600 + 300 > 1000, a victim; lowB: 300 +
-# 600 + 300 > 1000, a victim.  Victims [lowA, lowB].  (Without high counted
-# lowA would be reprieved, 600 + 300 <= 1000, and the victims only [lowB].)
-N0 = [node_dict("n0", cpu="1"), _bound("lowA", "600m", "n0", 0),
-      _bound("lowB", "300m", "n0", 1)]
+# 900 fits; reprieve low-a: 600 + 600 + 300 > 1000, a victim; low-b: 300 +
+# 600 + 300 > 1000, a victim.  Victims [low-a, low-b].  (Without high counted
+# low-a would be reprieved, 600 + 300 <= 1000, and the victims only [low-b].)
+N0 = [node_dict("n0", cpu="1"), _bound("low-a", "600m", "n0", 0),
+      _bound("low-b", "300m", "n0", 1)]
 ARRIVALS = [pod_dict("high", cpu="600m", priority=100),
             pod_dict("mid", cpu="300m", priority=50)]
-WANT = [("default/high", None, "n0", ["default/lowA"]),
-        ("default/mid", None, "n0", ["default/lowA", "default/lowB"])]
+WANT = [("default/high", None, "n0", ["default/low-a"]),
+        ("default/mid", None, "n0", ["default/low-a", "default/low-b"])]
 
-# Two nodes of 1000m: n0 as above but lowA started at 3 and lowB at 4 (lowA
-# still the more important), n1 with lowC (900m, priority 0, started at 0).
+# Two nodes of 1000m: n0 as above but low-a started at 3 and low-b at 4 (low-a
+# still the more important), n1 with low-c (900m, priority 0, started at 0).
 #
-# high: n0 gives victims [lowA], n1 [lowC]: no PDBs, the same highest victim
+# high: n0 gives victims [low-a], n1 [low-c]: no PDBs, the same highest victim
 # priority (0), the same sum of (priority + 2^31) and count; the latest
-# earliest start of the highest-priority victims wins: lowA (3) against
-# lowC (0), so n0, victims [lowA].
+# earliest start of the highest-priority victims wins: low-a (3) against
+# low-c (0), so n0, victims [low-a].
 #
-# mid: counting high on n0, n0 gives [lowA, lowB] (as above) and n1 [lowC]
-# (0 + 300 fits, lowC back: 900 + 300 > 1000); the smaller sum of (priority
+# mid: counting high on n0, n0 gives [low-a, low-b] (as above) and n1 [low-c]
+# (0 + 300 fits, low-c back: 900 + 300 > 1000); the smaller sum of (priority
 # + 2^31), one victim against two, picks n1.  (Without high counted, n0
-# would give [lowB], a tie with n1 up to the earliest start, 4 against 0:
+# would give [low-b], a tie with n1 up to the earliest start, 4 against 0:
 # n0.)
-N1 = [node_dict("n0", cpu="1"), _bound("lowA", "600m", "n0", 3),
-      _bound("lowB", "300m", "n0", 4), node_dict("n1", cpu="1"),
-      _bound("lowC", "900m", "n1", 0)]
-WANT1 = [("default/high", None, "n0", ["default/lowA"]),
-         ("default/mid", None, "n1", ["default/lowC"])]
+N1 = [node_dict("n0", cpu="1"), _bound("low-a", "600m", "n0", 3),
+      _bound("low-b", "300m", "n0", 4), node_dict("n1", cpu="1"),
+      _bound("low-c", "900m", "n1", 0)]
+WANT1 = [("default/high", None, "n0", ["default/low-a"]),
+         ("default/mid", None, "n1", ["default/low-c"])]
 
 
 @pytest.mark.parametrize("backend", ["numba", "cuda", "auto"])
