@@ -58,3 +58,41 @@ def pytest_collection_modifyitems(config, items):
     late = [item for item in items if item.get_closest_marker("runs_late")]
     if late:
         items[:] = [item for item in items if not item.get_closest_marker("runs_late")] + late
+
+
+_GOLDEN_HELPERS = ("support.golden", "support.parity")
+
+
+_READS_GOLDEN: dict[str, bool] = {}
+
+
+def _reads_golden_cases(module) -> bool:
+    """Whether a test module takes anything from the golden-case helpers
+    (answered once per module)."""
+    name = module.__name__
+    if name not in _READS_GOLDEN:
+        found = False
+        for value in list(vars(module).values()):
+            try:
+                source = getattr(value, "__module__", None) or getattr(value, "__name__", None)
+            except Exception:       # an object whose attribute lookup itself fails
+                continue
+            if source in _GOLDEN_HELPERS:
+                found = True
+                break
+        _READS_GOLDEN[name] = found
+    return _READS_GOLDEN[name]
+
+
+@pytest.fixture(autouse=True)
+def _golden_names_unchecked(request, monkeypatch):
+    """The golden cases come from upstream's Go unit tests, which build
+    objects without the API server and name them freely ('nodeA',
+    'Vol_1'): a module that reads them (through ``support.golden`` or
+    ``support.parity``) loads its clusters with the name rule off
+    (``meta.NameRules``); namespaces, labels and every other field stay
+    checked."""
+    if request.module is not None and _reads_golden_cases(request.module):
+        from tensorsched.framework.parsing.meta import NameRules
+
+        monkeypatch.setattr(NameRules, "enforced", False)
