@@ -34,6 +34,10 @@ import time
 
 from tensorsched.bench.harness import git_commit, machine_info
 from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels._deps import gpu_present
 
 WORKLOADS = ("spread", "antiaffinity")
@@ -75,10 +79,6 @@ def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None
     packs keep spare room) appends until the device packs run out of room
     (``regrow_at``: to that many nodes, as another backend's run needed;
     returned as "regrow_at")."""
-    from tensorsched.framework.parsing.manifests import parse_pod
-    from tensorsched.framework.scheduler.cluster import build_cluster
-    from tensorsched.framework.scheduler.scheduler import Scheduler
-    from tensorsched.generators.clusters import node_dict, pod_dict
 
     def node(i, labels=None, taint=None):
         taints = [{"key": f"t{taint if taint is not None else i % 64}", "value": "x",

@@ -30,7 +30,11 @@ import time
 from tensorsched.bench.harness import git_commit, machine_info
 from tensorsched.bench.preemption import run_preemption
 from tensorsched.framework.preemption import evaluator
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels._deps import gpu_present
+from tensorsched.kernels.fused import backends as fused_backends
 
 VARIANTS = ("spread", "antiaffinity")
 
@@ -59,10 +63,6 @@ def nominated_traffic(fillers: int) -> dict:
     """The second preemptor's device traffic with the first nominated
     (``tests/framework/preemption/test_victims_nominated_device.py``'s
     cluster plus ``fillers`` empty 100m nodes)."""
-    from tensorsched.framework.scheduler.cluster import build_cluster
-    from tensorsched.framework.scheduler.scheduler import Scheduler
-    from tensorsched.generators.clusters import node_dict, pod_dict
-    from tensorsched.kernels.fused import backends as fused_backends
 
     def bound(name, cpu, start):
         d = pod_dict(name, cpu=cpu, spec={"nodeName": "n0"})
@@ -76,7 +76,7 @@ def nominated_traffic(fillers: int) -> dict:
                "filter": {"enabled": [{"name": "NodeResourcesFit"}]},
                "postFilter": {"enabled": [{"name": "DefaultPreemption"}]},
                "bind": {"enabled": [{"name": "DefaultBinder"}]}}}]}
-    objs = [node_dict("n0", cpu="1"), bound("lowA", "600m", 0), bound("lowB", "300m", 1)]
+    objs = [node_dict("n0", cpu="1"), bound("low-a", "600m", 0), bound("low-b", "300m", 1)]
     objs += [node_dict(f"f{i}", cpu="100m") for i in range(fillers)]
     real = fused_backends.gpu_present
     fused_backends.gpu_present = lambda: True
