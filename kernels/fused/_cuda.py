@@ -112,6 +112,26 @@ def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reaso
 
 
 @cuda.jit
+def staged_rows_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                       raw_by_row):
+    """The ``k`` staged rows (``staged_rows``) written into the packs and
+    recomputed in the device row cache, one thread a row
+    (``write_staged_row``): a launch of its own where no pick follows (the
+    sort path's run)."""
+    j = cuda.grid(1)
+    if j < k:
+        write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                         raw_by_row)
+
+
+def launch_staged_rows(k: int, staged, packs, qbuf, reasons_by_row, raw_by_row) -> None:
+    """``staged_rows_kernel`` over ``k`` >= 1 staged rows (one launch)."""
+    blocks = max(1, (k + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
+    staged_rows_kernel[blocks, THREADS_PER_BLOCK](staged, k, *packs, qbuf, reasons_by_row,
+                                                  raw_by_row)
+
+
+@cuda.jit
 def relayout_kernel(old_i64, old_flags, old_labels, new_i64, new_flags, new_labels, colmap):
     """The device packs moved into larger ones, one thread per new row:
     new column c of a pack (``colmap`` [W' + F' + K'], the three packs'

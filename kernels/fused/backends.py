@@ -740,8 +740,10 @@ class CudaBackend:
     A run keeps its query's reasons and raw scores by row on the device
     between calls and recomputes the rows written since (their span, when
     it is short: no copy of row numbers): a run costs at most two launches
-    (that pass and the run kernel) and one copy back (the sort path: one
-    buffer of O(S) counts and its placements, ``run_sort_cuda``); a placement cycle at
+    (that pass and the run kernel) and one copy back; a sorted run one
+    copy up (its parameters, rows and the rows written since, staged, in
+    one buffer) and one back (O(S) counts and its placements,
+    ``run_sort_cuda``); a placement cycle at
     most one copy up (the rows written since, staged in one buffer with
     their pack values: ``staged_rows``), one launch (the pick's block
     writes those rows into the packs and recomputes them first,
@@ -787,6 +789,7 @@ class CudaBackend:
         self._pods_at = 0                        # the pods column in node_i64 (``_shape``'s)
         self._kept_rows = None
         self._kept: dict = {}                    # device buffers kept between runs
+        self._sort_buffers = None                # a sorted run's (``run_sort_cuda.RunBuffers``)
         self._dirty = np.zeros(LOG_READ_MAX, np.int64)   # ``_written``'s scratch
         self._sparams: dict = {}
         self._pick_out = None                    # the pick's answer, device and host
@@ -1034,19 +1037,7 @@ class CudaBackend:
         if c.seen == source.version and c.extra is None:
             return c, 0
         _, width, host, dev = self._staged
-        found = -1                  # the rows found (-1: the write log cannot say: a scan)
-        if c.extra is not None:
-            # the rows a changed query reaches (``_cache_of``) staged with
-            # the written ones: their pack values are the mirror's already
-            rows = np.union1d(self._written(source, n, c.seen), c.extra)
-            found = rows.shape[0]
-            self._dirty[:found] = rows
-        else:
-            log = getattr(source, "write_log", None)
-            if log is not None:
-                found = self._host.logged_rows(log.rows, log.versions, log.length, log.floor,
-                                               c.seen, source.row_version, LOG_READ_MAX,
-                                               self._dirty)
+        found = self._behind(source, n, c)
         k = SR.stage(source.row_version, c.seen, cols, host, self.MAX_STAGED_ROWS,
                      self._dirty, found)
         if k > self.MAX_STAGED_ROWS:
@@ -1061,6 +1052,23 @@ class CudaBackend:
         self._version = c.seen = source.version
         c.extra = None
         return c, k
+
+    def _behind(self, source: ColumnSource, n: int, c: _DeviceRowCache) -> int:
+        """How many rows the row cache ``c`` is behind on, those rows
+        ascending in ``self._dirty`` (for ``staged_rows.stage``), or -1
+        where the write log cannot say (``stage`` scans ``row_version``):
+        the rows written after ``c.seen`` and those a changed query reaches
+        (``extra``, ``_cache_of``: their pack values are the mirror's
+        already)."""
+        if c.extra is not None:
+            rows = np.union1d(self._written(source, n, c.seen), c.extra)
+            self._dirty[:rows.shape[0]] = rows
+            return rows.shape[0]
+        log = getattr(source, "write_log", None)
+        if log is None:
+            return -1
+        return self._host.logged_rows(log.rows, log.versions, log.length, log.floor, c.seen,
+                                      source.row_version, LOG_READ_MAX, self._dirty)
 
     def _cycle_rows(self, rows: np.ndarray, n: int):
         """``rows`` on the device for a cycle: every row is the cached
@@ -1276,28 +1284,88 @@ class CudaBackend:
                          weights, n_slots, count, seed, attempt, request, nonzero, register,
                          rules=None, spread=None, affinity=None) -> tuple[np.ndarray, int] | None:
         """``NumbaBackend.place_run_sorted`` on the device: the row cache
-        brought up to date and kept there; the normalization maxima reduced
-        on the device, one launch writes every node's key sequence, one
-        device sort orders them (the simulator path sorts on the host), the
-        exact prefix is read on the device (``run_sort_cuda.sorted_positions``:
-        one copy back, O(S) counts and the placements, not the row cache); the
-        host columns then get the requests, as in ``place_run``.  None where
-        the sort path does not apply."""
+        kept there; one buffer goes up (``run_sort_cuda.run_layout``: the
+        slot parameters, the run's rows unless they are every row, the
+        rows the cache is behind on staged as a placement cycle stages
+        them, the result head) and one comes back (the counts and the
+        placements).  The staged rows are written and recomputed by a
+        launch of their own, the normalization maxima reduced on the
+        device, one launch writes every node's key sequence, one device
+        sort orders them (the simulator path sorts on the host), the exact
+        prefix is read from the counts beside the placements
+        (``run_sort_cuda.sorted_positions``); the host columns then get
+        the requests, as in ``place_run``.  A query's first run (or an
+        unadoptable one's) builds its row cache first (``_row_cache``: the
+        packs' span copies and the by-row pass).  None where the sort
+        path does not apply."""
         from . import run_sort as RS
         from . import run_sort_cuda as RC
         if not RS.sortable(rows.shape[0], num_to_find, active, norm, n_slots,
                            (rules, spread, affinity)):
             return None
-        packs = self._sync_columns(source)
         cols = source.columns()
-        c = self._row_cache(source, cols, q, n_slots, packs)
         rows = RS.ascending(rows)
+        width = RS.key_width(cols, rows, q, count)
+        if width == 0:
+            return None
+        n = cols.allocatable.shape[0]
+        m = rows.shape[0]
+        every = m == n
+        lay = RC.run_layout(n_slots, 0 if every else m, 0, int(min(count, m * width)))
+        c, k, host, dev, lay = self._sort_staged(source, cols, q, n_slots, lay)
+        RC.fill_run(host, lay, np.asarray(active), np.asarray(norm), np.asarray(weights),
+                    None if every else rows)
         pos, launches = RC.sorted_positions(
-            rows, self._device_rows(rows, cols.allocatable.shape[0]), count, c.reasons, c.raw,
-            np.asarray(active), np.asarray(norm), np.asarray(weights), cols, q,
-            mix_of_seed(seed), packs, self._qbuf(cols, q))
+            host, dev, lay, k, self._arange(n) if every else None, count, width, c.reasons,
+            c.raw, cols.requested.shape[1], mix_of_seed(seed), self._packs,
+            self._qbuf(cols, q), self._sort_buffers)
+        self.copies += 1
+        self.bytes_uploaded += 8 * lay.pos_at
+        self.rows_uploaded += k
+        self.rows_recomputed += k
         self.launches += launches
         return place_sorted(self, cols, rows, pos, request, nonzero, register, start)
+
+    def _sort_staged(self, source: ColumnSource, cols, q, n_slots, lay) -> tuple:
+        """(the query's device row cache, k, host, device, layout) for a
+        sorted run laid out as ``lay`` (no staged rows): the ``k`` rows the
+        cache is behind on (``_behind``) staged into the run's host buffer
+        (``_sort_buffers.run``, grown to hold them) and ``lay`` moved to
+        make room; the staged rows' launch (``run_sort_cuda``) writes them
+        into the packs, so the mirror counts them level.  A query's first
+        run, or a cache none can be adopted for, goes ``_sync_columns``
+        and ``_row_cache`` (k = 0)."""
+        from . import run_sort_cuda as RC
+        n = cols.allocatable.shape[0]
+        SR = self._staged_rows
+        if self._sort_buffers is None:
+            self._sort_buffers = RC.RunBuffers()
+        bufs = self._sort_buffers
+        self._fit_mirror(source, cols)
+        key = _cache_key(source, n, n_slots)
+        c = self._cache_of(q, key, source, cols)
+        if c is None or c.q is not q or c.key != key or c.seen < 0:
+            c = self._row_cache(source, cols, q, n_slots, self._sync_columns(source))
+            return (c, 0, *bufs.run(lay.end), lay)
+        self._caches.move_to_end(id(q))
+        c.epoch = QM.source_epoch(source)
+        if c.seen == source.version and c.extra is None:
+            return (c, 0, *bufs.run(lay.end), lay)
+        width = SR.row_width(cols)
+        found = self._behind(source, n, c)
+        host, dev = bufs.run(lay.end + SR.staged_size(max(found, 1), width))
+        while True:
+            cap = (host.shape[0] - lay.end) // (1 + width)
+            k = SR.stage(source.row_version, c.seen, cols, host[lay.staged_at:], cap,
+                         self._dirty, found)
+            if k <= cap:
+                break
+            host, dev = bufs.run(lay.end + SR.staged_size(k, width))
+        staged = SR.staged_size(k, width)
+        lay = RC.run_layout(n_slots, lay.staged_at - lay.rows_at, staged, lay.end - lay.pos_at)
+        self._version = c.seen = source.version
+        c.extra = None
+        return c, k, host, dev, lay
 
     def _device_rows(self, rows: np.ndarray, n: int):
         """``rows`` (ascending, distinct, below ``n``) on the device: every

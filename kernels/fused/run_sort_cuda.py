@@ -11,11 +11,17 @@ The row cache (reasons [N], raw scores [N, S]) stays on the device: the
 normalization maxima are reduced there (``run_maxima_kernel``, into the slot
 parameters the key kernel reads), the key kernel also counts the pairs and
 the rows at each maximum, and ``order_result_kernel`` reads the order there
-(positions and what the exact prefix needs).  Nothing is read back inside
-a run: the key buffer is sized by the host's bound (M rows x W,
-``run_sort.key_width``), the order taken at min(count, M x W) and cut to
-the pairs afterwards, so a run copies back one buffer (``result_buffer``:
-O(S) counts and the placements; ``sorted_positions``).
+(positions and what the exact prefix needs).  A run is one copy each way
+(``sorted_positions``): one int64 buffer (``run_layout``) goes up with the
+slot parameters, the run's rows (unless every row: the device arange), the
+rows the row cache is behind on (staged as a placement cycle stages them,
+``staged_rows``; written and recomputed by ``_cuda.staged_rows_kernel``)
+and the result head; its tail comes back with the counts and the
+placements.  Nothing is read back inside a run: the key buffer is sized by
+the host's bound (M rows x W, ``run_sort.key_width``), the order taken at
+min(count, M x W) and cut to the pairs and the exact prefix afterwards
+from the counts that come back with it.  The keys, lengths and scratch
+are kept between runs (``RunBuffers``: a warm run allocates nothing).
 
 The order: CuPy's ``argsort`` of the negated flat keys where CuPy is
 present (a stable sort: equal keys keep position then k order, as
@@ -29,6 +35,7 @@ not the run's result).  Import this module only after
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from numba import cuda
@@ -36,9 +43,9 @@ from numba import cuda
 from tensorsched.kernels._compile import compile_source
 from tensorsched.kernels._deps import CUDA_SIMULATOR, cupy
 
+from . import _cuda as _fused_cuda
 from . import stage_args as SA
 from ._cuda import core
-from . import run_sort as RS
 from .run_sort import KEY_SOURCE, key_namespace
 
 THREADS_PER_BLOCK = 128
@@ -139,6 +146,82 @@ def slot_params(active, norm, weights, hi) -> np.ndarray:
                                           for a in (active, norm, weights, hi)]))
 
 
+class RunBuffers:
+    """A sorted run's buffers, kept between runs and grown by doubling (a
+    warm run allocates none): the run's one int64 buffer (``run_layout``)
+    on the device and its pinned host twin, the keys [M x W] and lengths
+    [M], the key kernel's scratch [N x R] and [N x 2].  ``allocations``
+    counts the device arrays made."""
+
+    def __init__(self):
+        self._kept: dict = {}
+        self.allocations = 0
+
+    def _get(self, name: str, size: int, pinned: bool = False):
+        got = self._kept.get(name)
+        if got is None or got.shape[0] < size:
+            cap = max(size, 2 * got.shape[0] if got is not None else 0, 64)
+            got = cuda.pinned_array(cap, np.int64) if pinned else cuda.device_array(cap, np.int64)
+            self._kept[name] = got
+            self.allocations += not pinned
+        return got
+
+    def run(self, size: int) -> tuple:
+        """(pinned host, device) int64 buffers of at least ``size`` values."""
+        return self._get("host", size, True), self._get("device", size)
+
+    def keys(self, m: int, width: int) -> tuple:
+        """(keys [m, width], lens [m]) int64 device views."""
+        return (self._get("keys", m * width)[:m * width].reshape(m, width),
+                self._get("lens", m)[:m])
+
+    def scratch(self, n: int, n_res: int) -> tuple:
+        """The key kernel's scratch ([n, n_res], [n, 2]) int64 device views."""
+        return (self._get("req", n * n_res)[:n * n_res].reshape(n, n_res),
+                self._get("nz", 2 * n)[:2 * n].reshape(n, 2))
+
+
+class RunLayout(NamedTuple):
+    """Where the parts of a sorted run's one int64 buffer sit (``run_layout``):
+
+        [0, 4S)               the slot parameters [4, S] (``slot_params``, maxima 0)
+        [rows_at, staged_at)  the run's rows [M] (empty when they are every row)
+        [staged_at, head_at)  the rows the row cache is behind on (``staged_rows``)
+        [head_at, pos_at)     the result head [1 + 3S] (``result_buffer``)
+        [pos_at, end)         the first ``limit`` placements' positions
+
+    The run copies [0, pos_at) up and [head_at, end) back: one copy each way."""
+    n_slots: int
+    rows_at: int
+    staged_at: int
+    head_at: int
+    pos_at: int
+    end: int
+
+
+def run_layout(n_slots: int, n_rows: int, n_staged: int, limit: int) -> RunLayout:
+    """The layout of a run over ``n_rows`` uploaded rows (0: every row),
+    ``n_staged`` staged values and ``limit`` placements."""
+    rows_at = 4 * n_slots
+    head_at = rows_at + n_rows + n_staged
+    pos_at = head_at + 1 + 3 * n_slots
+    return RunLayout(n_slots, rows_at, rows_at + n_rows, head_at, pos_at, pos_at + limit)
+
+
+def fill_run(host: np.ndarray, lay: RunLayout, active, norm, weights, rows=None) -> None:
+    """The host side of a run's buffer (``run_layout``) but its staged rows:
+    the slot parameters of ``active``/``norm``/``weights`` [>= S] with
+    maxima 0 (reduced on the device), ``rows`` where given, the result
+    head (zeros, the latest indices -1)."""
+    s = lay.n_slots
+    host[:4 * s] = slot_params(active[:s], norm[:s], weights[:s],
+                               np.zeros(s, np.int64)).reshape(-1)
+    if rows is not None:
+        host[lay.rows_at:lay.staged_at] = rows
+    host[lay.head_at:lay.head_at + 1 + 2 * s] = 0
+    host[lay.head_at + 1 + 2 * s:lay.pos_at] = -1
+
+
 def run_maxima(d_rows, reasons_d, raw_d, sparams_d) -> None:
     """The normalization maxima into the device slot parameters
     ``sparams_d`` [4, S] (row 3 zero before): one launch of
@@ -166,7 +249,7 @@ def result_buffer(n_slots: int, limit: int, pairs: int = 0, at_max=None):
 
 
 def run_keys(d_rows, width: int, seed_mix: int, packs, qbuf, reasons_d, raw_d, sparams_d,
-             n_res: int, stats_d=None):
+             n_res: int, stats_d=None, kept=None):
     """(keys [M, W], lens [M], stats [1 + S]; all on the device): the key
     kernel over ``d_rows`` (device, ascending) with the device row cache
     (``reasons_d`` [N], ``raw_d`` [N, S]) and slot parameters ``sparams_d``
@@ -174,19 +257,21 @@ def run_keys(d_rows, width: int, seed_mix: int, packs, qbuf, reasons_d, raw_d, s
     packs, ``qbuf`` the query buffer (``CudaBackend``'s mirror).  stats[0]
     is the number of (node, k) pairs, stats[1 + s] the feasible rows at
     slot s's maximum (normalized and nonzero, else 0), added into
-    ``stats_d`` (zeros; the head of ``result_buffer``) where given.
+    ``stats_d`` (zeros; the head of ``result_buffer``) where given.  The
+    keys, lengths and the kernel's scratch are views of ``kept``'s buffers
+    (``RunBuffers``: no allocation once they are large enough) where given.
     Nothing comes back: the sort takes every M x W key (W is the host's
     bound, ``run_sort.key_width``), infeasible ones last."""
     m = d_rows.shape[0]
     n, s = raw_d.shape
-    keys = cuda.device_array((m, width), np.int64)
-    lens = cuda.device_array(m, np.int64)
+    kept = kept if kept is not None else RunBuffers()
+    keys, lens = kept.keys(m, width)
+    req_scratch, nz_scratch = kept.scratch(n, n_res)
     if stats_d is None:
         stats_d = cuda.to_device(np.zeros(1 + s, np.int64))
     run_keys_kernel[_grid(m), THREADS_PER_BLOCK](
         d_rows, np.int64(width), np.uint64(seed_mix), *packs, qbuf, reasons_d, raw_d,
-        sparams_d, cuda.device_array((n, n_res), np.int64), cuda.device_array((n, 2), np.int64),
-        keys, lens, stats_d)
+        sparams_d, req_scratch, nz_scratch, keys, lens, stats_d)
     return keys, lens, stats_d
 
 
@@ -247,34 +332,45 @@ def exact_prefix(flat_d, p: int, width: int, lens_d, d_rows, raw_d, sparams_d,
     return read_result(out.copy_to_host(), p, s).shape[0]
 
 
-def sorted_positions(rows, d_rows, count: int, reasons_d, raw_d, active, norm, weights,
-                     cols, q, seed_mix: int, packs, qbuf) -> tuple[np.ndarray | None, int]:
+def sorted_positions(host: np.ndarray, dev, lay: RunLayout, n_staged_rows: int, all_rows_d,
+                     count: int, width: int, reasons_d, raw_d, n_res: int, seed_mix: int,
+                     packs, qbuf, kept: RunBuffers) -> tuple[np.ndarray, int]:
     """``run_sort.sorted_positions`` with the row cache left on the device:
-    (the run's [P] positions into ``rows`` (host, ascending; ``d_rows`` its
-    device copy) in placement order up to the exact prefix, or None when
-    the keys would be too many; the kernels launched).  One copy back a
-    run (the simulator path's host sort aside): the result buffer
-    (``result_buffer``: the pair and at-maximum counts, the exact prefix's
-    [2, S] and the first min(count, M x W) positions); never the reasons
-    or raw scores by row, and nothing read back before the sort: the
-    order is taken at the host's bound min(count, M x W) and cut to the
-    pairs after."""
-    width = RS.key_width(cols, rows, q, count)
-    if width == 0:
-        return None, 0
-    s = raw_d.shape[1]
-    sparams = slot_params(active[:s], norm[:s], weights[:s], np.zeros(s, np.int64))
-    sparams_d = cuda.to_device(sparams)
-    limit = int(min(count, rows.shape[0] * width))
-    out_d = result_buffer(s, limit)
+    (the run's [P] positions into its rows (ascending) in placement order
+    up to the exact prefix; the kernels launched).  ``host`` holds the
+    run's buffer (``run_layout``: ``fill_run`` and the ``n_staged_rows``
+    staged rows), ``dev`` its device twin; ``all_rows_d`` the device
+    ``arange(N)`` when the run's rows are every row (none in the buffer),
+    else None; W = ``width`` (``run_sort.key_width``).
+
+    One copy up (the buffer's [0, pos_at)) and one back ([head_at, end):
+    the pair and at-maximum counts, the exact prefix's [2, S] and the
+    first min(count, M x W) positions), the simulator path's host sort
+    aside; nothing is read back before the sort (the order is taken at
+    the host's bound and cut to the pairs after) and the cut to the exact
+    prefix is read from the counts that come back with the positions.
+    Launches: the staged rows written and recomputed (when any), the
+    maxima (a normalized slot), the keys, the order's result."""
+    s = lay.n_slots
+    dev[:lay.pos_at].copy_to_device(host[:lay.pos_at])
+    sparams_d = dev[:4 * s].reshape(4, s)
+    d_rows = all_rows_d if all_rows_d is not None else dev[lay.rows_at:lay.staged_at]
     launches = 0
-    if ((sparams[0] != 0) & (sparams[1] != 0)).any():
+    if n_staged_rows:
+        _fused_cuda.launch_staged_rows(n_staged_rows, dev[lay.staged_at:lay.head_at], packs,
+                                       qbuf, reasons_d, raw_d)
+        launches += 1
+    sp = host[:4 * s].reshape(4, s)
+    if ((sp[0] != 0) & (sp[1] != 0)).any():
         run_maxima(d_rows, reasons_d, raw_d, sparams_d)
         launches += 1
+    out_d = dev[lay.head_at:lay.end]
     keys_d, lens_d, _ = run_keys(d_rows, width, seed_mix, packs, qbuf, reasons_d, raw_d,
-                                 sparams_d, cols.requested.shape[1], out_d[:1 + s])
+                                 sparams_d, n_res, out_d[:1 + s], kept)
     launches += 1
+    limit = lay.end - lay.pos_at
     if limit:
         order_result(flat_order(keys_d, limit), width, lens_d, d_rows, raw_d, sparams_d, out_d)
         launches += 1
-    return read_result(out_d.copy_to_host(), count, s), launches
+    back = out_d.copy_to_host(host[lay.head_at:lay.end])
+    return read_result(back, count, s).copy(), launches

@@ -78,8 +78,13 @@ def test_device_keys_and_order_equal_the_numba_twin(case, seed, count):
                                stats[1:]) == exact
     # the whole path, the order taken at the host's bound min(count, M x W)
     # (infeasible pairs included) and cut after: the same prefix
-    pos, _ = RC.sorted_positions(rows, d_rows, count, reasons_d, raw_d, active, DEFAULT_NORM,
-                                 weights, cols, q, seed, packs, qbuf)
+    # (one buffer up: the slot parameters, the rows, the head; one back)
+    bufs = RC.RunBuffers()
+    lay = RC.run_layout(hi.shape[0], rows.shape[0], 0, min(count, rows.shape[0] * width))
+    host, dev = bufs.run(lay.end)
+    RC.fill_run(host, lay, active, DEFAULT_NORM, weights, rows)
+    pos, _ = RC.sorted_positions(host, dev, lay, 0, None, count, width, reasons_d, raw_d,
+                                 cols.requested.shape[1], seed, packs, qbuf, bufs)
     assert np.array_equal(pos, want[:exact])
 
 
@@ -262,3 +267,29 @@ def test_a_sorted_run_copies_back_once(monkeypatch):
     assert [len(r) for r in runs] == [1] * len(runs), runs
     monkeypatch.setattr(device_type, "copy_to_host", real_copy)
     assert got == play("numba", True)[0] == play("numpy", False)[0]
+
+
+def test_a_warm_sorted_run_is_one_copy_each_way():
+    """A sorted run on the cuda backend whose query's row cache is built
+    copies one buffer up (the slot parameters, the run's rows, the rows the
+    cache is behind on, the result head) and one back (the counts and the
+    placements), and allocates no device array; after a node event the
+    recompiled query's buffer adds one copy up.  Counted from outside the
+    backend (``bench.gpu_sort_traffic``: Numba's copy methods wrapped, the
+    simulator's host sort set apart), on runs whose rows are not every row
+    (a node deleted) with TaintToleration's maximum read.  The placements
+    are numba's and numpy's."""
+    from tensorsched.bench.gpu_sort_traffic import sorted_run_traffic
+    got = sorted_run_traffic(24, 12, 6)
+    runs = got["runs"]
+    assert len(runs) >= 6
+    warm = [r for r in runs[1:] if not r["after_event"]]
+    after = [r for r in runs[1:] if r["after_event"]]
+    assert warm and after
+    for r in warm:
+        assert (r["uploads"], r["downloads"], r["allocations"]) == (1, 1, 0), r
+        assert r["launches"] <= 4, r
+    for r in after:
+        assert (r["uploads"], r["downloads"]) == (2, 1), r
+    assert got["bindings"] == sorted_run_traffic(24, 12, 6, "numba")["bindings"]
+    assert got["bindings"] == sorted_run_traffic(24, 12, 6, "numpy")["bindings"]
