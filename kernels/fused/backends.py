@@ -725,6 +725,8 @@ class _DeviceRowCache:
         self.host_reasons = None    # host copies for a cycle's ranking (``_host_rows``)
         self.host_raw = None
         self.host_seen = -1         # the ``seen`` they are level with
+        self.host_extra = None      # rows they lack besides those written since (an
+        #                             adopted query's changed rows, ``_cache_of``)
 
 
 class CudaBackend:
@@ -1101,13 +1103,18 @@ class CudaBackend:
         the span of the rows written since the last copy (every change to
         the device cache is to a row whose ``row_version`` moved: the
         by-row pass recomputes those, the run kernel rewrites the rows it
-        placed on, which ``register`` then marks)."""
+        placed on, which ``register`` then marks) and of those an adopted
+        query's changes reached (``host_extra``); a node appended (the
+        cache grown, ``_grow``) is one of the rows written."""
         n = c.reasons.shape[0]
         if c.host_reasons is None:
             c.host_reasons, c.host_raw = c.reasons.copy_to_host(), c.raw.copy_to_host()
             self.rows_downloaded += n
-        elif c.host_seen != c.seen:
+        elif c.host_seen != c.seen or c.host_extra is not None:
             dirty = self._written(source, n, c.host_seen)
+            if c.host_extra is not None:
+                dirty = np.union1d(dirty, c.host_extra)
+                c.host_extra = None
             if dirty.shape[0]:
                 lo, hi = int(dirty[0]), int(dirty[-1]) + 1
                 c.host_reasons[lo:hi] = c.reasons[lo:hi].copy_to_host()
@@ -1120,8 +1127,8 @@ class CudaBackend:
         """The query's device row cache, or one compiled before that
         ``query_match.adopt`` moves to ``q`` (an equal query's, or a stale
         one of the same form: the rows its changes reach kept in ``extra``
-        for ``_row_cache``, and its host copies dropped, as those rows are
-        not among the written ones ``_host_rows`` copies back), or None."""
+        for ``_row_cache``, and in ``host_extra`` for ``_host_rows``, as
+        they are not among the written ones it copies back), or None."""
         c = self._caches.get(id(q))
         if c is not None and c.q is q and c.key == key:
             return c
@@ -1136,8 +1143,9 @@ class CudaBackend:
                 self._grow(got, n)
             if extra.shape[0]:
                 got.extra = extra if got.extra is None else np.union1d(got.extra, extra)
-                got.host_reasons = got.host_raw = None
-                got.host_seen = -1
+                if got.host_reasons is not None:
+                    got.host_extra = (extra if got.host_extra is None
+                                      else np.union1d(got.host_extra, extra))
             got.key = key
             self.caches_adopted += 1
             return got
@@ -1147,7 +1155,8 @@ class CudaBackend:
         """``c``'s device arrays for ``n`` rows, the rows it has kept: views
         of arrays with spare rows (zeros), which grow to twice the rows
         (the kept rows copied on the device, the zeros uploaded once a
-        doubling); its host copies dropped (copied whole when next asked)."""
+        doubling); its host copies grown alike (the new rows are written
+        ones, which ``_host_rows`` copies back when next asked)."""
         cuda = self._cuda
         m = c.reasons.shape[0]
         full = c.full if c.full is not None else (c.reasons, c.raw)
@@ -1161,8 +1170,11 @@ class CudaBackend:
             self.bytes_uploaded += zeros.nbytes
         c.full = full
         c.reasons, c.raw = full[0][:n], full[1][:n]
-        c.host_reasons = c.host_raw = None
-        c.host_seen = -1
+        if c.host_reasons is not None and c.host_reasons.shape[0] < n:
+            more = n - c.host_reasons.shape[0]
+            c.host_reasons = np.concatenate((c.host_reasons, np.zeros(more, np.int64)))
+            c.host_raw = np.concatenate((c.host_raw, np.zeros((more, c.host_raw.shape[1]),
+                                                               np.int64)))
 
     def _row_cache(self, source: ColumnSource, cols, q, n_slots, packs) -> _DeviceRowCache:
         """The query's device row cache, current: the rows written since it

@@ -146,3 +146,40 @@ def test_host_ranked_cycles_copy_back_only_the_rows_written_since():
     n = 40
     # whole once; then the span of the three rows written since
     assert back[0] == n and 0 < back[1] < n, back
+
+
+def test_host_ranked_cycles_after_node_events_copy_back_only_those_rows():
+    """After a node is appended (the row cache grown) and after a node
+    takes a label value the pod's preferred affinity names and no node had
+    (the query compiled anew, its cache adopted with the rows that value
+    reaches), a host-ranked cycle copies back those rows, not the whole
+    row cache; its answers are the numba backend's."""
+    affinity = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 5, "preference": {"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["gold", "platinum"]}]}}]}}}
+    probe_dict = pod_dict("probe", cpu="500m", spec=affinity)
+    n = 40
+    answers, backs = {}, {}
+    for backend in ("numba", "cuda"):
+        cluster = build_cluster(_nodes(n), HALF)
+        probe = parse_pod(probe_dict)
+        fw = cluster.framework_for(probe, backend)
+        sched = Scheduler(cluster, backend, seed=7, batch=False)
+        got, back = [], []
+
+        def cycle():
+            before = getattr(fw.backend, "rows_downloaded", 0)
+            res = fw.run_cycle(cluster.state, probe, seed=7, want_scores=True)
+            back.append(getattr(fw.backend, "rows_downloaded", 0) - before)
+            got.append((res.selected_row, res.processed, res.found, res.total.tolist(),
+                        res.scores.tolist(), res.reasons.tolist()))
+        cycle()
+        sched.add_node(node_dict(f"n{n:03d}", cpu="8", labels={"tier": "gold"}))
+        cycle()
+        sched.update_node(node_dict("n005", cpu="8", labels={"tier": "platinum"}))
+        cycle()
+        answers[backend], backs[backend] = got, back
+    assert answers["cuda"] == answers["numba"]
+    adopted = fw.backend.caches_adopted
+    # whole once; then the appended row, then the relabelled row
+    assert backs["cuda"] == [n, 1, 1] and adopted >= 2, (backs["cuda"], adopted)
