@@ -19,7 +19,10 @@ python -m tensorsched.bench.gpu_counters --base-commit C [--nodes 300] [--pods 1
 node event (``event_counts``: a node's columns written, a node appended, a
 new label key, a new taint word, the host's arrays reallocated), its
 launches, host-to-device copies and node rows uploaded, this tree against
-the base tree, with the bindings (they must agree).
+the base tree, with the bindings (they must agree).  ``--events --ranked``:
+the same with pods that carry a soft topology spread (the cycle ranks on
+the host), each cycle's copies each way and bytes also counted from
+outside the backend (``gpu_sort_traffic.Transfers``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 
+from tensorsched.bench.gpu_sort_traffic import Transfers
 from tensorsched.bench.harness import git_commit, machine_info
 from tensorsched.bench.openb_nominees import base_tree
 from tensorsched.framework.parsing.manifests import parse_pod
@@ -68,7 +72,13 @@ EVENTS = ("write", "append", "label_key", "taint_word", "realloc")
 STAGE_EVERY = 128       # appends between cycles while growing (fewer than a cycle stages)
 
 
-def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None) -> dict:
+SOFT_SPREAD = {"topologySpreadConstraints": [{
+    "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+    "labelSelector": {"matchLabels": {"app": "probe"}}}]}
+
+
+def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None,
+                 ranked: bool = False) -> dict:
     """{event: {launches, copies, rows_uploaded}} of the first cycle (one
     pod, batching off, on ``backend``: its counters, zeros where it keeps
     none) after each kind of node event
@@ -78,7 +88,10 @@ def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None
     and counts the cycle after that append; "device_regrow" (a tree whose
     packs keep spare room) appends until the device packs run out of room
     (``regrow_at``: to that many nodes, as another backend's run needed;
-    returned as "regrow_at")."""
+    returned as "regrow_at").  ``ranked``: the pods carry a soft topology
+    spread (a host plugin: the cycle ranks on the host, the row cache's
+    rows come back), and each cycle also counts, from outside the backend
+    (``gpu_sort_traffic.Transfers``), its copies each way and their bytes."""
 
     def node(i, labels=None, taint=None):
         taints = [{"key": f"t{taint if taint is not None else i % 64}", "value": "x",
@@ -89,15 +102,32 @@ def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None
     be = cluster.framework_for(parse_pod(pod_dict("probe")), backend).backend
     sched = Scheduler(cluster, backend, seed=1, batch=False)
     names = ("launches", "copies", "rows_uploaded", "full_uploads", "relayouts")
+    if ranked:
+        names += ("rows_recomputed", "rows_downloaded")
+    seen = Transfers() if ranked and backend == "cuda" else None
     bound = []
     k = [0]
 
     def cycle() -> dict:
         before = [getattr(be, c, 0) for c in names]
         k[0] += 1
-        got = sched.schedule_pending([pod_dict(f"p{k[0]}", cpu="100m", created=k[0])])[0]
+        pod = (pod_dict(f"p{k[0]}", cpu="100m", created=k[0], labels={"app": "probe"},
+                        spec=SOFT_SPREAD) if ranked
+               else pod_dict(f"p{k[0]}", cpu="100m", created=k[0]))
+        if seen is not None:
+            seen.now = dict.fromkeys(("uploads", "bytes_up", "downloads", "bytes_down",
+                                      "allocations"), 0)
+            seen.install()
+        try:
+            got = sched.schedule_pending([pod])[0]
+        finally:
+            if seen is not None:
+                seen.remove()
         bound.extend((b.pod, b.node) for b in got)
-        return {c: getattr(be, c, 0) - b for c, b in zip(names, before)}
+        out = {c: getattr(be, c, 0) - b for c, b in zip(names, before)}
+        if seen is not None:
+            out.update(seen.now)
+        return out
     cycle()
     cycle()                     # the query's first cycle is behind
     n = len(cluster.state.node_rows)
@@ -138,14 +168,16 @@ def event_counts(nodes: int, backend: str = "cuda", regrow_at: int | None = None
     return {"events": out, "bindings": bound, "regrow_at": regrow_at}
 
 
-def _event_record(path: str | None, nodes: int, regrow_at: int | None = None) -> dict:
+def _event_record(path: str | None, nodes: int, regrow_at: int | None = None,
+                  ranked: bool = False) -> dict:
     env = dict(os.environ)
     if path:
         env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
     if not gpu_present():
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     code = ("import json, sys\nfrom tensorsched.bench.gpu_counters import event_counts\n"
-            f"json.dump(event_counts({nodes}, regrow_at={regrow_at}), sys.stdout)\n")
+            f"json.dump(event_counts({nodes}, regrow_at={regrow_at}, ranked={ranked}), "
+            "sys.stdout)\n")
     got = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True)
     return json.loads(got.stdout.strip().splitlines()[-1])
@@ -159,6 +191,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--output")
     ap.add_argument("--events", action="store_true",
                     help="the first cycle after each kind of node event (module doc)")
+    ap.add_argument("--ranked", action="store_true",
+                    help="with --events: pods with a soft spread (the host ranks the cycle)")
     a = ap.parse_args(argv)
     base = base_tree(a.base_commit, tempfile.mkdtemp(prefix="gpu-counters-base-"))
     if a.events:
@@ -189,14 +223,15 @@ def main(argv=None) -> dict:
 
 
 def _events_main(a, base: str) -> dict:
-    this = _event_record(None, a.nodes)
+    this = _event_record(None, a.nodes, ranked=a.ranked)
     # the base tree replays the same appends and cycles (its own counters)
-    got = {"this": this, "base": _event_record(base, a.nodes, this["regrow_at"])}
+    got = {"this": this, "base": _event_record(base, a.nodes, this["regrow_at"], a.ranked)}
     record = {"experiment": "cuda one-at-a-time cycles: launches, host-to-device copies and "
                             "node rows uploaded in the first cycle after each kind of node "
                             "event, this tree vs the base tree (module doc, --events)",
               "backend": "cuda", "device": "gpu" if gpu_present() else "numba cuda simulator",
-              "nodes": a.nodes, "events": {t: v["events"] for t, v in got.items()},
+              "nodes": a.nodes, "ranked": a.ranked,
+              "events": {t: v["events"] for t, v in got.items()},
               "note": "counters a tree does not keep count 0 (the base tree keeps no "
                       "full_uploads or relayouts; its device_regrow is the same appends "
                       "as this tree's, with nothing to regrow)",
@@ -205,7 +240,7 @@ def _events_main(a, base: str) -> dict:
               "load_after": list(os.getloadavg()),
               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     dest = a.output or os.path.join(os.path.dirname(os.path.realpath(__file__)), "results",
-                                    f"gpu-counters-events-"
+                                    f"gpu-counters-events-{'ranked-' if a.ranked else ''}"
                                     f"{'gpu' if gpu_present() else 'cudasim'}-{a.nodes}.json")
     with open(dest, "w") as f:
         json.dump(record, f, indent=1)

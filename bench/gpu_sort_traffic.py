@@ -28,6 +28,7 @@ python -m tensorsched.bench.gpu_sort_traffic --base-commit C [--nodes 64] [--pod
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -52,14 +53,71 @@ def _nbytes(a) -> int:
     return int(getattr(a, "nbytes", 0) or 0)
 
 
+class Transfers:
+    """Host-device traffic counted from outside a backend: while installed,
+    Numba's ``to_device`` and ``device_array`` and the device arrays'
+    ``copy_to_device`` / ``copy_to_host`` add to ``now`` (a dict of
+    ``COUNTS`` but launches; None: not counting).  A copy made inside
+    another counts once; ``apart()`` sets a block's copies apart (the
+    simulator's host sort)."""
+
+    def __init__(self):
+        from numba import cuda      # the simulator's or the device's: after the environment
+        self._cuda = cuda
+        self._type = type(cuda.device_array(1, np.int64))
+        self._saved = []
+        self._depth = 0
+        self.now = None
+
+    def _wrap(self, real, kind: str):
+        def wrapper(*a, **k):
+            now = self.now
+            if now is not None and self._depth == 0:
+                if kind == "down":
+                    now["downloads"] += 1
+                    now["bytes_down"] += _nbytes(a[0])
+                elif kind == "alloc":
+                    now["allocations"] += 1
+                else:
+                    now["uploads"] += 1
+                    now["bytes_up"] += _nbytes(a[0] if kind == "to_device" else
+                                               a[1] if len(a) > 1 else None)
+            self._depth += 1
+            try:
+                return real(*a, **k)
+            finally:
+                self._depth -= 1
+        return wrapper
+
+    def install(self) -> None:
+        cuda, t = self._cuda, self._type
+        for owner, name, kind in ((cuda, "to_device", "to_device"),
+                                  (cuda, "device_array", "alloc"),
+                                  (t, "copy_to_device", "up"), (t, "copy_to_host", "down")):
+            real = getattr(owner, name)
+            self._saved.append((owner, name, real))
+            setattr(owner, name, self._wrap(real, kind))
+
+    def remove(self) -> None:
+        for owner, name, real in reversed(self._saved):
+            setattr(owner, name, real)
+        self._saved.clear()
+
+    @contextlib.contextmanager
+    def apart(self):
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+
+
 def sorted_run_traffic(nodes: int, pods: int, runs: int, backend: str = "cuda") -> dict:
     """{"runs": [per sorted run {COUNTS, "after_event"}], "bindings": [(pod,
     node)]} on the cuda backend in this process (module doc's cluster);
     ``after_event``: the first sorted run after a node was updated.  The
     counting wrappers are removed before it returns.  ``backend`` other
     than cuda: the same runs, no counts (the bindings to compare)."""
-    from numba import cuda      # the simulator's or the device's: after the environment is set
-
     from tensorsched.kernels.fused import run_sort_cuda as RC
     from tensorsched.kernels.fused.backends import CudaBackend
 
@@ -74,67 +132,36 @@ def sorted_run_traffic(nodes: int, pods: int, runs: int, backend: str = "cuda") 
                       batch=True)
     sched.delete_node(f"n{nodes // 2:04d}")
 
-    device_type = type(cuda.device_array(1, np.int64))
-    real = {"to_device": cuda.to_device, "device_array": cuda.device_array,
-            "copy_to_device": device_type.copy_to_device,
-            "copy_to_host": device_type.copy_to_host}
     real_sorted, real_sort = CudaBackend.place_run_sorted, getattr(RC, "_host_sort", None)
-    state = {"now": None, "depth": 0}
-
-    def counted(name, up):
-        def wrapper(*a, **k):
-            now = state["now"]
-            if now is not None and state["depth"] == 0:
-                host = a[0] if name == "to_device" else a[1] if len(a) > 1 else None
-                if name == "copy_to_host":
-                    now["downloads"] += 1
-                    now["bytes_down"] += _nbytes(a[0])
-                elif name == "device_array":
-                    now["allocations"] += 1
-                else:
-                    now["uploads"] += 1
-                    now["bytes_up"] += _nbytes(host)
-            state["depth"] += 1     # a copy made inside another counts once
-            try:
-                return real[name](*a, **k)
-            finally:
-                state["depth"] -= 1
-        return wrapper
+    seen = Transfers()
 
     def host_sort(*a, **k):
-        state["depth"] += 1
-        try:
+        with seen.apart():
             return real_sort(*a, **k)
-        finally:
-            state["depth"] -= 1
 
     out, event = [], [False]
 
     def place_run_sorted(self, *a, **k):
-        state["now"] = now = dict.fromkeys(COUNTS, 0)
+        seen.now = now = dict.fromkeys(COUNTS, 0)
         now["after_event"] = event[0]
         before = self.launches
         try:
             got = real_sorted(self, *a, **k)
         finally:
-            state["now"] = None
+            seen.now = None
         if got is not None:
             now["launches"] = self.launches - before
             out.append(now)
             event[0] = False
         return got
 
-    patched = [(cuda, "to_device", counted("to_device", True)),
-               (cuda, "device_array", counted("device_array", False)),
-               (device_type, "copy_to_device", counted("copy_to_device", True)),
-               (device_type, "copy_to_host", counted("copy_to_host", False)),
-               (CudaBackend, "place_run_sorted", place_run_sorted)]
+    patched = [(CudaBackend, "place_run_sorted", place_run_sorted), (run_sort, "ENABLED", True)]
     if real_sort is not None:
         patched.append((RC, "_host_sort", host_sort))
-    patched.append((run_sort, "ENABLED", True))
     saved = [(o, name, getattr(o, name)) for o, name, _ in patched]
     for o, name, v in patched:
         setattr(o, name, v)
+    seen.install()
     bound = []
     try:
         for r in range(runs):
@@ -145,6 +172,7 @@ def sorted_run_traffic(nodes: int, pods: int, runs: int, backend: str = "cuda") 
                                 created=r * pods + k) for k in range(pods)]
             bound.extend((b.pod, b.node) for b in sched.schedule_pending(pending)[0])
     finally:
+        seen.remove()
         for o, name, v in saved:
             setattr(o, name, v)
     return {"runs": out, "bindings": bound}

@@ -113,22 +113,34 @@ def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reaso
 
 @cuda.jit
 def staged_rows_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
-                       raw_by_row):
+                       raw_by_row, copy_out, out):
     """The ``k`` staged rows (``staged_rows``) written into the packs and
     recomputed in the device row cache, one thread a row
     (``write_staged_row``): a launch of its own where no pick follows (the
-    sort path's run)."""
+    sort path's run, a cycle ranked on the host).  With ``copy_out``, row
+    j's reasons and raw scores after it also go to ``out`` [k x (1 + S)]
+    (the host copy's update: one copy back of those rows alone)."""
     j = cuda.grid(1)
     if j < k:
         write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
                          raw_by_row)
+        if copy_out:
+            i = staged[j]
+            n_slots = raw_by_row.shape[1]
+            at = j * (1 + n_slots)
+            out[at] = reasons_by_row[i]
+            for s in range(n_slots):
+                out[at + 1 + s] = raw_by_row[i, s]
 
 
-def launch_staged_rows(k: int, staged, packs, qbuf, reasons_by_row, raw_by_row) -> None:
-    """``staged_rows_kernel`` over ``k`` >= 1 staged rows (one launch)."""
+def launch_staged_rows(k: int, staged, packs, qbuf, reasons_by_row, raw_by_row,
+                       out=None) -> None:
+    """``staged_rows_kernel`` over ``k`` >= 1 staged rows (one launch); the
+    rows' reasons and raw scores into ``out`` where given."""
     blocks = max(1, (k + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
-    staged_rows_kernel[blocks, THREADS_PER_BLOCK](staged, k, *packs, qbuf, reasons_by_row,
-                                                  raw_by_row)
+    staged_rows_kernel[blocks, THREADS_PER_BLOCK](
+        staged, k, *packs, qbuf, reasons_by_row, raw_by_row, out is not None,
+        staged[:1] if out is None else out)
 
 
 @cuda.jit

@@ -751,9 +751,9 @@ class CudaBackend:
     writes those rows into the packs and recomputes them first,
     ``_cuda_cycle``) and four numbers back (a query's first cycle, or one
     after many rows were written, adds the by-row pass); a cycle that wants scores or
-    has host plugins one launch and, for the host's ranking, the span of
-    the cache's rows written since its last such cycle copied back
-    (``_host_rows``)."""
+    has host plugins the same copy up and one launch (the staged rows
+    written, recomputed and gathered: ``_ranked_rows``) and, for the
+    host's ranking, one copy back of those rows alone."""
 
     name = "cuda"
     run_path = DEVICE_RUN_PATH      # what ``place_run`` is called in the metrics
@@ -792,6 +792,7 @@ class CudaBackend:
         self._kept_rows = None
         self._kept: dict = {}                    # device buffers kept between runs
         self._sort_buffers = None                # a sorted run's (``run_sort_cuda.RunBuffers``)
+        self._staged_since = -1                  # the row cache's ``seen`` before its staging
         self._dirty = np.zeros(LOG_READ_MAX, np.int64)   # ``_written``'s scratch
         self._sparams: dict = {}
         self._pick_out = None                    # the pick's answer, device and host
@@ -952,10 +953,8 @@ class CudaBackend:
                 and n_slots <= self._cycle.MAX_CYCLE_SLOTS):
             return self._device_pick(source, rows, start, q, num_to_find, active, norm,
                                      weights, n_slots, seed)
-        packs = self._sync_columns(source)
         cols = source.columns()
-        c = self._row_cache(source, cols, q, n_slots, packs)
-        reasons_by_row, raw_by_row = self._host_rows(source, c)
+        reasons_by_row, raw_by_row = self._ranked_rows(source, cols, q, n_slots)
         m = rows.shape[0]
         total = np.zeros(m, np.int64)
         ties = np.zeros(m, np.int64)
@@ -1051,9 +1050,40 @@ class CudaBackend:
             self.bytes_uploaded += 8 * size
             self.rows_uploaded += k
         # level once the pick's launch has written the staged rows
+        self._staged_since = c.seen
         self._version = c.seen = source.version
         c.extra = None
         return c, k
+
+    def _ranked_rows(self, source: ColumnSource, cols, q, n_slots) -> tuple:
+        """(reasons [N], raw [N, S]) on the host for a cycle ranked there:
+        the query's device row cache brought level as a placement cycle's
+        (``_staged_cache``: the rows it is behind on, and those a changed
+        query reaches, staged in one copy up), the staged rows written and
+        recomputed by one launch (``_cuda.staged_rows_kernel``) which also
+        gathers them when the host copy lacks no others (one copy back of
+        those rows alone, not the span between them); else the host copy
+        brought level by ``_host_rows``.  A query's first cycle, or more
+        rows than a cycle stages: the packs' span copies and the by-row
+        pass (``_staged_cache``)."""
+        c, k = self._staged_cache(source, cols, q, n_slots)
+        if k:
+            staged = self._staged[2][:k]
+            s = c.raw.shape[1]
+            gather = (c.host_reasons is not None and c.host_seen == self._staged_since
+                      and (c.host_extra is None or bool(np.isin(c.host_extra, staged).all())))
+            out = self._kept_buffer("ranked", k * (1 + s), np.int64) if gather else None
+            self._k.launch_staged_rows(k, self._staged[3], self._packs, self._qbuf(cols, q),
+                                       c.reasons, c.raw, out)
+            self.launches += 1
+            self.rows_recomputed += k
+            if gather:
+                got = out[:k * (1 + s)].copy_to_host().reshape(k, 1 + s)
+                c.host_reasons[staged] = got[:, 0]
+                c.host_raw[staged] = got[:, 1:]
+                c.host_seen, c.host_extra = c.seen, None
+                self.rows_downloaded += k
+        return self._host_rows(source, c)
 
     def _behind(self, source: ColumnSource, n: int, c: _DeviceRowCache) -> int:
         """How many rows the row cache ``c`` is behind on, those rows
