@@ -209,3 +209,62 @@ def test_auto_with_a_gpu_sorts_runs_on_the_device(monkeypatch):
     assert fw.backend_name == "numba" and fw.backend.sorted_runs == 0
     assert fw.stage_backend("sort").name == "cuda"
     assert fw.stage_backend("sort").sorted_runs >= 1
+
+
+EVENTS = ("update", "add", "relabel", "taint", "remove")
+
+
+def node_event(sched, what: str, n: int, k: int) -> None:
+    """One node event between runs (``n`` nodes at the start; ``k`` the
+    event's index): a node's columns rewritten, a node appended, a node
+    taking the zone the run prefers and no node had (the query compiled
+    anew with that value: its cache adopted with the rows the value
+    reaches), a taint no node had (a new taint word bit), a node removed."""
+    if what == "update":
+        sched.update_node(node_dict("n00", cpu="8", memory="6Gi", labels={"zone": "z1"}))
+    elif what == "add":
+        sched.add_node(node_dict(f"x{k}", cpu="4", memory="6Gi", labels={"zone": "z2"},
+                                 taints=[PREFER]))
+    elif what == "relabel":
+        sched.update_node(node_dict("n01", cpu="2", memory="2Gi", labels={"zone": "z5"}))
+    elif what == "taint":
+        sched.update_node(node_dict("n00", cpu="4", memory="6Gi", labels={"zone": "z0"},
+                                    taints=[{"key": "fresh", "value": "x",
+                                             "effect": "PreferNoSchedule"}]))
+    elif n > 2:
+        sched.delete_node(f"n{n - 1:02d}")
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(clusters(max_nodes=12), st.integers(0, 2**32),
+       st.lists(st.sampled_from(EVENTS), min_size=1, max_size=3, unique=True))
+def test_cuda_sorted_runs_across_node_events_place_as_one_by_one(case, seed, events):
+    """The cuda sort path keeps the query's row cache on the device from
+    run to run: the rows the runs and the node events wrote, and those a
+    recompiled query's change reaches, are staged into the next run's one
+    upload and recomputed there.  Runs (preferring a zone no node has
+    until an event gives it) between node events place as one cycle per
+    pod on numpy."""
+    objects, run, cfg = case
+    run = [dict(p, spec={"affinity": preferred("z5", 40)}) for p in run]
+    n = sum(o["kind"] == "Node" for o in objects)
+    cut = [len(run) * (i + 1) // (len(events) + 1) for i in range(len(events))]
+    chunks = [run[a:b] for a, b in zip([0] + cut, cut + [len(run)])]
+
+    def replay(backend, batch):
+        sched = Scheduler(build_cluster(objects, cfg), backend, seed, batch=batch)
+        log = []
+        for i, chunk in enumerate(chunks):
+            if i:
+                node_event(sched, events[i - 1], n, i)
+            log += [(b.pod, b.node, b.message) for b in sched.schedule_pending(chunk)[0]]
+        return log, sched.cluster.state.requested.copy(), sched
+
+    got_log, got_req, sched = replay("cuda", True)
+    want_log, want_req, _ = replay("numpy", False)
+    assert got_log == want_log
+    assert np.array_equal(got_req, want_req)
+    if len(run) > 1:
+        assert backend_of(sched).sorted_runs >= 1
