@@ -151,7 +151,11 @@ class RunBuffers:
     warm run allocates none): the run's one int64 buffer (``run_layout``)
     on the device and its pinned host twin, the keys [M x W] and lengths
     [M], the key kernel's scratch [N x R] and [N x 2].  ``allocations``
-    counts the device arrays made."""
+    counts the device arrays made.  A buffer of more than ``KEEP_MAX``
+    values is made for its run alone (the keys of a huge run are not held
+    between runs)."""
+
+    KEEP_MAX = 1 << 23      # values (64 MiB)
 
     def __init__(self):
         self._kept: dict = {}
@@ -160,10 +164,11 @@ class RunBuffers:
     def _get(self, name: str, size: int, pinned: bool = False):
         got = self._kept.get(name)
         if got is None or got.shape[0] < size:
-            cap = max(size, 2 * got.shape[0] if got is not None else 0, 64)
+            cap = max(size, min(2 * got.shape[0] if got is not None else 0, self.KEEP_MAX), 64)
             got = cuda.pinned_array(cap, np.int64) if pinned else cuda.device_array(cap, np.int64)
-            self._kept[name] = got
             self.allocations += not pinned
+            if cap <= self.KEEP_MAX:
+                self._kept[name] = got
         return got
 
     def run(self, size: int) -> tuple:

@@ -293,3 +293,26 @@ def test_a_warm_sorted_run_is_one_copy_each_way():
         assert (r["uploads"], r["downloads"]) == (2, 1), r
     assert got["bindings"] == sorted_run_traffic(24, 12, 6, "numba")["bindings"]
     assert got["bindings"] == sorted_run_traffic(24, 12, 6, "numpy")["bindings"]
+
+
+def test_run_buffers_are_kept_and_grown_but_not_past_their_cap(monkeypatch):
+    """``RunBuffers``: a buffer asked again at a size it holds is the same
+    array (no allocation), a larger size grows it (doubling), and one past
+    ``KEEP_MAX`` is made for that call alone."""
+    from tensorsched.kernels.fused import run_sort_cuda as RC
+    monkeypatch.setattr(RC.RunBuffers, "KEEP_MAX", 1000)
+    bufs = RC.RunBuffers()
+    keys, lens = bufs.keys(4, 5)
+    assert keys.shape == (4, 5) and lens.shape == (4,) and bufs.allocations == 2
+    again, _ = bufs.keys(3, 6)
+    assert again.shape == (3, 6) and bufs.allocations == 2
+    bufs.keys(10, 20)                   # 200 keys: grown (the lengths' 64 hold 10)
+    assert bufs.allocations == 3
+    bufs.keys(8, 20)
+    assert bufs.allocations == 3
+    huge, _ = bufs.keys(10, 200)        # 2,000 keys: past the cap, not kept
+    assert huge.shape == (10, 200) and bufs.allocations == 4
+    bufs.keys(10, 20)
+    assert bufs.allocations == 4
+    host, dev = bufs.run(100)
+    assert host.shape[0] >= 100 and dev.shape[0] >= 100 and bufs.run(50)[1] is dev
