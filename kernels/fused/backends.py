@@ -808,6 +808,12 @@ class CudaBackend:
         self.copies = 0             # host -> device copies made for them
         self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
+        # device runs: rows whose answers (feasibility, pod-to-pod raw scores,
+        # key) were recomputed, summed over pods; pods that rescanned every
+        # position; pods placed
+        self.run_rows_rescored = 0
+        self.run_full_scans = 0
+        self.run_pods = 0
         self.caches_adopted = 0     # row caches kept for an equal recompiled query
         self.launches = 0           # kernels launched
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
@@ -1239,7 +1245,8 @@ class CudaBackend:
         run[:host.shape[0]].copy_to_device(host)
         self.copies += 1
         self.bytes_uploaded += host.nbytes
-        work = self._kept_buffer("work", R.work_size(count, m, n), np.int64)
+        work = self._kept_buffer("work", R.work_size(count, m, n, rules, spread, affinity),
+                                  np.int64)
         sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
                                        np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
@@ -1252,8 +1259,12 @@ class CudaBackend:
                            c.raw, work, sp_weights)
         self.launches += 1
         self.rows_recomputed += k
-        got = work[:count + 2].copy_to_host()
+        got = work[:count + R.OUT_EXTRA].copy_to_host()
         placed, next_start = int(got[0]), int(got[1])
+        rescored, full_scans = R.run_counters(got, count)
+        self.run_rows_rescored += rescored
+        self.run_full_scans += full_scans
+        self.run_pods += placed
         out = got[2:2 + placed]
         # The host columns follow (the state's copy is the truth; the mirror
         # re-uploads these rows after ``register`` bumps their version, and
