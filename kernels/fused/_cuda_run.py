@@ -68,9 +68,9 @@ MAX_ROWS = (1 << 31) - 1    # positions are int32
 
 # run parameters: rp[0:RP_HEADER] scalars, then the pod's vectors
 RP_COUNT, RP_START, RP_TO_FIND, RP_SLOTS, RP_RESOURCES, RP_HEADER = range(6)
-# out: pods placed, next start, then a row per pod, then two counters
+# out: pods placed, next start, then a row per pod, then three counters
 # (``run_counters``)
-OUT_EXTRA = 4
+OUT_EXTRA = 5
 
 spread_raw = core["spread_raw"]
 affinity_raw = core["affinity_raw"]
@@ -397,10 +397,11 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                     raw_by_row, out, scratch, sp_weights, rp, rows, r_dom, r_counts, r_params,
                     r_state, sp_dom, sp_sums, sp_params, sp_has_all, sp_meta, sp_marks,
                     sp_sizes, af_dom, af_sums, af_params, af_meta):
-    """Place up to rp[RP_COUNT] pods; out [count + 4]: out[0] = pods placed,
-    out[1] = the next start position, out[2 + i] = pod i's row, out[-2] =
-    rows whose answers the run recomputed (summed over its pods), out[-1] =
-    pods that rescanned every position.  ``scratch`` (``scratch_size``):
+    """Place up to rp[RP_COUNT] pods; out [count + OUT_EXTRA]: out[0] = pods placed,
+    out[1] = the next start position, out[2 + i] = pod i's row, then
+    summed over the pods: out[-3] rows re-tested and re-read (feasibility,
+    raw pod-to-pod scores), out[-2] keys recomputed, out[-1] pods that
+    rescanned every position.  ``scratch`` (``scratch_size``):
     feasibility, raw spread, raw affinity and tie key by position [4 M],
     the per-row base totals and the maxima epoch each was computed under
     [2 N], the rules' flip stamps [R x D], the domain each spread and
@@ -509,12 +510,14 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
         run[3] = -1
         run[4] = 1                          # the first pod scans every position
         run[5] = 0
+        out[n_out - 3] = 0
         out[n_out - 2] = 0
         out[n_out - 1] = 0
         rule_thresholds(r_sums, r_present, r_params, r_thr, r_at_min)
     cuda.syncthreads()
     epoch = int64(0)                        # times the maxima moved (uniform)
-    scored = int64(0)                       # rows this thread recomputed
+    refreshed = int64(0)                    # rows this thread re-tested and re-read
+    rekeyed = int64(0)                      # keys this thread recomputed
     p_best = int64(-1)
     p_best_row = int64(n_rows)
     for i in range(count):
@@ -621,7 +624,7 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                     cuda.syncthreads()
                     processed = int32(run[2])
             stop = int32(min(hi_pos, processed))
-            scored += max(stop - lo, 0)
+            refreshed += max(stop - lo, 0)
             # 2. normalization maxima over the scanned feasible rows (this
             # chunk's kept for the pods after)
             _chunk_extremes(lo, stop, start, rows, feas, raw_by_row, norm_slots, n_norm, False,
@@ -696,10 +699,8 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
         if rekey_all or n_changed > 0:
             # 4. this chunk's keys (all, or the changed rows'), its largest,
             # then the lowest row at it
-            if rekey_all and not full:
-                scored += hi_pos - lo
-            elif not full:
-                scored += n_changed
+            if not full:
+                refreshed += n_changed
             p_best = int64(-1)
             p_best_row = int64(n_rows)
             for j in range(lo, hi_pos):
@@ -716,6 +717,7 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                                              g_ext[2], g_ext[3] - g_ext[2] if n_af > 0 else 0,
                                              af_meta[2])
                         key = tie_key(t, tie_rank(seed_mix, row, node_i64[row, pods_at]))
+                        rekeyed += 1
                     key_pos[j] = key
                 if key >= 0 and (key > p_best or (key == p_best and row < p_best_row)):
                     p_best = key
@@ -748,7 +750,8 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
             run[4] = 0 if listed else 1
             run[5] = 0
         cuda.syncthreads()
-    cuda.atomic.add(out, n_out - 2, scored)
+    cuda.atomic.add(out, n_out - 3, refreshed)
+    cuda.atomic.add(out, n_out - 2, rekeyed)
     if tid == 0:
         out[0] = run[1]
         out[1] = run[0]
@@ -821,10 +824,11 @@ def work_size(count: int, m: int, n: int, rules, spread, affinity) -> int:
     return count + OUT_EXTRA + 4 * m + 2 * n + flips + terms
 
 
-def run_counters(out: np.ndarray, count: int) -> tuple[int, int]:
-    """(rows whose answers the run recomputed, summed over its pods; pods
-    that rescanned every position) from a run's out [count + OUT_EXTRA]."""
-    return int(out[count + 2]), int(out[count + 3])
+def run_counters(out: np.ndarray, count: int) -> tuple[int, int, int]:
+    """From a run's out [count + OUT_EXTRA], summed over its pods: (rows
+    re-tested and re-read: feasibility and raw pod-to-pod scores; rows whose
+    key was recomputed; pods that rescanned every position)."""
+    return int(out[count + 2]), int(out[count + 3]), int(out[count + 4])
 
 
 def launch_place_run(n_rows: int, seed_mix, staged, k: int, run, packs, qbuf, reasons_by_row,

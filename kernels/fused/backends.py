@@ -808,10 +808,11 @@ class CudaBackend:
         self.copies = 0             # host -> device copies made for them
         self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
-        # device runs: rows whose answers (feasibility, pod-to-pod raw scores,
-        # key) were recomputed, summed over pods; pods that rescanned every
-        # position; pods placed
-        self.run_rows_rescored = 0
+        # device runs, summed over their pods: rows re-tested and re-read
+        # (feasibility, raw pod-to-pod scores), rows whose key was recomputed,
+        # pods that rescanned every position; and the pods they placed
+        self.run_rows_recomputed = 0
+        self.run_rows_rekeyed = 0
         self.run_full_scans = 0
         self.run_pods = 0
         self.caches_adopted = 0     # row caches kept for an equal recompiled query
@@ -1261,8 +1262,9 @@ class CudaBackend:
         self.rows_recomputed += k
         got = work[:count + R.OUT_EXTRA].copy_to_host()
         placed, next_start = int(got[0]), int(got[1])
-        rescored, full_scans = R.run_counters(got, count)
-        self.run_rows_rescored += rescored
+        recomputed, rekeyed, full_scans = R.run_counters(got, count)
+        self.run_rows_recomputed += recomputed
+        self.run_rows_rekeyed += rekeyed
         self.run_full_scans += full_scans
         self.run_pods += placed
         out = got[2:2 + placed]
