@@ -64,6 +64,7 @@ for _module in (__name__, f"{__package__}._core"):     # the tie rank is _core's
 # simulator's 4-thread warps, 16 threads).
 RUN_THREADS = min(256, CB.WARP * CB.WARP)
 MAX_RUN_SLOTS = 16          # score slots the block keeps maxima for
+_RED_SLOTS = MAX_RUN_SLOTS + 4  # one reduction's values: the maxima, then 4 extremes
 MAX_ROWS = (1 << 31) - 1    # positions are int32
 
 # run parameters: rp[0:RP_HEADER] scalars, then the pod's vectors
@@ -454,7 +455,7 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
 
     wpair = cuda.shared.array((2, _MAX_WARPS), int64)
     wcount = cuda.shared.array(_MAX_WARPS, int32)
-    wslots = cuda.shared.array((MAX_RUN_SLOTS + 4, _MAX_WARPS), int64)
+    wslots = cuda.shared.array((_RED_SLOTS, _MAX_WARPS), int64)
     # start, pods placed, stop position, the row the last pod took, whether
     # the next pod rescans every position (1) or only the rows the last
     # placement changed (0), and step A's call for a rescan (a slot of its
@@ -463,7 +464,7 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
     hi = cuda.local.array(MAX_RUN_SLOTS, int64)
     hi_prev = cuda.local.array(MAX_RUN_SLOTS, int64)
     norm_slots = cuda.local.array(MAX_RUN_SLOTS, int32)
-    red = cuda.local.array(MAX_RUN_SLOTS + 4, int64)    # one block reduction's values
+    red = cuda.local.array(_RED_SLOTS, int64)      # one block reduction's values
     # this thread's chunk: the normalized slots' maxima and the pod-to-pod
     # scores' extremes (``_chunk_extremes``) and its best key and row, kept
     # from pod to pod: a chunk none of whose rows changed keeps them
