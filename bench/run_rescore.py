@@ -4,10 +4,10 @@ Counts, not times (no GPU here): for the spread and antiaffinity workloads on
 the cuda backend (their pods go in device runs, ``_cuda_run``), per pod placed
 by a device run:
 
-* row evaluations: calls of the run kernel's feasibility test (``_feasible``),
-  of the tie rank (``tie_rank``: one per key computed) and of the raw spread
-  and affinity scores (``spread_raw``, ``affinity_raw``), counted by wrapping
-  them (the simulator runs device functions as Python);
+* row evaluations: the run kernel body's calls of its feasibility test
+  (``_feasible``), of the tie rank (``tie_rank``: one per key computed) and
+  of the raw spread and affinity scores (``spread_raw``, ``affinity_raw``),
+  counted where the simulator calls device functions;
 * block barriers: ``syncthreads`` calls by thread 0 inside the run kernel's
   body, a ``syncthreads_or`` counted once; the simulator's shuffle stand-ins
   (``_cuda_block._sim_exchange``, a barrier each) are counted apart, as
@@ -55,19 +55,20 @@ def _inside_body(frame) -> bool:
 
 
 def _instrument(counts: dict) -> None:
-    """Wrap the run kernel's row functions and the simulator's barriers so
-    that they count into ``counts``."""
+    """Make the simulator count into ``counts``: the run kernel body's
+    calls of its row functions (under the simulator a device function is a
+    ``FakeCUDAKernel`` called from Python, so the call and its caller show)
+    and its barriers."""
     from numba.cuda.simulator import kernel as sim
 
-    from tensorsched.kernels.fused import _cuda_run as R
+    real_call = sim.FakeCUDAKernel.__call__
 
-    for name in COUNTED:
-        real = getattr(R, name)
-
-        def counted(*a, _real=real, _name=name):
-            counts[_name] += 1
-            return _real(*a)
-        setattr(R, name, counted)
+    def call(self, *args):
+        name = getattr(self.fn, "__name__", "")
+        if name in COUNTED and sys._getframe(1).f_code.co_name == _BODY:
+            counts[name] += 1
+        return real_call(self, *args)
+    sim.FakeCUDAKernel.__call__ = call
     real_sync, real_or = sim.BlockThread.syncthreads, sim.BlockThread.syncthreads_or
 
     def syncthreads(self):
