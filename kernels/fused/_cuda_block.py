@@ -215,6 +215,30 @@ def block_argmax(key, row, wbuf, n_warps):
 
 
 @cuda.jit(device=True)
+def block_argmax_slots(key, row, vals, n, wpair, wslots, n_warps):
+    """``block_argmax`` of (key, row) and ``block_max_slots`` of ``vals``
+    [>= n] together, in the same two barriers: ``wpair`` [2, MAX_WARPS] and
+    ``wslots`` [S, MAX_WARPS] int64 shared scratch."""
+    lane = cuda.threadIdx.x % WARP
+    warp = cuda.threadIdx.x // WARP
+    key, row = warp_argmax(int64(key), int64(row))
+    if lane == 0:
+        wpair[0, warp] = key
+        wpair[1, warp] = row
+    for s in range(n):
+        v = warp_max(vals[s])
+        if lane == 0:
+            wslots[s, warp] = v
+    cuda.syncthreads()
+    src = lane if lane < n_warps else 0
+    key, row = warp_argmax(wpair[0, src], wpair[1, src])
+    for s in range(n):
+        vals[s] = warp_max(wslots[s, src])
+    cuda.syncthreads()
+    return key, row
+
+
+@cuda.jit(device=True)
 def block_scan32(v, wbuf, n_warps):
     """(sum of ``v`` over the threads before this one, the block's sum),
     int32 counts in thread order; ``wbuf`` [MAX_WARPS] int32 shared scratch."""

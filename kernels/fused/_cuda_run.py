@@ -524,12 +524,14 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
     for i in range(count):
         start = int32(run[0])
         full = partial or run[4] != 0       # uniform: written before the last barrier
-        rekey_all = False                   # every row's key recomputed (the extremes moved)
         processed = m
         n_changed = int32(0)
+        need_full = 0                       # this thread asks every position rescanned
+        moved_part = 0                      # this chunk's extremes moved
         if not full:
             # A. the rows the last placement changed: their feasibility and
-            # raw pod-to-pod scores again; their keys below
+            # raw pod-to-pod scores again, their keys below; this chunk's
+            # extremes again where any changed
             placed = run[3]
             for j in range(lo, hi_pos):
                 row = _position_row(rows, start, j)
@@ -541,7 +543,7 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                 if n_terms > 0 and sp_has_all[row] and (feas[j] != 0) != f:
                     # a counted row came or went: the spread's weights (its
                     # distinct domains) may move, and with them every row
-                    run[5] = 1
+                    need_full = 1
                 feas[j] = 1 if f else 0
                 key_pos[j] = _STALE
                 if f:
@@ -550,7 +552,7 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                                                require_all, n_terms)
                     if n_af > 0:
                         af_raw[j] = affinity_raw(row, af_domp1, af_sums, af_params, n_af)
-            moved_part = 0
+            refreshed += n_changed
             if n_changed > 0:
                 _chunk_extremes(lo, hi_pos, start, rows, feas, raw_by_row, norm_slots, n_norm,
                                 dense, n_terms, n_af, sp_has_all, sp_raw, af_raw, q_hi, q_ext)
@@ -562,168 +564,183 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
                     if q_ext[q] != p_ext[q]:
                         moved_part = 1
                     p_ext[q] = q_ext[q]
-            # one barrier says whether any chunk's extremes moved (and
-            # publishes run[5])
-            any_moved = cuda.syncthreads_or(moved_part)
-            full = run[5] != 0
-            if not full and any_moved != 0:
-                # the block's extremes again, all in one reduction; only a
-                # real move of one rescores every row
+        # B. keys and the pick.  An incremental pod keys its changed rows
+        # under the extremes in use and reduces its best key together with
+        # one flag (2: a rescan is due, 1: a chunk's extremes moved); only
+        # then does it reduce the extremes, and only where one really moved
+        # (every row's key again) or a rescan is due does it pass again.
+        # (uniform: every decision below reads reduced values)
+        rekey_all = full
+        top = int64(-1)
+        chosen = int64(n_rows)
+        done = False
+        while not done:
+            if full:
+                if tid == 0:
+                    out[n_out - 1] += 1
+                # 1. feasibility, once per position; where the scan stops
+                c = int32(0)
+                for j in range(lo, hi_pos):
+                    f = _feasible(_position_row(rows, start, j), reasons_by_row, r_domp1,
+                                  r_sums, r_params, r_thr)
+                    feas[j] = 1 if f else 0
+                    if f:
+                        c += 1
+                if partial:
+                    before, found = CB.block_scan32(c, wcount, n_warps)
+                    if found >= num_to_find:
+                        if before < num_to_find and before + c >= num_to_find:
+                            need = num_to_find - before
+                            for j in range(lo, hi_pos):
+                                if feas[j] != 0:
+                                    need -= 1
+                                    if need == 0:
+                                        run[2] = j + 1
+                                        break
+                        cuda.syncthreads()
+                        processed = int32(run[2])
+                stop = int32(min(hi_pos, processed))
+                refreshed += max(stop - lo, 0)
+                # 2. normalization maxima over the scanned feasible rows (this
+                # chunk's kept for the pods after)
+                _chunk_extremes(lo, stop, start, rows, feas, raw_by_row, norm_slots, n_norm,
+                                False, 0, 0, sp_has_all, sp_raw, af_raw, p_hi, p_ext)
                 for k in range(n_norm):
                     red[k] = p_hi[k]
-                for q in range(4):
-                    red[n_norm + q] = p_ext[q]
-                CB.block_max_slots(red, n_norm + 4, wslots, n_warps)
-                moved = False
+                if n_norm > 0:                      # uniform
+                    CB.block_max_slots(red, n_norm, wslots, n_warps)
                 for k in range(n_norm):
-                    if red[k] != hi[norm_slots[k]]:
-                        moved = True
                     hi[norm_slots[k]] = red[k]
+                moved = False                       # uniform: every thread holds the same maxima
+                for s in range(n_slots):
+                    if hi[s] != hi_prev[s]:
+                        moved = True
+                    hi_prev[s] = hi[s]
                 if moved:
                     epoch += 1
-                    for s in range(n_slots):
-                        hi_prev[s] = hi[s]
-                    rekey_all = True
-                s_lo = -red[n_norm]
-                s_hi = red[n_norm + 1]
-                a_lo = -red[n_norm + 2]
-                a_hi = red[n_norm + 3]
-                if s_lo == _BIG:
-                    s_lo = 0
-                    s_hi = 0
-                if a_lo == _BIG:
-                    a_lo = 0
-                    a_hi = 0
-                if s_lo != g_ext[0] or s_hi != g_ext[1] or a_lo != g_ext[2] or a_hi != g_ext[3]:
-                    rekey_all = True
-                g_ext[0] = s_lo
-                g_ext[1] = s_hi
-                g_ext[2] = a_lo
-                g_ext[3] = a_hi
-        if full:
-            if tid == 0:
-                out[n_out - 1] += 1
-            # 1. feasibility, once per position; where the scan stops
-            c = int32(0)
-            for j in range(lo, hi_pos):
-                f = _feasible(_position_row(rows, start, j), reasons_by_row, r_domp1, r_sums,
-                              r_params, r_thr)
-                feas[j] = 1 if f else 0
-                if f:
-                    c += 1
-            if partial:
-                before, found = CB.block_scan32(c, wcount, n_warps)
-                if found >= num_to_find:
-                    if before < num_to_find and before + c >= num_to_find:
-                        need = num_to_find - before
-                        for j in range(lo, hi_pos):
-                            if feas[j] != 0:
-                                need -= 1
-                                if need == 0:
-                                    run[2] = j + 1
-                                    break
+                # 3. the pod-to-pod scores over the scanned rows
+                if dense:
+                    if tid == 0:
+                        for cc in range(n_terms):
+                            sp_sizes[cc] = 0
                     cuda.syncthreads()
-                    processed = int32(run[2])
-            stop = int32(min(hi_pos, processed))
-            refreshed += max(stop - lo, 0)
-            # 2. normalization maxima over the scanned feasible rows (this
-            # chunk's kept for the pods after)
-            _chunk_extremes(lo, stop, start, rows, feas, raw_by_row, norm_slots, n_norm, False,
-                            0, 0, sp_has_all, sp_raw, af_raw, p_hi, p_ext)
+                    counted = int32(0)
+                    for j in range(lo, stop if n_terms > 0 else lo):
+                        row = _position_row(rows, start, j)
+                        if feas[j] == 0 or not sp_has_all[row]:
+                            continue
+                        counted += 1
+                        for cc in range(n_terms):
+                            if sp_params[cc, 0] == 0:
+                                # the first thread to mark a domain for this pod counts it
+                                if cuda.atomic.max(sp_marks, (cc, sp_size_dom[cc, row]),
+                                                   i + 1) < i + 1:
+                                    cuda.atomic.add(sp_sizes, cc, 1)
+                    _b, all_counted = CB.block_scan32(counted, wcount, n_warps)
+                    if tid == 0:
+                        for cc in range(n_terms):
+                            size = all_counted if sp_params[cc, 0] != 0 else sp_sizes[cc]
+                            sp_weights[cc] = math.log(float(size + 2))
+                    cuda.syncthreads()
+                    for j in range(lo, stop):
+                        if feas[j] == 0:
+                            continue
+                        row = _position_row(rows, start, j)
+                        if n_terms > 0 and sp_has_all[row]:
+                            sp_raw[j] = spread_raw(row, sp_domp1, sp_sums, sp_params, sp_weights,
+                                                   require_all, n_terms)
+                        if n_af > 0:
+                            af_raw[j] = affinity_raw(row, af_domp1, af_sums, af_params, n_af)
+                    _chunk_extremes(lo, stop, start, rows, feas, raw_by_row, norm_slots, 0, True,
+                                    n_terms, n_af, sp_has_all, sp_raw, af_raw, red, p_ext)
+                    # both extremes of both scores in one block reduction (minima negated)
+                    for q in range(4):
+                        red[q] = p_ext[q]
+                    CB.block_max_slots(red, 4, wslots, n_warps)
+                    g_ext[0] = -red[0]
+                    g_ext[1] = red[1]
+                    g_ext[2] = -red[2]
+                    g_ext[3] = red[3]
+                    if g_ext[0] == _BIG:            # nothing scored: both 0
+                        g_ext[0] = 0
+                        g_ext[1] = 0
+                    if g_ext[2] == _BIG:
+                        g_ext[2] = 0
+                        g_ext[3] = 0
+                rekey_all = True
+                for j in range(lo, hi_pos):
+                    if j >= stop:
+                        feas[j] = 0             # outside the scan: no key
+            if rekey_all or n_changed > 0:
+                # this chunk's keys (all, or the changed rows'), its largest,
+                # then the lowest row at it
+                p_best = int64(-1)
+                p_best_row = int64(n_rows)
+                for j in range(lo, hi_pos):
+                    row = _position_row(rows, start, j)
+                    key = key_pos[j]
+                    if rekey_all or key == _STALE:
+                        key = int64(-1)
+                        if feas[j] != 0:
+                            t = _row_base(row, epoch, base_by_row, base_epoch, raw_by_row,
+                                          active, norm, weights, hi, skip_slot)
+                            if dense:
+                                t = _dense_total(t, sp_has_all[row], sp_raw[j], g_ext[0],
+                                                 g_ext[1], sp_on, sp_w,
+                                                 af_raw[j] if n_af > 0 else 0, g_ext[2],
+                                                 g_ext[3] - g_ext[2] if n_af > 0 else 0,
+                                                 af_meta[2])
+                            key = tie_key(t, tie_rank(seed_mix, row, node_i64[row, pods_at]))
+                            rekeyed += 1
+                        key_pos[j] = key
+                    if key >= 0 and (key > p_best or (key == p_best and row < p_best_row)):
+                        p_best = key
+                        p_best_row = row
+            if rekey_all:
+                top, chosen = CB.block_argmax(p_best, p_best_row, wpair, n_warps)
+                done = True
+                continue
+            red[0] = 2 * need_full + moved_part
+            top, chosen = CB.block_argmax_slots(p_best, p_best_row, red, 1, wpair, wslots,
+                                                n_warps)
+            if red[0] >= 2:
+                full = True                 # the pass again, every position rescanned
+                continue
+            if red[0] == 0:
+                done = True                 # no extreme can have moved: the pick stands
+                continue
             for k in range(n_norm):
                 red[k] = p_hi[k]
-            if n_norm > 0:                      # uniform
-                CB.block_max_slots(red, n_norm, wslots, n_warps)
+            for q in range(4):
+                red[n_norm + q] = p_ext[q]
+            CB.block_max_slots(red, n_norm + 4, wslots, n_warps)
+            moved = False
             for k in range(n_norm):
-                hi[norm_slots[k]] = red[k]
-            moved = False                       # uniform: every thread holds the same maxima
-            for s in range(n_slots):
-                if hi[s] != hi_prev[s]:
+                if red[k] != hi[norm_slots[k]]:
                     moved = True
-                hi_prev[s] = hi[s]
+                hi[norm_slots[k]] = red[k]
             if moved:
                 epoch += 1
-            # 3. the pod-to-pod scores over the scanned rows
-            if dense:
-                if tid == 0:
-                    for cc in range(n_terms):
-                        sp_sizes[cc] = 0
-                cuda.syncthreads()
-                counted = int32(0)
-                for j in range(lo, stop if n_terms > 0 else lo):
-                    row = _position_row(rows, start, j)
-                    if feas[j] == 0 or not sp_has_all[row]:
-                        continue
-                    counted += 1
-                    for cc in range(n_terms):
-                        if sp_params[cc, 0] == 0:
-                            # the first thread to mark a domain for this pod counts it
-                            if cuda.atomic.max(sp_marks, (cc, sp_size_dom[cc, row]),
-                                               i + 1) < i + 1:
-                                cuda.atomic.add(sp_sizes, cc, 1)
-                _b, all_counted = CB.block_scan32(counted, wcount, n_warps)
-                if tid == 0:
-                    for cc in range(n_terms):
-                        size = all_counted if sp_params[cc, 0] != 0 else sp_sizes[cc]
-                        sp_weights[cc] = math.log(float(size + 2))
-                cuda.syncthreads()
-                for j in range(lo, stop):
-                    if feas[j] == 0:
-                        continue
-                    row = _position_row(rows, start, j)
-                    if n_terms > 0 and sp_has_all[row]:
-                        sp_raw[j] = spread_raw(row, sp_domp1, sp_sums, sp_params, sp_weights,
-                                               require_all, n_terms)
-                    if n_af > 0:
-                        af_raw[j] = affinity_raw(row, af_domp1, af_sums, af_params, n_af)
-                _chunk_extremes(lo, stop, start, rows, feas, raw_by_row, norm_slots, 0, True,
-                                n_terms, n_af, sp_has_all, sp_raw, af_raw, red, p_ext)
-                # both extremes of both scores in one block reduction (minima negated)
-                for q in range(4):
-                    red[q] = p_ext[q]
-                CB.block_max_slots(red, 4, wslots, n_warps)
-                g_ext[0] = -red[0]
-                g_ext[1] = red[1]
-                g_ext[2] = -red[2]
-                g_ext[3] = red[3]
-                if g_ext[0] == _BIG:            # nothing scored: both 0
-                    g_ext[0] = 0
-                    g_ext[1] = 0
-                if g_ext[2] == _BIG:
-                    g_ext[2] = 0
-                    g_ext[3] = 0
-            # 4. totals and tie keys (below)
-            rekey_all = True
-            for j in range(lo, hi_pos):
-                if j >= stop:
-                    feas[j] = 0                 # outside the scan: no key
-        if rekey_all or n_changed > 0:
-            # 4. this chunk's keys (all, or the changed rows'), its largest,
-            # then the lowest row at it
-            if not full:
-                refreshed += n_changed
-            p_best = int64(-1)
-            p_best_row = int64(n_rows)
-            for j in range(lo, hi_pos):
-                row = _position_row(rows, start, j)
-                key = key_pos[j]
-                if rekey_all or key == _STALE:
-                    key = int64(-1)
-                    if feas[j] != 0:
-                        t = _row_base(row, epoch, base_by_row, base_epoch, raw_by_row, active,
-                                      norm, weights, hi, skip_slot)
-                        if dense:
-                            t = _dense_total(t, sp_has_all[row], sp_raw[j], g_ext[0], g_ext[1],
-                                             sp_on, sp_w, af_raw[j] if n_af > 0 else 0,
-                                             g_ext[2], g_ext[3] - g_ext[2] if n_af > 0 else 0,
-                                             af_meta[2])
-                        key = tie_key(t, tie_rank(seed_mix, row, node_i64[row, pods_at]))
-                        rekeyed += 1
-                    key_pos[j] = key
-                if key >= 0 and (key > p_best or (key == p_best and row < p_best_row)):
-                    p_best = key
-                    p_best_row = row
-        top, chosen = CB.block_argmax(p_best, p_best_row, wpair, n_warps)
+                for s in range(n_slots):
+                    hi_prev[s] = hi[s]
+            s_lo = -red[n_norm]
+            s_hi = red[n_norm + 1]
+            a_lo = -red[n_norm + 2]
+            a_hi = red[n_norm + 3]
+            if s_lo == _BIG:                # nothing scored: both 0
+                s_lo = 0
+                s_hi = 0
+            if a_lo == _BIG:
+                a_lo = 0
+                a_hi = 0
+            if s_lo != g_ext[0] or s_hi != g_ext[1] or a_lo != g_ext[2] or a_hi != g_ext[3]:
+                moved = True
+            g_ext[0] = s_lo
+            g_ext[1] = s_hi
+            g_ext[2] = a_lo
+            g_ext[3] = a_hi
+            rekey_all = moved               # the keys in hand are current unless one moved
+            done = not moved
         if top < 0:
             break                           # uniform: no feasible row for this pod
         # 5. thread 0 places the pod, recomputes its row and lists what
