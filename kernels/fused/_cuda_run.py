@@ -4,7 +4,8 @@ one launch, each pod exactly as its own cycle would (``_numba``'s
 ``place_run``'s).
 
 The block's threads split the evaluated positions into contiguous chunks
-(thread order = evaluation order).  Per pod:
+(thread order = evaluation order).  A full pass (a run's first pod; every
+pod below every node; see ``_place_run_body`` for the others):
 
 1. each thread marks its positions' feasibility once (built-in reasons from
    the device row cache, then the per-domain rules of
@@ -19,15 +20,27 @@ The block's threads split the evaluated positions into contiguous chunks
    reduction for both scores' four extremes; each
    spread constraint's distinct domains counted by atomics: the first
    thread to stamp a domain for this pod counts it);
-4. each row's total: the built-in slots' weighted sum comes from a per-row
-   cache (``base_by_row``) that stays valid while the maxima stay put, so
-   only the row the last pod was placed on is recomputed, unless a maximum
-   moved; each scanned row's tie key (``_core.tie_key`` of its total and
-   ``tie_rank`` with the pods it holds now), the block's largest key (block
-   max) and the lowest row holding it (block min): the tie rule's pick.
+4. each row's total (the built-in slots' weighted sum from a per-row cache
+   valid while the maxima stay put: ``base_by_row`` and the epoch of the
+   maxima it was computed under) and tie key (``_core.tie_key`` of its
+   total and ``tie_rank`` with the pods it holds now); each thread keeps
+   its chunk's maxima, extremes and best key; one pair reduction gives the
+   largest key and the lowest row holding it: the tie rule's pick.
 5. thread 0 accounts the pod on that row, recomputes that row's reasons and
-   raw scores (``stage_reasons`` / ``stage_raw_scores``) and counts the pod
-   in the rules and the pod-to-pod domain sums.
+   raw scores (``stage_reasons`` / ``stage_raw_scores``), counts the pod
+   in the rules and the pod-to-pod domain sums, and lists what it changed:
+   the rule domains whose answer flipped (stamped), the domain each spread
+   and affinity term counted it in.
+
+With every node scored, each later pod (step A) re-tests and re-reads only
+the rows that list names (the placed row; a zone's rows where a zone term
+counted the pod, one row for hostname), a chunk holding one re-reads its
+extremes from the cached answers and keys its changed rows, and the best
+key is reduced with one flag: whether a rescan is due (a counted spread
+row's feasibility flipped: the weights may move) or a chunk's extremes
+moved.  Only then are the extremes reduced, and only if one of them really
+moved is every row keyed again (or every position rescanned): three
+barriers a pod where nothing moved.
 
 Reductions are warp shuffles (``_cuda_block``): no thread loops over the
 other threads' partials.  Arithmetic is 32-bit where bounds prove it fits:
@@ -458,9 +471,8 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
     wslots = cuda.shared.array((_RED_SLOTS, _MAX_WARPS), int64)
     # start, pods placed, stop position, the row the last pod took, whether
     # the next pod rescans every position (1) or only the rows the last
-    # placement changed (0), and step A's call for a rescan (a slot of its
-    # own: a thread may write it while another still reads the one before)
-    run = cuda.shared.array(6, int64)
+    # placement changed (0)
+    run = cuda.shared.array(5, int64)
     hi = cuda.local.array(MAX_RUN_SLOTS, int64)
     hi_prev = cuda.local.array(MAX_RUN_SLOTS, int64)
     norm_slots = cuda.local.array(MAX_RUN_SLOTS, int32)
@@ -510,7 +522,6 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
         run[1] = 0
         run[3] = -1
         run[4] = 1                          # the first pod scans every position
-        run[5] = 0
         out[n_out - 3] = 0
         out[n_out - 2] = 0
         out[n_out - 1] = 0
@@ -766,7 +777,6 @@ def _place_run_body(seed_mix, node_i64, node_flags, label_vals, qbuf, reasons_by
             run[1] = i + 1
             run[3] = row
             run[4] = 0 if listed else 1
-            run[5] = 0
         cuda.syncthreads()
     cuda.atomic.add(out, n_out - 3, refreshed)
     cuda.atomic.add(out, n_out - 2, rekeyed)
