@@ -173,14 +173,18 @@ else
 fi
 
 # the device runs' copies and launches a run (a run: the written rows'
-# span, one packed copy up and one back, at most two launches)
+# span, one packed copy up and one back, at most two launches), and a pod's
+# rows re-tested, keys recomputed and full rescans in them (only the rows a
+# placement changed, every row only where an extreme moved)
 run_counters() {
   local f="$runs/$1-$(( $2 / div ))-cuda.json"
   [ -f "$f" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
 c=d.get('device_counters') or {}; r=max(d.get('compiled_runs') or 0, 1); \
+p=max(c.get('run_pods') or 0, 1); \
 print(d['workload'], 'runs on cuda:', d.get('compiled_runs'), 'runs of', d.get('mean_run_length'), \
 'pods;', ', '.join(f'{k} {c[k] / r:.1f}' for k in ('copies', 'launches', 'bytes_uploaded') \
-if k in c), 'a run (target: p50 <= 10 us a pod)')" "$f"
+if k in c), 'a run (target: p50 <= 10 us a pod);', ', '.join(f'{k} {c[k] / p:.2f}' for k in \
+('run_rows_recomputed', 'run_rows_rekeyed', 'run_full_scans') if k in c), 'a pod')" "$f"
 }
 
 # the device victim search's traffic a preemptor (the timed run's

@@ -130,17 +130,19 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
 
 # the cuda backend's counters (``CudaBackend``): kernels launched, row cache
 # rows copied back, rows recomputed, node rows uploaded, the copies for them
-# and their bytes
+# and their bytes; the device runs' rows recomputed, keys recomputed, full
+# rescans and pods
 DEVICE_COUNTERS = ("launches", "rows_downloaded", "rows_recomputed", "rows_uploaded", "copies",
-                   "bytes_uploaded")
+                   "bytes_uploaded", "run_rows_recomputed", "run_rows_rekeyed",
+                   "run_full_scans", "run_pods")
 
 
 def device_counters(backend) -> dict:
-    """``DEVICE_COUNTERS`` of ``backend`` now ({} off the device: a backend
-    that launches no kernels, whatever else it counts)."""
+    """``DEVICE_COUNTERS`` of ``backend`` now (0 where it keeps none; {} off
+    the device: a backend that launches no kernels, whatever else it counts)."""
     if not hasattr(backend, "launches"):
         return {}
-    return {k: int(getattr(backend, k)) for k in DEVICE_COUNTERS}
+    return {k: int(getattr(backend, k, 0)) for k in DEVICE_COUNTERS}
 
 
 def unschedulable_summary(sched, pods: int, elapsed: float, after_first: float,

@@ -181,6 +181,64 @@ def block_max_slots(vals, n, wbuf, n_warps):
 
 
 @cuda.jit(device=True)
+def warp_argmax(key, row):
+    """The warp's (largest ``key``, lowest ``row`` holding it), in every
+    lane: the pair travels together, so one butterfly answers what a
+    maximum and then a minimum among the maximum's holders would."""
+    for k in range(WARP_STEPS):
+        lane_mask = (WARP >> 1) >> k
+        ok = shfl_xor(FULL_MASK, key, lane_mask)
+        orow = shfl_xor(FULL_MASK, row, lane_mask)
+        if ok > key or (ok == key and orow < row):
+            key = ok
+            row = orow
+    return key, row
+
+
+@cuda.jit(device=True)
+def block_argmax(key, row, wbuf, n_warps):
+    """(the block's largest int64 ``key``, the lowest int64 ``row`` among
+    the threads holding it) in every thread; ``wbuf`` [2, MAX_WARPS] int64
+    shared scratch.  Two barriers, where a block maximum followed by a
+    block minimum over its holders takes four."""
+    lane = cuda.threadIdx.x % WARP
+    warp = cuda.threadIdx.x // WARP
+    key, row = warp_argmax(int64(key), int64(row))
+    if lane == 0:
+        wbuf[0, warp] = key
+        wbuf[1, warp] = row
+    cuda.syncthreads()
+    src = lane if lane < n_warps else 0     # a repeated warp's pair changes nothing
+    key, row = warp_argmax(wbuf[0, src], wbuf[1, src])
+    cuda.syncthreads()              # wbuf free for the next reduction
+    return key, row
+
+
+@cuda.jit(device=True)
+def block_argmax_slots(key, row, vals, n, wpair, wslots, n_warps):
+    """``block_argmax`` of (key, row) and ``block_max_slots`` of ``vals``
+    [>= n] together, in the same two barriers: ``wpair`` [2, MAX_WARPS] and
+    ``wslots`` [S, MAX_WARPS] int64 shared scratch."""
+    lane = cuda.threadIdx.x % WARP
+    warp = cuda.threadIdx.x // WARP
+    key, row = warp_argmax(int64(key), int64(row))
+    if lane == 0:
+        wpair[0, warp] = key
+        wpair[1, warp] = row
+    for s in range(n):
+        v = warp_max(vals[s])
+        if lane == 0:
+            wslots[s, warp] = v
+    cuda.syncthreads()
+    src = lane if lane < n_warps else 0
+    key, row = warp_argmax(wpair[0, src], wpair[1, src])
+    for s in range(n):
+        vals[s] = warp_max(wslots[s, src])
+    cuda.syncthreads()
+    return key, row
+
+
+@cuda.jit(device=True)
 def block_scan32(v, wbuf, n_warps):
     """(sum of ``v`` over the threads before this one, the block's sum),
     int32 counts in thread order; ``wbuf`` [MAX_WARPS] int32 shared scratch."""

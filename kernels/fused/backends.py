@@ -814,6 +814,13 @@ class CudaBackend:
         self.copies = 0             # host -> device copies made for them
         self.bytes_uploaded = 0     # bytes those copies carried
         self.rows_recomputed = 0    # rows the device row caches recomputed
+        # device runs, summed over their pods: rows re-tested and re-read
+        # (feasibility, raw pod-to-pod scores), rows whose key was recomputed,
+        # pods that rescanned every position; and the pods they placed
+        self.run_rows_recomputed = 0
+        self.run_rows_rekeyed = 0
+        self.run_full_scans = 0
+        self.run_pods = 0
         self.caches_adopted = 0     # row caches kept for an equal recompiled query
         self.launches = 0           # kernels launched
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
@@ -1289,7 +1296,8 @@ class CudaBackend:
         run[:host.shape[0]].copy_to_device(host)
         self.copies += 1
         self.bytes_uploaded += host.nbytes
-        work = self._kept_buffer("work", R.work_size(count, m, n), np.int64)
+        work = self._kept_buffer("work", R.work_size(count, m, n, rules, spread, affinity),
+                                  np.int64)
         sp_weights = self._kept_buffer("sp_weights", max(spread.params.shape[0], 1),
                                        np.float64)
         seed_mix = np.uint64(mix_of_seed(seed))
@@ -1302,8 +1310,13 @@ class CudaBackend:
                            c.raw, work, sp_weights)
         self.launches += 1
         self.rows_recomputed += k
-        got = work[:count + 2].copy_to_host()
+        got = work[:count + R.OUT_EXTRA].copy_to_host()
         placed, next_start = int(got[0]), int(got[1])
+        recomputed, rekeyed, full_scans = R.run_counters(got, count)
+        self.run_rows_recomputed += recomputed
+        self.run_rows_rekeyed += rekeyed
+        self.run_full_scans += full_scans
+        self.run_pods += placed
         out = got[2:2 + placed]
         # The host columns follow (the state's copy is the truth; the mirror
         # re-uploads these rows after ``register`` bumps their version, and

@@ -34,6 +34,21 @@ def test_a_no_batch_record_counts_one_launch_a_cycle_and_no_rows_back():
                                                       batch=False)["placements_sha256"]
 
 
+@pytest.mark.cudasim
+@needs_cuda
+def test_a_device_run_record_counts_the_rows_its_pods_recomputed():
+    """antiaffinity by hostname in device runs: the record's counters say
+    how many pods the runs placed, that each run's first pod rescanned every
+    node and that the others re-tested fewer rows than the nodes."""
+    nodes, pods = 30, 12
+    rec = W.run_workload("antiaffinity", nodes, pods, "cuda")
+    got = rec["device_counters"]
+    assert got["run_pods"] == pods and 1 <= got["run_full_scans"] < pods, got
+    assert got["run_rows_recomputed"] < nodes * pods / 4, got
+    assert rec["placements_sha256"] == W.run_workload("antiaffinity", nodes, pods,
+                                                      "numba")["placements_sha256"]
+
+
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_records_off_the_device_carry_no_counters(backend):
     assert "device_counters" not in W.run_workload("basic", 3, 2, backend, batch=False)

@@ -65,3 +65,30 @@ def test_block_reductions_equal_numpy(seed):
     assert np.array_equal(out[:, 6], np.cumsum(counts.reshape(-1, CB.WARP), axis=1).ravel())
     assert (slots_out[:, :3] == slot_vals[:, :3].max(axis=0)).all()
     assert np.array_equal(slots_out[:, 3], slot_vals[:, 3])          # slot 3 left alone
+
+
+@cuda.jit
+def argmax_kernel(keys, rows, out):
+    n_warps = cuda.blockDim.x // CB.WARP
+    wbuf2 = cuda.shared.array((2, CB.MAX_WARPS), int64)
+    t = cuda.threadIdx.x
+    key, row = CB.block_argmax(keys[t], rows[t], wbuf2, n_warps)
+    out[t, 0] = key
+    out[t, 1] = row
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_block_argmax_is_the_largest_key_then_its_lowest_row(seed):
+    """The pair reduction answers what a block maximum and then a block
+    minimum over the threads holding it would: few distinct keys (so the
+    top is shared by several threads, in several warps), rows shuffled,
+    -1 keys (no feasible row) among them."""
+    threads = 4 * CB.WARP if cudasim_enabled() else 256
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-1, 3, threads).astype(np.int64)
+    rows = rng.permutation(threads * 3)[:threads].astype(np.int64)
+    out = np.zeros((threads, 2), np.int64)
+    argmax_kernel[1, threads](keys, rows, out)
+    top = keys.max()
+    assert (out[:, 0] == top).all()
+    assert (out[:, 1] == rows[keys == top].min()).all()
