@@ -25,6 +25,7 @@ ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 ANN_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+INT32_MAX = (1 << 31) - 1
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 VOLUME_MODES = ("Filesystem", "Block")
@@ -272,8 +273,11 @@ def parse_csi_node(obj: dict, *, where: str | None = None) -> CSINodeRecord:
         driver = ctx.string(d.get("name"), f"{p}.name", required=True)
         alloc = ctx.mapping(d.get("allocatable"), f"{p}.allocatable")
         count = alloc.get("count")
-        limits[driver] = None if count is None else ctx.integer(count, f"{p}.allocatable.count",
-                                                                lo=0)
+        if count is not None:
+            count = ctx.integer(count, f"{p}.allocatable.count", lo=0)
+            if count > INT32_MAX:       # an int32 in the API: a larger one does not decode
+                ctx.fail(f"{p}.allocatable.count", f"must be <= {INT32_MAX} (an int32), got {count}")
+        limits[driver] = count
     return CSINodeRecord(name=name, limits=limits, migrated=migrated, obj=obj)
 
 
