@@ -52,6 +52,7 @@ from tensorsched.framework.records.dra_records import (
 from .meta import (
     ObjectContext,
     ObjectKind,
+    check_annotations,
     dns1123_label_errors,
     dns1123_subdomain_errors,
     identity,
@@ -757,13 +758,15 @@ def parse_resource_claim_template(
     claim = ResourceClaimRecord(
         namespace=namespace, name=name, uid="", **_claim_spec(ctx, claim_spec, "spec.spec")
     )
+    annotations = ctx.str_map(meta.get("annotations"), "spec.metadata.annotations")
+    check_annotations(ctx, annotations, "spec.metadata.annotations")
     return ResourceClaimTemplateRecord(
         namespace=namespace,
         name=name,
         spec=claim_spec,
         claim=claim,
         labels=ctx.str_map(meta.get("labels"), "spec.metadata.labels"),
-        annotations=ctx.str_map(meta.get("annotations"), "spec.metadata.annotations"),
+        annotations=annotations,
         obj=obj,
     )
 
