@@ -15,7 +15,14 @@ from __future__ import annotations
 import functools
 import re
 
-from .meta import NameRules, ObjectContext, annotations_valid, dns1123_label_errors, invalid_value
+from .meta import (
+    DNS1123_LABEL_MAX_LENGTH,
+    NameRules,
+    ObjectContext,
+    annotations_valid,
+    dns1123_label_errors,
+    invalid_value,
+)
 
 __all__ = ["PORT_NAME_MAX_LENGTH", "port_name_errors", "check_port_names", "check_volume_name",
            "check_volume_mounts", "unkeyed_fields_valid"]
@@ -107,6 +114,11 @@ def check_volume_mounts(ctx: ObjectContext, mounts, path: str, volumes) -> None:
         paths[mount_path] = j
 
 
+#: A DNS-1123 label's pattern, without groups (a match is ASCII: its length
+#: is its length in bytes).
+_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?").fullmatch
+
+
 def _volume_names(volumes) -> set[str] | None:
     """The names of ``spec.volumes`` when each is valid and unique, else None."""
     if volumes is None:
@@ -114,11 +126,11 @@ def _volume_names(volumes) -> set[str] | None:
     if type(volumes) is not list:
         return None
     names: set[str] = set()
+    free = not NameRules.enforced
     for v in volumes:
         name = v.get("name") if type(v) is dict else None
-        if type(name) is not str or not name or name in names:
-            return None
-        if NameRules.enforced and dns1123_label_errors(name):
+        if (type(name) is not str or not name or name in names
+                or not (free or (_LABEL(name) and len(name) <= DNS1123_LABEL_MAX_LENGTH))):
             return None
         names.add(name)
     return names
