@@ -277,7 +277,8 @@ def parse_csi_node(obj: dict, *, where: str | None = None) -> CSINodeRecord:
         if count is not None:
             count = ctx.integer(count, f"{p}.allocatable.count", lo=0)
             if count > INT32_MAX:       # an int32 in the API: a larger one does not decode
-                ctx.fail(f"{p}.allocatable.count", f"must be <= {INT32_MAX} (an int32), got {count}")
+                ctx.fail(f"{p}.allocatable.count",
+                         f"must be <= {INT32_MAX} (an int32), got {count}")
         limits[driver] = count
     return CSINodeRecord(name=name, limits=limits, migrated=migrated, obj=obj)
 

@@ -330,7 +330,8 @@ def test_trace_csv_pod_names_are_checked_as_the_api_server_does(tmp_path):
     # the Simulation's reader of the openb pod CSV names the file, line and column
     from tensorsched.topology.openb.trace import read_openb_trace
     header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n"
-    path = _write(tmp_path, "trace.csv", header + "ok,1000,1024,1,1000,0\nWeb_1,1000,1024,1,1000,1\n")
+    path = _write(tmp_path, "trace.csv",
+                  header + "ok,1000,1024,1,1000,0\nWeb_1,1000,1024,1,1000,1\n")
     with pytest.raises(G.CsvError) as exc:
         read_openb_trace(path)
     assert (exc.value.path, exc.value.line, exc.value.column) == (path, 3, "name")
