@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorsched.framework.errors import ManifestError, TensorschedError
-from tensorsched.framework.parsing.meta import join_path
+from tensorsched.framework.parsing.meta import invalid_value, join_path, name_errors
 from tensorsched.framework.parsing.quantity import parse_quantity, resource_value
 from tensorsched.kernels.gpu.share import GPU_SLOTS, MILLI
 
@@ -141,10 +141,17 @@ def csv_int(path, line: int, column: str, text, lo: int, hi: int, default: int |
     return v
 
 
-def csv_name(path, line: int, column: str, text) -> str:
+def csv_name(path, line: int, column: str, text, kind: str = "Pod") -> str:
+    """A pod's or node's name (``kind``) in a CSV cell, stripped: not empty,
+    and a name the API server gives that kind (a DNS-1123 subdomain for
+    both), else CsvError naming the file, line and column."""
     s = (text or "").strip()
     if not s:
         raise CsvError(path, line, column, "must not be empty")
+    errs = name_errors(kind, s)
+    if errs:
+        raise CsvError(path, line, column, f"{invalid_value(s, errs)} (the API server's rule "
+                       f"for a {kind}'s name)")
     return s
 
 
@@ -288,7 +295,7 @@ def read_openb_nodes(path) -> GpuInventory:
     names, cpu, mem, cnt, mdl = [], [], [], [], []
     seen: dict[str, int] = {}
     for line, row in read_csv_rows(path, NODE_COLUMNS):
-        name = csv_name(path, line, "sn", row["sn"])
+        name = csv_name(path, line, "sn", row["sn"], "Node")
         if name in seen:
             raise CsvError(path, line, "sn", f"duplicate node {name!r} (first on line {seen[name]})")
         seen[name] = line

@@ -44,7 +44,7 @@ import uuid
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
 
-from .meta import ObjectContext, SourcedObject, identity, source_of
+from .meta import ObjectContext, SourcedObject, check_annotations, identity, source_of
 
 __all__ = ["EXPANDED_KINDS", "expand_workloads", "replicas_of", "SAFE_ALPHABET"]
 
@@ -142,6 +142,7 @@ def _expand(obj: dict) -> list[dict]:
     tmeta = ctx.mapping(template.get("metadata"), "spec.template.metadata")
     labels = ctx.str_map(tmeta.get("labels"), "spec.template.metadata.labels")
     annotations = ctx.str_map(tmeta.get("annotations"), "spec.template.metadata.annotations")
+    check_annotations(ctx, annotations, "spec.template.metadata.annotations")
     pod_spec = ctx.mapping(template.get("spec"), "spec.template.spec")
     if not pod_spec:
         ctx.fail("spec.template.spec", "required")

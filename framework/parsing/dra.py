@@ -52,6 +52,7 @@ from tensorsched.framework.records.dra_records import (
 from .meta import (
     ObjectContext,
     ObjectKind,
+    check_annotations,
     dns1123_label_errors,
     dns1123_subdomain_errors,
     identity,
@@ -59,7 +60,7 @@ from .meta import (
     join_path,
     type_name,
 )
-from .quantity import parse_quantity
+from .quantity import INT64_MAX, INT64_MIN, parse_quantity
 from .semver import parse_semver
 
 API_VERSION = "resource.k8s.io/v1"
@@ -216,9 +217,19 @@ def _tolerations(ctx: ObjectContext, value, path: str) -> tuple[DeviceToleration
             ctx.fail(f"{tpath}.operator", "must be Exists when key is empty")
         seconds = None
         if t.get("tolerationSeconds") is not None:
-            seconds = ctx.integer(t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds")
+            seconds = _int64(ctx, t.get("tolerationSeconds"), f"{tpath}.tolerationSeconds")
         out.append(DeviceToleration(key, op, val, effect, seconds))
     return tuple(out)
+
+
+def _int64(ctx: ObjectContext, value, path: str, lo: int | None = None) -> int:
+    """An int64 field (the API's ``int64``): an integer >= ``lo``, else
+    ManifestError; past int64 the API server's decoder refuses it (nothing
+    here saturates or wraps)."""
+    value = ctx.integer(value, path, lo=lo)
+    if not INT64_MIN <= value <= INT64_MAX:
+        ctx.fail(path, f"must be in {INT64_MIN}..{INT64_MAX} (an int64), got {value}")
+    return value
 
 
 def _selectors(ctx: ObjectContext, value, path: str) -> tuple[str | None, ...]:
@@ -323,7 +334,7 @@ def _checked_attribute(ctx: ObjectContext, value, path: str) -> AttrValue:
     for i, v in enumerate(items):
         ipath = fpath if kind == scalar else f"{fpath}[{i}]"
         if scalar == "int":
-            checked.append(ctx.integer(v, ipath))
+            checked.append(_int64(ctx, v, ipath))
         elif scalar == "bool":
             checked.append(ctx.boolean(v, ipath))
         else:
@@ -496,8 +507,8 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
     pool = ctx.mapping(spec.get("pool"), "spec.pool")
     pool_ref = PoolRef(
         ctx.string(pool.get("name"), "spec.pool.name", required=True),
-        ctx.integer(pool.get("generation", 0), "spec.pool.generation", lo=0),
-        ctx.integer(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", lo=1)
+        _int64(ctx, pool.get("generation", 0), "spec.pool.generation", 0),
+        _int64(ctx, pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", 1)
         if pool.get("resourceSliceCount") is not None
         else ctx.fail("spec.pool.resourceSliceCount", "required"),
     )
@@ -563,7 +574,7 @@ def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
     if count is None:
         count = 1 if mode == "ExactCount" else 0
     else:
-        count = ctx.integer(count, f"{path}.count", lo=1 if mode == "ExactCount" else None)
+        count = _int64(ctx, count, f"{path}.count", 1 if mode == "ExactCount" else None)
     admin = None
     if not sub and value.get("adminAccess") is not None:
         admin = ctx.boolean(value.get("adminAccess"), f"{path}.adminAccess")
@@ -747,13 +758,15 @@ def parse_resource_claim_template(
     claim = ResourceClaimRecord(
         namespace=namespace, name=name, uid="", **_claim_spec(ctx, claim_spec, "spec.spec")
     )
+    annotations = ctx.str_map(meta.get("annotations"), "spec.metadata.annotations")
+    check_annotations(ctx, annotations, "spec.metadata.annotations")
     return ResourceClaimTemplateRecord(
         namespace=namespace,
         name=name,
         spec=claim_spec,
         claim=claim,
         labels=ctx.str_map(meta.get("labels"), "spec.metadata.labels"),
-        annotations=ctx.str_map(meta.get("annotations"), "spec.metadata.annotations"),
+        annotations=annotations,
         obj=obj,
     )
 

@@ -67,6 +67,7 @@ from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
 
 from .meta import (
+    NameRules,
     ObjectContext,
     ObjectKind,
     SourcedObject,
@@ -93,6 +94,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .pod_claims import parse_pod_claims
+from .pod_names import check_port_names, check_volume_mounts
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
 from tensorsched.framework.records.records import (
@@ -589,11 +591,16 @@ class _Container:
 
 def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network: bool,
                      images: list[str], host_ports: list[HostPort],
-                     names: dict[str, str]) -> _Container:
+                     names: dict[str, str], volumes: set[str]) -> _Container:
     """One container; ``names`` (container name -> its path) of the pod's
-    containers so far: a name is a DNS-1123 label, unique in the pod."""
+    containers so far: a name is required (when ``NameRules.enforced``:
+    upstream's Go tests leave it out), a DNS-1123 label, unique among the
+    pod's containers and init containers; ``volumes`` the names of the
+    pod's volumes, which its volume mounts name."""
     c = ctx.mapping(c, path)
     name = ctx.string(c.get("name"), f"{path}.name")
+    if not name and NameRules.enforced:
+        ctx.fail(f"{path}.name", "Required value")
     if name:
         errs = dns1123_label_errors(name)
         if errs:
@@ -616,9 +623,11 @@ def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network:
     # values (container restart rules) do not change scheduling.
     restart_policy = ctx.string(c.get("restartPolicy"), f"{path}.restartPolicy")
 
-    for j, p in enumerate(ctx.list(c.get("ports"), f"{path}.ports")):
+    ports = [ctx.mapping(p, f"{path}.ports[{j}]")
+             for j, p in enumerate(ctx.list(c.get("ports"), f"{path}.ports"))]
+    check_port_names(ctx, ports, f"{path}.ports")
+    for j, p in enumerate(ports):
         ppath = f"{path}.ports[{j}]"
-        p = ctx.mapping(p, ppath)
         if p.get("containerPort") is None:
             ctx.fail(f"{ppath}.containerPort", "required")
         container_port = ctx.integer(p.get("containerPort"), f"{ppath}.containerPort", 1, 65535)
@@ -626,13 +635,13 @@ def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network:
         host_port = 0 if host_port is None else ctx.integer(host_port, f"{ppath}.hostPort", 0, 65535)
         protocol = ctx.enum(unset_if_empty(p.get("protocol")), f"{ppath}.protocol", PROTOCOLS, "TCP")
         host_ip = ctx.string(p.get("hostIP"), f"{ppath}.hostIP") or "0.0.0.0"
-        ctx.string(p.get("name"), f"{ppath}.name")
         if host_port == 0 and host_network:
             host_port = container_port
         # GetHostPorts: regular containers and restartable (sidecar) init
         # containers only; an ordinary init container has exited by then.
         if host_port > 0 and (not init or restart_policy == "Always"):
             host_ports.append(HostPort(protocol=protocol, host_ip=host_ip, port=host_port))
+    check_volume_mounts(ctx, c.get("volumeMounts"), f"{path}.volumeMounts", volumes)
 
     return _Container(requests=requests, restartable=init and restart_policy == "Always")
 
@@ -942,8 +951,9 @@ def _pod_queueing(ctx: ObjectContext, spec: dict) -> dict:
                 preemption_policy=preemption_policy)
 
 
-def _pod_resources(ctx: ObjectContext, spec: dict) -> dict:
-    """PodRecord kwargs from containers + overhead; requests and nonzero_* in canonical units."""
+def _pod_resources(ctx: ObjectContext, spec: dict, volumes: set[str]) -> dict:
+    """PodRecord kwargs from containers + overhead; requests and nonzero_* in
+    canonical units; ``volumes`` the names of the pod's volumes."""
     host_network = ctx.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
     images: list[str] = []
     init_images: list[str] = []
@@ -951,12 +961,12 @@ def _pod_resources(ctx: ObjectContext, spec: dict) -> dict:
     names: dict[str, str] = {}
     containers = [
         _parse_container(ctx, c, f"spec.containers[{i}]", False, host_network, images,
-                         host_ports, names)
+                         host_ports, names, volumes)
         for i, c in enumerate(ctx.list(spec.get("containers"), "spec.containers"))
     ]
     init_containers = [
         _parse_container(ctx, c, f"spec.initContainers[{i}]", True, host_network, init_images,
-                         host_ports, names)
+                         host_ports, names, volumes)
         for i, c in enumerate(ctx.list(spec.get("initContainers"), "spec.initContainers"))
     ]
     overhead = ctx.quantity_map(spec.get("overhead"), "spec.overhead")
@@ -1021,9 +1031,10 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     spec = ctx.mapping(obj.get("spec"), "spec")
     status = ctx.mapping(obj.get("status"), "status")
     queueing = _pod_queueing(ctx, spec)
-    resources = _pod_resources(ctx, spec)
-    constraints = _pod_constraints(ctx, spec)
+    # volumes before containers (PodSpec's field order): mounts name them
     vols = parse_pod_volumes(ctx, name, spec.get("volumes"))
+    resources = _pod_resources(ctx, spec, {v.name for v in vols})
+    constraints = _pod_constraints(ctx, spec)
     phase = ctx.string(status.get("phase"), "status.phase")
     start = ctx.timestamp(status.get("startTime"), "status.startTime")
     record = PodRecord(namespace=namespace, name=name, phase=phase, start_ns=start,

@@ -390,11 +390,16 @@ def identity(obj, kind: str, namespaced: bool, where: str | None) -> tuple[Objec
 
 class NameRules:
     """Whether ``metadata.name`` is held to its kind's rule (``enforced``,
-    True).  Upstream's Go unit tests build objects without the API server
-    and name them freely (``nodeA``, ``p_with_nominated_node``); the
-    harness that replays those cases (the golden cases) turns the name
-    rules off while it builds their clusters.  Namespaces, labels and every
-    other field are checked either way."""
+    True), and so are the names inside a pod spec that upstream's Go tests
+    also write freely: a container's name is required, a volume's name is
+    a DNS-1123 label (``pod_names``).  Upstream's Go unit tests build
+    objects without the API server and name them freely (``nodeA``,
+    ``p_with_nominated_node``, volume ``PVC_1``, containers without a
+    name); the harness that replays those cases (the golden cases) turns
+    the name rules off while it builds their clusters.  Namespaces, labels,
+    annotations and every other field (a container name that is given,
+    unique volume names, mounts naming a volume, port names) are checked
+    either way."""
 
     enforced = True
 
@@ -416,6 +421,62 @@ def check_object_meta(ctx: ObjectContext, kind: str, meta: dict, name: str,
     labels = meta.get("labels")
     if labels:
         check_labels(ctx, ctx.str_map(labels, "metadata.labels"), "metadata.labels")
+    annotations = meta.get("annotations")
+    if annotations:
+        check_annotations(ctx, ctx.str_map(annotations, "metadata.annotations"),
+                          "metadata.annotations")
+
+
+#: The most bytes an object's annotations may hold, keys and values together
+#: (the API server's ``TotalAnnotationSizeLimitB``, 256 KiB).
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+@functools.lru_cache(maxsize=65536)
+def annotation_key_errors(key: str) -> tuple[str, ...]:
+    """The problems of ``key`` as an annotation key (empty when valid): a
+    qualified name once lowercased (case does not matter in an annotation
+    key, as it does in a label key).  Cached: a cluster repeats its keys."""
+    return tuple(qualified_name_errors(key.lower()))
+
+
+def annotations_size(annotations: Mapping[str, str]) -> int:
+    """Bytes of ``annotations`` as the API server counts them: every key's
+    and every value's length in UTF-8."""
+    return sum(_go_len(k) + _go_len(v) for k, v in annotations.items())
+
+
+def check_annotations(ctx: ObjectContext, annotations: Mapping[str, str], path: str) -> None:
+    """ManifestError at ``path`` for annotations the API server refuses: a
+    key that is not a qualified name (compared in lowercase), or more than
+    ``TOTAL_ANNOTATION_SIZE_LIMIT`` bytes of keys and values together;
+    ``annotations`` a map of strings (``ObjectContext.str_map``)."""
+    for k in annotations:
+        errs = annotation_key_errors(k)
+        if errs:
+            ctx.fail(path, invalid_value(k, list(errs)))
+    size = annotations_size(annotations)
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        ctx.fail(path, f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes "
+                 f"(keys and values together, 256 KiB), got {size}")
+
+
+def annotations_valid(annotations) -> bool:
+    """Whether ``check_annotations`` takes ``annotations`` (None: none),
+    without naming the problem: the pod-template fast path asks, and a pod
+    it refuses is parsed alone, which names it."""
+    if annotations is None:
+        return True
+    if type(annotations) is not dict:
+        return False
+    size = 0
+    for k, v in annotations.items():
+        if type(k) is not str or type(v) is not str or annotation_key_errors(k):
+            return False
+        size += len(k) + len(v)
+    # a character is at most 4 bytes in UTF-8: short ones need no encoding
+    return (size <= TOTAL_ANNOTATION_SIZE_LIMIT // 4
+            or annotations_size(annotations) <= TOTAL_ANNOTATION_SIZE_LIMIT)
 
 
 

@@ -41,7 +41,10 @@ appends (about 2.4 us of CPU a pod through ``schedule_pending``, 7.5 before).
 The per-pod fields of a pod that hits a template are checked here; anything
 unusual (a wrong type, a bad timestamp, a missing or invalid name) sends the pod
 through ``parse_pod``, so the records and the errors (field paths,
-``<file>#<doc>`` sources) are exactly ``parse_pod``'s.
+``<file>#<doc>`` sources) are exactly ``parse_pod``'s.  So do the fields
+``parse_pod`` checks but the template key leaves out (annotations, volume
+names, volume mounts: ``pod_names.unkeyed_fields_valid``), checked for
+every hit but a plain repeat, whose cheap key covers them.
 
 Records are shared by value: pods of one template share their ``labels``,
 ``requests``, ``tolerations``... containers (records are read-only
@@ -65,6 +68,7 @@ from .meta import (
 )
 from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
 from tensorsched.framework.records.records import PodClass, PodRecord
+from .pod_names import unkeyed_fields_valid
 from .stamps import utc_seconds
 from .volumes import read_volumes
 
@@ -290,6 +294,8 @@ class PodTemplates:
             raise _Unusual
         if _valid_name(name) is None or len(name) > DNS1123_SUBDOMAIN_MAX_LENGTH:
             raise _Unusual          # parse_pod names the rule it breaks
+        if not unkeyed_fields_valid(obj):
+            raise _Unusual          # annotations, volume names, mounts: likewise
         node_name = obj["spec"].get("nodeName")
         if node_name is not None and type(node_name) is not str:
             raise _Unusual

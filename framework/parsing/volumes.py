@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from tensorsched.framework.errors import ManifestError
 
 from .meta import ObjectContext, ObjectKind, identity, validate_label_selector
+from .pod_names import check_volume_name
 from .quantity import int_value, parse_quantity
 from tensorsched.framework.records.records import MemoKey
 
@@ -25,6 +26,7 @@ ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 ANN_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+INT32_MAX = (1 << 31) - 1
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 VOLUME_MODES = ("Filesystem", "Block")
@@ -272,8 +274,12 @@ def parse_csi_node(obj: dict, *, where: str | None = None) -> CSINodeRecord:
         driver = ctx.string(d.get("name"), f"{p}.name", required=True)
         alloc = ctx.mapping(d.get("allocatable"), f"{p}.allocatable")
         count = alloc.get("count")
-        limits[driver] = None if count is None else ctx.integer(count, f"{p}.allocatable.count",
-                                                                lo=0)
+        if count is not None:
+            count = ctx.integer(count, f"{p}.allocatable.count", lo=0)
+            if count > INT32_MAX:       # an int32 in the API: a larger one does not decode
+                ctx.fail(f"{p}.allocatable.count",
+                         f"must be <= {INT32_MAX} (an int32), got {count}")
+        limits[driver] = count
     return CSINodeRecord(name=name, limits=limits, migrated=migrated, obj=obj)
 
 
@@ -420,18 +426,19 @@ def read_volumes(volumes):
 
 
 def parse_pod_volumes(ctx: ObjectContext, pod_name: str, volumes) -> tuple[PodVolume, ...]:
-    """``spec.volumes`` -> PodVolumes.  The volumes the plugins read are
-    validated (name, claim name, readOnly); the others only need to be
-    mappings."""
+    """``spec.volumes`` -> PodVolumes.  Every volume's name is checked
+    (``pod_names.check_volume_name``: required, a DNS-1123 label, unique);
+    the volumes the plugins read are validated (claim name, readOnly), the
+    others only need to be mappings."""
     out = []
+    seen: dict[str, int] = {}
     for i, v in enumerate(ctx.list(volumes, "spec.volumes")):
         p = f"spec.volumes[{i}]"
         v = ctx.mapping(v, p)
+        name = check_volume_name(ctx, v, i, seen)
         if not any(v.get(k) is not None for k in READ_SOURCES):
-            out.append(PodVolume(v.get("name") if isinstance(v.get("name"), str) else "",
-                                 VOL_OTHER))
+            out.append(PodVolume(name, VOL_OTHER))
             continue
-        name = ctx.string(v.get("name"), f"{p}.name", required=True)
         if v.get("persistentVolumeClaim") is not None:
             src = ctx.mapping(v["persistentVolumeClaim"], f"{p}.persistentVolumeClaim")
             claim = ctx.string(src.get("claimName"), f"{p}.persistentVolumeClaim.claimName",

@@ -53,6 +53,11 @@ import pyarrow.parquet as pq
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError, TensorschedError
 from tensorsched.framework.parsing.manifests import INT32_MAX, INT32_MIN
+from tensorsched.framework.parsing.meta import (
+    TOTAL_ANNOTATION_SIZE_LIMIT,
+    annotation_key_errors,
+    invalid_value,
+)
 from tensorsched.framework.parsing.pod_tables import (
     COLUMNS as POD_COLUMNS,
 )
@@ -210,6 +215,35 @@ def read_trace(path, templates=None) -> Trace:
     raise TraceError(source, "", "expected a .csv or .parquet trace file")
 
 
+def _check_annotations(col: pa.MapArray, where) -> None:
+    """TraceError naming the first row whose annotations the API server
+    refuses (``meta.check_annotations``): a key that is no qualified name
+    (compared in lowercase), more than 256 KiB of keys and values.  Each
+    distinct key is checked once; sizes are summed per row in UTF-8 bytes."""
+    keys = col.keys
+    if not len(keys):
+        return
+    offsets = col.offsets.to_numpy()
+    bad = [k for k in pc.unique(keys).to_pylist() if annotation_key_errors(k)]
+    if bad:
+        hit = pc.is_in(keys, value_set=pa.array(bad, pa.string())).to_numpy(zero_copy_only=False)
+        at = int(np.flatnonzero(hit)[0])
+        key = keys[at].as_py()
+        r = int(np.searchsorted(offsets, at, side="right") - 1)
+        raise TraceError(where(r), "annotations",
+                         invalid_value(key, list(annotation_key_errors(key))))
+    sizes = (pc.binary_length(keys).to_numpy(zero_copy_only=False).astype(np.int64)
+             + pc.binary_length(col.items).to_numpy(zero_copy_only=False).astype(np.int64))
+    total = np.concatenate([[0], np.cumsum(sizes)])
+    per_row = total[offsets[1:]] - total[offsets[:-1]]
+    over = np.flatnonzero(per_row > TOTAL_ANNOTATION_SIZE_LIMIT)
+    if len(over):
+        r = int(over[0])
+        raise TraceError(where(r), "annotations", f"Too long: may not be more than "
+                         f"{TOTAL_ANNOTATION_SIZE_LIMIT} bytes (keys and values together, "
+                         f"256 KiB), got {int(per_row[r])}")
+
+
 def trace_from_table(table, templates=None, *, source: str = "trace table") -> Trace:
     """Validate an Arrow table (or record batch) of the trace schema."""
     if isinstance(table, pa.RecordBatch):
@@ -265,6 +299,8 @@ def trace_from_table(table, templates=None, *, source: str = "trace table") -> T
                 r = int(np.searchsorted(offsets, at, side="right") - 1)
                 raise TraceError(where(r), c, f"value of {cols[c].keys[at].as_py()!r} must be "
                                  "a string, got null")
+    if "annotations" in cols:
+        _check_annotations(cols["annotations"], where)
     out = pa.table({c: (pa.array(times[c]) if c in times and c == "arrival"
                         else pa.array(times[c], mask=np.isnan(times[c])) if c in times
                         else cols[c]) for c in names})
@@ -440,6 +476,8 @@ def _read_csv(path: str, templates) -> Trace:
     table = pa.table(columns)
     _check_times({c: _nan_filled(table.column(c), len(lines)) for c in TIME_COLUMNS
                   if c in columns}, lambda r: f"{path}:{lines[r]}")
+    if "annotations" in columns:
+        _check_annotations(columns["annotations"], lambda r: f"{path}:{lines[r]}")
     trace = Trace(table, path, origin, True, list(templates) if templates is not None else None)
     return _finish(trace)
 

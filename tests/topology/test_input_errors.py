@@ -288,6 +288,10 @@ def _pods(tmp_path, rows=None, n=40):
     (NODES_HEADER + "n0,1000,1,1,T4\nn1,1000,1e99,1,T4\n", 3, "memory_mib", "1e99"),
     (NODES_HEADER + "n0,1000,1,1,T4\nn0,1000,1,1,T4\n", 3, "sn", "duplicate node"),
     (NODES_HEADER + ",1000,1,1,T4\n", 2, "sn", "must not be empty"),
+    # a node's name as the API server has it: a DNS-1123 subdomain
+    (NODES_HEADER + "n0,1000,1,1,T4\nNode_1,1000,1,1,T4\n", 3, "sn",
+     'Invalid value: "Node_1": a lowercase RFC 1123 subdomain'),
+    (NODES_HEADER + "n" * 254 + ",1000,1,1,T4\n", 2, "sn", "no more than 253 characters"),
     (NODES_HEADER + "n0,1000\n", 2, "memory_mib", "fewer fields"),
     (NODES_HEADER + "n0,1000,1,1,T4,x\n", 2, "", "more field"),
     (NODES_HEADER, None, "", "no nodes"),
@@ -311,12 +315,27 @@ def test_node_csv_errors_name_file_line_column(tmp_path, text, line, column, pro
     ("p0,1000,1024,99,1000,", "num_gpu", "0..16"),
     ("p0,1000,1024,2,500,", "num_gpu", "exactly one GPU"),
     ("p0,1.5,1024,1,1000,", "cpu_milli", "got '1.5'"),
+    # a pod's name as the API server has it: a DNS-1123 subdomain
+    ("Pod_0,1000,1024,1,1000,", "name", 'Invalid value: "Pod_0": a lowercase RFC 1123 subdomain'),
+    ("p0.,1000,1024,1,1000,", "name", "RFC 1123 subdomain"),
 ])
 def test_pod_csv_errors_name_file_line_column(tmp_path, row, column, problem):
     path = _pods(tmp_path, ["ok,1000,1024,1,1000,", row])
     with pytest.raises(G.CsvError) as exc:
         R.read_openb_pods(path)
     assert (exc.value.line, exc.value.column) == (3, column) and problem in exc.value.problem
+
+
+def test_trace_csv_pod_names_are_checked_as_the_api_server_does(tmp_path):
+    # the Simulation's reader of the openb pod CSV names the file, line and column
+    from tensorsched.topology.openb.trace import read_openb_trace
+    header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n"
+    path = _write(tmp_path, "trace.csv",
+                  header + "ok,1000,1024,1,1000,0\nWeb_1,1000,1024,1,1000,1\n")
+    with pytest.raises(G.CsvError) as exc:
+        read_openb_trace(path)
+    assert (exc.value.path, exc.value.line, exc.value.column) == (path, 3, "name")
+    assert str(exc.value).startswith(f'{path}:3: name: Invalid value: "Web_1"')
 
 
 def test_header_only_csvs_refused_by_the_cli(tmp_path, capsys):

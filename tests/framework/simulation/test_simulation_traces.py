@@ -37,6 +37,9 @@ def test_csv_trace_reads_and_sorts(tmp_path):
     ("a,,5,6,7,1,1Gi,,,\n", ":2: duration: give departure or duration, not both"),
     ("a,,1,,,abc,1Gi,,,\n", ":2: cpu: "),
     ("a,,1,,,1,1Gi,noequals,,\n", ":2: labels: expected key=value"),
+    # annotation keys as the API server has them: qualified names (any case)
+    ("a,,1,,,1,1Gi,,Example.com/Ok=1,\nb,,2,,,1,1Gi,,bad key=x,\n",
+     ':3: annotations: Invalid value: "bad key"'),
     ("a,,1,,,1,1Gi,,,1e99\n", ":2: priority: must be an integer"),
     ("a,,1,,,1,1Gi,,,\na,,2,,,1,1Gi,,,\n", ":3: name: duplicate pod default/a"),
     (",,1,,,1,1Gi,,,\n", ":2: name: required"),
@@ -48,6 +51,32 @@ def test_csv_errors_name_file_line_column(tmp_path, body, expect):
     with pytest.raises(TraceError) as e:
         read_trace(p)
     assert str(e.value).startswith(str(p)) and expect in str(e.value)
+
+
+@pytest.mark.parametrize("annotations, row, words", [
+    ([[("ok", "v")], [("a/b/c", "v")]], 1, 'Invalid value: "a/b/c"'),
+    ([[("k", "v" * (256 * 1024))], None], 0, "Too long: may not be more than 262144 bytes"),
+    ([None, [("k", "é" * (128 * 1024))]], 1, "got 262145"),
+])
+def test_trace_annotations_are_checked_as_the_api_server_does(tmp_path, annotations, row, words):
+    table = pa.table({"name": ["a", "b"], "arrival": [0.0, 1.0], "cpu": [100, 200],
+                      "annotations": pa.array(annotations, pa.map_(pa.string(), pa.string()))})
+    p = tmp_path / "t.parquet"
+    pq.write_table(table, p)
+    with pytest.raises(TraceError) as e:
+        read_trace(p)
+    assert str(e.value).startswith(f"{p}: row {row}: annotations: ") and words in str(e.value)
+    sim = Simulation([node_dict("n1")], backend="numpy")
+    queued = len(sim.agenda)
+    with pytest.raises(TraceError):
+        sim.submit(table)
+    assert len(sim.agenda) == queued
+    sim.step(until=5)                   # a refused trace adds nothing
+    assert not sim.cluster.state.pods
+    ok = table.set_column(3, "annotations", pa.array(
+        [[("Example.com/Owner", "v" * (256 * 1024 - 17))], None],
+        pa.map_(pa.string(), pa.string())))
+    assert len(trace_from_table(ok)) == 2
 
 
 def test_header_and_file_errors(tmp_path):
