@@ -38,9 +38,11 @@ value), with ``hasValue()``, ``value()`` and ``orValue(c)`` on it.
 
 cel-python has no type checker; :func:`check_types` stands in for the API
 server's on load: with the device's declared types (``driver`` string,
-``allowMultipleAllocations`` bool, capacity values quantities, attribute
-values dynamic) it refuses a result that is not bool and operators or
-functions no overload takes (``device.driver == 1``).
+``allowMultipleAllocations`` bool, capacity values ``kubernetes.Quantity``,
+attribute values ``any``: any type to an overload, a type of its own to the
+homogeneous-literal validator, so ``[attr, "x"]`` is refused) it refuses a
+result that is not bool and operators or functions no overload takes
+(``device.driver == 1``), with cel-go's words and type names.
 """
 
 from __future__ import annotations
@@ -119,6 +121,8 @@ def _type_name(v) -> str:
         return "list"
     if isinstance(v, CelOptional):
         return "optional_type"
+    if v is None:
+        return "null_type"
     return type(v).__name__
 
 
@@ -1131,13 +1135,23 @@ def reference_matches(expression: str, driver: str, multi: bool, attrs: dict, ca
 # expression makes statically known and refuses only what no overload accepts
 # there; anything it cannot type is ``dyn`` and passes, as in cel-go.
 
+#: what this checker cannot type (cel-go's ``dyn``, or a type it does not
+#: infer): alike to anything, never refused
 _DYN = "dyn"
+#: the declared type of attribute values (Kubernetes declares them
+#: ``google.protobuf.Any``, which cel-go's errors spell ``any``): dynamic for
+#: overloads, but a type of its own in a list or map literal
+_ANY = "any"
+#: Kubernetes' object types, as cel-go names them
+_QUANTITY = "kubernetes.Quantity"
+_SEMVER = "kubernetes.Semver"
+_DEVICE = "kubernetes.DRADevice"
 _NUMERIC = ("int", "uint", "double")
 #: the device's maps: the API's declared types, in cel-go's spelling
-_ATTRS = "map(string, map(string, dyn))"
-_CAPS = "map(string, map(string, quantity))"
-_ATTR_DOMAIN = "map(string, dyn)"
-_CAP_DOMAIN = "map(string, quantity)"
+_ATTRS = f"map(string, map(string, {_ANY}))"
+_CAPS = f"map(string, map(string, {_QUANTITY}))"
+_ATTR_DOMAIN = f"map(string, {_ANY})"
+_CAP_DOMAIN = f"map(string, {_QUANTITY})"
 _LITERAL_TYPES = {
     "INT_LIT": "int",
     "UINT_LIT": "uint",
@@ -1170,24 +1184,24 @@ _METHOD_TYPES = {
                     ("list", (_DYN,), "int")],
     "charAt": [("string", ("int",), "string")],
     "join": [("list", (), "string"), ("list", ("string",), "string")],
-    "compareTo": [("quantity", ("quantity",), "int"), ("semver", ("semver",), "int")],
-    "isGreaterThan": [("quantity", ("quantity",), "bool"), ("semver", ("semver",), "bool")],
-    "isLessThan": [("quantity", ("quantity",), "bool"), ("semver", ("semver",), "bool")],
-    "isInteger": [("quantity", (), "bool")],
-    "asInteger": [("quantity", (), "int")],
-    "asApproximateFloat": [("quantity", (), "double")],
-    "sign": [("quantity", (), "int")],
-    "add": [("quantity", ("quantity",), "quantity"), ("quantity", ("int",), "quantity")],
-    "sub": [("quantity", ("quantity",), "quantity"), ("quantity", ("int",), "quantity")],
-    "major": [("semver", (), "int")],
-    "minor": [("semver", (), "int")],
-    "patch": [("semver", (), "int")],
+    "compareTo": [(_QUANTITY, (_QUANTITY,), "int"), (_SEMVER, (_SEMVER,), "int")],
+    "isGreaterThan": [(_QUANTITY, (_QUANTITY,), "bool"), (_SEMVER, (_SEMVER,), "bool")],
+    "isLessThan": [(_QUANTITY, (_QUANTITY,), "bool"), (_SEMVER, (_SEMVER,), "bool")],
+    "isInteger": [(_QUANTITY, (), "bool")],
+    "asInteger": [(_QUANTITY, (), "int")],
+    "asApproximateFloat": [(_QUANTITY, (), "double")],
+    "sign": [(_QUANTITY, (), "int")],
+    "add": [(_QUANTITY, (_QUANTITY,), _QUANTITY), (_QUANTITY, ("int",), _QUANTITY)],
+    "sub": [(_QUANTITY, (_QUANTITY,), _QUANTITY), (_QUANTITY, ("int",), _QUANTITY)],
+    "major": [(_SEMVER, (), "int")],
+    "minor": [(_SEMVER, (), "int")],
+    "patch": [(_SEMVER, (), "int")],
 }
 #: global functions: name -> overloads (argument types, result)
 _FUNCTION_TYPES = {
-    "quantity": [(("string",), "quantity")],
+    "quantity": [(("string",), _QUANTITY)],
     "isQuantity": [(("string",), "bool")],
-    "semver": [(("string",), "semver"), (("string", "bool"), "semver")],
+    "semver": [(("string",), _SEMVER), (("string", "bool"), _SEMVER)],
     "isSemver": [(("string",), "bool"), (("string", "bool"), "bool")],
     "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
 }
@@ -1223,15 +1237,16 @@ def _unwrap_optional(t: str) -> tuple[str, bool]:
     return t, False
 
 
+def _is_dyn(t: str) -> bool:
+    """Whether cel-go's checker takes ``t`` for any type (``dyn``, and
+    ``any``: the attribute values) when it resolves overloads."""
+    return t in (_DYN, _ANY)
+
+
 def _map_value(t: str) -> str:
     """The value type of a map type (dyn when not spelled out)."""
-    if t == _ATTRS:
-        return _ATTR_DOMAIN
-    if t == _CAPS:
-        return _CAP_DOMAIN
-    if t == _CAP_DOMAIN:
-        return "quantity"
-    return _DYN
+    params = _params(t) if t.startswith("map(") else []
+    return params[1] if len(params) == 2 else _DYN
 
 
 def _params(t: str) -> list[str]:
@@ -1251,7 +1266,7 @@ def _params(t: str) -> list[str]:
 def _alike(a: str, b: str) -> bool:
     """Whether two static types may be one type: equal where both are known
     (dyn, this checker's unknown, is alike to anything)."""
-    if a == b or _DYN in (a, b):
+    if a == b or _is_dyn(a) or _is_dyn(b):
         return True
     if _family(a) != _family(b) or "(" not in a or "(" not in b:
         return False
@@ -1259,8 +1274,32 @@ def _alike(a: str, b: str) -> bool:
     return len(pa) == len(pb) and all(_alike(x, y) for x, y in zip(pa, pb))
 
 
+def _equivalent(a: str, b: str) -> bool:
+    """cel-go's type equivalence, what its homogeneous-literal validator
+    asks of a literal's entries: the same type, parameters too; ``any`` is
+    a type of its own here (only this checker's unknown is alike to all)."""
+    if a == b or _DYN in (a, b):
+        return True
+    if _family(a) != _family(b) or "(" not in a or "(" not in b:
+        return False
+    pa, pb = _params(a), _params(b)
+    return len(pa) == len(pb) and all(_equivalent(x, y) for x, y in zip(pa, pb))
+
+
+def _spelled(message: str) -> str:
+    """A checker message with its types as cel-go's errors print them
+    (its type formatter writes the null type ``null``)."""
+    return re.sub(r"\bnull_type\b", "null", message)
+
+
+def _type_string(t: str) -> str:
+    """A type as cel-go's ``Type.String()`` writes it (the result-type
+    message): ``any`` is the message type ``google.protobuf.Any``."""
+    return re.sub(r"\bany\b", "google.protobuf.Any", t)
+
+
 def _fits(actual: str, expected: str) -> bool:
-    return actual == _DYN or expected == _DYN or _family(actual) == _family(expected)
+    return _is_dyn(actual) or _is_dyn(expected) or _family(actual) == _family(expected)
 
 
 #: methods of cel-go's optional library: name -> (receiver kind, arguments)
@@ -1284,7 +1323,7 @@ class _TypeChecker:
         return f"<input>:{line}:{column}"
 
     def _error(self, pos: int, message: str) -> None:
-        raise CelError(f"compilation failed: ERROR: {self._where(pos)}: {message}")
+        raise CelError(f"compilation failed: ERROR: {self._where(pos)}: {_spelled(message)}")
 
     def _refuse(self, pos: int, name: str, args, receiver=None) -> None:
         sig = "(" + ", ".join(args) + ")"
@@ -1329,7 +1368,7 @@ class _TypeChecker:
             name = str(ch[0])
             if name in bound:
                 return bound[name]
-            return "device" if name == "device" else _DYN
+            return _DEVICE if name == "device" else _DYN
         if d == "expr":                               # c ? a : b
             cond, a, b = (self.type_of(c, bound) for c in ch)
             if not _fits(cond, "bool"):
@@ -1347,7 +1386,7 @@ class _TypeChecker:
                 if not _fits(t, "bool"):
                     self._refuse(node.meta.start_pos, "!_", (t,))
                 return "bool"
-            if t != _DYN and t not in ("int", "double"):
+            if not _is_dyn(t) and t not in ("int", "double"):
                 self._refuse(node.meta.start_pos, "-_", (t,))
             return t
         if d in ("relation", "addition", "multiplication"):
@@ -1374,12 +1413,12 @@ class _TypeChecker:
         return _DYN
 
     def _select(self, node, target: str, field: str) -> str:
-        if target == "device":
+        if target == _DEVICE:
             return {"driver": "string", "allowMultipleAllocations": "bool",
                     "attributes": _ATTRS, "capacity": _CAPS}.get(field, _DYN)
         if _family(target) == "map":
             return _map_value(target)
-        if target != _DYN:
+        if not _is_dyn(target):
             self._error(self._position(node),
                         f"type '{target}' does not support field selection")
         return _DYN
@@ -1395,26 +1434,27 @@ class _TypeChecker:
             if not _fits(key, "int"):
                 self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
             return _element(target)
-        if target not in (_DYN, "device"):
+        if not _is_dyn(target) and target != _DEVICE:
             self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
         return _DYN
 
     def _homogeneous(self, nodes, types) -> str:
         """The one element type of a literal's entries (dyn when unknown);
-        cel-go's validator refuses a literal mixing known types."""
+        cel-go's validator refuses a literal mixing known types, ``any`` (an
+        attribute value) beside any other type too."""
         known = [(n, t) for n, t in zip(nodes, types) if t != _DYN]
         if not known:
             return _DYN
         first = known[0][1]
         for n, t in known[1:]:
-            if not _alike(t, first):
+            if not _equivalent(t, first):
                 self._error(self._position(n), f"expected type '{first}' but found '{t}'")
         return first if len(known) == len(types) else _DYN
 
     def _unwrap_entry(self, node, t: str) -> str:
         """The type of a ``?x`` entry's value (``x`` must be optional)."""
         inner, optional = _unwrap_optional(t)
-        if not optional and t != _DYN:
+        if not optional and not _is_dyn(t):
             self._error(self._position(node),
                         f"expected type '{_optional_of(t)}' but found '{t}'")
         return inner
@@ -1471,7 +1511,7 @@ class _TypeChecker:
 
     def _unwrap_list(self, pos, name, t, receiver) -> str:
         element, optional = _unwrap_optional(_element(t))
-        if t != _DYN and (_family(t) != "list" or not (optional or element == _DYN)):
+        if not _is_dyn(t) and (_family(t) != "list" or not (optional or _is_dyn(element))):
             if receiver is None:
                 self._refuse(pos, name, (t,))
             self._refuse(pos, name, (), t)
@@ -1484,20 +1524,20 @@ class _TypeChecker:
         pos = self._position(node)
         if method in ("optMap", "optFlatMap"):
             inner, optional = _unwrap_optional(target)
-            if not optional and target != _DYN:
+            if not optional and not _is_dyn(target):
                 self._refuse(pos, "hasValue", (), target)
             body = self.type_of(args[1], {**bound, var: inner})
             if method == "optMap":
                 return _optional_of(body)
-            if _unwrap_optional(body)[1] or body == _DYN:
-                return body if body != _DYN else _optional_of(_DYN)
+            if _unwrap_optional(body)[1] or _is_dyn(body):
+                return body if not _is_dyn(body) else _optional_of(_DYN)
             self._refuse(pos, "_?_:_", ("bool", body, _optional_of(_DYN)))
         family = _family(target)
         if family == "list":
             element = _element(target)
         elif family == "map":
             element = target[4:].split(",", 1)[0] if target.startswith("map(") else _DYN
-        elif target in (_DYN,):
+        elif _is_dyn(target):
             element = _DYN
         else:
             self._error(self._position(target_node),
@@ -1525,18 +1565,18 @@ class _TypeChecker:
             pos = self._operator_pos(lhs, op)
             if op == "in":
                 e = _element(b)
-                if (b != _DYN and _family(b) not in ("list", "map")) or (
-                        _DYN not in (a, e) and a != e
+                if (not _is_dyn(b) and _family(b) not in ("list", "map")) or (
+                        not _is_dyn(a) and not _is_dyn(e) and a != e
                         and not (a in _NUMERIC and e in _NUMERIC)):
                     self._refuse(pos, "@in", (a, b))
                 return "bool"
             if op in ("==", "!="):
-                if (_DYN not in (a, b) and "null_type" not in (a, b)
+                if (not _is_dyn(a) and not _is_dyn(b) and "null_type" not in (a, b)
                         and _family(a) != _family(b)
                         and not (a in _NUMERIC and b in _NUMERIC)):
                     self._refuse(pos, f"_{op}_", (a, b))
                 return "bool"
-            known = [t for t in (a, b) if t != _DYN]
+            known = [t for t in (a, b) if not _is_dyn(t)]
             if (any(t not in _ORDERED for t in known)
                     or (len(known) == 2 and a != b
                         and not (a in _NUMERIC and b in _NUMERIC))):
@@ -1544,7 +1584,7 @@ class _TypeChecker:
             return "bool"
         name, allowed = _ARITHMETIC[kind]
         pos = self._operator_pos(lhs, name[1])
-        known = [t for t in (a, b) if t != _DYN]
+        known = [t for t in (a, b) if not _is_dyn(t)]
         if any(_family(t) not in allowed for t in known) or (
                 len(known) == 2 and _family(a) != _family(b)):
             self._refuse(pos, name, (a, b))
@@ -1560,7 +1600,8 @@ class _TypeChecker:
         pos = self._operator_pos(target_node, "." + method) + 1
         if method in _OPTIONAL_METHODS and len(args) == _OPTIONAL_METHODS[method]:
             return self._optional_method(pos, method, receiver, args)
-        if method in ("first", "last") and not args and _family(receiver) in ("list", _DYN):
+        if method in ("first", "last") and not args and (
+                _family(receiver) == "list" or _is_dyn(receiver)):
             return _optional_of(_element(receiver))
         if method == "unwrapOpt" and not args:
             return self._unwrap_list(pos, method, receiver, receiver)
@@ -1571,7 +1612,7 @@ class _TypeChecker:
 
     def _optional_method(self, pos, method, receiver, args) -> str:
         inner, optional = _unwrap_optional(receiver)
-        if not optional and receiver != _DYN:
+        if not optional and not _is_dyn(receiver):
             self._refuse(pos, method, args, receiver)
         if method == "hasValue":
             return "bool"
@@ -1580,7 +1621,7 @@ class _TypeChecker:
         (arg,) = args
         if method == "or":
             other, arg_optional = _unwrap_optional(arg)
-            if not arg_optional and arg != _DYN or not _fits(other, inner):
+            if not arg_optional and not _is_dyn(arg) or not _fits(other, inner):
                 self._refuse(pos, method, args, receiver)
             return receiver if other == inner else _optional_of(_DYN)
         if not _fits(arg, inner):
@@ -1612,7 +1653,8 @@ def check_types(expression: str) -> None:
     operator or function no overload of which takes the operands (e.g.
     ``device.driver == 1``, ``device.capacity["d"].memory > 1``,
     ``device.driver.isGreaterThan(quantity("1"))``).  Attribute values are
-    dynamic (their type is known only at run time) and never refused.
+    ``any`` (their type is known only at run time): any overload takes
+    them, but a list or map literal may not mix one with another type.
     CelError (cel-go's wording) when refused; call after
     :func:`compile_selector` accepted ``expression``."""
     text = expression
@@ -1621,5 +1663,5 @@ def check_types(expression: str) -> None:
     except _celpy().CELParseError:
         return  # a syntax error is compile_selector's to report
     result = _TypeChecker(text).type_of(tree, {})
-    if result not in ("bool", _DYN):
-        raise CelError(f"must evaluate to bool or the unknown type, not {result}")
+    if result not in ("bool", _DYN, _ANY):
+        raise CelError(f"must evaluate to bool or the unknown type, not {_type_string(result)}")
